@@ -1,0 +1,320 @@
+/* Reading a deployment file (SPEC §6) or a bare model config. */
+#include "model.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define ORIGIN_MAX 64
+
+/* Where an option got its value, so planning errors can point there. */
+typedef struct option_site {
+    bool set;
+    kvs_mark mark;            /* in the deployment file, when origin is "" */
+    char origin[ORIGIN_MAX];  /* an override's origin, "" for the file */
+} option_site;
+
+struct kvshard_deployment {
+    kvshard_allocator alloc;
+    kvshard_model *model;
+    kvshard_options options;
+    char *source;
+    option_site sites[KVS_OPT_COUNT];
+};
+
+typedef struct loader {
+    const kvs_doc *doc;
+    const char *base_dir; /* NULL: relative paths as given */
+    kvshard_deployment *dep;
+    kvshard_error *err;
+} loader;
+
+static int read_section(loader *l, const kvs_node *section, kvs_option_section which)
+{
+    const char *name = which == KVS_SECTION_PARALLEL ? "parallel" : "cache";
+    if (kvs_node_is_null(section))
+        return KVSHARD_OK;
+    int rc = kvs_node_expect_mapping(l->doc, section, name, l->err);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < section->count; i++) {
+        const kvs_node *k = section->u.items[2 * i];
+        const kvs_node *v = section->u.items[2 * i + 1];
+        kvs_option_id id = kvs_option_find(k->u.text, k->count);
+        if (id == KVS_OPT_COUNT)
+            return kvs_fail(l->err, KVSHARD_EUNKNOWNKEY, l->doc->source, k->mark,
+                            "unknown key \"%s\" in %s", k->u.text, name);
+        if (kvs_option_section_of(id) != which)
+            return kvs_fail(l->err, KVSHARD_EUNKNOWNKEY, l->doc->source, k->mark,
+                            "unknown key \"%s\" in %s (it belongs in %s)", k->u.text, name,
+                            which == KVS_SECTION_PARALLEL ? "cache" : "parallel");
+        if (v->kind != KVS_NODE_SCALAR || kvs_node_is_null(v)) {
+            char desc[64];
+            kvs_node_describe(desc, sizeof desc, v);
+            return kvs_fail(l->err, KVSHARD_ETYPE, l->doc->source, v->mark,
+                            "%s: expected a value, found %s", k->u.text, desc);
+        }
+        if ((rc = kvs_option_parse(&l->dep->options, id, v->u.text, v->count, v->style,
+                                   l->doc->source, v->mark, l->err)) != 0)
+            return rc;
+        l->dep->sites[id].set = true;
+        l->dep->sites[id].mark = v->mark;
+    }
+    return KVSHARD_OK;
+}
+
+static int load_model_path(loader *l, const kvs_node *v)
+{
+    const kvshard_allocator *a = &l->dep->alloc;
+    const char *rel;
+    size_t rel_len;
+    int rc = kvs_node_string(&rel, &rel_len, l->doc, v, "model", l->err);
+    if (rc)
+        return rc;
+    if (rel_len == 0 || memchr(rel, '\0', rel_len))
+        return kvs_fail(l->err, KVSHARD_ERANGE, l->doc->source, v->mark,
+                        "model: expected a file path");
+    bool relative = rel[0] != '/' && l->base_dir && l->base_dir[0];
+    size_t base_len = relative ? strlen(l->base_dir) : 0;
+    char *path = kvs_alloc(a, base_len + 1 + rel_len + 1, 1);
+    if (!path)
+        return kvs_fail(l->err, KVSHARD_ENOMEM, l->doc->source, v->mark, "out of memory");
+    if (relative)
+        snprintf(path, base_len + rel_len + 2, "%s/%s", l->base_dir, rel);
+    else
+        memcpy(path, rel, rel_len + 1);
+
+    char *text = NULL;
+    size_t len = 0;
+    kvshard_error read_err;
+    kvs_error_reset(&read_err);
+    rc = kvs_read_file(&text, &len, a, path, &read_err);
+    if (rc) {
+        /* Point at the `model:` line: that is what the user has to fix. */
+        kvs_fail(l->err, rc, l->doc->source, v->mark, "model file %s: %s", path,
+                 read_err.message);
+    } else {
+        rc = kvs_model_load_text(&l->dep->model, text, len, path, a, l->err);
+        kvs_free(a, text);
+    }
+    kvs_free(a, path);
+    return rc;
+}
+
+static int read_deployment(loader *l, const kvs_node *root)
+{
+    for (size_t i = 0; i < root->count; i++) {
+        const kvs_node *k = root->u.items[2 * i];
+        const kvs_node *v = root->u.items[2 * i + 1];
+        int rc;
+        if (kvs_scalar_is(k, "model")) {
+            if (v->kind == KVS_NODE_MAPPING)
+                rc = kvs_model_from_node(&l->dep->model, l->doc, v, &l->dep->alloc, l->err);
+            else
+                rc = load_model_path(l, v);
+        } else if (kvs_scalar_is(k, "parallel")) {
+            rc = read_section(l, v, KVS_SECTION_PARALLEL);
+        } else if (kvs_scalar_is(k, "cache")) {
+            rc = read_section(l, v, KVS_SECTION_CACHE);
+        } else {
+            rc = kvs_fail(l->err, KVSHARD_EUNKNOWNKEY, l->doc->source, k->mark,
+                          "unknown key \"%s\" (a deployment has model, parallel and cache)",
+                          k->u.text);
+        }
+        if (rc)
+            return rc;
+    }
+    return KVSHARD_OK;
+}
+
+static bool is_bare_model(const kvs_node *root)
+{
+    if (kvs_map_get(root, "num_hidden_layers"))
+        return true;
+    const kvs_node *tc = kvs_map_get(root, "text_config");
+    return kvs_map_get(tc, "num_hidden_layers") != NULL;
+}
+
+static int load(kvshard_deployment **out, const char *text, size_t len, const char *source,
+                const char *base_dir, const kvshard_allocator *a, kvshard_error *err)
+{
+    kvs_mark none = {0, 0, 0};
+    kvs_doc doc;
+    int rc = kvs_doc_parse(&doc, text, len, source, a, err);
+    if (rc)
+        return rc;
+    kvshard_deployment *dep = kvs_calloc(a, 1, sizeof *dep);
+    if (!dep || !(dep->source = kvs_strdup(a, source))) {
+        kvs_free(a, dep);
+        kvs_doc_free(&doc);
+        return kvs_fail(err, KVSHARD_ENOMEM, source, none, "out of memory");
+    }
+    dep->alloc = *a;
+    kvshard_options defaults = KVSHARD_OPTIONS_INIT;
+    dep->options = defaults;
+    loader l = {&doc, base_dir, dep, err};
+    const kvs_node *root = doc.root;
+    if ((rc = kvs_node_expect_mapping(&doc, root, "deployment", err)) != 0) {
+        /* nothing more to read */
+    } else if (kvs_map_get(root, "model")) {
+        rc = read_deployment(&l, root);
+    } else if (is_bare_model(root)) {
+        rc = kvs_model_from_node(&dep->model, &doc, root, a, err);
+    } else {
+        rc = kvs_fail(err, KVSHARD_EMISSING, source, root->mark,
+                      "missing key \"model\": this is neither a deployment (it has no model) "
+                      "nor a model config (it has no num_hidden_layers)");
+    }
+    kvs_doc_free(&doc);
+    if (rc) {
+        kvshard_deployment_free(dep);
+        return rc;
+    }
+    *out = dep;
+    return KVSHARD_OK;
+}
+
+/* The directory part of a path, or NULL when it has none. */
+static char *dir_of(const kvshard_allocator *a, const char *path, bool *failed)
+{
+    const char *slash = strrchr(path, '/');
+    *failed = false;
+    if (!slash)
+        return NULL;
+    char *dir = kvs_strndup(a, path, slash == path ? 1 : (size_t)(slash - path));
+    *failed = dir == NULL;
+    return dir;
+}
+
+int kvshard_deployment_load_file(kvshard_deployment **out, const char *path,
+                                 const kvshard_load_options *options, kvshard_error *err)
+{
+    kvs_error_reset(err);
+    kvs_mark none = {0, 0, 0};
+    if (!out || !path)
+        return kvs_fail(err, KVSHARD_EINVAL, "", none, "out and path must not be NULL");
+    if (options && options->version != KVSHARD_LOAD_OPTIONS_VERSION)
+        return kvs_fail(err, KVSHARD_EINVAL, "", none, "unknown kvshard_load_options.version %u",
+                        options->version);
+    kvshard_allocator a = kvs_load_allocator(options);
+    char *text;
+    size_t len;
+    int rc = kvs_read_file(&text, &len, &a, path, err);
+    if (rc)
+        return rc;
+    bool failed;
+    char *dir = dir_of(&a, path, &failed);
+    if (failed)
+        rc = kvs_fail(err, KVSHARD_ENOMEM, path, none, "out of memory");
+    else
+        rc = load(out, text, len, path, dir, &a, err);
+    kvs_free(&a, dir);
+    kvs_free(&a, text);
+    return rc;
+}
+
+int kvshard_deployment_load_string(kvshard_deployment **out, const char *text, size_t len,
+                                   const char *name, const char *base_dir,
+                                   const kvshard_load_options *options, kvshard_error *err)
+{
+    kvs_error_reset(err);
+    kvs_mark none = {0, 0, 0};
+    if (!out || !text)
+        return kvs_fail(err, KVSHARD_EINVAL, "", none, "out and text must not be NULL");
+    if (options && options->version != KVSHARD_LOAD_OPTIONS_VERSION)
+        return kvs_fail(err, KVSHARD_EINVAL, "", none, "unknown kvshard_load_options.version %u",
+                        options->version);
+    kvshard_allocator a = kvs_load_allocator(options);
+    return load(out, text, len, name ? name : "<string>", base_dir, &a, err);
+}
+
+void kvshard_deployment_free(kvshard_deployment *deployment)
+{
+    if (!deployment)
+        return;
+    kvshard_allocator a = deployment->alloc;
+    kvshard_model_free(deployment->model);
+    kvs_free(&a, deployment->source);
+    kvs_free(&a, deployment);
+}
+
+const kvshard_model *kvshard_deployment_model(const kvshard_deployment *deployment)
+{
+    return deployment->model;
+}
+
+void kvshard_deployment_options(kvshard_options *out, const kvshard_deployment *deployment)
+{
+    *out = deployment->options;
+}
+
+int kvshard_deployment_set(kvshard_deployment *deployment, const char *key, const char *value,
+                           const char *origin, kvshard_error *err)
+{
+    kvs_error_reset(err);
+    kvs_mark none = {0, 0, 0};
+    if (!deployment || !key || !value)
+        return kvs_fail(err, KVSHARD_EINVAL, "", none,
+                        "deployment, key and value must not be NULL");
+    const char *from = origin ? origin : "override";
+    kvs_option_id id = kvs_option_find(key, strlen(key));
+    if (id == KVS_OPT_COUNT)
+        return kvs_fail(err, KVSHARD_EUNKNOWNKEY, from, none, "unknown option \"%s\"", key);
+    int rc = kvs_option_parse(&deployment->options, id, value, strlen(value), KVS_VALUE_PLAIN,
+                              from, none, err);
+    if (rc)
+        return rc;
+    option_site *site = &deployment->sites[id];
+    site->set = true;
+    site->mark = none;
+    snprintf(site->origin, sizeof site->origin, "%s", from);
+    return KVSHARD_OK;
+}
+
+/* Options a planning error can be about, most specific first. */
+static const kvs_option_id *blame_list(int code)
+{
+    static const kvs_option_id world[] = {KVS_OPT_WORLD_SIZE, KVS_OPT_DP_SIZE, KVS_OPT_CP_SIZE,
+                                          KVS_OPT_COUNT};
+    static const kvs_option_id split[] = {KVS_OPT_SPLIT_SIZE, KVS_OPT_WORLD_SIZE, KVS_OPT_COUNT};
+    static const kvs_option_id split_cp[] = {KVS_OPT_CP_SIZE, KVS_OPT_ENABLE_SPLIT,
+                                             KVS_OPT_COUNT};
+    static const kvs_option_id no_block[] = {KVS_OPT_MEMORY_PER_RANK, KVS_OPT_MAX_SEQS,
+                                             KVS_OPT_COUNT};
+    static const kvs_option_id overflow[] = {KVS_OPT_MEMORY_PER_RANK, KVS_OPT_BLOCK_SIZE,
+                                             KVS_OPT_MAX_SEQS, KVS_OPT_COUNT};
+    switch (code) {
+    case KVSHARD_EWORLD: return world;
+    case KVSHARD_ESPLIT: return split;
+    case KVSHARD_ESPLITCP: return split_cp;
+    case KVSHARD_ENOBLOCK: return no_block;
+    case KVSHARD_EOVERFLOW: return overflow;
+    default: return NULL;
+    }
+}
+
+int kvshard_deployment_plan(kvshard_plan **out, const kvshard_deployment *deployment,
+                            kvshard_error *err)
+{
+    kvs_mark none = {0, 0, 0};
+    if (!deployment) {
+        kvs_error_reset(err);
+        return kvs_fail(err, KVSHARD_EINVAL, "", none, "deployment must not be NULL");
+    }
+    int rc = kvshard_plan_create(out, deployment->model, &deployment->options,
+                                 &deployment->alloc, err);
+    const kvs_option_id *blame = blame_list(rc);
+    if (!err || !blame || err->line != 0)
+        return rc;
+    for (; *blame != KVS_OPT_COUNT; blame++) {
+        const option_site *site = &deployment->sites[*blame];
+        if (!site->set)
+            continue;
+        if (site->origin[0])
+            kvs_error_locate(err, site->origin, none);
+        else
+            kvs_error_locate(err, deployment->source, site->mark);
+        return rc;
+    }
+    kvs_error_locate(err, deployment->source, none);
+    return rc;
+}

@@ -1,0 +1,617 @@
+/* Reading a model config (SPEC §2): layer kinds, attention, dtypes, state. */
+#include "model.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Bound on draft layers; real models have one or a few. */
+#define MAX_DRAFT_LAYERS 1024u
+/* Bound on any single dimension (heads, head_dim, ranks of latents, ...). */
+#define MAX_DIMENSION (1u << 24)
+
+typedef struct reader {
+    const kvs_doc *doc;
+    const kvs_node *top;  /* the whole config */
+    const kvs_node *text; /* text_config, or the top level */
+    kvshard_error *err;
+} reader;
+
+unsigned kvs_dtype_bytes(kvs_dtype dtype)
+{
+    switch (dtype) {
+    case KVS_DTYPE_FP32: return 4;
+    case KVS_DTYPE_FP8: return 1;
+    case KVS_DTYPE_BF16:
+    case KVS_DTYPE_FP16:
+    default: return 2;
+    }
+}
+
+static const struct {
+    const char *name;
+    kvs_dtype dtype;
+} dtype_names[] = {
+    {"bfloat16", KVS_DTYPE_BF16},      {"bf16", KVS_DTYPE_BF16},
+    {"float16", KVS_DTYPE_FP16},       {"fp16", KVS_DTYPE_FP16},
+    {"half", KVS_DTYPE_FP16},          {"float32", KVS_DTYPE_FP32},
+    {"fp32", KVS_DTYPE_FP32},          {"float", KVS_DTYPE_FP32},
+    {"fp8", KVS_DTYPE_FP8},            {"float8_e4m3fn", KVS_DTYPE_FP8},
+    {"float8_e5m2", KVS_DTYPE_FP8},
+};
+
+static int read_dtype(kvs_dtype *out, const reader *r, const kvs_node *node, const char *key)
+{
+    const char *s;
+    size_t len;
+    int rc = kvs_node_string(&s, &len, r->doc, node, key, r->err);
+    if (rc)
+        return rc;
+    if (len > 6 && memcmp(s, "torch.", 6) == 0) {
+        s += 6;
+        len -= 6;
+    }
+    for (size_t i = 0; i < sizeof dtype_names / sizeof dtype_names[0]; i++) {
+        if (strlen(dtype_names[i].name) == len && memcmp(dtype_names[i].name, s, len) == 0) {
+            *out = dtype_names[i].dtype;
+            return KVSHARD_OK;
+        }
+    }
+    return kvs_fail(r->err, KVSHARD_ERANGE, r->doc->source, node->mark,
+                    "%s: unknown dtype \"%.*s\" (expected bfloat16, float16, float32 or fp8)", key,
+                    (int)(len > 40 ? 40 : len), s);
+}
+
+/* A key's value, or NULL when it is absent or null. */
+static const kvs_node *present(const kvs_node *map, const char *key)
+{
+    const kvs_node *v = kvs_map_get(map, key);
+    return kvs_node_is_null(v) ? NULL : v;
+}
+
+static int missing(const reader *r, const kvs_node *map, const char *key, const char *why)
+{
+    return kvs_fail(r->err, KVSHARD_EMISSING, r->doc->source, map->mark,
+                    "missing key \"%s\" (%s)", key, why);
+}
+
+/* A required positive dimension from `map`; its site is recorded when asked. */
+static int require_dim(uint32_t *out, kvs_key_site *site, const reader *r, const kvs_node *map,
+                       const char *key, const char *why)
+{
+    const kvs_node *v = present(map, key);
+    if (!v)
+        return missing(r, map, key, why);
+    uint64_t x;
+    int rc = kvs_node_uint(&x, r->doc, v, key, 1, MAX_DIMENSION, r->err);
+    if (rc)
+        return rc;
+    *out = (uint32_t)x;
+    if (site) {
+        site->key = key;
+        site->mark = v->mark;
+    }
+    return KVSHARD_OK;
+}
+
+/* An optional dimension: *found tells whether it was there. */
+static int optional_dim(uint32_t *out, bool *found, const reader *r, const kvs_node *map,
+                        const char *key, uint64_t min, uint64_t max)
+{
+    const kvs_node *v = present(map, key);
+    *found = v != NULL;
+    if (!v)
+        return KVSHARD_OK;
+    uint64_t x;
+    int rc = kvs_node_uint(&x, r->doc, v, key, min, max, r->err);
+    if (rc == KVSHARD_OK)
+        *out = (uint32_t)x;
+    return rc;
+}
+
+/* ---- layer kinds -------------------------------------------------------- */
+
+static int per_layer_list(const reader *r, const kvs_node *list, const char *key, uint32_t L)
+{
+    int rc = kvs_node_expect_sequence(r->doc, list, key, r->err);
+    if (rc)
+        return rc;
+    if (list->count != L)
+        return kvs_fail(r->err, KVSHARD_ELAYERCOUNT, r->doc->source, list->mark,
+                        "%s has %zu entries; num_hidden_layers is %u", key, list->count, L);
+    return KVSHARD_OK;
+}
+
+static int kinds_from_layer_types(uint8_t *kinds, const reader *r, const kvs_node *list,
+                                  uint32_t L)
+{
+    static const struct {
+        const char *name;
+        kvshard_layer_kind kind;
+    } names[] = {
+        {"full_attention", KVSHARD_LAYER_FULL_ATTENTION},
+        {"attention", KVSHARD_LAYER_FULL_ATTENTION},
+        {"linear_attention", KVSHARD_LAYER_LINEAR_ATTENTION},
+        {"mamba", KVSHARD_LAYER_LINEAR_ATTENTION},
+        {"sliding_attention", KVSHARD_LAYER_SLIDING_ATTENTION},
+    };
+    int rc = per_layer_list(r, list, "layer_types", L);
+    if (rc)
+        return rc;
+    for (uint32_t i = 0; i < L; i++) {
+        const kvs_node *item = list->u.items[i];
+        char what[48];
+        snprintf(what, sizeof what, "layer_types[%u]", i);
+        const char *s;
+        size_t len;
+        if ((rc = kvs_node_string(&s, &len, r->doc, item, what, r->err)) != 0)
+            return rc;
+        size_t k = 0;
+        while (k < sizeof names / sizeof names[0] &&
+               !(strlen(names[k].name) == len && memcmp(names[k].name, s, len) == 0))
+            k++;
+        if (k == sizeof names / sizeof names[0])
+            return kvs_fail(r->err, KVSHARD_ELAYERTYPE, r->doc->source, item->mark,
+                            "%s: unknown layer type \"%.*s\" (expected full_attention, "
+                            "attention, linear_attention, mamba or sliding_attention)",
+                            what, (int)(len > 40 ? 40 : len), s);
+        kinds[i] = (uint8_t)names[k].kind;
+    }
+    return KVSHARD_OK;
+}
+
+static int kinds_from_attn_type_list(uint8_t *kinds, const reader *r, const kvs_node *list,
+                                     uint32_t L)
+{
+    int rc = per_layer_list(r, list, "attn_type_list", L);
+    if (rc)
+        return rc;
+    for (uint32_t i = 0; i < L; i++) {
+        const kvs_node *item = list->u.items[i];
+        char what[48];
+        snprintf(what, sizeof what, "attn_type_list[%u]", i);
+        uint64_t v;
+        if ((rc = kvs_node_uint(&v, r->doc, item, what, 0, UINT64_MAX, r->err)) != 0)
+            return rc;
+        if (v > 1)
+            return kvs_fail(r->err, KVSHARD_ELAYERTYPE, r->doc->source, item->mark,
+                            "%s: %llu is no layer type (expected 1 for full attention or 0 for "
+                            "linear attention)",
+                            what, (unsigned long long)v);
+        kinds[i] = (uint8_t)(v == 1 ? KVSHARD_LAYER_FULL_ATTENTION
+                                    : KVSHARD_LAYER_LINEAR_ATTENTION);
+    }
+    return KVSHARD_OK;
+}
+
+/* Kimi: 1-based layer numbers in two lists that must cover every layer once. */
+static int mark_kimi_list(uint8_t *kinds, const reader *r, const kvs_node *cfg, const char *key,
+                          kvshard_layer_kind kind, uint32_t L)
+{
+    const kvs_node *list = kvs_map_get(cfg, key);
+    int rc = kvs_node_expect_sequence(r->doc, list, key, r->err);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < list->count; i++) {
+        const kvs_node *item = list->u.items[i];
+        char what[64];
+        snprintf(what, sizeof what, "linear_attn_config.%s[%zu]", key, i);
+        uint64_t n;
+        if ((rc = kvs_node_uint(&n, r->doc, item, what, 0, UINT64_MAX, r->err)) != 0)
+            return rc;
+        if (n < 1 || n > L)
+            return kvs_fail(r->err, KVSHARD_ELAYERLIST, r->doc->source, item->mark,
+                            "%s: layer %llu is out of range; these lists are 1-based, from 1 to "
+                            "num_hidden_layers %u",
+                            what, (unsigned long long)n, L);
+        uint8_t *slot = &kinds[n - 1];
+        if (*slot != UINT8_MAX)
+            return kvs_fail(r->err, KVSHARD_ELAYERLIST, r->doc->source, item->mark,
+                            "%s: layer %llu is listed twice (in full_attn_layers and kda_layers "
+                            "together, each layer is listed exactly once)",
+                            what, (unsigned long long)n);
+        *slot = (uint8_t)kind;
+    }
+    return KVSHARD_OK;
+}
+
+static int kinds_from_kimi(uint8_t *kinds, const reader *r, const kvs_node *cfg, uint32_t L)
+{
+    memset(kinds, UINT8_MAX, L);
+    int rc = mark_kimi_list(kinds, r, cfg, "full_attn_layers", KVSHARD_LAYER_FULL_ATTENTION, L);
+    if (rc == KVSHARD_OK)
+        rc = mark_kimi_list(kinds, r, cfg, "kda_layers", KVSHARD_LAYER_LINEAR_ATTENTION, L);
+    if (rc)
+        return rc;
+    for (uint32_t i = 0; i < L; i++) {
+        if (kinds[i] == UINT8_MAX)
+            return kvs_fail(r->err, KVSHARD_ELAYERLIST, r->doc->source, cfg->mark,
+                            "linear_attn_config: layer %u (0-based index %u) is in neither "
+                            "full_attn_layers nor kda_layers",
+                            i + 1, i);
+    }
+    return KVSHARD_OK;
+}
+
+/* Which rule decided the kinds also decides the linear-attention flavour. */
+static int read_layer_kinds(uint8_t *kinds, kvs_linear_flavour *flavour, const reader *r,
+                            uint32_t L)
+{
+    const kvs_node *t = r->text;
+    const kvs_node *v;
+    *flavour = KVS_LINEAR_GDN;
+    const kvs_node *kimi = present(t, "linear_attn_config");
+    if (kimi) {
+        int rc = kvs_node_expect_mapping(r->doc, kimi, "linear_attn_config", r->err);
+        if (rc)
+            return rc;
+        *flavour = KVS_LINEAR_KDA;
+    }
+    if ((v = present(t, "layer_types")) != NULL)
+        return kinds_from_layer_types(kinds, r, v, L);
+    if ((v = present(t, "attn_type_list")) != NULL) {
+        *flavour = KVS_LINEAR_LIGHTNING;
+        return kinds_from_attn_type_list(kinds, r, v, L);
+    }
+    if (kimi) {
+        bool has_full = kvs_map_get(kimi, "full_attn_layers") != NULL;
+        bool has_kda = kvs_map_get(kimi, "kda_layers") != NULL;
+        if (has_full && has_kda)
+            return kinds_from_kimi(kinds, r, kimi, L);
+        if (has_full || has_kda)
+            return missing(r, kimi, has_full ? "kda_layers" : "full_attn_layers",
+                           "linear_attn_config lists full-attention and KDA layers together");
+    }
+    if ((v = present(t, "full_attention_interval")) != NULL) {
+        uint64_t n;
+        int rc = kvs_node_uint(&n, r->doc, v, "full_attention_interval", 1, UINT32_MAX, r->err);
+        if (rc)
+            return rc;
+        for (uint32_t i = 0; i < L; i++)
+            kinds[i] = (uint8_t)(((uint64_t)i + 1) % n == 0 ? KVSHARD_LAYER_FULL_ATTENTION
+                                                             : KVSHARD_LAYER_LINEAR_ATTENTION);
+        return KVSHARD_OK;
+    }
+    memset(kinds, KVSHARD_LAYER_FULL_ATTENTION, L);
+    return KVSHARD_OK;
+}
+
+/* ---- dimensions --------------------------------------------------------- */
+
+static int read_gqa(kvshard_model *m, const reader *r)
+{
+    kvs_model_info *in = &m->info;
+    const kvs_node *t = r->text;
+    uint32_t heads = 0;
+    bool has_heads, has_kv, has_head_dim;
+    int rc = optional_dim(&heads, &has_heads, r, t, "num_attention_heads", 1, MAX_DIMENSION);
+    if (rc == KVSHARD_OK)
+        rc = optional_dim(&in->num_kv_heads, &has_kv, r, t, "num_key_value_heads", 1,
+                          MAX_DIMENSION);
+    if (rc == KVSHARD_OK)
+        rc = optional_dim(&in->head_dim, &has_head_dim, r, t, "head_dim", 1, MAX_DIMENSION);
+    if (rc)
+        return rc;
+    const char *why = "needed for the KV bytes of attention layers";
+    if (!has_kv && !has_heads)
+        return missing(r, t, "num_key_value_heads", why);
+    const char *kv_key = has_kv ? "num_key_value_heads" : "num_attention_heads";
+    m->kv_heads_site.key = kv_key;
+    m->kv_heads_site.mark = present(t, kv_key)->mark;
+    if (!has_kv)
+        in->num_kv_heads = heads;
+    if (!has_head_dim) {
+        if (!has_heads)
+            return missing(r, t, "head_dim", why);
+        uint32_t hidden;
+        if ((rc = require_dim(&hidden, NULL, r, t, "hidden_size",
+                              "head_dim defaults to hidden_size / num_attention_heads")) != 0)
+            return rc;
+        if (hidden % heads != 0)
+            return kvs_fail(r->err, KVSHARD_ERANGE, r->doc->source, present(t, "hidden_size")->mark,
+                            "hidden_size %u is not divisible by num_attention_heads %u; give "
+                            "head_dim explicitly",
+                            hidden, heads);
+        in->head_dim = hidden / heads;
+    }
+    return KVSHARD_OK;
+}
+
+static int read_mla(kvshard_model *m, const reader *r)
+{
+    kvs_model_info *in = &m->info;
+    const kvs_node *t = r->text;
+    int rc = require_dim(&in->qk_rope_head_dim, NULL, r, t, "qk_rope_head_dim",
+                         "MLA caches kv_lora_rank + qk_rope_head_dim per token");
+    if (rc)
+        return rc;
+    if (present(t, "index_head_dim") && present(t, "index_n_heads")) {
+        uint32_t n_heads;
+        if ((rc = require_dim(&in->index_head_dim, NULL, r, t, "index_head_dim", "")) != 0 ||
+            (rc = require_dim(&n_heads, NULL, r, t, "index_n_heads", "")) != 0)
+            return rc;
+        in->has_indexer = true;
+    }
+    return KVSHARD_OK;
+}
+
+static int read_linear_state(kvshard_model *m, const reader *r)
+{
+    kvs_model_info *in = &m->info;
+    const kvs_node *t = r->text;
+    int rc;
+    in->ssm_dtype = KVS_DTYPE_FP32;
+    switch (in->linear) {
+    case KVS_LINEAR_KDA: {
+        const kvs_node *cfg = present(t, "linear_attn_config");
+        const char *why = "Kimi Delta Attention state";
+        if ((rc = require_dim(&in->linear_value_heads, &m->linear_value_heads_site, r, cfg,
+                              "num_heads", why)) != 0 ||
+            (rc = require_dim(&in->linear_key_dim, NULL, r, cfg, "head_dim", why)) != 0 ||
+            (rc = require_dim(&in->linear_conv_kernel, NULL, r, cfg, "short_conv_kernel_size",
+                              why)) != 0)
+            return rc;
+        return KVSHARD_OK;
+    }
+    case KVS_LINEAR_LIGHTNING: {
+        const char *why = "lightning attention state";
+        if ((rc = require_dim(&in->linear_value_heads, &m->linear_value_heads_site, r, t,
+                              "num_attention_heads", why)) != 0 ||
+            (rc = require_dim(&in->linear_key_dim, NULL, r, t, "head_dim", why)) != 0)
+            return rc;
+        return KVSHARD_OK;
+    }
+    case KVS_LINEAR_GDN:
+    default: {
+        const char *why = "Gated DeltaNet state";
+        const kvs_node *v;
+        if ((rc = require_dim(&in->linear_key_heads, &m->linear_key_heads_site, r, t,
+                              "linear_num_key_heads", why)) != 0 ||
+            (rc = require_dim(&in->linear_value_heads, &m->linear_value_heads_site, r, t,
+                              "linear_num_value_heads", why)) != 0 ||
+            (rc = require_dim(&in->linear_key_dim, NULL, r, t, "linear_key_head_dim", why)) != 0 ||
+            (rc = require_dim(&in->linear_value_dim, NULL, r, t, "linear_value_head_dim", why)) !=
+                0 ||
+            (rc = require_dim(&in->linear_conv_kernel, NULL, r, t, "linear_conv_kernel_dim",
+                              why)) != 0)
+            return rc;
+        if ((v = present(t, "mamba_ssm_dtype")) != NULL)
+            return read_dtype(&in->ssm_dtype, r, v, "mamba_ssm_dtype");
+        return KVSHARD_OK;
+    }
+    }
+}
+
+static int read_model_dtype(kvs_dtype *out, const reader *r)
+{
+    const kvs_node *maps[2] = {r->text, r->top};
+    static const char *const keys[2] = {"dtype", "torch_dtype"};
+    for (int m = 0; m < 2; m++) {
+        for (int k = 0; k < 2; k++) {
+            const kvs_node *v = present(maps[m], keys[k]);
+            if (v)
+                return read_dtype(out, r, v, keys[k]);
+        }
+    }
+    *out = KVS_DTYPE_BF16;
+    return KVSHARD_OK;
+}
+
+static int read_model(kvshard_model *m, const reader *r)
+{
+    kvs_model_info *in = &m->info;
+    const kvs_node *t = r->text;
+    uint64_t L;
+    const kvs_node *v = present(t, "num_hidden_layers");
+    if (!v)
+        return missing(r, t, "num_hidden_layers", "the number of decoder layers");
+    int rc = kvs_node_uint(&L, r->doc, v, "num_hidden_layers", 1, KVSHARD_MAX_LAYERS, r->err);
+    if (rc)
+        return rc;
+    in->num_layers = (uint32_t)L;
+    if ((rc = read_model_dtype(&in->dtype, r)) != 0)
+        return rc;
+
+    m->kinds = kvs_alloc(&m->alloc, L, 1);
+    if (!m->kinds)
+        return kvs_fail(r->err, KVSHARD_ENOMEM, r->doc->source, v->mark, "out of memory");
+    if ((rc = read_layer_kinds(m->kinds, &in->linear, r, in->num_layers)) != 0)
+        return rc;
+    for (uint32_t i = 0; i < in->num_layers; i++) {
+        switch (m->kinds[i]) {
+        case KVSHARD_LAYER_FULL_ATTENTION: in->num_full++; break;
+        case KVSHARD_LAYER_LINEAR_ATTENTION: in->num_linear++; break;
+        default: in->num_sliding++; break;
+        }
+    }
+    if (in->num_linear == 0)
+        in->linear = KVS_LINEAR_NONE;
+
+    /* Draft layers: the first key present counts. */
+    bool found;
+    if ((rc = optional_dim(&in->num_draft_layers, &found, r, t, "num_nextn_predict_layers", 0,
+                           MAX_DRAFT_LAYERS)) != 0)
+        return rc;
+    if (!found && (rc = optional_dim(&in->num_draft_layers, &found, r, t, "mtp_num_hidden_layers",
+                                     0, MAX_DRAFT_LAYERS)) != 0)
+        return rc;
+
+    /* kv_lora_rank: a positive integer selects MLA; 0 or null does not. */
+    uint32_t lora = 0;
+    if ((rc = optional_dim(&lora, &found, r, t, "kv_lora_rank", 0, MAX_DIMENSION)) != 0)
+        return rc;
+    bool has_kv_layers = in->num_full + in->num_sliding + in->num_draft_layers > 0;
+    if (found && lora > 0) {
+        in->attention = KVSHARD_ATTENTION_MLA;
+        in->kv_lora_rank = lora;
+        if (has_kv_layers && (rc = read_mla(m, r)) != 0)
+            return rc;
+    } else if (has_kv_layers && (rc = read_gqa(m, r)) != 0) {
+        return rc;
+    }
+    if (in->num_sliding > 0 &&
+        (rc = require_dim(&in->sliding_window, NULL, r, t, "sliding_window",
+                          "sliding_attention layers keep the last sliding_window tokens")) != 0)
+        return rc;
+    if (in->num_linear > 0 && (rc = read_linear_state(m, r)) != 0)
+        return rc;
+    return KVSHARD_OK;
+}
+
+int kvs_model_from_node(kvshard_model **out, const kvs_doc *doc, const kvs_node *root,
+                        const kvshard_allocator *alloc, kvshard_error *err)
+{
+    int rc = kvs_node_expect_mapping(doc, root, "model config", err);
+    if (rc)
+        return rc;
+    reader r = {doc, root, root, err};
+    const kvs_node *tc = present(root, "text_config");
+    if (tc) {
+        if ((rc = kvs_node_expect_mapping(doc, tc, "text_config", err)) != 0)
+            return rc;
+        r.text = tc;
+    }
+    const kvs_node *type = present(root, "model_type");
+    const char *type_text = "";
+    size_t type_len = 0;
+    if (type && (rc = kvs_node_string(&type_text, &type_len, doc, type, "model_type", err)) != 0)
+        return rc;
+
+    kvs_mark none = {0, 0, 0};
+    kvshard_model *m = kvs_calloc(alloc, 1, sizeof *m);
+    if (!m)
+        return kvs_fail(err, KVSHARD_ENOMEM, doc->source, none, "out of memory");
+    m->alloc = *alloc;
+    m->source = kvs_strdup(alloc, doc->source);
+    m->model_type = kvs_strndup(alloc, type_text, type_len);
+    if (!m->source || !m->model_type)
+        rc = kvs_fail(err, KVSHARD_ENOMEM, doc->source, none, "out of memory");
+    if (rc == KVSHARD_OK)
+        rc = read_model(m, &r);
+    if (rc) {
+        kvshard_model_free(m);
+        return rc;
+    }
+    *out = m;
+    return KVSHARD_OK;
+}
+
+int kvs_model_load_text(kvshard_model **out, const char *text, size_t len, const char *source,
+                        const kvshard_allocator *alloc, kvshard_error *err)
+{
+    kvs_doc doc;
+    int rc = kvs_doc_parse(&doc, text, len, source, alloc, err);
+    if (rc)
+        return rc;
+    rc = kvs_model_from_node(out, &doc, doc.root, alloc, err);
+    kvs_doc_free(&doc);
+    return rc;
+}
+
+static int check_load_options(const kvshard_load_options *options, kvshard_error *err)
+{
+    kvs_mark none = {0, 0, 0};
+    if (options && options->version != KVSHARD_LOAD_OPTIONS_VERSION)
+        return kvs_fail(err, KVSHARD_EINVAL, "", none,
+                        "kvshard_load_options.version is %u; this library knows version %u",
+                        options->version, KVSHARD_LOAD_OPTIONS_VERSION);
+    return KVSHARD_OK;
+}
+
+kvshard_allocator kvs_load_allocator(const kvshard_load_options *options)
+{
+    return kvs_allocator_or_default(options ? options->allocator : NULL);
+}
+
+int kvshard_model_load_string(kvshard_model **out, const char *text, size_t len,
+                              const char *name, const kvshard_load_options *options,
+                              kvshard_error *err)
+{
+    kvs_error_reset(err);
+    kvs_mark none = {0, 0, 0};
+    if (!out || !text)
+        return kvs_fail(err, KVSHARD_EINVAL, "", none, "out and text must not be NULL");
+    int rc = check_load_options(options, err);
+    if (rc)
+        return rc;
+    kvshard_allocator a = kvs_load_allocator(options);
+    return kvs_model_load_text(out, text, len, name ? name : "<string>", &a, err);
+}
+
+int kvshard_model_load_file(kvshard_model **out, const char *path,
+                            const kvshard_load_options *options, kvshard_error *err)
+{
+    kvs_error_reset(err);
+    kvs_mark none = {0, 0, 0};
+    if (!out || !path)
+        return kvs_fail(err, KVSHARD_EINVAL, "", none, "out and path must not be NULL");
+    int rc = check_load_options(options, err);
+    if (rc)
+        return rc;
+    kvshard_allocator a = kvs_load_allocator(options);
+    char *text;
+    size_t len;
+    if ((rc = kvs_read_file(&text, &len, &a, path, err)) != 0)
+        return rc;
+    rc = kvs_model_load_text(out, text, len, path, &a, err);
+    kvs_free(&a, text);
+    return rc;
+}
+
+void kvshard_model_free(kvshard_model *model)
+{
+    if (!model)
+        return;
+    kvshard_allocator a = model->alloc;
+    kvs_free(&a, model->source);
+    kvs_free(&a, model->model_type);
+    kvs_free(&a, model->kinds);
+    kvs_free(&a, model);
+}
+
+const char *kvshard_model_type(const kvshard_model *model)
+{
+    return model->model_type;
+}
+
+uint32_t kvshard_model_num_layers(const kvshard_model *model)
+{
+    return model->info.num_layers;
+}
+
+uint32_t kvshard_model_num_draft_layers(const kvshard_model *model)
+{
+    return model->info.num_draft_layers;
+}
+
+kvshard_attention kvshard_model_attention(const kvshard_model *model)
+{
+    return model->info.attention;
+}
+
+uint32_t kvshard_model_count(const kvshard_model *model, kvshard_layer_kind kind)
+{
+    switch (kind) {
+    case KVSHARD_LAYER_FULL_ATTENTION: return model->info.num_full;
+    case KVSHARD_LAYER_LINEAR_ATTENTION: return model->info.num_linear;
+    case KVSHARD_LAYER_SLIDING_ATTENTION: return model->info.num_sliding;
+    default: return 0;
+    }
+}
+
+int kvshard_model_layer_kind(kvshard_layer_kind *out, const kvshard_model *model, uint32_t layer)
+{
+    if (layer >= model->info.num_layers)
+        return KVSHARD_ELAYER;
+    *out = (kvshard_layer_kind)model->kinds[layer];
+    return KVSHARD_OK;
+}
+
+const char *kvshard_layer_kind_name(kvshard_layer_kind kind)
+{
+    switch (kind) {
+    case KVSHARD_LAYER_FULL_ATTENTION: return "full_attention";
+    case KVSHARD_LAYER_LINEAR_ATTENTION: return "linear_attention";
+    case KVSHARD_LAYER_SLIDING_ATTENTION: return "sliding_attention";
+    default: return "unknown";
+    }
+}

@@ -1,0 +1,617 @@
+/* libyaml events -> a small tree with marks, under kvshard's reading limits. */
+#define _POSIX_C_SOURCE 200809L /* fileno, fstat */
+#include "yaml_doc.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <yaml.h>
+
+/* ---- arena -------------------------------------------------------------- */
+
+struct kvs_arena_chunk {
+    kvs_arena_chunk *next;
+    size_t used;
+    size_t cap;
+    max_align_t data[]; /* aligned storage follows */
+};
+
+#define ARENA_CHUNK_BYTES ((size_t)64 * 1024)
+
+static void *arena_alloc(kvs_doc *doc, size_t size)
+{
+    size = (size + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
+    kvs_arena_chunk *c = doc->chunks;
+    if (!c || c->cap - c->used < size) {
+        size_t cap = size > ARENA_CHUNK_BYTES ? size : ARENA_CHUNK_BYTES;
+        c = kvs_alloc(&doc->alloc, 1, sizeof *c + cap);
+        if (!c)
+            return NULL;
+        c->next = doc->chunks;
+        c->used = 0;
+        c->cap = cap;
+        doc->chunks = c;
+    }
+    void *p = (char *)c->data + c->used;
+    c->used += size;
+    return p;
+}
+
+void kvs_doc_free(kvs_doc *doc)
+{
+    if (!doc)
+        return;
+    kvs_arena_chunk *c = doc->chunks;
+    while (c) {
+        kvs_arena_chunk *next = c->next;
+        kvs_free(&doc->alloc, c);
+        c = next;
+    }
+    doc->chunks = NULL;
+    doc->root = NULL;
+}
+
+/* ---- files -------------------------------------------------------------- */
+
+int kvs_read_file(char **out, size_t *out_len, const kvshard_allocator *a, const char *path,
+                  kvshard_error *err)
+{
+    const kvs_mark none = {0, 0, 0};
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return kvs_fail(err, KVSHARD_EIO, path, none, "cannot open: %s", strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0) {
+        int e = errno;
+        fclose(f);
+        return kvs_fail(err, KVSHARD_EIO, path, none, "cannot read: %s", strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        fclose(f);
+        return kvs_fail(err, KVSHARD_EIO, path, none, "cannot read: %s",
+                        S_ISDIR(st.st_mode) ? strerror(EISDIR) : "not a regular file");
+    }
+    if ((uint64_t)st.st_size > KVSHARD_MAX_DOCUMENT_BYTES) {
+        fclose(f);
+        return kvs_fail(err, KVSHARD_ELIMIT, path, none,
+                        "file is %llu bytes; the limit is %u bytes (KVSHARD_MAX_DOCUMENT_BYTES)",
+                        (unsigned long long)st.st_size, KVSHARD_MAX_DOCUMENT_BYTES);
+    }
+    size_t size = (size_t)st.st_size;
+    char *buf = kvs_alloc(a, size + 1, 1);
+    if (!buf) {
+        fclose(f);
+        return kvs_fail(err, KVSHARD_ENOMEM, path, none, "out of memory reading the file");
+    }
+    size_t got = fread(buf, 1, size, f);
+    int read_error = ferror(f);
+    fclose(f);
+    if (read_error || got != size) {
+        kvs_free(a, buf);
+        return kvs_fail(err, KVSHARD_EIO, path, none, "cannot read: %s",
+                        read_error ? strerror(EIO) : "file changed while reading");
+    }
+    buf[size] = '\0';
+    *out = buf;
+    *out_len = size;
+    return KVSHARD_OK;
+}
+
+/* ---- builder ------------------------------------------------------------ */
+
+typedef struct frame {
+    kvs_node *node;
+    size_t first_child; /* index into the pending stack */
+    const char *anchor; /* arena copy, NULL when none */
+} frame;
+
+typedef struct anchor_entry {
+    const char *name;
+    const kvs_node *node;
+} anchor_entry;
+
+typedef struct builder {
+    kvs_doc *doc;
+    const char *text;
+    size_t len;
+    kvshard_error *err;
+    frame frames[KVSHARD_MAX_DEPTH];
+    size_t depth;
+    kvs_node **pending; /* children of the open collections, in order */
+    size_t pending_len;
+    size_t pending_cap;
+    anchor_entry anchors[KVSHARD_MAX_ANCHORS];
+    size_t anchor_count;
+    uint64_t weight; /* nodes so far, aliases expanded */
+    int documents;
+} builder;
+
+static kvs_mark mark_of(yaml_mark_t m)
+{
+    kvs_mark k = {(int)(m.line + 1), (int)(m.column + 1), m.index};
+    return k;
+}
+
+/* Line and column (in characters) of a byte offset. */
+static kvs_mark mark_at_offset(const char *text, size_t len, size_t offset)
+{
+    kvs_mark m = {1, 1, offset};
+    for (size_t i = 0; i < offset && i < len; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c == '\n') {
+            m.line++;
+            m.column = 1;
+        } else if ((c & 0xC0) != 0x80) {
+            m.column++;
+        }
+    }
+    return m;
+}
+
+static int fail_nomem(builder *b)
+{
+    kvs_mark none = {0, 0, 0};
+    return kvs_fail(b->err, KVSHARD_ENOMEM, b->doc->source, none, "out of memory building the tree");
+}
+
+static int push_pending(builder *b, kvs_node *node)
+{
+    if (b->pending_len == b->pending_cap) {
+        size_t cap = b->pending_cap ? b->pending_cap * 2 : 64;
+        kvs_node **grown = kvs_alloc(&b->doc->alloc, cap, sizeof *grown);
+        if (!grown)
+            return fail_nomem(b);
+        if (b->pending_len)
+            memcpy(grown, b->pending, b->pending_len * sizeof *grown);
+        kvs_free(&b->doc->alloc, b->pending);
+        b->pending = grown;
+        b->pending_cap = cap;
+    }
+    b->pending[b->pending_len++] = node;
+    return KVSHARD_OK;
+}
+
+static int add_weight(builder *b, uint64_t w, kvs_mark mark)
+{
+    b->weight += w;
+    if (b->weight > KVSHARD_MAX_NODES)
+        return kvs_fail(b->err, KVSHARD_ELIMIT, b->doc->source, mark,
+                        "document has more than %u nodes (aliases counted as what they "
+                        "stand for; KVSHARD_MAX_NODES)",
+                        KVSHARD_MAX_NODES);
+    return KVSHARD_OK;
+}
+
+/* Attach a finished node to its parent, or make it the root. */
+static int attach(builder *b, kvs_node *node)
+{
+    if (b->depth == 0) {
+        b->doc->root = node;
+        return KVSHARD_OK;
+    }
+    return push_pending(b, node);
+}
+
+static int register_anchor(builder *b, const char *name, const kvs_node *node)
+{
+    if (!name)
+        return KVSHARD_OK;
+    for (size_t i = 0; i < b->anchor_count; i++) {
+        if (strcmp(b->anchors[i].name, name) == 0) {
+            b->anchors[i].node = node; /* YAML lets a later anchor shadow an earlier one */
+            return KVSHARD_OK;
+        }
+    }
+    if (b->anchor_count == KVSHARD_MAX_ANCHORS)
+        return kvs_fail(b->err, KVSHARD_ELIMIT, b->doc->source, node->mark,
+                        "more than %u anchors (KVSHARD_MAX_ANCHORS)", KVSHARD_MAX_ANCHORS);
+    b->anchors[b->anchor_count].name = name;
+    b->anchors[b->anchor_count].node = node;
+    b->anchor_count++;
+    return KVSHARD_OK;
+}
+
+static const char *arena_strdup(builder *b, const char *s, size_t len)
+{
+    char *copy = arena_alloc(b->doc, len + 1);
+    if (copy) {
+        memcpy(copy, s, len);
+        copy[len] = '\0';
+    }
+    return copy;
+}
+
+static int copy_anchor(builder *b, const yaml_char_t *anchor, const char **out)
+{
+    *out = NULL;
+    if (!anchor)
+        return KVSHARD_OK;
+    *out = arena_strdup(b, (const char *)anchor, strlen((const char *)anchor));
+    return *out ? KVSHARD_OK : fail_nomem(b);
+}
+
+static kvs_node *new_node(builder *b, kvs_node_kind kind, yaml_mark_t start)
+{
+    kvs_node *n = arena_alloc(b->doc, sizeof *n);
+    if (!n)
+        return NULL;
+    memset(n, 0, sizeof *n);
+    n->kind = kind;
+    n->style = KVS_VALUE_PLAIN;
+    n->mark = mark_of(start);
+    n->weight = 1;
+    return n;
+}
+
+static int on_scalar(builder *b, const yaml_event_t *ev)
+{
+    kvs_node *n = new_node(b, KVS_NODE_SCALAR, ev->start_mark);
+    if (!n)
+        return fail_nomem(b);
+    int rc = add_weight(b, 1, n->mark);
+    if (rc)
+        return rc;
+    const char *tag = (const char *)ev->data.scalar.tag;
+    bool str_tag = tag && strcmp(tag, YAML_STR_TAG) == 0;
+    n->style = (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && !str_tag) ? KVS_VALUE_PLAIN
+                                                                              : KVS_VALUE_QUOTED;
+    n->count = ev->data.scalar.length;
+    n->u.text = arena_strdup(b, (const char *)ev->data.scalar.value, ev->data.scalar.length);
+    if (!n->u.text)
+        return fail_nomem(b);
+    const char *anchor;
+    if ((rc = copy_anchor(b, ev->data.scalar.anchor, &anchor)) != 0)
+        return rc;
+    if ((rc = register_anchor(b, anchor, n)) != 0)
+        return rc;
+    return attach(b, n);
+}
+
+static int on_start(builder *b, const yaml_event_t *ev, kvs_node_kind kind)
+{
+    kvs_node *n = new_node(b, kind, ev->start_mark);
+    if (!n)
+        return fail_nomem(b);
+    int rc = add_weight(b, 1, n->mark);
+    if (rc)
+        return rc;
+    if (b->depth == KVSHARD_MAX_DEPTH)
+        return kvs_fail(b->err, KVSHARD_ELIMIT, b->doc->source, n->mark,
+                        "nesting deeper than %u levels (KVSHARD_MAX_DEPTH)", KVSHARD_MAX_DEPTH);
+    const yaml_char_t *anchor =
+        kind == KVS_NODE_MAPPING ? ev->data.mapping_start.anchor : ev->data.sequence_start.anchor;
+    frame *f = &b->frames[b->depth];
+    f->node = n;
+    f->first_child = b->pending_len;
+    if ((rc = copy_anchor(b, anchor, &f->anchor)) != 0)
+        return rc;
+    b->depth++;
+    return KVSHARD_OK;
+}
+
+static int key_compare(const kvs_node *a, const kvs_node *b)
+{
+    if (a->count != b->count)
+        return a->count < b->count ? -1 : 1;
+    int c = memcmp(a->u.text, b->u.text, a->count);
+    if (c)
+        return c;
+    return a->mark.offset < b->mark.offset ? -1 : a->mark.offset > b->mark.offset;
+}
+
+static int key_compare_qsort(const void *pa, const void *pb)
+{
+    return key_compare(*(const kvs_node *const *)pa, *(const kvs_node *const *)pb);
+}
+
+static bool same_key(const kvs_node *a, const kvs_node *b)
+{
+    return a->count == b->count && memcmp(a->u.text, b->u.text, a->count) == 0;
+}
+
+/* Keys must be scalars and distinct; report the earliest repeated key. */
+static int check_keys(builder *b, const kvs_node *map)
+{
+    size_t n = map->count;
+    for (size_t i = 0; i < n; i++) {
+        const kvs_node *k = map->u.items[2 * i];
+        if (k->kind != KVS_NODE_SCALAR)
+            return kvs_fail(b->err, KVSHARD_ETYPE, b->doc->source, k->mark,
+                            "mapping keys must be scalars");
+    }
+    const kvs_node *dup = NULL;
+    const kvs_node *first = NULL;
+    if (n <= 16) {
+        for (size_t i = 1; i < n; i++) {
+            const kvs_node *ki = map->u.items[2 * i];
+            for (size_t j = 0; j < i && !dup; j++) {
+                if (same_key(map->u.items[2 * j], ki)) {
+                    dup = ki;
+                    first = map->u.items[2 * j];
+                }
+            }
+            if (dup)
+                break;
+        }
+    } else {
+        const kvs_node **keys = kvs_alloc(&b->doc->alloc, n, sizeof *keys);
+        if (!keys)
+            return fail_nomem(b);
+        for (size_t i = 0; i < n; i++)
+            keys[i] = map->u.items[2 * i];
+        qsort(keys, n, sizeof *keys, key_compare_qsort);
+        for (size_t i = 1; i < n; i++) {
+            /* Equal keys sort by offset, so keys[i] is a later occurrence. */
+            if (same_key(keys[i - 1], keys[i]) &&
+                (!dup || keys[i]->mark.offset < dup->mark.offset) &&
+                (i < 2 || !same_key(keys[i - 2], keys[i]))) {
+                dup = keys[i];
+                first = keys[i - 1];
+            }
+        }
+        kvs_free(&b->doc->alloc, keys);
+    }
+    if (dup)
+        return kvs_fail(b->err, KVSHARD_EDUPKEY, b->doc->source, dup->mark,
+                        "duplicate key \"%s\" (first at line %d, column %d)", dup->u.text,
+                        first->mark.line, first->mark.column);
+    return KVSHARD_OK;
+}
+
+static int on_end(builder *b)
+{
+    frame *f = &b->frames[--b->depth];
+    kvs_node *n = f->node;
+    size_t children = b->pending_len - f->first_child;
+    kvs_node **items = arena_alloc(b->doc, (children ? children : 1) * sizeof *items);
+    if (!items)
+        return fail_nomem(b);
+    if (children)
+        memcpy(items, b->pending + f->first_child, children * sizeof *items);
+    b->pending_len = f->first_child;
+    n->u.items = items;
+    n->count = n->kind == KVS_NODE_MAPPING ? children / 2 : children;
+    for (size_t i = 0; i < children; i++)
+        n->weight += items[i]->weight;
+    int rc;
+    if (n->kind == KVS_NODE_MAPPING && (rc = check_keys(b, n)) != 0)
+        return rc;
+    if ((rc = register_anchor(b, f->anchor, n)) != 0)
+        return rc;
+    return attach(b, n);
+}
+
+static int on_alias(builder *b, const yaml_event_t *ev)
+{
+    const char *name = (const char *)ev->data.alias.anchor;
+    kvs_mark mark = mark_of(ev->start_mark);
+    for (size_t i = b->anchor_count; i-- > 0;) {
+        if (strcmp(b->anchors[i].name, name) == 0) {
+            const kvs_node *target = b->anchors[i].node;
+            int rc = add_weight(b, target->weight, mark);
+            if (rc)
+                return rc;
+            /* The tree is read-only: an alias shares its target. */
+            return attach(b, (kvs_node *)(uintptr_t)target);
+        }
+    }
+    return kvs_fail(b->err, KVSHARD_ESYNTAX, b->doc->source, mark,
+                    "alias *%s names no anchor defined before it", name);
+}
+
+static int parser_error(builder *b, const yaml_parser_t *p)
+{
+    const char *problem = p->problem ? p->problem : "malformed YAML";
+    if (p->error == YAML_MEMORY_ERROR)
+        return fail_nomem(b);
+    if (p->error == YAML_READER_ERROR) {
+        kvs_mark m = mark_at_offset(b->text, b->len, p->problem_offset);
+        bool utf8 = strstr(problem, "UTF-8") || strstr(problem, "Unicode");
+        return kvs_fail(b->err, utf8 ? KVSHARD_EUTF8 : KVSHARD_ESYNTAX, b->doc->source, m,
+                        "%s at byte offset %zu", problem, p->problem_offset);
+    }
+    kvs_mark m = mark_of(p->problem_mark);
+    if (p->context)
+        return kvs_fail(b->err, KVSHARD_ESYNTAX, b->doc->source, m, "%s %s", problem, p->context);
+    return kvs_fail(b->err, KVSHARD_ESYNTAX, b->doc->source, m, "%s", problem);
+}
+
+static int on_event(builder *b, const yaml_event_t *ev)
+{
+    switch (ev->type) {
+    case YAML_DOCUMENT_START_EVENT:
+        if (++b->documents > 1)
+            return kvs_fail(b->err, KVSHARD_ESYNTAX, b->doc->source, mark_of(ev->start_mark),
+                            "a second document; kvshard reads one document per file");
+        return KVSHARD_OK;
+    case YAML_SCALAR_EVENT: return on_scalar(b, ev);
+    case YAML_SEQUENCE_START_EVENT: return on_start(b, ev, KVS_NODE_SEQUENCE);
+    case YAML_MAPPING_START_EVENT: return on_start(b, ev, KVS_NODE_MAPPING);
+    case YAML_SEQUENCE_END_EVENT:
+    case YAML_MAPPING_END_EVENT: return on_end(b);
+    case YAML_ALIAS_EVENT: return on_alias(b, ev);
+    default: return KVSHARD_OK;
+    }
+}
+
+int kvs_doc_parse(kvs_doc *out, const char *text, size_t len, const char *source,
+                  const kvshard_allocator *alloc, kvshard_error *err)
+{
+    kvs_mark start = {1, 1, 0};
+    if (len > KVSHARD_MAX_DOCUMENT_BYTES)
+        return kvs_fail(err, KVSHARD_ELIMIT, source, start,
+                        "text is %zu bytes; the limit is %u bytes (KVSHARD_MAX_DOCUMENT_BYTES)",
+                        len, KVSHARD_MAX_DOCUMENT_BYTES);
+    kvs_doc doc = {*alloc, NULL, NULL, source};
+    builder *b = kvs_calloc(alloc, 1, sizeof *b);
+    if (!b)
+        return kvs_fail(err, KVSHARD_ENOMEM, source, start, "out of memory");
+    b->doc = &doc;
+    b->text = text;
+    b->len = len;
+    b->err = err;
+
+    int rc = KVSHARD_OK;
+    yaml_parser_t parser;
+    if (!yaml_parser_initialize(&parser)) {
+        kvs_free(alloc, b);
+        return kvs_fail(err, KVSHARD_ENOMEM, source, start, "out of memory");
+    }
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    for (;;) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&parser, &ev)) {
+            rc = parser_error(b, &parser);
+            break;
+        }
+        rc = on_event(b, &ev);
+        bool done = ev.type == YAML_STREAM_END_EVENT;
+        yaml_event_delete(&ev);
+        if (rc || done)
+            break;
+    }
+    yaml_parser_delete(&parser);
+    kvs_free(alloc, b->pending);
+    kvs_free(alloc, b);
+    if (rc == KVSHARD_OK && !doc.root)
+        rc = kvs_fail(err, KVSHARD_ETYPE, source, start, "the document is empty");
+    if (rc != KVSHARD_OK) {
+        kvs_doc_free(&doc);
+        return rc;
+    }
+    *out = doc;
+    return KVSHARD_OK;
+}
+
+/* ---- queries ------------------------------------------------------------ */
+
+const kvs_node *kvs_map_get(const kvs_node *map, const char *key)
+{
+    if (!map || map->kind != KVS_NODE_MAPPING)
+        return NULL;
+    size_t klen = strlen(key);
+    for (size_t i = 0; i < map->count; i++) {
+        const kvs_node *k = map->u.items[2 * i];
+        if (k->count == klen && memcmp(k->u.text, key, klen) == 0)
+            return map->u.items[2 * i + 1];
+    }
+    return NULL;
+}
+
+bool kvs_scalar_is(const kvs_node *node, const char *s)
+{
+    return node && node->kind == KVS_NODE_SCALAR && node->count == strlen(s) &&
+           memcmp(node->u.text, s, node->count) == 0;
+}
+
+bool kvs_node_is_null(const kvs_node *node)
+{
+    if (!node || node->kind != KVS_NODE_SCALAR || node->style != KVS_VALUE_PLAIN)
+        return false;
+    return node->count == 0 || kvs_scalar_is(node, "~") || kvs_scalar_is(node, "null") ||
+           kvs_scalar_is(node, "Null") || kvs_scalar_is(node, "NULL");
+}
+
+void kvs_node_describe(char *buf, size_t cap, const kvs_node *node)
+{
+    if (node->kind == KVS_NODE_MAPPING) {
+        snprintf(buf, cap, "a mapping");
+    } else if (node->kind == KVS_NODE_SEQUENCE) {
+        snprintf(buf, cap, "a list");
+    } else if (kvs_node_is_null(node)) {
+        snprintf(buf, cap, "null");
+    } else {
+        int shown = node->count > 40 ? 40 : (int)node->count;
+        snprintf(buf, cap, "%s\"%.*s%s\"", node->style == KVS_VALUE_QUOTED ? "the string " : "",
+                 shown, node->u.text, node->count > 40 ? "..." : "");
+    }
+}
+
+int kvs_node_uint(uint64_t *out, const kvs_doc *doc, const kvs_node *node, const char *what,
+                  uint64_t min, uint64_t max, kvshard_error *err)
+{
+    if (node->kind != KVS_NODE_SCALAR || node->style != KVS_VALUE_PLAIN) {
+        char desc[64];
+        kvs_node_describe(desc, sizeof desc, node);
+        return kvs_fail(err, KVSHARD_ETYPE, doc->source, node->mark,
+                        "%s: expected an integer, found %s", what, desc);
+    }
+    return kvs_parse_uint(out, node->u.text, node->count, min, max, what, doc->source, node->mark,
+                          err);
+}
+
+int kvs_node_string(const char **out, size_t *out_len, const kvs_doc *doc, const kvs_node *node,
+                    const char *what, kvshard_error *err)
+{
+    if (node->kind != KVS_NODE_SCALAR || kvs_node_is_null(node)) {
+        char desc[64];
+        kvs_node_describe(desc, sizeof desc, node);
+        return kvs_fail(err, KVSHARD_ETYPE, doc->source, node->mark,
+                        "%s: expected a string, found %s", what, desc);
+    }
+    *out = node->u.text;
+    *out_len = node->count;
+    return KVSHARD_OK;
+}
+
+static int expect_kind(const kvs_doc *doc, const kvs_node *node, kvs_node_kind kind,
+                       const char *what, kvshard_error *err)
+{
+    if (node->kind == kind)
+        return KVSHARD_OK;
+    char desc[64];
+    kvs_node_describe(desc, sizeof desc, node);
+    return kvs_fail(err, KVSHARD_ETYPE, doc->source, node->mark, "%s: expected %s, found %s",
+                    what, kind == KVS_NODE_MAPPING ? "a mapping" : "a list", desc);
+}
+
+int kvs_node_expect_mapping(const kvs_doc *doc, const kvs_node *node, const char *what,
+                            kvshard_error *err)
+{
+    return expect_kind(doc, node, KVS_NODE_MAPPING, what, err);
+}
+
+int kvs_node_expect_sequence(const kvs_doc *doc, const kvs_node *node, const char *what,
+                             kvshard_error *err)
+{
+    return expect_kind(doc, node, KVS_NODE_SEQUENCE, what, err);
+}
+
+int kvs_parse_uint(uint64_t *out, const char *text, size_t len, uint64_t min, uint64_t max,
+                   const char *what, const char *source, kvs_mark mark, kvshard_error *err)
+{
+    size_t i = 0;
+    if (i < len && text[i] == '+')
+        i++;
+    if (i < len && text[i] == '-' && len > 1) {
+        bool digits = true;
+        for (size_t j = 1; j < len; j++)
+            digits = digits && text[j] >= '0' && text[j] <= '9';
+        if (digits)
+            return kvs_fail(err, KVSHARD_ERANGE, source, mark,
+                            "%s: %.*s is negative; expected an integer from %llu to %llu", what,
+                            (int)len, text, (unsigned long long)min, (unsigned long long)max);
+    }
+    if (i == len)
+        return kvs_fail(err, KVSHARD_ETYPE, source, mark, "%s: expected an integer, found \"%.*s\"",
+                        what, (int)len, text);
+    uint64_t v = 0;
+    bool overflow = false;
+    for (; i < len; i++) {
+        char c = text[i];
+        if (c < '0' || c > '9')
+            return kvs_fail(err, KVSHARD_ETYPE, source, mark,
+                            "%s: expected an integer, found \"%.*s\"", what,
+                            (int)(len > 40 ? 40 : len), text);
+        if (!overflow && (!kvs_mul(&v, v, 10) || !kvs_add(&v, v, (uint64_t)(c - '0'))))
+            overflow = true;
+    }
+    if (overflow || v < min || v > max)
+        return kvs_fail(err, KVSHARD_ERANGE, source, mark,
+                        "%s: %.*s is out of range; expected an integer from %llu to %llu", what,
+                        (int)(len > 40 ? 40 : len), text, (unsigned long long)min,
+                        (unsigned long long)max);
+    *out = v;
+    return KVSHARD_OK;
+}
