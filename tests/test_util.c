@@ -1,0 +1,142 @@
+/* Helpers shared by the cmocka tests. */
+#define _POSIX_C_SOURCE 200809L /* mkstemp, fdopen */
+#include "test_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char *join(const char *dir, const char *relative)
+{
+    size_t len = strlen(dir) + 1 + strlen(relative) + 1;
+    char *p = malloc(len);
+    assert_non_null(p);
+    snprintf(p, len, "%s/%s", dir, relative);
+    return p;
+}
+
+char *tu_example_path(const char *relative)
+{
+    return join(KVSHARD_EXAMPLES, relative);
+}
+
+char *tu_data_path(const char *relative)
+{
+    return join(KVSHARD_TEST_DATA, relative);
+}
+
+kvshard_model *tu_load_example_model(const char *name)
+{
+    char rel[256];
+    snprintf(rel, sizeof rel, "models/%s", name);
+    char *path = tu_example_path(rel);
+    kvshard_model *model = NULL;
+    kvshard_error err;
+    int rc = kvshard_model_load_file(&model, path, NULL, &err);
+    if (rc != KVSHARD_OK)
+        print_error("%s:%d:%d: %s\n", err.source, err.line, err.column, err.message);
+    assert_int_equal(rc, KVSHARD_OK);
+    free(path);
+    return model;
+}
+
+kvshard_model *tu_load_model_text(const char *text)
+{
+    kvshard_model *model = NULL;
+    kvshard_error err;
+    int rc = kvshard_model_load_string(&model, text, strlen(text), "test", NULL, &err);
+    if (rc != KVSHARD_OK)
+        print_error("%s:%d:%d: %s\n", err.source, err.line, err.column, err.message);
+    assert_int_equal(rc, KVSHARD_OK);
+    return model;
+}
+
+kvshard_plan *tu_plan(const kvshard_model *model, const kvshard_options *options)
+{
+    kvshard_plan *plan = NULL;
+    kvshard_error err;
+    int rc = kvshard_plan_create(&plan, model, options, NULL, &err);
+    if (rc != KVSHARD_OK)
+        print_error("plan: %s\n", err.message);
+    assert_int_equal(rc, KVSHARD_OK);
+    return plan;
+}
+
+typedef struct buffer {
+    char *data;
+    size_t len;
+} buffer;
+
+static int append(void *user, const char *data, size_t len)
+{
+    buffer *b = user;
+    char *grown = realloc(b->data, b->len + len + 1);
+    if (!grown)
+        return -1;
+    memcpy(grown + b->len, data, len);
+    b->data = grown;
+    b->len += len;
+    b->data[b->len] = '\0';
+    return 0;
+}
+
+char *tu_plan_json(const kvshard_plan *plan)
+{
+    buffer b = {NULL, 0};
+    assert_int_equal(kvshard_plan_write_json(plan, append, &b), KVSHARD_OK);
+    assert_non_null(b.data);
+    return b.data;
+}
+
+static char *slurp(FILE *f)
+{
+    buffer b = {NULL, 0};
+    char chunk[4096];
+    size_t n;
+    rewind(f);
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        assert_int_equal(append(&b, chunk, n), 0);
+    if (!b.data)
+        b.data = calloc(1, 1);
+    return b.data;
+}
+
+int tu_run(const char *command, char **out_stdout, char **out_stderr)
+{
+    char out_name[] = "/tmp/kvshard_test_out_XXXXXX";
+    char err_name[] = "/tmp/kvshard_test_err_XXXXXX";
+    int out_fd = mkstemp(out_name);
+    int err_fd = mkstemp(err_name);
+    assert_true(out_fd >= 0 && err_fd >= 0);
+    size_t len = strlen(command) + 2 * sizeof out_name + 32;
+    char *line = malloc(len);
+    assert_non_null(line);
+    snprintf(line, len, "%s >%s 2>%s </dev/null", command, out_name, err_name);
+    int status = system(line);
+    free(line);
+    FILE *out = fdopen(out_fd, "rb");
+    FILE *errf = fdopen(err_fd, "rb");
+    assert_true(out && errf);
+    if (out_stdout)
+        *out_stdout = slurp(out);
+    if (out_stderr)
+        *out_stderr = slurp(errf);
+    fclose(out);
+    fclose(errf);
+    unlink(out_name);
+    unlink(err_name);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+void tu_assert_rank_layers(const kvshard_plan *plan, uint32_t tp_rank, const uint32_t *expected,
+                           size_t count)
+{
+    const uint32_t *layers = NULL;
+    size_t n = 0;
+    assert_int_equal(kvshard_plan_rank_layers(&layers, &n, plan, tp_rank), KVSHARD_OK);
+    assert_int_equal(n, count);
+    for (size_t i = 0; i < count; i++)
+        assert_int_equal(layers[i], expected[i]);
+}

@@ -1,0 +1,36 @@
+/* Helpers shared by the cmocka tests. Every helper fails the running test
+ * (through cmocka) instead of returning an error. */
+#ifndef KVSHARD_TEST_UTIL_H
+#define KVSHARD_TEST_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "kvshard/kvshard.h"
+
+/* Path of a file under examples/ or tests/data/ (static buffer per call site
+ * is not needed: the result is malloc'd; free it). */
+char *tu_example_path(const char *relative);
+char *tu_data_path(const char *relative);
+
+/* Load examples/models/NAME; the test fails if it does not load. */
+kvshard_model *tu_load_example_model(const char *name);
+/* Load a model from text; the test fails if it does not load. */
+kvshard_model *tu_load_model_text(const char *text);
+/* Build a plan; the test fails if it cannot be built. */
+kvshard_plan *tu_plan(const kvshard_model *model, const kvshard_options *options);
+/* The plan's JSON as a NUL-terminated malloc'd string. */
+char *tu_plan_json(const kvshard_plan *plan);
+
+/* Run a shell command line; capture stdout and stderr (malloc'd, may be NULL
+ * to ignore). Returns the exit status, or -1 when it did not exit. */
+int tu_run(const char *command, char **out_stdout, char **out_stderr);
+
+/* The full-attention layers a TP rank stores, compared with `expected`. */
+void tu_assert_rank_layers(const kvshard_plan *plan, uint32_t tp_rank, const uint32_t *expected,
+                           size_t count);
+
+#endif /* KVSHARD_TEST_UTIL_H */
