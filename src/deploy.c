@@ -188,18 +188,14 @@ static char *dir_of(const kvshard_allocator *a, const char *path, bool *failed)
 int kvshard_deployment_load_file(kvshard_deployment **out, const char *path,
                                  const kvshard_load_options *options, kvshard_error *err)
 {
-    kvs_error_reset(err);
     kvs_mark none = {0, 0, 0};
-    if (!out || !path)
-        return kvs_fail(err, KVSHARD_EINVAL, "", none, "out and path must not be NULL");
-    if (options && options->version != KVSHARD_LOAD_OPTIONS_VERSION)
-        return kvs_fail(err, KVSHARD_EINVAL, "", none, "unknown kvshard_load_options.version %u",
-                        options->version);
-    kvshard_allocator a = kvs_load_allocator(options);
+    kvshard_allocator a;
+    int rc = kvs_begin_load(&a, out && path, "out and path", options, err);
+    if (rc)
+        return rc;
     char *text;
     size_t len;
-    int rc = kvs_read_file(&text, &len, &a, path, err);
-    if (rc)
+    if ((rc = kvs_read_file(&text, &len, &a, path, err)) != 0)
         return rc;
     bool failed;
     char *dir = dir_of(&a, path, &failed);
@@ -216,14 +212,10 @@ int kvshard_deployment_load_string(kvshard_deployment **out, const char *text, s
                                    const char *name, const char *base_dir,
                                    const kvshard_load_options *options, kvshard_error *err)
 {
-    kvs_error_reset(err);
-    kvs_mark none = {0, 0, 0};
-    if (!out || !text)
-        return kvs_fail(err, KVSHARD_EINVAL, "", none, "out and text must not be NULL");
-    if (options && options->version != KVSHARD_LOAD_OPTIONS_VERSION)
-        return kvs_fail(err, KVSHARD_EINVAL, "", none, "unknown kvshard_load_options.version %u",
-                        options->version);
-    kvshard_allocator a = kvs_load_allocator(options);
+    kvshard_allocator a;
+    int rc = kvs_begin_load(&a, out && text, "out and text", options, err);
+    if (rc)
+        return rc;
     return load(out, text, len, name ? name : "<string>", base_dir, &a, err);
 }
 

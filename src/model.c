@@ -507,47 +507,39 @@ int kvs_model_load_text(kvshard_model **out, const char *text, size_t len, const
     return rc;
 }
 
-static int check_load_options(const kvshard_load_options *options, kvshard_error *err)
+int kvs_begin_load(kvshard_allocator *alloc, bool args_ok, const char *args,
+                   const kvshard_load_options *options, kvshard_error *err)
 {
     kvs_mark none = {0, 0, 0};
+    kvs_error_reset(err);
+    if (!args_ok)
+        return kvs_fail(err, KVSHARD_EINVAL, "", none, "%s must not be NULL", args);
     if (options && options->version != KVSHARD_LOAD_OPTIONS_VERSION)
         return kvs_fail(err, KVSHARD_EINVAL, "", none,
                         "kvshard_load_options.version is %u; this library knows version %u",
                         options->version, KVSHARD_LOAD_OPTIONS_VERSION);
+    *alloc = kvs_allocator_or_default(options ? options->allocator : NULL);
     return KVSHARD_OK;
-}
-
-kvshard_allocator kvs_load_allocator(const kvshard_load_options *options)
-{
-    return kvs_allocator_or_default(options ? options->allocator : NULL);
 }
 
 int kvshard_model_load_string(kvshard_model **out, const char *text, size_t len,
                               const char *name, const kvshard_load_options *options,
                               kvshard_error *err)
 {
-    kvs_error_reset(err);
-    kvs_mark none = {0, 0, 0};
-    if (!out || !text)
-        return kvs_fail(err, KVSHARD_EINVAL, "", none, "out and text must not be NULL");
-    int rc = check_load_options(options, err);
+    kvshard_allocator a;
+    int rc = kvs_begin_load(&a, out && text, "out and text", options, err);
     if (rc)
         return rc;
-    kvshard_allocator a = kvs_load_allocator(options);
     return kvs_model_load_text(out, text, len, name ? name : "<string>", &a, err);
 }
 
 int kvshard_model_load_file(kvshard_model **out, const char *path,
                             const kvshard_load_options *options, kvshard_error *err)
 {
-    kvs_error_reset(err);
-    kvs_mark none = {0, 0, 0};
-    if (!out || !path)
-        return kvs_fail(err, KVSHARD_EINVAL, "", none, "out and path must not be NULL");
-    int rc = check_load_options(options, err);
+    kvshard_allocator a;
+    int rc = kvs_begin_load(&a, out && path, "out and path", options, err);
     if (rc)
         return rc;
-    kvshard_allocator a = kvs_load_allocator(options);
     char *text;
     size_t len;
     if ((rc = kvs_read_file(&text, &len, &a, path, err)) != 0)

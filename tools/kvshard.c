@@ -129,7 +129,8 @@ static void print_layer_map(const kvshard_plan *plan)
             snprintf(cell, sizeof cell, "F*");
         else
             snprintf(cell, sizeof cell, "F%" PRId32, owner);
-        printf(" %-*s", width, cell);
+        bool row_end = i % 10 == 9 || i + 1 == L;
+        printf(" %-*s", row_end ? 0 : width, cell);
     }
     printf("\n");
 }
