@@ -1,7 +1,11 @@
-/* Planning (SPEC §1, §3, §4): effective split size, split groups, owners. */
+/* Planning (SPEC §1, §3, §4): effective split size, split groups, owners,
+ * validation errors, warnings, digest and JSON. Expected values are worked
+ * out by hand from SPEC; the reasoning is next to each figure. */
 #include "test_util.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Seed scenario: Qwen3.5-35B-A3B, TP=4, split 2, ordinal rule. Full-attention
  * layers are 3, 7, ..., 39 (every 4th); ordinals alternate 0, 1. */
@@ -31,10 +35,610 @@ static void test_qwen3_5_tp4_split2_ordinal(void **state)
     kvshard_model_free(model);
 }
 
+/* ---- helpers ------------------------------------------------------------ */
+
+static kvshard_options split_options(uint32_t world, uint32_t split, kvshard_ownership rule)
+{
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.world_size = world;
+    o.enable_layerwise_split = true;
+    o.layerwise_split_size = split;
+    o.ownership = rule;
+    return o;
+}
+
+static int plan_error(const kvshard_model *model, const kvshard_options *o, kvshard_error *err)
+{
+    kvshard_plan *plan = NULL;
+    int rc = kvshard_plan_create(&plan, model, o, NULL, err);
+    kvshard_plan_free(plan);
+    if (rc != KVSHARD_OK)
+        assert_null(plan); /* outputs untouched on failure */
+    return rc;
+}
+
+static int32_t owner_of(const kvshard_plan *plan, uint32_t layer)
+{
+    int32_t owner = -100;
+    assert_int_equal(kvshard_plan_layer_owner(&owner, plan, layer), KVSHARD_OK);
+    return owner;
+}
+
+static size_t owned_count(const kvshard_plan *plan, uint32_t tp_rank)
+{
+    const uint32_t *layers = NULL;
+    size_t n = 99;
+    assert_int_equal(kvshard_plan_rank_layers(&layers, &n, plan, tp_rank), KVSHARD_OK);
+    return n;
+}
+
+/* ---- ownership ---------------------------------------------------------- */
+
+/* Qwen3-Next TP8, split 4, global rule: full layers 3, 7, ..., 47 all have
+ * index % 4 == 3, so split rank 3 owns all 12 and ranks 0-2 own none. */
+static void test_qwen3_next_global_all_on_one_rank(void **state)
+{
+    (void)state;
+    kvshard_model *model = tu_load_example_model("qwen3_next_80b_a3b.json");
+    kvshard_options o = split_options(8, 4, KVSHARD_OWNERSHIP_GLOBAL);
+    kvshard_plan *plan = tu_plan(model, &o);
+    assert_int_equal(kvshard_plan_attn_tp_size(plan), 8);          /* 8 / (1 x 1) */
+    assert_int_equal(kvshard_plan_effective_split_size(plan), 4);
+    assert_int_equal(kvshard_plan_replication_factor(plan), 4);    /* T / H_kv = 8 / 2 */
+    const uint32_t all[] = {3, 7, 11, 15, 19, 23, 27, 31, 35, 39, 43, 47};
+    tu_assert_rank_layers(plan, 3, all, 12); /* split rank 3 of group 0 */
+    tu_assert_rank_layers(plan, 7, all, 12); /* split rank 3 of group 1 */
+    for (uint32_t r = 0; r < 8; r++) {
+        if (r % 4 != 3)
+            assert_int_equal(owned_count(plan, r), 0);
+    }
+    for (uint32_t i = 3; i < 48; i += 4) {
+        assert_int_equal(owner_of(plan, i), 3);
+        assert_true(kvshard_plan_owns(plan, 3, i));
+        assert_false(kvshard_plan_owns(plan, 0, i));
+        assert_false(kvshard_plan_owns(plan, 6, i));
+    }
+    assert_true(kvshard_plan_has_warning(plan, KVSHARD_WARN_IMBALANCED));        /* 0 vs 12 */
+    assert_true(kvshard_plan_has_warning(plan, KVSHARD_WARN_RANK_OWNS_NOTHING)); /* 0, 1, 2 */
+    assert_false(kvshard_plan_has_warning(plan, KVSHARD_WARN_EXCEEDS_REPLICATION)); /* 4 <= 4 */
+    kvshard_plan_free(plan);
+    kvshard_model_free(model);
+}
+
+/* Same with the ordinal rule: ordinals 0..11 % 4 -> 3 layers per split rank. */
+static void test_qwen3_next_ordinal_balanced(void **state)
+{
+    (void)state;
+    kvshard_model *model = tu_load_example_model("qwen3_next_80b_a3b.json");
+    kvshard_options o = split_options(8, 4, KVSHARD_OWNERSHIP_ORDINAL);
+    kvshard_plan *plan = tu_plan(model, &o);
+    /* layer 3 + 4k has ordinal k; owner k % 4 */
+    const uint32_t s0[] = {3, 19, 35};  /* ordinals 0, 4, 8 */
+    const uint32_t s1[] = {7, 23, 39};  /* 1, 5, 9 */
+    const uint32_t s2[] = {11, 27, 43}; /* 2, 6, 10 */
+    const uint32_t s3[] = {15, 31, 47}; /* 3, 7, 11 */
+    tu_assert_rank_layers(plan, 0, s0, 3);
+    tu_assert_rank_layers(plan, 1, s1, 3);
+    tu_assert_rank_layers(plan, 2, s2, 3);
+    tu_assert_rank_layers(plan, 3, s3, 3);
+    tu_assert_rank_layers(plan, 4, s0, 3);
+    tu_assert_rank_layers(plan, 7, s3, 3);
+    assert_int_equal(owner_of(plan, 27), 2);
+    assert_int_equal(owner_of(plan, 0), KVSHARD_OWNER_ALL); /* linear */
+    assert_int_equal(kvshard_plan_warning_count(plan), 0);
+    kvshard_plan_free(plan);
+    kvshard_model_free(model);
+}
+
+/* W=16, D=2, S=2: T = 16 / (2 x 1) = 8; tp_rank 6 -> split rank 6 % 2 = 0,
+ * group 6 / 2 = 3; tp_rank 7 -> split rank 1, group 3. */
+static void test_split_groups_with_dp(void **state)
+{
+    (void)state;
+    kvshard_model *model = tu_load_example_model("qwen3_next_80b_a3b.json");
+    kvshard_options o = split_options(16, 2, KVSHARD_OWNERSHIP_ORDINAL);
+    o.dp_size = 2;
+    kvshard_plan *plan = tu_plan(model, &o);
+    assert_int_equal(kvshard_plan_attn_tp_size(plan), 8);
+    assert_int_equal(kvshard_plan_effective_split_size(plan), 2);
+    uint32_t sr = 99, sg = 99;
+    assert_int_equal(kvshard_plan_split_position(&sr, &sg, plan, 6), KVSHARD_OK);
+    assert_int_equal(sr, 0);
+    assert_int_equal(sg, 3);
+    assert_int_equal(kvshard_plan_split_position(&sr, &sg, plan, 7), KVSHARD_OK);
+    assert_int_equal(sr, 1);
+    assert_int_equal(sg, 3);
+    assert_int_equal(kvshard_plan_split_position(&sr, NULL, plan, 0), KVSHARD_OK);
+    assert_int_equal(sr, 0);
+    assert_int_equal(kvshard_plan_split_position(NULL, &sg, plan, 5), KVSHARD_OK);
+    assert_int_equal(sg, 2); /* 5 / 2 */
+    /* Ordinals 0, 2, ..., 10 -> split rank 0; 1, 3, ..., 11 -> split rank 1. */
+    const uint32_t r0[] = {3, 11, 19, 27, 35, 43};
+    const uint32_t r1[] = {7, 15, 23, 31, 39, 47};
+    tu_assert_rank_layers(plan, 6, r0, 6);
+    tu_assert_rank_layers(plan, 7, r1, 6);
+    /* TP ranks stop at T - 1 = 7, even though the world has 16 ranks. */
+    assert_int_equal(kvshard_plan_split_position(&sr, &sg, plan, 8), KVSHARD_ERANK);
+    kvshard_plan_free(plan);
+    kvshard_model_free(model);
+}
+
+/* Kimi Linear (MLA, R = T) TP4 split 4, ordinal: full layers 3, 7, 11, 15,
+ * 19, 23, 26 have ordinals 0..6 -> split ranks 0,1,2,3,0,1,2. Global: index
+ * % 4 -> 3,3,3,3,3,3,2. */
+static void test_kimi_owners(void **state)
+{
+    (void)state;
+    kvshard_model *model = tu_load_example_model("kimi_linear_48b_a3b.json");
+    kvshard_options o = split_options(4, 4, KVSHARD_OWNERSHIP_ORDINAL);
+    kvshard_plan *plan = tu_plan(model, &o);
+    assert_int_equal(kvshard_plan_replication_factor(plan), 4); /* MLA: R = T */
+    const uint32_t s0[] = {3, 19}, s1[] = {7, 23}, s2[] = {11, 26}, s3[] = {15};
+    tu_assert_rank_layers(plan, 0, s0, 2);
+    tu_assert_rank_layers(plan, 1, s1, 2);
+    tu_assert_rank_layers(plan, 2, s2, 2);
+    tu_assert_rank_layers(plan, 3, s3, 1);
+    assert_int_equal(kvshard_plan_warning_count(plan), 0); /* 2 - 1 <= 1 */
+    kvshard_plan_free(plan);
+
+    o.ownership = KVSHARD_OWNERSHIP_GLOBAL;
+    plan = tu_plan(model, &o);
+    const uint32_t g2[] = {26}, g3[] = {3, 7, 11, 15, 19, 23};
+    tu_assert_rank_layers(plan, 2, g2, 1);
+    tu_assert_rank_layers(plan, 3, g3, 6);
+    assert_int_equal(owned_count(plan, 0), 0);
+    assert_int_equal(owned_count(plan, 1), 0);
+    assert_true(kvshard_plan_has_warning(plan, KVSHARD_WARN_IMBALANCED));        /* 0 vs 6 */
+    assert_true(kvshard_plan_has_warning(plan, KVSHARD_WARN_RANK_OWNS_NOTHING)); /* 0 and 1 */
+    kvshard_plan_free(plan);
+    kvshard_model_free(model);
+}
+
+/* ---- validation errors (§3) --------------------------------------------- */
+
+static void test_parallel_errors(void **state)
+{
+    (void)state;
+    kvshard_model *ds = tu_load_example_model("deepseek_v3_2.json");
+    kvshard_error err;
+
+    /* T = 6 / 1 = 6; 6 % 4 != 0 */
+    kvshard_options o = split_options(6, 4, KVSHARD_OWNERSHIP_ORDINAL);
+    assert_int_equal(plan_error(ds, &o, &err), KVSHARD_ESPLIT);
+    assert_int_equal(err.code, KVSHARD_ESPLIT);
+    assert_non_null(strstr(err.message, "4"));
+    assert_non_null(strstr(err.message, "6"));
+    /* the same sizes with the split off are fine: S_eff = 1 */
+    o.enable_layerwise_split = false;
+    kvshard_plan *plan = tu_plan(ds, &o);
+    assert_int_equal(kvshard_plan_effective_split_size(plan), 1);
+    kvshard_plan_free(plan);
+
+    /* W 8, C 2: T = 4, S = 2 divides it, but the split cannot go with CP */
+    o = split_options(8, 2, KVSHARD_OWNERSHIP_ORDINAL);
+    o.cp_size = 2;
+    assert_int_equal(plan_error(ds, &o, &err), KVSHARD_ESPLITCP);
+    /* CP without the split is fine: T = 8 / 2 = 4 */
+    o.enable_layerwise_split = false;
+    plan = tu_plan(ds, &o);
+    assert_int_equal(kvshard_plan_attn_tp_size(plan), 4);
+    kvshard_plan_free(plan);
+
+    /* 6 % (4 x 1) != 0 */
+    o = split_options(6, 1, KVSHARD_OWNERSHIP_ORDINAL);
+    o.dp_size = 4;
+    assert_int_equal(plan_error(ds, &o, &err), KVSHARD_EWORLD);
+    assert_non_null(strstr(err.message, "6"));
+    /* 12 % (2 x 4) != 0 */
+    o = split_options(12, 1, KVSHARD_OWNERSHIP_ORDINAL);
+    o.dp_size = 2;
+    o.cp_size = 4;
+    assert_int_equal(plan_error(ds, &o, &err), KVSHARD_EWORLD);
+
+    /* any of W, D, C, S below 1 */
+    for (int which = 0; which < 4; which++) {
+        o = split_options(8, 2, KVSHARD_OWNERSHIP_ORDINAL);
+        switch (which) {
+        case 0: o.world_size = 0; break;
+        case 1: o.dp_size = 0; break;
+        case 2: o.cp_size = 0; break;
+        default: o.layerwise_split_size = 0; break;
+        }
+        assert_int_equal(plan_error(ds, &o, &err), KVSHARD_EPARALLEL);
+        assert_int_equal(err.code, KVSHARD_EPARALLEL);
+    }
+    kvshard_model_free(ds);
+}
+
+static void test_kv_heads_errors(void **state)
+{
+    (void)state;
+    kvshard_error err;
+    /* 3 kv heads at T = 2: 2 % 3 = 2 and 3 % 2 = 1 */
+    kvshard_model *m = tu_load_model_text("num_hidden_layers: 2\nnum_key_value_heads: 3\n"
+                                          "head_dim: 8\n");
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.world_size = 2;
+    assert_int_equal(plan_error(m, &o, &err), KVSHARD_EKVHEADS);
+    assert_non_null(strstr(err.message, "3"));
+    /* T = 3 and T = 6 divide / are divided by 3: fine */
+    o.world_size = 3;
+    kvshard_plan *plan = tu_plan(m, &o);
+    kvshard_plan_free(plan);
+    o.world_size = 6;
+    plan = tu_plan(m, &o);
+    kvshard_plan_free(plan);
+    kvshard_model_free(m);
+
+    /* llama 8 kv heads at T = 6: 6 % 8 = 6, 8 % 6 = 2 */
+    m = tu_load_example_model("llama3_1_8b.json");
+    o.world_size = 6;
+    assert_int_equal(plan_error(m, &o, &err), KVSHARD_EKVHEADS);
+    kvshard_model_free(m);
+
+    /* MLA ignores num_key_value_heads: DeepSeek (128 kv heads) at T = 6 is fine */
+    m = tu_load_example_model("deepseek_v3_2.json");
+    plan = tu_plan(m, &o);
+    kvshard_plan_free(plan);
+    kvshard_model_free(m);
+}
+
+static void test_linear_heads_errors(void **state)
+{
+    (void)state;
+    kvshard_error err;
+    /* Kimi: 32 KDA heads, T = 3: 32 % 3 = 2 (MLA, so no kv-head check) */
+    kvshard_model *m = tu_load_example_model("kimi_linear_48b_a3b.json");
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.world_size = 3;
+    assert_int_equal(plan_error(m, &o, &err), KVSHARD_ELINEARHEADS);
+    assert_non_null(strstr(err.message, "32"));
+    kvshard_model_free(m);
+
+    /* Qwen3-Next at T = 32: kv heads 2 divide 32, value heads 32 % 32 = 0,
+     * but key heads 16 % 32 = 16 */
+    m = tu_load_example_model("qwen3_next_80b_a3b.json");
+    o.world_size = 32;
+    assert_int_equal(plan_error(m, &o, &err), KVSHARD_ELINEARHEADS);
+    assert_non_null(strstr(err.message, "16"));
+    kvshard_model_free(m);
+
+    /* MiniMax lightning: 64 heads at T = 128 (kv heads 8 divide 128) */
+    m = tu_load_example_model("minimax_m1.json");
+    o.world_size = 128;
+    assert_int_equal(plan_error(m, &o, &err), KVSHARD_ELINEARHEADS);
+    kvshard_model_free(m);
+}
+
+/* ---- effective split size and warnings ---------------------------------- */
+
+static void test_split_disabled_and_size_one(void **state)
+{
+    (void)state;
+    kvshard_model *model = tu_load_example_model("qwen3_5_35b_a3b.json");
+    /* S = 2 but not enabled: S_eff 1, warning split_disabled */
+    kvshard_options o = split_options(4, 2, KVSHARD_OWNERSHIP_ORDINAL);
+    o.enable_layerwise_split = false;
+    kvshard_plan *plan = tu_plan(model, &o);
+    assert_int_equal(kvshard_plan_effective_split_size(plan), 1);
+    assert_true(kvshard_plan_has_warning(plan, KVSHARD_WARN_SPLIT_DISABLED));
+    assert_false(kvshard_plan_has_warning(plan, KVSHARD_WARN_SPLIT_SIZE_ONE));
+    const uint32_t all[] = {3, 7, 11, 15, 19, 23, 27, 31, 35, 39};
+    for (uint32_t r = 0; r < 4; r++)
+        tu_assert_rank_layers(plan, r, all, 10); /* everyone stores all 10 */
+    kvshard_warning_code code = KVSHARD_WARN_NO_KV_LAYERS;
+    const char *message = NULL;
+    assert_int_equal(kvshard_plan_warning(&code, &message, plan, 0), KVSHARD_OK);
+    assert_int_equal(code, KVSHARD_WARN_SPLIT_DISABLED);
+    assert_non_null(message);
+    assert_string_equal(kvshard_warning_name(code), "split_disabled");
+    assert_int_equal(kvshard_plan_warning(&code, &message, plan, 99), KVSHARD_EINVAL);
+    kvshard_plan_free(plan);
+
+    /* enabled with S = 1: split_size_one */
+    o = split_options(4, 1, KVSHARD_OWNERSHIP_ORDINAL);
+    plan = tu_plan(model, &o);
+    assert_int_equal(kvshard_plan_effective_split_size(plan), 1);
+    assert_true(kvshard_plan_has_warning(plan, KVSHARD_WARN_SPLIT_SIZE_ONE));
+    assert_false(kvshard_plan_has_warning(plan, KVSHARD_WARN_SPLIT_DISABLED));
+    assert_string_equal(kvshard_warning_name(KVSHARD_WARN_SPLIT_SIZE_ONE), "split_size_one");
+    kvshard_plan_free(plan);
+
+    /* defaults: no split, no warnings */
+    o = (kvshard_options)KVSHARD_OPTIONS_INIT;
+    o.world_size = 4;
+    plan = tu_plan(model, &o);
+    assert_int_equal(kvshard_plan_effective_split_size(plan), 1);
+    assert_int_equal(kvshard_plan_warning_count(plan), 0);
+    kvshard_plan_free(plan);
+    /* NULL options = KVSHARD_OPTIONS_INIT: T = 1 */
+    plan = tu_plan(model, NULL);
+    assert_int_equal(kvshard_plan_attn_tp_size(plan), 1);
+    assert_int_equal(kvshard_plan_effective_split_size(plan), 1);
+    kvshard_plan_free(plan);
+    kvshard_model_free(model);
+}
+
+/* A draft model is never split. */
+static void test_is_draft(void **state)
+{
+    (void)state;
+    kvshard_model *model = tu_load_example_model("qwen3_5_35b_a3b.json");
+    kvshard_options o = split_options(4, 2, KVSHARD_OWNERSHIP_ORDINAL);
+    o.is_draft = true;
+    kvshard_plan *plan = tu_plan(model, &o);
+    assert_int_equal(kvshard_plan_effective_split_size(plan), 1);
+    assert_int_equal(owner_of(plan, 3), KVSHARD_OWNER_ALL);
+    assert_true(kvshard_plan_owns(plan, 1, 3));
+    assert_int_equal(owned_count(plan, 1), 10);
+    kvshard_plan_free(plan);
+    /* is_draft also avoids ESPLIT: T = 6 with S = 4 would fail otherwise */
+    kvshard_model *ds = tu_load_example_model("deepseek_v3_2.json");
+    o = split_options(6, 4, KVSHARD_OWNERSHIP_ORDINAL);
+    o.is_draft = true;
+    plan = tu_plan(ds, &o);
+    assert_int_equal(kvshard_plan_effective_split_size(plan), 1);
+    kvshard_plan_free(plan);
+    kvshard_model_free(ds);
+    kvshard_model_free(model);
+}
+
+/* GQA with H_kv >= T: R = 1, so any S > 1 exceeds it. llama 8 kv heads at
+ * TP4: each rank 2 heads, R = 1 < S = 2. */
+static void test_exceeds_replication(void **state)
+{
+    (void)state;
+    kvshard_model *model = tu_load_example_model("llama3_1_8b.json");
+    kvshard_options o = split_options(4, 2, KVSHARD_OWNERSHIP_ORDINAL);
+    kvshard_plan *plan = tu_plan(model, &o);
+    assert_int_equal(kvshard_plan_replication_factor(plan), 1);
+    assert_int_equal(kvshard_plan_effective_split_size(plan), 2);
+    assert_true(kvshard_plan_has_warning(plan, KVSHARD_WARN_EXCEEDS_REPLICATION));
+    assert_false(kvshard_plan_has_warning(plan, KVSHARD_WARN_IMBALANCED)); /* 16 / 16 */
+    assert_int_equal(owned_count(plan, 0), 16); /* 32 layers, ordinals even */
+    assert_int_equal(owned_count(plan, 1), 16);
+    assert_string_equal(kvshard_warning_name(KVSHARD_WARN_EXCEEDS_REPLICATION),
+                        "exceeds_replication");
+    kvshard_plan_free(plan);
+
+    /* Qwen3.5 at TP4: R = 4 / 2 = 2; S = 4 > 2 warns, S = 2 does not. */
+    kvshard_model *q = tu_load_example_model("qwen3_5_35b_a3b.json");
+    o = split_options(4, 4, KVSHARD_OWNERSHIP_ORDINAL);
+    plan = tu_plan(q, &o);
+    assert_int_equal(kvshard_plan_replication_factor(plan), 2);
+    assert_true(kvshard_plan_has_warning(plan, KVSHARD_WARN_EXCEEDS_REPLICATION));
+    kvshard_plan_free(plan);
+    kvshard_model_free(q);
+    kvshard_model_free(model);
+}
+
+/* A model without any full-attention layer. */
+static void test_no_kv_layers(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_model_text(
+        "num_hidden_layers: 4\n"
+        "layer_types: [linear_attention, linear_attention, linear_attention, linear_attention]\n"
+        "linear_num_key_heads: 4\nlinear_num_value_heads: 4\nlinear_key_head_dim: 8\n"
+        "linear_value_head_dim: 8\nlinear_conv_kernel_dim: 4\n");
+    kvshard_options o = split_options(2, 2, KVSHARD_OWNERSHIP_ORDINAL);
+    kvshard_plan *plan = tu_plan(m, &o);
+    assert_true(kvshard_plan_has_warning(plan, KVSHARD_WARN_NO_KV_LAYERS));
+    assert_string_equal(kvshard_warning_name(KVSHARD_WARN_NO_KV_LAYERS), "no_kv_layers");
+    assert_int_equal(owned_count(plan, 0), 0);
+    assert_int_equal(owned_count(plan, 1), 0);
+    for (uint32_t i = 0; i < 4; i++) {
+        assert_int_equal(owner_of(plan, i), KVSHARD_OWNER_ALL);
+        assert_true(kvshard_plan_owns(plan, 0, i));
+        assert_true(kvshard_plan_owns(plan, 1, i));
+    }
+    kvshard_plan_free(plan);
+    kvshard_model_free(m);
+}
+
+/* ---- queries ------------------------------------------------------------ */
+
+static void test_queries_and_ranges(void **state)
+{
+    (void)state;
+    kvshard_model *model = tu_load_example_model("qwen3_5_35b_a3b.json");
+    kvshard_options o = split_options(4, 2, KVSHARD_OWNERSHIP_ORDINAL);
+    kvshard_plan *plan = tu_plan(model, &o);
+    assert_int_equal(kvshard_plan_num_layers(plan), 40);
+    /* linear layers: owner all; full layers: ordinal % 2 */
+    assert_int_equal(owner_of(plan, 0), KVSHARD_OWNER_ALL);
+    assert_int_equal(owner_of(plan, 38), KVSHARD_OWNER_ALL);
+    assert_int_equal(owner_of(plan, 3), 0);  /* ordinal 0 */
+    assert_int_equal(owner_of(plan, 7), 1);  /* ordinal 1 */
+    assert_int_equal(owner_of(plan, 39), 1); /* ordinal 9 */
+    kvshard_layer_kind k;
+    assert_int_equal(kvshard_plan_layer_kind(&k, plan, 39), KVSHARD_OK);
+    assert_int_equal(k, KVSHARD_LAYER_FULL_ATTENTION);
+    assert_int_equal(kvshard_plan_layer_kind(&k, plan, 38), KVSHARD_OK);
+    assert_int_equal(k, KVSHARD_LAYER_LINEAR_ATTENTION);
+
+    /* bad layer: ELAYER, output untouched */
+    int32_t owner = 1234;
+    assert_int_equal(kvshard_plan_layer_owner(&owner, plan, 40), KVSHARD_ELAYER);
+    assert_int_equal(owner, 1234);
+    k = KVSHARD_LAYER_SLIDING_ATTENTION;
+    assert_int_equal(kvshard_plan_layer_kind(&k, plan, 40), KVSHARD_ELAYER);
+    assert_int_equal(k, KVSHARD_LAYER_SLIDING_ATTENTION);
+    assert_int_equal(kvshard_plan_layer_owner(&owner, plan, UINT32_MAX), KVSHARD_ELAYER);
+
+    /* owns() out of range: false */
+    assert_false(kvshard_plan_owns(plan, 4, 3));
+    assert_false(kvshard_plan_owns(plan, 0, 40));
+    assert_false(kvshard_plan_owns(plan, UINT32_MAX, 0));
+    assert_true(kvshard_plan_owns(plan, 3, 39)); /* split rank 1 owns ordinal 9 */
+    assert_false(kvshard_plan_owns(plan, 2, 39));
+
+    /* bad rank: ERANK, outputs untouched */
+    const uint32_t *layers = NULL;
+    size_t n = 77;
+    assert_int_equal(kvshard_plan_rank_layers(&layers, &n, plan, 4), KVSHARD_ERANK);
+    assert_null(layers);
+    assert_int_equal(n, 77);
+    uint32_t sr = 55, sg = 66;
+    assert_int_equal(kvshard_plan_split_position(&sr, &sg, plan, 4), KVSHARD_ERANK);
+    assert_int_equal(sr, 55);
+    assert_int_equal(sg, 66);
+    kvshard_rank_memory mem;
+    assert_int_equal(kvshard_plan_rank_memory(&mem, plan, 4), KVSHARD_ERANK);
+    kvshard_plan_free(plan);
+
+    /* S_eff = 1: every full layer owner all, every rank owns it */
+    o = split_options(4, 1, KVSHARD_OWNERSHIP_ORDINAL);
+    plan = tu_plan(model, &o);
+    assert_int_equal(owner_of(plan, 3), KVSHARD_OWNER_ALL);
+    assert_int_equal(owner_of(plan, 7), KVSHARD_OWNER_ALL);
+    for (uint32_t r = 0; r < 4; r++) {
+        assert_true(kvshard_plan_owns(plan, r, 3));
+        assert_true(kvshard_plan_owns(plan, r, 7));
+        assert_int_equal(kvshard_plan_split_position(&sr, &sg, plan, r), KVSHARD_OK);
+        assert_int_equal(sr, 0); /* r % 1 */
+        assert_int_equal(sg, r); /* r / 1 */
+    }
+    kvshard_plan_free(plan);
+    kvshard_model_free(model);
+}
+
+/* ---- digest ------------------------------------------------------------- */
+
+static void test_digest(void **state)
+{
+    (void)state;
+    kvshard_model *model = tu_load_example_model("qwen3_5_35b_a3b.json");
+    kvshard_model *again = tu_load_example_model("qwen3_5_35b_a3b.json");
+    kvshard_options o = split_options(4, 2, KVSHARD_OWNERSHIP_ORDINAL);
+    kvshard_plan *a = tu_plan(model, &o);
+    kvshard_plan *b = tu_plan(again, &o);
+    assert_int_equal(kvshard_plan_digest(a), kvshard_plan_digest(b));
+
+    /* global: layers 3, 7, ... all odd -> all on split rank 1: owners change */
+    kvshard_options g = o;
+    g.ownership = KVSHARD_OWNERSHIP_GLOBAL;
+    kvshard_plan *c = tu_plan(model, &g);
+    assert_int_equal(owner_of(c, 3), 1); /* 3 % 2; ordinal gave 0 */
+    assert_true(kvshard_plan_digest(a) != kvshard_plan_digest(c));
+
+    /* block_size 32 doubles bytes_per_block: a byte figure changes */
+    kvshard_options bs = o;
+    bs.block_size = 32;
+    kvshard_plan *d = tu_plan(model, &bs);
+    assert_true(kvshard_plan_digest(a) != kvshard_plan_digest(d));
+
+    /* fp8 KV changes kv_bytes_per_token */
+    kvshard_options f8 = o;
+    f8.kv_cache_dtype = KVSHARD_KV_DTYPE_FP8;
+    kvshard_plan *e = tu_plan(model, &f8);
+    assert_true(kvshard_plan_digest(a) != kvshard_plan_digest(e));
+
+    /* the model may be freed; a plan built after it from the same inputs matches */
+    kvshard_model_free(again);
+    kvshard_plan *a2 = tu_plan(model, &o);
+    assert_int_equal(kvshard_plan_digest(a2), kvshard_plan_digest(b));
+
+    kvshard_plan_free(a);
+    kvshard_plan_free(a2);
+    kvshard_plan_free(b);
+    kvshard_plan_free(c);
+    kvshard_plan_free(d);
+    kvshard_plan_free(e);
+    kvshard_model_free(model);
+}
+
+/* ---- JSON --------------------------------------------------------------- */
+
+static void assert_contains(const char *haystack, const char *needle)
+{
+    if (!strstr(haystack, needle))
+        print_error("missing in JSON: %s\n", needle);
+    assert_non_null(strstr(haystack, needle));
+}
+
+static void test_json_seed(void **state)
+{
+    (void)state;
+    kvshard_model *model = tu_load_example_model("qwen3_5_35b_a3b.json");
+    kvshard_options o = split_options(4, 2, KVSHARD_OWNERSHIP_ORDINAL);
+    o.memory_per_rank = 20ull << 30;
+    o.max_seqs = 128;
+    kvshard_plan *plan = tu_plan(model, &o);
+    char *json = tu_plan_json(plan);
+    assert_contains(json, "\"model_type\": \"qwen3_5_moe\"");
+    assert_contains(json, "\"num_layers\": 40");
+    assert_contains(json, "\"num_full_attention_layers\": 10");
+    assert_contains(json, "\"num_linear_attention_layers\": 30");
+    assert_contains(json, "\"num_draft_layers\": 1");
+    assert_contains(json, "\"attention\": \"gqa\"");
+    assert_contains(json, "\"attn_tp_size\": 4");
+    assert_contains(json, "\"layerwise_split_size\": 2");
+    assert_contains(json, "\"effective_split_size\": 2");
+    assert_contains(json, "\"ownership\": \"ordinal\"");
+    assert_contains(json, "\"replication_factor\": 2"); /* T / H_kv = 4 / 2 */
+    assert_contains(json, "{\"index\": 0, \"kind\": \"linear_attention\", \"owner\": null}");
+    assert_contains(json, "{\"index\": 3, \"kind\": \"full_attention\", \"owner\": 0}");
+    assert_contains(json, "{\"index\": 7, \"kind\": \"full_attention\", \"owner\": 1}");
+    assert_contains(json, "\"owned_layers\": [3, 11, 19, 27, 35]");
+    assert_contains(json, "\"owned_layers\": [7, 15, 23, 31, 39]");
+    assert_contains(json, "\"tp_rank\": 3, \"split_group\": 1, \"split_rank\": 1");
+    /* §5 figures (see test_memory.c): 5 x 1024 kv, 1024 scratch, 16 x 6144 */
+    assert_contains(json, "\"kv_bytes_per_token\": 5120");
+    assert_contains(json, "\"scratch_bytes_per_token\": 1024");
+    assert_contains(json, "\"bytes_per_block\": 98304");
+    assert_contains(json, "\"state_bytes_per_seq\": 16097280");
+    assert_contains(json, "\"num_blocks\": 197493");
+    assert_contains(json, "\"max_tokens\": 3159888"); /* 197493 x 16 */
+    assert_contains(json, "\"memory_per_rank\": 21474836480"); /* 20 x 2^30 */
+    assert_contains(json, "\"max_seqs\": 128");
+    char digest[40];
+    snprintf(digest, sizeof digest, "\"digest\": \"%016llx\"",
+             (unsigned long long)kvshard_plan_digest(plan));
+    assert_contains(json, digest);
+    assert_null(strstr(json, "\"code\"")); /* no warnings */
+    free(json);
+    kvshard_plan_free(plan);
+
+    /* without memory_per_rank: capacity figures are null */
+    o.memory_per_rank = 0;
+    plan = tu_plan(model, &o);
+    json = tu_plan_json(plan);
+    assert_contains(json, "\"memory_per_rank\": null");
+    assert_contains(json, "\"max_tokens\": null");
+    free(json);
+    kvshard_plan_free(plan);
+
+    /* a warning shows up by its code */
+    o = split_options(4, 2, KVSHARD_OWNERSHIP_GLOBAL);
+    plan = tu_plan(model, &o);
+    json = tu_plan_json(plan);
+    assert_contains(json, "\"code\": \"rank_owns_nothing\"");
+    assert_contains(json, "\"code\": \"imbalanced\"");
+    assert_contains(json, "\"owned_layers\": []"); /* split rank 0 */
+    free(json);
+    kvshard_plan_free(plan);
+    kvshard_model_free(model);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qwen3_5_tp4_split2_ordinal),
+        cmocka_unit_test(test_qwen3_next_global_all_on_one_rank),
+        cmocka_unit_test(test_qwen3_next_ordinal_balanced),
+        cmocka_unit_test(test_split_groups_with_dp),
+        cmocka_unit_test(test_kimi_owners),
+        cmocka_unit_test(test_parallel_errors),
+        cmocka_unit_test(test_kv_heads_errors),
+        cmocka_unit_test(test_linear_heads_errors),
+        cmocka_unit_test(test_split_disabled_and_size_one),
+        cmocka_unit_test(test_is_draft),
+        cmocka_unit_test(test_exceeds_replication),
+        cmocka_unit_test(test_no_kv_layers),
+        cmocka_unit_test(test_queries_and_ranges),
+        cmocka_unit_test(test_digest),
+        cmocka_unit_test(test_json_seed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
