@@ -371,6 +371,10 @@ static void test_is_draft(void **state)
     assert_int_equal(owner_of(plan, 3), KVSHARD_OWNER_ALL);
     assert_true(kvshard_plan_owns(plan, 1, 3));
     assert_int_equal(owned_count(plan, 1), 10);
+    /* kvshard's own warning: a split was asked for and does not apply. */
+    assert_int_equal(kvshard_plan_warning_count(plan), 1);
+    assert_true(kvshard_plan_has_warning(plan, KVSHARD_WARN_DRAFT_UNSPLIT));
+    assert_string_equal(kvshard_warning_name(KVSHARD_WARN_DRAFT_UNSPLIT), "draft_unsplit");
     kvshard_plan_free(plan);
     /* is_draft also avoids ESPLIT: T = 6 with S = 4 would fail otherwise */
     kvshard_model *ds = tu_load_example_model("deepseek_v3_2.json");

@@ -98,6 +98,18 @@ typedef enum kvshard_status {
 KVSHARD_EXPORT const char *kvshard_strerror(int code);
 
 /* ------------------------------------------------------------------------ */
+/* Version                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Version of the library loaded at run time, "MAJOR.MINOR.PATCH". Static
+ * storage, never NULL. Compare it with KVSHARD_VERSION_STRING (the version of
+ * the headers the caller was compiled against) to detect a mismatched shared
+ * library.
+ */
+KVSHARD_EXPORT const char *kvshard_version(void);
+
+/* ------------------------------------------------------------------------ */
 /* Limits                                                                    */
 /* ------------------------------------------------------------------------ */
 
@@ -146,7 +158,8 @@ typedef struct kvshard_error {
 /**
  * Per-object allocator. An object remembers the allocator it was created with
  * and frees through it. `malloc_fn` may return NULL to fail an allocation;
- * every call then fails with KVSHARD_ENOMEM and leaks nothing.
+ * every call then fails with KVSHARD_ENOMEM and leaks nothing. libyaml's own
+ * parser buffers, which live only during a load call, use the C library.
  */
 typedef struct kvshard_allocator {
     void *(*malloc_fn)(void *user, size_t size);
