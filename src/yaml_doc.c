@@ -406,10 +406,19 @@ static int parser_error(builder *b, const yaml_parser_t *p)
     if (p->error == YAML_MEMORY_ERROR)
         return fail_nomem(b);
     if (p->error == YAML_READER_ERROR) {
-        kvs_mark m = mark_at_offset(b->text, b->len, p->problem_offset);
+        size_t offset = p->problem_offset;
+        /* libyaml gives the offset of the byte that breaks a multi-byte
+         * sequence; report the sequence's first byte, which is the bad text. */
+        if (strcmp(problem, "invalid trailing UTF-8 octet") == 0 && offset <= b->len) {
+            while (offset > 0 && ((unsigned char)b->text[offset - 1] & 0xC0) == 0x80)
+                offset--;
+            if (offset > 0)
+                offset--;
+        }
+        kvs_mark m = mark_at_offset(b->text, b->len, offset);
         bool utf8 = strstr(problem, "UTF-8") || strstr(problem, "Unicode");
         return kvs_fail(b->err, utf8 ? KVSHARD_EUTF8 : KVSHARD_ESYNTAX, b->doc->source, m,
-                        "%s at byte offset %zu", problem, p->problem_offset);
+                        "%s at byte offset %zu", problem, offset);
     }
     kvs_mark m = mark_of(p->problem_mark);
     if (p->context)

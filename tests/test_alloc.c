@@ -54,6 +54,7 @@ static int full_path(counting *c, const char *deployment_path)
     int rc = kvshard_deployment_load_file(&dep, deployment_path, &lo, &err);
     if (rc) {
         assert_int_equal(rc, KVSHARD_ENOMEM);
+        assert_int_equal(err.code, KVSHARD_ENOMEM);
         assert_ptr_equal(dep, (kvshard_deployment *)(uintptr_t)0x1);
         return rc;
     }
@@ -75,8 +76,10 @@ static int full_path(counting *c, const char *deployment_path)
     } else {
         assert_ptr_equal(plan, (kvshard_plan *)(uintptr_t)0x1);
     }
-    if (rc)
+    if (rc) {
         assert_int_equal(rc, KVSHARD_ENOMEM);
+        assert_int_equal(err.code, KVSHARD_ENOMEM);
+    }
     kvshard_deployment_free(dep);
     return rc;
 }

@@ -352,26 +352,60 @@ static int parse_args(cli *c, int argc, char **argv)
     return 0;
 }
 
-/* Apply one --key=value flag; a bare --key sets a boolean to true. */
-static int apply_flag(kvshard_deployment *dep, const char *flag)
+/* Split "--key=value" into its key and value; a bare --key means "true". */
+static int split_flag(char *key, size_t cap, const char **value, const char *flag)
 {
-    char key[40];
     const char *name = flag + 2;
     const char *eq = strchr(name, '=');
     size_t len = eq ? (size_t)(eq - name) : strlen(name);
-    if (len == 0 || len >= sizeof key)
+    if (len == 0 || len >= cap)
         return usage_error("unknown flag '%s'", flag);
     memcpy(key, name, len);
     key[len] = '\0';
+    *value = eq ? eq + 1 : "true";
+    return 0;
+}
+
+/* A flag kvshard_options_set() rejects is a usage error. */
+static int flag_error(const char *flag, const kvshard_error *err)
+{
+    if (err->code == KVSHARD_EUNKNOWNKEY)
+        return usage_error("unknown flag '%s'", flag);
+    fprintf(stderr, "kvshard: %s: %s\n", flag, err->message);
+    return EXIT_USAGE;
+}
+
+/* Check every flag before any file is read, so that a bad flag is reported
+ * as bad usage (exit 2) whatever the state of the config file. */
+static int check_flags(const cli *c)
+{
+    kvshard_options scratch = KVSHARD_OPTIONS_INIT;
+    for (size_t i = 0; i < c->flag_count; i++) {
+        char key[40];
+        const char *value;
+        int rc = split_flag(key, sizeof key, &value, c->flags[i]);
+        if (rc)
+            return rc;
+        kvshard_error err;
+        if (kvshard_options_set(&scratch, key, value, &err) != KVSHARD_OK)
+            return flag_error(c->flags[i], &err);
+    }
+    return 0;
+}
+
+/* Apply one --key=value flag to the deployment. */
+static int apply_flag(kvshard_deployment *dep, const char *flag)
+{
+    char key[40];
+    const char *value;
+    int rc = split_flag(key, sizeof key, &value, flag);
+    if (rc)
+        return rc;
     char origin[64];
     snprintf(origin, sizeof origin, "command line --%s", key);
     kvshard_error err;
-    if (kvshard_deployment_set(dep, key, eq ? eq + 1 : "true", origin, &err) != KVSHARD_OK) {
-        if (err.code == KVSHARD_EUNKNOWNKEY)
-            return usage_error("unknown flag '%s'", flag);
-        fprintf(stderr, "kvshard: %s: %s\n", flag, err.message);
-        return EXIT_USAGE;
-    }
+    if (kvshard_deployment_set(dep, key, value, origin, &err) != KVSHARD_OK)
+        return flag_error(flag, &err);
     return 0;
 }
 
@@ -379,6 +413,8 @@ int main(int argc, char **argv)
 {
     cli c = {0};
     int rc = parse_args(&c, argc, argv);
+    if (rc == 0)
+        rc = check_flags(&c);
     if (rc)
         return rc;
     kvshard_error err;

@@ -1,0 +1,745 @@
+/* Deployment files, flag overrides and option parsing (SPEC §6). */
+#include "test_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static kvshard_deployment *load_file_ok(const char *path)
+{
+    kvshard_deployment *dep = NULL;
+    kvshard_error err;
+    int rc = kvshard_deployment_load_file(&dep, path, NULL, &err);
+    if (rc != KVSHARD_OK)
+        print_error("%s:%d:%d: %s\n", err.source, err.line, err.column, err.message);
+    assert_int_equal(rc, KVSHARD_OK);
+    assert_non_null(dep);
+    return dep;
+}
+
+static kvshard_deployment *load_text_ok(const char *text, const char *base_dir)
+{
+    kvshard_deployment *dep = NULL;
+    kvshard_error err;
+    int rc = kvshard_deployment_load_string(&dep, text, strlen(text), "test.yaml", base_dir, NULL,
+                                            &err);
+    if (rc != KVSHARD_OK)
+        print_error("%s:%d:%d: %s\n", err.source, err.line, err.column, err.message);
+    assert_int_equal(rc, KVSHARD_OK);
+    assert_non_null(dep);
+    return dep;
+}
+
+/* Load text that must fail with `code` at line:column of "test.yaml". */
+static void load_text_fails(const char *text, int code, int line, int column)
+{
+    kvshard_deployment *dep = (kvshard_deployment *)(uintptr_t)0x5a5a;
+    kvshard_error err;
+    int rc = kvshard_deployment_load_string(&dep, text, strlen(text), "test.yaml", NULL, NULL,
+                                            &err);
+    if (rc != code || err.line != line || err.column != column)
+        print_error("got %s at %d:%d (%s), expected %s at %d:%d\n", kvshard_strerror(rc),
+                    err.line, err.column, err.message, kvshard_strerror(code), line, column);
+    assert_int_equal(rc, code);
+    assert_int_equal(err.code, code);
+    assert_int_equal(err.line, line);
+    assert_int_equal(err.column, column);
+    assert_string_equal(err.source, "test.yaml");
+    assert_true(err.message[0] != '\0');
+    assert_ptr_equal(dep, (kvshard_deployment *)(uintptr_t)0x5a5a);
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static void assert_default_options(const kvshard_options *o)
+{
+    const kvshard_options d = KVSHARD_OPTIONS_INIT;
+    assert_int_equal(o->version, d.version);
+    assert_int_equal(o->world_size, d.world_size);
+    assert_int_equal(o->dp_size, d.dp_size);
+    assert_int_equal(o->cp_size, d.cp_size);
+    assert_int_equal(o->enable_layerwise_split, d.enable_layerwise_split);
+    assert_int_equal(o->layerwise_split_size, d.layerwise_split_size);
+    assert_int_equal(o->ownership, d.ownership);
+    assert_int_equal(o->is_draft, d.is_draft);
+    assert_int_equal(o->kv_cache_dtype, d.kv_cache_dtype);
+    assert_int_equal(o->block_size, d.block_size);
+    assert_int_equal(o->memory_per_rank, d.memory_per_rank);
+    assert_int_equal(o->max_seqs, d.max_seqs);
+    assert_int_equal(o->num_speculative_tokens, d.num_speculative_tokens);
+    assert_int_equal(o->scratch_layers, d.scratch_layers);
+}
+
+static bool options_equal(const kvshard_options *a, const kvshard_options *b)
+{
+    return a->version == b->version && a->world_size == b->world_size &&
+           a->dp_size == b->dp_size && a->cp_size == b->cp_size &&
+           a->enable_layerwise_split == b->enable_layerwise_split &&
+           a->layerwise_split_size == b->layerwise_split_size && a->ownership == b->ownership &&
+           a->is_draft == b->is_draft && a->kv_cache_dtype == b->kv_cache_dtype &&
+           a->block_size == b->block_size && a->memory_per_rank == b->memory_per_rank &&
+           a->max_seqs == b->max_seqs && a->num_speculative_tokens == b->num_speculative_tokens &&
+           a->scratch_layers == b->scratch_layers;
+}
+
+/* ---- the shipped example -------------------------------------------------- */
+
+static void test_example_tp4_options(void **state)
+{
+    (void)state;
+    char *path = tu_example_path("qwen3_5_35b_a3b_tp4.yaml");
+    kvshard_deployment *dep = load_file_ok(path);
+    kvshard_options o;
+    kvshard_deployment_options(&o, dep);
+    assert_int_equal(o.version, KVSHARD_OPTIONS_VERSION);
+    assert_int_equal(o.world_size, 4);
+    assert_int_equal(o.dp_size, 1);
+    assert_int_equal(o.cp_size, 1);
+    assert_true(o.enable_layerwise_split);
+    assert_int_equal(o.layerwise_split_size, 2);
+    assert_int_equal(o.ownership, KVSHARD_OWNERSHIP_ORDINAL);
+    assert_false(o.is_draft);
+    assert_int_equal(o.kv_cache_dtype, KVSHARD_KV_DTYPE_AUTO);
+    assert_int_equal(o.block_size, 16);
+    assert_true(o.memory_per_rank == UINT64_C(21474836480));
+    assert_int_equal(o.max_seqs, 128);
+    assert_int_equal(o.num_speculative_tokens, 0);
+    assert_int_equal(o.scratch_layers, 1);
+
+    const kvshard_model *m = kvshard_deployment_model(dep);
+    assert_non_null(m);
+    assert_string_equal(kvshard_model_type(m), "qwen3_5_moe");
+    assert_int_equal(kvshard_model_num_layers(m), 40);
+    assert_int_equal(kvshard_model_count(m, KVSHARD_LAYER_FULL_ATTENTION), 10);
+
+    kvshard_plan *plan = NULL;
+    kvshard_error err;
+    assert_int_equal(kvshard_deployment_plan(&plan, dep, &err), KVSHARD_OK);
+    assert_int_equal(err.code, KVSHARD_OK);
+    assert_int_equal(kvshard_plan_attn_tp_size(plan), 4);
+    assert_int_equal(kvshard_plan_effective_split_size(plan), 2);
+    kvshard_capacity cap;
+    kvshard_plan_capacity(&cap, plan);
+    assert_true(cap.has_num_blocks);
+    assert_int_equal(cap.num_blocks, 197493);
+    assert_int_equal(cap.max_seqs, 128);
+    const uint32_t even[] = {3, 11, 19, 27, 35};
+    tu_assert_rank_layers(plan, 0, even, 5);
+    kvshard_plan_free(plan);
+    kvshard_deployment_free(dep);
+    free(path);
+}
+
+/* ---- where the model comes from ------------------------------------------- */
+
+static void test_relative_model_path_from_file(void **state)
+{
+    (void)state;
+    /* The test runs in the build tree; ../models is resolved against nested/. */
+    char *path = tu_data_path("deploy/nested/relative.yaml");
+    kvshard_deployment *dep = load_file_ok(path);
+    const kvshard_model *m = kvshard_deployment_model(dep);
+    assert_string_equal(kvshard_model_type(m), "tiny_dense");
+    assert_int_equal(kvshard_model_num_layers(m), 8);
+    kvshard_options o;
+    kvshard_deployment_options(&o, dep);
+    assert_int_equal(o.world_size, 4);
+    assert_true(o.enable_layerwise_split);
+    assert_int_equal(o.layerwise_split_size, 2);
+    assert_int_equal(o.ownership, KVSHARD_OWNERSHIP_GLOBAL);
+    assert_int_equal(o.kv_cache_dtype, KVSHARD_KV_DTYPE_FP8);
+    assert_int_equal(o.block_size, 32);
+    assert_true(o.memory_per_rank == UINT64_C(512) * 1024 * 1024);
+    assert_int_equal(o.max_seqs, 64);
+    assert_int_equal(o.num_speculative_tokens, 2);
+    assert_int_equal(o.scratch_layers, 0);
+    kvshard_deployment_free(dep);
+    free(path);
+}
+
+static void test_relative_model_path_from_string(void **state)
+{
+    (void)state;
+    /* base_dir given: relative to it. */
+    kvshard_deployment *dep =
+        load_text_ok("model: models/qwen3_5_35b_a3b.json\n", KVSHARD_EXAMPLES);
+    assert_int_equal(kvshard_model_num_layers(kvshard_deployment_model(dep)), 40);
+    kvshard_deployment_free(dep);
+
+    char *nested = tu_data_path("deploy/nested");
+    dep = load_text_ok("model: ../models/tiny.yaml\n", nested);
+    assert_int_equal(kvshard_model_num_layers(kvshard_deployment_model(dep)), 8);
+    kvshard_deployment_free(dep);
+
+    /* An absolute path ignores base_dir. */
+    char *abs_model = tu_example_path("models/llama3_1_8b.json");
+    char text[1024];
+    snprintf(text, sizeof text, "model: %s\n", abs_model);
+    dep = load_text_ok(text, nested);
+    assert_int_equal(kvshard_model_num_layers(kvshard_deployment_model(dep)), 32);
+    kvshard_deployment_free(dep);
+
+    /* base_dir NULL: relative to the working directory. */
+    char cwd[4096];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_int_equal(chdir(KVSHARD_EXAMPLES), 0);
+    kvshard_deployment *from_cwd = NULL;
+    kvshard_error err;
+    const char *rel = "model: models/qwen3_next_80b_a3b.json\n";
+    int rc = kvshard_deployment_load_string(&from_cwd, rel, strlen(rel), NULL, NULL, NULL, &err);
+    assert_int_equal(chdir(cwd), 0);
+    assert_int_equal(rc, KVSHARD_OK);
+    assert_int_equal(kvshard_model_num_layers(kvshard_deployment_model(from_cwd)), 48);
+    kvshard_deployment_free(from_cwd);
+
+    /* A base_dir without the file: EIO at the model value, named "<string>". */
+    kvshard_deployment *none = NULL;
+    rc = kvshard_deployment_load_string(&none, rel, strlen(rel), NULL, nested, NULL, &err);
+    assert_int_equal(rc, KVSHARD_EIO);
+    assert_int_equal(err.code, KVSHARD_EIO);
+    assert_string_equal(err.source, "<string>");
+    assert_int_equal(err.line, 1);
+    assert_int_equal(err.column, 8);
+    assert_non_null(strstr(err.message, "qwen3_next_80b_a3b.json"));
+    assert_null(none);
+
+    free(abs_model);
+    free(nested);
+}
+
+static void test_inline_model(void **state)
+{
+    (void)state;
+    const char *text = "model:\n"
+                       "  model_type: inline_dense\n"
+                       "  num_hidden_layers: 6\n"
+                       "  num_attention_heads: 16\n"
+                       "  num_key_value_heads: 8\n"
+                       "  hidden_size: 2048\n"
+                       "parallel:\n"
+                       "  world_size: 8\n"
+                       "  dp_size: 2\n"
+                       "  enable_layerwise_split: true\n"
+                       "  layerwise_split_size: 2\n"
+                       "cache: {block_size: 64, memory_per_rank: 1GiB}\n";
+    kvshard_deployment *dep = load_text_ok(text, NULL);
+    const kvshard_model *m = kvshard_deployment_model(dep);
+    assert_string_equal(kvshard_model_type(m), "inline_dense");
+    assert_int_equal(kvshard_model_num_layers(m), 6);
+    assert_int_equal(kvshard_model_count(m, KVSHARD_LAYER_FULL_ATTENTION), 6);
+    kvshard_options o;
+    kvshard_deployment_options(&o, dep);
+    assert_int_equal(o.world_size, 8);
+    assert_int_equal(o.dp_size, 2);
+    assert_int_equal(o.layerwise_split_size, 2);
+    assert_int_equal(o.block_size, 64);
+    assert_true(o.memory_per_rank == UINT64_C(1) << 30);
+    assert_int_equal(o.max_seqs, 256); /* default */
+
+    kvshard_plan *plan = NULL;
+    assert_int_equal(kvshard_deployment_plan(&plan, dep, NULL), KVSHARD_OK);
+    assert_int_equal(kvshard_plan_attn_tp_size(plan), 4);
+    assert_int_equal(kvshard_plan_effective_split_size(plan), 2);
+    const uint32_t even[] = {0, 2, 4};
+    tu_assert_rank_layers(plan, 0, even, 3);
+    kvshard_plan_free(plan);
+    kvshard_deployment_free(dep);
+}
+
+static void test_bare_model_config(void **state)
+{
+    (void)state;
+    char *path = tu_example_path("models/qwen3_next_80b_a3b.json");
+    kvshard_deployment *dep = load_file_ok(path);
+    kvshard_options o;
+    kvshard_deployment_options(&o, dep);
+    assert_default_options(&o);
+    assert_int_equal(kvshard_model_num_layers(kvshard_deployment_model(dep)), 48);
+    kvshard_plan *plan = NULL;
+    assert_int_equal(kvshard_deployment_plan(&plan, dep, NULL), KVSHARD_OK);
+    assert_int_equal(kvshard_plan_attn_tp_size(plan), 1);
+    assert_int_equal(kvshard_plan_effective_split_size(plan), 1);
+    kvshard_plan_free(plan);
+    kvshard_deployment_free(dep);
+    free(path);
+
+    /* num_hidden_layers under text_config also makes a bare model config. */
+    path = tu_example_path("models/qwen3_5_35b_a3b.json");
+    dep = load_file_ok(path);
+    kvshard_deployment_options(&o, dep);
+    assert_default_options(&o);
+    assert_string_equal(kvshard_model_type(kvshard_deployment_model(dep)), "qwen3_5_moe");
+    assert_int_equal(kvshard_model_num_layers(kvshard_deployment_model(dep)), 40);
+    kvshard_deployment_free(dep);
+    free(path);
+
+    /* From text, with deployment-like keys absent. */
+    dep = load_text_ok("num_hidden_layers: 2\nnum_key_value_heads: 1\nhead_dim: 8\n", NULL);
+    kvshard_deployment_options(&o, dep);
+    assert_default_options(&o);
+    kvshard_deployment_free(dep);
+}
+
+/* ---- overrides -------------------------------------------------------------- */
+
+static void test_deployment_set_overrides(void **state)
+{
+    (void)state;
+    char *path = tu_example_path("qwen3_5_35b_a3b_tp4.yaml");
+    kvshard_deployment *dep = load_file_ok(path);
+    kvshard_error err;
+    assert_int_equal(kvshard_deployment_set(dep, "world_size", "8", "command line --world_size",
+                                            &err),
+                     KVSHARD_OK);
+    assert_int_equal(err.code, KVSHARD_OK);
+    assert_int_equal(kvshard_deployment_set(dep, "layerwise_split_size", "4", NULL, &err),
+                     KVSHARD_OK);
+    assert_int_equal(kvshard_deployment_set(dep, "ownership", "global", "flag", NULL), KVSHARD_OK);
+    assert_int_equal(kvshard_deployment_set(dep, "memory_per_rank", "40GiB", "flag", NULL),
+                     KVSHARD_OK);
+    assert_int_equal(kvshard_deployment_set(dep, "kv_cache_dtype", "fp8", "flag", NULL),
+                     KVSHARD_OK);
+    assert_int_equal(kvshard_deployment_set(dep, "max_seqs", "64", "flag", NULL), KVSHARD_OK);
+    kvshard_options o;
+    kvshard_deployment_options(&o, dep);
+    assert_int_equal(o.world_size, 8);
+    assert_int_equal(o.layerwise_split_size, 4);
+    assert_int_equal(o.ownership, KVSHARD_OWNERSHIP_GLOBAL);
+    assert_true(o.memory_per_rank == UINT64_C(40) << 30);
+    assert_int_equal(o.kv_cache_dtype, KVSHARD_KV_DTYPE_FP8);
+    assert_int_equal(o.max_seqs, 64);
+    /* untouched file values stay */
+    assert_true(o.enable_layerwise_split);
+    assert_int_equal(o.block_size, 16);
+    assert_int_equal(o.scratch_layers, 1);
+
+    /* A later override wins. */
+    assert_int_equal(kvshard_deployment_set(dep, "world_size", "4", "flag", NULL), KVSHARD_OK);
+    assert_int_equal(kvshard_deployment_set(dep, "enable_layerwise_split", "false", "flag", NULL),
+                     KVSHARD_OK);
+    kvshard_deployment_options(&o, dep);
+    assert_int_equal(o.world_size, 4);
+    assert_false(o.enable_layerwise_split);
+    kvshard_deployment_free(dep);
+    free(path);
+}
+
+static void test_deployment_set_errors(void **state)
+{
+    (void)state;
+    char *path = tu_example_path("qwen3_5_35b_a3b_tp4.yaml");
+    kvshard_deployment *dep = load_file_ok(path);
+    kvshard_options before, after;
+    kvshard_deployment_options(&before, dep);
+    kvshard_error err;
+
+    assert_int_equal(kvshard_deployment_set(dep, "tensor_parallel", "4", "command line", &err),
+                     KVSHARD_EUNKNOWNKEY);
+    assert_int_equal(err.code, KVSHARD_EUNKNOWNKEY);
+    assert_string_equal(err.source, "command line");
+    assert_int_equal(err.line, 0);
+    assert_non_null(strstr(err.message, "tensor_parallel"));
+
+    assert_int_equal(kvshard_deployment_set(dep, "world_size", "abc", "command line --world_size",
+                                            &err),
+                     KVSHARD_ETYPE);
+    assert_string_equal(err.source, "command line --world_size");
+    assert_int_equal(err.line, 0);
+    assert_int_equal(err.column, 0);
+
+    assert_int_equal(kvshard_deployment_set(dep, "world_size", "0", NULL, &err), KVSHARD_ERANGE);
+    assert_string_equal(err.source, "override");
+    assert_int_equal(kvshard_deployment_set(dep, "enable_layerwise_split", "yes", NULL, &err),
+                     KVSHARD_ETYPE);
+    assert_int_equal(kvshard_deployment_set(dep, "ownership", "random", NULL, &err),
+                     KVSHARD_ERANGE);
+    assert_int_equal(kvshard_deployment_set(dep, "memory_per_rank", "20GB", NULL, &err),
+                     KVSHARD_ETYPE);
+    assert_int_equal(kvshard_deployment_set(dep, "world_size", "4", NULL, NULL), KVSHARD_OK);
+    assert_int_equal(kvshard_deployment_set(dep, "world_size", "x", NULL, NULL), KVSHARD_ETYPE);
+
+    assert_int_equal(kvshard_deployment_set(NULL, "world_size", "4", NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_deployment_set(dep, NULL, "4", NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_deployment_set(dep, "world_size", NULL, NULL, &err), KVSHARD_EINVAL);
+
+    kvshard_deployment_options(&after, dep);
+    assert_true(options_equal(&before, &after));
+    kvshard_deployment_free(dep);
+    free(path);
+}
+
+/* ---- kvshard_options_set ------------------------------------------------------ */
+
+typedef struct set_case {
+    const char *key;
+    const char *value;
+    int code;
+} set_case;
+
+static void test_options_set_rejects(void **state)
+{
+    (void)state;
+    static const set_case cases[] = {
+        {"world_size", "0", KVSHARD_ERANGE},
+        {"world_size", "-1", KVSHARD_ERANGE},
+        {"world_size", "65537", KVSHARD_ERANGE},
+        {"world_size", "18446744073709551616", KVSHARD_ERANGE},
+        {"world_size", "abc", KVSHARD_ETYPE},
+        {"world_size", "4x", KVSHARD_ETYPE},
+        {"world_size", "4.0", KVSHARD_ETYPE},
+        {"world_size", "", KVSHARD_ETYPE},
+        {"dp_size", "0", KVSHARD_ERANGE},
+        {"cp_size", "two", KVSHARD_ETYPE},
+        {"layerwise_split_size", "0", KVSHARD_ERANGE},
+        {"enable_layerwise_split", "yes", KVSHARD_ETYPE},
+        {"enable_layerwise_split", "True", KVSHARD_ETYPE},
+        {"enable_layerwise_split", "TRUE", KVSHARD_ETYPE},
+        {"enable_layerwise_split", "1", KVSHARD_ETYPE},
+        {"enable_layerwise_split", "on", KVSHARD_ETYPE},
+        {"enable_layerwise_split", "", KVSHARD_ETYPE},
+        {"is_draft", "no", KVSHARD_ETYPE},
+        {"ownership", "Global", KVSHARD_ERANGE},
+        {"ownership", "round_robin", KVSHARD_ERANGE},
+        {"kv_cache_dtype", "fp4", KVSHARD_ERANGE},
+        {"kv_cache_dtype", "int8", KVSHARD_ERANGE},
+        {"block_size", "0", KVSHARD_ERANGE},
+        {"block_size", "1048577", KVSHARD_ERANGE},
+        {"memory_per_rank", "20GB", KVSHARD_ETYPE},
+        {"memory_per_rank", "20G", KVSHARD_ETYPE},
+        {"memory_per_rank", "20gib", KVSHARD_ETYPE},
+        {"memory_per_rank", "1.5GiB", KVSHARD_ETYPE},
+        {"memory_per_rank", "GiB", KVSHARD_ETYPE},
+        {"memory_per_rank", "", KVSHARD_ETYPE},
+        {"memory_per_rank", "-1", KVSHARD_ERANGE},
+        {"memory_per_rank", "-20GiB", KVSHARD_ERANGE},
+        {"memory_per_rank", "0", KVSHARD_ERANGE},
+        {"memory_per_rank", "0GiB", KVSHARD_ERANGE},
+        {"memory_per_rank", "99999999999TiB", KVSHARD_ERANGE},
+        {"memory_per_rank", "16777216TiB", KVSHARD_ERANGE},
+        {"memory_per_rank", "18446744073709551616", KVSHARD_ERANGE},
+        {"max_seqs", "0", KVSHARD_ERANGE},
+        {"max_seqs", "16777217", KVSHARD_ERANGE},
+        {"num_speculative_tokens", "1025", KVSHARD_ERANGE},
+        {"num_speculative_tokens", "-1", KVSHARD_ERANGE},
+        {"scratch_layers", "1025", KVSHARD_ERANGE},
+        {"tensor_parallel_size", "4", KVSHARD_EUNKNOWNKEY},
+        {"World_size", "4", KVSHARD_EUNKNOWNKEY},
+        {"", "4", KVSHARD_EUNKNOWNKEY},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        kvshard_options o = KVSHARD_OPTIONS_INIT;
+        const kvshard_options d = KVSHARD_OPTIONS_INIT;
+        kvshard_error err;
+        int rc = kvshard_options_set(&o, cases[i].key, cases[i].value, &err);
+        if (rc != cases[i].code)
+            print_error("%s=\"%s\": got %s, expected %s\n", cases[i].key, cases[i].value,
+                        kvshard_strerror(rc), kvshard_strerror(cases[i].code));
+        assert_int_equal(rc, cases[i].code);
+        assert_int_equal(err.code, cases[i].code);
+        assert_int_equal(err.line, 0);
+        assert_true(err.message[0] != '\0');
+        assert_true(options_equal(&o, &d));
+        /* NULL err gives the same answer. */
+        assert_int_equal(kvshard_options_set(&o, cases[i].key, cases[i].value, NULL),
+                         cases[i].code);
+        assert_true(options_equal(&o, &d));
+    }
+}
+
+static void test_options_set_every_key(void **state)
+{
+    (void)state;
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    kvshard_error err;
+#define SET(k, v) assert_int_equal(kvshard_options_set(&o, (k), (v), &err), KVSHARD_OK)
+    SET("world_size", "65536");
+    assert_int_equal(o.world_size, 65536);
+    SET("world_size", "+16");
+    assert_int_equal(o.world_size, 16);
+    SET("dp_size", "2");
+    assert_int_equal(o.dp_size, 2);
+    SET("cp_size", "1");
+    assert_int_equal(o.cp_size, 1);
+    SET("enable_layerwise_split", "true");
+    assert_true(o.enable_layerwise_split);
+    SET("enable_layerwise_split", "false");
+    assert_false(o.enable_layerwise_split);
+    SET("layerwise_split_size", "4");
+    assert_int_equal(o.layerwise_split_size, 4);
+    SET("ownership", "global");
+    assert_int_equal(o.ownership, KVSHARD_OWNERSHIP_GLOBAL);
+    SET("ownership", "ordinal");
+    assert_int_equal(o.ownership, KVSHARD_OWNERSHIP_ORDINAL);
+    SET("is_draft", "true");
+    assert_true(o.is_draft);
+    SET("kv_cache_dtype", "bf16");
+    assert_int_equal(o.kv_cache_dtype, KVSHARD_KV_DTYPE_BF16);
+    SET("kv_cache_dtype", "fp16");
+    assert_int_equal(o.kv_cache_dtype, KVSHARD_KV_DTYPE_FP16);
+    SET("kv_cache_dtype", "fp8");
+    assert_int_equal(o.kv_cache_dtype, KVSHARD_KV_DTYPE_FP8);
+    SET("kv_cache_dtype", "auto");
+    assert_int_equal(o.kv_cache_dtype, KVSHARD_KV_DTYPE_AUTO);
+    SET("block_size", "1048576");
+    assert_int_equal(o.block_size, 1048576);
+    SET("max_seqs", "16777216");
+    assert_int_equal(o.max_seqs, 16777216);
+    SET("num_speculative_tokens", "3");
+    assert_int_equal(o.num_speculative_tokens, 3);
+    SET("num_speculative_tokens", "0");
+    assert_int_equal(o.num_speculative_tokens, 0);
+    SET("scratch_layers", "0");
+    assert_int_equal(o.scratch_layers, 0);
+    SET("scratch_layers", "2");
+    assert_int_equal(o.scratch_layers, 2);
+
+    static const struct {
+        const char *text;
+        uint64_t bytes;
+    } sizes[] = {
+        {"1", 1},
+        {"123456789", 123456789},
+        {"18446744073709551615", UINT64_MAX},
+        {"1B", 1},
+        {"1KiB", UINT64_C(1) << 10},
+        {"3KiB", UINT64_C(3) << 10},
+        {"1MiB", UINT64_C(1) << 20},
+        {"512 MiB", UINT64_C(512) << 20},
+        {"20GiB", UINT64_C(21474836480)},
+        {"2TiB", UINT64_C(2) << 40},
+        {"16777215TiB", UINT64_C(16777215) << 40},
+    };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        SET("memory_per_rank", sizes[i].text);
+        if (o.memory_per_rank != sizes[i].bytes)
+            print_error("memory_per_rank=%s\n", sizes[i].text);
+        assert_true(o.memory_per_rank == sizes[i].bytes);
+    }
+#undef SET
+
+    /* Bad arguments. */
+    assert_int_equal(kvshard_options_set(NULL, "world_size", "1", &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_options_set(&o, NULL, "1", &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_options_set(&o, "world_size", NULL, &err), KVSHARD_EINVAL);
+    kvshard_options old = KVSHARD_OPTIONS_INIT;
+    old.version = 99;
+    assert_int_equal(kvshard_options_set(&old, "world_size", "2", &err), KVSHARD_EINVAL);
+    assert_int_equal(old.world_size, 1);
+}
+
+/* ---- YAML values ------------------------------------------------------------- */
+
+static void test_yaml_booleans_and_types(void **state)
+{
+    (void)state;
+    /* Only plain true and false are booleans. */
+    load_text_fails("model: {num_hidden_layers: 1, head_dim: 8, num_key_value_heads: 1}\n"
+                    "parallel:\n"
+                    "  enable_layerwise_split: yes\n",
+                    KVSHARD_ETYPE, 3, 27);
+    load_text_fails("model: {num_hidden_layers: 1, head_dim: 8, num_key_value_heads: 1}\n"
+                    "parallel:\n"
+                    "  enable_layerwise_split: True\n",
+                    KVSHARD_ETYPE, 3, 27);
+    load_text_fails("model: {num_hidden_layers: 1, head_dim: 8, num_key_value_heads: 1}\n"
+                    "parallel:\n"
+                    "  enable_layerwise_split: \"true\"\n",
+                    KVSHARD_ETYPE, 3, 27);
+    load_text_fails("model: {num_hidden_layers: 1, head_dim: 8, num_key_value_heads: 1}\n"
+                    "parallel:\n"
+                    "  is_draft: 'false'\n",
+                    KVSHARD_ETYPE, 3, 13);
+    load_text_fails("model: {num_hidden_layers: 1, head_dim: 8, num_key_value_heads: 1}\n"
+                    "parallel:\n"
+                    "  world_size: !!str 4\n",
+                    KVSHARD_ETYPE, 3, 15);
+    load_text_fails("model: {num_hidden_layers: 1, head_dim: 8, num_key_value_heads: 1}\n"
+                    "cache:\n"
+                    "  memory_per_rank: 1 GB\n",
+                    KVSHARD_ETYPE, 3, 20);
+    load_text_fails("model: {num_hidden_layers: 1, head_dim: 8, num_key_value_heads: 1}\n"
+                    "cache:\n"
+                    "  memory_per_rank: 99999999999TiB\n",
+                    KVSHARD_ERANGE, 3, 20);
+    load_text_fails("model: {num_hidden_layers: 1, head_dim: 8, num_key_value_heads: 1}\n"
+                    "cache:\n"
+                    "  memory_per_rank: 0\n",
+                    KVSHARD_ERANGE, 3, 20);
+
+    kvshard_deployment *dep =
+        load_text_ok("model: {num_hidden_layers: 1, head_dim: 8, num_key_value_heads: 1}\n"
+                     "parallel:\n"
+                     "  enable_layerwise_split: true\n"
+                     "  is_draft: false\n"
+                     "cache:\n"
+                     "  memory_per_rank: 3MiB\n"
+                     "  kv_cache_dtype: fp16\n",
+                     NULL);
+    kvshard_options o;
+    kvshard_deployment_options(&o, dep);
+    assert_true(o.enable_layerwise_split);
+    assert_false(o.is_draft);
+    assert_true(o.memory_per_rank == UINT64_C(3) << 20);
+    assert_int_equal(o.kv_cache_dtype, KVSHARD_KV_DTYPE_FP16);
+    kvshard_deployment_free(dep);
+
+    /* Empty sections are allowed and keep the defaults. */
+    dep = load_text_ok("model: {num_hidden_layers: 1, head_dim: 8, num_key_value_heads: 1}\n"
+                       "parallel:\n"
+                       "cache: ~\n",
+                       NULL);
+    kvshard_deployment_options(&o, dep);
+    assert_default_options(&o);
+    kvshard_deployment_free(dep);
+}
+
+/* ---- planning errors point at the key responsible -------------------------------- */
+
+static void test_plan_error_at_file_key(void **state)
+{
+    (void)state;
+    char *path = tu_data_path("deploy/split3.yaml");
+    kvshard_deployment *dep = load_file_ok(path);
+    kvshard_plan *plan = (kvshard_plan *)(uintptr_t)0x77;
+    kvshard_error err;
+    assert_int_equal(kvshard_deployment_plan(&plan, dep, &err), KVSHARD_ESPLIT);
+    assert_ptr_equal(plan, (kvshard_plan *)(uintptr_t)0x77);
+    assert_int_equal(err.code, KVSHARD_ESPLIT);
+    assert_true(ends_with(err.source, "deploy/split3.yaml"));
+    assert_int_equal(err.line, 5);
+    assert_int_equal(err.column, 25);
+    assert_non_null(strstr(err.message, "3"));
+    /* NULL err: same code. */
+    assert_int_equal(kvshard_deployment_plan(&plan, dep, NULL), KVSHARD_ESPLIT);
+
+    /* An override of the responsible key moves the blame to its origin. */
+    assert_int_equal(kvshard_deployment_set(dep, "layerwise_split_size", "3",
+                                            "command line --layerwise_split_size", NULL),
+                     KVSHARD_OK);
+    assert_int_equal(kvshard_deployment_plan(&plan, dep, &err), KVSHARD_ESPLIT);
+    assert_string_equal(err.source, "command line --layerwise_split_size");
+    assert_int_equal(err.line, 0);
+    assert_int_equal(err.column, 0);
+
+    /* Fixing it by override makes the plan. */
+    assert_int_equal(kvshard_deployment_set(dep, "layerwise_split_size", "4", "flag", NULL),
+                     KVSHARD_OK);
+    plan = NULL;
+    assert_int_equal(kvshard_deployment_plan(&plan, dep, &err), KVSHARD_OK);
+    assert_int_equal(kvshard_plan_effective_split_size(plan), 4);
+    kvshard_plan_free(plan);
+    kvshard_deployment_free(dep);
+    free(path);
+
+    /* ENOBLOCK: at memory_per_rank in the file. */
+    path = tu_data_path("deploy/small_memory.yaml");
+    dep = load_file_ok(path);
+    assert_int_equal(kvshard_deployment_plan(&plan, dep, &err), KVSHARD_ENOBLOCK);
+    assert_true(ends_with(err.source, "deploy/small_memory.yaml"));
+    assert_int_equal(err.line, 6);
+    assert_int_equal(err.column, 20);
+    assert_int_equal(kvshard_deployment_set(dep, "memory_per_rank", "1KiB", "--memory_per_rank",
+                                            NULL),
+                     KVSHARD_OK);
+    assert_int_equal(kvshard_deployment_plan(&plan, dep, &err), KVSHARD_ENOBLOCK);
+    assert_string_equal(err.source, "--memory_per_rank");
+    assert_int_equal(err.line, 0);
+    kvshard_deployment_free(dep);
+    free(path);
+}
+
+static void test_plan_error_in_model_file(void **state)
+{
+    (void)state;
+    /* TP 3 against 4 KV heads: blamed on the model file's num_key_value_heads. */
+    char *path = tu_data_path("deploy/nested/relative.yaml");
+    kvshard_deployment *dep = load_file_ok(path);
+    assert_int_equal(kvshard_deployment_set(dep, "world_size", "3", "flag", NULL), KVSHARD_OK);
+    assert_int_equal(kvshard_deployment_set(dep, "enable_layerwise_split", "false", "flag", NULL),
+                     KVSHARD_OK);
+    kvshard_plan *plan = NULL;
+    kvshard_error err;
+    assert_int_equal(kvshard_deployment_plan(&plan, dep, &err), KVSHARD_EKVHEADS);
+    assert_null(plan);
+    assert_true(ends_with(err.source, "deploy/nested/../models/tiny.yaml"));
+    assert_int_equal(err.line, 5);
+    assert_int_equal(err.column, 22);
+    kvshard_deployment_free(dep);
+    free(path);
+
+    /* A bare model config with flags: the split error names the flag. */
+    path = tu_example_path("models/qwen3_next_80b_a3b.json");
+    dep = load_file_ok(path);
+    assert_int_equal(kvshard_deployment_set(dep, "world_size", "8", "--world_size", NULL),
+                     KVSHARD_OK);
+    assert_int_equal(kvshard_deployment_set(dep, "enable_layerwise_split", "true",
+                                            "--enable_layerwise_split", NULL),
+                     KVSHARD_OK);
+    assert_int_equal(kvshard_deployment_set(dep, "layerwise_split_size", "3",
+                                            "--layerwise_split_size", NULL),
+                     KVSHARD_OK);
+    assert_int_equal(kvshard_deployment_plan(&plan, dep, &err), KVSHARD_ESPLIT);
+    assert_string_equal(err.source, "--layerwise_split_size");
+    kvshard_deployment_free(dep);
+    free(path);
+}
+
+/* ---- arguments ------------------------------------------------------------------ */
+
+static void test_deployment_arguments(void **state)
+{
+    (void)state;
+    kvshard_deployment_free(NULL);
+    kvshard_deployment *dep = NULL;
+    kvshard_error err;
+    assert_int_equal(kvshard_deployment_load_file(NULL, "x.yaml", NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_deployment_load_file(&dep, NULL, NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_deployment_load_string(&dep, NULL, 0, NULL, NULL, NULL, &err),
+                     KVSHARD_EINVAL);
+    kvshard_load_options lo = KVSHARD_LOAD_OPTIONS_INIT;
+    lo.version = 7;
+    char *path = tu_example_path("qwen3_5_35b_a3b_tp4.yaml");
+    assert_int_equal(kvshard_deployment_load_file(&dep, path, &lo, &err), KVSHARD_EINVAL);
+    assert_null(dep);
+    lo.version = KVSHARD_LOAD_OPTIONS_VERSION;
+    assert_int_equal(kvshard_deployment_load_file(&dep, path, &lo, &err), KVSHARD_OK);
+    kvshard_deployment_free(dep);
+    free(path);
+    assert_int_equal(kvshard_deployment_plan(NULL, NULL, &err), KVSHARD_EINVAL);
+
+    /* A file that is not there: EIO naming it, no position. */
+    dep = NULL;
+    assert_int_equal(kvshard_deployment_load_file(&dep, "/nonexistent/kvshard/dep.yaml", NULL,
+                                                  &err),
+                     KVSHARD_EIO);
+    assert_string_equal(err.source, "/nonexistent/kvshard/dep.yaml");
+    assert_int_equal(err.line, 0);
+    assert_null(dep);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_example_tp4_options),
+        cmocka_unit_test(test_relative_model_path_from_file),
+        cmocka_unit_test(test_relative_model_path_from_string),
+        cmocka_unit_test(test_inline_model),
+        cmocka_unit_test(test_bare_model_config),
+        cmocka_unit_test(test_deployment_set_overrides),
+        cmocka_unit_test(test_deployment_set_errors),
+        cmocka_unit_test(test_options_set_rejects),
+        cmocka_unit_test(test_options_set_every_key),
+        cmocka_unit_test(test_yaml_booleans_and_types),
+        cmocka_unit_test(test_plan_error_at_file_key),
+        cmocka_unit_test(test_plan_error_in_model_file),
+        cmocka_unit_test(test_deployment_arguments),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

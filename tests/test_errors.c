@@ -1,0 +1,558 @@
+/* Error reporting: golden invalid inputs (tests/data/invalid), outputs left
+ * alone on failure, NULL err, status names (allocation failure: test_alloc). */
+#include "test_util.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define INVALID_DIR KVSHARD_TEST_DATA "/invalid"
+#define MAX_CASES 256
+#define SENTINEL_DEP ((kvshard_deployment *)(uintptr_t)0xdead0001u)
+#define SENTINEL_PLAN ((kvshard_plan *)(uintptr_t)0xdead0002u)
+
+/* ---- status codes by name ------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    int code;
+} code_names[] = {
+    {"KVSHARD_OK", KVSHARD_OK},
+    {"KVSHARD_ENOMEM", KVSHARD_ENOMEM},
+    {"KVSHARD_EINVAL", KVSHARD_EINVAL},
+    {"KVSHARD_EIO", KVSHARD_EIO},
+    {"KVSHARD_ESYNTAX", KVSHARD_ESYNTAX},
+    {"KVSHARD_EUTF8", KVSHARD_EUTF8},
+    {"KVSHARD_ELIMIT", KVSHARD_ELIMIT},
+    {"KVSHARD_EDUPKEY", KVSHARD_EDUPKEY},
+    {"KVSHARD_EUNKNOWNKEY", KVSHARD_EUNKNOWNKEY},
+    {"KVSHARD_ETYPE", KVSHARD_ETYPE},
+    {"KVSHARD_ERANGE", KVSHARD_ERANGE},
+    {"KVSHARD_EMISSING", KVSHARD_EMISSING},
+    {"KVSHARD_ELAYERTYPE", KVSHARD_ELAYERTYPE},
+    {"KVSHARD_ELAYERCOUNT", KVSHARD_ELAYERCOUNT},
+    {"KVSHARD_ELAYERLIST", KVSHARD_ELAYERLIST},
+    {"KVSHARD_EPARALLEL", KVSHARD_EPARALLEL},
+    {"KVSHARD_EWORLD", KVSHARD_EWORLD},
+    {"KVSHARD_ESPLIT", KVSHARD_ESPLIT},
+    {"KVSHARD_ESPLITCP", KVSHARD_ESPLITCP},
+    {"KVSHARD_EKVHEADS", KVSHARD_EKVHEADS},
+    {"KVSHARD_ELINEARHEADS", KVSHARD_ELINEARHEADS},
+    {"KVSHARD_ERANK", KVSHARD_ERANK},
+    {"KVSHARD_ELAYER", KVSHARD_ELAYER},
+    {"KVSHARD_ENOBLOCK", KVSHARD_ENOBLOCK},
+    {"KVSHARD_EOVERFLOW", KVSHARD_EOVERFLOW},
+    {"KVSHARD_EWRITE", KVSHARD_EWRITE},
+};
+#define CODE_COUNT (sizeof code_names / sizeof code_names[0])
+
+static bool code_from_name(int *out, const char *name)
+{
+    for (size_t i = 0; i < CODE_COUNT; i++) {
+        if (strcmp(code_names[i].name, name) == 0) {
+            *out = code_names[i].code;
+            return true;
+        }
+    }
+    return false;
+}
+
+static const char *code_name(int code)
+{
+    for (size_t i = 0; i < CODE_COUNT; i++) {
+        if (code_names[i].code == code)
+            return code_names[i].name;
+    }
+    return "(unknown)";
+}
+
+/* Every code a file (deployment or model config) can give. */
+static const int file_codes[] = {
+    KVSHARD_ESYNTAX,      KVSHARD_EUTF8,        KVSHARD_ELIMIT,     KVSHARD_EDUPKEY,
+    KVSHARD_EUNKNOWNKEY,  KVSHARD_ETYPE,        KVSHARD_ERANGE,     KVSHARD_EMISSING,
+    KVSHARD_ELAYERTYPE,   KVSHARD_ELAYERCOUNT,  KVSHARD_ELAYERLIST, KVSHARD_EIO,
+    KVSHARD_EWORLD,       KVSHARD_ESPLIT,       KVSHARD_ESPLITCP,   KVSHARD_EKVHEADS,
+    KVSHARD_ELINEARHEADS, KVSHARD_ENOBLOCK,     KVSHARD_EOVERFLOW,
+};
+
+/* ---- EXPECTED ---------------------------------------------------------------- */
+
+typedef struct golden {
+    char name[128];
+    int code;
+    int line;
+    int column;
+    char source[200]; /* required suffix of err.source; "" = invalid/NAME */
+    bool has_offset;
+    size_t offset;
+} golden;
+
+static size_t read_expected(golden *cases, size_t cap)
+{
+    FILE *f = fopen(INVALID_DIR "/EXPECTED", "r");
+    assert_non_null(f);
+    char text[512];
+    size_t n = 0;
+    int lineno = 0;
+    while (fgets(text, sizeof text, f)) {
+        lineno++;
+        char *p = text;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (*p == '#' || *p == '\n' || *p == '\0')
+            continue;
+        assert_true(n < cap);
+        golden *g = &cases[n];
+        memset(g, 0, sizeof *g);
+        char code[64];
+        int used = 0;
+        if (sscanf(p, "%127s %63s %d %d%n", g->name, code, &g->line, &g->column, &used) != 4 ||
+            !code_from_name(&g->code, code)) {
+            print_error("EXPECTED:%d: cannot read \"%s\"\n", lineno, p);
+            fail();
+        }
+        p += used;
+        char extra[200];
+        int more = 0;
+        while (sscanf(p, "%199s%n", extra, &more) == 1) {
+            p += more;
+            unsigned long long off;
+            if (strncmp(extra, "source=", 7) == 0) {
+                snprintf(g->source, sizeof g->source, "%s", extra + 7);
+            } else if (sscanf(extra, "offset=%llu", &off) == 1) {
+                g->has_offset = true;
+                g->offset = (size_t)off;
+            } else {
+                print_error("EXPECTED:%d: unknown field \"%s\"\n", lineno, extra);
+                fail();
+            }
+        }
+        for (size_t i = 0; i < n; i++) {
+            if (strcmp(cases[i].name, g->name) == 0) {
+                print_error("EXPECTED:%d: %s listed twice\n", lineno, g->name);
+                fail();
+            }
+        }
+        n++;
+    }
+    fclose(f);
+    return n;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static char *read_whole(const char *path, size_t *out_len)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    assert_non_null(buf);
+    size_t got;
+    while ((got = fread(buf + len, 1, cap - len, f)) > 0) {
+        len += got;
+        if (len == cap) {
+            cap *= 2;
+            char *grown = realloc(buf, cap);
+            assert_non_null(grown);
+            buf = grown;
+        }
+    }
+    fclose(f);
+    *out_len = len;
+    return buf;
+}
+
+/* Run one case; returns true when the error matches. `text` NULL: from the
+ * file; otherwise through kvshard_deployment_load_string. */
+static bool run_case(const golden *g, const char *path, const char *text, size_t len)
+{
+    kvshard_error err;
+    kvshard_deployment *dep = SENTINEL_DEP;
+    int rc = text ? kvshard_deployment_load_string(&dep, text, len, path, INVALID_DIR, NULL, &err)
+                  : kvshard_deployment_load_file(&dep, path, NULL, &err);
+    bool untouched = true;
+    if (rc == KVSHARD_OK) {
+        kvshard_plan *plan = SENTINEL_PLAN;
+        rc = kvshard_deployment_plan(&plan, dep, &err);
+        untouched = plan == SENTINEL_PLAN;
+        if (rc == KVSHARD_OK && plan != SENTINEL_PLAN)
+            kvshard_plan_free(plan);
+        kvshard_deployment_free(dep);
+    } else {
+        untouched = dep == SENTINEL_DEP;
+    }
+    char want_source[300];
+    if (g->source[0])
+        snprintf(want_source, sizeof want_source, "%s", g->source);
+    else
+        snprintf(want_source, sizeof want_source, "invalid/%s", g->name);
+    bool ok = rc == g->code && err.code == g->code && err.line == g->line &&
+              err.column == g->column && ends_with(err.source, want_source) &&
+              err.message[0] != '\0' && untouched && (!g->has_offset || err.offset == g->offset);
+    if (!ok)
+        print_error("%s (%s): expected %s at %d:%d in ...%s%s; got %s (err.code %s) at %d:%d "
+                    "offset %zu in %s: %s%s\n",
+                    g->name, text ? "string" : "file", code_name(g->code), g->line, g->column,
+                    want_source, g->has_offset ? " (with offset)" : "", code_name(rc),
+                    code_name(err.code), err.line, err.column, err.offset, err.source,
+                    err.message, untouched ? "" : " [output was written]");
+    return ok;
+}
+
+static void test_golden_invalid_inputs(void **state)
+{
+    (void)state;
+    golden *cases = calloc(MAX_CASES, sizeof *cases);
+    assert_non_null(cases);
+    size_t n = read_expected(cases, MAX_CASES);
+    assert_true(n >= 40);
+
+    size_t failures = 0;
+    for (size_t i = 0; i < n; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", INVALID_DIR, cases[i].name);
+        if (!run_case(&cases[i], path, NULL, 0))
+            failures++;
+        size_t len;
+        char *text = read_whole(path, &len);
+        if (!run_case(&cases[i], path, text, len))
+            failures++;
+        free(text);
+    }
+    if (failures)
+        print_error("%zu golden checks failed\n", failures);
+    assert_int_equal(failures, 0);
+
+    /* Every code a file can give is covered. */
+    for (size_t c = 0; c < sizeof file_codes / sizeof file_codes[0]; c++) {
+        bool seen = false;
+        for (size_t i = 0; i < n && !seen; i++)
+            seen = cases[i].code == file_codes[c];
+        if (!seen)
+            print_error("no golden case for %s\n", code_name(file_codes[c]));
+        assert_true(seen);
+    }
+    free(cases);
+}
+
+/* Each *.yaml in the directory has an EXPECTED line and each line a file. */
+static void test_golden_cases_match_directory(void **state)
+{
+    (void)state;
+    golden *cases = calloc(MAX_CASES, sizeof *cases);
+    assert_non_null(cases);
+    size_t n = read_expected(cases, MAX_CASES);
+    bool found[MAX_CASES] = {false};
+    DIR *dir = opendir(INVALID_DIR);
+    assert_non_null(dir);
+    struct dirent *entry;
+    size_t files = 0;
+    size_t orphans = 0;
+    while ((entry = readdir(dir)) != NULL) {
+        if (!ends_with(entry->d_name, ".yaml"))
+            continue;
+        files++;
+        size_t i = 0;
+        while (i < n && strcmp(cases[i].name, entry->d_name) != 0)
+            i++;
+        if (i == n) {
+            print_error("%s has no line in EXPECTED\n", entry->d_name);
+            orphans++;
+        } else {
+            found[i] = true;
+        }
+    }
+    closedir(dir);
+    for (size_t i = 0; i < n; i++) {
+        if (!found[i]) {
+            print_error("EXPECTED lists %s, which is not in %s\n", cases[i].name, INVALID_DIR);
+            orphans++;
+        }
+    }
+    assert_int_equal(orphans, 0);
+    assert_int_equal(files, n);
+    free(cases);
+}
+
+/* ---- outputs untouched on failure ------------------------------------------------ */
+
+static kvshard_plan *example_plan(kvshard_model **out_model)
+{
+    kvshard_model *model = tu_load_example_model("qwen3_5_35b_a3b.json");
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.world_size = 4;
+    o.enable_layerwise_split = true;
+    o.layerwise_split_size = 2;
+    o.memory_per_rank = UINT64_C(20) << 30;
+    o.max_seqs = 128;
+    *out_model = model;
+    return tu_plan(model, &o);
+}
+
+static int failing_writer(void *user, const char *data, size_t len)
+{
+    (void)data;
+    (void)len;
+    int *calls = user;
+    (*calls)++;
+    return 1;
+}
+
+static void test_outputs_untouched_on_failure(void **state)
+{
+    (void)state;
+    kvshard_error err;
+
+    kvshard_model *model = (kvshard_model *)(uintptr_t)0xdead0003u;
+    const char *bad = "num_hidden_layers: [1]\n";
+    assert_int_equal(kvshard_model_load_string(&model, bad, strlen(bad), NULL, NULL, &err),
+                     KVSHARD_ETYPE);
+    assert_ptr_equal(model, (kvshard_model *)(uintptr_t)0xdead0003u);
+    assert_string_equal(err.source, "<string>");
+    assert_int_equal(err.line, 1);
+    assert_int_equal(err.column, 20);
+    assert_int_equal(kvshard_model_load_file(&model, "/nonexistent/kvshard.json", NULL, &err),
+                     KVSHARD_EIO);
+    assert_ptr_equal(model, (kvshard_model *)(uintptr_t)0xdead0003u);
+
+    kvshard_deployment *dep = SENTINEL_DEP;
+    assert_int_equal(kvshard_deployment_load_string(&dep, "model: 1: 2\n", 12, NULL, NULL, NULL,
+                                                    &err),
+                     KVSHARD_ESYNTAX);
+    assert_ptr_equal(dep, SENTINEL_DEP);
+
+    kvshard_model *qwen;
+    kvshard_plan *plan = example_plan(&qwen);
+
+    /* plan_create: 2 KV heads against TP 3. */
+    kvshard_plan *p = SENTINEL_PLAN;
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.world_size = 3;
+    assert_int_equal(kvshard_plan_create(&p, qwen, &o, NULL, &err), KVSHARD_EKVHEADS);
+    assert_ptr_equal(p, SENTINEL_PLAN);
+    assert_true(ends_with(err.source, "qwen3_5_35b_a3b.json"));
+    assert_true(err.line > 0);
+    o.world_size = 0;
+    assert_int_equal(kvshard_plan_create(&p, qwen, &o, NULL, &err), KVSHARD_EPARALLEL);
+    assert_ptr_equal(p, SENTINEL_PLAN);
+    o = (kvshard_options)KVSHARD_OPTIONS_INIT;
+    o.version = 42;
+    assert_int_equal(kvshard_plan_create(&p, qwen, &o, NULL, &err), KVSHARD_EINVAL);
+    assert_ptr_equal(p, SENTINEL_PLAN);
+
+    /* comparison: no split size avoids the KV-head mismatch. */
+    kvshard_comparison *cmp = (kvshard_comparison *)(uintptr_t)0xdead0004u;
+    o = (kvshard_options)KVSHARD_OPTIONS_INIT;
+    o.world_size = 3;
+    assert_int_equal(kvshard_comparison_create(&cmp, qwen, &o, NULL, &err), KVSHARD_EKVHEADS);
+    assert_ptr_equal(cmp, (kvshard_comparison *)(uintptr_t)0xdead0004u);
+
+    /* queries out of range */
+    const uint32_t *layers = (const uint32_t *)(uintptr_t)0xdead0005u;
+    size_t count = 777;
+    assert_int_equal(kvshard_plan_rank_layers(&layers, &count, plan, 4), KVSHARD_ERANK);
+    assert_ptr_equal(layers, (const uint32_t *)(uintptr_t)0xdead0005u);
+    assert_int_equal(count, 777);
+
+    int32_t owner = 12345;
+    assert_int_equal(kvshard_plan_layer_owner(&owner, plan, 40), KVSHARD_ELAYER);
+    assert_int_equal(owner, 12345);
+    kvshard_layer_kind kind = (kvshard_layer_kind)99;
+    assert_int_equal(kvshard_plan_layer_kind(&kind, plan, 40), KVSHARD_ELAYER);
+    assert_int_equal(kind, 99);
+    assert_int_equal(kvshard_model_layer_kind(&kind, qwen, 40), KVSHARD_ELAYER);
+    assert_int_equal(kind, 99);
+
+    uint32_t split_rank = 555, split_group = 666;
+    assert_int_equal(kvshard_plan_split_position(&split_rank, &split_group, plan, 4),
+                     KVSHARD_ERANK);
+    assert_int_equal(split_rank, 555);
+    assert_int_equal(split_group, 666);
+
+    kvshard_rank_memory mem, mem_before;
+    memset(&mem, 0xAB, sizeof mem);
+    memcpy(&mem_before, &mem, sizeof mem);
+    assert_int_equal(kvshard_plan_rank_memory(&mem, plan, 4), KVSHARD_ERANK);
+    assert_memory_equal(&mem, &mem_before, sizeof mem);
+
+    uint64_t blocks = 424242;
+    assert_int_equal(kvshard_plan_num_blocks_for(&blocks, plan, 1024, &err), KVSHARD_ENOBLOCK);
+    assert_int_equal(blocks, 424242);
+    assert_int_equal(err.code, KVSHARD_ENOBLOCK);
+
+    kvshard_warning_code wcode = (kvshard_warning_code)77;
+    const char *message = "untouched";
+    assert_int_equal(kvshard_plan_warning(&wcode, &message, plan, 1000), KVSHARD_EINVAL);
+    assert_int_equal(wcode, 77);
+    assert_string_equal(message, "untouched");
+
+    /* options_set leaves the options as they were */
+    kvshard_options before = KVSHARD_OPTIONS_INIT;
+    before.world_size = 8;
+    kvshard_options after = before;
+    assert_int_equal(kvshard_options_set(&after, "world_size", "eight", &err), KVSHARD_ETYPE);
+    assert_int_equal(kvshard_options_set(&after, "memory_per_rank", "-1GiB", &err),
+                     KVSHARD_ERANGE);
+    assert_int_equal(kvshard_options_set(&after, "enable_layerwise_split", "1", &err),
+                     KVSHARD_ETYPE);
+    assert_int_equal(after.world_size, before.world_size);
+    assert_true(after.memory_per_rank == before.memory_per_rank);
+    assert_int_equal(after.enable_layerwise_split, before.enable_layerwise_split);
+
+    /* a writer that fails */
+    int calls = 0;
+    assert_int_equal(kvshard_plan_write_json(plan, failing_writer, &calls), KVSHARD_EWRITE);
+    assert_true(calls >= 1);
+
+    kvshard_plan_free(plan);
+    kvshard_model_free(qwen);
+}
+
+/* ---- NULL err ---------------------------------------------------------------------- */
+
+static void test_null_err_accepted(void **state)
+{
+    (void)state;
+    kvshard_model *model = NULL;
+    const char *bad = "num_hidden_layers: 4\nnum_hidden_layers: 5\n";
+    assert_int_equal(kvshard_model_load_string(&model, bad, strlen(bad), NULL, NULL, NULL),
+                     KVSHARD_EDUPKEY);
+    assert_null(model);
+    assert_int_equal(kvshard_model_load_file(&model, "/nonexistent/m.json", NULL, NULL),
+                     KVSHARD_EIO);
+    assert_int_equal(kvshard_model_load_string(NULL, bad, 1, NULL, NULL, NULL), KVSHARD_EINVAL);
+
+    kvshard_deployment *dep = NULL;
+    char path[512];
+    snprintf(path, sizeof path, "%s/limit_alias_bomb.yaml", INVALID_DIR);
+    assert_int_equal(kvshard_deployment_load_file(&dep, path, NULL, NULL), KVSHARD_ELIMIT);
+    snprintf(path, sizeof path, "%s/plan_split_not_divisible.yaml", INVALID_DIR);
+    assert_int_equal(kvshard_deployment_load_file(&dep, path, NULL, NULL), KVSHARD_OK);
+    kvshard_plan *plan = NULL;
+    assert_int_equal(kvshard_deployment_plan(&plan, dep, NULL), KVSHARD_ESPLIT);
+    assert_null(plan);
+    assert_int_equal(kvshard_deployment_set(dep, "nope", "1", NULL, NULL), KVSHARD_EUNKNOWNKEY);
+    kvshard_deployment_free(dep);
+
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    assert_int_equal(kvshard_options_set(&o, "world_size", "-3", NULL), KVSHARD_ERANGE);
+
+    kvshard_model *qwen;
+    kvshard_plan *good = example_plan(&qwen);
+    uint64_t blocks;
+    assert_int_equal(kvshard_plan_num_blocks_for(&blocks, good, 1, NULL), KVSHARD_ENOBLOCK);
+    o.world_size = 4;
+    o.dp_size = 3;
+    assert_int_equal(kvshard_plan_create(&plan, qwen, &o, NULL, NULL), KVSHARD_EWORLD);
+    o.dp_size = 1;
+    o.cp_size = 2;
+    o.enable_layerwise_split = true;
+    o.layerwise_split_size = 2;
+    assert_int_equal(kvshard_plan_create(&plan, qwen, &o, NULL, NULL), KVSHARD_ESPLITCP);
+    o.cp_size = 1;
+    o.world_size = 8;
+    assert_int_equal(kvshard_plan_create(&plan, qwen, &o, NULL, NULL), KVSHARD_OK);
+    kvshard_plan_free(plan);
+    o.world_size = 64; /* 2 KV heads replicate fine; 16 linear key heads do not split 64 ways */
+    o.layerwise_split_size = 1;
+    assert_int_equal(kvshard_plan_create(&plan, qwen, &o, NULL, NULL), KVSHARD_ELINEARHEADS);
+    assert_int_equal(kvshard_plan_create(NULL, qwen, &o, NULL, NULL), KVSHARD_EINVAL);
+    kvshard_plan_free(good);
+    kvshard_model_free(qwen);
+}
+
+/* ---- status names -------------------------------------------------------------------- */
+
+static void test_strerror_distinct(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < CODE_COUNT; i++) {
+        const char *a = kvshard_strerror(code_names[i].code);
+        assert_non_null(a);
+        assert_true(a[0] != '\0');
+        assert_string_not_equal(a, "unknown error");
+        for (size_t j = 0; j < i; j++)
+            assert_string_not_equal(a, kvshard_strerror(code_names[j].code));
+    }
+    /* The table above has every code from KVSHARD_OK down to the last one. */
+    assert_int_equal(CODE_COUNT, 1 - KVSHARD_EWRITE);
+    assert_string_equal(kvshard_strerror(1), "unknown error");
+    assert_string_equal(kvshard_strerror(KVSHARD_EWRITE - 1), "unknown error");
+    assert_string_equal(kvshard_strerror(-1000), "unknown error");
+}
+
+/* ---- reading limits not covered by files ------------------------------------------------ */
+
+static void test_document_size_limit(void **state)
+{
+    (void)state;
+    size_t len = (size_t)KVSHARD_MAX_DOCUMENT_BYTES + 1;
+    char *text = calloc(len, 1);
+    assert_non_null(text);
+    memset(text, ' ', 16);
+    kvshard_deployment *dep = SENTINEL_DEP;
+    kvshard_error err;
+    assert_int_equal(kvshard_deployment_load_string(&dep, text, len, "big.yaml", NULL, NULL, &err),
+                     KVSHARD_ELIMIT);
+    assert_ptr_equal(dep, SENTINEL_DEP);
+    assert_string_equal(err.source, "big.yaml");
+    kvshard_model *model = NULL;
+    assert_int_equal(kvshard_model_load_string(&model, text, len, NULL, NULL, &err),
+                     KVSHARD_ELIMIT);
+    assert_null(model);
+    free(text);
+}
+
+/* Model config with `x:` nested `lists` lists deep, on line 4 after "x: ". */
+static size_t nested_text(char *text, size_t cap, unsigned lists)
+{
+    size_t n = (size_t)snprintf(text, cap, "num_hidden_layers: 1\nhead_dim: 8\n"
+                                           "num_key_value_heads: 1\nx: ");
+    assert_true(n + 2 * lists + 1 < cap);
+    for (unsigned i = 0; i < lists; i++)
+        text[n++] = '[';
+    for (unsigned i = 0; i < lists; i++)
+        text[n++] = ']';
+    text[n++] = '\n';
+    return n;
+}
+
+/* The depth limit applies to model configs too, and to the exact level. */
+static void test_depth_limit_exact(void **state)
+{
+    (void)state;
+    char text[512];
+    kvshard_model *model = NULL;
+    kvshard_error err;
+    /* The top mapping and 63 lists: 64 levels, allowed. */
+    size_t n = nested_text(text, sizeof text, KVSHARD_MAX_DEPTH - 1);
+    assert_int_equal(kvshard_model_load_string(&model, text, n, NULL, NULL, &err), KVSHARD_OK);
+    kvshard_model_free(model);
+    model = NULL;
+    /* 64 lists: the 64th `[` (column 4 + 63) is level 65. */
+    n = nested_text(text, sizeof text, KVSHARD_MAX_DEPTH);
+    assert_int_equal(kvshard_model_load_string(&model, text, n, NULL, NULL, &err), KVSHARD_ELIMIT);
+    assert_null(model);
+    assert_int_equal(err.line, 4);
+    assert_int_equal(err.column, 67);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_golden_invalid_inputs),
+        cmocka_unit_test(test_golden_cases_match_directory),
+        cmocka_unit_test(test_outputs_untouched_on_failure),
+        cmocka_unit_test(test_null_err_accepted),
+        cmocka_unit_test(test_strerror_distinct),
+        cmocka_unit_test(test_document_size_limit),
+        cmocka_unit_test(test_depth_limit_exact),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
