@@ -1,0 +1,7 @@
+/* Run-time version of the library (kvshard_version.h holds the compile-time one). */
+#include "kvshard/kvshard.h"
+
+const char *kvshard_version(void)
+{
+    return KVSHARD_VERSION_STRING;
+}
