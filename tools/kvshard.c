@@ -223,7 +223,7 @@ static void print_memory(const kvshard_plan *plan)
 static void print_warnings(const kvshard_plan *plan)
 {
     size_t n = kvshard_plan_warning_count(plan);
-    printf("\nwarnings   %s\n", n ? "" : "none");
+    printf("\nwarnings%s\n", n ? "" : "   none");
     for (size_t i = 0; i < n; i++) {
         kvshard_warning_code code;
         const char *message;
