@@ -284,16 +284,10 @@ static const kvs_option_id *blame_list(int code)
     }
 }
 
-int kvshard_deployment_plan(kvshard_plan **out, const kvshard_deployment *deployment,
-                            kvshard_error *err)
+/* Point a planning error about an option at where the option was set. */
+static int locate_option_error(const kvshard_deployment *deployment, int rc, kvshard_error *err)
 {
     kvs_mark none = {0, 0, 0};
-    if (!deployment) {
-        kvs_error_reset(err);
-        return kvs_fail(err, KVSHARD_EINVAL, "", none, "deployment must not be NULL");
-    }
-    int rc = kvshard_plan_create(out, deployment->model, &deployment->options,
-                                 &deployment->alloc, err);
     const kvs_option_id *blame = blame_list(rc);
     if (!err || !blame || err->line != 0)
         return rc;
@@ -309,4 +303,30 @@ int kvshard_deployment_plan(kvshard_plan **out, const kvshard_deployment *deploy
     }
     kvs_error_locate(err, deployment->source, none);
     return rc;
+}
+
+int kvshard_deployment_plan(kvshard_plan **out, const kvshard_deployment *deployment,
+                            kvshard_error *err)
+{
+    kvs_mark none = {0, 0, 0};
+    if (!deployment) {
+        kvs_error_reset(err);
+        return kvs_fail(err, KVSHARD_EINVAL, "", none, "deployment must not be NULL");
+    }
+    int rc = kvshard_plan_create(out, deployment->model, &deployment->options,
+                                 &deployment->alloc, err);
+    return locate_option_error(deployment, rc, err);
+}
+
+int kvshard_deployment_compare(kvshard_comparison **out, const kvshard_deployment *deployment,
+                               kvshard_error *err)
+{
+    kvs_mark none = {0, 0, 0};
+    if (!deployment) {
+        kvs_error_reset(err);
+        return kvs_fail(err, KVSHARD_EINVAL, "", none, "deployment must not be NULL");
+    }
+    int rc = kvshard_comparison_create(out, deployment->model, &deployment->options,
+                                       &deployment->alloc, err);
+    return locate_option_error(deployment, rc, err);
 }

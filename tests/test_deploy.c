@@ -655,6 +655,32 @@ static void test_plan_error_at_file_key(void **state)
     free(path);
 }
 
+/* The comparison points its errors at the deployment's keys too: world_size
+ * 6 over dp_size 4 fails for every split size, blamed on `6` (line 3,
+ * column 15 of world_dp.yaml). */
+static void test_compare_error_at_file_key(void **state)
+{
+    (void)state;
+    char *path = tu_data_path("deploy/world_dp.yaml");
+    kvshard_deployment *dep = load_file_ok(path);
+    kvshard_comparison *cmp = (kvshard_comparison *)(uintptr_t)0x77;
+    kvshard_error err;
+    assert_int_equal(kvshard_deployment_compare(&cmp, dep, &err), KVSHARD_EWORLD);
+    assert_ptr_equal(cmp, (kvshard_comparison *)(uintptr_t)0x77);
+    assert_true(ends_with(err.source, "deploy/world_dp.yaml"));
+    assert_int_equal(err.line, 3);
+    assert_int_equal(err.column, 15);
+    /* Fixed by an override, the comparison has a row for each divisor of
+     * T = 8 / 4 = 2 (S = 1, 2) under both rules. */
+    assert_int_equal(kvshard_deployment_set(dep, "world_size", "8", "flag", NULL), KVSHARD_OK);
+    cmp = NULL;
+    assert_int_equal(kvshard_deployment_compare(&cmp, dep, &err), KVSHARD_OK);
+    assert_int_equal(kvshard_comparison_row_count(cmp), 4);
+    kvshard_comparison_free(cmp);
+    kvshard_deployment_free(dep);
+    free(path);
+}
+
 static void test_plan_error_in_model_file(void **state)
 {
     (void)state;
@@ -739,6 +765,7 @@ int main(void)
         cmocka_unit_test(test_yaml_booleans_and_types),
         cmocka_unit_test(test_plan_error_at_file_key),
         cmocka_unit_test(test_plan_error_in_model_file),
+        cmocka_unit_test(test_compare_error_at_file_key),
         cmocka_unit_test(test_deployment_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

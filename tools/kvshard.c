@@ -445,8 +445,7 @@ int main(int argc, char **argv)
         kvshard_plan_free(plan);
     } else {
         kvshard_comparison *cmp = NULL;
-        if (kvshard_comparison_create(&cmp, kvshard_deployment_model(dep), &opts, NULL, &err) !=
-            KVSHARD_OK) {
+        if (kvshard_deployment_compare(&cmp, dep, &err) != KVSHARD_OK) {
             print_error(&err);
             status = EXIT_INVALID;
         } else if (c.fmt == FORMAT_JSON) {

@@ -506,6 +506,12 @@ KVSHARD_EXPORT int kvshard_comparison_create(kvshard_comparison **out, const kvs
                                              const kvshard_options *options,
                                              const kvshard_allocator *allocator,
                                              kvshard_error *err);
+/** kvshard_comparison_create() with the deployment's model and options; errors
+ *  about an option point at the key in the deployment file (or its override). */
+KVSHARD_EXPORT int kvshard_deployment_compare(kvshard_comparison **out,
+                                              const kvshard_deployment *deployment,
+                                              kvshard_error *err);
+/** Release a comparison. NULL is a no-op. */
 KVSHARD_EXPORT void kvshard_comparison_free(kvshard_comparison *comparison);
 KVSHARD_EXPORT size_t kvshard_comparison_row_count(const kvshard_comparison *comparison);
 /** Row `index`, borrowed; NULL when out of range. Rows go by S, then ordinal
