@@ -405,6 +405,7 @@ typedef struct kvshard_rank_memory {
     bool has_num_blocks;
 } kvshard_rank_memory;
 
+/** Memory figures of TP rank `tp_rank`; KVSHARD_ERANK when out of range. */
 KVSHARD_EXPORT int kvshard_plan_rank_memory(kvshard_rank_memory *out, const kvshard_plan *plan,
                                             uint32_t tp_rank);
 
@@ -418,6 +419,7 @@ typedef struct kvshard_capacity {
     uint64_t max_tokens;
 } kvshard_capacity;
 
+/** Capacity common to all ranks, copied into *out. */
 KVSHARD_EXPORT void kvshard_plan_capacity(kvshard_capacity *out, const kvshard_plan *plan);
 
 /** The same model and options at S_eff = 1, for comparison: the largest
@@ -429,6 +431,7 @@ typedef struct kvshard_uniform {
     uint64_t num_blocks;
 } kvshard_uniform;
 
+/** The S_eff = 1 comparison figures, copied into *out. */
 KVSHARD_EXPORT void kvshard_plan_uniform(kvshard_uniform *out, const kvshard_plan *plan);
 
 /**
@@ -453,6 +456,7 @@ typedef enum kvshard_warning_code {
 /** Machine-readable name of a warning code ("split_disabled", ...). */
 KVSHARD_EXPORT const char *kvshard_warning_name(kvshard_warning_code code);
 
+/** Number of warnings the plan carries (see kvshard_plan_warning()). */
 KVSHARD_EXPORT size_t kvshard_plan_warning_count(const kvshard_plan *plan);
 /** Warning `index` (0-based, in a fixed order). The message is borrowed.
  *  KVSHARD_EINVAL when out of range. */
@@ -513,6 +517,7 @@ KVSHARD_EXPORT int kvshard_deployment_compare(kvshard_comparison **out,
                                               kvshard_error *err);
 /** Release a comparison. NULL is a no-op. */
 KVSHARD_EXPORT void kvshard_comparison_free(kvshard_comparison *comparison);
+/** Number of rows: two (ordinal, global) per split size dividing T. */
 KVSHARD_EXPORT size_t kvshard_comparison_row_count(const kvshard_comparison *comparison);
 /** Row `index`, borrowed; NULL when out of range. Rows go by S, then ordinal
  *  before global. */
