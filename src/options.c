@@ -95,6 +95,38 @@ static int parse_size(uint64_t *out, const char *text, size_t len, const char *w
     return KVSHARD_OK;
 }
 
+/* world_size, dp_size, cp_size and layerwise_split_size below 1 have their
+ * own status (SPEC §3), whether they come from a file, a flag or the API. */
+static bool is_parallel_size(kvs_option_id id)
+{
+    return id == KVS_OPT_WORLD_SIZE || id == KVS_OPT_DP_SIZE || id == KVS_OPT_CP_SIZE ||
+           id == KVS_OPT_SPLIT_SIZE;
+}
+
+static bool all_digits(const char *text, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] < '0' || text[i] > '9')
+            return false;
+    }
+    return len > 0;
+}
+
+/* An integer that is zero or negative: "0", "-3", "+0". */
+static bool below_one(const char *text, size_t len)
+{
+    size_t i = len > 0 && (text[0] == '-' || text[0] == '+') ? 1 : 0;
+    if (!all_digits(text + i, len - i))
+        return false;
+    if (text[0] == '-')
+        return true;
+    for (; i < len; i++) {
+        if (text[i] != '0')
+            return false;
+    }
+    return true;
+}
+
 int kvs_option_parse(kvshard_options *options, kvs_option_id id, const char *text, size_t len,
                      kvs_value_style style, const char *source, kvs_mark mark,
                      kvshard_error *err)
@@ -108,6 +140,9 @@ int kvs_option_parse(kvshard_options *options, kvs_option_id id, const char *tex
             return kvs_fail(err, KVSHARD_ETYPE, source, mark,
                             "%s: expected an integer, found the string \"%.*s\"", d->name,
                             (int)(len > 40 ? 40 : len), text);
+        if (is_parallel_size(id) && below_one(text, len))
+            return kvs_fail(err, KVSHARD_EPARALLEL, source, mark, "%s is %.*s; it must be at least 1",
+                            d->name, (int)(len > 40 ? 40 : len), text);
         if ((rc = kvs_parse_uint(&n, text, len, d->min, d->max, d->name, source, mark, err)) != 0)
             return rc;
         break;
@@ -120,6 +155,10 @@ int kvs_option_parse(kvshard_options *options, kvs_option_id id, const char *tex
         n = text_is(text, len, "true");
         break;
     case VT_SIZE:
+        if (style != KVS_VALUE_PLAIN && all_digits(text, len))
+            return kvs_fail(err, KVSHARD_ETYPE, source, mark,
+                            "%s: expected a number of bytes, found the string \"%.*s\"", d->name,
+                            (int)(len > 40 ? 40 : len), text);
         if ((rc = parse_size(&n, text, len, d->name, source, mark, err)) != 0)
             return rc;
         break;

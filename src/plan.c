@@ -34,6 +34,8 @@ static int check_heads(const kvshard_model *model, uint32_t T, kvshard_error *er
 static int validate(uint32_t *out_tp, uint32_t *out_split, const kvshard_model *model,
                     const kvshard_options *o, kvshard_error *err)
 {
+    if (o->version != KVSHARD_OPTIONS_VERSION) /* before reading any other field */
+        return kvs_options_check(o, err);
     const char *what = o->world_size < 1   ? "world_size"
                        : o->dp_size < 1    ? "dp_size"
                        : o->cp_size < 1    ? "cp_size"
@@ -281,7 +283,7 @@ int kvshard_plan_create(kvshard_plan **out, const kvshard_model *model,
     memcpy(p->kinds, model->kinds, L);
     assign_owners(p);
     collect_warnings(p);
-    if ((rc = kvs_plan_memory(p, err)) != 0) {
+    if ((rc = kvs_plan_memory(p, model->source, err)) != 0) {
         kvshard_plan_free(p);
         return rc;
     }

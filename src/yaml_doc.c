@@ -125,24 +125,50 @@ typedef struct builder {
     size_t anchor_count;
     uint64_t weight; /* nodes so far, aliases expanded */
     int documents;
+    size_t start;      /* bytes of a UTF-8 byte order mark, which libyaml skips */
+    size_t cur_index;  /* libyaml's character index ... */
+    size_t cur_byte;   /* ... and the byte offset it stands for */
 } builder;
 
-static kvs_mark mark_of(yaml_mark_t m)
+static bool is_continuation(unsigned char c)
 {
-    kvs_mark k = {(int)(m.line + 1), (int)(m.column + 1), m.index};
+    return (c & 0xC0) == 0x80;
+}
+
+/* libyaml counts characters after the byte order mark; kvshard reports byte
+ * offsets. Marks arrive mostly in order, so a cursor keeps this linear. */
+static size_t byte_offset(builder *b, size_t index)
+{
+    if (index < b->cur_index) {
+        b->cur_index = 0;
+        b->cur_byte = b->start;
+    }
+    while (b->cur_index < index && b->cur_byte < b->len) {
+        b->cur_byte++;
+        while (b->cur_byte < b->len && is_continuation((unsigned char)b->text[b->cur_byte]))
+            b->cur_byte++;
+        b->cur_index++;
+    }
+    return b->cur_byte;
+}
+
+static kvs_mark mark_of(builder *b, yaml_mark_t m)
+{
+    kvs_mark k = {(int)(m.line + 1), (int)(m.column + 1), byte_offset(b, m.index)};
     return k;
 }
 
-/* Line and column (in characters) of a byte offset. */
-static kvs_mark mark_at_offset(const char *text, size_t len, size_t offset)
+/* Line and column (in characters) of a byte offset, for reader errors, which
+ * libyaml reports by offset alone. CR, LF and CRLF each end a line. */
+static kvs_mark mark_at_offset(const builder *b, size_t offset)
 {
     kvs_mark m = {1, 1, offset};
-    for (size_t i = 0; i < offset && i < len; i++) {
-        unsigned char c = (unsigned char)text[i];
-        if (c == '\n') {
+    for (size_t i = b->start; i < offset && i < b->len; i++) {
+        unsigned char c = (unsigned char)b->text[i];
+        if (c == '\n' || (c == '\r' && !(i + 1 < b->len && b->text[i + 1] == '\n'))) {
             m.line++;
             m.column = 1;
-        } else if ((c & 0xC0) != 0x80) {
+        } else if (c != '\r' && !is_continuation(c)) {
             m.column++;
         }
     }
@@ -239,7 +265,7 @@ static kvs_node *new_node(builder *b, kvs_node_kind kind, yaml_mark_t start)
     memset(n, 0, sizeof *n);
     n->kind = kind;
     n->style = KVS_VALUE_PLAIN;
-    n->mark = mark_of(start);
+    n->mark = mark_of(b, start);
     n->weight = 1;
     return n;
 }
@@ -252,11 +278,20 @@ static int on_scalar(builder *b, const yaml_event_t *ev)
     int rc = add_weight(b, 1, n->mark);
     if (rc)
         return rc;
+    /* An explicit core tag decides how the scalar reads: !!int "4" is a
+     * number and !!str 4 a string. Otherwise quoting does. */
     const char *tag = (const char *)ev->data.scalar.tag;
-    bool str_tag = tag && strcmp(tag, YAML_STR_TAG) == 0;
-    n->style = (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && !str_tag) ? KVS_VALUE_PLAIN
-                                                                              : KVS_VALUE_QUOTED;
+    bool plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+    if (tag && strcmp(tag, YAML_STR_TAG) == 0)
+        plain = false;
+    else if (tag && (strcmp(tag, YAML_INT_TAG) == 0 || strcmp(tag, YAML_BOOL_TAG) == 0 ||
+                     strcmp(tag, YAML_NULL_TAG) == 0 || strcmp(tag, YAML_FLOAT_TAG) == 0))
+        plain = true;
+    n->style = plain ? KVS_VALUE_PLAIN : KVS_VALUE_QUOTED;
     n->count = ev->data.scalar.length;
+    if (memchr(ev->data.scalar.value, '\0', n->count))
+        return kvs_fail(b->err, KVSHARD_ETYPE, b->doc->source, n->mark,
+                        "a string holds a NUL character (\\0), which no config value may");
     n->u.text = arena_strdup(b, (const char *)ev->data.scalar.value, ev->data.scalar.length);
     if (!n->u.text)
         return fail_nomem(b);
@@ -385,15 +420,21 @@ static int on_end(builder *b)
 static int on_alias(builder *b, const yaml_event_t *ev)
 {
     const char *name = (const char *)ev->data.alias.anchor;
-    kvs_mark mark = mark_of(ev->start_mark);
+    kvs_mark mark = mark_of(b, ev->start_mark);
     for (size_t i = b->anchor_count; i-- > 0;) {
         if (strcmp(b->anchors[i].name, name) == 0) {
             const kvs_node *target = b->anchors[i].node;
             int rc = add_weight(b, target->weight, mark);
             if (rc)
                 return rc;
-            /* The tree is read-only: an alias shares its target. */
-            return attach(b, (kvs_node *)(uintptr_t)target);
+            /* The tree is read-only, so an alias shares its target's content;
+             * a node of its own keeps the alias's position for errors. */
+            kvs_node *n = arena_alloc(b->doc, sizeof *n);
+            if (!n)
+                return fail_nomem(b);
+            *n = *target;
+            n->mark = mark;
+            return attach(b, n);
         }
     }
     return kvs_fail(b->err, KVSHARD_ESYNTAX, b->doc->source, mark,
@@ -415,12 +456,12 @@ static int parser_error(builder *b, const yaml_parser_t *p)
             if (offset > 0)
                 offset--;
         }
-        kvs_mark m = mark_at_offset(b->text, b->len, offset);
+        kvs_mark m = mark_at_offset(b, offset);
         bool utf8 = strstr(problem, "UTF-8") || strstr(problem, "Unicode");
         return kvs_fail(b->err, utf8 ? KVSHARD_EUTF8 : KVSHARD_ESYNTAX, b->doc->source, m,
                         "%s at byte offset %zu", problem, offset);
     }
-    kvs_mark m = mark_of(p->problem_mark);
+    kvs_mark m = mark_of(b, p->problem_mark);
     if (p->context)
         return kvs_fail(b->err, KVSHARD_ESYNTAX, b->doc->source, m, "%s %s", problem, p->context);
     return kvs_fail(b->err, KVSHARD_ESYNTAX, b->doc->source, m, "%s", problem);
@@ -431,7 +472,7 @@ static int on_event(builder *b, const yaml_event_t *ev)
     switch (ev->type) {
     case YAML_DOCUMENT_START_EVENT:
         if (++b->documents > 1)
-            return kvs_fail(b->err, KVSHARD_ESYNTAX, b->doc->source, mark_of(ev->start_mark),
+            return kvs_fail(b->err, KVSHARD_ESYNTAX, b->doc->source, mark_of(b, ev->start_mark),
                             "a second document; kvshard reads one document per file");
         return KVSHARD_OK;
     case YAML_SCALAR_EVENT: return on_scalar(b, ev);
@@ -452,6 +493,11 @@ int kvs_doc_parse(kvs_doc *out, const char *text, size_t len, const char *source
         return kvs_fail(err, KVSHARD_ELIMIT, source, start,
                         "text is %zu bytes; the limit is %u bytes (KVSHARD_MAX_DOCUMENT_BYTES)",
                         len, KVSHARD_MAX_DOCUMENT_BYTES);
+    const unsigned char *u = (const unsigned char *)text;
+    if (len >= 2 && ((u[0] == 0xFE && u[1] == 0xFF) || (u[0] == 0xFF && u[1] == 0xFE)))
+        return kvs_fail(err, KVSHARD_EUTF8, source, start,
+                        "the text is UTF-16 (it starts with a UTF-16 byte order mark); kvshard "
+                        "reads UTF-8");
     kvs_doc doc = {*alloc, NULL, NULL, source};
     builder *b = kvs_calloc(alloc, 1, sizeof *b);
     if (!b)
@@ -460,6 +506,8 @@ int kvs_doc_parse(kvs_doc *out, const char *text, size_t len, const char *source
     b->text = text;
     b->len = len;
     b->err = err;
+    b->start = len >= 3 && u[0] == 0xEF && u[1] == 0xBB && u[2] == 0xBF ? 3 : 0;
+    b->cur_byte = b->start;
 
     int rc = KVSHARD_OK;
     yaml_parser_t parser;

@@ -73,7 +73,7 @@ static const int file_codes[] = {
     KVSHARD_EUNKNOWNKEY,  KVSHARD_ETYPE,        KVSHARD_ERANGE,     KVSHARD_EMISSING,
     KVSHARD_ELAYERTYPE,   KVSHARD_ELAYERCOUNT,  KVSHARD_ELAYERLIST, KVSHARD_EIO,
     KVSHARD_EWORLD,       KVSHARD_ESPLIT,       KVSHARD_ESPLITCP,   KVSHARD_EKVHEADS,
-    KVSHARD_ELINEARHEADS, KVSHARD_ENOBLOCK,     KVSHARD_EOVERFLOW,
+    KVSHARD_ELINEARHEADS, KVSHARD_ENOBLOCK,     KVSHARD_EOVERFLOW,  KVSHARD_EPARALLEL,
 };
 
 /* ---- EXPECTED ---------------------------------------------------------------- */
@@ -441,7 +441,7 @@ static void test_null_err_accepted(void **state)
     kvshard_deployment_free(dep);
 
     kvshard_options o = KVSHARD_OPTIONS_INIT;
-    assert_int_equal(kvshard_options_set(&o, "world_size", "-3", NULL), KVSHARD_ERANGE);
+    assert_int_equal(kvshard_options_set(&o, "world_size", "-3", NULL), KVSHARD_EPARALLEL);
 
     kvshard_model *qwen;
     kvshard_plan *good = example_plan(&qwen);
