@@ -354,7 +354,7 @@ static void test_deployment_set_errors(void **state)
     assert_int_equal(err.line, 0);
     assert_int_equal(err.column, 0);
 
-    assert_int_equal(kvshard_deployment_set(dep, "world_size", "0", NULL, &err), KVSHARD_ERANGE);
+    assert_int_equal(kvshard_deployment_set(dep, "world_size", "0", NULL, &err), KVSHARD_EPARALLEL);
     assert_string_equal(err.source, "override");
     assert_int_equal(kvshard_deployment_set(dep, "enable_layerwise_split", "yes", NULL, &err),
                      KVSHARD_ETYPE);
@@ -387,17 +387,19 @@ static void test_options_set_rejects(void **state)
 {
     (void)state;
     static const set_case cases[] = {
-        {"world_size", "0", KVSHARD_ERANGE},
-        {"world_size", "-1", KVSHARD_ERANGE},
+        {"world_size", "0", KVSHARD_EPARALLEL},
+        {"world_size", "-1", KVSHARD_EPARALLEL},
         {"world_size", "65537", KVSHARD_ERANGE},
         {"world_size", "18446744073709551616", KVSHARD_ERANGE},
         {"world_size", "abc", KVSHARD_ETYPE},
         {"world_size", "4x", KVSHARD_ETYPE},
         {"world_size", "4.0", KVSHARD_ETYPE},
         {"world_size", "", KVSHARD_ETYPE},
-        {"dp_size", "0", KVSHARD_ERANGE},
+        {"dp_size", "0", KVSHARD_EPARALLEL},
+        {"cp_size", "+0", KVSHARD_EPARALLEL},
         {"cp_size", "two", KVSHARD_ETYPE},
-        {"layerwise_split_size", "0", KVSHARD_ERANGE},
+        {"layerwise_split_size", "0", KVSHARD_EPARALLEL},
+        {"world_size", "65537", KVSHARD_ERANGE},
         {"enable_layerwise_split", "yes", KVSHARD_ETYPE},
         {"enable_layerwise_split", "True", KVSHARD_ETYPE},
         {"enable_layerwise_split", "TRUE", KVSHARD_ETYPE},
@@ -627,6 +629,16 @@ static void test_plan_error_at_file_key(void **state)
     assert_string_equal(err.source, "command line --layerwise_split_size");
     assert_int_equal(err.line, 0);
     assert_int_equal(err.column, 0);
+
+    /* An override of another blamed key wins over the file's key: split
+     * size 3 from the file, world_size 8 from a flag (T = 8). */
+    kvshard_deployment_free(dep);
+    dep = load_file_ok(path);
+    assert_int_equal(kvshard_deployment_set(dep, "world_size", "8", "command line --world_size",
+                                            NULL),
+                     KVSHARD_OK);
+    assert_int_equal(kvshard_deployment_plan(&plan, dep, &err), KVSHARD_ESPLIT);
+    assert_string_equal(err.source, "command line --world_size");
 
     /* Fixing it by override makes the plan. */
     assert_int_equal(kvshard_deployment_set(dep, "layerwise_split_size", "4", "flag", NULL),
