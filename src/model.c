@@ -204,10 +204,14 @@ static int mark_kimi_list(uint8_t *kinds, const reader *r, const kvs_node *cfg, 
                             "num_hidden_layers %u",
                             what, (unsigned long long)n, L);
         uint8_t *slot = &kinds[n - 1];
+        if (*slot == kind)
+            return kvs_fail(r->err, KVSHARD_ELAYERLIST, r->doc->source, item->mark,
+                            "%s: layer %llu is listed twice in %s", what, (unsigned long long)n,
+                            key);
         if (*slot != UINT8_MAX)
             return kvs_fail(r->err, KVSHARD_ELAYERLIST, r->doc->source, item->mark,
-                            "%s: layer %llu is listed twice (in full_attn_layers and kda_layers "
-                            "together, each layer is listed exactly once)",
+                            "%s: layer %llu is in both full_attn_layers and kda_layers; each "
+                            "layer belongs to exactly one",
                             what, (unsigned long long)n);
         *slot = (uint8_t)kind;
     }
@@ -232,26 +236,20 @@ static int kinds_from_kimi(uint8_t *kinds, const reader *r, const kvs_node *cfg,
     return KVSHARD_OK;
 }
 
-/* Which rule decided the kinds also decides the linear-attention flavour. */
-static int read_layer_kinds(uint8_t *kinds, kvs_linear_flavour *flavour, const reader *r,
-                            uint32_t L)
+static int read_layer_kinds(uint8_t *kinds, const reader *r, uint32_t L)
 {
     const kvs_node *t = r->text;
     const kvs_node *v;
-    *flavour = KVS_LINEAR_GDN;
     const kvs_node *kimi = present(t, "linear_attn_config");
     if (kimi) {
         int rc = kvs_node_expect_mapping(r->doc, kimi, "linear_attn_config", r->err);
         if (rc)
             return rc;
-        *flavour = KVS_LINEAR_KDA;
     }
     if ((v = present(t, "layer_types")) != NULL)
         return kinds_from_layer_types(kinds, r, v, L);
-    if ((v = present(t, "attn_type_list")) != NULL) {
-        *flavour = KVS_LINEAR_LIGHTNING;
+    if ((v = present(t, "attn_type_list")) != NULL)
         return kinds_from_attn_type_list(kinds, r, v, L);
-    }
     if (kimi) {
         bool has_full = kvs_map_get(kimi, "full_attn_layers") != NULL;
         bool has_kda = kvs_map_get(kimi, "kda_layers") != NULL;
@@ -273,6 +271,24 @@ static int read_layer_kinds(uint8_t *kinds, kvs_linear_flavour *flavour, const r
     }
     memset(kinds, KVSHARD_LAYER_FULL_ATTENTION, L);
     return KVSHARD_OK;
+}
+
+/* The kind of linear attention follows the keys that describe its state,
+ * whichever rule gave the layer kinds: MiniMax files may carry layer_types. */
+static kvs_linear_flavour linear_flavour(const reader *r)
+{
+    const kvs_node *t = r->text;
+    if (present(t, "linear_attn_config"))
+        return KVS_LINEAR_KDA;
+    if (present(t, "linear_num_key_heads") || present(t, "linear_num_value_heads") ||
+        present(t, "linear_key_head_dim") || present(t, "linear_value_head_dim"))
+        return KVS_LINEAR_GDN;
+    const kvs_node *type = present(r->top, "model_type");
+    if (present(t, "attn_type_list") ||
+        (type && type->kind == KVS_NODE_SCALAR && type->count >= 7 &&
+         memcmp(type->u.text, "minimax", 7) == 0))
+        return KVS_LINEAR_LIGHTNING;
+    return KVS_LINEAR_GDN;
 }
 
 /* ---- dimensions --------------------------------------------------------- */
@@ -414,7 +430,7 @@ static int read_model(kvshard_model *m, const reader *r)
     m->kinds = kvs_alloc(&m->alloc, L, 1);
     if (!m->kinds)
         return kvs_fail(r->err, KVSHARD_ENOMEM, r->doc->source, v->mark, "out of memory");
-    if ((rc = read_layer_kinds(m->kinds, &in->linear, r, in->num_layers)) != 0)
+    if ((rc = read_layer_kinds(m->kinds, r, in->num_layers)) != 0)
         return rc;
     for (uint32_t i = 0; i < in->num_layers; i++) {
         switch (m->kinds[i]) {
@@ -423,8 +439,7 @@ static int read_model(kvshard_model *m, const reader *r)
         default: in->num_sliding++; break;
         }
     }
-    if (in->num_linear == 0)
-        in->linear = KVS_LINEAR_NONE;
+    in->linear = in->num_linear > 0 ? linear_flavour(r) : KVS_LINEAR_NONE;
 
     /* Draft layers: the first key present counts. */
     bool found;

@@ -413,6 +413,36 @@ static void test_layer_kind_errors(void **state)
             print_error("kimi case %zu: %d %s\n", i, rc, err.message);
         assert_int_equal(rc, KVSHARD_ELAYERLIST);
     }
+
+    /* The message tells a repeat within one list from a layer in both. */
+    rc = load_error("num_hidden_layers: 3\nkv_lora_rank: 8\nqk_rope_head_dim: 4\n"
+                    "linear_attn_config: {full_attn_layers: [1, 1], kda_layers: [2, 3],\n"
+                    "  num_heads: 2, head_dim: 4, short_conv_kernel_size: 2}\n",
+                    &err);
+    assert_int_equal(rc, KVSHARD_ELAYERLIST);
+    assert_non_null(strstr(err.message, "listed twice in full_attn_layers"));
+    rc = load_error(kimi_bad[1], &err);
+    assert_non_null(strstr(err.message, "in both full_attn_layers and kda_layers"));
+}
+
+/* A MiniMax config that gives its layers with layer_types (no attn_type_list)
+ * still has lightning state: the state keys, not the layer rule, decide.
+ * One linear layer at T = 1: 4 * 8 heads * 16 * 16 = 8192 bytes per sequence. */
+static void test_minimax_with_layer_types(void **state)
+{
+    (void)state;
+    kvshard_model *model = tu_load_model_text(
+        "model_type: minimax\nnum_hidden_layers: 2\nnum_attention_heads: 8\n"
+        "num_key_value_heads: 2\nhead_dim: 16\n"
+        "layer_types: [linear_attention, full_attention]\n");
+    kvshard_plan *plan = tu_plan(model, NULL);
+    kvshard_rank_memory m;
+    assert_int_equal(kvshard_plan_rank_memory(&m, plan, 0), KVSHARD_OK);
+    assert_int_equal(m.state_bytes_per_seq, 8192);
+    /* KV: 2 heads * 16 * 2 (K and V) * 2 bytes = 128 bytes per token. */
+    assert_int_equal(m.kv_bytes_per_token, 128);
+    kvshard_plan_free(plan);
+    kvshard_model_free(model);
 }
 
 int main(void)
@@ -432,6 +462,7 @@ int main(void)
         cmocka_unit_test(test_gqa_defaults),
         cmocka_unit_test(test_draft_keys),
         cmocka_unit_test(test_layer_kind_errors),
+        cmocka_unit_test(test_minimax_with_layer_types),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
