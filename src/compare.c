@@ -2,6 +2,7 @@
 #include "json.h"
 #include "plan.h"
 
+#include <math.h>
 #include <string.h>
 
 struct kvshard_comparison {
@@ -44,7 +45,7 @@ static void fill_row(kvshard_comparison_row *row, const kvshard_plan *p)
     row->max_tokens = p->capacity.max_tokens;
     if (p->capacity.has_num_blocks)
         row->gain = p->uniform.num_blocks ? (double)row->num_blocks / (double)p->uniform.num_blocks
-                                          : 0.0;
+                                          : HUGE_VAL; /* the unsplit plan fits no block */
     else
         row->gain = row->max_bytes_per_block
                         ? (double)p->uniform.bytes_per_block / (double)row->max_bytes_per_block
@@ -197,7 +198,10 @@ int kvshard_comparison_write_json(const kvshard_comparison *comparison, kvshard_
         kvs_json_u64_or_null(&j, r->has_num_blocks, r->num_blocks);
         kvs_json_raw(&j, ", \"max_tokens\": ");
         kvs_json_u64_or_null(&j, r->has_num_blocks, r->max_tokens);
-        kvs_json_printf(&j, ", \"gain\": %.4f, \"warnings\": [", r->gain);
+        if (isinf(r->gain))
+            kvs_json_raw(&j, ", \"gain\": null, \"warnings\": [");
+        else
+            kvs_json_printf(&j, ", \"gain\": %.4f, \"warnings\": [", r->gain);
         bool first = true;
         for (unsigned code = 0; code < 32; code++) {
             if (r->warnings & (1u << code)) {

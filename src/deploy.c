@@ -272,8 +272,7 @@ static const kvs_option_id *blame_list(int code)
                                              KVS_OPT_COUNT};
     static const kvs_option_id no_block[] = {KVS_OPT_MEMORY_PER_RANK, KVS_OPT_MAX_SEQS,
                                              KVS_OPT_COUNT};
-    static const kvs_option_id overflow[] = {KVS_OPT_MEMORY_PER_RANK, KVS_OPT_BLOCK_SIZE,
-                                             KVS_OPT_MAX_SEQS, KVS_OPT_COUNT};
+    static const kvs_option_id overflow[] = {KVS_OPT_BLOCK_SIZE, KVS_OPT_COUNT};
     switch (code) {
     case KVSHARD_EWORLD: return world;
     case KVSHARD_ESPLIT: return split;
@@ -284,22 +283,28 @@ static const kvs_option_id *blame_list(int code)
     }
 }
 
-/* Point a planning error about an option at where the option was set. */
+/* Point a planning error about an option at where the option was set: an
+ * override first, since it changed what the file said, then the file. Errors
+ * that already name a source (the model file) stay where they are. */
 static int locate_option_error(const kvshard_deployment *deployment, int rc, kvshard_error *err)
 {
     kvs_mark none = {0, 0, 0};
     const kvs_option_id *blame = blame_list(rc);
-    if (!err || !blame || err->line != 0)
+    if (!err || !blame || err->source[0] != '\0')
         return rc;
-    for (; *blame != KVS_OPT_COUNT; blame++) {
-        const option_site *site = &deployment->sites[*blame];
-        if (!site->set)
-            continue;
-        if (site->origin[0])
+    for (const kvs_option_id *b = blame; *b != KVS_OPT_COUNT; b++) {
+        const option_site *site = &deployment->sites[*b];
+        if (site->set && site->origin[0]) {
             kvs_error_locate(err, site->origin, none);
-        else
+            return rc;
+        }
+    }
+    for (const kvs_option_id *b = blame; *b != KVS_OPT_COUNT; b++) {
+        const option_site *site = &deployment->sites[*b];
+        if (site->set) {
             kvs_error_locate(err, deployment->source, site->mark);
-        return rc;
+            return rc;
+        }
     }
     kvs_error_locate(err, deployment->source, none);
     return rc;

@@ -2,18 +2,31 @@
  * All arithmetic is 64-bit and checked: an overflow is an error. */
 #include "plan.h"
 
+#include <stdio.h>
+
 static const kvs_mark no_mark = {0, 0, 0};
 
-/* Checked arithmetic that remembers the first overflow. */
+/* Checked arithmetic that remembers the first overflow, and whether it
+ * came from a figure scaled by block_size (the option to blame) or from the
+ * model's dimensions alone. */
 typedef struct calc {
     bool overflow;
+    bool in_block;      /* the figure being computed multiplies by block_size */
+    bool block_blamed;  /* the first overflow happened in such a figure */
 } calc;
+
+static void overflowed(calc *c)
+{
+    if (!c->overflow)
+        c->block_blamed = c->in_block;
+    c->overflow = true;
+}
 
 static uint64_t mul(calc *c, uint64_t a, uint64_t b)
 {
     uint64_t r = 0;
     if (!kvs_mul(&r, a, b))
-        c->overflow = true;
+        overflowed(c);
     return r;
 }
 
@@ -21,8 +34,19 @@ static uint64_t add(calc *c, uint64_t a, uint64_t b)
 {
     uint64_t r = 0;
     if (!kvs_add(&r, a, b))
-        c->overflow = true;
+        overflowed(c);
     return r;
+}
+
+static int overflow_error(const calc *c, const kvshard_plan *p, const char *model_source,
+                          const char *what, kvshard_error *err)
+{
+    if (c->block_blamed)
+        return kvs_fail(err, KVSHARD_EOVERFLOW, "", no_mark,
+                        "%s overflow 64 bits at block_size %u tokens", what,
+                        p->options.block_size);
+    return kvs_fail(err, KVSHARD_EOVERFLOW, model_source, no_mark,
+                    "%s overflow 64 bits: the model's dimensions are too large", what);
 }
 
 static uint64_t ceil_div(uint64_t a, uint64_t b)
@@ -128,11 +152,13 @@ static kvshard_rank_memory rank_figures(calc *c, const kvshard_plan *p, uint32_t
         o->num_speculative_tokens > 0 ? mul(c, m->num_draft_layers, own) : 0;
     uint64_t per_token = add(c, add(c, f.kv_bytes_per_token, f.scratch_bytes_per_token),
                              f.draft_bytes_per_token);
+    c->in_block = true;
     f.bytes_per_block = mul(c, o->block_size, per_token);
     uint64_t window = 0;
     if (m->num_sliding > 0)
         window = mul(c, mul(c, own, o->block_size),
                      ceil_div(m->sliding_window, o->block_size) + 1);
+    c->in_block = false;
     f.state_bytes_per_seq =
         add(c, mul(c, m->num_linear, linear_state), mul(c, m->num_sliding, window));
     return f;
@@ -142,12 +168,13 @@ static kvshard_rank_memory rank_figures(calc *c, const kvshard_plan *p, uint32_t
 static int rank_blocks(kvshard_rank_memory *f, const kvshard_plan *p, uint64_t memory,
                        uint32_t r, kvshard_error *err)
 {
-    calc c = {false};
-    uint64_t reserved = mul(&c, p->options.max_seqs, f->state_bytes_per_seq);
-    if (c.overflow)
-        return kvs_fail(err, KVSHARD_EOVERFLOW, "", no_mark,
-                        "the state reservation of max_seqs %u sequences overflows 64 bits",
-                        p->options.max_seqs);
+    uint64_t reserved;
+    /* A reservation past 2^64 bytes exceeds any memory: no block fits. */
+    if (!kvs_mul(&reserved, p->options.max_seqs, f->state_bytes_per_seq))
+        return kvs_fail(err, KVSHARD_ENOBLOCK, "", no_mark,
+                        "no memory for one block on TP rank %u: the state of max_seqs %u "
+                        "sequences (%llu bytes each) needs more than 2^64 bytes",
+                        r, p->options.max_seqs, (unsigned long long)f->state_bytes_per_seq);
     uint64_t need = reserved;
     if (!kvs_add(&need, reserved, f->bytes_per_block))
         need = UINT64_MAX;
@@ -184,21 +211,23 @@ int kvs_plan_blocks_for(uint64_t *out, bool *out_has, kvshard_rank_memory *ranks
 }
 
 /* The S_eff = 1 figures for comparison: largest bytes, fewest blocks. */
-static int compute_uniform(kvshard_plan *p, uint64_t linear_state, kvshard_error *err)
+static int compute_uniform(kvshard_plan *p, uint64_t linear_state, const char *model_source,
+                           kvshard_error *err)
 {
-    calc c = {false};
+    calc c = {false, false, false};
     kvshard_uniform u = {0, 0, false, UINT64_MAX};
     for (uint32_t r = 0; r < p->tp; r++) {
         kvshard_rank_memory f = rank_figures(&c, p, 1, p->model.num_full, r, linear_state);
         if (c.overflow)
-            return kvs_fail(err, KVSHARD_EOVERFLOW, "", no_mark,
-                            "the uniform (unsplit) KV bytes overflow 64 bits");
+            return overflow_error(&c, p, model_source, "the uniform (unsplit) KV bytes", err);
         u.kv_bytes_per_token = f.kv_bytes_per_token > u.kv_bytes_per_token ? f.kv_bytes_per_token
                                                                            : u.kv_bytes_per_token;
         u.bytes_per_block = f.bytes_per_block > u.bytes_per_block ? f.bytes_per_block
                                                                   : u.bytes_per_block;
         if (p->options.memory_per_rank && f.bytes_per_block > 0) {
-            uint64_t reserved = mul(&c, p->options.max_seqs, f.state_bytes_per_seq);
+            uint64_t reserved;
+            if (!kvs_mul(&reserved, p->options.max_seqs, f.state_bytes_per_seq))
+                reserved = UINT64_MAX;
             uint64_t free_bytes = p->options.memory_per_rank > reserved
                                       ? p->options.memory_per_rank - reserved
                                       : 0;
@@ -213,16 +242,20 @@ static int compute_uniform(kvshard_plan *p, uint64_t linear_state, kvshard_error
     return KVSHARD_OK;
 }
 
-int kvs_plan_memory(kvshard_plan *p, kvshard_error *err)
+int kvs_plan_memory(kvshard_plan *p, const char *model_source, kvshard_error *err)
 {
-    calc c = {false};
+    calc c = {false, false, false};
     uint64_t linear_state = linear_state_bytes(&c, p);
+    if (c.overflow)
+        return overflow_error(&c, p, model_source, "the linear-attention state bytes", err);
     for (uint32_t r = 0; r < p->tp; r++) {
         uint32_t owned = kvs_plan_owned_count(p, p->split_rank_of[r]);
         p->ranks[r] = rank_figures(&c, p, p->split, owned, r, linear_state);
-        if (c.overflow)
-            return kvs_fail(err, KVSHARD_EOVERFLOW, "", no_mark,
-                            "the memory figures of TP rank %u overflow 64 bits", r);
+        if (c.overflow) {
+            char what[64];
+            snprintf(what, sizeof what, "the memory figures of TP rank %u", r);
+            return overflow_error(&c, p, model_source, what, err);
+        }
     }
     kvshard_capacity *cap = &p->capacity;
     cap->block_size = p->options.block_size;
@@ -238,5 +271,5 @@ int kvs_plan_memory(kvshard_plan *p, kvshard_error *err)
                             "max_tokens (%llu blocks of %u tokens) overflows 64 bits",
                             (unsigned long long)cap->num_blocks, cap->block_size);
     }
-    return compute_uniform(p, linear_state, err);
+    return compute_uniform(p, linear_state, model_source, err);
 }

@@ -33,8 +33,11 @@ struct kvshard_plan {
     uint64_t digest;
 };
 
-/* SPEC §5: fill plan->ranks, capacity and uniform from the ownership map. */
-int kvs_plan_memory(kvshard_plan *plan, kvshard_error *err);
+/* SPEC §5: fill plan->ranks, capacity and uniform from the ownership map.
+ * An overflow caused by the model's dimensions names `model_source`; one
+ * scaled by block_size, and every capacity error, names no source, so that
+ * a deployment can point at its option. */
+int kvs_plan_memory(kvshard_plan *plan, const char *model_source, kvshard_error *err);
 
 /* Blocks each rank fits into `memory` bytes; min over ranks into *out.
  * *out_has is false when no rank has KV bytes per block. When `ranks_out` is

@@ -3,6 +3,8 @@
  * worked out by hand from the SPEC formulas; the arithmetic is next to it. */
 #include "test_util.h"
 
+#include <math.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -645,6 +647,35 @@ static void test_overflow(void **state)
     assert_int_equal(kvshard_plan_create(&plan, model, &o, NULL, &err), KVSHARD_EOVERFLOW);
     assert_null(plan);
     assert_int_equal(err.code, KVSHARD_EOVERFLOW);
+    /* Scaled by block_size: no model source, so a deployment can blame it. */
+    assert_string_equal(err.source, "");
+    assert_non_null(strstr(err.message, "block_size 1048576"));
+    kvshard_model_free(model);
+
+    /* 2^22 layers of 2^48 bytes: the KV bytes per token themselves pass 2^64
+     * (2^70), whatever the options; the error names the model. */
+    model = tu_load_model_text("num_hidden_layers: 4194304\n"
+                               "num_key_value_heads: 8388608\n"
+                               "head_dim: 8388608\n");
+    o.block_size = 16;
+    assert_int_equal(kvshard_plan_create(&plan, model, &o, NULL, &err), KVSHARD_EOVERFLOW);
+    assert_string_equal(err.source, "test");
+    assert_non_null(strstr(err.message, "model's dimensions"));
+    kvshard_model_free(model);
+
+    /* A state reservation past 2^64 bytes cannot fit any memory: ENOBLOCK.
+     * GDN at T = 1: temporal = 4 * 2^20 heads * 2^12 * 2^12 = 2^46 bytes per
+     * layer and sequence (conv adds a little); 2^24 max_seqs -> past 2^70. */
+    model = tu_load_model_text("num_hidden_layers: 2\nfull_attention_interval: 2\n"
+                               "num_key_value_heads: 1\nhead_dim: 8\n"
+                               "linear_num_key_heads: 1048576\nlinear_num_value_heads: 1048576\n"
+                               "linear_key_head_dim: 4096\nlinear_value_head_dim: 4096\n"
+                               "linear_conv_kernel_dim: 4\n");
+    o.max_seqs = 1u << 24;
+    o.memory_per_rank = 1ull << 40;
+    assert_int_equal(kvshard_plan_create(&plan, model, &o, NULL, &err), KVSHARD_ENOBLOCK);
+    assert_null(plan);
+    assert_non_null(strstr(err.message, "2^64"));
     kvshard_model_free(model);
 }
 
@@ -763,6 +794,33 @@ static void test_comparison_row_errors(void **state)
  * wins): S1 163840, S2 ord 98304, S2 glob 180224, S4 ord 131072,
  * S4 glob 360448 -> S2 ordinal. gain = uniform block / row block:
  * S2 ordinal 163840 / 98304 = 1.6667. */
+/* When the unsplit plan fits no block, the split's gain is unbounded:
+ * reserved 2060451840 (seed state x 128) + 100000 bytes holds one 98304-byte
+ * block at S = 2 ordinal and no 163840-byte uniform block. The S = 1 rows
+ * carry ENOBLOCK, the S = 2 ordinal row is recommended with gain HUGE_VAL
+ * (JSON null). */
+static void test_comparison_uniform_fits_nothing(void **state)
+{
+    (void)state;
+    kvshard_model *model = tu_load_example_model("qwen3_5_35b_a3b.json");
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.world_size = 4;
+    o.max_seqs = 128;
+    o.memory_per_rank = 2060451840ull + 100000ull;
+    kvshard_comparison *cmp = NULL;
+    kvshard_error err;
+    assert_int_equal(kvshard_comparison_create(&cmp, model, &o, NULL, &err), KVSHARD_OK);
+    assert_int_equal(kvshard_comparison_row_at(cmp, 0)->error, KVSHARD_ENOBLOCK);
+    size_t best = kvshard_comparison_recommended(cmp);
+    const kvshard_comparison_row *row = kvshard_comparison_row_at(cmp, best);
+    assert_int_equal(row->layerwise_split_size, 2);
+    assert_int_equal(row->ownership, KVSHARD_OWNERSHIP_ORDINAL);
+    assert_int_equal(row->num_blocks, 1);
+    assert_true(row->gain == HUGE_VAL);
+    kvshard_comparison_free(cmp);
+    kvshard_model_free(model);
+}
+
 static void test_comparison_without_capacity(void **state)
 {
     (void)state;
@@ -802,6 +860,7 @@ int main(void)
         cmocka_unit_test(test_comparison_seed),
         cmocka_unit_test(test_comparison_row_errors),
         cmocka_unit_test(test_comparison_without_capacity),
+        cmocka_unit_test(test_comparison_uniform_fits_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -283,12 +283,16 @@ static void print_compare_text(const kvshard_comparison *cmp, const kvshard_opti
         char owned[32];
         snprintf(owned, sizeof owned, "%" PRIu32 "-%" PRIu32, r->min_owned_layers,
                  r->max_owned_layers);
-        printf("%-6s %-13s %-13s %-15s %5.2fx ", owned,
+        char gain[16];
+        if (r->gain > 1e6) /* the unsplit plan fits no block */
+            snprintf(gain, sizeof gain, "  new");
+        else
+            snprintf(gain, sizeof gain, "%5.2fx", r->gain);
+        printf("%-6s %-13s %-13s %-15s %s ", owned,
                human_bytes(a, sizeof a, r->max_kv_bytes_per_token),
                r->has_num_blocks ? grouped(b, sizeof b, r->num_blocks) : "-",
-               r->has_num_blocks ? grouped(c, sizeof c, r->max_tokens) : "-", r->gain);
-        int bar = (int)(r->gain * 10.0 + 0.5);
-        bar = bar > 40 ? 40 : bar;
+               r->has_num_blocks ? grouped(c, sizeof c, r->max_tokens) : "-", gain);
+        int bar = r->gain > 4.0 ? 40 : (int)(r->gain * 10.0 + 0.5);
         for (int k = 0; k < bar; k++)
             putchar('#');
         for (unsigned code = 0; code < 32; code++) {

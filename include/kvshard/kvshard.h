@@ -497,7 +497,8 @@ typedef struct kvshard_comparison_row {
     bool has_num_blocks;
     uint64_t num_blocks;
     uint64_t max_tokens;
-    /** num_blocks over the uniform num_blocks; without capacity, the uniform
+    /** num_blocks over the uniform num_blocks (HUGE_VAL when the uniform plan
+     *  fits no block; JSON null); without capacity, the uniform
      *  bytes_per_block over this row's. */
     double gain;
     /** Bit (1u << code) set for each kvshard_warning_code the row's plan has. */
