@@ -13,9 +13,7 @@ static kvshard_deployment *load_file_ok(const char *path)
     kvshard_deployment *dep = NULL;
     kvshard_error err;
     int rc = kvshard_deployment_load_file(&dep, path, NULL, &err);
-    if (rc != KVSHARD_OK)
-        print_error("%s:%d:%d: %s\n", err.source, err.line, err.column, err.message);
-    assert_int_equal(rc, KVSHARD_OK);
+    tu_assert_ok(rc, &err);
     assert_non_null(dep);
     return dep;
 }
@@ -26,9 +24,7 @@ static kvshard_deployment *load_text_ok(const char *text, const char *base_dir)
     kvshard_error err;
     int rc = kvshard_deployment_load_string(&dep, text, strlen(text), "test.yaml", base_dir, NULL,
                                             &err);
-    if (rc != KVSHARD_OK)
-        print_error("%s:%d:%d: %s\n", err.source, err.line, err.column, err.message);
-    assert_int_equal(rc, KVSHARD_OK);
+    tu_assert_ok(rc, &err);
     assert_non_null(dep);
     return dep;
 }

@@ -27,6 +27,13 @@ char *tu_data_path(const char *relative)
     return join(KVSHARD_TEST_DATA, relative);
 }
 
+void tu_assert_ok(int rc, const kvshard_error *err)
+{
+    if (rc != KVSHARD_OK)
+        print_error("%s:%d:%d: %s\n", err->source, err->line, err->column, err->message);
+    assert_int_equal(rc, KVSHARD_OK);
+}
+
 kvshard_model *tu_load_example_model(const char *name)
 {
     char rel[256];
@@ -35,9 +42,7 @@ kvshard_model *tu_load_example_model(const char *name)
     kvshard_model *model = NULL;
     kvshard_error err;
     int rc = kvshard_model_load_file(&model, path, NULL, &err);
-    if (rc != KVSHARD_OK)
-        print_error("%s:%d:%d: %s\n", err.source, err.line, err.column, err.message);
-    assert_int_equal(rc, KVSHARD_OK);
+    tu_assert_ok(rc, &err);
     free(path);
     return model;
 }
@@ -47,9 +52,7 @@ kvshard_model *tu_load_model_text(const char *text)
     kvshard_model *model = NULL;
     kvshard_error err;
     int rc = kvshard_model_load_string(&model, text, strlen(text), "test", NULL, &err);
-    if (rc != KVSHARD_OK)
-        print_error("%s:%d:%d: %s\n", err.source, err.line, err.column, err.message);
-    assert_int_equal(rc, KVSHARD_OK);
+    tu_assert_ok(rc, &err);
     return model;
 }
 

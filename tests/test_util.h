@@ -16,6 +16,9 @@
 char *tu_example_path(const char *relative);
 char *tu_data_path(const char *relative);
 
+/* Fail the test unless rc is KVSHARD_OK, printing the error first. */
+void tu_assert_ok(int rc, const kvshard_error *err);
+
 /* Load examples/models/NAME; the test fails if it does not load. */
 kvshard_model *tu_load_example_model(const char *name);
 /* Load a model from text; the test fails if it does not load. */
