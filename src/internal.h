@@ -160,6 +160,9 @@ int kvs_option_parse(kvshard_options *options, kvs_option_id id, const char *tex
  * kvs_option_parse (ERANGE or EINVAL naming the field). */
 int kvs_options_check(const kvshard_options *options, kvshard_error *err);
 
+/* Text of one or more ASCII digits and nothing else. */
+bool kvs_all_digits(const char *text, size_t len);
+
 /* Parse a decimal integer in [min, max]; ERANGE/ETYPE with `what` named. */
 int kvs_parse_uint(uint64_t *out, const char *text, size_t len, uint64_t min, uint64_t max,
                    const char *what, const char *source, kvs_mark mark, kvshard_error *err);

@@ -225,13 +225,10 @@ static int compute_uniform(kvshard_plan *p, uint64_t linear_state, const char *m
         u.bytes_per_block = f.bytes_per_block > u.bytes_per_block ? f.bytes_per_block
                                                                   : u.bytes_per_block;
         if (p->options.memory_per_rank && f.bytes_per_block > 0) {
-            uint64_t reserved;
-            if (!kvs_mul(&reserved, p->options.max_seqs, f.state_bytes_per_seq))
-                reserved = UINT64_MAX;
-            uint64_t free_bytes = p->options.memory_per_rank > reserved
-                                      ? p->options.memory_per_rank - reserved
-                                      : 0;
-            uint64_t blocks = free_bytes / f.bytes_per_block;
+            /* The unsplit plan may fit no block where the split one does: 0. */
+            uint64_t blocks = rank_blocks(&f, p, p->options.memory_per_rank, r, NULL) == KVSHARD_OK
+                                  ? f.num_blocks
+                                  : 0;
             u.num_blocks = blocks < u.num_blocks ? blocks : u.num_blocks;
             u.has_num_blocks = true;
         }

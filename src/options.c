@@ -103,20 +103,11 @@ static bool is_parallel_size(kvs_option_id id)
            id == KVS_OPT_SPLIT_SIZE;
 }
 
-static bool all_digits(const char *text, size_t len)
-{
-    for (size_t i = 0; i < len; i++) {
-        if (text[i] < '0' || text[i] > '9')
-            return false;
-    }
-    return len > 0;
-}
-
 /* An integer that is zero or negative: "0", "-3", "+0". */
 static bool below_one(const char *text, size_t len)
 {
     size_t i = len > 0 && (text[0] == '-' || text[0] == '+') ? 1 : 0;
-    if (!all_digits(text + i, len - i))
+    if (!kvs_all_digits(text + i, len - i))
         return false;
     if (text[0] == '-')
         return true;
@@ -155,7 +146,7 @@ int kvs_option_parse(kvshard_options *options, kvs_option_id id, const char *tex
         n = text_is(text, len, "true");
         break;
     case VT_SIZE:
-        if (style != KVS_VALUE_PLAIN && all_digits(text, len))
+        if (style != KVS_VALUE_PLAIN && kvs_all_digits(text, len))
             return kvs_fail(err, KVSHARD_ETYPE, source, mark,
                             "%s: expected a number of bytes, found the string \"%.*s\"", d->name,
                             (int)(len > 40 ? 40 : len), text);

@@ -635,6 +635,15 @@ int kvs_node_expect_sequence(const kvs_doc *doc, const kvs_node *node, const cha
     return expect_kind(doc, node, KVS_NODE_SEQUENCE, what, err);
 }
 
+bool kvs_all_digits(const char *text, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] < '0' || text[i] > '9')
+            return false;
+    }
+    return len > 0;
+}
+
 int kvs_parse_uint(uint64_t *out, const char *text, size_t len, uint64_t min, uint64_t max,
                    const char *what, const char *source, kvs_mark mark, kvshard_error *err)
 {
@@ -642,10 +651,7 @@ int kvs_parse_uint(uint64_t *out, const char *text, size_t len, uint64_t min, ui
     if (i < len && text[i] == '+')
         i++;
     if (i < len && text[i] == '-' && len > 1) {
-        bool digits = true;
-        for (size_t j = 1; j < len; j++)
-            digits = digits && text[j] >= '0' && text[j] <= '9';
-        if (digits)
+        if (kvs_all_digits(text + 1, len - 1))
             return kvs_fail(err, KVSHARD_ERANGE, source, mark,
                             "%s: %.*s is negative; expected an integer from %llu to %llu", what,
                             (int)len, text, (unsigned long long)min, (unsigned long long)max);

@@ -5,6 +5,7 @@
 #include "kvshard/kvshard.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -284,7 +285,7 @@ static void print_compare_text(const kvshard_comparison *cmp, const kvshard_opti
         snprintf(owned, sizeof owned, "%" PRIu32 "-%" PRIu32, r->min_owned_layers,
                  r->max_owned_layers);
         char gain[16];
-        if (r->gain > 1e6) /* the unsplit plan fits no block */
+        if (isinf(r->gain)) /* the unsplit plan fits no block */
             snprintf(gain, sizeof gain, "  new");
         else
             snprintf(gain, sizeof gain, "%5.2fx", r->gain);
