@@ -710,7 +710,7 @@ static void bench_deployment(const settings *cfg, deployment_result *res, const 
     kvshard_plan *plan = NULL;
     if ((rc = kvshard_deployment_plan(&plan, d, &err)) != 0)
         die_kvshard("planning deployment", t->name, rc, &err);
-    kvshard_options opts;
+    kvshard_options opts = KVSHARD_OPTIONS_INIT;
     kvshard_deployment_options(&opts, d);
     c.deployment = d;
     c.plan = plan;
@@ -1275,7 +1275,7 @@ int main(int argc, char **argv)
                                                 &err);
         if (rc)
             die_kvshard("loading deployment", t->name, rc, &err);
-        kvshard_options opts;
+        kvshard_options opts = KVSHARD_OPTIONS_INIT;
         kvshard_deployment_options(&opts, d);
         kvshard_plan *plan = NULL;
         if ((rc = kvshard_plan_create(&plan, kvshard_deployment_model(d), &opts, &oa, &err)) != 0)

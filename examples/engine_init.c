@@ -120,7 +120,7 @@ int main(int argc, char **argv)
         kvshard_deployment_free(deployment);
         return EXIT_INVALID;
     }
-    kvshard_options options;
+    kvshard_options options = KVSHARD_OPTIONS_INIT;
     kvshard_deployment_options(&options, deployment);
     kvshard_deployment_free(deployment); /* the plan keeps what it needs */
 
@@ -160,9 +160,9 @@ int main(int argc, char **argv)
     const uint32_t *layers = NULL;
     size_t owned = 0;
     kvshard_plan_rank_layers(&layers, &owned, plan, tp_rank);
-    kvshard_rank_memory mem;
+    kvshard_rank_memory mem = KVSHARD_RANK_MEMORY_INIT;
     kvshard_plan_rank_memory(&mem, plan, tp_rank);
-    kvshard_capacity cap;
+    kvshard_capacity cap = KVSHARD_CAPACITY_INIT;
     kvshard_plan_capacity(&cap, plan);
 
     printf("rank %" PRIu32 ": stores the KV of %zu full-attention layer(s):", rank, owned);

@@ -68,7 +68,7 @@ static kvshard_plan *build_plan(const char *path, int perturb, uint32_t world, c
         kvshard_deployment_free(deployment);
         return NULL;
     }
-    kvshard_options options;
+    kvshard_options options = KVSHARD_OPTIONS_INIT;
     kvshard_deployment_options(&options, deployment);
     if (options.world_size != world) {
         snprintf(why, why_cap,

@@ -43,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             (void)kvshard_plan_write_json(plan, discard, NULL);
             kvshard_plan_free(plan);
         }
-        kvshard_options options;
+        kvshard_options options = KVSHARD_OPTIONS_INIT;
         kvshard_deployment_options(&options, dep);
         if (options.world_size <= 64) {
             kvshard_comparison *cmp = NULL;

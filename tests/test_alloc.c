@@ -62,7 +62,7 @@ static int full_path(counting *c, const char *deployment_path)
     rc = kvshard_deployment_plan(&plan, dep, &err);
     if (rc == KVSHARD_OK) {
         assert_int_equal(kvshard_plan_write_json(plan, discard, NULL), KVSHARD_OK);
-        kvshard_options o;
+        kvshard_options o = KVSHARD_OPTIONS_INIT;
         kvshard_deployment_options(&o, dep);
         kvshard_comparison *cmp = (kvshard_comparison *)(uintptr_t)0x1;
         rc = kvshard_comparison_create(&cmp, kvshard_deployment_model(dep), &o, &alloc, &err);

@@ -57,7 +57,7 @@ static bool ends_with(const char *s, const char *suffix)
 static void assert_default_options(const kvshard_options *o)
 {
     const kvshard_options d = KVSHARD_OPTIONS_INIT;
-    assert_int_equal(o->version, d.version);
+    assert_int_equal(o->size, d.size);
     assert_int_equal(o->world_size, d.world_size);
     assert_int_equal(o->dp_size, d.dp_size);
     assert_int_equal(o->cp_size, d.cp_size);
@@ -75,7 +75,7 @@ static void assert_default_options(const kvshard_options *o)
 
 static bool options_equal(const kvshard_options *a, const kvshard_options *b)
 {
-    return a->version == b->version && a->world_size == b->world_size &&
+    return a->size == b->size && a->world_size == b->world_size &&
            a->dp_size == b->dp_size && a->cp_size == b->cp_size &&
            a->enable_layerwise_split == b->enable_layerwise_split &&
            a->layerwise_split_size == b->layerwise_split_size && a->ownership == b->ownership &&
@@ -92,9 +92,9 @@ static void test_example_tp4_options(void **state)
     (void)state;
     char *path = tu_example_path("qwen3_5_35b_a3b_tp4.yaml");
     kvshard_deployment *dep = load_file_ok(path);
-    kvshard_options o;
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
     kvshard_deployment_options(&o, dep);
-    assert_int_equal(o.version, KVSHARD_OPTIONS_VERSION);
+    assert_int_equal(o.size, sizeof o);
     assert_int_equal(o.world_size, 4);
     assert_int_equal(o.dp_size, 1);
     assert_int_equal(o.cp_size, 1);
@@ -121,7 +121,7 @@ static void test_example_tp4_options(void **state)
     assert_int_equal(err.code, KVSHARD_OK);
     assert_int_equal(kvshard_plan_attn_tp_size(plan), 4);
     assert_int_equal(kvshard_plan_effective_split_size(plan), 2);
-    kvshard_capacity cap;
+    kvshard_capacity cap = KVSHARD_CAPACITY_INIT;
     kvshard_plan_capacity(&cap, plan);
     assert_true(cap.has_num_blocks);
     assert_int_equal(cap.num_blocks, 197493);
@@ -144,7 +144,7 @@ static void test_relative_model_path_from_file(void **state)
     const kvshard_model *m = kvshard_deployment_model(dep);
     assert_string_equal(kvshard_model_type(m), "tiny_dense");
     assert_int_equal(kvshard_model_num_layers(m), 8);
-    kvshard_options o;
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
     kvshard_deployment_options(&o, dep);
     assert_int_equal(o.world_size, 4);
     assert_true(o.enable_layerwise_split);
@@ -230,7 +230,7 @@ static void test_inline_model(void **state)
     assert_string_equal(kvshard_model_type(m), "inline_dense");
     assert_int_equal(kvshard_model_num_layers(m), 6);
     assert_int_equal(kvshard_model_count(m, KVSHARD_LAYER_FULL_ATTENTION), 6);
-    kvshard_options o;
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
     kvshard_deployment_options(&o, dep);
     assert_int_equal(o.world_size, 8);
     assert_int_equal(o.dp_size, 2);
@@ -254,7 +254,7 @@ static void test_bare_model_config(void **state)
     (void)state;
     char *path = tu_example_path("models/qwen3_next_80b_a3b.json");
     kvshard_deployment *dep = load_file_ok(path);
-    kvshard_options o;
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
     kvshard_deployment_options(&o, dep);
     assert_default_options(&o);
     assert_int_equal(kvshard_model_num_layers(kvshard_deployment_model(dep)), 48);
@@ -303,7 +303,7 @@ static void test_deployment_set_overrides(void **state)
     assert_int_equal(kvshard_deployment_set(dep, "kv_cache_dtype", "fp8", "flag", NULL),
                      KVSHARD_OK);
     assert_int_equal(kvshard_deployment_set(dep, "max_seqs", "64", "flag", NULL), KVSHARD_OK);
-    kvshard_options o;
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
     kvshard_deployment_options(&o, dep);
     assert_int_equal(o.world_size, 8);
     assert_int_equal(o.layerwise_split_size, 4);
@@ -332,7 +332,7 @@ static void test_deployment_set_errors(void **state)
     (void)state;
     char *path = tu_example_path("qwen3_5_35b_a3b_tp4.yaml");
     kvshard_deployment *dep = load_file_ok(path);
-    kvshard_options before, after;
+    kvshard_options before = KVSHARD_OPTIONS_INIT, after = KVSHARD_OPTIONS_INIT;
     kvshard_deployment_options(&before, dep);
     kvshard_error err;
 
@@ -527,7 +527,7 @@ static void test_options_set_every_key(void **state)
     assert_int_equal(kvshard_options_set(&o, NULL, "1", &err), KVSHARD_EINVAL);
     assert_int_equal(kvshard_options_set(&o, "world_size", NULL, &err), KVSHARD_EINVAL);
     kvshard_options old = KVSHARD_OPTIONS_INIT;
-    old.version = 99;
+    old.size = 99;
     assert_int_equal(kvshard_options_set(&old, "world_size", "2", &err), KVSHARD_EINVAL);
     assert_int_equal(old.world_size, 1);
 }
@@ -580,7 +580,7 @@ static void test_yaml_booleans_and_types(void **state)
                      "  memory_per_rank: 3MiB\n"
                      "  kv_cache_dtype: fp16\n",
                      NULL);
-    kvshard_options o;
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
     kvshard_deployment_options(&o, dep);
     assert_true(o.enable_layerwise_split);
     assert_false(o.is_draft);
@@ -738,11 +738,11 @@ static void test_deployment_arguments(void **state)
     assert_int_equal(kvshard_deployment_load_string(&dep, NULL, 0, NULL, NULL, NULL, &err),
                      KVSHARD_EINVAL);
     kvshard_load_options lo = KVSHARD_LOAD_OPTIONS_INIT;
-    lo.version = 7;
+    lo.size = 7;
     char *path = tu_example_path("qwen3_5_35b_a3b_tp4.yaml");
     assert_int_equal(kvshard_deployment_load_file(&dep, path, &lo, &err), KVSHARD_EINVAL);
     assert_null(dep);
-    lo.version = KVSHARD_LOAD_OPTIONS_VERSION;
+    lo.size = sizeof lo;
     assert_int_equal(kvshard_deployment_load_file(&dep, path, &lo, &err), KVSHARD_OK);
     kvshard_deployment_free(dep);
     free(path);

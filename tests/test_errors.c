@@ -342,7 +342,7 @@ static void test_outputs_untouched_on_failure(void **state)
     assert_int_equal(kvshard_plan_create(&p, qwen, &o, NULL, &err), KVSHARD_EPARALLEL);
     assert_ptr_equal(p, SENTINEL_PLAN);
     o = (kvshard_options)KVSHARD_OPTIONS_INIT;
-    o.version = 42;
+    o.size = 42;
     assert_int_equal(kvshard_plan_create(&p, qwen, &o, NULL, &err), KVSHARD_EINVAL);
     assert_ptr_equal(p, SENTINEL_PLAN);
 
@@ -375,7 +375,7 @@ static void test_outputs_untouched_on_failure(void **state)
     assert_int_equal(split_rank, 555);
     assert_int_equal(split_group, 666);
 
-    kvshard_rank_memory mem, mem_before;
+    kvshard_rank_memory mem = KVSHARD_RANK_MEMORY_INIT, mem_before = KVSHARD_RANK_MEMORY_INIT;
     memset(&mem, 0xAB, sizeof mem);
     memcpy(&mem_before, &mem, sizeof mem);
     assert_int_equal(kvshard_plan_rank_memory(&mem, plan, 4), KVSHARD_ERANK);

@@ -32,8 +32,8 @@ static kvshard_options seed_options(void)
 
 static kvshard_rank_memory rank_memory(const kvshard_plan *plan, uint32_t r)
 {
-    kvshard_rank_memory m;
-    memset(&m, 0xAB, sizeof m);
+    kvshard_rank_memory m = KVSHARD_RANK_MEMORY_INIT;
+    memset((char *)&m + sizeof m.size, 0xAB, sizeof m - sizeof m.size); /* every figure written */
     assert_int_equal(kvshard_plan_rank_memory(&m, plan, r), KVSHARD_OK);
     return m;
 }
@@ -60,16 +60,16 @@ static void assert_rank(const kvshard_plan *plan, uint32_t r, uint64_t kv, uint6
 
 static kvshard_capacity capacity(const kvshard_plan *plan)
 {
-    kvshard_capacity c;
-    memset(&c, 0xCD, sizeof c);
+    kvshard_capacity c = KVSHARD_CAPACITY_INIT;
+    memset((char *)&c + sizeof c.size, 0xCD, sizeof c - sizeof c.size);
     kvshard_plan_capacity(&c, plan);
     return c;
 }
 
 static kvshard_uniform uniform(const kvshard_plan *plan)
 {
-    kvshard_uniform u;
-    memset(&u, 0xEF, sizeof u);
+    kvshard_uniform u = KVSHARD_UNIFORM_INIT;
+    memset((char *)&u + sizeof u.size, 0xEF, sizeof u - sizeof u.size);
     kvshard_plan_uniform(&u, plan);
     return u;
 }

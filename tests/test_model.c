@@ -42,7 +42,7 @@ static uint64_t tp1_kv_bytes(const kvshard_model *model, kvshard_kv_dtype dtype)
     kvshard_options o = KVSHARD_OPTIONS_INIT;
     o.kv_cache_dtype = dtype;
     kvshard_plan *plan = tu_plan(model, &o);
-    kvshard_rank_memory m;
+    kvshard_rank_memory m = KVSHARD_RANK_MEMORY_INIT;
     assert_int_equal(kvshard_plan_rank_memory(&m, plan, 0), KVSHARD_OK);
     kvshard_plan_free(plan);
     return m.kv_bytes_per_token;
@@ -436,7 +436,7 @@ static void test_minimax_with_layer_types(void **state)
         "num_key_value_heads: 2\nhead_dim: 16\n"
         "layer_types: [linear_attention, full_attention]\n");
     kvshard_plan *plan = tu_plan(model, NULL);
-    kvshard_rank_memory m;
+    kvshard_rank_memory m = KVSHARD_RANK_MEMORY_INIT;
     assert_int_equal(kvshard_plan_rank_memory(&m, plan, 0), KVSHARD_OK);
     assert_int_equal(m.state_bytes_per_seq, 8192);
     /* KV: 2 heads * 16 * 2 (K and V) * 2 bytes = 128 bytes per token. */

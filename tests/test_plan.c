@@ -487,7 +487,7 @@ static void test_queries_and_ranges(void **state)
     assert_int_equal(kvshard_plan_split_position(&sr, &sg, plan, 4), KVSHARD_ERANK);
     assert_int_equal(sr, 55);
     assert_int_equal(sg, 66);
-    kvshard_rank_memory mem;
+    kvshard_rank_memory mem = KVSHARD_RANK_MEMORY_INIT;
     assert_int_equal(kvshard_plan_rank_memory(&mem, plan, 4), KVSHARD_ERANK);
     kvshard_plan_free(plan);
 

@@ -171,7 +171,8 @@ typedef struct kvshard_allocator {
 /* Model                                                                     */
 /* ------------------------------------------------------------------------ */
 
-/** A model config read from config.json or YAML (SPEC §2). Opaque, immutable. */
+/** A model config read from config.json or YAML: its layer kinds and the
+ *  figures memory needs. Opaque, immutable. */
 typedef struct kvshard_model kvshard_model;
 
 typedef enum kvshard_layer_kind {
@@ -185,15 +186,16 @@ typedef enum kvshard_attention {
     KVSHARD_ATTENTION_MLA = 1
 } kvshard_attention;
 
-/** Options for reading text. Set `version` with KVSHARD_LOAD_OPTIONS_INIT. */
+/** Options for reading text. Start from KVSHARD_LOAD_OPTIONS_INIT. */
 typedef struct kvshard_load_options {
-    unsigned version;
+    /** sizeof(kvshard_load_options) as the caller was compiled: set by the
+     *  INIT macro, it lets later versions add fields. */
+    size_t size;
     /** NULL: the C library's malloc and free. Copied; need not outlive the call. */
     const kvshard_allocator *allocator;
 } kvshard_load_options;
 
-#define KVSHARD_LOAD_OPTIONS_VERSION 1u
-#define KVSHARD_LOAD_OPTIONS_INIT { KVSHARD_LOAD_OPTIONS_VERSION, NULL }
+#define KVSHARD_LOAD_OPTIONS_INIT { sizeof(kvshard_load_options), NULL }
 
 /**
  * Read a model config file. `options` may be NULL for defaults.
@@ -250,11 +252,13 @@ typedef enum kvshard_kv_dtype {
 } kvshard_kv_dtype;
 
 /**
- * Parallel and cache settings (SPEC §6). Versioned: always start from
+ * Parallel and cache settings of a deployment. Always start from
  * KVSHARD_OPTIONS_INIT so that fields added later get their defaults.
  */
 typedef struct kvshard_options {
-    unsigned version;
+    /** sizeof(kvshard_options) as the caller was compiled; set by the INIT
+     *  macro. A call given another size fails with KVSHARD_EINVAL. */
+    size_t size;
     uint32_t world_size;
     uint32_t dp_size;
     uint32_t cp_size;
@@ -272,9 +276,8 @@ typedef struct kvshard_options {
     uint32_t scratch_layers;
 } kvshard_options;
 
-#define KVSHARD_OPTIONS_VERSION 1u
-#define KVSHARD_OPTIONS_INIT                                                        \
-    { KVSHARD_OPTIONS_VERSION, 1u, 1u, 1u, false, 1u, KVSHARD_OWNERSHIP_ORDINAL,    \
+#define KVSHARD_OPTIONS_INIT                                                         \
+    { sizeof(kvshard_options), 1u, 1u, 1u, false, 1u, KVSHARD_OWNERSHIP_ORDINAL,     \
       false, KVSHARD_KV_DTYPE_AUTO, 16u, 0u, 256u, 0u, 1u }
 
 /**
@@ -287,7 +290,8 @@ typedef struct kvshard_options {
 KVSHARD_EXPORT int kvshard_options_set(kvshard_options *options, const char *key,
                                        const char *value, kvshard_error *err);
 
-/** A deployment file read with its model (SPEC §6). Opaque. */
+/** A deployment file read with its model: the model plus parallel and
+ *  cache options. Opaque. */
 typedef struct kvshard_deployment kvshard_deployment;
 
 /**
@@ -314,9 +318,12 @@ KVSHARD_EXPORT void kvshard_deployment_free(kvshard_deployment *deployment);
 /** The deployment's model. Borrowed: valid until the deployment is freed. */
 KVSHARD_EXPORT const kvshard_model *kvshard_deployment_model(const kvshard_deployment *deployment);
 
-/** Copy the deployment's options (file values over defaults, then overrides). */
-KVSHARD_EXPORT void kvshard_deployment_options(kvshard_options *out,
-                                               const kvshard_deployment *deployment);
+/** Copy the deployment's options (file values over defaults, then
+ *  overrides) into *out, whose `size` the caller set with
+ *  KVSHARD_OPTIONS_INIT. KVSHARD_EINVAL when `out` is NULL or its size is
+ *  unknown. */
+KVSHARD_EXPORT int kvshard_deployment_options(kvshard_options *out,
+                                              const kvshard_deployment *deployment);
 
 /** Override one option, as kvshard_options_set(). Later plan errors about this
  *  key are reported against `origin` (e.g. "command line"; NULL: "override"). */
@@ -328,7 +335,8 @@ KVSHARD_EXPORT int kvshard_deployment_set(kvshard_deployment *deployment, const 
 /* Plan                                                                      */
 /* ------------------------------------------------------------------------ */
 
-/** An ownership map with per-rank memory (SPEC §3-§5). Opaque, immutable. */
+/** A validated ownership map with per-rank memory and capacity. Opaque,
+ *  immutable. */
 typedef struct kvshard_plan kvshard_plan;
 
 /** Owner of a layer whose cache is stored on every rank. */
@@ -392,8 +400,10 @@ KVSHARD_EXPORT int kvshard_plan_split_position(uint32_t *out_split_rank,
 KVSHARD_EXPORT int kvshard_plan_rank_layers(const uint32_t **out, size_t *out_count,
                                             const kvshard_plan *plan, uint32_t tp_rank);
 
-/** Memory figures of one TP rank (SPEC §5), all in bytes. */
+/** Memory figures of one TP rank, all in bytes. Start from
+ *  KVSHARD_RANK_MEMORY_INIT: the library writes at most `size` bytes. */
 typedef struct kvshard_rank_memory {
+    size_t size;
     uint64_t kv_bytes_per_token;
     uint64_t scratch_bytes_per_token;
     uint64_t draft_bytes_per_token;
@@ -405,12 +415,18 @@ typedef struct kvshard_rank_memory {
     bool has_num_blocks;
 } kvshard_rank_memory;
 
-/** Memory figures of TP rank `tp_rank`; KVSHARD_ERANK when out of range. */
+#define KVSHARD_RANK_MEMORY_INIT { sizeof(kvshard_rank_memory), 0, 0, 0, 0, 0, 0, false }
+
+/** Memory figures of TP rank `tp_rank` into *out (its `size` set by the
+ *  caller). KVSHARD_ERANK when out of range, KVSHARD_EINVAL when `out` is
+ *  NULL or its size is unknown. */
 KVSHARD_EXPORT int kvshard_plan_rank_memory(kvshard_rank_memory *out, const kvshard_plan *plan,
                                             uint32_t tp_rank);
 
-/** Capacity common to all ranks (the minimum over ranks). */
+/** Capacity common to all ranks (the minimum over ranks). Start from
+ *  KVSHARD_CAPACITY_INIT: the library writes at most `size` bytes. */
 typedef struct kvshard_capacity {
+    size_t size;
     uint32_t block_size;
     uint64_t memory_per_rank; /**< 0 when none was given */
     uint32_t max_seqs;
@@ -419,20 +435,27 @@ typedef struct kvshard_capacity {
     uint64_t max_tokens;
 } kvshard_capacity;
 
-/** Capacity common to all ranks, copied into *out. */
-KVSHARD_EXPORT void kvshard_plan_capacity(kvshard_capacity *out, const kvshard_plan *plan);
+#define KVSHARD_CAPACITY_INIT { sizeof(kvshard_capacity), 0, 0, 0, false, 0, 0 }
+
+/** Capacity common to all ranks, copied into *out (its `size` set by the
+ *  caller). KVSHARD_EINVAL when `out` is NULL or its size is unknown. */
+KVSHARD_EXPORT int kvshard_plan_capacity(kvshard_capacity *out, const kvshard_plan *plan);
 
 /** The same model and options at S_eff = 1, for comparison: the largest
- *  per-rank figures. */
+ *  per-rank figures. Start from KVSHARD_UNIFORM_INIT. */
 typedef struct kvshard_uniform {
+    size_t size;
     uint64_t kv_bytes_per_token;
     uint64_t bytes_per_block;
     bool has_num_blocks;
     uint64_t num_blocks;
 } kvshard_uniform;
 
-/** The S_eff = 1 comparison figures, copied into *out. */
-KVSHARD_EXPORT void kvshard_plan_uniform(kvshard_uniform *out, const kvshard_plan *plan);
+#define KVSHARD_UNIFORM_INIT { sizeof(kvshard_uniform), 0, 0, false, 0 }
+
+/** The S_eff = 1 comparison figures, copied into *out (its `size` set by the
+ *  caller). KVSHARD_EINVAL when `out` is NULL or its size is unknown. */
+KVSHARD_EXPORT int kvshard_plan_uniform(kvshard_uniform *out, const kvshard_plan *plan);
 
 /**
  * KV blocks every rank can allocate from `memory_per_rank` bytes, as the
@@ -472,7 +495,8 @@ KVSHARD_EXPORT uint64_t kvshard_plan_digest(const kvshard_plan *plan);
  *  (the writing call then fails with KVSHARD_EWRITE). */
 typedef int (*kvshard_write_fn)(void *user, const char *data, size_t len);
 
-/** Write the plan as the JSON document of SPEC §7, followed by a newline. */
+/** Write the plan as its JSON document (docs/planning.md lists every
+ *  field), followed by a newline. */
 KVSHARD_EXPORT int kvshard_plan_write_json(const kvshard_plan *plan, kvshard_write_fn write,
                                            void *user);
 

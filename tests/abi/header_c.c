@@ -40,8 +40,8 @@ int main(void)
     kvshard_load_options load = KVSHARD_LOAD_OPTIONS_INIT;
     kvshard_error err;
     memset(&err, 0, sizeof err);
-    check(options.version == KVSHARD_OPTIONS_VERSION, "KVSHARD_OPTIONS_INIT sets version");
-    check(load.version == KVSHARD_LOAD_OPTIONS_VERSION, "KVSHARD_LOAD_OPTIONS_INIT sets version");
+    check(options.size == sizeof options, "KVSHARD_OPTIONS_INIT sets size");
+    check(load.size == sizeof load, "KVSHARD_LOAD_OPTIONS_INIT sets size");
     check(kvshard_options_set(&options, "world_size", "8", &err) == KVSHARD_OK,
           "kvshard_options_set(world_size)");
     check(options.world_size == 8, "world_size is 8");

@@ -22,7 +22,7 @@ int main()
     kvshard_options options = KVSHARD_OPTIONS_INIT;
     kvshard_load_options load = KVSHARD_LOAD_OPTIONS_INIT;
     kvshard_error err = kvshard_error();
-    if (options.version != KVSHARD_OPTIONS_VERSION || load.version != KVSHARD_LOAD_OPTIONS_VERSION) {
+    if (options.size != sizeof options || load.size != sizeof load) {
         std::fprintf(stderr, "FAIL: initialiser macros\n");
         failures++;
     }

@@ -1,10 +1,10 @@
 /* Buffered JSON text output. */
-#include "json.h"
+#include "output/json.h"
 
 #include <stdio.h>
 #include <string.h>
 
-void kvs_json_init(kvs_json *j, kvshard_write_fn write, void *user)
+void kvshard__json_init(kvshard__json *j, kvshard_write_fn write, void *user)
 {
     j->write = write;
     j->user = user;
@@ -12,14 +12,14 @@ void kvs_json_init(kvs_json *j, kvshard_write_fn write, void *user)
     j->len = 0;
 }
 
-static void flush(kvs_json *j)
+static void flush(kvshard__json *j)
 {
     if (j->len && !j->failed && j->write(j->user, j->buf, j->len) != 0)
         j->failed = true;
     j->len = 0;
 }
 
-static void put(kvs_json *j, const char *s, size_t n)
+static void put(kvshard__json *j, const char *s, size_t n)
 {
     while (n > 0) {
         if (j->len == sizeof j->buf)
@@ -33,12 +33,12 @@ static void put(kvs_json *j, const char *s, size_t n)
     }
 }
 
-void kvs_json_raw(kvs_json *j, const char *s)
+void kvshard__json_raw(kvshard__json *j, const char *s)
 {
     put(j, s, strlen(s));
 }
 
-void kvs_json_printf(kvs_json *j, const char *fmt, ...)
+void kvshard__json_printf(kvshard__json *j, const char *fmt, ...)
 {
     char tmp[256];
     va_list ap;
@@ -51,7 +51,7 @@ void kvs_json_printf(kvs_json *j, const char *fmt, ...)
         put(j, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
 }
 
-void kvs_json_string(kvs_json *j, const char *s)
+void kvshard__json_string(kvshard__json *j, const char *s)
 {
     put(j, "\"", 1);
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
@@ -69,20 +69,20 @@ void kvs_json_string(kvs_json *j, const char *s)
     put(j, "\"", 1);
 }
 
-void kvs_json_u64(kvs_json *j, uint64_t v)
+void kvshard__json_u64(kvshard__json *j, uint64_t v)
 {
-    kvs_json_printf(j, "%llu", (unsigned long long)v);
+    kvshard__json_printf(j, "%llu", (unsigned long long)v);
 }
 
-void kvs_json_u64_or_null(kvs_json *j, bool has, uint64_t v)
+void kvshard__json_u64_or_null(kvshard__json *j, bool has, uint64_t v)
 {
     if (has)
-        kvs_json_u64(j, v);
+        kvshard__json_u64(j, v);
     else
-        kvs_json_raw(j, "null");
+        kvshard__json_raw(j, "null");
 }
 
-int kvs_json_finish(kvs_json *j)
+int kvshard__json_finish(kvshard__json *j)
 {
     flush(j);
     return j->failed ? KVSHARD_EWRITE : KVSHARD_OK;

@@ -1,8 +1,10 @@
-/* Error records, status names and checked arithmetic. */
-#include "internal.h"
+/* Error records and status names. */
+#include "base/error.h"
 
 #include <stdio.h>
 #include <string.h>
+
+const kvshard__mark kvshard__no_mark = {0, 0, 0};
 
 const char *kvshard_strerror(int code)
 {
@@ -37,7 +39,7 @@ const char *kvshard_strerror(int code)
     }
 }
 
-void kvs_error_reset(kvshard_error *err)
+void kvshard__error_reset(kvshard_error *err)
 {
     if (err)
         memset(err, 0, sizeof *err);
@@ -56,7 +58,7 @@ static void copy_source(char *dst, size_t cap, const char *src)
     memcpy(dst + 3, src + (len - keep), keep + 1);
 }
 
-void kvs_error_locate(kvshard_error *err, const char *source, kvs_mark mark)
+void kvshard__error_locate(kvshard_error *err, const char *source, kvshard__mark mark)
 {
     if (!err)
         return;
@@ -66,8 +68,8 @@ void kvs_error_locate(kvshard_error *err, const char *source, kvs_mark mark)
     copy_source(err->source, sizeof err->source, source);
 }
 
-int kvs_fail(kvshard_error *err, int code, const char *source, kvs_mark mark, const char *fmt,
-             ...)
+int kvshard__fail(kvshard_error *err, int code, const char *source, kvshard__mark mark,
+                  const char *fmt, ...)
 {
     if (!err || err->code != KVSHARD_OK)
         return code;
@@ -81,20 +83,4 @@ int kvs_fail(kvshard_error *err, int code, const char *source, kvs_mark mark, co
     vsnprintf(err->message, sizeof err->message, fmt, ap);
     va_end(ap);
     return code;
-}
-
-bool kvs_mul(uint64_t *out, uint64_t a, uint64_t b)
-{
-    if (a != 0 && b > UINT64_MAX / a)
-        return false;
-    *out = a * b;
-    return true;
-}
-
-bool kvs_add(uint64_t *out, uint64_t a, uint64_t b)
-{
-    if (b > UINT64_MAX - a)
-        return false;
-    *out = a + b;
-    return true;
 }

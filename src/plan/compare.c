@@ -1,35 +1,27 @@
-/* Every split size that divides T, under both ownership rules, side by side. */
-#include "json.h"
-#include "plan.h"
+/* Every split size that divides T, under each ownership rule, side by side. */
+#include "plan/compare.h"
+
+#include "deploy/options.h"
+#include "plan/plan.h"
 
 #include <math.h>
 #include <string.h>
-
-struct kvshard_comparison {
-    kvshard_allocator alloc;
-    kvshard_comparison_row *rows;
-    char (*messages)[KVSHARD_ERROR_MESSAGE_MAX];
-    size_t count;
-    size_t recommended;
-};
-
-static const kvs_mark no_mark = {0, 0, 0};
 
 void kvshard_comparison_free(kvshard_comparison *comparison)
 {
     if (!comparison)
         return;
     kvshard_allocator a = comparison->alloc;
-    kvs_free(&a, comparison->rows);
-    kvs_free(&a, comparison->messages);
-    kvs_free(&a, comparison);
+    kvshard__free(&a, comparison->rows);
+    kvshard__free(&a, comparison->messages);
+    kvshard__free(&a, comparison);
 }
 
 static void fill_row(kvshard_comparison_row *row, const kvshard_plan *p)
 {
     row->min_owned_layers = UINT32_MAX;
     for (uint32_t s = 0; s < p->split; s++) {
-        uint32_t c = kvs_plan_owned_count(p, s);
+        uint32_t c = p->owned_counts[s];
         row->min_owned_layers = c < row->min_owned_layers ? c : row->min_owned_layers;
         row->max_owned_layers = c > row->max_owned_layers ? c : row->max_owned_layers;
     }
@@ -71,9 +63,10 @@ int kvshard_comparison_create(kvshard_comparison **out, const kvshard_model *mod
                               const kvshard_options *options, const kvshard_allocator *allocator,
                               kvshard_error *err)
 {
-    kvs_error_reset(err);
+    kvshard__error_reset(err);
     if (!out || !model)
-        return kvs_fail(err, KVSHARD_EINVAL, "", no_mark, "out and model must not be NULL");
+        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
+                             "out and model must not be NULL");
     kvshard_options base = KVSHARD_OPTIONS_INIT;
     if (options)
         base = *options;
@@ -85,28 +78,28 @@ int kvshard_comparison_create(kvshard_comparison **out, const kvshard_model *mod
     int rc = kvshard_plan_create(&plan, model, &base, allocator, err);
     if (rc && rc != KVSHARD_ENOBLOCK)
         return rc;
-    uint32_t T = rc ? base.world_size / (base.dp_size * base.cp_size) : plan->tp;
+    uint32_t T = kvshard__attn_tp_size(&base);
     kvshard_plan_free(rc ? NULL : plan);
-    kvs_error_reset(err);
+    kvshard__error_reset(err);
 
-    kvshard_allocator a = kvs_allocator_or_default(allocator);
+    kvshard_allocator a = kvshard__allocator_or_default(allocator);
     size_t divisors = 0;
     for (uint32_t s = 1; s <= T; s++)
         divisors += T % s == 0;
-    kvshard_comparison *c = kvs_calloc(&a, 1, sizeof *c);
+    kvshard_comparison *c = kvshard__calloc(&a, 1, sizeof *c);
     if (c) {
         c->alloc = a;
-        c->rows = kvs_calloc(&a, 2 * divisors, sizeof *c->rows);
-        c->messages = kvs_calloc(&a, 2 * divisors, sizeof *c->messages);
+        c->rows = kvshard__calloc(&a, 2 * divisors, sizeof *c->rows);
+        c->messages = kvshard__calloc(&a, 2 * divisors, sizeof *c->messages);
     }
     if (!c || !c->rows || !c->messages) {
         kvshard_comparison_free(c);
-        return kvs_fail(err, KVSHARD_ENOMEM, "", no_mark, "out of memory");
+        return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
     }
     const kvshard_comparison_row *best = NULL;
     int first_error = KVSHARD_OK;
     kvshard_error first_err;
-    kvs_error_reset(&first_err);
+    kvshard__error_reset(&first_err);
     for (uint32_t s = 1; s <= T; s++) {
         if (T % s != 0)
             continue;
@@ -122,7 +115,7 @@ int kvshard_comparison_create(kvshard_comparison **out, const kvshard_model *mod
             rc = kvshard_plan_create(&plan, model, &o, &a, &row_err);
             if (rc == KVSHARD_ENOMEM) {
                 kvshard_comparison_free(c);
-                return kvs_fail(err, KVSHARD_ENOMEM, "", no_mark, "out of memory");
+                return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
             }
             row->error_message = c->messages[c->count];
             if (rc) {
@@ -159,7 +152,7 @@ size_t kvshard_comparison_row_count(const kvshard_comparison *comparison)
 }
 
 const kvshard_comparison_row *kvshard_comparison_row_at(const kvshard_comparison *comparison,
-                                                         size_t index)
+                                                        size_t index)
 {
     return index < comparison->count ? &comparison->rows[index] : NULL;
 }
@@ -167,55 +160,4 @@ const kvshard_comparison_row *kvshard_comparison_row_at(const kvshard_comparison
 size_t kvshard_comparison_recommended(const kvshard_comparison *comparison)
 {
     return comparison->recommended;
-}
-
-int kvshard_comparison_write_json(const kvshard_comparison *comparison, kvshard_write_fn write,
-                                  void *user)
-{
-    if (!comparison || !write)
-        return KVSHARD_EINVAL;
-    kvs_json j;
-    kvs_json_init(&j, write, user);
-    kvs_json_raw(&j, "{\n  \"rows\": [");
-    for (size_t i = 0; i < comparison->count; i++) {
-        const kvshard_comparison_row *r = &comparison->rows[i];
-        kvs_json_printf(&j, "%s\n    {\"layerwise_split_size\": %u, \"ownership\": \"%s\", ",
-                        i ? "," : "", r->layerwise_split_size, kvshard_ownership_name(r->ownership));
-        if (r->error) {
-            kvs_json_raw(&j, "\"min_owned_layers\": null, \"max_owned_layers\": null, "
-                             "\"max_kv_bytes_per_token\": null, \"num_blocks\": null, "
-                             "\"max_tokens\": null, \"gain\": null, \"warnings\": [], "
-                             "\"error\": ");
-            kvs_json_string(&j, r->error_message);
-            kvs_json_raw(&j, "}");
-            continue;
-        }
-        kvs_json_printf(&j,
-                        "\"min_owned_layers\": %u, \"max_owned_layers\": %u, "
-                        "\"max_kv_bytes_per_token\": %llu, \"num_blocks\": ",
-                        r->min_owned_layers, r->max_owned_layers,
-                        (unsigned long long)r->max_kv_bytes_per_token);
-        kvs_json_u64_or_null(&j, r->has_num_blocks, r->num_blocks);
-        kvs_json_raw(&j, ", \"max_tokens\": ");
-        kvs_json_u64_or_null(&j, r->has_num_blocks, r->max_tokens);
-        if (isinf(r->gain))
-            kvs_json_raw(&j, ", \"gain\": null, \"warnings\": [");
-        else
-            kvs_json_printf(&j, ", \"gain\": %.4f, \"warnings\": [", r->gain);
-        bool first = true;
-        for (unsigned code = 0; code < 32; code++) {
-            if (r->warnings & (1u << code)) {
-                kvs_json_printf(&j, "%s\"%s\"", first ? "" : ", ",
-                                kvshard_warning_name((kvshard_warning_code)code));
-                first = false;
-            }
-        }
-        kvs_json_raw(&j, "], \"error\": null}");
-    }
-    const kvshard_comparison_row *rec = &comparison->rows[comparison->recommended];
-    kvs_json_printf(&j,
-                    "\n  ],\n  \"recommendation\": {\"layerwise_split_size\": %u, "
-                    "\"ownership\": \"%s\"}\n}\n",
-                    rec->layerwise_split_size, kvshard_ownership_name(rec->ownership));
-    return kvs_json_finish(&j);
 }

@@ -172,8 +172,8 @@ static void print_split_ranks(const kvshard_plan *plan)
 static void print_memory(const kvshard_plan *plan)
 {
     uint32_t T = kvshard_plan_attn_tp_size(plan);
-    kvshard_capacity cap;
-    kvshard_uniform uni;
+    kvshard_capacity cap = KVSHARD_CAPACITY_INIT;
+    kvshard_uniform uni = KVSHARD_UNIFORM_INIT;
     kvshard_plan_capacity(&cap, plan);
     kvshard_plan_uniform(&uni, plan);
     char a[32], b[32], c[32], d[32], e[32], f[32];
@@ -182,7 +182,7 @@ static void print_memory(const kvshard_plan *plan)
            "blocks\n");
     const uint32_t shown = 64;
     for (uint32_t r = 0; r < T && r < shown; r++) {
-        kvshard_rank_memory m;
+        kvshard_rank_memory m = KVSHARD_RANK_MEMORY_INIT;
         kvshard_plan_rank_memory(&m, plan, r);
         printf("%-8" PRIu32 " %-12s %-14s %-12s %-12s %-12s %s\n", r,
                human_bytes(a, sizeof a, m.kv_bytes_per_token),
@@ -195,7 +195,7 @@ static void print_memory(const kvshard_plan *plan)
     if (T > shown)
         printf("... %" PRIu32 " more TP ranks (all figures: --format=json)\n", T - shown);
 
-    kvshard_rank_memory r0;
+    kvshard_rank_memory r0 = KVSHARD_RANK_MEMORY_INIT;
     kvshard_plan_rank_memory(&r0, plan, 0);
     if (!cap.memory_per_rank) {
         printf("capacity   no memory_per_rank given: pass --memory_per_rank=20GiB for blocks\n");
@@ -216,7 +216,8 @@ static void print_memory(const kvshard_plan *plan)
     if (cap.has_num_blocks && uni.has_num_blocks) {
         printf(", %s blocks", grouped(c, sizeof c, uni.num_blocks));
         if (uni.num_blocks)
-            printf(": the plan holds %.2fx the blocks", (double)cap.num_blocks / (double)uni.num_blocks);
+            printf(": the plan holds %.2fx the blocks",
+                   (double)cap.num_blocks / (double)uni.num_blocks);
     }
     printf("\n");
 }
@@ -246,8 +247,8 @@ static void print_plan_text(const kvshard_plan *plan, const kvshard_model *model
            kvshard_model_attention(model) == KVSHARD_ATTENTION_MLA ? "MLA" : "GQA",
            kvshard_model_num_draft_layers(model));
     printf("parallel   world_size %" PRIu32 " = dp %" PRIu32 " x cp %" PRIu32
-           " x attention TP %" PRIu32 "; layerwise split %s, size %" PRIu32
-           " (effective %" PRIu32 "), %s rule; KV replication %" PRIu32 "\n",
+           " x attention TP %" PRIu32 "; layerwise split %s, size %" PRIu32 " (effective %" PRIu32
+           "), %s rule; KV replication %" PRIu32 "\n",
            o->world_size, o->dp_size, o->cp_size, kvshard_plan_attn_tp_size(plan),
            o->enable_layerwise_split ? "on" : "off", o->layerwise_split_size,
            kvshard_plan_effective_split_size(plan), kvshard_ownership_name(o->ownership),
@@ -434,7 +435,7 @@ int main(int argc, char **argv)
         kvshard_deployment_free(dep);
         return rc;
     }
-    kvshard_options opts;
+    kvshard_options opts = KVSHARD_OPTIONS_INIT;
     kvshard_deployment_options(&opts, dep);
     int status = 0;
     if (strcmp(c.command, "plan") == 0) {

@@ -1,14 +1,15 @@
-/* Validation, effective split size and ownership (SPEC §3, §4), queries. */
-#include "plan.h"
+/* Validation, effective split size and ownership, and the plan's queries. */
+#include "plan/plan.h"
+
+#include "base/abi.h"
+#include "deploy/options.h"
 
 #include <stdio.h>
 #include <string.h>
 
-static const kvs_mark no_mark = {0, 0, 0};
+/* ---- validation ------------------------------------------------------------- */
 
-/* ---- validation (SPEC §3) ----------------------------------------------- */
-
-static bool model_stores_kv(const kvs_model_info *m, const kvshard_options *o)
+static bool model_stores_kv(const kvshard__model_info *m, const kvshard_options *o)
 {
     return m->num_full + m->num_sliding > 0 ||
            (o->num_speculative_tokens > 0 && m->num_draft_layers > 0);
@@ -16,17 +17,19 @@ static bool model_stores_kv(const kvs_model_info *m, const kvshard_options *o)
 
 static int check_heads(const kvshard_model *model, uint32_t T, kvshard_error *err)
 {
-    const kvs_model_info *m = &model->info;
+    const kvshard__model_info *m = &model->info;
     if (m->num_linear == 0)
         return KVSHARD_OK;
-    const kvs_key_site *sites[2] = {&model->linear_key_heads_site, &model->linear_value_heads_site};
+    const kvshard__key_site *sites[2] = {&model->linear_key_heads_site,
+                                         &model->linear_value_heads_site};
     const uint32_t heads[2] = {m->linear_key_heads, m->linear_value_heads};
     for (int i = 0; i < 2; i++) {
         if (sites[i]->key && heads[i] % T != 0)
-            return kvs_fail(err, KVSHARD_ELINEARHEADS, model->source, sites[i]->mark,
-                            "%s %u is not divisible by the attention TP size %u: each rank must "
-                            "hold a whole number of linear-attention heads",
-                            sites[i]->key, heads[i], T);
+            return kvshard__fail(
+                err, KVSHARD_ELINEARHEADS, model->source, sites[i]->mark,
+                "%s %u is not divisible by the attention TP size %u: each rank must "
+                "hold a whole number of linear-attention heads",
+                sites[i]->key, heads[i], T);
     }
     return KVSHARD_OK;
 }
@@ -34,45 +37,34 @@ static int check_heads(const kvshard_model *model, uint32_t T, kvshard_error *er
 static int validate(uint32_t *out_tp, uint32_t *out_split, const kvshard_model *model,
                     const kvshard_options *o, kvshard_error *err)
 {
-    if (o->version != KVSHARD_OPTIONS_VERSION) /* before reading any other field */
-        return kvs_options_check(o, err);
-    const char *what = o->world_size < 1   ? "world_size"
-                       : o->dp_size < 1    ? "dp_size"
-                       : o->cp_size < 1    ? "cp_size"
-                       : o->layerwise_split_size < 1 ? "layerwise_split_size"
-                                                     : NULL;
-    if (what)
-        return kvs_fail(err, KVSHARD_EPARALLEL, "", no_mark, "%s is 0; it must be at least 1",
-                        what);
-    int rc = kvs_options_check(o, err);
+    int rc = kvshard__options_check(o, err);
     if (rc)
         return rc;
-    uint64_t dc = (uint64_t)o->dp_size * o->cp_size;
-    if (o->world_size % dc != 0)
-        return kvs_fail(err, KVSHARD_EWORLD, "", no_mark,
-                        "world_size %u is not divisible by dp_size %u x cp_size %u = %llu",
-                        o->world_size, o->dp_size, o->cp_size, (unsigned long long)dc);
-    uint32_t T = (uint32_t)(o->world_size / dc);
+    uint32_t T = kvshard__attn_tp_size(o);
+    if (T == 0)
+        return kvshard__fail(err, KVSHARD_EWORLD, "", kvshard__no_mark,
+                             "world_size %u is not divisible by dp_size %u x cp_size %u = %llu",
+                             o->world_size, o->dp_size, o->cp_size,
+                             (unsigned long long)o->dp_size * o->cp_size);
     uint32_t S = o->layerwise_split_size;
     uint32_t S_eff = o->enable_layerwise_split && S > 1 && !o->is_draft ? S : 1;
     if (S_eff > 1 && T % S != 0)
-        return kvs_fail(err, KVSHARD_ESPLIT, "", no_mark,
-                        "layerwise_split_size %u does not divide the attention TP size %u "
-                        "(world_size %u / (dp_size %u x cp_size %u))",
-                        S, T, o->world_size, o->dp_size, o->cp_size);
+        return kvshard__fail(err, KVSHARD_ESPLIT, "", kvshard__no_mark,
+                             "layerwise_split_size %u does not divide the attention TP size %u "
+                             "(world_size %u / (dp_size %u x cp_size %u))",
+                             S, T, o->world_size, o->dp_size, o->cp_size);
     if (S_eff > 1 && o->cp_size > 1)
-        return kvs_fail(err, KVSHARD_ESPLITCP, "", no_mark,
-                        "layerwise split (layerwise_split_size %u) cannot be combined with "
-                        "context parallelism (cp_size %u)",
-                        S, o->cp_size);
-    const kvs_model_info *m = &model->info;
+        return kvshard__fail(err, KVSHARD_ESPLITCP, "", kvshard__no_mark,
+                             "layerwise split (layerwise_split_size %u) cannot be combined with "
+                             "context parallelism (cp_size %u)",
+                             S, o->cp_size);
+    const kvshard__model_info *m = &model->info;
     uint32_t H = m->num_kv_heads;
-    if (m->attention == KVSHARD_ATTENTION_GQA && model_stores_kv(m, o) && T % H != 0 &&
-        H % T != 0)
-        return kvs_fail(err, KVSHARD_EKVHEADS, model->source, model->kv_heads_site.mark,
-                        "%s %u and the attention TP size %u do not divide one another",
-                        model->kv_heads_site.key ? model->kv_heads_site.key : "num_key_value_heads",
-                        H, T);
+    if (m->attention == KVSHARD_ATTENTION_GQA && model_stores_kv(m, o) && T % H != 0 && H % T != 0)
+        return kvshard__fail(
+            err, KVSHARD_EKVHEADS, model->source, model->kv_heads_site.mark,
+            "%s %u and the attention TP size %u do not divide one another",
+            model->kv_heads_site.key ? model->kv_heads_site.key : "num_key_value_heads", H, T);
     if ((rc = check_heads(model, T, err)) != 0)
         return rc;
     *out_tp = T;
@@ -80,7 +72,7 @@ static int validate(uint32_t *out_tp, uint32_t *out_split, const kvshard_model *
     return KVSHARD_OK;
 }
 
-/* ---- ownership (SPEC §4) ------------------------------------------------ */
+/* ---- ownership -------------------------------------------------------------- */
 
 static void assign_owners(kvshard_plan *p)
 {
@@ -99,8 +91,10 @@ static void assign_owners(kvshard_plan *p)
         p->owned_offsets[s + 1]++;
         ordinal++;
     }
-    for (uint32_t s = 0; s < S; s++)
+    for (uint32_t s = 0; s < S; s++) {
+        p->owned_counts[s] = p->owned_offsets[s + 1];
         p->owned_offsets[s + 1] += p->owned_offsets[s];
+    }
     /* Fill each split rank's slice in layer order; `next` reuses the rank table. */
     uint32_t *next = p->split_rank_of;
     for (uint32_t s = 0; s < S; s++)
@@ -116,13 +110,13 @@ static void assign_owners(kvshard_plan *p)
 }
 
 static void warn(kvshard_plan *p, kvshard_warning_code code, const char *fmt, ...)
-    KVS_PRINTF(3, 4);
+    KVSHARD__PRINTF(3, 4);
 
 static void warn(kvshard_plan *p, kvshard_warning_code code, const char *fmt, ...)
 {
-    if (p->warning_count == KVS_MAX_WARNINGS)
+    if (p->warning_count == KVSHARD__MAX_WARNINGS)
         return;
-    kvs_warning *w = &p->warnings[p->warning_count++];
+    kvshard__warning *w = &p->warnings[p->warning_count++];
     w->code = code;
     va_list ap;
     va_start(ap, fmt);
@@ -146,7 +140,7 @@ static void collect_warnings(kvshard_plan *p)
     if (S > 1) {
         uint32_t lo = UINT32_MAX, hi = 0, empty = 0, first_empty = 0;
         for (uint32_t s = 0; s < S; s++) {
-            uint32_t c = kvs_plan_owned_count(p, s);
+            uint32_t c = p->owned_counts[s];
             if (c == 0 && empty++ == 0)
                 first_empty = s;
             lo = c < lo ? c : lo;
@@ -159,8 +153,7 @@ static void collect_warnings(kvshard_plan *p)
                  empty, S, first_empty, p->model.num_full, rule);
         if (hi - lo > 1)
             warn(p, KVSHARD_WARN_IMBALANCED,
-                 "split ranks own between %u and %u full-attention layers (%s rule)", lo, hi,
-                 rule);
+                 "split ranks own between %u and %u full-attention layers (%s rule)", lo, hi, rule);
         if (S > p->replication)
             warn(p, KVSHARD_WARN_EXCEEDS_REPLICATION,
                  "layerwise_split_size %u exceeds the replication factor %u: the split saves "
@@ -225,30 +218,25 @@ void kvshard_plan_free(kvshard_plan *plan)
     if (!plan)
         return;
     kvshard_allocator a = plan->alloc;
-    kvs_free(&a, plan->model_type);
-    kvs_free(&a, plan->kinds);
-    kvs_free(&a, plan->owner);
-    kvs_free(&a, plan->split_rank_of);
-    kvs_free(&a, plan->owned_offsets);
-    kvs_free(&a, plan->owned_layers);
-    kvs_free(&a, plan->ranks);
-    kvs_free(&a, plan);
-}
-
-static uint32_t replication_factor(const kvs_model_info *m, uint32_t T)
-{
-    if (m->attention == KVSHARD_ATTENTION_MLA)
-        return T;
-    return m->num_kv_heads && m->num_kv_heads < T ? T / m->num_kv_heads : 1;
+    kvshard__free(&a, plan->model_type);
+    kvshard__free(&a, plan->kinds);
+    kvshard__free(&a, plan->owner);
+    kvshard__free(&a, plan->split_rank_of);
+    kvshard__free(&a, plan->owned_offsets);
+    kvshard__free(&a, plan->owned_layers);
+    kvshard__free(&a, plan->owned_counts);
+    kvshard__free(&a, plan->ranks);
+    kvshard__free(&a, plan);
 }
 
 int kvshard_plan_create(kvshard_plan **out, const kvshard_model *model,
                         const kvshard_options *options, const kvshard_allocator *allocator,
                         kvshard_error *err)
 {
-    kvs_error_reset(err);
+    kvshard__error_reset(err);
     if (!out || !model)
-        return kvs_fail(err, KVSHARD_EINVAL, "", no_mark, "out and model must not be NULL");
+        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
+                             "out and model must not be NULL");
     kvshard_options defaults = KVSHARD_OPTIONS_INIT;
     const kvshard_options *o = options ? options : &defaults;
     uint32_t T = 0, S = 0;
@@ -256,34 +244,38 @@ int kvshard_plan_create(kvshard_plan **out, const kvshard_model *model,
     if (rc)
         return rc;
 
-    kvshard_allocator a = kvs_allocator_or_default(allocator);
-    kvshard_plan *p = kvs_calloc(&a, 1, sizeof *p);
+    kvshard_allocator a = kvshard__allocator_or_default(allocator);
+    kvshard_plan *p = kvshard__calloc(&a, 1, sizeof *p);
     if (!p)
-        return kvs_fail(err, KVSHARD_ENOMEM, "", no_mark, "out of memory creating the plan");
+        return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark,
+                             "out of memory creating the plan");
     p->alloc = a;
     p->model = model->info;
     p->options = *o;
     p->tp = T;
     p->split = S;
-    p->replication = replication_factor(&model->info, T);
+    p->replication = kvshard__replication_factor(&model->info, T);
     uint32_t L = model->info.num_layers;
-    p->model_type = kvs_strdup(&a, model->model_type);
-    p->kinds = kvs_alloc(&a, L, 1);
-    p->owner = kvs_alloc(&a, L, sizeof *p->owner);
+    p->model_type = kvshard__strdup(&a, model->model_type);
+    p->kinds = kvshard__alloc(&a, L, 1);
+    p->owner = kvshard__alloc(&a, L, sizeof *p->owner);
     /* The rank table doubles as scratch while owners are assigned (S <= T). */
-    p->split_rank_of = kvs_alloc(&a, T, sizeof *p->split_rank_of);
-    p->owned_offsets = kvs_alloc(&a, (size_t)S + 1, sizeof *p->owned_offsets);
-    p->owned_layers = kvs_alloc(&a, model->info.num_full, sizeof *p->owned_layers);
-    p->ranks = kvs_calloc(&a, T, sizeof *p->ranks);
+    p->split_rank_of = kvshard__alloc(&a, T, sizeof *p->split_rank_of);
+    p->owned_offsets = kvshard__alloc(&a, (size_t)S + 1, sizeof *p->owned_offsets);
+    p->owned_layers = kvshard__alloc(&a, model->info.num_full, sizeof *p->owned_layers);
+    p->owned_counts = kvshard__alloc(&a, S, sizeof *p->owned_counts);
+    p->ranks = kvshard__calloc(&a, T, sizeof *p->ranks);
     if (!p->model_type || !p->kinds || !p->owner || !p->split_rank_of || !p->owned_offsets ||
-        !p->owned_layers || !p->ranks) {
+        !p->owned_layers || !p->owned_counts || !p->ranks) {
         kvshard_plan_free(p);
-        return kvs_fail(err, KVSHARD_ENOMEM, "", no_mark, "out of memory creating the plan");
+        return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark,
+                             "out of memory creating the plan");
     }
     memcpy(p->kinds, model->kinds, L);
     assign_owners(p);
     collect_warnings(p);
-    if ((rc = kvs_plan_memory(p, model->source, err)) != 0) {
+    kvshard__memory_inputs in = {&p->model, &p->options, T, S, p->owned_counts, model->source};
+    if ((rc = kvshard__memory_compute(p->ranks, &p->capacity, &p->uniform, &in, err)) != 0) {
         kvshard_plan_free(p);
         return rc;
     }
@@ -357,7 +349,7 @@ int kvshard_plan_rank_layers(const uint32_t **out, size_t *out_count, const kvsh
         return KVSHARD_ERANK;
     uint32_t s = plan->split_rank_of[tp_rank];
     *out = plan->owned_layers + plan->owned_offsets[s];
-    *out_count = kvs_plan_owned_count(plan, s);
+    *out_count = plan->owned_counts[s];
     return KVSHARD_OK;
 }
 
@@ -365,34 +357,39 @@ int kvshard_plan_rank_memory(kvshard_rank_memory *out, const kvshard_plan *plan,
 {
     if (tp_rank >= plan->tp)
         return KVSHARD_ERANK;
-    *out = plan->ranks[tp_rank];
-    return KVSHARD_OK;
+    return kvshard__copy_out(out, &plan->ranks[tp_rank], sizeof *out, sizeof *out) ? KVSHARD_OK
+                                                                                   : KVSHARD_EINVAL;
 }
 
-void kvshard_plan_capacity(kvshard_capacity *out, const kvshard_plan *plan)
+int kvshard_plan_capacity(kvshard_capacity *out, const kvshard_plan *plan)
 {
-    *out = plan->capacity;
+    return kvshard__copy_out(out, &plan->capacity, sizeof *out, sizeof *out) ? KVSHARD_OK
+                                                                             : KVSHARD_EINVAL;
 }
 
-void kvshard_plan_uniform(kvshard_uniform *out, const kvshard_plan *plan)
+int kvshard_plan_uniform(kvshard_uniform *out, const kvshard_plan *plan)
 {
-    *out = plan->uniform;
+    return kvshard__copy_out(out, &plan->uniform, sizeof *out, sizeof *out) ? KVSHARD_OK
+                                                                            : KVSHARD_EINVAL;
 }
 
 int kvshard_plan_num_blocks_for(uint64_t *out, const kvshard_plan *plan, uint64_t memory_per_rank,
                                 kvshard_error *err)
 {
-    kvs_error_reset(err);
+    kvshard__error_reset(err);
     if (!out || !plan)
-        return kvs_fail(err, KVSHARD_EINVAL, "", no_mark, "out and plan must not be NULL");
+        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
+                             "out and plan must not be NULL");
     uint64_t blocks;
     bool has;
-    int rc = kvs_plan_blocks_for(&blocks, &has, NULL, plan, memory_per_rank, err);
+    int rc = kvshard__memory_blocks_for(&blocks, &has, NULL, plan->ranks, plan->tp,
+                                        plan->options.max_seqs, memory_per_rank, err);
     if (rc)
         return rc;
     if (!has)
-        return kvs_fail(err, KVSHARD_ERANGE, "", no_mark,
-                        "the plan has no KV bytes per block: memory does not bound its blocks");
+        return kvshard__fail(
+            err, KVSHARD_ERANGE, "", kvshard__no_mark,
+            "the plan has no KV bytes per block: memory does not bound its blocks");
     *out = blocks;
     return KVSHARD_OK;
 }

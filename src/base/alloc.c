@@ -1,5 +1,5 @@
 /* Allocation through a per-object kvshard_allocator. */
-#include "internal.h"
+#include "base/alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +16,12 @@ static void default_free(void *user, void *ptr)
     free(ptr);
 }
 
-kvshard_allocator kvs_allocator_or_default(const kvshard_allocator *allocator)
+bool kvshard__allocator_valid(const kvshard_allocator *allocator)
+{
+    return !allocator || (allocator->malloc_fn && allocator->free_fn);
+}
+
+kvshard_allocator kvshard__allocator_or_default(const kvshard_allocator *allocator)
 {
     if (allocator && allocator->malloc_fn && allocator->free_fn)
         return *allocator;
@@ -24,7 +29,7 @@ kvshard_allocator kvs_allocator_or_default(const kvshard_allocator *allocator)
     return a;
 }
 
-void *kvs_alloc(const kvshard_allocator *a, size_t n, size_t size)
+void *kvshard__alloc(const kvshard_allocator *a, size_t n, size_t size)
 {
     if (size != 0 && n > SIZE_MAX / size)
         return NULL;
@@ -33,23 +38,23 @@ void *kvs_alloc(const kvshard_allocator *a, size_t n, size_t size)
     return a->malloc_fn(a->user, total ? total : 1);
 }
 
-void *kvs_calloc(const kvshard_allocator *a, size_t n, size_t size)
+void *kvshard__calloc(const kvshard_allocator *a, size_t n, size_t size)
 {
-    void *p = kvs_alloc(a, n, size);
+    void *p = kvshard__alloc(a, n, size);
     if (p)
         memset(p, 0, n * size);
     return p;
 }
 
-void kvs_free(const kvshard_allocator *a, void *p)
+void kvshard__free(const kvshard_allocator *a, void *p)
 {
     if (p)
         a->free_fn(a->user, p);
 }
 
-char *kvs_strndup(const kvshard_allocator *a, const char *s, size_t len)
+char *kvshard__strndup(const kvshard_allocator *a, const char *s, size_t len)
 {
-    char *copy = kvs_alloc(a, len + 1, 1);
+    char *copy = kvshard__alloc(a, len + 1, 1);
     if (copy) {
         memcpy(copy, s, len);
         copy[len] = '\0';
@@ -57,7 +62,7 @@ char *kvs_strndup(const kvshard_allocator *a, const char *s, size_t len)
     return copy;
 }
 
-char *kvs_strdup(const kvshard_allocator *a, const char *s)
+char *kvshard__strdup(const kvshard_allocator *a, const char *s)
 {
-    return kvs_strndup(a, s, strlen(s));
+    return kvshard__strndup(a, s, strlen(s));
 }

@@ -1,0 +1,47 @@
+/* Scalar text: integers, byte sizes and words, as files and flags write them. */
+#ifndef KVSHARD_TEXT_SCALAR_H
+#define KVSHARD_TEXT_SCALAR_H
+
+#include "base/error.h"
+
+/* How the value text was written: a plain YAML scalar (or a flag) may be a
+ * number or boolean; a quoted one is always a string. */
+typedef enum kvshard__value_style {
+    KVSHARD__VALUE_PLAIN,
+    KVSHARD__VALUE_QUOTED
+} kvshard__value_style;
+
+/* `len` bytes of `text` are exactly the NUL-terminated `word`. */
+bool kvshard__text_is(const char *text, size_t len, const char *word);
+
+/* Text of one or more ASCII digits and nothing else. */
+bool kvshard__all_digits(const char *text, size_t len);
+
+typedef enum kvshard__int_scan {
+    KVSHARD__INT_OK,
+    KVSHARD__INT_NOT_INTEGER, /* not a decimal integer at all */
+    KVSHARD__INT_NEGATIVE,    /* "-3": an integer below zero */
+    KVSHARD__INT_TOO_LARGE    /* past 2^64 - 1 */
+} kvshard__int_scan;
+
+/* Read a decimal integer with an optional '+'; nothing is reported. */
+kvshard__int_scan kvshard__scan_uint(uint64_t *out, const char *text, size_t len);
+
+/* The one message for a number outside [min, max]: "what: TEXT is out of
+ * range; expected an integer from MIN to MAX" ("is negative" below zero).
+ * `text` is the value as written; NULL formats `value` instead. */
+int kvshard__range_error(kvshard_error *err, const char *what, const char *text, size_t len,
+                         uint64_t value, uint64_t min, uint64_t max, const char *source,
+                         kvshard__mark mark);
+
+/* Parse a decimal integer in [min, max]; ETYPE or ERANGE with `what` named. */
+int kvshard__parse_uint(uint64_t *out, const char *text, size_t len, uint64_t min, uint64_t max,
+                        const char *what, const char *source, kvshard__mark mark,
+                        kvshard_error *err);
+
+/* Bytes with an optional binary suffix: 20GiB, 512 MiB, 1073741824; at least
+ * 1. ETYPE for other text, ERANGE for 0, negatives and overflow. */
+int kvshard__parse_size(uint64_t *out, const char *text, size_t len, const char *what,
+                        const char *source, kvshard__mark mark, kvshard_error *err);
+
+#endif /* KVSHARD_TEXT_SCALAR_H */
