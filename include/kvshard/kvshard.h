@@ -2,7 +2,7 @@
  * kvshard: plan how the KV cache of a hybrid-attention model is sharded
  * across tensor-parallel ranks.
  *
- * Conventions (see README.md, "API"):
+ * Conventions:
  * - Every call that can fail returns KVSHARD_OK (0) or a negative
  *   kvshard_status; kvshard_strerror() names it.
  * - Output parameters come first and are named `out`. They are written only
@@ -10,10 +10,19 @@
  * - Objects returned through `**out` belong to the caller and are released
  *   with the matching *_free() function, which accepts NULL. Pointers returned
  *   by queries are borrowed from the handle and live as long as it does.
- * - kvshard_model and kvshard_plan are immutable once created. Any number of
- *   threads may query one handle at the same time without locking.
+ * - kvshard_model, kvshard_plan and kvshard_comparison are immutable once
+ *   created. Any number of threads may query one handle at the same time
+ *   without locking. A kvshard_deployment changes only through
+ *   kvshard_deployment_set() and kvshard_deployment_apply_args().
  * - `err` arguments may be NULL. When given, the first error is written there
  *   with 1-based line and column (0 when unknown).
+ * - Structs the caller passes in or gets filled start with `size_t size`, set
+ *   by the struct's *_INIT macro; later versions add fields only at the end.
+ * - Names: TP is tensor parallelism, T the attention TP size
+ *   (world_size / (dp_size * cp_size)), S the layerwise split size and S_eff
+ *   the split in force (1 when layerwise split does not apply). A "KV layer"
+ *   is a full-attention or hybrid layer: the layers whose paged KV cache a
+ *   split gives to one rank of each split group.
  */
 #ifndef KVSHARD_KVSHARD_H
 #define KVSHARD_KVSHARD_H
@@ -38,34 +47,40 @@ typedef enum kvshard_status {
     KVSHARD_OK = 0,
     /** An allocation failed. Nothing was leaked and no output was written. */
     KVSHARD_ENOMEM = -1,
-    /** A NULL or otherwise unusable argument was passed to an API call. */
+    /** A NULL or otherwise unusable argument was passed to an API call (a
+     *  struct whose `size` this library does not know, a half-set
+     *  allocator, an index out of range for a warning). */
     KVSHARD_EINVAL = -2,
-    /** A file could not be opened or read; the message has the system's reason. */
+    /** A file could not be opened or read, or is not a regular file; the
+     *  message has the system's reason. */
     KVSHARD_EIO = -3,
     /** The text is not well-formed YAML/JSON. */
     KVSHARD_ESYNTAX = -4,
     /** The text is not valid UTF-8; `offset` holds the byte offset. */
     KVSHARD_EUTF8 = -5,
-    /** A reading limit was hit: document size, nesting depth, node count or
-     *  alias expansion (see KVSHARD_MAX_*). */
+    /** A limit was hit: document size, nesting depth, node count, alias
+     *  expansion, or the size of a plan's layer lists (see KVSHARD_MAX_*). */
     KVSHARD_ELIMIT = -6,
     /** A mapping holds the same key twice. */
     KVSHARD_EDUPKEY = -7,
-    /** A deployment file holds a key kvshard does not know, or a flag names one. */
+    /** A deployment file or a flag names a key kvshard does not know. */
     KVSHARD_EUNKNOWNKEY = -8,
-    /** A value has the wrong type (a string where a number is expected, ...). */
+    /** A value has the wrong type: a string where a number is expected, a
+     *  quoted number, an integer written with a leading zero, a core tag
+     *  that does not fit the value (`!!float 4` for an integer). */
     KVSHARD_ETYPE = -9,
     /** A number is zero or negative where that is not allowed, too large, or
      *  not one of the accepted words. */
     KVSHARD_ERANGE = -10,
     /** A key the model or deployment needs is missing. */
     KVSHARD_EMISSING = -11,
-    /** `layer_types` holds a string that names no known layer kind. */
+    /** A per-layer list or pattern names no known layer kind. */
     KVSHARD_ELAYERTYPE = -12,
-    /** A per-layer list does not have exactly `num_hidden_layers` entries. */
+    /** A per-layer list or pattern does not have exactly num_hidden_layers
+     *  entries. */
     KVSHARD_ELAYERCOUNT = -13,
-    /** Kimi `linear_attn_config`: a layer is in neither list, in both, or out
-     *  of range. */
+    /** A list of layer numbers or indices misses, repeats or overruns a
+     *  layer, or an interval rule's offset is not below its period. */
     KVSHARD_ELAYERLIST = -14,
     /** world_size, dp_size, cp_size or layerwise_split_size is below 1. */
     KVSHARD_EPARALLEL = -15,
@@ -76,21 +91,32 @@ typedef enum kvshard_status {
     KVSHARD_ESPLIT = -17,
     /** Layerwise split is on together with context parallelism (cp_size > 1). */
     KVSHARD_ESPLITCP = -18,
-    /** GQA: the attention TP size and num_key_value_heads do not divide one
+    /** GQA: the attention TP size and the KV heads do not divide one
      *  another. */
     KVSHARD_EKVHEADS = -19,
-    /** Linear-attention heads are not divisible by the attention TP size. */
+    /** A recurrent-state dimension (heads, channels) is not divisible by the
+     *  attention TP size, or Mamba2 groups cannot be laid out on its ranks. */
     KVSHARD_ELINEARHEADS = -20,
     /** A TP rank outside 0..T-1 was passed to a query. */
     KVSHARD_ERANK = -21,
     /** A layer index outside 0..L-1 was passed to a query. */
     KVSHARD_ELAYER = -22,
-    /** memory_per_rank does not hold the state reservation plus one KV block. */
+    /** The memory does not hold the state reservation plus one KV block (or,
+     *  under an engine profile, its budget is not positive or its state slots
+     *  do not fit). */
     KVSHARD_ENOBLOCK = -23,
     /** A byte figure does not fit in 64 bits. */
     KVSHARD_EOVERFLOW = -24,
-    /** A writer callback reported failure. */
-    KVSHARD_EWRITE = -25
+    /** A writer callback, or a write to a file, failed. */
+    KVSHARD_EWRITE = -25,
+    /** The engine profile cannot plan this model or these options (layer
+     *  kinds it does not support, a split that does not divide the KV
+     *  replication, scratch_layers other than 1, state slots above its
+     *  bound). */
+    KVSHARD_EPROFILE = -26,
+    /** The text uses a YAML feature kvshard does not read: merge keys (<<)
+     *  or tags other than YAML's core tags. */
+    KVSHARD_EUNSUPPORTED = -27
 } kvshard_status;
 
 /** Static English name of a status code ("no memory for one block", ...).
@@ -124,10 +150,17 @@ KVSHARD_EXPORT const char *kvshard_version(void);
 #define KVSHARD_MAX_ANCHORS 256u
 /** Largest num_hidden_layers (and so the longest per-layer list). */
 #define KVSHARD_MAX_LAYERS (4u * 1024u * 1024u)
-/** Largest world_size. */
+/** Largest world_size, dp_size, cp_size and layerwise_split_size. */
 #define KVSHARD_MAX_RANKS 65536u
 /** Largest block_size in tokens. */
 #define KVSHARD_MAX_BLOCK_SIZE (1u << 20)
+/** Largest context_length in tokens. */
+#define KVSHARD_MAX_CONTEXT_LENGTH (1u << 30)
+/** Most entries a plan's per-rank KV layer lists hold together: every TP
+ *  rank lists the KV layers it stores, (T / S_eff) x KV layers in all. This
+ *  bounds the plan's JSON document and the work of every writer; a plan
+ *  past it fails with KVSHARD_ELIMIT. */
+#define KVSHARD_MAX_LAYER_ENTRIES (16u * 1024u * 1024u)
 
 /* ------------------------------------------------------------------------ */
 /* Errors                                                                    */
@@ -139,13 +172,16 @@ KVSHARD_EXPORT const char *kvshard_version(void);
 /**
  * Where and why a call failed. Owned by the caller; pass NULL to ignore.
  * Only the first error of a call is kept. `source` is the file that holds the
- * offending text ("<string>" for in-memory text, "" when no text is involved);
- * a long path is shortened from the front ("...tail/of/path.yaml").
+ * offending text ("<string>" for in-memory text, an origin such as "command
+ * line --world_size" for a flag, "" when no text is involved); a long path is
+ * shortened from the front ("...tail/of/path.yaml"). `source` and `message`
+ * are safe to print: control characters and invalid UTF-8 from the input are
+ * escaped as \xNN, and they are cut only between UTF-8 characters.
  */
 typedef struct kvshard_error {
     int code;          /**< A kvshard_status, 0 when no error. */
     int line;          /**< 1-based line, 0 when unknown. */
-    int column;        /**< 1-based column, 0 when unknown. */
+    int column;        /**< 1-based column in characters, 0 when unknown. */
     size_t offset;     /**< 0-based byte offset into the source. */
     char source[KVSHARD_ERROR_SOURCE_MAX];
     char message[KVSHARD_ERROR_MESSAGE_MAX];
@@ -158,8 +194,9 @@ typedef struct kvshard_error {
 /**
  * Per-object allocator. An object remembers the allocator it was created with
  * and frees through it. `malloc_fn` may return NULL to fail an allocation;
- * every call then fails with KVSHARD_ENOMEM and leaks nothing. libyaml's own
- * parser buffers, which live only during a load call, use the C library.
+ * every call then fails with KVSHARD_ENOMEM and leaks nothing. Both functions
+ * must be set (a half-set allocator is KVSHARD_EINVAL). libyaml's own parser
+ * buffers, which live only during a load call, use the C library.
  */
 typedef struct kvshard_allocator {
     void *(*malloc_fn)(void *user, size_t size);
@@ -168,17 +205,22 @@ typedef struct kvshard_allocator {
 } kvshard_allocator;
 
 /* ------------------------------------------------------------------------ */
-/* Model                                                                     */
+/* Kinds, dtypes and names                                                   */
 /* ------------------------------------------------------------------------ */
 
-/** A model config read from config.json or YAML: its layer kinds and the
- *  figures memory needs. Opaque, immutable. */
-typedef struct kvshard_model kvshard_model;
-
+/** What a decoder layer caches. */
 typedef enum kvshard_layer_kind {
+    /** A paged KV cache that grows with every token; split when S_eff > 1. */
     KVSHARD_LAYER_FULL_ATTENTION = 0,
+    /** A fixed recurrent state per sequence, on every rank. */
     KVSHARD_LAYER_LINEAR_ATTENTION = 1,
-    KVSHARD_LAYER_SLIDING_ATTENTION = 2
+    /** KV of at most sliding_window tokens per sequence, on every rank. */
+    KVSHARD_LAYER_SLIDING_ATTENTION = 2,
+    /** Both: a KV cache split like a full-attention layer's, and a state of
+     *  the model's state kind on every rank (Falcon-H1, Zamba2). */
+    KVSHARD_LAYER_HYBRID = 3,
+    /** Nothing: an MLP or MoE block listed as a layer (Nemotron-H). */
+    KVSHARD_LAYER_NO_CACHE = 4
 } kvshard_layer_kind;
 
 typedef enum kvshard_attention {
@@ -186,10 +228,72 @@ typedef enum kvshard_attention {
     KVSHARD_ATTENTION_MLA = 1
 } kvshard_attention;
 
+/** The recurrent state of a model's linear and hybrid layers. */
+typedef enum kvshard_state_kind {
+    KVSHARD_STATE_NONE = 0, /**< the model has no linear or hybrid layer */
+    KVSHARD_STATE_GDN = 1,  /**< Gated DeltaNet (Qwen3-Next, Qwen3.5) */
+    KVSHARD_STATE_KDA = 2,  /**< Kimi Delta Attention */
+    KVSHARD_STATE_LIGHTNING = 3, /**< lightning attention (MiniMax) */
+    KVSHARD_STATE_MAMBA1 = 4,    /**< Mamba (Jamba) */
+    KVSHARD_STATE_MAMBA2 = 5,    /**< Mamba2 (Nemotron-H, Granite-4.0-H, Bamba, Falcon-H1, Zamba2) */
+    KVSHARD_STATE_SHORT_CONV = 6 /**< short convolution (LFM2) */
+} kvshard_state_kind;
+
+/** Element types of weights, KV cache and state. */
+typedef enum kvshard_dtype {
+    KVSHARD_DTYPE_AUTO = 0, /**< as an option: follow the model */
+    KVSHARD_DTYPE_BF16 = 1,
+    KVSHARD_DTYPE_FP16 = 2,
+    KVSHARD_DTYPE_FP8 = 3,  /**< 1 byte; a KV cache adds fp32 scales */
+    KVSHARD_DTYPE_FP32 = 4,
+    KVSHARD_DTYPE_INT8 = 5  /**< 1 byte with scales, as fp8 (KV cache only) */
+} kvshard_dtype;
+
+/** How a split group's ranks share the KV layers. */
+typedef enum kvshard_ownership {
+    /** The engine profile's rule: ordinal for kvshard, global for xllm. */
+    KVSHARD_OWNERSHIP_DEFAULT = -1,
+    /** Owner split rank = KV ordinal % S_eff (round-robin over KV layers). */
+    KVSHARD_OWNERSHIP_ORDINAL = 0,
+    /** Owner split rank = layer index % S_eff (upstream xLLM's rule). */
+    KVSHARD_OWNERSHIP_GLOBAL = 1,
+    /** Balanced consecutive ranges of KV layers, split rank 0 first. */
+    KVSHARD_OWNERSHIP_CONTIGUOUS = 2
+} kvshard_ownership;
+
+/** Whose capacity model sizes blocks and state. */
+typedef enum kvshard_engine {
+    /** kvshard's own: reserve state for max_seqs, cut the rest into blocks. */
+    KVSHARD_ENGINE_KVSHARD = 0,
+    /** Predict what an xLLM engine allocates from the same flags. */
+    KVSHARD_ENGINE_XLLM = 1
+} kvshard_engine;
+
+/** "full_attention", "linear_attention", "sliding_attention", "hybrid",
+ *  "no_cache"; "unknown" for other values. Static storage. */
+KVSHARD_EXPORT const char *kvshard_layer_kind_name(kvshard_layer_kind kind);
+/** "gdn", "kda", "lightning", "mamba1", "mamba2", "short_conv"; "none" for
+ *  KVSHARD_STATE_NONE; "unknown" for other values. */
+KVSHARD_EXPORT const char *kvshard_state_kind_name(kvshard_state_kind kind);
+/** "auto", "bfloat16", "float16", "fp8", "float32", "int8"; "unknown" for
+ *  other values. */
+KVSHARD_EXPORT const char *kvshard_dtype_name(kvshard_dtype dtype);
+/** "default", "ordinal", "global", "contiguous"; "unknown" for other values. */
+KVSHARD_EXPORT const char *kvshard_ownership_name(kvshard_ownership ownership);
+/** "kvshard", "xllm"; "unknown" for other values. */
+KVSHARD_EXPORT const char *kvshard_engine_name(kvshard_engine engine);
+
+/* ------------------------------------------------------------------------ */
+/* Model                                                                     */
+/* ------------------------------------------------------------------------ */
+
+/** A model: its layer kinds and the figures memory needs, read from a
+ *  config.json (or the same keys in YAML) or built from a description.
+ *  Opaque, immutable. */
+typedef struct kvshard_model kvshard_model;
+
 /** Options for reading text. Start from KVSHARD_LOAD_OPTIONS_INIT. */
 typedef struct kvshard_load_options {
-    /** sizeof(kvshard_load_options) as the caller was compiled: set by the
-     *  INIT macro, it lets later versions add fields. */
     size_t size;
     /** NULL: the C library's malloc and free. Copied; need not outlive the call. */
     const kvshard_allocator *allocator;
@@ -198,10 +302,13 @@ typedef struct kvshard_load_options {
 #define KVSHARD_LOAD_OPTIONS_INIT { sizeof(kvshard_load_options), NULL }
 
 /**
- * Read a model config file. `options` may be NULL for defaults.
- * On success *out is a new model the caller frees with kvshard_model_free().
- * Errors: KVSHARD_EIO (with the system's reason), reading errors
- * (KVSHARD_ESYNTAX ... KVSHARD_ELAYERLIST) with line and column.
+ * Read a model config: a file, or a directory that holds config.json (a
+ * Hugging Face model directory). `options` may be NULL for defaults. On
+ * success *out is a new model the caller frees with kvshard_model_free().
+ * Errors: KVSHARD_EINVAL (NULL arguments, bad options), KVSHARD_EIO (with the
+ * system's reason), KVSHARD_ENOMEM, and the reading errors KVSHARD_ESYNTAX,
+ * EUTF8, ELIMIT, EDUPKEY, ETYPE, ERANGE, EMISSING, ELAYERTYPE, ELAYERCOUNT,
+ * ELAYERLIST, EUNSUPPORTED with line and column.
  */
 KVSHARD_EXPORT int kvshard_model_load_file(kvshard_model **out, const char *path,
                                            const kvshard_load_options *options,
@@ -214,17 +321,68 @@ KVSHARD_EXPORT int kvshard_model_load_string(kvshard_model **out, const char *te
                                              const kvshard_load_options *options,
                                              kvshard_error *err);
 
+/**
+ * A model described by an engine that already holds its arguments, so that
+ * kvshard plans from the same figures instead of a second parse. Start from
+ * KVSHARD_MODEL_DESC_INIT; 0 means "absent" for every optional figure.
+ */
+typedef struct kvshard_model_desc {
+    size_t size;
+    const char *model_type;              /**< may be NULL */
+    uint32_t num_layers;                 /**< L, decoder layers */
+    const kvshard_layer_kind *layer_kinds; /**< L kinds; NULL: all full attention */
+    kvshard_dtype dtype;                 /**< model dtype; AUTO means bfloat16 */
+    kvshard_attention attention;
+    /* GQA */
+    uint32_t num_attention_heads;
+    uint32_t num_kv_heads;               /**< 0: num_attention_heads */
+    uint32_t head_dim;
+    uint32_t sliding_window;             /**< tokens; needed with sliding layers */
+    /* MLA and the DSA indexer */
+    uint32_t kv_lora_rank;
+    uint32_t qk_rope_head_dim;
+    uint32_t index_head_dim;             /**< 0: no indexer */
+    uint32_t num_draft_layers;
+    /* Recurrent state of linear and hybrid layers (see docs/planning.md for
+     * each kind's formula and which fields it reads). */
+    kvshard_state_kind state_kind;
+    kvshard_dtype state_dtype;           /**< AUTO: the kind's default */
+    uint32_t state_heads;        /**< GDN value heads; KDA, lightning, Mamba2 heads */
+    uint32_t state_key_heads;    /**< GDN key heads */
+    uint32_t state_head_dim;     /**< GDN key dim; KDA, lightning, Mamba2 head dim */
+    uint32_t state_value_dim;    /**< GDN value dim */
+    uint32_t state_size;         /**< Mamba1, Mamba2: N */
+    uint32_t state_groups;       /**< Mamba2 groups; 0 means 1 */
+    uint32_t conv_kernel;        /**< GDN, KDA, Mamba1, Mamba2 K; short conv L_cache */
+    uint32_t conv_channels;      /**< Mamba1 d_inner; short conv hidden size */
+} kvshard_model_desc;
+
+#define KVSHARD_MODEL_DESC_INIT                                                      \
+    { sizeof(kvshard_model_desc), NULL, 0, NULL, KVSHARD_DTYPE_AUTO,                \
+      KVSHARD_ATTENTION_GQA, 0, 0, 0, 0, 0, 0, 0, 0, KVSHARD_STATE_NONE,             \
+      KVSHARD_DTYPE_AUTO, 0, 0, 0, 0, 0, 0, 0, 0 }
+
+/**
+ * Build a model from a description, with the loader's checks: missing
+ * figures are KVSHARD_EMISSING, impossible ones KVSHARD_ERANGE, each naming
+ * the field. `allocator` NULL: the C library's. The caller frees *out with
+ * kvshard_model_free(). Errors: KVSHARD_EINVAL, EMISSING, ERANGE,
+ * ELAYERTYPE, ENOMEM.
+ */
+KVSHARD_EXPORT int kvshard_model_create(kvshard_model **out, const kvshard_model_desc *desc,
+                                        const kvshard_allocator *allocator, kvshard_error *err);
+
 /** Release a model. NULL is a no-op. Plans made from it stay valid. */
 KVSHARD_EXPORT void kvshard_model_free(kvshard_model *model);
 
-/** `model_type` from the top level of the config ("" when absent). Borrowed. */
+/** `model_type` of the config ("" when absent). Borrowed. */
 KVSHARD_EXPORT const char *kvshard_model_type(const kvshard_model *model);
-/** num_hidden_layers: the decoder layers, without draft layers. */
+/** L: the decoder layers, without draft layers. */
 KVSHARD_EXPORT uint32_t kvshard_model_num_layers(const kvshard_model *model);
 /** Draft (MTP) layers the model declares (counted in memory only with
  *  num_speculative_tokens > 0). */
 KVSHARD_EXPORT uint32_t kvshard_model_num_draft_layers(const kvshard_model *model);
-/** Attention type of the full-attention layers. */
+/** Attention type of the KV layers. */
 KVSHARD_EXPORT kvshard_attention kvshard_model_attention(const kvshard_model *model);
 /** Number of decoder layers of one kind. */
 KVSHARD_EXPORT uint32_t kvshard_model_count(const kvshard_model *model,
@@ -232,73 +390,82 @@ KVSHARD_EXPORT uint32_t kvshard_model_count(const kvshard_model *model,
 /** Kind of decoder layer `layer`: KVSHARD_OK, or KVSHARD_ELAYER when out of range. */
 KVSHARD_EXPORT int kvshard_model_layer_kind(kvshard_layer_kind *out,
                                             const kvshard_model *model, uint32_t layer);
+/** State kind of the linear and hybrid layers (KVSHARD_STATE_NONE without any). */
+KVSHARD_EXPORT kvshard_state_kind kvshard_model_state_kind(const kvshard_model *model);
+/** The state dtype the model asks for (its own keys, else its kind's default),
+ *  before any state_dtype option; KVSHARD_DTYPE_AUTO when it has no state or
+ *  no temporal state (short convolution). */
+KVSHARD_EXPORT kvshard_dtype kvshard_model_state_dtype(const kvshard_model *model);
 
 /* ------------------------------------------------------------------------ */
 /* Deployment options                                                        */
 /* ------------------------------------------------------------------------ */
 
-typedef enum kvshard_ownership {
-    /** Owner split rank = KV ordinal % S (default). */
-    KVSHARD_OWNERSHIP_ORDINAL = 0,
-    /** Owner split rank = layer index % S. */
-    KVSHARD_OWNERSHIP_GLOBAL = 1
-} kvshard_ownership;
-
-typedef enum kvshard_kv_dtype {
-    KVSHARD_KV_DTYPE_AUTO = 0, /**< the model's dtype */
-    KVSHARD_KV_DTYPE_BF16 = 1,
-    KVSHARD_KV_DTYPE_FP16 = 2,
-    KVSHARD_KV_DTYPE_FP8 = 3
-} kvshard_kv_dtype;
-
 /**
  * Parallel and cache settings of a deployment. Always start from
- * KVSHARD_OPTIONS_INIT so that fields added later get their defaults.
+ * KVSHARD_OPTIONS_INIT. Values the engine profile decides are "unset" there
+ * (block_size 0, max_seqs 0, ownership KVSHARD_OWNERSHIP_DEFAULT) and the
+ * plan settles them; kvshard_plan_options() returns the settled values.
  */
 typedef struct kvshard_options {
-    /** sizeof(kvshard_options) as the caller was compiled; set by the INIT
-     *  macro. A call given another size fails with KVSHARD_EINVAL. */
     size_t size;
-    uint32_t world_size;
-    uint32_t dp_size;
-    uint32_t cp_size;
-    bool enable_layerwise_split;
-    uint32_t layerwise_split_size;
-    kvshard_ownership ownership;
+    uint32_t world_size;          /**< all ranks; default 1 */
+    uint32_t dp_size;             /**< data-parallel size; default 1 */
+    uint32_t cp_size;             /**< context-parallel size; default 1 */
+    bool enable_layerwise_split;  /**< default false */
+    uint32_t layerwise_split_size; /**< S; default 1 */
+    kvshard_ownership ownership;  /**< default: the profile's */
     /** The plan is for a draft model: layerwise split never applies. */
     bool is_draft;
-    kvshard_kv_dtype kv_cache_dtype;
-    uint32_t block_size;
-    /** Device memory for the KV cache per rank in bytes; 0 = no capacity. */
+    kvshard_engine engine;        /**< capacity model; default kvshard */
+    kvshard_dtype kv_cache_dtype; /**< AUTO (the model's), BF16, FP16, FP8, INT8 */
+    kvshard_dtype state_dtype;    /**< AUTO, BF16, FP16, FP32 */
+    uint32_t block_size;          /**< tokens; 0: the profile's (16, xllm 128) */
+    /** Bytes for the KV cache and state per rank; 0: no capacity. */
     uint64_t memory_per_rank;
-    uint32_t max_seqs;
-    uint32_t num_speculative_tokens;
-    uint32_t scratch_layers;
+    uint32_t max_seqs;            /**< 0: the profile's (256, xllm 200) */
+    uint32_t num_speculative_tokens; /**< default 0 */
+    uint32_t scratch_layers;      /**< KV layers of scratch while split; default 1 */
+    /** Tokens per sequence for the concurrency figures; 0: none. */
+    uint32_t context_length;
+    /* Inputs of the xllm profile (ignored by the kvshard profile). */
+    bool enable_prefix_cache;     /**< default true */
+    uint32_t max_linear_state_cache_slots; /**< 0: automatic */
+    uint64_t device_memory_total; /**< bytes per device */
+    uint64_t device_memory_free;  /**< bytes free after the weights */
+    double max_memory_utilization; /**< in (0, 1]; default 0.8 */
+    uint64_t max_cache_size;      /**< bytes; 0: no cap */
 } kvshard_options;
 
-#define KVSHARD_OPTIONS_INIT                                                         \
-    { sizeof(kvshard_options), 1u, 1u, 1u, false, 1u, KVSHARD_OWNERSHIP_ORDINAL,     \
-      false, KVSHARD_KV_DTYPE_AUTO, 16u, 0u, 256u, 0u, 1u }
+#define KVSHARD_OPTIONS_INIT                                                          \
+    { sizeof(kvshard_options), 1u, 1u, 1u, false, 1u, KVSHARD_OWNERSHIP_DEFAULT,      \
+      false, KVSHARD_ENGINE_KVSHARD, KVSHARD_DTYPE_AUTO, KVSHARD_DTYPE_AUTO, 0u, 0u,  \
+      0u, 0u, 1u, 0u, true, 0u, 0u, 0u, 0.8, 0u }
 
 /**
- * Set one option by its deployment key name ("world_size", "memory_per_rank",
- * ...) from text, as a command-line flag would. Booleans are true/false;
- * memory_per_rank takes bytes or a KiB/MiB/GiB/TiB suffix.
- * On failure `*options` is unchanged and the error is KVSHARD_EUNKNOWNKEY,
- * KVSHARD_ETYPE or KVSHARD_ERANGE.
+ * Set one option by its deployment key name ("world_size",
+ * "memory_per_rank", ...) from text, as a command-line flag would: booleans
+ * take true/false/1/0/yes/no/t/f/y/n in any case; sizes take bytes or a
+ * KiB/MiB/GiB/TiB suffix. `origin` names where the text came from in errors
+ * (NULL: "option"). On failure `*options` is unchanged. Errors:
+ * KVSHARD_EINVAL (NULL arguments or an unknown `size`), KVSHARD_EUNKNOWNKEY,
+ * KVSHARD_ETYPE, KVSHARD_ERANGE, KVSHARD_EPARALLEL.
  */
 KVSHARD_EXPORT int kvshard_options_set(kvshard_options *options, const char *key,
-                                       const char *value, kvshard_error *err);
+                                       const char *value, const char *origin,
+                                       kvshard_error *err);
 
-/** A deployment file read with its model: the model plus parallel and
- *  cache options. Opaque. */
+/** A deployment: a model plus its options, read from a deployment file or a
+ *  bare model config and changed by overrides. Opaque. */
 typedef struct kvshard_deployment kvshard_deployment;
 
 /**
  * Read a deployment file, or a bare model config (a file with no `model` key
- * and a `num_hidden_layers`), whose options are then the defaults.
- * A `model` path is relative to the directory of `path`.
- * The caller frees *out with kvshard_deployment_free().
+ * and a `num_hidden_layers`, or a model directory), whose options are then
+ * the defaults. A `model` path is relative to the directory of `path`. The
+ * caller frees *out with kvshard_deployment_free(). Errors: those of
+ * kvshard_model_load_file(), plus KVSHARD_EUNKNOWNKEY and KVSHARD_EPARALLEL
+ * for the deployment's own keys.
  */
 KVSHARD_EXPORT int kvshard_deployment_load_file(kvshard_deployment **out, const char *path,
                                                 const kvshard_load_options *options,
@@ -312,6 +479,12 @@ KVSHARD_EXPORT int kvshard_deployment_load_string(kvshard_deployment **out, cons
                                                   const kvshard_load_options *options,
                                                   kvshard_error *err);
 
+/** A deployment of a model the caller built (kvshard_model_create()); the
+ *  deployment takes ownership of `model` on success only. */
+KVSHARD_EXPORT int kvshard_deployment_create(kvshard_deployment **out, kvshard_model *model,
+                                             const kvshard_options *options,
+                                             kvshard_error *err);
+
 /** Release a deployment and its model. NULL is a no-op. */
 KVSHARD_EXPORT void kvshard_deployment_free(kvshard_deployment *deployment);
 
@@ -320,16 +493,38 @@ KVSHARD_EXPORT const kvshard_model *kvshard_deployment_model(const kvshard_deplo
 
 /** Copy the deployment's options (file values over defaults, then
  *  overrides) into *out, whose `size` the caller set with
- *  KVSHARD_OPTIONS_INIT. KVSHARD_EINVAL when `out` is NULL or its size is
- *  unknown. */
+ *  KVSHARD_OPTIONS_INIT. KVSHARD_EINVAL when an argument is NULL or the size
+ *  is unknown. */
 KVSHARD_EXPORT int kvshard_deployment_options(kvshard_options *out,
                                               const kvshard_deployment *deployment);
 
-/** Override one option, as kvshard_options_set(). Later plan errors about this
- *  key are reported against `origin` (e.g. "command line"; NULL: "override"). */
+/** Override one option, as kvshard_options_set(). Later plan errors about
+ *  this key are reported against `origin` (e.g. "command line --world_size";
+ *  NULL: "override"). Under the xllm engine profile the xLLM flag names are
+ *  keys too (max_seqs_per_batch). */
 KVSHARD_EXPORT int kvshard_deployment_set(kvshard_deployment *deployment, const char *key,
                                           const char *value, const char *origin,
                                           kvshard_error *err);
+
+/** Flags for kvshard_deployment_apply_args(). */
+#define KVSHARD_ARGS_IGNORE_UNKNOWN 1u /**< skip flags kvshard does not know */
+
+/**
+ * Apply gflags-style arguments, as an engine's command line or flag file
+ * would hold them: `--key=value`, a bare `--key` (true) and `--nokey`
+ * (false) for booleans, and `--flagfile=FILE` (one flag per line,
+ * `#` starts a comment; nested flag files are read too). The engine profile
+ * is settled first, wherever `--engine` stands, so the xLLM flag names are
+ * accepted under `--engine=xllm` in any order. `--ignore_unknown_flags` in
+ * the arguments, or KVSHARD_ARGS_IGNORE_UNKNOWN, skips unknown flags instead
+ * of failing. Every argument must be a flag. On failure the deployment is
+ * unchanged and the error names the argument (or the flag file's line and
+ * column). Errors: those of kvshard_deployment_set(), KVSHARD_EIO for a flag
+ * file, KVSHARD_ELIMIT for flag files nested too deeply.
+ */
+KVSHARD_EXPORT int kvshard_deployment_apply_args(kvshard_deployment *deployment, size_t count,
+                                                 const char *const *args, unsigned flags,
+                                                 kvshard_error *err);
 
 /* ------------------------------------------------------------------------ */
 /* Plan                                                                      */
@@ -341,14 +536,17 @@ typedef struct kvshard_plan kvshard_plan;
 
 /** Owner of a layer whose cache is stored on every rank. */
 #define KVSHARD_OWNER_ALL (-1)
+/** Owner of a layer that stores nothing (a no-cache layer). */
+#define KVSHARD_OWNER_NONE (-2)
 
 /**
  * Build a plan. `options` NULL means KVSHARD_OPTIONS_INIT; the plan copies what
  * it needs, so the model may be freed afterwards. The plan allocates with
- * `allocator` (NULL: the C library's).
- * Errors: KVSHARD_EPARALLEL ... KVSHARD_ELINEARHEADS, KVSHARD_ENOBLOCK,
- * KVSHARD_EOVERFLOW, KVSHARD_ENOMEM. Model-related errors point at the key in
- * the model file.
+ * `allocator` (NULL: the C library's). Errors: KVSHARD_EINVAL (NULL
+ * arguments, an unknown `size`), KVSHARD_EPARALLEL, ERANGE (an option out of
+ * its range), EWORLD, ESPLIT, ESPLITCP, EKVHEADS, ELINEARHEADS, ENOBLOCK,
+ * EOVERFLOW, EPROFILE, ELIMIT, ENOMEM. Errors about the model's own figures
+ * point at the key in the model file.
  */
 KVSHARD_EXPORT int kvshard_plan_create(kvshard_plan **out, const kvshard_model *model,
                                        const kvshard_options *options,
@@ -364,29 +562,47 @@ KVSHARD_EXPORT int kvshard_deployment_plan(kvshard_plan **out,
 /** Release a plan. NULL is a no-op. */
 KVSHARD_EXPORT void kvshard_plan_free(kvshard_plan *plan);
 
+/** The options the plan was built with, with the profile's defaults settled
+ *  (block_size, max_seqs and ownership set). `out->size` set by the caller. */
+KVSHARD_EXPORT int kvshard_plan_options(kvshard_options *out, const kvshard_plan *plan);
 /** T = world_size / (dp_size * cp_size). */
 KVSHARD_EXPORT uint32_t kvshard_plan_attn_tp_size(const kvshard_plan *plan);
 /** S_eff: the split size in force (1 when layerwise split does not apply). */
 KVSHARD_EXPORT uint32_t kvshard_plan_effective_split_size(const kvshard_plan *plan);
-/** R: how many TP ranks hold a copy of each KV head without the split. */
+/** R: how many TP ranks hold a copy of each KV head without the split (1
+ *  when the model has no KV layer). */
 KVSHARD_EXPORT uint32_t kvshard_plan_replication_factor(const kvshard_plan *plan);
 /** L: decoder layers. */
 KVSHARD_EXPORT uint32_t kvshard_plan_num_layers(const kvshard_plan *plan);
+/** State kind of the model's linear and hybrid layers. */
+KVSHARD_EXPORT kvshard_state_kind kvshard_plan_state_kind(const kvshard_plan *plan);
+/** The state dtype in force (the state_dtype option, else the model's);
+ *  KVSHARD_DTYPE_AUTO when there is no temporal state. */
+KVSHARD_EXPORT kvshard_dtype kvshard_plan_state_dtype(const kvshard_plan *plan);
 /** Kind of a decoder layer; KVSHARD_ELAYER when out of range. */
 KVSHARD_EXPORT int kvshard_plan_layer_kind(kvshard_layer_kind *out, const kvshard_plan *plan,
                                            uint32_t layer);
-/** Split rank that owns a layer's cache, or KVSHARD_OWNER_ALL when every rank
- *  stores it; KVSHARD_ELAYER when out of range. */
+/** Split rank that stores a KV layer's KV when S_eff > 1; KVSHARD_OWNER_ALL
+ *  when every rank stores the layer's cache (S_eff = 1, linear and sliding
+ *  layers); KVSHARD_OWNER_NONE for a no-cache layer. KVSHARD_ELAYER when out
+ *  of range. */
 KVSHARD_EXPORT int kvshard_plan_layer_owner(int32_t *out, const kvshard_plan *plan,
                                             uint32_t layer);
 
 /**
- * Whether TP rank `tp_rank` stores the cache of decoder layer `layer` (KV for
- * a full-attention layer, state or window for the others). O(1), allocates
- * nothing. Out-of-range arguments give false.
+ * Whether TP rank `tp_rank` stores any cache of decoder layer `layer`: the KV
+ * of a KV layer it owns, the state of a linear layer, the window of a sliding
+ * layer; true on every rank for a hybrid layer (its state is everywhere) and
+ * false everywhere for a no-cache layer. O(1), allocates nothing.
+ * Out-of-range arguments give false.
  */
 KVSHARD_EXPORT bool kvshard_plan_owns(const kvshard_plan *plan, uint32_t tp_rank,
                                       uint32_t layer);
+/** Whether TP rank `tp_rank` stores the paged KV cache of `layer`: true only
+ *  for a KV layer (full attention or hybrid) the rank's split rank owns (all
+ *  of them when S_eff = 1). O(1), allocates nothing; out of range: false. */
+KVSHARD_EXPORT bool kvshard_plan_stores_kv(const kvshard_plan *plan, uint32_t tp_rank,
+                                           uint32_t layer);
 
 /** Split rank (tp_rank % S_eff) and split group (tp_rank / S_eff) of a TP
  *  rank. Either output may be NULL. KVSHARD_ERANK when out of range. */
@@ -394,23 +610,64 @@ KVSHARD_EXPORT int kvshard_plan_split_position(uint32_t *out_split_rank,
                                                uint32_t *out_split_group,
                                                const kvshard_plan *plan, uint32_t tp_rank);
 
-/** The full-attention layer indices whose KV TP rank `tp_rank` stores, in
- *  ascending order. The array is borrowed from the plan. KVSHARD_ERANK when
- *  out of range. */
+/** The KV layer indices (full attention and hybrid) whose KV TP rank
+ *  `tp_rank` stores, in ascending order. The array is borrowed from the plan.
+ *  KVSHARD_ERANK when out of range. */
 KVSHARD_EXPORT int kvshard_plan_rank_layers(const uint32_t **out, size_t *out_count,
                                             const kvshard_plan *plan, uint32_t tp_rank);
 
+/** How one TP rank stores one decoder layer: what an engine needs to
+ *  allocate the layer's buffers. Start from KVSHARD_LAYER_STORAGE_INIT. */
+typedef struct kvshard_layer_storage {
+    size_t size;
+    kvshard_layer_kind kind;
+    /** The rank stores the layer's paged KV (see kvshard_plan_stores_kv()). */
+    bool stores_kv;
+    /** Position of the layer among the KV layers this rank stores (the index
+     *  into kvshard_plan_rank_layers()), -1 when it stores none. */
+    int32_t kv_slot;
+    /** Position among the state layers (linear and hybrid) in layer order,
+     *  the same on every rank; -1 for other kinds. */
+    int32_t state_slot;
+    /** GQA KV heads the rank holds for this layer: on an owner the union of
+     *  its split group's heads, on every rank of a sliding layer its own.
+     *  0 and 0 when it holds none, and for MLA (one latent, no heads). */
+    uint32_t kv_head_first;
+    uint32_t kv_head_count;
+    /** Bytes per token of this layer's KV (or window) on this rank; 0 when
+     *  it stores none. */
+    uint64_t kv_bytes_per_token;
+    /** TP rank of this rank's split group that stores the layer's KV: the
+     *  rank to receive it from. The rank itself when S_eff = 1; -1 for
+     *  layers without a paged KV cache. */
+    int32_t owner_tp_rank;
+    /** Per-sequence bytes: the state of a linear or hybrid layer, the window
+     *  of a sliding layer, else 0. */
+    uint64_t state_bytes_per_seq;
+} kvshard_layer_storage;
+
+#define KVSHARD_LAYER_STORAGE_INIT                                                    \
+    { sizeof(kvshard_layer_storage), KVSHARD_LAYER_FULL_ATTENTION, false, -1, -1, 0,  \
+      0, 0, -1, 0 }
+
+/** How TP rank `tp_rank` stores `layer`, into *out (`size` set by the caller).
+ *  O(1). KVSHARD_ERANK, KVSHARD_ELAYER when out of range, KVSHARD_EINVAL when
+ *  `out` is NULL or its size unknown. */
+KVSHARD_EXPORT int kvshard_plan_layer_storage(kvshard_layer_storage *out,
+                                              const kvshard_plan *plan, uint32_t tp_rank,
+                                              uint32_t layer);
+
 /** Memory figures of one TP rank, all in bytes. Start from
- *  KVSHARD_RANK_MEMORY_INIT: the library writes at most `size` bytes. */
+ *  KVSHARD_RANK_MEMORY_INIT. */
 typedef struct kvshard_rank_memory {
     size_t size;
-    uint64_t kv_bytes_per_token;
-    uint64_t scratch_bytes_per_token;
-    uint64_t draft_bytes_per_token;
-    uint64_t bytes_per_block;
-    uint64_t state_bytes_per_seq;
-    /** KV blocks that fit this rank's memory_per_rank; 0 when has_num_blocks
-     *  is false (no memory_per_rank, or no KV bytes per block). */
+    uint64_t kv_bytes_per_token;      /**< the KV layers the rank stores */
+    uint64_t scratch_bytes_per_token; /**< scratch KV layers while split */
+    uint64_t draft_bytes_per_token;   /**< draft layers, with speculation */
+    uint64_t bytes_per_block;         /**< block_size x the three above */
+    uint64_t state_bytes_per_seq;     /**< states and sliding windows */
+    /** KV blocks that fit this rank's memory; 0 when has_num_blocks is false
+     *  (no memory_per_rank, or no KV bytes per block). */
     uint64_t num_blocks;
     bool has_num_blocks;
 } kvshard_rank_memory;
@@ -424,21 +681,40 @@ KVSHARD_EXPORT int kvshard_plan_rank_memory(kvshard_rank_memory *out, const kvsh
                                             uint32_t tp_rank);
 
 /** Capacity common to all ranks (the minimum over ranks). Start from
- *  KVSHARD_CAPACITY_INIT: the library writes at most `size` bytes. */
+ *  KVSHARD_CAPACITY_INIT. */
 typedef struct kvshard_capacity {
     size_t size;
+    kvshard_engine engine;
     uint32_t block_size;
-    uint64_t memory_per_rank; /**< 0 when none was given */
+    /** Bytes per rank for cache and state (under xllm: the budget B); 0 when
+     *  none was given. */
+    uint64_t memory_per_rank;
     uint32_t max_seqs;
-    bool has_num_blocks;      /**< false without memory_per_rank or KV bytes */
+    bool has_num_blocks;      /**< false without memory or KV bytes */
     uint64_t num_blocks;
-    uint64_t max_tokens;
+    uint64_t max_tokens;      /**< num_blocks x block_size */
+    /** Tokens per sequence for the two figures below; 0 when none. */
+    uint32_t context_length;
+    /** Sequences of context_length tokens that run at once. */
+    bool has_concurrency;
+    uint64_t concurrency;
+    /** The max_seqs at which state and KV blocks run out together. */
+    bool has_balanced_max_seqs;
+    uint64_t balanced_max_seqs;
+    /** Engine-profile figures (xllm): state slots and the counts the engine
+     *  can use after its padding block and state row. */
+    bool has_state_slots;
+    uint64_t state_slots;
+    uint64_t usable_blocks;
+    uint64_t usable_state_slots;
 } kvshard_capacity;
 
-#define KVSHARD_CAPACITY_INIT { sizeof(kvshard_capacity), 0, 0, 0, false, 0, 0 }
+#define KVSHARD_CAPACITY_INIT                                                         \
+    { sizeof(kvshard_capacity), KVSHARD_ENGINE_KVSHARD, 0, 0, 0, false, 0, 0, 0,      \
+      false, 0, false, 0, false, 0, 0, 0 }
 
-/** Capacity common to all ranks, copied into *out (its `size` set by the
- *  caller). KVSHARD_EINVAL when `out` is NULL or its size is unknown. */
+/** Capacity common to all ranks into *out (`size` set by the caller).
+ *  KVSHARD_EINVAL when an argument is NULL or the size is unknown. */
 KVSHARD_EXPORT int kvshard_plan_capacity(kvshard_capacity *out, const kvshard_plan *plan);
 
 /** The same model and options at S_eff = 1, for comparison: the largest
@@ -453,18 +729,59 @@ typedef struct kvshard_uniform {
 
 #define KVSHARD_UNIFORM_INIT { sizeof(kvshard_uniform), 0, 0, false, 0 }
 
-/** The S_eff = 1 comparison figures, copied into *out (its `size` set by the
- *  caller). KVSHARD_EINVAL when `out` is NULL or its size is unknown. */
+/** The S_eff = 1 comparison figures into *out (`size` set by the caller).
+ *  KVSHARD_EINVAL when an argument is NULL or the size is unknown. */
 KVSHARD_EXPORT int kvshard_plan_uniform(kvshard_uniform *out, const kvshard_plan *plan);
 
+/** Memory an engine measured, for block counts without rebuilding the plan.
+ *  Start from KVSHARD_BUDGET_INIT. */
+typedef struct kvshard_budget {
+    size_t size;
+    /** Bytes the rank can give to cache and state (under xllm: the budget). */
+    uint64_t memory_per_rank;
+    /** Bytes taken off first for the engine's own buffers. */
+    uint64_t reserved_bytes;
+    /** Bytes the engine adds to every block (its own block metadata). */
+    uint64_t extra_bytes_per_block;
+    /** Tokens per sequence for concurrency figures; 0: none. */
+    uint32_t context_length;
+} kvshard_budget;
+
+#define KVSHARD_BUDGET_INIT { sizeof(kvshard_budget), 0, 0, 0, 0 }
+
+/** Block counts from a budget. Start from KVSHARD_BLOCKS_INIT. */
+typedef struct kvshard_blocks {
+    size_t size;
+    uint64_t num_blocks;
+    uint64_t max_tokens;
+    bool has_concurrency;     /**< a context length was given */
+    uint64_t concurrency;
+    bool has_balanced_max_seqs;
+    uint64_t balanced_max_seqs;
+    /** xllm: state slots, and the counts left after its padding. */
+    bool has_state_slots;
+    uint64_t state_slots;
+    uint64_t usable_blocks;
+    uint64_t usable_state_slots;
+} kvshard_blocks;
+
+#define KVSHARD_BLOCKS_INIT                                                           \
+    { sizeof(kvshard_blocks), 0, 0, false, 0, false, 0, false, 0, 0, 0 }
+
+/** Every TP rank, for kvshard_plan_blocks_for(). */
+#define KVSHARD_ALL_RANKS UINT32_MAX
+
 /**
- * KV blocks every rank can allocate from `memory_per_rank` bytes, as the
- * engine measured it: min over ranks of (memory - max_seqs * state) /
- * bytes_per_block. KVSHARD_ENOBLOCK when not even one block fits, KVSHARD_ERANGE
- * when the plan has no KV bytes per block.
+ * Blocks that fit `budget` on TP rank `tp_rank` (the rank's own measured
+ * memory), or on every rank (KVSHARD_ALL_RANKS: the minimum, what all ranks
+ * allocate), under the plan's engine profile, with the concurrency figures at
+ * the budget's context length. Errors: KVSHARD_EINVAL (NULL arguments, an
+ * unknown size), KVSHARD_ERANK, KVSHARD_ENOBLOCK (not one block fits),
+ * KVSHARD_ERANGE (the plan has no KV bytes per block), KVSHARD_EOVERFLOW.
  */
-KVSHARD_EXPORT int kvshard_plan_num_blocks_for(uint64_t *out, const kvshard_plan *plan,
-                                               uint64_t memory_per_rank, kvshard_error *err);
+KVSHARD_EXPORT int kvshard_plan_blocks_for(kvshard_blocks *out, const kvshard_plan *plan,
+                                           uint32_t tp_rank, const kvshard_budget *budget,
+                                           kvshard_error *err);
 
 typedef enum kvshard_warning_code {
     KVSHARD_WARN_SPLIT_DISABLED = 0,
@@ -473,10 +790,12 @@ typedef enum kvshard_warning_code {
     KVSHARD_WARN_IMBALANCED = 3,
     KVSHARD_WARN_EXCEEDS_REPLICATION = 4,
     KVSHARD_WARN_NO_KV_LAYERS = 5,
-    KVSHARD_WARN_DRAFT_UNSPLIT = 6
+    KVSHARD_WARN_DRAFT_UNSPLIT = 6,
+    KVSHARD_WARN_MAX_SEQS_UNREACHABLE = 7
 } kvshard_warning_code;
 
-/** Machine-readable name of a warning code ("split_disabled", ...). */
+/** Machine-readable name of a warning code ("split_disabled", ...);
+ *  "unknown" for other values. */
 KVSHARD_EXPORT const char *kvshard_warning_name(kvshard_warning_code code);
 
 /** Number of warnings the plan carries (see kvshard_plan_warning()). */
@@ -488,25 +807,56 @@ KVSHARD_EXPORT int kvshard_plan_warning(kvshard_warning_code *out_code, const ch
 /** Whether the plan carries a warning with this code. */
 KVSHARD_EXPORT bool kvshard_plan_has_warning(const kvshard_plan *plan, kvshard_warning_code code);
 
-/** 64-bit digest of owners and byte figures, equal for equal plans. */
+/** 64-bit digest of the whole plan: layer kinds, owners, every byte figure
+ *  and the capacity. Equal plans give equal digests. */
 KVSHARD_EXPORT uint64_t kvshard_plan_digest(const kvshard_plan *plan);
+/** 64-bit digest of the layout only: layer kinds, owners, T, S_eff and the
+ *  bytes per token and per sequence of every rank, without memory or
+ *  capacity. Ranks that size blocks from their own measured memory compare
+ *  this one. */
+KVSHARD_EXPORT uint64_t kvshard_plan_layout_digest(const kvshard_plan *plan);
 
-/** Receives output text. Return 0 to continue, non-zero to stop
- *  (the writing call then fails with KVSHARD_EWRITE). */
+/**
+ * One line for an engine's log: the rank's place in its split group, the KV
+ * layers it stores, its bytes per token and per sequence, the blocks, and
+ * the layout digest. Written like snprintf: at most `cap` bytes with the
+ * terminating NUL; returns the length the whole line needs, or a negative
+ * status (KVSHARD_ERANK, KVSHARD_EINVAL).
+ */
+KVSHARD_EXPORT int kvshard_plan_describe_rank(char *buf, size_t cap, const kvshard_plan *plan,
+                                              uint32_t tp_rank);
+
+/* ------------------------------------------------------------------------ */
+/* Output                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/** Receives output text. Return 0 to continue, non-zero to stop: the writing
+ *  call then stops at once and fails with KVSHARD_EWRITE. */
 typedef int (*kvshard_write_fn)(void *user, const char *data, size_t len);
 
 /** Write the plan as its JSON document (docs/planning.md lists every
- *  field), followed by a newline. */
+ *  field), followed by a newline. KVSHARD_EINVAL for NULL arguments,
+ *  KVSHARD_EWRITE when the writer fails. */
 KVSHARD_EXPORT int kvshard_plan_write_json(const kvshard_plan *plan, kvshard_write_fn write,
                                            void *user);
+/** Write the plan as the text `kvshard plan` prints. Errors as
+ *  kvshard_plan_write_json(). */
+KVSHARD_EXPORT int kvshard_plan_write_text(const kvshard_plan *plan, kvshard_write_fn write,
+                                           void *user);
+/** Write the plan's layer map as a standalone SVG image. Errors as
+ *  kvshard_plan_write_json(). */
+KVSHARD_EXPORT int kvshard_plan_write_svg(const kvshard_plan *plan, kvshard_write_fn write,
+                                          void *user);
 
 /* ------------------------------------------------------------------------ */
 /* Split-size comparison                                                     */
 /* ------------------------------------------------------------------------ */
 
-/** Plans for every split size dividing T, under both ownership rules. */
+/** Plans for every split size dividing T, under each ownership rule. */
 typedef struct kvshard_comparison kvshard_comparison;
 
+/** One row of a comparison. Borrowed from it; later versions add fields at
+ *  the end only. */
 typedef struct kvshard_comparison_row {
     uint32_t layerwise_split_size;
     kvshard_ownership ownership;
@@ -514,7 +864,7 @@ typedef struct kvshard_comparison_row {
      *  below are 0 and `error_message` says why). */
     int error;
     const char *error_message; /**< borrowed; "" when error is 0 */
-    uint32_t min_owned_layers; /**< fewest full-attention layers a split rank owns */
+    uint32_t min_owned_layers; /**< fewest KV layers a split rank owns */
     uint32_t max_owned_layers;
     uint64_t max_kv_bytes_per_token;
     uint64_t max_bytes_per_block;
@@ -527,10 +877,16 @@ typedef struct kvshard_comparison_row {
     double gain;
     /** Bit (1u << code) set for each kvshard_warning_code the row's plan has. */
     uint32_t warnings;
+    /** With a context length and memory: the plan's figures. */
+    bool has_concurrency;
+    uint64_t concurrency;
+    bool has_balanced_max_seqs;
+    uint64_t balanced_max_seqs;
 } kvshard_comparison_row;
 
 /** Build the comparison from a model and options (the split fields of
- *  `options` are ignored). Fails only for errors no split size can avoid. */
+ *  `options` are ignored). Fails only for errors no split size can avoid;
+ *  errors as kvshard_plan_create(). */
 KVSHARD_EXPORT int kvshard_comparison_create(kvshard_comparison **out, const kvshard_model *model,
                                              const kvshard_options *options,
                                              const kvshard_allocator *allocator,
@@ -542,27 +898,35 @@ KVSHARD_EXPORT int kvshard_deployment_compare(kvshard_comparison **out,
                                               kvshard_error *err);
 /** Release a comparison. NULL is a no-op. */
 KVSHARD_EXPORT void kvshard_comparison_free(kvshard_comparison *comparison);
-/** Number of rows: two (ordinal, global) per split size dividing T. */
+/** Number of rows: three (ordinal, global, contiguous) per split size
+ *  dividing T. */
 KVSHARD_EXPORT size_t kvshard_comparison_row_count(const kvshard_comparison *comparison);
-/** Row `index`, borrowed; NULL when out of range. Rows go by S, then ordinal
- *  before global. */
+/** Row `index`, borrowed; NULL when out of range. Rows go by S, then
+ *  ordinal, global, contiguous. */
 KVSHARD_EXPORT const kvshard_comparison_row *
 kvshard_comparison_row_at(const kvshard_comparison *comparison, size_t index);
-/** Index of the recommended row: most blocks (or, without capacity, fewest
- *  bytes per block); ties go to the smaller S, then to ordinal. */
+/** Index of the recommended row. With a context length and memory: the most
+ *  balanced_max_seqs, then the most blocks; otherwise the most blocks (or,
+ *  without memory, the fewest bytes per block). Ties go to the smaller S,
+ *  then ordinal, global, contiguous. */
 KVSHARD_EXPORT size_t kvshard_comparison_recommended(const kvshard_comparison *comparison);
-/** Write the comparison as JSON (README.md, "kvshard compare"). */
+/** Write the comparison as JSON (docs/planning.md). Errors as
+ *  kvshard_plan_write_json(). */
 KVSHARD_EXPORT int kvshard_comparison_write_json(const kvshard_comparison *comparison,
                                                  kvshard_write_fn write, void *user);
+/** Write the comparison as the table `kvshard compare` prints. */
+KVSHARD_EXPORT int kvshard_comparison_write_text(const kvshard_comparison *comparison,
+                                                 kvshard_write_fn write, void *user);
 
-/* ------------------------------------------------------------------------ */
-/* Names                                                                     */
-/* ------------------------------------------------------------------------ */
-
-/** "full_attention", "linear_attention" or "sliding_attention". */
-KVSHARD_EXPORT const char *kvshard_layer_kind_name(kvshard_layer_kind kind);
-/** "ordinal" or "global". */
-KVSHARD_EXPORT const char *kvshard_ownership_name(kvshard_ownership ownership);
+/**
+ * Write one self-contained HTML page (inline SVG and CSS, nothing fetched):
+ * the layer map of `plan`, each rank's memory, the capacity, the comparison
+ * of split sizes (`comparison` may be NULL to leave it out), the warnings and
+ * the digest. Errors as kvshard_plan_write_json().
+ */
+KVSHARD_EXPORT int kvshard_report_write_html(const kvshard_plan *plan,
+                                             const kvshard_comparison *comparison,
+                                             kvshard_write_fn write, void *user);
 
 #ifdef __cplusplus
 }

@@ -22,9 +22,28 @@ typedef struct kvshard__mark {
 /* No position: the error is about a value, not a place in a text. */
 extern const kvshard__mark kvshard__no_mark;
 
-/* Record an error unless `err` is NULL or already holds one. Returns code. */
+/* Length of the valid UTF-8 character at `p` (at most `left` bytes), or 0
+ * when the bytes there are not one (overlong forms and surrogates count as
+ * invalid). */
+size_t kvshard__utf8_char(const unsigned char *p, size_t left);
+
+/* Copy `len` bytes of text into `out` (NUL-terminated, at most `cap` bytes),
+ * safe to print: control characters (C0, DEL, C1) and bytes that are not
+ * valid UTF-8 become \xNN, and the text is cut only between characters.
+ * Returns the bytes written. */
+size_t kvshard__escape(char *out, size_t cap, const char *text, size_t len);
+
+/* An escaped excerpt of at most `max` input bytes for a message, with "..."
+ * when the text is longer. */
+void kvshard__excerpt(char *out, size_t cap, const char *text, size_t len, size_t max);
+
+/* Record an error unless `err` is NULL or already holds one; the message and
+ * source are escaped as kvshard__escape does. Returns code. */
 int kvshard__fail(kvshard_error *err, int code, const char *source, kvshard__mark mark,
                   const char *fmt, ...) KVSHARD__PRINTF(5, 6);
+/* kvshard__fail with a va_list. */
+int kvshard__vfail(kvshard_error *err, int code, const char *source, kvshard__mark mark,
+                   const char *fmt, va_list ap) KVSHARD__PRINTF(5, 0);
 /* Clear an error before a call writes into it. */
 void kvshard__error_reset(kvshard_error *err);
 /* Point an existing error at another place (its code and message stay). */

@@ -1,28 +1,12 @@
-/* Reading a deployment file or a bare model config. */
+/* Reading a deployment file or a bare model config, and overrides. */
+#include "deploy/deploy.h"
+
 #include "base/abi.h"
-#include "deploy/options.h"
-#include "model/model.h"
+#include "model/load.h"
 #include "text/file.h"
 
 #include <stdio.h>
 #include <string.h>
-
-#define ORIGIN_MAX 64
-
-/* Where an option got its value, so planning errors can point there. */
-typedef struct option_site {
-    bool set;
-    kvshard__mark mark;      /* in the deployment file, when origin is "" */
-    char origin[ORIGIN_MAX]; /* an override's origin, "" for the file */
-} option_site;
-
-struct kvshard_deployment {
-    kvshard_allocator alloc;
-    kvshard_model *model;
-    kvshard_options options;
-    char *source;
-    option_site sites[KVSHARD__OPT_COUNT];
-};
 
 typedef struct loader {
     const kvshard__doc *doc;
@@ -31,36 +15,62 @@ typedef struct loader {
     kvshard_error *err;
 } loader;
 
+int kvshard__deployment_assign(kvshard_options *options, kvshard__option_site *sites,
+                               kvshard__option_id id, const char *value, size_t len,
+                               kvshard__value_style style, const char *source, kvshard__mark mark,
+                               bool override, kvshard_error *err)
+{
+    int rc = kvshard__option_parse(options, id, value, len, style, source, mark, err);
+    if (rc)
+        return rc;
+    kvshard__option_site *site = &sites[id];
+    site->set = true;
+    site->override = override;
+    site->mark = mark;
+    snprintf(site->source, sizeof site->source, "%s", source);
+    return KVSHARD_OK;
+}
+
 static int read_section(loader *l, const kvshard__node *section, kvshard__section which)
 {
+    const kvshard__doc *doc = l->doc;
     const char *name = kvshard__section_name(which);
     if (kvshard__node_is_null(section))
         return KVSHARD_OK;
-    int rc = kvshard__node_expect_mapping(l->doc, section, name, l->err);
+    int rc = kvshard__node_expect(doc, section, KVSHARD__NODE_MAPPING, name, l->err);
     if (rc)
         return rc;
-    for (size_t i = 0; i < section->count; i++) {
-        const kvshard__node *k = section->u.items[2 * i];
-        const kvshard__node *v = section->u.items[2 * i + 1];
-        kvshard__option_id id = kvshard__option_find(k->u.text, k->count);
-        if (id == KVSHARD__OPT_COUNT)
-            return kvshard__fail(l->err, KVSHARD_EUNKNOWNKEY, l->doc->source, k->mark,
-                                 "unknown key \"%s\" in %s", k->u.text, name);
-        if (kvshard__option_section(id) != which)
-            return kvshard__fail(l->err, KVSHARD_EUNKNOWNKEY, l->doc->source, k->mark,
-                                 "unknown key \"%s\" in %s (it belongs in %s)", k->u.text, name,
-                                 which == KVSHARD__SECTION_PARALLEL ? "cache" : "parallel");
-        if (v->kind != KVSHARD__NODE_SCALAR || kvshard__node_is_null(v)) {
-            char desc[64];
-            kvshard__node_describe(desc, sizeof desc, v);
-            return kvshard__fail(l->err, KVSHARD_ETYPE, l->doc->source, v->mark,
-                                 "%s: expected a value, found %s", k->u.text, desc);
+    kvshard__iter it = kvshard__iter_begin(doc, section);
+    kvshard__node k = {0}, v = {0};
+    while (kvshard__iter_next(doc, &it, &k) && kvshard__iter_next(doc, &it, &v)) {
+        char shown[96];
+        kvshard__option_id id =
+            kvshard__option_find(k.text, k.count, false, KVSHARD_ENGINE_KVSHARD);
+        if (id == KVSHARD__OPT_COUNT || kvshard__option_section(id) != which) {
+            kvshard__excerpt(shown, sizeof shown, k.text, k.count, 64);
+            if (id == KVSHARD__OPT_COUNT)
+                return kvshard__doc_fail(doc, l->err, KVSHARD_EUNKNOWNKEY, &k,
+                                         "unknown key \"%s\" in %s", shown, name);
+            return kvshard__doc_fail(doc, l->err, KVSHARD_EUNKNOWNKEY, &k,
+                                     "unknown key \"%s\" in %s (it belongs in %s)", shown, name,
+                                     kvshard__section_name(kvshard__option_section(id)));
         }
-        if ((rc = kvshard__option_parse(&l->dep->options, id, v->u.text, v->count, v->style,
-                                        l->doc->source, v->mark, l->err)) != 0)
+        if (v.kind != KVSHARD__NODE_SCALAR || kvshard__node_is_null(&v)) {
+            char desc[160];
+            kvshard__node_describe(desc, sizeof desc, &v);
+            return kvshard__doc_fail(doc, l->err, KVSHARD_ETYPE, &v,
+                                     "%s: expected a value, found %s", kvshard__option_name(id),
+                                     desc);
+        }
+        if (v.tag == KVSHARD__TAG_FLOAT && !kvshard__option_is_bool(id) &&
+            id != KVSHARD__OPT_UTILIZATION)
+            return kvshard__doc_fail(doc, l->err, KVSHARD_ETYPE, &v,
+                                     "%s: expected an integer or a word, found a !!float",
+                                     kvshard__option_name(id));
+        kvshard__mark mark = kvshard__doc_mark(doc, v.offset);
+        if ((rc = kvshard__deployment_assign(&l->dep->options, l->dep->sites, id, v.text, v.count,
+                                             v.style, doc->source, mark, false, l->err)) != 0)
             return rc;
-        l->dep->sites[id].set = true;
-        l->dep->sites[id].mark = v->mark;
     }
     return KVSHARD_OK;
 }
@@ -68,36 +78,34 @@ static int read_section(loader *l, const kvshard__node *section, kvshard__sectio
 static int load_model_path(loader *l, const kvshard__node *v)
 {
     const kvshard_allocator *a = &l->dep->alloc;
+    const kvshard__doc *doc = l->doc;
     const char *rel;
     size_t rel_len;
-    int rc = kvshard__node_string(&rel, &rel_len, l->doc, v, "model", l->err);
+    int rc = kvshard__node_string(&rel, &rel_len, doc, v, "model", l->err);
     if (rc)
         return rc;
-    if (rel_len == 0 || memchr(rel, '\0', rel_len))
-        return kvshard__fail(l->err, KVSHARD_ERANGE, l->doc->source, v->mark,
-                             "model: expected a file path");
+    if (rel_len == 0)
+        return kvshard__doc_fail(doc, l->err, KVSHARD_ERANGE, v, "model: expected a file path");
     bool relative = rel[0] != '/' && l->base_dir && l->base_dir[0];
     size_t base_len = relative ? strlen(l->base_dir) : 0;
     char *path = kvshard__alloc(a, base_len + 1 + rel_len + 1, 1);
     if (!path)
-        return kvshard__fail(l->err, KVSHARD_ENOMEM, l->doc->source, v->mark, "out of memory");
+        return kvshard__doc_fail(doc, l->err, KVSHARD_ENOMEM, v, "out of memory");
     if (relative)
-        snprintf(path, base_len + rel_len + 2, "%s/%s", l->base_dir, rel);
-    else
-        memcpy(path, rel, rel_len + 1);
-
-    char *text = NULL;
-    size_t len = 0;
-    kvshard_error read_err;
-    kvshard__error_reset(&read_err);
-    rc = kvshard__read_file(&text, &len, a, path, &read_err);
-    if (rc) {
+        snprintf(path, base_len + rel_len + 2, "%s/%.*s", l->base_dir, (int)rel_len, rel);
+    else {
+        memcpy(path, rel, rel_len);
+        path[rel_len] = '\0';
+    }
+    kvshard_error model_err;
+    kvshard__error_reset(&model_err);
+    rc = kvshard__model_load_path(&l->dep->model, path, a, &model_err);
+    if (rc == KVSHARD_EIO || rc == KVSHARD_ENOMEM) {
         /* Point at the `model:` line: that is what the user has to fix. */
-        kvshard__fail(l->err, rc, l->doc->source, v->mark, "model file %s: %s", path,
-                      read_err.message);
-    } else {
-        rc = kvshard__model_load_text(&l->dep->model, text, len, path, a, l->err);
-        kvshard__free(a, text);
+        kvshard__doc_fail(doc, l->err, rc, v, "model file %s: %s", model_err.source,
+                          model_err.message);
+    } else if (rc && l->err && l->err->code == KVSHARD_OK) {
+        *l->err = model_err; /* an error inside the model file points there */
     }
     kvshard__free(a, path);
     return rc;
@@ -105,23 +113,27 @@ static int load_model_path(loader *l, const kvshard__node *v)
 
 static int read_deployment(loader *l, const kvshard__node *root)
 {
-    for (size_t i = 0; i < root->count; i++) {
-        const kvshard__node *k = root->u.items[2 * i];
-        const kvshard__node *v = root->u.items[2 * i + 1];
+    const kvshard__doc *doc = l->doc;
+    kvshard__iter it = kvshard__iter_begin(doc, root);
+    kvshard__node k = {0}, v = {0};
+    while (kvshard__iter_next(doc, &it, &k) && kvshard__iter_next(doc, &it, &v)) {
         int rc;
-        if (kvshard__scalar_is(k, "model")) {
-            if (v->kind == KVSHARD__NODE_MAPPING)
-                rc = kvshard__model_from_node(&l->dep->model, l->doc, v, &l->dep->alloc, l->err);
+        if (kvshard__scalar_is(&k, "model")) {
+            if (v.kind == KVSHARD__NODE_MAPPING)
+                rc = kvshard__model_from_node(&l->dep->model, doc, &v, &l->dep->alloc, l->err);
             else
-                rc = load_model_path(l, v);
-        } else if (kvshard__scalar_is(k, "parallel")) {
-            rc = read_section(l, v, KVSHARD__SECTION_PARALLEL);
-        } else if (kvshard__scalar_is(k, "cache")) {
-            rc = read_section(l, v, KVSHARD__SECTION_CACHE);
+                rc = load_model_path(l, &v);
+        } else if (kvshard__scalar_is(&k, "parallel")) {
+            rc = read_section(l, &v, KVSHARD__SECTION_PARALLEL);
+        } else if (kvshard__scalar_is(&k, "cache")) {
+            rc = read_section(l, &v, KVSHARD__SECTION_CACHE);
         } else {
-            rc = kvshard__fail(l->err, KVSHARD_EUNKNOWNKEY, l->doc->source, k->mark,
-                               "unknown key \"%s\" (a deployment has model, parallel and cache)",
-                               k->u.text);
+            char shown[96];
+            kvshard__excerpt(shown, sizeof shown, k.text, k.count, 64);
+            rc = kvshard__doc_fail(doc, l->err, KVSHARD_EUNKNOWNKEY, &k,
+                                   "unknown key \"%s\" (a deployment has model, parallel and "
+                                   "cache)",
+                                   shown);
         }
         if (rc)
             return rc;
@@ -129,12 +141,28 @@ static int read_deployment(loader *l, const kvshard__node *root)
     return KVSHARD_OK;
 }
 
-static bool is_bare_model(const kvshard__node *root)
+static bool is_bare_model(const kvshard__doc *doc, const kvshard__node *root)
 {
-    if (kvshard__map_get(root, "num_hidden_layers"))
+    kvshard__node v = {0}, tc = {0};
+    if (kvshard__map_get(doc, root, "num_hidden_layers", &v))
         return true;
-    const kvshard__node *tc = kvshard__map_get(root, "text_config");
-    return kvshard__map_get(tc, "num_hidden_layers") != NULL;
+    return kvshard__map_get(doc, root, "text_config", &tc) &&
+           kvshard__map_get(doc, &tc, "num_hidden_layers", &v);
+}
+
+static kvshard_deployment *new_deployment(const kvshard_allocator *a, const char *source)
+{
+    kvshard_deployment *dep = kvshard__calloc(a, 1, sizeof *dep);
+    if (!dep)
+        return NULL;
+    if (!(dep->source = kvshard__strdup(a, source))) {
+        kvshard__free(a, dep);
+        return NULL;
+    }
+    dep->alloc = *a;
+    kvshard_options defaults = KVSHARD_OPTIONS_INIT;
+    dep->options = defaults;
+    return dep;
 }
 
 static int load(kvshard_deployment **out, const char *text, size_t len, const char *source,
@@ -144,27 +172,26 @@ static int load(kvshard_deployment **out, const char *text, size_t len, const ch
     int rc = kvshard__doc_parse(&doc, text, len, source, a, err);
     if (rc)
         return rc;
-    kvshard_deployment *dep = kvshard__calloc(a, 1, sizeof *dep);
-    if (!dep || !(dep->source = kvshard__strdup(a, source))) {
-        kvshard__free(a, dep);
+    kvshard_deployment *dep = new_deployment(a, source);
+    if (!dep) {
         kvshard__doc_free(&doc);
         return kvshard__fail(err, KVSHARD_ENOMEM, source, kvshard__no_mark, "out of memory");
     }
-    dep->alloc = *a;
-    kvshard_options defaults = KVSHARD_OPTIONS_INIT;
-    dep->options = defaults;
     loader l = {&doc, base_dir, dep, err};
-    const kvshard__node *root = doc.root;
-    if ((rc = kvshard__node_expect_mapping(&doc, root, "deployment", err)) != 0) {
-        /* nothing more to read */
-    } else if (kvshard__map_get(root, "model")) {
-        rc = read_deployment(&l, root);
-    } else if (is_bare_model(root)) {
-        rc = kvshard__model_from_node(&dep->model, &doc, root, a, err);
+    kvshard__node root = kvshard__doc_root(&doc), model;
+    if (root.kind != KVSHARD__NODE_MAPPING) {
+        /* The contents of a file that is not a config are not echoed. */
+        rc = kvshard__doc_fail(&doc, err, KVSHARD_ETYPE, &root,
+                               "deployment: expected a mapping, found %s",
+                               root.kind == KVSHARD__NODE_SEQUENCE ? "a list" : "a scalar");
+    } else if (kvshard__map_get(&doc, &root, "model", &model)) {
+        rc = read_deployment(&l, &root);
+    } else if (is_bare_model(&doc, &root)) {
+        rc = kvshard__model_from_node(&dep->model, &doc, &root, a, err);
     } else {
-        rc = kvshard__fail(err, KVSHARD_EMISSING, source, root->mark,
-                           "missing key \"model\": this is neither a deployment (it has no model) "
-                           "nor a model config (it has no num_hidden_layers)");
+        rc = kvshard__doc_fail(&doc, err, KVSHARD_EMISSING, &root,
+                               "missing key \"model\": this is neither a deployment (it has no "
+                               "model) nor a model config (it has no num_hidden_layers)");
     }
     kvshard__doc_free(&doc);
     if (rc) {
@@ -194,18 +221,20 @@ int kvshard_deployment_load_file(kvshard_deployment **out, const char *path,
     int rc = kvshard__begin_load(&a, out && path, "out and path", options, err);
     if (rc)
         return rc;
-    char *text;
+    char *file = NULL, *text = NULL, *dir = NULL;
     size_t len;
-    if ((rc = kvshard__read_file(&text, &len, &a, path, err)) != 0)
-        return rc;
-    bool failed;
-    char *dir = dir_of(&a, path, &failed);
-    if (failed)
-        rc = kvshard__fail(err, KVSHARD_ENOMEM, path, kvshard__no_mark, "out of memory");
-    else
-        rc = load(out, text, len, path, dir, &a, err);
+    bool failed = false;
+    if ((rc = kvshard__config_path(&file, &a, path, err)) == KVSHARD_OK &&
+        (rc = kvshard__read_file(&text, &len, &a, file, err)) == KVSHARD_OK) {
+        dir = dir_of(&a, file, &failed);
+        if (failed)
+            rc = kvshard__fail(err, KVSHARD_ENOMEM, file, kvshard__no_mark, "out of memory");
+        else
+            rc = load(out, text, len, file, dir, &a, err);
+    }
     kvshard__free(&a, dir);
     kvshard__free(&a, text);
+    kvshard__free(&a, file);
     return rc;
 }
 
@@ -218,6 +247,26 @@ int kvshard_deployment_load_string(kvshard_deployment **out, const char *text, s
     if (rc)
         return rc;
     return load(out, text, len, name ? name : "<string>", base_dir, &a, err);
+}
+
+int kvshard_deployment_create(kvshard_deployment **out, kvshard_model *model,
+                              const kvshard_options *options, kvshard_error *err)
+{
+    kvshard__error_reset(err);
+    if (!out || !model)
+        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
+                             "out and model must not be NULL");
+    int rc = options ? kvshard__options_check(options, err) : KVSHARD_OK;
+    if (rc)
+        return rc;
+    kvshard_deployment *dep = new_deployment(&model->alloc, "options");
+    if (!dep)
+        return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+    if (options)
+        dep->options = *options;
+    dep->model = model;
+    *out = dep;
+    return KVSHARD_OK;
 }
 
 void kvshard_deployment_free(kvshard_deployment *deployment)
@@ -251,19 +300,17 @@ int kvshard_deployment_set(kvshard_deployment *deployment, const char *key, cons
         return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
                              "deployment, key and value must not be NULL");
     const char *from = origin ? origin : "override";
-    kvshard__option_id id = kvshard__option_find(key, strlen(key));
-    if (id == KVSHARD__OPT_COUNT)
+    kvshard__option_id id =
+        kvshard__option_find(key, strlen(key), true, deployment->options.engine);
+    if (id == KVSHARD__OPT_COUNT) {
+        char shown[96];
+        kvshard__excerpt(shown, sizeof shown, key, strlen(key), 64);
         return kvshard__fail(err, KVSHARD_EUNKNOWNKEY, from, kvshard__no_mark,
-                             "unknown option \"%s\"", key);
-    int rc = kvshard__option_parse(&deployment->options, id, value, strlen(value),
-                                   KVSHARD__VALUE_PLAIN, from, kvshard__no_mark, err);
-    if (rc)
-        return rc;
-    option_site *site = &deployment->sites[id];
-    site->set = true;
-    site->mark = kvshard__no_mark;
-    snprintf(site->origin, sizeof site->origin, "%s", from);
-    return KVSHARD_OK;
+                             "unknown option \"%s\"", shown);
+    }
+    return kvshard__deployment_assign(&deployment->options, deployment->sites, id, value,
+                                      strlen(value), KVSHARD__VALUE_FLAG, from, kvshard__no_mark,
+                                      true, err);
 }
 
 /* Options a planning error can be about, most specific first. */
@@ -276,14 +323,20 @@ static const kvshard__option_id *blame_list(int code)
     static const kvshard__option_id split_cp[] = {KVSHARD__OPT_CP_SIZE, KVSHARD__OPT_ENABLE_SPLIT,
                                                   KVSHARD__OPT_COUNT};
     static const kvshard__option_id no_block[] = {KVSHARD__OPT_MEMORY_PER_RANK,
-                                                  KVSHARD__OPT_MAX_SEQS, KVSHARD__OPT_COUNT};
+                                                  KVSHARD__OPT_DEVICE_FREE, KVSHARD__OPT_MAX_SEQS,
+                                                  KVSHARD__OPT_STATE_SLOTS, KVSHARD__OPT_COUNT};
     static const kvshard__option_id overflow[] = {KVSHARD__OPT_BLOCK_SIZE, KVSHARD__OPT_COUNT};
+    static const kvshard__option_id profile[] = {KVSHARD__OPT_ENGINE, KVSHARD__OPT_COUNT};
+    static const kvshard__option_id limit[] = {KVSHARD__OPT_WORLD_SIZE, KVSHARD__OPT_SPLIT_SIZE,
+                                               KVSHARD__OPT_COUNT};
     switch (code) {
     case KVSHARD_EWORLD: return world;
     case KVSHARD_ESPLIT: return split;
     case KVSHARD_ESPLITCP: return split_cp;
     case KVSHARD_ENOBLOCK: return no_block;
     case KVSHARD_EOVERFLOW: return overflow;
+    case KVSHARD_EPROFILE: return profile;
+    case KVSHARD_ELIMIT: return limit;
     default: return NULL;
     }
 }
@@ -296,18 +349,13 @@ static int locate_option_error(const kvshard_deployment *deployment, int rc, kvs
     const kvshard__option_id *blame = blame_list(rc);
     if (!err || !blame || err->source[0] != '\0')
         return rc;
-    for (const kvshard__option_id *b = blame; *b != KVSHARD__OPT_COUNT; b++) {
-        const option_site *site = &deployment->sites[*b];
-        if (site->set && site->origin[0]) {
-            kvshard__error_locate(err, site->origin, kvshard__no_mark);
-            return rc;
-        }
-    }
-    for (const kvshard__option_id *b = blame; *b != KVSHARD__OPT_COUNT; b++) {
-        const option_site *site = &deployment->sites[*b];
-        if (site->set) {
-            kvshard__error_locate(err, deployment->source, site->mark);
-            return rc;
+    for (int pass = 0; pass < 2; pass++) {
+        for (const kvshard__option_id *b = blame; *b != KVSHARD__OPT_COUNT; b++) {
+            const kvshard__option_site *site = &deployment->sites[*b];
+            if (site->set && (pass == 1 || site->override)) {
+                kvshard__error_locate(err, site->source, site->mark);
+                return rc;
+            }
         }
     }
     kvshard__error_locate(err, deployment->source, kvshard__no_mark);

@@ -3,30 +3,32 @@
 
 #include <string.h>
 
-unsigned kvshard__dtype_bytes(kvshard__dtype dtype)
+unsigned kvshard__dtype_bytes(kvshard_dtype dtype)
 {
     switch (dtype) {
-    case KVSHARD__DTYPE_FP32: return 4;
-    case KVSHARD__DTYPE_FP8: return 1;
-    case KVSHARD__DTYPE_BF16:
-    case KVSHARD__DTYPE_FP16:
+    case KVSHARD_DTYPE_FP32: return 4;
+    case KVSHARD_DTYPE_FP8:
+    case KVSHARD_DTYPE_INT8: return 1;
+    case KVSHARD_DTYPE_AUTO:
+    case KVSHARD_DTYPE_BF16:
+    case KVSHARD_DTYPE_FP16:
     default: return 2;
     }
 }
 
 static const struct {
     const char *name;
-    kvshard__dtype dtype;
+    kvshard_dtype dtype;
 } dtype_names[] = {
-    {"bfloat16", KVSHARD__DTYPE_BF16},   {"bf16", KVSHARD__DTYPE_BF16},
-    {"float16", KVSHARD__DTYPE_FP16},    {"fp16", KVSHARD__DTYPE_FP16},
-    {"half", KVSHARD__DTYPE_FP16},       {"float32", KVSHARD__DTYPE_FP32},
-    {"fp32", KVSHARD__DTYPE_FP32},       {"float", KVSHARD__DTYPE_FP32},
-    {"fp8", KVSHARD__DTYPE_FP8},         {"float8_e4m3fn", KVSHARD__DTYPE_FP8},
-    {"float8_e5m2", KVSHARD__DTYPE_FP8},
+    {"bfloat16", KVSHARD_DTYPE_BF16},   {"bf16", KVSHARD_DTYPE_BF16},
+    {"float16", KVSHARD_DTYPE_FP16},    {"fp16", KVSHARD_DTYPE_FP16},
+    {"half", KVSHARD_DTYPE_FP16},       {"float32", KVSHARD_DTYPE_FP32},
+    {"fp32", KVSHARD_DTYPE_FP32},       {"float", KVSHARD_DTYPE_FP32},
+    {"fp8", KVSHARD_DTYPE_FP8},         {"float8_e4m3fn", KVSHARD_DTYPE_FP8},
+    {"float8_e5m2", KVSHARD_DTYPE_FP8},
 };
 
-bool kvshard__dtype_from_name(kvshard__dtype *out, const char *name, size_t len)
+bool kvshard__dtype_from_name(kvshard_dtype *out, const char *name, size_t len)
 {
     if (len > 6 && memcmp(name, "torch.", 6) == 0) {
         name += 6;
@@ -39,4 +41,17 @@ bool kvshard__dtype_from_name(kvshard__dtype *out, const char *name, size_t len)
         }
     }
     return false;
+}
+
+const char *kvshard_dtype_name(kvshard_dtype dtype)
+{
+    switch (dtype) {
+    case KVSHARD_DTYPE_AUTO: return "auto";
+    case KVSHARD_DTYPE_BF16: return "bfloat16";
+    case KVSHARD_DTYPE_FP16: return "float16";
+    case KVSHARD_DTYPE_FP8: return "fp8";
+    case KVSHARD_DTYPE_FP32: return "float32";
+    case KVSHARD_DTYPE_INT8: return "int8";
+    default: return "unknown";
+    }
 }

@@ -1,21 +1,15 @@
-/* Data types of weights, KV cache and recurrent state: names and sizes. */
+/* Element types of weights, KV cache and recurrent state: names and sizes. */
 #ifndef KVSHARD_MODEL_DTYPE_H
 #define KVSHARD_MODEL_DTYPE_H
 
-#include <stdbool.h>
-#include <stddef.h>
+#include "kvshard/kvshard.h"
 
-typedef enum kvshard__dtype {
-    KVSHARD__DTYPE_BF16,
-    KVSHARD__DTYPE_FP16,
-    KVSHARD__DTYPE_FP32,
-    KVSHARD__DTYPE_FP8
-} kvshard__dtype;
+/* Bytes of one element (AUTO, which is no type, counts as bfloat16). */
+unsigned kvshard__dtype_bytes(kvshard_dtype dtype);
 
-/* Bytes of one element. */
-unsigned kvshard__dtype_bytes(kvshard__dtype dtype);
-
-/* A dtype name as configs write it ("bfloat16", "torch.float16", "fp8", ...). */
-bool kvshard__dtype_from_name(kvshard__dtype *out, const char *name, size_t len);
+/* A model dtype name as configs write it: bfloat16/bf16, float16/fp16/half,
+ * float32/fp32/float, float8_e4m3fn/float8_e5m2/fp8, with an optional
+ * "torch." prefix. */
+bool kvshard__dtype_from_name(kvshard_dtype *out, const char *name, size_t len);
 
 #endif /* KVSHARD_MODEL_DTYPE_H */

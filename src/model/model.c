@@ -1,78 +1,48 @@
-/* Reading a model config (SPEC §2): layer kinds, attention, dtypes, state. */
-#include "model/model.h"
-
+/* Reading a model config: its keys, attention figures and dtype; the layer
+ * kinds and the state are read by kinds.c and state.c. */
+#define _POSIX_C_SOURCE 200809L /* stat */
+#include "model/load.h"
+#include "model/reader.h"
 #include "text/file.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
-/* Bound on draft layers; real models have one or a few. */
-#define MAX_DRAFT_LAYERS 1024u
-/* Bound on any single dimension (heads, head_dim, ranks of latents, ...). */
-#define MAX_DIMENSION (1u << 24)
+/* ---- reading keys -------------------------------------------------------------- */
 
-typedef struct reader {
-    const kvshard__doc *doc;
-    const kvshard__node *top;  /* the whole config */
-    const kvshard__node *text; /* text_config, or the top level */
-    kvshard_error *err;
-} reader;
-
-static int read_dtype(kvshard__dtype *out, const reader *r, const kvshard__node *node,
-                      const char *key)
+bool kvshard__get(const kvshard__reader *r, const kvshard__node *map, const char *key,
+                  kvshard__node *out)
 {
-    const char *s;
-    size_t len;
-    int rc = kvshard__node_string(&s, &len, r->doc, node, key, r->err);
-    if (rc)
-        return rc;
-    if (kvshard__dtype_from_name(out, s, len))
-        return KVSHARD_OK;
-    return kvshard__fail(r->err, KVSHARD_ERANGE, r->doc->source, node->mark,
-                         "%s: unknown dtype \"%.*s\" (expected bfloat16, float16, float32 or fp8)",
-                         key, (int)(len > 40 ? 40 : len), s);
+    kvshard__node v = {0};
+    if (!kvshard__map_get(r->doc, map, key, &v) || kvshard__node_is_null(&v))
+        return false;
+    *out = v;
+    return true;
 }
 
-/* A key's value, or NULL when it is absent or null. */
-static const kvshard__node *present(const kvshard__node *map, const char *key)
+bool kvshard__get_any(const kvshard__reader *r, const kvshard__node *map, const char *const *keys,
+                      kvshard__node *out, const char **out_key)
 {
-    const kvshard__node *v = kvshard__map_get(map, key);
-    return kvshard__node_is_null(v) ? NULL : v;
-}
-
-static int missing(const reader *r, const kvshard__node *map, const char *key, const char *why)
-{
-    return kvshard__fail(r->err, KVSHARD_EMISSING, r->doc->source, map->mark,
-                         "missing key \"%s\" (%s)", key, why);
-}
-
-/* A required positive dimension from `map`; its site is recorded when asked. */
-static int require_dim(uint32_t *out, kvshard__key_site *site, const reader *r,
-                       const kvshard__node *map, const char *key, const char *why)
-{
-    const kvshard__node *v = present(map, key);
-    if (!v)
-        return missing(r, map, key, why);
-    uint64_t x;
-    int rc = kvshard__node_uint(&x, r->doc, v, key, 1, MAX_DIMENSION, r->err);
-    if (rc)
-        return rc;
-    *out = (uint32_t)x;
-    if (site) {
-        site->key = key;
-        site->mark = v->mark;
+    for (const char *const *k = keys; *k; k++) {
+        if (kvshard__get(r, map, *k, out)) {
+            *out_key = *k;
+            return true;
+        }
     }
-    return KVSHARD_OK;
+    return false;
 }
 
-/* An optional dimension: *found tells whether it was there. */
-static int optional_dim(uint32_t *out, bool *found, const reader *r, const kvshard__node *map,
-                        const char *key, uint64_t min, uint64_t max)
+int kvshard__missing(const kvshard__reader *r, const kvshard__node *map, const char *key,
+                     const char *why)
 {
-    const kvshard__node *v = present(map, key);
-    *found = v != NULL;
-    if (!v)
-        return KVSHARD_OK;
+    return kvshard__doc_fail(r->doc, r->err, KVSHARD_EMISSING, map, "missing key \"%s\" (%s)", key,
+                             why);
+}
+
+int kvshard__read_dim(uint32_t *out, const kvshard__reader *r, const kvshard__node *v,
+                      const char *key, uint32_t min, uint32_t max)
+{
     uint64_t x;
     int rc = kvshard__node_uint(&x, r->doc, v, key, min, max, r->err);
     if (rc == KVSHARD_OK)
@@ -80,422 +50,304 @@ static int optional_dim(uint32_t *out, bool *found, const reader *r, const kvsha
     return rc;
 }
 
-/* ---- layer kinds -------------------------------------------------------- */
-
-static int per_layer_list(const reader *r, const kvshard__node *list, const char *key, uint32_t L)
+int kvshard__require_dim(uint32_t *out, const kvshard__reader *r, const kvshard__node *map,
+                         const char *key, const char *why)
 {
-    int rc = kvshard__node_expect_sequence(r->doc, list, key, r->err);
-    if (rc)
-        return rc;
-    if (list->count != L)
-        return kvshard__fail(r->err, KVSHARD_ELAYERCOUNT, r->doc->source, list->mark,
-                             "%s has %zu entries; num_hidden_layers is %u", key, list->count, L);
+    kvshard__node v = {0};
+    if (!kvshard__get(r, map, key, &v))
+        return kvshard__missing(r, map, key, why);
+    return kvshard__read_dim(out, r, &v, key, 1, KVSHARD__MAX_DIMENSION);
+}
+
+/* An optional dimension: *found tells whether it was there. */
+static int optional_dim(uint32_t *out, bool *found, const kvshard__reader *r,
+                        const kvshard__node *map, const char *key, uint32_t min, uint32_t max)
+{
+    kvshard__node v = {0};
+    *found = kvshard__get(r, map, key, &v);
+    return *found ? kvshard__read_dim(out, r, &v, key, min, max) : KVSHARD_OK;
+}
+
+bool kvshard__model_type_is(const kvshard__reader *r, const char *type, bool prefix)
+{
+    const kvshard__node *maps[2] = {&r->top, &r->text};
+    size_t tlen = strlen(type);
+    for (int i = 0; i < 2; i++) {
+        kvshard__node v = {0};
+        if (!kvshard__get(r, maps[i], "model_type", &v) || v.kind != KVSHARD__NODE_SCALAR)
+            continue;
+        if (prefix ? v.count >= tlen && memcmp(v.text, type, tlen) == 0
+                   : kvshard__text_is(v.text, v.count, type))
+            return true;
+    }
+    return false;
+}
+
+void kvshard__set_site(kvshard__reader *r, int site, const char *key, uint32_t value,
+                       const kvshard__node *at)
+{
+    kvshard__key_site *s = &r->model->sites[site];
+    s->key = key;
+    s->value = value;
+    r->site_offsets[site] = at->offset;
+}
+
+/* ---- attention and dtype ----------------------------------------------------------- */
+
+static int read_model_dtype(kvshard_dtype *out, const kvshard__reader *r)
+{
+    const kvshard__node *maps[2] = {&r->text, &r->top};
+    static const char *const keys[2] = {"dtype", "torch_dtype"};
+    for (int m = 0; m < 2; m++) {
+        for (int k = 0; k < 2; k++) {
+            kvshard__node v = {0};
+            if (!kvshard__get(r, maps[m], keys[k], &v))
+                continue;
+            const char *s;
+            size_t len;
+            int rc = kvshard__node_string(&s, &len, r->doc, &v, keys[k], r->err);
+            if (rc)
+                return rc;
+            if (kvshard__dtype_from_name(out, s, len))
+                return KVSHARD_OK;
+            char shown[64];
+            kvshard__excerpt(shown, sizeof shown, s, len, 40);
+            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ERANGE, &v,
+                                     "%s: unknown dtype \"%s\" (expected bfloat16, float16, "
+                                     "float32 or fp8)",
+                                     keys[k], shown);
+        }
+    }
+    *out = KVSHARD_DTYPE_BF16;
     return KVSHARD_OK;
 }
 
-static int kinds_from_layer_types(uint8_t *kinds, const reader *r, const kvshard__node *list,
-                                  uint32_t L)
+int kvshard__read_head_dim(uint32_t *out, const kvshard__reader *r, uint32_t heads, const char *why)
 {
-    static const struct {
-        const char *name;
-        kvshard_layer_kind kind;
-    } names[] = {
-        {"full_attention", KVSHARD_LAYER_FULL_ATTENTION},
-        {"attention", KVSHARD_LAYER_FULL_ATTENTION},
-        {"linear_attention", KVSHARD_LAYER_LINEAR_ATTENTION},
-        {"mamba", KVSHARD_LAYER_LINEAR_ATTENTION},
-        {"sliding_attention", KVSHARD_LAYER_SLIDING_ATTENTION},
-    };
-    int rc = per_layer_list(r, list, "layer_types", L);
+    const kvshard__node *t = &r->text;
+    kvshard__node v = {0};
+    if (kvshard__get(r, t, "head_dim", &v))
+        return kvshard__read_dim(out, r, &v, "head_dim", 1, KVSHARD__MAX_DIMENSION);
+    if (kvshard__get(r, t, "attention_head_dim", &v))
+        return kvshard__read_dim(out, r, &v, "attention_head_dim", 1, KVSHARD__MAX_DIMENSION);
+    if (heads == 0)
+        return kvshard__missing(r, t, "head_dim", why);
+    uint32_t hidden;
+    int rc = kvshard__require_dim(&hidden, r, t, "hidden_size",
+                                  "head_dim defaults to hidden_size / num_attention_heads");
     if (rc)
         return rc;
-    for (uint32_t i = 0; i < L; i++) {
-        const kvshard__node *item = list->u.items[i];
-        char what[48];
-        snprintf(what, sizeof what, "layer_types[%u]", i);
-        const char *s;
-        size_t len;
-        if ((rc = kvshard__node_string(&s, &len, r->doc, item, what, r->err)) != 0)
-            return rc;
-        size_t k = 0;
-        while (k < sizeof names / sizeof names[0] &&
-               !(strlen(names[k].name) == len && memcmp(names[k].name, s, len) == 0))
-            k++;
-        if (k == sizeof names / sizeof names[0])
-            return kvshard__fail(r->err, KVSHARD_ELAYERTYPE, r->doc->source, item->mark,
-                                 "%s: unknown layer type \"%.*s\" (expected full_attention, "
-                                 "attention, linear_attention, mamba or sliding_attention)",
-                                 what, (int)(len > 40 ? 40 : len), s);
-        kinds[i] = (uint8_t)names[k].kind;
+    /* Zamba2's attention reads the hidden state twice as wide. */
+    uint64_t width = (uint64_t)hidden * (kvshard__model_type_is(r, "zamba2", false) ? 2 : 1);
+    if (width % heads != 0) {
+        kvshard__get(r, t, "hidden_size", &v);
+        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ERANGE, &v,
+                                 "hidden_size %u%s is not divisible by num_attention_heads %u; "
+                                 "give head_dim explicitly",
+                                 hidden, width != hidden ? " (x2 for zamba2)" : "", heads);
     }
+    *out = (uint32_t)(width / heads);
     return KVSHARD_OK;
 }
 
-static int kinds_from_attn_type_list(uint8_t *kinds, const reader *r, const kvshard__node *list,
-                                     uint32_t L)
+static int read_gqa(kvshard__reader *r)
 {
-    int rc = per_layer_list(r, list, "attn_type_list", L);
-    if (rc)
-        return rc;
-    for (uint32_t i = 0; i < L; i++) {
-        const kvshard__node *item = list->u.items[i];
-        char what[48];
-        snprintf(what, sizeof what, "attn_type_list[%u]", i);
-        uint64_t v;
-        if ((rc = kvshard__node_uint(&v, r->doc, item, what, 0, UINT64_MAX, r->err)) != 0)
-            return rc;
-        if (v > 1)
-            return kvshard__fail(
-                r->err, KVSHARD_ELAYERTYPE, r->doc->source, item->mark,
-                "%s: %llu is no layer type (expected 1 for full attention or 0 for "
-                "linear attention)",
-                what, (unsigned long long)v);
-        kinds[i] =
-            (uint8_t)(v == 1 ? KVSHARD_LAYER_FULL_ATTENTION : KVSHARD_LAYER_LINEAR_ATTENTION);
-    }
-    return KVSHARD_OK;
-}
-
-/* Kimi: 1-based layer numbers in two lists that must cover every layer once. */
-static int mark_kimi_list(uint8_t *kinds, const reader *r, const kvshard__node *cfg,
-                          const char *key, kvshard_layer_kind kind, uint32_t L)
-{
-    const kvshard__node *list = kvshard__map_get(cfg, key);
-    int rc = kvshard__node_expect_sequence(r->doc, list, key, r->err);
-    if (rc)
-        return rc;
-    for (size_t i = 0; i < list->count; i++) {
-        const kvshard__node *item = list->u.items[i];
-        char what[64];
-        snprintf(what, sizeof what, "linear_attn_config.%s[%zu]", key, i);
-        uint64_t n;
-        if ((rc = kvshard__node_uint(&n, r->doc, item, what, 0, UINT64_MAX, r->err)) != 0)
-            return rc;
-        if (n < 1 || n > L)
-            return kvshard__fail(
-                r->err, KVSHARD_ELAYERLIST, r->doc->source, item->mark,
-                "%s: layer %llu is out of range; these lists are 1-based, from 1 to "
-                "num_hidden_layers %u",
-                what, (unsigned long long)n, L);
-        uint8_t *slot = &kinds[n - 1];
-        if (*slot == kind)
-            return kvshard__fail(r->err, KVSHARD_ELAYERLIST, r->doc->source, item->mark,
-                                 "%s: layer %llu is listed twice in %s", what,
-                                 (unsigned long long)n, key);
-        if (*slot != UINT8_MAX)
-            return kvshard__fail(r->err, KVSHARD_ELAYERLIST, r->doc->source, item->mark,
-                                 "%s: layer %llu is in both full_attn_layers and kda_layers; each "
-                                 "layer belongs to exactly one",
-                                 what, (unsigned long long)n);
-        *slot = (uint8_t)kind;
-    }
-    return KVSHARD_OK;
-}
-
-static int kinds_from_kimi(uint8_t *kinds, const reader *r, const kvshard__node *cfg, uint32_t L)
-{
-    memset(kinds, UINT8_MAX, L);
-    int rc = mark_kimi_list(kinds, r, cfg, "full_attn_layers", KVSHARD_LAYER_FULL_ATTENTION, L);
-    if (rc == KVSHARD_OK)
-        rc = mark_kimi_list(kinds, r, cfg, "kda_layers", KVSHARD_LAYER_LINEAR_ATTENTION, L);
-    if (rc)
-        return rc;
-    for (uint32_t i = 0; i < L; i++) {
-        if (kinds[i] == UINT8_MAX)
-            return kvshard__fail(r->err, KVSHARD_ELAYERLIST, r->doc->source, cfg->mark,
-                                 "linear_attn_config: layer %u (0-based index %u) is in neither "
-                                 "full_attn_layers nor kda_layers",
-                                 i + 1, i);
-    }
-    return KVSHARD_OK;
-}
-
-static int read_layer_kinds(uint8_t *kinds, const reader *r, uint32_t L)
-{
-    const kvshard__node *t = r->text;
-    const kvshard__node *v;
-    const kvshard__node *kimi = present(t, "linear_attn_config");
-    if (kimi) {
-        int rc = kvshard__node_expect_mapping(r->doc, kimi, "linear_attn_config", r->err);
-        if (rc)
-            return rc;
-    }
-    if ((v = present(t, "layer_types")) != NULL)
-        return kinds_from_layer_types(kinds, r, v, L);
-    if ((v = present(t, "attn_type_list")) != NULL)
-        return kinds_from_attn_type_list(kinds, r, v, L);
-    if (kimi) {
-        bool has_full = kvshard__map_get(kimi, "full_attn_layers") != NULL;
-        bool has_kda = kvshard__map_get(kimi, "kda_layers") != NULL;
-        if (has_full && has_kda)
-            return kinds_from_kimi(kinds, r, kimi, L);
-        if (has_full || has_kda)
-            return missing(r, kimi, has_full ? "kda_layers" : "full_attn_layers",
-                           "linear_attn_config lists full-attention and KDA layers together");
-    }
-    if ((v = present(t, "full_attention_interval")) != NULL) {
-        uint64_t n;
-        int rc =
-            kvshard__node_uint(&n, r->doc, v, "full_attention_interval", 1, UINT32_MAX, r->err);
-        if (rc)
-            return rc;
-        for (uint32_t i = 0; i < L; i++)
-            kinds[i] = (uint8_t)(((uint64_t)i + 1) % n == 0 ? KVSHARD_LAYER_FULL_ATTENTION
-                                                            : KVSHARD_LAYER_LINEAR_ATTENTION);
-        return KVSHARD_OK;
-    }
-    memset(kinds, KVSHARD_LAYER_FULL_ATTENTION, L);
-    return KVSHARD_OK;
-}
-
-/* The kind of linear attention follows the keys that describe its state,
- * whichever rule gave the layer kinds: MiniMax files may carry layer_types. */
-static kvshard__linear_flavour linear_flavour(const reader *r)
-{
-    const kvshard__node *t = r->text;
-    if (present(t, "linear_attn_config"))
-        return KVSHARD__LINEAR_KDA;
-    if (present(t, "linear_num_key_heads") || present(t, "linear_num_value_heads") ||
-        present(t, "linear_key_head_dim") || present(t, "linear_value_head_dim"))
-        return KVSHARD__LINEAR_GDN;
-    const kvshard__node *type = present(r->top, "model_type");
-    if (present(t, "attn_type_list") ||
-        (type && type->kind == KVSHARD__NODE_SCALAR && type->count >= 7 &&
-         memcmp(type->u.text, "minimax", 7) == 0))
-        return KVSHARD__LINEAR_LIGHTNING;
-    return KVSHARD__LINEAR_GDN;
-}
-
-/* ---- dimensions --------------------------------------------------------- */
-
-static int read_gqa(kvshard_model *m, const reader *r)
-{
-    kvshard__model_info *in = &m->info;
-    const kvshard__node *t = r->text;
-    uint32_t heads = 0;
-    bool has_heads, has_kv, has_head_dim;
-    int rc = optional_dim(&heads, &has_heads, r, t, "num_attention_heads", 1, MAX_DIMENSION);
-    if (rc == KVSHARD_OK)
-        rc =
-            optional_dim(&in->num_kv_heads, &has_kv, r, t, "num_key_value_heads", 1, MAX_DIMENSION);
-    if (rc == KVSHARD_OK)
-        rc = optional_dim(&in->head_dim, &has_head_dim, r, t, "head_dim", 1, MAX_DIMENSION);
-    if (rc)
-        return rc;
+    kvshard__model_info *in = &r->model->info;
+    const kvshard__node *t = &r->text;
     const char *why = "needed for the KV bytes of attention layers";
+    uint32_t heads = 0;
+    bool has_heads, has_kv;
+    int rc =
+        optional_dim(&heads, &has_heads, r, t, "num_attention_heads", 1, KVSHARD__MAX_DIMENSION);
+    if (rc == KVSHARD_OK)
+        rc = optional_dim(&in->num_kv_heads, &has_kv, r, t, "num_key_value_heads", 1,
+                          KVSHARD__MAX_DIMENSION);
+    if (rc)
+        return rc;
     if (!has_kv && !has_heads)
-        return missing(r, t, "num_key_value_heads", why);
+        return kvshard__missing(r, t, "num_key_value_heads", why);
     const char *kv_key = has_kv ? "num_key_value_heads" : "num_attention_heads";
-    m->kv_heads_site.key = kv_key;
-    m->kv_heads_site.mark = present(t, kv_key)->mark;
     if (!has_kv)
         in->num_kv_heads = heads;
-    if (!has_head_dim) {
-        if (!has_heads)
-            return missing(r, t, "head_dim", why);
-        uint32_t hidden;
-        if ((rc = require_dim(&hidden, NULL, r, t, "hidden_size",
-                              "head_dim defaults to hidden_size / num_attention_heads")) != 0)
-            return rc;
-        if (hidden % heads != 0)
-            return kvshard__fail(r->err, KVSHARD_ERANGE, r->doc->source,
-                                 present(t, "hidden_size")->mark,
-                                 "hidden_size %u is not divisible by num_attention_heads %u; give "
-                                 "head_dim explicitly",
-                                 hidden, heads);
-        in->head_dim = hidden / heads;
-    }
-    return KVSHARD_OK;
+    kvshard__node v = {0};
+    kvshard__get(r, t, kv_key, &v);
+    kvshard__set_site(r, KVSHARD__SITE_KV_HEADS, kv_key, in->num_kv_heads, &v);
+    return kvshard__read_head_dim(&in->head_dim, r, heads, why);
 }
 
-static int read_mla(kvshard_model *m, const reader *r)
+static int read_mla(kvshard__reader *r)
 {
-    kvshard__model_info *in = &m->info;
-    const kvshard__node *t = r->text;
-    int rc = require_dim(&in->qk_rope_head_dim, NULL, r, t, "qk_rope_head_dim",
-                         "MLA caches kv_lora_rank + qk_rope_head_dim per token");
+    kvshard__model_info *in = &r->model->info;
+    const kvshard__node *t = &r->text;
+    kvshard__node v = {0};
+    int rc = kvshard__require_dim(&in->qk_rope_head_dim, r, t, "qk_rope_head_dim",
+                                  "MLA caches kv_lora_rank + qk_rope_head_dim per token");
     if (rc)
         return rc;
-    if (present(t, "index_head_dim") && present(t, "index_n_heads")) {
+    if (kvshard__get(r, t, "index_head_dim", &v) && kvshard__get(r, t, "index_n_heads", &v)) {
         uint32_t n_heads;
-        if ((rc = require_dim(&in->index_head_dim, NULL, r, t, "index_head_dim", "")) != 0 ||
-            (rc = require_dim(&n_heads, NULL, r, t, "index_n_heads", "")) != 0)
+        const char *why = "the DSA indexer caches one key per token";
+        if ((rc = kvshard__require_dim(&in->index_head_dim, r, t, "index_head_dim", why)) != 0 ||
+            (rc = kvshard__require_dim(&n_heads, r, t, "index_n_heads", why)) != 0)
             return rc;
         in->has_indexer = true;
     }
     return KVSHARD_OK;
 }
 
-static int read_linear_state(kvshard_model *m, const reader *r)
+static int read_model(kvshard__reader *r)
 {
+    kvshard_model *m = r->model;
     kvshard__model_info *in = &m->info;
-    const kvshard__node *t = r->text;
+    const kvshard__node *t = &r->text;
     int rc;
-    in->ssm_dtype = KVSHARD__DTYPE_FP32;
-    switch (in->linear) {
-    case KVSHARD__LINEAR_KDA: {
-        const kvshard__node *cfg = present(t, "linear_attn_config");
-        const char *why = "Kimi Delta Attention state";
-        if ((rc = require_dim(&in->linear_value_heads, &m->linear_value_heads_site, r, cfg,
-                              "num_heads", why)) != 0 ||
-            (rc = require_dim(&in->linear_key_dim, NULL, r, cfg, "head_dim", why)) != 0 ||
-            (rc = require_dim(&in->linear_conv_kernel, NULL, r, cfg, "short_conv_kernel_size",
-                              why)) != 0)
-            return rc;
-        return KVSHARD_OK;
-    }
-    case KVSHARD__LINEAR_LIGHTNING: {
-        const char *why = "lightning attention state";
-        if ((rc = require_dim(&in->linear_value_heads, &m->linear_value_heads_site, r, t,
-                              "num_attention_heads", why)) != 0 ||
-            (rc = require_dim(&in->linear_key_dim, NULL, r, t, "head_dim", why)) != 0)
-            return rc;
-        return KVSHARD_OK;
-    }
-    case KVSHARD__LINEAR_GDN:
-    default: {
-        const char *why = "Gated DeltaNet state";
-        const kvshard__node *v;
-        if ((rc = require_dim(&in->linear_key_heads, &m->linear_key_heads_site, r, t,
-                              "linear_num_key_heads", why)) != 0 ||
-            (rc = require_dim(&in->linear_value_heads, &m->linear_value_heads_site, r, t,
-                              "linear_num_value_heads", why)) != 0 ||
-            (rc = require_dim(&in->linear_key_dim, NULL, r, t, "linear_key_head_dim", why)) != 0 ||
-            (rc = require_dim(&in->linear_value_dim, NULL, r, t, "linear_value_head_dim", why)) !=
-                0 ||
-            (rc = require_dim(&in->linear_conv_kernel, NULL, r, t, "linear_conv_kernel_dim",
-                              why)) != 0)
-            return rc;
-        if ((v = present(t, "mamba_ssm_dtype")) != NULL)
-            return read_dtype(&in->ssm_dtype, r, v, "mamba_ssm_dtype");
-        return KVSHARD_OK;
-    }
-    }
-}
-
-static int read_model_dtype(kvshard__dtype *out, const reader *r)
-{
-    const kvshard__node *maps[2] = {r->text, r->top};
-    static const char *const keys[2] = {"dtype", "torch_dtype"};
-    for (int m = 0; m < 2; m++) {
-        for (int k = 0; k < 2; k++) {
-            const kvshard__node *v = present(maps[m], keys[k]);
-            if (v)
-                return read_dtype(out, r, v, keys[k]);
-        }
-    }
-    *out = KVSHARD__DTYPE_BF16;
-    return KVSHARD_OK;
-}
-
-static int read_model(kvshard_model *m, const reader *r)
-{
-    kvshard__model_info *in = &m->info;
-    const kvshard__node *t = r->text;
-    uint64_t L;
-    const kvshard__node *v = present(t, "num_hidden_layers");
-    if (!v)
-        return missing(r, t, "num_hidden_layers", "the number of decoder layers");
-    int rc = kvshard__node_uint(&L, r->doc, v, "num_hidden_layers", 1, KVSHARD_MAX_LAYERS, r->err);
-    if (rc)
+    if ((rc = read_model_dtype(&in->dtype, r)) != 0 || (rc = kvshard__read_layer_kinds(r)) != 0)
         return rc;
-    in->num_layers = (uint32_t)L;
-    if ((rc = read_model_dtype(&in->dtype, r)) != 0)
-        return rc;
-
-    m->kinds = kvshard__alloc(&m->alloc, L, 1);
-    if (!m->kinds)
-        return kvshard__fail(r->err, KVSHARD_ENOMEM, r->doc->source, v->mark, "out of memory");
-    if ((rc = read_layer_kinds(m->kinds, r, in->num_layers)) != 0)
-        return rc;
-    for (uint32_t i = 0; i < in->num_layers; i++) {
-        switch (m->kinds[i]) {
-        case KVSHARD_LAYER_FULL_ATTENTION: in->num_full++; break;
-        case KVSHARD_LAYER_LINEAR_ATTENTION: in->num_linear++; break;
-        default: in->num_sliding++; break;
-        }
-    }
-    in->linear = in->num_linear > 0 ? linear_flavour(r) : KVSHARD__LINEAR_NONE;
+    kvshard__model_count_kinds(m);
 
     /* Draft layers: the first key present counts. */
     bool found;
     if ((rc = optional_dim(&in->num_draft_layers, &found, r, t, "num_nextn_predict_layers", 0,
-                           MAX_DRAFT_LAYERS)) != 0)
+                           KVSHARD__MAX_DRAFT_LAYERS)) != 0)
         return rc;
     if (!found && (rc = optional_dim(&in->num_draft_layers, &found, r, t, "mtp_num_hidden_layers",
-                                     0, MAX_DRAFT_LAYERS)) != 0)
+                                     0, KVSHARD__MAX_DRAFT_LAYERS)) != 0)
         return rc;
 
     /* kv_lora_rank: a positive integer selects MLA; 0 or null does not. */
     uint32_t lora = 0;
-    if ((rc = optional_dim(&lora, &found, r, t, "kv_lora_rank", 0, MAX_DIMENSION)) != 0)
+    if ((rc = optional_dim(&lora, &found, r, t, "kv_lora_rank", 0, KVSHARD__MAX_DIMENSION)) != 0)
         return rc;
-    bool has_kv_layers = in->num_full + in->num_sliding + in->num_draft_layers > 0;
+    bool stores_kv = kvshard__num_kv_layers(in) + in->num_sliding + in->num_draft_layers > 0;
     if (found && lora > 0) {
         in->attention = KVSHARD_ATTENTION_MLA;
         in->kv_lora_rank = lora;
-        if (has_kv_layers && (rc = read_mla(m, r)) != 0)
+        if (stores_kv && (rc = read_mla(r)) != 0)
             return rc;
-    } else if (has_kv_layers && (rc = read_gqa(m, r)) != 0) {
+    } else if (stores_kv && (rc = read_gqa(r)) != 0) {
         return rc;
     }
     if (in->num_sliding > 0 &&
-        (rc = require_dim(&in->sliding_window, NULL, r, t, "sliding_window",
-                          "sliding_attention layers keep the last sliding_window tokens")) != 0)
+        (rc = kvshard__require_dim(&in->sliding_window, r, t, "sliding_window",
+                                   "sliding_attention layers keep the last sliding_window "
+                                   "tokens")) != 0)
         return rc;
-    if (in->num_linear > 0 && (rc = read_linear_state(m, r)) != 0)
+    if (in->num_linear + in->num_hybrid > 0 && (rc = kvshard__read_state(r)) != 0)
         return rc;
+    /* Work out where the figures checked at plan time stand, in one pass. */
+    size_t offsets[KVSHARD__SITE_COUNT];
+    kvshard__mark marks[KVSHARD__SITE_COUNT];
+    int used[KVSHARD__SITE_COUNT];
+    size_t n = 0;
+    for (int s = 0; s < KVSHARD__SITE_COUNT; s++) {
+        if (m->sites[s].key) {
+            used[n] = s;
+            offsets[n++] = r->site_offsets[s];
+        }
+    }
+    kvshard__doc_marks(r->doc, offsets, marks, n);
+    for (size_t i = 0; i < n; i++)
+        m->sites[used[i]].mark = marks[i];
     return KVSHARD_OK;
+}
+
+/* ---- the model object ---------------------------------------------------------------- */
+
+int kvshard__model_new(kvshard_model **out, const kvshard_allocator *alloc, const char *source,
+                       const char *model_type, size_t type_len, uint32_t num_layers,
+                       kvshard_error *err)
+{
+    kvshard_model *m = kvshard__calloc(alloc, 1, sizeof *m);
+    if (m) {
+        m->alloc = *alloc;
+        m->source = kvshard__strdup(alloc, source);
+        m->model_type = kvshard__strndup(alloc, model_type, type_len);
+        m->kinds = kvshard__alloc(alloc, num_layers, 1);
+        m->info.num_layers = num_layers;
+    }
+    if (!m || !m->source || !m->model_type || !m->kinds) {
+        kvshard_model_free(m);
+        return kvshard__fail(err, KVSHARD_ENOMEM, source, kvshard__no_mark, "out of memory");
+    }
+    *out = m;
+    return KVSHARD_OK;
+}
+
+void kvshard__model_count_kinds(kvshard_model *m)
+{
+    kvshard__model_info *in = &m->info;
+    uint32_t counts[5] = {0, 0, 0, 0, 0};
+    for (uint32_t i = 0; i < in->num_layers; i++)
+        counts[m->kinds[i]]++;
+    in->num_full = counts[KVSHARD_LAYER_FULL_ATTENTION];
+    in->num_linear = counts[KVSHARD_LAYER_LINEAR_ATTENTION];
+    in->num_sliding = counts[KVSHARD_LAYER_SLIDING_ATTENTION];
+    in->num_hybrid = counts[KVSHARD_LAYER_HYBRID];
+    in->num_no_cache = counts[KVSHARD_LAYER_NO_CACHE];
 }
 
 int kvshard__model_from_node(kvshard_model **out, const kvshard__doc *doc,
                              const kvshard__node *root, const kvshard_allocator *alloc,
                              kvshard_error *err)
 {
-    int rc = kvshard__node_expect_mapping(doc, root, "model config", err);
-    if (rc)
-        return rc;
-    reader r = {doc, root, root, err};
-    const kvshard__node *tc = present(root, "text_config");
-    if (tc) {
-        if ((rc = kvshard__node_expect_mapping(doc, tc, "text_config", err)) != 0)
+    if (root->kind != KVSHARD__NODE_MAPPING)
+        /* The contents of a file that is not a config are not echoed. */
+        return kvshard__doc_fail(doc, err, KVSHARD_ETYPE, root,
+                                 "model config: expected a mapping, found %s",
+                                 root->kind == KVSHARD__NODE_SEQUENCE ? "a list" : "a scalar");
+    kvshard__reader r = {doc, *root, *root, err, NULL, {0}};
+    kvshard__node tc = {0}, type = {0}, layers = {0};
+    int rc;
+    if (kvshard__get(&r, root, "text_config", &tc)) {
+        if ((rc = kvshard__node_expect(doc, &tc, KVSHARD__NODE_MAPPING, "text_config", err)) != 0)
             return rc;
         r.text = tc;
     }
-    const kvshard__node *type = present(root, "model_type");
     const char *type_text = "";
     size_t type_len = 0;
-    if (type &&
-        (rc = kvshard__node_string(&type_text, &type_len, doc, type, "model_type", err)) != 0)
+    if (kvshard__get(&r, root, "model_type", &type) &&
+        (rc = kvshard__node_string(&type_text, &type_len, doc, &type, "model_type", err)) != 0)
         return rc;
-
-    kvshard_model *m = kvshard__calloc(alloc, 1, sizeof *m);
-    if (!m)
-        return kvshard__fail(err, KVSHARD_ENOMEM, doc->source, kvshard__no_mark, "out of memory");
-    m->alloc = *alloc;
-    m->source = kvshard__strdup(alloc, doc->source);
-    m->model_type = kvshard__strndup(alloc, type_text, type_len);
-    if (!m->source || !m->model_type)
-        rc = kvshard__fail(err, KVSHARD_ENOMEM, doc->source, kvshard__no_mark, "out of memory");
-    if (rc == KVSHARD_OK)
-        rc = read_model(m, &r);
-    if (rc) {
-        kvshard_model_free(m);
+    if (!kvshard__get(&r, &r.text, "num_hidden_layers", &layers))
+        return kvshard__missing(&r, &r.text, "num_hidden_layers", "the number of decoder layers");
+    uint32_t L;
+    if ((rc = kvshard__read_dim(&L, &r, &layers, "num_hidden_layers", 1, KVSHARD_MAX_LAYERS)) != 0)
+        return rc;
+    if ((rc = kvshard__model_new(&r.model, alloc, doc->source, type_text, type_len, L, err)) != 0)
+        return rc;
+    if ((rc = read_model(&r)) != 0) {
+        kvshard_model_free(r.model);
         return rc;
     }
-    *out = m;
+    *out = r.model;
     return KVSHARD_OK;
 }
 
-int kvshard__model_load_text(kvshard_model **out, const char *text, size_t len, const char *source,
-                             const kvshard_allocator *alloc, kvshard_error *err)
+static int load_text(kvshard_model **out, const char *text, size_t len, const char *source,
+                     const kvshard_allocator *alloc, kvshard_error *err)
 {
     kvshard__doc doc;
     int rc = kvshard__doc_parse(&doc, text, len, source, alloc, err);
     if (rc)
         return rc;
-    rc = kvshard__model_from_node(out, &doc, doc.root, alloc, err);
+    kvshard__node root = kvshard__doc_root(&doc);
+    rc = kvshard__model_from_node(out, &doc, &root, alloc, err);
     kvshard__doc_free(&doc);
+    return rc;
+}
+
+int kvshard__model_load_path(kvshard_model **out, const char *path, const kvshard_allocator *alloc,
+                             kvshard_error *err)
+{
+    char *file = NULL, *text = NULL;
+    size_t len;
+    int rc = kvshard__config_path(&file, alloc, path, err);
+    if (rc)
+        return rc;
+    if ((rc = kvshard__read_file(&text, &len, alloc, file, err)) == KVSHARD_OK)
+        rc = load_text(out, text, len, file, alloc, err);
+    kvshard__free(alloc, text);
+    kvshard__free(alloc, file);
     return rc;
 }
 
@@ -525,7 +377,7 @@ int kvshard_model_load_string(kvshard_model **out, const char *text, size_t len,
     int rc = kvshard__begin_load(&a, out && text, "out and text", options, err);
     if (rc)
         return rc;
-    return kvshard__model_load_text(out, text, len, name ? name : "<string>", &a, err);
+    return load_text(out, text, len, name ? name : "<string>", &a, err);
 }
 
 int kvshard_model_load_file(kvshard_model **out, const char *path,
@@ -535,13 +387,7 @@ int kvshard_model_load_file(kvshard_model **out, const char *path,
     int rc = kvshard__begin_load(&a, out && path, "out and path", options, err);
     if (rc)
         return rc;
-    char *text;
-    size_t len;
-    if ((rc = kvshard__read_file(&text, &len, &a, path, err)) != 0)
-        return rc;
-    rc = kvshard__model_load_text(out, text, len, path, &a, err);
-    kvshard__free(&a, text);
-    return rc;
+    return kvshard__model_load_path(out, path, &a, err);
 }
 
 void kvshard_model_free(kvshard_model *model)
@@ -554,6 +400,8 @@ void kvshard_model_free(kvshard_model *model)
     kvshard__free(&a, model->kinds);
     kvshard__free(&a, model);
 }
+
+/* ---- queries --------------------------------------------------------------------------- */
 
 const char *kvshard_model_type(const kvshard_model *model)
 {
@@ -577,10 +425,13 @@ kvshard_attention kvshard_model_attention(const kvshard_model *model)
 
 uint32_t kvshard_model_count(const kvshard_model *model, kvshard_layer_kind kind)
 {
+    const kvshard__model_info *in = &model->info;
     switch (kind) {
-    case KVSHARD_LAYER_FULL_ATTENTION: return model->info.num_full;
-    case KVSHARD_LAYER_LINEAR_ATTENTION: return model->info.num_linear;
-    case KVSHARD_LAYER_SLIDING_ATTENTION: return model->info.num_sliding;
+    case KVSHARD_LAYER_FULL_ATTENTION: return in->num_full;
+    case KVSHARD_LAYER_LINEAR_ATTENTION: return in->num_linear;
+    case KVSHARD_LAYER_SLIDING_ATTENTION: return in->num_sliding;
+    case KVSHARD_LAYER_HYBRID: return in->num_hybrid;
+    case KVSHARD_LAYER_NO_CACHE: return in->num_no_cache;
     default: return 0;
     }
 }
@@ -593,12 +444,38 @@ int kvshard_model_layer_kind(kvshard_layer_kind *out, const kvshard_model *model
     return KVSHARD_OK;
 }
 
+kvshard_state_kind kvshard_model_state_kind(const kvshard_model *model)
+{
+    return model->info.state.kind;
+}
+
+kvshard_dtype kvshard_model_state_dtype(const kvshard_model *model)
+{
+    return model->info.state.dtype;
+}
+
 const char *kvshard_layer_kind_name(kvshard_layer_kind kind)
 {
     switch (kind) {
     case KVSHARD_LAYER_FULL_ATTENTION: return "full_attention";
     case KVSHARD_LAYER_LINEAR_ATTENTION: return "linear_attention";
     case KVSHARD_LAYER_SLIDING_ATTENTION: return "sliding_attention";
+    case KVSHARD_LAYER_HYBRID: return "hybrid";
+    case KVSHARD_LAYER_NO_CACHE: return "no_cache";
+    default: return "unknown";
+    }
+}
+
+const char *kvshard_state_kind_name(kvshard_state_kind kind)
+{
+    switch (kind) {
+    case KVSHARD_STATE_NONE: return "none";
+    case KVSHARD_STATE_GDN: return "gdn";
+    case KVSHARD_STATE_KDA: return "kda";
+    case KVSHARD_STATE_LIGHTNING: return "lightning";
+    case KVSHARD_STATE_MAMBA1: return "mamba1";
+    case KVSHARD_STATE_MAMBA2: return "mamba2";
+    case KVSHARD_STATE_SHORT_CONV: return "short_conv";
     default: return "unknown";
     }
 }

@@ -3,15 +3,29 @@
 #define KVSHARD_MODEL_MODEL_H
 
 #include "base/alloc.h"
+#include "base/error.h"
 #include "model/dtype.h"
-#include "text/yaml_doc.h"
 
-typedef enum kvshard__linear_flavour {
-    KVSHARD__LINEAR_NONE,
-    KVSHARD__LINEAR_GDN,      /* Gated DeltaNet (Qwen3-Next, Qwen3.5) */
-    KVSHARD__LINEAR_KDA,      /* Kimi Delta Attention */
-    KVSHARD__LINEAR_LIGHTNING /* MiniMax lightning attention */
-} kvshard__linear_flavour;
+/* Bound on any single dimension (heads, head_dim, latent ranks, ...). */
+#define KVSHARD__MAX_DIMENSION (1u << 24)
+/* Bound on draft layers; real models have one or a few. */
+#define KVSHARD__MAX_DRAFT_LAYERS 1024u
+
+/* The recurrent state of linear and hybrid layers (one kind per model). */
+typedef struct kvshard__state_dims {
+    kvshard_state_kind kind;
+    uint32_t heads;       /* GDN Hv; KDA, lightning, Mamba2 H */
+    uint32_t key_heads;   /* GDN Hk */
+    uint32_t head_dim;    /* GDN dk; KDA and lightning d; Mamba2 P */
+    uint32_t value_dim;   /* GDN dv */
+    uint32_t state_size;  /* Mamba1, Mamba2 N */
+    uint32_t groups;      /* Mamba2 G */
+    uint32_t conv_kernel; /* GDN, KDA, Mamba1, Mamba2 K; short conv L_cache */
+    uint32_t channels;    /* Mamba1 d_inner; short conv hidden_size */
+    /* The model's own state dtype (its keys, else the kind's default);
+     * AUTO without temporal state. A state_dtype option overrides it. */
+    kvshard_dtype dtype;
+} kvshard__state_dims;
 
 /* What planning needs of a model; plain values, copied into each plan. */
 typedef struct kvshard__model_info {
@@ -19,9 +33,11 @@ typedef struct kvshard__model_info {
     uint32_t num_full;
     uint32_t num_linear;
     uint32_t num_sliding;
+    uint32_t num_hybrid;
+    uint32_t num_no_cache;
     uint32_t num_draft_layers;
     kvshard_attention attention;
-    kvshard__dtype dtype;
+    kvshard_dtype dtype; /* the model's: BF16, FP16, FP32 or FP8 */
     /* GQA */
     uint32_t num_kv_heads;
     uint32_t head_dim;
@@ -31,21 +47,30 @@ typedef struct kvshard__model_info {
     uint32_t qk_rope_head_dim;
     bool has_indexer;
     uint32_t index_head_dim;
-    /* linear-attention state */
-    kvshard__linear_flavour linear;
-    uint32_t linear_key_heads;   /* GDN Hk */
-    uint32_t linear_value_heads; /* GDN Hv; KDA and lightning: their heads */
-    uint32_t linear_key_dim;     /* GDN dk; KDA and lightning: head dim */
-    uint32_t linear_value_dim;   /* GDN dv */
-    uint32_t linear_conv_kernel; /* GDN and KDA K */
-    kvshard__dtype ssm_dtype;
+    kvshard__state_dims state;
 } kvshard__model_info;
 
-/* Where a model key was read, for errors found when planning. */
+/* KV layers: full attention and hybrid, whose KV a split divides. */
+static inline uint32_t kvshard__num_kv_layers(const kvshard__model_info *m)
+{
+    return m->num_full + m->num_hybrid;
+}
+
+/* A model figure that must divide by the attention TP size, and where it was
+ * read, for errors found when planning. */
 typedef struct kvshard__key_site {
-    const char *key; /* static string, NULL when the value was defaulted */
+    const char *key; /* static name; NULL when unused */
+    uint32_t value;
     kvshard__mark mark;
 } kvshard__key_site;
+
+enum {
+    KVSHARD__SITE_KV_HEADS, /* GQA KV heads: T and H_kv divide one another */
+    KVSHARD__SITE_STATE_A,  /* state dimensions that T must divide */
+    KVSHARD__SITE_STATE_B,
+    KVSHARD__SITE_STATE_GROUPS, /* Mamba2 groups: G % T == 0 or T % G == 0 */
+    KVSHARD__SITE_COUNT
+};
 
 struct kvshard_model {
     kvshard_allocator alloc;
@@ -53,20 +78,18 @@ struct kvshard_model {
     char *model_type;
     uint8_t *kinds; /* kvshard_layer_kind per decoder layer */
     kvshard__model_info info;
-    kvshard__key_site kv_heads_site;
-    kvshard__key_site linear_key_heads_site;
-    kvshard__key_site linear_value_heads_site;
+    kvshard__key_site sites[KVSHARD__SITE_COUNT];
 };
 
-/* Build a model from a parsed mapping; `doc->source` names it in errors. */
-int kvshard__model_from_node(kvshard_model **out, const kvshard__doc *doc,
-                             const kvshard__node *root, const kvshard_allocator *alloc,
-                             kvshard_error *err);
-/* Parse text and build a model from its root. */
-int kvshard__model_load_text(kvshard_model **out, const char *text, size_t len, const char *source,
-                             const kvshard_allocator *alloc, kvshard_error *err);
-/* Start a public load call: reset `err`, reject missing arguments (`args_ok`
- * false; `args` names them) and unknown option versions, and resolve the
+/* A new empty model with its source and type copied; ENOMEM otherwise. */
+int kvshard__model_new(kvshard_model **out, const kvshard_allocator *alloc, const char *source,
+                       const char *model_type, size_t type_len, uint32_t num_layers,
+                       kvshard_error *err);
+/* Count the layer kinds into the model's info. */
+void kvshard__model_count_kinds(kvshard_model *m);
+
+/* Start a public call that reads text: reset `err`, reject missing arguments
+ * (`args_ok` false; `args` names them) and unknown options, and resolve the
  * allocator the options ask for. */
 int kvshard__begin_load(kvshard_allocator *alloc, bool args_ok, const char *args,
                         const kvshard_load_options *options, kvshard_error *err);

@@ -1,130 +1,276 @@
-/* The plan and the comparison as JSON documents. */
-#include "output/json.h"
+/* The plan and the comparison as JSON documents. Field names are stable:
+ * new fields are only added. */
+#include "output/writer.h"
 #include "plan/compare.h"
 #include "plan/plan.h"
 
 #include <math.h>
+#include <string.h>
 
-static void emit_model(kvshard__json *j, const kvshard_plan *p)
+static void key(kvshard__out *o, const char *name)
+{
+    kvshard__out_put(o, "\"", 1);
+    kvshard__out_raw(o, name);
+    kvshard__out_put(o, "\": ", 3);
+}
+
+static void field_u64(kvshard__out *o, const char *name, uint64_t v)
+{
+    key(o, name);
+    kvshard__out_u64(o, v);
+}
+
+static void field_or_null(kvshard__out *o, const char *name, bool has, uint64_t v)
+{
+    key(o, name);
+    if (has)
+        kvshard__out_u64(o, v);
+    else
+        kvshard__out_raw(o, "null");
+}
+
+static void field_word(kvshard__out *o, const char *name, const char *word)
+{
+    key(o, name);
+    if (word)
+        kvshard__out_json_string(o, word, strlen(word));
+    else
+        kvshard__out_raw(o, "null");
+}
+
+static void sep(kvshard__out *o)
+{
+    kvshard__out_put(o, ", ", 2);
+}
+
+static void emit_model(kvshard__out *o, const kvshard_plan *p)
 {
     const kvshard__model_info *m = &p->model;
-    kvshard__json_raw(j, "  \"model\": {\"model_type\": ");
-    kvshard__json_string(j, p->model_type);
-    kvshard__json_printf(
-        j,
-        ", \"num_layers\": %u, \"num_full_attention_layers\": %u, "
-        "\"num_linear_attention_layers\": %u, \"num_sliding_attention_layers\": %u, "
-        "\"num_draft_layers\": %u, \"attention\": \"%s\"},\n",
-        m->num_layers, m->num_full, m->num_linear, m->num_sliding, m->num_draft_layers,
-        m->attention == KVSHARD_ATTENTION_MLA ? "mla" : "gqa");
+    bool has_state = m->state.kind != KVSHARD_STATE_NONE;
+    kvshard__out_raw(o, "  \"model\": {");
+    field_word(o, "model_type", p->model_type[0] ? p->model_type : NULL);
+    sep(o);
+    field_u64(o, "num_layers", m->num_layers);
+    sep(o);
+    field_u64(o, "num_full_attention_layers", m->num_full);
+    sep(o);
+    field_u64(o, "num_linear_attention_layers", m->num_linear);
+    sep(o);
+    field_u64(o, "num_sliding_attention_layers", m->num_sliding);
+    sep(o);
+    field_u64(o, "num_hybrid_layers", m->num_hybrid);
+    sep(o);
+    field_u64(o, "num_no_cache_layers", m->num_no_cache);
+    sep(o);
+    field_u64(o, "num_draft_layers", m->num_draft_layers);
+    sep(o);
+    field_word(o, "attention", m->attention == KVSHARD_ATTENTION_MLA ? "mla" : "gqa");
+    sep(o);
+    field_word(o, "state_kind", has_state ? kvshard_state_kind_name(m->state.kind) : NULL);
+    sep(o);
+    field_word(o, "state_dtype",
+               p->state_dtype != KVSHARD_DTYPE_AUTO ? kvshard_dtype_name(p->state_dtype) : NULL);
+    kvshard__out_raw(o, "},\n");
 }
 
-static void emit_parallel(kvshard__json *j, const kvshard_plan *p)
+static void emit_parallel(kvshard__out *o, const kvshard_plan *p)
 {
-    const kvshard_options *o = &p->options;
-    kvshard__json_printf(j,
-                         "  \"parallel\": {\"world_size\": %u, \"dp_size\": %u, \"cp_size\": %u, "
-                         "\"attn_tp_size\": %u, \"layerwise_split_size\": %u, "
-                         "\"effective_split_size\": %u, \"ownership\": \"%s\", "
-                         "\"replication_factor\": %u},\n",
-                         o->world_size, o->dp_size, o->cp_size, p->tp, o->layerwise_split_size,
-                         p->split, kvshard_ownership_name(o->ownership), p->replication);
+    const kvshard_options *opt = &p->options;
+    kvshard__out_raw(o, "  \"parallel\": {");
+    field_u64(o, "world_size", opt->world_size);
+    sep(o);
+    field_u64(o, "dp_size", opt->dp_size);
+    sep(o);
+    field_u64(o, "cp_size", opt->cp_size);
+    sep(o);
+    field_u64(o, "attn_tp_size", p->tp);
+    sep(o);
+    field_u64(o, "layerwise_split_size", opt->layerwise_split_size);
+    sep(o);
+    field_u64(o, "effective_split_size", p->split);
+    sep(o);
+    field_word(o, "ownership", kvshard_ownership_name(opt->ownership));
+    sep(o);
+    field_u64(o, "replication_factor", p->replication);
+    kvshard__out_raw(o, "},\n");
 }
 
-static void emit_layers(kvshard__json *j, const kvshard_plan *p)
+static void emit_layers(kvshard__out *o, const kvshard_plan *p)
 {
-    kvshard__json_raw(j, "  \"layers\": [");
-    for (uint32_t i = 0; i < p->model.num_layers; i++) {
-        kvshard__json_printf(j,
-                             "%s\n    {\"index\": %u, \"kind\": \"%s\", \"owner\": ", i ? "," : "",
-                             i, kvshard_layer_kind_name((kvshard_layer_kind)p->kinds[i]));
-        if (p->owner[i] == KVSHARD_OWNER_ALL)
-            kvshard__json_raw(j, "null}");
+    kvshard__out_raw(o, "  \"layers\": [");
+    for (uint32_t i = 0; i < p->model.num_layers && !o->failed; i++) {
+        kvshard__out_raw(o, i ? ",\n    {\"index\": " : "\n    {\"index\": ");
+        kvshard__out_u64(o, i);
+        kvshard__out_raw(o, ", \"kind\": \"");
+        kvshard__out_raw(o, kvshard_layer_kind_name((kvshard_layer_kind)p->kinds[i]));
+        kvshard__out_raw(o, "\", \"owner\": ");
+        if (p->owner[i] >= 0)
+            kvshard__out_i64(o, p->owner[i]);
         else
-            kvshard__json_printf(j, "%d}", p->owner[i]);
+            kvshard__out_raw(o, "null");
+        kvshard__out_put(o, "}", 1);
     }
-    kvshard__json_raw(j, p->model.num_layers ? "\n  ],\n" : "],\n");
+    kvshard__out_raw(o, p->model.num_layers ? "\n  ],\n" : "],\n");
 }
 
-static void emit_ranks(kvshard__json *j, const kvshard_plan *p)
+static void emit_ranks(kvshard__out *o, const kvshard_plan *p)
 {
-    kvshard__json_raw(j, "  \"ranks\": [");
-    for (uint32_t r = 0; r < p->tp; r++) {
+    kvshard__out_raw(o, "  \"ranks\": [");
+    for (uint32_t r = 0; r < p->tp && !o->failed; r++) {
         uint32_t s = p->split_rank_of[r];
-        kvshard__json_printf(j,
-                             "%s\n    {\"tp_rank\": %u, \"split_group\": %u, \"split_rank\": %u, "
-                             "\"owned_layers\": [",
-                             r ? "," : "", r, r / p->split, s);
-        for (uint32_t k = p->owned_offsets[s]; k < p->owned_offsets[s + 1]; k++)
-            kvshard__json_printf(j, "%s%u", k > p->owned_offsets[s] ? ", " : "",
-                                 p->owned_layers[k]);
         const kvshard_rank_memory *m = &p->ranks[r];
-        kvshard__json_printf(j,
-                             "], \"kv_bytes_per_token\": %llu, \"scratch_bytes_per_token\": %llu, "
-                             "\"draft_bytes_per_token\": %llu, \"bytes_per_block\": %llu, "
-                             "\"state_bytes_per_seq\": %llu, \"num_blocks\": ",
-                             (unsigned long long)m->kv_bytes_per_token,
-                             (unsigned long long)m->scratch_bytes_per_token,
-                             (unsigned long long)m->draft_bytes_per_token,
-                             (unsigned long long)m->bytes_per_block,
-                             (unsigned long long)m->state_bytes_per_seq);
-        kvshard__json_u64_or_null(j, m->has_num_blocks, m->num_blocks);
-        kvshard__json_raw(j, "}");
+        kvshard__out_raw(o, r ? ",\n    {" : "\n    {");
+        field_u64(o, "tp_rank", r);
+        sep(o);
+        field_u64(o, "split_group", r / p->split);
+        sep(o);
+        field_u64(o, "split_rank", s);
+        kvshard__out_raw(o, ", \"owned_layers\": [");
+        for (uint32_t k = p->owned_offsets[s]; k < p->owned_offsets[s + 1] && !o->failed; k++) {
+            if (k > p->owned_offsets[s])
+                sep(o);
+            kvshard__out_u64(o, p->owned_layers[k]);
+        }
+        kvshard__out_raw(o, "], ");
+        field_u64(o, "kv_bytes_per_token", m->kv_bytes_per_token);
+        sep(o);
+        field_u64(o, "scratch_bytes_per_token", m->scratch_bytes_per_token);
+        sep(o);
+        field_u64(o, "draft_bytes_per_token", m->draft_bytes_per_token);
+        sep(o);
+        field_u64(o, "bytes_per_block", m->bytes_per_block);
+        sep(o);
+        field_u64(o, "state_bytes_per_seq", m->state_bytes_per_seq);
+        sep(o);
+        field_or_null(o, "num_blocks", m->has_num_blocks, m->num_blocks);
+        kvshard__out_put(o, "}", 1);
     }
-    kvshard__json_raw(j, "\n  ],\n");
+    kvshard__out_raw(o, "\n  ],\n");
 }
 
-static void emit_capacity(kvshard__json *j, const kvshard_plan *p)
+static void emit_capacity(kvshard__out *o, const kvshard_plan *p)
 {
     const kvshard_capacity *c = &p->capacity;
-    kvshard__json_printf(
-        j, "  \"capacity\": {\"block_size\": %u, \"memory_per_rank\": ", c->block_size);
-    kvshard__json_u64_or_null(j, c->memory_per_rank != 0, c->memory_per_rank);
-    kvshard__json_printf(j, ", \"max_seqs\": %u, \"num_blocks\": ", c->max_seqs);
-    kvshard__json_u64_or_null(j, c->has_num_blocks, c->num_blocks);
-    kvshard__json_raw(j, ", \"max_tokens\": ");
-    kvshard__json_u64_or_null(j, c->has_num_blocks, c->max_tokens);
-    kvshard__json_raw(j, "},\n");
+    bool xllm = c->engine == KVSHARD_ENGINE_XLLM;
+    kvshard__out_raw(o, "  \"capacity\": {");
+    field_u64(o, "block_size", c->block_size);
+    sep(o);
+    field_or_null(o, "memory_per_rank", c->memory_per_rank != 0, c->memory_per_rank);
+    sep(o);
+    field_u64(o, "max_seqs", c->max_seqs);
+    sep(o);
+    field_or_null(o, "num_blocks", c->has_num_blocks, c->num_blocks);
+    sep(o);
+    field_or_null(o, "max_tokens", c->has_num_blocks, c->max_tokens);
+    sep(o);
+    field_or_null(o, "context_length", c->context_length != 0, c->context_length);
+    sep(o);
+    field_or_null(o, "concurrency", c->has_concurrency, c->concurrency);
+    sep(o);
+    field_or_null(o, "balanced_max_seqs", c->has_balanced_max_seqs, c->balanced_max_seqs);
+    sep(o);
+    field_word(o, "engine", kvshard_engine_name(c->engine));
+    sep(o);
+    field_or_null(o, "budget", xllm && c->memory_per_rank != 0, c->memory_per_rank);
+    sep(o);
+    field_or_null(o, "state_slots", c->has_state_slots, c->state_slots);
+    sep(o);
+    field_or_null(o, "usable_blocks", xllm && c->has_num_blocks, c->usable_blocks);
+    sep(o);
+    field_or_null(o, "usable_state_slots", c->has_state_slots, c->usable_state_slots);
+    kvshard__out_raw(o, "},\n");
 
     const kvshard_uniform *u = &p->uniform;
-    kvshard__json_printf(j,
-                         "  \"uniform\": {\"kv_bytes_per_token\": %llu, \"bytes_per_block\": %llu, "
-                         "\"num_blocks\": ",
-                         (unsigned long long)u->kv_bytes_per_token,
-                         (unsigned long long)u->bytes_per_block);
-    kvshard__json_u64_or_null(j, u->has_num_blocks, u->num_blocks);
-    kvshard__json_raw(j, "},\n");
+    kvshard__out_raw(o, "  \"uniform\": {");
+    field_u64(o, "kv_bytes_per_token", u->kv_bytes_per_token);
+    sep(o);
+    field_u64(o, "bytes_per_block", u->bytes_per_block);
+    sep(o);
+    field_or_null(o, "num_blocks", u->has_num_blocks, u->num_blocks);
+    kvshard__out_raw(o, "},\n");
 }
 
-static void emit_warnings(kvshard__json *j, const kvshard_plan *p)
+static void emit_warnings(kvshard__out *o, const kvshard_plan *p)
 {
-    kvshard__json_raw(j, "  \"warnings\": [");
+    kvshard__out_raw(o, "  \"warnings\": [");
     for (size_t i = 0; i < p->warning_count; i++) {
-        kvshard__json_printf(j, "%s\n    {\"code\": \"%s\", \"message\": ", i ? "," : "",
-                             kvshard_warning_name(p->warnings[i].code));
-        kvshard__json_string(j, p->warnings[i].message);
-        kvshard__json_raw(j, "}");
+        kvshard__out_raw(o, i ? ",\n    {" : "\n    {");
+        field_word(o, "code", kvshard_warning_name(p->warnings[i].code));
+        sep(o);
+        key(o, "message");
+        kvshard__out_json_string(o, p->warnings[i].message, strlen(p->warnings[i].message));
+        kvshard__out_put(o, "}", 1);
     }
-    kvshard__json_raw(j, p->warning_count ? "\n  ],\n" : "],\n");
+    kvshard__out_raw(o, p->warning_count ? "\n  ],\n" : "],\n");
 }
 
 int kvshard_plan_write_json(const kvshard_plan *plan, kvshard_write_fn write, void *user)
 {
     if (!plan || !write)
         return KVSHARD_EINVAL;
-    kvshard__json j;
-    kvshard__json_init(&j, write, user);
-    kvshard__json_raw(&j, "{\n  \"kvshard_version\": ");
-    kvshard__json_string(&j, KVSHARD_VERSION_STRING);
-    kvshard__json_raw(&j, ",\n");
-    emit_model(&j, plan);
-    emit_parallel(&j, plan);
-    emit_layers(&j, plan);
-    emit_ranks(&j, plan);
-    emit_capacity(&j, plan);
-    emit_warnings(&j, plan);
-    kvshard__json_printf(&j, "  \"digest\": \"%016llx\"\n}\n", (unsigned long long)plan->digest);
-    return kvshard__json_finish(&j);
+    kvshard__out o;
+    kvshard__out_init(&o, write, user);
+    kvshard__out_raw(&o, "{\n  \"kvshard_version\": \"" KVSHARD_VERSION_STRING "\",\n");
+    emit_model(&o, plan);
+    emit_parallel(&o, plan);
+    emit_layers(&o, plan);
+    emit_ranks(&o, plan);
+    emit_capacity(&o, plan);
+    emit_warnings(&o, plan);
+    kvshard__out_raw(&o, "  \"digest\": \"");
+    kvshard__out_hex64(&o, plan->digest);
+    kvshard__out_raw(&o, "\",\n  \"layout_digest\": \"");
+    kvshard__out_hex64(&o, plan->layout_digest);
+    kvshard__out_raw(&o, "\"\n}\n");
+    return kvshard__out_finish(&o);
+}
+
+/* ---- comparison -------------------------------------------------------------------- */
+
+static void emit_row(kvshard__out *o, const kvshard_comparison_row *r)
+{
+    kvshard__out_raw(o, "{");
+    field_u64(o, "layerwise_split_size", r->layerwise_split_size);
+    sep(o);
+    field_word(o, "ownership", kvshard_ownership_name(r->ownership));
+    sep(o);
+    bool ok = r->error == KVSHARD_OK;
+    field_or_null(o, "min_owned_layers", ok, r->min_owned_layers);
+    sep(o);
+    field_or_null(o, "max_owned_layers", ok, r->max_owned_layers);
+    sep(o);
+    field_or_null(o, "max_kv_bytes_per_token", ok, r->max_kv_bytes_per_token);
+    sep(o);
+    field_or_null(o, "num_blocks", ok && r->has_num_blocks, r->num_blocks);
+    sep(o);
+    field_or_null(o, "max_tokens", ok && r->has_num_blocks, r->max_tokens);
+    sep(o);
+    field_or_null(o, "concurrency", ok && r->has_concurrency, r->concurrency);
+    sep(o);
+    field_or_null(o, "balanced_max_seqs", ok && r->has_balanced_max_seqs, r->balanced_max_seqs);
+    sep(o);
+    key(o, "gain");
+    if (!ok || isinf(r->gain))
+        kvshard__out_raw(o, "null");
+    else
+        kvshard__out_printf(o, "%.4f", r->gain);
+    kvshard__out_raw(o, ", \"warnings\": [");
+    bool first = true;
+    for (unsigned code = 0; code < 32; code++) {
+        if (r->warnings & (1u << code)) {
+            if (!first)
+                sep(o);
+            const char *name = kvshard_warning_name((kvshard_warning_code)code);
+            kvshard__out_json_string(o, name, strlen(name));
+            first = false;
+        }
+    }
+    kvshard__out_raw(o, "], \"error\": ");
+    if (ok)
+        kvshard__out_raw(o, "null");
+    else
+        kvshard__out_json_string(o, r->error_message, strlen(r->error_message));
+    kvshard__out_put(o, "}", 1);
 }
 
 int kvshard_comparison_write_json(const kvshard_comparison *comparison, kvshard_write_fn write,
@@ -132,49 +278,23 @@ int kvshard_comparison_write_json(const kvshard_comparison *comparison, kvshard_
 {
     if (!comparison || !write)
         return KVSHARD_EINVAL;
-    kvshard__json j;
-    kvshard__json_init(&j, write, user);
-    kvshard__json_raw(&j, "{\n  \"rows\": [");
-    for (size_t i = 0; i < comparison->count; i++) {
-        const kvshard_comparison_row *r = &comparison->rows[i];
-        kvshard__json_printf(&j, "%s\n    {\"layerwise_split_size\": %u, \"ownership\": \"%s\", ",
-                             i ? "," : "", r->layerwise_split_size,
-                             kvshard_ownership_name(r->ownership));
-        if (r->error) {
-            kvshard__json_raw(&j, "\"min_owned_layers\": null, \"max_owned_layers\": null, "
-                                  "\"max_kv_bytes_per_token\": null, \"num_blocks\": null, "
-                                  "\"max_tokens\": null, \"gain\": null, \"warnings\": [], "
-                                  "\"error\": ");
-            kvshard__json_string(&j, r->error_message);
-            kvshard__json_raw(&j, "}");
-            continue;
-        }
-        kvshard__json_printf(&j,
-                             "\"min_owned_layers\": %u, \"max_owned_layers\": %u, "
-                             "\"max_kv_bytes_per_token\": %llu, \"num_blocks\": ",
-                             r->min_owned_layers, r->max_owned_layers,
-                             (unsigned long long)r->max_kv_bytes_per_token);
-        kvshard__json_u64_or_null(&j, r->has_num_blocks, r->num_blocks);
-        kvshard__json_raw(&j, ", \"max_tokens\": ");
-        kvshard__json_u64_or_null(&j, r->has_num_blocks, r->max_tokens);
-        if (isinf(r->gain))
-            kvshard__json_raw(&j, ", \"gain\": null, \"warnings\": [");
-        else
-            kvshard__json_printf(&j, ", \"gain\": %.4f, \"warnings\": [", r->gain);
-        bool first = true;
-        for (unsigned code = 0; code < 32; code++) {
-            if (r->warnings & (1u << code)) {
-                kvshard__json_printf(&j, "%s\"%s\"", first ? "" : ", ",
-                                     kvshard_warning_name((kvshard_warning_code)code));
-                first = false;
-            }
-        }
-        kvshard__json_raw(&j, "], \"error\": null}");
+    kvshard__out o;
+    kvshard__out_init(&o, write, user);
+    const kvshard_options *opt = &comparison->options;
+    kvshard__out_raw(&o, "{\n  ");
+    field_word(&o, "engine", kvshard_engine_name(opt->engine));
+    kvshard__out_raw(&o, ",\n  ");
+    field_or_null(&o, "context_length", opt->context_length != 0, opt->context_length);
+    kvshard__out_raw(&o, ",\n  \"rows\": [");
+    for (size_t i = 0; i < comparison->count && !o.failed; i++) {
+        kvshard__out_raw(&o, i ? ",\n    " : "\n    ");
+        emit_row(&o, &comparison->rows[i]);
     }
     const kvshard_comparison_row *rec = &comparison->rows[comparison->recommended];
-    kvshard__json_printf(&j,
-                         "\n  ],\n  \"recommendation\": {\"layerwise_split_size\": %u, "
-                         "\"ownership\": \"%s\"}\n}\n",
-                         rec->layerwise_split_size, kvshard_ownership_name(rec->ownership));
-    return kvshard__json_finish(&j);
+    kvshard__out_raw(&o, "\n  ],\n  \"recommendation\": {");
+    field_u64(&o, "layerwise_split_size", rec->layerwise_split_size);
+    sep(&o);
+    field_word(&o, "ownership", kvshard_ownership_name(rec->ownership));
+    kvshard__out_raw(&o, "}\n}\n");
+    return kvshard__out_finish(&o);
 }

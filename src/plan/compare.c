@@ -1,5 +1,11 @@
-/* Every split size that divides T, under each ownership rule, side by side. */
+/* Every split size that divides T, under each ownership rule, side by side.
+ * A row needs only how many KV layers each split rank owns, so no row builds
+ * a plan: the work is bounded by the KV layers times the split sizes, and a
+ * row whose plan would pass KVSHARD_MAX_LAYER_ENTRIES is refused before any
+ * work. */
 #include "plan/compare.h"
+
+#include "base/checked.h"
 
 #include "deploy/options.h"
 #include "plan/plan.h"
@@ -17,46 +23,170 @@ void kvshard_comparison_free(kvshard_comparison *comparison)
     kvshard__free(&a, comparison);
 }
 
-static void fill_row(kvshard_comparison_row *row, const kvshard_plan *p)
+static const kvshard_ownership rules[] = {KVSHARD_OWNERSHIP_ORDINAL, KVSHARD_OWNERSHIP_GLOBAL,
+                                          KVSHARD_OWNERSHIP_CONTIGUOUS};
+#define RULES (sizeof rules / sizeof rules[0])
+
+typedef struct work {
+    const kvshard_model *model;
+    kvshard_options base; /* settled, split off */
+    uint32_t tp;
+    uint32_t *kv_layers; /* the KV layer indices */
+    uint32_t *counts;    /* owned counts of the row's split ranks */
+    kvshard_rank_memory *ranks;
+    uint64_t memory;
+    bool has_memory;
+    uint64_t unsplit_bytes_per_block;
+    kvshard_uniform uniform;
+} work;
+
+static void mark_warning(void *ctx, kvshard_warning_code code, const char *message)
 {
+    (void)message;
+    *(uint32_t *)ctx |= 1u << code;
+}
+
+/* One row: the plan's figures without the plan. */
+static int fill_row(kvshard_comparison_row *row, work *w, const kvshard_options *o, uint32_t S,
+                    kvshard_error *err)
+{
+    const kvshard__model_info *m = &w->model->info;
+    uint32_t n_kv = kvshard__num_kv_layers(m);
+    kvshard__owned_counts(w->counts, w->kv_layers, n_kv, S, o->ownership);
+    kvshard__memory_inputs in = {m, o, w->tp, S, w->counts, w->model->source};
+    int rc = kvshard__memory_ranks(w->ranks, &in, err);
+    if (rc)
+        return rc;
+    kvshard__capacity c = {false, 0, 0, 0, false, 0, false, 0, false, 0, 0, 0};
+    if (w->has_memory) {
+        kvshard__capacity_inputs ci = {o,
+                                       w->ranks,
+                                       w->tp,
+                                       S,
+                                       w->unsplit_bytes_per_block,
+                                       w->memory,
+                                       0,
+                                       o->context_length,
+                                       KVSHARD_ALL_RANKS};
+        if ((rc = kvshard__capacity_compute(&c, NULL, &ci, err)) != 0)
+            return rc;
+    }
     row->min_owned_layers = UINT32_MAX;
-    for (uint32_t s = 0; s < p->split; s++) {
-        uint32_t c = p->owned_counts[s];
-        row->min_owned_layers = c < row->min_owned_layers ? c : row->min_owned_layers;
-        row->max_owned_layers = c > row->max_owned_layers ? c : row->max_owned_layers;
+    for (uint32_t s = 0; s < S; s++) {
+        row->min_owned_layers =
+            w->counts[s] < row->min_owned_layers ? w->counts[s] : row->min_owned_layers;
+        row->max_owned_layers =
+            w->counts[s] > row->max_owned_layers ? w->counts[s] : row->max_owned_layers;
     }
-    for (uint32_t r = 0; r < p->tp; r++) {
-        const kvshard_rank_memory *m = &p->ranks[r];
-        if (m->kv_bytes_per_token > row->max_kv_bytes_per_token)
-            row->max_kv_bytes_per_token = m->kv_bytes_per_token;
-        if (m->bytes_per_block > row->max_bytes_per_block)
-            row->max_bytes_per_block = m->bytes_per_block;
+    for (uint32_t r = 0; r < w->tp; r++) {
+        const kvshard_rank_memory *f = &w->ranks[r];
+        if (f->kv_bytes_per_token > row->max_kv_bytes_per_token)
+            row->max_kv_bytes_per_token = f->kv_bytes_per_token;
+        if (f->bytes_per_block > row->max_bytes_per_block)
+            row->max_bytes_per_block = f->bytes_per_block;
     }
-    row->has_num_blocks = p->capacity.has_num_blocks;
-    row->num_blocks = p->capacity.num_blocks;
-    row->max_tokens = p->capacity.max_tokens;
-    if (p->capacity.has_num_blocks)
-        row->gain = p->uniform.num_blocks ? (double)row->num_blocks / (double)p->uniform.num_blocks
+    row->has_num_blocks = c.has_num_blocks;
+    row->num_blocks = c.num_blocks;
+    row->max_tokens = c.max_tokens;
+    row->has_concurrency = c.has_concurrency;
+    row->concurrency = c.concurrency;
+    row->has_balanced_max_seqs = c.has_balanced_max_seqs;
+    row->balanced_max_seqs = c.balanced_max_seqs;
+    if (c.has_num_blocks)
+        row->gain = w->uniform.num_blocks ? (double)c.num_blocks / (double)w->uniform.num_blocks
                                           : HUGE_VAL; /* the unsplit plan fits no block */
     else
         row->gain = row->max_bytes_per_block
-                        ? (double)p->uniform.bytes_per_block / (double)row->max_bytes_per_block
+                        ? (double)w->uniform.bytes_per_block / (double)row->max_bytes_per_block
                         : 1.0;
-    for (size_t i = 0; i < p->warning_count; i++)
-        row->warnings |= 1u << p->warnings[i].code;
+    kvshard__warning_inputs wi = {o,         S,  kvshard__replication_factor(m, w->tp), n_kv,
+                                  w->counts, &c, w->ranks[0].state_bytes_per_seq};
+    kvshard__collect_warnings(&wi, mark_warning, &row->warnings);
+    return KVSHARD_OK;
 }
 
-/* Whether row `a` beats the best so far: rows come by S, then ordinal, so a
- * tie keeps the earlier row. */
-static bool better(const kvshard_comparison_row *a, const kvshard_comparison_row *best)
+/* Whether row `a` beats the best so far. Rows come by S, then ordinal,
+ * global, contiguous, so a tie keeps the earlier row. */
+static bool better(const kvshard_comparison_row *a, const kvshard_comparison_row *best,
+                   bool by_balanced)
 {
     if (a->error)
         return false;
     if (!best || best->error)
         return true;
+    if (by_balanced && a->has_balanced_max_seqs && best->has_balanced_max_seqs &&
+        a->balanced_max_seqs != best->balanced_max_seqs)
+        return a->balanced_max_seqs > best->balanced_max_seqs;
     if (a->has_num_blocks && best->has_num_blocks)
         return a->num_blocks > best->num_blocks;
     return a->max_bytes_per_block < best->max_bytes_per_block;
+}
+
+/* The unsplit figures every row's gain is measured against. */
+static void unsplit_figures(work *w)
+{
+    kvshard_uniform u = KVSHARD_UNIFORM_INIT;
+    uint32_t all = kvshard__num_kv_layers(&w->model->info);
+    kvshard__memory_inputs in = {&w->model->info, &w->base, w->tp, 1, &all, w->model->source};
+    if (kvshard__memory_ranks(w->ranks, &in, NULL) == KVSHARD_OK) {
+        for (uint32_t r = 0; r < w->tp; r++) {
+            const kvshard_rank_memory *f = &w->ranks[r];
+            u.kv_bytes_per_token = f->kv_bytes_per_token > u.kv_bytes_per_token
+                                       ? f->kv_bytes_per_token
+                                       : u.kv_bytes_per_token;
+            u.bytes_per_block =
+                f->bytes_per_block > u.bytes_per_block ? f->bytes_per_block : u.bytes_per_block;
+        }
+        if (w->has_memory && u.bytes_per_block > 0) {
+            kvshard__capacity_inputs ci = {
+                &w->base, w->ranks,         w->tp, 1, w->unsplit_bytes_per_block, w->memory, 0,
+                0,        KVSHARD_ALL_RANKS};
+            kvshard__capacity c;
+            u.has_num_blocks = true;
+            u.num_blocks =
+                kvshard__capacity_compute(&c, NULL, &ci, NULL) == KVSHARD_OK && c.has_num_blocks
+                    ? c.num_blocks
+                    : 0;
+        }
+    }
+    w->uniform = u;
+}
+
+static void free_work(const kvshard_allocator *a, work *w)
+{
+    kvshard__free(a, w->kv_layers);
+    kvshard__free(a, w->counts);
+    kvshard__free(a, w->ranks);
+}
+
+static int prepare(work *w, const kvshard_allocator *a, kvshard_error *err)
+{
+    const kvshard_model *model = w->model;
+    uint32_t n_kv = kvshard__num_kv_layers(&model->info);
+    w->kv_layers = kvshard__alloc(a, n_kv, sizeof *w->kv_layers);
+    w->counts = kvshard__alloc(a, w->tp, sizeof *w->counts);
+    w->ranks = kvshard__alloc(a, w->tp, sizeof *w->ranks);
+    if (!w->kv_layers || !w->counts || !w->ranks)
+        return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+    for (uint32_t i = 0, k = 0; i < model->info.num_layers; i++) {
+        if (kvshard__is_kv_kind(model->kinds[i]))
+            w->kv_layers[k++] = i;
+    }
+    /* The unsplit bytes per block, as the xllm profile sizes its slots. */
+    uint32_t first, heads = 0;
+    if (model->info.num_kv_heads)
+        kvshard__kv_heads(&first, &heads, model->info.num_kv_heads, w->tp, 0, 0);
+    uint32_t all = n_kv;
+    kvshard__memory_inputs in = {&model->info, &w->base, w->tp, 1, &all, model->source};
+    uint64_t own = 0;
+    int rc = kvshard__layer_bytes(&own, &in, heads, err);
+    if (rc)
+        return rc;
+    if (!kvshard__mul(&w->unsplit_bytes_per_block, own, n_kv) ||
+        !kvshard__mul(&w->unsplit_bytes_per_block, w->unsplit_bytes_per_block, w->base.block_size))
+        w->unsplit_bytes_per_block = UINT64_MAX;
+    unsplit_figures(w);
+    return KVSHARD_OK;
 }
 
 int kvshard_comparison_create(kvshard_comparison **out, const kvshard_model *model,
@@ -67,21 +197,36 @@ int kvshard_comparison_create(kvshard_comparison **out, const kvshard_model *mod
     if (!out || !model)
         return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
                              "out and model must not be NULL");
-    kvshard_options base = KVSHARD_OPTIONS_INIT;
+    if (!kvshard__allocator_valid(allocator))
+        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
+                             "kvshard_allocator: malloc_fn and free_fn must both be set");
+    kvshard_options given = KVSHARD_OPTIONS_INIT;
     if (options)
-        base = *options;
-    base.enable_layerwise_split = false;
-    base.layerwise_split_size = 1;
-    base.ownership = KVSHARD_OWNERSHIP_ORDINAL;
-    /* Errors that no split size avoids end the comparison. */
-    kvshard_plan *plan;
-    int rc = kvshard_plan_create(&plan, model, &base, allocator, err);
-    if (rc && rc != KVSHARD_ENOBLOCK)
+        given = *options;
+    int rc = kvshard__options_check(&given, err);
+    if (rc)
         return rc;
-    uint32_t T = kvshard__attn_tp_size(&base);
-    kvshard_plan_free(rc ? NULL : plan);
-    kvshard__error_reset(err);
-
+    work w;
+    memset(&w, 0, sizeof w);
+    w.model = model;
+    w.base = kvshard__options_settle(&given);
+    w.base.enable_layerwise_split = false;
+    w.base.layerwise_split_size = 1;
+    /* Errors that no split size avoids end the comparison. */
+    uint32_t T = 0, S = 0;
+    kvshard_error base_err;
+    kvshard__error_reset(&base_err);
+    rc = kvshard__plan_validate(&T, &S, model, &w.base, &base_err);
+    if (rc == KVSHARD_ELIMIT) /* only the unsplit rows pass the limit */
+        T = kvshard__attn_tp_size(&w.base);
+    else if (rc) {
+        if (err)
+            *err = base_err;
+        return rc;
+    }
+    if ((rc = kvshard__capacity_memory(&w.memory, &w.has_memory, &w.base, err)) != 0)
+        return rc;
+    w.tp = T;
     kvshard_allocator a = kvshard__allocator_or_default(allocator);
     size_t divisors = 0;
     for (uint32_t s = 1; s <= T; s++)
@@ -89,13 +234,24 @@ int kvshard_comparison_create(kvshard_comparison **out, const kvshard_model *mod
     kvshard_comparison *c = kvshard__calloc(&a, 1, sizeof *c);
     if (c) {
         c->alloc = a;
-        c->rows = kvshard__calloc(&a, 2 * divisors, sizeof *c->rows);
-        c->messages = kvshard__calloc(&a, 2 * divisors, sizeof *c->messages);
+        c->rows = kvshard__calloc(&a, RULES * divisors, sizeof *c->rows);
+        c->messages = kvshard__calloc(&a, RULES * divisors, sizeof *c->messages);
     }
     if (!c || !c->rows || !c->messages) {
         kvshard_comparison_free(c);
         return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
     }
+    if ((rc = prepare(&w, &a, err)) != 0) {
+        free_work(&a, &w);
+        kvshard_comparison_free(c);
+        return rc;
+    }
+    c->options = w.base;
+    c->tp = T;
+    c->has_memory = w.has_memory;
+    c->by_balanced =
+        w.has_memory && w.base.context_length > 0 && w.base.engine == KVSHARD_ENGINE_KVSHARD;
+    c->uniform_blocks = w.uniform.num_blocks;
     const kvshard_comparison_row *best = NULL;
     int first_error = KVSHARD_OK;
     kvshard_error first_err;
@@ -103,39 +259,46 @@ int kvshard_comparison_create(kvshard_comparison **out, const kvshard_model *mod
     for (uint32_t s = 1; s <= T; s++) {
         if (T % s != 0)
             continue;
-        for (int rule = KVSHARD_OWNERSHIP_ORDINAL; rule <= KVSHARD_OWNERSHIP_GLOBAL; rule++) {
+        for (size_t rule = 0; rule < RULES; rule++) {
             kvshard_comparison_row *row = &c->rows[c->count];
-            kvshard_options o = base;
+            kvshard_options o = w.base;
             o.enable_layerwise_split = s > 1;
             o.layerwise_split_size = s;
-            o.ownership = (kvshard_ownership)rule;
+            o.ownership = rules[rule];
             row->layerwise_split_size = s;
             row->ownership = o.ownership;
+            row->error_message = c->messages[c->count];
             kvshard_error row_err;
-            rc = kvshard_plan_create(&plan, model, &o, &a, &row_err);
+            kvshard__error_reset(&row_err);
+            uint32_t row_tp, row_split;
+            rc = kvshard__plan_validate(&row_tp, &row_split, model, &o, &row_err);
+            if (rc == KVSHARD_OK)
+                rc = fill_row(row, &w, &o, row_split, &row_err);
             if (rc == KVSHARD_ENOMEM) {
+                free_work(&a, &w);
                 kvshard_comparison_free(c);
                 return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
             }
-            row->error_message = c->messages[c->count];
             if (rc) {
+                memset(row, 0, sizeof *row);
+                row->layerwise_split_size = s;
+                row->ownership = o.ownership;
+                row->error_message = c->messages[c->count];
                 row->error = rc;
                 memcpy(c->messages[c->count], row_err.message, sizeof row_err.message);
                 if (!first_error) {
                     first_error = rc;
                     first_err = row_err;
                 }
-            } else {
-                fill_row(row, plan);
-                kvshard_plan_free(plan);
             }
-            if (better(row, best)) {
+            if (better(row, best, c->by_balanced)) {
                 best = row;
                 c->recommended = c->count;
             }
             c->count++;
         }
     }
+    free_work(&a, &w);
     if (!best) {
         kvshard_comparison_free(c);
         if (err)

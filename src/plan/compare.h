@@ -1,4 +1,4 @@
-/* The comparison object, read by its queries and its JSON writer. */
+/* The comparison object, read by its queries and its writers. */
 #ifndef KVSHARD_PLAN_COMPARE_H
 #define KVSHARD_PLAN_COMPARE_H
 
@@ -10,6 +10,11 @@ struct kvshard_comparison {
     char (*messages)[KVSHARD_ERROR_MESSAGE_MAX];
     size_t count;
     size_t recommended;
+    kvshard_options options; /* the settled options the rows share */
+    uint32_t tp;
+    bool has_memory;         /* rows count blocks */
+    bool by_balanced;        /* rows rank by balanced_max_seqs */
+    uint64_t uniform_blocks; /* the unsplit plan's blocks (0: fits none) */
 };
 
 #endif /* KVSHARD_PLAN_COMPARE_H */

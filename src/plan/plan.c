@@ -1,45 +1,75 @@
-/* Validation, effective split size and ownership, and the plan's queries. */
+/* Validation, effective split size and ownership; the plan object calls the
+ * memory and capacity functions and answers the queries. */
 #include "plan/plan.h"
 
 #include "base/abi.h"
+#include "base/checked.h"
 #include "deploy/options.h"
 
 #include <stdio.h>
 #include <string.h>
 
-/* ---- validation ------------------------------------------------------------- */
+/* ---- validation ---------------------------------------------------------------- */
 
-static bool model_stores_kv(const kvshard__model_info *m, const kvshard_options *o)
+static bool stores_kv(const kvshard__model_info *m, const kvshard_options *o)
 {
-    return m->num_full + m->num_sliding > 0 ||
+    return kvshard__num_kv_layers(m) + m->num_sliding > 0 ||
            (o->num_speculative_tokens > 0 && m->num_draft_layers > 0);
 }
 
-static int check_heads(const kvshard_model *model, uint32_t T, kvshard_error *err)
+/* The state dimensions T must divide, and the Mamba2 group layout. */
+static int check_state(const kvshard_model *model, uint32_t T, kvshard_error *err)
 {
     const kvshard__model_info *m = &model->info;
-    if (m->num_linear == 0)
+    if (m->num_linear + m->num_hybrid == 0)
         return KVSHARD_OK;
-    const kvshard__key_site *sites[2] = {&model->linear_key_heads_site,
-                                         &model->linear_value_heads_site};
-    const uint32_t heads[2] = {m->linear_key_heads, m->linear_value_heads};
+    const int dims[2] = {KVSHARD__SITE_STATE_A, KVSHARD__SITE_STATE_B};
     for (int i = 0; i < 2; i++) {
-        if (sites[i]->key && heads[i] % T != 0)
-            return kvshard__fail(
-                err, KVSHARD_ELINEARHEADS, model->source, sites[i]->mark,
-                "%s %u is not divisible by the attention TP size %u: each rank must "
-                "hold a whole number of linear-attention heads",
-                sites[i]->key, heads[i], T);
+        const kvshard__key_site *s = &model->sites[dims[i]];
+        if (s->key && s->value % T != 0)
+            return kvshard__fail(err, KVSHARD_ELINEARHEADS, model->source, s->mark,
+                                 "%s %u is not divisible by the attention TP size %u: each rank "
+                                 "must hold a whole share of the %s state",
+                                 s->key, s->value, T, kvshard_state_kind_name(m->state.kind));
     }
+    const kvshard__key_site *g = &model->sites[KVSHARD__SITE_STATE_GROUPS];
+    if (g->key && g->value % T != 0 && !(g->value < T && T % g->value == 0))
+        return kvshard__fail(err, KVSHARD_ELINEARHEADS, model->source, g->mark,
+                             "%s %u cannot be laid out on %u TP ranks: Mamba2 groups must be a "
+                             "multiple of the attention TP size, or fewer and divide it",
+                             g->key, g->value, T);
     return KVSHARD_OK;
 }
 
-static int validate(uint32_t *out_tp, uint32_t *out_split, const kvshard_model *model,
-                    const kvshard_options *o, kvshard_error *err)
+/* The xllm profile covers full-attention and linear layers, the one scratch
+ * layer the engine keeps, and splits inside one KV head's replicas. */
+static int check_profile(const kvshard_model *model, const kvshard_options *o, uint32_t R,
+                         uint32_t S, kvshard_error *err)
 {
-    int rc = kvshard__options_check(o, err);
-    if (rc)
-        return rc;
+    const kvshard__model_info *m = &model->info;
+    if (o->engine != KVSHARD_ENGINE_XLLM)
+        return KVSHARD_OK;
+    if (m->num_sliding + m->num_hybrid + m->num_no_cache > 0)
+        return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
+                             "the xllm profile plans full-attention and linear layers only; this "
+                             "model has %u sliding-window, %u hybrid and %u no-cache layers",
+                             m->num_sliding, m->num_hybrid, m->num_no_cache);
+    if (o->scratch_layers != 1)
+        return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
+                             "the xllm profile keeps one scratch layer; scratch_layers is %u",
+                             o->scratch_layers);
+    if (S > 1 && R % S != 0)
+        return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
+                             "the xllm profile needs a split that divides the KV replication: "
+                             "layerwise_split_size %u, replication factor %u (the engine sizes "
+                             "an owner's KV with its own heads)",
+                             S, R);
+    return KVSHARD_OK;
+}
+
+int kvshard__plan_validate(uint32_t *out_tp, uint32_t *out_split, const kvshard_model *model,
+                           const kvshard_options *o, kvshard_error *err)
+{
     uint32_t T = kvshard__attn_tp_size(o);
     if (T == 0)
         return kvshard__fail(err, KVSHARD_EWORLD, "", kvshard__no_mark,
@@ -60,158 +90,246 @@ static int validate(uint32_t *out_tp, uint32_t *out_split, const kvshard_model *
                              S, o->cp_size);
     const kvshard__model_info *m = &model->info;
     uint32_t H = m->num_kv_heads;
-    if (m->attention == KVSHARD_ATTENTION_GQA && model_stores_kv(m, o) && T % H != 0 && H % T != 0)
-        return kvshard__fail(
-            err, KVSHARD_EKVHEADS, model->source, model->kv_heads_site.mark,
-            "%s %u and the attention TP size %u do not divide one another",
-            model->kv_heads_site.key ? model->kv_heads_site.key : "num_key_value_heads", H, T);
-    if ((rc = check_heads(model, T, err)) != 0)
+    const kvshard__key_site *kv = &model->sites[KVSHARD__SITE_KV_HEADS];
+    if (m->attention == KVSHARD_ATTENTION_GQA && stores_kv(m, o) && H && T % H != 0 && H % T != 0)
+        return kvshard__fail(err, KVSHARD_EKVHEADS, model->source, kv->mark,
+                             "%s %u and the attention TP size %u do not divide one another",
+                             kv->key ? kv->key : "num_key_value_heads", H, T);
+    int rc = check_state(model, T, err);
+    if (rc == KVSHARD_OK)
+        rc = check_profile(model, o, kvshard__replication_factor(m, T), S_eff, err);
+    if (rc)
         return rc;
+    uint64_t entries = (uint64_t)(T / S_eff) * kvshard__num_kv_layers(m);
+    if (entries > KVSHARD_MAX_LAYER_ENTRIES)
+        return kvshard__fail(err, KVSHARD_ELIMIT, "", kvshard__no_mark,
+                             "the plan would list %llu KV layers over its TP ranks (%u ranks / "
+                             "split %u x %u KV layers); the limit is %u "
+                             "(KVSHARD_MAX_LAYER_ENTRIES)",
+                             (unsigned long long)entries, T, S_eff, kvshard__num_kv_layers(m),
+                             KVSHARD_MAX_LAYER_ENTRIES);
     *out_tp = T;
     *out_split = S_eff;
     return KVSHARD_OK;
 }
 
-/* ---- ownership -------------------------------------------------------------- */
+/* ---- ownership ------------------------------------------------------------------ */
 
 static void assign_owners(kvshard_plan *p)
 {
-    uint32_t S = p->split;
-    uint32_t L = p->model.num_layers;
-    bool global = p->options.ownership == KVSHARD_OWNERSHIP_GLOBAL;
-    memset(p->owned_offsets, 0, (S + 1) * sizeof *p->owned_offsets);
-    uint32_t ordinal = 0;
+    uint32_t S = p->split, L = p->model.num_layers;
+    uint32_t n_kv = kvshard__num_kv_layers(&p->model);
+    memset(p->owned_counts, 0, S * sizeof *p->owned_counts);
+    uint32_t k = 0, state = 0;
     for (uint32_t i = 0; i < L; i++) {
-        p->owner[i] = KVSHARD_OWNER_ALL;
-        if (p->kinds[i] != KVSHARD_LAYER_FULL_ATTENTION)
+        uint8_t kind = p->kinds[i];
+        p->kv_slot[i] = UINT32_MAX;
+        p->state_slot[i] = kvshard__is_state_kind(kind) ? state++ : UINT32_MAX;
+        if (!kvshard__is_kv_kind(kind)) {
+            p->owner[i] = kind == KVSHARD_LAYER_NO_CACHE ? KVSHARD_OWNER_NONE : KVSHARD_OWNER_ALL;
             continue;
-        uint32_t s = S > 1 ? (global ? i : ordinal) % S : 0;
-        if (S > 1)
-            p->owner[i] = (int32_t)s;
-        p->owned_offsets[s + 1]++;
-        ordinal++;
+        }
+        uint32_t s = S > 1 ? kvshard__owner_of(k, i, n_kv, S, p->options.ownership) : 0;
+        p->owner[i] = S > 1 ? (int32_t)s : KVSHARD_OWNER_ALL;
+        p->kv_slot[i] = p->owned_counts[s]++; /* its place in its owner's list */
+        k++;
     }
-    for (uint32_t s = 0; s < S; s++) {
-        p->owned_counts[s] = p->owned_offsets[s + 1];
-        p->owned_offsets[s + 1] += p->owned_offsets[s];
-    }
-    /* Fill each split rank's slice in layer order; `next` reuses the rank table. */
-    uint32_t *next = p->split_rank_of;
+    p->owned_offsets[0] = 0;
     for (uint32_t s = 0; s < S; s++)
-        next[s] = p->owned_offsets[s];
+        p->owned_offsets[s + 1] = p->owned_offsets[s] + p->owned_counts[s];
     for (uint32_t i = 0; i < L; i++) {
-        if (p->kinds[i] != KVSHARD_LAYER_FULL_ATTENTION)
+        if (p->kv_slot[i] == UINT32_MAX)
             continue;
         uint32_t s = p->owner[i] == KVSHARD_OWNER_ALL ? 0 : (uint32_t)p->owner[i];
-        p->owned_layers[next[s]++] = i;
+        p->owned_layers[p->owned_offsets[s] + p->kv_slot[i]] = i;
     }
     for (uint32_t r = 0; r < p->tp; r++)
         p->split_rank_of[r] = r % S;
 }
 
-static void warn(kvshard_plan *p, kvshard_warning_code code, const char *fmt, ...)
-    KVSHARD__PRINTF(3, 4);
+/* ---- warnings ------------------------------------------------------------------- */
 
-static void warn(kvshard_plan *p, kvshard_warning_code code, const char *fmt, ...)
+/* Format one warning and hand it to the sink. */
+static void warn(const kvshard__warning_inputs *in, kvshard__warning_sink sink, void *ctx,
+                 kvshard_warning_code code, const char *fmt, ...) KVSHARD__PRINTF(5, 6);
+
+static void warn(const kvshard__warning_inputs *in, kvshard__warning_sink sink, void *ctx,
+                 kvshard_warning_code code, const char *fmt, ...)
 {
-    if (p->warning_count == KVSHARD__MAX_WARNINGS)
-        return;
-    kvshard__warning *w = &p->warnings[p->warning_count++];
-    w->code = code;
+    (void)in;
+    char message[KVSHARD__WARNING_MESSAGE_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(w->message, sizeof w->message, fmt, ap);
+    vsnprintf(message, sizeof message, fmt, ap);
     va_end(ap);
+    sink(ctx, code, message);
 }
 
-static void collect_warnings(kvshard_plan *p)
+void kvshard__collect_warnings(const kvshard__warning_inputs *in, kvshard__warning_sink sink,
+                               void *ctx)
 {
-    const kvshard_options *o = &p->options;
-    uint32_t S = p->split;
+    const kvshard_options *o = in->options;
+    uint32_t S = in->split, n_kv = in->n_kv;
     const char *rule = kvshard_ownership_name(o->ownership);
     if (o->layerwise_split_size > 1 && !o->enable_layerwise_split)
-        warn(p, KVSHARD_WARN_SPLIT_DISABLED,
+        warn(in, sink, ctx, KVSHARD_WARN_SPLIT_DISABLED,
              "layerwise_split_size is %u but enable_layerwise_split is false: every rank stores "
-             "every full-attention layer",
+             "every KV layer",
              o->layerwise_split_size);
     if (o->enable_layerwise_split && o->layerwise_split_size == 1)
-        warn(p, KVSHARD_WARN_SPLIT_SIZE_ONE,
+        warn(in, sink, ctx, KVSHARD_WARN_SPLIT_SIZE_ONE,
              "enable_layerwise_split is true with layerwise_split_size 1: nothing is split");
-    if (S > 1) {
+    if (S > 1 && n_kv > 0) {
         uint32_t lo = UINT32_MAX, hi = 0, empty = 0, first_empty = 0;
         for (uint32_t s = 0; s < S; s++) {
-            uint32_t c = p->owned_counts[s];
+            uint32_t c = in->owned_counts[s];
             if (c == 0 && empty++ == 0)
                 first_empty = s;
             lo = c < lo ? c : lo;
             hi = c > hi ? c : hi;
         }
         if (empty)
-            warn(p, KVSHARD_WARN_RANK_OWNS_NOTHING,
-                 "%u of %u split ranks own no full-attention layer (the first is split rank %u; "
-                 "%u full-attention layers, %s rule)",
-                 empty, S, first_empty, p->model.num_full, rule);
+            warn(in, sink, ctx, KVSHARD_WARN_RANK_OWNS_NOTHING,
+                 "%u of %u split ranks own no KV layer (the first is split rank %u; %u KV "
+                 "layers, %s rule)",
+                 empty, S, first_empty, n_kv, rule);
         if (hi - lo > 1)
-            warn(p, KVSHARD_WARN_IMBALANCED,
-                 "split ranks own between %u and %u full-attention layers (%s rule)", lo, hi, rule);
-        if (S > p->replication)
-            warn(p, KVSHARD_WARN_EXCEEDS_REPLICATION,
+            warn(in, sink, ctx, KVSHARD_WARN_IMBALANCED,
+                 "split ranks own between %u and %u KV layers (%s rule)", lo, hi, rule);
+        if (S > in->replication)
+            warn(in, sink, ctx, KVSHARD_WARN_EXCEEDS_REPLICATION,
                  "layerwise_split_size %u exceeds the replication factor %u: the split saves "
                  "less than %ux, since the owner of a layer holds the KV heads of its whole "
                  "split group",
-                 S, p->replication, S);
+                 S, in->replication, S);
     }
-    if (p->model.num_full == 0)
-        warn(p, KVSHARD_WARN_NO_KV_LAYERS,
-             "the model has no full-attention layer: there is no KV cache to split");
+    if (n_kv == 0)
+        warn(in, sink, ctx, KVSHARD_WARN_NO_KV_LAYERS,
+             "the model has no full-attention or hybrid layer: there is no KV cache to split");
     if (o->is_draft && o->enable_layerwise_split && o->layerwise_split_size > 1)
-        warn(p, KVSHARD_WARN_DRAFT_UNSPLIT,
+        warn(in, sink, ctx, KVSHARD_WARN_DRAFT_UNSPLIT,
              "is_draft is true: layerwise split does not apply to a draft model");
-}
-
-/* ---- digest ------------------------------------------------------------- */
-
-typedef struct fnv {
-    uint64_t h;
-} fnv;
-
-static void fnv_u64(fnv *f, uint64_t v)
-{
-    for (int i = 0; i < 8; i++) {
-        f->h ^= (v >> (8 * i)) & 0xFF;
-        f->h *= 0x100000001b3ULL;
+    const kvshard__capacity *c = in->capacity;
+    if (c->has_concurrency && c->concurrency < o->max_seqs) {
+        uint64_t idle = (uint64_t)(o->max_seqs - c->concurrency), held;
+        if (!kvshard__mul(&held, idle, in->state_bytes_per_seq))
+            held = UINT64_MAX;
+        char balanced[64] = "";
+        if (c->has_balanced_max_seqs)
+            snprintf(balanced, sizeof balanced, "; balanced max_seqs is %llu",
+                     (unsigned long long)c->balanced_max_seqs);
+        warn(in, sink, ctx, KVSHARD_WARN_MAX_SEQS_UNREACHABLE,
+             "at %u tokens %llu sequences run at once, below max_seqs %u: the state slots of %llu "
+             "sequences (%llu bytes per rank) cannot be used%s",
+             o->context_length, (unsigned long long)c->concurrency, o->max_seqs,
+             (unsigned long long)idle, (unsigned long long)held, balanced);
     }
 }
 
-static uint64_t compute_digest(const kvshard_plan *p)
+static void keep_warning(void *ctx, kvshard_warning_code code, const char *message)
 {
-    fnv f = {0xcbf29ce484222325ULL};
-    fnv_u64(&f, p->model.num_layers);
-    fnv_u64(&f, p->tp);
-    fnv_u64(&f, p->split);
-    for (uint32_t i = 0; i < p->model.num_layers; i++)
-        fnv_u64(&f, (uint64_t)p->kinds[i] << 32 | (uint32_t)p->owner[i]);
+    kvshard_plan *p = ctx;
+    if (p->warning_count == KVSHARD__MAX_WARNINGS)
+        return;
+    kvshard__warning *w = &p->warnings[p->warning_count++];
+    w->code = code;
+    snprintf(w->message, sizeof w->message, "%s", message);
+}
+
+static void collect_warnings(kvshard_plan *p)
+{
+    kvshard__warning_inputs in = {&p->options,
+                                  p->split,
+                                  p->replication,
+                                  kvshard__num_kv_layers(&p->model),
+                                  p->owned_counts,
+                                  &p->cap,
+                                  p->ranks[0].state_bytes_per_seq};
+    kvshard__collect_warnings(&in, keep_warning, p);
+}
+
+/* ---- digests ------------------------------------------------------------------- */
+
+/* A word-at-a-time hash: each 64-bit word is mixed with a multiply and a
+ * rotation, and the end folds the bits together. */
+typedef struct hasher {
+    uint64_t h;
+} hasher;
+
+static inline void hash_word(hasher *x, uint64_t v)
+{
+    uint64_t h = x->h ^ (v * 0x9E3779B97F4A7C15ull);
+    x->h = ((h << 31) | (h >> 33)) * 0xC2B2AE3D27D4EB4Full;
+}
+
+static void hash_bytes(hasher *x, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        hash_word(x, w);
+    }
+    uint64_t tail = 0;
+    memcpy(&tail, p + i, len - i);
+    hash_word(x, tail ^ ((uint64_t)len << 56));
+}
+
+static uint64_t hash_end(hasher *x)
+{
+    uint64_t h = x->h;
+    h ^= h >> 33;
+    h *= 0xFF51AFD7ED558CCDull;
+    h ^= h >> 33;
+    h *= 0xC4CEB9FE1A85EC53ull;
+    h ^= h >> 33;
+    return h;
+}
+
+/* What every rank stores per token and per sequence: the layout. */
+static void hash_layout(hasher *x, const kvshard_plan *p)
+{
+    hash_word(x, p->model.num_layers);
+    hash_word(x, (uint64_t)p->tp << 32 | p->split);
+    hash_bytes(x, p->kinds, p->model.num_layers);
+    hash_bytes(x, p->owner, (size_t)p->model.num_layers * sizeof *p->owner);
     for (uint32_t r = 0; r < p->tp; r++) {
         const kvshard_rank_memory *m = &p->ranks[r];
-        fnv_u64(&f, m->kv_bytes_per_token);
-        fnv_u64(&f, m->scratch_bytes_per_token);
-        fnv_u64(&f, m->draft_bytes_per_token);
-        fnv_u64(&f, m->bytes_per_block);
-        fnv_u64(&f, m->state_bytes_per_seq);
-        fnv_u64(&f, m->has_num_blocks ? m->num_blocks : UINT64_MAX);
+        hash_word(x, m->kv_bytes_per_token);
+        hash_word(x, m->scratch_bytes_per_token);
+        hash_word(x, m->draft_bytes_per_token);
+        hash_word(x, m->state_bytes_per_seq);
     }
-    const kvshard_capacity *c = &p->capacity;
-    fnv_u64(&f, c->block_size);
-    fnv_u64(&f, c->memory_per_rank);
-    fnv_u64(&f, c->max_seqs);
-    fnv_u64(&f, c->has_num_blocks ? c->num_blocks : UINT64_MAX);
-    fnv_u64(&f, p->uniform.kv_bytes_per_token);
-    fnv_u64(&f, p->uniform.bytes_per_block);
-    fnv_u64(&f, p->uniform.has_num_blocks ? p->uniform.num_blocks : UINT64_MAX);
-    return f.h;
 }
 
-/* ---- create and free ---------------------------------------------------- */
+static void compute_digests(kvshard_plan *p)
+{
+    hasher layout = {0x6B7673686172644Cull};
+    hash_layout(&layout, p);
+    p->layout_digest = hash_end(&layout);
+
+    hasher full = {0x6B76736861726450ull};
+    hash_layout(&full, p);
+    for (uint32_t r = 0; r < p->tp; r++) {
+        hash_word(&full, p->ranks[r].bytes_per_block);
+        hash_word(&full, p->ranks[r].has_num_blocks ? p->ranks[r].num_blocks : UINT64_MAX);
+    }
+    const kvshard_capacity *c = &p->capacity;
+    hash_word(&full, (uint64_t)c->engine << 32 | c->block_size);
+    hash_word(&full, c->memory_per_rank);
+    hash_word(&full, (uint64_t)c->max_seqs << 32 | c->context_length);
+    hash_word(&full, c->has_num_blocks ? c->num_blocks : UINT64_MAX);
+    hash_word(&full, c->has_concurrency ? c->concurrency : UINT64_MAX);
+    hash_word(&full, c->has_balanced_max_seqs ? c->balanced_max_seqs : UINT64_MAX);
+    hash_word(&full, c->has_state_slots ? c->state_slots : UINT64_MAX);
+    hash_word(&full, p->uniform.kv_bytes_per_token);
+    hash_word(&full, p->uniform.bytes_per_block);
+    hash_word(&full, p->uniform.has_num_blocks ? p->uniform.num_blocks : UINT64_MAX);
+    p->digest = hash_end(&full);
+}
+
+/* ---- create and free ------------------------------------------------------------- */
 
 void kvshard_plan_free(kvshard_plan *plan)
 {
@@ -219,14 +337,158 @@ void kvshard_plan_free(kvshard_plan *plan)
         return;
     kvshard_allocator a = plan->alloc;
     kvshard__free(&a, plan->model_type);
+    kvshard__free(&a, plan->source);
     kvshard__free(&a, plan->kinds);
     kvshard__free(&a, plan->owner);
+    kvshard__free(&a, plan->kv_slot);
+    kvshard__free(&a, plan->state_slot);
     kvshard__free(&a, plan->split_rank_of);
     kvshard__free(&a, plan->owned_offsets);
     kvshard__free(&a, plan->owned_layers);
     kvshard__free(&a, plan->owned_counts);
     kvshard__free(&a, plan->ranks);
     kvshard__free(&a, plan);
+}
+
+kvshard__memory_inputs kvshard__plan_memory_inputs(const kvshard_plan *plan)
+{
+    kvshard__memory_inputs in = {&plan->model, &plan->options,     plan->tp,
+                                 plan->split,  plan->owned_counts, plan->source};
+    return in;
+}
+
+int kvshard__capacity_memory(uint64_t *out, bool *has, const kvshard_options *o, kvshard_error *err)
+{
+    if (o->engine == KVSHARD_ENGINE_XLLM)
+        return kvshard__xllm_budget(out, has, o, err);
+    *out = o->memory_per_rank;
+    *has = o->memory_per_rank > 0;
+    return KVSHARD_OK;
+}
+
+/* The same plan at S_eff = 1: the largest figures, the fewest blocks (0
+ * when the unsplit plan fits none). */
+static int compute_uniform(kvshard_plan *p, uint64_t memory, bool has_memory, kvshard_error *err)
+{
+    kvshard_uniform u = KVSHARD_UNIFORM_INIT;
+    if (p->split == 1) {
+        for (uint32_t r = 0; r < p->tp; r++) {
+            const kvshard_rank_memory *f = &p->ranks[r];
+            u.kv_bytes_per_token = f->kv_bytes_per_token > u.kv_bytes_per_token
+                                       ? f->kv_bytes_per_token
+                                       : u.kv_bytes_per_token;
+            u.bytes_per_block =
+                f->bytes_per_block > u.bytes_per_block ? f->bytes_per_block : u.bytes_per_block;
+        }
+        u.has_num_blocks = p->cap.has_num_blocks;
+        u.num_blocks = p->cap.num_blocks;
+        p->uniform = u;
+        return KVSHARD_OK;
+    }
+    kvshard_rank_memory *ranks = kvshard__alloc(&p->alloc, p->tp, sizeof *ranks);
+    if (!ranks)
+        return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+    uint32_t all = kvshard__num_kv_layers(&p->model);
+    kvshard__memory_inputs in = kvshard__plan_memory_inputs(p);
+    in.split = 1;
+    in.owned = &all;
+    int rc = kvshard__memory_ranks(ranks, &in, err);
+    for (uint32_t r = 0; rc == KVSHARD_OK && r < p->tp; r++) {
+        const kvshard_rank_memory *f = &ranks[r];
+        u.kv_bytes_per_token = f->kv_bytes_per_token > u.kv_bytes_per_token ? f->kv_bytes_per_token
+                                                                            : u.kv_bytes_per_token;
+        u.bytes_per_block =
+            f->bytes_per_block > u.bytes_per_block ? f->bytes_per_block : u.bytes_per_block;
+    }
+    if (rc == KVSHARD_OK && has_memory && u.bytes_per_block > 0) {
+        kvshard__capacity_inputs ci = {
+            &p->options,      ranks, p->tp, 1, p->unsplit_bytes_per_block, memory, 0, 0,
+            KVSHARD_ALL_RANKS};
+        kvshard__capacity c;
+        u.has_num_blocks = true;
+        /* The unsplit plan may fit no block where the split one does: 0. */
+        u.num_blocks =
+            kvshard__capacity_compute(&c, NULL, &ci, NULL) == KVSHARD_OK && c.has_num_blocks
+                ? c.num_blocks
+                : 0;
+    }
+    kvshard__free(&p->alloc, ranks);
+    if (rc == KVSHARD_OK)
+        p->uniform = u;
+    return rc;
+}
+
+static int compute_memory(kvshard_plan *p, kvshard_error *err)
+{
+    kvshard__memory_inputs in = kvshard__plan_memory_inputs(p);
+    uint64_t own = 0;
+    uint32_t first, heads = 0;
+    if (p->model.num_kv_heads)
+        kvshard__kv_heads(&first, &heads, p->model.num_kv_heads, p->tp, 0, 0);
+    int rc = kvshard__memory_ranks(p->ranks, &in, err);
+    if (rc == KVSHARD_OK)
+        rc = kvshard__state_bytes(&p->state_per_layer, &in, err);
+    if (rc == KVSHARD_OK)
+        rc = kvshard__layer_bytes(&own, &in, heads, err);
+    if (rc)
+        return rc;
+    uint64_t unsplit;
+    if (!kvshard__mul(&unsplit, own, kvshard__num_kv_layers(&p->model)) ||
+        !kvshard__mul(&p->unsplit_bytes_per_block, unsplit, p->options.block_size))
+        return kvshard__fail(err, KVSHARD_EOVERFLOW, "", kvshard__no_mark,
+                             "the unsplit bytes per block overflow 64 bits at block_size %u tokens",
+                             p->options.block_size);
+    uint64_t memory = 0;
+    bool has_memory = false;
+    if ((rc = kvshard__capacity_memory(&memory, &has_memory, &p->options, err)) != 0)
+        return rc;
+    const kvshard_options *o = &p->options;
+    kvshard__capacity c = {false, 0, 0, 0, false, 0, false, 0, false, 0, 0, 0};
+    if (has_memory) {
+        uint64_t *blocks = kvshard__alloc(&p->alloc, p->tp, sizeof *blocks);
+        if (!blocks)
+            return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+        kvshard__capacity_inputs ci = {o,
+                                       p->ranks,
+                                       p->tp,
+                                       p->split,
+                                       p->unsplit_bytes_per_block,
+                                       memory,
+                                       0,
+                                       o->context_length,
+                                       KVSHARD_ALL_RANKS};
+        rc = kvshard__capacity_compute(&c, blocks, &ci, err);
+        for (uint32_t r = 0; rc == KVSHARD_OK && r < p->tp; r++) {
+            bool counted = o->engine == KVSHARD_ENGINE_XLLM ? c.has_num_blocks
+                                                            : p->ranks[r].bytes_per_block > 0;
+            p->ranks[r].has_num_blocks = counted;
+            p->ranks[r].num_blocks = counted ? blocks[r] : 0;
+        }
+        kvshard__free(&p->alloc, blocks);
+        if (rc)
+            return rc;
+    }
+    p->cap = c;
+    kvshard_capacity *cap = &p->capacity;
+    kvshard_capacity init = KVSHARD_CAPACITY_INIT;
+    *cap = init;
+    cap->engine = o->engine;
+    cap->block_size = o->block_size;
+    cap->memory_per_rank = has_memory ? memory : 0;
+    cap->max_seqs = o->max_seqs;
+    cap->has_num_blocks = c.has_num_blocks;
+    cap->num_blocks = c.num_blocks;
+    cap->max_tokens = c.max_tokens;
+    cap->context_length = o->context_length;
+    cap->has_concurrency = c.has_concurrency;
+    cap->concurrency = c.concurrency;
+    cap->has_balanced_max_seqs = c.has_balanced_max_seqs;
+    cap->balanced_max_seqs = c.balanced_max_seqs;
+    cap->has_state_slots = c.has_state_slots;
+    cap->state_slots = c.state_slots;
+    cap->usable_blocks = c.usable_blocks;
+    cap->usable_state_slots = c.usable_state_slots;
+    return compute_uniform(p, memory, has_memory, err);
 }
 
 int kvshard_plan_create(kvshard_plan **out, const kvshard_model *model,
@@ -237,11 +499,17 @@ int kvshard_plan_create(kvshard_plan **out, const kvshard_model *model,
     if (!out || !model)
         return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
                              "out and model must not be NULL");
+    if (!kvshard__allocator_valid(allocator))
+        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
+                             "kvshard_allocator: malloc_fn and free_fn must both be set");
     kvshard_options defaults = KVSHARD_OPTIONS_INIT;
-    const kvshard_options *o = options ? options : &defaults;
-    uint32_t T = 0, S = 0;
-    int rc = validate(&T, &S, model, o, err);
+    const kvshard_options *given = options ? options : &defaults;
+    int rc = kvshard__options_check(given, err);
     if (rc)
+        return rc;
+    kvshard_options o = kvshard__options_settle(given);
+    uint32_t T = 0, S = 0;
+    if ((rc = kvshard__plan_validate(&T, &S, model, &o, err)) != 0)
         return rc;
 
     kvshard_allocator a = kvshard__allocator_or_default(allocator);
@@ -251,40 +519,52 @@ int kvshard_plan_create(kvshard_plan **out, const kvshard_model *model,
                              "out of memory creating the plan");
     p->alloc = a;
     p->model = model->info;
-    p->options = *o;
+    p->options = o;
     p->tp = T;
     p->split = S;
     p->replication = kvshard__replication_factor(&model->info, T);
+    p->state_dtype = kvshard__state_dtype(&model->info, &o);
     uint32_t L = model->info.num_layers;
     p->model_type = kvshard__strdup(&a, model->model_type);
+    p->source = kvshard__strdup(&a, model->source);
     p->kinds = kvshard__alloc(&a, L, 1);
     p->owner = kvshard__alloc(&a, L, sizeof *p->owner);
-    /* The rank table doubles as scratch while owners are assigned (S <= T). */
+    p->kv_slot = kvshard__alloc(&a, L, sizeof *p->kv_slot);
+    p->state_slot = kvshard__alloc(&a, L, sizeof *p->state_slot);
     p->split_rank_of = kvshard__alloc(&a, T, sizeof *p->split_rank_of);
     p->owned_offsets = kvshard__alloc(&a, (size_t)S + 1, sizeof *p->owned_offsets);
-    p->owned_layers = kvshard__alloc(&a, model->info.num_full, sizeof *p->owned_layers);
+    p->owned_layers =
+        kvshard__alloc(&a, kvshard__num_kv_layers(&model->info), sizeof *p->owned_layers);
     p->owned_counts = kvshard__alloc(&a, S, sizeof *p->owned_counts);
     p->ranks = kvshard__calloc(&a, T, sizeof *p->ranks);
-    if (!p->model_type || !p->kinds || !p->owner || !p->split_rank_of || !p->owned_offsets ||
-        !p->owned_layers || !p->owned_counts || !p->ranks) {
+    if (!p->model_type || !p->source || !p->kinds || !p->owner || !p->kv_slot || !p->state_slot ||
+        !p->split_rank_of || !p->owned_offsets || !p->owned_layers || !p->owned_counts ||
+        !p->ranks) {
         kvshard_plan_free(p);
         return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark,
                              "out of memory creating the plan");
     }
     memcpy(p->kinds, model->kinds, L);
     assign_owners(p);
-    collect_warnings(p);
-    kvshard__memory_inputs in = {&p->model, &p->options, T, S, p->owned_counts, model->source};
-    if ((rc = kvshard__memory_compute(p->ranks, &p->capacity, &p->uniform, &in, err)) != 0) {
+    if ((rc = compute_memory(p, err)) != 0) {
         kvshard_plan_free(p);
         return rc;
     }
-    p->digest = compute_digest(p);
+    collect_warnings(p);
+    compute_digests(p);
     *out = p;
     return KVSHARD_OK;
 }
 
-/* ---- queries ------------------------------------------------------------ */
+/* ---- queries ------------------------------------------------------------------------ */
+
+int kvshard_plan_options(kvshard_options *out, const kvshard_plan *plan)
+{
+    if (!plan)
+        return KVSHARD_EINVAL;
+    return kvshard__copy_out(out, &plan->options, sizeof *out, sizeof *out) ? KVSHARD_OK
+                                                                            : KVSHARD_EINVAL;
+}
 
 uint32_t kvshard_plan_attn_tp_size(const kvshard_plan *plan)
 {
@@ -304,6 +584,16 @@ uint32_t kvshard_plan_replication_factor(const kvshard_plan *plan)
 uint32_t kvshard_plan_num_layers(const kvshard_plan *plan)
 {
     return plan->model.num_layers;
+}
+
+kvshard_state_kind kvshard_plan_state_kind(const kvshard_plan *plan)
+{
+    return plan->model.state.kind;
+}
+
+kvshard_dtype kvshard_plan_state_dtype(const kvshard_plan *plan)
+{
+    return plan->state_dtype;
 }
 
 int kvshard_plan_layer_kind(kvshard_layer_kind *out, const kvshard_plan *plan, uint32_t layer)
@@ -327,7 +617,19 @@ bool kvshard_plan_owns(const kvshard_plan *plan, uint32_t tp_rank, uint32_t laye
     if (tp_rank >= plan->tp || layer >= plan->model.num_layers)
         return false;
     int32_t owner = plan->owner[layer];
-    return owner == KVSHARD_OWNER_ALL || (uint32_t)owner == plan->split_rank_of[tp_rank];
+    /* A hybrid layer's state is on every rank, whoever owns its KV. */
+    return owner == KVSHARD_OWNER_ALL ||
+           (owner >= 0 && ((uint32_t)owner == plan->split_rank_of[tp_rank] ||
+                           plan->kinds[layer] == KVSHARD_LAYER_HYBRID));
+}
+
+bool kvshard_plan_stores_kv(const kvshard_plan *plan, uint32_t tp_rank, uint32_t layer)
+{
+    if (tp_rank >= plan->tp || layer >= plan->model.num_layers)
+        return false;
+    int32_t owner = plan->owner[layer];
+    return kvshard__is_kv_kind(plan->kinds[layer]) &&
+           (owner == KVSHARD_OWNER_ALL || (uint32_t)owner == plan->split_rank_of[tp_rank]);
 }
 
 int kvshard_plan_split_position(uint32_t *out_split_rank, uint32_t *out_split_group,
@@ -353,8 +655,60 @@ int kvshard_plan_rank_layers(const uint32_t **out, size_t *out_count, const kvsh
     return KVSHARD_OK;
 }
 
+int kvshard_plan_layer_storage(kvshard_layer_storage *out, const kvshard_plan *plan,
+                               uint32_t tp_rank, uint32_t layer)
+{
+    if (!plan)
+        return KVSHARD_EINVAL;
+    if (tp_rank >= plan->tp)
+        return KVSHARD_ERANK;
+    if (layer >= plan->model.num_layers)
+        return KVSHARD_ELAYER;
+    kvshard_layer_storage st = KVSHARD_LAYER_STORAGE_INIT;
+    uint8_t kind = plan->kinds[layer];
+    uint32_t S = plan->split, H = plan->model.num_kv_heads;
+    kvshard__memory_inputs in = kvshard__plan_memory_inputs(plan);
+    st.kind = (kvshard_layer_kind)kind;
+    st.stores_kv = kvshard_plan_stores_kv(plan, tp_rank, layer);
+    if (kvshard__is_state_kind(kind)) {
+        st.state_slot = (int32_t)plan->state_slot[layer];
+        st.state_bytes_per_seq = plan->state_per_layer;
+    }
+    if (kvshard__is_kv_kind(kind)) {
+        int32_t owner = plan->owner[layer];
+        uint32_t group = tp_rank / S * S;
+        st.owner_tp_rank =
+            (int32_t)(owner == KVSHARD_OWNER_ALL ? tp_rank : group + (uint32_t)owner);
+    }
+    uint32_t first = tp_rank, last = tp_rank;
+    bool holds = st.stores_kv || kind == KVSHARD_LAYER_SLIDING_ATTENTION;
+    if (st.stores_kv) {
+        st.kv_slot = (int32_t)plan->kv_slot[layer];
+        if (S > 1) { /* the owner holds its whole group's heads */
+            first = tp_rank / S * S;
+            last = first + S - 1;
+        }
+    }
+    if (holds) {
+        uint32_t count = 0;
+        if (plan->model.attention == KVSHARD_ATTENTION_GQA && H)
+            kvshard__kv_heads(&st.kv_head_first, &count, H, plan->tp, first, last);
+        st.kv_head_count = count;
+        if (kvshard__layer_bytes(&st.kv_bytes_per_token, &in, count, NULL) != KVSHARD_OK)
+            return KVSHARD_EOVERFLOW; /* not reached: the plan's figures fit */
+        if (plan->model.attention == KVSHARD_ATTENTION_MLA)
+            st.kv_head_first = 0;
+    }
+    if (kind == KVSHARD_LAYER_SLIDING_ATTENTION &&
+        kvshard__window_bytes(&st.state_bytes_per_seq, &in, NULL) != KVSHARD_OK)
+        return KVSHARD_EOVERFLOW;
+    return kvshard__copy_out(out, &st, sizeof *out, sizeof *out) ? KVSHARD_OK : KVSHARD_EINVAL;
+}
+
 int kvshard_plan_rank_memory(kvshard_rank_memory *out, const kvshard_plan *plan, uint32_t tp_rank)
 {
+    if (!plan)
+        return KVSHARD_EINVAL;
     if (tp_rank >= plan->tp)
         return KVSHARD_ERANK;
     return kvshard__copy_out(out, &plan->ranks[tp_rank], sizeof *out, sizeof *out) ? KVSHARD_OK
@@ -363,34 +717,74 @@ int kvshard_plan_rank_memory(kvshard_rank_memory *out, const kvshard_plan *plan,
 
 int kvshard_plan_capacity(kvshard_capacity *out, const kvshard_plan *plan)
 {
+    if (!plan)
+        return KVSHARD_EINVAL;
     return kvshard__copy_out(out, &plan->capacity, sizeof *out, sizeof *out) ? KVSHARD_OK
                                                                              : KVSHARD_EINVAL;
 }
 
 int kvshard_plan_uniform(kvshard_uniform *out, const kvshard_plan *plan)
 {
+    if (!plan)
+        return KVSHARD_EINVAL;
     return kvshard__copy_out(out, &plan->uniform, sizeof *out, sizeof *out) ? KVSHARD_OK
                                                                             : KVSHARD_EINVAL;
 }
 
-int kvshard_plan_num_blocks_for(uint64_t *out, const kvshard_plan *plan, uint64_t memory_per_rank,
-                                kvshard_error *err)
+int kvshard_plan_blocks_for(kvshard_blocks *out, const kvshard_plan *plan, uint32_t tp_rank,
+                            const kvshard_budget *budget, kvshard_error *err)
 {
     kvshard__error_reset(err);
-    if (!out || !plan)
+    if (!out || !plan || !budget)
         return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
-                             "out and plan must not be NULL");
-    uint64_t blocks;
-    bool has;
-    int rc = kvshard__memory_blocks_for(&blocks, &has, NULL, plan->ranks, plan->tp,
-                                        plan->options.max_seqs, memory_per_rank, err);
+                             "out, plan and budget must not be NULL");
+    if (budget->size != sizeof *budget || out->size != sizeof *out)
+        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
+                             "kvshard_budget and kvshard_blocks: start from their INIT macros");
+    if (tp_rank != KVSHARD_ALL_RANKS && tp_rank >= plan->tp)
+        return kvshard__fail(err, KVSHARD_ERANK, "", kvshard__no_mark,
+                             "TP rank %u is outside 0..%u", tp_rank, plan->tp - 1);
+    if (budget->context_length > KVSHARD_MAX_CONTEXT_LENGTH)
+        return kvshard__fail(err, KVSHARD_ERANGE, "", kvshard__no_mark,
+                             "context_length: %u is out of range; expected an integer from 0 to "
+                             "%u",
+                             budget->context_length, KVSHARD_MAX_CONTEXT_LENGTH);
+    if (budget->reserved_bytes >= budget->memory_per_rank)
+        return kvshard__fail(err, KVSHARD_ENOBLOCK, "", kvshard__no_mark,
+                             "no memory for one block: memory_per_rank %llu bytes, of which %llu "
+                             "are reserved",
+                             (unsigned long long)budget->memory_per_rank,
+                             (unsigned long long)budget->reserved_bytes);
+    uint64_t unsplit = plan->unsplit_bytes_per_block;
+    kvshard__capacity_inputs ci = {&plan->options,
+                                   plan->ranks,
+                                   plan->tp,
+                                   plan->split,
+                                   unsplit,
+                                   budget->memory_per_rank - budget->reserved_bytes,
+                                   budget->extra_bytes_per_block,
+                                   budget->context_length,
+                                   tp_rank};
+    kvshard__capacity c;
+    int rc = kvshard__capacity_compute(&c, NULL, &ci, err);
     if (rc)
         return rc;
-    if (!has)
-        return kvshard__fail(
-            err, KVSHARD_ERANGE, "", kvshard__no_mark,
-            "the plan has no KV bytes per block: memory does not bound its blocks");
-    *out = blocks;
+    if (!c.has_num_blocks)
+        return kvshard__fail(err, KVSHARD_ERANGE, "", kvshard__no_mark,
+                             "the plan has no KV bytes per block: memory does not bound its "
+                             "blocks");
+    kvshard_blocks b = KVSHARD_BLOCKS_INIT;
+    b.num_blocks = c.num_blocks;
+    b.max_tokens = c.max_tokens;
+    b.has_concurrency = c.has_concurrency;
+    b.concurrency = c.concurrency;
+    b.has_balanced_max_seqs = c.has_balanced_max_seqs;
+    b.balanced_max_seqs = c.balanced_max_seqs;
+    b.has_state_slots = c.has_state_slots;
+    b.state_slots = c.state_slots;
+    b.usable_blocks = c.usable_blocks;
+    b.usable_state_slots = c.usable_state_slots;
+    *out = b;
     return KVSHARD_OK;
 }
 
@@ -404,6 +798,7 @@ const char *kvshard_warning_name(kvshard_warning_code code)
     case KVSHARD_WARN_EXCEEDS_REPLICATION: return "exceeds_replication";
     case KVSHARD_WARN_NO_KV_LAYERS: return "no_kv_layers";
     case KVSHARD_WARN_DRAFT_UNSPLIT: return "draft_unsplit";
+    case KVSHARD_WARN_MAX_SEQS_UNREACHABLE: return "max_seqs_unreachable";
     default: return "unknown";
     }
 }
@@ -437,4 +832,42 @@ bool kvshard_plan_has_warning(const kvshard_plan *plan, kvshard_warning_code cod
 uint64_t kvshard_plan_digest(const kvshard_plan *plan)
 {
     return plan->digest;
+}
+
+uint64_t kvshard_plan_layout_digest(const kvshard_plan *plan)
+{
+    return plan->layout_digest;
+}
+
+int kvshard_plan_describe_rank(char *buf, size_t cap, const kvshard_plan *plan, uint32_t tp_rank)
+{
+    if (!plan || (!buf && cap))
+        return KVSHARD_EINVAL;
+    if (tp_rank >= plan->tp)
+        return KVSHARD_ERANK;
+    const kvshard_rank_memory *m = &plan->ranks[tp_rank];
+    uint32_t s = plan->split_rank_of[tp_rank];
+    const uint32_t *layers = plan->owned_layers + plan->owned_offsets[s];
+    uint32_t count = plan->owned_counts[s];
+    char list[96] = "";
+    size_t used = 0;
+    for (uint32_t i = 0; i < count && used + 12 < sizeof list - 8; i++)
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%u", i ? " " : "", layers[i]);
+    if (used && count > 0 && used + 12 >= sizeof list - 8)
+        snprintf(list + used, sizeof list - used, " ...");
+    char blocks[48] = "no capacity";
+    if (m->has_num_blocks)
+        snprintf(blocks, sizeof blocks, "%llu blocks of %u", (unsigned long long)m->num_blocks,
+                 plan->options.block_size);
+    int n = snprintf(
+        buf, cap,
+        "kvshard %s: tp_rank %u/%u split rank %u group %u (S_eff %u, %s): KV of %u "
+        "layers [%s], %llu B/token + %llu scratch + %llu draft, state %llu B/seq, "
+        "%s, layout %016llx",
+        KVSHARD_VERSION_STRING, tp_rank, plan->tp, s, tp_rank / plan->split, plan->split,
+        kvshard_ownership_name(plan->options.ownership), count, list,
+        (unsigned long long)m->kv_bytes_per_token, (unsigned long long)m->scratch_bytes_per_token,
+        (unsigned long long)m->draft_bytes_per_token, (unsigned long long)m->state_bytes_per_seq,
+        blocks, (unsigned long long)plan->layout_digest);
+    return n < 0 ? KVSHARD_EINVAL : n;
 }

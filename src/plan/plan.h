@@ -2,10 +2,12 @@
 #ifndef KVSHARD_PLAN_PLAN_H
 #define KVSHARD_PLAN_PLAN_H
 
+#include "plan/capacity.h"
 #include "plan/memory.h"
+#include "plan/owners.h"
 
 #define KVSHARD__MAX_WARNINGS 8
-#define KVSHARD__WARNING_MESSAGE_MAX 200
+#define KVSHARD__WARNING_MESSAGE_MAX 240
 
 typedef struct kvshard__warning {
     kvshard_warning_code code;
@@ -16,22 +18,62 @@ struct kvshard_plan {
     kvshard_allocator alloc;
     kvshard__model_info model;
     char *model_type;
-    uint8_t *kinds; /* kvshard_layer_kind per decoder layer */
-    int32_t *owner; /* split rank per decoder layer, or KVSHARD_OWNER_ALL */
-    kvshard_options options;
-    uint32_t tp;                /* T */
-    uint32_t split;             /* S_eff */
-    uint32_t replication;       /* R */
+    char *source;            /* the model's source */
+    uint8_t *kinds;          /* kvshard_layer_kind per decoder layer */
+    int32_t *owner;          /* split rank, KVSHARD_OWNER_ALL or KVSHARD_OWNER_NONE per layer */
+    uint32_t *kv_slot;       /* per layer: position in its owner's KV list, or UINT32_MAX */
+    uint32_t *state_slot;    /* per layer: position among the state layers, or UINT32_MAX */
+    kvshard_options options; /* settled */
+    uint32_t tp;             /* T */
+    uint32_t split;          /* S_eff */
+    uint32_t replication;    /* R */
+    kvshard_dtype state_dtype;
     uint32_t *split_rank_of;    /* per TP rank: tp_rank % S_eff, so owns() needs no division */
     uint32_t *owned_offsets;    /* S_eff + 1 offsets into owned_layers */
     uint32_t *owned_layers;     /* KV layers, grouped by owning split rank */
     uint32_t *owned_counts;     /* S_eff entries: KV layers each split rank owns */
     kvshard_rank_memory *ranks; /* per TP rank */
+    uint64_t state_per_layer;   /* one linear or hybrid layer's state per sequence */
+    uint64_t unsplit_bytes_per_block; /* all KV layers stored unsplit, no draft */
+    kvshard__capacity cap;
     kvshard_capacity capacity;
     kvshard_uniform uniform;
     kvshard__warning warnings[KVSHARD__MAX_WARNINGS];
     size_t warning_count;
     uint64_t digest;
+    uint64_t layout_digest;
 };
+
+/* Validate settled options against a model: T and S_eff into the outputs,
+ * or the first error (EWORLD, ESPLIT, ESPLITCP, EKVHEADS, ELINEARHEADS,
+ * EPROFILE, ELIMIT). */
+int kvshard__plan_validate(uint32_t *out_tp, uint32_t *out_split, const kvshard_model *model,
+                           const kvshard_options *options, kvshard_error *err);
+
+/* What the warnings are worked out from, so that a comparison row gets the
+ * same ones as its plan. */
+typedef struct kvshard__warning_inputs {
+    const kvshard_options *options; /* settled */
+    uint32_t split;
+    uint32_t replication;
+    uint32_t n_kv;
+    const uint32_t *owned_counts; /* `split` entries */
+    const kvshard__capacity *capacity;
+    uint64_t state_bytes_per_seq;
+} kvshard__warning_inputs;
+
+typedef void (*kvshard__warning_sink)(void *ctx, kvshard_warning_code code, const char *message);
+
+/* Each warning, in code order, to `sink`. */
+void kvshard__collect_warnings(const kvshard__warning_inputs *in, kvshard__warning_sink sink,
+                               void *ctx);
+
+/* The memory capacity is counted in: M for kvshard, the budget for xllm;
+ * *has is false when the options give none. */
+int kvshard__capacity_memory(uint64_t *out, bool *has, const kvshard_options *options,
+                             kvshard_error *err);
+
+/* The inputs of the memory functions for this plan. */
+kvshard__memory_inputs kvshard__plan_memory_inputs(const kvshard_plan *plan);
 
 #endif /* KVSHARD_PLAN_PLAN_H */

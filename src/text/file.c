@@ -1,57 +1,161 @@
 /* Reading a whole configuration file into memory. */
-#define _POSIX_C_SOURCE 200809L /* fileno, fstat */
+#define _POSIX_C_SOURCE 200809L /* O_CLOEXEC, fstat */
 #include "text/file.h"
 
 #include "base/alloc.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+static const char *file_type(mode_t mode)
+{
+    if (S_ISDIR(mode))
+        return "a directory";
+    if (S_ISFIFO(mode))
+        return "a FIFO (named pipe)";
+    if (S_ISCHR(mode))
+        return "a character device";
+    if (S_ISBLK(mode))
+        return "a block device";
+    if (S_ISSOCK(mode))
+        return "a socket";
+    return "not a regular file";
+}
+
+static int too_large(kvshard_error *err, const char *path, unsigned long long size)
+{
+    return kvshard__fail(err, KVSHARD_ELIMIT, path, kvshard__no_mark,
+                         "file is %s%llu bytes; the limit is %u bytes (KVSHARD_MAX_DOCUMENT_BYTES)",
+                         size > KVSHARD_MAX_DOCUMENT_BYTES ? "" : "over ", size,
+                         KVSHARD_MAX_DOCUMENT_BYTES);
+}
+
+/* Read until end of file into a buffer that grows, for files whose size the
+ * system does not know in advance. */
+static int read_growing(char **out, size_t *out_len, const kvshard_allocator *a, int fd,
+                        const char *path, kvshard_error *err)
+{
+    size_t cap = 4096, len = 0;
+    char *buf = kvshard__alloc(a, cap, 1);
+    if (!buf)
+        return kvshard__fail(err, KVSHARD_ENOMEM, path, kvshard__no_mark, "out of memory");
+    for (;;) {
+        if (len + 1 == cap) {
+            if (cap > KVSHARD_MAX_DOCUMENT_BYTES) {
+                kvshard__free(a, buf);
+                return too_large(err, path, (unsigned long long)len);
+            }
+            char *grown = kvshard__alloc(a, cap * 2, 1);
+            if (!grown) {
+                kvshard__free(a, buf);
+                return kvshard__fail(err, KVSHARD_ENOMEM, path, kvshard__no_mark, "out of memory");
+            }
+            memcpy(grown, buf, len);
+            kvshard__free(a, buf);
+            buf = grown;
+            cap *= 2;
+        }
+        ssize_t n = read(fd, buf + len, cap - 1 - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int e = errno;
+            kvshard__free(a, buf);
+            return kvshard__fail(err, KVSHARD_EIO, path, kvshard__no_mark, "cannot read: %s",
+                                 strerror(e));
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+    }
+    if (len > KVSHARD_MAX_DOCUMENT_BYTES) {
+        kvshard__free(a, buf);
+        return too_large(err, path, (unsigned long long)len);
+    }
+    buf[len] = '\0';
+    *out = buf;
+    *out_len = len;
+    return KVSHARD_OK;
+}
 
 int kvshard__read_file(char **out, size_t *out_len, const kvshard_allocator *a, const char *path,
                        kvshard_error *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    /* Open without blocking, so that a FIFO with no writer cannot hang the
+     * call, and without making a terminal ours; then look before reading. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
         return kvshard__fail(err, KVSHARD_EIO, path, kvshard__no_mark, "cannot open: %s",
                              strerror(errno));
     struct stat st;
-    if (fstat(fileno(f), &st) != 0) {
+    if (fstat(fd, &st) != 0) {
         int e = errno;
-        fclose(f);
+        close(fd);
         return kvshard__fail(err, KVSHARD_EIO, path, kvshard__no_mark, "cannot read: %s",
                              strerror(e));
     }
     if (!S_ISREG(st.st_mode)) {
-        fclose(f);
-        return kvshard__fail(err, KVSHARD_EIO, path, kvshard__no_mark, "cannot read: %s",
-                             S_ISDIR(st.st_mode) ? strerror(EISDIR) : "not a regular file");
+        close(fd);
+        return kvshard__fail(err, KVSHARD_EIO, path, kvshard__no_mark,
+                             "cannot read: %s; kvshard reads regular files only",
+                             file_type(st.st_mode));
     }
-    if ((uint64_t)st.st_size > KVSHARD_MAX_DOCUMENT_BYTES) {
-        fclose(f);
-        return kvshard__fail(
-            err, KVSHARD_ELIMIT, path, kvshard__no_mark,
-            "file is %llu bytes; the limit is %u bytes (KVSHARD_MAX_DOCUMENT_BYTES)",
-            (unsigned long long)st.st_size, KVSHARD_MAX_DOCUMENT_BYTES);
+    if ((unsigned long long)st.st_size > KVSHARD_MAX_DOCUMENT_BYTES) {
+        close(fd);
+        return too_large(err, path, (unsigned long long)st.st_size);
     }
-    size_t size = (size_t)st.st_size;
+    int rc = KVSHARD_OK;
+    if (st.st_size == 0) {
+        rc = read_growing(out, out_len, a, fd, path, err);
+        close(fd);
+        return rc;
+    }
+    size_t size = (size_t)st.st_size, got = 0;
     char *buf = kvshard__alloc(a, size + 1, 1);
     if (!buf) {
-        fclose(f);
+        close(fd);
         return kvshard__fail(err, KVSHARD_ENOMEM, path, kvshard__no_mark,
                              "out of memory reading the file");
     }
-    size_t got = fread(buf, 1, size, f);
-    int read_error = ferror(f);
-    fclose(f);
-    if (read_error || got != size) {
+    while (got < size) {
+        ssize_t n = read(fd, buf + got, size - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            rc = kvshard__fail(err, KVSHARD_EIO, path, kvshard__no_mark, "cannot read: %s",
+                               n < 0 ? strerror(errno) : "the file shrank while it was read");
+            break;
+        }
+        got += (size_t)n;
+    }
+    close(fd);
+    if (rc) {
         kvshard__free(a, buf);
-        return kvshard__fail(err, KVSHARD_EIO, path, kvshard__no_mark, "cannot read: %s",
-                             read_error ? strerror(EIO) : "file changed while reading");
+        return rc;
     }
     buf[size] = '\0';
     *out = buf;
     *out_len = size;
+    return KVSHARD_OK;
+}
+
+int kvshard__config_path(char **out, const kvshard_allocator *a, const char *path,
+                         kvshard_error *err)
+{
+    struct stat st;
+    bool dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+    size_t len = strlen(path);
+    char *p = kvshard__alloc(a, len + sizeof "/config.json", 1);
+    if (!p)
+        return kvshard__fail(err, KVSHARD_ENOMEM, path, kvshard__no_mark, "out of memory");
+    memcpy(p, path, len + 1);
+    if (dir)
+        memcpy(p + len, len && path[len - 1] == '/' ? "config.json" : "/config.json",
+               len && path[len - 1] == '/' ? sizeof "config.json" : sizeof "/config.json");
+    *out = p;
     return KVSHARD_OK;
 }

@@ -1,12 +1,20 @@
-/* Reading a whole configuration file into memory. */
+/* Reading a whole configuration file into memory, safely. */
 #ifndef KVSHARD_TEXT_FILE_H
 #define KVSHARD_TEXT_FILE_H
 
 #include "base/error.h"
 
-/* Read a whole regular file, at most KVSHARD_MAX_DOCUMENT_BYTES. The buffer
- * is NUL-terminated; free it with kvshard__free. */
+/* Read a whole regular file, at most KVSHARD_MAX_DOCUMENT_BYTES. The file is
+ * opened without blocking and checked before anything is read: a FIFO, a
+ * terminal, a device or a socket is refused with EIO naming it. Files that
+ * report size 0 (/proc) are read to their end. The buffer is NUL-terminated;
+ * free it with kvshard__free. */
 int kvshard__read_file(char **out, size_t *out_len, const kvshard_allocator *a, const char *path,
                        kvshard_error *err);
+
+/* The config file `path` stands for: itself, or DIR/config.json when it is a
+ * directory (a Hugging Face model directory). A new string to free. */
+int kvshard__config_path(char **out, const kvshard_allocator *a, const char *path,
+                         kvshard_error *err);
 
 #endif /* KVSHARD_TEXT_FILE_H */

@@ -79,7 +79,7 @@ int kvshard__parse_uint(uint64_t *out, const char *text, size_t len, uint64_t mi
     return KVSHARD_OK;
 }
 
-int kvshard__parse_size(uint64_t *out, const char *text, size_t len, const char *what,
+int kvshard__parse_size(uint64_t *out, const char *text, size_t len, uint64_t min, const char *what,
                         const char *source, kvshard__mark mark, kvshard_error *err)
 {
     static const struct {
@@ -111,7 +111,7 @@ int kvshard__parse_size(uint64_t *out, const char *text, size_t len, const char 
         shift = units[u].shift;
     }
     uint64_t n;
-    int rc = kvshard__parse_uint(&n, text, digits, 1, UINT64_MAX, what, source, mark, err);
+    int rc = kvshard__parse_uint(&n, text, digits, min, UINT64_MAX, what, source, mark, err);
     if (rc)
         return rc;
     if (shift && n > (UINT64_MAX >> shift))
@@ -119,4 +119,29 @@ int kvshard__parse_size(uint64_t *out, const char *text, size_t len, const char 
                              "%s: %.*s does not fit in 64 bits of bytes", what, SHOWN(len), text);
     *out = n << shift;
     return KVSHARD_OK;
+}
+
+bool kvshard__scan_decimal(double *out, const char *text, size_t len)
+{
+    /* Digits as one integer over a power of ten: both exact in a double up
+     * to 15 digits, so the one division rounds correctly. */
+    uint64_t mantissa = 0, scale = 1;
+    size_t digits = 0, i = 0;
+    bool point = false;
+    for (; i < len; i++) {
+        char c = text[i];
+        if (c == '.' && !point) {
+            point = true;
+            continue;
+        }
+        if (c < '0' || c > '9' || ++digits > 15)
+            return false;
+        mantissa = mantissa * 10 + (uint64_t)(c - '0');
+        if (point)
+            scale *= 10;
+    }
+    if (digits == 0)
+        return false;
+    *out = (double)mantissa / (double)scale;
+    return true;
 }

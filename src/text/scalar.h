@@ -7,8 +7,9 @@
 /* How the value text was written: a plain YAML scalar (or a flag) may be a
  * number or boolean; a quoted one is always a string. */
 typedef enum kvshard__value_style {
-    KVSHARD__VALUE_PLAIN,
-    KVSHARD__VALUE_QUOTED
+    KVSHARD__VALUE_PLAIN,  /* a plain YAML scalar */
+    KVSHARD__VALUE_QUOTED, /* a quoted YAML scalar: always a string */
+    KVSHARD__VALUE_FLAG    /* command-line text, read as gflags reads it */
 } kvshard__value_style;
 
 /* `len` bytes of `text` are exactly the NUL-terminated `word`. */
@@ -40,8 +41,13 @@ int kvshard__parse_uint(uint64_t *out, const char *text, size_t len, uint64_t mi
                         kvshard_error *err);
 
 /* Bytes with an optional binary suffix: 20GiB, 512 MiB, 1073741824; at least
- * 1. ETYPE for other text, ERANGE for 0, negatives and overflow. */
-int kvshard__parse_size(uint64_t *out, const char *text, size_t len, const char *what,
+ * `min`. ETYPE for other text, ERANGE below `min`, negatives and overflow. */
+int kvshard__parse_size(uint64_t *out, const char *text, size_t len, uint64_t min, const char *what,
                         const char *source, kvshard__mark mark, kvshard_error *err);
+
+/* A decimal fraction as written: digits with an optional '.' and digits
+ * ("0.9", "1", ".85"); false for anything else. Exact to the nearest double
+ * for up to 15 significant digits. */
+bool kvshard__scan_decimal(double *out, const char *text, size_t len);
 
 #endif /* KVSHARD_TEXT_SCALAR_H */

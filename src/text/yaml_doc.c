@@ -1,4 +1,4 @@
-/* libyaml events -> a small tree with marks, under kvshard's reading limits. */
+/* libyaml events -> a compact tape of nodes, under kvshard's reading limits. */
 #include "text/yaml_doc.h"
 
 #include <stdio.h>
@@ -6,199 +6,402 @@
 #include <string.h>
 #include <yaml.h>
 
-/* ---- arena -------------------------------------------------------------- */
+/* ---- tape ------------------------------------------------------------------ */
+
+/* One node in 12 bytes. `word` packs the byte offset (documents are at most
+ * 64 MiB = 2^26 bytes), the kind, the scalar style and the core tag. */
+struct kvshard__tape_entry {
+    uint32_t word;
+    uint32_t count; /* scalar: bytes of text; collection: items or pairs */
+    uint32_t ref;   /* scalar: where its text is; collection: one past its
+                       subtree; alias: the anchored node */
+};
+typedef kvshard__tape_entry entry;
+
+enum { KIND_SCALAR, KIND_SEQUENCE, KIND_MAPPING, KIND_ALIAS };
+
+#define OFFSET_BITS 26
+#define OFFSET_MASK ((1u << OFFSET_BITS) - 1u)
+#define KIND_SHIFT 26
+#define STYLE_SHIFT 28
+#define TAG_SHIFT 29
+#define INDEXED_FLAG (1u << STYLE_SHIFT) /* a mapping with a hash index */
+/* Scalar text copied into the doc, rather than a span of the source. */
+#define COPIED_TEXT 0x80000000u
+
+#define CHUNK_SHIFT 12
+#define CHUNK_ENTRIES (1u << CHUNK_SHIFT)
+
+static inline const entry *at(const kvshard__doc *doc, uint32_t id)
+{
+    return &doc->chunks[id >> CHUNK_SHIFT][id & (CHUNK_ENTRIES - 1)];
+}
+
+static inline unsigned kind_of(const entry *e)
+{
+    return (e->word >> KIND_SHIFT) & 3u;
+}
+
+/* Tape position just past the subtree that starts at `id`. */
+static inline uint32_t skip(const kvshard__doc *doc, uint32_t id)
+{
+    const entry *e = at(doc, id);
+    unsigned k = kind_of(e);
+    return k == KIND_SEQUENCE || k == KIND_MAPPING ? e->ref : id + 1;
+}
+
+static kvshard__node view(const kvshard__doc *doc, uint32_t id)
+{
+    const entry *e = at(doc, id);
+    kvshard__node n;
+    n.offset = e->word & OFFSET_MASK;
+    if (kind_of(e) == KIND_ALIAS) {
+        id = e->ref;
+        e = at(doc, id);
+    }
+    n.id = id;
+    n.count = e->count;
+    n.kind = (kvshard__node_kind)kind_of(e);
+    n.style = (kvshard__value_style)((e->word >> STYLE_SHIFT) & 1u);
+    n.tag = (kvshard__tag)(e->word >> TAG_SHIFT);
+    n.text = NULL;
+    if (n.kind == KVSHARD__NODE_SCALAR)
+        n.text = e->ref & COPIED_TEXT ? doc->strings[e->ref & ~COPIED_TEXT] : doc->text + e->ref;
+    else
+        n.style = KVSHARD__VALUE_PLAIN;
+    return n;
+}
+
+/* ---- arena for copied text ---------------------------------------------------- */
 
 struct kvshard__arena_chunk {
     kvshard__arena_chunk *next;
     size_t used;
     size_t cap;
-    max_align_t data[]; /* aligned storage follows */
+    char data[];
 };
 
-#define ARENA_CHUNK_BYTES ((size_t)64 * 1024)
+#define ARENA_CHUNK_BYTES ((size_t)16 * 1024)
 
-static void *arena_alloc(kvshard__doc *doc, size_t size)
+static char *arena_copy(kvshard__doc *doc, const char *s, size_t len)
 {
-    size = (size + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
-    kvshard__arena_chunk *c = doc->chunks;
-    if (!c || c->cap - c->used < size) {
-        size_t cap = size > ARENA_CHUNK_BYTES ? size : ARENA_CHUNK_BYTES;
+    kvshard__arena_chunk *c = doc->arena;
+    if (!c || c->cap - c->used < len + 1) {
+        size_t cap = len + 1 > ARENA_CHUNK_BYTES ? len + 1 : ARENA_CHUNK_BYTES;
         c = kvshard__alloc(&doc->alloc, 1, sizeof *c + cap);
         if (!c)
             return NULL;
-        c->next = doc->chunks;
+        c->next = doc->arena;
         c->used = 0;
         c->cap = cap;
-        doc->chunks = c;
+        doc->arena = c;
     }
-    void *p = (char *)c->data + c->used;
-    c->used += size;
+    char *p = c->data + c->used;
+    memcpy(p, s, len);
+    p[len] = '\0';
+    c->used += len + 1;
     return p;
+}
+
+/* ---- large-mapping indexes ------------------------------------------------------ */
+
+/* Mappings with many keys get an open-addressing table of key positions,
+ * built while checking for duplicates and kept for lookups. */
+#define INDEX_MIN_PAIRS 64u
+
+struct kvshard__map_index {
+    kvshard__map_index *next;
+    uint32_t map;  /* tape position of the mapping */
+    uint32_t mask; /* slots - 1 */
+    uint32_t slots[];
+};
+
+static uint32_t hash_text(const char *s, size_t len)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < len; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 16777619u;
+    }
+    return h ^ (h >> 15);
+}
+
+static const kvshard__map_index *find_index(const kvshard__doc *doc, uint32_t map)
+{
+    for (const kvshard__map_index *x = doc->indexes; x; x = x->next) {
+        if (x->map == map)
+            return x;
+    }
+    return NULL;
 }
 
 void kvshard__doc_free(kvshard__doc *doc)
 {
     if (!doc)
         return;
-    kvshard__arena_chunk *c = doc->chunks;
-    while (c) {
+    for (size_t i = 0; i < doc->chunk_count; i++)
+        kvshard__free(&doc->alloc, doc->chunks[i]);
+    kvshard__free(&doc->alloc, doc->chunks);
+    for (kvshard__arena_chunk *c = doc->arena; c;) {
         kvshard__arena_chunk *next = c->next;
         kvshard__free(&doc->alloc, c);
         c = next;
     }
-    doc->chunks = NULL;
-    doc->root = NULL;
+    for (kvshard__map_index *x = doc->indexes; x;) {
+        kvshard__map_index *next = x->next;
+        kvshard__free(&doc->alloc, x);
+        x = next;
+    }
+    kvshard__free(&doc->alloc, doc->strings);
+    memset(doc, 0, sizeof *doc);
 }
 
-/* ---- builder ------------------------------------------------------------ */
-
-typedef struct frame {
-    kvshard__node *node;
-    size_t first_child; /* index into the pending stack */
-    const char *anchor; /* arena copy, NULL when none */
-} frame;
-
-typedef struct anchor_entry {
-    const char *name;
-    const kvshard__node *node;
-} anchor_entry;
-
-typedef struct builder {
-    kvshard__doc *doc;
-    const char *text;
-    size_t len;
-    kvshard_error *err;
-    frame frames[KVSHARD_MAX_DEPTH];
-    size_t depth;
-    kvshard__node **pending; /* children of the open collections, in order */
-    size_t pending_len;
-    size_t pending_cap;
-    anchor_entry anchors[KVSHARD_MAX_ANCHORS];
-    size_t anchor_count;
-    uint64_t weight; /* nodes so far, aliases expanded */
-    int documents;
-    size_t start;     /* bytes of a UTF-8 byte order mark, which libyaml skips */
-    size_t cur_index; /* libyaml's character index ... */
-    size_t cur_byte;  /* ... and the byte offset it stands for */
-} builder;
+/* ---- marks ------------------------------------------------------------------------ */
 
 static bool is_continuation(unsigned char c)
 {
     return (c & 0xC0) == 0x80;
 }
 
-/* libyaml counts characters after the byte order mark; kvshard reports byte
+/* Bytes of the line break at `i`, as libyaml counts them: LF, CR, CRLF, and
+ * NEL, LS and PS; 0 when there is none. */
+static size_t line_break(const char *t, size_t i, size_t len)
+{
+    unsigned char c = (unsigned char)t[i];
+    if (c == '\n')
+        return 1;
+    if (c == '\r')
+        return i + 1 < len && t[i + 1] == '\n' ? 2 : 1;
+    if (c == 0xC2 && i + 1 < len && (unsigned char)t[i + 1] == 0x85)
+        return 2;
+    if (c == 0xE2 && i + 2 < len && (unsigned char)t[i + 1] == 0x80 &&
+        ((unsigned char)t[i + 2] == 0xA8 || (unsigned char)t[i + 2] == 0xA9))
+        return 3;
+    return 0;
+}
+
+void kvshard__doc_marks(const kvshard__doc *doc, const size_t *offsets, kvshard__mark *marks,
+                        size_t count)
+{
+    /* One pass for all: at most a handful of offsets, so a selection per
+     * step is cheaper than sorting. */
+    int line = 1, column = 1;
+    size_t i = doc->start;
+    size_t done = 0;
+    bool *ready = NULL;
+    bool local[16] = {false};
+    if (count <= 16)
+        ready = local;
+    else if (!(ready = calloc(count, sizeof *ready)))
+        return;
+    while (done < count) {
+        size_t target = SIZE_MAX, which = 0;
+        for (size_t k = 0; k < count; k++) {
+            if (!ready[k] && offsets[k] < target) {
+                target = offsets[k];
+                which = k;
+            }
+        }
+        while (i < target && i < doc->len) {
+            size_t br = line_break(doc->text, i, doc->len);
+            if (br) {
+                if (i + br > target) /* the offset is inside the break */
+                    break;
+                line++;
+                column = 1;
+                i += br;
+                continue;
+            }
+            if (!is_continuation((unsigned char)doc->text[i]))
+                column++;
+            i++;
+        }
+        kvshard__mark m = {line, column, offsets[which]};
+        marks[which] = m;
+        ready[which] = true;
+        done++;
+    }
+    if (ready != local)
+        free(ready);
+}
+
+kvshard__mark kvshard__doc_mark(const kvshard__doc *doc, size_t offset)
+{
+    kvshard__mark m;
+    kvshard__doc_marks(doc, &offset, &m, 1);
+    return m;
+}
+
+int kvshard__doc_fail(const kvshard__doc *doc, kvshard_error *err, int code,
+                      const kvshard__node *at_node, const char *fmt, ...)
+{
+    if (!err || err->code != KVSHARD_OK)
+        return code;
+    kvshard__mark m = at_node ? kvshard__doc_mark(doc, at_node->offset) : kvshard__no_mark;
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = kvshard__vfail(err, code, doc->source, m, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* ---- builder ------------------------------------------------------------------------ */
+
+typedef struct frame {
+    uint32_t id;        /* the open collection's tape position */
+    uint32_t children;  /* nodes attached so far (keys and values) */
+    uint64_t weight_at; /* b->weight before the collection began */
+    const char *anchor; /* arena copy, NULL when none */
+} frame;
+
+typedef struct anchor_def {
+    const char *name;
+    uint32_t id;
+    uint64_t weight; /* nodes its subtree stands for, aliases expanded */
+} anchor_def;
+
+typedef struct builder {
+    kvshard__doc *doc;
+    kvshard_error *err;
+    frame frames[KVSHARD_MAX_DEPTH];
+    size_t depth;
+    anchor_def anchors[KVSHARD_MAX_ANCHORS];
+    size_t anchor_count;
+    uint64_t weight; /* nodes so far, aliases expanded */
+    int documents;
+    bool root_done;
+    bool ascii;       /* no byte above 0x7F after the BOM: offsets are indexes */
+    size_t cur_index; /* libyaml's character index ... */
+    size_t cur_byte;  /* ... and the byte offset it stands for */
+} builder;
+
+/* libyaml counts characters after the byte order mark; kvshard keeps byte
  * offsets. Marks arrive mostly in order, so a cursor keeps this linear. */
 static size_t byte_offset(builder *b, size_t index)
 {
+    const kvshard__doc *d = b->doc;
+    if (b->ascii)
+        return d->start + index < d->len ? d->start + index : d->len;
     if (index < b->cur_index) {
         b->cur_index = 0;
-        b->cur_byte = b->start;
+        b->cur_byte = d->start;
     }
-    while (b->cur_index < index && b->cur_byte < b->len) {
+    while (b->cur_index < index && b->cur_byte < d->len) {
         b->cur_byte++;
-        while (b->cur_byte < b->len && is_continuation((unsigned char)b->text[b->cur_byte]))
+        while (b->cur_byte < d->len && is_continuation((unsigned char)d->text[b->cur_byte]))
             b->cur_byte++;
         b->cur_index++;
     }
     return b->cur_byte;
 }
 
-static kvshard__mark mark_of(builder *b, yaml_mark_t m)
-{
-    kvshard__mark k = {(int)(m.line + 1), (int)(m.column + 1), byte_offset(b, m.index)};
-    return k;
-}
+static int fail_at(builder *b, int code, size_t offset, const char *fmt, ...) KVSHARD__PRINTF(4, 5);
 
-/* Line and column (in characters) of a byte offset, for reader errors, which
- * libyaml reports by offset alone. CR, LF and CRLF each end a line. */
-static kvshard__mark mark_at_offset(const builder *b, size_t offset)
+static int fail_at(builder *b, int code, size_t offset, const char *fmt, ...)
 {
-    kvshard__mark m = {1, 1, offset};
-    for (size_t i = b->start; i < offset && i < b->len; i++) {
-        unsigned char c = (unsigned char)b->text[i];
-        if (c == '\n' || (c == '\r' && !(i + 1 < b->len && b->text[i + 1] == '\n'))) {
-            m.line++;
-            m.column = 1;
-        } else if (c != '\r' && !is_continuation(c)) {
-            m.column++;
-        }
-    }
-    return m;
+    if (!b->err || b->err->code != KVSHARD_OK)
+        return code;
+    kvshard__mark m = kvshard__doc_mark(b->doc, offset);
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = kvshard__vfail(b->err, code, b->doc->source, m, fmt, ap);
+    va_end(ap);
+    return rc;
 }
 
 static int fail_nomem(builder *b)
 {
-    kvshard__mark none = {0, 0, 0};
-    return kvshard__fail(b->err, KVSHARD_ENOMEM, b->doc->source, none,
+    return kvshard__fail(b->err, KVSHARD_ENOMEM, b->doc->source, kvshard__no_mark,
                          "out of memory building the tree");
 }
 
-static int push_pending(builder *b, kvshard__node *node)
+static int append(builder *b, uint32_t *out_id, size_t offset, unsigned kind, unsigned style,
+                  unsigned tag, uint32_t count, uint32_t ref)
 {
-    if (b->pending_len == b->pending_cap) {
-        size_t cap = b->pending_cap ? b->pending_cap * 2 : 64;
-        kvshard__node **grown = kvshard__alloc(&b->doc->alloc, cap, sizeof *grown);
-        if (!grown)
+    kvshard__doc *d = b->doc;
+    uint32_t id = d->size;
+    if ((id & (CHUNK_ENTRIES - 1)) == 0) {
+        size_t c = id >> CHUNK_SHIFT;
+        if (c == d->chunk_count) {
+            /* The table of chunk pointers doubles; the chunks never move. */
+            size_t cap = d->chunk_count ? d->chunk_count * 2 : 8;
+            kvshard__tape_entry **grown = kvshard__alloc(&d->alloc, cap, sizeof *grown);
+            if (!grown)
+                return fail_nomem(b);
+            if (d->chunk_count)
+                memcpy(grown, d->chunks, d->chunk_count * sizeof *grown);
+            for (size_t k = d->chunk_count; k < cap; k++)
+                grown[k] = NULL;
+            kvshard__free(&d->alloc, d->chunks);
+            d->chunks = grown;
+            d->chunk_count = cap;
+        }
+        if (!d->chunks[c] &&
+            !(d->chunks[c] = kvshard__alloc(&d->alloc, CHUNK_ENTRIES, sizeof(entry))))
             return fail_nomem(b);
-        if (b->pending_len)
-            memcpy(grown, b->pending, b->pending_len * sizeof *grown);
-        kvshard__free(&b->doc->alloc, b->pending);
-        b->pending = grown;
-        b->pending_cap = cap;
     }
-    b->pending[b->pending_len++] = node;
+    entry *e = &d->chunks[id >> CHUNK_SHIFT][id & (CHUNK_ENTRIES - 1)];
+    e->word = (uint32_t)offset | kind << KIND_SHIFT | style << STYLE_SHIFT | tag << TAG_SHIFT;
+    e->count = count;
+    e->ref = ref;
+    d->size++;
+    *out_id = id;
     return KVSHARD_OK;
 }
 
-static int add_weight(builder *b, uint64_t w, kvshard__mark mark)
+static entry *entry_mut(builder *b, uint32_t id)
+{
+    return &b->doc->chunks[id >> CHUNK_SHIFT][id & (CHUNK_ENTRIES - 1)];
+}
+
+static int add_weight(builder *b, uint64_t w, size_t offset)
 {
     b->weight += w;
     if (b->weight > KVSHARD_MAX_NODES)
-        return kvshard__fail(b->err, KVSHARD_ELIMIT, b->doc->source, mark,
-                             "document has more than %u nodes (aliases counted as what they "
-                             "stand for; KVSHARD_MAX_NODES)",
-                             KVSHARD_MAX_NODES);
+        return fail_at(b, KVSHARD_ELIMIT, offset,
+                       "document has more than %u nodes (aliases counted as what they stand "
+                       "for; KVSHARD_MAX_NODES)",
+                       KVSHARD_MAX_NODES);
     return KVSHARD_OK;
 }
 
-/* Attach a finished node to its parent, or make it the root. */
-static int attach(builder *b, kvshard__node *node)
+/* Count a finished node as a child of the open collection. */
+static void attach(builder *b)
 {
-    if (b->depth == 0) {
-        b->doc->root = node;
-        return KVSHARD_OK;
-    }
-    return push_pending(b, node);
+    if (b->depth > 0)
+        b->frames[b->depth - 1].children++;
+    else
+        b->root_done = true;
 }
 
-static int register_anchor(builder *b, const char *name, const kvshard__node *node)
+/* Whether the next node of the open collection is a mapping key. */
+static bool at_key(const builder *b)
+{
+    if (b->depth == 0)
+        return false;
+    const frame *f = &b->frames[b->depth - 1];
+    return kind_of(at(b->doc, f->id)) == KIND_MAPPING && f->children % 2 == 0;
+}
+
+static int register_anchor(builder *b, const char *name, uint32_t id, uint64_t weight,
+                           size_t offset)
 {
     if (!name)
         return KVSHARD_OK;
     for (size_t i = 0; i < b->anchor_count; i++) {
         if (strcmp(b->anchors[i].name, name) == 0) {
-            b->anchors[i].node = node; /* YAML lets a later anchor shadow an earlier one */
+            /* YAML lets a later anchor shadow an earlier one. */
+            b->anchors[i].id = id;
+            b->anchors[i].weight = weight;
             return KVSHARD_OK;
         }
     }
     if (b->anchor_count == KVSHARD_MAX_ANCHORS)
-        return kvshard__fail(b->err, KVSHARD_ELIMIT, b->doc->source, node->mark,
-                             "more than %u anchors (KVSHARD_MAX_ANCHORS)", KVSHARD_MAX_ANCHORS);
-    b->anchors[b->anchor_count].name = name;
-    b->anchors[b->anchor_count].node = node;
-    b->anchor_count++;
+        return fail_at(b, KVSHARD_ELIMIT, offset, "more than %u anchors (KVSHARD_MAX_ANCHORS)",
+                       KVSHARD_MAX_ANCHORS);
+    anchor_def a = {name, id, weight};
+    b->anchors[b->anchor_count++] = a;
     return KVSHARD_OK;
-}
-
-static const char *arena_strdup(builder *b, const char *s, size_t len)
-{
-    char *copy = arena_alloc(b->doc, len + 1);
-    if (copy) {
-        memcpy(copy, s, len);
-        copy[len] = '\0';
-    }
-    return copy;
 }
 
 static int copy_anchor(builder *b, const yaml_char_t *anchor, const char **out)
@@ -206,197 +409,372 @@ static int copy_anchor(builder *b, const yaml_char_t *anchor, const char **out)
     *out = NULL;
     if (!anchor)
         return KVSHARD_OK;
-    *out = arena_strdup(b, (const char *)anchor, strlen((const char *)anchor));
+    *out = arena_copy(b->doc, (const char *)anchor, strlen((const char *)anchor));
     return *out ? KVSHARD_OK : fail_nomem(b);
 }
 
-static kvshard__node *new_node(builder *b, kvshard__node_kind kind, yaml_mark_t start)
+/* The core tag a tag names: a scalar's !!str, !!int, !!bool, !!null,
+ * !!float, the non-specific "!" (a string), and a collection's !!seq and
+ * !!map. Anything else is a tag kvshard does not read. */
+static int resolve_tag(builder *b, const yaml_char_t *tag_text, bool scalar, size_t offset,
+                       kvshard__tag *out)
 {
-    kvshard__node *n = arena_alloc(b->doc, sizeof *n);
-    if (!n)
-        return NULL;
-    memset(n, 0, sizeof *n);
-    n->kind = kind;
-    n->style = KVSHARD__VALUE_PLAIN;
-    n->mark = mark_of(b, start);
-    n->weight = 1;
-    return n;
+    static const struct {
+        const char *tag;
+        kvshard__tag core;
+        bool scalar;
+    } core[] = {
+        {YAML_STR_TAG, KVSHARD__TAG_STR, true},   {"!", KVSHARD__TAG_STR, true},
+        {YAML_INT_TAG, KVSHARD__TAG_INT, true},   {YAML_BOOL_TAG, KVSHARD__TAG_BOOL, true},
+        {YAML_NULL_TAG, KVSHARD__TAG_NULL, true}, {YAML_FLOAT_TAG, KVSHARD__TAG_FLOAT, true},
+        {YAML_SEQ_TAG, KVSHARD__TAG_NONE, false}, {YAML_MAP_TAG, KVSHARD__TAG_NONE, false},
+    };
+    *out = KVSHARD__TAG_NONE;
+    if (!tag_text)
+        return KVSHARD_OK;
+    const char *t = (const char *)tag_text;
+    for (size_t i = 0; i < sizeof core / sizeof core[0]; i++) {
+        if (strcmp(t, core[i].tag) == 0) {
+            if (core[i].scalar != scalar)
+                break;
+            *out = core[i].core;
+            return KVSHARD_OK;
+        }
+    }
+    char shown[64];
+    const char *yaml = "tag:yaml.org,2002:";
+    size_t skip_prefix = strncmp(t, yaml, strlen(yaml)) == 0 ? strlen(yaml) : 0;
+    kvshard__excerpt(shown, sizeof shown, t + skip_prefix, strlen(t + skip_prefix), 40);
+    return fail_at(b, KVSHARD_EUNSUPPORTED, offset,
+                   "the tag %s%s is not one kvshard reads (only YAML's core tags: !!str, !!int, "
+                   "!!bool, !!null, !!float, !!seq, !!map)",
+                   skip_prefix ? "!!" : "", shown);
+}
+
+static bool is_null_text(const char *s, size_t len)
+{
+    return len == 0 || kvshard__text_is(s, len, "~") || kvshard__text_is(s, len, "null") ||
+           kvshard__text_is(s, len, "Null") || kvshard__text_is(s, len, "NULL");
+}
+
+static bool is_bool_text(const char *s, size_t len)
+{
+    return kvshard__text_is(s, len, "true") || kvshard__text_is(s, len, "false") ||
+           kvshard__text_is(s, len, "True") || kvshard__text_is(s, len, "False") ||
+           kvshard__text_is(s, len, "TRUE") || kvshard__text_is(s, len, "FALSE");
+}
+
+/* A decimal number as YAML's !!float reads it: [-+]digits[.digits][e[-+]digits],
+ * or .inf / .nan forms. */
+static bool is_float_text(const char *s, size_t len)
+{
+    size_t i = 0;
+    if (i < len && (s[i] == '-' || s[i] == '+'))
+        i++;
+    if (kvshard__text_is(s + i, len - i, ".inf") || kvshard__text_is(s + i, len - i, ".Inf") ||
+        kvshard__text_is(s + i, len - i, ".INF"))
+        return true;
+    if (i == 0 && (kvshard__text_is(s, len, ".nan") || kvshard__text_is(s, len, ".NaN") ||
+                   kvshard__text_is(s, len, ".NAN")))
+        return true;
+    size_t digits = 0;
+    while (i < len && s[i] >= '0' && s[i] <= '9') {
+        i++;
+        digits++;
+    }
+    if (i < len && s[i] == '.') {
+        i++;
+        while (i < len && s[i] >= '0' && s[i] <= '9') {
+            i++;
+            digits++;
+        }
+    }
+    if (digits == 0)
+        return false;
+    if (i < len && (s[i] == 'e' || s[i] == 'E')) {
+        i++;
+        if (i < len && (s[i] == '-' || s[i] == '+'))
+            i++;
+        if (!kvshard__all_digits(s + i, len - i))
+            return false;
+        return true;
+    }
+    return i == len;
+}
+
+/* A core tag must fit its scalar: `!!null 4` or `!!int abc` would otherwise
+ * be read as something the text does not say. */
+static int check_tag_fits(builder *b, kvshard__tag tag, const char *s, size_t len, size_t offset)
+{
+    bool fits = true;
+    const char *name = "";
+    switch (tag) {
+    case KVSHARD__TAG_NULL:
+        fits = is_null_text(s, len);
+        name = "!!null";
+        break;
+    case KVSHARD__TAG_BOOL:
+        fits = is_bool_text(s, len);
+        name = "!!bool";
+        break;
+    case KVSHARD__TAG_INT: {
+        uint64_t v;
+        fits = kvshard__scan_uint(&v, s, len) != KVSHARD__INT_NOT_INTEGER;
+        name = "!!int";
+        break;
+    }
+    case KVSHARD__TAG_FLOAT:
+        fits = is_float_text(s, len);
+        name = "!!float";
+        break;
+    case KVSHARD__TAG_NONE:
+    case KVSHARD__TAG_STR:
+    default: break;
+    }
+    if (fits)
+        return KVSHARD_OK;
+    char shown[64];
+    kvshard__excerpt(shown, sizeof shown, s, len, 32);
+    return fail_at(b, KVSHARD_ETYPE, offset, "the tag %s does not fit the value \"%s\"", name,
+                   shown);
+}
+
+static int add_string(builder *b, const char *s, size_t len, uint32_t *out_ref)
+{
+    kvshard__doc *d = b->doc;
+    if (d->string_count == d->string_cap) {
+        uint32_t cap = d->string_cap ? d->string_cap * 2 : 16;
+        const char **grown = kvshard__alloc(&d->alloc, cap, sizeof *grown);
+        if (!grown)
+            return fail_nomem(b);
+        if (d->string_count)
+            memcpy(grown, d->strings, d->string_count * sizeof *grown);
+        kvshard__free(&d->alloc, d->strings);
+        d->strings = grown;
+        d->string_cap = cap;
+    }
+    const char *copy = arena_copy(d, s, len);
+    if (!copy)
+        return fail_nomem(b);
+    d->strings[d->string_count] = copy;
+    *out_ref = COPIED_TEXT | d->string_count++;
+    return KVSHARD_OK;
 }
 
 static int on_scalar(builder *b, const yaml_event_t *ev)
 {
-    kvshard__node *n = new_node(b, KVSHARD__NODE_SCALAR, ev->start_mark);
-    if (!n)
-        return fail_nomem(b);
-    int rc = add_weight(b, 1, n->mark);
+    const kvshard__doc *d = b->doc;
+    size_t start = byte_offset(b, ev->start_mark.index);
+    size_t end = byte_offset(b, ev->end_mark.index);
+    const char *value = (const char *)ev->data.scalar.value;
+    size_t len = ev->data.scalar.length;
+    int rc = add_weight(b, 1, start);
     if (rc)
         return rc;
-    /* An explicit core tag decides how the scalar reads: !!int "4" is a
-     * number and !!str 4 a string. Otherwise quoting does. */
-    const char *tag = (const char *)ev->data.scalar.tag;
-    bool plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-    if (tag && strcmp(tag, YAML_STR_TAG) == 0)
+    kvshard__tag tag;
+    if ((rc = resolve_tag(b, ev->data.scalar.tag, true, start, &tag)) != 0)
+        return rc;
+    yaml_scalar_style_t ystyle = ev->data.scalar.style;
+    bool plain_style = ystyle == YAML_PLAIN_SCALAR_STYLE;
+    if (plain_style && tag == KVSHARD__TAG_NONE && at_key(b) && kvshard__text_is(value, len, "<<"))
+        return fail_at(b, KVSHARD_EUNSUPPORTED, start,
+                       "merge keys (<<) are not read by kvshard: write the merged keys out");
+    if ((rc = check_tag_fits(b, tag, value, len, start)) != 0)
+        return rc;
+    if (memchr(value, '\0', len))
+        return fail_at(b, KVSHARD_ETYPE, start,
+                       "a string holds a NUL character (\\0), which no config value may");
+    /* A core tag decides how the scalar reads: !!int "4" is a number and
+     * !!str 4 a string. Otherwise quoting does. */
+    bool plain = plain_style;
+    if (tag == KVSHARD__TAG_STR)
         plain = false;
-    else if (tag && (strcmp(tag, YAML_INT_TAG) == 0 || strcmp(tag, YAML_BOOL_TAG) == 0 ||
-                     strcmp(tag, YAML_NULL_TAG) == 0 || strcmp(tag, YAML_FLOAT_TAG) == 0))
+    else if (tag != KVSHARD__TAG_NONE)
         plain = true;
-    n->style = plain ? KVSHARD__VALUE_PLAIN : KVSHARD__VALUE_QUOTED;
-    n->count = ev->data.scalar.length;
-    if (memchr(ev->data.scalar.value, '\0', n->count))
-        return kvshard__fail(b->err, KVSHARD_ETYPE, b->doc->source, n->mark,
-                             "a string holds a NUL character (\\0), which no config value may");
-    n->u.text = arena_strdup(b, (const char *)ev->data.scalar.value, ev->data.scalar.length);
-    if (!n->u.text)
-        return fail_nomem(b);
+    /* Point at the source when the value is the text as written (nearly all
+     * of JSON and plain YAML); copy escaped and folded scalars. */
+    uint32_t ref = 0;
+    const char *raw = d->text + start;
+    size_t raw_len = end >= start ? end - start : 0;
+    bool quoted_span =
+        (ystyle == YAML_SINGLE_QUOTED_SCALAR_STYLE || ystyle == YAML_DOUBLE_QUOTED_SCALAR_STYLE) &&
+        raw_len == len + 2 && memcmp(raw + 1, value, len) == 0;
+    if (plain_style && raw_len == len && memcmp(raw, value, len) == 0)
+        ref = (uint32_t)start;
+    else if (quoted_span)
+        ref = (uint32_t)start + 1;
+    else if ((rc = add_string(b, value, len, &ref)) != 0)
+        return rc;
+    uint32_t id;
+    if ((rc = append(b, &id, start, KIND_SCALAR,
+                     plain ? KVSHARD__VALUE_PLAIN : KVSHARD__VALUE_QUOTED, tag, (uint32_t)len,
+                     ref)) != 0)
+        return rc;
     const char *anchor;
-    if ((rc = copy_anchor(b, ev->data.scalar.anchor, &anchor)) != 0)
+    if ((rc = copy_anchor(b, ev->data.scalar.anchor, &anchor)) != 0 ||
+        (rc = register_anchor(b, anchor, id, 1, start)) != 0)
         return rc;
-    if ((rc = register_anchor(b, anchor, n)) != 0)
-        return rc;
-    return attach(b, n);
+    attach(b);
+    return KVSHARD_OK;
 }
 
-static int on_start(builder *b, const yaml_event_t *ev, kvshard__node_kind kind)
+static int on_start(builder *b, const yaml_event_t *ev, unsigned kind)
 {
-    kvshard__node *n = new_node(b, kind, ev->start_mark);
-    if (!n)
-        return fail_nomem(b);
-    int rc = add_weight(b, 1, n->mark);
+    size_t start = byte_offset(b, ev->start_mark.index);
+    if (b->depth == KVSHARD_MAX_DEPTH)
+        return fail_at(b, KVSHARD_ELIMIT, start,
+                       "nesting deeper than %u levels (KVSHARD_MAX_DEPTH)", KVSHARD_MAX_DEPTH);
+    const yaml_char_t *tag_text, *anchor_text;
+    if (kind == KIND_MAPPING) {
+        tag_text = ev->data.mapping_start.tag;
+        anchor_text = ev->data.mapping_start.anchor;
+    } else {
+        tag_text = ev->data.sequence_start.tag;
+        anchor_text = ev->data.sequence_start.anchor;
+    }
+    kvshard__tag tag;
+    int rc = resolve_tag(b, tag_text, false, start, &tag);
     if (rc)
         return rc;
-    if (b->depth == KVSHARD_MAX_DEPTH)
-        return kvshard__fail(b->err, KVSHARD_ELIMIT, b->doc->source, n->mark,
-                             "nesting deeper than %u levels (KVSHARD_MAX_DEPTH)",
-                             KVSHARD_MAX_DEPTH);
-    const yaml_char_t *anchor = kind == KVSHARD__NODE_MAPPING ? ev->data.mapping_start.anchor
-                                                              : ev->data.sequence_start.anchor;
     frame *f = &b->frames[b->depth];
-    f->node = n;
-    f->first_child = b->pending_len;
-    if ((rc = copy_anchor(b, anchor, &f->anchor)) != 0)
+    f->weight_at = b->weight;
+    f->children = 0;
+    if ((rc = add_weight(b, 1, start)) != 0 ||
+        (rc = append(b, &f->id, start, kind, 0, 0, 0, 0)) != 0 ||
+        (rc = copy_anchor(b, anchor_text, &f->anchor)) != 0)
         return rc;
     b->depth++;
     return KVSHARD_OK;
 }
 
-static int key_compare(const kvshard__node *a, const kvshard__node *b)
+static bool same_text(const kvshard__node *a, const kvshard__node *k)
 {
-    if (a->count != b->count)
-        return a->count < b->count ? -1 : 1;
-    int c = memcmp(a->u.text, b->u.text, a->count);
-    if (c)
-        return c;
-    return a->mark.offset < b->mark.offset ? -1 : a->mark.offset > b->mark.offset;
+    return a->count == k->count && memcmp(a->text, k->text, a->count) == 0;
 }
 
-static int key_compare_qsort(const void *pa, const void *pb)
+static int duplicate_key(builder *b, const kvshard__node *dup, const kvshard__node *first)
 {
-    return key_compare(*(const kvshard__node *const *)pa, *(const kvshard__node *const *)pb);
+    kvshard__mark m = kvshard__doc_mark(b->doc, first->offset);
+    char shown[96];
+    kvshard__excerpt(shown, sizeof shown, dup->text, dup->count, 64);
+    return fail_at(b, KVSHARD_EDUPKEY, dup->offset,
+                   "duplicate key \"%s\" (first at line %d, column %d)", shown, m.line, m.column);
 }
 
-static bool same_key(const kvshard__node *a, const kvshard__node *b)
+/* Keys must be scalars and distinct; report the first repeated key. Large
+ * mappings keep the hash table as their index. */
+static int check_keys(builder *b, uint32_t map_id, uint32_t pairs)
 {
-    return a->count == b->count && memcmp(a->u.text, b->u.text, a->count) == 0;
-}
-
-/* Keys must be scalars and distinct; report the earliest repeated key. */
-static int check_keys(builder *b, const kvshard__node *map)
-{
-    size_t n = map->count;
-    for (size_t i = 0; i < n; i++) {
-        const kvshard__node *k = map->u.items[2 * i];
-        if (k->kind != KVSHARD__NODE_SCALAR)
-            return kvshard__fail(b->err, KVSHARD_ETYPE, b->doc->source, k->mark,
-                                 "mapping keys must be scalars");
-    }
-    const kvshard__node *dup = NULL;
-    const kvshard__node *first = NULL;
-    if (n <= 16) {
-        for (size_t i = 1; i < n; i++) {
-            const kvshard__node *ki = map->u.items[2 * i];
-            for (size_t j = 0; j < i && !dup; j++) {
-                if (same_key(map->u.items[2 * j], ki)) {
-                    dup = ki;
-                    first = map->u.items[2 * j];
-                }
+    const kvshard__doc *d = b->doc;
+    kvshard__node map = view(d, map_id);
+    kvshard__iter it = kvshard__iter_begin(d, &map);
+    kvshard__node key, value;
+    if (pairs <= 16) {
+        kvshard__node keys[16];
+        for (uint32_t i = 0; i < pairs; i++) {
+            kvshard__iter_next(d, &it, &key);
+            kvshard__iter_next(d, &it, &value);
+            if (key.kind != KVSHARD__NODE_SCALAR)
+                return fail_at(b, KVSHARD_ETYPE, key.offset, "mapping keys must be scalars");
+            for (uint32_t j = 0; j < i; j++) {
+                if (same_text(&keys[j], &key))
+                    return duplicate_key(b, &key, &keys[j]);
             }
-            if (dup)
+            keys[i] = key;
+        }
+        return KVSHARD_OK;
+    }
+    uint32_t slots = 32;
+    while (slots < 2u * pairs)
+        slots *= 2;
+    kvshard__map_index *x =
+        kvshard__alloc(&b->doc->alloc, 1, sizeof *x + (size_t)slots * sizeof(uint32_t));
+    if (!x)
+        return fail_nomem(b);
+    x->map = map_id;
+    x->mask = slots - 1;
+    memset(x->slots, 0xFF, (size_t)slots * sizeof(uint32_t));
+    int rc = KVSHARD_OK;
+    for (uint32_t i = 0; i < pairs && rc == KVSHARD_OK; i++) {
+        uint32_t key_pos = it.next;
+        kvshard__iter_next(d, &it, &key);
+        kvshard__iter_next(d, &it, &value);
+        if (key.kind != KVSHARD__NODE_SCALAR) {
+            rc = fail_at(b, KVSHARD_ETYPE, key.offset, "mapping keys must be scalars");
+            break;
+        }
+        uint32_t s = hash_text(key.text, key.count) & x->mask;
+        while (x->slots[s] != UINT32_MAX) {
+            kvshard__node other = view(d, x->slots[s]);
+            if (same_text(&other, &key)) {
+                rc = duplicate_key(b, &key, &other);
                 break;
-        }
-    } else {
-        const kvshard__node **keys = kvshard__alloc(&b->doc->alloc, n, sizeof *keys);
-        if (!keys)
-            return fail_nomem(b);
-        for (size_t i = 0; i < n; i++)
-            keys[i] = map->u.items[2 * i];
-        qsort(keys, n, sizeof *keys, key_compare_qsort);
-        for (size_t i = 1; i < n; i++) {
-            /* Equal keys sort by offset, so keys[i] is a later occurrence. */
-            if (same_key(keys[i - 1], keys[i]) &&
-                (!dup || keys[i]->mark.offset < dup->mark.offset) &&
-                (i < 2 || !same_key(keys[i - 2], keys[i]))) {
-                dup = keys[i];
-                first = keys[i - 1];
             }
+            s = (s + 1) & x->mask;
         }
-        kvshard__free(&b->doc->alloc, keys);
+        x->slots[s] = key_pos;
     }
-    if (dup)
-        return kvshard__fail(b->err, KVSHARD_EDUPKEY, b->doc->source, dup->mark,
-                             "duplicate key \"%s\" (first at line %d, column %d)", dup->u.text,
-                             first->mark.line, first->mark.column);
+    if (rc || pairs < INDEX_MIN_PAIRS) {
+        kvshard__free(&b->doc->alloc, x);
+        return rc;
+    }
+    x->next = b->doc->indexes;
+    b->doc->indexes = x;
+    entry_mut(b, map_id)->word |= INDEXED_FLAG;
     return KVSHARD_OK;
 }
 
 static int on_end(builder *b)
 {
     frame *f = &b->frames[--b->depth];
-    kvshard__node *n = f->node;
-    size_t children = b->pending_len - f->first_child;
-    kvshard__node **items = arena_alloc(b->doc, (children ? children : 1) * sizeof *items);
-    if (!items)
-        return fail_nomem(b);
-    if (children)
-        memcpy(items, b->pending + f->first_child, children * sizeof *items);
-    b->pending_len = f->first_child;
-    n->u.items = items;
-    n->count = n->kind == KVSHARD__NODE_MAPPING ? children / 2 : children;
-    for (size_t i = 0; i < children; i++)
-        n->weight += items[i]->weight;
+    entry *e = entry_mut(b, f->id);
+    bool mapping = kind_of(e) == KIND_MAPPING;
+    e->count = mapping ? f->children / 2 : f->children;
+    e->ref = b->doc->size;
     int rc;
-    if (n->kind == KVSHARD__NODE_MAPPING && (rc = check_keys(b, n)) != 0)
+    if (mapping && (rc = check_keys(b, f->id, e->count)) != 0)
         return rc;
-    if ((rc = register_anchor(b, f->anchor, n)) != 0)
+    if ((rc = register_anchor(b, f->anchor, f->id, b->weight - f->weight_at,
+                              e->word & OFFSET_MASK)) != 0)
         return rc;
-    return attach(b, n);
+    attach(b);
+    return KVSHARD_OK;
 }
 
 static int on_alias(builder *b, const yaml_event_t *ev)
 {
     const char *name = (const char *)ev->data.alias.anchor;
-    kvshard__mark mark = mark_of(b, ev->start_mark);
-    for (size_t i = b->anchor_count; i-- > 0;) {
-        if (strcmp(b->anchors[i].name, name) == 0) {
-            const kvshard__node *target = b->anchors[i].node;
-            int rc = add_weight(b, target->weight, mark);
-            if (rc)
-                return rc;
-            /* The tree is read-only, so an alias shares its target's content;
-             * a node of its own keeps the alias's position for errors. */
-            kvshard__node *n = arena_alloc(b->doc, sizeof *n);
-            if (!n)
-                return fail_nomem(b);
-            *n = *target;
-            n->mark = mark;
-            return attach(b, n);
+    size_t start = byte_offset(b, ev->start_mark.index);
+    for (size_t i = 0; i < b->anchor_count; i++) {
+        if (strcmp(b->anchors[i].name, name) != 0)
+            continue;
+        int rc = add_weight(b, b->anchors[i].weight, start);
+        if (rc)
+            return rc;
+        uint32_t target = b->anchors[i].id;
+        const entry *t = at(b->doc, target);
+        if (kind_of(t) == KIND_SCALAR && at_key(b) && ((t->word >> STYLE_SHIFT) & 1u) == 0 &&
+            (t->word >> TAG_SHIFT) == KVSHARD__TAG_NONE) {
+            kvshard__node v = view(b->doc, target);
+            if (kvshard__text_is(v.text, v.count, "<<"))
+                return fail_at(b, KVSHARD_EUNSUPPORTED, start,
+                               "merge keys (<<) are not read by kvshard: write the merged keys "
+                               "out");
         }
+        uint32_t id;
+        if ((rc = append(b, &id, start, KIND_ALIAS, 0, 0, 0, target)) != 0)
+            return rc;
+        attach(b);
+        return KVSHARD_OK;
     }
-    return kvshard__fail(b->err, KVSHARD_ESYNTAX, b->doc->source, mark,
-                         "alias *%s names no anchor defined before it", name);
+    char shown[64];
+    kvshard__excerpt(shown, sizeof shown, name, strlen(name), 40);
+    return fail_at(b, KVSHARD_ESYNTAX, start, "alias *%s names no anchor defined before it", shown);
 }
 
 static int parser_error(builder *b, const yaml_parser_t *p)
 {
+    const kvshard__doc *d = b->doc;
     const char *problem = p->problem ? p->problem : "malformed YAML";
     if (p->error == YAML_MEMORY_ERROR)
         return fail_nomem(b);
@@ -404,22 +782,21 @@ static int parser_error(builder *b, const yaml_parser_t *p)
         size_t offset = p->problem_offset;
         /* libyaml gives the offset of the byte that breaks a multi-byte
          * sequence; report the sequence's first byte, which is the bad text. */
-        if (strcmp(problem, "invalid trailing UTF-8 octet") == 0 && offset <= b->len) {
-            while (offset > 0 && ((unsigned char)b->text[offset - 1] & 0xC0) == 0x80)
+        if (strcmp(problem, "invalid trailing UTF-8 octet") == 0 && offset <= d->len) {
+            while (offset > 0 && is_continuation((unsigned char)d->text[offset - 1]))
                 offset--;
             if (offset > 0)
                 offset--;
         }
-        kvshard__mark m = mark_at_offset(b, offset);
         bool utf8 = strstr(problem, "UTF-8") || strstr(problem, "Unicode");
-        return kvshard__fail(b->err, utf8 ? KVSHARD_EUTF8 : KVSHARD_ESYNTAX, b->doc->source, m,
-                             "%s at byte offset %zu", problem, offset);
+        return fail_at(b, utf8 ? KVSHARD_EUTF8 : KVSHARD_ESYNTAX, offset, "%s at byte offset %zu",
+                       problem, offset);
     }
-    kvshard__mark m = mark_of(b, p->problem_mark);
+    kvshard__mark m = {(int)(p->problem_mark.line + 1), (int)(p->problem_mark.column + 1),
+                       byte_offset(b, p->problem_mark.index)};
     if (p->context)
-        return kvshard__fail(b->err, KVSHARD_ESYNTAX, b->doc->source, m, "%s %s", problem,
-                             p->context);
-    return kvshard__fail(b->err, KVSHARD_ESYNTAX, b->doc->source, m, "%s", problem);
+        return kvshard__fail(b->err, KVSHARD_ESYNTAX, d->source, m, "%s %s", problem, p->context);
+    return kvshard__fail(b->err, KVSHARD_ESYNTAX, d->source, m, "%s", problem);
 }
 
 static int on_event(builder *b, const yaml_event_t *ev)
@@ -427,13 +804,12 @@ static int on_event(builder *b, const yaml_event_t *ev)
     switch (ev->type) {
     case YAML_DOCUMENT_START_EVENT:
         if (++b->documents > 1)
-            return kvshard__fail(b->err, KVSHARD_ESYNTAX, b->doc->source,
-                                 mark_of(b, ev->start_mark),
-                                 "a second document; kvshard reads one document per file");
+            return fail_at(b, KVSHARD_ESYNTAX, byte_offset(b, ev->start_mark.index),
+                           "a second document; kvshard reads one document per file");
         return KVSHARD_OK;
     case YAML_SCALAR_EVENT: return on_scalar(b, ev);
-    case YAML_SEQUENCE_START_EVENT: return on_start(b, ev, KVSHARD__NODE_SEQUENCE);
-    case YAML_MAPPING_START_EVENT: return on_start(b, ev, KVSHARD__NODE_MAPPING);
+    case YAML_SEQUENCE_START_EVENT: return on_start(b, ev, KIND_SEQUENCE);
+    case YAML_MAPPING_START_EVENT: return on_start(b, ev, KIND_MAPPING);
     case YAML_SEQUENCE_END_EVENT:
     case YAML_MAPPING_END_EVENT: return on_end(b);
     case YAML_ALIAS_EVENT: return on_alias(b, ev);
@@ -441,37 +817,49 @@ static int on_event(builder *b, const yaml_event_t *ev)
     }
 }
 
+static bool all_ascii(const char *text, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        if ((unsigned char)text[i] & 0x80)
+            return false;
+    }
+    return true;
+}
+
 int kvshard__doc_parse(kvshard__doc *out, const char *text, size_t len, const char *source,
                        const kvshard_allocator *alloc, kvshard_error *err)
 {
-    kvshard__mark start = {1, 1, 0};
+    kvshard__mark first = {1, 1, 0};
     if (len > KVSHARD_MAX_DOCUMENT_BYTES)
         return kvshard__fail(
-            err, KVSHARD_ELIMIT, source, start,
+            err, KVSHARD_ELIMIT, source, first,
             "text is %zu bytes; the limit is %u bytes (KVSHARD_MAX_DOCUMENT_BYTES)", len,
             KVSHARD_MAX_DOCUMENT_BYTES);
     const unsigned char *u = (const unsigned char *)text;
     if (len >= 2 && ((u[0] == 0xFE && u[1] == 0xFF) || (u[0] == 0xFF && u[1] == 0xFE)))
-        return kvshard__fail(
-            err, KVSHARD_EUTF8, source, start,
-            "the text is UTF-16 (it starts with a UTF-16 byte order mark); kvshard "
-            "reads UTF-8");
-    kvshard__doc doc = {*alloc, NULL, NULL, source};
+        return kvshard__fail(err, KVSHARD_EUTF8, source, first,
+                             "the text is UTF-16 (it starts with a UTF-16 byte order mark); "
+                             "kvshard reads UTF-8");
+    kvshard__doc doc;
+    memset(&doc, 0, sizeof doc);
+    doc.alloc = *alloc;
+    doc.text = text;
+    doc.len = len;
+    doc.source = source;
+    doc.start = len >= 3 && u[0] == 0xEF && u[1] == 0xBB && u[2] == 0xBF ? 3 : 0;
     builder *b = kvshard__calloc(alloc, 1, sizeof *b);
     if (!b)
-        return kvshard__fail(err, KVSHARD_ENOMEM, source, start, "out of memory");
+        return kvshard__fail(err, KVSHARD_ENOMEM, source, first, "out of memory");
     b->doc = &doc;
-    b->text = text;
-    b->len = len;
     b->err = err;
-    b->start = len >= 3 && u[0] == 0xEF && u[1] == 0xBB && u[2] == 0xBF ? 3 : 0;
-    b->cur_byte = b->start;
+    b->ascii = all_ascii(text + doc.start, len - doc.start);
+    b->cur_byte = doc.start;
 
     int rc = KVSHARD_OK;
     yaml_parser_t parser;
     if (!yaml_parser_initialize(&parser)) {
         kvshard__free(alloc, b);
-        return kvshard__fail(err, KVSHARD_ENOMEM, source, start, "out of memory");
+        return kvshard__fail(err, KVSHARD_ENOMEM, source, first, "out of memory");
     }
     yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
     for (;;) {
@@ -487,10 +875,10 @@ int kvshard__doc_parse(kvshard__doc *out, const char *text, size_t len, const ch
             break;
     }
     yaml_parser_delete(&parser);
-    kvshard__free(alloc, b->pending);
+    bool has_root = b->root_done;
     kvshard__free(alloc, b);
-    if (rc == KVSHARD_OK && !doc.root)
-        rc = kvshard__fail(err, KVSHARD_ETYPE, source, start, "the document is empty");
+    if (rc == KVSHARD_OK && !has_root)
+        rc = kvshard__fail(err, KVSHARD_ETYPE, source, first, "the document is empty");
     if (rc != KVSHARD_OK) {
         kvshard__doc_free(&doc);
         return rc;
@@ -499,33 +887,91 @@ int kvshard__doc_parse(kvshard__doc *out, const char *text, size_t len, const ch
     return KVSHARD_OK;
 }
 
-/* ---- queries ------------------------------------------------------------ */
+/* ---- reading ------------------------------------------------------------------------------ */
 
-const kvshard__node *kvshard__map_get(const kvshard__node *map, const char *key)
+kvshard__node kvshard__doc_root(const kvshard__doc *doc)
 {
-    if (!map || map->kind != KVSHARD__NODE_MAPPING)
-        return NULL;
+    return view(doc, 0);
+}
+
+kvshard__iter kvshard__iter_begin(const kvshard__doc *doc, const kvshard__node *parent)
+{
+    (void)doc;
+    kvshard__iter it = {parent->id + 1, 0};
+    if (parent->kind == KVSHARD__NODE_SEQUENCE)
+        it.left = parent->count;
+    else if (parent->kind == KVSHARD__NODE_MAPPING)
+        it.left = 2 * parent->count;
+    return it;
+}
+
+bool kvshard__iter_next(const kvshard__doc *doc, kvshard__iter *it, kvshard__node *out)
+{
+    if (it->left == 0)
+        return false;
+    *out = view(doc, it->next);
+    it->next = skip(doc, it->next);
+    it->left--;
+    return true;
+}
+
+kvshard__node kvshard__seq_item(const kvshard__doc *doc, const kvshard__node *seq, uint32_t index)
+{
+    const entry *e = at(doc, seq->id);
+    /* A list whose children are one entry each is an array. */
+    if (e->ref - seq->id - 1 == seq->count)
+        return view(doc, seq->id + 1 + index);
+    kvshard__iter it = kvshard__iter_begin(doc, seq);
+    kvshard__node item = *seq;
+    for (uint32_t i = 0; i <= index; i++)
+        kvshard__iter_next(doc, &it, &item);
+    return item;
+}
+
+bool kvshard__map_get(const kvshard__doc *doc, const kvshard__node *map, const char *key,
+                      kvshard__node *out)
+{
+    if (map->kind != KVSHARD__NODE_MAPPING)
+        return false;
     size_t klen = strlen(key);
-    for (size_t i = 0; i < map->count; i++) {
-        const kvshard__node *k = map->u.items[2 * i];
-        if (k->count == klen && memcmp(k->u.text, key, klen) == 0)
-            return map->u.items[2 * i + 1];
+    if (at(doc, map->id)->word & INDEXED_FLAG) {
+        const kvshard__map_index *x = find_index(doc, map->id);
+        for (uint32_t s = hash_text(key, klen) & x->mask; x->slots[s] != UINT32_MAX;
+             s = (s + 1) & x->mask) {
+            kvshard__node k = view(doc, x->slots[s]);
+            if (k.count == klen && memcmp(k.text, key, klen) == 0) {
+                *out = view(doc, skip(doc, x->slots[s]));
+                return true;
+            }
+        }
+        return false;
     }
-    return NULL;
+    uint32_t pos = map->id + 1;
+    for (uint32_t i = 0; i < map->count; i++) {
+        kvshard__node k = view(doc, pos);
+        pos = skip(doc, pos);
+        if (k.count == klen && memcmp(k.text, key, klen) == 0) {
+            *out = view(doc, pos);
+            return true;
+        }
+        pos = skip(doc, pos);
+    }
+    return false;
 }
 
 bool kvshard__scalar_is(const kvshard__node *node, const char *s)
 {
-    return node && node->kind == KVSHARD__NODE_SCALAR && node->count == strlen(s) &&
-           memcmp(node->u.text, s, node->count) == 0;
+    return node->kind == KVSHARD__NODE_SCALAR && kvshard__text_is(node->text, node->count, s);
 }
 
 bool kvshard__node_is_null(const kvshard__node *node)
 {
-    if (!node || node->kind != KVSHARD__NODE_SCALAR || node->style != KVSHARD__VALUE_PLAIN)
+    if (node->kind != KVSHARD__NODE_SCALAR)
         return false;
-    return node->count == 0 || kvshard__scalar_is(node, "~") || kvshard__scalar_is(node, "null") ||
-           kvshard__scalar_is(node, "Null") || kvshard__scalar_is(node, "NULL");
+    if (node->tag == KVSHARD__TAG_NULL)
+        return true;
+    return node->style == KVSHARD__VALUE_PLAIN && node->tag == KVSHARD__TAG_NONE &&
+           is_null_text(node->text, node->count);
 }
 
 void kvshard__node_describe(char *buf, size_t cap, const kvshard__node *node)
@@ -537,59 +983,68 @@ void kvshard__node_describe(char *buf, size_t cap, const kvshard__node *node)
     } else if (kvshard__node_is_null(node)) {
         snprintf(buf, cap, "null");
     } else {
-        int shown = node->count > 40 ? 40 : (int)node->count;
-        snprintf(buf, cap, "%s\"%.*s%s\"",
-                 node->style == KVSHARD__VALUE_QUOTED ? "the string " : "", shown, node->u.text,
-                 node->count > 40 ? "..." : "");
+        char shown[128];
+        kvshard__excerpt(shown, sizeof shown, node->text, node->count, 32);
+        snprintf(buf, cap, "%s\"%s\"", node->style == KVSHARD__VALUE_QUOTED ? "the string " : "",
+                 shown);
     }
 }
 
 int kvshard__node_uint(uint64_t *out, const kvshard__doc *doc, const kvshard__node *node,
                        const char *what, uint64_t min, uint64_t max, kvshard_error *err)
 {
-    if (node->kind != KVSHARD__NODE_SCALAR || node->style != KVSHARD__VALUE_PLAIN) {
-        char desc[64];
+    char desc[160];
+    if (node->kind != KVSHARD__NODE_SCALAR || node->style != KVSHARD__VALUE_PLAIN ||
+        node->tag == KVSHARD__TAG_FLOAT || node->tag == KVSHARD__TAG_BOOL ||
+        node->tag == KVSHARD__TAG_NULL) {
         kvshard__node_describe(desc, sizeof desc, node);
-        return kvshard__fail(err, KVSHARD_ETYPE, doc->source, node->mark,
-                             "%s: expected an integer, found %s", what, desc);
+        return kvshard__doc_fail(doc, err, KVSHARD_ETYPE, node,
+                                 "%s: expected an integer, found %s%s", what,
+                                 node->tag == KVSHARD__TAG_FLOAT ? "!!float " : "", desc);
     }
-    return kvshard__parse_uint(out, node->u.text, node->count, min, max, what, doc->source,
-                               node->mark, err);
+    /* YAML 1.1 reads 010 as octal 8 and YAML 1.2 as 10: refuse to guess. */
+    size_t sign = node->count > 0 && (node->text[0] == '+' || node->text[0] == '-') ? 1 : 0;
+    if (node->count > sign + 1 && node->text[sign] == '0' &&
+        kvshard__all_digits(node->text + sign, node->count - sign)) {
+        kvshard__node_describe(desc, sizeof desc, node);
+        return kvshard__doc_fail(doc, err, KVSHARD_ETYPE, node,
+                                 "%s: %s has a leading zero, which YAML readers take for octal; "
+                                 "write the number without it",
+                                 what, desc);
+    }
+    kvshard__mark m = kvshard__no_mark;
+    kvshard_error local;
+    kvshard__error_reset(&local);
+    int rc =
+        kvshard__parse_uint(out, node->text, node->count, min, max, what, doc->source, m, &local);
+    if (rc && err && err->code == KVSHARD_OK) {
+        *err = local;
+        kvshard__error_locate(err, doc->source, kvshard__doc_mark(doc, node->offset));
+    }
+    return rc;
 }
 
 int kvshard__node_string(const char **out, size_t *out_len, const kvshard__doc *doc,
                          const kvshard__node *node, const char *what, kvshard_error *err)
 {
     if (node->kind != KVSHARD__NODE_SCALAR || kvshard__node_is_null(node)) {
-        char desc[64];
+        char desc[160];
         kvshard__node_describe(desc, sizeof desc, node);
-        return kvshard__fail(err, KVSHARD_ETYPE, doc->source, node->mark,
-                             "%s: expected a string, found %s", what, desc);
+        return kvshard__doc_fail(doc, err, KVSHARD_ETYPE, node, "%s: expected a string, found %s",
+                                 what, desc);
     }
-    *out = node->u.text;
+    *out = node->text;
     *out_len = node->count;
     return KVSHARD_OK;
 }
 
-static int expect_kind(const kvshard__doc *doc, const kvshard__node *node, kvshard__node_kind kind,
-                       const char *what, kvshard_error *err)
+int kvshard__node_expect(const kvshard__doc *doc, const kvshard__node *node,
+                         kvshard__node_kind kind, const char *what, kvshard_error *err)
 {
     if (node->kind == kind)
         return KVSHARD_OK;
-    char desc[64];
+    char desc[160];
     kvshard__node_describe(desc, sizeof desc, node);
-    return kvshard__fail(err, KVSHARD_ETYPE, doc->source, node->mark, "%s: expected %s, found %s",
-                         what, kind == KVSHARD__NODE_MAPPING ? "a mapping" : "a list", desc);
-}
-
-int kvshard__node_expect_mapping(const kvshard__doc *doc, const kvshard__node *node,
-                                 const char *what, kvshard_error *err)
-{
-    return expect_kind(doc, node, KVSHARD__NODE_MAPPING, what, err);
-}
-
-int kvshard__node_expect_sequence(const kvshard__doc *doc, const kvshard__node *node,
-                                  const char *what, kvshard_error *err)
-{
-    return expect_kind(doc, node, KVSHARD__NODE_SEQUENCE, what, err);
+    return kvshard__doc_fail(doc, err, KVSHARD_ETYPE, node, "%s: expected %s, found %s", what,
+                             kind == KVSHARD__NODE_MAPPING ? "a mapping" : "a list", desc);
 }

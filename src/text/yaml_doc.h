@@ -1,10 +1,17 @@
-/* A small read-only YAML tree with source marks, built with libyaml.
+/* A compact read-only YAML tree built with libyaml.
+ *
+ * Nodes sit on a tape in document order, 12 bytes each: a collection knows
+ * where its subtree ends, so siblings are found by skipping, and a list of
+ * scalars is an array. Scalar text points into the source text whenever the
+ * value is the text as written, so the source must outlive the tree. Only
+ * byte offsets are kept; line and column are worked out when an error needs
+ * them.
  *
  * Every limit of kvshard.h (size, depth, nodes, aliases, anchors) is enforced
- * while the tree is built, duplicate keys are rejected, and aliases share the
- * anchored node instead of copying it. */
-#ifndef KVSHARD_YAML_DOC_H
-#define KVSHARD_YAML_DOC_H
+ * while the tree is built; duplicate keys, merge keys and tags other than
+ * YAML's core tags are rejected; aliases share the anchored subtree. */
+#ifndef KVSHARD_TEXT_YAML_DOC_H
+#define KVSHARD_TEXT_YAML_DOC_H
 
 #include "base/alloc.h"
 #include "text/scalar.h"
@@ -15,56 +22,100 @@ typedef enum kvshard__node_kind {
     KVSHARD__NODE_MAPPING
 } kvshard__node_kind;
 
-typedef struct kvshard__node kvshard__node;
-struct kvshard__node {
-    kvshard__node_kind kind;
-    kvshard__value_style style; /* scalars: plain or quoted */
-    kvshard__mark mark;
-    /* Scalar: text length. Sequence: items. Mapping: key/value pairs. */
-    size_t count;
-    /* Nodes the subtree stands for, aliases expanded: bounds alias bombs. */
-    uint64_t weight;
-    union {
-        const char *text;      /* NUL-terminated; may hold escaped NULs */
-        kvshard__node **items; /* mapping: items[2i] key, items[2i + 1] value */
-    } u;
-};
+/* The core tag written on a scalar, if any. */
+typedef enum kvshard__tag {
+    KVSHARD__TAG_NONE,
+    KVSHARD__TAG_STR,
+    KVSHARD__TAG_INT,
+    KVSHARD__TAG_BOOL,
+    KVSHARD__TAG_NULL,
+    KVSHARD__TAG_FLOAT
+} kvshard__tag;
 
+/* A node as readers see it: a small value, not a pointer into the tree. */
+typedef struct kvshard__node {
+    uint32_t id;     /* tape position of its content (an alias's target) */
+    uint32_t offset; /* byte offset where it stands (an alias's own place) */
+    uint32_t count;  /* scalar: bytes of text; sequence: items; mapping: pairs */
+    kvshard__node_kind kind;
+    /* Scalars: plain reads as a number or boolean, quoted as a string. A core
+     * tag decides over the quoting: !!int "4" is plain, !!str 4 quoted. */
+    kvshard__value_style style;
+    kvshard__tag tag;
+    const char *text; /* scalars: `count` bytes, not NUL-terminated */
+} kvshard__node;
+
+typedef struct kvshard__tape_entry kvshard__tape_entry;
 typedef struct kvshard__arena_chunk kvshard__arena_chunk;
+typedef struct kvshard__map_index kvshard__map_index;
 
 typedef struct kvshard__doc {
     kvshard_allocator alloc;
-    kvshard__arena_chunk *chunks;
-    const kvshard__node *root;
-    const char *source; /* borrowed from the caller */
+    const char *text; /* the source text, borrowed */
+    size_t len;
+    size_t start;                 /* bytes of a UTF-8 byte order mark */
+    const char *source;           /* names the text in errors; borrowed */
+    kvshard__tape_entry **chunks; /* fixed-size chunks: growth never copies */
+    size_t chunk_count;
+    uint32_t size;               /* tape entries in use */
+    kvshard__arena_chunk *arena; /* copied scalar text, anchor names */
+    const char **strings;        /* copied scalar text by number */
+    uint32_t string_count;
+    uint32_t string_cap;
+    kvshard__map_index *indexes; /* hash indexes of large mappings */
 } kvshard__doc;
 
-/* Parse exactly one document from text. `source` names the text in errors
- * and must outlive the doc. On failure nothing is allocated. */
+/* Parse exactly one document from text. `text` and `source` must outlive the
+ * doc. On failure nothing is allocated. */
 int kvshard__doc_parse(kvshard__doc *out, const char *text, size_t len, const char *source,
                        const kvshard_allocator *alloc, kvshard_error *err);
 void kvshard__doc_free(kvshard__doc *doc);
 
-/* Value of `key` in a mapping, NULL when absent or `map` is not a mapping. */
-const kvshard__node *kvshard__map_get(const kvshard__node *map, const char *key);
-/* A plain null: null, Null, NULL, ~ or nothing. */
+/* The root node. */
+kvshard__node kvshard__doc_root(const kvshard__doc *doc);
+
+/* Line and column of a byte offset (CR, LF, CRLF, NEL, LS and PS end lines;
+ * columns count characters), for messages. O(offset). */
+kvshard__mark kvshard__doc_mark(const kvshard__doc *doc, size_t offset);
+/* The marks of several offsets in one pass over the text. */
+void kvshard__doc_marks(const kvshard__doc *doc, const size_t *offsets, kvshard__mark *marks,
+                        size_t count);
+/* kvshard__fail at a node: its source, line and column. */
+int kvshard__doc_fail(const kvshard__doc *doc, kvshard_error *err, int code,
+                      const kvshard__node *at, const char *fmt, ...) KVSHARD__PRINTF(5, 6);
+
+/* Children of a sequence, or keys and values of a mapping alternately. */
+typedef struct kvshard__iter {
+    uint32_t next; /* tape position of the next child */
+    uint32_t left; /* children still to come */
+} kvshard__iter;
+
+kvshard__iter kvshard__iter_begin(const kvshard__doc *doc, const kvshard__node *parent);
+bool kvshard__iter_next(const kvshard__doc *doc, kvshard__iter *it, kvshard__node *out);
+/* Item `index` of a sequence: O(1) for a list of scalars, else O(index). */
+kvshard__node kvshard__seq_item(const kvshard__doc *doc, const kvshard__node *seq, uint32_t index);
+
+/* The value of `key` in a mapping; false when absent or `map` is not one. */
+bool kvshard__map_get(const kvshard__doc *doc, const kvshard__node *map, const char *key,
+                      kvshard__node *out);
+
+/* A plain null (null, Null, NULL, ~ or nothing) or a !!null. */
 bool kvshard__node_is_null(const kvshard__node *node);
 /* A scalar whose text is exactly `s`. */
 bool kvshard__scalar_is(const kvshard__node *node, const char *s);
-/* Short description of a node for messages: "a mapping", "the string \"x\"". */
+/* Short, escaped description of a node for messages: "a mapping", "the
+ * string \"x\"", "1.5". */
 void kvshard__node_describe(char *buf, size_t cap, const kvshard__node *node);
 
-/* A plain scalar integer in [min, max]. `what` names the value in errors. */
+/* A plain integer in [min, max] (no leading zeros, no !!float or !!str).
+ * `what` names the value in errors. */
 int kvshard__node_uint(uint64_t *out, const kvshard__doc *doc, const kvshard__node *node,
                        const char *what, uint64_t min, uint64_t max, kvshard_error *err);
-/* A scalar string (plain or quoted). */
+/* A scalar string (plain or quoted), not null. */
 int kvshard__node_string(const char **out, size_t *out_len, const kvshard__doc *doc,
                          const kvshard__node *node, const char *what, kvshard_error *err);
-/* A mapping; ETYPE otherwise. */
-int kvshard__node_expect_mapping(const kvshard__doc *doc, const kvshard__node *node,
-                                 const char *what, kvshard_error *err);
-/* A sequence; ETYPE otherwise. */
-int kvshard__node_expect_sequence(const kvshard__doc *doc, const kvshard__node *node,
-                                  const char *what, kvshard_error *err);
+/* A mapping or a sequence; ETYPE otherwise. */
+int kvshard__node_expect(const kvshard__doc *doc, const kvshard__node *node,
+                         kvshard__node_kind kind, const char *what, kvshard_error *err);
 
-#endif /* KVSHARD_YAML_DOC_H */
+#endif /* KVSHARD_TEXT_YAML_DOC_H */

@@ -1,0 +1,309 @@
+/* gflags-style arguments and flag files, so that an engine's own command line
+ * or flag file can be handed to kvshard as it is. */
+#include "deploy/deploy.h"
+
+#include "text/file.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Flag files may name flag files; a cycle stops here. */
+#define MAX_FLAGFILE_DEPTH 8
+#define ORIGIN_MAX KVSHARD_ERROR_SOURCE_MAX
+
+/* One flag as written, and where: a command-line argument or a flag file's
+ * line. `name` and `value` point into the argument or the file's text. */
+typedef struct flag {
+    const char *name;
+    size_t name_len;
+    const char *value; /* NULL for a bare --name */
+    size_t value_len;
+    const char *file; /* the flag file, NULL on the command line */
+    kvshard__mark mark;
+} flag;
+
+typedef struct flag_list {
+    kvshard_allocator alloc;
+    flag *items;
+    size_t count;
+    size_t cap;
+    char **texts; /* flag files' contents and paths, freed at the end */
+    size_t text_count;
+    size_t text_cap;
+    bool ignore_unknown;
+    kvshard_error *err;
+} flag_list;
+
+static int nomem(flag_list *l)
+{
+    return kvshard__fail(l->err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+}
+
+/* Append to a growing array of `size`-byte items (flags or text pointers). */
+static int grow(flag_list *l, void **items, size_t *cap, size_t count, size_t size)
+{
+    if (count < *cap)
+        return KVSHARD_OK;
+    size_t n = *cap ? *cap * 2 : 16;
+    void *grown = kvshard__alloc(&l->alloc, n, size);
+    if (!grown)
+        return nomem(l);
+    if (count)
+        memcpy(grown, *items, count * size);
+    kvshard__free(&l->alloc, *items);
+    *items = grown;
+    *cap = n;
+    return KVSHARD_OK;
+}
+
+static int keep_text(flag_list *l, char *text)
+{
+    void *items = l->texts;
+    int rc = grow(l, &items, &l->text_cap, l->text_count, sizeof *l->texts);
+    l->texts = items;
+    if (rc) {
+        kvshard__free(&l->alloc, text);
+        return rc;
+    }
+    l->texts[l->text_count++] = text;
+    return KVSHARD_OK;
+}
+
+/* Where a flag stands, for errors: "command line --name" or the file. */
+static void origin_of(char *buf, size_t cap, const flag *f)
+{
+    if (f->file)
+        snprintf(buf, cap, "%s", f->file);
+    else
+        snprintf(buf, cap, "command line --%.*s", (int)(f->name_len > 64 ? 64 : f->name_len),
+                 f->name);
+}
+
+static int flag_fail(flag_list *l, const flag *f, int code, const char *fmt, ...)
+    KVSHARD__PRINTF(4, 5);
+
+static int flag_fail(flag_list *l, const flag *f, int code, const char *fmt, ...)
+{
+    char origin[ORIGIN_MAX];
+    origin_of(origin, sizeof origin, f);
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = kvshard__vfail(l->err, code, origin, f->mark, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+static int expand(flag_list *l, const char *text, size_t len, const char *file, kvshard__mark mark,
+                  int depth);
+
+static int read_flagfile(flag_list *l, const flag *f, int depth)
+{
+    char path[4096];
+    if (!f->value || f->value_len == 0 || f->value_len >= sizeof path)
+        return flag_fail(l, f, KVSHARD_ERANGE, "--flagfile needs a file name");
+    if (depth >= MAX_FLAGFILE_DEPTH)
+        return flag_fail(l, f, KVSHARD_ELIMIT,
+                         "flag files nested more than %d deep (a flag file that names itself?)",
+                         MAX_FLAGFILE_DEPTH);
+    memcpy(path, f->value, f->value_len);
+    path[f->value_len] = '\0';
+    char *text = NULL, *name = NULL;
+    size_t len;
+    kvshard_error read_err;
+    kvshard__error_reset(&read_err);
+    int rc = kvshard__read_file(&text, &len, &l->alloc, path, &read_err);
+    if (rc)
+        return flag_fail(l, f, rc, "--flagfile=%s: %s", read_err.source, read_err.message);
+    if ((rc = keep_text(l, text)) != 0)
+        return rc;
+    if (!(name = kvshard__strdup(&l->alloc, path)) || (rc = keep_text(l, name)) != 0)
+        return rc ? rc : nomem(l);
+    /* One flag per line; blank lines and lines starting with # are skipped. */
+    int line = 1;
+    for (size_t i = 0; i < len;) {
+        size_t end = i;
+        while (end < len && text[end] != '\n')
+            end++;
+        size_t a = i, b = end;
+        while (a < b && (text[a] == ' ' || text[a] == '\t'))
+            a++;
+        while (b > a && (text[b - 1] == ' ' || text[b - 1] == '\t' || text[b - 1] == '\r'))
+            b--;
+        if (a < b && text[a] != '#') {
+            kvshard__mark m = {line, (int)(a - i) + 1, a};
+            if ((rc = expand(l, text + a, b - a, name, m, depth + 1)) != 0)
+                return rc;
+        }
+        i = end + 1;
+        line++;
+    }
+    return KVSHARD_OK;
+}
+
+/* Add one flag (`--name=value`, `--name`, `-name=value`), expanding flag
+ * files in place and noting --ignore_unknown_flags. */
+static int expand(flag_list *l, const char *text, size_t len, const char *file, kvshard__mark mark,
+                  int depth)
+{
+    flag f = {text, len, NULL, 0, file, mark};
+    size_t dashes = len > 1 && text[0] == '-' ? (len > 2 && text[1] == '-' ? 2 : 1) : 0;
+    if (dashes == 0) {
+        f.name_len = 0;
+        char shown[96];
+        kvshard__excerpt(shown, sizeof shown, text, len, 64);
+        char origin[ORIGIN_MAX];
+        snprintf(origin, sizeof origin, "%s", file ? file : "command line");
+        return kvshard__fail(l->err, KVSHARD_EUNKNOWNKEY, origin, mark,
+                             "\"%s\" is not a flag (flags look like --key=value)", shown);
+    }
+    f.name = text + dashes;
+    const char *eq = memchr(f.name, '=', len - dashes);
+    f.name_len = eq ? (size_t)(eq - f.name) : len - dashes;
+    if (eq) {
+        f.value = eq + 1;
+        f.value_len = len - dashes - f.name_len - 1;
+    }
+    if (kvshard__text_is(f.name, f.name_len, "flagfile"))
+        return read_flagfile(l, &f, depth);
+    void *items = l->items;
+    int rc = grow(l, &items, &l->cap, l->count, sizeof *l->items);
+    l->items = items;
+    if (rc)
+        return rc;
+    l->items[l->count++] = f;
+    return KVSHARD_OK;
+}
+
+static void free_list(flag_list *l)
+{
+    for (size_t i = 0; i < l->text_count; i++)
+        kvshard__free(&l->alloc, l->texts[i]);
+    kvshard__free(&l->alloc, l->texts);
+    kvshard__free(&l->alloc, l->items);
+}
+
+/* The value a flag gives, with --name (true) and --noname (false) for
+ * booleans; *id is the option it sets (KVSHARD__OPT_COUNT: unknown). */
+static int resolve(const flag *f, kvshard_engine engine, kvshard__option_id *id, const char **value,
+                   size_t *value_len)
+{
+    *id = kvshard__option_find(f->name, f->name_len, true, engine);
+    *value = f->value;
+    *value_len = f->value_len;
+    if (*id == KVSHARD__OPT_COUNT && !f->value && f->name_len > 2 && f->name[0] == 'n' &&
+        f->name[1] == 'o') {
+        kvshard__option_id neg = kvshard__option_find(f->name + 2, f->name_len - 2, true, engine);
+        if (neg != KVSHARD__OPT_COUNT && kvshard__option_is_bool(neg)) {
+            *id = neg;
+            *value = "false";
+            *value_len = 5;
+        }
+    } else if (*id != KVSHARD__OPT_COUNT && !f->value) {
+        if (!kvshard__option_is_bool(*id))
+            return KVSHARD_ETYPE;
+        *value = "true";
+        *value_len = 4;
+    }
+    return KVSHARD_OK;
+}
+
+/* The flag that names the engine, if any: the last one wins. */
+static const flag *engine_flag(const flag_list *l)
+{
+    const flag *found = NULL;
+    for (size_t i = 0; i < l->count; i++) {
+        if (kvshard__text_is(l->items[i].name, l->items[i].name_len, "engine"))
+            found = &l->items[i];
+    }
+    return found;
+}
+
+static int apply(flag_list *l, kvshard_options *options, kvshard__option_site *sites)
+{
+    /* The engine profile first, wherever --engine stands: it decides which
+     * flag names exist. */
+    const flag *e = engine_flag(l);
+    for (size_t pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < l->count; i++) {
+            const flag *f = &l->items[i];
+            bool is_engine = f == e;
+            if ((pass == 0) != is_engine)
+                continue;
+            if (kvshard__text_is(f->name, f->name_len, "engine") && !is_engine)
+                continue; /* an earlier --engine, overridden by the last */
+            kvshard__option_id id;
+            const char *value;
+            size_t value_len;
+            if (resolve(f, options->engine, &id, &value, &value_len) != KVSHARD_OK)
+                return flag_fail(l, f, KVSHARD_ETYPE, "--%.*s needs a value (--%.*s=VALUE)",
+                                 (int)f->name_len, f->name, (int)f->name_len, f->name);
+            if (id == KVSHARD__OPT_COUNT) {
+                if (l->ignore_unknown)
+                    continue;
+                char shown[96];
+                kvshard__excerpt(shown, sizeof shown, f->name, f->name_len, 64);
+                return flag_fail(l, f, KVSHARD_EUNKNOWNKEY,
+                                 "unknown flag --%s (--ignore_unknown_flags skips flags kvshard "
+                                 "does not use)",
+                                 shown);
+            }
+            char origin[ORIGIN_MAX];
+            origin_of(origin, sizeof origin, f);
+            int rc = kvshard__deployment_assign(options, sites, id, value, value_len,
+                                                KVSHARD__VALUE_FLAG, origin, f->mark, true, l->err);
+            if (rc)
+                return rc;
+        }
+    }
+    return KVSHARD_OK;
+}
+
+int kvshard_deployment_apply_args(kvshard_deployment *deployment, size_t count,
+                                  const char *const *args, unsigned flags, kvshard_error *err)
+{
+    kvshard__error_reset(err);
+    if (!deployment || (count && !args))
+        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
+                             "deployment and args must not be NULL");
+    flag_list l;
+    memset(&l, 0, sizeof l);
+    l.alloc = deployment->alloc;
+    l.err = err;
+    l.ignore_unknown = (flags & KVSHARD_ARGS_IGNORE_UNKNOWN) != 0;
+    int rc = KVSHARD_OK;
+    for (size_t i = 0; i < count && rc == KVSHARD_OK; i++) {
+        if (!args[i]) {
+            rc = kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark, "args[%zu] is NULL", i);
+            break;
+        }
+        rc = expand(&l, args[i], strlen(args[i]), NULL, kvshard__no_mark, 0);
+    }
+    /* --ignore_unknown_flags (or =true, =false) anywhere applies to all. */
+    size_t kept = 0;
+    for (size_t i = 0; rc == KVSHARD_OK && i < l.count; i++) {
+        const flag *f = &l.items[i];
+        if (!kvshard__text_is(f->name, f->name_len, "ignore_unknown_flags")) {
+            l.items[kept++] = *f;
+            continue;
+        }
+        int value = f->value ? kvshard__bool_text(f->value, f->value_len, KVSHARD__VALUE_FLAG) : 1;
+        if (value < 0) {
+            rc = flag_fail(&l, f, KVSHARD_ETYPE, "--ignore_unknown_flags takes true or false");
+            break;
+        }
+        l.ignore_unknown = value != 0;
+    }
+    if (rc == KVSHARD_OK) {
+        l.count = kept;
+        kvshard_options options = deployment->options;
+        kvshard__option_site sites[KVSHARD__OPT_COUNT];
+        memcpy(sites, deployment->sites, sizeof sites);
+        rc = apply(&l, &options, sites);
+        if (rc == KVSHARD_OK) { /* all or nothing */
+            deployment->options = options;
+            memcpy(deployment->sites, sites, sizeof sites);
+        }
+    }
+    free_list(&l);
+    return rc;
+}

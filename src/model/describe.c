@@ -1,0 +1,232 @@
+/* A model from a description an engine fills, checked as the loader checks a
+ * config: missing figures name their field, impossible ones are refused. */
+#include "base/abi.h"
+#include "model/model.h"
+
+#include <string.h>
+
+#define SOURCE "kvshard_model_desc"
+
+static int missing(kvshard_error *err, const char *field, const char *why)
+{
+    return kvshard__fail(err, KVSHARD_EMISSING, SOURCE, kvshard__no_mark, "missing %s (%s)", field,
+                         why);
+}
+
+/* A figure that must be present: 1 .. KVSHARD__MAX_DIMENSION. */
+static int need(kvshard_error *err, uint32_t value, const char *field, const char *why)
+{
+    if (value == 0)
+        return missing(err, field, why);
+    if (value > KVSHARD__MAX_DIMENSION)
+        return kvshard__fail(err, KVSHARD_ERANGE, SOURCE, kvshard__no_mark,
+                             "%s: %u is out of range; expected an integer from 1 to %u", field,
+                             value, KVSHARD__MAX_DIMENSION);
+    return KVSHARD_OK;
+}
+
+/* An optional figure: 0 (absent) or within range. */
+static int optional(kvshard_error *err, uint32_t value, const char *field)
+{
+    return value == 0 ? KVSHARD_OK : need(err, value, field, "");
+}
+
+static void site(kvshard_model *m, int which, const char *field, uint32_t value)
+{
+    m->sites[which].key = field;
+    m->sites[which].value = value;
+    m->sites[which].mark = kvshard__no_mark;
+}
+
+static int check_state(kvshard_model *m, const kvshard_model_desc *d, kvshard_error *err)
+{
+    kvshard__state_dims *s = &m->info.state;
+    s->kind = d->state_kind;
+    s->heads = d->state_heads;
+    s->key_heads = d->state_key_heads;
+    s->head_dim = d->state_head_dim;
+    s->value_dim = d->state_value_dim;
+    s->state_size = d->state_size;
+    s->groups = d->state_groups ? d->state_groups : 1;
+    s->conv_kernel = d->conv_kernel;
+    s->channels = d->conv_channels;
+    int rc = KVSHARD_OK;
+    const char *why = "the state of linear and hybrid layers";
+    switch (d->state_kind) {
+    case KVSHARD_STATE_GDN:
+        if ((rc = need(err, s->key_heads, "state_key_heads", why)) != 0 ||
+            (rc = need(err, s->heads, "state_heads", why)) != 0 ||
+            (rc = need(err, s->head_dim, "state_head_dim", why)) != 0 ||
+            (rc = need(err, s->value_dim, "state_value_dim", why)) != 0 ||
+            (rc = need(err, s->conv_kernel, "conv_kernel", why)) != 0)
+            return rc;
+        site(m, KVSHARD__SITE_STATE_A, "state_key_heads", s->key_heads);
+        site(m, KVSHARD__SITE_STATE_B, "state_heads", s->heads);
+        break;
+    case KVSHARD_STATE_KDA:
+        if ((rc = need(err, s->heads, "state_heads", why)) != 0 ||
+            (rc = need(err, s->head_dim, "state_head_dim", why)) != 0 ||
+            (rc = need(err, s->conv_kernel, "conv_kernel", why)) != 0)
+            return rc;
+        site(m, KVSHARD__SITE_STATE_B, "state_heads", s->heads);
+        break;
+    case KVSHARD_STATE_LIGHTNING:
+        if ((rc = need(err, s->heads, "state_heads", why)) != 0 ||
+            (rc = need(err, s->head_dim, "state_head_dim", why)) != 0)
+            return rc;
+        site(m, KVSHARD__SITE_STATE_B, "state_heads", s->heads);
+        break;
+    case KVSHARD_STATE_MAMBA2:
+        if (s->conv_kernel == 0)
+            s->conv_kernel = 4;
+        if ((rc = need(err, s->heads, "state_heads", why)) != 0 ||
+            (rc = need(err, s->head_dim, "state_head_dim", why)) != 0 ||
+            (rc = need(err, s->state_size, "state_size", why)) != 0 ||
+            (rc = need(err, s->groups, "state_groups", why)) != 0 ||
+            (rc = need(err, s->conv_kernel, "conv_kernel", why)) != 0)
+            return rc;
+        if ((uint64_t)s->heads * s->head_dim > KVSHARD__MAX_DIMENSION)
+            return kvshard__fail(err, KVSHARD_ERANGE, SOURCE, kvshard__no_mark,
+                                 "state_heads %u x state_head_dim %u is past %u channels", s->heads,
+                                 s->head_dim, KVSHARD__MAX_DIMENSION);
+        site(m, KVSHARD__SITE_STATE_B, "state_heads", s->heads);
+        site(m, KVSHARD__SITE_STATE_GROUPS, "state_groups", s->groups);
+        break;
+    case KVSHARD_STATE_MAMBA1:
+        if (s->conv_kernel == 0)
+            s->conv_kernel = 4;
+        if ((rc = need(err, s->channels, "conv_channels", why)) != 0 ||
+            (rc = need(err, s->state_size, "state_size", why)) != 0 ||
+            (rc = need(err, s->conv_kernel, "conv_kernel", why)) != 0)
+            return rc;
+        site(m, KVSHARD__SITE_STATE_B, "conv_channels", s->channels);
+        break;
+    case KVSHARD_STATE_SHORT_CONV:
+        if ((rc = need(err, s->channels, "conv_channels", why)) != 0 ||
+            (rc = need(err, s->conv_kernel, "conv_kernel", why)) != 0)
+            return rc;
+        site(m, KVSHARD__SITE_STATE_B, "conv_channels", s->channels);
+        break;
+    case KVSHARD_STATE_NONE:
+        return missing(err, "state_kind", "the model has linear or hybrid layers");
+    default:
+        return kvshard__fail(err, KVSHARD_ERANGE, SOURCE, kvshard__no_mark,
+                             "state_kind %d is not a kvshard_state_kind", (int)d->state_kind);
+    }
+    /* The state dtype: the description's, else the kind's default. */
+    kvshard_dtype dt = d->state_dtype;
+    if (dt != KVSHARD_DTYPE_AUTO && dt != KVSHARD_DTYPE_BF16 && dt != KVSHARD_DTYPE_FP16 &&
+        dt != KVSHARD_DTYPE_FP32)
+        return kvshard__fail(err, KVSHARD_ERANGE, SOURCE, kvshard__no_mark,
+                             "state_dtype %s is not a state dtype (auto, bf16, fp16 or fp32)",
+                             kvshard_dtype_name(dt));
+    if (s->kind == KVSHARD_STATE_SHORT_CONV)
+        dt = KVSHARD_DTYPE_AUTO;
+    else if (dt == KVSHARD_DTYPE_AUTO &&
+             (s->kind == KVSHARD_STATE_MAMBA1 || s->kind == KVSHARD_STATE_MAMBA2))
+        dt = m->info.dtype == KVSHARD_DTYPE_FP8 ? KVSHARD_DTYPE_BF16 : m->info.dtype;
+    else if (dt == KVSHARD_DTYPE_AUTO)
+        dt = KVSHARD_DTYPE_FP32;
+    s->dtype = dt;
+    return KVSHARD_OK;
+}
+
+static int check_attention(kvshard_model *m, const kvshard_model_desc *d, kvshard_error *err)
+{
+    kvshard__model_info *in = &m->info;
+    const char *why = "needed for the KV bytes of attention layers";
+    int rc;
+    if (d->attention == KVSHARD_ATTENTION_MLA) {
+        in->attention = KVSHARD_ATTENTION_MLA;
+        if ((rc = need(err, d->kv_lora_rank, "kv_lora_rank", why)) != 0 ||
+            (rc = need(err, d->qk_rope_head_dim, "qk_rope_head_dim", why)) != 0 ||
+            (rc = optional(err, d->index_head_dim, "index_head_dim")) != 0)
+            return rc;
+        in->kv_lora_rank = d->kv_lora_rank;
+        in->qk_rope_head_dim = d->qk_rope_head_dim;
+        in->has_indexer = d->index_head_dim > 0;
+        in->index_head_dim = d->index_head_dim;
+        return KVSHARD_OK;
+    }
+    if (d->attention != KVSHARD_ATTENTION_GQA)
+        return kvshard__fail(err, KVSHARD_ERANGE, SOURCE, kvshard__no_mark,
+                             "attention %d is not a kvshard_attention", (int)d->attention);
+    uint32_t kv = d->num_kv_heads ? d->num_kv_heads : d->num_attention_heads;
+    if ((rc = need(err, kv, "num_kv_heads", why)) != 0 ||
+        (rc = need(err, d->head_dim, "head_dim", why)) != 0)
+        return rc;
+    in->num_kv_heads = kv;
+    in->head_dim = d->head_dim;
+    site(m, KVSHARD__SITE_KV_HEADS, d->num_kv_heads ? "num_kv_heads" : "num_attention_heads", kv);
+    return KVSHARD_OK;
+}
+
+static int describe(kvshard_model *m, const kvshard_model_desc *d, kvshard_error *err)
+{
+    kvshard__model_info *in = &m->info;
+    for (uint32_t i = 0; i < in->num_layers; i++) {
+        int k = d->layer_kinds ? (int)d->layer_kinds[i] : KVSHARD_LAYER_FULL_ATTENTION;
+        if (k < KVSHARD_LAYER_FULL_ATTENTION || k > KVSHARD_LAYER_NO_CACHE)
+            return kvshard__fail(err, KVSHARD_ELAYERTYPE, SOURCE, kvshard__no_mark,
+                                 "layer_kinds[%u]: %d is not a kvshard_layer_kind", i, k);
+        m->kinds[i] = (uint8_t)k;
+    }
+    kvshard__model_count_kinds(m);
+    kvshard_dtype dt = d->dtype == KVSHARD_DTYPE_AUTO ? KVSHARD_DTYPE_BF16 : d->dtype;
+    if (dt == KVSHARD_DTYPE_INT8 || (int)dt < 0 || (int)dt > KVSHARD_DTYPE_INT8)
+        return kvshard__fail(err, KVSHARD_ERANGE, SOURCE, kvshard__no_mark,
+                             "dtype %d is not a model dtype (bf16, fp16, fp32 or fp8)", (int)dt);
+    in->dtype = dt;
+    int rc;
+    if (d->num_draft_layers > KVSHARD__MAX_DRAFT_LAYERS)
+        return kvshard__fail(err, KVSHARD_ERANGE, SOURCE, kvshard__no_mark,
+                             "num_draft_layers: %u is out of range; expected an integer from 0 "
+                             "to %u",
+                             d->num_draft_layers, KVSHARD__MAX_DRAFT_LAYERS);
+    in->num_draft_layers = d->num_draft_layers;
+    bool stores_kv = kvshard__num_kv_layers(in) + in->num_sliding + in->num_draft_layers > 0;
+    if (stores_kv && (rc = check_attention(m, d, err)) != 0)
+        return rc;
+    if (in->num_sliding > 0) {
+        if ((rc = need(err, d->sliding_window, "sliding_window",
+                       "sliding_attention layers keep the last sliding_window tokens")) != 0)
+            return rc;
+        in->sliding_window = d->sliding_window;
+    }
+    if (in->num_linear + in->num_hybrid > 0 && (rc = check_state(m, d, err)) != 0)
+        return rc;
+    return KVSHARD_OK;
+}
+
+int kvshard_model_create(kvshard_model **out, const kvshard_model_desc *desc,
+                         const kvshard_allocator *allocator, kvshard_error *err)
+{
+    kvshard__error_reset(err);
+    if (!out || !desc)
+        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
+                             "out and desc must not be NULL");
+    if (desc->size != sizeof *desc)
+        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
+                             "kvshard_model_desc.size is %zu; this library's is %zu: start from "
+                             "KVSHARD_MODEL_DESC_INIT",
+                             desc->size, sizeof *desc);
+    if (!kvshard__allocator_valid(allocator))
+        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
+                             "kvshard_allocator: malloc_fn and free_fn must both be set");
+    if (desc->num_layers < 1 || desc->num_layers > KVSHARD_MAX_LAYERS)
+        return kvshard__fail(err, KVSHARD_ERANGE, SOURCE, kvshard__no_mark,
+                             "num_layers: %u is out of range; expected an integer from 1 to %u",
+                             desc->num_layers, KVSHARD_MAX_LAYERS);
+    kvshard_allocator a = kvshard__allocator_or_default(allocator);
+    const char *type = desc->model_type ? desc->model_type : "";
+    kvshard_model *m;
+    int rc = kvshard__model_new(&m, &a, SOURCE, type, strlen(type), desc->num_layers, err);
+    if (rc)
+        return rc;
+    if ((rc = describe(m, desc, err)) != 0) {
+        kvshard_model_free(m);
+        return rc;
+    }
+    *out = m;
+    return KVSHARD_OK;
+}

@@ -1,0 +1,336 @@
+/* Layer kinds: the first rule whose keys a config holds decides them all. A
+ * new family is a row of data here, not a branch in the planner. */
+#include "model/reader.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define FULL ((uint8_t)KVSHARD_LAYER_FULL_ATTENTION)
+#define LINEAR ((uint8_t)KVSHARD_LAYER_LINEAR_ATTENTION)
+#define SLIDING ((uint8_t)KVSHARD_LAYER_SLIDING_ATTENTION)
+#define HYBRID ((uint8_t)KVSHARD_LAYER_HYBRID)
+#define NO_CACHE ((uint8_t)KVSHARD_LAYER_NO_CACHE)
+#define UNSET UINT8_MAX
+
+/* A list of exactly L entries. */
+static int per_layer_list(const kvshard__reader *r, const kvshard__node *list, const char *key,
+                          uint32_t L)
+{
+    int rc = kvshard__node_expect(r->doc, list, KVSHARD__NODE_SEQUENCE, key, r->err);
+    if (rc)
+        return rc;
+    if (list->count != L)
+        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERCOUNT, list,
+                                 "%s has %u entries; num_hidden_layers is %u", key, list->count, L);
+    return KVSHARD_OK;
+}
+
+/* Rule 1: layer_types (or layers_block_type), one name per layer. */
+static int from_names(uint8_t *kinds, const kvshard__reader *r, const kvshard__node *list,
+                      const char *key, uint32_t L)
+{
+    static const struct {
+        const char *name;
+        uint8_t kind;
+    } names[] = {
+        {"full_attention", FULL},
+        {"attention", FULL},
+        {"sliding_attention", SLIDING},
+        {"linear_attention", LINEAR},
+        {"mamba", LINEAR},
+        {"conv", LINEAR},
+        {"short_conv", LINEAR},
+        {"hybrid", HYBRID},
+        {"mlp", NO_CACHE},
+        {"moe", NO_CACHE},
+    };
+    int rc = per_layer_list(r, list, key, L);
+    if (rc)
+        return rc;
+    kvshard__iter it = kvshard__iter_begin(r->doc, list);
+    kvshard__node item = {0};
+    for (uint32_t i = 0; kvshard__iter_next(r->doc, &it, &item); i++) {
+        if (item.kind != KVSHARD__NODE_SCALAR || kvshard__node_is_null(&item)) {
+            /* The position is only worked out for the error. */
+            char what[64];
+            snprintf(what, sizeof what, "%s[%u]", key, i);
+            const char *s;
+            size_t len;
+            return kvshard__node_string(&s, &len, r->doc, &item, what, r->err);
+        }
+        size_t k = 0;
+        while (k < sizeof names / sizeof names[0] &&
+               !kvshard__text_is(item.text, item.count, names[k].name))
+            k++;
+        if (k == sizeof names / sizeof names[0]) {
+            char shown[96];
+            kvshard__excerpt(shown, sizeof shown, item.text, item.count, 40);
+            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERTYPE, &item,
+                                     "%s[%u]: unknown layer type \"%s\" (expected full_attention, "
+                                     "attention, sliding_attention, linear_attention, mamba, "
+                                     "conv, short_conv, hybrid, mlp or moe)",
+                                     key, i, shown);
+        }
+        kinds[i] = names[k].kind;
+    }
+    return KVSHARD_OK;
+}
+
+/* Rule 2: Nemotron-H's hybrid_override_pattern, one character per layer. */
+static int from_pattern(uint8_t *kinds, const kvshard__reader *r, const kvshard__node *v,
+                        uint32_t L)
+{
+    const char *s;
+    size_t len;
+    int rc = kvshard__node_string(&s, &len, r->doc, v, "hybrid_override_pattern", r->err);
+    if (rc)
+        return rc;
+    if (len != L)
+        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERCOUNT, v,
+                                 "hybrid_override_pattern has %zu characters; num_hidden_layers "
+                                 "is %u",
+                                 len, L);
+    for (uint32_t i = 0; i < L; i++) {
+        switch (s[i]) {
+        case '*': kinds[i] = FULL; break;
+        case 'M': kinds[i] = LINEAR; break;
+        case '-':
+        case 'E': kinds[i] = NO_CACHE; break;
+        default: {
+            /* Point at the character itself when the string is the source text. */
+            kvshard__node at = *v;
+            const kvshard__doc *d = r->doc;
+            if (s >= d->text && s < d->text + d->len)
+                at.offset = (uint32_t)(s - d->text) + i;
+            char shown[16];
+            kvshard__excerpt(shown, sizeof shown, s + i, 1, 1);
+            return kvshard__doc_fail(d, r->err, KVSHARD_ELAYERTYPE, &at,
+                                     "hybrid_override_pattern[%u]: unknown layer character '%s' "
+                                     "(expected * for attention, M for Mamba, - or E for an MLP "
+                                     "or MoE block)",
+                                     i, shown);
+        }
+        }
+    }
+    return KVSHARD_OK;
+}
+
+/* Rule 3: MiniMax's attn_type_list, 1 for full attention, 0 for lightning. */
+static int from_attn_type_list(uint8_t *kinds, const kvshard__reader *r, const kvshard__node *list,
+                               uint32_t L)
+{
+    int rc = per_layer_list(r, list, "attn_type_list", L);
+    if (rc)
+        return rc;
+    kvshard__iter it = kvshard__iter_begin(r->doc, list);
+    kvshard__node item = {0};
+    for (uint32_t i = 0; kvshard__iter_next(r->doc, &it, &item); i++) {
+        bool one = kvshard__scalar_is(&item, "1"), zero = kvshard__scalar_is(&item, "0");
+        if (!(one || zero) || item.style != KVSHARD__VALUE_PLAIN) {
+            char what[48];
+            snprintf(what, sizeof what, "attn_type_list[%u]", i);
+            uint64_t value;
+            if ((rc = kvshard__node_uint(&value, r->doc, &item, what, 0, UINT64_MAX, r->err)) != 0)
+                return rc;
+            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERTYPE, &item,
+                                     "%s: %llu is no layer type (expected 1 for full attention or "
+                                     "0 for linear attention)",
+                                     what, (unsigned long long)value);
+        }
+        kinds[i] = one ? FULL : LINEAR;
+    }
+    return KVSHARD_OK;
+}
+
+/* Mark layers listed in `list` as `kind`: numbers from `base` (1 for Kimi's
+ * 1-based lists, 0 for index lists), each at most once, none past L. */
+static int mark_listed(uint8_t *kinds, const kvshard__reader *r, const kvshard__node *list,
+                       const char *key, uint32_t base, uint8_t kind, uint32_t L,
+                       const char *other_key)
+{
+    int rc = kvshard__node_expect(r->doc, list, KVSHARD__NODE_SEQUENCE, key, r->err);
+    if (rc)
+        return rc;
+    kvshard__iter it = kvshard__iter_begin(r->doc, list);
+    kvshard__node item = {0};
+    for (uint32_t i = 0; kvshard__iter_next(r->doc, &it, &item); i++) {
+        char what[96];
+        snprintf(what, sizeof what, "%s[%u]", key, i);
+        uint64_t n;
+        if ((rc = kvshard__node_uint(&n, r->doc, &item, what, 0, UINT64_MAX, r->err)) != 0)
+            return rc;
+        if (n < base || n - base >= L)
+            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERLIST, &item,
+                                     base ? "%s: layer %llu is out of range; these lists are "
+                                            "1-based, from 1 to num_hidden_layers %u"
+                                          : "%s: layer index %llu is out of range; indices run "
+                                            "from 0 to num_hidden_layers - 1 = %u",
+                                     what, (unsigned long long)n, base ? L : L - 1);
+        uint8_t *slot = &kinds[n - base];
+        if (*slot == kind)
+            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERLIST, &item,
+                                     "%s: layer %llu is listed twice in %s", what,
+                                     (unsigned long long)n, key);
+        if (*slot != UNSET)
+            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERLIST, &item,
+                                     "%s: layer %llu is in both %s and %s; each layer belongs to "
+                                     "exactly one",
+                                     what, (unsigned long long)n, other_key, key);
+        *slot = kind;
+    }
+    return KVSHARD_OK;
+}
+
+/* Rule 4: Kimi's linear_attn_config lists, 1-based, covering every layer. */
+static int from_kimi(uint8_t *kinds, const kvshard__reader *r, const kvshard__node *cfg, uint32_t L)
+{
+    kvshard__node full = {0}, kda = {0};
+    bool has_full = kvshard__get(r, cfg, "full_attn_layers", &full);
+    bool has_kda = kvshard__get(r, cfg, "kda_layers", &kda);
+    const char *why = "linear_attn_config lists the full-attention and the KDA layers";
+    if (!has_full)
+        return kvshard__missing(r, cfg, "full_attn_layers", why);
+    if (!has_kda)
+        return kvshard__missing(r, cfg, "kda_layers", why);
+    memset(kinds, UNSET, L);
+    int rc = mark_listed(kinds, r, &full, "linear_attn_config.full_attn_layers", 1, FULL, L,
+                         "kda_layers");
+    if (rc == KVSHARD_OK)
+        rc = mark_listed(kinds, r, &kda, "linear_attn_config.kda_layers", 1, LINEAR, L,
+                         "full_attn_layers");
+    if (rc)
+        return rc;
+    for (uint32_t i = 0; i < L; i++) {
+        if (kinds[i] == UNSET)
+            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERLIST, cfg,
+                                     "linear_attn_config: layer %u (0-based index %u) is in "
+                                     "neither full_attn_layers nor kda_layers",
+                                     i + 1, i);
+    }
+    return KVSHARD_OK;
+}
+
+/* Rules 7 and 8: 0-based indices of the full-attention layers; the rest are
+ * linear. */
+static int from_indices(uint8_t *kinds, const kvshard__reader *r, const kvshard__node *list,
+                        const char *key, uint32_t L)
+{
+    memset(kinds, UNSET, L);
+    int rc = mark_listed(kinds, r, list, key, 0, FULL, L, key);
+    if (rc)
+        return rc;
+    for (uint32_t i = 0; i < L; i++) {
+        if (kinds[i] == UNSET)
+            kinds[i] = LINEAR;
+    }
+    return KVSHARD_OK;
+}
+
+/* Every (i + 1) % n == 0 layer is `every`, the others `rest`. */
+static void every_nth(uint8_t *kinds, uint32_t L, uint64_t n, uint8_t every, uint8_t rest)
+{
+    for (uint32_t i = 0; i < L; i++)
+        kinds[i] = ((uint64_t)i + 1) % n == 0 ? every : rest;
+}
+
+/* Rule 5: Jamba's attn_layer_period and attn_layer_offset. */
+static int from_period(uint8_t *kinds, const kvshard__reader *r, uint32_t L)
+{
+    kvshard__node p = {0}, o = {0};
+    bool has_p = kvshard__get(r, &r->text, "attn_layer_period", &p);
+    bool has_o = kvshard__get(r, &r->text, "attn_layer_offset", &o);
+    const char *why = "attn_layer_period and attn_layer_offset place the attention layers "
+                      "together";
+    if (!has_p)
+        return kvshard__missing(r, &r->text, "attn_layer_period", why);
+    if (!has_o)
+        return kvshard__missing(r, &r->text, "attn_layer_offset", why);
+    uint32_t period, offset;
+    int rc = kvshard__read_dim(&period, r, &p, "attn_layer_period", 1, UINT32_MAX);
+    if (rc == KVSHARD_OK)
+        rc = kvshard__read_dim(&offset, r, &o, "attn_layer_offset", 0, UINT32_MAX);
+    if (rc)
+        return rc;
+    if (offset >= period)
+        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERLIST, &o,
+                                 "attn_layer_offset %u is not below attn_layer_period %u", offset,
+                                 period);
+    for (uint32_t i = 0; i < L; i++)
+        kinds[i] = i % period == offset ? FULL : LINEAR;
+    return KVSHARD_OK;
+}
+
+/* Rule 10: Gemma 3 / Cohere2's sliding_window_pattern, with the default
+ * their model classes apply when a file names neither it nor layer_types. */
+static bool sliding_pattern(uint64_t *out, const kvshard__reader *r, kvshard__node *v, int *rc)
+{
+    *rc = KVSHARD_OK;
+    if (kvshard__get(r, &r->text, "sliding_window_pattern", v)) {
+        uint32_t p;
+        *rc = kvshard__read_dim(&p, r, v, "sliding_window_pattern", 1, UINT32_MAX);
+        *out = p;
+        return true;
+    }
+    kvshard__node window = {0};
+    if (!kvshard__get(r, &r->text, "sliding_window", &window))
+        return false;
+    if (kvshard__model_type_is(r, "gemma3", false) ||
+        kvshard__model_type_is(r, "gemma3_text", false)) {
+        *out = 6;
+        return true;
+    }
+    if (kvshard__model_type_is(r, "cohere2", false)) {
+        *out = 4;
+        return true;
+    }
+    return false;
+}
+
+int kvshard__read_layer_kinds(kvshard__reader *r)
+{
+    kvshard_model *m = r->model;
+    uint8_t *kinds = m->kinds;
+    uint32_t L = m->info.num_layers;
+    const kvshard__node *t = &r->text;
+    kvshard__node v = {0};
+    int rc = KVSHARD_OK;
+    if (kvshard__get(r, t, "layer_types", &v))
+        return from_names(kinds, r, &v, "layer_types", L);
+    if (kvshard__get(r, t, "layers_block_type", &v))
+        return from_names(kinds, r, &v, "layers_block_type", L);
+    if (kvshard__get(r, t, "hybrid_override_pattern", &v))
+        return from_pattern(kinds, r, &v, L);
+    if (kvshard__get(r, t, "attn_type_list", &v))
+        return from_attn_type_list(kinds, r, &v, L);
+    if (kvshard__get(r, t, "linear_attn_config", &v)) {
+        if ((rc = kvshard__node_expect(r->doc, &v, KVSHARD__NODE_MAPPING, "linear_attn_config",
+                                       r->err)) != 0)
+            return rc;
+        return from_kimi(kinds, r, &v, L);
+    }
+    if (kvshard__get(r, t, "attn_layer_period", &v) || kvshard__get(r, t, "attn_layer_offset", &v))
+        return from_period(kinds, r, L);
+    if (kvshard__model_type_is(r, "falcon_h1", false)) {
+        memset(kinds, HYBRID, L);
+        return KVSHARD_OK;
+    }
+    if (kvshard__get(r, t, "attn_layer_indices", &v))
+        return from_indices(kinds, r, &v, "attn_layer_indices", L);
+    if (kvshard__get(r, t, "full_attn_idxs", &v))
+        return from_indices(kinds, r, &v, "full_attn_idxs", L);
+    if (kvshard__get(r, t, "full_attention_interval", &v)) {
+        uint32_t n;
+        if ((rc = kvshard__read_dim(&n, r, &v, "full_attention_interval", 1, UINT32_MAX)) != 0)
+            return rc;
+        every_nth(kinds, L, n, FULL, LINEAR);
+        return KVSHARD_OK;
+    }
+    uint64_t pattern;
+    if (sliding_pattern(&pattern, r, &v, &rc)) {
+        if (rc == KVSHARD_OK)
+            every_nth(kinds, L, pattern, FULL, SLIDING);
+        return rc;
+    }
+    memset(kinds, FULL, L);
+    return KVSHARD_OK;
+}

@@ -1,0 +1,288 @@
+/* The recurrent state of linear and hybrid layers: which kind the keys name,
+ * its dimensions (with the aliases each family spells them by) and dtype. */
+#include "model/reader.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *const MAMBA2_HEADS[] = {"mamba_num_heads", "mamba_n_heads", "n_mamba_heads",
+                                           NULL};
+static const char *const MAMBA2_HEAD_DIM[] = {"mamba_head_dim", "mamba_d_head", "mamba_headdim",
+                                              NULL};
+static const char *const MAMBA2_STATE[] = {"ssm_state_size", "mamba_d_state", NULL};
+static const char *const MAMBA2_GROUPS[] = {"n_groups", "mamba_n_groups", "mamba_ngroups", NULL};
+static const char *const MAMBA2_KERNEL[] = {"conv_kernel", "mamba_d_conv", NULL};
+
+static bool has_any(const kvshard__reader *r, const char *const *keys)
+{
+    kvshard__node v = {0};
+    const char *key;
+    return kvshard__get_any(r, &r->text, keys, &v, &key);
+}
+
+/* Which state the keys describe, first that applies; whichever rule gave
+ * the layer kinds (a MiniMax file with layer_types still has lightning
+ * state). */
+static kvshard_state_kind state_kind_of(const kvshard__reader *r)
+{
+    static const char *const gdn[] = {"linear_num_key_heads", "linear_num_value_heads",
+                                      "linear_key_head_dim", "linear_value_head_dim", NULL};
+    static const char *const mamba2_types[] = {"nemotron_h", "granitemoehybrid", "bamba",
+                                               "falcon_h1",  "zamba2",           NULL};
+    kvshard__node v = {0};
+    if (kvshard__get(r, &r->text, "linear_attn_config", &v))
+        return KVSHARD_STATE_KDA;
+    if (kvshard__get(r, &r->text, "attn_type_list", &v) ||
+        kvshard__model_type_is(r, "minimax", true))
+        return KVSHARD_STATE_LIGHTNING;
+    if (has_any(r, gdn))
+        return KVSHARD_STATE_GDN;
+    bool mamba2 = has_any(r, MAMBA2_HEADS);
+    for (const char *const *t = mamba2_types; !mamba2 && *t; t++)
+        mamba2 = kvshard__model_type_is(r, *t, false);
+    if (mamba2)
+        return KVSHARD_STATE_MAMBA2;
+    if (kvshard__get(r, &r->text, "mamba_d_state", &v) &&
+        kvshard__get(r, &r->text, "mamba_expand", &v))
+        return KVSHARD_STATE_MAMBA1;
+    if (kvshard__get(r, &r->text, "conv_L_cache", &v))
+        return KVSHARD_STATE_SHORT_CONV;
+    return KVSHARD_STATE_NONE;
+}
+
+/* A required dimension under any of its aliases; the error names them all. */
+static int require_any(uint32_t *out, const char **out_key, kvshard__node *out_node,
+                       const kvshard__reader *r, const char *const *keys, const char *why)
+{
+    kvshard__node v = {0};
+    const char *key;
+    if (!kvshard__get_any(r, &r->text, keys, &v, &key)) {
+        char names[160] = "";
+        size_t used = 0;
+        for (const char *const *k = keys + 1; *k && used < sizeof names; k++) {
+            int n = snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : " (or ", *k);
+            if (n > 0)
+                used += (size_t)n;
+        }
+        if (used && used + 1 < sizeof names)
+            strcat(names, ")");
+        return kvshard__doc_fail(r->doc, r->err, KVSHARD_EMISSING, &r->text,
+                                 "missing key \"%s\"%s (%s)", keys[0], names, why);
+    }
+    if (out_key)
+        *out_key = key;
+    if (out_node)
+        *out_node = v;
+    return kvshard__read_dim(out, r, &v, key, 1, KVSHARD__MAX_DIMENSION);
+}
+
+/* An optional dimension under any of its aliases, `fallback` when absent. */
+static int optional_any(uint32_t *out, const char **out_key, kvshard__node *out_node,
+                        const kvshard__reader *r, const char *const *keys, uint32_t fallback)
+{
+    kvshard__node v = {0};
+    const char *key;
+    if (!kvshard__get_any(r, &r->text, keys, &v, &key)) {
+        *out = fallback;
+        if (out_key)
+            *out_key = NULL;
+        return KVSHARD_OK;
+    }
+    if (out_key)
+        *out_key = key;
+    if (out_node)
+        *out_node = v;
+    return kvshard__read_dim(out, r, &v, key, 1, KVSHARD__MAX_DIMENSION);
+}
+
+static int read_gdn(kvshard__reader *r, kvshard__state_dims *s)
+{
+    const char *why = "Gated DeltaNet state";
+    const kvshard__node *t = &r->text;
+    kvshard__node v = {0};
+    int rc;
+    if ((rc = kvshard__require_dim(&s->key_heads, r, t, "linear_num_key_heads", why)) != 0 ||
+        (rc = kvshard__require_dim(&s->heads, r, t, "linear_num_value_heads", why)) != 0 ||
+        (rc = kvshard__require_dim(&s->head_dim, r, t, "linear_key_head_dim", why)) != 0 ||
+        (rc = kvshard__require_dim(&s->value_dim, r, t, "linear_value_head_dim", why)) != 0 ||
+        (rc = kvshard__require_dim(&s->conv_kernel, r, t, "linear_conv_kernel_dim", why)) != 0)
+        return rc;
+    kvshard__get(r, t, "linear_num_key_heads", &v);
+    kvshard__set_site(r, KVSHARD__SITE_STATE_A, "linear_num_key_heads", s->key_heads, &v);
+    kvshard__get(r, t, "linear_num_value_heads", &v);
+    kvshard__set_site(r, KVSHARD__SITE_STATE_B, "linear_num_value_heads", s->heads, &v);
+    return KVSHARD_OK;
+}
+
+static int read_kda(kvshard__reader *r, kvshard__state_dims *s)
+{
+    const char *why = "Kimi Delta Attention state";
+    kvshard__node cfg = {0}, v = {0};
+    kvshard__get(r, &r->text, "linear_attn_config", &cfg);
+    int rc =
+        kvshard__node_expect(r->doc, &cfg, KVSHARD__NODE_MAPPING, "linear_attn_config", r->err);
+    if (rc == KVSHARD_OK)
+        rc = kvshard__require_dim(&s->heads, r, &cfg, "num_heads", why);
+    if (rc == KVSHARD_OK)
+        rc = kvshard__require_dim(&s->head_dim, r, &cfg, "head_dim", why);
+    if (rc == KVSHARD_OK)
+        rc = kvshard__require_dim(&s->conv_kernel, r, &cfg, "short_conv_kernel_size", why);
+    if (rc)
+        return rc;
+    kvshard__get(r, &cfg, "num_heads", &v);
+    kvshard__set_site(r, KVSHARD__SITE_STATE_B, "linear_attn_config.num_heads", s->heads, &v);
+    return KVSHARD_OK;
+}
+
+static int read_lightning(kvshard__reader *r, kvshard__state_dims *s)
+{
+    const char *why = "lightning attention state";
+    kvshard__node v = {0};
+    int rc = kvshard__require_dim(&s->heads, r, &r->text, "num_attention_heads", why);
+    if (rc == KVSHARD_OK)
+        rc = kvshard__read_head_dim(&s->head_dim, r, s->heads, why);
+    if (rc)
+        return rc;
+    kvshard__get(r, &r->text, "num_attention_heads", &v);
+    kvshard__set_site(r, KVSHARD__SITE_STATE_B, "num_attention_heads", s->heads, &v);
+    return KVSHARD_OK;
+}
+
+static int read_mamba2(kvshard__reader *r, kvshard__state_dims *s)
+{
+    const char *why = "Mamba2 state";
+    const char *heads_key, *groups_key;
+    kvshard__node heads_node = {0}, groups_node = {0}, v = {0};
+    int rc = require_any(&s->heads, &heads_key, &heads_node, r, MAMBA2_HEADS, why);
+    if (rc)
+        return rc;
+    /* Head dim: a key, or "auto"/absent for mamba_expand x hidden_size / H. */
+    const char *dim_key;
+    if (kvshard__get_any(r, &r->text, MAMBA2_HEAD_DIM, &v, &dim_key) &&
+        !kvshard__scalar_is(&v, "auto")) {
+        if ((rc = kvshard__read_dim(&s->head_dim, r, &v, dim_key, 1, KVSHARD__MAX_DIMENSION)) != 0)
+            return rc;
+    } else {
+        const char *derive = "the Mamba2 head dim is mamba_expand x hidden_size / heads when "
+                             "mamba_head_dim is absent or auto";
+        uint32_t expand, hidden;
+        if ((rc = kvshard__require_dim(&expand, r, &r->text, "mamba_expand", derive)) != 0 ||
+            (rc = kvshard__require_dim(&hidden, r, &r->text, "hidden_size", derive)) != 0)
+            return rc;
+        uint64_t width = (uint64_t)expand * hidden;
+        if (width % s->heads != 0 || width / s->heads > KVSHARD__MAX_DIMENSION)
+            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ERANGE, &heads_node,
+                                     "mamba_expand %u x hidden_size %u = %llu is not divisible by "
+                                     "%s %u; give mamba_head_dim",
+                                     expand, hidden, (unsigned long long)width, heads_key,
+                                     s->heads);
+        s->head_dim = (uint32_t)(width / s->heads);
+    }
+    if ((rc = require_any(&s->state_size, NULL, NULL, r, MAMBA2_STATE, why)) != 0 ||
+        (rc = optional_any(&s->groups, &groups_key, &groups_node, r, MAMBA2_GROUPS, 1)) != 0 ||
+        (rc = optional_any(&s->conv_kernel, NULL, NULL, r, MAMBA2_KERNEL, 4)) != 0)
+        return rc;
+    if ((uint64_t)s->heads * s->head_dim > KVSHARD__MAX_DIMENSION)
+        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ERANGE, &heads_node,
+                                 "%s %u x head dim %u is past %u channels", heads_key, s->heads,
+                                 s->head_dim, KVSHARD__MAX_DIMENSION);
+    kvshard__set_site(r, KVSHARD__SITE_STATE_B, heads_key, s->heads, &heads_node);
+    kvshard__set_site(r, KVSHARD__SITE_STATE_GROUPS, groups_key ? groups_key : "n_groups",
+                      s->groups, groups_key ? &groups_node : &r->text);
+    return KVSHARD_OK;
+}
+
+static int read_mamba1(kvshard__reader *r, kvshard__state_dims *s)
+{
+    const char *why = "Mamba state: d_inner is mamba_expand x hidden_size";
+    uint32_t expand, hidden;
+    kvshard__node v = {0};
+    int rc;
+    if ((rc = kvshard__require_dim(&expand, r, &r->text, "mamba_expand", why)) != 0 ||
+        (rc = kvshard__require_dim(&hidden, r, &r->text, "hidden_size", why)) != 0 ||
+        (rc = kvshard__require_dim(&s->state_size, r, &r->text, "mamba_d_state", why)) != 0)
+        return rc;
+    static const char *const kernel[] = {"mamba_d_conv", NULL};
+    if ((rc = optional_any(&s->conv_kernel, NULL, NULL, r, kernel, 4)) != 0)
+        return rc;
+    uint64_t d_inner = (uint64_t)expand * hidden;
+    kvshard__get(r, &r->text, "mamba_expand", &v);
+    if (d_inner > KVSHARD__MAX_DIMENSION)
+        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ERANGE, &v,
+                                 "mamba_expand %u x hidden_size %u is past %u channels", expand,
+                                 hidden, KVSHARD__MAX_DIMENSION);
+    s->channels = (uint32_t)d_inner;
+    kvshard__set_site(r, KVSHARD__SITE_STATE_B, "mamba_expand x hidden_size", s->channels, &v);
+    return KVSHARD_OK;
+}
+
+static int read_short_conv(kvshard__reader *r, kvshard__state_dims *s)
+{
+    const char *why = "short convolution state";
+    kvshard__node v = {0};
+    int rc;
+    if ((rc = kvshard__require_dim(&s->conv_kernel, r, &r->text, "conv_L_cache", why)) != 0 ||
+        (rc = kvshard__require_dim(&s->channels, r, &r->text, "hidden_size", why)) != 0)
+        return rc;
+    kvshard__get(r, &r->text, "hidden_size", &v);
+    kvshard__set_site(r, KVSHARD__SITE_STATE_B, "hidden_size", s->channels, &v);
+    return KVSHARD_OK;
+}
+
+/* A 16- or 32-bit dtype a state-dtype key names; anything else (auto, fp8,
+ * a number) counts as absent. */
+static bool named_state_dtype(kvshard_dtype *out, const kvshard__node *v)
+{
+    kvshard_dtype d;
+    if (v->kind != KVSHARD__NODE_SCALAR || !kvshard__dtype_from_name(&d, v->text, v->count) ||
+        d == KVSHARD_DTYPE_FP8)
+        return false;
+    *out = d;
+    return true;
+}
+
+static kvshard_dtype state_dtype_of(const kvshard__reader *r, kvshard_state_kind kind,
+                                    kvshard_dtype model_dtype)
+{
+    const kvshard__node *maps[2] = {&r->text, &r->top};
+    static const char *const keys[2] = {"mamba_ssm_dtype", "mamba_ssm_cache_dtype"};
+    if (kind == KVSHARD_STATE_SHORT_CONV)
+        return KVSHARD_DTYPE_AUTO; /* no temporal state */
+    for (int m = 0; m < 2; m++) {
+        for (int k = 0; k < 2; k++) {
+            kvshard__node v = {0};
+            kvshard_dtype d;
+            if (kvshard__get(r, maps[m], keys[k], &v) && named_state_dtype(&d, &v))
+                return d;
+        }
+    }
+    if (kind == KVSHARD_STATE_MAMBA1 || kind == KVSHARD_STATE_MAMBA2)
+        return model_dtype == KVSHARD_DTYPE_FP8 ? KVSHARD_DTYPE_BF16 : model_dtype;
+    return KVSHARD_DTYPE_FP32;
+}
+
+int kvshard__read_state(kvshard__reader *r)
+{
+    kvshard__model_info *in = &r->model->info;
+    kvshard__state_dims *s = &in->state;
+    s->kind = state_kind_of(r);
+    int rc;
+    switch (s->kind) {
+    case KVSHARD_STATE_GDN: rc = read_gdn(r, s); break;
+    case KVSHARD_STATE_KDA: rc = read_kda(r, s); break;
+    case KVSHARD_STATE_LIGHTNING: rc = read_lightning(r, s); break;
+    case KVSHARD_STATE_MAMBA2: rc = read_mamba2(r, s); break;
+    case KVSHARD_STATE_MAMBA1: rc = read_mamba1(r, s); break;
+    case KVSHARD_STATE_SHORT_CONV: rc = read_short_conv(r, s); break;
+    case KVSHARD_STATE_NONE:
+    default:
+        return kvshard__doc_fail(r->doc, r->err, KVSHARD_EMISSING, &r->text,
+                                 "the model has linear or hybrid layers but no keys that describe "
+                                 "their state (looked for linear_attn_config, attn_type_list, "
+                                 "linear_num_value_heads, mamba_num_heads, mamba_d_state with "
+                                 "mamba_expand, conv_L_cache)");
+    }
+    if (rc == KVSHARD_OK)
+        s->dtype = state_dtype_of(r, s->kind, in->dtype);
+    return rc;
+}

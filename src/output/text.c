@@ -1,0 +1,378 @@
+/* The plan and the comparison as text for a person: what `kvshard plan` and
+ * `kvshard compare` print. Strings from the input are escaped. */
+#include "output/writer.h"
+#include "plan/compare.h"
+#include "plan/plan.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Layer-map rows and the rank tables stop after this many entries. */
+#define LIST_SHOWN 16
+#define RANKS_SHOWN 64
+
+/* 16097280 -> "15.35 MiB"; below 1 KiB, "512 B". */
+static void human_bytes(kvshard__out *o, uint64_t bytes, int width)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    char buf[32];
+    if (bytes < 1024) {
+        snprintf(buf, sizeof buf, "%llu B", (unsigned long long)bytes);
+    } else {
+        double v = (double)bytes;
+        int u = 0;
+        while (v >= 1024.0 && u < 6) {
+            v /= 1024.0;
+            u++;
+        }
+        snprintf(buf, sizeof buf, "%.2f %s", v, units[u]);
+    }
+    kvshard__out_printf(o, "%-*s", width, buf);
+}
+
+static int digits_of(uint32_t n)
+{
+    int d = 1;
+    while (n >= 10) {
+        n /= 10;
+        d++;
+    }
+    return d;
+}
+
+static void write_model(kvshard__out *o, const kvshard_plan *p)
+{
+    const kvshard__model_info *m = &p->model;
+    kvshard__out_raw(o, "model      ");
+    if (p->model_type[0])
+        kvshard__out_safe(o, p->model_type, strlen(p->model_type));
+    else
+        kvshard__out_raw(o, "(no model_type)");
+    kvshard__out_printf(o, ": %u layers (%u full attention, %u linear attention, %u sliding window",
+                        m->num_layers, m->num_full, m->num_linear, m->num_sliding);
+    if (m->num_hybrid)
+        kvshard__out_printf(o, ", %u hybrid", m->num_hybrid);
+    if (m->num_no_cache)
+        kvshard__out_printf(o, ", %u without cache", m->num_no_cache);
+    kvshard__out_printf(o, "), %s, %u draft layers",
+                        m->attention == KVSHARD_ATTENTION_MLA ? "MLA" : "GQA", m->num_draft_layers);
+    if (m->state.kind != KVSHARD_STATE_NONE) {
+        kvshard__out_printf(o, "; %s state", kvshard_state_kind_name(m->state.kind));
+        if (p->state_dtype != KVSHARD_DTYPE_AUTO)
+            kvshard__out_printf(o, " in %s", kvshard_dtype_name(p->state_dtype));
+    }
+    kvshard__out_raw(o, "\n");
+    const kvshard_options *opt = &p->options;
+    kvshard__out_printf(o,
+                        "parallel   world_size %u = dp %u x cp %u x attention TP %u; layerwise "
+                        "split %s, size %u (effective %u), %s rule; KV replication %u\n",
+                        opt->world_size, opt->dp_size, opt->cp_size, p->tp,
+                        opt->enable_layerwise_split ? "on" : "off", opt->layerwise_split_size,
+                        p->split, kvshard_ownership_name(opt->ownership), p->replication);
+}
+
+static void write_layer_map(kvshard__out *o, const kvshard_plan *p)
+{
+    uint32_t L = p->model.num_layers;
+    int width = 1 + digits_of(p->split - 1);
+    kvshard__out_raw(o,
+                     "\nlayer map  (F<n>/H<n>: full-attention/hybrid layer whose KV split rank n "
+                     "stores, F*/H*: stored on every rank, L linear attention, W sliding window, "
+                     ". no cache)\n");
+    for (uint32_t i = 0; i < L && !o->failed; i++) {
+        if (i % 10 == 0)
+            kvshard__out_printf(o, "%s%6u |", i ? "\n" : "", i);
+        char cell[16];
+        int32_t owner = p->owner[i];
+        switch (p->kinds[i]) {
+        case KVSHARD_LAYER_LINEAR_ATTENTION: snprintf(cell, sizeof cell, "L"); break;
+        case KVSHARD_LAYER_SLIDING_ATTENTION: snprintf(cell, sizeof cell, "W"); break;
+        case KVSHARD_LAYER_NO_CACHE: snprintf(cell, sizeof cell, "."); break;
+        default: {
+            char letter = p->kinds[i] == KVSHARD_LAYER_HYBRID ? 'H' : 'F';
+            if (owner == KVSHARD_OWNER_ALL)
+                snprintf(cell, sizeof cell, "%c*", letter);
+            else
+                snprintf(cell, sizeof cell, "%c%d", letter, (int)owner);
+        }
+        }
+        bool row_end = i % 10 == 9 || i + 1 == L;
+        kvshard__out_printf(o, " %-*s", row_end ? 0 : width, cell);
+    }
+    kvshard__out_raw(o, "\n");
+}
+
+static void write_list(kvshard__out *o, const uint32_t *items, size_t count)
+{
+    for (size_t i = 0; i < count && i < LIST_SHOWN; i++) {
+        if (i)
+            kvshard__out_put(o, " ", 1);
+        kvshard__out_u64(o, items[i]);
+    }
+    if (count > LIST_SHOWN)
+        kvshard__out_printf(o, " ... (%zu in all)", count);
+}
+
+static void write_split_ranks(kvshard__out *o, const kvshard_plan *p)
+{
+    uint32_t T = p->tp, S = p->split;
+    kvshard__out_raw(o, "\nsplit rank  TP ranks            owned  KV layers stored\n");
+    for (uint32_t s = 0; s < S && !o->failed; s++) {
+        char ranks[64];
+        uint32_t n = T / S;
+        if (n == 1)
+            snprintf(ranks, sizeof ranks, "%u", s);
+        else if (n == 2)
+            snprintf(ranks, sizeof ranks, "%u, %u", s, s + S);
+        else
+            snprintf(ranks, sizeof ranks, "%u, %u, ... %u (%u)", s, s + S, T - S + s, n);
+        kvshard__out_printf(o, "%-11u %-19s %-6u ", s, ranks, p->owned_counts[s]);
+        write_list(o, p->owned_layers + p->owned_offsets[s], p->owned_counts[s]);
+        kvshard__out_raw(o, "\n");
+    }
+}
+
+static void write_memory(kvshard__out *o, const kvshard_plan *p)
+{
+    const kvshard_capacity *cap = &p->capacity;
+    kvshard__out_printf(o, "\nmemory per TP rank (block_size %u tokens)\n", cap->block_size);
+    kvshard__out_raw(o,
+                     "TP rank  KV/token     scratch/token  draft/token  per block    state/seq    "
+                     "blocks\n");
+    for (uint32_t r = 0; r < p->tp && r < RANKS_SHOWN && !o->failed; r++) {
+        const kvshard_rank_memory *m = &p->ranks[r];
+        kvshard__out_printf(o, "%-8u ", r);
+        human_bytes(o, m->kv_bytes_per_token, 12);
+        kvshard__out_put(o, " ", 1);
+        human_bytes(o, m->scratch_bytes_per_token, 14);
+        kvshard__out_put(o, " ", 1);
+        human_bytes(o, m->draft_bytes_per_token, 12);
+        kvshard__out_put(o, " ", 1);
+        human_bytes(o, m->bytes_per_block, 12);
+        kvshard__out_put(o, " ", 1);
+        human_bytes(o, m->state_bytes_per_seq, 12);
+        kvshard__out_put(o, " ", 1);
+        if (m->has_num_blocks)
+            kvshard__out_grouped(o, m->num_blocks);
+        else
+            kvshard__out_raw(o, "-");
+        kvshard__out_raw(o, "\n");
+    }
+    if (p->tp > RANKS_SHOWN)
+        kvshard__out_printf(o, "... %u more TP ranks (all figures: --format=json)\n",
+                            p->tp - RANKS_SHOWN);
+}
+
+/* The capacity, and at a context length the answer a person acts on. */
+static void write_capacity(kvshard__out *o, const kvshard_plan *p)
+{
+    const kvshard_capacity *cap = &p->capacity;
+    const kvshard__capacity *c = &p->cap;
+    bool xllm = cap->engine == KVSHARD_ENGINE_XLLM;
+    if (!cap->memory_per_rank) {
+        kvshard__out_raw(o,
+                         xllm ? "capacity   xllm profile: no budget given: pass --memory_per_rank, "
+                                "or --device_memory_total and --device_memory_free\n"
+                              : "capacity   no memory_per_rank given: pass "
+                                "--memory_per_rank=20GiB for blocks\n");
+    } else if (xllm) {
+        kvshard__out_raw(o, "capacity   xllm profile: budget ");
+        human_bytes(o, cap->memory_per_rank, 0);
+        kvshard__out_raw(o, " per rank; ");
+        kvshard__out_grouped(o, cap->state_slots);
+        kvshard__out_raw(o, " state slots (");
+        human_bytes(o, c->reserved, 0);
+        kvshard__out_raw(o, ")");
+        if (cap->has_num_blocks) {
+            kvshard__out_raw(o, ", ");
+            kvshard__out_grouped(o, cap->num_blocks);
+            kvshard__out_printf(o, " blocks of %u tokens = ", cap->block_size);
+            kvshard__out_grouped(o, cap->max_tokens);
+            kvshard__out_raw(o, " tokens\n           the engine logs blocks: ");
+            kvshard__out_u64(o, cap->num_blocks);
+            kvshard__out_raw(o, ", linear_blocks: ");
+            kvshard__out_u64(o, cap->state_slots);
+            kvshard__out_raw(o, "; usable after padding: ");
+            kvshard__out_grouped(o, cap->usable_blocks);
+            kvshard__out_raw(o, " blocks, ");
+            kvshard__out_grouped(o, cap->usable_state_slots);
+            kvshard__out_raw(o, " state slots\n");
+        } else {
+            kvshard__out_raw(o, "; no KV bytes per block\n");
+        }
+    } else {
+        kvshard__out_raw(o, "capacity   ");
+        human_bytes(o, cap->memory_per_rank, 0);
+        kvshard__out_raw(o, " per rank, ");
+        human_bytes(o, c->reserved, 0);
+        kvshard__out_printf(o, " reserved for the state of %u sequences", cap->max_seqs);
+        if (cap->has_num_blocks) {
+            kvshard__out_raw(o, ": ");
+            kvshard__out_grouped(o, cap->num_blocks);
+            kvshard__out_raw(o, " blocks = ");
+            kvshard__out_grouped(o, cap->max_tokens);
+            kvshard__out_raw(o, " tokens\n");
+        } else {
+            kvshard__out_raw(o, "; no KV bytes per block\n");
+        }
+    }
+    if (cap->context_length) {
+        kvshard__out_raw(o, "context    at ");
+        kvshard__out_grouped(o, cap->context_length);
+        kvshard__out_raw(o, " tokens: ");
+        if (!cap->has_concurrency) {
+            kvshard__out_raw(o, cap->memory_per_rank ? "no KV bytes per block, so no concurrency\n"
+                                                     : "give memory_per_rank for the sequences "
+                                                       "that run at once\n");
+        } else {
+            kvshard__out_grouped(o, cap->concurrency);
+            kvshard__out_raw(o, " sequences at once");
+            if (cap->concurrency < cap->max_seqs) {
+                kvshard__out_printf(o, " (max_seqs %u reserves state for ", cap->max_seqs);
+                kvshard__out_grouped(o, cap->max_seqs - cap->concurrency);
+                kvshard__out_raw(o, " that cannot run");
+            } else {
+                kvshard__out_printf(o, " (max_seqs %u is reached", cap->max_seqs);
+            }
+            if (cap->has_balanced_max_seqs) {
+                kvshard__out_raw(o, "; balanced max_seqs ");
+                kvshard__out_grouped(o, cap->balanced_max_seqs);
+            }
+            kvshard__out_raw(o, ")\n");
+        }
+    }
+    const kvshard_uniform *u = &p->uniform;
+    kvshard__out_raw(o, "uniform    without the split: ");
+    human_bytes(o, u->kv_bytes_per_token, 0);
+    kvshard__out_raw(o, " KV per token, ");
+    human_bytes(o, u->bytes_per_block, 0);
+    kvshard__out_raw(o, " per block");
+    if (cap->has_num_blocks && u->has_num_blocks) {
+        kvshard__out_raw(o, ", ");
+        kvshard__out_grouped(o, u->num_blocks);
+        kvshard__out_raw(o, " blocks");
+        if (u->num_blocks)
+            kvshard__out_printf(o, ": the plan holds %.2fx the blocks",
+                                (double)cap->num_blocks / (double)u->num_blocks);
+    }
+    kvshard__out_raw(o, "\n");
+}
+
+static void write_warnings(kvshard__out *o, const kvshard_plan *p)
+{
+    kvshard__out_raw(o, p->warning_count ? "\nwarnings\n" : "\nwarnings   none\n");
+    for (size_t i = 0; i < p->warning_count; i++) {
+        kvshard__out_printf(o, "  %s: ", kvshard_warning_name(p->warnings[i].code));
+        kvshard__out_safe(o, p->warnings[i].message, strlen(p->warnings[i].message));
+        kvshard__out_raw(o, "\n");
+    }
+}
+
+int kvshard_plan_write_text(const kvshard_plan *plan, kvshard_write_fn write, void *user)
+{
+    if (!plan || !write)
+        return KVSHARD_EINVAL;
+    kvshard__out o;
+    kvshard__out_init(&o, write, user);
+    write_model(&o, plan);
+    write_layer_map(&o, plan);
+    write_split_ranks(&o, plan);
+    write_memory(&o, plan);
+    write_capacity(&o, plan);
+    write_warnings(&o, plan);
+    kvshard__out_raw(&o, "digest     ");
+    kvshard__out_hex64(&o, plan->digest);
+    kvshard__out_raw(&o, " (layout ");
+    kvshard__out_hex64(&o, plan->layout_digest);
+    kvshard__out_raw(&o, ")\n");
+    return kvshard__out_finish(&o);
+}
+
+/* ---- comparison -------------------------------------------------------------------------- */
+
+int kvshard_comparison_write_text(const kvshard_comparison *comparison, kvshard_write_fn write,
+                                  void *user)
+{
+    if (!comparison || !write)
+        return KVSHARD_EINVAL;
+    kvshard__out o;
+    kvshard__out_init(&o, write, user);
+    const kvshard_options *opt = &comparison->options;
+    bool context = comparison->has_memory && opt->context_length;
+    kvshard__out_printf(&o, "split sizes for world_size %u (dp %u, cp %u)", opt->world_size,
+                        opt->dp_size, opt->cp_size);
+    if (opt->engine == KVSHARD_ENGINE_XLLM)
+        kvshard__out_raw(&o, ", xllm profile");
+    if (comparison->has_memory) {
+        kvshard__out_raw(&o,
+                         opt->engine == KVSHARD_ENGINE_XLLM ? ", budget " : ", memory_per_rank ");
+        human_bytes(&o, opt->memory_per_rank, 0);
+        kvshard__out_printf(&o, ", max_seqs %u", opt->max_seqs);
+        if (context) {
+            kvshard__out_raw(&o, ", at ");
+            kvshard__out_grouped(&o, opt->context_length);
+            kvshard__out_raw(&o, " tokens");
+        }
+        kvshard__out_raw(&o, "\n");
+    } else {
+        kvshard__out_raw(&o, " -- no memory_per_rank: gain compares bytes per block\n");
+    }
+    kvshard__out_raw(
+        &o, context
+                ? "\n    S  rule        owned  max KV/token  blocks        max tokens      "
+                  "running  balanced  gain\n"
+                : "\n    S  rule        owned  max KV/token  blocks        max tokens      gain\n");
+    for (size_t i = 0; i < comparison->count && !o.failed; i++) {
+        const kvshard_comparison_row *r = &comparison->rows[i];
+        kvshard__out_printf(&o, "%s %4u  %-11s ", i == comparison->recommended ? ">" : " ",
+                            r->layerwise_split_size, kvshard_ownership_name(r->ownership));
+        if (r->error) {
+            kvshard__out_raw(&o, "error: ");
+            kvshard__out_safe(&o, r->error_message, strlen(r->error_message));
+            kvshard__out_raw(&o, "\n");
+            continue;
+        }
+        char owned[32];
+        snprintf(owned, sizeof owned, "%u-%u", r->min_owned_layers, r->max_owned_layers);
+        kvshard__out_printf(&o, "%-6s ", owned);
+        human_bytes(&o, r->max_kv_bytes_per_token, 13);
+        kvshard__out_put(&o, " ", 1);
+        char blocks[32] = "-", tokens[32] = "-";
+        if (r->has_num_blocks) {
+            kvshard__format_grouped(blocks, sizeof blocks, r->num_blocks);
+            kvshard__format_grouped(tokens, sizeof tokens, r->max_tokens);
+        }
+        kvshard__out_printf(&o, "%-13s %-15s ", blocks, tokens);
+        if (context) {
+            char running[24] = "-", balanced[24] = "-";
+            if (r->has_concurrency)
+                kvshard__format_grouped(running, sizeof running, r->concurrency);
+            if (r->has_balanced_max_seqs)
+                kvshard__format_grouped(balanced, sizeof balanced, r->balanced_max_seqs);
+            kvshard__out_printf(&o, "%-8s %-9s ", running, balanced);
+        }
+        if (isinf(r->gain)) /* the unsplit plan fits no block */
+            kvshard__out_raw(&o, "  new ");
+        else
+            kvshard__out_printf(&o, "%5.2fx ", r->gain);
+        int bar = r->gain > 4.0 ? 40 : (int)(r->gain * 10.0 + 0.5);
+        for (int k = 0; k < bar; k++)
+            kvshard__out_put(&o, "#", 1);
+        for (unsigned code = 0; code < 32; code++) {
+            if (r->warnings & (1u << code))
+                kvshard__out_printf(&o, " %s", kvshard_warning_name((kvshard_warning_code)code));
+        }
+        kvshard__out_raw(&o, "\n");
+    }
+    const kvshard_comparison_row *rec = &comparison->rows[comparison->recommended];
+    kvshard__out_printf(&o,
+                        "\nrecommended: --enable_layerwise_split=%s --layerwise_split_size=%u "
+                        "--ownership=%s",
+                        rec->layerwise_split_size > 1 ? "true" : "false", rec->layerwise_split_size,
+                        kvshard_ownership_name(rec->ownership));
+    if (context && rec->has_balanced_max_seqs)
+        kvshard__out_printf(&o, " --max_seqs=%llu", (unsigned long long)rec->balanced_max_seqs);
+    kvshard__out_raw(&o, "\n");
+    return kvshard__out_finish(&o);
+}

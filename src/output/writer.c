@@ -1,0 +1,209 @@
+/* Buffered output. */
+#include "output/writer.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void kvshard__out_init(kvshard__out *o, kvshard_write_fn write, void *user)
+{
+    o->write = write;
+    o->user = user;
+    o->failed = false;
+    o->len = 0;
+}
+
+static void flush(kvshard__out *o)
+{
+    if (o->len && !o->failed && o->write(o->user, o->buf, o->len) != 0)
+        o->failed = true;
+    o->len = 0;
+}
+
+void kvshard__out_put(kvshard__out *o, const char *s, size_t n)
+{
+    if (o->failed)
+        return;
+    if (n <= sizeof o->buf - o->len) {
+        memcpy(o->buf + o->len, s, n);
+        o->len += n;
+        return;
+    }
+    while (n > 0 && !o->failed) {
+        if (o->len == sizeof o->buf)
+            flush(o);
+        size_t room = sizeof o->buf - o->len;
+        size_t take = n < room ? n : room;
+        memcpy(o->buf + o->len, s, take);
+        o->len += take;
+        s += take;
+        n -= take;
+    }
+}
+
+void kvshard__out_raw(kvshard__out *o, const char *s)
+{
+    kvshard__out_put(o, s, strlen(s));
+}
+
+void kvshard__out_u64(kvshard__out *o, uint64_t v)
+{
+    char digits[20];
+    size_t i = sizeof digits;
+    do {
+        digits[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    kvshard__out_put(o, digits + i, sizeof digits - i);
+}
+
+void kvshard__out_i64(kvshard__out *o, int64_t v)
+{
+    if (v < 0) {
+        kvshard__out_put(o, "-", 1);
+        kvshard__out_u64(o, (uint64_t)0 - (uint64_t)v);
+    } else {
+        kvshard__out_u64(o, (uint64_t)v);
+    }
+}
+
+size_t kvshard__format_grouped(char *buf, size_t cap, uint64_t v)
+{
+    char digits[32];
+    size_t i = sizeof digits, n = 0;
+    do {
+        if (n && n % 3 == 0)
+            digits[--i] = ',';
+        digits[--i] = (char)('0' + v % 10);
+        v /= 10;
+        n++;
+    } while (v);
+    size_t len = sizeof digits - i;
+    if (len >= cap)
+        len = cap ? cap - 1 : 0;
+    memcpy(buf, digits + i, len);
+    if (cap)
+        buf[len] = '\0';
+    return len;
+}
+
+void kvshard__out_grouped(kvshard__out *o, uint64_t v)
+{
+    char buf[32];
+    kvshard__out_put(o, buf, kvshard__format_grouped(buf, sizeof buf, v));
+}
+
+void kvshard__out_hex64(kvshard__out *o, uint64_t v)
+{
+    static const char hex[] = "0123456789abcdef";
+    char digits[16];
+    for (int i = 15; i >= 0; i--) {
+        digits[i] = hex[v & 0xF];
+        v >>= 4;
+    }
+    kvshard__out_put(o, digits, sizeof digits);
+}
+
+void kvshard__out_printf(kvshard__out *o, const char *fmt, ...)
+{
+    char tmp[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        o->failed = true;
+    else
+        kvshard__out_put(o, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+}
+
+void kvshard__out_json_string(kvshard__out *o, const char *s, size_t len)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *p = (const unsigned char *)s;
+    kvshard__out_put(o, "\"", 1);
+    size_t run = 0; /* bytes that go out as they are */
+    for (size_t i = 0; i < len && !o->failed;) {
+        unsigned char c = p[i];
+        if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+            i++;
+            run++;
+            continue;
+        }
+        kvshard__out_put(o, (const char *)p + i - run, run);
+        run = 0;
+        if (c == '"' || c == '\\') {
+            char esc[2] = {'\\', (char)c};
+            kvshard__out_put(o, esc, 2);
+            i++;
+        } else if (c < 0x20) {
+            char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 0xF]};
+            kvshard__out_put(o, esc, 6);
+            i++;
+        } else {
+            size_t n = kvshard__utf8_char(p + i, len - i);
+            if (n == 0) {
+                kvshard__out_put(o, "\xEF\xBF\xBD", 3); /* U+FFFD */
+                i++;
+            } else {
+                kvshard__out_put(o, (const char *)p + i, n);
+                i += n;
+            }
+        }
+    }
+    kvshard__out_put(o, (const char *)p + len - run, run);
+    kvshard__out_put(o, "\"", 1);
+}
+
+void kvshard__out_safe(kvshard__out *o, const char *s, size_t len)
+{
+    char tmp[1024];
+    while (len > 0 && !o->failed) {
+        /* Escape in slices cut between characters. */
+        size_t take = len < 200 ? len : 200;
+        while (take < len && take > 0 && ((unsigned char)s[take] & 0xC0) == 0x80)
+            take--;
+        if (take == 0)
+            take = len < 200 ? len : 200;
+        size_t n = kvshard__escape(tmp, sizeof tmp, s, take);
+        kvshard__out_put(o, tmp, n);
+        s += take;
+        len -= take;
+    }
+}
+
+void kvshard__out_xml(kvshard__out *o, const char *s, size_t len)
+{
+    char tmp[1024];
+    while (len > 0 && !o->failed) {
+        size_t take = len < 200 ? len : 200;
+        while (take < len && take > 0 && ((unsigned char)s[take] & 0xC0) == 0x80)
+            take--;
+        if (take == 0)
+            take = len < 200 ? len : 200;
+        size_t n = kvshard__escape(tmp, sizeof tmp, s, take);
+        size_t from = 0;
+        for (size_t i = 0; i < n; i++) {
+            const char *entity = NULL;
+            switch (tmp[i]) {
+            case '&': entity = "&amp;"; break;
+            case '<': entity = "&lt;"; break;
+            case '>': entity = "&gt;"; break;
+            case '"': entity = "&quot;"; break;
+            case '\'': entity = "&#39;"; break;
+            default: continue;
+            }
+            kvshard__out_put(o, tmp + from, i - from);
+            kvshard__out_raw(o, entity);
+            from = i + 1;
+        }
+        kvshard__out_put(o, tmp + from, n - from);
+        s += take;
+        len -= take;
+    }
+}
+
+int kvshard__out_finish(kvshard__out *o)
+{
+    flush(o);
+    return o->failed ? KVSHARD_EWRITE : KVSHARD_OK;
+}

@@ -1,0 +1,42 @@
+/* Buffered output through a kvshard_write_fn, shared by every writer: JSON,
+ * text, SVG and HTML. The first failed write stops all further output, and
+ * writers check `failed` in their loops so a closed reader costs no work. */
+#ifndef KVSHARD_OUTPUT_WRITER_H
+#define KVSHARD_OUTPUT_WRITER_H
+
+#include "base/error.h"
+
+typedef struct kvshard__out {
+    kvshard_write_fn write;
+    void *user;
+    bool failed;
+    size_t len;
+    char buf[16384];
+} kvshard__out;
+
+void kvshard__out_init(kvshard__out *o, kvshard_write_fn write, void *user);
+void kvshard__out_put(kvshard__out *o, const char *s, size_t n);
+/* A NUL-terminated string as it is. */
+void kvshard__out_raw(kvshard__out *o, const char *s);
+/* Decimal integers, without printf. */
+void kvshard__out_u64(kvshard__out *o, uint64_t v);
+void kvshard__out_i64(kvshard__out *o, int64_t v);
+/* 3159888 -> "3,159,888" into buf (at least 27 bytes); returns its length. */
+size_t kvshard__format_grouped(char *buf, size_t cap, uint64_t v);
+void kvshard__out_grouped(kvshard__out *o, uint64_t v);
+/* 16 lowercase hex digits. */
+void kvshard__out_hex64(kvshard__out *o, uint64_t v);
+/* Formatted text, for the few figures that are not integers. */
+void kvshard__out_printf(kvshard__out *o, const char *fmt, ...) KVSHARD__PRINTF(2, 3);
+/* A quoted JSON string: control characters as \u00XX, and bytes that are
+ * not valid UTF-8 as U+FFFD, so the document is always valid UTF-8. */
+void kvshard__out_json_string(kvshard__out *o, const char *s, size_t len);
+/* Text for a terminal: control characters and invalid bytes as \xNN. */
+void kvshard__out_safe(kvshard__out *o, const char *s, size_t len);
+/* Text for HTML and XML: & < > " ' as entities, after kvshard__out_safe's
+ * escaping. */
+void kvshard__out_xml(kvshard__out *o, const char *s, size_t len);
+/* Flush; KVSHARD_OK, or KVSHARD_EWRITE when any write failed. */
+int kvshard__out_finish(kvshard__out *o);
+
+#endif /* KVSHARD_OUTPUT_WRITER_H */
