@@ -25,8 +25,10 @@ static void plan_and_emit(const kvshard_model *model, const kvshard_options *opt
         for (uint32_t layer = 0; layer < kvshard_plan_num_layers(plan) && layer < 64; layer++)
             (void)kvshard_plan_owns(plan, layer % T, layer);
         (void)kvshard_plan_write_json(plan, discard, NULL);
-        uint64_t blocks;
-        (void)kvshard_plan_num_blocks_for(&blocks, plan, UINT64_C(1) << 34, NULL);
+        kvshard_budget budget = KVSHARD_BUDGET_INIT;
+        kvshard_blocks blocks = KVSHARD_BLOCKS_INIT;
+        budget.memory_per_rank = UINT64_C(1) << 34;
+        (void)kvshard_plan_blocks_for(&blocks, plan, KVSHARD_ALL_RANKS, &budget, NULL);
         kvshard_plan_free(plan);
     }
 }
@@ -66,7 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             o.ownership = i % 2 ? KVSHARD_OWNERSHIP_GLOBAL : KVSHARD_OWNERSHIP_ORDINAL;
             o.memory_per_rank = UINT64_C(1) << 33;
             o.num_speculative_tokens = (uint32_t)i;
-            o.kv_cache_dtype = i == 3 ? KVSHARD_KV_DTYPE_FP8 : KVSHARD_KV_DTYPE_AUTO;
+            o.kv_cache_dtype = i == 3 ? KVSHARD_DTYPE_FP8 : KVSHARD_DTYPE_AUTO;
             plan_and_emit(model, &o);
         }
         kvshard_model_free(model);

@@ -102,7 +102,7 @@ static void test_example_tp4_options(void **state)
     assert_int_equal(o.layerwise_split_size, 2);
     assert_int_equal(o.ownership, KVSHARD_OWNERSHIP_ORDINAL);
     assert_false(o.is_draft);
-    assert_int_equal(o.kv_cache_dtype, KVSHARD_KV_DTYPE_AUTO);
+    assert_int_equal(o.kv_cache_dtype, KVSHARD_DTYPE_AUTO);
     assert_int_equal(o.block_size, 16);
     assert_true(o.memory_per_rank == UINT64_C(21474836480));
     assert_int_equal(o.max_seqs, 128);
@@ -150,7 +150,7 @@ static void test_relative_model_path_from_file(void **state)
     assert_true(o.enable_layerwise_split);
     assert_int_equal(o.layerwise_split_size, 2);
     assert_int_equal(o.ownership, KVSHARD_OWNERSHIP_GLOBAL);
-    assert_int_equal(o.kv_cache_dtype, KVSHARD_KV_DTYPE_FP8);
+    assert_int_equal(o.kv_cache_dtype, KVSHARD_DTYPE_FP8);
     assert_int_equal(o.block_size, 32);
     assert_true(o.memory_per_rank == UINT64_C(512) * 1024 * 1024);
     assert_int_equal(o.max_seqs, 64);
@@ -237,12 +237,18 @@ static void test_inline_model(void **state)
     assert_int_equal(o.layerwise_split_size, 2);
     assert_int_equal(o.block_size, 64);
     assert_true(o.memory_per_rank == UINT64_C(1) << 30);
-    assert_int_equal(o.max_seqs, 256); /* default */
+    assert_int_equal(o.max_seqs, 0); /* unset: the profile's default, 256, applies */
 
     kvshard_plan *plan = NULL;
     assert_int_equal(kvshard_deployment_plan(&plan, dep, NULL), KVSHARD_OK);
     assert_int_equal(kvshard_plan_attn_tp_size(plan), 4);
     assert_int_equal(kvshard_plan_effective_split_size(plan), 2);
+    /* The plan settles what the options left to the profile. */
+    kvshard_options settled = KVSHARD_OPTIONS_INIT;
+    assert_int_equal(kvshard_plan_options(&settled, plan), KVSHARD_OK);
+    assert_int_equal(settled.max_seqs, 256);
+    assert_int_equal(settled.block_size, 64);
+    assert_int_equal(settled.ownership, KVSHARD_OWNERSHIP_ORDINAL);
     const uint32_t even[] = {0, 2, 4};
     tu_assert_rank_layers(plan, 0, even, 3);
     kvshard_plan_free(plan);
@@ -309,7 +315,7 @@ static void test_deployment_set_overrides(void **state)
     assert_int_equal(o.layerwise_split_size, 4);
     assert_int_equal(o.ownership, KVSHARD_OWNERSHIP_GLOBAL);
     assert_true(o.memory_per_rank == UINT64_C(40) << 30);
-    assert_int_equal(o.kv_cache_dtype, KVSHARD_KV_DTYPE_FP8);
+    assert_int_equal(o.kv_cache_dtype, KVSHARD_DTYPE_FP8);
     assert_int_equal(o.max_seqs, 64);
     /* untouched file values stay */
     assert_true(o.enable_layerwise_split);
@@ -352,7 +358,7 @@ static void test_deployment_set_errors(void **state)
 
     assert_int_equal(kvshard_deployment_set(dep, "world_size", "0", NULL, &err), KVSHARD_EPARALLEL);
     assert_string_equal(err.source, "override");
-    assert_int_equal(kvshard_deployment_set(dep, "enable_layerwise_split", "yes", NULL, &err),
+    assert_int_equal(kvshard_deployment_set(dep, "enable_layerwise_split", "maybe", NULL, &err),
                      KVSHARD_ETYPE);
     assert_int_equal(kvshard_deployment_set(dep, "ownership", "random", NULL, &err),
                      KVSHARD_ERANGE);
@@ -396,17 +402,30 @@ static void test_options_set_rejects(void **state)
         {"cp_size", "two", KVSHARD_ETYPE},
         {"layerwise_split_size", "0", KVSHARD_EPARALLEL},
         {"world_size", "65537", KVSHARD_ERANGE},
-        {"enable_layerwise_split", "yes", KVSHARD_ETYPE},
-        {"enable_layerwise_split", "True", KVSHARD_ETYPE},
-        {"enable_layerwise_split", "TRUE", KVSHARD_ETYPE},
-        {"enable_layerwise_split", "1", KVSHARD_ETYPE},
+        /* Flags take gflags' booleans (true/false/1/0/yes/no/t/f/y/n, any
+         * case); nothing else. */
         {"enable_layerwise_split", "on", KVSHARD_ETYPE},
         {"enable_layerwise_split", "", KVSHARD_ETYPE},
-        {"is_draft", "no", KVSHARD_ETYPE},
+        {"enable_layerwise_split", "2", KVSHARD_ETYPE},
+        {"is_draft", "nope", KVSHARD_ETYPE},
         {"ownership", "Global", KVSHARD_ERANGE},
         {"ownership", "round_robin", KVSHARD_ERANGE},
         {"kv_cache_dtype", "fp4", KVSHARD_ERANGE},
-        {"kv_cache_dtype", "int8", KVSHARD_ERANGE},
+        {"kv_cache_dtype", "fp32", KVSHARD_ERANGE},
+        {"state_dtype", "fp8", KVSHARD_ERANGE},
+        {"state_dtype", "int8", KVSHARD_ERANGE},
+        {"engine", "vllm", KVSHARD_ERANGE},
+        {"context_length", "0", KVSHARD_ERANGE},
+        {"context_length", "1073741825", KVSHARD_ERANGE},
+        {"context_length", "32k", KVSHARD_ETYPE},
+        {"max_memory_utilization", "0", KVSHARD_ERANGE},
+        {"max_memory_utilization", "1.5", KVSHARD_ERANGE},
+        {"max_memory_utilization", "90%", KVSHARD_ETYPE},
+        {"max_memory_utilization", "", KVSHARD_ETYPE},
+        {"max_linear_state_cache_slots", "16777217", KVSHARD_ERANGE},
+        {"device_memory_free", "0", KVSHARD_ERANGE},
+        /* xLLM's flag name exists only under its profile. */
+        {"max_seqs_per_batch", "8", KVSHARD_EUNKNOWNKEY},
         {"block_size", "0", KVSHARD_ERANGE},
         {"block_size", "1048577", KVSHARD_ERANGE},
         {"memory_per_rank", "20GB", KVSHARD_ETYPE},
@@ -435,7 +454,7 @@ static void test_options_set_rejects(void **state)
         kvshard_options o = KVSHARD_OPTIONS_INIT;
         const kvshard_options d = KVSHARD_OPTIONS_INIT;
         kvshard_error err;
-        int rc = kvshard_options_set(&o, cases[i].key, cases[i].value, &err);
+        int rc = kvshard_options_set(&o, cases[i].key, cases[i].value, NULL, &err);
         if (rc != cases[i].code)
             print_error("%s=\"%s\": got %s, expected %s\n", cases[i].key, cases[i].value,
                         kvshard_strerror(rc), kvshard_strerror(cases[i].code));
@@ -445,7 +464,7 @@ static void test_options_set_rejects(void **state)
         assert_true(err.message[0] != '\0');
         assert_true(options_equal(&o, &d));
         /* NULL err gives the same answer. */
-        assert_int_equal(kvshard_options_set(&o, cases[i].key, cases[i].value, NULL),
+        assert_int_equal(kvshard_options_set(&o, cases[i].key, cases[i].value, NULL, NULL),
                          cases[i].code);
         assert_true(options_equal(&o, &d));
     }
@@ -456,7 +475,7 @@ static void test_options_set_every_key(void **state)
     (void)state;
     kvshard_options o = KVSHARD_OPTIONS_INIT;
     kvshard_error err;
-#define SET(k, v) assert_int_equal(kvshard_options_set(&o, (k), (v), &err), KVSHARD_OK)
+#define SET(k, v) assert_int_equal(kvshard_options_set(&o, (k), (v), NULL, &err), KVSHARD_OK)
     SET("world_size", "65536");
     assert_int_equal(o.world_size, 65536);
     SET("world_size", "+16");
@@ -478,13 +497,13 @@ static void test_options_set_every_key(void **state)
     SET("is_draft", "true");
     assert_true(o.is_draft);
     SET("kv_cache_dtype", "bf16");
-    assert_int_equal(o.kv_cache_dtype, KVSHARD_KV_DTYPE_BF16);
+    assert_int_equal(o.kv_cache_dtype, KVSHARD_DTYPE_BF16);
     SET("kv_cache_dtype", "fp16");
-    assert_int_equal(o.kv_cache_dtype, KVSHARD_KV_DTYPE_FP16);
+    assert_int_equal(o.kv_cache_dtype, KVSHARD_DTYPE_FP16);
     SET("kv_cache_dtype", "fp8");
-    assert_int_equal(o.kv_cache_dtype, KVSHARD_KV_DTYPE_FP8);
+    assert_int_equal(o.kv_cache_dtype, KVSHARD_DTYPE_FP8);
     SET("kv_cache_dtype", "auto");
-    assert_int_equal(o.kv_cache_dtype, KVSHARD_KV_DTYPE_AUTO);
+    assert_int_equal(o.kv_cache_dtype, KVSHARD_DTYPE_AUTO);
     SET("block_size", "1048576");
     assert_int_equal(o.block_size, 1048576);
     SET("max_seqs", "16777216");
@@ -523,12 +542,12 @@ static void test_options_set_every_key(void **state)
 #undef SET
 
     /* Bad arguments. */
-    assert_int_equal(kvshard_options_set(NULL, "world_size", "1", &err), KVSHARD_EINVAL);
-    assert_int_equal(kvshard_options_set(&o, NULL, "1", &err), KVSHARD_EINVAL);
-    assert_int_equal(kvshard_options_set(&o, "world_size", NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_options_set(NULL, "world_size", "1", NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_options_set(&o, NULL, "1", NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_options_set(&o, "world_size", NULL, NULL, &err), KVSHARD_EINVAL);
     kvshard_options old = KVSHARD_OPTIONS_INIT;
     old.size = 99;
-    assert_int_equal(kvshard_options_set(&old, "world_size", "2", &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_options_set(&old, "world_size", "2", NULL, &err), KVSHARD_EINVAL);
     assert_int_equal(old.world_size, 1);
 }
 
@@ -585,7 +604,7 @@ static void test_yaml_booleans_and_types(void **state)
     assert_true(o.enable_layerwise_split);
     assert_false(o.is_draft);
     assert_true(o.memory_per_rank == UINT64_C(3) << 20);
-    assert_int_equal(o.kv_cache_dtype, KVSHARD_KV_DTYPE_FP16);
+    assert_int_equal(o.kv_cache_dtype, KVSHARD_DTYPE_FP16);
     kvshard_deployment_free(dep);
 
     /* Empty sections are allowed and keep the defaults. */
@@ -679,11 +698,11 @@ static void test_compare_error_at_file_key(void **state)
     assert_int_equal(err.line, 3);
     assert_int_equal(err.column, 15);
     /* Fixed by an override, the comparison has a row for each divisor of
-     * T = 8 / 4 = 2 (S = 1, 2) under both rules. */
+     * T = 8 / 4 = 2 (S = 1, 2) under each of the three rules. */
     assert_int_equal(kvshard_deployment_set(dep, "world_size", "8", "flag", NULL), KVSHARD_OK);
     cmp = NULL;
     assert_int_equal(kvshard_deployment_compare(&cmp, dep, &err), KVSHARD_OK);
-    assert_int_equal(kvshard_comparison_row_count(cmp), 4);
+    assert_int_equal(kvshard_comparison_row_count(cmp), 6);
     kvshard_comparison_free(cmp);
     kvshard_deployment_free(dep);
     free(path);

@@ -187,7 +187,7 @@ static void test_fp8_gqa_scales(void **state)
     (void)state;
     kvshard_model *model = tu_load_example_model("qwen3_5_35b_a3b.json");
     kvshard_options o = seed_options();
-    o.kv_cache_dtype = KVSHARD_KV_DTYPE_FP8;
+    o.kv_cache_dtype = KVSHARD_DTYPE_FP8;
     kvshard_plan *plan = tu_plan(model, &o);
     assert_rank(plan, 2, 2600, 520, 0, 49920, 16097280);
     assert_int_equal(uniform(plan).kv_bytes_per_token, 5200);
@@ -195,7 +195,7 @@ static void test_fp8_gqa_scales(void **state)
     kvshard_plan_free(plan);
 
     /* fp16 KV: same bytes as bf16 (2 bytes) */
-    o.kv_cache_dtype = KVSHARD_KV_DTYPE_FP16;
+    o.kv_cache_dtype = KVSHARD_DTYPE_FP16;
     plan = tu_plan(model, &o);
     assert_rank(plan, 2, 5120, 1024, 0, 98304, 16097280);
     kvshard_plan_free(plan);
@@ -203,7 +203,7 @@ static void test_fp8_gqa_scales(void **state)
 
     model = tu_load_example_model("llama3_1_8b.json");
     kvshard_options t1 = KVSHARD_OPTIONS_INIT;
-    t1.kv_cache_dtype = KVSHARD_KV_DTYPE_FP8;
+    t1.kv_cache_dtype = KVSHARD_DTYPE_FP8;
     plan = tu_plan(model, &t1);
     assert_rank(plan, 0, 67584, 0, 0, 1081344, 0); /* 16 x 67584 */
     kvshard_plan_free(plan);
@@ -311,7 +311,7 @@ static void test_deepseek_fp8_split8(void **state)
     (void)state;
     kvshard_model *model = tu_load_example_model("deepseek_v3_2.json");
     kvshard_options o = split_options(8, 8);
-    o.kv_cache_dtype = KVSHARD_KV_DTYPE_FP8;
+    o.kv_cache_dtype = KVSHARD_DTYPE_FP8;
     o.memory_per_rank = 24 * GIB;
     o.max_seqs = 256;
     kvshard_plan *plan = tu_plan(model, &o);
@@ -341,7 +341,7 @@ static void test_deepseek_fp8_split8(void **state)
      * rank 0: kv 8 x 1408 = 11264, scratch 1408, block 16 x 12672 = 202752;
      * rank 5: kv 7 x 1408 = 9856, block 16 x 11264 = 180224.
      * 25769803776 / 202752 = 127100 (202752 x 127100 = 25769779200). */
-    o.kv_cache_dtype = KVSHARD_KV_DTYPE_AUTO;
+    o.kv_cache_dtype = KVSHARD_DTYPE_AUTO;
     plan = tu_plan(model, &o);
     assert_rank(plan, 0, 11264, 1408, 0, 202752, 0);
     assert_rank(plan, 5, 9856, 1408, 0, 180224, 0);
@@ -352,7 +352,7 @@ static void test_deepseek_fp8_split8(void **state)
     /* fp8 with one MTP layer (spec 1): draft = 1 x 712 on every rank;
      * rank 0 block = 16 x (5696 + 712 + 712) = 16 x 7120 = 113920;
      * 25769803776 / 113920 = 226209 (113920 x 226209 = 25769729280). */
-    o.kv_cache_dtype = KVSHARD_KV_DTYPE_FP8;
+    o.kv_cache_dtype = KVSHARD_DTYPE_FP8;
     o.num_speculative_tokens = 1;
     plan = tu_plan(model, &o);
     assert_rank(plan, 0, 5696, 712, 712, 113920, 0);
@@ -493,7 +493,7 @@ static void test_kimi_kda_state(void **state)
     /* fp8 MLA without indexer: 576 + 4 = 580 per layer; spec 0 again.
      * rank 0: kv 2 x 580 = 1160, scratch 580, block 16 x 1740 = 27840. */
     o.num_speculative_tokens = 0;
-    o.kv_cache_dtype = KVSHARD_KV_DTYPE_FP8;
+    o.kv_cache_dtype = KVSHARD_DTYPE_FP8;
     plan = tu_plan(model, &o);
     assert_rank(plan, 0, 1160, 580, 0, 27840, 10854400);
     assert_int_equal(uniform(plan).kv_bytes_per_token, 4060); /* 7 x 580 */
@@ -584,14 +584,14 @@ static void test_num_blocks_for(void **state)
     kvshard_plan *plan = tu_plan(model, &o);
     uint64_t n = 0;
     kvshard_error err;
-    assert_int_equal(kvshard_plan_num_blocks_for(&n, plan, 16 * GIB, &err), KVSHARD_OK);
+    assert_int_equal(tu_num_blocks(&n, plan, 16 * GIB, &err), KVSHARD_OK);
     assert_int_equal(n, 153802);
-    assert_int_equal(kvshard_plan_num_blocks_for(&n, plan, 20 * GIB, &err), KVSHARD_OK);
+    assert_int_equal(tu_num_blocks(&n, plan, 20 * GIB, &err), KVSHARD_OK);
     assert_int_equal(n, 197493);
-    assert_int_equal(kvshard_plan_num_blocks_for(&n, plan, 2060550144ull, &err), KVSHARD_OK);
+    assert_int_equal(tu_num_blocks(&n, plan, 2060550144ull, &err), KVSHARD_OK);
     assert_int_equal(n, 1);
     n = 42;
-    assert_int_equal(kvshard_plan_num_blocks_for(&n, plan, 2060550143ull, &err),
+    assert_int_equal(tu_num_blocks(&n, plan, 2060550143ull, &err),
                      KVSHARD_ENOBLOCK);
     assert_int_equal(n, 42); /* untouched */
     assert_int_equal(err.code, KVSHARD_ENOBLOCK);
@@ -601,7 +601,7 @@ static void test_num_blocks_for(void **state)
      * 15119417344 / 131072 = 115352 (131072 x 115352 = 15119417344 exactly). */
     o.layerwise_split_size = 4;
     plan = tu_plan(model, &o);
-    assert_int_equal(kvshard_plan_num_blocks_for(&n, plan, 16 * GIB, &err), KVSHARD_OK);
+    assert_int_equal(tu_num_blocks(&n, plan, 16 * GIB, &err), KVSHARD_OK);
     assert_int_equal(n, 115352);
     kvshard_plan_free(plan);
     kvshard_model_free(model);
@@ -617,7 +617,7 @@ static void test_num_blocks_for(void **state)
     o = (kvshard_options)KVSHARD_OPTIONS_INIT;
     plan = tu_plan(model, &o);
     assert_rank(plan, 0, 0, 0, 0, 0, 6400);
-    assert_int_equal(kvshard_plan_num_blocks_for(&n, plan, 1 * GIB, &err), KVSHARD_ERANGE);
+    assert_int_equal(tu_num_blocks(&n, plan, 1 * GIB, &err), KVSHARD_ERANGE);
     kvshard_plan_free(plan);
     /* with memory_per_rank: no capacity figure, but the plan is valid */
     o.memory_per_rank = 1 * GIB;
@@ -680,18 +680,24 @@ static void test_overflow(void **state)
 }
 
 /*
- * kvshard_comparison for the seed (T = 4: S in {1, 2, 4}).
+ * kvshard_comparison for the seed (T = 4: S in {1, 2, 4}, each under the
+ * ordinal, global and contiguous rules).
  * free = 19414384640 bytes per rank after the reservation (see the seed).
- * S1 ordinal / global: uniform: block 163840 -> 118496 blocks.
+ * S1 (every rule): uniform: block 163840 -> 118496 blocks.
  * S2 ordinal: 197493 (seed). max kv 5120, owned 5..5.
  * S2 global: layers 3, 7, ..., 39 all odd -> split rank 1 owns 10, rank 0
  *   none. Rank 1 block 16 x (10240 + 1024) = 180224;
  *   19414384640 / 180224 = 107723 (180224 x 107723 = 19414269952).
+ * S2 contiguous: q = 10 / 2 = 5, m = 0: KV ordinals 0-4 to split rank 0,
+ *   5-9 to rank 1: the ordinal counts, so the ordinal figures.
  * S4 ordinal: 148120 (see test_seed_split4); owned 2..3, max kv 6144.
  * S4 global: all 10 layers on split rank 3 (index % 4 = 3): 2-head union,
  *   kv 10 x 2048 = 20480, block 16 x 22528 = 360448;
  *   19414384640 / 360448 = 53861 (360448 x 53861 = 19414089728).
- * Recommended: the most blocks, S2 ordinal (row 2).
+ * S4 contiguous: q = 2, m = 2: ranks 0 and 1 own 3, ranks 2 and 3 own 2:
+ *   the ordinal counts again.
+ * Recommended: the most blocks, S2 ordinal (row 3); S2 contiguous ties and
+ * comes later.
  */
 static void test_comparison_seed(void **state)
 {
@@ -701,21 +707,24 @@ static void test_comparison_seed(void **state)
     kvshard_comparison *cmp = NULL;
     kvshard_error err;
     assert_int_equal(kvshard_comparison_create(&cmp, model, &o, NULL, &err), KVSHARD_OK);
-    assert_int_equal(kvshard_comparison_row_count(cmp), 6);
+    assert_int_equal(kvshard_comparison_row_count(cmp), 9);
     static const struct {
         uint32_t s;
         kvshard_ownership rule;
         uint32_t min_owned, max_owned;
         uint64_t max_kv, max_block, blocks;
-    } want[6] = {
+    } want[9] = {
         {1, KVSHARD_OWNERSHIP_ORDINAL, 10, 10, 10240, 163840, 118496},
         {1, KVSHARD_OWNERSHIP_GLOBAL, 10, 10, 10240, 163840, 118496},
+        {1, KVSHARD_OWNERSHIP_CONTIGUOUS, 10, 10, 10240, 163840, 118496},
         {2, KVSHARD_OWNERSHIP_ORDINAL, 5, 5, 5120, 98304, 197493},
         {2, KVSHARD_OWNERSHIP_GLOBAL, 0, 10, 10240, 180224, 107723},
+        {2, KVSHARD_OWNERSHIP_CONTIGUOUS, 5, 5, 5120, 98304, 197493},
         {4, KVSHARD_OWNERSHIP_ORDINAL, 2, 3, 6144, 131072, 148120},
         {4, KVSHARD_OWNERSHIP_GLOBAL, 0, 10, 20480, 360448, 53861},
+        {4, KVSHARD_OWNERSHIP_CONTIGUOUS, 2, 3, 6144, 131072, 148120},
     };
-    for (size_t i = 0; i < 6; i++) {
+    for (size_t i = 0; i < 9; i++) {
         const kvshard_comparison_row *row = kvshard_comparison_row_at(cmp, i);
         assert_non_null(row);
         assert_int_equal(row->layerwise_split_size, want[i].s);
@@ -728,20 +737,21 @@ static void test_comparison_seed(void **state)
         assert_true(row->has_num_blocks);
         assert_int_equal(row->num_blocks, want[i].blocks);
         assert_int_equal(row->max_tokens, want[i].blocks * 16);
+        assert_false(row->has_concurrency); /* no context length */
     }
-    assert_null(kvshard_comparison_row_at(cmp, 6));
-    assert_int_equal(kvshard_comparison_recommended(cmp), 2);
-    const kvshard_comparison_row *s2 = kvshard_comparison_row_at(cmp, 2);
+    assert_null(kvshard_comparison_row_at(cmp, 9));
+    assert_int_equal(kvshard_comparison_recommended(cmp), 3);
+    const kvshard_comparison_row *s2 = kvshard_comparison_row_at(cmp, 3);
     /* gain 197493 / 118496 = 1.66667 */
     assert_true(s2->gain > 1.6666 && s2->gain < 1.6667);
     assert_int_equal(s2->warnings, 0);
-    const kvshard_comparison_row *s2g = kvshard_comparison_row_at(cmp, 3);
+    const kvshard_comparison_row *s2g = kvshard_comparison_row_at(cmp, 4);
     assert_true(s2g->warnings & (1u << KVSHARD_WARN_RANK_OWNS_NOTHING));
     assert_true(s2g->warnings & (1u << KVSHARD_WARN_IMBALANCED));
     /* S4 > R = 2 */
-    assert_true(kvshard_comparison_row_at(cmp, 4)->warnings &
+    assert_true(kvshard_comparison_row_at(cmp, 6)->warnings &
                 (1u << KVSHARD_WARN_EXCEEDS_REPLICATION));
-    assert_false(kvshard_comparison_row_at(cmp, 4)->warnings &
+    assert_false(kvshard_comparison_row_at(cmp, 6)->warnings &
                  (1u << KVSHARD_WARN_IMBALANCED)); /* 2 vs 3 */
     kvshard_comparison_free(cmp);
     kvshard_model_free(model);
@@ -759,8 +769,8 @@ static void test_comparison_row_errors(void **state)
     o.cp_size = 2;
     kvshard_comparison *cmp = NULL;
     assert_int_equal(kvshard_comparison_create(&cmp, model, &o, NULL, NULL), KVSHARD_OK);
-    assert_int_equal(kvshard_comparison_row_count(cmp), 6);
-    for (size_t i = 0; i < 6; i++) {
+    assert_int_equal(kvshard_comparison_row_count(cmp), 9);
+    for (size_t i = 0; i < 9; i++) {
         const kvshard_comparison_row *row = kvshard_comparison_row_at(cmp, i);
         if (row->layerwise_split_size == 1) {
             assert_int_equal(row->error, KVSHARD_OK);
@@ -791,9 +801,9 @@ static void test_comparison_row_errors(void **state)
 }
 
 /* Comparison without memory_per_rank: ranked by bytes per block (fewest
- * wins): S1 163840, S2 ord 98304, S2 glob 180224, S4 ord 131072,
- * S4 glob 360448 -> S2 ordinal. gain = uniform block / row block:
- * S2 ordinal 163840 / 98304 = 1.6667. */
+ * wins): S1 163840, S2 ord 98304, S2 glob 180224, S2 contiguous 98304 (a
+ * tie, later), S4 ord 131072, S4 glob 360448 -> S2 ordinal (row 3). gain =
+ * uniform block / row block: S2 ordinal 163840 / 98304 = 1.6667. */
 /* When the unsplit plan fits no block, the split's gain is unbounded:
  * reserved 2060451840 (seed state x 128) + 100000 bytes holds one 98304-byte
  * block at S = 2 ordinal and no 163840-byte uniform block. The S = 1 rows
@@ -829,8 +839,8 @@ static void test_comparison_without_capacity(void **state)
     o.memory_per_rank = 0;
     kvshard_comparison *cmp = NULL;
     assert_int_equal(kvshard_comparison_create(&cmp, model, &o, NULL, NULL), KVSHARD_OK);
-    assert_int_equal(kvshard_comparison_recommended(cmp), 2);
-    const kvshard_comparison_row *row = kvshard_comparison_row_at(cmp, 2);
+    assert_int_equal(kvshard_comparison_recommended(cmp), 3);
+    const kvshard_comparison_row *row = kvshard_comparison_row_at(cmp, 3);
     assert_false(row->has_num_blocks);
     assert_int_equal(row->max_bytes_per_block, 98304);
     assert_true(row->gain > 1.6666 && row->gain < 1.6667);

@@ -37,7 +37,7 @@ static void assert_every_nth_full(const kvshard_model *model, uint32_t n, kvshar
 
 /* KV bytes per token of one TP=1 rank without split: the sum over
  * full-attention layers of that layer's bytes (SPEC §5). */
-static uint64_t tp1_kv_bytes(const kvshard_model *model, kvshard_kv_dtype dtype)
+static uint64_t tp1_kv_bytes(const kvshard_model *model, kvshard_dtype dtype)
 {
     kvshard_options o = KVSHARD_OPTIONS_INIT;
     o.kv_cache_dtype = dtype;
@@ -77,7 +77,7 @@ static void test_qwen3_5_nested(void **state)
     assert_int_equal(kvshard_model_layer_kind(&k, m, UINT32_MAX), KVSHARD_ELAYER);
     /* Dimensions read from text_config: TP1, 10 full layers x 2 * 2 kv heads x
      * 256 head_dim x 2 bytes (bfloat16) = 10 x 2048 = 20480. */
-    assert_int_equal(tp1_kv_bytes(m, KVSHARD_KV_DTYPE_AUTO), 20480);
+    assert_int_equal(tp1_kv_bytes(m, KVSHARD_DTYPE_AUTO), 20480);
     kvshard_model_free(m);
 }
 
@@ -109,7 +109,7 @@ static void test_deepseek_v3_2(void **state)
     assert_int_equal(kvshard_model_attention(m), KVSHARD_ATTENTION_MLA);
     /* bf16: latent (512 + 64) x 2 = 1152, indexer 128 x 2 = 256 -> 1408 per
      * layer; kv heads 128 / head_dim are ignored. 61 x 1408 = 85888. */
-    assert_int_equal(tp1_kv_bytes(m, KVSHARD_KV_DTYPE_AUTO), 85888);
+    assert_int_equal(tp1_kv_bytes(m, KVSHARD_DTYPE_AUTO), 85888);
     kvshard_model_free(m);
 }
 
@@ -124,9 +124,9 @@ static void test_glm_5(void **state)
     assert_int_equal(kvshard_model_num_draft_layers(m), 1);
     assert_int_equal(kvshard_model_attention(m), KVSHARD_ATTENTION_MLA);
     /* bf16 (top-level dtype): (512 + 64) x 2 + 128 x 2 = 1408; 78 x 1408 = 109824. */
-    assert_int_equal(tp1_kv_bytes(m, KVSHARD_KV_DTYPE_AUTO), 109824);
+    assert_int_equal(tp1_kv_bytes(m, KVSHARD_DTYPE_AUTO), 109824);
     /* fp8: 576 + 4 + 128 + 4 = 712; 78 x 712 = 55536. */
-    assert_int_equal(tp1_kv_bytes(m, KVSHARD_KV_DTYPE_FP8), 55536);
+    assert_int_equal(tp1_kv_bytes(m, KVSHARD_DTYPE_FP8), 55536);
     kvshard_model_free(m);
 }
 
@@ -141,7 +141,7 @@ static void test_llama_dense_head_dim_default(void **state)
     assert_int_equal(kvshard_model_num_draft_layers(m), 0);
     assert_int_equal(kvshard_model_attention(m), KVSHARD_ATTENTION_GQA);
     /* TP1: 2 x 8 kv heads x 128 x 2 bytes = 4096 per layer; 32 x 4096 = 131072. */
-    assert_int_equal(tp1_kv_bytes(m, KVSHARD_KV_DTYPE_AUTO), 131072);
+    assert_int_equal(tp1_kv_bytes(m, KVSHARD_DTYPE_AUTO), 131072);
     kvshard_model_free(m);
 }
 
@@ -168,7 +168,7 @@ static void test_kimi_linear_one_based(void **state)
     }
     /* MLA without indexer, bf16: (512 + 64) x 2 = 1152; 7 x 1152 = 8064
      * (head_dim 72 ignored). */
-    assert_int_equal(tp1_kv_bytes(m, KVSHARD_KV_DTYPE_AUTO), 8064);
+    assert_int_equal(tp1_kv_bytes(m, KVSHARD_DTYPE_AUTO), 8064);
     kvshard_model_free(m);
 }
 
@@ -199,7 +199,7 @@ static void test_gpt_oss_sliding(void **state)
     assert_every_nth_full(m, 2, KVSHARD_LAYER_SLIDING_ATTENTION); /* full at odd indices */
     /* TP1: 12 full x 2 x 8 x 64 x 2 = 12 x 2048 = 24576 (sliding layers are
      * not in kv_bytes_per_token). */
-    assert_int_equal(tp1_kv_bytes(m, KVSHARD_KV_DTYPE_AUTO), 24576);
+    assert_int_equal(tp1_kv_bytes(m, KVSHARD_DTYPE_AUTO), 24576);
     kvshard_model_free(m);
 }
 
@@ -215,7 +215,7 @@ static void test_inline_interval(void **state)
     assert_string_equal(kvshard_model_type(m), ""); /* no model_type key */
     assert_int_equal(kvshard_model_num_draft_layers(m), 0);
     /* 2 full x 2 x 1 x 64 x 2 (default bfloat16) = 512 */
-    assert_int_equal(tp1_kv_bytes(m, KVSHARD_KV_DTYPE_AUTO), 512);
+    assert_int_equal(tp1_kv_bytes(m, KVSHARD_DTYPE_AUTO), 512);
     kvshard_model_free(m);
 
     /* interval 1: every layer full; interval 3 over 7 layers: full at 2, 5. */
@@ -314,13 +314,13 @@ static void test_dtype_precedence(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         kvshard_model *m = tu_load_model_text(cases[i].text);
-        uint64_t got = tp1_kv_bytes(m, KVSHARD_KV_DTYPE_AUTO);
+        uint64_t got = tp1_kv_bytes(m, KVSHARD_DTYPE_AUTO);
         if (got != cases[i].bytes)
             print_error("case %zu: %llu bytes, expected %llu\n", i, (unsigned long long)got,
                         (unsigned long long)cases[i].bytes);
         assert_int_equal(got, cases[i].bytes);
         /* kv_cache_dtype bf16 overrides a float32 model: 128 x 2 = 256 */
-        assert_int_equal(tp1_kv_bytes(m, KVSHARD_KV_DTYPE_BF16), 256);
+        assert_int_equal(tp1_kv_bytes(m, KVSHARD_DTYPE_BF16), 256);
         kvshard_model_free(m);
     }
 }
@@ -333,20 +333,20 @@ static void test_gqa_defaults(void **state)
     /* kv heads default to 4 heads, head_dim 256 / 4 = 64: 2 x 4 x 64 x 2 = 1024 */
     kvshard_model *m = tu_load_model_text("num_hidden_layers: 1\nnum_attention_heads: 4\n"
                                           "hidden_size: 256\n");
-    assert_int_equal(tp1_kv_bytes(m, KVSHARD_KV_DTYPE_AUTO), 1024);
+    assert_int_equal(tp1_kv_bytes(m, KVSHARD_DTYPE_AUTO), 1024);
     kvshard_model_free(m);
     /* MLA: kv heads and head_dim ignored: (32 + 16) x 2 = 96 */
     m = tu_load_model_text("num_hidden_layers: 1\nnum_attention_heads: 4\n"
                            "num_key_value_heads: 3\nhead_dim: 999\nkv_lora_rank: 32\n"
                            "qk_rope_head_dim: 16\n");
     assert_int_equal(kvshard_model_attention(m), KVSHARD_ATTENTION_MLA);
-    assert_int_equal(tp1_kv_bytes(m, KVSHARD_KV_DTYPE_AUTO), 96);
+    assert_int_equal(tp1_kv_bytes(m, KVSHARD_DTYPE_AUTO), 96);
     kvshard_model_free(m);
     /* kv_lora_rank 0 is not MLA: GQA 2 x 2 x 8 x 2 = 64 */
     m = tu_load_model_text("num_hidden_layers: 1\nnum_key_value_heads: 2\nhead_dim: 8\n"
                            "kv_lora_rank: 0\nqk_rope_head_dim: 16\n");
     assert_int_equal(kvshard_model_attention(m), KVSHARD_ATTENTION_GQA);
-    assert_int_equal(tp1_kv_bytes(m, KVSHARD_KV_DTYPE_AUTO), 64);
+    assert_int_equal(tp1_kv_bytes(m, KVSHARD_DTYPE_AUTO), 64);
     kvshard_model_free(m);
 }
 

@@ -534,7 +534,7 @@ static void test_digest(void **state)
 
     /* fp8 KV changes kv_bytes_per_token */
     kvshard_options f8 = o;
-    f8.kv_cache_dtype = KVSHARD_KV_DTYPE_FP8;
+    f8.kv_cache_dtype = KVSHARD_DTYPE_FP8;
     kvshard_plan *e = tu_plan(model, &f8);
     assert_true(kvshard_plan_digest(a) != kvshard_plan_digest(e));
 

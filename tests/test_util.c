@@ -143,3 +143,14 @@ void tu_assert_rank_layers(const kvshard_plan *plan, uint32_t tp_rank, const uin
     for (size_t i = 0; i < count; i++)
         assert_int_equal(layers[i], expected[i]);
 }
+
+int tu_num_blocks(uint64_t *out, const kvshard_plan *plan, uint64_t memory, kvshard_error *err)
+{
+    kvshard_budget budget = KVSHARD_BUDGET_INIT;
+    kvshard_blocks blocks = KVSHARD_BLOCKS_INIT;
+    budget.memory_per_rank = memory;
+    int rc = kvshard_plan_blocks_for(&blocks, plan, KVSHARD_ALL_RANKS, &budget, err);
+    if (rc == KVSHARD_OK)
+        *out = blocks.num_blocks;
+    return rc;
+}

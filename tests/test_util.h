@@ -32,6 +32,10 @@ char *tu_plan_json(const kvshard_plan *plan);
  * to ignore). Returns the exit status, or -1 when it did not exit. */
 int tu_run(const char *command, char **out_stdout, char **out_stderr);
 
+/* kvshard_plan_blocks_for() over every rank with `memory` bytes and nothing
+ * else: the common block count into *out. */
+int tu_num_blocks(uint64_t *out, const kvshard_plan *plan, uint64_t memory, kvshard_error *err);
+
 /* The full-attention layers a TP rank stores, compared with `expected`. */
 void tu_assert_rank_layers(const kvshard_plan *plan, uint32_t tp_rank, const uint32_t *expected,
                            size_t count);

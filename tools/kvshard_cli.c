@@ -268,7 +268,9 @@ int main(int argc, char **argv)
         return EXIT_INVALID;
     }
     if (kvshard_deployment_apply_args(r.dep, c.flag_count, c.flags, 0, &err) != KVSHARD_OK) {
+        fprintf(stderr, "kvshard: "); /* bad usage, located at the flag */
         print_error(&err);
+        fprintf(stderr, "Try 'kvshard --help'.\n");
         status = EXIT_USAGE;
     }
     if (status == 0)

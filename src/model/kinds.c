@@ -167,15 +167,17 @@ static int mark_listed(uint8_t *kinds, const kvshard__reader *r, const kvshard__
                                             "from 0 to num_hidden_layers - 1 = %u",
                                      what, (unsigned long long)n, base ? L : L - 1);
         uint8_t *slot = &kinds[n - base];
+        const char *dot = strrchr(key, '.');
+        const char *list_name = dot ? dot + 1 : key;
         if (*slot == kind)
             return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERLIST, &item,
                                      "%s: layer %llu is listed twice in %s", what,
-                                     (unsigned long long)n, key);
+                                     (unsigned long long)n, list_name);
         if (*slot != UNSET)
             return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERLIST, &item,
                                      "%s: layer %llu is in both %s and %s; each layer belongs to "
                                      "exactly one",
-                                     what, (unsigned long long)n, other_key, key);
+                                     what, (unsigned long long)n, other_key, list_name);
         *slot = kind;
     }
     return KVSHARD_OK;
