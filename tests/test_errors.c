@@ -76,6 +76,7 @@ static const int file_codes[] = {
     KVSHARD_ELAYERTYPE,   KVSHARD_ELAYERCOUNT,  KVSHARD_ELAYERLIST, KVSHARD_EIO,
     KVSHARD_EWORLD,       KVSHARD_ESPLIT,       KVSHARD_ESPLITCP,   KVSHARD_EKVHEADS,
     KVSHARD_ELINEARHEADS, KVSHARD_ENOBLOCK,     KVSHARD_EOVERFLOW,  KVSHARD_EPARALLEL,
+    KVSHARD_EPROFILE,     KVSHARD_EUNSUPPORTED,
 };
 
 /* ---- EXPECTED ---------------------------------------------------------------- */
@@ -88,6 +89,7 @@ typedef struct golden {
     char source[200]; /* required suffix of err.source; "" = invalid/NAME */
     bool has_offset;
     size_t offset;
+    char message[256]; /* text the message must contain */
 } golden;
 
 static size_t read_expected(golden *cases, size_t cap)
@@ -107,6 +109,14 @@ static size_t read_expected(golden *cases, size_t cap)
         assert_true(n < cap);
         golden *g = &cases[n];
         memset(g, 0, sizeof *g);
+        char *bar = strstr(p, " | ");
+        if (!bar) {
+            print_error("EXPECTED:%d: no \" | MESSAGE\" in \"%s\"\n", lineno, p);
+            fail();
+        }
+        *bar = '\0';
+        snprintf(g->message, sizeof g->message, "%s", bar + 3);
+        g->message[strcspn(g->message, "\n")] = '\0';
         char code[64];
         int used = 0;
         if (sscanf(p, "%127s %63s %d %d%n", g->name, code, &g->line, &g->column, &used) != 4 ||
@@ -196,12 +206,13 @@ static bool run_case(const golden *g, const char *path, const char *text, size_t
         snprintf(want_source, sizeof want_source, "invalid/%s", g->name);
     bool ok = rc == g->code && err.code == g->code && err.line == g->line &&
               err.column == g->column && ends_with(err.source, want_source) &&
-              err.message[0] != '\0' && untouched && (!g->has_offset || err.offset == g->offset);
+              strstr(err.message, g->message) != NULL && untouched &&
+              (!g->has_offset || err.offset == g->offset);
     if (!ok)
-        print_error("%s (%s): expected %s at %d:%d in ...%s%s; got %s (err.code %s) at %d:%d "
-                    "offset %zu in %s: %s%s\n",
+        print_error("%s (%s): expected %s at %d:%d in ...%s%s saying \"%s\"; got %s (err.code "
+                    "%s) at %d:%d offset %zu in %s: %s%s\n",
                     g->name, text ? "string" : "file", code_name(g->code), g->line, g->column,
-                    want_source, g->has_offset ? " (with offset)" : "", code_name(rc),
+                    want_source, g->has_offset ? " (with offset)" : "", g->message, code_name(rc),
                     code_name(err.code), err.line, err.column, err.offset, err.source,
                     err.message, untouched ? "" : " [output was written]");
     return ok;

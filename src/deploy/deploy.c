@@ -3,6 +3,7 @@
 
 #include "base/abi.h"
 #include "model/load.h"
+#include "plan/plan.h"
 #include "text/file.h"
 
 #include <stdio.h>
@@ -327,6 +328,8 @@ static const kvshard__option_id *blame_list(int code)
                                                   KVSHARD__OPT_STATE_SLOTS, KVSHARD__OPT_COUNT};
     static const kvshard__option_id overflow[] = {KVSHARD__OPT_BLOCK_SIZE, KVSHARD__OPT_COUNT};
     static const kvshard__option_id profile[] = {KVSHARD__OPT_ENGINE, KVSHARD__OPT_COUNT};
+    static const kvshard__option_id device[] = {KVSHARD__OPT_DEVICE_FREE, KVSHARD__OPT_DEVICE_TOTAL,
+                                                KVSHARD__OPT_COUNT};
     static const kvshard__option_id limit[] = {KVSHARD__OPT_WORLD_SIZE, KVSHARD__OPT_SPLIT_SIZE,
                                                KVSHARD__OPT_COUNT};
     switch (code) {
@@ -337,6 +340,7 @@ static const kvshard__option_id *blame_list(int code)
     case KVSHARD_EOVERFLOW: return overflow;
     case KVSHARD_EPROFILE: return profile;
     case KVSHARD_ELIMIT: return limit;
+    case KVSHARD_EMISSING: return device;
     default: return NULL;
     }
 }
@@ -344,11 +348,17 @@ static const kvshard__option_id *blame_list(int code)
 /* Point a planning error about an option at where the option was set: an
  * override first, since it changed what the file said, then the file. Errors
  * that already name a source (the model file) stay where they are. */
-static int locate_option_error(const kvshard_deployment *deployment, int rc, kvshard_error *err)
+static int locate_option_error(const kvshard_deployment *deployment, int rc, int option,
+                               kvshard_error *err)
 {
     const kvshard__option_id *blame = blame_list(rc);
     if (!err || !blame || err->source[0] != '\0')
         return rc;
+    if (option != KVSHARD__OPT_COUNT && deployment->sites[option].set) {
+        const kvshard__option_site *site = &deployment->sites[option];
+        kvshard__error_locate(err, site->source, site->mark);
+        return rc;
+    }
     for (int pass = 0; pass < 2; pass++) {
         for (const kvshard__option_id *b = blame; *b != KVSHARD__OPT_COUNT; b++) {
             const kvshard__option_site *site = &deployment->sites[*b];
@@ -370,9 +380,10 @@ int kvshard_deployment_plan(kvshard_plan **out, const kvshard_deployment *deploy
         return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
                              "deployment must not be NULL");
     }
-    int rc =
-        kvshard_plan_create(out, deployment->model, &deployment->options, &deployment->alloc, err);
-    return locate_option_error(deployment, rc, err);
+    int blame;
+    int rc = kvshard__plan_create(out, deployment->model, &deployment->options, &deployment->alloc,
+                                  &blame, err);
+    return locate_option_error(deployment, rc, blame, err);
 }
 
 int kvshard_deployment_compare(kvshard_comparison **out, const kvshard_deployment *deployment,
@@ -383,7 +394,8 @@ int kvshard_deployment_compare(kvshard_comparison **out, const kvshard_deploymen
         return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
                              "deployment must not be NULL");
     }
-    int rc = kvshard_comparison_create(out, deployment->model, &deployment->options,
-                                       &deployment->alloc, err);
-    return locate_option_error(deployment, rc, err);
+    int blame;
+    int rc = kvshard__comparison_create(out, deployment->model, &deployment->options,
+                                        &deployment->alloc, &blame, err);
+    return locate_option_error(deployment, rc, blame, err);
 }

@@ -193,6 +193,15 @@ int kvshard_comparison_create(kvshard_comparison **out, const kvshard_model *mod
                               const kvshard_options *options, const kvshard_allocator *allocator,
                               kvshard_error *err)
 {
+    int blame;
+    return kvshard__comparison_create(out, model, options, allocator, &blame, err);
+}
+
+int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *model,
+                               const kvshard_options *options, const kvshard_allocator *allocator,
+                               int *blame, kvshard_error *err)
+{
+    *blame = KVSHARD__OPT_COUNT;
     kvshard__error_reset(err);
     if (!out || !model)
         return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
@@ -216,7 +225,7 @@ int kvshard_comparison_create(kvshard_comparison **out, const kvshard_model *mod
     uint32_t T = 0, S = 0;
     kvshard_error base_err;
     kvshard__error_reset(&base_err);
-    rc = kvshard__plan_validate(&T, &S, model, &w.base, &base_err);
+    rc = kvshard__plan_validate(&T, &S, model, &w.base, blame, &base_err);
     if (rc == KVSHARD_ELIMIT) /* only the unsplit rows pass the limit */
         T = kvshard__attn_tp_size(&w.base);
     else if (rc) {
@@ -271,7 +280,8 @@ int kvshard_comparison_create(kvshard_comparison **out, const kvshard_model *mod
             kvshard_error row_err;
             kvshard__error_reset(&row_err);
             uint32_t row_tp, row_split;
-            rc = kvshard__plan_validate(&row_tp, &row_split, model, &o, &row_err);
+            int row_blame;
+            rc = kvshard__plan_validate(&row_tp, &row_split, model, &o, &row_blame, &row_err);
             if (rc == KVSHARD_OK)
                 rc = fill_row(row, &w, &o, row_split, &row_err);
             if (rc == KVSHARD_ENOMEM) {

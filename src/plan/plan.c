@@ -44,31 +44,35 @@ static int check_state(const kvshard_model *model, uint32_t T, kvshard_error *er
 /* The xllm profile covers full-attention and linear layers, the one scratch
  * layer the engine keeps, and splits inside one KV head's replicas. */
 static int check_profile(const kvshard_model *model, const kvshard_options *o, uint32_t R,
-                         uint32_t S, kvshard_error *err)
+                         uint32_t S, int *blame, kvshard_error *err)
 {
     const kvshard__model_info *m = &model->info;
     if (o->engine != KVSHARD_ENGINE_XLLM)
         return KVSHARD_OK;
+    *blame = KVSHARD__OPT_ENGINE;
     if (m->num_sliding + m->num_hybrid + m->num_no_cache > 0)
         return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
                              "the xllm profile plans full-attention and linear layers only; this "
                              "model has %u sliding-window, %u hybrid and %u no-cache layers",
                              m->num_sliding, m->num_hybrid, m->num_no_cache);
+    *blame = KVSHARD__OPT_SCRATCH_LAYERS;
     if (o->scratch_layers != 1)
         return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
                              "the xllm profile keeps one scratch layer; scratch_layers is %u",
                              o->scratch_layers);
+    *blame = KVSHARD__OPT_SPLIT_SIZE;
     if (S > 1 && R % S != 0)
         return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
                              "the xllm profile needs a split that divides the KV replication: "
                              "layerwise_split_size %u, replication factor %u (the engine sizes "
                              "an owner's KV with its own heads)",
                              S, R);
+    *blame = KVSHARD__OPT_COUNT;
     return KVSHARD_OK;
 }
 
 int kvshard__plan_validate(uint32_t *out_tp, uint32_t *out_split, const kvshard_model *model,
-                           const kvshard_options *o, kvshard_error *err)
+                           const kvshard_options *o, int *blame, kvshard_error *err)
 {
     uint32_t T = kvshard__attn_tp_size(o);
     if (T == 0)
@@ -97,7 +101,7 @@ int kvshard__plan_validate(uint32_t *out_tp, uint32_t *out_split, const kvshard_
                              kv->key ? kv->key : "num_key_value_heads", H, T);
     int rc = check_state(model, T, err);
     if (rc == KVSHARD_OK)
-        rc = check_profile(model, o, kvshard__replication_factor(m, T), S_eff, err);
+        rc = check_profile(model, o, kvshard__replication_factor(m, T), S_eff, blame, err);
     if (rc)
         return rc;
     uint64_t entries = (uint64_t)(T / S_eff) * kvshard__num_kv_layers(m);
@@ -418,7 +422,7 @@ static int compute_uniform(kvshard_plan *p, uint64_t memory, bool has_memory, kv
     return rc;
 }
 
-static int compute_memory(kvshard_plan *p, kvshard_error *err)
+static int compute_memory(kvshard_plan *p, int *blame, kvshard_error *err)
 {
     kvshard__memory_inputs in = kvshard__plan_memory_inputs(p);
     uint64_t own = 0;
@@ -458,6 +462,8 @@ static int compute_memory(kvshard_plan *p, kvshard_error *err)
                                        o->context_length,
                                        KVSHARD_ALL_RANKS};
         rc = kvshard__capacity_compute(&c, blocks, &ci, err);
+        if (rc == KVSHARD_EPROFILE) /* the only profile error of the capacity */
+            *blame = KVSHARD__OPT_STATE_SLOTS;
         for (uint32_t r = 0; rc == KVSHARD_OK && r < p->tp; r++) {
             bool counted = o->engine == KVSHARD_ENGINE_XLLM ? c.has_num_blocks
                                                             : p->ranks[r].bytes_per_block > 0;
@@ -491,10 +497,11 @@ static int compute_memory(kvshard_plan *p, kvshard_error *err)
     return compute_uniform(p, memory, has_memory, err);
 }
 
-int kvshard_plan_create(kvshard_plan **out, const kvshard_model *model,
-                        const kvshard_options *options, const kvshard_allocator *allocator,
-                        kvshard_error *err)
+int kvshard__plan_create(kvshard_plan **out, const kvshard_model *model,
+                         const kvshard_options *options, const kvshard_allocator *allocator,
+                         int *blame, kvshard_error *err)
 {
+    *blame = KVSHARD__OPT_COUNT;
     kvshard__error_reset(err);
     if (!out || !model)
         return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
@@ -509,7 +516,7 @@ int kvshard_plan_create(kvshard_plan **out, const kvshard_model *model,
         return rc;
     kvshard_options o = kvshard__options_settle(given);
     uint32_t T = 0, S = 0;
-    if ((rc = kvshard__plan_validate(&T, &S, model, &o, err)) != 0)
+    if ((rc = kvshard__plan_validate(&T, &S, model, &o, blame, err)) != 0)
         return rc;
 
     kvshard_allocator a = kvshard__allocator_or_default(allocator);
@@ -546,7 +553,7 @@ int kvshard_plan_create(kvshard_plan **out, const kvshard_model *model,
     }
     memcpy(p->kinds, model->kinds, L);
     assign_owners(p);
-    if ((rc = compute_memory(p, err)) != 0) {
+    if ((rc = compute_memory(p, blame, err)) != 0) {
         kvshard_plan_free(p);
         return rc;
     }
@@ -554,6 +561,14 @@ int kvshard_plan_create(kvshard_plan **out, const kvshard_model *model,
     compute_digests(p);
     *out = p;
     return KVSHARD_OK;
+}
+
+int kvshard_plan_create(kvshard_plan **out, const kvshard_model *model,
+                        const kvshard_options *options, const kvshard_allocator *allocator,
+                        kvshard_error *err)
+{
+    int blame;
+    return kvshard__plan_create(out, model, options, allocator, &blame, err);
 }
 
 /* ---- queries ------------------------------------------------------------------------ */

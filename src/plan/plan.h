@@ -46,9 +46,21 @@ struct kvshard_plan {
 
 /* Validate settled options against a model: T and S_eff into the outputs,
  * or the first error (EWORLD, ESPLIT, ESPLITCP, EKVHEADS, ELINEARHEADS,
- * EPROFILE, ELIMIT). */
+ * EPROFILE, ELIMIT), with *blame set to the option it is about when its
+ * code alone does not tell (a kvshard__option_id). */
 int kvshard__plan_validate(uint32_t *out_tp, uint32_t *out_split, const kvshard_model *model,
-                           const kvshard_options *options, kvshard_error *err);
+                           const kvshard_options *options, int *blame, kvshard_error *err);
+
+/* kvshard_plan_create, telling which option an error is about: *blame is a
+ * kvshard__option_id, or KVSHARD__OPT_COUNT when the kind of error decides. */
+int kvshard__plan_create(kvshard_plan **out, const kvshard_model *model,
+                         const kvshard_options *options, const kvshard_allocator *allocator,
+                         int *blame, kvshard_error *err);
+
+/* kvshard_comparison_create, with *blame as for kvshard__plan_create. */
+int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *model,
+                               const kvshard_options *options, const kvshard_allocator *allocator,
+                               int *blame, kvshard_error *err);
 
 /* What the warnings are worked out from, so that a comparison row gets the
  * same ones as its plan. */
