@@ -135,19 +135,6 @@ static void test_sliding_window(void **state)
 
 /* A context length without memory is not an error: both figures are null
  * and the text says what is missing. */
-static int append(void *user, const char *data, size_t len)
-{
-    char **buf = user;
-    size_t old = *buf ? strlen(*buf) : 0;
-    char *grown = realloc(*buf, old + len + 1);
-    if (!grown)
-        return -1;
-    memcpy(grown + old, data, len);
-    grown[old + len] = '\0';
-    *buf = grown;
-    return 0;
-}
-
 static void test_context_without_memory(void **state)
 {
     (void)state;
@@ -164,7 +151,7 @@ static void test_context_without_memory(void **state)
                                  "\"balanced_max_seqs\": null"));
     free(json);
     char *text = NULL;
-    assert_int_equal(kvshard_plan_write_text(p, append, &text), KVSHARD_OK);
+    assert_int_equal(kvshard_plan_write_text(p, tu_append, &text), KVSHARD_OK);
     assert_non_null(strstr(text, "context    at 32,768 tokens: give memory_per_rank for the "
                                  "sequences that run at once\n"));
     free(text);
@@ -181,7 +168,7 @@ static void test_text_answer(void **state)
     o.context_length = 32768;
     kvshard_plan *p = tu_plan(m, &o);
     char *text = NULL;
-    assert_int_equal(kvshard_plan_write_text(p, append, &text), KVSHARD_OK);
+    assert_int_equal(kvshard_plan_write_text(p, tu_append, &text), KVSHARD_OK);
     assert_non_null(strstr(text, "context    at 32,768 tokens: 96 sequences at once (max_seqs 128 "
                                  "reserves state for 32 that cannot run; balanced max_seqs 98)\n"));
     free(text);
@@ -266,7 +253,7 @@ static void test_compare_with_context(void **state)
     }
     assert_int_equal(kvshard_comparison_recommended(cmp), 3);
     char *text = NULL;
-    assert_int_equal(kvshard_comparison_write_text(cmp, append, &text), KVSHARD_OK);
+    assert_int_equal(kvshard_comparison_write_text(cmp, tu_append, &text), KVSHARD_OK);
     assert_non_null(strstr(text, "running  balanced"));
     assert_non_null(strstr(text, "recommended: --enable_layerwise_split=true "
                                  "--layerwise_split_size=2 --ownership=ordinal --max_seqs=98\n"));

@@ -85,6 +85,19 @@ static int append(void *user, const char *data, size_t len)
     return 0;
 }
 
+int tu_append(void *user, const char *data, size_t len)
+{
+    char **text = user;
+    size_t old = *text ? strlen(*text) : 0;
+    char *grown = realloc(*text, old + len + 1);
+    if (!grown)
+        return -1;
+    memcpy(grown + old, data, len);
+    grown[old + len] = '\0';
+    *text = grown;
+    return 0;
+}
+
 char *tu_plan_json(const kvshard_plan *plan)
 {
     buffer b = {NULL, 0};

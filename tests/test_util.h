@@ -25,6 +25,10 @@ kvshard_model *tu_load_example_model(const char *name);
 kvshard_model *tu_load_model_text(const char *text);
 /* Build a plan; the test fails if it cannot be built. */
 kvshard_plan *tu_plan(const kvshard_model *model, const kvshard_options *options);
+/* A kvshard_write_fn that appends to a malloc'd NUL-terminated string;
+ * `user` is a char ** that starts NULL. */
+int tu_append(void *user, const char *data, size_t len);
+
 /* The plan's JSON as a NUL-terminated malloc'd string. */
 char *tu_plan_json(const kvshard_plan *plan);
 

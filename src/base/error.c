@@ -186,8 +186,15 @@ int kvshard__vfail(kvshard_error *err, int code, const char *source, kvshard__ma
     char raw[KVSHARD_ERROR_MESSAGE_MAX];
     int n = vsnprintf(raw, sizeof raw, fmt, ap);
     size_t len = n < 0 ? 0 : (size_t)n < sizeof raw ? (size_t)n : sizeof raw - 1;
-    /* vsnprintf may have cut a character; kvshard__escape shows the cut
-     * bytes escaped, and stops at the buffer's end between characters. */
+    if (n >= 0 && (size_t)n >= sizeof raw) {
+        /* vsnprintf cut the text: drop a character it cut in half. */
+        size_t start = len;
+        while (start > 0 && len - start < 4 && ((unsigned char)raw[start - 1] & 0xC0) == 0x80)
+            start--;
+        if (start > 0 && (unsigned char)raw[start - 1] >= 0xC0 &&
+            kvshard__utf8_char((const unsigned char *)raw + start - 1, len - start + 1) == 0)
+            len = start - 1;
+    }
     kvshard__escape(err->message, sizeof err->message, raw, len);
     return code;
 }
