@@ -1,9 +1,11 @@
 /* The kvshard command line: output, flags, exit status and error positions. */
+#define _POSIX_C_SOURCE 200809L /* mkstemp */
 #include "test_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define EXAMPLE KVSHARD_EXAMPLES "/qwen3_5_35b_a3b_tp4.yaml"
 #define NEXT_MODEL KVSHARD_EXAMPLES "/models/qwen3_next_80b_a3b.json"
@@ -379,6 +381,128 @@ static void test_usage_errors(void **state)
     run_free(&r);
 }
 
+
+/* ---- failed writes ---------------------------------------------------------------------- */
+
+/* Run a shell command line (sh -c); ARGS is a printf format. */
+static run_result shell(const char *fmt, ...) CLI_PRINTF;
+
+static run_result shell(const char *fmt, ...)
+{
+    char line[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    char command[4200];
+    snprintf(command, sizeof command, "bash -c '%s'", line);
+    run_result r;
+    r.status = tu_run(command, &r.out, &r.err);
+    return r;
+}
+
+/* A full disk is an error for every output, --help and --version included:
+ * exit 1 with the system's reason. */
+static void test_write_to_full_disk(void **state)
+{
+    (void)state;
+    static const char *const commands[] = {"plan \"%s\" --format=json", "plan \"%s\"",
+                                           "compare \"%s\"", "--help", "--version"};
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        char args[512];
+        snprintf(args, sizeof args, commands[i], EXAMPLE);
+        run_result r = shell("\"%s\" %s >/dev/full", KVSHARD_CLI, args);
+        if (r.status != 1)
+            print_error("%s: exit %d, stderr %s\n", args, r.status, r.err);
+        assert_int_equal(r.status, 1);
+        assert_string_equal(r.err, "kvshard: cannot write to standard output: No space left on "
+                                   "device\n");
+        run_free(&r);
+    }
+}
+
+/* With SIGPIPE ignored, a reader that goes away stops the output at the
+ * next write, and the CLI says why: a 10^5-layer plan (several MB of JSON)
+ * into `head -c 1`. */
+static void test_closed_pipe(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/kvshard_pipe_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    const char *config = "{num_hidden_layers: 100000, num_attention_heads: 8, head_dim: 8}\n";
+    assert_int_equal(write(fd, config, strlen(config)), (ssize_t)strlen(config));
+    close(fd);
+    run_result r = shell("trap \"\" PIPE; \"%s\" plan %s --format=json | head -c 1 >/dev/null; "
+                         "exit ${PIPESTATUS[0]}",
+                         KVSHARD_CLI, path);
+    assert_int_equal(r.status, 1);
+    assert_string_equal(r.err, "kvshard: cannot write to standard output: Broken pipe\n");
+    run_free(&r);
+    unlink(path);
+}
+
+/* ---- engine profiles and flag files -------------------------------------------------------- */
+
+static void test_xllm_profile(void **state)
+{
+    (void)state;
+    run_result r = cli("plan \"%s/models/qwen3_5_35b_a3b.json\" --world_size=4 --engine=xllm "
+                       "--memory_per_rank=20GiB",
+                       KVSHARD_EXAMPLES);
+    assert_int_equal(r.status, 0);
+    assert_contains(r.out, "capacity   xllm profile: budget 20.00 GiB per rank; 631 state slots "
+                           "(9.46 GiB), 8,634 blocks of 128 tokens = 1,105,152 tokens\n");
+    assert_contains(r.out, "the engine logs blocks: 8634, linear_blocks: 631; usable after "
+                           "padding: 8,633 blocks, 630 state slots\n");
+    run_free(&r);
+    r = cli("plan \"%s\" --engine=xllm", EXAMPLE);
+    assert_int_equal(r.status, 0);
+    assert_contains(r.out, "631 state slots (9.46 GiB), 115,127 blocks of 16 tokens");
+    run_free(&r);
+    /* The kvshard profile's figures of the same file are unchanged. */
+    r = cli("plan \"%s\"", EXAMPLE);
+    assert_contains(r.out, "197,493 blocks = 3,159,888 tokens");
+    run_free(&r);
+}
+
+static void test_flagfile_errors(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/kvshard_flags_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    const char *flags = "# engine flags\n--world_size=4\n   --block_size=big\n";
+    assert_int_equal(write(fd, flags, strlen(flags)), (ssize_t)strlen(flags));
+    close(fd);
+    run_result r = cli("plan \"%s\" --flagfile=%s", EXAMPLE, path);
+    assert_int_equal(r.status, 2);
+    char want[256];
+    snprintf(want, sizeof want, "kvshard: %s:3:4: block_size: expected an integer", path);
+    assert_true(starts_with(r.err, want));
+    assert_string_equal(r.out, "");
+    run_free(&r);
+    unlink(path);
+}
+
+/* Hybrid layers (H<n>), no-cache layers (.) and the contiguous rule in the
+ * text layer map. */
+static void test_layer_map_glyphs(void **state)
+{
+    (void)state;
+    run_result r = cli("plan \"%s/falcon_h1_34b_tp8.yaml\"", KVSHARD_EXAMPLES);
+    assert_int_equal(r.status, 0);
+    /* 72 layers, contiguous over 2: layers 0-35 on split rank 0. */
+    assert_contains(r.out, "     0 | H0 H0 H0 H0 H0 H0 H0 H0 H0 H0\n");
+    assert_contains(r.out, "    30 | H0 H0 H0 H0 H0 H0 H1 H1 H1 H1\n");
+    assert_contains(r.out, ". no cache)");
+    run_free(&r);
+    r = cli("plan \"%s/nemotron_h_8b_tp4.yaml\"", KVSHARD_EXAMPLES);
+    assert_int_equal(r.status, 0);
+    assert_contains(r.out, "     0 | L  .  L  .  L  .  L  F* .  L\n");
+    run_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -390,6 +514,11 @@ int main(void)
         cmocka_unit_test(test_compare),
         cmocka_unit_test(test_invalid_input_position),
         cmocka_unit_test(test_usage_errors),
+        cmocka_unit_test(test_write_to_full_disk),
+        cmocka_unit_test(test_closed_pipe),
+        cmocka_unit_test(test_xllm_profile),
+        cmocka_unit_test(test_flagfile_errors),
+        cmocka_unit_test(test_layer_map_glyphs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
