@@ -6,11 +6,13 @@
  * with tensor parallelism innermost, so the attention TP rank is
  * RANK % attn_tp_size (every data/context-parallel replica has the same plan).
  *
- * The program loads the deployment, builds the plan, reports its warnings
- * (--werror makes any warning fatal), then allocates what the rank's KV cache
- * needs: one buffer per full-attention layer the rank stores, a scratch
- * buffer, a draft-layer buffer and the per-sequence state of the linear and
- * sliding-window layers. To run on a machine without accelerator memory the
+ * The program loads the deployment, builds the plan, logs the rank's line,
+ * reports the warnings (--werror makes any warning fatal), then allocates
+ * what the rank's cache needs, layer by layer as kvshard_plan_layer_storage()
+ * describes it: a KV buffer for each KV layer the rank stores (its slot, its
+ * heads and bytes per token), a state buffer for each linear or hybrid layer
+ * and a window for each sliding layer, then scratch and draft buffers. To run
+ * on a machine without accelerator memory the
  * allocations are scaled down to at most DEMO_BLOCKS KV blocks and DEMO_SEQS
  * sequences; the full-size figures are printed next to them.
  *
@@ -120,8 +122,8 @@ int main(int argc, char **argv)
         kvshard_deployment_free(deployment);
         return EXIT_INVALID;
     }
-    kvshard_options options = KVSHARD_OPTIONS_INIT;
-    kvshard_deployment_options(&options, deployment);
+    kvshard_options options = KVSHARD_OPTIONS_INIT; /* settled: block_size, max_seqs set */
+    kvshard_plan_options(&options, plan);
     kvshard_deployment_free(deployment); /* the plan keeps what it needs */
 
     int status = 0;
@@ -133,13 +135,9 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     const uint32_t tp_rank = rank % T;
-    uint32_t split_rank = 0, split_group = 0;
-    kvshard_plan_split_position(&split_rank, &split_group, plan, tp_rank);
-    printf("rank %" PRIu32 ": kvshard %s, %s, tp_rank %" PRIu32 " of %" PRIu32
-           ", split group %" PRIu32 ", split rank %" PRIu32 " of %" PRIu32 "\n",
-           rank, kvshard_version(), path, tp_rank, T, split_group, split_rank,
-           kvshard_plan_effective_split_size(plan));
-    printf("rank %" PRIu32 ": plan digest %016" PRIx64 "\n", rank, kvshard_plan_digest(plan));
+    char line[512];
+    kvshard_plan_describe_rank(line, sizeof line, plan, tp_rank);
+    printf("rank %" PRIu32 ": %s\n", rank, line);
 
     /* 2. Warnings: printed; fatal with --werror. */
     size_t nwarn = kvshard_plan_warning_count(plan);
@@ -147,8 +145,7 @@ int main(int argc, char **argv)
         kvshard_warning_code code;
         const char *message;
         if (kvshard_plan_warning(&code, &message, plan, i) == KVSHARD_OK)
-            printf("rank %" PRIu32 ": warning %s: %s\n", rank, kvshard_warning_name(code),
-                   message);
+            printf("rank %" PRIu32 ": warning %s: %s\n", rank, kvshard_warning_name(code), message);
     }
     if (werror && nwarn > 0) {
         fprintf(stderr, "engine_init: %zu plan warning(s) and --werror\n", nwarn);
@@ -156,97 +153,74 @@ int main(int argc, char **argv)
         return EXIT_INVALID;
     }
 
-    /* 3. What this rank stores. */
-    const uint32_t *layers = NULL;
-    size_t owned = 0;
-    kvshard_plan_rank_layers(&layers, &owned, plan, tp_rank);
+    /* 3. The blocks every rank allocates (the common minimum), scaled down. */
     kvshard_rank_memory mem = KVSHARD_RANK_MEMORY_INIT;
     kvshard_plan_rank_memory(&mem, plan, tp_rank);
     kvshard_capacity cap = KVSHARD_CAPACITY_INIT;
     kvshard_plan_capacity(&cap, plan);
-
-    printf("rank %" PRIu32 ": stores the KV of %zu full-attention layer(s):", rank, owned);
-    for (size_t i = 0; i < owned; i++)
-        printf(" %" PRIu32, layers[i]);
-    printf("\n");
-
-    /* Every stored layer has the same per-token size on one rank. */
-    uint64_t layer_bytes_per_token = owned ? mem.kv_bytes_per_token / owned : 0;
-    if (owned && layer_bytes_per_token * owned != mem.kv_bytes_per_token) {
-        fprintf(stderr,
-                "engine_init: kv_bytes_per_token %" PRIu64 " is not a multiple of %zu layers\n",
-                mem.kv_bytes_per_token, owned);
-        kvshard_plan_free(plan);
-        return EXIT_INVALID;
-    }
-
-    /* All ranks allocate the same block count: the capacity's minimum. */
     uint64_t full_blocks = cap.has_num_blocks ? cap.num_blocks : 0;
     uint64_t blocks = cap.has_num_blocks && full_blocks < DEMO_BLOCKS ? full_blocks : DEMO_BLOCKS;
     uint64_t seqs = options.max_seqs < DEMO_SEQS ? options.max_seqs : DEMO_SEQS;
     const uint64_t bs = cap.block_size;
-    if (cap.has_num_blocks)
-        printf("rank %" PRIu32 ": capacity %" PRIu64 " blocks x %" PRIu64 " tokens; allocating "
-               "%" PRIu64 " blocks and state for %" PRIu64 " of %" PRIu32
-               " sequences (scaled down for a CPU-only host)\n",
-               rank, full_blocks, bs, blocks, seqs, options.max_seqs);
-    else
-        printf("rank %" PRIu32 ": no memory_per_rank, so no capacity; allocating %" PRIu64
-               " blocks of %" PRIu64 " tokens and state for %" PRIu64 " sequences\n",
-               rank, blocks, bs, seqs);
+    printf("rank %" PRIu32 ": %" PRIu64 " blocks of %" PRIu64
+           " tokens in the plan; allocating %" PRIu64 " blocks and state for %" PRIu64
+           " of %" PRIu32 " sequences (scaled down)\n",
+           rank, full_blocks, bs, blocks, seqs, options.max_seqs);
 
-    int overflow = 0, failed = 0;
-    uint64_t layer_bytes = mul3(blocks, bs, layer_bytes_per_token, &overflow);
-    uint64_t layer_full = mul3(full_blocks, bs, layer_bytes_per_token, &overflow);
+    /* 4. Allocate layer by layer: no arithmetic of the engine's own, the
+     * storage query says what this rank holds of each layer. */
+    const uint32_t L = kvshard_plan_num_layers(plan);
+    void **buffers = calloc(L, sizeof *buffers);
+    int overflow = 0, failed = buffers == NULL;
+    uint64_t total = 0;
+    size_t kv_buffers = 0, state_buffers = 0;
+    for (uint32_t layer = 0; layer < L && !failed && !overflow; layer++) {
+        kvshard_layer_storage st = KVSHARD_LAYER_STORAGE_INIT;
+        kvshard_plan_layer_storage(&st, plan, tp_rank, layer);
+        uint64_t bytes = 0;
+        if (st.stores_kv) {
+            bytes = mul3(blocks, bs, st.kv_bytes_per_token, &overflow);
+            printf("rank %" PRIu32 ": layer %3" PRIu32 "  KV slot %2" PRId32 "  heads %" PRIu32
+                   "+%" PRIu32 "  %6" PRIu64 " B/token  %8.2f MiB (full size %.2f GiB)\n",
+                   rank, layer, st.kv_slot, st.kv_head_first, st.kv_head_count,
+                   st.kv_bytes_per_token, mib(bytes),
+                   gib(mul3(full_blocks, bs, st.kv_bytes_per_token, &overflow)));
+            kv_buffers++;
+        }
+        if (st.state_bytes_per_seq) {
+            bytes += mul3(seqs, st.state_bytes_per_seq, 1, &overflow);
+            state_buffers++;
+        }
+        buffers[layer] = overflow ? NULL : alloc_buffer(bytes, &failed);
+        total += bytes;
+    }
     uint64_t scratch_bytes = mul3(blocks, bs, mem.scratch_bytes_per_token, &overflow);
     uint64_t draft_bytes = mul3(blocks, bs, mem.draft_bytes_per_token, &overflow);
-    uint64_t state_bytes = mul3(seqs, mem.state_bytes_per_seq, 1, &overflow);
     if (overflow) {
         fprintf(stderr, "engine_init: a buffer size does not fit in 64 bits\n");
-        kvshard_plan_free(plan);
-        return EXIT_INVALID;
+        status = EXIT_INVALID;
     }
-
-    /* 4. Allocate: one KV buffer per stored layer, then scratch, draft, state. */
-    void **kv = owned ? calloc(owned, sizeof *kv) : NULL;
-    if (owned && !kv)
-        failed = 1;
-    uint64_t total = 0;
-    for (size_t i = 0; i < owned && !failed; i++) {
-        kv[i] = alloc_buffer(layer_bytes, &failed);
-        if (failed)
-            break;
-        total += layer_bytes;
-        printf("rank %" PRIu32 ": layer %3" PRIu32 "  KV buffer %8.2f MiB  (%" PRIu64
-               " B/token; full size %.2f GiB)\n",
-               rank, layers[i], mib(layer_bytes), layer_bytes_per_token, gib(layer_full));
-    }
-    void *scratch = failed ? NULL : alloc_buffer(scratch_bytes, &failed);
-    void *draft = failed ? NULL : alloc_buffer(draft_bytes, &failed);
-    void *state = failed ? NULL : alloc_buffer(state_bytes, &failed);
+    void *scratch = failed || overflow ? NULL : alloc_buffer(scratch_bytes, &failed);
+    void *draft = failed || overflow ? NULL : alloc_buffer(draft_bytes, &failed);
     if (failed) {
         fprintf(stderr, "engine_init: out of host memory\n");
         status = EXIT_NOMEM;
-    } else {
-        total += scratch_bytes + draft_bytes + state_bytes;
-        printf("rank %" PRIu32 ": scratch buffer %8.2f MiB  (%" PRIu64 " B/token)\n", rank,
-               mib(scratch_bytes), mem.scratch_bytes_per_token);
-        if (draft_bytes)
-            printf("rank %" PRIu32 ": draft buffer   %8.2f MiB  (%" PRIu64 " B/token)\n", rank,
-                   mib(draft_bytes), mem.draft_bytes_per_token);
-        printf("rank %" PRIu32 ": state buffer   %8.2f MiB  (%" PRIu64 " B/sequence)\n", rank,
-               mib(state_bytes), mem.state_bytes_per_seq);
-        printf("rank %" PRIu32 ": allocated %.2f MiB in %zu KV buffer(s) + scratch + draft + "
-               "state; bytes per block %" PRIu64 "\n",
-               rank, mib(total), owned, mem.bytes_per_block);
+    } else if (!overflow) {
+        total += scratch_bytes + draft_bytes;
+        printf("rank %" PRIu32 ": scratch %.2f MiB (%" PRIu64 " B/token), draft %.2f MiB (%" PRIu64
+               " B/token)\n",
+               rank, mib(scratch_bytes), mem.scratch_bytes_per_token, mib(draft_bytes),
+               mem.draft_bytes_per_token);
+        printf("rank %" PRIu32 ": allocated %.2f MiB: %zu KV buffer(s), %zu layer(s) with "
+               "per-sequence state (%" PRIu64 " B/sequence in all), scratch, draft\n",
+               rank, mib(total), kv_buffers, state_buffers, mem.state_bytes_per_seq);
     }
 
-    for (size_t i = 0; kv && i < owned; i++)
-        free(kv[i]);
-    free(kv);
+    for (uint32_t layer = 0; buffers && layer < L; layer++)
+        free(buffers[layer]);
+    free(buffers);
     free(scratch);
     free(draft);
-    free(state);
     kvshard_plan_free(plan);
     return status;
 }
