@@ -42,7 +42,7 @@ int main(void)
     memset(&err, 0, sizeof err);
     check(options.size == sizeof options, "KVSHARD_OPTIONS_INIT sets size");
     check(load.size == sizeof load, "KVSHARD_LOAD_OPTIONS_INIT sets size");
-    check(kvshard_options_set(&options, "world_size", "8", &err) == KVSHARD_OK,
+    check(kvshard_options_set(&options, "world_size", "8", NULL, &err) == KVSHARD_OK,
           "kvshard_options_set(world_size)");
     check(options.world_size == 8, "world_size is 8");
     check(strcmp(kvshard_strerror(KVSHARD_OK), "") != 0, "kvshard_strerror(0) names success");

@@ -26,7 +26,7 @@ int main()
         std::fprintf(stderr, "FAIL: initialiser macros\n");
         failures++;
     }
-    if (kvshard_options_set(&options, "ownership", "global", &err) != KVSHARD_OK ||
+    if (kvshard_options_set(&options, "ownership", "global", nullptr, &err) != KVSHARD_OK ||
         options.ownership != KVSHARD_OWNERSHIP_GLOBAL) {
         std::fprintf(stderr, "FAIL: kvshard_options_set(ownership): %s\n", err.message);
         failures++;
