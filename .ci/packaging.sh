@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Packaging checks: build and install kvshard into a temporary prefix, then
 # build and run what a downstream user would, against that prefix only:
-#   - tests/consumers/cmake      find_package(kvshard) -> kvshard::kvshard(_static)
-#   - tests/consumers/pkgconfig  pkg-config --cflags --libs kvshard
-#   - examples/engine_init       every rank of the seed deployment
+#   - tests/consumers/cmake      find_package(kvshard) -> kvshard::kvshard(_static),
+#                                C and C++, next to the project's own YAML_*
+#                                variables, PkgConfig::YAML and kvs_* functions
+#   - tests/consumers/pkgconfig  pkg-config kvshard / kvshard-static, C and C++
+#   - examples/engine_init       every rank of the seed deployment (C and C++)
 #   - examples/mpi_init          mpirun -np 4: agreeing and mismatching plans
 #
 # Needs (Debian 12): cmake gcc g++ make pkg-config libyaml-dev libopenmpi-dev
@@ -51,12 +53,18 @@ LIBDIR="$PREFIX/lib"
 VERSION="$(sed -n 's/^#define KVSHARD_VERSION_STRING "\(.*\)"$/\1/p' \
     "$PREFIX/include/kvshard/kvshard_version.h")"
 MAJOR="${VERSION%%.*}"
+MINOR="${VERSION#*.}"
+MINOR="${MINOR%%.*}"
+# Version policy: while the major version is 0 each minor release is its own
+# ABI (SONAME libkvshard.so.0.MINOR, find_package accepts the same 0.MINOR
+# only); from 1.0 on, SONAME libkvshard.so.MAJOR and the same major version.
+if [[ "$MAJOR" == 0 ]]; then SOVERSION="$MAJOR.$MINOR"; else SOVERSION="$MAJOR"; fi
 for f in \
-    "$LIBDIR/libkvshard.so" "$LIBDIR/libkvshard.so.$MAJOR" "$LIBDIR/libkvshard.so.$VERSION" \
+    "$LIBDIR/libkvshard.so" "$LIBDIR/libkvshard.so.$SOVERSION" "$LIBDIR/libkvshard.so.$VERSION" \
     "$LIBDIR/libkvshard.a" \
-    "$PREFIX/include/kvshard/kvshard.h" "$PREFIX/include/kvshard/kvshard_export.h" \
-    "$PREFIX/include/kvshard/kvshard_version.h" \
-    "$PREFIX/bin/kvshard" "$LIBDIR/pkgconfig/kvshard.pc" \
+    "$PREFIX/include/kvshard/kvshard.h" "$PREFIX/include/kvshard/kvshard.hpp" \
+    "$PREFIX/include/kvshard/kvshard_export.h" "$PREFIX/include/kvshard/kvshard_version.h" \
+    "$PREFIX/bin/kvshard" "$LIBDIR/pkgconfig/kvshard.pc" "$LIBDIR/pkgconfig/kvshard-static.pc" \
     "$LIBDIR/cmake/kvshard/kvshardConfig.cmake" \
     "$LIBDIR/cmake/kvshard/kvshardConfigVersion.cmake" \
     "$LIBDIR/cmake/kvshard/kvshardTargets.cmake"; do
@@ -64,11 +72,23 @@ for f in \
     echo "ok  ${f#"$PREFIX"/}"
 done
 soname="$(readelf -d "$LIBDIR/libkvshard.so.$VERSION" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')"
-[[ "$soname" == "libkvshard.so.$MAJOR" ]] || fail "SONAME is '$soname'"
+[[ "$soname" == "libkvshard.so.$SOVERSION" ]] || fail "SONAME is '$soname', not libkvshard.so.$SOVERSION"
 echo "ok  SONAME $soname"
-grep -q "prefix=$PREFIX\$" "$LIBDIR/pkgconfig/kvshard.pc" || fail "kvshard.pc does not carry $PREFIX"
+for pc in kvshard kvshard-static; do
+    grep -q "prefix=$PREFIX\$" "$LIBDIR/pkgconfig/$pc.pc" || fail "$pc.pc does not carry $PREFIX"
+done
 cmake -DLIBRARY="$LIBDIR/libkvshard.so.$VERSION" -DHEADER="$PREFIX/include/kvshard/kvshard.h" \
     -P "$SRC/tests/abi/check_exports.cmake"
+cmake -DARCHIVE="$LIBDIR/libkvshard.a" -P "$SRC/tests/abi/check_archive.cmake"
+
+step "libdir: fixed at configure time"
+# GNUInstallDirs picks CMAKE_INSTALL_LIBDIR from the prefix given when
+# configuring (a multiarch lib/<triplet> on Debian for /usr only);
+# cmake --install --prefix moves the prefix and keeps that libdir.
+cmake -S "$SRC" -B "$WORK/build-usr" -DCMAKE_INSTALL_PREFIX=/usr \
+    -DKVSHARD_BUILD_TESTS=OFF -DKVSHARD_BUILD_EXAMPLES=OFF -DKVSHARD_BUILD_BENCH=OFF > /dev/null
+usr_libdir="$(sed -n 's/^CMAKE_INSTALL_LIBDIR:[A-Z]*=//p' "$WORK/build-usr/CMakeCache.txt")"
+echo "ok  configured for /nonexistent/...: libdir ${LIBDIR#"$PREFIX"/}; configured for /usr: libdir $usr_libdir"
 
 step "installed CLI"
 "$PREFIX/bin/kvshard" --version | tee "$WORK/cli-version.txt"
@@ -83,15 +103,23 @@ cmake -S "$SRC/tests/consumers/cmake" -B "$WORK/consumer-cmake" \
 cmake --build "$WORK/consumer-cmake" -j "$JOBS"
 ctest --test-dir "$WORK/consumer-cmake" --output-on-failure
 
-step "CMake package version: SameMajorVersion rejects a different major version"
-if cmake -S "$SRC/tests/consumers/cmake" -B "$WORK/consumer-cmake-major" \
-    -DCMAKE_PREFIX_PATH="$PREFIX" -DKVSHARD_REQUIRED_VERSION="$((MAJOR + 1)).0" \
-    > "$WORK/consumer-cmake-major.log" 2>&1; then
-    fail "find_package(kvshard $((MAJOR + 1)).0) accepted version $VERSION"
+step "CMake package version: other versions are refused"
+refused=("$((MAJOR + 1)).0")
+if [[ "$MAJOR" == 0 ]]; then
+    # SameMinorVersion while the major version is 0.
+    refused+=("0.$((MINOR + 1))")
+    if [[ "$MINOR" -gt 0 ]]; then refused+=("0.$((MINOR - 1))"); fi
 fi
-grep -q "compatible with requested version" "$WORK/consumer-cmake-major.log" ||
-    fail "unexpected error from find_package(kvshard $((MAJOR + 1)).0), see $WORK/consumer-cmake-major.log"
-echo "ok  find_package(kvshard $((MAJOR + 1)).0) is refused"
+for want in "${refused[@]}"; do
+    log="$WORK/consumer-cmake-$want.log"
+    if cmake -S "$SRC/tests/consumers/cmake" -B "$WORK/consumer-cmake-$want" \
+        -DCMAKE_PREFIX_PATH="$PREFIX" -DKVSHARD_REQUIRED_VERSION="$want" > "$log" 2>&1; then
+        fail "find_package(kvshard $want) accepted version $VERSION"
+    fi
+    grep -q "compatible with requested version" "$log" ||
+        fail "unexpected error from find_package(kvshard $want), see $log"
+    echo "ok  find_package(kvshard $want) is refused"
+done
 
 # ---- pkg-config consumer ----------------------------------------------------------
 step "pkg-config consumer"
@@ -99,24 +127,34 @@ export PKG_CONFIG_PATH="$LIBDIR/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 [[ "$(pkg-config --modversion kvshard)" == "$VERSION" ]] || fail "pkg-config --modversion"
 echo "cflags: $(pkg-config --cflags kvshard)"
 echo "libs:   $(pkg-config --libs kvshard)"
-echo "static: $(pkg-config --static --libs kvshard)"
-pkg-config --static --libs kvshard | grep -q -- '-lyaml' || fail "Requires.private: yaml-0.1 missing"
+echo "static: $(pkg-config --cflags --libs kvshard-static)"
+[[ "$(pkg-config --modversion kvshard-static)" == "$VERSION" ]] || fail "pkg-config --modversion kvshard-static"
+pkg-config --static --libs kvshard | grep -q -- '-lyaml' || fail "kvshard.pc: Requires.private: yaml-0.1 missing"
+pkg-config --libs kvshard-static | grep -q -- "$LIBDIR/libkvshard.a .*-lyaml" ||
+    fail "kvshard-static.pc: the archive by path, then libyaml"
+pkg-config --cflags kvshard-static | grep -q -- '-DKVSHARD_STATIC_DEFINE' ||
+    fail "kvshard-static.pc: KVSHARD_STATIC_DEFINE missing"
 mkdir -p "$WORK/consumer-pc"
 make -C "$SRC/tests/consumers/pkgconfig" BUILD="$WORK/consumer-pc" SEED="$SEED" check
 
 # ---- examples against the installed package -------------------------------------------
 step "examples built against the installed package"
 cmake -S "$SRC/examples" -B "$WORK/examples" -DCMAKE_PREFIX_PATH="$PREFIX" \
-    -DCMAKE_C_FLAGS="-Werror"
+    -DCMAKE_C_FLAGS="-Werror" -DCMAKE_CXX_FLAGS="-Werror"
 cmake --build "$WORK/examples" -j "$JOBS"
 
-step "engine_init, every rank of the seed deployment"
-for rank in 0 1 2 3; do
-    "$WORK/examples/engine_init" "$SEED" "$rank" | tee "$WORK/engine_init.$rank.txt"
+for prog in engine_init engine_init_cxx; do
+    step "$prog, every rank of the seed deployment"
+    [[ -x "$WORK/examples/$prog" ]] || fail "$prog was not built (is g++ installed?)"
+    for rank in 0 1 2 3; do
+        "$WORK/examples/$prog" "$SEED" "$rank" | tee "$WORK/$prog.$rank.txt"
+    done
+    grep -q "stores the KV of 5 full-attention layer(s): 3 11 19 27 35$" "$WORK/$prog.0.txt" ||
+        fail "$prog rank 0 does not store layers 3 11 19 27 35"
+    grep -q "stores the KV of 5 full-attention layer(s): 7 15 23 31 39$" "$WORK/$prog.1.txt" ||
+        fail "$prog rank 1 does not store layers 7 15 23 31 39"
+    grep -q "^rank 0: allocated " "$WORK/$prog.0.txt" || fail "$prog rank 0 allocated nothing"
 done
-grep -q "stores the KV of 5 full-attention layer(s): 3 11 19 27 35$" "$WORK/engine_init.0.txt" ||
-    fail "engine_init rank 0 does not store layers 3 11 19 27 35"
-grep -q "^rank 0: allocated " "$WORK/engine_init.0.txt" || fail "engine_init rank 0 allocated nothing"
 
 step "mpi_init, 4 ranks that agree"
 [[ -x "$WORK/examples/mpi_init" ]] || fail "mpi_init was not built (is libopenmpi-dev installed?)"

@@ -1,0 +1,500 @@
+// The C++ wrappers of kvshard.hpp against the seed deployment
+// (examples/qwen3_5_35b_a3b_tp4.yaml: Qwen3.5-35B-A3B, TP 4, split 2, 20 GiB
+// per rank, 128 sequences, blocks of 16 tokens).
+//
+// Expected figures, worked out from the model config and the rules:
+// - KV layers are every fourth layer (3, 7, ..., 39), 10 in all; under the
+//   ordinal rule with S_eff = 2, split rank 0 owns KV ordinals 0, 2, 4, 6, 8,
+//   i.e. layers 3 11 19 27 35, and split rank 1 layers 7 15 23 31 39.
+// - KV per layer per token on one rank: 2 KV heads over T = 4 ranks leaves one
+//   head per rank; K and V of 256 bfloat16 values: 2 * 256 * 2 = 1024 B.
+//   Five stored layers: 5120 B/token; one scratch layer: 1024 B/token.
+// - Bytes per block: 16 * (5120 + 1024) = 98304.
+// - GDN state per layer per sequence on one rank (Hk 16, Hv 32, dk = dv = 128,
+//   kernel 4, bfloat16 conv, float32 state): conv 2 * (2*128*16/4 + 128*32/4)
+//   * 3 = 12288, temporal 4 * (32/4) * 128 * 128 = 524288; 30 linear layers:
+//   30 * 536576 = 16097280 B/sequence.
+// - Blocks: 20 GiB - 128 * 16097280 = 21474836480 - 2060451840 = 19414384640
+//   bytes, / 98304 = 197493 (rounded down).
+// - Without the split: 10 layers * 1024 = 10240 B/token, 163840 B/block,
+//   19414384640 / 163840 = 118496 blocks.
+#include "kvshard/kvshard.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#ifndef KVSHARD_EXAMPLES
+#error "KVSHARD_EXAMPLES must name the examples directory"
+#endif
+
+namespace
+{
+
+int failures = 0;
+
+void report(bool ok, const char *expr, const char *file, int line)
+{
+    if (!ok) {
+        std::fprintf(stderr, "%s:%d: check failed: %s\n", file, line, expr);
+        failures++;
+    }
+}
+
+// Unlike assert(), stays on in release builds.
+#define CHECK(expr) report(static_cast<bool>(expr), #expr, __FILE__, __LINE__)
+
+// Runs `body`, which must throw kvshard::Error; returns the error (code 0
+// when nothing or something else was thrown).
+template <class Fn> kvshard::Error expect_error(Fn &&body, const char *what)
+{
+    try {
+        body();
+    } catch (const kvshard::Error &e) {
+        return e;
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "%s: threw something other than kvshard::Error: %s\n", what, e.what());
+        failures++;
+        return kvshard::Error(0, "wrong exception");
+    }
+    std::fprintf(stderr, "%s: did not throw\n", what);
+    failures++;
+    return kvshard::Error(0, "no exception");
+}
+
+const std::string seed = std::string(KVSHARD_EXAMPLES) + "/qwen3_5_35b_a3b_tp4.yaml";
+const std::vector<std::uint32_t> rank0_layers = {3, 11, 19, 27, 35};
+const std::vector<std::uint32_t> rank1_layers = {7, 15, 23, 31, 39};
+
+void test_seed_figures()
+{
+    kvshard::Deployment deployment = kvshard::Deployment::load_file(seed);
+    kvshard::Plan plan = deployment.plan();
+
+    CHECK(plan.attn_tp_size() == 4);
+    CHECK(plan.effective_split_size() == 2);
+    CHECK(plan.replication_factor() == 2);
+    CHECK(plan.num_layers() == 40);
+    CHECK(plan.state_kind() == KVSHARD_STATE_GDN);
+    CHECK(plan.state_dtype() == KVSHARD_DTYPE_FP32);
+    CHECK(plan.warning_count() == 0);
+    CHECK(plan.warnings().empty());
+
+    for (std::uint32_t rank = 0; rank < 4; rank++) {
+        const kvshard::SplitPosition pos = plan.split_position(rank);
+        CHECK(pos.split_rank == rank % 2);
+        CHECK(pos.split_group == rank / 2);
+
+        const kvshard::LayerSpan layers = plan.rank_layers(rank);
+        CHECK(layers.to_vector() == (rank % 2 == 0 ? rank0_layers : rank1_layers));
+
+        const kvshard_rank_memory mem = plan.rank_memory(rank);
+        CHECK(mem.kv_bytes_per_token == 5120);
+        CHECK(mem.scratch_bytes_per_token == 1024);
+        CHECK(mem.draft_bytes_per_token == 0);
+        CHECK(mem.bytes_per_block == 98304);
+        CHECK(mem.state_bytes_per_seq == 16097280);
+        CHECK(mem.has_num_blocks);
+        CHECK(mem.num_blocks == 197493);
+    }
+
+    // The span view: iteration, indexing, bounds.
+    const kvshard::LayerSpan span = plan.rank_layers(0);
+    CHECK(span.size() == 5 && !span.empty());
+    CHECK(span[0] == 3 && span.at(4) == 35);
+    std::uint32_t sum = 0;
+    for (std::uint32_t layer : span)
+        sum += layer;
+    CHECK(sum == 3 + 11 + 19 + 27 + 35);
+    bool out_of_range = false;
+    try {
+        static_cast<void>(span.at(5));
+    } catch (const std::out_of_range &) {
+        out_of_range = true;
+    }
+    CHECK(out_of_range);
+
+    // Layer 3 is a KV layer of split rank 0, layer 7 of split rank 1, layer 0 linear.
+    CHECK(plan.layer_owner(3) == 0);
+    CHECK(plan.layer_owner(7) == 1);
+    CHECK(plan.layer_owner(0) == KVSHARD_OWNER_ALL);
+    CHECK(plan.layer_kind(3) == KVSHARD_LAYER_FULL_ATTENTION);
+    CHECK(plan.layer_kind(0) == KVSHARD_LAYER_LINEAR_ATTENTION);
+    CHECK(plan.owns(0, 3) && plan.stores_kv(0, 3));
+    CHECK(!plan.owns(0, 7) && !plan.stores_kv(0, 7));
+    CHECK(plan.owns(1, 7) && plan.stores_kv(3, 7));
+    CHECK(plan.owns(0, 0) && !plan.stores_kv(0, 0)); // the state of a linear layer
+    CHECK(!plan.owns(4, 3) && !plan.owns(0, 40));    // out of range: false
+
+    // Layer 11 is rank 0's second stored layer; its one KV head is the union
+    // of the split group's heads (ranks 0 and 1 hold head 0 each): head 0.
+    const kvshard_layer_storage st = plan.layer_storage(0, 11);
+    CHECK(st.kind == KVSHARD_LAYER_FULL_ATTENTION);
+    CHECK(st.stores_kv);
+    CHECK(st.kv_slot == 1);
+    CHECK(st.state_slot == -1);
+    CHECK(st.kv_bytes_per_token == 1024);
+    CHECK(st.owner_tp_rank == 0);
+    const kvshard_layer_storage st1 = plan.layer_storage(1, 11); // rank 1 receives it from 0
+    CHECK(!st1.stores_kv && st1.kv_slot == -1 && st1.owner_tp_rank == 0);
+    // Layer 4 is the fourth linear layer (0, 1, 2, 4): state slot 3.
+    const kvshard_layer_storage lin = plan.layer_storage(2, 4);
+    CHECK(lin.kind == KVSHARD_LAYER_LINEAR_ATTENTION && lin.state_slot == 3);
+    CHECK(lin.state_bytes_per_seq == 536576);
+
+    const kvshard_capacity cap = plan.capacity();
+    CHECK(cap.block_size == 16);
+    CHECK(cap.max_seqs == 128);
+    CHECK(cap.memory_per_rank == 21474836480u);
+    CHECK(cap.has_num_blocks && cap.num_blocks == 197493);
+    CHECK(cap.max_tokens == 197493u * 16u);
+
+    const kvshard_uniform uni = plan.uniform();
+    CHECK(uni.kv_bytes_per_token == 10240);
+    CHECK(uni.bytes_per_block == 163840);
+    CHECK(uni.has_num_blocks && uni.num_blocks == 118496);
+
+    // A measured budget: 1 GiB, 64 MiB reserved, nothing added per block and
+    // no context length: 1073741824 - 67108864 - 128 * 16097280 < 0: not one
+    // block fits. With 4 GiB: 4294967296 - 67108864 - 2060451840 = 2167406592
+    // bytes, / 98304 = 22048 blocks exactly.
+    const kvshard::Error small = expect_error(
+        [&] { plan.blocks_for(0, kvshard::make_budget(1073741824u, 67108864u)); }, "blocks_for");
+    CHECK(small.code() == KVSHARD_ENOBLOCK);
+    const kvshard_blocks blocks =
+        plan.blocks_for(kvshard::Plan::all_ranks, kvshard::make_budget(4294967296u, 67108864u));
+    CHECK(blocks.num_blocks == 22048);
+    CHECK(blocks.max_tokens == 22048u * 16u);
+
+    // Digests agree with a second plan of the same deployment; the options
+    // come back settled.
+    kvshard::Plan again = kvshard::Deployment::load_file(seed).plan();
+    CHECK(plan.digest() == again.digest());
+    CHECK(plan.layout_digest() == again.layout_digest());
+    CHECK(plan.digest() != plan.layout_digest());
+    const kvshard::Options settled = plan.options();
+    CHECK(settled->world_size == 4 && settled->layerwise_split_size == 2);
+    CHECK(settled->ownership == KVSHARD_OWNERSHIP_ORDINAL);
+    CHECK(settled->block_size == 16 && settled->max_seqs == 128);
+
+    // Text outputs come back whole.
+    const std::string line = plan.describe_rank(0);
+    CHECK(line.find("[3 11 19 27 35]") != std::string::npos);
+    CHECK(line.find("5120 B/token") != std::string::npos);
+    CHECK(line.find("197493 blocks") != std::string::npos);
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx",
+                  static_cast<unsigned long long>(plan.layout_digest()));
+    CHECK(line.find(hex) != std::string::npos);
+    const std::string json = plan.to_json();
+    CHECK(!json.empty() && json.front() == '{' && json.back() == '\n');
+    CHECK(json.find("\"digest\"") != std::string::npos);
+    const std::string text = plan.to_text();
+    CHECK(text.find("3 11 19 27 35") != std::string::npos);
+
+    // The comparison: split sizes 1, 2 and 4 divide T = 4, three rules each.
+    const kvshard::Comparison comparison = deployment.compare();
+    CHECK(comparison.size() == 9);
+    CHECK(comparison[0].layerwise_split_size == 1);
+    CHECK(comparison[3].layerwise_split_size == 2);
+    CHECK(comparison[3].ownership == KVSHARD_OWNERSHIP_ORDINAL);
+    CHECK(comparison[3].error == KVSHARD_OK && comparison[3].num_blocks == 197493);
+    CHECK(comparison.rows().size() == 9);
+    CHECK(comparison.recommended() < comparison.size());
+    const kvshard::Error row = expect_error([&] { comparison.row(9); }, "row(9)");
+    CHECK(row.code() == KVSHARD_EINVAL);
+    CHECK(comparison.to_json().find('{') == 0);
+    CHECK(!comparison.to_text().empty());
+
+    // The deployment's model, borrowed.
+    const kvshard::ModelView model = deployment.model();
+    CHECK(model.num_layers() == 40);
+    CHECK(model.count(KVSHARD_LAYER_FULL_ATTENTION) == 10);
+    CHECK(model.count(KVSHARD_LAYER_LINEAR_ATTENTION) == 30);
+    CHECK(model.num_draft_layers() == 1);
+    CHECK(model.type() == "qwen3_5_moe");
+    CHECK(model.state_kind() == KVSHARD_STATE_GDN);
+}
+
+void test_overrides()
+{
+    // Overrides by key and by flag: ownership=global gives split rank 0 the
+    // even layer indices, and the seed's KV layers are all odd, so split rank
+    // 0 owns nothing; without the split every rank stores all 10 layers.
+    kvshard::Deployment deployment = kvshard::Deployment::load_file(seed);
+    deployment.set("ownership", "global");
+    kvshard::Plan global = deployment.plan();
+    CHECK(global.rank_layers(0).empty());
+    CHECK(global.has_warning(KVSHARD_WARN_RANK_OWNS_NOTHING));
+    CHECK(global.warning_count() >= 1);
+    bool named = false;
+    for (const kvshard::Warning &w : global.warnings())
+        named = named || std::string(w.name()) == "rank_owns_nothing";
+    CHECK(named);
+
+    deployment.apply_args({"--enable_layerwise_split=false", "--no_such_flag=1"},
+                          KVSHARD_ARGS_IGNORE_UNKNOWN);
+    kvshard::Plan unsplit = deployment.plan();
+    CHECK(unsplit.effective_split_size() == 1);
+    CHECK(unsplit.rank_layers(0).size() == 10);
+    CHECK(unsplit.rank_memory(0).kv_bytes_per_token == 10240);
+
+    deployment.set("enable_layerwise_split", true).set("layerwise_split_size", 4);
+    CHECK(deployment.options()->layerwise_split_size == 4);
+    CHECK(deployment.plan().effective_split_size() == 4);
+}
+
+void test_errors()
+{
+    // A key indented by one space fits neither mapping: libyaml stops at
+    // line 4, column 2.
+    const std::string broken = "model: models/qwen3_5_35b_a3b.json\n"
+                               "parallel:\n"
+                               "  world_size: 4\n"
+                               " dp_size: 1\n";
+    const kvshard::Error syntax = expect_error(
+        [&] {
+            static_cast<void>(
+                kvshard::Deployment::load_string(broken, "broken.yaml", KVSHARD_EXAMPLES));
+        },
+        "broken YAML");
+    CHECK(syntax.code() == KVSHARD_ESYNTAX);
+    CHECK(syntax.status() == KVSHARD_ESYNTAX);
+    CHECK(syntax.line() == 4);
+    CHECK(syntax.column() == 2);
+    CHECK(std::string(syntax.source()) == "broken.yaml");
+    CHECK(std::string(syntax.what()).rfind("broken.yaml:4:2: ", 0) == 0);
+    CHECK(syntax.message()[0] != '\0');
+    CHECK(syntax.record().code == KVSHARD_ESYNTAX);
+
+    // A word for a number: line 3, column 15, byte offset 35 + 10 + 14 = 59.
+    const std::string wrong_type = "model: models/qwen3_5_35b_a3b.json\n"
+                                   "parallel:\n"
+                                   "  world_size: four\n";
+    const kvshard::Error type = expect_error(
+        [&] {
+            static_cast<void>(kvshard::Deployment::load_string(wrong_type, {}, KVSHARD_EXAMPLES));
+        },
+        "type");
+    CHECK(type.code() == KVSHARD_ETYPE);
+    CHECK(type.line() == 3);
+    CHECK(type.column() == 15);
+    CHECK(type.offset() == 59);
+    CHECK(std::string(type.source()) == "<string>");
+
+    // The error is a std::runtime_error too.
+    bool caught = false;
+    try {
+        static_cast<void>(
+            kvshard::Model::load_file(std::string(KVSHARD_EXAMPLES) + "/no/such/config.json"));
+    } catch (const std::runtime_error &e) {
+        caught = std::string(e.what()).find("config.json") != std::string::npos;
+    }
+    CHECK(caught);
+
+    // Options: an unknown key and a bad value leave the options unchanged.
+    kvshard::Options options;
+    const kvshard::Error unknown =
+        expect_error([&] { options.set("world_sise", 4); }, "unknown key");
+    CHECK(unknown.code() == KVSHARD_EUNKNOWNKEY);
+    const kvshard::Error range =
+        expect_error([&] { options.set("world_size", "many", "--world_size"); }, "bad value");
+    CHECK(range.code() == KVSHARD_ETYPE);
+    CHECK(std::string(range.source()) == "--world_size");
+    CHECK(options->world_size == 1);
+
+    // Query errors carry the status.
+    kvshard::Plan plan = kvshard::Deployment::load_file(seed).plan();
+    CHECK(expect_error([&] { plan.rank_layers(4); }, "rank 4").code() == KVSHARD_ERANK);
+    CHECK(expect_error([&] { plan.rank_memory(9); }, "rank 9").code() == KVSHARD_ERANK);
+    CHECK(expect_error([&] { plan.layer_owner(40); }, "layer 40").code() == KVSHARD_ELAYER);
+    CHECK(expect_error([&] { plan.layer_storage(0, 40); }, "storage").code() == KVSHARD_ELAYER);
+    CHECK(expect_error([&] { plan.describe_rank(4); }, "describe").code() == KVSHARD_ERANK);
+
+    // A plan error from a deployment points at the override that caused it.
+    kvshard::Deployment deployment = kvshard::Deployment::load_file(seed);
+    deployment.set("layerwise_split_size", "3", "command line --layerwise_split_size");
+    const kvshard::Error split =
+        expect_error([&] { static_cast<void>(deployment.plan()); }, "split 3");
+    CHECK(split.code() == KVSHARD_ESPLIT);
+    CHECK(std::string(split.source()) == "command line --layerwise_split_size");
+}
+
+void test_model_create()
+{
+    // Four GQA layers, full and sliding in turn: 8 KV heads of 64 bfloat16
+    // values, K and V: 2 * 8 * 64 * 2 = 2048 B per layer per token. T = 1.
+    // Full layers: 2 * 2048 = 4096 B/token. A sliding layer keeps
+    // block_size * (ceil(128 / 16) + 1) = 144 tokens: 294912 B; two of them
+    // 589824 B per sequence.
+    kvshard_model_desc desc = KVSHARD_MODEL_DESC_INIT;
+    desc.model_type = "toy";
+    desc.num_attention_heads = 8;
+    desc.num_kv_heads = 8;
+    desc.head_dim = 64;
+    desc.sliding_window = 128;
+    const std::vector<kvshard_layer_kind> kinds = {
+        KVSHARD_LAYER_FULL_ATTENTION, KVSHARD_LAYER_SLIDING_ATTENTION, KVSHARD_LAYER_FULL_ATTENTION,
+        KVSHARD_LAYER_SLIDING_ATTENTION};
+    kvshard::Model model = kvshard::Model::create(desc, kinds);
+    CHECK(model.num_layers() == 4);
+    CHECK(model.type() == "toy");
+    CHECK(model.layer_kind(1) == KVSHARD_LAYER_SLIDING_ATTENTION);
+    CHECK(expect_error([&] { model.layer_kind(4); }, "layer 4").code() == KVSHARD_ELAYER);
+
+    kvshard::Plan plan = kvshard::Plan::create(model);
+    const kvshard_rank_memory mem = plan.rank_memory(0);
+    CHECK(mem.kv_bytes_per_token == 4096);
+    CHECK(mem.state_bytes_per_seq == 589824);
+    CHECK(!mem.has_num_blocks);
+    CHECK((plan.rank_layers(0).to_vector() == std::vector<std::uint32_t>{0, 2}));
+
+    kvshard::Options options;
+    options.set("world_size", 2).set("memory_per_rank", "1GiB");
+    CHECK(options->memory_per_rank == 1073741824u);
+    kvshard::Comparison comparison = kvshard::Comparison::create(model, options);
+    CHECK(comparison.size() == 6); // S = 1 and 2, three rules each
+
+    // A deployment takes the model over; the Model is then empty.
+    kvshard::Deployment deployment = kvshard::Deployment::create(std::move(model), options);
+    CHECK(!model);
+    CHECK(deployment.model().num_layers() == 4);
+    CHECK(deployment.plan().attn_tp_size() == 2);
+
+    // A missing figure.
+    kvshard_model_desc incomplete = KVSHARD_MODEL_DESC_INIT;
+    incomplete.num_layers = 2;
+    const kvshard::Error missing = expect_error(
+        [&] { static_cast<void>(kvshard::Model::create(incomplete)); }, "incomplete desc");
+    CHECK(missing.code() == KVSHARD_EMISSING);
+}
+
+void test_moved_from()
+{
+    kvshard::Plan a = kvshard::Deployment::load_file(seed).plan();
+    const std::uint64_t digest = a.digest();
+    const kvshard::LayerSpan layers = a.rank_layers(0);
+
+    kvshard::Plan b(std::move(a));
+    CHECK(!a && b);
+    CHECK(b.digest() == digest);
+    // The span borrows from the C plan, which moved with it.
+    CHECK(layers.to_vector() == rank0_layers);
+    CHECK(expect_error([&] { a.digest(); }, "moved-from plan").code() == KVSHARD_EINVAL);
+    CHECK(expect_error([&] { a.to_json(); }, "moved-from json").code() == KVSHARD_EINVAL);
+
+    kvshard::Plan c;
+    c = std::move(b); // into an empty plan
+    CHECK(c.digest() == digest);
+    c = kvshard::Deployment::load_file(seed).plan(); // over a live plan: the old one is freed
+    CHECK(c.digest() == digest);
+    a = std::move(c); // a moved-from object takes a new value
+    CHECK(a.digest() == digest);
+
+    kvshard::Deployment d = kvshard::Deployment::load_file(seed);
+    kvshard::Deployment e = std::move(d);
+    CHECK(expect_error([&] { static_cast<void>(d.plan()); }, "moved-from deployment").code() ==
+          KVSHARD_EINVAL);
+    CHECK(expect_error([&] { d.set("world_size", 2); }, "moved-from set").code() == KVSHARD_EINVAL);
+    CHECK(expect_error([&] { d.model().num_layers(); }, "moved-from model").code() ==
+          KVSHARD_EINVAL);
+
+    kvshard::Comparison f = e.compare();
+    kvshard::Comparison g = std::move(f);
+    CHECK(expect_error([&] { f.size(); }, "moved-from comparison").code() == KVSHARD_EINVAL);
+    CHECK(g.size() == 9);
+
+    kvshard::Model m =
+        kvshard::Model::load_file(std::string(KVSHARD_EXAMPLES) + "/models/qwen3_5_35b_a3b.json");
+    kvshard::Model n = std::move(m);
+    CHECK(expect_error([&] { m.num_layers(); }, "moved-from model").code() == KVSHARD_EINVAL);
+    CHECK(expect_error([&] { static_cast<void>(kvshard::Plan::create(m)); }, "plan of empty")
+              .code() == KVSHARD_EINVAL);
+    CHECK(n.num_layers() == 40);
+
+    // Release and adopt round-trip through the C API.
+    kvshard_plan *raw = a.release();
+    CHECK(!a && raw != nullptr);
+    kvshard::Plan adopted(raw);
+    CHECK(adopted.digest() == digest);
+    // All of a, b, c, d, f, m (empty) and the rest are destroyed here.
+}
+
+void test_threads()
+{
+    const kvshard::Plan plan = kvshard::Deployment::load_file(seed).plan();
+    const std::uint64_t digest = plan.digest();
+    const std::string json = plan.to_json();
+    std::vector<std::string> lines;
+    for (std::uint32_t rank = 0; rank < 4; rank++)
+        lines.push_back(plan.describe_rank(rank));
+
+    std::atomic<int> disagreements{0};
+    std::atomic<int> errors{0};
+    std::vector<std::thread> threads;
+    for (unsigned t = 0; t < 8; t++) {
+        threads.emplace_back([&, t] {
+            try {
+                for (unsigned i = 0; i < 200; i++) {
+                    const std::uint32_t rank = (t + i) % 4;
+                    bool ok = plan.digest() == digest;
+                    ok = ok && plan.rank_layers(rank).to_vector() ==
+                                   (rank % 2 == 0 ? rank0_layers : rank1_layers);
+                    const kvshard_rank_memory mem = plan.rank_memory(rank);
+                    ok = ok && mem.kv_bytes_per_token == 5120 && mem.num_blocks == 197493 &&
+                         mem.state_bytes_per_seq == 16097280;
+                    for (std::uint32_t layer = 0; layer < 40; layer++) {
+                        const bool kv = layer % 4 == 3 && (layer / 4) % 2 == rank % 2;
+                        ok = ok && plan.stores_kv(rank, layer) == kv;
+                        ok = ok && plan.owns(rank, layer) == (kv || layer % 4 != 3);
+                    }
+                    ok = ok && plan.describe_rank(rank) == lines[rank];
+                    ok = ok && plan.capacity().num_blocks == 197493;
+                    if (i % 40 == 0)
+                        ok = ok && plan.to_json() == json;
+                    if (!ok)
+                        disagreements++;
+                }
+            } catch (...) {
+                errors++;
+            }
+        });
+    }
+    for (std::thread &th : threads)
+        th.join();
+    CHECK(disagreements.load() == 0);
+    CHECK(errors.load() == 0);
+}
+
+} // namespace
+
+int main()
+{
+    const std::pair<const char *, void (*)()> tests[] = {
+        {"seed_figures", test_seed_figures},
+        {"overrides", test_overrides},
+        {"errors", test_errors},
+        {"model_create", test_model_create},
+        {"moved_from", test_moved_from},
+        {"threads", test_threads},
+    };
+    for (const auto &test : tests) {
+        const int before = failures;
+        try {
+            test.second();
+        } catch (const std::exception &e) {
+            std::fprintf(stderr, "%s: unexpected exception: %s\n", test.first, e.what());
+            failures++;
+        }
+        std::printf("%s %s\n", failures == before ? "ok  " : "FAIL", test.first);
+    }
+    if (failures != 0) {
+        std::fprintf(stderr, "%d check(s) failed\n", failures);
+        return 1;
+    }
+    return 0;
+}
