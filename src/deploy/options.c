@@ -382,6 +382,12 @@ int kvshard__option_parse(kvshard_options *options, kvshard__option_id id, const
             return kvshard__fail(err, KVSHARD_ETYPE, source, mark,
                                  "%s: expected a number of bytes, found the string \"%.*s\"",
                                  d->name, SHOWN(len), text);
+        if (style == KVSHARD__VALUE_PLAIN && len > 1 && text[0] == '0' && text[1] >= '0' &&
+            text[1] <= '9')
+            return kvshard__fail(err, KVSHARD_ETYPE, source, mark,
+                                 "%s: \"%.*s\" has a leading zero, which YAML readers take for "
+                                 "octal; write the number without it",
+                                 d->name, SHOWN(len), text);
         int rc = kvshard__parse_size(&n, text, len, d->min, d->name, source, mark, err);
         if (rc)
             return rc;

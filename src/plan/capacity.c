@@ -206,13 +206,14 @@ static int xllm_profile(kvshard__capacity *c, uint64_t *rank_blocks,
     c->has_state_slots = true;
     c->state_slots = slots;
     c->usable_state_slots = slots - 1;
-    /* Ranks that own no KV layer hold only scratch; the engine skips them. */
+    /* Ranks that own no KV layer hold only scratch; the engine skips them
+     * when it sizes every rank. Asked for one such rank, its own fit. */
     uint64_t least = UINT64_MAX, worst = 0;
     bool split = in->split > 1;
     for (uint32_t r = first_rank(in); r < end_rank(in); r++) {
         const kvshard_rank_memory *f = &in->ranks[r];
         uint64_t bpb = block_bytes(f, in->extra_per_block);
-        if (bpb == 0 || (split && f->kv_bytes_per_token == 0))
+        if (bpb == 0 || (split && f->kv_bytes_per_token == 0 && in->rank == KVSHARD_ALL_RANKS))
             continue;
         uint64_t blocks = avail / bpb;
         if (blocks < least) {

@@ -226,7 +226,7 @@ int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *mo
     kvshard_error base_err;
     kvshard__error_reset(&base_err);
     rc = kvshard__plan_validate(&T, &S, model, &w.base, blame, &base_err);
-    if (rc == KVSHARD_ELIMIT) /* only the unsplit rows pass the limit */
+    if (rc == KVSHARD_ELIMIT) /* the unsplit rows are past the bound; larger splits may pass */
         T = kvshard__attn_tp_size(&w.base);
     else if (rc) {
         if (err)

@@ -214,7 +214,16 @@ void kvshard__collect_warnings(const kvshard__warning_inputs *in, kvshard__warni
         warn(in, sink, ctx, KVSHARD_WARN_DRAFT_UNSPLIT,
              "is_draft is true: layerwise split does not apply to a draft model");
     const kvshard__capacity *c = in->capacity;
-    if (c->has_concurrency && c->concurrency < o->max_seqs) {
+    if (c->has_concurrency && c->concurrency < o->max_seqs && o->engine == KVSHARD_ENGINE_XLLM) {
+        /* The engine's state pool does not follow max_seqs: name its bounds. */
+        warn(in, sink, ctx, KVSHARD_WARN_MAX_SEQS_UNREACHABLE,
+             "at %u tokens %llu sequences run at once, below max_seqs %u: the engine has %llu "
+             "usable blocks (%llu a sequence) and %llu usable state slots",
+             o->context_length, (unsigned long long)c->concurrency, o->max_seqs,
+             (unsigned long long)c->usable_blocks,
+             (unsigned long long)kvshard__ceil_div(o->context_length, o->block_size),
+             (unsigned long long)c->usable_state_slots);
+    } else if (c->has_concurrency && c->concurrency < o->max_seqs) {
         uint64_t idle = (uint64_t)(o->max_seqs - c->concurrency), held;
         if (!kvshard__mul(&held, idle, in->state_bytes_per_seq))
             held = UINT64_MAX;
@@ -266,18 +275,32 @@ static inline void hash_word(hasher *x, uint64_t v)
     x->h = ((h << 31) | (h >> 33)) * 0xC2B2AE3D27D4EB4Full;
 }
 
-static void hash_bytes(hasher *x, const void *data, size_t len)
+/* Bytes as little-endian 64-bit words, whatever the host's byte order, so
+ * that every host computes the same digest; the length ends the input. */
+static void hash_bytes(hasher *x, const uint8_t *p, size_t len)
 {
-    const unsigned char *p = data;
     size_t i = 0;
     for (; i + 8 <= len; i += 8) {
-        uint64_t w;
-        memcpy(&w, p + i, 8);
+        uint64_t w = 0;
+        for (size_t k = 8; k-- > 0;)
+            w = w << 8 | p[i + k];
         hash_word(x, w);
     }
     uint64_t tail = 0;
-    memcpy(&tail, p + i, len - i);
+    for (size_t k = len; k > i; k--)
+        tail = tail << 8 | p[k - 1];
     hash_word(x, tail ^ ((uint64_t)len << 56));
+}
+
+/* The owners as hash_bytes would take their little-endian bytes: two a
+ * word, the length in bytes last. */
+static void hash_owners(hasher *x, const int32_t *owner, size_t n)
+{
+    size_t i = 0;
+    for (; i + 2 <= n; i += 2)
+        hash_word(x, (uint64_t)(uint32_t)owner[i] | (uint64_t)(uint32_t)owner[i + 1] << 32);
+    uint64_t tail = i < n ? (uint32_t)owner[i] : 0;
+    hash_word(x, tail ^ ((uint64_t)(4 * n) << 56));
 }
 
 static uint64_t hash_end(hasher *x)
@@ -297,7 +320,7 @@ static void hash_layout(hasher *x, const kvshard_plan *p)
     hash_word(x, p->model.num_layers);
     hash_word(x, (uint64_t)p->tp << 32 | p->split);
     hash_bytes(x, p->kinds, p->model.num_layers);
-    hash_bytes(x, p->owner, (size_t)p->model.num_layers * sizeof *p->owner);
+    hash_owners(x, p->owner, p->model.num_layers);
     for (uint32_t r = 0; r < p->tp; r++) {
         const kvshard_rank_memory *m = &p->ranks[r];
         hash_word(x, m->kv_bytes_per_token);
