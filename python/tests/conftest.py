@@ -1,0 +1,57 @@
+"""Shared fixtures of the kvshard package tests.
+
+The tests import the installed package (pip install ./python) and use the
+library it finds (KVSHARD_LIBRARY, the recorded path, or the system's).
+The CLI, for the JSON comparisons, is KVSHARD_CLI when set, else the
+`kvshard` next to the loaded library, else the one on PATH.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Iterator, Optional
+
+import pytest
+
+import kvshard
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples"
+SEED = EXAMPLES / "qwen3_5_35b_a3b_tp4.yaml"
+
+
+def find_cli() -> Optional[str]:
+    given = os.environ.get("KVSHARD_CLI")
+    if given:
+        return given
+    where = kvshard.library_path()
+    if os.sep in where:
+        folder = Path(where).resolve().parent
+        for candidate in (folder / "kvshard", folder.parent / "bin" / "kvshard"):
+            if candidate.is_file() and os.access(candidate, os.X_OK):
+                return str(candidate)
+    return shutil.which("kvshard")
+
+
+@pytest.fixture(scope="session")
+def cli() -> str:
+    path = find_cli()
+    if path is None:
+        pytest.skip("no kvshard CLI found (set KVSHARD_CLI)")
+    if not os.access(path, os.X_OK):
+        pytest.fail(f"KVSHARD_CLI={path!r} is not an executable")
+    return path
+
+
+@pytest.fixture
+def seed() -> Iterator[kvshard.Deployment]:
+    with kvshard.load(SEED) as dep:
+        yield dep
+
+
+@pytest.fixture
+def seed_plan(seed: kvshard.Deployment) -> Iterator[kvshard.Plan]:
+    with seed.plan() as plan:
+        yield plan
