@@ -22,6 +22,15 @@ EXAMPLES = REPO / "examples"
 SEED = EXAMPLES / "qwen3_5_35b_a3b_tp4.yaml"
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Stop at once, with the loader's own message, when the library cannot
+    be found or has the wrong version: every test would fail the same way."""
+    try:
+        kvshard.library_version()
+    except (kvshard.LibraryNotFoundError, kvshard.LibraryVersionError) as exc:
+        pytest.exit(f"cannot load libkvshard:\n{exc}", returncode=1)
+
+
 def find_cli() -> Optional[str]:
     given = os.environ.get("KVSHARD_CLI")
     if given:

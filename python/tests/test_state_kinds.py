@@ -1,6 +1,6 @@
 """One small model per recurrent state kind, written as text, planned at
 T = 2 (world_size 2). Each expected figure is worked out by hand from the
-state formulas in docs/planning.md: "conv" is the convolution state in the
+per-kind state formulas kvshard documents: "conv" is the convolution state in the
 model dtype (bfloat16, 2 bytes), "temporal" the recurrent state in the state
 dtype (float32 for GDN, KDA and lightning; the model dtype for Mamba).
 """
@@ -159,4 +159,7 @@ def test_mamba2_heads_must_divide() -> None:
     with kvshard.load_model(MAMBA2) as model:
         with pytest.raises(kvshard.PlanError) as info:
             kvshard.plan(model, world_size=16)  # 8 heads on 16 ranks
-        assert info.value.code in (kvshard.Status.ELINEARHEADS, kvshard.Status.EKVHEADS)
+        e = info.value
+        assert e.code is kvshard.Status.ELINEARHEADS
+        # The error points at mamba_num_heads in the text: line 9, after the key.
+        assert (e.source, e.line, e.column) == ("<string>", 9, len("mamba_num_heads: ") + 1)

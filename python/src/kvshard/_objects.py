@@ -89,7 +89,11 @@ class _Handle:
         self._parent = parent
         if parent is None:
             free = getattr(_lib.library(), self._free_name)
-            self._finalizer: Optional[weakref.finalize] = weakref.finalize(self, free, ptr)
+            try:
+                self._finalizer: Optional[weakref.finalize] = weakref.finalize(self, free, ptr)
+            except BaseException:  # not even a finalizer: free it now
+                free(ptr)
+                raise
         else:
             self._finalizer = None
 
@@ -531,7 +535,7 @@ def _check_overrides(overrides: Dict[str, Any]) -> None:
         option_text(key, value)  # TypeError/ValueError before any C call
 
 
-def load(path: PathLike, **overrides: OptionValue) -> Deployment:
+def load(path: PathLike, /, **overrides: OptionValue) -> Deployment:
     """Read a deployment: a deployment YAML, a bare model config
     (config.json) or a model directory. A relative ``model:`` path is taken
     from the file's directory. Each keyword overrides one option through
@@ -546,6 +550,7 @@ def load(path: PathLike, **overrides: OptionValue) -> Deployment:
 
 def loads(
     text: Union[str, bytes],
+    /,
     *,
     name: Optional[str] = None,
     base_dir: Optional[PathLike] = None,
@@ -983,7 +988,9 @@ class Plan(_Handle):
         )
 
 
-def plan(model: Union[Model, Deployment], options: Optional[Options] = None, **fields: Any) -> Plan:
+def plan(
+    model: Union[Model, Deployment], options: Optional[Options] = None, /, **fields: Any
+) -> Plan:
     """Build a plan (kvshard_plan_create) from a Model and Options; keyword
     fields set options on top (``plan(model, world_size=4)``). A Deployment
     is planned with its own options (kvshard_deployment_plan). The caller
@@ -1143,7 +1150,7 @@ class Comparison(_Handle):
 
 
 def compare(
-    model: Union[Model, Deployment], options: Optional[Options] = None, **fields: Any
+    model: Union[Model, Deployment], options: Optional[Options] = None, /, **fields: Any
 ) -> Comparison:
     """Compare every split size dividing T under each ownership rule
     (kvshard_comparison_create; the split fields of the options are
