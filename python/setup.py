@@ -13,6 +13,7 @@ silently would only fail later, at import.
 """
 
 import os
+import shutil
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
@@ -43,6 +44,9 @@ class build_py_with_config(build_py):
     in the source tree)."""
 
     def run(self):
+        # pip builds a local folder in place: drop what an earlier build left
+        # in build/lib, so that a module removed from src/ cannot linger.
+        shutil.rmtree(os.path.join(self.build_lib, "kvshard"), ignore_errors=True)
         super().run()
         target = os.path.join(self.build_lib, CONFIG_MODULE)
         self.mkpath(os.path.dirname(target))
