@@ -95,3 +95,22 @@ def test_another_minor_version_is_refused() -> None:
     assert done.returncode != 0
     assert "LibraryVersionError" in done.stderr
     assert f"is libkvshard {kvshard.library_version()}, but this package (0.3.0) needs 0.3.x" in done.stderr
+
+
+def test_system_search_path_finds_the_versioned_soname() -> None:
+    where = kvshard.library_path()
+    if os.sep not in where:
+        pytest.skip("the library was loaded by soname already")
+    folder = os.path.dirname(os.path.realpath(where))
+    soname = "libkvshard.so.{}.{}".format(*kvshard.__version__.split(".")[:2])
+    if not os.path.exists(os.path.join(folder, soname)):
+        pytest.skip(f"no {soname} beside {where}")
+    done = run(
+        "import kvshard\n"
+        "from kvshard import _lib\n"
+        "_lib._recorded_path = lambda: None\n"
+        "print(kvshard.library_path(), kvshard.library_version())\n",
+        {"LD_LIBRARY_PATH": folder},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [soname, kvshard.library_version()]

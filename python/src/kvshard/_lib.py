@@ -8,9 +8,11 @@ The library is looked for, in this order:
 2. the path recorded when the package was installed (``KVSHARD_LIBRARY`` or
    ``--config-settings=kvshard-library=PATH`` given to ``pip install``),
    kept in the generated module ``kvshard._build_config``;
-3. the system's search path: ``ctypes.util.find_library("kvshard")``, then
-   the sonames ``libkvshard.so.0`` and ``libkvshard.so`` (the dynamic loader
-   reads ``LD_LIBRARY_PATH`` and the ldconfig cache).
+3. the system's search path: the soname of the package's version
+   (``libkvshard.so.0.2``: while the major version is 0 the soname carries
+   MAJOR.MINOR, from 1.0 on MAJOR only), then
+   ``ctypes.util.find_library("kvshard")``, then ``libkvshard.so`` (the
+   dynamic loader reads ``LD_LIBRARY_PATH`` and the ldconfig cache).
 
 When no place holds a library that loads, :class:`LibraryNotFoundError`
 names all three. The library found must report a ``kvshard_version()`` with
@@ -55,7 +57,14 @@ __all__ = [
 ]
 
 ENV_VAR = "KVSHARD_LIBRARY"
-_SYSTEM_NAMES = ("libkvshard.so.0", "libkvshard.so")
+
+
+def _soname() -> str:
+    major, minor = __version__.split(".")[:2]
+    return f"libkvshard.so.{major}.{minor}" if major == "0" else f"libkvshard.so.{major}"
+
+
+_SYSTEM_NAMES = (_soname(), "libkvshard.so")
 
 # ---------------------------------------------------------------------------
 # C structs. Field order and types follow kvshard.h exactly; the library
@@ -442,7 +451,8 @@ def _find() -> Tuple[ctypes.CDLL, str]:
         )
 
     found = ctypes.util.find_library("kvshard")
-    names = ([found] if found else []) + [n for n in _SYSTEM_NAMES if n != found]
+    names = list(_SYSTEM_NAMES[:1])
+    names += [n for n in ([found] if found else []) + list(_SYSTEM_NAMES[1:]) if n not in names]
     reasons = []
     for name in names:
         lib, why = _try_load(name)
@@ -450,8 +460,8 @@ def _find() -> Tuple[ctypes.CDLL, str]:
             return lib, name
         reasons.append(f"{name}: {why}")
     tried.append(
-        "3. the system's library search path (ctypes.util.find_library('kvshard') "
-        f"found {found!r}; LD_LIBRARY_PATH, ldconfig): " + "; ".join(reasons)
+        "3. the system's library search path (LD_LIBRARY_PATH, ldconfig; "
+        f"ctypes.util.find_library('kvshard') found {found!r}): " + "; ".join(reasons)
     )
     raise LibraryNotFoundError(
         "kvshard: cannot find libkvshard. Tried, in order:\n  "
