@@ -1,0 +1,71 @@
+#!/bin/sh
+# Build libkvshard with CMake and install it and the kvshard Python package
+# into a new virtual environment, offline, with Debian packages only.
+#
+#   python/install.sh [VENV_DIR]        (default: ./kvshard-venv)
+#
+# Needs (Debian 12):
+#   apt-get install gcc make cmake pkg-config libyaml-dev \
+#                   python3 python3-pip python3-setuptools python3-venv python3-pytest
+#
+# What it does:
+#   1. configures and builds the C library and the CLI in BUILD_DIR
+#      (default: build-python at the repository root), without tests;
+#   2. makes VENV_DIR with `python3 -m venv --system-site-packages`, so that
+#      Debian's python3-pytest is visible inside it;
+#   3. installs the library, headers and the `kvshard` CLI into VENV_DIR
+#      (cmake --install: VENV_DIR/lib/libkvshard.so, VENV_DIR/bin/kvshard);
+#   4. pip installs ./python into VENV_DIR with --no-index
+#      --no-build-isolation, recording VENV_DIR/lib/libkvshard.so as the
+#      library's path (so the environment needs no KVSHARD_LIBRARY);
+#   5. checks that the package loads the library.
+#
+# Environment: PYTHON (default /usr/bin/python3, Debian's), BUILD_DIR, and
+# CMAKE_ARGS (more arguments for the CMake configure step, split on spaces).
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+venv=${1:-kvshard-venv}
+build=${BUILD_DIR:-$repo/build-python}
+if [ -z "${PYTHON:-}" ]; then
+    if [ -x /usr/bin/python3 ]; then PYTHON=/usr/bin/python3; else PYTHON=python3; fi
+fi
+
+need="apt-get install gcc make cmake pkg-config libyaml-dev python3 python3-pip python3-setuptools python3-venv python3-pytest"
+missing=""
+for tool in cmake cc pkg-config; do
+    command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"
+done
+if command -v pkg-config >/dev/null 2>&1 && ! pkg-config --exists yaml-0.1; then
+    missing="$missing libyaml-dev"
+fi
+"$PYTHON" -c "import venv, ensurepip, setuptools" >/dev/null 2>&1 ||
+    missing="$missing $PYTHON(venv, ensurepip, setuptools)"
+if [ -n "$missing" ]; then
+    echo "install.sh: missing:$missing" >&2
+    echo "install.sh: on Debian 12, as root: $need" >&2
+    exit 1
+fi
+
+case $venv in /*) ;; *) venv=$(pwd)/$venv ;; esac
+
+echo "== building libkvshard in $build"
+cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release \
+    -DKVSHARD_BUILD_TESTS=OFF -DKVSHARD_BUILD_EXAMPLES=OFF -DKVSHARD_BUILD_BENCH=OFF \
+    -DCMAKE_INSTALL_PREFIX="$venv" -DCMAKE_INSTALL_LIBDIR=lib ${CMAKE_ARGS:-} >/dev/null
+cmake --build "$build" -j2 >/dev/null
+
+echo "== making the virtual environment $venv"
+"$PYTHON" -m venv --system-site-packages "$venv"
+
+echo "== installing the library and the CLI into $venv"
+cmake --install "$build" >/dev/null
+
+echo "== installing the kvshard package"
+KVSHARD_LIBRARY="$venv/lib/libkvshard.so" \
+    "$venv/bin/python" -m pip install --quiet --no-index --no-build-isolation "$here"
+
+"$venv/bin/python" -c 'import kvshard; print("kvshard", kvshard.__version__, "uses", kvshard.library_path(), "(libkvshard " + kvshard.library_version() + ")")'
+echo "done: . $venv/bin/activate, then python -c 'import kvshard'"
+echo "tests: (cd $here && $venv/bin/python -m pytest -q tests)"

@@ -1,0 +1,125 @@
+"""kvshard: plan how the KV cache of a hybrid-attention model is sharded
+across tensor-parallel ranks.
+
+A thin binding over the C library libkvshard (its 0.2 API), with ctypes:
+every figure comes from the library; this package converts arguments,
+raises exceptions for error codes and frees handles.
+
+    >>> import kvshard
+    >>> with kvshard.load("examples/qwen3_5_35b_a3b_tp4.yaml") as dep:
+    ...     with dep.plan() as plan:
+    ...         plan.rank_layers(0)
+    [3, 11, 19, 27, 35]
+
+Units: byte figures are in bytes, lengths (block_size, context_length) in
+tokens. Objects that hold a C handle (Model, Deployment, Plan, Comparison)
+free it on ``close()``, at the end of a ``with`` block, or when garbage
+collected. docs/python.md covers installing, finding the library and errors.
+"""
+
+from ._enums import (
+    ALL_RANKS,
+    OWNER_ALL,
+    OWNER_NONE,
+    Attention,
+    Dtype,
+    Engine,
+    LayerKind,
+    Ownership,
+    StateKind,
+    Status,
+    WarningCode,
+)
+from ._errors import (
+    ConfigError,
+    FileError,
+    InvalidArgumentError,
+    KvshardError,
+    LimitError,
+    OutOfMemoryError,
+    PlanError,
+    QueryError,
+    ReadError,
+    WriteError,
+)
+from ._lib import (
+    LibraryNotFoundError,
+    LibraryVersionError,
+    library_path,
+    library_version,
+)
+from ._objects import (
+    Blocks,
+    Capacity,
+    Comparison,
+    ComparisonRow,
+    Deployment,
+    LayerStorage,
+    Model,
+    Plan,
+    RankMemory,
+    Uniform,
+    compare,
+    create_model,
+    load,
+    load_model,
+    loads,
+    plan,
+)
+from ._options import Options
+from ._version import __version__
+
+#: The C enum kvshard_warning_code, under the name the C API uses. It is
+#: left out of ``__all__`` so that ``from kvshard import *`` does not hide
+#: Python's built-in ``Warning``.
+Warning = WarningCode  # noqa: A001
+
+__all__ = [
+    "__version__",
+    # functions
+    "load",
+    "loads",
+    "load_model",
+    "create_model",
+    "plan",
+    "compare",
+    "library_path",
+    "library_version",
+    # objects
+    "Options",
+    "Model",
+    "Deployment",
+    "Plan",
+    "Comparison",
+    "ComparisonRow",
+    "LayerStorage",
+    "RankMemory",
+    "Capacity",
+    "Uniform",
+    "Blocks",
+    # enums and constants
+    "Status",
+    "LayerKind",
+    "Attention",
+    "StateKind",
+    "Dtype",
+    "Ownership",
+    "Engine",
+    "WarningCode",
+    "OWNER_ALL",
+    "OWNER_NONE",
+    "ALL_RANKS",
+    # errors
+    "KvshardError",
+    "ReadError",
+    "ConfigError",
+    "PlanError",
+    "LimitError",
+    "QueryError",
+    "FileError",
+    "OutOfMemoryError",
+    "InvalidArgumentError",
+    "WriteError",
+    "LibraryNotFoundError",
+    "LibraryVersionError",
+]

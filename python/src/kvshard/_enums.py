@@ -1,0 +1,185 @@
+"""The C enums of kvshard.h as :class:`enum.IntEnum` classes.
+
+Member values equal the C values, so a member can be passed wherever the C
+API takes the enum. Member names drop the C prefix (``KVSHARD_LAYER_HYBRID``
+is ``LayerKind.HYBRID``). The ``label`` property of each member returns the
+name the library itself uses in its text and JSON output ("full_attention",
+"bfloat16", "max_seqs_unreachable", ...); reading it loads the library.
+"""
+
+from __future__ import annotations
+
+import enum
+
+__all__ = [
+    "Status",
+    "LayerKind",
+    "Attention",
+    "StateKind",
+    "Dtype",
+    "Ownership",
+    "Engine",
+    "WarningCode",
+    "OWNER_ALL",
+    "OWNER_NONE",
+    "ALL_RANKS",
+]
+
+#: ``Plan.layer_owner()`` of a layer whose cache every rank stores.
+OWNER_ALL = -1
+#: ``Plan.layer_owner()`` of a layer that stores nothing (a no-cache layer).
+OWNER_NONE = -2
+#: The C value of "every TP rank" for ``kvshard_plan_blocks_for``.
+ALL_RANKS = 0xFFFFFFFF
+
+
+def _name_of(function: str, value: int) -> str:
+    from . import _lib  # late import: the enums must not need the library
+
+    lib = _lib.library()
+    raw = getattr(lib, function)(value)
+    return raw.decode("utf-8", "replace")
+
+
+class Status(enum.IntEnum):
+    """Result of a C call: ``OK`` (0) or a negative error code."""
+
+    OK = 0
+    ENOMEM = -1
+    EINVAL = -2
+    EIO = -3
+    ESYNTAX = -4
+    EUTF8 = -5
+    ELIMIT = -6
+    EDUPKEY = -7
+    EUNKNOWNKEY = -8
+    ETYPE = -9
+    ERANGE = -10
+    EMISSING = -11
+    ELAYERTYPE = -12
+    ELAYERCOUNT = -13
+    ELAYERLIST = -14
+    EPARALLEL = -15
+    EWORLD = -16
+    ESPLIT = -17
+    ESPLITCP = -18
+    EKVHEADS = -19
+    ELINEARHEADS = -20
+    ERANK = -21
+    ELAYER = -22
+    ENOBLOCK = -23
+    EOVERFLOW = -24
+    EWRITE = -25
+    EPROFILE = -26
+    EUNSUPPORTED = -27
+
+    @property
+    def label(self) -> str:
+        """The library's English name of the code (``kvshard_strerror``)."""
+        return _name_of("kvshard_strerror", int(self))
+
+
+class LayerKind(enum.IntEnum):
+    """What a decoder layer caches."""
+
+    FULL_ATTENTION = 0
+    LINEAR_ATTENTION = 1
+    SLIDING_ATTENTION = 2
+    HYBRID = 3
+    NO_CACHE = 4
+
+    @property
+    def label(self) -> str:
+        """"full_attention", "linear_attention", ... (``kvshard_layer_kind_name``)."""
+        return _name_of("kvshard_layer_kind_name", int(self))
+
+
+class Attention(enum.IntEnum):
+    """Attention type of a model's KV layers."""
+
+    GQA = 0
+    MLA = 1
+
+    @property
+    def label(self) -> str:
+        """"gqa" or "mla", as in the plan's JSON."""
+        return self.name.lower()
+
+
+class StateKind(enum.IntEnum):
+    """The recurrent state of a model's linear and hybrid layers."""
+
+    NONE = 0
+    GDN = 1
+    KDA = 2
+    LIGHTNING = 3
+    MAMBA1 = 4
+    MAMBA2 = 5
+    SHORT_CONV = 6
+
+    @property
+    def label(self) -> str:
+        """"gdn", "kda", ..., "none" (``kvshard_state_kind_name``)."""
+        return _name_of("kvshard_state_kind_name", int(self))
+
+
+class Dtype(enum.IntEnum):
+    """Element type of weights, KV cache and state. ``AUTO`` as an option
+    means "follow the model"."""
+
+    AUTO = 0
+    BF16 = 1
+    FP16 = 2
+    FP8 = 3
+    FP32 = 4
+    INT8 = 5
+
+    @property
+    def label(self) -> str:
+        """"auto", "bfloat16", "float16", "fp8", "float32", "int8"."""
+        return _name_of("kvshard_dtype_name", int(self))
+
+
+class Ownership(enum.IntEnum):
+    """How the ranks of a split group share the KV layers. ``DEFAULT`` leaves
+    the choice to the engine profile."""
+
+    DEFAULT = -1
+    ORDINAL = 0
+    GLOBAL = 1
+    CONTIGUOUS = 2
+
+    @property
+    def label(self) -> str:
+        """"default", "ordinal", "global", "contiguous"."""
+        return _name_of("kvshard_ownership_name", int(self))
+
+
+class Engine(enum.IntEnum):
+    """Whose capacity model sizes blocks and state."""
+
+    KVSHARD = 0
+    XLLM = 1
+
+    @property
+    def label(self) -> str:
+        """"kvshard" or "xllm"."""
+        return _name_of("kvshard_engine_name", int(self))
+
+
+class WarningCode(enum.IntEnum):
+    """A plan's warning (never fatal). Also exported as ``kvshard.Warning``."""
+
+    SPLIT_DISABLED = 0
+    SPLIT_SIZE_ONE = 1
+    RANK_OWNS_NOTHING = 2
+    IMBALANCED = 3
+    EXCEEDS_REPLICATION = 4
+    NO_KV_LAYERS = 5
+    DRAFT_UNSPLIT = 6
+    MAX_SEQS_UNREACHABLE = 7
+
+    @property
+    def label(self) -> str:
+        """"split_disabled", ..., as in the plan's JSON (``kvshard_warning_name``)."""
+        return _name_of("kvshard_warning_name", int(self))

@@ -1,0 +1,525 @@
+"""Finding and loading libkvshard, and the ctypes view of its C API.
+
+The library is looked for, in this order:
+
+1. the environment variable ``KVSHARD_LIBRARY``, a path to the shared
+   library. When it is set, it is the only place tried: a library named on
+   purpose is never swapped for another one silently;
+2. the path recorded when the package was installed (``KVSHARD_LIBRARY`` or
+   ``--config-settings=kvshard-library=PATH`` given to ``pip install``),
+   kept in the generated module ``kvshard._build_config``;
+3. the system's search path: the soname of the package's version
+   (``libkvshard.so.0.2``: while the major version is 0 the soname carries
+   MAJOR.MINOR, from 1.0 on MAJOR only), then
+   ``ctypes.util.find_library("kvshard")``, then ``libkvshard.so`` (the
+   dynamic loader reads ``LD_LIBRARY_PATH`` and the ldconfig cache).
+
+When no place holds a library that loads, :class:`LibraryNotFoundError`
+names all three. The library found must report a ``kvshard_version()`` with
+the package's major and minor version (patch releases keep the API and its
+structs); otherwise :class:`LibraryVersionError`.
+
+The library is loaded once, on first use, and kept for the life of the
+process.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import threading
+from ctypes import (
+    POINTER,
+    Structure,
+    c_bool,
+    c_char,
+    c_char_p,
+    c_double,
+    c_int,
+    c_int32,
+    c_size_t,
+    c_uint,
+    c_uint32,
+    c_uint64,
+    c_void_p,
+)
+from typing import List, Optional, Tuple
+
+from ._version import __version__
+
+__all__ = [
+    "library",
+    "library_path",
+    "library_version",
+    "LibraryNotFoundError",
+    "LibraryVersionError",
+]
+
+ENV_VAR = "KVSHARD_LIBRARY"
+
+
+def _soname() -> str:
+    major, minor = __version__.split(".")[:2]
+    return f"libkvshard.so.{major}.{minor}" if major == "0" else f"libkvshard.so.{major}"
+
+
+_SYSTEM_NAMES = (_soname(), "libkvshard.so")
+
+# ---------------------------------------------------------------------------
+# C structs. Field order and types follow kvshard.h exactly; the library
+# checks `size` against its own sizeof for every struct that has one, so a
+# layout that drifted from the header fails with EINVAL instead of reading
+# garbage.
+# ---------------------------------------------------------------------------
+
+ERROR_SOURCE_MAX = 160
+ERROR_MESSAGE_MAX = 320
+
+
+class CError(Structure):
+    _fields_ = [
+        ("code", c_int),
+        ("line", c_int),
+        ("column", c_int),
+        ("offset", c_size_t),
+        ("source", c_char * ERROR_SOURCE_MAX),
+        ("message", c_char * ERROR_MESSAGE_MAX),
+    ]
+
+
+class COptions(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("world_size", c_uint32),
+        ("dp_size", c_uint32),
+        ("cp_size", c_uint32),
+        ("enable_layerwise_split", c_bool),
+        ("layerwise_split_size", c_uint32),
+        ("ownership", c_int),
+        ("is_draft", c_bool),
+        ("engine", c_int),
+        ("kv_cache_dtype", c_int),
+        ("state_dtype", c_int),
+        ("block_size", c_uint32),
+        ("memory_per_rank", c_uint64),
+        ("max_seqs", c_uint32),
+        ("num_speculative_tokens", c_uint32),
+        ("scratch_layers", c_uint32),
+        ("context_length", c_uint32),
+        ("enable_prefix_cache", c_bool),
+        ("max_linear_state_cache_slots", c_uint32),
+        ("device_memory_total", c_uint64),
+        ("device_memory_free", c_uint64),
+        ("max_memory_utilization", c_double),
+        ("max_cache_size", c_uint64),
+    ]
+
+
+def options_init() -> COptions:
+    """A COptions holding KVSHARD_OPTIONS_INIT."""
+    o = COptions()
+    o.size = ctypes.sizeof(COptions)
+    o.world_size = 1
+    o.dp_size = 1
+    o.cp_size = 1
+    o.enable_layerwise_split = False
+    o.layerwise_split_size = 1
+    o.ownership = -1  # KVSHARD_OWNERSHIP_DEFAULT
+    o.is_draft = False
+    o.engine = 0
+    o.kv_cache_dtype = 0
+    o.state_dtype = 0
+    o.block_size = 0
+    o.memory_per_rank = 0
+    o.max_seqs = 0
+    o.num_speculative_tokens = 0
+    o.scratch_layers = 1
+    o.context_length = 0
+    o.enable_prefix_cache = True
+    o.max_linear_state_cache_slots = 0
+    o.device_memory_total = 0
+    o.device_memory_free = 0
+    o.max_memory_utilization = 0.8
+    o.max_cache_size = 0
+    return o
+
+
+class CModelDesc(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("model_type", c_char_p),
+        ("num_layers", c_uint32),
+        ("layer_kinds", POINTER(c_int)),
+        ("dtype", c_int),
+        ("attention", c_int),
+        ("num_attention_heads", c_uint32),
+        ("num_kv_heads", c_uint32),
+        ("head_dim", c_uint32),
+        ("sliding_window", c_uint32),
+        ("kv_lora_rank", c_uint32),
+        ("qk_rope_head_dim", c_uint32),
+        ("index_head_dim", c_uint32),
+        ("num_draft_layers", c_uint32),
+        ("state_kind", c_int),
+        ("state_dtype", c_int),
+        ("state_heads", c_uint32),
+        ("state_key_heads", c_uint32),
+        ("state_head_dim", c_uint32),
+        ("state_value_dim", c_uint32),
+        ("state_size", c_uint32),
+        ("state_groups", c_uint32),
+        ("conv_kernel", c_uint32),
+        ("conv_channels", c_uint32),
+    ]
+
+
+class CLayerStorage(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("kind", c_int),
+        ("stores_kv", c_bool),
+        ("kv_slot", c_int32),
+        ("state_slot", c_int32),
+        ("kv_head_first", c_uint32),
+        ("kv_head_count", c_uint32),
+        ("kv_bytes_per_token", c_uint64),
+        ("owner_tp_rank", c_int32),
+        ("state_bytes_per_seq", c_uint64),
+    ]
+
+
+class CRankMemory(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("kv_bytes_per_token", c_uint64),
+        ("scratch_bytes_per_token", c_uint64),
+        ("draft_bytes_per_token", c_uint64),
+        ("bytes_per_block", c_uint64),
+        ("state_bytes_per_seq", c_uint64),
+        ("num_blocks", c_uint64),
+        ("has_num_blocks", c_bool),
+    ]
+
+
+class CCapacity(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("engine", c_int),
+        ("block_size", c_uint32),
+        ("memory_per_rank", c_uint64),
+        ("max_seqs", c_uint32),
+        ("has_num_blocks", c_bool),
+        ("num_blocks", c_uint64),
+        ("max_tokens", c_uint64),
+        ("context_length", c_uint32),
+        ("has_concurrency", c_bool),
+        ("concurrency", c_uint64),
+        ("has_balanced_max_seqs", c_bool),
+        ("balanced_max_seqs", c_uint64),
+        ("has_state_slots", c_bool),
+        ("state_slots", c_uint64),
+        ("usable_blocks", c_uint64),
+        ("usable_state_slots", c_uint64),
+    ]
+
+
+class CUniform(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("kv_bytes_per_token", c_uint64),
+        ("bytes_per_block", c_uint64),
+        ("has_num_blocks", c_bool),
+        ("num_blocks", c_uint64),
+    ]
+
+
+class CBudget(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("memory_per_rank", c_uint64),
+        ("reserved_bytes", c_uint64),
+        ("extra_bytes_per_block", c_uint64),
+        ("context_length", c_uint32),
+    ]
+
+
+class CBlocks(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("num_blocks", c_uint64),
+        ("max_tokens", c_uint64),
+        ("has_concurrency", c_bool),
+        ("concurrency", c_uint64),
+        ("has_balanced_max_seqs", c_bool),
+        ("balanced_max_seqs", c_uint64),
+        ("has_state_slots", c_bool),
+        ("state_slots", c_uint64),
+        ("usable_blocks", c_uint64),
+        ("usable_state_slots", c_uint64),
+    ]
+
+
+class CComparisonRow(Structure):
+    # No `size` field: rows are borrowed, and later versions add fields at
+    # the end only, so this prefix stays valid.
+    _fields_ = [
+        ("layerwise_split_size", c_uint32),
+        ("ownership", c_int),
+        ("error", c_int),
+        ("error_message", c_char_p),
+        ("min_owned_layers", c_uint32),
+        ("max_owned_layers", c_uint32),
+        ("max_kv_bytes_per_token", c_uint64),
+        ("max_bytes_per_block", c_uint64),
+        ("has_num_blocks", c_bool),
+        ("num_blocks", c_uint64),
+        ("max_tokens", c_uint64),
+        ("gain", c_double),
+        ("warnings", c_uint32),
+        ("has_concurrency", c_bool),
+        ("concurrency", c_uint64),
+        ("has_balanced_max_seqs", c_bool),
+        ("balanced_max_seqs", c_uint64),
+    ]
+
+
+def sized(struct_type):  # type: ignore[no-untyped-def]
+    """A new struct of `struct_type` with its `size` field set."""
+    s = struct_type()
+    s.size = ctypes.sizeof(struct_type)
+    return s
+
+
+#: kvshard_write_fn: int (*)(void *user, const char *data, size_t len).
+WRITE_FN = ctypes.CFUNCTYPE(c_int, c_void_p, c_void_p, c_size_t)
+
+_P = c_void_p  # every opaque handle
+_PP = POINTER(c_void_p)  # `**out` of a constructor
+_E = POINTER(CError)
+
+# name: (restype, argtypes)
+_PROTOTYPES = {
+    "kvshard_strerror": (c_char_p, [c_int]),
+    "kvshard_version": (c_char_p, []),
+    "kvshard_layer_kind_name": (c_char_p, [c_int]),
+    "kvshard_state_kind_name": (c_char_p, [c_int]),
+    "kvshard_dtype_name": (c_char_p, [c_int]),
+    "kvshard_ownership_name": (c_char_p, [c_int]),
+    "kvshard_engine_name": (c_char_p, [c_int]),
+    "kvshard_warning_name": (c_char_p, [c_int]),
+    # model
+    "kvshard_model_load_file": (c_int, [_PP, c_char_p, c_void_p, _E]),
+    "kvshard_model_load_string": (c_int, [_PP, c_char_p, c_size_t, c_char_p, c_void_p, _E]),
+    "kvshard_model_create": (c_int, [_PP, POINTER(CModelDesc), c_void_p, _E]),
+    "kvshard_model_free": (None, [_P]),
+    "kvshard_model_type": (c_char_p, [_P]),
+    "kvshard_model_num_layers": (c_uint32, [_P]),
+    "kvshard_model_num_draft_layers": (c_uint32, [_P]),
+    "kvshard_model_attention": (c_int, [_P]),
+    "kvshard_model_count": (c_uint32, [_P, c_int]),
+    "kvshard_model_layer_kind": (c_int, [POINTER(c_int), _P, c_uint32]),
+    "kvshard_model_state_kind": (c_int, [_P]),
+    "kvshard_model_state_dtype": (c_int, [_P]),
+    # options and deployment
+    "kvshard_options_set": (c_int, [POINTER(COptions), c_char_p, c_char_p, c_char_p, _E]),
+    "kvshard_deployment_load_file": (c_int, [_PP, c_char_p, c_void_p, _E]),
+    "kvshard_deployment_load_string": (
+        c_int,
+        [_PP, c_char_p, c_size_t, c_char_p, c_char_p, c_void_p, _E],
+    ),
+    "kvshard_deployment_create": (c_int, [_PP, _P, POINTER(COptions), _E]),
+    "kvshard_deployment_free": (None, [_P]),
+    "kvshard_deployment_model": (c_void_p, [_P]),
+    "kvshard_deployment_options": (c_int, [POINTER(COptions), _P]),
+    "kvshard_deployment_set": (c_int, [_P, c_char_p, c_char_p, c_char_p, _E]),
+    "kvshard_deployment_apply_args": (c_int, [_P, c_size_t, POINTER(c_char_p), c_uint, _E]),
+    # plan
+    "kvshard_plan_create": (c_int, [_PP, _P, POINTER(COptions), c_void_p, _E]),
+    "kvshard_deployment_plan": (c_int, [_PP, _P, _E]),
+    "kvshard_plan_free": (None, [_P]),
+    "kvshard_plan_options": (c_int, [POINTER(COptions), _P]),
+    "kvshard_plan_attn_tp_size": (c_uint32, [_P]),
+    "kvshard_plan_effective_split_size": (c_uint32, [_P]),
+    "kvshard_plan_replication_factor": (c_uint32, [_P]),
+    "kvshard_plan_num_layers": (c_uint32, [_P]),
+    "kvshard_plan_state_kind": (c_int, [_P]),
+    "kvshard_plan_state_dtype": (c_int, [_P]),
+    "kvshard_plan_layer_kind": (c_int, [POINTER(c_int), _P, c_uint32]),
+    "kvshard_plan_layer_owner": (c_int, [POINTER(c_int32), _P, c_uint32]),
+    "kvshard_plan_owns": (c_bool, [_P, c_uint32, c_uint32]),
+    "kvshard_plan_stores_kv": (c_bool, [_P, c_uint32, c_uint32]),
+    "kvshard_plan_split_position": (c_int, [POINTER(c_uint32), POINTER(c_uint32), _P, c_uint32]),
+    "kvshard_plan_rank_layers": (
+        c_int,
+        [POINTER(POINTER(c_uint32)), POINTER(c_size_t), _P, c_uint32],
+    ),
+    "kvshard_plan_layer_storage": (c_int, [POINTER(CLayerStorage), _P, c_uint32, c_uint32]),
+    "kvshard_plan_rank_memory": (c_int, [POINTER(CRankMemory), _P, c_uint32]),
+    "kvshard_plan_capacity": (c_int, [POINTER(CCapacity), _P]),
+    "kvshard_plan_uniform": (c_int, [POINTER(CUniform), _P]),
+    "kvshard_plan_blocks_for": (c_int, [POINTER(CBlocks), _P, c_uint32, POINTER(CBudget), _E]),
+    "kvshard_plan_warning_count": (c_size_t, [_P]),
+    "kvshard_plan_warning": (c_int, [POINTER(c_int), POINTER(c_char_p), _P, c_size_t]),
+    "kvshard_plan_has_warning": (c_bool, [_P, c_int]),
+    "kvshard_plan_digest": (c_uint64, [_P]),
+    "kvshard_plan_layout_digest": (c_uint64, [_P]),
+    "kvshard_plan_describe_rank": (c_int, [POINTER(c_char), c_size_t, _P, c_uint32]),
+    "kvshard_plan_write_json": (c_int, [_P, WRITE_FN, c_void_p]),
+    "kvshard_plan_write_text": (c_int, [_P, WRITE_FN, c_void_p]),
+    "kvshard_plan_write_svg": (c_int, [_P, WRITE_FN, c_void_p]),
+    # comparison and report
+    "kvshard_comparison_create": (c_int, [_PP, _P, POINTER(COptions), c_void_p, _E]),
+    "kvshard_deployment_compare": (c_int, [_PP, _P, _E]),
+    "kvshard_comparison_free": (None, [_P]),
+    "kvshard_comparison_row_count": (c_size_t, [_P]),
+    "kvshard_comparison_row_at": (POINTER(CComparisonRow), [_P, c_size_t]),
+    "kvshard_comparison_recommended": (c_size_t, [_P]),
+    "kvshard_comparison_write_json": (c_int, [_P, WRITE_FN, c_void_p]),
+    "kvshard_comparison_write_text": (c_int, [_P, WRITE_FN, c_void_p]),
+    "kvshard_report_write_html": (c_int, [_P, _P, WRITE_FN, c_void_p]),
+}
+
+
+class LibraryNotFoundError(ImportError):
+    """No place held a libkvshard that loads. The message names every place
+    tried and why each failed."""
+
+
+class LibraryVersionError(ImportError):
+    """The libkvshard found reports another major.minor version than the
+    package's."""
+
+
+def _recorded_path() -> Optional[str]:
+    try:
+        from . import _build_config  # generated at install time
+    except ImportError:
+        return None
+    path = getattr(_build_config, "LIBRARY_PATH", None)
+    return path if isinstance(path, str) and path else None
+
+
+def _declare(lib: ctypes.CDLL) -> None:
+    for name, (restype, argtypes) in _PROTOTYPES.items():
+        fn = getattr(lib, name)  # AttributeError: not a kvshard 0.2 library
+        fn.restype = restype
+        fn.argtypes = argtypes
+
+
+def _try_load(path: str) -> Tuple[Optional[ctypes.CDLL], str]:
+    try:
+        return ctypes.CDLL(path), ""
+    except OSError as exc:
+        return None, str(exc)
+
+
+def _compatible(found: str) -> bool:
+    want = __version__.split(".")[:2]
+    have = found.split(".")
+    return len(have) == 3 and have[:2] == want
+
+
+def _find() -> Tuple[ctypes.CDLL, str]:
+    """Load the library from the first place that holds one (see the module
+    docstring). Returns the library and where it came from."""
+    tried: List[str] = []
+
+    env = os.environ.get(ENV_VAR)
+    if env:
+        lib, why = _try_load(env)
+        if lib is not None:
+            return lib, env
+        raise LibraryNotFoundError(
+            f"kvshard: {ENV_VAR} is set to {env!r}, which cannot be loaded: {why}. "
+            f"Point it at libkvshard.so (from `cmake --build build --target kvshard`: "
+            f"build/libkvshard.so), or unset it to use the path recorded at install "
+            f"time or the system's library search path."
+        )
+    tried.append(f"1. the environment variable {ENV_VAR}: not set")
+
+    recorded = _recorded_path()
+    if recorded:
+        lib, why = _try_load(recorded)
+        if lib is not None:
+            return lib, recorded
+        tried.append(f"2. the path recorded at install time, {recorded!r}: {why}")
+    else:
+        tried.append(
+            "2. the path recorded at install time: none (the package was installed "
+            f"without {ENV_VAR} or --config-settings=kvshard-library=PATH)"
+        )
+
+    found = ctypes.util.find_library("kvshard")
+    names = list(_SYSTEM_NAMES[:1])
+    names += [n for n in ([found] if found else []) + list(_SYSTEM_NAMES[1:]) if n not in names]
+    reasons = []
+    for name in names:
+        lib, why = _try_load(name)
+        if lib is not None:
+            return lib, name
+        reasons.append(f"{name}: {why}")
+    tried.append(
+        "3. the system's library search path (LD_LIBRARY_PATH, ldconfig; "
+        f"ctypes.util.find_library('kvshard') found {found!r}): " + "; ".join(reasons)
+    )
+    raise LibraryNotFoundError(
+        "kvshard: cannot find libkvshard. Tried, in order:\n  "
+        + "\n  ".join(tried)
+        + f"\nSet {ENV_VAR}=/path/to/libkvshard.so, or reinstall the package with "
+        f"{ENV_VAR} set (see docs/python.md)."
+    )
+
+
+_lock = threading.Lock()
+_loaded: Optional[Tuple[ctypes.CDLL, str, str]] = None
+
+
+def _load() -> Tuple[ctypes.CDLL, str, str]:
+    global _loaded
+    with _lock:
+        if _loaded is not None:
+            return _loaded
+        lib, where = _find()
+        try:
+            version_fn = lib.kvshard_version
+        except AttributeError:
+            raise LibraryVersionError(
+                f"kvshard: {where} has no kvshard_version(): not a kvshard library"
+            ) from None
+        version_fn.restype = c_char_p
+        version_fn.argtypes = []
+        found = (version_fn() or b"").decode("ascii", "replace")
+        if not _compatible(found):
+            raise LibraryVersionError(
+                f"kvshard: {where} is libkvshard {found}, but this package "
+                f"({__version__}) needs {'.'.join(__version__.split('.')[:2])}.x. "
+                f"Build the matching library, or point {ENV_VAR} at it."
+            )
+        try:
+            _declare(lib)
+        except AttributeError as exc:
+            raise LibraryVersionError(
+                f"kvshard: {where} (version {found}) lacks a function of the "
+                f"{__version__} API: {exc}"
+            ) from None
+        _loaded = (lib, where, found)
+        return _loaded
+
+
+def library() -> ctypes.CDLL:
+    """The loaded libkvshard with every prototype declared (loads it on first
+    use). Raises LibraryNotFoundError or LibraryVersionError."""
+    loaded = _loaded
+    return loaded[0] if loaded is not None else _load()[0]
+
+
+def library_path() -> str:
+    """Where the loaded library came from: the path or soname given to the
+    dynamic loader (loads it on first use)."""
+    return _load()[1]
+
+
+def library_version() -> str:
+    """``kvshard_version()`` of the loaded library, "MAJOR.MINOR.PATCH"."""
+    return _load()[2]
