@@ -1,4 +1,4 @@
-/* Deployment files, flag overrides and option parsing (SPEC §6). */
+/* Deployment files, flag overrides and option parsing (docs/planning.md, "The deployment file and flags"). */
 #include "test_util.h"
 
 #include <stdio.h>

@@ -1,6 +1,7 @@
-/* Memory (SPEC §5): per-rank bytes, state reservation, block capacity, the
- * uniform comparison and the split-size comparison. Every expected figure is
- * worked out by hand from the SPEC formulas; the arithmetic is next to it. */
+/* Memory: per-rank bytes, state reservation, block capacity, the uniform
+ * comparison and the split-size comparison. Every expected figure is worked
+ * out by hand from the formulas in docs/planning.md; the arithmetic is next
+ * to it. */
 #include "test_util.h"
 
 #include <math.h>

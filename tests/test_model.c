@@ -1,6 +1,7 @@
-/* Reading model configs (SPEC §2): layer kinds, attention type, draft layers,
- * dtype. Expected figures are worked out by hand from SPEC and MODELS.md; the
- * arithmetic is in the comment next to each number. */
+/* Reading model configs: layer kinds, attention type, draft layers, dtype.
+ * Expected figures are worked out by hand from the rules in docs/planning.md
+ * and the models' published configs; the arithmetic is in the comment next
+ * to each number. */
 #include "test_util.h"
 
 #include <stdlib.h>
@@ -36,7 +37,7 @@ static void assert_every_nth_full(const kvshard_model *model, uint32_t n, kvshar
 }
 
 /* KV bytes per token of one TP=1 rank without split: the sum over
- * full-attention layers of that layer's bytes (SPEC §5). */
+ * full-attention layers of that layer's bytes (docs/planning.md, "Memory per rank"). */
 static uint64_t tp1_kv_bytes(const kvshard_model *model, kvshard_dtype dtype)
 {
     kvshard_options o = KVSHARD_OPTIONS_INIT;
@@ -364,7 +365,7 @@ static void test_draft_keys(void **state)
     kvshard_model_free(m);
 }
 
-/* Errors of §2: unknown layer type (naming string and position), wrong list
+/* Errors of the layer-kind rules: unknown layer type (naming string and position), wrong list
  * length, Kimi layers in neither / both lists or out of range. */
 static void test_layer_kind_errors(void **state)
 {

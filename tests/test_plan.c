@@ -1,6 +1,6 @@
-/* Planning (SPEC §1, §3, §4): effective split size, split groups, owners,
- * validation errors, warnings, digest and JSON. Expected values are worked
- * out by hand from SPEC; the reasoning is next to each figure. */
+/* Planning: effective split size, split groups, owners, validation errors,
+ * warnings, digest and JSON. Expected values are worked out by hand from the
+ * rules in docs/planning.md; the reasoning is next to each figure. */
 #include "test_util.h"
 
 #include <stdio.h>
@@ -194,7 +194,7 @@ static void test_kimi_owners(void **state)
     kvshard_model_free(model);
 }
 
-/* ---- validation errors (§3) --------------------------------------------- */
+/* ---- validation errors ------------------------------------------------------ */
 
 static void test_parallel_errors(void **state)
 {
@@ -587,7 +587,7 @@ static void test_json_seed(void **state)
     assert_contains(json, "\"owned_layers\": [3, 11, 19, 27, 35]");
     assert_contains(json, "\"owned_layers\": [7, 15, 23, 31, 39]");
     assert_contains(json, "\"tp_rank\": 3, \"split_group\": 1, \"split_rank\": 1");
-    /* §5 figures (see test_memory.c): 5 x 1024 kv, 1024 scratch, 16 x 6144 */
+    /* Memory figures (see test_memory.c): 5 x 1024 kv, 1024 scratch, 16 x 6144 */
     assert_contains(json, "\"kv_bytes_per_token\": 5120");
     assert_contains(json, "\"scratch_bytes_per_token\": 1024");
     assert_contains(json, "\"bytes_per_block\": 98304");
