@@ -135,10 +135,10 @@ static void write_summary(kvshard__out *o, const kvshard_plan *p)
     }
     kvshard__out_printf(o,
                         "<p>%u layers: %u full attention, %u linear attention, %u sliding "
-                        "window, %u hybrid, %u without cache; %s; %u draft layers",
+                        "window, %u hybrid, %u without cache; %s; %u draft layer%s",
                         m->num_layers, m->num_full, m->num_linear, m->num_sliding, m->num_hybrid,
                         m->num_no_cache, m->attention == KVSHARD_ATTENTION_MLA ? "MLA" : "GQA",
-                        m->num_draft_layers);
+                        m->num_draft_layers, m->num_draft_layers == 1 ? "" : "s");
     if (m->state.kind != KVSHARD_STATE_NONE) {
         kvshard__out_printf(o, "; %s state", kvshard_state_kind_name(m->state.kind));
         if (p->state_dtype != KVSHARD_DTYPE_AUTO)

@@ -107,8 +107,9 @@ static void write_legend(kvshard__out *o, const kvshard_plan *p, uint32_t top)
             snprintf(cls, sizeof cls, "o%u", s % KVSHARD__OWNER_COLOURS);
             snprintf(mark, sizeof mark, "%u", s);
             entry_begin(&lg, cls, mark);
-            kvshard__out_printf(o, "split rank %u: %u KV layer%s; TP ranks ", s, p->owned_counts[s],
-                                p->owned_counts[s] == 1 ? "" : "s");
+            kvshard__out_printf(o, "split rank %u: %u KV layer%s; TP rank%s ", s,
+                                p->owned_counts[s], p->owned_counts[s] == 1 ? "" : "s",
+                                p->tp / p->split == 1 ? "" : "s");
             kvshard__out_split_members(o, p->tp, p->split, s);
             entry_end(&lg);
         }
