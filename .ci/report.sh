@@ -10,7 +10,8 @@
 #   SCREENSHOT_COPY  optional: where to copy the seed screenshot
 #                    (docs/images/seed-report.png is made this way)
 #
-# Installs nothing: the caller provides chromium, xmllint (libxml2-utils)
+# Installs nothing: the caller provides chromium, a font (fonts-dejavu-core:
+# Chromium installed without recommends has none), xmllint (libxml2-utils)
 # and python3.
 set -euo pipefail
 

@@ -1,9 +1,10 @@
 #!/bin/sh
 # Install what kvshard needs to build and test on Debian 12: a C compiler,
-# CMake, pkg-config, libyaml (the parser) and cmocka (the tests).
+# CMake, pkg-config, libyaml (the parser), cmocka (the tests) and xmllint
+# (libxml2-utils: the report test checks its markup with it).
 # Runs apt-get directly as root and through sudo otherwise.
 set -eu
-packages="gcc make cmake pkg-config libyaml-dev libcmocka-dev"
+packages="gcc make cmake pkg-config libyaml-dev libcmocka-dev libxml2-utils"
 if [ "$#" -gt 0 ]; then
     packages="$packages $*"
 fi

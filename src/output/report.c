@@ -390,7 +390,7 @@ static void write_capacity(kvshard__out *o, const kvshard_plan *p)
         else
             kvshard__out_raw(o, "the unsplit plan fits no block");
     } else if (max_block) {
-        kvshard__out_printf(o, "%.2f\xC3\x97 fewer bytes per block than the unsplit plan",
+        kvshard__out_printf(o, "the unsplit plan takes %.2f\xC3\x97 the bytes per block",
                             (double)u->bytes_per_block / (double)max_block);
     } else {
         kvshard__out_raw(o, "none: no KV bytes per block");
