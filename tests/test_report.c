@@ -461,6 +461,27 @@ static void test_escaping(void **state)
     free(html.data);
     kvshard_plan_free(plan);
     kvshard_model_free(model);
+
+    /* Valid UTF-8 that XML still forbids (U+FFFE, U+FFFF), a C1 control
+     * (U+0085) and a surrogate's bytes: all shown as \xNN. */
+    desc.model_type = "a\xEF\xBF\xBF"
+                      "b\xEF\xBF\xBE"
+                      "c\xC2\x85"
+                      "d\xED\xA0\x80"
+                      "e";
+    tu_assert_ok(kvshard_model_create(&model, &desc, NULL, &err), &err);
+    plan = tu_plan(model, NULL);
+    svg = svg_of(plan);
+    html = html_of(plan, NULL);
+    const char *shown = "a\\xEF\\xBF\\xBFb\\xEF\\xBF\\xBEc\\xC2\\x85d\\xED\\xA0\\x80e";
+    assert_non_null(strstr(svg.data, shown));
+    assert_non_null(strstr(html.data, shown));
+    assert_well_formed(&svg, "SVG");
+    assert_well_formed(&html, "HTML");
+    free(svg.data);
+    free(html.data);
+    kvshard_plan_free(plan);
+    kvshard_model_free(model);
 }
 
 /* ---- a failing writer ---------------------------------------------------- */
