@@ -1,21 +1,630 @@
-/* Placeholder while the report is written; replaced before this lands. */
-#include "output/writer.h"
+/* One self-contained HTML page of a plan: the layer map, each TP rank's
+ * bytes, the capacity, the split-size comparison, the warnings and the
+ * digests. Inline CSS and SVG only; the markup is well-formed XML, and every
+ * string from the input goes out through kvshard__out_xml(). */
+#include "output/svg.h"
+#include "plan/compare.h"
 #include "plan/plan.h"
 
-int kvshard_plan_write_svg(const kvshard_plan *plan, kvshard_write_fn write, void *user)
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* The memory chart shows this many TP ranks, as the text output does. */
+#define RANKS_SHOWN 64u
+
+/* Text colours: #1a1a1a on white is 17.4:1, on the #f3f3f3 and #fff3c4
+ * backgrounds above 15:1; #555 on white is 7.5:1; #8a0000 on white 10:1. */
+static const char PAGE_STYLE[] =
+    "<style>\n"
+    "body{margin:0 auto;max-width:1180px;padding:16px 24px;color:#1a1a1a;background:#fff;"
+    "font:15px/1.45 system-ui,\"Segoe UI\",Roboto,Helvetica,Arial,sans-serif}\n"
+    "h1{font-size:24px;margin:8px 0}\n"
+    "h2{font-size:19px;margin:28px 0 8px;padding-bottom:4px;border-bottom:1px solid #c8c8c8}\n"
+    ".sub{color:#555}\n"
+    ".lead{font-size:17px}\n"
+    ".fig{overflow-x:auto;margin:8px 0}\n"
+    ".fig svg{display:block;max-width:100%;height:auto}\n"
+    "table{border-collapse:collapse;font-variant-numeric:tabular-nums;margin:8px "
+    "0;font-size:14px}\n"
+    "th,td{border:1px solid #c8c8c8;padding:3px 8px;text-align:left;vertical-align:top}\n"
+    "th{background:#f3f3f3}\n"
+    "td.n{text-align:right;white-space:nowrap}\n"
+    "tr.rec td{background:#fff3c4;font-weight:bold}\n"
+    ".err{color:#8a0000}\n"
+    "td.notes{min-width:9em}\n"
+    "code{font-family:ui-monospace,Menlo,Consolas,\"DejaVu Sans Mono\",monospace;"
+    "background:#f3f3f3;padding:0 3px}\n"
+    "svg.bar .cb{fill:#4477aa}\n"
+    "svg.bar .rec{fill:#e69f00;stroke:#000;stroke-width:1}\n"
+    "@media print{\n"
+    "body{max-width:none;padding:0;font-size:10pt}\n"
+    "h2{break-after:avoid}\n"
+    "table,.keep{break-inside:avoid}\n"
+    ".fig{overflow:visible}\n"
+    "*{-webkit-print-color-adjust:exact;print-color-adjust:exact}\n"
+    "@page{margin:12mm}\n"
+    "}\n"
+    "</style>\n";
+
+static void human(kvshard__out *o, uint64_t bytes)
 {
-    (void)plan;
-    (void)write;
-    (void)user;
-    return KVSHARD_EINVAL;
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    if (bytes < 1024) {
+        kvshard__out_u64(o, bytes);
+        kvshard__out_raw(o, " B");
+        return;
+    }
+    double v = (double)bytes;
+    int u = 0;
+    while (v >= 1024.0 && u < 6) {
+        v /= 1024.0;
+        u++;
+    }
+    kvshard__out_printf(o, "%.2f %s", v, units[u]);
+}
+
+/* "98,304 B (96.00 KiB)": the exact figure, with a human one beside it. */
+static void bytes(kvshard__out *o, uint64_t b)
+{
+    kvshard__out_grouped(o, b);
+    kvshard__out_raw(o, " B");
+    if (b >= 1024) {
+        kvshard__out_raw(o, " (");
+        human(o, b);
+        kvshard__out_raw(o, ")");
+    }
+}
+
+static void model_type(kvshard__out *o, const kvshard_plan *p)
+{
+    if (p->model_type[0])
+        kvshard__out_xml(o, p->model_type, strlen(p->model_type));
+    else
+        kvshard__out_raw(o, "(no model_type)");
+}
+
+/* Width of a bar of `v` out of `max` on `full` px. */
+static double bar_width(uint64_t v, uint64_t max, unsigned full)
+{
+    return max ? (double)v / (double)max * full : 0.0;
+}
+
+/* ---- header ------------------------------------------------------------ */
+
+static void write_head(kvshard__out *o, const kvshard_plan *p)
+{
+    kvshard__out_raw(o, "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" "
+                        "lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n"
+                        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src "
+                        "'none'; style-src 'unsafe-inline'\"/>\n"
+                        "<meta name=\"viewport\" content=\"width=device-width, "
+                        "initial-scale=1\"/>\n<title>kvshard plan: ");
+    model_type(o, p);
+    kvshard__out_raw(o, "</title>\n");
+    kvshard__out_raw(o, PAGE_STYLE);
+    kvshard__out_raw(o, "</head>\n<body>\n");
+}
+
+static void write_summary(kvshard__out *o, const kvshard_plan *p)
+{
+    const kvshard__model_info *m = &p->model;
+    const kvshard_options *opt = &p->options;
+    const kvshard_capacity *cap = &p->capacity;
+    kvshard__out_raw(o, "<header>\n<h1>kvshard plan: ");
+    model_type(o, p);
+    kvshard__out_raw(o, "</h1>\n");
+    if (cap->has_num_blocks) {
+        kvshard__out_raw(o, "<p class=\"lead\">");
+        kvshard__out_grouped(o, cap->num_blocks);
+        kvshard__out_printf(o, " blocks of %u tokens per rank = ", cap->block_size);
+        kvshard__out_grouped(o, cap->max_tokens);
+        kvshard__out_raw(o, " tokens");
+        const kvshard_uniform *u = &p->uniform;
+        if (u->has_num_blocks && u->num_blocks)
+            kvshard__out_printf(o, ", %.2f\xC3\x97 the blocks of the unsplit plan",
+                                (double)cap->num_blocks / (double)u->num_blocks);
+        if (cap->has_concurrency) {
+            kvshard__out_raw(o, "; ");
+            kvshard__out_grouped(o, cap->concurrency);
+            kvshard__out_raw(o, " sequences of ");
+            kvshard__out_grouped(o, cap->context_length);
+            kvshard__out_raw(o, " tokens at once");
+        }
+        kvshard__out_raw(o, ".</p>\n");
+    }
+    kvshard__out_printf(o,
+                        "<p>%u layers: %u full attention, %u linear attention, %u sliding "
+                        "window, %u hybrid, %u without cache; %s; %u draft layer%s",
+                        m->num_layers, m->num_full, m->num_linear, m->num_sliding, m->num_hybrid,
+                        m->num_no_cache, m->attention == KVSHARD_ATTENTION_MLA ? "MLA" : "GQA",
+                        m->num_draft_layers, m->num_draft_layers == 1 ? "" : "s");
+    if (m->state.kind != KVSHARD_STATE_NONE) {
+        kvshard__out_printf(o, "; %s state", kvshard_state_kind_name(m->state.kind));
+        if (p->state_dtype != KVSHARD_DTYPE_AUTO)
+            kvshard__out_printf(o, " in %s", kvshard_dtype_name(p->state_dtype));
+    }
+    kvshard__out_raw(o, ".</p>\n");
+    kvshard__out_printf(o,
+                        "<p>world_size %u = dp %u \xC3\x97 cp %u \xC3\x97 attention TP %u; "
+                        "layerwise split %s, size %u (in force: %u), %s rule; KV replication "
+                        "%u; %s engine profile, block_size %u tokens, KV cache in %s, max_seqs "
+                        "%u.</p>\n</header>\n",
+                        opt->world_size, opt->dp_size, opt->cp_size, p->tp,
+                        opt->enable_layerwise_split ? "on" : "off", opt->layerwise_split_size,
+                        p->split, kvshard_ownership_name(opt->ownership), p->replication,
+                        kvshard_engine_name(opt->engine), opt->block_size,
+                        kvshard_dtype_name(opt->kv_cache_dtype), opt->max_seqs);
+}
+
+/* ---- layer map --------------------------------------------------------- */
+
+static void write_map(kvshard__out *o, const kvshard_plan *p)
+{
+    kvshard__out_raw(o, "<section id=\"map\">\n<h2>Layer map</h2>\n<p class=\"sub\">One cell "
+                        "per decoder layer, in rows of 40. A full-attention (F) or hybrid (H) "
+                        "cell carries the number of the split rank that stores its KV and that "
+                        "rank's colour; F* and H* are stored on every rank; L, W and dashed "
+                        "cells are linear-attention, sliding-window and no-cache layers. Hover "
+                        "a cell for its index and owner.</p>\n<div class=\"fig\">\n");
+    kvshard__svg_layer_map(o, p);
+    kvshard__out_raw(o, "\n</div>\n</section>\n");
+}
+
+/* ---- memory per rank --------------------------------------------------- */
+
+#define MEM_LABEL 150u /* x where the bars start */
+#define MEM_BAR 380u   /* px of the longest bar */
+#define MEM_ROW 46u
+#define MEM_WIDTH 1120u
+
+static const char MEM_DEFS[] =
+    "<defs>\n"
+    "<pattern id=\"kvmem-hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
+    "patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" fill=\"#e69f00\"/>"
+    "<rect width=\"2\" height=\"6\" fill=\"#000\"/></pattern>\n"
+    "<pattern id=\"kvmem-dots\" width=\"5\" height=\"5\" patternUnits=\"userSpaceOnUse\">"
+    "<rect width=\"5\" height=\"5\" fill=\"#cc79a7\"/><circle cx=\"2.5\" cy=\"2.5\" r=\"1.2\" "
+    "fill=\"#000\"/></pattern>\n"
+    "</defs>\n"
+    "<style>\n"
+    ".kvmem text{font-family:sans-serif;font-size:12px;fill:#000}\n"
+    ".kvmem .sm{font-size:11px;fill:#404040}\n"
+    ".kvmem .kv{fill:#4477aa}.kvmem .scr{fill:url(#kvmem-hatch)}"
+    ".kvmem .dr{fill:url(#kvmem-dots)}\n"
+    ".kvmem .st{fill:#117733}.kvmem .un{fill:#9e9e9e}\n"
+    ".kvmem rect.seg{stroke:#000;stroke-width:.5}\n"
+    "</style>\n";
+
+static void segment(kvshard__out *o, const char *cls, double *x, uint32_t y, uint64_t v,
+                    uint64_t max, const char *what)
+{
+    if (!v)
+        return;
+    double w = bar_width(v, max, MEM_BAR);
+    kvshard__out_printf(o,
+                        "<rect class=\"seg %s\" x=\"%.1f\" y=\"%u\" width=\"%.1f\" "
+                        "height=\"14\"><title>%s: ",
+                        cls, *x, y, w, what);
+    kvshard__out_grouped(o, v);
+    kvshard__out_raw(o, " bytes</title></rect>");
+    *x += w;
+}
+
+static void mem_key(kvshard__out *o, uint32_t x, const char *cls, const char *label)
+{
+    kvshard__out_printf(o,
+                        "<rect class=\"seg %s\" x=\"%u\" y=\"4\" width=\"24\" height=\"14\"/>"
+                        "<text x=\"%u\" y=\"16\">%s</text>\n",
+                        cls, x, x + 30, label);
+}
+
+static void write_memory(kvshard__out *o, const kvshard_plan *p)
+{
+    uint32_t shown = p->tp < RANKS_SHOWN ? p->tp : RANKS_SHOWN;
+    uint64_t bs = p->capacity.block_size;
+    const kvshard_uniform *u = &p->uniform;
+    uint64_t max_block = u->bytes_per_block, max_state = 0;
+    for (uint32_t r = 0; r < shown; r++) {
+        if (p->ranks[r].bytes_per_block > max_block)
+            max_block = p->ranks[r].bytes_per_block;
+        if (p->ranks[r].state_bytes_per_seq > max_state)
+            max_state = p->ranks[r].state_bytes_per_seq;
+    }
+    uint32_t top = 34;
+    uint32_t height = top + (shown + 1) * MEM_ROW + 8;
+    kvshard__out_printf(o,
+                        "<section id=\"memory\">\n<h2>Memory per TP rank</h2>\n<p class=\"sub\">"
+                        "Per TP rank: above, the bytes of one block of %u tokens (the KV of the "
+                        "layers the rank stores, the scratch KV it holds while split, and its "
+                        "draft layers); below, the state one sequence keeps on the rank (linear "
+                        "and hybrid layers' states, sliding windows). The last row is the plan "
+                        "without the split.</p>\n<div class=\"fig\">\n",
+                        p->capacity.block_size);
+    kvshard__out_printf(o,
+                        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"kvmem\" width=\"%u\" "
+                        "height=\"%u\" viewBox=\"0 0 %u %u\" role=\"img\">\n"
+                        "<title>Bytes of one block and state per sequence, per TP rank</title>\n",
+                        MEM_WIDTH, height, MEM_WIDTH, height);
+    kvshard__out_raw(o, MEM_DEFS);
+    mem_key(o, 8, "kv", "KV");
+    mem_key(o, 120, "scr", "scratch");
+    mem_key(o, 260, "dr", "draft");
+    mem_key(o, 380, "st", "state per sequence");
+    mem_key(o, 600, "un", "unsplit plan, per block");
+    for (uint32_t r = 0; r <= shown && !o->failed; r++) {
+        uint32_t y = top + r * MEM_ROW;
+        double x = MEM_LABEL;
+        if (r == shown) { /* the unsplit reference */
+            kvshard__out_printf(o,
+                                "<text x=\"8\" y=\"%u\">unsplit plan</text>"
+                                "<text class=\"sm\" x=\"8\" y=\"%u\">split size 1</text>",
+                                y + 15, y + 32);
+            segment(o, "un", &x, y + 4, u->bytes_per_block, max_block, "per block, unsplit");
+            kvshard__out_printf(o, "<text x=\"%u\" y=\"%u\">", MEM_LABEL + MEM_BAR + 12, y + 15);
+            bytes(o, u->bytes_per_block);
+            kvshard__out_raw(o, " per block: KV ");
+            kvshard__out_grouped(o, u->kv_bytes_per_token);
+            kvshard__out_raw(o, " B per token</text>\n");
+            break;
+        }
+        const kvshard_rank_memory *m = &p->ranks[r];
+        kvshard__out_printf(o,
+                            "<text x=\"8\" y=\"%u\">TP rank %u</text>"
+                            "<text class=\"sm\" x=\"8\" y=\"%u\">split rank %u</text>",
+                            y + 15, r, y + 32, p->split_rank_of[r]);
+        /* block_size x each per-token figure: the three sum to bytes_per_block. */
+        segment(o, "kv", &x, y + 4, bs * m->kv_bytes_per_token, max_block, "KV");
+        segment(o, "scr", &x, y + 4, bs * m->scratch_bytes_per_token, max_block, "scratch");
+        segment(o, "dr", &x, y + 4, bs * m->draft_bytes_per_token, max_block, "draft");
+        kvshard__out_printf(o, "<text x=\"%u\" y=\"%u\">", MEM_LABEL + MEM_BAR + 12, y + 15);
+        bytes(o, m->bytes_per_block);
+        kvshard__out_raw(o, " per block = KV ");
+        kvshard__out_grouped(o, bs * m->kv_bytes_per_token);
+        kvshard__out_raw(o, " + scratch ");
+        kvshard__out_grouped(o, bs * m->scratch_bytes_per_token);
+        kvshard__out_raw(o, " + draft ");
+        kvshard__out_grouped(o, bs * m->draft_bytes_per_token);
+        kvshard__out_raw(o, "</text>\n");
+        x = MEM_LABEL;
+        segment(o, "st", &x, y + 24, m->state_bytes_per_seq, max_state, "state per sequence");
+        kvshard__out_printf(o, "<text x=\"%u\" y=\"%u\">", MEM_LABEL + MEM_BAR + 12, y + 35);
+        if (m->state_bytes_per_seq) {
+            bytes(o, m->state_bytes_per_seq);
+            kvshard__out_raw(o, " of state per sequence");
+        } else {
+            kvshard__out_raw(o, "no state per sequence");
+        }
+        kvshard__out_raw(o, "</text>\n");
+    }
+    kvshard__out_raw(o, "</svg>\n</div>\n");
+    if (p->tp > RANKS_SHOWN)
+        kvshard__out_printf(o,
+                            "<p>%u more TP ranks are not drawn; <code>kvshard plan "
+                            "--format=json</code> lists every rank.</p>\n",
+                            p->tp - RANKS_SHOWN);
+    kvshard__out_raw(o, "</section>\n");
+}
+
+/* ---- capacity ---------------------------------------------------------- */
+
+static void row_begin(kvshard__out *o, const char *label)
+{
+    kvshard__out_raw(o, "<tr><th scope=\"row\">");
+    kvshard__out_raw(o, label);
+    kvshard__out_raw(o, "</th><td>");
+}
+
+static void row_end(kvshard__out *o)
+{
+    kvshard__out_raw(o, "</td></tr>\n");
+}
+
+static void write_capacity(kvshard__out *o, const kvshard_plan *p)
+{
+    const kvshard_capacity *cap = &p->capacity;
+    const kvshard__capacity *c = &p->cap;
+    const kvshard_uniform *u = &p->uniform;
+    bool xllm = cap->engine == KVSHARD_ENGINE_XLLM;
+    kvshard__out_raw(o, "<section id=\"capacity\">\n<h2>Capacity</h2>\n");
+    if (!cap->memory_per_rank) {
+        kvshard__out_raw(o, xllm ? "<p>xllm profile: no budget given. Pass "
+                                   "<code>--memory_per_rank</code>, or "
+                                   "<code>--device_memory_total</code> and "
+                                   "<code>--device_memory_free</code>, for blocks.</p>\n"
+                                 : "<p>No memory_per_rank given: pass "
+                                   "<code>--memory_per_rank=20GiB</code> for blocks.</p>\n");
+    }
+    kvshard__out_raw(o, "<table class=\"keep\">\n");
+    if (cap->memory_per_rank) {
+        row_begin(o, xllm ? "budget per rank" : "memory per rank");
+        bytes(o, cap->memory_per_rank);
+        row_end(o);
+        if (xllm) {
+            row_begin(o, "state slots");
+            kvshard__out_grouped(o, cap->state_slots);
+            kvshard__out_raw(o, ", taking ");
+            bytes(o, c->reserved);
+            row_end(o);
+        } else {
+            row_begin(o, "state reserved");
+            bytes(o, c->reserved);
+            kvshard__out_printf(o, " for the state of max_seqs = %u sequences", cap->max_seqs);
+            row_end(o);
+        }
+    }
+    uint64_t max_block = 0;
+    for (uint32_t r = 0; r < p->tp; r++)
+        if (p->ranks[r].bytes_per_block > max_block)
+            max_block = p->ranks[r].bytes_per_block;
+    row_begin(o, "bytes per block");
+    bytes(o, max_block);
+    kvshard__out_printf(o, " on the largest rank, %u tokens a block", cap->block_size);
+    row_end(o);
+    if (cap->has_num_blocks) {
+        row_begin(o, "blocks per rank");
+        kvshard__out_grouped(o, cap->num_blocks);
+        row_end(o);
+        row_begin(o, "tokens per rank");
+        kvshard__out_grouped(o, cap->max_tokens);
+        row_end(o);
+    } else if (cap->memory_per_rank) {
+        row_begin(o, "blocks per rank");
+        kvshard__out_raw(o, "none: the plan has no KV bytes per block");
+        row_end(o);
+    }
+    row_begin(o, "unsplit plan");
+    bytes(o, u->bytes_per_block);
+    kvshard__out_raw(o, " per block");
+    if (u->has_num_blocks) {
+        kvshard__out_raw(o, ", ");
+        kvshard__out_grouped(o, u->num_blocks);
+        kvshard__out_raw(o, " blocks");
+    }
+    row_end(o);
+    row_begin(o, "gain");
+    if (cap->has_num_blocks && u->has_num_blocks) {
+        if (u->num_blocks)
+            kvshard__out_printf(o, "%.2f\xC3\x97 the blocks of the unsplit plan",
+                                (double)cap->num_blocks / (double)u->num_blocks);
+        else
+            kvshard__out_raw(o, "the unsplit plan fits no block");
+    } else if (max_block) {
+        kvshard__out_printf(o, "the unsplit plan takes %.2f\xC3\x97 the bytes per block",
+                            (double)u->bytes_per_block / (double)max_block);
+    } else {
+        kvshard__out_raw(o, "none: no KV bytes per block");
+    }
+    row_end(o);
+    if (cap->context_length) {
+        row_begin(o, "context length");
+        kvshard__out_grouped(o, cap->context_length);
+        kvshard__out_raw(o, " tokens");
+        row_end(o);
+        row_begin(o, "sequences at once");
+        if (cap->has_concurrency) {
+            kvshard__out_grouped(o, cap->concurrency);
+            if (cap->concurrency < cap->max_seqs) {
+                kvshard__out_printf(o, ": max_seqs %u reserves state for ", cap->max_seqs);
+                kvshard__out_grouped(o, cap->max_seqs - cap->concurrency);
+                kvshard__out_raw(o, " that cannot run");
+            } else {
+                kvshard__out_printf(o, ": max_seqs %u is reached", cap->max_seqs);
+            }
+        } else {
+            kvshard__out_raw(o, cap->memory_per_rank ? "none: no KV bytes per block"
+                                                     : "give memory_per_rank for this figure");
+        }
+        row_end(o);
+        if (cap->has_balanced_max_seqs) {
+            row_begin(o, "balanced max_seqs");
+            kvshard__out_grouped(o, cap->balanced_max_seqs);
+            kvshard__out_raw(o, " (state and blocks run out together)");
+            row_end(o);
+        }
+    }
+    if (xllm && cap->has_state_slots && cap->has_num_blocks) {
+        row_begin(o, "usable after padding");
+        kvshard__out_grouped(o, cap->usable_blocks);
+        kvshard__out_raw(o, " blocks, ");
+        kvshard__out_grouped(o, cap->usable_state_slots);
+        kvshard__out_raw(o, " state slots (the engine logs blocks: ");
+        kvshard__out_u64(o, cap->num_blocks);
+        kvshard__out_raw(o, ", linear_blocks: ");
+        kvshard__out_u64(o, cap->state_slots);
+        kvshard__out_raw(o, ")");
+        row_end(o);
+    }
+    kvshard__out_raw(o, "</table>\n</section>\n");
+}
+
+/* ---- comparison -------------------------------------------------------- */
+
+#define CMP_BAR 160u
+
+static uint64_t row_metric(const kvshard_comparison *c, const kvshard_comparison_row *r)
+{
+    if (c->by_balanced)
+        return r->has_balanced_max_seqs ? r->balanced_max_seqs : 0;
+    if (c->has_memory)
+        return r->has_num_blocks ? r->num_blocks : 0;
+    return r->max_bytes_per_block;
+}
+
+/* A warning name that may wrap after its underscores. */
+static void warning_name(kvshard__out *o, kvshard_warning_code code)
+{
+    const char *name = kvshard_warning_name(code);
+    for (const char *u; (u = strchr(name, '_')) != NULL; name = u + 1) {
+        kvshard__out_put(o, name, (size_t)(u - name) + 1);
+        kvshard__out_raw(o, "<wbr/>");
+    }
+    kvshard__out_raw(o, name);
+}
+
+static void cell_u64(kvshard__out *o, bool has, uint64_t v)
+{
+    kvshard__out_raw(o, "<td class=\"n\">");
+    if (has)
+        kvshard__out_grouped(o, v);
+    else
+        kvshard__out_raw(o, "-");
+    kvshard__out_raw(o, "</td>");
+}
+
+static void write_comparison(kvshard__out *o, const kvshard_comparison *c)
+{
+    const kvshard_options *opt = &c->options;
+    bool context = c->has_memory && opt->context_length;
+    const char *metric = c->by_balanced  ? "balanced max_seqs"
+                         : c->has_memory ? "blocks per rank"
+                                         : "bytes per block (fewer is better)";
+    kvshard__out_printf(o,
+                        "<section id=\"compare\">\n<h2>Split sizes</h2>\n<p>Every split size "
+                        "dividing the attention TP size %u under each ownership rule",
+                        c->tp);
+    if (c->has_memory) {
+        kvshard__out_raw(o,
+                         opt->engine == KVSHARD_ENGINE_XLLM ? ", budget " : ", memory_per_rank ");
+        bytes(o, opt->memory_per_rank);
+        kvshard__out_printf(o, ", max_seqs %u", opt->max_seqs);
+        if (context) {
+            kvshard__out_raw(o, ", at ");
+            kvshard__out_grouped(o, opt->context_length);
+            kvshard__out_raw(o, " tokens");
+        }
+    } else {
+        kvshard__out_raw(o, "; no memory_per_rank, so the gain compares bytes per block");
+    }
+    kvshard__out_printf(o, ". The bars show %s; the recommended row is marked.</p>\n", metric);
+    if (c->count == 0) {
+        kvshard__out_raw(o, "<p>No split size to compare.</p>\n</section>\n");
+        return;
+    }
+    uint64_t max = 0;
+    for (size_t i = 0; i < c->count; i++)
+        if (!c->rows[i].error && row_metric(c, &c->rows[i]) > max)
+            max = row_metric(c, &c->rows[i]);
+    unsigned columns = context ? 10u : 8u; /* the cells after S and rule */
+    kvshard__out_raw(o, "<table>\n<tr><th></th><th>S</th><th>rule</th><th>KV layers owned</th>"
+                        "<th>max KV/token</th><th>max bytes/block</th><th>blocks</th>"
+                        "<th>tokens</th>");
+    if (context)
+        kvshard__out_raw(o, "<th>running at once</th><th>balanced max_seqs</th>");
+    kvshard__out_printf(o, "<th>gain</th><th>%s</th><th>notes</th></tr>\n", metric);
+    for (size_t i = 0; i < c->count && !o->failed; i++) {
+        const kvshard_comparison_row *r = &c->rows[i];
+        bool rec = i == c->recommended;
+        kvshard__out_printf(o, "<tr%s><td>%s</td><td class=\"n\">%u</td><td>%s</td>",
+                            rec ? " class=\"rec\"" : "", rec ? "\xE2\x96\xB6" : "",
+                            r->layerwise_split_size, kvshard_ownership_name(r->ownership));
+        if (r->error) {
+            kvshard__out_printf(o, "<td colspan=\"%u\" class=\"err\">error: ", columns);
+            kvshard__out_xml(o, r->error_message, strlen(r->error_message));
+            kvshard__out_raw(o, "</td></tr>\n");
+            continue;
+        }
+        kvshard__out_printf(o, "<td class=\"n\">%u-%u</td>", r->min_owned_layers,
+                            r->max_owned_layers);
+        cell_u64(o, true, r->max_kv_bytes_per_token);
+        cell_u64(o, true, r->max_bytes_per_block);
+        cell_u64(o, r->has_num_blocks, r->num_blocks);
+        cell_u64(o, r->has_num_blocks, r->max_tokens);
+        if (context) {
+            cell_u64(o, r->has_concurrency, r->concurrency);
+            cell_u64(o, r->has_balanced_max_seqs, r->balanced_max_seqs);
+        }
+        if (isinf(r->gain))
+            kvshard__out_raw(o, "<td class=\"n\">new</td>");
+        else
+            kvshard__out_printf(o, "<td class=\"n\">%.2f\xC3\x97</td>", r->gain);
+        uint64_t v = row_metric(c, r);
+        kvshard__out_printf(o,
+                            "<td><svg xmlns=\"http://www.w3.org/2000/svg\" class=\"bar\" "
+                            "width=\"%u\" height=\"14\" viewBox=\"0 0 %u 14\" role=\"img\">"
+                            "<title>%s: ",
+                            CMP_BAR, CMP_BAR, metric);
+        kvshard__out_grouped(o, v);
+        kvshard__out_printf(o,
+                            "</title><rect class=\"%s\" width=\"%.1f\" height=\"14\"/></svg>"
+                            "</td><td class=\"notes\">",
+                            rec ? "rec" : "cb", bar_width(v, max, CMP_BAR));
+        bool first = true;
+        if (rec) {
+            kvshard__out_raw(o, "recommended");
+            first = false;
+        }
+        for (unsigned code = 0; code < 32; code++) {
+            if (r->warnings & (1u << code)) {
+                kvshard__out_raw(o, first ? "" : ", ");
+                warning_name(o, (kvshard_warning_code)code);
+                first = false;
+            }
+        }
+        kvshard__out_raw(o, "</td></tr>\n");
+    }
+    kvshard__out_raw(o, "</table>\n");
+    const kvshard_comparison_row *rec = &c->rows[c->recommended];
+    kvshard__out_printf(o,
+                        "<p>Recommended: <code>--enable_layerwise_split=%s "
+                        "--layerwise_split_size=%u --ownership=%s",
+                        rec->layerwise_split_size > 1 ? "true" : "false", rec->layerwise_split_size,
+                        kvshard_ownership_name(rec->ownership));
+    if (context && rec->has_balanced_max_seqs) {
+        kvshard__out_raw(o, " --max_seqs=");
+        kvshard__out_u64(o, rec->balanced_max_seqs);
+    }
+    kvshard__out_raw(o, "</code></p>\n</section>\n");
+}
+
+/* ---- warnings and digest ----------------------------------------------- */
+
+static void write_warnings(kvshard__out *o, const kvshard_plan *p)
+{
+    kvshard__out_raw(o, "<section id=\"warnings\">\n<h2>Warnings</h2>\n");
+    if (!p->warning_count) {
+        kvshard__out_raw(o, "<p>None.</p>\n");
+    } else {
+        kvshard__out_raw(o, "<ul>\n");
+        for (size_t i = 0; i < p->warning_count; i++) {
+            kvshard__out_printf(
+                o, "<li><strong>%s</strong>: ", kvshard_warning_name(p->warnings[i].code));
+            kvshard__out_xml(o, p->warnings[i].message, strlen(p->warnings[i].message));
+            kvshard__out_raw(o, "</li>\n");
+        }
+        kvshard__out_raw(o, "</ul>\n");
+    }
+    kvshard__out_raw(o, "</section>\n");
+}
+
+static void write_footer(kvshard__out *o, const kvshard_plan *p)
+{
+    kvshard__out_raw(o, "<footer>\n<h2>Digest</h2>\n<p>plan <code id=\"digest\">");
+    kvshard__out_hex64(o, p->digest);
+    kvshard__out_raw(o, "</code>, layout <code id=\"layout-digest\">");
+    kvshard__out_hex64(o, p->layout_digest);
+    kvshard__out_printf(o,
+                        "</code>. Ranks that size their blocks from their own measured memory "
+                        "compare the layout digest. Written by kvshard %s.</p>\n</footer>\n",
+                        kvshard_version());
 }
 
 int kvshard_report_write_html(const kvshard_plan *plan, const kvshard_comparison *comparison,
                               kvshard_write_fn write, void *user)
 {
-    (void)plan;
-    (void)comparison;
-    (void)write;
-    (void)user;
-    return KVSHARD_EINVAL;
+    if (!plan || !write)
+        return KVSHARD_EINVAL;
+    kvshard__out o;
+    kvshard__out_init(&o, write, user);
+    write_head(&o, plan);
+    write_summary(&o, plan);
+    write_map(&o, plan);
+    write_memory(&o, plan);
+    write_capacity(&o, plan);
+    if (comparison)
+        write_comparison(&o, comparison);
+    write_warnings(&o, plan);
+    write_footer(&o, plan);
+    kvshard__out_raw(&o, "</body>\n</html>\n");
+    return kvshard__out_finish(&o);
 }

@@ -183,6 +183,16 @@ void kvshard__out_xml(kvshard__out *o, const char *s, size_t len)
         size_t n = kvshard__escape(tmp, sizeof tmp, s, take);
         size_t from = 0;
         for (size_t i = 0; i < n; i++) {
+            /* U+FFFE and U+FFFF are valid UTF-8 but not XML characters. */
+            if ((unsigned char)tmp[i] == 0xEF && i + 2 < n && (unsigned char)tmp[i + 1] == 0xBF &&
+                ((unsigned char)tmp[i + 2] & 0xFE) == 0xBE) {
+                kvshard__out_put(o, tmp + from, i - from);
+                kvshard__out_raw(o, (unsigned char)tmp[i + 2] == 0xBE ? "\\xEF\\xBF\\xBE"
+                                                                      : "\\xEF\\xBF\\xBF");
+                i += 2;
+                from = i + 1;
+                continue;
+            }
             const char *entity = NULL;
             switch (tmp[i]) {
             case '&': entity = "&amp;"; break;

@@ -34,7 +34,7 @@ void kvshard__out_json_string(kvshard__out *o, const char *s, size_t len);
 /* Text for a terminal: control characters and invalid bytes as \xNN. */
 void kvshard__out_safe(kvshard__out *o, const char *s, size_t len);
 /* Text for HTML and XML: & < > " ' as entities, after kvshard__out_safe's
- * escaping. */
+ * escaping; U+FFFE and U+FFFF, which XML does not allow, as \xNN too. */
 void kvshard__out_xml(kvshard__out *o, const char *s, size_t len);
 /* Flush; KVSHARD_OK, or KVSHARD_EWRITE when any write failed. */
 int kvshard__out_finish(kvshard__out *o);

@@ -1,0 +1,282 @@
+/* The layer map as SVG: one cell per decoder layer in rows of COLUMNS,
+ * coloured by the split rank that stores the layer's KV and marked with a
+ * letter for its kind, so the map reads without colour too. Written as it
+ * goes, with no allocation: the size is linear in the layers. */
+#include "output/svg.h"
+#include "plan/plan.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define COLUMNS 40u /* cells per row */
+#define CELL 24u    /* cell side, px */
+#define PITCH 26u   /* cell side plus the gap */
+#define LEFT 64u    /* room for the row labels */
+#define WIDTH (LEFT + COLUMNS * PITCH + 16u)
+#define LEGEND_COLUMNS 2u
+#define LEGEND_X 540u /* width of one legend entry */
+#define LINE 24u      /* height of a header or legend line */
+#define OWNERS_SHOWN 16u
+
+/* Black text on every fill below has a contrast ratio of at least 5.4:1
+ * (the vermillion); the greys are above 11:1. */
+static const char STYLE[] =
+    "<style>\n"
+    ".kvmap text{font-family:sans-serif;font-size:12px;fill:#000}\n"
+    ".kvmap .hd{font-size:15px;font-weight:bold}\n"
+    ".kvmap .layer,.kvmap .key{stroke:#595959;stroke-width:1}\n"
+    ".kvmap .cells text{text-anchor:middle;font-size:11px;pointer-events:none}\n"
+    ".kvmap .cells .s{font-size:8px}\n"
+    ".kvmap .cells .xs{font-size:6px}\n"
+    ".kvmap .cells .ri,.kvmap .ci{font-size:10px;fill:#404040}\n"
+    ".kvmap .cells .ri{text-anchor:end}\n"
+    ".kvmap .m{text-anchor:middle;font-size:11px}\n"
+    ".kvmap .o0{fill:#e69f00}.kvmap .o1{fill:#56b4e9}.kvmap .o2{fill:#009e73}"
+    ".kvmap .o3{fill:#f0e442}\n"
+    ".kvmap .o4{fill:#cc79a7}.kvmap .o5{fill:#d55e00}.kvmap .o6{fill:#a6a6ff}"
+    ".kvmap .o7{fill:#7fc97f}\n"
+    ".kvmap .oA{fill:#bdbdbd}.kvmap .kL{fill:#e9e9e9}.kvmap .kW{fill:#d4d4d4}\n"
+    ".kvmap .kN{fill:#fff;stroke-dasharray:3 2}\n"
+    "</style>\n";
+
+void kvshard__out_split_members(kvshard__out *o, uint32_t tp, uint32_t split, uint32_t s)
+{
+    uint32_t n = tp / split;
+    if (n == 1)
+        kvshard__out_printf(o, "%u", s);
+    else if (n == 2)
+        kvshard__out_printf(o, "%u, %u", s, s + split);
+    else
+        kvshard__out_printf(o, "%u, %u, ... %u (%u)", s, s + split, tp - split + s, n);
+}
+
+static bool kv_kind(uint8_t kind)
+{
+    return kind == KVSHARD_LAYER_FULL_ATTENTION || kind == KVSHARD_LAYER_HYBRID;
+}
+
+/* ---- legend ------------------------------------------------------------ */
+
+typedef struct legend {
+    kvshard__out *o;
+    uint32_t top; /* y of the first legend line */
+    uint32_t n;   /* entries written */
+} legend;
+
+/* Open an entry: a swatch of class `cls` marked `mark`; the caller writes
+ * the label and closes it with entry_end(). */
+static void entry_begin(legend *lg, const char *cls, const char *mark)
+{
+    uint32_t x = 8 + (lg->n % LEGEND_COLUMNS) * LEGEND_X;
+    uint32_t y = lg->top + (lg->n / LEGEND_COLUMNS) * LINE;
+    lg->n++;
+    kvshard__out_printf(lg->o,
+                        "<g transform=\"translate(%u,%u)\"><rect class=\"key %s\" width=\"20\" "
+                        "height=\"20\"/><text class=\"m\" x=\"10\" y=\"14\">%s</text>"
+                        "<text x=\"28\" y=\"14\">",
+                        x, y, cls, mark);
+}
+
+static void entry_end(legend *lg)
+{
+    kvshard__out_raw(lg->o, "</text></g>\n");
+}
+
+/* Entries the legend holds, to size the image before writing it. */
+static uint32_t legend_entries(const kvshard_plan *p)
+{
+    const kvshard__model_info *m = &p->model;
+    uint32_t n = 0;
+    if (p->split > 1 && kvshard__num_kv_layers(m))
+        n += p->split < OWNERS_SHOWN ? p->split : OWNERS_SHOWN;
+    const uint32_t kinds[] = {m->num_full, m->num_hybrid, m->num_linear, m->num_sliding,
+                              m->num_no_cache};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+        n += kinds[k] > 0;
+    return n;
+}
+
+static void write_legend(kvshard__out *o, const kvshard_plan *p, uint32_t top)
+{
+    const kvshard__model_info *m = &p->model;
+    legend lg = {o, top, 0};
+    bool split = p->split > 1;
+    if (split && kvshard__num_kv_layers(m)) {
+        for (uint32_t s = 0; s < p->split && s < OWNERS_SHOWN && !o->failed; s++) {
+            char cls[8], mark[16];
+            snprintf(cls, sizeof cls, "o%u", s % KVSHARD__OWNER_COLOURS);
+            snprintf(mark, sizeof mark, "%u", s);
+            entry_begin(&lg, cls, mark);
+            kvshard__out_printf(o, "split rank %u: %u KV layer%s; TP rank%s ", s,
+                                p->owned_counts[s], p->owned_counts[s] == 1 ? "" : "s",
+                                p->tp / p->split == 1 ? "" : "s");
+            kvshard__out_split_members(o, p->tp, p->split, s);
+            entry_end(&lg);
+        }
+    }
+    if (m->num_full) {
+        entry_begin(&lg, split ? "o0" : "oA", split ? "F0" : "F*");
+        kvshard__out_raw(o, split ? "full attention, KV on the split rank named (here 0)"
+                                  : "full attention, KV on every rank");
+        entry_end(&lg);
+    }
+    if (m->num_hybrid) {
+        entry_begin(&lg, split ? "o0" : "oA", split ? "H0" : "H*");
+        kvshard__out_raw(o, split ? "hybrid: KV on the split rank named, state everywhere"
+                                  : "hybrid: KV and state on every rank");
+        entry_end(&lg);
+    }
+    if (m->num_linear) {
+        entry_begin(&lg, "kL", "L");
+        kvshard__out_raw(o, "linear attention: state on every rank");
+        entry_end(&lg);
+    }
+    if (m->num_sliding) {
+        entry_begin(&lg, "kW", "W");
+        kvshard__out_printf(o, "sliding window of %u tokens, on every rank", m->sliding_window);
+        entry_end(&lg);
+    }
+    if (m->num_no_cache) {
+        entry_begin(&lg, "kN", "");
+        kvshard__out_raw(o, "no cache (an MLP or MoE block)");
+        entry_end(&lg);
+    }
+}
+
+/* ---- cells ------------------------------------------------------------- */
+
+static void write_cell(kvshard__out *o, const kvshard_plan *p, uint32_t i)
+{
+    uint8_t kind = p->kinds[i];
+    int32_t owner = p->owner[i];
+    uint32_t x = (i % COLUMNS) * PITCH;
+    char cls[16], mark[16] = "";
+    const char *what;
+    switch (kind) {
+    case KVSHARD_LAYER_LINEAR_ATTENTION:
+        snprintf(cls, sizeof cls, "kL");
+        snprintf(mark, sizeof mark, "L");
+        what = "linear attention, state on every rank";
+        break;
+    case KVSHARD_LAYER_SLIDING_ATTENTION:
+        snprintf(cls, sizeof cls, "kW");
+        snprintf(mark, sizeof mark, "W");
+        what = "sliding window, on every rank";
+        break;
+    case KVSHARD_LAYER_NO_CACHE:
+        snprintf(cls, sizeof cls, "kN");
+        what = "no cache";
+        break;
+    default: {
+        char letter = kind == KVSHARD_LAYER_HYBRID ? 'H' : 'F';
+        if (owner >= 0) {
+            snprintf(cls, sizeof cls, "k%c o%u", letter, (unsigned)owner % KVSHARD__OWNER_COLOURS);
+            snprintf(mark, sizeof mark, "%c%d", letter, (int)owner);
+        } else {
+            snprintf(cls, sizeof cls, "k%c oA", letter);
+            snprintf(mark, sizeof mark, "%c*", letter);
+        }
+        what = kind == KVSHARD_LAYER_HYBRID ? "hybrid" : "full attention";
+    }
+    }
+    kvshard__out_printf(o,
+                        "<rect id=\"l%u\" class=\"layer %s\" x=\"%u\" width=\"%u\" "
+                        "height=\"%u\"><title>layer %u: %s",
+                        i, cls, x, CELL, CELL, i, what);
+    if (kv_kind(kind)) {
+        if (owner >= 0)
+            kvshard__out_printf(o, ", KV on split rank %d", (int)owner);
+        else
+            kvshard__out_raw(o, ", KV on every rank");
+        if (kind == KVSHARD_LAYER_HYBRID)
+            kvshard__out_raw(o, ", state on every rank");
+    }
+    kvshard__out_raw(o, "</title></rect>");
+    size_t len = strlen(mark);
+    if (len) {
+        kvshard__out_printf(o, "<text x=\"%u\" y=\"16\"%s>%s</text>", x + CELL / 2,
+                            len <= 3   ? ""
+                            : len <= 5 ? " class=\"s\""
+                                       : " class=\"xs\"",
+                            mark);
+    }
+    kvshard__out_put(o, "\n", 1);
+}
+
+void kvshard__svg_layer_map(kvshard__out *o, const kvshard_plan *p)
+{
+    const kvshard__model_info *m = &p->model;
+    uint32_t L = m->num_layers;
+    uint32_t rows = L / COLUMNS + (L % COLUMNS != 0);
+    uint32_t entries = legend_entries(p);
+    bool owners_cut = p->split > OWNERS_SHOWN && kvshard__num_kv_layers(m);
+    uint32_t legend_top = 2 * LINE + 8;
+    uint32_t legend_lines = (entries + LEGEND_COLUMNS - 1) / LEGEND_COLUMNS + owners_cut;
+    uint32_t grid_top = legend_top + legend_lines * LINE + 24;
+    /* Rows of 26 px: 4M layers are about 2.7M px, inside 32 bits. */
+    uint32_t height = grid_top + rows * PITCH + 8;
+
+    kvshard__out_printf(o,
+                        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"kvmap\" width=\"%u\" "
+                        "height=\"%u\" viewBox=\"0 0 %u %u\" role=\"img\">\n<title>Layer map: ",
+                        WIDTH, height, WIDTH, height);
+    if (p->model_type[0])
+        kvshard__out_xml(o, p->model_type, strlen(p->model_type));
+    else
+        kvshard__out_raw(o, "model");
+    kvshard__out_printf(o, ", %u layers, attention TP %u, split %u</title>\n", L, p->tp, p->split);
+    kvshard__out_raw(o, STYLE);
+    kvshard__out_raw(o, "<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n");
+
+    kvshard__out_raw(o, "<text class=\"hd\" x=\"8\" y=\"20\">");
+    if (p->model_type[0])
+        kvshard__out_xml(o, p->model_type, strlen(p->model_type));
+    else
+        kvshard__out_raw(o, "(no model_type)");
+    kvshard__out_printf(o, ": %u layers, attention TP %u, layerwise split %u", L, p->tp, p->split);
+    if (p->split > 1)
+        kvshard__out_printf(o, " (%s rule)", kvshard_ownership_name(p->options.ownership));
+    kvshard__out_raw(o, "</text>\n");
+    kvshard__out_printf(o,
+                        "<text x=\"8\" y=\"%u\">%u KV layers; one cell per layer, %u per row; "
+                        "a cell's tooltip names its layer and owner</text>\n",
+                        LINE + 20, kvshard__num_kv_layers(m), COLUMNS);
+
+    write_legend(o, p, legend_top);
+    if (owners_cut)
+        kvshard__out_printf(o,
+                            "<text x=\"8\" y=\"%u\">split ranks %u to %u are not listed: the "
+                            "colours repeat every %u ranks, the number in a cell names its "
+                            "rank</text>\n",
+                            legend_top + (legend_lines - 1) * LINE + 14, OWNERS_SHOWN, p->split - 1,
+                            KVSHARD__OWNER_COLOURS);
+
+    kvshard__out_printf(o, "<g class=\"cells\" transform=\"translate(%u,%u)\">\n", LEFT, grid_top);
+    for (uint32_t c = 0; c < COLUMNS && c < L; c += 5)
+        kvshard__out_printf(o, "<text class=\"ci\" x=\"%u\" y=\"-6\">+%u</text>",
+                            c * PITCH + CELL / 2, c);
+    kvshard__out_put(o, "\n", 1);
+    for (uint32_t r = 0; r < rows && !o->failed; r++) {
+        kvshard__out_printf(o,
+                            "<g transform=\"translate(0,%u)\"><text class=\"ri\" x=\"-8\" "
+                            "y=\"16\">%u</text>\n",
+                            r * PITCH, r * COLUMNS);
+        uint32_t end = r * COLUMNS + COLUMNS < L ? r * COLUMNS + COLUMNS : L;
+        for (uint32_t i = r * COLUMNS; i < end; i++)
+            write_cell(o, p, i);
+        kvshard__out_raw(o, "</g>\n");
+    }
+    kvshard__out_raw(o, "</g>\n</svg>");
+}
+
+int kvshard_plan_write_svg(const kvshard_plan *plan, kvshard_write_fn write, void *user)
+{
+    if (!plan || !write)
+        return KVSHARD_EINVAL;
+    kvshard__out o;
+    kvshard__out_init(&o, write, user);
+    kvshard__out_raw(&o, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    kvshard__svg_layer_map(&o, plan);
+    kvshard__out_put(&o, "\n", 1);
+    return kvshard__out_finish(&o);
+}

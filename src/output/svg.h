@@ -1,0 +1,26 @@
+/* The layer map as SVG, shared by kvshard_plan_write_svg() and the HTML
+ * report, and the small pieces of wording both use. */
+#ifndef KVSHARD_OUTPUT_SVG_H
+#define KVSHARD_OUTPUT_SVG_H
+
+#include "output/writer.h"
+
+/* Owner colours: split rank s is drawn in colour s % KVSHARD__OWNER_COLOURS;
+ * the rank's number is written in every cell, so the colour is never the only
+ * mark. */
+#define KVSHARD__OWNER_COLOURS 8
+
+/* The <svg> element of the layer map (no XML declaration): a header, a
+ * legend and one <rect class="layer ..."> per decoder layer with a <title>
+ * naming its index and owner. Its CSS is scoped under the class "kvmap".
+ * The size grows linearly with the layers: at most KVSHARD__SVG_CELL_BYTES
+ * per layer beyond a fixed part. */
+void kvshard__svg_layer_map(kvshard__out *o, const kvshard_plan *plan);
+
+/* Upper bound on the bytes one layer's cell takes, for the size checks. */
+#define KVSHARD__SVG_CELL_BYTES 256u
+
+/* The TP ranks of split rank `s`: "0", "0, 2", or "1, 5, ... 29 (8)". */
+void kvshard__out_split_members(kvshard__out *o, uint32_t tp, uint32_t split, uint32_t s);
+
+#endif /* KVSHARD_OUTPUT_SVG_H */
