@@ -372,8 +372,12 @@ static int locate_option_error(const kvshard_deployment *deployment, int rc, int
     return rc;
 }
 
-int kvshard_deployment_plan(kvshard_plan **out, const kvshard_deployment *deployment,
-                            kvshard_error *err)
+/* Plan or compare a deployment, and point an error about an option at it. */
+typedef int (*planning_call)(void *out, const kvshard_model *model, const kvshard_options *options,
+                             const kvshard_allocator *allocator, int *blame, kvshard_error *err);
+
+static int plan_deployment(planning_call call, void *out, const kvshard_deployment *deployment,
+                           kvshard_error *err)
 {
     if (!deployment) {
         kvshard__error_reset(err);
@@ -381,21 +385,30 @@ int kvshard_deployment_plan(kvshard_plan **out, const kvshard_deployment *deploy
                              "deployment must not be NULL");
     }
     int blame;
-    int rc = kvshard__plan_create(out, deployment->model, &deployment->options, &deployment->alloc,
-                                  &blame, err);
+    int rc = call(out, deployment->model, &deployment->options, &deployment->alloc, &blame, err);
     return locate_option_error(deployment, rc, blame, err);
+}
+
+static int plan_call(void *out, const kvshard_model *model, const kvshard_options *options,
+                     const kvshard_allocator *allocator, int *blame, kvshard_error *err)
+{
+    return kvshard__plan_create(out, model, options, allocator, blame, err);
+}
+
+static int compare_call(void *out, const kvshard_model *model, const kvshard_options *options,
+                        const kvshard_allocator *allocator, int *blame, kvshard_error *err)
+{
+    return kvshard__comparison_create(out, model, options, allocator, blame, err);
+}
+
+int kvshard_deployment_plan(kvshard_plan **out, const kvshard_deployment *deployment,
+                            kvshard_error *err)
+{
+    return plan_deployment(plan_call, out, deployment, err);
 }
 
 int kvshard_deployment_compare(kvshard_comparison **out, const kvshard_deployment *deployment,
                                kvshard_error *err)
 {
-    if (!deployment) {
-        kvshard__error_reset(err);
-        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
-                             "deployment must not be NULL");
-    }
-    int blame;
-    int rc = kvshard__comparison_create(out, deployment->model, &deployment->options,
-                                        &deployment->alloc, &blame, err);
-    return locate_option_error(deployment, rc, blame, err);
+    return plan_deployment(compare_call, out, deployment, err);
 }

@@ -206,10 +206,9 @@ static void emit_warnings(kvshard__out *o, const kvshard_plan *p)
 
 int kvshard_plan_write_json(const kvshard_plan *plan, kvshard_write_fn write, void *user)
 {
-    if (!plan || !write)
-        return KVSHARD_EINVAL;
     kvshard__out o;
-    kvshard__out_init(&o, write, user);
+    if (!kvshard__out_open(&o, plan, write, user))
+        return KVSHARD_EINVAL;
     kvshard__out_raw(&o, "{\n  \"kvshard_version\": \"" KVSHARD_VERSION_STRING "\",\n");
     emit_model(&o, plan);
     emit_parallel(&o, plan);
@@ -276,10 +275,9 @@ static void emit_row(kvshard__out *o, const kvshard_comparison_row *r)
 int kvshard_comparison_write_json(const kvshard_comparison *comparison, kvshard_write_fn write,
                                   void *user)
 {
-    if (!comparison || !write)
-        return KVSHARD_EINVAL;
     kvshard__out o;
-    kvshard__out_init(&o, write, user);
+    if (!kvshard__out_open(&o, comparison, write, user))
+        return KVSHARD_EINVAL;
     const kvshard_options *opt = &comparison->options;
     kvshard__out_raw(&o, "{\n  ");
     field_word(&o, "engine", kvshard_engine_name(opt->engine));

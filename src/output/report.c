@@ -612,10 +612,9 @@ static void write_footer(kvshard__out *o, const kvshard_plan *p)
 int kvshard_report_write_html(const kvshard_plan *plan, const kvshard_comparison *comparison,
                               kvshard_write_fn write, void *user)
 {
-    if (!plan || !write)
-        return KVSHARD_EINVAL;
     kvshard__out o;
-    kvshard__out_init(&o, write, user);
+    if (!kvshard__out_open(&o, plan, write, user))
+        return KVSHARD_EINVAL;
     write_head(&o, plan);
     write_summary(&o, plan);
     write_map(&o, plan);

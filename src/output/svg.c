@@ -271,10 +271,9 @@ void kvshard__svg_layer_map(kvshard__out *o, const kvshard_plan *p)
 
 int kvshard_plan_write_svg(const kvshard_plan *plan, kvshard_write_fn write, void *user)
 {
-    if (!plan || !write)
-        return KVSHARD_EINVAL;
     kvshard__out o;
-    kvshard__out_init(&o, write, user);
+    if (!kvshard__out_open(&o, plan, write, user))
+        return KVSHARD_EINVAL;
     kvshard__out_raw(&o, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     kvshard__svg_layer_map(&o, plan);
     kvshard__out_put(&o, "\n", 1);

@@ -55,8 +55,9 @@ static void write_model(kvshard__out *o, const kvshard_plan *p)
         kvshard__out_printf(o, ", %u hybrid", m->num_hybrid);
     if (m->num_no_cache)
         kvshard__out_printf(o, ", %u without cache", m->num_no_cache);
-    kvshard__out_printf(o, "), %s, %u draft layers",
-                        m->attention == KVSHARD_ATTENTION_MLA ? "MLA" : "GQA", m->num_draft_layers);
+    kvshard__out_printf(o, "), %s, %u draft layer%s",
+                        m->attention == KVSHARD_ATTENTION_MLA ? "MLA" : "GQA", m->num_draft_layers,
+                        m->num_draft_layers == 1 ? "" : "s");
     if (m->state.kind != KVSHARD_STATE_NONE) {
         kvshard__out_printf(o, "; %s state", kvshard_state_kind_name(m->state.kind));
         if (p->state_dtype != KVSHARD_DTYPE_AUTO)
@@ -271,10 +272,9 @@ static void write_warnings(kvshard__out *o, const kvshard_plan *p)
 
 int kvshard_plan_write_text(const kvshard_plan *plan, kvshard_write_fn write, void *user)
 {
-    if (!plan || !write)
-        return KVSHARD_EINVAL;
     kvshard__out o;
-    kvshard__out_init(&o, write, user);
+    if (!kvshard__out_open(&o, plan, write, user))
+        return KVSHARD_EINVAL;
     write_model(&o, plan);
     write_layer_map(&o, plan);
     write_split_ranks(&o, plan);
@@ -294,10 +294,9 @@ int kvshard_plan_write_text(const kvshard_plan *plan, kvshard_write_fn write, vo
 int kvshard_comparison_write_text(const kvshard_comparison *comparison, kvshard_write_fn write,
                                   void *user)
 {
-    if (!comparison || !write)
-        return KVSHARD_EINVAL;
     kvshard__out o;
-    kvshard__out_init(&o, write, user);
+    if (!kvshard__out_open(&o, comparison, write, user))
+        return KVSHARD_EINVAL;
     const kvshard_options *opt = &comparison->options;
     bool context = comparison->has_memory && opt->context_length;
     kvshard__out_printf(&o, "split sizes for world_size %u (dp %u, cp %u)", opt->world_size,

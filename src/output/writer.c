@@ -12,6 +12,14 @@ void kvshard__out_init(kvshard__out *o, kvshard_write_fn write, void *user)
     o->len = 0;
 }
 
+bool kvshard__out_open(kvshard__out *o, const void *object, kvshard_write_fn write, void *user)
+{
+    if (!object || !write)
+        return false;
+    kvshard__out_init(o, write, user);
+    return true;
+}
+
 static void flush(kvshard__out *o)
 {
     if (o->len && !o->failed && o->write(o->user, o->buf, o->len) != 0)
@@ -154,47 +162,21 @@ void kvshard__out_json_string(kvshard__out *o, const char *s, size_t len)
     kvshard__out_put(o, "\"", 1);
 }
 
-void kvshard__out_safe(kvshard__out *o, const char *s, size_t len)
+/* The escaped slice for XML: entities for the five special characters, and
+ * U+FFFE and U+FFFF (valid UTF-8, but not XML characters) as \xNN. */
+static void put_xml(kvshard__out *o, const char *tmp, size_t n)
 {
-    char tmp[1024];
-    while (len > 0 && !o->failed) {
-        /* Escape in slices cut between characters. */
-        size_t take = len < 200 ? len : 200;
-        while (take < len && take > 0 && ((unsigned char)s[take] & 0xC0) == 0x80)
-            take--;
-        if (take == 0)
-            take = len < 200 ? len : 200;
-        size_t n = kvshard__escape(tmp, sizeof tmp, s, take);
-        kvshard__out_put(o, tmp, n);
-        s += take;
-        len -= take;
-    }
-}
-
-void kvshard__out_xml(kvshard__out *o, const char *s, size_t len)
-{
-    char tmp[1024];
-    while (len > 0 && !o->failed) {
-        size_t take = len < 200 ? len : 200;
-        while (take < len && take > 0 && ((unsigned char)s[take] & 0xC0) == 0x80)
-            take--;
-        if (take == 0)
-            take = len < 200 ? len : 200;
-        size_t n = kvshard__escape(tmp, sizeof tmp, s, take);
-        size_t from = 0;
-        for (size_t i = 0; i < n; i++) {
-            /* U+FFFE and U+FFFF are valid UTF-8 but not XML characters. */
-            if ((unsigned char)tmp[i] == 0xEF && i + 2 < n && (unsigned char)tmp[i + 1] == 0xBF &&
-                ((unsigned char)tmp[i + 2] & 0xFE) == 0xBE) {
-                kvshard__out_put(o, tmp + from, i - from);
-                kvshard__out_raw(o, (unsigned char)tmp[i + 2] == 0xBE ? "\\xEF\\xBF\\xBE"
-                                                                      : "\\xEF\\xBF\\xBF");
-                i += 2;
-                from = i + 1;
-                continue;
-            }
-            const char *entity = NULL;
-            switch (tmp[i]) {
+    size_t from = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *entity = NULL;
+        size_t width = 1;
+        unsigned char c = (unsigned char)tmp[i];
+        if (c == 0xEF && i + 2 < n && (unsigned char)tmp[i + 1] == 0xBF &&
+            ((unsigned char)tmp[i + 2] & 0xFE) == 0xBE) {
+            entity = (unsigned char)tmp[i + 2] == 0xBE ? "\\xEF\\xBF\\xBE" : "\\xEF\\xBF\\xBF";
+            width = 3;
+        } else {
+            switch (c) {
             case '&': entity = "&amp;"; break;
             case '<': entity = "&lt;"; break;
             case '>': entity = "&gt;"; break;
@@ -202,14 +184,40 @@ void kvshard__out_xml(kvshard__out *o, const char *s, size_t len)
             case '\'': entity = "&#39;"; break;
             default: continue;
             }
-            kvshard__out_put(o, tmp + from, i - from);
-            kvshard__out_raw(o, entity);
-            from = i + 1;
         }
-        kvshard__out_put(o, tmp + from, n - from);
+        kvshard__out_put(o, tmp + from, i - from);
+        kvshard__out_raw(o, entity);
+        i += width - 1;
+        from = i + 1;
+    }
+    kvshard__out_put(o, tmp + from, n - from);
+}
+
+/* Escape text in slices cut between characters, each through `put`. */
+static void put_escaped(kvshard__out *o, const char *s, size_t len,
+                        void (*put)(kvshard__out *, const char *, size_t))
+{
+    char tmp[1024];
+    while (len > 0 && !o->failed) {
+        size_t take = len < 200 ? len : 200;
+        while (take < len && take > 0 && ((unsigned char)s[take] & 0xC0) == 0x80)
+            take--;
+        if (take == 0)
+            take = len < 200 ? len : 200;
+        put(o, tmp, kvshard__escape(tmp, sizeof tmp, s, take));
         s += take;
         len -= take;
     }
+}
+
+void kvshard__out_safe(kvshard__out *o, const char *s, size_t len)
+{
+    put_escaped(o, s, len, kvshard__out_put);
+}
+
+void kvshard__out_xml(kvshard__out *o, const char *s, size_t len)
+{
+    put_escaped(o, s, len, put_xml);
 }
 
 int kvshard__out_finish(kvshard__out *o)

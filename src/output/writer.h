@@ -15,6 +15,9 @@ typedef struct kvshard__out {
 } kvshard__out;
 
 void kvshard__out_init(kvshard__out *o, kvshard_write_fn write, void *user);
+/* Start writing `object` (a plan or a comparison) through `write`; false,
+ * for KVSHARD_EINVAL, when either is NULL. */
+bool kvshard__out_open(kvshard__out *o, const void *object, kvshard_write_fn write, void *user);
 void kvshard__out_put(kvshard__out *o, const char *s, size_t n);
 /* A NUL-terminated string as it is. */
 void kvshard__out_raw(kvshard__out *o, const char *s);

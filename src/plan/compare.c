@@ -201,24 +201,12 @@ int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *mo
                                const kvshard_options *options, const kvshard_allocator *allocator,
                                int *blame, kvshard_error *err)
 {
-    *blame = KVSHARD__OPT_COUNT;
-    kvshard__error_reset(err);
-    if (!out || !model)
-        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
-                             "out and model must not be NULL");
-    if (!kvshard__allocator_valid(allocator))
-        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
-                             "kvshard_allocator: malloc_fn and free_fn must both be set");
-    kvshard_options given = KVSHARD_OPTIONS_INIT;
-    if (options)
-        given = *options;
-    int rc = kvshard__options_check(&given, err);
-    if (rc)
-        return rc;
     work w;
     memset(&w, 0, sizeof w);
     w.model = model;
-    w.base = kvshard__options_settle(&given);
+    int rc = kvshard__begin_planning(&w.base, out && model, options, allocator, blame, err);
+    if (rc)
+        return rc;
     w.base.enable_layerwise_split = false;
     w.base.layerwise_split_size = 1;
     /* Errors that no split size avoids end the comparison. */

@@ -520,13 +520,12 @@ static int compute_memory(kvshard_plan *p, int *blame, kvshard_error *err)
     return compute_uniform(p, memory, has_memory, err);
 }
 
-int kvshard__plan_create(kvshard_plan **out, const kvshard_model *model,
-                         const kvshard_options *options, const kvshard_allocator *allocator,
-                         int *blame, kvshard_error *err)
+int kvshard__begin_planning(kvshard_options *out, bool args_ok, const kvshard_options *options,
+                            const kvshard_allocator *allocator, int *blame, kvshard_error *err)
 {
     *blame = KVSHARD__OPT_COUNT;
     kvshard__error_reset(err);
-    if (!out || !model)
+    if (!args_ok)
         return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
                              "out and model must not be NULL");
     if (!kvshard__allocator_valid(allocator))
@@ -535,9 +534,19 @@ int kvshard__plan_create(kvshard_plan **out, const kvshard_model *model,
     kvshard_options defaults = KVSHARD_OPTIONS_INIT;
     const kvshard_options *given = options ? options : &defaults;
     int rc = kvshard__options_check(given, err);
+    if (rc == KVSHARD_OK)
+        *out = kvshard__options_settle(given);
+    return rc;
+}
+
+int kvshard__plan_create(kvshard_plan **out, const kvshard_model *model,
+                         const kvshard_options *options, const kvshard_allocator *allocator,
+                         int *blame, kvshard_error *err)
+{
+    kvshard_options o;
+    int rc = kvshard__begin_planning(&o, out && model, options, allocator, blame, err);
     if (rc)
         return rc;
-    kvshard_options o = kvshard__options_settle(given);
     uint32_t T = 0, S = 0;
     if ((rc = kvshard__plan_validate(&T, &S, model, &o, blame, err)) != 0)
         return rc;

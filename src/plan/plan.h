@@ -51,6 +51,12 @@ struct kvshard_plan {
 int kvshard__plan_validate(uint32_t *out_tp, uint32_t *out_split, const kvshard_model *model,
                            const kvshard_options *options, int *blame, kvshard_error *err);
 
+/* The start of a plan or comparison call: reset `err` and *blame, refuse
+ * missing arguments, a half-set allocator and options out of range, and
+ * settle the profile's defaults into *out. */
+int kvshard__begin_planning(kvshard_options *out, bool args_ok, const kvshard_options *options,
+                            const kvshard_allocator *allocator, int *blame, kvshard_error *err);
+
 /* kvshard_plan_create, telling which option an error is about: *blame is a
  * kvshard__option_id, or KVSHARD__OPT_COUNT when the kind of error decides. */
 int kvshard__plan_create(kvshard_plan **out, const kvshard_model *model,
