@@ -68,58 +68,22 @@ from ._objects import (
 )
 from ._options import Options
 from ._version import __version__
+from . import _enums, _errors, _objects
 
 #: The C enum kvshard_warning_code, under the name the C API uses. It is
 #: left out of ``__all__`` so that ``from kvshard import *`` does not hide
 #: Python's built-in ``Warning``.
 Warning = WarningCode  # noqa: A001
 
+# Each module lists what it exports; the package exports all of it.
 __all__ = [
     "__version__",
-    # functions
-    "load",
-    "loads",
-    "load_model",
-    "create_model",
-    "plan",
-    "compare",
     "library_path",
     "library_version",
-    # objects
-    "Options",
-    "Model",
-    "Deployment",
-    "Plan",
-    "Comparison",
-    "ComparisonRow",
-    "LayerStorage",
-    "RankMemory",
-    "Capacity",
-    "Uniform",
-    "Blocks",
-    # enums and constants
-    "Status",
-    "LayerKind",
-    "Attention",
-    "StateKind",
-    "Dtype",
-    "Ownership",
-    "Engine",
-    "WarningCode",
-    "OWNER_ALL",
-    "OWNER_NONE",
-    "ALL_RANKS",
-    # errors
-    "KvshardError",
-    "ReadError",
-    "ConfigError",
-    "PlanError",
-    "LimitError",
-    "QueryError",
-    "FileError",
-    "OutOfMemoryError",
-    "InvalidArgumentError",
-    "WriteError",
     "LibraryNotFoundError",
     "LibraryVersionError",
+    "Options",
+    *_objects.__all__,
+    *_enums.__all__,
+    *_errors.__all__,
 ]
