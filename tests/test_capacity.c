@@ -52,7 +52,36 @@ static void test_gqa_only(void **state)
     assert_int_equal(c.concurrency, 20);
     assert_true(c.has_balanced_max_seqs);
     assert_int_equal(c.balanced_max_seqs, 20);
-    assert_true(kvshard_plan_has_warning(p, KVSHARD_WARN_MAX_SEQS_UNREACHABLE));
+    const char *message = NULL;
+    kvshard_warning_code code;
+    assert_int_equal(kvshard_plan_warning(&code, &message, p, 0), KVSHARD_OK);
+    assert_int_equal(code, KVSHARD_WARN_MAX_SEQS_UNREACHABLE);
+    assert_string_equal(message, "at 8192 tokens 20 sequences run at once, below max_seqs 256 "
+                                 "(the model keeps no state, so no memory is held back); "
+                                 "balanced max_seqs is 20");
+    /* Nothing is reserved, so the text speaks of no state. */
+    char *text = NULL;
+    assert_int_equal(kvshard_plan_write_text(p, tu_append, &text), KVSHARD_OK);
+    assert_non_null(strstr(text, "capacity   20.00 GiB per rank, no state to reserve: 10,240 "
+                                 "blocks = 163,840 tokens\n"));
+    assert_non_null(strstr(text, "context    at 8,192 tokens: 20 sequences at once (below "
+                                 "max_seqs 256; balanced max_seqs 20)\n"));
+    free(text);
+    kvshard_plan_free(p);
+
+    /* 20 GiB / 2 MiB = 10240 blocks; a 163840-token sequence takes them all:
+     * one sequence, said in the singular. */
+    o.context_length = 163840;
+    p = tu_plan(m, &o);
+    assert_int_equal(capacity(p).concurrency, 1);
+    assert_int_equal(kvshard_plan_warning(&code, &message, p, 0), KVSHARD_OK);
+    assert_string_equal(message, "at 163840 tokens 1 sequence runs at once, below max_seqs 256 "
+                                 "(the model keeps no state, so no memory is held back); "
+                                 "balanced max_seqs is 1");
+    text = NULL;
+    assert_int_equal(kvshard_plan_write_text(p, tu_append, &text), KVSHARD_OK);
+    assert_non_null(strstr(text, ": 1 sequence at once (below max_seqs 256;"));
+    free(text);
     kvshard_plan_free(p);
     kvshard_model_free(m);
 }
@@ -499,9 +528,8 @@ static void test_xllm_flags(void **state)
     kvshard_deployment *dep = NULL;
     kvshard_error err;
     tu_assert_ok(kvshard_deployment_load_file(&dep, path, NULL, &err), &err);
-    const char *args[] = {"--max_seqs_per_batch=128", "--world_size=4", "--block_size=16",
-                          "--memory_per_rank=20GiB", "--noenable_prefix_cache",
-                          "--engine=xllm"};
+    const char *args[] = {"--max_seqs_per_batch=128", "--world_size=4",          "--block_size=16",
+                          "--memory_per_rank=20GiB",  "--noenable_prefix_cache", "--engine=xllm"};
     tu_assert_ok(kvshard_deployment_apply_args(dep, 6, args, 0, &err), &err);
     kvshard_plan *p = NULL;
     tu_assert_ok(kvshard_deployment_plan(&p, dep, &err), &err);
@@ -533,6 +561,46 @@ static void test_kvshard_profile_json(void **state)
     kvshard_model_free(m);
 }
 
+/* The xllm profile's inputs set under the kvshard profile are named in a
+ * warning, since the plan does not read them; under xllm they are read. */
+static void test_kvshard_profile_names_xllm_inputs(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_example_model("qwen3_5_35b_a3b.json");
+    kvshard_options o = seed();
+    o.device_memory_free = GIB;
+    o.max_memory_utilization = 0.5;
+    kvshard_plan *p = tu_plan(m, &o);
+    assert_int_equal(kvshard_plan_warning_count(p), 1);
+    const char *message = NULL;
+    kvshard_warning_code code;
+    assert_int_equal(kvshard_plan_warning(&code, &message, p, 0), KVSHARD_OK);
+    assert_int_equal(code, KVSHARD_WARN_PROFILE_INPUTS_IGNORED);
+    assert_string_equal(kvshard_warning_name(code), "profile_inputs_ignored");
+    assert_string_equal(message, "device_memory_free, max_memory_utilization apply only under "
+                                 "engine xllm: the kvshard profile ignores them");
+    /* The figures are the seed's, as if the inputs were not there. */
+    assert_int_equal(capacity(p).num_blocks, 197493);
+    kvshard_plan_free(p);
+
+    o = seed();
+    o.enable_prefix_cache = false;
+    p = tu_plan(m, &o);
+    assert_int_equal(kvshard_plan_warning(&code, &message, p, 0), KVSHARD_OK);
+    assert_string_equal(message, "enable_prefix_cache applies only under engine xllm: the "
+                                 "kvshard profile ignores it");
+    kvshard_plan_free(p);
+
+    o = seed();
+    o.engine = KVSHARD_ENGINE_XLLM;
+    o.max_cache_size = 10 * GIB;
+    o.max_linear_state_cache_slots = 64;
+    p = tu_plan(m, &o);
+    assert_false(kvshard_plan_has_warning(p, KVSHARD_WARN_PROFILE_INPUTS_IGNORED));
+    kvshard_plan_free(p);
+    kvshard_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -552,6 +620,7 @@ int main(void)
         cmocka_unit_test(test_xllm_concurrency),
         cmocka_unit_test(test_xllm_flags),
         cmocka_unit_test(test_kvshard_profile_json),
+        cmocka_unit_test(test_kvshard_profile_names_xllm_inputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,7 +17,11 @@
  * - `err` arguments may be NULL. When given, the first error is written there
  *   with 1-based line and column (0 when unknown).
  * - Structs the caller passes in or gets filled start with `size_t size`, set
- *   by the struct's *_INIT macro; later versions add fields only at the end.
+ *   by the struct's *_INIT macro. This version accepts exactly its own sizes
+ *   and refuses any other with KVSHARD_EINVAL, so a program compiled against
+ *   a different header fails loudly instead of reading past a struct. Later
+ *   versions add fields only at the end and keep accepting the sizes of the
+ *   versions before them.
  * - Names: TP is tensor parallelism, T the attention TP size
  *   (world_size / (dp_size * cp_size)), S the layerwise split size and S_eff
  *   the split in force (1 when layerwise split does not apply). A "KV layer"
@@ -365,9 +369,10 @@ typedef struct kvshard_model_desc {
 /**
  * Build a model from a description, with the loader's checks: missing
  * figures are KVSHARD_EMISSING, impossible ones KVSHARD_ERANGE, each naming
- * the field. `allocator` NULL: the C library's. The caller frees *out with
- * kvshard_model_free(). Errors: KVSHARD_EINVAL, EMISSING, ERANGE,
- * ELAYERTYPE, ENOMEM.
+ * the field. `allocator` NULL: the C library's. The description is copied
+ * (`layer_kinds` and `model_type` need not outlive the call). The caller
+ * frees *out with kvshard_model_free(). Errors: KVSHARD_EINVAL, EMISSING,
+ * ERANGE, ELAYERTYPE, ENOMEM.
  */
 KVSHARD_EXPORT int kvshard_model_create(kvshard_model **out, const kvshard_model_desc *desc,
                                         const kvshard_allocator *allocator, kvshard_error *err);
@@ -791,7 +796,10 @@ typedef enum kvshard_warning_code {
     KVSHARD_WARN_EXCEEDS_REPLICATION = 4,
     KVSHARD_WARN_NO_KV_LAYERS = 5,
     KVSHARD_WARN_DRAFT_UNSPLIT = 6,
-    KVSHARD_WARN_MAX_SEQS_UNREACHABLE = 7
+    KVSHARD_WARN_MAX_SEQS_UNREACHABLE = 7,
+    /** Under the kvshard profile, options that only the xllm profile reads
+     *  differ from their defaults. */
+    KVSHARD_WARN_PROFILE_INPUTS_IGNORED = 8
 } kvshard_warning_code;
 
 /** Machine-readable name of a warning code ("split_disabled", ...);

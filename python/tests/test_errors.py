@@ -100,7 +100,8 @@ def test_flag_file_error_has_its_position(tmp_path: Path, seed: kvshard.Deployme
     with pytest.raises(kvshard.ConfigError) as info:
         seed.apply_args([f"--flagfile={flags}"])
     assert info.value.code is Status.ETYPE
-    assert (info.value.source, info.value.line, info.value.column) == (str(flags), 3, 1)
+    # The value "abc" follows the 13 characters of "--block_size=".
+    assert (info.value.source, info.value.line, info.value.column) == (str(flags), 3, 14)
     assert seed.options == before  # unchanged on failure
 
 
@@ -171,6 +172,9 @@ def test_status_labels_come_from_the_library() -> None:
     assert kvshard.LayerKind.HYBRID.label == "hybrid"
     assert kvshard.Dtype.BF16.label == "bfloat16"
     assert kvshard.Warning.MAX_SEQS_UNREACHABLE.label == "max_seqs_unreachable"
+    # Every warning the library names has a member, and no member is unnamed.
+    assert [w.label for w in kvshard.Warning][-1] == "profile_inputs_ignored"
+    assert all(w.label != "unknown" for w in kvshard.Warning)
 
 
 # --- wrong Python arguments fail before any C call ---------------------------------

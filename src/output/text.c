@@ -206,8 +206,13 @@ static void write_capacity(kvshard__out *o, const kvshard_plan *p)
         kvshard__out_raw(o, "capacity   ");
         human_bytes(o, cap->memory_per_rank, 0);
         kvshard__out_raw(o, " per rank, ");
-        human_bytes(o, c->reserved, 0);
-        kvshard__out_printf(o, " reserved for the state of %u sequences", cap->max_seqs);
+        if (p->ranks[0].state_bytes_per_seq) {
+            human_bytes(o, c->reserved, 0);
+            kvshard__out_printf(o, " reserved for the state of %u sequence%s", cap->max_seqs,
+                                cap->max_seqs == 1 ? "" : "s");
+        } else {
+            kvshard__out_raw(o, "no state to reserve");
+        }
         if (cap->has_num_blocks) {
             kvshard__out_raw(o, ": ");
             kvshard__out_grouped(o, cap->num_blocks);
@@ -228,11 +233,13 @@ static void write_capacity(kvshard__out *o, const kvshard_plan *p)
                                                        "that run at once\n");
         } else {
             kvshard__out_grouped(o, cap->concurrency);
-            kvshard__out_raw(o, " sequences at once");
-            if (cap->concurrency < cap->max_seqs) {
+            kvshard__out_raw(o, cap->concurrency == 1 ? " sequence at once" : " sequences at once");
+            if (cap->concurrency < cap->max_seqs && p->ranks[0].state_bytes_per_seq) {
                 kvshard__out_printf(o, " (max_seqs %u reserves state for ", cap->max_seqs);
                 kvshard__out_grouped(o, cap->max_seqs - cap->concurrency);
                 kvshard__out_raw(o, " that cannot run");
+            } else if (cap->concurrency < cap->max_seqs) {
+                kvshard__out_printf(o, " (below max_seqs %u", cap->max_seqs);
             } else {
                 kvshard__out_printf(o, " (max_seqs %u is reached", cap->max_seqs);
             }

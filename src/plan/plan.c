@@ -169,6 +169,43 @@ static void warn(const kvshard__warning_inputs *in, kvshard__warning_sink sink, 
     sink(ctx, code, message);
 }
 
+/* The xllm profile's inputs that the options set, by name, when the plan
+ * is under the kvshard profile, which does not read them. */
+static void warn_profile_inputs(const kvshard__warning_inputs *in, kvshard__warning_sink sink,
+                                void *ctx)
+{
+    const kvshard_options *o = in->options;
+    const kvshard_options unset = KVSHARD_OPTIONS_INIT;
+    const struct {
+        bool set;
+        const char *name;
+    } inputs[] = {
+        {o->enable_prefix_cache != unset.enable_prefix_cache, "enable_prefix_cache"},
+        {o->max_linear_state_cache_slots != unset.max_linear_state_cache_slots,
+         "max_linear_state_cache_slots"},
+        {o->device_memory_total != unset.device_memory_total, "device_memory_total"},
+        {o->device_memory_free != unset.device_memory_free, "device_memory_free"},
+        {o->max_memory_utilization < unset.max_memory_utilization ||
+             o->max_memory_utilization > unset.max_memory_utilization,
+         "max_memory_utilization"},
+        {o->max_cache_size != unset.max_cache_size, "max_cache_size"},
+    };
+    char names[160] = "";
+    size_t used = 0, count = 0;
+    for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
+        if (!inputs[i].set)
+            continue;
+        int n =
+            snprintf(names + used, sizeof names - used, "%s%s", count ? ", " : "", inputs[i].name);
+        used += (size_t)n;
+        count++;
+    }
+    if (count)
+        warn(in, sink, ctx, KVSHARD_WARN_PROFILE_INPUTS_IGNORED,
+             "%s %s only under engine xllm: the kvshard profile ignores %s", names,
+             count == 1 ? "applies" : "apply", count == 1 ? "it" : "them");
+}
+
 void kvshard__collect_warnings(const kvshard__warning_inputs *in, kvshard__warning_sink sink,
                                void *ctx)
 {
@@ -231,12 +268,23 @@ void kvshard__collect_warnings(const kvshard__warning_inputs *in, kvshard__warni
         if (c->has_balanced_max_seqs)
             snprintf(balanced, sizeof balanced, "; balanced max_seqs is %llu",
                      (unsigned long long)c->balanced_max_seqs);
-        warn(in, sink, ctx, KVSHARD_WARN_MAX_SEQS_UNREACHABLE,
-             "at %u tokens %llu sequences run at once, below max_seqs %u: the state slots of %llu "
-             "sequences (%llu bytes per rank) cannot be used%s",
-             o->context_length, (unsigned long long)c->concurrency, o->max_seqs,
-             (unsigned long long)idle, (unsigned long long)held, balanced);
+        const char *runs = c->concurrency == 1 ? "sequence runs" : "sequences run";
+        if (in->state_bytes_per_seq == 0)
+            warn(in, sink, ctx, KVSHARD_WARN_MAX_SEQS_UNREACHABLE,
+                 "at %u tokens %llu %s at once, below max_seqs %u (the model keeps no state, so "
+                 "no memory is held back)%s",
+                 o->context_length, (unsigned long long)c->concurrency, runs, o->max_seqs,
+                 balanced);
+        else
+            warn(in, sink, ctx, KVSHARD_WARN_MAX_SEQS_UNREACHABLE,
+                 "at %u tokens %llu %s at once, below max_seqs %u: the state slots of %llu "
+                 "sequence%s (%llu bytes per rank) cannot be used%s",
+                 o->context_length, (unsigned long long)c->concurrency, runs, o->max_seqs,
+                 (unsigned long long)idle, idle == 1 ? "" : "s", (unsigned long long)held,
+                 balanced);
     }
+    if (o->engine == KVSHARD_ENGINE_KVSHARD)
+        warn_profile_inputs(in, sink, ctx);
 }
 
 static void keep_warning(void *ctx, kvshard_warning_code code, const char *message)
@@ -846,6 +894,7 @@ const char *kvshard_warning_name(kvshard_warning_code code)
     case KVSHARD_WARN_NO_KV_LAYERS: return "no_kv_layers";
     case KVSHARD_WARN_DRAFT_UNSPLIT: return "draft_unsplit";
     case KVSHARD_WARN_MAX_SEQS_UNREACHABLE: return "max_seqs_unreachable";
+    case KVSHARD_WARN_PROFILE_INPUTS_IGNORED: return "profile_inputs_ignored";
     default: return "unknown";
     }
 }

@@ -6,7 +6,7 @@
 #include "plan/memory.h"
 #include "plan/owners.h"
 
-#define KVSHARD__MAX_WARNINGS 8
+#define KVSHARD__MAX_WARNINGS 9
 #define KVSHARD__WARNING_MESSAGE_MAX 240
 
 typedef struct kvshard__warning {

@@ -178,6 +178,7 @@ class WarningCode(enum.IntEnum):
     NO_KV_LAYERS = 5
     DRAFT_UNSPLIT = 6
     MAX_SEQS_UNREACHABLE = 7
+    PROFILE_INPUTS_IGNORED = 8
 
     @property
     def label(self) -> str:
