@@ -275,9 +275,8 @@ static void test_compare(void **state)
     run_result r = cli("compare '%s'", EXAMPLE);
     assert_int_equal(r.status, 0);
     assert_string_equal(r.err, "");
-    assert_contains(r.out,
-                    "recommended: --enable_layerwise_split=true --layerwise_split_size=2 "
-                    "--ownership=ordinal\n");
+    assert_contains(r.out, "recommended: --enable_layerwise_split=true --layerwise_split_size=2 "
+                           "--ownership=ordinal\n");
     char line[256];
     assert_true(line_starting(line, sizeof line, r.out, ">"));
     assert_true(starts_with(line, ">    2  ordinal"));
@@ -286,16 +285,16 @@ static void test_compare(void **state)
 
     r = cli("compare '%s' --format=json", EXAMPLE);
     assert_int_equal(r.status, 0);
-    assert_contains(r.out,
-                    "\"recommendation\": {\"layerwise_split_size\": 2, \"ownership\": \"ordinal\"}");
+    assert_contains(
+        r.out, "\"recommendation\": {\"layerwise_split_size\": 2, \"ownership\": \"ordinal\"}");
     assert_int_equal(count_of(r.out, "\"layerwise_split_size\": "), 10); /* 9 rows + the pick */
     run_free(&r);
 
     /* Split flags are ignored by compare; the rest still apply. */
     r = cli("compare '%s' --format=json --layerwise_split_size=4 --ownership=global", EXAMPLE);
     assert_int_equal(r.status, 0);
-    assert_contains(r.out,
-                    "\"recommendation\": {\"layerwise_split_size\": 2, \"ownership\": \"ordinal\"}");
+    assert_contains(
+        r.out, "\"recommendation\": {\"layerwise_split_size\": 2, \"ownership\": \"ordinal\"}");
     run_free(&r);
 }
 
@@ -373,6 +372,13 @@ static void test_usage_errors(void **state)
     assert_usage(&r);
     r = cli("plan '%s' --=4", EXAMPLE);
     assert_usage(&r);
+    r = cli("compare '%s' --format=svg", EXAMPLE);
+    assert_usage(&r);
+    /* report writes HTML only: any --format is refused, not ignored. */
+    r = cli("report '%s' --format=json", EXAMPLE);
+    assert_string_equal(r.err, "kvshard: report always writes HTML; --format is for plan and "
+                               "compare\nTry 'kvshard --help'.\n");
+    assert_usage(&r);
     /* Flags are read once, after the config: a config that cannot be read
      * is reported first, as invalid input. */
     r = cli("plan /nonexistent/kvshard.yaml --frobnicate=1");
@@ -380,7 +386,6 @@ static void test_usage_errors(void **state)
     assert_true(starts_with(r.err, "/nonexistent/kvshard.yaml: cannot open: "));
     run_free(&r);
 }
-
 
 /* ---- failed writes ---------------------------------------------------------------------- */
 
@@ -472,13 +477,14 @@ static void test_flagfile_errors(void **state)
     char path[] = "/tmp/kvshard_flags_XXXXXX";
     int fd = mkstemp(path);
     assert_true(fd >= 0);
+    /* The value "big" stands at column 4 + len("--block_size=") = 17. */
     const char *flags = "# engine flags\n--world_size=4\n   --block_size=big\n";
     assert_int_equal(write(fd, flags, strlen(flags)), (ssize_t)strlen(flags));
     close(fd);
     run_result r = cli("plan \"%s\" --flagfile=%s", EXAMPLE, path);
     assert_int_equal(r.status, 2);
     char want[256];
-    snprintf(want, sizeof want, "kvshard: %s:3:4: block_size: expected an integer", path);
+    snprintf(want, sizeof want, "kvshard: %s:3:17: block_size: expected an integer", path);
     assert_true(starts_with(r.err, want));
     assert_string_equal(r.out, "");
     run_free(&r);

@@ -14,6 +14,7 @@
 /* One flag as written, and where: a command-line argument or a flag file's
  * line. `name` and `value` point into the argument or the file's text. */
 typedef struct flag {
+    const char *text; /* the whole flag, dashes included */
     const char *name;
     size_t name_len;
     const char *value; /* NULL for a bare --name */
@@ -77,6 +78,19 @@ static void origin_of(char *buf, size_t cap, const flag *f)
     else
         snprintf(buf, cap, "command line --%.*s", (int)(f->name_len > 64 ? 64 : f->name_len),
                  f->name);
+}
+
+/* Where a flag's value stands: in a flag file, at the value after `=`, as a
+ * deployment file's errors point at the value; else where the flag stands. */
+static kvshard__mark value_mark(const flag *f)
+{
+    kvshard__mark m = f->mark;
+    if (f->file && f->value && m.line > 0) {
+        size_t shift = (size_t)(f->value - f->text);
+        m.column += (int)shift;
+        m.offset += shift;
+    }
+    return m;
 }
 
 static int flag_fail(flag_list *l, const flag *f, int code, const char *fmt, ...)
@@ -145,7 +159,7 @@ static int read_flagfile(flag_list *l, const flag *f, int depth)
 static int expand(flag_list *l, const char *text, size_t len, const char *file, kvshard__mark mark,
                   int depth)
 {
-    flag f = {text, len, NULL, 0, file, mark};
+    flag f = {text, text, len, NULL, 0, file, mark};
     size_t dashes = len > 1 && text[0] == '-' ? (len > 2 && text[1] == '-' ? 2 : 1) : 0;
     if (dashes == 0) {
         f.name_len = 0;
@@ -250,7 +264,8 @@ static int apply(flag_list *l, kvshard_options *options, kvshard__option_site *s
             char origin[ORIGIN_MAX];
             origin_of(origin, sizeof origin, f);
             int rc = kvshard__deployment_assign(options, sites, id, value, value_len,
-                                                KVSHARD__VALUE_FLAG, origin, f->mark, true, l->err);
+                                                KVSHARD__VALUE_FLAG, origin, value_mark(f), true,
+                                                l->err);
             if (rc)
                 return rc;
         }
