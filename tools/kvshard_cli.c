@@ -120,6 +120,7 @@ static int print_static(const char *text)
 static int parse_args(cli *c, int argc, char **argv, int *done)
 {
     *done = 0;
+    bool format_given = false;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
@@ -131,6 +132,7 @@ static int parse_args(cli *c, int argc, char **argv, int *done)
             return print_static("kvshard " KVSHARD_VERSION_STRING "\n");
         }
         if (strncmp(arg, "--format=", 9) == 0) {
+            format_given = true;
             if (strcmp(arg + 9, "text") == 0)
                 c->fmt = FORMAT_TEXT;
             else if (strcmp(arg + 9, "json") == 0)
@@ -162,6 +164,8 @@ static int parse_args(cli *c, int argc, char **argv, int *done)
         return usage_error("unknown command '%s' (expected plan, compare or report)", c->command);
     if (!c->config)
         return usage_error("%s", "missing CONFIG file");
+    if (format_given && strcmp(c->command, "report") == 0)
+        return usage_error("%s", "report always writes HTML; --format is for plan and compare");
     if (c->fmt == FORMAT_SVG && strcmp(c->command, "plan") != 0)
         return usage_error("%s", "--format=svg is for plan");
     return 0;
