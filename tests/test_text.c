@@ -134,6 +134,13 @@ static void test_model_directory(void **state)
     assert_int_equal(kvshard_model_num_layers(kvshard_deployment_model(dep)), 2);
     kvshard_deployment_free(dep);
     unlink(path);
+    /* Without its config.json, the directory is named, not a made-up path. */
+    assert_int_equal(kvshard_deployment_load_file(&dep, dir, NULL, &err), KVSHARD_EIO);
+    assert_string_equal(err.source, dir);
+    assert_string_equal(err.message, "a directory without config.json (a model directory "
+                                     "holds the model's config.json)");
+    assert_int_equal(kvshard_model_load_file(&m, dir, NULL, &err), KVSHARD_EIO);
+    assert_string_equal(err.source, dir);
     rmdir(dir);
 }
 
@@ -150,11 +157,16 @@ static void test_core_tags(void **state)
         const char *value;
         int rc;
     } cases[] = {
-        {"!!int \"4\"", KVSHARD_OK},          {"!!str 4", KVSHARD_ETYPE},
-        {"!!float 4", KVSHARD_ETYPE},         {"!!null 4", KVSHARD_ETYPE},
-        {"!!bool 4", KVSHARD_ETYPE},          {"!!int four", KVSHARD_ETYPE},
-        {"!custom 4", KVSHARD_EUNSUPPORTED},  {"!!python/int 4", KVSHARD_EUNSUPPORTED},
-        {"!<tag:x.org:y> 4", KVSHARD_EUNSUPPORTED}, {"04", KVSHARD_ETYPE},
+        {"!!int \"4\"", KVSHARD_OK},
+        {"!!str 4", KVSHARD_ETYPE},
+        {"!!float 4", KVSHARD_ETYPE},
+        {"!!null 4", KVSHARD_ETYPE},
+        {"!!bool 4", KVSHARD_ETYPE},
+        {"!!int four", KVSHARD_ETYPE},
+        {"!custom 4", KVSHARD_EUNSUPPORTED},
+        {"!!python/int 4", KVSHARD_EUNSUPPORTED},
+        {"!<tag:x.org:y> 4", KVSHARD_EUNSUPPORTED},
+        {"04", KVSHARD_ETYPE},
         {"+4", KVSHARD_OK},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -172,8 +184,11 @@ static void test_core_tags(void **state)
                                  &err),
                      KVSHARD_OK);
     /* A quoted "<<" is an ordinary key (and unknown in a deployment). */
-    assert_int_equal(load_string("\"<<\": 1\nmodel: {num_hidden_layers: 4, num_attention_heads: 4, head_dim: 8}\n", &err),
-                     KVSHARD_EUNKNOWNKEY);
+    assert_int_equal(
+        load_string(
+            "\"<<\": 1\nmodel: {num_hidden_layers: 4, num_attention_heads: 4, head_dim: 8}\n",
+            &err),
+        KVSHARD_EUNKNOWNKEY);
     /* A merge key reached through an alias is still a merge key. */
     assert_int_equal(load_string("x: &m <<\nmodel: {*m : {a: 1}, num_hidden_layers: 4}\n", &err),
                      KVSHARD_EUNSUPPORTED);
@@ -241,7 +256,8 @@ static void test_cut_utf8(void **state)
         memset(text, '\a', sizeof text - 1);
         text[sizeof text - 1] = '\0';
         kvshard__error_reset(&err);
-        kvshard__fail(&err, KVSHARD_ERANGE, "s", kvshard__no_mark, "%.*s", (int)(100 + shift), text);
+        kvshard__fail(&err, KVSHARD_ERANGE, "s", kvshard__no_mark, "%.*s", (int)(100 + shift),
+                      text);
         assert_safe(err.message);
         assert_int_equal(strlen(err.message) % 4, 0);
     }
@@ -288,7 +304,8 @@ static void test_no_file_contents_echoed(void **state)
     rmdir(dir);
 }
 
-/* ---- memory per node -------------------------------------------------------------------------- */
+/* ---- memory per node --------------------------------------------------------------------------
+ */
 
 typedef struct counting {
     size_t now;
@@ -361,8 +378,9 @@ static void test_loader_memory_per_node(void **state)
     cap = keys * 24 + 256;
     text = malloc(cap);
     assert_non_null(text);
-    n = (size_t)snprintf(text, cap, "{\"num_hidden_layers\": 1, \"num_attention_heads\": 1, "
-                                    "\"head_dim\": 8");
+    n = (size_t)snprintf(text, cap,
+                         "{\"num_hidden_layers\": 1, \"num_attention_heads\": 1, "
+                         "\"head_dim\": 8");
     for (size_t i = 0; i < keys; i++)
         n += (size_t)snprintf(text + n, cap - n, ", \"k%zu\": %zu", i, i);
     n += (size_t)snprintf(text + n, cap - n, "}");

@@ -153,9 +153,18 @@ int kvshard__config_path(char **out, const kvshard_allocator *a, const char *pat
     if (!p)
         return kvshard__fail(err, KVSHARD_ENOMEM, path, kvshard__no_mark, "out of memory");
     memcpy(p, path, len + 1);
-    if (dir)
+    if (dir) {
         memcpy(p + len, len && path[len - 1] == '/' ? "config.json" : "/config.json",
                len && path[len - 1] == '/' ? sizeof "config.json" : sizeof "/config.json");
+        /* Say what is missing, rather than that a path the user never typed
+         * cannot be opened. */
+        if (stat(p, &st) != 0 && errno == ENOENT) {
+            kvshard__free(a, p);
+            return kvshard__fail(err, KVSHARD_EIO, path, kvshard__no_mark,
+                                 "a directory without config.json (a model directory holds "
+                                 "the model's config.json)");
+        }
+    }
     *out = p;
     return KVSHARD_OK;
 }
