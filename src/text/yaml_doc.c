@@ -29,7 +29,9 @@ enum { KIND_SCALAR, KIND_SEQUENCE, KIND_MAPPING, KIND_ALIAS };
 /* Scalar text copied into the doc, rather than a span of the source. */
 #define COPIED_TEXT 0x80000000u
 
-#define CHUNK_SHIFT 12
+/* 256 entries (3 KiB) a chunk: a config of a few dozen keys takes one small
+ * allocation, and 10^6 nodes take some 4,000. */
+#define CHUNK_SHIFT 8
 #define CHUNK_ENTRIES (1u << CHUNK_SHIFT)
 
 static inline const entry *at(const kvshard__doc *doc, uint32_t id)
@@ -40,6 +42,12 @@ static inline const entry *at(const kvshard__doc *doc, uint32_t id)
 static inline unsigned kind_of(const entry *e)
 {
     return (e->word >> KIND_SHIFT) & 3u;
+}
+
+/* The text of a scalar entry: a span of the source, or a copy. */
+static inline const char *scalar_text(const kvshard__doc *doc, const entry *e)
+{
+    return e->ref & COPIED_TEXT ? doc->strings[e->ref & ~COPIED_TEXT] : doc->text + e->ref;
 }
 
 /* Tape position just past the subtree that starts at `id`. */
@@ -66,7 +74,7 @@ static kvshard__node view(const kvshard__doc *doc, uint32_t id)
     n.tag = (kvshard__tag)(e->word >> TAG_SHIFT);
     n.text = NULL;
     if (n.kind == KVSHARD__NODE_SCALAR)
-        n.text = e->ref & COPIED_TEXT ? doc->strings[e->ref & ~COPIED_TEXT] : doc->text + e->ref;
+        n.text = scalar_text(doc, e);
     else
         n.style = KVSHARD__VALUE_PLAIN;
     return n;
@@ -103,36 +111,113 @@ static char *arena_copy(kvshard__doc *doc, const char *s, size_t len)
     return p;
 }
 
-/* ---- large-mapping indexes ------------------------------------------------------ */
+/* ---- mapping indexes ------------------------------------------------------------ */
 
-/* Mappings with many keys get an open-addressing table of key positions,
- * built while checking for duplicates and kept for lookups. */
-#define INDEX_MIN_PAIRS 64u
+/* Mappings of 5 keys or more get an open-addressing table of key positions,
+ * built while checking for duplicates and kept for lookups: a model is read
+ * with some 40 lookups, most of them for keys the config does not have, and
+ * a miss then costs one hash and a probe or two.
+ *
+ * A slot holds the key's tape position plus one in its low 23 bits (a
+ * document has at most KVSHARD_MAX_NODES = 2^23 nodes, and a key is never
+ * the last) and 9 bits of the key's hash above them, so that a probe reads
+ * the key's text only when those bits match; 0 is an empty slot. */
+#define INDEX_MIN_PAIRS 5u
+#define SLOT_POS_BITS 23
+#define SLOT_POS_MASK ((1u << SLOT_POS_BITS) - 1u)
 
 struct kvshard__map_index {
     kvshard__map_index *next;
-    uint32_t map;  /* tape position of the mapping */
-    uint32_t mask; /* slots - 1 */
+    kvshard__map_index **sorted; /* the directory only */
+    uint32_t map;                /* tape position of the mapping */
+    uint32_t mask;               /* slots - 1; the directory: indexes it sorts */
     uint32_t slots[];
 };
 
+/* With more than DIRECTORY_MIN indexes, a directory at the head of the list
+ * holds them sorted by mapping position, so that finding one is a binary
+ * search rather than a walk of the list. */
+#define DIRECTORY_MAP UINT32_MAX
+#define DIRECTORY_MIN 8u
+
+/* A 64-bit multiply-xorshift hash taken 8 bytes at a time, folded to 32
+ * bits: the low bits pick the slot, the top 9 bits tag it. */
 static uint32_t hash_text(const char *s, size_t len)
 {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 16777619u;
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)len;
+    while (len >= 8) {
+        uint64_t w;
+        memcpy(&w, s, 8);
+        h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
+        h ^= h >> 31;
+        s += 8;
+        len -= 8;
     }
-    return h ^ (h >> 15);
+    if (len) {
+        uint64_t w = 0;
+        memcpy(&w, s, len);
+        h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
+        h ^= h >> 31;
+    }
+    h *= 0x94D049BB133111EBull;
+    return (uint32_t)(h >> 32);
+}
+
+static inline uint32_t slot_tag(uint32_t hash)
+{
+    return hash & ~SLOT_POS_MASK;
 }
 
 static const kvshard__map_index *find_index(const kvshard__doc *doc, uint32_t map)
 {
-    for (const kvshard__map_index *x = doc->indexes; x; x = x->next) {
+    const kvshard__map_index *x = doc->indexes;
+    if (x && x->map == DIRECTORY_MAP) {
+        size_t lo = 0, hi = x->mask;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (x->sorted[mid]->map < map)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        return lo < x->mask && x->sorted[lo]->map == map ? x->sorted[lo] : NULL;
+    }
+    for (; x; x = x->next) {
         if (x->map == map)
             return x;
     }
     return NULL;
+}
+
+static int cmp_index(const void *a, const void *b)
+{
+    uint32_t x = (*(const kvshard__map_index *const *)a)->map;
+    uint32_t y = (*(const kvshard__map_index *const *)b)->map;
+    return (x > y) - (x < y);
+}
+
+/* Put a directory at the head of the index list. Without memory for it the
+ * list is walked instead: nothing fails. */
+static void add_directory(kvshard__doc *doc)
+{
+    size_t n = 0;
+    for (const kvshard__map_index *x = doc->indexes; x; x = x->next)
+        n++;
+    if (n <= DIRECTORY_MIN || n > UINT32_MAX)
+        return;
+    kvshard__map_index *dir =
+        kvshard__alloc(&doc->alloc, 1, sizeof *dir + n * sizeof(kvshard__map_index *));
+    if (!dir)
+        return;
+    dir->sorted = (kvshard__map_index **)(void *)((char *)dir + sizeof *dir);
+    size_t k = 0;
+    for (kvshard__map_index *x = doc->indexes; x; x = x->next)
+        dir->sorted[k++] = x;
+    qsort(dir->sorted, n, sizeof *dir->sorted, cmp_index);
+    dir->map = DIRECTORY_MAP;
+    dir->mask = (uint32_t)n;
+    dir->next = doc->indexes;
+    doc->indexes = dir;
 }
 
 void kvshard__doc_free(kvshard__doc *doc)
@@ -180,6 +265,69 @@ static size_t line_break(const char *t, size_t i, size_t len)
     return 0;
 }
 
+#define ONES 0x0101010101010101ull
+#define HIGHS 0x8080808080808080ull
+
+/* 0x80 in each byte of `w` that is zero, 0 in the others. */
+static inline uint64_t zero_bytes(uint64_t w)
+{
+    return ~(((w & ~HIGHS) + ~HIGHS) | w | ~HIGHS);
+}
+
+/* How many bytes of a zero_bytes() mask are set: each set byte becomes a 1,
+ * and the multiply sums the bytes into the top one. */
+static inline int count_marked(uint64_t mask)
+{
+    return (int)(((mask >> 7) * ONES) >> 56);
+}
+
+/* Offset (0..7) within the word at `p` of its last LF, given the word's
+ * non-zero zero_bytes() mask for LF. */
+static inline unsigned last_lf(const char *p, uint64_t mask)
+{
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    (void)p;
+    return (unsigned)(63 - __builtin_clzll(mask)) / 8u;
+#elif defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    (void)p;
+    return 7u - (unsigned)__builtin_ctzll(mask) / 8u;
+#else
+    (void)mask;
+    unsigned k = 7;
+    while (p[k] != '\n')
+        k--;
+    return k;
+#endif
+}
+
+/* Walk from `i` towards `stop` eight bytes at a time while a word holds only
+ * ASCII characters and LF: each LF starts a line, every other byte is one
+ * character. Stops at the first word with a CR or a byte above 0x7F, or
+ * within 8 bytes of `stop`, for the byte-wise walk to finish. */
+static size_t skip_plain_words(const char *t, size_t i, size_t stop, int *line, int *column)
+{
+    int ln = *line, col = *column;
+    while (i + 8 <= stop) {
+        uint64_t w;
+        memcpy(&w, t + i, 8);
+        if ((w & HIGHS) || zero_bytes(w ^ (ONES * '\r')))
+            break;
+        uint64_t lf = zero_bytes(w ^ (ONES * '\n'));
+        if (lf) {
+            ln += count_marked(lf);
+            /* Columns restart after the word's last LF. */
+            unsigned k = last_lf(t + i, lf);
+            col = 1 + (int)(7 - k);
+        } else {
+            col += 8;
+        }
+        i += 8;
+    }
+    *line = ln;
+    *column = col;
+    return i;
+}
+
 void kvshard__doc_marks(const kvshard__doc *doc, const size_t *offsets, kvshard__mark *marks,
                         size_t count)
 {
@@ -202,6 +350,8 @@ void kvshard__doc_marks(const kvshard__doc *doc, const size_t *offsets, kvshard_
                 which = k;
             }
         }
+        size_t stop = target < doc->len ? target : doc->len;
+        i = skip_plain_words(doc->text, i, stop, &line, &column);
         while (i < target && i < doc->len) {
             size_t br = line_break(doc->text, i, doc->len);
             if (br) {
@@ -265,7 +415,7 @@ typedef struct builder {
     kvshard_error *err;
     frame frames[KVSHARD_MAX_DEPTH];
     size_t depth;
-    anchor_def anchors[KVSHARD_MAX_ANCHORS];
+    anchor_def *anchors; /* KVSHARD_MAX_ANCHORS of them, allocated at the first */
     size_t anchor_count;
     uint64_t weight; /* nodes so far, aliases expanded */
     int documents;
@@ -399,6 +549,9 @@ static int register_anchor(builder *b, const char *name, uint32_t id, uint64_t w
     if (b->anchor_count == KVSHARD_MAX_ANCHORS)
         return fail_at(b, KVSHARD_ELIMIT, offset, "more than %u anchors (KVSHARD_MAX_ANCHORS)",
                        KVSHARD_MAX_ANCHORS);
+    if (!b->anchors &&
+        !(b->anchors = kvshard__alloc(&b->doc->alloc, KVSHARD_MAX_ANCHORS, sizeof *b->anchors)))
+        return fail_nomem(b);
     anchor_def a = {name, id, weight};
     b->anchors[b->anchor_count++] = a;
     return KVSHARD_OK;
@@ -581,9 +734,6 @@ static int on_scalar(builder *b, const yaml_event_t *ev)
                        "merge keys (<<) are not read by kvshard: write the merged keys out");
     if ((rc = check_tag_fits(b, tag, value, len, start)) != 0)
         return rc;
-    if (memchr(value, '\0', len))
-        return fail_at(b, KVSHARD_ETYPE, start,
-                       "a string holds a NUL character (\\0), which no config value may");
     /* A core tag decides how the scalar reads: !!int "4" is a number and
      * !!str 4 a string. Otherwise quoting does. */
     bool plain = plain_style;
@@ -599,12 +749,19 @@ static int on_scalar(builder *b, const yaml_event_t *ev)
     bool quoted_span =
         (ystyle == YAML_SINGLE_QUOTED_SCALAR_STYLE || ystyle == YAML_DOUBLE_QUOTED_SCALAR_STYLE) &&
         raw_len == len + 2 && memcmp(raw + 1, value, len) == 0;
-    if (plain_style && raw_len == len && memcmp(raw, value, len) == 0)
+    /* libyaml refuses a NUL byte in the text itself, so a value that is a
+     * span of the text holds none; only an escape (\0) in a copy can. */
+    if (plain_style && raw_len == len && memcmp(raw, value, len) == 0) {
         ref = (uint32_t)start;
-    else if (quoted_span)
+    } else if (quoted_span) {
         ref = (uint32_t)start + 1;
-    else if ((rc = add_string(b, value, len, &ref)) != 0)
-        return rc;
+    } else {
+        if (memchr(value, '\0', len))
+            return fail_at(b, KVSHARD_ETYPE, start,
+                           "a string holds a NUL character (\\0), which no config value may");
+        if ((rc = add_string(b, value, len, &ref)) != 0)
+            return rc;
+    }
     uint32_t id;
     if ((rc = append(b, &id, start, KIND_SCALAR,
                      plain ? KVSHARD__VALUE_PLAIN : KVSHARD__VALUE_QUOTED, tag, (uint32_t)len,
@@ -669,8 +826,8 @@ static int check_keys(builder *b, uint32_t map_id, uint32_t pairs)
     kvshard__node map = view(d, map_id);
     kvshard__iter it = kvshard__iter_begin(d, &map);
     kvshard__node key, value;
-    if (pairs <= 16) {
-        kvshard__node keys[16];
+    if (pairs < INDEX_MIN_PAIRS) {
+        kvshard__node keys[INDEX_MIN_PAIRS - 1];
         for (uint32_t i = 0; i < pairs; i++) {
             kvshard__iter_next(d, &it, &key);
             kvshard__iter_next(d, &it, &value);
@@ -693,7 +850,7 @@ static int check_keys(builder *b, uint32_t map_id, uint32_t pairs)
         return fail_nomem(b);
     x->map = map_id;
     x->mask = slots - 1;
-    memset(x->slots, 0xFF, (size_t)slots * sizeof(uint32_t));
+    memset(x->slots, 0, (size_t)slots * sizeof(uint32_t));
     int rc = KVSHARD_OK;
     for (uint32_t i = 0; i < pairs && rc == KVSHARD_OK; i++) {
         uint32_t key_pos = it.next;
@@ -703,18 +860,20 @@ static int check_keys(builder *b, uint32_t map_id, uint32_t pairs)
             rc = fail_at(b, KVSHARD_ETYPE, key.offset, "mapping keys must be scalars");
             break;
         }
-        uint32_t s = hash_text(key.text, key.count) & x->mask;
-        while (x->slots[s] != UINT32_MAX) {
-            kvshard__node other = view(d, x->slots[s]);
+        uint32_t h = hash_text(key.text, key.count), tag = slot_tag(h);
+        uint32_t s = h & x->mask;
+        for (; x->slots[s] != 0; s = (s + 1) & x->mask) {
+            if (slot_tag(x->slots[s]) != tag)
+                continue;
+            kvshard__node other = view(d, (x->slots[s] & SLOT_POS_MASK) - 1);
             if (same_text(&other, &key)) {
                 rc = duplicate_key(b, &key, &other);
                 break;
             }
-            s = (s + 1) & x->mask;
         }
-        x->slots[s] = key_pos;
+        x->slots[s] = tag | (key_pos + 1);
     }
-    if (rc || pairs < INDEX_MIN_PAIRS) {
+    if (rc) {
         kvshard__free(&b->doc->alloc, x);
         return rc;
     }
@@ -817,9 +976,22 @@ static int on_event(builder *b, const yaml_event_t *ev)
     }
 }
 
+/* Eight bytes at a time, 64 between checks. */
 static bool all_ascii(const char *text, size_t len)
 {
-    for (size_t i = 0; i < len; i++) {
+    size_t i = 0;
+    while (i + 64 <= len) {
+        uint64_t acc = 0;
+        for (size_t k = 0; k < 64; k += 8) {
+            uint64_t w;
+            memcpy(&w, text + i + k, 8);
+            acc |= w;
+        }
+        if (acc & HIGHS)
+            return false;
+        i += 64;
+    }
+    for (; i < len; i++) {
         if ((unsigned char)text[i] & 0x80)
             return false;
     }
@@ -847,20 +1019,26 @@ int kvshard__doc_parse(kvshard__doc *out, const char *text, size_t len, const ch
     doc.len = len;
     doc.source = source;
     doc.start = len >= 3 && u[0] == 0xEF && u[1] == 0xBB && u[2] == 0xBF ? 3 : 0;
-    builder *b = kvshard__calloc(alloc, 1, sizeof *b);
-    if (!b)
-        return kvshard__fail(err, KVSHARD_ENOMEM, source, first, "out of memory");
+    /* On the stack (about 1.6 KiB); the frames are written before they are
+     * read, and the anchors are allocated at the first one. */
+    builder bs;
+    builder *b = &bs;
     b->doc = &doc;
     b->err = err;
+    b->depth = 0;
+    b->anchors = NULL;
+    b->anchor_count = 0;
+    b->weight = 0;
+    b->documents = 0;
+    b->root_done = false;
+    b->cur_index = 0;
     b->ascii = all_ascii(text + doc.start, len - doc.start);
     b->cur_byte = doc.start;
 
     int rc = KVSHARD_OK;
     yaml_parser_t parser;
-    if (!yaml_parser_initialize(&parser)) {
-        kvshard__free(alloc, b);
+    if (!yaml_parser_initialize(&parser))
         return kvshard__fail(err, KVSHARD_ENOMEM, source, first, "out of memory");
-    }
     yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
     for (;;) {
         yaml_event_t ev;
@@ -875,14 +1053,14 @@ int kvshard__doc_parse(kvshard__doc *out, const char *text, size_t len, const ch
             break;
     }
     yaml_parser_delete(&parser);
-    bool has_root = b->root_done;
-    kvshard__free(alloc, b);
-    if (rc == KVSHARD_OK && !has_root)
+    kvshard__free(alloc, b->anchors);
+    if (rc == KVSHARD_OK && !b->root_done)
         rc = kvshard__fail(err, KVSHARD_ETYPE, source, first, "the document is empty");
     if (rc != KVSHARD_OK) {
         kvshard__doc_free(&doc);
         return rc;
     }
+    add_directory(&doc);
     *out = doc;
     return KVSHARD_OK;
 }
@@ -936,25 +1114,31 @@ bool kvshard__map_get(const kvshard__doc *doc, const kvshard__node *map, const c
     size_t klen = strlen(key);
     if (at(doc, map->id)->word & INDEXED_FLAG) {
         const kvshard__map_index *x = find_index(doc, map->id);
-        for (uint32_t s = hash_text(key, klen) & x->mask; x->slots[s] != UINT32_MAX;
-             s = (s + 1) & x->mask) {
-            kvshard__node k = view(doc, x->slots[s]);
+        uint32_t h = hash_text(key, klen), tag = slot_tag(h);
+        for (uint32_t s = h & x->mask; x->slots[s] != 0; s = (s + 1) & x->mask) {
+            if (slot_tag(x->slots[s]) != tag)
+                continue;
+            uint32_t pos = (x->slots[s] & SLOT_POS_MASK) - 1;
+            kvshard__node k = view(doc, pos);
             if (k.count == klen && memcmp(k.text, key, klen) == 0) {
-                *out = view(doc, skip(doc, x->slots[s]));
+                *out = view(doc, pos + 1);
                 return true;
             }
         }
         return false;
     }
+    /* Keys are scalars (or aliases of scalars), one tape entry each; only a
+     * key of the right length has its text compared. */
     uint32_t pos = map->id + 1;
     for (uint32_t i = 0; i < map->count; i++) {
-        kvshard__node k = view(doc, pos);
-        pos = skip(doc, pos);
-        if (k.count == klen && memcmp(k.text, key, klen) == 0) {
-            *out = view(doc, pos);
+        const entry *k = at(doc, pos);
+        if (kind_of(k) == KIND_ALIAS)
+            k = at(doc, k->ref);
+        if (k->count == klen && memcmp(scalar_text(doc, k), key, klen) == 0) {
+            *out = view(doc, pos + 1);
             return true;
         }
-        pos = skip(doc, pos);
+        pos = skip(doc, pos + 1);
     }
     return false;
 }
