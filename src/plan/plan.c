@@ -256,24 +256,40 @@ typedef struct hasher {
     uint64_t h;
 } hasher;
 
-static inline void hash_word(hasher *x, uint64_t v)
+static inline uint64_t mix_word(uint64_t h, uint64_t m)
 {
-    uint64_t h = x->h ^ (v * 0x9E3779B97F4A7C15ull);
-    x->h = ((h << 31) | (h >> 33)) * 0xC2B2AE3D27D4EB4Full;
+    h ^= m;
+    return ((h << 31) | (h >> 33)) * 0xC2B2AE3D27D4EB4Full;
 }
 
-static void hash_bytes(hasher *x, const void *data, size_t len)
+static inline void hash_word(hasher *x, uint64_t v)
+{
+    x->h = mix_word(x->h, v * 0x9E3779B97F4A7C15ull);
+}
+
+/* The same word into two hashes: their chains of multiplies are independent,
+ * so the processor runs them side by side. */
+static inline void hash_word2(hasher *x, hasher *y, uint64_t v)
+{
+    uint64_t m = v * 0x9E3779B97F4A7C15ull;
+    x->h = mix_word(x->h, m);
+    y->h = mix_word(y->h, m);
+}
+
+/* Bytes as whole words, then the tail (zero-padded) with the length in its
+ * top byte. */
+static void hash_bytes2(hasher *x, hasher *y, const void *data, size_t len)
 {
     const unsigned char *p = data;
     size_t i = 0;
     for (; i + 8 <= len; i += 8) {
         uint64_t w;
         memcpy(&w, p + i, 8);
-        hash_word(x, w);
+        hash_word2(x, y, w);
     }
     uint64_t tail = 0;
     memcpy(&tail, p + i, len - i);
-    hash_word(x, tail ^ ((uint64_t)len << 56));
+    hash_word2(x, y, tail ^ ((uint64_t)len << 56));
 }
 
 static uint64_t hash_end(hasher *x)
@@ -287,30 +303,30 @@ static uint64_t hash_end(hasher *x)
     return h;
 }
 
-/* What every rank stores per token and per sequence: the layout. */
-static void hash_layout(hasher *x, const kvshard_plan *p)
+/* What every rank stores per token and per sequence: the layout. Both
+ * digests begin with it, so it is hashed into both in one pass. */
+static void hash_layout2(hasher *x, hasher *y, const kvshard_plan *p)
 {
-    hash_word(x, p->model.num_layers);
-    hash_word(x, (uint64_t)p->tp << 32 | p->split);
-    hash_bytes(x, p->kinds, p->model.num_layers);
-    hash_bytes(x, p->owner, (size_t)p->model.num_layers * sizeof *p->owner);
+    hash_word2(x, y, p->model.num_layers);
+    hash_word2(x, y, (uint64_t)p->tp << 32 | p->split);
+    hash_bytes2(x, y, p->kinds, p->model.num_layers);
+    hash_bytes2(x, y, p->owner, (size_t)p->model.num_layers * sizeof *p->owner);
     for (uint32_t r = 0; r < p->tp; r++) {
         const kvshard_rank_memory *m = &p->ranks[r];
-        hash_word(x, m->kv_bytes_per_token);
-        hash_word(x, m->scratch_bytes_per_token);
-        hash_word(x, m->draft_bytes_per_token);
-        hash_word(x, m->state_bytes_per_seq);
+        hash_word2(x, y, m->kv_bytes_per_token);
+        hash_word2(x, y, m->scratch_bytes_per_token);
+        hash_word2(x, y, m->draft_bytes_per_token);
+        hash_word2(x, y, m->state_bytes_per_seq);
     }
 }
 
 static void compute_digests(kvshard_plan *p)
 {
     hasher layout = {0x6B7673686172644Cull};
-    hash_layout(&layout, p);
+    hasher full = {0x6B76736861726450ull};
+    hash_layout2(&layout, &full, p);
     p->layout_digest = hash_end(&layout);
 
-    hasher full = {0x6B76736861726450ull};
-    hash_layout(&full, p);
     for (uint32_t r = 0; r < p->tp; r++) {
         hash_word(&full, p->ranks[r].bytes_per_block);
         hash_word(&full, p->ranks[r].has_num_blocks ? p->ranks[r].num_blocks : UINT64_MAX);
@@ -616,11 +632,15 @@ bool kvshard_plan_owns(const kvshard_plan *plan, uint32_t tp_rank, uint32_t laye
 {
     if (tp_rank >= plan->tp || layer >= plan->model.num_layers)
         return false;
-    int32_t owner = plan->owner[layer];
-    /* A hybrid layer's state is on every rank, whoever owns its KV. */
-    return owner == KVSHARD_OWNER_ALL ||
-           (owner >= 0 && ((uint32_t)owner == plan->split_rank_of[tp_rank] ||
-                           plan->kinds[layer] == KVSHARD_LAYER_HYBRID));
+    /* Without branches on the data: every rank stores a layer owned by all;
+     * the rank whose split rank owns a KV layer stores it (no split rank
+     * reads as KVSHARD_OWNER_NONE, which is no split rank); and a hybrid
+     * layer's state is on every rank, whoever owns its KV. */
+    uint32_t owner = (uint32_t)plan->owner[layer];
+    unsigned all = owner == (uint32_t)KVSHARD_OWNER_ALL;
+    unsigned mine = owner == plan->split_rank_of[tp_rank];
+    unsigned hybrid = plan->kinds[layer] == KVSHARD_LAYER_HYBRID;
+    return (all | mine | hybrid) != 0;
 }
 
 bool kvshard_plan_stores_kv(const kvshard_plan *plan, uint32_t tp_rank, uint32_t layer)
