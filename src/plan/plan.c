@@ -6,6 +6,7 @@
 #include "base/checked.h"
 #include "deploy/options.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -347,22 +348,12 @@ static void compute_digests(kvshard_plan *p)
 
 /* ---- create and free ------------------------------------------------------------- */
 
+/* The plan and all its arrays are one allocation (see plan_block). */
 void kvshard_plan_free(kvshard_plan *plan)
 {
     if (!plan)
         return;
     kvshard_allocator a = plan->alloc;
-    kvshard__free(&a, plan->model_type);
-    kvshard__free(&a, plan->source);
-    kvshard__free(&a, plan->kinds);
-    kvshard__free(&a, plan->owner);
-    kvshard__free(&a, plan->kv_slot);
-    kvshard__free(&a, plan->state_slot);
-    kvshard__free(&a, plan->split_rank_of);
-    kvshard__free(&a, plan->owned_offsets);
-    kvshard__free(&a, plan->owned_layers);
-    kvshard__free(&a, plan->owned_counts);
-    kvshard__free(&a, plan->ranks);
     kvshard__free(&a, plan);
 }
 
@@ -381,6 +372,9 @@ int kvshard__capacity_memory(uint64_t *out, bool *has, const kvshard_options *o,
     *has = o->memory_per_rank > 0;
     return KVSHARD_OK;
 }
+
+/* Per-rank scratch of up to this many ranks sits on the stack. */
+#define SCRATCH_RANKS 16u
 
 /* The same plan at S_eff = 1: the largest figures, the fewest blocks (0
  * when the unsplit plan fits none). */
@@ -401,7 +395,9 @@ static int compute_uniform(kvshard_plan *p, uint64_t memory, bool has_memory, kv
         p->uniform = u;
         return KVSHARD_OK;
     }
-    kvshard_rank_memory *ranks = kvshard__alloc(&p->alloc, p->tp, sizeof *ranks);
+    kvshard_rank_memory local[SCRATCH_RANKS];
+    kvshard_rank_memory *ranks =
+        p->tp <= SCRATCH_RANKS ? local : kvshard__alloc(&p->alloc, p->tp, sizeof *ranks);
     if (!ranks)
         return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
     uint32_t all = kvshard__num_kv_layers(&p->model);
@@ -428,7 +424,8 @@ static int compute_uniform(kvshard_plan *p, uint64_t memory, bool has_memory, kv
                 ? c.num_blocks
                 : 0;
     }
-    kvshard__free(&p->alloc, ranks);
+    if (ranks != local)
+        kvshard__free(&p->alloc, ranks);
     if (rc == KVSHARD_OK)
         p->uniform = u;
     return rc;
@@ -461,7 +458,9 @@ static int compute_memory(kvshard_plan *p, kvshard_error *err)
     const kvshard_options *o = &p->options;
     kvshard__capacity c = {false, 0, 0, 0, false, 0, false, 0, false, 0, 0, 0};
     if (has_memory) {
-        uint64_t *blocks = kvshard__alloc(&p->alloc, p->tp, sizeof *blocks);
+        uint64_t local[SCRATCH_RANKS];
+        uint64_t *blocks =
+            p->tp <= SCRATCH_RANKS ? local : kvshard__alloc(&p->alloc, p->tp, sizeof *blocks);
         if (!blocks)
             return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
         kvshard__capacity_inputs ci = {o,
@@ -480,7 +479,8 @@ static int compute_memory(kvshard_plan *p, kvshard_error *err)
             p->ranks[r].has_num_blocks = counted;
             p->ranks[r].num_blocks = counted ? blocks[r] : 0;
         }
-        kvshard__free(&p->alloc, blocks);
+        if (blocks != local)
+            kvshard__free(&p->alloc, blocks);
         if (rc)
             return rc;
     }
@@ -507,6 +507,66 @@ static int compute_memory(kvshard_plan *p, kvshard_error *err)
     return compute_uniform(p, memory, has_memory, err);
 }
 
+/* Carve `n` items of `size` bytes, aligned to `align`, from a block being
+ * laid out: the offset into *at, the end past it. */
+static bool carve(size_t *at, size_t *end, size_t n, size_t size, size_t align)
+{
+    size_t start = (*end + align - 1) / align * align;
+    if (start < *end || (size && n > (SIZE_MAX - start) / size))
+        return false;
+    *at = start;
+    *end = start + n * size;
+    return true;
+}
+
+/* The plan and all its arrays in one allocation, so that creating a plan
+ * costs one call to the allocator and freeing it one more. The struct is
+ * zeroed except its warning texts, which are written before they are read;
+ * the ranks are zeroed; the strings are copied in. */
+static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model *model, uint32_t T,
+                                uint32_t S)
+{
+    size_t L = model->info.num_layers, n_kv = kvshard__num_kv_layers(&model->info);
+    size_t type_len = strlen(model->model_type) + 1, source_len = strlen(model->source) + 1;
+    size_t end = sizeof(kvshard_plan), ranks, owner, kv_slot, state_slot, split_rank_of,
+           owned_offsets, owned_layers, owned_counts, kinds, model_type, source;
+    if (!carve(&ranks, &end, T, sizeof(kvshard_rank_memory), sizeof(uint64_t)) ||
+        !carve(&owner, &end, L, sizeof(int32_t), sizeof(uint32_t)) ||
+        !carve(&kv_slot, &end, L, sizeof(uint32_t), sizeof(uint32_t)) ||
+        !carve(&state_slot, &end, L, sizeof(uint32_t), sizeof(uint32_t)) ||
+        !carve(&split_rank_of, &end, T, sizeof(uint32_t), sizeof(uint32_t)) ||
+        !carve(&owned_offsets, &end, (size_t)S + 1, sizeof(uint32_t), sizeof(uint32_t)) ||
+        !carve(&owned_layers, &end, n_kv, sizeof(uint32_t), sizeof(uint32_t)) ||
+        !carve(&owned_counts, &end, S, sizeof(uint32_t), sizeof(uint32_t)) ||
+        !carve(&kinds, &end, L, 1, 1) || !carve(&model_type, &end, type_len, 1, 1) ||
+        !carve(&source, &end, source_len, 1, 1))
+        return NULL;
+    char *block = kvshard__alloc(a, 1, end);
+    if (!block)
+        return NULL;
+    kvshard_plan *p = (kvshard_plan *)(void *)block;
+    memset(p, 0, offsetof(kvshard_plan, warnings));
+    p->warning_count = 0;
+    p->digest = 0;
+    p->layout_digest = 0;
+    p->alloc = *a;
+    p->ranks = (kvshard_rank_memory *)(void *)(block + ranks);
+    memset(p->ranks, 0, (size_t)T * sizeof *p->ranks);
+    p->owner = (int32_t *)(void *)(block + owner);
+    p->kv_slot = (uint32_t *)(void *)(block + kv_slot);
+    p->state_slot = (uint32_t *)(void *)(block + state_slot);
+    p->split_rank_of = (uint32_t *)(void *)(block + split_rank_of);
+    p->owned_offsets = (uint32_t *)(void *)(block + owned_offsets);
+    p->owned_layers = (uint32_t *)(void *)(block + owned_layers);
+    p->owned_counts = (uint32_t *)(void *)(block + owned_counts);
+    p->kinds = (uint8_t *)(block + kinds);
+    p->model_type = block + model_type;
+    memcpy(p->model_type, model->model_type, type_len);
+    p->source = block + source;
+    memcpy(p->source, model->source, source_len);
+    return p;
+}
+
 int kvshard_plan_create(kvshard_plan **out, const kvshard_model *model,
                         const kvshard_options *options, const kvshard_allocator *allocator,
                         kvshard_error *err)
@@ -529,38 +589,17 @@ int kvshard_plan_create(kvshard_plan **out, const kvshard_model *model,
         return rc;
 
     kvshard_allocator a = kvshard__allocator_or_default(allocator);
-    kvshard_plan *p = kvshard__calloc(&a, 1, sizeof *p);
+    kvshard_plan *p = plan_block(&a, model, T, S);
     if (!p)
         return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark,
                              "out of memory creating the plan");
-    p->alloc = a;
     p->model = model->info;
     p->options = o;
     p->tp = T;
     p->split = S;
     p->replication = kvshard__replication_factor(&model->info, T);
     p->state_dtype = kvshard__state_dtype(&model->info, &o);
-    uint32_t L = model->info.num_layers;
-    p->model_type = kvshard__strdup(&a, model->model_type);
-    p->source = kvshard__strdup(&a, model->source);
-    p->kinds = kvshard__alloc(&a, L, 1);
-    p->owner = kvshard__alloc(&a, L, sizeof *p->owner);
-    p->kv_slot = kvshard__alloc(&a, L, sizeof *p->kv_slot);
-    p->state_slot = kvshard__alloc(&a, L, sizeof *p->state_slot);
-    p->split_rank_of = kvshard__alloc(&a, T, sizeof *p->split_rank_of);
-    p->owned_offsets = kvshard__alloc(&a, (size_t)S + 1, sizeof *p->owned_offsets);
-    p->owned_layers =
-        kvshard__alloc(&a, kvshard__num_kv_layers(&model->info), sizeof *p->owned_layers);
-    p->owned_counts = kvshard__alloc(&a, S, sizeof *p->owned_counts);
-    p->ranks = kvshard__calloc(&a, T, sizeof *p->ranks);
-    if (!p->model_type || !p->source || !p->kinds || !p->owner || !p->kv_slot || !p->state_slot ||
-        !p->split_rank_of || !p->owned_offsets || !p->owned_layers || !p->owned_counts ||
-        !p->ranks) {
-        kvshard_plan_free(p);
-        return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark,
-                             "out of memory creating the plan");
-    }
-    memcpy(p->kinds, model->kinds, L);
+    memcpy(p->kinds, model->kinds, model->info.num_layers);
     assign_owners(p);
     if ((rc = compute_memory(p, err)) != 0) {
         kvshard_plan_free(p);
