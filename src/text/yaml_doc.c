@@ -50,6 +50,13 @@ static inline const char *scalar_text(const kvshard__doc *doc, const entry *e)
     return e->ref & COPIED_TEXT ? doc->strings[e->ref & ~COPIED_TEXT] : doc->text + e->ref;
 }
 
+/* The entry a key at `id` stands for: itself, or the scalar an alias names. */
+static inline const entry *key_entry(const kvshard__doc *doc, uint32_t id)
+{
+    const entry *e = at(doc, id);
+    return kind_of(e) == KIND_ALIAS ? at(doc, e->ref) : e;
+}
+
 /* Tape position just past the subtree that starts at `id`. */
 static inline uint32_t skip(const kvshard__doc *doc, uint32_t id)
 {
@@ -140,26 +147,39 @@ struct kvshard__map_index {
 #define DIRECTORY_MAP UINT32_MAX
 #define DIRECTORY_MIN 8u
 
-/* A 64-bit multiply-xorshift hash taken 8 bytes at a time, folded to 32
- * bits: the low bits pick the slot, the top 9 bits tag it. */
+static inline uint64_t hash_round(uint64_t h, uint64_t w)
+{
+    h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
+    return h ^ (h >> 31);
+}
+
+/* A 64-bit multiply-xorshift hash of the length and the text read in words,
+ * folded to 32 bits: the low bits pick the slot, the top 9 bits tag it. The
+ * reads overlap rather than run past the text: 8 bytes at a time and the
+ * last 8; for shorter text the first and last 4 bytes, or the first, middle
+ * and last byte. Either way every byte is read. */
 static uint32_t hash_text(const char *s, size_t len)
 {
-    uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)len;
-    while (len >= 8) {
-        uint64_t w;
-        memcpy(&w, s, 8);
-        h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
-        h ^= h >> 31;
-        s += 8;
-        len -= 8;
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)len, w;
+    if (len >= 8) {
+        const char *last = s + len - 8;
+        for (; s < last; s += 8) {
+            memcpy(&w, s, 8);
+            h = hash_round(h, w);
+        }
+        memcpy(&w, last, 8);
+    } else if (len >= 4) {
+        uint32_t a, b;
+        memcpy(&a, s, 4);
+        memcpy(&b, s + len - 4, 4);
+        w = (uint64_t)a << 32 | b;
+    } else if (len) {
+        w = (uint64_t)(unsigned char)s[0] << 16 | (uint64_t)(unsigned char)s[len / 2] << 8 |
+            (unsigned char)s[len - 1];
+    } else {
+        w = 0;
     }
-    if (len) {
-        uint64_t w = 0;
-        memcpy(&w, s, len);
-        h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
-        h ^= h >> 31;
-    }
-    h *= 0x94D049BB133111EBull;
+    h = hash_round(h, w) * 0x94D049BB133111EBull;
     return (uint32_t)(h >> 32);
 }
 
@@ -465,31 +485,38 @@ static int fail_nomem(builder *b)
                          "out of memory building the tree");
 }
 
-static int append(builder *b, uint32_t *out_id, size_t offset, unsigned kind, unsigned style,
-                  unsigned tag, uint32_t count, uint32_t ref)
+/* A new chunk for entry `id`, the first of its chunk. */
+static int add_chunk(builder *b, uint32_t id)
+{
+    kvshard__doc *d = b->doc;
+    size_t c = id >> CHUNK_SHIFT;
+    if (c == d->chunk_count) {
+        /* The table of chunk pointers doubles; the chunks never move. */
+        size_t cap = d->chunk_count ? d->chunk_count * 2 : 8;
+        kvshard__tape_entry **grown = kvshard__alloc(&d->alloc, cap, sizeof *grown);
+        if (!grown)
+            return fail_nomem(b);
+        if (d->chunk_count)
+            memcpy(grown, d->chunks, d->chunk_count * sizeof *grown);
+        for (size_t k = d->chunk_count; k < cap; k++)
+            grown[k] = NULL;
+        kvshard__free(&d->alloc, d->chunks);
+        d->chunks = grown;
+        d->chunk_count = cap;
+    }
+    if (!d->chunks[c] && !(d->chunks[c] = kvshard__alloc(&d->alloc, CHUNK_ENTRIES, sizeof(entry))))
+        return fail_nomem(b);
+    return KVSHARD_OK;
+}
+
+static inline int append(builder *b, uint32_t *out_id, size_t offset, unsigned kind, unsigned style,
+                         unsigned tag, uint32_t count, uint32_t ref)
 {
     kvshard__doc *d = b->doc;
     uint32_t id = d->size;
-    if ((id & (CHUNK_ENTRIES - 1)) == 0) {
-        size_t c = id >> CHUNK_SHIFT;
-        if (c == d->chunk_count) {
-            /* The table of chunk pointers doubles; the chunks never move. */
-            size_t cap = d->chunk_count ? d->chunk_count * 2 : 8;
-            kvshard__tape_entry **grown = kvshard__alloc(&d->alloc, cap, sizeof *grown);
-            if (!grown)
-                return fail_nomem(b);
-            if (d->chunk_count)
-                memcpy(grown, d->chunks, d->chunk_count * sizeof *grown);
-            for (size_t k = d->chunk_count; k < cap; k++)
-                grown[k] = NULL;
-            kvshard__free(&d->alloc, d->chunks);
-            d->chunks = grown;
-            d->chunk_count = cap;
-        }
-        if (!d->chunks[c] &&
-            !(d->chunks[c] = kvshard__alloc(&d->alloc, CHUNK_ENTRIES, sizeof(entry))))
-            return fail_nomem(b);
-    }
+    int rc;
+    if ((id & (CHUNK_ENTRIES - 1)) == 0 && (rc = add_chunk(b, id)) != 0)
+        return rc;
     entry *e = &d->chunks[id >> CHUNK_SHIFT][id & (CHUNK_ENTRIES - 1)];
     e->word = (uint32_t)offset | kind << KIND_SHIFT | style << STYLE_SHIFT | tag << TAG_SHIFT;
     e->count = count;
@@ -724,15 +751,15 @@ static int on_scalar(builder *b, const yaml_event_t *ev)
     int rc = add_weight(b, 1, start);
     if (rc)
         return rc;
-    kvshard__tag tag;
-    if ((rc = resolve_tag(b, ev->data.scalar.tag, true, start, &tag)) != 0)
+    kvshard__tag tag = KVSHARD__TAG_NONE;
+    if (ev->data.scalar.tag && (rc = resolve_tag(b, ev->data.scalar.tag, true, start, &tag)) != 0)
         return rc;
     yaml_scalar_style_t ystyle = ev->data.scalar.style;
     bool plain_style = ystyle == YAML_PLAIN_SCALAR_STYLE;
     if (plain_style && tag == KVSHARD__TAG_NONE && at_key(b) && kvshard__text_is(value, len, "<<"))
         return fail_at(b, KVSHARD_EUNSUPPORTED, start,
                        "merge keys (<<) are not read by kvshard: write the merged keys out");
-    if ((rc = check_tag_fits(b, tag, value, len, start)) != 0)
+    if (tag != KVSHARD__TAG_NONE && (rc = check_tag_fits(b, tag, value, len, start)) != 0)
         return rc;
     /* A core tag decides how the scalar reads: !!int "4" is a number and
      * !!str 4 a string. Otherwise quoting does. */
@@ -767,10 +794,12 @@ static int on_scalar(builder *b, const yaml_event_t *ev)
                      plain ? KVSHARD__VALUE_PLAIN : KVSHARD__VALUE_QUOTED, tag, (uint32_t)len,
                      ref)) != 0)
         return rc;
-    const char *anchor;
-    if ((rc = copy_anchor(b, ev->data.scalar.anchor, &anchor)) != 0 ||
-        (rc = register_anchor(b, anchor, id, 1, start)) != 0)
-        return rc;
+    if (ev->data.scalar.anchor) {
+        const char *anchor;
+        if ((rc = copy_anchor(b, ev->data.scalar.anchor, &anchor)) != 0 ||
+            (rc = register_anchor(b, anchor, id, 1, start)) != 0)
+            return rc;
+    }
     attach(b);
     return KVSHARD_OK;
 }
@@ -851,27 +880,34 @@ static int check_keys(builder *b, uint32_t map_id, uint32_t pairs)
     x->map = map_id;
     x->mask = slots - 1;
     memset(x->slots, 0, (size_t)slots * sizeof(uint32_t));
+    /* Keys are one tape entry each (a scalar, or an alias of one), read
+     * straight from the tape; nodes are made only for a message. */
     int rc = KVSHARD_OK;
+    uint32_t key_pos = map_id + 1;
     for (uint32_t i = 0; i < pairs && rc == KVSHARD_OK; i++) {
-        uint32_t key_pos = it.next;
-        kvshard__iter_next(d, &it, &key);
-        kvshard__iter_next(d, &it, &value);
-        if (key.kind != KVSHARD__NODE_SCALAR) {
+        const entry *k = key_entry(d, key_pos);
+        if (kind_of(k) != KIND_SCALAR) {
+            key = view(d, key_pos);
             rc = fail_at(b, KVSHARD_ETYPE, key.offset, "mapping keys must be scalars");
             break;
         }
-        uint32_t h = hash_text(key.text, key.count), tag = slot_tag(h);
+        const char *text = scalar_text(d, k);
+        uint32_t h = hash_text(text, k->count), tag = slot_tag(h);
         uint32_t s = h & x->mask;
         for (; x->slots[s] != 0; s = (s + 1) & x->mask) {
             if (slot_tag(x->slots[s]) != tag)
                 continue;
-            kvshard__node other = view(d, (x->slots[s] & SLOT_POS_MASK) - 1);
-            if (same_text(&other, &key)) {
+            uint32_t other_pos = (x->slots[s] & SLOT_POS_MASK) - 1;
+            const entry *o = key_entry(d, other_pos);
+            if (o->count == k->count && memcmp(scalar_text(d, o), text, k->count) == 0) {
+                key = view(d, key_pos);
+                kvshard__node other = view(d, other_pos);
                 rc = duplicate_key(b, &key, &other);
                 break;
             }
         }
         x->slots[s] = tag | (key_pos + 1);
+        key_pos = skip(d, key_pos + 1);
     }
     if (rc) {
         kvshard__free(&b->doc->alloc, x);
@@ -1119,8 +1155,8 @@ bool kvshard__map_get(const kvshard__doc *doc, const kvshard__node *map, const c
             if (slot_tag(x->slots[s]) != tag)
                 continue;
             uint32_t pos = (x->slots[s] & SLOT_POS_MASK) - 1;
-            kvshard__node k = view(doc, pos);
-            if (k.count == klen && memcmp(k.text, key, klen) == 0) {
+            const entry *k = key_entry(doc, pos);
+            if (k->count == klen && memcmp(scalar_text(doc, k), key, klen) == 0) {
                 *out = view(doc, pos + 1);
                 return true;
             }
@@ -1131,9 +1167,7 @@ bool kvshard__map_get(const kvshard__doc *doc, const kvshard__node *map, const c
      * key of the right length has its text compared. */
     uint32_t pos = map->id + 1;
     for (uint32_t i = 0; i < map->count; i++) {
-        const entry *k = at(doc, pos);
-        if (kind_of(k) == KIND_ALIAS)
-            k = at(doc, k->ref);
+        const entry *k = key_entry(doc, pos);
         if (k->count == klen && memcmp(scalar_text(doc, k), key, klen) == 0) {
             *out = view(doc, pos + 1);
             return true;
@@ -1196,12 +1230,17 @@ int kvshard__node_uint(uint64_t *out, const kvshard__doc *doc, const kvshard__no
                                  "write the number without it",
                                  what, desc);
     }
+    /* Parsed without an error record first: clearing one costs more than
+     * parsing a number. A failure is parsed again for its message. */
     kvshard__mark m = kvshard__no_mark;
-    kvshard_error local;
-    kvshard__error_reset(&local);
     int rc =
-        kvshard__parse_uint(out, node->text, node->count, min, max, what, doc->source, m, &local);
+        kvshard__parse_uint(out, node->text, node->count, min, max, what, doc->source, m, NULL);
     if (rc && err && err->code == KVSHARD_OK) {
+        kvshard_error local;
+        kvshard__error_reset(&local);
+        uint64_t ignored;
+        (void)kvshard__parse_uint(&ignored, node->text, node->count, min, max, what, doc->source, m,
+                                  &local);
         *err = local;
         kvshard__error_locate(err, doc->source, kvshard__doc_mark(doc, node->offset));
     }
