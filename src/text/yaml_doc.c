@@ -420,6 +420,7 @@ int kvshard__doc_fail(const kvshard__doc *doc, kvshard_error *err, int code,
 typedef struct frame {
     uint32_t id;        /* the open collection's tape position */
     uint32_t children;  /* nodes attached so far (keys and values) */
+    bool mapping;       /* a mapping, not a sequence */
     uint64_t weight_at; /* b->weight before the collection began */
     const char *anchor; /* arena copy, NULL when none */
 } frame;
@@ -447,11 +448,9 @@ typedef struct builder {
 
 /* libyaml counts characters after the byte order mark; kvshard keeps byte
  * offsets. Marks arrive mostly in order, so a cursor keeps this linear. */
-static size_t byte_offset(builder *b, size_t index)
+static size_t byte_offset_utf8(builder *b, size_t index)
 {
     const kvshard__doc *d = b->doc;
-    if (b->ascii)
-        return d->start + index < d->len ? d->start + index : d->len;
     if (index < b->cur_index) {
         b->cur_index = 0;
         b->cur_byte = d->start;
@@ -463,6 +462,14 @@ static size_t byte_offset(builder *b, size_t index)
         b->cur_index++;
     }
     return b->cur_byte;
+}
+
+static inline size_t byte_offset(builder *b, size_t index)
+{
+    const kvshard__doc *d = b->doc;
+    if (b->ascii)
+        return d->start + index < d->len ? d->start + index : d->len;
+    return byte_offset_utf8(b, index);
 }
 
 static int fail_at(builder *b, int code, size_t offset, const char *fmt, ...) KVSHARD__PRINTF(4, 5);
@@ -557,7 +564,7 @@ static bool at_key(const builder *b)
     if (b->depth == 0)
         return false;
     const frame *f = &b->frames[b->depth - 1];
-    return kind_of(at(b->doc, f->id)) == KIND_MAPPING && f->children % 2 == 0;
+    return f->mapping && f->children % 2 == 0;
 }
 
 static int register_anchor(builder *b, const char *name, uint32_t id, uint64_t weight,
@@ -825,6 +832,7 @@ static int on_start(builder *b, const yaml_event_t *ev, unsigned kind)
     frame *f = &b->frames[b->depth];
     f->weight_at = b->weight;
     f->children = 0;
+    f->mapping = kind == KIND_MAPPING;
     if ((rc = add_weight(b, 1, start)) != 0 ||
         (rc = append(b, &f->id, start, kind, 0, 0, 0, 0)) != 0 ||
         (rc = copy_anchor(b, anchor_text, &f->anchor)) != 0)
