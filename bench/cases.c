@@ -853,16 +853,17 @@ void bench_case_sweep(bench_report *r, bench_inputs *in)
 {
     (void)in;
     const bench_settings *s = r->settings;
-    /* 128 key and 256 value heads: every TP size below divides them. */
+    /* 256 key and 512 value heads: every TP size below divides them, so
+     * that the largest is refused for its layer entries alone. */
     size_t len;
-    char *text = bench_gen_layer_types(&len, BENCH_BIG_LAYERS, 128, 256);
+    char *text = bench_gen_layer_types(&len, BENCH_BIG_LAYERS, 256, 512);
     kvshard_model *m = load_model(text, len, "<sweep>", NULL);
     free(text);
     uint32_t kv = kvshard_model_count(m, KVSHARD_LAYER_FULL_ATTENTION) +
                   kvshard_model_count(m, KVSHARD_LAYER_HYBRID);
     bench_section *sec = bench_section_add(
         r, "10^6 layers at several TP sizes",
-        "The 10^6-entry config with 128 key and 256 value GDN heads, so that every TP size "
+        "The 10^6-entry config with 256 key and 512 value GDN heads, so that every TP size "
         "here divides them; %u KV layers; layerwise split 2 above TP 1; no memory figure. "
         "Entries = (T / S_eff) x KV layers, at most KVSHARD_MAX_LAYER_ENTRIES = %u. Plan "
         "memory is the peak through a counting allocator.",
