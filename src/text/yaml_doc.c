@@ -136,10 +136,20 @@ static char *arena_copy(kvshard__doc *doc, const char *s, size_t len)
 struct kvshard__map_index {
     kvshard__map_index *next;
     kvshard__map_index **sorted; /* the directory only */
+    uint64_t present;            /* bit key_sig() of every key */
     uint32_t map;                /* tape position of the mapping */
     uint32_t mask;               /* slots - 1; the directory: indexes it sorts */
     uint32_t slots[];
 };
+
+/* One of 64 bits from a key's length and its first and last bytes. A lookup
+ * whose bit no key of the mapping sets misses without hashing: most lookups
+ * of a model are for keys the config does not have. */
+static inline unsigned key_sig(const char *s, size_t len)
+{
+    unsigned first = len ? (unsigned char)s[0] : 0, last = len ? (unsigned char)s[len - 1] : 0;
+    return ((unsigned)len * 5u + first * 3u + last) & 63u;
+}
 
 /* With more than DIRECTORY_MIN indexes, a directory at the head of the list
  * holds them sorted by mapping position, so that finding one is a binary
@@ -373,6 +383,12 @@ void kvshard__doc_marks(const kvshard__doc *doc, const size_t *offsets, kvshard_
         size_t stop = target < doc->len ? target : doc->len;
         i = skip_plain_words(doc->text, i, stop, &line, &column);
         while (i < target && i < doc->len) {
+            unsigned char c = (unsigned char)doc->text[i];
+            if (c >= 0x20 && c < 0x80) { /* a printable ASCII character */
+                column++;
+                i++;
+                continue;
+            }
             size_t br = line_break(doc->text, i, doc->len);
             if (br) {
                 if (i + br > target) /* the offset is inside the break */
@@ -638,10 +654,17 @@ static int resolve_tag(builder *b, const yaml_char_t *tag_text, bool scalar, siz
                    skip_prefix ? "!!" : "", shown);
 }
 
+/* Nothing, ~, null, Null or NULL: by length first, since every value a
+ * model is read from passes through here. */
 static bool is_null_text(const char *s, size_t len)
 {
-    return len == 0 || kvshard__text_is(s, len, "~") || kvshard__text_is(s, len, "null") ||
-           kvshard__text_is(s, len, "Null") || kvshard__text_is(s, len, "NULL");
+    switch (len) {
+    case 0: return true;
+    case 1: return s[0] == '~';
+    case 4:
+        return memcmp(s, "null", 4) == 0 || memcmp(s, "Null", 4) == 0 || memcmp(s, "NULL", 4) == 0;
+    default: return false;
+    }
 }
 
 static bool is_bool_text(const char *s, size_t len)
@@ -887,6 +910,7 @@ static int check_keys(builder *b, uint32_t map_id, uint32_t pairs)
         return fail_nomem(b);
     x->map = map_id;
     x->mask = slots - 1;
+    x->present = 0;
     memset(x->slots, 0, (size_t)slots * sizeof(uint32_t));
     /* Keys are one tape entry each (a scalar, or an alias of one), read
      * straight from the tape; nodes are made only for a message. */
@@ -900,6 +924,7 @@ static int check_keys(builder *b, uint32_t map_id, uint32_t pairs)
             break;
         }
         const char *text = scalar_text(d, k);
+        x->present |= (uint64_t)1 << key_sig(text, k->count);
         uint32_t h = hash_text(text, k->count), tag = slot_tag(h);
         uint32_t s = h & x->mask;
         for (; x->slots[s] != 0; s = (s + 1) & x->mask) {
@@ -1158,6 +1183,8 @@ bool kvshard__map_get(const kvshard__doc *doc, const kvshard__node *map, const c
     size_t klen = strlen(key);
     if (at(doc, map->id)->word & INDEXED_FLAG) {
         const kvshard__map_index *x = find_index(doc, map->id);
+        if (!(x->present >> key_sig(key, klen) & 1u))
+            return false;
         uint32_t h = hash_text(key, klen), tag = slot_tag(h);
         for (uint32_t s = h & x->mask; x->slots[s] != 0; s = (s + 1) & x->mask) {
             if (slot_tag(x->slots[s]) != tag)
@@ -1237,6 +1264,22 @@ int kvshard__node_uint(uint64_t *out, const kvshard__doc *doc, const kvshard__no
                                  "%s: %s has a leading zero, which YAML readers take for octal; "
                                  "write the number without it",
                                  what, desc);
+    }
+    /* The common case, up to 9 digits in range, without the general parser
+     * (which reads them the same). */
+    if (node->count >= 1 && node->count <= 9) {
+        uint64_t v = 0;
+        size_t i = 0;
+        for (; i < node->count; i++) {
+            unsigned d = (unsigned)(unsigned char)node->text[i] - '0';
+            if (d > 9)
+                break;
+            v = v * 10 + d;
+        }
+        if (i == node->count && v >= min && v <= max) {
+            *out = v;
+            return KVSHARD_OK;
+        }
     }
     /* Parsed without an error record first: clearing one costs more than
      * parsing a number. A failure is parsed again for its message. */
