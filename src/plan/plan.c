@@ -118,34 +118,43 @@ int kvshard__plan_validate(uint32_t *out_tp, uint32_t *out_split, const kvshard_
 
 static void assign_owners(kvshard_plan *p)
 {
-    uint32_t S = p->split, L = p->model.num_layers;
-    uint32_t n_kv = kvshard__num_kv_layers(&p->model);
-    memset(p->owned_counts, 0, S * sizeof *p->owned_counts);
+    /* Locals, so that the stores into the arrays do not make the compiler
+     * read the plan's fields again for every layer. */
+    const uint32_t S = p->split, L = p->model.num_layers, T = p->tp;
+    const uint32_t n_kv = kvshard__num_kv_layers(&p->model);
+    const kvshard_ownership rule = p->options.ownership;
+    const uint8_t *kinds = p->kinds;
+    int32_t *owner = p->owner;
+    uint32_t *kv_slot = p->kv_slot, *state_slot = p->state_slot;
+    uint32_t *counts = p->owned_counts, *offsets = p->owned_offsets;
+    memset(counts, 0, S * sizeof *counts);
     uint32_t k = 0, state = 0;
     for (uint32_t i = 0; i < L; i++) {
-        uint8_t kind = p->kinds[i];
-        p->kv_slot[i] = UINT32_MAX;
-        p->state_slot[i] = kvshard__is_state_kind(kind) ? state++ : UINT32_MAX;
+        uint8_t kind = kinds[i];
+        state_slot[i] = kvshard__is_state_kind(kind) ? state++ : UINT32_MAX;
         if (!kvshard__is_kv_kind(kind)) {
-            p->owner[i] = kind == KVSHARD_LAYER_NO_CACHE ? KVSHARD_OWNER_NONE : KVSHARD_OWNER_ALL;
+            kv_slot[i] = UINT32_MAX;
+            owner[i] = kind == KVSHARD_LAYER_NO_CACHE ? KVSHARD_OWNER_NONE : KVSHARD_OWNER_ALL;
             continue;
         }
-        uint32_t s = S > 1 ? kvshard__owner_of(k, i, n_kv, S, p->options.ownership) : 0;
-        p->owner[i] = S > 1 ? (int32_t)s : KVSHARD_OWNER_ALL;
-        p->kv_slot[i] = p->owned_counts[s]++; /* its place in its owner's list */
+        uint32_t s = S > 1 ? kvshard__owner_of(k, i, n_kv, S, rule) : 0;
+        owner[i] = S > 1 ? (int32_t)s : KVSHARD_OWNER_ALL;
+        kv_slot[i] = counts[s]++; /* its place in its owner's list */
         k++;
     }
-    p->owned_offsets[0] = 0;
+    offsets[0] = 0;
     for (uint32_t s = 0; s < S; s++)
-        p->owned_offsets[s + 1] = p->owned_offsets[s] + p->owned_counts[s];
+        offsets[s + 1] = offsets[s] + counts[s];
+    uint32_t *layers = p->owned_layers;
     for (uint32_t i = 0; i < L; i++) {
-        if (p->kv_slot[i] == UINT32_MAX)
+        if (kv_slot[i] == UINT32_MAX)
             continue;
-        uint32_t s = p->owner[i] == KVSHARD_OWNER_ALL ? 0 : (uint32_t)p->owner[i];
-        p->owned_layers[p->owned_offsets[s] + p->kv_slot[i]] = i;
+        uint32_t s = owner[i] == KVSHARD_OWNER_ALL ? 0 : (uint32_t)owner[i];
+        layers[offsets[s] + kv_slot[i]] = i;
     }
-    for (uint32_t r = 0; r < p->tp; r++)
-        p->split_rank_of[r] = r % S;
+    uint32_t *split_rank_of = p->split_rank_of;
+    for (uint32_t r = 0; r < T; r++)
+        split_rank_of[r] = r % S;
 }
 
 /* ---- warnings ------------------------------------------------------------------- */
