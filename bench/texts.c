@@ -40,6 +40,7 @@ void bench_read_text(bench_text *t, const char *dir, const char *name)
     if (ferror(f))
         bench_die("cannot read %s", t->path);
     fclose(f);
+    buf[len] = '\0'; /* the loop stops with room for it (len < cap) */
     t->data = buf;
     t->len = len;
 }
