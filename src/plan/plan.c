@@ -676,7 +676,17 @@ int kvshard_plan_layer_owner(int32_t *out, const kvshard_plan *plan, uint32_t la
     return KVSHARD_OK;
 }
 
-bool kvshard_plan_owns(const kvshard_plan *plan, uint32_t tp_rank, uint32_t layer)
+/* kvshard_plan_owns() runs per layer and rank in an engine's loops, where a
+ * call costs a few cycles: starting it on a 64-byte boundary keeps its
+ * instructions in one fetch block, so its cost does not move with whatever
+ * code the linker puts before it. */
+#if defined(__GNUC__)
+#define OWNS_ALIGNED __attribute__((aligned(64)))
+#else
+#define OWNS_ALIGNED
+#endif
+
+OWNS_ALIGNED bool kvshard_plan_owns(const kvshard_plan *plan, uint32_t tp_rank, uint32_t layer)
 {
     if (tp_rank >= plan->tp || layer >= plan->model.num_layers)
         return false;
