@@ -29,9 +29,11 @@ enum { KIND_SCALAR, KIND_SEQUENCE, KIND_MAPPING, KIND_ALIAS };
 /* Scalar text copied into the doc, rather than a span of the source. */
 #define COPIED_TEXT 0x80000000u
 
-/* 256 entries (3 KiB) a chunk: a config of a few dozen keys takes one small
- * allocation, and 10^6 nodes take some 4,000. */
-#define CHUNK_SHIFT 8
+/* 64 entries (768 bytes) a chunk. glibc's malloc first merges its lists of
+ * small free blocks, which libyaml keeps filling while it parses, before it
+ * serves a request of 1 KiB or more; smaller chunks skip that. 10^6 nodes
+ * take some 16,000 chunks. */
+#define CHUNK_SHIFT 6
 #define CHUNK_ENTRIES (1u << CHUNK_SHIFT)
 
 static inline const entry *at(const kvshard__doc *doc, uint32_t id)
