@@ -6,6 +6,7 @@
 #include "base/checked.h"
 #include "deploy/options.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -121,34 +122,43 @@ int kvshard__plan_validate(uint32_t *out_tp, uint32_t *out_split, const kvshard_
 
 static void assign_owners(kvshard_plan *p)
 {
-    uint32_t S = p->split, L = p->model.num_layers;
-    uint32_t n_kv = kvshard__num_kv_layers(&p->model);
-    memset(p->owned_counts, 0, S * sizeof *p->owned_counts);
+    /* Locals, so that the stores into the arrays do not make the compiler
+     * read the plan's fields again for every layer. */
+    const uint32_t S = p->split, L = p->model.num_layers, T = p->tp;
+    const uint32_t n_kv = kvshard__num_kv_layers(&p->model);
+    const kvshard_ownership rule = p->options.ownership;
+    const uint8_t *kinds = p->kinds;
+    int32_t *owner = p->owner;
+    uint32_t *kv_slot = p->kv_slot, *state_slot = p->state_slot;
+    uint32_t *counts = p->owned_counts, *offsets = p->owned_offsets;
+    memset(counts, 0, S * sizeof *counts);
     uint32_t k = 0, state = 0;
     for (uint32_t i = 0; i < L; i++) {
-        uint8_t kind = p->kinds[i];
-        p->kv_slot[i] = UINT32_MAX;
-        p->state_slot[i] = kvshard__is_state_kind(kind) ? state++ : UINT32_MAX;
+        uint8_t kind = kinds[i];
+        state_slot[i] = kvshard__is_state_kind(kind) ? state++ : UINT32_MAX;
         if (!kvshard__is_kv_kind(kind)) {
-            p->owner[i] = kind == KVSHARD_LAYER_NO_CACHE ? KVSHARD_OWNER_NONE : KVSHARD_OWNER_ALL;
+            kv_slot[i] = UINT32_MAX;
+            owner[i] = kind == KVSHARD_LAYER_NO_CACHE ? KVSHARD_OWNER_NONE : KVSHARD_OWNER_ALL;
             continue;
         }
-        uint32_t s = S > 1 ? kvshard__owner_of(k, i, n_kv, S, p->options.ownership) : 0;
-        p->owner[i] = S > 1 ? (int32_t)s : KVSHARD_OWNER_ALL;
-        p->kv_slot[i] = p->owned_counts[s]++; /* its place in its owner's list */
+        uint32_t s = S > 1 ? kvshard__owner_of(k, i, n_kv, S, rule) : 0;
+        owner[i] = S > 1 ? (int32_t)s : KVSHARD_OWNER_ALL;
+        kv_slot[i] = counts[s]++; /* its place in its owner's list */
         k++;
     }
-    p->owned_offsets[0] = 0;
+    offsets[0] = 0;
     for (uint32_t s = 0; s < S; s++)
-        p->owned_offsets[s + 1] = p->owned_offsets[s] + p->owned_counts[s];
+        offsets[s + 1] = offsets[s] + counts[s];
+    uint32_t *layers = p->owned_layers;
     for (uint32_t i = 0; i < L; i++) {
-        if (p->kv_slot[i] == UINT32_MAX)
+        if (kv_slot[i] == UINT32_MAX)
             continue;
-        uint32_t s = p->owner[i] == KVSHARD_OWNER_ALL ? 0 : (uint32_t)p->owner[i];
-        p->owned_layers[p->owned_offsets[s] + p->kv_slot[i]] = i;
+        uint32_t s = owner[i] == KVSHARD_OWNER_ALL ? 0 : (uint32_t)owner[i];
+        layers[offsets[s] + kv_slot[i]] = i;
     }
-    for (uint32_t r = 0; r < p->tp; r++)
-        p->split_rank_of[r] = r % S;
+    uint32_t *split_rank_of = p->split_rank_of;
+    for (uint32_t r = 0; r < T; r++)
+        split_rank_of[r] = r % S;
 }
 
 /* ---- warnings ------------------------------------------------------------------- */
@@ -317,38 +327,58 @@ typedef struct hasher {
     uint64_t h;
 } hasher;
 
-static inline void hash_word(hasher *x, uint64_t v)
+static inline uint64_t mix_word(uint64_t h, uint64_t m)
 {
-    uint64_t h = x->h ^ (v * 0x9E3779B97F4A7C15ull);
-    x->h = ((h << 31) | (h >> 33)) * 0xC2B2AE3D27D4EB4Full;
+    h ^= m;
+    return ((h << 31) | (h >> 33)) * 0xC2B2AE3D27D4EB4Full;
 }
 
-/* Bytes as little-endian 64-bit words, whatever the host's byte order, so
- * that every host computes the same digest; the length ends the input. */
-static void hash_bytes(hasher *x, const uint8_t *p, size_t len)
+static inline void hash_word(hasher *x, uint64_t v)
+{
+    x->h = mix_word(x->h, v * 0x9E3779B97F4A7C15ull);
+}
+
+/* The same word into two hashes: their chains of multiplies are independent,
+ * so the processor runs them side by side. */
+static inline void hash_word2(hasher *x, hasher *y, uint64_t v)
+{
+    uint64_t m = v * 0x9E3779B97F4A7C15ull;
+    x->h = mix_word(x->h, m);
+    y->h = mix_word(y->h, m);
+}
+
+/* Eight bytes as a little-endian word on any host (compilers make this one
+ * load where the host is little-endian). */
+static inline uint64_t load_le64(const uint8_t *p)
+{
+    return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 24 |
+           (uint64_t)p[4] << 32 | (uint64_t)p[5] << 40 | (uint64_t)p[6] << 48 |
+           (uint64_t)p[7] << 56;
+}
+
+/* Bytes as little-endian words, whatever the host's byte order, so that
+ * every host computes the same digest; then the tail (zero-padded) with the
+ * length in its top byte. */
+static void hash_bytes2(hasher *x, hasher *y, const uint8_t *p, size_t len)
 {
     size_t i = 0;
-    for (; i + 8 <= len; i += 8) {
-        uint64_t w = 0;
-        for (size_t k = 8; k-- > 0;)
-            w = w << 8 | p[i + k];
-        hash_word(x, w);
-    }
+    for (; i + 8 <= len; i += 8)
+        hash_word2(x, y, load_le64(p + i));
     uint64_t tail = 0;
     for (size_t k = len; k > i; k--)
         tail = tail << 8 | p[k - 1];
-    hash_word(x, tail ^ ((uint64_t)len << 56));
+    hash_word2(x, y, tail ^ ((uint64_t)len << 56));
 }
 
-/* The owners as hash_bytes would take their little-endian bytes: two a
+/* The owners as hash_bytes2 would take their little-endian bytes: two a
  * word, the length in bytes last. */
-static void hash_owners(hasher *x, const int32_t *owner, size_t n)
+static void hash_owners2(hasher *x, hasher *y, const int32_t *owner, size_t n)
 {
     size_t i = 0;
     for (; i + 2 <= n; i += 2)
-        hash_word(x, (uint64_t)(uint32_t)owner[i] | (uint64_t)(uint32_t)owner[i + 1] << 32);
+        hash_word2(x, y, (uint64_t)(uint32_t)owner[i] | (uint64_t)(uint32_t)owner[i + 1] << 32);
     uint64_t tail = i < n ? (uint32_t)owner[i] : 0;
-    hash_word(x, tail ^ ((uint64_t)(4 * n) << 56));
+    hash_word2(x, y, tail ^ ((uint64_t)(4 * n) << 56));
 }
 
 static uint64_t hash_end(hasher *x)
@@ -362,30 +392,30 @@ static uint64_t hash_end(hasher *x)
     return h;
 }
 
-/* What every rank stores per token and per sequence: the layout. */
-static void hash_layout(hasher *x, const kvshard_plan *p)
+/* What every rank stores per token and per sequence: the layout. Both
+ * digests begin with it, so it is hashed into both in one pass. */
+static void hash_layout2(hasher *x, hasher *y, const kvshard_plan *p)
 {
-    hash_word(x, p->model.num_layers);
-    hash_word(x, (uint64_t)p->tp << 32 | p->split);
-    hash_bytes(x, p->kinds, p->model.num_layers);
-    hash_owners(x, p->owner, p->model.num_layers);
+    hash_word2(x, y, p->model.num_layers);
+    hash_word2(x, y, (uint64_t)p->tp << 32 | p->split);
+    hash_bytes2(x, y, p->kinds, p->model.num_layers);
+    hash_owners2(x, y, p->owner, p->model.num_layers);
     for (uint32_t r = 0; r < p->tp; r++) {
         const kvshard_rank_memory *m = &p->ranks[r];
-        hash_word(x, m->kv_bytes_per_token);
-        hash_word(x, m->scratch_bytes_per_token);
-        hash_word(x, m->draft_bytes_per_token);
-        hash_word(x, m->state_bytes_per_seq);
+        hash_word2(x, y, m->kv_bytes_per_token);
+        hash_word2(x, y, m->scratch_bytes_per_token);
+        hash_word2(x, y, m->draft_bytes_per_token);
+        hash_word2(x, y, m->state_bytes_per_seq);
     }
 }
 
 static void compute_digests(kvshard_plan *p)
 {
     hasher layout = {0x6B7673686172644Cull};
-    hash_layout(&layout, p);
+    hasher full = {0x6B76736861726450ull};
+    hash_layout2(&layout, &full, p);
     p->layout_digest = hash_end(&layout);
 
-    hasher full = {0x6B76736861726450ull};
-    hash_layout(&full, p);
     for (uint32_t r = 0; r < p->tp; r++) {
         hash_word(&full, p->ranks[r].bytes_per_block);
         hash_word(&full, p->ranks[r].has_num_blocks ? p->ranks[r].num_blocks : UINT64_MAX);
@@ -406,22 +436,12 @@ static void compute_digests(kvshard_plan *p)
 
 /* ---- create and free ------------------------------------------------------------- */
 
+/* The plan and all its arrays are one allocation (see plan_block). */
 void kvshard_plan_free(kvshard_plan *plan)
 {
     if (!plan)
         return;
     kvshard_allocator a = plan->alloc;
-    kvshard__free(&a, plan->model_type);
-    kvshard__free(&a, plan->source);
-    kvshard__free(&a, plan->kinds);
-    kvshard__free(&a, plan->owner);
-    kvshard__free(&a, plan->kv_slot);
-    kvshard__free(&a, plan->state_slot);
-    kvshard__free(&a, plan->split_rank_of);
-    kvshard__free(&a, plan->owned_offsets);
-    kvshard__free(&a, plan->owned_layers);
-    kvshard__free(&a, plan->owned_counts);
-    kvshard__free(&a, plan->ranks);
     kvshard__free(&a, plan);
 }
 
@@ -440,6 +460,9 @@ int kvshard__capacity_memory(uint64_t *out, bool *has, const kvshard_options *o,
     *has = o->memory_per_rank > 0;
     return KVSHARD_OK;
 }
+
+/* Per-rank scratch of up to this many ranks sits on the stack. */
+#define SCRATCH_RANKS 16u
 
 /* The same plan at S_eff = 1: the largest figures, the fewest blocks (0
  * when the unsplit plan fits none). */
@@ -460,7 +483,9 @@ static int compute_uniform(kvshard_plan *p, uint64_t memory, bool has_memory, kv
         p->uniform = u;
         return KVSHARD_OK;
     }
-    kvshard_rank_memory *ranks = kvshard__alloc(&p->alloc, p->tp, sizeof *ranks);
+    kvshard_rank_memory local[SCRATCH_RANKS];
+    kvshard_rank_memory *ranks =
+        p->tp <= SCRATCH_RANKS ? local : kvshard__alloc(&p->alloc, p->tp, sizeof *ranks);
     if (!ranks)
         return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
     uint32_t all = kvshard__num_kv_layers(&p->model);
@@ -487,7 +512,8 @@ static int compute_uniform(kvshard_plan *p, uint64_t memory, bool has_memory, kv
                 ? c.num_blocks
                 : 0;
     }
-    kvshard__free(&p->alloc, ranks);
+    if (ranks != local)
+        kvshard__free(&p->alloc, ranks);
     if (rc == KVSHARD_OK)
         p->uniform = u;
     return rc;
@@ -520,7 +546,9 @@ static int compute_memory(kvshard_plan *p, int *blame, kvshard_error *err)
     const kvshard_options *o = &p->options;
     kvshard__capacity c = {false, 0, 0, 0, false, 0, false, 0, false, 0, 0, 0};
     if (has_memory) {
-        uint64_t *blocks = kvshard__alloc(&p->alloc, p->tp, sizeof *blocks);
+        uint64_t local[SCRATCH_RANKS];
+        uint64_t *blocks =
+            p->tp <= SCRATCH_RANKS ? local : kvshard__alloc(&p->alloc, p->tp, sizeof *blocks);
         if (!blocks)
             return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
         kvshard__capacity_inputs ci = {o,
@@ -541,7 +569,8 @@ static int compute_memory(kvshard_plan *p, int *blame, kvshard_error *err)
             p->ranks[r].has_num_blocks = counted;
             p->ranks[r].num_blocks = counted ? blocks[r] : 0;
         }
-        kvshard__free(&p->alloc, blocks);
+        if (blocks != local)
+            kvshard__free(&p->alloc, blocks);
         if (rc)
             return rc;
     }
@@ -566,6 +595,66 @@ static int compute_memory(kvshard_plan *p, int *blame, kvshard_error *err)
     cap->usable_blocks = c.usable_blocks;
     cap->usable_state_slots = c.usable_state_slots;
     return compute_uniform(p, memory, has_memory, err);
+}
+
+/* Carve `n` items of `size` bytes, aligned to `align`, from a block being
+ * laid out: the offset into *at, the end past it. */
+static bool carve(size_t *at, size_t *end, size_t n, size_t size, size_t align)
+{
+    size_t start = (*end + align - 1) / align * align;
+    if (start < *end || (size && n > (SIZE_MAX - start) / size))
+        return false;
+    *at = start;
+    *end = start + n * size;
+    return true;
+}
+
+/* The plan and all its arrays in one allocation, so that creating a plan
+ * costs one call to the allocator and freeing it one more. The struct is
+ * zeroed except its warning texts, which are written before they are read;
+ * the ranks are zeroed; the strings are copied in. */
+static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model *model, uint32_t T,
+                                uint32_t S)
+{
+    size_t L = model->info.num_layers, n_kv = kvshard__num_kv_layers(&model->info);
+    size_t type_len = strlen(model->model_type) + 1, source_len = strlen(model->source) + 1;
+    size_t end = sizeof(kvshard_plan), ranks, owner, kv_slot, state_slot, split_rank_of,
+           owned_offsets, owned_layers, owned_counts, kinds, model_type, source;
+    if (!carve(&ranks, &end, T, sizeof(kvshard_rank_memory), sizeof(uint64_t)) ||
+        !carve(&owner, &end, L, sizeof(int32_t), sizeof(uint32_t)) ||
+        !carve(&kv_slot, &end, L, sizeof(uint32_t), sizeof(uint32_t)) ||
+        !carve(&state_slot, &end, L, sizeof(uint32_t), sizeof(uint32_t)) ||
+        !carve(&split_rank_of, &end, T, sizeof(uint32_t), sizeof(uint32_t)) ||
+        !carve(&owned_offsets, &end, (size_t)S + 1, sizeof(uint32_t), sizeof(uint32_t)) ||
+        !carve(&owned_layers, &end, n_kv, sizeof(uint32_t), sizeof(uint32_t)) ||
+        !carve(&owned_counts, &end, S, sizeof(uint32_t), sizeof(uint32_t)) ||
+        !carve(&kinds, &end, L, 1, 1) || !carve(&model_type, &end, type_len, 1, 1) ||
+        !carve(&source, &end, source_len, 1, 1))
+        return NULL;
+    char *block = kvshard__alloc(a, 1, end);
+    if (!block)
+        return NULL;
+    kvshard_plan *p = (kvshard_plan *)(void *)block;
+    memset(p, 0, offsetof(kvshard_plan, warnings));
+    p->warning_count = 0;
+    p->digest = 0;
+    p->layout_digest = 0;
+    p->alloc = *a;
+    p->ranks = (kvshard_rank_memory *)(void *)(block + ranks);
+    memset(p->ranks, 0, (size_t)T * sizeof *p->ranks);
+    p->owner = (int32_t *)(void *)(block + owner);
+    p->kv_slot = (uint32_t *)(void *)(block + kv_slot);
+    p->state_slot = (uint32_t *)(void *)(block + state_slot);
+    p->split_rank_of = (uint32_t *)(void *)(block + split_rank_of);
+    p->owned_offsets = (uint32_t *)(void *)(block + owned_offsets);
+    p->owned_layers = (uint32_t *)(void *)(block + owned_layers);
+    p->owned_counts = (uint32_t *)(void *)(block + owned_counts);
+    p->kinds = (uint8_t *)(block + kinds);
+    p->model_type = block + model_type;
+    memcpy(p->model_type, model->model_type, type_len);
+    p->source = block + source;
+    memcpy(p->source, model->source, source_len);
+    return p;
 }
 
 int kvshard__begin_planning(kvshard_options *out, bool args_ok, const kvshard_options *options,
@@ -600,38 +689,17 @@ int kvshard__plan_create(kvshard_plan **out, const kvshard_model *model,
         return rc;
 
     kvshard_allocator a = kvshard__allocator_or_default(allocator);
-    kvshard_plan *p = kvshard__calloc(&a, 1, sizeof *p);
+    kvshard_plan *p = plan_block(&a, model, T, S);
     if (!p)
         return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark,
                              "out of memory creating the plan");
-    p->alloc = a;
     p->model = model->info;
     p->options = o;
     p->tp = T;
     p->split = S;
     p->replication = kvshard__replication_factor(&model->info, T);
     p->state_dtype = kvshard__state_dtype(&model->info, &o);
-    uint32_t L = model->info.num_layers;
-    p->model_type = kvshard__strdup(&a, model->model_type);
-    p->source = kvshard__strdup(&a, model->source);
-    p->kinds = kvshard__alloc(&a, L, 1);
-    p->owner = kvshard__alloc(&a, L, sizeof *p->owner);
-    p->kv_slot = kvshard__alloc(&a, L, sizeof *p->kv_slot);
-    p->state_slot = kvshard__alloc(&a, L, sizeof *p->state_slot);
-    p->split_rank_of = kvshard__alloc(&a, T, sizeof *p->split_rank_of);
-    p->owned_offsets = kvshard__alloc(&a, (size_t)S + 1, sizeof *p->owned_offsets);
-    p->owned_layers =
-        kvshard__alloc(&a, kvshard__num_kv_layers(&model->info), sizeof *p->owned_layers);
-    p->owned_counts = kvshard__alloc(&a, S, sizeof *p->owned_counts);
-    p->ranks = kvshard__calloc(&a, T, sizeof *p->ranks);
-    if (!p->model_type || !p->source || !p->kinds || !p->owner || !p->kv_slot || !p->state_slot ||
-        !p->split_rank_of || !p->owned_offsets || !p->owned_layers || !p->owned_counts ||
-        !p->ranks) {
-        kvshard_plan_free(p);
-        return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark,
-                             "out of memory creating the plan");
-    }
-    memcpy(p->kinds, model->kinds, L);
+    memcpy(p->kinds, model->kinds, model->info.num_layers);
     assign_owners(p);
     if ((rc = compute_memory(p, blame, err)) != 0) {
         kvshard_plan_free(p);
@@ -707,15 +775,29 @@ int kvshard_plan_layer_owner(int32_t *out, const kvshard_plan *plan, uint32_t la
     return KVSHARD_OK;
 }
 
-bool kvshard_plan_owns(const kvshard_plan *plan, uint32_t tp_rank, uint32_t layer)
+/* kvshard_plan_owns() runs per layer and rank in an engine's loops, where a
+ * call costs a few cycles: starting it on a 64-byte boundary keeps its
+ * instructions in one fetch block, so its cost does not move with whatever
+ * code the linker puts before it. */
+#if defined(__GNUC__)
+#define OWNS_ALIGNED __attribute__((aligned(64)))
+#else
+#define OWNS_ALIGNED
+#endif
+
+OWNS_ALIGNED bool kvshard_plan_owns(const kvshard_plan *plan, uint32_t tp_rank, uint32_t layer)
 {
     if (tp_rank >= plan->tp || layer >= plan->model.num_layers)
         return false;
-    int32_t owner = plan->owner[layer];
-    /* A hybrid layer's state is on every rank, whoever owns its KV. */
-    return owner == KVSHARD_OWNER_ALL ||
-           (owner >= 0 && ((uint32_t)owner == plan->split_rank_of[tp_rank] ||
-                           plan->kinds[layer] == KVSHARD_LAYER_HYBRID));
+    /* Without branches on the data: every rank stores a layer owned by all;
+     * the rank whose split rank owns a KV layer stores it (no split rank
+     * reads as KVSHARD_OWNER_NONE, which is no split rank); and a hybrid
+     * layer's state is on every rank, whoever owns its KV. */
+    uint32_t owner = (uint32_t)plan->owner[layer];
+    unsigned all = owner == (uint32_t)KVSHARD_OWNER_ALL;
+    unsigned mine = owner == plan->split_rank_of[tp_rank];
+    unsigned hybrid = plan->kinds[layer] == KVSHARD_LAYER_HYBRID;
+    return (all | mine | hybrid) != 0;
 }
 
 bool kvshard_plan_stores_kv(const kvshard_plan *plan, uint32_t tp_rank, uint32_t layer)

@@ -29,7 +29,11 @@ enum { KIND_SCALAR, KIND_SEQUENCE, KIND_MAPPING, KIND_ALIAS };
 /* Scalar text copied into the doc, rather than a span of the source. */
 #define COPIED_TEXT 0x80000000u
 
-#define CHUNK_SHIFT 12
+/* 64 entries (768 bytes) a chunk. glibc's malloc first merges its lists of
+ * small free blocks, which libyaml keeps filling while it parses, before it
+ * serves a request of 1 KiB or more; smaller chunks skip that. 10^6 nodes
+ * take some 16,000 chunks. */
+#define CHUNK_SHIFT 6
 #define CHUNK_ENTRIES (1u << CHUNK_SHIFT)
 
 static inline const entry *at(const kvshard__doc *doc, uint32_t id)
@@ -40,6 +44,19 @@ static inline const entry *at(const kvshard__doc *doc, uint32_t id)
 static inline unsigned kind_of(const entry *e)
 {
     return (e->word >> KIND_SHIFT) & 3u;
+}
+
+/* The text of a scalar entry: a span of the source, or a copy. */
+static inline const char *scalar_text(const kvshard__doc *doc, const entry *e)
+{
+    return e->ref & COPIED_TEXT ? doc->strings[e->ref & ~COPIED_TEXT] : doc->text + e->ref;
+}
+
+/* The entry a key at `id` stands for: itself, or the scalar an alias names. */
+static inline const entry *key_entry(const kvshard__doc *doc, uint32_t id)
+{
+    const entry *e = at(doc, id);
+    return kind_of(e) == KIND_ALIAS ? at(doc, e->ref) : e;
 }
 
 /* Tape position just past the subtree that starts at `id`. */
@@ -66,7 +83,7 @@ static kvshard__node view(const kvshard__doc *doc, uint32_t id)
     n.tag = (kvshard__tag)(e->word >> TAG_SHIFT);
     n.text = NULL;
     if (n.kind == KVSHARD__NODE_SCALAR)
-        n.text = e->ref & COPIED_TEXT ? doc->strings[e->ref & ~COPIED_TEXT] : doc->text + e->ref;
+        n.text = scalar_text(doc, e);
     else
         n.style = KVSHARD__VALUE_PLAIN;
     return n;
@@ -103,36 +120,136 @@ static char *arena_copy(kvshard__doc *doc, const char *s, size_t len)
     return p;
 }
 
-/* ---- large-mapping indexes ------------------------------------------------------ */
+/* ---- mapping indexes ------------------------------------------------------------ */
 
-/* Mappings with many keys get an open-addressing table of key positions,
- * built while checking for duplicates and kept for lookups. */
-#define INDEX_MIN_PAIRS 64u
+/* Mappings of 5 keys or more get an open-addressing table of key positions,
+ * built while checking for duplicates and kept for lookups: a model is read
+ * with some 40 lookups, most of them for keys the config does not have, and
+ * a miss then costs one hash and a probe or two.
+ *
+ * A slot holds the key's tape position plus one in its low 23 bits (a
+ * document has at most KVSHARD_MAX_NODES = 2^23 nodes, and a key is never
+ * the last) and 9 bits of the key's hash above them, so that a probe reads
+ * the key's text only when those bits match; 0 is an empty slot. */
+#define INDEX_MIN_PAIRS 5u
+#define SLOT_POS_BITS 23
+#define SLOT_POS_MASK ((1u << SLOT_POS_BITS) - 1u)
 
 struct kvshard__map_index {
     kvshard__map_index *next;
-    uint32_t map;  /* tape position of the mapping */
-    uint32_t mask; /* slots - 1 */
+    kvshard__map_index **sorted; /* the directory only */
+    uint64_t present;            /* bit key_sig() of every key */
+    uint32_t map;                /* tape position of the mapping */
+    uint32_t mask;               /* slots - 1; the directory: indexes it sorts */
     uint32_t slots[];
 };
 
+/* One of 64 bits from a key's length and its first and last bytes. A lookup
+ * whose bit no key of the mapping sets misses without hashing: most lookups
+ * of a model are for keys the config does not have. */
+static inline unsigned key_sig(const char *s, size_t len)
+{
+    unsigned first = len ? (unsigned char)s[0] : 0, last = len ? (unsigned char)s[len - 1] : 0;
+    return ((unsigned)len * 5u + first * 3u + last) & 63u;
+}
+
+/* With more than DIRECTORY_MIN indexes, a directory at the head of the list
+ * holds them sorted by mapping position, so that finding one is a binary
+ * search rather than a walk of the list. */
+#define DIRECTORY_MAP UINT32_MAX
+#define DIRECTORY_MIN 8u
+
+static inline uint64_t hash_round(uint64_t h, uint64_t w)
+{
+    h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
+    return h ^ (h >> 31);
+}
+
+/* A 64-bit multiply-xorshift hash of the length and the text read in words,
+ * folded to 32 bits: the low bits pick the slot, the top 9 bits tag it. The
+ * reads overlap rather than run past the text: 8 bytes at a time and the
+ * last 8; for shorter text the first and last 4 bytes, or the first, middle
+ * and last byte. Either way every byte is read. */
 static uint32_t hash_text(const char *s, size_t len)
 {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 16777619u;
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)len, w;
+    if (len >= 8) {
+        const char *last = s + len - 8;
+        for (; s < last; s += 8) {
+            memcpy(&w, s, 8);
+            h = hash_round(h, w);
+        }
+        memcpy(&w, last, 8);
+    } else if (len >= 4) {
+        uint32_t a, b;
+        memcpy(&a, s, 4);
+        memcpy(&b, s + len - 4, 4);
+        w = (uint64_t)a << 32 | b;
+    } else if (len) {
+        w = (uint64_t)(unsigned char)s[0] << 16 | (uint64_t)(unsigned char)s[len / 2] << 8 |
+            (unsigned char)s[len - 1];
+    } else {
+        w = 0;
     }
-    return h ^ (h >> 15);
+    h = hash_round(h, w) * 0x94D049BB133111EBull;
+    return (uint32_t)(h >> 32);
+}
+
+static inline uint32_t slot_tag(uint32_t hash)
+{
+    return hash & ~SLOT_POS_MASK;
 }
 
 static const kvshard__map_index *find_index(const kvshard__doc *doc, uint32_t map)
 {
-    for (const kvshard__map_index *x = doc->indexes; x; x = x->next) {
+    const kvshard__map_index *x = doc->indexes;
+    if (x && x->map == DIRECTORY_MAP) {
+        size_t lo = 0, hi = x->mask;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (x->sorted[mid]->map < map)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        return lo < x->mask && x->sorted[lo]->map == map ? x->sorted[lo] : NULL;
+    }
+    for (; x; x = x->next) {
         if (x->map == map)
             return x;
     }
     return NULL;
+}
+
+static int cmp_index(const void *a, const void *b)
+{
+    uint32_t x = (*(const kvshard__map_index *const *)a)->map;
+    uint32_t y = (*(const kvshard__map_index *const *)b)->map;
+    return (x > y) - (x < y);
+}
+
+/* Put a directory at the head of the index list. Without memory for it the
+ * list is walked instead: nothing fails. */
+static void add_directory(kvshard__doc *doc)
+{
+    size_t n = 0;
+    for (const kvshard__map_index *x = doc->indexes; x; x = x->next)
+        n++;
+    if (n <= DIRECTORY_MIN || n > UINT32_MAX)
+        return;
+    kvshard__map_index *dir =
+        kvshard__alloc(&doc->alloc, 1, sizeof *dir + n * sizeof(kvshard__map_index *));
+    if (!dir)
+        return;
+    dir->sorted = (kvshard__map_index **)(void *)((char *)dir + sizeof *dir);
+    size_t k = 0;
+    for (kvshard__map_index *x = doc->indexes; x; x = x->next)
+        dir->sorted[k++] = x;
+    qsort(dir->sorted, n, sizeof *dir->sorted, cmp_index);
+    dir->map = DIRECTORY_MAP;
+    dir->mask = (uint32_t)n;
+    dir->next = doc->indexes;
+    doc->indexes = dir;
 }
 
 void kvshard__doc_free(kvshard__doc *doc)
@@ -180,6 +297,69 @@ static size_t line_break(const char *t, size_t i, size_t len)
     return 0;
 }
 
+#define ONES 0x0101010101010101ull
+#define HIGHS 0x8080808080808080ull
+
+/* 0x80 in each byte of `w` that is zero, 0 in the others. */
+static inline uint64_t zero_bytes(uint64_t w)
+{
+    return ~(((w & ~HIGHS) + ~HIGHS) | w | ~HIGHS);
+}
+
+/* How many bytes of a zero_bytes() mask are set: each set byte becomes a 1,
+ * and the multiply sums the bytes into the top one. */
+static inline int count_marked(uint64_t mask)
+{
+    return (int)(((mask >> 7) * ONES) >> 56);
+}
+
+/* Offset (0..7) within the word at `p` of its last LF, given the word's
+ * non-zero zero_bytes() mask for LF. */
+static inline unsigned last_lf(const char *p, uint64_t mask)
+{
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    (void)p;
+    return (unsigned)(63 - __builtin_clzll(mask)) / 8u;
+#elif defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    (void)p;
+    return 7u - (unsigned)__builtin_ctzll(mask) / 8u;
+#else
+    (void)mask;
+    unsigned k = 7;
+    while (p[k] != '\n')
+        k--;
+    return k;
+#endif
+}
+
+/* Walk from `i` towards `stop` eight bytes at a time while a word holds only
+ * ASCII characters and LF: each LF starts a line, every other byte is one
+ * character. Stops at the first word with a CR or a byte above 0x7F, or
+ * within 8 bytes of `stop`, for the byte-wise walk to finish. */
+static size_t skip_plain_words(const char *t, size_t i, size_t stop, int *line, int *column)
+{
+    int ln = *line, col = *column;
+    while (i + 8 <= stop) {
+        uint64_t w;
+        memcpy(&w, t + i, 8);
+        if ((w & HIGHS) || zero_bytes(w ^ (ONES * '\r')))
+            break;
+        uint64_t lf = zero_bytes(w ^ (ONES * '\n'));
+        if (lf) {
+            ln += count_marked(lf);
+            /* Columns restart after the word's last LF. */
+            unsigned k = last_lf(t + i, lf);
+            col = 1 + (int)(7 - k);
+        } else {
+            col += 8;
+        }
+        i += 8;
+    }
+    *line = ln;
+    *column = col;
+    return i;
+}
+
 void kvshard__doc_marks(const kvshard__doc *doc, const size_t *offsets, kvshard__mark *marks,
                         size_t count)
 {
@@ -202,7 +382,15 @@ void kvshard__doc_marks(const kvshard__doc *doc, const size_t *offsets, kvshard_
                 which = k;
             }
         }
+        size_t stop = target < doc->len ? target : doc->len;
+        i = skip_plain_words(doc->text, i, stop, &line, &column);
         while (i < target && i < doc->len) {
+            unsigned char c = (unsigned char)doc->text[i];
+            if (c >= 0x20 && c < 0x80) { /* a printable ASCII character */
+                column++;
+                i++;
+                continue;
+            }
             size_t br = line_break(doc->text, i, doc->len);
             if (br) {
                 if (i + br > target) /* the offset is inside the break */
@@ -250,6 +438,7 @@ int kvshard__doc_fail(const kvshard__doc *doc, kvshard_error *err, int code,
 typedef struct frame {
     uint32_t id;        /* the open collection's tape position */
     uint32_t children;  /* nodes attached so far (keys and values) */
+    bool mapping;       /* a mapping, not a sequence */
     uint64_t weight_at; /* b->weight before the collection began */
     const char *anchor; /* arena copy, NULL when none */
 } frame;
@@ -265,7 +454,7 @@ typedef struct builder {
     kvshard_error *err;
     frame frames[KVSHARD_MAX_DEPTH];
     size_t depth;
-    anchor_def anchors[KVSHARD_MAX_ANCHORS];
+    anchor_def *anchors; /* KVSHARD_MAX_ANCHORS of them, allocated at the first */
     size_t anchor_count;
     uint64_t weight; /* nodes so far, aliases expanded */
     int documents;
@@ -277,11 +466,9 @@ typedef struct builder {
 
 /* libyaml counts characters after the byte order mark; kvshard keeps byte
  * offsets. Marks arrive mostly in order, so a cursor keeps this linear. */
-static size_t byte_offset(builder *b, size_t index)
+static size_t byte_offset_utf8(builder *b, size_t index)
 {
     const kvshard__doc *d = b->doc;
-    if (b->ascii)
-        return d->start + index < d->len ? d->start + index : d->len;
     if (index < b->cur_index) {
         b->cur_index = 0;
         b->cur_byte = d->start;
@@ -293,6 +480,14 @@ static size_t byte_offset(builder *b, size_t index)
         b->cur_index++;
     }
     return b->cur_byte;
+}
+
+static inline size_t byte_offset(builder *b, size_t index)
+{
+    const kvshard__doc *d = b->doc;
+    if (b->ascii)
+        return d->start + index < d->len ? d->start + index : d->len;
+    return byte_offset_utf8(b, index);
 }
 
 static int fail_at(builder *b, int code, size_t offset, const char *fmt, ...) KVSHARD__PRINTF(4, 5);
@@ -315,31 +510,38 @@ static int fail_nomem(builder *b)
                          "out of memory building the tree");
 }
 
-static int append(builder *b, uint32_t *out_id, size_t offset, unsigned kind, unsigned style,
-                  unsigned tag, uint32_t count, uint32_t ref)
+/* A new chunk for entry `id`, the first of its chunk. */
+static int add_chunk(builder *b, uint32_t id)
+{
+    kvshard__doc *d = b->doc;
+    size_t c = id >> CHUNK_SHIFT;
+    if (c == d->chunk_count) {
+        /* The table of chunk pointers doubles; the chunks never move. */
+        size_t cap = d->chunk_count ? d->chunk_count * 2 : 8;
+        kvshard__tape_entry **grown = kvshard__alloc(&d->alloc, cap, sizeof *grown);
+        if (!grown)
+            return fail_nomem(b);
+        if (d->chunk_count)
+            memcpy(grown, d->chunks, d->chunk_count * sizeof *grown);
+        for (size_t k = d->chunk_count; k < cap; k++)
+            grown[k] = NULL;
+        kvshard__free(&d->alloc, d->chunks);
+        d->chunks = grown;
+        d->chunk_count = cap;
+    }
+    if (!d->chunks[c] && !(d->chunks[c] = kvshard__alloc(&d->alloc, CHUNK_ENTRIES, sizeof(entry))))
+        return fail_nomem(b);
+    return KVSHARD_OK;
+}
+
+static inline int append(builder *b, uint32_t *out_id, size_t offset, unsigned kind, unsigned style,
+                         unsigned tag, uint32_t count, uint32_t ref)
 {
     kvshard__doc *d = b->doc;
     uint32_t id = d->size;
-    if ((id & (CHUNK_ENTRIES - 1)) == 0) {
-        size_t c = id >> CHUNK_SHIFT;
-        if (c == d->chunk_count) {
-            /* The table of chunk pointers doubles; the chunks never move. */
-            size_t cap = d->chunk_count ? d->chunk_count * 2 : 8;
-            kvshard__tape_entry **grown = kvshard__alloc(&d->alloc, cap, sizeof *grown);
-            if (!grown)
-                return fail_nomem(b);
-            if (d->chunk_count)
-                memcpy(grown, d->chunks, d->chunk_count * sizeof *grown);
-            for (size_t k = d->chunk_count; k < cap; k++)
-                grown[k] = NULL;
-            kvshard__free(&d->alloc, d->chunks);
-            d->chunks = grown;
-            d->chunk_count = cap;
-        }
-        if (!d->chunks[c] &&
-            !(d->chunks[c] = kvshard__alloc(&d->alloc, CHUNK_ENTRIES, sizeof(entry))))
-            return fail_nomem(b);
-    }
+    int rc;
+    if ((id & (CHUNK_ENTRIES - 1)) == 0 && (rc = add_chunk(b, id)) != 0)
+        return rc;
     entry *e = &d->chunks[id >> CHUNK_SHIFT][id & (CHUNK_ENTRIES - 1)];
     e->word = (uint32_t)offset | kind << KIND_SHIFT | style << STYLE_SHIFT | tag << TAG_SHIFT;
     e->count = count;
@@ -380,7 +582,7 @@ static bool at_key(const builder *b)
     if (b->depth == 0)
         return false;
     const frame *f = &b->frames[b->depth - 1];
-    return kind_of(at(b->doc, f->id)) == KIND_MAPPING && f->children % 2 == 0;
+    return f->mapping && f->children % 2 == 0;
 }
 
 static int register_anchor(builder *b, const char *name, uint32_t id, uint64_t weight,
@@ -399,6 +601,9 @@ static int register_anchor(builder *b, const char *name, uint32_t id, uint64_t w
     if (b->anchor_count == KVSHARD_MAX_ANCHORS)
         return fail_at(b, KVSHARD_ELIMIT, offset, "more than %u anchors (KVSHARD_MAX_ANCHORS)",
                        KVSHARD_MAX_ANCHORS);
+    if (!b->anchors &&
+        !(b->anchors = kvshard__alloc(&b->doc->alloc, KVSHARD_MAX_ANCHORS, sizeof *b->anchors)))
+        return fail_nomem(b);
     anchor_def a = {name, id, weight};
     b->anchors[b->anchor_count++] = a;
     return KVSHARD_OK;
@@ -451,10 +656,17 @@ static int resolve_tag(builder *b, const yaml_char_t *tag_text, bool scalar, siz
                    skip_prefix ? "!!" : "", shown);
 }
 
+/* Nothing, ~, null, Null or NULL: by length first, since every value a
+ * model is read from passes through here. */
 static bool is_null_text(const char *s, size_t len)
 {
-    return len == 0 || kvshard__text_is(s, len, "~") || kvshard__text_is(s, len, "null") ||
-           kvshard__text_is(s, len, "Null") || kvshard__text_is(s, len, "NULL");
+    switch (len) {
+    case 0: return true;
+    case 1: return s[0] == '~';
+    case 4:
+        return memcmp(s, "null", 4) == 0 || memcmp(s, "Null", 4) == 0 || memcmp(s, "NULL", 4) == 0;
+    default: return false;
+    }
 }
 
 static bool is_bool_text(const char *s, size_t len)
@@ -571,19 +783,16 @@ static int on_scalar(builder *b, const yaml_event_t *ev)
     int rc = add_weight(b, 1, start);
     if (rc)
         return rc;
-    kvshard__tag tag;
-    if ((rc = resolve_tag(b, ev->data.scalar.tag, true, start, &tag)) != 0)
+    kvshard__tag tag = KVSHARD__TAG_NONE;
+    if (ev->data.scalar.tag && (rc = resolve_tag(b, ev->data.scalar.tag, true, start, &tag)) != 0)
         return rc;
     yaml_scalar_style_t ystyle = ev->data.scalar.style;
     bool plain_style = ystyle == YAML_PLAIN_SCALAR_STYLE;
     if (plain_style && tag == KVSHARD__TAG_NONE && at_key(b) && kvshard__text_is(value, len, "<<"))
         return fail_at(b, KVSHARD_EUNSUPPORTED, start,
                        "merge keys (<<) are not read by kvshard: write the merged keys out");
-    if ((rc = check_tag_fits(b, tag, value, len, start)) != 0)
+    if (tag != KVSHARD__TAG_NONE && (rc = check_tag_fits(b, tag, value, len, start)) != 0)
         return rc;
-    if (memchr(value, '\0', len))
-        return fail_at(b, KVSHARD_ETYPE, start,
-                       "a string holds a NUL character (\\0), which no config value may");
     /* A core tag decides how the scalar reads: !!int "4" is a number and
      * !!str 4 a string. Otherwise quoting does. */
     bool plain = plain_style;
@@ -599,21 +808,30 @@ static int on_scalar(builder *b, const yaml_event_t *ev)
     bool quoted_span =
         (ystyle == YAML_SINGLE_QUOTED_SCALAR_STYLE || ystyle == YAML_DOUBLE_QUOTED_SCALAR_STYLE) &&
         raw_len == len + 2 && memcmp(raw + 1, value, len) == 0;
-    if (plain_style && raw_len == len && memcmp(raw, value, len) == 0)
+    /* libyaml refuses a NUL byte in the text itself, so a value that is a
+     * span of the text holds none; only an escape (\0) in a copy can. */
+    if (plain_style && raw_len == len && memcmp(raw, value, len) == 0) {
         ref = (uint32_t)start;
-    else if (quoted_span)
+    } else if (quoted_span) {
         ref = (uint32_t)start + 1;
-    else if ((rc = add_string(b, value, len, &ref)) != 0)
-        return rc;
+    } else {
+        if (memchr(value, '\0', len))
+            return fail_at(b, KVSHARD_ETYPE, start,
+                           "a string holds a NUL character (\\0), which no config value may");
+        if ((rc = add_string(b, value, len, &ref)) != 0)
+            return rc;
+    }
     uint32_t id;
     if ((rc = append(b, &id, start, KIND_SCALAR,
                      plain ? KVSHARD__VALUE_PLAIN : KVSHARD__VALUE_QUOTED, tag, (uint32_t)len,
                      ref)) != 0)
         return rc;
-    const char *anchor;
-    if ((rc = copy_anchor(b, ev->data.scalar.anchor, &anchor)) != 0 ||
-        (rc = register_anchor(b, anchor, id, 1, start)) != 0)
-        return rc;
+    if (ev->data.scalar.anchor) {
+        const char *anchor;
+        if ((rc = copy_anchor(b, ev->data.scalar.anchor, &anchor)) != 0 ||
+            (rc = register_anchor(b, anchor, id, 1, start)) != 0)
+            return rc;
+    }
     attach(b);
     return KVSHARD_OK;
 }
@@ -639,6 +857,7 @@ static int on_start(builder *b, const yaml_event_t *ev, unsigned kind)
     frame *f = &b->frames[b->depth];
     f->weight_at = b->weight;
     f->children = 0;
+    f->mapping = kind == KIND_MAPPING;
     if ((rc = add_weight(b, 1, start)) != 0 ||
         (rc = append(b, &f->id, start, kind, 0, 0, 0, 0)) != 0 ||
         (rc = copy_anchor(b, anchor_text, &f->anchor)) != 0)
@@ -669,8 +888,8 @@ static int check_keys(builder *b, uint32_t map_id, uint32_t pairs)
     kvshard__node map = view(d, map_id);
     kvshard__iter it = kvshard__iter_begin(d, &map);
     kvshard__node key, value;
-    if (pairs <= 16) {
-        kvshard__node keys[16];
+    if (pairs < INDEX_MIN_PAIRS) {
+        kvshard__node keys[INDEX_MIN_PAIRS - 1];
         for (uint32_t i = 0; i < pairs; i++) {
             kvshard__iter_next(d, &it, &key);
             kvshard__iter_next(d, &it, &value);
@@ -693,28 +912,39 @@ static int check_keys(builder *b, uint32_t map_id, uint32_t pairs)
         return fail_nomem(b);
     x->map = map_id;
     x->mask = slots - 1;
-    memset(x->slots, 0xFF, (size_t)slots * sizeof(uint32_t));
+    x->present = 0;
+    memset(x->slots, 0, (size_t)slots * sizeof(uint32_t));
+    /* Keys are one tape entry each (a scalar, or an alias of one), read
+     * straight from the tape; nodes are made only for a message. */
     int rc = KVSHARD_OK;
+    uint32_t key_pos = map_id + 1;
     for (uint32_t i = 0; i < pairs && rc == KVSHARD_OK; i++) {
-        uint32_t key_pos = it.next;
-        kvshard__iter_next(d, &it, &key);
-        kvshard__iter_next(d, &it, &value);
-        if (key.kind != KVSHARD__NODE_SCALAR) {
+        const entry *k = key_entry(d, key_pos);
+        if (kind_of(k) != KIND_SCALAR) {
+            key = view(d, key_pos);
             rc = fail_at(b, KVSHARD_ETYPE, key.offset, "mapping keys must be scalars");
             break;
         }
-        uint32_t s = hash_text(key.text, key.count) & x->mask;
-        while (x->slots[s] != UINT32_MAX) {
-            kvshard__node other = view(d, x->slots[s]);
-            if (same_text(&other, &key)) {
+        const char *text = scalar_text(d, k);
+        x->present |= (uint64_t)1 << key_sig(text, k->count);
+        uint32_t h = hash_text(text, k->count), tag = slot_tag(h);
+        uint32_t s = h & x->mask;
+        for (; x->slots[s] != 0; s = (s + 1) & x->mask) {
+            if (slot_tag(x->slots[s]) != tag)
+                continue;
+            uint32_t other_pos = (x->slots[s] & SLOT_POS_MASK) - 1;
+            const entry *o = key_entry(d, other_pos);
+            if (o->count == k->count && memcmp(scalar_text(d, o), text, k->count) == 0) {
+                key = view(d, key_pos);
+                kvshard__node other = view(d, other_pos);
                 rc = duplicate_key(b, &key, &other);
                 break;
             }
-            s = (s + 1) & x->mask;
         }
-        x->slots[s] = key_pos;
+        x->slots[s] = tag | (key_pos + 1);
+        key_pos = skip(d, key_pos + 1);
     }
-    if (rc || pairs < INDEX_MIN_PAIRS) {
+    if (rc) {
         kvshard__free(&b->doc->alloc, x);
         return rc;
     }
@@ -817,9 +1047,22 @@ static int on_event(builder *b, const yaml_event_t *ev)
     }
 }
 
+/* Eight bytes at a time, 64 between checks. */
 static bool all_ascii(const char *text, size_t len)
 {
-    for (size_t i = 0; i < len; i++) {
+    size_t i = 0;
+    while (i + 64 <= len) {
+        uint64_t acc = 0;
+        for (size_t k = 0; k < 64; k += 8) {
+            uint64_t w;
+            memcpy(&w, text + i + k, 8);
+            acc |= w;
+        }
+        if (acc & HIGHS)
+            return false;
+        i += 64;
+    }
+    for (; i < len; i++) {
         if ((unsigned char)text[i] & 0x80)
             return false;
     }
@@ -847,20 +1090,26 @@ int kvshard__doc_parse(kvshard__doc *out, const char *text, size_t len, const ch
     doc.len = len;
     doc.source = source;
     doc.start = len >= 3 && u[0] == 0xEF && u[1] == 0xBB && u[2] == 0xBF ? 3 : 0;
-    builder *b = kvshard__calloc(alloc, 1, sizeof *b);
-    if (!b)
-        return kvshard__fail(err, KVSHARD_ENOMEM, source, first, "out of memory");
+    /* On the stack (about 1.6 KiB); the frames are written before they are
+     * read, and the anchors are allocated at the first one. */
+    builder bs;
+    builder *b = &bs;
     b->doc = &doc;
     b->err = err;
+    b->depth = 0;
+    b->anchors = NULL;
+    b->anchor_count = 0;
+    b->weight = 0;
+    b->documents = 0;
+    b->root_done = false;
+    b->cur_index = 0;
     b->ascii = all_ascii(text + doc.start, len - doc.start);
     b->cur_byte = doc.start;
 
     int rc = KVSHARD_OK;
     yaml_parser_t parser;
-    if (!yaml_parser_initialize(&parser)) {
-        kvshard__free(alloc, b);
+    if (!yaml_parser_initialize(&parser))
         return kvshard__fail(err, KVSHARD_ENOMEM, source, first, "out of memory");
-    }
     yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
     for (;;) {
         yaml_event_t ev;
@@ -875,14 +1124,14 @@ int kvshard__doc_parse(kvshard__doc *out, const char *text, size_t len, const ch
             break;
     }
     yaml_parser_delete(&parser);
-    bool has_root = b->root_done;
-    kvshard__free(alloc, b);
-    if (rc == KVSHARD_OK && !has_root)
+    kvshard__free(alloc, b->anchors);
+    if (rc == KVSHARD_OK && !b->root_done)
         rc = kvshard__fail(err, KVSHARD_ETYPE, source, first, "the document is empty");
     if (rc != KVSHARD_OK) {
         kvshard__doc_free(&doc);
         return rc;
     }
+    add_directory(&doc);
     *out = doc;
     return KVSHARD_OK;
 }
@@ -936,25 +1185,31 @@ bool kvshard__map_get(const kvshard__doc *doc, const kvshard__node *map, const c
     size_t klen = strlen(key);
     if (at(doc, map->id)->word & INDEXED_FLAG) {
         const kvshard__map_index *x = find_index(doc, map->id);
-        for (uint32_t s = hash_text(key, klen) & x->mask; x->slots[s] != UINT32_MAX;
-             s = (s + 1) & x->mask) {
-            kvshard__node k = view(doc, x->slots[s]);
-            if (k.count == klen && memcmp(k.text, key, klen) == 0) {
-                *out = view(doc, skip(doc, x->slots[s]));
+        if (!(x->present >> key_sig(key, klen) & 1u))
+            return false;
+        uint32_t h = hash_text(key, klen), tag = slot_tag(h);
+        for (uint32_t s = h & x->mask; x->slots[s] != 0; s = (s + 1) & x->mask) {
+            if (slot_tag(x->slots[s]) != tag)
+                continue;
+            uint32_t pos = (x->slots[s] & SLOT_POS_MASK) - 1;
+            const entry *k = key_entry(doc, pos);
+            if (k->count == klen && memcmp(scalar_text(doc, k), key, klen) == 0) {
+                *out = view(doc, pos + 1);
                 return true;
             }
         }
         return false;
     }
+    /* Keys are scalars (or aliases of scalars), one tape entry each; only a
+     * key of the right length has its text compared. */
     uint32_t pos = map->id + 1;
     for (uint32_t i = 0; i < map->count; i++) {
-        kvshard__node k = view(doc, pos);
-        pos = skip(doc, pos);
-        if (k.count == klen && memcmp(k.text, key, klen) == 0) {
-            *out = view(doc, pos);
+        const entry *k = key_entry(doc, pos);
+        if (k->count == klen && memcmp(scalar_text(doc, k), key, klen) == 0) {
+            *out = view(doc, pos + 1);
             return true;
         }
-        pos = skip(doc, pos);
+        pos = skip(doc, pos + 1);
     }
     return false;
 }
@@ -1012,12 +1267,33 @@ int kvshard__node_uint(uint64_t *out, const kvshard__doc *doc, const kvshard__no
                                  "write the number without it",
                                  what, desc);
     }
+    /* The common case, up to 9 digits in range, without the general parser
+     * (which reads them the same). */
+    if (node->count >= 1 && node->count <= 9) {
+        uint64_t v = 0;
+        size_t i = 0;
+        for (; i < node->count; i++) {
+            unsigned d = (unsigned)(unsigned char)node->text[i] - '0';
+            if (d > 9)
+                break;
+            v = v * 10 + d;
+        }
+        if (i == node->count && v >= min && v <= max) {
+            *out = v;
+            return KVSHARD_OK;
+        }
+    }
+    /* Parsed without an error record first: clearing one costs more than
+     * parsing a number. A failure is parsed again for its message. */
     kvshard__mark m = kvshard__no_mark;
-    kvshard_error local;
-    kvshard__error_reset(&local);
     int rc =
-        kvshard__parse_uint(out, node->text, node->count, min, max, what, doc->source, m, &local);
+        kvshard__parse_uint(out, node->text, node->count, min, max, what, doc->source, m, NULL);
     if (rc && err && err->code == KVSHARD_OK) {
+        kvshard_error local;
+        kvshard__error_reset(&local);
+        uint64_t ignored;
+        (void)kvshard__parse_uint(&ignored, node->text, node->count, min, max, what, doc->source, m,
+                                  &local);
         *err = local;
         kvshard__error_locate(err, doc->source, kvshard__doc_mark(doc, node->offset));
     }

@@ -1,0 +1,961 @@
+/* The cases. Each measures one thing, adds a section of rows and its targets.
+ * Texts are in memory before any timing, so no figure includes reading a
+ * file, except where a whole `kvshard` process runs. */
+#define _POSIX_C_SOURCE 200809L /* unlink */
+#include "bench.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <yaml.h>
+
+/* Results go here so that no call can be optimised away. */
+static volatile uint64_t sink;
+
+static const char seed_name[] = "qwen3_5_35b_a3b_tp4.yaml";
+
+/* ---- inputs ------------------------------------------------------------------------------------
+ */
+
+static kvshard_deployment *load_deployment(const bench_text *t, const char *base_dir)
+{
+    kvshard_deployment *d = NULL;
+    kvshard_error err;
+    int rc = kvshard_deployment_load_string(&d, t->data, t->len, t->name, base_dir, NULL, &err);
+    if (rc)
+        bench_die_kvshard(t->name, rc, &err);
+    return d;
+}
+
+void bench_inputs_read(bench_inputs *in, const char *examples)
+{
+    memset(in, 0, sizeof *in);
+    char *models_dir = bench_join(examples, "models");
+    in->model_count = bench_read_dir(&in->models, models_dir, ".json");
+    in->deployment_count = bench_read_dir(&in->deployments, examples, ".yaml");
+    free(models_dir);
+    if (in->model_count == 0)
+        bench_die("no model configs (*.json) in %s/models", examples);
+    for (size_t i = 0; i < in->deployment_count; i++) {
+        if (strcmp(in->deployments[i].name, seed_name) == 0)
+            in->seed = &in->deployments[i];
+    }
+    if (!in->seed)
+        bench_die("the seed example %s/%s is missing", examples, seed_name);
+    kvshard_deployment *d = load_deployment(in->seed, examples);
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    kvshard_deployment_options(&o, d);
+    in->seed_options = o;
+    o.memory_per_rank = 0;
+    in->big_options = o;
+    kvshard_deployment_free(d);
+}
+
+void bench_inputs_free(bench_inputs *in)
+{
+    bench_free_texts(in->models, in->model_count);
+    bench_free_texts(in->deployments, in->deployment_count);
+    free(in->big);
+    memset(in, 0, sizeof *in);
+}
+
+/* The 10^6-entry layer_types config: Qwen3.5-35B-A3B's heads. */
+static const char *big_text(bench_inputs *in, size_t *len)
+{
+    if (!in->big)
+        in->big = bench_gen_layer_types(&in->big_len, BENCH_BIG_LAYERS, 16, 32);
+    *len = in->big_len;
+    return in->big;
+}
+
+static kvshard_model *load_model(const char *text, size_t len, const char *name,
+                                 const kvshard_load_options *lo)
+{
+    kvshard_model *m = NULL;
+    kvshard_error err;
+    int rc = kvshard_model_load_string(&m, text, len, name, lo, &err);
+    if (rc)
+        bench_die_kvshard(name, rc, &err);
+    return m;
+}
+
+static kvshard_plan *make_plan(const kvshard_model *m, const kvshard_options *o,
+                               const kvshard_allocator *a, const char *name)
+{
+    kvshard_plan *p = NULL;
+    kvshard_error err;
+    int rc = kvshard_plan_create(&p, m, o, a, &err);
+    if (rc)
+        bench_die_kvshard(name, rc, &err);
+    return p;
+}
+
+static bench_stats copy_summary(const double *v, size_t n)
+{
+    double *tmp = bench_xmalloc(n * sizeof *tmp);
+    memcpy(tmp, v, n * sizeof *tmp);
+    bench_stats st = bench_summarize(tmp, n);
+    free(tmp);
+    return st;
+}
+
+/* ---- operations
+ * ------------------------------------------------------------------------------------ */
+
+typedef struct text_ctx {
+    const char *text;
+    size_t len;
+    const char *name;
+    const kvshard_options *options;
+    const kvshard_model *model;
+} text_ctx;
+
+/* The yardstick: libyaml's event parser over the text, each event deleted,
+ * as kvshard's loader drives it. */
+static void op_parse(void *p)
+{
+    const text_ctx *c = p;
+    yaml_parser_t parser;
+    if (!yaml_parser_initialize(&parser))
+        bench_die("yaml_parser_initialize failed");
+    yaml_parser_set_input_string(&parser, (const unsigned char *)c->text, c->len);
+    uint64_t events = 0;
+    for (;;) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&parser, &ev))
+            bench_die("libyaml cannot parse %s", c->name);
+        bool done = ev.type == YAML_STREAM_END_EVENT;
+        yaml_event_delete(&ev);
+        events++;
+        if (done)
+            break;
+    }
+    yaml_parser_delete(&parser);
+    sink += events;
+}
+
+static void op_load(void *p)
+{
+    const text_ctx *c = p;
+    kvshard_model *m = load_model(c->text, c->len, c->name, NULL);
+    sink += kvshard_model_num_layers(m);
+    kvshard_model_free(m);
+}
+
+static void op_plan(void *p)
+{
+    const text_ctx *c = p;
+    kvshard_plan *plan = make_plan(c->model, c->options, NULL, c->name);
+    sink += kvshard_plan_digest(plan);
+    kvshard_plan_free(plan);
+}
+
+static void op_load_plan(void *p)
+{
+    const text_ctx *c = p;
+    kvshard_model *m = load_model(c->text, c->len, c->name, NULL);
+    kvshard_plan *plan = make_plan(m, c->options, NULL, c->name);
+    sink += kvshard_plan_digest(plan);
+    kvshard_plan_free(plan);
+    kvshard_model_free(m);
+}
+
+static int count_bytes(void *user, const char *data, size_t len)
+{
+    (void)data;
+    *(uint64_t *)user += len;
+    return 0;
+}
+
+typedef struct write_ctx {
+    const kvshard_plan *plan;
+    int (*write)(const kvshard_plan *, kvshard_write_fn, void *);
+    uint64_t bytes; /* of the last document */
+} write_ctx;
+
+static void op_write(void *p)
+{
+    write_ctx *c = p;
+    uint64_t bytes = 0;
+    int rc = c->write(c->plan, count_bytes, &bytes);
+    if (rc)
+        bench_die("writing a plan failed: %s", kvshard_strerror(rc));
+    c->bytes = bytes;
+    sink += bytes;
+}
+
+/* ---- CLI against /bin/true
+ * ------------------------------------------------------------------------ */
+
+void bench_case_cli(bench_report *r, bench_inputs *in)
+{
+    const bench_settings *s = r->settings;
+    const char *truth[] = {"/bin/true", NULL};
+    const char *plan[] = {s->cli, "plan", in->seed->path, NULL};
+    bench_run a = bench_spawn(truth), b = bench_spawn(plan);
+    if (a.status != 0)
+        bench_die("/bin/true exits with status %d", a.status);
+    if (b.status != 0)
+        bench_die("%s plan %s exits with status %d", s->cli, in->seed->path, b.status);
+    bench_progress("CLI: %zu pairs of /bin/true and kvshard plan", s->cli_pairs);
+    for (size_t i = 0; i < s->cli_warmup; i++) {
+        (void)bench_spawn(truth);
+        (void)bench_spawn(plan);
+    }
+    size_t n = s->cli_pairs;
+    double *ta = bench_xmalloc(n * sizeof *ta), *tb = bench_xmalloc(n * sizeof *tb);
+    double *ma = bench_xmalloc(n * sizeof *ma), *mb = bench_xmalloc(n * sizeof *mb);
+    for (size_t i = 0; i < n; i++) {
+        a = bench_spawn(truth);
+        b = bench_spawn(plan);
+        if (a.status != 0 || b.status != 0)
+            bench_die("a run failed (status %d, %d)", a.status, b.status);
+        ta[i] = (double)a.wall_ns;
+        tb[i] = (double)b.wall_ns;
+        ma[i] = (double)a.maxrss;
+        mb[i] = (double)b.maxrss;
+    }
+    bench_stats ratio = bench_pair_ratio(ta, tb, n);
+    bench_stats wa = copy_summary(ta, n), wb = copy_summary(tb, n);
+    bench_stats ra = copy_summary(ma, n), rb = copy_summary(mb, n);
+
+    bench_section *sec = bench_section_add(
+        r, "CLI: `kvshard plan` on the seed example against /bin/true",
+        "Whole processes, each started with fork and exec by a small launcher process, standard "
+        "output to /dev/null, run in turn: /bin/true, kvshard, /bin/true, kvshard, ... (%zu pairs "
+        "after %zu not counted). Wall time from fork to the end of wait4. The ratio is the "
+        "median of the per-pair ratios.%s CLI: %s",
+        n, s->cli_warmup,
+        s->quick ? " --quick runs fewer pairs than the 60 or more of a full run." : "", s->cli);
+    bench_row *row = bench_row_add(sec, "/bin/true");
+    bench_fig_stats(row, "wall time", BENCH_UNIT_NS, &wa);
+    bench_fig_stats(row, "peak RSS", BENCH_UNIT_BYTES, &ra);
+    row = bench_row_add(sec, "kvshard plan %s", in->seed->name);
+    bench_fig_stats(row, "wall time", BENCH_UNIT_NS, &wb);
+    bench_fig_stats(row, "peak RSS", BENCH_UNIT_BYTES, &rb);
+    row = bench_row_add(sec, "kvshard / true, per pair");
+    bench_fig_stats(row, "wall time", BENCH_UNIT_RATIO, &ratio);
+
+    bench_target_add(r, "CLI plan (seed example) / /bin/true", ratio.median, 1.15, false,
+                     "median of %zu per-pair wall-time ratios%s (p10 %.3f, p90 %.3f)", n,
+                     s->quick ? ", --quick: fewer than 60 pairs" : "", ratio.p10, ratio.p90);
+    free(ta);
+    free(tb);
+    free(ma);
+    free(mb);
+}
+
+/* ---- memory of the loader and of the whole CLI
+ * --------------------------------------------------- */
+
+void bench_case_memory(bench_report *r, bench_inputs *in)
+{
+    const bench_settings *s = r->settings;
+    size_t len;
+    const char *text = big_text(in, &len);
+    const double entries = BENCH_BIG_LAYERS;
+    bench_progress("memory: loading 10^6 layer_types entries, then the CLI on a %zu-byte file",
+                   len);
+
+    /* The loader, through a counting allocator. libyaml's own buffers do
+     * not go through it; their size does not grow with the text, and the
+     * whole-process figure below counts them. */
+    bench_counter lc, pc;
+    kvshard_allocator la = bench_counting_allocator(&lc);
+    kvshard_load_options lo = KVSHARD_LOAD_OPTIONS_INIT;
+    lo.allocator = &la;
+    kvshard_model *m = load_model(text, len, "<10^6 layer_types>", &lo);
+    size_t load_peak = lc.peak, model_bytes = lc.current;
+    kvshard_allocator pa = bench_counting_allocator(&pc);
+    kvshard_plan *plan = make_plan(m, &in->big_options, &pa, "<10^6 layer_types>");
+    size_t plan_peak = pc.peak, plan_bytes = pc.current;
+    kvshard_plan_free(plan);
+    kvshard_model_free(m);
+
+    /* The whole CLI on the same text in a file, against the seed example. */
+    char *path = bench_write_temp(text, len);
+    const char *big_argv[] = {s->cli, "plan", path, "--format=json", NULL};
+    const char *seed_argv[] = {s->cli, "plan", in->seed->path, "--format=json", NULL};
+    const char *true_argv[] = {"/bin/true", NULL};
+    size_t runs = s->quick ? 2 : 3;
+    uint64_t big_peak = 0, seed_peak = 0, true_peak = 0, big_wall = UINT64_MAX;
+    for (size_t i = 0; i < runs; i++) {
+        bench_run b = bench_spawn(big_argv), e = bench_spawn(seed_argv), t = bench_spawn(true_argv);
+        if (b.status != 0 || e.status != 0)
+            bench_die("kvshard plan --format=json failed (status %d on %s, %d on the seed)",
+                      b.status, path, e.status);
+        big_peak = b.maxrss > big_peak ? b.maxrss : big_peak;
+        seed_peak = e.maxrss > seed_peak ? e.maxrss : seed_peak;
+        true_peak = t.maxrss > true_peak ? t.maxrss : true_peak;
+        big_wall = b.wall_ns < big_wall ? b.wall_ns : big_wall;
+    }
+    unlink(path);
+    free(path);
+
+    bench_section *sec = bench_section_add(
+        r, "Memory at 10^6 layer_types entries",
+        "Loader and plan: bytes through a counting kvshard_allocator (peak while the call runs, "
+        "and what the result keeps). Processes: peak resident set (ru_maxrss from wait4), the "
+        "largest of %zu runs, for `kvshard plan FILE --format=json` on the %zu-byte config "
+        "written to a file, on the seed example, and for /bin/true.",
+        runs, len);
+    bench_row *row = bench_row_add(sec, "kvshard_model_load_string");
+    bench_fig(row, "peak", BENCH_UNIT_BYTES, (double)load_peak);
+    bench_fig(row, "peak/entry", BENCH_UNIT_PER_ENTRY, (double)load_peak / entries);
+    bench_fig(row, "kept", BENCH_UNIT_BYTES, (double)model_bytes);
+    row = bench_row_add(sec, "kvshard_plan_create (seed parallel options)");
+    bench_fig(row, "peak", BENCH_UNIT_BYTES, (double)plan_peak);
+    bench_fig(row, "peak/entry", BENCH_UNIT_PER_ENTRY, (double)plan_peak / entries);
+    bench_fig(row, "kept", BENCH_UNIT_BYTES, (double)plan_bytes);
+    row = bench_row_add(sec, "process: kvshard plan FILE --format=json");
+    bench_fig(row, "peak", BENCH_UNIT_BYTES, (double)big_peak);
+    bench_fig(row, "wall time", BENCH_UNIT_NS, (double)big_wall);
+    row = bench_row_add(sec, "process: kvshard plan %s --format=json", in->seed->name);
+    bench_fig(row, "peak", BENCH_UNIT_BYTES, (double)seed_peak);
+    row = bench_row_add(sec, "process: /bin/true");
+    bench_fig(row, "peak", BENCH_UNIT_BYTES, (double)true_peak);
+
+    bench_target_add(r, "loader peak per entry, 10^6-entry layer_types",
+                     (double)load_peak / entries, 16, false,
+                     "%zu B peak through the allocator / 10^6 entries; the %zu B text "
+                     "is the caller's",
+                     load_peak, len);
+    double over = ((double)big_peak - (double)len - (double)seed_peak) / entries;
+    bench_target_add(
+        r, "CLI plan --format=json peak per entry over file + seed peak", over, 16, false,
+        "(%.1f MiB peak - %.1f MiB file - %.1f MiB seed-example peak) / 10^6 "
+        "entries",
+        (double)big_peak / 1048576, (double)len / 1048576, (double)seed_peak / 1048576);
+}
+
+/* ---- load + plan against a bare parse
+ * ------------------------------------------------------------ */
+
+/* The options of the shipped deployment that names the model, else the
+ * defaults. */
+static const char *options_for(kvshard_options *out, const bench_inputs *in, const char *model,
+                               const char *examples)
+{
+    char needle[160];
+    snprintf(needle, sizeof needle, "models/%s", model);
+    kvshard_options defaults = KVSHARD_OPTIONS_INIT;
+    *out = defaults;
+    for (size_t i = 0; i < in->deployment_count; i++) {
+        const bench_text *d = &in->deployments[i];
+        if (!strstr(d->data, needle))
+            continue;
+        kvshard_deployment *dep = load_deployment(d, examples);
+        kvshard_deployment_options(out, dep);
+        kvshard_deployment_free(dep);
+        return d->name;
+    }
+    return "defaults";
+}
+
+static bench_stats pair_ratio_case(const bench_settings *s, size_t pairs, text_ctx *c, bench_op b,
+                                   bench_stats *parse, bench_stats *other)
+{
+    double *ta = bench_xmalloc(pairs * sizeof *ta), *tb = bench_xmalloc(pairs * sizeof *tb);
+    bench_pairs(s, pairs, op_parse, c, b, c, ta, tb);
+    bench_stats ratio = bench_pair_ratio(ta, tb, pairs);
+    *parse = copy_summary(ta, pairs);
+    *other = copy_summary(tb, pairs);
+    free(ta);
+    free(tb);
+    return ratio;
+}
+
+void bench_case_load(bench_report *r, bench_inputs *in)
+{
+    const bench_settings *s = r->settings;
+    bench_section *sec = bench_section_add(
+        r, "Load + plan against a bare libyaml parse of the same text",
+        "Bare parse: yaml_parser_parse in a loop, each event deleted. Load + plan: "
+        "kvshard_model_load_string then kvshard_plan_create (and both frees). In batches "
+        "alternating parse, load + plan, ...; ratio = median of per-pair ratios. Each model is "
+        "planned with the options of the shipped deployment that names it (defaults when none "
+        "does); the 10^6-entry list with the seed example's parallel options and no memory figure. "
+        "'plan' is "
+        "kvshard_plan_create alone.");
+    double worst = 0;
+    const char *worst_name = "";
+    for (size_t i = 0; i < in->model_count; i++) {
+        const bench_text *t = &in->models[i];
+        kvshard_options o;
+        const char *from = options_for(&o, in, t->name, s->examples);
+        bench_progress("load + plan: %s (options: %s)", t->name, from);
+        text_ctx c = {t->data, t->len, t->name, &o, NULL};
+        kvshard_model *m = load_model(t->data, t->len, t->name, NULL);
+        c.model = m;
+        bench_stats parse, lp;
+        bench_stats ratio = pair_ratio_case(s, s->pairs, &c, op_load_plan, &parse, &lp);
+        bench_stats plan = bench_time(s, s->pairs, op_plan, &c);
+        kvshard_model_free(m);
+        bench_row *row = bench_row_add(sec, "%s", t->name);
+        bench_fig(row, "bytes", BENCH_UNIT_COUNT, (double)t->len);
+        bench_fig_stats(row, "bare parse", BENCH_UNIT_NS, &parse);
+        bench_fig_stats(row, "load + plan", BENCH_UNIT_NS, &lp);
+        bench_fig_stats(row, "ratio", BENCH_UNIT_RATIO, &ratio);
+        bench_fig_stats(row, "plan", BENCH_UNIT_NS, &plan);
+        if (ratio.median > worst) {
+            worst = ratio.median;
+            worst_name = t->name;
+        }
+    }
+    bench_target_add(r, "load + plan / bare parse, worst shipped model", worst, 1.3, false,
+                     "worst median of per-pair ratios over %zu models: %s", in->model_count,
+                     worst_name);
+
+    size_t len;
+    const char *text = big_text(in, &len);
+    bench_progress("load + plan: 10^6 layer_types entries (%zu bytes)", len);
+    text_ctx c = {text, len, "<10^6 layer_types>", &in->big_options, NULL};
+    kvshard_model *m = load_model(text, len, c.name, NULL);
+    c.model = m;
+    bench_stats parse, lp;
+    bench_stats ratio = pair_ratio_case(s, s->big_pairs, &c, op_load_plan, &parse, &lp);
+    bench_stats plan = bench_time(s, s->big_pairs, op_plan, &c);
+    bench_stats load = bench_time(s, s->big_pairs, op_load, &c);
+    kvshard_model_free(m);
+    bench_row *row = bench_row_add(sec, "10^6-entry layer_types");
+    bench_fig(row, "bytes", BENCH_UNIT_COUNT, (double)len);
+    bench_fig_stats(row, "bare parse", BENCH_UNIT_NS, &parse);
+    bench_fig_stats(row, "load + plan", BENCH_UNIT_NS, &lp);
+    bench_fig_stats(row, "ratio", BENCH_UNIT_RATIO, &ratio);
+    bench_fig_stats(row, "plan", BENCH_UNIT_NS, &plan);
+    bench_fig_stats(row, "load", BENCH_UNIT_NS, &load);
+    bench_target_add(r, "load + plan / bare parse, 10^6-entry layer_types", ratio.median, 1.3,
+                     false, "median of %zu per-pair ratios (p10 %.3f, p90 %.3f)", ratio.n,
+                     ratio.p10, ratio.p90);
+}
+
+/* ---- a mapping of 2 M keys
+ * -------------------------------------------------------------------------- */
+
+void bench_case_keys(bench_report *r, bench_inputs *in)
+{
+    (void)in;
+    const bench_settings *s = r->settings;
+    const uint32_t extra = 2000000;
+    size_t len;
+    char *text = bench_gen_many_keys(&len, extra);
+    bench_progress("keys: a config with %u extra keys (%zu bytes)", extra, len);
+    text_ctx c = {text, len, "<2M keys>", NULL, NULL};
+    bench_stats parse, load;
+    bench_stats ratio = pair_ratio_case(s, s->big_pairs, &c, op_load, &parse, &load);
+    bench_counter lc;
+    kvshard_allocator la = bench_counting_allocator(&lc);
+    kvshard_load_options lo = KVSHARD_LOAD_OPTIONS_INIT;
+    lo.allocator = &la;
+    kvshard_model_free(load_model(text, len, c.name, &lo));
+    free(text);
+
+    bench_section *sec = bench_section_add(
+        r, "A mapping of 2,000,000 keys",
+        "Qwen3.5-35B-A3B's config with 2,000,000 more keys (\"k0000000\": 0, ...) at the top "
+        "level. Load: kvshard_model_load_string (and the free), which checks every key for "
+        "duplicates. Ratio = median of per-pair ratios against the bare parse.");
+    bench_row *row = bench_row_add(sec, "2 M keys");
+    bench_fig(row, "bytes", BENCH_UNIT_COUNT, (double)len);
+    bench_fig_stats(row, "bare parse", BENCH_UNIT_NS, &parse);
+    bench_fig_stats(row, "load", BENCH_UNIT_NS, &load);
+    bench_fig_stats(row, "ratio", BENCH_UNIT_RATIO, &ratio);
+    bench_fig(row, "load peak", BENCH_UNIT_BYTES, (double)lc.peak);
+    bench_target_add(r, "load / bare parse, 2 M-key mapping", ratio.median, 2.0, false,
+                     "median of %zu per-pair ratios (p10 %.3f, p90 %.3f)", ratio.n, ratio.p10,
+                     ratio.p90);
+}
+
+/* ---- JSON output
+ * ---------------------------------------------------------------------------------- */
+
+static bench_stats mbps(const bench_stats *ns, uint64_t bytes)
+{
+    /* Bytes per nanosecond x 1000 = 10^6 bytes per second; the slowest
+     * time gives the lowest rate. */
+    bench_stats m = *ns;
+    m.median = (double)bytes / ns->median * 1e3;
+    m.p10 = (double)bytes / ns->p90 * 1e3;
+    m.p90 = (double)bytes / ns->p10 * 1e3;
+    m.min = (double)bytes / ns->max * 1e3;
+    m.max = (double)bytes / ns->min * 1e3;
+    return m;
+}
+
+void bench_case_json(bench_report *r, bench_inputs *in)
+{
+    const bench_settings *s = r->settings;
+    size_t len;
+    const char *text = big_text(in, &len);
+    kvshard_model *m = load_model(text, len, "<10^6 layer_types>", NULL);
+    kvshard_plan *plan = make_plan(m, &in->big_options, NULL, "<10^6 layer_types>");
+    kvshard_model_free(m);
+    bench_progress("JSON: writing the plan of 10^6 layers");
+    write_ctx json = {plan, kvshard_plan_write_json, 0};
+    bench_stats tj = bench_time(s, s->big_pairs, op_write, &json);
+    bench_stats rate = mbps(&tj, json.bytes);
+    write_ctx text_out = {plan, kvshard_plan_write_text, 0};
+    bench_stats tt = bench_time(s, s->big_pairs, op_write, &text_out);
+    bench_stats text_rate = mbps(&tt, text_out.bytes);
+    kvshard_plan_free(plan);
+
+    bench_section *sec = bench_section_add(
+        r, "Writing the plan of 10^6 layers",
+        "The plan of the 10^6-entry config with the seed example's parallel options, written "
+        "into a "
+        "writer that only counts bytes. MB/s = 10^6 bytes per second.");
+    bench_row *row = bench_row_add(sec, "kvshard_plan_write_json");
+    bench_fig(row, "bytes", BENCH_UNIT_COUNT, (double)json.bytes);
+    bench_fig_stats(row, "time", BENCH_UNIT_NS, &tj);
+    bench_fig_stats(row, "rate", BENCH_UNIT_MBPS, &rate);
+    row = bench_row_add(sec, "kvshard_plan_write_text");
+    bench_fig(row, "bytes", BENCH_UNIT_COUNT, (double)text_out.bytes);
+    bench_fig_stats(row, "time", BENCH_UNIT_NS, &tt);
+    bench_fig_stats(row, "rate", BENCH_UNIT_MBPS, &text_rate);
+    bench_target_add(r, "plan JSON rate / 300 MB/s", rate.median / 300.0, 1.0, true,
+                     "median %.0f MB/s over %zu samples of %.1f MB, / 300 MB/s", rate.median,
+                     rate.n, (double)json.bytes / 1e6);
+}
+
+/* ---- the digest against the old byte-wise one
+ * ------------------------------------------------------ */
+
+typedef struct digest_ctx {
+    const kvshard_model *model;
+    const kvshard_options *options;
+    const uint64_t *words;
+    size_t count;
+} digest_ctx;
+
+static void op_fnv(void *p)
+{
+    const digest_ctx *c = p;
+    sink += bench_fnv1a_bytewise(c->words, c->count);
+}
+
+/* kvshard_plan_create alone, per call: the free is outside the clock. */
+static double time_create(const digest_ctx *c, uint64_t iters)
+{
+    uint64_t total = 0;
+    for (uint64_t i = 0; i < iters; i++) {
+        kvshard_plan *p = NULL;
+        uint64_t t0 = bench_now_ns();
+        int rc = kvshard_plan_create(&p, c->model, c->options, NULL, NULL);
+        total += bench_now_ns() - t0;
+        if (rc)
+            bench_die("planning 10^6 layers failed: %s", kvshard_strerror(rc));
+        sink += kvshard_plan_digest(p);
+        kvshard_plan_free(p);
+    }
+    return (double)total / (double)iters;
+}
+
+/* The words the plan's digest covers, as the old digest took them: per layer
+ * kind << 32 | owner, then per rank its six figures. */
+static uint64_t *digest_words(size_t *count, const kvshard_plan *plan)
+{
+    uint32_t L = kvshard_plan_num_layers(plan), T = kvshard_plan_attn_tp_size(plan);
+    size_t n = (size_t)L + 6u * (size_t)T;
+    uint64_t *w = bench_xmalloc(n * sizeof *w);
+    size_t k = 0;
+    for (uint32_t i = 0; i < L; i++) {
+        kvshard_layer_kind kind = KVSHARD_LAYER_FULL_ATTENTION;
+        int32_t owner = 0;
+        kvshard_plan_layer_kind(&kind, plan, i);
+        kvshard_plan_layer_owner(&owner, plan, i);
+        w[k++] = (uint64_t)kind << 32 | (uint32_t)owner;
+    }
+    for (uint32_t t = 0; t < T; t++) {
+        kvshard_rank_memory m = KVSHARD_RANK_MEMORY_INIT;
+        kvshard_plan_rank_memory(&m, plan, t);
+        w[k++] = m.kv_bytes_per_token;
+        w[k++] = m.scratch_bytes_per_token;
+        w[k++] = m.draft_bytes_per_token;
+        w[k++] = m.bytes_per_block;
+        w[k++] = m.state_bytes_per_seq;
+        w[k++] = m.has_num_blocks ? m.num_blocks : UINT64_MAX;
+    }
+    *count = n;
+    return w;
+}
+
+void bench_case_digest(bench_report *r, bench_inputs *in)
+{
+    const bench_settings *s = r->settings;
+    size_t len;
+    const char *text = big_text(in, &len);
+    kvshard_model *m = load_model(text, len, "<10^6 layer_types>", NULL);
+    kvshard_plan *plan = make_plan(m, &in->big_options, NULL, "<10^6 layer_types>");
+    digest_ctx c = {m, &in->big_options, NULL, 0};
+    uint64_t *words = digest_words(&c.count, plan);
+    c.words = words;
+    kvshard_plan_free(plan);
+    bench_progress("digest: planning 10^6 layers against the byte-wise FNV-1a over %zu words",
+                   c.count);
+
+    /* Batch sizes from a warm-up, then A B A B. */
+    double once = time_create(&c, 2);
+    uint64_t ia = once > 0 ? (uint64_t)((double)s->batch_ns / once) : 1;
+    ia = ia < 1 ? 1 : ia;
+    uint64_t ib = bench_batch_size(s, op_fnv, &c);
+    size_t n = s->pairs;
+    double *ta = bench_xmalloc(n * sizeof *ta), *tb = bench_xmalloc(n * sizeof *tb);
+    double *tr = bench_xmalloc(n * sizeof *tr);
+    for (size_t i = 0; i < n; i++) {
+        ta[i] = time_create(&c, ia);
+        tb[i] = bench_batch(op_fnv, &c, ib);
+        tr[i] = (ta[i] + tb[i]) / ta[i];
+    }
+    bench_stats ratio = bench_summarize(tr, n);
+    bench_stats t_new = copy_summary(ta, n), t_fnv = copy_summary(tb, n);
+    free(ta);
+    free(tb);
+    free(tr);
+    free(words);
+    kvshard_model_free(m);
+
+    bench_section *sec = bench_section_add(
+        r, "Planning 10^6 layers against the old byte-wise digest",
+        "T_new: kvshard_plan_create of the 10^6-entry model with the seed example's parallel "
+        "options "
+        "(the free outside the clock). T_fnv: FNV-1a 64 byte by byte over the %zu words the "
+        "plan's digest covers (per layer kind << 32 | owner, per rank its 6 figures), which the "
+        "planner ran before it hashed whole words. T_ref = T_new + T_fnv; ratio = T_ref / T_new "
+        "per pair, median.",
+        c.count);
+    bench_row *row = bench_row_add(sec, "10^6 layers");
+    bench_fig_stats(row, "T_new", BENCH_UNIT_NS, &t_new);
+    bench_fig_stats(row, "T_fnv", BENCH_UNIT_NS, &t_fnv);
+    bench_fig_stats(row, "T_ref / T_new", BENCH_UNIT_RATIO, &ratio);
+    bench_target_add(r, "plan 10^6 layers: T_ref (byte-wise FNV) / T_new", ratio.median, 1.7, true,
+                     "median of %zu per-pair ratios (p10 %.3f, p90 %.3f)", ratio.n, ratio.p10,
+                     ratio.p90);
+}
+
+/* ---- owns() against an empty call
+ * ------------------------------------------------------------------ */
+
+typedef bool (*owns_fn)(const kvshard_plan *, uint32_t, uint32_t);
+
+typedef struct owns_ctx {
+    const kvshard_plan *plan;
+    uint32_t tp, layers;
+    uint32_t rounds; /* passes over every (rank, layer) per operation */
+} owns_ctx;
+
+/* The same loop for both functions; inlined with a constant function, each
+ * copy makes direct calls. */
+static inline uint64_t owns_loop(owns_fn fn, const owns_ctx *c)
+{
+    uint64_t acc = 0;
+    for (uint32_t k = 0; k < c->rounds; k++) {
+        for (uint32_t r = 0; r < c->tp; r++) {
+            for (uint32_t l = 0; l < c->layers; l++)
+                acc += fn(c->plan, r, l);
+        }
+    }
+    return acc;
+}
+
+BENCH_ALIGNED static void op_owns(void *p)
+{
+    sink += owns_loop(kvshard_plan_owns, p);
+}
+
+BENCH_ALIGNED static void op_empty(void *p)
+{
+    sink += owns_loop(bench_empty_owns, p);
+}
+
+static uint32_t rounds_for(uint32_t tp, uint32_t layers)
+{
+    uint64_t calls = (uint64_t)tp * layers;
+    uint64_t rounds = calls >= 16384 ? 1 : 16384 / calls;
+    return (uint32_t)rounds;
+}
+
+/* An allocator that counts, like bench_counting_allocator(), and places
+ * each block `offset` bytes further into a larger one: the same plan at
+ * different addresses. */
+typedef struct placed {
+    bench_counter count;
+    size_t offset; /* a multiple of 64 */
+} placed;
+
+static void *placed_malloc(void *user, size_t size)
+{
+    placed *p = user;
+    if (size > SIZE_MAX - p->offset - 64)
+        return NULL;
+    char *base = malloc(size + p->offset + 64);
+    if (!base)
+        return NULL;
+    char *block = base + 64 + p->offset;
+    memcpy(block - sizeof base, &base, sizeof base);
+    p->count.allocs++;
+    return block;
+}
+
+static void placed_free(void *user, void *ptr)
+{
+    placed *p = user;
+    char *base;
+    memcpy(&base, (char *)ptr - sizeof base, sizeof base);
+    p->count.frees++;
+    free(base);
+}
+
+#define OWNS_PLACEMENTS 8u
+
+void bench_case_owns(bench_report *r, bench_inputs *in)
+{
+    const bench_settings *s = r->settings;
+    bench_progress("owns: kvshard_plan_owns against an empty call");
+    kvshard_deployment *d = load_deployment(in->seed, s->examples);
+    /* A load is served by a few cache lines of the plan; how they fall
+     * against the stack's (the return address each call pushes) changes the
+     * cost of a call by up to a fifth. So the seed plan is made at 8
+     * addresses, 512 bytes apart, and the pairs of all 8 count alike. */
+    size_t per = s->quick ? 3 : (s->pairs + OWNS_PLACEMENTS - 1) / OWNS_PLACEMENTS;
+    size_t n = per * OWNS_PLACEMENTS;
+    double *ta = bench_xmalloc(n * sizeof *ta), *tb = bench_xmalloc(n * sizeof *tb);
+    double lo = 0, hi = 0;
+    uint64_t allocated = 0;
+    owns_ctx c = {NULL, 0, 0, 0};
+    double calls = 1;
+    for (unsigned k = 0; k < OWNS_PLACEMENTS; k++) {
+        placed pl;
+        memset(&pl, 0, sizeof pl);
+        pl.offset = (size_t)k * 512u;
+        kvshard_allocator a = {placed_malloc, placed_free, &pl};
+        kvshard_plan *plan =
+            make_plan(kvshard_deployment_model(d), &in->seed_options, &a, in->seed->name);
+        c.plan = plan;
+        c.tp = kvshard_plan_attn_tp_size(plan);
+        c.layers = kvshard_plan_num_layers(plan);
+        c.rounds = rounds_for(c.tp, c.layers);
+        calls = (double)c.rounds * c.tp * c.layers;
+        uint64_t before = pl.count.allocs + pl.count.frees;
+        bench_pairs(s, per, op_empty, &c, op_owns, &c, ta + k * per, tb + k * per);
+        allocated += pl.count.allocs + pl.count.frees - before;
+        bench_stats one = bench_pair_ratio(ta + k * per, tb + k * per, per);
+        lo = k == 0 || one.median < lo ? one.median : lo;
+        hi = k == 0 || one.median > hi ? one.median : hi;
+        kvshard_plan_free(plan);
+    }
+    bench_stats ratio = bench_pair_ratio(ta, tb, n);
+    bench_stats te = copy_summary(ta, n), to = copy_summary(tb, n);
+    te.median /= calls, te.p10 /= calls, te.p90 /= calls;
+    to.median /= calls, to.p10 /= calls, to.p90 /= calls;
+    free(ta);
+    free(tb);
+    kvshard_deployment_free(d);
+
+    /* The same on the plan of 10^6 layers, for information. */
+    size_t len;
+    const char *text = big_text(in, &len);
+    kvshard_model *m = load_model(text, len, "<10^6 layer_types>", NULL);
+    kvshard_plan *big = make_plan(m, &in->big_options, NULL, "<10^6 layer_types>");
+    kvshard_model_free(m);
+    owns_ctx cb = {big, kvshard_plan_attn_tp_size(big), kvshard_plan_num_layers(big), 1};
+    bench_stats tbig = bench_time(s, s->pairs, op_owns, &cb);
+    double big_calls = (double)cb.tp * cb.layers;
+    tbig.median /= big_calls, tbig.p10 /= big_calls, tbig.p90 /= big_calls;
+    kvshard_plan_free(big);
+
+    bench_section *sec = bench_section_add(
+        r, "kvshard_plan_owns() against an empty out-of-line call",
+        "The same loop over every (TP rank, layer), summing the results, calls "
+        "kvshard_plan_owns() or bench_empty_owns(), a function with the same signature that "
+        "returns false, in another translation unit. Batches alternate; ratio = median of "
+        "per-pair ratios over the seed plan placed at %u addresses 512 bytes apart (the "
+        "median of one placement ranged from %.3f to %.3f). The plans were made with a "
+        "counting allocator: allocations and frees during all the calls: %llu.",
+        OWNS_PLACEMENTS, lo, hi, (unsigned long long)allocated);
+    bench_row *row = bench_row_add(sec, "empty call (seed plan, %u x %u)", c.tp, c.layers);
+    bench_fig_stats(row, "per call", BENCH_UNIT_NS, &te);
+    row = bench_row_add(sec, "kvshard_plan_owns (seed plan)");
+    bench_fig_stats(row, "per call", BENCH_UNIT_NS, &to);
+    bench_fig_stats(row, "ratio", BENCH_UNIT_RATIO, &ratio);
+    row = bench_row_add(sec, "kvshard_plan_owns (10^6 layers, %u ranks)", cb.tp);
+    bench_fig_stats(row, "per call", BENCH_UNIT_NS, &tbig);
+
+    bench_target *t = bench_target_add(
+        r, "owns() / empty out-of-line call, no allocation", ratio.median, 1.3, false,
+        "median of %zu per-pair ratios at %u placements (p10 %.3f, p90 %.3f); %llu "
+        "allocations",
+        ratio.n, OWNS_PLACEMENTS, ratio.p10, ratio.p90, (unsigned long long)allocated);
+    if (allocated != 0)
+        t->pass = false;
+}
+
+/* ---- the other queries
+ * --------------------------------------------------------------------------- */
+
+typedef struct query_ctx {
+    const kvshard_plan *plan;
+    uint32_t tp, layers;
+    uint32_t inner;  /* calls per operation */
+    uint64_t budget; /* memory for blocks_for */
+} query_ctx;
+
+static void op_rank_layers(void *p)
+{
+    const query_ctx *c = p;
+    uint64_t acc = 0;
+    for (uint32_t i = 0; i < c->inner; i++) {
+        const uint32_t *layers = NULL;
+        size_t count = 0;
+        if (kvshard_plan_rank_layers(&layers, &count, c->plan, i % c->tp) == KVSHARD_OK)
+            acc += count + (count ? layers[0] : 0);
+    }
+    sink += acc;
+}
+
+static void op_layer_storage(void *p)
+{
+    const query_ctx *c = p;
+    uint64_t acc = 0;
+    for (uint32_t i = 0; i < c->inner; i++) {
+        kvshard_layer_storage st = KVSHARD_LAYER_STORAGE_INIT;
+        if (kvshard_plan_layer_storage(&st, c->plan, i % c->tp, (i * 7919u) % c->layers) ==
+            KVSHARD_OK)
+            acc += st.kv_bytes_per_token + (uint64_t)st.kv_slot;
+    }
+    sink += acc;
+}
+
+static void op_blocks_for(void *p)
+{
+    const query_ctx *c = p;
+    uint64_t acc = 0;
+    for (uint32_t i = 0; i < c->inner; i++) {
+        kvshard_budget b = KVSHARD_BUDGET_INIT;
+        b.memory_per_rank = c->budget - (i & 1023u); /* no call repeats the last */
+        b.context_length = 32768;
+        kvshard_blocks out = KVSHARD_BLOCKS_INIT;
+        if (kvshard_plan_blocks_for(&out, c->plan, KVSHARD_ALL_RANKS, &b, NULL) == KVSHARD_OK)
+            acc += out.num_blocks;
+    }
+    sink += acc;
+}
+
+static void op_describe_rank(void *p)
+{
+    const query_ctx *c = p;
+    uint64_t acc = 0;
+    char buf[512];
+    for (uint32_t i = 0; i < c->inner; i++) {
+        int n = kvshard_plan_describe_rank(buf, sizeof buf, c->plan, i % c->tp);
+        acc += (uint64_t)n + (unsigned char)buf[0];
+    }
+    sink += acc;
+}
+
+static void query_row(bench_section *sec, const bench_settings *s, const char *name, bench_op op,
+                      query_ctx *seed, query_ctx *big)
+{
+    bench_row *row = bench_row_add(sec, "%s", name);
+    query_ctx *ctx[2] = {seed, big};
+    const char *col[2] = {"seed plan", "10^6 layers"};
+    for (int k = 0; k < 2; k++) {
+        bench_stats st = bench_time(s, s->pairs, op, ctx[k]);
+        st.median /= ctx[k]->inner, st.p10 /= ctx[k]->inner, st.p90 /= ctx[k]->inner;
+        bench_fig_stats(row, col[k], BENCH_UNIT_NS, &st);
+    }
+}
+
+void bench_case_queries(bench_report *r, bench_inputs *in)
+{
+    const bench_settings *s = r->settings;
+    bench_progress("queries: rank_layers, layer_storage, blocks_for, describe_rank");
+    kvshard_deployment *d = load_deployment(in->seed, s->examples);
+    kvshard_plan *plan =
+        make_plan(kvshard_deployment_model(d), &in->seed_options, NULL, in->seed->name);
+    size_t len;
+    const char *text = big_text(in, &len);
+    kvshard_model *m = load_model(text, len, "<10^6 layer_types>", NULL);
+    kvshard_plan *big = make_plan(m, &in->big_options, NULL, "<10^6 layer_types>");
+    kvshard_model_free(m);
+    query_ctx seed = {plan, kvshard_plan_attn_tp_size(plan), kvshard_plan_num_layers(plan), 100,
+                      20ull << 30};
+    query_ctx large = {big, kvshard_plan_attn_tp_size(big), kvshard_plan_num_layers(big), 100,
+                       64ull << 40};
+
+    bench_section *sec = bench_section_add(
+        r, "Other queries, per call",
+        "Seed plan: %u layers on %u TP ranks; the 10^6-layer plan with the same parallel "
+        "options. layer_storage visits layers 7919 apart; blocks_for asks for every rank at a "
+        "budget of 20 GiB (10^6 layers: 64 TiB, which their state needs) and 32768 tokens; "
+        "describe_rank writes into 512 bytes.",
+        seed.layers, seed.tp);
+    query_row(sec, s, "kvshard_plan_rank_layers", op_rank_layers, &seed, &large);
+    query_row(sec, s, "kvshard_plan_layer_storage", op_layer_storage, &seed, &large);
+    query_row(sec, s, "kvshard_plan_blocks_for", op_blocks_for, &seed, &large);
+    query_row(sec, s, "kvshard_plan_describe_rank", op_describe_rank, &seed, &large);
+    kvshard_plan_free(big);
+    kvshard_plan_free(plan);
+    kvshard_deployment_free(d);
+}
+
+/* ---- the 10^6-layer sweep over TP sizes
+ * ----------------------------------------------------------- */
+
+void bench_case_sweep(bench_report *r, bench_inputs *in)
+{
+    (void)in;
+    const bench_settings *s = r->settings;
+    /* 256 key and 512 value heads: every TP size below divides them, so
+     * that the largest is refused for its layer entries alone. */
+    size_t len;
+    char *text = bench_gen_layer_types(&len, BENCH_BIG_LAYERS, 256, 512);
+    kvshard_model *m = load_model(text, len, "<sweep>", NULL);
+    free(text);
+    uint32_t kv = kvshard_model_count(m, KVSHARD_LAYER_FULL_ATTENTION) +
+                  kvshard_model_count(m, KVSHARD_LAYER_HYBRID);
+    bench_section *sec = bench_section_add(
+        r, "10^6 layers at several TP sizes",
+        "The 10^6-entry config with 256 key and 512 value GDN heads, so that every TP size "
+        "here divides them; %u KV layers; layerwise split 2 above TP 1; no memory figure. "
+        "Entries = (T / S_eff) x KV layers, at most KVSHARD_MAX_LAYER_ENTRIES = %u. Plan "
+        "memory is the peak through a counting allocator.",
+        kv, KVSHARD_MAX_LAYER_ENTRIES);
+    static const uint32_t tps[] = {1, 8, 32, 128, 256};
+    for (size_t i = 0; i < sizeof tps / sizeof tps[0]; i++) {
+        uint32_t T = tps[i];
+        kvshard_options o = KVSHARD_OPTIONS_INIT;
+        o.world_size = T;
+        o.enable_layerwise_split = T > 1;
+        o.layerwise_split_size = T > 1 ? 2 : 1;
+        uint64_t entries = (uint64_t)(T / o.layerwise_split_size) * kv;
+        bench_progress("sweep: TP %u", T);
+        bench_counter pc;
+        kvshard_allocator pa = bench_counting_allocator(&pc);
+        kvshard_plan *plan = NULL;
+        kvshard_error err;
+        int rc = kvshard_plan_create(&plan, m, &o, &pa, &err);
+        if (rc == KVSHARD_ELIMIT) {
+            bench_row *row = bench_row_add(sec, "TP %u, split %u: refused (%s)", T,
+                                           o.layerwise_split_size, "KVSHARD_ELIMIT");
+            bench_fig(row, "entries", BENCH_UNIT_COUNT, (double)entries);
+            continue;
+        }
+        if (rc)
+            bench_die_kvshard("sweep plan", rc, &err);
+        size_t peak = pc.peak;
+        text_ctx c = {NULL, 0, "<sweep>", &o, m};
+        bench_stats tp = bench_time(s, s->big_pairs, op_plan, &c);
+        write_ctx json = {plan, kvshard_plan_write_json, 0};
+        bench_stats tj = bench_time(s, s->quick ? 1 : 3, op_write, &json);
+        bench_stats rate = mbps(&tj, json.bytes);
+        kvshard_plan_free(plan);
+        bench_row *row = bench_row_add(sec, "TP %u, split %u", T, o.layerwise_split_size);
+        bench_fig(row, "entries", BENCH_UNIT_COUNT, (double)entries);
+        bench_fig_stats(row, "plan", BENCH_UNIT_NS, &tp);
+        bench_fig(row, "plan memory", BENCH_UNIT_BYTES, (double)peak);
+        bench_fig(row, "JSON", BENCH_UNIT_BYTES, (double)json.bytes);
+        bench_fig_stats(row, "JSON rate", BENCH_UNIT_MBPS, &rate);
+    }
+    kvshard_model_free(m);
+}
