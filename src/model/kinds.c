@@ -153,32 +153,39 @@ static int mark_listed(uint8_t *kinds, const kvshard__reader *r, const kvshard__
         return rc;
     kvshard__iter it = kvshard__iter_begin(r->doc, list);
     kvshard__node item = {0};
+    const char *dot = strrchr(key, '.');
+    const char *list_name = dot ? dot + 1 : key;
     for (uint32_t i = 0; kvshard__iter_next(r->doc, &it, &item); i++) {
+        /* The entry's name ("key[i]") is written only for an error: these
+         * lists can be long. */
         char what[96];
-        snprintf(what, sizeof what, "%s[%u]", key, i);
         uint64_t n;
-        if ((rc = kvshard__node_uint(&n, r->doc, &item, what, 0, UINT64_MAX, r->err)) != 0)
-            return rc;
-        if (n < base || n - base >= L)
+        if (kvshard__node_uint(&n, r->doc, &item, key, 0, UINT64_MAX, NULL) != KVSHARD_OK) {
+            snprintf(what, sizeof what, "%s[%u]", key, i);
+            return kvshard__node_uint(&n, r->doc, &item, what, 0, UINT64_MAX, r->err);
+        }
+        bool in_range = n >= base && n - base < L;
+        uint8_t *slot = in_range ? &kinds[n - base] : NULL;
+        if (in_range && *slot == UNSET) {
+            *slot = kind;
+            continue;
+        }
+        snprintf(what, sizeof what, "%s[%u]", key, i);
+        if (!in_range)
             return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERLIST, &item,
                                      base ? "%s: layer %llu is out of range; these lists are "
                                             "1-based, from 1 to num_hidden_layers %u"
                                           : "%s: layer index %llu is out of range; indices run "
                                             "from 0 to num_hidden_layers - 1 = %u",
                                      what, (unsigned long long)n, base ? L : L - 1);
-        uint8_t *slot = &kinds[n - base];
-        const char *dot = strrchr(key, '.');
-        const char *list_name = dot ? dot + 1 : key;
         if (*slot == kind)
             return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERLIST, &item,
                                      "%s: layer %llu is listed twice in %s", what,
                                      (unsigned long long)n, list_name);
-        if (*slot != UNSET)
-            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERLIST, &item,
-                                     "%s: layer %llu is in both %s and %s; each layer belongs to "
-                                     "exactly one",
-                                     what, (unsigned long long)n, other_key, list_name);
-        *slot = kind;
+        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERLIST, &item,
+                                 "%s: layer %llu is in both %s and %s; each layer belongs to "
+                                 "exactly one",
+                                 what, (unsigned long long)n, other_key, list_name);
     }
     return KVSHARD_OK;
 }
