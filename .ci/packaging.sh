@@ -150,9 +150,10 @@ for prog in engine_init engine_init_cxx; do
     for rank in 0 1 2 3; do
         "$WORK/examples/$prog" "$SEED" "$rank" | tee "$WORK/$prog.$rank.txt"
     done
-    grep -q "stores the KV of 5 full-attention layer(s): 3 11 19 27 35$" "$WORK/$prog.0.txt" ||
+    # The rank's log line (kvshard_plan_describe_rank) names its KV layers.
+    grep -q "^rank 0: .* KV of 5 layers \[3 11 19 27 35\]" "$WORK/$prog.0.txt" ||
         fail "$prog rank 0 does not store layers 3 11 19 27 35"
-    grep -q "stores the KV of 5 full-attention layer(s): 7 15 23 31 39$" "$WORK/$prog.1.txt" ||
+    grep -q "^rank 1: .* KV of 5 layers \[7 15 23 31 39\]" "$WORK/$prog.1.txt" ||
         fail "$prog rank 1 does not store layers 7 15 23 31 39"
     grep -q "^rank 0: allocated " "$WORK/$prog.0.txt" || fail "$prog rank 0 allocated nothing"
 done
