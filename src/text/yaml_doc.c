@@ -1164,6 +1164,26 @@ bool kvshard__iter_next(const kvshard__doc *doc, kvshard__iter *it, kvshard__nod
     return true;
 }
 
+uint32_t kvshard__map_keys(const kvshard__doc *doc, const kvshard__node *map, kvshard__key_ref *out,
+                           uint32_t cap)
+{
+    uint32_t n = map->kind != KVSHARD__NODE_MAPPING ? 0 : map->count < cap ? map->count : cap;
+    uint32_t pos = map->id + 1;
+    for (uint32_t i = 0; i < n; i++) {
+        const entry *k = key_entry(doc, pos);
+        out[i].text = scalar_text(doc, k);
+        out[i].len = k->count;
+        out[i].value_at = pos + 1;
+        pos = skip(doc, pos + 1);
+    }
+    return n;
+}
+
+kvshard__node kvshard__doc_node(const kvshard__doc *doc, uint32_t at_id)
+{
+    return view(doc, at_id);
+}
+
 kvshard__node kvshard__seq_item(const kvshard__doc *doc, const kvshard__node *seq, uint32_t index)
 {
     const entry *e = at(doc, seq->id);
