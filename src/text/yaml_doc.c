@@ -297,66 +297,41 @@ static size_t line_break(const char *t, size_t i, size_t len)
     return 0;
 }
 
-#define ONES 0x0101010101010101ull
 #define HIGHS 0x8080808080808080ull
 
-/* 0x80 in each byte of `w` that is zero, 0 in the others. */
-static inline uint64_t zero_bytes(uint64_t w)
-{
-    return ~(((w & ~HIGHS) + ~HIGHS) | w | ~HIGHS);
-}
+/* Walk from `i` towards `stop` a block at a time while a block holds only
+ * ASCII characters other than CR: there each LF starts a line and every other
+ * byte is one character, so a block is a count of LFs, which compilers do
+ * with vector compares. Columns are worked out once at the end, back from
+ * the last LF. Stops at the first block with a CR or a byte above 0x7F, or
+ * within a block of `stop`, for the byte-wise walk to finish. */
+#define PLAIN_BLOCK 32u
 
-/* How many bytes of a zero_bytes() mask are set: each set byte becomes a 1,
- * and the multiply sums the bytes into the top one. */
-static inline int count_marked(uint64_t mask)
+static size_t skip_plain_blocks(const char *t, size_t i, size_t stop, int *line, int *column)
 {
-    return (int)(((mask >> 7) * ONES) >> 56);
-}
-
-/* Offset (0..7) within the word at `p` of its last LF, given the word's
- * non-zero zero_bytes() mask for LF. */
-static inline unsigned last_lf(const char *p, uint64_t mask)
-{
-#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    (void)p;
-    return (unsigned)(63 - __builtin_clzll(mask)) / 8u;
-#elif defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    (void)p;
-    return 7u - (unsigned)__builtin_ctzll(mask) / 8u;
-#else
-    (void)mask;
-    unsigned k = 7;
-    while (p[k] != '\n')
-        k--;
-    return k;
-#endif
-}
-
-/* Walk from `i` towards `stop` eight bytes at a time while a word holds only
- * ASCII characters and LF: each LF starts a line, every other byte is one
- * character. Stops at the first word with a CR or a byte above 0x7F, or
- * within 8 bytes of `stop`, for the byte-wise walk to finish. */
-static size_t skip_plain_words(const char *t, size_t i, size_t stop, int *line, int *column)
-{
-    int ln = *line, col = *column;
-    while (i + 8 <= stop) {
-        uint64_t w;
-        memcpy(&w, t + i, 8);
-        if ((w & HIGHS) || zero_bytes(w ^ (ONES * '\r')))
-            break;
-        uint64_t lf = zero_bytes(w ^ (ONES * '\n'));
-        if (lf) {
-            ln += count_marked(lf);
-            /* Columns restart after the word's last LF. */
-            unsigned k = last_lf(t + i, lf);
-            col = 1 + (int)(7 - k);
-        } else {
-            col += 8;
+    size_t from = i;
+    size_t lines = 0;
+    while (i < stop && stop - i >= PLAIN_BLOCK) {
+        const unsigned char *p = (const unsigned char *)t + i;
+        unsigned char lf = 0, other = 0;
+        for (unsigned k = 0; k < PLAIN_BLOCK; k++) {
+            lf = (unsigned char)(lf + (p[k] == '\n'));
+            other |= (unsigned char)((p[k] == '\r') | (p[k] >> 7));
         }
-        i += 8;
+        if (other)
+            break;
+        lines += lf;
+        i += PLAIN_BLOCK;
     }
-    *line = ln;
-    *column = col;
+    if (lines == 0) {
+        *column += (int)(i - from);
+        return i;
+    }
+    size_t after_lf = i; /* one past the last LF, which lies in [from, i) */
+    while (t[after_lf - 1] != '\n')
+        after_lf--;
+    *line += (int)lines; /* a document has fewer than 2^26 bytes */
+    *column = 1 + (int)(i - after_lf);
     return i;
 }
 
@@ -383,7 +358,7 @@ void kvshard__doc_marks(const kvshard__doc *doc, const size_t *offsets, kvshard_
             }
         }
         size_t stop = target < doc->len ? target : doc->len;
-        i = skip_plain_words(doc->text, i, stop, &line, &column);
+        i = skip_plain_blocks(doc->text, i, stop, &line, &column);
         while (i < target && i < doc->len) {
             unsigned char c = (unsigned char)doc->text[i];
             if (c >= 0x20 && c < 0x80) { /* a printable ASCII character */
