@@ -25,25 +25,32 @@ static int per_layer_list(const kvshard__reader *r, const kvshard__node *list, c
     return KVSHARD_OK;
 }
 
+/* The kind a layer_types name stands for: full_attention, attention,
+ * sliding_attention, linear_attention, mamba, conv, short_conv, hybrid, mlp
+ * or moe; UNSET for anything else. By length first: a long list costs a
+ * jump and a compare or two per entry. */
+static uint8_t kind_of_name(const char *s, size_t len)
+{
+#define IS(word) (len == sizeof word - 1 && memcmp(s, word, sizeof word - 1) == 0)
+    switch (len) {
+    case 14: return IS("full_attention") ? FULL : UNSET;
+    case 9: return IS("attention") ? FULL : UNSET;
+    case 17: return IS("sliding_attention") ? SLIDING : UNSET;
+    case 16: return IS("linear_attention") ? LINEAR : UNSET;
+    case 5: return IS("mamba") ? LINEAR : UNSET;
+    case 4: return IS("conv") ? LINEAR : UNSET;
+    case 10: return IS("short_conv") ? LINEAR : UNSET;
+    case 6: return IS("hybrid") ? HYBRID : UNSET;
+    case 3: return IS("mlp") || IS("moe") ? NO_CACHE : UNSET;
+    default: return UNSET;
+    }
+#undef IS
+}
+
 /* Rule 1: layer_types (or layers_block_type), one name per layer. */
 static int from_names(uint8_t *kinds, const kvshard__reader *r, const kvshard__node *list,
                       const char *key, uint32_t L)
 {
-    static const struct {
-        const char *name;
-        uint8_t kind;
-    } names[] = {
-        {"full_attention", FULL},
-        {"attention", FULL},
-        {"sliding_attention", SLIDING},
-        {"linear_attention", LINEAR},
-        {"mamba", LINEAR},
-        {"conv", LINEAR},
-        {"short_conv", LINEAR},
-        {"hybrid", HYBRID},
-        {"mlp", NO_CACHE},
-        {"moe", NO_CACHE},
-    };
     int rc = per_layer_list(r, list, key, L);
     if (rc)
         return rc;
@@ -58,11 +65,8 @@ static int from_names(uint8_t *kinds, const kvshard__reader *r, const kvshard__n
             size_t len;
             return kvshard__node_string(&s, &len, r->doc, &item, what, r->err);
         }
-        size_t k = 0;
-        while (k < sizeof names / sizeof names[0] &&
-               !kvshard__text_is(item.text, item.count, names[k].name))
-            k++;
-        if (k == sizeof names / sizeof names[0]) {
+        uint8_t kind = kind_of_name(item.text, item.count);
+        if (kind == UNSET) {
             char shown[96];
             kvshard__excerpt(shown, sizeof shown, item.text, item.count, 40);
             return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERTYPE, &item,
@@ -71,7 +75,7 @@ static int from_names(uint8_t *kinds, const kvshard__reader *r, const kvshard__n
                                      "conv, short_conv, hybrid, mlp or moe)",
                                      key, i, shown);
         }
-        kinds[i] = names[k].kind;
+        kinds[i] = kind;
     }
     return KVSHARD_OK;
 }
