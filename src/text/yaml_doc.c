@@ -122,16 +122,17 @@ static char *arena_copy(kvshard__doc *doc, const char *s, size_t len)
 
 /* ---- mapping indexes ------------------------------------------------------------ */
 
-/* Mappings of 5 keys or more get an open-addressing table of key positions,
- * built while checking for duplicates and kept for lookups: a model is read
- * with some 40 lookups, most of them for keys the config does not have, and
- * a miss then costs one hash and a probe or two.
+/* Mappings of more than 32 keys get an open-addressing table of key
+ * positions, built while checking for duplicates and kept for lookups: a
+ * lookup that misses then costs one hash and a probe or two. Smaller ones are
+ * walked: the model reader looks at each of a config's keys once, in one
+ * pass (model.c), and a walk of a few dozen keys costs no more than a hash.
  *
  * A slot holds the key's tape position plus one in its low 23 bits (a
  * document has at most KVSHARD_MAX_NODES = 2^23 nodes, and a key is never
  * the last) and 9 bits of the key's hash above them, so that a probe reads
  * the key's text only when those bits match; 0 is an empty slot. */
-#define INDEX_MIN_PAIRS 5u
+#define INDEX_MIN_PAIRS 33u
 #define SLOT_POS_BITS 23
 #define SLOT_POS_MASK ((1u << SLOT_POS_BITS) - 1u)
 
@@ -841,11 +842,6 @@ static int on_start(builder *b, const yaml_event_t *ev, unsigned kind)
     return KVSHARD_OK;
 }
 
-static bool same_text(const kvshard__node *a, const kvshard__node *k)
-{
-    return a->count == k->count && memcmp(a->text, k->text, a->count) == 0;
-}
-
 static int duplicate_key(builder *b, const kvshard__node *dup, const kvshard__node *first)
 {
     kvshard__mark m = kvshard__doc_mark(b->doc, first->offset);
@@ -860,21 +856,36 @@ static int duplicate_key(builder *b, const kvshard__node *dup, const kvshard__no
 static int check_keys(builder *b, uint32_t map_id, uint32_t pairs)
 {
     const kvshard__doc *d = b->doc;
-    kvshard__node map = view(d, map_id);
-    kvshard__iter it = kvshard__iter_begin(d, &map);
-    kvshard__node key, value;
+    kvshard__node key;
     if (pairs < INDEX_MIN_PAIRS) {
-        kvshard__node keys[INDEX_MIN_PAIRS - 1];
+        /* Each key's key_sig() bit: only a key whose bit an earlier key set
+         * has its text compared, with those of the same signature. */
+        uint64_t seen = 0;
+        uint8_t sigs[INDEX_MIN_PAIRS - 1];
+        uint32_t positions[INDEX_MIN_PAIRS - 1];
+        uint32_t key_pos = map_id + 1;
         for (uint32_t i = 0; i < pairs; i++) {
-            kvshard__iter_next(d, &it, &key);
-            kvshard__iter_next(d, &it, &value);
-            if (key.kind != KVSHARD__NODE_SCALAR)
+            const entry *k = key_entry(d, key_pos);
+            if (kind_of(k) != KIND_SCALAR) {
+                key = view(d, key_pos);
                 return fail_at(b, KVSHARD_ETYPE, key.offset, "mapping keys must be scalars");
-            for (uint32_t j = 0; j < i; j++) {
-                if (same_text(&keys[j], &key))
-                    return duplicate_key(b, &key, &keys[j]);
             }
-            keys[i] = key;
+            const char *text = scalar_text(d, k);
+            unsigned sig = key_sig(text, k->count);
+            for (uint32_t j = 0; (seen >> sig & 1u) && j < i; j++) {
+                if (sigs[j] != sig)
+                    continue;
+                const entry *o = key_entry(d, positions[j]);
+                if (o->count == k->count && memcmp(scalar_text(d, o), text, k->count) == 0) {
+                    key = view(d, key_pos);
+                    kvshard__node first = view(d, positions[j]);
+                    return duplicate_key(b, &key, &first);
+                }
+            }
+            seen |= (uint64_t)1 << sig;
+            sigs[i] = (uint8_t)sig;
+            positions[i] = key_pos;
+            key_pos = skip(d, key_pos + 1);
         }
         return KVSHARD_OK;
     }
