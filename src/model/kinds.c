@@ -129,7 +129,9 @@ static int from_attn_type_list(uint8_t *kinds, const kvshard__reader *r, const k
     kvshard__iter it = kvshard__iter_begin(r->doc, list);
     kvshard__node item = {0};
     for (uint32_t i = 0; kvshard__iter_next(r->doc, &it, &item); i++) {
-        bool one = kvshard__scalar_is(&item, "1"), zero = kvshard__scalar_is(&item, "0");
+        /* "1" or "0", without a strlen and a memcmp per entry. */
+        bool digit = item.kind == KVSHARD__NODE_SCALAR && item.count == 1;
+        bool one = digit && item.text[0] == '1', zero = digit && item.text[0] == '0';
         if (!(one || zero) || item.style != KVSHARD__VALUE_PLAIN) {
             char what[48];
             snprintf(what, sizeof what, "attn_type_list[%u]", i);
