@@ -425,15 +425,24 @@ int kvshard__model_new(kvshard_model **out, const kvshard_allocator *alloc, cons
                        const char *model_type, size_t type_len, uint32_t num_layers,
                        kvshard_error *err)
 {
-    kvshard_model *m = kvshard__calloc(alloc, 1, sizeof *m);
+    /* The model with its source and type after it; the layer kinds apart. */
+    size_t source_len = strlen(source);
+    size_t fixed = sizeof(kvshard_model) + 2;
+    kvshard_model *m = NULL;
+    if (source_len <= SIZE_MAX - fixed && type_len <= SIZE_MAX - fixed - source_len)
+        m = kvshard__alloc(alloc, 1, fixed + source_len + type_len);
     if (m) {
+        memset(m, 0, sizeof *m);
         m->alloc = *alloc;
-        m->source = kvshard__strdup(alloc, source);
-        m->model_type = kvshard__strndup(alloc, model_type, type_len);
-        m->kinds = kvshard__alloc(alloc, num_layers, 1);
+        m->source = (char *)(m + 1);
+        memcpy(m->source, source, source_len + 1);
+        m->model_type = m->source + source_len + 1;
+        memcpy(m->model_type, model_type, type_len);
+        m->model_type[type_len] = '\0';
         m->info.num_layers = num_layers;
+        m->kinds = kvshard__alloc(alloc, num_layers, 1);
     }
-    if (!m || !m->source || !m->model_type || !m->kinds) {
+    if (!m || !m->kinds) {
         kvshard_model_free(m);
         return kvshard__fail(err, KVSHARD_ENOMEM, source, kvshard__no_mark, "out of memory");
     }
@@ -573,10 +582,8 @@ void kvshard_model_free(kvshard_model *model)
     if (!model)
         return;
     kvshard_allocator a = model->alloc;
-    kvshard__free(&a, model->source);
-    kvshard__free(&a, model->model_type);
     kvshard__free(&a, model->kinds);
-    kvshard__free(&a, model);
+    kvshard__free(&a, model); /* its source and type with it */
 }
 
 /* ---- queries --------------------------------------------------------------------------- */
