@@ -158,20 +158,9 @@ static void scan_keys(kvshard__key_table *t, const kvshard__doc *doc, const kvsh
     }
 }
 
-bool kvshard__get(const kvshard__reader *r, const kvshard__node *map, kvshard__key key,
-                  kvshard__node *out)
+bool kvshard__get_in_doc(const kvshard__reader *r, const kvshard__node *map, kvshard__key key,
+                         kvshard__node *out)
 {
-    /* The same node id is the same mapping, whichever way it was reached. */
-    const kvshard__key_table *t = map->id == r->text_keys.map  ? &r->text_keys
-                                  : map->id == r->top_keys.map ? &r->top_keys
-                                                               : NULL;
-    if (t && t->complete) {
-        uint8_t at = t->at[key];
-        if (!at)
-            return false;
-        *out = t->values[at - 1];
-        return true;
-    }
     kvshard__node v = {0};
     if (!kvshard__map_get(r->doc, map, KEY_NAMES[key], &v) || kvshard__node_is_null(&v))
         return false;

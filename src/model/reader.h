@@ -97,10 +97,28 @@ typedef struct kvshard__reader {
     kvshard__key_table text_keys; /* text_config's; unused without one */
 } kvshard__reader;
 
+/* kvshard__get() in a mapping without a complete key table: asks the doc. */
+bool kvshard__get_in_doc(const kvshard__reader *r, const kvshard__node *map, kvshard__key key,
+                         kvshard__node *out);
+
 /* The value of `key` in `map` when present and not null (null counts as
- * absent everywhere in a model config). */
-bool kvshard__get(const kvshard__reader *r, const kvshard__node *map, kvshard__key key,
-                  kvshard__node *out);
+ * absent everywhere in a model config). Inline: a model is read with dozens
+ * of these, nearly all answered by a key table. */
+static inline bool kvshard__get(const kvshard__reader *r, const kvshard__node *map,
+                                kvshard__key key, kvshard__node *out)
+{
+    /* The same node id is the same mapping, whichever way it was reached. */
+    const kvshard__key_table *t = map->id == r->text_keys.map  ? &r->text_keys
+                                  : map->id == r->top_keys.map ? &r->top_keys
+                                                               : NULL;
+    if (!t || !t->complete)
+        return kvshard__get_in_doc(r, map, key, out);
+    uint8_t at = t->at[key];
+    if (!at)
+        return false;
+    *out = t->values[at - 1];
+    return true;
+}
 /* The first present key of a list of aliases ended by KVSHARD__KEY_COUNT;
  * its name into *out_key. */
 bool kvshard__get_any(const kvshard__reader *r, const kvshard__node *map, const kvshard__key *keys,
