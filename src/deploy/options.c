@@ -431,6 +431,23 @@ int kvshard__options_check(const kvshard_options *options, kvshard_error *err)
                              options->size, sizeof *options);
     for (int i = 0; i < KVSHARD__OPT_COUNT; i++) {
         const option_def *d = &defs[i];
+        /* Whole numbers in range and booleans pass without the general path,
+         * which reads every field as a double (a plan checks every option). */
+        const char *base = (const char *)options + d->offset;
+        if (d->type == VT_BOOL)
+            continue;
+        if (d->type == VT_U32 || d->type == VT_BYTES) {
+            uint64_t u;
+            if (d->type == VT_U32) {
+                uint32_t u32;
+                memcpy(&u32, base, sizeof u32);
+                u = u32;
+            } else {
+                memcpy(&u, base, sizeof u);
+            }
+            if ((u == 0 && d->unset_ok) || (u >= d->min && u <= d->max))
+                continue;
+        }
         double v = get_field(options, d);
         uint64_t n = d->type == VT_BYTES ? get_bytes(options, d)
                      : v < 0.0           ? (uint64_t)(int64_t)v

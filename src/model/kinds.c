@@ -25,25 +25,32 @@ static int per_layer_list(const kvshard__reader *r, const kvshard__node *list, c
     return KVSHARD_OK;
 }
 
+/* The kind a layer_types name stands for: full_attention, attention,
+ * sliding_attention, linear_attention, mamba, conv, short_conv, hybrid, mlp
+ * or moe; UNSET for anything else. By length first: a long list costs a
+ * jump and a compare or two per entry. */
+static uint8_t kind_of_name(const char *s, size_t len)
+{
+#define IS(word) (len == sizeof word - 1 && memcmp(s, word, sizeof word - 1) == 0)
+    switch (len) {
+    case 14: return IS("full_attention") ? FULL : UNSET;
+    case 9: return IS("attention") ? FULL : UNSET;
+    case 17: return IS("sliding_attention") ? SLIDING : UNSET;
+    case 16: return IS("linear_attention") ? LINEAR : UNSET;
+    case 5: return IS("mamba") ? LINEAR : UNSET;
+    case 4: return IS("conv") ? LINEAR : UNSET;
+    case 10: return IS("short_conv") ? LINEAR : UNSET;
+    case 6: return IS("hybrid") ? HYBRID : UNSET;
+    case 3: return IS("mlp") || IS("moe") ? NO_CACHE : UNSET;
+    default: return UNSET;
+    }
+#undef IS
+}
+
 /* Rule 1: layer_types (or layers_block_type), one name per layer. */
 static int from_names(uint8_t *kinds, const kvshard__reader *r, const kvshard__node *list,
                       const char *key, uint32_t L)
 {
-    static const struct {
-        const char *name;
-        uint8_t kind;
-    } names[] = {
-        {"full_attention", FULL},
-        {"attention", FULL},
-        {"sliding_attention", SLIDING},
-        {"linear_attention", LINEAR},
-        {"mamba", LINEAR},
-        {"conv", LINEAR},
-        {"short_conv", LINEAR},
-        {"hybrid", HYBRID},
-        {"mlp", NO_CACHE},
-        {"moe", NO_CACHE},
-    };
     int rc = per_layer_list(r, list, key, L);
     if (rc)
         return rc;
@@ -58,11 +65,8 @@ static int from_names(uint8_t *kinds, const kvshard__reader *r, const kvshard__n
             size_t len;
             return kvshard__node_string(&s, &len, r->doc, &item, what, r->err);
         }
-        size_t k = 0;
-        while (k < sizeof names / sizeof names[0] &&
-               !kvshard__text_is(item.text, item.count, names[k].name))
-            k++;
-        if (k == sizeof names / sizeof names[0]) {
+        uint8_t kind = kind_of_name(item.text, item.count);
+        if (kind == UNSET) {
             char shown[96];
             kvshard__excerpt(shown, sizeof shown, item.text, item.count, 40);
             return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERTYPE, &item,
@@ -71,7 +75,7 @@ static int from_names(uint8_t *kinds, const kvshard__reader *r, const kvshard__n
                                      "conv, short_conv, hybrid, mlp or moe)",
                                      key, i, shown);
         }
-        kinds[i] = names[k].kind;
+        kinds[i] = kind;
     }
     return KVSHARD_OK;
 }
@@ -125,7 +129,9 @@ static int from_attn_type_list(uint8_t *kinds, const kvshard__reader *r, const k
     kvshard__iter it = kvshard__iter_begin(r->doc, list);
     kvshard__node item = {0};
     for (uint32_t i = 0; kvshard__iter_next(r->doc, &it, &item); i++) {
-        bool one = kvshard__scalar_is(&item, "1"), zero = kvshard__scalar_is(&item, "0");
+        /* "1" or "0", without a strlen and a memcmp per entry. */
+        bool digit = item.kind == KVSHARD__NODE_SCALAR && item.count == 1;
+        bool one = digit && item.text[0] == '1', zero = digit && item.text[0] == '0';
         if (!(one || zero) || item.style != KVSHARD__VALUE_PLAIN) {
             char what[48];
             snprintf(what, sizeof what, "attn_type_list[%u]", i);
@@ -194,13 +200,13 @@ static int mark_listed(uint8_t *kinds, const kvshard__reader *r, const kvshard__
 static int from_kimi(uint8_t *kinds, const kvshard__reader *r, const kvshard__node *cfg, uint32_t L)
 {
     kvshard__node full = {0}, kda = {0};
-    bool has_full = kvshard__get(r, cfg, "full_attn_layers", &full);
-    bool has_kda = kvshard__get(r, cfg, "kda_layers", &kda);
+    bool has_full = kvshard__get(r, cfg, KVSHARD__KEY_FULL_ATTN_LAYERS, &full);
+    bool has_kda = kvshard__get(r, cfg, KVSHARD__KEY_KDA_LAYERS, &kda);
     const char *why = "linear_attn_config lists the full-attention and the KDA layers";
     if (!has_full)
-        return kvshard__missing(r, cfg, "full_attn_layers", why);
+        return kvshard__missing(r, cfg, KVSHARD__KEY_FULL_ATTN_LAYERS, why);
     if (!has_kda)
-        return kvshard__missing(r, cfg, "kda_layers", why);
+        return kvshard__missing(r, cfg, KVSHARD__KEY_KDA_LAYERS, why);
     memset(kinds, UNSET, L);
     int rc = mark_listed(kinds, r, &full, "linear_attn_config.full_attn_layers", 1, FULL, L,
                          "kda_layers");
@@ -246,14 +252,14 @@ static void every_nth(uint8_t *kinds, uint32_t L, uint64_t n, uint8_t every, uin
 static int from_period(uint8_t *kinds, const kvshard__reader *r, uint32_t L)
 {
     kvshard__node p = {0}, o = {0};
-    bool has_p = kvshard__get(r, &r->text, "attn_layer_period", &p);
-    bool has_o = kvshard__get(r, &r->text, "attn_layer_offset", &o);
+    bool has_p = kvshard__get(r, &r->text, KVSHARD__KEY_ATTN_LAYER_PERIOD, &p);
+    bool has_o = kvshard__get(r, &r->text, KVSHARD__KEY_ATTN_LAYER_OFFSET, &o);
     const char *why = "attn_layer_period and attn_layer_offset place the attention layers "
                       "together";
     if (!has_p)
-        return kvshard__missing(r, &r->text, "attn_layer_period", why);
+        return kvshard__missing(r, &r->text, KVSHARD__KEY_ATTN_LAYER_PERIOD, why);
     if (!has_o)
-        return kvshard__missing(r, &r->text, "attn_layer_offset", why);
+        return kvshard__missing(r, &r->text, KVSHARD__KEY_ATTN_LAYER_OFFSET, why);
     uint32_t period, offset;
     int rc = kvshard__read_dim(&period, r, &p, "attn_layer_period", 1, UINT32_MAX);
     if (rc == KVSHARD_OK)
@@ -274,14 +280,14 @@ static int from_period(uint8_t *kinds, const kvshard__reader *r, uint32_t L)
 static bool sliding_pattern(uint64_t *out, const kvshard__reader *r, kvshard__node *v, int *rc)
 {
     *rc = KVSHARD_OK;
-    if (kvshard__get(r, &r->text, "sliding_window_pattern", v)) {
+    if (kvshard__get(r, &r->text, KVSHARD__KEY_SLIDING_WINDOW_PATTERN, v)) {
         uint32_t p;
         *rc = kvshard__read_dim(&p, r, v, "sliding_window_pattern", 1, UINT32_MAX);
         *out = p;
         return true;
     }
     kvshard__node window = {0};
-    if (!kvshard__get(r, &r->text, "sliding_window", &window))
+    if (!kvshard__get(r, &r->text, KVSHARD__KEY_SLIDING_WINDOW, &window))
         return false;
     if (kvshard__model_type_is(r, "gemma3", false) ||
         kvshard__model_type_is(r, "gemma3_text", false)) {
@@ -303,31 +309,32 @@ int kvshard__read_layer_kinds(kvshard__reader *r)
     const kvshard__node *t = &r->text;
     kvshard__node v = {0};
     int rc = KVSHARD_OK;
-    if (kvshard__get(r, t, "layer_types", &v))
+    if (kvshard__get(r, t, KVSHARD__KEY_LAYER_TYPES, &v))
         return from_names(kinds, r, &v, "layer_types", L);
-    if (kvshard__get(r, t, "layers_block_type", &v))
+    if (kvshard__get(r, t, KVSHARD__KEY_LAYERS_BLOCK_TYPE, &v))
         return from_names(kinds, r, &v, "layers_block_type", L);
-    if (kvshard__get(r, t, "hybrid_override_pattern", &v))
+    if (kvshard__get(r, t, KVSHARD__KEY_HYBRID_OVERRIDE_PATTERN, &v))
         return from_pattern(kinds, r, &v, L);
-    if (kvshard__get(r, t, "attn_type_list", &v))
+    if (kvshard__get(r, t, KVSHARD__KEY_ATTN_TYPE_LIST, &v))
         return from_attn_type_list(kinds, r, &v, L);
-    if (kvshard__get(r, t, "linear_attn_config", &v)) {
+    if (kvshard__get(r, t, KVSHARD__KEY_LINEAR_ATTN_CONFIG, &v)) {
         if ((rc = kvshard__node_expect(r->doc, &v, KVSHARD__NODE_MAPPING, "linear_attn_config",
                                        r->err)) != 0)
             return rc;
         return from_kimi(kinds, r, &v, L);
     }
-    if (kvshard__get(r, t, "attn_layer_period", &v) || kvshard__get(r, t, "attn_layer_offset", &v))
+    if (kvshard__get(r, t, KVSHARD__KEY_ATTN_LAYER_PERIOD, &v) ||
+        kvshard__get(r, t, KVSHARD__KEY_ATTN_LAYER_OFFSET, &v))
         return from_period(kinds, r, L);
     if (kvshard__model_type_is(r, "falcon_h1", false)) {
         memset(kinds, HYBRID, L);
         return KVSHARD_OK;
     }
-    if (kvshard__get(r, t, "attn_layer_indices", &v))
+    if (kvshard__get(r, t, KVSHARD__KEY_ATTN_LAYER_INDICES, &v))
         return from_indices(kinds, r, &v, "attn_layer_indices", L);
-    if (kvshard__get(r, t, "full_attn_idxs", &v))
+    if (kvshard__get(r, t, KVSHARD__KEY_FULL_ATTN_IDXS, &v))
         return from_indices(kinds, r, &v, "full_attn_idxs", L);
-    if (kvshard__get(r, t, "full_attention_interval", &v)) {
+    if (kvshard__get(r, t, KVSHARD__KEY_FULL_ATTENTION_INTERVAL, &v)) {
         uint32_t n;
         if ((rc = kvshard__read_dim(&n, r, &v, "full_attention_interval", 1, UINT32_MAX)) != 0)
             return rc;

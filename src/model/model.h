@@ -81,7 +81,8 @@ struct kvshard_model {
     kvshard__key_site sites[KVSHARD__SITE_COUNT];
 };
 
-/* A new empty model with its source and type copied; ENOMEM otherwise. */
+/* A new empty model with its source and type copied (into the model's own
+ * allocation; the layer kinds have one of their own); ENOMEM otherwise. */
 int kvshard__model_new(kvshard_model **out, const kvshard_allocator *alloc, const char *source,
                        const char *model_type, size_t type_len, uint32_t num_layers,
                        kvshard_error *err);

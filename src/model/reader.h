@@ -6,6 +6,86 @@
 #include "model/model.h"
 #include "text/yaml_doc.h"
 
+/* Every key a model config is read by, as X(ID, "name"): the top level,
+ * text_config and linear_attn_config. */
+#define KVSHARD__MODEL_KEYS(X)                                                                     \
+    X(TEXT_CONFIG, "text_config")                                                                  \
+    X(MODEL_TYPE, "model_type")                                                                    \
+    X(NUM_HIDDEN_LAYERS, "num_hidden_layers")                                                      \
+    X(DTYPE, "dtype")                                                                              \
+    X(TORCH_DTYPE, "torch_dtype")                                                                  \
+    X(LAYER_TYPES, "layer_types")                                                                  \
+    X(LAYERS_BLOCK_TYPE, "layers_block_type")                                                      \
+    X(HYBRID_OVERRIDE_PATTERN, "hybrid_override_pattern")                                          \
+    X(ATTN_TYPE_LIST, "attn_type_list")                                                            \
+    X(LINEAR_ATTN_CONFIG, "linear_attn_config")                                                    \
+    X(ATTN_LAYER_PERIOD, "attn_layer_period")                                                      \
+    X(ATTN_LAYER_OFFSET, "attn_layer_offset")                                                      \
+    X(ATTN_LAYER_INDICES, "attn_layer_indices")                                                    \
+    X(FULL_ATTN_IDXS, "full_attn_idxs")                                                            \
+    X(FULL_ATTENTION_INTERVAL, "full_attention_interval")                                          \
+    X(SLIDING_WINDOW_PATTERN, "sliding_window_pattern")                                            \
+    X(SLIDING_WINDOW, "sliding_window")                                                            \
+    X(NUM_NEXTN_PREDICT_LAYERS, "num_nextn_predict_layers")                                        \
+    X(MTP_NUM_HIDDEN_LAYERS, "mtp_num_hidden_layers")                                              \
+    X(KV_LORA_RANK, "kv_lora_rank")                                                                \
+    X(NUM_ATTENTION_HEADS, "num_attention_heads")                                                  \
+    X(NUM_KEY_VALUE_HEADS, "num_key_value_heads")                                                  \
+    X(HEAD_DIM, "head_dim")                                                                        \
+    X(ATTENTION_HEAD_DIM, "attention_head_dim")                                                    \
+    X(HIDDEN_SIZE, "hidden_size")                                                                  \
+    X(QK_ROPE_HEAD_DIM, "qk_rope_head_dim")                                                        \
+    X(INDEX_HEAD_DIM, "index_head_dim")                                                            \
+    X(INDEX_N_HEADS, "index_n_heads")                                                              \
+    X(LINEAR_NUM_KEY_HEADS, "linear_num_key_heads")                                                \
+    X(LINEAR_NUM_VALUE_HEADS, "linear_num_value_heads")                                            \
+    X(LINEAR_KEY_HEAD_DIM, "linear_key_head_dim")                                                  \
+    X(LINEAR_VALUE_HEAD_DIM, "linear_value_head_dim")                                              \
+    X(LINEAR_CONV_KERNEL_DIM, "linear_conv_kernel_dim")                                            \
+    X(MAMBA_NUM_HEADS, "mamba_num_heads")                                                          \
+    X(MAMBA_N_HEADS, "mamba_n_heads")                                                              \
+    X(N_MAMBA_HEADS, "n_mamba_heads")                                                              \
+    X(MAMBA_HEAD_DIM, "mamba_head_dim")                                                            \
+    X(MAMBA_D_HEAD, "mamba_d_head")                                                                \
+    X(MAMBA_HEADDIM, "mamba_headdim")                                                              \
+    X(SSM_STATE_SIZE, "ssm_state_size")                                                            \
+    X(MAMBA_D_STATE, "mamba_d_state")                                                              \
+    X(N_GROUPS, "n_groups")                                                                        \
+    X(MAMBA_N_GROUPS, "mamba_n_groups")                                                            \
+    X(MAMBA_NGROUPS, "mamba_ngroups")                                                              \
+    X(CONV_KERNEL, "conv_kernel")                                                                  \
+    X(MAMBA_D_CONV, "mamba_d_conv")                                                                \
+    X(MAMBA_EXPAND, "mamba_expand")                                                                \
+    X(CONV_L_CACHE, "conv_L_cache")                                                                \
+    X(MAMBA_SSM_DTYPE, "mamba_ssm_dtype")                                                          \
+    X(MAMBA_SSM_CACHE_DTYPE, "mamba_ssm_cache_dtype")                                              \
+    X(FULL_ATTN_LAYERS, "full_attn_layers")                                                        \
+    X(KDA_LAYERS, "kda_layers")                                                                    \
+    X(NUM_HEADS, "num_heads")                                                                      \
+    X(SHORT_CONV_KERNEL_SIZE, "short_conv_kernel_size")
+
+typedef enum kvshard__key {
+#define KVSHARD__KEY_ENUM(id, name) KVSHARD__KEY_##id,
+    KVSHARD__MODEL_KEYS(KVSHARD__KEY_ENUM)
+#undef KVSHARD__KEY_ENUM
+        KVSHARD__KEY_COUNT /* also ends a list of keys */
+} kvshard__key;
+
+/* A key's name as a config spells it. */
+const char *kvshard__key_name(kvshard__key key);
+/* The key spelled `len` bytes at `s`; KVSHARD__KEY_COUNT when none is. */
+kvshard__key kvshard__key_find(const char *s, size_t len);
+
+/* The values of the known keys of one mapping, found in one pass over it: a
+ * model is read with some 30 to 60 lookups, most for keys a config does not
+ * have, and a config has a few dozen keys. */
+typedef struct kvshard__key_table {
+    uint32_t map;                   /* node id of the mapping; UINT32_MAX for none */
+    bool complete;                  /* false for a mapping too large to scan: the doc is asked */
+    uint8_t at[KVSHARD__KEY_COUNT]; /* 1 + index into `values`; 0 absent or null */
+    kvshard__node values[KVSHARD__KEY_COUNT];
+} kvshard__key_table;
+
 typedef struct kvshard__reader {
     const kvshard__doc *doc;
     kvshard__node top;  /* the whole config */
@@ -13,25 +93,45 @@ typedef struct kvshard__reader {
     kvshard_error *err;
     kvshard_model *model; /* being filled */
     size_t site_offsets[KVSHARD__SITE_COUNT];
+    kvshard__key_table top_keys;
+    kvshard__key_table text_keys; /* text_config's; unused without one */
 } kvshard__reader;
 
+/* kvshard__get() in a mapping without a complete key table: asks the doc. */
+bool kvshard__get_in_doc(const kvshard__reader *r, const kvshard__node *map, kvshard__key key,
+                         kvshard__node *out);
+
 /* The value of `key` in `map` when present and not null (null counts as
- * absent everywhere in a model config). */
-bool kvshard__get(const kvshard__reader *r, const kvshard__node *map, const char *key,
-                  kvshard__node *out);
-/* The first present key of a NULL-terminated list of aliases; its name into
- * *out_key. */
-bool kvshard__get_any(const kvshard__reader *r, const kvshard__node *map, const char *const *keys,
+ * absent everywhere in a model config). Inline: a model is read with dozens
+ * of these, nearly all answered by a key table. */
+static inline bool kvshard__get(const kvshard__reader *r, const kvshard__node *map,
+                                kvshard__key key, kvshard__node *out)
+{
+    /* The same node id is the same mapping, whichever way it was reached. */
+    const kvshard__key_table *t = map->id == r->text_keys.map  ? &r->text_keys
+                                  : map->id == r->top_keys.map ? &r->top_keys
+                                                               : NULL;
+    if (!t || !t->complete)
+        return kvshard__get_in_doc(r, map, key, out);
+    uint8_t at = t->at[key];
+    if (!at)
+        return false;
+    *out = t->values[at - 1];
+    return true;
+}
+/* The first present key of a list of aliases ended by KVSHARD__KEY_COUNT;
+ * its name into *out_key. */
+bool kvshard__get_any(const kvshard__reader *r, const kvshard__node *map, const kvshard__key *keys,
                       kvshard__node *out, const char **out_key);
 /* EMISSING at `map`: "missing key "key" (why)". */
-int kvshard__missing(const kvshard__reader *r, const kvshard__node *map, const char *key,
+int kvshard__missing(const kvshard__reader *r, const kvshard__node *map, kvshard__key key,
                      const char *why);
 /* A dimension in [min, max] from `v`, which holds `key`. */
 int kvshard__read_dim(uint32_t *out, const kvshard__reader *r, const kvshard__node *v,
                       const char *key, uint32_t min, uint32_t max);
 /* A required dimension (1 .. KVSHARD__MAX_DIMENSION) of `map`. */
 int kvshard__require_dim(uint32_t *out, const kvshard__reader *r, const kvshard__node *map,
-                         const char *key, const char *why);
+                         kvshard__key key, const char *why);
 /* model_type at the top level or in the text config is `type` (or, with
  * `prefix`, starts with it). */
 bool kvshard__model_type_is(const kvshard__reader *r, const char *type, bool prefix);

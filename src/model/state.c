@@ -5,15 +5,20 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const MAMBA2_HEADS[] = {"mamba_num_heads", "mamba_n_heads", "n_mamba_heads",
-                                           NULL};
-static const char *const MAMBA2_HEAD_DIM[] = {"mamba_head_dim", "mamba_d_head", "mamba_headdim",
-                                              NULL};
-static const char *const MAMBA2_STATE[] = {"ssm_state_size", "mamba_d_state", NULL};
-static const char *const MAMBA2_GROUPS[] = {"n_groups", "mamba_n_groups", "mamba_ngroups", NULL};
-static const char *const MAMBA2_KERNEL[] = {"conv_kernel", "mamba_d_conv", NULL};
+#define END KVSHARD__KEY_COUNT
 
-static bool has_any(const kvshard__reader *r, const char *const *keys)
+static const kvshard__key MAMBA2_HEADS[] = {
+    KVSHARD__KEY_MAMBA_NUM_HEADS, KVSHARD__KEY_MAMBA_N_HEADS, KVSHARD__KEY_N_MAMBA_HEADS, END};
+static const kvshard__key MAMBA2_HEAD_DIM[] = {
+    KVSHARD__KEY_MAMBA_HEAD_DIM, KVSHARD__KEY_MAMBA_D_HEAD, KVSHARD__KEY_MAMBA_HEADDIM, END};
+static const kvshard__key MAMBA2_STATE[] = {KVSHARD__KEY_SSM_STATE_SIZE, KVSHARD__KEY_MAMBA_D_STATE,
+                                            END};
+static const kvshard__key MAMBA2_GROUPS[] = {KVSHARD__KEY_N_GROUPS, KVSHARD__KEY_MAMBA_N_GROUPS,
+                                             KVSHARD__KEY_MAMBA_NGROUPS, END};
+static const kvshard__key MAMBA2_KERNEL[] = {KVSHARD__KEY_CONV_KERNEL, KVSHARD__KEY_MAMBA_D_CONV,
+                                             END};
+
+static bool has_any(const kvshard__reader *r, const kvshard__key *keys)
 {
     kvshard__node v = {0};
     const char *key;
@@ -25,14 +30,15 @@ static bool has_any(const kvshard__reader *r, const char *const *keys)
  * state). */
 static kvshard_state_kind state_kind_of(const kvshard__reader *r)
 {
-    static const char *const gdn[] = {"linear_num_key_heads", "linear_num_value_heads",
-                                      "linear_key_head_dim", "linear_value_head_dim", NULL};
+    static const kvshard__key gdn[] = {
+        KVSHARD__KEY_LINEAR_NUM_KEY_HEADS, KVSHARD__KEY_LINEAR_NUM_VALUE_HEADS,
+        KVSHARD__KEY_LINEAR_KEY_HEAD_DIM, KVSHARD__KEY_LINEAR_VALUE_HEAD_DIM, END};
     static const char *const mamba2_types[] = {"nemotron_h", "granitemoehybrid", "bamba",
                                                "falcon_h1",  "zamba2",           NULL};
     kvshard__node v = {0};
-    if (kvshard__get(r, &r->text, "linear_attn_config", &v))
+    if (kvshard__get(r, &r->text, KVSHARD__KEY_LINEAR_ATTN_CONFIG, &v))
         return KVSHARD_STATE_KDA;
-    if (kvshard__get(r, &r->text, "attn_type_list", &v) ||
+    if (kvshard__get(r, &r->text, KVSHARD__KEY_ATTN_TYPE_LIST, &v) ||
         kvshard__model_type_is(r, "minimax", true))
         return KVSHARD_STATE_LIGHTNING;
     if (has_any(r, gdn))
@@ -42,32 +48,34 @@ static kvshard_state_kind state_kind_of(const kvshard__reader *r)
         mamba2 = kvshard__model_type_is(r, *t, false);
     if (mamba2)
         return KVSHARD_STATE_MAMBA2;
-    if (kvshard__get(r, &r->text, "mamba_d_state", &v) &&
-        kvshard__get(r, &r->text, "mamba_expand", &v))
+    if (kvshard__get(r, &r->text, KVSHARD__KEY_MAMBA_D_STATE, &v) &&
+        kvshard__get(r, &r->text, KVSHARD__KEY_MAMBA_EXPAND, &v))
         return KVSHARD_STATE_MAMBA1;
-    if (kvshard__get(r, &r->text, "conv_L_cache", &v))
+    if (kvshard__get(r, &r->text, KVSHARD__KEY_CONV_L_CACHE, &v))
         return KVSHARD_STATE_SHORT_CONV;
     return KVSHARD_STATE_NONE;
 }
 
 /* A required dimension under any of its aliases; the error names them all. */
 static int require_any(uint32_t *out, const char **out_key, kvshard__node *out_node,
-                       const kvshard__reader *r, const char *const *keys, const char *why)
+                       const kvshard__reader *r, const kvshard__key *keys, const char *why)
 {
     kvshard__node v = {0};
     const char *key;
     if (!kvshard__get_any(r, &r->text, keys, &v, &key)) {
         char names[160] = "";
         size_t used = 0;
-        for (const char *const *k = keys + 1; *k && used < sizeof names; k++) {
-            int n = snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : " (or ", *k);
+        for (const kvshard__key *k = keys + 1; *k != END && used < sizeof names; k++) {
+            int n = snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : " (or ",
+                             kvshard__key_name(*k));
             if (n > 0)
                 used += (size_t)n;
         }
         if (used && used + 1 < sizeof names)
             strcat(names, ")");
         return kvshard__doc_fail(r->doc, r->err, KVSHARD_EMISSING, &r->text,
-                                 "missing key \"%s\"%s (%s)", keys[0], names, why);
+                                 "missing key \"%s\"%s (%s)", kvshard__key_name(keys[0]), names,
+                                 why);
     }
     if (out_key)
         *out_key = key;
@@ -78,7 +86,7 @@ static int require_any(uint32_t *out, const char **out_key, kvshard__node *out_n
 
 /* An optional dimension under any of its aliases, `fallback` when absent. */
 static int optional_any(uint32_t *out, const char **out_key, kvshard__node *out_node,
-                        const kvshard__reader *r, const char *const *keys, uint32_t fallback)
+                        const kvshard__reader *r, const kvshard__key *keys, uint32_t fallback)
 {
     kvshard__node v = {0};
     const char *key;
@@ -101,15 +109,20 @@ static int read_gdn(kvshard__reader *r, kvshard__state_dims *s)
     const kvshard__node *t = &r->text;
     kvshard__node v = {0};
     int rc;
-    if ((rc = kvshard__require_dim(&s->key_heads, r, t, "linear_num_key_heads", why)) != 0 ||
-        (rc = kvshard__require_dim(&s->heads, r, t, "linear_num_value_heads", why)) != 0 ||
-        (rc = kvshard__require_dim(&s->head_dim, r, t, "linear_key_head_dim", why)) != 0 ||
-        (rc = kvshard__require_dim(&s->value_dim, r, t, "linear_value_head_dim", why)) != 0 ||
-        (rc = kvshard__require_dim(&s->conv_kernel, r, t, "linear_conv_kernel_dim", why)) != 0)
+    if ((rc = kvshard__require_dim(&s->key_heads, r, t, KVSHARD__KEY_LINEAR_NUM_KEY_HEADS, why)) !=
+            0 ||
+        (rc = kvshard__require_dim(&s->heads, r, t, KVSHARD__KEY_LINEAR_NUM_VALUE_HEADS, why)) !=
+            0 ||
+        (rc = kvshard__require_dim(&s->head_dim, r, t, KVSHARD__KEY_LINEAR_KEY_HEAD_DIM, why)) !=
+            0 ||
+        (rc = kvshard__require_dim(&s->value_dim, r, t, KVSHARD__KEY_LINEAR_VALUE_HEAD_DIM, why)) !=
+            0 ||
+        (rc = kvshard__require_dim(&s->conv_kernel, r, t, KVSHARD__KEY_LINEAR_CONV_KERNEL_DIM,
+                                   why)) != 0)
         return rc;
-    kvshard__get(r, t, "linear_num_key_heads", &v);
+    kvshard__get(r, t, KVSHARD__KEY_LINEAR_NUM_KEY_HEADS, &v);
     kvshard__set_site(r, KVSHARD__SITE_STATE_A, "linear_num_key_heads", s->key_heads, &v);
-    kvshard__get(r, t, "linear_num_value_heads", &v);
+    kvshard__get(r, t, KVSHARD__KEY_LINEAR_NUM_VALUE_HEADS, &v);
     kvshard__set_site(r, KVSHARD__SITE_STATE_B, "linear_num_value_heads", s->heads, &v);
     return KVSHARD_OK;
 }
@@ -118,18 +131,19 @@ static int read_kda(kvshard__reader *r, kvshard__state_dims *s)
 {
     const char *why = "Kimi Delta Attention state";
     kvshard__node cfg = {0}, v = {0};
-    kvshard__get(r, &r->text, "linear_attn_config", &cfg);
+    kvshard__get(r, &r->text, KVSHARD__KEY_LINEAR_ATTN_CONFIG, &cfg);
     int rc =
         kvshard__node_expect(r->doc, &cfg, KVSHARD__NODE_MAPPING, "linear_attn_config", r->err);
     if (rc == KVSHARD_OK)
-        rc = kvshard__require_dim(&s->heads, r, &cfg, "num_heads", why);
+        rc = kvshard__require_dim(&s->heads, r, &cfg, KVSHARD__KEY_NUM_HEADS, why);
     if (rc == KVSHARD_OK)
-        rc = kvshard__require_dim(&s->head_dim, r, &cfg, "head_dim", why);
+        rc = kvshard__require_dim(&s->head_dim, r, &cfg, KVSHARD__KEY_HEAD_DIM, why);
     if (rc == KVSHARD_OK)
-        rc = kvshard__require_dim(&s->conv_kernel, r, &cfg, "short_conv_kernel_size", why);
+        rc = kvshard__require_dim(&s->conv_kernel, r, &cfg, KVSHARD__KEY_SHORT_CONV_KERNEL_SIZE,
+                                  why);
     if (rc)
         return rc;
-    kvshard__get(r, &cfg, "num_heads", &v);
+    kvshard__get(r, &cfg, KVSHARD__KEY_NUM_HEADS, &v);
     kvshard__set_site(r, KVSHARD__SITE_STATE_B, "linear_attn_config.num_heads", s->heads, &v);
     return KVSHARD_OK;
 }
@@ -138,12 +152,12 @@ static int read_lightning(kvshard__reader *r, kvshard__state_dims *s)
 {
     const char *why = "lightning attention state";
     kvshard__node v = {0};
-    int rc = kvshard__require_dim(&s->heads, r, &r->text, "num_attention_heads", why);
+    int rc = kvshard__require_dim(&s->heads, r, &r->text, KVSHARD__KEY_NUM_ATTENTION_HEADS, why);
     if (rc == KVSHARD_OK)
         rc = kvshard__read_head_dim(&s->head_dim, r, s->heads, why);
     if (rc)
         return rc;
-    kvshard__get(r, &r->text, "num_attention_heads", &v);
+    kvshard__get(r, &r->text, KVSHARD__KEY_NUM_ATTENTION_HEADS, &v);
     kvshard__set_site(r, KVSHARD__SITE_STATE_B, "num_attention_heads", s->heads, &v);
     return KVSHARD_OK;
 }
@@ -166,8 +180,10 @@ static int read_mamba2(kvshard__reader *r, kvshard__state_dims *s)
         const char *derive = "the Mamba2 head dim is mamba_expand x hidden_size / heads when "
                              "mamba_head_dim is absent or auto";
         uint32_t expand, hidden;
-        if ((rc = kvshard__require_dim(&expand, r, &r->text, "mamba_expand", derive)) != 0 ||
-            (rc = kvshard__require_dim(&hidden, r, &r->text, "hidden_size", derive)) != 0)
+        if ((rc = kvshard__require_dim(&expand, r, &r->text, KVSHARD__KEY_MAMBA_EXPAND, derive)) !=
+                0 ||
+            (rc = kvshard__require_dim(&hidden, r, &r->text, KVSHARD__KEY_HIDDEN_SIZE, derive)) !=
+                0)
             return rc;
         uint64_t width = (uint64_t)expand * hidden;
         if (width % s->heads != 0 || width / s->heads > KVSHARD__MAX_DIMENSION)
@@ -198,15 +214,16 @@ static int read_mamba1(kvshard__reader *r, kvshard__state_dims *s)
     uint32_t expand, hidden;
     kvshard__node v = {0};
     int rc;
-    if ((rc = kvshard__require_dim(&expand, r, &r->text, "mamba_expand", why)) != 0 ||
-        (rc = kvshard__require_dim(&hidden, r, &r->text, "hidden_size", why)) != 0 ||
-        (rc = kvshard__require_dim(&s->state_size, r, &r->text, "mamba_d_state", why)) != 0)
+    if ((rc = kvshard__require_dim(&expand, r, &r->text, KVSHARD__KEY_MAMBA_EXPAND, why)) != 0 ||
+        (rc = kvshard__require_dim(&hidden, r, &r->text, KVSHARD__KEY_HIDDEN_SIZE, why)) != 0 ||
+        (rc = kvshard__require_dim(&s->state_size, r, &r->text, KVSHARD__KEY_MAMBA_D_STATE, why)) !=
+            0)
         return rc;
-    static const char *const kernel[] = {"mamba_d_conv", NULL};
+    static const kvshard__key kernel[] = {KVSHARD__KEY_MAMBA_D_CONV, END};
     if ((rc = optional_any(&s->conv_kernel, NULL, NULL, r, kernel, 4)) != 0)
         return rc;
     uint64_t d_inner = (uint64_t)expand * hidden;
-    kvshard__get(r, &r->text, "mamba_expand", &v);
+    kvshard__get(r, &r->text, KVSHARD__KEY_MAMBA_EXPAND, &v);
     if (d_inner > KVSHARD__MAX_DIMENSION)
         return kvshard__doc_fail(r->doc, r->err, KVSHARD_ERANGE, &v,
                                  "mamba_expand %u x hidden_size %u is past %u channels", expand,
@@ -221,10 +238,11 @@ static int read_short_conv(kvshard__reader *r, kvshard__state_dims *s)
     const char *why = "short convolution state";
     kvshard__node v = {0};
     int rc;
-    if ((rc = kvshard__require_dim(&s->conv_kernel, r, &r->text, "conv_L_cache", why)) != 0 ||
-        (rc = kvshard__require_dim(&s->channels, r, &r->text, "hidden_size", why)) != 0)
+    if ((rc = kvshard__require_dim(&s->conv_kernel, r, &r->text, KVSHARD__KEY_CONV_L_CACHE, why)) !=
+            0 ||
+        (rc = kvshard__require_dim(&s->channels, r, &r->text, KVSHARD__KEY_HIDDEN_SIZE, why)) != 0)
         return rc;
-    kvshard__get(r, &r->text, "hidden_size", &v);
+    kvshard__get(r, &r->text, KVSHARD__KEY_HIDDEN_SIZE, &v);
     kvshard__set_site(r, KVSHARD__SITE_STATE_B, "hidden_size", s->channels, &v);
     return KVSHARD_OK;
 }
@@ -245,7 +263,8 @@ static kvshard_dtype state_dtype_of(const kvshard__reader *r, kvshard_state_kind
                                     kvshard_dtype model_dtype)
 {
     const kvshard__node *maps[2] = {&r->text, &r->top};
-    static const char *const keys[2] = {"mamba_ssm_dtype", "mamba_ssm_cache_dtype"};
+    static const kvshard__key keys[2] = {KVSHARD__KEY_MAMBA_SSM_DTYPE,
+                                         KVSHARD__KEY_MAMBA_SSM_CACHE_DTYPE};
     if (kind == KVSHARD_STATE_SHORT_CONV)
         return KVSHARD_DTYPE_AUTO; /* no temporal state */
     for (int m = 0; m < 2; m++) {

@@ -220,10 +220,18 @@ int kvshard__memory_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inpu
     bool has_kv = kvshard__num_kv_layers(m) > 0;
     bool draft = o->num_speculative_tokens > 0 && o->engine != KVSHARD_ENGINE_XLLM;
     uint32_t H = m->num_kv_heads, T = in->tp;
-    uint64_t group_bytes = 0;
-    uint32_t group_of_bytes = UINT32_MAX;
+    uint64_t group_bytes = 0, own = 0;
+    uint32_t group_of_bytes = UINT32_MAX, heads_of_own = UINT32_MAX;
+    uint32_t prev_heads = 0, prev_owned = 0; /* the inputs of rank r - 1 */
+    uint64_t prev_stored = 0;
     for (uint32_t r = 0; r < T; r++) {
-        uint64_t own = layer_bytes(&c, in, own_heads(in, r));
+        /* Ranks differ only in their KV heads, their group's and the layers
+         * they own, and most ranks share all three with the one before. */
+        uint32_t heads = own_heads(in, r);
+        if (heads != heads_of_own) {
+            own = layer_bytes(&c, in, heads);
+            heads_of_own = heads;
+        }
         uint64_t stored = own;
         if (split) {
             /* The owner of a layer holds the KV heads of its whole group. */
@@ -238,8 +246,17 @@ int kvshard__memory_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inpu
             }
             stored = group_bytes;
         }
+        uint32_t owned = in->owned[r % in->split];
+        if (r > 0 && !c.overflow && heads == prev_heads && stored == prev_stored &&
+            owned == prev_owned) {
+            ranks[r] = ranks[r - 1]; /* the same figures, computed without an overflow */
+            continue;
+        }
+        prev_heads = heads;
+        prev_stored = stored;
+        prev_owned = owned;
         kvshard_rank_memory f = KVSHARD_RANK_MEMORY_INIT;
-        f.kv_bytes_per_token = mul(&c, in->owned[r % in->split], stored);
+        f.kv_bytes_per_token = mul(&c, owned, stored);
         f.scratch_bytes_per_token = split && has_kv ? mul(&c, o->scratch_layers, stored) : 0;
         f.draft_bytes_per_token = draft ? mul(&c, m->num_draft_layers, own) : 0;
         uint64_t per_token = add(&c, add(&c, f.kv_bytes_per_token, f.scratch_bytes_per_token),

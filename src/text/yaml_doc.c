@@ -122,16 +122,17 @@ static char *arena_copy(kvshard__doc *doc, const char *s, size_t len)
 
 /* ---- mapping indexes ------------------------------------------------------------ */
 
-/* Mappings of 5 keys or more get an open-addressing table of key positions,
- * built while checking for duplicates and kept for lookups: a model is read
- * with some 40 lookups, most of them for keys the config does not have, and
- * a miss then costs one hash and a probe or two.
+/* Mappings of more than 32 keys get an open-addressing table of key
+ * positions, built while checking for duplicates and kept for lookups: a
+ * lookup that misses then costs one hash and a probe or two. Smaller ones are
+ * walked: the model reader looks at each of a config's keys once, in one
+ * pass (model.c), and a walk of a few dozen keys costs no more than a hash.
  *
  * A slot holds the key's tape position plus one in its low 23 bits (a
  * document has at most KVSHARD_MAX_NODES = 2^23 nodes, and a key is never
  * the last) and 9 bits of the key's hash above them, so that a probe reads
  * the key's text only when those bits match; 0 is an empty slot. */
-#define INDEX_MIN_PAIRS 5u
+#define INDEX_MIN_PAIRS 33u
 #define SLOT_POS_BITS 23
 #define SLOT_POS_MASK ((1u << SLOT_POS_BITS) - 1u)
 
@@ -297,66 +298,41 @@ static size_t line_break(const char *t, size_t i, size_t len)
     return 0;
 }
 
-#define ONES 0x0101010101010101ull
 #define HIGHS 0x8080808080808080ull
 
-/* 0x80 in each byte of `w` that is zero, 0 in the others. */
-static inline uint64_t zero_bytes(uint64_t w)
-{
-    return ~(((w & ~HIGHS) + ~HIGHS) | w | ~HIGHS);
-}
+/* Walk from `i` towards `stop` a block at a time while a block holds only
+ * ASCII characters other than CR: there each LF starts a line and every other
+ * byte is one character, so a block is a count of LFs, which compilers do
+ * with vector compares. Columns are worked out once at the end, back from
+ * the last LF. Stops at the first block with a CR or a byte above 0x7F, or
+ * within a block of `stop`, for the byte-wise walk to finish. */
+#define PLAIN_BLOCK 32u
 
-/* How many bytes of a zero_bytes() mask are set: each set byte becomes a 1,
- * and the multiply sums the bytes into the top one. */
-static inline int count_marked(uint64_t mask)
+static size_t skip_plain_blocks(const char *t, size_t i, size_t stop, int *line, int *column)
 {
-    return (int)(((mask >> 7) * ONES) >> 56);
-}
-
-/* Offset (0..7) within the word at `p` of its last LF, given the word's
- * non-zero zero_bytes() mask for LF. */
-static inline unsigned last_lf(const char *p, uint64_t mask)
-{
-#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    (void)p;
-    return (unsigned)(63 - __builtin_clzll(mask)) / 8u;
-#elif defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    (void)p;
-    return 7u - (unsigned)__builtin_ctzll(mask) / 8u;
-#else
-    (void)mask;
-    unsigned k = 7;
-    while (p[k] != '\n')
-        k--;
-    return k;
-#endif
-}
-
-/* Walk from `i` towards `stop` eight bytes at a time while a word holds only
- * ASCII characters and LF: each LF starts a line, every other byte is one
- * character. Stops at the first word with a CR or a byte above 0x7F, or
- * within 8 bytes of `stop`, for the byte-wise walk to finish. */
-static size_t skip_plain_words(const char *t, size_t i, size_t stop, int *line, int *column)
-{
-    int ln = *line, col = *column;
-    while (i + 8 <= stop) {
-        uint64_t w;
-        memcpy(&w, t + i, 8);
-        if ((w & HIGHS) || zero_bytes(w ^ (ONES * '\r')))
-            break;
-        uint64_t lf = zero_bytes(w ^ (ONES * '\n'));
-        if (lf) {
-            ln += count_marked(lf);
-            /* Columns restart after the word's last LF. */
-            unsigned k = last_lf(t + i, lf);
-            col = 1 + (int)(7 - k);
-        } else {
-            col += 8;
+    size_t from = i;
+    size_t lines = 0;
+    while (i < stop && stop - i >= PLAIN_BLOCK) {
+        const unsigned char *p = (const unsigned char *)t + i;
+        unsigned char lf = 0, other = 0;
+        for (unsigned k = 0; k < PLAIN_BLOCK; k++) {
+            lf = (unsigned char)(lf + (p[k] == '\n'));
+            other |= (unsigned char)((p[k] == '\r') | (p[k] >> 7));
         }
-        i += 8;
+        if (other)
+            break;
+        lines += lf;
+        i += PLAIN_BLOCK;
     }
-    *line = ln;
-    *column = col;
+    if (lines == 0) {
+        *column += (int)(i - from);
+        return i;
+    }
+    size_t after_lf = i; /* one past the last LF, which lies in [from, i) */
+    while (t[after_lf - 1] != '\n')
+        after_lf--;
+    *line += (int)lines; /* a document has fewer than 2^26 bytes */
+    *column = 1 + (int)(i - after_lf);
     return i;
 }
 
@@ -383,7 +359,7 @@ void kvshard__doc_marks(const kvshard__doc *doc, const size_t *offsets, kvshard_
             }
         }
         size_t stop = target < doc->len ? target : doc->len;
-        i = skip_plain_words(doc->text, i, stop, &line, &column);
+        i = skip_plain_blocks(doc->text, i, stop, &line, &column);
         while (i < target && i < doc->len) {
             unsigned char c = (unsigned char)doc->text[i];
             if (c >= 0x20 && c < 0x80) { /* a printable ASCII character */
@@ -866,11 +842,6 @@ static int on_start(builder *b, const yaml_event_t *ev, unsigned kind)
     return KVSHARD_OK;
 }
 
-static bool same_text(const kvshard__node *a, const kvshard__node *k)
-{
-    return a->count == k->count && memcmp(a->text, k->text, a->count) == 0;
-}
-
 static int duplicate_key(builder *b, const kvshard__node *dup, const kvshard__node *first)
 {
     kvshard__mark m = kvshard__doc_mark(b->doc, first->offset);
@@ -885,21 +856,36 @@ static int duplicate_key(builder *b, const kvshard__node *dup, const kvshard__no
 static int check_keys(builder *b, uint32_t map_id, uint32_t pairs)
 {
     const kvshard__doc *d = b->doc;
-    kvshard__node map = view(d, map_id);
-    kvshard__iter it = kvshard__iter_begin(d, &map);
-    kvshard__node key, value;
+    kvshard__node key;
     if (pairs < INDEX_MIN_PAIRS) {
-        kvshard__node keys[INDEX_MIN_PAIRS - 1];
+        /* Each key's key_sig() bit: only a key whose bit an earlier key set
+         * has its text compared, with those of the same signature. */
+        uint64_t seen = 0;
+        uint8_t sigs[INDEX_MIN_PAIRS - 1];
+        uint32_t positions[INDEX_MIN_PAIRS - 1];
+        uint32_t key_pos = map_id + 1;
         for (uint32_t i = 0; i < pairs; i++) {
-            kvshard__iter_next(d, &it, &key);
-            kvshard__iter_next(d, &it, &value);
-            if (key.kind != KVSHARD__NODE_SCALAR)
+            const entry *k = key_entry(d, key_pos);
+            if (kind_of(k) != KIND_SCALAR) {
+                key = view(d, key_pos);
                 return fail_at(b, KVSHARD_ETYPE, key.offset, "mapping keys must be scalars");
-            for (uint32_t j = 0; j < i; j++) {
-                if (same_text(&keys[j], &key))
-                    return duplicate_key(b, &key, &keys[j]);
             }
-            keys[i] = key;
+            const char *text = scalar_text(d, k);
+            unsigned sig = key_sig(text, k->count);
+            for (uint32_t j = 0; (seen >> sig & 1u) && j < i; j++) {
+                if (sigs[j] != sig)
+                    continue;
+                const entry *o = key_entry(d, positions[j]);
+                if (o->count == k->count && memcmp(scalar_text(d, o), text, k->count) == 0) {
+                    key = view(d, key_pos);
+                    kvshard__node first = view(d, positions[j]);
+                    return duplicate_key(b, &key, &first);
+                }
+            }
+            seen |= (uint64_t)1 << sig;
+            sigs[i] = (uint8_t)sig;
+            positions[i] = key_pos;
+            key_pos = skip(d, key_pos + 1);
         }
         return KVSHARD_OK;
     }
@@ -1031,6 +1017,10 @@ static int parser_error(builder *b, const yaml_parser_t *p)
 
 static int on_event(builder *b, const yaml_event_t *ev)
 {
+    /* Most events are scalars: a branch the processor predicts, ahead of
+     * the jump table, which it mispredicts as the event types alternate. */
+    if (ev->type == YAML_SCALAR_EVENT)
+        return on_scalar(b, ev);
     switch (ev->type) {
     case YAML_DOCUMENT_START_EVENT:
         if (++b->documents > 1)
@@ -1162,6 +1152,26 @@ bool kvshard__iter_next(const kvshard__doc *doc, kvshard__iter *it, kvshard__nod
     it->next = skip(doc, it->next);
     it->left--;
     return true;
+}
+
+uint32_t kvshard__map_keys(const kvshard__doc *doc, const kvshard__node *map, kvshard__key_ref *out,
+                           uint32_t cap)
+{
+    uint32_t n = map->kind != KVSHARD__NODE_MAPPING ? 0 : map->count < cap ? map->count : cap;
+    uint32_t pos = map->id + 1;
+    for (uint32_t i = 0; i < n; i++) {
+        const entry *k = key_entry(doc, pos);
+        out[i].text = scalar_text(doc, k);
+        out[i].len = k->count;
+        out[i].value_at = pos + 1;
+        pos = skip(doc, pos + 1);
+    }
+    return n;
+}
+
+kvshard__node kvshard__doc_node(const kvshard__doc *doc, uint32_t at_id)
+{
+    return view(doc, at_id);
 }
 
 kvshard__node kvshard__seq_item(const kvshard__doc *doc, const kvshard__node *seq, uint32_t index)

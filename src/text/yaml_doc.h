@@ -92,6 +92,20 @@ typedef struct kvshard__iter {
 
 kvshard__iter kvshard__iter_begin(const kvshard__doc *doc, const kvshard__node *parent);
 bool kvshard__iter_next(const kvshard__doc *doc, kvshard__iter *it, kvshard__node *out);
+/* A key of a mapping (keys are scalars) and where its value stands. */
+typedef struct kvshard__key_ref {
+    const char *text;
+    uint32_t len;
+    uint32_t value_at; /* for kvshard__doc_node() */
+} kvshard__key_ref;
+
+/* The first `cap` keys of a mapping in order, without making a node for any
+ * value: a reader that wants a few of many values looks at every key in one
+ * pass. Returns how many were written. */
+uint32_t kvshard__map_keys(const kvshard__doc *doc, const kvshard__node *map, kvshard__key_ref *out,
+                           uint32_t cap);
+/* The node at a place kvshard__map_keys() gave. */
+kvshard__node kvshard__doc_node(const kvshard__doc *doc, uint32_t at);
 /* Item `index` of a sequence: O(1) for a list of scalars, else O(index). */
 kvshard__node kvshard__seq_item(const kvshard__doc *doc, const kvshard__node *seq, uint32_t index);
 
