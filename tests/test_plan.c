@@ -76,15 +76,73 @@ static size_t owned_count(const kvshard_plan *plan, uint32_t tp_rank)
 
 /* Qwen3-Next TP8, split 4, global rule: full layers 3, 7, ..., 47 all have
  * index % 4 == 3, so split rank 3 owns all 12 and ranks 0-2 own none. */
+/* The owner of each KV layer by the rules' definitions: k its place among
+ * the N KV layers, i its layer index, S split ranks. */
+static int32_t rule_owner(kvshard_ownership rule, uint32_t k, uint32_t i, uint32_t n, uint32_t S)
+{
+    if (rule == KVSHARD_OWNERSHIP_GLOBAL)
+        return (int32_t)(i % S);
+    if (rule == KVSHARD_OWNERSHIP_CONTIGUOUS) {
+        /* The first N % S split ranks own N / S + 1 consecutive layers. */
+        uint32_t q = n / S, m = n % S;
+        return (int32_t)(k < m * (q + 1) ? k / (q + 1) : m + (k - m * (q + 1)) / q);
+    }
+    return (int32_t)(k % S);
+}
+
+/* Every rule on 600 pseudo-random mixes of full-attention and no-cache
+ * layers (1 to 90 layers, S 2 to 16), against the definitions. */
+static void test_owners_follow_the_rules(void **state)
+{
+    (void)state;
+    static const uint32_t splits[] = {2, 4, 8, 16};
+    static const kvshard_ownership rules[] = {KVSHARD_OWNERSHIP_ORDINAL, KVSHARD_OWNERSHIP_GLOBAL,
+                                              KVSHARD_OWNERSHIP_CONTIGUOUS};
+    kvshard_layer_kind kinds[90];
+    uint32_t seed = 12345;
+    for (int trial = 0; trial < 600; trial++) {
+        seed = seed * 1103515245u + 12345u;
+        uint32_t L = 1 + (seed >> 8) % 90, n = 0;
+        for (uint32_t i = 0; i < L; i++) {
+            seed = seed * 1103515245u + 12345u;
+            bool kv = (seed >> 16) % 3 != 0 || i == 0; /* at least one KV layer */
+            kinds[i] = kv ? KVSHARD_LAYER_FULL_ATTENTION : KVSHARD_LAYER_NO_CACHE;
+            n += kv;
+        }
+        kvshard_model_desc d = KVSHARD_MODEL_DESC_INIT;
+        d.num_layers = L;
+        d.layer_kinds = kinds;
+        d.num_attention_heads = 16;
+        d.num_kv_heads = 16;
+        d.head_dim = 8;
+        kvshard_model *m = NULL;
+        kvshard_error err;
+        tu_assert_ok(kvshard_model_create(&m, &d, NULL, &err), &err);
+        uint32_t S = splits[trial % 4];
+        kvshard_options o = split_options(S, S, rules[(trial / 4) % 3]);
+        kvshard_plan *plan = tu_plan(m, &o);
+        uint32_t k = 0;
+        for (uint32_t i = 0; i < L; i++) {
+            if (kinds[i] != KVSHARD_LAYER_FULL_ATTENTION) {
+                assert_int_equal(owner_of(plan, i), KVSHARD_OWNER_NONE);
+                continue;
+            }
+            assert_int_equal(owner_of(plan, i), rule_owner(o.ownership, k++, i, n, S));
+        }
+        kvshard_plan_free(plan);
+        kvshard_model_free(m);
+    }
+}
+
 static void test_qwen3_next_global_all_on_one_rank(void **state)
 {
     (void)state;
     kvshard_model *model = tu_load_example_model("qwen3_next_80b_a3b.json");
     kvshard_options o = split_options(8, 4, KVSHARD_OWNERSHIP_GLOBAL);
     kvshard_plan *plan = tu_plan(model, &o);
-    assert_int_equal(kvshard_plan_attn_tp_size(plan), 8);          /* 8 / (1 x 1) */
+    assert_int_equal(kvshard_plan_attn_tp_size(plan), 8); /* 8 / (1 x 1) */
     assert_int_equal(kvshard_plan_effective_split_size(plan), 4);
-    assert_int_equal(kvshard_plan_replication_factor(plan), 4);    /* T / H_kv = 8 / 2 */
+    assert_int_equal(kvshard_plan_replication_factor(plan), 4); /* T / H_kv = 8 / 2 */
     const uint32_t all[] = {3, 7, 11, 15, 19, 23, 27, 31, 35, 39, 43, 47};
     tu_assert_rank_layers(plan, 3, all, 12); /* split rank 3 of group 0 */
     tu_assert_rank_layers(plan, 7, all, 12); /* split rank 3 of group 1 */
@@ -98,8 +156,8 @@ static void test_qwen3_next_global_all_on_one_rank(void **state)
         assert_false(kvshard_plan_owns(plan, 0, i));
         assert_false(kvshard_plan_owns(plan, 6, i));
     }
-    assert_true(kvshard_plan_has_warning(plan, KVSHARD_WARN_IMBALANCED));        /* 0 vs 12 */
-    assert_true(kvshard_plan_has_warning(plan, KVSHARD_WARN_RANK_OWNS_NOTHING)); /* 0, 1, 2 */
+    assert_true(kvshard_plan_has_warning(plan, KVSHARD_WARN_IMBALANCED));           /* 0 vs 12 */
+    assert_true(kvshard_plan_has_warning(plan, KVSHARD_WARN_RANK_OWNS_NOTHING));    /* 0, 1, 2 */
     assert_false(kvshard_plan_has_warning(plan, KVSHARD_WARN_EXCEEDS_REPLICATION)); /* 4 <= 4 */
     kvshard_plan_free(plan);
     kvshard_model_free(model);
@@ -593,7 +651,7 @@ static void test_json_seed(void **state)
     assert_contains(json, "\"bytes_per_block\": 98304");
     assert_contains(json, "\"state_bytes_per_seq\": 16097280");
     assert_contains(json, "\"num_blocks\": 197493");
-    assert_contains(json, "\"max_tokens\": 3159888"); /* 197493 x 16 */
+    assert_contains(json, "\"max_tokens\": 3159888");          /* 197493 x 16 */
     assert_contains(json, "\"memory_per_rank\": 21474836480"); /* 20 x 2^30 */
     assert_contains(json, "\"max_seqs\": 128");
     char digest[40];
@@ -628,6 +686,7 @@ static void test_json_seed(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_owners_follow_the_rules),
         cmocka_unit_test(test_qwen3_5_tp4_split2_ordinal),
         cmocka_unit_test(test_qwen3_next_global_all_on_one_rank),
         cmocka_unit_test(test_qwen3_next_ordinal_balanced),

@@ -9,19 +9,16 @@
 
 #include <string.h>
 
-uint32_t kvshard__owner_of(uint32_t k, uint32_t layer, uint32_t n_kv, uint32_t split,
-                           kvshard_ownership rule)
+void kvshard__owner_walk_begin(kvshard__owner_walk *w, uint32_t n_kv, uint32_t split,
+                               kvshard_ownership rule)
 {
-    switch (rule) {
-    case KVSHARD_OWNERSHIP_GLOBAL: return layer % split;
-    case KVSHARD_OWNERSHIP_CONTIGUOUS: {
-        uint32_t q = n_kv / split, m = n_kv % split;
-        uint64_t big = (uint64_t)m * (q + 1); /* layers in the longer ranges */
-        return k < big ? k / (q + 1) : m + (uint32_t)((k - big) / q);
-    }
-    case KVSHARD_OWNERSHIP_ORDINAL:
-    default: return k % split;
-    }
+    w->rule = rule;
+    w->split = split;
+    w->rank = 0;
+    w->q = n_kv / split;
+    w->m = n_kv % split;
+    w->left = w->q + (w->m > 0 ? 1u : 0u);
+    w->layer_rank = 0;
 }
 
 void kvshard__owned_counts(uint32_t *counts, const uint32_t *kv_layers, uint32_t n_kv,

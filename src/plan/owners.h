@@ -17,10 +17,53 @@ static inline bool kvshard__is_state_kind(uint8_t kind)
     return kind == KVSHARD_LAYER_LINEAR_ATTENTION || kind == KVSHARD_LAYER_HYBRID;
 }
 
-/* Owner split rank of the KV layer with KV ordinal `k` at index `layer`, of
- * `n_kv` KV layers, under `rule` with S_eff = `split` > 1. */
-uint32_t kvshard__owner_of(uint32_t k, uint32_t layer, uint32_t n_kv, uint32_t split,
-                           kvshard_ownership rule);
+/* The owner split rank of each KV layer, in layer order, without a division
+ * per layer. After kvshard__owner_walk_begin(), call kvshard__owner_next()
+ * for each KV layer and kvshard__owner_skip() for every other layer, in
+ * order; `split` (S_eff) is at least 1. */
+typedef struct kvshard__owner_walk {
+    kvshard_ownership rule;
+    uint32_t split;
+    uint32_t rank;       /* ordinal, contiguous: the next KV layer's owner */
+    uint32_t left;       /* contiguous: KV layers left in the current range */
+    uint32_t q, m;       /* contiguous: ranges of q layers, the first m of q + 1 */
+    uint32_t layer_rank; /* global: the current layer index % split */
+} kvshard__owner_walk;
+
+void kvshard__owner_walk_begin(kvshard__owner_walk *w, uint32_t n_kv, uint32_t split,
+                               kvshard_ownership rule);
+
+static inline void kvshard__owner_skip(kvshard__owner_walk *w)
+{
+    if (++w->layer_rank == w->split)
+        w->layer_rank = 0;
+}
+
+static inline uint32_t kvshard__owner_next(kvshard__owner_walk *w)
+{
+    uint32_t s;
+    switch (w->rule) {
+    case KVSHARD_OWNERSHIP_GLOBAL: s = w->layer_rank; break;
+    case KVSHARD_OWNERSHIP_CONTIGUOUS:
+        /* Ranges of 0 layers (q = 0) are passed over; no more than n_kv
+         * calls are made, so the walk never passes the last rank. */
+        while (w->left == 0) {
+            w->rank++;
+            w->left = w->q + (w->rank < w->m ? 1u : 0u);
+        }
+        s = w->rank;
+        w->left--;
+        break;
+    case KVSHARD_OWNERSHIP_ORDINAL:
+    default:
+        s = w->rank;
+        if (++w->rank == w->split)
+            w->rank = 0;
+        break;
+    }
+    kvshard__owner_skip(w);
+    return s;
+}
 
 /* KV layers each of `split` split ranks owns. `kv_layers` lists the KV layer
  * indices in order (read only by the global rule). */

@@ -132,19 +132,21 @@ static void assign_owners(kvshard_plan *p)
     uint32_t *kv_slot = p->kv_slot, *state_slot = p->state_slot;
     uint32_t *counts = p->owned_counts, *offsets = p->owned_offsets;
     memset(counts, 0, S * sizeof *counts);
-    uint32_t k = 0, state = 0;
+    kvshard__owner_walk walk;
+    kvshard__owner_walk_begin(&walk, n_kv, S, rule);
+    uint32_t state = 0;
     for (uint32_t i = 0; i < L; i++) {
         uint8_t kind = kinds[i];
         state_slot[i] = kvshard__is_state_kind(kind) ? state++ : UINT32_MAX;
         if (!kvshard__is_kv_kind(kind)) {
             kv_slot[i] = UINT32_MAX;
             owner[i] = kind == KVSHARD_LAYER_NO_CACHE ? KVSHARD_OWNER_NONE : KVSHARD_OWNER_ALL;
+            kvshard__owner_skip(&walk);
             continue;
         }
-        uint32_t s = S > 1 ? kvshard__owner_of(k, i, n_kv, S, rule) : 0;
+        uint32_t s = kvshard__owner_next(&walk);
         owner[i] = S > 1 ? (int32_t)s : KVSHARD_OWNER_ALL;
         kv_slot[i] = counts[s]++; /* its place in its owner's list */
-        k++;
     }
     offsets[0] = 0;
     for (uint32_t s = 0; s < S; s++)
