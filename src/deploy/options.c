@@ -193,6 +193,24 @@ static double get_field(const kvshard_options *o, const option_def *d)
     }
 }
 
+/* The options only the xllm profile reads, in table order. */
+static const kvshard__option_id xllm_inputs[KVSHARD__XLLM_INPUTS] = {
+    KVSHARD__OPT_PREFIX_CACHE, KVSHARD__OPT_STATE_SLOTS, KVSHARD__OPT_DEVICE_TOTAL,
+    KVSHARD__OPT_DEVICE_FREE,  KVSHARD__OPT_UTILIZATION, KVSHARD__OPT_MAX_CACHE_SIZE};
+
+size_t kvshard__xllm_inputs_set(const char **names, const kvshard_options *options)
+{
+    const kvshard_options unset = KVSHARD_OPTIONS_INIT;
+    size_t count = 0;
+    for (size_t i = 0; i < KVSHARD__XLLM_INPUTS; i++) {
+        const option_def *d = &defs[xllm_inputs[i]];
+        double given = get_field(options, d), by_default = get_field(&unset, d);
+        if (given < by_default || given > by_default)
+            names[count++] = d->name;
+    }
+    return count;
+}
+
 static uint64_t get_bytes(const kvshard_options *o, const option_def *d)
 {
     uint64_t v;

@@ -62,6 +62,12 @@ int kvshard__bool_text(const char *text, size_t len, kvshard__value_style style)
  * ranges the parser applies (EPARALLEL, ERANGE or EINVAL naming the field). */
 int kvshard__options_check(const kvshard_options *options, kvshard_error *err);
 
+/* The names of the options only the xllm profile reads whose value in
+ * `options` differs from KVSHARD_OPTIONS_INIT's, in table order, into
+ * `names` (room for KVSHARD__XLLM_INPUTS); returns how many. */
+#define KVSHARD__XLLM_INPUTS 6
+size_t kvshard__xllm_inputs_set(const char **names, const kvshard_options *options);
+
 /* The options with the engine profile's defaults in the unset fields. */
 kvshard_options kvshard__options_settle(const kvshard_options *options);
 

@@ -186,36 +186,17 @@ static void warn(const kvshard__warning_inputs *in, kvshard__warning_sink sink, 
 static void warn_profile_inputs(const kvshard__warning_inputs *in, kvshard__warning_sink sink,
                                 void *ctx)
 {
-    const kvshard_options *o = in->options;
-    const kvshard_options unset = KVSHARD_OPTIONS_INIT;
-    const struct {
-        bool set;
-        const char *name;
-    } inputs[] = {
-        {o->enable_prefix_cache != unset.enable_prefix_cache, "enable_prefix_cache"},
-        {o->max_linear_state_cache_slots != unset.max_linear_state_cache_slots,
-         "max_linear_state_cache_slots"},
-        {o->device_memory_total != unset.device_memory_total, "device_memory_total"},
-        {o->device_memory_free != unset.device_memory_free, "device_memory_free"},
-        {o->max_memory_utilization < unset.max_memory_utilization ||
-             o->max_memory_utilization > unset.max_memory_utilization,
-         "max_memory_utilization"},
-        {o->max_cache_size != unset.max_cache_size, "max_cache_size"},
-    };
+    const char *set[KVSHARD__XLLM_INPUTS];
+    size_t count = kvshard__xllm_inputs_set(set, in->options);
+    if (count == 0)
+        return;
     char names[160] = "";
-    size_t used = 0, count = 0;
-    for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
-        if (!inputs[i].set)
-            continue;
-        int n =
-            snprintf(names + used, sizeof names - used, "%s%s", count ? ", " : "", inputs[i].name);
-        used += (size_t)n;
-        count++;
-    }
-    if (count)
-        warn(in, sink, ctx, KVSHARD_WARN_PROFILE_INPUTS_IGNORED,
-             "%s %s only under engine xllm: the kvshard profile ignores %s", names,
-             count == 1 ? "applies" : "apply", count == 1 ? "it" : "them");
+    size_t used = 0;
+    for (size_t i = 0; i < count; i++)
+        used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", set[i]);
+    warn(in, sink, ctx, KVSHARD_WARN_PROFILE_INPUTS_IGNORED,
+         "%s %s only under engine xllm: the kvshard profile ignores %s", names,
+         count == 1 ? "applies" : "apply", count == 1 ? "it" : "them");
 }
 
 void kvshard__collect_warnings(const kvshard__warning_inputs *in, kvshard__warning_sink sink,
