@@ -131,6 +131,28 @@ static void assign_owners(kvshard_plan *p)
     int32_t *owner = p->owner;
     uint32_t *kv_slot = p->kv_slot, *state_slot = p->state_slot;
     uint32_t *counts = p->owned_counts, *offsets = p->owned_offsets;
+    uint32_t *layers = p->owned_layers, *split_rank_of = p->split_rank_of;
+    if (S == 1) {
+        /* No split (the common case): every rank stores every KV layer, and
+         * the one list of KV layers is in layer order: one pass. */
+        uint32_t kv = 0, state = 0;
+        for (uint32_t i = 0; i < L; i++) {
+            uint8_t kind = kinds[i];
+            state_slot[i] = kvshard__is_state_kind(kind) ? state++ : UINT32_MAX;
+            owner[i] = kind == KVSHARD_LAYER_NO_CACHE ? KVSHARD_OWNER_NONE : KVSHARD_OWNER_ALL;
+            kv_slot[i] = UINT32_MAX;
+            if (kvshard__is_kv_kind(kind)) {
+                kv_slot[i] = kv;
+                layers[kv++] = i;
+            }
+        }
+        counts[0] = kv;
+        offsets[0] = 0;
+        offsets[1] = kv;
+        for (uint32_t r = 0; r < T; r++)
+            split_rank_of[r] = 0;
+        return;
+    }
     memset(counts, 0, S * sizeof *counts);
     kvshard__owner_walk walk;
     kvshard__owner_walk_begin(&walk, n_kv, S, rule);
@@ -151,14 +173,12 @@ static void assign_owners(kvshard_plan *p)
     offsets[0] = 0;
     for (uint32_t s = 0; s < S; s++)
         offsets[s + 1] = offsets[s] + counts[s];
-    uint32_t *layers = p->owned_layers;
     for (uint32_t i = 0; i < L; i++) {
         if (kv_slot[i] == UINT32_MAX)
             continue;
         uint32_t s = owner[i] == KVSHARD_OWNER_ALL ? 0 : (uint32_t)owner[i];
         layers[offsets[s] + kv_slot[i]] = i;
     }
-    uint32_t *split_rank_of = p->split_rank_of;
     for (uint32_t r = 0; r < T; r++)
         split_rank_of[r] = r % S;
 }
