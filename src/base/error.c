@@ -126,8 +126,16 @@ void kvshard__excerpt(char *out, size_t cap, const char *text, size_t len, size_
 
 void kvshard__error_reset(kvshard_error *err)
 {
-    if (err)
-        memset(err, 0, sizeof *err);
+    /* The fields and two empty strings, not the whole struct: every call
+     * clears it, and the strings are read only up to their end. */
+    if (!err)
+        return;
+    err->code = KVSHARD_OK;
+    err->line = 0;
+    err->column = 0;
+    err->offset = 0;
+    err->source[0] = '\0';
+    err->message[0] = '\0';
 }
 
 /* Keep the tail of a long path: it names the file; the head is context. */
