@@ -255,6 +255,14 @@ static const word *word_of_value(const word *words, int64_t value)
 
 /* Whether `value` is allowed for `d`; the error names the option. `text` is
  * the value as written, or NULL for a value from a caller's struct. */
+/* A value an enum option may hold: one of its words' values, or the
+ * "default" ownership, a caller's unset value that no word names. */
+static bool enum_value_ok(const option_def *d, int64_t value)
+{
+    return word_of_value(d->words, value) ||
+           (d->words == ownership_words && value == KVSHARD_OWNERSHIP_DEFAULT);
+}
+
 static int check_value(const option_def *d, uint64_t value, double fraction, const char *text,
                        size_t len, const char *source, kvshard__mark mark, kvshard_error *err)
 {
@@ -292,9 +300,7 @@ static int check_value(const option_def *d, uint64_t value, double fraction, con
     case VT_BOOL: return KVSHARD_OK;
     case VT_ENUM:
     default:
-        /* "default" ownership is a caller's unset value, never a word. */
-        if (!word_of_value(d->words, (int64_t)value) &&
-            !(d->words == ownership_words && (int64_t)value == KVSHARD_OWNERSHIP_DEFAULT))
+        if (!enum_value_ok(d, (int64_t)value))
             return kvshard__fail(err, KVSHARD_ERANGE, source, mark,
                                  "%s %lld is not one of its values", d->name,
                                  (long long)(int64_t)value);
@@ -449,8 +455,8 @@ int kvshard__options_check(const kvshard_options *options, kvshard_error *err)
                              options->size, sizeof *options);
     for (int i = 0; i < KVSHARD__OPT_COUNT; i++) {
         const option_def *d = &defs[i];
-        /* Whole numbers in range and booleans pass without the general path,
-         * which reads every field as a double (a plan checks every option). */
+        /* Values in range pass without the general path, which reads every
+         * field as a double (a plan checks every option). */
         const char *base = (const char *)options + d->offset;
         if (d->type == VT_BOOL)
             continue;
@@ -464,6 +470,16 @@ int kvshard__options_check(const kvshard_options *options, kvshard_error *err)
                 memcpy(&u, base, sizeof u);
             }
             if ((u == 0 && d->unset_ok) || (u >= d->min && u <= d->max))
+                continue;
+        } else if (d->type == VT_ENUM) {
+            int e; /* every kvshard enum is int-sized */
+            memcpy(&e, base, sizeof e);
+            if (enum_value_ok(d, e))
+                continue;
+        } else if (d->type == VT_FRACTION) {
+            double f;
+            memcpy(&f, base, sizeof f);
+            if (f > 0.0 && f <= 1.0)
                 continue;
         }
         double v = get_field(options, d);
