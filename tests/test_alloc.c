@@ -111,7 +111,9 @@ static void walk(path_fn run, const char *path)
     assert_int_equal(run(&c, path), KVSHARD_OK);
     assert_int_equal(c.live, 0);
     size_t total = c.calls;
-    assert_true(total > 10);
+    /* Every path makes a model, a plan and more through the allocator: a
+     * handful of calls at least, each of which is then failed in turn. */
+    assert_true(total > 5);
     for (size_t n = 1; n <= total; n++) {
         counting f = {0, n, 0, false};
         int rc = run(&f, path);

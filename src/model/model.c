@@ -414,27 +414,23 @@ int kvshard__model_new(kvshard_model **out, const kvshard_allocator *alloc, cons
                        const char *model_type, size_t type_len, uint32_t num_layers,
                        kvshard_error *err)
 {
-    /* The model with its source and type after it; the layer kinds apart. */
+    /* One allocation: the model, then its layer kinds, source and type. */
     size_t source_len = strlen(source);
-    size_t fixed = sizeof(kvshard_model) + 2;
+    size_t fixed = sizeof(kvshard_model) + (size_t)num_layers + 2;
     kvshard_model *m = NULL;
     if (source_len <= SIZE_MAX - fixed && type_len <= SIZE_MAX - fixed - source_len)
         m = kvshard__alloc(alloc, 1, fixed + source_len + type_len);
-    if (m) {
-        memset(m, 0, sizeof *m);
-        m->alloc = *alloc;
-        m->source = (char *)(m + 1);
-        memcpy(m->source, source, source_len + 1);
-        m->model_type = m->source + source_len + 1;
-        memcpy(m->model_type, model_type, type_len);
-        m->model_type[type_len] = '\0';
-        m->info.num_layers = num_layers;
-        m->kinds = kvshard__alloc(alloc, num_layers, 1);
-    }
-    if (!m || !m->kinds) {
-        kvshard_model_free(m);
+    if (!m)
         return kvshard__fail(err, KVSHARD_ENOMEM, source, kvshard__no_mark, "out of memory");
-    }
+    memset(m, 0, sizeof *m);
+    m->alloc = *alloc;
+    m->kinds = (uint8_t *)(m + 1);
+    m->source = (char *)m->kinds + num_layers;
+    memcpy(m->source, source, source_len + 1);
+    m->model_type = m->source + source_len + 1;
+    memcpy(m->model_type, model_type, type_len);
+    m->model_type[type_len] = '\0';
+    m->info.num_layers = num_layers;
     *out = m;
     return KVSHARD_OK;
 }
@@ -571,8 +567,7 @@ void kvshard_model_free(kvshard_model *model)
     if (!model)
         return;
     kvshard_allocator a = model->alloc;
-    kvshard__free(&a, model->kinds);
-    kvshard__free(&a, model); /* its source and type with it */
+    kvshard__free(&a, model); /* its kinds, source and type with it */
 }
 
 /* ---- queries --------------------------------------------------------------------------- */
