@@ -1,6 +1,7 @@
 /* libyaml events -> a compact tape of nodes, under kvshard's reading limits. */
 #include "text/yaml_doc.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,13 +10,10 @@
 /* ---- tape ------------------------------------------------------------------ */
 
 /* One node in 12 bytes. `word` packs the byte offset (documents are at most
- * 64 MiB = 2^26 bytes), the kind, the scalar style and the core tag. */
-struct kvshard__tape_entry {
-    uint32_t word;
-    uint32_t count; /* scalar: bytes of text; collection: items or pairs */
-    uint32_t ref;   /* scalar: where its text is; collection: one past its
-                       subtree; alias: the anchored node */
-};
+ * 64 MiB = 2^26 bytes), the kind, the scalar style and the core tag. `count`
+ * is a scalar's bytes of text, or a collection's items or pairs; `ref` is
+ * where a scalar's text is, one past a collection's subtree, or an alias's
+ * anchored node. */
 typedef kvshard__tape_entry entry;
 
 enum { KIND_SCALAR, KIND_SEQUENCE, KIND_MAPPING, KIND_ALIAS };
@@ -33,8 +31,8 @@ enum { KIND_SCALAR, KIND_SEQUENCE, KIND_MAPPING, KIND_ALIAS };
  * small free blocks, which libyaml keeps filling while it parses, before it
  * serves a request of 1 KiB or more; smaller chunks skip that. 10^6 nodes
  * take some 16,000 chunks. */
-#define CHUNK_SHIFT 6
-#define CHUNK_ENTRIES (1u << CHUNK_SHIFT)
+#define CHUNK_SHIFT KVSHARD__CHUNK_SHIFT
+#define CHUNK_ENTRIES KVSHARD__CHUNK_ENTRIES
 
 static inline const entry *at(const kvshard__doc *doc, uint32_t id)
 {
@@ -257,9 +255,11 @@ void kvshard__doc_free(kvshard__doc *doc)
 {
     if (!doc)
         return;
-    for (size_t i = 0; i < doc->chunk_count; i++)
+    /* The first chunk and chunk pointers are the doc's own. */
+    for (size_t i = 1; i < doc->chunk_count; i++)
         kvshard__free(&doc->alloc, doc->chunks[i]);
-    kvshard__free(&doc->alloc, doc->chunks);
+    if (doc->chunks != doc->first_chunks)
+        kvshard__free(&doc->alloc, doc->chunks);
     for (kvshard__arena_chunk *c = doc->arena; c;) {
         kvshard__arena_chunk *next = c->next;
         kvshard__free(&doc->alloc, c);
@@ -271,7 +271,7 @@ void kvshard__doc_free(kvshard__doc *doc)
         x = next;
     }
     kvshard__free(&doc->alloc, doc->strings);
-    memset(doc, 0, sizeof *doc);
+    memset(doc, 0, offsetof(kvshard__doc, first_chunks));
 }
 
 /* ---- marks ------------------------------------------------------------------------ */
@@ -493,15 +493,15 @@ static int add_chunk(builder *b, uint32_t id)
     size_t c = id >> CHUNK_SHIFT;
     if (c == d->chunk_count) {
         /* The table of chunk pointers doubles; the chunks never move. */
-        size_t cap = d->chunk_count ? d->chunk_count * 2 : 8;
+        size_t cap = d->chunk_count * 2;
         kvshard__tape_entry **grown = kvshard__alloc(&d->alloc, cap, sizeof *grown);
         if (!grown)
             return fail_nomem(b);
-        if (d->chunk_count)
-            memcpy(grown, d->chunks, d->chunk_count * sizeof *grown);
+        memcpy(grown, d->chunks, d->chunk_count * sizeof *grown);
         for (size_t k = d->chunk_count; k < cap; k++)
             grown[k] = NULL;
-        kvshard__free(&d->alloc, d->chunks);
+        if (d->chunks != d->first_chunks)
+            kvshard__free(&d->alloc, d->chunks);
         d->chunks = grown;
         d->chunk_count = cap;
     }
@@ -1105,18 +1105,23 @@ int kvshard__doc_parse(kvshard__doc *out, const char *text, size_t len, const ch
         return kvshard__fail(err, KVSHARD_EUTF8, source, first,
                              "the text is UTF-16 (it starts with a UTF-16 byte order mark); "
                              "kvshard reads UTF-8");
-    kvshard__doc doc;
-    memset(&doc, 0, sizeof doc);
-    doc.alloc = *alloc;
-    doc.text = text;
-    doc.len = len;
-    doc.source = source;
-    doc.start = len >= 3 && u[0] == 0xEF && u[1] == 0xBB && u[2] == 0xBF ? 3 : 0;
+    kvshard__doc *doc = out;
+    memset(doc, 0, offsetof(kvshard__doc, first_chunks));
+    doc->alloc = *alloc;
+    doc->text = text;
+    doc->len = len;
+    doc->source = source;
+    doc->start = len >= 3 && u[0] == 0xEF && u[1] == 0xBB && u[2] == 0xBF ? 3 : 0;
+    doc->chunks = doc->first_chunks;
+    doc->chunk_count = KVSHARD__FIRST_CHUNKS;
+    doc->first_chunks[0] = doc->first_chunk;
+    for (size_t k = 1; k < KVSHARD__FIRST_CHUNKS; k++)
+        doc->first_chunks[k] = NULL;
     /* On the stack (about 1.6 KiB); the frames are written before they are
      * read, and the anchors are allocated at the first one. */
     builder bs;
     builder *b = &bs;
-    b->doc = &doc;
+    b->doc = doc;
     b->err = err;
     b->depth = 0;
     b->anchors = NULL;
@@ -1125,8 +1130,8 @@ int kvshard__doc_parse(kvshard__doc *out, const char *text, size_t len, const ch
     b->documents = 0;
     b->root_done = false;
     b->cur_index = 0;
-    b->ascii = all_ascii(text + doc.start, len - doc.start);
-    b->cur_byte = doc.start;
+    b->ascii = all_ascii(text + doc->start, len - doc->start);
+    b->cur_byte = doc->start;
 
     int rc = KVSHARD_OK;
     yaml_parser_t parser;
@@ -1150,11 +1155,10 @@ int kvshard__doc_parse(kvshard__doc *out, const char *text, size_t len, const ch
     if (rc == KVSHARD_OK && !b->root_done)
         rc = kvshard__fail(err, KVSHARD_ETYPE, source, first, "the document is empty");
     if (rc != KVSHARD_OK) {
-        kvshard__doc_free(&doc);
+        kvshard__doc_free(doc);
         return rc;
     }
-    add_directory(&doc);
-    *out = doc;
+    add_directory(doc);
     return KVSHARD_OK;
 }
 

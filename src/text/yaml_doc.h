@@ -45,7 +45,19 @@ typedef struct kvshard__node {
     const char *text; /* scalars: `count` bytes, not NUL-terminated */
 } kvshard__node;
 
-typedef struct kvshard__tape_entry kvshard__tape_entry;
+/* One node in 12 bytes (yaml_doc.c says how its words are packed). */
+typedef struct kvshard__tape_entry {
+    uint32_t word;
+    uint32_t count;
+    uint32_t ref;
+} kvshard__tape_entry;
+
+/* Tape entries per chunk, and the chunk pointers a doc holds before it
+ * allocates a table of them. */
+#define KVSHARD__CHUNK_SHIFT 6
+#define KVSHARD__CHUNK_ENTRIES (1u << KVSHARD__CHUNK_SHIFT)
+#define KVSHARD__FIRST_CHUNKS 8u
+
 typedef struct kvshard__arena_chunk kvshard__arena_chunk;
 typedef struct kvshard__map_index kvshard__map_index;
 
@@ -63,10 +75,16 @@ typedef struct kvshard__doc {
     uint32_t string_count;
     uint32_t string_cap;
     kvshard__map_index *indexes; /* hash indexes of large mappings */
+    /* A config's few dozen nodes need no allocation for the tape: its first
+     * chunk and the first chunk pointers are here. */
+    kvshard__tape_entry *first_chunks[KVSHARD__FIRST_CHUNKS];
+    kvshard__tape_entry first_chunk[KVSHARD__CHUNK_ENTRIES];
 } kvshard__doc;
 
-/* Parse exactly one document from text. `text` and `source` must outlive the
- * doc. On failure nothing is allocated. */
+/* Parse exactly one document from text into *out, which then points into
+ * itself: the doc stays where it was parsed until kvshard__doc_free().
+ * `text` and `source` must outlive the doc. On failure nothing is
+ * allocated. */
 int kvshard__doc_parse(kvshard__doc *out, const char *text, size_t len, const char *source,
                        const kvshard_allocator *alloc, kvshard_error *err);
 void kvshard__doc_free(kvshard__doc *doc);
