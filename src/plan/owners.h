@@ -66,7 +66,8 @@ static inline uint32_t kvshard__owner_next(kvshard__owner_walk *w)
 }
 
 /* KV layers each of `split` split ranks owns. `kv_layers` lists the KV layer
- * indices in order (read only by the global rule). */
+ * indices in order; only the global rule reads it (NULL will do for the
+ * others). */
 void kvshard__owned_counts(uint32_t *counts, const uint32_t *kv_layers, uint32_t n_kv,
                            uint32_t split, kvshard_ownership rule);
 

@@ -153,8 +153,27 @@ static void assign_owners(kvshard_plan *p)
             split_rank_of[r] = 0;
         return;
     }
-    memset(counts, 0, S * sizeof *counts);
+    /* Each split rank's count first, so that one pass puts every KV layer
+     * straight into its owner's list. Only the global rule's counts depend
+     * on where the KV layers stand. */
     kvshard__owner_walk walk;
+    if (rule == KVSHARD_OWNERSHIP_GLOBAL) {
+        memset(counts, 0, S * sizeof *counts);
+        kvshard__owner_walk_begin(&walk, n_kv, S, rule);
+        for (uint32_t i = 0; i < L; i++) {
+            if (kvshard__is_kv_kind(kinds[i]))
+                counts[kvshard__owner_next(&walk)]++;
+            else
+                kvshard__owner_skip(&walk);
+        }
+    } else {
+        kvshard__owned_counts(counts, NULL, n_kv, S, rule);
+    }
+    offsets[0] = 0;
+    for (uint32_t s = 0; s < S; s++) {
+        offsets[s + 1] = offsets[s] + counts[s];
+        counts[s] = 0; /* counted again below, as each list fills */
+    }
     kvshard__owner_walk_begin(&walk, n_kv, S, rule);
     uint32_t state = 0;
     for (uint32_t i = 0; i < L; i++) {
@@ -167,16 +186,8 @@ static void assign_owners(kvshard_plan *p)
             continue;
         }
         uint32_t s = kvshard__owner_next(&walk);
-        owner[i] = S > 1 ? (int32_t)s : KVSHARD_OWNER_ALL;
+        owner[i] = (int32_t)s;
         kv_slot[i] = counts[s]++; /* its place in its owner's list */
-    }
-    offsets[0] = 0;
-    for (uint32_t s = 0; s < S; s++)
-        offsets[s + 1] = offsets[s] + counts[s];
-    for (uint32_t i = 0; i < L; i++) {
-        if (kv_slot[i] == UINT32_MAX)
-            continue;
-        uint32_t s = owner[i] == KVSHARD_OWNER_ALL ? 0 : (uint32_t)owner[i];
         layers[offsets[s] + kv_slot[i]] = i;
     }
     for (uint32_t r = 0; r < T; r++)
