@@ -437,15 +437,24 @@ int kvshard__model_new(kvshard_model **out, const kvshard_allocator *alloc, cons
 
 void kvshard__model_count_kinds(kvshard_model *m)
 {
+    /* A counter per kind in a register: a table of counts in memory would
+     * make each layer wait for the last one's store when kinds repeat, as
+     * they mostly do. */
     kvshard__model_info *in = &m->info;
-    uint32_t counts[5] = {0, 0, 0, 0, 0};
-    for (uint32_t i = 0; i < in->num_layers; i++)
-        counts[m->kinds[i]]++;
-    in->num_full = counts[KVSHARD_LAYER_FULL_ATTENTION];
-    in->num_linear = counts[KVSHARD_LAYER_LINEAR_ATTENTION];
-    in->num_sliding = counts[KVSHARD_LAYER_SLIDING_ATTENTION];
-    in->num_hybrid = counts[KVSHARD_LAYER_HYBRID];
-    in->num_no_cache = counts[KVSHARD_LAYER_NO_CACHE];
+    uint32_t full = 0, linear = 0, sliding = 0, hybrid = 0, none = 0;
+    for (uint32_t i = 0; i < in->num_layers; i++) {
+        uint8_t k = m->kinds[i];
+        full += k == KVSHARD_LAYER_FULL_ATTENTION;
+        linear += k == KVSHARD_LAYER_LINEAR_ATTENTION;
+        sliding += k == KVSHARD_LAYER_SLIDING_ATTENTION;
+        hybrid += k == KVSHARD_LAYER_HYBRID;
+        none += k == KVSHARD_LAYER_NO_CACHE;
+    }
+    in->num_full = full;
+    in->num_linear = linear;
+    in->num_sliding = sliding;
+    in->num_hybrid = hybrid;
+    in->num_no_cache = none;
 }
 
 int kvshard__model_from_node(kvshard_model **out, const kvshard__doc *doc,

@@ -9,18 +9,6 @@
 
 #include <string.h>
 
-void kvshard__owner_walk_begin(kvshard__owner_walk *w, uint32_t n_kv, uint32_t split,
-                               kvshard_ownership rule)
-{
-    w->rule = rule;
-    w->split = split;
-    w->rank = 0;
-    w->q = n_kv / split;
-    w->m = n_kv % split;
-    w->left = w->q + (w->m > 0 ? 1u : 0u);
-    w->layer_rank = 0;
-}
-
 void kvshard__owned_counts(uint32_t *counts, const uint32_t *kv_layers, uint32_t n_kv,
                            uint32_t split, kvshard_ownership rule)
 {

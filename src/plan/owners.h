@@ -30,8 +30,20 @@ typedef struct kvshard__owner_walk {
     uint32_t layer_rank; /* global: the current layer index % split */
 } kvshard__owner_walk;
 
-void kvshard__owner_walk_begin(kvshard__owner_walk *w, uint32_t n_kv, uint32_t split,
-                               kvshard_ownership rule);
+/* Inline, like the steps: a walk that stays in registers, rather than in
+ * memory behind a pointer another file was given, costs no store and
+ * reload per layer. */
+static inline void kvshard__owner_walk_begin(kvshard__owner_walk *w, uint32_t n_kv, uint32_t split,
+                                             kvshard_ownership rule)
+{
+    w->rule = rule;
+    w->split = split;
+    w->rank = 0;
+    w->q = n_kv / split;
+    w->m = n_kv % split;
+    w->left = w->q + (w->m > 0 ? 1u : 0u);
+    w->layer_rank = 0;
+}
 
 static inline void kvshard__owner_skip(kvshard__owner_walk *w)
 {
