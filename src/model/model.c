@@ -149,12 +149,10 @@ static void scan_keys(kvshard__key_table *t, const kvshard__doc *doc, const kvsh
         kvshard__key k = kvshard__key_find(keys[i].text, keys[i].len);
         if (k == KVSHARD__KEY_COUNT)
             continue;
-        /* Keys are distinct (the doc rejects duplicates): one slot each. */
-        kvshard__node v = kvshard__doc_node(doc, keys[i].value_at);
-        if (kvshard__node_is_null(&v))
-            continue;
-        t->values[n] = v;
-        t->at[k] = ++n;
+        /* Keys are distinct (the doc rejects duplicates): one slot each. A
+         * null value leaves its slot to the next key. */
+        if (kvshard__doc_value(&t->values[n], doc, keys[i].value_at))
+            t->at[k] = ++n;
     }
 }
 

@@ -1205,9 +1205,21 @@ uint32_t kvshard__map_keys(const kvshard__doc *doc, const kvshard__node *map, kv
     return n;
 }
 
-kvshard__node kvshard__doc_node(const kvshard__doc *doc, uint32_t at_id)
+bool kvshard__doc_value(kvshard__node *out, const kvshard__doc *doc, uint32_t at_id)
 {
-    return view(doc, at_id);
+    /* kvshard__node_is_null() read off the tape entry's one word: testing
+     * the node's style and tag just after storing them one by one would
+     * have the compiler load both at once and wait for the stores. */
+    const entry *e = at(doc, at_id);
+    if (kind_of(e) == KIND_ALIAS)
+        e = at(doc, e->ref);
+    *out = view(doc, at_id);
+    if (kind_of(e) != KIND_SCALAR)
+        return true;
+    unsigned tag = e->word >> TAG_SHIFT, plain_untagged = (e->word >> STYLE_SHIFT) == 0;
+    if (tag == KVSHARD__TAG_NULL)
+        return false;
+    return !(plain_untagged && is_null_text(scalar_text(doc, e), e->count));
 }
 
 kvshard__node kvshard__seq_item(const kvshard__doc *doc, const kvshard__node *seq, uint32_t index)

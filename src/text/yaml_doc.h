@@ -122,8 +122,9 @@ typedef struct kvshard__key_ref {
  * pass. Returns how many were written. */
 uint32_t kvshard__map_keys(const kvshard__doc *doc, const kvshard__node *map, kvshard__key_ref *out,
                            uint32_t cap);
-/* The node at a place kvshard__map_keys() gave. */
-kvshard__node kvshard__doc_node(const kvshard__doc *doc, uint32_t at);
+/* The value at a place kvshard__map_keys() gave, into *out; false, with
+ * *out unspecified, when it is null (kvshard__node_is_null). */
+bool kvshard__doc_value(kvshard__node *out, const kvshard__doc *doc, uint32_t at);
 /* Item `index` of a sequence: O(1) for a list of scalars, else O(index). */
 kvshard__node kvshard__seq_item(const kvshard__doc *doc, const kvshard__node *seq, uint32_t index);
 
