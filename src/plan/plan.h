@@ -15,25 +15,27 @@ typedef struct kvshard__warning {
 } kvshard__warning;
 
 struct kvshard_plan {
-    kvshard_allocator alloc;
-    kvshard__model_info model;
-    char *model_type;
-    char *source;            /* the model's source */
+    /* What kvshard_plan_owns() reads on every call comes first, in one
+     * cache line with the layer count at the start of `model`. */
     uint8_t *kinds;          /* kvshard_layer_kind per decoder layer */
     int32_t *owner;          /* split rank, KVSHARD_OWNER_ALL or KVSHARD_OWNER_NONE per layer */
+    uint32_t *split_rank_of; /* per TP rank: tp_rank % S_eff, so owns() needs no division */
+    uint32_t tp;             /* T */
+    uint32_t split;          /* S_eff */
+    kvshard__model_info model;
+    kvshard_allocator alloc;
+    char *model_type;
+    char *source;            /* the model's source */
     uint32_t *kv_slot;       /* per layer: position in its owner's KV list, or UINT32_MAX */
     uint32_t *state_slot;    /* per layer: position among the state layers, or UINT32_MAX */
     kvshard_options options; /* settled */
-    uint32_t tp;             /* T */
-    uint32_t split;          /* S_eff */
     uint32_t replication;    /* R */
     kvshard_dtype state_dtype;
-    uint32_t *split_rank_of;    /* per TP rank: tp_rank % S_eff, so owns() needs no division */
-    uint32_t *owned_offsets;    /* S_eff + 1 offsets into owned_layers */
-    uint32_t *owned_layers;     /* KV layers, grouped by owning split rank */
-    uint32_t *owned_counts;     /* S_eff entries: KV layers each split rank owns */
-    kvshard_rank_memory *ranks; /* per TP rank */
-    uint64_t state_per_layer;   /* one linear or hybrid layer's state per sequence */
+    uint32_t *owned_offsets;          /* S_eff + 1 offsets into owned_layers */
+    uint32_t *owned_layers;           /* KV layers, grouped by owning split rank */
+    uint32_t *owned_counts;           /* S_eff entries: KV layers each split rank owns */
+    kvshard_rank_memory *ranks;       /* per TP rank */
+    uint64_t state_per_layer;         /* one linear or hybrid layer's state per sequence */
     uint64_t unsplit_bytes_per_block; /* all KV layers stored unsplit, no draft */
     kvshard__capacity cap;
     kvshard_capacity capacity;
