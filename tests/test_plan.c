@@ -123,11 +123,13 @@ static void test_owners_follow_the_rules(void **state)
         kvshard_plan *plan = tu_plan(m, &o);
         uint32_t k = 0;
         for (uint32_t i = 0; i < L; i++) {
-            if (kinds[i] != KVSHARD_LAYER_FULL_ATTENTION) {
-                assert_int_equal(owner_of(plan, i), KVSHARD_OWNER_NONE);
-                continue;
-            }
-            assert_int_equal(owner_of(plan, i), rule_owner(o.ownership, k++, i, n, S));
+            /* A rank holds a layer when its split rank (rank % S) owns it. */
+            int32_t want = kinds[i] != KVSHARD_LAYER_FULL_ATTENTION
+                               ? KVSHARD_OWNER_NONE
+                               : rule_owner(o.ownership, k++, i, n, S);
+            assert_int_equal(owner_of(plan, i), want);
+            for (uint32_t r = 0; r < S; r++)
+                assert_int_equal(kvshard_plan_owns(plan, r, i), want == (int32_t)r);
         }
         kvshard_plan_free(plan);
         kvshard_model_free(m);

@@ -128,7 +128,7 @@ static void assign_owners(kvshard_plan *p)
     const uint32_t n_kv = kvshard__num_kv_layers(&p->model);
     const kvshard_ownership rule = p->options.ownership;
     const uint8_t *kinds = p->kinds;
-    int32_t *owner = p->owner;
+    int32_t *owner = p->owner, *held_by = p->held_by; /* held_by may be owner */
     uint32_t *kv_slot = p->kv_slot, *state_slot = p->state_slot;
     uint32_t *counts = p->owned_counts, *offsets = p->owned_offsets;
     uint32_t *layers = p->owned_layers, *split_rank_of = p->split_rank_of;
@@ -182,11 +182,13 @@ static void assign_owners(kvshard_plan *p)
         if (!kvshard__is_kv_kind(kind)) {
             kv_slot[i] = UINT32_MAX;
             owner[i] = kind == KVSHARD_LAYER_NO_CACHE ? KVSHARD_OWNER_NONE : KVSHARD_OWNER_ALL;
+            held_by[i] = owner[i];
             kvshard__owner_skip(&walk);
             continue;
         }
         uint32_t s = kvshard__owner_next(&walk);
         owner[i] = (int32_t)s;
+        held_by[i] = kind == KVSHARD_LAYER_HYBRID ? KVSHARD_OWNER_ALL : (int32_t)s;
         kv_slot[i] = counts[s]++; /* its place in its owner's list */
         layers[offsets[s] + kv_slot[i]] = i;
     }
@@ -632,10 +634,14 @@ static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model 
 {
     size_t L = model->info.num_layers, n_kv = kvshard__num_kv_layers(&model->info);
     size_t type_len = strlen(model->model_type) + 1, source_len = strlen(model->source) + 1;
-    size_t end = sizeof(kvshard_plan), ranks, owner, kv_slot, state_slot, split_rank_of,
+    /* Only a split of a model with hybrid layers holds a layer where its
+     * owner does not: otherwise `held_by` is `owner`. */
+    size_t held = S > 1 && model->info.num_hybrid > 0 ? L : 0;
+    size_t end = sizeof(kvshard_plan), ranks, owner, held_by, kv_slot, state_slot, split_rank_of,
            owned_offsets, owned_layers, owned_counts, kinds, model_type, source;
     if (!carve(&ranks, &end, T, sizeof(kvshard_rank_memory), sizeof(uint64_t)) ||
         !carve(&owner, &end, L, sizeof(int32_t), sizeof(uint32_t)) ||
+        !carve(&held_by, &end, held, sizeof(int32_t), sizeof(uint32_t)) ||
         !carve(&kv_slot, &end, L, sizeof(uint32_t), sizeof(uint32_t)) ||
         !carve(&state_slot, &end, L, sizeof(uint32_t), sizeof(uint32_t)) ||
         !carve(&split_rank_of, &end, T, sizeof(uint32_t), sizeof(uint32_t)) ||
@@ -657,6 +663,7 @@ static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model 
     p->ranks = (kvshard_rank_memory *)(void *)(block + ranks);
     memset(p->ranks, 0, (size_t)T * sizeof *p->ranks);
     p->owner = (int32_t *)(void *)(block + owner);
+    p->held_by = held ? (int32_t *)(void *)(block + held_by) : p->owner;
     p->kv_slot = (uint32_t *)(void *)(block + kv_slot);
     p->state_slot = (uint32_t *)(void *)(block + state_slot);
     p->split_rank_of = (uint32_t *)(void *)(block + split_rank_of);
@@ -803,15 +810,12 @@ OWNS_ALIGNED bool kvshard_plan_owns(const kvshard_plan *plan, uint32_t tp_rank, 
 {
     if (tp_rank >= plan->tp || layer >= plan->model.num_layers)
         return false;
-    /* Without branches on the data: every rank stores a layer owned by all;
-     * the rank whose split rank owns a KV layer stores it (no split rank
-     * reads as KVSHARD_OWNER_NONE, which is no split rank); and a hybrid
-     * layer's state is on every rank, whoever owns its KV. */
-    uint32_t owner = (uint32_t)plan->owner[layer];
-    unsigned all = owner == (uint32_t)KVSHARD_OWNER_ALL;
-    unsigned mine = owner == plan->split_rank_of[tp_rank];
-    unsigned hybrid = plan->kinds[layer] == KVSHARD_LAYER_HYBRID;
-    return (all | mine | hybrid) != 0;
+    /* Without branches on the data: every rank holds a layer held by all
+     * (owned by all, or a hybrid layer, whose state is on every rank
+     * whoever owns its KV), and the ranks of the split rank that owns it
+     * hold the rest; KVSHARD_OWNER_NONE is no split rank. */
+    uint32_t held = (uint32_t)plan->held_by[layer];
+    return (held == (uint32_t)KVSHARD_OWNER_ALL) | (held == plan->split_rank_of[tp_rank]);
 }
 
 bool kvshard_plan_stores_kv(const kvshard_plan *plan, uint32_t tp_rank, uint32_t layer)
