@@ -47,28 +47,37 @@ static int kvshard_profile(kvshard__capacity *c, uint64_t *rank_blocks,
                            const kvshard__capacity_inputs *in, kvshard_error *err)
 {
     const kvshard_options *o = in->options;
-    uint64_t least = UINT64_MAX;
+    uint64_t least = UINT64_MAX, bpb = 0, blocks = 0;
+    const kvshard_rank_memory *prev = NULL;
     for (uint32_t r = first_rank(in); r < end_rank(in); r++) {
         const kvshard_rank_memory *f = &in->ranks[r];
-        uint64_t bpb = block_bytes(f, in->extra_per_block);
-        uint64_t reserved, need;
-        /* A reservation past 2^64 bytes exceeds any memory: no block fits. */
-        if (!kvshard__mul(&reserved, o->max_seqs, f->state_bytes_per_seq))
-            return kvshard__fail(err, KVSHARD_ENOBLOCK, "", kvshard__no_mark,
-                                 "no memory for one block on TP rank %u: the state of max_seqs "
-                                 "%u sequences (%llu bytes each) needs more than 2^64 bytes",
-                                 r, o->max_seqs, (unsigned long long)f->state_bytes_per_seq);
-        if (!kvshard__add(&need, reserved, bpb))
-            need = UINT64_MAX;
-        if (in->memory < need)
-            return kvshard__fail(err, KVSHARD_ENOBLOCK, "", kvshard__no_mark,
-                                 "no memory for one block on TP rank %u: memory_per_rank %llu "
-                                 "bytes, reserved %llu bytes for %u sequences of state, "
-                                 "bytes_per_block %llu",
-                                 r, (unsigned long long)in->memory, (unsigned long long)reserved,
-                                 o->max_seqs, (unsigned long long)bpb);
-        c->reserved = reserved > c->reserved ? reserved : c->reserved;
-        uint64_t blocks = bpb ? (in->memory - reserved) / bpb : 0;
+        /* Most ranks have the figures of the one before, and so its blocks:
+         * the division is done once for each run of them. */
+        if (!prev || f->bytes_per_block != prev->bytes_per_block ||
+            f->state_bytes_per_seq != prev->state_bytes_per_seq) {
+            bpb = block_bytes(f, in->extra_per_block);
+            uint64_t reserved, need;
+            /* A reservation past 2^64 bytes exceeds any memory: no block fits. */
+            if (!kvshard__mul(&reserved, o->max_seqs, f->state_bytes_per_seq))
+                return kvshard__fail(err, KVSHARD_ENOBLOCK, "", kvshard__no_mark,
+                                     "no memory for one block on TP rank %u: the state of "
+                                     "max_seqs %u sequences (%llu bytes each) needs more than "
+                                     "2^64 bytes",
+                                     r, o->max_seqs, (unsigned long long)f->state_bytes_per_seq);
+            if (!kvshard__add(&need, reserved, bpb))
+                need = UINT64_MAX;
+            if (in->memory < need)
+                return kvshard__fail(err, KVSHARD_ENOBLOCK, "", kvshard__no_mark,
+                                     "no memory for one block on TP rank %u: memory_per_rank "
+                                     "%llu bytes, reserved %llu bytes for %u sequences of state, "
+                                     "bytes_per_block %llu",
+                                     r, (unsigned long long)in->memory,
+                                     (unsigned long long)reserved, o->max_seqs,
+                                     (unsigned long long)bpb);
+            c->reserved = reserved > c->reserved ? reserved : c->reserved;
+            blocks = bpb ? (in->memory - reserved) / bpb : 0;
+        }
+        prev = f;
         if (rank_blocks)
             rank_blocks[r] = blocks;
         if (bpb) {
@@ -87,8 +96,13 @@ static int kvshard_profile(kvshard__capacity *c, uint64_t *rank_blocks,
     c->has_concurrency = true;
     c->concurrency = fit < o->max_seqs ? fit : o->max_seqs;
     uint64_t balanced = UINT64_MAX;
+    prev = NULL;
     for (uint32_t r = first_rank(in); r < end_rank(in); r++) {
         const kvshard_rank_memory *f = &in->ranks[r];
+        if (prev && f->bytes_per_block == prev->bytes_per_block &&
+            f->state_bytes_per_seq == prev->state_bytes_per_seq)
+            continue; /* bounds max_seqs as the rank before did */
+        prev = f;
         uint64_t kv, need;
         if (!kvshard__mul(&kv, per_seq, block_bytes(f, in->extra_per_block)) ||
             !kvshard__add(&need, f->state_bytes_per_seq, kv)) {

@@ -224,10 +224,15 @@ int kvshard__memory_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inpu
     uint32_t group_of_bytes = UINT32_MAX, heads_of_own = UINT32_MAX;
     uint32_t prev_heads = 0, prev_owned = 0; /* the inputs of rank r - 1 */
     uint64_t prev_stored = 0;
+    /* When H and T divide one another, as planning requires of a model that
+     * stores KV, every rank holds as many heads as rank 0: the divisions
+     * of kvshard__kv_heads() are then done once, not for every rank. */
+    bool same_heads = H == 0 || T % H == 0 || H % T == 0;
+    uint32_t s = 0, g = 0; /* r % S_eff and r / S_eff, counted */
     for (uint32_t r = 0; r < T; r++) {
         /* Ranks differ only in their KV heads, their group's and the layers
          * they own, and most ranks share all three with the one before. */
-        uint32_t heads = own_heads(in, r);
+        uint32_t heads = r > 0 && same_heads ? heads_of_own : own_heads(in, r);
         if (heads != heads_of_own) {
             own = layer_bytes(&c, in, heads);
             heads_of_own = heads;
@@ -235,7 +240,6 @@ int kvshard__memory_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inpu
         uint64_t stored = own;
         if (split) {
             /* The owner of a layer holds the KV heads of its whole group. */
-            uint32_t g = r / in->split;
             if (g != group_of_bytes) {
                 uint32_t first, count = 0;
                 if (H)
@@ -246,7 +250,11 @@ int kvshard__memory_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inpu
             }
             stored = group_bytes;
         }
-        uint32_t owned = in->owned[r % in->split];
+        uint32_t owned = in->owned[s];
+        if (++s == in->split) {
+            s = 0;
+            g++;
+        }
         if (r > 0 && !c.overflow && heads == prev_heads && stored == prev_stored &&
             owned == prev_owned) {
             ranks[r] = ranks[r - 1]; /* the same figures, computed without an overflow */
