@@ -122,16 +122,17 @@ int kvshard__plan_validate(uint32_t *out_tp, uint32_t *out_split, const kvshard_
 
 static void assign_owners(kvshard_plan *p)
 {
-    /* Locals, so that the stores into the arrays do not make the compiler
-     * read the plan's fields again for every layer. */
+    /* Locals, and restrict since the arrays are distinct parts of the plan's
+     * block, so that a store into one does not make the compiler read the
+     * plan's fields or the other arrays again for every layer. */
     const uint32_t S = p->split, L = p->model.num_layers, T = p->tp;
     const uint32_t n_kv = kvshard__num_kv_layers(&p->model);
     const kvshard_ownership rule = p->options.ownership;
-    const uint8_t *kinds = p->kinds;
-    int32_t *owner = p->owner, *held_by = p->held_by; /* held_by may be owner */
-    uint32_t *kv_slot = p->kv_slot, *state_slot = p->state_slot;
-    uint32_t *counts = p->owned_counts, *offsets = p->owned_offsets;
-    uint32_t *layers = p->owned_layers, *split_rank_of = p->split_rank_of;
+    const uint8_t *restrict kinds = p->kinds;
+    int32_t *restrict owner = p->owner;
+    uint32_t *restrict kv_slot = p->kv_slot, *restrict state_slot = p->state_slot;
+    uint32_t *restrict counts = p->owned_counts, *restrict offsets = p->owned_offsets;
+    uint32_t *restrict layers = p->owned_layers, *restrict split_rank_of = p->split_rank_of;
     if (S == 1) {
         /* No split (the common case): every rank stores every KV layer, and
          * the one list of KV layers is in layer order: one pass. */
@@ -182,18 +183,21 @@ static void assign_owners(kvshard_plan *p)
         if (!kvshard__is_kv_kind(kind)) {
             kv_slot[i] = UINT32_MAX;
             owner[i] = kind == KVSHARD_LAYER_NO_CACHE ? KVSHARD_OWNER_NONE : KVSHARD_OWNER_ALL;
-            held_by[i] = owner[i];
             kvshard__owner_skip(&walk);
             continue;
         }
         uint32_t s = kvshard__owner_next(&walk);
         owner[i] = (int32_t)s;
-        held_by[i] = kind == KVSHARD_LAYER_HYBRID ? KVSHARD_OWNER_ALL : (int32_t)s;
         kv_slot[i] = counts[s]++; /* its place in its owner's list */
         layers[offsets[s] + kv_slot[i]] = i;
     }
     for (uint32_t r = 0; r < T; r++)
         split_rank_of[r] = r % S;
+    /* Hybrid layers' state is on every rank, whoever owns their KV. */
+    if (p->held_by != p->owner) {
+        for (uint32_t i = 0; i < L; i++)
+            p->held_by[i] = kinds[i] == KVSHARD_LAYER_HYBRID ? KVSHARD_OWNER_ALL : owner[i];
+    }
 }
 
 /* ---- warnings ------------------------------------------------------------------- */
