@@ -194,6 +194,32 @@ static void test_core_tags(void **state)
                      KVSHARD_EUNSUPPORTED);
 }
 
+/* Keys of one length with the same first and last bytes: a mapping below
+ * the size that gets a hash index compares such keys in full, and finds a
+ * repeated one however many of its kind came between. */
+static void test_duplicate_among_similar_keys(void **state)
+{
+    (void)state;
+    kvshard_model *m = NULL;
+    kvshard_error err;
+    char text[1024];
+    size_t n = (size_t)snprintf(text, sizeof text,
+                                "num_hidden_layers: 1\nnum_attention_heads: 1\nhead_dim: 8\n");
+    for (int i = 10; i < 38; i++) /* 28 keys a10a .. a37a on lines 4 .. 31 */
+        n += (size_t)snprintf(text + n, sizeof text - n, "a%da: %d\n", i, i);
+    tu_assert_ok(kvshard_model_load_string(&m, text, n, "similar", NULL, &err), &err);
+    kvshard_model_free(m);
+    m = NULL;
+    /* a12a again, on line 32: the mapping has 32 keys, still below the index. */
+    n += (size_t)snprintf(text + n, sizeof text - n, "a12a: 0\n");
+    assert_int_equal(kvshard_model_load_string(&m, text, n, "similar", NULL, &err),
+                     KVSHARD_EDUPKEY);
+    assert_null(m);
+    assert_int_equal(err.line, 32);
+    assert_int_equal(err.column, 1);
+    assert_string_equal(err.message, "duplicate key \"a12a\" (first at line 6, column 1)");
+}
+
 /* ---- messages safe to print ------------------------------------------------------------------ */
 
 /* Control characters in a key, in a path and in model_type never reach a
@@ -402,6 +428,7 @@ int main(void)
         cmocka_unit_test(test_proc_file_read),
         cmocka_unit_test(test_model_directory),
         cmocka_unit_test(test_core_tags),
+        cmocka_unit_test(test_duplicate_among_similar_keys),
         cmocka_unit_test(test_control_characters_escaped),
         cmocka_unit_test(test_cut_utf8),
         cmocka_unit_test(test_no_file_contents_echoed),

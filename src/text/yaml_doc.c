@@ -890,10 +890,13 @@ static int check_keys(builder *b, uint32_t map_id, uint32_t pairs)
     const kvshard__doc *d = b->doc;
     kvshard__node key;
     if (pairs < INDEX_MIN_PAIRS) {
-        /* Each key's key_sig() bit: only a key whose bit an earlier key set
-         * has its text compared, with those of the same signature. */
+        /* Keys chained by key_sig(): a key's text is compared only with the
+         * earlier keys of its signature. last[sig] is the latest key of a
+         * signature whose bit `seen` has, and before[i] the one before key
+         * i (none: NO_KEY). */
+        enum { NO_KEY = 0xFF };
         uint64_t seen = 0;
-        uint8_t sigs[INDEX_MIN_PAIRS - 1];
+        uint8_t last[64], before[INDEX_MIN_PAIRS - 1];
         uint32_t positions[INDEX_MIN_PAIRS - 1];
         uint32_t key_pos = map_id + 1;
         for (uint32_t i = 0; i < pairs; i++) {
@@ -904,9 +907,9 @@ static int check_keys(builder *b, uint32_t map_id, uint32_t pairs)
             }
             const char *text = scalar_text(d, k);
             unsigned sig = key_sig(text, k->count);
-            for (uint32_t j = 0; (seen >> sig & 1u) && j < i; j++) {
-                if (sigs[j] != sig)
-                    continue;
+            uint8_t j = seen >> sig & 1u ? last[sig] : (uint8_t)NO_KEY;
+            before[i] = j;
+            for (; j != NO_KEY; j = before[j]) {
                 const entry *o = key_entry(d, positions[j]);
                 if (o->count == k->count && memcmp(scalar_text(d, o), text, k->count) == 0) {
                     key = view(d, key_pos);
@@ -915,7 +918,7 @@ static int check_keys(builder *b, uint32_t map_id, uint32_t pairs)
                 }
             }
             seen |= (uint64_t)1 << sig;
-            sigs[i] = (uint8_t)sig;
+            last[sig] = (uint8_t)i;
             positions[i] = key_pos;
             key_pos = skip(d, key_pos + 1);
         }
