@@ -168,7 +168,7 @@ int main(int argc, char **argv)
         }
     }
     if (s.quick) {
-        s.pairs = 9;
+        s.pairs = 15;
         s.big_pairs = 3;
         s.cli_pairs = 30;
         s.cli_warmup = 4;
