@@ -120,6 +120,45 @@ int kvshard__plan_validate(uint32_t *out_tp, uint32_t *out_split, const kvshard_
 
 /* ---- ownership ------------------------------------------------------------------ */
 
+#if defined(__GNUC__)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE inline
+#endif
+
+/* The pass over the layers of a split plan (S_eff > 1), once each split
+ * rank's list has its place: owners, slots and the lists. Inlined for each
+ * rule with the rule a constant, so that its loop holds that rule's step
+ * alone and its counters stay in registers. The arrays are distinct parts
+ * of the plan's block (restrict). */
+static ALWAYS_INLINE void split_pass(kvshard_plan *p, kvshard_ownership rule)
+{
+    const uint32_t S = p->split, L = p->model.num_layers;
+    const uint8_t *restrict kinds = p->kinds;
+    int32_t *restrict owner = p->owner;
+    uint32_t *restrict kv_slot = p->kv_slot, *restrict state_slot = p->state_slot;
+    uint32_t *restrict counts = p->owned_counts;
+    const uint32_t *restrict offsets = p->owned_offsets;
+    uint32_t *restrict layers = p->owned_layers;
+    kvshard__owner_walk walk;
+    kvshard__owner_walk_begin(&walk, kvshard__num_kv_layers(&p->model), S, rule);
+    uint32_t state = 0;
+    for (uint32_t i = 0; i < L; i++) {
+        uint8_t kind = kinds[i];
+        state_slot[i] = kvshard__is_state_kind(kind) ? state++ : UINT32_MAX;
+        if (!kvshard__is_kv_kind(kind)) {
+            kv_slot[i] = UINT32_MAX;
+            owner[i] = kind == KVSHARD_LAYER_NO_CACHE ? KVSHARD_OWNER_NONE : KVSHARD_OWNER_ALL;
+            kvshard__owner_skip(&walk);
+            continue;
+        }
+        uint32_t s = kvshard__owner_next(&walk);
+        owner[i] = (int32_t)s;
+        kv_slot[i] = counts[s]++; /* its place in its owner's list */
+        layers[offsets[s] + kv_slot[i]] = i;
+    }
+}
+
 static void assign_owners(kvshard_plan *p)
 {
     /* Locals, and restrict since the arrays are distinct parts of the plan's
@@ -129,13 +168,14 @@ static void assign_owners(kvshard_plan *p)
     const uint32_t n_kv = kvshard__num_kv_layers(&p->model);
     const kvshard_ownership rule = p->options.ownership;
     const uint8_t *restrict kinds = p->kinds;
-    int32_t *restrict owner = p->owner;
-    uint32_t *restrict kv_slot = p->kv_slot, *restrict state_slot = p->state_slot;
     uint32_t *restrict counts = p->owned_counts, *restrict offsets = p->owned_offsets;
-    uint32_t *restrict layers = p->owned_layers, *restrict split_rank_of = p->split_rank_of;
+    uint32_t *restrict split_rank_of = p->split_rank_of;
     if (S == 1) {
         /* No split (the common case): every rank stores every KV layer, and
          * the one list of KV layers is in layer order: one pass. */
+        int32_t *restrict owner = p->owner;
+        uint32_t *restrict kv_slot = p->kv_slot, *restrict state_slot = p->state_slot;
+        uint32_t *restrict layers = p->owned_layers;
         uint32_t kv = 0, state = 0;
         for (uint32_t i = 0; i < L; i++) {
             uint8_t kind = kinds[i];
@@ -157,8 +197,8 @@ static void assign_owners(kvshard_plan *p)
     /* Each split rank's count first, so that one pass puts every KV layer
      * straight into its owner's list. Only the global rule's counts depend
      * on where the KV layers stand. */
-    kvshard__owner_walk walk;
     if (rule == KVSHARD_OWNERSHIP_GLOBAL) {
+        kvshard__owner_walk walk;
         memset(counts, 0, S * sizeof *counts);
         kvshard__owner_walk_begin(&walk, n_kv, S, rule);
         for (uint32_t i = 0; i < L; i++) {
@@ -173,30 +213,20 @@ static void assign_owners(kvshard_plan *p)
     offsets[0] = 0;
     for (uint32_t s = 0; s < S; s++) {
         offsets[s + 1] = offsets[s] + counts[s];
-        counts[s] = 0; /* counted again below, as each list fills */
+        counts[s] = 0; /* counted again by the pass, as each list fills */
     }
-    kvshard__owner_walk_begin(&walk, n_kv, S, rule);
-    uint32_t state = 0;
-    for (uint32_t i = 0; i < L; i++) {
-        uint8_t kind = kinds[i];
-        state_slot[i] = kvshard__is_state_kind(kind) ? state++ : UINT32_MAX;
-        if (!kvshard__is_kv_kind(kind)) {
-            kv_slot[i] = UINT32_MAX;
-            owner[i] = kind == KVSHARD_LAYER_NO_CACHE ? KVSHARD_OWNER_NONE : KVSHARD_OWNER_ALL;
-            kvshard__owner_skip(&walk);
-            continue;
-        }
-        uint32_t s = kvshard__owner_next(&walk);
-        owner[i] = (int32_t)s;
-        kv_slot[i] = counts[s]++; /* its place in its owner's list */
-        layers[offsets[s] + kv_slot[i]] = i;
+    switch (rule) {
+    case KVSHARD_OWNERSHIP_GLOBAL: split_pass(p, KVSHARD_OWNERSHIP_GLOBAL); break;
+    case KVSHARD_OWNERSHIP_CONTIGUOUS: split_pass(p, KVSHARD_OWNERSHIP_CONTIGUOUS); break;
+    case KVSHARD_OWNERSHIP_ORDINAL:
+    default: split_pass(p, KVSHARD_OWNERSHIP_ORDINAL); break;
     }
     for (uint32_t r = 0; r < T; r++)
         split_rank_of[r] = r % S;
     /* Hybrid layers' state is on every rank, whoever owns their KV. */
     if (p->held_by != p->owner) {
         for (uint32_t i = 0; i < L; i++)
-            p->held_by[i] = kinds[i] == KVSHARD_LAYER_HYBRID ? KVSHARD_OWNER_ALL : owner[i];
+            p->held_by[i] = kinds[i] == KVSHARD_LAYER_HYBRID ? KVSHARD_OWNER_ALL : p->owner[i];
     }
 }
 
