@@ -750,32 +750,25 @@ static int add_string(builder *b, const char *s, size_t len, uint32_t *out_ref)
 }
 
 /* Whether `len` bytes at `a` and `b` are the same. Most config scalars are
- * short: up to 16 bytes are compared with two overlapping reads of each,
- * which costs less than a call to memcmp. No read passes either end. */
+ * short: up to 16 bytes are compared byte by byte or with two overlapping
+ * 8-byte reads of each, which costs less than a call to memcmp. No read
+ * passes either end. */
 static inline bool same_bytes(const char *a, const char *b, size_t len)
 {
-    if (len >= 8 && len <= 16) {
+    if (len < 8) {
+        for (size_t i = 0; i < len; i++) {
+            if (a[i] != b[i])
+                return false;
+        }
+        return true;
+    }
+    if (len <= 16) {
         uint64_t a0, a1, b0, b1;
         memcpy(&a0, a, 8);
         memcpy(&b0, b, 8);
         memcpy(&a1, a + len - 8, 8);
         memcpy(&b1, b + len - 8, 8);
         return ((a0 ^ b0) | (a1 ^ b1)) == 0;
-    }
-    if (len >= 4 && len < 8) {
-        uint32_t a0, a1, b0, b1;
-        memcpy(&a0, a, 4);
-        memcpy(&b0, b, 4);
-        memcpy(&a1, a + len - 4, 4);
-        memcpy(&b1, b + len - 4, 4);
-        return ((a0 ^ b0) | (a1 ^ b1)) == 0;
-    }
-    if (len < 4) {
-        for (size_t i = 0; i < len; i++) {
-            if (a[i] != b[i])
-                return false;
-        }
-        return true;
     }
     return memcmp(a, b, len) == 0;
 }
