@@ -17,15 +17,15 @@ typedef struct kvshard__warning {
 struct kvshard_plan {
     /* What kvshard_plan_owns() reads on every call comes first, in one
      * cache line with the layer count at the start of `model`. */
-    int32_t *owner;          /* split rank, KVSHARD_OWNER_ALL or KVSHARD_OWNER_NONE per layer */
     int32_t *held_by;        /* per layer: as owner, but KVSHARD_OWNER_ALL for a hybrid layer,
                                 whose state every rank holds; `owner` itself when the same */
     uint32_t *split_rank_of; /* per TP rank: tp_rank % S_eff, so owns() needs no division */
     uint32_t tp;             /* T */
     uint32_t split;          /* S_eff */
     kvshard__model_info model;
-    kvshard_allocator alloc;
+    int32_t *owner; /* split rank, KVSHARD_OWNER_ALL or KVSHARD_OWNER_NONE per layer */
     uint8_t *kinds; /* kvshard_layer_kind per decoder layer */
+    kvshard_allocator alloc;
     char *model_type;
     char *source;            /* the model's source */
     uint32_t *kv_slot;       /* per layer: position in its owner's KV list, or UINT32_MAX */
