@@ -809,9 +809,12 @@ static int on_scalar(builder *b, const yaml_event_t *ev)
     bool quoted_span =
         (ystyle == YAML_SINGLE_QUOTED_SCALAR_STYLE || ystyle == YAML_DOUBLE_QUOTED_SCALAR_STYLE) &&
         raw_len == len + 2 && same_bytes(raw + 1, value, len);
-    /* libyaml refuses a NUL byte in the text itself, so a value that is a
-     * span of the text holds none; only an escape (\0) in a copy can. */
-    if (plain_style && raw_len == len && same_bytes(raw, value, len)) {
+    /* A plain scalar on one line is its text as written: only folding
+     * across lines changes a plain scalar. libyaml refuses a NUL byte in the
+     * text itself, so a value that is a span of the text holds none; only
+     * an escape (\0) in a copy can. */
+    bool one_line = ev->start_mark.line == ev->end_mark.line;
+    if (plain_style && raw_len == len && (one_line || same_bytes(raw, value, len))) {
         ref = (uint32_t)start;
     } else if (quoted_span) {
         ref = (uint32_t)start + 1;
