@@ -253,8 +253,6 @@ static const word *word_of_value(const word *words, int64_t value)
     return NULL;
 }
 
-/* Whether `value` is allowed for `d`; the error names the option. `text` is
- * the value as written, or NULL for a value from a caller's struct. */
 /* A value an enum option may hold: one of its words' values, or the
  * "default" ownership, a caller's unset value that no word names. */
 static bool enum_value_ok(const option_def *d, int64_t value)
@@ -263,6 +261,14 @@ static bool enum_value_ok(const option_def *d, int64_t value)
            (d->words == ownership_words && value == KVSHARD_OWNERSHIP_DEFAULT);
 }
 
+/* A fraction option's range: above 0 and at most 1 (NaN is neither). */
+static bool fraction_ok(double value)
+{
+    return value > 0.0 && value <= 1.0;
+}
+
+/* Whether `value` is allowed for `d`; the error names the option. `text` is
+ * the value as written, or NULL for a value from a caller's struct. */
 static int check_value(const option_def *d, uint64_t value, double fraction, const char *text,
                        size_t len, const char *source, kvshard__mark mark, kvshard_error *err)
 {
@@ -285,7 +291,7 @@ static int check_value(const option_def *d, uint64_t value, double fraction, con
                                         mark);
         return KVSHARD_OK;
     case VT_FRACTION:
-        if (!(fraction > 0.0 && fraction <= 1.0)) {
+        if (!fraction_ok(fraction)) {
             char shown[48];
             if (text)
                 snprintf(shown, sizeof shown, "%.*s", (int)(len > 40 ? 40 : len), text);
@@ -479,7 +485,7 @@ int kvshard__options_check(const kvshard_options *options, kvshard_error *err)
         } else if (d->type == VT_FRACTION) {
             double f;
             memcpy(&f, base, sizeof f);
-            if (f > 0.0 && f <= 1.0)
+            if (fraction_ok(f))
                 continue;
         }
         double v = get_field(options, d);
