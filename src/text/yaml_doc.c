@@ -645,6 +645,13 @@ static bool is_null_text(const char *s, size_t len)
     }
 }
 
+/* A null scalar: tagged !!null, or plain, untagged and null text. Both a
+ * node and a tape entry are tested with it. */
+static bool is_null_scalar(unsigned tag, bool plain_untagged, const char *text, size_t len)
+{
+    return tag == KVSHARD__TAG_NULL || (plain_untagged && is_null_text(text, len));
+}
+
 static bool is_bool_text(const char *s, size_t len)
 {
     return kvshard__text_is(s, len, "true") || kvshard__text_is(s, len, "false") ||
@@ -1206,19 +1213,16 @@ uint32_t kvshard__map_keys(const kvshard__doc *doc, const kvshard__node *map, kv
 
 bool kvshard__doc_value(kvshard__node *out, const kvshard__doc *doc, uint32_t at_id)
 {
-    /* kvshard__node_is_null() read off the tape entry's one word: testing
-     * the node's style and tag just after storing them one by one would
-     * have the compiler load both at once and wait for the stores. */
+    /* The null test on the tape entry's one word: testing the node's style
+     * and tag just after storing them one by one would have the compiler
+     * load both at once and wait for the stores. */
     const entry *e = at(doc, at_id);
     if (kind_of(e) == KIND_ALIAS)
         e = at(doc, e->ref);
     *out = view(doc, at_id);
-    if (kind_of(e) != KIND_SCALAR)
-        return true;
-    unsigned tag = e->word >> TAG_SHIFT, plain_untagged = (e->word >> STYLE_SHIFT) == 0;
-    if (tag == KVSHARD__TAG_NULL)
-        return false;
-    return !(plain_untagged && is_null_text(scalar_text(doc, e), e->count));
+    return kind_of(e) != KIND_SCALAR ||
+           !is_null_scalar(e->word >> TAG_SHIFT, (e->word >> STYLE_SHIFT) == 0, scalar_text(doc, e),
+                           e->count);
 }
 
 kvshard__node kvshard__seq_item(const kvshard__doc *doc, const kvshard__node *seq, uint32_t index)
@@ -1278,12 +1282,10 @@ bool kvshard__scalar_is(const kvshard__node *node, const char *s)
 
 bool kvshard__node_is_null(const kvshard__node *node)
 {
-    if (node->kind != KVSHARD__NODE_SCALAR)
-        return false;
-    if (node->tag == KVSHARD__TAG_NULL)
-        return true;
-    return node->style == KVSHARD__VALUE_PLAIN && node->tag == KVSHARD__TAG_NONE &&
-           is_null_text(node->text, node->count);
+    return node->kind == KVSHARD__NODE_SCALAR &&
+           is_null_scalar(node->tag,
+                          node->style == KVSHARD__VALUE_PLAIN && node->tag == KVSHARD__TAG_NONE,
+                          node->text, node->count);
 }
 
 void kvshard__node_describe(char *buf, size_t cap, const kvshard__node *node)
