@@ -32,6 +32,15 @@ static uint64_t block_bytes(const kvshard_rank_memory *r, uint64_t extra)
     return kvshard__add(&b, r->bytes_per_block, extra) ? b : UINT64_MAX;
 }
 
+/* Ranks with the same bytes per block and state per sequence fit the same
+ * blocks and bound max_seqs alike; most ranks have the figures of the rank
+ * before, so each run of them is worked out once. */
+static bool same_figures(const kvshard_rank_memory *a, const kvshard_rank_memory *b)
+{
+    return a && a->bytes_per_block == b->bytes_per_block &&
+           a->state_bytes_per_seq == b->state_bytes_per_seq;
+}
+
 static int max_tokens(kvshard__capacity *c, const kvshard_options *o, kvshard_error *err)
 {
     if (c->has_num_blocks && !kvshard__mul(&c->max_tokens, c->num_blocks, o->block_size))
@@ -51,10 +60,7 @@ static int kvshard_profile(kvshard__capacity *c, uint64_t *rank_blocks,
     const kvshard_rank_memory *prev = NULL;
     for (uint32_t r = first_rank(in); r < end_rank(in); r++) {
         const kvshard_rank_memory *f = &in->ranks[r];
-        /* Most ranks have the figures of the one before, and so its blocks:
-         * the division is done once for each run of them. */
-        if (!prev || f->bytes_per_block != prev->bytes_per_block ||
-            f->state_bytes_per_seq != prev->state_bytes_per_seq) {
+        if (!same_figures(prev, f)) {
             bpb = block_bytes(f, in->extra_per_block);
             uint64_t reserved, need;
             /* A reservation past 2^64 bytes exceeds any memory: no block fits. */
@@ -99,9 +105,8 @@ static int kvshard_profile(kvshard__capacity *c, uint64_t *rank_blocks,
     prev = NULL;
     for (uint32_t r = first_rank(in); r < end_rank(in); r++) {
         const kvshard_rank_memory *f = &in->ranks[r];
-        if (prev && f->bytes_per_block == prev->bytes_per_block &&
-            f->state_bytes_per_seq == prev->state_bytes_per_seq)
-            continue; /* bounds max_seqs as the rank before did */
+        if (same_figures(prev, f))
+            continue;
         prev = f;
         uint64_t kv, need;
         if (!kvshard__mul(&kv, per_seq, block_bytes(f, in->extra_per_block)) ||
