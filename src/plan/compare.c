@@ -31,8 +31,7 @@ typedef struct work {
     const kvshard_model *model;
     kvshard_options base; /* settled, split off */
     uint32_t tp;
-    uint32_t *kv_layers; /* the KV layer indices */
-    uint32_t *counts;    /* owned counts of the row's split ranks */
+    uint32_t *counts; /* owned counts of the row's split ranks */
     kvshard_rank_memory *ranks;
     uint64_t memory;
     bool has_memory;
@@ -52,7 +51,7 @@ static int fill_row(kvshard_comparison_row *row, work *w, const kvshard_options 
 {
     const kvshard__model_info *m = &w->model->info;
     uint32_t n_kv = kvshard__num_kv_layers(m);
-    kvshard__owned_counts(w->counts, w->kv_layers, n_kv, S, o->ownership);
+    kvshard__owned_counts(w->counts, w->model->kinds, m->num_layers, n_kv, S, o->ownership);
     kvshard__memory_inputs in = {m, o, w->tp, S, w->counts, w->model->source};
     int rc = kvshard__memory_ranks(w->ranks, &in, err);
     if (rc)
@@ -154,7 +153,6 @@ static void unsplit_figures(work *w)
 
 static void free_work(const kvshard_allocator *a, work *w)
 {
-    kvshard__free(a, w->kv_layers);
     kvshard__free(a, w->counts);
     kvshard__free(a, w->ranks);
 }
@@ -163,15 +161,10 @@ static int prepare(work *w, const kvshard_allocator *a, kvshard_error *err)
 {
     const kvshard_model *model = w->model;
     uint32_t n_kv = kvshard__num_kv_layers(&model->info);
-    w->kv_layers = kvshard__alloc(a, n_kv, sizeof *w->kv_layers);
     w->counts = kvshard__alloc(a, w->tp, sizeof *w->counts);
     w->ranks = kvshard__alloc(a, w->tp, sizeof *w->ranks);
-    if (!w->kv_layers || !w->counts || !w->ranks)
+    if (!w->counts || !w->ranks)
         return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
-    for (uint32_t i = 0, k = 0; i < model->info.num_layers; i++) {
-        if (kvshard__is_kv_kind(model->kinds[i]))
-            w->kv_layers[k++] = i;
-    }
     /* The unsplit bytes per block, as the xllm profile sizes its slots. */
     uint32_t first, heads = 0;
     if (model->info.num_kv_heads)

@@ -9,13 +9,19 @@
 
 #include <string.h>
 
-void kvshard__owned_counts(uint32_t *counts, const uint32_t *kv_layers, uint32_t n_kv,
-                           uint32_t split, kvshard_ownership rule)
+void kvshard__owned_counts(uint32_t *counts, const uint8_t *kinds, uint32_t num_layers,
+                           uint32_t n_kv, uint32_t split, kvshard_ownership rule)
 {
     if (rule == KVSHARD_OWNERSHIP_GLOBAL) {
         memset(counts, 0, split * sizeof *counts);
-        for (uint32_t k = 0; k < n_kv; k++)
-            counts[kv_layers[k] % split]++;
+        kvshard__owner_walk walk;
+        kvshard__owner_walk_begin(&walk, n_kv, split, rule);
+        for (uint32_t i = 0; i < num_layers; i++) {
+            if (kvshard__is_kv_kind(kinds[i]))
+                counts[kvshard__owner_next(&walk)]++;
+            else
+                kvshard__owner_skip(&walk);
+        }
         return;
     }
     /* Ordinal and contiguous give the same counts: q+1 to the first m. */

@@ -77,10 +77,10 @@ static inline uint32_t kvshard__owner_next(kvshard__owner_walk *w)
     return s;
 }
 
-/* KV layers each of `split` split ranks owns. `kv_layers` lists the KV layer
- * indices in order; only the global rule reads it (NULL will do for the
- * others). */
-void kvshard__owned_counts(uint32_t *counts, const uint32_t *kv_layers, uint32_t n_kv,
-                           uint32_t split, kvshard_ownership rule);
+/* KV layers each of `split` split ranks owns, for `num_layers` layers of
+ * `kinds` of which `n_kv` are KV layers. Only the global rule's counts depend
+ * on where the KV layers stand, and only it reads the kinds. */
+void kvshard__owned_counts(uint32_t *counts, const uint8_t *kinds, uint32_t num_layers,
+                           uint32_t n_kv, uint32_t split, kvshard_ownership rule);
 
 #endif /* KVSHARD_PLAN_OWNERS_H */

@@ -195,21 +195,8 @@ static void assign_owners(kvshard_plan *p)
         return;
     }
     /* Each split rank's count first, so that one pass puts every KV layer
-     * straight into its owner's list. Only the global rule's counts depend
-     * on where the KV layers stand. */
-    if (rule == KVSHARD_OWNERSHIP_GLOBAL) {
-        kvshard__owner_walk walk;
-        memset(counts, 0, S * sizeof *counts);
-        kvshard__owner_walk_begin(&walk, n_kv, S, rule);
-        for (uint32_t i = 0; i < L; i++) {
-            if (kvshard__is_kv_kind(kinds[i]))
-                counts[kvshard__owner_next(&walk)]++;
-            else
-                kvshard__owner_skip(&walk);
-        }
-    } else {
-        kvshard__owned_counts(counts, NULL, n_kv, S, rule);
-    }
+     * straight into its owner's list. */
+    kvshard__owned_counts(counts, kinds, L, n_kv, S, rule);
     offsets[0] = 0;
     for (uint32_t s = 0; s < S; s++) {
         offsets[s + 1] = offsets[s] + counts[s];
