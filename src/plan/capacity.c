@@ -8,6 +8,7 @@
 #include "plan/capacity.h"
 
 #include "base/checked.h"
+#include "plan/memory.h"
 
 #include <math.h>
 
@@ -274,4 +275,24 @@ int kvshard__capacity_compute(kvshard__capacity *out, uint64_t *rank_blocks,
     if (rc == KVSHARD_OK)
         *out = c;
     return rc;
+}
+
+kvshard_uniform kvshard__uniform_of(const kvshard_rank_memory *ranks, uint32_t tp,
+                                    const kvshard_options *options,
+                                    uint64_t unsplit_bytes_per_block, uint64_t memory,
+                                    bool has_memory)
+{
+    kvshard_uniform u = KVSHARD_UNIFORM_INIT;
+    kvshard__largest_figures(&u.kv_bytes_per_token, &u.bytes_per_block, ranks, tp);
+    if (has_memory && u.bytes_per_block > 0) {
+        kvshard__capacity_inputs ci = {
+            options, ranks, tp, 1, unsplit_bytes_per_block, memory, 0, 0, KVSHARD_ALL_RANKS};
+        kvshard__capacity c;
+        u.has_num_blocks = true;
+        u.num_blocks =
+            kvshard__capacity_compute(&c, NULL, &ci, NULL) == KVSHARD_OK && c.has_num_blocks
+                ? c.num_blocks
+                : 0;
+    }
+    return u;
 }

@@ -45,4 +45,13 @@ int kvshard__xllm_budget(uint64_t *out, bool *out_has, const kvshard_options *op
 int kvshard__capacity_compute(kvshard__capacity *out, uint64_t *rank_blocks,
                               const kvshard__capacity_inputs *in, kvshard_error *err);
 
+/* The figures of a plan at S_eff = 1 from its T ranks' figures (worked out
+ * with every KV layer owned): the largest bytes per token and per block and,
+ * with a memory figure, the blocks every rank fits, 0 when the unsplit plan
+ * fits none where a split one may. */
+kvshard_uniform kvshard__uniform_of(const kvshard_rank_memory *ranks, uint32_t tp,
+                                    const kvshard_options *options,
+                                    uint64_t unsplit_bytes_per_block, uint64_t memory,
+                                    bool has_memory);
+
 #endif /* KVSHARD_PLAN_CAPACITY_H */

@@ -77,13 +77,8 @@ static int fill_row(kvshard_comparison_row *row, work *w, const kvshard_options 
         row->max_owned_layers =
             w->counts[s] > row->max_owned_layers ? w->counts[s] : row->max_owned_layers;
     }
-    for (uint32_t r = 0; r < w->tp; r++) {
-        const kvshard_rank_memory *f = &w->ranks[r];
-        if (f->kv_bytes_per_token > row->max_kv_bytes_per_token)
-            row->max_kv_bytes_per_token = f->kv_bytes_per_token;
-        if (f->bytes_per_block > row->max_bytes_per_block)
-            row->max_bytes_per_block = f->bytes_per_block;
-    }
+    kvshard__largest_figures(&row->max_kv_bytes_per_token, &row->max_bytes_per_block, w->ranks,
+                             w->tp);
     row->has_num_blocks = c.has_num_blocks;
     row->num_blocks = c.num_blocks;
     row->max_tokens = c.max_tokens;
@@ -121,33 +116,16 @@ static bool better(const kvshard_comparison_row *a, const kvshard_comparison_row
     return a->max_bytes_per_block < best->max_bytes_per_block;
 }
 
-/* The unsplit figures every row's gain is measured against. */
+/* The unsplit figures every row's gain is measured against; left at their
+ * start when the unsplit plan's figures overflow. */
 static void unsplit_figures(work *w)
 {
-    kvshard_uniform u = KVSHARD_UNIFORM_INIT;
     uint32_t all = kvshard__num_kv_layers(&w->model->info);
     kvshard__memory_inputs in = {&w->model->info, &w->base, w->tp, 1, &all, w->model->source};
-    if (kvshard__memory_ranks(w->ranks, &in, NULL) == KVSHARD_OK) {
-        for (uint32_t r = 0; r < w->tp; r++) {
-            const kvshard_rank_memory *f = &w->ranks[r];
-            u.kv_bytes_per_token = f->kv_bytes_per_token > u.kv_bytes_per_token
-                                       ? f->kv_bytes_per_token
-                                       : u.kv_bytes_per_token;
-            u.bytes_per_block =
-                f->bytes_per_block > u.bytes_per_block ? f->bytes_per_block : u.bytes_per_block;
-        }
-        if (w->has_memory && u.bytes_per_block > 0) {
-            kvshard__capacity_inputs ci = {
-                &w->base, w->ranks,         w->tp, 1, w->unsplit_bytes_per_block, w->memory, 0,
-                0,        KVSHARD_ALL_RANKS};
-            kvshard__capacity c;
-            u.has_num_blocks = true;
-            u.num_blocks =
-                kvshard__capacity_compute(&c, NULL, &ci, NULL) == KVSHARD_OK && c.has_num_blocks
-                    ? c.num_blocks
-                    : 0;
-        }
-    }
+    kvshard_uniform u = KVSHARD_UNIFORM_INIT;
+    if (kvshard__memory_ranks(w->ranks, &in, NULL) == KVSHARD_OK)
+        u = kvshard__uniform_of(w->ranks, w->tp, &w->base, w->unsplit_bytes_per_block, w->memory,
+                                w->has_memory);
     w->uniform = u;
 }
 

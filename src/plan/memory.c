@@ -284,3 +284,15 @@ int kvshard__memory_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inpu
     }
     return KVSHARD_OK;
 }
+
+void kvshard__largest_figures(uint64_t *out_kv_bytes_per_token, uint64_t *out_bytes_per_block,
+                              const kvshard_rank_memory *ranks, uint32_t tp)
+{
+    uint64_t kv = 0, block = 0;
+    for (uint32_t r = 0; r < tp; r++) {
+        kv = ranks[r].kv_bytes_per_token > kv ? ranks[r].kv_bytes_per_token : kv;
+        block = ranks[r].bytes_per_block > block ? ranks[r].bytes_per_block : block;
+    }
+    *out_kv_bytes_per_token = kv;
+    *out_bytes_per_block = block;
+}

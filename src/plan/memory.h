@@ -50,4 +50,8 @@ int kvshard__window_bytes(uint64_t *out, const kvshard__memory_inputs *in, kvsha
 int kvshard__memory_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inputs *in,
                           kvshard_error *err);
 
+/* The largest bytes per token and per block of T ranks. */
+void kvshard__largest_figures(uint64_t *out_kv_bytes_per_token, uint64_t *out_bytes_per_block,
+                              const kvshard_rank_memory *ranks, uint32_t tp);
+
 #endif /* KVSHARD_PLAN_MEMORY_H */

@@ -505,19 +505,12 @@ int kvshard__capacity_memory(uint64_t *out, bool *has, const kvshard_options *o,
  * when the unsplit plan fits none). */
 static int compute_uniform(kvshard_plan *p, uint64_t memory, bool has_memory, kvshard_error *err)
 {
-    kvshard_uniform u = KVSHARD_UNIFORM_INIT;
     if (p->split == 1) {
-        for (uint32_t r = 0; r < p->tp; r++) {
-            const kvshard_rank_memory *f = &p->ranks[r];
-            u.kv_bytes_per_token = f->kv_bytes_per_token > u.kv_bytes_per_token
-                                       ? f->kv_bytes_per_token
-                                       : u.kv_bytes_per_token;
-            u.bytes_per_block =
-                f->bytes_per_block > u.bytes_per_block ? f->bytes_per_block : u.bytes_per_block;
-        }
-        u.has_num_blocks = p->cap.has_num_blocks;
-        u.num_blocks = p->cap.num_blocks;
-        p->uniform = u;
+        /* The plan is its own unsplit plan: its blocks are the plan's. */
+        p->uniform = kvshard__uniform_of(p->ranks, p->tp, &p->options, p->unsplit_bytes_per_block,
+                                         memory, false);
+        p->uniform.has_num_blocks = p->cap.has_num_blocks;
+        p->uniform.num_blocks = p->cap.num_blocks;
         return KVSHARD_OK;
     }
     kvshard_rank_memory local[SCRATCH_RANKS];
@@ -530,29 +523,11 @@ static int compute_uniform(kvshard_plan *p, uint64_t memory, bool has_memory, kv
     in.split = 1;
     in.owned = &all;
     int rc = kvshard__memory_ranks(ranks, &in, err);
-    for (uint32_t r = 0; rc == KVSHARD_OK && r < p->tp; r++) {
-        const kvshard_rank_memory *f = &ranks[r];
-        u.kv_bytes_per_token = f->kv_bytes_per_token > u.kv_bytes_per_token ? f->kv_bytes_per_token
-                                                                            : u.kv_bytes_per_token;
-        u.bytes_per_block =
-            f->bytes_per_block > u.bytes_per_block ? f->bytes_per_block : u.bytes_per_block;
-    }
-    if (rc == KVSHARD_OK && has_memory && u.bytes_per_block > 0) {
-        kvshard__capacity_inputs ci = {
-            &p->options,      ranks, p->tp, 1, p->unsplit_bytes_per_block, memory, 0, 0,
-            KVSHARD_ALL_RANKS};
-        kvshard__capacity c;
-        u.has_num_blocks = true;
-        /* The unsplit plan may fit no block where the split one does: 0. */
-        u.num_blocks =
-            kvshard__capacity_compute(&c, NULL, &ci, NULL) == KVSHARD_OK && c.has_num_blocks
-                ? c.num_blocks
-                : 0;
-    }
+    if (rc == KVSHARD_OK)
+        p->uniform = kvshard__uniform_of(ranks, p->tp, &p->options, p->unsplit_bytes_per_block,
+                                         memory, has_memory);
     if (ranks != local)
         kvshard__free(&p->alloc, ranks);
-    if (rc == KVSHARD_OK)
-        p->uniform = u;
     return rc;
 }
 
