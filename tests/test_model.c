@@ -4,6 +4,9 @@
  * to each number. */
 #include "test_util.h"
 
+#include "model/kinds.h"
+#include "model/reader.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -446,6 +449,62 @@ static void test_minimax_with_layer_types(void **state)
     kvshard_model_free(model);
 }
 
+/* Every key the model reader knows is found again by its own name, and no
+ * near miss is: a key the hand-written lookup missed would never be read. */
+static void test_every_key_round_trips(void **state)
+{
+    (void)state;
+    for (int k = 0; k < KVSHARD__KEY_COUNT; k++) {
+        const char *name = kvshard__key_name((kvshard__key)k);
+        size_t len = strlen(name);
+        if (kvshard__key_find(name, len) != (kvshard__key)k)
+            print_error("key %d \"%s\" is not found by its name\n", k, name);
+        assert_int_equal(kvshard__key_find(name, len), k);
+        /* One byte short, and with its last byte changed: no key. */
+        assert_int_equal(kvshard__key_find(name, len - 1) == (kvshard__key)k, 0);
+        char changed[64];
+        assert_true(len < sizeof changed);
+        memcpy(changed, name, len);
+        changed[len - 1] = (char)(changed[len - 1] ^ 0x20);
+        assert_int_not_equal(kvshard__key_find(changed, len), k);
+    }
+}
+
+/* Each layer_types word names the kind of its row, and each kind's name is
+ * what kvshard_layer_kind_name() says. */
+static void test_kind_table_words(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *word;
+        kvshard_layer_kind kind;
+    } words[] = {
+        {"full_attention", KVSHARD_LAYER_FULL_ATTENTION},
+        {"attention", KVSHARD_LAYER_FULL_ATTENTION},
+        {"linear_attention", KVSHARD_LAYER_LINEAR_ATTENTION},
+        {"mamba", KVSHARD_LAYER_LINEAR_ATTENTION},
+        {"conv", KVSHARD_LAYER_LINEAR_ATTENTION},
+        {"short_conv", KVSHARD_LAYER_LINEAR_ATTENTION},
+        {"sliding_attention", KVSHARD_LAYER_SLIDING_ATTENTION},
+        {"hybrid", KVSHARD_LAYER_HYBRID},
+        {"mlp", KVSHARD_LAYER_NO_CACHE},
+        {"moe", KVSHARD_LAYER_NO_CACHE},
+    };
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        assert_int_equal(kvshard_kinds__from_word(words[i].word, strlen(words[i].word)),
+                         words[i].kind);
+    assert_int_equal(kvshard_kinds__from_word("attentio", 8), UINT8_MAX);
+    assert_int_equal(kvshard_kinds__from_word("full_attentionx", 15), UINT8_MAX);
+    assert_string_equal(kvshard_layer_kind_name(KVSHARD_LAYER_HYBRID), "hybrid");
+    assert_string_equal(kvshard_layer_kind_name((kvshard_layer_kind)KVSHARD__KIND_COUNT),
+                        "unknown");
+    /* Exactly the KV kinds have paged KV, exactly the state kinds a state. */
+    assert_int_equal(kvshard_kinds__paged_mask(),
+                     1u << KVSHARD_LAYER_FULL_ATTENTION | 1u << KVSHARD_LAYER_HYBRID);
+    assert_int_equal(kvshard_kinds__state_mask(),
+                     1u << KVSHARD_LAYER_LINEAR_ATTENTION | 1u << KVSHARD_LAYER_HYBRID);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -464,6 +523,8 @@ int main(void)
         cmocka_unit_test(test_draft_keys),
         cmocka_unit_test(test_layer_kind_errors),
         cmocka_unit_test(test_minimax_with_layer_types),
+        cmocka_unit_test(test_every_key_round_trips),
+        cmocka_unit_test(test_kind_table_words),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,8 @@
 /* A model from a description an engine fills, checked as the loader checks a
  * config: missing figures name their field, impossible ones are refused. */
 #include "base/abi.h"
-#include "model/model.h"
+#include "base/call.h"
+#include "model/states.h"
 
 #include <string.h>
 
@@ -47,72 +48,35 @@ static int check_state(kvshard_model *m, const kvshard_model_desc *d, kvshard_er
     s->head_dim = d->state_head_dim;
     s->value_dim = d->state_value_dim;
     s->state_size = d->state_size;
-    s->groups = d->state_groups ? d->state_groups : 1;
+    s->groups = d->state_groups;
     s->conv_kernel = d->conv_kernel;
     s->channels = d->conv_channels;
-    int rc = KVSHARD_OK;
-    const char *why = "the state of linear and hybrid layers";
-    switch (d->state_kind) {
-    case KVSHARD_STATE_GDN:
-        if ((rc = need(err, s->key_heads, "state_key_heads", why)) != 0 ||
-            (rc = need(err, s->heads, "state_heads", why)) != 0 ||
-            (rc = need(err, s->head_dim, "state_head_dim", why)) != 0 ||
-            (rc = need(err, s->value_dim, "state_value_dim", why)) != 0 ||
-            (rc = need(err, s->conv_kernel, "conv_kernel", why)) != 0)
-            return rc;
-        site(m, KVSHARD__SITE_STATE_A, "state_key_heads", s->key_heads);
-        site(m, KVSHARD__SITE_STATE_B, "state_heads", s->heads);
-        break;
-    case KVSHARD_STATE_KDA:
-        if ((rc = need(err, s->heads, "state_heads", why)) != 0 ||
-            (rc = need(err, s->head_dim, "state_head_dim", why)) != 0 ||
-            (rc = need(err, s->conv_kernel, "conv_kernel", why)) != 0)
-            return rc;
-        site(m, KVSHARD__SITE_STATE_B, "state_heads", s->heads);
-        break;
-    case KVSHARD_STATE_LIGHTNING:
-        if ((rc = need(err, s->heads, "state_heads", why)) != 0 ||
-            (rc = need(err, s->head_dim, "state_head_dim", why)) != 0)
-            return rc;
-        site(m, KVSHARD__SITE_STATE_B, "state_heads", s->heads);
-        break;
-    case KVSHARD_STATE_MAMBA2:
-        if (s->conv_kernel == 0)
-            s->conv_kernel = 4;
-        if ((rc = need(err, s->heads, "state_heads", why)) != 0 ||
-            (rc = need(err, s->head_dim, "state_head_dim", why)) != 0 ||
-            (rc = need(err, s->state_size, "state_size", why)) != 0 ||
-            (rc = need(err, s->groups, "state_groups", why)) != 0 ||
-            (rc = need(err, s->conv_kernel, "conv_kernel", why)) != 0)
-            return rc;
-        if ((uint64_t)s->heads * s->head_dim > KVSHARD__MAX_DIMENSION)
-            return kvshard__fail(err, KVSHARD_ERANGE, SOURCE, kvshard__no_mark,
-                                 "state_heads %u x state_head_dim %u is past %u channels", s->heads,
-                                 s->head_dim, KVSHARD__MAX_DIMENSION);
-        site(m, KVSHARD__SITE_STATE_B, "state_heads", s->heads);
-        site(m, KVSHARD__SITE_STATE_GROUPS, "state_groups", s->groups);
-        break;
-    case KVSHARD_STATE_MAMBA1:
-        if (s->conv_kernel == 0)
-            s->conv_kernel = 4;
-        if ((rc = need(err, s->channels, "conv_channels", why)) != 0 ||
-            (rc = need(err, s->state_size, "state_size", why)) != 0 ||
-            (rc = need(err, s->conv_kernel, "conv_kernel", why)) != 0)
-            return rc;
-        site(m, KVSHARD__SITE_STATE_B, "conv_channels", s->channels);
-        break;
-    case KVSHARD_STATE_SHORT_CONV:
-        if ((rc = need(err, s->channels, "conv_channels", why)) != 0 ||
-            (rc = need(err, s->conv_kernel, "conv_kernel", why)) != 0)
-            return rc;
-        site(m, KVSHARD__SITE_STATE_B, "conv_channels", s->channels);
-        break;
-    case KVSHARD_STATE_NONE:
+    if (d->state_kind == KVSHARD_STATE_NONE)
         return missing(err, "state_kind", "the model has linear or hybrid layers");
-    default:
+    const kvshard_states__row *row = kvshard_states__of(d->state_kind);
+    if (!row)
         return kvshard__fail(err, KVSHARD_ERANGE, SOURCE, kvshard__no_mark,
                              "state_kind %d is not a kvshard_state_kind", (int)d->state_kind);
+    /* The dimensions the kind needs, with their defaults; the fields it does
+     * not read are left as given. */
+    const char *why = "the state of linear and hybrid layers";
+    for (const kvshard_states__need *n = row->needs; n->dim != KVSHARD__DIM_COUNT; n++) {
+        uint32_t *v = kvshard_states__field(s, n->dim);
+        const char *field = kvshard_states__desc_name(n->dim);
+        if (*v == 0)
+            *v = n->fallback;
+        int rc = need(err, *v, field, why);
+        if (rc)
+            return rc;
+        if (n->site >= 0)
+            site(m, n->site, field, *v);
     }
+    if (row->bounded_inner && (uint64_t)s->heads * s->head_dim > KVSHARD__MAX_DIMENSION)
+        return kvshard__fail(err, KVSHARD_ERANGE, SOURCE, kvshard__no_mark,
+                             "state_heads %u x state_head_dim %u is past %u channels", s->heads,
+                             s->head_dim, KVSHARD__MAX_DIMENSION);
+    if (s->groups == 0)
+        s->groups = 1;
     /* The state dtype: the description's, else the kind's default. */
     kvshard_dtype dt = d->state_dtype;
     if (dt != KVSHARD_DTYPE_AUTO && dt != KVSHARD_DTYPE_BF16 && dt != KVSHARD_DTYPE_FP16 &&
@@ -120,13 +84,8 @@ static int check_state(kvshard_model *m, const kvshard_model_desc *d, kvshard_er
         return kvshard__fail(err, KVSHARD_ERANGE, SOURCE, kvshard__no_mark,
                              "state_dtype %s is not a state dtype (auto, bf16, fp16 or fp32)",
                              kvshard_dtype_name(dt));
-    if (s->kind == KVSHARD_STATE_SHORT_CONV)
-        dt = KVSHARD_DTYPE_AUTO;
-    else if (dt == KVSHARD_DTYPE_AUTO &&
-             (s->kind == KVSHARD_STATE_MAMBA1 || s->kind == KVSHARD_STATE_MAMBA2))
-        dt = m->info.dtype == KVSHARD_DTYPE_FP8 ? KVSHARD_DTYPE_BF16 : m->info.dtype;
-    else if (dt == KVSHARD_DTYPE_AUTO)
-        dt = KVSHARD_DTYPE_FP32;
+    if (!row->temporal || dt == KVSHARD_DTYPE_AUTO)
+        dt = kvshard_states__default_dtype(s->kind, m->info.dtype);
     s->dtype = dt;
     return KVSHARD_OK;
 }
@@ -166,7 +125,7 @@ static int describe(kvshard_model *m, const kvshard_model_desc *d, kvshard_error
     kvshard__model_info *in = &m->info;
     for (uint32_t i = 0; i < in->num_layers; i++) {
         int k = d->layer_kinds ? (int)d->layer_kinds[i] : KVSHARD_LAYER_FULL_ATTENTION;
-        if (k < KVSHARD_LAYER_FULL_ATTENTION || k > KVSHARD_LAYER_NO_CACHE)
+        if (k < 0 || (unsigned)k >= KVSHARD__KIND_COUNT)
             return kvshard__fail(err, KVSHARD_ELAYERTYPE, SOURCE, kvshard__no_mark,
                                  "layer_kinds[%u]: %d is not a kvshard_layer_kind", i, k);
         m->kinds[i] = (uint8_t)k;
@@ -184,16 +143,17 @@ static int describe(kvshard_model *m, const kvshard_model_desc *d, kvshard_error
                              "to %u",
                              d->num_draft_layers, KVSHARD__MAX_DRAFT_LAYERS);
     in->num_draft_layers = d->num_draft_layers;
-    bool stores_kv = kvshard__num_kv_layers(in) + in->num_sliding + in->num_draft_layers > 0;
+    uint32_t sliding = in->count[KVSHARD_LAYER_SLIDING_ATTENTION];
+    bool stores_kv = kvshard__num_kv_layers(in) + sliding + in->num_draft_layers > 0;
     if (stores_kv && (rc = check_attention(m, d, err)) != 0)
         return rc;
-    if (in->num_sliding > 0) {
+    if (sliding > 0) {
         if ((rc = need(err, d->sliding_window, "sliding_window",
                        "sliding_attention layers keep the last sliding_window tokens")) != 0)
             return rc;
         in->sliding_window = d->sliding_window;
     }
-    if (in->num_linear + in->num_hybrid > 0 && (rc = check_state(m, d, err)) != 0)
+    if (in->num_state > 0 && (rc = check_state(m, d, err)) != 0)
         return rc;
     return KVSHARD_OK;
 }
@@ -201,18 +161,14 @@ static int describe(kvshard_model *m, const kvshard_model_desc *d, kvshard_error
 int kvshard_model_create(kvshard_model **out, const kvshard_model_desc *desc,
                          const kvshard_allocator *allocator, kvshard_error *err)
 {
-    kvshard__error_reset(err);
-    if (!out || !desc)
-        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
-                             "out and desc must not be NULL");
-    if (desc->size != sizeof *desc)
-        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
-                             "kvshard_model_desc.size is %zu; this library's is %zu: start from "
-                             "KVSHARD_MODEL_DESC_INIT",
-                             desc->size, sizeof *desc);
-    if (!kvshard__allocator_valid(allocator))
-        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
-                             "kvshard_allocator: malloc_fn and free_fn must both be set");
+    int rc = kvshard_call__begin(err, out && desc, "out and desc");
+    if (rc == KVSHARD_OK)
+        rc = kvshard_call__size(err, "kvshard_model_desc", desc->size, sizeof *desc,
+                                "KVSHARD_MODEL_DESC_INIT");
+    if (rc == KVSHARD_OK)
+        rc = kvshard_call__allocator(err, allocator);
+    if (rc)
+        return rc;
     if (desc->num_layers < 1 || desc->num_layers > KVSHARD_MAX_LAYERS)
         return kvshard__fail(err, KVSHARD_ERANGE, SOURCE, kvshard__no_mark,
                              "num_layers: %u is out of range; expected an integer from 1 to %u",
@@ -220,7 +176,7 @@ int kvshard_model_create(kvshard_model **out, const kvshard_model_desc *desc,
     kvshard_allocator a = kvshard__allocator_or_default(allocator);
     const char *type = desc->model_type ? desc->model_type : "";
     kvshard_model *m;
-    int rc = kvshard__model_new(&m, &a, SOURCE, type, strlen(type), desc->num_layers, err);
+    rc = kvshard__model_new(&m, &a, SOURCE, type, strlen(type), desc->num_layers, err);
     if (rc)
         return rc;
     if ((rc = describe(m, desc, err)) != 0) {

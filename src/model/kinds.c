@@ -1,352 +1,164 @@
-/* Layer kinds: the first rule whose keys a config holds decides them all. A
- * new family is a row of data here, not a branch in the planner. */
-#include "model/reader.h"
+/* The layer-kind table. Each row says what a kind caches, the words that
+ * name it in a config's layer_types, and how the plan counts and draws it. */
+#include "model/kinds.h"
+
+#include "model/model.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#define FULL ((uint8_t)KVSHARD_LAYER_FULL_ATTENTION)
-#define LINEAR ((uint8_t)KVSHARD_LAYER_LINEAR_ATTENTION)
-#define SLIDING ((uint8_t)KVSHARD_LAYER_SLIDING_ATTENTION)
-#define HYBRID ((uint8_t)KVSHARD_LAYER_HYBRID)
-#define NO_CACHE ((uint8_t)KVSHARD_LAYER_NO_CACHE)
-#define UNSET UINT8_MAX
-
-/* A list of exactly L entries. */
-static int per_layer_list(const kvshard__reader *r, const kvshard__node *list, const char *key,
-                          uint32_t L)
+static uint32_t sliding_window_of(const kvshard__model_info *m)
 {
-    int rc = kvshard__node_expect(r->doc, list, KVSHARD__NODE_SEQUENCE, key, r->err);
-    if (rc)
-        return rc;
-    if (list->count != L)
-        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERCOUNT, list,
-                                 "%s has %u entries; num_hidden_layers is %u", key, list->count, L);
-    return KVSHARD_OK;
+    return m->sliding_window;
 }
 
-/* The kind a layer_types name stands for: full_attention, attention,
- * sliding_attention, linear_attention, mamba, conv, short_conv, hybrid, mlp
- * or moe; UNSET for anything else. By length first: a long list costs a
- * jump and a compare or two per entry. */
-static uint8_t kind_of_name(const char *s, size_t len)
+#define WORD(w) {w, sizeof w - 1}
+#define END {NULL, 0}
+static const kvshard_kinds__word full_words[] = {WORD("full_attention"), WORD("attention"), END};
+static const kvshard_kinds__word linear_words[] = {WORD("linear_attention"), WORD("mamba"),
+                                                   WORD("conv"), WORD("short_conv"), END};
+static const kvshard_kinds__word sliding_words[] = {WORD("sliding_attention"), END};
+static const kvshard_kinds__word hybrid_words[] = {WORD("hybrid"), END};
+static const kvshard_kinds__word no_cache_words[] = {WORD("mlp"), WORD("moe"), END};
+#undef WORD
+#undef END
+
+const kvshard_kinds__row kvshard_kinds__rows[KVSHARD__KIND_COUNT] = {
+    [KVSHARD_LAYER_FULL_ATTENTION] =
+        {
+            .name = "full_attention",
+            .words = full_words,
+            .paged_kv = true,
+            .json_count = "num_full_attention_layers",
+            .count_label = "full attention",
+            .count_always = true,
+            .letter = 'F',
+            .map_legend = "full-attention",
+            .css = "kF",
+            .mark = "",
+            .title = "full attention",
+            .legend_split = "full attention, KV on the split rank named (here 0)",
+            .legend_unsplit = "full attention, KV on every rank",
+        },
+    [KVSHARD_LAYER_LINEAR_ATTENTION] =
+        {
+            .name = "linear_attention",
+            .words = linear_words,
+            .state = true,
+            .json_count = "num_linear_attention_layers",
+            .count_label = "linear attention",
+            .count_always = true,
+            .letter = 'L',
+            .map_legend = "linear attention",
+            .css = "kL",
+            .mark = "L",
+            .title = "linear attention, state on every rank",
+            .legend_split = "linear attention: state on every rank",
+            .legend_unsplit = "linear attention: state on every rank",
+        },
+    [KVSHARD_LAYER_SLIDING_ATTENTION] =
+        {
+            .name = "sliding_attention",
+            .words = sliding_words,
+            .window = true,
+            .json_count = "num_sliding_attention_layers",
+            .count_label = "sliding window",
+            .count_always = true,
+            .letter = 'W',
+            .map_legend = "sliding window",
+            .css = "kW",
+            .mark = "W",
+            .title = "sliding window, on every rank",
+            .legend_split = "sliding window of %u tokens, on every rank",
+            .legend_unsplit = "sliding window of %u tokens, on every rank",
+            .legend_figure = sliding_window_of,
+        },
+    [KVSHARD_LAYER_HYBRID] =
+        {
+            .name = "hybrid",
+            .words = hybrid_words,
+            .paged_kv = true,
+            .state = true,
+            .json_count = "num_hybrid_layers",
+            .count_label = "hybrid",
+            .letter = 'H',
+            .map_legend = "hybrid",
+            .css = "kH",
+            .mark = "",
+            .title = "hybrid",
+            .legend_split = "hybrid: KV on the split rank named, state everywhere",
+            .legend_unsplit = "hybrid: KV and state on every rank",
+        },
+    [KVSHARD_LAYER_NO_CACHE] =
+        {
+            .name = "no_cache",
+            .words = no_cache_words,
+            .json_count = "num_no_cache_layers",
+            .count_label = "without cache",
+            .letter = '.',
+            .map_legend = "no cache",
+            .css = "kN",
+            .mark = "",
+            .title = "no cache",
+            .legend_split = "no cache (an MLP or MoE block)",
+            .legend_unsplit = "no cache (an MLP or MoE block)",
+        },
+};
+
+const uint8_t kvshard_kinds__legend_order[KVSHARD__KIND_COUNT] = {
+    KVSHARD_LAYER_FULL_ATTENTION, KVSHARD_LAYER_HYBRID, KVSHARD_LAYER_LINEAR_ATTENTION,
+    KVSHARD_LAYER_SLIDING_ATTENTION, KVSHARD_LAYER_NO_CACHE};
+
+uint32_t kvshard_kinds__paged_mask(void)
 {
-#define IS(word) (len == sizeof word - 1 && memcmp(s, word, sizeof word - 1) == 0)
-    switch (len) {
-    case 14: return IS("full_attention") ? FULL : UNSET;
-    case 9: return IS("attention") ? FULL : UNSET;
-    case 17: return IS("sliding_attention") ? SLIDING : UNSET;
-    case 16: return IS("linear_attention") ? LINEAR : UNSET;
-    case 5: return IS("mamba") ? LINEAR : UNSET;
-    case 4: return IS("conv") ? LINEAR : UNSET;
-    case 10: return IS("short_conv") ? LINEAR : UNSET;
-    case 6: return IS("hybrid") ? HYBRID : UNSET;
-    case 3: return IS("mlp") || IS("moe") ? NO_CACHE : UNSET;
-    default: return UNSET;
-    }
-#undef IS
+    uint32_t mask = 0;
+    for (uint32_t k = 0; k < KVSHARD__KIND_COUNT; k++)
+        mask |= (uint32_t)kvshard_kinds__rows[k].paged_kv << k;
+    return mask;
 }
 
-/* Rule 1: layer_types (or layers_block_type), one name per layer. */
-static int from_names(uint8_t *kinds, const kvshard__reader *r, const kvshard__node *list,
-                      const char *key, uint32_t L)
+uint32_t kvshard_kinds__state_mask(void)
 {
-    int rc = per_layer_list(r, list, key, L);
-    if (rc)
-        return rc;
-    kvshard__iter it = kvshard__iter_begin(r->doc, list);
-    kvshard__node item = {0};
-    for (uint32_t i = 0; kvshard__iter_next(r->doc, &it, &item); i++) {
-        if (item.kind != KVSHARD__NODE_SCALAR || kvshard__node_is_null(&item)) {
-            /* The position is only worked out for the error. */
-            char what[64];
-            snprintf(what, sizeof what, "%s[%u]", key, i);
-            const char *s;
-            size_t len;
-            return kvshard__node_string(&s, &len, r->doc, &item, what, r->err);
+    uint32_t mask = 0;
+    for (uint32_t k = 0; k < KVSHARD__KIND_COUNT; k++)
+        mask |= (uint32_t)kvshard_kinds__rows[k].state << k;
+    return mask;
+}
+
+uint8_t kvshard_kinds__from_word(const char *s, size_t len)
+{
+    /* A long layer_types list asks this once per entry: the length is
+     * compared before the text, so most words cost one compare. */
+    for (uint8_t k = 0; k < KVSHARD__KIND_COUNT; k++) {
+        for (const kvshard_kinds__word *w = kvshard_kinds__rows[k].words; w->text; w++) {
+            if (w->len == len && memcmp(w->text, s, len) == 0)
+                return k;
         }
-        uint8_t kind = kind_of_name(item.text, item.count);
-        if (kind == UNSET) {
-            char shown[96];
-            kvshard__excerpt(shown, sizeof shown, item.text, item.count, 40);
-            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERTYPE, &item,
-                                     "%s[%u]: unknown layer type \"%s\" (expected full_attention, "
-                                     "attention, sliding_attention, linear_attention, mamba, "
-                                     "conv, short_conv, hybrid, mlp or moe)",
-                                     key, i, shown);
-        }
-        kinds[i] = kind;
     }
-    return KVSHARD_OK;
+    return UINT8_MAX;
 }
 
-/* Rule 2: Nemotron-H's hybrid_override_pattern, one character per layer. */
-static int from_pattern(uint8_t *kinds, const kvshard__reader *r, const kvshard__node *v,
-                        uint32_t L)
+void kvshard_kinds__word_list(char *buf, size_t cap)
 {
-    const char *s;
-    size_t len;
-    int rc = kvshard__node_string(&s, &len, r->doc, v, "hybrid_override_pattern", r->err);
-    if (rc)
-        return rc;
-    if (len != L)
-        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERCOUNT, v,
-                                 "hybrid_override_pattern has %zu characters; num_hidden_layers "
-                                 "is %u",
-                                 len, L);
-    for (uint32_t i = 0; i < L; i++) {
-        switch (s[i]) {
-        case '*': kinds[i] = FULL; break;
-        case 'M': kinds[i] = LINEAR; break;
-        case '-':
-        case 'E': kinds[i] = NO_CACHE; break;
-        default: {
-            /* Point at the character itself when the string is the source text. */
-            kvshard__node at = *v;
-            const kvshard__doc *d = r->doc;
-            if (s >= d->text && s < d->text + d->len)
-                at.offset = (uint32_t)(s - d->text) + i;
-            char shown[16];
-            kvshard__excerpt(shown, sizeof shown, s + i, 1, 1);
-            return kvshard__doc_fail(d, r->err, KVSHARD_ELAYERTYPE, &at,
-                                     "hybrid_override_pattern[%u]: unknown layer character '%s' "
-                                     "(expected * for attention, M for Mamba, - or E for an MLP "
-                                     "or MoE block)",
-                                     i, shown);
-        }
+    size_t total = 0, used = 0, i = 0;
+    for (uint8_t k = 0; k < KVSHARD__KIND_COUNT; k++)
+        for (const kvshard_kinds__word *w = kvshard_kinds__rows[k].words; w->text; w++)
+            total++;
+    if (cap)
+        buf[0] = '\0';
+    for (uint8_t k = 0; k < KVSHARD__KIND_COUNT; k++) {
+        for (const kvshard_kinds__word *w = kvshard_kinds__rows[k].words; w->text && used < cap;
+             w++, i++) {
+            const char *sep = i == 0 ? "" : i + 1 == total ? " or " : ", ";
+            int n = snprintf(buf + used, cap - used, "%s%s", sep, w->text);
+            if (n < 0)
+                return;
+            used += (size_t)n;
         }
     }
-    return KVSHARD_OK;
 }
 
-/* Rule 3: MiniMax's attn_type_list, 1 for full attention, 0 for lightning. */
-static int from_attn_type_list(uint8_t *kinds, const kvshard__reader *r, const kvshard__node *list,
-                               uint32_t L)
+const char *kvshard_layer_kind_name(kvshard_layer_kind kind)
 {
-    int rc = per_layer_list(r, list, "attn_type_list", L);
-    if (rc)
-        return rc;
-    kvshard__iter it = kvshard__iter_begin(r->doc, list);
-    kvshard__node item = {0};
-    for (uint32_t i = 0; kvshard__iter_next(r->doc, &it, &item); i++) {
-        /* "1" or "0", without a strlen and a memcmp per entry. */
-        bool digit = item.kind == KVSHARD__NODE_SCALAR && item.count == 1;
-        bool one = digit && item.text[0] == '1', zero = digit && item.text[0] == '0';
-        if (!(one || zero) || item.style != KVSHARD__VALUE_PLAIN) {
-            char what[48];
-            snprintf(what, sizeof what, "attn_type_list[%u]", i);
-            uint64_t value;
-            if ((rc = kvshard__node_uint(&value, r->doc, &item, what, 0, UINT64_MAX, r->err)) != 0)
-                return rc;
-            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERTYPE, &item,
-                                     "%s: %llu is no layer type (expected 1 for full attention or "
-                                     "0 for linear attention)",
-                                     what, (unsigned long long)value);
-        }
-        kinds[i] = one ? FULL : LINEAR;
-    }
-    return KVSHARD_OK;
-}
-
-/* Mark layers listed in `list` as `kind`: numbers from `base` (1 for Kimi's
- * 1-based lists, 0 for index lists), each at most once, none past L. */
-static int mark_listed(uint8_t *kinds, const kvshard__reader *r, const kvshard__node *list,
-                       const char *key, uint32_t base, uint8_t kind, uint32_t L,
-                       const char *other_key)
-{
-    int rc = kvshard__node_expect(r->doc, list, KVSHARD__NODE_SEQUENCE, key, r->err);
-    if (rc)
-        return rc;
-    kvshard__iter it = kvshard__iter_begin(r->doc, list);
-    kvshard__node item = {0};
-    const char *dot = strrchr(key, '.');
-    const char *list_name = dot ? dot + 1 : key;
-    for (uint32_t i = 0; kvshard__iter_next(r->doc, &it, &item); i++) {
-        /* The entry's name ("key[i]") is written only for an error: these
-         * lists can be long. */
-        char what[96];
-        uint64_t n;
-        if (kvshard__node_uint(&n, r->doc, &item, key, 0, UINT64_MAX, NULL) != KVSHARD_OK) {
-            snprintf(what, sizeof what, "%s[%u]", key, i);
-            return kvshard__node_uint(&n, r->doc, &item, what, 0, UINT64_MAX, r->err);
-        }
-        bool in_range = n >= base && n - base < L;
-        uint8_t *slot = in_range ? &kinds[n - base] : NULL;
-        if (in_range && *slot == UNSET) {
-            *slot = kind;
-            continue;
-        }
-        snprintf(what, sizeof what, "%s[%u]", key, i);
-        if (!in_range)
-            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERLIST, &item,
-                                     base ? "%s: layer %llu is out of range; these lists are "
-                                            "1-based, from 1 to num_hidden_layers %u"
-                                          : "%s: layer index %llu is out of range; indices run "
-                                            "from 0 to num_hidden_layers - 1 = %u",
-                                     what, (unsigned long long)n, base ? L : L - 1);
-        if (*slot == kind)
-            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERLIST, &item,
-                                     "%s: layer %llu is listed twice in %s", what,
-                                     (unsigned long long)n, list_name);
-        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERLIST, &item,
-                                 "%s: layer %llu is in both %s and %s; each layer belongs to "
-                                 "exactly one",
-                                 what, (unsigned long long)n, other_key, list_name);
-    }
-    return KVSHARD_OK;
-}
-
-/* Rule 4: Kimi's linear_attn_config lists, 1-based, covering every layer. */
-static int from_kimi(uint8_t *kinds, const kvshard__reader *r, const kvshard__node *cfg, uint32_t L)
-{
-    kvshard__node full = {0}, kda = {0};
-    bool has_full = kvshard__get(r, cfg, KVSHARD__KEY_FULL_ATTN_LAYERS, &full);
-    bool has_kda = kvshard__get(r, cfg, KVSHARD__KEY_KDA_LAYERS, &kda);
-    const char *why = "linear_attn_config lists the full-attention and the KDA layers";
-    if (!has_full)
-        return kvshard__missing(r, cfg, KVSHARD__KEY_FULL_ATTN_LAYERS, why);
-    if (!has_kda)
-        return kvshard__missing(r, cfg, KVSHARD__KEY_KDA_LAYERS, why);
-    memset(kinds, UNSET, L);
-    int rc = mark_listed(kinds, r, &full, "linear_attn_config.full_attn_layers", 1, FULL, L,
-                         "kda_layers");
-    if (rc == KVSHARD_OK)
-        rc = mark_listed(kinds, r, &kda, "linear_attn_config.kda_layers", 1, LINEAR, L,
-                         "full_attn_layers");
-    if (rc)
-        return rc;
-    for (uint32_t i = 0; i < L; i++) {
-        if (kinds[i] == UNSET)
-            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERLIST, cfg,
-                                     "linear_attn_config: layer %u (0-based index %u) is in "
-                                     "neither full_attn_layers nor kda_layers",
-                                     i + 1, i);
-    }
-    return KVSHARD_OK;
-}
-
-/* Rules 7 and 8: 0-based indices of the full-attention layers; the rest are
- * linear. */
-static int from_indices(uint8_t *kinds, const kvshard__reader *r, const kvshard__node *list,
-                        const char *key, uint32_t L)
-{
-    memset(kinds, UNSET, L);
-    int rc = mark_listed(kinds, r, list, key, 0, FULL, L, key);
-    if (rc)
-        return rc;
-    for (uint32_t i = 0; i < L; i++) {
-        if (kinds[i] == UNSET)
-            kinds[i] = LINEAR;
-    }
-    return KVSHARD_OK;
-}
-
-/* Every (i + 1) % n == 0 layer is `every`, the others `rest`. */
-static void every_nth(uint8_t *kinds, uint32_t L, uint64_t n, uint8_t every, uint8_t rest)
-{
-    for (uint32_t i = 0; i < L; i++)
-        kinds[i] = ((uint64_t)i + 1) % n == 0 ? every : rest;
-}
-
-/* Rule 5: Jamba's attn_layer_period and attn_layer_offset. */
-static int from_period(uint8_t *kinds, const kvshard__reader *r, uint32_t L)
-{
-    kvshard__node p = {0}, o = {0};
-    bool has_p = kvshard__get(r, &r->text, KVSHARD__KEY_ATTN_LAYER_PERIOD, &p);
-    bool has_o = kvshard__get(r, &r->text, KVSHARD__KEY_ATTN_LAYER_OFFSET, &o);
-    const char *why = "attn_layer_period and attn_layer_offset place the attention layers "
-                      "together";
-    if (!has_p)
-        return kvshard__missing(r, &r->text, KVSHARD__KEY_ATTN_LAYER_PERIOD, why);
-    if (!has_o)
-        return kvshard__missing(r, &r->text, KVSHARD__KEY_ATTN_LAYER_OFFSET, why);
-    uint32_t period, offset;
-    int rc = kvshard__read_dim(&period, r, &p, "attn_layer_period", 1, UINT32_MAX);
-    if (rc == KVSHARD_OK)
-        rc = kvshard__read_dim(&offset, r, &o, "attn_layer_offset", 0, UINT32_MAX);
-    if (rc)
-        return rc;
-    if (offset >= period)
-        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERLIST, &o,
-                                 "attn_layer_offset %u is not below attn_layer_period %u", offset,
-                                 period);
-    for (uint32_t i = 0; i < L; i++)
-        kinds[i] = i % period == offset ? FULL : LINEAR;
-    return KVSHARD_OK;
-}
-
-/* Rule 10: Gemma 3 / Cohere2's sliding_window_pattern, with the default
- * their model classes apply when a file names neither it nor layer_types. */
-static bool sliding_pattern(uint64_t *out, const kvshard__reader *r, kvshard__node *v, int *rc)
-{
-    *rc = KVSHARD_OK;
-    if (kvshard__get(r, &r->text, KVSHARD__KEY_SLIDING_WINDOW_PATTERN, v)) {
-        uint32_t p;
-        *rc = kvshard__read_dim(&p, r, v, "sliding_window_pattern", 1, UINT32_MAX);
-        *out = p;
-        return true;
-    }
-    kvshard__node window = {0};
-    if (!kvshard__get(r, &r->text, KVSHARD__KEY_SLIDING_WINDOW, &window))
-        return false;
-    if (kvshard__model_type_is(r, "gemma3", false) ||
-        kvshard__model_type_is(r, "gemma3_text", false)) {
-        *out = 6;
-        return true;
-    }
-    if (kvshard__model_type_is(r, "cohere2", false)) {
-        *out = 4;
-        return true;
-    }
-    return false;
-}
-
-int kvshard__read_layer_kinds(kvshard__reader *r)
-{
-    kvshard_model *m = r->model;
-    uint8_t *kinds = m->kinds;
-    uint32_t L = m->info.num_layers;
-    const kvshard__node *t = &r->text;
-    kvshard__node v = {0};
-    int rc = KVSHARD_OK;
-    if (kvshard__get(r, t, KVSHARD__KEY_LAYER_TYPES, &v))
-        return from_names(kinds, r, &v, "layer_types", L);
-    if (kvshard__get(r, t, KVSHARD__KEY_LAYERS_BLOCK_TYPE, &v))
-        return from_names(kinds, r, &v, "layers_block_type", L);
-    if (kvshard__get(r, t, KVSHARD__KEY_HYBRID_OVERRIDE_PATTERN, &v))
-        return from_pattern(kinds, r, &v, L);
-    if (kvshard__get(r, t, KVSHARD__KEY_ATTN_TYPE_LIST, &v))
-        return from_attn_type_list(kinds, r, &v, L);
-    if (kvshard__get(r, t, KVSHARD__KEY_LINEAR_ATTN_CONFIG, &v)) {
-        if ((rc = kvshard__node_expect(r->doc, &v, KVSHARD__NODE_MAPPING, "linear_attn_config",
-                                       r->err)) != 0)
-            return rc;
-        return from_kimi(kinds, r, &v, L);
-    }
-    if (kvshard__get(r, t, KVSHARD__KEY_ATTN_LAYER_PERIOD, &v) ||
-        kvshard__get(r, t, KVSHARD__KEY_ATTN_LAYER_OFFSET, &v))
-        return from_period(kinds, r, L);
-    if (kvshard__model_type_is(r, "falcon_h1", false)) {
-        memset(kinds, HYBRID, L);
-        return KVSHARD_OK;
-    }
-    if (kvshard__get(r, t, KVSHARD__KEY_ATTN_LAYER_INDICES, &v))
-        return from_indices(kinds, r, &v, "attn_layer_indices", L);
-    if (kvshard__get(r, t, KVSHARD__KEY_FULL_ATTN_IDXS, &v))
-        return from_indices(kinds, r, &v, "full_attn_idxs", L);
-    if (kvshard__get(r, t, KVSHARD__KEY_FULL_ATTENTION_INTERVAL, &v)) {
-        uint32_t n;
-        if ((rc = kvshard__read_dim(&n, r, &v, "full_attention_interval", 1, UINT32_MAX)) != 0)
-            return rc;
-        every_nth(kinds, L, n, FULL, LINEAR);
-        return KVSHARD_OK;
-    }
-    uint64_t pattern;
-    if (sliding_pattern(&pattern, r, &v, &rc)) {
-        if (rc == KVSHARD_OK)
-            every_nth(kinds, L, pattern, FULL, SLIDING);
-        return rc;
-    }
-    memset(kinds, FULL, L);
-    return KVSHARD_OK;
+    return (unsigned)kind < KVSHARD__KIND_COUNT ? kvshard_kinds__rows[kind].name : "unknown";
 }

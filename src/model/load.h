@@ -13,4 +13,10 @@ int kvshard__model_from_node(kvshard_model **out, const kvshard__doc *doc,
 int kvshard__model_load_path(kvshard_model **out, const char *path, const kvshard_allocator *alloc,
                              kvshard_error *err);
 
+/* Start a public call that reads text: reset `err`, reject missing arguments
+ * (`args_ok` false; `args` names them) and unknown options, and resolve the
+ * allocator the options ask for. */
+int kvshard__begin_load(kvshard_allocator *alloc, bool args_ok, const char *args,
+                        const kvshard_load_options *options, kvshard_error *err);
+
 #endif /* KVSHARD_MODEL_LOAD_H */

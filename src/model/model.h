@@ -5,6 +5,7 @@
 #include "base/alloc.h"
 #include "base/error.h"
 #include "model/dtype.h"
+#include "model/kinds.h"
 
 /* Bound on any single dimension (heads, head_dim, latent ranks, ...). */
 #define KVSHARD__MAX_DIMENSION (1u << 24)
@@ -30,11 +31,9 @@ typedef struct kvshard__state_dims {
 /* What planning needs of a model; plain values, copied into each plan. */
 typedef struct kvshard__model_info {
     uint32_t num_layers;
-    uint32_t num_full;
-    uint32_t num_linear;
-    uint32_t num_sliding;
-    uint32_t num_hybrid;
-    uint32_t num_no_cache;
+    uint32_t count[KVSHARD__KIND_COUNT]; /* decoder layers of each kind */
+    uint32_t num_kv;                     /* KV layers: kinds with paged KV */
+    uint32_t num_state;                  /* layers that keep the recurrent state */
     uint32_t num_draft_layers;
     kvshard_attention attention;
     kvshard_dtype dtype; /* the model's: BF16, FP16, FP32 or FP8 */
@@ -50,10 +49,16 @@ typedef struct kvshard__model_info {
     kvshard__state_dims state;
 } kvshard__model_info;
 
-/* KV layers: full attention and hybrid, whose KV a split divides. */
+/* KV layers: the kinds with paged KV, whose KV a split divides. */
 static inline uint32_t kvshard__num_kv_layers(const kvshard__model_info *m)
 {
-    return m->num_full + m->num_hybrid;
+    return m->num_kv;
+}
+
+/* Decoder layers of `kind`. */
+static inline uint32_t kvshard__count(const kvshard__model_info *m, uint8_t kind)
+{
+    return m->count[kind];
 }
 
 /* A model figure that must divide by the attention TP size, and where it was
@@ -89,10 +94,7 @@ int kvshard__model_new(kvshard_model **out, const kvshard_allocator *alloc, cons
 /* Count the layer kinds into the model's info. */
 void kvshard__model_count_kinds(kvshard_model *m);
 
-/* Start a public call that reads text: reset `err`, reject missing arguments
- * (`args_ok` false; `args` names them) and unknown options, and resolve the
- * allocator the options ask for. */
-int kvshard__begin_load(kvshard_allocator *alloc, bool args_ok, const char *args,
-                        const kvshard_load_options *options, kvshard_error *err);
+/* Layers of each kind among `n` kinds into `count`. */
+void kvshard__census(uint32_t count[KVSHARD__KIND_COUNT], const uint8_t *kinds, uint32_t n);
 
 #endif /* KVSHARD_MODEL_MODEL_H */

@@ -1,5 +1,6 @@
-/* Reading a model config's keys from a parsed document: shared by the
- * layer-kind rules, the state kinds and the attention figures. */
+/* The toolkit for reading a model config's keys from a parsed document,
+ * shared by the readers of its parts (read.h): the known keys, their
+ * lookup, and checked readers of dimensions. */
 #ifndef KVSHARD_MODEL_READER_H
 #define KVSHARD_MODEL_READER_H
 
@@ -97,6 +98,9 @@ typedef struct kvshard__reader {
     kvshard__key_table text_keys; /* text_config's; unused without one */
 } kvshard__reader;
 
+/* Fill `t` with the known keys of `map`, a mapping, in one pass. */
+void kvshard__scan_keys(kvshard__key_table *t, const kvshard__doc *doc, const kvshard__node *map);
+
 /* kvshard__get() in a mapping without a complete key table: asks the doc. */
 bool kvshard__get_in_doc(const kvshard__reader *r, const kvshard__node *map, kvshard__key key,
                          kvshard__node *out);
@@ -129,6 +133,10 @@ int kvshard__missing(const kvshard__reader *r, const kvshard__node *map, kvshard
 /* A dimension in [min, max] from `v`, which holds `key`. */
 int kvshard__read_dim(uint32_t *out, const kvshard__reader *r, const kvshard__node *v,
                       const char *key, uint32_t min, uint32_t max);
+/* An optional dimension in [min, max] of `map`: *found tells whether it
+ * was there. */
+int kvshard__optional_dim(uint32_t *out, bool *found, const kvshard__reader *r,
+                          const kvshard__node *map, kvshard__key key, uint32_t min, uint32_t max);
 /* A required dimension (1 .. KVSHARD__MAX_DIMENSION) of `map`. */
 int kvshard__require_dim(uint32_t *out, const kvshard__reader *r, const kvshard__node *map,
                          kvshard__key key, const char *why);
@@ -138,15 +146,5 @@ bool kvshard__model_type_is(const kvshard__reader *r, const char *type, bool pre
 /* Remember where a figure checked at plan time was read. */
 void kvshard__set_site(kvshard__reader *r, int site, const char *key, uint32_t value,
                        const kvshard__node *at);
-
-/* head_dim as attention reads it: head_dim, attention_head_dim, else
- * hidden_size (Zamba2: twice it) / `heads`, which must divide (model.c). */
-int kvshard__read_head_dim(uint32_t *out, const kvshard__reader *r, uint32_t heads,
-                           const char *why);
-
-/* Layer kinds, by the first rule that applies (kinds.c). */
-int kvshard__read_layer_kinds(kvshard__reader *r);
-/* The state kind, its dimensions and dtype (state.c). */
-int kvshard__read_state(kvshard__reader *r);
 
 #endif /* KVSHARD_MODEL_READER_H */

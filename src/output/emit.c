@@ -52,16 +52,13 @@ static void emit_model(kvshard__out *o, const kvshard_plan *p)
     sep(o);
     field_u64(o, "num_layers", m->num_layers);
     sep(o);
-    field_u64(o, "num_full_attention_layers", m->num_full);
-    sep(o);
-    field_u64(o, "num_linear_attention_layers", m->num_linear);
-    sep(o);
-    field_u64(o, "num_sliding_attention_layers", m->num_sliding);
-    sep(o);
-    field_u64(o, "num_hybrid_layers", m->num_hybrid);
-    sep(o);
-    field_u64(o, "num_no_cache_layers", m->num_no_cache);
-    sep(o);
+    for (uint8_t k = 0; k < KVSHARD__KIND_COUNT; k++) {
+        const char *count = kvshard_kinds__of(k)->json_count;
+        if (count) {
+            field_u64(o, count, m->count[k]);
+            sep(o);
+        }
+    }
     field_u64(o, "num_draft_layers", m->num_draft_layers);
     sep(o);
     field_word(o, "attention", m->attention == KVSHARD_ATTENTION_MLA ? "mla" : "gqa");
@@ -102,7 +99,7 @@ static void emit_layers(kvshard__out *o, const kvshard_plan *p)
         kvshard__out_raw(o, i ? ",\n    {\"index\": " : "\n    {\"index\": ");
         kvshard__out_u64(o, i);
         kvshard__out_raw(o, ", \"kind\": \"");
-        kvshard__out_raw(o, kvshard_layer_kind_name((kvshard_layer_kind)p->kinds[i]));
+        kvshard__out_raw(o, kvshard_kinds__of(p->kinds[i])->name);
         kvshard__out_raw(o, "\", \"owner\": ");
         if (p->owner[i] >= 0)
             kvshard__out_i64(o, p->owner[i]);

@@ -133,12 +133,13 @@ static void write_summary(kvshard__out *o, const kvshard_plan *p)
         }
         kvshard__out_raw(o, ".</p>\n");
     }
-    kvshard__out_printf(o,
-                        "<p>%u layers: %u full attention, %u linear attention, %u sliding "
-                        "window, %u hybrid, %u without cache; %s; %u draft layer%s",
-                        m->num_layers, m->num_full, m->num_linear, m->num_sliding, m->num_hybrid,
-                        m->num_no_cache, m->attention == KVSHARD_ATTENTION_MLA ? "MLA" : "GQA",
-                        m->num_draft_layers, m->num_draft_layers == 1 ? "" : "s");
+    kvshard__out_printf(o, "<p>%u layers: ", m->num_layers);
+    for (uint8_t k = 0; k < KVSHARD__KIND_COUNT; k++)
+        kvshard__out_printf(o, "%s%u %s", k ? ", " : "", m->count[k],
+                            kvshard_kinds__of(k)->count_label);
+    kvshard__out_printf(o, "; %s; %u draft layer%s",
+                        m->attention == KVSHARD_ATTENTION_MLA ? "MLA" : "GQA", m->num_draft_layers,
+                        m->num_draft_layers == 1 ? "" : "s");
     if (m->state.kind != KVSHARD_STATE_NONE) {
         kvshard__out_printf(o, "; %s state", kvshard_state_kind_name(m->state.kind));
         if (p->state_dtype != KVSHARD_DTYPE_AUTO)
@@ -161,12 +162,29 @@ static void write_summary(kvshard__out *o, const kvshard_plan *p)
 
 static void write_map(kvshard__out *o, const kvshard_plan *p)
 {
+    /* The kinds as the kind table names them, KV kinds (with an owner) first. */
     kvshard__out_raw(o, "<section id=\"map\">\n<h2>Layer map</h2>\n<p class=\"sub\">One cell "
-                        "per decoder layer, in rows of 40. A full-attention (F) or hybrid (H) "
-                        "cell carries the number of the split rank that stores its KV and that "
-                        "rank's colour; F* and H* are stored on every rank; L, W and dashed "
-                        "cells are linear-attention, sliding-window and no-cache layers. Hover "
-                        "a cell for its index and owner.</p>\n<div class=\"fig\">\n");
+                        "per decoder layer, in rows of 40. A cell of a layer with paged KV (");
+    const char *sep = "";
+    for (uint32_t i = 0; i < KVSHARD__KIND_COUNT; i++) {
+        const kvshard_kinds__row *row = kvshard_kinds__of(kvshard_kinds__legend_order[i]);
+        if (row->paged_kv) {
+            kvshard__out_printf(o, "%s%c %s", sep, row->letter, row->map_legend);
+            sep = ", ";
+        }
+    }
+    kvshard__out_raw(o, ") carries the number of the split rank that stores its KV and that "
+                        "rank's colour, or * when every rank stores it. The other cells: ");
+    sep = "";
+    for (uint32_t i = 0; i < KVSHARD__KIND_COUNT; i++) {
+        const kvshard_kinds__row *row = kvshard_kinds__of(kvshard_kinds__legend_order[i]);
+        if (!row->paged_kv) {
+            kvshard__out_printf(o, "%s%s %s", sep, row->mark[0] ? row->mark : "dashed",
+                                row->map_legend);
+            sep = ", ";
+        }
+    }
+    kvshard__out_raw(o, ". Hover a cell for its index and owner.</p>\n<div class=\"fig\">\n");
     kvshard__svg_layer_map(o, p);
     kvshard__out_raw(o, "\n</div>\n</section>\n");
 }

@@ -50,11 +50,6 @@ void kvshard__out_split_members(kvshard__out *o, uint32_t tp, uint32_t split, ui
         kvshard__out_printf(o, "%u, %u, ... %u (%u)", s, s + split, tp - split + s, n);
 }
 
-static bool kv_kind(uint8_t kind)
-{
-    return kind == KVSHARD_LAYER_FULL_ATTENTION || kind == KVSHARD_LAYER_HYBRID;
-}
-
 /* ---- legend ------------------------------------------------------------ */
 
 typedef struct legend {
@@ -89,10 +84,8 @@ static uint32_t legend_entries(const kvshard_plan *p)
     uint32_t n = 0;
     if (p->split > 1 && kvshard__num_kv_layers(m))
         n += p->split < OWNERS_SHOWN ? p->split : OWNERS_SHOWN;
-    const uint32_t kinds[] = {m->num_full, m->num_hybrid, m->num_linear, m->num_sliding,
-                              m->num_no_cache};
-    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
-        n += kinds[k] > 0;
+    for (uint8_t k = 0; k < KVSHARD__KIND_COUNT; k++)
+        n += m->count[k] > 0;
     return n;
 }
 
@@ -114,31 +107,22 @@ static void write_legend(kvshard__out *o, const kvshard_plan *p, uint32_t top)
             entry_end(&lg);
         }
     }
-    if (m->num_full) {
-        entry_begin(&lg, split ? "o0" : "oA", split ? "F0" : "F*");
-        kvshard__out_raw(o, split ? "full attention, KV on the split rank named (here 0)"
-                                  : "full attention, KV on every rank");
-        entry_end(&lg);
-    }
-    if (m->num_hybrid) {
-        entry_begin(&lg, split ? "o0" : "oA", split ? "H0" : "H*");
-        kvshard__out_raw(o, split ? "hybrid: KV on the split rank named, state everywhere"
-                                  : "hybrid: KV and state on every rank");
-        entry_end(&lg);
-    }
-    if (m->num_linear) {
-        entry_begin(&lg, "kL", "L");
-        kvshard__out_raw(o, "linear attention: state on every rank");
-        entry_end(&lg);
-    }
-    if (m->num_sliding) {
-        entry_begin(&lg, "kW", "W");
-        kvshard__out_printf(o, "sliding window of %u tokens, on every rank", m->sliding_window);
-        entry_end(&lg);
-    }
-    if (m->num_no_cache) {
-        entry_begin(&lg, "kN", "");
-        kvshard__out_raw(o, "no cache (an MLP or MoE block)");
+    for (uint32_t i = 0; i < KVSHARD__KIND_COUNT && !o->failed; i++) {
+        uint8_t k = kvshard_kinds__legend_order[i];
+        const kvshard_kinds__row *row = kvshard_kinds__of(k);
+        if (!m->count[k])
+            continue;
+        char mark[8];
+        if (row->paged_kv)
+            snprintf(mark, sizeof mark, "%c%s", row->letter, split ? "0" : "*");
+        else
+            snprintf(mark, sizeof mark, "%s", row->mark);
+        entry_begin(&lg, row->paged_kv ? (split ? "o0" : "oA") : row->css, mark);
+        const char *text = split ? row->legend_split : row->legend_unsplit;
+        if (row->legend_figure)
+            kvshard__out_printf(o, text, row->legend_figure(m));
+        else
+            kvshard__out_raw(o, text);
         entry_end(&lg);
     }
 }
@@ -147,48 +131,30 @@ static void write_legend(kvshard__out *o, const kvshard_plan *p, uint32_t top)
 
 static void write_cell(kvshard__out *o, const kvshard_plan *p, uint32_t i)
 {
-    uint8_t kind = p->kinds[i];
+    const kvshard_kinds__row *row = kvshard_kinds__of(p->kinds[i]);
     int32_t owner = p->owner[i];
     uint32_t x = (i % COLUMNS) * PITCH;
-    char cls[16], mark[16] = "";
-    const char *what;
-    switch (kind) {
-    case KVSHARD_LAYER_LINEAR_ATTENTION:
-        snprintf(cls, sizeof cls, "kL");
-        snprintf(mark, sizeof mark, "L");
-        what = "linear attention, state on every rank";
-        break;
-    case KVSHARD_LAYER_SLIDING_ATTENTION:
-        snprintf(cls, sizeof cls, "kW");
-        snprintf(mark, sizeof mark, "W");
-        what = "sliding window, on every rank";
-        break;
-    case KVSHARD_LAYER_NO_CACHE:
-        snprintf(cls, sizeof cls, "kN");
-        what = "no cache";
-        break;
-    default: {
-        char letter = kind == KVSHARD_LAYER_HYBRID ? 'H' : 'F';
-        if (owner >= 0) {
-            snprintf(cls, sizeof cls, "k%c o%u", letter, (unsigned)owner % KVSHARD__OWNER_COLOURS);
-            snprintf(mark, sizeof mark, "%c%d", letter, (int)owner);
-        } else {
-            snprintf(cls, sizeof cls, "k%c oA", letter);
-            snprintf(mark, sizeof mark, "%c*", letter);
-        }
-        what = kind == KVSHARD_LAYER_HYBRID ? "hybrid" : "full attention";
-    }
+    char cls[16], mark[16];
+    if (!row->paged_kv) {
+        snprintf(cls, sizeof cls, "%s", row->css);
+        snprintf(mark, sizeof mark, "%s", row->mark);
+    } else if (owner >= 0) {
+        snprintf(cls, sizeof cls, "%s o%u", row->css, (unsigned)owner % KVSHARD__OWNER_COLOURS);
+        snprintf(mark, sizeof mark, "%c%d", row->letter, (int)owner);
+    } else {
+        snprintf(cls, sizeof cls, "%s oA", row->css);
+        snprintf(mark, sizeof mark, "%c*", row->letter);
     }
     kvshard__out_printf(o,
                         "<rect id=\"l%u\" class=\"layer %s\" x=\"%u\" width=\"%u\" "
                         "height=\"%u\"><title>layer %u: %s",
-                        i, cls, x, CELL, CELL, i, what);
-    if (kv_kind(kind)) {
+                        i, cls, x, CELL, CELL, i, row->title);
+    if (row->paged_kv) {
         if (owner >= 0)
             kvshard__out_printf(o, ", KV on split rank %d", (int)owner);
         else
             kvshard__out_raw(o, ", KV on every rank");
-        if (kind == KVSHARD_LAYER_HYBRID)
+        if (row->state)
             kvshard__out_raw(o, ", state on every rank");
     }
     kvshard__out_raw(o, "</title></rect>");

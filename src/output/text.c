@@ -49,12 +49,15 @@ static void write_model(kvshard__out *o, const kvshard_plan *p)
         kvshard__out_safe(o, p->model_type, strlen(p->model_type));
     else
         kvshard__out_raw(o, "(no model_type)");
-    kvshard__out_printf(o, ": %u layers (%u full attention, %u linear attention, %u sliding window",
-                        m->num_layers, m->num_full, m->num_linear, m->num_sliding);
-    if (m->num_hybrid)
-        kvshard__out_printf(o, ", %u hybrid", m->num_hybrid);
-    if (m->num_no_cache)
-        kvshard__out_printf(o, ", %u without cache", m->num_no_cache);
+    kvshard__out_printf(o, ": %u layers (", m->num_layers);
+    const char *sep = "";
+    for (uint8_t k = 0; k < KVSHARD__KIND_COUNT; k++) {
+        const kvshard_kinds__row *row = kvshard_kinds__of(k);
+        if (row->count_always || m->count[k]) {
+            kvshard__out_printf(o, "%s%u %s", sep, m->count[k], row->count_label);
+            sep = ", ";
+        }
+    }
     kvshard__out_printf(o, "), %s, %u draft layer%s",
                         m->attention == KVSHARD_ATTENTION_MLA ? "MLA" : "GQA", m->num_draft_layers,
                         m->num_draft_layers == 1 ? "" : "s");
@@ -73,31 +76,48 @@ static void write_model(kvshard__out *o, const kvshard_plan *p)
                         p->split, kvshard_ownership_name(opt->ownership), p->replication);
 }
 
+/* The map's legend, from the kind table: the letters of the KV kinds, which
+ * carry their owner, then every other kind's letter. */
+static void write_map_legend(kvshard__out *o)
+{
+    char letters[32] = "", words[160] = "", stars[32] = "", rest[200] = "";
+    size_t nl = 0, nw = 0, ns = 0, nr = 0;
+    for (uint32_t i = 0; i < KVSHARD__KIND_COUNT; i++) {
+        const kvshard_kinds__row *row = kvshard_kinds__of(kvshard_kinds__legend_order[i]);
+        const char *slash = nl ? "/" : "";
+        if (row->paged_kv) {
+            nl += (size_t)snprintf(letters + nl, sizeof letters - nl, "%s%c<n>", slash,
+                                   row->letter);
+            nw += (size_t)snprintf(words + nw, sizeof words - nw, "%s%s", slash, row->map_legend);
+            ns += (size_t)snprintf(stars + ns, sizeof stars - ns, "%s%c*", slash, row->letter);
+        } else {
+            nr += (size_t)snprintf(rest + nr, sizeof rest - nr, ", %c %s", row->letter,
+                                   row->map_legend);
+        }
+    }
+    kvshard__out_printf(o,
+                        "\nlayer map  (%s: %s layer whose KV split rank n stores, %s: stored on "
+                        "every rank%s)\n",
+                        letters, words, stars, rest);
+}
+
 static void write_layer_map(kvshard__out *o, const kvshard_plan *p)
 {
     uint32_t L = p->model.num_layers;
     int width = 1 + digits_of(p->split - 1);
-    kvshard__out_raw(o,
-                     "\nlayer map  (F<n>/H<n>: full-attention/hybrid layer whose KV split rank n "
-                     "stores, F*/H*: stored on every rank, L linear attention, W sliding window, "
-                     ". no cache)\n");
+    write_map_legend(o);
     for (uint32_t i = 0; i < L && !o->failed; i++) {
         if (i % 10 == 0)
             kvshard__out_printf(o, "%s%6u |", i ? "\n" : "", i);
         char cell[16];
+        const kvshard_kinds__row *row = kvshard_kinds__of(p->kinds[i]);
         int32_t owner = p->owner[i];
-        switch (p->kinds[i]) {
-        case KVSHARD_LAYER_LINEAR_ATTENTION: snprintf(cell, sizeof cell, "L"); break;
-        case KVSHARD_LAYER_SLIDING_ATTENTION: snprintf(cell, sizeof cell, "W"); break;
-        case KVSHARD_LAYER_NO_CACHE: snprintf(cell, sizeof cell, "."); break;
-        default: {
-            char letter = p->kinds[i] == KVSHARD_LAYER_HYBRID ? 'H' : 'F';
-            if (owner == KVSHARD_OWNER_ALL)
-                snprintf(cell, sizeof cell, "%c*", letter);
-            else
-                snprintf(cell, sizeof cell, "%c%d", letter, (int)owner);
-        }
-        }
+        if (!row->paged_kv)
+            snprintf(cell, sizeof cell, "%c", row->letter);
+        else if (owner == KVSHARD_OWNER_ALL)
+            snprintf(cell, sizeof cell, "%c*", row->letter);
+        else
+            snprintf(cell, sizeof cell, "%c%d", row->letter, (int)owner);
         bool row_end = i % 10 == 9 || i + 1 == L;
         kvshard__out_printf(o, " %-*s", row_end ? 0 : width, cell);
     }

@@ -52,7 +52,7 @@ static int fill_row(kvshard_comparison_row *row, work *w, const kvshard_options 
     const kvshard__model_info *m = &w->model->info;
     uint32_t n_kv = kvshard__num_kv_layers(m);
     kvshard__owned_counts(w->counts, w->model->kinds, m->num_layers, n_kv, S, o->ownership);
-    kvshard__memory_inputs in = {m, o, w->tp, S, w->counts, w->model->source};
+    kvshard__memory_inputs in = {m, o, w->tp, S, w->counts, m->count, o->engine != KVSHARD_ENGINE_XLLM, w->model->source};
     int rc = kvshard__memory_ranks(w->ranks, &in, err);
     if (rc)
         return rc;
@@ -121,7 +121,7 @@ static bool better(const kvshard_comparison_row *a, const kvshard_comparison_row
 static void unsplit_figures(work *w)
 {
     uint32_t all = kvshard__num_kv_layers(&w->model->info);
-    kvshard__memory_inputs in = {&w->model->info, &w->base, w->tp, 1, &all, w->model->source};
+    kvshard__memory_inputs in = {&w->model->info, &w->base, w->tp, 1, &all, w->model->info.count, w->base.engine != KVSHARD_ENGINE_XLLM, w->model->source};
     kvshard_uniform u = KVSHARD_UNIFORM_INIT;
     if (kvshard__memory_ranks(w->ranks, &in, NULL) == KVSHARD_OK)
         u = kvshard__uniform_of(w->ranks, w->tp, &w->base, w->unsplit_bytes_per_block, w->memory,
@@ -148,7 +148,7 @@ static int prepare(work *w, const kvshard_allocator *a, kvshard_error *err)
     if (model->info.num_kv_heads)
         kvshard__kv_heads(&first, &heads, model->info.num_kv_heads, w->tp, 0, 0);
     uint32_t all = n_kv;
-    kvshard__memory_inputs in = {&model->info, &w->base, w->tp, 1, &all, model->source};
+    kvshard__memory_inputs in = {&model->info, &w->base, w->tp, 1, &all, model->info.count, w->base.engine != KVSHARD_ENGINE_XLLM, model->source};
     uint64_t own = 0;
     int rc = kvshard__layer_bytes(&own, &in, heads, err);
     if (rc)

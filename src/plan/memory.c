@@ -3,40 +3,13 @@
 #include "plan/memory.h"
 
 #include "base/checked.h"
+#include "model/states.h"
 
 #include <stdio.h>
 
-/* Checked arithmetic that remembers the first overflow, and whether it
- * came from a figure scaled by block_size (the option to blame) or from the
- * model's dimensions alone. */
-typedef struct calc {
-    bool overflow;
-    bool in_block;     /* the figure being computed multiplies by block_size */
-    bool block_blamed; /* the first overflow happened in such a figure */
-} calc;
-
-static void overflowed(calc *c)
-{
-    if (!c->overflow)
-        c->block_blamed = c->in_block;
-    c->overflow = true;
-}
-
-static uint64_t mul(calc *c, uint64_t a, uint64_t b)
-{
-    uint64_t r = 0;
-    if (!kvshard__mul(&r, a, b))
-        overflowed(c);
-    return r;
-}
-
-static uint64_t add(calc *c, uint64_t a, uint64_t b)
-{
-    uint64_t r = 0;
-    if (!kvshard__add(&r, a, b))
-        overflowed(c);
-    return r;
-}
+typedef kvshard__calc calc;
+#define mul kvshard__calc_mul
+#define add kvshard__calc_add
 
 static int overflow_error(const calc *c, const kvshard__memory_inputs *in, const char *what,
                           kvshard_error *err)
@@ -111,60 +84,15 @@ int kvshard__layer_bytes(uint64_t *out, const kvshard__memory_inputs *in, uint32
     return KVSHARD_OK;
 }
 
-/* Mamba2 groups on a rank: all G when T divides them, else a copy of its
- * group when G < T divides T (plan validation refused the rest). */
-static uint64_t mamba2_groups(uint32_t groups, uint32_t tp)
-{
-    return groups % tp == 0 ? groups : tp;
-}
-
 /* The recurrent state of one linear or hybrid layer for one sequence on one
- * rank; every "x / T" below divides exactly (plan validation checked). */
+ * rank, by its kind's formula. */
 static uint64_t state_bytes(calc *c, const kvshard__memory_inputs *in)
 {
     const kvshard__model_info *m = in->model;
-    const kvshard__state_dims *s = &m->state;
-    uint64_t T = in->tp;
-    uint64_t spec = in->options->num_speculative_tokens;
-    uint64_t conv_b = kvshard__dtype_bytes(m->dtype);
-    uint64_t ssm_b = kvshard__dtype_bytes(kvshard__state_dtype(m, in->options));
-    uint64_t K = s->conv_kernel;
-    switch (s->kind) {
-    case KVSHARD_STATE_GDN: {
-        uint64_t hk = s->key_heads / T, hv = s->heads / T, dk = s->head_dim, dv = s->value_dim;
-        uint64_t channels = add(c, mul(c, 2 * dk, hk), mul(c, dv, hv));
-        uint64_t conv = mul(c, mul(c, conv_b, channels), K - 1 + spec);
-        uint64_t temporal = mul(c, mul(c, mul(c, ssm_b, hv), mul(c, dk, dv)), spec + 1);
-        return add(c, conv, temporal);
-    }
-    case KVSHARD_STATE_KDA: {
-        uint64_t h = s->heads / T, d = s->head_dim;
-        uint64_t conv = mul(c, mul(c, conv_b, mul(c, 3 * h, d)), K - 1 + spec);
-        uint64_t temporal = mul(c, mul(c, mul(c, ssm_b, h), mul(c, d, d)), spec + 1);
-        return add(c, conv, temporal);
-    }
-    case KVSHARD_STATE_LIGHTNING: {
-        uint64_t h = s->heads / T, d = s->head_dim;
-        return mul(c, mul(c, ssm_b, h), mul(c, d, d));
-    }
-    case KVSHARD_STATE_MAMBA2: {
-        uint64_t inner = (uint64_t)s->heads * s->head_dim;
-        uint64_t channels =
-            add(c, inner, mul(c, 2 * mamba2_groups(s->groups, in->tp), s->state_size)) / T;
-        uint64_t conv = mul(c, mul(c, conv_b, channels), K - 1 + spec);
-        uint64_t temporal = mul(c, mul(c, ssm_b, s->heads / T), mul(c, s->head_dim, s->state_size));
-        return add(c, conv, temporal);
-    }
-    case KVSHARD_STATE_MAMBA1: {
-        uint64_t inner = s->channels / T;
-        uint64_t conv = mul(c, mul(c, conv_b, inner), K - 1);
-        uint64_t temporal = mul(c, mul(c, ssm_b, inner), s->state_size);
-        return add(c, conv, temporal);
-    }
-    case KVSHARD_STATE_SHORT_CONV: return mul(c, mul(c, conv_b, s->channels / T), K - 1);
-    case KVSHARD_STATE_NONE:
-    default: return 0;
-    }
+    kvshard_states__env env = {in->tp, in->options->num_speculative_tokens,
+                               kvshard__dtype_bytes(m->dtype),
+                               kvshard__dtype_bytes(kvshard__state_dtype(m, in->options))};
+    return kvshard_states__bytes(c, &m->state, &env);
 }
 
 int kvshard__state_bytes(uint64_t *out, const kvshard__memory_inputs *in, kvshard_error *err)
@@ -218,7 +146,7 @@ int kvshard__memory_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inpu
         return overflow_error(&c, in, "the recurrent state bytes", err);
     bool split = in->split > 1;
     bool has_kv = kvshard__num_kv_layers(m) > 0;
-    bool draft = o->num_speculative_tokens > 0 && o->engine != KVSHARD_ENGINE_XLLM;
+    bool draft = o->num_speculative_tokens > 0 && in->count_draft_layers;
     uint32_t H = m->num_kv_heads, T = in->tp;
     uint64_t group_bytes = 0, own = 0;
     uint32_t group_of_bytes = UINT32_MAX, heads_of_own = UINT32_MAX;
@@ -272,9 +200,18 @@ int kvshard__memory_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inpu
         c.in_block = true;
         f.bytes_per_block = mul(&c, o->block_size, per_token);
         c.in_block = false;
-        uint64_t windows = m->num_sliding ? mul(&c, m->num_sliding, window_bytes(&c, in, own)) : 0;
-        f.state_bytes_per_seq =
-            add(&c, mul(&c, (uint64_t)m->num_linear + m->num_hybrid, state), windows);
+        /* Per sequence: the state of every layer that keeps one, and the
+         * window of every layer that keeps a window, each on every rank. */
+        uint64_t per_seq = 0;
+        for (uint8_t k = 0; k < KVSHARD__KIND_COUNT; k++) {
+            const kvshard_kinds__row *row = kvshard_kinds__of(k);
+            uint64_t n = in->census[k];
+            if (n && row->state)
+                per_seq = add(&c, per_seq, mul(&c, n, state));
+            if (n && row->window)
+                per_seq = add(&c, per_seq, mul(&c, n, window_bytes(&c, in, own)));
+        }
+        f.state_bytes_per_seq = per_seq;
         if (c.overflow) {
             char what[64];
             snprintf(what, sizeof what, "the memory figures of TP rank %u", r);

@@ -12,6 +12,9 @@ typedef struct kvshard__memory_inputs {
     uint32_t tp;                    /* T */
     uint32_t split;                 /* S_eff */
     const uint32_t *owned;          /* KV layers each split rank owns: `split` entries */
+    /* The layers the ranks hold: the count of each kind over their range. */
+    const uint32_t *census;
+    bool count_draft_layers; /* the profile counts draft layers' KV */
     /* Names the model file when the model's own figures overflow. An
      * overflow scaled by block_size names no source, so that a deployment
      * can point at its option. */
@@ -45,8 +48,7 @@ int kvshard__state_bytes(uint64_t *out, const kvshard__memory_inputs *in, kvshar
 int kvshard__window_bytes(uint64_t *out, const kvshard__memory_inputs *in, kvshard_error *err);
 
 /* Every rank's bytes per token, per block and per sequence into `ranks` (T
- * entries); the block counts are left for the capacity. The xllm profile
- * counts no draft layers. */
+ * entries); the block counts are left for the capacity. */
 int kvshard__memory_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inputs *in,
                           kvshard_error *err);
 

@@ -14,7 +14,7 @@
 
 static bool stores_kv(const kvshard__model_info *m, const kvshard_options *o)
 {
-    return kvshard__num_kv_layers(m) + m->num_sliding > 0 ||
+    return kvshard__num_kv_layers(m) + m->count[KVSHARD_LAYER_SLIDING_ATTENTION] > 0 ||
            (o->num_speculative_tokens > 0 && m->num_draft_layers > 0);
 }
 
@@ -22,7 +22,7 @@ static bool stores_kv(const kvshard__model_info *m, const kvshard_options *o)
 static int check_state(const kvshard_model *model, uint32_t T, kvshard_error *err)
 {
     const kvshard__model_info *m = &model->info;
-    if (m->num_linear + m->num_hybrid == 0)
+    if (m->num_state == 0)
         return KVSHARD_OK;
     const int dims[2] = {KVSHARD__SITE_STATE_A, KVSHARD__SITE_STATE_B};
     for (int i = 0; i < 2; i++) {
@@ -51,11 +51,11 @@ static int check_profile(const kvshard_model *model, const kvshard_options *o, u
     if (o->engine != KVSHARD_ENGINE_XLLM)
         return KVSHARD_OK;
     *blame = KVSHARD__OPT_ENGINE;
-    if (m->num_sliding + m->num_hybrid + m->num_no_cache > 0)
+    if (m->count[KVSHARD_LAYER_SLIDING_ATTENTION] + m->count[KVSHARD_LAYER_HYBRID] + m->count[KVSHARD_LAYER_NO_CACHE] > 0)
         return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
                              "the xllm profile plans full-attention and linear layers only; this "
                              "model has %u sliding-window, %u hybrid and %u no-cache layers",
-                             m->num_sliding, m->num_hybrid, m->num_no_cache);
+                             m->count[KVSHARD_LAYER_SLIDING_ATTENTION], m->count[KVSHARD_LAYER_HYBRID], m->count[KVSHARD_LAYER_NO_CACHE]);
     *blame = KVSHARD__OPT_SCRATCH_LAYERS;
     if (o->scratch_layers != 1)
         return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
@@ -484,8 +484,14 @@ void kvshard_plan_free(kvshard_plan *plan)
 
 kvshard__memory_inputs kvshard__plan_memory_inputs(const kvshard_plan *plan)
 {
-    kvshard__memory_inputs in = {&plan->model, &plan->options,     plan->tp,
-                                 plan->split,  plan->owned_counts, plan->source};
+    kvshard__memory_inputs in = {&plan->model,
+                                 &plan->options,
+                                 plan->tp,
+                                 plan->split,
+                                 plan->owned_counts,
+                                 plan->model.count,
+                                 plan->options.engine != KVSHARD_ENGINE_XLLM,
+                                 plan->source};
     return in;
 }
 
@@ -632,7 +638,7 @@ static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model 
     size_t type_len = strlen(model->model_type) + 1, source_len = strlen(model->source) + 1;
     /* Only a split of a model with hybrid layers holds a layer where its
      * owner does not: otherwise `held_by` is `owner`. */
-    size_t held = S > 1 && model->info.num_hybrid > 0 ? L : 0;
+    size_t held = S > 1 && model->info.count[KVSHARD_LAYER_HYBRID] > 0 ? L : 0;
     size_t end = sizeof(kvshard_plan), ranks, owner, held_by, kv_slot, state_slot, split_rank_of,
            owned_offsets, owned_layers, owned_counts, kinds, model_type, source;
     if (!carve(&ranks, &end, T, sizeof(kvshard_rank_memory), sizeof(uint64_t)) ||

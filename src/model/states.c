@@ -1,6 +1,9 @@
-/* The recurrent state of linear and hybrid layers: which kind the keys name,
- * its dimensions (with the aliases each family spells them by) and dtype. */
-#include "model/reader.h"
+/* The state-kind table, and the state of a config's linear and hybrid
+ * layers: which kind its keys name, the dimensions (under the aliases each
+ * family spells them by), the dtype, and the bytes a layer keeps. */
+#include "model/states.h"
+
+#include "model/read.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -265,8 +268,8 @@ static kvshard_dtype state_dtype_of(const kvshard__reader *r, kvshard_state_kind
     const kvshard__node *maps[2] = {&r->text, &r->top};
     static const kvshard__key keys[2] = {KVSHARD__KEY_MAMBA_SSM_DTYPE,
                                          KVSHARD__KEY_MAMBA_SSM_CACHE_DTYPE};
-    if (kind == KVSHARD_STATE_SHORT_CONV)
-        return KVSHARD_DTYPE_AUTO; /* no temporal state */
+    if (!kvshard_states__of(kind)->temporal)
+        return KVSHARD_DTYPE_AUTO;
     for (int m = 0; m < 2; m++) {
         for (int k = 0; k < 2; k++) {
             kvshard__node v = {0};
@@ -275,9 +278,7 @@ static kvshard_dtype state_dtype_of(const kvshard__reader *r, kvshard_state_kind
                 return d;
         }
     }
-    if (kind == KVSHARD_STATE_MAMBA1 || kind == KVSHARD_STATE_MAMBA2)
-        return model_dtype == KVSHARD_DTYPE_FP8 ? KVSHARD_DTYPE_BF16 : model_dtype;
-    return KVSHARD_DTYPE_FP32;
+    return kvshard_states__default_dtype(kind, model_dtype);
 }
 
 int kvshard__read_state(kvshard__reader *r)
@@ -285,23 +286,192 @@ int kvshard__read_state(kvshard__reader *r)
     kvshard__model_info *in = &r->model->info;
     kvshard__state_dims *s = &in->state;
     s->kind = state_kind_of(r);
-    int rc;
-    switch (s->kind) {
-    case KVSHARD_STATE_GDN: rc = read_gdn(r, s); break;
-    case KVSHARD_STATE_KDA: rc = read_kda(r, s); break;
-    case KVSHARD_STATE_LIGHTNING: rc = read_lightning(r, s); break;
-    case KVSHARD_STATE_MAMBA2: rc = read_mamba2(r, s); break;
-    case KVSHARD_STATE_MAMBA1: rc = read_mamba1(r, s); break;
-    case KVSHARD_STATE_SHORT_CONV: rc = read_short_conv(r, s); break;
-    case KVSHARD_STATE_NONE:
-    default:
+    const kvshard_states__row *row = kvshard_states__of(s->kind);
+    if (!row)
         return kvshard__doc_fail(r->doc, r->err, KVSHARD_EMISSING, &r->text,
                                  "the model has linear or hybrid layers but no keys that describe "
                                  "their state (looked for linear_attn_config, attn_type_list, "
                                  "linear_num_value_heads, mamba_num_heads, mamba_d_state with "
                                  "mamba_expand, conv_L_cache)");
-    }
+    int rc = row->read(r, s);
     if (rc == KVSHARD_OK)
         s->dtype = state_dtype_of(r, s->kind, in->dtype);
     return rc;
+}
+
+/* ---- bytes of one layer's state, for one sequence on one rank ------------------------ */
+/* Every "x / T" divides exactly: planning checked the dimensions against T. */
+
+#define MUL(a, b) kvshard__calc_mul(c, (a), (b))
+#define ADD(a, b) kvshard__calc_add(c, (a), (b))
+
+static uint64_t gdn_bytes(kvshard__calc *c, const kvshard__state_dims *s,
+                          const kvshard_states__env *e)
+{
+    uint64_t hk = s->key_heads / e->tp, hv = s->heads / e->tp, dk = s->head_dim,
+             dv = s->value_dim;
+    uint64_t channels = ADD(MUL(2 * dk, hk), MUL(dv, hv));
+    uint64_t conv = MUL(MUL(e->conv_bytes, channels), s->conv_kernel - 1 + e->spec);
+    uint64_t temporal = MUL(MUL(MUL(e->ssm_bytes, hv), MUL(dk, dv)), e->spec + 1);
+    return ADD(conv, temporal);
+}
+
+static uint64_t kda_bytes(kvshard__calc *c, const kvshard__state_dims *s,
+                          const kvshard_states__env *e)
+{
+    uint64_t h = s->heads / e->tp, d = s->head_dim;
+    uint64_t conv = MUL(MUL(e->conv_bytes, MUL(3 * h, d)), s->conv_kernel - 1 + e->spec);
+    uint64_t temporal = MUL(MUL(MUL(e->ssm_bytes, h), MUL(d, d)), e->spec + 1);
+    return ADD(conv, temporal);
+}
+
+static uint64_t lightning_bytes(kvshard__calc *c, const kvshard__state_dims *s,
+                                const kvshard_states__env *e)
+{
+    uint64_t h = s->heads / e->tp, d = s->head_dim;
+    return MUL(MUL(e->ssm_bytes, h), MUL(d, d));
+}
+
+static uint64_t mamba2_bytes(kvshard__calc *c, const kvshard__state_dims *s,
+                             const kvshard_states__env *e)
+{
+    /* Groups on a rank: all G when T divides them, else a copy of its group
+     * when G < T divides T (planning refused the rest). */
+    uint64_t groups = s->groups % e->tp == 0 ? s->groups : e->tp;
+    uint64_t inner = (uint64_t)s->heads * s->head_dim;
+    uint64_t channels = ADD(inner, MUL(2 * groups, s->state_size)) / e->tp;
+    uint64_t conv = MUL(MUL(e->conv_bytes, channels), s->conv_kernel - 1 + e->spec);
+    uint64_t temporal = MUL(MUL(e->ssm_bytes, s->heads / e->tp), MUL(s->head_dim, s->state_size));
+    return ADD(conv, temporal);
+}
+
+static uint64_t mamba1_bytes(kvshard__calc *c, const kvshard__state_dims *s,
+                             const kvshard_states__env *e)
+{
+    uint64_t inner = s->channels / e->tp;
+    uint64_t conv = MUL(MUL(e->conv_bytes, inner), s->conv_kernel - 1);
+    uint64_t temporal = MUL(MUL(e->ssm_bytes, inner), s->state_size);
+    return ADD(conv, temporal);
+}
+
+static uint64_t short_conv_bytes(kvshard__calc *c, const kvshard__state_dims *s,
+                                 const kvshard_states__env *e)
+{
+    return MUL(MUL(e->conv_bytes, s->channels / e->tp), s->conv_kernel - 1);
+}
+
+#undef MUL
+#undef ADD
+
+/* ---- the table -------------------------------------------------------------------- */
+
+#define NEED(dim, fallback, site) {KVSHARD__DIM_##dim, fallback, site}
+#define LAST {KVSHARD__DIM_COUNT, 0, -1}
+
+static const kvshard_states__row rows[KVSHARD__STATE_KIND_COUNT] = {
+    [KVSHARD_STATE_GDN] = {"gdn",
+                           {NEED(KEY_HEADS, 0, KVSHARD__SITE_STATE_A),
+                            NEED(HEADS, 0, KVSHARD__SITE_STATE_B), NEED(HEAD_DIM, 0, -1),
+                            NEED(VALUE_DIM, 0, -1), NEED(CONV_KERNEL, 0, -1), LAST},
+                           false,
+                           true,
+                           true,
+                           read_gdn,
+                           gdn_bytes},
+    [KVSHARD_STATE_KDA] = {"kda",
+                           {NEED(HEADS, 0, KVSHARD__SITE_STATE_B), NEED(HEAD_DIM, 0, -1),
+                            NEED(CONV_KERNEL, 0, -1), LAST},
+                           false,
+                           true,
+                           true,
+                           read_kda,
+                           kda_bytes},
+    [KVSHARD_STATE_LIGHTNING] = {"lightning",
+                                 {NEED(HEADS, 0, KVSHARD__SITE_STATE_B), NEED(HEAD_DIM, 0, -1),
+                                  LAST},
+                                 false,
+                                 true,
+                                 true,
+                                 read_lightning,
+                                 lightning_bytes},
+    [KVSHARD_STATE_MAMBA1] = {"mamba1",
+                              {NEED(CHANNELS, 0, KVSHARD__SITE_STATE_B), NEED(STATE_SIZE, 0, -1),
+                               NEED(CONV_KERNEL, 4, -1), LAST},
+                              false,
+                              true,
+                              false,
+                              read_mamba1,
+                              mamba1_bytes},
+    [KVSHARD_STATE_MAMBA2] = {"mamba2",
+                              {NEED(HEADS, 0, KVSHARD__SITE_STATE_B), NEED(HEAD_DIM, 0, -1),
+                               NEED(STATE_SIZE, 0, -1), NEED(GROUPS, 1, KVSHARD__SITE_STATE_GROUPS),
+                               NEED(CONV_KERNEL, 4, -1), LAST},
+                              true,
+                              true,
+                              false,
+                              read_mamba2,
+                              mamba2_bytes},
+    [KVSHARD_STATE_SHORT_CONV] = {"short_conv",
+                                  {NEED(CHANNELS, 0, KVSHARD__SITE_STATE_B),
+                                   NEED(CONV_KERNEL, 0, -1), LAST},
+                                  false,
+                                  false,
+                                  false,
+                                  read_short_conv,
+                                  short_conv_bytes},
+};
+
+#undef NEED
+#undef LAST
+
+const kvshard_states__row *kvshard_states__of(kvshard_state_kind kind)
+{
+    return (unsigned)kind < KVSHARD__STATE_KIND_COUNT && rows[kind].name ? &rows[kind] : NULL;
+}
+
+uint32_t *kvshard_states__field(kvshard__state_dims *s, kvshard_states__dim dim)
+{
+    uint32_t *const fields[KVSHARD__DIM_COUNT] = {
+        [KVSHARD__DIM_HEADS] = &s->heads,           [KVSHARD__DIM_KEY_HEADS] = &s->key_heads,
+        [KVSHARD__DIM_HEAD_DIM] = &s->head_dim,     [KVSHARD__DIM_VALUE_DIM] = &s->value_dim,
+        [KVSHARD__DIM_STATE_SIZE] = &s->state_size, [KVSHARD__DIM_GROUPS] = &s->groups,
+        [KVSHARD__DIM_CONV_KERNEL] = &s->conv_kernel, [KVSHARD__DIM_CHANNELS] = &s->channels,
+    };
+    return fields[dim];
+}
+
+const char *kvshard_states__desc_name(kvshard_states__dim dim)
+{
+    static const char *const names[KVSHARD__DIM_COUNT] = {
+        [KVSHARD__DIM_HEADS] = "state_heads",         [KVSHARD__DIM_KEY_HEADS] = "state_key_heads",
+        [KVSHARD__DIM_HEAD_DIM] = "state_head_dim",   [KVSHARD__DIM_VALUE_DIM] = "state_value_dim",
+        [KVSHARD__DIM_STATE_SIZE] = "state_size",     [KVSHARD__DIM_GROUPS] = "state_groups",
+        [KVSHARD__DIM_CONV_KERNEL] = "conv_kernel",   [KVSHARD__DIM_CHANNELS] = "conv_channels",
+    };
+    return names[dim];
+}
+
+kvshard_dtype kvshard_states__default_dtype(kvshard_state_kind kind, kvshard_dtype model_dtype)
+{
+    const kvshard_states__row *row = kvshard_states__of(kind);
+    if (!row || !row->temporal)
+        return KVSHARD_DTYPE_AUTO;
+    if (row->default_fp32)
+        return KVSHARD_DTYPE_FP32;
+    return model_dtype == KVSHARD_DTYPE_FP8 ? KVSHARD_DTYPE_BF16 : model_dtype;
+}
+
+uint64_t kvshard_states__bytes(kvshard__calc *c, const kvshard__state_dims *s,
+                               const kvshard_states__env *env)
+{
+    const kvshard_states__row *row = kvshard_states__of(s->kind);
+    return row ? row->bytes(c, s, env) : 0;
+}
+
+const char *kvshard_state_kind_name(kvshard_state_kind kind)
+{
+    if (kind == KVSHARD_STATE_NONE)
+        return "none";
+    const kvshard_states__row *row = kvshard_states__of(kind);
+    return row ? row->name : "unknown";
 }

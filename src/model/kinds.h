@@ -1,0 +1,84 @@
+/* The layer-kind table: what each kind of decoder layer caches, and how it
+ * is named, counted and drawn. One row per kvshard_layer_kind, in the
+ * enum's order. The planner, memory and every writer read these rows; none
+ * of them asks which kind a layer is. A new kind is an enum value and a row
+ * here (plus the config rules that produce it, and a bytes rule in memory
+ * when its cache has a shape no row has yet). */
+#ifndef KVSHARD_MODEL_KINDS_H
+#define KVSHARD_MODEL_KINDS_H
+
+#include "kvshard/kvshard.h"
+
+#define KVSHARD__KIND_COUNT 5u
+
+struct kvshard__model_info;
+
+/* A word with its length, so a long list is matched without a strlen. */
+typedef struct kvshard_kinds__word {
+    const char *text;
+    size_t len;
+} kvshard_kinds__word;
+
+typedef struct kvshard_kinds__row {
+    /* kvshard_layer_kind_name() and the JSON plan's "kind". */
+    const char *name;
+    /* The layer_types (and layers_block_type) words for this kind, ended
+     * by a NULL text. */
+    const kvshard_kinds__word *words;
+
+    /* What the layer caches. */
+    bool paged_kv; /* a KV layer: its paged KV is what a layerwise split gives one rank */
+    bool state;    /* the model's recurrent state, on every rank */
+    bool window;   /* the KV of a window of recent tokens, on every rank */
+
+    /* How the layer is counted. */
+    const char *json_count;  /* the JSON model object's count field; NULL: none */
+    const char *count_label; /* "10 full attention" in the plan's model line */
+    bool count_always;       /* in the text model line even when none */
+
+    /* How it is drawn. */
+    char letter;            /* text layer map; an owner number follows for paged_kv */
+    const char *map_legend; /* the text map's legend word */
+    const char *css;        /* SVG cell class; "" for none beyond the owner colour */
+    const char *mark;       /* SVG cell text of a kind without an owner */
+    const char *title;      /* SVG cell tooltip, before any owner phrase */
+    /* SVG legend entries, with a split and without; "%u" takes legend_figure. */
+    const char *legend_split;
+    const char *legend_unsplit;
+    uint32_t (*legend_figure)(const struct kvshard__model_info *model);
+} kvshard_kinds__row;
+
+extern const kvshard_kinds__row kvshard_kinds__rows[KVSHARD__KIND_COUNT];
+
+/* The row of `kind`, which must be below KVSHARD__KIND_COUNT. */
+static inline const kvshard_kinds__row *kvshard_kinds__of(uint8_t kind)
+{
+    return &kvshard_kinds__rows[kind];
+}
+
+/* Bit k set when kind k has paged KV (a KV layer), or a state: for loops
+ * over many layers, which then test a bit in a register. */
+uint32_t kvshard_kinds__paged_mask(void);
+uint32_t kvshard_kinds__state_mask(void);
+
+/* The kinds in the order a legend lists them (KV layers first). */
+extern const uint8_t kvshard_kinds__legend_order[KVSHARD__KIND_COUNT];
+
+/* The kind a layer_types word names, or UINT8_MAX for none. */
+uint8_t kvshard_kinds__from_word(const char *s, size_t len);
+
+/* Every layer_types word into `buf`, for messages: "full_attention,
+ * attention, ... or moe". */
+void kvshard_kinds__word_list(char *buf, size_t cap);
+
+static inline bool kvshard_kinds__paged(uint8_t kind)
+{
+    return kvshard_kinds__of(kind)->paged_kv;
+}
+
+static inline bool kvshard_kinds__has_state(uint8_t kind)
+{
+    return kvshard_kinds__of(kind)->state;
+}
+
+#endif /* KVSHARD_MODEL_KINDS_H */

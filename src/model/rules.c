@@ -1,0 +1,417 @@
+/* The config rules that give every decoder layer its kind. The rules are
+ * tried in order, and the first whose keys a config holds decides all the
+ * layers; later rules' keys are then not read. A new family is a row here
+ * (and a reader below when its keys have a new form), not a branch in the
+ * planner. */
+#include "model/read.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct rule rule;
+typedef int (*rule_reader)(uint8_t *kinds, const kvshard__reader *r, const rule *self,
+                           const kvshard__node *v, uint32_t L);
+
+static int from_names(uint8_t *, const kvshard__reader *, const rule *, const kvshard__node *,
+                      uint32_t);
+static int from_pattern(uint8_t *, const kvshard__reader *, const rule *, const kvshard__node *,
+                        uint32_t);
+static int from_attn_type_list(uint8_t *, const kvshard__reader *, const rule *,
+                               const kvshard__node *, uint32_t);
+static int from_kimi(uint8_t *, const kvshard__reader *, const rule *, const kvshard__node *,
+                     uint32_t);
+static int from_period(uint8_t *, const kvshard__reader *, const rule *, const kvshard__node *,
+                       uint32_t);
+static int all_hybrid(uint8_t *, const kvshard__reader *, const rule *, const kvshard__node *,
+                      uint32_t);
+static int from_indices(uint8_t *, const kvshard__reader *, const rule *, const kvshard__node *,
+                        uint32_t);
+static int from_interval(uint8_t *, const kvshard__reader *, const rule *, const kvshard__node *,
+                         uint32_t);
+static int from_sliding_pattern(uint8_t *, const kvshard__reader *, const rule *,
+                                const kvshard__node *, uint32_t);
+static int sliding_by_type(uint8_t *, const kvshard__reader *, const rule *,
+                           const kvshard__node *, uint32_t);
+
+#define NONE KVSHARD__KEY_COUNT
+
+/* A rule applies when the text config holds one of its keys (not null), or
+ * when model_type is one of its types and it holds `with`. */
+struct rule {
+    kvshard__key keys[2];
+    const char *const *types;
+    kvshard__key with;
+    rule_reader read;
+    uint32_t every; /* a model type's default period, for sliding_by_type */
+};
+
+static const char *const falcon_h1[] = {"falcon_h1", NULL};
+static const char *const gemma3[] = {"gemma3", "gemma3_text", NULL};
+static const char *const cohere2[] = {"cohere2", NULL};
+
+static const rule rules[] = {
+    /* One name per layer (most families; Zamba2, re-saved Nemotron-H). */
+    {{KVSHARD__KEY_LAYER_TYPES, NONE}, NULL, NONE, from_names, 0},
+    {{KVSHARD__KEY_LAYERS_BLOCK_TYPE, NONE}, NULL, NONE, from_names, 0},
+    /* Nemotron-H: one character per layer. */
+    {{KVSHARD__KEY_HYBRID_OVERRIDE_PATTERN, NONE}, NULL, NONE, from_pattern, 0},
+    /* MiniMax: 1 full attention, 0 lightning. */
+    {{KVSHARD__KEY_ATTN_TYPE_LIST, NONE}, NULL, NONE, from_attn_type_list, 0},
+    /* Kimi Linear: 1-based lists of full-attention and KDA layers. */
+    {{KVSHARD__KEY_LINEAR_ATTN_CONFIG, NONE}, NULL, NONE, from_kimi, 0},
+    /* Jamba: attention where i % period == offset. */
+    {{KVSHARD__KEY_ATTN_LAYER_PERIOD, KVSHARD__KEY_ATTN_LAYER_OFFSET}, NULL, NONE, from_period, 0},
+    /* Falcon-H1: attention and Mamba2 on every layer. */
+    {{NONE, NONE}, falcon_h1, NONE, all_hybrid, 0},
+    /* Bamba and LFM2: 0-based indices of the full-attention layers. */
+    {{KVSHARD__KEY_ATTN_LAYER_INDICES, NONE}, NULL, NONE, from_indices, 0},
+    {{KVSHARD__KEY_FULL_ATTN_IDXS, NONE}, NULL, NONE, from_indices, 0},
+    /* Qwen3-Next, Qwen3.5: every n-th layer full attention, the rest linear. */
+    {{KVSHARD__KEY_FULL_ATTENTION_INTERVAL, NONE}, NULL, NONE, from_interval, 0},
+    /* Gemma 3, Cohere2: every p-th layer full attention, the rest sliding,
+     * with the period their model classes apply when the file names none. */
+    {{KVSHARD__KEY_SLIDING_WINDOW_PATTERN, NONE}, NULL, NONE, from_sliding_pattern, 0},
+    {{NONE, NONE}, gemma3, KVSHARD__KEY_SLIDING_WINDOW, sliding_by_type, 6},
+    {{NONE, NONE}, cohere2, KVSHARD__KEY_SLIDING_WINDOW, sliding_by_type, 4},
+};
+
+#undef NONE
+
+#define FULL ((uint8_t)KVSHARD_LAYER_FULL_ATTENTION)
+#define LINEAR ((uint8_t)KVSHARD_LAYER_LINEAR_ATTENTION)
+#define SLIDING ((uint8_t)KVSHARD_LAYER_SLIDING_ATTENTION)
+#define HYBRID ((uint8_t)KVSHARD_LAYER_HYBRID)
+#define NO_CACHE ((uint8_t)KVSHARD_LAYER_NO_CACHE)
+#define UNSET UINT8_MAX
+
+/* A list of exactly L entries. */
+static int per_layer_list(const kvshard__reader *r, const kvshard__node *list, const char *key,
+                          uint32_t L)
+{
+    int rc = kvshard__node_expect(r->doc, list, KVSHARD__NODE_SEQUENCE, key, r->err);
+    if (rc)
+        return rc;
+    if (list->count != L)
+        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERCOUNT, list,
+                                 "%s has %u entries; num_hidden_layers is %u", key, list->count, L);
+    return KVSHARD_OK;
+}
+
+/* Rule 1: layer_types (or layers_block_type), one name per layer. */
+static int from_names(uint8_t *kinds, const kvshard__reader *r, const rule *self,
+                      const kvshard__node *list, uint32_t L)
+{
+    const char *key = kvshard__key_name(self->keys[0]);
+    int rc = per_layer_list(r, list, key, L);
+    if (rc)
+        return rc;
+    kvshard__iter it = kvshard__iter_begin(r->doc, list);
+    kvshard__node item = {0};
+    for (uint32_t i = 0; kvshard__iter_next(r->doc, &it, &item); i++) {
+        if (item.kind != KVSHARD__NODE_SCALAR || kvshard__node_is_null(&item)) {
+            /* The position is only worked out for the error. */
+            char what[64];
+            snprintf(what, sizeof what, "%s[%u]", key, i);
+            const char *s;
+            size_t len;
+            return kvshard__node_string(&s, &len, r->doc, &item, what, r->err);
+        }
+        uint8_t kind = kvshard_kinds__from_word(item.text, item.count);
+        if (kind == UNSET) {
+            char shown[96], words[200];
+            kvshard__excerpt(shown, sizeof shown, item.text, item.count, 40);
+            kvshard_kinds__word_list(words, sizeof words);
+            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERTYPE, &item,
+                                     "%s[%u]: unknown layer type \"%s\" (expected %s)", key, i,
+                                     shown, words);
+        }
+        kinds[i] = kind;
+    }
+    return KVSHARD_OK;
+}
+
+/* Rule 2: Nemotron-H's hybrid_override_pattern, one character per layer. */
+static int from_pattern(uint8_t *kinds, const kvshard__reader *r, const rule *self,
+                        const kvshard__node *v, uint32_t L)
+{
+    (void)self;
+    const char *s;
+    size_t len;
+    int rc = kvshard__node_string(&s, &len, r->doc, v, "hybrid_override_pattern", r->err);
+    if (rc)
+        return rc;
+    if (len != L)
+        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERCOUNT, v,
+                                 "hybrid_override_pattern has %zu characters; num_hidden_layers "
+                                 "is %u",
+                                 len, L);
+    for (uint32_t i = 0; i < L; i++) {
+        switch (s[i]) {
+        case '*': kinds[i] = FULL; break;
+        case 'M': kinds[i] = LINEAR; break;
+        case '-':
+        case 'E': kinds[i] = NO_CACHE; break;
+        default: {
+            /* Point at the character itself when the string is the source text. */
+            kvshard__node at = *v;
+            const kvshard__doc *d = r->doc;
+            if (s >= d->text && s < d->text + d->len)
+                at.offset = (uint32_t)(s - d->text) + i;
+            char shown[16];
+            kvshard__excerpt(shown, sizeof shown, s + i, 1, 1);
+            return kvshard__doc_fail(d, r->err, KVSHARD_ELAYERTYPE, &at,
+                                     "hybrid_override_pattern[%u]: unknown layer character '%s' "
+                                     "(expected * for attention, M for Mamba, - or E for an MLP "
+                                     "or MoE block)",
+                                     i, shown);
+        }
+        }
+    }
+    return KVSHARD_OK;
+}
+
+/* Rule 3: MiniMax's attn_type_list, 1 for full attention, 0 for lightning. */
+static int from_attn_type_list(uint8_t *kinds, const kvshard__reader *r, const rule *self,
+                               const kvshard__node *list, uint32_t L)
+{
+    (void)self;
+    int rc = per_layer_list(r, list, "attn_type_list", L);
+    if (rc)
+        return rc;
+    kvshard__iter it = kvshard__iter_begin(r->doc, list);
+    kvshard__node item = {0};
+    for (uint32_t i = 0; kvshard__iter_next(r->doc, &it, &item); i++) {
+        /* "1" or "0", without a strlen and a memcmp per entry. */
+        bool digit = item.kind == KVSHARD__NODE_SCALAR && item.count == 1;
+        bool one = digit && item.text[0] == '1', zero = digit && item.text[0] == '0';
+        if (!(one || zero) || item.style != KVSHARD__VALUE_PLAIN) {
+            char what[48];
+            snprintf(what, sizeof what, "attn_type_list[%u]", i);
+            uint64_t value;
+            if ((rc = kvshard__node_uint(&value, r->doc, &item, what, 0, UINT64_MAX, r->err)) != 0)
+                return rc;
+            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERTYPE, &item,
+                                     "%s: %llu is no layer type (expected 1 for full attention or "
+                                     "0 for linear attention)",
+                                     what, (unsigned long long)value);
+        }
+        kinds[i] = one ? FULL : LINEAR;
+    }
+    return KVSHARD_OK;
+}
+
+/* Mark layers listed in `list` as `kind`: numbers from `base` (1 for Kimi's
+ * 1-based lists, 0 for index lists), each at most once, none past L. */
+static int mark_listed(uint8_t *kinds, const kvshard__reader *r, const kvshard__node *list,
+                       const char *key, uint32_t base, uint8_t kind, uint32_t L,
+                       const char *other_key)
+{
+    int rc = kvshard__node_expect(r->doc, list, KVSHARD__NODE_SEQUENCE, key, r->err);
+    if (rc)
+        return rc;
+    kvshard__iter it = kvshard__iter_begin(r->doc, list);
+    kvshard__node item = {0};
+    const char *dot = strrchr(key, '.');
+    const char *list_name = dot ? dot + 1 : key;
+    for (uint32_t i = 0; kvshard__iter_next(r->doc, &it, &item); i++) {
+        /* The entry's name ("key[i]") is written only for an error: these
+         * lists can be long. */
+        char what[96];
+        uint64_t n;
+        if (kvshard__node_uint(&n, r->doc, &item, key, 0, UINT64_MAX, NULL) != KVSHARD_OK) {
+            snprintf(what, sizeof what, "%s[%u]", key, i);
+            return kvshard__node_uint(&n, r->doc, &item, what, 0, UINT64_MAX, r->err);
+        }
+        bool in_range = n >= base && n - base < L;
+        uint8_t *slot = in_range ? &kinds[n - base] : NULL;
+        if (in_range && *slot == UNSET) {
+            *slot = kind;
+            continue;
+        }
+        snprintf(what, sizeof what, "%s[%u]", key, i);
+        if (!in_range)
+            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERLIST, &item,
+                                     base ? "%s: layer %llu is out of range; these lists are "
+                                            "1-based, from 1 to num_hidden_layers %u"
+                                          : "%s: layer index %llu is out of range; indices run "
+                                            "from 0 to num_hidden_layers - 1 = %u",
+                                     what, (unsigned long long)n, base ? L : L - 1);
+        if (*slot == kind)
+            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERLIST, &item,
+                                     "%s: layer %llu is listed twice in %s", what,
+                                     (unsigned long long)n, list_name);
+        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERLIST, &item,
+                                 "%s: layer %llu is in both %s and %s; each layer belongs to "
+                                 "exactly one",
+                                 what, (unsigned long long)n, other_key, list_name);
+    }
+    return KVSHARD_OK;
+}
+
+/* Rule 4: Kimi's linear_attn_config lists, 1-based, covering every layer. */
+static int from_kimi(uint8_t *kinds, const kvshard__reader *r, const rule *self,
+                     const kvshard__node *cfg, uint32_t L)
+{
+    (void)self;
+    int rc = kvshard__node_expect(r->doc, cfg, KVSHARD__NODE_MAPPING, "linear_attn_config",
+                                  r->err);
+    if (rc)
+        return rc;
+    kvshard__node full = {0}, kda = {0};
+    bool has_full = kvshard__get(r, cfg, KVSHARD__KEY_FULL_ATTN_LAYERS, &full);
+    bool has_kda = kvshard__get(r, cfg, KVSHARD__KEY_KDA_LAYERS, &kda);
+    const char *why = "linear_attn_config lists the full-attention and the KDA layers";
+    if (!has_full)
+        return kvshard__missing(r, cfg, KVSHARD__KEY_FULL_ATTN_LAYERS, why);
+    if (!has_kda)
+        return kvshard__missing(r, cfg, KVSHARD__KEY_KDA_LAYERS, why);
+    memset(kinds, UNSET, L);
+    rc = mark_listed(kinds, r, &full, "linear_attn_config.full_attn_layers", 1, FULL, L,
+                     "kda_layers");
+    if (rc == KVSHARD_OK)
+        rc = mark_listed(kinds, r, &kda, "linear_attn_config.kda_layers", 1, LINEAR, L,
+                         "full_attn_layers");
+    if (rc)
+        return rc;
+    for (uint32_t i = 0; i < L; i++) {
+        if (kinds[i] == UNSET)
+            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERLIST, cfg,
+                                     "linear_attn_config: layer %u (0-based index %u) is in "
+                                     "neither full_attn_layers nor kda_layers",
+                                     i + 1, i);
+    }
+    return KVSHARD_OK;
+}
+
+/* Rules 7 and 8: 0-based indices of the full-attention layers; the rest are
+ * linear. */
+static int from_indices(uint8_t *kinds, const kvshard__reader *r, const rule *self,
+                        const kvshard__node *list, uint32_t L)
+{
+    const char *key = kvshard__key_name(self->keys[0]);
+    memset(kinds, UNSET, L);
+    int rc = mark_listed(kinds, r, list, key, 0, FULL, L, key);
+    if (rc)
+        return rc;
+    for (uint32_t i = 0; i < L; i++) {
+        if (kinds[i] == UNSET)
+            kinds[i] = LINEAR;
+    }
+    return KVSHARD_OK;
+}
+
+/* Every (i + 1) % n == 0 layer is `every`, the others `rest`. */
+static void every_nth(uint8_t *kinds, uint32_t L, uint64_t n, uint8_t every, uint8_t rest)
+{
+    for (uint32_t i = 0; i < L; i++)
+        kinds[i] = ((uint64_t)i + 1) % n == 0 ? every : rest;
+}
+
+/* Rule 5: Jamba's attn_layer_period and attn_layer_offset. */
+static int from_period(uint8_t *kinds, const kvshard__reader *r, const rule *self,
+                       const kvshard__node *given, uint32_t L)
+{
+    (void)self;
+    (void)given;
+    kvshard__node p = {0}, o = {0};
+    bool has_p = kvshard__get(r, &r->text, KVSHARD__KEY_ATTN_LAYER_PERIOD, &p);
+    bool has_o = kvshard__get(r, &r->text, KVSHARD__KEY_ATTN_LAYER_OFFSET, &o);
+    const char *why = "attn_layer_period and attn_layer_offset place the attention layers "
+                      "together";
+    if (!has_p)
+        return kvshard__missing(r, &r->text, KVSHARD__KEY_ATTN_LAYER_PERIOD, why);
+    if (!has_o)
+        return kvshard__missing(r, &r->text, KVSHARD__KEY_ATTN_LAYER_OFFSET, why);
+    uint32_t period, offset;
+    int rc = kvshard__read_dim(&period, r, &p, "attn_layer_period", 1, UINT32_MAX);
+    if (rc == KVSHARD_OK)
+        rc = kvshard__read_dim(&offset, r, &o, "attn_layer_offset", 0, UINT32_MAX);
+    if (rc)
+        return rc;
+    if (offset >= period)
+        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERLIST, &o,
+                                 "attn_layer_offset %u is not below attn_layer_period %u", offset,
+                                 period);
+    for (uint32_t i = 0; i < L; i++)
+        kinds[i] = i % period == offset ? FULL : LINEAR;
+    return KVSHARD_OK;
+}
+
+/* Falcon-H1: every layer holds KV and a Mamba2 state. */
+static int all_hybrid(uint8_t *kinds, const kvshard__reader *r, const rule *self,
+                      const kvshard__node *v, uint32_t L)
+{
+    (void)r;
+    (void)self;
+    (void)v;
+    memset(kinds, HYBRID, L);
+    return KVSHARD_OK;
+}
+
+/* Layer i full attention iff (i + 1) % n == 0, else linear. */
+static int from_interval(uint8_t *kinds, const kvshard__reader *r, const rule *self,
+                         const kvshard__node *v, uint32_t L)
+{
+    (void)self;
+    uint32_t n;
+    int rc = kvshard__read_dim(&n, r, v, "full_attention_interval", 1, UINT32_MAX);
+    if (rc == KVSHARD_OK)
+        every_nth(kinds, L, n, FULL, LINEAR);
+    return rc;
+}
+
+/* Layer i full attention iff (i + 1) % p == 0, else sliding. */
+static int from_sliding_pattern(uint8_t *kinds, const kvshard__reader *r, const rule *self,
+                                const kvshard__node *v, uint32_t L)
+{
+    (void)self;
+    uint32_t p;
+    int rc = kvshard__read_dim(&p, r, v, "sliding_window_pattern", 1, UINT32_MAX);
+    if (rc == KVSHARD_OK)
+        every_nth(kinds, L, p, FULL, SLIDING);
+    return rc;
+}
+
+/* A Gemma 3 or Cohere2 file with sliding_window and neither layer_types nor
+ * sliding_window_pattern: the period its model class applies. */
+static int sliding_by_type(uint8_t *kinds, const kvshard__reader *r, const rule *self,
+                           const kvshard__node *v, uint32_t L)
+{
+    (void)r;
+    (void)v;
+    every_nth(kinds, L, self->every, FULL, SLIDING);
+    return KVSHARD_OK;
+}
+
+/* Whether rule `self` applies to the config; the value of the key that made it
+ * apply into *v. */
+static bool applies(const rule *self, const kvshard__reader *r, kvshard__node *v)
+{
+    for (int k = 0; k < 2; k++) {
+        if (self->keys[k] != KVSHARD__KEY_COUNT && kvshard__get(r, &r->text, self->keys[k], v))
+            return true;
+    }
+    if (!self->types)
+        return false;
+    if (self->with != KVSHARD__KEY_COUNT && !kvshard__get(r, &r->text, self->with, v))
+        return false;
+    for (const char *const *t = self->types; *t; t++) {
+        if (kvshard__model_type_is(r, *t, false))
+            return true;
+    }
+    return false;
+}
+
+int kvshard__read_layer_kinds(kvshard__reader *r)
+{
+    uint8_t *kinds = r->model->kinds;
+    uint32_t L = r->model->info.num_layers;
+    for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++) {
+        kvshard__node v = {0};
+        if (applies(&rules[i], r, &v))
+            return rules[i].read(kinds, r, &rules[i], &v, L);
+    }
+    /* No rule applies: every layer is full attention (dense and MLA models). */
+    memset(kinds, FULL, L);
+    return KVSHARD_OK;
+}

@@ -1,0 +1,79 @@
+/* The state-kind table: the recurrent state a model's linear and hybrid
+ * layers keep, one row per kvshard_state_kind. A row names the kind, says
+ * which dimensions it needs (for a model description and for the TP
+ * divisibility checks), how its dtype defaults, how it is read from a
+ * config and how many bytes one layer keeps per sequence on one rank. */
+#ifndef KVSHARD_MODEL_STATES_H
+#define KVSHARD_MODEL_STATES_H
+
+#include "base/checked.h"
+#include "model/model.h"
+
+#define KVSHARD__STATE_KIND_COUNT 7u
+
+/* The dimensions of kvshard__state_dims, by number. */
+typedef enum kvshard_states__dim {
+    KVSHARD__DIM_HEADS,
+    KVSHARD__DIM_KEY_HEADS,
+    KVSHARD__DIM_HEAD_DIM,
+    KVSHARD__DIM_VALUE_DIM,
+    KVSHARD__DIM_STATE_SIZE,
+    KVSHARD__DIM_GROUPS,
+    KVSHARD__DIM_CONV_KERNEL,
+    KVSHARD__DIM_CHANNELS,
+    KVSHARD__DIM_COUNT
+} kvshard_states__dim;
+
+/* One dimension a kind needs: absent, it takes `fallback` (0: required);
+ * `site` is the plan-time check it feeds (KVSHARD__SITE_*), or -1. */
+typedef struct kvshard_states__need {
+    kvshard_states__dim dim;
+    uint32_t fallback;
+    int site;
+} kvshard_states__need;
+
+/* The dtypes one layer's state is counted in, and the speculative tokens
+ * whose extra conv columns and temporal copies it keeps. */
+typedef struct kvshard_states__env {
+    uint64_t tp;
+    uint64_t spec;
+    uint64_t conv_bytes;
+    uint64_t ssm_bytes;
+} kvshard_states__env;
+
+struct kvshard__reader;
+
+typedef struct kvshard_states__row {
+    const char *name; /* kvshard_state_kind_name() */
+    /* The dimensions it needs, ended by KVSHARD__DIM_COUNT. */
+    kvshard_states__need needs[7];
+    /* H x P must stay within KVSHARD__MAX_DIMENSION (Mamba2's d_inner). */
+    bool bounded_inner;
+    /* Without a dtype key: float32, or else the model dtype (bfloat16 for
+     * an fp8 model). No temporal state (short convolution): AUTO always. */
+    bool temporal;
+    bool default_fp32;
+    /* Its dimensions from a config. */
+    int (*read)(struct kvshard__reader *r, kvshard__state_dims *s);
+    /* One layer's state for one sequence on one rank. */
+    uint64_t (*bytes)(kvshard__calc *c, const kvshard__state_dims *s,
+                      const kvshard_states__env *env);
+} kvshard_states__row;
+
+/* The row of a kind; NULL for KVSHARD_STATE_NONE and unknown values. */
+const kvshard_states__row *kvshard_states__of(kvshard_state_kind kind);
+
+/* The field of `s` that holds dimension `dim`. */
+uint32_t *kvshard_states__field(kvshard__state_dims *s, kvshard_states__dim dim);
+
+/* The name a model description gives dimension `dim` ("state_heads"). */
+const char *kvshard_states__desc_name(kvshard_states__dim dim);
+
+/* The state dtype of `kind` when nothing names one. */
+kvshard_dtype kvshard_states__default_dtype(kvshard_state_kind kind, kvshard_dtype model_dtype);
+
+/* One layer's state bytes for one sequence on one rank (0 without state). */
+uint64_t kvshard_states__bytes(kvshard__calc *c, const kvshard__state_dims *s,
+                               const kvshard_states__env *env);
+
+#endif /* KVSHARD_MODEL_STATES_H */
