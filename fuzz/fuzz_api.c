@@ -196,10 +196,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     raw.memory_per_rank = (uint64_t)word(&c) << (byte(&c) % 40);
     raw.max_seqs = word(&c) % 100000;
     raw.context_length = word(&c);
-    raw.max_memory_utilization = (double)byte(&c) / 128.0;
-    raw.device_memory_total = (uint64_t)word(&c) << 8;
-    raw.device_memory_free = (uint64_t)word(&c) << 8;
-    raw.max_linear_state_cache_slots = word(&c) % 5000;
+    /* Settings by key from the input: any key, any text. */
+    kvshard_settings *settings = NULL;
+    if (kvshard_settings_create(&settings, NULL, &err) == KVSHARD_OK) {
+        size_t n = byte(&c) % 4;
+        for (size_t i = 0; i < n; i++) {
+            kvshard_setting_info info = KVSHARD_SETTING_INFO_INIT;
+            size_t count = kvshard_setting_count();
+            if (count && kvshard_setting_info_at(&info, byte(&c) % count) == KVSHARD_OK) {
+                char value[32];
+                snprintf(value, sizeof value, "%u", word(&c));
+                (void)kvshard_settings_set(settings, info.key, value, NULL, &err);
+            }
+        }
+        raw.settings = settings;
+    }
     if (byte(&c) == 0)
         raw.size = byte(&c);
     kvshard_plan *plan = NULL;
@@ -208,6 +219,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check(kvshard_plan_create(&plan, model, &raw, NULL, &err), &err) == KVSHARD_OK)
         exercise_plan(plan, &c);
     kvshard_plan_free(plan);
+    kvshard_settings_free(settings);
     kvshard_deployment_free(dep);
     return 0;
 }

@@ -230,7 +230,16 @@ static void test_blocks_for(void **state)
     assert_true(out.has_concurrency);
     assert_int_equal(out.concurrency, 75);
     assert_int_equal(out.balanced_max_seqs, 79);
-    assert_false(out.has_state_slots);
+    kvshard_figure f = KVSHARD_FIGURE_INIT;
+    assert_int_equal(kvshard_plan_blocks_figure(&f, p, KVSHARD_ALL_RANKS, &b, "state_slots", &err),
+                     KVSHARD_OK);
+    assert_int_equal(f.type, KVSHARD_FIGURE_NULL);
+    assert_int_equal(kvshard_plan_blocks_figure(&f, p, KVSHARD_ALL_RANKS, &b, "num_blocks", &err),
+                     KVSHARD_OK);
+    assert_int_equal(f.type, KVSHARD_FIGURE_UINT);
+    assert_int_equal(f.uint_value, 153802);
+    assert_int_equal(kvshard_plan_blocks_figure(&f, p, KVSHARD_ALL_RANKS, &b, "slots", &err),
+                     KVSHARD_EUNKNOWNKEY);
     b.context_length = 0;
     b.reserved_bytes = 1 * GIB;
     assert_int_equal(kvshard_plan_blocks_for(&out, p, KVSHARD_ALL_RANKS, &b, &err), KVSHARD_OK);
@@ -331,18 +340,21 @@ static void test_xllm_worked_example(void **state)
         kvshard_options o = xllm(4, 20 * GIB);
         o.block_size = cases[i].block;
         o.max_seqs = cases[i].max_seqs;
-        o.enable_prefix_cache = cases[i].prefix;
+        kvshard_settings *s =
+            tu_settings("enable_prefix_cache", cases[i].prefix ? "true" : "false", NULL);
+        o.settings = s;
         o.enable_layerwise_split = cases[i].split > 1;
         o.layerwise_split_size = cases[i].split;
         o.ownership = cases[i].rule;
         kvshard_plan *p = tu_plan(m, &o);
+        kvshard_settings_free(s);
         kvshard_capacity c = capacity(p);
         assert_int_equal(c.engine, KVSHARD_ENGINE_XLLM);
-        assert_true(c.has_state_slots);
-        assert_int_equal(c.state_slots, cases[i].slots);
-        assert_int_equal(c.usable_state_slots, cases[i].slots - 1);
+        assert_int_equal(tu_figure(p, "state_slots"), cases[i].slots);
+        assert_int_equal(tu_figure(p, "usable_state_slots"), cases[i].slots - 1);
         assert_int_equal(c.num_blocks, cases[i].blocks);
-        assert_int_equal(c.usable_blocks, cases[i].blocks - 1);
+        assert_int_equal(tu_figure(p, "usable_blocks"), cases[i].blocks - 1);
+        assert_int_equal(tu_figure(p, "budget"), 20 * GIB);
         if (i == 0) {
             assert_int_equal(c.block_size, 128);
             assert_int_equal(c.max_seqs, 200);
@@ -383,7 +395,7 @@ static void test_xllm_seed_deployment(void **state)
     tu_assert_ok(kvshard_deployment_plan(&p, dep, &err), &err);
     kvshard_capacity c = capacity(p);
     assert_int_equal(c.block_size, 16);
-    assert_int_equal(c.state_slots, 631);
+    assert_int_equal(tu_figure(p, "state_slots"), 631);
     assert_int_equal(c.num_blocks, 115127);
     kvshard_rank_memory r = KVSHARD_RANK_MEMORY_INIT;
     kvshard_plan_rank_memory(&r, p, 0);
@@ -410,8 +422,8 @@ static void test_xllm_mla_split(void **state)
     o.num_speculative_tokens = 1;
     kvshard_plan *p = tu_plan(m, &o);
     kvshard_capacity c = capacity(p);
-    assert_int_equal(c.state_slots, 2);
-    assert_int_equal(c.usable_state_slots, 1);
+    assert_int_equal(tu_figure(p, "state_slots"), 2);
+    assert_int_equal(tu_figure(p, "usable_state_slots"), 1);
     assert_int_equal(c.num_blocks, 26479);
     kvshard_rank_memory r = KVSHARD_RANK_MEMORY_INIT;
     kvshard_plan_rank_memory(&r, p, 0);
@@ -430,19 +442,21 @@ static void test_xllm_explicit_slots(void **state)
     (void)state;
     kvshard_model *m = tu_load_example_model("qwen3_5_35b_a3b.json");
     kvshard_options o = xllm(4, 20 * GIB);
-    o.max_linear_state_cache_slots = 100;
+    kvshard_settings *s = tu_settings("max_linear_state_cache_slots", "100", NULL);
+    o.settings = s;
     kvshard_plan *p = tu_plan(m, &o);
-    assert_int_equal(capacity(p).state_slots, 102);
+    assert_int_equal(tu_figure(p, "state_slots"), 102);
     assert_int_equal(capacity(p).num_blocks, 15131);
     kvshard_plan_free(p);
-    o.max_linear_state_cache_slots = 1231;
+    tu_set(s, "max_linear_state_cache_slots", "1231");
     p = tu_plan(m, &o);
-    assert_int_equal(capacity(p).state_slots, 1233);
+    assert_int_equal(tu_figure(p, "state_slots"), 1233);
     kvshard_plan_free(p);
-    o.max_linear_state_cache_slots = 1232;
+    tu_set(s, "max_linear_state_cache_slots", "1232");
     kvshard_error err;
     p = NULL;
     assert_int_equal(kvshard_plan_create(&p, m, &o, NULL, &err), KVSHARD_EPROFILE);
+    kvshard_settings_free(s);
     assert_null(p);
     assert_non_null(strstr(err.message, "max_linear_state_cache_slots 1232 (+2 padding) is above "
                                         "the 1233 state slots"));
@@ -459,22 +473,24 @@ static void test_xllm_device_budget(void **state)
     (void)state;
     kvshard_model *m = tu_load_example_model("qwen3_5_35b_a3b.json");
     kvshard_options o = xllm(4, 0);
-    o.device_memory_total = 32 * GIB;
-    o.device_memory_free = 25 * GIB;
-    o.max_memory_utilization = 0.9;
+    kvshard_settings *s =
+        tu_settings("device_memory_total", "32GiB", "device_memory_free", "25GiB",
+                    "max_memory_utilization", "0.9", NULL);
+    o.settings = s;
     kvshard_plan *p = tu_plan(m, &o);
     kvshard_capacity c = capacity(p);
     assert_int_equal(c.memory_per_rank, 23407571764ull);
-    assert_int_equal(c.state_slots, 688);
+    assert_int_equal(tu_figure(p, "state_slots"), 688);
     assert_int_equal(c.num_blocks, 9409);
     kvshard_plan_free(p);
-    o.max_cache_size = 20 * GIB;
+    tu_set(s, "max_cache_size", "20GiB");
     p = tu_plan(m, &o);
     c = capacity(p);
     assert_int_equal(c.memory_per_rank, 20 * GIB);
-    assert_int_equal(c.state_slots, 631);
+    assert_int_equal(tu_figure(p, "state_slots"), 631);
     assert_int_equal(c.num_blocks, 8634);
     kvshard_plan_free(p);
+    kvshard_settings_free(s);
     kvshard_model_free(m);
 }
 
@@ -488,7 +504,7 @@ static void test_xllm_double_arithmetic(void **state)
     kvshard_model *m = tu_load_example_model("qwen3_5_35b_a3b.json");
     kvshard_options o = xllm(4, 20389887999ull);
     kvshard_plan *p = tu_plan(m, &o);
-    assert_int_equal(capacity(p).state_slots, 599);
+    assert_int_equal(tu_figure(p, "state_slots"), 599);
     assert_int_equal(capacity(p).num_blocks, 8199);
     kvshard_plan_free(p);
     kvshard_model_free(m);
@@ -533,7 +549,7 @@ static void test_xllm_flags(void **state)
     tu_assert_ok(kvshard_deployment_apply_args(dep, 6, args, 0, &err), &err);
     kvshard_plan *p = NULL;
     tu_assert_ok(kvshard_deployment_plan(&p, dep, &err), &err);
-    assert_int_equal(capacity(p).state_slots, 130);
+    assert_int_equal(tu_figure(p, "state_slots"), 130);
     assert_int_equal(capacity(p).num_blocks, 118299);
     kvshard_plan_free(p);
     /* --max_seqs and --max_seqs_per_batch set one option: the last wins. */
@@ -568,9 +584,11 @@ static void test_kvshard_profile_names_xllm_inputs(void **state)
     (void)state;
     kvshard_model *m = tu_load_example_model("qwen3_5_35b_a3b.json");
     kvshard_options o = seed();
-    o.device_memory_free = GIB;
-    o.max_memory_utilization = 0.5;
+    kvshard_settings *s =
+        tu_settings("max_memory_utilization", "0.5", "device_memory_free", "1GiB", NULL);
+    o.settings = s;
     kvshard_plan *p = tu_plan(m, &o);
+    kvshard_settings_free(s);
     assert_int_equal(kvshard_plan_warning_count(p), 1);
     const char *message = NULL;
     kvshard_warning_code code;
@@ -584,8 +602,10 @@ static void test_kvshard_profile_names_xllm_inputs(void **state)
     kvshard_plan_free(p);
 
     o = seed();
-    o.enable_prefix_cache = false;
+    s = tu_settings("enable_prefix_cache", "false", NULL);
+    o.settings = s;
     p = tu_plan(m, &o);
+    kvshard_settings_free(s);
     assert_int_equal(kvshard_plan_warning(&code, &message, p, 0), KVSHARD_OK);
     assert_string_equal(message, "enable_prefix_cache applies only under engine xllm: the "
                                  "kvshard profile ignores it");
@@ -593,9 +613,10 @@ static void test_kvshard_profile_names_xllm_inputs(void **state)
 
     o = seed();
     o.engine = KVSHARD_ENGINE_XLLM;
-    o.max_cache_size = 10 * GIB;
-    o.max_linear_state_cache_slots = 64;
+    s = tu_settings("max_cache_size", "10GiB", "max_linear_state_cache_slots", "64", NULL);
+    o.settings = s;
     p = tu_plan(m, &o);
+    kvshard_settings_free(s);
     assert_false(kvshard_plan_has_warning(p, KVSHARD_WARN_PROFILE_INPUTS_IGNORED));
     kvshard_plan_free(p);
     kvshard_model_free(m);

@@ -418,12 +418,8 @@ static void test_options_set_rejects(void **state)
         {"context_length", "0", KVSHARD_ERANGE},
         {"context_length", "1073741825", KVSHARD_ERANGE},
         {"context_length", "32k", KVSHARD_ETYPE},
-        {"max_memory_utilization", "0", KVSHARD_ERANGE},
-        {"max_memory_utilization", "1.5", KVSHARD_ERANGE},
-        {"max_memory_utilization", "90%", KVSHARD_ETYPE},
-        {"max_memory_utilization", "", KVSHARD_ETYPE},
-        {"max_linear_state_cache_slots", "16777217", KVSHARD_ERANGE},
-        {"device_memory_free", "0", KVSHARD_ERANGE},
+        /* Settings are not options. */
+        {"max_memory_utilization", "0.5", KVSHARD_EUNKNOWNKEY},
         /* xLLM's flag name exists only under its profile. */
         {"max_seqs_per_batch", "8", KVSHARD_EUNKNOWNKEY},
         {"block_size", "0", KVSHARD_ERANGE},
@@ -468,6 +464,57 @@ static void test_options_set_rejects(void **state)
                          cases[i].code);
         assert_true(options_equal(&o, &d));
     }
+}
+
+/* Settings by key take their own types and ranges; a failed set leaves the
+ * settings as they were. */
+static void test_settings_set_rejects(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *key, *value;
+        int code;
+    } cases[] = {
+        {"max_memory_utilization", "0", KVSHARD_ERANGE},
+        {"max_memory_utilization", "1.5", KVSHARD_ERANGE},
+        {"max_memory_utilization", "90%", KVSHARD_ETYPE},
+        {"max_memory_utilization", "", KVSHARD_ETYPE},
+        {"max_linear_state_cache_slots", "16777217", KVSHARD_ERANGE},
+        {"device_memory_free", "0", KVSHARD_ERANGE},
+        {"enable_prefix_cache", "maybe", KVSHARD_ETYPE},
+        {"world_size", "4", KVSHARD_EUNKNOWNKEY},
+        {"", "1", KVSHARD_EUNKNOWNKEY},
+    };
+    kvshard_settings *s = tu_settings("max_memory_utilization", "0.5", NULL);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        kvshard_error err;
+        int rc = kvshard_settings_set(s, cases[i].key, cases[i].value, NULL, &err);
+        if (rc != cases[i].code)
+            print_error("%s=\"%s\": got %s, expected %s\n", cases[i].key, cases[i].value,
+                        kvshard_strerror(rc), kvshard_strerror(cases[i].code));
+        assert_int_equal(rc, cases[i].code);
+        assert_int_equal(err.code, cases[i].code);
+        assert_true(err.message[0] != '\0');
+        char text[32];
+        bool set = false;
+        assert_int_equal(kvshard_settings_get(text, sizeof text, &set, s, "max_memory_utilization"),
+                         KVSHARD_OK);
+        assert_true(set);
+        assert_string_equal(text, "0.5");
+    }
+    /* Every setting is listed with its type and bounds. */
+    kvshard_setting_info info = KVSHARD_SETTING_INFO_INIT;
+    assert_int_equal(kvshard_setting_find(&info, "max_linear_state_cache_slots"), KVSHARD_OK);
+    assert_int_equal(info.type, KVSHARD_SETTING_INTEGER);
+    assert_int_equal(info.max, 1u << 24);
+    assert_string_equal(info.default_value, "0");
+    assert_int_equal(info.engine, KVSHARD_ENGINE_XLLM);
+    assert_int_equal(kvshard_setting_find(&info, "max_memory_utilization"), KVSHARD_OK);
+    assert_int_equal(info.type, KVSHARD_SETTING_FRACTION);
+    assert_string_equal(info.default_value, "0.8");
+    assert_int_equal(kvshard_setting_find(&info, "world_size"), KVSHARD_EUNKNOWNKEY);
+    assert_int_equal(kvshard_setting_count(), 6);
+    kvshard_settings_free(s);
 }
 
 static void test_options_set_every_key(void **state)
@@ -788,6 +835,7 @@ int main(void)
         cmocka_unit_test(test_deployment_set_overrides),
         cmocka_unit_test(test_deployment_set_errors),
         cmocka_unit_test(test_options_set_rejects),
+        cmocka_unit_test(test_settings_set_rejects),
         cmocka_unit_test(test_options_set_every_key),
         cmocka_unit_test(test_yaml_booleans_and_types),
         cmocka_unit_test(test_plan_error_at_file_key),

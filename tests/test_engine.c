@@ -273,7 +273,14 @@ static void test_gflags_forms(void **state)
         snprintf(flag, sizeof flag, "--enable_prefix_cache=%s", words[i]);
         const char *one[] = {flag};
         tu_assert_ok(kvshard_deployment_apply_args(dep, 1, one, 0, &err), &err);
-        assert_int_equal(options_of(dep).enable_prefix_cache, values[i]);
+        kvshard_options o2 = options_of(dep);
+        char text[8];
+        bool set = false;
+        assert_int_equal(kvshard_settings_get(text, sizeof text, &set, o2.settings,
+                                              "enable_prefix_cache"),
+                         KVSHARD_OK);
+        assert_true(set);
+        assert_string_equal(text, values[i] ? "true" : "false");
     }
     /* A value-less flag that is not a boolean, and --no of a non-boolean. */
     const char *bad[] = {"--world_size"};
@@ -332,11 +339,13 @@ static void test_flagfile(void **state)
     assert_int_equal(o.engine, KVSHARD_ENGINE_XLLM);
     assert_int_equal(o.max_seqs, 128);
     assert_int_equal(o.block_size, 16);
-    assert_false(o.enable_prefix_cache);
+    char prefix[8];
+    assert_int_equal(kvshard_settings_get(prefix, sizeof prefix, NULL, o.settings,
+                                          "enable_prefix_cache"),
+                     KVSHARD_OK);
+    assert_string_equal(prefix, "false");
     kvshard_plan *p = plan_of(dep);
-    kvshard_capacity c = KVSHARD_CAPACITY_INIT;
-    kvshard_plan_capacity(&c, p);
-    assert_int_equal(c.state_slots, 130);
+    assert_int_equal(tu_figure(p, "state_slots"), 130);
     kvshard_plan_free(p);
     kvshard_deployment_free(dep);
 

@@ -167,3 +167,39 @@ int tu_num_blocks(uint64_t *out, const kvshard_plan *plan, uint64_t memory, kvsh
         *out = blocks.num_blocks;
     return rc;
 }
+
+void tu_set(kvshard_settings *settings, const char *key, const char *value)
+{
+    kvshard_error err;
+    tu_assert_ok(kvshard_settings_set(settings, key, value, "test", &err), &err);
+}
+
+kvshard_settings *tu_settings(const char *key, ...)
+{
+    kvshard_settings *s = NULL;
+    kvshard_error err;
+    tu_assert_ok(kvshard_settings_create(&s, NULL, &err), &err);
+    va_list ap;
+    va_start(ap, key);
+    for (const char *k = key; k; k = va_arg(ap, const char *))
+        tu_set(s, k, va_arg(ap, const char *));
+    va_end(ap);
+    return s;
+}
+
+uint64_t tu_figure(const kvshard_plan *plan, const char *name)
+{
+    kvshard_figure f = KVSHARD_FIGURE_INIT;
+    assert_int_equal(kvshard_plan_capacity_figure(&f, plan, name), KVSHARD_OK);
+    if (f.type != KVSHARD_FIGURE_UINT)
+        print_error("capacity figure %s has no value\n", name);
+    assert_int_equal(f.type, KVSHARD_FIGURE_UINT);
+    return f.uint_value;
+}
+
+bool tu_has_figure(const kvshard_plan *plan, const char *name)
+{
+    kvshard_figure f = KVSHARD_FIGURE_INIT;
+    assert_int_equal(kvshard_plan_capacity_figure(&f, plan, name), KVSHARD_OK);
+    return f.type != KVSHARD_FIGURE_NULL;
+}

@@ -40,6 +40,17 @@ int tu_run(const char *command, char **out_stdout, char **out_stderr);
  * else: the common block count into *out. */
 int tu_num_blocks(uint64_t *out, const kvshard_plan *plan, uint64_t memory, kvshard_error *err);
 
+/* A new settings object with the pairs KEY, VALUE, ... set, ended by NULL;
+ * the caller frees it. */
+kvshard_settings *tu_settings(const char *key, ...);
+/* Set one setting; the test fails if it cannot be set. */
+void tu_set(kvshard_settings *settings, const char *key, const char *value);
+
+/* A capacity figure by name, which must have a value. */
+uint64_t tu_figure(const kvshard_plan *plan, const char *name);
+/* Whether a capacity figure by name has a value. */
+bool tu_has_figure(const kvshard_plan *plan, const char *name);
+
 /* The full-attention layers a TP rank stores, compared with `expected`. */
 void tu_assert_rank_layers(const kvshard_plan *plan, uint32_t tp_rank, const uint32_t *expected,
                            size_t count);

@@ -406,11 +406,19 @@ KVSHARD_EXPORT kvshard_dtype kvshard_model_state_dtype(const kvshard_model *mode
 /* Deployment options                                                        */
 /* ------------------------------------------------------------------------ */
 
+/** Inputs that only some engine profiles read, set by key (see
+ *  kvshard_settings_set()). Opaque. */
+typedef struct kvshard_settings kvshard_settings;
+
 /**
- * Parallel and cache settings of a deployment. Always start from
- * KVSHARD_OPTIONS_INIT. Values the engine profile decides are "unset" there
- * (block_size 0, max_seqs 0, ownership KVSHARD_OWNERSHIP_DEFAULT) and the
- * plan settles them; kvshard_plan_options() returns the settled values.
+ * Parallel and cache settings of a deployment: what every engine profile
+ * reads. Always start from KVSHARD_OPTIONS_INIT. Values the engine profile
+ * decides are "unset" there (block_size 0, max_seqs 0, ownership
+ * KVSHARD_OWNERSHIP_DEFAULT) and the plan settles them;
+ * kvshard_plan_options() returns the settled values. Inputs of one engine
+ * profile alone are not fields here: they are settings by key, in the
+ * kvshard_settings that `settings` points to, so that a new profile's
+ * inputs never change this struct.
  */
 typedef struct kvshard_options {
     size_t size;
@@ -433,23 +441,21 @@ typedef struct kvshard_options {
     uint32_t scratch_layers;      /**< KV layers of scratch while split; default 1 */
     /** Tokens per sequence for the concurrency figures; 0: none. */
     uint32_t context_length;
-    /* Inputs of the xllm profile (ignored by the kvshard profile). */
-    bool enable_prefix_cache;     /**< default true */
-    uint32_t max_linear_state_cache_slots; /**< 0: automatic */
-    uint64_t device_memory_total; /**< bytes per device */
-    uint64_t device_memory_free;  /**< bytes free after the weights */
-    double max_memory_utilization; /**< in (0, 1]; default 0.8 */
-    uint64_t max_cache_size;      /**< bytes; 0: no cap */
+    /** The engine profiles' own inputs; NULL: every one at its default.
+     *  Borrowed: a plan copies what it reads, so it need only outlive the
+     *  call the options are given to. */
+    const kvshard_settings *settings;
 } kvshard_options;
 
 #define KVSHARD_OPTIONS_INIT                                                          \
     { sizeof(kvshard_options), 1u, 1u, 1u, false, 1u, KVSHARD_OWNERSHIP_DEFAULT,      \
       false, KVSHARD_ENGINE_KVSHARD, KVSHARD_DTYPE_AUTO, KVSHARD_DTYPE_AUTO, 0u, 0u,  \
-      0u, 0u, 1u, 0u, true, 0u, 0u, 0u, 0.8, 0u }
+      0u, 0u, 1u, 0u, NULL }
 
 /**
  * Set one option by its deployment key name ("world_size",
- * "memory_per_rank", ...) from text, as a command-line flag would: booleans
+ * "memory_per_rank", ...) from text, as a command-line flag would (an
+ * engine profile's own inputs are settings: kvshard_settings_set()): booleans
  * take true/false/1/0/yes/no/t/f/y/n in any case; sizes take bytes or a
  * KiB/MiB/GiB/TiB suffix. `origin` names where the text came from in errors
  * (NULL: "option"). On failure `*options` is unchanged. Errors:
@@ -459,6 +465,68 @@ typedef struct kvshard_options {
 KVSHARD_EXPORT int kvshard_options_set(kvshard_options *options, const char *key,
                                        const char *value, const char *origin,
                                        kvshard_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* Settings: the inputs of one engine profile alone, by key                  */
+/* ------------------------------------------------------------------------ */
+
+/** A new, empty settings object: every setting at its default. The caller
+ *  frees it with kvshard_settings_free(). Errors: KVSHARD_EINVAL,
+ *  KVSHARD_ENOMEM. */
+KVSHARD_EXPORT int kvshard_settings_create(kvshard_settings **out,
+                                           const kvshard_allocator *allocator,
+                                           kvshard_error *err);
+/** Release a settings object. NULL is a no-op. */
+KVSHARD_EXPORT void kvshard_settings_free(kvshard_settings *settings);
+/**
+ * Set one setting ("enable_prefix_cache", "device_memory_free", ...) from
+ * text, as a flag would give it; kvshard_setting_find() tells a key's type
+ * and bounds. `origin` names where the text came from in errors (NULL:
+ * "setting"). On failure the settings are unchanged. Errors: KVSHARD_EINVAL,
+ * KVSHARD_EUNKNOWNKEY, KVSHARD_ETYPE, KVSHARD_ERANGE, KVSHARD_ENOMEM.
+ */
+KVSHARD_EXPORT int kvshard_settings_set(kvshard_settings *settings, const char *key,
+                                        const char *value, const char *origin,
+                                        kvshard_error *err);
+/** The value of setting `key` as text into `buf` (NUL-terminated, cut at
+ *  `cap`): the value set, else its default; *out_set (may be NULL) tells
+ *  which. `settings` may be NULL (every default). KVSHARD_EINVAL for NULL
+ *  arguments, KVSHARD_EUNKNOWNKEY for an unknown key. */
+KVSHARD_EXPORT int kvshard_settings_get(char *buf, size_t cap, bool *out_set,
+                                        const kvshard_settings *settings, const char *key);
+
+/** The type of a setting's value. */
+typedef enum kvshard_setting_type {
+    KVSHARD_SETTING_INTEGER = 0,  /**< a whole number in [min, max] */
+    KVSHARD_SETTING_BYTES = 1,    /**< bytes: an integer or a size with a unit */
+    KVSHARD_SETTING_BOOL = 2,     /**< true or false */
+    KVSHARD_SETTING_WORD = 3,     /**< one of a few words */
+    KVSHARD_SETTING_FRACTION = 4  /**< a decimal above 0 and at most 1 */
+} kvshard_setting_type;
+
+/** What a setting takes. Start from KVSHARD_SETTING_INFO_INIT. */
+typedef struct kvshard_setting_info {
+    size_t size;
+    const char *key;            /**< static storage */
+    kvshard_setting_type type;
+    uint64_t min;               /**< integers and bytes: the bounds */
+    uint64_t max;
+    char default_value[32];     /**< as text */
+    kvshard_engine engine;      /**< the profile that reads it */
+} kvshard_setting_info;
+
+#define KVSHARD_SETTING_INFO_INIT                                                     \
+    { sizeof(kvshard_setting_info), NULL, KVSHARD_SETTING_INTEGER, 0, 0, {0},        \
+      KVSHARD_ENGINE_KVSHARD }
+
+/** How many settings there are. */
+KVSHARD_EXPORT size_t kvshard_setting_count(void);
+/** Setting `index` (0-based) into *out (`size` set by the caller).
+ *  KVSHARD_EINVAL when out of range or the size is unknown. */
+KVSHARD_EXPORT int kvshard_setting_info_at(kvshard_setting_info *out, size_t index);
+/** The setting `key` into *out. KVSHARD_EUNKNOWNKEY for an unknown key,
+ *  KVSHARD_EINVAL for NULL arguments or an unknown size. */
+KVSHARD_EXPORT int kvshard_setting_find(kvshard_setting_info *out, const char *key);
 
 /** A deployment: a model plus its options, read from a deployment file or a
  *  bare model config and changed by overrides. Opaque. */
@@ -498,15 +566,17 @@ KVSHARD_EXPORT const kvshard_model *kvshard_deployment_model(const kvshard_deplo
 
 /** Copy the deployment's options (file values over defaults, then
  *  overrides) into *out, whose `size` the caller set with
- *  KVSHARD_OPTIONS_INIT. KVSHARD_EINVAL when an argument is NULL or the size
- *  is unknown. */
+ *  KVSHARD_OPTIONS_INIT; its `settings` points to the deployment's own,
+ *  borrowed while the deployment lives. KVSHARD_EINVAL when an argument is
+ *  NULL or the size is unknown. */
 KVSHARD_EXPORT int kvshard_deployment_options(kvshard_options *out,
                                               const kvshard_deployment *deployment);
 
-/** Override one option, as kvshard_options_set(). Later plan errors about
- *  this key are reported against `origin` (e.g. "command line --world_size";
- *  NULL: "override"). Under the xllm engine profile the xLLM flag names are
- *  keys too (max_seqs_per_batch). */
+/** Override one option or setting, as kvshard_options_set() and
+ *  kvshard_settings_set(). Later plan errors about this key are reported
+ *  against `origin` (e.g. "command line --world_size"; NULL: "override").
+ *  Under an engine profile that engine's flag names for kvshard's options
+ *  are keys too (xllm: max_seqs_per_batch). */
 KVSHARD_EXPORT int kvshard_deployment_set(kvshard_deployment *deployment, const char *key,
                                           const char *value, const char *origin,
                                           kvshard_error *err);
@@ -686,7 +756,9 @@ KVSHARD_EXPORT int kvshard_plan_rank_memory(kvshard_rank_memory *out, const kvsh
                                             uint32_t tp_rank);
 
 /** Capacity common to all ranks (the minimum over ranks). Start from
- *  KVSHARD_CAPACITY_INIT. */
+ *  KVSHARD_CAPACITY_INIT. An engine profile's own figures (state slots, the
+ *  blocks left after its padding) are figures by name:
+ *  kvshard_plan_capacity_figure(). */
 typedef struct kvshard_capacity {
     size_t size;
     kvshard_engine engine;
@@ -706,17 +778,11 @@ typedef struct kvshard_capacity {
     /** The max_seqs at which state and KV blocks run out together. */
     bool has_balanced_max_seqs;
     uint64_t balanced_max_seqs;
-    /** Engine-profile figures (xllm): state slots and the counts the engine
-     *  can use after its padding block and state row. */
-    bool has_state_slots;
-    uint64_t state_slots;
-    uint64_t usable_blocks;
-    uint64_t usable_state_slots;
 } kvshard_capacity;
 
 #define KVSHARD_CAPACITY_INIT                                                         \
     { sizeof(kvshard_capacity), KVSHARD_ENGINE_KVSHARD, 0, 0, 0, false, 0, 0, 0,      \
-      false, 0, false, 0, false, 0, 0, 0 }
+      false, 0, false, 0 }
 
 /** Capacity common to all ranks into *out (`size` set by the caller).
  *  KVSHARD_EINVAL when an argument is NULL or the size is unknown. */
@@ -763,15 +829,9 @@ typedef struct kvshard_blocks {
     uint64_t concurrency;
     bool has_balanced_max_seqs;
     uint64_t balanced_max_seqs;
-    /** xllm: state slots, and the counts left after its padding. */
-    bool has_state_slots;
-    uint64_t state_slots;
-    uint64_t usable_blocks;
-    uint64_t usable_state_slots;
 } kvshard_blocks;
 
-#define KVSHARD_BLOCKS_INIT                                                           \
-    { sizeof(kvshard_blocks), 0, 0, false, 0, false, 0, false, 0, 0, 0 }
+#define KVSHARD_BLOCKS_INIT { sizeof(kvshard_blocks), 0, 0, false, 0, false, 0 }
 
 /** Every TP rank, for kvshard_plan_blocks_for(). */
 #define KVSHARD_ALL_RANKS UINT32_MAX
@@ -788,6 +848,46 @@ KVSHARD_EXPORT int kvshard_plan_blocks_for(kvshard_blocks *out, const kvshard_pl
                                            uint32_t tp_rank, const kvshard_budget *budget,
                                            kvshard_error *err);
 
+/** What a figure holds. */
+typedef enum kvshard_figure_type {
+    KVSHARD_FIGURE_NULL = 0,   /**< no value (JSON null) */
+    KVSHARD_FIGURE_UINT = 1,   /**< uint_value */
+    KVSHARD_FIGURE_DOUBLE = 2, /**< double_value */
+    KVSHARD_FIGURE_BOOL = 3,   /**< bool_value */
+    KVSHARD_FIGURE_TEXT = 4    /**< text_value, borrowed */
+} kvshard_figure_type;
+
+/** One named figure of a plan. Start from KVSHARD_FIGURE_INIT. */
+typedef struct kvshard_figure {
+    size_t size;
+    const char *name; /**< static storage */
+    kvshard_figure_type type;
+    uint64_t uint_value;
+    double double_value;
+    bool bool_value;
+    const char *text_value;
+} kvshard_figure;
+
+#define KVSHARD_FIGURE_INIT { sizeof(kvshard_figure), NULL, KVSHARD_FIGURE_NULL, 0, 0.0, false, NULL }
+
+/**
+ * A figure of the plan's capacity by the name of its field in the JSON
+ * plan's "capacity" object: "num_blocks", "concurrency", and the engine
+ * profiles' "budget", "state_slots", "usable_blocks", "usable_state_slots"
+ * (KVSHARD_FIGURE_NULL where the profile gives none). Text figures are
+ * borrowed from the plan. KVSHARD_EUNKNOWNKEY for another name,
+ * KVSHARD_EINVAL for NULL arguments or an unknown size.
+ */
+KVSHARD_EXPORT int kvshard_plan_capacity_figure(kvshard_figure *out, const kvshard_plan *plan,
+                                                const char *name);
+
+/** The same figure at a measured budget, on one TP rank or on every rank, as
+ *  kvshard_plan_blocks_for() computes it. Errors as kvshard_plan_blocks_for(),
+ *  and KVSHARD_EUNKNOWNKEY for an unknown name. */
+KVSHARD_EXPORT int kvshard_plan_blocks_figure(kvshard_figure *out, const kvshard_plan *plan,
+                                              uint32_t tp_rank, const kvshard_budget *budget,
+                                              const char *name, kvshard_error *err);
+
 typedef enum kvshard_warning_code {
     KVSHARD_WARN_SPLIT_DISABLED = 0,
     KVSHARD_WARN_SPLIT_SIZE_ONE = 1,
@@ -797,8 +897,8 @@ typedef enum kvshard_warning_code {
     KVSHARD_WARN_NO_KV_LAYERS = 5,
     KVSHARD_WARN_DRAFT_UNSPLIT = 6,
     KVSHARD_WARN_MAX_SEQS_UNREACHABLE = 7,
-    /** Under the kvshard profile, options that only the xllm profile reads
-     *  differ from their defaults. */
+    /** Settings that only another engine profile reads differ from their
+     *  defaults: the plan's profile ignores them. */
     KVSHARD_WARN_PROFILE_INPUTS_IGNORED = 8
 } kvshard_warning_code;
 

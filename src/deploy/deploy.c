@@ -2,6 +2,7 @@
 #include "deploy/deploy.h"
 
 #include "base/abi.h"
+#include "base/call.h"
 #include "model/load.h"
 #include "text/file.h"
 
@@ -15,20 +16,44 @@ typedef struct loader {
     kvshard_error *err;
 } loader;
 
-int kvshard__deployment_assign(kvshard_options *options, kvshard__option_site *sites,
-                               kvshard__option_id id, const char *value, size_t len,
-                               kvshard__value_style style, const char *source, kvshard__mark mark,
-                               bool override, kvshard_error *err)
+int kvshard__deployment_assign(const kvshard__deployment_values *into, kvshard__deploy_key key,
+                               const char *value, size_t len, kvshard__value_style style,
+                               const char *source, kvshard__mark mark, bool override,
+                               kvshard_error *err)
 {
-    int rc = kvshard__option_parse(options, id, value, len, style, source, mark, err);
+    if (key.option == KVSHARD__OPT_COUNT)
+        return kvshard_settings__assign(into->settings, key.setting, value, len, style, source,
+                                        mark, override, err);
+    int rc = kvshard__option_parse(into->options, key.option, value, len, style, source, mark, err);
     if (rc)
         return rc;
-    kvshard__option_site *site = &sites[id];
+    kvshard__option_site *site = &into->sites[key.option];
     site->set = true;
     site->override = override;
     site->mark = mark;
     snprintf(site->source, sizeof site->source, "%s", source);
     return KVSHARD_OK;
+}
+
+bool kvshard__deployment_site(const kvshard_deployment *deployment, const char *name,
+                              const char **source, kvshard__mark *mark, bool *override)
+{
+    for (int i = 0; i < KVSHARD__OPT_COUNT; i++) {
+        const kvshard__option_site *site = &deployment->sites[i];
+        if (site->set && strcmp(kvshard__option_name((kvshard__option_id)i), name) == 0) {
+            *source = site->source;
+            *mark = site->mark;
+            *override = site->override;
+            return true;
+        }
+    }
+    const kvshard_settings__entry *e = kvshard_settings__find(deployment->settings, name);
+    if (!e)
+        return false;
+    *source = e->source;
+    *mark = e->mark;
+    *override = e->override;
+    return true;
 }
 
 static int read_section(loader *l, const kvshard__node *section, kvshard__section which)
@@ -44,32 +69,36 @@ static int read_section(loader *l, const kvshard__node *section, kvshard__sectio
     kvshard__node k = {0}, v = {0};
     while (kvshard__iter_next(doc, &it, &k) && kvshard__iter_next(doc, &it, &v)) {
         char shown[96];
-        kvshard__option_id id =
-            kvshard__option_find(k.text, k.count, false, KVSHARD_ENGINE_KVSHARD);
-        if (id == KVSHARD__OPT_COUNT || kvshard__option_section(id) != which) {
+        kvshard__deploy_key key = kvshard__key_lookup(k.text, k.count, NULL);
+        /* Settings, the inputs of engine profiles, are cache keys. */
+        kvshard__section home = key.option != KVSHARD__OPT_COUNT
+                                    ? kvshard__option_section(key.option)
+                                    : KVSHARD__SECTION_CACHE;
+        if (!kvshard__key_known(key) || home != which) {
             kvshard__excerpt(shown, sizeof shown, k.text, k.count, 64);
-            if (id == KVSHARD__OPT_COUNT)
+            if (!kvshard__key_known(key))
                 return kvshard__doc_fail(doc, l->err, KVSHARD_EUNKNOWNKEY, &k,
                                          "unknown key \"%s\" in %s", shown, name);
             return kvshard__doc_fail(doc, l->err, KVSHARD_EUNKNOWNKEY, &k,
                                      "unknown key \"%s\" in %s (it belongs in %s)", shown, name,
-                                     kvshard__section_name(kvshard__option_section(id)));
+                                     kvshard__section_name(home));
         }
         if (v.kind != KVSHARD__NODE_SCALAR || kvshard__node_is_null(&v)) {
             char desc[160];
             kvshard__node_describe(desc, sizeof desc, &v);
             return kvshard__doc_fail(doc, l->err, KVSHARD_ETYPE, &v,
-                                     "%s: expected a value, found %s", kvshard__option_name(id),
+                                     "%s: expected a value, found %s", kvshard__key_name_of(key),
                                      desc);
         }
-        if (v.tag == KVSHARD__TAG_FLOAT && !kvshard__option_is_bool(id) &&
-            id != KVSHARD__OPT_UTILIZATION)
+        bool fraction = key.setting && key.setting->def.type == KVSHARD__VT_FRACTION;
+        if (v.tag == KVSHARD__TAG_FLOAT && !kvshard__key_is_bool(key) && !fraction)
             return kvshard__doc_fail(doc, l->err, KVSHARD_ETYPE, &v,
                                      "%s: expected an integer or a word, found a !!float",
-                                     kvshard__option_name(id));
+                                     kvshard__key_name_of(key));
         kvshard__mark mark = kvshard__doc_mark(doc, v.offset);
-        if ((rc = kvshard__deployment_assign(&l->dep->options, l->dep->sites, id, v.text, v.count,
-                                             v.style, doc->source, mark, false, l->err)) != 0)
+        kvshard__deployment_values into = {&l->dep->options, l->dep->sites, l->dep->settings};
+        if ((rc = kvshard__deployment_assign(&into, key, v.text, v.count, v.style, doc->source,
+                                             mark, false, l->err)) != 0)
             return rc;
     }
     return KVSHARD_OK;
@@ -150,12 +179,17 @@ static bool is_bare_model(const kvshard__doc *doc, const kvshard__node *root)
            kvshard__map_get(doc, &tc, "num_hidden_layers", &v);
 }
 
-static kvshard_deployment *new_deployment(const kvshard_allocator *a, const char *source)
+static kvshard_deployment *new_deployment(const kvshard_allocator *a, const char *source,
+                                          const kvshard_settings *settings)
 {
     kvshard_deployment *dep = kvshard__calloc(a, 1, sizeof *dep);
     if (!dep)
         return NULL;
-    if (!(dep->source = kvshard__strdup(a, source))) {
+    dep->source = kvshard__strdup(a, source);
+    dep->settings = kvshard_settings__copy(settings, a);
+    if (!dep->source || !dep->settings) {
+        kvshard_settings_free(dep->settings);
+        kvshard__free(a, dep->source);
         kvshard__free(a, dep);
         return NULL;
     }
@@ -172,7 +206,7 @@ static int load(kvshard_deployment **out, const char *text, size_t len, const ch
     int rc = kvshard__doc_parse(&doc, text, len, source, a, err);
     if (rc)
         return rc;
-    kvshard_deployment *dep = new_deployment(a, source);
+    kvshard_deployment *dep = new_deployment(a, source, NULL);
     if (!dep) {
         kvshard__doc_free(&doc);
         return kvshard__fail(err, KVSHARD_ENOMEM, source, kvshard__no_mark, "out of memory");
@@ -252,14 +286,13 @@ int kvshard_deployment_load_string(kvshard_deployment **out, const char *text, s
 int kvshard_deployment_create(kvshard_deployment **out, kvshard_model *model,
                               const kvshard_options *options, kvshard_error *err)
 {
-    kvshard__error_reset(err);
-    if (!out || !model)
-        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
-                             "out and model must not be NULL");
-    int rc = options ? kvshard__options_check(options, err) : KVSHARD_OK;
+    int rc = kvshard_call__begin(err, out && model, "out and model");
+    if (rc == KVSHARD_OK && options)
+        rc = kvshard__options_check(options, err);
     if (rc)
         return rc;
-    kvshard_deployment *dep = new_deployment(&model->alloc, "options");
+    kvshard_deployment *dep =
+        new_deployment(&model->alloc, "options", options ? options->settings : NULL);
     if (!dep)
         return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
     if (options)
@@ -275,6 +308,7 @@ void kvshard_deployment_free(kvshard_deployment *deployment)
         return;
     kvshard_allocator a = deployment->alloc;
     kvshard_model_free(deployment->model);
+    kvshard_settings_free(deployment->settings);
     kvshard__free(&a, deployment->source);
     kvshard__free(&a, deployment);
 }
@@ -288,27 +322,28 @@ int kvshard_deployment_options(kvshard_options *out, const kvshard_deployment *d
 {
     if (!deployment)
         return KVSHARD_EINVAL;
-    return kvshard__copy_out(out, &deployment->options, sizeof *out, sizeof *out) ? KVSHARD_OK
-                                                                                  : KVSHARD_EINVAL;
+    kvshard_options o = deployment->options;
+    o.settings = deployment->settings;
+    return kvshard__copy_out(out, &o, sizeof *out, sizeof *out) ? KVSHARD_OK : KVSHARD_EINVAL;
 }
 
 int kvshard_deployment_set(kvshard_deployment *deployment, const char *key, const char *value,
                            const char *origin, kvshard_error *err)
 {
-    kvshard__error_reset(err);
-    if (!deployment || !key || !value)
-        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
-                             "deployment, key and value must not be NULL");
+    int rc = kvshard_call__begin(err, deployment && key && value, "deployment, key and value");
+    if (rc)
+        return rc;
     const char *from = origin ? origin : "override";
-    kvshard__option_id id =
-        kvshard__option_find(key, strlen(key), true, deployment->options.engine);
-    if (id == KVSHARD__OPT_COUNT) {
+    kvshard__deploy_key ref =
+        kvshard__key_lookup(key, strlen(key), kvshard_profiles__of(deployment->options.engine));
+    if (!kvshard__key_known(ref)) {
         char shown[96];
         kvshard__excerpt(shown, sizeof shown, key, strlen(key), 64);
         return kvshard__fail(err, KVSHARD_EUNKNOWNKEY, from, kvshard__no_mark,
                              "unknown option \"%s\"", shown);
     }
-    return kvshard__deployment_assign(&deployment->options, deployment->sites, id, value,
-                                      strlen(value), KVSHARD__VALUE_FLAG, from, kvshard__no_mark,
-                                      true, err);
+    kvshard__deployment_values into = {&deployment->options, deployment->sites,
+                                       deployment->settings};
+    return kvshard__deployment_assign(&into, ref, value, strlen(value), KVSHARD__VALUE_FLAG, from,
+                                      kvshard__no_mark, true, err);
 }

@@ -18,15 +18,29 @@ typedef struct kvshard__option_site {
 struct kvshard_deployment {
     kvshard_allocator alloc;
     kvshard_model *model;
-    kvshard_options options;
+    kvshard_options options; /* its `settings` is `settings` below */
+    kvshard_settings *settings;
     char *source;
     kvshard__option_site sites[KVSHARD__OPT_COUNT];
 };
 
-/* Parse `value` for `id` into the deployment's options and record the site. */
-int kvshard__deployment_assign(kvshard_options *options, kvshard__option_site *sites,
-                               kvshard__option_id id, const char *value, size_t len,
-                               kvshard__value_style style, const char *source, kvshard__mark mark,
-                               bool override, kvshard_error *err);
+/* What a change to a deployment writes into: copies of its options, sites
+ * and settings, so that a batch of changes lands all or nothing. */
+typedef struct kvshard__deployment_values {
+    kvshard_options *options;
+    kvshard__option_site *sites;
+    kvshard_settings *settings;
+} kvshard__deployment_values;
+
+/* Parse `value` for the option or setting `key` and record where it was set. */
+int kvshard__deployment_assign(const kvshard__deployment_values *into, kvshard__deploy_key key,
+                               const char *value, size_t len, kvshard__value_style style,
+                               const char *source, kvshard__mark mark, bool override,
+                               kvshard_error *err);
+
+/* The site of the option or setting `name` when it was set: its source and
+ * mark, and whether a flag or call set it. */
+bool kvshard__deployment_site(const kvshard_deployment *deployment, const char *name,
+                              const char **source, kvshard__mark *mark, bool *override);
 
 #endif /* KVSHARD_DEPLOY_DEPLOY_H */

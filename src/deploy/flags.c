@@ -197,23 +197,24 @@ static void free_list(flag_list *l)
 }
 
 /* The value a flag gives, with --name (true) and --noname (false) for
- * booleans; *id is the option it sets (KVSHARD__OPT_COUNT: unknown). */
-static int resolve(const flag *f, kvshard_engine engine, kvshard__option_id *id, const char **value,
-                   size_t *value_len)
+ * booleans; *key is the option or setting it sets (neither: unknown). */
+static int resolve(const flag *f, kvshard_engine engine, kvshard__deploy_key *key,
+                   const char **value, size_t *value_len)
 {
-    *id = kvshard__option_find(f->name, f->name_len, true, engine);
+    const kvshard__profile *profile = kvshard_profiles__of(engine);
+    *key = kvshard__key_lookup(f->name, f->name_len, profile);
     *value = f->value;
     *value_len = f->value_len;
-    if (*id == KVSHARD__OPT_COUNT && !f->value && f->name_len > 2 && f->name[0] == 'n' &&
+    if (!kvshard__key_known(*key) && !f->value && f->name_len > 2 && f->name[0] == 'n' &&
         f->name[1] == 'o') {
-        kvshard__option_id neg = kvshard__option_find(f->name + 2, f->name_len - 2, true, engine);
-        if (neg != KVSHARD__OPT_COUNT && kvshard__option_is_bool(neg)) {
-            *id = neg;
+        kvshard__deploy_key neg = kvshard__key_lookup(f->name + 2, f->name_len - 2, profile);
+        if (kvshard__key_known(neg) && kvshard__key_is_bool(neg)) {
+            *key = neg;
             *value = "false";
             *value_len = 5;
         }
-    } else if (*id != KVSHARD__OPT_COUNT && !f->value) {
-        if (!kvshard__option_is_bool(*id))
+    } else if (kvshard__key_known(*key) && !f->value) {
+        if (!kvshard__key_is_bool(*key))
             return KVSHARD_ETYPE;
         *value = "true";
         *value_len = 4;
@@ -232,8 +233,9 @@ static const flag *engine_flag(const flag_list *l)
     return found;
 }
 
-static int apply(flag_list *l, kvshard_options *options, kvshard__option_site *sites)
+static int apply(flag_list *l, const kvshard__deployment_values *into)
 {
+    kvshard_options *options = into->options;
     /* The engine profile first, wherever --engine stands: it decides which
      * flag names exist. */
     const flag *e = engine_flag(l);
@@ -245,13 +247,13 @@ static int apply(flag_list *l, kvshard_options *options, kvshard__option_site *s
                 continue;
             if (kvshard__text_is(f->name, f->name_len, "engine") && !is_engine)
                 continue; /* an earlier --engine, overridden by the last */
-            kvshard__option_id id;
+            kvshard__deploy_key key;
             const char *value;
             size_t value_len;
-            if (resolve(f, options->engine, &id, &value, &value_len) != KVSHARD_OK)
+            if (resolve(f, options->engine, &key, &value, &value_len) != KVSHARD_OK)
                 return flag_fail(l, f, KVSHARD_ETYPE, "--%.*s needs a value (--%.*s=VALUE)",
                                  (int)f->name_len, f->name, (int)f->name_len, f->name);
-            if (id == KVSHARD__OPT_COUNT) {
+            if (!kvshard__key_known(key)) {
                 if (l->ignore_unknown)
                     continue;
                 char shown[96];
@@ -263,9 +265,8 @@ static int apply(flag_list *l, kvshard_options *options, kvshard__option_site *s
             }
             char origin[ORIGIN_MAX];
             origin_of(origin, sizeof origin, f);
-            int rc = kvshard__deployment_assign(options, sites, id, value, value_len,
-                                                KVSHARD__VALUE_FLAG, origin, value_mark(f), true,
-                                                l->err);
+            int rc = kvshard__deployment_assign(into, key, value, value_len, KVSHARD__VALUE_FLAG,
+                                                origin, value_mark(f), true, l->err);
             if (rc)
                 return rc;
         }
@@ -301,7 +302,8 @@ int kvshard_deployment_apply_args(kvshard_deployment *deployment, size_t count,
             l.items[kept++] = *f;
             continue;
         }
-        int value = f->value ? kvshard__bool_text(f->value, f->value_len, KVSHARD__VALUE_FLAG) : 1;
+        int value =
+            f->value ? kvshard_value__bool_text(f->value, f->value_len, KVSHARD__VALUE_FLAG) : 1;
         if (value < 0) {
             rc = flag_fail(&l, f, KVSHARD_ETYPE, "--ignore_unknown_flags takes true or false");
             break;
@@ -310,14 +312,23 @@ int kvshard_deployment_apply_args(kvshard_deployment *deployment, size_t count,
     }
     if (rc == KVSHARD_OK) {
         l.count = kept;
+        /* All or nothing: the flags go into copies, which replace the
+         * deployment's only when every flag applied. */
         kvshard_options options = deployment->options;
         kvshard__option_site sites[KVSHARD__OPT_COUNT];
         memcpy(sites, deployment->sites, sizeof sites);
-        rc = apply(&l, &options, sites);
-        if (rc == KVSHARD_OK) { /* all or nothing */
+        kvshard_settings *settings = kvshard_settings__copy(deployment->settings, &l.alloc);
+        kvshard__deployment_values into = {&options, sites, settings};
+        rc = settings ? apply(&l, &into)
+                      : kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+        if (rc == KVSHARD_OK) {
             deployment->options = options;
             memcpy(deployment->sites, sites, sizeof sites);
+            kvshard_settings *old = deployment->settings;
+            deployment->settings = settings;
+            settings = old;
         }
+        kvshard_settings_free(settings);
     }
     free_list(&l);
     return rc;

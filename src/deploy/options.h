@@ -1,9 +1,10 @@
-/* Deployment options: one table of keys, one validator for files, flags and
- * the API alike. */
+/* Deployment options: one table of kvshard's own keys, one validator for
+ * files, flags and the API alike; and where a key of either kind (an option
+ * or an engine profile's setting) is found. */
 #ifndef KVSHARD_DEPLOY_OPTIONS_H
 #define KVSHARD_DEPLOY_OPTIONS_H
 
-#include "text/scalar.h"
+#include "deploy/settings.h"
 
 typedef enum kvshard__option_id {
     KVSHARD__OPT_WORLD_SIZE,
@@ -22,12 +23,6 @@ typedef enum kvshard__option_id {
     KVSHARD__OPT_DRAFT_TOKENS,
     KVSHARD__OPT_SCRATCH_LAYERS,
     KVSHARD__OPT_CONTEXT_LENGTH,
-    KVSHARD__OPT_PREFIX_CACHE,
-    KVSHARD__OPT_STATE_SLOTS,
-    KVSHARD__OPT_DEVICE_TOTAL,
-    KVSHARD__OPT_DEVICE_FREE,
-    KVSHARD__OPT_UTILIZATION,
-    KVSHARD__OPT_MAX_CACHE_SIZE,
     KVSHARD__OPT_COUNT
 } kvshard__option_id;
 
@@ -42,31 +37,43 @@ const char *kvshard__section_name(kvshard__section section);
 const char *kvshard__option_name(kvshard__option_id id);
 kvshard__section kvshard__option_section(kvshard__option_id id);
 bool kvshard__option_is_bool(kvshard__option_id id);
-/* The option `key` names, or KVSHARD__OPT_COUNT. Flags (`flag`) may also
- * use an engine's own flag names when `engine` is that engine. */
-kvshard__option_id kvshard__option_find(const char *key, size_t len, bool flag,
-                                        kvshard_engine engine);
 
-/* Parse `text` for option `id` and store it in `options`: YAML text (plain
- * or quoted) by YAML's rules, flag text by gflags' (booleans 1/0/yes/no...).
- * On failure the options are unchanged and the error names `source`/`mark`. */
+/* What a key names: one of kvshard's options, or an engine profile's
+ * setting (the inputs every profile declares; settings sit under cache:). */
+typedef struct kvshard__deploy_key {
+    kvshard__option_id option; /* KVSHARD__OPT_COUNT when it is a setting or unknown */
+    const kvshard_profile__input *setting;
+} kvshard__deploy_key;
+
+/* The key `key` names: options first, then settings. A flag may also use
+ * the engine's own names for kvshard's options: `flags_of` is that engine's
+ * profile, NULL for a deployment file's key. Neither set: unknown. */
+kvshard__deploy_key kvshard__key_lookup(const char *key, size_t len,
+                                        const kvshard__profile *flags_of);
+static inline bool kvshard__key_known(kvshard__deploy_key k)
+{
+    return k.option != KVSHARD__OPT_COUNT || k.setting != NULL;
+}
+static inline bool kvshard__key_is_bool(kvshard__deploy_key k)
+{
+    return k.option != KVSHARD__OPT_COUNT ? kvshard__option_is_bool(k.option)
+                                          : k.setting && k.setting->def.type == KVSHARD__VT_BOOL;
+}
+static inline const char *kvshard__key_name_of(kvshard__deploy_key k)
+{
+    return k.option != KVSHARD__OPT_COUNT ? kvshard__option_name(k.option)
+                                          : k.setting ? k.setting->def.name : "";
+}
+
+/* Parse `text` for option `id` and store it in `options`. On failure the
+ * options are unchanged and the error names `source`/`mark`. */
 int kvshard__option_parse(kvshard_options *options, kvshard__option_id id, const char *text,
                           size_t len, kvshard__value_style style, const char *source,
                           kvshard__mark mark, kvshard_error *err);
 
-/* A boolean as text: YAML (plain) takes true or false; flags also take 1/0,
- * yes/no, t/f and y/n in any case. 1 true, 0 false, -1 neither. */
-int kvshard__bool_text(const char *text, size_t len, kvshard__value_style style);
-
 /* Check caller-built options: the struct size, then every field against the
  * ranges the parser applies (EPARALLEL, ERANGE or EINVAL naming the field). */
 int kvshard__options_check(const kvshard_options *options, kvshard_error *err);
-
-/* The names of the options only the xllm profile reads whose value in
- * `options` differs from KVSHARD_OPTIONS_INIT's, in table order, into
- * `names` (room for KVSHARD__XLLM_INPUTS); returns how many. */
-#define KVSHARD__XLLM_INPUTS 6
-size_t kvshard__xllm_inputs_set(const char **names, const kvshard_options *options);
 
 /* The options with the engine profile's defaults in the unset fields. */
 kvshard_options kvshard__options_settle(const kvshard_options *options);

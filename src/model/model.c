@@ -48,17 +48,28 @@ void kvshard__census(uint32_t count[KVSHARD__KIND_COUNT], const uint8_t *kinds, 
         count[k] = c[0][k] + c[1][k] + c[2][k] + c[3][k];
 }
 
+void kvshard__range_of(kvshard__range *out, const uint8_t *kinds, uint32_t first, uint32_t count)
+{
+    out->first = first;
+    out->count = count;
+    kvshard__census(out->census, kinds + first, count);
+    out->num_kv = 0;
+    out->num_state = 0;
+    for (uint8_t k = 0; k < KVSHARD__KIND_COUNT; k++) {
+        const kvshard_kinds__row *row = kvshard_kinds__of(k);
+        out->num_kv += row->paged_kv ? out->census[k] : 0;
+        out->num_state += row->state ? out->census[k] : 0;
+    }
+}
+
 void kvshard__model_count_kinds(kvshard_model *m)
 {
     kvshard__model_info *in = &m->info;
-    kvshard__census(in->count, m->kinds, in->num_layers);
-    in->num_kv = 0;
-    in->num_state = 0;
-    for (uint8_t k = 0; k < KVSHARD__KIND_COUNT; k++) {
-        const kvshard_kinds__row *row = kvshard_kinds__of(k);
-        in->num_kv += row->paged_kv ? in->count[k] : 0;
-        in->num_state += row->state ? in->count[k] : 0;
-    }
+    kvshard__range all;
+    kvshard__range_of(&all, m->kinds, 0, in->num_layers);
+    memcpy(in->count, all.census, sizeof in->count);
+    in->num_kv = all.num_kv;
+    in->num_state = all.num_state;
 }
 
 void kvshard_model_free(kvshard_model *model)

@@ -97,4 +97,17 @@ void kvshard__model_count_kinds(kvshard_model *m);
 /* Layers of each kind among `n` kinds into `count`. */
 void kvshard__census(uint32_t count[KVSHARD__KIND_COUNT], const uint8_t *kinds, uint32_t n);
 
+/* A range of decoder layers (a pipeline stage holds one) and the census of
+ * their kinds: what memory and owners are worked out over. */
+typedef struct kvshard__range {
+    uint32_t first;
+    uint32_t count;
+    uint32_t census[KVSHARD__KIND_COUNT];
+    uint32_t num_kv;    /* KV layers in the range */
+    uint32_t num_state; /* layers with the recurrent state */
+} kvshard__range;
+
+/* The range of `count` layers from `first` of a model with `kinds`. */
+void kvshard__range_of(kvshard__range *out, const uint8_t *kinds, uint32_t first, uint32_t count);
+
 #endif /* KVSHARD_MODEL_MODEL_H */

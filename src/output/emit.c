@@ -2,7 +2,7 @@
  * new fields are only added. */
 #include "output/writer.h"
 #include "plan/compare.h"
-#include "plan/plan.h"
+#include "plan/view.h"
 
 #include <math.h>
 #include <string.h>
@@ -43,9 +43,9 @@ static void sep(kvshard__out *o)
     kvshard__out_put(o, ", ", 2);
 }
 
-static void emit_model(kvshard__out *o, const kvshard_plan *p)
+static void emit_model(kvshard__out *o, const kvshard__plan_view *p)
 {
-    const kvshard__model_info *m = &p->model;
+    const kvshard__model_info *m = p->model;
     bool has_state = m->state.kind != KVSHARD_STATE_NONE;
     kvshard__out_raw(o, "  \"model\": {");
     field_word(o, "model_type", p->model_type[0] ? p->model_type : NULL);
@@ -70,9 +70,9 @@ static void emit_model(kvshard__out *o, const kvshard_plan *p)
     kvshard__out_raw(o, "},\n");
 }
 
-static void emit_parallel(kvshard__out *o, const kvshard_plan *p)
+static void emit_parallel(kvshard__out *o, const kvshard__plan_view *p)
 {
-    const kvshard_options *opt = &p->options;
+    const kvshard_options *opt = p->options;
     kvshard__out_raw(o, "  \"parallel\": {");
     field_u64(o, "world_size", opt->world_size);
     sep(o);
@@ -92,10 +92,10 @@ static void emit_parallel(kvshard__out *o, const kvshard_plan *p)
     kvshard__out_raw(o, "},\n");
 }
 
-static void emit_layers(kvshard__out *o, const kvshard_plan *p)
+static void emit_layers(kvshard__out *o, const kvshard__plan_view *p)
 {
     kvshard__out_raw(o, "  \"layers\": [");
-    for (uint32_t i = 0; i < p->model.num_layers && !o->failed; i++) {
+    for (uint32_t i = 0; i < p->model->num_layers && !o->failed; i++) {
         kvshard__out_raw(o, i ? ",\n    {\"index\": " : "\n    {\"index\": ");
         kvshard__out_u64(o, i);
         kvshard__out_raw(o, ", \"kind\": \"");
@@ -107,10 +107,10 @@ static void emit_layers(kvshard__out *o, const kvshard_plan *p)
             kvshard__out_raw(o, "null");
         kvshard__out_put(o, "}", 1);
     }
-    kvshard__out_raw(o, p->model.num_layers ? "\n  ],\n" : "],\n");
+    kvshard__out_raw(o, p->model->num_layers ? "\n  ],\n" : "],\n");
 }
 
-static void emit_ranks(kvshard__out *o, const kvshard_plan *p)
+static void emit_ranks(kvshard__out *o, const kvshard__plan_view *p)
 {
     kvshard__out_raw(o, "  \"ranks\": [");
     for (uint32_t r = 0; r < p->tp && !o->failed; r++) {
@@ -145,39 +145,23 @@ static void emit_ranks(kvshard__out *o, const kvshard_plan *p)
     kvshard__out_raw(o, "\n  ],\n");
 }
 
-static void emit_capacity(kvshard__out *o, const kvshard_plan *p)
+static void emit_capacity(kvshard__out *o, const kvshard__plan_view *p)
 {
-    const kvshard_capacity *c = &p->capacity;
-    bool xllm = c->engine == KVSHARD_ENGINE_XLLM;
+    kvshard__capacity_source src = kvshard__capacity_source_of(p);
     kvshard__out_raw(o, "  \"capacity\": {");
-    field_u64(o, "block_size", c->block_size);
-    sep(o);
-    field_or_null(o, "memory_per_rank", c->memory_per_rank != 0, c->memory_per_rank);
-    sep(o);
-    field_u64(o, "max_seqs", c->max_seqs);
-    sep(o);
-    field_or_null(o, "num_blocks", c->has_num_blocks, c->num_blocks);
-    sep(o);
-    field_or_null(o, "max_tokens", c->has_num_blocks, c->max_tokens);
-    sep(o);
-    field_or_null(o, "context_length", c->context_length != 0, c->context_length);
-    sep(o);
-    field_or_null(o, "concurrency", c->has_concurrency, c->concurrency);
-    sep(o);
-    field_or_null(o, "balanced_max_seqs", c->has_balanced_max_seqs, c->balanced_max_seqs);
-    sep(o);
-    field_word(o, "engine", kvshard_engine_name(c->engine));
-    sep(o);
-    field_or_null(o, "budget", xllm && c->memory_per_rank != 0, c->memory_per_rank);
-    sep(o);
-    field_or_null(o, "state_slots", c->has_state_slots, c->state_slots);
-    sep(o);
-    field_or_null(o, "usable_blocks", xllm && c->has_num_blocks, c->usable_blocks);
-    sep(o);
-    field_or_null(o, "usable_state_slots", c->has_state_slots, c->usable_state_slots);
+    for (size_t i = 0; i < kvshard__capacity_figure_count(); i++) {
+        kvshard_figure f = KVSHARD_FIGURE_INIT;
+        kvshard__capacity_figure_at(&f, &src, i);
+        if (i)
+            sep(o);
+        if (f.type == KVSHARD_FIGURE_TEXT)
+            field_word(o, f.name, f.text_value);
+        else
+            field_or_null(o, f.name, f.type == KVSHARD_FIGURE_UINT, f.uint_value);
+    }
     kvshard__out_raw(o, "},\n");
 
-    const kvshard_uniform *u = &p->uniform;
+    const kvshard_uniform *u = p->uniform;
     kvshard__out_raw(o, "  \"uniform\": {");
     field_u64(o, "kv_bytes_per_token", u->kv_bytes_per_token);
     sep(o);
@@ -187,7 +171,7 @@ static void emit_capacity(kvshard__out *o, const kvshard_plan *p)
     kvshard__out_raw(o, "},\n");
 }
 
-static void emit_warnings(kvshard__out *o, const kvshard_plan *p)
+static void emit_warnings(kvshard__out *o, const kvshard__plan_view *p)
 {
     kvshard__out_raw(o, "  \"warnings\": [");
     for (size_t i = 0; i < p->warning_count; i++) {
@@ -206,17 +190,19 @@ int kvshard_plan_write_json(const kvshard_plan *plan, kvshard_write_fn write, vo
     kvshard__out o;
     if (!kvshard__out_open(&o, plan, write, user))
         return KVSHARD_EINVAL;
+    kvshard__plan_view view = kvshard__plan_view_of(plan);
+    const kvshard__plan_view *p = &view;
     kvshard__out_raw(&o, "{\n  \"kvshard_version\": \"" KVSHARD_VERSION_STRING "\",\n");
-    emit_model(&o, plan);
-    emit_parallel(&o, plan);
-    emit_layers(&o, plan);
-    emit_ranks(&o, plan);
-    emit_capacity(&o, plan);
-    emit_warnings(&o, plan);
+    emit_model(&o, p);
+    emit_parallel(&o, p);
+    emit_layers(&o, p);
+    emit_ranks(&o, p);
+    emit_capacity(&o, p);
+    emit_warnings(&o, p);
     kvshard__out_raw(&o, "  \"digest\": \"");
-    kvshard__out_hex64(&o, plan->digest);
+    kvshard__out_hex64(&o, p->digest);
     kvshard__out_raw(&o, "\",\n  \"layout_digest\": \"");
-    kvshard__out_hex64(&o, plan->layout_digest);
+    kvshard__out_hex64(&o, p->layout_digest);
     kvshard__out_raw(&o, "\"\n}\n");
     return kvshard__out_finish(&o);
 }
@@ -277,7 +263,7 @@ int kvshard_comparison_write_json(const kvshard_comparison *comparison, kvshard_
         return KVSHARD_EINVAL;
     const kvshard_options *opt = &comparison->options;
     kvshard__out_raw(&o, "{\n  ");
-    field_word(&o, "engine", kvshard_engine_name(opt->engine));
+    field_word(&o, "engine", comparison->profile->name);
     kvshard__out_raw(&o, ",\n  ");
     field_or_null(&o, "context_length", opt->context_length != 0, opt->context_length);
     kvshard__out_raw(&o, ",\n  \"rows\": [");

@@ -4,7 +4,7 @@
  * string from the input goes out through kvshard__out_xml(). */
 #include "output/svg.h"
 #include "plan/compare.h"
-#include "plan/plan.h"
+#include "plan/view.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -47,36 +47,14 @@ static const char PAGE_STYLE[] =
     "}\n"
     "</style>\n";
 
-static void human(kvshard__out *o, uint64_t bytes)
-{
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    if (bytes < 1024) {
-        kvshard__out_u64(o, bytes);
-        kvshard__out_raw(o, " B");
-        return;
-    }
-    double v = (double)bytes;
-    int u = 0;
-    while (v >= 1024.0 && u < 6) {
-        v /= 1024.0;
-        u++;
-    }
-    kvshard__out_printf(o, "%.2f %s", v, units[u]);
-}
-
 /* "98,304 B (96.00 KiB)": the exact figure, with a human one beside it. */
 static void bytes(kvshard__out *o, uint64_t b)
 {
-    kvshard__out_grouped(o, b);
-    kvshard__out_raw(o, " B");
-    if (b >= 1024) {
-        kvshard__out_raw(o, " (");
-        human(o, b);
-        kvshard__out_raw(o, ")");
-    }
+    kvshard__printer pr = kvshard__out_html_printer(o);
+    kvshard_format__bytes(&pr, b);
 }
 
-static void model_type(kvshard__out *o, const kvshard_plan *p)
+static void model_type(kvshard__out *o, const kvshard__plan_view *p)
 {
     if (p->model_type[0])
         kvshard__out_xml(o, p->model_type, strlen(p->model_type));
@@ -92,7 +70,7 @@ static double bar_width(uint64_t v, uint64_t max, unsigned full)
 
 /* ---- header ------------------------------------------------------------ */
 
-static void write_head(kvshard__out *o, const kvshard_plan *p)
+static void write_head(kvshard__out *o, const kvshard__plan_view *p)
 {
     kvshard__out_raw(o, "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" "
                         "lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n"
@@ -106,21 +84,21 @@ static void write_head(kvshard__out *o, const kvshard_plan *p)
     kvshard__out_raw(o, "</head>\n<body>\n");
 }
 
-static void write_summary(kvshard__out *o, const kvshard_plan *p)
+static void write_summary(kvshard__out *o, const kvshard__plan_view *p)
 {
-    const kvshard__model_info *m = &p->model;
-    const kvshard_options *opt = &p->options;
-    const kvshard_capacity *cap = &p->capacity;
+    const kvshard__model_info *m = p->model;
+    const kvshard_options *opt = p->options;
+    const kvshard__capacity *cap = p->capacity;
     kvshard__out_raw(o, "<header>\n<h1>kvshard plan: ");
     model_type(o, p);
     kvshard__out_raw(o, "</h1>\n");
     if (cap->has_num_blocks) {
         kvshard__out_raw(o, "<p class=\"lead\">");
         kvshard__out_grouped(o, cap->num_blocks);
-        kvshard__out_printf(o, " blocks of %u tokens per rank = ", cap->block_size);
+        kvshard__out_printf(o, " blocks of %u tokens per rank = ", opt->block_size);
         kvshard__out_grouped(o, cap->max_tokens);
         kvshard__out_raw(o, " tokens");
-        const kvshard_uniform *u = &p->uniform;
+        const kvshard_uniform *u = p->uniform;
         if (u->has_num_blocks && u->num_blocks)
             kvshard__out_printf(o, ", %.2f\xC3\x97 the blocks of the unsplit plan",
                                 (double)cap->num_blocks / (double)u->num_blocks);
@@ -128,7 +106,7 @@ static void write_summary(kvshard__out *o, const kvshard_plan *p)
             kvshard__out_raw(o, "; ");
             kvshard__out_grouped(o, cap->concurrency);
             kvshard__out_raw(o, " sequences of ");
-            kvshard__out_grouped(o, cap->context_length);
+            kvshard__out_grouped(o, opt->context_length);
             kvshard__out_raw(o, " tokens at once");
         }
         kvshard__out_raw(o, ".</p>\n");
@@ -154,13 +132,13 @@ static void write_summary(kvshard__out *o, const kvshard_plan *p)
                         opt->world_size, opt->dp_size, opt->cp_size, p->tp,
                         opt->enable_layerwise_split ? "on" : "off", opt->layerwise_split_size,
                         p->split, kvshard_ownership_name(opt->ownership), p->replication,
-                        kvshard_engine_name(opt->engine), opt->block_size,
+                        p->profile->name, opt->block_size,
                         kvshard_dtype_name(opt->kv_cache_dtype), opt->max_seqs);
 }
 
 /* ---- layer map --------------------------------------------------------- */
 
-static void write_map(kvshard__out *o, const kvshard_plan *p)
+static void write_map(kvshard__out *o, const kvshard__plan_view *p)
 {
     /* The kinds as the kind table names them, KV kinds (with an owner) first. */
     kvshard__out_raw(o, "<section id=\"map\">\n<h2>Layer map</h2>\n<p class=\"sub\">One cell "
@@ -237,11 +215,11 @@ static void mem_key(kvshard__out *o, uint32_t x, const char *cls, const char *la
                         cls, x, x + 30, label);
 }
 
-static void write_memory(kvshard__out *o, const kvshard_plan *p)
+static void write_memory(kvshard__out *o, const kvshard__plan_view *p)
 {
     uint32_t shown = p->tp < RANKS_SHOWN ? p->tp : RANKS_SHOWN;
-    uint64_t bs = p->capacity.block_size;
-    const kvshard_uniform *u = &p->uniform;
+    uint64_t bs = p->options->block_size;
+    const kvshard_uniform *u = p->uniform;
     uint64_t max_block = u->bytes_per_block, max_state = 0;
     for (uint32_t r = 0; r < shown; r++) {
         if (p->ranks[r].bytes_per_block > max_block)
@@ -258,7 +236,7 @@ static void write_memory(kvshard__out *o, const kvshard_plan *p)
                         "draft layers); below, the state one sequence keeps on the rank (linear "
                         "and hybrid layers' states, sliding windows). The last row is the plan "
                         "without the split.</p>\n<div class=\"fig\">\n",
-                        p->capacity.block_size);
+                        p->options->block_size);
     kvshard__out_printf(o,
                         "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"kvmem\" width=\"%u\" "
                         "height=\"%u\" viewBox=\"0 0 %u %u\" role=\"img\">\n"
@@ -338,46 +316,29 @@ static void row_end(kvshard__out *o)
     kvshard__out_raw(o, "</td></tr>\n");
 }
 
-static void write_capacity(kvshard__out *o, const kvshard_plan *p)
+static void write_capacity(kvshard__out *o, const kvshard__plan_view *p)
 {
-    const kvshard_capacity *cap = &p->capacity;
-    const kvshard__capacity *c = &p->cap;
-    const kvshard_uniform *u = &p->uniform;
-    bool xllm = cap->engine == KVSHARD_ENGINE_XLLM;
+    const kvshard__capacity *cap = p->capacity;
+    const kvshard_options *opt = p->options;
+    const kvshard_uniform *u = p->uniform;
+    kvshard__printer pr = kvshard__out_html_printer(o);
+    kvshard_profile__view pv = kvshard__profile_view(p);
     kvshard__out_raw(o, "<section id=\"capacity\">\n<h2>Capacity</h2>\n");
-    if (!cap->memory_per_rank) {
-        kvshard__out_raw(o, xllm ? "<p>xllm profile: no budget given. Pass "
-                                   "<code>--memory_per_rank</code>, or "
-                                   "<code>--device_memory_total</code> and "
-                                   "<code>--device_memory_free</code>, for blocks.</p>\n"
-                                 : "<p>No memory_per_rank given: pass "
-                                   "<code>--memory_per_rank=20GiB</code> for blocks.</p>\n");
+    if (!p->has_memory) {
+        kvshard__out_raw(o, "<p>");
+        kvshard_format__text(&pr, p->profile->no_budget_hint);
+        kvshard__out_raw(o, ".</p>\n");
     }
     kvshard__out_raw(o, "<table class=\"keep\">\n");
-    if (cap->memory_per_rank) {
-        row_begin(o, xllm ? "budget per rank" : "memory per rank");
-        bytes(o, cap->memory_per_rank);
-        row_end(o);
-        if (xllm) {
-            row_begin(o, "state slots");
-            kvshard__out_grouped(o, cap->state_slots);
-            kvshard__out_raw(o, ", taking ");
-            bytes(o, c->reserved);
-            row_end(o);
-        } else {
-            row_begin(o, "state reserved");
-            bytes(o, c->reserved);
-            kvshard__out_printf(o, " for the state of max_seqs = %u sequences", cap->max_seqs);
-            row_end(o);
-        }
-    }
+    if (p->has_memory)
+        p->profile->report_rows(&pr, &pv, false);
     uint64_t max_block = 0;
     for (uint32_t r = 0; r < p->tp; r++)
         if (p->ranks[r].bytes_per_block > max_block)
             max_block = p->ranks[r].bytes_per_block;
     row_begin(o, "bytes per block");
     bytes(o, max_block);
-    kvshard__out_printf(o, " on the largest rank, %u tokens a block", cap->block_size);
+    kvshard__out_printf(o, " on the largest rank, %u tokens a block", opt->block_size);
     row_end(o);
     if (cap->has_num_blocks) {
         row_begin(o, "blocks per rank");
@@ -386,7 +347,7 @@ static void write_capacity(kvshard__out *o, const kvshard_plan *p)
         row_begin(o, "tokens per rank");
         kvshard__out_grouped(o, cap->max_tokens);
         row_end(o);
-    } else if (cap->memory_per_rank) {
+    } else if (p->has_memory) {
         row_begin(o, "blocks per rank");
         kvshard__out_raw(o, "none: the plan has no KV bytes per block");
         row_end(o);
@@ -414,24 +375,24 @@ static void write_capacity(kvshard__out *o, const kvshard_plan *p)
         kvshard__out_raw(o, "none: no KV bytes per block");
     }
     row_end(o);
-    if (cap->context_length) {
+    if (opt->context_length) {
         row_begin(o, "context length");
-        kvshard__out_grouped(o, cap->context_length);
+        kvshard__out_grouped(o, opt->context_length);
         kvshard__out_raw(o, " tokens");
         row_end(o);
         row_begin(o, "sequences at once");
         if (cap->has_concurrency) {
             kvshard__out_grouped(o, cap->concurrency);
-            if (cap->concurrency < cap->max_seqs) {
-                kvshard__out_printf(o, ": max_seqs %u reserves state for ", cap->max_seqs);
-                kvshard__out_grouped(o, cap->max_seqs - cap->concurrency);
+            if (cap->concurrency < opt->max_seqs) {
+                kvshard__out_printf(o, ": max_seqs %u reserves state for ", opt->max_seqs);
+                kvshard__out_grouped(o, opt->max_seqs - cap->concurrency);
                 kvshard__out_raw(o, " that cannot run");
             } else {
-                kvshard__out_printf(o, ": max_seqs %u is reached", cap->max_seqs);
+                kvshard__out_printf(o, ": max_seqs %u is reached", opt->max_seqs);
             }
         } else {
-            kvshard__out_raw(o, cap->memory_per_rank ? "none: no KV bytes per block"
-                                                     : "give memory_per_rank for this figure");
+            kvshard__out_raw(o, p->has_memory ? "none: no KV bytes per block"
+                                              : "give memory_per_rank for this figure");
         }
         row_end(o);
         if (cap->has_balanced_max_seqs) {
@@ -441,18 +402,8 @@ static void write_capacity(kvshard__out *o, const kvshard_plan *p)
             row_end(o);
         }
     }
-    if (xllm && cap->has_state_slots && cap->has_num_blocks) {
-        row_begin(o, "usable after padding");
-        kvshard__out_grouped(o, cap->usable_blocks);
-        kvshard__out_raw(o, " blocks, ");
-        kvshard__out_grouped(o, cap->usable_state_slots);
-        kvshard__out_raw(o, " state slots (the engine logs blocks: ");
-        kvshard__out_u64(o, cap->num_blocks);
-        kvshard__out_raw(o, ", linear_blocks: ");
-        kvshard__out_u64(o, cap->state_slots);
-        kvshard__out_raw(o, ")");
-        row_end(o);
-    }
+    if (p->has_memory)
+        p->profile->report_rows(&pr, &pv, true);
     kvshard__out_raw(o, "</table>\n</section>\n");
 }
 
@@ -502,9 +453,8 @@ static void write_comparison(kvshard__out *o, const kvshard_comparison *c)
                         "dividing the attention TP size %u under each ownership rule",
                         c->tp);
     if (c->has_memory) {
-        kvshard__out_raw(o,
-                         opt->engine == KVSHARD_ENGINE_XLLM ? ", budget " : ", memory_per_rank ");
-        bytes(o, opt->memory_per_rank);
+        kvshard__out_printf(o, ", %s ", c->profile->budget_label);
+        bytes(o, c->memory);
         kvshard__out_printf(o, ", max_seqs %u", opt->max_seqs);
         if (context) {
             kvshard__out_raw(o, ", at ");
@@ -597,7 +547,7 @@ static void write_comparison(kvshard__out *o, const kvshard_comparison *c)
 
 /* ---- warnings and digest ----------------------------------------------- */
 
-static void write_warnings(kvshard__out *o, const kvshard_plan *p)
+static void write_warnings(kvshard__out *o, const kvshard__plan_view *p)
 {
     kvshard__out_raw(o, "<section id=\"warnings\">\n<h2>Warnings</h2>\n");
     if (!p->warning_count) {
@@ -615,7 +565,7 @@ static void write_warnings(kvshard__out *o, const kvshard_plan *p)
     kvshard__out_raw(o, "</section>\n");
 }
 
-static void write_footer(kvshard__out *o, const kvshard_plan *p)
+static void write_footer(kvshard__out *o, const kvshard__plan_view *p)
 {
     kvshard__out_raw(o, "<footer>\n<h2>Digest</h2>\n<p>plan <code id=\"digest\">");
     kvshard__out_hex64(o, p->digest);
@@ -633,15 +583,17 @@ int kvshard_report_write_html(const kvshard_plan *plan, const kvshard_comparison
     kvshard__out o;
     if (!kvshard__out_open(&o, plan, write, user))
         return KVSHARD_EINVAL;
-    write_head(&o, plan);
-    write_summary(&o, plan);
-    write_map(&o, plan);
-    write_memory(&o, plan);
-    write_capacity(&o, plan);
+    kvshard__plan_view view = kvshard__plan_view_of(plan);
+    const kvshard__plan_view *p = &view;
+    write_head(&o, p);
+    write_summary(&o, p);
+    write_map(&o, p);
+    write_memory(&o, p);
+    write_capacity(&o, p);
     if (comparison)
         write_comparison(&o, comparison);
-    write_warnings(&o, plan);
-    write_footer(&o, plan);
+    write_warnings(&o, p);
+    write_footer(&o, p);
     kvshard__out_raw(&o, "</body>\n</html>\n");
     return kvshard__out_finish(&o);
 }

@@ -3,7 +3,7 @@
  * letter for its kind, so the map reads without colour too. Written as it
  * goes, with no allocation: the size is linear in the layers. */
 #include "output/svg.h"
-#include "plan/plan.h"
+#include "plan/view.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -78,9 +78,9 @@ static void entry_end(legend *lg)
 }
 
 /* Entries the legend holds, to size the image before writing it. */
-static uint32_t legend_entries(const kvshard_plan *p)
+static uint32_t legend_entries(const kvshard__plan_view *p)
 {
-    const kvshard__model_info *m = &p->model;
+    const kvshard__model_info *m = p->model;
     uint32_t n = 0;
     if (p->split > 1 && kvshard__num_kv_layers(m))
         n += p->split < OWNERS_SHOWN ? p->split : OWNERS_SHOWN;
@@ -89,9 +89,9 @@ static uint32_t legend_entries(const kvshard_plan *p)
     return n;
 }
 
-static void write_legend(kvshard__out *o, const kvshard_plan *p, uint32_t top)
+static void write_legend(kvshard__out *o, const kvshard__plan_view *p, uint32_t top)
 {
-    const kvshard__model_info *m = &p->model;
+    const kvshard__model_info *m = p->model;
     legend lg = {o, top, 0};
     bool split = p->split > 1;
     if (split && kvshard__num_kv_layers(m)) {
@@ -129,7 +129,7 @@ static void write_legend(kvshard__out *o, const kvshard_plan *p, uint32_t top)
 
 /* ---- cells ------------------------------------------------------------- */
 
-static void write_cell(kvshard__out *o, const kvshard_plan *p, uint32_t i)
+static void write_cell(kvshard__out *o, const kvshard__plan_view *p, uint32_t i)
 {
     const kvshard_kinds__row *row = kvshard_kinds__of(p->kinds[i]);
     int32_t owner = p->owner[i];
@@ -169,9 +169,9 @@ static void write_cell(kvshard__out *o, const kvshard_plan *p, uint32_t i)
     kvshard__out_put(o, "\n", 1);
 }
 
-void kvshard__svg_layer_map(kvshard__out *o, const kvshard_plan *p)
+void kvshard__svg_layer_map(kvshard__out *o, const kvshard__plan_view *p)
 {
-    const kvshard__model_info *m = &p->model;
+    const kvshard__model_info *m = p->model;
     uint32_t L = m->num_layers;
     uint32_t rows = L / COLUMNS + (L % COLUMNS != 0);
     uint32_t entries = legend_entries(p);
@@ -201,7 +201,7 @@ void kvshard__svg_layer_map(kvshard__out *o, const kvshard_plan *p)
         kvshard__out_raw(o, "(no model_type)");
     kvshard__out_printf(o, ": %u layers, attention TP %u, layerwise split %u", L, p->tp, p->split);
     if (p->split > 1)
-        kvshard__out_printf(o, " (%s rule)", kvshard_ownership_name(p->options.ownership));
+        kvshard__out_printf(o, " (%s rule)", kvshard_ownership_name(p->options->ownership));
     kvshard__out_raw(o, "</text>\n");
     kvshard__out_printf(o,
                         "<text x=\"8\" y=\"%u\">%u KV layers; one cell per layer, %u per row; "
@@ -241,7 +241,8 @@ int kvshard_plan_write_svg(const kvshard_plan *plan, kvshard_write_fn write, voi
     if (!kvshard__out_open(&o, plan, write, user))
         return KVSHARD_EINVAL;
     kvshard__out_raw(&o, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    kvshard__svg_layer_map(&o, plan);
+    kvshard__plan_view view = kvshard__plan_view_of(plan);
+    kvshard__svg_layer_map(&o, &view);
     kvshard__out_put(&o, "\n", 1);
     return kvshard__out_finish(&o);
 }

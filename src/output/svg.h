@@ -4,6 +4,7 @@
 #define KVSHARD_OUTPUT_SVG_H
 
 #include "output/writer.h"
+#include "plan/view.h"
 
 /* Owner colours: split rank s is drawn in colour s % KVSHARD__OWNER_COLOURS;
  * the rank's number is written in every cell, so the colour is never the only
@@ -15,7 +16,7 @@
  * naming its index and owner. Its CSS is scoped under the class "kvmap".
  * The size grows linearly with the layers: at most KVSHARD__SVG_CELL_BYTES
  * per layer beyond a fixed part. */
-void kvshard__svg_layer_map(kvshard__out *o, const kvshard_plan *plan);
+void kvshard__svg_layer_map(kvshard__out *o, const kvshard__plan_view *plan);
 
 /* Upper bound on the bytes one layer's cell takes, for the size checks. */
 #define KVSHARD__SVG_CELL_BYTES 256u

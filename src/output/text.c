@@ -2,7 +2,7 @@
  * `kvshard compare` print. Strings from the input are escaped. */
 #include "output/writer.h"
 #include "plan/compare.h"
-#include "plan/plan.h"
+#include "plan/view.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -12,24 +12,7 @@
 #define LIST_SHOWN 16
 #define RANKS_SHOWN 64
 
-/* 16097280 -> "15.35 MiB"; below 1 KiB, "512 B". */
-static void human_bytes(kvshard__out *o, uint64_t bytes, int width)
-{
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    char buf[32];
-    if (bytes < 1024) {
-        snprintf(buf, sizeof buf, "%llu B", (unsigned long long)bytes);
-    } else {
-        double v = (double)bytes;
-        int u = 0;
-        while (v >= 1024.0 && u < 6) {
-            v /= 1024.0;
-            u++;
-        }
-        snprintf(buf, sizeof buf, "%.2f %s", v, units[u]);
-    }
-    kvshard__out_printf(o, "%-*s", width, buf);
-}
+#define human_bytes kvshard__out_human
 
 static int digits_of(uint32_t n)
 {
@@ -41,9 +24,9 @@ static int digits_of(uint32_t n)
     return d;
 }
 
-static void write_model(kvshard__out *o, const kvshard_plan *p)
+static void write_model(kvshard__out *o, const kvshard__plan_view *p)
 {
-    const kvshard__model_info *m = &p->model;
+    const kvshard__model_info *m = p->model;
     kvshard__out_raw(o, "model      ");
     if (p->model_type[0])
         kvshard__out_safe(o, p->model_type, strlen(p->model_type));
@@ -67,7 +50,7 @@ static void write_model(kvshard__out *o, const kvshard_plan *p)
             kvshard__out_printf(o, " in %s", kvshard_dtype_name(p->state_dtype));
     }
     kvshard__out_raw(o, "\n");
-    const kvshard_options *opt = &p->options;
+    const kvshard_options *opt = p->options;
     kvshard__out_printf(o,
                         "parallel   world_size %u = dp %u x cp %u x attention TP %u; layerwise "
                         "split %s, size %u (effective %u), %s rule; KV replication %u\n",
@@ -101,9 +84,9 @@ static void write_map_legend(kvshard__out *o)
                         letters, words, stars, rest);
 }
 
-static void write_layer_map(kvshard__out *o, const kvshard_plan *p)
+static void write_layer_map(kvshard__out *o, const kvshard__plan_view *p)
 {
-    uint32_t L = p->model.num_layers;
+    uint32_t L = p->model->num_layers;
     int width = 1 + digits_of(p->split - 1);
     write_map_legend(o);
     for (uint32_t i = 0; i < L && !o->failed; i++) {
@@ -135,7 +118,7 @@ static void write_list(kvshard__out *o, const uint32_t *items, size_t count)
         kvshard__out_printf(o, " ... (%zu in all)", count);
 }
 
-static void write_split_ranks(kvshard__out *o, const kvshard_plan *p)
+static void write_split_ranks(kvshard__out *o, const kvshard__plan_view *p)
 {
     uint32_t T = p->tp, S = p->split;
     kvshard__out_raw(o, "\nsplit rank  TP ranks            owned  KV layers stored\n");
@@ -154,10 +137,10 @@ static void write_split_ranks(kvshard__out *o, const kvshard_plan *p)
     }
 }
 
-static void write_memory(kvshard__out *o, const kvshard_plan *p)
+static void write_memory(kvshard__out *o, const kvshard__plan_view *p)
 {
-    const kvshard_capacity *cap = &p->capacity;
-    kvshard__out_printf(o, "\nmemory per TP rank (block_size %u tokens)\n", cap->block_size);
+    kvshard__out_printf(o, "\nmemory per TP rank (block_size %u tokens)\n",
+                        p->options->block_size);
     kvshard__out_raw(o,
                      "TP rank  KV/token     scratch/token  draft/token  per block    state/seq    "
                      "blocks\n");
@@ -185,109 +168,66 @@ static void write_memory(kvshard__out *o, const kvshard_plan *p)
                             p->tp - RANKS_SHOWN);
 }
 
-/* The capacity, and at a context length the answer a person acts on. */
-static void write_capacity(kvshard__out *o, const kvshard_plan *p)
+/* The capacity in the profile's words, and at a context length the answer a
+ * person acts on. */
+static void write_capacity(kvshard__out *o, const kvshard__plan_view *p)
 {
-    const kvshard_capacity *cap = &p->capacity;
-    const kvshard__capacity *c = &p->cap;
-    bool xllm = cap->engine == KVSHARD_ENGINE_XLLM;
-    if (!cap->memory_per_rank) {
-        kvshard__out_raw(o,
-                         xllm ? "capacity   xllm profile: no budget given: pass --memory_per_rank, "
-                                "or --device_memory_total and --device_memory_free\n"
-                              : "capacity   no memory_per_rank given: pass "
-                                "--memory_per_rank=20GiB for blocks\n");
-    } else if (xllm) {
-        kvshard__out_raw(o, "capacity   xllm profile: budget ");
-        human_bytes(o, cap->memory_per_rank, 0);
-        kvshard__out_raw(o, " per rank; ");
-        kvshard__out_grouped(o, cap->state_slots);
-        kvshard__out_raw(o, " state slots (");
-        human_bytes(o, c->reserved, 0);
-        kvshard__out_raw(o, ")");
-        if (cap->has_num_blocks) {
-            kvshard__out_raw(o, ", ");
-            kvshard__out_grouped(o, cap->num_blocks);
-            kvshard__out_printf(o, " blocks of %u tokens = ", cap->block_size);
-            kvshard__out_grouped(o, cap->max_tokens);
-            kvshard__out_raw(o, " tokens\n           the engine logs blocks: ");
-            kvshard__out_u64(o, cap->num_blocks);
-            kvshard__out_raw(o, ", linear_blocks: ");
-            kvshard__out_u64(o, cap->state_slots);
-            kvshard__out_raw(o, "; usable after padding: ");
-            kvshard__out_grouped(o, cap->usable_blocks);
-            kvshard__out_raw(o, " blocks, ");
-            kvshard__out_grouped(o, cap->usable_state_slots);
-            kvshard__out_raw(o, " state slots\n");
-        } else {
-            kvshard__out_raw(o, "; no KV bytes per block\n");
-        }
-    } else {
+    const kvshard__capacity *c = p->capacity;
+    const kvshard_options *opt = p->options;
+    kvshard__printer pr = kvshard__out_text_printer(o);
+    if (!p->has_memory) {
         kvshard__out_raw(o, "capacity   ");
-        human_bytes(o, cap->memory_per_rank, 0);
-        kvshard__out_raw(o, " per rank, ");
-        if (p->ranks[0].state_bytes_per_seq) {
-            human_bytes(o, c->reserved, 0);
-            kvshard__out_printf(o, " reserved for the state of %u sequence%s", cap->max_seqs,
-                                cap->max_seqs == 1 ? "" : "s");
-        } else {
-            kvshard__out_raw(o, "no state to reserve");
-        }
-        if (cap->has_num_blocks) {
-            kvshard__out_raw(o, ": ");
-            kvshard__out_grouped(o, cap->num_blocks);
-            kvshard__out_raw(o, " blocks = ");
-            kvshard__out_grouped(o, cap->max_tokens);
-            kvshard__out_raw(o, " tokens\n");
-        } else {
-            kvshard__out_raw(o, "; no KV bytes per block\n");
-        }
+        kvshard_format__text(&pr, p->profile->no_budget_hint);
+        kvshard__out_raw(o, "\n");
+    } else {
+        kvshard_profile__view pv = kvshard__profile_view(p);
+        p->profile->write_capacity(&pr, &pv);
     }
-    if (cap->context_length) {
+    if (opt->context_length) {
         kvshard__out_raw(o, "context    at ");
-        kvshard__out_grouped(o, cap->context_length);
+        kvshard__out_grouped(o, opt->context_length);
         kvshard__out_raw(o, " tokens: ");
-        if (!cap->has_concurrency) {
-            kvshard__out_raw(o, cap->memory_per_rank ? "no KV bytes per block, so no concurrency\n"
-                                                     : "give memory_per_rank for the sequences "
-                                                       "that run at once\n");
+        if (!c->has_concurrency) {
+            kvshard__out_raw(o, p->has_memory ? "no KV bytes per block, so no concurrency\n"
+                                              : "give memory_per_rank for the sequences that run "
+                                                "at once\n");
         } else {
-            kvshard__out_grouped(o, cap->concurrency);
-            kvshard__out_raw(o, cap->concurrency == 1 ? " sequence at once" : " sequences at once");
-            if (cap->concurrency < cap->max_seqs && p->ranks[0].state_bytes_per_seq) {
-                kvshard__out_printf(o, " (max_seqs %u reserves state for ", cap->max_seqs);
-                kvshard__out_grouped(o, cap->max_seqs - cap->concurrency);
+            kvshard__out_grouped(o, c->concurrency);
+            kvshard__out_raw(o, c->concurrency == 1 ? " sequence at once" : " sequences at once");
+            if (c->concurrency < opt->max_seqs && p->ranks[0].state_bytes_per_seq) {
+                kvshard__out_printf(o, " (max_seqs %u reserves state for ", opt->max_seqs);
+                kvshard__out_grouped(o, opt->max_seqs - c->concurrency);
                 kvshard__out_raw(o, " that cannot run");
-            } else if (cap->concurrency < cap->max_seqs) {
-                kvshard__out_printf(o, " (below max_seqs %u", cap->max_seqs);
+            } else if (c->concurrency < opt->max_seqs) {
+                kvshard__out_printf(o, " (below max_seqs %u", opt->max_seqs);
             } else {
-                kvshard__out_printf(o, " (max_seqs %u is reached", cap->max_seqs);
+                kvshard__out_printf(o, " (max_seqs %u is reached", opt->max_seqs);
             }
-            if (cap->has_balanced_max_seqs) {
+            if (c->has_balanced_max_seqs) {
                 kvshard__out_raw(o, "; balanced max_seqs ");
-                kvshard__out_grouped(o, cap->balanced_max_seqs);
+                kvshard__out_grouped(o, c->balanced_max_seqs);
             }
             kvshard__out_raw(o, ")\n");
         }
     }
-    const kvshard_uniform *u = &p->uniform;
+    const kvshard_uniform *u = p->uniform;
     kvshard__out_raw(o, "uniform    without the split: ");
     human_bytes(o, u->kv_bytes_per_token, 0);
     kvshard__out_raw(o, " KV per token, ");
     human_bytes(o, u->bytes_per_block, 0);
     kvshard__out_raw(o, " per block");
-    if (cap->has_num_blocks && u->has_num_blocks) {
+    if (c->has_num_blocks && u->has_num_blocks) {
         kvshard__out_raw(o, ", ");
         kvshard__out_grouped(o, u->num_blocks);
         kvshard__out_raw(o, " blocks");
         if (u->num_blocks)
             kvshard__out_printf(o, ": the plan holds %.2fx the blocks",
-                                (double)cap->num_blocks / (double)u->num_blocks);
+                                (double)c->num_blocks / (double)u->num_blocks);
     }
     kvshard__out_raw(o, "\n");
 }
 
-static void write_warnings(kvshard__out *o, const kvshard_plan *p)
+static void write_warnings(kvshard__out *o, const kvshard__plan_view *p)
 {
     kvshard__out_raw(o, p->warning_count ? "\nwarnings\n" : "\nwarnings   none\n");
     for (size_t i = 0; i < p->warning_count; i++) {
@@ -302,16 +242,18 @@ int kvshard_plan_write_text(const kvshard_plan *plan, kvshard_write_fn write, vo
     kvshard__out o;
     if (!kvshard__out_open(&o, plan, write, user))
         return KVSHARD_EINVAL;
-    write_model(&o, plan);
-    write_layer_map(&o, plan);
-    write_split_ranks(&o, plan);
-    write_memory(&o, plan);
-    write_capacity(&o, plan);
-    write_warnings(&o, plan);
+    kvshard__plan_view view = kvshard__plan_view_of(plan);
+    const kvshard__plan_view *p = &view;
+    write_model(&o, p);
+    write_layer_map(&o, p);
+    write_split_ranks(&o, p);
+    write_memory(&o, p);
+    write_capacity(&o, p);
+    write_warnings(&o, p);
     kvshard__out_raw(&o, "digest     ");
-    kvshard__out_hex64(&o, plan->digest);
+    kvshard__out_hex64(&o, p->digest);
     kvshard__out_raw(&o, " (layout ");
-    kvshard__out_hex64(&o, plan->layout_digest);
+    kvshard__out_hex64(&o, p->layout_digest);
     kvshard__out_raw(&o, ")\n");
     return kvshard__out_finish(&o);
 }
@@ -328,12 +270,12 @@ int kvshard_comparison_write_text(const kvshard_comparison *comparison, kvshard_
     bool context = comparison->has_memory && opt->context_length;
     kvshard__out_printf(&o, "split sizes for world_size %u (dp %u, cp %u)", opt->world_size,
                         opt->dp_size, opt->cp_size);
-    if (opt->engine == KVSHARD_ENGINE_XLLM)
-        kvshard__out_raw(&o, ", xllm profile");
+    const kvshard__profile *profile = comparison->profile;
+    if (profile->named_in_headers)
+        kvshard__out_printf(&o, ", %s profile", profile->name);
     if (comparison->has_memory) {
-        kvshard__out_raw(&o,
-                         opt->engine == KVSHARD_ENGINE_XLLM ? ", budget " : ", memory_per_rank ");
-        human_bytes(&o, opt->memory_per_rank, 0);
+        kvshard__out_printf(&o, ", %s ", profile->budget_label);
+        human_bytes(&o, comparison->memory, 0);
         kvshard__out_printf(&o, ", max_seqs %u", opt->max_seqs);
         if (context) {
             kvshard__out_raw(&o, ", at ");
@@ -366,16 +308,16 @@ int kvshard_comparison_write_text(const kvshard_comparison *comparison, kvshard_
         kvshard__out_put(&o, " ", 1);
         char blocks[32] = "-", tokens[32] = "-";
         if (r->has_num_blocks) {
-            kvshard__format_grouped(blocks, sizeof blocks, r->num_blocks);
-            kvshard__format_grouped(tokens, sizeof tokens, r->max_tokens);
+            kvshard_format__grouped_text(blocks, sizeof blocks, r->num_blocks);
+            kvshard_format__grouped_text(tokens, sizeof tokens, r->max_tokens);
         }
         kvshard__out_printf(&o, "%-13s %-15s ", blocks, tokens);
         if (context) {
             char running[24] = "-", balanced[24] = "-";
             if (r->has_concurrency)
-                kvshard__format_grouped(running, sizeof running, r->concurrency);
+                kvshard_format__grouped_text(running, sizeof running, r->concurrency);
             if (r->has_balanced_max_seqs)
-                kvshard__format_grouped(balanced, sizeof balanced, r->balanced_max_seqs);
+                kvshard_format__grouped_text(balanced, sizeof balanced, r->balanced_max_seqs);
             kvshard__out_printf(&o, "%-8s %-9s ", running, balanced);
         }
         if (isinf(r->gain)) /* the unsplit plan fits no block */

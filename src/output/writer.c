@@ -1,6 +1,8 @@
 /* Buffered output. */
 #include "output/writer.h"
 
+#include "base/format.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -74,30 +76,19 @@ void kvshard__out_i64(kvshard__out *o, int64_t v)
     }
 }
 
-size_t kvshard__format_grouped(char *buf, size_t cap, uint64_t v)
-{
-    char digits[32];
-    size_t i = sizeof digits, n = 0;
-    do {
-        if (n && n % 3 == 0)
-            digits[--i] = ',';
-        digits[--i] = (char)('0' + v % 10);
-        v /= 10;
-        n++;
-    } while (v);
-    size_t len = sizeof digits - i;
-    if (len >= cap)
-        len = cap ? cap - 1 : 0;
-    memcpy(buf, digits + i, len);
-    if (cap)
-        buf[len] = '\0';
-    return len;
-}
-
 void kvshard__out_grouped(kvshard__out *o, uint64_t v)
 {
     char buf[32];
-    kvshard__out_put(o, buf, kvshard__format_grouped(buf, sizeof buf, v));
+    kvshard__out_put(o, buf, kvshard_format__grouped_text(buf, sizeof buf, v));
+}
+
+void kvshard__out_human(kvshard__out *o, uint64_t bytes, int width)
+{
+    char buf[32];
+    size_t n = kvshard_format__human_text(buf, sizeof buf, bytes);
+    kvshard__out_put(o, buf, n);
+    for (size_t i = n; (int)i < width; i++)
+        kvshard__out_put(o, " ", 1);
 }
 
 void kvshard__out_hex64(kvshard__out *o, uint64_t v)
@@ -224,4 +215,44 @@ int kvshard__out_finish(kvshard__out *o)
 {
     flush(o);
     return o->failed ? KVSHARD_EWRITE : KVSHARD_OK;
+}
+
+/* ---- printers: where a profile's wording goes ------------------------------------ */
+
+static void text_put(void *ctx, const char *s, size_t n, bool code)
+{
+    (void)code;
+    kvshard__out_put(ctx, s, n);
+}
+
+kvshard__printer kvshard__out_text_printer(kvshard__out *o)
+{
+    kvshard__printer p = {text_put, NULL, o};
+    return p;
+}
+
+static void html_put(void *ctx, const char *s, size_t n, bool code)
+{
+    if (code)
+        kvshard__out_raw(ctx, "<code>");
+    kvshard__out_xml(ctx, s, n);
+    if (code)
+        kvshard__out_raw(ctx, "</code>");
+}
+
+static void html_row(void *ctx, const char *label)
+{
+    if (!label) {
+        kvshard__out_raw(ctx, "</td></tr>\n");
+        return;
+    }
+    kvshard__out_raw(ctx, "<tr><th scope=\"row\">");
+    kvshard__out_xml(ctx, label, strlen(label));
+    kvshard__out_raw(ctx, "</th><td>");
+}
+
+kvshard__printer kvshard__out_html_printer(kvshard__out *o)
+{
+    kvshard__printer p = {html_put, html_row, o};
+    return p;
 }

@@ -5,6 +5,7 @@
 #define KVSHARD_OUTPUT_WRITER_H
 
 #include "base/error.h"
+#include "base/format.h"
 
 typedef struct kvshard__out {
     kvshard_write_fn write;
@@ -24,9 +25,10 @@ void kvshard__out_raw(kvshard__out *o, const char *s);
 /* Decimal integers, without printf. */
 void kvshard__out_u64(kvshard__out *o, uint64_t v);
 void kvshard__out_i64(kvshard__out *o, int64_t v);
-/* 3159888 -> "3,159,888" into buf (at least 27 bytes); returns its length. */
-size_t kvshard__format_grouped(char *buf, size_t cap, uint64_t v);
+/* 3159888 -> "3,159,888". */
 void kvshard__out_grouped(kvshard__out *o, uint64_t v);
+/* 16097280 -> "15.35 MiB", padded with spaces to `width` characters. */
+void kvshard__out_human(kvshard__out *o, uint64_t bytes, int width);
 /* 16 lowercase hex digits. */
 void kvshard__out_hex64(kvshard__out *o, uint64_t v);
 /* Formatted text, for the few figures that are not integers. */
@@ -39,6 +41,10 @@ void kvshard__out_safe(kvshard__out *o, const char *s, size_t len);
 /* Text for HTML and XML: & < > " ' as entities, after kvshard__out_safe's
  * escaping; U+FFFE and U+FFFF, which XML does not allow, as \xNN too. */
 void kvshard__out_xml(kvshard__out *o, const char *s, size_t len);
+/* A printer onto `o` for text (our own wording, written as it is), and for
+ * HTML (escaped, code as <code>, rows as table rows). */
+kvshard__printer kvshard__out_text_printer(kvshard__out *o);
+kvshard__printer kvshard__out_html_printer(kvshard__out *o);
 /* Flush; KVSHARD_OK, or KVSHARD_EWRITE when any write failed. */
 int kvshard__out_finish(kvshard__out *o);
 

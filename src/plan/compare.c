@@ -29,7 +29,8 @@ static const kvshard_ownership rules[] = {KVSHARD_OWNERSHIP_ORDINAL, KVSHARD_OWN
 
 typedef struct work {
     const kvshard_model *model;
-    kvshard_options base; /* settled, split off */
+    kvshard__planning base; /* settled, split off */
+    kvshard__range layers;  /* every layer: one stage */
     uint32_t tp;
     uint32_t *counts; /* owned counts of the row's split ranks */
     kvshard_rank_memory *ranks;
@@ -46,19 +47,23 @@ static void mark_warning(void *ctx, kvshard_warning_code code, const char *messa
 }
 
 /* One row: the plan's figures without the plan. */
-static int fill_row(kvshard_comparison_row *row, work *w, const kvshard_options *o, uint32_t S,
-                    kvshard_error *err)
+static int fill_row(kvshard_comparison_row *row, work *w, const kvshard__planning *pl,
+                    uint32_t S, kvshard_error *err)
 {
     const kvshard__model_info *m = &w->model->info;
-    uint32_t n_kv = kvshard__num_kv_layers(m);
-    kvshard__owned_counts(w->counts, w->model->kinds, m->num_layers, n_kv, S, o->ownership);
-    kvshard__memory_inputs in = {m, o, w->tp, S, w->counts, m->count, o->engine != KVSHARD_ENGINE_XLLM, w->model->source};
+    const kvshard_options *o = &pl->options;
+    uint32_t n_kv = w->layers.num_kv;
+    kvshard__owned_counts(w->counts, w->model->kinds, &w->layers, S, o->ownership);
+    kvshard__memory_inputs in = {m,         o,          w->tp, S, w->counts, &w->layers,
+                                 pl->profile->counts_draft_layers, w->model->source};
     int rc = kvshard__memory_ranks(w->ranks, &in, err);
     if (rc)
         return rc;
-    kvshard__capacity c = {false, 0, 0, 0, false, 0, false, 0, false, 0, 0, 0};
+    kvshard__capacity c;
+    memset(&c, 0, sizeof c);
     if (w->has_memory) {
         kvshard__capacity_inputs ci = {o,
+                                       pl->inputs,
                                        w->ranks,
                                        w->tp,
                                        S,
@@ -67,7 +72,8 @@ static int fill_row(kvshard_comparison_row *row, work *w, const kvshard_options 
                                        0,
                                        o->context_length,
                                        KVSHARD_ALL_RANKS};
-        if ((rc = kvshard__capacity_compute(&c, NULL, &ci, err)) != 0)
+        const char *blame;
+        if ((rc = pl->profile->capacity(&c, NULL, &ci, &blame, err)) != 0)
             return rc;
     }
     row->min_owned_layers = UINT32_MAX;
@@ -79,13 +85,14 @@ static int fill_row(kvshard_comparison_row *row, work *w, const kvshard_options 
     }
     kvshard__largest_figures(&row->max_kv_bytes_per_token, &row->max_bytes_per_block, w->ranks,
                              w->tp);
+    kvshard_blocks b = kvshard__blocks_of(&c);
     row->has_num_blocks = c.has_num_blocks;
-    row->num_blocks = c.num_blocks;
-    row->max_tokens = c.max_tokens;
-    row->has_concurrency = c.has_concurrency;
-    row->concurrency = c.concurrency;
-    row->has_balanced_max_seqs = c.has_balanced_max_seqs;
-    row->balanced_max_seqs = c.balanced_max_seqs;
+    row->num_blocks = b.num_blocks;
+    row->max_tokens = b.max_tokens;
+    row->has_concurrency = b.has_concurrency;
+    row->concurrency = b.concurrency;
+    row->has_balanced_max_seqs = b.has_balanced_max_seqs;
+    row->balanced_max_seqs = b.balanced_max_seqs;
     if (c.has_num_blocks)
         row->gain = w->uniform.num_blocks ? (double)c.num_blocks / (double)w->uniform.num_blocks
                                           : HUGE_VAL; /* the unsplit plan fits no block */
@@ -93,8 +100,15 @@ static int fill_row(kvshard_comparison_row *row, work *w, const kvshard_options 
         row->gain = row->max_bytes_per_block
                         ? (double)w->uniform.bytes_per_block / (double)row->max_bytes_per_block
                         : 1.0;
-    kvshard__warning_inputs wi = {o,         S,  kvshard__replication_factor(m, w->tp), n_kv,
-                                  w->counts, &c, w->ranks[0].state_bytes_per_seq};
+    kvshard__warning_inputs wi = {pl,
+                                  S,
+                                  kvshard__replication_factor(m, w->tp),
+                                  n_kv,
+                                  w->counts,
+                                  &c,
+                                  w->has_memory,
+                                  w->memory,
+                                  w->ranks[0].state_bytes_per_seq};
     kvshard__collect_warnings(&wi, mark_warning, &row->warnings);
     return KVSHARD_OK;
 }
@@ -120,8 +134,9 @@ static bool better(const kvshard_comparison_row *a, const kvshard_comparison_row
  * start when the unsplit plan's figures overflow. */
 static void unsplit_figures(work *w)
 {
-    uint32_t all = kvshard__num_kv_layers(&w->model->info);
-    kvshard__memory_inputs in = {&w->model->info, &w->base, w->tp, 1, &all, w->model->info.count, w->base.engine != KVSHARD_ENGINE_XLLM, w->model->source};
+    uint32_t all = w->layers.num_kv;
+    kvshard__memory_inputs in = {&w->model->info, &w->base.options, w->tp, 1, &all, &w->layers,
+                                 w->base.profile->counts_draft_layers, w->model->source};
     kvshard_uniform u = KVSHARD_UNIFORM_INIT;
     if (kvshard__memory_ranks(w->ranks, &in, NULL) == KVSHARD_OK)
         u = kvshard__uniform_of(w->ranks, w->tp, &w->base, w->unsplit_bytes_per_block, w->memory,
@@ -138,24 +153,18 @@ static void free_work(const kvshard_allocator *a, work *w)
 static int prepare(work *w, const kvshard_allocator *a, kvshard_error *err)
 {
     const kvshard_model *model = w->model;
-    uint32_t n_kv = kvshard__num_kv_layers(&model->info);
     w->counts = kvshard__alloc(a, w->tp, sizeof *w->counts);
     w->ranks = kvshard__alloc(a, w->tp, sizeof *w->ranks);
     if (!w->counts || !w->ranks)
         return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
-    /* The unsplit bytes per block, as the xllm profile sizes its slots. */
-    uint32_t first, heads = 0;
-    if (model->info.num_kv_heads)
-        kvshard__kv_heads(&first, &heads, model->info.num_kv_heads, w->tp, 0, 0);
-    uint32_t all = n_kv;
-    kvshard__memory_inputs in = {&model->info, &w->base, w->tp, 1, &all, model->info.count, w->base.engine != KVSHARD_ENGINE_XLLM, model->source};
-    uint64_t own = 0;
-    int rc = kvshard__layer_bytes(&own, &in, heads, err);
+    /* The unsplit bytes per block, as a profile that does not split sizes
+     * its state slots by. */
+    uint32_t all = w->layers.num_kv;
+    kvshard__memory_inputs in = {&model->info, &w->base.options, w->tp, 1, &all, &w->layers,
+                                 w->base.profile->counts_draft_layers, model->source};
+    int rc = kvshard__unsplit_bytes_per_block(&w->unsplit_bytes_per_block, &in, err);
     if (rc)
         return rc;
-    if (!kvshard__mul(&w->unsplit_bytes_per_block, own, n_kv) ||
-        !kvshard__mul(&w->unsplit_bytes_per_block, w->unsplit_bytes_per_block, w->base.block_size))
-        w->unsplit_bytes_per_block = UINT64_MAX;
     unsplit_figures(w);
     return KVSHARD_OK;
 }
@@ -164,13 +173,13 @@ int kvshard_comparison_create(kvshard_comparison **out, const kvshard_model *mod
                               const kvshard_options *options, const kvshard_allocator *allocator,
                               kvshard_error *err)
 {
-    int blame;
+    const char *blame;
     return kvshard__comparison_create(out, model, options, allocator, &blame, err);
 }
 
 int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *model,
                                const kvshard_options *options, const kvshard_allocator *allocator,
-                               int *blame, kvshard_error *err)
+                               const char **blame, kvshard_error *err)
 {
     work w;
     memset(&w, 0, sizeof w);
@@ -178,21 +187,23 @@ int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *mo
     int rc = kvshard__begin_planning(&w.base, out && model, options, allocator, blame, err);
     if (rc)
         return rc;
-    w.base.enable_layerwise_split = false;
-    w.base.layerwise_split_size = 1;
+    w.base.options.enable_layerwise_split = false;
+    w.base.options.layerwise_split_size = 1;
+    kvshard__range_of(&w.layers, model->kinds, 0, model->info.num_layers);
     /* Errors that no split size avoids end the comparison. */
     uint32_t T = 0, S = 0;
     kvshard_error base_err;
     kvshard__error_reset(&base_err);
     rc = kvshard__plan_validate(&T, &S, model, &w.base, blame, &base_err);
     if (rc == KVSHARD_ELIMIT) /* the unsplit rows are past the bound; larger splits may pass */
-        T = kvshard__attn_tp_size(&w.base);
+        T = kvshard__attn_tp_size(&w.base.options);
     else if (rc) {
         if (err)
             *err = base_err;
         return rc;
     }
-    if ((rc = kvshard__capacity_memory(&w.memory, &w.has_memory, &w.base, err)) != 0)
+    if ((rc = kvshard__planning_budget(&w.memory, &w.has_memory, &w.base, model, T, 1, blame,
+                                       err)) != 0)
         return rc;
     w.tp = T;
     kvshard_allocator a = kvshard__allocator_or_default(allocator);
@@ -214,11 +225,13 @@ int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *mo
         kvshard_comparison_free(c);
         return rc;
     }
-    c->options = w.base;
+    c->options = w.base.options;
+    c->profile = w.base.profile;
     c->tp = T;
     c->has_memory = w.has_memory;
+    c->memory = w.memory;
     c->by_balanced =
-        w.has_memory && w.base.context_length > 0 && w.base.engine == KVSHARD_ENGINE_KVSHARD;
+        w.has_memory && w.base.options.context_length > 0 && w.base.profile->ranks_by_balanced;
     c->uniform_blocks = w.uniform.num_blocks;
     const kvshard_comparison_row *best = NULL;
     int first_error = KVSHARD_OK;
@@ -229,20 +242,21 @@ int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *mo
             continue;
         for (size_t rule = 0; rule < RULES; rule++) {
             kvshard_comparison_row *row = &c->rows[c->count];
-            kvshard_options o = w.base;
-            o.enable_layerwise_split = s > 1;
-            o.layerwise_split_size = s;
-            o.ownership = rules[rule];
+            kvshard__planning pl = w.base;
+            kvshard_options *o = &pl.options;
+            o->enable_layerwise_split = s > 1;
+            o->layerwise_split_size = s;
+            o->ownership = rules[rule];
             row->layerwise_split_size = s;
-            row->ownership = o.ownership;
+            row->ownership = o->ownership;
             row->error_message = c->messages[c->count];
             kvshard_error row_err;
             kvshard__error_reset(&row_err);
             uint32_t row_tp, row_split;
-            int row_blame;
-            rc = kvshard__plan_validate(&row_tp, &row_split, model, &o, &row_blame, &row_err);
+            const char *row_blame;
+            rc = kvshard__plan_validate(&row_tp, &row_split, model, &pl, &row_blame, &row_err);
             if (rc == KVSHARD_OK)
-                rc = fill_row(row, &w, &o, row_split, &row_err);
+                rc = fill_row(row, &w, &pl, row_split, &row_err);
             if (rc == KVSHARD_ENOMEM) {
                 free_work(&a, &w);
                 kvshard_comparison_free(c);
@@ -251,7 +265,7 @@ int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *mo
             if (rc) {
                 memset(row, 0, sizeof *row);
                 row->layerwise_split_size = s;
-                row->ownership = o.ownership;
+                row->ownership = o->ownership;
                 row->error_message = c->messages[c->count];
                 row->error = rc;
                 memcpy(c->messages[c->count], row_err.message, sizeof row_err.message);

@@ -2,7 +2,7 @@
 #ifndef KVSHARD_PLAN_COMPARE_H
 #define KVSHARD_PLAN_COMPARE_H
 
-#include "base/alloc.h"
+#include "profile/profile.h"
 
 struct kvshard_comparison {
     kvshard_allocator alloc;
@@ -11,8 +11,10 @@ struct kvshard_comparison {
     size_t count;
     size_t recommended;
     kvshard_options options; /* the settled options the rows share */
+    const kvshard__profile *profile;
     uint32_t tp;
     bool has_memory;         /* rows count blocks */
+    uint64_t memory;         /* the budget they are counted in */
     bool by_balanced;        /* rows rank by balanced_max_seqs */
     uint64_t uniform_blocks; /* the unsplit plan's blocks (0: fits none) */
 };

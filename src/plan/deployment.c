@@ -3,24 +3,17 @@
 #include "deploy/deploy.h"
 #include "plan/plan.h"
 
-/* Options a planning error can be about, most specific first. */
-static const kvshard__option_id *blame_list(int code)
+/* Options a planning error can be about when the error names none, most
+ * specific first. */
+static const char *const *blame_list(int code)
 {
-    static const kvshard__option_id world[] = {KVSHARD__OPT_WORLD_SIZE, KVSHARD__OPT_DP_SIZE,
-                                               KVSHARD__OPT_CP_SIZE, KVSHARD__OPT_COUNT};
-    static const kvshard__option_id split[] = {KVSHARD__OPT_SPLIT_SIZE, KVSHARD__OPT_WORLD_SIZE,
-                                               KVSHARD__OPT_COUNT};
-    static const kvshard__option_id split_cp[] = {KVSHARD__OPT_CP_SIZE, KVSHARD__OPT_ENABLE_SPLIT,
-                                                  KVSHARD__OPT_COUNT};
-    static const kvshard__option_id no_block[] = {KVSHARD__OPT_MEMORY_PER_RANK,
-                                                  KVSHARD__OPT_DEVICE_FREE, KVSHARD__OPT_MAX_SEQS,
-                                                  KVSHARD__OPT_STATE_SLOTS, KVSHARD__OPT_COUNT};
-    static const kvshard__option_id overflow[] = {KVSHARD__OPT_BLOCK_SIZE, KVSHARD__OPT_COUNT};
-    static const kvshard__option_id profile[] = {KVSHARD__OPT_ENGINE, KVSHARD__OPT_COUNT};
-    static const kvshard__option_id device[] = {KVSHARD__OPT_DEVICE_FREE, KVSHARD__OPT_DEVICE_TOTAL,
-                                                KVSHARD__OPT_COUNT};
-    static const kvshard__option_id limit[] = {KVSHARD__OPT_WORLD_SIZE, KVSHARD__OPT_SPLIT_SIZE,
-                                               KVSHARD__OPT_COUNT};
+    static const char *const world[] = {"world_size", "dp_size", "cp_size", NULL};
+    static const char *const split[] = {"layerwise_split_size", "world_size", NULL};
+    static const char *const split_cp[] = {"cp_size", "enable_layerwise_split", NULL};
+    static const char *const no_block[] = {"memory_per_rank", "max_seqs", NULL};
+    static const char *const overflow[] = {"block_size", NULL};
+    static const char *const profile[] = {"engine", NULL};
+    static const char *const limit[] = {"world_size", "layerwise_split_size", NULL};
     switch (code) {
     case KVSHARD_EWORLD: return world;
     case KVSHARD_ESPLIT: return split;
@@ -29,30 +22,32 @@ static const kvshard__option_id *blame_list(int code)
     case KVSHARD_EOVERFLOW: return overflow;
     case KVSHARD_EPROFILE: return profile;
     case KVSHARD_ELIMIT: return limit;
-    case KVSHARD_EMISSING: return device;
     default: return NULL;
     }
 }
 
-/* Point a planning error about an option at where the option was set: an
- * override first, since it changed what the file said, then the file. Errors
- * that already name a source (the model file) stay where they are. */
-static int locate_option_error(const kvshard_deployment *deployment, int rc, int option,
+/* Point a planning error about an option at where the option was set: the
+ * option the error names, else the options its code is about, an override
+ * first, since it changed what the file said, then the file. Errors that
+ * already name a source (the model file) stay where they are. */
+static int locate_option_error(const kvshard_deployment *deployment, int rc, const char *named,
                                kvshard_error *err)
 {
-    const kvshard__option_id *blame = blame_list(rc);
-    if (!err || !blame || err->source[0] != '\0')
+    const char *const *blame = blame_list(rc);
+    if (!err || (!blame && !named) || err->source[0] != '\0')
         return rc;
-    if (option != KVSHARD__OPT_COUNT && deployment->sites[option].set) {
-        const kvshard__option_site *site = &deployment->sites[option];
-        kvshard__error_locate(err, site->source, site->mark);
+    const char *source;
+    kvshard__mark mark;
+    bool override;
+    if (named && kvshard__deployment_site(deployment, named, &source, &mark, &override)) {
+        kvshard__error_locate(err, source, mark);
         return rc;
     }
-    for (int pass = 0; pass < 2; pass++) {
-        for (const kvshard__option_id *b = blame; *b != KVSHARD__OPT_COUNT; b++) {
-            const kvshard__option_site *site = &deployment->sites[*b];
-            if (site->set && (pass == 1 || site->override)) {
-                kvshard__error_locate(err, site->source, site->mark);
+    for (int pass = 0; blame && pass < 2; pass++) {
+        for (const char *const *b = blame; *b; b++) {
+            if (kvshard__deployment_site(deployment, *b, &source, &mark, &override) &&
+                (pass == 1 || override)) {
+                kvshard__error_locate(err, source, mark);
                 return rc;
             }
         }
@@ -63,7 +58,8 @@ static int locate_option_error(const kvshard_deployment *deployment, int rc, int
 
 /* Plan or compare a deployment, and point an error about an option at it. */
 typedef int (*planning_call)(void *out, const kvshard_model *model, const kvshard_options *options,
-                             const kvshard_allocator *allocator, int *blame, kvshard_error *err);
+                             const kvshard_allocator *allocator, const char **blame,
+                             kvshard_error *err);
 
 static int plan_deployment(planning_call call, void *out, const kvshard_deployment *deployment,
                            kvshard_error *err)
@@ -73,19 +69,21 @@ static int plan_deployment(planning_call call, void *out, const kvshard_deployme
         return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
                              "deployment must not be NULL");
     }
-    int blame;
-    int rc = call(out, deployment->model, &deployment->options, &deployment->alloc, &blame, err);
+    const char *blame = NULL;
+    kvshard_options options = deployment->options;
+    options.settings = deployment->settings;
+    int rc = call(out, deployment->model, &options, &deployment->alloc, &blame, err);
     return locate_option_error(deployment, rc, blame, err);
 }
 
 static int plan_call(void *out, const kvshard_model *model, const kvshard_options *options,
-                     const kvshard_allocator *allocator, int *blame, kvshard_error *err)
+                     const kvshard_allocator *allocator, const char **blame, kvshard_error *err)
 {
     return kvshard__plan_create(out, model, options, allocator, blame, err);
 }
 
 static int compare_call(void *out, const kvshard_model *model, const kvshard_options *options,
-                        const kvshard_allocator *allocator, int *blame, kvshard_error *err)
+                        const kvshard_allocator *allocator, const char **blame, kvshard_error *err)
 {
     return kvshard__comparison_create(out, model, options, allocator, blame, err);
 }

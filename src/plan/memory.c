@@ -145,7 +145,7 @@ int kvshard__memory_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inpu
     if (c.overflow)
         return overflow_error(&c, in, "the recurrent state bytes", err);
     bool split = in->split > 1;
-    bool has_kv = kvshard__num_kv_layers(m) > 0;
+    bool has_kv = in->layers->num_kv > 0;
     bool draft = o->num_speculative_tokens > 0 && in->count_draft_layers;
     uint32_t H = m->num_kv_heads, T = in->tp;
     uint64_t group_bytes = 0, own = 0;
@@ -205,7 +205,7 @@ int kvshard__memory_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inpu
         uint64_t per_seq = 0;
         for (uint8_t k = 0; k < KVSHARD__KIND_COUNT; k++) {
             const kvshard_kinds__row *row = kvshard_kinds__of(k);
-            uint64_t n = in->census[k];
+            uint64_t n = in->layers->census[k];
             if (n && row->state)
                 per_seq = add(&c, per_seq, mul(&c, n, state));
             if (n && row->window)

@@ -1,6 +1,7 @@
 /* Bytes per token and per sequence of every rank: pure functions of the
- * model's figures, the settled options, T, S_eff and how many KV layers each
- * split rank owns. They know nothing of the plan object. */
+ * model's figures, the settled options, T, S_eff, the layers the ranks hold
+ * (a range and its census) and how many KV layers each split rank owns.
+ * They know nothing of the plan object. */
 #ifndef KVSHARD_PLAN_MEMORY_H
 #define KVSHARD_PLAN_MEMORY_H
 
@@ -12,9 +13,8 @@ typedef struct kvshard__memory_inputs {
     uint32_t tp;                    /* T */
     uint32_t split;                 /* S_eff */
     const uint32_t *owned;          /* KV layers each split rank owns: `split` entries */
-    /* The layers the ranks hold: the count of each kind over their range. */
-    const uint32_t *census;
-    bool count_draft_layers; /* the profile counts draft layers' KV */
+    const kvshard__range *layers;   /* the layers the ranks hold */
+    bool count_draft_layers;        /* the profile counts draft layers' KV */
     /* Names the model file when the model's own figures overflow. An
      * overflow scaled by block_size names no source, so that a deployment
      * can point at its option. */

@@ -1,7 +1,8 @@
-/* The ownership rules. With S_eff split ranks and N_kv KV layers, k a layer's
- * position among the KV layers:
+/* The ownership rules. With S_eff split ranks and N_kv KV layers in a range
+ * of layers, k a layer's position among those KV layers:
  *   ordinal     k % S_eff (round-robin over the KV layers);
- *   global      layer index % S_eff (upstream xLLM's rule);
+ *   global      layer index % S_eff (on the index in the whole model, as
+ *               engines that split by layer index do);
  *   contiguous  balanced consecutive ranges: with q = N_kv / S_eff and
  *               m = N_kv % S_eff, split ranks 0..m-1 own q+1 layers each and
  *               the rest q. */
@@ -9,15 +10,18 @@
 
 #include <string.h>
 
-void kvshard__owned_counts(uint32_t *counts, const uint8_t *kinds, uint32_t num_layers,
-                           uint32_t n_kv, uint32_t split, kvshard_ownership rule)
+void kvshard__owned_counts(uint32_t *counts, const uint8_t *kinds, const kvshard__range *layers,
+                           uint32_t split, kvshard_ownership rule)
 {
+    uint32_t n_kv = layers->num_kv;
     if (rule == KVSHARD_OWNERSHIP_GLOBAL) {
+        uint32_t paged = kvshard_kinds__paged_mask();
         memset(counts, 0, split * sizeof *counts);
         kvshard__owner_walk walk;
-        kvshard__owner_walk_begin(&walk, n_kv, split, rule);
-        for (uint32_t i = 0; i < num_layers; i++) {
-            if (kvshard__is_kv_kind(kinds[i]))
+        kvshard__owner_walk_begin(&walk, layers, split, rule);
+        uint32_t end = layers->first + layers->count;
+        for (uint32_t i = layers->first; i < end; i++) {
+            if (paged >> kinds[i] & 1u)
                 counts[kvshard__owner_next(&walk)]++;
             else
                 kvshard__owner_skip(&walk);
@@ -27,4 +31,112 @@ void kvshard__owned_counts(uint32_t *counts, const uint8_t *kinds, uint32_t num_
     /* Ordinal and contiguous give the same counts: q+1 to the first m. */
     for (uint32_t s = 0; s < split; s++)
         counts[s] = n_kv / split + (s < n_kv % split);
+}
+
+#if defined(__GNUC__)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE inline
+#endif
+
+/* The owner of a layer without paged KV: every rank when it keeps anything
+ * (a state or a window), none when it keeps nothing. */
+static inline int32_t unsplit_owner(uint32_t keeps, uint8_t kind)
+{
+    return keeps >> kind & 1u ? KVSHARD_OWNER_ALL : KVSHARD_OWNER_NONE;
+}
+
+/* The pass over the layers of a split range (S_eff > 1), once each split
+ * rank's list has its place: owners, slots and the lists. Inlined for each
+ * rule with the rule a constant, so that its loop holds that rule's step
+ * alone. The arrays are distinct (restrict). */
+static ALWAYS_INLINE void split_pass(const kvshard__owners *out, const uint8_t *restrict kinds,
+                                     const kvshard__range *range, uint32_t split,
+                                     kvshard_ownership rule, uint32_t paged, uint32_t stateful,
+                                     uint32_t keeps)
+{
+    int32_t *restrict owner = out->owner;
+    uint32_t *restrict kv_slot = out->kv_slot, *restrict state_slot = out->state_slot;
+    uint32_t *restrict counts = out->counts;
+    const uint32_t *restrict offsets = out->offsets;
+    uint32_t *restrict layers = out->layers;
+    kvshard__owner_walk walk;
+    kvshard__owner_walk_begin(&walk, range, split, rule);
+    uint32_t state = 0, end = range->first + range->count;
+    for (uint32_t i = range->first; i < end; i++) {
+        uint8_t kind = kinds[i];
+        state_slot[i] = stateful >> kind & 1u ? state++ : UINT32_MAX;
+        if (!(paged >> kind & 1u)) {
+            kv_slot[i] = UINT32_MAX;
+            owner[i] = unsplit_owner(keeps, kind);
+            kvshard__owner_skip(&walk);
+            continue;
+        }
+        uint32_t s = kvshard__owner_next(&walk);
+        owner[i] = (int32_t)s;
+        kv_slot[i] = counts[s]++; /* its place in its owner's list */
+        layers[offsets[s] + kv_slot[i]] = i;
+    }
+}
+
+void kvshard__assign_owners(const kvshard__owners *out, const uint8_t *kinds,
+                            const kvshard__range *range, uint32_t split, kvshard_ownership rule)
+{
+    /* Bits of the kinds with paged KV, with a state, and that keep anything:
+     * each layer then tests a bit in a register. */
+    uint32_t paged = kvshard_kinds__paged_mask(), stateful = kvshard_kinds__state_mask();
+    uint32_t keeps = paged | stateful;
+    for (uint8_t k = 0; k < KVSHARD__KIND_COUNT; k++)
+        keeps |= (uint32_t)kvshard_kinds__of(k)->window << k;
+    uint32_t *restrict counts = out->counts, *restrict offsets = out->offsets;
+    uint32_t end = range->first + range->count;
+    if (split == 1) {
+        /* No split (the common case): every rank stores every KV layer, and
+         * the one list of KV layers is in layer order: one pass. */
+        int32_t *restrict owner = out->owner;
+        uint32_t *restrict kv_slot = out->kv_slot, *restrict state_slot = out->state_slot;
+        uint32_t *restrict layers = out->layers;
+        uint32_t kv = 0, state = 0;
+        for (uint32_t i = range->first; i < end; i++) {
+            uint8_t kind = kinds[i];
+            state_slot[i] = stateful >> kind & 1u ? state++ : UINT32_MAX;
+            owner[i] = unsplit_owner(keeps, kind);
+            kv_slot[i] = UINT32_MAX;
+            if (paged >> kind & 1u) {
+                kv_slot[i] = kv;
+                layers[kv++] = i;
+            }
+        }
+        counts[0] = kv;
+        offsets[0] = 0;
+        offsets[1] = kv;
+        return;
+    }
+    /* Each split rank's count first, so that one pass puts every KV layer
+     * straight into its owner's list. */
+    kvshard__owned_counts(counts, kinds, range, split, rule);
+    offsets[0] = 0;
+    for (uint32_t s = 0; s < split; s++) {
+        offsets[s + 1] = offsets[s] + counts[s];
+        counts[s] = 0; /* counted again by the pass, as each list fills */
+    }
+    switch (rule) {
+    case KVSHARD_OWNERSHIP_GLOBAL:
+        split_pass(out, kinds, range, split, KVSHARD_OWNERSHIP_GLOBAL, paged, stateful, keeps);
+        break;
+    case KVSHARD_OWNERSHIP_CONTIGUOUS:
+        split_pass(out, kinds, range, split, KVSHARD_OWNERSHIP_CONTIGUOUS, paged, stateful, keeps);
+        break;
+    case KVSHARD_OWNERSHIP_ORDINAL:
+    default:
+        split_pass(out, kinds, range, split, KVSHARD_OWNERSHIP_ORDINAL, paged, stateful, keeps);
+        break;
+    }
+    /* A layer with both paged KV and a state: its state is on every rank,
+     * whoever owns its KV. */
+    if (out->held_by != out->owner) {
+        for (uint32_t i = range->first; i < end; i++)
+            out->held_by[i] =
+                (paged & stateful) >> kinds[i] & 1u ? KVSHARD_OWNER_ALL : out->owner[i];
+    }
 }

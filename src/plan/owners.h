@@ -1,21 +1,11 @@
 /* Which split rank owns each KV layer: the three ownership rules, as pure
- * functions of the layer kinds, S_eff and the rule. */
+ * functions of the layer kinds over a range of layers, S_eff and the rule.
+ * KV layers are numbered within the range (a pipeline stage numbers its
+ * own); the global rule reads the layer's index in the whole model. */
 #ifndef KVSHARD_PLAN_OWNERS_H
 #define KVSHARD_PLAN_OWNERS_H
 
-#include "kvshard/kvshard.h"
-
-/* A layer whose paged KV a split divides: full attention or hybrid. */
-static inline bool kvshard__is_kv_kind(uint8_t kind)
-{
-    return kind == KVSHARD_LAYER_FULL_ATTENTION || kind == KVSHARD_LAYER_HYBRID;
-}
-
-/* A layer with a recurrent state: linear or hybrid. */
-static inline bool kvshard__is_state_kind(uint8_t kind)
-{
-    return kind == KVSHARD_LAYER_LINEAR_ATTENTION || kind == KVSHARD_LAYER_HYBRID;
-}
+#include "model/model.h"
 
 /* The owner split rank of each KV layer, in layer order, without a division
  * per layer. After kvshard__owner_walk_begin(), call kvshard__owner_next()
@@ -33,16 +23,16 @@ typedef struct kvshard__owner_walk {
 /* Inline, like the steps: a walk that stays in registers, rather than in
  * memory behind a pointer another file was given, costs no store and
  * reload per layer. */
-static inline void kvshard__owner_walk_begin(kvshard__owner_walk *w, uint32_t n_kv, uint32_t split,
-                                             kvshard_ownership rule)
+static inline void kvshard__owner_walk_begin(kvshard__owner_walk *w, const kvshard__range *layers,
+                                             uint32_t split, kvshard_ownership rule)
 {
     w->rule = rule;
     w->split = split;
     w->rank = 0;
-    w->q = n_kv / split;
-    w->m = n_kv % split;
+    w->q = layers->num_kv / split;
+    w->m = layers->num_kv % split;
     w->left = w->q + (w->m > 0 ? 1u : 0u);
-    w->layer_rank = 0;
+    w->layer_rank = layers->first % split;
 }
 
 static inline void kvshard__owner_skip(kvshard__owner_walk *w)
@@ -77,10 +67,31 @@ static inline uint32_t kvshard__owner_next(kvshard__owner_walk *w)
     return s;
 }
 
-/* KV layers each of `split` split ranks owns, for `num_layers` layers of
- * `kinds` of which `n_kv` are KV layers. Only the global rule's counts depend
- * on where the KV layers stand, and only it reads the kinds. */
-void kvshard__owned_counts(uint32_t *counts, const uint8_t *kinds, uint32_t num_layers,
-                           uint32_t n_kv, uint32_t split, kvshard_ownership rule);
+/* KV layers each of `split` split ranks owns among `layers` of a model with
+ * `kinds`. Only the global rule's counts depend on where the KV layers
+ * stand, and only it reads the kinds. */
+void kvshard__owned_counts(uint32_t *counts, const uint8_t *kinds, const kvshard__range *layers,
+                           uint32_t split, kvshard_ownership rule);
+
+/* Where the owners of a range of layers go: per layer of the model (the
+ * range's entries are written) its owner split rank (or KVSHARD_OWNER_ALL,
+ * KVSHARD_OWNER_NONE), the rank that holds it (`held_by`, which is `owner`
+ * itself unless some layer keeps a state every rank holds beside split
+ * KV), its slot in its owner's list and among the state layers; per split
+ * rank its list of KV layers (`offsets` S_eff + 1, `counts` S_eff,
+ * `layers` the range's KV layers). */
+typedef struct kvshard__owners {
+    int32_t *owner;
+    int32_t *held_by;
+    uint32_t *kv_slot;
+    uint32_t *state_slot;
+    uint32_t *offsets;
+    uint32_t *counts;
+    uint32_t *layers;
+} kvshard__owners;
+
+/* Assign the owners of `layers` by `rule` with split size `split`. */
+void kvshard__assign_owners(const kvshard__owners *out, const uint8_t *kinds,
+                            const kvshard__range *layers, uint32_t split, kvshard_ownership rule);
 
 #endif /* KVSHARD_PLAN_OWNERS_H */

@@ -1,8 +1,12 @@
-/* The plan object, read by the queries and the output writers. */
+/* The plan object and the plan stage's internal calls. A plan is built in
+ * order: validate (validate.c), assign owners (owners.c), compute memory and
+ * capacity through the engine profile (plan.c), collect warnings
+ * (warnings.c) and digests (digest.c); queries.c answers the public queries
+ * and view.h gives the writers what they read. */
 #ifndef KVSHARD_PLAN_PLAN_H
 #define KVSHARD_PLAN_PLAN_H
 
-#include "plan/capacity.h"
+#include "deploy/settings.h"
 #include "plan/memory.h"
 #include "plan/owners.h"
 
@@ -17,8 +21,8 @@ typedef struct kvshard__warning {
 struct kvshard_plan {
     /* What kvshard_plan_owns() reads on every call comes first, in one
      * cache line with the layer count at the start of `model`. */
-    int32_t *held_by;        /* per layer: as owner, but KVSHARD_OWNER_ALL for a hybrid layer,
-                                whose state every rank holds; `owner` itself when the same */
+    int32_t *held_by;        /* per layer: as owner, but KVSHARD_OWNER_ALL for a layer whose
+                                state every rank holds; `owner` itself when the same */
     uint32_t *split_rank_of; /* per TP rank: tp_rank % S_eff, so owns() needs no division */
     uint32_t tp;             /* T */
     uint32_t split;          /* S_eff */
@@ -30,17 +34,21 @@ struct kvshard_plan {
     char *source;            /* the model's source */
     uint32_t *kv_slot;       /* per layer: position in its owner's KV list, or UINT32_MAX */
     uint32_t *state_slot;    /* per layer: position among the state layers, or UINT32_MAX */
-    kvshard_options options; /* settled */
+    kvshard_options options; /* settled; its settings are resolved into `inputs` */
+    const kvshard__profile *profile;
+    kvshard_value inputs[KVSHARD__MAX_PROFILE_INPUTS]; /* the profile's inputs */
     uint32_t replication;    /* R */
     kvshard_dtype state_dtype;
+    kvshard__range layers;            /* the layers the ranks hold: one stage of all of them */
     uint32_t *owned_offsets;          /* S_eff + 1 offsets into owned_layers */
     uint32_t *owned_layers;           /* KV layers, grouped by owning split rank */
     uint32_t *owned_counts;           /* S_eff entries: KV layers each split rank owns */
     kvshard_rank_memory *ranks;       /* per TP rank */
     uint64_t state_per_layer;         /* one linear or hybrid layer's state per sequence */
     uint64_t unsplit_bytes_per_block; /* all KV layers stored unsplit, no draft */
+    bool has_memory;
+    uint64_t memory; /* the budget capacity is counted in */
     kvshard__capacity cap;
-    kvshard_capacity capacity;
     kvshard_uniform uniform;
     kvshard__warning warnings[KVSHARD__MAX_WARNINGS];
     size_t warning_count;
@@ -48,39 +56,89 @@ struct kvshard_plan {
     uint64_t layout_digest;
 };
 
-/* Validate settled options against a model: T and S_eff into the outputs,
- * or the first error (EWORLD, ESPLIT, ESPLITCP, EKVHEADS, ELINEARHEADS,
- * EPROFILE, ELIMIT), with *blame set to the option it is about when its
- * code alone does not tell (a kvshard__option_id). */
-int kvshard__plan_validate(uint32_t *out_tp, uint32_t *out_split, const kvshard_model *model,
-                           const kvshard_options *options, int *blame, kvshard_error *err);
+/* ---- the start of a planning call (validate.c) ------------------------------------ */
+
+/* A planning call's settled inputs: the options with the profile's
+ * defaults, the profile and its inputs. */
+typedef struct kvshard__planning {
+    kvshard_options options; /* settled; `settings` is NULL once resolved */
+    const kvshard__profile *profile;
+    kvshard_value inputs[KVSHARD__MAX_PROFILE_INPUTS];
+    const char *ignored[KVSHARD__MAX_PROFILE_INPUTS]; /* settings the profile does not read */
+    size_t ignored_count;
+} kvshard__planning;
 
 /* The start of a plan or comparison call: reset `err` and *blame, refuse
  * missing arguments, a half-set allocator and options out of range, and
- * settle the profile's defaults into *out. */
-int kvshard__begin_planning(kvshard_options *out, bool args_ok, const kvshard_options *options,
-                            const kvshard_allocator *allocator, int *blame, kvshard_error *err);
+ * settle the profile's defaults and inputs into *out. */
+int kvshard__begin_planning(kvshard__planning *out, bool args_ok, const kvshard_options *options,
+                            const kvshard_allocator *allocator, const char **blame,
+                            kvshard_error *err);
 
-/* kvshard_plan_create, telling which option an error is about: *blame is a
- * kvshard__option_id, or KVSHARD__OPT_COUNT when the kind of error decides. */
+/* The profile's view of a model under settled options. */
+kvshard_profile__ctx kvshard__profile_ctx(const kvshard__planning *pl, const kvshard_model *model,
+                                          uint32_t tp, uint32_t split);
+
+/* Validate settled options against a model: T and S_eff into the outputs,
+ * or the first error (EWORLD, ESPLIT, ESPLITCP, EKVHEADS, ELINEARHEADS,
+ * EPROFILE, ELIMIT), with *blame set to the option or setting it is about
+ * when its code alone does not tell. */
+int kvshard__plan_validate(uint32_t *out_tp, uint32_t *out_split, const kvshard_model *model,
+                           const kvshard__planning *pl, const char **blame, kvshard_error *err);
+
+/* ---- building plans and comparisons ------------------------------------------------- */
+
+/* kvshard_plan_create, telling which option or setting an error is about:
+ * *blame names it, or is NULL when the kind of error decides. */
 int kvshard__plan_create(kvshard_plan **out, const kvshard_model *model,
                          const kvshard_options *options, const kvshard_allocator *allocator,
-                         int *blame, kvshard_error *err);
+                         const char **blame, kvshard_error *err);
 
 /* kvshard_comparison_create, with *blame as for kvshard__plan_create. */
 int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *model,
                                const kvshard_options *options, const kvshard_allocator *allocator,
-                               int *blame, kvshard_error *err);
+                               const char **blame, kvshard_error *err);
+
+/* The budget of a planning call (memory_per_rank, or the profile's own
+ * figures); *has false when there is none. */
+int kvshard__planning_budget(uint64_t *out, bool *has, const kvshard__planning *pl,
+                             const kvshard_model *model, uint32_t tp, uint32_t split,
+                             const char **blame, kvshard_error *err);
+
+/* The bytes per block of every KV layer stored unsplit on TP rank 0 (no
+ * draft layers): what an engine that does not split sizes a block by.
+ * EOVERFLOW past 64 bits. */
+int kvshard__unsplit_bytes_per_block(uint64_t *out, const kvshard__memory_inputs *in,
+                                     kvshard_error *err);
+
+/* The inputs of the memory functions for this plan. */
+kvshard__memory_inputs kvshard__plan_memory_inputs(const kvshard_plan *plan);
+
+/* The capacity's generic figures, as kvshard_plan_blocks_for() returns
+ * them: the one conversion from the internal figures to public ones. */
+kvshard_blocks kvshard__blocks_of(const kvshard__capacity *c);
+
+/* The figures of a plan at S_eff = 1 from its T ranks' figures (worked out
+ * with every KV layer owned): the largest bytes per token and per block and,
+ * with a memory figure, the blocks every rank fits, 0 when the unsplit plan
+ * fits none where a split one may. */
+kvshard_uniform kvshard__uniform_of(const kvshard_rank_memory *ranks, uint32_t tp,
+                                    const kvshard__planning *pl, uint64_t unsplit_bytes_per_block,
+                                    uint64_t memory, bool has_memory);
+
+/* ---- warnings (warnings.c) ------------------------------------------------------------ */
 
 /* What the warnings are worked out from, so that a comparison row gets the
  * same ones as its plan. */
 typedef struct kvshard__warning_inputs {
-    const kvshard_options *options; /* settled */
+    const kvshard__planning *planning;
     uint32_t split;
     uint32_t replication;
     uint32_t n_kv;
     const uint32_t *owned_counts; /* `split` entries */
     const kvshard__capacity *capacity;
+    bool has_memory;
+    uint64_t memory;
     uint64_t state_bytes_per_seq;
 } kvshard__warning_inputs;
 
@@ -90,12 +148,27 @@ typedef void (*kvshard__warning_sink)(void *ctx, kvshard_warning_code code, cons
 void kvshard__collect_warnings(const kvshard__warning_inputs *in, kvshard__warning_sink sink,
                                void *ctx);
 
-/* The memory capacity is counted in: M for kvshard, the budget for xllm;
- * *has is false when the options give none. */
-int kvshard__capacity_memory(uint64_t *out, bool *has, const kvshard_options *options,
-                             kvshard_error *err);
+/* ---- digests (digest.c) ----------------------------------------------------------------- */
 
-/* The inputs of the memory functions for this plan. */
-kvshard__memory_inputs kvshard__plan_memory_inputs(const kvshard_plan *plan);
+void kvshard__compute_digests(kvshard_plan *p);
+
+/* ---- capacity figures by name (figures.c) ------------------------------------------------ */
+
+/* What a plan's capacity figures are read from. */
+typedef struct kvshard__capacity_source {
+    const kvshard_options *options;
+    const kvshard__profile *profile;
+    const kvshard__capacity *capacity;
+    bool has_memory;
+    uint64_t memory;
+} kvshard__capacity_source;
+
+/* The fields of the JSON capacity object, in its order. */
+size_t kvshard__capacity_figure_count(void);
+/* Figure `index` of `src` into *out (its size kept). */
+void kvshard__capacity_figure_at(kvshard_figure *out, const kvshard__capacity_source *src,
+                                 size_t index);
+/* The index of the figure `name`, or SIZE_MAX. */
+size_t kvshard__capacity_figure_index(const char *name);
 
 #endif /* KVSHARD_PLAN_PLAN_H */

@@ -1,0 +1,36 @@
+/* Numbers for people, and the printer wording is written through: the text
+ * plan, the HTML report and an engine profile's own lines all format their
+ * figures the same way, whatever the output escapes. */
+#ifndef KVSHARD_BASE_FORMAT_H
+#define KVSHARD_BASE_FORMAT_H
+
+#include "base/error.h"
+
+/* 3159888 -> "3,159,888" into buf (at least 27 bytes); returns its length. */
+size_t kvshard_format__grouped_text(char *buf, size_t cap, uint64_t v);
+
+/* 16097280 -> "15.35 MiB"; below 1 KiB, "512 B". Returns its length. */
+size_t kvshard_format__human_text(char *buf, size_t cap, uint64_t bytes);
+
+/* Where wording goes. `put` takes text to show as it is (the sink escapes
+ * it); `code` marks a flag or key (HTML writes it as code). `row`, which a
+ * sink without rows leaves NULL, starts a labelled row of a table, or ends
+ * the open one when `label` is NULL. */
+typedef struct kvshard__printer {
+    void (*put)(void *ctx, const char *s, size_t n, bool code);
+    void (*row)(void *ctx, const char *label);
+    void *ctx;
+} kvshard__printer;
+
+/* Text in which `backquoted` parts are code: "pass `--memory_per_rank`". */
+void kvshard_format__text(const kvshard__printer *p, const char *s);
+void kvshard_format__printf(const kvshard__printer *p, const char *fmt, ...) KVSHARD__PRINTF(2, 3);
+void kvshard_format__grouped(const kvshard__printer *p, uint64_t v);
+void kvshard_format__human(const kvshard__printer *p, uint64_t bytes);
+/* "98,304 B (96.00 KiB)": the exact figure, with a human one beside it. */
+void kvshard_format__bytes(const kvshard__printer *p, uint64_t bytes);
+/* Start a labelled row (a no-op for a sink without rows); end it. */
+void kvshard_format__row(const kvshard__printer *p, const char *label);
+void kvshard_format__row_end(const kvshard__printer *p);
+
+#endif /* KVSHARD_BASE_FORMAT_H */

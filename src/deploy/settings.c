@@ -1,0 +1,250 @@
+/* Settings by key. */
+#include "deploy/settings.h"
+
+#include "base/call.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int kvshard_settings__assign(kvshard_settings *s, const kvshard_profile__input *input,
+                             const char *value, size_t len, kvshard__value_style style,
+                             const char *source, kvshard__mark mark, bool override,
+                             kvshard_error *err)
+{
+    kvshard_value v;
+    int rc = kvshard_value__parse(&v, &input->def, value, len, style, source, mark, err);
+    if (rc)
+        return rc;
+    kvshard_settings__entry *e = (kvshard_settings__entry *)kvshard_settings__find(
+        s, input->def.name);
+    if (!e) {
+        if (s->count == s->cap) {
+            size_t cap = s->cap ? 2 * s->cap : 8;
+            kvshard_settings__entry *grown = kvshard__alloc(&s->alloc, cap, sizeof *grown);
+            if (!grown)
+                return kvshard__fail(err, KVSHARD_ENOMEM, source, mark, "out of memory");
+            if (s->count)
+                memcpy(grown, s->entries, s->count * sizeof *grown);
+            kvshard__free(&s->alloc, s->entries);
+            s->entries = grown;
+            s->cap = cap;
+        }
+        e = &s->entries[s->count++];
+        e->input = input;
+    }
+    e->value = v;
+    e->override = override;
+    e->mark = mark;
+    snprintf(e->source, sizeof e->source, "%s", source);
+    return KVSHARD_OK;
+}
+
+const kvshard_settings__entry *kvshard_settings__find(const kvshard_settings *s, const char *name)
+{
+    for (size_t i = 0; s && i < s->count; i++) {
+        if (strcmp(s->entries[i].input->def.name, name) == 0)
+            return &s->entries[i];
+    }
+    return NULL;
+}
+
+void kvshard_settings__resolve(kvshard_value *out, const kvshard_settings *s,
+                               const kvshard__profile *p)
+{
+    size_t i = 0;
+    for (const kvshard_profile__input *in = p->inputs; in && in->def.name; in++, i++) {
+        const kvshard_settings__entry *e = kvshard_settings__find(s, in->def.name);
+        out[i] = e ? e->value : in->fallback;
+    }
+}
+
+kvshard_settings *kvshard_settings__copy(const kvshard_settings *s, const kvshard_allocator *alloc)
+{
+    kvshard_settings *c = kvshard__calloc(alloc, 1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->alloc = *alloc;
+    if (s && s->count) {
+        c->entries = kvshard__alloc(alloc, s->count, sizeof *c->entries);
+        if (!c->entries) {
+            kvshard__free(alloc, c);
+            return NULL;
+        }
+        memcpy(c->entries, s->entries, s->count * sizeof *c->entries);
+        c->count = c->cap = s->count;
+    }
+    return c;
+}
+
+size_t kvshard_settings__ignored(const char **names, size_t cap, const kvshard_settings *s,
+                                 const kvshard__profile *p)
+{
+    /* In the order of the profiles' tables, whatever order they were set in. */
+    size_t n = 0;
+    for (const kvshard__profile *const *q = kvshard_profiles__all; *q; q++) {
+        for (const kvshard_profile__input *in = (*q)->inputs; in && in->def.name && n < cap;
+             in++) {
+            const kvshard_settings__entry *e = kvshard_settings__find(s, in->def.name);
+            if (e && e->input == in && kvshard_profiles__input_index(p, in->def.name) < 0 &&
+                !kvshard_value__equal(&in->def, e->value, in->fallback))
+                names[n++] = in->def.name;
+        }
+    }
+    return n;
+}
+
+/* ---- the public calls ------------------------------------------------------------ */
+
+int kvshard_settings_create(kvshard_settings **out, const kvshard_allocator *allocator,
+                            kvshard_error *err)
+{
+    int rc = kvshard_call__begin(err, out != NULL, "out");
+    if (rc == KVSHARD_OK)
+        rc = kvshard_call__allocator(err, allocator);
+    if (rc)
+        return rc;
+    kvshard_allocator a = kvshard__allocator_or_default(allocator);
+    kvshard_settings *s = kvshard_settings__copy(NULL, &a);
+    if (!s)
+        return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+    *out = s;
+    return KVSHARD_OK;
+}
+
+void kvshard_settings_free(kvshard_settings *settings)
+{
+    if (!settings)
+        return;
+    kvshard_allocator a = settings->alloc;
+    kvshard__free(&a, settings->entries);
+    kvshard__free(&a, settings);
+}
+
+int kvshard_settings_set(kvshard_settings *settings, const char *key, const char *value,
+                         const char *origin, kvshard_error *err)
+{
+    int rc = kvshard_call__begin(err, settings && key && value, "settings, key and value");
+    if (rc)
+        return rc;
+    const char *from = origin ? origin : "setting";
+    const kvshard_profile__input *in = kvshard_profiles__input(key, strlen(key));
+    if (!in) {
+        char shown[96];
+        kvshard__excerpt(shown, sizeof shown, key, strlen(key), 64);
+        return kvshard__fail(err, KVSHARD_EUNKNOWNKEY, from, kvshard__no_mark,
+                             "unknown setting \"%s\"", shown);
+    }
+    return kvshard_settings__assign(settings, in, value, strlen(value), KVSHARD__VALUE_FLAG, from,
+                                    kvshard__no_mark, true, err);
+}
+
+/* The value `v` of `def` as text, as a flag would give it. */
+static void value_text(char *buf, size_t cap, const kvshard_value__def *def, kvshard_value v)
+{
+    switch (def->type) {
+    case KVSHARD__VT_BOOL: snprintf(buf, cap, "%s", v.u ? "true" : "false"); break;
+    case KVSHARD__VT_FRACTION:
+        /* The shortest decimal that reads back as the same double. */
+        for (int digits = 1; digits <= 17; digits++) {
+            snprintf(buf, cap, "%.*g", digits, v.d);
+            if (strtod(buf, NULL) == v.d)
+                break;
+        }
+        break;
+    case KVSHARD__VT_WORD: {
+        const kvshard_value__word *w = kvshard_value__word_of(def->words, (int)(int64_t)v.u);
+        snprintf(buf, cap, "%s", w ? w->text : "");
+        break;
+    }
+    case KVSHARD__VT_U32:
+    case KVSHARD__VT_BYTES:
+    default: snprintf(buf, cap, "%llu", (unsigned long long)v.u); break;
+    }
+}
+
+int kvshard_settings_get(char *buf, size_t cap, bool *out_set, const kvshard_settings *settings,
+                         const char *key)
+{
+    if (!buf || !cap || !key)
+        return KVSHARD_EINVAL;
+    const kvshard_profile__input *in = kvshard_profiles__input(key, strlen(key));
+    if (!in)
+        return KVSHARD_EUNKNOWNKEY;
+    const kvshard_settings__entry *e = kvshard_settings__find(settings, in->def.name);
+    value_text(buf, cap, &in->def, e ? e->value : in->fallback);
+    if (out_set)
+        *out_set = e != NULL;
+    return KVSHARD_OK;
+}
+
+static kvshard_setting_type public_type(kvshard_value__type t)
+{
+    switch (t) {
+    case KVSHARD__VT_BYTES: return KVSHARD_SETTING_BYTES;
+    case KVSHARD__VT_BOOL: return KVSHARD_SETTING_BOOL;
+    case KVSHARD__VT_WORD: return KVSHARD_SETTING_WORD;
+    case KVSHARD__VT_FRACTION: return KVSHARD_SETTING_FRACTION;
+    case KVSHARD__VT_U32:
+    default: return KVSHARD_SETTING_INTEGER;
+    }
+}
+
+/* The distinct settings, in the order of the profiles table. */
+static const kvshard_profile__input *setting_at(size_t index, kvshard_engine *engine)
+{
+    size_t n = 0;
+    for (const kvshard__profile *const *p = kvshard_profiles__all; *p; p++) {
+        for (const kvshard_profile__input *in = (*p)->inputs; in && in->def.name; in++) {
+            if (kvshard_profiles__input(in->def.name, strlen(in->def.name)) != in)
+                continue; /* declared by an earlier profile too */
+            if (n++ == index) {
+                *engine = (*p)->engine;
+                return in;
+            }
+        }
+    }
+    return NULL;
+}
+
+size_t kvshard_setting_count(void)
+{
+    kvshard_engine e;
+    size_t n = 0;
+    while (setting_at(n, &e))
+        n++;
+    return n;
+}
+
+int kvshard_setting_info_at(kvshard_setting_info *out, size_t index)
+{
+    kvshard_engine engine = kvshard_profiles__all[0]->engine;
+    const kvshard_profile__input *in = setting_at(index, &engine);
+    if (!out || out->size != sizeof *out || !in)
+        return KVSHARD_EINVAL;
+    kvshard_setting_info info;
+    memset(&info, 0, sizeof info);
+    info.size = sizeof info;
+    info.key = in->def.name;
+    info.type = public_type(in->def.type);
+    info.min = in->def.min;
+    info.max = in->def.max;
+    value_text(info.default_value, sizeof info.default_value, &in->def, in->fallback);
+    info.engine = engine;
+    *out = info;
+    return KVSHARD_OK;
+}
+
+int kvshard_setting_find(kvshard_setting_info *out, const char *key)
+{
+    if (!out || !key)
+        return KVSHARD_EINVAL;
+    for (size_t i = 0;; i++) {
+        kvshard_engine engine;
+        const kvshard_profile__input *in = setting_at(i, &engine);
+        if (!in)
+            return KVSHARD_EUNKNOWNKEY;
+        if (strcmp(in->def.name, key) == 0)
+            return kvshard_setting_info_at(out, i);
+    }
+}

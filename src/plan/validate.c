@@ -1,0 +1,133 @@
+/* The start of every planning call, and the checks a deployment must pass
+ * before a plan is made: the world's sizes, the split, the KV heads and the
+ * state dimensions against T, the profile's own refusals, and the bound on
+ * the plan's layer lists. */
+#include "plan/plan.h"
+
+#include "base/call.h"
+#include "deploy/options.h"
+
+#include <string.h>
+
+int kvshard__begin_planning(kvshard__planning *out, bool args_ok, const kvshard_options *options,
+                            const kvshard_allocator *allocator, const char **blame,
+                            kvshard_error *err)
+{
+    *blame = NULL;
+    int rc = kvshard_call__begin(err, args_ok, "out and model");
+    if (rc == KVSHARD_OK)
+        rc = kvshard_call__allocator(err, allocator);
+    kvshard_options defaults = KVSHARD_OPTIONS_INIT;
+    const kvshard_options *given = options ? options : &defaults;
+    if (rc == KVSHARD_OK)
+        rc = kvshard__options_check(given, err);
+    if (rc)
+        return rc;
+    out->options = kvshard__options_settle(given);
+    out->profile = kvshard_profiles__of(out->options.engine);
+    kvshard_settings__resolve(out->inputs, given->settings, out->profile);
+    out->ignored_count = kvshard_settings__ignored(out->ignored, KVSHARD__MAX_PROFILE_INPUTS,
+                                                   given->settings, out->profile);
+    out->options.settings = NULL; /* resolved: the caller's need not outlive the call */
+    return KVSHARD_OK;
+}
+
+kvshard_profile__ctx kvshard__profile_ctx(const kvshard__planning *pl, const kvshard_model *model,
+                                          uint32_t tp, uint32_t split)
+{
+    kvshard_profile__ctx c = {&model->info, &pl->options, pl->inputs, tp, split,
+                              kvshard__replication_factor(&model->info, tp)};
+    return c;
+}
+
+int kvshard__planning_budget(uint64_t *out, bool *has, const kvshard__planning *pl,
+                             const kvshard_model *model, uint32_t tp, uint32_t split,
+                             const char **blame, kvshard_error *err)
+{
+    kvshard_profile__ctx c = kvshard__profile_ctx(pl, model, tp, split);
+    return pl->profile->budget(out, has, &c, blame, err);
+}
+
+/* Whether the plan stores KV at all: KV layers, windows, or counted draft
+ * layers. The KV heads are checked only then. */
+static bool stores_kv(const kvshard__model_info *m, const kvshard_options *o)
+{
+    bool windows = false;
+    for (uint8_t k = 0; k < KVSHARD__KIND_COUNT; k++)
+        windows |= kvshard_kinds__of(k)->window && m->count[k] > 0;
+    return kvshard__num_kv_layers(m) > 0 || windows ||
+           (o->num_speculative_tokens > 0 && m->num_draft_layers > 0);
+}
+
+/* The state dimensions T must divide, and the Mamba2 group layout. */
+static int check_state(const kvshard_model *model, uint32_t T, kvshard_error *err)
+{
+    const kvshard__model_info *m = &model->info;
+    if (m->num_state == 0)
+        return KVSHARD_OK;
+    const int dims[2] = {KVSHARD__SITE_STATE_A, KVSHARD__SITE_STATE_B};
+    for (int i = 0; i < 2; i++) {
+        const kvshard__key_site *s = &model->sites[dims[i]];
+        if (s->key && s->value % T != 0)
+            return kvshard__fail(err, KVSHARD_ELINEARHEADS, model->source, s->mark,
+                                 "%s %u is not divisible by the attention TP size %u: each rank "
+                                 "must hold a whole share of the %s state",
+                                 s->key, s->value, T, kvshard_state_kind_name(m->state.kind));
+    }
+    const kvshard__key_site *g = &model->sites[KVSHARD__SITE_STATE_GROUPS];
+    if (g->key && g->value % T != 0 && !(g->value < T && T % g->value == 0))
+        return kvshard__fail(err, KVSHARD_ELINEARHEADS, model->source, g->mark,
+                             "%s %u cannot be laid out on %u TP ranks: Mamba2 groups must be a "
+                             "multiple of the attention TP size, or fewer and divide it",
+                             g->key, g->value, T);
+    return KVSHARD_OK;
+}
+
+int kvshard__plan_validate(uint32_t *out_tp, uint32_t *out_split, const kvshard_model *model,
+                           const kvshard__planning *pl, const char **blame, kvshard_error *err)
+{
+    const kvshard_options *o = &pl->options;
+    uint32_t T = kvshard__attn_tp_size(o);
+    if (T == 0)
+        return kvshard__fail(err, KVSHARD_EWORLD, "", kvshard__no_mark,
+                             "world_size %u is not divisible by dp_size %u x cp_size %u = %llu",
+                             o->world_size, o->dp_size, o->cp_size,
+                             (unsigned long long)o->dp_size * o->cp_size);
+    uint32_t S = o->layerwise_split_size;
+    uint32_t S_eff = o->enable_layerwise_split && S > 1 && !o->is_draft ? S : 1;
+    if (S_eff > 1 && T % S != 0)
+        return kvshard__fail(err, KVSHARD_ESPLIT, "", kvshard__no_mark,
+                             "layerwise_split_size %u does not divide the attention TP size %u "
+                             "(world_size %u / (dp_size %u x cp_size %u))",
+                             S, T, o->world_size, o->dp_size, o->cp_size);
+    if (S_eff > 1 && o->cp_size > 1)
+        return kvshard__fail(err, KVSHARD_ESPLITCP, "", kvshard__no_mark,
+                             "layerwise split (layerwise_split_size %u) cannot be combined with "
+                             "context parallelism (cp_size %u)",
+                             S, o->cp_size);
+    const kvshard__model_info *m = &model->info;
+    uint32_t H = m->num_kv_heads;
+    const kvshard__key_site *kv = &model->sites[KVSHARD__SITE_KV_HEADS];
+    if (m->attention == KVSHARD_ATTENTION_GQA && stores_kv(m, o) && H && T % H != 0 && H % T != 0)
+        return kvshard__fail(err, KVSHARD_EKVHEADS, model->source, kv->mark,
+                             "%s %u and the attention TP size %u do not divide one another",
+                             kv->key ? kv->key : "num_key_value_heads", H, T);
+    int rc = check_state(model, T, err);
+    if (rc == KVSHARD_OK && pl->profile->check) {
+        kvshard_profile__ctx c = kvshard__profile_ctx(pl, model, T, S_eff);
+        rc = pl->profile->check(&c, blame, err);
+    }
+    if (rc)
+        return rc;
+    uint64_t entries = (uint64_t)(T / S_eff) * kvshard__num_kv_layers(m);
+    if (entries > KVSHARD_MAX_LAYER_ENTRIES)
+        return kvshard__fail(err, KVSHARD_ELIMIT, "", kvshard__no_mark,
+                             "the plan would list %llu KV layers over its TP ranks (%u ranks / "
+                             "split %u x %u KV layers); the limit is %u "
+                             "(KVSHARD_MAX_LAYER_ENTRIES)",
+                             (unsigned long long)entries, T, S_eff, kvshard__num_kv_layers(m),
+                             KVSHARD_MAX_LAYER_ENTRIES);
+    *out_tp = T;
+    *out_split = S_eff;
+    return KVSHARD_OK;
+}

@@ -1,0 +1,149 @@
+/* The warnings a plan carries: machine-readable codes with a message each,
+ * never fatal. A comparison row works out the same ones from the same
+ * inputs. */
+#include "plan/plan.h"
+
+#include "base/checked.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Format one warning and hand it to the sink. */
+static void warn(kvshard__warning_sink sink, void *ctx, kvshard_warning_code code, const char *fmt,
+                 ...) KVSHARD__PRINTF(4, 5);
+
+static void warn(kvshard__warning_sink sink, void *ctx, kvshard_warning_code code, const char *fmt,
+                 ...)
+{
+    char message[KVSHARD__WARNING_MESSAGE_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt, ap);
+    va_end(ap);
+    sink(ctx, code, message);
+}
+
+/* Settings only another profile reads, named, when they differ from their
+ * defaults. */
+static void warn_profile_inputs(const kvshard__warning_inputs *in, kvshard__warning_sink sink,
+                                void *ctx)
+{
+    const kvshard__planning *pl = in->planning;
+    size_t count = pl->ignored_count;
+    if (count == 0)
+        return;
+    char names[160] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < count && used < sizeof names; i++)
+        used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
+                                 pl->ignored[i]);
+    const char *engine = NULL;
+    for (const kvshard__profile *const *p = kvshard_profiles__all; *p && !engine; p++) {
+        if (kvshard_profiles__input_index(*p, pl->ignored[0]) >= 0)
+            engine = (*p)->name;
+    }
+    warn(sink, ctx, KVSHARD_WARN_PROFILE_INPUTS_IGNORED,
+         "%s %s only under engine %s: the %s profile ignores %s", names,
+         count == 1 ? "applies" : "apply", engine ? engine : "?", pl->profile->name,
+         count == 1 ? "it" : "them");
+}
+
+static void warn_unreachable(const kvshard__warning_inputs *in, kvshard__warning_sink sink,
+                             void *ctx)
+{
+    const kvshard_options *o = &in->planning->options;
+    const kvshard__capacity *c = in->capacity;
+    if (!c->has_concurrency || c->concurrency >= o->max_seqs)
+        return;
+    if (in->planning->profile->unreachable) {
+        kvshard_profile__view v = {o, c, in->has_memory, in->memory, in->state_bytes_per_seq};
+        char message[KVSHARD__WARNING_MESSAGE_MAX];
+        in->planning->profile->unreachable(message, sizeof message, &v);
+        sink(ctx, KVSHARD_WARN_MAX_SEQS_UNREACHABLE, message);
+        return;
+    }
+    uint64_t idle = (uint64_t)(o->max_seqs - c->concurrency), held;
+    if (!kvshard__mul(&held, idle, in->state_bytes_per_seq))
+        held = UINT64_MAX;
+    char balanced[64] = "";
+    if (c->has_balanced_max_seqs)
+        snprintf(balanced, sizeof balanced, "; balanced max_seqs is %llu",
+                 (unsigned long long)c->balanced_max_seqs);
+    const char *runs = c->concurrency == 1 ? "sequence runs" : "sequences run";
+    if (in->state_bytes_per_seq == 0)
+        warn(sink, ctx, KVSHARD_WARN_MAX_SEQS_UNREACHABLE,
+             "at %u tokens %llu %s at once, below max_seqs %u (the model keeps no state, so no "
+             "memory is held back)%s",
+             o->context_length, (unsigned long long)c->concurrency, runs, o->max_seqs, balanced);
+    else
+        warn(sink, ctx, KVSHARD_WARN_MAX_SEQS_UNREACHABLE,
+             "at %u tokens %llu %s at once, below max_seqs %u: the state slots of %llu "
+             "sequence%s (%llu bytes per rank) cannot be used%s",
+             o->context_length, (unsigned long long)c->concurrency, runs, o->max_seqs,
+             (unsigned long long)idle, idle == 1 ? "" : "s", (unsigned long long)held, balanced);
+}
+
+void kvshard__collect_warnings(const kvshard__warning_inputs *in, kvshard__warning_sink sink,
+                               void *ctx)
+{
+    const kvshard_options *o = &in->planning->options;
+    uint32_t S = in->split, n_kv = in->n_kv;
+    const char *rule = kvshard_ownership_name(o->ownership);
+    if (o->layerwise_split_size > 1 && !o->enable_layerwise_split)
+        warn(sink, ctx, KVSHARD_WARN_SPLIT_DISABLED,
+             "layerwise_split_size is %u but enable_layerwise_split is false: every rank stores "
+             "every KV layer",
+             o->layerwise_split_size);
+    if (o->enable_layerwise_split && o->layerwise_split_size == 1)
+        warn(sink, ctx, KVSHARD_WARN_SPLIT_SIZE_ONE,
+             "enable_layerwise_split is true with layerwise_split_size 1: nothing is split");
+    if (S > 1 && n_kv > 0) {
+        uint32_t lo = UINT32_MAX, hi = 0, empty = 0, first_empty = 0;
+        for (uint32_t s = 0; s < S; s++) {
+            uint32_t c = in->owned_counts[s];
+            if (c == 0 && empty++ == 0)
+                first_empty = s;
+            lo = c < lo ? c : lo;
+            hi = c > hi ? c : hi;
+        }
+        if (empty)
+            warn(sink, ctx, KVSHARD_WARN_RANK_OWNS_NOTHING,
+                 "%u of %u split ranks own no KV layer (the first is split rank %u; %u KV "
+                 "layers, %s rule)",
+                 empty, S, first_empty, n_kv, rule);
+        if (hi - lo > 1)
+            warn(sink, ctx, KVSHARD_WARN_IMBALANCED,
+                 "split ranks own between %u and %u KV layers (%s rule)", lo, hi, rule);
+        if (S > in->replication)
+            warn(sink, ctx, KVSHARD_WARN_EXCEEDS_REPLICATION,
+                 "layerwise_split_size %u exceeds the replication factor %u: the split saves "
+                 "less than %ux, since the owner of a layer holds the KV heads of its whole "
+                 "split group",
+                 S, in->replication, S);
+    }
+    if (n_kv == 0)
+        warn(sink, ctx, KVSHARD_WARN_NO_KV_LAYERS,
+             "the model has no full-attention or hybrid layer: there is no KV cache to split");
+    if (o->is_draft && o->enable_layerwise_split && o->layerwise_split_size > 1)
+        warn(sink, ctx, KVSHARD_WARN_DRAFT_UNSPLIT,
+             "is_draft is true: layerwise split does not apply to a draft model");
+    warn_unreachable(in, sink, ctx);
+    warn_profile_inputs(in, sink, ctx);
+}
+
+const char *kvshard_warning_name(kvshard_warning_code code)
+{
+    switch (code) {
+    case KVSHARD_WARN_SPLIT_DISABLED: return "split_disabled";
+    case KVSHARD_WARN_SPLIT_SIZE_ONE: return "split_size_one";
+    case KVSHARD_WARN_RANK_OWNS_NOTHING: return "rank_owns_nothing";
+    case KVSHARD_WARN_IMBALANCED: return "imbalanced";
+    case KVSHARD_WARN_EXCEEDS_REPLICATION: return "exceeds_replication";
+    case KVSHARD_WARN_NO_KV_LAYERS: return "no_kv_layers";
+    case KVSHARD_WARN_DRAFT_UNSPLIT: return "draft_unsplit";
+    case KVSHARD_WARN_MAX_SEQS_UNREACHABLE: return "max_seqs_unreachable";
+    case KVSHARD_WARN_PROFILE_INPUTS_IGNORED: return "profile_inputs_ignored";
+    default: return "unknown";
+    }
+}

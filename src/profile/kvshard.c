@@ -1,0 +1,142 @@
+/* kvshard's own capacity model: reserve the state of max_seqs sequences on
+ * every rank and cut the rest into blocks; all ranks allocate the fewest
+ * blocks any rank fits. At a context length: how many sequences run at
+ * once, and the max_seqs at which state and blocks run out together. */
+#include "profile/profile.h"
+
+#include "base/checked.h"
+
+static int budget(uint64_t *out, bool *has, const kvshard_profile__ctx *c, const char **blame,
+                  kvshard_error *err)
+{
+    (void)blame;
+    (void)err;
+    *out = c->options->memory_per_rank;
+    *has = c->options->memory_per_rank > 0;
+    return KVSHARD_OK;
+}
+
+static int capacity(kvshard__capacity *c, uint64_t *rank_blocks,
+                    const kvshard__capacity_inputs *in, const char **blame, kvshard_error *err)
+{
+    (void)blame;
+    const kvshard_options *o = in->options;
+    uint64_t least = UINT64_MAX, bpb = 0, blocks = 0;
+    const kvshard_rank_memory *prev = NULL;
+    uint32_t first = kvshard_capacity__first_rank(in), end = kvshard_capacity__end_rank(in);
+    for (uint32_t r = first; r < end; r++) {
+        const kvshard_rank_memory *f = &in->ranks[r];
+        if (!kvshard_capacity__same_figures(prev, f)) {
+            bpb = kvshard_capacity__block_bytes(f, in->extra_per_block);
+            uint64_t reserved, need;
+            /* A reservation past 2^64 bytes exceeds any memory: no block fits. */
+            if (!kvshard__mul(&reserved, o->max_seqs, f->state_bytes_per_seq))
+                return kvshard__fail(err, KVSHARD_ENOBLOCK, "", kvshard__no_mark,
+                                     "no memory for one block on TP rank %u: the state of "
+                                     "max_seqs %u sequences (%llu bytes each) needs more than "
+                                     "2^64 bytes",
+                                     r, o->max_seqs, (unsigned long long)f->state_bytes_per_seq);
+            if (!kvshard__add(&need, reserved, bpb))
+                need = UINT64_MAX;
+            if (in->memory < need)
+                return kvshard__fail(err, KVSHARD_ENOBLOCK, "", kvshard__no_mark,
+                                     "no memory for one block on TP rank %u: memory_per_rank "
+                                     "%llu bytes, reserved %llu bytes for %u sequences of state, "
+                                     "bytes_per_block %llu",
+                                     r, (unsigned long long)in->memory,
+                                     (unsigned long long)reserved, o->max_seqs,
+                                     (unsigned long long)bpb);
+            c->reserved = reserved > c->reserved ? reserved : c->reserved;
+            blocks = bpb ? (in->memory - reserved) / bpb : 0;
+        }
+        prev = f;
+        if (rank_blocks && bpb)
+            rank_blocks[r] = blocks;
+        if (bpb) {
+            c->has_num_blocks = true;
+            least = blocks < least ? blocks : least;
+        }
+    }
+    c->num_blocks = c->has_num_blocks ? least : 0;
+    int rc = kvshard_capacity__max_tokens(c, o, err);
+    if (rc || !c->has_num_blocks || in->context_length == 0)
+        return rc;
+    uint64_t per_seq = kvshard__ceil_div(in->context_length, o->block_size);
+    uint64_t fit = c->num_blocks / per_seq;
+    c->has_concurrency = true;
+    c->concurrency = fit < o->max_seqs ? fit : o->max_seqs;
+    uint64_t balanced = UINT64_MAX;
+    prev = NULL;
+    for (uint32_t r = first; r < end; r++) {
+        const kvshard_rank_memory *f = &in->ranks[r];
+        if (kvshard_capacity__same_figures(prev, f))
+            continue;
+        prev = f;
+        uint64_t kv, need;
+        if (!kvshard__mul(&kv, per_seq, kvshard_capacity__block_bytes(f, in->extra_per_block)) ||
+            !kvshard__add(&need, f->state_bytes_per_seq, kv)) {
+            balanced = 0; /* one sequence needs more than 2^64 bytes */
+            continue;
+        }
+        if (need == 0)
+            continue; /* stores nothing: does not bound max_seqs */
+        uint64_t n = in->memory / need;
+        balanced = n < balanced ? n : balanced;
+    }
+    c->has_balanced_max_seqs = balanced != UINT64_MAX;
+    c->balanced_max_seqs = c->has_balanced_max_seqs ? balanced : 0;
+    return KVSHARD_OK;
+}
+
+static void write_capacity(const kvshard__printer *p, const kvshard_profile__view *v)
+{
+    const kvshard__capacity *c = v->capacity;
+    kvshard_format__text(p, "capacity   ");
+    kvshard_format__human(p, v->memory);
+    kvshard_format__text(p, " per rank, ");
+    if (v->state_bytes_per_seq) {
+        kvshard_format__human(p, c->reserved);
+        kvshard_format__printf(p, " reserved for the state of %u sequence%s", v->options->max_seqs,
+                               v->options->max_seqs == 1 ? "" : "s");
+    } else {
+        kvshard_format__text(p, "no state to reserve");
+    }
+    if (c->has_num_blocks) {
+        kvshard_format__text(p, ": ");
+        kvshard_format__grouped(p, c->num_blocks);
+        kvshard_format__text(p, " blocks = ");
+        kvshard_format__grouped(p, c->max_tokens);
+        kvshard_format__text(p, " tokens\n");
+    } else {
+        kvshard_format__text(p, "; no KV bytes per block\n");
+    }
+}
+
+static void report_rows(const kvshard__printer *p, const kvshard_profile__view *v, bool tail)
+{
+    if (tail)
+        return;
+    kvshard_format__row(p, "memory per rank");
+    kvshard_format__bytes(p, v->memory);
+    kvshard_format__row_end(p);
+    kvshard_format__row(p, "state reserved");
+    kvshard_format__bytes(p, v->capacity->reserved);
+    kvshard_format__printf(p, " for the state of max_seqs = %u sequences", v->options->max_seqs);
+    kvshard_format__row_end(p);
+}
+
+const kvshard__profile kvshard_profile__kvshard = {
+    .name = "kvshard",
+    .engine = KVSHARD_ENGINE_KVSHARD,
+    .block_size = 16,
+    .max_seqs = 256,
+    .ownership = KVSHARD_OWNERSHIP_ORDINAL,
+    .counts_draft_layers = true,
+    .ranks_by_balanced = true,
+    .budget = budget,
+    .capacity = capacity,
+    .budget_label = "memory_per_rank",
+    .no_budget_hint = "no memory_per_rank given: pass `--memory_per_rank=20GiB` for blocks",
+    .write_capacity = write_capacity,
+    .report_rows = report_rows,
+};

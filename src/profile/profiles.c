@@ -1,0 +1,70 @@
+/* The profiles table. A new engine is one file filling a kvshard__profile,
+ * its enum value, and one row here. */
+#include "profile/profiles.h"
+
+#include <string.h>
+
+extern const kvshard__profile kvshard_profile__kvshard;
+extern const kvshard__profile kvshard_profile__xllm;
+
+const kvshard__profile *const kvshard_profiles__all[] = {
+    &kvshard_profile__kvshard,
+    &kvshard_profile__xllm,
+    NULL,
+};
+
+const kvshard_value__word kvshard_profiles__engine_words[] = {
+    {"kvshard", KVSHARD_ENGINE_KVSHARD},
+    {"xllm", KVSHARD_ENGINE_XLLM},
+    {NULL, 0},
+};
+
+const kvshard__profile *kvshard_profiles__of(kvshard_engine engine)
+{
+    for (const kvshard__profile *const *p = kvshard_profiles__all; *p; p++) {
+        if ((*p)->engine == engine)
+            return *p;
+    }
+    return NULL;
+}
+
+static bool same(const char *name, const char *s, size_t len)
+{
+    return strlen(name) == len && memcmp(name, s, len) == 0;
+}
+
+const kvshard_profile__input *kvshard_profiles__input(const char *name, size_t len)
+{
+    for (const kvshard__profile *const *p = kvshard_profiles__all; *p; p++) {
+        for (const kvshard_profile__input *in = (*p)->inputs; in && in->def.name; in++) {
+            if (same(in->def.name, name, len))
+                return in;
+        }
+    }
+    return NULL;
+}
+
+int kvshard_profiles__input_index(const kvshard__profile *p, const char *name)
+{
+    int i = 0;
+    for (const kvshard_profile__input *in = p->inputs; in && in->def.name; in++, i++) {
+        if (strcmp(in->def.name, name) == 0)
+            return i;
+    }
+    return -1;
+}
+
+const char *kvshard_profiles__alias(const kvshard__profile *p, const char *flag, size_t len)
+{
+    for (const kvshard_profile__alias *a = p->aliases; a && a->flag; a++) {
+        if (same(a->flag, flag, len))
+            return a->option;
+    }
+    return NULL;
+}
+
+const char *kvshard_engine_name(kvshard_engine engine)
+{
+    const kvshard_value__word *w = kvshard_value__word_of(kvshard_profiles__engine_words, engine);
+    return w ? w->text : "unknown";
+}

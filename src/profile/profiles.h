@@ -1,0 +1,28 @@
+/* The engine profiles kvshard knows: the one table that maps engine names
+ * and enum values to profiles, and lookups over every profile's inputs. */
+#ifndef KVSHARD_PROFILE_PROFILES_H
+#define KVSHARD_PROFILE_PROFILES_H
+
+#include "profile/profile.h"
+
+/* The profile of `engine`; NULL for a value no profile has. */
+const kvshard__profile *kvshard_profiles__of(kvshard_engine engine);
+
+/* The words cache.engine takes, with their kvshard_engine values. */
+extern const kvshard_value__word kvshard_profiles__engine_words[];
+
+/* The input `name` declares in any profile (the first that declares it),
+ * or NULL. Profiles that share an input declare it alike. */
+const kvshard_profile__input *kvshard_profiles__input(const char *name, size_t len);
+
+/* Position of input `name` in profile `p`'s table, or -1 when `p` does not
+ * read it. */
+int kvshard_profiles__input_index(const kvshard__profile *p, const char *name);
+
+/* The kvshard option an engine flag of `p` stands for, or NULL. */
+const char *kvshard_profiles__alias(const kvshard__profile *p, const char *flag, size_t len);
+
+/* Every profile, for lookups across them (NULL-ended). */
+extern const kvshard__profile *const kvshard_profiles__all[];
+
+#endif /* KVSHARD_PROFILE_PROFILES_H */

@@ -1,0 +1,324 @@
+/* The xllm profile: what an xLLM engine allocates for the same model and
+ * flags, from that engine's own capacity estimation, so the figures match
+ * its log line ("blocks: N ... linear_blocks: M"). Its budget B comes from
+ * memory_per_rank, or from the device figures as the engine computes them;
+ * a share of B goes to state slots (two of them padding, a 0.9/1.9 share
+ * when the prefix cache sizes the pool), the rest to blocks, and block 0
+ * and state row 0 are kept for padding. */
+#include "profile/profile.h"
+
+#include "base/checked.h"
+
+#include <math.h>
+#include <stdio.h>
+
+enum { IN_PREFIX_CACHE, IN_STATE_SLOTS, IN_DEVICE_TOTAL, IN_DEVICE_FREE, IN_UTILIZATION,
+       IN_MAX_CACHE_SIZE };
+
+#define ENGINE_ERANGE KVSHARD_ERANGE
+static const kvshard_profile__input inputs[] = {
+    [IN_PREFIX_CACHE] = {{"enable_prefix_cache", KVSHARD__VT_BOOL, 0, 1, ENGINE_ERANGE, false, NULL},
+                         {1, 0.0}},
+    [IN_STATE_SLOTS] = {{"max_linear_state_cache_slots", KVSHARD__VT_U32, 0, 1u << 24,
+                         ENGINE_ERANGE, false, NULL},
+                        {0, 0.0}},
+    [IN_DEVICE_TOTAL] = {{"device_memory_total", KVSHARD__VT_BYTES, 1, UINT64_MAX, ENGINE_ERANGE,
+                          true, NULL},
+                         {0, 0.0}},
+    [IN_DEVICE_FREE] = {{"device_memory_free", KVSHARD__VT_BYTES, 1, UINT64_MAX, ENGINE_ERANGE,
+                         true, NULL},
+                        {0, 0.0}},
+    [IN_UTILIZATION] = {{"max_memory_utilization", KVSHARD__VT_FRACTION, 0, 1, ENGINE_ERANGE,
+                         false, NULL},
+                        {0, 0.8}},
+    [IN_MAX_CACHE_SIZE] = {{"max_cache_size", KVSHARD__VT_BYTES, 0, UINT64_MAX, ENGINE_ERANGE,
+                            true, NULL},
+                           {0, 0.0}},
+    {{NULL, KVSHARD__VT_U32, 0, 0, 0, false, NULL}, {0, 0.0}},
+};
+#undef ENGINE_ERANGE
+
+static const kvshard_profile__alias aliases[] = {
+    {"max_seqs_per_batch", "max_seqs"},
+    {NULL, NULL},
+};
+
+/* The engine covers full-attention and linear layers, keeps one scratch
+ * layer, and splits only inside one KV head's replicas (it sizes an
+ * owner's KV with the rank's own heads). */
+static int check(const kvshard_profile__ctx *c, const char **blame, kvshard_error *err)
+{
+    const kvshard__model_info *m = c->model;
+    uint32_t sliding = m->count[KVSHARD_LAYER_SLIDING_ATTENTION];
+    uint32_t hybrid = m->count[KVSHARD_LAYER_HYBRID], none = m->count[KVSHARD_LAYER_NO_CACHE];
+    *blame = "engine";
+    if (sliding + hybrid + none > 0)
+        return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
+                             "the xllm profile plans full-attention and linear layers only; this "
+                             "model has %u sliding-window, %u hybrid and %u no-cache layers",
+                             sliding, hybrid, none);
+    *blame = "scratch_layers";
+    if (c->options->scratch_layers != 1)
+        return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
+                             "the xllm profile keeps one scratch layer; scratch_layers is %u",
+                             c->options->scratch_layers);
+    *blame = "layerwise_split_size";
+    if (c->split > 1 && c->replication % c->split != 0)
+        return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
+                             "the xllm profile needs a split that divides the KV replication: "
+                             "layerwise_split_size %u, replication factor %u (the engine sizes "
+                             "an owner's KV with its own heads)",
+                             c->split, c->replication);
+    *blame = NULL;
+    return KVSHARD_OK;
+}
+
+/* B: memory_per_rank as given, uncapped; else device_memory_free -
+ * trunc(device_memory_total x (1 - utilization)) in double, as the engine
+ * computes it, capped by max_cache_size. */
+static int budget(uint64_t *out, bool *has, const kvshard_profile__ctx *c, const char **blame,
+                  kvshard_error *err)
+{
+    const kvshard_options *o = c->options;
+    uint64_t total = c->inputs[IN_DEVICE_TOTAL].u, free_bytes = c->inputs[IN_DEVICE_FREE].u;
+    double utilization = c->inputs[IN_UTILIZATION].d;
+    uint64_t cap = c->inputs[IN_MAX_CACHE_SIZE].u;
+    *has = false;
+    if (o->memory_per_rank) {
+        *out = o->memory_per_rank;
+        *has = true;
+        return KVSHARD_OK;
+    }
+    if (!total && !free_bytes)
+        return KVSHARD_OK;
+    if (!total || !free_bytes) {
+        *blame = total ? "device_memory_total" : "device_memory_free";
+        return kvshard__fail(err, KVSHARD_EMISSING, "", kvshard__no_mark,
+                             "xllm profile: %s needs %s too (or give memory_per_rank)",
+                             total ? "device_memory_total" : "device_memory_free",
+                             total ? "device_memory_free" : "device_memory_total");
+    }
+    double held = trunc((double)total * (1.0 - utilization));
+    double b = (double)free_bytes - held;
+    if (cap > 0 && b > (double)cap)
+        b = (double)cap;
+    if (!(b > 0.0)) {
+        *blame = "device_memory_free";
+        return kvshard__fail(err, KVSHARD_ENOBLOCK, "", kvshard__no_mark,
+                             "xllm profile: no budget for the KV cache: device_memory_free %llu - "
+                             "device_memory_total %llu x (1 - max_memory_utilization %g) = %.0f "
+                             "bytes",
+                             (unsigned long long)free_bytes, (unsigned long long)total,
+                             utilization, b);
+    }
+    *out = b >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)b;
+    *has = true;
+    return KVSHARD_OK;
+}
+
+/* State slots: two padding slots, and a 0.9/1.9 share of the budget when
+ * the prefix cache sizes the pool. */
+static int slots_of(uint64_t *out, const kvshard__capacity_inputs *in, uint64_t lin, uint64_t blk,
+                    const char **blame, kvshard_error *err)
+{
+    const kvshard_options *o = in->options;
+    uint64_t B = in->memory;
+    uint32_t asked = (uint32_t)in->inputs[IN_STATE_SLOTS].u;
+    if (lin == 0) {
+        *out = 2;
+        return KVSHARD_OK;
+    }
+    uint64_t by_state = (B - 1) / lin;
+    uint64_t room, per;
+    uint64_t by_both =
+        kvshard__add(&room, B, 2 * blk) && kvshard__add(&per, lin, blk) ? room / per : by_state;
+    uint64_t bound = by_state < by_both ? by_state : by_both;
+    bound = bound > 2 ? bound : 2;
+    if (asked > 0) {
+        uint64_t slots = (uint64_t)asked + 2;
+        if (slots > bound) {
+            *blame = "max_linear_state_cache_slots";
+            return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
+                                 "xllm profile: max_linear_state_cache_slots %u (+2 padding) is "
+                                 "above the %llu state slots the budget %llu bytes can hold "
+                                 "(state %llu bytes per slot)",
+                                 asked, (unsigned long long)bound, (unsigned long long)B,
+                                 (unsigned long long)lin);
+        }
+        *out = slots;
+    } else if (!in->inputs[IN_PREFIX_CACHE].u) {
+        uint64_t want = (uint64_t)o->max_seqs + 2;
+        *out = want < bound ? want : bound;
+    } else {
+        /* IEEE double, in this order, as the engine computes it. */
+        double share = (double)B * (0.9 / 1.9) / (double)lin;
+        uint64_t a = (uint64_t)trunc(share);
+        a = a > 2 ? a : 2;
+        *out = a < bound ? a : bound;
+    }
+    return KVSHARD_OK;
+}
+
+static int capacity(kvshard__capacity *c, uint64_t *rank_blocks,
+                    const kvshard__capacity_inputs *in, const char **blame, kvshard_error *err)
+{
+    const kvshard_options *o = in->options;
+    uint64_t B = in->memory;
+    uint32_t first = kvshard_capacity__first_rank(in), end = kvshard_capacity__end_rank(in);
+    uint64_t lin = in->ranks[first].state_bytes_per_seq;
+    uint64_t blk = in->unsplit_bytes_per_block;
+    if (blk && !kvshard__add(&blk, blk, in->extra_per_block))
+        blk = UINT64_MAX;
+    uint64_t slots = 0, reserved;
+    int rc = slots_of(&slots, in, lin, blk, blame, err);
+    if (rc)
+        return rc;
+    /* Memory too small: the figure to change is the budget the device
+     * figures gave, when they gave it. */
+    const char *budget_input = o->memory_per_rank ? NULL : "device_memory_free";
+    if (!kvshard__mul(&reserved, slots, lin) || reserved >= B) {
+        *blame = budget_input;
+        return kvshard__fail(err, KVSHARD_ENOBLOCK, "", kvshard__no_mark,
+                             "xllm profile: state slots do not fit: %llu slots x %llu bytes of "
+                             "state reach the budget of %llu bytes",
+                             (unsigned long long)slots, (unsigned long long)lin,
+                             (unsigned long long)B);
+    }
+    uint64_t avail = B - reserved;
+    c->has_budget = true;
+    c->budget = B;
+    c->reserved = reserved;
+    c->has_state_slots = true;
+    c->state_slots = slots;
+    c->usable_state_slots = slots - 1;
+    /* Ranks that own no KV layer hold only scratch; the engine skips them
+     * when it sizes every rank. Asked for one such rank, its own fit. */
+    uint64_t least = UINT64_MAX, worst = 0;
+    bool split = in->split > 1;
+    for (uint32_t r = first; r < end; r++) {
+        const kvshard_rank_memory *f = &in->ranks[r];
+        uint64_t bpb = kvshard_capacity__block_bytes(f, in->extra_per_block);
+        if (bpb == 0 || (split && f->kv_bytes_per_token == 0 && in->rank == KVSHARD_ALL_RANKS))
+            continue;
+        uint64_t blocks = avail / bpb;
+        if (blocks < least) {
+            least = blocks;
+            worst = bpb;
+        }
+    }
+    if (least == UINT64_MAX)
+        return KVSHARD_OK; /* no KV bytes: slots only */
+    if (least < 1) {
+        *blame = budget_input;
+        return kvshard__fail(err, KVSHARD_ENOBLOCK, "", kvshard__no_mark,
+                             "xllm profile: no memory for one block: budget %llu bytes, %llu "
+                             "state slots take %llu, bytes_per_block %llu",
+                             (unsigned long long)B, (unsigned long long)slots,
+                             (unsigned long long)reserved, (unsigned long long)worst);
+    }
+    c->has_num_blocks = true;
+    c->num_blocks = least;
+    c->has_usable_blocks = true;
+    c->usable_blocks = least - 1;
+    for (uint32_t r = first; rank_blocks && r < end; r++)
+        rank_blocks[r] = least; /* the engine allocates one count everywhere */
+    if ((rc = kvshard_capacity__max_tokens(c, o, err)) != 0 || in->context_length == 0)
+        return rc;
+    uint64_t per_seq = kvshard__ceil_div(in->context_length, o->block_size);
+    uint64_t cap = o->max_seqs;
+    if (lin > 0 && c->usable_state_slots < cap)
+        cap = c->usable_state_slots;
+    uint64_t fit = c->usable_blocks / per_seq;
+    c->has_concurrency = true;
+    c->concurrency = fit < cap ? fit : cap;
+    return KVSHARD_OK;
+}
+
+static void write_capacity(const kvshard__printer *p, const kvshard_profile__view *v)
+{
+    const kvshard__capacity *c = v->capacity;
+    kvshard_format__text(p, "capacity   xllm profile: budget ");
+    kvshard_format__human(p, v->memory);
+    kvshard_format__text(p, " per rank; ");
+    kvshard_format__grouped(p, c->state_slots);
+    kvshard_format__text(p, " state slots (");
+    kvshard_format__human(p, c->reserved);
+    kvshard_format__text(p, ")");
+    if (!c->has_num_blocks) {
+        kvshard_format__text(p, "; no KV bytes per block\n");
+        return;
+    }
+    kvshard_format__text(p, ", ");
+    kvshard_format__grouped(p, c->num_blocks);
+    kvshard_format__printf(p, " blocks of %u tokens = ", v->options->block_size);
+    kvshard_format__grouped(p, c->max_tokens);
+    kvshard_format__printf(p, " tokens\n           the engine logs blocks: %llu, linear_blocks: "
+                              "%llu; usable after padding: ",
+                           (unsigned long long)c->num_blocks, (unsigned long long)c->state_slots);
+    kvshard_format__grouped(p, c->usable_blocks);
+    kvshard_format__text(p, " blocks, ");
+    kvshard_format__grouped(p, c->usable_state_slots);
+    kvshard_format__text(p, " state slots\n");
+}
+
+static void report_rows(const kvshard__printer *p, const kvshard_profile__view *v, bool tail)
+{
+    const kvshard__capacity *c = v->capacity;
+    if (!tail) {
+        kvshard_format__row(p, "budget per rank");
+        kvshard_format__bytes(p, v->memory);
+        kvshard_format__row_end(p);
+        kvshard_format__row(p, "state slots");
+        kvshard_format__grouped(p, c->state_slots);
+        kvshard_format__text(p, ", taking ");
+        kvshard_format__bytes(p, c->reserved);
+        kvshard_format__row_end(p);
+        return;
+    }
+    if (!c->has_num_blocks)
+        return;
+    kvshard_format__row(p, "usable after padding");
+    kvshard_format__grouped(p, c->usable_blocks);
+    kvshard_format__text(p, " blocks, ");
+    kvshard_format__grouped(p, c->usable_state_slots);
+    kvshard_format__printf(p, " state slots (the engine logs blocks: %llu, linear_blocks: %llu)",
+                           (unsigned long long)c->num_blocks, (unsigned long long)c->state_slots);
+    kvshard_format__row_end(p);
+}
+
+/* The engine's state pool does not follow max_seqs: the message names its
+ * bounds. */
+static void unreachable(char *buf, size_t cap, const kvshard_profile__view *v)
+{
+    const kvshard_options *o = v->options;
+    const kvshard__capacity *c = v->capacity;
+    snprintf(buf, cap,
+             "at %u tokens %llu sequences run at once, below max_seqs %u: the engine has %llu "
+             "usable blocks (%llu a sequence) and %llu usable state slots",
+             o->context_length, (unsigned long long)c->concurrency, o->max_seqs,
+             (unsigned long long)c->usable_blocks,
+             (unsigned long long)kvshard__ceil_div(o->context_length, o->block_size),
+             (unsigned long long)c->usable_state_slots);
+}
+
+const kvshard__profile kvshard_profile__xllm = {
+    .name = "xllm",
+    .engine = KVSHARD_ENGINE_XLLM,
+    .block_size = 128,
+    .max_seqs = 200,
+    .ownership = KVSHARD_OWNERSHIP_GLOBAL,
+    .aliases = aliases,
+    .inputs = inputs,
+    .counts_draft_layers = false,
+    .ranks_by_balanced = false,
+    .check = check,
+    .budget = budget,
+    .capacity = capacity,
+    .budget_label = "budget",
+    .named_in_headers = true,
+    .no_budget_hint = "xllm profile: no budget given: pass `--memory_per_rank`, or "
+                      "`--device_memory_total` and `--device_memory_free`",
+    .write_capacity = write_capacity,
+    .report_rows = report_rows,
+    .unreachable = unreachable,
+};

@@ -1,0 +1,67 @@
+/* Typed values as deployment files, flags and callers give them: one
+ * definition per key (its type, range and words) and the one parser and
+ * range check behind every option, setting and engine input. */
+#ifndef KVSHARD_TEXT_VALUE_H
+#define KVSHARD_TEXT_VALUE_H
+
+#include "text/scalar.h"
+
+typedef enum kvshard_value__type {
+    KVSHARD__VT_U32,      /* a whole number */
+    KVSHARD__VT_BYTES,    /* a byte count: an integer or a size with a unit */
+    KVSHARD__VT_BOOL,     /* true or false (flags: 1/0, yes/no, t/f, y/n too) */
+    KVSHARD__VT_WORD,     /* one of `words` */
+    KVSHARD__VT_FRACTION  /* a decimal above 0 and at most 1 */
+} kvshard_value__type;
+
+typedef struct kvshard_value__word {
+    const char *text;
+    int value;
+} kvshard_value__word;
+
+typedef struct kvshard_value__def {
+    const char *name;
+    kvshard_value__type type;
+    uint64_t min; /* as text; a caller's struct may also hold 0 when `unset_ok` */
+    uint64_t max;
+    /* A value below `min` is EPARALLEL for the parallel sizes, whose floor
+     * of 1 is a rule of its own, and ERANGE for everything else. */
+    int below_min;
+    /* A caller's struct may leave it unset: 0 for numbers, -1 for words (a
+     * value no word names, settled later). */
+    bool unset_ok;
+    const kvshard_value__word *words; /* KVSHARD__VT_WORD: the accepted words, NULL-ended */
+} kvshard_value__def;
+
+/* A parsed value: `u` for integers, byte counts, booleans (0/1) and words
+ * (the word's value, sign-extended), `d` for fractions. */
+typedef struct kvshard_value {
+    uint64_t u;
+    double d;
+} kvshard_value;
+
+/* Parse `text` as `def` says: YAML text (plain or quoted) by YAML's rules,
+ * flag text by gflags' (booleans 1/0/yes/no...). On failure *out is
+ * unchanged and the error names def->name, `source` and `mark`. */
+int kvshard_value__parse(kvshard_value *out, const kvshard_value__def *def, const char *text,
+                         size_t len, kvshard__value_style style, const char *source,
+                         kvshard__mark mark, kvshard_error *err);
+
+/* Whether a value from a caller's struct is allowed; the error names the
+ * key. */
+int kvshard_value__check(const kvshard_value__def *def, kvshard_value v, kvshard_error *err);
+
+/* A boolean as text: YAML (plain) takes true or false; flags also take 1/0,
+ * yes/no, t/f and y/n in any case. 1 true, 0 false, -1 neither. */
+int kvshard_value__bool_text(const char *text, size_t len, kvshard__value_style style);
+
+/* The word whose value is `value`, or NULL. */
+const kvshard_value__word *kvshard_value__word_of(const kvshard_value__word *words, int value);
+
+/* The words for a message: "auto, bf16 or fp8". */
+void kvshard_value__list_words(char *buf, size_t cap, const kvshard_value__word *words);
+
+/* Two values are the same (fractions by their bits' value). */
+bool kvshard_value__equal(const kvshard_value__def *def, kvshard_value a, kvshard_value b);
+
+#endif /* KVSHARD_TEXT_VALUE_H */
