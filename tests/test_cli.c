@@ -115,7 +115,7 @@ static void test_version_and_help(void **state)
     (void)state;
     run_result r = cli("--version");
     assert_int_equal(r.status, 0);
-    assert_string_equal(r.out, "kvshard 0.2.0\n");
+    assert_string_equal(r.out, "kvshard 0.3.0\n");
     assert_string_equal(r.err, "");
     run_free(&r);
 
@@ -169,7 +169,7 @@ static void test_plan_json(void **state)
     assert_int_equal(r.status, 0);
     assert_string_equal(r.err, "");
     assert_true(starts_with(r.out, "{"));
-    assert_contains(r.out, "\"kvshard_version\": \"0.2.0\"");
+    assert_contains(r.out, "\"kvshard_version\": \"0.3.0\"");
     assert_contains(r.out, "\"owned_layers\": [3, 11, 19, 27, 35]");
     assert_contains(r.out, "\"owned_layers\": [7, 15, 23, 31, 39]");
     assert_contains(r.out, "\"num_blocks\": 197493");

@@ -476,6 +476,10 @@ KVSHARD_EXPORT int kvshard_options_set(kvshard_options *options, const char *key
 KVSHARD_EXPORT int kvshard_settings_create(kvshard_settings **out,
                                            const kvshard_allocator *allocator,
                                            kvshard_error *err);
+/** A copy of `settings` (NULL: an empty one), allocated with `allocator`;
+ *  the caller frees it. Errors: KVSHARD_EINVAL, KVSHARD_ENOMEM. */
+KVSHARD_EXPORT int kvshard_settings_copy(kvshard_settings **out, const kvshard_settings *settings,
+                                         const kvshard_allocator *allocator, kvshard_error *err);
 /** Release a settings object. NULL is a no-op. */
 KVSHARD_EXPORT void kvshard_settings_free(kvshard_settings *settings);
 /**

@@ -315,8 +315,10 @@ struct ComparisonFree {
 /* ------------------------------------------------------------------------ */
 
 /**
- * kvshard_options with its defaults (KVSHARD_OPTIONS_INIT) and a checked
- * setter by key name. The fields stay reachable: `options->world_size = 8`.
+ * kvshard_options with its defaults (KVSHARD_OPTIONS_INIT), the settings an
+ * engine profile reads beside them, and a checked setter by key name for
+ * both. The fields stay reachable: `options->world_size = 8`. A copy holds
+ * a copy of the settings.
  */
 class Options
 {
@@ -324,21 +326,52 @@ class Options
     Options() noexcept : o_(KVSHARD_OPTIONS_INIT)
     {
     }
-    /** A copy of a C options struct (its `size` as the caller set it). */
-    explicit Options(const kvshard_options &options) noexcept : o_(options)
+    /** A copy of a C options struct (its `size` as the caller set it) and
+     *  of the settings it points to. */
+    explicit Options(const kvshard_options &options) : o_(options)
     {
+        o_.settings = nullptr;
+        if (options.settings != nullptr)
+            copy_settings(options.settings);
     }
+    Options(const Options &other) : o_(other.o_)
+    {
+        o_.settings = nullptr;
+        if (other.s_)
+            copy_settings(other.s_.get());
+    }
+    Options &operator=(const Options &other)
+    {
+        if (this != &other) {
+            Options copy(other);
+            std::swap(o_, copy.o_);
+            std::swap(s_, copy.s_);
+        }
+        return *this;
+    }
+    Options(Options &&) noexcept = default;
+    Options &operator=(Options &&) noexcept = default;
 
     /**
-     * Set one option by its deployment key from text, as
-     * kvshard_options_set(): "world_size", "4"; "memory_per_rank", "20GiB".
-     * `origin` names the text in errors (empty: "option"). On failure the
-     * options are unchanged and kvshard::Error is thrown.
+     * Set one option or setting by its deployment key from text, as
+     * kvshard_options_set() and kvshard_settings_set(): "world_size", "4";
+     * "memory_per_rank", "20GiB"; "enable_prefix_cache", "false". `origin`
+     * names the text in errors (empty: "option"). On failure the options
+     * are unchanged and kvshard::Error is thrown.
      */
     Options &set(std::string_view key, std::string_view value, std::string_view origin = {})
     {
         const std::string k(key), v(value), o(origin);
+        kvshard_setting_info info = KVSHARD_SETTING_INFO_INIT;
         kvshard_error err{};
+        if (kvshard_setting_find(&info, k.c_str()) == KVSHARD_OK) {
+            if (!s_)
+                copy_settings(nullptr);
+            detail::check(
+                kvshard_settings_set(s_.get(), k.c_str(), v.c_str(), detail::or_null(o), &err),
+                err);
+            return *this;
+        }
         detail::check(kvshard_options_set(&o_, k.c_str(), v.c_str(), detail::or_null(o), &err),
                       err);
         return *this;
@@ -373,7 +406,23 @@ class Options
     }
 
   private:
+    struct SettingsFree {
+        void operator()(kvshard_settings *s) const noexcept
+        {
+            kvshard_settings_free(s);
+        }
+    };
+    void copy_settings(const kvshard_settings *from)
+    {
+        kvshard_settings *s = nullptr;
+        kvshard_error err{};
+        detail::check(kvshard_settings_copy(&s, from, nullptr, &err), err);
+        s_.reset(s);
+        o_.settings = s;
+    }
+
     kvshard_options o_;
+    std::unique_ptr<kvshard_settings, SettingsFree> s_;
 };
 
 /* ------------------------------------------------------------------------ */
@@ -805,6 +854,26 @@ class Plan
         kvshard_blocks out = KVSHARD_BLOCKS_INIT;
         kvshard_error err{};
         detail::check(kvshard_plan_blocks_for(&out, h(), tp_rank, &budget, &err), err);
+        return out;
+    }
+    /** A capacity figure by its JSON name ("num_blocks", "state_slots"). */
+    kvshard_figure capacity_figure(std::string_view name) const
+    {
+        const std::string n(name);
+        kvshard_figure out = KVSHARD_FIGURE_INIT;
+        detail::check(kvshard_plan_capacity_figure(&out, h(), n.c_str()),
+                      "kvshard::Plan::capacity_figure");
+        return out;
+    }
+    /** The same figure at a measured budget, as blocks_for() computes it. */
+    kvshard_figure blocks_figure(std::uint32_t tp_rank, const kvshard_budget &budget,
+                                 std::string_view name) const
+    {
+        const std::string n(name);
+        kvshard_figure out = KVSHARD_FIGURE_INIT;
+        kvshard_error err{};
+        detail::check(kvshard_plan_blocks_figure(&out, h(), tp_rank, &budget, n.c_str(), &err),
+                      err);
         return out;
     }
 

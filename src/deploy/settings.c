@@ -99,13 +99,19 @@ size_t kvshard_settings__ignored(const char **names, size_t cap, const kvshard_s
 int kvshard_settings_create(kvshard_settings **out, const kvshard_allocator *allocator,
                             kvshard_error *err)
 {
+    return kvshard_settings_copy(out, NULL, allocator, err);
+}
+
+int kvshard_settings_copy(kvshard_settings **out, const kvshard_settings *settings,
+                          const kvshard_allocator *allocator, kvshard_error *err)
+{
     int rc = kvshard_call__begin(err, out != NULL, "out");
     if (rc == KVSHARD_OK)
         rc = kvshard_call__allocator(err, allocator);
     if (rc)
         return rc;
     kvshard_allocator a = kvshard__allocator_or_default(allocator);
-    kvshard_settings *s = kvshard_settings__copy(NULL, &a);
+    kvshard_settings *s = kvshard_settings__copy(settings, &a);
     if (!s)
         return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
     *out = s;

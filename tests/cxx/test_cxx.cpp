@@ -470,6 +470,40 @@ void test_threads()
     CHECK(errors.load() == 0);
 }
 
+// An engine profile's inputs are settings: Options::set() takes them by key
+// beside the options, a copy keeps its own, and the profile's figures come
+// by name. The seed under xllm, B = 20 GiB, its block 16 and split 2: 631
+// state slots and 115127 blocks (tests/test_capacity.c works them out); with
+// the prefix cache off, min(128 + 2, bound) = 130 slots.
+void test_settings()
+{
+    kvshard::Model model = kvshard::Model::load_file(std::string(KVSHARD_EXAMPLES) +
+                                                     "/models/qwen3_5_35b_a3b.json");
+    kvshard::Options options;
+    options.set("engine", "xllm")
+        .set("world_size", 4)
+        .set("memory_per_rank", "20GiB")
+        .set("block_size", 16)
+        .set("max_seqs", 128)
+        .set("enable_layerwise_split", true)
+        .set("layerwise_split_size", 2)
+        .set("ownership", "ordinal");
+    kvshard::Options copy = options;
+    options.set("enable_prefix_cache", false);
+    kvshard::Plan off = kvshard::Plan::create(model, options);
+    kvshard::Plan on = kvshard::Plan::create(model, copy);
+    CHECK(off.capacity_figure("state_slots").uint_value == 130);
+    CHECK(on.capacity_figure("state_slots").uint_value == 631);
+    CHECK(on.capacity().num_blocks == 115127);
+    CHECK(on.capacity_figure("usable_blocks").uint_value == 115126);
+    CHECK(on.capacity_figure("engine").type == KVSHARD_FIGURE_TEXT);
+    kvshard::Error e = expect_error([&] { options.set("enable_prefix_cache", "maybe"); },
+                                    "a setting of the wrong type");
+    CHECK(e.code() == KVSHARD_ETYPE);
+    e = expect_error([&] { on.capacity_figure("slots"); }, "an unknown figure");
+    CHECK(e.code() == KVSHARD_EUNKNOWNKEY);
+}
+
 } // namespace
 
 int main()
@@ -481,6 +515,7 @@ int main()
         {"model_create", test_model_create},
         {"moved_from", test_moved_from},
         {"threads", test_threads},
+        {"settings", test_settings},
     };
     for (const auto &test : tests) {
         const int before = failures;
