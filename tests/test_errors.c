@@ -2,6 +2,8 @@
  * alone on failure, NULL err, status names (allocation failure: test_alloc). */
 #include "test_util.h"
 
+#include "base/error.h"
+
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -556,6 +558,94 @@ static void test_depth_limit_exact(void **state)
     assert_int_equal(err.column, 67);
 }
 
+/* ---- the one escape of every message ----------------------------------------------------- */
+
+static void assert_escape(const char *text, size_t len, const char *want)
+{
+    char out[256];
+    size_t n = kvshard__escape(out, sizeof out, text, len);
+    if (strcmp(out, want) != 0)
+        print_error("escaped \"%s\", expected \"%s\"\n", out, want);
+    assert_string_equal(out, want);
+    assert_int_equal(n, strlen(want));
+    assert_int_equal(kvshard__escaped_width(text, len), strlen(want));
+    /* Escaped text escapes to itself. */
+    char again[256];
+    kvshard__escape(again, sizeof again, out, n);
+    assert_string_equal(again, out);
+}
+
+#define ESCAPES(text, want) assert_escape(text, sizeof text - 1, want)
+
+/* The invisible and bidirectional characters at both ends of each range of
+ * the set, and their neighbours, which are shown as they are. */
+static void test_escape_hidden_characters(void **state)
+{
+    (void)state;
+    ESCAPES("a\xE2\x80\x8B"
+            "b\xE2\x80\x8F"
+            "c",
+            "a\\u{200B}b\\u{200F}c"); /* zero-width space, right-to-left mark */
+    ESCAPES("\xE2\x80\xAA\xE2\x80\xAE", "\\u{202A}\\u{202E}"); /* embedding, override */
+    ESCAPES("\xE2\x81\xA0\xE2\x81\xA4", "\\u{2060}\\u{2064}"); /* word joiner, invisible plus */
+    ESCAPES("\xE2\x81\xA6\xE2\x81\xA9", "\\u{2066}\\u{2069}"); /* isolates */
+    ESCAPES("\xEF\xBB\xBFkey", "\\u{FEFF}key");                 /* byte order mark */
+    ESCAPES("soft\xC2\xAD"
+            "hyphen\xC2\xA0nbsp",
+            "soft\\u{00AD}hyphen\\u{00A0}nbsp");
+    ESCAPES("\xE2\x80\x80\xE3\x80\x80", "\\u{2000}\\u{3000}"); /* en quad, ideographic space */
+    ESCAPES("\xF3\xA0\x80\x81", "\\u{E0001}");                 /* language tag */
+    /* Neighbours that are seen: hyphen U+2010, one dot leader U+2024 ...
+     * U+2027, per mille U+2030, U+205E, superscript zero U+2070, U+00AC,
+     * U+00AE, e acute, the euro sign, an emoji. */
+    ESCAPES("\xE2\x80\x90\xE2\x80\xA7\xE2\x80\xB0\xE2\x81\x9E\xE2\x81\xB0",
+            "\xE2\x80\x90\xE2\x80\xA7\xE2\x80\xB0\xE2\x81\x9E\xE2\x81\xB0");
+    ESCAPES("\xC2\xAC\xC2\xAE\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80",
+            "\xC2\xAC\xC2\xAE\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80");
+    /* Controls and bad bytes keep their \xNN form; a NUL is shown, and the
+     * text after it is kept. */
+    ESCAPES("ab\0cd", "ab\\x00cd");
+    ESCAPES("\x1B[31m\x7F\xC2\x85\xFF", "\\x1B[31m\\x7F\\xC2\\x85\\xFF");
+    /* A lone byte of a hidden character is invalid UTF-8, not hidden. */
+    ESCAPES("\xE2\x80", "\\xE2\\x80");
+
+    /* Cut only between whole escapes: 12 bytes hold "ab" and one escape. */
+    char out[12];
+    assert_int_equal(kvshard__escape(out, sizeof out, "ab\xE2\x80\x8B\xE2\x80\x8B", 8), 10);
+    assert_string_equal(out, "ab\\u{200B}");
+}
+
+/* A long path is shortened from the front, never inside an escape, and the
+ * invisible characters in it are shown. */
+static void test_shorten_keeps_whole_escapes(void **state)
+{
+    (void)state;
+    char path[1024];
+    size_t n = 0;
+    for (int i = 0; i < 60; i++) {
+        path[n++] = 'd';
+        memcpy(path + n, "\xE2\x80\x8B", 3); /* "d\u{200B}": 9 characters shown */
+        n += 3;
+    }
+    memcpy(path + n, "/flags.txt", sizeof "/flags.txt");
+    char out[KVSHARD_ERROR_SOURCE_MAX];
+    kvshard__shorten(out, sizeof out, path);
+    assert_true(strlen(out) < sizeof out);
+    assert_true(strncmp(out, "...", 3) == 0);
+    assert_true(ends_with(out, "d\\u{200B}/flags.txt"));
+    /* 156 characters after "...": "/flags.txt" and 16 whole "d\u{200B}". */
+    assert_int_equal(strlen(out), 3 + 10 + 16 * 9);
+    assert_true(strncmp(out + 3, "d\\u{200B}", 9) == 0);
+    /* A short path is escaped whole; kvshard_error.source is this form. */
+    kvshard__shorten(out, sizeof out, "/tmp/a\xE2\x80\xAE" "b");
+    assert_string_equal(out, "/tmp/a\\u{202E}b");
+    kvshard_error err;
+    kvshard__error_reset(&err);
+    kvshard__fail(&err, KVSHARD_EIO, path, kvshard__no_mark, "x");
+    kvshard__shorten(out, sizeof out, path);
+    assert_string_equal(err.source, out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -566,6 +656,8 @@ int main(void)
         cmocka_unit_test(test_strerror_distinct),
         cmocka_unit_test(test_document_size_limit),
         cmocka_unit_test(test_depth_limit_exact),
+        cmocka_unit_test(test_escape_hidden_characters),
+        cmocka_unit_test(test_shorten_keeps_whole_escapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
