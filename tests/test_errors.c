@@ -593,7 +593,7 @@ static void test_escape_hidden_characters(void **state)
     ESCAPES("\xE2\x80\xAA\xE2\x80\xAE", "\\u{202A}\\u{202E}"); /* embedding, override */
     ESCAPES("\xE2\x81\xA0\xE2\x81\xA4", "\\u{2060}\\u{2064}"); /* word joiner, invisible plus */
     ESCAPES("\xE2\x81\xA6\xE2\x81\xA9", "\\u{2066}\\u{2069}"); /* isolates */
-    ESCAPES("\xEF\xBB\xBFkey", "\\u{FEFF}key");                 /* byte order mark */
+    ESCAPES("\xEF\xBB\xBFkey", "\\u{FEFF}key");                /* byte order mark */
     ESCAPES("soft\xC2\xAD"
             "hyphen\xC2\xA0nbsp",
             "soft\\u{00AD}hyphen\\u{00A0}nbsp");
@@ -641,7 +641,9 @@ static void test_shorten_keeps_whole_escapes(void **state)
     assert_int_equal(strlen(out), 3 + 10 + 16 * 9);
     assert_true(strncmp(out + 3, "d\\u{200B}", 9) == 0);
     /* A short path is escaped whole; kvshard_error.source is this form. */
-    kvshard__shorten(out, sizeof out, "/tmp/a\xE2\x80\xAE" "b");
+    kvshard__shorten(out, sizeof out,
+                     "/tmp/a\xE2\x80\xAE"
+                     "b");
     assert_string_equal(out, "/tmp/a\\u{202E}b");
     kvshard_error err;
     kvshard__error_reset(&err);
@@ -650,7 +652,7 @@ static void test_shorten_keeps_whole_escapes(void **state)
     assert_string_equal(err.source, out);
 }
 
-/* ---- the flag-file budget, NUL, long paths ---------------------------------------------------- */
+/* ---- the flag-file budget, NUL, long paths ------------------------------------------------- */
 
 typedef struct scratch {
     char dir[64];
@@ -759,8 +761,9 @@ static void test_flagfile_fanout_budget(void **state)
     kvshard_error err;
     assert_int_equal(apply2(&err, arg, NULL), KVSHARD_ELIMIT);
     char want[300];
-    snprintf(want, sizeof want, "--flagfile=%s/f7 would be flag file 257; one call opens at most "
-                                "256 flag files",
+    snprintf(want, sizeof want,
+             "--flagfile=%s/f7 would be flag file 257; one call opens at most "
+             "256 flag files",
              s.dir);
     assert_flag_error(&err, KVSHARD_ELIMIT, "/f6", 12, 1, want);
     assert_int_equal(KVSHARD_FLAGS__MAX_FILES, 256);
@@ -886,8 +889,7 @@ static void test_flagfile_hidden_bytes(void **state)
     p = scratch_file(&s, "zw", zw, sizeof zw - 1);
     snprintf(arg, sizeof arg, "--flagfile=%s", p);
     assert_int_equal(apply2(&err, arg, NULL), KVSHARD_EUNKNOWNKEY);
-    assert_flag_error(&err, KVSHARD_EUNKNOWNKEY, "/zw", 1, 1,
-                      "unknown flag --world\\u{200B}_size");
+    assert_flag_error(&err, KVSHARD_EUNKNOWNKEY, "/zw", 1, 1, "unknown flag --world\\u{200B}_size");
     scratch_close(&s);
 }
 

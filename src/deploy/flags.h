@@ -12,9 +12,9 @@
  * together: a file that names the next one many times, eight deep, would
  * otherwise read millions of files. A real engine's flag files are a few
  * files of a few hundred lines. */
-#define KVSHARD_FLAGS__MAX_FILES 256u                 /* flag files opened */
+#define KVSHARD_FLAGS__MAX_FILES 256u                  /* flag files opened */
 #define KVSHARD_FLAGS__MAX_BYTES (16u * 1024u * 1024u) /* bytes of flag files read */
-#define KVSHARD_FLAGS__MAX_FLAGS 65536u               /* flags, arguments and files together */
+#define KVSHARD_FLAGS__MAX_FLAGS 65536u                /* flags, arguments and files together */
 
 /* Called with the path of each flag file once it has been read (a file
  * named twice is reported twice). The path is borrowed for the call. */
