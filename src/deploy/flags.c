@@ -29,9 +29,12 @@ typedef struct flag_list {
     flag *items;
     size_t count;
     size_t cap;
-    char **texts; /* flag files' contents and paths, freed at the end */
+    char **texts; /* flag files' paths and the flags copied out of them */
     size_t text_count;
     size_t text_cap;
+    char *arena; /* the block flags are copied into, and its room */
+    size_t arena_used;
+    size_t arena_cap;
     bool ignore_unknown;
     /* The budget of the whole call (KVSHARD_FLAGS__MAX_*). */
     size_t files; /* flag files opened */
@@ -76,14 +79,49 @@ static int keep_text(flag_list *l, char *text)
     return KVSHARD_OK;
 }
 
-/* Where a flag stands, for errors: "command line --name" or the file. */
-static void origin_of(char *buf, size_t cap, const flag *f)
+/* A flag file is freed once its lines are read, so memory follows the flags
+ * rather than the files (comments, say): each flag is copied into blocks of
+ * ARENA_BLOCK bytes, a longer one into its own allocation. */
+#define ARENA_BLOCK 65536u
+
+static int keep_flag(const char **out, flag_list *l, const char *text, size_t len)
+{
+    int rc;
+    char *copy;
+    if (len >= ARENA_BLOCK / 4) {
+        if (!(copy = kvshard__strndup(&l->alloc, text, len)))
+            return nomem(l);
+        if ((rc = keep_text(l, copy)) != 0)
+            return rc;
+        *out = copy;
+        return KVSHARD_OK;
+    }
+    if (!l->arena || l->arena_cap - l->arena_used < len + 1) {
+        char *block = kvshard__alloc(&l->alloc, ARENA_BLOCK, 1);
+        if (!block)
+            return nomem(l);
+        if ((rc = keep_text(l, block)) != 0)
+            return rc;
+        l->arena = block;
+        l->arena_used = 0;
+        l->arena_cap = ARENA_BLOCK;
+    }
+    copy = l->arena + l->arena_used;
+    memcpy(copy, text, len);
+    copy[len] = '\0';
+    l->arena_used += len + 1;
+    *out = copy;
+    return KVSHARD_OK;
+}
+
+/* Where a flag stands, for errors: the flag file's path as it is (the error
+ * shortens it from the front), or "command line --name" made in `buf`. */
+static const char *origin_of(char *buf, size_t cap, const flag *f)
 {
     if (f->file)
-        snprintf(buf, cap, "%s", f->file);
-    else
-        snprintf(buf, cap, "command line --%.*s", (int)(f->name_len > 64 ? 64 : f->name_len),
-                 f->name);
+        return f->file;
+    snprintf(buf, cap, "command line --%.*s", (int)(f->name_len > 64 ? 64 : f->name_len), f->name);
+    return buf;
 }
 
 /* Where a flag's value stands: in a flag file, at the value after `=`, as a
@@ -104,8 +142,8 @@ static int flag_fail(flag_list *l, const flag *f, int code, const char *fmt, ...
 
 static int flag_fail(flag_list *l, const flag *f, int code, const char *fmt, ...)
 {
-    char origin[ORIGIN_MAX];
-    origin_of(origin, sizeof origin, f);
+    char buf[ORIGIN_MAX];
+    const char *origin = origin_of(buf, sizeof buf, f);
     va_list ap;
     va_start(ap, fmt);
     int rc = kvshard__vfail(l->err, code, origin, f->mark, fmt, ap);
@@ -139,9 +177,8 @@ static int read_lines(flag_list *l, const char *text, size_t len, const char *na
 {
     int line = 1, rc;
     for (size_t i = 0; i < len;) {
-        size_t end = i;
-        while (end < len && text[end] != '\n')
-            end++;
+        const char *nl = memchr(text + i, '\n', len - i);
+        size_t end = nl ? (size_t)(nl - text) : len;
         size_t a = i, b = end;
         while (a < b && (text[a] == ' ' || text[a] == '\t'))
             a++;
@@ -162,7 +199,9 @@ static int read_lines(flag_list *l, const char *text, size_t len, const char *na
                                      shown);
             }
             kvshard__mark m = {line, (int)(a - i) + 1, a};
-            if ((rc = expand(l, text + a, b - a, name, m, depth + 1)) != 0)
+            const char *copy = NULL;
+            if ((rc = keep_flag(&copy, l, text + a, b - a)) != 0 ||
+                (rc = expand(l, copy, b - a, name, m, depth + 1)) != 0)
                 return rc;
         }
         i = end + 1;
@@ -213,11 +252,11 @@ static int read_flagfile(flag_list *l, const flag *f, int depth)
         return too_many_bytes(l, f, name, (unsigned long long)len);
     }
     l->bytes += len;
-    if ((rc = keep_text(l, text)) != 0)
-        return rc;
     if (l->on_file)
         l->on_file(l->user, name);
-    return read_lines(l, text, len, name, depth);
+    rc = read_lines(l, text, len, name, depth);
+    kvshard__free(&l->alloc, text);
+    return rc;
 }
 
 /* Add one flag (`--name=value`, `--name`, `-name=value`), expanding flag
@@ -231,8 +270,7 @@ static int expand(flag_list *l, const char *text, size_t len, const char *file, 
         f.name_len = 0;
         char shown[96];
         kvshard__excerpt(shown, sizeof shown, text, len, 64);
-        char origin[ORIGIN_MAX];
-        snprintf(origin, sizeof origin, "%s", file ? file : "command line");
+        const char *origin = file ? file : "command line";
         /* An editor's byte order mark is not skipped: the engine reading
          * the same file would not skip it either. */
         bool bom = file && mark.offset == 0 && len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0;
@@ -338,8 +376,8 @@ static int apply(flag_list *l, kvshard_options *options, kvshard__option_site *s
                                  "does not use)",
                                  shown);
             }
-            char origin[ORIGIN_MAX];
-            origin_of(origin, sizeof origin, f);
+            char buf[ORIGIN_MAX];
+            const char *origin = origin_of(buf, sizeof buf, f);
             int rc = kvshard__deployment_assign(options, sites, id, value, value_len,
                                                 KVSHARD__VALUE_FLAG, origin, value_mark(f), true,
                                                 l->err);
