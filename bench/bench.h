@@ -48,7 +48,8 @@ enum {
     BENCH_CASE_DIGEST = 1u << 5,
     BENCH_CASE_OWNS = 1u << 6,
     BENCH_CASE_QUERIES = 1u << 7,
-    BENCH_CASE_SWEEP = 1u << 8
+    BENCH_CASE_SWEEP = 1u << 8,
+    BENCH_CASE_FLAGS = 1u << 9
 };
 
 typedef struct bench_settings {
@@ -292,5 +293,9 @@ void bench_case_digest(bench_report *r, bench_inputs *in);
 void bench_case_owns(bench_report *r, bench_inputs *in);
 void bench_case_queries(bench_report *r, bench_inputs *in);
 void bench_case_sweep(bench_report *r, bench_inputs *in);
+/* The limits of its targets, which main.c also lists. */
+#define BENCH_FLAGS_TIME_LIMIT 30.0
+#define BENCH_FLAGS_MEMORY_LIMIT 0.5
+void bench_case_flags(bench_report *r, bench_inputs *in);
 
 #endif /* KVSHARD_BENCH_BENCH_H */

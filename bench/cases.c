@@ -4,6 +4,8 @@
 #define _POSIX_C_SOURCE 200809L /* unlink */
 #include "bench.h"
 
+#include "deploy/flags.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -958,4 +960,119 @@ void bench_case_sweep(bench_report *r, bench_inputs *in)
         bench_fig_stats(row, "JSON rate", BENCH_UNIT_MBPS, &rate);
     }
     kvshard_model_free(m);
+}
+
+/* ---- flag files at every limit of the budget ----------------------------------------------- */
+
+/* One flag file of exactly `bytes` bytes: `flags` flags, then `children`
+ * lines naming `child`, then comment lines. */
+static char *flag_file(size_t bytes, size_t flags, size_t children, const char *child)
+{
+    char *text = bench_xmalloc(bytes + 1);
+    size_t n = 0;
+    static const char flag[] = "--block_size=16\n"; /* the seed's own block size */
+    for (size_t i = 0; i < flags; i++) {
+        memcpy(text + n, flag, sizeof flag - 1);
+        n += sizeof flag - 1;
+    }
+    for (size_t i = 0; i < children; i++)
+        n += (size_t)snprintf(text + n, bytes + 1 - n, "--flagfile=%s\n", child);
+    if (n > bytes)
+        bench_die("a flag file of %zu bytes does not hold its %zu flags", bytes, flags);
+    while (n < bytes) {
+        size_t line = bytes - n < 64 ? bytes - n : 64;
+        memset(text + n, '#', line);
+        text[n + line - 1] = '\n';
+        n += line;
+    }
+    return text;
+}
+
+void bench_case_flags(bench_report *r, bench_inputs *in)
+{
+    const bench_settings *s = r->settings;
+    /* A fan-out tree that meets every limit at once and still succeeds:
+     * f0 names f1 15 times and each f1 names f2 16 times, 1 + 15 + 240 =
+     * 256 files; each is 64 KiB (16 MiB in all) with 256 flags (65,536).
+     * One more file, byte or flag would be refused, so no set of flag files
+     * makes a run expand more; a fan-out that goes past a limit stops there,
+     * having done less. */
+    _Static_assert(1 + 15 + 15 * 16 == KVSHARD_FLAGS__MAX_FILES, "the tree opens 256 files");
+    const size_t bytes = KVSHARD_FLAGS__MAX_BYTES / KVSHARD_FLAGS__MAX_FILES;
+    const size_t flags = KVSHARD_FLAGS__MAX_FLAGS / KVSHARD_FLAGS__MAX_FILES;
+    char *text = flag_file(bytes, flags, 0, NULL);
+    char *f2 = bench_write_temp(text, bytes);
+    free(text);
+    text = flag_file(bytes, flags, 16, f2);
+    char *f1 = bench_write_temp(text, bytes);
+    free(text);
+    text = flag_file(bytes, flags, 15, f1);
+    char *f0 = bench_write_temp(text, bytes);
+    free(text);
+    char arg[4200];
+    snprintf(arg, sizeof arg, "--flagfile=%s", f0);
+
+    const char *plain[] = {s->cli, "plan", in->seed->path, NULL};
+    const char *worst[] = {s->cli, "plan", in->seed->path, arg, NULL};
+    bench_run a = bench_spawn(plain), b = bench_spawn(worst);
+    if (a.status != 0 || b.status != 0)
+        bench_die("kvshard plan exits with status %d, and %d with %s", a.status, b.status, arg);
+    size_t n = s->pairs;
+    bench_progress("flag files: %zu pairs of kvshard plan, without and with 256 flag files", n);
+    for (size_t i = 0; i < 2; i++) {
+        (void)bench_spawn(plain);
+        (void)bench_spawn(worst);
+    }
+    double *ta = bench_xmalloc(n * sizeof *ta), *tb = bench_xmalloc(n * sizeof *tb);
+    double *ma = bench_xmalloc(n * sizeof *ma), *mb = bench_xmalloc(n * sizeof *mb);
+    for (size_t i = 0; i < n; i++) {
+        a = bench_spawn(plain);
+        b = bench_spawn(worst);
+        if (a.status != 0 || b.status != 0)
+            bench_die("a run failed (status %d, %d)", a.status, b.status);
+        ta[i] = (double)a.wall_ns;
+        tb[i] = (double)b.wall_ns;
+        ma[i] = (double)a.maxrss;
+        mb[i] = (double)b.maxrss;
+    }
+    unlink(f0);
+    unlink(f1);
+    unlink(f2);
+    free(f0);
+    free(f1);
+    free(f2);
+    bench_stats ratio = bench_pair_ratio(ta, tb, n);
+    bench_stats wa = copy_summary(ta, n), wb = copy_summary(tb, n);
+    bench_stats ra = copy_summary(ma, n), rb = copy_summary(mb, n);
+
+    bench_section *sec = bench_section_add(
+        r, "Flag files at every limit of the budget against a plain plan",
+        "Whole processes, standard output to /dev/null, in turn: kvshard plan on the seed "
+        "example, then the same with --flagfile naming a tree of flag files that reaches every "
+        "limit of one call at once (256 files, 16 MiB, 65,536 flags; %zu pairs after 2 not "
+        "counted). The ratio is the median of the per-pair wall-time ratios; memory is the peak "
+        "resident set.",
+        n);
+    bench_row *row = bench_row_add(sec, "kvshard plan %s", in->seed->name);
+    bench_fig_stats(row, "wall time", BENCH_UNIT_NS, &wa);
+    bench_fig_stats(row, "peak RSS", BENCH_UNIT_BYTES, &ra);
+    row = bench_row_add(sec, "the same, 256 flag files (16 MiB)");
+    bench_fig_stats(row, "wall time", BENCH_UNIT_NS, &wb);
+    bench_fig_stats(row, "peak RSS", BENCH_UNIT_BYTES, &rb);
+    row = bench_row_add(sec, "flag files / plain, per pair");
+    bench_fig_stats(row, "wall time", BENCH_UNIT_RATIO, &ratio);
+
+    bench_target_add(r, "CLI plan, flag files at every budget limit / plain plan", ratio.median,
+                     BENCH_FLAGS_TIME_LIMIT, false,
+                     "median of %zu per-pair wall-time ratios (p10 %.2f, p90 %.2f)", n, ratio.p10,
+                     ratio.p90);
+    double over = (rb.max - ra.max) / (double)KVSHARD_FLAGS__MAX_BYTES;
+    bench_target_add(r, "flag-file peak RSS over plain / 16 MiB budget", over,
+                     BENCH_FLAGS_MEMORY_LIMIT, false,
+                     "(%.1f MiB - %.1f MiB) / 16 MiB, the largest peaks of %zu runs",
+                     rb.max / 1048576, ra.max / 1048576, n);
+    free(ta);
+    free(tb);
+    free(ma);
+    free(mb);
 }

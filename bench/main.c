@@ -34,7 +34,7 @@ static const char usage_text[] =
     "  --wall         time in-process cases on the wall clock (default: the thread's\n"
     "                 CPU time); processes are always timed on the wall clock\n"
     "  --only CASES   comma-separated: cli, memory, load, keys, json, digest, owns,\n"
-    "                 queries, sweep; the targets of the others show as SKIP\n"
+    "                 queries, sweep, flags; the targets of the others show as SKIP\n"
     "  --cli PATH     the kvshard executable (default: the one built alongside)\n"
     "  --examples DIR the examples directory (default: the source tree's)\n"
     "\n"
@@ -45,9 +45,10 @@ static const struct {
     const char *name;
     unsigned bit;
 } case_names[] = {
-    {"cli", BENCH_CASE_CLI},   {"memory", BENCH_CASE_MEMORY},   {"load", BENCH_CASE_LOAD},
-    {"keys", BENCH_CASE_KEYS}, {"json", BENCH_CASE_JSON},       {"digest", BENCH_CASE_DIGEST},
-    {"owns", BENCH_CASE_OWNS}, {"queries", BENCH_CASE_QUERIES}, {"sweep", BENCH_CASE_SWEEP},
+    {"cli", BENCH_CASE_CLI},     {"memory", BENCH_CASE_MEMORY},   {"load", BENCH_CASE_LOAD},
+    {"keys", BENCH_CASE_KEYS},   {"json", BENCH_CASE_JSON},       {"digest", BENCH_CASE_DIGEST},
+    {"owns", BENCH_CASE_OWNS},   {"queries", BENCH_CASE_QUERIES}, {"sweep", BENCH_CASE_SWEEP},
+    {"flags", BENCH_CASE_FLAGS},
 };
 
 static unsigned parse_cases(const char *list)
@@ -121,6 +122,12 @@ static const struct {
      false},
     {BENCH_CASE_QUERIES, bench_case_queries, {NULL, NULL}, {0, 0}, false},
     {BENCH_CASE_SWEEP, bench_case_sweep, {NULL, NULL}, {0, 0}, false},
+    {BENCH_CASE_FLAGS,
+     bench_case_flags,
+     {"CLI plan, flag files at every budget limit / plain plan",
+      "flag-file peak RSS over plain / 16 MiB budget"},
+     {BENCH_FLAGS_TIME_LIMIT, BENCH_FLAGS_MEMORY_LIMIT},
+     false},
 };
 
 int main(int argc, char **argv)

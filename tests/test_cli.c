@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define EXAMPLE KVSHARD_EXAMPLES "/qwen3_5_35b_a3b_tp4.yaml"
@@ -28,12 +29,12 @@ static run_result cli(const char *fmt, ...) CLI_PRINTF;
 
 static run_result cli(const char *fmt, ...)
 {
-    char args[2048];
+    char args[16384];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(args, sizeof args, fmt, ap);
     va_end(ap);
-    char command[4096];
+    char command[16640];
     snprintf(command, sizeof command, "'%s' %s", KVSHARD_CLI, args);
     run_result r;
     r.status = tu_run(command, &r.out, &r.err);
@@ -394,12 +395,12 @@ static run_result shell(const char *fmt, ...) CLI_PRINTF;
 
 static run_result shell(const char *fmt, ...)
 {
-    char line[4096];
+    char line[16384];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    char command[4200];
+    char command[16500];
     snprintf(command, sizeof command, "bash -c '%s'", line);
     run_result r;
     r.status = tu_run(command, &r.out, &r.err);
@@ -509,6 +510,471 @@ static void test_layer_map_glyphs(void **state)
     run_free(&r);
 }
 
+/* ---- -o: inputs refused, files replaced whole or not at all ------------------------------ */
+
+/* A scratch directory with a copy of the seed deployment (dep.yaml) and its
+ * model (models/qwen3_5_35b_a3b.json), and a model directory (mdir/). */
+typedef struct scratch {
+    char dir[64];
+} scratch;
+
+static void put_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(text, 1, strlen(text), f), strlen(text));
+    assert_int_equal(fclose(f), 0);
+}
+
+/* The whole file as a string (malloc'd), or NULL when it cannot be read. */
+static char *get_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16, len = 0, n;
+    char *text = malloc(cap);
+    assert_non_null(text);
+    while ((n = fread(text + len, 1, cap - 1 - len, f)) > 0) {
+        len += n;
+        if (len + 1 == cap) {
+            cap *= 2;
+            text = realloc(text, cap);
+            assert_non_null(text);
+        }
+    }
+    fclose(f);
+    text[len] = '\0';
+    return text;
+}
+
+static const char *in_dir(const scratch *s, const char *name)
+{
+    static char paths[8][512];
+    static int next;
+    char *p = paths[next++ % 8];
+    snprintf(p, 512, "%s/%s", s->dir, name);
+    return p;
+}
+
+static void scratch_open(scratch *s)
+{
+    snprintf(s->dir, sizeof s->dir, "/tmp/kvshard_cli_XXXXXX");
+    assert_non_null(mkdtemp(s->dir));
+    run_result r =
+        shell("cd \"%s\" && mkdir models mdir && cp \"%s\" dep.yaml && cp \"%s\" "
+              "models/ && cp \"%s\" mdir/config.json",
+              s->dir, EXAMPLE, KVSHARD_EXAMPLES "/models/qwen3_5_35b_a3b.json", NEXT_MODEL);
+    assert_int_equal(r.status, 0);
+    run_free(&r);
+}
+
+static void scratch_close(scratch *s)
+{
+    run_result r = shell("rm -rf \"%s\"", s->dir);
+    assert_int_equal(r.status, 0);
+    run_free(&r);
+}
+
+/* The directory's entries, sorted, one per line: no temporary file left. */
+static char *listing(const scratch *s)
+{
+    run_result r = shell("cd \"%s\" && ls -A | LC_ALL=C sort | tr \"\\n\" \" \"", s->dir);
+    assert_int_equal(r.status, 0);
+    free(r.err);
+    return r.out;
+}
+
+/* `args` must fail with exit 2 and `message`, and leave `path` as it was. */
+static void assert_refused(const scratch *s, const char *args, const char *path,
+                           const char *message)
+{
+    char *before = get_file(path);
+    assert_non_null(before);
+    run_result r = shell("cd \"%s\" && \"%s\" %s", s->dir, KVSHARD_CLI, args);
+    char want[1024];
+    snprintf(want, sizeof want, "%s\nTry 'kvshard --help'.\n", message);
+    if (r.status != 2 || strcmp(r.err, want) != 0)
+        print_error("%s: exit %d, stderr\n%s\nwanted exit 2 and\n%s", args, r.status, r.err, want);
+    assert_int_equal(r.status, 2);
+    assert_string_equal(r.err, want);
+    assert_string_equal(r.out, "");
+    char *after = get_file(path);
+    assert_non_null(after);
+    assert_string_equal(after, before);
+    free(before);
+    free(after);
+    run_free(&r);
+}
+
+/* A target that is any file the run reads, by any path, is refused before it
+ * is opened: the CONFIG, the model file, a model directory's config.json
+ * and every flag file. */
+static void test_output_refuses_inputs(void **state)
+{
+    (void)state;
+    scratch s;
+    scratch_open(&s);
+    const char *dep = in_dir(&s, "dep.yaml");
+    const char *model = in_dir(&s, "models/qwen3_5_35b_a3b.json");
+    run_result r = shell("cd \"%s\" && ln dep.yaml hard.yaml && ln -s dep.yaml sym.yaml && "
+                         "mkdir sub && ln -s ../models/qwen3_5_35b_a3b.json sub/m.json",
+                         s.dir);
+    assert_int_equal(r.status, 0);
+    run_free(&r);
+    const char *same_dep = "kvshard: refusing to write %s: it is the same file as the CONFIG "
+                           "file dep.yaml, which kvshard reads";
+    char want[512];
+    snprintf(want, sizeof want, same_dep, "dep.yaml");
+    assert_refused(&s, "plan dep.yaml -o dep.yaml", dep, want);
+    snprintf(want, sizeof want, same_dep, "hard.yaml");
+    assert_refused(&s, "plan dep.yaml -o hard.yaml --format=json", dep, want);
+    snprintf(want, sizeof want, same_dep, "sym.yaml");
+    assert_refused(&s, "compare dep.yaml --output=sym.yaml", dep, want);
+    snprintf(want, sizeof want, same_dep, "sub/../dep.yaml");
+    assert_refused(&s, "report dep.yaml -o sub/../dep.yaml", dep, want);
+
+    /* The model file the deployment names, by its path and a symlink. */
+    const char *same_model = "kvshard: refusing to write %s: it is the same file as the model "
+                             "file ./models/qwen3_5_35b_a3b.json, which kvshard reads";
+    snprintf(want, sizeof want, same_model, "models/qwen3_5_35b_a3b.json");
+    assert_refused(&s, "plan ./dep.yaml -o models/qwen3_5_35b_a3b.json", model, want);
+    snprintf(want, sizeof want, same_model, "sub/m.json");
+    assert_refused(&s, "plan ./dep.yaml -o sub/m.json", model, want);
+
+    /* A model directory: CONFIG stands for its config.json. */
+    assert_refused(&s, "plan mdir -o mdir/config.json", in_dir(&s, "mdir/config.json"),
+                   "kvshard: refusing to write mdir/config.json: it is the same file as the "
+                   "CONFIG file mdir/config.json, which kvshard reads");
+    /* ... and so does a deployment's `model: mdir`. */
+    put_file(in_dir(&s, "dirdep.yaml"), "model: mdir\nparallel: {world_size: 2}\n");
+    assert_refused(&s, "plan dirdep.yaml -o ./mdir/config.json", in_dir(&s, "mdir/config.json"),
+                   "kvshard: refusing to write ./mdir/config.json: it is the same file as the "
+                   "model file mdir/config.json, which kvshard reads");
+
+    /* Flag files, a nested one included. */
+    put_file(in_dir(&s, "inner.flags"), "--max_seqs=64\n");
+    put_file(in_dir(&s, "outer.flags"), "--world_size=4\n--flagfile=inner.flags\n");
+    assert_refused(&s, "plan dep.yaml --flagfile=outer.flags -o outer.flags",
+                   in_dir(&s, "outer.flags"),
+                   "kvshard: refusing to write outer.flags: it is the same file as the flag file "
+                   "outer.flags, which kvshard reads");
+    assert_refused(&s, "plan dep.yaml --flagfile=outer.flags -o sub/../inner.flags",
+                   in_dir(&s, "inner.flags"),
+                   "kvshard: refusing to write sub/../inner.flags: it is the same file as the "
+                   "flag file inner.flags, which kvshard reads");
+
+    /* Standard output appended to an input. */
+    assert_refused(&s, "plan dep.yaml >> dep.yaml", dep,
+                   "kvshard: standard output is the same file as the CONFIG file dep.yaml, which "
+                   "kvshard reads; write the output elsewhere");
+
+    /* Nothing was created on the way. */
+    char *names = listing(&s);
+    assert_string_equal(names, "dep.yaml dirdep.yaml hard.yaml inner.flags mdir models outer.flags "
+                               "sub sym.yaml ");
+    free(names);
+    scratch_close(&s);
+}
+
+/* A run that fails leaves an existing target as it was (same inode, same
+ * bytes); one that succeeds replaces it with the whole document, in a file
+ * of the mode a new file gets, or of the old file's mode. */
+static void test_output_replaced_whole(void **state)
+{
+    (void)state;
+    scratch s;
+    scratch_open(&s);
+    const char *out = in_dir(&s, "out.json");
+    put_file(out, "old\n");
+    struct stat st, st2;
+    assert_int_equal(stat(out, &st), 0);
+
+    /* plan_kv_heads_inline.yaml loads, and then neither plans nor compares. */
+    static const char *const failing[] = {"plan", "compare", "report"};
+    for (size_t i = 0; i < 3; i++) {
+        run_result r = shell("cd \"%s\" && \"%s\" %s \"%s\" -o out.json", s.dir, KVSHARD_CLI,
+                             failing[i], INVALID "plan_kv_heads_inline.yaml");
+        assert_int_equal(r.status, 1);
+        assert_true(starts_with(r.err, INVALID "plan_kv_heads_inline.yaml:3:24: "));
+        run_free(&r);
+        char *text = get_file(out);
+        assert_string_equal(text, "old\n");
+        free(text);
+        assert_int_equal(stat(out, &st2), 0);
+        assert_true(st2.st_ino == st.st_ino);
+    }
+    /* A bad flag, too. */
+    run_result r =
+        shell("cd \"%s\" && \"%s\" plan dep.yaml --world_size=x -o out.json", s.dir, KVSHARD_CLI);
+    assert_int_equal(r.status, 2);
+    run_free(&r);
+    char *text = get_file(out);
+    assert_string_equal(text, "old\n");
+    free(text);
+
+    /* Success: the same bytes as standard output, and a new file there. */
+    run_result ref = cli("plan \"%s\" --format=json", EXAMPLE);
+    assert_int_equal(ref.status, 0);
+    assert_int_equal(chmod(out, 0640), 0);
+    r = shell("cd \"%s\" && \"%s\" plan dep.yaml --format=json -o out.json", s.dir, KVSHARD_CLI);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "");
+    assert_string_equal(r.err, "");
+    run_free(&r);
+    text = get_file(out);
+    assert_string_equal(text, ref.out);
+    free(text);
+    assert_int_equal(stat(out, &st2), 0);
+    assert_true(st2.st_ino != st.st_ino);
+    assert_int_equal(st2.st_mode & 07777, 0640); /* the old file's mode */
+
+    /* New files get 0666 less the umask. */
+    r = shell("cd \"%s\" && umask 022 && \"%s\" plan dep.yaml -o new022.txt && umask 077 && "
+              "\"%s\" plan dep.yaml -o new077.txt",
+              s.dir, KVSHARD_CLI, KVSHARD_CLI);
+    assert_int_equal(r.status, 0);
+    run_free(&r);
+    assert_int_equal(stat(in_dir(&s, "new022.txt"), &st2), 0);
+    assert_int_equal(st2.st_mode & 07777, 0644);
+    assert_int_equal(stat(in_dir(&s, "new077.txt"), &st2), 0);
+    assert_int_equal(st2.st_mode & 07777, 0600);
+
+    /* A symbolic link stays a link; the file it names gets the document. */
+    put_file(in_dir(&s, "real.txt"), "old\n");
+    r = shell("cd \"%s\" && ln -s real.txt link.txt && \"%s\" plan dep.yaml -o link.txt && test "
+              "-L link.txt",
+              s.dir, KVSHARD_CLI);
+    assert_int_equal(r.status, 0);
+    run_free(&r);
+    run_result plain = cli("plan \"%s\"", EXAMPLE);
+    text = get_file(in_dir(&s, "real.txt"));
+    assert_string_equal(text, plain.out);
+    free(text);
+    run_free(&plain);
+
+    /* A write that fails midway (a 4 KiB file size limit; the JSON is
+     * larger): with SIGXFSZ ignored the write fails and says why; with its
+     * default action the process is killed. Either way the old file stays
+     * and the temporary file is gone. */
+    put_file(in_dir(&s, "big.json"), "old\n");
+    r = shell("cd \"%s\" && trap \"\" XFSZ && ulimit -f 4 && \"%s\" plan dep.yaml --format=json "
+              "-o big.json",
+              s.dir, KVSHARD_CLI);
+    assert_int_equal(r.status, 1);
+    assert_string_equal(r.err, "kvshard: cannot write big.json: File too large\n");
+    run_free(&r);
+    r = shell("cd \"%s\" && ulimit -f 4 && \"%s\" report dep.yaml -o big.json; exit $?", s.dir,
+              KVSHARD_CLI);
+    assert_int_equal(r.status, 128 + 25); /* SIGXFSZ */
+    run_free(&r);
+    text = get_file(in_dir(&s, "big.json"));
+    assert_string_equal(text, "old\n");
+    free(text);
+    assert_true(strlen(ref.out) > 4096);
+    run_free(&ref);
+
+    char *names = listing(&s);
+    assert_string_equal(names, "big.json dep.yaml link.txt mdir models new022.txt new077.txt "
+                               "out.json real.txt ");
+    free(names);
+    scratch_close(&s);
+}
+
+/* Targets that are not regular files are written directly: /dev/null, -,
+ * /dev/stdout (the descriptor itself, so an appended file stays appended),
+ * a FIFO; a directory and a dangling link are refused. */
+static void test_output_special_targets(void **state)
+{
+    (void)state;
+    scratch s;
+    scratch_open(&s);
+    run_result plain = cli("plan \"%s\"", EXAMPLE);
+    assert_int_equal(plain.status, 0);
+
+    run_result r = cli("plan \"%s\" -o /dev/null", EXAMPLE);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "");
+    assert_string_equal(r.err, "");
+    run_free(&r);
+    r = cli("plan \"%s\" -o -", EXAMPLE);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, plain.out);
+    run_free(&r);
+    r = cli("plan \"%s\" --output=/dev/stdout", EXAMPLE);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, plain.out);
+    run_free(&r);
+
+    r = shell("cd \"%s\" && echo first > log && \"%s\" plan dep.yaml -o /dev/stdout >> log", s.dir,
+              KVSHARD_CLI);
+    assert_int_equal(r.status, 0);
+    run_free(&r);
+    char *text = get_file(in_dir(&s, "log"));
+    assert_true(starts_with(text, "first\nmodel      qwen3_5_moe: 40 layers"));
+    assert_string_equal(text + 6, plain.out);
+    free(text);
+
+    r = shell("cd \"%s\" && mkfifo fifo && { cat fifo > got & } && \"%s\" plan dep.yaml -o fifo "
+              "&& wait",
+              s.dir, KVSHARD_CLI);
+    assert_int_equal(r.status, 0);
+    run_free(&r);
+    text = get_file(in_dir(&s, "got"));
+    assert_string_equal(text, plain.out);
+    free(text);
+
+    r = shell("cd \"%s\" && \"%s\" plan dep.yaml -o models", s.dir, KVSHARD_CLI);
+    assert_int_equal(r.status, 1);
+    assert_string_equal(r.err, "kvshard: cannot write models: it is a directory\n");
+    run_free(&r);
+    r = shell("cd \"%s\" && ln -s nowhere dangling && \"%s\" plan dep.yaml -o dangling", s.dir,
+              KVSHARD_CLI);
+    assert_int_equal(r.status, 1);
+    assert_string_equal(r.err, "kvshard: cannot write dangling: it is a symbolic link to a file "
+                               "that does not exist\n");
+    run_free(&r);
+    r = cli("plan \"%s\" -o /dev/full", EXAMPLE);
+    assert_int_equal(r.status, 1);
+    assert_string_equal(r.err, "kvshard: cannot write /dev/full: No space left on device\n");
+    run_free(&r);
+    r = cli("plan \"%s\" -o", EXAMPLE);
+    assert_usage(&r);
+    r = cli("plan \"%s\" --output=", EXAMPLE);
+    assert_usage(&r);
+    run_free(&plain);
+    scratch_close(&s);
+}
+
+/* ---- messages: escaped, shortened, never misleading ---------------------------------------- */
+
+/* No byte of stderr is a control character (but the newline), and no
+ * invisible or bidirectional character is there raw. */
+static void assert_printable(const char *text)
+{
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+        if ((*p < 0x20 && *p != '\n') || *p == 0x7F)
+            print_error("raw control character 0x%02X in\n%s\n", *p, text);
+        assert_false((*p < 0x20 && *p != '\n') || *p == 0x7F);
+    }
+    assert_null(strstr(text, "\xC2\x9B"));     /* CSI */
+    assert_null(strstr(text, "\xE2\x80\x8B")); /* zero-width space */
+    assert_null(strstr(text, "\xE2\x80\xAE")); /* right-to-left override */
+    assert_null(strstr(text, "\xEF\xBB\xBF")); /* byte order mark */
+}
+
+static void test_messages_escaped(void **state)
+{
+    (void)state;
+    run_result r = cli("'\033[31mplan' '%s'", EXAMPLE);
+    assert_printable(r.err);
+    assert_string_equal(r.err, "kvshard: unknown command '\\x1B[31mplan' (expected plan, compare "
+                               "or report)\nTry 'kvshard --help'.\n");
+    assert_usage(&r);
+    r = cli("plan '%s' '--format=\033]0;x\007'", EXAMPLE);
+    assert_printable(r.err);
+    assert_true(starts_with(r.err, "kvshard: --format takes text, json or svg, not "
+                                   "'\\x1B]0;x\\x07'\n"));
+    assert_usage(&r);
+    r = cli("plan '%s' 'extra\xE2\x80\xAE\xC2\x9B'", EXAMPLE);
+    assert_printable(r.err);
+    assert_true(starts_with(r.err, "kvshard: unexpected argument 'extra\\u{202E}\\xC2\\x9B'\n"));
+    assert_usage(&r);
+    /* An open error names the path escaped. */
+    r = cli("plan '%s' -o '/nonexistent/\033[2J.json'", EXAMPLE);
+    assert_printable(r.err);
+    assert_string_equal(r.err, "kvshard: cannot write /nonexistent/\\x1B[2J.json: cannot create a "
+                               "temporary file in /nonexistent/: No such file or directory\n");
+    assert_int_equal(r.status, 1);
+    run_free(&r);
+    /* Flags: a zero-width space in a flag's name is shown. */
+    r = cli("plan '%s' '--world\xE2\x80\x8B_size=4'", EXAMPLE);
+    assert_printable(r.err);
+    assert_true(starts_with(r.err, "kvshard: command line --world\\u{200B}_size: unknown flag "
+                                   "--world\\u{200B}_size "));
+    assert_usage(&r);
+
+    /* A long -o path is shortened from the front, as an error's source. */
+    char path[3100];
+    int n = snprintf(path, sizeof path, "/nonexistent/");
+    for (int i = 0; i < 300; i++)
+        n += snprintf(path + n, sizeof path - (size_t)n, "dir%04d/", i);
+    snprintf(path + n, sizeof path - (size_t)n, "plan.json");
+    r = cli("plan '%s' -o '%s'", EXAMPLE, path);
+    assert_int_equal(r.status, 1);
+    assert_true(starts_with(r.err, "kvshard: cannot write ..."));
+    assert_non_null(strstr(r.err, "dir0299/plan.json: "));
+    assert_true(strlen(r.err) < 2 * KVSHARD_ERROR_SOURCE_MAX + 100);
+    run_free(&r);
+}
+
+/* Flag files through the CLI: a NUL is shown with the rest of its flag, a
+ * byte order mark is named, a long path is the system's error. */
+static void test_flagfile_messages(void **state)
+{
+    (void)state;
+    scratch s;
+    scratch_open(&s);
+    FILE *f = fopen(in_dir(&s, "nul.flags"), "wb");
+    assert_non_null(f);
+    static const char nul[] = "--world_size=4\n--ownership=ord\0inal\n";
+    assert_int_equal(fwrite(nul, 1, sizeof nul - 1, f), sizeof nul - 1);
+    assert_int_equal(fclose(f), 0);
+    put_file(in_dir(&s, "bom.flags"), "\xEF\xBB\xBF--world_size=4\n");
+
+    run_result r =
+        shell("cd \"%s\" && \"%s\" plan dep.yaml --flagfile=nul.flags", s.dir, KVSHARD_CLI);
+    assert_printable(r.err);
+    assert_string_equal(r.err, "kvshard: nul.flags:2:16: the flag \"--ownership=ord\\x00inal\" "
+                               "holds a NUL character (\\x00), which no flag may hold\n"
+                               "Try 'kvshard --help'.\n");
+    assert_usage(&r);
+    r = shell("cd \"%s\" && \"%s\" plan dep.yaml --flagfile=bom.flags", s.dir, KVSHARD_CLI);
+    assert_printable(r.err);
+    assert_true(starts_with(r.err, "kvshard: bom.flags:1:1: \"\\u{FEFF}--world_size=4\" is not a "
+                                   "flag (flags look like --key=value; the file starts with a "
+                                   "UTF-8 byte order mark: save it without one)\n"));
+    assert_usage(&r);
+
+    char arg[5100];
+    int n = snprintf(arg, sizeof arg, "--flagfile=%s/", s.dir);
+    memset(arg + n, 'a', 5000);
+    snprintf(arg + n + 5000, sizeof arg - (size_t)n - 5000, "/engine.flags");
+    r = cli("plan '%s' '%s'", EXAMPLE, arg);
+    assert_true(starts_with(r.err, "kvshard: command line --flagfile: --flagfile=..."));
+    assert_non_null(strstr(r.err, "aaaa/engine.flags: cannot open: File name too long\n"));
+    assert_null(strstr(r.err, "needs a file name"));
+    assert_usage(&r);
+    scratch_close(&s);
+}
+
+/* Flag files that name the next one 16 times, 8 deep: stopped at the 257th
+ * file (worked out in test_errors.c), at once rather than after minutes. */
+static void test_flagfile_fanout(void **state)
+{
+    (void)state;
+    scratch s;
+    scratch_open(&s);
+    for (int i = 0; i < 8; i++) {
+        char text[1024] = "";
+        size_t used = 0;
+        for (int k = 0; i < 7 && k < 16; k++)
+            used += (size_t)snprintf(text + used, sizeof text - used, "--flagfile=f%d\n", i + 1);
+        if (i == 7)
+            snprintf(text, sizeof text, "--world_size=4\n");
+        char name[8];
+        snprintf(name, sizeof name, "f%d", i);
+        put_file(in_dir(&s, name), text);
+    }
+    run_result r =
+        shell("cd \"%s\" && exec \"%s\" plan dep.yaml --flagfile=f0", s.dir, KVSHARD_CLI);
+    assert_string_equal(r.err, "kvshard: f6:12:1: --flagfile=f7 would be flag file 257; one call "
+                               "opens at most 256 flag files (a flag file that names others many "
+                               "times?)\nTry 'kvshard --help'.\n");
+    assert_usage(&r);
+    scratch_close(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -525,6 +991,12 @@ int main(void)
         cmocka_unit_test(test_xllm_profile),
         cmocka_unit_test(test_flagfile_errors),
         cmocka_unit_test(test_layer_map_glyphs),
+        cmocka_unit_test(test_output_refuses_inputs),
+        cmocka_unit_test(test_output_replaced_whole),
+        cmocka_unit_test(test_output_special_targets),
+        cmocka_unit_test(test_messages_escaped),
+        cmocka_unit_test(test_flagfile_messages),
+        cmocka_unit_test(test_flagfile_fanout),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

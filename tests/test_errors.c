@@ -1,6 +1,12 @@
 /* Error reporting: golden invalid inputs (tests/data/invalid), outputs left
  * alone on failure, NULL err, status names (allocation failure: test_alloc). */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #include "test_util.h"
+
+#include "base/error.h"
+#include "deploy/flags.h"
+
+#include <unistd.h>
 
 #include <dirent.h>
 #include <stdio.h>
@@ -556,6 +562,394 @@ static void test_depth_limit_exact(void **state)
     assert_int_equal(err.column, 67);
 }
 
+/* ---- the one escape of every message ----------------------------------------------------- */
+
+static void assert_escape(const char *text, size_t len, const char *want)
+{
+    char out[256];
+    size_t n = kvshard__escape(out, sizeof out, text, len);
+    if (strcmp(out, want) != 0)
+        print_error("escaped \"%s\", expected \"%s\"\n", out, want);
+    assert_string_equal(out, want);
+    assert_int_equal(n, strlen(want));
+    assert_int_equal(kvshard__escaped_width(text, len), strlen(want));
+    /* Escaped text escapes to itself. */
+    char again[256];
+    kvshard__escape(again, sizeof again, out, n);
+    assert_string_equal(again, out);
+}
+
+#define ESCAPES(text, want) assert_escape(text, sizeof text - 1, want)
+
+/* The invisible and bidirectional characters at both ends of each range of
+ * the set, and their neighbours, which are shown as they are. */
+static void test_escape_hidden_characters(void **state)
+{
+    (void)state;
+    ESCAPES("a\xE2\x80\x8B"
+            "b\xE2\x80\x8F"
+            "c",
+            "a\\u{200B}b\\u{200F}c"); /* zero-width space, right-to-left mark */
+    ESCAPES("\xE2\x80\xAA\xE2\x80\xAE", "\\u{202A}\\u{202E}"); /* embedding, override */
+    ESCAPES("\xE2\x81\xA0\xE2\x81\xA4", "\\u{2060}\\u{2064}"); /* word joiner, invisible plus */
+    ESCAPES("\xE2\x81\xA6\xE2\x81\xA9", "\\u{2066}\\u{2069}"); /* isolates */
+    ESCAPES("\xEF\xBB\xBFkey", "\\u{FEFF}key");                /* byte order mark */
+    ESCAPES("soft\xC2\xAD"
+            "hyphen\xC2\xA0nbsp",
+            "soft\\u{00AD}hyphen\\u{00A0}nbsp");
+    ESCAPES("\xE2\x80\x80\xE3\x80\x80", "\\u{2000}\\u{3000}"); /* en quad, ideographic space */
+    ESCAPES("\xF3\xA0\x80\x81", "\\u{E0001}");                 /* language tag */
+    /* Neighbours that are seen: hyphen U+2010, one dot leader U+2024 ...
+     * U+2027, per mille U+2030, U+205E, superscript zero U+2070, U+00AC,
+     * U+00AE, e acute, the euro sign, an emoji. */
+    ESCAPES("\xE2\x80\x90\xE2\x80\xA7\xE2\x80\xB0\xE2\x81\x9E\xE2\x81\xB0",
+            "\xE2\x80\x90\xE2\x80\xA7\xE2\x80\xB0\xE2\x81\x9E\xE2\x81\xB0");
+    ESCAPES("\xC2\xAC\xC2\xAE\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80",
+            "\xC2\xAC\xC2\xAE\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80");
+    /* Controls and bad bytes keep their \xNN form; a NUL is shown, and the
+     * text after it is kept. */
+    ESCAPES("ab\0cd", "ab\\x00cd");
+    ESCAPES("\x1B[31m\x7F\xC2\x85\xFF", "\\x1B[31m\\x7F\\xC2\\x85\\xFF");
+    /* A lone byte of a hidden character is invalid UTF-8, not hidden. */
+    ESCAPES("\xE2\x80", "\\xE2\\x80");
+
+    /* Cut only between whole escapes: 12 bytes hold "ab" and one escape. */
+    char out[12];
+    assert_int_equal(kvshard__escape(out, sizeof out, "ab\xE2\x80\x8B\xE2\x80\x8B", 8), 10);
+    assert_string_equal(out, "ab\\u{200B}");
+}
+
+/* A long path is shortened from the front, never inside an escape, and the
+ * invisible characters in it are shown. */
+static void test_shorten_keeps_whole_escapes(void **state)
+{
+    (void)state;
+    char path[1024];
+    size_t n = 0;
+    for (int i = 0; i < 60; i++) {
+        path[n++] = 'd';
+        memcpy(path + n, "\xE2\x80\x8B", 3); /* "d\u{200B}": 9 characters shown */
+        n += 3;
+    }
+    memcpy(path + n, "/flags.txt", sizeof "/flags.txt");
+    char out[KVSHARD_ERROR_SOURCE_MAX];
+    kvshard__shorten(out, sizeof out, path);
+    assert_true(strlen(out) < sizeof out);
+    assert_true(strncmp(out, "...", 3) == 0);
+    assert_true(ends_with(out, "d\\u{200B}/flags.txt"));
+    /* 156 characters after "...": "/flags.txt" and 16 whole "d\u{200B}". */
+    assert_int_equal(strlen(out), 3 + 10 + 16 * 9);
+    assert_true(strncmp(out + 3, "d\\u{200B}", 9) == 0);
+    /* A short path is escaped whole; kvshard_error.source is this form. */
+    kvshard__shorten(out, sizeof out,
+                     "/tmp/a\xE2\x80\xAE"
+                     "b");
+    assert_string_equal(out, "/tmp/a\\u{202E}b");
+    kvshard_error err;
+    kvshard__error_reset(&err);
+    kvshard__fail(&err, KVSHARD_EIO, path, kvshard__no_mark, "x");
+    kvshard__shorten(out, sizeof out, path);
+    assert_string_equal(err.source, out);
+}
+
+/* ---- the flag-file budget, NUL, long paths ------------------------------------------------- */
+
+typedef struct scratch {
+    char dir[64];
+    char paths[16][128];
+    size_t count;
+} scratch;
+
+static void scratch_open(scratch *s)
+{
+    memset(s, 0, sizeof *s);
+    snprintf(s->dir, sizeof s->dir, "/tmp/kvshard_flags_XXXXXX");
+    assert_non_null(mkdtemp(s->dir));
+}
+
+/* Write `len` bytes to DIR/NAME; returns the path (lives in `s`). */
+static const char *scratch_file(scratch *s, const char *name, const char *text, size_t len)
+{
+    assert_true(s->count < 16);
+    char dir[sizeof s->dir];
+    memcpy(dir, s->dir, sizeof dir);
+    char *path = s->paths[s->count++];
+    snprintf(path, 128, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(text, 1, len, f), len);
+    assert_int_equal(fclose(f), 0);
+    return path;
+}
+
+static void scratch_close(scratch *s)
+{
+    for (size_t i = 0; i < s->count; i++)
+        unlink(s->paths[i]);
+    rmdir(s->dir);
+}
+
+static kvshard_deployment *seed_deployment(void)
+{
+    char *path = tu_example_path("qwen3_5_35b_a3b_tp4.yaml");
+    kvshard_deployment *dep = NULL;
+    kvshard_error err;
+    tu_assert_ok(kvshard_deployment_load_file(&dep, path, NULL, &err), &err);
+    free(path);
+    return dep;
+}
+
+/* Apply one or two arguments; the deployment must stay as it was on error. */
+static int apply2(kvshard_error *err, const char *a, const char *b)
+{
+    kvshard_deployment *dep = seed_deployment();
+    kvshard_options before = KVSHARD_OPTIONS_INIT, after = KVSHARD_OPTIONS_INIT;
+    assert_int_equal(kvshard_deployment_options(&before, dep), KVSHARD_OK);
+    const char *args[2] = {a, b};
+    int rc = kvshard_deployment_apply_args(dep, b ? 2 : 1, args, 0, err);
+    assert_int_equal(kvshard_deployment_options(&after, dep), KVSHARD_OK);
+    if (rc != KVSHARD_OK)
+        assert_memory_equal(&before, &after, sizeof before);
+    kvshard_deployment_free(dep);
+    return rc;
+}
+
+static void assert_flag_error(const kvshard_error *err, int code, const char *source_suffix,
+                              int line, int column, const char *message)
+{
+    if (err->code != code || !ends_with(err->source, source_suffix) || err->line != line ||
+        err->column != column || !strstr(err->message, message))
+        print_error("got %s at %s:%d:%d: %s\nwanted %s at ...%s:%d:%d: ...%s...\n",
+                    code_name(err->code), err->source, err->line, err->column, err->message,
+                    code_name(code), source_suffix, line, column, message);
+    assert_int_equal(err->code, code);
+    assert_true(ends_with(err->source, source_suffix));
+    assert_int_equal(err->line, line);
+    assert_int_equal(err->column, column);
+    assert_non_null(strstr(err->message, message));
+}
+
+/* f0 .. f6 each name the next file 16 times; f7 holds one flag. Without a
+ * budget that is 16^7 (268 million) files. Opened depth first: f0 .. f6 (7
+ * files), then f6's 16 lines open f7 (23 in all); each further line of f5
+ * opens f6 and its 16 f7s (17 more), so after 14 lines of f5 there are
+ * 23 + 13 x 17 = 244 files; line 15 opens f6 (245) and 11 f7s (256), and
+ * line 12 of that f6 would open the 257th. */
+static void test_flagfile_fanout_budget(void **state)
+{
+    (void)state;
+    scratch s;
+    scratch_open(&s);
+    const char *f0 = NULL;
+    for (int i = 7; i >= 0; i--) {
+        char name[8], text[2048];
+        snprintf(name, sizeof name, "f%d", i);
+        size_t n = 0;
+        if (i == 7) {
+            n = (size_t)snprintf(text, sizeof text, "--world_size=4\n");
+        } else {
+            for (int k = 0; k < 16; k++)
+                n += (size_t)snprintf(text + n, sizeof text - n, "--flagfile=%s/f%d\n", s.dir,
+                                      i + 1);
+        }
+        const char *path = scratch_file(&s, name, text, n);
+        if (i == 0)
+            f0 = path;
+    }
+    char arg[200];
+    snprintf(arg, sizeof arg, "--flagfile=%s", f0);
+    kvshard_error err;
+    assert_int_equal(apply2(&err, arg, NULL), KVSHARD_ELIMIT);
+    char want[300];
+    snprintf(want, sizeof want,
+             "--flagfile=%s/f7 would be flag file 257; one call opens at most "
+             "256 flag files",
+             s.dir);
+    assert_flag_error(&err, KVSHARD_ELIMIT, "/f6", 12, 1, want);
+    assert_int_equal(KVSHARD_FLAGS__MAX_FILES, 256);
+    scratch_close(&s);
+}
+
+/* `lines` copies of `line` (with its newline), malloc'd. */
+static char *repeat_line(const char *line, size_t lines, size_t *len)
+{
+    size_t n = strlen(line);
+    char *text = malloc(n * lines + 1);
+    assert_non_null(text);
+    for (size_t i = 0; i < lines; i++)
+        memcpy(text + i * n, line, n);
+    text[n * lines] = '\0';
+    *len = n * lines;
+    return text;
+}
+
+/* 16 MiB of flag files in one call are read; one byte more is refused at
+ * the --flagfile flag that would bring it, before that file is read. */
+static void test_flagfile_byte_budget(void **state)
+{
+    (void)state;
+    scratch s;
+    scratch_open(&s);
+    size_t len;
+    /* 12 MiB and 4 MiB of 64-byte comment lines: 16777216 bytes exactly. */
+    char line[65];
+    memset(line, 'x', 64);
+    line[0] = '#';
+    line[63] = '\n';
+    line[64] = '\0';
+    char *text = repeat_line(line, 12u << 14, &len);
+    assert_int_equal(len, 12u << 20);
+    const char *big = scratch_file(&s, "big", text, len);
+    free(text);
+    text = repeat_line(line, 4u << 14, &len);
+    char body[200];
+    snprintf(body, sizeof body, "--flagfile=%s/last\n", s.dir);
+    /* The last comment line makes way for a shorter comment and the
+     * --flagfile line, so the file stays 4 MiB; it is line 65537. */
+    size_t b = strlen(body);
+    memset(text + len - 64, '#', 64 - b);
+    text[len - b - 1] = '\n';
+    memcpy(text + len - b, body, b);
+    const char *rest = scratch_file(&s, "rest", text, len);
+    free(text);
+    scratch_file(&s, "last", "\n", 1);
+    char a1[200], a2[200];
+    snprintf(a1, sizeof a1, "--flagfile=%s", big);
+    snprintf(a2, sizeof a2, "--flagfile=%s", rest);
+    kvshard_error err;
+    /* big + rest = 16 MiB; rest then names `last`, one byte over. */
+    assert_int_equal(apply2(&err, a1, a2), KVSHARD_ELIMIT);
+    char want[300];
+    snprintf(want, sizeof want,
+             "--flagfile=%s/last: 1 more bytes would pass the 16777216 bytes (16 MiB) of flag "
+             "files one call reads (16777216 read so far)",
+             s.dir);
+    assert_flag_error(&err, KVSHARD_ELIMIT, "/rest", 65537, 1, want);
+    /* Without the last file, the two are read and applied. */
+    scratch_file(&s, "last", "", 0);
+    assert_int_equal(apply2(&err, a1, a2), KVSHARD_OK);
+    scratch_close(&s);
+}
+
+/* 65,536 flags in one call are applied; one more is refused where it
+ * stands. */
+static void test_flagfile_flag_budget(void **state)
+{
+    (void)state;
+    scratch s;
+    scratch_open(&s);
+    size_t len;
+    char *text = repeat_line("--block_size=32\n", 65535, &len);
+    const char *many = scratch_file(&s, "many", text, len);
+    free(text);
+    char arg[200];
+    snprintf(arg, sizeof arg, "--flagfile=%s", many);
+    kvshard_error err;
+    /* One flag on the command line and 65,535 in the file: the limit. */
+    assert_int_equal(apply2(&err, "--world_size=4", arg), KVSHARD_OK);
+    assert_int_equal(apply2(&err, "--world_size=4", "--dp_size=1"), KVSHARD_OK);
+    const char *more = scratch_file(&s, "more", "# two\n--world_size=4\n--dp_size=1\n", 33);
+    char arg2[200];
+    snprintf(arg2, sizeof arg2, "--flagfile=%s", more);
+    /* `many` then `more`: the 65,536th is more's --world_size, on line 2;
+     * its --dp_size on line 3 is one too many. */
+    assert_int_equal(apply2(&err, arg, arg2), KVSHARD_ELIMIT);
+    assert_flag_error(&err, KVSHARD_ELIMIT, "/more", 3, 1,
+                      "more than 65536 flags in one call, arguments and flag files together");
+    scratch_close(&s);
+}
+
+/* A NUL in a flag file is shown as \x00 with the rest of the flag, at its
+ * own column; a BOM and a zero-width space are shown, not passed raw. */
+static void test_flagfile_hidden_bytes(void **state)
+{
+    (void)state;
+    scratch s;
+    scratch_open(&s);
+    static const char nul[] = "--world_size=4\n  --ownership=ord\0inal\n";
+    const char *p = scratch_file(&s, "nul", nul, sizeof nul - 1);
+    char arg[200];
+    snprintf(arg, sizeof arg, "--flagfile=%s", p);
+    kvshard_error err;
+    assert_int_equal(apply2(&err, arg, NULL), KVSHARD_ETYPE);
+    /* "  --ownership=ord" is 17 bytes: the NUL is column 18, offset 15 + 17. */
+    assert_flag_error(&err, KVSHARD_ETYPE, "/nul", 2, 18,
+                      "the flag \"--ownership=ord\\x00inal\" holds a NUL character (\\x00)");
+    assert_int_equal(err.offset, 32);
+
+    static const char bom[] = "\xEF\xBB\xBF--world_size=4\n";
+    p = scratch_file(&s, "bom", bom, sizeof bom - 1);
+    snprintf(arg, sizeof arg, "--flagfile=%s", p);
+    assert_int_equal(apply2(&err, arg, NULL), KVSHARD_EUNKNOWNKEY);
+    assert_flag_error(&err, KVSHARD_EUNKNOWNKEY, "/bom", 1, 1,
+                      "\"\\u{FEFF}--world_size=4\" is not a flag (flags look like --key=value; "
+                      "the file starts with a UTF-8 byte order mark: save it without one)");
+
+    static const char zw[] = "--world\xE2\x80\x8B_size=4\n";
+    p = scratch_file(&s, "zw", zw, sizeof zw - 1);
+    snprintf(arg, sizeof arg, "--flagfile=%s", p);
+    assert_int_equal(apply2(&err, arg, NULL), KVSHARD_EUNKNOWNKEY);
+    assert_flag_error(&err, KVSHARD_EUNKNOWNKEY, "/zw", 1, 1, "unknown flag --world\\u{200B}_size");
+    scratch_close(&s);
+}
+
+/* A --flagfile path longer than any the system takes is the system's to
+ * refuse: "File name too long", never "needs a file name". */
+static void test_flagfile_long_path(void **state)
+{
+    (void)state;
+    size_t n = 5000;
+    char *arg = malloc(n + 32);
+    assert_non_null(arg);
+    int k = snprintf(arg, n + 32, "--flagfile=/tmp/");
+    memset(arg + k, 'a', n);
+    memcpy(arg + k + n, "/flags", 7);
+    kvshard_error err;
+    assert_int_equal(apply2(&err, arg, NULL), KVSHARD_EIO);
+    assert_string_equal(err.source, "command line --flagfile");
+    assert_true(strncmp(err.message, "--flagfile=...", 14) == 0);
+    assert_non_null(strstr(err.message, "aaaa/flags: cannot open: File name too long"));
+    assert_null(strstr(err.message, "needs a file name"));
+    free(arg);
+}
+
+typedef struct seen_files {
+    char paths[8][128];
+    size_t count;
+} seen_files;
+
+static void note_file(void *user, const char *path)
+{
+    seen_files *seen = user;
+    assert_true(seen->count < 8);
+    snprintf(seen->paths[seen->count++], 128, "%s", path);
+}
+
+/* The flag files a call read, in order, each time it read them. */
+static void test_flagfile_files_reported(void **state)
+{
+    (void)state;
+    scratch s;
+    scratch_open(&s);
+    const char *inner = scratch_file(&s, "inner", "--world_size=4\n", 15);
+    char text[200];
+    int n = snprintf(text, sizeof text, "--flagfile=%s\n--flagfile=%s\n", inner, inner);
+    const char *outer = scratch_file(&s, "outer", text, (size_t)n);
+    char arg[200];
+    snprintf(arg, sizeof arg, "--flagfile=%s", outer);
+    const char *args[1] = {arg};
+    seen_files seen = {0};
+    kvshard_deployment *dep = seed_deployment();
+    kvshard_error err;
+    tu_assert_ok(kvshard_flags__apply(dep, 1, args, 0, note_file, &seen, &err), &err);
+    assert_int_equal(seen.count, 3);
+    assert_string_equal(seen.paths[0], outer);
+    assert_string_equal(seen.paths[1], inner);
+    assert_string_equal(seen.paths[2], inner);
+    kvshard_deployment_free(dep);
+    scratch_close(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -566,6 +960,14 @@ int main(void)
         cmocka_unit_test(test_strerror_distinct),
         cmocka_unit_test(test_document_size_limit),
         cmocka_unit_test(test_depth_limit_exact),
+        cmocka_unit_test(test_escape_hidden_characters),
+        cmocka_unit_test(test_shorten_keeps_whole_escapes),
+        cmocka_unit_test(test_flagfile_fanout_budget),
+        cmocka_unit_test(test_flagfile_byte_budget),
+        cmocka_unit_test(test_flagfile_flag_budget),
+        cmocka_unit_test(test_flagfile_hidden_bytes),
+        cmocka_unit_test(test_flagfile_long_path),
+        cmocka_unit_test(test_flagfile_files_reported),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

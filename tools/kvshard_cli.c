@@ -1,25 +1,29 @@
 /* kvshard: the command line. It parses its arguments and calls the library;
- * the planning, the text and every figure come from libkvshard.
+ * the planning, the text and every figure come from libkvshard. The
+ * document is made in full before the output is opened (tools/cli_output.c
+ * writes it), and every message goes through the library's escape.
  *
  * Exit status: 0 success, 1 invalid input or a failed write, 2 bad usage. */
-#define _POSIX_C_SOURCE 200809L /* fileno, open */
+#define _POSIX_C_SOURCE 200809L
+#include "cli_output.h"
+
+#include "deploy/flags.h"
 #include "kvshard/kvshard.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-enum { EXIT_INVALID = 1, EXIT_USAGE = 2 };
+enum { EXIT_INVALID = KVSHARD_CLI__EXIT_INVALID, EXIT_USAGE = KVSHARD_CLI__EXIT_USAGE };
 
 typedef enum format { FORMAT_TEXT, FORMAT_JSON, FORMAT_SVG } format;
 
 typedef struct cli {
     const char *command;
     const char *config;
-    const char *output; /* -o FILE; NULL: standard output */
+    const char *output; /* -o FILE; NULL or "-": standard output */
     format fmt;
     const char **flags; /* the engine flags, passed on to the library */
     size_t flag_count;
@@ -52,67 +56,57 @@ static const char usage_text[] =
     "  --device_memory_free=BYTES --max_memory_utilization=F --max_cache_size=BYTES\n"
     "  --flagfile=FILE (one flag per line, # comments)  --ignore_unknown_flags\n"
     "\n"
+    "-o FILE replaces FILE only once the whole document is written (a temporary\n"
+    "file beside it, renamed over it); -o - is standard output. A FIFO or a\n"
+    "device is written directly. FILE must not be a file kvshard reads.\n"
+    "\n"
     "Exit status: 0 success, 1 invalid input or a failed write, 2 bad usage.\n";
 
-static int usage_error(const char *fmt, const char *arg)
+/* An argument in a message: escaped, at most 64 bytes of it. */
+typedef struct shown_arg {
+    char text[96];
+} shown_arg;
+
+static shown_arg show(const char *arg)
 {
-    fprintf(stderr, "kvshard: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\nTry 'kvshard --help'.\n");
+    shown_arg s;
+    kvshard__excerpt(s.text, sizeof s.text, arg, strlen(arg), 64);
+    return s;
+}
+
+static int usage_error(const char *message)
+{
+    kvshard_cli__say("kvshard: %s", message);
+    kvshard_cli__say("Try 'kvshard --help'.");
     return EXIT_USAGE;
 }
 
-/* The error's fields are escaped by the library, so they are safe to print. */
-static void print_error(const kvshard_error *err)
+/* The error's fields are escaped by the library; kvshard_cli__say keeps
+ * them as they are. */
+static void print_error(const char *prefix, const kvshard_error *err)
 {
     if (err->line > 0)
-        fprintf(stderr, "%s:%d:%d: %s\n", err->source, err->line, err->column, err->message);
+        kvshard_cli__say("%s%s:%d:%d: %s", prefix, err->source, err->line, err->column,
+                         err->message);
     else if (err->source[0])
-        fprintf(stderr, "%s: %s\n", err->source, err->message);
+        kvshard_cli__say("%s%s: %s", prefix, err->source, err->message);
     else
-        fprintf(stderr, "kvshard: %s\n", err->message);
-}
-
-/* ---- output ------------------------------------------------------------------ */
-
-/* Writes straight to a file descriptor (the library buffers), keeping the
- * first error so that output stops there and the reason can be told. */
-typedef struct sink {
-    int fd;
-    int error; /* errno of the first failed write, 0 when none */
-} sink;
-
-static int write_fd(void *user, const char *data, size_t len)
-{
-    sink *s = user;
-    while (len > 0) {
-        ssize_t n = write(s->fd, data, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            s->error = n < 0 ? errno : EIO;
-            return -1;
-        }
-        data += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-static int write_failed(const char *what, int error)
-{
-    fprintf(stderr, "kvshard: cannot write %s: %s\n", what, strerror(error));
-    return EXIT_INVALID;
+        kvshard_cli__say("kvshard: %s", err->message);
 }
 
 /* --help and --version print to standard output like everything else: a
  * full disk or a closed pipe is an error here too. */
 static int print_static(const char *text)
 {
-    sink s = {STDOUT_FILENO, 0};
-    if (write_fd(&s, text, strlen(text)) != 0)
-        return write_failed("to standard output", s.error);
-    return 0;
+    kvshard_cli__output out;
+    int status = kvshard_cli__output_prepare(&out, NULL, NULL);
+    if (status == 0) {
+        int rc =
+            kvshard_cli__output_write(&out, text, strlen(text)) == 0 ? KVSHARD_OK : KVSHARD_EWRITE;
+        status = kvshard_cli__output_finish(&out, rc);
+    }
+    kvshard_cli__output_free(&out);
+    return status;
 }
 
 /* ---- arguments ---------------------------------------------------------------- */
@@ -121,6 +115,7 @@ static int parse_args(cli *c, int argc, char **argv, int *done)
 {
     *done = 0;
     bool format_given = false;
+    char message[256];
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
@@ -139,13 +134,23 @@ static int parse_args(cli *c, int argc, char **argv, int *done)
                 c->fmt = FORMAT_JSON;
             else if (strcmp(arg + 9, "svg") == 0)
                 c->fmt = FORMAT_SVG;
-            else
-                return usage_error("--format takes text, json or svg, not '%s'", arg + 9);
+            else {
+                snprintf(message, sizeof message, "--format takes text, json or svg, not '%s'",
+                         show(arg + 9).text);
+                return usage_error(message);
+            }
         } else if (strcmp(arg, "-o") == 0 || strcmp(arg, "--output") == 0) {
-            if (i + 1 == argc)
-                return usage_error("%s needs a file name", arg);
+            if (i + 1 == argc || argv[i + 1][0] == '\0') {
+                snprintf(message, sizeof message,
+                         "%s needs a file name (or - for standard "
+                         "output)",
+                         arg);
+                return usage_error(message);
+            }
             c->output = argv[++i];
         } else if (strncmp(arg, "--output=", 9) == 0) {
+            if (arg[9] == '\0')
+                return usage_error("--output= needs a file name (or - for standard output)");
             c->output = arg + 9;
         } else if (arg[0] == '-' && arg[1] != '\0') {
             c->flags[c->flag_count++] = arg;
@@ -154,99 +159,106 @@ static int parse_args(cli *c, int argc, char **argv, int *done)
         } else if (!c->config) {
             c->config = arg;
         } else {
-            return usage_error("unexpected argument '%s'", arg);
+            snprintf(message, sizeof message, "unexpected argument '%s'", show(arg).text);
+            return usage_error(message);
         }
     }
     if (!c->command)
-        return usage_error("%s", "missing command (plan, compare or report)");
+        return usage_error("missing command (plan, compare or report)");
     if (strcmp(c->command, "plan") != 0 && strcmp(c->command, "compare") != 0 &&
-        strcmp(c->command, "report") != 0)
-        return usage_error("unknown command '%s' (expected plan, compare or report)", c->command);
+        strcmp(c->command, "report") != 0) {
+        snprintf(message, sizeof message, "unknown command '%s' (expected plan, compare or report)",
+                 show(c->command).text);
+        return usage_error(message);
+    }
     if (!c->config)
-        return usage_error("%s", "missing CONFIG file");
+        return usage_error("missing CONFIG file");
     if (format_given && strcmp(c->command, "report") == 0)
-        return usage_error("%s", "report always writes HTML; --format is for plan and compare");
+        return usage_error("report always writes HTML; --format is for plan and compare");
     if (c->fmt == FORMAT_SVG && strcmp(c->command, "plan") != 0)
-        return usage_error("%s", "--format=svg is for plan");
+        return usage_error("--format=svg is for plan");
     return 0;
 }
 
 /* ---- commands ------------------------------------------------------------------- */
 
-typedef struct run {
+/* The document, made in full before the output is opened: a command that
+ * fails never opens, truncates or creates its target. */
+typedef struct document {
     const cli *c;
-    kvshard_deployment *dep;
-    sink out;
-} run;
+    kvshard_plan *plan;
+    kvshard_comparison *cmp;
+} document;
 
-/* One writer call, with its result turned into an exit status. */
-static int finish(run *r, int rc)
+static int make_document(document *d, const kvshard_deployment *dep)
 {
-    if (rc == KVSHARD_EWRITE)
-        return write_failed(r->c->output ? r->c->output : "to standard output", r->out.error);
-    if (rc != KVSHARD_OK) {
-        fprintf(stderr, "kvshard: %s\n", kvshard_strerror(rc));
-        return EXIT_INVALID;
+    kvshard_error err;
+    const char *command = d->c->command;
+    if (strcmp(command, "plan") == 0 || strcmp(command, "report") == 0) {
+        if (kvshard_deployment_plan(&d->plan, dep, &err) != KVSHARD_OK) {
+            print_error("", &err);
+            return EXIT_INVALID;
+        }
+    }
+    if (strcmp(command, "compare") == 0) {
+        if (kvshard_deployment_compare(&d->cmp, dep, &err) != KVSHARD_OK) {
+            print_error("", &err);
+            return EXIT_INVALID;
+        }
+    } else if (strcmp(command, "report") == 0) {
+        /* A comparison that cannot be made leaves its chart out, not the page. */
+        (void)kvshard_deployment_compare(&d->cmp, dep, NULL);
     }
     return 0;
 }
 
-static int do_plan(run *r)
+static int write_document(const document *d, kvshard_write_fn fn, void *user)
 {
-    kvshard_error err;
-    kvshard_plan *plan = NULL;
-    if (kvshard_deployment_plan(&plan, r->dep, &err) != KVSHARD_OK) {
-        print_error(&err);
-        return EXIT_INVALID;
-    }
-    int rc = r->c->fmt == FORMAT_JSON  ? kvshard_plan_write_json(plan, write_fd, &r->out)
-             : r->c->fmt == FORMAT_SVG ? kvshard_plan_write_svg(plan, write_fd, &r->out)
-                                       : kvshard_plan_write_text(plan, write_fd, &r->out);
-    kvshard_plan_free(plan);
-    return finish(r, rc);
+    const char *command = d->c->command;
+    format fmt = d->c->fmt;
+    if (strcmp(command, "report") == 0)
+        return kvshard_report_write_html(d->plan, d->cmp, fn, user);
+    if (strcmp(command, "compare") == 0)
+        return fmt == FORMAT_JSON ? kvshard_comparison_write_json(d->cmp, fn, user)
+                                  : kvshard_comparison_write_text(d->cmp, fn, user);
+    return fmt == FORMAT_JSON  ? kvshard_plan_write_json(d->plan, fn, user)
+           : fmt == FORMAT_SVG ? kvshard_plan_write_svg(d->plan, fn, user)
+                               : kvshard_plan_write_text(d->plan, fn, user);
 }
 
-static int do_compare(run *r)
+static int run(const cli *c, kvshard_cli__inputs *inputs)
 {
+    kvshard_deployment *dep = NULL;
     kvshard_error err;
-    kvshard_comparison *cmp = NULL;
-    if (kvshard_deployment_compare(&cmp, r->dep, &err) != KVSHARD_OK) {
-        print_error(&err);
+    if (kvshard_deployment_load_file(&dep, c->config, NULL, &err) != KVSHARD_OK) {
+        print_error("", &err);
         return EXIT_INVALID;
     }
-    int rc = r->c->fmt == FORMAT_JSON ? kvshard_comparison_write_json(cmp, write_fd, &r->out)
-                                      : kvshard_comparison_write_text(cmp, write_fd, &r->out);
-    kvshard_comparison_free(cmp);
-    return finish(r, rc);
-}
-
-static int do_report(run *r)
-{
-    kvshard_error err;
-    kvshard_plan *plan = NULL;
-    kvshard_comparison *cmp = NULL;
-    if (kvshard_deployment_plan(&plan, r->dep, &err) != KVSHARD_OK) {
-        print_error(&err);
-        return EXIT_INVALID;
+    kvshard_cli__inputs_of(inputs, dep);
+    if (kvshard_flags__apply(dep, c->flag_count, c->flags, 0, kvshard_cli__input_flagfile, inputs,
+                             &err) != KVSHARD_OK) {
+        print_error("kvshard: ", &err); /* bad usage, located at the flag */
+        kvshard_cli__say("Try 'kvshard --help'.");
+        kvshard_deployment_free(dep);
+        return EXIT_USAGE;
     }
-    /* A comparison that cannot be made leaves its chart out, not the page. */
-    (void)kvshard_deployment_compare(&cmp, r->dep, NULL);
-    int rc = kvshard_report_write_html(plan, cmp, write_fd, &r->out);
-    kvshard_comparison_free(cmp);
-    kvshard_plan_free(plan);
-    return finish(r, rc);
-}
-
-static int open_output(run *r)
-{
-    if (!r->c->output)
-        return 0;
-    r->out.fd = open(r->c->output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (r->out.fd < 0) {
-        fprintf(stderr, "kvshard: cannot open %s: %s\n", r->c->output, strerror(errno));
-        return EXIT_INVALID;
-    }
-    return 0;
+    /* Every input is known now: the target is checked against them before
+     * it is opened. */
+    kvshard_cli__output out;
+    int status = kvshard_cli__output_prepare(&out, c->output, inputs);
+    document d = {c, NULL, NULL};
+    if (status == 0)
+        status = make_document(&d, dep);
+    if (status == 0)
+        status = kvshard_cli__output_open(&out);
+    if (status == 0)
+        status =
+            kvshard_cli__output_finish(&out, write_document(&d, kvshard_cli__output_write, &out));
+    kvshard_cli__output_free(&out);
+    kvshard_comparison_free(d.cmp);
+    kvshard_plan_free(d.plan);
+    kvshard_deployment_free(dep);
+    return status;
 }
 
 int main(int argc, char **argv)
@@ -254,43 +266,18 @@ int main(int argc, char **argv)
     cli c;
     memset(&c, 0, sizeof c);
     c.flags = calloc((size_t)argc + 1, sizeof *c.flags);
-    if (!c.flags) {
-        fprintf(stderr, "kvshard: out of memory\n");
+    kvshard_cli__inputs *inputs = calloc(1, sizeof *inputs);
+    if (!c.flags || !inputs) {
+        kvshard_cli__say("kvshard: out of memory");
+        free(c.flags);
+        free(inputs);
         return EXIT_INVALID;
     }
     int done;
     int status = parse_args(&c, argc, argv, &done);
-    if (status || done) {
-        free(c.flags);
-        return status;
-    }
-    run r = {&c, NULL, {STDOUT_FILENO, 0}};
-    kvshard_error err;
-    if (kvshard_deployment_load_file(&r.dep, c.config, NULL, &err) != KVSHARD_OK) {
-        print_error(&err);
-        free(c.flags);
-        return EXIT_INVALID;
-    }
-    if (kvshard_deployment_apply_args(r.dep, c.flag_count, c.flags, 0, &err) != KVSHARD_OK) {
-        fprintf(stderr, "kvshard: "); /* bad usage, located at the flag */
-        print_error(&err);
-        fprintf(stderr, "Try 'kvshard --help'.\n");
-        status = EXIT_USAGE;
-    }
-    if (status == 0)
-        status = open_output(&r);
-    if (status == 0) {
-        if (strcmp(c.command, "plan") == 0)
-            status = do_plan(&r);
-        else if (strcmp(c.command, "compare") == 0)
-            status = do_compare(&r);
-        else
-            status = do_report(&r);
-    }
-    if (c.output && r.out.fd >= 0 && r.out.fd != STDOUT_FILENO && close(r.out.fd) != 0 &&
-        status == 0)
-        status = write_failed(c.output, errno);
-    kvshard_deployment_free(r.dep);
+    if (status == 0 && !done)
+        status = run(&c, inputs);
+    free(inputs);
     free(c.flags);
     return status;
 }

@@ -2,6 +2,7 @@
  * a crafted key or path cannot reach a terminal as control characters. */
 #include "base/error.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -75,39 +76,123 @@ size_t kvshard__utf8_char(const unsigned char *p, size_t left)
     return n;
 }
 
-size_t kvshard__escape(char *out, size_t cap, const char *text, size_t len)
+/* Characters that a terminal shows as nothing, as a blank that is not the
+ * ASCII space, or that reorder the text around them: in a message they make
+ * "world<U+200B>_size" look like a key that exists. Rows of first..last code
+ * point; each is shown as \u{XXXX}. */
+static const struct {
+    uint32_t first, last;
+} hidden_chars[] = {
+    {0x00A0, 0x00A0},   /* no-break space */
+    {0x00AD, 0x00AD},   /* soft hyphen */
+    {0x034F, 0x034F},   /* combining grapheme joiner */
+    {0x061C, 0x061C},   /* Arabic letter mark (bidirectional) */
+    {0x115F, 0x1160},   /* Hangul choseong and jungseong fillers */
+    {0x1680, 0x1680},   /* Ogham space mark */
+    {0x17B4, 0x17B5},   /* Khmer inherent vowels */
+    {0x180B, 0x180F},   /* Mongolian variation selectors and vowel separator */
+    {0x2000, 0x200F},   /* spaces of other widths, zero-width space, joiners, LRM, RLM */
+    {0x2028, 0x202F},   /* line and paragraph separators, bidi embeddings and overrides */
+    {0x205F, 0x206F},   /* word joiner, invisible operators, bidi isolates, old format marks */
+    {0x3000, 0x3000},   /* ideographic space */
+    {0x3164, 0x3164},   /* Hangul filler */
+    {0xFE00, 0xFE0F},   /* variation selectors */
+    {0xFEFF, 0xFEFF},   /* byte order mark (zero-width no-break space) */
+    {0xFFA0, 0xFFA0},   /* halfwidth Hangul filler */
+    {0xFFF0, 0xFFFB},   /* unassigned specials, interlinear annotation marks */
+    {0x1BCA0, 0x1BCA3}, /* shorthand format controls */
+    {0x1D173, 0x1D17A}, /* musical symbol format controls */
+    {0xE0000, 0xE0FFF}, /* tags, variation selectors supplement */
+};
+
+static uint32_t code_point(const unsigned char *p, size_t n)
+{
+    static const unsigned char lead_bits[5] = {0, 0x7F, 0x1F, 0x0F, 0x07};
+    uint32_t cp = p[0] & lead_bits[n];
+    for (size_t i = 1; i < n; i++)
+        cp = cp << 6 | (p[i] & 0x3Fu);
+    return cp;
+}
+
+static bool is_hidden(uint32_t cp)
+{
+    for (size_t i = 0; i < sizeof hidden_chars / sizeof hidden_chars[0]; i++) {
+        if (cp >= hidden_chars[i].first && cp <= hidden_chars[i].last)
+            return true;
+    }
+    return false;
+}
+
+/* How kvshard__escape shows the text at `p`: sets *bytes to the input bytes
+ * of the next character and returns the width it takes in the output; the
+ * escape goes to `esc` (at least KVSHARD__ESCAPE_WIDEST + 1 bytes), or
+ * esc[0] is '\0' when the character is copied as it is. */
+#define KVSHARD__ESCAPE_WIDEST 9 /* \u{E0001} */
+static size_t show_char(char *esc, const unsigned char *p, size_t left, size_t *bytes)
 {
     static const char hex[] = "0123456789ABCDEF";
+    size_t n = kvshard__utf8_char(p, left);
+    /* C0 controls, DEL, and the C1 controls U+0080..U+009F (C2 80..9F). */
+    bool control = n == 1 ? (p[0] < 0x20 || p[0] == 0x7F) : (n == 2 && p[0] == 0xC2 && p[1] < 0xA0);
+    esc[0] = '\0';
+    if (n == 0 || control) {
+        /* A byte that starts no character, or one control character: \xNN
+         * per byte. The C1 controls keep this form, as they always had. */
+        size_t escaped = n > 1 ? n : 1;
+        for (size_t k = 0; k < escaped; k++) {
+            esc[4 * k] = '\\';
+            esc[4 * k + 1] = 'x';
+            esc[4 * k + 2] = hex[p[k] >> 4];
+            esc[4 * k + 3] = hex[p[k] & 0xF];
+        }
+        esc[4 * escaped] = '\0';
+        *bytes = escaped;
+        return 4 * escaped;
+    }
+    *bytes = n;
+    if (n == 1)
+        return 1;
+    uint32_t cp = code_point(p, n);
+    if (!is_hidden(cp))
+        return n;
+    int w = snprintf(esc, KVSHARD__ESCAPE_WIDEST + 1, "\\u{%04X}", (unsigned)cp);
+    return (size_t)w;
+}
+
+size_t kvshard__escape(char *out, size_t cap, const char *text, size_t len)
+{
     const unsigned char *p = (const unsigned char *)text;
     size_t o = 0;
     if (cap == 0)
         return 0;
     for (size_t i = 0; i < len;) {
-        size_t n = kvshard__utf8_char(p + i, len - i);
-        /* C0 controls, DEL, and the C1 controls U+0080..U+009F (C2 80..9F). */
-        bool control =
-            n == 1 ? (p[i] < 0x20 || p[i] == 0x7F) : (n == 2 && p[i] == 0xC2 && p[i + 1] < 0xA0);
-        if (n == 0 || control) {
-            size_t escaped = n > 1 ? n : 1;
-            if (o + 4 * escaped >= cap)
-                break;
-            for (size_t k = 0; k < escaped; k++) {
-                out[o++] = '\\';
-                out[o++] = 'x';
-                out[o++] = hex[p[i + k] >> 4];
-                out[o++] = hex[p[i + k] & 0xF];
-            }
-            i += escaped;
-            continue;
-        }
-        if (o + n >= cap)
-            break; /* never cut a character in half */
-        memcpy(out + o, p + i, n);
-        o += n;
+        char esc[KVSHARD__ESCAPE_WIDEST + 1];
+        size_t n;
+        size_t w = show_char(esc, p + i, len - i, &n);
+        if (o + w >= cap)
+            break; /* never cut a character or an escape in half */
+        if (esc[0])
+            memcpy(out + o, esc, w);
+        else
+            memcpy(out + o, p + i, n);
+        o += w;
         i += n;
     }
     out[o] = '\0';
     return o;
+}
+
+size_t kvshard__escaped_width(const char *text, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)text;
+    size_t width = 0;
+    for (size_t i = 0; i < len;) {
+        char esc[KVSHARD__ESCAPE_WIDEST + 1];
+        size_t n;
+        width += show_char(esc, p + i, len - i, &n);
+        i += n;
+    }
+    return width;
 }
 
 void kvshard__excerpt(char *out, size_t cap, const char *text, size_t len, size_t max)
@@ -138,30 +223,29 @@ void kvshard__error_reset(kvshard_error *err)
     err->message[0] = '\0';
 }
 
-/* Keep the tail of a long path: it names the file; the head is context. */
-static void copy_source(char *dst, size_t cap, const char *src)
+void kvshard__shorten(char *out, size_t cap, const char *text)
 {
-    char escaped[4 * KVSHARD_ERROR_SOURCE_MAX + 1];
-    size_t len = strlen(src);
-    bool cut = false;
-    if (len >= cap) {
-        src += len - (cap - 1);
-        while (((unsigned char)*src & 0xC0) == 0x80)
-            src++;
-        len = strlen(src);
-        cut = true;
-    }
-    size_t n = kvshard__escape(escaped, sizeof escaped, src, len);
-    if (!cut && n < cap) {
-        memcpy(dst, escaped, n + 1);
+    if (cap == 0)
+        return;
+    size_t len = strlen(text);
+    size_t total = kvshard__escaped_width(text, len);
+    if (total < cap || cap < 8) {
+        kvshard__escape(out, cap, text, len);
         return;
     }
-    size_t keep = cap - 4;
-    size_t from = n > keep ? n - keep : 0;
-    while (from < n && ((unsigned char)escaped[from] & 0xC0) == 0x80)
-        from++;
-    memcpy(dst, "...", 3);
-    memcpy(dst + 3, escaped + from, n - from + 1);
+    /* Keep the tail of a long path: it names the file; the head is context.
+     * The tail starts at a character the escape would show whole, so no
+     * escape sequence or UTF-8 character is cut in half. */
+    size_t room = cap - 4, shown = total, i = 0;
+    const unsigned char *p = (const unsigned char *)text;
+    while (i < len && shown > room) {
+        char esc[KVSHARD__ESCAPE_WIDEST + 1];
+        size_t n;
+        shown -= show_char(esc, p + i, len - i, &n);
+        i += n;
+    }
+    memcpy(out, "...", 3);
+    kvshard__escape(out + 3, cap - 3, text + i, len - i);
 }
 
 void kvshard__error_locate(kvshard_error *err, const char *source, kvshard__mark mark)
@@ -171,7 +255,7 @@ void kvshard__error_locate(kvshard_error *err, const char *source, kvshard__mark
     err->line = mark.line;
     err->column = mark.column;
     err->offset = mark.offset;
-    copy_source(err->source, sizeof err->source, source ? source : "");
+    kvshard__shorten(err->source, sizeof err->source, source ? source : "");
 }
 
 int kvshard__fail(kvshard_error *err, int code, const char *source, kvshard__mark mark,

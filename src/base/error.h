@@ -28,10 +28,25 @@ extern const kvshard__mark kvshard__no_mark;
 size_t kvshard__utf8_char(const unsigned char *p, size_t left);
 
 /* Copy `len` bytes of text into `out` (NUL-terminated, at most `cap` bytes),
- * safe to print: control characters (C0, DEL, C1) and bytes that are not
- * valid UTF-8 become \xNN, and the text is cut only between characters.
- * Returns the bytes written. */
+ * safe to print: the one escape every message of the library and the CLI
+ * goes through. Control characters (C0 with NUL, DEL, C1) and bytes that are
+ * not valid UTF-8 become \xNN per byte; characters a terminal shows as
+ * nothing or as a blank other than the space, or that reorder text (no-break
+ * and other-width spaces, soft hyphen, zero-width space and joiners, the
+ * bidirectional marks, embeddings, overrides and isolates U+202A..U+202E and
+ * U+2066..U+2069, word joiner and invisible operators U+2060..U+2064, the
+ * byte order mark U+FEFF, variation selectors, fillers, tags: the table in
+ * error.c) become \u{XXXX}. Escaped text escapes to itself. The text is cut
+ * only between characters. Returns the bytes written. */
 size_t kvshard__escape(char *out, size_t cap, const char *text, size_t len);
+
+/* The bytes kvshard__escape would write for the whole text. */
+size_t kvshard__escaped_width(const char *text, size_t len);
+
+/* `text` (NUL-terminated) escaped into `out`; when it does not fit in `cap`
+ * bytes, "..." and the longest tail that does, cut before a whole character:
+ * a path's tail names the file. The form of kvshard_error.source. */
+void kvshard__shorten(char *out, size_t cap, const char *text);
 
 /* An escaped excerpt of at most `max` input bytes for a message, with "..."
  * when the text is longer. */

@@ -1,0 +1,29 @@
+/* gflags-style arguments and flag files: the limits of one call, and the
+ * form of kvshard_deployment_apply_args() that also names each flag file it
+ * read (the CLI must not write its output over one). */
+#ifndef KVSHARD_DEPLOY_FLAGS_H
+#define KVSHARD_DEPLOY_FLAGS_H
+
+#include "kvshard/kvshard.h"
+
+/* Flag files may name flag files; a cycle stops at this depth. */
+#define KVSHARD_FLAGS__MAX_DEPTH 8
+/* Fan-out is stopped by a budget over one whole call, all flag files
+ * together: a file that names the next one many times, eight deep, would
+ * otherwise read millions of files. A real engine's flag files are a few
+ * files of a few hundred lines. */
+#define KVSHARD_FLAGS__MAX_FILES 256u                  /* flag files opened */
+#define KVSHARD_FLAGS__MAX_BYTES (16u * 1024u * 1024u) /* bytes of flag files read */
+#define KVSHARD_FLAGS__MAX_FLAGS 65536u                /* flags, arguments and files together */
+
+/* Called with the path of each flag file once it has been read (a file
+ * named twice is reported twice). The path is borrowed for the call. */
+typedef void (*kvshard_flags__file_fn)(void *user, const char *path);
+
+/* kvshard_deployment_apply_args(), calling `on_file` (may be NULL) for
+ * every flag file read. The same errors, all or nothing. */
+int kvshard_flags__apply(kvshard_deployment *deployment, size_t count, const char *const *args,
+                         unsigned flags, kvshard_flags__file_fn on_file, void *user,
+                         kvshard_error *err);
+
+#endif /* KVSHARD_DEPLOY_FLAGS_H */

@@ -1,0 +1,86 @@
+/* What the kvshard CLI prints and writes: messages that are safe on a
+ * terminal, and the document's target, which is never a file kvshard read
+ * and is replaced whole or not at all. */
+#ifndef KVSHARD_TOOLS_CLI_OUTPUT_H
+#define KVSHARD_TOOLS_CLI_OUTPUT_H
+
+#include "base/error.h"
+#include "deploy/flags.h"
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+enum { KVSHARD_CLI__EXIT_INVALID = 1, KVSHARD_CLI__EXIT_USAGE = 2 };
+
+/* Print one line to standard error, the whole of it escaped by
+ * kvshard__escape (escaped text stays as it is, so library messages pass
+ * through unchanged). Names in it should be shortened first
+ * (kvshard__shorten, kvshard__excerpt). */
+void kvshard_cli__say(const char *fmt, ...) KVSHARD__PRINTF(1, 2);
+
+/* ---- the files kvshard read --------------------------------------------------------------- */
+
+typedef struct kvshard_cli__input {
+    dev_t dev;
+    ino_t ino;
+    const char *what; /* "the CONFIG file", "the model file", "the flag file" */
+    char shown[KVSHARD_ERROR_SOURCE_MAX];
+} kvshard_cli__input;
+
+/* Every file a run read, by device and inode: the CONFIG, the model config
+ * the deployment names and each flag file. The flag-file budget bounds
+ * their number. */
+typedef struct kvshard_cli__inputs {
+    kvshard_cli__input items[KVSHARD_FLAGS__MAX_FILES + 2];
+    size_t count;
+} kvshard_cli__inputs;
+
+/* Note `path` as read (a file that cannot be stat'ed now is skipped: no
+ * output can be it). */
+void kvshard_cli__input_add(kvshard_cli__inputs *in, const char *what, const char *path);
+/* The deployment file and the model config the library read for `dep`. */
+void kvshard_cli__inputs_of(kvshard_cli__inputs *in, const kvshard_deployment *dep);
+/* A kvshard_flags__file_fn: `user` is the kvshard_cli__inputs. */
+void kvshard_cli__input_flagfile(void *user, const char *path);
+
+/* ---- the output ---------------------------------------------------------------------------- */
+
+typedef enum kvshard_cli__how {
+    KVSHARD_CLI__TO_FD,     /* standard output, or /dev/stdout, /dev/fd/N: that descriptor */
+    KVSHARD_CLI__TO_DEVICE, /* an existing FIFO or character device, opened and written */
+    KVSHARD_CLI__TO_FILE    /* a regular file: a temporary file renamed over it */
+} kvshard_cli__how;
+
+typedef struct kvshard_cli__output {
+    kvshard_cli__how how;
+    bool is_stdout;                       /* no -o, or -o - */
+    char shown[KVSHARD_ERROR_SOURCE_MAX]; /* the target for messages */
+    char *target;                         /* TO_DEVICE, TO_FILE: the path opened or renamed over */
+    char *temp;                           /* TO_FILE: the temporary file while it exists */
+    int fd;                               /* -1 until open */
+    bool own_fd;                          /* closed by us (not an inherited descriptor) */
+    bool keep_mode;                       /* replacing a file: give the new one its mode */
+    mode_t mode;
+    int error; /* errno of the first failed write, 0 when none */
+} kvshard_cli__output;
+
+/* Settle where the document goes (`name` NULL or "-": standard output)
+ * before anything is opened or written. A target that is the same file as
+ * an input is refused (exit 2), and so are a directory, a block device, a
+ * socket and a dangling symbolic link (exit 1), each with the reason
+ * printed. Returns 0 or the exit status. */
+int kvshard_cli__output_prepare(kvshard_cli__output *o, const char *name,
+                                const kvshard_cli__inputs *in);
+/* Open the target: create the temporary file beside a regular file, or
+ * open the FIFO or device. Returns 0 or the exit status, having said why. */
+int kvshard_cli__output_open(kvshard_cli__output *o);
+/* A kvshard_write_fn: `user` is the kvshard_cli__output. */
+int kvshard_cli__output_write(void *user, const char *data, size_t len);
+/* End the document with the writer's status `rc`: on KVSHARD_OK flush,
+ * close and rename the temporary file over the target; on any failure
+ * remove it and leave the target as it was. Returns the exit status. */
+int kvshard_cli__output_finish(kvshard_cli__output *o, int rc);
+/* Free what prepare allocated; removes a temporary file still there. */
+void kvshard_cli__output_free(kvshard_cli__output *o);
+
+#endif /* KVSHARD_TOOLS_CLI_OUTPUT_H */
