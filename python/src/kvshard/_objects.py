@@ -44,13 +44,13 @@ from ._enums import (
     WarningCode,
 )
 from ._errors import KvshardError, make_error
+from ._optiontable import override_text, spec_for_key
 from ._options import (
     DEFAULT_ORIGIN,
     OptionValue,
     Options,
     check_uint,
     encode,
-    option_text,
     parse_bytes,
     raise_error,
 )
@@ -548,10 +548,24 @@ class Deployment(_Handle):
     kvshard_deployment_free). Queries (``options``, ``model``, ``plan``,
     ``compare``) may run from many threads at once; ``set`` and
     ``apply_args`` wait for them and run alone.
+
+    Fractions: the library reads a fraction's text with at most 15 digits,
+    so a double such as 2/3 has no text it reads exactly. The deployment
+    sends the nearest such text (the library records the override) and
+    keeps the double, which it gives the library when it plans: ``plan()``
+    and ``compare()`` then go through kvshard_plan_create and
+    kvshard_comparison_create with the deployment's options and the double.
+    The double stays until ``set`` gives the option another value, or
+    ``apply_args`` changes the value the library holds.
     """
 
     _free_name = "kvshard_deployment_free"
     _kind = "deployment"
+
+    def __init__(self, ptr: int) -> None:
+        super().__init__(ptr)
+        # Option name -> (the double, the value the library holds for it).
+        self._held: Dict[str, Tuple[float, float]] = {}
 
     @classmethod
     def create(cls, model: Model, options: Optional[Options] = None) -> "Deployment":
@@ -559,7 +573,8 @@ class Deployment(_Handle):
         ``load_model`` (kvshard_deployment_create). The deployment takes
         ownership of the model's handle on success: ``model`` is closed
         afterwards (use ``deployment.model``). On failure the model is
-        untouched."""
+        untouched. The options go to the library as a struct, so every
+        value, fractions included, arrives exactly."""
         if not isinstance(model, Model):
             raise TypeError(f"model must be a kvshard.Model, not {type(model).__name__}")
         if model._parent is not None:
@@ -588,28 +603,52 @@ class Deployment(_Handle):
         ptr = self._query("kvshard_deployment_model")
         return Model(ptr, parent=self)
 
+    def _options_in(self, h: int) -> _lib.COptions:
+        """The options the deployment plans with: the library's, with the
+        doubles it holds."""
+        out = _lib.sized(_lib.COptions)
+        _check(_lib.library().kvshard_deployment_options(byref(out), h))
+        for name, (exact, _) in self._held.items():
+            setattr(out, name, exact)
+        return out
+
     @property
     def options(self) -> Options:
         """A copy of the options: file values over defaults, then overrides."""
-        out = _lib.sized(_lib.COptions)
         with self._use() as h:
-            _check(_lib.library().kvshard_deployment_options(byref(out), h))
-        return Options._from_c(out)
+            return Options._from_c(self._options_in(h))
+
+    def _set(self, h: int, key: str, text: str, exact: Optional[float], origin: bytes) -> None:
+        # Inside the exclusive gate; `text` and `exact` from override_text.
+        err = _lib.CError()
+        lib = _lib.library()
+        key_b = key.encode("utf-8")
+        rc = lib.kvshard_deployment_set(h, key_b, text.encode("utf-8"), origin, byref(err))
+        _check(rc, err)
+        spec = spec_for_key(key)
+        if spec is not None:
+            self._held.pop(spec.name, None)
+            if exact is not None:
+                held = _lib.sized(_lib.COptions)
+                _check(lib.kvshard_deployment_options(byref(held), h))
+                self._held[spec.name] = (exact, getattr(held, spec.name))
 
     def set(self, key: str, value: OptionValue, origin: str = DEFAULT_ORIGIN) -> None:
-        """Override one option from text (kvshard_deployment_set), as a flag
-        would: ``set("memory_per_rank", "24GiB")``, ``set("world_size", 8)``.
-        Later plan errors about this key name ``origin`` as their source. On
-        failure the deployment is unchanged."""
+        """Override one option (kvshard_deployment_set), as a flag would:
+        ``set("memory_per_rank", "24GiB")``, ``set("world_size", 8)``. A
+        native value is checked in Python first (TypeError, ValueError) with
+        the library's ranges for text and sent as text the library reads as
+        exactly that value; a str goes as it is. Later plan errors about
+        this key name ``origin`` as their source. On failure the deployment
+        is unchanged."""
         if not isinstance(key, str):
             raise TypeError(f"the option name must be a str, not {type(key).__name__}")
-        key_b = encode(key, "the option name")
-        value_b = encode(option_text(key, value), f"the value of {key}")
+        encode(key, "the option name")
+        text, exact = override_text(key, value)
+        encode(text, f"the value of {key}")
         origin_b = encode(origin, "origin")
-        err = _lib.CError()
         with self._use(exclusive=True) as h:
-            rc = _lib.library().kvshard_deployment_set(h, key_b, value_b, origin_b, byref(err))
-        _check(rc, err)
+            self._set(h, key, text, exact, origin_b)
 
     def apply_args(self, args: Sequence[str], ignore_unknown: bool = False) -> None:
         """Apply gflags-style arguments as an engine's command line holds
@@ -625,25 +664,63 @@ class Deployment(_Handle):
         argv = (c_char_p * max(1, len(encoded)))(*encoded)
         err = _lib.CError()
         with self._use(exclusive=True) as h:
-            rc = _lib.library().kvshard_deployment_apply_args(
+            lib = _lib.library()
+            rc = lib.kvshard_deployment_apply_args(
                 h, len(encoded), argv, 1 if ignore_unknown else 0, byref(err)
             )
-        _check(rc, err)
+            _check(rc, err)
+            if self._held:  # a flag that set a held option replaces the double
+                now = _lib.sized(_lib.COptions)
+                _check(lib.kvshard_deployment_options(byref(now), h))
+                for name, (_, stand_in) in list(self._held.items()):
+                    if getattr(now, name) != stand_in:
+                        del self._held[name]
+
+    def _planned(self, h: int, create: str, from_deployment: str, free: str) -> int:
+        """A plan or comparison of the deployment (inside its gate)."""
+        lib = _lib.library()
+        if not self._held:
+            rc, out, err = _new_handle(getattr(lib, from_deployment), h)
+            _check(rc, err)
+            return out
+        opts = self._options_in(h)
+        model = lib.kvshard_deployment_model(h)
+        rc, out, err = _new_handle(getattr(lib, create), model, byref(opts), None)
+        if rc == 0:
+            return out
+        if not err.source:
+            # Where the deployment points this error (the line or override
+            # that set the option): its own call, with the stand-in, says.
+            rc2, out2, err2 = _new_handle(getattr(lib, from_deployment), h)
+            if rc2 == 0:
+                getattr(lib, free)(out2)
+            elif rc2 == rc:
+                err.source, err.line, err.column, err.offset = (
+                    err2.source,
+                    err2.line,
+                    err2.column,
+                    err2.offset,
+                )
+        raise_error(rc, err)
 
     def plan(self) -> "Plan":
         """The plan of this deployment (kvshard_deployment_plan). Errors about
         an option point at its key in the deployment file, or its override."""
         with self._use() as h:
-            rc, out, err = _new_handle(_lib.library().kvshard_deployment_plan, h)
-            _check(rc, err)
-            return Plan(out)
+            return Plan(
+                self._planned(h, "kvshard_plan_create", "kvshard_deployment_plan", "kvshard_plan_free")
+            )
 
     def compare(self) -> "Comparison":
         """Plans for every split size dividing T under each ownership rule
         (kvshard_deployment_compare)."""
         with self._use() as h:
-            rc, out, err = _new_handle(_lib.library().kvshard_deployment_compare, h)
-            _check(rc, err)
+            out = self._planned(
+                h,
+                "kvshard_comparison_create",
+                "kvshard_deployment_compare",
+                "kvshard_comparison_free",
+            )
             return Comparison(out)
 
     def report_html(self) -> str:
@@ -670,19 +747,31 @@ class Deployment(_Handle):
         )
 
 
-def _apply_overrides(dep: Deployment, overrides: Dict[str, Any]) -> Deployment:
+_Override = Tuple[str, str, Optional[float]]
+
+
+def _check_overrides(overrides: Dict[str, Any]) -> List[_Override]:
+    """Every override as (key, text, exact), checked before any C call:
+    TypeError or ValueError for a value of the wrong type or range."""
+    prepared = []
+    for key, value in overrides.items():
+        text, exact = override_text(key, value)
+        encode(key, "the option name")
+        encode(text, f"the value of {key}")
+        prepared.append((key, text, exact))
+    return prepared
+
+
+def _apply_overrides(dep: Deployment, overrides: List[_Override]) -> Deployment:
+    origin = DEFAULT_ORIGIN.encode("utf-8")
     try:
-        for key, value in overrides.items():
-            dep.set(key, value)
+        with dep._use(exclusive=True) as h:
+            for key, text, exact in overrides:
+                dep._set(h, key, text, exact, origin)
     except BaseException:
         dep.close()
         raise
     return dep
-
-
-def _check_overrides(overrides: Dict[str, Any]) -> None:
-    for key, value in overrides.items():
-        option_text(key, value)  # TypeError/ValueError before any C call
 
 
 def load(path: PathLike, /, **overrides: OptionValue) -> Deployment:
@@ -690,12 +779,13 @@ def load(path: PathLike, /, **overrides: OptionValue) -> Deployment:
     (config.json) or a model directory. A relative ``model:`` path is taken
     from the file's directory. Each keyword overrides one option through
     kvshard_deployment_set with origin "python" (``memory_per_rank="24GiB"``,
-    ``world_size=8``). The caller owns the returned Deployment."""
+    ``world_size=8``); every one is checked, as ``Deployment.set`` checks
+    it, before the file is read. The caller owns the returned Deployment."""
     raw = _path_bytes(path, "path")
-    _check_overrides(overrides)
+    prepared = _check_overrides(overrides)
     rc, out, err = _new_handle(_lib.library().kvshard_deployment_load_file, raw, None)
     _check(rc, err)
-    return _apply_overrides(Deployment(out), overrides)
+    return _apply_overrides(Deployment(out), prepared)
 
 
 def loads(
@@ -713,12 +803,12 @@ def loads(
     data = _text_bytes(text, "text")
     name_b = None if name is None else encode(name, "name")
     base_b = None if base_dir is None else _path_bytes(base_dir, "base_dir")
-    _check_overrides(overrides)
+    prepared = _check_overrides(overrides)
     rc, out, err = _new_handle(
         _lib.library().kvshard_deployment_load_string, data, len(data), name_b, base_b, None
     )
     _check(rc, err)
-    return _apply_overrides(Deployment(out), overrides)
+    return _apply_overrides(Deployment(out), prepared)
 
 
 def _options_arg(options: Optional[Options], **fields: Any) -> Options:
