@@ -87,8 +87,13 @@ def test_create_model_checks_its_arguments() -> None:
 
 def test_a_failed_create_leaves_the_model_alone() -> None:
     model = kvshard.create_model(4, num_attention_heads=4, num_kv_heads=2, head_dim=64)
+    with pytest.raises(ValueError, match="world_size"):
+        kvshard.Deployment.create(model, kvshard.Options(world_size=0))  # refused in Python
+    # The library's own refusal, of a struct written past the Python checks.
+    bad = kvshard.Options()
+    bad._c.world_size = 0
     with pytest.raises(kvshard.PlanError) as info:
-        kvshard.Deployment.create(model, kvshard.Options(world_size=0))
+        kvshard.Deployment.create(model, bad)
     assert info.value.code is kvshard.Status.EPARALLEL
     assert not model.closed and model.num_layers == 4
     with kvshard.Deployment.create(model, kvshard.Options(world_size=2)) as dep:

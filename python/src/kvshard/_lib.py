@@ -46,6 +46,7 @@ from ctypes import (
 )
 from typing import List, Optional, Tuple
 
+from ._optiontable import OPTIONS
 from ._version import __version__
 
 __all__ = [
@@ -89,59 +90,16 @@ class CError(Structure):
 
 
 class COptions(Structure):
-    _fields_ = [
-        ("size", c_size_t),
-        ("world_size", c_uint32),
-        ("dp_size", c_uint32),
-        ("cp_size", c_uint32),
-        ("enable_layerwise_split", c_bool),
-        ("layerwise_split_size", c_uint32),
-        ("ownership", c_int),
-        ("is_draft", c_bool),
-        ("engine", c_int),
-        ("kv_cache_dtype", c_int),
-        ("state_dtype", c_int),
-        ("block_size", c_uint32),
-        ("memory_per_rank", c_uint64),
-        ("max_seqs", c_uint32),
-        ("num_speculative_tokens", c_uint32),
-        ("scratch_layers", c_uint32),
-        ("context_length", c_uint32),
-        ("enable_prefix_cache", c_bool),
-        ("max_linear_state_cache_slots", c_uint32),
-        ("device_memory_total", c_uint64),
-        ("device_memory_free", c_uint64),
-        ("max_memory_utilization", c_double),
-        ("max_cache_size", c_uint64),
-    ]
+    # Built from the option table, in its order: the fields of kvshard_options.
+    _fields_ = [("size", c_size_t)] + [(spec.name, spec.kind.value) for spec in OPTIONS]
 
 
 def options_init() -> COptions:
-    """A COptions holding KVSHARD_OPTIONS_INIT."""
+    """A COptions holding KVSHARD_OPTIONS_INIT (the table's defaults)."""
     o = COptions()
     o.size = ctypes.sizeof(COptions)
-    o.world_size = 1
-    o.dp_size = 1
-    o.cp_size = 1
-    o.enable_layerwise_split = False
-    o.layerwise_split_size = 1
-    o.ownership = -1  # KVSHARD_OWNERSHIP_DEFAULT
-    o.is_draft = False
-    o.engine = 0
-    o.kv_cache_dtype = 0
-    o.state_dtype = 0
-    o.block_size = 0
-    o.memory_per_rank = 0
-    o.max_seqs = 0
-    o.num_speculative_tokens = 0
-    o.scratch_layers = 1
-    o.context_length = 0
-    o.enable_prefix_cache = True
-    o.max_linear_state_cache_slots = 0
-    o.device_memory_total = 0
-    o.device_memory_free = 0
-    o.max_memory_utilization = 0.8
-    o.max_cache_size = 0
+    for spec in OPTIONS:
+        setattr(o, spec.name, spec.default)
     return o
 
 

@@ -8,11 +8,14 @@ so no Python exception can leak it. Methods of a closed object raise
 ``ValueError``. Everything the objects return (lists, dataclasses, strings)
 is a Python copy that outlives them.
 
-Plans, models and comparisons are immutable: any number of threads may
-query one at the same time (ctypes releases the GIL during each call). A
-Deployment changes only through ``set`` and ``apply_args``; do not change it
-from two threads at once, and do not ``close()`` an object another thread is
-using.
+Threads: every call into a handle passes the handle's gate (``_Gate``).
+Queries share it, so any number of threads may query one object at once
+(ctypes releases the GIL during each call); a Deployment's ``set`` and
+``apply_args`` wait for the queries inside and run alone. ``close()`` may
+come from any thread at any time: calls that start afterwards raise
+ValueError, and the handle is freed once the calls already inside the
+library have returned, never under one. The model of a deployment passes
+its deployment's gate.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import itertools
 import json
 import math
 import os
+import threading
 import weakref
 from ctypes import POINTER, byref, c_char_p, c_int, c_int32, c_size_t, c_uint32, c_void_p
 from dataclasses import asdict, dataclass
@@ -40,13 +44,13 @@ from ._enums import (
     WarningCode,
 )
 from ._errors import KvshardError, make_error
+from ._optiontable import override_text, spec_for_key
 from ._options import (
     DEFAULT_ORIGIN,
     OptionValue,
     Options,
     check_uint,
     encode,
-    option_text,
     parse_bytes,
     raise_error,
 )
@@ -78,45 +82,178 @@ PathLike = Union[str, "os.PathLike[str]"]
 # ---------------------------------------------------------------------------
 
 
+class _Gate:
+    """Who is inside one C handle. Queries share it; a change (Deployment's
+    set and apply_args, giving a model to a deployment) has it alone; close
+    shuts it: calls that start afterwards raise ValueError, and close waits
+    for the ones already inside, so the C object is freed only when no call
+    is in it. A change waiting for its turn holds off new queries, so it
+    is not starved; nothing in the binding enters a gate it already holds.
+
+    A query that finds the gate open takes one lock twice and nothing else;
+    the condition to sleep on is made when a thread first has to wait.
+    """
+
+    __slots__ = ("_lock", "_cond", "_readers", "_writing", "_waiting", "_sleepers", "closed")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cond: Optional[threading.Condition] = None
+        self._readers = 0
+        self._writing = False
+        self._waiting = 0  # changes waiting for their turn
+        self._sleepers = 0  # threads asleep on _cond
+        self.closed = False
+
+    def _sleep(self) -> None:
+        # With _lock held.
+        if self._cond is None:
+            self._cond = threading.Condition(self._lock)
+        self._sleepers += 1
+        try:
+            self._cond.wait()
+        finally:
+            self._sleepers -= 1
+
+    def _wake(self) -> None:
+        # With _lock held.
+        if self._sleepers:
+            assert self._cond is not None
+            self._cond.notify_all()
+
+    def enter(self, exclusive: bool, kind: str) -> None:
+        with self._lock:
+            if exclusive:
+                self._waiting += 1
+                try:
+                    while not self.closed and (self._writing or self._readers):
+                        self._sleep()
+                finally:
+                    self._waiting -= 1
+                    if not self._waiting:
+                        self._wake()  # queries held off for this change
+            else:
+                while not self.closed and (self._writing or self._waiting):
+                    self._sleep()
+            if self.closed:
+                raise ValueError(f"this kvshard {kind} is closed")
+            if exclusive:
+                self._writing = True
+            else:
+                self._readers += 1
+
+    def leave(self, exclusive: bool) -> None:
+        with self._lock:
+            if exclusive:
+                self._writing = False
+            else:
+                self._readers -= 1
+            if not self._readers:
+                self._wake()
+
+    def shut(self) -> None:
+        """Refuse new calls, then wait until none is inside."""
+        with self._lock:
+            self.closed = True
+            self._wake()  # waiting calls raise instead of entering
+            while self._readers or self._writing:
+                self._sleep()
+
+    def retire(self) -> None:
+        """Mark the handle closed from inside an exclusive use, whose end
+        leaves it empty (a model given to a deployment)."""
+        with self._lock:
+            self.closed = True
+
+
+class _Inside:
+    """One call's passage through a handle's gate (``with handle._use()``):
+    the C pointer inside the block, ValueError when the object is closed. A
+    borrowed object passes its owner's gate, whose C object holds it."""
+
+    __slots__ = ("_gate", "_owner", "_exclusive", "_handle")
+
+    def __init__(self, handle: "_Handle", exclusive: bool) -> None:
+        self._handle = handle
+        self._exclusive = exclusive
+        owner = handle._parent
+        self._gate = handle._gate if owner is None else owner._gate
+        self._owner = owner
+
+    def __enter__(self) -> int:
+        handle = self._handle
+        if self._owner is not None and handle._gate.closed:
+            raise ValueError(f"this kvshard {handle._kind} is closed")
+        self._gate.enter(self._exclusive, handle._kind)
+        return handle._ptr
+
+    def __exit__(self, *exc: Any) -> None:
+        self._gate.leave(self._exclusive)
+
+
+def _free_when_idle(gate: _Gate, free: Callable[[int], None], ptr: int) -> None:
+    # The finalizer: run by close(), or by the garbage collector, when no
+    # call can be inside (a call holds a reference to its object).
+    gate.shut()
+    free(ptr)
+
+
 class _Handle:
-    """Owns one C handle (or borrows one from a parent that owns it)."""
+    """Owns one C handle (or borrows one from a parent that owns it) and the
+    gate every call into it passes."""
 
     _free_name = ""
     _kind = "object"
 
     def __init__(self, ptr: int, parent: Optional["_Handle"] = None) -> None:
-        self._ptr: Optional[int] = ptr
+        self._ptr = ptr
         self._parent = parent
+        self._gate = _Gate()
         if parent is None:
             free = getattr(_lib.library(), self._free_name)
             try:
-                self._finalizer: Optional[weakref.finalize] = weakref.finalize(self, free, ptr)
+                finalizer = weakref.finalize(self, _free_when_idle, self._gate, free, ptr)
             except BaseException:  # not even a finalizer: free it now
                 free(ptr)
                 raise
+            # At interpreter exit a daemon thread may still be inside the
+            # handle; the process's end frees it, never while in use.
+            finalizer.atexit = False
+            self._finalizer: Optional[weakref.finalize] = finalizer
         else:
             self._finalizer = None
 
-    def _h(self) -> int:
-        ptr = self._ptr
-        if ptr is None or (self._parent is not None and self._parent._ptr is None):
-            raise ValueError(f"this kvshard {self._kind} is closed")
-        return ptr
+    def _use(self, exclusive: bool = False) -> _Inside:
+        """``with self._use() as h:`` -- `h` is the C pointer for calls made
+        inside the block; ValueError when the object is closed."""
+        return _Inside(self, exclusive)
 
     @property
     def closed(self) -> bool:
         """Whether the handle was released (or its owner was)."""
-        return self._ptr is None or (self._parent is not None and self._parent._ptr is None)
+        return self._gate.closed or (self._parent is not None and self._parent._gate.closed)
 
     def close(self) -> None:
-        """Release the C handle now. Idempotent. A borrowed object (the model
-        of a deployment) only forgets its pointer; its owner frees it."""
+        """Release the C handle. Idempotent and safe from any thread: calls
+        that start afterwards raise ValueError, and close returns once the
+        calls already inside the library have returned and the handle is
+        freed. A borrowed object (the model of a deployment) only stops
+        answering; its owner frees it."""
+        if self._parent is not None:
+            self._gate.retire()
+            return
+        self._gate.shut()
         if self._finalizer is not None:
             self._finalizer()
-        self._ptr = None
+
+    def _query(self, function: str, *args: Any) -> Any:
+        """The library's `function(handle, *args)`, called inside the gate."""
+        with self._use() as h:
+            return getattr(_lib.library(), function)(h, *args)
 
     def __enter__(self):  # type: ignore[no-untyped-def]
-        self._h()
+        if self.closed:
+            raise ValueError(f"this kvshard {self._kind} is closed")
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -195,45 +332,46 @@ class Model(_Handle):
     @property
     def model_type(self) -> Optional[str]:
         """``model_type`` of the config; None when it has none."""
-        raw = _lib.library().kvshard_model_type(self._h())
+        raw = self._query("kvshard_model_type")
         return raw.decode("utf-8", "replace") if raw else None
 
     @property
     def num_layers(self) -> int:
         """L: the decoder layers, without draft layers."""
-        return int(_lib.library().kvshard_model_num_layers(self._h()))
+        return int(self._query("kvshard_model_num_layers"))
 
     @property
     def num_draft_layers(self) -> int:
         """Draft (MTP) layers the model declares."""
-        return int(_lib.library().kvshard_model_num_draft_layers(self._h()))
+        return int(self._query("kvshard_model_num_draft_layers"))
 
     @property
     def attention(self) -> Attention:
         """Attention type of the KV layers (GQA or MLA)."""
-        return Attention(_lib.library().kvshard_model_attention(self._h()))
+        return Attention(self._query("kvshard_model_attention"))
 
     @property
     def state_kind(self) -> StateKind:
         """State kind of the linear and hybrid layers (NONE without any)."""
-        return StateKind(_lib.library().kvshard_model_state_kind(self._h()))
+        return StateKind(self._query("kvshard_model_state_kind"))
 
     @property
     def state_dtype(self) -> Dtype:
         """The state dtype the model asks for before any state_dtype option;
         AUTO when it has no temporal state."""
-        return Dtype(_lib.library().kvshard_model_state_dtype(self._h()))
+        return Dtype(self._query("kvshard_model_state_dtype"))
 
     def count(self, kind: Union[LayerKind, int]) -> int:
         """Number of decoder layers of one kind."""
         k = _enum_arg("kind", kind, LayerKind)
-        return int(_lib.library().kvshard_model_count(self._h(), k))
+        return int(self._query("kvshard_model_count", k))
 
     def layer_kind(self, layer: int) -> LayerKind:
         """Kind of decoder layer `layer` (0-based); QueryError when out of range."""
         index = _index("layer", layer)
         out = c_int()
-        _check(_lib.library().kvshard_model_layer_kind(byref(out), self._h(), index))
+        with self._use() as h:
+            _check(_lib.library().kvshard_model_layer_kind(byref(out), h, index))
         return LayerKind(out.value)
 
     @property
@@ -407,11 +545,27 @@ class Deployment(_Handle):
     a model directory, changed by overrides.
 
     Owns a ``kvshard_deployment`` and, through it, its model (freed with
-    kvshard_deployment_free).
+    kvshard_deployment_free). Queries (``options``, ``model``, ``plan``,
+    ``compare``) may run from many threads at once; ``set`` and
+    ``apply_args`` wait for them and run alone.
+
+    Fractions: the library reads a fraction's text with at most 15 digits,
+    so a double such as 2/3 has no text it reads exactly. The deployment
+    sends the nearest such text (the library records the override) and
+    keeps the double, which it gives the library when it plans: ``plan()``
+    and ``compare()`` then go through kvshard_plan_create and
+    kvshard_comparison_create with the deployment's options and the double.
+    The double stays until ``set`` gives the option another value, or
+    ``apply_args`` changes the value the library holds.
     """
 
     _free_name = "kvshard_deployment_free"
     _kind = "deployment"
+
+    def __init__(self, ptr: int) -> None:
+        super().__init__(ptr)
+        # Option name -> (the double, the value the library holds for it).
+        self._held: Dict[str, Tuple[float, float]] = {}
 
     @classmethod
     def create(cls, model: Model, options: Optional[Options] = None) -> "Deployment":
@@ -419,50 +573,82 @@ class Deployment(_Handle):
         ``load_model`` (kvshard_deployment_create). The deployment takes
         ownership of the model's handle on success: ``model`` is closed
         afterwards (use ``deployment.model``). On failure the model is
-        untouched."""
+        untouched. The options go to the library as a struct, so every
+        value, fractions included, arrives exactly."""
         if not isinstance(model, Model):
             raise TypeError(f"model must be a kvshard.Model, not {type(model).__name__}")
         if model._parent is not None:
             raise ValueError("the model belongs to a deployment; load or create a model of its own")
         opts = _options_arg(options)
-        rc, out, err = _new_handle(
-            _lib.library().kvshard_deployment_create, model._h(), byref(opts._c)
-        )
+        # The model changes hands with no call inside it.
+        model._gate.enter(True, model._kind)
+        try:
+            rc, out, err = _new_handle(
+                _lib.library().kvshard_deployment_create, model._ptr, byref(opts._c)
+            )
+            if rc == 0:  # the deployment frees the model now
+                model._gate.retire()
+                if model._finalizer is not None:
+                    model._finalizer.detach()
+        finally:
+            model._gate.leave(True)
         if rc != 0:
             raise_error(rc, err)
-        # The deployment frees the model now: forget it on the Python side.
-        if model._finalizer is not None:
-            model._finalizer.detach()
-        model._ptr = None
         return cls(out)
 
     @property
     def model(self) -> Model:
         """The deployment's model, borrowed: valid while the deployment is
         open (closing the deployment closes it too)."""
-        ptr = _lib.library().kvshard_deployment_model(self._h())
+        ptr = self._query("kvshard_deployment_model")
         return Model(ptr, parent=self)
+
+    def _options_in(self, h: int) -> _lib.COptions:
+        """The options the deployment plans with: the library's, with the
+        doubles it holds."""
+        out = _lib.sized(_lib.COptions)
+        _check(_lib.library().kvshard_deployment_options(byref(out), h))
+        for name, (exact, _) in self._held.items():
+            setattr(out, name, exact)
+        return out
 
     @property
     def options(self) -> Options:
         """A copy of the options: file values over defaults, then overrides."""
-        out = _lib.sized(_lib.COptions)
-        _check(_lib.library().kvshard_deployment_options(byref(out), self._h()))
-        return Options._from_c(out)
+        with self._use() as h:
+            return Options._from_c(self._options_in(h))
+
+    def _set(self, h: int, key: str, text: str, exact: Optional[float], origin: bytes) -> None:
+        # Inside the exclusive gate; `text` and `exact` from override_text.
+        err = _lib.CError()
+        lib = _lib.library()
+        key_b = key.encode("utf-8")
+        rc = lib.kvshard_deployment_set(h, key_b, text.encode("utf-8"), origin, byref(err))
+        _check(rc, err)
+        spec = spec_for_key(key)
+        if spec is not None:
+            self._held.pop(spec.name, None)
+            if exact is not None:
+                held = _lib.sized(_lib.COptions)
+                _check(lib.kvshard_deployment_options(byref(held), h))
+                self._held[spec.name] = (exact, getattr(held, spec.name))
 
     def set(self, key: str, value: OptionValue, origin: str = DEFAULT_ORIGIN) -> None:
-        """Override one option from text (kvshard_deployment_set), as a flag
-        would: ``set("memory_per_rank", "24GiB")``, ``set("world_size", 8)``.
-        Later plan errors about this key name ``origin`` as their source. On
-        failure the deployment is unchanged."""
+        """Override one option (kvshard_deployment_set), as a flag would:
+        ``set("memory_per_rank", "24GiB")``, ``set("world_size", 8)``. A
+        native value is checked in Python first (TypeError, ValueError) with
+        the library's ranges for text and sent as text the library reads as
+        exactly that value; a str goes as it is. Later plan errors about
+        this key name ``origin`` as their source. On failure the deployment
+        is unchanged."""
         if not isinstance(key, str):
             raise TypeError(f"the option name must be a str, not {type(key).__name__}")
-        key_b = encode(key, "the option name")
-        value_b = encode(option_text(key, value), f"the value of {key}")
+        encode(key, "the option name")
+        text, exact = override_text(key, value)
+        encode(text, f"the value of {key}")
         origin_b = encode(origin, "origin")
-        err = _lib.CError()
-        rc = _lib.library().kvshard_deployment_set(self._h(), key_b, value_b, origin_b, byref(err))
-        _check(rc, err)
+        with self._use(exclusive=True) as h:
+            self._set(h, key, text, exact, origin_b)
 
     def apply_args(self, args: Sequence[str], ignore_unknown: bool = False) -> None:
         """Apply gflags-style arguments as an engine's command line holds
@@ -477,24 +663,65 @@ class Deployment(_Handle):
         encoded = [encode(a, f"args[{i}]") for i, a in enumerate(args)]
         argv = (c_char_p * max(1, len(encoded)))(*encoded)
         err = _lib.CError()
-        rc = _lib.library().kvshard_deployment_apply_args(
-            self._h(), len(encoded), argv, 1 if ignore_unknown else 0, byref(err)
-        )
-        _check(rc, err)
+        with self._use(exclusive=True) as h:
+            lib = _lib.library()
+            rc = lib.kvshard_deployment_apply_args(
+                h, len(encoded), argv, 1 if ignore_unknown else 0, byref(err)
+            )
+            _check(rc, err)
+            if self._held:  # a flag that set a held option replaces the double
+                now = _lib.sized(_lib.COptions)
+                _check(lib.kvshard_deployment_options(byref(now), h))
+                for name, (_, stand_in) in list(self._held.items()):
+                    if getattr(now, name) != stand_in:
+                        del self._held[name]
+
+    def _planned(self, h: int, create: str, from_deployment: str, free: str) -> int:
+        """A plan or comparison of the deployment (inside its gate)."""
+        lib = _lib.library()
+        if not self._held:
+            rc, out, err = _new_handle(getattr(lib, from_deployment), h)
+            _check(rc, err)
+            return out
+        opts = self._options_in(h)
+        model = lib.kvshard_deployment_model(h)
+        rc, out, err = _new_handle(getattr(lib, create), model, byref(opts), None)
+        if rc == 0:
+            return out
+        if not err.source:
+            # Where the deployment points this error (the line or override
+            # that set the option): its own call, with the stand-in, says.
+            rc2, out2, err2 = _new_handle(getattr(lib, from_deployment), h)
+            if rc2 == 0:
+                getattr(lib, free)(out2)
+            elif rc2 == rc:
+                err.source, err.line, err.column, err.offset = (
+                    err2.source,
+                    err2.line,
+                    err2.column,
+                    err2.offset,
+                )
+        raise_error(rc, err)
 
     def plan(self) -> "Plan":
         """The plan of this deployment (kvshard_deployment_plan). Errors about
         an option point at its key in the deployment file, or its override."""
-        rc, out, err = _new_handle(_lib.library().kvshard_deployment_plan, self._h())
-        _check(rc, err)
-        return Plan(out)
+        with self._use() as h:
+            return Plan(
+                self._planned(h, "kvshard_plan_create", "kvshard_deployment_plan", "kvshard_plan_free")
+            )
 
     def compare(self) -> "Comparison":
         """Plans for every split size dividing T under each ownership rule
         (kvshard_deployment_compare)."""
-        rc, out, err = _new_handle(_lib.library().kvshard_deployment_compare, self._h())
-        _check(rc, err)
-        return Comparison(out)
+        with self._use() as h:
+            out = self._planned(
+                h,
+                "kvshard_comparison_create",
+                "kvshard_deployment_compare",
+                "kvshard_comparison_free",
+            )
+            return Comparison(out)
 
     def report_html(self) -> str:
         """The HTML page ``kvshard report`` writes: the plan, and the
@@ -520,19 +747,31 @@ class Deployment(_Handle):
         )
 
 
-def _apply_overrides(dep: Deployment, overrides: Dict[str, Any]) -> Deployment:
+_Override = Tuple[str, str, Optional[float]]
+
+
+def _check_overrides(overrides: Dict[str, Any]) -> List[_Override]:
+    """Every override as (key, text, exact), checked before any C call:
+    TypeError or ValueError for a value of the wrong type or range."""
+    prepared = []
+    for key, value in overrides.items():
+        text, exact = override_text(key, value)
+        encode(key, "the option name")
+        encode(text, f"the value of {key}")
+        prepared.append((key, text, exact))
+    return prepared
+
+
+def _apply_overrides(dep: Deployment, overrides: List[_Override]) -> Deployment:
+    origin = DEFAULT_ORIGIN.encode("utf-8")
     try:
-        for key, value in overrides.items():
-            dep.set(key, value)
+        with dep._use(exclusive=True) as h:
+            for key, text, exact in overrides:
+                dep._set(h, key, text, exact, origin)
     except BaseException:
         dep.close()
         raise
     return dep
-
-
-def _check_overrides(overrides: Dict[str, Any]) -> None:
-    for key, value in overrides.items():
-        option_text(key, value)  # TypeError/ValueError before any C call
 
 
 def load(path: PathLike, /, **overrides: OptionValue) -> Deployment:
@@ -540,12 +779,13 @@ def load(path: PathLike, /, **overrides: OptionValue) -> Deployment:
     (config.json) or a model directory. A relative ``model:`` path is taken
     from the file's directory. Each keyword overrides one option through
     kvshard_deployment_set with origin "python" (``memory_per_rank="24GiB"``,
-    ``world_size=8``). The caller owns the returned Deployment."""
+    ``world_size=8``); every one is checked, as ``Deployment.set`` checks
+    it, before the file is read. The caller owns the returned Deployment."""
     raw = _path_bytes(path, "path")
-    _check_overrides(overrides)
+    prepared = _check_overrides(overrides)
     rc, out, err = _new_handle(_lib.library().kvshard_deployment_load_file, raw, None)
     _check(rc, err)
-    return _apply_overrides(Deployment(out), overrides)
+    return _apply_overrides(Deployment(out), prepared)
 
 
 def loads(
@@ -563,12 +803,12 @@ def loads(
     data = _text_bytes(text, "text")
     name_b = None if name is None else encode(name, "name")
     base_b = None if base_dir is None else _path_bytes(base_dir, "base_dir")
-    _check_overrides(overrides)
+    prepared = _check_overrides(overrides)
     rc, out, err = _new_handle(
         _lib.library().kvshard_deployment_load_string, data, len(data), name_b, base_b, None
     )
     _check(rc, err)
-    return _apply_overrides(Deployment(out), overrides)
+    return _apply_overrides(Deployment(out), prepared)
 
 
 def _options_arg(options: Optional[Options], **fields: Any) -> Options:
@@ -693,44 +933,55 @@ class Plan(_Handle):
     _free_name = "kvshard_plan_free"
     _kind = "plan"
 
+    def __init__(self, ptr: int) -> None:
+        super().__init__(ptr)
+        # A plan never changes: T and L, for the range checks, read once
+        # while no other thread has the plan.
+        lib = _lib.library()
+        self._sizes = (
+            int(lib.kvshard_plan_attn_tp_size(ptr)),
+            int(lib.kvshard_plan_num_layers(ptr)),
+        )
+
     # --- sizes --------------------------------------------------------------
     @property
     def options(self) -> Options:
         """The options the plan was built with, the profile's defaults
         settled (block_size, max_seqs and ownership set)."""
         out = _lib.sized(_lib.COptions)
-        _check(_lib.library().kvshard_plan_options(byref(out), self._h()))
+        with self._use() as h:
+            _check(_lib.library().kvshard_plan_options(byref(out), h))
         return Options._from_c(out)
 
     @property
     def attn_tp_size(self) -> int:
         """T = world_size / (dp_size * cp_size)."""
-        return int(_lib.library().kvshard_plan_attn_tp_size(self._h()))
+        return int(self._query("kvshard_plan_attn_tp_size"))
 
     @property
     def effective_split_size(self) -> int:
         """S_eff: the split in force (1 when layerwise split does not apply)."""
-        return int(_lib.library().kvshard_plan_effective_split_size(self._h()))
+        return int(self._query("kvshard_plan_effective_split_size"))
 
     @property
     def replication_factor(self) -> int:
         """R: TP ranks that hold a copy of each KV head without the split."""
-        return int(_lib.library().kvshard_plan_replication_factor(self._h()))
+        return int(self._query("kvshard_plan_replication_factor"))
 
     @property
     def num_layers(self) -> int:
         """L: decoder layers."""
-        return int(_lib.library().kvshard_plan_num_layers(self._h()))
+        return int(self._query("kvshard_plan_num_layers"))
 
     @property
     def state_kind(self) -> StateKind:
         """State kind of the model's linear and hybrid layers."""
-        return StateKind(_lib.library().kvshard_plan_state_kind(self._h()))
+        return StateKind(self._query("kvshard_plan_state_kind"))
 
     @property
     def state_dtype(self) -> Dtype:
         """The state dtype in force; AUTO when there is no temporal state."""
-        return Dtype(_lib.library().kvshard_plan_state_dtype(self._h()))
+        return Dtype(self._query("kvshard_plan_state_dtype"))
 
     # --- layers -------------------------------------------------------------
     # Arguments are type-checked in Python first, then against the plan's
@@ -746,13 +997,17 @@ class Plan(_Handle):
         return self._rank_in_range(r), self._layer_in_range(i)
 
     def _rank_in_range(self, r: int) -> int:
-        t = self.attn_tp_size
+        if self._gate.closed:  # a closed plan says so before any range
+            raise ValueError("this kvshard plan is closed")
+        t = self._sizes[0]
         if r >= t:
             raise make_error(Status.ERANK, f"TP rank {r} is outside 0..{t - 1}")
         return r
 
     def _layer_in_range(self, i: int) -> int:
-        n = self.num_layers
+        if self._gate.closed:
+            raise ValueError("this kvshard plan is closed")
+        n = self._sizes[1]
         if i >= n:
             raise make_error(Status.ELAYER, f"layer {i} is outside 0..{n - 1}")
         return i
@@ -761,7 +1016,8 @@ class Plan(_Handle):
         """Kind of decoder layer `layer`."""
         i = self._layer(layer)
         out = c_int()
-        _check(_lib.library().kvshard_plan_layer_kind(byref(out), self._h(), i))
+        with self._use() as h:
+            _check(_lib.library().kvshard_plan_layer_kind(byref(out), h, i))
         return LayerKind(out.value)
 
     def layer_owner(self, layer: int) -> int:
@@ -770,25 +1026,27 @@ class Plan(_Handle):
         ``kvshard.OWNER_NONE`` (-2) for a no-cache layer."""
         i = self._layer(layer)
         out = c_int32()
-        _check(_lib.library().kvshard_plan_layer_owner(byref(out), self._h(), i))
+        with self._use() as h:
+            _check(_lib.library().kvshard_plan_layer_owner(byref(out), h, i))
         return int(out.value)
 
     def owns(self, tp_rank: int, layer: int) -> bool:
         """Whether TP rank `tp_rank` stores any cache of `layer` (its KV, its
         state or its window)."""
         r, i = self._rank_layer(tp_rank, layer)
-        return bool(_lib.library().kvshard_plan_owns(self._h(), r, i))
+        return bool(self._query("kvshard_plan_owns", r, i))
 
     def stores_kv(self, tp_rank: int, layer: int) -> bool:
         """Whether TP rank `tp_rank` stores the paged KV cache of `layer`."""
         r, i = self._rank_layer(tp_rank, layer)
-        return bool(_lib.library().kvshard_plan_stores_kv(self._h(), r, i))
+        return bool(self._query("kvshard_plan_stores_kv", r, i))
 
     def split_position(self, tp_rank: int) -> Tuple[int, int]:
         """(split rank, split group) of a TP rank: (r % S_eff, r // S_eff)."""
         r = self._rank(tp_rank)
         rank, group = c_uint32(), c_uint32()
-        _check(_lib.library().kvshard_plan_split_position(byref(rank), byref(group), self._h(), r))
+        with self._use() as h:
+            _check(_lib.library().kvshard_plan_split_position(byref(rank), byref(group), h, r))
         return int(rank.value), int(group.value)
 
     def rank_layers(self, tp_rank: int) -> List[int]:
@@ -797,14 +1055,16 @@ class Plan(_Handle):
         r = self._rank(tp_rank)
         arr = POINTER(c_uint32)()
         count = c_size_t()
-        _check(_lib.library().kvshard_plan_rank_layers(byref(arr), byref(count), self._h(), r))
-        return list(arr[: count.value]) if count.value else []
+        with self._use() as h:  # the list points into the plan: copy it inside
+            _check(_lib.library().kvshard_plan_rank_layers(byref(arr), byref(count), h, r))
+            return list(arr[: count.value]) if count.value else []
 
     def layer_storage(self, tp_rank: int, layer: int) -> LayerStorage:
         """How TP rank `tp_rank` stores `layer`: what an engine allocates."""
         r, i = self._rank_layer(tp_rank, layer)
         out = _lib.sized(_lib.CLayerStorage)
-        _check(_lib.library().kvshard_plan_layer_storage(byref(out), self._h(), r, i))
+        with self._use() as h:
+            _check(_lib.library().kvshard_plan_layer_storage(byref(out), h, r, i))
         return LayerStorage(
             kind=LayerKind(out.kind),
             stores_kv=bool(out.stores_kv),
@@ -822,7 +1082,8 @@ class Plan(_Handle):
         """Memory figures of TP rank `tp_rank`, in bytes."""
         r = self._rank(tp_rank)
         out = _lib.sized(_lib.CRankMemory)
-        _check(_lib.library().kvshard_plan_rank_memory(byref(out), self._h(), r))
+        with self._use() as h:
+            _check(_lib.library().kvshard_plan_rank_memory(byref(out), h, r))
         return RankMemory(
             tp_rank=r,
             kv_bytes_per_token=int(out.kv_bytes_per_token),
@@ -837,7 +1098,8 @@ class Plan(_Handle):
     def capacity(self) -> Capacity:
         """Capacity common to all ranks (the minimum over ranks)."""
         c = _lib.sized(_lib.CCapacity)
-        _check(_lib.library().kvshard_plan_capacity(byref(c), self._h()))
+        with self._use() as h:
+            _check(_lib.library().kvshard_plan_capacity(byref(c), h))
         return Capacity(
             engine=Engine(c.engine),
             block_size=int(c.block_size),
@@ -857,7 +1119,8 @@ class Plan(_Handle):
     def uniform(self) -> Uniform:
         """The S_eff = 1 figures, for comparison."""
         u = _lib.sized(_lib.CUniform)
-        _check(_lib.library().kvshard_plan_uniform(byref(u), self._h()))
+        with self._use() as h:
+            _check(_lib.library().kvshard_plan_uniform(byref(u), h))
         return Uniform(
             kv_bytes_per_token=int(u.kv_bytes_per_token),
             bytes_per_block=int(u.bytes_per_block),
@@ -899,7 +1162,8 @@ class Plan(_Handle):
         out = _lib.sized(_lib.CBlocks)
         err = _lib.CError()
         lib = _lib.library()
-        rc = lib.kvshard_plan_blocks_for(byref(out), self._h(), rank, byref(budget), byref(err))
+        with self._use() as h:
+            rc = lib.kvshard_plan_blocks_for(byref(out), h, rank, byref(budget), byref(err))
         _check(rc, err)
         return Blocks(
             num_blocks=int(out.num_blocks),
@@ -915,46 +1179,48 @@ class Plan(_Handle):
     @property
     def warnings(self) -> List[Tuple[WarningCode, str]]:
         """The plan's warnings as (code, message), in the library's order."""
-        lib = _lib.library()
-        h = self._h()
         result = []
-        for index in range(lib.kvshard_plan_warning_count(h)):
-            code, message = c_int(), c_char_p()
-            _check(lib.kvshard_plan_warning(byref(code), byref(message), h, index))
-            text = (message.value or b"").decode("utf-8", "replace")
-            result.append((WarningCode(code.value), text))
+        with self._use() as h:  # the messages point into the plan: copy them inside
+            lib = _lib.library()
+            for index in range(lib.kvshard_plan_warning_count(h)):
+                code, message = c_int(), c_char_p()
+                _check(lib.kvshard_plan_warning(byref(code), byref(message), h, index))
+                text = (message.value or b"").decode("utf-8", "replace")
+                result.append((WarningCode(code.value), text))
         return result
 
     def has_warning(self, code: Union[WarningCode, int]) -> bool:
         """Whether the plan carries a warning with this code."""
         c = _enum_arg("code", code, WarningCode)
-        return bool(_lib.library().kvshard_plan_has_warning(self._h(), c))
+        return bool(self._query("kvshard_plan_has_warning", c))
 
     @property
     def digest(self) -> int:
         """64-bit digest of the whole plan: equal plans, equal digests."""
-        return int(_lib.library().kvshard_plan_digest(self._h()))
+        return int(self._query("kvshard_plan_digest"))
 
     @property
     def layout_digest(self) -> int:
         """64-bit digest of the layout only (no memory or capacity)."""
-        return int(_lib.library().kvshard_plan_layout_digest(self._h()))
+        return int(self._query("kvshard_plan_layout_digest"))
 
     def describe_rank(self, tp_rank: int) -> str:
         """One line for an engine's log about TP rank `tp_rank`."""
-        lib = _lib.library()
         r = self._rank(tp_rank)
-        need = lib.kvshard_plan_describe_rank(None, 0, self._h(), r)
-        _check(min(need, 0))
-        buf = ctypes.create_string_buffer(need + 1)
-        got = lib.kvshard_plan_describe_rank(buf, len(buf), self._h(), r)
-        _check(min(got, 0))
+        with self._use() as h:
+            lib = _lib.library()
+            need = lib.kvshard_plan_describe_rank(None, 0, h, r)
+            _check(min(need, 0))
+            buf = ctypes.create_string_buffer(need + 1)
+            got = lib.kvshard_plan_describe_rank(buf, len(buf), h, r)
+            _check(min(got, 0))
         return buf.value.decode("utf-8", "replace")
 
     # --- output -----------------------------------------------------------------
     def to_json(self) -> str:
         """The plan's JSON document, as ``kvshard plan --format=json`` writes it."""
-        return _write("kvshard_plan_write_json", self._h())
+        with self._use() as h:
+            return _write("kvshard_plan_write_json", h)
 
     def to_dict(self) -> Dict[str, Any]:
         """The plan's JSON document, parsed."""
@@ -962,11 +1228,13 @@ class Plan(_Handle):
 
     def to_text(self) -> str:
         """The text ``kvshard plan`` prints."""
-        return _write("kvshard_plan_write_text", self._h())
+        with self._use() as h:
+            return _write("kvshard_plan_write_text", h)
 
     def to_svg(self) -> str:
         """The layer map as a standalone SVG image."""
-        return _write("kvshard_plan_write_svg", self._h())
+        with self._use() as h:
+            return _write("kvshard_plan_write_svg", h)
 
     def report_html(self, comparison: Optional["Comparison"] = None) -> str:
         """One self-contained HTML page: the layer map, each rank's memory,
@@ -976,8 +1244,11 @@ class Plan(_Handle):
             raise TypeError(
                 f"comparison must be a kvshard.Comparison or None, not {type(comparison).__name__}"
             )
-        cmp_h = None if comparison is None else comparison._h()
-        return _write("kvshard_report_write_html", self._h(), cmp_h)
+        if comparison is None:
+            with self._use() as h:
+                return _write("kvshard_report_write_html", h, None)
+        with self._use() as h, comparison._use() as cmp_h:
+            return _write("kvshard_report_write_html", h, cmp_h)
 
     def __repr__(self) -> str:
         if self.closed:
@@ -1002,7 +1273,8 @@ def plan(
     if not isinstance(model, Model):
         raise TypeError(f"model must be a kvshard.Model or Deployment, not {type(model).__name__}")
     opts = _options_arg(options, **fields)
-    rc, out, err = _new_handle(_lib.library().kvshard_plan_create, model._h(), byref(opts._c), None)
+    with model._use() as h:
+        rc, out, err = _new_handle(_lib.library().kvshard_plan_create, h, byref(opts._c), None)
     _check(rc, err)
     return Plan(out)
 
@@ -1133,7 +1405,8 @@ class Comparison(_Handle):
 
     def to_json(self) -> str:
         """The comparison's JSON document (``kvshard compare --format=json``)."""
-        return _write("kvshard_comparison_write_json", self._h())
+        with self._use() as h:
+            return _write("kvshard_comparison_write_json", h)
 
     def to_dict(self) -> Dict[str, Any]:
         """The comparison's JSON document, parsed."""
@@ -1141,7 +1414,8 @@ class Comparison(_Handle):
 
     def to_text(self) -> str:
         """The table ``kvshard compare`` prints."""
-        return _write("kvshard_comparison_write_text", self._h())
+        with self._use() as h:
+            return _write("kvshard_comparison_write_text", h)
 
     def __repr__(self) -> str:
         r = self.recommended if self._rows else None
@@ -1163,8 +1437,7 @@ def compare(
     if not isinstance(model, Model):
         raise TypeError(f"model must be a kvshard.Model or Deployment, not {type(model).__name__}")
     opts = _options_arg(options, **fields)
-    rc, out, err = _new_handle(
-        _lib.library().kvshard_comparison_create, model._h(), byref(opts._c), None
-    )
+    with model._use() as h:
+        rc, out, err = _new_handle(_lib.library().kvshard_comparison_create, h, byref(opts._c), None)
     _check(rc, err)
     return Comparison(out)

@@ -2,19 +2,22 @@
 
 Defaults are KVSHARD_OPTIONS_INIT's: values the engine profile decides are
 "unset" (block_size 0, max_seqs 0, ownership DEFAULT) and a plan settles them
-(``Plan.options`` returns the settled values).
+(``Plan.options`` returns the settled values). The fields, their C types,
+defaults and ranges come from the option table (``_optiontable``).
 """
 
 from __future__ import annotations
 
 import ctypes
-import math
 import operator
-from typing import Any, Dict, Generic, Iterator, Optional, Tuple, Type, TypeVar, Union, overload
+from typing import TYPE_CHECKING, Any, Dict, Iterator, NoReturn, Optional, Tuple, Union
 
 from . import _lib
-from ._enums import Dtype, Engine, Ownership
 from ._errors import make_error
+from ._optiontable import OPTIONS, Kind, Spec, native, override_text, spec_for_key
+
+if TYPE_CHECKING:
+    from ._enums import Dtype, Engine, Ownership
 
 __all__ = ["Options", "DEFAULT_ORIGIN"]
 
@@ -23,8 +26,6 @@ __all__ = ["Options", "DEFAULT_ORIGIN"]
 DEFAULT_ORIGIN = "python"
 
 OptionValue = Union[str, int, float, bool]
-
-T = TypeVar("T")
 
 
 def check_uint(name: str, value: Any, bits: int) -> int:
@@ -51,41 +52,7 @@ def encode(value: str, name: str) -> bytes:
     return data
 
 
-def option_text(key: str, value: Any) -> str:
-    """The text form of an option value, as a command-line flag holds it.
-    bool: "true"/"false"; an enum member: the library's name for it (the
-    dtype names the option parser takes: bf16, fp16, ...); int: decimal;
-    float: repr; str: itself."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, Dtype):
-        return _DTYPE_OPTION_TEXT[value]
-    if isinstance(value, (Ownership, Engine)):
-        return value.label
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError(f"{key} must be a finite number, not {value!r}")
-        return repr(value)
-    if isinstance(value, int):
-        return str(value)
-    raise TypeError(
-        f"the value of {key} must be a str, int, float or bool, not {type(value).__name__}"
-    )
-
-
-_DTYPE_OPTION_TEXT = {
-    Dtype.AUTO: "auto",
-    Dtype.BF16: "bf16",
-    Dtype.FP16: "fp16",
-    Dtype.FP8: "fp8",
-    Dtype.FP32: "fp32",
-    Dtype.INT8: "int8",
-}
-
-
-def raise_error(rc: int, err: Optional[_lib.CError]) -> None:
+def raise_error(rc: int, err: Optional[_lib.CError]) -> NoReturn:
     """Raise the exception of a failed call from its kvshard_error."""
     if err is not None and err.code != 0:
         raise make_error(
@@ -99,10 +66,10 @@ def raise_error(rc: int, err: Optional[_lib.CError]) -> None:
     raise make_error(rc)
 
 
-def set_text(options: _lib.COptions, key: str, value: Any, origin: str) -> None:
+def set_text(options: _lib.COptions, key: str, text: str, origin: str) -> None:
     """kvshard_options_set on a COptions: the library parses the text."""
     key_b = encode(key, "the option name")
-    value_b = encode(option_text(key, value), f"the value of {key}")
+    value_b = encode(text, f"the value of {key}")
     origin_b = encode(origin, "origin")
     err = _lib.CError()
     lib = _lib.library()
@@ -121,25 +88,28 @@ def parse_bytes(name: str, value: Union[int, str]) -> int:
     return check_uint(name, value, 64)
 
 
-class _Field(Generic[T]):
-    """A descriptor over one field of the COptions an Options holds."""
+class _Field:
+    """A descriptor over one field of the COptions an Options holds, made
+    from the option's row of the table."""
 
-    def __init__(self, doc: str) -> None:
-        self.__doc__ = doc
-        self.name = ""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    @overload
-    def __get__(self, obj: None, objtype: Any = None) -> "_Field[T]": ...
-    @overload
-    def __get__(self, obj: "Options", objtype: Any = None) -> T: ...
+    def __init__(self, spec: Spec) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.__doc__ = spec.doc
 
     def __get__(self, obj: Optional["Options"], objtype: Any = None) -> Any:
         if obj is None:
             return self
-        return self.read(getattr(obj._c, self.name))
+        raw = getattr(obj._c, self.name)
+        kind = self.spec.kind
+        if kind is Kind.BOOL:
+            return bool(raw)
+        if kind is Kind.ENUM:
+            assert self.spec.enum is not None
+            return self.spec.enum(raw)
+        if kind is Kind.FRACTION:
+            return float(raw)
+        return int(raw)
 
     def __set__(self, obj: "Options", value: Any) -> None:
         if isinstance(value, str):
@@ -147,69 +117,10 @@ class _Field(Generic[T]):
         else:
             setattr(obj._c, self.name, self.check(value))
 
-    def read(self, raw: Any) -> T:
-        return raw  # type: ignore[no-any-return]
-
     def check(self, value: Any) -> Any:
-        raise NotImplementedError
-
-
-class _UInt(_Field[int]):
-    def __init__(self, doc: str, bits: int = 32) -> None:
-        super().__init__(doc)
-        self.bits = bits
-
-    def read(self, raw: Any) -> int:
-        return int(raw)
-
-    def check(self, value: Any) -> int:
-        return check_uint(self.name, value, self.bits)
-
-
-class _Bool(_Field[bool]):
-    def read(self, raw: Any) -> bool:
-        return bool(raw)
-
-    def check(self, value: Any) -> bool:
-        if not isinstance(value, bool):
-            raise TypeError(f"{self.name} must be a bool, not {type(value).__name__}")
-        return value
-
-
-class _Float(_Field[float]):
-    def read(self, raw: Any) -> float:
-        return float(raw)
-
-    def check(self, value: Any) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise TypeError(f"{self.name} must be a float, not {type(value).__name__}")
-        v = float(value)
-        if not math.isfinite(v):
-            raise ValueError(f"{self.name} must be a finite number, not {value!r}")
-        return v
-
-
-E = TypeVar("E", Ownership, Engine, Dtype)
-
-
-class _Enum(_Field[E]):
-    def __init__(self, doc: str, enum_type: Type[E]) -> None:
-        super().__init__(doc)
-        self.enum_type = enum_type
-
-    def read(self, raw: Any) -> E:
-        return self.enum_type(raw)
-
-    def check(self, value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(
-                f"{self.name} must be a {self.enum_type.__name__} or its name, "
-                f"not {type(value).__name__}"
-            )
-        try:
-            return int(self.enum_type(value))
-        except ValueError:
-            raise ValueError(f"{value!r} is not a {self.enum_type.__name__}") from None
+        """A native value as the C field holds it; TypeError or ValueError
+        outside the range a caller's struct may hold."""
+        return native(self.spec, value, in_struct=True)
 
 
 class Options:
@@ -217,13 +128,18 @@ class Options:
     engine profile's inputs (a mirror of ``kvshard_options``).
 
     Every field is a keyword argument and an attribute. A value is either
-    native (int, bool, float or the enum member; checked in Python, so a
-    wrong type is a ``TypeError`` and a negative or too large number a
-    ``ValueError``) or a str, which the library parses as a command-line
-    flag would (``memory_per_rank="20GiB"``, ``ownership="global"``,
-    ``kv_cache_dtype="fp8"``, ``enable_layerwise_split="true"``); a str it
-    refuses raises a :class:`~kvshard.ConfigError` whose source is
-    "python".
+    native or a str. A native value is checked in Python with the library's
+    own ranges, before any C call: an integer option takes an int (not a
+    bool, not a float), a byte size an int or a whole float, a boolean a
+    bool, an enum its member or value, a fraction a float above 0 and at
+    most 1; a wrong type is a ``TypeError``, a value out of range a
+    ``ValueError``. 0 is accepted where the C struct reads it as "unset"
+    (block_size, max_seqs, context_length, the byte sizes), and
+    ``Ownership.DEFAULT`` for ownership. A str is parsed by the library as a
+    command-line flag would be (``memory_per_rank="20GiB"``,
+    ``ownership="global"``, ``kv_cache_dtype="fp8"``,
+    ``enable_layerwise_split="true"``); a str it refuses raises a
+    :class:`~kvshard.ConfigError` whose source is "python".
 
     Units: sizes in bytes (``memory_per_rank``, ``device_memory_total``,
     ``device_memory_free``, ``max_cache_size``), lengths in tokens
@@ -232,58 +148,38 @@ class Options:
     no capacity; context_length: no concurrency figures).
 
     An Options owns its data (a plain C struct inside, no library handle);
-    the functions it is passed to copy it.
+    the functions it is passed to copy it. It has no lock: do not change one
+    while another thread passes it to a call.
     """
 
     __slots__ = ("_c",)
 
-    world_size = _UInt("All ranks; default 1.")
-    dp_size = _UInt("Data-parallel size; default 1.")
-    cp_size = _UInt("Context-parallel size; default 1.")
-    enable_layerwise_split = _Bool("Whether layerwise split is on; default False.")
-    layerwise_split_size = _UInt("S, the split size; default 1.")
-    ownership = _Enum("How a split group shares the KV layers; default: the profile's.", Ownership)
-    is_draft = _Bool("The plan is for a draft model (never split); default False.")
-    engine = _Enum("Whose capacity model sizes blocks and state; default KVSHARD.", Engine)
-    kv_cache_dtype = _Enum("KV cache element type; AUTO follows the model.", Dtype)
-    state_dtype = _Enum("Recurrent state element type; AUTO: the model's.", Dtype)
-    block_size = _UInt("Tokens per KV block; 0: the profile's (16, xllm 128).")
-    memory_per_rank = _UInt("Bytes per rank for KV cache and state; 0: no capacity.", 64)
-    max_seqs = _UInt("Sequences the engine runs at once; 0: the profile's (256, xllm 200).")
-    num_speculative_tokens = _UInt("Draft tokens per step; default 0.")
-    scratch_layers = _UInt("KV layers of scratch while split; default 1.")
-    context_length = _UInt("Tokens per sequence for the concurrency figures; 0: none.")
-    enable_prefix_cache = _Bool("xllm profile: prefix cache on; default True.")
-    max_linear_state_cache_slots = _UInt("xllm profile: state slots; 0: automatic.")
-    device_memory_total = _UInt("xllm profile: bytes per device.", 64)
-    device_memory_free = _UInt("xllm profile: bytes free after the weights.", 64)
-    max_memory_utilization = _Float("xllm profile: share of the device in (0, 1]; default 0.8.")
-    max_cache_size = _UInt("xllm profile: cap on the budget in bytes; 0: none.", 64)
+    #: The option names, in the C struct's order.
+    FIELDS: Tuple[str, ...] = tuple(spec.name for spec in OPTIONS)
 
-    FIELDS: Tuple[str, ...] = (
-        "world_size",
-        "dp_size",
-        "cp_size",
-        "enable_layerwise_split",
-        "layerwise_split_size",
-        "ownership",
-        "is_draft",
-        "engine",
-        "kv_cache_dtype",
-        "state_dtype",
-        "block_size",
-        "memory_per_rank",
-        "max_seqs",
-        "num_speculative_tokens",
-        "scratch_layers",
-        "context_length",
-        "enable_prefix_cache",
-        "max_linear_state_cache_slots",
-        "device_memory_total",
-        "device_memory_free",
-        "max_memory_utilization",
-        "max_cache_size",
-    )
+    if TYPE_CHECKING:  # for type checkers; the attributes are the table's _Field
+        world_size: int
+        dp_size: int
+        cp_size: int
+        enable_layerwise_split: bool
+        layerwise_split_size: int
+        ownership: Ownership
+        is_draft: bool
+        engine: Engine
+        kv_cache_dtype: Dtype
+        state_dtype: Dtype
+        block_size: int
+        memory_per_rank: int
+        max_seqs: int
+        num_speculative_tokens: int
+        scratch_layers: int
+        context_length: int
+        enable_prefix_cache: bool
+        max_linear_state_cache_slots: int
+        device_memory_total: int
+        device_memory_free: int
+        max_memory_utilization: float
+        max_cache_size: int
 
     def __init__(self, **fields: Any) -> None:
         self._c = _lib.options_init()
@@ -309,17 +205,28 @@ class Options:
         return o
 
     def set(self, key: str, value: OptionValue, origin: str = DEFAULT_ORIGIN) -> None:
-        """Set one option by its deployment key name from text, through
-        kvshard_options_set: booleans take true/false/1/0/yes/no, sizes take
-        bytes or a KiB/MiB/GiB/TiB suffix. A non-str value is turned into
-        text first (True -> "true", 4 -> "4", Dtype.BF16 -> "bf16").
+        """Set one option by its deployment key name as a flag would,
+        through kvshard_options_set: booleans take true/false/1/0/yes/no,
+        sizes take bytes or a KiB/MiB/GiB/TiB suffix, and an engine's flag
+        name (max_seqs_per_batch under xllm) is a key too. A native value is
+        checked in Python with the range of text (so 0 is refused where the
+        library refuses "0", ``ValueError``), then sent as the text the
+        library reads as exactly that value (True -> "true", 4 -> "4",
+        Dtype.BF16 -> "bf16", 1e-05 -> "0.00001"); a fraction that no text
+        the library reads carries exactly (2/3) is stored as the double.
         ``origin`` names the value's source in errors. On failure the
         options are unchanged and a :class:`~kvshard.KvshardError` is raised
-        (ConfigError for an unknown key, a wrong type or a value out of
-        range)."""
+        (ConfigError for an unknown key or text the library refuses)."""
         if not isinstance(key, str):
             raise TypeError(f"the option name must be a str, not {type(key).__name__}")
-        set_text(self._c, key, value, origin)
+        text, exact = override_text(key, value)
+        encode(origin, "origin")
+        spec = spec_for_key(key)
+        if exact is not None and spec is not None and spec.name == key:
+            # Whatever the engine, the key names the field itself.
+            setattr(self._c, spec.name, exact)
+            return
+        set_text(self._c, key, text, origin)
 
     def copy(self) -> "Options":
         """An independent copy."""
@@ -345,3 +252,8 @@ class Options:
             f"{name}={value!r}" for name, value in self if getattr(default, name) != value
         ]
         return f"Options({', '.join(changed)})"
+
+
+for _spec in OPTIONS:
+    setattr(Options, _spec.name, _Field(_spec))
+del _spec

@@ -1,0 +1,296 @@
+"""Option values are checked in Python, before any C call, with the
+library's own ranges: every place that takes an option value refuses a
+wrong type with TypeError and a value out of range with ValueError, and
+accepts exactly what the library accepts."""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any, Callable, Dict, Iterator, List, Tuple
+
+import pytest
+from conftest import EXAMPLES, SEED
+
+import kvshard
+from kvshard import Dtype, Engine, Ownership, Status
+from kvshard._optiontable import OPTIONS, U64_MAX, Kind
+
+QWEN35 = EXAMPLES / "models" / "qwen3_5_35b_a3b.json"
+TEXT = "model: models/qwen3_5_35b_a3b.json\nparallel: {world_size: 4}\n"
+
+# Values of the wrong type (TypeError) and out of range (ValueError) for
+# the text path: overrides, Deployment.set, Options.set.
+BAD: List[Tuple[str, Any, type]] = [
+    ("world_size", True, TypeError),
+    ("world_size", 4.0, TypeError),
+    ("world_size", -1, ValueError),
+    ("world_size", 2**200, ValueError),
+    ("world_size", 0, ValueError),
+    ("world_size", 65537, ValueError),
+    ("world_size", Engine.XLLM, TypeError),
+    ("world_size", None, TypeError),
+    ("world_size", [4], TypeError),
+    ("dp_size", 0, ValueError),
+    ("cp_size", 65537, ValueError),
+    ("layerwise_split_size", 0, ValueError),
+    ("block_size", 0, ValueError),  # "0" is not a block size as text
+    ("block_size", 2**20 + 1, ValueError),
+    ("max_seqs", 2**24 + 1, ValueError),
+    ("max_seqs_per_batch", 2**24 + 1, ValueError),  # the xllm name of max_seqs
+    ("num_speculative_tokens", 1025, ValueError),
+    ("scratch_layers", 1025, ValueError),
+    ("context_length", 2**30 + 1, ValueError),
+    ("max_linear_state_cache_slots", 2**24 + 1, ValueError),
+    ("memory_per_rank", 0, ValueError),
+    ("memory_per_rank", -1, ValueError),
+    ("memory_per_rank", 2**64, ValueError),
+    ("memory_per_rank", 1.5, ValueError),
+    ("memory_per_rank", 2.0**64, ValueError),
+    ("memory_per_rank", float("nan"), ValueError),
+    ("memory_per_rank", float("inf"), ValueError),
+    ("memory_per_rank", True, TypeError),
+    ("device_memory_total", -2.0, ValueError),
+    ("max_cache_size", 2**64, ValueError),
+    ("enable_layerwise_split", 1, TypeError),
+    ("is_draft", 0.0, TypeError),
+    ("enable_prefix_cache", None, TypeError),
+    ("ownership", 7, ValueError),
+    ("ownership", Ownership.DEFAULT, ValueError),  # no word names it
+    ("ownership", Dtype.BF16, TypeError),
+    ("ownership", 1.0, TypeError),
+    ("engine", 2, ValueError),
+    ("engine", True, TypeError),
+    ("kv_cache_dtype", Dtype.FP32, ValueError),  # a state dtype only
+    ("state_dtype", Dtype.FP8, ValueError),  # a KV dtype only
+    ("state_dtype", Dtype.INT8, ValueError),
+    ("max_memory_utilization", 0, ValueError),
+    ("max_memory_utilization", 0.0, ValueError),
+    ("max_memory_utilization", -0.5, ValueError),
+    ("max_memory_utilization", 1.0000001, ValueError),
+    ("max_memory_utilization", 2, ValueError),
+    ("max_memory_utilization", float("nan"), ValueError),
+    ("max_memory_utilization", float("inf"), ValueError),
+    ("max_memory_utilization", True, TypeError),
+    ("max_memory_utilization", None, TypeError),
+]
+
+# The subset that is also wrong in a caller's struct (Options fields):
+# there 0 is "unset" for block_size and memory_per_rank, and
+# Ownership.DEFAULT is the profile's choice.
+STRUCT_OK = [("block_size", 0), ("memory_per_rank", 0), ("ownership", Ownership.DEFAULT)]
+BAD_STRUCT = [b for b in BAD if (b[0], b[1]) not in STRUCT_OK and b[0] != "max_seqs_per_batch"]
+
+
+def ids(cases: List[Tuple[str, Any, type]]) -> List[str]:
+    return [f"{key}={value!r}" for key, value, _ in cases]
+
+
+@pytest.fixture
+def no_c_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse() -> ctypes.CDLL:
+        raise AssertionError("a C call was made")
+
+    monkeypatch.setattr(kvshard._lib, "library", refuse)
+
+
+@pytest.fixture
+def seed() -> Iterator[kvshard.Deployment]:
+    with kvshard.load(SEED) as dep:
+        yield dep
+
+
+@pytest.fixture
+def qwen() -> Iterator[kvshard.Model]:
+    with kvshard.load_model(QWEN35) as model:
+        yield model
+
+
+@pytest.mark.parametrize("key, value, exc", BAD, ids=ids(BAD))
+def test_overrides_are_checked_before_any_c_call(
+    key: str, value: Any, exc: type, seed: kvshard.Deployment, no_c_calls: None
+) -> None:
+    before = kvshard.Options()
+    with pytest.raises(exc, match=key):
+        kvshard.load(SEED, **{key: value})
+    with pytest.raises(exc, match=key):
+        kvshard.loads(TEXT, base_dir=EXAMPLES, **{key: value})
+    with pytest.raises(exc, match=key):
+        seed.set(key, value)
+    with pytest.raises(exc, match=key):
+        before.set(key, value)
+
+
+@pytest.mark.parametrize("key, value, exc", BAD_STRUCT, ids=ids(BAD_STRUCT))
+def test_option_fields_are_checked_before_any_c_call(
+    key: str, value: Any, exc: type, qwen: kvshard.Model, no_c_calls: None
+) -> None:
+    with pytest.raises(exc, match=key):
+        kvshard.Options(**{key: value})
+    opts = kvshard.Options()
+    with pytest.raises(exc, match=key):
+        setattr(opts, key, value)
+    assert opts == kvshard.Options()  # unchanged
+    with pytest.raises(exc, match=key):
+        kvshard.plan(qwen, **{key: value})
+    with pytest.raises(exc, match=key):
+        kvshard.compare(qwen, kvshard.Options(), **{key: value})
+
+
+def test_a_later_bad_override_stops_the_load_before_the_file_is_read(
+    no_c_calls: None,
+) -> None:
+    with pytest.raises(ValueError, match="max_memory_utilization"):
+        kvshard.load(SEED, world_size=8, memory_per_rank="24GiB", max_memory_utilization=0)
+
+
+def test_values_at_the_ends_of_the_ranges_are_taken() -> None:
+    edges: Dict[str, Any] = dict(
+        world_size=65536,
+        dp_size=65536,
+        block_size=2**20,
+        max_seqs=2**24,
+        num_speculative_tokens=1024,
+        scratch_layers=0,
+        context_length=2**30,
+        max_linear_state_cache_slots=2**24,
+        memory_per_rank=U64_MAX,
+        device_memory_total=1,
+        max_cache_size=0,
+        max_memory_utilization=1,
+    )
+    with kvshard.load(SEED, **edges) as dep:
+        o = dep.options
+    assert {k: getattr(o, k) for k in edges} == {**edges, "max_memory_utilization": 1.0}
+    assert kvshard.Options(**edges).to_dict() == {**kvshard.Options().to_dict(), **edges}
+
+
+def test_byte_sizes_take_whole_floats_and_text() -> None:
+    with kvshard.load(SEED, memory_per_rank=2e10, device_memory_total=2.0**40) as dep:
+        o = dep.options
+        assert (o.memory_per_rank, o.device_memory_total) == (20_000_000_000, 2**40)
+        dep.set("max_cache_size", 12.0)
+        dep.set("device_memory_free", "3GiB")
+        assert (dep.options.max_cache_size, dep.options.device_memory_free) == (12, 3 * 2**30)
+    # The largest float below 2**64 is a whole number of bytes.
+    big = float.fromhex("0x1.fffffffffffffp+63")
+    assert kvshard.Options(memory_per_rank=big).memory_per_rank == int(big)
+    # Text is the library's to read, units and all.
+    assert kvshard.Options(memory_per_rank="512MiB").memory_per_rank == 512 * 2**20
+    with pytest.raises(kvshard.ConfigError) as info:
+        kvshard.load(SEED, memory_per_rank="24 gigs")
+    assert info.value.source == "python"
+
+
+def test_enums_take_members_values_and_words() -> None:
+    o = kvshard.Options(ownership=1, engine=Engine.XLLM, kv_cache_dtype="fp8_e4m3")
+    assert (o.ownership, o.engine, o.kv_cache_dtype) == (Ownership.GLOBAL, Engine.XLLM, Dtype.FP8)
+    with kvshard.load(SEED, ownership=Ownership.CONTIGUOUS, kv_cache_dtype=Dtype.INT8,
+                      state_dtype=Dtype.FP32) as dep:
+        o = dep.options
+        assert (o.ownership, o.kv_cache_dtype, o.state_dtype) == (
+            Ownership.CONTIGUOUS,
+            Dtype.INT8,
+            Dtype.FP32,
+        )
+
+
+def test_the_xllm_flag_name_is_checked_as_max_seqs() -> None:
+    with kvshard.load(SEED, engine="xllm", max_seqs_per_batch=64) as dep:
+        assert dep.options.max_seqs == 64
+    with pytest.raises(kvshard.ConfigError) as info:  # a key of the xllm profile only
+        kvshard.load(SEED, max_seqs_per_batch=64)
+    assert info.value.code is Status.EUNKNOWNKEY
+
+
+# --- the Python table agrees with the library's ---------------------------------
+
+
+def text_probes(spec: Any) -> List[Tuple[Any, str]]:
+    """(native value, the same value as text) pairs around a spec's range."""
+    if spec.kind in (Kind.INTEGER, Kind.BYTES):
+        values = [spec.low, spec.high, spec.high + 1] + ([spec.low - 1] if spec.low else [])
+        return [(v, str(v)) for v in values]
+    if spec.kind is Kind.ENUM:
+        # The library's own name of every member, as the text.
+        beyond = max(spec.enum) + 1  # no member, no word
+        return [(member, member.label) for member in spec.enum] + [(beyond, str(beyond))]
+    if spec.kind is Kind.FRACTION:
+        return [(0, "0"), (1e-15, ".000000000000001"), (0.5, "0.5"), (1, "1"), (1.5, "1.5")]
+    return [(True, "true"), (False, "false")]
+
+
+def python_takes(call: Callable[[], Any]) -> bool:
+    try:
+        call()
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def library_takes(call: Callable[[], Any]) -> bool:
+    try:
+        call()
+    except kvshard.KvshardError as exc:
+        assert exc.code in (Status.ERANGE, Status.EPARALLEL), exc
+        return False
+    return True
+
+
+@pytest.mark.parametrize("spec", OPTIONS, ids=[s.name for s in OPTIONS])
+def test_python_takes_as_text_what_the_library_takes(spec: Any) -> None:
+    seen = set()
+    for value, text in text_probes(spec):
+        in_c = library_takes(lambda: kvshard.Options().set(spec.name, text))
+        assert python_takes(lambda: kvshard.Options().set(spec.name, value)) == in_c, (
+            spec.name,
+            value,
+            text,
+        )
+        seen.add(in_c)
+    assert seen == ({True} if spec.kind is Kind.BOOL else {True, False})
+
+
+def tiny_model() -> kvshard.Model:
+    return kvshard.create_model(4, num_attention_heads=4, num_kv_heads=2, head_dim=64)
+
+
+@pytest.mark.parametrize("spec", OPTIONS, ids=[s.name for s in OPTIONS])
+def test_python_takes_in_a_struct_what_the_library_takes(spec: Any) -> None:
+    # kvshard_deployment_create checks a caller's struct and nothing else.
+    bits = 64 if spec.kind is Kind.BYTES else 32
+    probes = [v for v, _ in text_probes(spec) if spec.kind is not Kind.ENUM]
+    if spec.kind in (Kind.INTEGER, Kind.BYTES):
+        probes = [v for v in probes + [0] if 0 <= v < 2**bits]
+    if spec.kind is Kind.ENUM:
+        probes = list(spec.enum) + [max(spec.enum) + 1]
+    seen = set()
+    for value in probes:
+        raw = kvshard.Options()
+        setattr(raw._c, spec.name, value)  # past the Python checks
+        model = tiny_model()
+        try:
+            in_c = library_takes(lambda: kvshard.Deployment.create(model, raw).close())
+        finally:
+            model.close()
+        assert python_takes(lambda: kvshard.Options(**{spec.name: value})) == in_c, (
+            spec.name,
+            value,
+        )
+        seen.add(in_c)
+    # A struct may hold any 64-bit byte count (0: unset), and any bool.
+    assert seen == ({True} if spec.kind in (Kind.BOOL, Kind.BYTES) else {True, False})
+
+
+def test_the_struct_and_the_options_class_follow_the_table() -> None:
+    import ast
+    import inspect
+
+    from kvshard import _lib, _options
+
+    names = [spec.name for spec in OPTIONS]
+    assert [f[0] for f in _lib.COptions._fields_] == ["size", *names]
+    assert list(kvshard.Options.FIELDS) == names
+    # The annotations Options declares for type checkers, one per row.
+    tree = ast.parse(inspect.getsource(_options.Options))
+    block = next(n for n in ast.walk(tree) if isinstance(n, ast.If))
+    assert [a.target.id for a in block.body if isinstance(a, ast.AnnAssign)] == names
