@@ -3,7 +3,9 @@
 
 #include "base/checked.h"
 
+#include <locale.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Longest piece of a value quoted back in a message. */
@@ -123,25 +125,34 @@ int kvshard__parse_size(uint64_t *out, const char *text, size_t len, uint64_t mi
 
 bool kvshard__scan_decimal(double *out, const char *text, size_t len)
 {
-    /* Digits as one integer over a power of ten: both exact in a double up
-     * to 15 digits, so the one division rounds correctly. */
-    uint64_t mantissa = 0, scale = 1;
-    size_t digits = 0, i = 0;
+    /* The grammar is checked here; the C library's strtod then gives the
+     * nearest double, correctly rounded, with the locale's decimal point
+     * in place of '.', so that an engine's setlocale() changes nothing. */
+    char buf[KVSHARD__DECIMAL_MAX + 1];
+    size_t digits = 0;
     bool point = false;
-    for (; i < len; i++) {
+    if (len == 0 || len > KVSHARD__DECIMAL_MAX)
+        return false;
+    const char *dp = localeconv()->decimal_point;
+    size_t dp_len = dp && dp[0] ? strlen(dp) : 0;
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++) {
         char c = text[i];
         if (c == '.' && !point) {
             point = true;
+            if (dp_len != 1)
+                return false; /* a locale whose point is not one byte: refuse, never misread */
+            buf[n++] = dp[0];
             continue;
         }
-        if (c < '0' || c > '9' || ++digits > 15)
+        if (c < '0' || c > '9')
             return false;
-        mantissa = mantissa * 10 + (uint64_t)(c - '0');
-        if (point)
-            scale *= 10;
+        digits++;
+        buf[n++] = c;
     }
     if (digits == 0)
         return false;
-    *out = (double)mantissa / (double)scale;
+    buf[n] = '\0';
+    *out = strtod(buf, NULL);
     return true;
 }

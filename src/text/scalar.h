@@ -45,9 +45,14 @@ int kvshard__parse_uint(uint64_t *out, const char *text, size_t len, uint64_t mi
 int kvshard__parse_size(uint64_t *out, const char *text, size_t len, uint64_t min, const char *what,
                         const char *source, kvshard__mark mark, kvshard_error *err);
 
+/* Longest decimal text kvshard__scan_decimal() reads. */
+#define KVSHARD__DECIMAL_MAX 64
+
 /* A decimal fraction as written: digits with an optional '.' and digits
- * ("0.9", "1", ".85"); false for anything else. Exact to the nearest double
- * for up to 15 significant digits. */
+ * ("0.9", "1", ".85", "0.6666666666666666"), at most KVSHARD__DECIMAL_MAX
+ * characters, no sign or exponent; false for anything else. The nearest
+ * double, correctly rounded, so the shortest decimal that reads back as a
+ * double gives that double. */
 bool kvshard__scan_decimal(double *out, const char *text, size_t len);
 
 #endif /* KVSHARD_TEXT_SCALAR_H */
