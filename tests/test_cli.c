@@ -367,7 +367,7 @@ static void test_usage_errors(void **state)
     assert_usage(&r);
     r = cli("plan '%s' --enable_layerwise_split=maybe", EXAMPLE);
     assert_usage(&r);
-    r = cli("plan '%s' --memory_per_rank=20GB", EXAMPLE);
+    r = cli("plan '%s' --memory_per_rank=20G", EXAMPLE);
     assert_usage(&r);
     r = cli("plan '%s' extra", EXAMPLE);
     assert_usage(&r);

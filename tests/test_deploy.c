@@ -362,7 +362,7 @@ static void test_deployment_set_errors(void **state)
                      KVSHARD_ETYPE);
     assert_int_equal(kvshard_deployment_set(dep, "ownership", "random", NULL, &err),
                      KVSHARD_ERANGE);
-    assert_int_equal(kvshard_deployment_set(dep, "memory_per_rank", "20GB", NULL, &err),
+    assert_int_equal(kvshard_deployment_set(dep, "memory_per_rank", "20gb", NULL, &err),
                      KVSHARD_ETYPE);
     assert_int_equal(kvshard_deployment_set(dep, "world_size", "4", NULL, NULL), KVSHARD_OK);
     assert_int_equal(kvshard_deployment_set(dep, "world_size", "x", NULL, NULL), KVSHARD_ETYPE);
@@ -424,10 +424,10 @@ static void test_options_set_rejects(void **state)
         {"max_seqs_per_batch", "8", KVSHARD_EUNKNOWNKEY},
         {"block_size", "0", KVSHARD_ERANGE},
         {"block_size", "1048577", KVSHARD_ERANGE},
-        {"memory_per_rank", "20GB", KVSHARD_ETYPE},
+        {"memory_per_rank", "20gb", KVSHARD_ETYPE},
         {"memory_per_rank", "20G", KVSHARD_ETYPE},
         {"memory_per_rank", "20gib", KVSHARD_ETYPE},
-        {"memory_per_rank", "1.5GiB", KVSHARD_ETYPE},
+        {"memory_per_rank", "1.5", KVSHARD_ETYPE},
         {"memory_per_rank", "GiB", KVSHARD_ETYPE},
         {"memory_per_rank", "", KVSHARD_ETYPE},
         {"memory_per_rank", "-1", KVSHARD_ERANGE},
@@ -626,7 +626,7 @@ static void test_yaml_booleans_and_types(void **state)
                     KVSHARD_ETYPE, 3, 15);
     load_text_fails("model: {num_hidden_layers: 1, head_dim: 8, num_key_value_heads: 1}\n"
                     "cache:\n"
-                    "  memory_per_rank: 1 GB\n",
+                    "  memory_per_rank: 1 gb\n",
                     KVSHARD_ETYPE, 3, 20);
     load_text_fails("model: {num_hidden_layers: 1, head_dim: 8, num_key_value_heads: 1}\n"
                     "cache:\n"

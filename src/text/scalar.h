@@ -40,8 +40,12 @@ int kvshard__parse_uint(uint64_t *out, const char *text, size_t len, uint64_t mi
                         const char *what, const char *source, kvshard__mark mark,
                         kvshard_error *err);
 
-/* Bytes with an optional binary suffix: 20GiB, 512 MiB, 1073741824; at least
- * `min`. ETYPE for other text, ERANGE below `min`, negatives and overflow. */
+/* A size: digits, an optional "." and digits, optional spaces and a unit (B,
+ * KB, MB, GB, TB in powers of 1000; KiB, MiB, GiB, TiB in powers of 1024),
+ * at most 64 characters: 1073741824, 20GiB, 512 MiB, 72.5GiB, 141GB. The
+ * value is exact, rounded down to a byte (0.1KiB is 102), and at least `min`.
+ * ETYPE for any other text (a unit in the wrong case gets a hint), ERANGE
+ * below `min`, for a negative size and past 2^64 - 1. `what` names the key. */
 int kvshard__parse_size(uint64_t *out, const char *text, size_t len, uint64_t min, const char *what,
                         const char *source, kvshard__mark mark, kvshard_error *err);
 
