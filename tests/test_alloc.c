@@ -193,7 +193,7 @@ static void test_described_model(void **state)
 static void test_hybrid_and_no_cache(void **state)
 {
     (void)state;
-    walk_every_allocation("falcon_h1_34b_tp8.yaml");
+    walk_every_allocation("falcon_h1_34b_tp4.yaml");
     walk_every_allocation("nemotron_3_nano_30b_a3b_tp4.yaml");
 }
 

@@ -497,7 +497,9 @@ static void test_flagfile_errors(void **state)
 static void test_layer_map_glyphs(void **state)
 {
     (void)state;
-    run_result r = cli("plan \"%s/falcon_h1_34b_tp8.yaml\"", KVSHARD_EXAMPLES);
+    run_result r = cli("plan \"%s/falcon_h1_34b_tp4.yaml\" --enable_layerwise_split "
+                       "--layerwise_split_size=2 --ownership=contiguous",
+                       KVSHARD_EXAMPLES);
     assert_int_equal(r.status, 0);
     /* 72 layers, contiguous over 2: layers 0-35 on split rank 0. */
     assert_contains(r.out, "     0 | H0 H0 H0 H0 H0 H0 H0 H0 H0 H0\n");

@@ -153,13 +153,35 @@ static void test_digests(void **state)
     (void)state;
     kvshard_deployment *dep = load_example("qwen3_5_35b_a3b_tp4.yaml");
     kvshard_plan *p = plan_of(dep);
-    assert_true(kvshard_plan_digest(p) == UINT64_C(0xb3ecccf201df70f7));
-    assert_true(kvshard_plan_layout_digest(p) == UINT64_C(0x1e3f7c339dc1e689));
+    assert_true(kvshard_plan_digest(p) == UINT64_C(0x58e05c474733c022));
+    assert_true(kvshard_plan_layout_digest(p) == UINT64_C(0x1db0017effd06cc8));
     kvshard_error err;
     tu_assert_ok(kvshard_deployment_set(dep, "memory_per_rank", "19GiB", NULL, &err), &err);
     kvshard_plan *q = plan_of(dep);
     assert_true(kvshard_plan_layout_digest(q) == kvshard_plan_layout_digest(p));
     assert_true(kvshard_plan_digest(q) != kvshard_plan_digest(p));
+    kvshard_plan_free(q);
+    /* Ranks started with another block size store the same bytes per token
+     * but count blocks in another unit: their layouts differ. So do caches
+     * in another dtype of the same width (fp16 for the model's bf16). */
+    tu_assert_ok(kvshard_deployment_set(dep, "block_size", "32", NULL, &err), &err);
+    q = plan_of(dep);
+    kvshard_rank_memory a = KVSHARD_RANK_MEMORY_INIT, b = KVSHARD_RANK_MEMORY_INIT;
+    kvshard_plan_rank_memory(&a, p, 0);
+    kvshard_plan_rank_memory(&b, q, 0);
+    assert_int_equal(a.kv_bytes_per_token, b.kv_bytes_per_token);
+    assert_true(kvshard_plan_layout_digest(q) != kvshard_plan_layout_digest(p));
+    kvshard_plan_free(q);
+    tu_assert_ok(kvshard_deployment_set(dep, "block_size", "16", NULL, &err), &err);
+    tu_assert_ok(kvshard_deployment_set(dep, "kv_cache_dtype", "fp16", NULL, &err), &err);
+    q = plan_of(dep);
+    kvshard_plan_rank_memory(&b, q, 0);
+    assert_int_equal(a.kv_bytes_per_token, b.kv_bytes_per_token);
+    assert_true(kvshard_plan_layout_digest(q) != kvshard_plan_layout_digest(p));
+    kvshard_plan_free(q);
+    tu_assert_ok(kvshard_deployment_set(dep, "kv_cache_dtype", "auto", NULL, &err), &err);
+    q = plan_of(dep);
+    assert_true(kvshard_plan_layout_digest(q) == kvshard_plan_layout_digest(p));
     kvshard_plan_free(q);
     tu_assert_ok(kvshard_deployment_set(dep, "ownership", "global", NULL, &err), &err);
     q = plan_of(dep);
@@ -235,6 +257,31 @@ static void test_model_from_description(void **state)
     assert_int_equal(kvshard_plan_create(&p, m, &o, NULL, &err), KVSHARD_ELINEARHEADS);
     assert_non_null(strstr(err.message, "state_key_heads 6 is not divisible"));
     kvshard_model_free(m);
+    /* Head layouts no engine runs: more KV heads than query heads, or KV
+     * heads that do not divide them; query heads that T does not divide. */
+    d.state_key_heads = 16;
+    uint32_t q = d.num_attention_heads, kv = d.num_kv_heads;
+    d.num_kv_heads = q * 2;
+    m = NULL;
+    assert_int_equal(kvshard_model_create(&m, &d, NULL, &err), KVSHARD_ERANGE);
+    assert_null(m);
+    assert_non_null(strstr(err.message, "is more than num_attention_heads"));
+    d.num_kv_heads = kv;
+    d.num_attention_heads = kv * 3 + 1;
+    assert_int_equal(kvshard_model_create(&m, &d, NULL, &err), KVSHARD_ERANGE);
+    assert_non_null(strstr(err.message, "is not divisible by num_kv_heads"));
+    d.num_attention_heads = 2;
+    d.num_kv_heads = 2;
+    tu_assert_ok(kvshard_model_create(&m, &d, NULL, &err), &err);
+    o.world_size = 4;
+    p = NULL;
+    assert_int_equal(kvshard_plan_create(&p, m, &o, NULL, &err), KVSHARD_EKVHEADS);
+    assert_null(p);
+    assert_string_equal(err.message, "num_attention_heads 2 is not divisible by the attention TP "
+                                     "size 4: every rank holds the same number of query heads");
+    kvshard_model_free(m);
+    d.num_attention_heads = q;
+    d.num_kv_heads = kv;
 }
 
 /* ---- arguments and flag files ---------------------------------------------------------------- */
@@ -419,7 +466,7 @@ static void test_describe_rank(void **state)
     const char *want = "kvshard " KVSHARD_VERSION_STRING ": tp_rank 1/4 split rank 1 group 0 "
                        "(S_eff 2, ordinal): KV of 5 layers [7 15 23 31 39], 5120 B/token + "
                        "1024 scratch + 0 draft, state 16097280 B/seq, 197493 blocks of 16, "
-                       "layout 1e3f7c339dc1e689";
+                       "layout 1db0017effd06cc8";
     assert_string_equal(line, want);
     assert_int_equal(n, (int)strlen(want));
     /* Like snprintf: a short buffer holds the start, the length is whole. */

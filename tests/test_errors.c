@@ -478,9 +478,9 @@ static void test_null_err_accepted(void **state)
     o.world_size = 8;
     assert_int_equal(kvshard_plan_create(&plan, qwen, &o, NULL, NULL), KVSHARD_OK);
     kvshard_plan_free(plan);
-    o.world_size = 64; /* 2 KV heads replicate fine; 16 linear key heads do not split 64 ways */
+    o.world_size = 64; /* 2 KV heads replicate fine; 16 query heads do not split 64 ways */
     o.layerwise_split_size = 1;
-    assert_int_equal(kvshard_plan_create(&plan, qwen, &o, NULL, NULL), KVSHARD_ELINEARHEADS);
+    assert_int_equal(kvshard_plan_create(&plan, qwen, &o, NULL, NULL), KVSHARD_EKVHEADS);
     assert_int_equal(kvshard_plan_create(NULL, qwen, &o, NULL, NULL), KVSHARD_EINVAL);
     kvshard_plan_free(good);
     kvshard_model_free(qwen);

@@ -355,18 +355,33 @@ static void test_linear_heads_errors(void **state)
     assert_non_null(strstr(err.message, "32"));
     kvshard_model_free(m);
 
-    /* Qwen3-Next at T = 32: kv heads 2 divide 32, value heads 32 % 32 = 0,
-     * but key heads 16 % 32 = 16 */
-    m = tu_load_example_model("qwen3_next_80b_a3b.json");
-    o.world_size = 32;
+    /* GDN key heads 6 at T = 4, where the 8 query and 2 KV heads lay out
+     * (8 % 4 = 0, 4 % 2 = 0): 6 % 4 = 2. */
+    m = tu_load_model_text("num_hidden_layers: 2\nlayer_types: [linear_attention, full_attention]\n"
+                           "num_attention_heads: 8\nnum_key_value_heads: 2\nhead_dim: 16\n"
+                           "linear_num_key_heads: 6\nlinear_num_value_heads: 8\n"
+                           "linear_key_head_dim: 4\nlinear_value_head_dim: 4\n"
+                           "linear_conv_kernel_dim: 2\n");
+    o.world_size = 4;
     assert_int_equal(plan_error(m, &o, &err), KVSHARD_ELINEARHEADS);
-    assert_non_null(strstr(err.message, "16"));
+    assert_non_null(strstr(err.message, "linear_num_key_heads 6 is not divisible by the attention "
+                                        "TP size 4"));
     kvshard_model_free(m);
 
-    /* MiniMax lightning: 64 heads at T = 128 (kv heads 8 divide 128) */
+    /* Qwen3-Next at T = 32: kv heads 2 divide 32, but its 16 query heads do
+     * not shard over 32 ranks, which the engines refuse before any state. */
+    m = tu_load_example_model("qwen3_next_80b_a3b.json");
+    o.world_size = 32;
+    assert_int_equal(plan_error(m, &o, &err), KVSHARD_EKVHEADS);
+    assert_non_null(strstr(err.message, "num_attention_heads 16 is not divisible by the attention "
+                                        "TP size 32"));
+    kvshard_model_free(m);
+
+    /* MiniMax: 64 query (and lightning) heads at T = 128, with kv heads 8
+     * dividing 128: the query heads are refused first. */
     m = tu_load_example_model("minimax_m1.json");
     o.world_size = 128;
-    assert_int_equal(plan_error(m, &o, &err), KVSHARD_ELINEARHEADS);
+    assert_int_equal(plan_error(m, &o, &err), KVSHARD_EKVHEADS);
     kvshard_model_free(m);
 }
 

@@ -83,7 +83,24 @@ static int read_gqa(kvshard__reader *r)
         in->num_kv_heads = heads;
     kvshard__node v = {0};
     kvshard__get(r, t, kv_key, &v);
+    /* Each KV head serves a whole number of query heads, so there are no
+     * more of them than query heads, and they divide them. */
+    if (has_heads && has_kv && in->num_kv_heads > heads)
+        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ERANGE, &v,
+                                 "num_key_value_heads %u is more than num_attention_heads %u: each "
+                                 "KV head serves one or more query heads",
+                                 in->num_kv_heads, heads);
+    if (has_heads && has_kv && heads % in->num_kv_heads != 0)
+        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ERANGE, &v,
+                                 "num_attention_heads %u is not divisible by num_key_value_heads "
+                                 "%u: each KV head serves the same number of query heads",
+                                 heads, in->num_kv_heads);
     kvshard__set_site(r, KVSHARD__SITE_KV_HEADS, kvshard__key_name(kv_key), in->num_kv_heads, &v);
+    if (has_heads) {
+        kvshard__node q = {0};
+        kvshard__get(r, t, KVSHARD__KEY_NUM_ATTENTION_HEADS, &q);
+        kvshard__set_site(r, KVSHARD__SITE_Q_HEADS, "num_attention_heads", heads, &q);
+    }
     return kvshard__read_head_dim(&in->head_dim, r, heads, why);
 }
 

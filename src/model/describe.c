@@ -112,11 +112,25 @@ static int check_attention(kvshard_model *m, const kvshard_model_desc *d, kvshar
                              "attention %d is not a kvshard_attention", (int)d->attention);
     uint32_t kv = d->num_kv_heads ? d->num_kv_heads : d->num_attention_heads;
     if ((rc = need(err, kv, "num_kv_heads", why)) != 0 ||
-        (rc = need(err, d->head_dim, "head_dim", why)) != 0)
+        (rc = need(err, d->head_dim, "head_dim", why)) != 0 ||
+        (rc = optional(err, d->num_attention_heads, "num_attention_heads")) != 0)
         return rc;
+    uint32_t q = d->num_attention_heads;
+    if (q && kv > q)
+        return kvshard__fail(err, KVSHARD_ERANGE, SOURCE, kvshard__no_mark,
+                             "num_kv_heads %u is more than num_attention_heads %u: each KV head "
+                             "serves one or more query heads",
+                             kv, q);
+    if (q && q % kv != 0)
+        return kvshard__fail(err, KVSHARD_ERANGE, SOURCE, kvshard__no_mark,
+                             "num_attention_heads %u is not divisible by num_kv_heads %u: each KV "
+                             "head serves the same number of query heads",
+                             q, kv);
     in->num_kv_heads = kv;
     in->head_dim = d->head_dim;
     site(m, KVSHARD__SITE_KV_HEADS, d->num_kv_heads ? "num_kv_heads" : "num_attention_heads", kv);
+    if (q)
+        site(m, KVSHARD__SITE_Q_HEADS, "num_attention_heads", q);
     return KVSHARD_OK;
 }
 

@@ -71,6 +71,7 @@ typedef struct kvshard__key_site {
 
 enum {
     KVSHARD__SITE_KV_HEADS, /* GQA KV heads: T and H_kv divide one another */
+    KVSHARD__SITE_Q_HEADS,  /* GQA query heads: T divides them (0 when not read) */
     KVSHARD__SITE_STATE_A,  /* state dimensions that T must divide */
     KVSHARD__SITE_STATE_B,
     KVSHARD__SITE_STATE_GROUPS, /* Mamba2 groups: G % T == 0 or T % G == 0 */

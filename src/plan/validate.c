@@ -108,10 +108,18 @@ int kvshard__plan_validate(uint32_t *out_tp, uint32_t *out_split, const kvshard_
     const kvshard__model_info *m = &model->info;
     uint32_t H = m->num_kv_heads;
     const kvshard__key_site *kv = &model->sites[KVSHARD__SITE_KV_HEADS];
-    if (m->attention == KVSHARD_ATTENTION_GQA && stores_kv(m, o) && H && T % H != 0 && H % T != 0)
+    bool gqa_kv = m->attention == KVSHARD_ATTENTION_GQA && stores_kv(m, o);
+    if (gqa_kv && H && T % H != 0 && H % T != 0)
         return kvshard__fail(err, KVSHARD_EKVHEADS, model->source, kv->mark,
                              "%s %u and the attention TP size %u do not divide one another",
                              kv->key ? kv->key : "num_key_value_heads", H, T);
+    /* The engines shard query heads evenly over the attention TP ranks. */
+    const kvshard__key_site *q = &model->sites[KVSHARD__SITE_Q_HEADS];
+    if (gqa_kv && q->key && q->value % T != 0)
+        return kvshard__fail(err, KVSHARD_EKVHEADS, model->source, q->mark,
+                             "%s %u is not divisible by the attention TP size %u: every rank "
+                             "holds the same number of query heads",
+                             q->key, q->value, T);
     int rc = check_state(model, T, err);
     if (rc == KVSHARD_OK && pl->profile->check) {
         kvshard_profile__ctx c = kvshard__profile_ctx(pl, model, T, S_eff);
