@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <ctype.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -950,6 +951,293 @@ static void test_flagfile_files_reported(void **state)
     scratch_close(&s);
 }
 
+/* ---- NULL in every pointer position ---------------------------------------------------- */
+
+static int discard_writer(void *user, const char *data, size_t len)
+{
+    (void)user;
+    (void)data;
+    (void)len;
+    return 0;
+}
+
+/* The public functions this test calls with NULL, by name: the header must
+ * hold no other, so a new function is not forgotten here. */
+static const char *const null_checked[] = {
+    "kvshard_strerror", "kvshard_version", "kvshard_layer_kind_name", "kvshard_state_kind_name",
+    "kvshard_dtype_name", "kvshard_ownership_name", "kvshard_engine_name",
+    "kvshard_model_load_file", "kvshard_model_load_string", "kvshard_model_create",
+    "kvshard_model_free", "kvshard_model_type", "kvshard_model_num_layers",
+    "kvshard_model_num_draft_layers", "kvshard_model_attention", "kvshard_model_count",
+    "kvshard_model_layer_kind", "kvshard_model_state_kind", "kvshard_model_state_dtype",
+    "kvshard_options_set", "kvshard_settings_create", "kvshard_settings_copy",
+    "kvshard_settings_free", "kvshard_settings_set", "kvshard_settings_get",
+    "kvshard_setting_count", "kvshard_setting_info_at", "kvshard_setting_find",
+    "kvshard_deployment_load_file", "kvshard_deployment_load_string", "kvshard_deployment_create",
+    "kvshard_deployment_free", "kvshard_deployment_model", "kvshard_deployment_options",
+    "kvshard_deployment_set", "kvshard_deployment_apply_args", "kvshard_plan_create",
+    "kvshard_deployment_plan", "kvshard_plan_free", "kvshard_plan_options",
+    "kvshard_plan_attn_tp_size", "kvshard_plan_effective_split_size",
+    "kvshard_plan_replication_factor", "kvshard_plan_num_layers", "kvshard_plan_state_kind",
+    "kvshard_plan_state_dtype", "kvshard_plan_layer_kind", "kvshard_plan_layer_owner",
+    "kvshard_plan_owns", "kvshard_plan_stores_kv", "kvshard_plan_split_position",
+    "kvshard_plan_rank_layers", "kvshard_plan_layer_storage", "kvshard_plan_rank_memory",
+    "kvshard_plan_capacity", "kvshard_plan_uniform", "kvshard_plan_blocks_for",
+    "kvshard_plan_capacity_figure", "kvshard_plan_blocks_figure", "kvshard_warning_name",
+    "kvshard_plan_warning_count", "kvshard_plan_warning", "kvshard_plan_has_warning",
+    "kvshard_plan_digest", "kvshard_plan_layout_digest", "kvshard_plan_describe_rank",
+    "kvshard_plan_write_json", "kvshard_plan_write_text", "kvshard_plan_write_svg",
+    "kvshard_comparison_create", "kvshard_deployment_compare", "kvshard_comparison_free",
+    "kvshard_comparison_row_count", "kvshard_comparison_row_at", "kvshard_comparison_recommended",
+    "kvshard_comparison_write_json", "kvshard_comparison_write_text", "kvshard_report_write_html",
+};
+
+static bool is_null_checked(const char *name, size_t len)
+{
+    for (size_t i = 0; i < sizeof null_checked / sizeof null_checked[0]; i++) {
+        if (strlen(null_checked[i]) == len && memcmp(null_checked[i], name, len) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Every KVSHARD_EXPORT function of the header is in null_checked. */
+static void test_null_list_is_the_header(void **state)
+{
+    (void)state;
+    FILE *f = fopen(KVSHARD_EXAMPLES "/../include/kvshard/kvshard.h", "r");
+    assert_non_null(f);
+    static char text[1 << 18];
+    size_t len = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[len] = '\0';
+    size_t found = 0;
+    for (const char *p = strstr(text, "KVSHARD_EXPORT "); p; p = strstr(p + 1, "KVSHARD_EXPORT ")) {
+        const char *paren = strchr(p, '(');
+        assert_non_null(paren);
+        const char *end = paren;
+        while (end > p && (end[-1] == ' ' || end[-1] == '\n'))
+            end--;
+        const char *start = end;
+        while (start > p && (isalnum((unsigned char)start[-1]) || start[-1] == '_'))
+            start--;
+        if (!is_null_checked(start, (size_t)(end - start)))
+            print_error("%.*s is not called with NULL by test_null_everywhere\n",
+                        (int)(end - start), start);
+        assert_true(is_null_checked(start, (size_t)(end - start)));
+        found++;
+    }
+    assert_int_equal(found, sizeof null_checked / sizeof null_checked[0]);
+}
+
+/* Every public function with NULL in each pointer position: a status
+ * function answers KVSHARD_EINVAL, a query its documented empty value, a
+ * free does nothing; nothing crashes. */
+static void test_null_everywhere(void **state)
+{
+    (void)state;
+    kvshard_error err;
+    kvshard_model *model;
+    kvshard_plan *plan = example_plan(&model);
+    kvshard_deployment *dep = NULL;
+    char path[512];
+    snprintf(path, sizeof path, "%s/qwen3_5_35b_a3b_tp4.yaml", KVSHARD_EXAMPLES);
+    tu_assert_ok(kvshard_deployment_load_file(&dep, path, NULL, &err), &err);
+    kvshard_comparison *cmp = NULL;
+    tu_assert_ok(kvshard_deployment_compare(&cmp, dep, &err), &err);
+    kvshard_settings *settings = NULL;
+    tu_assert_ok(kvshard_settings_create(&settings, NULL, &err), &err);
+    const char *text = "num_hidden_layers: 1\n";
+
+    /* Names of values: never NULL. */
+    assert_non_null(kvshard_strerror(12345));
+    assert_non_null(kvshard_version());
+    assert_string_equal(kvshard_layer_kind_name((kvshard_layer_kind)99), "unknown");
+    assert_string_equal(kvshard_state_kind_name((kvshard_state_kind)99), "unknown");
+    assert_string_equal(kvshard_dtype_name((kvshard_dtype)99), "unknown");
+    assert_string_equal(kvshard_ownership_name((kvshard_ownership)99), "unknown");
+    assert_string_equal(kvshard_engine_name((kvshard_engine)99), "unknown");
+    assert_string_equal(kvshard_warning_name((kvshard_warning_code)99), "unknown");
+
+    /* Models. */
+    kvshard_model *m = NULL;
+    assert_int_equal(kvshard_model_load_file(NULL, path, NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_model_load_file(&m, NULL, NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_model_load_string(NULL, text, strlen(text), NULL, NULL, &err),
+                     KVSHARD_EINVAL);
+    assert_int_equal(kvshard_model_load_string(&m, NULL, 4, NULL, NULL, &err), KVSHARD_EINVAL);
+    kvshard_model_desc desc = KVSHARD_MODEL_DESC_INIT;
+    assert_int_equal(kvshard_model_create(NULL, &desc, NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_model_create(&m, NULL, NULL, &err), KVSHARD_EINVAL);
+    assert_null(m);
+    kvshard_model_free(NULL);
+    assert_string_equal(kvshard_model_type(NULL), "");
+    assert_int_equal(kvshard_model_num_layers(NULL), 0);
+    assert_int_equal(kvshard_model_num_draft_layers(NULL), 0);
+    assert_int_equal(kvshard_model_attention(NULL), KVSHARD_ATTENTION_GQA);
+    assert_int_equal(kvshard_model_count(NULL, KVSHARD_LAYER_FULL_ATTENTION), 0);
+    kvshard_layer_kind kind;
+    assert_int_equal(kvshard_model_layer_kind(NULL, model, 0), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_model_layer_kind(&kind, NULL, 0), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_model_state_kind(NULL), KVSHARD_STATE_NONE);
+    assert_int_equal(kvshard_model_state_dtype(NULL), KVSHARD_DTYPE_AUTO);
+
+    /* Options and settings. */
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    assert_int_equal(kvshard_options_set(NULL, "world_size", "4", NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_options_set(&o, NULL, "4", NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_options_set(&o, "world_size", NULL, NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_settings_create(NULL, NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_settings_copy(NULL, settings, NULL, &err), KVSHARD_EINVAL);
+    kvshard_settings *copy = NULL;
+    tu_assert_ok(kvshard_settings_copy(&copy, NULL, NULL, &err), &err);
+    kvshard_settings_free(copy);
+    kvshard_settings_free(NULL);
+    assert_int_equal(kvshard_settings_set(NULL, "max_cache_size", "1", NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_settings_set(settings, NULL, "1", NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_settings_set(settings, "max_cache_size", NULL, NULL, &err),
+                     KVSHARD_EINVAL);
+    char buf[64];
+    assert_int_equal(kvshard_settings_get(NULL, sizeof buf, NULL, settings, "max_cache_size"),
+                     KVSHARD_EINVAL);
+    assert_int_equal(kvshard_settings_get(buf, sizeof buf, NULL, NULL, "max_cache_size"),
+                     KVSHARD_OK); /* NULL settings: every default */
+    assert_int_equal(kvshard_settings_get(buf, sizeof buf, NULL, settings, NULL), KVSHARD_EINVAL);
+    assert_true(kvshard_setting_count() > 0);
+    assert_int_equal(kvshard_setting_info_at(NULL, 0), KVSHARD_EINVAL);
+    kvshard_setting_info info = KVSHARD_SETTING_INFO_INIT;
+    assert_int_equal(kvshard_setting_find(NULL, "max_cache_size"), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_setting_find(&info, NULL), KVSHARD_EINVAL);
+
+    /* Deployments. */
+    kvshard_deployment *d = NULL;
+    assert_int_equal(kvshard_deployment_load_file(NULL, path, NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_deployment_load_file(&d, NULL, NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_deployment_load_string(NULL, text, 4, NULL, NULL, NULL, &err),
+                     KVSHARD_EINVAL);
+    assert_int_equal(kvshard_deployment_load_string(&d, NULL, 4, NULL, NULL, NULL, &err),
+                     KVSHARD_EINVAL);
+    assert_int_equal(kvshard_deployment_create(NULL, model, NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_deployment_create(&d, NULL, NULL, &err), KVSHARD_EINVAL);
+    assert_null(d);
+    kvshard_deployment_free(NULL);
+    assert_null(kvshard_deployment_model(NULL));
+    assert_int_equal(kvshard_deployment_options(NULL, dep), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_deployment_options(&o, NULL), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_deployment_set(NULL, "world_size", "4", NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_deployment_set(dep, NULL, "4", NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_deployment_set(dep, "world_size", NULL, NULL, &err), KVSHARD_EINVAL);
+    const char *args[] = {"--world_size=4", NULL};
+    assert_int_equal(kvshard_deployment_apply_args(NULL, 1, args, 0, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_deployment_apply_args(dep, 1, NULL, 0, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_deployment_apply_args(dep, 2, args, 0, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_deployment_apply_args(dep, 0, NULL, 0, &err), KVSHARD_OK);
+
+    /* Plans. */
+    kvshard_plan *p = NULL;
+    assert_int_equal(kvshard_plan_create(NULL, model, NULL, NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_create(&p, NULL, NULL, NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_deployment_plan(NULL, dep, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_deployment_plan(&p, NULL, &err), KVSHARD_EINVAL);
+    assert_null(p);
+    kvshard_plan_free(NULL);
+    assert_int_equal(kvshard_plan_options(NULL, plan), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_options(&o, NULL), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_attn_tp_size(NULL), 0);
+    assert_int_equal(kvshard_plan_effective_split_size(NULL), 0);
+    assert_int_equal(kvshard_plan_replication_factor(NULL), 0);
+    assert_int_equal(kvshard_plan_num_layers(NULL), 0);
+    assert_int_equal(kvshard_plan_state_kind(NULL), KVSHARD_STATE_NONE);
+    assert_int_equal(kvshard_plan_state_dtype(NULL), KVSHARD_DTYPE_AUTO);
+    assert_int_equal(kvshard_plan_layer_kind(NULL, plan, 0), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_layer_kind(&kind, NULL, 0), KVSHARD_EINVAL);
+    int32_t owner;
+    assert_int_equal(kvshard_plan_layer_owner(NULL, plan, 0), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_layer_owner(&owner, NULL, 0), KVSHARD_EINVAL);
+    assert_false(kvshard_plan_owns(NULL, 0, 0));
+    assert_false(kvshard_plan_stores_kv(NULL, 0, 0));
+    uint32_t split_rank, split_group;
+    assert_int_equal(kvshard_plan_split_position(&split_rank, &split_group, NULL, 0),
+                     KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_split_position(NULL, NULL, plan, 0), KVSHARD_OK);
+    const uint32_t *layers;
+    size_t count;
+    assert_int_equal(kvshard_plan_rank_layers(NULL, &count, plan, 0), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_rank_layers(&layers, NULL, plan, 0), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_rank_layers(&layers, &count, NULL, 0), KVSHARD_EINVAL);
+    kvshard_layer_storage st = KVSHARD_LAYER_STORAGE_INIT;
+    assert_int_equal(kvshard_plan_layer_storage(NULL, plan, 0, 0), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_layer_storage(&st, NULL, 0, 0), KVSHARD_EINVAL);
+    kvshard_rank_memory rm = KVSHARD_RANK_MEMORY_INIT;
+    assert_int_equal(kvshard_plan_rank_memory(NULL, plan, 0), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_rank_memory(&rm, NULL, 0), KVSHARD_EINVAL);
+    kvshard_capacity cap = KVSHARD_CAPACITY_INIT;
+    assert_int_equal(kvshard_plan_capacity(NULL, plan), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_capacity(&cap, NULL), KVSHARD_EINVAL);
+    kvshard_uniform uni = KVSHARD_UNIFORM_INIT;
+    assert_int_equal(kvshard_plan_uniform(NULL, plan), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_uniform(&uni, NULL), KVSHARD_EINVAL);
+    kvshard_budget budget = KVSHARD_BUDGET_INIT;
+    budget.memory_per_rank = UINT64_C(1) << 34;
+    kvshard_blocks blocks = KVSHARD_BLOCKS_INIT;
+    assert_int_equal(kvshard_plan_blocks_for(NULL, plan, 0, &budget, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_blocks_for(&blocks, NULL, 0, &budget, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_blocks_for(&blocks, plan, 0, NULL, &err), KVSHARD_EINVAL);
+    kvshard_figure fig = KVSHARD_FIGURE_INIT;
+    assert_int_equal(kvshard_plan_capacity_figure(NULL, plan, "num_blocks"), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_capacity_figure(&fig, NULL, "num_blocks"), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_capacity_figure(&fig, plan, NULL), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_blocks_figure(NULL, plan, 0, &budget, "num_blocks", &err),
+                     KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_blocks_figure(&fig, NULL, 0, &budget, "num_blocks", &err),
+                     KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_blocks_figure(&fig, plan, 0, NULL, "num_blocks", &err),
+                     KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_blocks_figure(&fig, plan, 0, &budget, NULL, &err),
+                     KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_warning_count(NULL), 0);
+    kvshard_warning_code code;
+    const char *message;
+    assert_int_equal(kvshard_plan_warning(&code, &message, NULL, 0), KVSHARD_EINVAL);
+    assert_false(kvshard_plan_has_warning(NULL, KVSHARD_WARN_SPLIT_DISABLED));
+    assert_true(kvshard_plan_digest(NULL) == 0);
+    assert_true(kvshard_plan_layout_digest(NULL) == 0);
+    assert_int_equal(kvshard_plan_describe_rank(buf, sizeof buf, NULL, 0), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_describe_rank(NULL, sizeof buf, plan, 0), KVSHARD_EINVAL);
+    assert_true(kvshard_plan_describe_rank(NULL, 0, plan, 0) > 0); /* the length it needs */
+    assert_int_equal(kvshard_plan_write_json(NULL, discard_writer, NULL), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_write_json(plan, NULL, NULL), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_write_text(NULL, discard_writer, NULL), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_write_text(plan, NULL, NULL), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_write_svg(NULL, discard_writer, NULL), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_write_svg(plan, NULL, NULL), KVSHARD_EINVAL);
+
+    /* Comparisons and the report. */
+    kvshard_comparison *c = NULL;
+    assert_int_equal(kvshard_comparison_create(NULL, model, NULL, NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_comparison_create(&c, NULL, NULL, NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_deployment_compare(NULL, dep, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_deployment_compare(&c, NULL, &err), KVSHARD_EINVAL);
+    assert_null(c);
+    kvshard_comparison_free(NULL);
+    assert_int_equal(kvshard_comparison_row_count(NULL), 0);
+    assert_null(kvshard_comparison_row_at(NULL, 0));
+    assert_int_equal(kvshard_comparison_recommended(NULL), 0);
+    assert_int_equal(kvshard_comparison_write_json(NULL, discard_writer, NULL), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_comparison_write_json(cmp, NULL, NULL), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_comparison_write_text(NULL, discard_writer, NULL), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_comparison_write_text(cmp, NULL, NULL), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_report_write_html(NULL, cmp, discard_writer, NULL), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_report_write_html(plan, cmp, NULL, NULL), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_report_write_html(plan, NULL, discard_writer, NULL), KVSHARD_OK);
+
+    kvshard_settings_free(settings);
+    kvshard_comparison_free(cmp);
+    kvshard_deployment_free(dep);
+    kvshard_plan_free(plan);
+    kvshard_model_free(model);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -957,6 +1245,8 @@ int main(void)
         cmocka_unit_test(test_golden_cases_match_directory),
         cmocka_unit_test(test_outputs_untouched_on_failure),
         cmocka_unit_test(test_null_err_accepted),
+        cmocka_unit_test(test_null_list_is_the_header),
+        cmocka_unit_test(test_null_everywhere),
         cmocka_unit_test(test_strerror_distinct),
         cmocka_unit_test(test_document_size_limit),
         cmocka_unit_test(test_depth_limit_exact),

@@ -16,6 +16,9 @@
  *   kvshard_deployment_set() and kvshard_deployment_apply_args().
  * - `err` arguments may be NULL. When given, the first error is written there
  *   with 1-based line and column (0 when unknown).
+ * - A call that returns a status answers KVSHARD_EINVAL for a NULL pointer
+ *   argument (optional outputs documented as such aside); a query that
+ *   returns a value gives 0, false, NULL or "" for a NULL handle.
  * - Structs the caller passes in or gets filled start with `size_t size`, set
  *   by the struct's *_INIT macro. This version accepts exactly its own sizes
  *   and refuses any other with KVSHARD_EINVAL, so a program compiled against
@@ -180,7 +183,9 @@ KVSHARD_EXPORT const char *kvshard_version(void);
  * line --world_size" for a flag, "" when no text is involved); a long path is
  * shortened from the front ("...tail/of/path.yaml"). `source` and `message`
  * are safe to print: control characters and invalid UTF-8 from the input are
- * escaped as \xNN, and they are cut only between UTF-8 characters.
+ * escaped as \xNN, invisible and bidirectional characters (zero-width
+ * spaces, direction overrides, a byte order mark, soft hyphens) as \u{XXXX},
+ * and they are cut only between characters.
  */
 typedef struct kvshard_error {
     int code;          /**< A kvshard_status, 0 when no error. */

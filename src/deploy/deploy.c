@@ -315,7 +315,7 @@ void kvshard_deployment_free(kvshard_deployment *deployment)
 
 const kvshard_model *kvshard_deployment_model(const kvshard_deployment *deployment)
 {
-    return deployment->model;
+    return deployment ? deployment->model : NULL;
 }
 
 int kvshard_deployment_options(kvshard_options *out, const kvshard_deployment *deployment)

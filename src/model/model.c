@@ -84,31 +84,33 @@ void kvshard_model_free(kvshard_model *model)
 
 const char *kvshard_model_type(const kvshard_model *model)
 {
-    return model->model_type;
+    return model ? model->model_type : "";
 }
 
 uint32_t kvshard_model_num_layers(const kvshard_model *model)
 {
-    return model->info.num_layers;
+    return model ? model->info.num_layers : 0;
 }
 
 uint32_t kvshard_model_num_draft_layers(const kvshard_model *model)
 {
-    return model->info.num_draft_layers;
+    return model ? model->info.num_draft_layers : 0;
 }
 
 kvshard_attention kvshard_model_attention(const kvshard_model *model)
 {
-    return model->info.attention;
+    return model ? model->info.attention : KVSHARD_ATTENTION_GQA;
 }
 
 uint32_t kvshard_model_count(const kvshard_model *model, kvshard_layer_kind kind)
 {
-    return (unsigned)kind < KVSHARD__KIND_COUNT ? model->info.count[kind] : 0;
+    return model && (unsigned)kind < KVSHARD__KIND_COUNT ? model->info.count[kind] : 0;
 }
 
 int kvshard_model_layer_kind(kvshard_layer_kind *out, const kvshard_model *model, uint32_t layer)
 {
+    if (!out || !model)
+        return KVSHARD_EINVAL;
     if (layer >= model->info.num_layers)
         return KVSHARD_ELAYER;
     *out = (kvshard_layer_kind)model->kinds[layer];
@@ -117,10 +119,10 @@ int kvshard_model_layer_kind(kvshard_layer_kind *out, const kvshard_model *model
 
 kvshard_state_kind kvshard_model_state_kind(const kvshard_model *model)
 {
-    return model->info.state.kind;
+    return model ? model->info.state.kind : KVSHARD_STATE_NONE;
 }
 
 kvshard_dtype kvshard_model_state_dtype(const kvshard_model *model)
 {
-    return model->info.state.dtype;
+    return model ? model->info.state.dtype : KVSHARD_DTYPE_AUTO;
 }

@@ -294,16 +294,16 @@ int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *mo
 
 size_t kvshard_comparison_row_count(const kvshard_comparison *comparison)
 {
-    return comparison->count;
+    return comparison ? comparison->count : 0;
 }
 
 const kvshard_comparison_row *kvshard_comparison_row_at(const kvshard_comparison *comparison,
                                                         size_t index)
 {
-    return index < comparison->count ? &comparison->rows[index] : NULL;
+    return comparison && index < comparison->count ? &comparison->rows[index] : NULL;
 }
 
 size_t kvshard_comparison_recommended(const kvshard_comparison *comparison)
 {
-    return comparison->recommended;
+    return comparison ? comparison->recommended : 0;
 }
