@@ -255,7 +255,10 @@ static void test_bare_model_with_flags(void **state)
     assert_contains(r.out, "\"effective_split_size\": 4");
     /* layers 3, 7, ..., 47 are all 3 mod 4 */
     assert_int_equal(count_of(r.out, "\"kind\": \"full_attention\""), 12);
-    assert_int_equal(count_of(r.out, "\"kind\": \"full_attention\", \"owner\": 3}"), 12);
+    assert_int_equal(
+        count_of(r.out, "\"kind\": \"full_attention\", \"owner\": 3, \"compress_ratio\": null, "
+                        "\"kv_source\": null, \"index_key\": false}"),
+        12);
     assert_contains(r.out, "\"code\": \"imbalanced\"");
     run_free(&r);
 
@@ -504,11 +507,29 @@ static void test_layer_map_glyphs(void **state)
     /* 72 layers, contiguous over 2: layers 0-35 on split rank 0. */
     assert_contains(r.out, "     0 | H0 H0 H0 H0 H0 H0 H0 H0 H0 H0\n");
     assert_contains(r.out, "    30 | H0 H0 H0 H0 H0 H0 H1 H1 H1 H1\n");
-    assert_contains(r.out, ". no cache)");
+    /* The legend names the kinds the model has, and only those. */
+    assert_contains(r.out, "layer map  (H<n>: hybrid layer whose KV split rank n stores, H*: "
+                           "stored on every rank)\n");
     run_free(&r);
     r = cli("plan \"%s/nemotron_h_8b_tp4.yaml\"", KVSHARD_EXAMPLES);
     assert_int_equal(r.status, 0);
     assert_contains(r.out, "     0 | L  .  L  .  L  .  L  F* .  L\n");
+    assert_contains(r.out, "F*: stored on every rank, L linear attention, . no cache)\n");
+    run_free(&r);
+    /* Compressed layers carry their owner; shared and chunked ones a letter. */
+    r = cli("plan \"%s/deepseek_v4_flash_tp8.yaml\"", KVSHARD_EXAMPLES);
+    assert_int_equal(r.status, 0);
+    assert_contains(r.out, "     0 | C0 C1 C2 C3 C4 C5 C6 C7 C0 C1\n");
+    assert_contains(r.out, "scratch/seq  blocks\n");
+    run_free(&r);
+    r = cli("plan \"%s/gemma_4_e2b_tp1.yaml\"", KVSHARD_EXAMPLES);
+    assert_int_equal(r.status, 0);
+    assert_contains(r.out, "    10 | W  W  W  W  F* S  S  S  S  S\n");
+    assert_contains(r.out, "F*: stored on every rank, W sliding window, S shared KV)\n");
+    run_free(&r);
+    r = cli("plan \"%s/llama4_scout_tp8.yaml\"", KVSHARD_EXAMPLES);
+    assert_int_equal(r.status, 0);
+    assert_contains(r.out, "     0 | K  K  K  F* K  K  K  F* K  K\n");
     run_free(&r);
 }
 

@@ -90,8 +90,8 @@ static void test_storage_seed(void **state)
 
 /* For every shipped deployment and every rank, the per-layer answers add up
  * to the rank's own figures: the KV bytes of the layers it stores, slots
- * 0..n-1 in rank_layers order, and the per-sequence bytes of its state and
- * sliding layers. */
+ * 0..n-1 in rank_layers order, and the per-sequence bytes of its state,
+ * windows and compressed layers, with the draft layers' beside them. */
 static void test_storage_matches_plan_everywhere(void **state)
 {
     (void)state;
@@ -112,7 +112,7 @@ static void test_storage_matches_plan_everywhere(void **state)
             const uint32_t *layers;
             size_t count;
             kvshard_plan_rank_layers(&layers, &count, p, r);
-            uint64_t kv = 0, per_seq = 0;
+            uint64_t kv = 0, per_seq = m.draft_bytes_per_seq;
             size_t stored = 0;
             for (uint32_t i = 0; i < L; i++) {
                 kvshard_layer_storage st = storage(p, r, i);

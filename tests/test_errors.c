@@ -53,6 +53,7 @@ static const struct {
     {"KVSHARD_EWRITE", KVSHARD_EWRITE},
     {"KVSHARD_EPROFILE", KVSHARD_EPROFILE},
     {"KVSHARD_EUNSUPPORTED", KVSHARD_EUNSUPPORTED},
+    {"KVSHARD_EUNMODELED", KVSHARD_EUNMODELED},
 };
 #define CODE_COUNT (sizeof code_names / sizeof code_names[0])
 
@@ -83,7 +84,7 @@ static const int file_codes[] = {
     KVSHARD_ELAYERTYPE,   KVSHARD_ELAYERCOUNT,  KVSHARD_ELAYERLIST, KVSHARD_EIO,
     KVSHARD_EWORLD,       KVSHARD_ESPLIT,       KVSHARD_ESPLITCP,   KVSHARD_EKVHEADS,
     KVSHARD_ELINEARHEADS, KVSHARD_ENOBLOCK,     KVSHARD_EOVERFLOW,  KVSHARD_EPARALLEL,
-    KVSHARD_EPROFILE,     KVSHARD_EUNSUPPORTED,
+    KVSHARD_EPROFILE,     KVSHARD_EUNSUPPORTED, KVSHARD_EUNMODELED,
 };
 
 /* ---- EXPECTED ---------------------------------------------------------------- */
@@ -501,9 +502,9 @@ static void test_strerror_distinct(void **state)
             assert_string_not_equal(a, kvshard_strerror(code_names[j].code));
     }
     /* The table above has every code from KVSHARD_OK down to the last one. */
-    assert_int_equal(CODE_COUNT, 1 - KVSHARD_EUNSUPPORTED);
+    assert_int_equal(CODE_COUNT, 1 - KVSHARD_EUNMODELED);
     assert_string_equal(kvshard_strerror(1), "unknown error");
-    assert_string_equal(kvshard_strerror(KVSHARD_EUNSUPPORTED - 1), "unknown error");
+    assert_string_equal(kvshard_strerror(KVSHARD_EUNMODELED - 1), "unknown error");
     assert_string_equal(kvshard_strerror(-1000), "unknown error");
 }
 
@@ -964,32 +965,85 @@ static int discard_writer(void *user, const char *data, size_t len)
 /* The public functions this test calls with NULL, by name: the header must
  * hold no other, so a new function is not forgotten here. */
 static const char *const null_checked[] = {
-    "kvshard_strerror", "kvshard_version", "kvshard_layer_kind_name", "kvshard_state_kind_name",
-    "kvshard_dtype_name", "kvshard_ownership_name", "kvshard_engine_name",
-    "kvshard_model_load_file", "kvshard_model_load_string", "kvshard_model_create",
-    "kvshard_model_free", "kvshard_model_type", "kvshard_model_num_layers",
-    "kvshard_model_num_draft_layers", "kvshard_model_attention", "kvshard_model_count",
-    "kvshard_model_layer_kind", "kvshard_model_state_kind", "kvshard_model_state_dtype",
-    "kvshard_options_set", "kvshard_settings_create", "kvshard_settings_copy",
-    "kvshard_settings_free", "kvshard_settings_set", "kvshard_settings_get",
-    "kvshard_setting_count", "kvshard_setting_info_at", "kvshard_setting_find",
-    "kvshard_deployment_load_file", "kvshard_deployment_load_string", "kvshard_deployment_create",
-    "kvshard_deployment_free", "kvshard_deployment_model", "kvshard_deployment_options",
-    "kvshard_deployment_set", "kvshard_deployment_apply_args", "kvshard_plan_create",
-    "kvshard_deployment_plan", "kvshard_plan_free", "kvshard_plan_options",
-    "kvshard_plan_attn_tp_size", "kvshard_plan_effective_split_size",
-    "kvshard_plan_replication_factor", "kvshard_plan_num_layers", "kvshard_plan_state_kind",
-    "kvshard_plan_state_dtype", "kvshard_plan_layer_kind", "kvshard_plan_layer_owner",
-    "kvshard_plan_owns", "kvshard_plan_stores_kv", "kvshard_plan_split_position",
-    "kvshard_plan_rank_layers", "kvshard_plan_layer_storage", "kvshard_plan_rank_memory",
-    "kvshard_plan_capacity", "kvshard_plan_uniform", "kvshard_plan_blocks_for",
-    "kvshard_plan_capacity_figure", "kvshard_plan_blocks_figure", "kvshard_warning_name",
-    "kvshard_plan_warning_count", "kvshard_plan_warning", "kvshard_plan_has_warning",
-    "kvshard_plan_digest", "kvshard_plan_layout_digest", "kvshard_plan_describe_rank",
-    "kvshard_plan_write_json", "kvshard_plan_write_text", "kvshard_plan_write_svg",
-    "kvshard_comparison_create", "kvshard_deployment_compare", "kvshard_comparison_free",
-    "kvshard_comparison_row_count", "kvshard_comparison_row_at", "kvshard_comparison_recommended",
-    "kvshard_comparison_write_json", "kvshard_comparison_write_text", "kvshard_report_write_html",
+    "kvshard_strerror",
+    "kvshard_version",
+    "kvshard_layer_kind_name",
+    "kvshard_attention_name",
+    "kvshard_state_kind_name",
+    "kvshard_dtype_name",
+    "kvshard_ownership_name",
+    "kvshard_engine_name",
+    "kvshard_model_load_file",
+    "kvshard_model_load_string",
+    "kvshard_model_create",
+    "kvshard_model_free",
+    "kvshard_model_type",
+    "kvshard_model_num_layers",
+    "kvshard_model_num_draft_layers",
+    "kvshard_model_attention",
+    "kvshard_model_count",
+    "kvshard_model_layer_kind",
+    "kvshard_model_state_kind",
+    "kvshard_model_state_dtype",
+    "kvshard_options_set",
+    "kvshard_settings_create",
+    "kvshard_settings_copy",
+    "kvshard_settings_free",
+    "kvshard_settings_set",
+    "kvshard_settings_get",
+    "kvshard_setting_count",
+    "kvshard_setting_info_at",
+    "kvshard_setting_find",
+    "kvshard_deployment_load_file",
+    "kvshard_deployment_load_string",
+    "kvshard_deployment_create",
+    "kvshard_deployment_free",
+    "kvshard_deployment_model",
+    "kvshard_deployment_options",
+    "kvshard_deployment_set",
+    "kvshard_deployment_apply_args",
+    "kvshard_plan_create",
+    "kvshard_deployment_plan",
+    "kvshard_plan_free",
+    "kvshard_plan_options",
+    "kvshard_plan_attn_tp_size",
+    "kvshard_plan_effective_split_size",
+    "kvshard_plan_replication_factor",
+    "kvshard_plan_num_layers",
+    "kvshard_plan_state_kind",
+    "kvshard_plan_state_dtype",
+    "kvshard_plan_layer_kind",
+    "kvshard_plan_layer_owner",
+    "kvshard_plan_owns",
+    "kvshard_plan_stores_kv",
+    "kvshard_plan_split_position",
+    "kvshard_plan_rank_layers",
+    "kvshard_plan_layer_storage",
+    "kvshard_plan_rank_memory",
+    "kvshard_plan_capacity",
+    "kvshard_plan_uniform",
+    "kvshard_plan_blocks_for",
+    "kvshard_plan_capacity_figure",
+    "kvshard_plan_blocks_figure",
+    "kvshard_warning_name",
+    "kvshard_plan_warning_count",
+    "kvshard_plan_warning",
+    "kvshard_plan_has_warning",
+    "kvshard_plan_digest",
+    "kvshard_plan_layout_digest",
+    "kvshard_plan_describe_rank",
+    "kvshard_plan_write_json",
+    "kvshard_plan_write_text",
+    "kvshard_plan_write_svg",
+    "kvshard_comparison_create",
+    "kvshard_deployment_compare",
+    "kvshard_comparison_free",
+    "kvshard_comparison_row_count",
+    "kvshard_comparison_row_at",
+    "kvshard_comparison_recommended",
+    "kvshard_comparison_write_json",
+    "kvshard_comparison_write_text",
+    "kvshard_report_write_html",
 };
 
 static bool is_null_checked(const char *name, size_t len)
@@ -1054,6 +1108,7 @@ static void test_null_everywhere(void **state)
     assert_non_null(kvshard_version());
     assert_string_equal(kvshard_layer_kind_name((kvshard_layer_kind)99), "unknown");
     assert_string_equal(kvshard_state_kind_name((kvshard_state_kind)99), "unknown");
+    assert_string_equal(kvshard_attention_name((kvshard_attention)99), "unknown");
     assert_string_equal(kvshard_dtype_name((kvshard_dtype)99), "unknown");
     assert_string_equal(kvshard_ownership_name((kvshard_ownership)99), "unknown");
     assert_string_equal(kvshard_engine_name((kvshard_engine)99), "unknown");

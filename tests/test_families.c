@@ -407,7 +407,9 @@ static void test_nulls_and_resaved_kinds(void **state)
     char *json = tu_plan_json(p);
     assert_non_null(strstr(json, "\"model_type\": null"));
     assert_non_null(strstr(json, "\"num_no_cache_layers\": 2"));
-    assert_non_null(strstr(json, "{\"index\": 1, \"kind\": \"no_cache\", \"owner\": null}"));
+    assert_non_null(
+        strstr(json, "{\"index\": 1, \"kind\": \"no_cache\", \"owner\": null, \"compress_ratio\": "
+                     "null, \"kv_source\": null, \"index_key\": false}"));
     free(json);
     kvshard_plan_free(p);
     kvshard_model_free(m);

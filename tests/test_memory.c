@@ -317,48 +317,53 @@ static void test_deepseek_fp8_split8(void **state)
     o.max_seqs = 256;
     kvshard_plan *plan = tu_plan(model, &o);
     assert_int_equal(kvshard_plan_replication_factor(plan), 8);
+    /* fp8, a DSA model: latent 512 + 4 x 4 + 2 x 64 = 656, indexer key 132:
+     * 788 per layer. 61 layers over 8 split ranks: ranks 0-4 own 8, 5-7 own 7.
+     * rank 0: kv 8 x 788 = 6304, scratch 788, block 16 x 7092 = 113472;
+     * rank 5: kv 7 x 788 = 5516, block 16 x 6304 = 100864. */
     for (uint32_t r = 0; r < 8; r++) {
         if (r < 5)
-            assert_rank(plan, r, 5696, 712, 0, 102528, 0);
+            assert_rank(plan, r, 6304, 788, 0, 113472, 0);
         else
-            assert_rank(plan, r, 4984, 712, 0, 91136, 0);
+            assert_rank(plan, r, 5516, 788, 0, 100864, 0);
     }
     const uint32_t s0[] = {0, 8, 16, 24, 32, 40, 48, 56};
     const uint32_t s5[] = {5, 13, 21, 29, 37, 45, 53};
     tu_assert_rank_layers(plan, 0, s0, 8);
     tu_assert_rank_layers(plan, 5, s5, 7);
-    /* rank 7: 25769803776 / 91136 = 282762 (91136 x 282762 = 25769797632) */
-    assert_int_equal(rank_memory(plan, 7).num_blocks, 282762);
-    assert_int_equal(capacity(plan).num_blocks, 251344);
-    assert_int_equal(capacity(plan).max_tokens, 4021504);
+    /* rank 7: 25769803776 / 100864 = 255490 (100864 x 255490 = 25769743360) */
+    assert_int_equal(rank_memory(plan, 7).num_blocks, 255490);
+    /* rank 0 binds: 25769803776 / 113472 = 227102 (x 113472 = 25769718144) */
+    assert_int_equal(capacity(plan).num_blocks, 227102);
+    assert_int_equal(capacity(plan).max_tokens, 3633632);
     kvshard_uniform u = uniform(plan);
-    assert_int_equal(u.kv_bytes_per_token, 43432);
-    assert_int_equal(u.bytes_per_block, 694912);
-    assert_int_equal(u.num_blocks, 37083);
+    assert_int_equal(u.kv_bytes_per_token, 48068); /* 61 x 788 */
+    assert_int_equal(u.bytes_per_block, 769088);
+    assert_int_equal(u.num_blocks, 33506);
     assert_int_equal(kvshard_plan_warning_count(plan), 0); /* 8 vs 7: within 1 */
     kvshard_plan_free(plan);
 
-    /* bf16: (512 + 64) x 2 = 1152 + 128 x 2 = 256 -> 1408 per layer.
-     * rank 0: kv 8 x 1408 = 11264, scratch 1408, block 16 x 12672 = 202752;
-     * rank 5: kv 7 x 1408 = 9856, block 16 x 11264 = 180224.
-     * 25769803776 / 202752 = 127100 (202752 x 127100 = 25769779200). */
+    /* bf16: (512 + 64) x 2 = 1152 + the 132-byte indexer key -> 1284 per layer.
+     * rank 0: kv 8 x 1284 = 10272, scratch 1284, block 16 x 11556 = 184896;
+     * rank 5: kv 7 x 1284 = 8988, block 16 x 10272 = 164352.
+     * 25769803776 / 184896 = 139374 (184896 x 139374 = 25769695104). */
     o.kv_cache_dtype = KVSHARD_DTYPE_AUTO;
     plan = tu_plan(model, &o);
-    assert_rank(plan, 0, 11264, 1408, 0, 202752, 0);
-    assert_rank(plan, 5, 9856, 1408, 0, 180224, 0);
-    assert_int_equal(capacity(plan).num_blocks, 127100);
-    assert_int_equal(uniform(plan).kv_bytes_per_token, 85888); /* 61 x 1408 */
+    assert_rank(plan, 0, 10272, 1284, 0, 184896, 0);
+    assert_rank(plan, 5, 8988, 1284, 0, 164352, 0);
+    assert_int_equal(capacity(plan).num_blocks, 139374);
+    assert_int_equal(uniform(plan).kv_bytes_per_token, 78324); /* 61 x 1284 */
     kvshard_plan_free(plan);
 
-    /* fp8 with one MTP layer (spec 1): draft = 1 x 712 on every rank;
-     * rank 0 block = 16 x (5696 + 712 + 712) = 16 x 7120 = 113920;
-     * 25769803776 / 113920 = 226209 (113920 x 226209 = 25769729280). */
+    /* fp8 with one MTP layer (spec 1), whose indexer key it keeps too: draft
+     * = 1 x 788 on every rank; rank 0 block = 16 x (6304 + 788 + 788) =
+     * 126080; 25769803776 / 126080 = 204392 (x 126080 = 25769743360). */
     o.kv_cache_dtype = KVSHARD_DTYPE_FP8;
     o.num_speculative_tokens = 1;
     plan = tu_plan(model, &o);
-    assert_rank(plan, 0, 5696, 712, 712, 113920, 0);
-    assert_rank(plan, 7, 4984, 712, 712, 102528, 0); /* 16 x 6408 */
-    assert_int_equal(capacity(plan).num_blocks, 226209);
+    assert_rank(plan, 0, 6304, 788, 788, 126080, 0);
+    assert_rank(plan, 7, 5516, 788, 788, 113472, 0); /* 16 x 7092 */
+    assert_int_equal(capacity(plan).num_blocks, 204392);
     kvshard_plan_free(plan);
     kvshard_model_free(model);
 }

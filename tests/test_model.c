@@ -111,9 +111,13 @@ static void test_deepseek_v3_2(void **state)
     assert_int_equal(kvshard_model_count(m, KVSHARD_LAYER_LINEAR_ATTENTION), 0);
     assert_int_equal(kvshard_model_num_draft_layers(m), 1); /* num_nextn_predict_layers */
     assert_int_equal(kvshard_model_attention(m), KVSHARD_ATTENTION_MLA);
-    /* bf16: latent (512 + 64) x 2 = 1152, indexer 128 x 2 = 256 -> 1408 per
-     * layer; kv heads 128 / head_dim are ignored. 61 x 1408 = 85888. */
-    assert_int_equal(tp1_kv_bytes(m, KVSHARD_DTYPE_AUTO), 85888);
+    /* bf16: latent (512 + 64) x 2 = 1152, indexer key 128 fp8 + 4 (one
+     * fp32 scale per 128) = 132 -> 1284 per layer; kv heads 128 / head_dim
+     * are ignored. 61 x 1284 = 78324. */
+    assert_int_equal(tp1_kv_bytes(m, KVSHARD_DTYPE_AUTO), 78324);
+    /* fp8: latent 512 + 4 x ceil(512 / 128) + 2 x 64 = 656, key 132:
+     * 61 x 788 = 48068. */
+    assert_int_equal(tp1_kv_bytes(m, KVSHARD_DTYPE_FP8), 48068);
     kvshard_model_free(m);
 }
 
@@ -127,10 +131,10 @@ static void test_glm_5(void **state)
     assert_int_equal(kvshard_model_count(m, KVSHARD_LAYER_FULL_ATTENTION), 78);
     assert_int_equal(kvshard_model_num_draft_layers(m), 1);
     assert_int_equal(kvshard_model_attention(m), KVSHARD_ATTENTION_MLA);
-    /* bf16 (top-level dtype): (512 + 64) x 2 + 128 x 2 = 1408; 78 x 1408 = 109824. */
-    assert_int_equal(tp1_kv_bytes(m, KVSHARD_DTYPE_AUTO), 109824);
-    /* fp8: 576 + 4 + 128 + 4 = 712; 78 x 712 = 55536. */
-    assert_int_equal(tp1_kv_bytes(m, KVSHARD_DTYPE_FP8), 55536);
+    /* bf16 (top-level dtype): (512 + 64) x 2 + 132 = 1284; 78 x 1284 = 100152. */
+    assert_int_equal(tp1_kv_bytes(m, KVSHARD_DTYPE_AUTO), 100152);
+    /* fp8: 656 + 132 = 788; 78 x 788 = 61464. */
+    assert_int_equal(tp1_kv_bytes(m, KVSHARD_DTYPE_FP8), 61464);
     kvshard_model_free(m);
 }
 
@@ -489,6 +493,11 @@ static void test_kind_table_words(void **state)
         {"hybrid", KVSHARD_LAYER_HYBRID},
         {"mlp", KVSHARD_LAYER_NO_CACHE},
         {"moe", KVSHARD_LAYER_NO_CACHE},
+        {"deepseek_sparse_attention", KVSHARD_LAYER_FULL_ATTENTION},
+        {"indexed_attention", KVSHARD_LAYER_FULL_ATTENTION},
+        {"chunked_attention", KVSHARD_LAYER_CHUNKED_ATTENTION},
+        {"compressed_sparse_attention", KVSHARD_LAYER_COMPRESSED},
+        {"heavily_compressed_attention", KVSHARD_LAYER_COMPRESSED},
     };
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
         assert_int_equal(kvshard_kinds__from_word(words[i].word, strlen(words[i].word)),
@@ -496,11 +505,18 @@ static void test_kind_table_words(void **state)
     assert_int_equal(kvshard_kinds__from_word("attentio", 8), UINT8_MAX);
     assert_int_equal(kvshard_kinds__from_word("full_attentionx", 15), UINT8_MAX);
     assert_string_equal(kvshard_layer_kind_name(KVSHARD_LAYER_HYBRID), "hybrid");
+    assert_string_equal(kvshard_layer_kind_name(KVSHARD_LAYER_COMPRESSED), "compressed");
+    assert_string_equal(kvshard_layer_kind_name(KVSHARD_LAYER_SHARED_KV), "shared_kv");
+    assert_string_equal(kvshard_layer_kind_name(KVSHARD_LAYER_CHUNKED_ATTENTION),
+                        "chunked_attention");
+    /* shared_kv is no word of a config: num_kv_shared_layers makes it. */
+    assert_int_equal(kvshard_kinds__from_word("shared_kv", 9), UINT8_MAX);
     assert_string_equal(kvshard_layer_kind_name((kvshard_layer_kind)KVSHARD__KIND_COUNT),
                         "unknown");
     /* Exactly the KV kinds have paged KV, exactly the state kinds a state. */
-    assert_int_equal(kvshard_kinds__paged_mask(),
-                     1u << KVSHARD_LAYER_FULL_ATTENTION | 1u << KVSHARD_LAYER_HYBRID);
+    assert_int_equal(kvshard_kinds__paged_mask(), 1u << KVSHARD_LAYER_FULL_ATTENTION |
+                                                      1u << KVSHARD_LAYER_HYBRID |
+                                                      1u << KVSHARD_LAYER_COMPRESSED);
     assert_int_equal(kvshard_kinds__state_mask(),
                      1u << KVSHARD_LAYER_LINEAR_ATTENTION | 1u << KVSHARD_LAYER_HYBRID);
 }

@@ -108,7 +108,7 @@ static void test_failing_writers(void **state)
 /* The plan JSON at the layer-list bound: 2^20 layers, one in four full
  * attention (262144 KV layers), T = 64 unsplit: 64 x 262144 = 16777216
  * list entries, exactly KVSHARD_MAX_LAYER_ENTRIES. The document is at most
- * 64 bytes a layer, 9 an entry, 300 a rank and 4 KiB besides; one more KV
+ * 128 bytes a layer, 9 an entry, 300 a rank and 4 KiB besides; one more KV
  * layer is refused with KVSHARD_ELIMIT. Text output lists no more than 16
  * layers a split rank and 64 ranks: at most 6 bytes a layer beyond that. */
 static void test_json_size_at_bound(void **state)
@@ -123,7 +123,7 @@ static void test_json_size_at_bound(void **state)
     assert_int_equal(kvshard_plan_write_json(p, count_bytes, &c), KVSHARD_OK);
     uint64_t entries = (uint64_t)T * (L / 4);
     assert_int_equal(entries, KVSHARD_MAX_LAYER_ENTRIES);
-    uint64_t bound = 64ull * L + 9ull * entries + 300ull * T + 4096;
+    uint64_t bound = 128ull * L + 9ull * entries + 300ull * T + 4096;
     print_message("plan JSON at the bound: %llu bytes (bound %llu), %llu writes\n",
                   (unsigned long long)c.bytes, (unsigned long long)bound,
                   (unsigned long long)c.calls);

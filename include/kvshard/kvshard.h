@@ -123,7 +123,11 @@ typedef enum kvshard_status {
     KVSHARD_EPROFILE = -26,
     /** The text uses a YAML feature kvshard does not read: merge keys (<<)
      *  or tags other than YAML's core tags. */
-    KVSHARD_EUNSUPPORTED = -27
+    KVSHARD_EUNSUPPORTED = -27,
+    /** The model config describes a cache kvshard does not model (a key
+     *  such as block_configs or cross_attention_layers): it is refused by
+     *  name rather than planned by another rule. */
+    KVSHARD_EUNMODELED = -28
 } kvshard_status;
 
 /** Static English name of a status code ("no memory for one block", ...).
@@ -229,22 +233,35 @@ typedef enum kvshard_layer_kind {
      *  the model's state kind on every rank (Falcon-H1, Zamba2). */
     KVSHARD_LAYER_HYBRID = 3,
     /** Nothing: an MLP or MoE block listed as a layer (Nemotron-H). */
-    KVSHARD_LAYER_NO_CACHE = 4
+    KVSHARD_LAYER_NO_CACHE = 4,
+    /** Compressed attention (DeepSeek-V4): one latent per entry, a window of
+     *  recent entries and, with a compression ratio r > 0, a stream of one
+     *  entry per r tokens with its compressor state; a KV layer, split like
+     *  a full-attention layer, its owner keeping all of it. */
+    KVSHARD_LAYER_COMPRESSED = 5,
+    /** Reads the cache of an earlier layer, its KV source, and keeps none of
+     *  its own (Gemma 3n, Gemma 4). */
+    KVSHARD_LAYER_SHARED_KV = 6,
+    /** KV of at most one attention chunk per sequence, on every rank
+     *  (Llama 4). */
+    KVSHARD_LAYER_CHUNKED_ATTENTION = 7
 } kvshard_layer_kind;
 
 typedef enum kvshard_attention {
     KVSHARD_ATTENTION_GQA = 0,
-    KVSHARD_ATTENTION_MLA = 1
+    KVSHARD_ATTENTION_MLA = 1,
+    /** One shared K=V latent per entry, compressed by layer (DeepSeek-V4). */
+    KVSHARD_ATTENTION_COMPRESSED = 2
 } kvshard_attention;
 
 /** The recurrent state of a model's linear and hybrid layers. */
 typedef enum kvshard_state_kind {
-    KVSHARD_STATE_NONE = 0, /**< the model has no linear or hybrid layer */
-    KVSHARD_STATE_GDN = 1,  /**< Gated DeltaNet (Qwen3-Next, Qwen3.5) */
-    KVSHARD_STATE_KDA = 2,  /**< Kimi Delta Attention */
+    KVSHARD_STATE_NONE = 0,      /**< the model has no linear or hybrid layer */
+    KVSHARD_STATE_GDN = 1,       /**< Gated DeltaNet (Qwen3-Next, Qwen3.5) */
+    KVSHARD_STATE_KDA = 2,       /**< Kimi Delta Attention */
     KVSHARD_STATE_LIGHTNING = 3, /**< lightning attention (MiniMax) */
     KVSHARD_STATE_MAMBA1 = 4,    /**< Mamba (Jamba) */
-    KVSHARD_STATE_MAMBA2 = 5,    /**< Mamba2 (Nemotron-H, Granite-4.0-H, Bamba, Falcon-H1, Zamba2) */
+    KVSHARD_STATE_MAMBA2 = 5, /**< Mamba2 (Nemotron-H, Granite-4.0-H, Bamba, Falcon-H1, Zamba2) */
     KVSHARD_STATE_SHORT_CONV = 6 /**< short convolution (LFM2) */
 } kvshard_state_kind;
 
@@ -279,8 +296,11 @@ typedef enum kvshard_engine {
 } kvshard_engine;
 
 /** "full_attention", "linear_attention", "sliding_attention", "hybrid",
- *  "no_cache"; "unknown" for other values. Static storage. */
+ *  "no_cache", "compressed", "shared_kv", "chunked_attention"; "unknown" for
+ *  other values. Static storage. */
 KVSHARD_EXPORT const char *kvshard_layer_kind_name(kvshard_layer_kind kind);
+/** "gqa", "mla", "compressed"; "unknown" for other values. */
+KVSHARD_EXPORT const char *kvshard_attention_name(kvshard_attention attention);
 /** "gdn", "kda", "lightning", "mamba1", "mamba2", "short_conv"; "none" for
  *  KVSHARD_STATE_NONE; "unknown" for other values. */
 KVSHARD_EXPORT const char *kvshard_state_kind_name(kvshard_state_kind kind);
@@ -364,20 +384,29 @@ typedef struct kvshard_model_desc {
     uint32_t state_groups;       /**< Mamba2 groups; 0 means 1 */
     uint32_t conv_kernel;        /**< GDN, KDA, Mamba1, Mamba2 K; short conv L_cache */
     uint32_t conv_channels;      /**< Mamba1 d_inner; short conv hidden size */
+    /* The geometry of sliding-window layers where it differs from the full
+     * layers' (0: the same), and of the others. */
+    uint32_t v_head_dim;         /**< GQA V head dim; 0: head_dim */
+    uint32_t sliding_kv_heads;   /**< 0: num_kv_heads */
+    uint32_t sliding_head_dim;   /**< 0: head_dim */
+    uint32_t sliding_v_head_dim; /**< 0: the sliding head dim */
+    uint32_t attention_chunk_size; /**< tokens; needed with chunked layers */
 } kvshard_model_desc;
 
 #define KVSHARD_MODEL_DESC_INIT                                                      \
     { sizeof(kvshard_model_desc), NULL, 0, NULL, KVSHARD_DTYPE_AUTO,                \
       KVSHARD_ATTENTION_GQA, 0, 0, 0, 0, 0, 0, 0, 0, KVSHARD_STATE_NONE,             \
-      KVSHARD_DTYPE_AUTO, 0, 0, 0, 0, 0, 0, 0, 0 }
+      KVSHARD_DTYPE_AUTO, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 
 /**
  * Build a model from a description, with the loader's checks: missing
  * figures are KVSHARD_EMISSING, impossible ones KVSHARD_ERANGE, each naming
  * the field. `allocator` NULL: the C library's. The description is copied
  * (`layer_kinds` and `model_type` need not outlive the call). The caller
- * frees *out with kvshard_model_free(). Errors: KVSHARD_EINVAL, EMISSING,
- * ERANGE, ELAYERTYPE, ENOMEM.
+ * frees *out with kvshard_model_free(). A description cannot hold what
+ * compressed and shared-KV layers read of their neighbours: those kinds are
+ * KVSHARD_ELAYERTYPE here (load the model's config instead). Errors:
+ * KVSHARD_EINVAL, EMISSING, ERANGE, ELAYERTYPE, ENOMEM.
  */
 KVSHARD_EXPORT int kvshard_model_create(kvshard_model **out, const kvshard_model_desc *desc,
                                         const kvshard_allocator *allocator, kvshard_error *err);
@@ -726,13 +755,22 @@ typedef struct kvshard_layer_storage {
      *  layers without a paged KV cache. */
     int32_t owner_tp_rank;
     /** Per-sequence bytes: the state of a linear or hybrid layer, the window
-     *  of a sliding layer, else 0. */
+     *  of a sliding or chunked layer, the window and compressor state of a
+     *  compressed layer on its owner, else 0. */
     uint64_t state_bytes_per_seq;
+    /** The layer whose cache this one reads (a shared-KV layer, or a
+     *  compressed layer that reads another's stream); -1 for none. */
+    int32_t kv_source;
+    /** A compressed layer's compression ratio, else 0. */
+    uint32_t compress_ratio;
+    /** The layer keeps an indexer key (DSA, a sparse index, a compressed
+     *  layer's index keys). */
+    bool index_key;
 } kvshard_layer_storage;
 
 #define KVSHARD_LAYER_STORAGE_INIT                                                    \
     { sizeof(kvshard_layer_storage), KVSHARD_LAYER_FULL_ATTENTION, false, -1, -1, 0,  \
-      0, 0, -1, 0 }
+      0, 0, -1, 0, -1, 0, false }
 
 /** How TP rank `tp_rank` stores `layer`, into *out (`size` set by the caller).
  *  O(1). KVSHARD_ERANK, KVSHARD_ELAYER when out of range, KVSHARD_EINVAL when
@@ -749,14 +787,20 @@ typedef struct kvshard_rank_memory {
     uint64_t scratch_bytes_per_token; /**< scratch KV layers while split */
     uint64_t draft_bytes_per_token;   /**< draft layers, with speculation */
     uint64_t bytes_per_block;         /**< block_size x the three above */
-    uint64_t state_bytes_per_seq;     /**< states and sliding windows */
+    uint64_t state_bytes_per_seq;     /**< states, windows, compressor state */
     /** KV blocks that fit this rank's memory; 0 when has_num_blocks is false
      *  (no memory_per_rank, or no KV bytes per block). */
     uint64_t num_blocks;
     bool has_num_blocks;
+    /** Per-sequence scratch while split: the window and state of the largest
+     *  KV layer the rank computes without owning it (compressed layers). */
+    uint64_t scratch_bytes_per_seq;
+    /** The draft layers' share of state_bytes_per_seq (their windows and
+     *  compressor state), with speculation. */
+    uint64_t draft_bytes_per_seq;
 } kvshard_rank_memory;
 
-#define KVSHARD_RANK_MEMORY_INIT { sizeof(kvshard_rank_memory), 0, 0, 0, 0, 0, 0, false }
+#define KVSHARD_RANK_MEMORY_INIT { sizeof(kvshard_rank_memory), 0, 0, 0, 0, 0, 0, false, 0, 0 }
 
 /** Memory figures of TP rank `tp_rank` into *out (its `size` set by the
  *  caller). KVSHARD_ERANK when out of range, KVSHARD_EINVAL when `out` is
@@ -877,7 +921,10 @@ typedef struct kvshard_figure {
     const char *text_value;
 } kvshard_figure;
 
-#define KVSHARD_FIGURE_INIT { sizeof(kvshard_figure), NULL, KVSHARD_FIGURE_NULL, 0, 0.0, false, NULL }
+#define KVSHARD_FIGURE_INIT                                                                        \
+    {                                                                                              \
+        sizeof(kvshard_figure), NULL, KVSHARD_FIGURE_NULL, 0, 0.0, false, NULL                     \
+    }
 
 /**
  * A figure of the plan's capacity by the name of its field in the JSON

@@ -39,6 +39,7 @@ const char *kvshard_strerror(int code)
     case KVSHARD_EWRITE: return "write failed";
     case KVSHARD_EPROFILE: return "not supported by the engine profile";
     case KVSHARD_EUNSUPPORTED: return "unsupported YAML feature";
+    case KVSHARD_EUNMODELED: return "a cache kvshard does not model";
     default: return "unknown error";
     }
 }

@@ -90,7 +90,68 @@ static int check_state(kvshard_model *m, const kvshard_model_desc *d, kvshard_er
     return KVSHARD_OK;
 }
 
-static int check_attention(kvshard_model *m, const kvshard_model_desc *d, kvshard_error *err)
+/* KV heads against query heads: each serves a whole number of them. */
+static int check_kv_heads(kvshard_error *err, uint32_t kv, const char *kv_field, uint32_t q)
+{
+    if (q && kv > q)
+        return kvshard__fail(err, KVSHARD_ERANGE, SOURCE, kvshard__no_mark,
+                             "%s %u is more than num_attention_heads %u: each KV head serves one "
+                             "or more query heads",
+                             kv_field, kv, q);
+    if (q && q % kv != 0)
+        return kvshard__fail(err, KVSHARD_ERANGE, SOURCE, kvshard__no_mark,
+                             "num_attention_heads %u is not divisible by %s %u: each KV head "
+                             "serves the same number of query heads",
+                             q, kv_field, kv);
+    return KVSHARD_OK;
+}
+
+/* The GQA geometries the layers use: the full layers' (`full`) and the
+ * sliding layers' (`sliding`). */
+static int check_gqa(kvshard_model *m, const kvshard_model_desc *d, bool full, bool sliding,
+                     kvshard_error *err)
+{
+    kvshard__model_info *in = &m->info;
+    const char *why = "needed for the KV bytes of attention layers";
+    uint32_t kv = d->num_kv_heads ? d->num_kv_heads : d->num_attention_heads;
+    uint32_t q = d->num_attention_heads;
+    int rc;
+    if ((rc = need(err, kv, "num_kv_heads", why)) != 0 ||
+        (rc = need(err, d->head_dim, "head_dim", why)) != 0 ||
+        (rc = optional(err, q, "num_attention_heads")) != 0 ||
+        (rc = optional(err, d->v_head_dim, "v_head_dim")) != 0 ||
+        (rc = optional(err, d->sliding_kv_heads, "sliding_kv_heads")) != 0 ||
+        (rc = optional(err, d->sliding_head_dim, "sliding_head_dim")) != 0 ||
+        (rc = optional(err, d->sliding_v_head_dim, "sliding_v_head_dim")) != 0 ||
+        (rc = check_kv_heads(err, kv, "num_kv_heads", q)) != 0)
+        return rc;
+    if (full) {
+        in->full.heads = kv;
+        in->full.k_dim = d->head_dim;
+        in->full.v_dim = d->v_head_dim ? d->v_head_dim : d->head_dim;
+        site(m, KVSHARD__SITE_KV_HEADS, d->num_kv_heads ? "num_kv_heads" : "num_attention_heads",
+             kv);
+    }
+    if (sliding) {
+        uint32_t heads = d->sliding_kv_heads ? d->sliding_kv_heads : kv;
+        if ((rc = check_kv_heads(err, heads, "sliding_kv_heads", q)) != 0)
+            return rc;
+        in->sliding.heads = heads;
+        in->sliding.k_dim = d->sliding_head_dim ? d->sliding_head_dim : d->head_dim;
+        in->sliding.v_dim = d->sliding_v_head_dim ? d->sliding_v_head_dim : in->sliding.k_dim;
+        site(m, KVSHARD__SITE_SLIDING_KV_HEADS,
+             d->sliding_kv_heads   ? "sliding_kv_heads"
+             : d->num_kv_heads ? "num_kv_heads"
+                               : "num_attention_heads",
+             heads);
+    }
+    if (q)
+        site(m, KVSHARD__SITE_Q_HEADS, "num_attention_heads", q);
+    return KVSHARD_OK;
+}
+
+static int check_attention(kvshard_model *m, const kvshard_model_desc *d, bool full, bool sliding,
+                           kvshard_error *err)
 {
     kvshard__model_info *in = &m->info;
     const char *why = "needed for the KV bytes of attention layers";
@@ -107,31 +168,14 @@ static int check_attention(kvshard_model *m, const kvshard_model_desc *d, kvshar
         in->index_head_dim = d->index_head_dim;
         return KVSHARD_OK;
     }
+    if (d->attention == KVSHARD_ATTENTION_COMPRESSED)
+        return kvshard__fail(err, KVSHARD_ERANGE, SOURCE, kvshard__no_mark,
+                             "attention: compressed attention cannot be described (its layers "
+                             "read their neighbours' streams); load the model's config");
     if (d->attention != KVSHARD_ATTENTION_GQA)
         return kvshard__fail(err, KVSHARD_ERANGE, SOURCE, kvshard__no_mark,
                              "attention %d is not a kvshard_attention", (int)d->attention);
-    uint32_t kv = d->num_kv_heads ? d->num_kv_heads : d->num_attention_heads;
-    if ((rc = need(err, kv, "num_kv_heads", why)) != 0 ||
-        (rc = need(err, d->head_dim, "head_dim", why)) != 0 ||
-        (rc = optional(err, d->num_attention_heads, "num_attention_heads")) != 0)
-        return rc;
-    uint32_t q = d->num_attention_heads;
-    if (q && kv > q)
-        return kvshard__fail(err, KVSHARD_ERANGE, SOURCE, kvshard__no_mark,
-                             "num_kv_heads %u is more than num_attention_heads %u: each KV head "
-                             "serves one or more query heads",
-                             kv, q);
-    if (q && q % kv != 0)
-        return kvshard__fail(err, KVSHARD_ERANGE, SOURCE, kvshard__no_mark,
-                             "num_attention_heads %u is not divisible by num_kv_heads %u: each KV "
-                             "head serves the same number of query heads",
-                             q, kv);
-    in->num_kv_heads = kv;
-    in->head_dim = d->head_dim;
-    site(m, KVSHARD__SITE_KV_HEADS, d->num_kv_heads ? "num_kv_heads" : "num_attention_heads", kv);
-    if (q)
-        site(m, KVSHARD__SITE_Q_HEADS, "num_attention_heads", q);
-    return KVSHARD_OK;
+    return check_gqa(m, d, full, sliding, err);
 }
 
 static int describe(kvshard_model *m, const kvshard_model_desc *d, kvshard_error *err)
@@ -142,6 +186,11 @@ static int describe(kvshard_model *m, const kvshard_model_desc *d, kvshard_error
         if (k < 0 || (unsigned)k >= KVSHARD__KIND_COUNT)
             return kvshard__fail(err, KVSHARD_ELAYERTYPE, SOURCE, kvshard__no_mark,
                                  "layer_kinds[%u]: %d is not a kvshard_layer_kind", i, k);
+        if (k == KVSHARD_LAYER_COMPRESSED || k == KVSHARD_LAYER_SHARED_KV)
+            return kvshard__fail(err, KVSHARD_ELAYERTYPE, SOURCE, kvshard__no_mark,
+                                 "layer_kinds[%u]: a %s layer cannot be described (it reads "
+                                 "other layers' caches); load the model's config",
+                                 i, kvshard_layer_kind_name((kvshard_layer_kind)k));
         m->kinds[i] = (uint8_t)k;
     }
     kvshard__model_count_kinds(m);
@@ -157,9 +206,11 @@ static int describe(kvshard_model *m, const kvshard_model_desc *d, kvshard_error
                              "to %u",
                              d->num_draft_layers, KVSHARD__MAX_DRAFT_LAYERS);
     in->num_draft_layers = d->num_draft_layers;
-    uint32_t sliding = in->count[KVSHARD_LAYER_SLIDING_ATTENTION];
-    bool stores_kv = kvshard__num_kv_layers(in) + sliding + in->num_draft_layers > 0;
-    if (stores_kv && (rc = check_attention(m, d, err)) != 0)
+    const uint32_t *n = in->count;
+    uint32_t sliding = n[KVSHARD_LAYER_SLIDING_ATTENTION];
+    uint32_t chunked = n[KVSHARD_LAYER_CHUNKED_ATTENTION];
+    bool full = kvshard__num_kv_layers(in) + chunked + in->num_draft_layers > 0;
+    if ((full || sliding) && (rc = check_attention(m, d, full, sliding > 0, err)) != 0)
         return rc;
     if (sliding > 0) {
         if ((rc = need(err, d->sliding_window, "sliding_window",
@@ -167,8 +218,34 @@ static int describe(kvshard_model *m, const kvshard_model_desc *d, kvshard_error
             return rc;
         in->sliding_window = d->sliding_window;
     }
+    if (chunked > 0) {
+        if ((rc = need(err, d->attention_chunk_size, "attention_chunk_size",
+                       "chunked_attention layers keep one chunk of attention_chunk_size "
+                       "tokens")) != 0)
+            return rc;
+        in->chunk_size = d->attention_chunk_size;
+    }
     if (in->num_state > 0 && (rc = check_state(m, d, err)) != 0)
         return rc;
+    /* A description's DSA indexer keeps a key on every full-attention layer
+     * and draft layer. */
+    uint8_t index = in->attention == KVSHARD_ATTENTION_MLA && in->has_indexer
+                        ? (uint8_t)KVSHARD__LAYER_INDEX_KEY
+                        : 0;
+    for (uint32_t i = 0; i < in->num_layers; i++) {
+        if (m->kinds[i] == KVSHARD_LAYER_FULL_ATTENTION)
+            kvshard__set_layer_flags(m, i, index);
+    }
+    if ((rc = kvshard__model_classes(m, err)) != 0)
+        return rc;
+    if (in->num_draft_layers > 0) {
+        uint8_t c = kvshard__class_of(in, KVSHARD_LAYER_FULL_ATTENTION, 0, index);
+        if (c == UINT8_MAX)
+            return kvshard__fail(err, KVSHARD_ELIMIT, SOURCE, kvshard__no_mark,
+                                 "the layers cache more than %u distinct kinds of entries",
+                                 KVSHARD__MAX_CLASSES);
+        in->draft_census[c] = in->num_draft_layers;
+    }
     return KVSHARD_OK;
 }
 

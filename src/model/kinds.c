@@ -12,14 +12,25 @@ static uint32_t sliding_window_of(const kvshard__model_info *m)
     return m->sliding_window;
 }
 
+static uint32_t chunk_size_of(const kvshard__model_info *m)
+{
+    return m->chunk_size;
+}
+
 #define WORD(w) {w, sizeof w - 1}
 #define END {NULL, 0}
-static const kvshard_kinds__word full_words[] = {WORD("full_attention"), WORD("attention"), END};
+static const kvshard_kinds__word full_words[] = {WORD("full_attention"), WORD("attention"),
+                                                 WORD("deepseek_sparse_attention"),
+                                                 WORD("indexed_attention"), END};
 static const kvshard_kinds__word linear_words[] = {WORD("linear_attention"), WORD("mamba"),
                                                    WORD("conv"), WORD("short_conv"), END};
 static const kvshard_kinds__word sliding_words[] = {WORD("sliding_attention"), END};
 static const kvshard_kinds__word hybrid_words[] = {WORD("hybrid"), END};
 static const kvshard_kinds__word no_cache_words[] = {WORD("mlp"), WORD("moe"), END};
+static const kvshard_kinds__word compressed_words[] = {WORD("compressed_sparse_attention"),
+                                                       WORD("heavily_compressed_attention"), END};
+static const kvshard_kinds__word shared_words[] = {END};
+static const kvshard_kinds__word chunked_words[] = {WORD("chunked_attention"), END};
 #undef WORD
 #undef END
 
@@ -28,6 +39,7 @@ const kvshard_kinds__row kvshard_kinds__rows[KVSHARD__KIND_COUNT] = {
         {
             .name = "full_attention",
             .words = full_words,
+            .shape = KVSHARD__SHAPE_KV,
             .paged_kv = true,
             .json_count = "num_full_attention_layers",
             .count_label = "full attention",
@@ -44,6 +56,7 @@ const kvshard_kinds__row kvshard_kinds__rows[KVSHARD__KIND_COUNT] = {
         {
             .name = "linear_attention",
             .words = linear_words,
+            .shape = KVSHARD__SHAPE_NONE,
             .state = true,
             .json_count = "num_linear_attention_layers",
             .count_label = "linear attention",
@@ -60,6 +73,7 @@ const kvshard_kinds__row kvshard_kinds__rows[KVSHARD__KIND_COUNT] = {
         {
             .name = "sliding_attention",
             .words = sliding_words,
+            .shape = KVSHARD__SHAPE_WINDOW,
             .window = true,
             .json_count = "num_sliding_attention_layers",
             .count_label = "sliding window",
@@ -77,6 +91,7 @@ const kvshard_kinds__row kvshard_kinds__rows[KVSHARD__KIND_COUNT] = {
         {
             .name = "hybrid",
             .words = hybrid_words,
+            .shape = KVSHARD__SHAPE_KV,
             .paged_kv = true,
             .state = true,
             .json_count = "num_hybrid_layers",
@@ -93,6 +108,7 @@ const kvshard_kinds__row kvshard_kinds__rows[KVSHARD__KIND_COUNT] = {
         {
             .name = "no_cache",
             .words = no_cache_words,
+            .shape = KVSHARD__SHAPE_NONE,
             .json_count = "num_no_cache_layers",
             .count_label = "without cache",
             .letter = '.',
@@ -103,11 +119,60 @@ const kvshard_kinds__row kvshard_kinds__rows[KVSHARD__KIND_COUNT] = {
             .legend_split = "no cache (an MLP or MoE block)",
             .legend_unsplit = "no cache (an MLP or MoE block)",
         },
+    [KVSHARD_LAYER_COMPRESSED] =
+        {
+            .name = "compressed",
+            .words = compressed_words,
+            .shape = KVSHARD__SHAPE_COMPRESSED,
+            .paged_kv = true,
+            .count_label = "compressed",
+            .letter = 'C',
+            .map_legend = "compressed",
+            .css = "kC",
+            .mark = "",
+            .title = "compressed attention",
+            .legend_split = "compressed: window, stream and compressor state on the split rank "
+                            "named (here 0)",
+            .legend_unsplit = "compressed: window, stream and compressor state on every rank",
+        },
+    [KVSHARD_LAYER_SHARED_KV] =
+        {
+            .name = "shared_kv",
+            .words = shared_words,
+            .shape = KVSHARD__SHAPE_NONE,
+            .reads_source = true,
+            .count_label = "sharing KV",
+            .letter = 'S',
+            .map_legend = "shared KV",
+            .css = "kS",
+            .mark = "S",
+            .title = "reads an earlier layer's KV, keeps none",
+            .legend_split = "shared KV: reads an earlier layer's cache and keeps none",
+            .legend_unsplit = "shared KV: reads an earlier layer's cache and keeps none",
+        },
+    [KVSHARD_LAYER_CHUNKED_ATTENTION] =
+        {
+            .name = "chunked_attention",
+            .words = chunked_words,
+            .shape = KVSHARD__SHAPE_CHUNK,
+            .window = true,
+            .count_label = "chunked attention",
+            .letter = 'K',
+            .map_legend = "chunked attention",
+            .css = "kK",
+            .mark = "K",
+            .title = "chunked attention, on every rank",
+            .legend_split = "chunked attention of %u tokens, on every rank",
+            .legend_unsplit = "chunked attention of %u tokens, on every rank",
+            .legend_figure = chunk_size_of,
+        },
 };
 
 const uint8_t kvshard_kinds__legend_order[KVSHARD__KIND_COUNT] = {
-    KVSHARD_LAYER_FULL_ATTENTION, KVSHARD_LAYER_HYBRID, KVSHARD_LAYER_LINEAR_ATTENTION,
-    KVSHARD_LAYER_SLIDING_ATTENTION, KVSHARD_LAYER_NO_CACHE};
+    KVSHARD_LAYER_FULL_ATTENTION,    KVSHARD_LAYER_HYBRID,
+    KVSHARD_LAYER_COMPRESSED,        KVSHARD_LAYER_LINEAR_ATTENTION,
+    KVSHARD_LAYER_SLIDING_ATTENTION, KVSHARD_LAYER_CHUNKED_ATTENTION,
+    KVSHARD_LAYER_SHARED_KV,         KVSHARD_LAYER_NO_CACHE};
 
 uint32_t kvshard_kinds__paged_mask(void)
 {

@@ -9,9 +9,18 @@
 
 #include "kvshard/kvshard.h"
 
-#define KVSHARD__KIND_COUNT 5u
+#define KVSHARD__KIND_COUNT 8u
 
 struct kvshard__model_info;
+
+/* The shape of what a kind caches, for the bytes rules of memory.c. */
+typedef enum kvshard_kinds__shape {
+    KVSHARD__SHAPE_NONE,       /* no KV of its own (a state, if any, is the state flag's) */
+    KVSHARD__SHAPE_KV,         /* paged KV per token, the full geometry */
+    KVSHARD__SHAPE_WINDOW,     /* the KV of the last sliding_window tokens, the sliding geometry */
+    KVSHARD__SHAPE_CHUNK,      /* the KV of one attention chunk, the full geometry */
+    KVSHARD__SHAPE_COMPRESSED  /* a latent window, a compressed stream, compressor state */
+} kvshard_kinds__shape;
 
 /* A word with its length, so a long list is matched without a strlen. */
 typedef struct kvshard_kinds__word {
@@ -27,9 +36,11 @@ typedef struct kvshard_kinds__row {
     const kvshard_kinds__word *words;
 
     /* What the layer caches. */
+    kvshard_kinds__shape shape;
     bool paged_kv; /* a KV layer: its paged KV is what a layerwise split gives one rank */
     bool state;    /* the model's recurrent state, on every rank */
     bool window;   /* the KV of a window of recent tokens, on every rank */
+    bool reads_source; /* keeps nothing: it reads an earlier layer's cache */
 
     /* How the layer is counted. */
     const char *json_count;  /* the JSON model object's count field; NULL: none */

@@ -8,9 +8,10 @@ int kvshard__model_new(kvshard_model **out, const kvshard_allocator *alloc, cons
                        const char *model_type, size_t type_len, uint32_t num_layers,
                        kvshard_error *err)
 {
-    /* One allocation: the model, then its layer kinds, source and type. */
+    /* One allocation: the model, then its per-layer kinds and classes, its
+     * source and type. */
     size_t source_len = strlen(source);
-    size_t fixed = sizeof(kvshard_model) + (size_t)num_layers + 2;
+    size_t fixed = sizeof(kvshard_model) + 2 * (size_t)num_layers + 2;
     kvshard_model *m = NULL;
     if (source_len <= SIZE_MAX - fixed && type_len <= SIZE_MAX - fixed - source_len)
         m = kvshard__alloc(alloc, 1, fixed + source_len + type_len);
@@ -19,7 +20,10 @@ int kvshard__model_new(kvshard_model **out, const kvshard_allocator *alloc, cons
     memset(m, 0, sizeof *m);
     m->alloc = *alloc;
     m->kinds = (uint8_t *)(m + 1);
-    m->source = (char *)m->kinds + num_layers;
+    m->class_of = m->kinds + num_layers;
+    memset(m->class_of, 0, num_layers);
+    m->kv_source = NULL;
+    m->source = (char *)m->class_of + num_layers;
     memcpy(m->source, source, source_len + 1);
     m->model_type = m->source + source_len + 1;
     memcpy(m->model_type, model_type, type_len);
@@ -29,30 +33,73 @@ int kvshard__model_new(kvshard_model **out, const kvshard_allocator *alloc, cons
     return KVSHARD_OK;
 }
 
-void kvshard__census(uint32_t count[KVSHARD__KIND_COUNT], const uint8_t *kinds, uint32_t n)
+void kvshard__census(uint32_t *count, uint32_t values, const uint8_t *of, uint32_t n)
 {
-    /* Four tables counted in turn, then summed: kinds repeat, and with one
+    /* Four tables counted in turn, then summed: values repeat, and with one
      * table each layer would wait on the store of the layer before. */
-    uint32_t c[4][KVSHARD__KIND_COUNT];
+    uint32_t c[4][KVSHARD__MAX_CLASSES];
     memset(c, 0, sizeof c);
     uint32_t i = 0;
     for (; i + 4 <= n; i += 4) {
-        c[0][kinds[i]]++;
-        c[1][kinds[i + 1]]++;
-        c[2][kinds[i + 2]]++;
-        c[3][kinds[i + 3]]++;
+        c[0][of[i]]++;
+        c[1][of[i + 1]]++;
+        c[2][of[i + 2]]++;
+        c[3][of[i + 3]]++;
     }
     for (; i < n; i++)
-        c[0][kinds[i]]++;
-    for (uint32_t k = 0; k < KVSHARD__KIND_COUNT; k++)
+        c[0][of[i]]++;
+    for (uint32_t k = 0; k < values; k++)
         count[k] = c[0][k] + c[1][k] + c[2][k] + c[3][k];
 }
 
-void kvshard__range_of(kvshard__range *out, const uint8_t *kinds, uint32_t first, uint32_t count)
+uint8_t kvshard__class_of(kvshard__model_info *m, uint8_t kind, uint8_t ratio, uint8_t flags)
+{
+    for (uint32_t c = 0; c < m->num_classes; c++) {
+        const kvshard__class *k = &m->classes[c];
+        if (k->kind == kind && k->ratio == ratio && k->flags == flags)
+            return (uint8_t)c;
+    }
+    if (m->num_classes == KVSHARD__MAX_CLASSES)
+        return UINT8_MAX;
+    kvshard__class *k = &m->classes[m->num_classes];
+    k->kind = kind;
+    k->ratio = ratio;
+    k->flags = flags;
+    return (uint8_t)m->num_classes++;
+}
+
+int kvshard__model_classes(kvshard_model *m, kvshard_error *err)
+{
+    kvshard__model_info *in = &m->info;
+    /* Runs of layers of one class are the rule: look up a layer's class only
+     * when it differs from the layer before. Each layer's ratio and flags
+     * give way to its class, in place. */
+    uint8_t kind = UINT8_MAX, attrs = 0, c = 0;
+    for (uint32_t i = 0; i < in->num_layers; i++) {
+        if (m->kinds[i] != kind || m->class_of[i] != attrs) {
+            kind = m->kinds[i];
+            attrs = m->class_of[i];
+            c = kvshard__class_of(in, kind, kvshard__layer_ratio(m, i), kvshard__layer_flags(m, i));
+            if (c == UINT8_MAX)
+                return kvshard__fail(err, KVSHARD_ELIMIT, m->source, kvshard__no_mark,
+                                     "the layers cache more than %u distinct kinds of entries "
+                                     "(kind, compression ratio and index keys)",
+                                     KVSHARD__MAX_CLASSES);
+        }
+        m->class_of[i] = c;
+    }
+    return KVSHARD_OK;
+}
+
+void kvshard__range_of(kvshard__range *out, const uint8_t *kinds, const uint8_t *class_of,
+                       uint32_t first, uint32_t count)
 {
     out->first = first;
     out->count = count;
-    kvshard__census(out->census, kinds + first, count);
+    kvshard__census(out->census, KVSHARD__KIND_COUNT, kinds + first, count);
+    memset(out->class_census, 0, sizeof out->class_census);
+    if (class_of)
+        kvshard__census(out->class_census, KVSHARD__MAX_CLASSES, class_of + first, count);
     out->num_kv = 0;
     out->num_state = 0;
     for (uint8_t k = 0; k < KVSHARD__KIND_COUNT; k++) {
@@ -66,7 +113,7 @@ void kvshard__model_count_kinds(kvshard_model *m)
 {
     kvshard__model_info *in = &m->info;
     kvshard__range all;
-    kvshard__range_of(&all, m->kinds, 0, in->num_layers);
+    kvshard__range_of(&all, m->kinds, NULL, 0, in->num_layers);
     memcpy(in->count, all.census, sizeof in->count);
     in->num_kv = all.num_kv;
     in->num_state = all.num_state;
@@ -77,7 +124,8 @@ void kvshard_model_free(kvshard_model *model)
     if (!model)
         return;
     kvshard_allocator a = model->alloc;
-    kvshard__free(&a, model); /* its kinds, source and type with it */
+    kvshard__free(&a, model->kv_source);
+    kvshard__free(&a, model); /* its per-layer arrays, source and type with it */
 }
 
 /* ---- queries --------------------------------------------------------------------------- */
@@ -125,4 +173,24 @@ kvshard_state_kind kvshard_model_state_kind(const kvshard_model *model)
 kvshard_dtype kvshard_model_state_dtype(const kvshard_model *model)
 {
     return model ? model->info.state.dtype : KVSHARD_DTYPE_AUTO;
+}
+
+const char *kvshard_attention_name(kvshard_attention attention)
+{
+    switch (attention) {
+    case KVSHARD_ATTENTION_GQA: return "gqa";
+    case KVSHARD_ATTENTION_MLA: return "mla";
+    case KVSHARD_ATTENTION_COMPRESSED: return "compressed";
+    default: return "unknown";
+    }
+}
+
+const char *kvshard__attention_label(kvshard_attention attention)
+{
+    switch (attention) {
+    case KVSHARD_ATTENTION_MLA: return "MLA";
+    case KVSHARD_ATTENTION_COMPRESSED: return "compressed attention";
+    case KVSHARD_ATTENTION_GQA:
+    default: return "GQA";
+    }
 }

@@ -5,38 +5,94 @@
 
 #include <string.h>
 
+/* Keys of caches kvshard does not model: a plan by another rule would be
+ * wrong in size, silently, so each is refused by name. */
+static const struct {
+    kvshard__key key;
+    const char *why;
+} refused[] = {
+    {KVSHARD__KEY_BLOCK_CONFIGS, "per-layer attention geometry; kvshard reads one geometry per "
+                                 "layer kind"},
+    {KVSHARD__KEY_MB_PER_LAYER, "a cross-decoder reusing one layer's KV, and gated memory units "
+                                "of sizes no published rule fixes"},
+    {KVSHARD__KEY_CROSS_ATTENTION_LAYERS, "cross-attention layers, which cache the image "
+                                          "tokens' keys rather than the text's"},
+    {KVSHARD__KEY_INDEX_KPOOL, "pooled indexer keys, of a size no published rule fixes"},
+    {KVSHARD__KEY_INDEXER_COMPRESS_RATIO, "block-compressed indexer keys"},
+    {KVSHARD__KEY_LOCAL_LAYER_IDS, "local-attention layers whose window rule kvshard has not "
+                                   "confirmed"},
+};
+
+static int refuse_unmodeled(const kvshard__reader *r)
+{
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        kvshard__node v = {0};
+        if (kvshard__get(r, &r->text, refused[i].key, &v)) {
+            const char *name = kvshard__key_name(refused[i].key);
+            return kvshard__doc_fail(r->doc, r->err, KVSHARD_EUNMODELED, &v,
+                                     "%s: kvshard does not model the cache that %s describes (%s)",
+                                     name, name, refused[i].why);
+        }
+    }
+    return KVSHARD_OK;
+}
+
+/* The draft (MTP) steps: num_nextn_predict_layers, else
+ * mtp_num_hidden_layers, else none. */
+static int read_draft_steps(kvshard__reader *r)
+{
+    bool found;
+    int rc = kvshard__optional_dim(&r->draft_steps, &found, r, &r->text,
+                                   KVSHARD__KEY_NUM_NEXTN_PREDICT_LAYERS, 0,
+                                   KVSHARD__MAX_DRAFT_LAYERS);
+    if (rc == KVSHARD_OK && !found)
+        rc = kvshard__optional_dim(&r->draft_steps, &found, r, &r->text,
+                                   KVSHARD__KEY_MTP_NUM_HIDDEN_LAYERS, 0,
+                                   KVSHARD__MAX_DRAFT_LAYERS);
+    return rc;
+}
+
+/* The cache classes of the decoder layers, then of the draft layers with
+ * the number of draft layers of each. */
+static int read_classes(kvshard__reader *r)
+{
+    kvshard_model *m = r->model;
+    kvshard__model_info *in = &m->info;
+    int rc = kvshard__model_classes(m, r->err);
+    if (rc)
+        return rc;
+    bool dsa = in->attention == KVSHARD_ATTENTION_MLA && in->has_indexer;
+    for (uint32_t d = 0; d < r->draft_count; d++) {
+        kvshard__class k = r->draft[d];
+        /* A DSA model's draft layers carry a full indexer. */
+        if (dsa && k.kind == KVSHARD_LAYER_FULL_ATTENTION)
+            k.flags |= KVSHARD__LAYER_INDEX_KEY;
+        uint8_t c = kvshard__class_of(in, k.kind, k.ratio, k.flags);
+        if (c == UINT8_MAX)
+            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELIMIT, &r->text,
+                                     "the layers and draft layers cache more than %u distinct "
+                                     "kinds of entries",
+                                     KVSHARD__MAX_CLASSES);
+        in->draft_census[c]++;
+    }
+    return KVSHARD_OK;
+}
+
 static int read_model(kvshard__reader *r)
 {
     kvshard_model *m = r->model;
     kvshard__model_info *in = &m->info;
-    const kvshard__node *t = &r->text;
     int rc;
-    if ((rc = kvshard__read_model_dtype(&in->dtype, r)) != 0 || (rc = kvshard__read_layer_kinds(r)) != 0)
+    if ((rc = refuse_unmodeled(r)) != 0 || (rc = kvshard__read_model_dtype(&in->dtype, r)) != 0 ||
+        (rc = read_draft_steps(r)) != 0 || (rc = kvshard__read_layer_kinds(r)) != 0)
         return rc;
     kvshard__model_count_kinds(m);
-
-    /* Draft layers: the first key present counts. */
-    bool found;
-    if ((rc = kvshard__optional_dim(&in->num_draft_layers, &found, r, t,
-                           KVSHARD__KEY_NUM_NEXTN_PREDICT_LAYERS, 0, KVSHARD__MAX_DRAFT_LAYERS)) !=
-        0)
-        return rc;
-    if (!found &&
-        (rc = kvshard__optional_dim(&in->num_draft_layers, &found, r, t, KVSHARD__KEY_MTP_NUM_HIDDEN_LAYERS,
-                           0, KVSHARD__MAX_DRAFT_LAYERS)) != 0)
-        return rc;
-
-    bool stores_kv = kvshard__num_kv_layers(in) + in->count[KVSHARD_LAYER_SLIDING_ATTENTION] +
-                         in->num_draft_layers >
-                     0;
-    if ((rc = kvshard__read_attention(r, stores_kv)) != 0)
-        return rc;
-    if (in->count[KVSHARD_LAYER_SLIDING_ATTENTION] > 0 &&
-        (rc = kvshard__require_dim(&in->sliding_window, r, t, KVSHARD__KEY_SLIDING_WINDOW,
-                                   "sliding_attention layers keep the last sliding_window "
-                                   "tokens")) != 0)
+    if ((rc = kvshard__read_draft_layers(r)) != 0 || (rc = kvshard__read_attention(r)) != 0 ||
+        (rc = kvshard__read_windows(r)) != 0 || (rc = kvshard__read_index_keys(r)) != 0)
         return rc;
     if (in->num_state > 0 && (rc = kvshard__read_state(r)) != 0)
+        return rc;
+    if ((rc = read_classes(r)) != 0)
         return rc;
     /* Work out where the figures checked at plan time stand, in one pass. */
     size_t offsets[KVSHARD__SITE_COUNT];
@@ -70,6 +126,10 @@ int kvshard__model_from_node(kvshard_model **out, const kvshard__doc *doc,
     r.text = *root;
     r.err = err;
     r.model = NULL;
+    r.draft_steps = 0;
+    r.compressed = 0;
+    r.layer_list_drafts = false;
+    r.draft_count = 0;
     memset(r.site_offsets, 0, sizeof r.site_offsets);
     r.text_keys.map = UINT32_MAX;
     kvshard__scan_keys(&r.top_keys, doc, root);

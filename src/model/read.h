@@ -11,7 +11,10 @@
 /* Layer kinds, by the first rule that applies (rules.c). */
 int kvshard__read_layer_kinds(kvshard__reader *r);
 
-/* The state kind, its dimensions and dtype (state.c). */
+/* The draft layers of the model's draft steps (draft.c). */
+int kvshard__read_draft_layers(kvshard__reader *r);
+
+/* The state kind, its dimensions and dtype (states.c). */
 int kvshard__read_state(kvshard__reader *r);
 
 /* The model dtype: the text config's dtype or torch_dtype, then the top
@@ -24,8 +27,17 @@ int kvshard__read_model_dtype(kvshard_dtype *out, const kvshard__reader *r);
 int kvshard__read_head_dim(uint32_t *out, const kvshard__reader *r, uint32_t heads,
                            const char *why);
 
-/* The attention type (MLA when kv_lora_rank is positive, else GQA) and,
- * for a model that stores KV, its figures (attention.c). */
-int kvshard__read_attention(kvshard__reader *r, bool stores_kv);
+/* The attention type (compressed for a compressed model, MLA when
+ * kv_lora_rank is positive, else GQA) and the figures of the caches the
+ * layers and draft layers keep (attention.c). */
+int kvshard__read_attention(kvshard__reader *r);
+
+/* The window of sliding and compressed layers, and the chunk of chunked
+ * layers, when some layer keeps one (attention.c). */
+int kvshard__read_windows(kvshard__reader *r);
+
+/* Which layers keep index keys, and which compressed layers keep their own
+ * stream or read another's (index.c). */
+int kvshard__read_index_keys(kvshard__reader *r);
 
 #endif /* KVSHARD_MODEL_READ_H */

@@ -3,6 +3,8 @@
  * of dimensions and of model_type. It calls no reader of a part. */
 #include "model/reader.h"
 
+#include "text/value.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -45,13 +47,15 @@ kvshard__key kvshard__key_find(const char *s, size_t len)
     case 10:
         MATCH(MODEL_TYPE);
         MATCH(KDA_LAYERS);
+        MATCH(V_HEAD_DIM);
         break;
     case 11:
-        MATCH(HIDDEN_SIZE);
         MATCH(TEXT_CONFIG);
         MATCH(TORCH_DTYPE);
         MATCH(LAYER_TYPES);
+        MATCH(HIDDEN_SIZE);
         MATCH(CONV_KERNEL);
+        MATCH(INDEX_KPOOL);
         break;
     case 12:
         MATCH(KV_LORA_RANK);
@@ -59,6 +63,8 @@ kvshard__key kvshard__key_find(const char *s, size_t len)
         MATCH(MAMBA_D_CONV);
         MATCH(MAMBA_EXPAND);
         MATCH(CONV_L_CACHE);
+        MATCH(SWA_HEAD_DIM);
+        MATCH(MB_PER_LAYER);
         break;
     case 13:
         MATCH(INDEX_N_HEADS);
@@ -67,23 +73,37 @@ kvshard__key kvshard__key_find(const char *s, size_t len)
         MATCH(MAMBA_HEADDIM);
         MATCH(MAMBA_D_STATE);
         MATCH(MAMBA_NGROUPS);
+        MATCH(INDEXER_TYPES);
+        MATCH(BLOCK_CONFIGS);
         break;
     case 14:
-        MATCH(SLIDING_WINDOW);
         MATCH(ATTN_TYPE_LIST);
         MATCH(FULL_ATTN_IDXS);
+        MATCH(SLIDING_WINDOW);
         MATCH(INDEX_HEAD_DIM);
         MATCH(MAMBA_HEAD_DIM);
         MATCH(SSM_STATE_SIZE);
         MATCH(MAMBA_N_GROUPS);
+        MATCH(COMPRESS_RATES);
+        MATCH(NO_ROPE_LAYERS);
+        MATCH(ATTENTION_TYPE);
+        MATCH(SWA_V_HEAD_DIM);
         break;
     case 15:
         MATCH(MAMBA_NUM_HEADS);
         MATCH(MAMBA_SSM_DTYPE);
+        MATCH(COMPRESS_RATIOS);
+        MATCH(GLOBAL_HEAD_DIM);
+        MATCH(INDEX_TOPK_FREQ);
+        MATCH(MTP_LAYER_TYPES);
+        MATCH(LOCAL_LAYER_IDS);
         break;
     case 16:
         MATCH(QK_ROPE_HEAD_DIM);
         MATCH(FULL_ATTN_LAYERS);
+        MATCH(LAYER_GROUP_SIZE);
+        MATCH(ATTENTION_K_EQ_V);
+        MATCH(SPARSE_INDEX_DIM);
         break;
     case 17:
         MATCH(NUM_HIDDEN_LAYERS);
@@ -95,29 +115,54 @@ kvshard__key kvshard__key_find(const char *s, size_t len)
         MATCH(LINEAR_ATTN_CONFIG);
         MATCH(ATTN_LAYER_INDICES);
         MATCH(ATTENTION_HEAD_DIM);
+        MATCH(INDEX_TOPK_PATTERN);
         break;
     case 19:
         MATCH(NUM_ATTENTION_HEADS);
         MATCH(NUM_KEY_VALUE_HEADS);
         MATCH(LINEAR_KEY_HEAD_DIM);
+        MATCH(SLIDING_WINDOW_SIZE);
+        MATCH(KV_SOURCE_LAYER_IDS);
         break;
-    case 20: MATCH(LINEAR_NUM_KEY_HEADS); break;
+    case 20:
+        MATCH(LINEAR_NUM_KEY_HEADS);
+        MATCH(HYBRID_LAYER_PATTERN);
+        MATCH(ATTENTION_CHUNK_SIZE);
+        MATCH(NUM_ATTENTION_GROUPS);
+        MATCH(NUM_KV_SHARED_LAYERS);
+        MATCH(USE_SPARSE_ATTENTION);
+        break;
     case 21:
         MATCH(MTP_NUM_HIDDEN_LAYERS);
         MATCH(LINEAR_VALUE_HEAD_DIM);
         MATCH(MAMBA_SSM_CACHE_DTYPE);
+        MATCH(SPARSE_ATTENTION_FREQ);
+        MATCH(MTP_LAYERS_BLOCK_TYPE);
         break;
     case 22:
         MATCH(SLIDING_WINDOW_PATTERN);
         MATCH(LINEAR_NUM_VALUE_HEADS);
         MATCH(LINEAR_CONV_KERNEL_DIM);
         MATCH(SHORT_CONV_KERNEL_SIZE);
+        MATCH(NO_ROPE_LAYER_INTERVAL);
+        MATCH(INDEX_SOURCE_LAYER_IDS);
+        MATCH(INDEX_SKIP_TOPK_OFFSET);
+        MATCH(CROSS_ATTENTION_LAYERS);
+        MATCH(INDEXER_COMPRESS_RATIO);
         break;
     case 23:
         MATCH(HYBRID_OVERRIDE_PATTERN);
         MATCH(FULL_ATTENTION_INTERVAL);
+        MATCH(ATTENTION_OTHER_SETTING);
+        MATCH(SWA_NUM_KEY_VALUE_HEADS);
+        MATCH(SPARSE_ATTENTION_CONFIG);
         break;
     case 24: MATCH(NUM_NEXTN_PREDICT_LAYERS); break;
+    case 26:
+        MATCH(NUM_GLOBAL_KEY_VALUE_HEADS);
+        MATCH(SPARSE_DISABLE_INDEX_VALUE);
+        break;
+    case 27: MATCH(MTP_HYBRID_OVERRIDE_PATTERN); break;
     default: break;
     }
     return KVSHARD__KEY_COUNT;
@@ -233,3 +278,74 @@ void kvshard__set_site(kvshard__reader *r, int site, const char *key, uint32_t v
     r->site_offsets[site] = at->offset;
 }
 
+
+int kvshard__read_bool(bool *out, const kvshard__reader *r, const kvshard__node *v,
+                       const char *key)
+{
+    int b = v->kind == KVSHARD__NODE_SCALAR ? kvshard_value__bool_text(v->text, v->count, v->style)
+                                            : -1;
+    if (b < 0) {
+        char shown[96];
+        kvshard__node_describe(shown, sizeof shown, v);
+        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ETYPE, v,
+                                 "%s: expected true or false, found %s", key, shown);
+    }
+    *out = b == 1;
+    return KVSHARD_OK;
+}
+
+int kvshard__read_bits(uint8_t *out, const kvshard__reader *r, const kvshard__node *list,
+                       const char *key, uint32_t L, const char *meaning)
+{
+    int rc = kvshard__node_expect(r->doc, list, KVSHARD__NODE_SEQUENCE, key, r->err);
+    if (rc)
+        return rc;
+    if (list->count != L)
+        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERCOUNT, list,
+                                 "%s has %u entries; num_hidden_layers is %u", key, list->count, L);
+    kvshard__iter it = kvshard__iter_begin(r->doc, list);
+    kvshard__node item = {0};
+    for (uint32_t i = 0; kvshard__iter_next(r->doc, &it, &item); i++) {
+        bool plain = item.kind == KVSHARD__NODE_SCALAR && item.count == 1 &&
+                     item.style == KVSHARD__VALUE_PLAIN;
+        if (plain && (item.text[0] == '0' || item.text[0] == '1')) {
+            out[i] = (uint8_t)(item.text[0] - '0');
+            continue;
+        }
+        /* The entry is named only for its error: the lists are long. */
+        char what[96];
+        snprintf(what, sizeof what, "%s[%u]", key, i);
+        uint64_t x;
+        if ((rc = kvshard__node_uint(&x, r->doc, &item, what, 0, UINT64_MAX, r->err)) != 0)
+            return rc;
+        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ERANGE, &item,
+                                 "%s: %llu is neither 0 nor 1 (%s)", what, (unsigned long long)x,
+                                 meaning);
+    }
+    return KVSHARD_OK;
+}
+
+int kvshard__read_part(kvshard__reader *r, bool decoder_needs, bool drafts_need,
+                       int (*part)(kvshard__reader *))
+{
+    if (decoder_needs)
+        return part(r);
+    if (!drafts_need)
+        return KVSHARD_OK;
+    kvshard_model *m = r->model;
+    kvshard_error *caller = r->err;
+    kvshard_error kept;
+    memset(&kept, 0, sizeof kept);
+    r->err = &kept;
+    int rc = part(r);
+    r->err = caller;
+    if (rc && m->draft_rc == KVSHARD_OK) {
+        /* Say why a model that plans without speculation needs it. */
+        size_t len = strlen(kept.message);
+        snprintf(kept.message + len, sizeof kept.message - len,
+                 "; the draft layers need it when num_speculative_tokens is above 0");
+        m->draft_rc = rc;
+        m->draft_error = kept;
+    }
+    return KVSHARD_OK;
+}

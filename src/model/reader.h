@@ -63,7 +63,46 @@
     X(FULL_ATTN_LAYERS, "full_attn_layers")                                                        \
     X(KDA_LAYERS, "kda_layers")                                                                    \
     X(NUM_HEADS, "num_heads")                                                                      \
-    X(SHORT_CONV_KERNEL_SIZE, "short_conv_kernel_size")
+    X(SHORT_CONV_KERNEL_SIZE, "short_conv_kernel_size")                                            \
+    X(COMPRESS_RATIOS, "compress_ratios")                                                        \
+    X(COMPRESS_RATES, "compress_rates")                                                          \
+    X(HYBRID_LAYER_PATTERN, "hybrid_layer_pattern")                                              \
+    X(LAYER_GROUP_SIZE, "layer_group_size")                                                      \
+    X(ATTENTION_CHUNK_SIZE, "attention_chunk_size")                                              \
+    X(NO_ROPE_LAYERS, "no_rope_layers")                                                          \
+    X(NO_ROPE_LAYER_INTERVAL, "no_rope_layer_interval")                                          \
+    X(SLIDING_WINDOW_SIZE, "sliding_window_size")                                                \
+    X(NUM_GLOBAL_KEY_VALUE_HEADS, "num_global_key_value_heads")                                  \
+    X(ATTENTION_K_EQ_V, "attention_k_eq_v")                                                      \
+    X(GLOBAL_HEAD_DIM, "global_head_dim")                                                        \
+    X(V_HEAD_DIM, "v_head_dim")                                                                  \
+    X(NUM_ATTENTION_GROUPS, "num_attention_groups")                                              \
+    X(ATTENTION_OTHER_SETTING, "attention_other_setting")                                        \
+    X(ATTENTION_TYPE, "attention_type")                                                          \
+    X(SWA_NUM_KEY_VALUE_HEADS, "swa_num_key_value_heads")                                        \
+    X(SWA_HEAD_DIM, "swa_head_dim")                                                              \
+    X(SWA_V_HEAD_DIM, "swa_v_head_dim")                                                          \
+    X(KV_SOURCE_LAYER_IDS, "kv_source_layer_ids")                                                \
+    X(INDEX_SOURCE_LAYER_IDS, "index_source_layer_ids")                                          \
+    X(NUM_KV_SHARED_LAYERS, "num_kv_shared_layers")                                              \
+    X(INDEXER_TYPES, "indexer_types")                                                            \
+    X(INDEX_TOPK_PATTERN, "index_topk_pattern")                                                  \
+    X(INDEX_TOPK_FREQ, "index_topk_freq")                                                        \
+    X(INDEX_SKIP_TOPK_OFFSET, "index_skip_topk_offset")                                          \
+    X(SPARSE_ATTENTION_CONFIG, "sparse_attention_config")                                        \
+    X(USE_SPARSE_ATTENTION, "use_sparse_attention")                                              \
+    X(SPARSE_ATTENTION_FREQ, "sparse_attention_freq")                                            \
+    X(SPARSE_DISABLE_INDEX_VALUE, "sparse_disable_index_value")                                  \
+    X(SPARSE_INDEX_DIM, "sparse_index_dim")                                                      \
+    X(MTP_LAYER_TYPES, "mtp_layer_types")                                                        \
+    X(MTP_LAYERS_BLOCK_TYPE, "mtp_layers_block_type")                                            \
+    X(MTP_HYBRID_OVERRIDE_PATTERN, "mtp_hybrid_override_pattern")                                \
+    X(BLOCK_CONFIGS, "block_configs")                                                            \
+    X(MB_PER_LAYER, "mb_per_layer")                                                              \
+    X(CROSS_ATTENTION_LAYERS, "cross_attention_layers")                                          \
+    X(INDEX_KPOOL, "index_kpool")                                                                \
+    X(INDEXER_COMPRESS_RATIO, "indexer_compress_ratio")                                          \
+    X(LOCAL_LAYER_IDS, "local_layer_ids")
 
 typedef enum kvshard__key {
 #define KVSHARD__KEY_ENUM(id, name) KVSHARD__KEY_##id,
@@ -96,6 +135,15 @@ typedef struct kvshard__reader {
     size_t site_offsets[KVSHARD__SITE_COUNT];
     kvshard__key_table top_keys;
     kvshard__key_table text_keys; /* text_config's; unused without one */
+    /* What the layer-kind rules found, for the readers after them. */
+    uint32_t draft_steps;     /* the model's draft (MTP) steps */
+    int compressed;           /* 0: not compressed; 1: by compress_ratios; 2: by layer_types */
+    kvshard__node layer_list; /* layer_types (or layers_block_type) when a rule read it */
+    bool layer_list_drafts;   /* it lists the draft layers too */
+    kvshard__node ratio_list; /* compress_ratios when a rule read it */
+    /* The draft layers that keep a cache, with their kind, ratio and flags. */
+    uint32_t draft_count;
+    kvshard__class draft[KVSHARD__MAX_DRAFT_LAYERS];
 } kvshard__reader;
 
 /* Fill `t` with the known keys of `map`, a mapping, in one pass. */
@@ -140,6 +188,19 @@ int kvshard__optional_dim(uint32_t *out, bool *found, const kvshard__reader *r,
 /* A required dimension (1 .. KVSHARD__MAX_DIMENSION) of `map`. */
 int kvshard__require_dim(uint32_t *out, const kvshard__reader *r, const kvshard__node *map,
                          kvshard__key key, const char *why);
+/* A boolean (true or false) from `v`, which holds `key`. */
+int kvshard__read_bool(bool *out, const kvshard__reader *r, const kvshard__node *v,
+                       const char *key);
+/* A list of exactly L entries, each 0 or 1, into out[0..L); `meaning` says
+ * what the two values mean, for the error. */
+int kvshard__read_bits(uint8_t *out, const kvshard__reader *r, const kvshard__node *list,
+                       const char *key, uint32_t L, const char *meaning);
+/* Read one part of the config with `part`: when the decoder layers need it,
+ * as any part; when only draft layers do, its error is kept in the model
+ * (draft_rc, draft_error) for the plans that count them, and the read goes
+ * on; when nothing needs it, it is not read. */
+int kvshard__read_part(kvshard__reader *r, bool decoder_needs, bool drafts_need,
+                       int (*part)(kvshard__reader *));
 /* model_type at the top level or in the text config is `type` (or, with
  * `prefix`, starts with it). */
 bool kvshard__model_type_is(const kvshard__reader *r, const char *type, bool prefix);

@@ -9,29 +9,37 @@
 #include <string.h>
 
 typedef struct rule rule;
-typedef int (*rule_reader)(uint8_t *kinds, const kvshard__reader *r, const rule *self,
+typedef int (*rule_reader)(uint8_t *kinds, kvshard__reader *r, const rule *self,
                            const kvshard__node *v, uint32_t L);
 
-static int from_names(uint8_t *, const kvshard__reader *, const rule *, const kvshard__node *,
+static int from_names(uint8_t *, kvshard__reader *, const rule *, const kvshard__node *,
                       uint32_t);
-static int from_pattern(uint8_t *, const kvshard__reader *, const rule *, const kvshard__node *,
+static int from_pattern(uint8_t *, kvshard__reader *, const rule *, const kvshard__node *,
                         uint32_t);
-static int from_attn_type_list(uint8_t *, const kvshard__reader *, const rule *,
+static int from_attn_type_list(uint8_t *, kvshard__reader *, const rule *,
                                const kvshard__node *, uint32_t);
-static int from_kimi(uint8_t *, const kvshard__reader *, const rule *, const kvshard__node *,
+static int from_kimi(uint8_t *, kvshard__reader *, const rule *, const kvshard__node *,
                      uint32_t);
-static int from_period(uint8_t *, const kvshard__reader *, const rule *, const kvshard__node *,
+static int from_period(uint8_t *, kvshard__reader *, const rule *, const kvshard__node *,
                        uint32_t);
-static int all_hybrid(uint8_t *, const kvshard__reader *, const rule *, const kvshard__node *,
+static int all_hybrid(uint8_t *, kvshard__reader *, const rule *, const kvshard__node *,
                       uint32_t);
-static int from_indices(uint8_t *, const kvshard__reader *, const rule *, const kvshard__node *,
+static int from_indices(uint8_t *, kvshard__reader *, const rule *, const kvshard__node *,
                         uint32_t);
-static int from_interval(uint8_t *, const kvshard__reader *, const rule *, const kvshard__node *,
+static int from_interval(uint8_t *, kvshard__reader *, const rule *, const kvshard__node *,
                          uint32_t);
-static int from_sliding_pattern(uint8_t *, const kvshard__reader *, const rule *,
+static int from_sliding_pattern(uint8_t *, kvshard__reader *, const rule *,
                                 const kvshard__node *, uint32_t);
-static int sliding_by_type(uint8_t *, const kvshard__reader *, const rule *,
+static int sliding_by_type(uint8_t *, kvshard__reader *, const rule *,
                            const kvshard__node *, uint32_t);
+static int from_ratios(uint8_t *, kvshard__reader *, const rule *, const kvshard__node *,
+                       uint32_t);
+static int from_hybrid_layer_pattern(uint8_t *, kvshard__reader *, const rule *,
+                                     const kvshard__node *, uint32_t);
+static int from_group_size(uint8_t *, kvshard__reader *, const rule *, const kvshard__node *,
+                           uint32_t);
+static int from_chunk_size(uint8_t *, kvshard__reader *, const rule *, const kvshard__node *,
+                           uint32_t);
 
 #define NONE KVSHARD__KEY_COUNT
 
@@ -50,7 +58,10 @@ static const char *const gemma3[] = {"gemma3", "gemma3_text", NULL};
 static const char *const cohere2[] = {"cohere2", NULL};
 
 static const rule rules[] = {
-    /* One name per layer (most families; Zamba2, re-saved Nemotron-H). */
+    /* DeepSeek-V4: every layer compressed, each with its ratio. */
+    {{KVSHARD__KEY_COMPRESS_RATIOS, NONE}, NULL, NONE, from_ratios, 0},
+    /* One name per layer (most families; Zamba2, re-saved Nemotron-H and
+     * DeepSeek-V4), perhaps with the draft layers' after them. */
     {{KVSHARD__KEY_LAYER_TYPES, NONE}, NULL, NONE, from_names, 0},
     {{KVSHARD__KEY_LAYERS_BLOCK_TYPE, NONE}, NULL, NONE, from_names, 0},
     /* Nemotron-H: one character per layer. */
@@ -73,10 +84,19 @@ static const rule rules[] = {
     {{KVSHARD__KEY_SLIDING_WINDOW_PATTERN, NONE}, NULL, NONE, from_sliding_pattern, 0},
     {{NONE, NONE}, gemma3, KVSHARD__KEY_SLIDING_WINDOW, sliding_by_type, 6},
     {{NONE, NONE}, cohere2, KVSHARD__KEY_SLIDING_WINDOW, sliding_by_type, 4},
+    /* MiMo-V2: 0 full attention, 1 sliding, per layer. */
+    {{KVSHARD__KEY_HYBRID_LAYER_PATTERN, NONE}, NULL, NONE, from_hybrid_layer_pattern, 0},
+    /* Ling/Ring linear, Bailing V3: the last layer of every group of g full
+     * attention, the rest linear. */
+    {{KVSHARD__KEY_LAYER_GROUP_SIZE, NONE}, NULL, NONE, from_group_size, 0},
+    /* Llama 4: layers attend within a chunk, but the NoPE layers globally. */
+    {{KVSHARD__KEY_ATTENTION_CHUNK_SIZE, NONE}, NULL, NONE, from_chunk_size, 0},
 };
 
 #undef NONE
 
+#define COMPRESSED ((uint8_t)KVSHARD_LAYER_COMPRESSED)
+#define CHUNKED ((uint8_t)KVSHARD_LAYER_CHUNKED_ATTENTION)
 #define FULL ((uint8_t)KVSHARD_LAYER_FULL_ATTENTION)
 #define LINEAR ((uint8_t)KVSHARD_LAYER_LINEAR_ATTENTION)
 #define SLIDING ((uint8_t)KVSHARD_LAYER_SLIDING_ATTENTION)
@@ -97,41 +117,257 @@ static int per_layer_list(const kvshard__reader *r, const kvshard__node *list, c
     return KVSHARD_OK;
 }
 
-/* Rule 1: layer_types (or layers_block_type), one name per layer. */
-static int from_names(uint8_t *kinds, const kvshard__reader *r, const rule *self,
+static void every_nth(uint8_t *kinds, uint32_t L, uint64_t n, uint8_t every, uint8_t rest);
+
+/* The name of entry `i` of a per-layer list, for an error. */
+static void entry_name(char *buf, size_t cap, const char *key, uint32_t i)
+{
+    snprintf(buf, cap, "%s[%u]", key, i);
+}
+
+/* The ratio compress_rates gives a compressed layer_types string: 2, 4 or
+ * 128; an error naming compress_rates and the string otherwise. */
+static int compress_rate(uint8_t *out, kvshard__reader *r, const kvshard__node *item)
+{
+    kvshard__node rates = {0}, v = {0};
+    char shown[64];
+    kvshard__excerpt(shown, sizeof shown, item->text, item->count, 40);
+    if (!kvshard__get(r, &r->text, KVSHARD__KEY_COMPRESS_RATES, &rates))
+        return kvshard__doc_fail(r->doc, r->err, KVSHARD_EMISSING, item,
+                                 "missing key \"compress_rates\" (layer_types names \"%s\", whose "
+                                 "compression ratio compress_rates gives)",
+                                 shown);
+    int rc = kvshard__node_expect(r->doc, &rates, KVSHARD__NODE_MAPPING, "compress_rates", r->err);
+    if (rc)
+        return rc;
+    char key[64];
+    snprintf(key, sizeof key, "%.*s", (int)item->count, item->text);
+    if (!kvshard__map_get(r->doc, &rates, key, &v) || kvshard__node_is_null(&v))
+        return kvshard__doc_fail(r->doc, r->err, KVSHARD_EMISSING, &rates,
+                                 "compress_rates has no entry for \"%s\", which layer_types names",
+                                 shown);
+    char what[96];
+    snprintf(what, sizeof what, "compress_rates.%s", shown);
+    uint64_t ratio;
+    if ((rc = kvshard__node_uint(&ratio, r->doc, &v, what, 0, UINT64_MAX, r->err)) != 0)
+        return rc;
+    if (ratio != 2 && ratio != 4 && ratio != 128)
+        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERTYPE, &v,
+                                 "%s: %llu is no compression ratio of a compressed layer (expected "
+                                 "2, 4 or 128)",
+                                 what, (unsigned long long)ratio);
+    *out = (uint8_t)ratio;
+    return KVSHARD_OK;
+}
+
+/* Rule 1: layer_types (or layers_block_type), one name per layer, perhaps
+ * followed by one per draft layer (read with the draft layers). When the
+ * decoder layers name a compressed kind, the model is compressed: its
+ * sliding layers are compressed layers of ratio 0, and no other kind may
+ * stand among them. */
+static int from_names(uint8_t *kinds, kvshard__reader *r, const rule *self,
                       const kvshard__node *list, uint32_t L)
 {
     const char *key = kvshard__key_name(self->keys[0]);
-    int rc = per_layer_list(r, list, key, L);
+    int rc = kvshard__node_expect(r->doc, list, KVSHARD__NODE_SEQUENCE, key, r->err);
     if (rc)
         return rc;
+    uint32_t n_d = r->draft_steps;
+    if (list->count != L && (n_d == 0 || list->count != (uint64_t)L + n_d))
+        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERCOUNT, list,
+                                 n_d ? "%s has %u entries; num_hidden_layers is %u and the model "
+                                       "has %u draft step%s (%u entries, or %u + %u with the draft "
+                                       "layers')"
+                                     : "%s has %u entries; num_hidden_layers is %u",
+                                 key, list->count, L, n_d, n_d == 1 ? "" : "s", L, L, n_d);
+    r->layer_list = *list;
+    r->layer_list_drafts = list->count != L;
     kvshard__iter it = kvshard__iter_begin(r->doc, list);
     kvshard__node item = {0};
-    for (uint32_t i = 0; kvshard__iter_next(r->doc, &it, &item); i++) {
+    for (uint32_t i = 0; i < L && kvshard__iter_next(r->doc, &it, &item); i++) {
         if (item.kind != KVSHARD__NODE_SCALAR || kvshard__node_is_null(&item)) {
             /* The position is only worked out for the error. */
             char what[64];
-            snprintf(what, sizeof what, "%s[%u]", key, i);
-            const char *s;
+            entry_name(what, sizeof what, key, i);
+            const char *str;
             size_t len;
-            return kvshard__node_string(&s, &len, r->doc, &item, what, r->err);
+            return kvshard__node_string(&str, &len, r->doc, &item, what, r->err);
         }
         uint8_t kind = kvshard_kinds__from_word(item.text, item.count);
         if (kind == UNSET) {
-            char shown[96], words[200];
+            char shown[96], words[400];
             kvshard__excerpt(shown, sizeof shown, item.text, item.count, 40);
             kvshard_kinds__word_list(words, sizeof words);
             return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERTYPE, &item,
                                      "%s[%u]: unknown layer type \"%s\" (expected %s)", key, i,
                                      shown, words);
         }
+        if (kind == COMPRESSED) {
+            uint8_t ratio = 0;
+            if ((rc = compress_rate(&ratio, r, &item)) != 0)
+                return rc;
+            kvshard__set_layer_ratio(r->model, i, ratio);
+            /* The checkpoints carry an indexer on their sparse layers. */
+            if (kvshard__text_is(item.text, item.count, "compressed_sparse_attention"))
+                kvshard__add_layer_flags(r->model, i, KVSHARD__LAYER_INDEX_KEY);
+            r->compressed = 2;
+        }
         kinds[i] = kind;
+    }
+    if (!r->compressed)
+        return KVSHARD_OK;
+    it = kvshard__iter_begin(r->doc, list);
+    for (uint32_t i = 0; i < L && kvshard__iter_next(r->doc, &it, &item); i++) {
+        if (kinds[i] == SLIDING) {
+            kinds[i] = COMPRESSED; /* ratio 0: only the window */
+        } else if (kinds[i] != COMPRESSED) {
+            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERTYPE, &item,
+                                     "%s[%u]: a %s layer in a compressed model (its layers are "
+                                     "sliding_attention, compressed_sparse_attention or "
+                                     "heavily_compressed_attention)",
+                                     key, i, kvshard_kinds__of(kinds[i])->name);
+        }
     }
     return KVSHARD_OK;
 }
 
+/* Rule 0: compress_ratios, at least L integers; the first L are the
+ * layers' ratios, and the draft layers' follow. */
+static int from_ratios(uint8_t *kinds, kvshard__reader *r, const rule *self,
+                       const kvshard__node *list, uint32_t L)
+{
+    (void)self;
+    int rc = kvshard__node_expect(r->doc, list, KVSHARD__NODE_SEQUENCE, "compress_ratios", r->err);
+    if (rc)
+        return rc;
+    if (list->count < L)
+        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERCOUNT, list,
+                                 "compress_ratios has %u entries; num_hidden_layers is %u (one "
+                                 "ratio per layer, then the draft layers')",
+                                 list->count, L);
+    uint64_t read = (uint64_t)L + r->draft_steps;
+    kvshard__iter it = kvshard__iter_begin(r->doc, list);
+    kvshard__node item = {0};
+    for (uint32_t i = 0; i < read && kvshard__iter_next(r->doc, &it, &item); i++) {
+        char what[64];
+        uint64_t ratio;
+        if (kvshard__node_uint(&ratio, r->doc, &item, "compress_ratios", 0, UINT64_MAX, NULL)) {
+            entry_name(what, sizeof what, "compress_ratios", i);
+            return kvshard__node_uint(&ratio, r->doc, &item, what, 0, UINT64_MAX, r->err);
+        }
+        if (ratio != 0 && ratio != 1 && ratio != 2 && ratio != 4 && ratio != 128)
+            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERTYPE, &item,
+                                     "compress_ratios[%u]: %llu is no compression ratio "
+                                     "(expected 0, 1, 2, 4 or 128)",
+                                     i, (unsigned long long)ratio);
+        if (i < L) {
+            kinds[i] = COMPRESSED;
+            kvshard__set_layer_ratio(r->model, i, (uint8_t)ratio);
+            /* The checkpoints carry an indexer on their ratio-4 layers. */
+            if (ratio == 4)
+                kvshard__add_layer_flags(r->model, i, KVSHARD__LAYER_INDEX_KEY);
+        }
+    }
+    r->compressed = 1;
+    r->ratio_list = *list;
+    return KVSHARD_OK;
+}
+
+/* Rule 11: MiMo-V2's hybrid_layer_pattern, 0 full attention, 1 sliding. */
+static int from_hybrid_layer_pattern(uint8_t *kinds, kvshard__reader *r, const rule *self,
+                                     const kvshard__node *list, uint32_t L)
+{
+    (void)self;
+    const char *key = "hybrid_layer_pattern";
+    int rc = per_layer_list(r, list, key, L);
+    if (rc)
+        return rc;
+    kvshard__iter it = kvshard__iter_begin(r->doc, list);
+    kvshard__node item = {0};
+    for (uint32_t i = 0; kvshard__iter_next(r->doc, &it, &item); i++) {
+        uint64_t v;
+        char what[64];
+        entry_name(what, sizeof what, key, i);
+        if ((rc = kvshard__node_uint(&v, r->doc, &item, what, 0, UINT64_MAX, r->err)) != 0)
+            return rc;
+        if (v > 1)
+            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERTYPE, &item,
+                                     "%s: %llu is no layer type (expected 0 for full attention or "
+                                     "1 for sliding window)",
+                                     what, (unsigned long long)v);
+        kinds[i] = v ? SLIDING : FULL;
+    }
+    return KVSHARD_OK;
+}
+
+/* Rule 12: layer_group_size g: the last layer of each whole group of g,
+ * and every layer past the last whole group, full attention. */
+static int from_group_size(uint8_t *kinds, kvshard__reader *r, const rule *self,
+                           const kvshard__node *v, uint32_t L)
+{
+    (void)self;
+    uint32_t g;
+    int rc = kvshard__read_dim(&g, r, v, "layer_group_size", 1, UINT32_MAX);
+    if (rc)
+        return rc;
+    uint64_t whole = (uint64_t)(L / g) * g;
+    for (uint32_t i = 0; i < L; i++)
+        kinds[i] = ((uint64_t)i + 1) % g == 0 || i >= whole ? FULL : LINEAR;
+    return KVSHARD_OK;
+}
+
+/* Rule 13: attention_chunk_size. A layer is chunked when no_rope_layers
+ * says 1, full attention (a NoPE layer, global) when 0; without the list a
+ * Llama 4 model has every k-th layer NoPE (k = no_rope_layer_interval, by
+ * default 4), as its config class does. */
+static int from_chunk_size(uint8_t *kinds, kvshard__reader *r, const rule *self,
+                           const kvshard__node *v, uint32_t L)
+{
+    (void)self;
+    kvshard__model_info *in = &r->model->info;
+    int rc = kvshard__read_dim(&in->chunk_size, r, v, "attention_chunk_size", 1, UINT32_MAX);
+    if (rc)
+        return rc;
+    kvshard__node list = {0};
+    bool has_list = kvshard__get(r, &r->text, KVSHARD__KEY_NO_ROPE_LAYERS, &list);
+    if (has_list && !(list.kind == KVSHARD__NODE_SEQUENCE && list.count == 0)) {
+        const char *key = "no_rope_layers";
+        if ((rc = per_layer_list(r, &list, key, L)) != 0)
+            return rc;
+        kvshard__iter it = kvshard__iter_begin(r->doc, &list);
+        kvshard__node item = {0};
+        for (uint32_t i = 0; kvshard__iter_next(r->doc, &it, &item); i++) {
+            uint64_t x;
+            char what[64];
+            entry_name(what, sizeof what, key, i);
+            if ((rc = kvshard__node_uint(&x, r->doc, &item, what, 0, UINT64_MAX, r->err)) != 0)
+                return rc;
+            if (x > 1)
+                return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERTYPE, &item,
+                                         "%s: %llu is neither 1 (a chunked layer) nor 0 (a NoPE "
+                                         "layer with global attention)",
+                                         what, (unsigned long long)x);
+            kinds[i] = x ? CHUNKED : FULL;
+        }
+        return KVSHARD_OK;
+    }
+    if (!kvshard__model_type_is(r, "llama4", false) &&
+        !kvshard__model_type_is(r, "llama4_text", false))
+        return kvshard__doc_fail(r->doc, r->err, KVSHARD_EUNMODELED, v,
+                                 "attention_chunk_size: kvshard cannot tell which layers are "
+                                 "chunked: give no_rope_layers (1 for a chunked layer, 0 for a "
+                                 "layer with global attention)");
+    uint32_t k = 4;
+    kvshard__node interval = {0};
+    if (kvshard__get(r, &r->text, KVSHARD__KEY_NO_ROPE_LAYER_INTERVAL, &interval) &&
+        (rc = kvshard__read_dim(&k, r, &interval, "no_rope_layer_interval", 1, UINT32_MAX)) != 0)
+        return rc;
+    every_nth(kinds, L, k, FULL, CHUNKED);
+    return KVSHARD_OK;
+}
+
 /* Rule 2: Nemotron-H's hybrid_override_pattern, one character per layer. */
-static int from_pattern(uint8_t *kinds, const kvshard__reader *r, const rule *self,
+static int from_pattern(uint8_t *kinds, kvshard__reader *r, const rule *self,
                         const kvshard__node *v, uint32_t L)
 {
     (void)self;
@@ -171,7 +407,7 @@ static int from_pattern(uint8_t *kinds, const kvshard__reader *r, const rule *se
 }
 
 /* Rule 3: MiniMax's attn_type_list, 1 for full attention, 0 for lightning. */
-static int from_attn_type_list(uint8_t *kinds, const kvshard__reader *r, const rule *self,
+static int from_attn_type_list(uint8_t *kinds, kvshard__reader *r, const rule *self,
                                const kvshard__node *list, uint32_t L)
 {
     (void)self;
@@ -249,7 +485,7 @@ static int mark_listed(uint8_t *kinds, const kvshard__reader *r, const kvshard__
 }
 
 /* Rule 4: Kimi's linear_attn_config lists, 1-based, covering every layer. */
-static int from_kimi(uint8_t *kinds, const kvshard__reader *r, const rule *self,
+static int from_kimi(uint8_t *kinds, kvshard__reader *r, const rule *self,
                      const kvshard__node *cfg, uint32_t L)
 {
     (void)self;
@@ -285,7 +521,7 @@ static int from_kimi(uint8_t *kinds, const kvshard__reader *r, const rule *self,
 
 /* Rules 7 and 8: 0-based indices of the full-attention layers; the rest are
  * linear. */
-static int from_indices(uint8_t *kinds, const kvshard__reader *r, const rule *self,
+static int from_indices(uint8_t *kinds, kvshard__reader *r, const rule *self,
                         const kvshard__node *list, uint32_t L)
 {
     const char *key = kvshard__key_name(self->keys[0]);
@@ -308,7 +544,7 @@ static void every_nth(uint8_t *kinds, uint32_t L, uint64_t n, uint8_t every, uin
 }
 
 /* Rule 5: Jamba's attn_layer_period and attn_layer_offset. */
-static int from_period(uint8_t *kinds, const kvshard__reader *r, const rule *self,
+static int from_period(uint8_t *kinds, kvshard__reader *r, const rule *self,
                        const kvshard__node *given, uint32_t L)
 {
     (void)self;
@@ -338,7 +574,7 @@ static int from_period(uint8_t *kinds, const kvshard__reader *r, const rule *sel
 }
 
 /* Falcon-H1: every layer holds KV and a Mamba2 state. */
-static int all_hybrid(uint8_t *kinds, const kvshard__reader *r, const rule *self,
+static int all_hybrid(uint8_t *kinds, kvshard__reader *r, const rule *self,
                       const kvshard__node *v, uint32_t L)
 {
     (void)r;
@@ -349,7 +585,7 @@ static int all_hybrid(uint8_t *kinds, const kvshard__reader *r, const rule *self
 }
 
 /* Layer i full attention iff (i + 1) % n == 0, else linear. */
-static int from_interval(uint8_t *kinds, const kvshard__reader *r, const rule *self,
+static int from_interval(uint8_t *kinds, kvshard__reader *r, const rule *self,
                          const kvshard__node *v, uint32_t L)
 {
     (void)self;
@@ -361,7 +597,7 @@ static int from_interval(uint8_t *kinds, const kvshard__reader *r, const rule *s
 }
 
 /* Layer i full attention iff (i + 1) % p == 0, else sliding. */
-static int from_sliding_pattern(uint8_t *kinds, const kvshard__reader *r, const rule *self,
+static int from_sliding_pattern(uint8_t *kinds, kvshard__reader *r, const rule *self,
                                 const kvshard__node *v, uint32_t L)
 {
     (void)self;
@@ -374,7 +610,7 @@ static int from_sliding_pattern(uint8_t *kinds, const kvshard__reader *r, const 
 
 /* A Gemma 3 or Cohere2 file with sliding_window and neither layer_types nor
  * sliding_window_pattern: the period its model class applies. */
-static int sliding_by_type(uint8_t *kinds, const kvshard__reader *r, const rule *self,
+static int sliding_by_type(uint8_t *kinds, kvshard__reader *r, const rule *self,
                            const kvshard__node *v, uint32_t L)
 {
     (void)r;
@@ -402,16 +638,67 @@ static bool applies(const rule *self, const kvshard__reader *r, kvshard__node *v
     return false;
 }
 
+/* Shared-KV layers (Gemma 3n, Gemma 4): the last N layers read the cache
+ * of the last layer of their kind among the first L - N, and keep none. */
+static int shared_layers(kvshard__reader *r, uint32_t L)
+{
+    kvshard_model *m = r->model;
+    kvshard__node v = {0};
+    if (!kvshard__get(r, &r->text, KVSHARD__KEY_NUM_KV_SHARED_LAYERS, &v))
+        return KVSHARD_OK;
+    uint32_t N;
+    int rc = kvshard__read_dim(&N, r, &v, "num_kv_shared_layers", 0, UINT32_MAX);
+    if (rc || N == 0)
+        return rc;
+    if (N >= L)
+        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ERANGE, &v,
+                                 "num_kv_shared_layers %u is not below num_hidden_layers %u: some "
+                                 "layer must keep the cache the others read",
+                                 N, L);
+    uint32_t last[KVSHARD__KIND_COUNT];
+    for (uint32_t k = 0; k < KVSHARD__KIND_COUNT; k++)
+        last[k] = UINT32_MAX;
+    for (uint32_t i = 0; i < L - N; i++)
+        last[m->kinds[i]] = i;
+    m->kv_source = kvshard__alloc(&m->alloc, L, sizeof *m->kv_source);
+    if (!m->kv_source)
+        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ENOMEM, &v, "out of memory");
+    for (uint32_t i = 0; i < L; i++)
+        m->kv_source[i] = -1;
+    for (uint32_t i = L - N; i < L; i++) {
+        uint8_t kind = m->kinds[i];
+        const char *name = kvshard_kinds__of(kind)->name;
+        if (kind != FULL && kind != SLIDING && kind != CHUNKED)
+            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERTYPE, &v,
+                                     "num_kv_shared_layers %u: layer %u is a %s layer, which has "
+                                     "no KV cache to share",
+                                     N, i, name);
+        if (last[kind] == UINT32_MAX)
+            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERLIST, &v,
+                                     "num_kv_shared_layers %u: layer %u (%s) has no %s layer "
+                                     "before layer %u to read the cache of",
+                                     N, i, name, name, L - N);
+        m->kinds[i] = KVSHARD_LAYER_SHARED_KV;
+        m->kv_source[i] = (int32_t)last[kind];
+    }
+    return KVSHARD_OK;
+}
+
 int kvshard__read_layer_kinds(kvshard__reader *r)
 {
     uint8_t *kinds = r->model->kinds;
     uint32_t L = r->model->info.num_layers;
-    for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++) {
+    int rc = KVSHARD_OK;
+    size_t i = 0;
+    for (; i < sizeof rules / sizeof rules[0]; i++) {
         kvshard__node v = {0};
-        if (applies(&rules[i], r, &v))
-            return rules[i].read(kinds, r, &rules[i], &v, L);
+        if (applies(&rules[i], r, &v)) {
+            rc = rules[i].read(kinds, r, &rules[i], &v, L);
+            break;
+        }
     }
     /* No rule applies: every layer is full attention (dense and MLA models). */
-    memset(kinds, FULL, L);
-    return KVSHARD_OK;
+    if (i == sizeof rules / sizeof rules[0])
+        memset(kinds, FULL, L);
+    return rc ? rc : shared_layers(r, L);
 }

@@ -28,6 +28,15 @@ static bool has_any(const kvshard__reader *r, const kvshard__key *keys)
     return kvshard__get_any(r, &r->text, keys, &v, &key);
 }
 
+/* Bailing V3 keeps KDA state described by top-level keys: a
+ * layer_group_size model with a short_conv_kernel_size. */
+static bool bailing_kda(const kvshard__reader *r)
+{
+    kvshard__node v = {0};
+    return kvshard__get(r, &r->text, KVSHARD__KEY_LAYER_GROUP_SIZE, &v) &&
+           kvshard__get(r, &r->text, KVSHARD__KEY_SHORT_CONV_KERNEL_SIZE, &v);
+}
+
 /* Which state the keys describe, first that applies; whichever rule gave
  * the layer kinds (a MiniMax file with layer_types still has lightning
  * state). */
@@ -39,10 +48,12 @@ static kvshard_state_kind state_kind_of(const kvshard__reader *r)
     static const char *const mamba2_types[] = {"nemotron_h", "granitemoehybrid", "bamba",
                                                "falcon_h1",  "zamba2",           NULL};
     kvshard__node v = {0};
-    if (kvshard__get(r, &r->text, KVSHARD__KEY_LINEAR_ATTN_CONFIG, &v))
+    if (kvshard__get(r, &r->text, KVSHARD__KEY_LINEAR_ATTN_CONFIG, &v) || bailing_kda(r))
         return KVSHARD_STATE_KDA;
     if (kvshard__get(r, &r->text, KVSHARD__KEY_ATTN_TYPE_LIST, &v) ||
-        kvshard__model_type_is(r, "minimax", true))
+        kvshard__model_type_is(r, "minimax", true) ||
+        kvshard__model_type_is(r, "bailing_moe_linear", false) ||
+        kvshard__model_type_is(r, "bailing_hybrid", false))
         return KVSHARD_STATE_LIGHTNING;
     if (has_any(r, gdn))
         return KVSHARD_STATE_GDN;
@@ -134,9 +145,21 @@ static int read_kda(kvshard__reader *r, kvshard__state_dims *s)
 {
     const char *why = "Kimi Delta Attention state";
     kvshard__node cfg = {0}, v = {0};
-    kvshard__get(r, &r->text, KVSHARD__KEY_LINEAR_ATTN_CONFIG, &cfg);
-    int rc =
-        kvshard__node_expect(r->doc, &cfg, KVSHARD__NODE_MAPPING, "linear_attn_config", r->err);
+    int rc;
+    if (!kvshard__get(r, &r->text, KVSHARD__KEY_LINEAR_ATTN_CONFIG, &cfg)) {
+        /* Bailing V3: the heads, head dim and kernel of the text config. */
+        const kvshard__node *t = &r->text;
+        if ((rc = kvshard__require_dim(&s->heads, r, t, KVSHARD__KEY_NUM_ATTENTION_HEADS, why)) !=
+                0 ||
+            (rc = kvshard__require_dim(&s->head_dim, r, t, KVSHARD__KEY_HEAD_DIM, why)) != 0 ||
+            (rc = kvshard__require_dim(&s->conv_kernel, r, t, KVSHARD__KEY_SHORT_CONV_KERNEL_SIZE,
+                                       why)) != 0)
+            return rc;
+        kvshard__get(r, t, KVSHARD__KEY_NUM_ATTENTION_HEADS, &v);
+        kvshard__set_site(r, KVSHARD__SITE_STATE_B, "num_attention_heads", s->heads, &v);
+        return KVSHARD_OK;
+    }
+    rc = kvshard__node_expect(r->doc, &cfg, KVSHARD__NODE_MAPPING, "linear_attn_config", r->err);
     if (rc == KVSHARD_OK)
         rc = kvshard__require_dim(&s->heads, r, &cfg, KVSHARD__KEY_NUM_HEADS, why);
     if (rc == KVSHARD_OK)
@@ -288,11 +311,13 @@ int kvshard__read_state(kvshard__reader *r)
     s->kind = state_kind_of(r);
     const kvshard_states__row *row = kvshard_states__of(s->kind);
     if (!row)
-        return kvshard__doc_fail(r->doc, r->err, KVSHARD_EMISSING, &r->text,
-                                 "the model has linear or hybrid layers but no keys that describe "
-                                 "their state (looked for linear_attn_config, attn_type_list, "
-                                 "linear_num_value_heads, mamba_num_heads, mamba_d_state with "
-                                 "mamba_expand, conv_L_cache)");
+        return kvshard__doc_fail(
+            r->doc, r->err, KVSHARD_EMISSING, &r->text,
+            "the model has linear or hybrid layers but no keys that describe "
+            "their state (looked for linear_attn_config, layer_group_size with "
+            "short_conv_kernel_size, attn_type_list, "
+            "linear_num_value_heads, mamba_num_heads, mamba_d_state with "
+            "mamba_expand, conv_L_cache)");
     int rc = row->read(r, s);
     if (rc == KVSHARD_OK)
         s->dtype = state_dtype_of(r, s->kind, in->dtype);

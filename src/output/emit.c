@@ -61,7 +61,7 @@ static void emit_model(kvshard__out *o, const kvshard__plan_view *p)
     }
     field_u64(o, "num_draft_layers", m->num_draft_layers);
     sep(o);
-    field_word(o, "attention", m->attention == KVSHARD_ATTENTION_MLA ? "mla" : "gqa");
+    field_word(o, "attention", kvshard_attention_name(m->attention));
     sep(o);
     field_word(o, "state_kind", has_state ? kvshard_state_kind_name(m->state.kind) : NULL);
     sep(o);
@@ -105,7 +105,21 @@ static void emit_layers(kvshard__out *o, const kvshard__plan_view *p)
             kvshard__out_i64(o, p->owner[i]);
         else
             kvshard__out_raw(o, "null");
-        kvshard__out_put(o, "}", 1);
+        const kvshard__class *k = &p->model->classes[p->class_of[i]];
+        bool compressed = kvshard_kinds__of(k->kind)->shape == KVSHARD__SHAPE_COMPRESSED;
+        int32_t source = p->kv_source ? p->kv_source[i] : -1;
+        kvshard__out_raw(o, ", \"compress_ratio\": ");
+        if (compressed)
+            kvshard__out_u64(o, k->ratio);
+        else
+            kvshard__out_raw(o, "null");
+        kvshard__out_raw(o, ", \"kv_source\": ");
+        if (source >= 0)
+            kvshard__out_i64(o, source);
+        else
+            kvshard__out_raw(o, "null");
+        kvshard__out_raw(o, kvshard__class_has_index(k) ? ", \"index_key\": true}"
+                                                        : ", \"index_key\": false}");
     }
     kvshard__out_raw(o, p->model->num_layers ? "\n  ],\n" : "],\n");
 }
@@ -138,6 +152,8 @@ static void emit_ranks(kvshard__out *o, const kvshard__plan_view *p)
         field_u64(o, "bytes_per_block", m->bytes_per_block);
         sep(o);
         field_u64(o, "state_bytes_per_seq", m->state_bytes_per_seq);
+        sep(o);
+        field_u64(o, "scratch_bytes_per_seq", m->scratch_bytes_per_seq);
         sep(o);
         field_or_null(o, "num_blocks", m->has_num_blocks, m->num_blocks);
         kvshard__out_put(o, "}", 1);

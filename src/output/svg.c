@@ -36,7 +36,8 @@ static const char STYLE[] =
     ".kvmap .o4{fill:#cc79a7}.kvmap .o5{fill:#d55e00}.kvmap .o6{fill:#a6a6ff}"
     ".kvmap .o7{fill:#7fc97f}\n"
     ".kvmap .oA{fill:#bdbdbd}.kvmap .kL{fill:#e9e9e9}.kvmap .kW{fill:#d4d4d4}\n"
-    ".kvmap .kN{fill:#fff;stroke-dasharray:3 2}\n"
+    ".kvmap .kN{fill:#fff;stroke-dasharray:3 2}.kvmap .kK{fill:#c8c8c8}"
+    ".kvmap .kS{fill:#f7f7f7;stroke-dasharray:1 2}\n"
     "</style>\n";
 
 void kvshard__out_split_members(kvshard__out *o, uint32_t tp, uint32_t split, uint32_t s)
@@ -157,6 +158,9 @@ static void write_cell(kvshard__out *o, const kvshard__plan_view *p, uint32_t i)
         if (row->state)
             kvshard__out_raw(o, ", state on every rank");
     }
+    int32_t source = p->kv_source ? p->kv_source[i] : -1;
+    if (source >= 0)
+        kvshard__out_printf(o, ", reads layer %d", (int)source);
     kvshard__out_raw(o, "</title></rect>");
     size_t len = strlen(mark);
     if (len) {

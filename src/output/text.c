@@ -41,8 +41,8 @@ static void write_model(kvshard__out *o, const kvshard__plan_view *p)
             sep = ", ";
         }
     }
-    kvshard__out_printf(o, "), %s, %u draft layer%s",
-                        m->attention == KVSHARD_ATTENTION_MLA ? "MLA" : "GQA", m->num_draft_layers,
+    kvshard__out_printf(o, "), %s, %u draft layer%s", kvshard__attention_label(m->attention),
+                        m->num_draft_layers,
                         m->num_draft_layers == 1 ? "" : "s");
     if (m->state.kind != KVSHARD_STATE_NONE) {
         kvshard__out_printf(o, "; %s state", kvshard_state_kind_name(m->state.kind));
@@ -59,14 +59,18 @@ static void write_model(kvshard__out *o, const kvshard__plan_view *p)
                         p->split, kvshard_ownership_name(opt->ownership), p->replication);
 }
 
-/* The map's legend, from the kind table: the letters of the KV kinds, which
- * carry their owner, then every other kind's letter. */
-static void write_map_legend(kvshard__out *o)
+/* The map's legend, from the kind table: the letters of the KV kinds the
+ * model has, which carry their owner, then the letter of every other kind
+ * it has. */
+static void write_map_legend(kvshard__out *o, const kvshard__model_info *m)
 {
     char letters[32] = "", words[160] = "", stars[32] = "", rest[200] = "";
     size_t nl = 0, nw = 0, ns = 0, nr = 0;
     for (uint32_t i = 0; i < KVSHARD__KIND_COUNT; i++) {
-        const kvshard_kinds__row *row = kvshard_kinds__of(kvshard_kinds__legend_order[i]);
+        uint8_t k = kvshard_kinds__legend_order[i];
+        const kvshard_kinds__row *row = kvshard_kinds__of(k);
+        if (m->count[k] == 0)
+            continue;
         const char *slash = nl ? "/" : "";
         if (row->paged_kv) {
             nl += (size_t)snprintf(letters + nl, sizeof letters - nl, "%s%c<n>", slash,
@@ -78,17 +82,20 @@ static void write_map_legend(kvshard__out *o)
                                    row->map_legend);
         }
     }
-    kvshard__out_printf(o,
-                        "\nlayer map  (%s: %s layer whose KV split rank n stores, %s: stored on "
-                        "every rank%s)\n",
-                        letters, words, stars, rest);
+    if (nl)
+        kvshard__out_printf(o,
+                            "\nlayer map  (%s: %s layer whose KV split rank n stores, %s: stored "
+                            "on every rank%s)\n",
+                            letters, words, stars, rest);
+    else
+        kvshard__out_printf(o, "\nlayer map  (%s)\n", rest + 2);
 }
 
 static void write_layer_map(kvshard__out *o, const kvshard__plan_view *p)
 {
     uint32_t L = p->model->num_layers;
     int width = 1 + digits_of(p->split - 1);
-    write_map_legend(o);
+    write_map_legend(o, p->model);
     for (uint32_t i = 0; i < L && !o->failed; i++) {
         if (i % 10 == 0)
             kvshard__out_printf(o, "%s%6u |", i ? "\n" : "", i);
@@ -141,9 +148,14 @@ static void write_memory(kvshard__out *o, const kvshard__plan_view *p)
 {
     kvshard__out_printf(o, "\nmemory per TP rank (block_size %u tokens)\n",
                         p->options->block_size);
-    kvshard__out_raw(o,
-                     "TP rank  KV/token     scratch/token  draft/token  per block    state/seq    "
-                     "blocks\n");
+    /* The per-sequence scratch of a split compressed model gets a column of
+     * its own; other plans have none to show. */
+    bool seq_scratch = false;
+    for (uint32_t r = 0; r < p->tp; r++)
+        seq_scratch |= p->ranks[r].scratch_bytes_per_seq > 0;
+    kvshard__out_raw(
+        o, "TP rank  KV/token     scratch/token  draft/token  per block    state/seq    ");
+    kvshard__out_raw(o, seq_scratch ? "scratch/seq  blocks\n" : "blocks\n");
     for (uint32_t r = 0; r < p->tp && r < RANKS_SHOWN && !o->failed; r++) {
         const kvshard_rank_memory *m = &p->ranks[r];
         kvshard__out_printf(o, "%-8u ", r);
@@ -157,6 +169,10 @@ static void write_memory(kvshard__out *o, const kvshard__plan_view *p)
         kvshard__out_put(o, " ", 1);
         human_bytes(o, m->state_bytes_per_seq, 12);
         kvshard__out_put(o, " ", 1);
+        if (seq_scratch) {
+            human_bytes(o, m->scratch_bytes_per_seq, 12);
+            kvshard__out_put(o, " ", 1);
+        }
         if (m->has_num_blocks)
             kvshard__out_grouped(o, m->num_blocks);
         else

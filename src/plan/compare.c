@@ -32,7 +32,8 @@ typedef struct work {
     kvshard__planning base; /* settled, split off */
     kvshard__range layers;  /* every layer: one stage */
     uint32_t tp;
-    uint32_t *counts; /* owned counts of the row's split ranks */
+    uint32_t *counts;   /* owned counts of the row's split ranks */
+    uint32_t *by_class; /* the same by class: a row of the model's classes per split rank */
     kvshard_rank_memory *ranks;
     uint64_t memory;
     bool has_memory;
@@ -53,9 +54,17 @@ static int fill_row(kvshard_comparison_row *row, work *w, const kvshard__plannin
     const kvshard__model_info *m = &w->model->info;
     const kvshard_options *o = &pl->options;
     uint32_t n_kv = w->layers.num_kv;
-    kvshard__owned_counts(w->counts, w->model->kinds, &w->layers, S, o->ownership);
-    kvshard__memory_inputs in = {m,         o,          w->tp, S, w->counts, &w->layers,
-                                 pl->profile->counts_draft_layers, w->model->source};
+    kvshard__owned_counts(w->counts, w->by_class, w->model->kinds, w->model->class_of,
+                          m->num_classes, &w->layers, S, o->ownership);
+    kvshard__memory_inputs in = {m,
+                                 o,
+                                 w->tp,
+                                 S,
+                                 w->by_class,
+                                 &w->layers,
+                                 pl->profile->counts_draft_layers,
+                                 pl->profile->mla_v2_bytes,
+                                 w->model->source};
     int rc = kvshard__memory_ranks(w->ranks, &in, err);
     if (rc)
         return rc;
@@ -134,9 +143,15 @@ static bool better(const kvshard_comparison_row *a, const kvshard_comparison_row
  * start when the unsplit plan's figures overflow. */
 static void unsplit_figures(work *w)
 {
-    uint32_t all = w->layers.num_kv;
-    kvshard__memory_inputs in = {&w->model->info, &w->base.options, w->tp, 1, &all, &w->layers,
-                                 w->base.profile->counts_draft_layers, w->model->source};
+    kvshard__memory_inputs in = {&w->model->info,
+                                 &w->base.options,
+                                 w->tp,
+                                 1,
+                                 w->layers.class_census, /* one split rank owns them all */
+                                 &w->layers,
+                                 w->base.profile->counts_draft_layers,
+                                 w->base.profile->mla_v2_bytes,
+                                 w->model->source};
     kvshard_uniform u = KVSHARD_UNIFORM_INIT;
     if (kvshard__memory_ranks(w->ranks, &in, NULL) == KVSHARD_OK)
         u = kvshard__uniform_of(w->ranks, w->tp, &w->base, w->unsplit_bytes_per_block, w->memory,
@@ -147,6 +162,7 @@ static void unsplit_figures(work *w)
 static void free_work(const kvshard_allocator *a, work *w)
 {
     kvshard__free(a, w->counts);
+    kvshard__free(a, w->by_class);
     kvshard__free(a, w->ranks);
 }
 
@@ -154,14 +170,21 @@ static int prepare(work *w, const kvshard_allocator *a, kvshard_error *err)
 {
     const kvshard_model *model = w->model;
     w->counts = kvshard__alloc(a, w->tp, sizeof *w->counts);
+    w->by_class = kvshard__alloc(a, (size_t)w->tp * model->info.num_classes, sizeof *w->by_class);
     w->ranks = kvshard__alloc(a, w->tp, sizeof *w->ranks);
-    if (!w->counts || !w->ranks)
+    if (!w->counts || !w->by_class || !w->ranks)
         return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
     /* The unsplit bytes per block, as a profile that does not split sizes
      * its state slots by. */
-    uint32_t all = w->layers.num_kv;
-    kvshard__memory_inputs in = {&model->info, &w->base.options, w->tp, 1, &all, &w->layers,
-                                 w->base.profile->counts_draft_layers, model->source};
+    kvshard__memory_inputs in = {&model->info,
+                                 &w->base.options,
+                                 w->tp,
+                                 1,
+                                 w->layers.class_census,
+                                 &w->layers,
+                                 w->base.profile->counts_draft_layers,
+                                 w->base.profile->mla_v2_bytes,
+                                 model->source};
     int rc = kvshard__unsplit_bytes_per_block(&w->unsplit_bytes_per_block, &in, err);
     if (rc)
         return rc;
@@ -189,7 +212,7 @@ int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *mo
         return rc;
     w.base.options.enable_layerwise_split = false;
     w.base.options.layerwise_split_size = 1;
-    kvshard__range_of(&w.layers, model->kinds, 0, model->info.num_layers);
+    kvshard__range_of(&w.layers, model->kinds, model->class_of, 0, model->info.num_layers);
     /* Errors that no split size avoids end the comparison. */
     uint32_t T = 0, S = 0;
     kvshard_error base_err;

@@ -1,11 +1,14 @@
-/* Per-rank bytes per token, per block and per sequence. All arithmetic is
- * 64-bit and checked: an overflow is an error, never a wrapped number. */
+/* Per-rank bytes per token, per block and per sequence, worked out per
+ * cache class (the layers that cache the same bytes) rather than per
+ * layer. All arithmetic is 64-bit and checked: an overflow is an error,
+ * never a wrapped number. */
 #include "plan/memory.h"
 
 #include "base/checked.h"
 #include "model/states.h"
 
 #include <stdio.h>
+#include <string.h>
 
 typedef kvshard__calc calc;
 #define mul kvshard__calc_mul
@@ -26,9 +29,10 @@ uint32_t kvshard__replication_factor(const kvshard__model_info *model, uint32_t 
 {
     if (kvshard__num_kv_layers(model) == 0)
         return 1;
-    if (model->attention == KVSHARD_ATTENTION_MLA)
-        return tp;
-    return model->num_kv_heads && model->num_kv_heads < tp ? tp / model->num_kv_heads : 1;
+    if (model->attention != KVSHARD_ATTENTION_GQA)
+        return tp; /* one latent, on every rank */
+    uint32_t H = model->full.heads;
+    return H && H < tp ? tp / H : 1;
 }
 
 kvshard_dtype kvshard__state_dtype(const kvshard__model_info *model, const kvshard_options *options)
@@ -41,46 +45,166 @@ kvshard_dtype kvshard__state_dtype(const kvshard__model_info *model, const kvsha
 void kvshard__kv_heads(uint32_t *out_first, uint32_t *out_count, uint32_t heads, uint32_t tp,
                        uint32_t first, uint32_t last)
 {
+    if (heads == 0) {
+        *out_first = 0;
+        *out_count = 0;
+        return;
+    }
     uint64_t lo = (uint64_t)first * heads / tp;
     uint64_t hi = kvshard__ceil_div(((uint64_t)last + 1) * heads, tp);
     *out_first = (uint32_t)lo;
     *out_count = (uint32_t)(hi - lo);
 }
 
-/* Bytes per cached element, and whether they carry fp8 scales. */
-static unsigned kv_element_bytes(const kvshard__memory_inputs *in)
+/* Bytes per cached element. */
+static unsigned kv_element_bytes(const kvshard__model_info *m, const kvshard_options *o)
 {
-    kvshard_dtype d = in->options->kv_cache_dtype;
-    return kvshard__dtype_bytes(d == KVSHARD_DTYPE_AUTO ? in->model->dtype : d);
+    kvshard_dtype d = o->kv_cache_dtype;
+    return kvshard__dtype_bytes(d == KVSHARD_DTYPE_AUTO ? m->dtype : d);
 }
 
-static uint64_t layer_bytes(calc *c, const kvshard__memory_inputs *in, uint64_t heads)
+bool kvshard__kv_cache_fp8(const kvshard__model_info *model, const kvshard_options *options)
+{
+    return kv_element_bytes(model, options) == 1;
+}
+
+/* ---- one entry of each shape ---------------------------------------------------------- */
+
+/* One token of GQA KV with `heads` heads of geometry `g`: K and V, and at
+ * fp8 an fp32 scale for each of them per head. */
+static uint64_t gqa_entry(calc *c, const kvshard__geometry *g, uint64_t heads, unsigned e)
+{
+    uint64_t b = mul(c, mul(c, heads, (uint64_t)g->k_dim + g->v_dim), e);
+    return e == 1 ? add(c, b, mul(c, 8, heads)) : b;
+}
+
+/* One token of an MLA latent. At fp8 a DSA model keeps the layout both
+ * mainstream engines use (fp8 NoPE part with an fp32 scale per 128
+ * elements, RoPE part in bf16); other models one scale per latent. */
+static uint64_t mla_entry(calc *c, const kvshard__memory_inputs *in, unsigned e)
 {
     const kvshard__model_info *m = in->model;
-    unsigned e = kv_element_bytes(in);
-    bool fp8 = e == 1;
-    if (m->attention == KVSHARD_ATTENTION_MLA) {
-        uint64_t b = mul(c, (uint64_t)m->kv_lora_rank + m->qk_rope_head_dim, e);
-        if (fp8)
-            b = add(c, b, 4); /* one fp32 scale */
-        if (m->has_indexer)
-            b = add(c, b, fp8 ? (uint64_t)m->index_head_dim + 4 : mul(c, m->index_head_dim, e));
-        return b;
-    }
-    uint64_t b = mul(c, mul(c, 2 * heads, m->head_dim), e);
-    if (fp8)
-        b = add(c, b, mul(c, 8, heads)); /* fp32 scales for K and V of each head */
-    return b;
+    uint64_t lora = m->kv_lora_rank, rope = m->qk_rope_head_dim;
+    if (e != 1)
+        return mul(c, lora + rope, e);
+    if (m->has_indexer && !in->mla_v2_bytes)
+        return lora + 4 * kvshard__ceil_div(lora, 128) + 2 * rope;
+    return lora + rope + 4;
 }
 
-int kvshard__layer_bytes(uint64_t *out, const kvshard__memory_inputs *in, uint32_t heads,
-                         kvshard_error *err)
+/* One indexer key: fp8 with an fp32 scale per 128 elements, whatever the
+ * KV dtype (the second version's layout, dtype-sized, for a profile that
+ * keeps it). */
+static uint64_t index_key(calc *c, const kvshard__memory_inputs *in, unsigned e)
+{
+    uint64_t d = in->model->index_head_dim;
+    if (in->mla_v2_bytes)
+        return e == 1 ? d + 4 : mul(c, d, e);
+    return d + 4 * kvshard__ceil_div(d, 128);
+}
+
+/* One entry of a compressed model's latent: head_dim elements, or at fp8
+ * the fp8 NoPE part, the bf16 RoPE part and a scale byte per 64 NoPE
+ * elements, rounded up to 8 bytes. */
+static uint64_t latent_entry(calc *c, const kvshard__model_info *m, unsigned e)
+{
+    uint64_t d = m->latent_dim, rope = m->qk_rope_head_dim;
+    if (e != 1)
+        return mul(c, d, e);
+    uint64_t nope = d - rope;
+    return (nope + 2 * rope + kvshard__ceil_div(nope, 64) + 7) / 8 * 8;
+}
+
+/* The window of `tokens` tokens of `entry` bytes: whole blocks, plus the
+ * block being filled. */
+static uint64_t window(calc *c, const kvshard__memory_inputs *in, uint64_t entry, uint64_t tokens)
+{
+    uint32_t block = in->options->block_size;
+    c->in_block = true;
+    uint64_t w = mul(c, mul(c, entry, block), kvshard__ceil_div(tokens, block) + 1);
+    c->in_block = false;
+    return w;
+}
+
+/* The smallest power of two at least n. */
+static uint64_t pow2_at_least(uint64_t n)
+{
+    uint64_t p = 1;
+    while (p < n)
+        p <<= 1;
+    return p;
+}
+
+/* A compressed layer: the window of latents, and, when it keeps its own
+ * stream, one latent (and index key) per `ratio` tokens, rounded up per
+ * layer, with the compressor's float32 state for ratios of 2 and more. */
+static kvshard__cost compressed_cost(calc *c, const kvshard__memory_inputs *in,
+                                     const kvshard__class *k, unsigned e)
+{
+    const kvshard__model_info *m = in->model;
+    uint64_t E = latent_entry(c, m, e);
+    bool index = k->flags & KVSHARD__LAYER_INDEX_KEY;
+    kvshard__cost cost = {0, window(c, in, E, m->sliding_window), E};
+    if (!(k->flags & KVSHARD__LAYER_STREAM) || k->ratio == 0)
+        return cost;
+    uint64_t X = index_key(c, in, e);
+    cost.per_token = kvshard__ceil_div(E, k->ratio) + (index ? kvshard__ceil_div(X, k->ratio) : 0);
+    if (k->ratio >= 2) {
+        /* The ratio-4 compressor reads two overlapping windows. */
+        uint64_t coff = k->ratio == 4 ? 2 : 1, spec = in->options->num_speculative_tokens;
+        uint64_t slots = spec == 0 ? coff * k->ratio : pow2_at_least(coff * k->ratio + spec);
+        uint64_t dims = (uint64_t)m->latent_dim + (index ? m->index_head_dim : 0);
+        cost.per_seq = add(c, cost.per_seq, mul(c, mul(c, slots, 2 * coff), mul(c, dims, 4)));
+    }
+    return cost;
+}
+
+/* What one layer of class `k` keeps, with `full` heads of the full geometry
+ * and `sliding` of the sliding one. */
+static kvshard__cost class_cost(calc *c, const kvshard__memory_inputs *in, const kvshard__class *k,
+                                uint32_t full, uint32_t sliding)
+{
+    const kvshard__model_info *m = in->model;
+    unsigned e = kv_element_bytes(m, in->options);
+    bool gqa = m->attention == KVSHARD_ATTENTION_GQA;
+    kvshard__cost cost = {0, 0, 0};
+    switch (kvshard_kinds__of(k->kind)->shape) {
+    case KVSHARD__SHAPE_KV:
+        cost.per_token = gqa ? gqa_entry(c, &m->full, full, e) : mla_entry(c, in, e);
+        if (k->flags & KVSHARD__LAYER_INDEX_KEY)
+            cost.per_token = add(c, cost.per_token, index_key(c, in, e));
+        if (k->flags & (KVSHARD__LAYER_SPARSE_K | KVSHARD__LAYER_SPARSE_KV)) {
+            /* One head, in the model dtype, on every rank that keeps the layer. */
+            uint64_t parts = k->flags & KVSHARD__LAYER_SPARSE_KV ? 2 : 1;
+            cost.per_token =
+                add(c, cost.per_token,
+                    mul(c, parts * m->sparse_index_dim, kvshard__dtype_bytes(m->dtype)));
+        }
+        cost.entry = cost.per_token;
+        break;
+    case KVSHARD__SHAPE_WINDOW:
+        cost.entry = gqa ? gqa_entry(c, &m->sliding, sliding, e) : mla_entry(c, in, e);
+        cost.per_seq = window(c, in, cost.entry, m->sliding_window);
+        break;
+    case KVSHARD__SHAPE_CHUNK:
+        cost.entry = gqa ? gqa_entry(c, &m->full, full, e) : mla_entry(c, in, e);
+        cost.per_seq = window(c, in, cost.entry, m->chunk_size);
+        break;
+    case KVSHARD__SHAPE_COMPRESSED: cost = compressed_cost(c, in, k, e); break;
+    case KVSHARD__SHAPE_NONE:
+    default: break;
+    }
+    return cost;
+}
+
+int kvshard__layer_cost(kvshard__cost *out, const kvshard__memory_inputs *in, uint8_t cls,
+                        uint32_t full_heads, uint32_t sliding_heads, kvshard_error *err)
 {
     calc c = {false, false, false};
-    uint64_t b = layer_bytes(&c, in, heads);
+    kvshard__cost cost = class_cost(&c, in, &in->model->classes[cls], full_heads, sliding_heads);
     if (c.overflow)
-        return overflow_error(&c, in, "the KV bytes of a layer", err);
-    *out = b;
+        return overflow_error(&c, in, "the cache bytes of a layer", err);
+    *out = cost;
     return KVSHARD_OK;
 }
 
@@ -105,120 +229,146 @@ int kvshard__state_bytes(uint64_t *out, const kvshard__memory_inputs *in, kvshar
     return KVSHARD_OK;
 }
 
-/* A sliding layer keeps its window plus one block being filled, in blocks. */
-static uint64_t window_bytes(calc *c, const kvshard__memory_inputs *in, uint64_t own)
+/* ---- every rank ------------------------------------------------------------------------- */
+
+static uint32_t heads_of(uint32_t heads, uint32_t tp, uint32_t first, uint32_t last)
 {
-    uint32_t block = in->options->block_size;
+    uint32_t f, n;
+    kvshard__kv_heads(&f, &n, heads, tp, first, last);
+    return n;
+}
+
+/* Every class's cost with the given heads, into costs[0 .. classes). */
+static void all_costs(kvshard__cost *costs, calc *c, const kvshard__memory_inputs *in,
+                      uint32_t full, uint32_t sliding)
+{
+    const kvshard__model_info *m = in->model;
+    for (uint32_t k = 0; k < m->num_classes; k++)
+        costs[k] = class_cost(c, in, &m->classes[k], full, sliding);
+}
+
+/* What a rank keeps: `row` its owned KV layers per class, `stored` the
+ * costs of the KV classes as it stores them (its group's heads while
+ * split), `own` every class with its own heads. */
+static kvshard_rank_memory rank_figures(calc *c, const kvshard__memory_inputs *in,
+                                        const uint32_t *row, const kvshard__cost *stored,
+                                        const kvshard__cost *own, uint64_t state)
+{
+    const kvshard__model_info *m = in->model;
+    const kvshard_options *o = in->options;
+    const uint32_t *census = in->layers->class_census;
+    bool split = in->split > 1;
+    bool draft = o->num_speculative_tokens > 0 && in->count_draft_layers;
+    kvshard_rank_memory f = KVSHARD_RANK_MEMORY_INIT;
+    uint64_t per_seq = mul(c, in->layers->num_state, state);
+    uint64_t widest_token = 0, widest_seq = 0, drafts = 0;
+    for (uint32_t k = 0; k < m->num_classes; k++) {
+        if (kvshard_kinds__paged(m->classes[k].kind)) {
+            f.kv_bytes_per_token =
+                add(c, f.kv_bytes_per_token, mul(c, row[k], stored[k].per_token));
+            per_seq = add(c, per_seq, mul(c, row[k], stored[k].per_seq));
+            if (census[k] > 0) {
+                widest_token = stored[k].per_token > widest_token ? stored[k].per_token
+                                                                  : widest_token;
+                widest_seq = stored[k].per_seq > widest_seq ? stored[k].per_seq : widest_seq;
+            }
+        } else {
+            /* Windows and chunks stay on every rank. */
+            per_seq = add(c, per_seq, mul(c, census[k], own[k].per_seq));
+        }
+        if (draft && m->draft_census[k] > 0) {
+            drafts = add(c, drafts, mul(c, m->draft_census[k], own[k].per_token));
+            f.draft_bytes_per_seq =
+                add(c, f.draft_bytes_per_seq, mul(c, m->draft_census[k], own[k].per_seq));
+        }
+    }
+    /* While split, a rank computes each KV layer it does not own from a
+     * scratch copy: room for the largest. */
+    if (split && in->layers->num_kv > 0) {
+        f.scratch_bytes_per_token = mul(c, o->scratch_layers, widest_token);
+        f.scratch_bytes_per_seq = mul(c, o->scratch_layers, widest_seq);
+    }
+    f.draft_bytes_per_token = drafts;
+    uint64_t per_token =
+        add(c, add(c, f.kv_bytes_per_token, f.scratch_bytes_per_token), f.draft_bytes_per_token);
     c->in_block = true;
-    uint64_t w =
-        mul(c, mul(c, own, block), kvshard__ceil_div(in->model->sliding_window, block) + 1);
+    f.bytes_per_block = mul(c, o->block_size, per_token);
     c->in_block = false;
-    return w;
-}
-
-static uint32_t own_heads(const kvshard__memory_inputs *in, uint32_t r)
-{
-    uint32_t first, count;
-    if (in->model->num_kv_heads == 0)
-        return 0;
-    kvshard__kv_heads(&first, &count, in->model->num_kv_heads, in->tp, r, r);
-    return count;
-}
-
-int kvshard__window_bytes(uint64_t *out, const kvshard__memory_inputs *in, kvshard_error *err)
-{
-    calc c = {false, false, false};
-    uint64_t w = window_bytes(&c, in, layer_bytes(&c, in, own_heads(in, 0)));
-    if (c.overflow)
-        return overflow_error(&c, in, "the sliding-window bytes", err);
-    *out = w;
-    return KVSHARD_OK;
+    f.state_bytes_per_seq = add(c, per_seq, f.draft_bytes_per_seq);
+    return f;
 }
 
 int kvshard__memory_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inputs *in,
                           kvshard_error *err)
 {
     const kvshard__model_info *m = in->model;
-    const kvshard_options *o = in->options;
     calc c = {false, false, false};
     uint64_t state = state_bytes(&c, in);
     if (c.overflow)
         return overflow_error(&c, in, "the recurrent state bytes", err);
-    bool split = in->split > 1;
-    bool has_kv = in->layers->num_kv > 0;
-    bool draft = o->num_speculative_tokens > 0 && in->count_draft_layers;
-    uint32_t H = m->num_kv_heads, T = in->tp;
-    uint64_t group_bytes = 0, own = 0;
-    uint32_t group_of_bytes = UINT32_MAX, heads_of_own = UINT32_MAX;
-    uint32_t prev_heads = 0, prev_owned = 0; /* the inputs of rank r - 1 */
-    uint64_t prev_stored = 0;
-    /* When H and T divide one another, as planning requires of a model that
-     * stores KV, every rank holds as many heads as rank 0: the divisions
-     * of kvshard__kv_heads() are then done once, not for every rank. */
-    bool same_heads = H == 0 || T % H == 0 || H % T == 0;
+    uint32_t T = in->tp, S = in->split, C = m->num_classes;
+    bool split = S > 1;
+    kvshard__cost own[KVSHARD__MAX_CLASSES], group[KVSHARD__MAX_CLASSES];
+    /* The inputs the costs were last worked out for, and rank r - 1's. */
+    uint32_t own_full = UINT32_MAX, own_sliding = UINT32_MAX, group_full = UINT32_MAX;
+    const uint32_t *prev_row = NULL;
     uint32_t s = 0, g = 0; /* r % S_eff and r / S_eff, counted */
     for (uint32_t r = 0; r < T; r++) {
-        /* Ranks differ only in their KV heads, their group's and the layers
+        /* Ranks differ only in their heads, their group's and the layers
          * they own, and most ranks share all three with the one before. */
-        uint32_t heads = r > 0 && same_heads ? heads_of_own : own_heads(in, r);
-        if (heads != heads_of_own) {
-            own = layer_bytes(&c, in, heads);
-            heads_of_own = heads;
-        }
-        uint64_t stored = own;
-        if (split) {
-            /* The owner of a layer holds the KV heads of its whole group. */
-            if (g != group_of_bytes) {
-                uint32_t first, count = 0;
-                if (H)
-                    kvshard__kv_heads(&first, &count, H, T, g * in->split,
-                                      g * in->split + in->split - 1);
-                group_bytes = layer_bytes(&c, in, count);
-                group_of_bytes = g;
-            }
-            stored = group_bytes;
-        }
-        uint32_t owned = in->owned[s];
-        if (++s == in->split) {
+        uint32_t full = heads_of(m->full.heads, T, r, r);
+        uint32_t sliding = heads_of(m->sliding.heads, T, r, r);
+        uint32_t gfull = split ? heads_of(m->full.heads, T, g * S, g * S + S - 1) : full;
+        const uint32_t *row = in->owned + (size_t)s * C;
+        bool same = r > 0 && !c.overflow && full == own_full && sliding == own_sliding &&
+                    gfull == group_full && memcmp(row, prev_row, C * sizeof *row) == 0;
+        if (++s == S) {
             s = 0;
             g++;
         }
-        if (r > 0 && !c.overflow && heads == prev_heads && stored == prev_stored &&
-            owned == prev_owned) {
+        if (same) {
             ranks[r] = ranks[r - 1]; /* the same figures, computed without an overflow */
             continue;
         }
-        prev_heads = heads;
-        prev_stored = stored;
-        prev_owned = owned;
-        kvshard_rank_memory f = KVSHARD_RANK_MEMORY_INIT;
-        f.kv_bytes_per_token = mul(&c, owned, stored);
-        f.scratch_bytes_per_token = split && has_kv ? mul(&c, o->scratch_layers, stored) : 0;
-        f.draft_bytes_per_token = draft ? mul(&c, m->num_draft_layers, own) : 0;
-        uint64_t per_token = add(&c, add(&c, f.kv_bytes_per_token, f.scratch_bytes_per_token),
-                                 f.draft_bytes_per_token);
-        c.in_block = true;
-        f.bytes_per_block = mul(&c, o->block_size, per_token);
-        c.in_block = false;
-        /* Per sequence: the state of every layer that keeps one, and the
-         * window of every layer that keeps a window, each on every rank. */
-        uint64_t per_seq = 0;
-        for (uint8_t k = 0; k < KVSHARD__KIND_COUNT; k++) {
-            const kvshard_kinds__row *row = kvshard_kinds__of(k);
-            uint64_t n = in->layers->census[k];
-            if (n && row->state)
-                per_seq = add(&c, per_seq, mul(&c, n, state));
-            if (n && row->window)
-                per_seq = add(&c, per_seq, mul(&c, n, window_bytes(&c, in, own)));
+        if (full != own_full || sliding != own_sliding) {
+            all_costs(own, &c, in, full, sliding);
+            own_full = full;
+            own_sliding = sliding;
+            group_full = UINT32_MAX;
         }
-        f.state_bytes_per_seq = per_seq;
+        if (split && gfull != group_full)
+            all_costs(group, &c, in, gfull, sliding);
+        group_full = gfull;
+        prev_row = row;
+        ranks[r] = rank_figures(&c, in, row, split ? group : own, own, state);
         if (c.overflow) {
             char what[64];
             snprintf(what, sizeof what, "the memory figures of TP rank %u", r);
             return overflow_error(&c, in, what, err);
         }
-        ranks[r] = f;
     }
+    return KVSHARD_OK;
+}
+
+int kvshard__unsplit_bytes_per_block(uint64_t *out, const kvshard__memory_inputs *in,
+                                     kvshard_error *err)
+{
+    const kvshard__model_info *m = in->model;
+    calc c = {false, false, false};
+    uint32_t full = heads_of(m->full.heads, in->tp, 0, 0);
+    uint32_t sliding = heads_of(m->sliding.heads, in->tp, 0, 0);
+    uint64_t per_token = 0;
+    for (uint32_t k = 0; k < m->num_classes; k++) {
+        uint32_t n = in->layers->class_census[k];
+        if (n && kvshard_kinds__paged(m->classes[k].kind))
+            per_token =
+                add(&c, per_token,
+                    mul(&c, n, class_cost(&c, in, &m->classes[k], full, sliding).per_token));
+    }
+    c.in_block = true;
+    *out = mul(&c, per_token, in->options->block_size);
+    if (c.overflow)
+        return overflow_error(&c, in, "the unsplit bytes per block", err);
     return KVSHARD_OK;
 }
 

@@ -1,7 +1,7 @@
 /* Bytes per token and per sequence of every rank: pure functions of the
  * model's figures, the settled options, T, S_eff, the layers the ranks hold
- * (a range and its census) and how many KV layers each split rank owns.
- * They know nothing of the plan object. */
+ * (a range and the census of its cache classes) and how many KV layers of
+ * each class each split rank owns. They know nothing of the plan object. */
 #ifndef KVSHARD_PLAN_MEMORY_H
 #define KVSHARD_PLAN_MEMORY_H
 
@@ -12,45 +12,61 @@ typedef struct kvshard__memory_inputs {
     const kvshard_options *options; /* settled: block_size and max_seqs set */
     uint32_t tp;                    /* T */
     uint32_t split;                 /* S_eff */
-    const uint32_t *owned;          /* KV layers each split rank owns: `split` entries */
-    const kvshard__range *layers;   /* the layers the ranks hold */
-    bool count_draft_layers;        /* the profile counts draft layers' KV */
+    /* KV layers of each class each split rank owns: `split` rows of
+     * model->num_classes entries. */
+    const uint32_t *owned;
+    const kvshard__range *layers; /* the layers the ranks hold */
+    bool count_draft_layers;      /* the profile counts draft layers' KV */
+    bool mla_v2_bytes;            /* the profile keeps MLA and DSA at the second version's sizes */
     /* Names the model file when the model's own figures overflow. An
      * overflow scaled by block_size names no source, so that a deployment
      * can point at its option. */
     const char *model_source;
 } kvshard__memory_inputs;
 
-/* How many TP ranks hold a copy of each KV head without the split: T/H_kv
- * for GQA with fewer KV heads than ranks, T for MLA, 1 otherwise and for a
- * model with no KV layer. */
+/* What one layer of a class keeps on one rank. */
+typedef struct kvshard__cost {
+    uint64_t per_token; /* paged bytes per token: KV, index keys, a compressed stream */
+    uint64_t per_seq;   /* per sequence: a window, a chunk, compressor state */
+    uint64_t entry;     /* bytes of one token's entry (a window's or chunk's too) */
+} kvshard__cost;
+
+/* How many TP ranks hold a copy of each KV head without the split: T/H
+ * for GQA with fewer KV heads of the full geometry than ranks, T for MLA
+ * and compressed attention, 1 otherwise and for a model with no KV layer. */
 uint32_t kvshard__replication_factor(const kvshard__model_info *model, uint32_t tp);
 
 /* The state dtype in force: the option, else the model's own. */
 kvshard_dtype kvshard__state_dtype(const kvshard__model_info *model,
                                    const kvshard_options *options);
 
+/* Whether the KV cache is fp8: kv_cache_dtype fp8, or auto with an fp8 model. */
+bool kvshard__kv_cache_fp8(const kvshard__model_info *model, const kvshard_options *options);
+
 /* KV heads TP ranks first..last hold together: rank r holds heads
  * [r*H/T, (r+1)*H/T) when H >= T, else head floor(r*H/T). First head and
- * count into *out_first and *out_count. */
+ * count into *out_first and *out_count (0 and 0 when H is 0). */
 void kvshard__kv_heads(uint32_t *out_first, uint32_t *out_count, uint32_t heads, uint32_t tp,
                        uint32_t first, uint32_t last);
 
-/* Bytes per token of one KV layer holding `heads` KV heads (ignored for
- * MLA). EOVERFLOW past 64 bits. */
-int kvshard__layer_bytes(uint64_t *out, const kvshard__memory_inputs *in, uint32_t heads,
-                         kvshard_error *err);
+/* What one layer of class `cls` keeps with `full_heads` heads of the full
+ * geometry and `sliding_heads` of the sliding one. EOVERFLOW past 64 bits. */
+int kvshard__layer_cost(kvshard__cost *out, const kvshard__memory_inputs *in, uint8_t cls,
+                        uint32_t full_heads, uint32_t sliding_heads, kvshard_error *err);
 
 /* Per-sequence state of one linear or hybrid layer on one rank. */
 int kvshard__state_bytes(uint64_t *out, const kvshard__memory_inputs *in, kvshard_error *err);
-
-/* Per-sequence window of one sliding layer on one rank. */
-int kvshard__window_bytes(uint64_t *out, const kvshard__memory_inputs *in, kvshard_error *err);
 
 /* Every rank's bytes per token, per block and per sequence into `ranks` (T
  * entries); the block counts are left for the capacity. */
 int kvshard__memory_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inputs *in,
                           kvshard_error *err);
+
+/* The bytes per block of every KV layer of the range stored unsplit on TP
+ * rank 0 (no draft layers): what an engine that does not split sizes a
+ * block by. EOVERFLOW past 64 bits. */
+int kvshard__unsplit_bytes_per_block(uint64_t *out, const kvshard__memory_inputs *in,
+                                     kvshard_error *err);
 
 /* The largest bytes per token and per block of T ranks. */
 void kvshard__largest_figures(uint64_t *out_kv_bytes_per_token, uint64_t *out_bytes_per_block,

@@ -10,27 +10,55 @@
 
 #include <string.h>
 
-void kvshard__owned_counts(uint32_t *counts, const uint8_t *kinds, const kvshard__range *layers,
+/* The only KV class of a range, UINT32_MAX when it has several, `classes`
+ * when none. */
+static uint32_t single_kv_class(const uint8_t *kinds, const uint8_t *class_of, uint32_t classes,
+                                const kvshard__range *layers)
+{
+    uint32_t found = classes;
+    uint32_t end = layers->first + layers->count;
+    for (uint32_t i = layers->first; i < end; i++) {
+        if (!kvshard_kinds__paged(kinds[i]) || class_of[i] == found)
+            continue;
+        if (found != classes)
+            return UINT32_MAX;
+        found = class_of[i];
+    }
+    return found;
+}
+
+void kvshard__owned_counts(uint32_t *counts, uint32_t *by_class, const uint8_t *kinds,
+                           const uint8_t *class_of, uint32_t classes, const kvshard__range *layers,
                            uint32_t split, kvshard_ownership rule)
 {
     uint32_t n_kv = layers->num_kv;
-    if (rule == KVSHARD_OWNERSHIP_GLOBAL) {
+    uint32_t only = by_class ? single_kv_class(kinds, class_of, classes, layers) : classes;
+    if (by_class)
+        memset(by_class, 0, (size_t)split * classes * sizeof *by_class);
+    if (rule == KVSHARD_OWNERSHIP_GLOBAL || only == UINT32_MAX) {
         uint32_t paged = kvshard_kinds__paged_mask();
         memset(counts, 0, split * sizeof *counts);
         kvshard__owner_walk walk;
         kvshard__owner_walk_begin(&walk, layers, split, rule);
         uint32_t end = layers->first + layers->count;
         for (uint32_t i = layers->first; i < end; i++) {
-            if (paged >> kinds[i] & 1u)
-                counts[kvshard__owner_next(&walk)]++;
-            else
+            if (!(paged >> kinds[i] & 1u)) {
                 kvshard__owner_skip(&walk);
+                continue;
+            }
+            uint32_t s = kvshard__owner_next(&walk);
+            counts[s]++;
+            if (by_class)
+                by_class[(size_t)s * classes + class_of[i]]++;
         }
         return;
     }
     /* Ordinal and contiguous give the same counts: q+1 to the first m. */
-    for (uint32_t s = 0; s < split; s++)
+    for (uint32_t s = 0; s < split; s++) {
         counts[s] = n_kv / split + (s < n_kv % split);
+        if (by_class && only < classes)
+            by_class[(size_t)s * classes + only] = counts[s];
+    }
 }
 
 #if defined(__GNUC__)
@@ -79,8 +107,52 @@ static ALWAYS_INLINE void split_pass(const kvshard__owners *out, const uint8_t *
     }
 }
 
+/* The owners of a split range: each split rank's count first, so that one
+ * pass puts every KV layer straight into its owner's list. */
+static void split_layers(const kvshard__owners *out, const uint8_t *kinds,
+                         const kvshard__range *range, uint32_t split, kvshard_ownership rule,
+                         uint32_t paged, uint32_t stateful, uint32_t keeps)
+{
+    uint32_t *restrict counts = out->counts, *restrict offsets = out->offsets;
+    kvshard__owned_counts(counts, NULL, kinds, NULL, 0, range, split, rule);
+    offsets[0] = 0;
+    for (uint32_t s = 0; s < split; s++) {
+        offsets[s + 1] = offsets[s] + counts[s];
+        counts[s] = 0; /* counted again by the pass, as each list fills */
+    }
+    switch (rule) {
+    case KVSHARD_OWNERSHIP_GLOBAL:
+        split_pass(out, kinds, range, split, KVSHARD_OWNERSHIP_GLOBAL, paged, stateful, keeps);
+        break;
+    case KVSHARD_OWNERSHIP_CONTIGUOUS:
+        split_pass(out, kinds, range, split, KVSHARD_OWNERSHIP_CONTIGUOUS, paged, stateful, keeps);
+        break;
+    case KVSHARD_OWNERSHIP_ORDINAL:
+    default:
+        split_pass(out, kinds, range, split, KVSHARD_OWNERSHIP_ORDINAL, paged, stateful, keeps);
+        break;
+    }
+}
+
+/* A layer that reads another's cache keeps nothing and reports its source's
+ * owner (none when the source lies outside the range). */
+static void report_sources(const kvshard__owners *out, const uint8_t *kinds,
+                           const int32_t *kv_source, const kvshard__range *range)
+{
+    uint32_t end = range->first + range->count;
+    for (uint32_t i = range->first; i < end; i++) {
+        int32_t src = kv_source[i];
+        if (src < 0 || !kvshard_kinds__of(kinds[i])->reads_source)
+            continue;
+        bool inside = (uint32_t)src >= range->first && (uint32_t)src < end;
+        out->owner[i] = inside ? out->owner[src] : KVSHARD_OWNER_NONE;
+        out->held_by[i] = KVSHARD_OWNER_NONE;
+    }
+}
+
 void kvshard__assign_owners(const kvshard__owners *out, const uint8_t *kinds,
-                            const kvshard__range *range, uint32_t split, kvshard_ownership rule)
+                            const int32_t *kv_source, const kvshard__range *range, uint32_t split,
+                            kvshard_ownership rule)
 {
     /* Bits of the kinds with paged KV, with a state, and that keep anything:
      * each layer then tests a bit in a register. */
@@ -110,27 +182,8 @@ void kvshard__assign_owners(const kvshard__owners *out, const uint8_t *kinds,
         counts[0] = kv;
         offsets[0] = 0;
         offsets[1] = kv;
-        return;
-    }
-    /* Each split rank's count first, so that one pass puts every KV layer
-     * straight into its owner's list. */
-    kvshard__owned_counts(counts, kinds, range, split, rule);
-    offsets[0] = 0;
-    for (uint32_t s = 0; s < split; s++) {
-        offsets[s + 1] = offsets[s] + counts[s];
-        counts[s] = 0; /* counted again by the pass, as each list fills */
-    }
-    switch (rule) {
-    case KVSHARD_OWNERSHIP_GLOBAL:
-        split_pass(out, kinds, range, split, KVSHARD_OWNERSHIP_GLOBAL, paged, stateful, keeps);
-        break;
-    case KVSHARD_OWNERSHIP_CONTIGUOUS:
-        split_pass(out, kinds, range, split, KVSHARD_OWNERSHIP_CONTIGUOUS, paged, stateful, keeps);
-        break;
-    case KVSHARD_OWNERSHIP_ORDINAL:
-    default:
-        split_pass(out, kinds, range, split, KVSHARD_OWNERSHIP_ORDINAL, paged, stateful, keeps);
-        break;
+    } else {
+        split_layers(out, kinds, range, split, rule, paged, stateful, keeps);
     }
     /* A layer with both paged KV and a state: its state is on every rank,
      * whoever owns its KV. */
@@ -139,4 +192,6 @@ void kvshard__assign_owners(const kvshard__owners *out, const uint8_t *kinds,
             out->held_by[i] =
                 (paged & stateful) >> kinds[i] & 1u ? KVSHARD_OWNER_ALL : out->owner[i];
     }
+    if (kv_source)
+        report_sources(out, kinds, kv_source, range);
 }

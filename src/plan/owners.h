@@ -68,9 +68,12 @@ static inline uint32_t kvshard__owner_next(kvshard__owner_walk *w)
 }
 
 /* KV layers each of `split` split ranks owns among `layers` of a model with
- * `kinds`. Only the global rule's counts depend on where the KV layers
- * stand, and only it reads the kinds. */
-void kvshard__owned_counts(uint32_t *counts, const uint8_t *kinds, const kvshard__range *layers,
+ * `kinds`, into counts[split], and, when `by_class` is given, per class
+ * into by_class[s * classes + c] (`class_of` the layers' classes). Only the
+ * global rule's totals depend on where the KV layers stand; the counts by
+ * class do whenever the range has KV layers of more than one class. */
+void kvshard__owned_counts(uint32_t *counts, uint32_t *by_class, const uint8_t *kinds,
+                           const uint8_t *class_of, uint32_t classes, const kvshard__range *layers,
                            uint32_t split, kvshard_ownership rule);
 
 /* Where the owners of a range of layers go: per layer of the model (the
@@ -90,8 +93,12 @@ typedef struct kvshard__owners {
     uint32_t *layers;
 } kvshard__owners;
 
-/* Assign the owners of `layers` by `rule` with split size `split`. */
+/* Assign the owners of `layers` by `rule` with split size `split`. A layer
+ * that reads another's cache (kv_source[i] >= 0 for a kind that keeps none
+ * of its own; kv_source NULL when no layer does) holds nothing and reports
+ * its source's owner. */
 void kvshard__assign_owners(const kvshard__owners *out, const uint8_t *kinds,
-                            const kvshard__range *layers, uint32_t split, kvshard_ownership rule);
+                            const int32_t *kv_source, const kvshard__range *layers, uint32_t split,
+                            kvshard_ownership rule);
 
 #endif /* KVSHARD_PLAN_OWNERS_H */

@@ -24,24 +24,6 @@ kvshard_blocks kvshard__blocks_of(const kvshard__capacity *c)
     return b;
 }
 
-int kvshard__unsplit_bytes_per_block(uint64_t *out, const kvshard__memory_inputs *in,
-                                     kvshard_error *err)
-{
-    uint32_t first, heads = 0;
-    if (in->model->num_kv_heads)
-        kvshard__kv_heads(&first, &heads, in->model->num_kv_heads, in->tp, 0, 0);
-    uint64_t own = 0, unsplit;
-    int rc = kvshard__layer_bytes(&own, in, heads, err);
-    if (rc)
-        return rc;
-    if (!kvshard__mul(&unsplit, own, in->layers->num_kv) ||
-        !kvshard__mul(out, unsplit, in->options->block_size))
-        return kvshard__fail(err, KVSHARD_EOVERFLOW, "", kvshard__no_mark,
-                             "the unsplit bytes per block overflow 64 bits at block_size %u tokens",
-                             in->options->block_size);
-    return KVSHARD_OK;
-}
-
 kvshard_uniform kvshard__uniform_of(const kvshard_rank_memory *ranks, uint32_t tp,
                                     const kvshard__planning *pl, uint64_t unsplit_bytes_per_block,
                                     uint64_t memory, bool has_memory)
@@ -86,9 +68,10 @@ kvshard__memory_inputs kvshard__plan_memory_inputs(const kvshard_plan *plan)
                                  &plan->options,
                                  plan->tp,
                                  plan->split,
-                                 plan->owned_counts,
+                                 plan->owned_by_class,
                                  &plan->layers,
                                  plan->profile->counts_draft_layers,
+                                 plan->profile->mla_v2_bytes,
                                  plan->source};
     return in;
 }
@@ -122,10 +105,9 @@ static int compute_uniform(kvshard_plan *p, kvshard_error *err)
         p->tp <= SCRATCH_RANKS ? local : kvshard__alloc(&p->alloc, p->tp, sizeof *ranks);
     if (!ranks)
         return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
-    uint32_t all = p->layers.num_kv;
     kvshard__memory_inputs in = kvshard__plan_memory_inputs(p);
     in.split = 1;
-    in.owned = &all;
+    in.owned = p->layers.class_census; /* one split rank owns every KV layer */
     int rc = kvshard__memory_ranks(ranks, &in, err);
     if (rc == KVSHARD_OK)
         p->uniform = kvshard__uniform_of(ranks, p->tp, &pl, p->unsplit_bytes_per_block, p->memory,
@@ -197,13 +179,15 @@ static bool carve(size_t *at, size_t *end, size_t n, size_t size, size_t align)
     return true;
 }
 
-/* Whether some layer keeps paged KV and a state: only then does a split
- * plan hold a layer on a rank that does not own it. */
-static bool has_split_state(const kvshard__model_info *m)
+/* Whether a layer's holders differ from its owner: a layer that keeps
+ * paged KV and a state (a split plan holds it on ranks that do not own its
+ * KV), or a layer that reads another's cache (it reports an owner and is
+ * held by none). */
+static bool holders_differ(const kvshard__model_info *m, uint32_t split)
 {
     for (uint8_t k = 0; k < KVSHARD__KIND_COUNT; k++) {
         const kvshard_kinds__row *row = kvshard_kinds__of(k);
-        if (row->paged_kv && row->state && m->count[k] > 0)
+        if (m->count[k] > 0 && ((split > 1 && row->paged_kv && row->state) || row->reads_source))
             return true;
     }
     return false;
@@ -218,9 +202,11 @@ static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model 
 {
     size_t L = model->info.num_layers, n_kv = kvshard__num_kv_layers(&model->info);
     size_t type_len = strlen(model->model_type) + 1, source_len = strlen(model->source) + 1;
-    size_t held = S > 1 && has_split_state(&model->info) ? L : 0;
+    size_t held = holders_differ(&model->info, S) ? L : 0;
+    size_t sources = model->kv_source ? L : 0, C = model->info.num_classes;
     size_t end = sizeof(kvshard_plan), ranks, owner, held_by, kv_slot, state_slot, split_rank_of,
-           owned_offsets, owned_layers, owned_counts, kinds, model_type, source;
+           owned_offsets, owned_layers, owned_counts, owned_by_class, kv_source, kinds, class_of,
+           model_type, source;
     if (!carve(&ranks, &end, T, sizeof(kvshard_rank_memory), sizeof(uint64_t)) ||
         !carve(&owner, &end, L, sizeof(int32_t), sizeof(uint32_t)) ||
         !carve(&held_by, &end, held, sizeof(int32_t), sizeof(uint32_t)) ||
@@ -230,8 +216,10 @@ static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model 
         !carve(&owned_offsets, &end, (size_t)S + 1, sizeof(uint32_t), sizeof(uint32_t)) ||
         !carve(&owned_layers, &end, n_kv, sizeof(uint32_t), sizeof(uint32_t)) ||
         !carve(&owned_counts, &end, S, sizeof(uint32_t), sizeof(uint32_t)) ||
-        !carve(&kinds, &end, L, 1, 1) || !carve(&model_type, &end, type_len, 1, 1) ||
-        !carve(&source, &end, source_len, 1, 1))
+        !carve(&owned_by_class, &end, (size_t)S * C, sizeof(uint32_t), sizeof(uint32_t)) ||
+        !carve(&kv_source, &end, sources, sizeof(int32_t), sizeof(int32_t)) ||
+        !carve(&kinds, &end, L, 1, 1) || !carve(&class_of, &end, L, 1, 1) ||
+        !carve(&model_type, &end, type_len, 1, 1) || !carve(&source, &end, source_len, 1, 1))
         return NULL;
     char *block = kvshard__alloc(a, 1, end);
     if (!block)
@@ -252,7 +240,12 @@ static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model 
     p->owned_offsets = (uint32_t *)(void *)(block + owned_offsets);
     p->owned_layers = (uint32_t *)(void *)(block + owned_layers);
     p->owned_counts = (uint32_t *)(void *)(block + owned_counts);
+    p->owned_by_class = (uint32_t *)(void *)(block + owned_by_class);
+    p->kv_source = sources ? (int32_t *)(void *)(block + kv_source) : NULL;
+    if (sources)
+        memcpy(p->kv_source, model->kv_source, L * sizeof *p->kv_source);
     p->kinds = (uint8_t *)(block + kinds);
+    p->class_of = (uint8_t *)(block + class_of);
     p->model_type = block + model_type;
     memcpy(p->model_type, model->model_type, type_len);
     p->source = block + source;
@@ -309,11 +302,15 @@ int kvshard__plan_create(kvshard_plan **out, const kvshard_model *model,
     p->split = S;
     p->replication = kvshard__replication_factor(&model->info, T);
     p->state_dtype = kvshard__state_dtype(&model->info, &pl.options);
-    memcpy(p->kinds, model->kinds, model->info.num_layers);
-    kvshard__range_of(&p->layers, p->kinds, 0, model->info.num_layers);
+    uint32_t L = model->info.num_layers;
+    memcpy(p->kinds, model->kinds, L);
+    memcpy(p->class_of, model->class_of, L);
+    kvshard__range_of(&p->layers, p->kinds, p->class_of, 0, L);
+    kvshard__owned_counts(p->owned_counts, p->owned_by_class, p->kinds, p->class_of,
+                          p->model.num_classes, &p->layers, S, pl.options.ownership);
     kvshard__owners owners = {p->owner,         p->held_by,      p->kv_slot,     p->state_slot,
                               p->owned_offsets, p->owned_counts, p->owned_layers};
-    kvshard__assign_owners(&owners, p->kinds, &p->layers, S, pl.options.ownership);
+    kvshard__assign_owners(&owners, p->kinds, p->kv_source, &p->layers, S, pl.options.ownership);
     for (uint32_t r = 0; r < T; r++)
         p->split_rank_of[r] = r % S;
     if ((rc = compute_memory(p, model, blame, err)) != 0) {

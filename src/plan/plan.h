@@ -28,7 +28,10 @@ struct kvshard_plan {
     uint32_t split;          /* S_eff */
     kvshard__model_info model;
     int32_t *owner; /* split rank, KVSHARD_OWNER_ALL or KVSHARD_OWNER_NONE per layer */
-    uint8_t *kinds; /* kvshard_layer_kind per decoder layer */
+    uint8_t *kinds;    /* kvshard_layer_kind per decoder layer */
+    uint8_t *class_of; /* per decoder layer: its cache class in model.classes */
+    int32_t *kv_source; /* per decoder layer: the layer whose cache it reads, or -1; NULL
+                           when no layer reads another's */
     kvshard_allocator alloc;
     char *model_type;
     char *source;            /* the model's source */
@@ -43,6 +46,7 @@ struct kvshard_plan {
     uint32_t *owned_offsets;          /* S_eff + 1 offsets into owned_layers */
     uint32_t *owned_layers;           /* KV layers, grouped by owning split rank */
     uint32_t *owned_counts;           /* S_eff entries: KV layers each split rank owns */
+    uint32_t *owned_by_class;         /* S_eff rows of model.num_classes: the same by class */
     kvshard_rank_memory *ranks;       /* per TP rank */
     uint64_t state_per_layer;         /* one linear or hybrid layer's state per sequence */
     uint64_t unsplit_bytes_per_block; /* all KV layers stored unsplit, no draft */
@@ -104,12 +108,6 @@ int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *mo
 int kvshard__planning_budget(uint64_t *out, bool *has, const kvshard__planning *pl,
                              const kvshard_model *model, uint32_t tp, uint32_t split,
                              const char **blame, kvshard_error *err);
-
-/* The bytes per block of every KV layer stored unsplit on TP rank 0 (no
- * draft layers): what an engine that does not split sizes a block by.
- * EOVERFLOW past 64 bits. */
-int kvshard__unsplit_bytes_per_block(uint64_t *out, const kvshard__memory_inputs *in,
-                                     kvshard_error *err);
 
 /* The inputs of the memory functions for this plan. */
 kvshard__memory_inputs kvshard__plan_memory_inputs(const kvshard_plan *plan);

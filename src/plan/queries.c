@@ -136,11 +136,16 @@ int kvshard_plan_layer_storage(kvshard_layer_storage *out, const kvshard_plan *p
     if (layer >= plan->model.num_layers)
         return KVSHARD_ELAYER;
     kvshard_layer_storage st = KVSHARD_LAYER_STORAGE_INIT;
-    uint8_t kind = plan->kinds[layer];
-    uint32_t S = plan->split, H = plan->model.num_kv_heads;
+    uint8_t kind = plan->kinds[layer], cls = plan->class_of[layer];
+    const kvshard__model_info *m = &plan->model;
+    const kvshard__class *k = &m->classes[cls];
+    uint32_t S = plan->split;
     kvshard__memory_inputs in = kvshard__plan_memory_inputs(plan);
     st.kind = (kvshard_layer_kind)kind;
     st.stores_kv = kvshard_plan_stores_kv(plan, tp_rank, layer);
+    st.kv_source = plan->kv_source ? plan->kv_source[layer] : -1;
+    st.compress_ratio = k->ratio;
+    st.index_key = kvshard__class_has_index(k);
     const kvshard_kinds__row *row = kvshard_kinds__of(kind);
     if (row->state) {
         st.state_slot = (int32_t)plan->state_slot[layer];
@@ -153,7 +158,8 @@ int kvshard_plan_layer_storage(kvshard_layer_storage *out, const kvshard_plan *p
             (int32_t)(owner == KVSHARD_OWNER_ALL ? tp_rank : group + (uint32_t)owner);
     }
     uint32_t first = tp_rank, last = tp_rank;
-    bool holds = st.stores_kv || row->window;
+    if (!st.stores_kv && !row->window)
+        return kvshard__copy_out(out, &st, sizeof *out, sizeof *out) ? KVSHARD_OK : KVSHARD_EINVAL;
     if (st.stores_kv) {
         st.kv_slot = (int32_t)plan->kv_slot[layer];
         if (S > 1) { /* the owner holds its whole group's heads */
@@ -161,18 +167,22 @@ int kvshard_plan_layer_storage(kvshard_layer_storage *out, const kvshard_plan *p
             last = first + S - 1;
         }
     }
-    if (holds) {
-        uint32_t count = 0;
-        if (plan->model.attention == KVSHARD_ATTENTION_GQA && H)
-            kvshard__kv_heads(&st.kv_head_first, &count, H, plan->tp, first, last);
-        st.kv_head_count = count;
-        if (kvshard__layer_bytes(&st.kv_bytes_per_token, &in, count, NULL) != KVSHARD_OK)
-            return KVSHARD_EOVERFLOW; /* not reached: the plan's figures fit */
-        if (plan->model.attention == KVSHARD_ATTENTION_MLA)
-            st.kv_head_first = 0;
-    }
-    if (row->window && kvshard__window_bytes(&st.state_bytes_per_seq, &in, NULL) != KVSHARD_OK)
-        return KVSHARD_EOVERFLOW;
+    /* The heads of the layer's own geometry: a sliding layer's, or the full
+     * layers' for every other kind. */
+    bool sliding = kind == KVSHARD_LAYER_SLIDING_ATTENTION;
+    uint32_t heads = m->attention != KVSHARD_ATTENTION_GQA ? 0
+                     : sliding                             ? m->sliding.heads
+                                                           : m->full.heads;
+    uint32_t count = 0, head_first = 0;
+    kvshard__kv_heads(&head_first, &count, heads, plan->tp, first, last);
+    st.kv_head_first = count ? head_first : 0;
+    st.kv_head_count = count;
+    kvshard__cost cost;
+    if (kvshard__layer_cost(&cost, &in, cls, sliding ? 0 : count, sliding ? count : 0, NULL) !=
+        KVSHARD_OK)
+        return KVSHARD_EOVERFLOW; /* not reached: the plan's figures fit */
+    st.kv_bytes_per_token = row->window ? cost.entry : cost.per_token;
+    st.state_bytes_per_seq += cost.per_seq;
     return kvshard__copy_out(out, &st, sizeof *out, sizeof *out) ? KVSHARD_OK : KVSHARD_EINVAL;
 }
 
@@ -389,7 +399,8 @@ int kvshard_plan_describe_rank(char *buf, size_t cap, const kvshard_plan *plan, 
 kvshard__plan_view kvshard__plan_view_of(const kvshard_plan *p)
 {
     kvshard__plan_view v = {&p->model,       p->model_type,   p->kinds,
-                            p->owner,        &p->options,     p->profile,
+                            p->owner,        p->class_of,     p->kv_source,
+                            &p->options,     p->profile,
                             p->tp,           p->split,        p->replication,
                             p->state_dtype,  p->ranks,        p->split_rank_of,
                             p->owned_offsets, p->owned_layers, p->owned_counts,

@@ -48,15 +48,73 @@ int kvshard__planning_budget(uint64_t *out, bool *has, const kvshard__planning *
     return pl->profile->budget(out, has, &c, blame, err);
 }
 
-/* Whether the plan stores KV at all: KV layers, windows, or counted draft
- * layers. The KV heads are checked only then. */
-static bool stores_kv(const kvshard__model_info *m, const kvshard_options *o)
+/* Draft layers of `kind` among those the model counts with speculation. */
+static uint32_t drafts_of(const kvshard__model_info *m, uint8_t kind)
 {
-    bool windows = false;
-    for (uint8_t k = 0; k < KVSHARD__KIND_COUNT; k++)
-        windows |= kvshard_kinds__of(k)->window && m->count[k] > 0;
-    return kvshard__num_kv_layers(m) > 0 || windows ||
-           (o->num_speculative_tokens > 0 && m->num_draft_layers > 0);
+    uint32_t n = 0;
+    for (uint32_t c = 0; c < m->num_classes; c++)
+        n += m->classes[c].kind == kind ? m->draft_census[c] : 0;
+    return n;
+}
+
+/* The checks of the KV heads, for each geometry the plan uses: the full
+ * one for KV, chunked and counted full-attention draft layers, the sliding
+ * one for sliding layers and counted sliding draft layers. */
+static int check_heads(const kvshard_model *model, const kvshard__planning *pl, uint32_t T,
+                       kvshard_error *err)
+{
+    const kvshard__model_info *m = &model->info;
+    if (m->attention != KVSHARD_ATTENTION_GQA)
+        return KVSHARD_OK;
+    bool drafts = pl->options.num_speculative_tokens > 0 && pl->profile->counts_draft_layers;
+    bool full = kvshard__num_kv_layers(m) + m->count[KVSHARD_LAYER_CHUNKED_ATTENTION] > 0 ||
+                (drafts && drafts_of(m, KVSHARD_LAYER_FULL_ATTENTION) > 0);
+    bool sliding = m->count[KVSHARD_LAYER_SLIDING_ATTENTION] > 0 ||
+                   (drafts && drafts_of(m, KVSHARD_LAYER_SLIDING_ATTENTION) > 0);
+    const struct {
+        bool used;
+        int site;
+        uint32_t heads;
+    } geometries[2] = {{full, KVSHARD__SITE_KV_HEADS, m->full.heads},
+                       {sliding, KVSHARD__SITE_SLIDING_KV_HEADS, m->sliding.heads}};
+    for (int g = 0; g < 2; g++) {
+        uint32_t H = geometries[g].heads;
+        const kvshard__key_site *kv = &model->sites[geometries[g].site];
+        if (geometries[g].used && H && T % H != 0 && H % T != 0)
+            return kvshard__fail(err, KVSHARD_EKVHEADS, model->source, kv->mark,
+                                 "%s %u and the attention TP size %u do not divide one another",
+                                 kv->key ? kv->key : "num_key_value_heads", H, T);
+    }
+    /* The engines shard query heads evenly over the attention TP ranks. */
+    const kvshard__key_site *q = &model->sites[KVSHARD__SITE_Q_HEADS];
+    if ((full || sliding) && q->key && q->value % T != 0)
+        return kvshard__fail(err, KVSHARD_EKVHEADS, model->source, q->mark,
+                             "%s %u is not divisible by the attention TP size %u: every rank "
+                             "holds the same number of query heads",
+                             q->key, q->value, T);
+    return KVSHARD_OK;
+}
+
+/* What the model could not give and only some plans need: the parts of
+ * the config only counted draft layers read, and the RoPE part of a
+ * compressed latent that an fp8 cache keeps apart. */
+static int check_needs(const kvshard_model *model, const kvshard__planning *pl,
+                       kvshard_error *err)
+{
+    const kvshard__model_info *m = &model->info;
+    const kvshard_options *o = &pl->options;
+    if (model->draft_rc && o->num_speculative_tokens > 0 && pl->profile->counts_draft_layers &&
+        m->num_draft_layers > 0) {
+        if (err)
+            *err = model->draft_error;
+        return model->draft_rc;
+    }
+    const kvshard__key_site *rope = &model->sites[KVSHARD__SITE_LATENT_ROPE];
+    if (rope->key && kvshard__kv_cache_fp8(m, o))
+        return kvshard__fail(err, KVSHARD_EMISSING, model->source, rope->mark,
+                             "missing key \"qk_rope_head_dim\" (an fp8 cache keeps the RoPE part "
+                             "of each compressed latent in bf16)");
+    return KVSHARD_OK;
 }
 
 /* The state dimensions T must divide, and the Mamba2 group layout. */
@@ -106,21 +164,12 @@ int kvshard__plan_validate(uint32_t *out_tp, uint32_t *out_split, const kvshard_
                              "context parallelism (cp_size %u)",
                              S, o->cp_size);
     const kvshard__model_info *m = &model->info;
-    uint32_t H = m->num_kv_heads;
-    const kvshard__key_site *kv = &model->sites[KVSHARD__SITE_KV_HEADS];
-    bool gqa_kv = m->attention == KVSHARD_ATTENTION_GQA && stores_kv(m, o);
-    if (gqa_kv && H && T % H != 0 && H % T != 0)
-        return kvshard__fail(err, KVSHARD_EKVHEADS, model->source, kv->mark,
-                             "%s %u and the attention TP size %u do not divide one another",
-                             kv->key ? kv->key : "num_key_value_heads", H, T);
-    /* The engines shard query heads evenly over the attention TP ranks. */
-    const kvshard__key_site *q = &model->sites[KVSHARD__SITE_Q_HEADS];
-    if (gqa_kv && q->key && q->value % T != 0)
-        return kvshard__fail(err, KVSHARD_EKVHEADS, model->source, q->mark,
-                             "%s %u is not divisible by the attention TP size %u: every rank "
-                             "holds the same number of query heads",
-                             q->key, q->value, T);
-    int rc = check_state(model, T, err);
+    int rc = check_heads(model, pl, T, err);
+    if (rc == KVSHARD_OK)
+        rc = check_needs(model, pl, err);
+    if (rc)
+        return rc;
+    rc = check_state(model, T, err);
     if (rc == KVSHARD_OK && pl->profile->check) {
         kvshard_profile__ctx c = kvshard__profile_ctx(pl, model, T, S_eff);
         rc = pl->profile->check(&c, blame, err);

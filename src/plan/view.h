@@ -10,7 +10,9 @@ typedef struct kvshard__plan_view {
     const kvshard__model_info *model;
     const char *model_type; /* "" when the config has none */
     const uint8_t *kinds;   /* per decoder layer */
-    const int32_t *owner;   /* per decoder layer */
+    const int32_t *owner;   /* per decoder layer (a shared-KV layer: its source's owner) */
+    const uint8_t *class_of;  /* per decoder layer: its class in model->classes */
+    const int32_t *kv_source; /* per decoder layer, or NULL when no layer reads another's */
     const kvshard_options *options; /* settled */
     const kvshard__profile *profile;
     uint32_t tp;

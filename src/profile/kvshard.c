@@ -28,14 +28,14 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks,
         const kvshard_rank_memory *f = &in->ranks[r];
         if (!kvshard_capacity__same_figures(prev, f)) {
             bpb = kvshard_capacity__block_bytes(f, in->extra_per_block);
-            uint64_t reserved, need;
+            uint64_t reserved, need, seq = kvshard_capacity__seq_bytes(f);
             /* A reservation past 2^64 bytes exceeds any memory: no block fits. */
-            if (!kvshard__mul(&reserved, o->max_seqs, f->state_bytes_per_seq))
+            if (!kvshard__mul(&reserved, o->max_seqs, seq))
                 return kvshard__fail(err, KVSHARD_ENOBLOCK, "", kvshard__no_mark,
                                      "no memory for one block on TP rank %u: the state of "
                                      "max_seqs %u sequences (%llu bytes each) needs more than "
                                      "2^64 bytes",
-                                     r, o->max_seqs, (unsigned long long)f->state_bytes_per_seq);
+                                     r, o->max_seqs, (unsigned long long)seq);
             if (!kvshard__add(&need, reserved, bpb))
                 need = UINT64_MAX;
             if (in->memory < need)
@@ -74,7 +74,7 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks,
         prev = f;
         uint64_t kv, need;
         if (!kvshard__mul(&kv, per_seq, kvshard_capacity__block_bytes(f, in->extra_per_block)) ||
-            !kvshard__add(&need, f->state_bytes_per_seq, kv)) {
+            !kvshard__add(&need, kvshard_capacity__seq_bytes(f), kv)) {
             balanced = 0; /* one sequence needs more than 2^64 bytes */
             continue;
         }

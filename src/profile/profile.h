@@ -98,6 +98,9 @@ typedef struct kvshard__profile {
     /* Whether draft layers' KV is counted (an engine that runs its draft
      * model as an engine of its own counts none). */
     bool counts_draft_layers;
+    /* Whether MLA latents and DSA index keys keep the second version's sizes
+     * (an engine whose own layout they are), not the mainstream engines'. */
+    bool mla_v2_bytes;
     /* Whether compare ranks rows by balanced max_seqs at a context length
      * (else by blocks). */
     bool ranks_by_balanced;
@@ -150,6 +153,18 @@ uint64_t kvshard_capacity__block_bytes(const kvshard_rank_memory *r, uint64_t ex
 /* Ranks with the same bytes per block and state per sequence fit the same
  * blocks; most ranks have the figures of the rank before. */
 bool kvshard_capacity__same_figures(const kvshard_rank_memory *a, const kvshard_rank_memory *b);
+
+/* The first layer kind the model has layers of outside `planned` (a mask
+ * of 1 << kind), KVSHARD__KIND_COUNT when there is none: for a profile's
+ * refusal by name. */
+uint8_t kvshard_profile__unplanned_kind(const kvshard__model_info *m, uint32_t planned);
+
+/* Whether some layer keeps a GQA sparse index key. */
+bool kvshard_profile__has_sparse_index(const kvshard__model_info *m);
+
+/* The bytes a rank reserves per sequence: its state and, while split, the
+ * scratch window and state of the largest KV layer; UINT64_MAX past 64 bits. */
+uint64_t kvshard_capacity__seq_bytes(const kvshard_rank_memory *r);
 
 /* max_tokens = num_blocks x block_size, or EOVERFLOW. */
 int kvshard_capacity__max_tokens(kvshard__capacity *c, const kvshard_options *o,

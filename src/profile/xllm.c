@@ -17,7 +17,8 @@ enum { IN_PREFIX_CACHE, IN_STATE_SLOTS, IN_DEVICE_TOTAL, IN_DEVICE_FREE, IN_UTIL
 
 #define ENGINE_ERANGE KVSHARD_ERANGE
 static const kvshard_profile__input inputs[] = {
-    [IN_PREFIX_CACHE] = {{"enable_prefix_cache", KVSHARD__VT_BOOL, 0, 1, ENGINE_ERANGE, false, NULL},
+    [IN_PREFIX_CACHE] = {{"enable_prefix_cache", KVSHARD__VT_BOOL, 0, 1, ENGINE_ERANGE, false,
+                          NULL},
                          {1, 0.0}},
     [IN_STATE_SLOTS] = {{"max_linear_state_cache_slots", KVSHARD__VT_U32, 0, 1u << 24,
                          ENGINE_ERANGE, false, NULL},
@@ -28,11 +29,11 @@ static const kvshard_profile__input inputs[] = {
     [IN_DEVICE_FREE] = {{"device_memory_free", KVSHARD__VT_BYTES, 1, UINT64_MAX, ENGINE_ERANGE,
                          true, NULL},
                         {0, 0.0}},
-    [IN_UTILIZATION] = {{"max_memory_utilization", KVSHARD__VT_FRACTION, 0, 1, ENGINE_ERANGE,
-                         false, NULL},
+    [IN_UTILIZATION] = {{"max_memory_utilization", KVSHARD__VT_FRACTION, 0, 1, ENGINE_ERANGE, false,
+                         NULL},
                         {0, 0.8}},
-    [IN_MAX_CACHE_SIZE] = {{"max_cache_size", KVSHARD__VT_BYTES, 0, UINT64_MAX, ENGINE_ERANGE,
-                            true, NULL},
+    [IN_MAX_CACHE_SIZE] = {{"max_cache_size", KVSHARD__VT_BYTES, 0, UINT64_MAX, ENGINE_ERANGE, true,
+                            NULL},
                            {0, 0.0}},
     {{NULL, KVSHARD__VT_U32, 0, 0, 0, false, NULL}, {0, 0.0}},
 };
@@ -49,14 +50,18 @@ static const kvshard_profile__alias aliases[] = {
 static int check(const kvshard_profile__ctx *c, const char **blame, kvshard_error *err)
 {
     const kvshard__model_info *m = c->model;
-    uint32_t sliding = m->count[KVSHARD_LAYER_SLIDING_ATTENTION];
-    uint32_t hybrid = m->count[KVSHARD_LAYER_HYBRID], none = m->count[KVSHARD_LAYER_NO_CACHE];
+    uint32_t planned = 1u << KVSHARD_LAYER_FULL_ATTENTION | 1u << KVSHARD_LAYER_LINEAR_ATTENTION;
+    uint8_t kind = kvshard_profile__unplanned_kind(m, planned);
     *blame = "engine";
-    if (sliding + hybrid + none > 0)
+    if (kind < KVSHARD__KIND_COUNT)
         return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
                              "the xllm profile plans full-attention and linear layers only; this "
-                             "model has %u sliding-window, %u hybrid and %u no-cache layers",
-                             sliding, hybrid, none);
+                             "model has %u %s layers",
+                             m->count[kind], kvshard_kinds__of(kind)->name);
+    if (kvshard_profile__has_sparse_index(m))
+        return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
+                             "the xllm profile does not plan a GQA sparse index "
+                             "(sparse_attention_config)");
     *blame = "scratch_layers";
     if (c->options->scratch_layers != 1)
         return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
@@ -310,6 +315,7 @@ const kvshard__profile kvshard_profile__xllm = {
     .aliases = aliases,
     .inputs = inputs,
     .counts_draft_layers = false,
+    .mla_v2_bytes = true,
     .ranks_by_balanced = false,
     .check = check,
     .budget = budget,
