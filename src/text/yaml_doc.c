@@ -260,8 +260,9 @@ uint32_t kvshard__doc_hash(const kvshard__hash_key *key, const char *s, size_t l
  * the table past that (by chance, or written by someone who knows the hash
  * key) get a sorted index instead: their hashes and positions ordered by
  * hash, length and text, so that a duplicate sits beside its twin, and a
- * lookup is a binary search. Either way a mapping of n keys costs at most
- * O(n log n) compares. */
+ * lookup is a binary search. The order is a radix sort by hash, then a
+ * merge sort of the texts of keys whose hashes are equal. Either way a
+ * mapping of n keys costs at most O(n log n) compares. */
 #define INDEX_MIN_PAIRS 33u
 #define PROBE_BUDGET(pairs) (4u * (uint64_t)(pairs) + 64u)
 
@@ -368,6 +369,36 @@ static void sort_records(const kvshard__doc *doc, uint64_t *a, uint64_t *tmp, si
     }
     if (src != a)
         memcpy(a, src, n * sizeof *a);
+}
+
+/* Records (hash << 32 | position, made in key order) ordered as
+ * cmp_records() orders them: a stable radix sort by hash, 8 bits a pass,
+ * keeps equal hashes in key order, and only a run of equal hashes (a
+ * repeated key, or keys that collide) is sorted by comparing texts. */
+static void sort_by_hash(const kvshard__doc *doc, uint64_t *a, uint64_t *tmp, size_t n)
+{
+    uint64_t *src = a, *dst = tmp;
+    for (unsigned shift = 32; shift < 64; shift += 8) {
+        size_t at_digit[257] = {0};
+        for (size_t i = 0; i < n; i++)
+            at_digit[(src[i] >> shift & 0xFFu) + 1]++;
+        for (size_t d = 0; d < 256; d++)
+            at_digit[d + 1] += at_digit[d];
+        for (size_t i = 0; i < n; i++)
+            dst[at_digit[src[i] >> shift & 0xFFu]++] = src[i];
+        uint64_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    /* Four passes: the records are back in `a`. */
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && a[j] >> 32 == a[i] >> 32)
+            j++;
+        if (j - i > 1)
+            sort_records(doc, a + i, tmp, j - i);
+        i = j;
+    }
 }
 
 /* A record against a key looked up: <0, 0 or >0. */
@@ -1191,11 +1222,23 @@ static int key_not_scalar(builder *b, uint32_t pos)
 }
 
 /* A walk of a small mapping gives up, for an index, past SMALL_STEPS
- * earlier keys looked at or at a compare of keys longer than SHORT_KEY
- * bytes: it then costs a few hundred bytes read at most. */
+ * earlier keys looked at; keys longer than SHORT_KEY bytes are compared by
+ * their hashes first. A walk then reads a few hundred bytes at most, and
+ * each key's own text once. */
 #define SMALL_STEPS 64u
 #define SHORT_KEY 32u
 #define NEEDS_INDEX 1
+
+/* The hash of key i of a walk, worked out once. */
+static uint32_t walk_hash(const kvshard__doc *d, uint32_t *hashes, uint32_t *hashed,
+                          const uint32_t *positions, unsigned i)
+{
+    if (!(*hashed >> i & 1u)) {
+        hashes[i] = key_hash_at(d, positions[i]);
+        *hashed |= 1u << i;
+    }
+    return hashes[i];
+}
 
 /* Keys chained by key_sig(): a key's text is compared only with the earlier
  * keys of its signature. last[sig] is the latest key of a signature whose
@@ -1203,11 +1246,12 @@ static int key_not_scalar(builder *b, uint32_t pos)
  * KVSHARD_OK, an error, or NEEDS_INDEX. */
 static int walk_small(builder *b, uint32_t map_id, uint32_t pairs)
 {
-    const kvshard__doc *d = b->doc;
+    kvshard__doc *d = b->doc;
     enum { NO_KEY = 0xFF };
     uint64_t seen = 0;
+    uint32_t hashed = 0; /* bit i: hashes[i] is known */
     uint8_t last[64], before[INDEX_MIN_PAIRS - 1];
-    uint32_t positions[INDEX_MIN_PAIRS - 1];
+    uint32_t positions[INDEX_MIN_PAIRS - 1], hashes[INDEX_MIN_PAIRS - 1];
     uint32_t key_pos = map_id + 1, steps = 0;
     for (uint32_t i = 0; i < pairs; i++) {
         const entry *k = key_entry(d, key_pos);
@@ -1217,16 +1261,24 @@ static int walk_small(builder *b, uint32_t map_id, uint32_t pairs)
         unsigned sig = key_sig(text, k->count);
         uint8_t j = seen >> sig & 1u ? last[sig] : (uint8_t)NO_KEY;
         before[i] = j;
+        positions[i] = key_pos;
         for (; j != NO_KEY; j = before[j]) {
-            const entry *o = key_entry(d, positions[j]);
-            if (++steps > SMALL_STEPS || (o->count == k->count && k->count > SHORT_KEY))
+            if (++steps > SMALL_STEPS)
                 return NEEDS_INDEX;
-            if (o->count == k->count && same_bytes(scalar_text(d, o), text, k->count))
+            const entry *o = key_entry(d, positions[j]);
+            if (o->count != k->count)
+                continue;
+            if (k->count > SHORT_KEY) {
+                ensure_keyed(b);
+                if (walk_hash(d, hashes, &hashed, positions, i) !=
+                    walk_hash(d, hashes, &hashed, positions, j))
+                    continue;
+            }
+            if (same_bytes(scalar_text(d, o), text, k->count))
                 return duplicate_key(b, key_pos, positions[j]);
         }
         seen |= (uint64_t)1 << sig;
         last[sig] = (uint8_t)i;
-        positions[i] = key_pos;
         key_pos = skip(d, key_pos + 1);
     }
     return KVSHARD_OK;
@@ -1243,18 +1295,12 @@ static void keep_index(builder *b, kvshard__map_index *x, uint32_t map_id)
  * up to the first that is not a scalar, sorted, and the earliest key that
  * repeats one before it found among neighbours. Errors come out as the
  * table's would: the first key in order that repeats one or is not a
- * scalar. */
-static int sort_keys(builder *b, uint32_t map_id, uint32_t pairs)
+ * scalar. The table `x`, of at least twice as many slots as keys, holds
+ * the records and the sort's scratch space: memory already paged in. */
+static int sort_keys(builder *b, kvshard__map_index *x, uint32_t map_id, uint32_t pairs)
 {
     kvshard__doc *d = b->doc;
-    kvshard__map_index *x = index_alloc(d, pairs);
-    uint64_t *tmp = kvshard__alloc(&d->alloc, pairs, sizeof *tmp);
-    if (!x || !tmp) {
-        if (x)
-            index_free(d, x);
-        kvshard__free(&d->alloc, tmp);
-        return fail_nomem(b);
-    }
+    uint64_t *tmp = x->slots + pairs;
     x->map = map_id;
     x->present = 0;
     x->by_sort = true;
@@ -1269,8 +1315,7 @@ static int sort_keys(builder *b, uint32_t map_id, uint32_t pairs)
         x->slots[n] = (uint64_t)key_hash_at(d, key_pos) << 32 | key_pos;
         key_pos = skip(d, key_pos + 1);
     }
-    sort_records(d, x->slots, tmp, n);
-    kvshard__free(&d->alloc, tmp);
+    sort_by_hash(d, x->slots, tmp, n);
     /* Equal keys sit together, the first of them first: the earliest
      * repeat is the least second key of a neighbouring equal pair. */
     uint32_t dup = UINT32_MAX, first = 0;
@@ -1300,7 +1345,9 @@ static int index_keys(builder *b, uint32_t map_id, uint32_t pairs)
 {
     kvshard__doc *d = b->doc;
     ensure_keyed(b);
-    uint32_t slots = 32;
+    /* At least twice as many slots as keys (a small mapping here has long
+     * or look-alike keys), which also leaves sort_keys() its room. */
+    uint32_t slots = 4;
     while (slots < 2u * pairs)
         slots *= 2;
     kvshard__map_index *x = index_alloc(d, slots);
@@ -1330,10 +1377,8 @@ static int index_keys(builder *b, uint32_t map_id, uint32_t pairs)
         uint32_t h = alias ? written->count : kvshard__doc_hash(&d->hash_key, text, k->count);
         uint32_t s = h & x->mask;
         for (; x->slots[s] != 0; s = (s + 1) & x->mask) {
-            if (++probes > budget) {
-                index_free(d, x);
-                return sort_keys(b, map_id, pairs);
-            }
+            if (++probes > budget)
+                return sort_keys(b, x, map_id, pairs);
             uint32_t other = (uint32_t)x->slots[s] - 1;
             if ((uint32_t)(x->slots[s] >> 32) == h && same_key(d, key_entry(d, other), k)) {
                 rc = duplicate_key(b, key_pos, other);
