@@ -480,9 +480,8 @@ static const char size_tail[] = "\nlayer_types:";
 
 /* A document of exactly KVSHARD_MAX_DOCUMENT_BYTES whose last value is
  * empty stands that value at offset 2^26: it reads as null there and plans
- * as the same text one byte shorter. One byte more is refused, located at
- * the first byte past the limit. */
-static void test_document_size_exact(void **state)
+ * as the same text one byte shorter. */
+static void test_document_size_at_limit(void **state)
 {
     (void)state;
     const size_t max = KVSHARD_MAX_DOCUMENT_BYTES;
@@ -507,8 +506,16 @@ static void test_document_size_exact(void **state)
         kvshard__doc_free(&doc);
         free(text);
     }
+}
 
-    /* An error at that last value is located there, not at line 1. */
+/* An error at the last value of a text of exactly the limit is located
+ * there, not at line 1; one byte more is refused, located at the first byte
+ * past the limit. */
+static void test_document_size_past_limit(void **state)
+{
+    (void)state;
+    const size_t max = KVSHARD_MAX_DOCUMENT_BYTES;
+    kvshard_error err;
     char *text =
         padded(max, "model: {num_hidden_layers: 1, num_attention_heads: 1, head_dim: 8}\n#",
                "\nparallel:\n  world_size:");
@@ -994,10 +1001,16 @@ static void test_keys_crowding_known_hash_key(void **state)
         size_t len;
         char *text = keys_config(&len, keys, n, NULL, 0);
         kvshard__doc doc;
-        kvshard__error_reset(&err);
-        double start = cpu_seconds();
-        tu_assert_ok(kvshard__doc_parse_seeded(&doc, text, len, "keys", &a, seed, &err), &err);
-        secs[pass] = cpu_seconds() - start;
+        secs[pass] = 1e9;
+        for (int round = 0; round < 3; round++) { /* the best of 3 */
+            if (round)
+                kvshard__doc_free(&doc);
+            kvshard__error_reset(&err);
+            double start = cpu_seconds();
+            tu_assert_ok(kvshard__doc_parse_seeded(&doc, text, len, "keys", &a, seed, &err), &err);
+            double t = cpu_seconds() - start;
+            secs[pass] = t < secs[pass] ? t : secs[pass];
+        }
         kvshard__node root = kvshard__doc_root(&doc), v;
         assert_int_equal(kvshard__map_sorted(&doc, &root), pass == 1);
         for (size_t i = 0; i < n; i += 997) {
@@ -1210,7 +1223,8 @@ int main(void)
         cmocka_unit_test(test_cut_utf8),
         cmocka_unit_test(test_no_file_contents_echoed),
         cmocka_unit_test(test_loader_memory_per_node),
-        cmocka_unit_test(test_document_size_exact),
+        cmocka_unit_test(test_document_size_at_limit),
+        cmocka_unit_test(test_document_size_past_limit),
         cmocka_unit_test(test_file_size_exact),
         cmocka_unit_test(test_depth_exact),
         cmocka_unit_test(test_anchors_exact),
