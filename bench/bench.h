@@ -167,6 +167,9 @@ char *bench_gen_layer_types(size_t *out_len, uint32_t layers, uint32_t key_heads
                             uint32_t value_heads);
 /* Qwen3.5-35B-A3B's keys (40 layers) and `extra` more keys. */
 char *bench_gen_many_keys(size_t *out_len, uint32_t extra);
+/* The same with `extra` keys crafted to collide in kvshard 0.2's index (and
+ * sharing length, first and last byte); the same number of bytes. */
+char *bench_gen_colliding_keys(size_t *out_len, uint32_t extra);
 /* Write text to a new file in the temporary directory; returns its path. */
 char *bench_write_temp(const char *text, size_t len);
 

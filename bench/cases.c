@@ -432,6 +432,56 @@ void bench_case_load(bench_report *r, bench_inputs *in)
                      ratio.p10, ratio.p90);
 }
 
+/* ---- keys crafted to collide
+ * -------------------------------------------------------------------------- */
+
+/* A million keys that crowd one sixteenth of the index kvshard 0.2 built
+ * (it took hours over them), against a million ordinary keys in a text of
+ * the same size: the keyed hash leaves no way to choose keys that collide,
+ * and a table they crowd all the same becomes a sorted index. */
+static void bench_case_crafted_keys(bench_report *r)
+{
+    const bench_settings *s = r->settings;
+    const uint32_t keys = 1000000;
+    size_t plain_len, crafted_len;
+    char *plain = bench_gen_many_keys(&plain_len, keys);
+    char *crafted = bench_gen_colliding_keys(&crafted_len, keys);
+    if (plain_len != crafted_len)
+        bench_die("the crafted keys' text is %zu bytes, the ordinary keys' %zu", crafted_len,
+                  plain_len);
+    bench_progress("keys: %u keys crafted to collide against as many ordinary ones (%zu bytes)",
+                   keys, crafted_len);
+    text_ctx pc = {plain, plain_len, "<1M keys>", NULL, NULL};
+    text_ctx cc = {crafted, crafted_len, "<1M crafted keys>", NULL, NULL};
+    size_t pairs = s->big_pairs;
+    double *ta = bench_xmalloc(pairs * sizeof *ta), *tb = bench_xmalloc(pairs * sizeof *tb);
+    bench_pairs(s, pairs, op_load, &pc, op_load, &cc, ta, tb);
+    bench_stats ratio = bench_pair_ratio(ta, tb, pairs);
+    bench_stats plain_load = copy_summary(ta, pairs), crafted_load = copy_summary(tb, pairs);
+    free(ta);
+    free(tb);
+    free(plain);
+    free(crafted);
+
+    bench_section *sec = bench_section_add(
+        r, "Keys crafted to collide",
+        "Qwen3.5-35B-A3B's config with 1,000,000 more keys: \"k0000000\" ... (ordinary), or "
+        "\"kXXXXXXz\", one length, first and last byte, each chosen so that kvshard 0.2's fixed "
+        "hash put it in the first sixteenth of its table (crafted). Same bytes. Load: "
+        "kvshard_model_load_string and the free. Batches alternate ordinary, crafted, ...; "
+        "ratio = median of per-pair ratios.");
+    bench_row *row = bench_row_add(sec, "1 M ordinary keys");
+    bench_fig(row, "bytes", BENCH_UNIT_COUNT, (double)plain_len);
+    bench_fig_stats(row, "load", BENCH_UNIT_NS, &plain_load);
+    row = bench_row_add(sec, "1 M crafted keys");
+    bench_fig(row, "bytes", BENCH_UNIT_COUNT, (double)crafted_len);
+    bench_fig_stats(row, "load", BENCH_UNIT_NS, &crafted_load);
+    bench_fig_stats(row, "crafted / ordinary", BENCH_UNIT_RATIO, &ratio);
+    bench_target_add(r, "load, 1 M keys crafted to collide / 1 M ordinary keys", ratio.median, 2.0,
+                     false, "median of %zu per-pair ratios (p10 %.3f, p90 %.3f)", ratio.n,
+                     ratio.p10, ratio.p90);
+}
+
 /* ---- a mapping of 2 M keys
  * -------------------------------------------------------------------------- */
 
@@ -467,6 +517,7 @@ void bench_case_keys(bench_report *r, bench_inputs *in)
     bench_target_add(r, "load / bare parse, 2 M-key mapping", ratio.median, 2.0, false,
                      "median of %zu per-pair ratios (p10 %.3f, p90 %.3f)", ratio.n, ratio.p10,
                      ratio.p90);
+    bench_case_crafted_keys(r);
 }
 
 /* ---- JSON output

@@ -199,6 +199,52 @@ char *bench_gen_many_keys(size_t *out_len, uint32_t extra)
     return b.data;
 }
 
+/* The top-level keys qwen35_config() writes, for the size of the table the
+ * old index gave the mapping. */
+#define QWEN35_TOP_KEYS 21u
+
+/* kvshard 0.2's duplicate-key hash of an 8-byte key: a fixed multiply and
+ * xorshift of the length and the text as one word, whose low bits picked
+ * a slot of a table probed linearly. */
+static uint32_t old_hash8(const char *s)
+{
+    uint64_t w, h = 0x9E3779B97F4A7C15ull ^ 8u;
+    memcpy(&w, s, 8);
+    h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
+    h = (h ^ (h >> 31)) * 0x94D049BB133111EBull;
+    return (uint32_t)(h >> 32);
+}
+
+char *bench_gen_colliding_keys(size_t *out_len, uint32_t extra)
+{
+    static const char letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    uint64_t pairs = (uint64_t)extra + QWEN35_TOP_KEYS, slots = 32;
+    while (slots < 2 * pairs)
+        slots *= 2;
+    builder b = {NULL, 0, 0};
+    qwen35_config(&b, 40, 16, 32);
+    put(&b, ",\n", 2);
+    /* "  \"kXXXXXXz\": 0,\n", the length of bench_gen_many_keys()'s lines: one
+     * length, first and last byte for all, and a slot in the first
+     * sixteenth of the old table, where they pile up. */
+    char line[32];
+    memcpy(line, "  \"k000000z\": 0,\n", 17);
+    uint64_t v = 0;
+    for (uint32_t i = 0; i < extra; i++) {
+        do {
+            uint64_t x = v++;
+            for (int d = 4; d <= 9; d++) {
+                line[d] = letters[x % 62];
+                x /= 62;
+            }
+        } while ((old_hash8(line + 3) & (slots - 1)) >= slots / 16);
+        put(&b, line, i + 1 == extra ? 15 : 17);
+    }
+    put(&b, "\n}\n", 3);
+    *out_len = b.len;
+    return b.data;
+}
+
 char *bench_write_temp(const char *text, size_t len)
 {
     const char *dir = getenv("TMPDIR");

@@ -26,30 +26,33 @@ static const char *file_type(mode_t mode)
     return "not a regular file";
 }
 
-static int too_large(kvshard_error *err, const char *path, unsigned long long size)
+/* `size` bytes, or with `at_least`, more than that many. */
+static int too_large(kvshard_error *err, const char *path, unsigned long long size, bool at_least)
 {
     return kvshard__fail(err, KVSHARD_ELIMIT, path, kvshard__no_mark,
                          "file is %s%llu bytes; the limit is %u bytes (KVSHARD_MAX_DOCUMENT_BYTES)",
-                         size > KVSHARD_MAX_DOCUMENT_BYTES ? "" : "over ", size,
-                         KVSHARD_MAX_DOCUMENT_BYTES);
+                         at_least ? "more than " : "", size, KVSHARD_MAX_DOCUMENT_BYTES);
 }
 
 /* Read until end of file into a buffer that grows, for files whose size the
- * system does not know in advance. */
+ * system does not know in advance. At most one byte past the limit is read:
+ * the buffer never grows past the limit plus two (that byte and the NUL). */
 static int read_growing(char **out, size_t *out_len, const kvshard_allocator *a, int fd,
                         const char *path, kvshard_error *err)
 {
+    const size_t most = (size_t)KVSHARD_MAX_DOCUMENT_BYTES + 2;
     size_t cap = 4096, len = 0;
     char *buf = kvshard__alloc(a, cap, 1);
     if (!buf)
         return kvshard__fail(err, KVSHARD_ENOMEM, path, kvshard__no_mark, "out of memory");
     for (;;) {
+        if (len > KVSHARD_MAX_DOCUMENT_BYTES) {
+            kvshard__free(a, buf);
+            return too_large(err, path, KVSHARD_MAX_DOCUMENT_BYTES, true);
+        }
         if (len + 1 == cap) {
-            if (cap > KVSHARD_MAX_DOCUMENT_BYTES) {
-                kvshard__free(a, buf);
-                return too_large(err, path, (unsigned long long)len);
-            }
-            char *grown = kvshard__alloc(a, cap * 2, 1);
+            size_t grown_cap = cap > most / 2 ? most : cap * 2;
+            char *grown = kvshard__alloc(a, grown_cap, 1);
             if (!grown) {
                 kvshard__free(a, buf);
                 return kvshard__fail(err, KVSHARD_ENOMEM, path, kvshard__no_mark, "out of memory");
@@ -57,7 +60,7 @@ static int read_growing(char **out, size_t *out_len, const kvshard_allocator *a,
             memcpy(grown, buf, len);
             kvshard__free(a, buf);
             buf = grown;
-            cap *= 2;
+            cap = grown_cap;
         }
         ssize_t n = read(fd, buf + len, cap - 1 - len);
         if (n < 0 && errno == EINTR)
@@ -72,14 +75,23 @@ static int read_growing(char **out, size_t *out_len, const kvshard_allocator *a,
             break;
         len += (size_t)n;
     }
-    if (len > KVSHARD_MAX_DOCUMENT_BYTES) {
-        kvshard__free(a, buf);
-        return too_large(err, path, (unsigned long long)len);
-    }
     buf[len] = '\0';
     *out = buf;
     *out_len = len;
     return KVSHARD_OK;
+}
+
+/* Whether a regular file holds more than the `size` bytes read from it:
+ * one that grew while it was read would otherwise be cut at its old size. */
+static bool grew(int fd)
+{
+    char probe;
+    for (;;) {
+        ssize_t n = read(fd, &probe, 1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        return n > 0;
+    }
 }
 
 int kvshard__read_file(char **out, size_t *out_len, const kvshard_allocator *a, const char *path,
@@ -106,7 +118,7 @@ int kvshard__read_file(char **out, size_t *out_len, const kvshard_allocator *a, 
     }
     if ((unsigned long long)st.st_size > KVSHARD_MAX_DOCUMENT_BYTES) {
         close(fd);
-        return too_large(err, path, (unsigned long long)st.st_size);
+        return too_large(err, path, (unsigned long long)st.st_size, false);
     }
     int rc = KVSHARD_OK;
     if (st.st_size == 0) {
@@ -132,6 +144,9 @@ int kvshard__read_file(char **out, size_t *out_len, const kvshard_allocator *a, 
         }
         got += (size_t)n;
     }
+    if (rc == KVSHARD_OK && grew(fd))
+        rc = kvshard__fail(err, KVSHARD_EIO, path, kvshard__no_mark,
+                           "cannot read: the file grew while it was read");
     close(fd);
     if (rc) {
         kvshard__free(a, buf);

@@ -4,10 +4,13 @@
 
 #include "base/error.h"
 
-/* Read a whole regular file, at most KVSHARD_MAX_DOCUMENT_BYTES. The file is
- * opened without blocking and checked before anything is read: a FIFO, a
- * terminal, a device or a socket is refused with EIO naming it. Files that
- * report size 0 (/proc) are read to their end. The buffer is NUL-terminated;
+/* Read a whole regular file, at most KVSHARD_MAX_DOCUMENT_BYTES (a file of
+ * exactly that size is read; one byte more is ELIMIT). The file is opened
+ * without blocking and checked before anything is read: a FIFO, a terminal,
+ * a device or a socket is refused with EIO naming it. A file larger than the
+ * limit is refused before it is read. Files that report size 0 (/proc) are
+ * read to their end, or to one byte past the limit. A file that grows while
+ * it is read is EIO rather than cut short. The buffer is NUL-terminated;
  * free it with kvshard__free. */
 int kvshard__read_file(char **out, size_t *out_len, const kvshard_allocator *a, const char *path,
                        kvshard_error *err);

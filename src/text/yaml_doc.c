@@ -5,27 +5,43 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <yaml.h>
 
 /* ---- tape ------------------------------------------------------------------ */
 
-/* One node in 12 bytes. `word` packs the byte offset (documents are at most
- * 64 MiB = 2^26 bytes), the kind, the scalar style and the core tag. `count`
- * is a scalar's bytes of text, or a collection's items or pairs; `ref` is
- * where a scalar's text is, one past a collection's subtree, or an alias's
- * anchored node. */
+/* One node in 12 bytes. `word` packs the byte offset where the node stands,
+ * the kind and, for a scalar, its form. A document has at most 2^26 bytes
+ * and an empty value at its very end stands at offset 2^26 itself, so the
+ * offset takes 27 bits; the kind 2, and the form 3: an untagged plain or
+ * quoted scalar, or one of the five core tags (kvshard__tag), which decide
+ * how the scalar reads. A mapping keeps a flag there instead. `count` is a
+ * scalar's bytes of text, or a collection's items or pairs; for an alias
+ * used as a key, the hash of the key it names (aliases have no count of
+ * their own). `ref` is where a scalar's text is, one past a collection's
+ * subtree, or an alias's anchored node. */
 typedef kvshard__tape_entry entry;
 
 enum { KIND_SCALAR, KIND_SEQUENCE, KIND_MAPPING, KIND_ALIAS };
 
-#define OFFSET_BITS 26
+#define OFFSET_BITS 27
 #define OFFSET_MASK ((1u << OFFSET_BITS) - 1u)
-#define KIND_SHIFT 26
-#define STYLE_SHIFT 28
-#define TAG_SHIFT 29
-#define INDEXED_FLAG (1u << STYLE_SHIFT) /* a mapping with a hash index */
+#define KIND_SHIFT 27
+#define FORM_SHIFT 29
+#define INDEXED_FLAG (1u << FORM_SHIFT) /* a mapping with a key index */
+/* The forms of an untagged scalar; a tagged one's form is its tag. */
+enum { FORM_PLAIN = 0, FORM_QUOTED = 1 };
 /* Scalar text copied into the doc, rather than a span of the source. */
 #define COPIED_TEXT 0x80000000u
+
+/* Room for every value a legal document gives: offsets up to its length,
+ * spans of its text, and copied strings and tape positions, of which there
+ * are fewer than nodes. */
+_Static_assert(KVSHARD_MAX_DOCUMENT_BYTES <= OFFSET_MASK, "offsets fit the tape word");
+_Static_assert((uint64_t)KVSHARD_MAX_DOCUMENT_BYTES + 1 < COPIED_TEXT, "spans fit `ref`");
+_Static_assert(KVSHARD_MAX_NODES < COPIED_TEXT, "copied strings and positions fit `ref`");
+_Static_assert(KVSHARD__TAG_FLOAT <= 7, "a tag fits the form's 3 bits");
+_Static_assert(KVSHARD__TAG_STR == 2, "tags leave forms 0 and 1 to untagged scalars");
 
 /* 64 entries (768 bytes) a chunk. glibc's malloc first merges its lists of
  * small free blocks, which libyaml keeps filling while it parses, before it
@@ -42,6 +58,23 @@ static inline const entry *at(const kvshard__doc *doc, uint32_t id)
 static inline unsigned kind_of(const entry *e)
 {
     return (e->word >> KIND_SHIFT) & 3u;
+}
+
+static inline unsigned form_of(const entry *e)
+{
+    return e->word >> FORM_SHIFT;
+}
+
+static inline kvshard__tag tag_of_form(unsigned form)
+{
+    return form <= FORM_QUOTED ? KVSHARD__TAG_NONE : (kvshard__tag)form;
+}
+
+/* Quoted, or tagged !!str: a string whatever its text. */
+static inline kvshard__value_style style_of_form(unsigned form)
+{
+    return form == FORM_QUOTED || form == KVSHARD__TAG_STR ? KVSHARD__VALUE_QUOTED
+                                                           : KVSHARD__VALUE_PLAIN;
 }
 
 /* The text of a scalar entry: a span of the source, or a copy. */
@@ -77,13 +110,15 @@ static kvshard__node view(const kvshard__doc *doc, uint32_t id)
     n.id = id;
     n.count = e->count;
     n.kind = (kvshard__node_kind)kind_of(e);
-    n.style = (kvshard__value_style)((e->word >> STYLE_SHIFT) & 1u);
-    n.tag = (kvshard__tag)(e->word >> TAG_SHIFT);
+    n.style = KVSHARD__VALUE_PLAIN;
+    n.tag = KVSHARD__TAG_NONE;
     n.text = NULL;
-    if (n.kind == KVSHARD__NODE_SCALAR)
+    if (n.kind == KVSHARD__NODE_SCALAR) {
+        unsigned form = form_of(e);
+        n.style = style_of_form(form);
+        n.tag = tag_of_form(form);
         n.text = scalar_text(doc, e);
-    else
-        n.style = KVSHARD__VALUE_PLAIN;
+    }
     return n;
 }
 
@@ -118,30 +153,151 @@ static char *arena_copy(kvshard__doc *doc, const char *s, size_t len)
     return p;
 }
 
-/* ---- mapping indexes ------------------------------------------------------------ */
+/* ---- keyed hash ------------------------------------------------------------------ */
 
-/* Mappings of more than 32 keys get an open-addressing table of key
- * positions, built while checking for duplicates and kept for lookups: a
- * lookup that misses then costs one hash and a probe or two. Smaller ones are
- * walked: the model reader looks at each of a config's keys once, in one
- * pass (model.c), and a walk of a few dozen keys costs no more than a hash.
+/* The 128-bit product of two words folded to 64 bits (high half XOR low
+ * half). Each bit of the result depends on both words, so a difference in
+ * one cannot be cancelled by a difference elsewhere without knowing the
+ * other: mixing a secret key into both makes collisions a matter of luck. */
+#if defined(__SIZEOF_INT128__)
+__extension__ typedef unsigned __int128 wide_product;
+
+static inline uint64_t fold_mul(uint64_t a, uint64_t b)
+{
+    wide_product p = (wide_product)a * b;
+    return (uint64_t)p ^ (uint64_t)(p >> 64);
+}
+#else
+static inline uint64_t fold_mul(uint64_t a, uint64_t b)
+{
+    uint64_t al = a & 0xFFFFFFFFu, ah = a >> 32, bl = b & 0xFFFFFFFFu, bh = b >> 32;
+    uint64_t ll = al * bl, lh = al * bh, hl = ah * bl, hh = ah * bh;
+    uint64_t mid = (ll >> 32) + (lh & 0xFFFFFFFFu) + (hl & 0xFFFFFFFFu);
+    return ((ll & 0xFFFFFFFFu) | mid << 32) ^ (hh + (lh >> 32) + (hl >> 32) + (mid >> 32));
+}
+#endif
+
+/* splitmix64's finalizer: every input bit reaches every output bit. */
+static uint64_t mix64(uint64_t x)
+{
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+kvshard__hash_key kvshard__doc_hash_key(uint64_t seed)
+{
+    kvshard__hash_key key;
+    for (size_t i = 0; i < 4; i++) {
+        seed += 0x9E3779B97F4A7C15ull;
+        key.k[i] = mix64(seed);
+    }
+    return key;
+}
+
+/* A seed no text can predict: where the doc, the text and the stack are
+ * (the system places them at random) and the time in nanoseconds, mixed by
+ * kvshard__doc_hash_key(). */
+static uint64_t doc_seed(const kvshard__doc *doc)
+{
+    struct timespec ts = {0, 0};
+    (void)timespec_get(&ts, TIME_UTC);
+    uint64_t where = (uint64_t)(uintptr_t)doc ^ (uint64_t)(uintptr_t)&ts << 17 ^
+                     ((uint64_t)(uintptr_t)doc->text << 32 | (uint64_t)(uintptr_t)doc->text >> 32);
+    uint64_t when = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return mix64(where ^ (uint64_t)doc->len) ^ when;
+}
+
+/* Sixteen bytes a step, the last step's read overlapping the one before it
+ * rather than running past the text; up to 16 bytes are read as two
+ * overlapping words, or for fewer than 4 as the first, middle and last
+ * byte. Every byte is read, and the length goes in too. */
+uint32_t kvshard__doc_hash(const kvshard__hash_key *key, const char *s, size_t len)
+{
+    const uint64_t *k = key->k;
+    uint64_t h = k[0] ^ (uint64_t)len, a, b;
+    if (len > 16) {
+        const char *last = s + len - 16;
+        for (; s < last; s += 16) {
+            memcpy(&a, s, 8);
+            memcpy(&b, s + 8, 8);
+            h = fold_mul(a ^ k[1], b ^ h);
+        }
+        memcpy(&a, last, 8);
+        memcpy(&b, last + 8, 8);
+    } else if (len >= 8) {
+        memcpy(&a, s, 8);
+        memcpy(&b, s + len - 8, 8);
+    } else if (len >= 4) {
+        uint32_t x, y;
+        memcpy(&x, s, 4);
+        memcpy(&y, s + len - 4, 4);
+        a = x;
+        b = y;
+    } else {
+        a = len ? (uint64_t)(unsigned char)s[0] << 16 | (uint64_t)(unsigned char)s[len / 2] << 8 |
+                      (unsigned char)s[len - 1]
+                : 0;
+        b = 0;
+    }
+    h = fold_mul(a ^ k[1], b ^ h);
+    h = fold_mul(h ^ k[2], (uint64_t)len ^ k[3]);
+    return (uint32_t)(h ^ (h >> 32));
+}
+
+/* ---- key indexes ------------------------------------------------------------------ */
+
+/* Mappings of more than 32 keys get an index of their keys, built while
+ * checking for duplicates and kept for lookups: a lookup that misses then
+ * costs one hash and a probe or two. Smaller ones are walked: the model
+ * reader looks at each of a config's keys once, in one pass (model.c), and a
+ * walk of a few dozen keys costs no more than a hash.
  *
- * A slot holds the key's tape position plus one in its low 23 bits (a
- * document has at most KVSHARD_MAX_NODES = 2^23 nodes, and a key is never
- * the last) and 9 bits of the key's hash above them, so that a probe reads
- * the key's text only when those bits match; 0 is an empty slot. */
+ * The index is an open-addressing table under the doc's keyed hash: a slot
+ * holds a key's 32-bit hash above its tape position plus one (0 is empty),
+ * and a probe reads a key's text only when the whole hash matches. Building
+ * it may pass at most PROBE_BUDGET occupied slots in all. Keys that crowd
+ * the table past that (by chance, or written by someone who knows the hash
+ * key) get a sorted index instead: their hashes and positions ordered by
+ * hash, length and text, so that a duplicate sits beside its twin, and a
+ * lookup is a binary search. The order is a radix sort by hash, then a
+ * merge sort of the texts of keys whose hashes are equal. Either way a
+ * mapping of n keys costs at most O(n log n) compares. */
 #define INDEX_MIN_PAIRS 33u
-#define SLOT_POS_BITS 23
-#define SLOT_POS_MASK ((1u << SLOT_POS_BITS) - 1u)
+#define PROBE_BUDGET(pairs) (4u * (uint64_t)(pairs) + 64u)
 
 struct kvshard__map_index {
     kvshard__map_index *next;
     kvshard__map_index **sorted; /* the directory only */
     uint64_t present;            /* bit key_sig() of every key */
     uint32_t map;                /* tape position of the mapping */
-    uint32_t mask;               /* slots - 1; the directory: indexes it sorts */
-    uint32_t slots[];
+    uint32_t mask;               /* slots - 1; sorted: keys; the directory: indexes */
+    bool by_sort;                /* slots[] holds hash << 32 | position, in order */
+    uint64_t slots[];
 };
+
+_Static_assert(sizeof(kvshard__map_index) + 128 * sizeof(uint64_t) <= KVSHARD__FIRST_INDEX_BYTES,
+               "the doc's own index holds a table of 128 slots");
+
+/* An index of `slots` words: the doc's own memory for the first that fits,
+ * an allocation for the others. */
+static kvshard__map_index *index_alloc(kvshard__doc *doc, size_t slots)
+{
+    size_t bytes = sizeof(kvshard__map_index) + slots * sizeof(uint64_t);
+    if (!doc->first_index_used && bytes <= KVSHARD__FIRST_INDEX_BYTES) {
+        doc->first_index_used = true;
+        return (kvshard__map_index *)(void *)doc->first_index;
+    }
+    return kvshard__alloc(&doc->alloc, 1, bytes);
+}
+
+static void index_free(kvshard__doc *doc, kvshard__map_index *x)
+{
+    if ((void *)x == (void *)doc->first_index)
+        doc->first_index_used = false;
+    else
+        kvshard__free(&doc->alloc, x);
+}
 
 /* One of 64 bits from a key's length and its first and last bytes. A lookup
  * whose bit no key of the mapping sets misses without hashing: most lookups
@@ -158,45 +314,132 @@ static inline unsigned key_sig(const char *s, size_t len)
 #define DIRECTORY_MAP UINT32_MAX
 #define DIRECTORY_MIN 8u
 
-static inline uint64_t hash_round(uint64_t h, uint64_t w)
+/* The hash of the key at tape position `pos`, a scalar or an alias of one.
+ * An alias used as a key had its target's hash stored when it was read,
+ * once per anchor: a key of a few bytes never costs the hash of a long text. */
+static inline uint32_t key_hash_at(const kvshard__doc *doc, uint32_t pos)
 {
-    h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
-    return h ^ (h >> 31);
+    const entry *e = at(doc, pos);
+    if (kind_of(e) == KIND_ALIAS)
+        return e->count;
+    return kvshard__doc_hash(&doc->hash_key, scalar_text(doc, e), e->count);
 }
 
-/* A 64-bit multiply-xorshift hash of the length and the text read in words,
- * folded to 32 bits: the low bits pick the slot, the top 9 bits tag it. The
- * reads overlap rather than run past the text: 8 bytes at a time and the
- * last 8; for shorter text the first and last 4 bytes, or the first, middle
- * and last byte. Either way every byte is read. */
-static uint32_t hash_text(const char *s, size_t len)
+/* Two keys (scalar entries) of the same text. */
+static inline bool same_key(const kvshard__doc *doc, const entry *a, const entry *b)
 {
-    uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)len, w;
-    if (len >= 8) {
-        const char *last = s + len - 8;
-        for (; s < last; s += 8) {
-            memcpy(&w, s, 8);
-            h = hash_round(h, w);
+    return a->count == b->count && memcmp(scalar_text(doc, a), scalar_text(doc, b), a->count) == 0;
+}
+
+/* Order of a sorted index: hash, length, text, and for equal text the
+ * position, so that the first of equal keys comes first. */
+static int cmp_records(const kvshard__doc *doc, uint64_t x, uint64_t y)
+{
+    if (x >> 32 != y >> 32)
+        return x >> 32 < y >> 32 ? -1 : 1;
+    const entry *a = key_entry(doc, (uint32_t)x), *b = key_entry(doc, (uint32_t)y);
+    if (a->count != b->count)
+        return a->count < b->count ? -1 : 1;
+    int c = memcmp(scalar_text(doc, a), scalar_text(doc, b), a->count);
+    if (c)
+        return c;
+    return (uint32_t)x < (uint32_t)y ? -1 : (uint32_t)x > (uint32_t)y;
+}
+
+/* Bottom-up merge sort of `n` records through `tmp`: n log n compares
+ * whatever the order, with the doc to compare by. */
+static void sort_records(const kvshard__doc *doc, uint64_t *a, uint64_t *tmp, size_t n)
+{
+    uint64_t *src = a, *dst = tmp;
+    for (size_t width = 1; width < n; width *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * width) {
+            size_t mid = n - lo > width ? lo + width : n;
+            size_t hi = n - mid > width ? mid + width : n;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                dst[k++] = cmp_records(doc, src[j], src[i]) < 0 ? src[j++] : src[i++];
+            while (i < mid)
+                dst[k++] = src[i++];
+            while (j < hi)
+                dst[k++] = src[j++];
         }
-        memcpy(&w, last, 8);
-    } else if (len >= 4) {
-        uint32_t a, b;
-        memcpy(&a, s, 4);
-        memcpy(&b, s + len - 4, 4);
-        w = (uint64_t)a << 32 | b;
-    } else if (len) {
-        w = (uint64_t)(unsigned char)s[0] << 16 | (uint64_t)(unsigned char)s[len / 2] << 8 |
-            (unsigned char)s[len - 1];
-    } else {
-        w = 0;
+        uint64_t *t = src;
+        src = dst;
+        dst = t;
     }
-    h = hash_round(h, w) * 0x94D049BB133111EBull;
-    return (uint32_t)(h >> 32);
+    if (src != a)
+        memcpy(a, src, n * sizeof *a);
 }
 
-static inline uint32_t slot_tag(uint32_t hash)
+/* Records (hash << 32 | position, made in key order) ordered as
+ * cmp_records() orders them: a stable radix sort by hash, 8 bits a pass,
+ * keeps equal hashes in key order, and only a run of equal hashes (a
+ * repeated key, or keys that collide) is sorted by comparing texts. */
+static void sort_by_hash(const kvshard__doc *doc, uint64_t *a, uint64_t *tmp, size_t n)
 {
-    return hash & ~SLOT_POS_MASK;
+    uint64_t *src = a, *dst = tmp;
+    for (unsigned shift = 32; shift < 64; shift += 8) {
+        size_t at_digit[257] = {0};
+        for (size_t i = 0; i < n; i++)
+            at_digit[(src[i] >> shift & 0xFFu) + 1]++;
+        for (size_t d = 0; d < 256; d++)
+            at_digit[d + 1] += at_digit[d];
+        for (size_t i = 0; i < n; i++)
+            dst[at_digit[src[i] >> shift & 0xFFu]++] = src[i];
+        uint64_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    /* Four passes: the records are back in `a`. */
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && a[j] >> 32 == a[i] >> 32)
+            j++;
+        if (j - i > 1)
+            sort_records(doc, a + i, tmp, j - i);
+        i = j;
+    }
+}
+
+/* A record against a key looked up: <0, 0 or >0. */
+static int cmp_lookup(const kvshard__doc *doc, uint64_t record, uint32_t hash, const char *key,
+                      size_t klen)
+{
+    if ((uint32_t)(record >> 32) != hash)
+        return (uint32_t)(record >> 32) < hash ? -1 : 1;
+    const entry *e = key_entry(doc, (uint32_t)record);
+    if (e->count != klen)
+        return e->count < klen ? -1 : 1;
+    return memcmp(scalar_text(doc, e), key, klen);
+}
+
+/* The tape position of `key` in an index, or UINT32_MAX. */
+static uint32_t index_find(const kvshard__doc *doc, const kvshard__map_index *x, const char *key,
+                           size_t klen)
+{
+    uint32_t h = kvshard__doc_hash(&doc->hash_key, key, klen);
+    if (x->by_sort) {
+        size_t lo = 0, hi = x->mask;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (cmp_lookup(doc, x->slots[mid], h, key, klen) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        return lo < x->mask && cmp_lookup(doc, x->slots[lo], h, key, klen) == 0
+                   ? (uint32_t)x->slots[lo]
+                   : UINT32_MAX;
+    }
+    for (uint32_t s = h & x->mask; x->slots[s] != 0; s = (s + 1) & x->mask) {
+        if ((uint32_t)(x->slots[s] >> 32) != h)
+            continue;
+        uint32_t pos = (uint32_t)x->slots[s] - 1;
+        const entry *k = key_entry(doc, pos);
+        if (k->count == klen && memcmp(scalar_text(doc, k), key, klen) == 0)
+            return pos;
+    }
+    return UINT32_MAX;
 }
 
 static const kvshard__map_index *find_index(const kvshard__doc *doc, uint32_t map)
@@ -247,6 +490,7 @@ static void add_directory(kvshard__doc *doc)
     qsort(dir->sorted, n, sizeof *dir->sorted, cmp_index);
     dir->map = DIRECTORY_MAP;
     dir->mask = (uint32_t)n;
+    dir->by_sort = false;
     dir->next = doc->indexes;
     doc->indexes = dir;
 }
@@ -267,7 +511,7 @@ void kvshard__doc_free(kvshard__doc *doc)
     }
     for (kvshard__map_index *x = doc->indexes; x;) {
         kvshard__map_index *next = x->next;
-        kvshard__free(&doc->alloc, x);
+        index_free(doc, x);
         x = next;
     }
     kvshard__free(&doc->alloc, doc->strings);
@@ -331,7 +575,7 @@ static size_t skip_plain_blocks(const char *t, size_t i, size_t stop, int *line,
     size_t after_lf = i; /* one past the last LF, which lies in [from, i) */
     while (t[after_lf - 1] != '\n')
         after_lf--;
-    *line += (int)lines; /* a document has fewer than 2^26 bytes */
+    *line += (int)lines; /* marks are at most 2^26 bytes in */
     *column = 1 + (int)(i - after_lf);
     return i;
 }
@@ -421,18 +665,31 @@ typedef struct frame {
 
 typedef struct anchor_def {
     const char *name;
-    uint32_t id;
     uint64_t weight; /* nodes its subtree stands for, aliases expanded */
+    uint32_t id;
+    uint32_t name_hash;
+    uint32_t key_hash; /* of a scalar's text, once an alias uses it as a key */
+    bool key_hashed;
 } anchor_def;
+
+/* Anchors are found by the hash of their name in a table of twice as many
+ * slots as there can be anchors, each the anchor's number plus one: an
+ * alias costs a hash of its name and a probe or two, however many anchors
+ * there are. */
+#define ANCHOR_SLOTS (2u * KVSHARD_MAX_ANCHORS)
+_Static_assert((ANCHOR_SLOTS & (ANCHOR_SLOTS - 1)) == 0 && KVSHARD_MAX_ANCHORS < UINT16_MAX,
+               "anchor slots are a power of two and hold an anchor's number");
 
 typedef struct builder {
     kvshard__doc *doc;
     kvshard_error *err;
     frame frames[KVSHARD_MAX_DEPTH];
     size_t depth;
-    anchor_def *anchors; /* KVSHARD_MAX_ANCHORS of them, allocated at the first */
+    anchor_def *anchors;    /* KVSHARD_MAX_ANCHORS of them, allocated at the first */
+    uint16_t *anchor_slots; /* ANCHOR_SLOTS, in the same allocation */
     size_t anchor_count;
-    uint64_t weight; /* nodes so far, aliases expanded */
+    const uint64_t *seed; /* the hash key's seed, when the caller gives one */
+    uint64_t weight;      /* nodes so far, aliases expanded */
     int documents;
     bool root_done;
     bool ascii;       /* no byte above 0x7F after the BOM: offsets are indexes */
@@ -441,13 +698,17 @@ typedef struct builder {
 } builder;
 
 /* libyaml counts characters after the byte order mark; kvshard keeps byte
- * offsets. Marks arrive mostly in order, so a cursor keeps this linear. */
+ * offsets. Marks arrive mostly in order, so a cursor that moves either way
+ * keeps this linear: a mark behind it is walked back to, not counted again
+ * from the start. */
 static size_t byte_offset_utf8(builder *b, size_t index)
 {
     const kvshard__doc *d = b->doc;
-    if (index < b->cur_index) {
-        b->cur_index = 0;
-        b->cur_byte = d->start;
+    while (b->cur_index > index && b->cur_byte > d->start) {
+        do
+            b->cur_byte--;
+        while (b->cur_byte > d->start && is_continuation((unsigned char)d->text[b->cur_byte]));
+        b->cur_index--;
     }
     while (b->cur_index < index && b->cur_byte < d->len) {
         b->cur_byte++;
@@ -510,8 +771,8 @@ static int add_chunk(builder *b, uint32_t id)
     return KVSHARD_OK;
 }
 
-static inline int append(builder *b, uint32_t *out_id, size_t offset, unsigned kind, unsigned style,
-                         unsigned tag, uint32_t count, uint32_t ref)
+static inline int append(builder *b, uint32_t *out_id, size_t offset, unsigned kind, unsigned form,
+                         uint32_t count, uint32_t ref)
 {
     kvshard__doc *d = b->doc;
     uint32_t id = d->size;
@@ -519,7 +780,7 @@ static inline int append(builder *b, uint32_t *out_id, size_t offset, unsigned k
     if ((id & (CHUNK_ENTRIES - 1)) == 0 && (rc = add_chunk(b, id)) != 0)
         return rc;
     entry *e = &d->chunks[id >> CHUNK_SHIFT][id & (CHUNK_ENTRIES - 1)];
-    e->word = (uint32_t)offset | kind << KIND_SHIFT | style << STYLE_SHIFT | tag << TAG_SHIFT;
+    e->word = (uint32_t)offset | kind << KIND_SHIFT | form << FORM_SHIFT;
     e->count = count;
     e->ref = ref;
     d->size++;
@@ -561,27 +822,66 @@ static bool at_key(const builder *b)
     return f->mapping && f->children % 2 == 0;
 }
 
+/* The doc's hash key, drawn at the first index or anchor: a config without
+ * either never reads the clock. */
+static void ensure_keyed(builder *b)
+{
+    kvshard__doc *d = b->doc;
+    if (!d->keyed) {
+        d->hash_key = kvshard__doc_hash_key(b->seed ? *b->seed : doc_seed(d));
+        d->keyed = true;
+    }
+}
+
+static anchor_def *find_anchor(const builder *b, const char *name, uint32_t hash)
+{
+    if (!b->anchors)
+        return NULL;
+    for (uint32_t s = hash & (ANCHOR_SLOTS - 1); b->anchor_slots[s];
+         s = (s + 1) & (ANCHOR_SLOTS - 1)) {
+        anchor_def *a = &b->anchors[b->anchor_slots[s] - 1];
+        if (a->name_hash == hash && strcmp(a->name, name) == 0)
+            return a;
+    }
+    return NULL;
+}
+
+static uint32_t name_hash(builder *b, const char *name)
+{
+    ensure_keyed(b);
+    return kvshard__doc_hash(&b->doc->hash_key, name, strlen(name));
+}
+
 static int register_anchor(builder *b, const char *name, uint32_t id, uint64_t weight,
                            size_t offset)
 {
     if (!name)
         return KVSHARD_OK;
-    for (size_t i = 0; i < b->anchor_count; i++) {
-        if (strcmp(b->anchors[i].name, name) == 0) {
-            /* YAML lets a later anchor shadow an earlier one. */
-            b->anchors[i].id = id;
-            b->anchors[i].weight = weight;
-            return KVSHARD_OK;
-        }
+    uint32_t hash = name_hash(b, name);
+    anchor_def *old = find_anchor(b, name, hash);
+    if (old) {
+        /* YAML lets a later anchor shadow an earlier one. */
+        old->id = id;
+        old->weight = weight;
+        old->key_hashed = false;
+        return KVSHARD_OK;
     }
     if (b->anchor_count == KVSHARD_MAX_ANCHORS)
         return fail_at(b, KVSHARD_ELIMIT, offset, "more than %u anchors (KVSHARD_MAX_ANCHORS)",
                        KVSHARD_MAX_ANCHORS);
-    if (!b->anchors &&
-        !(b->anchors = kvshard__alloc(&b->doc->alloc, KVSHARD_MAX_ANCHORS, sizeof *b->anchors)))
-        return fail_nomem(b);
-    anchor_def a = {name, id, weight};
+    if (!b->anchors) {
+        size_t bytes = KVSHARD_MAX_ANCHORS * sizeof *b->anchors + ANCHOR_SLOTS * sizeof(uint16_t);
+        if (!(b->anchors = kvshard__alloc(&b->doc->alloc, 1, bytes)))
+            return fail_nomem(b);
+        b->anchor_slots = (uint16_t *)(void *)(b->anchors + KVSHARD_MAX_ANCHORS);
+        memset(b->anchor_slots, 0, ANCHOR_SLOTS * sizeof(uint16_t));
+    }
+    anchor_def a = {name, weight, id, hash, 0, false};
     b->anchors[b->anchor_count++] = a;
+    uint32_t s = hash & (ANCHOR_SLOTS - 1);
+    while (b->anchor_slots[s])
+        s = (s + 1) & (ANCHOR_SLOTS - 1);
+    b->anchor_slots[s] = (uint16_t)b->anchor_count;
     return KVSHARD_OK;
 }
 
@@ -594,42 +894,70 @@ static int copy_anchor(builder *b, const yaml_char_t *anchor, const char **out)
     return *out ? KVSHARD_OK : fail_nomem(b);
 }
 
-/* The core tag a tag names: a scalar's !!str, !!int, !!bool, !!null,
- * !!float, the non-specific "!" (a string), and a collection's !!seq and
- * !!map. Anything else is a tag kvshard does not read. */
-static int resolve_tag(builder *b, const yaml_char_t *tag_text, bool scalar, size_t offset,
-                       kvshard__tag *out)
+/* What a node of `kind` is called in messages. */
+static const char *kind_name(unsigned kind)
+{
+    return kind == KIND_MAPPING ? "a mapping" : kind == KIND_SEQUENCE ? "a list" : "a scalar";
+}
+
+/* The core tag a tag names: a scalar's !!str, !!int, !!bool, !!null and
+ * !!float, and the non-specific "!" (a string); a list's !!seq and a
+ * mapping's !!map. A core tag on the other kind of node is a type error, as
+ * a scalar tag that does not fit its text is (check_tag_fits): `!!seq` on a
+ * mapping says the text is something it is not. Any other tag is one
+ * kvshard does not read. `text` is a scalar's value, for the message. */
+static int resolve_tag(builder *b, const yaml_char_t *tag_text, unsigned kind, const char *text,
+                       size_t len, size_t offset, kvshard__tag *out)
 {
     static const struct {
         const char *tag;
         kvshard__tag core;
-        bool scalar;
+        unsigned kind;
     } core[] = {
-        {YAML_STR_TAG, KVSHARD__TAG_STR, true},   {"!", KVSHARD__TAG_STR, true},
-        {YAML_INT_TAG, KVSHARD__TAG_INT, true},   {YAML_BOOL_TAG, KVSHARD__TAG_BOOL, true},
-        {YAML_NULL_TAG, KVSHARD__TAG_NULL, true}, {YAML_FLOAT_TAG, KVSHARD__TAG_FLOAT, true},
-        {YAML_SEQ_TAG, KVSHARD__TAG_NONE, false}, {YAML_MAP_TAG, KVSHARD__TAG_NONE, false},
+        {YAML_STR_TAG, KVSHARD__TAG_STR, KIND_SCALAR},
+        {"!", KVSHARD__TAG_STR, KIND_SCALAR},
+        {YAML_INT_TAG, KVSHARD__TAG_INT, KIND_SCALAR},
+        {YAML_BOOL_TAG, KVSHARD__TAG_BOOL, KIND_SCALAR},
+        {YAML_NULL_TAG, KVSHARD__TAG_NULL, KIND_SCALAR},
+        {YAML_FLOAT_TAG, KVSHARD__TAG_FLOAT, KIND_SCALAR},
+        {YAML_SEQ_TAG, KVSHARD__TAG_NONE, KIND_SEQUENCE},
+        {YAML_MAP_TAG, KVSHARD__TAG_NONE, KIND_MAPPING},
     };
     *out = KVSHARD__TAG_NONE;
     if (!tag_text)
         return KVSHARD_OK;
     const char *t = (const char *)tag_text;
+    const char *yaml = "tag:yaml.org,2002:";
+    size_t skip_prefix = strncmp(t, yaml, strlen(yaml)) == 0 ? strlen(yaml) : 0;
+    char shown[64];
+    kvshard__excerpt(shown, sizeof shown, t + skip_prefix, strlen(t + skip_prefix), 40);
+    const char *bang = skip_prefix ? "!!" : "";
     for (size_t i = 0; i < sizeof core / sizeof core[0]; i++) {
-        if (strcmp(t, core[i].tag) == 0) {
-            if (core[i].scalar != scalar)
-                break;
+        if (strcmp(t, core[i].tag) != 0)
+            continue;
+        if (core[i].kind == kind) {
             *out = core[i].core;
             return KVSHARD_OK;
         }
+        if (!skip_prefix)
+            break; /* the non-specific "!" on a collection: not read */
+        if (kind == KIND_SCALAR) {
+            char value[64];
+            kvshard__excerpt(value, sizeof value, text, len, 32);
+            return fail_at(b, KVSHARD_ETYPE, offset,
+                           "the tag %s%s does not fit the value \"%s\": it tags %s", bang, shown,
+                           value, kind_name(core[i].kind));
+        }
+        return fail_at(b, KVSHARD_ETYPE, offset,
+                       "the tag %s%s does not fit %s: it tags %s, and %s takes %s", bang, shown,
+                       kind_name(kind), kind_name(core[i].kind), kind_name(kind),
+                       kind == KIND_MAPPING ? "!!map" : "!!seq");
     }
-    char shown[64];
-    const char *yaml = "tag:yaml.org,2002:";
-    size_t skip_prefix = strncmp(t, yaml, strlen(yaml)) == 0 ? strlen(yaml) : 0;
-    kvshard__excerpt(shown, sizeof shown, t + skip_prefix, strlen(t + skip_prefix), 40);
     return fail_at(b, KVSHARD_EUNSUPPORTED, offset,
-                   "the tag %s%s is not one kvshard reads (only YAML's core tags: !!str, !!int, "
-                   "!!bool, !!null, !!float, !!seq, !!map)",
-                   skip_prefix ? "!!" : "", shown);
+                   "the tag %s%s is not one kvshard reads on %s (only YAML's core tags: !!str, "
+                   "!!int, !!bool, !!null, !!float and ! on scalars, !!seq on lists, !!map on "
+                   "mappings)",
+                   bang, shown, kind_name(kind));
 }
 
 /* Nothing, ~, null, Null or NULL: by length first, since every value a
@@ -786,12 +1114,15 @@ static int on_scalar(builder *b, const yaml_event_t *ev)
     size_t start = byte_offset(b, ev->start_mark.index);
     size_t end = byte_offset(b, ev->end_mark.index);
     const char *value = (const char *)ev->data.scalar.value;
+    /* At most 3/2 of the text (an escape of 2 bytes gives a character of 3):
+     * below 2^27, as every length on the tape. */
     size_t len = ev->data.scalar.length;
     int rc = add_weight(b, 1, start);
     if (rc)
         return rc;
     kvshard__tag tag = KVSHARD__TAG_NONE;
-    if (ev->data.scalar.tag && (rc = resolve_tag(b, ev->data.scalar.tag, true, start, &tag)) != 0)
+    if (ev->data.scalar.tag &&
+        (rc = resolve_tag(b, ev->data.scalar.tag, KIND_SCALAR, value, len, start, &tag)) != 0)
         return rc;
     yaml_scalar_style_t ystyle = ev->data.scalar.style;
     bool plain_style = ystyle == YAML_PLAIN_SCALAR_STYLE;
@@ -802,12 +1133,10 @@ static int on_scalar(builder *b, const yaml_event_t *ev)
     if (tag != KVSHARD__TAG_NONE && (rc = check_tag_fits(b, tag, value, len, start)) != 0)
         return rc;
     /* A core tag decides how the scalar reads: !!int "4" is a number and
-     * !!str 4 a string. Otherwise quoting does. */
-    bool plain = plain_style;
-    if (tag == KVSHARD__TAG_STR)
-        plain = false;
-    else if (tag != KVSHARD__TAG_NONE)
-        plain = true;
+     * !!str 4 a string. Otherwise quoting does. The form says which. */
+    unsigned form = tag != KVSHARD__TAG_NONE ? (unsigned)tag
+                    : plain_style            ? FORM_PLAIN
+                                             : FORM_QUOTED;
     /* Point at the source when the value is the text as written (nearly all
      * of JSON and plain YAML); copy escaped and folded scalars. */
     uint32_t ref = 0;
@@ -833,9 +1162,7 @@ static int on_scalar(builder *b, const yaml_event_t *ev)
             return rc;
     }
     uint32_t id;
-    if ((rc = append(b, &id, start, KIND_SCALAR,
-                     plain ? KVSHARD__VALUE_PLAIN : KVSHARD__VALUE_QUOTED, tag, (uint32_t)len,
-                     ref)) != 0)
+    if ((rc = append(b, &id, start, KIND_SCALAR, form, (uint32_t)len, ref)) != 0)
         return rc;
     if (ev->data.scalar.anchor) {
         const char *anchor;
@@ -862,120 +1189,223 @@ static int on_start(builder *b, const yaml_event_t *ev, unsigned kind)
         anchor_text = ev->data.sequence_start.anchor;
     }
     kvshard__tag tag;
-    int rc = resolve_tag(b, tag_text, false, start, &tag);
-    if (rc)
+    int rc;
+    if (tag_text && (rc = resolve_tag(b, tag_text, kind, NULL, 0, start, &tag)) != 0)
         return rc;
     frame *f = &b->frames[b->depth];
     f->weight_at = b->weight;
     f->children = 0;
     f->mapping = kind == KIND_MAPPING;
     if ((rc = add_weight(b, 1, start)) != 0 ||
-        (rc = append(b, &f->id, start, kind, 0, 0, 0, 0)) != 0 ||
+        (rc = append(b, &f->id, start, kind, 0, 0, 0)) != 0 ||
         (rc = copy_anchor(b, anchor_text, &f->anchor)) != 0)
         return rc;
     b->depth++;
     return KVSHARD_OK;
 }
 
-static int duplicate_key(builder *b, const kvshard__node *dup, const kvshard__node *first)
+/* The key at `pos` repeats the one at `first_pos`. */
+static int duplicate_key(builder *b, uint32_t pos, uint32_t first_pos)
 {
-    kvshard__mark m = kvshard__doc_mark(b->doc, first->offset);
+    kvshard__node dup = view(b->doc, pos), first = view(b->doc, first_pos);
+    kvshard__mark m = kvshard__doc_mark(b->doc, first.offset);
     char shown[96];
-    kvshard__excerpt(shown, sizeof shown, dup->text, dup->count, 64);
-    return fail_at(b, KVSHARD_EDUPKEY, dup->offset,
+    kvshard__excerpt(shown, sizeof shown, dup.text, dup.count, 64);
+    return fail_at(b, KVSHARD_EDUPKEY, dup.offset,
                    "duplicate key \"%s\" (first at line %d, column %d)", shown, m.line, m.column);
 }
 
-/* Keys must be scalars and distinct; report the first repeated key. Large
- * mappings keep the hash table as their index. */
-static int check_keys(builder *b, uint32_t map_id, uint32_t pairs)
+static int key_not_scalar(builder *b, uint32_t pos)
 {
-    const kvshard__doc *d = b->doc;
-    kvshard__node key;
-    if (pairs < INDEX_MIN_PAIRS) {
-        /* Keys chained by key_sig(): a key's text is compared only with the
-         * earlier keys of its signature. last[sig] is the latest key of a
-         * signature whose bit `seen` has, and before[i] the one before key
-         * i (none: NO_KEY). */
-        enum { NO_KEY = 0xFF };
-        uint64_t seen = 0;
-        uint8_t last[64], before[INDEX_MIN_PAIRS - 1];
-        uint32_t positions[INDEX_MIN_PAIRS - 1];
-        uint32_t key_pos = map_id + 1;
-        for (uint32_t i = 0; i < pairs; i++) {
-            const entry *k = key_entry(d, key_pos);
-            if (kind_of(k) != KIND_SCALAR) {
-                key = view(d, key_pos);
-                return fail_at(b, KVSHARD_ETYPE, key.offset, "mapping keys must be scalars");
-            }
-            const char *text = scalar_text(d, k);
-            unsigned sig = key_sig(text, k->count);
-            uint8_t j = seen >> sig & 1u ? last[sig] : (uint8_t)NO_KEY;
-            before[i] = j;
-            for (; j != NO_KEY; j = before[j]) {
-                const entry *o = key_entry(d, positions[j]);
-                if (o->count == k->count && memcmp(scalar_text(d, o), text, k->count) == 0) {
-                    key = view(d, key_pos);
-                    kvshard__node first = view(d, positions[j]);
-                    return duplicate_key(b, &key, &first);
-                }
-            }
-            seen |= (uint64_t)1 << sig;
-            last[sig] = (uint8_t)i;
-            positions[i] = key_pos;
-            key_pos = skip(d, key_pos + 1);
-        }
-        return KVSHARD_OK;
+    kvshard__node key = view(b->doc, pos);
+    return fail_at(b, KVSHARD_ETYPE, key.offset, "mapping keys must be scalars");
+}
+
+/* A walk of a small mapping gives up, for an index, past SMALL_STEPS
+ * earlier keys looked at; keys longer than SHORT_KEY bytes are compared by
+ * their hashes first. A walk then reads a few hundred bytes at most, and
+ * each key's own text once. */
+#define SMALL_STEPS 64u
+#define SHORT_KEY 32u
+#define NEEDS_INDEX 1
+
+/* The hash of key i of a walk, worked out once. */
+static uint32_t walk_hash(const kvshard__doc *d, uint32_t *hashes, uint32_t *hashed,
+                          const uint32_t *positions, unsigned i)
+{
+    if (!(*hashed >> i & 1u)) {
+        hashes[i] = key_hash_at(d, positions[i]);
+        *hashed |= 1u << i;
     }
-    uint32_t slots = 32;
+    return hashes[i];
+}
+
+/* Keys chained by key_sig(): a key's text is compared only with the earlier
+ * keys of its signature. last[sig] is the latest key of a signature whose
+ * bit `seen` has, and before[i] the one before key i (none: NO_KEY).
+ * KVSHARD_OK, an error, or NEEDS_INDEX. */
+static int walk_small(builder *b, uint32_t map_id, uint32_t pairs)
+{
+    kvshard__doc *d = b->doc;
+    enum { NO_KEY = 0xFF };
+    uint64_t seen = 0;
+    uint32_t hashed = 0; /* bit i: hashes[i] is known */
+    uint8_t last[64], before[INDEX_MIN_PAIRS - 1];
+    uint32_t positions[INDEX_MIN_PAIRS - 1], hashes[INDEX_MIN_PAIRS - 1];
+    uint32_t key_pos = map_id + 1, steps = 0;
+    for (uint32_t i = 0; i < pairs; i++) {
+        const entry *k = key_entry(d, key_pos);
+        if (kind_of(k) != KIND_SCALAR)
+            return key_not_scalar(b, key_pos);
+        const char *text = scalar_text(d, k);
+        unsigned sig = key_sig(text, k->count);
+        uint8_t j = seen >> sig & 1u ? last[sig] : (uint8_t)NO_KEY;
+        before[i] = j;
+        positions[i] = key_pos;
+        for (; j != NO_KEY; j = before[j]) {
+            if (++steps > SMALL_STEPS)
+                return NEEDS_INDEX;
+            const entry *o = key_entry(d, positions[j]);
+            if (o->count != k->count)
+                continue;
+            if (k->count > SHORT_KEY) {
+                ensure_keyed(b);
+                if (walk_hash(d, hashes, &hashed, positions, i) !=
+                    walk_hash(d, hashes, &hashed, positions, j))
+                    continue;
+            }
+            if (same_bytes(scalar_text(d, o), text, k->count))
+                return duplicate_key(b, key_pos, positions[j]);
+        }
+        seen |= (uint64_t)1 << sig;
+        last[sig] = (uint8_t)i;
+        key_pos = skip(d, key_pos + 1);
+    }
+    return KVSHARD_OK;
+}
+
+static void keep_index(builder *b, kvshard__map_index *x, uint32_t map_id)
+{
+    x->next = b->doc->indexes;
+    b->doc->indexes = x;
+    entry_mut(b, map_id)->word |= INDEXED_FLAG;
+}
+
+/* The sorted index, for keys that crowded the table: records of every key
+ * up to the first that is not a scalar, sorted, and the earliest key that
+ * repeats one before it found among neighbours. Errors come out as the
+ * table's would: the first key in order that repeats one or is not a
+ * scalar. The table `x`, of at least twice as many slots as keys, holds
+ * the records and the sort's scratch space: memory already paged in. */
+static int sort_keys(builder *b, kvshard__map_index *x, uint32_t map_id, uint32_t pairs)
+{
+    kvshard__doc *d = b->doc;
+    uint64_t *tmp = x->slots + pairs;
+    x->map = map_id;
+    x->present = 0;
+    x->by_sort = true;
+    uint32_t n = 0, key_pos = map_id + 1, bad = UINT32_MAX;
+    for (; n < pairs; n++) {
+        const entry *k = key_entry(d, key_pos);
+        if (kind_of(k) != KIND_SCALAR) {
+            bad = key_pos;
+            break;
+        }
+        x->present |= (uint64_t)1 << key_sig(scalar_text(d, k), k->count);
+        x->slots[n] = (uint64_t)key_hash_at(d, key_pos) << 32 | key_pos;
+        key_pos = skip(d, key_pos + 1);
+    }
+    sort_by_hash(d, x->slots, tmp, n);
+    /* Equal keys sit together, the first of them first: the earliest
+     * repeat is the least second key of a neighbouring equal pair. */
+    uint32_t dup = UINT32_MAX, first = 0;
+    for (uint32_t i = 1; i < n; i++) {
+        uint64_t p = x->slots[i - 1], q = x->slots[i];
+        if (p >> 32 == q >> 32 && (uint32_t)q < dup &&
+            same_key(d, key_entry(d, (uint32_t)p), key_entry(d, (uint32_t)q))) {
+            dup = (uint32_t)q;
+            first = (uint32_t)p;
+        }
+    }
+    int rc = dup != UINT32_MAX   ? duplicate_key(b, dup, first)
+             : bad != UINT32_MAX ? key_not_scalar(b, bad)
+                                 : KVSHARD_OK;
+    if (rc) {
+        index_free(d, x);
+        return rc;
+    }
+    x->mask = n;
+    keep_index(b, x, map_id);
+    return KVSHARD_OK;
+}
+
+/* The hash table of a mapping's keys, checking each against those before
+ * it; past PROBE_BUDGET, the sorted index instead. */
+static int index_keys(builder *b, uint32_t map_id, uint32_t pairs)
+{
+    kvshard__doc *d = b->doc;
+    ensure_keyed(b);
+    /* At least twice as many slots as keys (a small mapping here has long
+     * or look-alike keys), which also leaves sort_keys() its room. */
+    uint32_t slots = 4;
     while (slots < 2u * pairs)
         slots *= 2;
-    kvshard__map_index *x =
-        kvshard__alloc(&b->doc->alloc, 1, sizeof *x + (size_t)slots * sizeof(uint32_t));
+    kvshard__map_index *x = index_alloc(d, slots);
     if (!x)
         return fail_nomem(b);
     x->map = map_id;
     x->mask = slots - 1;
     x->present = 0;
-    memset(x->slots, 0, (size_t)slots * sizeof(uint32_t));
+    x->by_sort = false;
+    memset(x->slots, 0, (size_t)slots * sizeof(uint64_t));
     /* Keys are one tape entry each (a scalar, or an alias of one), read
      * straight from the tape; nodes are made only for a message. */
-    int rc = KVSHARD_OK;
+    uint64_t probes = 0, budget = PROBE_BUDGET(pairs);
     uint32_t key_pos = map_id + 1;
-    for (uint32_t i = 0; i < pairs && rc == KVSHARD_OK; i++) {
-        const entry *k = key_entry(d, key_pos);
+    for (uint32_t i = 0; i < pairs; i++) {
+        const entry *written = at(d, key_pos);
+        bool alias = kind_of(written) == KIND_ALIAS;
+        const entry *k = alias ? at(d, written->ref) : written;
+        int rc = KVSHARD_OK;
         if (kind_of(k) != KIND_SCALAR) {
-            key = view(d, key_pos);
-            rc = fail_at(b, KVSHARD_ETYPE, key.offset, "mapping keys must be scalars");
-            break;
+            index_free(d, x);
+            return key_not_scalar(b, key_pos);
         }
         const char *text = scalar_text(d, k);
         x->present |= (uint64_t)1 << key_sig(text, k->count);
-        uint32_t h = hash_text(text, k->count), tag = slot_tag(h);
+        /* An alias's hash was stored when it was read (key_hash_at). */
+        uint32_t h = alias ? written->count : kvshard__doc_hash(&d->hash_key, text, k->count);
         uint32_t s = h & x->mask;
         for (; x->slots[s] != 0; s = (s + 1) & x->mask) {
-            if (slot_tag(x->slots[s]) != tag)
-                continue;
-            uint32_t other_pos = (x->slots[s] & SLOT_POS_MASK) - 1;
-            const entry *o = key_entry(d, other_pos);
-            if (o->count == k->count && memcmp(scalar_text(d, o), text, k->count) == 0) {
-                key = view(d, key_pos);
-                kvshard__node other = view(d, other_pos);
-                rc = duplicate_key(b, &key, &other);
+            if (++probes > budget)
+                return sort_keys(b, x, map_id, pairs);
+            uint32_t other = (uint32_t)x->slots[s] - 1;
+            if ((uint32_t)(x->slots[s] >> 32) == h && same_key(d, key_entry(d, other), k)) {
+                rc = duplicate_key(b, key_pos, other);
                 break;
             }
         }
-        x->slots[s] = tag | (key_pos + 1);
+        if (rc) {
+            index_free(d, x);
+            return rc;
+        }
+        x->slots[s] = (uint64_t)h << 32 | (key_pos + 1);
         key_pos = skip(d, key_pos + 1);
     }
-    if (rc) {
-        kvshard__free(&b->doc->alloc, x);
-        return rc;
-    }
-    x->next = b->doc->indexes;
-    b->doc->indexes = x;
-    entry_mut(b, map_id)->word |= INDEXED_FLAG;
+    keep_index(b, x, map_id);
     return KVSHARD_OK;
+}
+
+/* Keys must be scalars and distinct; report the first repeated key. Large
+ * mappings keep their index. */
+static int check_keys(builder *b, uint32_t map_id, uint32_t pairs)
+{
+    if (pairs < INDEX_MIN_PAIRS) {
+        int rc = walk_small(b, map_id, pairs);
+        if (rc != NEEDS_INDEX)
+            return rc;
+    }
+    return index_keys(b, map_id, pairs);
 }
 
 static int on_end(builder *b)
@@ -999,31 +1429,33 @@ static int on_alias(builder *b, const yaml_event_t *ev)
 {
     const char *name = (const char *)ev->data.alias.anchor;
     size_t start = byte_offset(b, ev->start_mark.index);
-    for (size_t i = 0; i < b->anchor_count; i++) {
-        if (strcmp(b->anchors[i].name, name) != 0)
-            continue;
-        int rc = add_weight(b, b->anchors[i].weight, start);
-        if (rc)
-            return rc;
-        uint32_t target = b->anchors[i].id;
-        const entry *t = at(b->doc, target);
-        if (kind_of(t) == KIND_SCALAR && at_key(b) && ((t->word >> STYLE_SHIFT) & 1u) == 0 &&
-            (t->word >> TAG_SHIFT) == KVSHARD__TAG_NONE) {
-            kvshard__node v = view(b->doc, target);
-            if (kvshard__text_is(v.text, v.count, "<<"))
-                return fail_at(b, KVSHARD_EUNSUPPORTED, start,
-                               "merge keys (<<) are not read by kvshard: write the merged keys "
-                               "out");
-        }
-        uint32_t id;
-        if ((rc = append(b, &id, start, KIND_ALIAS, 0, 0, 0, target)) != 0)
-            return rc;
-        attach(b);
-        return KVSHARD_OK;
+    anchor_def *a = b->anchors ? find_anchor(b, name, name_hash(b, name)) : NULL;
+    if (!a) {
+        char shown[64];
+        kvshard__excerpt(shown, sizeof shown, name, strlen(name), 40);
+        return fail_at(b, KVSHARD_ESYNTAX, start, "alias *%s names no anchor defined before it",
+                       shown);
     }
-    char shown[64];
-    kvshard__excerpt(shown, sizeof shown, name, strlen(name), 40);
-    return fail_at(b, KVSHARD_ESYNTAX, start, "alias *%s names no anchor defined before it", shown);
+    int rc = add_weight(b, a->weight, start);
+    if (rc)
+        return rc;
+    const entry *t = at(b->doc, a->id);
+    uint32_t key_hash = 0;
+    if (kind_of(t) == KIND_SCALAR && at_key(b)) {
+        if (form_of(t) == FORM_PLAIN && kvshard__text_is(scalar_text(b->doc, t), t->count, "<<"))
+            return fail_at(b, KVSHARD_EUNSUPPORTED, start,
+                           "merge keys (<<) are not read by kvshard: write the merged keys out");
+        if (!a->key_hashed) {
+            a->key_hash = kvshard__doc_hash(&b->doc->hash_key, scalar_text(b->doc, t), t->count);
+            a->key_hashed = true;
+        }
+        key_hash = a->key_hash;
+    }
+    uint32_t id;
+    if ((rc = append(b, &id, start, KIND_ALIAS, FORM_PLAIN, key_hash, a->id)) != 0)
+        return rc;
+    attach(b);
+    return KVSHARD_OK;
 }
 
 static int parser_error(builder *b, const yaml_parser_t *p)
@@ -1097,15 +1529,26 @@ static bool all_ascii(const char *text, size_t len)
     return true;
 }
 
-int kvshard__doc_parse(kvshard__doc *out, const char *text, size_t len, const char *source,
-                       const kvshard_allocator *alloc, kvshard_error *err)
+static int parse(kvshard__doc *out, const char *text, size_t len, const char *source,
+                 const kvshard_allocator *alloc, const uint64_t *seed, kvshard_error *err)
 {
     kvshard__mark first = {1, 1, 0};
-    if (len > KVSHARD_MAX_DOCUMENT_BYTES)
-        return kvshard__fail(
-            err, KVSHARD_ELIMIT, source, first,
-            "text is %zu bytes; the limit is %u bytes (KVSHARD_MAX_DOCUMENT_BYTES)", len,
-            KVSHARD_MAX_DOCUMENT_BYTES);
+    if (len > KVSHARD_MAX_DOCUMENT_BYTES) {
+        /* Located at the first byte past the limit. */
+        kvshard__mark m = kvshard__no_mark;
+        if (err && err->code == KVSHARD_OK) {
+            memset(out, 0, offsetof(kvshard__doc, first_chunks));
+            out->text = text;
+            out->len = len;
+            out->start = len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+            m = kvshard__doc_mark(out, KVSHARD_MAX_DOCUMENT_BYTES);
+            memset(out, 0, offsetof(kvshard__doc, first_chunks));
+        }
+        return kvshard__fail(err, KVSHARD_ELIMIT, source, m,
+                             "text is %zu bytes; the limit is %u bytes "
+                             "(KVSHARD_MAX_DOCUMENT_BYTES), and this is the first byte past it",
+                             len, KVSHARD_MAX_DOCUMENT_BYTES);
+    }
     const unsigned char *u = (const unsigned char *)text;
     if (len >= 2 && ((u[0] == 0xFE && u[1] == 0xFF) || (u[0] == 0xFF && u[1] == 0xFE)))
         return kvshard__fail(err, KVSHARD_EUTF8, source, first,
@@ -1123,7 +1566,7 @@ int kvshard__doc_parse(kvshard__doc *out, const char *text, size_t len, const ch
     doc->first_chunks[0] = doc->first_chunk;
     for (size_t k = 1; k < KVSHARD__FIRST_CHUNKS; k++)
         doc->first_chunks[k] = NULL;
-    /* On the stack (about 1.6 KiB); the frames are written before they are
+    /* On the stack (about 1.7 KiB); the frames are written before they are
      * read, and the anchors are allocated at the first one. */
     builder bs;
     builder *b = &bs;
@@ -1131,7 +1574,9 @@ int kvshard__doc_parse(kvshard__doc *out, const char *text, size_t len, const ch
     b->err = err;
     b->depth = 0;
     b->anchors = NULL;
+    b->anchor_slots = NULL;
     b->anchor_count = 0;
+    b->seed = seed;
     b->weight = 0;
     b->documents = 0;
     b->root_done = false;
@@ -1166,6 +1611,18 @@ int kvshard__doc_parse(kvshard__doc *out, const char *text, size_t len, const ch
     }
     add_directory(doc);
     return KVSHARD_OK;
+}
+
+int kvshard__doc_parse(kvshard__doc *out, const char *text, size_t len, const char *source,
+                       const kvshard_allocator *alloc, kvshard_error *err)
+{
+    return parse(out, text, len, source, alloc, NULL, err);
+}
+
+int kvshard__doc_parse_seeded(kvshard__doc *out, const char *text, size_t len, const char *source,
+                              const kvshard_allocator *alloc, uint64_t seed, kvshard_error *err)
+{
+    return parse(out, text, len, source, alloc, &seed, err);
 }
 
 /* ---- reading ------------------------------------------------------------------------------ */
@@ -1220,9 +1677,9 @@ bool kvshard__doc_value(kvshard__node *out, const kvshard__doc *doc, uint32_t at
     if (kind_of(e) == KIND_ALIAS)
         e = at(doc, e->ref);
     *out = view(doc, at_id);
+    unsigned form = form_of(e);
     return kind_of(e) != KIND_SCALAR ||
-           !is_null_scalar(e->word >> TAG_SHIFT, (e->word >> STYLE_SHIFT) == 0, scalar_text(doc, e),
-                           e->count);
+           !is_null_scalar(form, form == FORM_PLAIN, scalar_text(doc, e), e->count);
 }
 
 kvshard__node kvshard__seq_item(const kvshard__doc *doc, const kvshard__node *seq, uint32_t index)
@@ -1248,18 +1705,11 @@ bool kvshard__map_get(const kvshard__doc *doc, const kvshard__node *map, const c
         const kvshard__map_index *x = find_index(doc, map->id);
         if (!(x->present >> key_sig(key, klen) & 1u))
             return false;
-        uint32_t h = hash_text(key, klen), tag = slot_tag(h);
-        for (uint32_t s = h & x->mask; x->slots[s] != 0; s = (s + 1) & x->mask) {
-            if (slot_tag(x->slots[s]) != tag)
-                continue;
-            uint32_t pos = (x->slots[s] & SLOT_POS_MASK) - 1;
-            const entry *k = key_entry(doc, pos);
-            if (k->count == klen && memcmp(scalar_text(doc, k), key, klen) == 0) {
-                *out = view(doc, pos + 1);
-                return true;
-            }
-        }
-        return false;
+        uint32_t pos = index_find(doc, x, key, klen);
+        if (pos == UINT32_MAX)
+            return false;
+        *out = view(doc, pos + 1);
+        return true;
     }
     /* Keys are scalars (or aliases of scalars), one tape entry each; only a
      * key of the right length has its text compared. */
@@ -1273,6 +1723,12 @@ bool kvshard__map_get(const kvshard__doc *doc, const kvshard__node *map, const c
         pos = skip(doc, pos + 1);
     }
     return false;
+}
+
+bool kvshard__map_sorted(const kvshard__doc *doc, const kvshard__node *map)
+{
+    return map->kind == KVSHARD__NODE_MAPPING && (at(doc, map->id)->word & INDEXED_FLAG) &&
+           find_index(doc, map->id)->by_sort;
 }
 
 bool kvshard__scalar_is(const kvshard__node *node, const char *s)

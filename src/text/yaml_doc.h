@@ -8,8 +8,12 @@
  * them.
  *
  * Every limit of kvshard.h (size, depth, nodes, aliases, anchors) is enforced
- * while the tree is built; duplicate keys, merge keys and tags other than
- * YAML's core tags are rejected; aliases share the anchored subtree. */
+ * while the tree is built, exactly: a document at a limit loads, one past it
+ * fails where it goes past. Duplicate keys, merge keys and tags other than
+ * YAML's core tags (and core tags on the wrong kind of node) are rejected;
+ * aliases share the anchored subtree. The work is linear in the text, or
+ * n log n for the keys of a mapping whose hash index a crafted text fills
+ * unevenly: nothing an input holds makes it quadratic. */
 #ifndef KVSHARD_TEXT_YAML_DOC_H
 #define KVSHARD_TEXT_YAML_DOC_H
 
@@ -22,10 +26,12 @@ typedef enum kvshard__node_kind {
     KVSHARD__NODE_MAPPING
 } kvshard__node_kind;
 
-/* The core tag written on a scalar, if any. */
+/* The core tag written on a scalar, if any. From 2, so that a tape entry
+ * keeps a scalar's tag and its quoting in one field of 3 bits (0 and 1 are
+ * an untagged plain and an untagged quoted scalar there). */
 typedef enum kvshard__tag {
-    KVSHARD__TAG_NONE,
-    KVSHARD__TAG_STR,
+    KVSHARD__TAG_NONE = 0,
+    KVSHARD__TAG_STR = 2,
     KVSHARD__TAG_INT,
     KVSHARD__TAG_BOOL,
     KVSHARD__TAG_NULL,
@@ -57,9 +63,19 @@ typedef struct kvshard__tape_entry {
 #define KVSHARD__CHUNK_SHIFT 6
 #define KVSHARD__CHUNK_ENTRIES (1u << KVSHARD__CHUNK_SHIFT)
 #define KVSHARD__FIRST_CHUNKS 8u
+/* Bytes of the key index a doc keeps in itself: the first mapping of 33 to
+ * 64 keys (a config.json's top level) indexes its keys without an
+ * allocation. */
+#define KVSHARD__FIRST_INDEX_BYTES 1072u
 
 typedef struct kvshard__arena_chunk kvshard__arena_chunk;
 typedef struct kvshard__map_index kvshard__map_index;
+
+/* The key of the doc's keyed hash: drawn per document, so that a text
+ * cannot be written to make its keys collide. */
+typedef struct kvshard__hash_key {
+    uint64_t k[4];
+} kvshard__hash_key;
 
 typedef struct kvshard__doc {
     kvshard_allocator alloc;
@@ -74,11 +90,15 @@ typedef struct kvshard__doc {
     const char **strings;        /* copied scalar text by number */
     uint32_t string_count;
     uint32_t string_cap;
-    kvshard__map_index *indexes; /* hash indexes of large mappings */
+    kvshard__map_index *indexes; /* key indexes of large mappings */
+    kvshard__hash_key hash_key;  /* set before the first index or anchor */
+    bool keyed;
+    bool first_index_used;
     /* A config's few dozen nodes need no allocation for the tape: its first
-     * chunk and the first chunk pointers are here. */
+     * chunk and the first chunk pointers are here, and its first index. */
     kvshard__tape_entry *first_chunks[KVSHARD__FIRST_CHUNKS];
     kvshard__tape_entry first_chunk[KVSHARD__CHUNK_ENTRIES];
+    _Alignas(8) unsigned char first_index[KVSHARD__FIRST_INDEX_BYTES];
 } kvshard__doc;
 
 /* Parse exactly one document from text into *out, which then points into
@@ -87,7 +107,17 @@ typedef struct kvshard__doc {
  * allocated. */
 int kvshard__doc_parse(kvshard__doc *out, const char *text, size_t len, const char *source,
                        const kvshard_allocator *alloc, kvshard_error *err);
+/* kvshard__doc_parse with the hash key drawn from `seed` rather than from
+ * the doc's address, the text's and the time: for tests, which write keys
+ * that collide under a known key. */
+int kvshard__doc_parse_seeded(kvshard__doc *out, const char *text, size_t len, const char *source,
+                              const kvshard_allocator *alloc, uint64_t seed, kvshard_error *err);
 void kvshard__doc_free(kvshard__doc *doc);
+
+/* The hash key `seed` stands for, and the 32-bit keyed hash of `len` bytes
+ * the key indexes use: the low bits pick a slot. */
+kvshard__hash_key kvshard__doc_hash_key(uint64_t seed);
+uint32_t kvshard__doc_hash(const kvshard__hash_key *key, const char *s, size_t len);
 
 /* The root node. */
 kvshard__node kvshard__doc_root(const kvshard__doc *doc);
@@ -131,6 +161,9 @@ kvshard__node kvshard__seq_item(const kvshard__doc *doc, const kvshard__node *se
 /* The value of `key` in a mapping; false when absent or `map` is not one. */
 bool kvshard__map_get(const kvshard__doc *doc, const kvshard__node *map, const char *key,
                       kvshard__node *out);
+/* Whether a mapping's keys crowded its hash table, so that it has a sorted
+ * index instead (for tests). */
+bool kvshard__map_sorted(const kvshard__doc *doc, const kvshard__node *map);
 
 /* A plain null (null, Null, NULL, ~ or nothing) or a !!null. */
 bool kvshard__node_is_null(const kvshard__node *node);
