@@ -140,6 +140,9 @@ def test_compare_rows_without_a_valid_plan() -> None:
         ({"is_draft": True}, [WarningCode.DRAFT_UNSPLIT]),
         ({"context_length": 32768}, [WarningCode.MAX_SEQS_UNREACHABLE]),
         ({"context_length": 32768, "max_seqs": 98}, []),
+        # A setting only the xllm profile reads, away from its default.
+        ({"max_memory_utilization": 0.5}, [WarningCode.PROFILE_INPUTS_IGNORED]),
+        ({"max_memory_utilization": 0.8}, []),
     ],
 )
 def test_warnings(overrides: dict, expected: List[WarningCode]) -> None:
@@ -174,8 +177,11 @@ conv_L_cache: 3
         {"context_length": 32768},
         {"ownership": "contiguous", "layerwise_split_size": 4, "kv_cache_dtype": "fp8"},
         {"engine": "xllm", "block_size": 128},
+        {"engine": "xllm", "block_size": 128, "enable_prefix_cache": "false",
+         "max_cache_size": "10GiB"},
+        {"max_memory_utilization": 0.5, "device_memory_total": "80GiB"},
     ],
-    ids=["seed", "context", "contiguous-fp8", "xllm"],
+    ids=["seed", "context", "contiguous-fp8", "xllm", "xllm-settings", "ignored-settings"],
 )
 def test_plan_json_equals_the_cli(cli: str, overrides: dict) -> None:
     flags = [f"--{k}={v}" for k, v in overrides.items()]

@@ -1,7 +1,9 @@
-"""Option values are checked in Python, before any C call, with the
-library's own ranges: every place that takes an option value refuses a
-wrong type with TypeError and a value out of range with ValueError, and
-accepts exactly what the library accepts."""
+"""Option and setting values are checked in Python, before any C call, with
+the library's own ranges: every place that takes a value refuses a wrong
+type with TypeError and a value out of range with ValueError, and accepts
+exactly what the library accepts. The options' ranges are the binding's
+table of the struct's fields; the settings' are the rows the library
+reports (kvshard_setting_info_at)."""
 
 from __future__ import annotations
 
@@ -12,8 +14,11 @@ import pytest
 from conftest import EXAMPLES, SEED
 
 import kvshard
-from kvshard import Dtype, Engine, Ownership, Status
+from kvshard import Dtype, Engine, Ownership, SettingType, Status
 from kvshard._optiontable import OPTIONS, U64_MAX, Kind
+
+# The library was loaded when the session started (conftest).
+SETTINGS = kvshard.settings()
 
 QWEN35 = EXAMPLES / "models" / "qwen3_5_35b_a3b.json"
 TEXT = "model: models/qwen3_5_35b_a3b.json\nparallel: {world_size: 4}\n"
@@ -214,8 +219,6 @@ def text_probes(spec: Any) -> List[Tuple[Any, str]]:
         # The library's own name of every member, as the text.
         beyond = max(spec.enum) + 1  # no member, no word
         return [(member, member.label) for member in spec.enum] + [(beyond, str(beyond))]
-    if spec.kind is Kind.FRACTION:
-        return [(0, "0"), (1e-15, ".000000000000001"), (0.5, "0.5"), (1, "1"), (1.5, "1.5")]
     return [(True, "true"), (False, "false")]
 
 
@@ -288,9 +291,90 @@ def test_the_struct_and_the_options_class_follow_the_table() -> None:
     from kvshard import _lib, _options
 
     names = [spec.name for spec in OPTIONS]
-    assert [f[0] for f in _lib.COptions._fields_] == ["size", *names]
+    # The fields, then the pointer to the engine profiles' settings.
+    assert [f[0] for f in _lib.COptions._fields_] == ["size", *names, "settings"]
     assert list(kvshard.Options.FIELDS) == names
     # The annotations Options declares for type checkers, one per row.
     tree = ast.parse(inspect.getsource(_options.Options))
     block = next(n for n in ast.walk(tree) if isinstance(n, ast.If))
     assert [a.target.id for a in block.body if isinstance(a, ast.AnnAssign)] == names
+
+
+# --- settings: the library's rows -------------------------------------------------
+
+
+def setting_probes(info: kvshard.SettingInfo) -> List[Tuple[Any, str]]:
+    """(native value, the same value as text) pairs around a setting's range."""
+    if info.type in (SettingType.INTEGER, SettingType.BYTES):
+        values = [info.min, info.max, info.max + 1] + ([info.min - 1] if info.min else [])
+        return [(v, str(v)) for v in values]
+    if info.type is SettingType.FRACTION:
+        return [(0, "0"), (1e-15, ".000000000000001"), (0.5, "0.5"), (1, "1"), (1.5, "1.5")]
+    assert info.type is SettingType.BOOL, info  # no other type today
+    return [(True, "true"), (False, "false")]
+
+
+@pytest.mark.parametrize("info", SETTINGS, ids=[s.key for s in SETTINGS])
+def test_python_takes_for_a_setting_what_the_library_takes(info: kvshard.SettingInfo) -> None:
+    seen = set()
+    for value, text in setting_probes(info):
+        in_c = library_takes(lambda: kvshard.Options().set(info.key, text))
+        for python in (
+            lambda: kvshard.Options().set(info.key, value),
+            lambda: kvshard.Options(**{info.key: value}),
+            lambda: setattr(kvshard.Options(), info.key, value),
+        ):
+            assert python_takes(python) == in_c, (info.key, value, text)
+        seen.add(in_c)
+    assert seen == ({True} if info.type is SettingType.BOOL else {True, False})
+
+
+def test_the_setting_rows_are_the_library_s() -> None:
+    # The xllm profile's inputs, as docs/planning.md lists them.
+    x = Engine.XLLM
+    assert [tuple(s) for s in SETTINGS] == [
+        ("enable_prefix_cache", SettingType.BOOL, 0, 1, True, "true", x),
+        ("max_linear_state_cache_slots", SettingType.INTEGER, 0, 2**24, 0, "0", x),
+        ("device_memory_total", SettingType.BYTES, 1, U64_MAX, 0, "0", x),
+        ("device_memory_free", SettingType.BYTES, 1, U64_MAX, 0, "0", x),
+        ("max_memory_utilization", SettingType.FRACTION, 0, 1, 0.8, "0.8", x),
+        ("max_cache_size", SettingType.BYTES, 0, U64_MAX, 0, "0", x),
+    ]
+    # kvshard_setting_find answers each key with the row kvshard_setting_info_at gave.
+    assert [kvshard.setting_info(s.key) for s in SETTINGS] == list(SETTINGS)
+    with pytest.raises(kvshard.ConfigError) as info:
+        kvshard.setting_info("world_size")  # an option, not a setting
+    assert info.value.code is Status.EUNKNOWNKEY
+    with pytest.raises(TypeError):
+        kvshard.setting_info(4)  # type: ignore[arg-type]
+
+
+def test_a_setting_s_default_that_text_cannot_give_is_refused_as_a_value() -> None:
+    # device_memory_total defaults to 0 ("none"), but as text it takes 1
+    # byte and up: 0 is a ValueError by every path, as the library
+    # refuses "0".
+    for call in (
+        lambda: kvshard.Options(device_memory_total=0),
+        lambda: kvshard.Options().set("device_memory_total", 0),
+        lambda: kvshard.load(SEED, device_memory_total=0),
+    ):
+        with pytest.raises(ValueError, match="device_memory_total must be a byte count from 1"):
+            call()
+    with pytest.raises(kvshard.ConfigError) as info:
+        kvshard.Options(device_memory_total="0")
+    assert (info.value.code, info.value.source) == (Status.ERANGE, "python")
+
+
+def test_a_word_or_an_unknown_type_takes_text_only() -> None:
+    # No setting is a word today; the binding knows no words of its own, so
+    # a native value for one is a TypeError and a str goes to the library.
+    from kvshard import _settings
+
+    word = SETTINGS[0]._replace(type=SettingType.WORD)
+    with pytest.raises(TypeError, match="must be a str"):
+        _settings.setting_text(word, 1)
+    assert _settings.setting_text(word, "anything") == "anything"
+    later = SETTINGS[0]._replace(type=9)  # a type of a later library
+    with pytest.raises(TypeError, match="must be a str"):
+        _settings.setting_text(later, True)
+    assert _settings.value_of(9, "as written") == "as written"

@@ -1,7 +1,7 @@
 """kvshard: plan how the KV cache of a hybrid-attention model is sharded
 across tensor-parallel ranks.
 
-A thin binding over the C library libkvshard (its 0.2 API), with ctypes:
+A thin binding over the C library libkvshard (its 0.3 API), with ctypes:
 every figure comes from the library; this package converts arguments,
 raises exceptions for error codes and frees handles.
 
@@ -14,7 +14,10 @@ raises exceptions for error codes and frees handles.
 Units: byte figures are in bytes, lengths (block_size, context_length) in
 tokens. Objects that hold a C handle (Model, Deployment, Plan, Comparison)
 free it on ``close()``, at the end of a ``with`` block, or when garbage
-collected. docs/python.md covers installing, finding the library and errors.
+collected. The engine profiles' own inputs are settings by key
+(``kvshard.settings()`` lists them); ``Options``, overrides and
+``Deployment.set`` take them beside the options. docs/python.md covers
+installing, finding the library and errors.
 """
 
 from ._enums import (
@@ -24,8 +27,10 @@ from ._enums import (
     Attention,
     Dtype,
     Engine,
+    FigureType,
     LayerKind,
     Ownership,
+    SettingType,
     StateKind,
     Status,
     WarningCode,
@@ -67,8 +72,9 @@ from ._objects import (
     plan,
 )
 from ._options import Options
+from ._settings import SettingInfo, setting_info, settings
 from ._version import __version__
-from . import _enums, _errors, _objects
+from . import _enums, _errors, _objects, _settings
 
 #: The C enum kvshard_warning_code, under the name the C API uses. It is
 #: left out of ``__all__`` so that ``from kvshard import *`` does not hide
@@ -83,6 +89,7 @@ __all__ = [
     "LibraryNotFoundError",
     "LibraryVersionError",
     "Options",
+    *_settings.__all__,
     *_objects.__all__,
     *_enums.__all__,
     *_errors.__all__,

@@ -20,6 +20,8 @@ __all__ = [
     "Ownership",
     "Engine",
     "WarningCode",
+    "SettingType",
+    "FigureType",
     "OWNER_ALL",
     "OWNER_NONE",
     "ALL_RANKS",
@@ -184,3 +186,33 @@ class WarningCode(enum.IntEnum):
     def label(self) -> str:
         """"split_disabled", ..., as in the plan's JSON (``kvshard_warning_name``)."""
         return _name_of("kvshard_warning_name", int(self))
+
+
+class SettingType(enum.IntEnum):
+    """What a setting's value is (kvshard_setting_type)."""
+
+    INTEGER = 0  # a whole number from the setting's min to its max
+    BYTES = 1  # a byte count: an integer or a size with a unit
+    BOOL = 2  # true or false
+    WORD = 3  # one of a few words
+    FRACTION = 4  # a decimal above 0 and at most 1
+
+    @property
+    def label(self) -> str:
+        """"integer", "bytes", "bool", "word" or "fraction"."""
+        return self.name.lower()
+
+
+class FigureType(enum.IntEnum):
+    """What a named figure of a plan holds (kvshard_figure_type)."""
+
+    NULL = 0  # no value: None in Python, null in the JSON plan
+    UINT = 1
+    DOUBLE = 2
+    BOOL = 3
+    TEXT = 4
+
+    @property
+    def label(self) -> str:
+        """"null", "uint", "double", "bool" or "text"."""
+        return self.name.lower()

@@ -9,7 +9,7 @@ The library is looked for, in this order:
    ``--config-settings=kvshard-library=PATH`` given to ``pip install``),
    kept in the generated module ``kvshard._build_config``;
 3. the system's search path: the soname of the package's version
-   (``libkvshard.so.0.2``: while the major version is 0 the soname carries
+   (``libkvshard.so.0.3``: while the major version is 0 the soname carries
    MAJOR.MINOR, from 1.0 on MAJOR only), then
    ``ctypes.util.find_library("kvshard")``, then ``libkvshard.so`` (the
    dynamic loader reads ``LD_LIBRARY_PATH`` and the ldconfig cache).
@@ -20,7 +20,10 @@ the package's major and minor version (patch releases keep the API and its
 structs); otherwise :class:`LibraryVersionError`.
 
 The library is loaded once, on first use, and kept for the life of the
-process.
+process. Loading it also reads its table of settings (the engine profiles'
+own inputs, ``kvshard_setting_info_at``) once: the binding checks setting
+values against those rows, so a setting the library adds needs no change
+here.
 """
 
 from __future__ import annotations
@@ -90,17 +93,39 @@ class CError(Structure):
 
 
 class COptions(Structure):
-    # Built from the option table, in its order: the fields of kvshard_options.
-    _fields_ = [("size", c_size_t)] + [(spec.name, spec.kind.value) for spec in OPTIONS]
+    # Built from the option table, in its order: the fields of
+    # kvshard_options, then `const kvshard_settings *settings`.
+    _fields_ = (
+        [("size", c_size_t)]
+        + [(spec.name, spec.kind.value) for spec in OPTIONS]
+        + [("settings", c_void_p)]
+    )
 
 
 def options_init() -> COptions:
-    """A COptions holding KVSHARD_OPTIONS_INIT (the table's defaults)."""
+    """A COptions holding KVSHARD_OPTIONS_INIT (the table's defaults, and
+    no settings: every one at its default)."""
     o = COptions()
     o.size = ctypes.sizeof(COptions)
     for spec in OPTIONS:
         setattr(o, spec.name, spec.default)
+    o.settings = None
     return o
+
+
+SETTING_DEFAULT_MAX = 32  # default_value[32] of kvshard_setting_info
+
+
+class CSettingInfo(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("key", c_char_p),
+        ("type", c_int),
+        ("min", c_uint64),
+        ("max", c_uint64),
+        ("default_value", c_char * SETTING_DEFAULT_MAX),
+        ("engine", c_int),
+    ]
 
 
 class CModelDesc(Structure):
@@ -175,10 +200,6 @@ class CCapacity(Structure):
         ("concurrency", c_uint64),
         ("has_balanced_max_seqs", c_bool),
         ("balanced_max_seqs", c_uint64),
-        ("has_state_slots", c_bool),
-        ("state_slots", c_uint64),
-        ("usable_blocks", c_uint64),
-        ("usable_state_slots", c_uint64),
     ]
 
 
@@ -211,10 +232,18 @@ class CBlocks(Structure):
         ("concurrency", c_uint64),
         ("has_balanced_max_seqs", c_bool),
         ("balanced_max_seqs", c_uint64),
-        ("has_state_slots", c_bool),
-        ("state_slots", c_uint64),
-        ("usable_blocks", c_uint64),
-        ("usable_state_slots", c_uint64),
+    ]
+
+
+class CFigure(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("name", c_char_p),
+        ("type", c_int),
+        ("uint_value", c_uint64),
+        ("double_value", c_double),
+        ("bool_value", c_bool),
+        ("text_value", c_char_p),
     ]
 
 
@@ -279,8 +308,17 @@ _PROTOTYPES = {
     "kvshard_model_layer_kind": (c_int, [POINTER(c_int), _P, c_uint32]),
     "kvshard_model_state_kind": (c_int, [_P]),
     "kvshard_model_state_dtype": (c_int, [_P]),
-    # options and deployment
+    # options and settings
     "kvshard_options_set": (c_int, [POINTER(COptions), c_char_p, c_char_p, c_char_p, _E]),
+    "kvshard_settings_create": (c_int, [_PP, c_void_p, _E]),
+    "kvshard_settings_copy": (c_int, [_PP, _P, c_void_p, _E]),
+    "kvshard_settings_free": (None, [_P]),
+    "kvshard_settings_set": (c_int, [_P, c_char_p, c_char_p, c_char_p, _E]),
+    "kvshard_settings_get": (c_int, [POINTER(c_char), c_size_t, POINTER(c_bool), _P, c_char_p]),
+    "kvshard_setting_count": (c_size_t, []),
+    "kvshard_setting_info_at": (c_int, [POINTER(CSettingInfo), c_size_t]),
+    "kvshard_setting_find": (c_int, [POINTER(CSettingInfo), c_char_p]),
+    # deployment
     "kvshard_deployment_load_file": (c_int, [_PP, c_char_p, c_void_p, _E]),
     "kvshard_deployment_load_string": (
         c_int,
@@ -317,6 +355,11 @@ _PROTOTYPES = {
     "kvshard_plan_capacity": (c_int, [POINTER(CCapacity), _P]),
     "kvshard_plan_uniform": (c_int, [POINTER(CUniform), _P]),
     "kvshard_plan_blocks_for": (c_int, [POINTER(CBlocks), _P, c_uint32, POINTER(CBudget), _E]),
+    "kvshard_plan_capacity_figure": (c_int, [POINTER(CFigure), _P, c_char_p]),
+    "kvshard_plan_blocks_figure": (
+        c_int,
+        [POINTER(CFigure), _P, c_uint32, POINTER(CBudget), c_char_p, _E],
+    ),
     "kvshard_plan_warning_count": (c_size_t, [_P]),
     "kvshard_plan_warning": (c_int, [POINTER(c_int), POINTER(c_char_p), _P, c_size_t]),
     "kvshard_plan_has_warning": (c_bool, [_P, c_int]),
@@ -360,7 +403,7 @@ def _recorded_path() -> Optional[str]:
 
 def _declare(lib: ctypes.CDLL) -> None:
     for name, (restype, argtypes) in _PROTOTYPES.items():
-        fn = getattr(lib, name)  # AttributeError: not a kvshard 0.2 library
+        fn = getattr(lib, name)  # AttributeError: not a library of this API
         fn.restype = restype
         fn.argtypes = argtypes
 
@@ -429,11 +472,29 @@ def _find() -> Tuple[ctypes.CDLL, str]:
     )
 
 
+def _setting_rows(lib: ctypes.CDLL) -> Tuple[CSettingInfo, ...]:
+    """Every row of the library's settings table, copied (the keys are
+    static storage in the library)."""
+    rows = []
+    for index in range(lib.kvshard_setting_count()):
+        info = sized(CSettingInfo)
+        rc = lib.kvshard_setting_info_at(ctypes.byref(info), index)
+        if rc != 0 or not info.key:
+            raise LibraryVersionError(
+                f"kvshard: kvshard_setting_info_at({index}) failed with {rc}, below "
+                f"kvshard_setting_count() = {lib.kvshard_setting_count()}: the library's "
+                f"kvshard_setting_info is not the binding's ({ctypes.sizeof(CSettingInfo)} bytes)"
+            )
+        rows.append(info)
+    return tuple(rows)
+
+
 _lock = threading.Lock()
-_loaded: Optional[Tuple[ctypes.CDLL, str, str]] = None
+_Loaded = Tuple[ctypes.CDLL, str, str, Tuple[CSettingInfo, ...]]
+_loaded: Optional[_Loaded] = None
 
 
-def _load() -> Tuple[ctypes.CDLL, str, str]:
+def _load() -> _Loaded:
     global _loaded
     with _lock:
         if _loaded is not None:
@@ -461,7 +522,7 @@ def _load() -> Tuple[ctypes.CDLL, str, str]:
                 f"kvshard: {where} (version {found}) lacks a function of the "
                 f"{__version__} API: {exc}"
             ) from None
-        _loaded = (lib, where, found)
+        _loaded = (lib, where, found, _setting_rows(lib))
         return _loaded
 
 
@@ -481,3 +542,10 @@ def library_path() -> str:
 def library_version() -> str:
     """``kvshard_version()`` of the loaded library, "MAJOR.MINOR.PATCH"."""
     return _load()[2]
+
+
+def setting_rows() -> Tuple[CSettingInfo, ...]:
+    """The library's settings table, read once when it was loaded (loads it
+    on first use). No C call after that."""
+    loaded = _loaded
+    return loaded[3] if loaded is not None else _load()[3]

@@ -8,14 +8,15 @@ so no Python exception can leak it. Methods of a closed object raise
 ``ValueError``. Everything the objects return (lists, dataclasses, strings)
 is a Python copy that outlives them.
 
-Threads: every call into a handle passes the handle's gate (``_Gate``).
-Queries share it, so any number of threads may query one object at once
-(ctypes releases the GIL during each call); a Deployment's ``set`` and
-``apply_args`` wait for the queries inside and run alone. ``close()`` may
-come from any thread at any time: calls that start afterwards raise
-ValueError, and the handle is freed once the calls already inside the
-library have returned, never under one. The model of a deployment passes
-its deployment's gate.
+Threads: every call into a handle passes the handle's gate (``_Gate``, in
+``_handles``). Queries share it, so any number of threads may query one
+object at once (ctypes releases the GIL during each call); a Deployment's
+``set`` and ``apply_args`` wait for the queries inside and run alone.
+``close()`` may come from any thread at any time: calls that start
+afterwards raise ValueError, and the handle is freed once the calls already
+inside the library have returned, never under one. The model of a
+deployment passes its deployment's gate; a call given an Options passes the
+gate of its settings too.
 """
 
 from __future__ import annotations
@@ -25,11 +26,9 @@ import itertools
 import json
 import math
 import os
-import threading
-import weakref
 from ctypes import POINTER, byref, c_char_p, c_int, c_int32, c_size_t, c_uint32, c_void_p
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from . import _lib
 from ._enums import (
@@ -37,6 +36,7 @@ from ._enums import (
     Attention,
     Dtype,
     Engine,
+    FigureType,
     LayerKind,
     Ownership,
     StateKind,
@@ -44,16 +44,9 @@ from ._enums import (
     WarningCode,
 )
 from ._errors import KvshardError, make_error
-from ._optiontable import override_text, spec_for_key
-from ._options import (
-    DEFAULT_ORIGIN,
-    OptionValue,
-    Options,
-    check_uint,
-    encode,
-    parse_bytes,
-    raise_error,
-)
+from ._handles import _Handle, _new_handle, encode, raise_error
+from ._options import DEFAULT_ORIGIN, OptionValue, Options, check_uint, parse_bytes
+from ._settings import SettingInfo, get_text, info_for, value_of, value_text
 
 __all__ = [
     "Model",
@@ -75,197 +68,6 @@ __all__ = [
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
-
-
-# ---------------------------------------------------------------------------
-# Handles
-# ---------------------------------------------------------------------------
-
-
-class _Gate:
-    """Who is inside one C handle. Queries share it; a change (Deployment's
-    set and apply_args, giving a model to a deployment) has it alone; close
-    shuts it: calls that start afterwards raise ValueError, and close waits
-    for the ones already inside, so the C object is freed only when no call
-    is in it. A change waiting for its turn holds off new queries, so it
-    is not starved; nothing in the binding enters a gate it already holds.
-
-    A query that finds the gate open takes one lock twice and nothing else;
-    the condition to sleep on is made when a thread first has to wait.
-    """
-
-    __slots__ = ("_lock", "_cond", "_readers", "_writing", "_waiting", "_sleepers", "closed")
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._cond: Optional[threading.Condition] = None
-        self._readers = 0
-        self._writing = False
-        self._waiting = 0  # changes waiting for their turn
-        self._sleepers = 0  # threads asleep on _cond
-        self.closed = False
-
-    def _sleep(self) -> None:
-        # With _lock held.
-        if self._cond is None:
-            self._cond = threading.Condition(self._lock)
-        self._sleepers += 1
-        try:
-            self._cond.wait()
-        finally:
-            self._sleepers -= 1
-
-    def _wake(self) -> None:
-        # With _lock held.
-        if self._sleepers:
-            assert self._cond is not None
-            self._cond.notify_all()
-
-    def enter(self, exclusive: bool, kind: str) -> None:
-        with self._lock:
-            if exclusive:
-                self._waiting += 1
-                try:
-                    while not self.closed and (self._writing or self._readers):
-                        self._sleep()
-                finally:
-                    self._waiting -= 1
-                    if not self._waiting:
-                        self._wake()  # queries held off for this change
-            else:
-                while not self.closed and (self._writing or self._waiting):
-                    self._sleep()
-            if self.closed:
-                raise ValueError(f"this kvshard {kind} is closed")
-            if exclusive:
-                self._writing = True
-            else:
-                self._readers += 1
-
-    def leave(self, exclusive: bool) -> None:
-        with self._lock:
-            if exclusive:
-                self._writing = False
-            else:
-                self._readers -= 1
-            if not self._readers:
-                self._wake()
-
-    def shut(self) -> None:
-        """Refuse new calls, then wait until none is inside."""
-        with self._lock:
-            self.closed = True
-            self._wake()  # waiting calls raise instead of entering
-            while self._readers or self._writing:
-                self._sleep()
-
-    def retire(self) -> None:
-        """Mark the handle closed from inside an exclusive use, whose end
-        leaves it empty (a model given to a deployment)."""
-        with self._lock:
-            self.closed = True
-
-
-class _Inside:
-    """One call's passage through a handle's gate (``with handle._use()``):
-    the C pointer inside the block, ValueError when the object is closed. A
-    borrowed object passes its owner's gate, whose C object holds it."""
-
-    __slots__ = ("_gate", "_owner", "_exclusive", "_handle")
-
-    def __init__(self, handle: "_Handle", exclusive: bool) -> None:
-        self._handle = handle
-        self._exclusive = exclusive
-        owner = handle._parent
-        self._gate = handle._gate if owner is None else owner._gate
-        self._owner = owner
-
-    def __enter__(self) -> int:
-        handle = self._handle
-        if self._owner is not None and handle._gate.closed:
-            raise ValueError(f"this kvshard {handle._kind} is closed")
-        self._gate.enter(self._exclusive, handle._kind)
-        return handle._ptr
-
-    def __exit__(self, *exc: Any) -> None:
-        self._gate.leave(self._exclusive)
-
-
-def _free_when_idle(gate: _Gate, free: Callable[[int], None], ptr: int) -> None:
-    # The finalizer: run by close(), or by the garbage collector, when no
-    # call can be inside (a call holds a reference to its object).
-    gate.shut()
-    free(ptr)
-
-
-class _Handle:
-    """Owns one C handle (or borrows one from a parent that owns it) and the
-    gate every call into it passes."""
-
-    _free_name = ""
-    _kind = "object"
-
-    def __init__(self, ptr: int, parent: Optional["_Handle"] = None) -> None:
-        self._ptr = ptr
-        self._parent = parent
-        self._gate = _Gate()
-        if parent is None:
-            free = getattr(_lib.library(), self._free_name)
-            try:
-                finalizer = weakref.finalize(self, _free_when_idle, self._gate, free, ptr)
-            except BaseException:  # not even a finalizer: free it now
-                free(ptr)
-                raise
-            # At interpreter exit a daemon thread may still be inside the
-            # handle; the process's end frees it, never while in use.
-            finalizer.atexit = False
-            self._finalizer: Optional[weakref.finalize] = finalizer
-        else:
-            self._finalizer = None
-
-    def _use(self, exclusive: bool = False) -> _Inside:
-        """``with self._use() as h:`` -- `h` is the C pointer for calls made
-        inside the block; ValueError when the object is closed."""
-        return _Inside(self, exclusive)
-
-    @property
-    def closed(self) -> bool:
-        """Whether the handle was released (or its owner was)."""
-        return self._gate.closed or (self._parent is not None and self._parent._gate.closed)
-
-    def close(self) -> None:
-        """Release the C handle. Idempotent and safe from any thread: calls
-        that start afterwards raise ValueError, and close returns once the
-        calls already inside the library have returned and the handle is
-        freed. A borrowed object (the model of a deployment) only stops
-        answering; its owner frees it."""
-        if self._parent is not None:
-            self._gate.retire()
-            return
-        self._gate.shut()
-        if self._finalizer is not None:
-            self._finalizer()
-
-    def _query(self, function: str, *args: Any) -> Any:
-        """The library's `function(handle, *args)`, called inside the gate."""
-        with self._use() as h:
-            return getattr(_lib.library(), function)(h, *args)
-
-    def __enter__(self):  # type: ignore[no-untyped-def]
-        if self.closed:
-            raise ValueError(f"this kvshard {self._kind} is closed")
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-
-def _new_handle(create: Callable[..., int], *args: Any) -> Tuple[int, int, _lib.CError]:
-    """Call a constructor `create(&out, *args, &err)`. Returns (rc, out, err)."""
-    out = c_void_p()
-    err = _lib.CError()
-    rc = create(byref(out), *args, byref(err))
-    return rc, out.value or 0, err
 
 
 def _check(rc: int, err: Optional[_lib.CError] = None) -> None:
@@ -541,31 +343,17 @@ def create_model(
 
 
 class Deployment(_Handle):
-    """A model plus its options: a deployment file, a bare model config, or
-    a model directory, changed by overrides.
+    """A model plus its options and settings: a deployment file, a bare
+    model config, or a model directory, changed by overrides.
 
-    Owns a ``kvshard_deployment`` and, through it, its model (freed with
-    kvshard_deployment_free). Queries (``options``, ``model``, ``plan``,
-    ``compare``) may run from many threads at once; ``set`` and
-    ``apply_args`` wait for them and run alone.
-
-    Fractions: the library reads a fraction's text with at most 15 digits,
-    so a double such as 2/3 has no text it reads exactly. The deployment
-    sends the nearest such text (the library records the override) and
-    keeps the double, which it gives the library when it plans: ``plan()``
-    and ``compare()`` then go through kvshard_plan_create and
-    kvshard_comparison_create with the deployment's options and the double.
-    The double stays until ``set`` gives the option another value, or
-    ``apply_args`` changes the value the library holds.
+    Owns a ``kvshard_deployment`` and, through it, its model and its
+    settings (freed with kvshard_deployment_free). Queries (``options``,
+    ``model``, ``plan``, ``compare``) may run from many threads at once;
+    ``set`` and ``apply_args`` wait for them and run alone.
     """
 
     _free_name = "kvshard_deployment_free"
     _kind = "deployment"
-
-    def __init__(self, ptr: int) -> None:
-        super().__init__(ptr)
-        # Option name -> (the double, the value the library holds for it).
-        self._held: Dict[str, Tuple[float, float]] = {}
 
     @classmethod
     def create(cls, model: Model, options: Optional[Options] = None) -> "Deployment":
@@ -573,8 +361,7 @@ class Deployment(_Handle):
         ``load_model`` (kvshard_deployment_create). The deployment takes
         ownership of the model's handle on success: ``model`` is closed
         afterwards (use ``deployment.model``). On failure the model is
-        untouched. The options go to the library as a struct, so every
-        value, fractions included, arrives exactly."""
+        untouched. The deployment copies the options and their settings."""
         if not isinstance(model, Model):
             raise TypeError(f"model must be a kvshard.Model, not {type(model).__name__}")
         if model._parent is not None:
@@ -583,9 +370,10 @@ class Deployment(_Handle):
         # The model changes hands with no call inside it.
         model._gate.enter(True, model._kind)
         try:
-            rc, out, err = _new_handle(
-                _lib.library().kvshard_deployment_create, model._ptr, byref(opts._c)
-            )
+            with opts._passed() as c:
+                rc, out, err = _new_handle(
+                    _lib.library().kvshard_deployment_create, model._ptr, byref(c)
+                )
             if rc == 0:  # the deployment frees the model now
                 model._gate.retire()
                 if model._finalizer is not None:
@@ -603,39 +391,29 @@ class Deployment(_Handle):
         ptr = self._query("kvshard_deployment_model")
         return Model(ptr, parent=self)
 
-    def _options_in(self, h: int) -> _lib.COptions:
-        """The options the deployment plans with: the library's, with the
-        doubles it holds."""
-        out = _lib.sized(_lib.COptions)
-        _check(_lib.library().kvshard_deployment_options(byref(out), h))
-        for name, (exact, _) in self._held.items():
-            setattr(out, name, exact)
-        return out
-
     @property
     def options(self) -> Options:
-        """A copy of the options: file values over defaults, then overrides."""
+        """A copy of the options and settings: file values over defaults,
+        then overrides."""
+        out = _lib.sized(_lib.COptions)
         with self._use() as h:
-            return Options._from_c(self._options_in(h))
+            _check(_lib.library().kvshard_deployment_options(byref(out), h))
+            return Options._from_c(out, settings_at=out.settings)
 
-    def _set(self, h: int, key: str, text: str, exact: Optional[float], origin: bytes) -> None:
-        # Inside the exclusive gate; `text` and `exact` from override_text.
-        err = _lib.CError()
-        lib = _lib.library()
-        key_b = key.encode("utf-8")
-        rc = lib.kvshard_deployment_set(h, key_b, text.encode("utf-8"), origin, byref(err))
-        _check(rc, err)
-        spec = spec_for_key(key)
-        if spec is not None:
-            self._held.pop(spec.name, None)
-            if exact is not None:
-                held = _lib.sized(_lib.COptions)
-                _check(lib.kvshard_deployment_options(byref(held), h))
-                self._held[spec.name] = (exact, getattr(held, spec.name))
+    def setting(self, key: str) -> Any:
+        """The value of setting `key` in the deployment (set, else its
+        default), read from the deployment's own settings."""
+        info = _setting_row(key)
+        out = _lib.sized(_lib.COptions)
+        with self._use() as h:
+            _check(_lib.library().kvshard_deployment_options(byref(out), h))
+            text, _ = get_text(out.settings, info.key)
+        return value_of(info.type, text)
 
     def set(self, key: str, value: OptionValue, origin: str = DEFAULT_ORIGIN) -> None:
-        """Override one option (kvshard_deployment_set), as a flag would:
-        ``set("memory_per_rank", "24GiB")``, ``set("world_size", 8)``. A
+        """Override one option or setting (kvshard_deployment_set), as a
+        flag would: ``set("memory_per_rank", "24GiB")``,
+        ``set("world_size", 8)``, ``set("max_memory_utilization", 2/3)``. A
         native value is checked in Python first (TypeError, ValueError) with
         the library's ranges for text and sent as text the library reads as
         exactly that value; a str goes as it is. Later plan errors about
@@ -643,12 +421,10 @@ class Deployment(_Handle):
         is unchanged."""
         if not isinstance(key, str):
             raise TypeError(f"the option name must be a str, not {type(key).__name__}")
-        encode(key, "the option name")
-        text, exact = override_text(key, value)
-        encode(text, f"the value of {key}")
+        key_b, text_b = _override(key, value)
         origin_b = encode(origin, "origin")
         with self._use(exclusive=True) as h:
-            self._set(h, key, text, exact, origin_b)
+            _set(h, key_b, text_b, origin_b)
 
     def apply_args(self, args: Sequence[str], ignore_unknown: bool = False) -> None:
         """Apply gflags-style arguments as an engine's command line holds
@@ -664,63 +440,32 @@ class Deployment(_Handle):
         argv = (c_char_p * max(1, len(encoded)))(*encoded)
         err = _lib.CError()
         with self._use(exclusive=True) as h:
-            lib = _lib.library()
-            rc = lib.kvshard_deployment_apply_args(
+            rc = _lib.library().kvshard_deployment_apply_args(
                 h, len(encoded), argv, 1 if ignore_unknown else 0, byref(err)
             )
-            _check(rc, err)
-            if self._held:  # a flag that set a held option replaces the double
-                now = _lib.sized(_lib.COptions)
-                _check(lib.kvshard_deployment_options(byref(now), h))
-                for name, (_, stand_in) in list(self._held.items()):
-                    if getattr(now, name) != stand_in:
-                        del self._held[name]
-
-    def _planned(self, h: int, create: str, from_deployment: str, free: str) -> int:
-        """A plan or comparison of the deployment (inside its gate)."""
-        lib = _lib.library()
-        if not self._held:
-            rc, out, err = _new_handle(getattr(lib, from_deployment), h)
-            _check(rc, err)
-            return out
-        opts = self._options_in(h)
-        model = lib.kvshard_deployment_model(h)
-        rc, out, err = _new_handle(getattr(lib, create), model, byref(opts), None)
-        if rc == 0:
-            return out
-        if not err.source:
-            # Where the deployment points this error (the line or override
-            # that set the option): its own call, with the stand-in, says.
-            rc2, out2, err2 = _new_handle(getattr(lib, from_deployment), h)
-            if rc2 == 0:
-                getattr(lib, free)(out2)
-            elif rc2 == rc:
-                err.source, err.line, err.column, err.offset = (
-                    err2.source,
-                    err2.line,
-                    err2.column,
-                    err2.offset,
-                )
-        raise_error(rc, err)
+        _check(rc, err)
 
     def plan(self) -> "Plan":
         """The plan of this deployment (kvshard_deployment_plan). Errors about
-        an option point at its key in the deployment file, or its override."""
+        an option or setting point at its key in the deployment file, or its
+        override."""
+        lib = _lib.library()
         with self._use() as h:
-            return Plan(
-                self._planned(h, "kvshard_plan_create", "kvshard_deployment_plan", "kvshard_plan_free")
-            )
+            rc, out, err = _new_handle(lib.kvshard_deployment_plan, h)
+            _check(rc, err)
+            # What the plan was made from, for Plan.options: the
+            # deployment's settings, which no change can touch while this
+            # query holds the gate.
+            now = _lib.sized(_lib.COptions)
+            rc = lib.kvshard_deployment_options(byref(now), h)
+            return _plan_with_settings(out, now.settings if rc == 0 else None, rc)
 
     def compare(self) -> "Comparison":
         """Plans for every split size dividing T under each ownership rule
         (kvshard_deployment_compare)."""
         with self._use() as h:
-            out = self._planned(
-                h,
-                "kvshard_comparison_create",
-                "kvshard_deployment_compare",
-                "kvshard_comparison_free",
-            )
+            rc, out, err = _new_handle(_lib.library().kvshard_deployment_compare, h)
+            _check(rc, err)
             return Comparison(out)
 
     def report_html(self) -> str:
@@ -747,27 +492,43 @@ class Deployment(_Handle):
         )
 
 
-_Override = Tuple[str, str, Optional[float]]
+def _setting_row(key: Any) -> SettingInfo:
+    if not isinstance(key, str):
+        raise TypeError(f"the setting's key must be a str, not {type(key).__name__}")
+    info = info_for(key)
+    if info is None:
+        raise make_error(Status.EUNKNOWNKEY, f'unknown setting "{key}"')
+    return info
+
+
+def _override(key: str, value: Any) -> Tuple[bytes, bytes]:
+    """An override's key and value as C strings, checked before any C call:
+    TypeError or ValueError for a value of the wrong type or range."""
+    text = value_text(key, value)
+    return encode(key, "the option name"), encode(text, f"the value of {key}")
+
+
+def _set(h: int, key: bytes, text: bytes, origin: bytes) -> None:
+    # Inside the deployment's exclusive gate.
+    err = _lib.CError()
+    rc = _lib.library().kvshard_deployment_set(h, key, text, origin, byref(err))
+    _check(rc, err)
+
+
+_Override = Tuple[bytes, bytes]
 
 
 def _check_overrides(overrides: Dict[str, Any]) -> List[_Override]:
-    """Every override as (key, text, exact), checked before any C call:
-    TypeError or ValueError for a value of the wrong type or range."""
-    prepared = []
-    for key, value in overrides.items():
-        text, exact = override_text(key, value)
-        encode(key, "the option name")
-        encode(text, f"the value of {key}")
-        prepared.append((key, text, exact))
-    return prepared
+    """Every override as (key, text), checked before any C call."""
+    return [_override(key, value) for key, value in overrides.items()]
 
 
 def _apply_overrides(dep: Deployment, overrides: List[_Override]) -> Deployment:
     origin = DEFAULT_ORIGIN.encode("utf-8")
     try:
         with dep._use(exclusive=True) as h:
-            for key, text, exact in overrides:
-                dep._set(h, key, text, exact, origin)
+            for key, text in overrides:
+                _set(h, key, text, origin)
     except BaseException:
         dep.close()
         raise
@@ -873,8 +634,9 @@ class RankMemory:
 
 @dataclass(frozen=True)
 class Capacity:
-    """Capacity common to all ranks (kvshard_capacity). Byte figures in
-    bytes, lengths in tokens; None where the C struct's ``has_*`` is false."""
+    """Capacity common to all ranks (kvshard_capacity, and three of the
+    plan's figures by name). Byte figures in bytes, lengths in tokens; None
+    where the C struct's ``has_*`` is false or the figure is null."""
 
     engine: Engine
     #: Tokens per block.
@@ -891,7 +653,9 @@ class Capacity:
     concurrency: Optional[int]
     #: The max_seqs at which state and KV blocks run out together.
     balanced_max_seqs: Optional[int]
-    #: xllm profile: state slots and the counts usable after padding.
+    #: The profile's figures (kvshard_plan_capacity_figure): under xllm the
+    #: state slots and the blocks and slots usable after its padding; None
+    #: where the profile gives none.
     state_slots: Optional[int]
     usable_blocks: Optional[int]
     usable_state_slots: Optional[int]
@@ -909,7 +673,8 @@ class Uniform:
 
 @dataclass(frozen=True)
 class Blocks:
-    """Blocks that fit a measured budget (kvshard_blocks)."""
+    """Blocks that fit a measured budget (kvshard_blocks, and the profile's
+    figures at that budget, kvshard_plan_blocks_figure; None where null)."""
 
     num_blocks: int
     #: num_blocks x block_size tokens.
@@ -919,6 +684,76 @@ class Blocks:
     state_slots: Optional[int]
     usable_blocks: Optional[int]
     usable_state_slots: Optional[int]
+
+
+#: The profile's figures Capacity and Blocks carry, read by name.
+_PROFILE_FIGURES = ("state_slots", "usable_blocks", "usable_state_slots")
+
+
+def _figure_value(f: _lib.CFigure, name: str) -> Any:
+    """A kvshard_figure as Python (inside the plan's gate: text is borrowed)."""
+    kind = f.type
+    if kind == FigureType.NULL:
+        return None
+    if kind == FigureType.UINT:
+        return int(f.uint_value)
+    if kind == FigureType.DOUBLE:
+        return float(f.double_value)
+    if kind == FigureType.BOOL:
+        return bool(f.bool_value)
+    if kind == FigureType.TEXT:
+        return (f.text_value or b"").decode("utf-8", "replace")
+    raise make_error(
+        Status.EINVAL, f'figure "{name}" has type {kind}, which this package does not know'
+    )
+
+
+def _capacity_figure(h: int, name: str, name_b: Optional[bytes] = None) -> Any:
+    f = _lib.sized(_lib.CFigure)
+    rc = _lib.library().kvshard_plan_capacity_figure(byref(f), h, name_b or name.encode())
+    if rc == Status.EUNKNOWNKEY:
+        raise make_error(rc, f'unknown capacity figure "{name}"')
+    _check(rc)
+    return _figure_value(f, name)
+
+
+def _blocks_figure(
+    h: int, rank: int, budget: _lib.CBudget, name: str, name_b: Optional[bytes] = None
+) -> Any:
+    f = _lib.sized(_lib.CFigure)
+    err = _lib.CError()
+    rc = _lib.library().kvshard_plan_blocks_figure(
+        byref(f), h, rank, byref(budget), name_b or name.encode(), byref(err)
+    )
+    _check(rc, err)
+    return _figure_value(f, name)
+
+
+# The capacity figures' names are the library's: the fields of the JSON
+# plan's capacity object, which it writes from the same table. Read once.
+_figure_names: Optional[Tuple[str, ...]] = None
+
+
+def _capacity_names(plan: "Plan") -> Tuple[str, ...]:
+    global _figure_names
+    names = _figure_names
+    if names is None:
+        names = _figure_names = tuple(plan.to_dict()["capacity"])
+    return names
+
+
+def _plan_with_settings(plan: int, settings: Optional[int], rc: int = 0) -> "Plan":
+    """Wrap a new C plan with a copy of the C settings it was made from (the
+    caller holds the gate of their owner). `rc` is the status of reading the
+    settings' pointer; when it, or the copy, fails, the plan is freed."""
+    lib = _lib.library()
+    copied, err = 0, None
+    if rc == 0 and settings:
+        rc, copied, err = _new_handle(lib.kvshard_settings_copy, settings, None)
+    if rc != 0:
+        lib.kvshard_plan_free(plan)
+        raise_error(rc, err)
+    return Plan(plan, copied)  # owns both from here, even if it fails
 
 
 class Plan(_Handle):
@@ -933,11 +768,17 @@ class Plan(_Handle):
     _free_name = "kvshard_plan_free"
     _kind = "plan"
 
-    def __init__(self, ptr: int) -> None:
-        super().__init__(ptr)
+    def __init__(self, ptr: int, settings: int = 0) -> None:
+        # `settings`: a copy of the C settings the plan was made from (0:
+        # none, every setting at its default), for ``options``; the library
+        # resolves them into the plan and keeps none. The plan owns the copy:
+        # it is reached through the plan's gate and freed with the plan.
+        lib = _lib.library()
+        then = (lib.kvshard_settings_free, settings) if settings else None
+        super().__init__(ptr, then=then)
+        self._settings_ptr = settings
         # A plan never changes: T and L, for the range checks, read once
         # while no other thread has the plan.
-        lib = _lib.library()
         self._sizes = (
             int(lib.kvshard_plan_attn_tp_size(ptr)),
             int(lib.kvshard_plan_num_layers(ptr)),
@@ -947,11 +788,12 @@ class Plan(_Handle):
     @property
     def options(self) -> Options:
         """The options the plan was built with, the profile's defaults
-        settled (block_size, max_seqs and ownership set)."""
+        settled (block_size, max_seqs and ownership set), and the settings
+        it was made from."""
         out = _lib.sized(_lib.COptions)
         with self._use() as h:
             _check(_lib.library().kvshard_plan_options(byref(out), h))
-        return Options._from_c(out)
+            return Options._from_c(out, settings_at=self._settings_ptr or None)
 
     @property
     def attn_tp_size(self) -> int:
@@ -1100,6 +942,7 @@ class Plan(_Handle):
         c = _lib.sized(_lib.CCapacity)
         with self._use() as h:
             _check(_lib.library().kvshard_plan_capacity(byref(c), h))
+            extra = {name: _capacity_figure(h, name) for name in _PROFILE_FIGURES}
         return Capacity(
             engine=Engine(c.engine),
             block_size=int(c.block_size),
@@ -1110,10 +953,26 @@ class Plan(_Handle):
             context_length=int(c.context_length) or None,
             concurrency=_opt(c.has_concurrency, c.concurrency),
             balanced_max_seqs=_opt(c.has_balanced_max_seqs, c.balanced_max_seqs),
-            state_slots=_opt(c.has_state_slots, c.state_slots),
-            usable_blocks=_opt(c.has_state_slots, c.usable_blocks),
-            usable_state_slots=_opt(c.has_state_slots, c.usable_state_slots),
+            **extra,
         )
+
+    def capacity_figure(self, name: str) -> Any:
+        """A figure of the capacity by the name of its field in the JSON
+        plan's ``capacity`` object (kvshard_plan_capacity_figure):
+        "num_blocks", "concurrency", "engine", "budget", "state_slots",
+        "usable_blocks", ... An int, float, bool or str; None where the
+        figure has no value (JSON null). ConfigError (EUNKNOWNKEY) for a
+        name the library does not know."""
+        name_b = encode(name, "the figure's name")
+        with self._use() as h:
+            return _capacity_figure(h, name, name_b)
+
+    def capacity_figures(self) -> Dict[str, Any]:
+        """Every capacity figure by name, in the order of the JSON plan's
+        ``capacity`` object, as ``capacity_figure`` reads each."""
+        names = _capacity_names(self)
+        with self._use() as h:
+            return {name: _capacity_figure(h, name) for name in names}
 
     @property
     def uniform(self) -> Uniform:
@@ -1127,25 +986,16 @@ class Plan(_Handle):
             num_blocks=_opt(u.has_num_blocks, u.num_blocks),
         )
 
-    def blocks_for(
+    def _budget(
         self,
         memory: Union[int, str],
-        tp_rank: Optional[int] = None,
-        context_length: int = 0,
-        reserved_bytes: Union[int, str] = 0,
-        extra_bytes_per_block: int = 0,
-    ) -> Blocks:
-        """Blocks that fit memory an engine measured, without rebuilding the
-        plan (kvshard_plan_blocks_for).
-
-        ``memory``: bytes the rank gives to cache and state (an int, or text
-        such as "20GiB"); ``tp_rank``: that rank, or None for every rank
-        (the minimum, what all ranks allocate); ``context_length``: tokens
-        per sequence for the concurrency figures (0: none);
-        ``reserved_bytes``: bytes taken off first for the engine's own
-        buffers; ``extra_bytes_per_block``: bytes the engine adds to every
-        block. Raises PlanError (ENOBLOCK) when not one block fits.
-        """
+        tp_rank: Optional[int],
+        context_length: int,
+        reserved_bytes: Union[int, str],
+        extra_bytes_per_block: int,
+    ) -> Tuple[int, _lib.CBudget]:
+        """The TP rank (or ALL_RANKS) and the kvshard_budget of a measured
+        budget, every argument checked in Python first."""
         for name, value in (("memory", memory), ("reserved_bytes", reserved_bytes)):
             if not isinstance(value, str):
                 check_uint(name, value, 64)
@@ -1159,21 +1009,65 @@ class Plan(_Handle):
             self._rank_in_range(rank)
         budget.memory_per_rank = parse_bytes("memory", memory)
         budget.reserved_bytes = parse_bytes("reserved_bytes", reserved_bytes)
+        return rank, budget
+
+    def blocks_for(
+        self,
+        memory: Union[int, str],
+        tp_rank: Optional[int] = None,
+        context_length: int = 0,
+        reserved_bytes: Union[int, str] = 0,
+        extra_bytes_per_block: int = 0,
+    ) -> Blocks:
+        """Blocks that fit memory an engine measured, without rebuilding the
+        plan (kvshard_plan_blocks_for, and the profile's figures at that
+        budget, kvshard_plan_blocks_figure).
+
+        ``memory``: bytes the rank gives to cache and state (an int, or text
+        such as "20GiB"); ``tp_rank``: that rank, or None for every rank
+        (the minimum, what all ranks allocate); ``context_length``: tokens
+        per sequence for the concurrency figures (0: none);
+        ``reserved_bytes``: bytes taken off first for the engine's own
+        buffers; ``extra_bytes_per_block``: bytes the engine adds to every
+        block. Raises PlanError (ENOBLOCK) when not one block fits.
+        """
+        rank, budget = self._budget(
+            memory, tp_rank, context_length, reserved_bytes, extra_bytes_per_block
+        )
         out = _lib.sized(_lib.CBlocks)
         err = _lib.CError()
         lib = _lib.library()
         with self._use() as h:
             rc = lib.kvshard_plan_blocks_for(byref(out), h, rank, byref(budget), byref(err))
-        _check(rc, err)
+            _check(rc, err)
+            extra = {name: _blocks_figure(h, rank, budget, name) for name in _PROFILE_FIGURES}
         return Blocks(
             num_blocks=int(out.num_blocks),
             max_tokens=int(out.max_tokens),
             concurrency=_opt(out.has_concurrency, out.concurrency),
             balanced_max_seqs=_opt(out.has_balanced_max_seqs, out.balanced_max_seqs),
-            state_slots=_opt(out.has_state_slots, out.state_slots),
-            usable_blocks=_opt(out.has_state_slots, out.usable_blocks),
-            usable_state_slots=_opt(out.has_state_slots, out.usable_state_slots),
+            **extra,
         )
+
+    def blocks_figure(
+        self,
+        name: str,
+        memory: Union[int, str],
+        tp_rank: Optional[int] = None,
+        context_length: int = 0,
+        reserved_bytes: Union[int, str] = 0,
+        extra_bytes_per_block: int = 0,
+    ) -> Any:
+        """A capacity figure by name, as ``capacity_figure`` names them, at
+        a measured budget (kvshard_plan_blocks_figure; the arguments as
+        ``blocks_for`` takes them). Errors as ``blocks_for``, and
+        ConfigError (EUNKNOWNKEY) for an unknown name."""
+        name_b = encode(name, "the figure's name")
+        rank, budget = self._budget(
+            memory, tp_rank, context_length, reserved_bytes, extra_bytes_per_block
+        )
+        with self._use() as h:
+            return _blocks_figure(h, rank, budget, name, name_b)
 
     # --- warnings and digests ---------------------------------------------------
     @property
@@ -1273,10 +1167,12 @@ def plan(
     if not isinstance(model, Model):
         raise TypeError(f"model must be a kvshard.Model or Deployment, not {type(model).__name__}")
     opts = _options_arg(options, **fields)
-    with model._use() as h:
-        rc, out, err = _new_handle(_lib.library().kvshard_plan_create, h, byref(opts._c), None)
-    _check(rc, err)
-    return Plan(out)
+    with model._use() as h, opts._passed() as c:
+        rc, out, err = _new_handle(_lib.library().kvshard_plan_create, h, byref(c), None)
+        _check(rc, err)
+        # A copy of the settings the plan read, for Plan.options, made
+        # while their gate still holds off any change.
+        return _plan_with_settings(out, c.settings)
 
 
 # ---------------------------------------------------------------------------
@@ -1437,7 +1333,7 @@ def compare(
     if not isinstance(model, Model):
         raise TypeError(f"model must be a kvshard.Model or Deployment, not {type(model).__name__}")
     opts = _options_arg(options, **fields)
-    with model._use() as h:
-        rc, out, err = _new_handle(_lib.library().kvshard_comparison_create, h, byref(opts._c), None)
+    with model._use() as h, opts._passed() as c:
+        rc, out, err = _new_handle(_lib.library().kvshard_comparison_create, h, byref(c), None)
     _check(rc, err)
     return Comparison(out)

@@ -1,28 +1,35 @@
-"""``Options``: the deployment options of kvshard_options, from Python.
+"""``Options``: the deployment options of kvshard_options, and the engine
+profiles' settings beside them, from Python.
 
 Defaults are KVSHARD_OPTIONS_INIT's: values the engine profile decides are
 "unset" (block_size 0, max_seqs 0, ownership DEFAULT) and a plan settles them
 (``Plan.options`` returns the settled values). The fields, their C types,
-defaults and ranges come from the option table (``_optiontable``).
+defaults and ranges come from the option table (``_optiontable``); the
+settings, their types, bounds and defaults from the library's own table
+(``_settings``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import operator
-from typing import TYPE_CHECKING, Any, Dict, Iterator, NoReturn, Optional, Tuple, Union
+import threading
+from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional, Tuple, Union
 
 from . import _lib
-from ._errors import make_error
+from ._handles import encode, raise_error
 from ._optiontable import OPTIONS, Kind, Spec, native, override_text, spec_for_key
+from ._settings import Settings, SettingInfo, info_for, setting_text, settings, value_of
 
 if TYPE_CHECKING:
     from ._enums import Dtype, Engine, Ownership
 
 __all__ = ["Options", "DEFAULT_ORIGIN"]
 
-#: The ``origin`` the binding passes to kvshard_options_set and
-#: kvshard_deployment_set: errors about such a value name it as their source.
+#: The ``origin`` the binding passes to kvshard_options_set,
+#: kvshard_settings_set and kvshard_deployment_set: errors about such a
+#: value name it as their source.
 DEFAULT_ORIGIN = "python"
 
 OptionValue = Union[str, int, float, bool]
@@ -40,30 +47,6 @@ def check_uint(name: str, value: Any, bits: int) -> int:
     if v < 0 or v >= 1 << bits:
         raise ValueError(f"{name} must be between 0 and {(1 << bits) - 1}, not {v}")
     return v
-
-
-def encode(value: str, name: str) -> bytes:
-    """UTF-8 bytes of a str passed as a C string; ValueError on a NUL."""
-    if not isinstance(value, str):
-        raise TypeError(f"{name} must be a str, not {type(value).__name__}")
-    data = value.encode("utf-8")
-    if b"\0" in data:
-        raise ValueError(f"{name} must not contain a NUL character")
-    return data
-
-
-def raise_error(rc: int, err: Optional[_lib.CError]) -> NoReturn:
-    """Raise the exception of a failed call from its kvshard_error."""
-    if err is not None and err.code != 0:
-        raise make_error(
-            err.code,
-            err.message.decode("utf-8", "replace"),
-            err.source.decode("utf-8", "replace"),
-            err.line,
-            err.column,
-            err.offset,
-        )
-    raise make_error(rc)
 
 
 def set_text(options: _lib.COptions, key: str, text: str, origin: str) -> None:
@@ -88,6 +71,19 @@ def parse_bytes(name: str, value: Union[int, str]) -> int:
     return check_uint(name, value, 64)
 
 
+def setting_named(name: str) -> Optional[SettingInfo]:
+    """The setting an attribute name names, None for none. AttributeError
+    (not ImportError) when the library, which holds the table, cannot be
+    loaded, so that hasattr() and getattr() with a default keep working."""
+    try:
+        return info_for(name)
+    except ImportError as exc:
+        raise AttributeError(
+            f"Options has no field {name!r}, and the library that knows the settings cannot "
+            f"be loaded: {exc}"
+        ) from exc
+
+
 class _Field:
     """A descriptor over one field of the COptions an Options holds, made
     from the option's row of the table."""
@@ -107,8 +103,6 @@ class _Field:
         if kind is Kind.ENUM:
             assert self.spec.enum is not None
             return self.spec.enum(raw)
-        if kind is Kind.FRACTION:
-            return float(raw)
         return int(raw)
 
     def __set__(self, obj: "Options", value: Any) -> None:
@@ -123,22 +117,28 @@ class _Field:
         return native(self.spec, value, in_struct=True)
 
 
-class Options:
-    """The options of one plan: parallel sizes, cache settings and the
-    engine profile's inputs (a mirror of ``kvshard_options``).
+# Made once per Options, the first time one of its settings is set.
+_settings_made = threading.Lock()
 
-    Every field is a keyword argument and an attribute. A value is either
-    native or a str. A native value is checked in Python with the library's
-    own ranges, before any C call: an integer option takes an int (not a
-    bool, not a float), a byte size an int or a whole float, a boolean a
-    bool, an enum its member or value, a fraction a float above 0 and at
-    most 1; a wrong type is a ``TypeError``, a value out of range a
-    ``ValueError``. 0 is accepted where the C struct reads it as "unset"
-    (block_size, max_seqs, context_length, the byte sizes), and
+
+class Options:
+    """The options of one plan: parallel sizes and cache settings (a mirror
+    of ``kvshard_options``), and the engine profiles' own inputs (settings
+    by key, a ``kvshard_settings`` beside the struct).
+
+    Every field and every setting is a keyword argument and an attribute.
+    A value is either native or a str. A native value is checked in Python
+    before any C call: a field with the library's ranges for its struct, a
+    setting with the library's own row for it (``kvshard.settings()``). An
+    integer takes an int (not a bool, not a float), a byte size an int or a
+    whole float, a boolean a bool, an enum its member or value, a fraction
+    a float above 0 and at most 1; a wrong type is a ``TypeError``, a value
+    out of range a ``ValueError``. 0 is accepted where the C struct reads it
+    as "unset" (block_size, max_seqs, context_length, memory_per_rank), and
     ``Ownership.DEFAULT`` for ownership. A str is parsed by the library as a
     command-line flag would be (``memory_per_rank="20GiB"``,
     ``ownership="global"``, ``kv_cache_dtype="fp8"``,
-    ``enable_layerwise_split="true"``); a str it refuses raises a
+    ``enable_prefix_cache="no"``); a str it refuses raises a
     :class:`~kvshard.ConfigError` whose source is "python".
 
     Units: sizes in bytes (``memory_per_rank``, ``device_memory_total``,
@@ -147,14 +147,17 @@ class Options:
     says so (block_size, max_seqs: the profile's default; memory_per_rank:
     no capacity; context_length: no concurrency figures).
 
-    An Options owns its data (a plain C struct inside, no library handle);
-    the functions it is passed to copy it. It has no lock: do not change one
-    while another thread passes it to a call.
+    An Options owns its data: a plain C struct, and its settings once one
+    is set (a ``kvshard_settings`` freed with the Options, with a gate like
+    every handle's). The functions it is passed to copy both. Its struct
+    fields have no lock: do not change a field while another thread passes
+    the Options to a call. Its settings pass their gate: a setting changed
+    while another thread plans with the Options waits for that call.
     """
 
-    __slots__ = ("_c",)
+    __slots__ = ("_c", "_settings")
 
-    #: The option names, in the C struct's order.
+    #: The option names (the struct's fields), in the C struct's order.
     FIELDS: Tuple[str, ...] = tuple(spec.name for spec in OPTIONS)
 
     if TYPE_CHECKING:  # for type checkers; the attributes are the table's _Field
@@ -174,67 +177,178 @@ class Options:
         num_speculative_tokens: int
         scratch_layers: int
         context_length: int
-        enable_prefix_cache: bool
-        max_linear_state_cache_slots: int
-        device_memory_total: int
-        device_memory_free: int
-        max_memory_utilization: float
-        max_cache_size: int
 
     def __init__(self, **fields: Any) -> None:
-        self._c = _lib.options_init()
-        unknown = [k for k in fields if k not in self.FIELDS]
+        object.__setattr__(self, "_c", _lib.options_init())
+        object.__setattr__(self, "_settings", None)
+        unknown = [k for k in fields if k not in self.FIELDS and info_for(k) is None]
         if unknown:
+            known = ", ".join(self.FIELDS + tuple(s.key for s in settings()))
             raise TypeError(
                 f"Options() got unknown option{'s' if len(unknown) > 1 else ''} "
-                f"{', '.join(map(repr, unknown))}; known: {', '.join(self.FIELDS)}"
+                f"{', '.join(map(repr, unknown))}; known: {known}"
             )
         # Check every native value before the first library call.
         for key, value in fields.items():
-            if not isinstance(value, str):
+            if isinstance(value, str):
+                continue
+            if key in self.FIELDS:
                 getattr(type(self), key).check(value)
+            else:
+                info = info_for(key)
+                assert info is not None
+                setting_text(info, value)
         for key, value in fields.items():
             setattr(self, key, value)
 
     @classmethod
-    def _from_c(cls, c: _lib.COptions) -> "Options":
+    def _from_c(
+        cls, c: _lib.COptions, settings_at: Optional[int] = None, held: Optional[Settings] = None
+    ) -> "Options":
+        """An Options holding a copy of `c` and a copy of its settings: the C
+        settings at `settings_at` (the caller is inside the gate of their
+        owner), or a Settings the binding holds."""
         o = cls.__new__(cls)
-        o._c = _lib.options_init()
-        ctypes.memmove(ctypes.byref(o._c), ctypes.byref(c), ctypes.sizeof(_lib.COptions))
-        o._c.size = ctypes.sizeof(_lib.COptions)
+        struct = _lib.options_init()
+        ctypes.memmove(ctypes.byref(struct), ctypes.byref(c), ctypes.sizeof(_lib.COptions))
+        struct.size = ctypes.sizeof(_lib.COptions)
+        struct.settings = None  # borrowed from the owner: never kept
+        object.__setattr__(o, "_c", struct)
+        copied = None
+        if settings_at:
+            copied = Settings.new(settings_at)
+        elif held is not None:
+            copied = held.copy()
+        object.__setattr__(o, "_settings", copied)
         return o
 
+    # --- settings -----------------------------------------------------------
+    def _own_settings(self) -> Settings:
+        made = self._settings
+        if made is None:
+            with _settings_made:
+                made = self._settings
+                if made is None:
+                    made = Settings.new()
+                    object.__setattr__(self, "_settings", made)
+        return made
+
+    def _set_setting(self, info: SettingInfo, value: Any, origin: str) -> None:
+        text = setting_text(info, value)
+        self._own_settings().set(info.key, text, origin)
+
+    def setting(self, key: str) -> Any:
+        """The value of setting `key`: the one set, else its default.
+        AttributeError for a key that names no setting."""
+        info = setting_named(key)
+        if info is None:
+            raise AttributeError(f"{key!r} is no setting; kvshard.settings() lists them")
+        held = self._settings
+        if held is None:
+            return info.default
+        return value_of(info.type, held.get(key)[0])
+
+    def is_set(self, key: str) -> bool:
+        """Whether setting `key` was given a value (even its default)."""
+        if setting_named(key) is None:
+            raise AttributeError(f"{key!r} is no setting; kvshard.settings() lists them")
+        held = self._settings
+        return held is not None and held.get(key)[1]
+
+    @contextlib.contextmanager
+    def _passed(self) -> Iterator[_lib.COptions]:
+        """``with opts._passed() as c:`` -- a copy of the struct whose
+        `settings` points to this Options' settings while the block runs
+        (inside their gate), for one C call that reads them."""
+        c = _lib.options_init()
+        ctypes.memmove(ctypes.byref(c), ctypes.byref(self._c), ctypes.sizeof(_lib.COptions))
+        held = self._settings
+        if held is None:
+            c.settings = None
+            yield c
+            return
+        with held._use() as ptr:
+            c.settings = ptr
+            yield c
+
+    # --- attributes -----------------------------------------------------------
+    def __getattr__(self, name: str) -> Any:
+        # Only for names that are no field: a setting's value.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if setting_named(name) is None:
+            raise AttributeError(f"'Options' object has no attribute {name!r}")
+        return self.setting(name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in self.FIELDS:
+            object.__setattr__(self, name, value)
+            return
+        info = None if name.startswith("_") else setting_named(name)
+        if info is None:
+            raise AttributeError(f"'Options' object has no attribute {name!r}")
+        self._set_setting(info, value, DEFAULT_ORIGIN)
+
     def set(self, key: str, value: OptionValue, origin: str = DEFAULT_ORIGIN) -> None:
-        """Set one option by its deployment key name as a flag would,
-        through kvshard_options_set: booleans take true/false/1/0/yes/no,
-        sizes take bytes or a KiB/MiB/GiB/TiB suffix, and an engine's flag
-        name (max_seqs_per_batch under xllm) is a key too. A native value is
-        checked in Python with the range of text (so 0 is refused where the
-        library refuses "0", ``ValueError``), then sent as the text the
-        library reads as exactly that value (True -> "true", 4 -> "4",
-        Dtype.BF16 -> "bf16", 1e-05 -> "0.00001"); a fraction that no text
-        the library reads carries exactly (2/3) is stored as the double.
-        ``origin`` names the value's source in errors. On failure the
-        options are unchanged and a :class:`~kvshard.KvshardError` is raised
-        (ConfigError for an unknown key or text the library refuses)."""
+        """Set one option or setting by its deployment key name as a flag
+        would, through kvshard_options_set or kvshard_settings_set: booleans
+        take true/false/1/0/yes/no, sizes take bytes or a KiB/MiB/GiB/TiB
+        suffix, and an engine's flag name (max_seqs_per_batch under xllm) is
+        a key too. A native value is checked in Python with the range of
+        text (so 0 is refused where the library refuses "0", ``ValueError``),
+        then sent as the text the library reads as exactly that value (True
+        -> "true", 4 -> "4", Dtype.BF16 -> "bf16", 1e-05 -> "0.00001", 2/3 ->
+        "0.6666666666666666"). ``origin`` names the value's source in
+        errors. On failure the options are unchanged and a
+        :class:`~kvshard.KvshardError` is raised (ConfigError for an unknown
+        key or text the library refuses)."""
         if not isinstance(key, str):
             raise TypeError(f"the option name must be a str, not {type(key).__name__}")
-        text, exact = override_text(key, value)
-        encode(origin, "origin")
-        spec = spec_for_key(key)
-        if exact is not None and spec is not None and spec.name == key:
-            # Whatever the engine, the key names the field itself.
-            setattr(self._c, spec.name, exact)
+        info = info_for(key) if spec_for_key(key) is None else None
+        if info is not None:
+            text = setting_text(info, value, key)
+            encode(origin, "origin")
+            self._own_settings().set(key, text, origin)
             return
+        text = override_text(key, value)
+        encode(origin, "origin")
         set_text(self._c, key, text, origin)
 
     def copy(self) -> "Options":
-        """An independent copy."""
-        return Options._from_c(self._c)
+        """An independent copy, settings and all."""
+        return Options._from_c(self._c, held=self._settings)
+
+    # copy.copy and copy.deepcopy give an independent copy too: a copy never
+    # shares the settings object, whose changes it would see.
+    def __copy__(self) -> "Options":
+        return self.copy()
+
+    def __deepcopy__(self, memo: Dict[int, Any]) -> "Options":
+        return self.copy()
+
+    def __reduce__(self) -> Tuple[Any, Tuple[Dict[str, int], Dict[str, Any]]]:
+        # Pickled as the struct's values, as the C fields hold them, and
+        # the settings that were set, as Python values.
+        fields = {name: int(getattr(self._c, name)) for name in self.FIELDS}
+        held = self._settings
+        given: Dict[str, Any] = {}
+        if held is not None:
+            for row in settings():
+                text, was_set = held.get(row.key)
+                if was_set:
+                    given[row.key] = value_of(row.type, text)
+        return (_rebuild, (fields, given))
 
     def to_dict(self) -> Dict[str, Any]:
-        """Every field and its value, in the C struct's order."""
-        return {name: getattr(self, name) for name in self.FIELDS}
+        """Every field, in the C struct's order, then every setting, in the
+        library's order, with its value (set, else its default)."""
+        fields = {name: getattr(self, name) for name in self.FIELDS}
+        held = self._settings
+        if held is None:
+            fields.update((row.key, row.default) for row in settings())
+        else:
+            fields.update(held.values())
+        return fields
 
     def __iter__(self) -> Iterator[Tuple[str, Any]]:
         return iter(self.to_dict().items())
@@ -249,9 +363,25 @@ class Options:
     def __repr__(self) -> str:
         default = Options()
         changed = [
-            f"{name}={value!r}" for name, value in self if getattr(default, name) != value
+            f"{name}={getattr(self, name)!r}"
+            for name in self.FIELDS
+            if getattr(default, name) != getattr(self, name)
         ]
+        held = self._settings
+        if held is not None:  # no settings object: every setting at its default
+            defaults = {row.key: row.default for row in settings()}
+            changed += [f"{k}={v!r}" for k, v in held.values().items() if defaults[k] != v]
         return f"Options({', '.join(changed)})"
+
+
+def _rebuild(fields: Dict[str, int], given: Dict[str, Any]) -> Options:
+    """An Options from what ``Options.__reduce__`` pickled."""
+    o = Options()
+    for name, raw in fields.items():
+        setattr(o._c, name, raw)
+    for key, value in given.items():
+        o.set(key, value)
+    return o
 
 
 for _spec in OPTIONS:

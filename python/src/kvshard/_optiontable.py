@@ -7,18 +7,20 @@ ctypes layout of kvshard_options and its defaults (KVSHARD_OPTIONS_INIT), the
 attributes of ``Options``, and the checks every value passes before any C
 call. A field added to, removed from or moved in the C struct is one row
 here; a new kind of value is one ``Kind`` and its case in the functions
-below. This module needs neither the library nor ctypes' loader.
+below. The struct's last field, the pointer to the engine profiles'
+settings, is no option: the settings are the library's own table, read at
+run time (``_settings``). This module needs neither the library nor
+ctypes' loader.
 """
 
 from __future__ import annotations
 
 import enum
 import math
-import numbers
 import operator
-from ctypes import c_bool, c_double, c_int, c_uint32, c_uint64
+from ctypes import c_bool, c_int, c_uint32, c_uint64
 from dataclasses import dataclass
-from decimal import ROUND_HALF_EVEN, Decimal
+from decimal import Decimal
 from typing import Any, Dict, Optional, Tuple, Type
 
 from ._enums import Dtype, Engine, Ownership
@@ -33,8 +35,10 @@ __all__ = [
     "native",
     "text_of",
     "override_text",
-    "fraction_text",
-    "fraction_stand_in",
+    "whole_number",
+    "byte_count",
+    "check_range",
+    "type_name",
 ]
 
 
@@ -45,7 +49,6 @@ class Kind(enum.Enum):
     BYTES = c_uint64  # a byte count: an int, a whole float or text with a unit
     BOOL = c_bool  # a bool, never an int
     ENUM = c_int  # a C enum: its member, its value or one of its words
-    FRACTION = c_double  # a share above `low` and at most `high`
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,7 @@ _STATE_DTYPE_WORDS = (
     ("float32", Dtype.FP32),
 )
 
-I, B, F, E, Q = Kind.INTEGER, Kind.BYTES, Kind.BOOL, Kind.ENUM, Kind.FRACTION
+I, B, F, E = Kind.INTEGER, Kind.BYTES, Kind.BOOL, Kind.ENUM
 
 #: Every option, in the order of the fields of struct kvshard_options.
 OPTIONS: Tuple[Spec, ...] = (
@@ -182,47 +185,9 @@ OPTIONS: Tuple[Spec, ...] = (
         MAX_CONTEXT_LENGTH,
         unset_ok=True,
     ),
-    Spec("enable_prefix_cache", F, True, "xllm profile: prefix cache on; default True."),
-    Spec(
-        "max_linear_state_cache_slots",
-        I,
-        0,
-        "xllm profile: state slots; 0: automatic.",
-        0,
-        1 << 24,
-    ),
-    Spec(
-        "device_memory_total", B, 0, "xllm profile: bytes per device.", 1, U64_MAX, unset_ok=True
-    ),
-    Spec(
-        "device_memory_free",
-        B,
-        0,
-        "xllm profile: bytes free after the weights.",
-        1,
-        U64_MAX,
-        unset_ok=True,
-    ),
-    Spec(
-        "max_memory_utilization",
-        Q,
-        0.8,
-        "xllm profile: share of the device in (0, 1]; default 0.8.",
-        0,
-        1,
-    ),
-    Spec(
-        "max_cache_size",
-        B,
-        0,
-        "xllm profile: cap on the budget in bytes; 0: none.",
-        0,
-        U64_MAX,
-        unset_ok=True,
-    ),
 )
 
-del I, B, F, E, Q
+del I, B, F, E
 
 BY_NAME: Dict[str, Spec] = {spec.name: spec for spec in OPTIONS}
 
@@ -248,38 +213,41 @@ def spec_for_key(key: str) -> Optional[Spec]:
 # ---------------------------------------------------------------------------
 
 
-def _type_name(value: Any) -> str:
+def type_name(value: Any) -> str:
     return type(value).__name__
 
 
-def _integer(name: str, value: Any, what: str) -> int:
+def whole_number(name: str, value: Any, what: str) -> int:
+    """An int (or anything with __index__), never a bool, a float or an
+    enum member: TypeError naming `what` otherwise."""
     if isinstance(value, (bool, float, enum.Enum)):
-        raise TypeError(f"{name} must be {what}, not {_type_name(value)}")
+        raise TypeError(f"{name} must be {what}, not {type_name(value)}")
     try:
         return operator.index(value)
     except TypeError:
-        raise TypeError(f"{name} must be {what}, not {_type_name(value)}") from None
+        raise TypeError(f"{name} must be {what}, not {type_name(value)}") from None
 
 
-def _in_range(spec: Spec, name: str, v: int, in_struct: bool, unit: str) -> int:
-    if in_struct and spec.unset_ok and v == 0:
+def check_range(name: str, v: int, low: int, high: int, unit: str, unset_ok: bool = False) -> int:
+    """`v` when it lies in low..high (or is 0 and `unset_ok`), else
+    ValueError naming the range."""
+    if unset_ok and v == 0:
         return v
-    if spec.low <= v <= spec.high:
+    if low <= v <= high:
         return v
-    unset = " (or 0 for unset)" if in_struct and spec.unset_ok else ""
-    raise ValueError(
-        f"{name} must be {unit} from {spec.low} to {spec.high}{unset}, not {v}"
-    )
+    unset = " (or 0 for unset)" if unset_ok else ""
+    raise ValueError(f"{name} must be {unit} from {low} to {high}{unset}, not {v}")
 
 
-def _bytes(name: str, value: Any) -> int:
-    # A float counts whole bytes only: 20e9 is 20000000000, 1.5 is refused
-    # rather than rounded, so a byte figure never changes on the way in.
+def byte_count(name: str, value: Any) -> int:
+    """A byte count given natively: an int, or a float that is a whole
+    number (20e9 is 20000000000; 1.5 is refused rather than rounded, so a
+    byte figure never changes on the way in)."""
     if isinstance(value, float):
         if not math.isfinite(value) or value != math.floor(value):
             raise ValueError(f"{name} must be a whole number of bytes, not {value!r}")
         return int(value)
-    return _integer(name, value, "an int, a whole float or a str such as '24GiB'")
+    return whole_number(name, value, "an int, a whole float or a str such as '24GiB'")
 
 
 def _enum_value(spec: Spec, name: str, value: Any, in_struct: bool) -> int:
@@ -287,7 +255,7 @@ def _enum_value(spec: Spec, name: str, value: Any, in_struct: bool) -> int:
     kind = spec.enum.__name__
     a_kind = ("an " if kind[0] in "AEIOU" else "a ") + kind
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be {a_kind} or one of its words, not {_type_name(value)}")
+        raise TypeError(f"{name} must be {a_kind} or one of its words, not {type_name(value)}")
     if isinstance(value, enum.Enum) and not isinstance(value, spec.enum):
         raise TypeError(f"{name} must be {a_kind}, not {type(value).__name__}.{value.name}")
     allowed = {int(v) for _, v in spec.words}
@@ -300,112 +268,58 @@ def _enum_value(spec: Spec, name: str, value: Any, in_struct: bool) -> int:
     return int(spec.enum(int(value)))
 
 
-def _fraction(spec: Spec, name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a float, not {_type_name(value)}")
-    v = float(value)
-    if not spec.low < v <= spec.high:  # NaN fails both comparisons
-        raise ValueError(
-            f"{name} must be above {spec.low} and at most {spec.high}, not {value!r}"
-        )
-    return v
-
-
 def native(spec: Spec, value: Any, in_struct: bool, name: Optional[str] = None) -> Any:
     """Check a value given as a Python object (not a str) for `spec` and
-    return what the C field holds: an int, a bool, an enum's int or a float.
+    return what the C field holds: an int, a bool or an enum's int.
     ``in_struct``: the range of a caller's kvshard_options (which may hold
     "unset"); otherwise the range of text. ``name``: the key the caller
     wrote, for messages (an engine's flag name; default the option's)."""
     name = name or spec.name
+    unset_ok = in_struct and spec.unset_ok
     if spec.kind is Kind.INTEGER:
-        return _in_range(spec, name, _integer(name, value, "an int"), in_struct, "an integer")
+        v = whole_number(name, value, "an int")
+        return check_range(name, v, spec.low, spec.high, "an integer", unset_ok)
     if spec.kind is Kind.BYTES:
-        return _in_range(spec, name, _bytes(name, value), in_struct, "a byte count")
+        return check_range(name, byte_count(name, value), spec.low, spec.high, "a byte count",
+                           unset_ok)
     if spec.kind is Kind.BOOL:
         if not isinstance(value, bool):
-            raise TypeError(f"{name} must be a bool, not {_type_name(value)}")
+            raise TypeError(f"{name} must be a bool, not {type_name(value)}")
         return value
-    if spec.kind is Kind.ENUM:
-        return _enum_value(spec, name, value, in_struct)
-    return _fraction(spec, name, value)
+    return _enum_value(spec, name, value, in_struct)
 
 
 # ---------------------------------------------------------------------------
 # Text: what the binding sends to kvshard_options_set / kvshard_deployment_set.
 # ---------------------------------------------------------------------------
 
-#: The library's fraction grammar (kvshard__scan_decimal): digits with at
-#: most one point, no sign, no exponent, at most this many digits in all.
-FRACTION_DIGITS = 15
 
-
-def _scanned(text: str) -> Optional[float]:
-    """The double the library reads from `text`: its digits as one integer
-    over a power of ten, one correctly rounded division (both exact below
-    16 digits, so Python's int division gives the same double)."""
-    digits = text.replace(".", "", 1)
-    if not digits.isdigit() or not digits.isascii() or len(digits) > FRACTION_DIGITS:
-        return None
-    scale = 10 ** (len(text) - 1 - text.index(".")) if "." in text else 1
-    return int(digits) / scale
-
-
-def fraction_text(x: float) -> Optional[str]:
-    """The shortest plain decimal the library reads as exactly `x`: the
-    shortest round-trip digits in positional notation (1e-05 is "0.00001"),
-    without the leading zero when that saves the fifteenth digit. None when
-    it needs more digits than the library reads (2/3 needs 16)."""
-    plain = format(Decimal(repr(x)), "f")
-    for text in (plain, plain[1:] if plain.startswith("0.") else None):
-        if text is not None and _scanned(text) == x:
-            return text
-    return None
-
-
-def fraction_stand_in(x: float) -> str:
-    """For a fraction the library cannot read exactly: the nearest decimal
-    it reads, above 0 and at most 1. The binding sends it so the library
-    records the override, and keeps `x` itself (see Deployment)."""
-    step = Decimal(1).scaleb(-FRACTION_DIGITS)
-    q = Decimal(x).quantize(step, rounding=ROUND_HALF_EVEN)
-    if q >= 1:
-        return "1"
-    return "." + format(max(q, step), "f").split(".")[1]
-
-
-def text_of(spec: Spec, v: Any) -> Optional[str]:
+def text_of(spec: Spec, v: Any) -> str:
     """The text the library reads as exactly the checked value `v` (from
-    ``native``); None for a fraction its grammar cannot carry."""
+    ``native``)."""
     if spec.kind is Kind.BOOL:
         return "true" if v else "false"
     if spec.kind is Kind.ENUM:
         return next(word for word, value in spec.words if value == v)
-    if spec.kind is Kind.FRACTION:
-        return fraction_text(v)
     return str(v)
 
 
-def override_text(key: str, value: Any) -> Tuple[str, Optional[float]]:
-    """A value for ``key`` as the library's text, checked first: returns
-    (text, exact). A str goes to the library as it is, which checks it.
-    `exact` is None unless the value is a fraction the library's text
-    cannot carry; then `text` is its stand-in and `exact` the double."""
+def override_text(key: str, value: Any) -> str:
+    """A value for the option ``key`` as the library's text, checked first.
+    A str goes to the library as it is, which checks it. A key the table
+    does not hold (a setting, or a key the library refuses) gets plain
+    text for its value's type."""
     if isinstance(value, str):
-        return value, None
+        return value
     spec = spec_for_key(key)
     if spec is None:  # the library refuses the key; the value still has a type
         if isinstance(value, bool):
-            return ("true" if value else "false"), None
+            return "true" if value else "false"
         if isinstance(value, int) and not isinstance(value, enum.Enum):
-            return str(value), None
+            return str(value)
         if isinstance(value, float) and math.isfinite(value):
-            return format(Decimal(repr(value)), "f"), None
+            return format(Decimal(repr(value)), "f")
         raise TypeError(
-            f"the value of {key} must be a str, int, float or bool, not {_type_name(value)}"
+            f"the value of {key} must be a str, int, float or bool, not {type_name(value)}"
         )
-    v = native(spec, value, in_struct=False, name=key)
-    text = text_of(spec, v)
-    if text is None:
-        return fraction_stand_in(v), v
-    return text, None
+    return text_of(spec, native(spec, value, in_struct=False, name=key))

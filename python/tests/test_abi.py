@@ -1,0 +1,225 @@
+"""The ctypes mirrors against the C header: every struct's size and every
+field's offset, the size each *_INIT macro writes into `size`, the values
+KVSHARD_OPTIONS_INIT, KVSHARD_FIGURE_INIT and KVSHARD_SETTING_INFO_INIT
+hold, and every enum's values.
+
+A small C program, compiled against kvshard.h with the C compiler (CC, else
+cc), prints what the compiler lays out; the test compares it with the
+binding's structs field by field. The library's own size checks are tested
+too: a struct one byte longer than the header's is refused (EINVAL), so the
+calls that pass with the binding's structs pass because the sizes agree.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import pytest
+from conftest import REPO
+
+import kvshard
+from kvshard import _enums, _lib
+
+# C struct name -> the binding's mirror, and its INIT macro (None: no size field).
+STRUCTS: Dict[str, Tuple[type, str]] = {
+    "kvshard_error": (_lib.CError, ""),
+    "kvshard_options": (_lib.COptions, "KVSHARD_OPTIONS_INIT"),
+    "kvshard_setting_info": (_lib.CSettingInfo, "KVSHARD_SETTING_INFO_INIT"),
+    "kvshard_model_desc": (_lib.CModelDesc, "KVSHARD_MODEL_DESC_INIT"),
+    "kvshard_layer_storage": (_lib.CLayerStorage, "KVSHARD_LAYER_STORAGE_INIT"),
+    "kvshard_rank_memory": (_lib.CRankMemory, "KVSHARD_RANK_MEMORY_INIT"),
+    "kvshard_capacity": (_lib.CCapacity, "KVSHARD_CAPACITY_INIT"),
+    "kvshard_uniform": (_lib.CUniform, "KVSHARD_UNIFORM_INIT"),
+    "kvshard_budget": (_lib.CBudget, "KVSHARD_BUDGET_INIT"),
+    "kvshard_blocks": (_lib.CBlocks, "KVSHARD_BLOCKS_INIT"),
+    "kvshard_figure": (_lib.CFigure, "KVSHARD_FIGURE_INIT"),
+    "kvshard_comparison_row": (_lib.CComparisonRow, ""),
+}
+
+# Python enum -> the prefix of its C constants.
+ENUMS: List[Tuple[type, str]] = [
+    (kvshard.Status, "KVSHARD_"),
+    (kvshard.LayerKind, "KVSHARD_LAYER_"),
+    (kvshard.Attention, "KVSHARD_ATTENTION_"),
+    (kvshard.StateKind, "KVSHARD_STATE_"),
+    (kvshard.Dtype, "KVSHARD_DTYPE_"),
+    (kvshard.Ownership, "KVSHARD_OWNERSHIP_"),
+    (kvshard.Engine, "KVSHARD_ENGINE_"),
+    (kvshard.WarningCode, "KVSHARD_WARN_"),
+    (kvshard.SettingType, "KVSHARD_SETTING_"),
+    (kvshard.FigureType, "KVSHARD_FIGURE_"),
+]
+
+CONSTANTS = {
+    "KVSHARD_ALL_RANKS": _enums.ALL_RANKS,
+    "KVSHARD_OWNER_ALL": _enums.OWNER_ALL,
+    "KVSHARD_OWNER_NONE": _enums.OWNER_NONE,
+    "KVSHARD_ERROR_SOURCE_MAX": _lib.ERROR_SOURCE_MAX,
+    "KVSHARD_ERROR_MESSAGE_MAX": _lib.ERROR_MESSAGE_MAX,
+}
+
+
+def include_dirs() -> List[Path]:
+    """The folders that hold kvshard/kvshard.h and the generated
+    kvshard_export.h and kvshard_version.h: beside the loaded library (a
+    build folder, or an install prefix), and the repository's."""
+    where = kvshard.library_path()
+    dirs = []
+    if os.sep in where:
+        lib_dir = Path(where).resolve().parent
+        dirs += [lib_dir / "include", lib_dir.parent / "include"]
+    dirs.append(REPO / "include")
+    return [d for d in dirs if (d / "kvshard").is_dir()]
+
+
+def program() -> str:
+    lines = [
+        "#include <kvshard/kvshard.h>",
+        "#include <stddef.h>",
+        "#include <stdio.h>",
+        "int main(void) {",
+    ]
+    for c_name, (mirror, init) in STRUCTS.items():
+        lines.append(f'    printf("sizeof {c_name} %zu\\n", sizeof({c_name}));')
+        for field, _ in mirror._fields_:
+            lines.append(
+                f'    printf("offset {c_name}.{field} %zu\\n", offsetof({c_name}, {field}));'
+            )
+        if init:
+            lines.append(f"    {{ {c_name} s = {init}; printf(\"init {c_name} %zu\\n\", s.size); }}")
+    # The values the INIT macros hold, where the binding mirrors them.
+    lines.append("    { kvshard_options o = KVSHARD_OPTIONS_INIT;")
+    for field, kind in _lib.COptions._fields_[1:-1]:
+        lines.append(f'      printf("value kvshard_options.{field} %lld\\n", (long long)o.{field});')
+    lines.append('      printf("value kvshard_options.settings %d\\n", o.settings == NULL); }')
+    lines.append("    { kvshard_figure f = KVSHARD_FIGURE_INIT;")
+    lines.append(
+        '      printf("value kvshard_figure %d %d %llu %g %d %d\\n", f.name == NULL, (int)f.type, '
+        "(unsigned long long)f.uint_value, f.double_value, (int)f.bool_value, f.text_value == NULL); }"
+    )
+    lines.append("    { kvshard_setting_info i = KVSHARD_SETTING_INFO_INIT;")
+    lines.append(
+        '      printf("value kvshard_setting_info %d %d %llu %llu %d %d\\n", i.key == NULL, '
+        "(int)i.type, (unsigned long long)i.min, (unsigned long long)i.max, "
+        "i.default_value[0], (int)i.engine); }"
+    )
+    for enum_type, prefix in ENUMS:
+        for member in enum_type:
+            c_const = prefix + member.name
+            lines.append(f'    printf("enum {c_const} %lld\\n", (long long){c_const});')
+    for c_const in CONSTANTS:
+        lines.append(f'    printf("const {c_const} %lld\\n", (long long){c_const});')
+    lines += ["    return 0;", "}"]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def layout(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, int]:
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.fail("the layout test needs a C compiler: set CC, or install gcc")
+    dirs = include_dirs()
+    if not dirs:
+        pytest.fail(f"no kvshard/kvshard.h found beside {kvshard.library_path()} or in {REPO}")
+    folder = tmp_path_factory.mktemp("abi")
+    source, exe = folder / "layout.c", folder / "layout"
+    source.write_text(program())
+    flags = [f"-I{d}" for d in dirs]
+    built = subprocess.run(
+        [*cc.split(), "-std=c11", *flags, str(source), "-o", str(exe)],
+        capture_output=True, text=True,
+    )
+    assert built.returncode == 0, built.stderr
+    done = subprocess.run([str(exe)], capture_output=True, text=True, check=True)
+    result = {}
+    for line in done.stdout.splitlines():
+        what, name, *values = line.split()
+        result[f"{what} {name}"] = int(values[0]) if len(values) == 1 else tuple(
+            float(v) if "." in v or "e" in v else int(v) for v in values
+        )
+    return result
+
+
+@pytest.mark.parametrize("c_name", list(STRUCTS))
+def test_struct_layout_matches_the_header(c_name: str, layout: Dict[str, int]) -> None:
+    mirror, init = STRUCTS[c_name]
+    assert ctypes.sizeof(mirror) == layout[f"sizeof {c_name}"]
+    for field, _ in mirror._fields_:
+        assert getattr(mirror, field).offset == layout[f"offset {c_name}.{field}"], field
+    if init:
+        # What the INIT macro writes into `size` is what the binding sends.
+        assert _lib.sized(mirror).size == layout[f"init {c_name}"]
+
+
+def test_the_init_values_are_the_binding_s(layout: Dict[str, int]) -> None:
+    o = _lib.options_init()
+    for field, _ in _lib.COptions._fields_[1:-1]:
+        assert int(getattr(o, field)) == layout[f"value kvshard_options.{field}"], field
+    assert o.settings is None and layout["value kvshard_options.settings"] == 1
+    f = _lib.sized(_lib.CFigure)
+    assert (f.name is None, f.type, f.uint_value, f.double_value, f.bool_value,
+            f.text_value is None) == (True, 0, 0, 0, False, True)
+    assert layout["value kvshard_figure"] == (1, 0, 0, 0, 0, 1)
+    i = _lib.sized(_lib.CSettingInfo)
+    assert (i.key is None, i.type, i.min, i.max, i.default_value, i.engine) == (
+        True, 0, 0, 0, b"", 0
+    )
+    assert layout["value kvshard_setting_info"] == (1, 0, 0, 0, 0, 0)
+
+
+def test_enum_values_match_the_header(layout: Dict[str, int]) -> None:
+    for enum_type, prefix in ENUMS:
+        for member in enum_type:
+            assert int(member) == layout[f"enum {prefix}{member.name}"], member
+    for c_const, value in CONSTANTS.items():
+        assert value == layout[f"const {c_const}"], c_const
+
+
+# --- the library checks every size ---------------------------------------------------
+
+
+def longer(mirror: type) -> ctypes.Structure:
+    """A struct of `mirror` whose `size` says one byte more than it is."""
+    s = _lib.sized(mirror)
+    s.size += 1
+    return s
+
+
+def test_the_library_refuses_a_struct_of_another_size(seed_plan: kvshard.Plan) -> None:
+    lib = _lib.library()
+    EINVAL = kvshard.Status.EINVAL
+    byref = ctypes.byref
+    with seed_plan._use() as h:
+        assert lib.kvshard_plan_capacity(byref(longer(_lib.CCapacity)), h) == EINVAL
+        assert lib.kvshard_plan_capacity(byref(_lib.sized(_lib.CCapacity)), h) == 0
+        assert lib.kvshard_plan_options(byref(longer(_lib.COptions)), h) == EINVAL
+        fig = longer(_lib.CFigure)
+        assert lib.kvshard_plan_capacity_figure(byref(fig), h, b"num_blocks") == EINVAL
+        fig = _lib.sized(_lib.CFigure)
+        assert lib.kvshard_plan_capacity_figure(byref(fig), h, b"num_blocks") == 0
+        assert (fig.name, fig.type, fig.uint_value) == (b"num_blocks", 1, 197493)
+        budget = _lib.sized(_lib.CBudget)
+        budget.memory_per_rank = 20 * 2**30
+        blocks = longer(_lib.CBlocks)
+        err = _lib.CError()
+        assert lib.kvshard_plan_blocks_for(byref(blocks), h, 0, byref(budget), byref(err)) == EINVAL
+        fig = longer(_lib.CFigure)
+        assert (
+            lib.kvshard_plan_blocks_figure(byref(fig), h, 0, byref(budget), b"num_blocks", None)
+            == EINVAL
+        )
+    assert lib.kvshard_setting_info_at(byref(longer(_lib.CSettingInfo)), 0) == EINVAL
+    assert lib.kvshard_setting_info_at(byref(_lib.sized(_lib.CSettingInfo)), 0) == 0
+    assert lib.kvshard_setting_find(byref(longer(_lib.CSettingInfo)), b"max_cache_size") == EINVAL
+    # One past the last setting is out of range.
+    count = lib.kvshard_setting_count()
+    assert count == len(kvshard.settings())
+    assert lib.kvshard_setting_info_at(byref(_lib.sized(_lib.CSettingInfo)), count) == EINVAL
+    opts = longer(_lib.COptions)
+    err = _lib.CError()
+    assert lib.kvshard_options_set(byref(opts), b"world_size", b"2", None, byref(err)) == EINVAL
