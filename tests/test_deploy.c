@@ -502,6 +502,24 @@ static void test_settings_set_rejects(void **state)
         assert_true(set);
         assert_string_equal(text, "0.5");
     }
+    /* A fraction's text is the shortest positional decimal that reads back
+     * as the same double, so that it can be set again as it is. */
+    static const char *const fractions[] = {"0.00001", "0.8", "0.1", "0.3333333333333333",
+                                            "0.000000000000000000000000000001", "1"};
+    for (size_t i = 0; i < sizeof fractions / sizeof fractions[0]; i++) {
+        char text[72];
+        tu_set(s, "max_memory_utilization", fractions[i]);
+        assert_int_equal(kvshard_settings_get(text, sizeof text, NULL, s, "max_memory_utilization"),
+                         KVSHARD_OK);
+        assert_string_equal(text, fractions[i]);
+        tu_set(s, "max_memory_utilization", text);
+    }
+    tu_set(s, "max_memory_utilization", "0.50");
+    char shortest[16];
+    assert_int_equal(
+        kvshard_settings_get(shortest, sizeof shortest, NULL, s, "max_memory_utilization"),
+        KVSHARD_OK);
+    assert_string_equal(shortest, "0.5");
     /* Every setting is listed with its type and bounds. */
     kvshard_setting_info info = KVSHARD_SETTING_INFO_INIT;
     assert_int_equal(kvshard_setting_find(&info, "max_linear_state_cache_slots"), KVSHARD_OK);

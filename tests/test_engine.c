@@ -248,10 +248,12 @@ static void test_model_from_description(void **state)
     d.size = 8;
     assert_int_equal(kvshard_model_create(&m, &d, NULL, &err), KVSHARD_EINVAL);
     assert_null(m);
-    /* A state dimension that T must divide is checked at plan time. */
+    /* A state dimension that T must divide is checked at plan time. The
+     * options are new: those read from `file` borrowed its settings. */
     d.size = sizeof d;
     d.state_key_heads = 6;
     tu_assert_ok(kvshard_model_create(&m, &d, NULL, &err), &err);
+    o = (kvshard_options)KVSHARD_OPTIONS_INIT;
     o.world_size = 4;
     kvshard_plan *p = NULL;
     assert_int_equal(kvshard_plan_create(&p, m, &o, NULL, &err), KVSHARD_ELINEARHEADS);

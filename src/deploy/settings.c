@@ -1,6 +1,8 @@
 /* Settings by key. */
 #include "deploy/settings.h"
 
+#include "text/scalar.h"
+
 #include "base/call.h"
 
 #include <stdio.h>
@@ -145,19 +147,35 @@ int kvshard_settings_set(kvshard_settings *settings, const char *key, const char
                                     kvshard__no_mark, true, err);
 }
 
+/* The shortest positional decimal that kvshard reads back as `d` (never an
+ * exponent, always a '.', whatever the locale): what a setting's text must
+ * be to be set again. */
+static void fraction_text(char *buf, size_t cap, double d)
+{
+    char sci[40];
+    for (int digits = 1; digits <= 17; digits++) {
+        /* d.ddde[+-]XX: the exponent says where the point goes. */
+        snprintf(sci, sizeof sci, "%.*e", digits - 1, d);
+        const char *e = strchr(sci, 'e');
+        int exponent = e ? atoi(e + 1) : 0;
+        int decimals = digits - 1 - exponent;
+        snprintf(buf, cap, "%.*f", decimals > 0 ? decimals : 0, d);
+        for (char *c = buf; *c; c++) {
+            if (*c != '-' && (*c < '0' || *c > '9'))
+                *c = '.'; /* the locale's decimal point */
+        }
+        double back;
+        if (kvshard__scan_decimal(&back, buf, strlen(buf)) && back == d)
+            return;
+    }
+}
+
 /* The value `v` of `def` as text, as a flag would give it. */
 static void value_text(char *buf, size_t cap, const kvshard_value__def *def, kvshard_value v)
 {
     switch (def->type) {
     case KVSHARD__VT_BOOL: snprintf(buf, cap, "%s", v.u ? "true" : "false"); break;
-    case KVSHARD__VT_FRACTION:
-        /* The shortest decimal that reads back as the same double. */
-        for (int digits = 1; digits <= 17; digits++) {
-            snprintf(buf, cap, "%.*g", digits, v.d);
-            if (strtod(buf, NULL) == v.d)
-                break;
-        }
-        break;
+    case KVSHARD__VT_FRACTION: fraction_text(buf, cap, v.d); break;
     case KVSHARD__VT_WORD: {
         const kvshard_value__word *w = kvshard_value__word_of(def->words, (int)(int64_t)v.u);
         snprintf(buf, cap, "%s", w ? w->text : "");

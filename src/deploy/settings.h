@@ -42,7 +42,7 @@ void kvshard_settings__resolve(kvshard_value *out, const kvshard_settings *s,
 kvshard_settings *kvshard_settings__copy(const kvshard_settings *s, const kvshard_allocator *alloc);
 
 /* The inputs whose set value differs from the fallback and that profile
- * `p` does not read, in the order they were set, into `names` (at most
+ * `p` does not read, in the order of the profiles' tables, into `names` (at most
  * `cap`); returns how many. */
 size_t kvshard_settings__ignored(const char **names, size_t cap, const kvshard_settings *s,
                                  const kvshard__profile *p);
