@@ -65,6 +65,10 @@ inline const char *name(kvshard_state_kind kind) noexcept
 {
     return kvshard_state_kind_name(kind);
 }
+inline const char *name(kvshard_attention attention) noexcept
+{
+    return kvshard_attention_name(attention);
+}
 inline const char *name(kvshard_dtype dtype) noexcept
 {
     return kvshard_dtype_name(dtype);

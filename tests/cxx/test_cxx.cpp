@@ -504,6 +504,29 @@ void test_settings()
     CHECK(e.code() == KVSHARD_EUNKNOWNKEY);
 }
 
+// DeepSeek-V4-Flash at TP 8 split 8 (examples/deepseek_v4_flash_tp8.yaml):
+// split rank 2 owns six ratio-4 layers, 6 x (1024 / 4 + 132 / 4) = 1734
+// B/token, and binds the blocks at 1986327; every rank keeps scratch for the
+// largest layer, a ratio-128 one: its window 1024 x 16 x 9 = 147456 and its
+// compressor state 128 x 2 x 512 x 4 = 524288 B/sequence.
+void test_compressed()
+{
+    const std::string path = std::string(KVSHARD_EXAMPLES) + "/deepseek_v4_flash_tp8.yaml";
+    kvshard::Deployment dep = kvshard::Deployment::load_file(path);
+    kvshard::Plan plan = dep.plan();
+    CHECK(std::string(kvshard::name(dep.model().attention())) == "compressed");
+    kvshard_rank_memory r2 = plan.rank_memory(2);
+    CHECK(r2.kv_bytes_per_token == 1734);
+    CHECK(r2.scratch_bytes_per_seq == 147456 + 524288);
+    CHECK(plan.capacity().num_blocks == 1986327);
+    kvshard_layer_storage st = plan.layer_storage(0, 8);
+    CHECK(st.kind == KVSHARD_LAYER_COMPRESSED);
+    CHECK(st.compress_ratio == 4);
+    CHECK(st.index_key);
+    CHECK(st.stores_kv);
+    CHECK(!plan.layer_storage(1, 8).stores_kv);
+}
+
 } // namespace
 
 int main()
@@ -516,6 +539,7 @@ int main()
         {"moved_from", test_moved_from},
         {"threads", test_threads},
         {"settings", test_settings},
+        {"compressed", test_compressed},
     };
     for (const auto &test : tests) {
         const int before = failures;
