@@ -68,7 +68,7 @@ static inline const kvshard_kinds__row *kvshard_kinds__of(uint8_t kind)
 }
 
 /* Bit k set when kind k has paged KV (a KV layer), or a state: for loops
- * over many layers, which then test a bit in a register. */
+ * over many layers. */
 uint32_t kvshard_kinds__paged_mask(void);
 uint32_t kvshard_kinds__state_mask(void);
 

@@ -35,8 +35,7 @@ int kvshard__model_new(kvshard_model **out, const kvshard_allocator *alloc, cons
 
 void kvshard__census(uint32_t *count, uint32_t values, const uint8_t *of, uint32_t n)
 {
-    /* Four tables counted in turn, then summed: values repeat, and with one
-     * table each layer would wait on the store of the layer before. */
+    /* Four tables counted in turn, then summed (see docs/performance.md). */
     uint32_t c[4][KVSHARD__MAX_CLASSES];
     memset(c, 0, sizeof c);
     uint32_t i = 0;

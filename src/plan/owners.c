@@ -75,9 +75,8 @@ static inline int32_t unsplit_owner(uint32_t keeps, uint8_t kind)
 }
 
 /* The pass over the layers of a split range (S_eff > 1), once each split
- * rank's list has its place: owners, slots and the lists. Inlined for each
- * rule with the rule a constant, so that its loop holds that rule's step
- * alone. The arrays are distinct (restrict). */
+ * rank's list has its place: owners, slots and the lists. Inlined once
+ * for each rule (docs/performance.md). The arrays are distinct (restrict). */
 static ALWAYS_INLINE void split_pass(const kvshard__owners *out, const uint8_t *restrict kinds,
                                      const kvshard__range *range, uint32_t split,
                                      kvshard_ownership rule, uint32_t paged, uint32_t stateful,
@@ -154,8 +153,7 @@ void kvshard__assign_owners(const kvshard__owners *out, const uint8_t *kinds,
                             const int32_t *kv_source, const kvshard__range *range, uint32_t split,
                             kvshard_ownership rule)
 {
-    /* Bits of the kinds with paged KV, with a state, and that keep anything:
-     * each layer then tests a bit in a register. */
+    /* Bits of the kinds with paged KV, with a state, and that keep anything. */
     uint32_t paged = kvshard_kinds__paged_mask(), stateful = kvshard_kinds__state_mask();
     uint32_t keeps = paged | stateful;
     for (uint8_t k = 0; k < KVSHARD__KIND_COUNT; k++)

@@ -20,9 +20,8 @@ typedef struct kvshard__owner_walk {
     uint32_t layer_rank; /* global: the current layer index % split */
 } kvshard__owner_walk;
 
-/* Inline, like the steps: a walk that stays in registers, rather than in
- * memory behind a pointer another file was given, costs no store and
- * reload per layer. */
+/* Inline, like the steps, so a walk over many layers stays cheap (see
+ * docs/performance.md). */
 static inline void kvshard__owner_walk_begin(kvshard__owner_walk *w, const kvshard__range *layers,
                                              uint32_t split, kvshard_ownership rule)
 {

@@ -19,8 +19,8 @@ typedef struct kvshard__warning {
 } kvshard__warning;
 
 struct kvshard_plan {
-    /* What kvshard_plan_owns() reads on every call comes first, in one
-     * cache line with the layer count at the start of `model`. */
+    /* What kvshard_plan_owns() reads on every call comes first (see
+     * docs/performance.md). */
     int32_t *held_by;        /* per layer: as owner, but KVSHARD_OWNER_ALL for a layer whose
                                 state every rank holds; `owner` itself when the same */
     uint32_t *split_rank_of; /* per TP rank: tp_rank % S_eff, so owns() needs no division */

@@ -68,10 +68,8 @@ int kvshard_plan_layer_owner(int32_t *out, const kvshard_plan *plan, uint32_t la
     return KVSHARD_OK;
 }
 
-/* kvshard_plan_owns() runs per layer and rank in an engine's loops, where a
- * call costs a few cycles: starting it on a 64-byte boundary keeps its
- * instructions in one fetch block, so its cost does not move with whatever
- * code the linker puts before it. */
+/* kvshard_plan_owns() runs per layer and rank in an engine's loops: its
+ * layout is docs/performance.md's ("How the hot paths are laid out"). */
 #if defined(__GNUC__)
 #define OWNS_ALIGNED __attribute__((aligned(64)))
 #else
@@ -82,10 +80,10 @@ OWNS_ALIGNED bool kvshard_plan_owns(const kvshard_plan *plan, uint32_t tp_rank, 
 {
     if (!plan || tp_rank >= plan->tp || layer >= plan->model.num_layers)
         return false;
-    /* Without branches on the data: every rank holds a layer held by all
-     * (owned by all, or a hybrid layer, whose state is on every rank
-     * whoever owns its KV), and the ranks of the split rank that owns it
-     * hold the rest; KVSHARD_OWNER_NONE is no split rank. */
+    /* Every rank holds a layer held by all (owned by all, or a hybrid
+     * layer, whose state is on every rank whoever owns its KV), and the
+     * ranks of the split rank that owns it hold the rest;
+     * KVSHARD_OWNER_NONE is no split rank. */
     uint32_t held = (uint32_t)plan->held_by[layer];
     return (held == (uint32_t)KVSHARD_OWNER_ALL) | (held == plan->split_rank_of[tp_rank]);
 }
