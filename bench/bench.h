@@ -193,7 +193,7 @@ typedef enum bench_unit {
 } bench_unit;
 
 #define BENCH_MAX_FIGURES 9
-#define BENCH_MAX_ROWS 24
+#define BENCH_MAX_ROWS 64
 #define BENCH_MAX_SECTIONS 16
 #define BENCH_MAX_TARGETS 16
 
@@ -274,6 +274,7 @@ typedef struct bench_inputs {
     size_t deployment_count;
     const bench_text *seed; /* examples/qwen3_5_35b_a3b_tp4.yaml */
     kvshard_options seed_options;
+    kvshard_settings *seed_settings; /* the seed's settings, which its options point to */
     /* The seed options without memory_per_rank: at 10^6 layers the state of
      * 750,000 linear layers fits no memory, so those plans have no capacity. */
     kvshard_options big_options;

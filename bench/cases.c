@@ -48,6 +48,10 @@ void bench_inputs_read(bench_inputs *in, const char *examples)
     kvshard_deployment *d = load_deployment(in->seed, examples);
     kvshard_options o = KVSHARD_OPTIONS_INIT;
     kvshard_deployment_options(&o, d);
+    /* The options outlive the deployment: they take a copy of its settings. */
+    if (kvshard_settings_copy(&in->seed_settings, o.settings, NULL, NULL) != KVSHARD_OK)
+        bench_die("out of memory copying the seed example's settings");
+    o.settings = in->seed_settings;
     in->seed_options = o;
     o.memory_per_rank = 0;
     in->big_options = o;
@@ -59,6 +63,7 @@ void bench_inputs_free(bench_inputs *in)
     bench_free_texts(in->models, in->model_count);
     bench_free_texts(in->deployments, in->deployment_count);
     free(in->big);
+    kvshard_settings_free(in->seed_settings);
     memset(in, 0, sizeof *in);
 }
 
@@ -335,21 +340,22 @@ void bench_case_memory(bench_report *r, bench_inputs *in)
  * ------------------------------------------------------------ */
 
 /* The options of the shipped deployment that names the model, else the
- * defaults. */
-static const char *options_for(kvshard_options *out, const bench_inputs *in, const char *model,
-                               const char *examples)
+ * defaults. The options borrow the deployment's settings: the deployment is
+ * kept in *keep for the caller to free once the options are done with. */
+static const char *options_for(kvshard_options *out, kvshard_deployment **keep,
+                               const bench_inputs *in, const char *model, const char *examples)
 {
     char needle[160];
     snprintf(needle, sizeof needle, "models/%s", model);
     kvshard_options defaults = KVSHARD_OPTIONS_INIT;
     *out = defaults;
+    *keep = NULL;
     for (size_t i = 0; i < in->deployment_count; i++) {
         const bench_text *d = &in->deployments[i];
         if (!strstr(d->data, needle))
             continue;
-        kvshard_deployment *dep = load_deployment(d, examples);
-        kvshard_deployment_options(out, dep);
-        kvshard_deployment_free(dep);
+        *keep = load_deployment(d, examples);
+        kvshard_deployment_options(out, *keep);
         return d->name;
     }
     return "defaults";
@@ -385,7 +391,8 @@ void bench_case_load(bench_report *r, bench_inputs *in)
     for (size_t i = 0; i < in->model_count; i++) {
         const bench_text *t = &in->models[i];
         kvshard_options o;
-        const char *from = options_for(&o, in, t->name, s->examples);
+        kvshard_deployment *keep;
+        const char *from = options_for(&o, &keep, in, t->name, s->examples);
         bench_progress("load + plan: %s (options: %s)", t->name, from);
         text_ctx c = {t->data, t->len, t->name, &o, NULL};
         kvshard_model *m = load_model(t->data, t->len, t->name, NULL);
@@ -394,6 +401,7 @@ void bench_case_load(bench_report *r, bench_inputs *in)
         bench_stats ratio = pair_ratio_case(s, s->pairs, &c, op_load_plan, &parse, &lp);
         bench_stats plan = bench_time(s, s->pairs, op_plan, &c);
         kvshard_model_free(m);
+        kvshard_deployment_free(keep);
         bench_row *row = bench_row_add(sec, "%s", t->name);
         bench_fig(row, "bytes", BENCH_UNIT_COUNT, (double)t->len);
         bench_fig_stats(row, "bare parse", BENCH_UNIT_NS, &parse);

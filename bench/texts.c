@@ -126,6 +126,9 @@ static void putf(builder *b, const char *fmt, ...)
  * count, the linear heads and the layer_types list as given. */
 static void qwen35_config(builder *b, uint32_t layers, uint32_t key_heads, uint32_t value_heads)
 {
+    /* Qwen3.5's 16 query heads, or as many as the GDN key heads when there
+     * are more, so that every TP size that divides those divides these. */
+    uint32_t query_heads = key_heads > 16 ? key_heads : 16;
     putf(b,
          "{\n"
          "  \"architectures\": [\"Qwen3_5MoeForCausalLM\"],\n"
@@ -133,11 +136,11 @@ static void qwen35_config(builder *b, uint32_t layers, uint32_t key_heads, uint3
          "  \"dtype\": \"bfloat16\",\n"
          "  \"hidden_size\": 2048,\n"
          "  \"num_hidden_layers\": %u,\n"
-         "  \"num_attention_heads\": 16,\n"
+         "  \"num_attention_heads\": %u,\n"
          "  \"num_key_value_heads\": 2,\n"
          "  \"head_dim\": 256,\n"
          "  \"layer_types\": [\n",
-         layers);
+         layers, query_heads);
     static const char linear[] = "    \"linear_attention\",\n";
     static const char full[] = "    \"full_attention\",\n";
     for (uint32_t i = 0; i < layers; i++) {

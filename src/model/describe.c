@@ -232,7 +232,7 @@ static int describe(kvshard_model *m, const kvshard_model_desc *d, kvshard_error
     uint8_t index = in->attention == KVSHARD_ATTENTION_MLA && in->has_indexer
                         ? (uint8_t)KVSHARD__LAYER_INDEX_KEY
                         : 0;
-    for (uint32_t i = 0; i < in->num_layers; i++) {
+    for (uint32_t i = 0; index && i < in->num_layers; i++) {
         if (m->kinds[i] == KVSHARD_LAYER_FULL_ATTENTION)
             kvshard__set_layer_flags(m, i, index);
     }

@@ -37,7 +37,8 @@ void kvshard__census(uint32_t *count, uint32_t values, const uint8_t *of, uint32
 {
     /* Four tables counted in turn, then summed (see docs/performance.md). */
     uint32_t c[4][KVSHARD__MAX_CLASSES];
-    memset(c, 0, sizeof c);
+    for (int t = 0; t < 4; t++)
+        memset(c[t], 0, values * sizeof c[t][0]);
     uint32_t i = 0;
     for (; i + 4 <= n; i += 4) {
         c[0][of[i]]++;
@@ -70,9 +71,21 @@ uint8_t kvshard__class_of(kvshard__model_info *m, uint8_t kind, uint8_t ratio, u
 int kvshard__model_classes(kvshard_model *m, kvshard_error *err)
 {
     kvshard__model_info *in = &m->info;
-    /* Runs of layers of one class are the rule: look up a layer's class only
-     * when it differs from the layer before. Each layer's ratio and flags
-     * give way to its class, in place. */
+    if (!m->any_attrs) {
+        /* No layer has a ratio or flags (most models): one class per kind. */
+        uint8_t *by_kind = in->kind_class;
+        for (uint8_t k = 0; k < KVSHARD__KIND_COUNT; k++)
+            by_kind[k] = in->count[k] ? kvshard__class_of(in, k, 0, 0) : 0;
+        in->classes_by_kind = true;
+        uint8_t *restrict class_of = m->class_of;
+        const uint8_t *restrict kinds = m->kinds;
+        for (uint32_t i = 0, n = in->num_layers; i < n; i++)
+            class_of[i] = by_kind[kinds[i]];
+        return KVSHARD_OK;
+    }
+    /* Each layer's ratio and flags give way to its class, in place. Layers
+     * of one class come in runs: a class is looked up when a layer differs
+     * from the one before. */
     uint8_t kind = UINT8_MAX, attrs = 0, c = 0;
     for (uint32_t i = 0; i < in->num_layers; i++) {
         if (m->kinds[i] != kind || m->class_of[i] != attrs) {
@@ -91,14 +104,18 @@ int kvshard__model_classes(kvshard_model *m, kvshard_error *err)
 }
 
 void kvshard__range_of(kvshard__range *out, const uint8_t *kinds, const uint8_t *class_of,
-                       uint32_t first, uint32_t count)
+                       const kvshard__model_info *m, uint32_t first, uint32_t count)
 {
     out->first = first;
     out->count = count;
     kvshard__census(out->census, KVSHARD__KIND_COUNT, kinds + first, count);
     memset(out->class_census, 0, sizeof out->class_census);
-    if (class_of)
-        kvshard__census(out->class_census, KVSHARD__MAX_CLASSES, class_of + first, count);
+    if (m && m->classes_by_kind) {
+        for (uint8_t k = 0; k < KVSHARD__KIND_COUNT; k++)
+            out->class_census[m->kind_class[k]] += out->census[k];
+    } else if (m) {
+        kvshard__census(out->class_census, m->num_classes, class_of + first, count);
+    }
     out->num_kv = 0;
     out->num_state = 0;
     for (uint8_t k = 0; k < KVSHARD__KIND_COUNT; k++) {
@@ -112,7 +129,7 @@ void kvshard__model_count_kinds(kvshard_model *m)
 {
     kvshard__model_info *in = &m->info;
     kvshard__range all;
-    kvshard__range_of(&all, m->kinds, NULL, 0, in->num_layers);
+    kvshard__range_of(&all, m->kinds, NULL, NULL, 0, in->num_layers);
     memcpy(in->count, all.census, sizeof in->count);
     in->num_kv = all.num_kv;
     in->num_state = all.num_state;

@@ -89,6 +89,10 @@ typedef struct kvshard__model_info {
     /* The cache classes, and the counted draft layers of each. */
     uint32_t num_classes;
     kvshard__class classes[KVSHARD__MAX_CLASSES];
+    /* When every layer of a kind has one class (no ratios or flags), the
+     * class of each kind: a census of kinds is then one of classes. */
+    bool classes_by_kind;
+    uint8_t kind_class[KVSHARD__KIND_COUNT];
     uint32_t draft_census[KVSHARD__MAX_CLASSES];
     /* Set when the config lacks an attention key that only draft layers
      * would read: an error once they are counted. */
@@ -140,6 +144,7 @@ struct kvshard_model {
      * its compression ratio and flags instead (kvshard__layer_ratio()), one
      * byte a layer either way. */
     uint8_t *class_of;
+    bool any_attrs; /* some layer has a ratio or flags (set with them) */
     /* Per decoder layer, the layer whose cache it reads, or -1; NULL when no
      * layer reads another's (its own allocation, made by the reader). */
     int32_t *kv_source;
@@ -169,11 +174,13 @@ static inline void kvshard__set_layer_ratio(kvshard_model *m, uint32_t i, uint8_
 {
     uint8_t code = ratio == 128 ? 4 : ratio == 4 ? 3 : ratio;
     m->class_of[i] = (uint8_t)((m->class_of[i] & ~7u) | code);
+    m->any_attrs = true;
 }
 
 static inline void kvshard__set_layer_flags(kvshard_model *m, uint32_t i, uint8_t flags)
 {
     m->class_of[i] = (uint8_t)((m->class_of[i] & 7u) | (uint8_t)(flags << 3));
+    m->any_attrs = true;
 }
 
 static inline void kvshard__add_layer_flags(kvshard_model *m, uint32_t i, uint8_t flags)
@@ -214,8 +221,9 @@ typedef struct kvshard__range {
 } kvshard__range;
 
 /* The range of `count` layers from `first` of a model with `kinds` and,
- * when `class_of` is given, the census of their classes. */
+ * when the model's figures `m` are given, the census of their classes
+ * (`class_of` the layers' classes). */
 void kvshard__range_of(kvshard__range *out, const uint8_t *kinds, const uint8_t *class_of,
-                       uint32_t first, uint32_t count);
+                       const kvshard__model_info *m, uint32_t first, uint32_t count);
 
 #endif /* KVSHARD_MODEL_MODEL_H */

@@ -182,6 +182,7 @@ static int from_names(uint8_t *kinds, kvshard__reader *r, const rule *self,
                                  key, list->count, L, n_d, n_d == 1 ? "" : "s", L, L, n_d);
     r->layer_list = *list;
     r->layer_list_drafts = list->count != L;
+    uint8_t rates[2] = {0, 0}; /* compressed_sparse_attention's, heavily_compressed_attention's */
     kvshard__iter it = kvshard__iter_begin(r->doc, list);
     kvshard__node item = {0};
     for (uint32_t i = 0; i < L && kvshard__iter_next(r->doc, &it, &item); i++) {
@@ -203,12 +204,14 @@ static int from_names(uint8_t *kinds, kvshard__reader *r, const rule *self,
                                      shown, words);
         }
         if (kind == COMPRESSED) {
-            uint8_t ratio = 0;
-            if ((rc = compress_rate(&ratio, r, &item)) != 0)
+            /* Two strings name compressed layers; each one's ratio is
+             * looked up once. The checkpoints carry an indexer on their
+             * sparse layers. */
+            int word = kvshard__text_is(item.text, item.count, "compressed_sparse_attention") ? 0 : 1;
+            if (!rates[word] && (rc = compress_rate(&rates[word], r, &item)) != 0)
                 return rc;
-            kvshard__set_layer_ratio(r->model, i, ratio);
-            /* The checkpoints carry an indexer on their sparse layers. */
-            if (kvshard__text_is(item.text, item.count, "compressed_sparse_attention"))
+            kvshard__set_layer_ratio(r->model, i, rates[word]);
+            if (word == 0)
                 kvshard__add_layer_flags(r->model, i, KVSHARD__LAYER_INDEX_KEY);
             r->compressed = 2;
         }

@@ -212,7 +212,8 @@ int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *mo
         return rc;
     w.base.options.enable_layerwise_split = false;
     w.base.options.layerwise_split_size = 1;
-    kvshard__range_of(&w.layers, model->kinds, model->class_of, 0, model->info.num_layers);
+    kvshard__range_of(&w.layers, model->kinds, model->class_of, &model->info, 0,
+                      model->info.num_layers);
     /* Errors that no split size avoids end the comparison. */
     uint32_t T = 0, S = 0;
     kvshard_error base_err;

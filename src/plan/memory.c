@@ -238,6 +238,12 @@ static uint32_t heads_of(uint32_t heads, uint32_t tp, uint32_t first, uint32_t l
     return n;
 }
 
+/* Whether H and T divide one another (0 heads: no geometry). */
+static bool divides_either(uint32_t heads, uint32_t tp)
+{
+    return heads == 0 || heads % tp == 0 || tp % heads == 0;
+}
+
 /* Every class's cost with the given heads, into costs[0 .. classes). */
 static void all_costs(kvshard__cost *costs, calc *c, const kvshard__memory_inputs *in,
                       uint32_t full, uint32_t sliding)
@@ -312,13 +318,21 @@ int kvshard__memory_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inpu
     /* The inputs the costs were last worked out for, and rank r - 1's. */
     uint32_t own_full = UINT32_MAX, own_sliding = UINT32_MAX, group_full = UINT32_MAX;
     const uint32_t *prev_row = NULL;
+    /* When T and each geometry's heads divide one another, as planning
+     * requires of the geometries a plan uses, every rank and every split
+     * group holds as many heads as the first: the divisions are done once. */
+    bool even = divides_either(m->full.heads, T) && divides_either(m->sliding.heads, T);
+    uint32_t full0 = heads_of(m->full.heads, T, 0, 0), sliding0 = heads_of(m->sliding.heads, T, 0, 0);
+    uint32_t group0 = split ? heads_of(m->full.heads, T, 0, S - 1) : full0;
     uint32_t s = 0, g = 0; /* r % S_eff and r / S_eff, counted */
     for (uint32_t r = 0; r < T; r++) {
         /* Ranks differ only in their heads, their group's and the layers
          * they own, and most ranks share all three with the one before. */
-        uint32_t full = heads_of(m->full.heads, T, r, r);
-        uint32_t sliding = heads_of(m->sliding.heads, T, r, r);
-        uint32_t gfull = split ? heads_of(m->full.heads, T, g * S, g * S + S - 1) : full;
+        uint32_t full = even ? full0 : heads_of(m->full.heads, T, r, r);
+        uint32_t sliding = even ? sliding0 : heads_of(m->sliding.heads, T, r, r);
+        uint32_t gfull = !split ? full
+                         : even ? group0
+                                : heads_of(m->full.heads, T, g * S, g * S + S - 1);
         const uint32_t *row = in->owned + (size_t)s * C;
         bool same = r > 0 && !c.overflow && full == own_full && sliding == own_sliding &&
                     gfull == group_full && memcmp(row, prev_row, C * sizeof *row) == 0;

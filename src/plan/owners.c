@@ -32,6 +32,13 @@ void kvshard__owned_counts(uint32_t *counts, uint32_t *by_class, const uint8_t *
                            uint32_t split, kvshard_ownership rule)
 {
     uint32_t n_kv = layers->num_kv;
+    if (split == 1) {
+        /* One split rank owns every KV layer: the range's census. */
+        counts[0] = n_kv;
+        if (by_class)
+            memcpy(by_class, layers->class_census, classes * sizeof *by_class);
+        return;
+    }
     uint32_t only = by_class ? single_kv_class(kinds, class_of, classes, layers) : classes;
     if (by_class)
         memset(by_class, 0, (size_t)split * classes * sizeof *by_class);

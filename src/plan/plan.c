@@ -76,25 +76,13 @@ kvshard__memory_inputs kvshard__plan_memory_inputs(const kvshard_plan *plan)
     return in;
 }
 
-/* The profile's planning inputs of a plan, as the plan settled them. */
-static kvshard__planning planning_of(const kvshard_plan *p)
-{
-    kvshard__planning pl;
-    memset(&pl, 0, sizeof pl);
-    pl.options = p->options;
-    pl.profile = p->profile;
-    memcpy(pl.inputs, p->inputs, sizeof pl.inputs);
-    return pl;
-}
-
 /* The same plan at S_eff = 1: the largest figures, the fewest blocks (0
  * when the unsplit plan fits none). */
-static int compute_uniform(kvshard_plan *p, kvshard_error *err)
+static int compute_uniform(kvshard_plan *p, const kvshard__planning *pl, kvshard_error *err)
 {
-    kvshard__planning pl = planning_of(p);
     if (p->split == 1) {
         /* The plan is its own unsplit plan: its blocks are the plan's. */
-        p->uniform = kvshard__uniform_of(p->ranks, p->tp, &pl, p->unsplit_bytes_per_block,
+        p->uniform = kvshard__uniform_of(p->ranks, p->tp, pl, p->unsplit_bytes_per_block,
                                          p->memory, false);
         p->uniform.has_num_blocks = p->cap.has_num_blocks;
         p->uniform.num_blocks = p->cap.num_blocks;
@@ -110,15 +98,15 @@ static int compute_uniform(kvshard_plan *p, kvshard_error *err)
     in.owned = p->layers.class_census; /* one split rank owns every KV layer */
     int rc = kvshard__memory_ranks(ranks, &in, err);
     if (rc == KVSHARD_OK)
-        p->uniform = kvshard__uniform_of(ranks, p->tp, &pl, p->unsplit_bytes_per_block, p->memory,
+        p->uniform = kvshard__uniform_of(ranks, p->tp, pl, p->unsplit_bytes_per_block, p->memory,
                                          p->has_memory);
     if (ranks != local)
         kvshard__free(&p->alloc, ranks);
     return rc;
 }
 
-static int compute_memory(kvshard_plan *p, const kvshard_model *model, const char **blame,
-                          kvshard_error *err)
+static int compute_memory(kvshard_plan *p, const kvshard__planning *pl, const kvshard_model *model,
+                          const char **blame, kvshard_error *err)
 {
     kvshard__memory_inputs in = kvshard__plan_memory_inputs(p);
     int rc = kvshard__memory_ranks(p->ranks, &in, err);
@@ -126,9 +114,8 @@ static int compute_memory(kvshard_plan *p, const kvshard_model *model, const cha
         rc = kvshard__state_bytes(&p->state_per_layer, &in, err);
     if (rc == KVSHARD_OK)
         rc = kvshard__unsplit_bytes_per_block(&p->unsplit_bytes_per_block, &in, err);
-    kvshard__planning pl = planning_of(p);
     if (rc == KVSHARD_OK)
-        rc = kvshard__planning_budget(&p->memory, &p->has_memory, &pl, model, p->tp, p->split,
+        rc = kvshard__planning_budget(&p->memory, &p->has_memory, pl, model, p->tp, p->split,
                                       blame, err);
     if (rc)
         return rc;
@@ -164,7 +151,7 @@ static int compute_memory(kvshard_plan *p, const kvshard_model *model, const cha
             return rc;
     }
     p->cap = c;
-    return compute_uniform(p, err);
+    return compute_uniform(p, pl, err);
 }
 
 /* Carve `n` items of `size` bytes, aligned to `align`, from a block being
@@ -305,7 +292,7 @@ int kvshard__plan_create(kvshard_plan **out, const kvshard_model *model,
     uint32_t L = model->info.num_layers;
     memcpy(p->kinds, model->kinds, L);
     memcpy(p->class_of, model->class_of, L);
-    kvshard__range_of(&p->layers, p->kinds, p->class_of, 0, L);
+    kvshard__range_of(&p->layers, p->kinds, p->class_of, &p->model, 0, L);
     kvshard__owned_counts(p->owned_counts, p->owned_by_class, p->kinds, p->class_of,
                           p->model.num_classes, &p->layers, S, pl.options.ownership);
     kvshard__owners owners = {p->owner,         p->held_by,      p->kv_slot,     p->state_slot,
@@ -313,7 +300,7 @@ int kvshard__plan_create(kvshard_plan **out, const kvshard_model *model,
     kvshard__assign_owners(&owners, p->kinds, p->kv_source, &p->layers, S, pl.options.ownership);
     for (uint32_t r = 0; r < T; r++)
         p->split_rank_of[r] = r % S;
-    if ((rc = compute_memory(p, model, blame, err)) != 0) {
+    if ((rc = compute_memory(p, &pl, model, blame, err)) != 0) {
         kvshard_plan_free(p);
         return rc;
     }
