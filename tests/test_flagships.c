@@ -595,6 +595,31 @@ static void test_draft_only_attention(void **state)
     kvshard_model_free(m);
 }
 
+/* Two compressed models whose layers swap ratios have the same kinds, owners
+ * and totals; the digests still tell them apart, as ranks comparing plans
+ * need. */
+static void test_digest_sees_ratios(void **state)
+{
+    (void)state;
+    kvshard_model *a = tu_load_model_text("{num_hidden_layers: 2, head_dim: 512, sliding_window: "
+                                          "128, index_head_dim: 128, compress_ratios: [4, 128]}");
+    kvshard_model *b = tu_load_model_text("{num_hidden_layers: 2, head_dim: 512, sliding_window: "
+                                          "128, index_head_dim: 128, compress_ratios: [128, 4]}");
+    kvshard_options o = tp(1);
+    kvshard_plan *pa = tu_plan(a, &o), *pb = tu_plan(b, &o);
+    kvshard_rank_memory ra = KVSHARD_RANK_MEMORY_INIT, rb = KVSHARD_RANK_MEMORY_INIT;
+    kvshard_plan_rank_memory(&ra, pa, 0);
+    kvshard_plan_rank_memory(&rb, pb, 0);
+    assert_int_equal(ra.kv_bytes_per_token, rb.kv_bytes_per_token);
+    assert_int_equal(ra.state_bytes_per_seq, rb.state_bytes_per_seq);
+    assert_true(kvshard_plan_layout_digest(pa) != kvshard_plan_layout_digest(pb));
+    assert_true(kvshard_plan_digest(pa) != kvshard_plan_digest(pb));
+    kvshard_plan_free(pa);
+    kvshard_plan_free(pb);
+    kvshard_model_free(a);
+    kvshard_model_free(b);
+}
+
 /* The refused keys name themselves; a null value counts as absent. */
 static void test_refused_keys(void **state)
 {
@@ -643,6 +668,7 @@ int main(void)
         cmocka_unit_test(test_deepseek_v3_2_revised),
         cmocka_unit_test(test_draft_only_attention),
         cmocka_unit_test(test_refused_keys),
+        cmocka_unit_test(test_digest_sees_ratios),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -148,6 +148,38 @@ static int query_heads(uint32_t *out, kvshard__reader *r)
                                  KVSHARD__MAX_DIMENSION);
 }
 
+/* Step-3.5's attention_other_setting: the geometry of the layers whose
+ * kind its attention_type names, which kvshard reads for sliding layers
+ * only; NULL into *out when the config has none. */
+static int other_setting(const kvshard__node **out, kvshard__node *store, kvshard__reader *r)
+{
+    *out = NULL;
+    if (!kvshard__get(r, &r->text, KVSHARD__KEY_ATTENTION_OTHER_SETTING, store))
+        return KVSHARD_OK;
+    int rc = kvshard__node_expect(r->doc, store, KVSHARD__NODE_MAPPING, "attention_other_setting",
+                                  r->err);
+    if (rc)
+        return rc;
+    kvshard__node type = {0};
+    if (kvshard__get(r, store, KVSHARD__KEY_ATTENTION_TYPE, &type)) {
+        const char *s;
+        size_t len;
+        const char *key = "attention_other_setting.attention_type";
+        if ((rc = kvshard__node_string(&s, &len, r->doc, &type, key, r->err)) != 0)
+            return rc;
+        if (!kvshard__text_is(s, len, "sliding_attention")) {
+            char shown[64];
+            kvshard__excerpt(shown, sizeof shown, s, len, 40);
+            return kvshard__doc_fail(r->doc, r->err, KVSHARD_EUNMODELED, &type,
+                                     "%s: \"%s\" is not sliding_attention, the only kind whose "
+                                     "geometry kvshard reads from attention_other_setting",
+                                     key, shown);
+        }
+    }
+    *out = store;
+    return KVSHARD_OK;
+}
+
 /* The geometry of full-attention, hybrid and chunked layers (and of
  * full-attention draft layers). */
 static int read_full_geometry(kvshard__reader *r)
@@ -155,8 +187,14 @@ static int read_full_geometry(kvshard__reader *r)
     kvshard__geometry *g = &r->model->info.full;
     const kvshard__node *t = &r->text;
     const char *why = "needed for the KV bytes of attention layers";
+    /* attention_other_setting is checked wherever it stands, though only
+     * sliding layers read it. */
+    kvshard__node store = {0};
+    const kvshard__node *other;
     uint32_t q;
-    int rc = query_heads(&q, r);
+    int rc = other_setting(&other, &store, r);
+    if (rc == KVSHARD_OK)
+        rc = query_heads(&q, r);
     if (rc)
         return rc;
     /* Gemma 4's global heads count only where K and V are one projection. */
@@ -191,38 +229,6 @@ static int read_full_geometry(kvshard__reader *r)
         rc = kvshard__read_head_dim(&g->k_dim, r, q, why);
     const place v_places[] = {{t, KVSHARD__KEY_V_HEAD_DIM, "v_head_dim"}};
     return rc ? rc : v_dim(&g->v_dim, r, v_places, 1, g->k_dim);
-}
-
-/* Step-3.5's attention_other_setting: the geometry of the layers whose
- * kind its attention_type names, which kvshard reads for sliding layers
- * only; NULL into *out when the config has none. */
-static int other_setting(const kvshard__node **out, kvshard__node *store, kvshard__reader *r)
-{
-    *out = NULL;
-    if (!kvshard__get(r, &r->text, KVSHARD__KEY_ATTENTION_OTHER_SETTING, store))
-        return KVSHARD_OK;
-    int rc = kvshard__node_expect(r->doc, store, KVSHARD__NODE_MAPPING, "attention_other_setting",
-                                  r->err);
-    if (rc)
-        return rc;
-    kvshard__node type = {0};
-    if (kvshard__get(r, store, KVSHARD__KEY_ATTENTION_TYPE, &type)) {
-        const char *s;
-        size_t len;
-        const char *key = "attention_other_setting.attention_type";
-        if ((rc = kvshard__node_string(&s, &len, r->doc, &type, key, r->err)) != 0)
-            return rc;
-        if (!kvshard__text_is(s, len, "sliding_attention")) {
-            char shown[64];
-            kvshard__excerpt(shown, sizeof shown, s, len, 40);
-            return kvshard__doc_fail(r->doc, r->err, KVSHARD_EUNMODELED, &type,
-                                     "%s: \"%s\" is not sliding_attention, the only kind whose "
-                                     "geometry kvshard reads from attention_other_setting",
-                                     key, shown);
-        }
-    }
-    *out = store;
-    return KVSHARD_OK;
 }
 
 /* The geometry of sliding-window layers (and of sliding draft layers). */

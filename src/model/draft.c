@@ -19,6 +19,25 @@
 #define SLIDING ((uint8_t)KVSHARD_LAYER_SLIDING_ATTENTION)
 #define COMPRESSED ((uint8_t)KVSHARD_LAYER_COMPRESSED)
 #define NOTHING UINT8_MAX
+#define UNKNOWN_NAME (UINT8_MAX - 1) /* a name no draft layer has */
+
+/* The kind a draft layer's name gives: full_attention and attention a
+ * full-attention layer, sliding_attention a sliding one, moe and mlp none
+ * (only where `blocks` allows them); UNKNOWN_NAME for any other name. */
+static uint8_t draft_kind(const kvshard__node *item, bool blocks)
+{
+    if (item->kind != KVSHARD__NODE_SCALAR)
+        return UNKNOWN_NAME;
+    const char *s = item->text;
+    size_t n = item->count;
+    if (kvshard__text_is(s, n, "full_attention") || kvshard__text_is(s, n, "attention"))
+        return FULL;
+    if (kvshard__text_is(s, n, "sliding_attention"))
+        return SLIDING;
+    if (blocks && (kvshard__text_is(s, n, "moe") || kvshard__text_is(s, n, "mlp")))
+        return NOTHING;
+    return UNKNOWN_NAME;
+}
 
 /* One more draft layer that keeps a cache; ELIMIT past the bound. */
 static int add(kvshard__reader *r, uint8_t kind, uint8_t ratio, uint8_t flags,
@@ -72,10 +91,8 @@ static int listed_drafts(kvshard__reader *r, uint32_t L)
     for (uint32_t i = 0; kvshard__iter_next(r->doc, &it, &item); i++) {
         if (i < L)
             continue;
-        uint8_t kind = item.kind == KVSHARD__NODE_SCALAR
-                           ? kvshard_kinds__from_word(item.text, item.count)
-                           : NOTHING;
-        if (kind != FULL && kind != SLIDING) {
+        uint8_t kind = draft_kind(&item, false);
+        if (kind == UNKNOWN_NAME) {
             char shown[64] = "";
             if (item.kind == KVSHARD__NODE_SCALAR)
                 kvshard__excerpt(shown, sizeof shown, item.text, item.count, 40);
@@ -106,10 +123,8 @@ static int step_list(kvshard__reader *r, const kvshard__node *list, const char *
     kvshard__node item = {0};
     for (uint32_t i = 0; kvshard__iter_next(r->doc, &it, &item); i++) {
         bool scalar = item.kind == KVSHARD__NODE_SCALAR;
-        uint8_t kind = scalar ? kvshard_kinds__from_word(item.text, item.count) : NOTHING;
-        if (kind == KVSHARD_LAYER_NO_CACHE)
-            kind = NOTHING;
-        else if (kind != FULL && kind != SLIDING) {
+        uint8_t kind = draft_kind(&item, true);
+        if (kind == UNKNOWN_NAME) {
             char shown[64] = "";
             if (scalar)
                 kvshard__excerpt(shown, sizeof shown, item.text, item.count, 40);

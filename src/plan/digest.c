@@ -88,12 +88,28 @@ static void hash_layout2(hasher *x, hasher *y, const kvshard_plan *p)
     hash_word2(x, y, (uint64_t)o->block_size << 32 | (uint64_t)kv << 8 | (uint64_t)p->state_dtype);
     hash_bytes2(x, y, p->kinds, p->model.num_layers);
     hash_owners2(x, y, p->owner, p->model.num_layers);
+    /* What layers keep beside their kind (compression ratios, index keys)
+     * and which layers read another's cache. A model with neither hashes as
+     * it did before these existed. */
+    if (!p->model.classes_by_kind) {
+        for (uint32_t c = 0; c < p->model.num_classes; c++) {
+            const kvshard__class *k = &p->model.classes[c];
+            hash_word2(x, y, (uint64_t)k->kind | (uint64_t)k->ratio << 8 | (uint64_t)k->flags << 16);
+        }
+        hash_bytes2(x, y, p->class_of, p->model.num_layers);
+    }
+    if (p->kv_source)
+        hash_owners2(x, y, p->kv_source, p->model.num_layers);
     for (uint32_t r = 0; r < p->tp; r++) {
         const kvshard_rank_memory *m = &p->ranks[r];
         hash_word2(x, y, m->kv_bytes_per_token);
         hash_word2(x, y, m->scratch_bytes_per_token);
         hash_word2(x, y, m->draft_bytes_per_token);
         hash_word2(x, y, m->state_bytes_per_seq);
+        if (m->scratch_bytes_per_seq || m->draft_bytes_per_seq) {
+            hash_word2(x, y, m->scratch_bytes_per_seq);
+            hash_word2(x, y, m->draft_bytes_per_seq);
+        }
     }
 }
 
