@@ -128,6 +128,23 @@ def test_v4_flash_fp8_cache() -> None:
             assert (layer.kv_bytes_per_token, layer.state_bytes_per_seq) == (179, 84096 + 81920)
 
 
+def test_v4_flash_draft_layer_with_speculation() -> None:
+    # spec 1: the compressor rings grow to the next power of two at or above
+    # coff x r + 1: 16 slots at ratio 4 (16 x 4 x 512 x 4 + 16 x 4 x 128 x 4
+    # = 163840) and 256 at ratio 128 (256 x 2 x 512 x 4 = 1048576). The one
+    # draft layer has compress_ratios[43] = 0: a window only, 147456 B/seq
+    # and nothing per token. 43 x 147456 + 21 x 163840 + 20 x 1048576 +
+    # 147456 = 30900224.
+    with kvshard.load_model(V4_FLASH) as model:
+        assert model.num_draft_layers == 1
+        with kvshard.plan(model, world_size=8, num_speculative_tokens=1) as plan:
+            mem = plan.rank_memory(6)
+            assert (mem.draft_bytes_per_token, mem.draft_bytes_per_seq) == (0, WINDOW)
+            assert (mem.kv_bytes_per_token, mem.state_bytes_per_seq) == (6229, 30900224)
+            assert plan.layer_storage(6, 2).state_bytes_per_seq == WINDOW + 163840
+            assert plan.layer_storage(6, 3).state_bytes_per_seq == WINDOW + 1048576
+
+
 # The shipped deployment: TP 8, split 8, ordinal, 60 GiB per rank, max_seqs 64,
 # scratch_layers 1. Every layer is a KV layer, so layer k is owned by split
 # rank k % 8: ranks 0-2 own 6 layers, ranks 3-7 own 5.
