@@ -1,7 +1,9 @@
 """The ctypes mirrors against the C header: every struct's size and every
 field's offset, the size each *_INIT macro writes into `size`, the values
 KVSHARD_OPTIONS_INIT, KVSHARD_FIGURE_INIT and KVSHARD_SETTING_INFO_INIT
-hold, and every enum's values.
+hold, and every enum's values. The header's text is read too, so that a
+field or an enum member the header gains and the binding lacks fails here,
+even where it would fit in a struct's padding.
 
 A small C program, compiled against kvshard.h with the C compiler (CC, else
 cc), prints what the compiler lays out; the test compares it with the
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -41,19 +44,23 @@ STRUCTS: Dict[str, Tuple[type, str]] = {
     "kvshard_comparison_row": (_lib.CComparisonRow, ""),
 }
 
-# Python enum -> the prefix of its C constants.
-ENUMS: List[Tuple[type, str]] = [
-    (kvshard.Status, "KVSHARD_"),
-    (kvshard.LayerKind, "KVSHARD_LAYER_"),
-    (kvshard.Attention, "KVSHARD_ATTENTION_"),
-    (kvshard.StateKind, "KVSHARD_STATE_"),
-    (kvshard.Dtype, "KVSHARD_DTYPE_"),
-    (kvshard.Ownership, "KVSHARD_OWNERSHIP_"),
-    (kvshard.Engine, "KVSHARD_ENGINE_"),
-    (kvshard.WarningCode, "KVSHARD_WARN_"),
-    (kvshard.SettingType, "KVSHARD_SETTING_"),
-    (kvshard.FigureType, "KVSHARD_FIGURE_"),
+# Python enum -> the prefix of its C constants, and the C enum's name.
+ENUMS: List[Tuple[type, str, str]] = [
+    (kvshard.Status, "KVSHARD_", "kvshard_status"),
+    (kvshard.LayerKind, "KVSHARD_LAYER_", "kvshard_layer_kind"),
+    (kvshard.Attention, "KVSHARD_ATTENTION_", "kvshard_attention"),
+    (kvshard.StateKind, "KVSHARD_STATE_", "kvshard_state_kind"),
+    (kvshard.Dtype, "KVSHARD_DTYPE_", "kvshard_dtype"),
+    (kvshard.Ownership, "KVSHARD_OWNERSHIP_", "kvshard_ownership"),
+    (kvshard.Engine, "KVSHARD_ENGINE_", "kvshard_engine"),
+    (kvshard.WarningCode, "KVSHARD_WARN_", "kvshard_warning_code"),
+    (kvshard.SettingType, "KVSHARD_SETTING_", "kvshard_setting_type"),
+    (kvshard.FigureType, "KVSHARD_FIGURE_", "kvshard_figure_type"),
 ]
+
+# Mirrors that may stop short of the header's struct: rows the library lends
+# and only ever grows at the end.
+PREFIX_ONLY = {"kvshard_comparison_row"}
 
 CONSTANTS = {
     "KVSHARD_ALL_RANKS": _enums.ALL_RANKS,
@@ -108,7 +115,7 @@ def program() -> str:
         "(int)i.type, (unsigned long long)i.min, (unsigned long long)i.max, "
         "i.default_value[0], (int)i.engine); }"
     )
-    for enum_type, prefix in ENUMS:
+    for enum_type, prefix, _ in ENUMS:
         for member in enum_type:
             c_const = prefix + member.name
             lines.append(f'    printf("enum {c_const} %lld\\n", (long long){c_const});')
@@ -173,11 +180,51 @@ def test_the_init_values_are_the_binding_s(layout: Dict[str, int]) -> None:
 
 
 def test_enum_values_match_the_header(layout: Dict[str, int]) -> None:
-    for enum_type, prefix in ENUMS:
+    for enum_type, prefix, _ in ENUMS:
         for member in enum_type:
             assert int(member) == layout[f"enum {prefix}{member.name}"], member
     for c_const, value in CONSTANTS.items():
         assert value == layout[f"const {c_const}"], c_const
+
+
+# --- nothing the header declares is left out ----------------------------------------
+
+
+def header_text() -> str:
+    """kvshard.h as the layout program saw it, its comments removed."""
+    # The first folder that has it, as the compiler searches the -I list.
+    headers = [d / "kvshard" / "kvshard.h" for d in include_dirs()]
+    found = [h for h in headers if h.is_file()]
+    assert found, f"no kvshard/kvshard.h in {', '.join(map(str, headers))}"
+    text = found[0].read_text()
+    return re.sub(r"/\*.*?\*/|//[^\n]*", " ", text, flags=re.S)
+
+
+def header_body(text: str, what: str, name: str) -> str:
+    found = re.search(rf"typedef\s+{what}\s+{name}\s*\{{(.*?)\}}\s*{name}\s*;", text, re.S)
+    assert found, f"no typedef {what} {name} in kvshard.h"
+    return found.group(1)
+
+
+def test_every_field_of_the_header_is_mirrored() -> None:
+    text = header_text()
+    for c_name, (mirror, _) in STRUCTS.items():
+        # Each member's name: the last word of its declaration, before any [N].
+        members = [m.strip() for m in header_body(text, "struct", c_name).split(";")]
+        declared = [re.sub(r"\s*\[[^\]]*\]$", "", m).split()[-1].lstrip("*")
+                    for m in members if m]
+        mirrored = [field for field, _ in mirror._fields_]
+        if c_name in PREFIX_ONLY:
+            assert declared[: len(mirrored)] == mirrored, c_name
+        else:
+            assert declared == mirrored, c_name
+
+
+def test_every_enum_member_of_the_header_is_mirrored() -> None:
+    text = header_text()
+    for enum_type, prefix, c_name in ENUMS:
+        declared = re.findall(r"\b(KVSHARD_\w+)\s*=", header_body(text, "enum", c_name))
+        assert declared == [prefix + member.name for member in enum_type], c_name
 
 
 # --- the library checks every size ---------------------------------------------------

@@ -177,6 +177,18 @@ def test_status_labels_come_from_the_library() -> None:
     assert all(w.label != "unknown" for w in kvshard.Warning)
 
 
+def test_every_status_has_a_family() -> None:
+    # A status the package maps to no family would raise the bare base class.
+    from kvshard._errors import error_class, make_error
+
+    for code in Status:
+        if code is not Status.OK:
+            assert error_class(code) is not kvshard.KvshardError, code
+    e = make_error(Status.EUNMODELED)
+    assert type(e) is kvshard.UnmodeledError and isinstance(e, kvshard.ConfigError)
+    assert e.message == "a cache kvshard does not model"
+
+
 # --- wrong Python arguments fail before any C call ---------------------------------
 
 

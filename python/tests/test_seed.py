@@ -69,6 +69,9 @@ def test_layer_storage(seed_plan: kvshard.Plan) -> None:
         kv_bytes_per_token=1024,
         owner_tp_rank=2,
         state_bytes_per_seq=0,
+        kv_source=-1,  # GQA layers read no other layer's cache
+        compress_ratio=0,
+        index_key=False,
     )
     other = seed_plan.layer_storage(3, 11)
     assert not other.stores_kv and other.kv_slot == -1 and other.owner_tp_rank == 2
@@ -88,6 +91,10 @@ def test_rank_memory(seed_plan: kvshard.Plan) -> None:
             bytes_per_block=98304,
             state_bytes_per_seq=16097280,
             num_blocks=197493,
+            # Split, but a GQA layer has no per-sequence bytes to compute
+            # without owning it; no draft layers at spec 0.
+            scratch_bytes_per_seq=0,
+            draft_bytes_per_seq=0,
         )
 
 

@@ -156,10 +156,26 @@ def test_state_dtype_option_overrides_the_model() -> None:
 
 
 def test_mamba2_heads_must_divide() -> None:
-    with kvshard.load_model(MAMBA2) as model:
+    # 16 query heads, which T = 16 divides (4 would be refused first, as
+    # query heads every rank cannot share evenly), and 2 KV heads, which it
+    # replicates: only the 8 Mamba heads on 16 ranks are wrong.
+    text = MAMBA2.replace("num_attention_heads: 4", "num_attention_heads: 16")
+    with kvshard.load_model(text) as model:
         with pytest.raises(kvshard.PlanError) as info:
             kvshard.plan(model, world_size=16)  # 8 heads on 16 ranks
         e = info.value
         assert e.code is kvshard.Status.ELINEARHEADS
         # The error points at mamba_num_heads in the text: line 9, after the key.
         assert (e.source, e.line, e.column) == ("<string>", 9, len("mamba_num_heads: ") + 1)
+
+
+def test_query_heads_the_tp_size_does_not_divide() -> None:
+    # The text as the cases above plan it, at T = 16: 4 query heads.
+    with kvshard.load_model(MAMBA2) as model:
+        with pytest.raises(kvshard.PlanError) as info:
+            kvshard.plan(model, world_size=16)
+        e = info.value
+        assert e.code is kvshard.Status.EKVHEADS
+        assert e.message.startswith("num_attention_heads 4 is not divisible by the attention TP")
+        # num_attention_heads is line 6 of the text, its value after the key.
+        assert (e.line, e.column) == (6, len("num_attention_heads: ") + 1)

@@ -45,6 +45,7 @@ from ._errors import (
     PlanError,
     QueryError,
     ReadError,
+    UnmodeledError,
     WriteError,
 )
 from ._lib import (

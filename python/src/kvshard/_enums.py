@@ -74,6 +74,7 @@ class Status(enum.IntEnum):
     EWRITE = -25
     EPROFILE = -26
     EUNSUPPORTED = -27
+    EUNMODELED = -28
 
     @property
     def label(self) -> str:
@@ -89,6 +90,13 @@ class LayerKind(enum.IntEnum):
     SLIDING_ATTENTION = 2
     HYBRID = 3
     NO_CACHE = 4
+    #: A window of shared K=V latents and, with a compression ratio, a
+    #: compressed stream (DeepSeek-V4); a KV layer, split like full attention.
+    COMPRESSED = 5
+    #: Reads an earlier layer's cache (its ``kv_source``) and keeps none.
+    SHARED_KV = 6
+    #: At most one attention chunk of KV per sequence, on every rank (Llama 4).
+    CHUNKED_ATTENTION = 7
 
     @property
     def label(self) -> str:
@@ -101,11 +109,14 @@ class Attention(enum.IntEnum):
 
     GQA = 0
     MLA = 1
+    #: One K=V latent per entry, compressed by layer (DeepSeek-V4).
+    COMPRESSED = 2
 
     @property
     def label(self) -> str:
-        """"gqa" or "mla", as in the plan's JSON."""
-        return self.name.lower()
+        """"gqa", "mla" or "compressed", as in the plan's JSON
+        (``kvshard_attention_name``)."""
+        return _name_of("kvshard_attention_name", int(self))
 
 
 class StateKind(enum.IntEnum):

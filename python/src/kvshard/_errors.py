@@ -18,6 +18,7 @@ __all__ = [
     "KvshardError",
     "ReadError",
     "ConfigError",
+    "UnmodeledError",
     "PlanError",
     "LimitError",
     "QueryError",
@@ -117,6 +118,17 @@ class ConfigError(KvshardError):
     ELAYERCOUNT, ELAYERLIST)."""
 
 
+class UnmodeledError(ConfigError):
+    """The model config describes a cache kvshard does not model
+    (EUNMODELED): a key such as ``block_configs`` or
+    ``cross_attention_layers``, or a value kvshard's rule for the model does
+    not cover (grouped KV heads on a compressed model,
+    ``attention_chunk_size`` without the list of chunked layers). kvshard
+    refuses it by name rather than plan it by another rule, which would size
+    the cache wrongly. A ConfigError: ``source``, ``line`` and ``column``
+    point at the key's value, and ``message`` names the key."""
+
+
 class PlanError(KvshardError):
     """No valid plan exists for this model and these options: parallel sizes
     (EPARALLEL, EWORLD, ESPLIT, ESPLITCP), heads that do not divide
@@ -178,6 +190,7 @@ for _cls, _codes in (
             "EPROFILE",
         ),
     ),
+    (UnmodeledError, ("EUNMODELED",)),
     (LimitError, ("ELIMIT",)),
     (QueryError, ("ERANK", "ELAYER")),
     (FileError, ("EIO",)),

@@ -154,6 +154,11 @@ class CModelDesc(Structure):
         ("state_groups", c_uint32),
         ("conv_kernel", c_uint32),
         ("conv_channels", c_uint32),
+        ("v_head_dim", c_uint32),
+        ("sliding_kv_heads", c_uint32),
+        ("sliding_head_dim", c_uint32),
+        ("sliding_v_head_dim", c_uint32),
+        ("attention_chunk_size", c_uint32),
     ]
 
 
@@ -169,6 +174,9 @@ class CLayerStorage(Structure):
         ("kv_bytes_per_token", c_uint64),
         ("owner_tp_rank", c_int32),
         ("state_bytes_per_seq", c_uint64),
+        ("kv_source", c_int32),
+        ("compress_ratio", c_uint32),
+        ("index_key", c_bool),
     ]
 
 
@@ -182,6 +190,8 @@ class CRankMemory(Structure):
         ("state_bytes_per_seq", c_uint64),
         ("num_blocks", c_uint64),
         ("has_num_blocks", c_bool),
+        ("scratch_bytes_per_seq", c_uint64),
+        ("draft_bytes_per_seq", c_uint64),
     ]
 
 
@@ -290,6 +300,7 @@ _PROTOTYPES = {
     "kvshard_strerror": (c_char_p, [c_int]),
     "kvshard_version": (c_char_p, []),
     "kvshard_layer_kind_name": (c_char_p, [c_int]),
+    "kvshard_attention_name": (c_char_p, [c_int]),
     "kvshard_state_kind_name": (c_char_p, [c_int]),
     "kvshard_dtype_name": (c_char_p, [c_int]),
     "kvshard_ownership_name": (c_char_p, [c_int]),

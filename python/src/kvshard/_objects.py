@@ -149,7 +149,7 @@ class Model(_Handle):
 
     @property
     def attention(self) -> Attention:
-        """Attention type of the KV layers (GQA or MLA)."""
+        """Attention type of the KV layers (GQA, MLA or COMPRESSED)."""
         return Attention(self._query("kvshard_model_attention"))
 
     @property
@@ -282,6 +282,11 @@ _DESC_UINTS = (
     "state_groups",
     "conv_kernel",
     "conv_channels",
+    "v_head_dim",
+    "sliding_kv_heads",
+    "sliding_head_dim",
+    "sliding_v_head_dim",
+    "attention_chunk_size",
 )
 
 
@@ -304,9 +309,16 @@ def create_model(
     tokens), 0 meaning absent: num_attention_heads, num_kv_heads, head_dim,
     sliding_window (tokens), kv_lora_rank, qk_rope_head_dim, index_head_dim,
     num_draft_layers, state_heads, state_key_heads, state_head_dim,
-    state_value_dim, state_size, state_groups, conv_kernel, conv_channels.
-    The caller owns the returned Model. Missing or impossible figures raise
-    a ConfigError naming the field.
+    state_value_dim, state_size, state_groups, conv_kernel, conv_channels,
+    and the geometry of layers whose K and V, or whose sliding layers,
+    differ: v_head_dim (0: head_dim), sliding_kv_heads (0: num_kv_heads),
+    sliding_head_dim (0: head_dim), sliding_v_head_dim (0: the sliding head
+    dim), attention_chunk_size (tokens, needed with chunked-attention
+    layers). The caller owns the returned Model. Missing or impossible
+    figures raise a ConfigError naming the field. Compressed and shared-KV
+    layers read other layers' caches, which a description cannot hold: the
+    library refuses those kinds (ConfigError, ELAYERTYPE), and compressed
+    attention (ConfigError, ERANGE); load the model's config instead.
     """
     desc = _lib.sized(_lib.CModelDesc)
     desc.num_layers = _index("num_layers", num_layers)
@@ -611,9 +623,19 @@ class LayerStorage:
     #: TP rank of the split group that stores the layer's KV; -1 for layers
     #: without a paged KV cache.
     owner_tp_rank: int
-    #: Bytes per sequence: a linear or hybrid layer's state, a sliding
-    #: layer's window.
+    #: Bytes per sequence: a linear or hybrid layer's state, a sliding or
+    #: chunked layer's window, a compressed layer's window and compressor
+    #: state on its owner.
     state_bytes_per_seq: int
+    #: The layer whose cache this one reads (a shared-KV layer, or a
+    #: compressed layer that reads another's stream); -1 for none.
+    kv_source: int
+    #: A compressed layer's compression ratio (0: a window only); 0 for
+    #: other kinds.
+    compress_ratio: int
+    #: The layer keeps an indexer key (DSA, a GQA sparse index, a
+    #: compressed layer's index keys).
+    index_key: bool
 
 
 @dataclass(frozen=True)
@@ -626,10 +648,16 @@ class RankMemory:
     draft_bytes_per_token: int
     #: block_size tokens x the three per-token figures.
     bytes_per_block: int
-    #: States and sliding windows of one sequence.
+    #: States, windows and compressor state of one sequence.
     state_bytes_per_seq: int
     #: KV blocks that fit the rank; None without memory or KV bytes.
     num_blocks: Optional[int]
+    #: Per-sequence scratch while split: the window and state of the largest
+    #: KV layer the rank computes without owning it (compressed layers).
+    scratch_bytes_per_seq: int
+    #: The draft layers' share of state_bytes_per_seq (their windows and
+    #: compressor state), with speculation.
+    draft_bytes_per_seq: int
 
 
 @dataclass(frozen=True)
@@ -865,7 +893,9 @@ class Plan(_Handle):
     def layer_owner(self, layer: int) -> int:
         """Split rank that stores a KV layer's KV when S_eff > 1;
         ``kvshard.OWNER_ALL`` (-1) when every rank stores the layer's cache;
-        ``kvshard.OWNER_NONE`` (-2) for a no-cache layer."""
+        ``kvshard.OWNER_NONE`` (-2) for a no-cache layer. A shared-KV layer
+        keeps nothing and answers its source's owner: where the cache it
+        reads lives."""
         i = self._layer(layer)
         out = c_int32()
         with self._use() as h:
@@ -892,8 +922,8 @@ class Plan(_Handle):
         return int(rank.value), int(group.value)
 
     def rank_layers(self, tp_rank: int) -> List[int]:
-        """The KV layers (full attention and hybrid) whose KV TP rank
-        `tp_rank` stores, ascending. A copy."""
+        """The KV layers (full attention, hybrid and compressed) whose KV
+        TP rank `tp_rank` stores, ascending. A copy."""
         r = self._rank(tp_rank)
         arr = POINTER(c_uint32)()
         count = c_size_t()
@@ -917,6 +947,9 @@ class Plan(_Handle):
             kv_bytes_per_token=int(out.kv_bytes_per_token),
             owner_tp_rank=int(out.owner_tp_rank),
             state_bytes_per_seq=int(out.state_bytes_per_seq),
+            kv_source=int(out.kv_source),
+            compress_ratio=int(out.compress_ratio),
+            index_key=bool(out.index_key),
         )
 
     # --- memory -------------------------------------------------------------
@@ -934,6 +967,8 @@ class Plan(_Handle):
             bytes_per_block=int(out.bytes_per_block),
             state_bytes_per_seq=int(out.state_bytes_per_seq),
             num_blocks=_opt(out.has_num_blocks, out.num_blocks),
+            scratch_bytes_per_seq=int(out.scratch_bytes_per_seq),
+            draft_bytes_per_seq=int(out.draft_bytes_per_seq),
         )
 
     @property

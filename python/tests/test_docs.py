@@ -1,0 +1,53 @@
+"""docs/python.md names what the binding exposes: every field of the
+dataclasses an engine allocates from, every figure ``create_model`` takes,
+every member of the layer-kind and attention enums, every exception and
+the status codes each one covers. A field added to the binding without a
+word in the docs fails here."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Set
+
+import pytest
+from conftest import REPO
+
+import kvshard
+from kvshard import _errors, _objects
+
+DOCS = REPO / "docs" / "python.md"
+
+
+@pytest.fixture(scope="module")
+def named() -> Set[str]:
+    """Every identifier inside inline code in the docs (`...`), fenced
+    blocks left out."""
+    text = re.sub(r"```.*?```", " ", DOCS.read_text(), flags=re.S)
+    words: Set[str] = set()
+    for code in re.findall(r"`([^`\n]+)`", text):
+        words.update(re.findall(r"\w+", code))
+    return words
+
+
+@pytest.mark.parametrize(
+    "cls", [kvshard.LayerStorage, kvshard.RankMemory], ids=lambda c: c.__name__
+)
+def test_every_field_is_named(cls: type, named: Set[str]) -> None:
+    missing = [f.name for f in dataclasses.fields(cls) if f.name not in named]
+    assert missing == [], f"docs/python.md does not name {cls.__name__}.{missing}"
+
+
+def test_every_description_figure_is_named(named: Set[str]) -> None:
+    assert [f for f in _objects._DESC_UINTS if f not in named] == []
+
+
+def test_every_layer_kind_and_attention_is_named(named: Set[str]) -> None:
+    for enum_type in (kvshard.LayerKind, kvshard.Attention):
+        assert [m.name for m in enum_type if m.name not in named] == [], enum_type.__name__
+
+
+def test_every_exception_and_status_is_named(named: Set[str]) -> None:
+    assert [e for e in _errors.__all__ if e not in named] == []
+    codes = [s for s in kvshard.Status if s is not kvshard.Status.OK]
+    assert [s.name for s in codes if s.name not in named] == []
