@@ -696,24 +696,26 @@ KVSHARD_EXPORT kvshard_dtype kvshard_plan_state_dtype(const kvshard_plan *plan);
 KVSHARD_EXPORT int kvshard_plan_layer_kind(kvshard_layer_kind *out, const kvshard_plan *plan,
                                            uint32_t layer);
 /** Split rank that stores a KV layer's KV when S_eff > 1; KVSHARD_OWNER_ALL
- *  when every rank stores the layer's cache (S_eff = 1, linear and sliding
- *  layers); KVSHARD_OWNER_NONE for a no-cache layer. KVSHARD_ELAYER when out
- *  of range. */
+ *  when every rank stores the layer's cache (S_eff = 1, linear, sliding and
+ *  chunked layers); KVSHARD_OWNER_NONE for a no-cache layer. A shared-KV
+ *  layer, which keeps nothing, gives the owner of the layer whose cache it
+ *  reads. KVSHARD_ELAYER when out of range. */
 KVSHARD_EXPORT int kvshard_plan_layer_owner(int32_t *out, const kvshard_plan *plan,
                                             uint32_t layer);
 
 /**
  * Whether TP rank `tp_rank` stores any cache of decoder layer `layer`: the KV
- * of a KV layer it owns, the state of a linear layer, the window of a sliding
- * layer; true on every rank for a hybrid layer (its state is everywhere) and
- * false everywhere for a no-cache layer. O(1), allocates nothing.
+ * of a KV layer it owns (all of a compressed layer), the state of a linear
+ * layer, the window of a sliding or chunked layer; true on every rank for a
+ * hybrid layer (its state is everywhere) and false everywhere for no-cache
+ * and shared-KV layers. O(1), allocates nothing.
  * Out-of-range arguments give false.
  */
 KVSHARD_EXPORT bool kvshard_plan_owns(const kvshard_plan *plan, uint32_t tp_rank,
                                       uint32_t layer);
 /** Whether TP rank `tp_rank` stores the paged KV cache of `layer`: true only
- *  for a KV layer (full attention or hybrid) the rank's split rank owns (all
- *  of them when S_eff = 1). O(1), allocates nothing; out of range: false. */
+ *  for a KV layer (full attention, hybrid or compressed) the rank's split
+ *  rank owns (all of them when S_eff = 1). O(1), allocates nothing; out of range: false. */
 KVSHARD_EXPORT bool kvshard_plan_stores_kv(const kvshard_plan *plan, uint32_t tp_rank,
                                            uint32_t layer);
 
@@ -723,7 +725,7 @@ KVSHARD_EXPORT int kvshard_plan_split_position(uint32_t *out_split_rank,
                                                uint32_t *out_split_group,
                                                const kvshard_plan *plan, uint32_t tp_rank);
 
-/** The KV layer indices (full attention and hybrid) whose KV TP rank
+/** The KV layer indices (full attention, hybrid, compressed) whose KV TP rank
  *  `tp_rank` stores, in ascending order. The array is borrowed from the plan.
  *  KVSHARD_ERANK when out of range. */
 KVSHARD_EXPORT int kvshard_plan_rank_layers(const uint32_t **out, size_t *out_count,

@@ -229,8 +229,9 @@ static void write_memory(kvshard__out *o, const kvshard__plan_view *p)
     for (uint32_t r = 0; r < shown; r++) {
         if (p->ranks[r].bytes_per_block > max_block)
             max_block = p->ranks[r].bytes_per_block;
-        if (p->ranks[r].state_bytes_per_seq > max_state)
-            max_state = p->ranks[r].state_bytes_per_seq;
+        uint64_t seq = p->ranks[r].state_bytes_per_seq + p->ranks[r].scratch_bytes_per_seq;
+        if (seq > max_state)
+            max_state = seq;
     }
     uint32_t top = 34;
     uint32_t height = top + (shown + 1) * MEM_ROW + 8;
@@ -239,8 +240,10 @@ static void write_memory(kvshard__out *o, const kvshard__plan_view *p)
                         "Per TP rank: above, the bytes of one block of %u tokens (the KV of the "
                         "layers the rank stores, the scratch KV it holds while split, and its "
                         "draft layers); below, the state one sequence keeps on the rank (linear "
-                        "and hybrid layers' states, sliding windows). The last row is the plan "
-                        "without the split.</p>\n<div class=\"fig\">\n",
+                        "and hybrid layers' states, windows and chunks, compressor state) and, "
+                        "while split, the scratch window and state of the largest compressed "
+                        "layer it computes without owning it. The last row is the plan without "
+                        "the split.</p>\n<div class=\"fig\">\n",
                         p->options->block_size);
     kvshard__out_printf(o,
                         "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"kvmem\" width=\"%u\" "
@@ -289,8 +292,15 @@ static void write_memory(kvshard__out *o, const kvshard__plan_view *p)
         kvshard__out_raw(o, "</text>\n");
         x = MEM_LABEL;
         segment(o, "st", &x, y + 24, m->state_bytes_per_seq, max_state, "state per sequence");
+        segment(o, "scr", &x, y + 24, m->scratch_bytes_per_seq, max_state,
+                "scratch per sequence");
         kvshard__out_printf(o, "<text x=\"%u\" y=\"%u\">", MEM_LABEL + MEM_BAR + 12, y + 35);
-        if (m->state_bytes_per_seq) {
+        if (m->scratch_bytes_per_seq) {
+            bytes(o, m->state_bytes_per_seq);
+            kvshard__out_raw(o, " of state + ");
+            bytes(o, m->scratch_bytes_per_seq);
+            kvshard__out_raw(o, " of scratch per sequence");
+        } else if (m->state_bytes_per_seq) {
             bytes(o, m->state_bytes_per_seq);
             kvshard__out_raw(o, " of state per sequence");
         } else {

@@ -104,15 +104,30 @@ void kvshard__out_hex64(kvshard__out *o, uint64_t v)
 
 void kvshard__out_printf(kvshard__out *o, const char *fmt, ...)
 {
-    char tmp[512];
+    if (o->failed)
+        return;
+    /* Formatted straight into the buffer; text that does not fit in what is
+     * left is formatted again after a flush, never cut short. */
+    size_t room = sizeof o->buf - o->len;
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    int n = vsnprintf(o->buf + o->len, room, fmt, ap);
     va_end(ap);
-    if (n < 0)
-        o->failed = true;
-    else
-        kvshard__out_put(o, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+    if (n < 0 || (size_t)n >= sizeof o->buf) {
+        o->failed = true; /* no writer formats 16 KiB at once */
+        return;
+    }
+    if ((size_t)n < room) {
+        o->len += (size_t)n;
+        return;
+    }
+    flush(o);
+    if (o->failed)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(o->buf, sizeof o->buf, fmt, ap);
+    va_end(ap);
+    o->len = (size_t)n;
 }
 
 void kvshard__out_json_string(kvshard__out *o, const char *s, size_t len)
