@@ -31,4 +31,14 @@ static inline bool kvshard__copy_out(void *dst, const void *src, size_t min, siz
     return true;
 }
 
+/* Start `var`, a struct a caller will receive, from its INIT value with
+ * every byte written, padding included (a static object's padding is
+ * zero), so that what a caller gets back compares equal byte for byte when
+ * its fields do. */
+#define KVSHARD__INIT_BYTES(var, type, init)                                                       \
+    do {                                                                                           \
+        static const type kvshard__init_value = init;                                             \
+        memcpy(&(var), &kvshard__init_value, sizeof(var));                                         \
+    } while (0)
+
 #endif /* KVSHARD_BASE_ABI_H */

@@ -4,6 +4,7 @@
  * row whose plan would pass KVSHARD_MAX_LAYER_ENTRIES is refused before any
  * work. */
 #include "plan/compare.h"
+#include "base/abi.h"
 
 #include "base/checked.h"
 
@@ -152,7 +153,8 @@ static void unsplit_figures(work *w)
                                  w->base.profile->counts_draft_layers,
                                  w->base.profile->mla_v2_bytes,
                                  w->model->source};
-    kvshard_uniform u = KVSHARD_UNIFORM_INIT;
+    kvshard_uniform u;
+    KVSHARD__INIT_BYTES(u, kvshard_uniform, KVSHARD_UNIFORM_INIT);
     if (kvshard__memory_ranks(w->ranks, &in, NULL) == KVSHARD_OK)
         u = kvshard__uniform_of(w->ranks, w->tp, &w->base, w->unsplit_bytes_per_block, w->memory,
                                 w->has_memory);

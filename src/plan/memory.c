@@ -3,6 +3,7 @@
  * layer. All arithmetic is 64-bit and checked: an overflow is an error,
  * never a wrapped number. */
 #include "plan/memory.h"
+#include "base/abi.h"
 
 #include "base/checked.h"
 #include "model/states.h"
@@ -265,7 +266,8 @@ static kvshard_rank_memory rank_figures(calc *c, const kvshard__memory_inputs *i
     const uint32_t *census = in->layers->class_census;
     bool split = in->split > 1;
     bool draft = o->num_speculative_tokens > 0 && in->count_draft_layers;
-    kvshard_rank_memory f = KVSHARD_RANK_MEMORY_INIT;
+    kvshard_rank_memory f;
+    KVSHARD__INIT_BYTES(f, kvshard_rank_memory, KVSHARD_RANK_MEMORY_INIT);
     uint64_t per_seq = mul(c, in->layers->num_state, state);
     uint64_t widest_token = 0, widest_seq = 0, drafts = 0;
     for (uint32_t k = 0; k < m->num_classes; k++) {

@@ -2,6 +2,7 @@
  * capacity is the engine profile's; the plan never asks which profile it
  * holds. */
 #include "plan/plan.h"
+#include "base/abi.h"
 
 #include "base/checked.h"
 
@@ -14,7 +15,8 @@
 
 kvshard_blocks kvshard__blocks_of(const kvshard__capacity *c)
 {
-    kvshard_blocks b = KVSHARD_BLOCKS_INIT;
+    kvshard_blocks b;
+    KVSHARD__INIT_BYTES(b, kvshard_blocks, KVSHARD_BLOCKS_INIT);
     b.num_blocks = c->num_blocks;
     b.max_tokens = c->max_tokens;
     b.has_concurrency = c->has_concurrency;
@@ -28,7 +30,8 @@ kvshard_uniform kvshard__uniform_of(const kvshard_rank_memory *ranks, uint32_t t
                                     const kvshard__planning *pl, uint64_t unsplit_bytes_per_block,
                                     uint64_t memory, bool has_memory)
 {
-    kvshard_uniform u = KVSHARD_UNIFORM_INIT;
+    kvshard_uniform u;
+    KVSHARD__INIT_BYTES(u, kvshard_uniform, KVSHARD_UNIFORM_INIT);
     kvshard__largest_figures(&u.kv_bytes_per_token, &u.bytes_per_block, ranks, tp);
     if (has_memory && u.bytes_per_block > 0) {
         kvshard__capacity_inputs ci = {&pl->options,

@@ -133,7 +133,8 @@ int kvshard_plan_layer_storage(kvshard_layer_storage *out, const kvshard_plan *p
         return KVSHARD_ERANK;
     if (layer >= plan->model.num_layers)
         return KVSHARD_ELAYER;
-    kvshard_layer_storage st = KVSHARD_LAYER_STORAGE_INIT;
+    kvshard_layer_storage st;
+    KVSHARD__INIT_BYTES(st, kvshard_layer_storage, KVSHARD_LAYER_STORAGE_INIT);
     uint8_t kind = plan->kinds[layer], cls = plan->class_of[layer];
     const kvshard__model_info *m = &plan->model;
     const kvshard__class *k = &m->classes[cls];
@@ -200,7 +201,8 @@ int kvshard_plan_capacity(kvshard_capacity *out, const kvshard_plan *plan)
         return KVSHARD_EINVAL;
     const kvshard_options *o = &plan->options;
     kvshard_blocks b = kvshard__blocks_of(&plan->cap);
-    kvshard_capacity c = KVSHARD_CAPACITY_INIT;
+    kvshard_capacity c;
+    KVSHARD__INIT_BYTES(c, kvshard_capacity, KVSHARD_CAPACITY_INIT);
     c.engine = o->engine;
     c.block_size = o->block_size;
     c.memory_per_rank = plan->has_memory ? plan->memory : 0;
@@ -224,7 +226,8 @@ static int figure_named(kvshard_figure *out, const kvshard_plan *plan, const kvs
     if (index == SIZE_MAX)
         return KVSHARD_EUNKNOWNKEY;
     kvshard__capacity_source src = {&plan->options, plan->profile, c, has_memory, memory};
-    kvshard_figure f = KVSHARD_FIGURE_INIT;
+    kvshard_figure f;
+    KVSHARD__INIT_BYTES(f, kvshard_figure, KVSHARD_FIGURE_INIT);
     kvshard__capacity_figure_at(&f, &src, index);
     return kvshard__copy_out(out, &f, sizeof *out, sizeof *out) ? KVSHARD_OK : KVSHARD_EINVAL;
 }
