@@ -34,6 +34,15 @@ int kvshard_settings__assign(kvshard_settings *s, const kvshard_profile__input *
         e->input = input;
     }
     e->value = v;
+    e->value.text = NULL;
+    if (v.text) {
+        /* The parser bounds every text value to the entry's room. */
+        size_t n = v.text_len < sizeof e->text ? v.text_len : sizeof e->text - 1;
+        memcpy(e->text, v.text, n);
+        e->text[n] = '\0';
+        e->value.text_len = n;
+        e->value.text = e->text; /* marks that there is a text; repointed by __value */
+    }
     e->override = override;
     e->mark = mark;
     snprintf(e->source, sizeof e->source, "%s", source);
@@ -49,13 +58,21 @@ const kvshard_settings__entry *kvshard_settings__find(const kvshard_settings *s,
     return NULL;
 }
 
+kvshard_value kvshard_settings__value(const kvshard_settings__entry *e)
+{
+    kvshard_value v = e->value;
+    if (v.text)
+        v.text = e->text;
+    return v;
+}
+
 void kvshard_settings__resolve(kvshard_value *out, const kvshard_settings *s,
                                const kvshard__profile *p)
 {
     size_t i = 0;
     for (const kvshard_profile__input *in = p->inputs; in && in->def.name; in++, i++) {
         const kvshard_settings__entry *e = kvshard_settings__find(s, in->def.name);
-        out[i] = e ? e->value : in->fallback;
+        out[i] = e ? kvshard_settings__value(e) : in->fallback;
     }
 }
 
@@ -87,7 +104,7 @@ size_t kvshard_settings__ignored(const char **names, size_t cap, const kvshard_s
              in++) {
             const kvshard_settings__entry *e = kvshard_settings__find(s, in->def.name);
             if (e && e->input == in && kvshard_profiles__input_index(p, in->def.name) < 0 &&
-                !kvshard_value__equal(&in->def, e->value, in->fallback))
+                !kvshard_value__equal(&in->def, kvshard_settings__value(e), in->fallback))
                 names[n++] = in->def.name;
         }
     }
@@ -150,7 +167,30 @@ static void value_text(char *buf, size_t cap, const kvshard_value__def *def, kvs
 {
     switch (def->type) {
     case KVSHARD__VT_BOOL: snprintf(buf, cap, "%s", v.u ? "true" : "false"); break;
+    case KVSHARD__VT_TEXT:
+        snprintf(buf, cap, "%.*s", v.text ? (int)v.text_len : 0, v.text ? v.text : "");
+        break;
+    case KVSHARD__VT_OBJECT: {
+        const kvshard_value__fields *f = def->more ? def->more->fields : NULL;
+        size_t used = 0;
+        int n = snprintf(buf, cap, "{");
+        used = n > 0 ? (size_t)n : 0;
+        if (f && f->text && v.text && used < cap) {
+            n = snprintf(buf + used, cap - used, "\"%s\": \"%.*s\"", f->text, (int)v.text_len,
+                         v.text);
+            used += n > 0 ? (size_t)n : 0;
+        }
+        if (f && f->integer && used < cap) {
+            n = snprintf(buf + used, cap - used, "%s\"%s\": %llu", used > 1 ? ", " : "",
+                         f->integer, (unsigned long long)v.u);
+            used += n > 0 ? (size_t)n : 0;
+        }
+        if (used < cap)
+            snprintf(buf + used, cap - used, "}");
+        break;
+    }
     case KVSHARD__VT_FRACTION:
+    case KVSHARD__VT_DECIMAL:
         /* The shortest decimal that reads back as the same double. */
         for (int digits = 1; digits <= 17; digits++) {
             snprintf(buf, cap, "%.*g", digits, v.d);
@@ -164,6 +204,13 @@ static void value_text(char *buf, size_t cap, const kvshard_value__def *def, kvs
         break;
     }
     case KVSHARD__VT_U32:
+        if (kvshard_value__is_word(def, v)) {
+            const kvshard_value__word *w = kvshard_value__word_of(def->words, (int)(int64_t)v.u);
+            snprintf(buf, cap, "%s", w->text);
+            break;
+        }
+        snprintf(buf, cap, "%llu", (unsigned long long)v.u);
+        break;
     case KVSHARD__VT_BYTES:
     default: snprintf(buf, cap, "%llu", (unsigned long long)v.u); break;
     }
@@ -178,7 +225,10 @@ int kvshard_settings_get(char *buf, size_t cap, bool *out_set, const kvshard_set
     if (!in)
         return KVSHARD_EUNKNOWNKEY;
     const kvshard_settings__entry *e = kvshard_settings__find(settings, in->def.name);
-    value_text(buf, cap, &in->def, e ? e->value : in->fallback);
+    if (!e && in->default_text) /* a default the profile works out (by version, by model) */
+        snprintf(buf, cap, "%s", in->default_text);
+    else
+        value_text(buf, cap, &in->def, e ? kvshard_settings__value(e) : in->fallback);
     if (out_set)
         *out_set = e != NULL;
     return KVSHARD_OK;
@@ -191,6 +241,9 @@ static kvshard_setting_type public_type(kvshard_value__type t)
     case KVSHARD__VT_BOOL: return KVSHARD_SETTING_BOOL;
     case KVSHARD__VT_WORD: return KVSHARD_SETTING_WORD;
     case KVSHARD__VT_FRACTION: return KVSHARD_SETTING_FRACTION;
+    case KVSHARD__VT_DECIMAL: return KVSHARD_SETTING_DECIMAL;
+    case KVSHARD__VT_TEXT: return KVSHARD_SETTING_TEXT;
+    case KVSHARD__VT_OBJECT: return KVSHARD_SETTING_JSON;
     case KVSHARD__VT_U32:
     default: return KVSHARD_SETTING_INTEGER;
     }
@@ -235,7 +288,10 @@ int kvshard_setting_info_at(kvshard_setting_info *out, size_t index)
     info.type = public_type(in->def.type);
     info.min = in->def.min;
     info.max = in->def.max;
-    value_text(info.default_value, sizeof info.default_value, &in->def, in->fallback);
+    if (in->default_text)
+        snprintf(info.default_value, sizeof info.default_value, "%s", in->default_text);
+    else
+        value_text(info.default_value, sizeof info.default_value, &in->def, in->fallback);
     info.engine = engine;
     *out = info;
     return KVSHARD_OK;

@@ -42,6 +42,27 @@ int kvshard__unsplit_bytes_per_block(uint64_t *out, const kvshard__memory_inputs
     return KVSHARD_OK;
 }
 
+kvshard__capacity_inputs kvshard__capacity_inputs_of(const kvshard__planning *pl,
+                                                     const kvshard_rank_memory *ranks, uint32_t tp,
+                                                     uint32_t split, uint64_t unsplit,
+                                                     uint64_t memory, bool has_memory)
+{
+    kvshard__capacity_inputs ci = {&pl->options,
+                                   pl->inputs,
+                                   ranks,
+                                   tp,
+                                   split,
+                                   unsplit,
+                                   memory,
+                                   0,
+                                   pl->options.context_length,
+                                   KVSHARD_ALL_RANKS,
+                                   &pl->state,
+                                   has_memory,
+                                   has_memory};
+    return ci;
+}
+
 kvshard_uniform kvshard__uniform_of(const kvshard_rank_memory *ranks, uint32_t tp,
                                     const kvshard__planning *pl, uint64_t unsplit_bytes_per_block,
                                     uint64_t memory, bool has_memory)
@@ -49,16 +70,9 @@ kvshard_uniform kvshard__uniform_of(const kvshard_rank_memory *ranks, uint32_t t
     kvshard_uniform u = KVSHARD_UNIFORM_INIT;
     kvshard__largest_figures(&u.kv_bytes_per_token, &u.bytes_per_block, ranks, tp);
     if (has_memory && u.bytes_per_block > 0) {
-        kvshard__capacity_inputs ci = {&pl->options,
-                                       pl->inputs,
-                                       ranks,
-                                       tp,
-                                       1,
-                                       unsplit_bytes_per_block,
-                                       memory,
-                                       0,
-                                       0,
-                                       KVSHARD_ALL_RANKS};
+        kvshard__capacity_inputs ci =
+            kvshard__capacity_inputs_of(pl, ranks, tp, 1, unsplit_bytes_per_block, memory, true);
+        ci.context_length = 0;
         kvshard__capacity c;
         memset(&c, 0, sizeof c);
         const char *blame;
@@ -99,8 +113,10 @@ static kvshard__planning planning_of(const kvshard_plan *p)
     kvshard__planning pl;
     memset(&pl, 0, sizeof pl);
     pl.options = p->options;
+    pl.given = p->options;
     pl.profile = p->profile;
     memcpy(pl.inputs, p->inputs, sizeof pl.inputs);
+    pl.state = p->state;
     return pl;
 }
 
@@ -152,22 +168,15 @@ static int compute_memory(kvshard_plan *p, const kvshard_model *model, const cha
         return rc;
     kvshard__capacity c;
     memset(&c, 0, sizeof c);
-    if (p->has_memory) {
+    if (p->has_memory || p->profile->sizes_without_budget) {
         uint64_t local[SCRATCH_RANKS];
         uint64_t *blocks =
             p->tp <= SCRATCH_RANKS ? local : kvshard__alloc(&p->alloc, p->tp, sizeof *blocks);
         if (!blocks)
             return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
-        kvshard__capacity_inputs ci = {&p->options,
-                                       p->inputs,
-                                       p->ranks,
-                                       p->tp,
-                                       p->split,
-                                       p->unsplit_bytes_per_block,
-                                       p->memory,
-                                       0,
-                                       p->options.context_length,
-                                       KVSHARD_ALL_RANKS};
+        kvshard__capacity_inputs ci =
+            kvshard__capacity_inputs_of(&pl, p->ranks, p->tp, p->split,
+                                        p->unsplit_bytes_per_block, p->memory, p->has_memory);
         for (uint32_t r = 0; r < p->tp; r++)
             blocks[r] = UINT64_MAX; /* a rank the profile does not size has no count */
         rc = p->profile->capacity(&c, blocks, &ci, blame, err);
@@ -181,6 +190,9 @@ static int compute_memory(kvshard_plan *p, const kvshard_model *model, const cha
         if (rc)
             return rc;
     }
+    /* The engine's own bytes per block, where it lays blocks out its way. */
+    for (uint32_t r = 0; c.has_bytes_per_block && r < p->tp; r++)
+        p->ranks[r].bytes_per_block = c.bytes_per_block;
     p->cap = c;
     return compute_uniform(p, err);
 }
@@ -270,6 +282,45 @@ static void keep_warning(void *ctx, kvshard_warning_code code, const char *messa
     snprintf(w->message, sizeof w->message, "%s", message);
 }
 
+/* The engine's figures, as the JSON "engine" object and the queries give
+ * them: its name and version, then the profile's. */
+static void compute_engine_figures(kvshard_plan *p)
+{
+    if (!p->profile->figures)
+        return;
+    kvshard_profile__figures f = {p->engine_figures, KVSHARD__MAX_ENGINE_FIGURES, 0};
+    const char *version = kvshard__planning_version(p->profile, p->inputs);
+    kvshard_profile__fig_text(&f, "name", p->profile->name);
+    kvshard_profile__fig_text(&f, "version", version);
+    kvshard_profile__view v = {&p->options, &p->cap,   p->has_memory,
+                               p->memory,   p->ranks[0].state_bytes_per_seq,
+                               p->inputs,   &p->state, version};
+    f.count += p->profile->figures(f.out + f.count, f.cap - f.count, &v);
+    p->engine_figure_count = f.count;
+}
+
+/* The plan keeps the text of its text inputs: the caller's settings need
+ * not outlive the call. */
+static void keep_input_texts(kvshard_plan *p)
+{
+    size_t n = 0, i = 0;
+    for (const kvshard_profile__input *in = p->profile->inputs; in && in->def.name; in++, i++) {
+        kvshard_value *v = &p->inputs[i];
+        if (!v->text)
+            continue;
+        if (n == KVSHARD__PLAN_TEXTS) { /* a profile table that declares more: test_engines */
+            v->text = NULL;
+            continue;
+        }
+        size_t len = v->text_len < KVSHARD__VALUE_TEXT_MAX ? v->text_len
+                                                          : KVSHARD__VALUE_TEXT_MAX - 1;
+        memcpy(p->input_text[n], v->text, len);
+        p->input_text[n][len] = '\0';
+        v->text = p->input_text[n++];
+        v->text_len = len;
+    }
+}
+
 static void collect_warnings(kvshard_plan *p, const kvshard__planning *pl)
 {
     kvshard__warning_inputs in = {pl,
@@ -290,6 +341,8 @@ int kvshard__plan_create(kvshard_plan **out, const kvshard_model *model,
 {
     kvshard__planning pl;
     int rc = kvshard__begin_planning(&pl, out && model, options, allocator, blame, err);
+    if (rc == KVSHARD_OK)
+        rc = kvshard__planning_settle(&pl, model, blame, err);
     if (rc)
         return rc;
     uint32_t T = 0, S = 0;
@@ -305,6 +358,8 @@ int kvshard__plan_create(kvshard_plan **out, const kvshard_model *model,
     p->options = pl.options;
     p->profile = pl.profile;
     memcpy(p->inputs, pl.inputs, sizeof p->inputs);
+    keep_input_texts(p);
+    p->state = pl.state;
     p->tp = T;
     p->split = S;
     p->replication = kvshard__replication_factor(&model->info, T);
@@ -320,6 +375,7 @@ int kvshard__plan_create(kvshard_plan **out, const kvshard_model *model,
         kvshard_plan_free(p);
         return rc;
     }
+    compute_engine_figures(p);
     collect_warnings(p, &pl);
     kvshard__compute_digests(p);
     *out = p;

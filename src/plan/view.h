@@ -30,6 +30,10 @@ typedef struct kvshard__plan_view {
     size_t warning_count;
     uint64_t digest;
     uint64_t layout_digest;
+    const kvshard_value *inputs; /* the profile's */
+    const kvshard_profile__state *state;
+    const kvshard_figure *engine_figures;
+    size_t engine_figure_count;
 } kvshard__plan_view;
 
 kvshard__plan_view kvshard__plan_view_of(const kvshard_plan *p);
@@ -37,8 +41,14 @@ kvshard__plan_view kvshard__plan_view_of(const kvshard_plan *p);
 /* The profile's view of the capacity, for its wording. */
 static inline kvshard_profile__view kvshard__profile_view(const kvshard__plan_view *v)
 {
-    kvshard_profile__view pv = {v->options, v->capacity, v->has_memory, v->memory,
-                                v->ranks[0].state_bytes_per_seq};
+    kvshard_profile__view pv = {v->options,
+                                v->capacity,
+                                v->has_memory,
+                                v->memory,
+                                v->ranks[0].state_bytes_per_seq,
+                                v->inputs,
+                                v->state,
+                                kvshard__planning_version(v->profile, v->inputs)};
     return pv;
 }
 

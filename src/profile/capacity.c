@@ -3,6 +3,9 @@
 
 #include "base/checked.h"
 
+#include <stdio.h>
+#include <string.h>
+
 uint32_t kvshard_capacity__first_rank(const kvshard__capacity_inputs *in)
 {
     return in->rank == KVSHARD_ALL_RANKS ? 0 : in->rank;
@@ -35,4 +38,163 @@ int kvshard_capacity__max_tokens(kvshard__capacity *c, const kvshard_options *o,
                              "max_tokens (%llu blocks of %u tokens) overflows 64 bits",
                              (unsigned long long)c->num_blocks, o->block_size);
     return KVSHARD_OK;
+}
+
+/* ---- what the engine profiles share ------------------------------------------------ */
+
+void kvshard_profile__state_put(kvshard_profile__state *out, const void *from, size_t size)
+{
+    memcpy(out->u.bytes, from, size);
+}
+
+void kvshard_profile__state_get(void *to, size_t size, const kvshard_profile__state *in)
+{
+    memcpy(to, in->u.bytes, size);
+}
+
+static kvshard_figure *next_figure(kvshard_profile__figures *f, const char *name,
+                                   kvshard_figure_type type)
+{
+    if (f->count >= f->cap)
+        return NULL;
+    kvshard_figure *g = &f->out[f->count++];
+    kvshard_figure init = KVSHARD_FIGURE_INIT;
+    *g = init;
+    g->name = name;
+    g->type = type;
+    return g;
+}
+
+void kvshard_profile__fig_uint(kvshard_profile__figures *f, const char *name, bool has, uint64_t v)
+{
+    kvshard_figure *g = next_figure(f, name, has ? KVSHARD_FIGURE_UINT : KVSHARD_FIGURE_NULL);
+    if (g && has)
+        g->uint_value = v;
+}
+
+void kvshard_profile__fig_double(kvshard_profile__figures *f, const char *name, bool has,
+                                 double v)
+{
+    kvshard_figure *g = next_figure(f, name, has ? KVSHARD_FIGURE_DOUBLE : KVSHARD_FIGURE_NULL);
+    if (g && has)
+        g->double_value = v;
+}
+
+void kvshard_profile__fig_bool(kvshard_profile__figures *f, const char *name, bool v)
+{
+    kvshard_figure *g = next_figure(f, name, KVSHARD_FIGURE_BOOL);
+    if (g)
+        g->bool_value = v;
+}
+
+void kvshard_profile__fig_text(kvshard_profile__figures *f, const char *name, const char *text)
+{
+    kvshard_figure *g = next_figure(f, name, text ? KVSHARD_FIGURE_TEXT : KVSHARD_FIGURE_NULL);
+    if (g)
+        g->text_value = text;
+}
+
+void kvshard_profile__fig_words(kvshard_profile__figures *f, const char *name, const char *words,
+                                uint64_t count)
+{
+    kvshard_figure *g =
+        next_figure(f, name, count ? KVSHARD_FIGURE_TEXT_LIST : KVSHARD_FIGURE_NULL);
+    if (g && count) {
+        g->text_value = words;
+        g->uint_value = count;
+    }
+}
+
+int kvshard_profile__version(kvshard_versions__v *out, const kvshard__profile *p,
+                             const kvshard_value *input, const char **blame, kvshard_error *err)
+{
+    const kvshard_profile__versions *r = p->versions;
+    const char *text = input && input->text ? input->text : r->fallback;
+    size_t len = input && input->text ? input->text_len : strlen(r->fallback);
+    kvshard_versions__v v;
+    if (!kvshard_versions__parse(&v, text, len)) { /* the parser refused it before */
+        *blame = "engine_version";
+        return kvshard__fail(err, KVSHARD_ERANGE, "", kvshard__no_mark,
+                             "%s profile: engine_version_invalid: \"%.*s\"", p->name, (int)len,
+                             text);
+    }
+    if (kvshard_versions__cmp(&v, &r->oldest) < 0 || kvshard_versions__cmp(&v, &r->newest) > 0) {
+        char oldest[KVSHARD_VERSIONS__TEXT_MAX], newest[KVSHARD_VERSIONS__TEXT_MAX];
+        kvshard_versions__format(oldest, sizeof oldest, &r->oldest);
+        kvshard_versions__format(newest, sizeof newest, &r->newest);
+        *blame = "engine_version";
+        return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
+                             "%s profile: engine_version_unsupported: engine_version %.*s is "
+                             "outside the releases the profile covers, %s to %s",
+                             p->name, (int)len, text, oldest, newest);
+    }
+    *out = v;
+    return KVSHARD_OK;
+}
+
+uint8_t kvshard_profile__uncovered_kind(const kvshard__model_info *m, const uint8_t *covered)
+{
+    for (uint8_t k = 0; k < KVSHARD__KIND_COUNT; k++) {
+        if (m->count[k] == 0)
+            continue;
+        const uint8_t *c = covered;
+        while (*c != KVSHARD__KIND_COUNT && *c != k)
+            c++;
+        if (*c == KVSHARD__KIND_COUNT)
+            return k;
+    }
+    return KVSHARD__KIND_COUNT;
+}
+
+bool kvshard_profile__type_is(const char *model_type, const char *const *types)
+{
+    for (const char *const *t = types; *t; t++) {
+        if (strcmp(model_type, *t) == 0)
+            return true;
+    }
+    return false;
+}
+
+bool kvshard_profile__state_parts(kvshard__calc *c, uint64_t *conv, uint64_t *temporal,
+                                  const kvshard__state_dims *s, uint32_t tp, uint32_t spec,
+                                  uint32_t conv_bytes, uint32_t ssm_bytes)
+{
+    uint64_t columns = (uint64_t)s->conv_kernel - 1 + spec;
+    switch (s->kind) {
+    case KVSHARD_STATE_GDN: {
+        /* The q, k and v convolutions: 2 dk Hk + dv Hv channels. */
+        uint64_t channels = kvshard__calc_add(
+            c, kvshard__calc_mul(c, 2 * (uint64_t)s->head_dim, s->key_heads),
+            kvshard__calc_mul(c, s->value_dim, s->heads));
+        *conv = kvshard__calc_mul(c, kvshard__calc_mul(c, conv_bytes, channels / tp), columns);
+        *temporal = kvshard__calc_mul(
+            c, kvshard__calc_mul(c, ssm_bytes, s->heads / tp),
+            kvshard__calc_mul(c, s->head_dim, s->value_dim));
+        return true;
+    }
+    case KVSHARD_STATE_MAMBA2: {
+        /* Each rank keeps all groups when T divides them, else its own. */
+        uint64_t groups = s->groups % tp == 0 ? s->groups : tp;
+        uint64_t channels =
+            kvshard__calc_add(c, (uint64_t)s->heads * s->head_dim,
+                              kvshard__calc_mul(c, 2 * groups, s->state_size));
+        *conv = kvshard__calc_mul(c, kvshard__calc_mul(c, conv_bytes, channels / tp), columns);
+        *temporal = kvshard__calc_mul(
+            c, kvshard__calc_mul(c, ssm_bytes, s->heads / tp),
+            kvshard__calc_mul(c, s->head_dim, s->state_size));
+        return true;
+    }
+    case KVSHARD_STATE_SHORT_CONV:
+        /* A short convolution keeps K - 1 columns, speculation or not. */
+        *conv = kvshard__calc_mul(c, kvshard__calc_mul(c, conv_bytes, s->channels / tp),
+                                  (uint64_t)s->conv_kernel - 1);
+        *temporal = 0;
+        return true;
+    default: return false;
+    }
+}
+
+void kvshard_profile__gib(char *buf, size_t cap, uint64_t bytes)
+{
+    snprintf(buf, cap, "%.2f", (double)bytes / 1073741824.0);
 }
