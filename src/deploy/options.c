@@ -166,11 +166,13 @@ kvshard__deploy_key kvshard__key_lookup(const char *key, size_t len,
             normal[i] = key[i] == '-' ? '_' : key[i];
         key = normal;
     }
-    ref.option = option_named(key, len);
-    if (ref.option != KVSHARD__OPT_COUNT)
-        return ref;
+    /* The engine's own spelling first: an alias may carry the engine's
+     * words for an option of the same name (vLLM's --kv-cache-dtype). */
     const kvshard_profile__alias *alias = flags_of ? kvshard_profiles__alias(flags_of, key, len)
                                                    : NULL;
+    ref.option = alias ? KVSHARD__OPT_COUNT : option_named(key, len);
+    if (ref.option != KVSHARD__OPT_COUNT)
+        return ref;
     if (alias) {
         ref.option = option_named(alias->key, strlen(alias->key));
         ref.words = alias->words;

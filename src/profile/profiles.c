@@ -13,16 +13,16 @@ extern const kvshard__profile kvshard_profile__sglang;
 const kvshard__profile *const kvshard_profiles__all[] = {
     &kvshard_profile__kvshard,
     &kvshard_profile__xllm,
-    /*VLLM*/
-    /*SGLANG*/
+    &kvshard_profile__vllm,
+    &kvshard_profile__sglang,
     NULL,
 };
 
 const kvshard_value__word kvshard_profiles__engine_words[] = {
     {"kvshard", KVSHARD_ENGINE_KVSHARD},
     {"xllm", KVSHARD_ENGINE_XLLM},
-    /*VLLMW*/
-    /*SGLANGW*/
+    {"vllm", KVSHARD_ENGINE_VLLM},
+    {"sglang", KVSHARD_ENGINE_SGLANG},
     {NULL, 0},
 };
 
