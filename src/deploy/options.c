@@ -179,11 +179,12 @@ kvshard__deploy_key kvshard__key_lookup(const char *key, size_t len,
         if (ref.option == KVSHARD__OPT_COUNT)
             ref.setting = argparse ? kvshard_profiles__own_input(flags_of, alias->key,
                                                                  strlen(alias->key))
-                                   : kvshard_profiles__input(alias->key, strlen(alias->key));
+                                   : kvshard_profiles__gflags_input(alias->key, strlen(alias->key));
         return ref;
     }
-    ref.setting = argparse ? kvshard_profiles__own_input(flags_of, key, len)
-                           : kvshard_profiles__input(key, len);
+    ref.setting = !flags_of  ? kvshard_profiles__input(key, len)
+                  : argparse ? kvshard_profiles__own_input(flags_of, key, len)
+                             : kvshard_profiles__gflags_input(key, len);
     return ref;
 }
 

@@ -50,11 +50,12 @@ typedef struct kvshard__deploy_key {
 
 /* The key `key` names: options first, then settings. A flag may also use
  * the engine's own names: `flags_of` is that engine's profile, NULL for a
- * deployment file's key. Under a gflags profile a flag is an option, an
- * alias of the profile, or any profile's setting (the profile warns of
- * those it does not read); under an argparse profile '-' and '_' are alike
- * and a flag is an option, an alias or one of that profile's own inputs:
- * another engine's flags are unknown there. Neither set: unknown. */
+ * deployment file's key (any profile's setting). Under a gflags profile a
+ * flag is an option, an alias of the profile, or a setting a gflags
+ * profile declares (the plan warns of those its profile does not read);
+ * under an argparse profile '-' and '_' are alike and a flag is an option,
+ * an alias or one of that profile's own inputs: each engine's flags exist
+ * only under its profile. Neither set: unknown. */
 kvshard__deploy_key kvshard__key_lookup(const char *key, size_t len,
                                         const kvshard__profile *flags_of);
 static inline bool kvshard__key_known(kvshard__deploy_key k)

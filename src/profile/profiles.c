@@ -50,6 +50,18 @@ const kvshard_profile__input *kvshard_profiles__input(const char *name, size_t l
     return NULL;
 }
 
+const kvshard_profile__input *kvshard_profiles__gflags_input(const char *name, size_t len)
+{
+    for (const kvshard__profile *const *p = kvshard_profiles__all; *p; p++) {
+        const kvshard_profile__input *in =
+            (*p)->flag_style == KVSHARD_PROFILE__GFLAGS ? kvshard_profiles__own_input(*p, name, len)
+                                                        : NULL;
+        if (in)
+            return kvshard_profiles__input(name, len); /* the first declaration */
+    }
+    return NULL;
+}
+
 const kvshard_profile__input *kvshard_profiles__own_input(const kvshard__profile *p,
                                                           const char *name, size_t len)
 {

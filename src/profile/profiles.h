@@ -15,6 +15,10 @@ extern const kvshard_value__word kvshard_profiles__engine_words[];
  * or NULL. Profiles that share an input declare it alike. */
 const kvshard_profile__input *kvshard_profiles__input(const char *name, size_t len);
 
+/* The input `name` when a gflags profile (kvshard's own, xllm) declares
+ * it, or NULL: what a gflags flag may name beside options and aliases. */
+const kvshard_profile__input *kvshard_profiles__gflags_input(const char *name, size_t len);
+
 /* The input `name` of profile `p` alone, or NULL. */
 const kvshard_profile__input *kvshard_profiles__own_input(const kvshard__profile *p,
                                                           const char *name, size_t len);
