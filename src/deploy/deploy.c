@@ -71,9 +71,12 @@ static int read_section(loader *l, const kvshard__node *section, kvshard__sectio
     while (kvshard__iter_next(doc, &it, &k) && kvshard__iter_next(doc, &it, &v)) {
         char shown[96];
         kvshard__deploy_key key = kvshard__key_lookup(k.text, k.count, NULL);
-        /* Settings, the inputs of engine profiles, are cache keys. */
-        kvshard__section home = key.option != KVSHARD__OPT_COUNT
-                                    ? kvshard__option_section(key.option)
+        /* Settings, the inputs of engine profiles, are cache keys, except
+         * the engines' parallel sizes (whose floor of 1 is a rule of its
+         * own), which stay beside kvshard's in parallel:. */
+        kvshard__section home = key.option != KVSHARD__OPT_COUNT ? kvshard__option_section(key.option)
+                                : key.setting && key.setting->def.below_min == KVSHARD_EPARALLEL
+                                    ? KVSHARD__SECTION_PARALLEL
                                     : KVSHARD__SECTION_CACHE;
         if (!kvshard__key_known(key) || home != which) {
             kvshard__excerpt(shown, sizeof shown, k.text, k.count, 64);

@@ -716,7 +716,9 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks,
     if (st.has_state && (uint64_t)K / st.ratio < Rr)
         Rr = (uint64_t)K / st.ratio;
     if (Rr == 0) {
-        *blame = "max_seqs";
+        *blame = st.mamba_size                 ? "max_mamba_cache_size"
+                 : st.requested && !st.radix ? "max_seqs"
+                                             : "memory_per_rank";
         return fail(err, KVSHARD_ENOBLOCK, "max_running_requests_zero",
                     "the state pool of %lld slots serves no request at %u slots a request",
                     (long long)K, st.ratio);
