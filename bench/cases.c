@@ -335,20 +335,27 @@ void bench_case_memory(bench_report *r, bench_inputs *in)
  * ------------------------------------------------------------ */
 
 /* The options of the shipped deployment that names the model, else the
- * defaults. */
-static const char *options_for(kvshard_options *out, const bench_inputs *in, const char *model,
-                               const char *examples)
+ * defaults; its settings (an engine profile's inputs) copied into
+ * *settings, which the caller frees, as the options borrow them. */
+static const char *options_for(kvshard_options *out, kvshard_settings **settings,
+                               const bench_inputs *in, const char *model, const char *examples)
 {
     char needle[160];
     snprintf(needle, sizeof needle, "models/%s", model);
     kvshard_options defaults = KVSHARD_OPTIONS_INIT;
     *out = defaults;
+    *settings = NULL;
     for (size_t i = 0; i < in->deployment_count; i++) {
         const bench_text *d = &in->deployments[i];
         if (!strstr(d->data, needle))
             continue;
         kvshard_deployment *dep = load_deployment(d, examples);
+        kvshard_error err;
         kvshard_deployment_options(out, dep);
+        int rc = kvshard_settings_copy(settings, out->settings, NULL, &err);
+        if (rc)
+            bench_die_kvshard(d->name, rc, &err);
+        out->settings = *settings;
         kvshard_deployment_free(dep);
         return d->name;
     }
@@ -385,7 +392,8 @@ void bench_case_load(bench_report *r, bench_inputs *in)
     for (size_t i = 0; i < in->model_count; i++) {
         const bench_text *t = &in->models[i];
         kvshard_options o;
-        const char *from = options_for(&o, in, t->name, s->examples);
+        kvshard_settings *settings;
+        const char *from = options_for(&o, &settings, in, t->name, s->examples);
         bench_progress("load + plan: %s (options: %s)", t->name, from);
         text_ctx c = {t->data, t->len, t->name, &o, NULL};
         kvshard_model *m = load_model(t->data, t->len, t->name, NULL);
@@ -394,6 +402,7 @@ void bench_case_load(bench_report *r, bench_inputs *in)
         bench_stats ratio = pair_ratio_case(s, s->pairs, &c, op_load_plan, &parse, &lp);
         bench_stats plan = bench_time(s, s->pairs, op_plan, &c);
         kvshard_model_free(m);
+        kvshard_settings_free(settings);
         bench_row *row = bench_row_add(sec, "%s", t->name);
         bench_fig(row, "bytes", BENCH_UNIT_COUNT, (double)t->len);
         bench_fig_stats(row, "bare parse", BENCH_UNIT_NS, &parse);

@@ -817,9 +817,10 @@ static void unreachable(char *buf, size_t cap, const kvshard_profile__view *v)
     const kvshard__capacity *c = v->capacity;
     const kvshard_options *o = v->options;
     snprintf(buf, cap,
-             "at %u tokens %llu sequences run at once, below max_running_requests %llu: the "
+             "at %u tokens %llu %s at once, below max_running_requests %llu: the "
              "pool's %llu tokens hold %llu of that length",
              o->context_length, (unsigned long long)c->concurrency,
+             c->concurrency == 1 ? "sequence runs" : "sequences run",
              (unsigned long long)c->max_seqs, (unsigned long long)c->max_tokens,
              (unsigned long long)(c->max_tokens /
                                   (kvshard__ceil_div(o->context_length, st.page) * st.page)));

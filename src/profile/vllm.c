@@ -1008,10 +1008,11 @@ static void unreachable(char *buf, size_t cap, const kvshard_profile__view *v)
     const kvshard__capacity *c = v->capacity;
     const kvshard_options *o = v->options;
     snprintf(buf, cap,
-             "at %u tokens %llu sequences run at once, below max_num_seqs %u: %llu usable GPU "
+             "at %u tokens %llu %s at once, below max_num_seqs %u: %llu usable GPU "
              "blocks, %llu a request of that length (KV and state share the pool); balanced "
              "max_seqs is %llu",
-             o->context_length, (unsigned long long)c->concurrency, o->max_seqs,
+             o->context_length, (unsigned long long)c->concurrency,
+             c->concurrency == 1 ? "sequence runs" : "sequences run", o->max_seqs,
              (unsigned long long)c->usable_blocks,
              (unsigned long long)blocks_per_request(&st, o->context_length),
              (unsigned long long)c->balanced_max_seqs);
