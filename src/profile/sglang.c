@@ -27,7 +27,7 @@ extern const kvshard__profile kvshard_profile__sglang;
 static const kvshard_profile__versions versions = {"0.5.21", KVSHARD_V(0, 5, 9),
                                                    KVSHARD_V(0, 5, 21)};
 
-static const kvshard_versions__v V_SPEC_STATE = KVSHARD_V(0, 5, 13); /* speculation with state; lazy */
+static const kvshard_versions__v V_DRAFT_STATE = KVSHARD_V(0, 5, 13); /* speculation with state; lazy */
 static const kvshard_versions__v V_EXTRA_BUFFER = KVSHARD_V(0, 5, 14); /* auto: extra_buffer */
 static const kvshard_versions__v V_0_5_17 = KVSHARD_V(0, 5, 17); /* K + 1 slots; 100 MiB; R */
 
@@ -292,7 +292,7 @@ static int check_coverage(const kvshard_profile__settling *s, const sglang_state
     char v[KVSHARD_VERSIONS__TEXT_MAX];
     kvshard_versions__format(v, sizeof v, &st->version);
     *blame = "speculative_num_draft_tokens";
-    if (m->num_state > 0 && s->inputs[IN_DRAFT].u > 0 && !from(st, &V_SPEC_STATE))
+    if (m->num_state > 0 && s->inputs[IN_DRAFT].u > 0 && !from(st, &V_DRAFT_STATE))
         return fail(err, KVSHARD_EPROFILE, "engine_version_unsupported",
                     "SGLang %s does not run speculative decoding on models with state layers; "
                     "it is covered from 0.5.13",
@@ -320,7 +320,7 @@ static int settle_strategy(const kvshard_profile__settling *s, const sglang_stat
                     "--mamba-scheduler-strategy",
                     v);
     int strategy = now != S_AUTO ? now : old;
-    if (strategy == S_EXTRA_BUFFER_LAZY && !from(st, &V_SPEC_STATE))
+    if (strategy == S_EXTRA_BUFFER_LAZY && !from(st, &V_DRAFT_STATE))
         return fail(err, KVSHARD_EPROFILE, "engine_version_unsupported",
                     "the strategy extra_buffer_lazy exists from 0.5.13; SGLang %s does not have "
                     "it",

@@ -56,7 +56,7 @@ enum {
     IN_MODE,
     IN_MAMBA_BLOCK,
     IN_EAGER,
-    IN_SPEC,
+    IN_DRAFT_CONFIG,
     IN_DRAFT_LAYERS,
     IN_DEVICE_TOTAL,
     IN_DEVICE_FREE,
@@ -144,7 +144,7 @@ static const kvshard_profile__input inputs[] = {
     [IN_EAGER] = {{"enforce_eager", KVSHARD__VT_BOOL, 0, 1, R, false, NULL, NULL},
                   {0, 0.0, NULL, 0},
                   NULL},
-    [IN_SPEC] = {{"speculative_config", KVSHARD__VT_OBJECT, 0, 0, R, false, NULL, &spec_more},
+    [IN_DRAFT_CONFIG] = {{"speculative_config", KVSHARD__VT_OBJECT, 0, 0, R, false, NULL, &spec_more},
                  NO_VALUE,
                  "none"},
     [IN_DRAFT_LAYERS] = {{"draft_attention_layers", KVSHARD__VT_U32, 0, KVSHARD__MAX_DRAFT_LAYERS,
@@ -184,7 +184,7 @@ static const kvshard_profile__alias aliases[] = {
 
 /* Why prefix caching was turned off, or a mode asked for was changed. */
 enum { PC_KEPT, PC_BEFORE_ALL, PC_BEFORE_ALIGN };
-enum { MODE_KEPT, MODE_NO_ALL_SUPPORT, MODE_SPECULATIVE };
+enum { MODE_KEPT, MODE_NO_ALL_SUPPORT, MODE_DRAFTING };
 
 typedef struct vllm_state {
     kvshard_versions__v version;
@@ -379,7 +379,7 @@ static int settle_world(kvshard_profile__settling *s, const char **blame, kvshar
 static int settle_speculation(kvshard_profile__settling *s, vllm_state *st, const char **blame,
                               kvshard_error *err)
 {
-    const kvshard_value *spec = &s->inputs[IN_SPEC];
+    const kvshard_value *spec = &s->inputs[IN_DRAFT_CONFIG];
     bool given = spec->text != NULL || spec->u > 0 || s->given->num_speculative_tokens > 0;
     uint32_t count = s->given->num_speculative_tokens;
     if (spec->text || spec->u > 0) {
@@ -533,7 +533,7 @@ static int settle_mode(kvshard_profile__settling *s, vllm_state *st, const char 
             st->mode_reason = MODE_NO_ALL_SUPPORT;
         } else if (st->spec > 0 && from(st, &V_0_20)) {
             st->mode = MODE_ALIGN;
-            st->mode_reason = MODE_SPECULATIVE;
+            st->mode_reason = MODE_DRAFTING;
         } else {
             st->mode = MODE_ALL;
         }
