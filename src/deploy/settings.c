@@ -52,7 +52,8 @@ int kvshard_settings__assign(kvshard_settings *s, const kvshard_profile__input *
 const kvshard_settings__entry *kvshard_settings__find(const kvshard_settings *s, const char *name)
 {
     for (size_t i = 0; s && i < s->count; i++) {
-        if (strcmp(s->entries[i].input->def.name, name) == 0)
+        const char *e = s->entries[i].input->def.name;
+        if (e == name || (e[0] == name[0] && strcmp(e, name) == 0))
             return &s->entries[i];
     }
     return NULL;
@@ -69,10 +70,14 @@ kvshard_value kvshard_settings__value(const kvshard_settings__entry *e)
 void kvshard_settings__resolve(kvshard_value *out, const kvshard_settings *s,
                                const kvshard__profile *p)
 {
+    /* Every fallback, then the few entries set over them. */
     size_t i = 0;
-    for (const kvshard_profile__input *in = p->inputs; in && in->def.name; in++, i++) {
-        const kvshard_settings__entry *e = kvshard_settings__find(s, in->def.name);
-        out[i] = e ? kvshard_settings__value(e) : in->fallback;
+    for (const kvshard_profile__input *in = p->inputs; in && in->def.name; in++, i++)
+        out[i] = in->fallback;
+    for (size_t k = 0; s && k < s->count; k++) {
+        int at = kvshard_profiles__input_index(p, s->entries[k].input->def.name);
+        if (at >= 0)
+            out[at] = kvshard_settings__value(&s->entries[k]);
     }
 }
 
@@ -94,19 +99,42 @@ kvshard_settings *kvshard_settings__copy(const kvshard_settings *s, const kvshar
     return c;
 }
 
+/* Where an input stands in the profiles' tables, all of them in turn. */
+static size_t table_position(const kvshard_profile__input *input)
+{
+    size_t at = 0;
+    for (const kvshard__profile *const *q = kvshard_profiles__all; *q; q++) {
+        const kvshard_profile__input *in = (*q)->inputs;
+        size_t n = 0;
+        while (in && in[n].def.name)
+            n++;
+        if (n && input >= in && input < in + n)
+            return at + (size_t)(input - in);
+        at += n;
+    }
+    return at;
+}
+
 size_t kvshard_settings__ignored(const char **names, size_t cap, const kvshard_settings *s,
                                  const kvshard__profile *p)
 {
-    /* In the order of the profiles' tables, whatever order they were set in. */
-    size_t n = 0;
-    for (const kvshard__profile *const *q = kvshard_profiles__all; *q; q++) {
-        for (const kvshard_profile__input *in = (*q)->inputs; in && in->def.name && n < cap;
-             in++) {
-            const kvshard_settings__entry *e = kvshard_settings__find(s, in->def.name);
-            if (e && e->input == in && kvshard_profiles__input_index(p, in->def.name) < 0 &&
-                !kvshard_value__equal(&in->def, kvshard_settings__value(e), in->fallback))
-                names[n++] = in->def.name;
+    /* In the order of the profiles' tables, whatever order they were set in:
+     * the few entries set are sorted by where they stand. */
+    size_t n = 0, at[KVSHARD__MAX_PROFILE_INPUTS];
+    for (size_t i = 0; s && i < s->count && n < cap && n < KVSHARD__MAX_PROFILE_INPUTS; i++) {
+        const kvshard_settings__entry *e = &s->entries[i];
+        const kvshard_profile__input *in = e->input;
+        if (kvshard_value__equal(&in->def, kvshard_settings__value(e), in->fallback) ||
+            kvshard_profiles__input_index(p, in->def.name) >= 0)
+            continue;
+        size_t pos = table_position(in), k = n++;
+        while (k > 0 && at[k - 1] > pos) {
+            at[k] = at[k - 1];
+            names[k] = names[k - 1];
+            k--;
         }
+        at[k] = pos;
+        names[k] = in->def.name;
     }
     return n;
 }

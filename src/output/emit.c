@@ -199,8 +199,10 @@ static void emit_engine(kvshard__out *o, const kvshard__plan_view *p)
         return;
     }
     kvshard__out_raw(o, "{");
-    for (size_t i = 0; i < p->engine_figure_count; i++) {
-        const kvshard_figure *f = &p->engine_figures[i];
+    kvshard_figure figures[KVSHARD__MAX_ENGINE_FIGURES];
+    size_t count = kvshard__engine_figures(figures, KVSHARD__MAX_ENGINE_FIGURES, p);
+    for (size_t i = 0; i < count; i++) {
+        const kvshard_figure *f = &figures[i];
         if (i)
             kvshard__out_raw(o, i % 4 ? ", " : ",\n             ");
         key(o, f->name);

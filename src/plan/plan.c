@@ -107,27 +107,13 @@ kvshard__memory_inputs kvshard__plan_memory_inputs(const kvshard_plan *plan)
     return in;
 }
 
-/* The profile's planning inputs of a plan, as the plan settled them. */
-static kvshard__planning planning_of(const kvshard_plan *p)
-{
-    kvshard__planning pl;
-    memset(&pl, 0, sizeof pl);
-    pl.options = p->options;
-    pl.given = p->options;
-    pl.profile = p->profile;
-    memcpy(pl.inputs, p->inputs, sizeof pl.inputs);
-    pl.state = p->state;
-    return pl;
-}
-
 /* The same plan at S_eff = 1: the largest figures, the fewest blocks (0
- * when the unsplit plan fits none). */
-static int compute_uniform(kvshard_plan *p, kvshard_error *err)
+ * when the unsplit plan fits none). `pl` is the plan's settled planning. */
+static int compute_uniform(kvshard_plan *p, const kvshard__planning *pl, kvshard_error *err)
 {
-    kvshard__planning pl = planning_of(p);
     if (p->split == 1) {
         /* The plan is its own unsplit plan: its blocks are the plan's. */
-        p->uniform = kvshard__uniform_of(p->ranks, p->tp, &pl, p->unsplit_bytes_per_block,
+        p->uniform = kvshard__uniform_of(p->ranks, p->tp, pl, p->unsplit_bytes_per_block,
                                          p->memory, false);
         p->uniform.has_num_blocks = p->cap.has_num_blocks;
         p->uniform.num_blocks = p->cap.num_blocks;
@@ -144,15 +130,15 @@ static int compute_uniform(kvshard_plan *p, kvshard_error *err)
     in.owned = &all;
     int rc = kvshard__memory_ranks(ranks, &in, err);
     if (rc == KVSHARD_OK)
-        p->uniform = kvshard__uniform_of(ranks, p->tp, &pl, p->unsplit_bytes_per_block, p->memory,
+        p->uniform = kvshard__uniform_of(ranks, p->tp, pl, p->unsplit_bytes_per_block, p->memory,
                                          p->has_memory);
     if (ranks != local)
         kvshard__free(&p->alloc, ranks);
     return rc;
 }
 
-static int compute_memory(kvshard_plan *p, const kvshard_model *model, const char **blame,
-                          kvshard_error *err)
+static int compute_memory(kvshard_plan *p, const kvshard__planning *pl,
+                          const kvshard_model *model, const char **blame, kvshard_error *err)
 {
     kvshard__memory_inputs in = kvshard__plan_memory_inputs(p);
     int rc = kvshard__memory_ranks(p->ranks, &in, err);
@@ -160,9 +146,8 @@ static int compute_memory(kvshard_plan *p, const kvshard_model *model, const cha
         rc = kvshard__state_bytes(&p->state_per_layer, &in, err);
     if (rc == KVSHARD_OK)
         rc = kvshard__unsplit_bytes_per_block(&p->unsplit_bytes_per_block, &in, err);
-    kvshard__planning pl = planning_of(p);
     if (rc == KVSHARD_OK)
-        rc = kvshard__planning_budget(&p->memory, &p->has_memory, &pl, model, p->tp, p->split,
+        rc = kvshard__planning_budget(&p->memory, &p->has_memory, pl, model, p->tp, p->split,
                                       blame, err);
     if (rc)
         return rc;
@@ -175,7 +160,7 @@ static int compute_memory(kvshard_plan *p, const kvshard_model *model, const cha
         if (!blocks)
             return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
         kvshard__capacity_inputs ci =
-            kvshard__capacity_inputs_of(&pl, p->ranks, p->tp, p->split,
+            kvshard__capacity_inputs_of(pl, p->ranks, p->tp, p->split,
                                         p->unsplit_bytes_per_block, p->memory, p->has_memory);
         for (uint32_t r = 0; r < p->tp; r++)
             blocks[r] = UINT64_MAX; /* a rank the profile does not size has no count */
@@ -194,7 +179,7 @@ static int compute_memory(kvshard_plan *p, const kvshard_model *model, const cha
     for (uint32_t r = 0; c.has_bytes_per_block && r < p->tp; r++)
         p->ranks[r].bytes_per_block = c.bytes_per_block;
     p->cap = c;
-    return compute_uniform(p, err);
+    return compute_uniform(p, pl, err);
 }
 
 /* Carve `n` items of `size` bytes, aligned to `align`, from a block being
@@ -279,24 +264,10 @@ static void keep_warning(void *ctx, kvshard_warning_code code, const char *messa
         return;
     kvshard__warning *w = &p->warnings[p->warning_count++];
     w->code = code;
-    snprintf(w->message, sizeof w->message, "%s", message);
-}
-
-/* The engine's figures, as the JSON "engine" object and the queries give
- * them: its name and version, then the profile's. */
-static void compute_engine_figures(kvshard_plan *p)
-{
-    if (!p->profile->figures)
-        return;
-    kvshard_profile__figures f = {p->engine_figures, KVSHARD__MAX_ENGINE_FIGURES, 0};
-    const char *version = kvshard__planning_version(p->profile, p->inputs);
-    kvshard_profile__fig_text(&f, "name", p->profile->name);
-    kvshard_profile__fig_text(&f, "version", version);
-    kvshard_profile__view v = {&p->options, &p->cap,   p->has_memory,
-                               p->memory,   p->ranks[0].state_bytes_per_seq,
-                               p->inputs,   &p->state, version};
-    f.count += p->profile->figures(f.out + f.count, f.cap - f.count, &v);
-    p->engine_figure_count = f.count;
+    size_t n = strlen(message);
+    n = n < sizeof w->message ? n : sizeof w->message - 1;
+    memcpy(w->message, message, n);
+    w->message[n] = '\0';
 }
 
 /* The plan keeps the text of its text inputs: the caller's settings need
@@ -371,11 +342,10 @@ int kvshard__plan_create(kvshard_plan **out, const kvshard_model *model,
     kvshard__assign_owners(&owners, p->kinds, &p->layers, S, pl.options.ownership);
     for (uint32_t r = 0; r < T; r++)
         p->split_rank_of[r] = r % S;
-    if ((rc = compute_memory(p, model, blame, err)) != 0) {
+    if ((rc = compute_memory(p, &pl, model, blame, err)) != 0) {
         kvshard_plan_free(p);
         return rc;
     }
-    compute_engine_figures(p);
     collect_warnings(p, &pl);
     kvshard__compute_digests(p);
     *out = p;

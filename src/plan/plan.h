@@ -54,9 +54,7 @@ struct kvshard_plan {
     uint64_t memory; /* the budget capacity is counted in */
     kvshard__capacity cap;
     kvshard_uniform uniform;
-    kvshard_profile__state state; /* the profile's, from settling */
-    kvshard_figure engine_figures[KVSHARD__MAX_ENGINE_FIGURES];
-    size_t engine_figure_count;
+    kvshard_profile__state state; /* the profile's, from settling: its figures' source */
     char input_text[KVSHARD__PLAN_TEXTS][KVSHARD__VALUE_TEXT_MAX]; /* text inputs' bytes */
     kvshard__warning warnings[KVSHARD__MAX_WARNINGS];
     size_t warning_count;

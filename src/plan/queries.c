@@ -320,27 +320,52 @@ int kvshard_plan_blocks_figure(kvshard_figure *out, const kvshard_plan *plan, ui
               : KVSHARD_OK;
 }
 
+size_t kvshard__engine_figures(kvshard_figure *out, size_t cap, const kvshard__plan_view *v)
+{
+    if (!v->profile->figures)
+        return 0;
+    kvshard_profile__figures f = {out, cap, 0};
+    kvshard_profile__view pv = kvshard__profile_view(v);
+    kvshard_profile__fig_text(&f, "name", v->profile->name);
+    kvshard_profile__fig_text(&f, "version", pv.version);
+    f.count += v->profile->figures(f.out + f.count, f.cap - f.count, &pv);
+    return f.count;
+}
+
 size_t kvshard_plan_engine_figure_count(const kvshard_plan *plan)
 {
-    return plan ? plan->engine_figure_count : 0;
+    if (!plan)
+        return 0;
+    kvshard_figure figures[KVSHARD__MAX_ENGINE_FIGURES];
+    kvshard__plan_view v = kvshard__plan_view_of(plan);
+    return kvshard__engine_figures(figures, KVSHARD__MAX_ENGINE_FIGURES, &v);
 }
 
 int kvshard_plan_engine_figure_at(kvshard_figure *out, const kvshard_plan *plan, size_t index)
 {
-    if (!out || !plan || index >= plan->engine_figure_count)
+    if (!out || !plan)
         return KVSHARD_EINVAL;
-    return kvshard__copy_out(out, &plan->engine_figures[index], sizeof *out, sizeof *out)
-               ? KVSHARD_OK
-               : KVSHARD_EINVAL;
+    kvshard_figure figures[KVSHARD__MAX_ENGINE_FIGURES];
+    kvshard__plan_view v = kvshard__plan_view_of(plan);
+    size_t n = kvshard__engine_figures(figures, KVSHARD__MAX_ENGINE_FIGURES, &v);
+    if (index >= n)
+        return KVSHARD_EINVAL;
+    return kvshard__copy_out(out, &figures[index], sizeof *out, sizeof *out) ? KVSHARD_OK
+                                                                             : KVSHARD_EINVAL;
 }
 
 int kvshard_plan_engine_figure(kvshard_figure *out, const kvshard_plan *plan, const char *name)
 {
     if (!out || !plan || !name)
         return KVSHARD_EINVAL;
-    for (size_t i = 0; i < plan->engine_figure_count; i++) {
-        if (strcmp(plan->engine_figures[i].name, name) == 0)
-            return kvshard_plan_engine_figure_at(out, plan, i);
+    kvshard_figure figures[KVSHARD__MAX_ENGINE_FIGURES];
+    kvshard__plan_view v = kvshard__plan_view_of(plan);
+    size_t n = kvshard__engine_figures(figures, KVSHARD__MAX_ENGINE_FIGURES, &v);
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(figures[i].name, name) == 0)
+            return kvshard__copy_out(out, &figures[i], sizeof *out, sizeof *out)
+                       ? KVSHARD_OK
+                       : KVSHARD_EINVAL;
     }
     return KVSHARD_EUNKNOWNKEY;
 }
@@ -424,7 +449,6 @@ kvshard__plan_view kvshard__plan_view_of(const kvshard_plan *p)
                             &p->cap,         p->has_memory,   p->memory,
                             &p->uniform,     p->warnings,     p->warning_count,
                             p->digest,       p->layout_digest,
-                            p->inputs,       &p->state,       p->engine_figures,
-                            p->engine_figure_count};
+                            p->inputs,       &p->state};
     return v;
 }

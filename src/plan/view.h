@@ -32,11 +32,16 @@ typedef struct kvshard__plan_view {
     uint64_t layout_digest;
     const kvshard_value *inputs; /* the profile's */
     const kvshard_profile__state *state;
-    const kvshard_figure *engine_figures;
-    size_t engine_figure_count;
 } kvshard__plan_view;
 
 kvshard__plan_view kvshard__plan_view_of(const kvshard_plan *p);
+
+/* The engine's figures of a plan, as the JSON "engine" object lists them:
+ * its name and version, then the profile's, into `out` (at most `cap`);
+ * returns how many, 0 under a profile that predicts no engine. They are
+ * worked out from what the plan keeps (the profile's state, the capacity),
+ * so a plan that no one asks costs nothing for them; text is the plan's. */
+size_t kvshard__engine_figures(kvshard_figure *out, size_t cap, const kvshard__plan_view *v);
 
 /* The profile's view of the capacity, for its wording. */
 static inline kvshard_profile__view kvshard__profile_view(const kvshard__plan_view *v)

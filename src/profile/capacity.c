@@ -58,10 +58,13 @@ static kvshard_figure *next_figure(kvshard_profile__figures *f, const char *name
     if (f->count >= f->cap)
         return NULL;
     kvshard_figure *g = &f->out[f->count++];
-    kvshard_figure init = KVSHARD_FIGURE_INIT;
-    *g = init;
+    g->size = sizeof *g;
     g->name = name;
     g->type = type;
+    g->uint_value = 0;
+    g->double_value = 0.0;
+    g->bool_value = false;
+    g->text_value = NULL;
     return g;
 }
 
@@ -197,4 +200,30 @@ bool kvshard_profile__state_parts(kvshard__calc *c, uint64_t *conv, uint64_t *te
 void kvshard_profile__gib(char *buf, size_t cap, uint64_t bytes)
 {
     snprintf(buf, cap, "%.2f", (double)bytes / 1073741824.0);
+}
+
+void kvshard_profile__percent(char *buf, size_t cap, uint64_t num, uint64_t den)
+{
+    /* Hundredths of a percent; a value off a tie is rounded the same way by
+     * the double, whose error is far below the distance to the tie. */
+    uint64_t scaled = num * 10000, q = scaled / den, r = scaled % den;
+    if (2 * r > den || (2 * r == den && (q & 1)))
+        q++;
+    char digits[32];
+    size_t n = 0;
+    uint64_t whole = q / 100;
+    do {
+        digits[n++] = (char)('0' + whole % 10);
+        whole /= 10;
+    } while (whole && n < sizeof digits);
+    size_t used = 0;
+    while (n && used + 1 < cap)
+        buf[used++] = digits[--n];
+    if (used + 4 <= cap) {
+        buf[used++] = '.';
+        buf[used++] = (char)('0' + q % 100 / 10);
+        buf[used++] = (char)('0' + q % 10);
+    }
+    if (cap)
+        buf[used < cap ? used : cap - 1] = '\0';
 }

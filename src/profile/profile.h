@@ -71,7 +71,7 @@ kvshard_profile__facts kvshard_profile__facts_of(const kvshard__model_info *mode
 /* What a profile works out once per planning call and reads again for
  * every capacity, figure and line: its own struct, copied in and out with
  * memcpy (each profile asserts that its struct fits). */
-#define KVSHARD_PROFILE__STATE_BYTES 768
+#define KVSHARD_PROFILE__STATE_BYTES 384
 typedef struct kvshard_profile__state {
     union {
         uint64_t align;
@@ -315,6 +315,11 @@ bool kvshard_profile__type_is(const char *model_type, const char *const *types);
 bool kvshard_profile__state_parts(kvshard__calc *c, uint64_t *conv, uint64_t *temporal,
                                   const kvshard__state_dims *s, uint32_t tp, uint32_t spec,
                                   uint32_t conv_bytes, uint32_t ssm_bytes);
+
+/* 100 x num / den to two decimals, as printf's %.2f writes the double
+ * 100.0 * num / den (an exact tie rounds to even), in integers: a warning
+ * written for every plan costs no floating-point formatting. */
+void kvshard_profile__percent(char *buf, size_t cap, uint64_t num, uint64_t den);
 
 /* A GiB figure as the engines print it: bytes / 2^30 to two decimals. */
 void kvshard_profile__gib(char *buf, size_t cap, uint64_t bytes);

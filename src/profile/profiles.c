@@ -76,7 +76,8 @@ int kvshard_profiles__input_index(const kvshard__profile *p, const char *name)
 {
     int i = 0;
     for (const kvshard_profile__input *in = p->inputs; in && in->def.name; in++, i++) {
-        if (strcmp(in->def.name, name) == 0)
+        const char *n = in->def.name;
+        if (n == name || (n[0] == name[0] && strcmp(n, name) == 0))
             return i;
     }
     return -1;

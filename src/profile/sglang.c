@@ -289,14 +289,12 @@ static int check_coverage(const kvshard_profile__settling *s, const sglang_state
                     "kvshard's layerwise split (layerwise_split_size %u) is not the engine's: "
                     "give --enable-dsa-cache-layer-split and --attn-cp-size",
                     s->given->layerwise_split_size);
-    char v[KVSHARD_VERSIONS__TEXT_MAX];
-    kvshard_versions__format(v, sizeof v, &st->version);
     *blame = "speculative_num_draft_tokens";
     if (m->num_state > 0 && s->inputs[IN_DRAFT].u > 0 && !from(st, &V_DRAFT_STATE))
         return fail(err, KVSHARD_EPROFILE, "engine_version_unsupported",
                     "SGLang %s does not run speculative decoding on models with state layers; "
                     "it is covered from 0.5.13",
-                    v);
+                    kvshard_versions__text_of(&st->version).s);
     *blame = NULL;
     return KVSHARD_OK;
 }
@@ -306,8 +304,6 @@ static int settle_strategy(const kvshard_profile__settling *s, const sglang_stat
                            int *out, const char **blame, kvshard_error *err)
 {
     int now = (int)s->inputs[IN_STRATEGY].u, old = (int)s->inputs[IN_OLD_STRATEGY].u;
-    char v[KVSHARD_VERSIONS__TEXT_MAX];
-    kvshard_versions__format(v, sizeof v, &st->version);
     *blame = "mamba_radix_cache_strategy";
     if (now != S_AUTO && old != S_AUTO && now != old)
         return kvshard__fail(err, KVSHARD_EDUPKEY, "", kvshard__no_mark,
@@ -318,13 +314,13 @@ static int settle_strategy(const kvshard_profile__settling *s, const sglang_stat
         return fail(err, KVSHARD_EPROFILE, "engine_version_unsupported",
                     "--mamba-radix-cache-strategy is the name from 0.5.14; SGLang %s reads "
                     "--mamba-scheduler-strategy",
-                    v);
+                    kvshard_versions__text_of(&st->version).s);
     int strategy = now != S_AUTO ? now : old;
     if (strategy == S_EXTRA_BUFFER_LAZY && !from(st, &V_DRAFT_STATE))
         return fail(err, KVSHARD_EPROFILE, "engine_version_unsupported",
                     "the strategy extra_buffer_lazy exists from 0.5.13; SGLang %s does not have "
                     "it",
-                    v);
+                    kvshard_versions__text_of(&st->version).s);
     *blame = NULL;
     *out = strategy;
     return KVSHARD_OK;
@@ -602,7 +598,7 @@ static int budget(uint64_t *out, bool *has, const kvshard_profile__ctx *c, const
         }
         return KVSHARD_OK;
     }
-    double rest;
+    double rest = 0.0;
     int rc = device_rest(&rest, c->inputs, c->options->world_size, blame, err);
     if (rc)
         return rc;

@@ -129,6 +129,13 @@ void kvshard_versions__format(char *buf, size_t cap, const kvshard_versions__v *
         snprintf(buf + used, cap - used, ".dev%d", (int)v->dev);
 }
 
+kvshard_versions__text kvshard_versions__text_of(const kvshard_versions__v *v)
+{
+    kvshard_versions__text t;
+    kvshard_versions__format(t.s, sizeof t.s, v);
+    return t;
+}
+
 static int check_text(const kvshard_value__def *def, const char *text, size_t len,
                       const char *source, kvshard__mark mark, kvshard_error *err)
 {

@@ -44,6 +44,14 @@ static inline bool kvshard_versions__from(const kvshard_versions__v *v,
 /* The canonical text of `v` ("0.20.1rc1.dev31"). */
 void kvshard_versions__format(char *buf, size_t cap, const kvshard_versions__v *v);
 
+/* The same as a value, for a message: kvshard_versions__text_of(&v).s lives
+ * to the end of the expression that holds it, so a refusal formats the
+ * version only when it is made. */
+typedef struct kvshard_versions__text {
+    char s[KVSHARD_VERSIONS__TEXT_MAX];
+} kvshard_versions__text;
+kvshard_versions__text kvshard_versions__text_of(const kvshard_versions__v *v);
+
 /* What the engine_version input accepts: a version of the form above;
  * ERANGE "engine_version_invalid" otherwise. */
 extern const kvshard_value__more kvshard_versions__input_more;

@@ -302,17 +302,15 @@ static int check_coverage(const kvshard_profile__settling *s, const vllm_state *
         return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
                     "a model with state layers and no full-attention layer is not covered yet");
     *blame = "engine_version";
-    char v[KVSHARD_VERSIONS__TEXT_MAX];
-    kvshard_versions__format(v, sizeof v, &st->version);
     if (m->num_state > 0 && !from(st, &V_STATE_MODELS))
         return fail(err, KVSHARD_EPROFILE, "engine_version_unsupported",
                     "vLLM %s does not serve models with state layers in the profile's range; "
                     "they are covered from 0.10.2",
-                    v);
+                    kvshard_versions__text_of(&st->version).s);
     if (kvshard_profile__type_is(s->model_type, qwen3_5_types) && !from(st, &V_QWEN3_5))
         return fail(err, KVSHARD_EPROFILE, "engine_version_unsupported",
-                    "vLLM %s does not serve Qwen3.5 (%s) models; they are covered from 0.17.0", v,
-                    s->model_type);
+                    "vLLM %s does not serve Qwen3.5 (%s) models; they are covered from 0.17.0",
+                    kvshard_versions__text_of(&st->version).s, s->model_type);
     *blame = "pipeline_parallel_size";
     if (s->inputs[IN_PP].u > 1)
         return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
@@ -509,8 +507,6 @@ static int settle_mode(kvshard_profile__settling *s, vllm_state *st, const char 
     int flag = (int)(int64_t)s->inputs[IN_MODE].u;
     bool supports_all = s->model->state.kind == KVSHARD_STATE_MAMBA2 &&
                         kvshard_profile__type_is(s->model_type, all_mode_types);
-    char v[KVSHARD_VERSIONS__TEXT_MAX];
-    kvshard_versions__format(v, sizeof v, &st->version);
     st->prefix = false;
     st->mode = MODE_NONE;
     if (!wanted)
@@ -522,7 +518,8 @@ static int settle_mode(kvshard_profile__settling *s, vllm_state *st, const char 
     *blame = "mamba_cache_mode";
     if (flag == MODE_ALIGN && !from(st, &V_MODE_ALIGN))
         return fail(err, KVSHARD_EPROFILE, "engine_version_unsupported",
-                    "--mamba-cache-mode align exists from 0.15.0; vLLM %s does not have it", v);
+                    "--mamba-cache-mode align exists from 0.15.0; vLLM %s does not have it",
+                    kvshard_versions__text_of(&st->version).s);
     *blame = NULL;
     st->prefix = true;
     if (flag == MODE_ALIGN) {
@@ -963,21 +960,63 @@ static void warn(kvshard_profile__warn_fn sink, void *ctx, kvshard_warning_code 
     sink(ctx, code, message);
 }
 
+/* A message of text and numbers, put together without printf: the padding
+ * warning comes with most hybrid plans. */
+typedef struct message {
+    char text[240];
+    size_t used;
+} message;
+
+static void put(message *m, const char *s, size_t n)
+{
+    if (n > sizeof m->text - 1 - m->used)
+        n = sizeof m->text - 1 - m->used;
+    memcpy(m->text + m->used, s, n);
+    m->used += n;
+    m->text[m->used] = '\0';
+}
+
+#define PUT(m, literal) put((m), literal, sizeof literal - 1)
+
+static void put_uint(message *m, uint64_t v)
+{
+    char digits[24];
+    size_t n = sizeof digits;
+    do {
+        digits[--n] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    put(m, digits + n, sizeof digits - n);
+}
+
 static void padding_warning(kvshard_profile__warn_fn sink, void *ctx, const char *type,
                             uint32_t pad, uint32_t n, uint32_t g)
 {
-    if (pad)
-        warn(sink, ctx, KVSHARD_WARN_ENGINE_PADDING_LAYERS,
-             "Add %u padding layers, may waste at most %.2f%% KV cache memory (%u %s layers in "
-             "groups of %u)",
-             pad, 100.0 * pad / n, n, type, g);
+    if (!pad)
+        return;
+    char q[32];
+    kvshard_profile__percent(q, sizeof q, pad, n);
+    message m = {"", 0};
+    PUT(&m, "Add ");
+    put_uint(&m, pad);
+    PUT(&m, " padding layers, may waste at most ");
+    put(&m, q, strlen(q));
+    PUT(&m, "% KV cache memory (");
+    put_uint(&m, n);
+    PUT(&m, " ");
+    put(&m, type, strlen(type));
+    PUT(&m, " layers in groups of ");
+    put_uint(&m, g);
+    PUT(&m, ")");
+    sink(ctx, KVSHARD_WARN_ENGINE_PADDING_LAYERS, m.text);
 }
 
 static void warnings(kvshard_profile__warn_fn sink, void *ctx, const kvshard_profile__view *v)
 {
     vllm_state st = state_of(v->state);
-    char ver[KVSHARD_VERSIONS__TEXT_MAX];
-    kvshard_versions__format(ver, sizeof ver, &st.version);
+    char ver[KVSHARD_VERSIONS__TEXT_MAX] = "";
+    if (st.pc_reason != PC_KEPT || st.seqs_warning)
+        kvshard_versions__format(ver, sizeof ver, &st.version);
     if (st.pc_reason != PC_KEPT)
         warn(sink, ctx, KVSHARD_WARN_ENGINE_PREFIX_CACHING_DISABLED,
              "vLLM %s runs this model with prefix caching off: %s", ver,
