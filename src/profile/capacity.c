@@ -135,15 +135,10 @@ int kvshard_profile__version(kvshard_versions__v *out, const kvshard__profile *p
     return KVSHARD_OK;
 }
 
-uint8_t kvshard_profile__uncovered_kind(const kvshard__model_info *m, const uint8_t *covered)
+uint8_t kvshard_profile__unplanned_kind(const kvshard__model_info *m, uint32_t planned)
 {
     for (uint8_t k = 0; k < KVSHARD__KIND_COUNT; k++) {
-        if (m->count[k] == 0)
-            continue;
-        const uint8_t *c = covered;
-        while (*c != KVSHARD__KIND_COUNT && *c != k)
-            c++;
-        if (*c == KVSHARD__KIND_COUNT)
+        if (m->count[k] > 0 && !(planned >> k & 1u))
             return k;
     }
     return KVSHARD__KIND_COUNT;

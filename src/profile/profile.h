@@ -298,11 +298,10 @@ void kvshard_profile__fig_words(kvshard_profile__figures *f, const char *name, c
 int kvshard_profile__version(kvshard_versions__v *out, const kvshard__profile *p,
                              const kvshard_value *input, const char **blame, kvshard_error *err);
 
-/* Whether `kind` is among `covered` (ended by KVSHARD__KIND_COUNT), and
- * the first layer kind of the model a profile does not cover: the kinds it
- * lists are the ones it plans, so a kind added later is refused until the
- * profile names it. KVSHARD__KIND_COUNT when every kind is covered. */
-uint8_t kvshard_profile__uncovered_kind(const kvshard__model_info *m, const uint8_t *covered);
+/* The first layer kind the model has layers of outside `planned` (a mask
+ * of 1 << kind), KVSHARD__KIND_COUNT when there is none: a profile names
+ * the kinds it plans, so a kind added later is refused until it is named. */
+uint8_t kvshard_profile__unplanned_kind(const kvshard__model_info *m, uint32_t planned);
 
 /* The text a model_type test reads equals one of `types` (NULL-ended). */
 bool kvshard_profile__type_is(const char *model_type, const char *const *types);

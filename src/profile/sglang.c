@@ -228,9 +228,9 @@ static int fail(kvshard_error *err, int code, const char *name, const char *fmt,
     return kvshard__fail(err, code, "", kvshard__no_mark, "sglang profile: %s: %s", name, text);
 }
 
-static const uint8_t covered_kinds[] = {KVSHARD_LAYER_FULL_ATTENTION,
-                                        KVSHARD_LAYER_LINEAR_ATTENTION, KVSHARD_LAYER_NO_CACHE,
-                                        KVSHARD__KIND_COUNT};
+static const uint32_t covered_kinds = 1u << KVSHARD_LAYER_FULL_ATTENTION |
+                                      1u << KVSHARD_LAYER_LINEAR_ATTENTION |
+                                      1u << KVSHARD_LAYER_NO_CACHE;
 static const kvshard_state_kind covered_states[] = {KVSHARD_STATE_GDN, KVSHARD_STATE_MAMBA2,
                                                     KVSHARD_STATE_NONE};
 /* Models whose state pool keeps extra buffers when `auto` picks. */
@@ -243,7 +243,7 @@ static int check_coverage(const kvshard_profile__settling *s, const sglang_state
 {
     const kvshard__model_info *m = s->model;
     const kvshard_options *o = s->options;
-    uint8_t kind = kvshard_profile__uncovered_kind(m, covered_kinds);
+    uint8_t kind = kvshard_profile__unplanned_kind(m, covered_kinds);
     *blame = "engine";
     if (kind != KVSHARD__KIND_COUNT)
         return fail(err, KVSHARD_EPROFILE, "engine_unsupported",

@@ -255,10 +255,9 @@ static int fail(kvshard_error *err, int code, const char *name, const char *fmt,
     return kvshard__fail(err, code, "", kvshard__no_mark, "vllm profile: %s: %s", name, text);
 }
 
-static const uint8_t covered_kinds[] = {KVSHARD_LAYER_FULL_ATTENTION,
-                                        KVSHARD_LAYER_SLIDING_ATTENTION,
-                                        KVSHARD_LAYER_LINEAR_ATTENTION, KVSHARD_LAYER_NO_CACHE,
-                                        KVSHARD__KIND_COUNT};
+static const uint32_t covered_kinds =
+    1u << KVSHARD_LAYER_FULL_ATTENTION | 1u << KVSHARD_LAYER_SLIDING_ATTENTION |
+    1u << KVSHARD_LAYER_LINEAR_ATTENTION | 1u << KVSHARD_LAYER_NO_CACHE;
 static const kvshard_state_kind covered_states[] = {KVSHARD_STATE_GDN, KVSHARD_STATE_MAMBA2,
                                                     KVSHARD_STATE_SHORT_CONV, KVSHARD_STATE_NONE};
 
@@ -276,7 +275,7 @@ static int check_coverage(const kvshard_profile__settling *s, const vllm_state *
                           const char **blame, kvshard_error *err)
 {
     const kvshard__model_info *m = s->model;
-    uint8_t kind = kvshard_profile__uncovered_kind(m, covered_kinds);
+    uint8_t kind = kvshard_profile__unplanned_kind(m, covered_kinds);
     *blame = "engine";
     if (kind != KVSHARD__KIND_COUNT)
         return fail(err, KVSHARD_EPROFILE, "engine_unsupported",

@@ -94,8 +94,8 @@ static int settle(kvshard_profile__settling *s, const char **blame, kvshard_erro
 
 /* The kinds the engine plans; a kind added to kvshard later is refused
  * here until it is named. */
-static const uint8_t covered[] = {KVSHARD_LAYER_FULL_ATTENTION, KVSHARD_LAYER_LINEAR_ATTENTION,
-                                  KVSHARD__KIND_COUNT};
+static const uint32_t covered =
+    1u << KVSHARD_LAYER_FULL_ATTENTION | 1u << KVSHARD_LAYER_LINEAR_ATTENTION;
 
 /* The engine covers full-attention and linear layers, keeps one scratch
  * layer, and splits only inside one KV head's replicas (it sizes an
@@ -103,7 +103,7 @@ static const uint8_t covered[] = {KVSHARD_LAYER_FULL_ATTENTION, KVSHARD_LAYER_LI
 static int check(const kvshard_profile__ctx *c, const char **blame, kvshard_error *err)
 {
     const kvshard__model_info *m = c->model;
-    uint8_t kind = kvshard_profile__uncovered_kind(m, covered);
+    uint8_t kind = kvshard_profile__unplanned_kind(m, covered);
     *blame = "engine";
     if (kind != KVSHARD__KIND_COUNT)
         return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
