@@ -50,7 +50,7 @@ static int plan_with(kvshard_plan **out, kvshard_error *err, const char *model, 
 #define PLAN(out, ...)                                                                             \
     do {                                                                                           \
         kvshard_error plan_err_;                                                                   \
-        tu_assert_ok(plan_with((out), &plan_err_, __VA_ARGS__, NULL), &plan_err_);                \
+        tu_assert_ok(plan_with((out), &plan_err_, __VA_ARGS__, NULL), &plan_err_);                 \
     } while (0)
 
 /* The planning fails with `code` and a message that contains `text`. */
@@ -58,13 +58,13 @@ static int plan_with(kvshard_plan **out, kvshard_error *err, const char *model, 
     do {                                                                                           \
         kvshard_plan *refused_ = NULL;                                                             \
         kvshard_error refused_err_;                                                                \
-        int refused_rc_ = plan_with(&refused_, &refused_err_, __VA_ARGS__, NULL);                 \
+        int refused_rc_ = plan_with(&refused_, &refused_err_, __VA_ARGS__, NULL);                  \
         if (refused_rc_ != (code) || !strstr(refused_err_.message, (text)))                        \
-            print_error("got %s: %s\nexpected %s containing \"%s\"\n",                            \
-                        kvshard_strerror(refused_rc_), refused_err_.message,                      \
+            print_error("got %s: %s\nexpected %s containing \"%s\"\n",                             \
+                        kvshard_strerror(refused_rc_), refused_err_.message,                       \
                         kvshard_strerror(code), (text));                                           \
         assert_int_equal(refused_rc_, (code));                                                     \
-        assert_non_null(strstr(refused_err_.message, (text)));                                    \
+        assert_non_null(strstr(refused_err_.message, (text)));                                     \
         assert_null(refused_);                                                                     \
     } while (0)
 
@@ -170,16 +170,15 @@ static int cmp(const char *a, const char *b)
 static void test_version_forms(void **state)
 {
     (void)state;
-    static const char *const good[] = {"0.20.0",         "0.20.1rc1.dev91+ga749a33d8",
-                                       "0.19.0+cu129",   "v0.5.11",
-                                       "0.20.1rc1",      "0.20.1.post2",
-                                       "0.20.1rc1.post1.dev3", "10.200.3000"};
+    static const char *const good[] = {
+        "0.20.0",       "0.20.1rc1.dev91+ga749a33d8", "0.19.0+cu129", "v0.5.11", "0.20.1rc1",
+        "0.20.1.post2", "0.20.1rc1.post1.dev3",       "10.200.3000"};
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
         (void)version(good[i]);
-    static const char *const bad[] = {"",         "0.20",      "0.20.1.4", "0.20.1-rc1",
-                                      "0.20.1rc", "0.20.1dev1", "0.20.1+",  "V0.20.1",
-                                      "latest",   "0.20.1.dev1rc1", "1234567890.0.0",
-                                      "0.5.11 ", "0.20.1+a b"};
+    static const char *const bad[] = {"",          "0.20",           "0.20.1.4",       "0.20.1-rc1",
+                                      "0.20.1rc",  "0.20.1dev1",     "0.20.1+",        "V0.20.1",
+                                      "latest",    "0.20.1.dev1rc1", "1234567890.0.0", "0.5.11 ",
+                                      "0.20.1+a b"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         kvshard_versions__v v;
         if (kvshard_versions__parse(&v, bad[i], strlen(bad[i])))
@@ -204,9 +203,9 @@ static void test_version_order(void **state)
 {
     (void)state;
     static const char *const ascending[] = {
-        "0.9.0",           "0.19.0",           "0.20.1.dev5",     "0.20.1rc1.dev30",
-        "0.20.1rc1.dev31", "0.20.1rc1",        "0.20.1rc1.post1", "0.20.1rc2.dev1",
-        "0.20.1rc2",       "0.20.1",           "0.20.1.post1.dev2", "0.20.1.post1",
+        "0.9.0",           "0.19.0",    "0.20.1.dev5",       "0.20.1rc1.dev30",
+        "0.20.1rc1.dev31", "0.20.1rc1", "0.20.1rc1.post1",   "0.20.1rc2.dev1",
+        "0.20.1rc2",       "0.20.1",    "0.20.1.post1.dev2", "0.20.1.post1",
         "0.20.2.dev0",     "1.0.0"};
     size_t n = sizeof ascending / sizeof ascending[0];
     for (size_t i = 0; i < n; i++) {
@@ -235,10 +234,10 @@ static void test_version_range(void **state)
             "vllm profile: engine_version_unsupported: engine_version 0.8.9 is outside the "
             "releases the profile covers, 0.9.0 to 0.28.0",
             LLAMA, "--engine=vllm", "--engine_version=0.8.9", "--max-model-len=4096");
-    REFUSED(KVSHARD_EPROFILE, "covers, 0.9.0 to 0.28.0", LLAMA, "--engine=vllm",
-            "--engine-version", "0.28.1rc1.dev3", "--max-model-len=4096");
-    REFUSED(KVSHARD_EPROFILE, "covers, 0.9.0 to 0.28.0", LLAMA, "--engine=vllm",
-            "--engine-version", "0.9.0rc1", "--max-model-len=4096");
+    REFUSED(KVSHARD_EPROFILE, "covers, 0.9.0 to 0.28.0", LLAMA, "--engine=vllm", "--engine-version",
+            "0.28.1rc1.dev3", "--max-model-len=4096");
+    REFUSED(KVSHARD_EPROFILE, "covers, 0.9.0 to 0.28.0", LLAMA, "--engine=vllm", "--engine-version",
+            "0.9.0rc1", "--max-model-len=4096");
     PLAN(&p, LLAMA, "--engine=vllm", "--engine_version=0.9.0", "--max-model-len=4096");
     assert_string_equal(efig_text(p, "version"), "0.9.0");
     kvshard_plan_free(p);
@@ -249,8 +248,9 @@ static void test_version_range(void **state)
     assert_string_equal(efig_text(p, "version"), "0.28.0");
     kvshard_plan_free(p);
 
-    REFUSED(KVSHARD_EPROFILE, "sglang profile: engine_version_unsupported: engine_version "
-                              "0.5.8 is outside the releases the profile covers, 0.5.9 to 0.5.21",
+    REFUSED(KVSHARD_EPROFILE,
+            "sglang profile: engine_version_unsupported: engine_version "
+            "0.5.8 is outside the releases the profile covers, 0.5.9 to 0.5.21",
             LLAMA, "--engine=sglang", "--engine_version=0.5.8");
     REFUSED(KVSHARD_EPROFILE, "covers, 0.5.9 to 0.5.21", LLAMA, "--engine=sglang",
             "--engine_version=0.5.22");
@@ -261,8 +261,9 @@ static void test_version_range(void **state)
     assert_string_equal(efig_text(p, "version"), "0.5.9");
     kvshard_plan_free(p);
 
-    REFUSED(KVSHARD_EPROFILE, "xllm profile: engine_version_unsupported: engine_version 0.9.9 "
-                              "is outside the releases the profile covers, 0.10.0 to 0.11.0",
+    REFUSED(KVSHARD_EPROFILE,
+            "xllm profile: engine_version_unsupported: engine_version 0.9.9 "
+            "is outside the releases the profile covers, 0.10.0 to 0.11.0",
             LLAMA, "--engine=xllm", "--engine_version=0.9.9");
     REFUSED(KVSHARD_EPROFILE, "0.10.0 to 0.11.0", LLAMA, "--engine=xllm",
             "--engine_version=0.11.1");
@@ -286,7 +287,7 @@ static void test_version_range(void **state)
 
 #define E3_14                                                                                      \
     NEMOTRON, "--engine=vllm", "--engine_version=0.20.1rc1.dev91", "--max-model-len", "256000",    \
-        "--kv-cache-dtype", "fp8_e4m3", "--mamba-ssm-cache-dtype", "float32", "--max-num-seqs",   \
+        "--kv-cache-dtype", "fp8_e4m3", "--mamba-ssm-cache-dtype", "float32", "--max-num-seqs",    \
         "128", "--kv-cache-memory-bytes", "3994319585"
 
 /* Nemotron-3-Nano-30B-A3B on one GPU: 6 attention layers of 2 KV heads x
@@ -392,10 +393,10 @@ static void test_vllm_budget_rounding(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         kvshard_plan *p;
-        PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.20.1rc1.dev91",
-             "--max-model-len", "256000", "--kv-cache-dtype", "fp8_e4m3",
-             "--mamba-ssm-cache-dtype", "float32", "--max-num-seqs", "128", "--enforce-eager",
-             "--kv-cache-memory-bytes", cases[i].budget);
+        PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.20.1rc1.dev91", "--max-model-len",
+             "256000", "--kv-cache-dtype", "fp8_e4m3", "--mamba-ssm-cache-dtype", "float32",
+             "--max-num-seqs", "128", "--enforce-eager", "--kv-cache-memory-bytes",
+             cases[i].budget);
         assert_int_equal(efig(p, "num_gpu_blocks"), cases[i].blocks);
         char *text = plan_text(p);
         char want[96];
@@ -513,8 +514,8 @@ static void test_vllm_rule_group_size(void **state)
         kvshard_options o = KVSHARD_OPTIONS_INIT;
         o.engine = KVSHARD_ENGINE_VLLM;
         o.memory_per_rank = 1073741824;
-        kvshard_settings *s = tu_settings("engine_version", cases[i].version, "max_model_len",
-                                          "4096", NULL);
+        kvshard_settings *s =
+            tu_settings("engine_version", cases[i].version, "max_model_len", "4096", NULL);
         o.settings = s;
         kvshard_plan *p = tu_plan(m, &o);
         kvshard_settings_free(s);
@@ -549,10 +550,9 @@ static void test_vllm_rule_prefix_default(void **state)
                  {"0.27.0", true, "align", 4176, 70, 1137371}};
     for (size_t i = 0; i < 2; i++) {
         kvshard_plan *p;
-        PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version", cases[i].version,
-             "--max-model-len", "256000", "--kv-cache-dtype", "fp8_e4m3",
-             "--mamba-ssm-cache-dtype", "float32", "--max-num-seqs", "128",
-             "--kv-cache-memory-bytes", "3994319585");
+        PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version", cases[i].version, "--max-model-len",
+             "256000", "--kv-cache-dtype", "fp8_e4m3", "--mamba-ssm-cache-dtype", "float32",
+             "--max-num-seqs", "128", "--kv-cache-memory-bytes", "3994319585");
         assert_true(efig_bool(p, "prefix_caching") == cases[i].prefix);
         assert_string_equal(efig_text(p, "mamba_cache_mode"), cases[i].mode);
         assert_int_equal(efig(p, "mamba_block_size"), cases[i].mamba_block);
@@ -583,8 +583,8 @@ static void test_vllm_rule_mode_align(void **state)
 {
     (void)state;
     kvshard_plan *p;
-    PLAN(&p, QWEN_NEXT, "--engine=vllm", "--engine_version=0.14.1", "-tp", "2",
-         "--max-model-len", "4096", "--kv-cache-memory-bytes", "8GiB", "--enable-prefix-caching");
+    PLAN(&p, QWEN_NEXT, "--engine=vllm", "--engine_version=0.14.1", "-tp", "2", "--max-model-len",
+         "4096", "--kv-cache-memory-bytes", "8GiB", "--enable-prefix-caching");
     assert_false(efig_bool(p, "prefix_caching"));
     assert_string_equal(efig_text(p, "mamba_cache_mode"), "none");
     assert_int_equal(efig(p, "attention_block_size"), 544);
@@ -597,8 +597,8 @@ static void test_vllm_rule_mode_align(void **state)
                         "vLLM 0.14.1 runs this model with prefix caching off: Mamba cache mode "
                         "align, which this model needs, exists from 0.15.0");
     kvshard_plan_free(p);
-    PLAN(&p, QWEN_NEXT, "--engine=vllm", "--engine_version=0.15.0", "-tp", "2",
-         "--max-model-len", "4096", "--kv-cache-memory-bytes", "8GiB", "--enable-prefix-caching");
+    PLAN(&p, QWEN_NEXT, "--engine=vllm", "--engine_version=0.15.0", "-tp", "2", "--max-model-len",
+         "4096", "--kv-cache-memory-bytes", "8GiB", "--enable-prefix-caching");
     assert_true(efig_bool(p, "prefix_caching"));
     assert_string_equal(efig_text(p, "mamba_cache_mode"), "align");
     assert_int_equal(efig(p, "mamba_block_size"), 544);
@@ -606,14 +606,15 @@ static void test_vllm_rule_mode_align(void **state)
     assert_false(kvshard_plan_has_warning(p, KVSHARD_WARN_ENGINE_PREFIX_CACHING_DISABLED));
     kvshard_plan_free(p);
     /* Asked for, align before 0.15.0 is a mode the release does not have. */
-    REFUSED(KVSHARD_EPROFILE, "engine_version_unsupported: --mamba-cache-mode align exists from "
-                              "0.15.0",
+    REFUSED(KVSHARD_EPROFILE,
+            "engine_version_unsupported: --mamba-cache-mode align exists from "
+            "0.15.0",
             NEMOTRON, "--engine=vllm", "--engine_version=0.14.0", "--max-model-len", "4096",
-            "--mamba-ssm-cache-dtype", "float32", "--enable-prefix-caching",
-            "--mamba-cache-mode", "align");
+            "--mamba-ssm-cache-dtype", "float32", "--enable-prefix-caching", "--mamba-cache-mode",
+            "align");
     /* --mamba-cache-mode all on a model without it: align, warned. */
-    PLAN(&p, QWEN_NEXT, "--engine=vllm", "--engine_version=0.16.0", "-tp", "2",
-         "--max-model-len", "4096", "--enable-prefix-caching", "--mamba-cache-mode", "all");
+    PLAN(&p, QWEN_NEXT, "--engine=vllm", "--engine_version=0.16.0", "-tp", "2", "--max-model-len",
+         "4096", "--enable-prefix-caching", "--mamba-cache-mode", "all");
     assert_string_equal(efig_text(p, "mamba_cache_mode"), "align");
     assert_string_equal(warning_message(p, KVSHARD_WARN_ENGINE_MAMBA_CACHE_MODE_ALIGN),
                         "--mamba-cache-mode all runs as align: the model's state cannot be "
@@ -632,8 +633,8 @@ static void test_vllm_rule_mode_all(void **state)
     kvshard_plan *p;
     PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.11.0", "--max-model-len", "256000",
          "--kv-cache-dtype", "fp8_e4m3", "--mamba-ssm-cache-dtype", "float32",
-         "--kv-cache-memory-bytes", "3994319585", "--enable-prefix-caching",
-         "--mamba-block-size", "128");
+         "--kv-cache-memory-bytes", "3994319585", "--enable-prefix-caching", "--mamba-block-size",
+         "128");
     assert_false(efig_bool(p, "prefix_caching"));
     assert_string_equal(efig_text(p, "mamba_cache_mode"), "none");
     assert_string_equal(warning_message(p, KVSHARD_WARN_ENGINE_PREFIX_CACHING_DISABLED),
@@ -642,8 +643,8 @@ static void test_vllm_rule_mode_all(void **state)
     kvshard_plan_free(p);
     PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.11.1", "--max-model-len", "256000",
          "--kv-cache-dtype", "fp8_e4m3", "--mamba-ssm-cache-dtype", "float32",
-         "--kv-cache-memory-bytes", "3994319585", "--enable-prefix-caching",
-         "--mamba-block-size", "128");
+         "--kv-cache-memory-bytes", "3994319585", "--enable-prefix-caching", "--mamba-block-size",
+         "128");
     assert_true(efig_bool(p, "prefix_caching"));
     assert_string_equal(efig_text(p, "mamba_cache_mode"), "all");
     assert_int_equal(efig(p, "attention_block_size"), 4224);
@@ -655,8 +656,9 @@ static void test_vllm_rule_mode_all(void **state)
     assert_int_equal(efig(p, "gpu_kv_cache_tokens"), 257664);
     kvshard_plan_free(p);
     /* The chunk size kvshard does not read from the config must be given. */
-    REFUSED(KVSHARD_EMISSING, "vllm profile: engine_input_missing: Mamba cache mode all needs "
-                              "the model's chunk size",
+    REFUSED(KVSHARD_EMISSING,
+            "vllm profile: engine_input_missing: Mamba cache mode all needs "
+            "the model's chunk size",
             NEMOTRON, "--engine=vllm", "--engine_version=0.11.1", "--max-model-len", "4096",
             "--mamba-ssm-cache-dtype", "float32", "--enable-prefix-caching");
 }
@@ -676,11 +678,11 @@ static void test_vllm_rule_all_speculative(void **state)
     } cases[] = {{"0.19.0", "all", 4224, 2146304, 309}, {"0.20.0", "align", 4192, 2146304, 74}};
     for (size_t i = 0; i < 2; i++) {
         kvshard_plan *p;
-        PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version", cases[i].version,
-             "--max-model-len", "256000", "--kv-cache-dtype", "fp8_e4m3",
-             "--mamba-ssm-cache-dtype", "float32", "--kv-cache-memory-bytes", "8GiB",
-             "--enable-prefix-caching", "--mamba-block-size", "128", "--max-num-seqs", "128",
-             "--speculative-config", "{\"method\": \"ngram\", \"num_speculative_tokens\": 1}");
+        PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version", cases[i].version, "--max-model-len",
+             "256000", "--kv-cache-dtype", "fp8_e4m3", "--mamba-ssm-cache-dtype", "float32",
+             "--kv-cache-memory-bytes", "8GiB", "--enable-prefix-caching", "--mamba-block-size",
+             "128", "--max-num-seqs", "128", "--speculative-config",
+             "{\"method\": \"ngram\", \"num_speculative_tokens\": 1}");
         assert_string_equal(efig_text(p, "mamba_cache_mode"), cases[i].mode);
         assert_int_equal(efig(p, "attention_block_size"), cases[i].block);
         assert_int_equal(efig(p, "mamba_page_bytes"), cases[i].page);
@@ -776,18 +778,20 @@ static void test_vllm_rule_budget(void **state)
     assert_int_equal(efig(p, "num_gpu_blocks"), 800000007u / 2097152u);
     kvshard_plan_free(p);
     /* Free memory below the requested share; nothing left after non-KV. */
-    REFUSED(KVSHARD_ENOBLOCK, "vllm profile: insufficient_free_memory: device_memory_free "
-                              "64424509440 bytes is below the 77309411328 bytes",
+    REFUSED(KVSHARD_ENOBLOCK,
+            "vllm profile: insufficient_free_memory: device_memory_free "
+            "64424509440 bytes is below the 77309411328 bytes",
             LLAMA, "--engine=vllm", "--engine_version=0.19.0", "--max-model-len", "4096",
-            "--device_memory_total=80GiB", "--device_memory_free=60GiB",
-            "--non_kv_memory=20GiB");
-    REFUSED(KVSHARD_ENOBLOCK, "vllm profile: no_memory_for_cache_blocks: device_memory_total "
-                              "85899345920 x gpu_memory_utilization 0.92 - non_kv_memory "
-                              "85899345920",
+            "--device_memory_total=80GiB", "--device_memory_free=60GiB", "--non_kv_memory=20GiB");
+    REFUSED(KVSHARD_ENOBLOCK,
+            "vllm profile: no_memory_for_cache_blocks: device_memory_total "
+            "85899345920 x gpu_memory_utilization 0.92 - non_kv_memory "
+            "85899345920",
             LLAMA, "--engine=vllm", "--max-model-len", "4096", "--device_memory_total=80GiB",
             "--non_kv_memory=80GiB");
-    REFUSED(KVSHARD_EMISSING, "vllm profile: engine_input_missing: the budget from device "
-                              "figures needs device_memory_total and non_kv_memory",
+    REFUSED(KVSHARD_EMISSING,
+            "vllm profile: engine_input_missing: the budget from device "
+            "figures needs device_memory_total and non_kv_memory",
             LLAMA, "--engine=vllm", "--max-model-len", "4096", "--device_memory_total=80GiB");
 }
 
@@ -811,8 +815,9 @@ static void test_vllm_rule_max_num_seqs(void **state)
                         "--max-num-seqs 512 is above the 311 GPU blocks: vLLM 0.18.1 caps its "
                         "CUDA-graph sizes at the blocks");
     kvshard_plan_free(p);
-    REFUSED(KVSHARD_EPROFILE, "vllm profile: max_num_seqs_exceeds_mamba_blocks: --max-num-seqs "
-                              "512 is above the 311 GPU blocks",
+    REFUSED(KVSHARD_EPROFILE,
+            "vllm profile: max_num_seqs_exceeds_mamba_blocks: --max-num-seqs "
+            "512 is above the 311 GPU blocks",
             NEMOTRON, "--engine=vllm", "--engine_version=0.19.0", "--max-model-len", "256000",
             "--kv-cache-dtype", "fp8_e4m3", "--mamba-ssm-cache-dtype", "float32",
             "--kv-cache-memory-bytes", "3994319585", "--max-num-seqs", "512");
@@ -828,16 +833,17 @@ static void test_vllm_rule_coverage(void **state)
 {
     (void)state;
     kvshard_plan *p;
-    REFUSED(KVSHARD_EPROFILE, "vllm profile: engine_version_unsupported: vLLM 0.10.1 does not "
-                              "serve models with state layers",
+    REFUSED(KVSHARD_EPROFILE,
+            "vllm profile: engine_version_unsupported: vLLM 0.10.1 does not "
+            "serve models with state layers",
             NEMOTRON, "--engine=vllm", "--engine_version=0.10.1", "--max-model-len", "4096");
     PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.10.2", "--max-model-len", "4096");
     kvshard_plan_free(p);
     REFUSED(KVSHARD_EPROFILE, "vLLM 0.16.1 does not serve Qwen3.5 (qwen3_5) models", QWEN9B,
             "--engine=vllm", "--engine_version=0.16.1", "--max-model-len", "4096", "-tp", "2",
             "--mamba-ssm-cache-dtype", "float32");
-    PLAN(&p, QWEN9B, "--engine=vllm", "--engine_version=0.17.0", "--max-model-len", "4096",
-         "-tp", "2", "--mamba-ssm-cache-dtype", "float32");
+    PLAN(&p, QWEN9B, "--engine=vllm", "--engine_version=0.17.0", "--max-model-len", "4096", "-tp",
+         "2", "--mamba-ssm-cache-dtype", "float32");
     assert_int_equal(kvshard_plan_attn_tp_size(p), 2);
     kvshard_plan_free(p);
     /* The config's float32 may be its mamba_ssm_dtype or GDN's default,
@@ -851,14 +857,17 @@ static void test_vllm_rule_coverage(void **state)
 static void test_vllm_refusals(void **state)
 {
     (void)state;
-    REFUSED(KVSHARD_EPROFILE, "vllm profile: engine_unsupported: hybrid layers (72 of 72) are "
-                              "not covered yet",
+    REFUSED(KVSHARD_EPROFILE,
+            "vllm profile: engine_unsupported: hybrid layers (72 of 72) are "
+            "not covered yet",
             "models/falcon_h1_34b.json", "--engine=vllm", "--max-model-len", "4096");
-    REFUSED(KVSHARD_EPROFILE, "vllm profile: engine_unsupported: state kind mamba1 is not "
-                              "covered yet",
+    REFUSED(KVSHARD_EPROFILE,
+            "vllm profile: engine_unsupported: state kind mamba1 is not "
+            "covered yet",
             "models/jamba_1_5_mini.json", "--engine=vllm", "--max-model-len", "4096");
-    REFUSED(KVSHARD_EPROFILE, "vllm profile: engine_unsupported: --pipeline-parallel-size 2: "
-                              "pipeline stages are not covered yet",
+    REFUSED(KVSHARD_EPROFILE,
+            "vllm profile: engine_unsupported: --pipeline-parallel-size 2: "
+            "pipeline stages are not covered yet",
             LLAMA, "--engine=vllm", "--max-model-len", "4096", "-pp", "2");
     REFUSED(KVSHARD_EPROFILE, "vllm profile: engine_unsupported: --max-model-len auto", LLAMA,
             "--engine=vllm", "--max-model-len", "auto");
@@ -867,20 +876,30 @@ static void test_vllm_refusals(void **state)
     REFUSED(KVSHARD_EPROFILE, "vllm profile: engine_split_unsupported: layerwise_split_size 2",
             LLAMA, "--engine=vllm", "--max-model-len", "4096", "-tp", "2",
             "--enable_layerwise_split", "--layerwise_split_size=2");
-    REFUSED(KVSHARD_EMISSING, "vllm profile: engine_input_missing: the engine's length is the "
-                              "config's max_position_embeddings",
+    REFUSED(KVSHARD_EMISSING,
+            "vllm profile: engine_input_missing: the engine's length is the "
+            "config's max_position_embeddings",
             LLAMA, "--engine=vllm");
     /* int8 is no vLLM word: a flag refuses it, an option is refused. */
     REFUSED(KVSHARD_ERANGE, "kv_cache_dtype: expected auto, bfloat16", LLAMA, "--engine=vllm",
             "--max-model-len", "4096", "--kv-cache-dtype", "int8");
     REFUSED(KVSHARD_EPROFILE, "engine_unsupported: cp_size 2", LLAMA, "--engine=vllm",
             "--max-model-len", "4096", "--world_size=2", "--cp_size=2");
+    REFUSED(KVSHARD_EPROFILE,
+            "vllm profile: engine_unsupported: --decode-context-parallel-size "
+            "2: decode and prefill context parallelism are not covered yet",
+            LLAMA, "--engine=vllm", "--max-model-len", "4096", "-tp", "2", "-dcp", "2");
+    /* Read so that --ignore_unknown_flags cannot skip it. */
+    REFUSED(KVSHARD_EPROFILE, "engine_unsupported: --prefill-context-parallel-size 2", LLAMA,
+            "--engine=vllm", "--ignore_unknown_flags", "--max-model-len", "4096",
+            "--prefill-context-parallel-size", "2");
     /* A request of 131,072 tokens needs 8,192 blocks of 2 MiB = 16 GiB; 10
      * GiB holds 5,120 blocks: 81,920 tokens. */
-    REFUSED(KVSHARD_ENOBLOCK, "vllm profile: max_model_len_does_not_fit: one request of "
-                              "max_model_len 131072 tokens needs 8192 blocks of 2097152 bytes, "
-                              "more than the 10737418240 bytes of the KV cache; the longest that "
-                              "fits is 81920 tokens",
+    REFUSED(KVSHARD_ENOBLOCK,
+            "vllm profile: max_model_len_does_not_fit: one request of "
+            "max_model_len 131072 tokens needs 8192 blocks of 2097152 bytes, "
+            "more than the 10737418240 bytes of the KV cache; the longest that "
+            "fits is 81920 tokens",
             LLAMA, "--engine=vllm", "--max-model-len", "131072", "--kv-cache-memory-bytes",
             "10GiB");
     /* An fp8 config's compute dtype must be given. */
@@ -919,8 +938,8 @@ static void test_vllm_speculative(void **state)
      * 8, fp8: 656 B a latent and 128 + 4 an index key; block 64 (MLA). One
      * MTP draft layer joins: 62 layers in one group, bytes per block 62 x 64
      * x (656 + 132) = 3,126,784. */
-    PLAN(&p, DSA, "--engine=vllm", "-tp", "8", "--max-model-len", "8192", "--kv-cache-dtype",
-         "fp8", "--speculative-config", "{\"method\":\"deepseek_mtp\",\"num_speculative_tokens\":1}",
+    PLAN(&p, DSA, "--engine=vllm", "-tp", "8", "--max-model-len", "8192", "--kv-cache-dtype", "fp8",
+         "--speculative-config", "{\"method\":\"deepseek_mtp\",\"num_speculative_tokens\":1}",
          "--kv-cache-memory-bytes", "10GiB");
     assert_int_equal(efig(p, "attention_block_size"), 64);
     assert_int_equal(efig(p, "page_bytes"), 64 * 656);
@@ -943,14 +962,15 @@ static void test_vllm_speculative(void **state)
          "2");
     assert_int_equal(efig(p, "group_size"), 34);
     kvshard_plan_free(p);
-    REFUSED(KVSHARD_EPROFILE, "vllm profile: engine_unsupported: speculative method medusa",
-            LLAMA, "--engine=vllm", "--max-model-len", "4096", "--speculative-config",
+    REFUSED(KVSHARD_EPROFILE, "vllm profile: engine_unsupported: speculative method medusa", LLAMA,
+            "--engine=vllm", "--max-model-len", "4096", "--speculative-config",
             "{\"method\": \"medusa\", \"num_speculative_tokens\": 3}");
-    REFUSED(KVSHARD_EDUPKEY, "num_speculative_tokens 2 and --speculative-config's 3 differ",
-            LLAMA, "--engine=vllm", "--max-model-len", "4096", "--num_speculative_tokens=2",
+    REFUSED(KVSHARD_EDUPKEY, "num_speculative_tokens 2 and --speculative-config's 3 differ", LLAMA,
+            "--engine=vllm", "--max-model-len", "4096", "--num_speculative_tokens=2",
             "--speculative-config", "{\"method\": \"ngram\", \"num_speculative_tokens\": 3}");
-    REFUSED(KVSHARD_EMISSING, "speculative_config: \"{\"method\": \"ngram\"}\" has no "
-                              "\"num_speculative_tokens\"",
+    REFUSED(KVSHARD_EMISSING,
+            "speculative_config: \"{\"method\": \"ngram\"}\" has no "
+            "\"num_speculative_tokens\"",
             LLAMA, "--engine=vllm", "--speculative-config", "{\"method\": \"ngram\"}");
     REFUSED(KVSHARD_ETYPE, "speculative_config: expected a JSON object", LLAMA, "--engine=vllm",
             "--speculative-config", "ngram");
@@ -982,7 +1002,7 @@ static void test_sglang_gdn_hybrid(void **state)
     assert_int_equal(efig(p, "max_mamba_cache_size"), 186);
     assert_int_equal(efig(p, "mamba_pool_slots"), 187);
     assert_int_equal(efig(p, "mamba_bytes_per_slot"), 25755648);
-    assert_int_equal(efig(p, "conv_state_bytes"), 187u * 589824u);   /* 110,297,088 */
+    assert_int_equal(efig(p, "conv_state_bytes"), 187u * 589824u);          /* 110,297,088 */
     assert_int_equal(efig(p, "ssm_state_bytes"), UINT64_C(187) * 25165824); /* 4,706,009,088 */
     assert_string_equal(efig_text(p, "ssm_dtype"), "float32");
     assert_int_equal(efig(p, "cell_bytes"), 16384);
@@ -1033,8 +1053,9 @@ static void test_sglang_gdn_hybrid(void **state)
     assert_int_equal(efig(p, "max_running_requests"), 36);
     assert_int_equal(efig(p, "budget"), 10153205760u); /* before the reservation */
     kvshard_plan_free(p);
-    REFUSED(KVSHARD_EMISSING, "sglang profile: engine_input_missing: from 0.5.17 the engine "
-                              "keeps 100 MiB for a multimodal model",
+    REFUSED(KVSHARD_EMISSING,
+            "sglang profile: engine_input_missing: from 0.5.17 the engine "
+            "keeps 100 MiB for a multimodal model",
             E4_13("0.5.21"));
 }
 
@@ -1056,9 +1077,10 @@ static void test_sglang_device_budget(void **state)
     assert_int_equal(efig(p, "budget"), 10194104729u);
     assert_int_equal(tu_figure(p, "memory_per_rank"), 10194104729u);
     kvshard_plan_free(p);
-    REFUSED(KVSHARD_EMISSING, "sglang profile: engine_input_missing: the budget from device "
-                              "figures needs device_memory_free, non_kv_memory and "
-                              "--mem-fraction-static",
+    REFUSED(KVSHARD_EMISSING,
+            "sglang profile: engine_input_missing: the budget from device "
+            "figures needs device_memory_free, non_kv_memory and "
+            "--mem-fraction-static",
             QWEN9B, "--engine=sglang", "--engine_version=0.5.11", "--tp-size", "2",
             "--context-length", "262144", "--device_memory_free=24620900024",
             "--non_kv_memory=9502615142");
@@ -1078,9 +1100,8 @@ static void test_sglang_rule_state_pool(void **state)
     } cases[] = {{"0.5.16", 186}, {"0.5.17", 185}};
     for (size_t i = 0; i < 2; i++) {
         kvshard_plan *p;
-        PLAN(&p, QWEN9B, "--engine=sglang", "--engine_version", cases[i].version, "--tp-size",
-             "2", "--context-length", "262144", "--memory_per_rank=10153205760",
-             "--multimodal=false");
+        PLAN(&p, QWEN9B, "--engine=sglang", "--engine_version", cases[i].version, "--tp-size", "2",
+             "--context-length", "262144", "--memory_per_rank=10153205760", "--multimodal=false");
         assert_int_equal(efig(p, "max_mamba_cache_size"), cases[i].K);
         assert_int_equal(efig(p, "mamba_pool_slots"), cases[i].K + 1);
         assert_int_equal(efig(p, "max_total_num_tokens"), 327310);
@@ -1112,16 +1133,16 @@ static void test_sglang_rule_requests(void **state)
     } cases[] = {{"0.5.16", 4096, 4096}, {"0.5.17", 5000, 4096}};
     for (size_t i = 0; i < 2; i++) {
         kvshard_plan *p;
-        PLAN(&p, LLAMA, "--engine=sglang", "--engine_version", cases[i].version,
-             "--context-length", "8192", "--memory_per_rank=20GiB", "--max-running-requests",
-             "5000", "--multimodal=false");
+        PLAN(&p, LLAMA, "--engine=sglang", "--engine_version", cases[i].version, "--context-length",
+             "8192", "--memory_per_rank=20GiB", "--max-running-requests", "5000",
+             "--multimodal=false");
         assert_int_equal(efig(p, "max_total_num_tokens"), 163840);
         assert_int_equal(efig(p, "max_running_requests"), cases[i].with_flag);
         assert_true(efig_null(p, "max_mamba_cache_size"));
         assert_true(efig_null(p, "mamba_radix_cache_strategy"));
         kvshard_plan_free(p);
-        PLAN(&p, LLAMA, "--engine=sglang", "--engine_version", cases[i].version,
-             "--context-length", "8192", "--memory_per_rank=20GiB", "--multimodal=false");
+        PLAN(&p, LLAMA, "--engine=sglang", "--engine_version", cases[i].version, "--context-length",
+             "8192", "--memory_per_rank=20GiB", "--multimodal=false");
         assert_int_equal(efig(p, "max_running_requests"), cases[i].without);
         kvshard_plan_free(p);
     }
@@ -1159,8 +1180,8 @@ static void test_sglang_rule_strategy(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         kvshard_plan *p;
-        PLAN(&p, QWEN9B, "--engine=sglang", "--engine_version", cases[i].version, "--tp-size",
-             "2", "--context-length", "262144", "--memory_per_rank=10153205760", cases[i].extra1,
+        PLAN(&p, QWEN9B, "--engine=sglang", "--engine_version", cases[i].version, "--tp-size", "2",
+             "--context-length", "262144", "--memory_per_rank=10153205760", cases[i].extra1,
              cases[i].extra2);
         assert_string_equal(efig_text(p, "mamba_radix_cache_strategy"), cases[i].strategy);
         assert_int_equal(efig(p, "mamba_ratio"), cases[i].ratio);
@@ -1170,8 +1191,9 @@ static void test_sglang_rule_strategy(void **state)
     }
     /* The flag's name: --mamba-radix-cache-strategy from 0.5.14, the old
      * name at every release; extra_buffer_lazy from 0.5.13. */
-    REFUSED(KVSHARD_EPROFILE, "sglang profile: engine_version_unsupported: "
-                              "--mamba-radix-cache-strategy is the name from 0.5.14",
+    REFUSED(KVSHARD_EPROFILE,
+            "sglang profile: engine_version_unsupported: "
+            "--mamba-radix-cache-strategy is the name from 0.5.14",
             QWEN9B, "--engine=sglang", "--engine_version=0.5.13", "--tp-size", "2",
             "--mamba-radix-cache-strategy", "no_buffer");
     kvshard_plan *p;
@@ -1185,8 +1207,9 @@ static void test_sglang_rule_strategy(void **state)
          "--context-length=262144", "--multimodal=false");
     assert_string_equal(efig_text(p, "mamba_radix_cache_strategy"), "no_buffer");
     kvshard_plan_free(p);
-    REFUSED(KVSHARD_EDUPKEY, "--mamba-radix-cache-strategy no_buffer and "
-                             "--mamba-scheduler-strategy extra_buffer differ",
+    REFUSED(KVSHARD_EDUPKEY,
+            "--mamba-radix-cache-strategy no_buffer and "
+            "--mamba-scheduler-strategy extra_buffer differ",
             QWEN9B, "--engine=sglang", "--tp-size", "2", "--mamba-radix-cache-strategy",
             "no_buffer", "--mamba-scheduler-strategy", "extra_buffer");
     REFUSED(KVSHARD_EPROFILE, "the strategy extra_buffer_lazy exists from 0.5.13", QWEN9B,
@@ -1209,8 +1232,9 @@ static void test_sglang_rule_strategy(void **state)
 static void test_sglang_rule_speculative(void **state)
 {
     (void)state;
-    REFUSED(KVSHARD_EPROFILE, "sglang profile: engine_version_unsupported: SGLang 0.5.12 does "
-                              "not run speculative decoding on models with state layers",
+    REFUSED(KVSHARD_EPROFILE,
+            "sglang profile: engine_version_unsupported: SGLang 0.5.12 does "
+            "not run speculative decoding on models with state layers",
             QWEN9B, "--engine=sglang", "--engine_version=0.5.12", "--tp-size", "2",
             "--speculative-num-draft-tokens", "2", "--max-running-requests", "8");
     kvshard_plan *p;
@@ -1221,8 +1245,9 @@ static void test_sglang_rule_speculative(void **state)
     assert_int_equal(efig(p, "max_total_num_tokens"), 418486);
     assert_int_equal(efig(p, "max_running_requests"), 8);
     kvshard_plan_free(p);
-    REFUSED(KVSHARD_EMISSING, "engine_input_missing: speculative decoding on a model with state "
-                              "layers needs --max-running-requests",
+    REFUSED(KVSHARD_EMISSING,
+            "engine_input_missing: speculative decoding on a model with state "
+            "layers needs --max-running-requests",
             QWEN9B, "--engine=sglang", "--engine_version=0.5.13", "--tp-size", "2",
             "--speculative-num-draft-tokens", "2");
     /* kvshard's own count is not the engine's: named as ignored. */
@@ -1237,25 +1262,36 @@ static void test_sglang_rule_speculative(void **state)
 static void test_sglang_refusals(void **state)
 {
     (void)state;
-    REFUSED(KVSHARD_EPROFILE, "sglang profile: engine_unsupported: sliding_attention layers "
-                              "(52 of 62) are not covered yet",
+    REFUSED(KVSHARD_EPROFILE,
+            "sglang profile: engine_unsupported: sliding_attention layers "
+            "(52 of 62) are not covered yet",
             GEMMA, "--engine=sglang");
-    REFUSED(KVSHARD_EPROFILE, "sglang profile: engine_unsupported: state kind short_conv is "
-                              "not covered yet",
+    REFUSED(KVSHARD_EPROFILE,
+            "sglang profile: engine_unsupported: state kind short_conv is "
+            "not covered yet",
             "models/lfm2_8b_a1b.json", "--engine=sglang");
     REFUSED(KVSHARD_EPROFILE, "engine_unsupported: --pp-size 2", LLAMA, "--engine=sglang",
             "--pipeline-parallel-size", "2");
-    REFUSED(KVSHARD_EPROFILE, "sglang profile: engine_split_unsupported: kvshard's layerwise "
-                              "split (layerwise_split_size 2) is not the engine's",
+    REFUSED(KVSHARD_EPROFILE,
+            "sglang profile: engine_unsupported: --enable-hierarchical-cache: "
+            "the engine's hierarchical cache is not covered yet",
+            LLAMA, "--engine=sglang", "--ignore_unknown_flags", "--enable-hierarchical-cache");
+    REFUSED(KVSHARD_EPROFILE, "engine_unsupported: --enable-unified-memory", LLAMA,
+            "--engine=sglang", "--enable-unified-memory");
+    REFUSED(KVSHARD_EPROFILE,
+            "sglang profile: engine_split_unsupported: kvshard's layerwise "
+            "split (layerwise_split_size 2) is not the engine's",
             LLAMA, "--engine=sglang", "--tp", "2", "--enable_layerwise_split",
             "--layerwise_split_size", "2");
-    REFUSED(KVSHARD_EPROFILE, "engine_split_unsupported: --enable-dsa-cache-layer-split splits "
-                              "the layers of a model with DSA indexer keys",
+    REFUSED(KVSHARD_EPROFILE,
+            "engine_split_unsupported: --enable-dsa-cache-layer-split splits "
+            "the layers of a model with DSA indexer keys",
             LLAMA, "--engine=sglang", "--tp", "2", "--enable-dsa-cache-layer-split",
             "--attn-cp-size", "2");
     /* fp16 is no SGLang word: a flag refuses it, an option is refused. */
-    REFUSED(KVSHARD_ERANGE, "kv_cache_dtype: expected auto, bf16, bfloat16, fp8_e4m3 or "
-                            "fp8_e5m2, found \"fp16\"",
+    REFUSED(KVSHARD_ERANGE,
+            "kv_cache_dtype: expected auto, bf16, bfloat16, fp8_e4m3 or "
+            "fp8_e5m2, found \"fp16\"",
             LLAMA, "--engine=sglang", "--kv_cache_dtype=fp16");
     kvshard_model *m = tu_load_example_model("llama3_1_8b.json");
     kvshard_options o = KVSHARD_OPTIONS_INIT;
@@ -1267,23 +1303,25 @@ static void test_sglang_refusals(void **state)
     assert_non_null(strstr(err.message, "sglang profile: engine_unsupported: kv_cache_dtype "
                                         "float16"));
     kvshard_model_free(m);
-    REFUSED(KVSHARD_EMISSING, "sglang profile: engine_input_missing: the engine's context "
-                              "length is the config's max_position_embeddings",
+    REFUSED(KVSHARD_EMISSING,
+            "sglang profile: engine_input_missing: the engine's context "
+            "length is the config's max_position_embeddings",
             LLAMA, "--engine=sglang", "--memory_per_rank=20GiB");
     /* No token: 10 MiB is less than one pool token of 128 KiB x 2... */
     REFUSED(KVSHARD_ENOBLOCK, "sglang profile: not_enough_memory", LLAMA, "--engine=sglang",
             "--context-length", "8192", "--memory_per_rank=100KiB", "--multimodal=false");
     /* A state pool of no slot, and one that serves no request. */
-    REFUSED(KVSHARD_ENOBLOCK, "sglang profile: mamba_cache_too_small", QWEN9B,
-            "--engine=sglang", "--engine_version=0.5.11", "--tp-size", "2", "--context-length",
-            "4096", "--memory_per_rank=40MiB");
-    REFUSED(KVSHARD_ENOBLOCK, "sglang profile: max_running_requests_zero: the state pool of 2 "
-                              "slots serves no request at 3 slots a request",
+    REFUSED(KVSHARD_ENOBLOCK, "sglang profile: mamba_cache_too_small", QWEN9B, "--engine=sglang",
+            "--engine_version=0.5.11", "--tp-size", "2", "--context-length", "4096",
+            "--memory_per_rank=40MiB");
+    REFUSED(KVSHARD_ENOBLOCK,
+            "sglang profile: max_running_requests_zero: the state pool of 2 "
+            "slots serves no request at 3 slots a request",
             QWEN9B, "--engine=sglang", "--engine_version=0.5.11", "--tp-size", "2",
-            "--context-length", "4096", "--memory_per_rank=10GiB", "--max-mamba-cache-size",
-            "2");
-    REFUSED(KVSHARD_EPARALLEL, "sglang profile: --enable-dp-attention needs --tp-size 4 "
-                               "divisible by --dp-size 3",
+            "--context-length", "4096", "--memory_per_rank=10GiB", "--max-mamba-cache-size", "2");
+    REFUSED(KVSHARD_EPARALLEL,
+            "sglang profile: --enable-dp-attention needs --tp-size 4 "
+            "divisible by --dp-size 3",
             LLAMA, "--engine=sglang", "--tp", "4", "--dp", "3", "--enable-dp-attention");
 }
 
@@ -1304,8 +1342,8 @@ static void test_sglang_parallel(void **state)
     assert_int_equal(o.world_size, 8);
     assert_int_equal(kvshard_plan_attn_tp_size(p), 4);
     kvshard_plan_free(p);
-    REFUSED(KVSHARD_EDUPKEY, "sglang profile: world_size 2 and the 4 ranks of --tp-size 4",
-            LLAMA, "--engine=sglang", "--world_size=2", "--tp-size", "4");
+    REFUSED(KVSHARD_EDUPKEY, "sglang profile: world_size 2 and the 4 ranks of --tp-size 4", LLAMA,
+            "--engine=sglang", "--world_size=2", "--tp-size", "4");
 }
 
 /* The DSA layer split: DeepSeek-V3.2's 61 layers over --attn-cp-size 4 of
@@ -1322,8 +1360,7 @@ static void test_sglang_layer_split(void **state)
     assert_int_equal(efig(p, "split_layers_per_rank"), 17);
     assert_int_equal(efig(p, "cell_bytes"), 17 * 1284);
     assert_int_equal(efig(p, "max_total_num_tokens"), 42949672960u / (17u * 1284u));
-    assert_int_equal(efig(p, "kv_cache_bytes"),
-                     (42949672960u / (17u * 1284u) + 1) * 17u * 1152u);
+    assert_int_equal(efig(p, "kv_cache_bytes"), (42949672960u / (17u * 1284u) + 1) * 17u * 1152u);
     assert_int_equal(kvshard_plan_effective_split_size(p), 4);
     kvshard_options o = KVSHARD_OPTIONS_INIT;
     assert_int_equal(kvshard_plan_options(&o, p), KVSHARD_OK);
@@ -1372,8 +1409,8 @@ static void test_xllm_versions(void **state)
     kvshard_options o = KVSHARD_OPTIONS_INIT;
     o.engine = KVSHARD_ENGINE_XLLM;
     o.memory_per_rank = 1u << 30;
-    kvshard_settings *s = tu_settings("engine_version", "0.10.1", "max_concurrent_requests", "64",
-                                      NULL);
+    kvshard_settings *s =
+        tu_settings("engine_version", "0.10.1", "max_concurrent_requests", "64", NULL);
     o.settings = s;
     kvshard_plan *p = tu_plan(dense, &o);
     assert_int_equal(tu_figure(p, "state_slots"), 66);
@@ -1402,8 +1439,9 @@ static void test_xllm_versions(void **state)
                                  "\"usable_blocks\": 8633, \"usable_state_slots\": 630},\n"));
     free(json);
     kvshard_plan_free(t);
-    REFUSED(KVSHARD_EPROFILE, "xllm profile: engine_unsupported: no_cache layers (23 of 52) are "
-                              "not covered",
+    REFUSED(KVSHARD_EPROFILE,
+            "xllm profile: engine_unsupported: no_cache layers (23 of 52) are "
+            "not covered",
             NEMOTRON, "--engine=xllm");
 }
 
@@ -1440,18 +1478,22 @@ static void test_flag_forms(void **state)
     kvshard_error err;
     REFUSED(KVSHARD_EDUPKEY, "--max-num-seqs 16 and --max_seqs 8 give max_seqs two values", LLAMA,
             "--engine=vllm", "--max-num-seqs", "16", "--max_seqs=8");
-    REFUSED(KVSHARD_EDUPKEY, "--tp 2 and --tensor-parallel-size 4 give tensor_parallel_size two "
-                             "values",
+    REFUSED(KVSHARD_EDUPKEY,
+            "--tp 2 and --tensor-parallel-size 4 give tensor_parallel_size two "
+            "values",
             LLAMA, "--engine=vllm", "-tp", "2", "--tensor-parallel-size", "4");
-    REFUSED(KVSHARD_EDUPKEY, "vllm profile: world_size 8 and --tensor-parallel-size 2 x "
-                             "--data-parallel-size 1 = 2 differ",
+    REFUSED(KVSHARD_EDUPKEY,
+            "vllm profile: world_size 8 and --tensor-parallel-size 2 x "
+            "--data-parallel-size 1 = 2 differ",
             LLAMA, "--engine=vllm", "--world_size=8", "--tensor-parallel-size", "2");
     /* Another engine's flags, and kvshard's profile. */
-    REFUSED(KVSHARD_EUNKNOWNKEY, "unknown flag --mem-fraction-static: it is a flag of the sglang "
-                                 "profile, and the engine profile is vllm",
+    REFUSED(KVSHARD_EUNKNOWNKEY,
+            "unknown flag --mem-fraction-static: it is a flag of the sglang "
+            "profile, and the engine profile is vllm",
             LLAMA, "--engine=vllm", "--mem-fraction-static", "0.8");
-    REFUSED(KVSHARD_EUNKNOWNKEY, "unknown flag --max-model-len: it is a flag of the vllm "
-                                 "profile, and the engine profile is kvshard",
+    REFUSED(KVSHARD_EUNKNOWNKEY,
+            "unknown flag --max-model-len: it is a flag of the vllm "
+            "profile, and the engine profile is kvshard",
             LLAMA, "--max-model-len=4096");
     REFUSED(KVSHARD_EUNKNOWNKEY, "unknown flag --max_model_len", LLAMA, "--engine=xllm",
             "--max_model_len=4096");
@@ -1462,8 +1504,8 @@ static void test_flag_forms(void **state)
             "--max-model-len");
     REFUSED(KVSHARD_ETYPE, "enforce_eager: expected true or false", LLAMA, "--engine=vllm",
             "--enforce-eager=maybe");
-    REFUSED(KVSHARD_ERANGE, "gpu_memory_utilization: 1.5 is out of range", LLAMA,
-            "--engine=vllm", "--gpu-memory-utilization", "1.5");
+    REFUSED(KVSHARD_ERANGE, "gpu_memory_utilization: 1.5 is out of range", LLAMA, "--engine=vllm",
+            "--gpu-memory-utilization", "1.5");
     /* A value is the next argument whatever it starts with: -1 is the
      * engine's automatic length, which the profile refuses. */
     REFUSED(KVSHARD_EPROFILE, "engine_unsupported: --max-model-len -1", LLAMA, "--engine=vllm",
@@ -1477,10 +1519,18 @@ static void test_flag_forms(void **state)
     kvshard_deployment *dep = NULL;
     tu_assert_ok(kvshard_deployment_load_file(&dep, path, NULL, &err), &err);
     free(path);
-    const char *line[] = {"--engine=vllm",      "--port",          "8000",
-                          "--trust-remote-code", "--host",          "0.0.0.0",
-                          "--max-model-len",     "4096",            "--served-model-name",
-                          "llama",               "--ignore-unknown-flags", "-tp",
+    const char *line[] = {"--engine=vllm",
+                          "--port",
+                          "8000",
+                          "--trust-remote-code",
+                          "--host",
+                          "0.0.0.0",
+                          "--max-model-len",
+                          "4096",
+                          "--served-model-name",
+                          "llama",
+                          "--ignore-unknown-flags",
+                          "-tp",
                           "2"};
     tu_assert_ok(kvshard_deployment_apply_args(dep, sizeof line / sizeof line[0], line, 0, &err),
                  &err);
@@ -1517,9 +1567,8 @@ static void test_deployment_file(void **state)
                                "\"num_speculative_tokens\": 0}'\n";
     kvshard_deployment *dep = NULL;
     kvshard_error err;
-    tu_assert_ok(kvshard_deployment_load_string(&dep, text, strlen(text), "d.yaml", dir, NULL,
-                                                &err),
-                 &err);
+    tu_assert_ok(
+        kvshard_deployment_load_string(&dep, text, strlen(text), "d.yaml", dir, NULL, &err), &err);
     kvshard_plan *p = NULL;
     tu_assert_ok(kvshard_deployment_plan(&p, dep, &err), &err);
     assert_int_equal(efig(p, "num_gpu_blocks"), 311);
@@ -1530,9 +1579,9 @@ static void test_deployment_file(void **state)
                               "cache:\n"
                               "  engine: vllm\n"
                               "  engine_version: 0.20\n";
-    assert_int_equal(kvshard_deployment_load_string(&dep, bad, strlen(bad), "b.yaml", dir, NULL,
-                                                    &err),
-                     KVSHARD_ERANGE);
+    assert_int_equal(
+        kvshard_deployment_load_string(&dep, bad, strlen(bad), "b.yaml", dir, NULL, &err),
+        KVSHARD_ERANGE);
     assert_int_equal(err.line, 4);
     assert_int_equal(err.column, 19);
     assert_non_null(strstr(err.message, "engine_version_invalid"));
@@ -1619,7 +1668,7 @@ static void test_profile_tables(void **state)
         assert_int_equal(kvshard_setting_find(&again, info.key), KVSHARD_OK);
         assert_int_equal(again.type, info.type);
     }
-    assert_int_equal(n, 40);
+    assert_int_equal(n, 44);
     /* Engine names. */
     assert_string_equal(kvshard_engine_name(KVSHARD_ENGINE_VLLM), "vllm");
     assert_string_equal(kvshard_engine_name(KVSHARD_ENGINE_SGLANG), "sglang");
@@ -1662,8 +1711,14 @@ static void test_compare_under_engines(void **state)
     kvshard_error err;
     tu_assert_ok(kvshard_deployment_load_file(&dep, path, NULL, &err), &err);
     free(path);
-    const char *args[] = {"--engine=vllm", "-tp", "4", "--max-model-len", "4096",
-                          "--kv-cache-memory-bytes", "8GiB", "--context_length=4096"};
+    const char *args[] = {"--engine=vllm",
+                          "-tp",
+                          "4",
+                          "--max-model-len",
+                          "4096",
+                          "--kv-cache-memory-bytes",
+                          "8GiB",
+                          "--context_length=4096"};
     tu_assert_ok(kvshard_deployment_apply_args(dep, 8, args, 0, &err), &err);
     kvshard_comparison *c = NULL;
     tu_assert_ok(kvshard_deployment_compare(&c, dep, &err), &err);
@@ -1682,9 +1737,8 @@ static void test_compare_under_engines(void **state)
             assert_non_null(strstr(r->error_message, "engine_split_unsupported"));
         }
     }
-    assert_int_equal(kvshard_comparison_row_at(c, kvshard_comparison_recommended(c))
-                         ->layerwise_split_size,
-                     1);
+    assert_int_equal(
+        kvshard_comparison_row_at(c, kvshard_comparison_recommended(c))->layerwise_split_size, 1);
     char *text = NULL;
     assert_int_equal(kvshard_comparison_write_text(c, tu_append, &text), KVSHARD_OK);
     assert_contains(text, "vllm profile, Available KV cache memory 8.00 GiB");

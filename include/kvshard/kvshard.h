@@ -440,7 +440,7 @@ typedef struct kvshard_options {
     kvshard_engine engine;        /**< capacity model; default kvshard */
     kvshard_dtype kv_cache_dtype; /**< AUTO (the model's), BF16, FP16, FP8, INT8 */
     kvshard_dtype state_dtype;    /**< AUTO, BF16, FP16, FP32 */
-    uint32_t block_size;          /**< tokens; 0: the profile's (16, xllm 128) */
+    uint32_t block_size;          /**< tokens; 0: the profile's (16, xllm 128, sglang 1) */
     /** Bytes for the KV cache and state per rank; 0: no capacity. */
     uint64_t memory_per_rank;
     uint32_t max_seqs;            /**< 0: the profile's (256, xllm 200) */
@@ -526,7 +526,7 @@ typedef struct kvshard_setting_info {
     uint64_t min;               /**< integers and bytes: the bounds */
     uint64_t max;
     char default_value[32];     /**< as text */
-    kvshard_engine engine;      /**< the profile that reads it */
+    kvshard_engine engine;      /**< the first profile that reads it */
 } kvshard_setting_info;
 
 #define KVSHARD_SETTING_INFO_INIT                                                     \
@@ -590,7 +590,8 @@ KVSHARD_EXPORT int kvshard_deployment_options(kvshard_options *out,
  *  kvshard_settings_set(). Later plan errors about this key are reported
  *  against `origin` (e.g. "command line --world_size"; NULL: "override").
  *  Under an engine profile that engine's flag names for kvshard's options
- *  are keys too (xllm: max_seqs_per_batch). */
+ *  are keys too (xllm: max_seqs_per_batch; vllm and sglang: their own
+ *  spellings, '-' and '_' alike, "max-num-seqs"). */
 KVSHARD_EXPORT int kvshard_deployment_set(kvshard_deployment *deployment, const char *key,
                                           const char *value, const char *origin,
                                           kvshard_error *err);
@@ -599,17 +600,23 @@ KVSHARD_EXPORT int kvshard_deployment_set(kvshard_deployment *deployment, const 
 #define KVSHARD_ARGS_IGNORE_UNKNOWN 1u /**< skip flags kvshard does not know */
 
 /**
- * Apply gflags-style arguments, as an engine's command line or flag file
- * would hold them: `--key=value`, a bare `--key` (true) and `--nokey`
- * (false) for booleans, and `--flagfile=FILE` (one flag per line,
- * `#` starts a comment; nested flag files are read too). The engine profile
- * is settled first, wherever `--engine` stands, so the xLLM flag names are
- * accepted under `--engine=xllm` in any order. `--ignore_unknown_flags` in
- * the arguments, or KVSHARD_ARGS_IGNORE_UNKNOWN, skips unknown flags instead
- * of failing. Every argument must be a flag. On failure the deployment is
- * unchanged and the error names the argument (or the flag file's line and
- * column). Errors: those of kvshard_deployment_set(), KVSHARD_EIO for a flag
- * file, KVSHARD_ELIMIT for flag files nested too deeply.
+ * Apply an engine's arguments, as its command line or flag file would hold
+ * them: gflags-style by default (`--key=value`, a bare `--key` (true) and
+ * `--nokey` (false) for booleans), and `--flagfile=FILE` (one argument per
+ * line, `#` starts a comment; nested flag files are read too). The engine
+ * profile is settled first, wherever `--engine` stands, so each engine's
+ * flag names are accepted under it in any order. Under `--engine=vllm` and
+ * `--engine=sglang` the arguments are read as those engines write them:
+ * also `--key value` (a flag that takes a value takes the next argument),
+ * one dash as well as two, '-' and '_' alike, `--no-key` for false; two
+ * spellings of one input with different values are KVSHARD_EDUPKEY.
+ * `--ignore_unknown_flags` in the arguments, or KVSHARD_ARGS_IGNORE_UNKNOWN,
+ * skips unknown flags instead of failing (an unknown flag without `=` takes
+ * the next argument with it unless that starts with `-`). Any other
+ * argument must be a flag. On failure the deployment is unchanged and the
+ * error names the argument (or the flag file's line and column). Errors:
+ * those of kvshard_deployment_set(), KVSHARD_EIO for a flag file,
+ * KVSHARD_ELIMIT for flag files nested too deeply.
  */
 KVSHARD_EXPORT int kvshard_deployment_apply_args(kvshard_deployment *deployment, size_t count,
                                                  const char *const *args, unsigned flags,

@@ -27,9 +27,10 @@ extern const kvshard__profile kvshard_profile__sglang;
 static const kvshard_profile__versions versions = {"0.5.21", KVSHARD_V(0, 5, 9),
                                                    KVSHARD_V(0, 5, 21)};
 
-static const kvshard_versions__v V_DRAFT_STATE = KVSHARD_V(0, 5, 13); /* speculation with state; lazy */
+static const kvshard_versions__v V_DRAFT_STATE =
+    KVSHARD_V(0, 5, 13); /* speculation with state; lazy */
 static const kvshard_versions__v V_EXTRA_BUFFER = KVSHARD_V(0, 5, 14); /* auto: extra_buffer */
-static const kvshard_versions__v V_0_5_17 = KVSHARD_V(0, 5, 17); /* K + 1 slots; 100 MiB; R */
+static const kvshard_versions__v V_0_5_17 = KVSHARD_V(0, 5, 17);       /* K + 1 slots; 100 MiB; R */
 
 #define GIB 1073741824.0
 
@@ -55,6 +56,8 @@ enum {
     IN_DEVICE_FREE,
     IN_NON_KV,
     IN_MULTIMODAL,
+    IN_UNIFIED_MEMORY,
+    IN_HIERARCHICAL,
 };
 
 enum { S_AUTO, S_NO_BUFFER, S_EXTRA_BUFFER, S_EXTRA_BUFFER_LAZY };
@@ -66,17 +69,22 @@ static const kvshard_value__word strategy_words[] = {{"auto", S_AUTO},
                                                      {"extra_buffer_lazy", S_EXTRA_BUFFER_LAZY},
                                                      {NULL, 0}};
 static const kvshard_value__word kv_dtype_words[] = {
-    {"auto", KVSHARD_DTYPE_AUTO},    {"bf16", KVSHARD_DTYPE_BF16},
+    {"auto", KVSHARD_DTYPE_AUTO},     {"bf16", KVSHARD_DTYPE_BF16},
     {"bfloat16", KVSHARD_DTYPE_BF16}, {"fp8_e4m3", KVSHARD_DTYPE_FP8},
-    {"fp8_e5m2", KVSHARD_DTYPE_FP8}, {NULL, 0},
+    {"fp8_e5m2", KVSHARD_DTYPE_FP8},  {NULL, 0},
 };
 static const kvshard_value__word ssm_dtype_words[] = {
-    {"float32", KVSHARD_DTYPE_FP32}, {"bfloat16", KVSHARD_DTYPE_BF16},
-    {"float16", KVSHARD_DTYPE_FP16}, {NULL, 0},
+    {"float32", KVSHARD_DTYPE_FP32},
+    {"bfloat16", KVSHARD_DTYPE_BF16},
+    {"float16", KVSHARD_DTYPE_FP16},
+    {NULL, 0},
 };
 
 #define R KVSHARD_ERANGE
-#define NO_VALUE {0, 0.0, NULL, 0}
+#define NO_VALUE                                                                                   \
+    {                                                                                              \
+        0, 0.0, NULL, 0                                                                            \
+    }
 static const kvshard_profile__input inputs[] = {
     [IN_VERSION] = KVSHARD_VERSIONS__INPUT,
     [IN_TP] = {{"tp_size", KVSHARD__VT_U32, 1, KVSHARD_MAX_RANKS, KVSHARD_EPARALLEL, true, NULL,
@@ -100,8 +108,7 @@ static const kvshard_profile__input inputs[] = {
     [IN_MAX_TOTAL] = {{"max_total_tokens", KVSHARD__VT_U32, 1, UINT32_MAX, R, true, NULL, NULL},
                       NO_VALUE,
                       "none"},
-    [IN_MAMBA_SIZE] = {{"max_mamba_cache_size", KVSHARD__VT_U32, 1, 1u << 30, R, true, NULL,
-                        NULL},
+    [IN_MAMBA_SIZE] = {{"max_mamba_cache_size", KVSHARD__VT_U32, 1, 1u << 30, R, true, NULL, NULL},
                        NO_VALUE,
                        "none"},
     [IN_RATIO] = {{"mamba_full_memory_ratio", KVSHARD__VT_DECIMAL, 0, 100, R, false, NULL, NULL},
@@ -118,15 +125,13 @@ static const kvshard_profile__input inputs[] = {
     [IN_RADIX_OFF] = {{"disable_radix_cache", KVSHARD__VT_BOOL, 0, 1, R, false, NULL, NULL},
                       NO_VALUE,
                       NULL},
-    [IN_OVERLAP_OFF] = {{"disable_overlap_schedule", KVSHARD__VT_BOOL, 0, 1, R, false, NULL,
-                         NULL},
+    [IN_OVERLAP_OFF] = {{"disable_overlap_schedule", KVSHARD__VT_BOOL, 0, 1, R, false, NULL, NULL},
                         NO_VALUE,
                         NULL},
     [IN_CHUNKED] = {{"chunked_prefill_size", KVSHARD__VT_U32, 1, UINT32_MAX, R, true, NULL, NULL},
                     NO_VALUE,
                     "none"},
-    [IN_DRAFT] = {{"speculative_num_draft_tokens", KVSHARD__VT_U32, 0, 1024, R, false, NULL,
-                   NULL},
+    [IN_DRAFT] = {{"speculative_num_draft_tokens", KVSHARD__VT_U32, 0, 1024, R, false, NULL, NULL},
                   NO_VALUE,
                   NULL},
     [IN_DSA_SPLIT] = {{"enable_dsa_cache_layer_split", KVSHARD__VT_BOOL, 0, 1, R, false, NULL,
@@ -143,6 +148,15 @@ static const kvshard_profile__input inputs[] = {
     [IN_MULTIMODAL] = {{"multimodal", KVSHARD__VT_BOOL, 0, 1, R, false, NULL, NULL},
                        {UNSET_BOOL, 0.0, NULL, 0},
                        "whether the config has vision_config"},
+    /* Pools the profile does not cover: read so that they are refused,
+     * never skipped. */
+    [IN_UNIFIED_MEMORY] = {{"enable_unified_memory", KVSHARD__VT_BOOL, 0, 1, R, false, NULL, NULL},
+                           NO_VALUE,
+                           NULL},
+    [IN_HIERARCHICAL] = {{"enable_hierarchical_cache", KVSHARD__VT_BOOL, 0, 1, R, false, NULL,
+                          NULL},
+                         NO_VALUE,
+                         NULL},
     {{NULL, KVSHARD__VT_U32, 0, 0, 0, false, NULL, NULL}, NO_VALUE, NULL},
 };
 #undef R
@@ -174,19 +188,19 @@ typedef struct sglang_state {
     bool has_state;
     bool mla;
     bool dsa;
-    bool split;       /* the DSA layer split */
-    bool radix;       /* the radix cache is on */
-    bool overlap;     /* the overlap schedule is on, after the strategy */
-    bool multimodal;  /* known when the budget needs it */
-    bool v17;         /* K + 1 slots charged, 100 MiB kept, R by tokens */
-    int strategy;     /* S_NO_BUFFER, S_EXTRA_BUFFER or S_EXTRA_BUFFER_LAZY */
-    uint32_t ratio;   /* state slots a running request holds */
-    uint32_t page;    /* p */
+    bool split;      /* the DSA layer split */
+    bool radix;      /* the radix cache is on */
+    bool overlap;    /* the overlap schedule is on, after the strategy */
+    bool multimodal; /* known when the budget needs it */
+    bool v17;        /* K + 1 slots charged, 100 MiB kept, R by tokens */
+    int strategy;    /* S_NO_BUFFER, S_EXTRA_BUFFER or S_EXTRA_BUFFER_LAZY */
+    uint32_t ratio;  /* state slots a running request holds */
+    uint32_t page;   /* p */
     uint32_t tp, dp, dpdiv;
-    uint32_t layers;  /* N_kv' */
-    uint32_t spec;    /* draft tokens */
-    uint32_t context; /* the engine's context length; 0: not known */
-    uint64_t requested; /* --max-running-requests q; 0: none */
+    uint32_t layers;     /* N_kv' */
+    uint32_t spec;       /* draft tokens */
+    uint32_t context;    /* the engine's context length; 0: not known */
+    uint64_t requested;  /* --max-running-requests q; 0: none */
     uint64_t mamba_size; /* --max-mamba-cache-size; 0: none */
     uint64_t max_total;  /* --max-total-tokens; 0: none */
     double mamba_ratio;  /* r */
@@ -234,9 +248,9 @@ static const uint32_t covered_kinds = 1u << KVSHARD_LAYER_FULL_ATTENTION |
 static const kvshard_state_kind covered_states[] = {KVSHARD_STATE_GDN, KVSHARD_STATE_MAMBA2,
                                                     KVSHARD_STATE_NONE};
 /* Models whose state pool keeps extra buffers when `auto` picks. */
-static const char *const extra_buffer_types[] = {
-    "qwen3_5",   "qwen3_5_moe",      "qwen3_5_text", "qwen3_5_moe_text", "qwen3_next",
-    "falcon_h1", "granitemoehybrid", "nemotron_h",   NULL};
+static const char *const extra_buffer_types[] = {"qwen3_5",          "qwen3_5_moe", "qwen3_5_text",
+                                                 "qwen3_5_moe_text", "qwen3_next",  "falcon_h1",
+                                                 "granitemoehybrid", "nemotron_h",  NULL};
 
 static int check_coverage(const kvshard_profile__settling *s, const sglang_state *st,
                           const char **blame, kvshard_error *err)
@@ -246,10 +260,9 @@ static int check_coverage(const kvshard_profile__settling *s, const sglang_state
     uint8_t kind = kvshard_profile__unplanned_kind(m, covered_kinds);
     *blame = "engine";
     if (kind != KVSHARD__KIND_COUNT)
-        return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
-                    "%s layers (%u of %u) are not covered yet",
-                    kvshard_layer_kind_name((kvshard_layer_kind)kind), m->count[kind],
-                    m->num_layers);
+        return fail(
+            err, KVSHARD_EPROFILE, "engine_unsupported", "%s layers (%u of %u) are not covered yet",
+            kvshard_layer_kind_name((kvshard_layer_kind)kind), m->count[kind], m->num_layers);
     if (m->num_state > 0) {
         const kvshard_state_kind *k = covered_states;
         while (*k != KVSHARD_STATE_NONE && *k != m->state.kind)
@@ -271,6 +284,12 @@ static int check_coverage(const kvshard_profile__settling *s, const sglang_state
         return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
                     "--pp-size %llu: pipeline stages are not covered yet",
                     (unsigned long long)s->inputs[IN_PP].u);
+    *blame = s->inputs[IN_UNIFIED_MEMORY].u ? "enable_unified_memory" : "enable_hierarchical_cache";
+    if (s->inputs[IN_UNIFIED_MEMORY].u || s->inputs[IN_HIERARCHICAL].u)
+        return fail(
+            err, KVSHARD_EPROFILE, "engine_unsupported", "--%s: the engine's %s is not covered yet",
+            s->inputs[IN_UNIFIED_MEMORY].u ? "enable-unified-memory" : "enable-hierarchical-cache",
+            s->inputs[IN_UNIFIED_MEMORY].u ? "unified memory pool" : "hierarchical cache");
     *blame = "kv_cache_dtype";
     if (o->kv_cache_dtype == KVSHARD_DTYPE_FP16 || o->kv_cache_dtype == KVSHARD_DTYPE_INT8)
         return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
@@ -300,8 +319,8 @@ static int check_coverage(const kvshard_profile__settling *s, const sglang_state
 }
 
 /* The strategy, under the name the release reads. */
-static int settle_strategy(const kvshard_profile__settling *s, const sglang_state *st,
-                           int *out, const char **blame, kvshard_error *err)
+static int settle_strategy(const kvshard_profile__settling *s, const sglang_state *st, int *out,
+                           const char **blame, kvshard_error *err)
 {
     int now = (int)s->inputs[IN_STRATEGY].u, old = (int)s->inputs[IN_OLD_STRATEGY].u;
     *blame = "mamba_radix_cache_strategy";
@@ -365,8 +384,8 @@ static int settle_world(kvshard_profile__settling *s, sglang_state *st, const ch
 
 /* The temporal state's dtype: the flag, else the config's mamba_ssm_dtype
  * when it names a 16- or 32-bit dtype, else float32. */
-static int ssm_dtype_of(kvshard_dtype *out, const kvshard_profile__settling *s,
-                        const char **blame, kvshard_error *err)
+static int ssm_dtype_of(kvshard_dtype *out, const kvshard_profile__settling *s, const char **blame,
+                        kvshard_error *err)
 {
     const kvshard__model_info *m = s->model;
     if (s->options->state_dtype != KVSHARD_DTYPE_AUTO) {
@@ -423,8 +442,8 @@ static int settle(kvshard_profile__settling *s, const char **blame, kvshard_erro
     st.mamba_ratio = s->inputs[IN_RATIO].d;
     st.radix = s->inputs[IN_RADIX_OFF].u == 0;
     st.overlap = s->inputs[IN_OVERLAP_OFF].u == 0;
-    st.context = s->given->context_length ? s->given->context_length
-                                          : s->facts.max_position_embeddings;
+    st.context =
+        s->given->context_length ? s->given->context_length : s->facts.max_position_embeddings;
     /* The DSA layer split over the attention context-parallel group. */
     uint64_t C = s->inputs[IN_ATTN_CP].u;
     uint32_t n_kv = m->count[KVSHARD_LAYER_FULL_ATTENTION];
@@ -452,18 +471,19 @@ static int settle(kvshard_profile__settling *s, const char **blame, kvshard_erro
     kvshard_dtype kv = o->kv_cache_dtype;
     if (kv == KVSHARD_DTYPE_AUTO)
         kv = m->dtype == KVSHARD_DTYPE_FP32 || m->dtype == KVSHARD_DTYPE_FP8 ? KVSHARD_DTYPE_BF16
-                                                                           : m->dtype;
+                                                                             : m->dtype;
     uint64_t kvb = kvshard__dtype_bytes(kv);
     kvshard__calc c = {false, false, false};
     if (st.mla) {
-        uint64_t latent = kvshard__calc_mul(&c, (uint64_t)m->kv_lora_rank + m->qk_rope_head_dim, kvb);
+        uint64_t latent =
+            kvshard__calc_mul(&c, (uint64_t)m->kv_lora_rank + m->qk_rope_head_dim, kvb);
         uint64_t index = st.dsa ? (uint64_t)m->index_head_dim + (m->index_head_dim / 128) * 4 : 0;
         st.cell = kvshard__calc_mul(&c, kvshard__calc_add(&c, latent, index), st.layers);
         st.pool_token = kvshard__calc_mul(&c, st.dsa && kvb == 1 ? 656 : latent, st.layers);
     } else {
         uint64_t h = m->num_kv_heads / T ? m->num_kv_heads / T : 1;
-        st.k_token =
-            kvshard__calc_mul(&c, kvshard__calc_mul(&c, h, m->head_dim), kvshard__calc_mul(&c, st.layers, kvb));
+        st.k_token = kvshard__calc_mul(&c, kvshard__calc_mul(&c, h, m->head_dim),
+                                       kvshard__calc_mul(&c, st.layers, kvb));
         st.cell = kvshard__calc_mul(&c, 2, st.k_token);
     }
     if (st.has_state) {
@@ -483,10 +503,10 @@ static int settle(kvshard_profile__settling *s, const char **blame, kvshard_erro
                 st.overlap = false;
         }
         st.strategy = strategy;
-        st.ratio = !st.radix                              ? 1
-                   : strategy == S_EXTRA_BUFFER && st.overlap ? 5
+        st.ratio = !st.radix                                                       ? 1
+                   : strategy == S_EXTRA_BUFFER && st.overlap                      ? 5
                    : strategy == S_EXTRA_BUFFER || strategy == S_EXTRA_BUFFER_LAZY ? 4
-                                                                                  : 3;
+                                                                                   : 3;
         if (st.spec > 0 && st.requested == 0) {
             *blame = "max_seqs";
             return fail(err, KVSHARD_EMISSING, "engine_input_missing",
@@ -554,8 +574,8 @@ static int check(const kvshard_profile__ctx *c, const char **blame, kvshard_erro
 /* ---- budget and capacity ------------------------------------------------------------- */
 
 /* The rest, in GiB, from the device figures, as the engine works it out. */
-static int device_rest(double *out, const kvshard_value *in, uint32_t world,
-                       const char **blame, kvshard_error *err)
+static int device_rest(double *out, const kvshard_value *in, uint32_t world, const char **blame,
+                       kvshard_error *err)
 {
     uint64_t free_bytes = in[IN_DEVICE_FREE].u, non_kv = in[IN_NON_KV].u;
     double f = in[IN_FRACTION].d;
@@ -622,8 +642,8 @@ static int64_t floor_count(double x)
     return f < -9.0e18 ? INT64_MIN / 2 : f > 9.0e18 ? INT64_MAX / 2 : (int64_t)f;
 }
 
-static int capacity(kvshard__capacity *c, uint64_t *rank_blocks,
-                    const kvshard__capacity_inputs *in, const char **blame, kvshard_error *err)
+static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__capacity_inputs *in,
+                    const char **blame, kvshard_error *err)
 {
     sglang_state st = state_of(in->state);
     const kvshard_options *o = in->options;
@@ -689,8 +709,8 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks,
         tokens -= tokens % (int64_t)p;
     }
     if ((st.v17 && available <= 0) || tokens <= 0) {
-        *blame = in->own_budget && o->memory_per_rank == 0 ? "mem_fraction_static"
-                                                           : "memory_per_rank";
+        *blame =
+            in->own_budget && o->memory_per_rank == 0 ? "mem_fraction_static" : "memory_per_rank";
         return fail(err, KVSHARD_ENOBLOCK, "not_enough_memory",
                     "%lld bytes are left for the token pool, %llu bytes a token: no token fits",
                     (long long)available, (unsigned long long)st.cell);
@@ -712,7 +732,7 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks,
     if (st.has_state && (uint64_t)K / st.ratio < Rr)
         Rr = (uint64_t)K / st.ratio;
     if (Rr == 0) {
-        *blame = st.mamba_size                 ? "max_mamba_cache_size"
+        *blame = st.mamba_size               ? "max_mamba_cache_size"
                  : st.requested && !st.radix ? "max_seqs"
                                              : "memory_per_rank";
         return fail(err, KVSHARD_ENOBLOCK, "max_running_requests_zero",
@@ -882,10 +902,11 @@ static void report_rows(const kvshard__printer *p, const kvshard_profile__view *
         if (!c->has_num_blocks)
             return;
         kvshard_format__row(p, "the engine logs");
-        kvshard_format__printf(p, "max_total_num_tokens=%llu, max_running_requests=%llu, "
-                                  "context_len=%u",
-                               (unsigned long long)c->max_tokens,
-                               (unsigned long long)c->max_seqs, st.context);
+        kvshard_format__printf(p,
+                               "max_total_num_tokens=%llu, max_running_requests=%llu, "
+                               "context_len=%u",
+                               (unsigned long long)c->max_tokens, (unsigned long long)c->max_seqs,
+                               st.context);
         kvshard_format__row_end(p);
         return;
     }

@@ -38,8 +38,8 @@ static bool literal(const char *s, size_t len, size_t *i, const char *word)
 
 static bool local_char(char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '.' || c == '_' || c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
 }
 
 bool kvshard_versions__parse(kvshard_versions__v *out, const char *s, size_t len)

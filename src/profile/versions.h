@@ -19,8 +19,14 @@ typedef struct kvshard_versions__v {
 } kvshard_versions__v;
 
 /* A release, and a nightly (rcN.devM) as a literal. */
-#define KVSHARD_V(x, y, z) {(x), (y), (z), -1, -1, -1}
-#define KVSHARD_V_RC_DEV(x, y, z, rc, dev) {(x), (y), (z), (rc), -1, (dev)}
+#define KVSHARD_V(x, y, z)                                                                         \
+    {                                                                                              \
+        (x), (y), (z), -1, -1, -1                                                                  \
+    }
+#define KVSHARD_V_RC_DEV(x, y, z, rc, dev)                                                         \
+    {                                                                                              \
+        (x), (y), (z), (rc), -1, (dev)                                                             \
+    }
 
 /* Longest version text kvshard writes back. */
 #define KVSHARD_VERSIONS__TEXT_MAX 48
@@ -57,10 +63,17 @@ kvshard_versions__text kvshard_versions__text_of(const kvshard_versions__v *v);
 extern const kvshard_value__more kvshard_versions__input_more;
 
 /* The engine_version input every engine profile declares alike. */
-#define KVSHARD_VERSIONS__INPUT                                                                   \
-    {{"engine_version", KVSHARD__VT_TEXT, 0, 0, KVSHARD_ERANGE, true, NULL,                     \
-      &kvshard_versions__input_more},                                                            \
-     {0, 0.0, NULL, 0},                                                                          \
-     "the newest the profile covers"}
+#define KVSHARD_VERSIONS__INPUT                                                                    \
+    {                                                                                              \
+        {"engine_version",                                                                         \
+         KVSHARD__VT_TEXT,                                                                         \
+         0,                                                                                        \
+         0,                                                                                        \
+         KVSHARD_ERANGE,                                                                           \
+         true,                                                                                     \
+         NULL,                                                                                     \
+         &kvshard_versions__input_more},                                                           \
+            {0, 0.0, NULL, 0}, "the newest the profile covers"                                     \
+    }
 
 #endif /* KVSHARD_PROFILE_VERSIONS_H */

@@ -35,9 +35,9 @@ static const kvshard_versions__v V_MODE_ALIGN = KVSHARD_V(0, 15, 0);   /* Mamba 
 static const kvshard_versions__v V_QWEN3_5 = KVSHARD_V(0, 17, 0);      /* Qwen3.5 served */
 static const kvshard_versions__v V_GROUP_1_5 = KVSHARD_V(0, 18, 0);    /* 1.5x group rule, graphs */
 static const kvshard_versions__v V_SEQS_ERROR = KVSHARD_V(0, 19, 0);   /* max_num_seqs refused */
-static const kvshard_versions__v V_0_20 = KVSHARD_V(0, 20, 0);         /* u 0.92, f32, align, line */
+static const kvshard_versions__v V_0_20 = KVSHARD_V(0, 20, 0); /* u 0.92, f32, align, line */
 static const kvshard_versions__v V_TOKENS = KVSHARD_V_RC_DEV(0, 20, 1, 1, 31); /* tokens line */
-static const kvshard_versions__v V_PREFIX_ON = KVSHARD_V(0, 27, 0);     /* prefix caching on */
+static const kvshard_versions__v V_PREFIX_ON = KVSHARD_V(0, 27, 0); /* prefix caching on */
 
 /* ---- inputs -------------------------------------------------------------------------- */
 
@@ -61,6 +61,8 @@ enum {
     IN_DEVICE_TOTAL,
     IN_DEVICE_FREE,
     IN_NON_KV,
+    IN_DECODE_CP,
+    IN_PREFILL_CP,
 };
 
 enum { MODE_NONE, MODE_ALIGN, MODE_ALL };
@@ -69,23 +71,34 @@ enum { MODE_NONE, MODE_ALIGN, MODE_ALL };
 
 static const kvshard_value__word model_len_words[] = {{"-1", -1}, {"auto", -2}, {NULL, 0}};
 static const kvshard_value__word dtype_words[] = {
-    {"auto", KVSHARD_DTYPE_AUTO},   {"bfloat16", KVSHARD_DTYPE_BF16}, {"float16", KVSHARD_DTYPE_FP16},
-    {"half", KVSHARD_DTYPE_FP16},   {"float32", KVSHARD_DTYPE_FP32},  {"float", KVSHARD_DTYPE_FP32},
+    {"auto", KVSHARD_DTYPE_AUTO},
+    {"bfloat16", KVSHARD_DTYPE_BF16},
+    {"float16", KVSHARD_DTYPE_FP16},
+    {"half", KVSHARD_DTYPE_FP16},
+    {"float32", KVSHARD_DTYPE_FP32},
+    {"float", KVSHARD_DTYPE_FP32},
     {NULL, 0},
 };
 static const kvshard_value__word state_dtype_words[] = {
-    {"auto", KVSHARD_DTYPE_AUTO},    {"float32", KVSHARD_DTYPE_FP32},
-    {"bfloat16", KVSHARD_DTYPE_BF16}, {"float16", KVSHARD_DTYPE_FP16},
+    {"auto", KVSHARD_DTYPE_AUTO},
+    {"float32", KVSHARD_DTYPE_FP32},
+    {"bfloat16", KVSHARD_DTYPE_BF16},
+    {"float16", KVSHARD_DTYPE_FP16},
     {NULL, 0},
 };
 /* One byte without scales in the page for every fp8 word; fp8_ds_mla is
  * fp8 too. */
 static const kvshard_value__word kv_dtype_words[] = {
-    {"auto", KVSHARD_DTYPE_AUTO},    {"bfloat16", KVSHARD_DTYPE_BF16},
-    {"bf16", KVSHARD_DTYPE_BF16},    {"float16", KVSHARD_DTYPE_FP16},
-    {"fp16", KVSHARD_DTYPE_FP16},    {"half", KVSHARD_DTYPE_FP16},
-    {"fp8", KVSHARD_DTYPE_FP8},      {"fp8_e4m3", KVSHARD_DTYPE_FP8},
-    {"fp8_e5m2", KVSHARD_DTYPE_FP8}, {"fp8_ds_mla", KVSHARD_DTYPE_FP8},
+    {"auto", KVSHARD_DTYPE_AUTO},
+    {"bfloat16", KVSHARD_DTYPE_BF16},
+    {"bf16", KVSHARD_DTYPE_BF16},
+    {"float16", KVSHARD_DTYPE_FP16},
+    {"fp16", KVSHARD_DTYPE_FP16},
+    {"half", KVSHARD_DTYPE_FP16},
+    {"fp8", KVSHARD_DTYPE_FP8},
+    {"fp8_e4m3", KVSHARD_DTYPE_FP8},
+    {"fp8_e5m2", KVSHARD_DTYPE_FP8},
+    {"fp8_ds_mla", KVSHARD_DTYPE_FP8},
     {NULL, 0},
 };
 static const kvshard_value__word mode_words[] = {
@@ -95,7 +108,10 @@ static const kvshard_value__fields spec_fields = {"method", "num_speculative_tok
 static const kvshard_value__more spec_more = {NULL, &spec_fields};
 
 #define R KVSHARD_ERANGE
-#define NO_VALUE {0, 0.0, NULL, 0}
+#define NO_VALUE                                                                                   \
+    {                                                                                              \
+        0, 0.0, NULL, 0                                                                            \
+    }
 static const kvshard_profile__input inputs[] = {
     [IN_VERSION] = KVSHARD_VERSIONS__INPUT,
     [IN_TP] = {{"tensor_parallel_size", KVSHARD__VT_U32, 1, KVSHARD_MAX_RANKS, KVSHARD_EPARALLEL,
@@ -106,8 +122,8 @@ static const kvshard_profile__input inputs[] = {
                 true, NULL, NULL},
                NO_VALUE,
                "dp_size"},
-    [IN_PP] = {{"pipeline_parallel_size", KVSHARD__VT_U32, 1, KVSHARD_MAX_RANKS,
-                KVSHARD_EPARALLEL, false, NULL, NULL},
+    [IN_PP] = {{"pipeline_parallel_size", KVSHARD__VT_U32, 1, KVSHARD_MAX_RANKS, KVSHARD_EPARALLEL,
+                false, NULL, NULL},
                {1, 0.0, NULL, 0},
                NULL},
     [IN_MAX_MODEL_LEN] = {{"max_model_len", KVSHARD__VT_U32, 1, KVSHARD_MAX_CONTEXT_LENGTH, R, true,
@@ -121,8 +137,8 @@ static const kvshard_profile__input inputs[] = {
                          NULL},
                         NO_VALUE,
                         "0.92 (0.9 before 0.20.0)"},
-    [IN_BLOCKS_OVERRIDE] = {{"num_gpu_blocks_override", KVSHARD__VT_U32, 1, 1u << 31, R, true,
-                             NULL, NULL},
+    [IN_BLOCKS_OVERRIDE] = {{"num_gpu_blocks_override", KVSHARD__VT_U32, 1, 1u << 31, R, true, NULL,
+                             NULL},
                             NO_VALUE,
                             "none"},
     [IN_DTYPE] = {{"dtype", KVSHARD__VT_WORD, 0, 0, R, false, dtype_words, NULL},
@@ -144,9 +160,10 @@ static const kvshard_profile__input inputs[] = {
     [IN_EAGER] = {{"enforce_eager", KVSHARD__VT_BOOL, 0, 1, R, false, NULL, NULL},
                   {0, 0.0, NULL, 0},
                   NULL},
-    [IN_DRAFT_CONFIG] = {{"speculative_config", KVSHARD__VT_OBJECT, 0, 0, R, false, NULL, &spec_more},
-                 NO_VALUE,
-                 "none"},
+    [IN_DRAFT_CONFIG] = {{"speculative_config", KVSHARD__VT_OBJECT, 0, 0, R, false, NULL,
+                          &spec_more},
+                         NO_VALUE,
+                         "none"},
     [IN_DRAFT_LAYERS] = {{"draft_attention_layers", KVSHARD__VT_U32, 0, KVSHARD__MAX_DRAFT_LAYERS,
                           R, false, NULL, NULL},
                          {UINT64_MAX, 0.0, NULL, 0},
@@ -162,6 +179,16 @@ static const kvshard_profile__input inputs[] = {
     [IN_NON_KV] = {{"non_kv_memory", KVSHARD__VT_BYTES, 0, UINT64_MAX, R, false, NULL, NULL},
                    {UINT64_MAX, 0.0, NULL, 0},
                    "none"},
+    /* Context parallelism the profile does not cover: read so that it is
+     * refused, never skipped. */
+    [IN_DECODE_CP] = {{"decode_context_parallel_size", KVSHARD__VT_U32, 1, KVSHARD_MAX_RANKS,
+                       KVSHARD_EPARALLEL, false, NULL, NULL},
+                      {1, 0.0, NULL, 0},
+                      NULL},
+    [IN_PREFILL_CP] = {{"prefill_context_parallel_size", KVSHARD__VT_U32, 1, KVSHARD_MAX_RANKS,
+                        KVSHARD_EPARALLEL, false, NULL, NULL},
+                       {1, 0.0, NULL, 0},
+                       NULL},
     {{NULL, KVSHARD__VT_U32, 0, 0, 0, false, NULL, NULL}, NO_VALUE, NULL},
 };
 #undef R
@@ -173,6 +200,8 @@ static const kvshard_profile__alias aliases[] = {
     {"tp", "tensor_parallel_size", NULL},
     {"dp", "data_parallel_size", NULL},
     {"pp", "pipeline_parallel_size", NULL},
+    {"dcp", "decode_context_parallel_size", NULL},
+    {"pcp", "prefill_context_parallel_size", NULL},
     {"max_num_seqs", "max_seqs", NULL},
     {"kv_cache_memory_bytes", "memory_per_rank", NULL},
     {"kv_cache_dtype", "kv_cache_dtype", kv_dtype_words},
@@ -188,18 +217,18 @@ enum { MODE_KEPT, MODE_NO_ALL_SUPPORT, MODE_DRAFTING };
 
 typedef struct vllm_state {
     kvshard_versions__v version;
-    bool has_state;     /* the model has state layers */
-    bool dsa;           /* MLA with indexer keys: one group of every layer */
-    bool prefix;        /* prefix caching, after the rules */
-    int mode;           /* MODE_*; -1 without state layers */
-    uint8_t pc_reason;  /* PC_*: why prefix caching is off though asked */
+    bool has_state;    /* the model has state layers */
+    bool dsa;          /* MLA with indexer keys: one group of every layer */
+    bool prefix;       /* prefix caching, after the rules */
+    int mode;          /* MODE_*; -1 without state layers */
+    uint8_t pc_reason; /* PC_*: why prefix caching is off though asked */
     uint8_t mode_reason;
-    bool raised;        /* the block rose above the requested one */
-    bool block_line;    /* "Setting attention block size" is printed */
-    bool padded;        /* "Padding mamba page size" is printed */
+    bool raised;                /* the block rose above the requested one */
+    bool block_line;            /* "Setting attention block size" is printed */
+    bool padded;                /* "Padding mamba page size" is printed */
     bool tokens_by_concurrency; /* the token line is int(concurrency x L) */
-    bool seqs_error;    /* max_num_seqs above the blocks is refused */
-    bool seqs_warning;  /* ... or caps the CUDA-graph sizes */
+    bool seqs_error;            /* max_num_seqs above the blocks is refused */
+    bool seqs_warning;          /* ... or caps the CUDA-graph sizes */
     bool eager;
     bool budget_ceil;   /* requested = ceil(total x u) */
     uint32_t requested; /* the block asked for (or the default) */
@@ -215,7 +244,7 @@ typedef struct vllm_state {
     uint32_t groups_full, groups_sliding, groups_state; /* groups of each type */
     uint32_t pad_full, pad_sliding, pad_state;          /* padding layers of each type */
     uint32_t override_blocks;                           /* 0: none */
-    uint64_t a1;  /* attention bytes per token of one layer */
+    uint64_t a1;                                        /* attention bytes per token of one layer */
     uint64_t idx; /* DSA indexer bytes per token of one layer */
     uint64_t page;
     uint64_t mamba_page; /* unpadded; 0 without state */
@@ -265,9 +294,8 @@ static const char *const nemotron_types[] = {"nemotron_h", NULL};
 static const char *const qwen3_5_types[] = {"qwen3_5", "qwen3_5_moe", "qwen3_5_text",
                                             "qwen3_5_moe_text", NULL};
 /* Models whose Mamba2 state vLLM can cache at every chunk (mode all). */
-static const char *const all_mode_types[] = {"nemotron_h", "granitemoehybrid", "bamba",
-                                             "falcon_h1",  "zamba2",           "mamba",
-                                             "mamba2",     NULL};
+static const char *const all_mode_types[] = {
+    "nemotron_h", "granitemoehybrid", "bamba", "falcon_h1", "zamba2", "mamba", "mamba2", NULL};
 
 /* What the engine covers: the kinds it plans are listed, so that a kind
  * added to kvshard later is refused until it is named here. */
@@ -278,10 +306,9 @@ static int check_coverage(const kvshard_profile__settling *s, const vllm_state *
     uint8_t kind = kvshard_profile__unplanned_kind(m, covered_kinds);
     *blame = "engine";
     if (kind != KVSHARD__KIND_COUNT)
-        return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
-                    "%s layers (%u of %u) are not covered yet",
-                    kvshard_layer_kind_name((kvshard_layer_kind)kind), m->count[kind],
-                    m->num_layers);
+        return fail(
+            err, KVSHARD_EPROFILE, "engine_unsupported", "%s layers (%u of %u) are not covered yet",
+            kvshard_layer_kind_name((kvshard_layer_kind)kind), m->count[kind], m->num_layers);
     if (m->num_state > 0) {
         const kvshard_state_kind *k = covered_states;
         while (*k != KVSHARD_STATE_NONE && *k != m->state.kind)
@@ -315,6 +342,16 @@ static int check_coverage(const kvshard_profile__settling *s, const vllm_state *
         return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
                     "--pipeline-parallel-size %llu: pipeline stages are not covered yet",
                     (unsigned long long)s->inputs[IN_PP].u);
+    *blame = s->inputs[IN_DECODE_CP].u > 1 ? "decode_context_parallel_size"
+                                           : "prefill_context_parallel_size";
+    if (s->inputs[IN_DECODE_CP].u > 1 || s->inputs[IN_PREFILL_CP].u > 1)
+        return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
+                    "--%s %llu: decode and prefill context parallelism are not covered yet",
+                    s->inputs[IN_DECODE_CP].u > 1 ? "decode-context-parallel-size"
+                                                  : "prefill-context-parallel-size",
+                    (unsigned long long)(s->inputs[IN_DECODE_CP].u > 1
+                                             ? s->inputs[IN_DECODE_CP].u
+                                             : s->inputs[IN_PREFILL_CP].u));
     *blame = "max_model_len";
     if ((int64_t)s->inputs[IN_MAX_MODEL_LEN].u < 0)
         return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
@@ -413,7 +450,8 @@ static int settle_speculation(kvshard_profile__settling *s, vllm_state *st, cons
         st->draft_layers = s->model->num_draft_layers;
     } else if (kvshard__text_is(method, len, "eagle") || kvshard__text_is(method, len, "eagle3")) {
         st->draft_layers = 1;
-    } else if (!kvshard__text_is(method, len, "ngram") && !kvshard__text_is(method, len, "suffix")) {
+    } else if (!kvshard__text_is(method, len, "ngram") &&
+               !kvshard__text_is(method, len, "suffix")) {
         return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
                     "speculative method %.*s: kvshard does not know how many attention layers "
                     "its draft model adds; give --draft-attention-layers N",
@@ -569,8 +607,8 @@ static int settle_block(kvshard_profile__settling *s, vllm_state *st, kvshard__c
     uint64_t align = st->requested > 16 ? st->requested : 16;
     uint64_t b;
     if (st->mode == MODE_ALL) {
-        uint64_t chunk = s->inputs[IN_MAMBA_BLOCK].u ? s->inputs[IN_MAMBA_BLOCK].u
-                                                     : s->facts.chunk_size;
+        uint64_t chunk =
+            s->inputs[IN_MAMBA_BLOCK].u ? s->inputs[IN_MAMBA_BLOCK].u : s->facts.chunk_size;
         if (!chunk) {
             *blame = "mamba_block_size";
             return fail(err, KVSHARD_EMISSING, "engine_input_missing",
@@ -581,8 +619,8 @@ static int settle_block(kvshard_profile__settling *s, vllm_state *st, kvshard__c
         uint64_t tokens = kvshard__ceil_div(st->mamba_page, st->a1);
         b = kvshard__calc_mul(c, chunk, kvshard__ceil_div(tokens, chunk));
     } else {
-        b = kvshard__calc_mul(c, align,
-                              kvshard__ceil_div(st->mamba_page, kvshard__calc_mul(c, align, st->a1)));
+        b = kvshard__calc_mul(
+            c, align, kvshard__ceil_div(st->mamba_page, kvshard__calc_mul(c, align, st->a1)));
     }
     if (b > KVSHARD_MAX_BLOCK_SIZE) {
         *blame = "engine";
@@ -695,18 +733,18 @@ static int settle(kvshard_profile__settling *s, const char **blame, kvshard_erro
     st.seqs_warning = from(&st, &V_GROUP_1_5) && !st.seqs_error;
     st.budget_ceil = from(&st, &V_BUDGET_CEIL);
     st.utilization = s->inputs[IN_UTILIZATION].d > 0.0 ? s->inputs[IN_UTILIZATION].d
-                     : from(&st, &V_0_20)               ? 0.92
-                                                        : 0.9;
+                     : from(&st, &V_0_20)              ? 0.92
+                                                       : 0.9;
     /* Bytes per token of one attention layer on one GPU (fp8: one byte,
      * no scales in the page). */
     kvshard_dtype kv = o->kv_cache_dtype == KVSHARD_DTYPE_AUTO ? served : o->kv_cache_dtype;
     uint64_t kv_bytes = dtype_bytes(kv);
     kvshard__calc c = {false, false, false};
     if (m->attention == KVSHARD_ATTENTION_MLA) {
-        st.a1 = st.dsa && kv_bytes == 1
-                    ? 656
-                    : kvshard__calc_mul(&c, (uint64_t)m->kv_lora_rank + m->qk_rope_head_dim,
-                                        kv_bytes);
+        st.a1 =
+            st.dsa && kv_bytes == 1
+                ? 656
+                : kvshard__calc_mul(&c, (uint64_t)m->kv_lora_rank + m->qk_rope_head_dim, kv_bytes);
         st.idx = st.dsa ? (uint64_t)m->index_head_dim + (m->index_head_dim / 128) * 4 : 0;
     } else {
         uint64_t h = m->num_kv_heads / T ? m->num_kv_heads / T : 1;
@@ -740,14 +778,12 @@ static int settle(kvshard_profile__settling *s, const char **blame, kvshard_erro
     st.page = kvshard__calc_mul(&c, st.block, st.a1);
     if (st.has_state && st.page > st.mamba_page) {
         st.padded = true;
-        st.padding_percent =
-            100.0 * (double)(st.page - st.mamba_page) / (double)st.mamba_page;
+        st.padding_percent = 100.0 * (double)(st.page - st.mamba_page) / (double)st.mamba_page;
     }
     settle_groups(&st);
     if (st.dsa) /* one group: every MLA layer's page and every indexer page */
-        st.bytes_per_block =
-            kvshard__calc_mul(&c, st.n_full,
-                              kvshard__calc_add(&c, st.page, kvshard__calc_mul(&c, st.block, st.idx)));
+        st.bytes_per_block = kvshard__calc_mul(
+            &c, st.n_full, kvshard__calc_add(&c, st.page, kvshard__calc_mul(&c, st.block, st.idx)));
     else
         st.bytes_per_block = kvshard__calc_mul(&c, st.page, st.group_size);
     if (c.overflow) {
@@ -844,8 +880,8 @@ static uint64_t longest_fit(const vllm_state *st, uint64_t budget_bytes, uint64_
     return lo;
 }
 
-static int capacity(kvshard__capacity *c, uint64_t *rank_blocks,
-                    const kvshard__capacity_inputs *in, const char **blame, kvshard_error *err)
+static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__capacity_inputs *in,
+                    const char **blame, kvshard_error *err)
 {
     vllm_state st = state_of(in->state);
     const kvshard_options *o = in->options;
@@ -876,9 +912,8 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks,
                     o->max_seqs, (unsigned long long)blocks, (unsigned long long)blocks);
     }
     double concurrency = (double)blocks / (double)st.blocks_per_request;
-    uint64_t tokens = st.tokens_by_concurrency
-                          ? (uint64_t)(concurrency * (double)st.max_model_len)
-                          : blocks / st.groups * st.block;
+    uint64_t tokens = st.tokens_by_concurrency ? (uint64_t)(concurrency * (double)st.max_model_len)
+                                               : blocks / st.groups * st.block;
     c->has_num_blocks = true;
     c->num_blocks = blocks;
     c->max_tokens = tokens;
