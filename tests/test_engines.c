@@ -271,7 +271,11 @@ static void test_version_range(void **state)
     assert_string_equal(efig_text(p, "version"), "0.11.0");
     kvshard_plan_free(p);
 
-    /* Under the kvshard profile the version is read by no one: a warning. */
+    /* Under the kvshard profile the version is read by no one: a warning,
+     * under either spelling. */
+    PLAN(&p, LLAMA, "--engine-version=0.20.0");
+    assert_true(kvshard_plan_has_warning(p, KVSHARD_WARN_PROFILE_INPUTS_IGNORED));
+    kvshard_plan_free(p);
     PLAN(&p, LLAMA, "--engine_version=0.20.0");
     assert_string_equal(warning_message(p, KVSHARD_WARN_PROFILE_INPUTS_IGNORED),
                         "engine_version applies only under engines xllm, vllm and sglang: the "
