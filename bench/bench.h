@@ -49,7 +49,8 @@ enum {
     BENCH_CASE_OWNS = 1u << 6,
     BENCH_CASE_QUERIES = 1u << 7,
     BENCH_CASE_SWEEP = 1u << 8,
-    BENCH_CASE_FLAGS = 1u << 9
+    BENCH_CASE_FLAGS = 1u << 9,
+    BENCH_CASE_ENGINES = 1u << 10
 };
 
 typedef struct bench_settings {
@@ -301,5 +302,8 @@ void bench_case_sweep(bench_report *r, bench_inputs *in);
 #define BENCH_FLAGS_TIME_LIMIT 30.0
 #define BENCH_FLAGS_MEMORY_LIMIT 0.5
 void bench_case_flags(bench_report *r, bench_inputs *in);
+/* The limit of its targets, which main.c also lists. */
+#define BENCH_ENGINES_LIMIT 1.1
+void bench_case_engines(bench_report *r, bench_inputs *in);
 
 #endif /* KVSHARD_BENCH_BENCH_H */

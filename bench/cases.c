@@ -340,22 +340,28 @@ void bench_case_memory(bench_report *r, bench_inputs *in)
  * ------------------------------------------------------------ */
 
 /* The options of the shipped deployment that names the model, else the
- * defaults. The options borrow the deployment's settings: the deployment is
- * kept in *keep for the caller to free once the options are done with. */
-static const char *options_for(kvshard_options *out, kvshard_deployment **keep,
+ * defaults; its settings (an engine profile's inputs) copied into
+ * *settings, which the caller frees, as the options borrow them. */
+static const char *options_for(kvshard_options *out, kvshard_settings **settings,
                                const bench_inputs *in, const char *model, const char *examples)
 {
     char needle[160];
     snprintf(needle, sizeof needle, "models/%s", model);
     kvshard_options defaults = KVSHARD_OPTIONS_INIT;
     *out = defaults;
-    *keep = NULL;
+    *settings = NULL;
     for (size_t i = 0; i < in->deployment_count; i++) {
         const bench_text *d = &in->deployments[i];
         if (!strstr(d->data, needle))
             continue;
-        *keep = load_deployment(d, examples);
-        kvshard_deployment_options(out, *keep);
+        kvshard_deployment *dep = load_deployment(d, examples);
+        kvshard_error err;
+        kvshard_deployment_options(out, dep);
+        int rc = kvshard_settings_copy(settings, out->settings, NULL, &err);
+        if (rc)
+            bench_die_kvshard(d->name, rc, &err);
+        out->settings = *settings;
+        kvshard_deployment_free(dep);
         return d->name;
     }
     return "defaults";
@@ -391,8 +397,8 @@ void bench_case_load(bench_report *r, bench_inputs *in)
     for (size_t i = 0; i < in->model_count; i++) {
         const bench_text *t = &in->models[i];
         kvshard_options o;
-        kvshard_deployment *keep;
-        const char *from = options_for(&o, &keep, in, t->name, s->examples);
+        kvshard_settings *settings;
+        const char *from = options_for(&o, &settings, in, t->name, s->examples);
         bench_progress("load + plan: %s (options: %s)", t->name, from);
         text_ctx c = {t->data, t->len, t->name, &o, NULL};
         kvshard_model *m = load_model(t->data, t->len, t->name, NULL);
@@ -401,7 +407,7 @@ void bench_case_load(bench_report *r, bench_inputs *in)
         bench_stats ratio = pair_ratio_case(s, s->pairs, &c, op_load_plan, &parse, &lp);
         bench_stats plan = bench_time(s, s->pairs, op_plan, &c);
         kvshard_model_free(m);
-        kvshard_deployment_free(keep);
+        kvshard_settings_free(settings);
         bench_row *row = bench_row_add(sec, "%s", t->name);
         bench_fig(row, "bytes", BENCH_UNIT_COUNT, (double)t->len);
         bench_fig_stats(row, "bare parse", BENCH_UNIT_NS, &parse);
@@ -1134,4 +1140,105 @@ void bench_case_flags(bench_report *r, bench_inputs *in)
     free(tb);
     free(ma);
     free(mb);
+}
+
+/* ---- planning under an engine profile against the kvshard profile
+ * ------------------------------------------------------------------------ */
+
+/* A shipped model config by file name. */
+static const bench_text *model_named(const bench_inputs *in, const char *name)
+{
+    for (size_t i = 0; i < in->model_count; i++) {
+        if (strcmp(in->models[i].name, name) == 0)
+            return &in->models[i];
+    }
+    bench_die("the example model %s is missing", name);
+}
+
+static kvshard_settings *engine_settings(const char *const *pairs)
+{
+    kvshard_settings *s = NULL;
+    kvshard_error err;
+    int rc = kvshard_settings_create(&s, NULL, &err);
+    for (const char *const *p = pairs; rc == KVSHARD_OK && *p; p += 2)
+        rc = kvshard_settings_set(s, p[0], p[1], NULL, &err);
+    if (rc)
+        bench_die_kvshard("engine settings", rc, &err);
+    return s;
+}
+
+/* One model loaded and planned under kvshard's profile and under an
+ * engine's, with the same options (the engine's settings in `settings`):
+ * the ratio of load + plan, the target, and of the plan alone, shown. */
+static bench_stats engine_pair(bench_report *r, bench_section *sec, const bench_inputs *in,
+                               const char *model, const kvshard_options *base,
+                               kvshard_engine engine, const char *const *settings)
+{
+    const bench_settings *s = r->settings;
+    const bench_text *t = model_named(in, model);
+    kvshard_model *m = load_model(t->data, t->len, t->name, NULL);
+    kvshard_options own = *base, theirs = *base;
+    theirs.engine = engine;
+    kvshard_settings *set = engine_settings(settings);
+    theirs.settings = set;
+    text_ctx a = {t->data, t->len, t->name, &own, m};
+    text_ctx b = {t->data, t->len, t->name, &theirs, m};
+    op_plan(&a); /* both plan: a refused option dies here, not in the timing */
+    op_plan(&b);
+    bench_progress("engines: %s under kvshard and %s", model, kvshard_engine_name(engine));
+    size_t n = s->pairs;
+    double *ta = bench_xmalloc(n * sizeof *ta), *tb = bench_xmalloc(n * sizeof *tb);
+    bench_pairs(s, n, op_load_plan, &a, op_load_plan, &b, ta, tb);
+    bench_stats ratio = bench_pair_ratio(ta, tb, n);
+    bench_stats la = copy_summary(ta, n), lb = copy_summary(tb, n);
+    bench_pairs(s, n, op_plan, &a, op_plan, &b, ta, tb);
+    bench_stats plan_ratio = bench_pair_ratio(ta, tb, n);
+    bench_stats pa = copy_summary(ta, n), pb = copy_summary(tb, n);
+    free(ta);
+    free(tb);
+    bench_row *row = bench_row_add(sec, "%s, load + plan", model);
+    bench_fig_stats(row, "kvshard", BENCH_UNIT_NS, &la);
+    bench_fig_stats(row, kvshard_engine_name(engine), BENCH_UNIT_NS, &lb);
+    bench_fig_stats(row, "ratio", BENCH_UNIT_RATIO, &ratio);
+    row = bench_row_add(sec, "%s, plan alone", model);
+    bench_fig_stats(row, "kvshard", BENCH_UNIT_NS, &pa);
+    bench_fig_stats(row, kvshard_engine_name(engine), BENCH_UNIT_NS, &pb);
+    bench_fig_stats(row, "ratio", BENCH_UNIT_RATIO, &plan_ratio);
+    kvshard_settings_free(set);
+    kvshard_model_free(m);
+    return ratio;
+}
+
+void bench_case_engines(bench_report *r, bench_inputs *in)
+{
+    bench_section *sec = bench_section_add(
+        r, "Planning under an engine profile against the kvshard profile",
+        "One shipped model config loaded (kvshard_model_load_string) and planned "
+        "(kvshard_plan_create) with the same options under the kvshard profile and under vllm "
+        "or sglang, the engine's inputs as settings: what an engine's init and `kvshard plan` "
+        "do. In batches alternating kvshard, engine, ...; ratio = median of per-pair ratios. "
+        "'plan alone' times kvshard_plan_create of the loaded model: the engine profile's "
+        "settling, layout, figures and warnings are a constant few hundred nanoseconds.");
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.memory_per_rank = 20ull << 30;
+    o.max_seqs = 128;
+    o.kv_cache_dtype = KVSHARD_DTYPE_FP8;
+    o.state_dtype = KVSHARD_DTYPE_FP32;
+    static const char *const vllm[] = {"engine_version", "0.20.1rc1.dev91", "max_model_len",
+                                       "256000", NULL};
+    bench_stats v = engine_pair(r, sec, in, "nemotron_3_nano_30b_a3b.json", &o,
+                                KVSHARD_ENGINE_VLLM, vllm);
+    bench_target_add(r, "load + plan under vllm / under kvshard, Nemotron-3-Nano", v.median,
+                     BENCH_ENGINES_LIMIT, false,
+                     "median of %zu per-pair ratios (p10 %.3f, p90 %.3f)", v.n, v.p10, v.p90);
+    kvshard_options q = KVSHARD_OPTIONS_INIT;
+    q.world_size = 2;
+    q.memory_per_rank = 10153205760ull;
+    q.max_seqs = 128;
+    q.context_length = 262144;
+    static const char *const sglang[] = {"engine_version", "0.5.11", NULL};
+    bench_stats g = engine_pair(r, sec, in, "qwen3_5_9b.json", &q, KVSHARD_ENGINE_SGLANG, sglang);
+    bench_target_add(r, "load + plan under sglang / under kvshard, Qwen3.5-9B TP 2", g.median,
+                     BENCH_ENGINES_LIMIT, false,
+                     "median of %zu per-pair ratios (p10 %.3f, p90 %.3f)", g.n, g.p10, g.p90);
 }

@@ -34,7 +34,8 @@ static const char usage_text[] =
     "  --wall         time in-process cases on the wall clock (default: the thread's\n"
     "                 CPU time); processes are always timed on the wall clock\n"
     "  --only CASES   comma-separated: cli, memory, load, keys, json, digest, owns,\n"
-    "                 queries, sweep, flags; the targets of the others show as SKIP\n"
+    "                 queries, sweep, flags, engines; the targets of the others show as\n"
+    "                 SKIP\n"
     "  --cli PATH     the kvshard executable (default: the one built alongside)\n"
     "  --examples DIR the examples directory (default: the source tree's)\n"
     "\n"
@@ -48,7 +49,7 @@ static const struct {
     {"cli", BENCH_CASE_CLI},     {"memory", BENCH_CASE_MEMORY},   {"load", BENCH_CASE_LOAD},
     {"keys", BENCH_CASE_KEYS},   {"json", BENCH_CASE_JSON},       {"digest", BENCH_CASE_DIGEST},
     {"owns", BENCH_CASE_OWNS},   {"queries", BENCH_CASE_QUERIES}, {"sweep", BENCH_CASE_SWEEP},
-    {"flags", BENCH_CASE_FLAGS},
+    {"flags", BENCH_CASE_FLAGS}, {"engines", BENCH_CASE_ENGINES},
 };
 
 static unsigned parse_cases(const char *list)
@@ -128,6 +129,12 @@ static const struct {
      {"CLI plan, flag files at every budget limit / plain plan",
       "flag-file peak RSS over plain / 16 MiB budget"},
      {BENCH_FLAGS_TIME_LIMIT, BENCH_FLAGS_MEMORY_LIMIT},
+     false},
+    {BENCH_CASE_ENGINES,
+     bench_case_engines,
+     {"load + plan under vllm / under kvshard, Nemotron-3-Nano",
+      "load + plan under sglang / under kvshard, Qwen3.5-9B TP 2"},
+     {BENCH_ENGINES_LIMIT, BENCH_ENGINES_LIMIT},
      false},
 };
 

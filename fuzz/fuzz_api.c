@@ -189,7 +189,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     raw.layerwise_split_size = byte(&c) % 9;
     raw.enable_layerwise_split = byte(&c) & 1;
     raw.ownership = (kvshard_ownership)((int)(byte(&c) % 6) - 2);
-    raw.engine = (kvshard_engine)(byte(&c) % 3);
+    raw.engine = (kvshard_engine)(byte(&c) % 5); /* four profiles and one value none has */
     raw.kv_cache_dtype = (kvshard_dtype)(byte(&c) % 7);
     raw.state_dtype = (kvshard_dtype)(byte(&c) % 7);
     raw.block_size = word(&c) % (KVSHARD_MAX_BLOCK_SIZE + 2);

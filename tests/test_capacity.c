@@ -598,8 +598,9 @@ static void test_kvshard_profile_names_xllm_inputs(void **state)
     assert_int_equal(kvshard_plan_warning(&code, &message, p, 0), KVSHARD_OK);
     assert_int_equal(code, KVSHARD_WARN_PROFILE_INPUTS_IGNORED);
     assert_string_equal(kvshard_warning_name(code), "profile_inputs_ignored");
-    assert_string_equal(message, "device_memory_free, max_memory_utilization apply only under "
-                                 "engine xllm: the kvshard profile ignores them");
+    assert_string_equal(message, "device_memory_free (xllm, vllm and sglang), "
+                                 "max_memory_utilization (xllm) apply only under those engines: "
+                                 "the kvshard profile ignores them");
     /* The figures are the seed's, as if the inputs were not there. */
     assert_int_equal(capacity(p).num_blocks, 197493);
     kvshard_plan_free(p);

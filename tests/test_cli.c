@@ -998,6 +998,168 @@ static void test_flagfile_fanout(void **state)
     scratch_close(&s);
 }
 
+/* ---- engine profiles ---------------------------------------------------------------- */
+
+#define NEMOTRON_MODEL KVSHARD_EXAMPLES "/models/nemotron_3_nano_30b_a3b.json"
+
+/* vLLM's and SGLang's own spellings on kvshard's command line: --name value
+ * and --name=value, one dash, '-' and '_' alike, --no-name; CONFIG first. */
+static void test_engine_flag_forms(void **state)
+{
+    (void)state;
+    run_result r = cli("plan '%s' --engine vllm --engine-version 0.20.1rc1.dev91 "
+                       "--max-model-len 256000 --kv_cache_dtype=fp8_e4m3 "
+                       "-mamba-ssm-cache-dtype float32 --max-num-seqs=128 "
+                       "--kv-cache-memory-bytes 3994319585 --no-enable-prefix-caching",
+                       NEMOTRON_MODEL);
+    if (r.status != 0)
+        print_error("%s", r.err);
+    assert_int_equal(r.status, 0);
+    assert_contains(r.out, "capacity   vllm 0.20.1rc1.dev91 profile: Available KV cache memory: "
+                           "3.72 GiB; attention block 4,176 tokens (raised from 16)");
+    assert_contains(r.out, "the engine logs GPU KV cache size: 1,206,303 tokens; Maximum "
+                           "concurrency for 256,000 tokens per request: 4.71x\n");
+    assert_string_equal(r.err, "");
+    run_free(&r);
+    /* JSON: the engine object. */
+    r = cli("plan '%s' --engine=sglang --engine_version=0.5.11 --tp-size 2 "
+            "--mem-fraction-static 0.8 --context-length 262144 --memory_per_rank=10153205760 "
+            "--format=json",
+            KVSHARD_EXAMPLES "/models/qwen3_5_9b.json");
+    assert_int_equal(r.status, 0);
+    assert_contains(r.out, "\"max_mamba_cache_size\": 186,");
+    assert_contains(r.out, "\"max_total_num_tokens\": 327310,");
+    assert_contains(r.out, "\"max_running_requests\": 62,");
+    run_free(&r);
+    /* A whole engine command line, unknown flags with their values skipped. */
+    r = cli("plan '%s' --engine=vllm --ignore_unknown_flags --port 8000 --host 0.0.0.0 "
+            "--trust-remote-code --max-model-len 4096 --served-model-name nemo -tp 1",
+            NEMOTRON_MODEL);
+    if (r.status != 0)
+        print_error("%s", r.err);
+    assert_int_equal(r.status, 0);
+    run_free(&r);
+}
+
+/* Bad engine flags are bad usage at the flag; refusals are invalid input. */
+static void test_engine_flag_errors(void **state)
+{
+    (void)state;
+    run_result r = cli("plan '%s' --max-model-len 4096", NEMOTRON_MODEL);
+    assert_true(starts_with(r.err, "kvshard: command line --max-model-len: unknown flag "
+                                   "--max-model-len: it is a flag of the vllm profile, and the "
+                                   "engine profile is kvshard (--engine=vllm reads it)\n"));
+    assert_usage(&r);
+    r = cli("plan '%s' --engine=vllm --max-num-seqs 16 --max_seqs=8", NEMOTRON_MODEL);
+    assert_true(starts_with(r.err, "kvshard: command line --max_seqs: --max-num-seqs 16 and "
+                                   "--max_seqs 8 give max_seqs two values; give one of them\n"));
+    assert_usage(&r);
+    r = cli("plan '%s' --engine=vllm --engine_version=0.20 --max-model-len 4096",
+            NEMOTRON_MODEL);
+    assert_true(starts_with(r.err, "kvshard: command line --engine_version: "
+                                   "engine_version_invalid: engine_version \"0.20\""));
+    assert_usage(&r);
+    r = cli("plan '%s' --engine=sglang --mem-fraction-static abc", NEMOTRON_MODEL);
+    assert_true(starts_with(r.err, "kvshard: command line --mem-fraction-static: "
+                                   "mem_fraction_static: expected a fraction such as 0.9, found "
+                                   "\"abc\"\n"));
+    assert_usage(&r);
+    r = cli("plan '%s' --engine=vllm --engine_version 0.8.0 --max-model-len 4096",
+            NEMOTRON_MODEL);
+    assert_invalid(&r, "command line --engine_version: vllm profile: engine_version_unsupported: "
+                       "engine_version 0.8.0 is outside the releases the profile covers, 0.9.0 "
+                       "to 0.28.0\n");
+    r = cli("plan '%s' --engine=sglang --pp-size 2", NEMOTRON_MODEL);
+    assert_invalid(&r, "command line --pp-size: sglang profile: engine_unsupported: --pp-size 2: "
+                       "pipeline stages are not covered yet\n");
+    /* A positional argument after CONFIG that no flag takes. */
+    r = cli("plan '%s' extra", NEMOTRON_MODEL);
+    assert_true(starts_with(r.err, "kvshard: unexpected argument 'extra'\n"));
+    assert_usage(&r);
+    r = cli("plan '%s' --engine=vllm --enforce-eager extra", NEMOTRON_MODEL);
+    assert_true(starts_with(r.err, "kvshard: command line: \"extra\" is not a flag"));
+    assert_usage(&r);
+}
+
+/* Compare and report under an engine profile. */
+static void test_engine_compare_and_report(void **state)
+{
+    (void)state;
+    run_result r = cli("compare '%s'", KVSHARD_EXAMPLES "/nemotron_3_nano_30b_a3b_vllm.yaml");
+    assert_int_equal(r.status, 0);
+    assert_contains(r.out, "split sizes for world_size 1 (dp 1, cp 1), vllm profile, Available "
+                           "KV cache memory 3.72 GiB, max_seqs 128\n");
+    assert_contains(r.out, ">    1  ordinal     6-6    3.09 KiB      311           1,206,303");
+    run_free(&r);
+    r = cli("report '%s' -o -", KVSHARD_EXAMPLES "/qwen3_5_9b_sglang_tp2.yaml");
+    assert_int_equal(r.status, 0);
+    assert_contains(r.out, "max_total_num_tokens=327310, max_running_requests=62, "
+                           "context_len=262144");
+    run_free(&r);
+}
+
+/* Every `$ kvshard ...` block of README.md prints exactly what the README
+ * shows, run from the top of the repository. */
+static void test_readme_outputs(void **state)
+{
+    (void)state;
+    char *readme = get_file(KVSHARD_EXAMPLES "/../README.md");
+    assert_non_null(readme);
+    scratch s;
+    scratch_open(&s);
+    run_result link = shell("ln -s \"%s\" \"%s/kvshard\"", KVSHARD_CLI, s.dir);
+    assert_int_equal(link.status, 0);
+    run_free(&link);
+    size_t blocks = 0;
+    for (const char *p = strstr(readme, "```text\n$ kvshard "); p;
+         p = strstr(p, "```text\n$ kvshard ")) {
+        p += strlen("```text\n$ ");
+        /* The command: lines ending in a backslash continue it. */
+        char command[2048] = "";
+        size_t used = 0;
+        for (;;) {
+            const char *nl = strchr(p, '\n');
+            assert_non_null(nl);
+            size_t n = (size_t)(nl - p);
+            bool more = n > 0 && p[n - 1] == '\\';
+            const char *line = p;
+            if (used && line[0] == ' ')
+                while (*line == ' ' && line < nl)
+                    line++;
+            size_t take = (size_t)(nl - line) - (more ? 1 : 0);
+            assert_true(used + take + 1 < sizeof command);
+            memcpy(command + used, line, take);
+            used += take;
+            command[used] = '\0';
+            p = nl + 1;
+            if (!more)
+                break;
+        }
+        const char *end = strstr(p, "```\n");
+        assert_non_null(end);
+        char *want = malloc((size_t)(end - p) + 1);
+        assert_non_null(want);
+        memcpy(want, p, (size_t)(end - p));
+        want[end - p] = '\0';
+        FILE *f = fopen(in_dir(&s, "readme.sh"), "w");
+        assert_non_null(f);
+        fprintf(f, "cd \"%s/..\" && PATH=\"%s:$PATH\" && %s\n", KVSHARD_EXAMPLES, s.dir, command);
+        assert_int_equal(fclose(f), 0);
+        run_result r = shell("bash \"%s/readme.sh\"", s.dir);
+        if (strcmp(r.out, want) != 0)
+            print_error("README block \"%s\" prints\n%s\nthe README shows\n%s", command, r.out,
+                        want);
+        assert_string_equal(r.out, want);
+        run_free(&r);
+        free(want);
+        blocks++;
+        p = end;
+    }
+    assert_true(blocks >= 4); /* the plan, the comparison, vLLM and SGLang */
+    scratch_close(&s);
+    free(readme);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1020,6 +1182,10 @@ int main(void)
         cmocka_unit_test(test_messages_escaped),
         cmocka_unit_test(test_flagfile_messages),
         cmocka_unit_test(test_flagfile_fanout),
+        cmocka_unit_test(test_engine_flag_forms),
+        cmocka_unit_test(test_engine_flag_errors),
+        cmocka_unit_test(test_engine_compare_and_report),
+        cmocka_unit_test(test_readme_outputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -230,6 +230,7 @@ static void test_model_from_description(void **state)
     kvshard_plan_free(b);
     kvshard_deployment_free(dep); /* frees the model too */
     kvshard_deployment_free(file);
+    o.settings = NULL; /* they were the freed deployment's */
 
     /* The loader's checks, naming the description's fields. */
     d.state_value_dim = 0;

@@ -1025,6 +1025,9 @@ static const char *const null_checked[] = {
     "kvshard_plan_blocks_for",
     "kvshard_plan_capacity_figure",
     "kvshard_plan_blocks_figure",
+    "kvshard_plan_engine_figure_count",
+    "kvshard_plan_engine_figure_at",
+    "kvshard_plan_engine_figure",
     "kvshard_warning_name",
     "kvshard_plan_warning_count",
     "kvshard_plan_warning",
@@ -1239,6 +1242,12 @@ static void test_null_everywhere(void **state)
     assert_int_equal(kvshard_plan_blocks_for(&blocks, NULL, 0, &budget, &err), KVSHARD_EINVAL);
     assert_int_equal(kvshard_plan_blocks_for(&blocks, plan, 0, NULL, &err), KVSHARD_EINVAL);
     kvshard_figure fig = KVSHARD_FIGURE_INIT;
+    assert_int_equal(kvshard_plan_engine_figure_count(NULL), 0);
+    assert_int_equal(kvshard_plan_engine_figure_at(NULL, plan, 0), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_engine_figure_at(&fig, NULL, 0), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_engine_figure(NULL, plan, "name"), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_engine_figure(&fig, NULL, "name"), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_engine_figure(&fig, plan, NULL), KVSHARD_EINVAL);
     assert_int_equal(kvshard_plan_capacity_figure(NULL, plan, "num_blocks"), KVSHARD_EINVAL);
     assert_int_equal(kvshard_plan_capacity_figure(&fig, NULL, "num_blocks"), KVSHARD_EINVAL);
     assert_int_equal(kvshard_plan_capacity_figure(&fig, plan, NULL), KVSHARD_EINVAL);

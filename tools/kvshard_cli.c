@@ -42,11 +42,13 @@ static const char usage_text[] =
     "           under each ownership rule, and the one to use\n"
     "  report   one self-contained HTML page of the plan and the comparison\n"
     "\n"
-    "Flags take the deployment keys, gflags style, and override the file:\n"
+    "Flags take the deployment keys, gflags style, and override the file\n"
+    "(under --engine=vllm and --engine=sglang the engine's own flags too, in\n"
+    "both --flag value and --flag=value forms):\n"
     "  --world_size=N --dp_size=N --cp_size=N\n"
     "  --enable_layerwise_split[=true|false] --noenable_layerwise_split\n"
     "  --layerwise_split_size=N --ownership=ordinal|global|contiguous\n"
-    "  --is_draft[=true|false] --engine=kvshard|xllm\n"
+    "  --is_draft[=true|false] --engine=kvshard|xllm|vllm|sglang --engine_version=X.Y.Z\n"
     "  --kv_cache_dtype=auto|bf16|fp16|fp8|int8 --state_dtype=auto|bf16|fp16|fp32\n"
     "  --block_size=N --memory_per_rank=BYTES (or with KiB, MiB, GiB, TiB)\n"
     "  --max_seqs=N --num_speculative_tokens=N --scratch_layers=N\n"
@@ -158,6 +160,11 @@ static int parse_args(cli *c, int argc, char **argv, int *done)
             c->command = arg;
         } else if (!c->config) {
             c->config = arg;
+        } else if (i > 1 && argv[i - 1][0] == '-' && argv[i - 1][1] != '\0' &&
+                   c->flag_count > 0 && c->flags[c->flag_count - 1] == argv[i - 1]) {
+            /* --tensor-parallel-size 4: the library reads the flags, and an
+             * engine's flag may take the next argument as its value. */
+            c->flags[c->flag_count++] = arg;
         } else {
             snprintf(message, sizeof message, "unexpected argument '%s'", show(arg).text);
             return usage_error(message);

@@ -68,7 +68,8 @@ typedef enum kvshard_status {
     /** A limit was hit: document size, nesting depth, node count, alias
      *  expansion, or the size of a plan's layer lists (see KVSHARD_MAX_*). */
     KVSHARD_ELIMIT = -6,
-    /** A mapping holds the same key twice. */
+    /** A mapping holds the same key twice, or one batch of flags gives one
+     *  input under two spellings with different values. */
     KVSHARD_EDUPKEY = -7,
     /** A deployment file or a flag names a key kvshard does not know. */
     KVSHARD_EUNKNOWNKEY = -8,
@@ -119,7 +120,9 @@ typedef enum kvshard_status {
     /** The engine profile cannot plan this model or these options (layer
      *  kinds it does not support, a split that does not divide the KV
      *  replication, scratch_layers other than 1, state slots above its
-     *  bound). */
+     *  bound), or the engine version named is outside the profile's range;
+     *  the message starts with the profile and the refusal's name
+     *  ("vllm profile: engine_unsupported: ..."). */
     KVSHARD_EPROFILE = -26,
     /** The text uses a YAML feature kvshard does not read: merge keys (<<)
      *  or tags other than YAML's core tags. */
@@ -292,7 +295,11 @@ typedef enum kvshard_engine {
     /** kvshard's own: reserve state for max_seqs, cut the rest into blocks. */
     KVSHARD_ENGINE_KVSHARD = 0,
     /** Predict what an xLLM engine allocates from the same flags. */
-    KVSHARD_ENGINE_XLLM = 1
+    KVSHARD_ENGINE_XLLM = 1,
+    /** Predict what vLLM's V1 engine allocates on one GPU. */
+    KVSHARD_ENGINE_VLLM = 2,
+    /** Predict SGLang's memory pools on one GPU. */
+    KVSHARD_ENGINE_SGLANG = 3
 } kvshard_engine;
 
 /** "full_attention", "linear_attention", "sliding_attention", "hybrid",
@@ -309,7 +316,7 @@ KVSHARD_EXPORT const char *kvshard_state_kind_name(kvshard_state_kind kind);
 KVSHARD_EXPORT const char *kvshard_dtype_name(kvshard_dtype dtype);
 /** "default", "ordinal", "global", "contiguous"; "unknown" for other values. */
 KVSHARD_EXPORT const char *kvshard_ownership_name(kvshard_ownership ownership);
-/** "kvshard", "xllm"; "unknown" for other values. */
+/** "kvshard", "xllm", "vllm", "sglang"; "unknown" for other values. */
 KVSHARD_EXPORT const char *kvshard_engine_name(kvshard_engine engine);
 
 /* ------------------------------------------------------------------------ */
@@ -467,7 +474,7 @@ typedef struct kvshard_options {
     kvshard_engine engine;        /**< capacity model; default kvshard */
     kvshard_dtype kv_cache_dtype; /**< AUTO (the model's), BF16, FP16, FP8, INT8 */
     kvshard_dtype state_dtype;    /**< AUTO, BF16, FP16, FP32 */
-    uint32_t block_size;          /**< tokens; 0: the profile's (16, xllm 128) */
+    uint32_t block_size;          /**< tokens; 0: the profile's (16, xllm 128, sglang 1) */
     /** Bytes for the KV cache and state per rank; 0: no capacity. */
     uint64_t memory_per_rank;
     uint32_t max_seqs;            /**< 0: the profile's (256, xllm 200) */
@@ -539,7 +546,10 @@ typedef enum kvshard_setting_type {
     KVSHARD_SETTING_BYTES = 1,    /**< bytes: an integer or a size with a unit */
     KVSHARD_SETTING_BOOL = 2,     /**< true or false */
     KVSHARD_SETTING_WORD = 3,     /**< one of a few words */
-    KVSHARD_SETTING_FRACTION = 4  /**< a decimal above 0 and at most 1 */
+    KVSHARD_SETTING_FRACTION = 4, /**< a decimal above 0 and at most 1 */
+    KVSHARD_SETTING_TEXT = 5,     /**< text (an engine version) */
+    KVSHARD_SETTING_JSON = 6,     /**< a JSON object (vLLM's --speculative-config) */
+    KVSHARD_SETTING_DECIMAL = 7   /**< a decimal above 0 and at most `max` */
 } kvshard_setting_type;
 
 /** What a setting takes. Start from KVSHARD_SETTING_INFO_INIT. */
@@ -550,7 +560,7 @@ typedef struct kvshard_setting_info {
     uint64_t min;               /**< integers and bytes: the bounds */
     uint64_t max;
     char default_value[32];     /**< as text */
-    kvshard_engine engine;      /**< the profile that reads it */
+    kvshard_engine engine;      /**< the first profile that reads it */
 } kvshard_setting_info;
 
 #define KVSHARD_SETTING_INFO_INIT                                                     \
@@ -614,7 +624,8 @@ KVSHARD_EXPORT int kvshard_deployment_options(kvshard_options *out,
  *  kvshard_settings_set(). Later plan errors about this key are reported
  *  against `origin` (e.g. "command line --world_size"; NULL: "override").
  *  Under an engine profile that engine's flag names for kvshard's options
- *  are keys too (xllm: max_seqs_per_batch). */
+ *  are keys too (xllm: max_seqs_per_batch; vllm and sglang: their own
+ *  spellings, '-' and '_' alike, "max-num-seqs"). */
 KVSHARD_EXPORT int kvshard_deployment_set(kvshard_deployment *deployment, const char *key,
                                           const char *value, const char *origin,
                                           kvshard_error *err);
@@ -623,17 +634,23 @@ KVSHARD_EXPORT int kvshard_deployment_set(kvshard_deployment *deployment, const 
 #define KVSHARD_ARGS_IGNORE_UNKNOWN 1u /**< skip flags kvshard does not know */
 
 /**
- * Apply gflags-style arguments, as an engine's command line or flag file
- * would hold them: `--key=value`, a bare `--key` (true) and `--nokey`
- * (false) for booleans, and `--flagfile=FILE` (one flag per line,
- * `#` starts a comment; nested flag files are read too). The engine profile
- * is settled first, wherever `--engine` stands, so the xLLM flag names are
- * accepted under `--engine=xllm` in any order. `--ignore_unknown_flags` in
- * the arguments, or KVSHARD_ARGS_IGNORE_UNKNOWN, skips unknown flags instead
- * of failing. Every argument must be a flag. On failure the deployment is
- * unchanged and the error names the argument (or the flag file's line and
- * column). Errors: those of kvshard_deployment_set(), KVSHARD_EIO for a flag
- * file, KVSHARD_ELIMIT for flag files nested too deeply.
+ * Apply an engine's arguments, as its command line or flag file would hold
+ * them: gflags-style by default (`--key=value`, a bare `--key` (true) and
+ * `--nokey` (false) for booleans), and `--flagfile=FILE` (one argument per
+ * line, `#` starts a comment; nested flag files are read too). The engine
+ * profile is settled first, wherever `--engine` stands, so each engine's
+ * flag names are accepted under it in any order. Under `--engine=vllm` and
+ * `--engine=sglang` the arguments are read as those engines write them:
+ * also `--key value` (a flag that takes a value takes the next argument),
+ * one dash as well as two, '-' and '_' alike, `--no-key` for false; two
+ * spellings of one input with different values are KVSHARD_EDUPKEY.
+ * `--ignore_unknown_flags` in the arguments, or KVSHARD_ARGS_IGNORE_UNKNOWN,
+ * skips unknown flags instead of failing (an unknown flag without `=` takes
+ * the next argument with it unless that starts with `-`). Any other
+ * argument must be a flag. On failure the deployment is unchanged and the
+ * error names the argument (or the flag file's line and column). Errors:
+ * those of kvshard_deployment_set(), KVSHARD_EIO for a flag file,
+ * KVSHARD_ELIMIT for flag files nested too deeply.
  */
 KVSHARD_EXPORT int kvshard_deployment_apply_args(kvshard_deployment *deployment, size_t count,
                                                  const char *const *args, unsigned flags,
@@ -909,7 +926,10 @@ typedef enum kvshard_figure_type {
     KVSHARD_FIGURE_UINT = 1,   /**< uint_value */
     KVSHARD_FIGURE_DOUBLE = 2, /**< double_value */
     KVSHARD_FIGURE_BOOL = 3,   /**< bool_value */
-    KVSHARD_FIGURE_TEXT = 4    /**< text_value, borrowed */
+    KVSHARD_FIGURE_TEXT = 4,   /**< text_value, borrowed */
+    /** uint_value words in text_value, each followed by a NUL (JSON: an
+     *  array of strings), borrowed */
+    KVSHARD_FIGURE_TEXT_LIST = 5
 } kvshard_figure_type;
 
 /** One named figure of a plan. Start from KVSHARD_FIGURE_INIT. */
@@ -946,6 +966,21 @@ KVSHARD_EXPORT int kvshard_plan_blocks_figure(kvshard_figure *out, const kvshard
                                               uint32_t tp_rank, const kvshard_budget *budget,
                                               const char *name, kvshard_error *err);
 
+/** How many figures the plan's engine profile predicts the engine logs (the
+ *  fields of the JSON plan's top-level "engine" object, "name" and "version"
+ *  first); 0 under the kvshard profile and for a NULL plan. */
+KVSHARD_EXPORT size_t kvshard_plan_engine_figure_count(const kvshard_plan *plan);
+/** Engine figure `index` (0-based, in the JSON object's order) into *out
+ *  (`size` set by the caller); text is borrowed from the plan. KVSHARD_EINVAL
+ *  for NULL arguments, an unknown size or an index out of range. */
+KVSHARD_EXPORT int kvshard_plan_engine_figure_at(kvshard_figure *out, const kvshard_plan *plan,
+                                                 size_t index);
+/** The engine figure `name` ("num_gpu_blocks", "max_total_num_tokens", ...)
+ *  into *out. KVSHARD_EUNKNOWNKEY when the plan's profile has no such
+ *  figure, KVSHARD_EINVAL for NULL arguments or an unknown size. */
+KVSHARD_EXPORT int kvshard_plan_engine_figure(kvshard_figure *out, const kvshard_plan *plan,
+                                              const char *name);
+
 typedef enum kvshard_warning_code {
     KVSHARD_WARN_SPLIT_DISABLED = 0,
     KVSHARD_WARN_SPLIT_SIZE_ONE = 1,
@@ -957,7 +992,21 @@ typedef enum kvshard_warning_code {
     KVSHARD_WARN_MAX_SEQS_UNREACHABLE = 7,
     /** Settings that only another engine profile reads differ from their
      *  defaults: the plan's profile ignores them. */
-    KVSHARD_WARN_PROFILE_INPUTS_IGNORED = 8
+    KVSHARD_WARN_PROFILE_INPUTS_IGNORED = 8,
+    /** vllm: the engine version runs this state model with prefix caching
+     *  off, whatever was asked. */
+    KVSHARD_WARN_ENGINE_PREFIX_CACHING_DISABLED = 9,
+    /** vllm: Mamba cache mode `all` asked for runs as `align`. */
+    KVSHARD_WARN_ENGINE_MAMBA_CACHE_MODE_ALIGN = 10,
+    /** vllm: a KV cache group type is padded with layers that cost memory
+     *  as real ones (one warning per type). */
+    KVSHARD_WARN_ENGINE_PADDING_LAYERS = 11,
+    /** vllm 0.18: max_num_seqs above the blocks caps the CUDA-graph sizes. */
+    KVSHARD_WARN_ENGINE_CUDAGRAPH_SIZES_CAPPED = 12,
+    /** sglang: --max-total-tokens above the token pool the budget gives. */
+    KVSHARD_WARN_ENGINE_MAX_TOTAL_TOKENS_ABOVE_PROFILE = 13,
+    /** sglang: the state pool lowers max_running_requests. */
+    KVSHARD_WARN_ENGINE_MAX_RUNNING_REQUESTS_CAPPED = 14
 } kvshard_warning_code;
 
 /** Machine-readable name of a warning code ("split_disabled", ...);

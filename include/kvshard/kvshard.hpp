@@ -881,6 +881,42 @@ class Plan
         return out;
     }
 
+    /** How many figures the plan's engine profile predicts the engine logs
+     *  (0 under the kvshard profile). */
+    std::size_t engine_figure_count() const
+    {
+        return kvshard_plan_engine_figure_count(h());
+    }
+    /** Engine figure `index`, in the JSON "engine" object's order; text is
+     *  borrowed from the plan. */
+    kvshard_figure engine_figure_at(std::size_t index) const
+    {
+        kvshard_figure out = KVSHARD_FIGURE_INIT;
+        detail::check(kvshard_plan_engine_figure_at(&out, h(), index),
+                      "kvshard::Plan::engine_figure_at");
+        return out;
+    }
+    /** An engine figure by name ("num_gpu_blocks", "max_total_num_tokens");
+     *  KVSHARD_EUNKNOWNKEY when the profile has none of that name. */
+    kvshard_figure engine_figure(std::string_view name) const
+    {
+        const std::string n(name);
+        kvshard_figure out = KVSHARD_FIGURE_INIT;
+        detail::check(kvshard_plan_engine_figure(&out, h(), n.c_str()),
+                      "kvshard::Plan::engine_figure");
+        return out;
+    }
+    /** Every engine figure, in order. */
+    std::vector<kvshard_figure> engine_figures() const
+    {
+        std::vector<kvshard_figure> out;
+        const std::size_t n = engine_figure_count();
+        out.reserve(n);
+        for (std::size_t i = 0; i < n; i++)
+            out.push_back(engine_figure_at(i));
+        return out;
+    }
+
     std::size_t warning_count() const
     {
         return kvshard_plan_warning_count(h());

@@ -24,7 +24,8 @@ int kvshard__deployment_assign(const kvshard__deployment_values *into, kvshard__
     if (key.option == KVSHARD__OPT_COUNT)
         return kvshard_settings__assign(into->settings, key.setting, value, len, style, source,
                                         mark, override, err);
-    int rc = kvshard__option_parse(into->options, key.option, value, len, style, source, mark, err);
+    int rc = kvshard__option_parse(into->options, key.option, value, len, style, key.words, source,
+                                   mark, err);
     if (rc)
         return rc;
     kvshard__option_site *site = &into->sites[key.option];
@@ -70,9 +71,12 @@ static int read_section(loader *l, const kvshard__node *section, kvshard__sectio
     while (kvshard__iter_next(doc, &it, &k) && kvshard__iter_next(doc, &it, &v)) {
         char shown[96];
         kvshard__deploy_key key = kvshard__key_lookup(k.text, k.count, NULL);
-        /* Settings, the inputs of engine profiles, are cache keys. */
-        kvshard__section home = key.option != KVSHARD__OPT_COUNT
-                                    ? kvshard__option_section(key.option)
+        /* Settings, the inputs of engine profiles, are cache keys, except
+         * the engines' parallel sizes (whose floor of 1 is a rule of its
+         * own), which stay beside kvshard's in parallel:. */
+        kvshard__section home = key.option != KVSHARD__OPT_COUNT ? kvshard__option_section(key.option)
+                                : key.setting && key.setting->def.below_min == KVSHARD_EPARALLEL
+                                    ? KVSHARD__SECTION_PARALLEL
                                     : KVSHARD__SECTION_CACHE;
         if (!kvshard__key_known(key) || home != which) {
             kvshard__excerpt(shown, sizeof shown, k.text, k.count, 64);
@@ -83,15 +87,21 @@ static int read_section(loader *l, const kvshard__node *section, kvshard__sectio
                                      "unknown key \"%s\" in %s (it belongs in %s)", shown, name,
                                      kvshard__section_name(home));
         }
+        bool object = key.setting && key.setting->def.type == KVSHARD__VT_OBJECT;
         if (v.kind != KVSHARD__NODE_SCALAR || kvshard__node_is_null(&v)) {
             char desc[160];
             kvshard__node_describe(desc, sizeof desc, &v);
             return kvshard__doc_fail(doc, l->err, KVSHARD_ETYPE, &v,
-                                     "%s: expected a value, found %s", kvshard__key_name_of(key),
-                                     desc);
+                                     "%s: expected a value, found %s%s", kvshard__key_name_of(key),
+                                     desc,
+                                     object ? " (write the JSON object as one quoted string, "
+                                              "as the flag takes it)"
+                                            : "");
         }
-        bool fraction = key.setting && key.setting->def.type == KVSHARD__VT_FRACTION;
-        if (v.tag == KVSHARD__TAG_FLOAT && !kvshard__key_is_bool(key) && !fraction)
+        kvshard_value__type type = key.setting ? key.setting->def.type : KVSHARD__VT_U32;
+        bool decimal = type == KVSHARD__VT_FRACTION || type == KVSHARD__VT_DECIMAL ||
+                       type == KVSHARD__VT_TEXT;
+        if (v.tag == KVSHARD__TAG_FLOAT && !kvshard__key_is_bool(key) && !decimal)
             return kvshard__doc_fail(doc, l->err, KVSHARD_ETYPE, &v,
                                      "%s: expected an integer or a word, found a !!float",
                                      kvshard__key_name_of(key));

@@ -1,5 +1,9 @@
-/* gflags-style arguments and flag files, so that an engine's own command line
- * or flag file can be handed to kvshard as it is. */
+/* Engine command lines and flag files, so that an engine's own arguments can
+ * be handed to kvshard as they are. Arguments and flag files' lines become
+ * one list of tokens; the engine profile is settled first (it decides which
+ * names exist and how they are written), then the tokens are read in the
+ * profile's style: gflags (--name=value, --name, --noname) or argparse
+ * (also --name value, one dash, '-' and '_' alike, --no-name). */
 #define _POSIX_C_SOURCE 200809L /* stat */
 #include "deploy/flags.h"
 
@@ -12,10 +16,14 @@
 
 #define ORIGIN_MAX KVSHARD_ERROR_SOURCE_MAX
 
-/* One flag as written, and where: a command-line argument or a flag file's
- * line. `name` and `value` point into the argument or the file's text. */
+/* One token as written, and where: a command-line argument or a flag
+ * file's line. A flag has a name; a token without leading dashes can only
+ * be the value of the flag before it. `name` and `value` point into the
+ * argument or the file's text. */
 typedef struct flag {
-    const char *text; /* the whole flag, dashes included */
+    const char *text; /* the whole token, dashes included */
+    size_t len;
+    bool is_flag;
     const char *name;
     size_t name_len;
     const char *value; /* NULL for a bare --name */
@@ -259,36 +267,42 @@ static int read_flagfile(flag_list *l, const flag *f, int depth)
     return rc;
 }
 
-/* Add one flag (`--name=value`, `--name`, `-name=value`), expanding flag
- * files in place and noting --ignore_unknown_flags. */
+/* A token that no flag takes as its value: refused where it stands. */
+static int not_a_flag(flag_list *l, const flag *f)
+{
+    char shown[96];
+    kvshard__excerpt(shown, sizeof shown, f->text, f->len, 64);
+    const char *origin = f->file ? f->file : "command line";
+    /* An editor's byte order mark is not skipped: the engine reading the
+     * same file would not skip it either. */
+    bool bom = f->file && f->mark.offset == 0 && f->len >= 3 &&
+               memcmp(f->text, "\xEF\xBB\xBF", 3) == 0;
+    return kvshard__fail(l->err, KVSHARD_EUNKNOWNKEY, origin, f->mark,
+                         "\"%s\" is not a flag (flags look like --key=value%s)", shown,
+                         bom ? "; the file starts with a UTF-8 byte order mark: save it "
+                               "without one"
+                             : "");
+}
+
+/* Add one token (`--name=value`, `--name`, `-name=value`, or a value),
+ * expanding flag files in place. */
 static int expand(flag_list *l, const char *text, size_t len, const char *file, kvshard__mark mark,
                   int depth)
 {
-    flag f = {text, text, len, NULL, 0, file, mark};
+    flag f = {text, len, false, text, 0, NULL, 0, file, mark};
     size_t dashes = len > 1 && text[0] == '-' ? (len > 2 && text[1] == '-' ? 2 : 1) : 0;
-    if (dashes == 0) {
-        f.name_len = 0;
-        char shown[96];
-        kvshard__excerpt(shown, sizeof shown, text, len, 64);
-        const char *origin = file ? file : "command line";
-        /* An editor's byte order mark is not skipped: the engine reading
-         * the same file would not skip it either. */
-        bool bom = file && mark.offset == 0 && len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0;
-        return kvshard__fail(l->err, KVSHARD_EUNKNOWNKEY, origin, mark,
-                             "\"%s\" is not a flag (flags look like --key=value%s)", shown,
-                             bom ? "; the file starts with a UTF-8 byte order mark: save it "
-                                   "without one"
-                                 : "");
+    if (dashes > 0) {
+        f.is_flag = true;
+        f.name = text + dashes;
+        const char *eq = memchr(f.name, '=', len - dashes);
+        f.name_len = eq ? (size_t)(eq - f.name) : len - dashes;
+        if (eq) {
+            f.value = eq + 1;
+            f.value_len = len - dashes - f.name_len - 1;
+        }
+        if (kvshard__text_is(f.name, f.name_len, "flagfile"))
+            return read_flagfile(l, &f, depth);
     }
-    f.name = text + dashes;
-    const char *eq = memchr(f.name, '=', len - dashes);
-    f.name_len = eq ? (size_t)(eq - f.name) : len - dashes;
-    if (eq) {
-        f.value = eq + 1;
-        f.value_len = len - dashes - f.name_len - 1;
-    }
-    if (kvshard__text_is(f.name, f.name_len, "flagfile"))
-        return read_flagfile(l, &f, depth);
     if (l->count >= KVSHARD_FLAGS__MAX_FLAGS)
         return flag_fail(l, &f, KVSHARD_ELIMIT,
                          "more than %u flags in one call, arguments and flag files together "
@@ -311,82 +325,246 @@ static void free_list(flag_list *l)
     kvshard__free(&l->alloc, l->items);
 }
 
-/* The value a flag gives, with --name (true) and --noname (false) for
- * booleans; *key is the option or setting it sets (neither: unknown). */
-static int resolve(const flag *f, kvshard_engine engine, kvshard__deploy_key *key,
-                   const char **value, size_t *value_len)
+static bool name_is(const flag *f, const char *name)
 {
-    const kvshard__profile *profile = kvshard_profiles__of(engine);
-    *key = kvshard__key_lookup(f->name, f->name_len, profile);
-    *value = f->value;
-    *value_len = f->value_len;
-    if (!kvshard__key_known(*key) && !f->value && f->name_len > 2 && f->name[0] == 'n' &&
-        f->name[1] == 'o') {
-        kvshard__deploy_key neg = kvshard__key_lookup(f->name + 2, f->name_len - 2, profile);
+    return f->is_flag && kvshard__text_is(f->name, f->name_len, name);
+}
+
+/* The kvshard name of --ignore_unknown_flags in either spelling. */
+static bool is_ignore_flag(const flag *f)
+{
+    return name_is(f, "ignore_unknown_flags") || name_is(f, "ignore-unknown-flags");
+}
+
+/* The key a flag names, with --name (true), --noname (gflags) and --no-name
+ * (argparse) for booleans; *negated when the no- form gave it. */
+static kvshard__deploy_key key_of(const flag *f, const kvshard__profile *profile, bool *negated)
+{
+    kvshard__deploy_key key = kvshard__key_lookup(f->name, f->name_len, profile);
+    *negated = false;
+    if (kvshard__key_known(key) || f->value)
+        return key;
+    bool argparse = profile->flag_style == KVSHARD_PROFILE__ARGPARSE;
+    size_t skip = 0;
+    if (argparse && f->name_len > 3 && f->name[0] == 'n' && f->name[1] == 'o' &&
+        (f->name[2] == '-' || f->name[2] == '_'))
+        skip = 3;
+    else if (!argparse && f->name_len > 2 && f->name[0] == 'n' && f->name[1] == 'o')
+        skip = 2;
+    if (skip) {
+        kvshard__deploy_key neg = kvshard__key_lookup(f->name + skip, f->name_len - skip, profile);
         if (kvshard__key_known(neg) && kvshard__key_is_bool(neg)) {
-            *key = neg;
-            *value = "false";
-            *value_len = 5;
+            *negated = true;
+            return neg;
         }
-    } else if (kvshard__key_known(*key) && !f->value) {
-        if (!kvshard__key_is_bool(*key))
-            return KVSHARD_ETYPE;
-        *value = "true";
-        *value_len = 4;
+    }
+    return key;
+}
+
+/* The name a flag goes by once '-' and '_' are alike: two flags with the
+ * same one are one spelling, the later winning. */
+static bool same_spelling(const flag *a, const flag *b)
+{
+    if (a->name_len != b->name_len)
+        return false;
+    for (size_t i = 0; i < a->name_len; i++) {
+        char x = a->name[i] == '-' ? '_' : a->name[i], y = b->name[i] == '-' ? '_' : b->name[i];
+        if (x != y)
+            return false;
+    }
+    return true;
+}
+
+/* A flag applied, for the check that two spellings of one input agree. */
+typedef struct applied {
+    kvshard__deploy_key key;
+    const flag *f;
+    const char *value;
+    size_t value_len;
+} applied;
+
+static bool same_key(kvshard__deploy_key a, kvshard__deploy_key b)
+{
+    return a.option == b.option && (a.option != KVSHARD__OPT_COUNT || a.setting == b.setting);
+}
+
+/* The value `text` gives `key`, parsed as the flag would set it. */
+static bool parse_for(kvshard_value *out, kvshard__deploy_key key, const char *text, size_t len)
+{
+    kvshard_value__def def = key.option != KVSHARD__OPT_COUNT ? *kvshard__option_def(key.option)
+                                                              : key.setting->def;
+    if (key.words && def.type == KVSHARD__VT_WORD)
+        def.words = key.words;
+    return kvshard_value__parse(out, &def, text, len, KVSHARD__VALUE_FLAG, "", kvshard__no_mark,
+                                NULL) == KVSHARD_OK;
+}
+
+/* Under an argparse profile every spelling of one input must give it one
+ * value: --max-num-seqs 16 beside --max_seqs=8 is refused, naming both. */
+static int check_spellings(flag_list *l, const applied *done, size_t count, const applied *now)
+{
+    for (size_t i = 0; i < count; i++) {
+        const applied *a = &done[i];
+        if (!same_key(a->key, now->key) || same_spelling(a->f, now->f))
+            continue;
+        kvshard_value x, y;
+        const kvshard_value__def *def = now->key.option != KVSHARD__OPT_COUNT
+                                            ? kvshard__option_def(now->key.option)
+                                            : &now->key.setting->def;
+        if (parse_for(&x, a->key, a->value, a->value_len) &&
+            parse_for(&y, now->key, now->value, now->value_len) &&
+            kvshard_value__equal(def, x, y))
+            continue;
+        char first[96], second[96];
+        kvshard__excerpt(first, sizeof first, a->value, a->value_len, 48);
+        kvshard__excerpt(second, sizeof second, now->value, now->value_len, 48);
+        return flag_fail(l, now->f, KVSHARD_EDUPKEY,
+                         "--%.*s %s and --%.*s %s give %s two values; give one of them",
+                         (int)(a->f->name_len > 64 ? 64 : a->f->name_len), a->f->name, first,
+                         (int)(now->f->name_len > 64 ? 64 : now->f->name_len), now->f->name,
+                         second, kvshard__key_name_of(now->key));
     }
     return KVSHARD_OK;
 }
 
-/* The flag that names the engine, if any: the last one wins. */
-static const flag *engine_flag(const flag_list *l)
+/* The profile that knows a flag the engine's does not, for the message. */
+static const kvshard__profile *owner_of(const flag *f, const kvshard__profile *mine)
+{
+    for (const kvshard__profile *const *p = kvshard_profiles__all; *p; p++) {
+        bool negated;
+        if (*p != mine && (*p)->flag_style == KVSHARD_PROFILE__ARGPARSE &&
+            kvshard__key_known(key_of(f, *p, &negated)))
+            return *p;
+    }
+    return NULL;
+}
+
+static int unknown_flag(flag_list *l, const flag *f, const kvshard__profile *profile)
+{
+    char shown[96];
+    kvshard__excerpt(shown, sizeof shown, f->name, f->name_len, 64);
+    const kvshard__profile *owner = owner_of(f, profile);
+    if (owner)
+        return flag_fail(l, f, KVSHARD_EUNKNOWNKEY,
+                         "unknown flag --%s: it is a flag of the %s profile, and the engine "
+                         "profile is %s (--engine=%s reads it)",
+                         shown, owner->name, profile->name, owner->name);
+    return flag_fail(l, f, KVSHARD_EUNKNOWNKEY,
+                     "unknown flag --%s (--ignore_unknown_flags skips flags kvshard does not "
+                     "use)",
+                     shown);
+}
+
+/* The flag that names the engine, if any: the last one wins. Its value is
+ * after '=' or, for an argparse engine, the next token. */
+static const flag *engine_flag(const flag_list *l, const flag **value_token)
 {
     const flag *found = NULL;
+    *value_token = NULL;
     for (size_t i = 0; i < l->count; i++) {
-        if (kvshard__text_is(l->items[i].name, l->items[i].name_len, "engine"))
-            found = &l->items[i];
+        if (!name_is(&l->items[i], "engine"))
+            continue;
+        found = &l->items[i];
+        *value_token = !found->value && i + 1 < l->count ? &l->items[i + 1] : NULL;
     }
     return found;
+}
+
+static int needs_value(flag_list *l, const flag *f)
+{
+    return flag_fail(l, f, KVSHARD_ETYPE, "--%.*s needs a value (--%.*s=VALUE)",
+                     (int)f->name_len, f->name, (int)f->name_len, f->name);
 }
 
 static int apply(flag_list *l, const kvshard__deployment_values *into)
 {
     kvshard_options *options = into->options;
+    char buf[ORIGIN_MAX];
     /* The engine profile first, wherever --engine stands: it decides which
-     * flag names exist. */
-    const flag *e = engine_flag(l);
-    for (size_t pass = 0; pass < 2; pass++) {
-        for (size_t i = 0; i < l->count; i++) {
-            const flag *f = &l->items[i];
-            bool is_engine = f == e;
-            if ((pass == 0) != is_engine)
-                continue;
-            if (kvshard__text_is(f->name, f->name_len, "engine") && !is_engine)
-                continue; /* an earlier --engine, overridden by the last */
-            kvshard__deploy_key key;
-            const char *value;
-            size_t value_len;
-            if (resolve(f, options->engine, &key, &value, &value_len) != KVSHARD_OK)
-                return flag_fail(l, f, KVSHARD_ETYPE, "--%.*s needs a value (--%.*s=VALUE)",
-                                 (int)f->name_len, f->name, (int)f->name_len, f->name);
-            if (!kvshard__key_known(key)) {
-                if (l->ignore_unknown)
-                    continue;
-                char shown[96];
-                kvshard__excerpt(shown, sizeof shown, f->name, f->name_len, 64);
-                return flag_fail(l, f, KVSHARD_EUNKNOWNKEY,
-                                 "unknown flag --%s (--ignore_unknown_flags skips flags kvshard "
-                                 "does not use)",
-                                 shown);
-            }
-            char buf[ORIGIN_MAX];
-            const char *origin = origin_of(buf, sizeof buf, f);
-            int rc = kvshard__deployment_assign(into, key, value, value_len, KVSHARD__VALUE_FLAG,
-                                                origin, value_mark(f), true, l->err);
-            if (rc)
-                return rc;
-        }
+     * flag names exist and how they are written. */
+    const flag *value_token;
+    const flag *e = engine_flag(l, &value_token);
+    if (e) {
+        const char *value = e->value ? e->value : value_token ? value_token->text : NULL;
+        size_t len = e->value ? e->value_len : value_token ? value_token->len : 0;
+        if (!value)
+            return needs_value(l, e);
+        kvshard__deploy_key key = kvshard__key_lookup("engine", 6, NULL);
+        int rc = kvshard__deployment_assign(into, key, value, len, KVSHARD__VALUE_FLAG,
+                                            origin_of(buf, sizeof buf, e), value_mark(e), true,
+                                            l->err);
+        if (rc)
+            return rc;
     }
-    return KVSHARD_OK;
+    const kvshard__profile *profile = kvshard_profiles__of(options->engine);
+    bool argparse = profile->flag_style == KVSHARD_PROFILE__ARGPARSE;
+    if (e && !e->value && !argparse)
+        return needs_value(l, e); /* gflags: --engine=NAME */
+    applied *done = NULL;
+    size_t done_count = 0, done_cap = 0;
+    int rc = KVSHARD_OK;
+    for (size_t i = 0; i < l->count && rc == KVSHARD_OK; i++) {
+        const flag *f = &l->items[i];
+        if (!f->is_flag) {
+            rc = not_a_flag(l, f);
+            break;
+        }
+        const flag *next = i + 1 < l->count ? &l->items[i + 1] : NULL;
+        if (name_is(f, "engine")) {
+            if (!f->value && argparse)
+                i++; /* its value, applied above */
+            continue;
+        }
+        bool negated;
+        kvshard__deploy_key key = key_of(f, profile, &negated);
+        if (!kvshard__key_known(key)) {
+            if (!l->ignore_unknown) {
+                rc = unknown_flag(l, f, profile);
+                break;
+            }
+            /* --port 8000: the value of an unknown flag goes with it. */
+            if (!f->value && next && !(next->len > 0 && next->text[0] == '-'))
+                i++;
+            continue;
+        }
+        const char *value = f->value;
+        size_t value_len = f->value_len;
+        kvshard__mark mark = value_mark(f);
+        if (negated) {
+            value = "false";
+            value_len = 5;
+        } else if (!value && kvshard__key_is_bool(key)) {
+            value = "true";
+            value_len = 4;
+        } else if (!value) {
+            /* argparse: a flag that takes a value takes the next token,
+             * whatever it starts with. */
+            if (!argparse || !next) {
+                rc = needs_value(l, f);
+                break;
+            }
+            value = next->text;
+            value_len = next->len;
+            if (next->file)
+                mark = next->mark;
+            i++;
+        }
+        applied now = {key, f, value, value_len};
+        if (argparse && (rc = check_spellings(l, done, done_count, &now)) != 0)
+            break;
+        const char *origin = origin_of(buf, sizeof buf, f);
+        rc = kvshard__deployment_assign(into, key, value, value_len, KVSHARD__VALUE_FLAG, origin,
+                                        mark, true, l->err);
+        if (rc || !argparse)
+            continue;
+        void *items = done;
+        if ((rc = grow(l, &items, &done_cap, done_count, sizeof *done)) != 0)
+            break;
+        done = items;
+        done[done_count++] = now;
+    }
+    kvshard__free(&l->alloc, done);
+    return rc;
 }
 
 int kvshard_deployment_apply_args(kvshard_deployment *deployment, size_t count,
@@ -422,7 +600,7 @@ int kvshard_flags__apply(kvshard_deployment *deployment, size_t count, const cha
     size_t kept = 0;
     for (size_t i = 0; rc == KVSHARD_OK && i < l.count; i++) {
         const flag *f = &l.items[i];
-        if (!kvshard__text_is(f->name, f->name_len, "ignore_unknown_flags")) {
+        if (!is_ignore_flag(f)) {
             l.items[kept++] = *f;
             continue;
         }

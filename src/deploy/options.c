@@ -48,64 +48,64 @@ typedef struct option_def {
 
 static const option_def defs[KVSHARD__OPT_COUNT] = {
     [KVSHARD__OPT_WORLD_SIZE] = {{"world_size", U32, 1, KVSHARD_MAX_RANKS, KVSHARD_EPARALLEL,
-                                  false, NULL},
+                                  false, NULL, NULL},
                                  PARALLEL,
                                  FIELD(world_size)},
     [KVSHARD__OPT_DP_SIZE] = {{"dp_size", U32, 1, KVSHARD_MAX_RANKS, KVSHARD_EPARALLEL, false,
-                               NULL},
+                               NULL, NULL},
                               PARALLEL,
                               FIELD(dp_size)},
     [KVSHARD__OPT_CP_SIZE] = {{"cp_size", U32, 1, KVSHARD_MAX_RANKS, KVSHARD_EPARALLEL, false,
-                               NULL},
+                               NULL, NULL},
                               PARALLEL,
                               FIELD(cp_size)},
     [KVSHARD__OPT_ENABLE_SPLIT] = {{"enable_layerwise_split", BOOL, 0, 1, KVSHARD_ERANGE, false,
-                                    NULL},
+                                    NULL, NULL},
                                    PARALLEL,
                                    FIELD(enable_layerwise_split)},
     [KVSHARD__OPT_SPLIT_SIZE] = {{"layerwise_split_size", U32, 1, KVSHARD_MAX_RANKS,
-                                  KVSHARD_EPARALLEL, false, NULL},
+                                  KVSHARD_EPARALLEL, false, NULL, NULL},
                                  PARALLEL,
                                  FIELD(layerwise_split_size)},
-    [KVSHARD__OPT_OWNERSHIP] = {{"ownership", WORD, 0, 0, KVSHARD_ERANGE, true, ownership_words},
+    [KVSHARD__OPT_OWNERSHIP] = {{"ownership", WORD, 0, 0, KVSHARD_ERANGE, true, ownership_words, NULL},
                                 PARALLEL,
                                 FIELD(ownership)},
-    [KVSHARD__OPT_IS_DRAFT] = {{"is_draft", BOOL, 0, 1, KVSHARD_ERANGE, false, NULL},
+    [KVSHARD__OPT_IS_DRAFT] = {{"is_draft", BOOL, 0, 1, KVSHARD_ERANGE, false, NULL, NULL},
                                PARALLEL,
                                FIELD(is_draft)},
     [KVSHARD__OPT_ENGINE] = {{"engine", WORD, 0, 0, KVSHARD_ERANGE, false,
-                              kvshard_profiles__engine_words},
+                              kvshard_profiles__engine_words, NULL},
                              CACHE,
                              FIELD(engine)},
     [KVSHARD__OPT_KV_CACHE_DTYPE] = {{"kv_cache_dtype", WORD, 0, 0, KVSHARD_ERANGE, false,
-                                      kv_dtype_words},
+                                      kv_dtype_words, NULL},
                                      CACHE,
                                      FIELD(kv_cache_dtype)},
     [KVSHARD__OPT_STATE_DTYPE] = {{"state_dtype", WORD, 0, 0, KVSHARD_ERANGE, false,
-                                   state_dtype_words},
+                                   state_dtype_words, NULL},
                                   CACHE,
                                   FIELD(state_dtype)},
     [KVSHARD__OPT_BLOCK_SIZE] = {{"block_size", U32, 1, KVSHARD_MAX_BLOCK_SIZE, KVSHARD_ERANGE,
-                                  true, NULL},
+                                  true, NULL, NULL},
                                  CACHE,
                                  FIELD(block_size)},
     [KVSHARD__OPT_MEMORY_PER_RANK] = {{"memory_per_rank", BYTES, 1, UINT64_MAX, KVSHARD_ERANGE,
-                                       true, NULL},
+                                       true, NULL, NULL},
                                       CACHE,
                                       FIELD(memory_per_rank)},
-    [KVSHARD__OPT_MAX_SEQS] = {{"max_seqs", U32, 1, 1u << 24, KVSHARD_ERANGE, true, NULL},
+    [KVSHARD__OPT_MAX_SEQS] = {{"max_seqs", U32, 1, 1u << 24, KVSHARD_ERANGE, true, NULL, NULL},
                                CACHE,
                                FIELD(max_seqs)},
     [KVSHARD__OPT_DRAFT_TOKENS] = {{"num_speculative_tokens", U32, 0, 1024, KVSHARD_ERANGE, false,
-                                    NULL},
+                                    NULL, NULL},
                                    CACHE,
                                    FIELD(num_speculative_tokens)},
     [KVSHARD__OPT_SCRATCH_LAYERS] = {{"scratch_layers", U32, 0, 1024, KVSHARD_ERANGE, false,
-                                      NULL},
+                                      NULL, NULL},
                                      CACHE,
                                      FIELD(scratch_layers)},
     [KVSHARD__OPT_CONTEXT_LENGTH] = {{"context_length", U32, 1, KVSHARD_MAX_CONTEXT_LENGTH,
-                                      KVSHARD_ERANGE, true, NULL},
+                                      KVSHARD_ERANGE, true, NULL, NULL},
                                      CACHE,
                                      FIELD(context_length)},
 };
@@ -144,18 +144,47 @@ static kvshard__option_id option_named(const char *key, size_t len)
     return KVSHARD__OPT_COUNT;
 }
 
+kvshard__option_id kvshard__option_id_of(const char *name, size_t len)
+{
+    return option_named(name, len);
+}
+
+/* Longest flag name an argparse profile knows; longer ones are unknown. */
+#define FLAG_NAME_MAX 64
+
 kvshard__deploy_key kvshard__key_lookup(const char *key, size_t len,
                                         const kvshard__profile *flags_of)
 {
-    kvshard__deploy_key ref = {option_named(key, len), NULL};
+    kvshard__deploy_key ref = {KVSHARD__OPT_COUNT, NULL, NULL};
+    char normal[FLAG_NAME_MAX];
+    bool argparse = flags_of && flags_of->flag_style == KVSHARD_PROFILE__ARGPARSE;
+    if (argparse) {
+        /* --max-model-len is --max_model_len. */
+        if (len >= sizeof normal)
+            return ref;
+        for (size_t i = 0; i < len; i++)
+            normal[i] = key[i] == '-' ? '_' : key[i];
+        key = normal;
+    }
+    /* The engine's own spelling first: an alias may carry the engine's
+     * words for an option of the same name (vLLM's --kv-cache-dtype). */
+    const kvshard_profile__alias *alias = flags_of ? kvshard_profiles__alias(flags_of, key, len)
+                                                   : NULL;
+    ref.option = alias ? KVSHARD__OPT_COUNT : option_named(key, len);
     if (ref.option != KVSHARD__OPT_COUNT)
         return ref;
-    const char *alias = flags_of ? kvshard_profiles__alias(flags_of, key, len) : NULL;
     if (alias) {
-        ref.option = option_named(alias, strlen(alias));
+        ref.option = option_named(alias->key, strlen(alias->key));
+        ref.words = alias->words;
+        if (ref.option == KVSHARD__OPT_COUNT)
+            ref.setting = argparse ? kvshard_profiles__own_input(flags_of, alias->key,
+                                                                 strlen(alias->key))
+                                   : kvshard_profiles__gflags_input(alias->key, strlen(alias->key));
         return ref;
     }
-    ref.setting = kvshard_profiles__input(key, len);
+    ref.setting = !flags_of  ? kvshard_profiles__input(key, len)
+                  : argparse ? kvshard_profiles__own_input(flags_of, key, len)
+                             : kvshard_profiles__gflags_input(key, len);
     return ref;
 }
 
@@ -165,7 +194,7 @@ kvshard__deploy_key kvshard__key_lookup(const char *key, size_t len,
 static kvshard_value get_field(const kvshard_options *o, const option_def *d)
 {
     const char *base = (const char *)o + d->offset;
-    kvshard_value v = {0, 0.0};
+    kvshard_value v = {0, 0.0, NULL, 0};
     switch (d->value.type) {
     case KVSHARD__VT_U32: {
         uint32_t x;
@@ -180,13 +209,16 @@ static kvshard_value get_field(const kvshard_options *o, const option_def *d)
         v.u = x;
         break;
     }
-    case KVSHARD__VT_FRACTION: memcpy(&v.d, base, sizeof v.d); break;
+    case KVSHARD__VT_FRACTION:
+    case KVSHARD__VT_DECIMAL: memcpy(&v.d, base, sizeof v.d); break;
     case KVSHARD__VT_WORD: {
         int x;
         memcpy(&x, base, sizeof x);
         v.u = (uint64_t)(int64_t)x;
         break;
     }
+    case KVSHARD__VT_TEXT:
+    case KVSHARD__VT_OBJECT: break; /* no option holds text */
     }
     return v;
 }
@@ -206,24 +238,48 @@ static void set_field(kvshard_options *o, const option_def *d, kvshard_value v)
         memcpy(base, &x, sizeof x);
         break;
     }
-    case KVSHARD__VT_FRACTION: memcpy(base, &v.d, sizeof v.d); break;
+    case KVSHARD__VT_FRACTION:
+    case KVSHARD__VT_DECIMAL: memcpy(base, &v.d, sizeof v.d); break;
     case KVSHARD__VT_WORD: {
         int x = (int)(int64_t)v.u;
         memcpy(base, &x, sizeof x);
         break;
     }
+    case KVSHARD__VT_TEXT:
+    case KVSHARD__VT_OBJECT: break;
     }
 }
 
 int kvshard__option_parse(kvshard_options *options, kvshard__option_id id, const char *text,
-                          size_t len, kvshard__value_style style, const char *source,
+                          size_t len, kvshard__value_style style,
+                          const kvshard_value__word *words, const char *source,
                           kvshard__mark mark, kvshard_error *err)
 {
     kvshard_value v;
-    int rc = kvshard_value__parse(&v, &defs[id].value, text, len, style, source, mark, err);
+    kvshard_value__def def = defs[id].value;
+    if (words && def.type == KVSHARD__VT_WORD)
+        def.words = words;
+    int rc = kvshard_value__parse(&v, &def, text, len, style, source, mark, err);
     if (rc == KVSHARD_OK)
         set_field(options, &defs[id], v);
     return rc;
+}
+
+kvshard_value kvshard__option_value(const kvshard_options *options, kvshard__option_id id)
+{
+    return get_field(options, &defs[id]);
+}
+
+const kvshard_value__def *kvshard__option_def(kvshard__option_id id)
+{
+    return &defs[id].value;
+}
+
+bool kvshard__option_changed(const kvshard_options *options, kvshard__option_id id)
+{
+    kvshard_options init = KVSHARD_OPTIONS_INIT;
+    return !kvshard_value__equal(&defs[id].value, get_field(options, &defs[id]),
+                                 get_field(&init, &defs[id]));
 }
 
 int kvshard__options_check(const kvshard_options *options, kvshard_error *err)
@@ -279,7 +335,7 @@ int kvshard_options_set(kvshard_options *options, const char *key, const char *v
                              "unknown option \"%s\"", shown);
     }
     return kvshard__option_parse(options, ref.option, value, strlen(value), KVSHARD__VALUE_FLAG,
-                                 from, kvshard__no_mark, err);
+                                 ref.words, from, kvshard__no_mark, err);
 }
 
 const char *kvshard_ownership_name(kvshard_ownership ownership)

@@ -43,11 +43,19 @@ bool kvshard__option_is_bool(kvshard__option_id id);
 typedef struct kvshard__deploy_key {
     kvshard__option_id option; /* KVSHARD__OPT_COUNT when it is a setting or unknown */
     const kvshard_profile__input *setting;
+    /* The engine's words for the value when the key came through an alias
+     * that has its own; NULL: the key's. */
+    const kvshard_value__word *words;
 } kvshard__deploy_key;
 
 /* The key `key` names: options first, then settings. A flag may also use
- * the engine's own names for kvshard's options: `flags_of` is that engine's
- * profile, NULL for a deployment file's key. Neither set: unknown. */
+ * the engine's own names: `flags_of` is that engine's profile, NULL for a
+ * deployment file's key (any profile's setting). Under a gflags profile a
+ * flag is an option, an alias of the profile, or a setting a gflags
+ * profile declares (the plan warns of those its profile does not read);
+ * under an argparse profile '-' and '_' are alike and a flag is an option,
+ * an alias or one of that profile's own inputs: each engine's flags exist
+ * only under its profile. Neither set: unknown. */
 kvshard__deploy_key kvshard__key_lookup(const char *key, size_t len,
                                         const kvshard__profile *flags_of);
 static inline bool kvshard__key_known(kvshard__deploy_key k)
@@ -65,11 +73,23 @@ static inline const char *kvshard__key_name_of(kvshard__deploy_key k)
                                           : k.setting ? k.setting->def.name : "";
 }
 
-/* Parse `text` for option `id` and store it in `options`. On failure the
- * options are unchanged and the error names `source`/`mark`. */
+/* Parse `text` for option `id` (with the engine's `words` for a word
+ * option, NULL: its own) and store it in `options`. On failure the options
+ * are unchanged and the error names `source`/`mark`. */
 int kvshard__option_parse(kvshard_options *options, kvshard__option_id id, const char *text,
-                          size_t len, kvshard__value_style style, const char *source,
+                          size_t len, kvshard__value_style style,
+                          const kvshard_value__word *words, const char *source,
                           kvshard__mark mark, kvshard_error *err);
+
+/* The value option `id` holds in `options`, and its definition. */
+kvshard_value kvshard__option_value(const kvshard_options *options, kvshard__option_id id);
+const kvshard_value__def *kvshard__option_def(kvshard__option_id id);
+
+/* Whether option `id` holds a value other than KVSHARD_OPTIONS_INIT's. */
+bool kvshard__option_changed(const kvshard_options *options, kvshard__option_id id);
+
+/* The id of option `name`, KVSHARD__OPT_COUNT for none. */
+kvshard__option_id kvshard__option_id_of(const char *name, size_t len);
 
 /* Check caller-built options: the struct size, then every field against the
  * ranges the parser applies (EPARALLEL, ERANGE or EINVAL naming the field). */

@@ -36,6 +36,15 @@ int kvshard_settings__assign(kvshard_settings *s, const kvshard_profile__input *
         e->input = input;
     }
     e->value = v;
+    e->value.text = NULL;
+    if (v.text) {
+        /* The parser bounds every text value to the entry's room. */
+        size_t n = v.text_len < sizeof e->text ? v.text_len : sizeof e->text - 1;
+        memcpy(e->text, v.text, n);
+        e->text[n] = '\0';
+        e->value.text_len = n;
+        e->value.text = e->text; /* marks that there is a text; repointed by __value */
+    }
     e->override = override;
     e->mark = mark;
     snprintf(e->source, sizeof e->source, "%s", source);
@@ -45,19 +54,32 @@ int kvshard_settings__assign(kvshard_settings *s, const kvshard_profile__input *
 const kvshard_settings__entry *kvshard_settings__find(const kvshard_settings *s, const char *name)
 {
     for (size_t i = 0; s && i < s->count; i++) {
-        if (strcmp(s->entries[i].input->def.name, name) == 0)
+        const char *e = s->entries[i].input->def.name;
+        if (e == name || (e[0] == name[0] && strcmp(e, name) == 0))
             return &s->entries[i];
     }
     return NULL;
 }
 
+kvshard_value kvshard_settings__value(const kvshard_settings__entry *e)
+{
+    kvshard_value v = e->value;
+    if (v.text)
+        v.text = e->text;
+    return v;
+}
+
 void kvshard_settings__resolve(kvshard_value *out, const kvshard_settings *s,
                                const kvshard__profile *p)
 {
+    /* Every fallback, then the few entries set over them. */
     size_t i = 0;
-    for (const kvshard_profile__input *in = p->inputs; in && in->def.name; in++, i++) {
-        const kvshard_settings__entry *e = kvshard_settings__find(s, in->def.name);
-        out[i] = e ? e->value : in->fallback;
+    for (const kvshard_profile__input *in = p->inputs; in && in->def.name; in++, i++)
+        out[i] = in->fallback;
+    for (size_t k = 0; s && k < s->count; k++) {
+        int at = kvshard_profiles__input_index(p, s->entries[k].input->def.name);
+        if (at >= 0)
+            out[at] = kvshard_settings__value(&s->entries[k]);
     }
 }
 
@@ -79,19 +101,42 @@ kvshard_settings *kvshard_settings__copy(const kvshard_settings *s, const kvshar
     return c;
 }
 
+/* Where an input stands in the profiles' tables, all of them in turn. */
+static size_t table_position(const kvshard_profile__input *input)
+{
+    size_t at = 0;
+    for (const kvshard__profile *const *q = kvshard_profiles__all; *q; q++) {
+        const kvshard_profile__input *in = (*q)->inputs;
+        size_t n = 0;
+        while (in && in[n].def.name)
+            n++;
+        if (n && input >= in && input < in + n)
+            return at + (size_t)(input - in);
+        at += n;
+    }
+    return at;
+}
+
 size_t kvshard_settings__ignored(const char **names, size_t cap, const kvshard_settings *s,
                                  const kvshard__profile *p)
 {
-    /* In the order of the profiles' tables, whatever order they were set in. */
-    size_t n = 0;
-    for (const kvshard__profile *const *q = kvshard_profiles__all; *q; q++) {
-        for (const kvshard_profile__input *in = (*q)->inputs; in && in->def.name && n < cap;
-             in++) {
-            const kvshard_settings__entry *e = kvshard_settings__find(s, in->def.name);
-            if (e && e->input == in && kvshard_profiles__input_index(p, in->def.name) < 0 &&
-                !kvshard_value__equal(&in->def, e->value, in->fallback))
-                names[n++] = in->def.name;
+    /* In the order of the profiles' tables, whatever order they were set in:
+     * the few entries set are sorted by where they stand. */
+    size_t n = 0, at[KVSHARD__MAX_PROFILE_INPUTS];
+    for (size_t i = 0; s && i < s->count && n < cap && n < KVSHARD__MAX_PROFILE_INPUTS; i++) {
+        const kvshard_settings__entry *e = &s->entries[i];
+        const kvshard_profile__input *in = e->input;
+        if (kvshard_value__equal(&in->def, kvshard_settings__value(e), in->fallback) ||
+            kvshard_profiles__input_index(p, in->def.name) >= 0)
+            continue;
+        size_t pos = table_position(in), k = n++;
+        while (k > 0 && at[k - 1] > pos) {
+            at[k] = at[k - 1];
+            names[k] = names[k - 1];
+            k--;
         }
+        at[k] = pos;
+        names[k] = in->def.name;
     }
     return n;
 }
@@ -175,13 +220,43 @@ static void value_text(char *buf, size_t cap, const kvshard_value__def *def, kvs
 {
     switch (def->type) {
     case KVSHARD__VT_BOOL: snprintf(buf, cap, "%s", v.u ? "true" : "false"); break;
-    case KVSHARD__VT_FRACTION: fraction_text(buf, cap, v.d); break;
+    case KVSHARD__VT_TEXT:
+        snprintf(buf, cap, "%.*s", v.text ? (int)v.text_len : 0, v.text ? v.text : "");
+        break;
+    case KVSHARD__VT_OBJECT: {
+        const kvshard_value__fields *f = def->more ? def->more->fields : NULL;
+        size_t used = 0;
+        int n = snprintf(buf, cap, "{");
+        used = n > 0 ? (size_t)n : 0;
+        if (f && f->text && v.text && used < cap) {
+            n = snprintf(buf + used, cap - used, "\"%s\": \"%.*s\"", f->text, (int)v.text_len,
+                         v.text);
+            used += n > 0 ? (size_t)n : 0;
+        }
+        if (f && f->integer && used < cap) {
+            n = snprintf(buf + used, cap - used, "%s\"%s\": %llu", used > 1 ? ", " : "",
+                         f->integer, (unsigned long long)v.u);
+            used += n > 0 ? (size_t)n : 0;
+        }
+        if (used < cap)
+            snprintf(buf + used, cap - used, "}");
+        break;
+    }
+    case KVSHARD__VT_FRACTION:
+    case KVSHARD__VT_DECIMAL: fraction_text(buf, cap, v.d); break;
     case KVSHARD__VT_WORD: {
         const kvshard_value__word *w = kvshard_value__word_of(def->words, (int)(int64_t)v.u);
         snprintf(buf, cap, "%s", w ? w->text : "");
         break;
     }
     case KVSHARD__VT_U32:
+        if (kvshard_value__is_word(def, v)) {
+            const kvshard_value__word *w = kvshard_value__word_of(def->words, (int)(int64_t)v.u);
+            snprintf(buf, cap, "%s", w->text);
+            break;
+        }
+        snprintf(buf, cap, "%llu", (unsigned long long)v.u);
+        break;
     case KVSHARD__VT_BYTES:
     default: snprintf(buf, cap, "%llu", (unsigned long long)v.u); break;
     }
@@ -196,7 +271,10 @@ int kvshard_settings_get(char *buf, size_t cap, bool *out_set, const kvshard_set
     if (!in)
         return KVSHARD_EUNKNOWNKEY;
     const kvshard_settings__entry *e = kvshard_settings__find(settings, in->def.name);
-    value_text(buf, cap, &in->def, e ? e->value : in->fallback);
+    if (!e && in->default_text) /* a default the profile works out (by version, by model) */
+        snprintf(buf, cap, "%s", in->default_text);
+    else
+        value_text(buf, cap, &in->def, e ? kvshard_settings__value(e) : in->fallback);
     if (out_set)
         *out_set = e != NULL;
     return KVSHARD_OK;
@@ -209,6 +287,9 @@ static kvshard_setting_type public_type(kvshard_value__type t)
     case KVSHARD__VT_BOOL: return KVSHARD_SETTING_BOOL;
     case KVSHARD__VT_WORD: return KVSHARD_SETTING_WORD;
     case KVSHARD__VT_FRACTION: return KVSHARD_SETTING_FRACTION;
+    case KVSHARD__VT_DECIMAL: return KVSHARD_SETTING_DECIMAL;
+    case KVSHARD__VT_TEXT: return KVSHARD_SETTING_TEXT;
+    case KVSHARD__VT_OBJECT: return KVSHARD_SETTING_JSON;
     case KVSHARD__VT_U32:
     default: return KVSHARD_SETTING_INTEGER;
     }
@@ -253,7 +334,10 @@ int kvshard_setting_info_at(kvshard_setting_info *out, size_t index)
     info.type = public_type(in->def.type);
     info.min = in->def.min;
     info.max = in->def.max;
-    value_text(info.default_value, sizeof info.default_value, &in->def, in->fallback);
+    if (in->default_text)
+        snprintf(info.default_value, sizeof info.default_value, "%s", in->default_text);
+    else
+        value_text(info.default_value, sizeof info.default_value, &in->def, in->fallback);
     info.engine = engine;
     *out = info;
     return KVSHARD_OK;

@@ -9,10 +9,11 @@
 
 typedef struct kvshard_settings__entry {
     const kvshard_profile__input *input;
-    kvshard_value value;
-    bool override; /* set by a flag or an API call, after the file */
+    kvshard_value value; /* its text, if any, is `text` (see kvshard_settings__value) */
+    bool override;       /* set by a flag or an API call, after the file */
     kvshard__mark mark;
     char source[KVSHARD_ERROR_SOURCE_MAX];
+    char text[KVSHARD__VALUE_TEXT_MAX]; /* a text value's bytes, kept with the entry */
 } kvshard_settings__entry;
 
 struct kvshard_settings {
@@ -32,6 +33,9 @@ int kvshard_settings__assign(kvshard_settings *s, const kvshard_profile__input *
 /* The entry of setting `name`, or NULL when it is not set. */
 const kvshard_settings__entry *kvshard_settings__find(const kvshard_settings *s, const char *name);
 
+/* An entry's value, its text pointing into the entry. */
+kvshard_value kvshard_settings__value(const kvshard_settings__entry *e);
+
 /* Profile `p`'s inputs, in its table's order, into `out`: the set value or
  * the input's fallback. `s` may be NULL. */
 void kvshard_settings__resolve(kvshard_value *out, const kvshard_settings *s,
@@ -47,7 +51,7 @@ kvshard_settings *kvshard_settings__copy(const kvshard_settings *s, const kvshar
 size_t kvshard_settings__ignored(const char **names, size_t cap, const kvshard_settings *s,
                                  const kvshard__profile *p);
 
-/* Most inputs every profile together reads. */
-#define KVSHARD__MAX_PROFILE_INPUTS 64
+/* Most inputs one profile reads. */
+#define KVSHARD__MAX_PROFILE_INPUTS 40
 
 #endif /* KVSHARD_DEPLOY_SETTINGS_H */

@@ -5,6 +5,8 @@
 #include "plan/view.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void key(kvshard__out *o, const char *name)
@@ -187,6 +189,66 @@ static void emit_capacity(kvshard__out *o, const kvshard__plan_view *p)
     kvshard__out_raw(o, "},\n");
 }
 
+/* A double as the shortest decimal that reads back as the same double. */
+static void out_double(kvshard__out *o, double v)
+{
+    if (!isfinite(v)) {
+        kvshard__out_raw(o, "null");
+        return;
+    }
+    char buf[40];
+    for (int digits = 1; digits <= 17; digits++) {
+        snprintf(buf, sizeof buf, "%.*g", digits, v);
+        if (strtod(buf, NULL) == v)
+            break;
+    }
+    kvshard__out_raw(o, buf);
+}
+
+/* The engine profile's figures, in its order; null under a profile that
+ * predicts no engine. */
+static void emit_engine(kvshard__out *o, const kvshard__plan_view *p)
+{
+    kvshard__out_raw(o, "  \"engine\": ");
+    if (!p->profile->figures) {
+        kvshard__out_raw(o, "null,\n");
+        return;
+    }
+    kvshard__out_raw(o, "{");
+    kvshard_figure figures[KVSHARD__MAX_ENGINE_FIGURES];
+    size_t count = kvshard__engine_figures(figures, KVSHARD__MAX_ENGINE_FIGURES, p);
+    for (size_t i = 0; i < count; i++) {
+        const kvshard_figure *f = &figures[i];
+        if (i)
+            kvshard__out_raw(o, i % 4 ? ", " : ",\n             ");
+        key(o, f->name);
+        switch (f->type) {
+        case KVSHARD_FIGURE_UINT: kvshard__out_u64(o, f->uint_value); break;
+        case KVSHARD_FIGURE_DOUBLE: out_double(o, f->double_value); break;
+        case KVSHARD_FIGURE_BOOL: kvshard__out_raw(o, f->bool_value ? "true" : "false"); break;
+        case KVSHARD_FIGURE_TEXT:
+            kvshard__out_json_string(o, f->text_value, strlen(f->text_value));
+            break;
+        case KVSHARD_FIGURE_TEXT_LIST: {
+            kvshard__out_raw(o, "[");
+            const char *w = f->text_value;
+            for (uint64_t k = 0; k < f->uint_value; k++) {
+                size_t n = strlen(w);
+                if (k)
+                    sep(o);
+                kvshard__out_json_string(o, w, n);
+                w += n + 1;
+            }
+            kvshard__out_raw(o, "]");
+            break;
+        }
+        case KVSHARD_FIGURE_NULL:
+        default: kvshard__out_raw(o, "null"); break;
+        }
+    }
+    kvshard__out_raw(o, "},\n");
+}
+
 static void emit_warnings(kvshard__out *o, const kvshard__plan_view *p)
 {
     kvshard__out_raw(o, "  \"warnings\": [");
@@ -214,6 +276,7 @@ int kvshard_plan_write_json(const kvshard_plan *plan, kvshard_write_fn write, vo
     emit_layers(&o, p);
     emit_ranks(&o, p);
     emit_capacity(&o, p);
+    emit_engine(&o, p);
     emit_warnings(&o, p);
     kvshard__out_raw(&o, "  \"digest\": \"");
     kvshard__out_hex64(&o, p->digest);

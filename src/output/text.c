@@ -191,14 +191,9 @@ static void write_capacity(kvshard__out *o, const kvshard__plan_view *p)
     const kvshard__capacity *c = p->capacity;
     const kvshard_options *opt = p->options;
     kvshard__printer pr = kvshard__out_text_printer(o);
-    if (!p->has_memory) {
-        kvshard__out_raw(o, "capacity   ");
-        kvshard_format__text(&pr, p->profile->no_budget_hint);
-        kvshard__out_raw(o, "\n");
-    } else {
-        kvshard_profile__view pv = kvshard__profile_view(p);
-        p->profile->write_capacity(&pr, &pv);
-    }
+    kvshard_profile__view pv = kvshard__profile_view(p);
+    p->profile->write_capacity(&pr, &pv);
+    uint64_t max_seqs = kvshard__max_seqs_of(c, opt);
     if (opt->context_length) {
         kvshard__out_raw(o, "context    at ");
         kvshard__out_grouped(o, opt->context_length);
@@ -210,14 +205,15 @@ static void write_capacity(kvshard__out *o, const kvshard__plan_view *p)
         } else {
             kvshard__out_grouped(o, c->concurrency);
             kvshard__out_raw(o, c->concurrency == 1 ? " sequence at once" : " sequences at once");
-            if (c->concurrency < opt->max_seqs && p->ranks[0].state_bytes_per_seq) {
-                kvshard__out_printf(o, " (max_seqs %u reserves state for ", opt->max_seqs);
-                kvshard__out_grouped(o, opt->max_seqs - c->concurrency);
+            if (c->concurrency < max_seqs && p->ranks[0].state_bytes_per_seq && c->reserved) {
+                kvshard__out_printf(o, " (max_seqs %llu reserves state for ",
+                                    (unsigned long long)max_seqs);
+                kvshard__out_grouped(o, max_seqs - c->concurrency);
                 kvshard__out_raw(o, " that cannot run");
-            } else if (c->concurrency < opt->max_seqs) {
-                kvshard__out_printf(o, " (below max_seqs %u", opt->max_seqs);
+            } else if (c->concurrency < max_seqs) {
+                kvshard__out_printf(o, " (below max_seqs %llu", (unsigned long long)max_seqs);
             } else {
-                kvshard__out_printf(o, " (max_seqs %u is reached", opt->max_seqs);
+                kvshard__out_printf(o, " (max_seqs %llu is reached", (unsigned long long)max_seqs);
             }
             if (c->has_balanced_max_seqs) {
                 kvshard__out_raw(o, "; balanced max_seqs ");

@@ -71,21 +71,15 @@ static int fill_row(kvshard_comparison_row *row, work *w, const kvshard__plannin
         return rc;
     kvshard__capacity c;
     memset(&c, 0, sizeof c);
-    if (w->has_memory) {
-        kvshard__capacity_inputs ci = {o,
-                                       pl->inputs,
-                                       w->ranks,
-                                       w->tp,
-                                       S,
-                                       w->unsplit_bytes_per_block,
-                                       w->memory,
-                                       0,
-                                       o->context_length,
-                                       KVSHARD_ALL_RANKS};
+    if (w->has_memory || pl->profile->sizes_without_budget) {
+        kvshard__capacity_inputs ci = kvshard__capacity_inputs_of(
+            pl, w->ranks, w->tp, S, w->unsplit_bytes_per_block, w->memory, w->has_memory);
         const char *blame;
         if ((rc = pl->profile->capacity(&c, NULL, &ci, &blame, err)) != 0)
             return rc;
     }
+    for (uint32_t r = 0; c.has_bytes_per_block && r < w->tp; r++)
+        w->ranks[r].bytes_per_block = c.bytes_per_block;
     row->min_owned_layers = UINT32_MAX;
     for (uint32_t s = 0; s < S; s++) {
         row->min_owned_layers =
@@ -212,8 +206,13 @@ int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *mo
     int rc = kvshard__begin_planning(&w.base, out && model, options, allocator, blame, err);
     if (rc)
         return rc;
+    /* The rows set the split; the profile settles the rest once. */
     w.base.options.enable_layerwise_split = false;
     w.base.options.layerwise_split_size = 1;
+    w.base.given.enable_layerwise_split = false;
+    w.base.given.layerwise_split_size = 1;
+    if ((rc = kvshard__planning_settle(&w.base, model, blame, err)) != 0)
+        return rc;
     kvshard__range_of(&w.layers, model->kinds, model->class_of, &model->info, 0,
                       model->info.num_layers);
     /* Errors that no split size avoids end the comparison. */

@@ -13,6 +13,8 @@ static const char *const *blame_list(int code)
     static const char *const no_block[] = {"memory_per_rank", "max_seqs", NULL};
     static const char *const overflow[] = {"block_size", NULL};
     static const char *const profile[] = {"engine", NULL};
+    /* An engine profile's missing input: the profile that needs it. */
+    static const char *const missing[] = {"engine", NULL};
     static const char *const limit[] = {"world_size", "layerwise_split_size", NULL};
     switch (code) {
     case KVSHARD_EWORLD: return world;
@@ -21,6 +23,7 @@ static const char *const *blame_list(int code)
     case KVSHARD_ENOBLOCK: return no_block;
     case KVSHARD_EOVERFLOW: return overflow;
     case KVSHARD_EPROFILE: return profile;
+    case KVSHARD_EMISSING: return missing;
     case KVSHARD_ELIMIT: return limit;
     default: return NULL;
     }

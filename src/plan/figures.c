@@ -20,7 +20,9 @@ typedef struct field {
 
 GETTER(block_size, true, s->options->block_size)
 GETTER(memory_per_rank, s->has_memory, s->memory)
-GETTER(max_seqs, true, s->options->max_seqs)
+/* An engine's request limit is known only with a budget. */
+GETTER(max_seqs, !(s->capacity->has_max_seqs && s->capacity->max_seqs == 0),
+       kvshard__max_seqs_of(s->capacity, s->options))
 GETTER(num_blocks, s->capacity->has_num_blocks, s->capacity->num_blocks)
 GETTER(max_tokens, s->capacity->has_num_blocks, s->capacity->max_tokens)
 GETTER(context_length, s->options->context_length != 0, s->options->context_length)

@@ -26,6 +26,27 @@ kvshard_blocks kvshard__blocks_of(const kvshard__capacity *c)
     return b;
 }
 
+kvshard__capacity_inputs kvshard__capacity_inputs_of(const kvshard__planning *pl,
+                                                     const kvshard_rank_memory *ranks, uint32_t tp,
+                                                     uint32_t split, uint64_t unsplit,
+                                                     uint64_t memory, bool has_memory)
+{
+    kvshard__capacity_inputs ci = {&pl->options,
+                                   pl->inputs,
+                                   ranks,
+                                   tp,
+                                   split,
+                                   unsplit,
+                                   memory,
+                                   0,
+                                   pl->options.context_length,
+                                   KVSHARD_ALL_RANKS,
+                                   &pl->state,
+                                   has_memory,
+                                   has_memory};
+    return ci;
+}
+
 kvshard_uniform kvshard__uniform_of(const kvshard_rank_memory *ranks, uint32_t tp,
                                     const kvshard__planning *pl, uint64_t unsplit_bytes_per_block,
                                     uint64_t memory, bool has_memory)
@@ -34,16 +55,9 @@ kvshard_uniform kvshard__uniform_of(const kvshard_rank_memory *ranks, uint32_t t
     KVSHARD__INIT_BYTES(u, kvshard_uniform, KVSHARD_UNIFORM_INIT);
     kvshard__largest_figures(&u.kv_bytes_per_token, &u.bytes_per_block, ranks, tp);
     if (has_memory && u.bytes_per_block > 0) {
-        kvshard__capacity_inputs ci = {&pl->options,
-                                       pl->inputs,
-                                       ranks,
-                                       tp,
-                                       1,
-                                       unsplit_bytes_per_block,
-                                       memory,
-                                       0,
-                                       0,
-                                       KVSHARD_ALL_RANKS};
+        kvshard__capacity_inputs ci =
+            kvshard__capacity_inputs_of(pl, ranks, tp, 1, unsplit_bytes_per_block, memory, true);
+        ci.context_length = 0;
         kvshard__capacity c;
         memset(&c, 0, sizeof c);
         const char *blame;
@@ -80,7 +94,7 @@ kvshard__memory_inputs kvshard__plan_memory_inputs(const kvshard_plan *plan)
 }
 
 /* The same plan at S_eff = 1: the largest figures, the fewest blocks (0
- * when the unsplit plan fits none). */
+ * when the unsplit plan fits none). `pl` is the plan's settled planning. */
 static int compute_uniform(kvshard_plan *p, const kvshard__planning *pl, kvshard_error *err)
 {
     if (p->split == 1) {
@@ -108,8 +122,8 @@ static int compute_uniform(kvshard_plan *p, const kvshard__planning *pl, kvshard
     return rc;
 }
 
-static int compute_memory(kvshard_plan *p, const kvshard__planning *pl, const kvshard_model *model,
-                          const char **blame, kvshard_error *err)
+static int compute_memory(kvshard_plan *p, const kvshard__planning *pl,
+                          const kvshard_model *model, const char **blame, kvshard_error *err)
 {
     kvshard__memory_inputs in = kvshard__plan_memory_inputs(p);
     int rc = kvshard__memory_ranks(p->ranks, &in, err);
@@ -124,22 +138,15 @@ static int compute_memory(kvshard_plan *p, const kvshard__planning *pl, const kv
         return rc;
     kvshard__capacity c;
     memset(&c, 0, sizeof c);
-    if (p->has_memory) {
+    if (p->has_memory || p->profile->sizes_without_budget) {
         uint64_t local[SCRATCH_RANKS];
         uint64_t *blocks =
             p->tp <= SCRATCH_RANKS ? local : kvshard__alloc(&p->alloc, p->tp, sizeof *blocks);
         if (!blocks)
             return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
-        kvshard__capacity_inputs ci = {&p->options,
-                                       p->inputs,
-                                       p->ranks,
-                                       p->tp,
-                                       p->split,
-                                       p->unsplit_bytes_per_block,
-                                       p->memory,
-                                       0,
-                                       p->options.context_length,
-                                       KVSHARD_ALL_RANKS};
+        kvshard__capacity_inputs ci =
+            kvshard__capacity_inputs_of(pl, p->ranks, p->tp, p->split,
+                                        p->unsplit_bytes_per_block, p->memory, p->has_memory);
         for (uint32_t r = 0; r < p->tp; r++)
             blocks[r] = UINT64_MAX; /* a rank the profile does not size has no count */
         rc = p->profile->capacity(&c, blocks, &ci, blame, err);
@@ -153,6 +160,9 @@ static int compute_memory(kvshard_plan *p, const kvshard__planning *pl, const kv
         if (rc)
             return rc;
     }
+    /* The engine's own bytes per block, where it lays blocks out its way. */
+    for (uint32_t r = 0; c.has_bytes_per_block && r < p->tp; r++)
+        p->ranks[r].bytes_per_block = c.bytes_per_block;
     p->cap = c;
     return compute_uniform(p, pl, err);
 }
@@ -250,7 +260,32 @@ static void keep_warning(void *ctx, kvshard_warning_code code, const char *messa
         return;
     kvshard__warning *w = &p->warnings[p->warning_count++];
     w->code = code;
-    snprintf(w->message, sizeof w->message, "%s", message);
+    size_t n = strlen(message);
+    n = n < sizeof w->message ? n : sizeof w->message - 1;
+    memcpy(w->message, message, n);
+    w->message[n] = '\0';
+}
+
+/* The plan keeps the text of its text inputs: the caller's settings need
+ * not outlive the call. */
+static void keep_input_texts(kvshard_plan *p)
+{
+    size_t n = 0, i = 0;
+    for (const kvshard_profile__input *in = p->profile->inputs; in && in->def.name; in++, i++) {
+        kvshard_value *v = &p->inputs[i];
+        if (!v->text)
+            continue;
+        if (n == KVSHARD__PLAN_TEXTS) { /* a profile table that declares more: test_engines */
+            v->text = NULL;
+            continue;
+        }
+        size_t len = v->text_len < KVSHARD__VALUE_TEXT_MAX ? v->text_len
+                                                          : KVSHARD__VALUE_TEXT_MAX - 1;
+        memcpy(p->input_text[n], v->text, len);
+        p->input_text[n][len] = '\0';
+        v->text = p->input_text[n++];
+        v->text_len = len;
+    }
 }
 
 static void collect_warnings(kvshard_plan *p, const kvshard__planning *pl)
@@ -273,6 +308,8 @@ int kvshard__plan_create(kvshard_plan **out, const kvshard_model *model,
 {
     kvshard__planning pl;
     int rc = kvshard__begin_planning(&pl, out && model, options, allocator, blame, err);
+    if (rc == KVSHARD_OK)
+        rc = kvshard__planning_settle(&pl, model, blame, err);
     if (rc)
         return rc;
     uint32_t T = 0, S = 0;
@@ -288,6 +325,8 @@ int kvshard__plan_create(kvshard_plan **out, const kvshard_model *model,
     p->options = pl.options;
     p->profile = pl.profile;
     memcpy(p->inputs, pl.inputs, sizeof p->inputs);
+    keep_input_texts(p);
+    p->state = pl.state;
     p->tp = T;
     p->split = S;
     p->replication = kvshard__replication_factor(&model->info, T);

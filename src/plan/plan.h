@@ -10,7 +10,11 @@
 #include "plan/memory.h"
 #include "plan/owners.h"
 
-#define KVSHARD__MAX_WARNINGS 9
+#define KVSHARD__MAX_WARNINGS 24
+/* Most figures an engine profile gives (the JSON "engine" object's fields). */
+#define KVSHARD__MAX_ENGINE_FIGURES 40
+/* Most text inputs one profile reads (an engine version, a JSON object). */
+#define KVSHARD__PLAN_TEXTS 4
 #define KVSHARD__WARNING_MESSAGE_MAX 240
 
 typedef struct kvshard__warning {
@@ -54,6 +58,8 @@ struct kvshard_plan {
     uint64_t memory; /* the budget capacity is counted in */
     kvshard__capacity cap;
     kvshard_uniform uniform;
+    kvshard_profile__state state; /* the profile's, from settling: its figures' source */
+    char input_text[KVSHARD__PLAN_TEXTS][KVSHARD__VALUE_TEXT_MAX]; /* text inputs' bytes */
     kvshard__warning warnings[KVSHARD__MAX_WARNINGS];
     size_t warning_count;
     uint64_t digest;
@@ -66,10 +72,12 @@ struct kvshard_plan {
  * defaults, the profile and its inputs. */
 typedef struct kvshard__planning {
     kvshard_options options; /* settled; `settings` is NULL once resolved */
+    kvshard_options given;   /* as the caller gave them, unset fields unset */
     const kvshard__profile *profile;
     kvshard_value inputs[KVSHARD__MAX_PROFILE_INPUTS];
     const char *ignored[KVSHARD__MAX_PROFILE_INPUTS]; /* settings the profile does not read */
     size_t ignored_count;
+    kvshard_profile__state state; /* the profile's, once settled */
 } kvshard__planning;
 
 /* The start of a plan or comparison call: reset `err` and *blame, refuse
@@ -78,6 +86,15 @@ typedef struct kvshard__planning {
 int kvshard__begin_planning(kvshard__planning *out, bool args_ok, const kvshard_options *options,
                             const kvshard_allocator *allocator, const char **blame,
                             kvshard_error *err);
+
+/* Settle the profile's inputs into the planning's options and state (the
+ * profile's settle hook), before validation. */
+int kvshard__planning_settle(kvshard__planning *pl, const kvshard_model *model, const char **blame,
+                             kvshard_error *err);
+
+/* The engine version a planning call names, as given or the profile's
+ * default; NULL for a profile without versions. */
+const char *kvshard__planning_version(const kvshard__profile *profile, const kvshard_value *inputs);
 
 /* The profile's view of a model under settled options. */
 kvshard_profile__ctx kvshard__profile_ctx(const kvshard__planning *pl, const kvshard_model *model,
@@ -116,6 +133,13 @@ kvshard__memory_inputs kvshard__plan_memory_inputs(const kvshard_plan *plan);
  * them: the one conversion from the internal figures to public ones. */
 kvshard_blocks kvshard__blocks_of(const kvshard__capacity *c);
 
+/* The capacity inputs of a planning call at `memory` (has_memory false:
+ * the figures that do not depend on a budget). */
+kvshard__capacity_inputs kvshard__capacity_inputs_of(const kvshard__planning *pl,
+                                                     const kvshard_rank_memory *ranks, uint32_t tp,
+                                                     uint32_t split, uint64_t unsplit,
+                                                     uint64_t memory, bool has_memory);
+
 /* The figures of a plan at S_eff = 1 from its T ranks' figures (worked out
  * with every KV layer owned): the largest bytes per token and per block and,
  * with a memory figure, the blocks every rank fits, 0 when the unsplit plan
@@ -140,7 +164,7 @@ typedef struct kvshard__warning_inputs {
     uint64_t state_bytes_per_seq;
 } kvshard__warning_inputs;
 
-typedef void (*kvshard__warning_sink)(void *ctx, kvshard_warning_code code, const char *message);
+typedef kvshard_profile__warn_fn kvshard__warning_sink;
 
 /* Each warning, in code order, to `sink`. */
 void kvshard__collect_warnings(const kvshard__warning_inputs *in, kvshard__warning_sink sink,
@@ -160,6 +184,13 @@ typedef struct kvshard__capacity_source {
     bool has_memory;
     uint64_t memory;
 } kvshard__capacity_source;
+
+/* The max_seqs a plan's figures report: the engine's request limit where
+ * the profile gives one, else the option. */
+static inline uint64_t kvshard__max_seqs_of(const kvshard__capacity *c, const kvshard_options *o)
+{
+    return c->has_max_seqs ? c->max_seqs : o->max_seqs;
+}
 
 /* The fields of the JSON capacity object, in its order. */
 size_t kvshard__capacity_figure_count(void);

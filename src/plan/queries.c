@@ -206,7 +206,7 @@ int kvshard_plan_capacity(kvshard_capacity *out, const kvshard_plan *plan)
     c.engine = o->engine;
     c.block_size = o->block_size;
     c.memory_per_rank = plan->has_memory ? plan->memory : 0;
-    c.max_seqs = o->max_seqs;
+    c.max_seqs = (uint32_t)kvshard__max_seqs_of(&plan->cap, o);
     c.has_num_blocks = plan->cap.has_num_blocks;
     c.num_blocks = b.num_blocks;
     c.max_tokens = b.max_tokens;
@@ -278,7 +278,10 @@ static int capacity_at(kvshard__capacity *out, const kvshard_plan *plan, uint32_
                                    budget->memory_per_rank - budget->reserved_bytes,
                                    budget->extra_bytes_per_block,
                                    budget->context_length,
-                                   tp_rank};
+                                   tp_rank,
+                                   &plan->state,
+                                   true,
+                                   false};
     kvshard__capacity c;
     memset(&c, 0, sizeof c);
     const char *blame;
@@ -326,6 +329,56 @@ int kvshard_plan_blocks_figure(kvshard_figure *out, const kvshard_plan *plan, ui
     return rc ? kvshard__fail(err, rc, "", kvshard__no_mark, "kvshard_figure: start from "
                                                              "KVSHARD_FIGURE_INIT")
               : KVSHARD_OK;
+}
+
+size_t kvshard__engine_figures(kvshard_figure *out, size_t cap, const kvshard__plan_view *v)
+{
+    if (!v->profile->figures)
+        return 0;
+    kvshard_profile__figures f = {out, cap, 0};
+    kvshard_profile__view pv = kvshard__profile_view(v);
+    kvshard_profile__fig_text(&f, "name", v->profile->name);
+    kvshard_profile__fig_text(&f, "version", pv.version);
+    f.count += v->profile->figures(f.out + f.count, f.cap - f.count, &pv);
+    return f.count;
+}
+
+size_t kvshard_plan_engine_figure_count(const kvshard_plan *plan)
+{
+    if (!plan)
+        return 0;
+    kvshard_figure figures[KVSHARD__MAX_ENGINE_FIGURES];
+    kvshard__plan_view v = kvshard__plan_view_of(plan);
+    return kvshard__engine_figures(figures, KVSHARD__MAX_ENGINE_FIGURES, &v);
+}
+
+int kvshard_plan_engine_figure_at(kvshard_figure *out, const kvshard_plan *plan, size_t index)
+{
+    if (!out || !plan)
+        return KVSHARD_EINVAL;
+    kvshard_figure figures[KVSHARD__MAX_ENGINE_FIGURES];
+    kvshard__plan_view v = kvshard__plan_view_of(plan);
+    size_t n = kvshard__engine_figures(figures, KVSHARD__MAX_ENGINE_FIGURES, &v);
+    if (index >= n)
+        return KVSHARD_EINVAL;
+    return kvshard__copy_out(out, &figures[index], sizeof *out, sizeof *out) ? KVSHARD_OK
+                                                                             : KVSHARD_EINVAL;
+}
+
+int kvshard_plan_engine_figure(kvshard_figure *out, const kvshard_plan *plan, const char *name)
+{
+    if (!out || !plan || !name)
+        return KVSHARD_EINVAL;
+    kvshard_figure figures[KVSHARD__MAX_ENGINE_FIGURES];
+    kvshard__plan_view v = kvshard__plan_view_of(plan);
+    size_t n = kvshard__engine_figures(figures, KVSHARD__MAX_ENGINE_FIGURES, &v);
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(figures[i].name, name) == 0)
+            return kvshard__copy_out(out, &figures[i], sizeof *out, sizeof *out)
+                       ? KVSHARD_OK
+                       : KVSHARD_EINVAL;
+    }
+    return KVSHARD_EUNKNOWNKEY;
 }
 
 size_t kvshard_plan_warning_count(const kvshard_plan *plan)
@@ -407,6 +460,7 @@ kvshard__plan_view kvshard__plan_view_of(const kvshard_plan *p)
                             p->owned_offsets, p->owned_layers, p->owned_counts,
                             &p->cap,         p->has_memory,   p->memory,
                             &p->uniform,     p->warnings,     p->warning_count,
-                            p->digest,       p->layout_digest};
+                            p->digest,       p->layout_digest,
+                            p->inputs,       &p->state};
     return v;
 }

@@ -23,8 +23,11 @@ int kvshard__begin_planning(kvshard__planning *out, bool args_ok, const kvshard_
         rc = kvshard__options_check(given, err);
     if (rc)
         return rc;
+    out->given = *given;
+    out->given.settings = NULL;
     out->options = kvshard__options_settle(given);
     out->profile = kvshard_profiles__of(out->options.engine);
+    memset(&out->state, 0, sizeof out->state);
     kvshard_settings__resolve(out->inputs, given->settings, out->profile);
     out->ignored_count = kvshard_settings__ignored(out->ignored, KVSHARD__MAX_PROFILE_INPUTS,
                                                    given->settings, out->profile);
@@ -32,11 +35,41 @@ int kvshard__begin_planning(kvshard__planning *out, bool args_ok, const kvshard_
     return KVSHARD_OK;
 }
 
+int kvshard__planning_settle(kvshard__planning *pl, const kvshard_model *model, const char **blame,
+                             kvshard_error *err)
+{
+    if (!pl->profile->settle)
+        return KVSHARD_OK;
+    kvshard_profile__settling s = {&pl->given,
+                                   &pl->options,
+                                   pl->inputs,
+                                   &model->info,
+                                   model->model_type,
+                                   kvshard_profile__facts_of(&model->info),
+                                   &pl->state};
+    return pl->profile->settle(&s, blame, err);
+}
+
+const char *kvshard__planning_version(const kvshard__profile *profile, const kvshard_value *inputs)
+{
+    if (!profile->versions)
+        return NULL;
+    int i = kvshard_profiles__input_index(profile, "engine_version");
+    if (i >= 0 && inputs[i].text)
+        return inputs[i].text;
+    return profile->versions->fallback;
+}
+
 kvshard_profile__ctx kvshard__profile_ctx(const kvshard__planning *pl, const kvshard_model *model,
                                           uint32_t tp, uint32_t split)
 {
-    kvshard_profile__ctx c = {&model->info, &pl->options, pl->inputs, tp, split,
-                              kvshard__replication_factor(&model->info, tp)};
+    kvshard_profile__ctx c = {&model->info,
+                              &pl->options,
+                              pl->inputs,
+                              tp,
+                              split,
+                              kvshard__replication_factor(&model->info, tp),
+                              &pl->state};
     return c;
 }
 

@@ -32,15 +32,30 @@ typedef struct kvshard__plan_view {
     size_t warning_count;
     uint64_t digest;
     uint64_t layout_digest;
+    const kvshard_value *inputs; /* the profile's */
+    const kvshard_profile__state *state;
 } kvshard__plan_view;
 
 kvshard__plan_view kvshard__plan_view_of(const kvshard_plan *p);
 
+/* The engine's figures of a plan, as the JSON "engine" object lists them:
+ * its name and version, then the profile's, into `out` (at most `cap`);
+ * returns how many, 0 under a profile that predicts no engine. They are
+ * worked out from what the plan keeps (the profile's state, the capacity),
+ * so a plan that no one asks costs nothing for them; text is the plan's. */
+size_t kvshard__engine_figures(kvshard_figure *out, size_t cap, const kvshard__plan_view *v);
+
 /* The profile's view of the capacity, for its wording. */
 static inline kvshard_profile__view kvshard__profile_view(const kvshard__plan_view *v)
 {
-    kvshard_profile__view pv = {v->options, v->capacity, v->has_memory, v->memory,
-                                v->ranks[0].state_bytes_per_seq};
+    kvshard_profile__view pv = {v->options,
+                                v->capacity,
+                                v->has_memory,
+                                v->memory,
+                                v->ranks[0].state_bytes_per_seq,
+                                v->inputs,
+                                v->state,
+                                kvshard__planning_version(v->profile, v->inputs)};
     return pv;
 }
 

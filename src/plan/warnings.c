@@ -4,6 +4,7 @@
 #include "plan/plan.h"
 
 #include "base/checked.h"
+#include "deploy/options.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -24,29 +25,70 @@ static void warn(kvshard__warning_sink sink, void *ctx, kvshard_warning_code cod
     sink(ctx, code, message);
 }
 
-/* Settings only another profile reads, named, when they differ from their
- * defaults. */
+/* kvshard options the profile does not read, when they differ from the
+ * defaults, into `names`; returns how many. */
+static size_t ignored_options(const char **names, size_t cap, const kvshard__planning *pl)
+{
+    size_t n = 0;
+    for (const char *const *o = pl->profile->ignored_options; o && *o && n < cap; o++) {
+        kvshard__option_id id = kvshard__option_id_of(*o, strlen(*o));
+        if (id != KVSHARD__OPT_COUNT && kvshard__option_changed(&pl->given, id))
+            names[n++] = *o;
+    }
+    return n;
+}
+
+/* Settings only another profile reads, and options this one does not
+ * read, named when they differ from their defaults. */
 static void warn_profile_inputs(const kvshard__warning_inputs *in, kvshard__warning_sink sink,
                                 void *ctx)
 {
     const kvshard__planning *pl = in->planning;
-    size_t count = pl->ignored_count;
-    if (count == 0)
+    const char *options[KVSHARD__OPT_COUNT];
+    size_t count = pl->ignored_count, option_count = ignored_options(options, KVSHARD__OPT_COUNT, pl);
+    if (count == 0 && option_count == 0)
         return;
-    char names[160] = "";
+    char message[KVSHARD__WARNING_MESSAGE_MAX] = "";
     size_t used = 0;
-    for (size_t i = 0; i < count && used < sizeof names; i++)
-        used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
-                                 pl->ignored[i]);
-    const char *engine = NULL;
-    for (const kvshard__profile *const *p = kvshard_profiles__all; *p && !engine; p++) {
-        if (kvshard_profiles__input_index(*p, pl->ignored[0]) >= 0)
-            engine = (*p)->name;
+    if (count) {
+        /* One list when every setting is read by the same engines. */
+        char first[64], readers[64];
+        kvshard_profiles__readers(first, sizeof first, pl->ignored[0]);
+        bool alike = true;
+        for (size_t i = 1; i < count && alike; i++) {
+            kvshard_profiles__readers(readers, sizeof readers, pl->ignored[i]);
+            alike = strcmp(readers, first) == 0;
+        }
+        for (size_t i = 0; i < count && used < sizeof message; i++) {
+            kvshard_profiles__readers(readers, sizeof readers, pl->ignored[i]);
+            int n = alike ? snprintf(message + used, sizeof message - used, "%s%s",
+                                     i ? ", " : "", pl->ignored[i])
+                          : snprintf(message + used, sizeof message - used, "%s%s (%s)",
+                                     i ? ", " : "", pl->ignored[i], readers);
+            used += n > 0 ? (size_t)n : 0;
+        }
+        if (used < sizeof message) {
+            int n = alike ? snprintf(message + used, sizeof message - used,
+                                     " %s only under engine%s %s: the %s profile ignores %s",
+                                     count == 1 ? "applies" : "apply",
+                                     strchr(first, ' ') || strchr(first, ',') ? "s" : "", first,
+                                     pl->profile->name, count == 1 ? "it" : "them")
+                          : snprintf(message + used, sizeof message - used,
+                                     " apply only under those engines: the %s profile ignores "
+                                     "them",
+                                     pl->profile->name);
+            used += n > 0 ? (size_t)n : 0;
+        }
     }
-    warn(sink, ctx, KVSHARD_WARN_PROFILE_INPUTS_IGNORED,
-         "%s %s only under engine %s: the %s profile ignores %s", names,
-         count == 1 ? "applies" : "apply", engine ? engine : "?", pl->profile->name,
-         count == 1 ? "it" : "them");
+    for (size_t i = 0; i < option_count && used < sizeof message; i++) {
+        int n = snprintf(message + used, sizeof message - used, "%s%s", i ? ", " : count ? "; " : "",
+                         options[i]);
+        used += n > 0 ? (size_t)n : 0;
+    }
+    if (option_count && used < sizeof message)
+        snprintf(message + used, sizeof message - used, " %s not read by the %s profile",
+                 option_count == 1 ? "is" : "are", pl->profile->name);
+    sink(ctx, KVSHARD_WARN_PROFILE_INPUTS_IGNORED, message);
 }
 
 static void warn_unreachable(const kvshard__warning_inputs *in, kvshard__warning_sink sink,
@@ -54,10 +96,18 @@ static void warn_unreachable(const kvshard__warning_inputs *in, kvshard__warning
 {
     const kvshard_options *o = &in->planning->options;
     const kvshard__capacity *c = in->capacity;
-    if (!c->has_concurrency || c->concurrency >= o->max_seqs)
+    if (!c->has_concurrency || c->concurrency >= kvshard__max_seqs_of(c, o))
         return;
     if (in->planning->profile->unreachable) {
-        kvshard_profile__view v = {o, c, in->has_memory, in->memory, in->state_bytes_per_seq};
+        kvshard_profile__view v = {o,
+                                   c,
+                                   in->has_memory,
+                                   in->memory,
+                                   in->state_bytes_per_seq,
+                                   in->planning->inputs,
+                                   &in->planning->state,
+                                   kvshard__planning_version(in->planning->profile,
+                                                             in->planning->inputs)};
         char message[KVSHARD__WARNING_MESSAGE_MAX];
         in->planning->profile->unreachable(message, sizeof message, &v);
         sink(ctx, KVSHARD_WARN_MAX_SEQS_UNREACHABLE, message);
@@ -130,6 +180,18 @@ void kvshard__collect_warnings(const kvshard__warning_inputs *in, kvshard__warni
              "is_draft is true: layerwise split does not apply to a draft model");
     warn_unreachable(in, sink, ctx);
     warn_profile_inputs(in, sink, ctx);
+    const kvshard__profile *profile = in->planning->profile;
+    if (profile->warnings) {
+        kvshard_profile__view v = {o,
+                                   in->capacity,
+                                   in->has_memory,
+                                   in->memory,
+                                   in->state_bytes_per_seq,
+                                   in->planning->inputs,
+                                   &in->planning->state,
+                                   kvshard__planning_version(profile, in->planning->inputs)};
+        profile->warnings(sink, ctx, &v);
+    }
 }
 
 const char *kvshard_warning_name(kvshard_warning_code code)
@@ -144,6 +206,14 @@ const char *kvshard_warning_name(kvshard_warning_code code)
     case KVSHARD_WARN_DRAFT_UNSPLIT: return "draft_unsplit";
     case KVSHARD_WARN_MAX_SEQS_UNREACHABLE: return "max_seqs_unreachable";
     case KVSHARD_WARN_PROFILE_INPUTS_IGNORED: return "profile_inputs_ignored";
+    case KVSHARD_WARN_ENGINE_PREFIX_CACHING_DISABLED: return "engine_prefix_caching_disabled";
+    case KVSHARD_WARN_ENGINE_MAMBA_CACHE_MODE_ALIGN: return "engine_mamba_cache_mode_align";
+    case KVSHARD_WARN_ENGINE_PADDING_LAYERS: return "engine_padding_layers";
+    case KVSHARD_WARN_ENGINE_CUDAGRAPH_SIZES_CAPPED: return "engine_cudagraph_sizes_capped";
+    case KVSHARD_WARN_ENGINE_MAX_TOTAL_TOKENS_ABOVE_PROFILE:
+        return "engine_max_total_tokens_above_profile";
+    case KVSHARD_WARN_ENGINE_MAX_RUNNING_REQUESTS_CAPPED:
+        return "engine_max_running_requests_capped";
     default: return "unknown";
     }
 }

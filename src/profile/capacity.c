@@ -3,6 +3,9 @@
 
 #include "base/checked.h"
 
+#include <stdio.h>
+#include <string.h>
+
 uint32_t kvshard_capacity__first_rank(const kvshard__capacity_inputs *in)
 {
     return in->rank == KVSHARD_ALL_RANKS ? 0 : in->rank;
@@ -34,13 +37,29 @@ uint64_t kvshard_capacity__seq_bytes(const kvshard_rank_memory *r)
     return kvshard__add(&b, r->state_bytes_per_seq, r->scratch_bytes_per_seq) ? b : UINT64_MAX;
 }
 
-uint8_t kvshard_profile__unplanned_kind(const kvshard__model_info *m, uint32_t planned)
+const char *kvshard_profile__uncovered_cache(const kvshard__model_info *m, uint32_t tp)
 {
-    for (uint8_t k = 0; k < KVSHARD__KIND_COUNT; k++) {
-        if (m->count[k] > 0 && !(planned >> k & 1u))
-            return k;
+    bool full = m->count[KVSHARD_LAYER_FULL_ATTENTION] + m->count[KVSHARD_LAYER_HYBRID] > 0;
+    if (m->attention == KVSHARD_ATTENTION_GQA && full && m->full.v_dim != m->full.k_dim)
+        return "a V head dim other than the K head dim";
+    if (m->attention == KVSHARD_ATTENTION_GQA && full &&
+        m->count[KVSHARD_LAYER_SLIDING_ATTENTION] > 0) {
+        /* One page size for every attention layer on a rank. */
+        uint64_t hf = m->full.heads / tp ? m->full.heads / tp : 1;
+        uint64_t hs = m->sliding.heads / tp ? m->sliding.heads / tp : 1;
+        if (hf * (m->full.k_dim + m->full.v_dim) != hs * (m->sliding.k_dim + m->sliding.v_dim))
+            return "sliding-window layers whose page differs from the full-attention layers'";
     }
-    return KVSHARD__KIND_COUNT;
+    if (kvshard_profile__has_sparse_index(m))
+        return "a GQA sparse index (sparse_attention_config)";
+    for (uint32_t c = 0; m->attention == KVSHARD_ATTENTION_MLA && m->has_indexer &&
+                         c < m->num_classes;
+         c++) {
+        const kvshard__class *k = &m->classes[c];
+        if (k->kind == KVSHARD_LAYER_FULL_ATTENTION && !(k->flags & KVSHARD__LAYER_INDEX_KEY))
+            return "indexer keys on some layers only";
+    }
+    return NULL;
 }
 
 bool kvshard_profile__has_sparse_index(const kvshard__model_info *m)
@@ -60,4 +79,187 @@ int kvshard_capacity__max_tokens(kvshard__capacity *c, const kvshard_options *o,
                              "max_tokens (%llu blocks of %u tokens) overflows 64 bits",
                              (unsigned long long)c->num_blocks, o->block_size);
     return KVSHARD_OK;
+}
+
+/* ---- what the engine profiles share ------------------------------------------------ */
+
+void kvshard_profile__state_put(kvshard_profile__state *out, const void *from, size_t size)
+{
+    memcpy(out->u.bytes, from, size);
+}
+
+void kvshard_profile__state_get(void *to, size_t size, const kvshard_profile__state *in)
+{
+    memcpy(to, in->u.bytes, size);
+}
+
+static kvshard_figure *next_figure(kvshard_profile__figures *f, const char *name,
+                                   kvshard_figure_type type)
+{
+    if (f->count >= f->cap)
+        return NULL;
+    kvshard_figure *g = &f->out[f->count++];
+    g->size = sizeof *g;
+    g->name = name;
+    g->type = type;
+    g->uint_value = 0;
+    g->double_value = 0.0;
+    g->bool_value = false;
+    g->text_value = NULL;
+    return g;
+}
+
+void kvshard_profile__fig_uint(kvshard_profile__figures *f, const char *name, bool has, uint64_t v)
+{
+    kvshard_figure *g = next_figure(f, name, has ? KVSHARD_FIGURE_UINT : KVSHARD_FIGURE_NULL);
+    if (g && has)
+        g->uint_value = v;
+}
+
+void kvshard_profile__fig_double(kvshard_profile__figures *f, const char *name, bool has,
+                                 double v)
+{
+    kvshard_figure *g = next_figure(f, name, has ? KVSHARD_FIGURE_DOUBLE : KVSHARD_FIGURE_NULL);
+    if (g && has)
+        g->double_value = v;
+}
+
+void kvshard_profile__fig_bool(kvshard_profile__figures *f, const char *name, bool v)
+{
+    kvshard_figure *g = next_figure(f, name, KVSHARD_FIGURE_BOOL);
+    if (g)
+        g->bool_value = v;
+}
+
+void kvshard_profile__fig_text(kvshard_profile__figures *f, const char *name, const char *text)
+{
+    kvshard_figure *g = next_figure(f, name, text ? KVSHARD_FIGURE_TEXT : KVSHARD_FIGURE_NULL);
+    if (g)
+        g->text_value = text;
+}
+
+void kvshard_profile__fig_words(kvshard_profile__figures *f, const char *name, const char *words,
+                                uint64_t count)
+{
+    kvshard_figure *g =
+        next_figure(f, name, count ? KVSHARD_FIGURE_TEXT_LIST : KVSHARD_FIGURE_NULL);
+    if (g && count) {
+        g->text_value = words;
+        g->uint_value = count;
+    }
+}
+
+int kvshard_profile__version(kvshard_versions__v *out, const kvshard__profile *p,
+                             const kvshard_value *input, const char **blame, kvshard_error *err)
+{
+    const kvshard_profile__versions *r = p->versions;
+    const char *text = input && input->text ? input->text : r->fallback;
+    size_t len = input && input->text ? input->text_len : strlen(r->fallback);
+    kvshard_versions__v v;
+    if (!kvshard_versions__parse(&v, text, len)) { /* the parser refused it before */
+        *blame = "engine_version";
+        return kvshard__fail(err, KVSHARD_ERANGE, "", kvshard__no_mark,
+                             "%s profile: engine_version_invalid: \"%.*s\"", p->name, (int)len,
+                             text);
+    }
+    if (kvshard_versions__cmp(&v, &r->oldest) < 0 || kvshard_versions__cmp(&v, &r->newest) > 0) {
+        char oldest[KVSHARD_VERSIONS__TEXT_MAX], newest[KVSHARD_VERSIONS__TEXT_MAX];
+        kvshard_versions__format(oldest, sizeof oldest, &r->oldest);
+        kvshard_versions__format(newest, sizeof newest, &r->newest);
+        *blame = "engine_version";
+        return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
+                             "%s profile: engine_version_unsupported: engine_version %.*s is "
+                             "outside the releases the profile covers, %s to %s",
+                             p->name, (int)len, text, oldest, newest);
+    }
+    *out = v;
+    return KVSHARD_OK;
+}
+
+uint8_t kvshard_profile__unplanned_kind(const kvshard__model_info *m, uint32_t planned)
+{
+    for (uint8_t k = 0; k < KVSHARD__KIND_COUNT; k++) {
+        if (m->count[k] > 0 && !(planned >> k & 1u))
+            return k;
+    }
+    return KVSHARD__KIND_COUNT;
+}
+
+bool kvshard_profile__type_is(const char *model_type, const char *const *types)
+{
+    for (const char *const *t = types; *t; t++) {
+        if (strcmp(model_type, *t) == 0)
+            return true;
+    }
+    return false;
+}
+
+bool kvshard_profile__state_parts(kvshard__calc *c, uint64_t *conv, uint64_t *temporal,
+                                  const kvshard__state_dims *s, uint32_t tp, uint32_t spec,
+                                  uint32_t conv_bytes, uint32_t ssm_bytes)
+{
+    uint64_t columns = (uint64_t)s->conv_kernel - 1 + spec;
+    switch (s->kind) {
+    case KVSHARD_STATE_GDN: {
+        /* The q, k and v convolutions: 2 dk Hk + dv Hv channels. */
+        uint64_t channels = kvshard__calc_add(
+            c, kvshard__calc_mul(c, 2 * (uint64_t)s->head_dim, s->key_heads),
+            kvshard__calc_mul(c, s->value_dim, s->heads));
+        *conv = kvshard__calc_mul(c, kvshard__calc_mul(c, conv_bytes, channels / tp), columns);
+        *temporal = kvshard__calc_mul(
+            c, kvshard__calc_mul(c, ssm_bytes, s->heads / tp),
+            kvshard__calc_mul(c, s->head_dim, s->value_dim));
+        return true;
+    }
+    case KVSHARD_STATE_MAMBA2: {
+        /* Each rank keeps all groups when T divides them, else its own. */
+        uint64_t groups = s->groups % tp == 0 ? s->groups : tp;
+        uint64_t channels =
+            kvshard__calc_add(c, (uint64_t)s->heads * s->head_dim,
+                              kvshard__calc_mul(c, 2 * groups, s->state_size));
+        *conv = kvshard__calc_mul(c, kvshard__calc_mul(c, conv_bytes, channels / tp), columns);
+        *temporal = kvshard__calc_mul(
+            c, kvshard__calc_mul(c, ssm_bytes, s->heads / tp),
+            kvshard__calc_mul(c, s->head_dim, s->state_size));
+        return true;
+    }
+    case KVSHARD_STATE_SHORT_CONV:
+        /* A short convolution keeps K - 1 columns, speculation or not. */
+        *conv = kvshard__calc_mul(c, kvshard__calc_mul(c, conv_bytes, s->channels / tp),
+                                  (uint64_t)s->conv_kernel - 1);
+        *temporal = 0;
+        return true;
+    default: return false;
+    }
+}
+
+void kvshard_profile__gib(char *buf, size_t cap, uint64_t bytes)
+{
+    snprintf(buf, cap, "%.2f", (double)bytes / 1073741824.0);
+}
+
+void kvshard_profile__percent(char *buf, size_t cap, uint64_t num, uint64_t den)
+{
+    /* Hundredths of a percent; a value off a tie is rounded the same way by
+     * the double, whose error is far below the distance to the tie. */
+    uint64_t scaled = num * 10000, q = scaled / den, r = scaled % den;
+    if (2 * r > den || (2 * r == den && (q & 1)))
+        q++;
+    char digits[32];
+    size_t n = 0;
+    uint64_t whole = q / 100;
+    do {
+        digits[n++] = (char)('0' + whole % 10);
+        whole /= 10;
+    } while (whole && n < sizeof digits);
+    size_t used = 0;
+    while (n && used + 1 < cap)
+        buf[used++] = digits[--n];
+    if (used + 4 <= cap) {
+        buf[used++] = '.';
+        buf[used++] = (char)('0' + q % 100 / 10);
+        buf[used++] = (char)('0' + q % 10);
+    }
+    if (cap)
+        buf[used < cap ? used : cap - 1] = '\0';
 }

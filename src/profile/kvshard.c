@@ -6,6 +6,14 @@
 
 #include "base/checked.h"
 
+extern const kvshard__profile kvshard_profile__kvshard;
+
+/* The engine profiles' shared input under either spelling. */
+static const kvshard_profile__alias aliases[] = {
+    {"engine-version", "engine_version", NULL},
+    {NULL, NULL, NULL},
+};
+
 static int budget(uint64_t *out, bool *has, const kvshard_profile__ctx *c, const char **blame,
                   kvshard_error *err)
 {
@@ -92,6 +100,11 @@ static void write_capacity(const kvshard__printer *p, const kvshard_profile__vie
 {
     const kvshard__capacity *c = v->capacity;
     kvshard_format__text(p, "capacity   ");
+    if (!v->has_memory) {
+        kvshard_format__text(p, kvshard_profile__kvshard.no_budget_hint);
+        kvshard_format__text(p, "\n");
+        return;
+    }
     kvshard_format__human(p, v->memory);
     kvshard_format__text(p, " per rank, ");
     if (v->state_bytes_per_seq) {
@@ -131,6 +144,8 @@ const kvshard__profile kvshard_profile__kvshard = {
     .block_size = 16,
     .max_seqs = 256,
     .ownership = KVSHARD_OWNERSHIP_ORDINAL,
+    .aliases = aliases,
+    .flag_style = KVSHARD_PROFILE__GFLAGS,
     .counts_draft_layers = true,
     .ranks_by_balanced = true,
     .budget = budget,

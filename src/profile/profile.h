@@ -2,15 +2,18 @@
  * plan's blocks and state: kvshard's own, or an engine's, predicted from
  * that engine's own rules so the figures match its start-up log. Each
  * profile is one file that fills one kvshard__profile (its defaults, its
- * inputs, what it refuses, how it turns a budget into blocks and state
- * slots, and its wording); profiles.c lists them. The planner and the
- * writers call a profile through this struct and never ask which one they
- * hold. */
+ * flags and inputs, its versions, what it refuses, how it settles its inputs
+ * into kvshard's options, how it turns a budget into blocks and state slots,
+ * the figures the engine logs, and its wording); profiles.c lists them. The
+ * planner and the writers call a profile through this struct and never ask
+ * which one they hold. */
 #ifndef KVSHARD_PROFILE_PROFILE_H
 #define KVSHARD_PROFILE_PROFILE_H
 
+#include "base/checked.h"
 #include "base/format.h"
 #include "model/model.h"
+#include "profile/versions.h"
 #include "text/value.h"
 
 /* An input only some profiles read: a deployment key under cache: and a
@@ -18,16 +21,80 @@
 typedef struct kvshard_profile__input {
     kvshard_value__def def;
     kvshard_value fallback; /* its value when nothing sets it */
+    /* The default as kvshard_setting_info() shows it when the profile works
+     * it out (by version, by model); NULL: the fallback's text. */
+    const char *default_text;
 } kvshard_profile__input;
 
-/* An engine's own flag name for one of kvshard's options. */
+/* An engine's own flag name for one of kvshard's keys (an option, or an
+ * input of this profile), with the engine's words for its values (NULL:
+ * the key's own). */
 typedef struct kvshard_profile__alias {
     const char *flag;
-    const char *option;
+    const char *key;
+    const kvshard_value__word *words;
 } kvshard_profile__alias;
 
+/* How the engine writes its command line. gflags: --name=value, a bare
+ * --name for true and --noname for false. argparse (Python engines): also
+ * --name value, one dash as well as two, '-' and '_' alike in a name,
+ * --no-name for false; every spelling of one input must then agree. */
+typedef enum kvshard_profile__flag_style {
+    KVSHARD_PROFILE__GFLAGS,
+    KVSHARD_PROFILE__ARGPARSE
+} kvshard_profile__flag_style;
+
+/* The releases a profile predicts: the default is the newest it covers. */
+typedef struct kvshard_profile__versions {
+    const char *fallback; /* text of the default version */
+    kvshard_versions__v oldest;
+    kvshard_versions__v newest;
+} kvshard_profile__versions;
+
+/* Figures of a model config that an engine reads and kvshard's model does
+ * not keep; each says when it is not known (profile/facts.c derives what
+ * the model's own figures tell exactly). */
+typedef struct kvshard_profile__facts {
+    uint32_t max_position_embeddings; /* 0: not known */
+    uint32_t chunk_size;              /* Mamba2 chunk size; 0: not known */
+    int multimodal;                   /* 1, 0, or -1: not known */
+    /* The state dtype the config names; KVSHARD_PROFILE__DTYPE_UNKNOWN when
+     * it names the kind's default dtype or none (kvshard cannot tell). */
+    int config_state_dtype;
+} kvshard_profile__facts;
+
+#define KVSHARD_PROFILE__DTYPE_UNKNOWN (-1)
+
+/* The facts of a model, from what its figures tell. */
+kvshard_profile__facts kvshard_profile__facts_of(const kvshard__model_info *model);
+
+/* What a profile works out once per planning call and reads again for
+ * every capacity, figure and line: its own struct, copied in and out with
+ * memcpy (each profile asserts that its struct fits). */
+#define KVSHARD_PROFILE__STATE_BYTES 384
+typedef struct kvshard_profile__state {
+    union {
+        uint64_t align;
+        unsigned char bytes[KVSHARD_PROFILE__STATE_BYTES];
+    } u;
+} kvshard_profile__state;
+
+/* What settling sees: the options as given (0 and DEFAULT for unset), the
+ * options with the profile's defaults (which it may change), its inputs
+ * (in its table's order), the model and the profile's state to fill. */
+typedef struct kvshard_profile__settling {
+    const kvshard_options *given;
+    kvshard_options *options;
+    kvshard_value *inputs;
+    const kvshard__model_info *model;
+    const char *model_type; /* "" when the config has none */
+    kvshard_profile__facts facts;
+    kvshard_profile__state *state;
+} kvshard_profile__settling;
+
 /* What a profile's checks and budget see: the model's figures, the settled
- * options, its inputs (in its table's order) and the plan's sizes. */
+ * options, its inputs (in its table's order), its state and the plan's
+ * sizes. */
 typedef struct kvshard_profile__ctx {
     const kvshard__model_info *model;
     const kvshard_options *options;
@@ -35,7 +102,11 @@ typedef struct kvshard_profile__ctx {
     uint32_t tp;          /* T */
     uint32_t split;       /* S_eff */
     uint32_t replication; /* R */
+    const kvshard_profile__state *state;
 } kvshard_profile__ctx;
+
+/* Numbers a profile's capacity keeps for its own lines and warnings. */
+#define KVSHARD_PROFILE__NOTES 6
 
 /* The capacity of a plan, as every profile reports it; fields a profile
  * does not give stay unset (JSON null). */
@@ -55,6 +126,15 @@ typedef struct kvshard__capacity {
     uint64_t usable_state_slots;
     bool has_usable_blocks; /* blocks the engine can use after its padding */
     uint64_t usable_blocks;
+    /* The engine's own request limit where it is not max_seqs (SGLang's
+     * max_running_requests). */
+    bool has_max_seqs;
+    uint64_t max_seqs;
+    /* The engine's bytes per block, the same on every rank, where they are
+     * not the planner's (vLLM's page times its group size). */
+    bool has_bytes_per_block;
+    uint64_t bytes_per_block;
+    uint64_t notes[KVSHARD_PROFILE__NOTES];
 } kvshard__capacity;
 
 /* What a capacity computation sees: numbers only. */
@@ -70,16 +150,28 @@ typedef struct kvshard__capacity_inputs {
     uint64_t extra_per_block; /* bytes the engine adds to every block */
     uint32_t context_length;  /* 0: no concurrency figures */
     uint32_t rank;            /* one TP rank, or KVSHARD_ALL_RANKS */
+    const kvshard_profile__state *state;
+    bool has_memory; /* false: no budget (only for sizes_without_budget) */
+    /* `memory` is the budget the profile's own budget gave (a profile that
+     * works it out in floating point may use its exact figure). */
+    bool own_budget;
 } kvshard__capacity_inputs;
 
-/* What a profile's wording reads. */
+/* What a profile's wording and figures read. */
 typedef struct kvshard_profile__view {
     const kvshard_options *options; /* settled */
     const kvshard__capacity *capacity;
     bool has_memory;
-    uint64_t memory; /* the budget capacity is counted in */
+    uint64_t memory;              /* the budget capacity is counted in */
     uint64_t state_bytes_per_seq; /* of TP rank 0 */
+    const kvshard_value *inputs;
+    const kvshard_profile__state *state;
+    const char *version; /* the engine version as given, else the default; NULL: none */
 } kvshard_profile__view;
+
+/* Where a profile's warnings go. */
+typedef void (*kvshard_profile__warn_fn)(void *ctx, kvshard_warning_code code,
+                                         const char *message);
 
 typedef struct kvshard__profile {
     const char *name; /* cache.engine, JSON capacity.engine */
@@ -90,10 +182,16 @@ typedef struct kvshard__profile {
     uint32_t max_seqs;
     kvshard_ownership ownership;
 
-    /* The engine's flag names for kvshard's options, and the inputs only
+    /* The engine's flag names for kvshard's keys, and the inputs only
      * this profile reads; both NULL-ended (an input by a NULL def.name). */
     const kvshard_profile__alias *aliases;
     const kvshard_profile__input *inputs;
+    kvshard_profile__flag_style flag_style;
+    /* kvshard options the profile does not read (NULL-ended; NULL: none):
+     * a value other than the default is named in profile_inputs_ignored. */
+    const char *const *ignored_options;
+    /* The releases it covers; NULL for a profile without versions. */
+    const kvshard_profile__versions *versions;
 
     /* Whether draft layers' KV is counted (an engine that runs its draft
      * model as an engine of its own counts none). */
@@ -104,7 +202,16 @@ typedef struct kvshard__profile {
     /* Whether compare ranks rows by balanced max_seqs at a context length
      * (else by blocks). */
     bool ranks_by_balanced;
+    /* Whether capacity is also called without a budget, for the figures
+     * that do not depend on one (the engine's block and its bytes). */
+    bool sizes_without_budget;
 
+    /* Settle the profile's inputs into kvshard's options and work out its
+     * state, before the options are validated: the version, what the
+     * engine covers, the engine's spellings of kvshard's keys that are not
+     * plain aliases. An error names the option or input in *blame. NULL:
+     * nothing to settle. */
+    int (*settle)(kvshard_profile__settling *s, const char **blame, kvshard_error *err);
     /* What it refuses: KVSHARD_EPROFILE (or another code) naming the
      * option in *blame. NULL: nothing. */
     int (*check)(const kvshard_profile__ctx *c, const char **blame, kvshard_error *err);
@@ -118,6 +225,12 @@ typedef struct kvshard__profile {
      * names it in *blame. */
     int (*capacity)(kvshard__capacity *out, uint64_t *rank_blocks,
                     const kvshard__capacity_inputs *in, const char **blame, kvshard_error *err);
+    /* The figures the engine logs, in the order of the JSON "engine"
+     * object after its name and version, into `out` (at most `cap`);
+     * returns how many. NULL: the profile predicts no engine (JSON null). */
+    size_t (*figures)(kvshard_figure *out, size_t cap, const kvshard_profile__view *v);
+    /* The profile's own warnings, after the common ones. NULL: none. */
+    void (*warnings)(kvshard_profile__warn_fn warn, void *ctx, const kvshard_profile__view *v);
 
     /* Wording. The budget's name in headers ("memory_per_rank"); whether
      * headers name the profile; what to give for blocks when there is no
@@ -126,10 +239,11 @@ typedef struct kvshard__profile {
     bool named_in_headers;
     const char *no_budget_hint;
     /* The capacity line(s) of the text plan, each starting "capacity   "
-     * or 11 spaces and ending with a newline. */
+     * or 11 spaces and ending with a newline; called with and without a
+     * budget. */
     void (*write_capacity)(const kvshard__printer *p, const kvshard_profile__view *v);
     /* The report's capacity rows before the common ones, and after them
-     * (`tail`). */
+     * (`tail`); called only with a budget. */
     void (*report_rows)(const kvshard__printer *p, const kvshard_profile__view *v, bool tail);
     /* The max_seqs_unreachable message when the profile has its own (the
      * engine's bounds differ from max_seqs); NULL: the common one. */
@@ -154,10 +268,11 @@ uint64_t kvshard_capacity__block_bytes(const kvshard_rank_memory *r, uint64_t ex
  * blocks; most ranks have the figures of the rank before. */
 bool kvshard_capacity__same_figures(const kvshard_rank_memory *a, const kvshard_rank_memory *b);
 
-/* The first layer kind the model has layers of outside `planned` (a mask
- * of 1 << kind), KVSHARD__KIND_COUNT when there is none: for a profile's
- * refusal by name. */
-uint8_t kvshard_profile__unplanned_kind(const kvshard__model_info *m, uint32_t planned);
+/* What the mainstream engines' profiles do not model of a model's caches at
+ * attention TP size `tp` (a V head dim other than K's, a sliding page other
+ * than the full one, a sparse index, indexer keys on some layers only), in
+ * words for a refusal; NULL when there is nothing. */
+const char *kvshard_profile__uncovered_cache(const kvshard__model_info *m, uint32_t tp);
 
 /* Whether some layer keeps a GQA sparse index key. */
 bool kvshard_profile__has_sparse_index(const kvshard__model_info *m);
@@ -169,5 +284,59 @@ uint64_t kvshard_capacity__seq_bytes(const kvshard_rank_memory *r);
 /* max_tokens = num_blocks x block_size, or EOVERFLOW. */
 int kvshard_capacity__max_tokens(kvshard__capacity *c, const kvshard_options *o,
                                  kvshard_error *err);
+
+/* ---- helpers the engine profiles share (capacity.c) ------------------------- */
+
+/* A profile's state struct in and out of the opaque state. */
+void kvshard_profile__state_put(kvshard_profile__state *out, const void *from, size_t size);
+void kvshard_profile__state_get(void *to, size_t size, const kvshard_profile__state *in);
+
+/* Figures into an engine figure list: each appends one entry when there is
+ * room. */
+typedef struct kvshard_profile__figures {
+    kvshard_figure *out;
+    size_t cap;
+    size_t count;
+} kvshard_profile__figures;
+void kvshard_profile__fig_uint(kvshard_profile__figures *f, const char *name, bool has, uint64_t v);
+void kvshard_profile__fig_double(kvshard_profile__figures *f, const char *name, bool has,
+                                 double v);
+void kvshard_profile__fig_bool(kvshard_profile__figures *f, const char *name, bool v);
+void kvshard_profile__fig_text(kvshard_profile__figures *f, const char *name, const char *text);
+/* `count` NUL-separated words, or JSON null for `count` 0. */
+void kvshard_profile__fig_words(kvshard_profile__figures *f, const char *name, const char *words,
+                                uint64_t count);
+
+/* The engine version of a planning call: the input's text, else the
+ * profile's default, parsed into *out and checked against the covered
+ * range (KVSHARD_EPROFILE "engine_version_unsupported", naming the range,
+ * with *blame "engine_version"). */
+int kvshard_profile__version(kvshard_versions__v *out, const kvshard__profile *p,
+                             const kvshard_value *input, const char **blame, kvshard_error *err);
+
+/* The first layer kind the model has layers of outside `planned` (a mask
+ * of 1 << kind), KVSHARD__KIND_COUNT when there is none: a profile names
+ * the kinds it plans, so a kind added later is refused until it is named. */
+uint8_t kvshard_profile__unplanned_kind(const kvshard__model_info *m, uint32_t planned);
+
+/* The text a model_type test reads equals one of `types` (NULL-ended). */
+bool kvshard_profile__type_is(const char *model_type, const char *const *types);
+
+/* One layer's recurrent state on one rank, in its two parts, as the
+ * engines lay it out: the convolution columns (K - 1 + spec of them) in
+ * `conv_bytes` elements and the temporal state (not grown by spec) in
+ * `ssm_bytes` ones. Kinds the engines cover: GDN, Mamba2, short
+ * convolution; false for another. */
+bool kvshard_profile__state_parts(kvshard__calc *c, uint64_t *conv, uint64_t *temporal,
+                                  const kvshard__state_dims *s, uint32_t tp, uint32_t spec,
+                                  uint32_t conv_bytes, uint32_t ssm_bytes);
+
+/* 100 x num / den to two decimals, as printf's %.2f writes the double
+ * 100.0 * num / den (an exact tie rounds to even), in integers: a warning
+ * written for every plan costs no floating-point formatting. */
+void kvshard_profile__percent(char *buf, size_t cap, uint64_t num, uint64_t den);
+
+/* A GiB figure as the engines print it: bytes / 2^30 to two decimals. */
+void kvshard_profile__gib(char *buf, size_t cap, uint64_t bytes);
 
 #endif /* KVSHARD_PROFILE_PROFILE_H */

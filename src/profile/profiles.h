@@ -15,12 +15,26 @@ extern const kvshard_value__word kvshard_profiles__engine_words[];
  * or NULL. Profiles that share an input declare it alike. */
 const kvshard_profile__input *kvshard_profiles__input(const char *name, size_t len);
 
+/* The input `name` when a gflags profile (kvshard's own, xllm) declares
+ * it, or NULL: what a gflags flag may name beside options and aliases. */
+const kvshard_profile__input *kvshard_profiles__gflags_input(const char *name, size_t len);
+
+/* The input `name` of profile `p` alone, or NULL. */
+const kvshard_profile__input *kvshard_profiles__own_input(const kvshard__profile *p,
+                                                          const char *name, size_t len);
+
+/* The profiles that read input `name`, for a message: "xllm, vllm and
+ * sglang". */
+void kvshard_profiles__readers(char *buf, size_t cap, const char *name);
+
 /* Position of input `name` in profile `p`'s table, or -1 when `p` does not
  * read it. */
 int kvshard_profiles__input_index(const kvshard__profile *p, const char *name);
 
-/* The kvshard option an engine flag of `p` stands for, or NULL. */
-const char *kvshard_profiles__alias(const kvshard__profile *p, const char *flag, size_t len);
+/* The alias an engine flag of `p` is (the kvshard key it stands for), or
+ * NULL. */
+const kvshard_profile__alias *kvshard_profiles__alias(const kvshard__profile *p, const char *flag,
+                                                      size_t len);
 
 /* Every profile, for lookups across them (NULL-ended). */
 extern const kvshard__profile *const kvshard_profiles__all[];

@@ -4,45 +4,98 @@
  * memory_per_rank, or from the device figures as the engine computes them;
  * a share of B goes to state slots (two of them padding, a 0.9/1.9 share
  * when the prefix cache sizes the pool), the rest to blocks, and block 0
- * and state row 0 are kept for padding. */
+ * and state row 0 are kept for padding. Releases 0.10.0 and 0.10.1 size the
+ * state pool from max_concurrent_requests alone. */
 #include "profile/profile.h"
 
 #include "base/checked.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 enum { IN_PREFIX_CACHE, IN_STATE_SLOTS, IN_DEVICE_TOTAL, IN_DEVICE_FREE, IN_UTILIZATION,
-       IN_MAX_CACHE_SIZE };
+       IN_MAX_CACHE_SIZE, IN_VERSION, IN_CONCURRENT };
 
 #define ENGINE_ERANGE KVSHARD_ERANGE
 static const kvshard_profile__input inputs[] = {
-    [IN_PREFIX_CACHE] = {{"enable_prefix_cache", KVSHARD__VT_BOOL, 0, 1, ENGINE_ERANGE, false,
+    [IN_PREFIX_CACHE] = {{"enable_prefix_cache", KVSHARD__VT_BOOL, 0, 1, ENGINE_ERANGE, false, NULL,
                           NULL},
-                         {1, 0.0}},
-    [IN_STATE_SLOTS] = {{"max_linear_state_cache_slots", KVSHARD__VT_U32, 0, 1u << 24,
-                         ENGINE_ERANGE, false, NULL},
-                        {0, 0.0}},
-    [IN_DEVICE_TOTAL] = {{"device_memory_total", KVSHARD__VT_BYTES, 1, UINT64_MAX, ENGINE_ERANGE,
-                          true, NULL},
-                         {0, 0.0}},
-    [IN_DEVICE_FREE] = {{"device_memory_free", KVSHARD__VT_BYTES, 1, UINT64_MAX, ENGINE_ERANGE,
-                         true, NULL},
-                        {0, 0.0}},
-    [IN_UTILIZATION] = {{"max_memory_utilization", KVSHARD__VT_FRACTION, 0, 1, ENGINE_ERANGE, false,
+                         {1, 0.0, NULL, 0},
                          NULL},
-                        {0, 0.8}},
-    [IN_MAX_CACHE_SIZE] = {{"max_cache_size", KVSHARD__VT_BYTES, 0, UINT64_MAX, ENGINE_ERANGE, true,
-                            NULL},
-                           {0, 0.0}},
-    {{NULL, KVSHARD__VT_U32, 0, 0, 0, false, NULL}, {0, 0.0}},
+    [IN_STATE_SLOTS] = {{"max_linear_state_cache_slots", KVSHARD__VT_U32, 0, 1u << 24,
+                         ENGINE_ERANGE, false, NULL, NULL},
+                        {0, 0.0, NULL, 0},
+                        NULL},
+    [IN_DEVICE_TOTAL] = {{"device_memory_total", KVSHARD__VT_BYTES, 1, UINT64_MAX, ENGINE_ERANGE,
+                          true, NULL, NULL},
+                         {0, 0.0, NULL, 0},
+                         NULL},
+    [IN_DEVICE_FREE] = {{"device_memory_free", KVSHARD__VT_BYTES, 1, UINT64_MAX, ENGINE_ERANGE,
+                         true, NULL, NULL},
+                        {0, 0.0, NULL, 0},
+                        NULL},
+    [IN_UTILIZATION] = {{"max_memory_utilization", KVSHARD__VT_FRACTION, 0, 1, ENGINE_ERANGE,
+                         false, NULL, NULL},
+                        {0, 0.8, NULL, 0},
+                        NULL},
+    [IN_MAX_CACHE_SIZE] = {{"max_cache_size", KVSHARD__VT_BYTES, 0, UINT64_MAX, ENGINE_ERANGE,
+                            true, NULL, NULL},
+                           {0, 0.0, NULL, 0},
+                           NULL},
+    [IN_VERSION] = KVSHARD_VERSIONS__INPUT,
+    [IN_CONCURRENT] = {{"max_concurrent_requests", KVSHARD__VT_U32, 1, 1u << 24, ENGINE_ERANGE,
+                        false, NULL, NULL},
+                       {200, 0.0, NULL, 0},
+                       NULL},
+    {{NULL, KVSHARD__VT_U32, 0, 0, 0, false, NULL, NULL}, {0, 0.0, NULL, 0}, NULL},
 };
 #undef ENGINE_ERANGE
 
 static const kvshard_profile__alias aliases[] = {
-    {"max_seqs_per_batch", "max_seqs"},
-    {NULL, NULL},
+    {"max_seqs_per_batch", "max_seqs", NULL},
+    {"engine-version", "engine_version", NULL},
+    {NULL, NULL, NULL},
 };
+
+static const kvshard_profile__versions versions = {"0.11.0", KVSHARD_V(0, 10, 0),
+                                                   KVSHARD_V(0, 11, 0)};
+
+/* The releases before 0.11.0 size the state pool from the request limit. */
+static const kvshard_versions__v V_0_11_0 = KVSHARD_V(0, 11, 0);
+
+typedef struct xllm_state {
+    kvshard_versions__v version;
+    bool request_pool; /* 0.10: state slots = max_concurrent_requests + 2 */
+} xllm_state;
+
+_Static_assert(sizeof(xllm_state) <= sizeof(kvshard_profile__state), "xllm_state fits");
+
+static xllm_state state_of(const kvshard_profile__state *s)
+{
+    xllm_state st;
+    kvshard_profile__state_get(&st, sizeof st, s);
+    return st;
+}
+
+static int settle(kvshard_profile__settling *s, const char **blame, kvshard_error *err)
+{
+    extern const kvshard__profile kvshard_profile__xllm;
+    xllm_state st;
+    memset(&st, 0, sizeof st);
+    int rc = kvshard_profile__version(&st.version, &kvshard_profile__xllm, &s->inputs[IN_VERSION],
+                                      blame, err);
+    if (rc)
+        return rc;
+    st.request_pool = !kvshard_versions__from(&st.version, &V_0_11_0);
+    kvshard_profile__state_put(s->state, &st, sizeof st);
+    return KVSHARD_OK;
+}
+
+/* The kinds the engine plans; a kind added to kvshard later is refused
+ * here until it is named. */
+static const uint32_t covered =
+    1u << KVSHARD_LAYER_FULL_ATTENTION | 1u << KVSHARD_LAYER_LINEAR_ATTENTION;
 
 /* The engine covers full-attention and linear layers, keeps one scratch
  * layer, and splits only inside one KV head's replicas (it sizes an
@@ -50,29 +103,31 @@ static const kvshard_profile__alias aliases[] = {
 static int check(const kvshard_profile__ctx *c, const char **blame, kvshard_error *err)
 {
     const kvshard__model_info *m = c->model;
-    uint32_t planned = 1u << KVSHARD_LAYER_FULL_ATTENTION | 1u << KVSHARD_LAYER_LINEAR_ATTENTION;
-    uint8_t kind = kvshard_profile__unplanned_kind(m, planned);
+    uint8_t kind = kvshard_profile__unplanned_kind(m, covered);
     *blame = "engine";
-    if (kind < KVSHARD__KIND_COUNT)
+    if (kind != KVSHARD__KIND_COUNT)
         return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
-                             "the xllm profile plans full-attention and linear layers only; this "
-                             "model has %u %s layers",
-                             m->count[kind], kvshard_kinds__of(kind)->name);
+                             "xllm profile: engine_unsupported: %s layers (%u of %u) are not "
+                             "covered: the xllm profile plans full-attention and linear layers "
+                             "only",
+                             kvshard_layer_kind_name((kvshard_layer_kind)kind), m->count[kind],
+                             m->num_layers);
     if (kvshard_profile__has_sparse_index(m))
         return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
-                             "the xllm profile does not plan a GQA sparse index "
-                             "(sparse_attention_config)");
+                             "xllm profile: engine_unsupported: a GQA sparse index "
+                             "(sparse_attention_config) is not covered");
     *blame = "scratch_layers";
     if (c->options->scratch_layers != 1)
         return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
-                             "the xllm profile keeps one scratch layer; scratch_layers is %u",
+                             "xllm profile: engine_unsupported: the engine keeps one scratch "
+                             "layer; scratch_layers is %u",
                              c->options->scratch_layers);
     *blame = "layerwise_split_size";
     if (c->split > 1 && c->replication % c->split != 0)
         return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
-                             "the xllm profile needs a split that divides the KV replication: "
-                             "layerwise_split_size %u, replication factor %u (the engine sizes "
-                             "an owner's KV with its own heads)",
+                             "xllm profile: engine_unsupported: a split must divide the KV "
+                             "replication: layerwise_split_size %u, replication factor %u (the "
+                             "engine sizes an owner's KV with its own heads)",
                              c->split, c->replication);
     *blame = NULL;
     return KVSHARD_OK;
@@ -110,7 +165,8 @@ static int budget(uint64_t *out, bool *has, const kvshard_profile__ctx *c, const
     if (!(b > 0.0)) {
         *blame = "device_memory_free";
         return kvshard__fail(err, KVSHARD_ENOBLOCK, "", kvshard__no_mark,
-                             "xllm profile: no budget for the KV cache: device_memory_free %llu - "
+                             "xllm profile: no_memory_for_cache_blocks: no budget for the KV "
+                             "cache: device_memory_free %llu - "
                              "device_memory_total %llu x (1 - max_memory_utilization %g) = %.0f "
                              "bytes",
                              (unsigned long long)free_bytes, (unsigned long long)total,
@@ -129,6 +185,10 @@ static int slots_of(uint64_t *out, const kvshard__capacity_inputs *in, uint64_t 
     const kvshard_options *o = in->options;
     uint64_t B = in->memory;
     uint32_t asked = (uint32_t)in->inputs[IN_STATE_SLOTS].u;
+    if (state_of(in->state).request_pool) {
+        *out = in->inputs[IN_CONCURRENT].u + 2; /* with or without linear layers */
+        return KVSHARD_OK;
+    }
     if (lin == 0) {
         *out = 2;
         return KVSHARD_OK;
@@ -239,9 +299,31 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks,
     return KVSHARD_OK;
 }
 
+extern const kvshard__profile kvshard_profile__xllm;
+
+static size_t figures(kvshard_figure *out, size_t cap, const kvshard_profile__view *v)
+{
+    const kvshard__capacity *c = v->capacity;
+    kvshard_profile__figures f = {out, cap, 0};
+    kvshard_profile__fig_uint(&f, "budget", c->has_budget, c->budget);
+    kvshard_profile__fig_uint(&f, "state_slots", c->has_state_slots, c->state_slots);
+    kvshard_profile__fig_uint(&f, "linear_blocks", c->has_state_slots, c->state_slots);
+    kvshard_profile__fig_uint(&f, "num_blocks", c->has_num_blocks, c->num_blocks);
+    kvshard_profile__fig_uint(&f, "usable_blocks", c->has_usable_blocks, c->usable_blocks);
+    kvshard_profile__fig_uint(&f, "usable_state_slots", c->has_state_slots,
+                              c->usable_state_slots);
+    return f.count;
+}
+
 static void write_capacity(const kvshard__printer *p, const kvshard_profile__view *v)
 {
     const kvshard__capacity *c = v->capacity;
+    if (!v->has_memory) {
+        kvshard_format__text(p, "capacity   ");
+        kvshard_format__text(p, kvshard_profile__xllm.no_budget_hint);
+        kvshard_format__text(p, "\n");
+        return;
+    }
     kvshard_format__text(p, "capacity   xllm profile: budget ");
     kvshard_format__human(p, v->memory);
     kvshard_format__text(p, " per rank; ");
@@ -314,12 +396,16 @@ const kvshard__profile kvshard_profile__xllm = {
     .ownership = KVSHARD_OWNERSHIP_GLOBAL,
     .aliases = aliases,
     .inputs = inputs,
+    .flag_style = KVSHARD_PROFILE__GFLAGS,
+    .versions = &versions,
     .counts_draft_layers = false,
     .mla_v2_bytes = true,
     .ranks_by_balanced = false,
+    .settle = settle,
     .check = check,
     .budget = budget,
     .capacity = capacity,
+    .figures = figures,
     .budget_label = "budget",
     .named_in_headers = true,
     .no_budget_hint = "xllm profile: no budget given: pass `--memory_per_rank`, or "

@@ -2,6 +2,8 @@
  * values a caller's struct holds alike. */
 #include "text/value.h"
 
+#include "text/yaml_doc.h"
+
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
@@ -40,6 +42,18 @@ static bool fraction_ok(double value)
     return value > 0.0 && value <= 1.0;
 }
 
+/* A decimal's range: above 0 and at most the def's bound. */
+static bool decimal_ok(const kvshard_value__def *d, double value)
+{
+    return value > 0.0 && value <= (double)d->max;
+}
+
+bool kvshard_value__is_word(const kvshard_value__def *def, kvshard_value v)
+{
+    return def->type == KVSHARD__VT_U32 && def->words && (int64_t)v.u < 0 &&
+           kvshard_value__word_of(def->words, (int)(int64_t)v.u) != NULL;
+}
+
 /* Whether `v` is allowed for `d`; the error names the key. `text` is the
  * value as written, or NULL for a value from a caller's struct. */
 static int check(const kvshard_value__def *d, kvshard_value v, const char *text, size_t len,
@@ -49,6 +63,8 @@ static int check(const kvshard_value__def *d, kvshard_value v, const char *text,
     case KVSHARD__VT_U32:
     case KVSHARD__VT_BYTES:
         if (!text && v.u == 0 && d->unset_ok)
+            return KVSHARD_OK;
+        if (kvshard_value__is_word(d, v))
             return KVSHARD_OK;
         if (v.u < d->min && d->below_min == KVSHARD_EPARALLEL) {
             if (!text)
@@ -76,7 +92,22 @@ static int check(const kvshard_value__def *d, kvshard_value v, const char *text,
                                  d->name, shown);
         }
         return KVSHARD_OK;
-    case KVSHARD__VT_BOOL: return KVSHARD_OK;
+    case KVSHARD__VT_DECIMAL:
+        if (!decimal_ok(d, v.d)) {
+            char shown[48];
+            if (text)
+                snprintf(shown, sizeof shown, "%.*s", SHOWN(len), text);
+            else
+                snprintf(shown, sizeof shown, "%g", v.d);
+            return kvshard__fail(err, KVSHARD_ERANGE, source, mark,
+                                 "%s: %s is out of range; expected a decimal above 0 and at "
+                                 "most %llu",
+                                 d->name, shown, (unsigned long long)d->max);
+        }
+        return KVSHARD_OK;
+    case KVSHARD__VT_BOOL:
+    case KVSHARD__VT_TEXT:
+    case KVSHARD__VT_OBJECT: return KVSHARD_OK;
     case KVSHARD__VT_WORD:
     default: {
         int value = (int)(int64_t)v.u;
@@ -94,14 +125,21 @@ int kvshard_value__check(const kvshard_value__def *def, kvshard_value v, kvshard
     /* Values in range pass without the general path: a plan checks every
      * option it is given. */
     switch (def->type) {
-    case KVSHARD__VT_BOOL: return KVSHARD_OK;
+    case KVSHARD__VT_BOOL:
+    case KVSHARD__VT_TEXT:
+    case KVSHARD__VT_OBJECT: return KVSHARD_OK;
     case KVSHARD__VT_U32:
     case KVSHARD__VT_BYTES:
-        if ((v.u == 0 && def->unset_ok) || (v.u >= def->min && v.u <= def->max))
+        if ((v.u == 0 && def->unset_ok) || (v.u >= def->min && v.u <= def->max) ||
+            kvshard_value__is_word(def, v))
             return KVSHARD_OK;
         break;
     case KVSHARD__VT_FRACTION:
         if (fraction_ok(v.d))
+            return KVSHARD_OK;
+        break;
+    case KVSHARD__VT_DECIMAL:
+        if (decimal_ok(def, v.d))
             return KVSHARD_OK;
         break;
     case KVSHARD__VT_WORD: break;
@@ -139,13 +177,104 @@ int kvshard_value__bool_text(const char *text, size_t len, kvshard__value_style 
     return -1;
 }
 
+/* Text values are shown back in messages and written into documents: no
+ * control characters, and short enough to keep beside a plan. */
+static int printable(const kvshard_value__def *d, const char *text, size_t len,
+                     const char *source, kvshard__mark mark, kvshard_error *err)
+{
+    if (len == 0)
+        return kvshard__fail(err, KVSHARD_ERANGE, source, mark, "%s: expected a value, found none",
+                             d->name);
+    if (len >= KVSHARD__VALUE_TEXT_MAX)
+        return kvshard__fail(err, KVSHARD_ERANGE, source, mark,
+                             "%s: \"%.*s...\" is longer than the %d characters it may have",
+                             d->name, SHOWN(len), text, KVSHARD__VALUE_TEXT_MAX - 1);
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c < 0x20 || c == 0x7f)
+            return kvshard__fail(err, KVSHARD_ETYPE, source, mark,
+                                 "%s: \"%.*s\" holds a control character", d->name, SHOWN(len),
+                                 text);
+    }
+    return KVSHARD_OK;
+}
+
+/* A JSON object given as one value (vLLM's --speculative-config): its text
+ * field, which must stand in the text as written so that the value can
+ * point at it, and its whole-number field. */
+static int parse_object(kvshard_value *v, const kvshard_value__def *d, const char *text, size_t len,
+                        const char *source, kvshard__mark mark, kvshard_error *err)
+{
+    const kvshard_value__fields *f = d->more ? d->more->fields : NULL;
+    kvshard_allocator a = kvshard__allocator_or_default(NULL);
+    kvshard__doc doc;
+    kvshard_error doc_err;
+    kvshard__error_reset(&doc_err);
+    if (kvshard__doc_parse(&doc, text, len, d->name, &a, &doc_err) != KVSHARD_OK) {
+        if (doc_err.code == KVSHARD_ENOMEM)
+            return kvshard__fail(err, KVSHARD_ENOMEM, source, mark, "out of memory");
+        return kvshard__fail(err, KVSHARD_ETYPE, source, mark,
+                             "%s: expected a JSON object, found \"%.*s\" (%s)", d->name,
+                             SHOWN(len), text, doc_err.message);
+    }
+    kvshard__node root = kvshard__doc_root(&doc), node;
+    int rc = KVSHARD_OK;
+    if (root.kind != KVSHARD__NODE_MAPPING) {
+        rc = kvshard__fail(err, KVSHARD_ETYPE, source, mark,
+                           "%s: expected a JSON object such as {\"%s\": 1}, found \"%.*s\"",
+                           d->name, f && f->integer ? f->integer : "key", SHOWN(len), text);
+    } else if (f && f->text && kvshard__map_get(&doc, &root, f->text, &node) &&
+               !kvshard__node_is_null(&node)) {
+        bool inside = node.kind == KVSHARD__NODE_SCALAR && node.text >= text &&
+                      node.text + node.count <= text + len;
+        if (node.kind != KVSHARD__NODE_SCALAR || node.style != KVSHARD__VALUE_QUOTED)
+            rc = kvshard__fail(err, KVSHARD_ETYPE, source, mark,
+                               "%s: \"%s\" must be a string in \"%.*s\"", d->name, f->text,
+                               SHOWN(len), text);
+        else if (!inside || node.count >= KVSHARD__VALUE_TEXT_MAX || node.count == 0)
+            rc = kvshard__fail(err, KVSHARD_ERANGE, source, mark,
+                               "%s: \"%s\" must be a name of 1 to %d characters without "
+                               "escapes in \"%.*s\"",
+                               d->name, f->text, KVSHARD__VALUE_TEXT_MAX - 1, SHOWN(len), text);
+        else
+            rc = printable(d, node.text, node.count, source, mark, err);
+        if (rc == KVSHARD_OK) {
+            v->text = node.text;
+            v->text_len = node.count;
+        }
+    }
+    if (rc == KVSHARD_OK && f && f->integer) {
+        if (!kvshard__map_get(&doc, &root, f->integer, &node) || kvshard__node_is_null(&node)) {
+            rc = kvshard__fail(err, KVSHARD_EMISSING, source, mark, "%s: \"%.*s\" has no \"%s\"",
+                               d->name, SHOWN(len), text, f->integer);
+        } else {
+            kvshard_error int_err;
+            kvshard__error_reset(&int_err);
+            char what[96];
+            snprintf(what, sizeof what, "%s.%s", d->name, f->integer);
+            rc = kvshard__node_uint(&v->u, &doc, &node, what, 0, f->integer_max, &int_err);
+            if (rc)
+                rc = kvshard__fail(err, rc, source, mark, "%s", int_err.message);
+        }
+    }
+    kvshard__doc_free(&doc);
+    return rc;
+}
+
 int kvshard_value__parse(kvshard_value *out, const kvshard_value__def *d, const char *text,
                          size_t len, kvshard__value_style style, const char *source,
                          kvshard__mark mark, kvshard_error *err)
 {
-    kvshard_value v = {0, 0.0};
+    kvshard_value v = {0, 0.0, NULL, 0};
     switch (d->type) {
     case KVSHARD__VT_U32:
+        for (const kvshard_value__word *w = d->words; w && w->text; w++) {
+            if (kvshard__text_is(text, len, w->text)) {
+                v.u = (uint64_t)(int64_t)w->value;
+                *out = v;
+                return KVSHARD_OK;
+            }
+        }
         if (style == KVSHARD__VALUE_QUOTED)
             return kvshard__fail(err, KVSHARD_ETYPE, source, mark,
                                  "%s: expected an integer, found the string \"%.*s\"", d->name,
@@ -197,12 +326,32 @@ int kvshard_value__parse(kvshard_value *out, const kvshard_value__def *d, const 
         break;
     }
     case KVSHARD__VT_FRACTION:
+    case KVSHARD__VT_DECIMAL:
         if (style == KVSHARD__VALUE_QUOTED || !kvshard__scan_decimal(&v.d, text, len))
             return kvshard__fail(err, KVSHARD_ETYPE, source, mark,
-                                 "%s: expected a fraction such as 0.9, found %s\"%.*s\"", d->name,
+                                 "%s: expected %s, found %s\"%.*s\"", d->name,
+                                 d->type == KVSHARD__VT_FRACTION ? "a fraction such as 0.9"
+                                                                 : "a decimal such as 1.5",
                                  style == KVSHARD__VALUE_QUOTED ? "the string " : "", SHOWN(len),
                                  text);
         break;
+    case KVSHARD__VT_TEXT: {
+        int rc = printable(d, text, len, source, mark, err);
+        if (rc == KVSHARD_OK && d->more && d->more->check)
+            rc = d->more->check(d, text, len, source, mark, err);
+        if (rc)
+            return rc;
+        v.text = text;
+        v.text_len = len;
+        v.u = len;
+        break;
+    }
+    case KVSHARD__VT_OBJECT: {
+        int rc = parse_object(&v, d, text, len, source, mark, err);
+        if (rc)
+            return rc;
+        break;
+    }
     case KVSHARD__VT_WORD:
     default: {
         const kvshard_value__word *w = d->words;
@@ -225,9 +374,19 @@ int kvshard_value__parse(kvshard_value *out, const kvshard_value__def *d, const 
     return rc;
 }
 
+static bool same_text(kvshard_value a, kvshard_value b)
+{
+    size_t la = a.text ? a.text_len : 0, lb = b.text ? b.text_len : 0;
+    return la == lb && (la == 0 || memcmp(a.text, b.text, la) == 0);
+}
+
 bool kvshard_value__equal(const kvshard_value__def *def, kvshard_value a, kvshard_value b)
 {
-    if (def->type == KVSHARD__VT_FRACTION)
-        return !(a.d < b.d) && !(a.d > b.d);
-    return a.u == b.u;
+    switch (def->type) {
+    case KVSHARD__VT_FRACTION:
+    case KVSHARD__VT_DECIMAL: return !(a.d < b.d) && !(a.d > b.d);
+    case KVSHARD__VT_TEXT: return same_text(a, b);
+    case KVSHARD__VT_OBJECT: return a.u == b.u && same_text(a, b);
+    default: return a.u == b.u;
+    }
 }

@@ -7,17 +7,45 @@
 #include "text/scalar.h"
 
 typedef enum kvshard_value__type {
-    KVSHARD__VT_U32,      /* a whole number */
+    KVSHARD__VT_U32,      /* a whole number; with `words`, also one of them */
     KVSHARD__VT_BYTES,    /* a byte count: an integer or a size with a unit */
     KVSHARD__VT_BOOL,     /* true or false (flags: 1/0, yes/no, t/f, y/n too) */
     KVSHARD__VT_WORD,     /* one of `words` */
-    KVSHARD__VT_FRACTION  /* a decimal above 0 and at most 1 */
+    KVSHARD__VT_FRACTION, /* a decimal above 0 and at most 1 */
+    KVSHARD__VT_DECIMAL,  /* a decimal above 0 and at most `max` */
+    KVSHARD__VT_TEXT,     /* printable text of at most KVSHARD__VALUE_TEXT_MAX - 1 bytes */
+    KVSHARD__VT_OBJECT    /* a JSON object of which `fields` are read */
 } kvshard_value__type;
+
+/* Longest text value, its NUL included. */
+#define KVSHARD__VALUE_TEXT_MAX 64
 
 typedef struct kvshard_value__word {
     const char *text;
     int value;
 } kvshard_value__word;
+
+struct kvshard_value__def;
+
+/* What a text value must be beyond printable: called with the text as
+ * written; an error names def->name, `source` and `mark`. */
+typedef int (*kvshard_value__text_check)(const struct kvshard_value__def *def, const char *text,
+                                         size_t len, const char *source, kvshard__mark mark,
+                                         kvshard_error *err);
+
+/* The two fields of a JSON object value kvshard reads: a text (optional)
+ * and a whole number (required); other keys are not read. */
+typedef struct kvshard_value__fields {
+    const char *text;    /* NULL: none */
+    const char *integer; /* NULL: none */
+    uint64_t integer_max;
+} kvshard_value__fields;
+
+/* What some types need besides the common fields. */
+typedef struct kvshard_value__more {
+    kvshard_value__text_check check;     /* VT_TEXT: NULL for any printable text */
+    const kvshard_value__fields *fields; /* VT_OBJECT */
+} kvshard_value__more;
 
 typedef struct kvshard_value__def {
     const char *name;
@@ -30,14 +58,22 @@ typedef struct kvshard_value__def {
     /* A caller's struct may leave it unset: 0 for numbers, -1 for words (a
      * value no word names, settled later). */
     bool unset_ok;
-    const kvshard_value__word *words; /* KVSHARD__VT_WORD: the accepted words, NULL-ended */
+    /* KVSHARD__VT_WORD: the accepted words, NULL-ended; KVSHARD__VT_U32: words
+     * that stand for values no integer gives (negative ones). */
+    const kvshard_value__word *words;
+    const kvshard_value__more *more; /* NULL for the types that need nothing */
 } kvshard_value__def;
 
 /* A parsed value: `u` for integers, byte counts, booleans (0/1) and words
- * (the word's value, sign-extended), `d` for fractions. */
+ * (the word's value, sign-extended), `d` for decimals and fractions,
+ * `text` for text (`u` its length) and for an object's text field, whose
+ * integer field is `u`. Text is borrowed: from the parsed input, then from
+ * whoever keeps the value (a settings entry, a plan). */
 typedef struct kvshard_value {
     uint64_t u;
     double d;
+    const char *text; /* NULL: none */
+    size_t text_len;
 } kvshard_value;
 
 /* Parse `text` as `def` says: YAML text (plain or quoted) by YAML's rules,
@@ -61,7 +97,11 @@ const kvshard_value__word *kvshard_value__word_of(const kvshard_value__word *wor
 /* The words for a message: "auto, bf16 or fp8". */
 void kvshard_value__list_words(char *buf, size_t cap, const kvshard_value__word *words);
 
-/* Two values are the same (fractions by their bits' value). */
+/* Whether a U32 value is one of the def's words rather than a number. */
+bool kvshard_value__is_word(const kvshard_value__def *def, kvshard_value v);
+
+/* Two values are the same (fractions by their bits' value, text by its
+ * bytes). */
 bool kvshard_value__equal(const kvshard_value__def *def, kvshard_value a, kvshard_value b);
 
 #endif /* KVSHARD_TEXT_VALUE_H */

@@ -527,6 +527,53 @@ void test_compressed()
     CHECK(!plan.layer_storage(1, 8).stores_kv);
 }
 
+// The vllm profile's figures through the wrappers: Nemotron-3-Nano-30B-A3B
+// on one GPU at 3,994,319,585 bytes, fp8 KV, float32 temporal state.
+// - attention page per token 2 * 2 * 128 * 1 = 512 B; state page conv
+//   2 * (64*64 + 2*8*128) * 3 = 36,864 plus temporal 4 * 64 * 64 * 128 =
+//   2,097,152: 2,134,016 B; block 16 * ceil(2,134,016 / (16 * 512)) = 4,176.
+// - groups of 6 (6 attention layers, 23 state layers): 1 + 4 = 5; blocks
+//   floor(floor(3,994,319,585 / 2,138,112) / 6) = floor(1,868 / 6) = 311.
+// - a request of 256,000 tokens: ceil(256,000 / 4,176) + 4 = 66 blocks;
+//   concurrency 311 / 66; tokens int(311 / 66 * 256,000) = 1,206,303.
+void test_engine_figures()
+{
+    kvshard::Deployment deployment = kvshard::Deployment::load_file(
+        std::string(KVSHARD_EXAMPLES) + "/models/nemotron_3_nano_30b_a3b.json");
+    deployment.apply_args({"--engine=vllm", "--engine_version=0.20.1rc1.dev91",
+                           "--max-model-len", "256000", "--kv-cache-dtype", "fp8_e4m3",
+                           "--mamba-ssm-cache-dtype", "float32", "--max-num-seqs", "128",
+                           "--kv-cache-memory-bytes", "3994319585"},
+                          0);
+    kvshard::Plan plan = deployment.plan();
+    CHECK(plan.engine_figure_count() == 23);
+    CHECK(std::string(plan.engine_figure_at(0).name) == "name");
+    CHECK(std::string(plan.engine_figure_at(0).text_value) == "vllm");
+    CHECK(std::string(plan.engine_figure("version").text_value) == "0.20.1rc1.dev91");
+    CHECK(plan.engine_figure("attention_block_size").uint_value == 4176);
+    CHECK(plan.engine_figure("kv_cache_groups").uint_value == 5);
+    CHECK(plan.engine_figure("num_gpu_blocks").uint_value == 311);
+    CHECK(plan.engine_figure("gpu_kv_cache_tokens").uint_value == 1206303);
+    kvshard_figure c = plan.engine_figure("max_concurrency");
+    CHECK(c.type == KVSHARD_FIGURE_DOUBLE && c.double_value == 311.0 / 66.0);
+    kvshard_figure d = plan.engine_figure("state_dtypes");
+    CHECK(d.type == KVSHARD_FIGURE_TEXT_LIST && d.uint_value == 2);
+    CHECK(std::string(d.text_value) == "bfloat16");
+    CHECK(std::string(d.text_value + 9) == "float32");
+    CHECK(plan.engine_figure("mamba_cache_mode").type == KVSHARD_FIGURE_TEXT);
+    CHECK(plan.engine_figures().size() == 23);
+    CHECK(plan.capacity().block_size == 4176);
+    kvshard::Error e = expect_error([&] { plan.engine_figure("num_blocks"); },
+                                    "an engine figure the profile does not have");
+    CHECK(e.code() == KVSHARD_EUNKNOWNKEY);
+    e = expect_error([&] { plan.engine_figure_at(23); }, "an index past the figures");
+    CHECK(e.code() == KVSHARD_EINVAL);
+    // The kvshard profile predicts no engine.
+    const kvshard::Plan seed_plan = kvshard::Deployment::load_file(seed).plan();
+    CHECK(seed_plan.engine_figure_count() == 0);
+    CHECK(seed_plan.engine_figures().empty());
+}
+
 } // namespace
 
 int main()
@@ -540,6 +587,7 @@ int main()
         {"threads", test_threads},
         {"settings", test_settings},
         {"compressed", test_compressed},
+        {"engine_figures", test_engine_figures},
     };
     for (const auto &test : tests) {
         const int before = failures;

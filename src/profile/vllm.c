@@ -1,0 +1,1220 @@
+/* The vllm profile: what vLLM's V1 engine allocates on one GPU, from the
+ * engine's own rules at the release named, so that kvshard prints the
+ * figures the engine logs at start-up: the attention block size (raised so
+ * that one state page fits a block of full-attention pages), the page
+ * padding, the KV cache groups (layers of one type in groups of one size,
+ * padded with layers that cost memory as real ones), the number of GPU
+ * blocks of the shared pool (block 0 is the null block), "GPU KV cache
+ * size: N tokens" and "Maximum concurrency for L tokens per request: C.CCx".
+ * Every figure is one GPU's: all ranks of a vLLM engine allocate the same.
+ *
+ * Rules that changed between releases hold from the release named in the
+ * V_* constants below. */
+#include "profile/profile.h"
+
+#include "model/states.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+extern const kvshard__profile kvshard_profile__vllm;
+#define PROFILE (&kvshard_profile__vllm)
+
+/* ---- the releases whose rules differ ------------------------------------------------ */
+
+static const kvshard_profile__versions versions = {"0.28.0", KVSHARD_V(0, 9, 0),
+                                                   KVSHARD_V(0, 28, 0)};
+
+static const kvshard_versions__v V_STATE_MODELS = KVSHARD_V(0, 10, 2); /* hybrid models served */
+static const kvshard_versions__v V_MODE_ALL = KVSHARD_V(0, 11, 1);     /* Mamba cache mode all */
+static const kvshard_versions__v V_NEMOTRON_F16 = KVSHARD_V(0, 13, 0); /* NemotronH state f16 */
+static const kvshard_versions__v V_BUDGET_CEIL = KVSHARD_V(0, 14, 0);  /* requested = ceil */
+static const kvshard_versions__v V_MODE_ALIGN = KVSHARD_V(0, 15, 0);   /* Mamba cache mode align */
+static const kvshard_versions__v V_QWEN3_5 = KVSHARD_V(0, 17, 0);      /* Qwen3.5 served */
+static const kvshard_versions__v V_GROUP_1_5 = KVSHARD_V(0, 18, 0);    /* 1.5x group rule, graphs */
+static const kvshard_versions__v V_SEQS_ERROR = KVSHARD_V(0, 19, 0);   /* max_num_seqs refused */
+static const kvshard_versions__v V_0_20 = KVSHARD_V(0, 20, 0); /* u 0.92, f32, align, line */
+static const kvshard_versions__v V_TOKENS = KVSHARD_V_RC_DEV(0, 20, 1, 1, 31); /* tokens line */
+static const kvshard_versions__v V_PREFIX_ON = KVSHARD_V(0, 27, 0); /* prefix caching on */
+
+/* ---- inputs -------------------------------------------------------------------------- */
+
+enum {
+    IN_VERSION,
+    IN_TP,
+    IN_DP,
+    IN_PP,
+    IN_MAX_MODEL_LEN,
+    IN_BATCHED,
+    IN_UTILIZATION,
+    IN_BLOCKS_OVERRIDE,
+    IN_DTYPE,
+    IN_MAMBA_DTYPE,
+    IN_PREFIX,
+    IN_MODE,
+    IN_MAMBA_BLOCK,
+    IN_EAGER,
+    IN_DRAFT_CONFIG,
+    IN_DRAFT_LAYERS,
+    IN_DEVICE_TOTAL,
+    IN_DEVICE_FREE,
+    IN_NON_KV,
+    IN_DECODE_CP,
+    IN_PREFILL_CP,
+};
+
+enum { MODE_NONE, MODE_ALIGN, MODE_ALL };
+#define UNSET_WORD ((uint64_t)(int64_t)-1)
+#define UNSET_BOOL 2u
+
+static const kvshard_value__word model_len_words[] = {{"-1", -1}, {"auto", -2}, {NULL, 0}};
+static const kvshard_value__word dtype_words[] = {
+    {"auto", KVSHARD_DTYPE_AUTO},
+    {"bfloat16", KVSHARD_DTYPE_BF16},
+    {"float16", KVSHARD_DTYPE_FP16},
+    {"half", KVSHARD_DTYPE_FP16},
+    {"float32", KVSHARD_DTYPE_FP32},
+    {"float", KVSHARD_DTYPE_FP32},
+    {NULL, 0},
+};
+static const kvshard_value__word state_dtype_words[] = {
+    {"auto", KVSHARD_DTYPE_AUTO},
+    {"float32", KVSHARD_DTYPE_FP32},
+    {"bfloat16", KVSHARD_DTYPE_BF16},
+    {"float16", KVSHARD_DTYPE_FP16},
+    {NULL, 0},
+};
+/* One byte without scales in the page for every fp8 word; fp8_ds_mla is
+ * fp8 too. */
+static const kvshard_value__word kv_dtype_words[] = {
+    {"auto", KVSHARD_DTYPE_AUTO},
+    {"bfloat16", KVSHARD_DTYPE_BF16},
+    {"bf16", KVSHARD_DTYPE_BF16},
+    {"float16", KVSHARD_DTYPE_FP16},
+    {"fp16", KVSHARD_DTYPE_FP16},
+    {"half", KVSHARD_DTYPE_FP16},
+    {"fp8", KVSHARD_DTYPE_FP8},
+    {"fp8_e4m3", KVSHARD_DTYPE_FP8},
+    {"fp8_e5m2", KVSHARD_DTYPE_FP8},
+    {"fp8_ds_mla", KVSHARD_DTYPE_FP8},
+    {NULL, 0},
+};
+static const kvshard_value__word mode_words[] = {
+    {"none", MODE_NONE}, {"align", MODE_ALIGN}, {"all", MODE_ALL}, {NULL, 0}};
+
+static const kvshard_value__fields spec_fields = {"method", "num_speculative_tokens", 1024};
+static const kvshard_value__more spec_more = {NULL, &spec_fields};
+
+#define R KVSHARD_ERANGE
+#define NO_VALUE                                                                                   \
+    {                                                                                              \
+        0, 0.0, NULL, 0                                                                            \
+    }
+static const kvshard_profile__input inputs[] = {
+    [IN_VERSION] = KVSHARD_VERSIONS__INPUT,
+    [IN_TP] = {{"tensor_parallel_size", KVSHARD__VT_U32, 1, KVSHARD_MAX_RANKS, KVSHARD_EPARALLEL,
+                true, NULL, NULL},
+               NO_VALUE,
+               "world_size / dp_size"},
+    [IN_DP] = {{"data_parallel_size", KVSHARD__VT_U32, 1, KVSHARD_MAX_RANKS, KVSHARD_EPARALLEL,
+                true, NULL, NULL},
+               NO_VALUE,
+               "dp_size"},
+    [IN_PP] = {{"pipeline_parallel_size", KVSHARD__VT_U32, 1, KVSHARD_MAX_RANKS, KVSHARD_EPARALLEL,
+                false, NULL, NULL},
+               {1, 0.0, NULL, 0},
+               NULL},
+    [IN_MAX_MODEL_LEN] = {{"max_model_len", KVSHARD__VT_U32, 1, KVSHARD_MAX_CONTEXT_LENGTH, R, true,
+                           model_len_words, NULL},
+                          NO_VALUE,
+                          "max_position_embeddings"},
+    [IN_BATCHED] = {{"max_num_batched_tokens", KVSHARD__VT_U32, 1, 1u << 30, R, false, NULL, NULL},
+                    {8192, 0.0, NULL, 0},
+                    NULL},
+    [IN_UTILIZATION] = {{"gpu_memory_utilization", KVSHARD__VT_FRACTION, 0, 1, R, false, NULL,
+                         NULL},
+                        NO_VALUE,
+                        "0.92 (0.9 before 0.20.0)"},
+    [IN_BLOCKS_OVERRIDE] = {{"num_gpu_blocks_override", KVSHARD__VT_U32, 1, 1u << 31, R, true, NULL,
+                             NULL},
+                            NO_VALUE,
+                            "none"},
+    [IN_DTYPE] = {{"dtype", KVSHARD__VT_WORD, 0, 0, R, false, dtype_words, NULL},
+                  {KVSHARD_DTYPE_AUTO, 0.0, NULL, 0},
+                  NULL},
+    [IN_MAMBA_DTYPE] = {{"mamba_cache_dtype", KVSHARD__VT_WORD, 0, 0, R, false, state_dtype_words,
+                         NULL},
+                        {KVSHARD_DTYPE_AUTO, 0.0, NULL, 0},
+                        NULL},
+    [IN_PREFIX] = {{"enable_prefix_caching", KVSHARD__VT_BOOL, 0, 1, R, false, NULL, NULL},
+                   {UNSET_BOOL, 0.0, NULL, 0},
+                   "by model and version"},
+    [IN_MODE] = {{"mamba_cache_mode", KVSHARD__VT_WORD, 0, 0, R, true, mode_words, NULL},
+                 {UNSET_WORD, 0.0, NULL, 0},
+                 "by model and version"},
+    [IN_MAMBA_BLOCK] = {{"mamba_block_size", KVSHARD__VT_U32, 1, 1u << 24, R, true, NULL, NULL},
+                        NO_VALUE,
+                        "the model's chunk size"},
+    [IN_EAGER] = {{"enforce_eager", KVSHARD__VT_BOOL, 0, 1, R, false, NULL, NULL},
+                  {0, 0.0, NULL, 0},
+                  NULL},
+    [IN_DRAFT_CONFIG] = {{"speculative_config", KVSHARD__VT_OBJECT, 0, 0, R, false, NULL,
+                          &spec_more},
+                         NO_VALUE,
+                         "none"},
+    [IN_DRAFT_LAYERS] = {{"draft_attention_layers", KVSHARD__VT_U32, 0, KVSHARD__MAX_DRAFT_LAYERS,
+                          R, false, NULL, NULL},
+                         {UINT64_MAX, 0.0, NULL, 0},
+                         "by method"},
+    [IN_DEVICE_TOTAL] = {{"device_memory_total", KVSHARD__VT_BYTES, 1, UINT64_MAX, R, true, NULL,
+                          NULL},
+                         NO_VALUE,
+                         NULL},
+    [IN_DEVICE_FREE] = {{"device_memory_free", KVSHARD__VT_BYTES, 1, UINT64_MAX, R, true, NULL,
+                         NULL},
+                        NO_VALUE,
+                        NULL},
+    [IN_NON_KV] = {{"non_kv_memory", KVSHARD__VT_BYTES, 0, UINT64_MAX, R, false, NULL, NULL},
+                   {UINT64_MAX, 0.0, NULL, 0},
+                   "none"},
+    /* Context parallelism the profile does not cover: read so that it is
+     * refused, never skipped. */
+    [IN_DECODE_CP] = {{"decode_context_parallel_size", KVSHARD__VT_U32, 1, KVSHARD_MAX_RANKS,
+                       KVSHARD_EPARALLEL, false, NULL, NULL},
+                      {1, 0.0, NULL, 0},
+                      NULL},
+    [IN_PREFILL_CP] = {{"prefill_context_parallel_size", KVSHARD__VT_U32, 1, KVSHARD_MAX_RANKS,
+                        KVSHARD_EPARALLEL, false, NULL, NULL},
+                       {1, 0.0, NULL, 0},
+                       NULL},
+    {{NULL, KVSHARD__VT_U32, 0, 0, 0, false, NULL, NULL}, NO_VALUE, NULL},
+};
+#undef R
+#undef NO_VALUE
+
+/* vLLM's names for kvshard's keys, as argparse spells them once '-' is
+ * '_' (and its one-dash short forms). */
+static const kvshard_profile__alias aliases[] = {
+    {"tp", "tensor_parallel_size", NULL},
+    {"dp", "data_parallel_size", NULL},
+    {"pp", "pipeline_parallel_size", NULL},
+    {"dcp", "decode_context_parallel_size", NULL},
+    {"pcp", "prefill_context_parallel_size", NULL},
+    {"max_num_seqs", "max_seqs", NULL},
+    {"kv_cache_memory_bytes", "memory_per_rank", NULL},
+    {"kv_cache_dtype", "kv_cache_dtype", kv_dtype_words},
+    {"mamba_ssm_cache_dtype", "state_dtype", state_dtype_words},
+    {NULL, NULL, NULL},
+};
+
+/* ---- what settling works out --------------------------------------------------------- */
+
+/* Why prefix caching was turned off, or a mode asked for was changed. */
+enum { PC_KEPT, PC_BEFORE_ALL, PC_BEFORE_ALIGN };
+enum { MODE_KEPT, MODE_NO_ALL_SUPPORT, MODE_DRAFTING };
+
+typedef struct vllm_state {
+    kvshard_versions__v version;
+    bool has_state;    /* the model has state layers */
+    bool dsa;          /* MLA with indexer keys: one group of every layer */
+    bool prefix;       /* prefix caching, after the rules */
+    int mode;          /* MODE_*; -1 without state layers */
+    uint8_t pc_reason; /* PC_*: why prefix caching is off though asked */
+    uint8_t mode_reason;
+    bool raised;                /* the block rose above the requested one */
+    bool block_line;            /* "Setting attention block size" is printed */
+    bool padded;                /* "Padding mamba page size" is printed */
+    bool tokens_by_concurrency; /* the token line is int(concurrency x L) */
+    bool seqs_error;            /* max_num_seqs above the blocks is refused */
+    bool seqs_warning;          /* ... or caps the CUDA-graph sizes */
+    bool eager;
+    bool budget_ceil;   /* requested = ceil(total x u) */
+    uint32_t requested; /* the block asked for (or the default) */
+    uint32_t block;
+    uint32_t mamba_block;
+    uint32_t max_model_len;
+    uint32_t batched;
+    uint32_t window;
+    uint32_t spec;
+    uint32_t draft_layers;
+    uint32_t n_full, n_sliding, n_state; /* layers of each cache type */
+    uint32_t group_size, groups;
+    uint32_t groups_full, groups_sliding, groups_state; /* groups of each type */
+    uint32_t pad_full, pad_sliding, pad_state;          /* padding layers of each type */
+    uint32_t override_blocks;                           /* 0: none */
+    uint64_t a1;                                        /* attention bytes per token of one layer */
+    uint64_t idx; /* DSA indexer bytes per token of one layer */
+    uint64_t page;
+    uint64_t mamba_page; /* unpadded; 0 without state */
+    uint64_t bytes_per_block;
+    uint64_t blocks_per_request; /* at max_model_len */
+    double padding_percent;
+    double utilization;
+    kvshard_dtype conv_dtype, ssm_dtype;
+    char dtypes[24]; /* "conv\0temporal\0" */
+} vllm_state;
+
+_Static_assert(sizeof(vllm_state) <= sizeof(kvshard_profile__state), "vllm_state fits");
+
+static vllm_state state_of(const kvshard_profile__state *s)
+{
+    vllm_state st;
+    kvshard_profile__state_get(&st, sizeof st, s);
+    return st;
+}
+
+static bool from(const vllm_state *st, const kvshard_versions__v *v)
+{
+    return kvshard_versions__from(&st->version, v);
+}
+
+static int fail(kvshard_error *err, int code, const char *name, const char *fmt, ...)
+    KVSHARD__PRINTF(4, 5);
+
+/* "vllm profile: NAME: ...", the message of every refusal. */
+static int fail(kvshard_error *err, int code, const char *name, const char *fmt, ...)
+{
+    char text[KVSHARD_ERROR_MESSAGE_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    return kvshard__fail(err, code, "", kvshard__no_mark, "vllm profile: %s: %s", name, text);
+}
+
+static const uint32_t covered_kinds =
+    1u << KVSHARD_LAYER_FULL_ATTENTION | 1u << KVSHARD_LAYER_SLIDING_ATTENTION |
+    1u << KVSHARD_LAYER_LINEAR_ATTENTION | 1u << KVSHARD_LAYER_NO_CACHE;
+static const kvshard_state_kind covered_states[] = {KVSHARD_STATE_GDN, KVSHARD_STATE_MAMBA2,
+                                                    KVSHARD_STATE_SHORT_CONV, KVSHARD_STATE_NONE};
+
+static const char *const nemotron_types[] = {"nemotron_h", NULL};
+static const char *const qwen3_5_types[] = {"qwen3_5", "qwen3_5_moe", "qwen3_5_text",
+                                            "qwen3_5_moe_text", NULL};
+/* Models whose Mamba2 state vLLM can cache at every chunk (mode all). */
+static const char *const all_mode_types[] = {
+    "nemotron_h", "granitemoehybrid", "bamba", "falcon_h1", "zamba2", "mamba", "mamba2", NULL};
+
+/* What the engine covers: the kinds it plans are listed, so that a kind
+ * added to kvshard later is refused until it is named here. */
+static int check_coverage(const kvshard_profile__settling *s, const vllm_state *st,
+                          const char **blame, kvshard_error *err)
+{
+    const kvshard__model_info *m = s->model;
+    uint8_t kind = kvshard_profile__unplanned_kind(m, covered_kinds);
+    *blame = "engine";
+    if (kind != KVSHARD__KIND_COUNT)
+        return fail(
+            err, KVSHARD_EPROFILE, "engine_unsupported", "%s layers (%u of %u) are not covered yet",
+            kvshard_layer_kind_name((kvshard_layer_kind)kind), m->count[kind], m->num_layers);
+    if (m->num_state > 0) {
+        const kvshard_state_kind *k = covered_states;
+        while (*k != KVSHARD_STATE_NONE && *k != m->state.kind)
+            k++;
+        if (*k == KVSHARD_STATE_NONE)
+            return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
+                        "state kind %s is not covered yet (GDN, Mamba2 and short convolution "
+                        "are)",
+                        kvshard_state_kind_name(m->state.kind));
+    }
+    bool mla = m->attention == KVSHARD_ATTENTION_MLA;
+    if (mla && (m->num_state > 0 || m->count[KVSHARD_LAYER_SLIDING_ATTENTION] > 0))
+        return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
+                    "%s layers next to MLA layers are not covered yet",
+                    m->num_state > 0 ? "state" : "sliding-window");
+    if (m->num_state > 0 && m->count[KVSHARD_LAYER_FULL_ATTENTION] == 0)
+        return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
+                    "a model with state layers and no full-attention layer is not covered yet");
+    *blame = "engine_version";
+    if (m->num_state > 0 && !from(st, &V_STATE_MODELS))
+        return fail(err, KVSHARD_EPROFILE, "engine_version_unsupported",
+                    "vLLM %s does not serve models with state layers in the profile's range; "
+                    "they are covered from 0.10.2",
+                    kvshard_versions__text_of(&st->version).s);
+    if (kvshard_profile__type_is(s->model_type, qwen3_5_types) && !from(st, &V_QWEN3_5))
+        return fail(err, KVSHARD_EPROFILE, "engine_version_unsupported",
+                    "vLLM %s does not serve Qwen3.5 (%s) models; they are covered from 0.17.0",
+                    kvshard_versions__text_of(&st->version).s, s->model_type);
+    *blame = "pipeline_parallel_size";
+    if (s->inputs[IN_PP].u > 1)
+        return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
+                    "--pipeline-parallel-size %llu: pipeline stages are not covered yet",
+                    (unsigned long long)s->inputs[IN_PP].u);
+    *blame = s->inputs[IN_DECODE_CP].u > 1 ? "decode_context_parallel_size"
+                                           : "prefill_context_parallel_size";
+    if (s->inputs[IN_DECODE_CP].u > 1 || s->inputs[IN_PREFILL_CP].u > 1)
+        return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
+                    "--%s %llu: decode and prefill context parallelism are not covered yet",
+                    s->inputs[IN_DECODE_CP].u > 1 ? "decode-context-parallel-size"
+                                                  : "prefill-context-parallel-size",
+                    (unsigned long long)(s->inputs[IN_DECODE_CP].u > 1
+                                             ? s->inputs[IN_DECODE_CP].u
+                                             : s->inputs[IN_PREFILL_CP].u));
+    *blame = "max_model_len";
+    if ((int64_t)s->inputs[IN_MAX_MODEL_LEN].u < 0)
+        return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
+                    "--max-model-len %s (the engine's own choice of length) is not covered: give "
+                    "the length",
+                    (int64_t)s->inputs[IN_MAX_MODEL_LEN].u == -1 ? "-1" : "auto");
+    *blame = "kv_cache_dtype";
+    if (s->options->kv_cache_dtype == KVSHARD_DTYPE_INT8)
+        return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
+                    "kv_cache_dtype int8 (scales per token and head) is not covered");
+    *blame = "cp_size";
+    if (s->options->cp_size > 1)
+        return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
+                    "cp_size %u: context parallelism is not covered", s->options->cp_size);
+    *blame = NULL;
+    return KVSHARD_OK;
+}
+
+/* world_size is T x D, from --tensor-parallel-size and --data-parallel-size
+ * or from kvshard's world_size and dp_size; the two spellings must agree. */
+static int settle_world(kvshard_profile__settling *s, const char **blame, kvshard_error *err)
+{
+    kvshard_options *o = s->options;
+    const kvshard_options *g = s->given;
+    uint64_t tp = s->inputs[IN_TP].u, dp = s->inputs[IN_DP].u;
+    *blame = "data_parallel_size";
+    if (dp && g->dp_size != 1 && g->dp_size != dp)
+        return kvshard__fail(err, KVSHARD_EDUPKEY, "", kvshard__no_mark,
+                             "vllm profile: dp_size %u and --data-parallel-size %llu differ; give "
+                             "one of them",
+                             g->dp_size, (unsigned long long)dp);
+    uint64_t D = dp ? dp : o->dp_size;
+    if (!tp) {
+        o->dp_size = (uint32_t)D;
+        *blame = NULL;
+        return KVSHARD_OK; /* T = world_size / dp_size, validated as kvshard's */
+    }
+    uint64_t world = tp * D;
+    *blame = "tensor_parallel_size";
+    if (g->world_size != 1 && g->world_size != world)
+        return kvshard__fail(err, KVSHARD_EDUPKEY, "", kvshard__no_mark,
+                             "vllm profile: world_size %u and --tensor-parallel-size %llu x "
+                             "--data-parallel-size %llu = %llu differ; give one of them",
+                             g->world_size, (unsigned long long)tp, (unsigned long long)D,
+                             (unsigned long long)world);
+    if (world > KVSHARD_MAX_RANKS)
+        return kvshard__fail(err, KVSHARD_EPARALLEL, "", kvshard__no_mark,
+                             "vllm profile: --tensor-parallel-size %llu x --data-parallel-size "
+                             "%llu is %llu ranks, above the %u kvshard plans",
+                             (unsigned long long)tp, (unsigned long long)D,
+                             (unsigned long long)world, KVSHARD_MAX_RANKS);
+    o->world_size = (uint32_t)world;
+    o->dp_size = (uint32_t)D;
+    *blame = NULL;
+    return KVSHARD_OK;
+}
+
+/* The speculative token count and the draft model's attention layers. */
+static int settle_speculation(kvshard_profile__settling *s, vllm_state *st, const char **blame,
+                              kvshard_error *err)
+{
+    const kvshard_value *spec = &s->inputs[IN_DRAFT_CONFIG];
+    bool given = spec->text != NULL || spec->u > 0 || s->given->num_speculative_tokens > 0;
+    uint32_t count = s->given->num_speculative_tokens;
+    if (spec->text || spec->u > 0) {
+        *blame = "speculative_config";
+        if (count && count != spec->u)
+            return kvshard__fail(err, KVSHARD_EDUPKEY, "", kvshard__no_mark,
+                                 "vllm profile: num_speculative_tokens %u and "
+                                 "--speculative-config's %llu differ; give one of them",
+                                 count, (unsigned long long)spec->u);
+        count = (uint32_t)spec->u;
+    }
+    s->options->num_speculative_tokens = count;
+    st->spec = count;
+    st->draft_layers = 0;
+    if (!given || count == 0)
+        return KVSHARD_OK;
+    if (s->inputs[IN_DRAFT_LAYERS].u != UINT64_MAX) {
+        st->draft_layers = (uint32_t)s->inputs[IN_DRAFT_LAYERS].u;
+        return KVSHARD_OK;
+    }
+    const char *method = spec->text ? spec->text : "mtp";
+    size_t len = spec->text ? spec->text_len : 3;
+    bool mtp = kvshard__text_is(method, len, "mtp") ||
+               (len > 4 && memcmp(method + len - 4, "_mtp", 4) == 0);
+    *blame = "speculative_config";
+    if (mtp) {
+        if (s->model->num_draft_layers == 0) {
+            *blame = "draft_attention_layers";
+            return fail(err, KVSHARD_EMISSING, "engine_input_missing",
+                        "method %.*s needs the model's MTP layers and the config has none: give "
+                        "--draft-attention-layers",
+                        (int)len, method);
+        }
+        st->draft_layers = s->model->num_draft_layers;
+    } else if (kvshard__text_is(method, len, "eagle") || kvshard__text_is(method, len, "eagle3")) {
+        st->draft_layers = 1;
+    } else if (!kvshard__text_is(method, len, "ngram") &&
+               !kvshard__text_is(method, len, "suffix")) {
+        return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
+                    "speculative method %.*s: kvshard does not know how many attention layers "
+                    "its draft model adds; give --draft-attention-layers N",
+                    (int)len, method);
+    }
+    *blame = NULL;
+    return KVSHARD_OK;
+}
+
+/* The dtype the engine serves the model in: --dtype, else the config's,
+ * float32 served as bfloat16; an fp8 config needs --dtype. */
+static int served_dtype(kvshard_dtype *out, const kvshard_profile__settling *s, const char **blame,
+                        kvshard_error *err)
+{
+    kvshard_dtype d = (kvshard_dtype)(int)s->inputs[IN_DTYPE].u;
+    if (d != KVSHARD_DTYPE_AUTO) {
+        *out = d;
+        return KVSHARD_OK;
+    }
+    d = s->model->dtype;
+    if (d == KVSHARD_DTYPE_FP8) {
+        *blame = "dtype";
+        return fail(err, KVSHARD_EMISSING, "engine_input_missing",
+                    "the config's dtype is fp8: give --dtype (the dtype the engine computes in)");
+    }
+    *out = d == KVSHARD_DTYPE_FP32 ? KVSHARD_DTYPE_BF16 : d;
+    return KVSHARD_OK;
+}
+
+/* The temporal state's dtype: the flag, else NemotronH's and Qwen3.5's own
+ * config keys and defaults, else the conv dtype. A config kvshard cannot
+ * read this far asks for the flag. */
+static int temporal_dtype(kvshard_dtype *out, const kvshard_profile__settling *s,
+                          const vllm_state *st, const char **blame, kvshard_error *err)
+{
+    const kvshard__model_info *m = s->model;
+    if (s->options->state_dtype != KVSHARD_DTYPE_AUTO) {
+        *out = s->options->state_dtype;
+        return KVSHARD_OK;
+    }
+    bool nemotron = m->state.kind == KVSHARD_STATE_MAMBA2 &&
+                    kvshard_profile__type_is(s->model_type, nemotron_types);
+    bool qwen = m->state.kind == KVSHARD_STATE_GDN &&
+                kvshard_profile__type_is(s->model_type, qwen3_5_types);
+    if (!nemotron && !qwen) {
+        *out = st->conv_dtype;
+        return KVSHARD_OK;
+    }
+    if (s->facts.config_state_dtype != KVSHARD_PROFILE__DTYPE_UNKNOWN) {
+        *out = (kvshard_dtype)s->facts.config_state_dtype;
+        return KVSHARD_OK;
+    }
+    /* The config names the kind's default or nothing: one answer when the
+     * engine's own default is that dtype too. */
+    kvshard_dtype named = kvshard_states__default_dtype(m->state.kind, m->dtype);
+    kvshard_dtype fallback = st->conv_dtype;
+    if (nemotron && from(st, &V_0_20))
+        fallback = KVSHARD_DTYPE_FP32;
+    else if (nemotron && from(st, &V_NEMOTRON_F16))
+        fallback = KVSHARD_DTYPE_FP16;
+    if (named == fallback) {
+        *out = fallback;
+        return KVSHARD_OK;
+    }
+    *blame = "state_dtype";
+    return fail(err, KVSHARD_EMISSING, "engine_input_missing",
+                "the engine keeps this model's temporal state in the dtype its config's %s "
+                "names, else %s; kvshard cannot tell which the config does: give "
+                "--mamba-ssm-cache-dtype",
+                nemotron ? "mamba_ssm_cache_dtype" : "mamba_ssm_dtype",
+                kvshard_dtype_name(fallback));
+}
+
+static uint32_t dtype_bytes(kvshard_dtype d)
+{
+    return kvshard__dtype_bytes(d);
+}
+
+static const char *dtype_word(kvshard_dtype d)
+{
+    return kvshard_dtype_name(d);
+}
+
+/* Prefix caching and the Mamba cache mode, for a model with state layers. */
+static int settle_mode(kvshard_profile__settling *s, vllm_state *st, const char **blame,
+                       kvshard_error *err)
+{
+    uint64_t asked = s->inputs[IN_PREFIX].u;
+    bool wanted = asked == UNSET_BOOL ? from(st, &V_PREFIX_ON) : asked != 0;
+    int flag = (int)(int64_t)s->inputs[IN_MODE].u;
+    bool supports_all = s->model->state.kind == KVSHARD_STATE_MAMBA2 &&
+                        kvshard_profile__type_is(s->model_type, all_mode_types);
+    st->prefix = false;
+    st->mode = MODE_NONE;
+    if (!wanted)
+        return KVSHARD_OK;
+    if (!from(st, &V_MODE_ALL) || (!supports_all && !from(st, &V_MODE_ALIGN))) {
+        st->pc_reason = !from(st, &V_MODE_ALL) ? PC_BEFORE_ALL : PC_BEFORE_ALIGN;
+        return KVSHARD_OK; /* the engine runs it with prefix caching off */
+    }
+    *blame = "mamba_cache_mode";
+    if (flag == MODE_ALIGN && !from(st, &V_MODE_ALIGN))
+        return fail(err, KVSHARD_EPROFILE, "engine_version_unsupported",
+                    "--mamba-cache-mode align exists from 0.15.0; vLLM %s does not have it",
+                    kvshard_versions__text_of(&st->version).s);
+    *blame = NULL;
+    st->prefix = true;
+    if (flag == MODE_ALIGN) {
+        st->mode = MODE_ALIGN;
+    } else if (flag == MODE_ALL) {
+        if (!supports_all) {
+            st->mode = MODE_ALIGN;
+            st->mode_reason = MODE_NO_ALL_SUPPORT;
+        } else if (st->spec > 0 && from(st, &V_0_20)) {
+            st->mode = MODE_ALIGN;
+            st->mode_reason = MODE_DRAFTING;
+        } else {
+            st->mode = MODE_ALL;
+        }
+    } else if (from(st, &V_PREFIX_ON)) {
+        st->mode = MODE_ALIGN;
+    } else {
+        st->mode = supports_all && (st->spec == 0 || !from(st, &V_0_20)) ? MODE_ALL : MODE_ALIGN;
+    }
+    return KVSHARD_OK;
+}
+
+static uint64_t lcm(uint64_t a, uint64_t b)
+{
+    uint64_t x = a, y = b;
+    while (y) {
+        uint64_t t = x % y;
+        x = y;
+        y = t;
+    }
+    return a / x * b;
+}
+
+/* The attention block: the requested one, raised with state layers so
+ * that a state page fits one block of attention pages. */
+static int settle_block(kvshard_profile__settling *s, vllm_state *st, kvshard__calc *c,
+                        const char **blame, kvshard_error *err)
+{
+    uint32_t given = s->given->block_size;
+    bool mla = s->model->attention == KVSHARD_ATTENTION_MLA;
+    if (!st->has_state) {
+        st->requested = given ? given : mla ? 64 : 16;
+        st->block = st->requested;
+        st->block_line = !given && !from(st, &V_0_20);
+        return KVSHARD_OK;
+    }
+    st->requested = given ? given : 16;
+    uint64_t align = st->requested > 16 ? st->requested : 16;
+    uint64_t b;
+    if (st->mode == MODE_ALL) {
+        uint64_t chunk =
+            s->inputs[IN_MAMBA_BLOCK].u ? s->inputs[IN_MAMBA_BLOCK].u : s->facts.chunk_size;
+        if (!chunk) {
+            *blame = "mamba_block_size";
+            return fail(err, KVSHARD_EMISSING, "engine_input_missing",
+                        "Mamba cache mode all needs the model's chunk size, which kvshard does "
+                        "not read from the config yet: give --mamba-block-size");
+        }
+        chunk = lcm(chunk, align);
+        uint64_t tokens = kvshard__ceil_div(st->mamba_page, st->a1);
+        b = kvshard__calc_mul(c, chunk, kvshard__ceil_div(tokens, chunk));
+    } else {
+        b = kvshard__calc_mul(
+            c, align, kvshard__ceil_div(st->mamba_page, kvshard__calc_mul(c, align, st->a1)));
+    }
+    if (b > KVSHARD_MAX_BLOCK_SIZE) {
+        *blame = "engine";
+        return fail(err, KVSHARD_EOVERFLOW, "engine_unsupported",
+                    "the attention block would be %llu tokens, above the %u kvshard plans",
+                    (unsigned long long)b, KVSHARD_MAX_BLOCK_SIZE);
+    }
+    st->block = b > st->requested ? (uint32_t)b : st->requested;
+    st->raised = st->block > st->requested;
+    st->block_line = st->raised || (!given && !from(st, &V_0_20));
+    st->mamba_block = st->mode == MODE_NONE    ? st->max_model_len
+                      : st->mode == MODE_ALIGN ? st->block
+                                               : (uint32_t)b;
+    return KVSHARD_OK;
+}
+
+/* The KV cache groups: layers of each type in groups of one size. */
+static void settle_groups(vllm_state *st)
+{
+    uint32_t n[3] = {st->n_full, st->n_sliding, st->n_state};
+    uint32_t lo = UINT32_MAX, hi = 0, types = 0;
+    for (int t = 0; t < 3; t++) {
+        if (!n[t])
+            continue;
+        types++;
+        lo = n[t] < lo ? n[t] : lo;
+        hi = n[t] > hi ? n[t] : hi;
+    }
+    uint32_t g;
+    if (types <= 1 || st->dsa)
+        g = st->n_full + st->n_sliding + st->n_state;
+    else if (from(st, &V_GROUP_1_5))
+        g = 2 * (uint64_t)hi < 3 * (uint64_t)lo ? hi : lo; /* max < 1.5 min */
+    else
+        g = 4 * (uint64_t)hi < 5 * (uint64_t)lo ? hi : lo; /* max < 1.25 min */
+    uint32_t *groups[3] = {&st->groups_full, &st->groups_sliding, &st->groups_state};
+    uint32_t *pads[3] = {&st->pad_full, &st->pad_sliding, &st->pad_state};
+    st->group_size = g;
+    st->groups = 0;
+    for (int t = 0; t < 3; t++) {
+        uint32_t k = n[t] && g ? (n[t] + g - 1) / g : 0;
+        if (st->dsa || types <= 1)
+            k = n[t] ? 1 : 0;
+        *groups[t] = k;
+        *pads[t] = st->dsa || types <= 1 ? 0 : k * g - n[t];
+        st->groups += k;
+    }
+}
+
+/* Blocks one request of n tokens holds, over every group. */
+static uint64_t blocks_per_request(const vllm_state *st, uint64_t n)
+{
+    uint64_t b = st->block, total = 0;
+    if (st->dsa)
+        return kvshard__ceil_div(n, b);
+    total += st->groups_full * kvshard__ceil_div(n, b);
+    if (st->groups_sliding) {
+        uint64_t kept = (uint64_t)st->window - 1 + st->batched;
+        total += st->groups_sliding * (kvshard__ceil_div(kept < n ? kept : n, b) + 1);
+    }
+    if (st->groups_state) {
+        uint64_t per = st->mode == MODE_NONE    ? 1 + (uint64_t)st->spec
+                       : st->mode == MODE_ALIGN ? 2 + (uint64_t)st->spec
+                                                : kvshard__ceil_div(n, st->mamba_block) + st->spec;
+        total += st->groups_state * per;
+    }
+    return total;
+}
+
+static int settle(kvshard_profile__settling *s, const char **blame, kvshard_error *err)
+{
+    const kvshard__model_info *m = s->model;
+    kvshard_options *o = s->options;
+    vllm_state st;
+    memset(&st, 0, sizeof st);
+    st.mode = -1;
+    int rc = kvshard_profile__version(&st.version, PROFILE, &s->inputs[IN_VERSION], blame, err);
+    if (rc == KVSHARD_OK)
+        rc = check_coverage(s, &st, blame, err);
+    if (rc == KVSHARD_OK)
+        rc = settle_world(s, blame, err);
+    if (rc == KVSHARD_OK)
+        rc = settle_speculation(s, &st, blame, err);
+    kvshard_dtype served = KVSHARD_DTYPE_BF16;
+    if (rc == KVSHARD_OK)
+        rc = served_dtype(&served, s, blame, err);
+    if (rc)
+        return rc;
+    st.max_model_len = (uint32_t)s->inputs[IN_MAX_MODEL_LEN].u;
+    if (!st.max_model_len)
+        st.max_model_len = s->facts.max_position_embeddings;
+    if (!st.max_model_len) {
+        *blame = "max_model_len";
+        return fail(err, KVSHARD_EMISSING, "engine_input_missing",
+                    "the engine's length is the config's max_position_embeddings, which kvshard "
+                    "does not read yet: give --max-model-len");
+    }
+    uint64_t dc = (uint64_t)o->dp_size * o->cp_size;
+    if (dc == 0 || o->world_size % dc != 0)
+        return KVSHARD_OK; /* the options' own validation refuses them */
+    uint32_t T = (uint32_t)(o->world_size / dc);
+    const char *uncovered = kvshard_profile__uncovered_cache(m, T);
+    if (uncovered) {
+        *blame = "engine";
+        return fail(err, KVSHARD_EPROFILE, "engine_unsupported", "%s is not covered yet",
+                    uncovered);
+    }
+    st.has_state = m->num_state > 0;
+    st.dsa = m->attention == KVSHARD_ATTENTION_MLA && m->has_indexer;
+    st.batched = (uint32_t)s->inputs[IN_BATCHED].u;
+    st.window = m->sliding_window;
+    st.eager = s->inputs[IN_EAGER].u != 0;
+    st.override_blocks = (uint32_t)s->inputs[IN_BLOCKS_OVERRIDE].u;
+    st.tokens_by_concurrency = from(&st, &V_TOKENS);
+    st.seqs_error = from(&st, &V_SEQS_ERROR);
+    st.seqs_warning = from(&st, &V_GROUP_1_5) && !st.seqs_error;
+    st.budget_ceil = from(&st, &V_BUDGET_CEIL);
+    st.utilization = s->inputs[IN_UTILIZATION].d > 0.0 ? s->inputs[IN_UTILIZATION].d
+                     : from(&st, &V_0_20)              ? 0.92
+                                                       : 0.9;
+    /* Bytes per token of one attention layer on one GPU (fp8: one byte,
+     * no scales in the page). */
+    kvshard_dtype kv = o->kv_cache_dtype == KVSHARD_DTYPE_AUTO ? served : o->kv_cache_dtype;
+    uint64_t kv_bytes = dtype_bytes(kv);
+    kvshard__calc c = {false, false, false};
+    if (m->attention == KVSHARD_ATTENTION_MLA) {
+        st.a1 =
+            st.dsa && kv_bytes == 1
+                ? 656
+                : kvshard__calc_mul(&c, (uint64_t)m->kv_lora_rank + m->qk_rope_head_dim, kv_bytes);
+        st.idx = st.dsa ? (uint64_t)m->index_head_dim + (m->index_head_dim / 128) * 4 : 0;
+    } else {
+        uint64_t h = m->full.heads / T ? m->full.heads / T : 1;
+        st.a1 = kvshard__calc_mul(&c, kvshard__calc_mul(&c, 2 * h, m->full.k_dim), kv_bytes);
+    }
+    st.n_full = m->count[KVSHARD_LAYER_FULL_ATTENTION] + st.draft_layers;
+    st.n_sliding = m->count[KVSHARD_LAYER_SLIDING_ATTENTION];
+    st.n_state = m->num_state;
+    if (st.has_state) {
+        kvshard_dtype conv = (kvshard_dtype)(int)s->inputs[IN_MAMBA_DTYPE].u;
+        st.conv_dtype = conv == KVSHARD_DTYPE_AUTO ? served : conv;
+        if ((rc = temporal_dtype(&st.ssm_dtype, s, &st, blame, err)) != 0)
+            return rc;
+        uint64_t conv_part = 0, temporal = 0;
+        kvshard_profile__state_parts(&c, &conv_part, &temporal, &m->state, T, st.spec,
+                                     dtype_bytes(st.conv_dtype), dtype_bytes(st.ssm_dtype));
+        st.mamba_page = kvshard__calc_add(&c, conv_part, temporal);
+        const char *cw = dtype_word(st.conv_dtype), *tw = dtype_word(st.ssm_dtype);
+        size_t cl = strlen(cw);
+        if (cl + strlen(tw) + 2 <= sizeof st.dtypes) {
+            memcpy(st.dtypes, cw, cl + 1);
+            memcpy(st.dtypes + cl + 1, tw, strlen(tw) + 1);
+        }
+        if ((rc = settle_mode(s, &st, blame, err)) != 0)
+            return rc;
+    } else {
+        st.prefix = s->inputs[IN_PREFIX].u != 0; /* on unless turned off */
+    }
+    if ((rc = settle_block(s, &st, &c, blame, err)) != 0)
+        return rc;
+    st.page = kvshard__calc_mul(&c, st.block, st.a1);
+    if (st.has_state && st.page > st.mamba_page) {
+        st.padded = true;
+        st.padding_percent = 100.0 * (double)(st.page - st.mamba_page) / (double)st.mamba_page;
+    }
+    settle_groups(&st);
+    if (st.dsa) /* one group: every MLA layer's page and every indexer page */
+        st.bytes_per_block = kvshard__calc_mul(
+            &c, st.n_full, kvshard__calc_add(&c, st.page, kvshard__calc_mul(&c, st.block, st.idx)));
+    else
+        st.bytes_per_block = kvshard__calc_mul(&c, st.page, st.group_size);
+    if (c.overflow) {
+        *blame = "block_size";
+        return fail(err, KVSHARD_EOVERFLOW, "engine_unsupported",
+                    "the engine's page bytes overflow 64 bits at a block of %u tokens", st.block);
+    }
+    st.blocks_per_request = blocks_per_request(&st, st.max_model_len);
+    o->block_size = st.block;
+    kvshard_profile__state_put(s->state, &st, sizeof st);
+    *blame = NULL;
+    return KVSHARD_OK;
+}
+
+/* Upstream vLLM keeps every layer's KV on every rank of a TP group. */
+static int check(const kvshard_profile__ctx *c, const char **blame, kvshard_error *err)
+{
+    const kvshard_options *o = c->options;
+    if (o->enable_layerwise_split && o->layerwise_split_size > 1) {
+        *blame = "layerwise_split_size";
+        return fail(err, KVSHARD_EPROFILE, "engine_split_unsupported",
+                    "layerwise_split_size %u: vLLM has no layerwise split; every rank keeps every "
+                    "layer's KV",
+                    o->layerwise_split_size);
+    }
+    *blame = NULL;
+    return KVSHARD_OK;
+}
+
+/* ---- budget and capacity ------------------------------------------------------------- */
+
+/* B: --kv-cache-memory-bytes as given; else from the device figures as the
+ * engine requests its share of the GPU. */
+static int budget(uint64_t *out, bool *has, const kvshard_profile__ctx *c, const char **blame,
+                  kvshard_error *err)
+{
+    vllm_state st = state_of(c->state);
+    uint64_t total = c->inputs[IN_DEVICE_TOTAL].u, free_bytes = c->inputs[IN_DEVICE_FREE].u;
+    uint64_t non_kv = c->inputs[IN_NON_KV].u;
+    *has = false;
+    if (c->options->memory_per_rank) {
+        *out = c->options->memory_per_rank;
+        *has = true;
+        return KVSHARD_OK;
+    }
+    if (!total && !free_bytes && non_kv == UINT64_MAX)
+        return KVSHARD_OK;
+    if (!total || non_kv == UINT64_MAX) {
+        *blame = total ? "non_kv_memory" : free_bytes ? "device_memory_free" : "non_kv_memory";
+        return fail(err, KVSHARD_EMISSING, "engine_input_missing",
+                    "the budget from device figures needs device_memory_total and non_kv_memory "
+                    "(or give --kv-cache-memory-bytes)");
+    }
+    double u = st.utilization;
+    double requested = (double)total * u;
+    double b;
+    if (st.budget_ceil) {
+        requested = ceil(requested);
+        b = requested - (double)non_kv;
+    } else {
+        b = trunc(requested - (double)non_kv);
+    }
+    if (free_bytes && (double)free_bytes < requested) {
+        *blame = "device_memory_free";
+        return fail(err, KVSHARD_ENOBLOCK, "insufficient_free_memory",
+                    "device_memory_free %llu bytes is below the %.0f bytes the engine requests "
+                    "(device_memory_total %llu x gpu_memory_utilization %g)",
+                    (unsigned long long)free_bytes, requested, (unsigned long long)total, u);
+    }
+    if (!(b > 0.0)) {
+        *blame = "non_kv_memory";
+        return fail(err, KVSHARD_ENOBLOCK, "no_memory_for_cache_blocks",
+                    "device_memory_total %llu x gpu_memory_utilization %g - non_kv_memory %llu "
+                    "leaves %.0f bytes for the KV cache",
+                    (unsigned long long)total, u, (unsigned long long)non_kv, b);
+    }
+    *out = b >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)b;
+    *has = true;
+    return KVSHARD_OK;
+}
+
+/* The largest request length n <= L that one budget holds. */
+static uint64_t longest_fit(const vllm_state *st, uint64_t budget_bytes, uint64_t L)
+{
+    uint64_t lo = 0, hi = L;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo + 1) / 2, need;
+        if (kvshard__mul(&need, blocks_per_request(st, mid), st->bytes_per_block) &&
+            need <= budget_bytes)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__capacity_inputs *in,
+                    const char **blame, kvshard_error *err)
+{
+    vllm_state st = state_of(in->state);
+    const kvshard_options *o = in->options;
+    c->has_bytes_per_block = true;
+    c->bytes_per_block = st.bytes_per_block;
+    if (!in->has_memory)
+        return KVSHARD_OK;
+    uint64_t B = in->memory, need;
+    if (!kvshard__mul(&need, st.blocks_per_request, st.bytes_per_block) || need > B) {
+        *blame = "max_model_len";
+        return fail(err, KVSHARD_ENOBLOCK, "max_model_len_does_not_fit",
+                    "one request of max_model_len %u tokens needs %llu blocks of %llu bytes, "
+                    "more than the %llu bytes of the KV cache; the longest that fits is %llu "
+                    "tokens",
+                    st.max_model_len, (unsigned long long)st.blocks_per_request,
+                    (unsigned long long)st.bytes_per_block, (unsigned long long)B,
+                    (unsigned long long)longest_fit(&st, B, st.max_model_len));
+    }
+    uint64_t blocks = st.dsa ? B / st.bytes_per_block : B / st.page / st.group_size;
+    if (st.override_blocks)
+        blocks = st.override_blocks;
+    if (st.has_state && !st.eager && st.seqs_error && o->max_seqs > blocks) {
+        *blame = "max_seqs";
+        return fail(err, KVSHARD_EPROFILE, "max_num_seqs_exceeds_mamba_blocks",
+                    "--max-num-seqs %u is above the %llu GPU blocks, which hold the state of "
+                    "the running requests: lower --max-num-seqs to %llu (or give "
+                    "--enforce-eager)",
+                    o->max_seqs, (unsigned long long)blocks, (unsigned long long)blocks);
+    }
+    double concurrency = (double)blocks / (double)st.blocks_per_request;
+    uint64_t tokens = st.tokens_by_concurrency ? (uint64_t)(concurrency * (double)st.max_model_len)
+                                               : blocks / st.groups * st.block;
+    c->has_num_blocks = true;
+    c->num_blocks = blocks;
+    c->max_tokens = tokens;
+    c->has_usable_blocks = true;
+    c->usable_blocks = blocks ? blocks - 1 : 0; /* block 0 is the null block */
+    c->has_budget = true;
+    c->budget = B;
+    uint32_t first = kvshard_capacity__first_rank(in), end = kvshard_capacity__end_rank(in);
+    for (uint32_t r = first; rank_blocks && r < end; r++)
+        rank_blocks[r] = blocks; /* every worker allocates the same count */
+    if (in->context_length == 0)
+        return KVSHARD_OK;
+    uint64_t per = blocks_per_request(&st, in->context_length);
+    uint64_t balanced = c->usable_blocks / per;
+    c->has_balanced_max_seqs = true;
+    c->balanced_max_seqs = balanced;
+    c->has_concurrency = true;
+    c->concurrency = balanced < o->max_seqs ? balanced : o->max_seqs;
+    return KVSHARD_OK;
+}
+
+/* ---- figures, warnings and wording ----------------------------------------------------- */
+
+static const char *mode_name(int mode)
+{
+    return mode == MODE_NONE ? "none" : mode == MODE_ALIGN ? "align" : "all";
+}
+
+static double concurrency_of(const vllm_state *st, const kvshard__capacity *c)
+{
+    return (double)c->num_blocks / (double)st->blocks_per_request;
+}
+
+static size_t figures(kvshard_figure *out, size_t cap, const kvshard_profile__view *v)
+{
+    vllm_state st = state_of(v->state);
+    const kvshard__capacity *c = v->capacity;
+    kvshard_profile__figures f = {out, cap, 0};
+    /* Text the figures point at lives in the plan's own state. */
+    const char *dtypes = (const char *)v->state->u.bytes + offsetof(vllm_state, dtypes);
+    bool blocks = c->has_num_blocks;
+    kvshard_profile__fig_uint(&f, "budget", c->has_budget, c->budget);
+    kvshard_profile__fig_uint(&f, "attention_block_size", true, st.block);
+    kvshard_profile__fig_bool(&f, "block_size_line", st.block_line);
+    kvshard_profile__fig_uint(&f, "page_bytes", true, st.page);
+    kvshard_profile__fig_uint(&f, "mamba_page_bytes", st.has_state, st.mamba_page);
+    kvshard_profile__fig_double(&f, "mamba_padding_percent", st.padded, st.padding_percent);
+    kvshard_profile__fig_text(&f, "mamba_cache_mode", st.has_state ? mode_name(st.mode) : NULL);
+    kvshard_profile__fig_uint(&f, "mamba_block_size", st.has_state, st.mamba_block);
+    kvshard_profile__fig_bool(&f, "prefix_caching", st.prefix);
+    kvshard_profile__fig_words(&f, "state_dtypes", dtypes, st.has_state && dtypes[0] ? 2 : 0);
+    kvshard_profile__fig_uint(&f, "kv_cache_groups", true, st.groups);
+    kvshard_profile__fig_uint(&f, "group_size", true, st.group_size);
+    kvshard_profile__fig_uint(&f, "padding_layers", true,
+                              (uint64_t)st.pad_full + st.pad_sliding + st.pad_state);
+    kvshard_profile__fig_uint(&f, "bytes_per_block", true, st.bytes_per_block);
+    kvshard_profile__fig_uint(&f, "num_gpu_blocks", blocks, c->num_blocks);
+    kvshard_profile__fig_uint(&f, "usable_blocks", blocks, c->usable_blocks);
+    kvshard_profile__fig_uint(&f, "max_model_len", true, st.max_model_len);
+    kvshard_profile__fig_uint(&f, "blocks_per_request", true, st.blocks_per_request);
+    kvshard_profile__fig_double(&f, "max_concurrency", blocks, blocks ? concurrency_of(&st, c) : 0);
+    kvshard_profile__fig_uint(&f, "gpu_kv_cache_tokens", blocks, c->max_tokens);
+    kvshard_profile__fig_uint(&f, "max_num_seqs", true, v->options->max_seqs);
+    return f.count;
+}
+
+static void warn(kvshard_profile__warn_fn sink, void *ctx, kvshard_warning_code code,
+                 const char *fmt, ...) KVSHARD__PRINTF(4, 5);
+
+static void warn(kvshard_profile__warn_fn sink, void *ctx, kvshard_warning_code code,
+                 const char *fmt, ...)
+{
+    char message[240];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt, ap);
+    va_end(ap);
+    sink(ctx, code, message);
+}
+
+/* A message of text and numbers, put together without printf: the padding
+ * warning comes with most hybrid plans. */
+typedef struct message {
+    char text[240];
+    size_t used;
+} message;
+
+static void put(message *m, const char *s, size_t n)
+{
+    if (n > sizeof m->text - 1 - m->used)
+        n = sizeof m->text - 1 - m->used;
+    memcpy(m->text + m->used, s, n);
+    m->used += n;
+    m->text[m->used] = '\0';
+}
+
+#define PUT(m, literal) put((m), literal, sizeof literal - 1)
+
+static void put_uint(message *m, uint64_t v)
+{
+    char digits[24];
+    size_t n = sizeof digits;
+    do {
+        digits[--n] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    put(m, digits + n, sizeof digits - n);
+}
+
+static void padding_warning(kvshard_profile__warn_fn sink, void *ctx, const char *type,
+                            uint32_t pad, uint32_t n, uint32_t g)
+{
+    if (!pad)
+        return;
+    char q[32];
+    kvshard_profile__percent(q, sizeof q, pad, n);
+    message m = {"", 0};
+    PUT(&m, "Add ");
+    put_uint(&m, pad);
+    PUT(&m, " padding layers, may waste at most ");
+    put(&m, q, strlen(q));
+    PUT(&m, "% KV cache memory (");
+    put_uint(&m, n);
+    PUT(&m, " ");
+    put(&m, type, strlen(type));
+    PUT(&m, " layers in groups of ");
+    put_uint(&m, g);
+    PUT(&m, ")");
+    sink(ctx, KVSHARD_WARN_ENGINE_PADDING_LAYERS, m.text);
+}
+
+static void warnings(kvshard_profile__warn_fn sink, void *ctx, const kvshard_profile__view *v)
+{
+    vllm_state st = state_of(v->state);
+    char ver[KVSHARD_VERSIONS__TEXT_MAX] = "";
+    if (st.pc_reason != PC_KEPT || st.seqs_warning)
+        kvshard_versions__format(ver, sizeof ver, &st.version);
+    if (st.pc_reason != PC_KEPT)
+        warn(sink, ctx, KVSHARD_WARN_ENGINE_PREFIX_CACHING_DISABLED,
+             "vLLM %s runs this model with prefix caching off: %s", ver,
+             st.pc_reason == PC_BEFORE_ALL
+                 ? "it caches no state model's prefixes before 0.11.1"
+                 : "Mamba cache mode align, which this model needs, exists from 0.15.0");
+    if (st.mode_reason != MODE_KEPT)
+        warn(sink, ctx, KVSHARD_WARN_ENGINE_MAMBA_CACHE_MODE_ALIGN,
+             "--mamba-cache-mode all runs as align: %s",
+             st.mode_reason == MODE_NO_ALL_SUPPORT
+                 ? "the model's state cannot be cached at every chunk"
+                 : "speculative decoding uses align from 0.20.0");
+    padding_warning(sink, ctx, "full-attention", st.pad_full, st.n_full, st.group_size);
+    padding_warning(sink, ctx, "sliding-window", st.pad_sliding, st.n_sliding, st.group_size);
+    padding_warning(sink, ctx, "state", st.pad_state, st.n_state, st.group_size);
+    const kvshard__capacity *c = v->capacity;
+    if (st.has_state && !st.eager && st.seqs_warning && c->has_num_blocks &&
+        v->options->max_seqs > c->num_blocks)
+        warn(sink, ctx, KVSHARD_WARN_ENGINE_CUDAGRAPH_SIZES_CAPPED,
+             "--max-num-seqs %u is above the %llu GPU blocks: vLLM %s caps its CUDA-graph sizes "
+             "at the blocks",
+             v->options->max_seqs, (unsigned long long)c->num_blocks, ver);
+}
+
+static void unreachable(char *buf, size_t cap, const kvshard_profile__view *v)
+{
+    vllm_state st = state_of(v->state);
+    const kvshard__capacity *c = v->capacity;
+    const kvshard_options *o = v->options;
+    snprintf(buf, cap,
+             "at %u tokens %llu %s at once, below max_num_seqs %u: %llu usable GPU "
+             "blocks, %llu a request of that length (KV and state share the pool); balanced "
+             "max_seqs is %llu",
+             o->context_length, (unsigned long long)c->concurrency,
+             c->concurrency == 1 ? "sequence runs" : "sequences run", o->max_seqs,
+             (unsigned long long)c->usable_blocks,
+             (unsigned long long)blocks_per_request(&st, o->context_length),
+             (unsigned long long)c->balanced_max_seqs);
+}
+
+/* B / 2^30 as the engine logs it: two decimals, a trailing zero dropped. */
+static void available_gib(char *buf, size_t cap, uint64_t bytes)
+{
+    kvshard_profile__gib(buf, cap, bytes);
+    size_t n = strlen(buf);
+    if (n > 1 && buf[n - 1] == '0')
+        buf[n - 1] = '\0';
+}
+
+static void write_capacity(const kvshard__printer *p, const kvshard_profile__view *v)
+{
+    vllm_state st = state_of(v->state);
+    const kvshard__capacity *c = v->capacity;
+    kvshard_format__printf(p, "capacity   vllm %s profile: ", v->version);
+    if (c->has_budget) {
+        char gib[32];
+        available_gib(gib, sizeof gib, c->budget);
+        kvshard_format__printf(p, "Available KV cache memory: %s GiB; ", gib);
+    }
+    kvshard_format__text(p, "attention block ");
+    kvshard_format__grouped(p, st.block);
+    kvshard_format__text(p, " tokens");
+    if (st.raised)
+        kvshard_format__printf(p, " (raised from %u)", st.requested);
+    if (st.padded)
+        kvshard_format__printf(p, ", Padding mamba page size by %.2f%%", st.padding_percent);
+    kvshard_format__text(p, "\n           ");
+    if (!c->has_num_blocks) {
+        kvshard_format__text(p, "no budget: give `--kv-cache-memory-bytes` or the device "
+                                "figures\n");
+        return;
+    }
+    uint32_t pad = st.pad_full + st.pad_sliding + st.pad_state;
+    kvshard_format__printf(p, "%u KV cache group%s of %u layers", st.groups,
+                           st.groups == 1 ? "" : "s", st.group_size);
+    if (pad)
+        kvshard_format__printf(p, " (%u padding layer%s)", pad, pad == 1 ? "" : "s");
+    kvshard_format__text(p, "; ");
+    kvshard_format__grouped(p, c->num_blocks);
+    kvshard_format__text(p, " GPU blocks (");
+    kvshard_format__grouped(p, c->usable_blocks);
+    kvshard_format__text(p, " usable after the null block)\n           the engine logs GPU KV "
+                            "cache size: ");
+    kvshard_format__grouped(p, c->max_tokens);
+    kvshard_format__text(p, " tokens; Maximum concurrency for ");
+    kvshard_format__grouped(p, st.max_model_len);
+    kvshard_format__printf(p, " tokens per request: %.2fx\n", concurrency_of(&st, c));
+}
+
+static void report_rows(const kvshard__printer *p, const kvshard_profile__view *v, bool tail)
+{
+    vllm_state st = state_of(v->state);
+    const kvshard__capacity *c = v->capacity;
+    if (tail) {
+        if (!c->has_num_blocks)
+            return;
+        kvshard_format__row(p, "GPU KV cache size");
+        kvshard_format__grouped(p, c->max_tokens);
+        kvshard_format__text(p, " tokens (the engine's log line)");
+        kvshard_format__row_end(p);
+        kvshard_format__row(p, "Maximum concurrency");
+        kvshard_format__printf(p, "%.2fx for ", concurrency_of(&st, c));
+        kvshard_format__grouped(p, st.max_model_len);
+        kvshard_format__text(p, " tokens per request");
+        kvshard_format__row_end(p);
+        return;
+    }
+    char gib[32];
+    available_gib(gib, sizeof gib, c->budget);
+    kvshard_format__row(p, "Available KV cache memory");
+    kvshard_format__printf(p, "%s GiB (", gib);
+    kvshard_format__bytes(p, c->budget);
+    kvshard_format__printf(p, "), vllm %s profile", v->version);
+    kvshard_format__row_end(p);
+    kvshard_format__row(p, "attention block");
+    kvshard_format__grouped(p, st.block);
+    kvshard_format__text(p, " tokens");
+    if (st.raised)
+        kvshard_format__printf(p, " (raised from %u)", st.requested);
+    if (st.padded)
+        kvshard_format__printf(p, "; Padding mamba page size by %.2f%%", st.padding_percent);
+    kvshard_format__row_end(p);
+    kvshard_format__row(p, "KV cache groups");
+    kvshard_format__printf(p, "%u of %u layers, %u padding", st.groups, st.group_size,
+                           st.pad_full + st.pad_sliding + st.pad_state);
+    kvshard_format__row_end(p);
+    kvshard_format__row(p, "GPU blocks");
+    kvshard_format__grouped(p, c->num_blocks);
+    kvshard_format__text(p, " (");
+    kvshard_format__grouped(p, c->usable_blocks);
+    kvshard_format__text(p, " usable after the null block)");
+    kvshard_format__row_end(p);
+}
+
+const kvshard__profile kvshard_profile__vllm = {
+    .name = "vllm",
+    .engine = KVSHARD_ENGINE_VLLM,
+    .block_size = 16,
+    .max_seqs = 256,
+    .ownership = KVSHARD_OWNERSHIP_ORDINAL,
+    .aliases = aliases,
+    .inputs = inputs,
+    .flag_style = KVSHARD_PROFILE__ARGPARSE,
+    .versions = &versions,
+    .counts_draft_layers = true,
+    .ranks_by_balanced = true,
+    .sizes_without_budget = true,
+    .settle = settle,
+    .check = check,
+    .budget = budget,
+    .capacity = capacity,
+    .figures = figures,
+    .warnings = warnings,
+    .budget_label = "Available KV cache memory",
+    .named_in_headers = true,
+    .no_budget_hint = "vllm profile: no budget: give `--kv-cache-memory-bytes` or the device "
+                      "figures",
+    .write_capacity = write_capacity,
+    .report_rows = report_rows,
+    .unreachable = unreachable,
+};
