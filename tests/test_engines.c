@@ -659,12 +659,13 @@ static void test_vllm_rule_mode_all(void **state)
     assert_int_equal(efig(p, "blocks_per_request"), 305);
     assert_int_equal(efig(p, "gpu_kv_cache_tokens"), 257664);
     kvshard_plan_free(p);
-    /* The chunk size kvshard does not read from the config must be given. */
-    REFUSED(KVSHARD_EMISSING,
-            "vllm profile: engine_input_missing: Mamba cache mode all needs "
-            "the model's chunk size",
-            NEMOTRON, "--engine=vllm", "--engine_version=0.11.1", "--max-model-len", "4096",
-            "--mamba-ssm-cache-dtype", "float32", "--enable-prefix-caching");
+    /* Without --mamba-block-size, the config's chunk_size, 128: the same. */
+    PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.11.1", "--max-model-len", "256000",
+         "--kv-cache-dtype", "fp8_e4m3", "--kv-cache-memory-bytes", "3994319585",
+         "--enable-prefix-caching");
+    assert_int_equal(efig(p, "attention_block_size"), 4224);
+    assert_int_equal(efig(p, "num_gpu_blocks"), 307);
+    kvshard_plan_free(p);
 }
 
 /* Mode all with speculative decoding: all before 0.20.0, align from it. One
@@ -709,12 +710,20 @@ static void test_vllm_rule_nemotron_dtype(void **state)
     assert_string_equal(d.text_value, "bfloat16");
     assert_string_equal(d.text_value + 9, "bfloat16");
     kvshard_plan_free(p);
-    REFUSED(KVSHARD_EMISSING, "names, else float16; kvshard cannot tell", NEMOTRON_H,
-            "--engine=vllm", "--engine_version=0.13.0", "--max-model-len", "8192");
-    REFUSED(KVSHARD_EMISSING, "names, else float16;", NEMOTRON_H, "--engine=vllm",
-            "--engine_version=0.19.2", "--max-model-len", "8192");
-    REFUSED(KVSHARD_EMISSING, "names, else float32; kvshard cannot tell", NEMOTRON_H,
-            "--engine=vllm", "--engine_version=0.20.0", "--max-model-len", "8192");
+    /* Its config names no mamba_ssm_cache_dtype: the engine's own default,
+     * float16 from 0.13.0, float32 from 0.20.0. */
+    static const struct {
+        const char *version, *temporal;
+    } releases[] = {{"0.13.0", "float16"}, {"0.19.2", "float16"}, {"0.20.0", "float32"}};
+    for (size_t i = 0; i < sizeof releases / sizeof releases[0]; i++) {
+        char version[40];
+        snprintf(version, sizeof version, "--engine_version=%s", releases[i].version);
+        PLAN(&p, NEMOTRON_H, "--engine=vllm", version, "--max-model-len", "8192");
+        d = engine_figure(p, "state_dtypes");
+        assert_string_equal(d.text_value, "bfloat16");
+        assert_string_equal(d.text_value + 9, releases[i].temporal);
+        kvshard_plan_free(p);
+    }
     /* A config that names float32 (Nemotron 3 Nano) is read at any release. */
     PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.13.0", "--max-model-len", "8192");
     d = engine_figure(p, "state_dtypes");
@@ -850,13 +859,52 @@ static void test_vllm_rule_coverage(void **state)
          "2", "--mamba-ssm-cache-dtype", "float32");
     assert_int_equal(kvshard_plan_attn_tp_size(p), 2);
     kvshard_plan_free(p);
-    /* The config's float32 may be its mamba_ssm_dtype or GDN's default,
-     * which vLLM reads as the conv dtype: the flag is asked for. */
-    REFUSED(KVSHARD_EMISSING, "give --mamba-ssm-cache-dtype", QWEN9B, "--engine=vllm",
-            "--max-model-len", "4096", "-tp", "2");
+    /* The config's mamba_ssm_dtype names float32: the temporal state's. */
+    PLAN(&p, QWEN9B, "--engine=vllm", "--max-model-len", "4096", "-tp", "2");
+    kvshard_figure d = engine_figure(p, "state_dtypes");
+    assert_string_equal(d.text_value, "bfloat16");
+    assert_string_equal(d.text_value + 9, "float32");
+    kvshard_plan_free(p);
 }
 
 /* ---- vllm: what it refuses and the other inputs ------------------------------- */
+
+/* The mainstream engines' profiles refuse, by name, the caches they do not
+ * model: new layer kinds by their kind, the rest by what they are. */
+static void test_uncovered_caches(void **state)
+{
+    (void)state;
+    static const char *const engines[] = {"--engine=vllm", "--engine=sglang"};
+    for (int e = 0; e < 2; e++) {
+        const char *len = e == 0 ? "--max-model-len" : "--context-length";
+        REFUSED(KVSHARD_EPROFILE, "engine_unsupported: compressed layers (43 of 43)",
+                "models/deepseek_v4_flash.json", engines[e], len, "4096", "--world_size=8");
+        /* SGLang's profile refuses the sliding layers before the shared ones. */
+        REFUSED(KVSHARD_EPROFILE,
+                e == 0 ? "engine_unsupported: shared_kv layers (20 of 35)"
+                       : "engine_unsupported: sliding_attention layers (12 of 35)",
+                "models/gemma_4_e2b.json", engines[e], len, "4096");
+        REFUSED(KVSHARD_EPROFILE, "engine_unsupported: chunked_attention layers (36 of 48)",
+                "models/llama4_scout.json", engines[e], len, "4096", "--world_size=8");
+        REFUSED(KVSHARD_EPROFILE,
+                "engine_unsupported: a GQA sparse index (sparse_attention_config) is not "
+                "covered yet",
+                "models/minimax_m3.json", engines[e], len, "4096", "--world_size=8");
+        REFUSED(KVSHARD_EPROFILE,
+                "engine_unsupported: indexer keys on some layers only is not covered yet",
+                "models/glm_5_2.json", engines[e], len, "4096", "--world_size=8");
+    }
+    /* vLLM plans sliding layers, but only with the full layers' page. */
+    REFUSED(KVSHARD_EPROFILE,
+            "engine_unsupported: a V head dim other than the K head dim is not covered yet",
+            "models/mimo_v2_flash.json", "--engine=vllm", "--max-model-len", "4096",
+            "--world_size=8");
+    REFUSED(KVSHARD_EPROFILE,
+            "engine_unsupported: sliding-window layers whose page differs from the "
+            "full-attention layers' is not covered yet",
+            "models/gemma_4_31b.json", "--engine=vllm", "--max-model-len", "4096",
+            "--world_size=4");
+}
 
 static void test_vllm_refusals(void **state)
 {
@@ -880,10 +928,12 @@ static void test_vllm_refusals(void **state)
     REFUSED(KVSHARD_EPROFILE, "vllm profile: engine_split_unsupported: layerwise_split_size 2",
             LLAMA, "--engine=vllm", "--max-model-len", "4096", "-tp", "2",
             "--enable_layerwise_split", "--layerwise_split_size=2");
+    /* The engine's length is the config's max_position_embeddings; a config
+     * without it needs --max-model-len. */
     REFUSED(KVSHARD_EMISSING,
             "vllm profile: engine_input_missing: the engine's length is the "
             "config's max_position_embeddings",
-            LLAMA, "--engine=vllm");
+            "models/gpt_oss_20b.json", "--engine=vllm");
     /* int8 is no vLLM word: a flag refuses it, an option is refused. */
     REFUSED(KVSHARD_ERANGE, "kv_cache_dtype: expected auto, bfloat16", LLAMA, "--engine=vllm",
             "--max-model-len", "4096", "--kv-cache-dtype", "int8");
@@ -1057,10 +1107,16 @@ static void test_sglang_gdn_hybrid(void **state)
     assert_int_equal(efig(p, "max_running_requests"), 36);
     assert_int_equal(efig(p, "budget"), 10153205760u); /* before the reservation */
     kvshard_plan_free(p);
-    REFUSED(KVSHARD_EMISSING,
-            "sglang profile: engine_input_missing: from 0.5.17 the engine "
-            "keeps 100 MiB for a multimodal model",
-            E4_13("0.5.21"));
+    /* The config's vision_config says it is multimodal: the same figures. */
+    PLAN(&p, E4_13("0.5.21"));
+    assert_int_equal(efig(p, "max_mamba_cache_size"), 183);
+    assert_int_equal(efig(p, "max_total_num_tokens"), 324054);
+    kvshard_plan_free(p);
+    /* Told it is not, the 100 MiB stay in the pool: 186 slots as at 0.5.11
+     * less the extra buffer's. */
+    PLAN(&p, E4_13("0.5.21"), "--multimodal=false");
+    assert_true(efig(p, "max_total_num_tokens") > 324054);
+    kvshard_plan_free(p);
 }
 
 /* The budget from the free figures the engine printed (22.93 GiB before the
@@ -1310,7 +1366,7 @@ static void test_sglang_refusals(void **state)
     REFUSED(KVSHARD_EMISSING,
             "sglang profile: engine_input_missing: the engine's context "
             "length is the config's max_position_embeddings",
-            LLAMA, "--engine=sglang", "--memory_per_rank=20GiB");
+            "models/glm_5.json", "--engine=sglang", "--world_size=8", "--memory_per_rank=60GiB");
     /* No token: 10 MiB is less than one pool token of 128 KiB x 2... */
     REFUSED(KVSHARD_ENOBLOCK, "sglang profile: not_enough_memory", LLAMA, "--engine=sglang",
             "--context-length", "8192", "--memory_per_rank=100KiB", "--multimodal=false");
@@ -1848,6 +1904,7 @@ int main(void)
         cmocka_unit_test(test_vllm_rule_budget),
         cmocka_unit_test(test_vllm_rule_max_num_seqs),
         cmocka_unit_test(test_vllm_rule_coverage),
+        cmocka_unit_test(test_uncovered_caches),
         cmocka_unit_test(test_vllm_refusals),
         cmocka_unit_test(test_vllm_speculative),
         cmocka_unit_test(test_sglang_gdn_hybrid),

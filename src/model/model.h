@@ -23,6 +23,7 @@ typedef struct kvshard__state_dims {
     uint32_t groups;      /* Mamba2 G */
     uint32_t conv_kernel; /* GDN, KDA, Mamba1, Mamba2 K; short conv L_cache */
     uint32_t channels;    /* Mamba1 d_inner; short conv hidden_size */
+    uint32_t chunk_size;  /* Mamba2 chunk_size or mamba_chunk_size; 0 when absent */
     /* The model's own state dtype (its keys, else the kind's default);
      * AUTO without temporal state. A state_dtype option overrides it. */
     kvshard_dtype dtype;
@@ -94,9 +95,13 @@ typedef struct kvshard__model_info {
     bool classes_by_kind;
     uint8_t kind_class[KVSHARD__KIND_COUNT];
     uint32_t draft_census[KVSHARD__MAX_CLASSES];
-    /* Set when the config lacks an attention key that only draft layers
-     * would read: an error once they are counted. */
-    const char *draft_attention_missing;
+    /* Figures engines read that no cache size depends on. */
+    uint32_t max_position_embeddings; /* the longest context; 0 when the config gives none */
+    bool multimodal;                  /* the config has a vision_config */
+    /* The dtypes mamba_ssm_dtype and mamba_ssm_cache_dtype name (text
+     * config first); AUTO when a key is absent or names no dtype. */
+    kvshard_dtype named_ssm_dtype;
+    kvshard_dtype named_ssm_cache_dtype;
 } kvshard__model_info;
 
 /* KV layers: the kinds with paged KV, whose KV a split divides. */

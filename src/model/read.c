@@ -78,6 +78,22 @@ static int read_classes(kvshard__reader *r)
     return KVSHARD_OK;
 }
 
+/* What engines read of a config beside its caches: the longest context
+ * (text config first) and whether it carries a vision model. */
+static int read_engine_figures(kvshard__reader *r)
+{
+    kvshard__model_info *in = &r->model->info;
+    kvshard__node v = {0};
+    in->multimodal = kvshard__get(r, &r->top, KVSHARD__KEY_VISION_CONFIG, &v);
+    bool found;
+    int rc = kvshard__optional_dim(&in->max_position_embeddings, &found, r, &r->text,
+                                   KVSHARD__KEY_MAX_POSITION_EMBEDDINGS, 1, UINT32_MAX);
+    if (rc == KVSHARD_OK && !found && r->text.id != r->top.id)
+        rc = kvshard__optional_dim(&in->max_position_embeddings, &found, r, &r->top,
+                                   KVSHARD__KEY_MAX_POSITION_EMBEDDINGS, 1, UINT32_MAX);
+    return rc;
+}
+
 static int read_model(kvshard__reader *r)
 {
     kvshard_model *m = r->model;
@@ -92,7 +108,7 @@ static int read_model(kvshard__reader *r)
         return rc;
     if (in->num_state > 0 && (rc = kvshard__read_state(r)) != 0)
         return rc;
-    if ((rc = read_classes(r)) != 0)
+    if ((rc = read_classes(r)) != 0 || (rc = read_engine_figures(r)) != 0)
         return rc;
     /* Work out where the figures checked at plan time stand, in one pass. */
     size_t offsets[KVSHARD__SITE_COUNT];

@@ -48,6 +48,7 @@ kvshard__key kvshard__key_find(const char *s, size_t len)
         MATCH(MODEL_TYPE);
         MATCH(KDA_LAYERS);
         MATCH(V_HEAD_DIM);
+        MATCH(CHUNK_SIZE);
         break;
     case 11:
         MATCH(TEXT_CONFIG);
@@ -75,6 +76,7 @@ kvshard__key kvshard__key_find(const char *s, size_t len)
         MATCH(MAMBA_NGROUPS);
         MATCH(INDEXER_TYPES);
         MATCH(BLOCK_CONFIGS);
+        MATCH(VISION_CONFIG);
         break;
     case 14:
         MATCH(ATTN_TYPE_LIST);
@@ -104,6 +106,7 @@ kvshard__key kvshard__key_find(const char *s, size_t len)
         MATCH(LAYER_GROUP_SIZE);
         MATCH(ATTENTION_K_EQ_V);
         MATCH(SPARSE_INDEX_DIM);
+        MATCH(MAMBA_CHUNK_SIZE);
         break;
     case 17:
         MATCH(NUM_HIDDEN_LAYERS);
@@ -156,6 +159,7 @@ kvshard__key kvshard__key_find(const char *s, size_t len)
         MATCH(ATTENTION_OTHER_SETTING);
         MATCH(SWA_NUM_KEY_VALUE_HEADS);
         MATCH(SPARSE_ATTENTION_CONFIG);
+        MATCH(MAX_POSITION_EMBEDDINGS);
         break;
     case 24: MATCH(NUM_NEXTN_PREDICT_LAYERS); break;
     case 26:

@@ -102,7 +102,11 @@
     X(CROSS_ATTENTION_LAYERS, "cross_attention_layers")                                          \
     X(INDEX_KPOOL, "index_kpool")                                                                \
     X(INDEXER_COMPRESS_RATIO, "indexer_compress_ratio")                                          \
-    X(LOCAL_LAYER_IDS, "local_layer_ids")
+    X(LOCAL_LAYER_IDS, "local_layer_ids")                                                        \
+    X(MAX_POSITION_EMBEDDINGS, "max_position_embeddings")                                        \
+    X(CHUNK_SIZE, "chunk_size")                                                                  \
+    X(MAMBA_CHUNK_SIZE, "mamba_chunk_size")                                                      \
+    X(VISION_CONFIG, "vision_config")
 
 typedef enum kvshard__key {
 #define KVSHARD__KEY_ENUM(id, name) KVSHARD__KEY_##id,

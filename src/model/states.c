@@ -220,9 +220,11 @@ static int read_mamba2(kvshard__reader *r, kvshard__state_dims *s)
                                      s->heads);
         s->head_dim = (uint32_t)(width / s->heads);
     }
+    static const kvshard__key chunk[] = {KVSHARD__KEY_CHUNK_SIZE, KVSHARD__KEY_MAMBA_CHUNK_SIZE, END};
     if ((rc = require_any(&s->state_size, NULL, NULL, r, MAMBA2_STATE, why)) != 0 ||
         (rc = optional_any(&s->groups, &groups_key, &groups_node, r, MAMBA2_GROUPS, 1)) != 0 ||
-        (rc = optional_any(&s->conv_kernel, NULL, NULL, r, MAMBA2_KERNEL, 4)) != 0)
+        (rc = optional_any(&s->conv_kernel, NULL, NULL, r, MAMBA2_KERNEL, 4)) != 0 ||
+        (rc = optional_any(&s->chunk_size, NULL, NULL, r, chunk, 0)) != 0)
         return rc;
     if ((uint64_t)s->heads * s->head_dim > KVSHARD__MAX_DIMENSION)
         return kvshard__doc_fail(r->doc, r->err, KVSHARD_ERANGE, &heads_node,
@@ -285,6 +287,19 @@ static bool named_state_dtype(kvshard_dtype *out, const kvshard__node *v)
     return true;
 }
 
+/* The dtype `key` names, text config first; AUTO when neither names one. */
+static kvshard_dtype named_by(const kvshard__reader *r, kvshard__key key)
+{
+    const kvshard__node *maps[2] = {&r->text, &r->top};
+    for (int m = 0; m < 2; m++) {
+        kvshard__node v = {0};
+        kvshard_dtype d;
+        if (kvshard__get(r, maps[m], key, &v) && named_state_dtype(&d, &v))
+            return d;
+    }
+    return KVSHARD_DTYPE_AUTO;
+}
+
 static kvshard_dtype state_dtype_of(const kvshard__reader *r, kvshard_state_kind kind,
                                     kvshard_dtype model_dtype)
 {
@@ -319,9 +334,12 @@ int kvshard__read_state(kvshard__reader *r)
             "linear_num_value_heads, mamba_num_heads, mamba_d_state with "
             "mamba_expand, conv_L_cache)");
     int rc = row->read(r, s);
-    if (rc == KVSHARD_OK)
-        s->dtype = state_dtype_of(r, s->kind, in->dtype);
-    return rc;
+    if (rc)
+        return rc;
+    s->dtype = state_dtype_of(r, s->kind, in->dtype);
+    in->named_ssm_dtype = named_by(r, KVSHARD__KEY_MAMBA_SSM_DTYPE);
+    in->named_ssm_cache_dtype = named_by(r, KVSHARD__KEY_MAMBA_SSM_CACHE_DTYPE);
+    return KVSHARD_OK;
 }
 
 /* ---- bytes of one layer's state, for one sequence on one rank ------------------------ */

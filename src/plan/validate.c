@@ -45,7 +45,6 @@ int kvshard__planning_settle(kvshard__planning *pl, const kvshard_model *model, 
                                    pl->inputs,
                                    &model->info,
                                    model->model_type,
-                                   kvshard_profile__facts_of(&model->info),
                                    &pl->state};
     return pl->profile->settle(&s, blame, err);
 }

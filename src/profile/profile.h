@@ -51,23 +51,6 @@ typedef struct kvshard_profile__versions {
     kvshard_versions__v newest;
 } kvshard_profile__versions;
 
-/* Figures of a model config that an engine reads and kvshard's model does
- * not keep; each says when it is not known (profile/facts.c derives what
- * the model's own figures tell exactly). */
-typedef struct kvshard_profile__facts {
-    uint32_t max_position_embeddings; /* 0: not known */
-    uint32_t chunk_size;              /* Mamba2 chunk size; 0: not known */
-    int multimodal;                   /* 1, 0, or -1: not known */
-    /* The state dtype the config names; KVSHARD_PROFILE__DTYPE_UNKNOWN when
-     * it names the kind's default dtype or none (kvshard cannot tell). */
-    int config_state_dtype;
-} kvshard_profile__facts;
-
-#define KVSHARD_PROFILE__DTYPE_UNKNOWN (-1)
-
-/* The facts of a model, from what its figures tell. */
-kvshard_profile__facts kvshard_profile__facts_of(const kvshard__model_info *model);
-
 /* What a profile works out once per planning call and reads again for
  * every capacity, figure and line: its own struct, copied in and out with
  * memcpy (each profile asserts that its struct fits). */
@@ -88,7 +71,6 @@ typedef struct kvshard_profile__settling {
     kvshard_value *inputs;
     const kvshard__model_info *model;
     const char *model_type; /* "" when the config has none */
-    kvshard_profile__facts facts;
     kvshard_profile__state *state;
 } kvshard_profile__settling;
 

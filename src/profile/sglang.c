@@ -387,26 +387,16 @@ static int settle_world(kvshard_profile__settling *s, sglang_state *st, const ch
 static int ssm_dtype_of(kvshard_dtype *out, const kvshard_profile__settling *s, const char **blame,
                         kvshard_error *err)
 {
+    (void)blame;
+    (void)err;
     const kvshard__model_info *m = s->model;
-    if (s->options->state_dtype != KVSHARD_DTYPE_AUTO) {
+    if (s->options->state_dtype != KVSHARD_DTYPE_AUTO)
         *out = s->options->state_dtype;
-        return KVSHARD_OK;
-    }
-    if (s->facts.config_state_dtype != KVSHARD_PROFILE__DTYPE_UNKNOWN) {
-        *out = (kvshard_dtype)s->facts.config_state_dtype;
-        return KVSHARD_OK;
-    }
-    /* The config names the kind's default or nothing. */
-    if (kvshard_states__default_dtype(m->state.kind, m->dtype) == KVSHARD_DTYPE_FP32) {
+    else if (m->named_ssm_dtype != KVSHARD_DTYPE_AUTO)
+        *out = m->named_ssm_dtype;
+    else
         *out = KVSHARD_DTYPE_FP32;
-        return KVSHARD_OK;
-    }
-    *blame = "state_dtype";
-    return fail(err, KVSHARD_EMISSING, "engine_input_missing",
-                "the engine keeps the temporal state in the dtype the config's mamba_ssm_dtype "
-                "names, else float32; kvshard cannot tell whether this config names %s: give "
-                "--mamba-ssm-dtype",
-                kvshard_dtype_name(kvshard_states__default_dtype(m->state.kind, m->dtype)));
+    return KVSHARD_OK;
 }
 
 static bool has_budget_inputs(const kvshard_profile__settling *s)
@@ -443,7 +433,7 @@ static int settle(kvshard_profile__settling *s, const char **blame, kvshard_erro
     st.radix = s->inputs[IN_RADIX_OFF].u == 0;
     st.overlap = s->inputs[IN_OVERLAP_OFF].u == 0;
     st.context =
-        s->given->context_length ? s->given->context_length : s->facts.max_position_embeddings;
+        s->given->context_length ? s->given->context_length : m->max_position_embeddings;
     /* The DSA layer split over the attention context-parallel group. */
     uint64_t C = s->inputs[IN_ATTN_CP].u;
     uint32_t n_kv = m->count[KVSHARD_LAYER_FULL_ATTENTION];
@@ -530,18 +520,11 @@ static int settle(kvshard_profile__settling *s, const char **blame, kvshard_erro
             *blame = "context_length";
             return fail(err, KVSHARD_EMISSING, "engine_input_missing",
                         "the engine's context length is the config's max_position_embeddings, "
-                        "which kvshard does not read yet: give --context-length");
+                        "which it does not give: give --context-length");
         }
-        int mm = s->inputs[IN_MULTIMODAL].u != UNSET_BOOL ? (int)s->inputs[IN_MULTIMODAL].u
-                                                          : s->facts.multimodal;
-        if (st.v17 && mm < 0) {
-            *blame = "multimodal";
-            return fail(err, KVSHARD_EMISSING, "engine_input_missing",
-                        "from 0.5.17 the engine keeps 100 MiB for a multimodal model (a config "
-                        "with vision_config), which kvshard does not read yet: give "
-                        "--multimodal=true or --multimodal=false");
-        }
-        st.multimodal = mm > 0;
+        /* A config with a vision_config is multimodal, unless told otherwise. */
+        st.multimodal = s->inputs[IN_MULTIMODAL].u != UNSET_BOOL ? s->inputs[IN_MULTIMODAL].u != 0
+                                                                 : m->multimodal;
     }
     o->block_size = st.page;
     kvshard_profile__state_put(s->state, &st, sizeof st);

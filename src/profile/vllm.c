@@ -482,11 +482,13 @@ static int served_dtype(kvshard_dtype *out, const kvshard_profile__settling *s, 
 }
 
 /* The temporal state's dtype: the flag, else NemotronH's and Qwen3.5's own
- * config keys and defaults, else the conv dtype. A config kvshard cannot
- * read this far asks for the flag. */
+ * config keys (each engine reads its own) and defaults, else the conv
+ * dtype. */
 static int temporal_dtype(kvshard_dtype *out, const kvshard_profile__settling *s,
                           const vllm_state *st, const char **blame, kvshard_error *err)
 {
+    (void)blame;
+    (void)err;
     const kvshard__model_info *m = s->model;
     if (s->options->state_dtype != KVSHARD_DTYPE_AUTO) {
         *out = s->options->state_dtype;
@@ -496,33 +498,16 @@ static int temporal_dtype(kvshard_dtype *out, const kvshard_profile__settling *s
                     kvshard_profile__type_is(s->model_type, nemotron_types);
     bool qwen = m->state.kind == KVSHARD_STATE_GDN &&
                 kvshard_profile__type_is(s->model_type, qwen3_5_types);
-    if (!nemotron && !qwen) {
-        *out = st->conv_dtype;
-        return KVSHARD_OK;
-    }
-    if (s->facts.config_state_dtype != KVSHARD_PROFILE__DTYPE_UNKNOWN) {
-        *out = (kvshard_dtype)s->facts.config_state_dtype;
-        return KVSHARD_OK;
-    }
-    /* The config names the kind's default or nothing: one answer when the
-     * engine's own default is that dtype too. */
-    kvshard_dtype named = kvshard_states__default_dtype(m->state.kind, m->dtype);
-    kvshard_dtype fallback = st->conv_dtype;
-    if (nemotron && from(st, &V_0_20))
-        fallback = KVSHARD_DTYPE_FP32;
+    *out = st->conv_dtype;
+    if (nemotron && m->named_ssm_cache_dtype != KVSHARD_DTYPE_AUTO)
+        *out = m->named_ssm_cache_dtype;
+    else if (nemotron && from(st, &V_0_20))
+        *out = KVSHARD_DTYPE_FP32;
     else if (nemotron && from(st, &V_NEMOTRON_F16))
-        fallback = KVSHARD_DTYPE_FP16;
-    if (named == fallback) {
-        *out = fallback;
-        return KVSHARD_OK;
-    }
-    *blame = "state_dtype";
-    return fail(err, KVSHARD_EMISSING, "engine_input_missing",
-                "the engine keeps this model's temporal state in the dtype its config's %s "
-                "names, else %s; kvshard cannot tell which the config does: give "
-                "--mamba-ssm-cache-dtype",
-                nemotron ? "mamba_ssm_cache_dtype" : "mamba_ssm_dtype",
-                kvshard_dtype_name(fallback));
+        *out = KVSHARD_DTYPE_FP16;
+    else if (qwen && m->named_ssm_dtype != KVSHARD_DTYPE_AUTO)
+        *out = m->named_ssm_dtype;
+    return KVSHARD_OK;
 }
 
 static uint32_t dtype_bytes(kvshard_dtype d)
@@ -608,12 +593,13 @@ static int settle_block(kvshard_profile__settling *s, vllm_state *st, kvshard__c
     uint64_t b;
     if (st->mode == MODE_ALL) {
         uint64_t chunk =
-            s->inputs[IN_MAMBA_BLOCK].u ? s->inputs[IN_MAMBA_BLOCK].u : s->facts.chunk_size;
+            s->inputs[IN_MAMBA_BLOCK].u ? s->inputs[IN_MAMBA_BLOCK].u : s->model->state.chunk_size;
         if (!chunk) {
             *blame = "mamba_block_size";
             return fail(err, KVSHARD_EMISSING, "engine_input_missing",
-                        "Mamba cache mode all needs the model's chunk size, which kvshard does "
-                        "not read from the config yet: give --mamba-block-size");
+                        "Mamba cache mode all needs the model's chunk size (chunk_size or "
+                        "mamba_chunk_size), which the config does not give: give "
+                        "--mamba-block-size");
         }
         chunk = lcm(chunk, align);
         uint64_t tokens = kvshard__ceil_div(st->mamba_page, st->a1);
@@ -711,12 +697,12 @@ static int settle(kvshard_profile__settling *s, const char **blame, kvshard_erro
         return rc;
     st.max_model_len = (uint32_t)s->inputs[IN_MAX_MODEL_LEN].u;
     if (!st.max_model_len)
-        st.max_model_len = s->facts.max_position_embeddings;
+        st.max_model_len = m->max_position_embeddings;
     if (!st.max_model_len) {
         *blame = "max_model_len";
         return fail(err, KVSHARD_EMISSING, "engine_input_missing",
-                    "the engine's length is the config's max_position_embeddings, which kvshard "
-                    "does not read yet: give --max-model-len");
+                    "the engine's length is the config's max_position_embeddings, which it does "
+                    "not give: give --max-model-len");
     }
     uint64_t dc = (uint64_t)o->dp_size * o->cp_size;
     if (dc == 0 || o->world_size % dc != 0)
