@@ -257,7 +257,7 @@ static void test_bare_model_with_flags(void **state)
     assert_int_equal(count_of(r.out, "\"kind\": \"full_attention\""), 12);
     assert_int_equal(
         count_of(r.out, "\"kind\": \"full_attention\", \"owner\": 3, \"compress_ratio\": null, "
-                        "\"kv_source\": null, \"index_key\": false}"),
+                        "\"kv_source\": null, \"index_key\": false, \"stage\": 0}"),
         12);
     assert_contains(r.out, "\"code\": \"imbalanced\"");
     run_free(&r);
@@ -290,7 +290,8 @@ static void test_compare(void **state)
     r = cli("compare '%s' --format=json", EXAMPLE);
     assert_int_equal(r.status, 0);
     assert_contains(
-        r.out, "\"recommendation\": {\"layerwise_split_size\": 2, \"ownership\": \"ordinal\"}");
+        r.out, "\"recommendation\": {\"pp_size\": 1, \"layerwise_split_size\": 2, \"ownership\": "
+               "\"ordinal\"}");
     assert_int_equal(count_of(r.out, "\"layerwise_split_size\": "), 10); /* 9 rows + the pick */
     run_free(&r);
 
@@ -298,7 +299,8 @@ static void test_compare(void **state)
     r = cli("compare '%s' --format=json --layerwise_split_size=4 --ownership=global", EXAMPLE);
     assert_int_equal(r.status, 0);
     assert_contains(
-        r.out, "\"recommendation\": {\"layerwise_split_size\": 2, \"ownership\": \"ordinal\"}");
+        r.out, "\"recommendation\": {\"pp_size\": 1, \"layerwise_split_size\": 2, \"ownership\": "
+               "\"ordinal\"}");
     run_free(&r);
 }
 
@@ -1069,9 +1071,13 @@ static void test_engine_flag_errors(void **state)
     assert_invalid(&r, "command line --engine_version: vllm profile: engine_version_unsupported: "
                        "engine_version 0.8.0 is outside the releases the profile covers, 0.9.0 "
                        "to 0.28.0\n");
-    r = cli("plan '%s' --engine=sglang --pp-size 2", NEMOTRON_MODEL);
+    r = cli("plan '%s' --engine=sglang --pp-size 2 --tp-size 2", NEMOTRON_MODEL);
     assert_invalid(&r, "command line --pp-size: sglang profile: engine_unsupported: --pp-size 2: "
                        "pipeline stages are not covered yet\n");
+    /* The world is checked first: one rank cannot run two stages. */
+    r = cli("plan '%s' --engine=sglang --pp-size 2", NEMOTRON_MODEL);
+    assert_invalid(&r, "command line --pp-size: world_size 1 is not divisible by pp_size 2 x "
+                       "dp_size 1 x cp_size 1 = 2\n");
     /* A positional argument after CONFIG that no flag takes. */
     r = cli("plan '%s' extra", NEMOTRON_MODEL);
     assert_true(starts_with(r.err, "kvshard: unexpected argument 'extra'\n"));

@@ -531,7 +531,7 @@ static void test_settings_set_rejects(void **state)
     assert_int_equal(info.type, KVSHARD_SETTING_FRACTION);
     assert_string_equal(info.default_value, "0.8");
     assert_int_equal(kvshard_setting_find(&info, "world_size"), KVSHARD_EUNKNOWNKEY);
-    assert_int_equal(kvshard_setting_count(), 44);
+    assert_int_equal(kvshard_setting_count(), 42);
     kvshard_settings_free(s);
 }
 

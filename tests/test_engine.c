@@ -80,7 +80,10 @@ static void test_storage_seed(void **state)
     /* Out of range, and a struct of unknown size. */
     kvshard_layer_storage out = KVSHARD_LAYER_STORAGE_INIT;
     assert_int_equal(kvshard_plan_layer_storage(&out, p, 4, 0), KVSHARD_ERANK);
-    assert_int_equal(kvshard_plan_layer_storage(&out, p, 0, 40), KVSHARD_ELAYER);
+    /* Layer 40 is the model's one draft layer, which no speculation counts. */
+    assert_int_equal(kvshard_plan_layer_storage(&out, p, 0, 40), KVSHARD_OK);
+    assert_int_equal(out.holding, KVSHARD_HOLDS_NOTHING);
+    assert_int_equal(kvshard_plan_layer_storage(&out, p, 0, 41), KVSHARD_ELAYER);
     out.size = 5;
     assert_int_equal(kvshard_plan_layer_storage(&out, p, 0, 0), KVSHARD_EINVAL);
     assert_int_equal(kvshard_plan_layer_storage(NULL, p, 0, 0), KVSHARD_EINVAL);

@@ -920,7 +920,7 @@ static void test_vllm_refusals(void **state)
     REFUSED(KVSHARD_EPROFILE,
             "vllm profile: engine_unsupported: --pipeline-parallel-size 2: "
             "pipeline stages are not covered yet",
-            LLAMA, "--engine=vllm", "--max-model-len", "4096", "-pp", "2");
+            LLAMA, "--engine=vllm", "--max-model-len", "4096", "-pp", "2", "-tp", "2");
     REFUSED(KVSHARD_EPROFILE, "vllm profile: engine_unsupported: --max-model-len auto", LLAMA,
             "--engine=vllm", "--max-model-len", "auto");
     REFUSED(KVSHARD_EPROFILE, "engine_unsupported: --max-model-len -1", LLAMA, "--engine=vllm",
@@ -1331,7 +1331,7 @@ static void test_sglang_refusals(void **state)
             "not covered yet",
             "models/lfm2_8b_a1b.json", "--engine=sglang");
     REFUSED(KVSHARD_EPROFILE, "engine_unsupported: --pp-size 2", LLAMA, "--engine=sglang",
-            "--pipeline-parallel-size", "2");
+            "--pipeline-parallel-size", "2", "--tp-size", "2");
     REFUSED(KVSHARD_EPROFILE,
             "sglang profile: engine_unsupported: --enable-hierarchical-cache: "
             "the engine's hierarchical cache is not covered yet",
@@ -1728,7 +1728,7 @@ static void test_profile_tables(void **state)
         assert_int_equal(kvshard_setting_find(&again, info.key), KVSHARD_OK);
         assert_int_equal(again.type, info.type);
     }
-    assert_int_equal(n, 44);
+    assert_int_equal(n, 42);
     /* Engine names. */
     assert_string_equal(kvshard_engine_name(KVSHARD_ENGINE_VLLM), "vllm");
     assert_string_equal(kvshard_engine_name(KVSHARD_ENGINE_SGLANG), "sglang");

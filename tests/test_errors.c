@@ -54,6 +54,11 @@ static const struct {
     {"KVSHARD_EPROFILE", KVSHARD_EPROFILE},
     {"KVSHARD_EUNSUPPORTED", KVSHARD_EUNSUPPORTED},
     {"KVSHARD_EUNMODELED", KVSHARD_EUNMODELED},
+    {"KVSHARD_EPPLAYERS", KVSHARD_EPPLAYERS},
+    {"KVSHARD_EPARTITION", KVSHARD_EPARTITION},
+    {"KVSHARD_EPPSOURCE", KVSHARD_EPPSOURCE},
+    {"KVSHARD_ESTAGE", KVSHARD_ESTAGE},
+    {"KVSHARD_EGLOBALRANK", KVSHARD_EGLOBALRANK},
 };
 #define CODE_COUNT (sizeof code_names / sizeof code_names[0])
 
@@ -84,7 +89,8 @@ static const int file_codes[] = {
     KVSHARD_ELAYERTYPE,   KVSHARD_ELAYERCOUNT,  KVSHARD_ELAYERLIST, KVSHARD_EIO,
     KVSHARD_EWORLD,       KVSHARD_ESPLIT,       KVSHARD_ESPLITCP,   KVSHARD_EKVHEADS,
     KVSHARD_ELINEARHEADS, KVSHARD_ENOBLOCK,     KVSHARD_EOVERFLOW,  KVSHARD_EPARALLEL,
-    KVSHARD_EPROFILE,     KVSHARD_EUNSUPPORTED, KVSHARD_EUNMODELED,
+    KVSHARD_EPROFILE,     KVSHARD_EUNSUPPORTED, KVSHARD_EUNMODELED, KVSHARD_EPPLAYERS,
+    KVSHARD_EPARTITION,   KVSHARD_EPPSOURCE,
 };
 
 /* ---- EXPECTED ---------------------------------------------------------------- */
@@ -502,9 +508,9 @@ static void test_strerror_distinct(void **state)
             assert_string_not_equal(a, kvshard_strerror(code_names[j].code));
     }
     /* The table above has every code from KVSHARD_OK down to the last one. */
-    assert_int_equal(CODE_COUNT, 1 - KVSHARD_EUNMODELED);
+    assert_int_equal(CODE_COUNT, 1 - KVSHARD_EGLOBALRANK);
     assert_string_equal(kvshard_strerror(1), "unknown error");
-    assert_string_equal(kvshard_strerror(KVSHARD_EUNMODELED - 1), "unknown error");
+    assert_string_equal(kvshard_strerror(KVSHARD_EGLOBALRANK - 1), "unknown error");
     assert_string_equal(kvshard_strerror(-1000), "unknown error");
 }
 
@@ -973,6 +979,8 @@ static const char *const null_checked[] = {
     "kvshard_dtype_name",
     "kvshard_ownership_name",
     "kvshard_engine_name",
+    "kvshard_pp_rule_name",
+    "kvshard_rank_layout_name",
     "kvshard_model_load_file",
     "kvshard_model_load_string",
     "kvshard_model_create",
@@ -1035,6 +1043,13 @@ static const char *const null_checked[] = {
     "kvshard_plan_digest",
     "kvshard_plan_layout_digest",
     "kvshard_plan_describe_rank",
+    "kvshard_plan_pp_size",
+    "kvshard_plan_num_ranks",
+    "kvshard_plan_stage",
+    "kvshard_plan_layer_stage",
+    "kvshard_plan_pp_partition",
+    "kvshard_plan_locate",
+    "kvshard_plan_global_rank",
     "kvshard_plan_write_json",
     "kvshard_plan_write_text",
     "kvshard_plan_write_svg",
@@ -1115,6 +1130,8 @@ static void test_null_everywhere(void **state)
     assert_string_equal(kvshard_dtype_name((kvshard_dtype)99), "unknown");
     assert_string_equal(kvshard_ownership_name((kvshard_ownership)99), "unknown");
     assert_string_equal(kvshard_engine_name((kvshard_engine)99), "unknown");
+    assert_string_equal(kvshard_pp_rule_name((kvshard_pp_rule)99), "unknown");
+    assert_string_equal(kvshard_rank_layout_name((kvshard_rank_layout)99), "unknown");
     assert_string_equal(kvshard_warning_name((kvshard_warning_code)99), "unknown");
 
     /* Models. */
@@ -1269,6 +1286,22 @@ static void test_null_everywhere(void **state)
     assert_int_equal(kvshard_plan_describe_rank(buf, sizeof buf, NULL, 0), KVSHARD_EINVAL);
     assert_int_equal(kvshard_plan_describe_rank(NULL, sizeof buf, plan, 0), KVSHARD_EINVAL);
     assert_true(kvshard_plan_describe_rank(NULL, 0, plan, 0) > 0); /* the length it needs */
+    assert_int_equal(kvshard_plan_pp_size(NULL), 0);
+    assert_int_equal(kvshard_plan_num_ranks(NULL), 0);
+    kvshard_stage_info stage = KVSHARD_STAGE_INFO_INIT;
+    assert_int_equal(kvshard_plan_stage(NULL, plan, 0), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_stage(&stage, NULL, 0), KVSHARD_EINVAL);
+    uint32_t at;
+    assert_int_equal(kvshard_plan_layer_stage(NULL, plan, 0), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_layer_stage(&at, NULL, 0), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_pp_partition(buf, sizeof buf, NULL), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_pp_partition(NULL, sizeof buf, plan), KVSHARD_EINVAL);
+    assert_true(kvshard_plan_pp_partition(NULL, 0, plan) > 0); /* the length it needs */
+    kvshard_rank_position pos = KVSHARD_RANK_POSITION_INIT;
+    assert_int_equal(kvshard_plan_locate(NULL, plan, 0), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_locate(&pos, NULL, 0), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_global_rank(NULL, plan, 0, 0, 0, 0), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_global_rank(&at, NULL, 0, 0, 0, 0), KVSHARD_EINVAL);
     assert_int_equal(kvshard_plan_write_json(NULL, discard_writer, NULL), KVSHARD_EINVAL);
     assert_int_equal(kvshard_plan_write_json(plan, NULL, NULL), KVSHARD_EINVAL);
     assert_int_equal(kvshard_plan_write_text(NULL, discard_writer, NULL), KVSHARD_EINVAL);

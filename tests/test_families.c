@@ -409,7 +409,7 @@ static void test_nulls_and_resaved_kinds(void **state)
     assert_non_null(strstr(json, "\"num_no_cache_layers\": 2"));
     assert_non_null(
         strstr(json, "{\"index\": 1, \"kind\": \"no_cache\", \"owner\": null, \"compress_ratio\": "
-                     "null, \"kv_source\": null, \"index_key\": false}"));
+                     "null, \"kv_source\": null, \"index_key\": false, \"stage\": 0}"));
     free(json);
     kvshard_plan_free(p);
     kvshard_model_free(m);

@@ -170,10 +170,10 @@ static void test_deepseek_v4_1_sources(void **state)
     assert_int_equal(storage(p, 0, 0).kv_source, -1);
     char *json = tu_plan_json(p);
     assert_non_null(strstr(json, "{\"index\": 7, \"kind\": \"compressed\", \"owner\": null, "
-                                 "\"compress_ratio\": 2, \"kv_source\": 2, \"index_key\": false}"));
+                                 "\"compress_ratio\": 2, \"kv_source\": 2, \"index_key\": false, \"stage\": 0}"));
     assert_non_null(strstr(json,
                            "{\"index\": 20, \"kind\": \"compressed\", \"owner\": null, "
-                           "\"compress_ratio\": 1, \"kv_source\": null, \"index_key\": true}"));
+                           "\"compress_ratio\": 1, \"kv_source\": null, \"index_key\": true, \"stage\": 0}"));
     assert_non_null(strstr(json, "\"attention\": \"compressed\""));
     free(json);
     kvshard_plan_free(p);
@@ -310,7 +310,7 @@ static void test_gemma_4_e2b_shared(void **state)
     char *json = tu_plan_json(p);
     assert_non_null(strstr(json, "{\"index\": 19, \"kind\": \"shared_kv\", \"owner\": null, "
                                  "\"compress_ratio\": null, \"kv_source\": 14, "
-                                 "\"index_key\": false}"));
+                                 "\"index_key\": false, \"stage\": 0}"));
     free(json);
     kvshard_plan_free(p);
     kvshard_model_free(m);
@@ -338,7 +338,7 @@ static void test_shared_layer_owner(void **state)
     char *json = tu_plan_json(p);
     assert_non_null(strstr(json, "{\"index\": 3, \"kind\": \"shared_kv\", \"owner\": 1, "
                                  "\"compress_ratio\": null, \"kv_source\": 1, "
-                                 "\"index_key\": false}"));
+                                 "\"index_key\": false, \"stage\": 0}"));
     free(json);
     kvshard_plan_free(p);
     kvshard_model_free(m);

@@ -657,11 +657,11 @@ static void test_json_seed(void **state)
     assert_contains(json, "\"ownership\": \"ordinal\"");
     assert_contains(json, "\"replication_factor\": 2"); /* T / H_kv = 4 / 2 */
     assert_contains(json, "{\"index\": 0, \"kind\": \"linear_attention\", \"owner\": null, "
-                          "\"compress_ratio\": null, \"kv_source\": null, \"index_key\": false}");
+                          "\"compress_ratio\": null, \"kv_source\": null, \"index_key\": false, \"stage\": 0}");
     assert_contains(json, "{\"index\": 3, \"kind\": \"full_attention\", \"owner\": 0, "
-                          "\"compress_ratio\": null, \"kv_source\": null, \"index_key\": false}");
+                          "\"compress_ratio\": null, \"kv_source\": null, \"index_key\": false, \"stage\": 0}");
     assert_contains(json, "{\"index\": 7, \"kind\": \"full_attention\", \"owner\": 1, "
-                          "\"compress_ratio\": null, \"kv_source\": null, \"index_key\": false}");
+                          "\"compress_ratio\": null, \"kv_source\": null, \"index_key\": false, \"stage\": 0}");
     assert_contains(json, "\"owned_layers\": [3, 11, 19, 27, 35]");
     assert_contains(json, "\"owned_layers\": [7, 15, 23, 31, 39]");
     assert_contains(json, "\"tp_rank\": 3, \"split_group\": 1, \"split_rank\": 1");

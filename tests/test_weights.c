@@ -955,7 +955,7 @@ static void check_rows(kvshard__weights *w)
         const tiny_row *r = &tiny_rows[i];
         uint32_t parts[4];
         kvshard_error err;
-        tu_assert_ok(kvshard_partition__by_rule(parts, 4, r->p, KVSHARD__PP_VLLM, &err), &err);
+        tu_assert_ok(kvshard_partition__by_rule(parts, 4, r->p, KVSHARD_PP_RULE_VLLM, &err), &err);
         kvshard__wlayout layout = {r->t, r->d, 1, r->ep, r->spec, r->p, parts};
         kvshard__wstage out[4];
         tu_assert_ok(kvshard_weights__stages(out, w, &layout, &err), &err);
@@ -978,9 +978,9 @@ static void test_tiny_stages(void **state)
     (void)state;
     uint32_t parts[4];
     kvshard_error err;
-    tu_assert_ok(kvshard_partition__by_rule(parts, 4, 2, KVSHARD__PP_VLLM, &err), &err);
+    tu_assert_ok(kvshard_partition__by_rule(parts, 4, 2, KVSHARD_PP_RULE_VLLM, &err), &err);
     assert_true(parts[0] == 2 && parts[1] == 2);
-    tu_assert_ok(kvshard_partition__by_rule(parts, 4, 4, KVSHARD__PP_VLLM, &err), &err);
+    tu_assert_ok(kvshard_partition__by_rule(parts, 4, 4, KVSHARD_PP_RULE_VLLM, &err), &err);
     assert_true(parts[0] == 1 && parts[1] == 1 && parts[2] == 1 && parts[3] == 1);
 
     kvshard__weights *w = tiny_weights(TINY);
@@ -1234,7 +1234,7 @@ static void test_estimate(void **state)
     tu_assert_ok(kvshard_weights__estimate(&v, total, experts, 61, 61, 8, 16, &err), &err);
     assert_true(v == UINT64_C(43374516120));
     uint32_t parts[2];
-    tu_assert_ok(kvshard_partition__by_rule(parts, 61, 2, KVSHARD__PP_VLLM, &err), &err);
+    tu_assert_ok(kvshard_partition__by_rule(parts, 61, 2, KVSHARD_PP_RULE_VLLM, &err), &err);
     tu_assert_ok(kvshard_weights__estimate(&v, total, experts, parts[0], 61, 4, 8, &err), &err);
     assert_true(v == UINT64_C(44085573763));
     tu_assert_ok(kvshard_weights__estimate(&v, total, experts, parts[1], 61, 4, 8, &err), &err);
@@ -1272,27 +1272,27 @@ static void test_partition_rules(void **state)
     (void)state;
     static const struct {
         uint32_t l, p;
-        kvshard__pp_rule rule;
+        kvshard_pp_rule rule;
         uint32_t counts[8];
     } cases[] = {
-        {61, 2, KVSHARD__PP_VLLM, {31, 30}},
-        {61, 2, KVSHARD__PP_SGLANG, {30, 31}},
-        {61, 2, KVSHARD__PP_TRTLLM, {31, 30}},
-        {61, 4, KVSHARD__PP_VLLM, {15, 15, 16, 15}},
-        {61, 4, KVSHARD__PP_SGLANG, {15, 15, 15, 16}},
-        {61, 4, KVSHARD__PP_TRTLLM, {16, 15, 15, 15}},
-        {61, 8, KVSHARD__PP_VLLM, {7, 7, 8, 8, 8, 8, 8, 7}},
-        {61, 8, KVSHARD__PP_SGLANG, {7, 7, 7, 8, 8, 8, 8, 8}},
-        {61, 8, KVSHARD__PP_TRTLLM, {8, 8, 8, 8, 8, 7, 7, 7}},
-        {52, 8, KVSHARD__PP_VLLM, {6, 6, 6, 7, 7, 7, 7, 6}},
-        {52, 8, KVSHARD__PP_SGLANG, {6, 6, 6, 6, 7, 7, 7, 7}},
-        {52, 8, KVSHARD__PP_TRTLLM, {7, 7, 7, 7, 6, 6, 6, 6}},
-        {48, 4, KVSHARD__PP_EVEN, {12, 12, 12, 12}},
-        {48, 4, KVSHARD__PP_VLLM, {12, 12, 12, 12}},
-        {40, 4, KVSHARD__PP_SGLANG, {10, 10, 10, 10}},
-        {7, 7, KVSHARD__PP_VLLM, {1, 1, 1, 1, 1, 1, 1}},
-        {9, 5, KVSHARD__PP_VLLM, {2, 2, 2, 2, 1}}, /* r = P - 1: the first gets one */
-        {5, 1, KVSHARD__PP_VLLM, {5}},
+        {61, 2, KVSHARD_PP_RULE_VLLM, {31, 30}},
+        {61, 2, KVSHARD_PP_RULE_SGLANG, {30, 31}},
+        {61, 2, KVSHARD_PP_RULE_TRTLLM, {31, 30}},
+        {61, 4, KVSHARD_PP_RULE_VLLM, {15, 15, 16, 15}},
+        {61, 4, KVSHARD_PP_RULE_SGLANG, {15, 15, 15, 16}},
+        {61, 4, KVSHARD_PP_RULE_TRTLLM, {16, 15, 15, 15}},
+        {61, 8, KVSHARD_PP_RULE_VLLM, {7, 7, 8, 8, 8, 8, 8, 7}},
+        {61, 8, KVSHARD_PP_RULE_SGLANG, {7, 7, 7, 8, 8, 8, 8, 8}},
+        {61, 8, KVSHARD_PP_RULE_TRTLLM, {8, 8, 8, 8, 8, 7, 7, 7}},
+        {52, 8, KVSHARD_PP_RULE_VLLM, {6, 6, 6, 7, 7, 7, 7, 6}},
+        {52, 8, KVSHARD_PP_RULE_SGLANG, {6, 6, 6, 6, 7, 7, 7, 7}},
+        {52, 8, KVSHARD_PP_RULE_TRTLLM, {7, 7, 7, 7, 6, 6, 6, 6}},
+        {48, 4, KVSHARD_PP_RULE_EVEN, {12, 12, 12, 12}},
+        {48, 4, KVSHARD_PP_RULE_VLLM, {12, 12, 12, 12}},
+        {40, 4, KVSHARD_PP_RULE_SGLANG, {10, 10, 10, 10}},
+        {7, 7, KVSHARD_PP_RULE_VLLM, {1, 1, 1, 1, 1, 1, 1}},
+        {9, 5, KVSHARD_PP_RULE_VLLM, {2, 2, 2, 2, 1}}, /* r = P - 1: the first gets one */
+        {5, 1, KVSHARD_PP_RULE_VLLM, {5}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         uint32_t out[8] = {0};
@@ -1302,7 +1302,7 @@ static void test_partition_rules(void **state)
         for (uint32_t s = 0; s < cases[i].p; s++) {
             if (out[s] != cases[i].counts[s])
                 print_error("L %u P %u %s: stage %u has %u\n", cases[i].l, cases[i].p,
-                            kvshard_partition__rule_name(cases[i].rule), s, out[s]);
+                            kvshard_pp_rule_name(cases[i].rule), s, out[s]);
             assert_int_equal(out[s], cases[i].counts[s]);
         }
         tu_assert_ok(kvshard_partition__check(out, cases[i].p, cases[i].l, cases[i].p, &err), &err);
@@ -1310,29 +1310,30 @@ static void test_partition_rules(void **state)
     uint32_t out[4] = {9, 9, 9, 9};
     kvshard_error err;
     kvshard__error_reset(&err);
-    assert_int_equal(kvshard_partition__by_rule(out, 61, 2, KVSHARD__PP_EVEN, &err),
-                     KVSHARD_ERANGE);
-    assert_contains(err.message, "the rule even needs pp_size to divide the 61 decoder layers, "
-                                 "and 2 does not");
+    assert_int_equal(kvshard_partition__by_rule(out, 61, 2, KVSHARD_PP_RULE_EVEN, &err),
+                     KVSHARD_EPARTITION);
+    assert_contains(err.message, "pp_partition_rule even needs pp_size to divide the 61 decoder "
+                                 "layers, and 2 does not");
     kvshard__error_reset(&err);
-    assert_int_equal(kvshard_partition__by_rule(out, 3, 4, KVSHARD__PP_VLLM, &err), KVSHARD_ERANGE);
+    assert_int_equal(kvshard_partition__by_rule(out, 3, 4, KVSHARD_PP_RULE_VLLM, &err),
+                     KVSHARD_EPPLAYERS);
     assert_contains(err.message, "pp_size 4 is above the model's 3 decoder layers");
     kvshard__error_reset(&err);
-    assert_int_equal(kvshard_partition__by_rule(out, 3, 0, KVSHARD__PP_VLLM, &err),
+    assert_int_equal(kvshard_partition__by_rule(out, 3, 0, KVSHARD_PP_RULE_VLLM, &err),
                      KVSHARD_EPARALLEL);
     assert_true(out[0] == 9 && out[3] == 9);
     const uint32_t bad[3] = {2, 0, 2};
     kvshard__error_reset(&err);
-    assert_int_equal(kvshard_partition__check(bad, 3, 4, 2, &err), KVSHARD_ERANGE);
+    assert_int_equal(kvshard_partition__check(bad, 3, 4, 2, &err), KVSHARD_EPARTITION);
     assert_contains(err.message, "pp_partition has 3 entries; pp_size is 2");
     kvshard__error_reset(&err);
-    assert_int_equal(kvshard_partition__check(bad, 3, 4, 3, &err), KVSHARD_ERANGE);
-    assert_contains(err.message, "pp_partition entry 1 is 0");
+    assert_int_equal(kvshard_partition__check(bad, 3, 4, 3, &err), KVSHARD_EPARTITION);
+    assert_contains(err.message, "pp_partition[1] is 0");
     const uint32_t sum[2] = {2, 3};
     kvshard__error_reset(&err);
-    assert_int_equal(kvshard_partition__check(sum, 2, 4, 2, &err), KVSHARD_ERANGE);
+    assert_int_equal(kvshard_partition__check(sum, 2, 4, 2, &err), KVSHARD_EPARTITION);
     assert_contains(err.message, "pp_partition sums to 5 layers; the model has 4");
-    assert_string_equal(kvshard_partition__rule_name(KVSHARD__PP_TRTLLM), "trtllm");
+    assert_string_equal(kvshard_pp_rule_name(KVSHARD_PP_RULE_TRTLLM), "trtllm");
 }
 
 /* ---- out of memory ---------------------------------------------------------------------- */

@@ -130,7 +130,20 @@ typedef enum kvshard_status {
     /** The model config describes a cache kvshard does not model (a key
      *  such as block_configs or cross_attention_layers): it is refused by
      *  name rather than planned by another rule. */
-    KVSHARD_EUNMODELED = -28
+    KVSHARD_EUNMODELED = -28,
+    /** More pipeline stages than decoder layers: every stage holds one. */
+    KVSHARD_EPPLAYERS = -29,
+    /** The layers cannot be cut into the stages asked for: an unknown rule,
+     *  the even rule with pp_size not dividing the layers, an explicit
+     *  pp_partition of another length or sum or with an entry below 1. */
+    KVSHARD_EPARTITION = -30,
+    /** A layer and the layer whose cache it reads fall on different stages. */
+    KVSHARD_EPPSOURCE = -31,
+    /** A stage outside 0..pp_size-1 in an API call. */
+    KVSHARD_ESTAGE = -32,
+    /** A global rank outside 0..world_size-1, or coordinates outside their
+     *  sizes, in an API call. */
+    KVSHARD_EGLOBALRANK = -33
 } kvshard_status;
 
 /** Static English name of a status code ("no memory for one block", ...).
@@ -290,6 +303,41 @@ typedef enum kvshard_ownership {
     KVSHARD_OWNERSHIP_CONTIGUOUS = 2
 } kvshard_ownership;
 
+/** How the decoder layers are cut into pipeline stages: the engine whose
+ *  default rule gives the counts (q = L / P layers each, the remainder
+ *  r = L % P spread as that engine spreads it). */
+typedef enum kvshard_pp_rule {
+    /** vllm unless the options give one. */
+    KVSHARD_PP_RULE_DEFAULT = -1,
+    /** The extras walking back from the second-to-last stage (vLLM). */
+    KVSHARD_PP_RULE_VLLM = 0,
+    /** The extras on the last r stages (SGLang). */
+    KVSHARD_PP_RULE_SGLANG = 1,
+    /** The extras on the first r stages (TensorRT-LLM). */
+    KVSHARD_PP_RULE_TRTLLM = 2,
+    /** No extras: pp_size must divide the layers. */
+    KVSHARD_PP_RULE_EVEN = 3,
+    /** Given as pp_partition (reported; not an input). */
+    KVSHARD_PP_RULE_EXPLICIT = 4
+} kvshard_pp_rule;
+
+/** The order in which an engine numbers its ranks, outermost first. */
+typedef enum kvshard_rank_layout {
+    /** The engine profile's: vllm for kvshard and vllm, sglang, xllm. */
+    KVSHARD_RANK_LAYOUT_DEFAULT = -1,
+    /** dp, pp, cp, tp: ((d·P + p)·C + c)·T + t. */
+    KVSHARD_RANK_LAYOUT_VLLM = 0,
+    /** pp, dp, cp, tp: ((p·D + d)·C + c)·T + t. */
+    KVSHARD_RANK_LAYOUT_SGLANG = 1,
+    /** pp, dp, tp, cp: (p·D·T + d·T + t)·C + c. */
+    KVSHARD_RANK_LAYOUT_TRTLLM = 2,
+    /** dp, cp, tp, no stages: (d·C + c)·T + t. */
+    KVSHARD_RANK_LAYOUT_XLLM = 3
+} kvshard_rank_layout;
+
+/** Most entries of an explicit pp_partition. */
+#define KVSHARD_MAX_PP_PARTITION 256u
+
 /** Whose capacity model sizes blocks and state. */
 typedef enum kvshard_engine {
     /** kvshard's own: reserve state for max_seqs, cut the rest into blocks. */
@@ -316,6 +364,12 @@ KVSHARD_EXPORT const char *kvshard_state_kind_name(kvshard_state_kind kind);
 KVSHARD_EXPORT const char *kvshard_dtype_name(kvshard_dtype dtype);
 /** "default", "ordinal", "global", "contiguous"; "unknown" for other values. */
 KVSHARD_EXPORT const char *kvshard_ownership_name(kvshard_ownership ownership);
+/** "default", "vllm", "sglang", "trtllm", "even", "explicit"; "unknown" for
+ *  other values. */
+KVSHARD_EXPORT const char *kvshard_pp_rule_name(kvshard_pp_rule rule);
+/** "default", "vllm", "sglang", "trtllm", "xllm"; "unknown" for other
+ *  values. */
+KVSHARD_EXPORT const char *kvshard_rank_layout_name(kvshard_rank_layout layout);
 /** "kvshard", "xllm", "vllm", "sglang"; "unknown" for other values. */
 KVSHARD_EXPORT const char *kvshard_engine_name(kvshard_engine engine);
 
@@ -486,12 +540,27 @@ typedef struct kvshard_options {
      *  Borrowed: a plan copies what it reads, so it need only outlive the
      *  call the options are given to. */
     const kvshard_settings *settings;
+    /** P, the pipeline stages; default 1. T = world_size / (P x dp x cp). */
+    uint32_t pp_size;
+    /** The rule that cuts the layers into stages; DEFAULT: vllm. */
+    kvshard_pp_rule pp_partition_rule;
+    /** The layers of each stage, given explicitly (pp_partition_count
+     *  entries, at most KVSHARD_MAX_PP_PARTITION); NULL: the rule's.
+     *  Borrowed like `settings`. */
+    const uint32_t *pp_partition;
+    uint32_t pp_partition_count;
+    /** How the engine numbers its ranks; DEFAULT: the profile's. */
+    kvshard_rank_layout rank_layout;
+    /** kvshard_comparison_create() also sweeps pp_size over the divisors of
+     *  world_size / (dp x cp) that can cut the layers; default false. */
+    bool sweep_pp;
 } kvshard_options;
 
 #define KVSHARD_OPTIONS_INIT                                                          \
     { sizeof(kvshard_options), 1u, 1u, 1u, false, 1u, KVSHARD_OWNERSHIP_DEFAULT,      \
       false, KVSHARD_ENGINE_KVSHARD, KVSHARD_DTYPE_AUTO, KVSHARD_DTYPE_AUTO, 0u, 0u,  \
-      0u, 0u, 1u, 0u, NULL }
+      0u, 0u, 1u, 0u, NULL, 1u, KVSHARD_PP_RULE_DEFAULT, NULL, 0u,                     \
+      KVSHARD_RANK_LAYOUT_DEFAULT, false }
 
 /**
  * Set one option by its deployment key name ("world_size",
@@ -748,8 +817,30 @@ KVSHARD_EXPORT int kvshard_plan_split_position(uint32_t *out_split_rank,
 KVSHARD_EXPORT int kvshard_plan_rank_layers(const uint32_t **out, size_t *out_count,
                                             const kvshard_plan *plan, uint32_t tp_rank);
 
-/** How one TP rank stores one decoder layer: what an engine needs to
- *  allocate the layer's buffers. Start from KVSHARD_LAYER_STORAGE_INIT. */
+/** What a rank holds of one layer. */
+typedef enum kvshard_layer_holding {
+    /** The layer belongs to another pipeline stage. */
+    KVSHARD_HOLDS_NOT_ON_STAGE = 0,
+    /** Nothing: a no-cache layer, or a draft layer no speculation counts. */
+    KVSHARD_HOLDS_NOTHING = 1,
+    /** The recurrent state of a linear layer. */
+    KVSHARD_HOLDS_STATE = 2,
+    /** The window of a sliding-window or chunked-attention layer. */
+    KVSHARD_HOLDS_WINDOW = 3,
+    /** The paged KV it owns (full attention, hybrid with its state,
+     *  compressed with its window and state). */
+    KVSHARD_HOLDS_KV = 4,
+    /** A KV layer another rank of its split group owns: the rank computes
+     *  it from its scratch buffer (a hybrid layer's state is still its own). */
+    KVSHARD_HOLDS_SCRATCH = 5,
+    /** A shared-KV layer: it reads kv_source's cache, on the same stage. */
+    KVSHARD_HOLDS_SHARED = 6,
+    /** A draft layer counted with speculation, on the last stage. */
+    KVSHARD_HOLDS_DRAFT = 7
+} kvshard_layer_holding;
+
+/** How one rank stores one layer: what an engine needs to allocate the
+ *  layer's buffers. Start from KVSHARD_LAYER_STORAGE_INIT. */
 typedef struct kvshard_layer_storage {
     size_t size;
     kvshard_layer_kind kind;
@@ -785,15 +876,23 @@ typedef struct kvshard_layer_storage {
     /** The layer keeps an indexer key (DSA, a sparse index, a compressed
      *  layer's index keys). */
     bool index_key;
+    /** What the rank holds of it. */
+    kvshard_layer_holding holding;
+    /** The pipeline stage the layer is on (draft layers: the last). */
+    uint32_t stage;
 } kvshard_layer_storage;
 
 #define KVSHARD_LAYER_STORAGE_INIT                                                    \
     { sizeof(kvshard_layer_storage), KVSHARD_LAYER_FULL_ATTENTION, false, -1, -1, 0,  \
-      0, 0, -1, 0, -1, 0, false }
+      0, 0, -1, 0, -1, 0, false, KVSHARD_HOLDS_NOTHING, 0 }
 
-/** How TP rank `tp_rank` stores `layer`, into *out (`size` set by the caller).
- *  O(1). KVSHARD_ERANK, KVSHARD_ELAYER when out of range, KVSHARD_EINVAL when
- *  `out` is NULL or its size unknown. */
+/** How plan rank `tp_rank` (stage x T + TP rank; the TP rank when there is
+ *  one stage) stores `layer`, into *out (`size` set by the caller): decoder
+ *  layers 0..L-1, then the draft layers L..L+d-1 (d =
+ *  kvshard_model_num_draft_layers()). A layer of another stage is
+ *  KVSHARD_HOLDS_NOT_ON_STAGE, not an error. O(1). KVSHARD_ERANK,
+ *  KVSHARD_ELAYER when out of range, KVSHARD_EINVAL when `out` is NULL or
+ *  its size unknown. */
 KVSHARD_EXPORT int kvshard_plan_layer_storage(kvshard_layer_storage *out,
                                               const kvshard_plan *plan, uint32_t tp_rank,
                                               uint32_t layer);
@@ -1006,7 +1105,12 @@ typedef enum kvshard_warning_code {
     /** sglang: --max-total-tokens above the token pool the budget gives. */
     KVSHARD_WARN_ENGINE_MAX_TOTAL_TOKENS_ABOVE_PROFILE = 13,
     /** sglang: the state pool lowers max_running_requests. */
-    KVSHARD_WARN_ENGINE_MAX_RUNNING_REQUESTS_CAPPED = 14
+    KVSHARD_WARN_ENGINE_MAX_RUNNING_REQUESTS_CAPPED = 14,
+    /** SGLang refuses pipeline stages together with speculative decoding;
+     *  the plan is made all the same. */
+    KVSHARD_WARN_PP_DRAFT_REFUSED = 15,
+    /** Some stage's ranks store no KV bytes though the model has KV layers. */
+    KVSHARD_WARN_STAGE_WITHOUT_KV = 16
 } kvshard_warning_code;
 
 /** Machine-readable name of a warning code ("split_disabled", ...);
@@ -1040,6 +1144,95 @@ KVSHARD_EXPORT uint64_t kvshard_plan_layout_digest(const kvshard_plan *plan);
  */
 KVSHARD_EXPORT int kvshard_plan_describe_rank(char *buf, size_t cap, const kvshard_plan *plan,
                                               uint32_t tp_rank);
+
+/* ------------------------------------------------------------------------ */
+/* Pipeline stages and global ranks                                          */
+/* ------------------------------------------------------------------------ */
+
+/* A plan of P stages has P x T plan ranks: plan rank stage x T + TP rank.
+ * Every call above that takes a rank takes a plan rank (the TP rank when
+ * P = 1). An engine that knows only its global rank asks
+ * kvshard_plan_locate() for its plan rank first. */
+
+/** P: pipeline stages (1 without pp_size); 0 for a NULL plan. */
+KVSHARD_EXPORT uint32_t kvshard_plan_pp_size(const kvshard_plan *plan);
+/** P x T: how many plan ranks there are; 0 for a NULL plan. */
+KVSHARD_EXPORT uint32_t kvshard_plan_num_ranks(const kvshard_plan *plan);
+
+/** One pipeline stage. Start from KVSHARD_STAGE_INFO_INIT. */
+typedef struct kvshard_stage_info {
+    size_t size;
+    uint32_t stage;
+    uint32_t layer_first;      /**< its first decoder layer */
+    uint32_t layer_count;      /**< its decoder layers */
+    uint32_t num_kv_layers;    /**< full-attention, hybrid and compressed layers */
+    uint32_t num_state_layers; /**< linear and hybrid layers */
+    /** Draft layers speculation counts on it: the last stage only. */
+    uint32_t num_draft_layers;
+    /** Global rank of its TP rank 0 (data-parallel replica 0, context rank
+     *  0), and the step between the global ranks of consecutive TP ranks. */
+    uint32_t global_rank_first;
+    uint32_t global_rank_stride;
+    /** The largest over its ranks of KV + scratch + draft bytes per token,
+     *  and of the state bytes per sequence. */
+    uint64_t bytes_per_token;
+    uint64_t state_bytes_per_seq;
+    /** The fewest blocks of its ranks that store KV bytes; false when none
+     *  does or there is no budget. */
+    bool has_num_blocks;
+    uint64_t num_blocks;
+    /** The binding rank (the first whose blocks are the common count) is on
+     *  this stage. */
+    bool binds;
+} kvshard_stage_info;
+
+#define KVSHARD_STAGE_INFO_INIT                                                       \
+    { sizeof(kvshard_stage_info), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, 0, false }
+
+/** Stage `stage` into *out (`size` set by the caller). KVSHARD_ESTAGE when
+ *  out of range, KVSHARD_EINVAL for NULL arguments or an unknown size. */
+KVSHARD_EXPORT int kvshard_plan_stage(kvshard_stage_info *out, const kvshard_plan *plan,
+                                      uint32_t stage);
+
+/** The stage a layer is on: decoder layers 0..L-1, then the draft layers
+ *  L..L+d-1 (on the last stage). KVSHARD_ELAYER when out of range. */
+KVSHARD_EXPORT int kvshard_plan_layer_stage(uint32_t *out, const kvshard_plan *plan,
+                                            uint32_t layer);
+
+/** The layer counts of the stages as the engines take them ("31,30": the
+ *  value of VLLM_PP_LAYER_PARTITION and SGLANG_PP_LAYER_PARTITION). Written
+ *  like snprintf; returns the length the whole text needs, or
+ *  KVSHARD_EINVAL. */
+KVSHARD_EXPORT int kvshard_plan_pp_partition(char *buf, size_t cap, const kvshard_plan *plan);
+
+/** Where a global rank sits. Start from KVSHARD_RANK_POSITION_INIT. */
+typedef struct kvshard_rank_position {
+    size_t size;
+    uint32_t global_rank;
+    uint32_t dp_rank;     /**< data-parallel replica */
+    uint32_t stage;       /**< pipeline stage */
+    uint32_t cp_rank;     /**< context-parallel rank */
+    uint32_t tp_rank;     /**< attention-TP rank inside its stage */
+    uint32_t plan_rank;   /**< stage x T + tp_rank: what the calls above take */
+    uint32_t split_group; /**< tp_rank / S_eff */
+    uint32_t split_rank;  /**< tp_rank % S_eff */
+} kvshard_rank_position;
+
+#define KVSHARD_RANK_POSITION_INIT { sizeof(kvshard_rank_position), 0, 0, 0, 0, 0, 0, 0, 0 }
+
+/** The coordinates of global rank `global_rank` under the plan's rank
+ *  layout, into *out (`size` set by the caller). No collective: every rank
+ *  can locate every other. KVSHARD_EGLOBALRANK outside 0..world_size-1,
+ *  KVSHARD_EINVAL for NULL arguments or an unknown size. */
+KVSHARD_EXPORT int kvshard_plan_locate(kvshard_rank_position *out, const kvshard_plan *plan,
+                                       uint32_t global_rank);
+
+/** The global rank of a rank's coordinates under the plan's layout.
+ *  KVSHARD_ESTAGE for a stage out of range, KVSHARD_ERANK for another
+ *  coordinate out of range, KVSHARD_EINVAL for NULL arguments. */
+KVSHARD_EXPORT int kvshard_plan_global_rank(uint32_t *out, const kvshard_plan *plan,
+                                            uint32_t dp_rank, uint32_t stage, uint32_t cp_rank,
+                                            uint32_t tp_rank);
 
 /* ------------------------------------------------------------------------ */
 /* Output                                                                    */
@@ -1097,11 +1290,19 @@ typedef struct kvshard_comparison_row {
     uint64_t concurrency;
     bool has_balanced_max_seqs;
     uint64_t balanced_max_seqs;
+    /** The row's pipeline stages and attention TP size (several of each
+     *  with sweep_pp). */
+    uint32_t pp_size;
+    uint32_t attn_tp_size;
 } kvshard_comparison_row;
 
 /** Build the comparison from a model and options (the split fields of
- *  `options` are ignored). Fails only for errors no split size can avoid;
- *  errors as kvshard_plan_create(). */
+ *  `options` are ignored): every split size dividing T under each ownership
+ *  rule, at the options' pp_size, or with `sweep_pp` at every pp_size that
+ *  divides world_size / (dp x cp) and can cut the layers (a pp_size whose
+ *  plan fails for another reason than memory is left out). Fails only for
+ *  errors no row can avoid; errors as kvshard_plan_create(), and
+ *  KVSHARD_EPARTITION for pp_partition with sweep_pp. */
 KVSHARD_EXPORT int kvshard_comparison_create(kvshard_comparison **out, const kvshard_model *model,
                                              const kvshard_options *options,
                                              const kvshard_allocator *allocator,

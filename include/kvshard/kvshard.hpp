@@ -81,6 +81,14 @@ inline const char *name(kvshard_engine engine) noexcept
 {
     return kvshard_engine_name(engine);
 }
+inline const char *name(kvshard_pp_rule rule) noexcept
+{
+    return kvshard_pp_rule_name(rule);
+}
+inline const char *name(kvshard_rank_layout layout) noexcept
+{
+    return kvshard_rank_layout_name(layout);
+}
 inline const char *name(kvshard_warning_code code) noexcept
 {
     return kvshard_warning_name(code);
@@ -963,6 +971,68 @@ class Plan
         detail::check(n < 0 ? n : KVSHARD_OK, "kvshard::Plan::describe_rank");
         line.resize(static_cast<std::size_t>(n));
         return line;
+    }
+
+    /** P: pipeline stages. */
+    std::uint32_t pp_size() const
+    {
+        return kvshard_plan_pp_size(h());
+    }
+
+    /** P x T: the plan ranks the rank queries take. */
+    std::uint32_t num_ranks() const
+    {
+        return kvshard_plan_num_ranks(h());
+    }
+
+    /** A pipeline stage. KVSHARD_ESTAGE when out of range. */
+    kvshard_stage_info stage(std::uint32_t stage) const
+    {
+        kvshard_stage_info out = KVSHARD_STAGE_INFO_INIT;
+        detail::check(kvshard_plan_stage(&out, h(), stage), "kvshard::Plan::stage");
+        return out;
+    }
+
+    /** The stage a layer is on (draft layers: the last). KVSHARD_ELAYER
+     *  when out of range. */
+    std::uint32_t layer_stage(std::uint32_t layer) const
+    {
+        std::uint32_t out = 0;
+        detail::check(kvshard_plan_layer_stage(&out, h(), layer), "kvshard::Plan::layer_stage");
+        return out;
+    }
+
+    /** The stages' layer counts as the engines take them: "31,30". */
+    std::string pp_partition() const
+    {
+        const kvshard_plan *p = h();
+        int n = kvshard_plan_pp_partition(nullptr, 0, p);
+        detail::check(n < 0 ? n : KVSHARD_OK, "kvshard::Plan::pp_partition");
+        std::string text(static_cast<std::size_t>(n) + 1, '\0');
+        n = kvshard_plan_pp_partition(text.data(), text.size(), p);
+        detail::check(n < 0 ? n : KVSHARD_OK, "kvshard::Plan::pp_partition");
+        text.resize(static_cast<std::size_t>(n));
+        return text;
+    }
+
+    /** Where a global rank sits: its stage, TP rank and plan rank.
+     *  KVSHARD_EGLOBALRANK outside the world. */
+    kvshard_rank_position locate(std::uint32_t global_rank) const
+    {
+        kvshard_rank_position out = KVSHARD_RANK_POSITION_INIT;
+        detail::check(kvshard_plan_locate(&out, h(), global_rank), "kvshard::Plan::locate");
+        return out;
+    }
+
+    /** The global rank of a rank's coordinates. KVSHARD_ESTAGE, KVSHARD_ERANK
+     *  when out of range. */
+    std::uint32_t global_rank(std::uint32_t dp_rank, std::uint32_t stage, std::uint32_t cp_rank,
+                              std::uint32_t tp_rank) const
+    {
+        std::uint32_t out = 0;
+        detail::check(kvshard_plan_global_rank(&out, h(), dp_rank, stage, cp_rank, tp_rank),
+                      "kvshard::Plan::global_rank");
+        return out;
     }
 
     /** The plan's JSON document (with its final newline). */

@@ -40,6 +40,11 @@ const char *kvshard_strerror(int code)
     case KVSHARD_EPROFILE: return "not supported by the engine profile";
     case KVSHARD_EUNSUPPORTED: return "unsupported YAML feature";
     case KVSHARD_EUNMODELED: return "a cache kvshard does not model";
+    case KVSHARD_EPPLAYERS: return "more pipeline stages than layers";
+    case KVSHARD_EPARTITION: return "layers cannot be cut into these stages";
+    case KVSHARD_EPPSOURCE: return "a layer and its cache source on different stages";
+    case KVSHARD_ESTAGE: return "stage out of range";
+    case KVSHARD_EGLOBALRANK: return "global rank out of range";
     default: return "unknown error";
     }
 }

@@ -16,6 +16,48 @@ typedef struct loader {
     kvshard_error *err;
 } loader;
 
+int kvshard__parse_counts(uint32_t *counts, uint32_t *count, const char *text, size_t len,
+                          const char *source, kvshard__mark mark, kvshard_error *err)
+{
+    uint32_t n = 0;
+    size_t i = 0;
+    while (i <= len) {
+        size_t start = i;
+        while (i < len && text[i] != ',')
+            i++;
+        /* One entry, with the blanks around it. */
+        size_t a = start, b = i;
+        while (a < b && (text[a] == ' ' || text[a] == '\t'))
+            a++;
+        while (b > a && (text[b - 1] == ' ' || text[b - 1] == '\t'))
+            b--;
+        if (n == KVSHARD_MAX_PP_PARTITION)
+            return kvshard__fail(err, KVSHARD_EPARTITION, source, mark,
+                                 "pp_partition has more than %u entries (KVSHARD_MAX_PP_PARTITION)",
+                                 KVSHARD_MAX_PP_PARTITION);
+        uint64_t v;
+        char what[48];
+        snprintf(what, sizeof what, "pp_partition[%u]", n);
+        int rc = kvshard__parse_uint(&v, text + a, b - a, 0, UINT32_MAX, what, source, mark, err);
+        if (rc)
+            return rc;
+        counts[n++] = (uint32_t)v;
+        i++; /* past the comma, or the end */
+    }
+    *count = n;
+    return KVSHARD_OK;
+}
+
+/* pp_partition's entries into the list its options point to. */
+static int assign_counts(const kvshard__deployment_values *into, const uint32_t *counts,
+                         uint32_t n)
+{
+    memcpy(into->pp_counts, counts, n * sizeof *counts);
+    into->options->pp_partition = n ? into->pp_counts : NULL;
+    into->options->pp_partition_count = n;
+    return KVSHARD_OK;
+}
+
 int kvshard__deployment_assign(const kvshard__deployment_values *into, kvshard__deploy_key key,
                                const char *value, size_t len, kvshard__value_style style,
                                const char *source, kvshard__mark mark, bool override,
@@ -24,8 +66,16 @@ int kvshard__deployment_assign(const kvshard__deployment_values *into, kvshard__
     if (key.option == KVSHARD__OPT_COUNT)
         return kvshard_settings__assign(into->settings, key.setting, value, len, style, source,
                                         mark, override, err);
-    int rc = kvshard__option_parse(into->options, key.option, value, len, style, key.words, source,
-                                   mark, err);
+    int rc;
+    if (key.option == KVSHARD__OPT_PP_PARTITION) {
+        uint32_t counts[KVSHARD_MAX_PP_PARTITION], n = 0;
+        rc = kvshard__parse_counts(counts, &n, value, len, source, mark, err);
+        if (rc == KVSHARD_OK)
+            rc = assign_counts(into, counts, n);
+    } else {
+        rc = kvshard__option_parse(into->options, key.option, value, len, style, key.words,
+                                   source, mark, err);
+    }
     if (rc)
         return rc;
     kvshard__option_site *site = &into->sites[key.option];
@@ -55,6 +105,38 @@ bool kvshard__deployment_site(const kvshard_deployment *deployment, const char *
     *mark = e->mark;
     *override = e->override;
     return true;
+}
+
+/* A pp_partition written as a YAML list of layer counts. */
+static int read_counts(loader *l, const kvshard__node *list)
+{
+    const kvshard__doc *doc = l->doc;
+    if (list->count > KVSHARD_MAX_PP_PARTITION)
+        return kvshard__doc_fail(doc, l->err, KVSHARD_EPARTITION, list,
+                                 "pp_partition has %u entries; at most %u are read "
+                                 "(KVSHARD_MAX_PP_PARTITION)",
+                                 list->count, KVSHARD_MAX_PP_PARTITION);
+    uint32_t counts[KVSHARD_MAX_PP_PARTITION], n = 0;
+    kvshard__iter it = kvshard__iter_begin(doc, list);
+    kvshard__node item = {0};
+    while (kvshard__iter_next(doc, &it, &item)) {
+        char what[48];
+        snprintf(what, sizeof what, "pp_partition[%u]", n);
+        uint64_t v;
+        int rc = kvshard__node_uint(&v, doc, &item, what, 0, UINT32_MAX, l->err);
+        if (rc)
+            return rc;
+        counts[n++] = (uint32_t)v;
+    }
+    kvshard_deployment *dep = l->dep;
+    kvshard__deployment_values into = {&dep->options, dep->sites, dep->settings, dep->pp_counts};
+    assign_counts(&into, counts, n);
+    kvshard__option_site *site = &dep->sites[KVSHARD__OPT_PP_PARTITION];
+    site->set = true;
+    site->override = false;
+    site->mark = kvshard__doc_mark(doc, list->offset);
+    snprintf(site->source, sizeof site->source, "%s", doc->source);
+    return KVSHARD_OK;
 }
 
 static int read_section(loader *l, const kvshard__node *section, kvshard__section which)
@@ -87,6 +169,20 @@ static int read_section(loader *l, const kvshard__node *section, kvshard__sectio
                                      "unknown key \"%s\" in %s (it belongs in %s)", shown, name,
                                      kvshard__section_name(home));
         }
+        if (key.option == KVSHARD__OPT_PP_PARTITION) {
+            /* A file lists the counts; only the flag spells them "31,30". */
+            if (v.kind != KVSHARD__NODE_SEQUENCE) {
+                char desc[160];
+                kvshard__node_describe(desc, sizeof desc, &v);
+                return kvshard__doc_fail(doc, l->err, KVSHARD_ETYPE, &v,
+                                         "pp_partition: expected a list of layer counts such as "
+                                         "[31, 30], found %s",
+                                         desc);
+            }
+            if ((rc = read_counts(l, &v)) != 0)
+                return rc;
+            continue;
+        }
         bool object = key.setting && key.setting->def.type == KVSHARD__VT_OBJECT;
         if (v.kind != KVSHARD__NODE_SCALAR || kvshard__node_is_null(&v)) {
             char desc[160];
@@ -106,7 +202,8 @@ static int read_section(loader *l, const kvshard__node *section, kvshard__sectio
                                      "%s: expected an integer or a word, found a !!float",
                                      kvshard__key_name_of(key));
         kvshard__mark mark = kvshard__doc_mark(doc, v.offset);
-        kvshard__deployment_values into = {&l->dep->options, l->dep->sites, l->dep->settings};
+        kvshard__deployment_values into = {&l->dep->options, l->dep->sites, l->dep->settings,
+                                           l->dep->pp_counts};
         if ((rc = kvshard__deployment_assign(&into, key, v.text, v.count, v.style, doc->source,
                                              mark, false, l->err)) != 0)
             return rc;
@@ -204,8 +301,7 @@ static kvshard_deployment *new_deployment(const kvshard_allocator *a, const char
         return NULL;
     }
     dep->alloc = *a;
-    kvshard_options defaults = KVSHARD_OPTIONS_INIT;
-    dep->options = defaults;
+    KVSHARD__INIT_BYTES(dep->options, kvshard_options, KVSHARD_OPTIONS_INIT);
     return dep;
 }
 
@@ -305,8 +401,13 @@ int kvshard_deployment_create(kvshard_deployment **out, kvshard_model *model,
         new_deployment(&model->alloc, "options", options ? options->settings : NULL);
     if (!dep)
         return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
-    if (options)
+    if (options) {
         dep->options = *options;
+        if (options->pp_partition_count)
+            memcpy(dep->pp_counts, options->pp_partition,
+                   options->pp_partition_count * sizeof *dep->pp_counts);
+        dep->options.pp_partition = NULL;
+    }
     dep->model = model;
     *out = dep;
     return KVSHARD_OK;
@@ -328,12 +429,23 @@ const kvshard_model *kvshard_deployment_model(const kvshard_deployment *deployme
     return deployment ? deployment->model : NULL;
 }
 
+kvshard_options kvshard__deployment_options(const kvshard_deployment *deployment)
+{
+    kvshard_options o;
+    memcpy(&o, &deployment->options, sizeof o); /* its padding too: callers compare bytes */
+    o.settings = deployment->settings;
+    o.pp_partition = o.pp_partition_count ? deployment->pp_counts : NULL;
+    return o;
+}
+
 int kvshard_deployment_options(kvshard_options *out, const kvshard_deployment *deployment)
 {
     if (!deployment)
         return KVSHARD_EINVAL;
-    kvshard_options o = deployment->options;
+    kvshard_options o;
+    memcpy(&o, &deployment->options, sizeof o);
     o.settings = deployment->settings;
+    o.pp_partition = o.pp_partition_count ? deployment->pp_counts : NULL;
     return kvshard__copy_out(out, &o, sizeof *out, sizeof *out) ? KVSHARD_OK : KVSHARD_EINVAL;
 }
 
@@ -353,7 +465,7 @@ int kvshard_deployment_set(kvshard_deployment *deployment, const char *key, cons
                              "unknown option \"%s\"", shown);
     }
     kvshard__deployment_values into = {&deployment->options, deployment->sites,
-                                       deployment->settings};
+                                       deployment->settings, deployment->pp_counts};
     return kvshard__deployment_assign(&into, ref, value, strlen(value), KVSHARD__VALUE_FLAG, from,
                                       kvshard__no_mark, true, err);
 }

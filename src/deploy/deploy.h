@@ -22,7 +22,15 @@ struct kvshard_deployment {
     kvshard_settings *settings;
     char *source;
     kvshard__option_site sites[KVSHARD__OPT_COUNT];
+    /* The entries of an explicit pp_partition (options.pp_partition_count of
+     * them); options.pp_partition points here only in the options handed
+     * out (kvshard__deployment_options()). */
+    uint32_t pp_counts[KVSHARD_MAX_PP_PARTITION];
 };
+
+/* The deployment's options as a plan takes them: its settings and its
+ * pp_partition entries borrowed from it. */
+kvshard_options kvshard__deployment_options(const kvshard_deployment *deployment);
 
 /* What a change to a deployment writes into: copies of its options, sites
  * and settings, so that a batch of changes lands all or nothing. */
@@ -30,7 +38,13 @@ typedef struct kvshard__deployment_values {
     kvshard_options *options;
     kvshard__option_site *sites;
     kvshard_settings *settings;
+    uint32_t *pp_counts; /* KVSHARD_MAX_PP_PARTITION entries */
 } kvshard__deployment_values;
+
+/* A pp_partition given as text ("31,30" or "31, 30"): at most
+ * KVSHARD_MAX_PP_PARTITION counts into `counts`, their number into *count. */
+int kvshard__parse_counts(uint32_t *counts, uint32_t *count, const char *text, size_t len,
+                          const char *source, kvshard__mark mark, kvshard_error *err);
 
 /* Parse `value` for the option or setting `key` and record where it was set. */
 int kvshard__deployment_assign(const kvshard__deployment_values *into, kvshard__deploy_key key,

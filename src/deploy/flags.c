@@ -616,15 +616,22 @@ int kvshard_flags__apply(kvshard_deployment *deployment, size_t count, const cha
         l.count = kept;
         /* All or nothing: the flags go into copies, which replace the
          * deployment's only when every flag applied. */
-        kvshard_options options = deployment->options;
+        kvshard_options options;
+        memcpy(&options, &deployment->options, sizeof options); /* by bytes: see below */
         kvshard__option_site sites[KVSHARD__OPT_COUNT];
         memcpy(sites, deployment->sites, sizeof sites);
+        uint32_t counts[KVSHARD_MAX_PP_PARTITION];
+        memcpy(counts, deployment->pp_counts, sizeof counts);
         kvshard_settings *settings = kvshard_settings__copy(deployment->settings, &l.alloc);
-        kvshard__deployment_values into = {&options, sites, settings};
+        kvshard__deployment_values into = {&options, sites, settings, counts};
         rc = settings ? apply(&l, &into)
                       : kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
         if (rc == KVSHARD_OK) {
-            deployment->options = options;
+            /* Copied by bytes, so the options handed out compare equal byte
+             * for byte when nothing changed. */
+            memcpy(&deployment->options, &options, sizeof options);
+            deployment->options.pp_partition = NULL; /* its entries are the deployment's */
+            memcpy(deployment->pp_counts, counts, sizeof counts);
             memcpy(deployment->sites, sites, sizeof sites);
             kvshard_settings *old = deployment->settings;
             deployment->settings = settings;

@@ -31,6 +31,18 @@ static const kvshard_value__word state_dtype_words[] = {
     {"float32", KVSHARD_DTYPE_FP32},  {NULL, 0},
 };
 
+static const kvshard_value__word pp_rule_words[] = {
+    {"vllm", KVSHARD_PP_RULE_VLLM},     {"sglang", KVSHARD_PP_RULE_SGLANG},
+    {"trtllm", KVSHARD_PP_RULE_TRTLLM}, {"even", KVSHARD_PP_RULE_EVEN},
+    {NULL, 0},
+};
+
+static const kvshard_value__word rank_layout_words[] = {
+    {"vllm", KVSHARD_RANK_LAYOUT_VLLM},     {"sglang", KVSHARD_RANK_LAYOUT_SGLANG},
+    {"trtllm", KVSHARD_RANK_LAYOUT_TRTLLM}, {"xllm", KVSHARD_RANK_LAYOUT_XLLM},
+    {NULL, 0},
+};
+
 typedef struct option_def {
     kvshard_value__def value;
     kvshard__section section;
@@ -108,6 +120,27 @@ static const option_def defs[KVSHARD__OPT_COUNT] = {
                                       KVSHARD_ERANGE, true, NULL, NULL},
                                      CACHE,
                                      FIELD(context_length)},
+    [KVSHARD__OPT_PP_SIZE] = {{"pp_size", U32, 1, KVSHARD_MAX_RANKS, KVSHARD_EPARALLEL, true, NULL,
+                               NULL},
+                              PARALLEL,
+                              FIELD(pp_size)},
+    [KVSHARD__OPT_PP_RULE] = {{"pp_partition_rule", WORD, 0, 0, KVSHARD_EPARTITION, true,
+                               pp_rule_words, NULL},
+                              PARALLEL,
+                              FIELD(pp_partition_rule)},
+    /* Its text is read into a list the deployment keeps (deploy.c); the
+     * field here is the list's length. */
+    [KVSHARD__OPT_PP_PARTITION] = {{"pp_partition", KVSHARD__VT_TEXT, 0, 0, KVSHARD_EPARTITION,
+                                    true, NULL, NULL},
+                                   PARALLEL,
+                                   FIELD(pp_partition_count)},
+    [KVSHARD__OPT_RANK_LAYOUT] = {{"rank_layout", WORD, 0, 0, KVSHARD_ERANGE, true,
+                                   rank_layout_words, NULL},
+                                  PARALLEL,
+                                  FIELD(rank_layout)},
+    [KVSHARD__OPT_SWEEP_PP] = {{"sweep_pp", BOOL, 0, 1, KVSHARD_ERANGE, false, NULL, NULL},
+                               PARALLEL,
+                               FIELD(sweep_pp)},
 };
 
 #undef U32
@@ -288,6 +321,15 @@ int kvshard__options_check(const kvshard_options *options, kvshard_error *err)
                                 "KVSHARD_OPTIONS_INIT");
     for (int i = 0; rc == KVSHARD_OK && i < KVSHARD__OPT_COUNT; i++)
         rc = kvshard_value__check(&defs[i].value, get_field(options, &defs[i]), err);
+    if (rc == KVSHARD_OK && options->pp_partition_count > KVSHARD_MAX_PP_PARTITION)
+        return kvshard__fail(err, KVSHARD_EPARTITION, "", kvshard__no_mark,
+                             "pp_partition has %u entries; at most %u are read "
+                             "(KVSHARD_MAX_PP_PARTITION)",
+                             options->pp_partition_count, KVSHARD_MAX_PP_PARTITION);
+    if (rc == KVSHARD_OK && options->pp_partition_count > 0 && !options->pp_partition)
+        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
+                             "pp_partition_count is %u but pp_partition is NULL",
+                             options->pp_partition_count);
     return rc;
 }
 
@@ -301,15 +343,24 @@ kvshard_options kvshard__options_settle(const kvshard_options *options)
         o.max_seqs = p->max_seqs;
     if (o.ownership == KVSHARD_OWNERSHIP_DEFAULT)
         o.ownership = p->ownership;
+    if (o.pp_size == 0)
+        o.pp_size = 1;
+    if (o.pp_partition_count > 0)
+        o.pp_partition_rule = KVSHARD_PP_RULE_EXPLICIT;
+    else if (o.pp_partition_rule == KVSHARD_PP_RULE_DEFAULT)
+        o.pp_partition_rule = KVSHARD_PP_RULE_VLLM;
+    if (o.rank_layout == KVSHARD_RANK_LAYOUT_DEFAULT)
+        o.rank_layout = p->rank_layout;
     return o;
 }
 
 uint32_t kvshard__attn_tp_size(const kvshard_options *options)
 {
-    uint64_t dc = (uint64_t)options->dp_size * options->cp_size;
-    if (dc == 0 || options->world_size % dc != 0)
+    uint64_t pp = options->pp_size ? options->pp_size : 1;
+    uint64_t pdc = pp * options->dp_size * options->cp_size;
+    if (pdc == 0 || options->world_size % pdc != 0)
         return 0;
-    return (uint32_t)(options->world_size / dc);
+    return (uint32_t)(options->world_size / pdc);
 }
 
 int kvshard_options_set(kvshard_options *options, const char *key, const char *value,
@@ -323,6 +374,10 @@ int kvshard_options_set(kvshard_options *options, const char *key, const char *v
     const char *from = origin ? origin : "option";
     kvshard__deploy_key ref =
         kvshard__key_lookup(key, strlen(key), kvshard_profiles__of(options->engine));
+    if (ref.option == KVSHARD__OPT_PP_PARTITION)
+        return kvshard__fail(err, KVSHARD_EINVAL, from, kvshard__no_mark,
+                             "pp_partition is a list: set options->pp_partition (an array of "
+                             "layer counts) and options->pp_partition_count");
     if (ref.option == KVSHARD__OPT_COUNT) {
         char shown[96];
         kvshard__excerpt(shown, sizeof shown, key, strlen(key), 64);
@@ -336,6 +391,24 @@ int kvshard_options_set(kvshard_options *options, const char *key, const char *v
     }
     return kvshard__option_parse(options, ref.option, value, strlen(value), KVSHARD__VALUE_FLAG,
                                  ref.words, from, kvshard__no_mark, err);
+}
+
+const char *kvshard_pp_rule_name(kvshard_pp_rule rule)
+{
+    if (rule == KVSHARD_PP_RULE_DEFAULT)
+        return "default";
+    if (rule == KVSHARD_PP_RULE_EXPLICIT)
+        return "explicit";
+    const kvshard_value__word *w = kvshard_value__word_of(pp_rule_words, rule);
+    return w ? w->text : "unknown";
+}
+
+const char *kvshard_rank_layout_name(kvshard_rank_layout layout)
+{
+    if (layout == KVSHARD_RANK_LAYOUT_DEFAULT)
+        return "default";
+    const kvshard_value__word *w = kvshard_value__word_of(rank_layout_words, layout);
+    return w ? w->text : "unknown";
 }
 
 const char *kvshard_ownership_name(kvshard_ownership ownership)

@@ -23,6 +23,11 @@ typedef enum kvshard__option_id {
     KVSHARD__OPT_DRAFT_TOKENS,
     KVSHARD__OPT_SCRATCH_LAYERS,
     KVSHARD__OPT_CONTEXT_LENGTH,
+    KVSHARD__OPT_PP_SIZE,
+    KVSHARD__OPT_PP_RULE,
+    KVSHARD__OPT_PP_PARTITION, /* a list: the deployment keeps its entries */
+    KVSHARD__OPT_RANK_LAYOUT,
+    KVSHARD__OPT_SWEEP_PP,
     KVSHARD__OPT_COUNT
 } kvshard__option_id;
 

@@ -245,6 +245,10 @@ static int describe(kvshard_model *m, const kvshard_model_desc *d, kvshard_error
                                  "the layers cache more than %u distinct kinds of entries",
                                  KVSHARD__MAX_CLASSES);
         in->draft_census[c] = in->num_draft_layers;
+        m->draft_class = kvshard__alloc(&m->alloc, in->num_draft_layers, 1);
+        if (!m->draft_class)
+            return kvshard__fail(err, KVSHARD_ENOMEM, SOURCE, kvshard__no_mark, "out of memory");
+        memset(m->draft_class, c, in->num_draft_layers);
     }
     return KVSHARD_OK;
 }

@@ -141,6 +141,7 @@ void kvshard_model_free(kvshard_model *model)
         return;
     kvshard_allocator a = model->alloc;
     kvshard__free(&a, model->kv_source);
+    kvshard__free(&a, model->draft_class);
     kvshard__free(&a, model); /* its per-layer arrays, source and type with it */
 }
 

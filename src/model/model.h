@@ -153,6 +153,9 @@ struct kvshard_model {
     /* Per decoder layer, the layer whose cache it reads, or -1; NULL when no
      * layer reads another's (its own allocation, made by the reader). */
     int32_t *kv_source;
+    /* Per draft layer (info.num_draft_layers), its class; NULL with none
+     * (its own allocation). */
+    uint8_t *draft_class;
     kvshard__model_info info;
     kvshard__key_site sites[KVSHARD__SITE_COUNT];
     /* The first error of a part of the config only draft layers read (their

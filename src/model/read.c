@@ -62,6 +62,11 @@ static int read_classes(kvshard__reader *r)
     if (rc)
         return rc;
     bool dsa = in->attention == KVSHARD_ATTENTION_MLA && in->has_indexer;
+    if (r->draft_count) {
+        m->draft_class = kvshard__alloc(&m->alloc, r->draft_count, 1);
+        if (!m->draft_class)
+            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ENOMEM, &r->text, "out of memory");
+    }
     for (uint32_t d = 0; d < r->draft_count; d++) {
         kvshard__class k = r->draft[d];
         /* A DSA model's draft layers carry a full indexer. */
@@ -74,6 +79,7 @@ static int read_classes(kvshard__reader *r)
                                      "kinds of entries",
                                      KVSHARD__MAX_CLASSES);
         in->draft_census[c]++;
+        m->draft_class[d] = c;
     }
     return KVSHARD_OK;
 }

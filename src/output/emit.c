@@ -91,11 +91,67 @@ static void emit_parallel(kvshard__out *o, const kvshard__plan_view *p)
     field_word(o, "ownership", kvshard_ownership_name(opt->ownership));
     sep(o);
     field_u64(o, "replication_factor", p->replication);
-    kvshard__out_raw(o, "},\n");
+    sep(o);
+    field_u64(o, "pp_size", p->pp);
+    kvshard__out_raw(o, ",\n               \"pp_partition\": [");
+    for (uint32_t s = 0; s < p->pp && !o->failed; s++) {
+        if (s)
+            sep(o);
+        kvshard__out_u64(o, p->stages[s].count);
+    }
+    kvshard__out_raw(o, "], ");
+    field_word(o, "pp_partition_rule", kvshard_pp_rule_name(opt->pp_partition_rule));
+    sep(o);
+    field_word(o, "rank_layout", kvshard_rank_layout_name(opt->rank_layout));
+    kvshard__strides st = kvshard__rank_strides(opt, p->tp);
+    kvshard__out_raw(o, ",\n               \"rank_strides\": {");
+    field_u64(o, "dp", st.dp);
+    sep(o);
+    field_u64(o, "pp", st.pp);
+    sep(o);
+    field_u64(o, "cp", st.cp);
+    sep(o);
+    field_u64(o, "tp", st.tp);
+    kvshard__out_raw(o, "}, \"expert_parallel\": false},\n");
+}
+
+/* One object per stage: its layers, its largest per-rank figures and the
+ * fewest blocks of its ranks that store KV. */
+static void emit_stages(kvshard__out *o, const kvshard__plan_view *p)
+{
+    kvshard__out_raw(o, "  \"stages\": [");
+    for (uint32_t s = 0; s < p->pp && !o->failed; s++) {
+        kvshard_stage_info info = kvshard__stage_info_of(p, s);
+        kvshard__out_raw(o, s ? ",\n    {" : "\n    {");
+        field_u64(o, "stage", s);
+        sep(o);
+        field_u64(o, "layer_first", info.layer_first);
+        sep(o);
+        field_u64(o, "layer_count", info.layer_count);
+        sep(o);
+        field_u64(o, "num_kv_layers", info.num_kv_layers);
+        sep(o);
+        field_u64(o, "num_state_layers", info.num_state_layers);
+        sep(o);
+        field_u64(o, "num_draft_layers", info.num_draft_layers);
+        sep(o);
+        field_u64(o, "global_rank_first", info.global_rank_first);
+        sep(o);
+        field_u64(o, "bytes_per_token", info.bytes_per_token);
+        sep(o);
+        field_u64(o, "state_bytes_per_seq", info.state_bytes_per_seq);
+        kvshard__out_raw(o, ", \"weights_bytes\": null, ");
+        field_or_null(o, "budget", p->has_memory, p->memory);
+        sep(o);
+        field_or_null(o, "num_blocks", info.has_num_blocks, info.num_blocks);
+        kvshard__out_put(o, "}", 1);
+    }
+    kvshard__out_raw(o, "\n  ],\n");
 }
 
 static void emit_layers(kvshard__out *o, const kvshard__plan_view *p)
 {
+    uint32_t stage = 0;
     kvshard__out_raw(o, "  \"layers\": [");
     for (uint32_t i = 0; i < p->model->num_layers && !o->failed; i++) {
         kvshard__out_raw(o, i ? ",\n    {\"index\": " : "\n    {\"index\": ");
@@ -120,29 +176,37 @@ static void emit_layers(kvshard__out *o, const kvshard__plan_view *p)
             kvshard__out_i64(o, source);
         else
             kvshard__out_raw(o, "null");
-        kvshard__out_raw(o, kvshard__class_has_index(k) ? ", \"index_key\": true}"
-                                                        : ", \"index_key\": false}");
+        kvshard__out_raw(o, kvshard__class_has_index(k) ? ", \"index_key\": true, \"stage\": "
+                                                        : ", \"index_key\": false, \"stage\": ");
+        while (i >= p->stages[stage].first + p->stages[stage].count)
+            stage++;
+        kvshard__out_u64(o, stage);
+        kvshard__out_put(o, "}", 1);
     }
     kvshard__out_raw(o, p->model->num_layers ? "\n  ],\n" : "],\n");
 }
 
 static void emit_ranks(kvshard__out *o, const kvshard__plan_view *p)
 {
+    kvshard__strides strides = kvshard__rank_strides(p->options, p->tp);
     kvshard__out_raw(o, "  \"ranks\": [");
-    for (uint32_t r = 0; r < p->tp && !o->failed; r++) {
-        uint32_t s = p->split_rank_of[r];
+    for (uint32_t r = 0; r < p->ranks_count && !o->failed; r++) {
+        uint32_t stage = r / p->tp, t = r % p->tp;
+        const kvshard__rank_place *at = &p->place[r];
         const kvshard_rank_memory *m = &p->ranks[r];
         kvshard__out_raw(o, r ? ",\n    {" : "\n    {");
-        field_u64(o, "tp_rank", r);
+        field_u64(o, "tp_rank", t);
         sep(o);
-        field_u64(o, "split_group", r / p->split);
+        field_u64(o, "split_group", t / p->split);
         sep(o);
-        field_u64(o, "split_rank", s);
+        field_u64(o, "split_rank", at->split_rank);
         kvshard__out_raw(o, ", \"owned_layers\": [");
-        for (uint32_t k = p->owned_offsets[s]; k < p->owned_offsets[s + 1] && !o->failed; k++) {
-            if (k > p->owned_offsets[s])
+        uint32_t count;
+        const uint32_t *owned = kvshard__view_owned(p, stage, at->split_rank, &count);
+        for (uint32_t k = 0; k < count && !o->failed; k++) {
+            if (k)
                 sep(o);
-            kvshard__out_u64(o, p->owned_layers[k]);
+            kvshard__out_u64(o, owned[k]);
         }
         kvshard__out_raw(o, "], ");
         field_u64(o, "kv_bytes_per_token", m->kv_bytes_per_token);
@@ -158,7 +222,17 @@ static void emit_ranks(kvshard__out *o, const kvshard__plan_view *p)
         field_u64(o, "scratch_bytes_per_seq", m->scratch_bytes_per_seq);
         sep(o);
         field_or_null(o, "num_blocks", m->has_num_blocks, m->num_blocks);
-        kvshard__out_put(o, "}", 1);
+        kvshard__out_raw(o, ",\n     ");
+        field_u64(o, "stage", stage);
+        sep(o);
+        field_u64(o, "layer_first", at->first);
+        sep(o);
+        field_u64(o, "layer_count", at->count);
+        sep(o);
+        field_u64(o, "global_rank", (uint64_t)stage * strides.pp + (uint64_t)t * strides.tp);
+        sep(o);
+        field_or_null(o, "budget", p->has_memory, p->memory);
+        kvshard__out_raw(o, ", \"weights_bytes\": null, \"activation_reserve\": null}");
     }
     kvshard__out_raw(o, "\n  ],\n");
 }
@@ -273,12 +347,13 @@ int kvshard_plan_write_json(const kvshard_plan *plan, kvshard_write_fn write, vo
     kvshard__out_raw(&o, "{\n  \"kvshard_version\": \"" KVSHARD_VERSION_STRING "\",\n");
     emit_model(&o, p);
     emit_parallel(&o, p);
+    emit_stages(&o, p);
     emit_layers(&o, p);
     emit_ranks(&o, p);
     emit_capacity(&o, p);
     emit_engine(&o, p);
     emit_warnings(&o, p);
-    kvshard__out_raw(&o, "  \"digest\": \"");
+    kvshard__out_raw(&o, "  \"device\": null,\n  \"digest\": \"");
     kvshard__out_hex64(&o, p->digest);
     kvshard__out_raw(&o, "\",\n  \"layout_digest\": \"");
     kvshard__out_hex64(&o, p->layout_digest);
@@ -291,6 +366,10 @@ int kvshard_plan_write_json(const kvshard_plan *plan, kvshard_write_fn write, vo
 static void emit_row(kvshard__out *o, const kvshard_comparison_row *r)
 {
     kvshard__out_raw(o, "{");
+    field_u64(o, "pp_size", r->pp_size);
+    sep(o);
+    field_u64(o, "attn_tp_size", r->attn_tp_size);
+    sep(o);
     field_u64(o, "layerwise_split_size", r->layerwise_split_size);
     sep(o);
     field_word(o, "ownership", kvshard_ownership_name(r->ownership));
@@ -352,6 +431,8 @@ int kvshard_comparison_write_json(const kvshard_comparison *comparison, kvshard_
     }
     const kvshard_comparison_row *rec = &comparison->rows[comparison->recommended];
     kvshard__out_raw(&o, "\n  ],\n  \"recommendation\": {");
+    field_u64(&o, "pp_size", rec->pp_size);
+    sep(&o);
     field_u64(&o, "layerwise_split_size", rec->layerwise_split_size);
     sep(&o);
     field_word(&o, "ownership", kvshard_ownership_name(rec->ownership));

@@ -62,6 +62,17 @@ static void model_type(kvshard__out *o, const kvshard__plan_view *p)
         kvshard__out_raw(o, "(no model_type)");
 }
 
+/* A table cell of a figure, "-" without one. */
+static void cell_u64(kvshard__out *o, bool has, uint64_t v)
+{
+    kvshard__out_raw(o, "<td class=\"n\">");
+    if (has)
+        kvshard__out_grouped(o, v);
+    else
+        kvshard__out_raw(o, "-");
+    kvshard__out_raw(o, "</td>");
+}
+
 /* Width of a bar of `v` out of `max` on `full` px. */
 static double bar_width(uint64_t v, uint64_t max, unsigned full)
 {
@@ -129,12 +140,15 @@ static void write_summary(kvshard__out *o, const kvshard__plan_view *p)
             kvshard__out_printf(o, " in %s", kvshard_dtype_name(p->state_dtype));
     }
     kvshard__out_raw(o, ".</p>\n");
+    char pp[32] = "";
+    if (p->pp > 1)
+        snprintf(pp, sizeof pp, " \xC3\x97 pp %u", p->pp);
     kvshard__out_printf(o,
-                        "<p>world_size %u = dp %u \xC3\x97 cp %u \xC3\x97 attention TP %u; "
+                        "<p>world_size %u = dp %u%s \xC3\x97 cp %u \xC3\x97 attention TP %u; "
                         "layerwise split %s, size %u (in force: %u), %s rule; KV replication "
                         "%u; %s engine profile, block_size %u tokens, KV cache in %s, max_seqs "
                         "%u.</p>\n</header>\n",
-                        opt->world_size, opt->dp_size, opt->cp_size, p->tp,
+                        opt->world_size, opt->dp_size, pp, opt->cp_size, p->tp,
                         opt->enable_layerwise_split ? "on" : "off", opt->layerwise_split_size,
                         p->split, kvshard_ownership_name(opt->ownership), p->replication,
                         p->profile->name, opt->block_size,
@@ -170,6 +184,54 @@ static void write_map(kvshard__out *o, const kvshard__plan_view *p)
     kvshard__out_raw(o, ". Hover a cell for its index and owner.</p>\n<div class=\"fig\">\n");
     kvshard__svg_layer_map(o, p);
     kvshard__out_raw(o, "\n</div>\n</section>\n");
+}
+
+/* ---- pipeline stages ---------------------------------------------------- */
+
+/* One row per stage, with pipeline stages: its layers, ranks and memory. */
+static void write_stages(kvshard__out *o, const kvshard__plan_view *p)
+{
+    if (p->pp == 1)
+        return;
+    const kvshard_options *opt = p->options;
+    kvshard__out_printf(o, "<section id=\"stages\">\n<h2>Pipeline stages</h2>\n<p>%u stages ",
+                        p->pp);
+    if (opt->pp_partition_rule == KVSHARD_PP_RULE_EXPLICIT)
+        kvshard__out_raw(o, "as given");
+    else
+        kvshard__out_printf(o, "by the %s rule", kvshard_pp_rule_name(opt->pp_partition_rule));
+    kvshard__out_raw(o, ": <code>VLLM_PP_LAYER_PARTITION=");
+    for (uint32_t s = 0; s < p->pp && !o->failed; s++)
+        kvshard__out_printf(o, s ? ",%u" : "%u", p->stages[s].count);
+    kvshard__out_printf(o,
+                        "</code>; global ranks in the %s layout. Every stage allocates the "
+                        "common block count, the fewest of any rank; the binding stage sets "
+                        "it.</p>\n<table>\n<tr><th>stage</th><th>layers</th><th>KV layers</th>"
+                        "<th>state layers</th><th>global ranks</th><th>bytes per token</th>"
+                        "<th>state per sequence</th><th>blocks</th><th></th></tr>\n",
+                        kvshard_rank_layout_name(opt->rank_layout));
+    for (uint32_t s = 0; s < p->pp && !o->failed; s++) {
+        kvshard_stage_info st = kvshard__stage_info_of(p, s);
+        kvshard__out_printf(o,
+                            "<tr%s><td class=\"n\">%u</td><td class=\"n\">%u\xE2\x80\x93%u"
+                            "</td><td class=\"n\">%u",
+                            st.binds ? " class=\"rec\"" : "", s, st.layer_first,
+                            st.layer_first + st.layer_count - 1, st.num_kv_layers);
+        if (st.num_draft_layers)
+            kvshard__out_printf(o, " + %u draft", st.num_draft_layers);
+        kvshard__out_printf(o, "</td><td class=\"n\">%u</td><td class=\"n\">%u",
+                            st.num_state_layers, st.global_rank_first);
+        if (p->tp > 1)
+            kvshard__out_printf(o, st.global_rank_stride == 1 ? "\xE2\x80\x93%u" : " + %u k",
+                                st.global_rank_stride == 1 ? st.global_rank_first + p->tp - 1
+                                                           : st.global_rank_stride);
+        kvshard__out_raw(o, "</td>");
+        cell_u64(o, true, st.bytes_per_token);
+        cell_u64(o, true, st.state_bytes_per_seq);
+        cell_u64(o, st.has_num_blocks, st.num_blocks);
+        kvshard__out_raw(o, st.binds ? "<td>binds</td></tr>\n" : "<td></td></tr>\n");
+    }
+    kvshard__out_raw(o, "</table>\n</section>\n");
 }
 
 /* ---- memory per rank --------------------------------------------------- */
@@ -222,7 +284,7 @@ static void mem_key(kvshard__out *o, uint32_t x, const char *cls, const char *la
 
 static void write_memory(kvshard__out *o, const kvshard__plan_view *p)
 {
-    uint32_t shown = p->tp < RANKS_SHOWN ? p->tp : RANKS_SHOWN;
+    uint32_t shown = p->ranks_count < RANKS_SHOWN ? p->ranks_count : RANKS_SHOWN;
     uint64_t bs = p->options->block_size;
     const kvshard_uniform *u = p->uniform;
     uint64_t max_block = u->bytes_per_block, max_state = 0;
@@ -273,10 +335,16 @@ static void write_memory(kvshard__out *o, const kvshard__plan_view *p)
             break;
         }
         const kvshard_rank_memory *m = &p->ranks[r];
-        kvshard__out_printf(o,
-                            "<text x=\"8\" y=\"%u\">TP rank %u</text>"
-                            "<text class=\"sm\" x=\"8\" y=\"%u\">split rank %u</text>",
-                            y + 15, r, y + 32, p->split_rank_of[r]);
+        if (p->pp > 1)
+            kvshard__out_printf(o,
+                                "<text x=\"8\" y=\"%u\">stage %u TP rank %u</text>"
+                                "<text class=\"sm\" x=\"8\" y=\"%u\">split rank %u</text>",
+                                y + 15, r / p->tp, r % p->tp, y + 32, p->place[r].split_rank);
+        else
+            kvshard__out_printf(o,
+                                "<text x=\"8\" y=\"%u\">TP rank %u</text>"
+                                "<text class=\"sm\" x=\"8\" y=\"%u\">split rank %u</text>",
+                                y + 15, r, y + 32, p->place[r].split_rank);
         /* block_size x each per-token figure: the three sum to bytes_per_block. */
         segment(o, "kv", &x, y + 4, bs * m->kv_bytes_per_token, max_block, "KV");
         segment(o, "scr", &x, y + 4, bs * m->scratch_bytes_per_token, max_block, "scratch");
@@ -309,11 +377,11 @@ static void write_memory(kvshard__out *o, const kvshard__plan_view *p)
         kvshard__out_raw(o, "</text>\n");
     }
     kvshard__out_raw(o, "</svg>\n</div>\n");
-    if (p->tp > RANKS_SHOWN)
+    if (p->ranks_count > RANKS_SHOWN)
         kvshard__out_printf(o,
-                            "<p>%u more TP ranks are not drawn; <code>kvshard plan "
+                            "<p>%u more %s are not drawn; <code>kvshard plan "
                             "--format=json</code> lists every rank.</p>\n",
-                            p->tp - RANKS_SHOWN);
+                            p->ranks_count - RANKS_SHOWN, p->pp > 1 ? "ranks" : "TP ranks");
     kvshard__out_raw(o, "</section>\n");
 }
 
@@ -348,7 +416,7 @@ static void write_capacity(kvshard__out *o, const kvshard__plan_view *p)
     if (p->has_memory)
         p->profile->report_rows(&pr, &pv, false);
     uint64_t max_block = 0;
-    for (uint32_t r = 0; r < p->tp; r++)
+    for (uint32_t r = 0; r < p->ranks_count; r++)
         if (p->ranks[r].bytes_per_block > max_block)
             max_block = p->ranks[r].bytes_per_block;
     row_begin(o, "bytes per block");
@@ -446,15 +514,6 @@ static void warning_name(kvshard__out *o, kvshard_warning_code code)
     kvshard__out_raw(o, name);
 }
 
-static void cell_u64(kvshard__out *o, bool has, uint64_t v)
-{
-    kvshard__out_raw(o, "<td class=\"n\">");
-    if (has)
-        kvshard__out_grouped(o, v);
-    else
-        kvshard__out_raw(o, "-");
-    kvshard__out_raw(o, "</td>");
-}
 
 static void write_comparison(kvshard__out *o, const kvshard_comparison *c)
 {
@@ -463,10 +522,17 @@ static void write_comparison(kvshard__out *o, const kvshard_comparison *c)
     const char *metric = c->by_balanced  ? "balanced max_seqs"
                          : c->has_memory ? "blocks per rank"
                                          : "bytes per block (fewer is better)";
-    kvshard__out_printf(o,
-                        "<section id=\"compare\">\n<h2>Split sizes</h2>\n<p>Every split size "
-                        "dividing the attention TP size %u under each ownership rule",
-                        c->tp);
+    bool stages = opt->sweep_pp || opt->pp_size > 1;
+    if (opt->sweep_pp)
+        kvshard__out_raw(o, "<section id=\"compare\">\n<h2>Pipeline and split sizes</h2>\n"
+                            "<p>Every pipeline size P dividing the world over data and context "
+                            "parallelism, and for each every split size dividing its attention "
+                            "TP size T, under each ownership rule");
+    else
+        kvshard__out_printf(o,
+                            "<section id=\"compare\">\n<h2>Split sizes</h2>\n<p>Every split "
+                            "size dividing the attention TP size %u under each ownership rule",
+                            c->tp);
     if (c->has_memory) {
         kvshard__out_printf(o, ", %s ", c->profile->budget_label);
         bytes(o, c->memory);
@@ -489,7 +555,9 @@ static void write_comparison(kvshard__out *o, const kvshard_comparison *c)
         if (!c->rows[i].error && row_metric(c, &c->rows[i]) > max)
             max = row_metric(c, &c->rows[i]);
     unsigned columns = context ? 10u : 8u; /* the cells after S and rule */
-    kvshard__out_raw(o, "<table>\n<tr><th></th><th>S</th><th>rule</th><th>KV layers owned</th>"
+    kvshard__out_raw(o, stages ? "<table>\n<tr><th></th><th>P</th><th>T</th>"
+                               : "<table>\n<tr><th></th>");
+    kvshard__out_raw(o, "<th>S</th><th>rule</th><th>KV layers owned</th>"
                         "<th>max KV/token</th><th>max bytes/block</th><th>blocks</th>"
                         "<th>tokens</th>");
     if (context)
@@ -498,9 +566,13 @@ static void write_comparison(kvshard__out *o, const kvshard_comparison *c)
     for (size_t i = 0; i < c->count && !o->failed; i++) {
         const kvshard_comparison_row *r = &c->rows[i];
         bool rec = i == c->recommended;
-        kvshard__out_printf(o, "<tr%s><td>%s</td><td class=\"n\">%u</td><td>%s</td>",
-                            rec ? " class=\"rec\"" : "", rec ? "\xE2\x96\xB6" : "",
-                            r->layerwise_split_size, kvshard_ownership_name(r->ownership));
+        kvshard__out_printf(o, "<tr%s><td>%s</td>", rec ? " class=\"rec\"" : "",
+                            rec ? "\xE2\x96\xB6" : "");
+        if (stages)
+            kvshard__out_printf(o, "<td class=\"n\">%u</td><td class=\"n\">%u</td>", r->pp_size,
+                                r->attn_tp_size);
+        kvshard__out_printf(o, "<td class=\"n\">%u</td><td>%s</td>", r->layerwise_split_size,
+                            kvshard_ownership_name(r->ownership));
         if (r->error) {
             kvshard__out_printf(o, "<td colspan=\"%u\" class=\"err\">error: ", columns);
             kvshard__out_xml(o, r->error_message, strlen(r->error_message));
@@ -548,9 +620,11 @@ static void write_comparison(kvshard__out *o, const kvshard_comparison *c)
     }
     kvshard__out_raw(o, "</table>\n");
     const kvshard_comparison_row *rec = &c->rows[c->recommended];
+    kvshard__out_raw(o, "<p>Recommended: <code>");
+    if (stages)
+        kvshard__out_printf(o, "--pp_size=%u ", rec->pp_size);
     kvshard__out_printf(o,
-                        "<p>Recommended: <code>--enable_layerwise_split=%s "
-                        "--layerwise_split_size=%u --ownership=%s",
+                        "--enable_layerwise_split=%s --layerwise_split_size=%u --ownership=%s",
                         rec->layerwise_split_size > 1 ? "true" : "false", rec->layerwise_split_size,
                         kvshard_ownership_name(rec->ownership));
     if (context && rec->has_balanced_max_seqs) {
@@ -602,6 +676,7 @@ int kvshard_report_write_html(const kvshard_plan *plan, const kvshard_comparison
     const kvshard__plan_view *p = &view;
     write_head(&o, p);
     write_summary(&o, p);
+    write_stages(&o, p);
     write_map(&o, p);
     write_memory(&o, p);
     write_capacity(&o, p);

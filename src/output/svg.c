@@ -101,9 +101,11 @@ static void write_legend(kvshard__out *o, const kvshard__plan_view *p, uint32_t 
             snprintf(cls, sizeof cls, "o%u", s % KVSHARD__OWNER_COLOURS);
             snprintf(mark, sizeof mark, "%u", s);
             entry_begin(&lg, cls, mark);
-            kvshard__out_printf(o, "split rank %u: %u KV layer%s; TP rank%s ", s,
-                                p->owned_counts[s], p->owned_counts[s] == 1 ? "" : "s",
-                                p->tp / p->split == 1 ? "" : "s");
+            uint32_t owned = 0; /* over every stage: one split rank per stage's TP group */
+            for (uint32_t stage = 0; stage < p->pp; stage++)
+                owned += p->owned_counts[(size_t)stage * p->split + s];
+            kvshard__out_printf(o, "split rank %u: %u KV layer%s; TP rank%s ", s, owned,
+                                owned == 1 ? "" : "s", p->tp / p->split == 1 ? "" : "s");
             kvshard__out_split_members(o, p->tp, p->split, s);
             entry_end(&lg);
         }
@@ -130,7 +132,8 @@ static void write_legend(kvshard__out *o, const kvshard__plan_view *p, uint32_t 
 
 /* ---- cells ------------------------------------------------------------- */
 
-static void write_cell(kvshard__out *o, const kvshard__plan_view *p, uint32_t i)
+/* Layer i, on pipeline stage `stage`: a bar marks where a stage starts. */
+static void write_cell(kvshard__out *o, const kvshard__plan_view *p, uint32_t i, uint32_t stage)
 {
     const kvshard_kinds__row *row = kvshard_kinds__of(p->kinds[i]);
     int32_t owner = p->owner[i];
@@ -161,7 +164,14 @@ static void write_cell(kvshard__out *o, const kvshard__plan_view *p, uint32_t i)
     int32_t source = p->kv_source ? p->kv_source[i] : -1;
     if (source >= 0)
         kvshard__out_printf(o, ", reads layer %d", (int)source);
+    if (p->pp > 1)
+        kvshard__out_printf(o, ", stage %u", stage);
     kvshard__out_raw(o, "</title></rect>");
+    if (stage > 0 && p->stages[stage].first == i)
+        kvshard__out_printf(o,
+                            "<rect class=\"sb\" x=\"%d\" y=\"-2\" width=\"2\" "
+                            "height=\"%u\"><title>stage %u starts at layer %u</title></rect>",
+                            (int)x - 2, CELL + 4, stage, i);
     size_t len = strlen(mark);
     if (len) {
         kvshard__out_printf(o, "<text x=\"%u\" y=\"16\"%s>%s</text>", x + CELL / 2,
@@ -196,6 +206,8 @@ void kvshard__svg_layer_map(kvshard__out *o, const kvshard__plan_view *p)
         kvshard__out_raw(o, "model");
     kvshard__out_printf(o, ", %u layers, attention TP %u, split %u</title>\n", L, p->tp, p->split);
     kvshard__out_raw(o, STYLE);
+    if (p->pp > 1) /* the bars before each stage */
+        kvshard__out_raw(o, "<style>\n.kvmap .sb{fill:#000}\n</style>\n");
     kvshard__out_raw(o, "<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n");
 
     kvshard__out_raw(o, "<text class=\"hd\" x=\"8\" y=\"20\">");
@@ -209,8 +221,12 @@ void kvshard__svg_layer_map(kvshard__out *o, const kvshard__plan_view *p)
     kvshard__out_raw(o, "</text>\n");
     kvshard__out_printf(o,
                         "<text x=\"8\" y=\"%u\">%u KV layers; one cell per layer, %u per row; "
-                        "a cell's tooltip names its layer and owner</text>\n",
+                        "a cell's tooltip names its layer and owner",
                         LINE + 20, kvshard__num_kv_layers(m), COLUMNS);
+    if (p->pp > 1)
+        kvshard__out_printf(o, "; %u pipeline stages, a black bar before a stage's first layer",
+                            p->pp);
+    kvshard__out_raw(o, "</text>\n");
 
     write_legend(o, p, legend_top);
     if (owners_cut)
@@ -226,14 +242,18 @@ void kvshard__svg_layer_map(kvshard__out *o, const kvshard__plan_view *p)
         kvshard__out_printf(o, "<text class=\"ci\" x=\"%u\" y=\"-6\">+%u</text>",
                             c * PITCH + CELL / 2, c);
     kvshard__out_put(o, "\n", 1);
+    uint32_t stage = 0;
     for (uint32_t r = 0; r < rows && !o->failed; r++) {
         kvshard__out_printf(o,
                             "<g transform=\"translate(0,%u)\"><text class=\"ri\" x=\"-8\" "
                             "y=\"16\">%u</text>\n",
                             r * PITCH, r * COLUMNS);
         uint32_t end = r * COLUMNS + COLUMNS < L ? r * COLUMNS + COLUMNS : L;
-        for (uint32_t i = r * COLUMNS; i < end; i++)
-            write_cell(o, p, i);
+        for (uint32_t i = r * COLUMNS; i < end; i++) {
+            while (i >= p->stages[stage].first + p->stages[stage].count)
+                stage++;
+            write_cell(o, p, i, stage);
+        }
         kvshard__out_raw(o, "</g>\n");
     }
     kvshard__out_raw(o, "</g>\n</svg>");

@@ -51,12 +51,116 @@ static void write_model(kvshard__out *o, const kvshard__plan_view *p)
     }
     kvshard__out_raw(o, "\n");
     const kvshard_options *opt = p->options;
+    char pp[24] = "";
+    if (p->pp > 1)
+        snprintf(pp, sizeof pp, " x pp %u", p->pp);
     kvshard__out_printf(o,
-                        "parallel   world_size %u = dp %u x cp %u x attention TP %u; layerwise "
+                        "parallel   world_size %u = dp %u%s x cp %u x attention TP %u; layerwise "
                         "split %s, size %u (effective %u), %s rule; KV replication %u\n",
-                        opt->world_size, opt->dp_size, opt->cp_size, p->tp,
+                        opt->world_size, opt->dp_size, pp, opt->cp_size, p->tp,
                         opt->enable_layerwise_split ? "on" : "off", opt->layerwise_split_size,
                         p->split, kvshard_ownership_name(opt->ownership), p->replication);
+}
+
+/* The global rank layout in the plan's numbers, outermost coordinate first:
+ * "rank = pp*8 + tp". Coordinates of size 1 are left out. */
+static void write_layout_formula(kvshard__out *o, const kvshard__plan_view *p)
+{
+    const kvshard_options *opt = p->options;
+    kvshard__strides st = kvshard__rank_strides(opt, p->tp);
+    struct term {
+        const char *name;
+        uint64_t size, stride;
+    } terms[4] = {{"dp", opt->dp_size, st.dp},
+                  {"pp", p->pp, st.pp},
+                  {"cp", opt->cp_size, st.cp},
+                  {"tp", p->tp, st.tp}};
+    /* Outermost first: the largest stride leads. */
+    for (int i = 1; i < 4; i++)
+        for (int j = i; j > 0 && terms[j].stride > terms[j - 1].stride; j--) {
+            struct term t = terms[j];
+            terms[j] = terms[j - 1];
+            terms[j - 1] = t;
+        }
+    kvshard__out_raw(o, "rank =");
+    const char *plus = " ";
+    for (int i = 0; i < 4; i++) {
+        if (terms[i].size == 1)
+            continue;
+        if (terms[i].stride == 1)
+            kvshard__out_printf(o, "%s%s", plus, terms[i].name);
+        else
+            kvshard__out_printf(o, "%s%s\xC2\xB7%llu", plus, terms[i].name,
+                                (unsigned long long)terms[i].stride);
+        plus = " + ";
+    }
+}
+
+/* With pipeline stages: the partition, the strings the engines take, and
+ * one line per stage. */
+static void write_stages(kvshard__out *o, const kvshard__plan_view *p)
+{
+    if (p->pp == 1)
+        return;
+    const kvshard_options *opt = p->options;
+    if (opt->pp_partition_rule == KVSHARD_PP_RULE_EXPLICIT)
+        kvshard__out_printf(o, "pipeline   %u stages, explicit: ", p->pp);
+    else
+        kvshard__out_printf(o, "pipeline   %u stages, rule %s: ", p->pp,
+                            kvshard_pp_rule_name(opt->pp_partition_rule));
+    for (uint32_t s = 0; s < p->pp && !o->failed; s++)
+        kvshard__out_printf(o, s ? " | %u" : "%u", p->stages[s].count);
+    kvshard__out_printf(o, " layers; layout %s: ", kvshard_rank_layout_name(opt->rank_layout));
+    write_layout_formula(o, p);
+    kvshard__out_raw(o, "\n           VLLM_PP_LAYER_PARTITION=");
+    for (uint32_t s = 0; s < p->pp && !o->failed; s++)
+        kvshard__out_printf(o, s ? ",%u" : "%u", p->stages[s].count);
+    kvshard__out_raw(o, "  SGLANG_PP_LAYER_PARTITION=");
+    for (uint32_t s = 0; s < p->pp && !o->failed; s++)
+        kvshard__out_printf(o, s ? ",%u" : "%u", p->stages[s].count);
+    kvshard__out_raw(o, "  pp_partition=[");
+    for (uint32_t s = 0; s < p->pp && !o->failed; s++)
+        kvshard__out_printf(o, s ? ", %u" : "%u", p->stages[s].count);
+    kvshard__out_raw(o, "]\n");
+    bool state = p->model->state.kind != KVSHARD_STATE_NONE;
+    for (uint32_t s = 0; s < p->pp && !o->failed; s++) {
+        kvshard_stage_info st = kvshard__stage_info_of(p, s);
+        char text[64];
+        kvshard__out_printf(o, "stage %-4u ", s);
+        snprintf(text, sizeof text, "layers %u\xE2\x80\x93%u", st.layer_first,
+                 st.layer_first + st.layer_count - 1);
+        kvshard__out_printf(o, "%-17s ", text); /* the dash is 3 bytes, 1 column */
+        if (st.num_draft_layers)
+            snprintf(text, sizeof text, "%u KV + %u draft", st.num_kv_layers,
+                     st.num_draft_layers);
+        else
+            snprintf(text, sizeof text, "%u KV", st.num_kv_layers);
+        kvshard__out_printf(o, "%-15s ", text);
+        uint32_t last = st.global_rank_first + (p->tp - 1) * st.global_rank_stride;
+        if (p->tp == 1)
+            snprintf(text, sizeof text, "rank %u", st.global_rank_first);
+        else if (st.global_rank_stride == 1)
+            snprintf(text, sizeof text, "ranks %u\xE2\x80\x93%u", st.global_rank_first, last);
+        else
+            snprintf(text, sizeof text, "ranks %u, %u, ... %u", st.global_rank_first,
+                     st.global_rank_first + st.global_rank_stride, last);
+        kvshard__out_printf(o, "%-*s ", st.global_rank_stride == 1 && p->tp > 1 ? 15 : 13,
+                            text);
+        kvshard_format__grouped_text(text, sizeof text, st.bytes_per_token);
+        kvshard__out_printf(o, "%9s B/token  ", text);
+        if (state) {
+            kvshard__out_raw(o, "state ");
+            human_bytes(o, st.state_bytes_per_seq, 0);
+            kvshard__out_raw(o, "/seq  ");
+        }
+        if (st.has_num_blocks) {
+            kvshard_format__grouped_text(text, sizeof text, st.num_blocks);
+            kvshard__out_printf(o, "%11s blocks", text);
+        } else {
+            kvshard__out_raw(o, p->has_memory ? "  no KV blocks" : "  no budget");
+        }
+        kvshard__out_raw(o, st.binds ? "  \xE2\x97\x80 binds\n" : "\n");
+    }
 }
 
 /* The map's legend, from the kind table: the letters of the KV kinds the
@@ -128,37 +232,48 @@ static void write_list(kvshard__out *o, const uint32_t *items, size_t count)
 static void write_split_ranks(kvshard__out *o, const kvshard__plan_view *p)
 {
     uint32_t T = p->tp, S = p->split;
-    kvshard__out_raw(o, "\nsplit rank  TP ranks            owned  KV layers stored\n");
-    for (uint32_t s = 0; s < S && !o->failed; s++) {
-        char ranks[64];
-        uint32_t n = T / S;
-        if (n == 1)
-            snprintf(ranks, sizeof ranks, "%u", s);
-        else if (n == 2)
-            snprintf(ranks, sizeof ranks, "%u, %u", s, s + S);
-        else
-            snprintf(ranks, sizeof ranks, "%u, %u, ... %u (%u)", s, s + S, T - S + s, n);
-        kvshard__out_printf(o, "%-11u %-19s %-6u ", s, ranks, p->owned_counts[s]);
-        write_list(o, p->owned_layers + p->owned_offsets[s], p->owned_counts[s]);
-        kvshard__out_raw(o, "\n");
+    bool stages = p->pp > 1;
+    kvshard__out_raw(o, stages ? "\nstage  split rank  TP ranks            owned  KV layers stored\n"
+                               : "\nsplit rank  TP ranks            owned  KV layers stored\n");
+    for (uint32_t stage = 0; stage < p->pp && !o->failed; stage++) {
+        for (uint32_t s = 0; s < S && !o->failed; s++) {
+            char ranks[64];
+            uint32_t n = T / S;
+            if (n == 1)
+                snprintf(ranks, sizeof ranks, "%u", s);
+            else if (n == 2)
+                snprintf(ranks, sizeof ranks, "%u, %u", s, s + S);
+            else
+                snprintf(ranks, sizeof ranks, "%u, %u, ... %u (%u)", s, s + S, T - S + s, n);
+            uint32_t count;
+            const uint32_t *owned = kvshard__view_owned(p, stage, s, &count);
+            if (stages)
+                kvshard__out_printf(o, "%-6u ", stage);
+            kvshard__out_printf(o, "%-11u %-19s %-6u ", s, ranks, count);
+            write_list(o, owned, count);
+            kvshard__out_raw(o, "\n");
+        }
     }
 }
 
 static void write_memory(kvshard__out *o, const kvshard__plan_view *p)
 {
+    bool stages = p->pp > 1;
     kvshard__out_printf(o, "\nmemory per TP rank (block_size %u tokens)\n",
                         p->options->block_size);
     /* The per-sequence scratch of a split compressed model gets a column of
      * its own; other plans have none to show. */
     bool seq_scratch = false;
-    for (uint32_t r = 0; r < p->tp; r++)
+    for (uint32_t r = 0; r < p->ranks_count; r++)
         seq_scratch |= p->ranks[r].scratch_bytes_per_seq > 0;
-    kvshard__out_raw(
-        o, "TP rank  KV/token     scratch/token  draft/token  per block    state/seq    ");
+    kvshard__out_raw(o, stages ? "stage  TP rank  " : "TP rank  ");
+    kvshard__out_raw(o, "KV/token     scratch/token  draft/token  per block    state/seq    ");
     kvshard__out_raw(o, seq_scratch ? "scratch/seq  blocks\n" : "blocks\n");
-    for (uint32_t r = 0; r < p->tp && r < RANKS_SHOWN && !o->failed; r++) {
+    for (uint32_t r = 0; r < p->ranks_count && r < RANKS_SHOWN && !o->failed; r++) {
         const kvshard_rank_memory *m = &p->ranks[r];
-        kvshard__out_printf(o, "%-8u ", r);
+        if (stages)
+            kvshard__out_printf(o, "%-6u ", r / p->tp);
+        kvshard__out_printf(o, "%-8u ", r % p->tp);
         human_bytes(o, m->kv_bytes_per_token, 12);
         kvshard__out_put(o, " ", 1);
         human_bytes(o, m->scratch_bytes_per_token, 14);
@@ -179,9 +294,9 @@ static void write_memory(kvshard__out *o, const kvshard__plan_view *p)
             kvshard__out_raw(o, "-");
         kvshard__out_raw(o, "\n");
     }
-    if (p->tp > RANKS_SHOWN)
-        kvshard__out_printf(o, "... %u more TP ranks (all figures: --format=json)\n",
-                            p->tp - RANKS_SHOWN);
+    if (p->ranks_count > RANKS_SHOWN)
+        kvshard__out_printf(o, "... %u more %s (all figures: --format=json)\n",
+                            p->ranks_count - RANKS_SHOWN, stages ? "ranks" : "TP ranks");
 }
 
 /* The capacity in the profile's words, and at a context length the answer a
@@ -257,6 +372,7 @@ int kvshard_plan_write_text(const kvshard_plan *plan, kvshard_write_fn write, vo
     kvshard__plan_view view = kvshard__plan_view_of(plan);
     const kvshard__plan_view *p = &view;
     write_model(&o, p);
+    write_stages(&o, p);
     write_layer_map(&o, p);
     write_split_ranks(&o, p);
     write_memory(&o, p);
@@ -280,7 +396,10 @@ int kvshard_comparison_write_text(const kvshard_comparison *comparison, kvshard_
         return KVSHARD_EINVAL;
     const kvshard_options *opt = &comparison->options;
     bool context = comparison->has_memory && opt->context_length;
-    kvshard__out_printf(&o, "split sizes for world_size %u (dp %u, cp %u)", opt->world_size,
+    /* Rows of several pipeline sizes, or of one above 1, name P and T. */
+    bool stages = opt->sweep_pp || opt->pp_size > 1;
+    kvshard__out_printf(&o, "%s for world_size %u (dp %u, cp %u)",
+                        opt->sweep_pp ? "pipeline and split sizes" : "split sizes", opt->world_size,
                         opt->dp_size, opt->cp_size);
     const kvshard__profile *profile = comparison->profile;
     if (profile->named_in_headers)
@@ -298,15 +417,18 @@ int kvshard_comparison_write_text(const kvshard_comparison *comparison, kvshard_
     } else {
         kvshard__out_raw(&o, " -- no memory_per_rank: gain compares bytes per block\n");
     }
-    kvshard__out_raw(
-        &o, context
-                ? "\n    S  rule        owned  max KV/token  blocks        max tokens      "
-                  "running  balanced  gain\n"
-                : "\n    S  rule        owned  max KV/token  blocks        max tokens      gain\n");
+    kvshard__out_raw(&o, stages ? "\n    P     T     S  rule        owned  "
+                                : "\n    S  rule        owned  ");
+    kvshard__out_raw(&o, context ? "max KV/token  blocks        max tokens      running  balanced  "
+                                   "gain\n"
+                                 : "max KV/token  blocks        max tokens      gain\n");
     for (size_t i = 0; i < comparison->count && !o.failed; i++) {
         const kvshard_comparison_row *r = &comparison->rows[i];
-        kvshard__out_printf(&o, "%s %4u  %-11s ", i == comparison->recommended ? ">" : " ",
-                            r->layerwise_split_size, kvshard_ownership_name(r->ownership));
+        kvshard__out_raw(&o, i == comparison->recommended ? ">" : " ");
+        if (stages)
+            kvshard__out_printf(&o, " %4u  %4u", r->pp_size, r->attn_tp_size);
+        kvshard__out_printf(&o, " %4u  %-11s ", r->layerwise_split_size,
+                            kvshard_ownership_name(r->ownership));
         if (r->error) {
             kvshard__out_raw(&o, "error: ");
             kvshard__out_safe(&o, r->error_message, strlen(r->error_message));
@@ -346,9 +468,11 @@ int kvshard_comparison_write_text(const kvshard_comparison *comparison, kvshard_
         kvshard__out_raw(&o, "\n");
     }
     const kvshard_comparison_row *rec = &comparison->rows[comparison->recommended];
+    kvshard__out_raw(&o, "\nrecommended:");
+    if (stages)
+        kvshard__out_printf(&o, " --pp_size=%u", rec->pp_size);
     kvshard__out_printf(&o,
-                        "\nrecommended: --enable_layerwise_split=%s --layerwise_split_size=%u "
-                        "--ownership=%s",
+                        " --enable_layerwise_split=%s --layerwise_split_size=%u --ownership=%s",
                         rec->layerwise_split_size > 1 ? "true" : "false", rec->layerwise_split_size,
                         kvshard_ownership_name(rec->ownership));
     if (context && rec->has_balanced_max_seqs)

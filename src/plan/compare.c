@@ -31,11 +31,16 @@ static const kvshard_ownership rules[] = {KVSHARD_OWNERSHIP_ORDINAL, KVSHARD_OWN
 typedef struct work {
     const kvshard_model *model;
     kvshard__planning base; /* settled, split off */
-    kvshard__range layers;  /* every layer: one stage */
+    kvshard__range layers;  /* every layer */
+    uint32_t ranks_count;   /* world_size / (dp x cp): P x T for every P */
+    /* For the P in hand: its T, its stages' layer counts and ranges. */
+    uint32_t pp;
     uint32_t tp;
-    uint32_t *counts;   /* owned counts of the row's split ranks */
-    uint32_t *by_class; /* the same by class: a row of the model's classes per split rank */
-    kvshard_rank_memory *ranks;
+    uint32_t *stage_counts;
+    kvshard__range *stages;
+    uint32_t *counts;   /* owned counts of the row's split ranks, P rows */
+    uint32_t *by_class; /* the same by class: P x S_eff rows of the model's classes */
+    kvshard_rank_memory *ranks; /* P x T */
     uint64_t memory;
     bool has_memory;
     uint64_t unsplit_bytes_per_block;
@@ -48,47 +53,59 @@ static void mark_warning(void *ctx, kvshard_warning_code code, const char *messa
     *(uint32_t *)ctx |= 1u << code;
 }
 
+static kvshard__memory_inputs inputs_of(const work *w, const kvshard__planning *pl, uint32_t S)
+{
+    kvshard__memory_inputs in = {&w->model->info,
+                                 &pl->options,
+                                 w->tp,
+                                 S,
+                                 NULL,
+                                 &w->layers,
+                                 pl->profile->counts_draft_layers,
+                                 pl->profile->mla_v2_bytes,
+                                 w->model->source};
+    return in;
+}
+
 /* One row: the plan's figures without the plan. */
 static int fill_row(kvshard_comparison_row *row, work *w, const kvshard__planning *pl,
                     uint32_t S, kvshard_error *err)
 {
     const kvshard__model_info *m = &w->model->info;
     const kvshard_options *o = &pl->options;
-    uint32_t n_kv = w->layers.num_kv;
-    kvshard__owned_counts(w->counts, w->by_class, w->model->kinds, w->model->class_of,
-                          m->num_classes, &w->layers, S, o->ownership);
-    kvshard__memory_inputs in = {m,
-                                 o,
-                                 w->tp,
-                                 S,
-                                 w->by_class,
-                                 &w->layers,
-                                 pl->profile->counts_draft_layers,
-                                 pl->profile->mla_v2_bytes,
-                                 w->model->source};
-    int rc = kvshard__memory_ranks(w->ranks, &in, err);
+    uint32_t n_kv = w->layers.num_kv, C = m->num_classes, N = w->pp * w->tp;
+    for (uint32_t s = 0; s < w->pp; s++)
+        kvshard__owned_counts(w->counts + (size_t)s * S, w->by_class + (size_t)s * S * C,
+                              w->model->kinds, w->model->class_of, C, &w->stages[s], S,
+                              o->ownership);
+    kvshard__memory_inputs in = inputs_of(w, pl, S);
+    int rc = kvshard__stage_ranks(w->ranks, &in, w->stages, w->pp, w->by_class, err);
     if (rc)
         return rc;
     kvshard__capacity c;
     memset(&c, 0, sizeof c);
     if (w->has_memory || pl->profile->sizes_without_budget) {
         kvshard__capacity_inputs ci = kvshard__capacity_inputs_of(
-            pl, w->ranks, w->tp, S, w->unsplit_bytes_per_block, w->memory, w->has_memory);
+            pl, w->ranks, N, S, w->unsplit_bytes_per_block, w->memory, w->has_memory);
+        ci.stage_ranks = w->tp;
         const char *blame;
         if ((rc = pl->profile->capacity(&c, NULL, &ci, &blame, err)) != 0)
             return rc;
     }
-    for (uint32_t r = 0; c.has_bytes_per_block && r < w->tp; r++)
+    for (uint32_t r = 0; c.has_bytes_per_block && r < N; r++)
         w->ranks[r].bytes_per_block = c.bytes_per_block;
     row->min_owned_layers = UINT32_MAX;
-    for (uint32_t s = 0; s < S; s++) {
+    for (uint32_t k = 0; k < w->pp * S; k++) {
+        if (w->stages[k / S].num_kv == 0 && w->pp > 1)
+            continue; /* a stage without KV layers owns none by rule */
         row->min_owned_layers =
-            w->counts[s] < row->min_owned_layers ? w->counts[s] : row->min_owned_layers;
+            w->counts[k] < row->min_owned_layers ? w->counts[k] : row->min_owned_layers;
         row->max_owned_layers =
-            w->counts[s] > row->max_owned_layers ? w->counts[s] : row->max_owned_layers;
+            w->counts[k] > row->max_owned_layers ? w->counts[k] : row->max_owned_layers;
     }
-    kvshard__largest_figures(&row->max_kv_bytes_per_token, &row->max_bytes_per_block, w->ranks,
-                             w->tp);
+    if (row->min_owned_layers == UINT32_MAX)
+        row->min_owned_layers = 0;
+    kvshard__largest_figures(&row->max_kv_bytes_per_token, &row->max_bytes_per_block, w->ranks, N);
     kvshard_blocks b = kvshard__blocks_of(&c);
     row->has_num_blocks = c.has_num_blocks;
     row->num_blocks = b.num_blocks;
@@ -104,21 +121,27 @@ static int fill_row(kvshard_comparison_row *row, work *w, const kvshard__plannin
         row->gain = row->max_bytes_per_block
                         ? (double)w->uniform.bytes_per_block / (double)row->max_bytes_per_block
                         : 1.0;
-    kvshard__warning_inputs wi = {pl,
-                                  S,
-                                  kvshard__replication_factor(m, w->tp),
-                                  n_kv,
-                                  w->counts,
-                                  &c,
-                                  w->has_memory,
-                                  w->memory,
-                                  w->ranks[0].state_bytes_per_seq};
+    kvshard__warning_inputs wi = {
+        .planning = pl,
+        .split = S,
+        .replication = kvshard__replication_factor(m, w->tp),
+        .n_kv = n_kv,
+        .owned_counts = w->counts,
+        .capacity = &c,
+        .has_memory = w->has_memory,
+        .memory = w->memory,
+        .state_bytes_per_seq = w->ranks[0].state_bytes_per_seq,
+        .stages = w->pp,
+        .ranges = w->stages,
+        .ranks = w->ranks,
+        .tp = w->tp,
+        .draft_layers = kvshard__counted_drafts(m, &pl->options, pl->profile)};
     kvshard__collect_warnings(&wi, mark_warning, &row->warnings);
     return KVSHARD_OK;
 }
 
-/* Whether row `a` beats the best so far. Rows come by S, then ordinal,
- * global, contiguous, so a tie keeps the earlier row. */
+/* Whether row `a` beats the best so far. Rows come by P, then S, then
+ * ordinal, global, contiguous, so a tie keeps the earlier row. */
 static bool better(const kvshard_comparison_row *a, const kvshard_comparison_row *best,
                    bool by_balanced)
 {
@@ -134,57 +157,60 @@ static bool better(const kvshard_comparison_row *a, const kvshard_comparison_row
     return a->max_bytes_per_block < best->max_bytes_per_block;
 }
 
-/* The unsplit figures every row's gain is measured against; left at their
- * start when the unsplit plan's figures overflow. */
-static void unsplit_figures(work *w)
-{
-    kvshard__memory_inputs in = {&w->model->info,
-                                 &w->base.options,
-                                 w->tp,
-                                 1,
-                                 w->layers.class_census, /* one split rank owns them all */
-                                 &w->layers,
-                                 w->base.profile->counts_draft_layers,
-                                 w->base.profile->mla_v2_bytes,
-                                 w->model->source};
-    kvshard_uniform u;
-    KVSHARD__INIT_BYTES(u, kvshard_uniform, KVSHARD_UNIFORM_INIT);
-    if (kvshard__memory_ranks(w->ranks, &in, NULL) == KVSHARD_OK)
-        u = kvshard__uniform_of(w->ranks, w->tp, &w->base, w->unsplit_bytes_per_block, w->memory,
-                                w->has_memory);
-    w->uniform = u;
-}
-
 static void free_work(const kvshard_allocator *a, work *w)
 {
+    kvshard__free(a, w->stage_counts);
+    kvshard__free(a, w->stages);
     kvshard__free(a, w->counts);
     kvshard__free(a, w->by_class);
     kvshard__free(a, w->ranks);
 }
 
+/* Room for every P: P x T is the same number of ranks for each. */
 static int prepare(work *w, const kvshard_allocator *a, kvshard_error *err)
 {
     const kvshard_model *model = w->model;
-    w->counts = kvshard__alloc(a, w->tp, sizeof *w->counts);
-    w->by_class = kvshard__alloc(a, (size_t)w->tp * model->info.num_classes, sizeof *w->by_class);
-    w->ranks = kvshard__alloc(a, w->tp, sizeof *w->ranks);
-    if (!w->counts || !w->by_class || !w->ranks)
+    size_t N = w->ranks_count, C = model->info.num_classes;
+    w->stage_counts = kvshard__alloc(a, N, sizeof *w->stage_counts);
+    w->stages = kvshard__alloc(a, N, sizeof *w->stages);
+    w->counts = kvshard__alloc(a, N, sizeof *w->counts);
+    w->by_class = kvshard__alloc(a, N * C, sizeof *w->by_class);
+    w->ranks = kvshard__alloc(a, N, sizeof *w->ranks);
+    if (!w->stage_counts || !w->stages || !w->counts || !w->by_class || !w->ranks)
         return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
     /* The unsplit bytes per block, as a profile that does not split sizes
      * its state slots by. */
-    kvshard__memory_inputs in = {&model->info,
-                                 &w->base.options,
-                                 w->tp,
-                                 1,
-                                 w->layers.class_census,
-                                 &w->layers,
-                                 w->base.profile->counts_draft_layers,
-                                 w->base.profile->mla_v2_bytes,
-                                 model->source};
-    int rc = kvshard__unsplit_bytes_per_block(&w->unsplit_bytes_per_block, &in, err);
+    kvshard__memory_inputs in = inputs_of(w, &w->base, 1);
+    in.tp = kvshard__attn_tp_size(&w->base.options);
+    in.owned = w->layers.class_census;
+    return kvshard__unsplit_bytes_per_block(&w->unsplit_bytes_per_block, &in, err);
+}
+
+/* P's stages, its T and budget, and the unsplit figures its rows' gains are
+ * measured against (left at their start when those figures overflow). */
+static int begin_pp(work *w, uint32_t P, const char **blame, kvshard_error *err)
+{
+    const kvshard_model *model = w->model;
+    w->pp = P;
+    w->tp = w->ranks_count / P;
+    for (uint32_t s = 0, first = 0; s < P; s++) {
+        kvshard__range_of(&w->stages[s], model->kinds, model->class_of, &model->info, first,
+                          w->stage_counts[s]);
+        first += w->stage_counts[s];
+    }
+    kvshard__planning pl = w->base;
+    pl.options.pp_size = P;
+    int rc = kvshard__planning_budget(&w->memory, &w->has_memory, &pl, model, w->tp, 1, blame,
+                                      err);
     if (rc)
         return rc;
-    unsplit_figures(w);
+    kvshard__memory_inputs in = inputs_of(w, &pl, 1);
+    kvshard_uniform u;
+    KVSHARD__INIT_BYTES(u, kvshard_uniform, KVSHARD_UNIFORM_INIT);
+    if (kvshard__stage_ranks(w->ranks, &in, w->stages, P, NULL, NULL) == KVSHARD_OK)
+        u = kvshard__uniform_of(w->ranks, P * w->tp, &pl, w->unsplit_bytes_per_block, w->memory,
+                                w->has_memory);
+    w->uniform = u;
     return KVSHARD_OK;
 }
 
@@ -194,6 +220,72 @@ int kvshard_comparison_create(kvshard_comparison **out, const kvshard_model *mod
 {
     const char *blame;
     return kvshard__comparison_create(out, model, options, allocator, &blame, err);
+}
+
+/* The rows of one P: every split size dividing its T under each rule. */
+static int pp_rows(kvshard_comparison *c, work *w, const kvshard_comparison_row **best,
+                   int *first_error, kvshard_error *first_err, kvshard_error *err)
+{
+    uint32_t T = w->tp;
+    for (uint32_t s = 1; s <= T; s++) {
+        if (T % s != 0)
+            continue;
+        for (size_t rule = 0; rule < RULES; rule++) {
+            kvshard_comparison_row *row = &c->rows[c->count];
+            kvshard__planning pl = w->base;
+            kvshard_options *o = &pl.options;
+            o->pp_size = w->pp;
+            o->enable_layerwise_split = s > 1;
+            o->layerwise_split_size = s;
+            o->ownership = rules[rule];
+            row->layerwise_split_size = s;
+            row->ownership = o->ownership;
+            row->pp_size = w->pp;
+            row->attn_tp_size = T;
+            row->error_message = c->messages[c->count];
+            kvshard_error row_err;
+            kvshard__error_reset(&row_err);
+            uint32_t row_tp, row_split;
+            const char *row_blame;
+            int rc = kvshard__plan_validate(&row_tp, &row_split, w->stage_counts, w->model, &pl,
+                                            &row_blame, &row_err);
+            if (rc == KVSHARD_OK)
+                rc = fill_row(row, w, &pl, row_split, &row_err);
+            if (rc == KVSHARD_ENOMEM)
+                return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+            if (rc) {
+                memset(row, 0, sizeof *row);
+                row->layerwise_split_size = s;
+                row->ownership = o->ownership;
+                row->pp_size = w->pp;
+                row->attn_tp_size = T;
+                row->error_message = c->messages[c->count];
+                row->error = rc;
+                memcpy(c->messages[c->count], row_err.message, sizeof row_err.message);
+                if (!*first_error) {
+                    *first_error = rc;
+                    *first_err = row_err;
+                }
+            }
+            if (better(row, *best, c->by_balanced)) {
+                *best = row;
+                c->recommended = c->count;
+            }
+            c->count++;
+        }
+    }
+    return KVSHARD_OK;
+}
+
+/* Whether P can be planned at all: its unsplit plan validates (a plan past
+ * the layer-entry bound may still split). */
+static int pp_valid(work *w, uint32_t P, const char **blame, kvshard_error *err)
+{
+    kvshard__planning pl = w->base;
+    pl.options.pp_size = P;
+    uint32_t T = 0, S = 0;
+    int rc = kvshard__plan_validate(&T, &S, w->stage_counts, w->model, &pl, blame, err);
+    return rc == KVSHARD_ELIMIT ? KVSHARD_OK : rc;
 }
 
 int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *model,
@@ -213,100 +305,104 @@ int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *mo
     w.base.given.layerwise_split_size = 1;
     if ((rc = kvshard__planning_settle(&w.base, model, blame, err)) != 0)
         return rc;
+    const kvshard_options *o = &w.base.options;
+    bool sweep = o->sweep_pp;
+    if (sweep && o->pp_partition_count > 0) {
+        *blame = "sweep_pp";
+        return kvshard__fail(err, KVSHARD_EPARTITION, "", kvshard__no_mark,
+                             "pp_partition fixes pp_size at %u: it cannot be given with sweep_pp",
+                             o->pp_partition_count);
+    }
     kvshard__range_of(&w.layers, model->kinds, model->class_of, &model->info, 0,
                       model->info.num_layers);
-    /* Errors that no split size avoids end the comparison. */
-    uint32_t T = 0, S = 0;
+    uint64_t dc = (uint64_t)o->dp_size * o->cp_size;
+    w.ranks_count = dc && o->world_size % dc == 0 ? (uint32_t)(o->world_size / dc) : 0;
+    /* Errors that no split size avoids end the comparison: those of the
+     * configured P, or, sweeping, of every P. */
+    kvshard_allocator a = kvshard__allocator_or_default(allocator);
+    uint32_t P0 = sweep ? 1 : o->pp_size, P1 = sweep ? w.ranks_count : o->pp_size;
+    if (w.ranks_count == 0)
+        P0 = P1 = o->pp_size;
     kvshard_error base_err;
     kvshard__error_reset(&base_err);
-    rc = kvshard__plan_validate(&T, &S, model, &w.base, blame, &base_err);
-    if (rc == KVSHARD_ELIMIT) /* the unsplit rows are past the bound; larger splits may pass */
-        T = kvshard__attn_tp_size(&w.base.options);
-    else if (rc) {
-        if (err)
-            *err = base_err;
+    size_t rows = 0;
+    uint32_t valid = 0;
+    if (w.ranks_count && (rc = prepare(&w, &a, err)) != 0) {
+        free_work(&a, &w);
         return rc;
     }
-    if ((rc = kvshard__planning_budget(&w.memory, &w.has_memory, &w.base, model, T, 1, blame,
-                                       err)) != 0)
-        return rc;
-    w.tp = T;
-    kvshard_allocator a = kvshard__allocator_or_default(allocator);
-    size_t divisors = 0;
-    for (uint32_t s = 1; s <= T; s++)
-        divisors += T % s == 0;
+    int base_rc = KVSHARD_OK;
+    for (uint32_t P = P0; P <= P1; P++) {
+        if (w.ranks_count && w.ranks_count % P != 0)
+            continue;
+        kvshard_error e;
+        kvshard__error_reset(&e);
+        const char *b = NULL;
+        rc = w.ranks_count ? pp_valid(&w, P, &b, &e) : KVSHARD_EWORLD;
+        if (!w.ranks_count) {
+            /* The world itself is wrong: the plan's own error says how. */
+            kvshard__planning pl = w.base;
+            uint32_t T, S, one = 0;
+            rc = kvshard__plan_validate(&T, &S, &one, model, &pl, &b, &e);
+        }
+        if (rc) {
+            if (base_rc == KVSHARD_OK) {
+                base_rc = rc;
+                base_err = e;
+                *blame = b;
+            }
+            continue;
+        }
+        valid++;
+        uint32_t T = w.ranks_count / P;
+        for (uint32_t s = 1; s <= T; s++)
+            rows += T % s == 0 ? RULES : 0;
+    }
+    if (valid == 0) {
+        free_work(&a, &w);
+        if (err)
+            *err = base_err;
+        return base_rc;
+    }
     kvshard_comparison *c = kvshard__calloc(&a, 1, sizeof *c);
     if (c) {
         c->alloc = a;
-        c->rows = kvshard__calloc(&a, RULES * divisors, sizeof *c->rows);
-        c->messages = kvshard__calloc(&a, RULES * divisors, sizeof *c->messages);
+        c->rows = kvshard__calloc(&a, rows, sizeof *c->rows);
+        c->messages = kvshard__calloc(&a, rows, sizeof *c->messages);
     }
     if (!c || !c->rows || !c->messages) {
         kvshard_comparison_free(c);
-        return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
-    }
-    if ((rc = prepare(&w, &a, err)) != 0) {
         free_work(&a, &w);
-        kvshard_comparison_free(c);
-        return rc;
+        return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
     }
     c->options = w.base.options;
     c->profile = w.base.profile;
-    c->tp = T;
-    c->has_memory = w.has_memory;
-    c->memory = w.memory;
-    c->by_balanced =
-        w.has_memory && w.base.options.context_length > 0 && w.base.profile->ranks_by_balanced;
-    c->uniform_blocks = w.uniform.num_blocks;
+    c->by_balanced = w.base.options.context_length > 0 && w.base.profile->ranks_by_balanced;
     const kvshard_comparison_row *best = NULL;
     int first_error = KVSHARD_OK;
     kvshard_error first_err;
     kvshard__error_reset(&first_err);
-    for (uint32_t s = 1; s <= T; s++) {
-        if (T % s != 0)
+    rc = KVSHARD_OK;
+    for (uint32_t P = P0; rc == KVSHARD_OK && P <= P1; P++) {
+        if (w.ranks_count % P != 0 || pp_valid(&w, P, blame, NULL) != KVSHARD_OK)
             continue;
-        for (size_t rule = 0; rule < RULES; rule++) {
-            kvshard_comparison_row *row = &c->rows[c->count];
-            kvshard__planning pl = w.base;
-            kvshard_options *o = &pl.options;
-            o->enable_layerwise_split = s > 1;
-            o->layerwise_split_size = s;
-            o->ownership = rules[rule];
-            row->layerwise_split_size = s;
-            row->ownership = o->ownership;
-            row->error_message = c->messages[c->count];
-            kvshard_error row_err;
-            kvshard__error_reset(&row_err);
-            uint32_t row_tp, row_split;
-            const char *row_blame;
-            rc = kvshard__plan_validate(&row_tp, &row_split, model, &pl, &row_blame, &row_err);
-            if (rc == KVSHARD_OK)
-                rc = fill_row(row, &w, &pl, row_split, &row_err);
-            if (rc == KVSHARD_ENOMEM) {
-                free_work(&a, &w);
-                kvshard_comparison_free(c);
-                return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
-            }
-            if (rc) {
-                memset(row, 0, sizeof *row);
-                row->layerwise_split_size = s;
-                row->ownership = o->ownership;
-                row->error_message = c->messages[c->count];
-                row->error = rc;
-                memcpy(c->messages[c->count], row_err.message, sizeof row_err.message);
-                if (!first_error) {
-                    first_error = rc;
-                    first_err = row_err;
-                }
-            }
-            if (better(row, best, c->by_balanced)) {
-                best = row;
-                c->recommended = c->count;
-            }
-            c->count++;
+        if ((rc = begin_pp(&w, P, blame, err)) != 0)
+            break;
+        if (P == o->pp_size || (sweep && P == P0)) {
+            /* The header's figures: the configured P's. */
+            c->tp = w.tp;
+            c->has_memory = w.has_memory;
+            c->memory = w.memory;
+            c->uniform_blocks = w.uniform.num_blocks;
         }
+        c->by_balanced = c->by_balanced && w.has_memory;
+        rc = pp_rows(c, &w, &best, &first_error, &first_err, err);
     }
     free_work(&a, &w);
+    if (rc) {
+        kvshard_comparison_free(c);
+        return rc;
+    }
     if (!best) {
         kvshard_comparison_free(c);
         if (err)

@@ -7,7 +7,9 @@
  * specific first. */
 static const char *const *blame_list(int code)
 {
-    static const char *const world[] = {"world_size", "dp_size", "cp_size", NULL};
+    static const char *const world[] = {"world_size", "pp_size", "dp_size", "cp_size", NULL};
+    static const char *const stages[] = {"pp_size", NULL};
+    static const char *const partition[] = {"pp_partition", "pp_partition_rule", "pp_size", NULL};
     static const char *const split[] = {"layerwise_split_size", "world_size", NULL};
     static const char *const split_cp[] = {"cp_size", "enable_layerwise_split", NULL};
     static const char *const no_block[] = {"memory_per_rank", "max_seqs", NULL};
@@ -25,6 +27,9 @@ static const char *const *blame_list(int code)
     case KVSHARD_EPROFILE: return profile;
     case KVSHARD_EMISSING: return missing;
     case KVSHARD_ELIMIT: return limit;
+    case KVSHARD_EPPLAYERS: return stages;
+    case KVSHARD_EPARTITION:
+    case KVSHARD_EPPSOURCE: return partition;
     default: return NULL;
     }
 }
@@ -73,8 +78,7 @@ static int plan_deployment(planning_call call, void *out, const kvshard_deployme
                              "deployment must not be NULL");
     }
     const char *blame = NULL;
-    kvshard_options options = deployment->options;
-    options.settings = deployment->settings;
+    kvshard_options options = kvshard__deployment_options(deployment);
     int rc = call(out, deployment->model, &options, &deployment->alloc, &blame, err);
     return locate_option_error(deployment, rc, blame, err);
 }

@@ -100,7 +100,16 @@ static void hash_layout2(hasher *x, hasher *y, const kvshard_plan *p)
     }
     if (p->kv_source)
         hash_owners2(x, y, p->kv_source, p->model.num_layers);
-    for (uint32_t r = 0; r < p->tp; r++) {
+    /* The stages and how global ranks map onto them; a plan of one stage
+     * hashes as it did before stages existed. */
+    if (p->pp > 1) {
+        hash_word2(x, y, (uint64_t)p->pp << 32 | (uint64_t)(uint32_t)o->rank_layout);
+        kvshard__strides st = kvshard__rank_strides(o, p->tp);
+        hash_word2(x, y, st.dp ^ st.pp << 16 ^ st.cp << 32 ^ st.tp << 48);
+        for (uint32_t s = 0; s < p->pp; s++)
+            hash_word2(x, y, p->stages[s].count);
+    }
+    for (uint32_t r = 0; r < p->ranks_count; r++) {
         const kvshard_rank_memory *m = &p->ranks[r];
         hash_word2(x, y, m->kv_bytes_per_token);
         hash_word2(x, y, m->scratch_bytes_per_token);
@@ -120,7 +129,7 @@ void kvshard__compute_digests(kvshard_plan *p)
     hash_layout2(&layout, &full, p);
     p->layout_digest = hash_end(&layout);
 
-    for (uint32_t r = 0; r < p->tp; r++) {
+    for (uint32_t r = 0; r < p->ranks_count; r++) {
         hash_word(&full, p->ranks[r].bytes_per_block);
         hash_word(&full, p->ranks[r].has_num_blocks ? p->ranks[r].num_blocks : UINT64_MAX);
     }
@@ -133,6 +142,8 @@ void kvshard__compute_digests(kvshard_plan *p)
     hash_word(&full, c->has_concurrency ? c->concurrency : UINT64_MAX);
     hash_word(&full, c->has_balanced_max_seqs ? c->balanced_max_seqs : UINT64_MAX);
     hash_word(&full, c->has_state_slots ? c->state_slots : UINT64_MAX);
+    if (p->pp > 1)
+        hash_word(&full, c->has_binding ? c->binding_rank : UINT64_MAX);
     hash_word(&full, p->uniform.kv_bytes_per_token);
     hash_word(&full, p->uniform.bytes_per_block);
     hash_word(&full, p->uniform.has_num_blocks ? p->uniform.num_blocks : UINT64_MAX);

@@ -32,6 +32,9 @@ GETTER(budget, s->capacity->has_budget, s->capacity->budget)
 GETTER(state_slots, s->capacity->has_state_slots, s->capacity->state_slots)
 GETTER(usable_blocks, s->capacity->has_usable_blocks, s->capacity->usable_blocks)
 GETTER(usable_state_slots, s->capacity->has_state_slots, s->capacity->usable_state_slots)
+/* The rank that sets the common block count: its stage and its TP rank. */
+GETTER(binding_stage, s->capacity->has_binding, s->capacity->binding_rank / s->tp)
+GETTER(binding_tp_rank, s->capacity->has_binding, s->capacity->binding_rank % s->tp)
 
 #undef GETTER
 
@@ -50,6 +53,8 @@ static const field fields[] = {
     {"state_slots", state_slots},
     {"usable_blocks", usable_blocks},
     {"usable_state_slots", usable_state_slots},
+    {"binding_stage", binding_stage},
+    {"binding_tp_rank", binding_tp_rank},
 };
 
 size_t kvshard__capacity_figure_count(void)

@@ -366,6 +366,28 @@ int kvshard__memory_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inpu
     return KVSHARD_OK;
 }
 
+int kvshard__stage_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inputs *in,
+                         const kvshard__range *stages, uint32_t pp, const uint32_t *owned,
+                         kvshard_error *err)
+{
+    size_t row = (size_t)in->split * in->model->num_classes;
+    for (uint32_t s = 0; s < pp; s++) {
+        kvshard__memory_inputs stage = *in;
+        stage.layers = &stages[s];
+        stage.count_draft_layers = in->count_draft_layers && s + 1 == pp;
+        if (owned) {
+            stage.owned = owned + s * row;
+        } else {
+            stage.split = 1;
+            stage.owned = stages[s].class_census; /* one split rank owns every KV layer */
+        }
+        int rc = kvshard__memory_ranks(ranks + (size_t)s * in->tp, &stage, err);
+        if (rc)
+            return rc;
+    }
+    return KVSHARD_OK;
+}
+
 int kvshard__unsplit_bytes_per_block(uint64_t *out, const kvshard__memory_inputs *in,
                                      kvshard_error *err)
 {

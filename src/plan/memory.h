@@ -62,6 +62,15 @@ int kvshard__state_bytes(uint64_t *out, const kvshard__memory_inputs *in, kvshar
 int kvshard__memory_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inputs *in,
                           kvshard_error *err);
 
+/* Every plan rank's figures (P x T entries into `ranks`), stage by stage:
+ * `in` gives the model, options, T and S_eff; `stages` the P stages' layer
+ * ranges; `owned` P rows of S_eff x classes entries (the stages' owned
+ * counts by class), or NULL for one split rank owning every KV layer (the
+ * uniform figures). Draft layers count on the last stage only. */
+int kvshard__stage_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inputs *in,
+                         const kvshard__range *stages, uint32_t pp, const uint32_t *owned,
+                         kvshard_error *err);
+
 /* The bytes per block of every KV layer of the range stored unsplit on TP
  * rank 0 (no draft layers): what an engine that does not split sizes a
  * block by. EOVERFLOW past 64 bits. */

@@ -31,19 +31,20 @@ kvshard__capacity_inputs kvshard__capacity_inputs_of(const kvshard__planning *pl
                                                      uint32_t split, uint64_t unsplit,
                                                      uint64_t memory, bool has_memory)
 {
-    kvshard__capacity_inputs ci = {&pl->options,
-                                   pl->inputs,
-                                   ranks,
-                                   tp,
-                                   split,
-                                   unsplit,
-                                   memory,
-                                   0,
-                                   pl->options.context_length,
-                                   KVSHARD_ALL_RANKS,
-                                   &pl->state,
-                                   has_memory,
-                                   has_memory};
+    kvshard__capacity_inputs ci = {.options = &pl->options,
+                                   .inputs = pl->inputs,
+                                   .ranks = ranks,
+                                   .tp = tp,
+                                   .stage_ranks = tp,
+                                   .split = split,
+                                   .unsplit_bytes_per_block = unsplit,
+                                   .memory = memory,
+                                   .extra_per_block = 0,
+                                   .context_length = pl->options.context_length,
+                                   .rank = KVSHARD_ALL_RANKS,
+                                   .state = &pl->state,
+                                   .has_memory = has_memory,
+                                   .own_budget = has_memory};
     return ci;
 }
 
@@ -86,47 +87,70 @@ kvshard__memory_inputs kvshard__plan_memory_inputs(const kvshard_plan *plan)
                                  plan->tp,
                                  plan->split,
                                  plan->owned_by_class,
-                                 &plan->layers,
+                                 &plan->stages[0],
                                  plan->profile->counts_draft_layers,
                                  plan->profile->mla_v2_bytes,
                                  plan->source};
     return in;
 }
 
+/* Every plan rank's figures, stage by stage, with the plan's split or
+ * (`unsplit`) with one split rank owning every KV layer. */
+static int stage_memory(kvshard_rank_memory *ranks, const kvshard_plan *p, bool unsplit,
+                        kvshard_error *err)
+{
+    kvshard__memory_inputs in = kvshard__plan_memory_inputs(p);
+    return kvshard__stage_ranks(ranks, &in, p->stages, p->pp,
+                                unsplit ? NULL : p->owned_by_class, err);
+}
+
 /* The same plan at S_eff = 1: the largest figures, the fewest blocks (0
  * when the unsplit plan fits none). `pl` is the plan's settled planning. */
 static int compute_uniform(kvshard_plan *p, const kvshard__planning *pl, kvshard_error *err)
 {
+    uint32_t n = p->ranks_count;
     if (p->split == 1) {
         /* The plan is its own unsplit plan: its blocks are the plan's. */
-        p->uniform = kvshard__uniform_of(p->ranks, p->tp, pl, p->unsplit_bytes_per_block,
-                                         p->memory, false);
+        p->uniform =
+            kvshard__uniform_of(p->ranks, n, pl, p->unsplit_bytes_per_block, p->memory, false);
         p->uniform.has_num_blocks = p->cap.has_num_blocks;
         p->uniform.num_blocks = p->cap.num_blocks;
         return KVSHARD_OK;
     }
     kvshard_rank_memory local[SCRATCH_RANKS];
     kvshard_rank_memory *ranks =
-        p->tp <= SCRATCH_RANKS ? local : kvshard__alloc(&p->alloc, p->tp, sizeof *ranks);
+        n <= SCRATCH_RANKS ? local : kvshard__alloc(&p->alloc, n, sizeof *ranks);
     if (!ranks)
         return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
-    kvshard__memory_inputs in = kvshard__plan_memory_inputs(p);
-    in.split = 1;
-    in.owned = p->layers.class_census; /* one split rank owns every KV layer */
-    int rc = kvshard__memory_ranks(ranks, &in, err);
+    int rc = stage_memory(ranks, p, true, err);
     if (rc == KVSHARD_OK)
-        p->uniform = kvshard__uniform_of(ranks, p->tp, pl, p->unsplit_bytes_per_block, p->memory,
+        p->uniform = kvshard__uniform_of(ranks, n, pl, p->unsplit_bytes_per_block, p->memory,
                                          p->has_memory);
     if (ranks != local)
         kvshard__free(&p->alloc, ranks);
     return rc;
 }
 
+/* The first plan rank whose blocks are the common count: the one that
+ * binds. */
+static void find_binding(kvshard_plan *p)
+{
+    kvshard__capacity *c = &p->cap;
+    for (uint32_t r = 0; c->has_num_blocks && r < p->ranks_count; r++) {
+        if (p->ranks[r].has_num_blocks && p->ranks[r].num_blocks == c->num_blocks) {
+            c->has_binding = true;
+            c->binding_rank = r;
+            return;
+        }
+    }
+}
+
 static int compute_memory(kvshard_plan *p, const kvshard__planning *pl,
                           const kvshard_model *model, const char **blame, kvshard_error *err)
 {
     kvshard__memory_inputs in = kvshard__plan_memory_inputs(p);
-    int rc = kvshard__memory_ranks(p->ranks, &in, err);
+    in.layers = &p->layers;
+    int rc = stage_memory(p->ranks, p, false, err);
     if (rc == KVSHARD_OK)
         rc = kvshard__state_bytes(&p->state_per_layer, &in, err);
     if (rc == KVSHARD_OK)
@@ -136,21 +160,21 @@ static int compute_memory(kvshard_plan *p, const kvshard__planning *pl,
                                       blame, err);
     if (rc)
         return rc;
+    uint32_t n = p->ranks_count;
     kvshard__capacity c;
     memset(&c, 0, sizeof c);
     if (p->has_memory || p->profile->sizes_without_budget) {
         uint64_t local[SCRATCH_RANKS];
-        uint64_t *blocks =
-            p->tp <= SCRATCH_RANKS ? local : kvshard__alloc(&p->alloc, p->tp, sizeof *blocks);
+        uint64_t *blocks = n <= SCRATCH_RANKS ? local : kvshard__alloc(&p->alloc, n, sizeof *blocks);
         if (!blocks)
             return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
-        kvshard__capacity_inputs ci =
-            kvshard__capacity_inputs_of(pl, p->ranks, p->tp, p->split,
-                                        p->unsplit_bytes_per_block, p->memory, p->has_memory);
-        for (uint32_t r = 0; r < p->tp; r++)
+        kvshard__capacity_inputs ci = kvshard__capacity_inputs_of(
+            pl, p->ranks, n, p->split, p->unsplit_bytes_per_block, p->memory, p->has_memory);
+        ci.stage_ranks = p->tp;
+        for (uint32_t r = 0; r < n; r++)
             blocks[r] = UINT64_MAX; /* a rank the profile does not size has no count */
         rc = p->profile->capacity(&c, blocks, &ci, blame, err);
-        for (uint32_t r = 0; rc == KVSHARD_OK && r < p->tp; r++) {
+        for (uint32_t r = 0; rc == KVSHARD_OK && r < n; r++) {
             bool counted = blocks[r] != UINT64_MAX;
             p->ranks[r].has_num_blocks = counted;
             p->ranks[r].num_blocks = counted ? blocks[r] : 0;
@@ -161,9 +185,10 @@ static int compute_memory(kvshard_plan *p, const kvshard__planning *pl,
             return rc;
     }
     /* The engine's own bytes per block, where it lays blocks out its way. */
-    for (uint32_t r = 0; c.has_bytes_per_block && r < p->tp; r++)
+    for (uint32_t r = 0; c.has_bytes_per_block && r < n; r++)
         p->ranks[r].bytes_per_block = c.bytes_per_block;
     p->cap = c;
+    find_binding(p);
     return compute_uniform(p, pl, err);
 }
 
@@ -198,28 +223,32 @@ static bool holders_differ(const kvshard__model_info *m, uint32_t split)
  * zeroed except its warning texts, which are written before they are read;
  * the ranks are zeroed; the strings are copied in. */
 static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model *model, uint32_t T,
-                                uint32_t S)
+                                uint32_t S, uint32_t P)
 {
     size_t L = model->info.num_layers, n_kv = kvshard__num_kv_layers(&model->info);
     size_t type_len = strlen(model->model_type) + 1, source_len = strlen(model->source) + 1;
     size_t held = holders_differ(&model->info, S) ? L : 0;
     size_t sources = model->kv_source ? L : 0, C = model->info.num_classes;
-    size_t end = sizeof(kvshard_plan), ranks, owner, held_by, kv_slot, state_slot, split_rank_of,
+    size_t N = (size_t)P * T, PS = (size_t)P * S;
+    size_t end = sizeof(kvshard_plan), ranks, owner, held_by, kv_slot, state_slot, place, stages,
            owned_offsets, owned_layers, owned_counts, owned_by_class, kv_source, kinds, class_of,
-           model_type, source;
-    if (!carve(&ranks, &end, T, sizeof(kvshard_rank_memory), sizeof(uint64_t)) ||
+           draft_class, model_type, source;
+    size_t drafts = model->draft_class ? model->info.num_draft_layers : 0;
+    if (!carve(&ranks, &end, N, sizeof(kvshard_rank_memory), sizeof(uint64_t)) ||
         !carve(&owner, &end, L, sizeof(int32_t), sizeof(uint32_t)) ||
         !carve(&held_by, &end, held, sizeof(int32_t), sizeof(uint32_t)) ||
         !carve(&kv_slot, &end, L, sizeof(uint32_t), sizeof(uint32_t)) ||
         !carve(&state_slot, &end, L, sizeof(uint32_t), sizeof(uint32_t)) ||
-        !carve(&split_rank_of, &end, T, sizeof(uint32_t), sizeof(uint32_t)) ||
-        !carve(&owned_offsets, &end, (size_t)S + 1, sizeof(uint32_t), sizeof(uint32_t)) ||
+        !carve(&place, &end, N, sizeof(kvshard__rank_place), sizeof(uint32_t)) ||
+        !carve(&stages, &end, P, sizeof(kvshard__range), sizeof(uint64_t)) ||
+        !carve(&owned_offsets, &end, PS + P, sizeof(uint32_t), sizeof(uint32_t)) ||
         !carve(&owned_layers, &end, n_kv, sizeof(uint32_t), sizeof(uint32_t)) ||
-        !carve(&owned_counts, &end, S, sizeof(uint32_t), sizeof(uint32_t)) ||
-        !carve(&owned_by_class, &end, (size_t)S * C, sizeof(uint32_t), sizeof(uint32_t)) ||
+        !carve(&owned_counts, &end, PS, sizeof(uint32_t), sizeof(uint32_t)) ||
+        !carve(&owned_by_class, &end, PS * C, sizeof(uint32_t), sizeof(uint32_t)) ||
         !carve(&kv_source, &end, sources, sizeof(int32_t), sizeof(int32_t)) ||
         !carve(&kinds, &end, L, 1, 1) || !carve(&class_of, &end, L, 1, 1) ||
-        !carve(&model_type, &end, type_len, 1, 1) || !carve(&source, &end, source_len, 1, 1))
+        !carve(&draft_class, &end, drafts, 1, 1) || !carve(&model_type, &end, type_len, 1, 1) ||
+        !carve(&source, &end, source_len, 1, 1))
         return NULL;
     char *block = kvshard__alloc(a, 1, end);
     if (!block)
@@ -231,12 +260,13 @@ static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model 
     p->layout_digest = 0;
     p->alloc = *a;
     p->ranks = (kvshard_rank_memory *)(void *)(block + ranks);
-    memset(p->ranks, 0, (size_t)T * sizeof *p->ranks);
+    memset(p->ranks, 0, N * sizeof *p->ranks);
     p->owner = (int32_t *)(void *)(block + owner);
     p->held_by = held ? (int32_t *)(void *)(block + held_by) : p->owner;
     p->kv_slot = (uint32_t *)(void *)(block + kv_slot);
     p->state_slot = (uint32_t *)(void *)(block + state_slot);
-    p->split_rank_of = (uint32_t *)(void *)(block + split_rank_of);
+    p->place = (kvshard__rank_place *)(void *)(block + place);
+    p->stages = (kvshard__range *)(void *)(block + stages);
     p->owned_offsets = (uint32_t *)(void *)(block + owned_offsets);
     p->owned_layers = (uint32_t *)(void *)(block + owned_layers);
     p->owned_counts = (uint32_t *)(void *)(block + owned_counts);
@@ -246,11 +276,44 @@ static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model 
         memcpy(p->kv_source, model->kv_source, L * sizeof *p->kv_source);
     p->kinds = (uint8_t *)(block + kinds);
     p->class_of = (uint8_t *)(block + class_of);
+    p->draft_class = drafts ? (uint8_t *)(block + draft_class) : NULL;
+    if (drafts)
+        memcpy(p->draft_class, model->draft_class, drafts);
     p->model_type = block + model_type;
     memcpy(p->model_type, model->model_type, type_len);
     p->source = block + source;
     memcpy(p->source, model->source, source_len);
     return p;
+}
+
+/* Each stage's layers, owners and lists, and where every plan rank stands. */
+static void assign_stages(kvshard_plan *p, const uint32_t *counts)
+{
+    uint32_t S = p->split, C = p->model.num_classes, first = 0, kv_first = 0;
+    kvshard_ownership rule = p->options.ownership;
+    for (uint32_t s = 0; s < p->pp; s++) {
+        kvshard__range *range = &p->stages[s];
+        kvshard__range_of(range, p->kinds, p->class_of, &p->model, first, counts[s]);
+        uint32_t *offsets = p->owned_offsets + (size_t)s * (S + 1);
+        uint32_t *owned = p->owned_counts + (size_t)s * S;
+        kvshard__owned_counts(owned, p->owned_by_class + (size_t)s * S * C, p->kinds,
+                              p->class_of, C, range, S, rule);
+        kvshard__owners owners = {p->owner,  p->held_by, p->kv_slot,
+                                  p->state_slot, offsets, owned,
+                                  p->owned_layers + kv_first};
+        kvshard__assign_owners(&owners, p->kinds, p->kv_source, range, S, rule);
+        /* The stage's lists follow the stages before it in owned_layers. */
+        for (uint32_t k = 0; k <= S; k++)
+            offsets[k] += kv_first;
+        for (uint32_t t = 0; t < p->tp; t++) {
+            kvshard__rank_place *pl = &p->place[(size_t)s * p->tp + t];
+            pl->split_rank = t % S;
+            pl->first = first;
+            pl->count = counts[s];
+        }
+        first += counts[s];
+        kv_first += range->num_kv;
+    }
 }
 
 static void keep_warning(void *ctx, kvshard_warning_code code, const char *message)
@@ -290,17 +353,26 @@ static void keep_input_texts(kvshard_plan *p)
 
 static void collect_warnings(kvshard_plan *p, const kvshard__planning *pl)
 {
-    kvshard__warning_inputs in = {pl,
-                                  p->split,
-                                  p->replication,
-                                  p->layers.num_kv,
-                                  p->owned_counts,
-                                  &p->cap,
-                                  p->has_memory,
-                                  p->memory,
-                                  p->ranks[0].state_bytes_per_seq};
+    kvshard__warning_inputs in = {
+        .planning = pl,
+        .split = p->split,
+        .replication = p->replication,
+        .n_kv = p->layers.num_kv,
+        .owned_counts = p->owned_counts,
+        .capacity = &p->cap,
+        .has_memory = p->has_memory,
+        .memory = p->memory,
+        .state_bytes_per_seq = p->ranks[0].state_bytes_per_seq,
+        .stages = p->pp,
+        .ranges = p->stages,
+        .ranks = p->ranks,
+        .tp = p->tp,
+        .draft_layers = kvshard__counted_drafts(&p->model, &pl->options, pl->profile)};
     kvshard__collect_warnings(&in, keep_warning, p);
 }
+
+/* Room for the layer counts of this many stages sits on the stack. */
+#define SCRATCH_STAGES 64u
 
 int kvshard__plan_create(kvshard_plan **out, const kvshard_model *model,
                          const kvshard_options *options, const kvshard_allocator *allocator,
@@ -312,37 +384,43 @@ int kvshard__plan_create(kvshard_plan **out, const kvshard_model *model,
         rc = kvshard__planning_settle(&pl, model, blame, err);
     if (rc)
         return rc;
-    uint32_t T = 0, S = 0;
-    if ((rc = kvshard__plan_validate(&T, &S, model, &pl, blame, err)) != 0)
-        return rc;
-
     kvshard_allocator a = kvshard__allocator_or_default(allocator);
-    kvshard_plan *p = plan_block(&a, model, T, S);
-    if (!p)
+    uint32_t P = pl.options.pp_size;
+    uint32_t local[SCRATCH_STAGES];
+    uint32_t *counts = P <= SCRATCH_STAGES ? local : kvshard__alloc(&a, P, sizeof *counts);
+    if (!counts)
         return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark,
                              "out of memory creating the plan");
-    p->model = model->info;
-    p->options = pl.options;
-    p->profile = pl.profile;
-    memcpy(p->inputs, pl.inputs, sizeof p->inputs);
-    keep_input_texts(p);
-    p->state = pl.state;
-    p->tp = T;
-    p->split = S;
-    p->replication = kvshard__replication_factor(&model->info, T);
-    p->state_dtype = kvshard__state_dtype(&model->info, &pl.options);
-    uint32_t L = model->info.num_layers;
-    memcpy(p->kinds, model->kinds, L);
-    memcpy(p->class_of, model->class_of, L);
-    kvshard__range_of(&p->layers, p->kinds, p->class_of, &p->model, 0, L);
-    kvshard__owned_counts(p->owned_counts, p->owned_by_class, p->kinds, p->class_of,
-                          p->model.num_classes, &p->layers, S, pl.options.ownership);
-    kvshard__owners owners = {p->owner,         p->held_by,      p->kv_slot,     p->state_slot,
-                              p->owned_offsets, p->owned_counts, p->owned_layers};
-    kvshard__assign_owners(&owners, p->kinds, p->kv_source, &p->layers, S, pl.options.ownership);
-    for (uint32_t r = 0; r < T; r++)
-        p->split_rank_of[r] = r % S;
-    if ((rc = compute_memory(p, &pl, model, blame, err)) != 0) {
+    uint32_t T = 0, S = 0;
+    kvshard_plan *p = NULL;
+    rc = kvshard__plan_validate(&T, &S, counts, model, &pl, blame, err);
+    if (rc == KVSHARD_OK && (p = plan_block(&a, model, T, S, P)) == NULL)
+        rc = kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark,
+                           "out of memory creating the plan");
+    if (rc == KVSHARD_OK) {
+        p->model = model->info;
+        p->options = pl.options;
+        p->options.pp_partition = NULL; /* the stages hold what it said */
+        p->profile = pl.profile;
+        memcpy(p->inputs, pl.inputs, sizeof p->inputs);
+        keep_input_texts(p);
+        p->state = pl.state;
+        p->tp = T;
+        p->split = S;
+        p->pp = P;
+        p->ranks_count = P * T;
+        p->replication = kvshard__replication_factor(&model->info, T);
+        p->state_dtype = kvshard__state_dtype(&model->info, &pl.options);
+        uint32_t L = model->info.num_layers;
+        memcpy(p->kinds, model->kinds, L);
+        memcpy(p->class_of, model->class_of, L);
+        kvshard__range_of(&p->layers, p->kinds, p->class_of, &p->model, 0, L);
+        assign_stages(p, counts);
+        rc = compute_memory(p, &pl, model, blame, err);
+    }
+    if (counts != local)
+        kvshard__free(&a, counts);
+    if (rc) {
         kvshard_plan_free(p);
         return rc;
     }

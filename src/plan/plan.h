@@ -9,6 +9,7 @@
 #include "deploy/settings.h"
 #include "plan/memory.h"
 #include "plan/owners.h"
+#include "plan/partition.h"
 
 #define KVSHARD__MAX_WARNINGS 24
 /* Most figures an engine profile gives (the JSON "engine" object's fields). */
@@ -16,6 +17,14 @@
 /* Most text inputs one profile reads (an engine version, a JSON object). */
 #define KVSHARD__PLAN_TEXTS 4
 #define KVSHARD__WARNING_MESSAGE_MAX 240
+
+/* Where a plan rank (stage x T + TP rank) stands: its split rank and its
+ * stage's layers. kvshard_plan_owns() reads it on every call. */
+typedef struct kvshard__rank_place {
+    uint32_t split_rank; /* TP rank % S_eff */
+    uint32_t first;      /* the stage's first layer */
+    uint32_t count;      /* and its number of layers */
+} kvshard__rank_place;
 
 typedef struct kvshard__warning {
     kvshard_warning_code code;
@@ -27,13 +36,16 @@ struct kvshard_plan {
      * docs/performance.md). */
     int32_t *held_by;        /* per layer: as owner, but KVSHARD_OWNER_ALL for a layer whose
                                 state every rank holds; `owner` itself when the same */
-    uint32_t *split_rank_of; /* per TP rank: tp_rank % S_eff, so owns() needs no division */
+    kvshard__rank_place *place; /* per plan rank, so owns() needs no division */
     uint32_t tp;             /* T */
     uint32_t split;          /* S_eff */
+    uint32_t pp;             /* P */
+    uint32_t ranks_count;    /* P x T plan ranks */
     kvshard__model_info model;
     int32_t *owner; /* split rank, KVSHARD_OWNER_ALL or KVSHARD_OWNER_NONE per layer */
     uint8_t *kinds;    /* kvshard_layer_kind per decoder layer */
     uint8_t *class_of; /* per decoder layer: its cache class in model.classes */
+    uint8_t *draft_class; /* per draft layer: its class; NULL without draft layers */
     int32_t *kv_source; /* per decoder layer: the layer whose cache it reads, or -1; NULL
                            when no layer reads another's */
     kvshard_allocator alloc;
@@ -46,12 +58,16 @@ struct kvshard_plan {
     kvshard_value inputs[KVSHARD__MAX_PROFILE_INPUTS]; /* the profile's inputs */
     uint32_t replication;    /* R */
     kvshard_dtype state_dtype;
-    kvshard__range layers;            /* the layers the ranks hold: one stage of all of them */
-    uint32_t *owned_offsets;          /* S_eff + 1 offsets into owned_layers */
-    uint32_t *owned_layers;           /* KV layers, grouped by owning split rank */
-    uint32_t *owned_counts;           /* S_eff entries: KV layers each split rank owns */
-    uint32_t *owned_by_class;         /* S_eff rows of model.num_classes: the same by class */
-    kvshard_rank_memory *ranks;       /* per TP rank */
+    kvshard__range layers;            /* every layer of the model */
+    kvshard__range *stages;           /* P ranges: the layers of each stage */
+    /* Per stage, per split rank (stage x (S_eff + 1) + split rank): offsets
+     * into owned_layers, which holds each stage's KV layers grouped by owning
+     * split rank. */
+    uint32_t *owned_offsets;
+    uint32_t *owned_layers;
+    uint32_t *owned_counts;           /* P x S_eff: KV layers each split rank of a stage owns */
+    uint32_t *owned_by_class;         /* P x S_eff rows of model.num_classes: the same by class */
+    kvshard_rank_memory *ranks;       /* per plan rank */
     uint64_t state_per_layer;         /* one linear or hybrid layer's state per sequence */
     uint64_t unsplit_bytes_per_block; /* all KV layers stored unsplit, no draft */
     bool has_memory;
@@ -65,6 +81,38 @@ struct kvshard_plan {
     uint64_t digest;
     uint64_t layout_digest;
 };
+
+/* The KV layers plan rank `r` stores, in layer order, and how many. */
+static inline const uint32_t *kvshard__plan_owned(const kvshard_plan *p, uint32_t r,
+                                                  uint32_t *count)
+{
+    uint32_t stage = r / p->tp, k = p->place[r].split_rank;
+    *count = p->owned_counts[(size_t)stage * p->split + k];
+    return p->owned_layers + p->owned_offsets[(size_t)stage * (p->split + 1) + k];
+}
+
+/* The draft layers a plan counts, on its last stage: the model's when
+ * speculation is on and the profile counts them, else none. */
+static inline uint32_t kvshard__counted_drafts(const kvshard__model_info *m,
+                                               const kvshard_options *o,
+                                               const kvshard__profile *profile)
+{
+    return o->num_speculative_tokens > 0 && profile->counts_draft_layers ? m->num_draft_layers : 0;
+}
+
+/* The stage of decoder layer `layer`: a search over the stages' ranges. */
+static inline uint32_t kvshard__plan_stage_of(const kvshard_plan *p, uint32_t layer)
+{
+    uint32_t lo = 0, hi = p->pp - 1;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo + 1) / 2;
+        if (p->stages[mid].first <= layer)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
 
 /* ---- the start of a planning call (validate.c) ------------------------------------ */
 
@@ -101,11 +149,14 @@ kvshard_profile__ctx kvshard__profile_ctx(const kvshard__planning *pl, const kvs
                                           uint32_t tp, uint32_t split);
 
 /* Validate settled options against a model: T and S_eff into the outputs,
- * or the first error (EWORLD, ESPLIT, ESPLITCP, EKVHEADS, ELINEARHEADS,
- * EPROFILE, ELIMIT), with *blame set to the option or setting it is about
- * when its code alone does not tell. */
-int kvshard__plan_validate(uint32_t *out_tp, uint32_t *out_split, const kvshard_model *model,
-                           const kvshard__planning *pl, const char **blame, kvshard_error *err);
+ * and the layers of each of the pp_size stages into stage_counts (pp_size
+ * entries), or the first error (EWORLD, EPROFILE, EPPLAYERS, EPARTITION,
+ * EPPSOURCE, ESPLIT, ESPLITCP, EKVHEADS, ELINEARHEADS, ELIMIT), with *blame
+ * set to the option or setting it is about when its code alone does not
+ * tell. */
+int kvshard__plan_validate(uint32_t *out_tp, uint32_t *out_split, uint32_t *stage_counts,
+                           const kvshard_model *model, const kvshard__planning *pl,
+                           const char **blame, kvshard_error *err);
 
 /* ---- building plans and comparisons ------------------------------------------------- */
 
@@ -162,6 +213,13 @@ typedef struct kvshard__warning_inputs {
     bool has_memory;
     uint64_t memory;
     uint64_t state_bytes_per_seq;
+    /* The stages: P ranges, their ranks' figures (P x T) and `owned_counts`
+     * holding P rows of `split` entries. */
+    uint32_t stages;
+    const kvshard__range *ranges;
+    const kvshard_rank_memory *ranks;
+    uint32_t tp;
+    uint32_t draft_layers; /* draft layers speculation counts, on the last stage */
 } kvshard__warning_inputs;
 
 typedef kvshard_profile__warn_fn kvshard__warning_sink;
@@ -183,6 +241,7 @@ typedef struct kvshard__capacity_source {
     const kvshard__capacity *capacity;
     bool has_memory;
     uint64_t memory;
+    uint32_t tp; /* T, to name the binding rank by its stage and TP rank */
 } kvshard__capacity_source;
 
 /* The max_seqs a plan's figures report: the engine's request limit where

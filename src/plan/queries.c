@@ -78,23 +78,26 @@ int kvshard_plan_layer_owner(int32_t *out, const kvshard_plan *plan, uint32_t la
 
 OWNS_ALIGNED bool kvshard_plan_owns(const kvshard_plan *plan, uint32_t tp_rank, uint32_t layer)
 {
-    if (!plan || tp_rank >= plan->tp || layer >= plan->model.num_layers)
+    if (!plan || tp_rank >= plan->ranks_count || layer >= plan->model.num_layers)
         return false;
-    /* Every rank holds a layer held by all (owned by all, or a hybrid
-     * layer, whose state is on every rank whoever owns its KV), and the
-     * ranks of the split rank that owns it hold the rest;
+    /* Every rank of the layer's stage holds a layer held by all (owned by
+     * all, or a hybrid layer, whose state is on every rank whoever owns its
+     * KV), and the ranks of the split rank that owns it hold the rest;
      * KVSHARD_OWNER_NONE is no split rank. */
+    const kvshard__rank_place *place = &plan->place[tp_rank];
     uint32_t held = (uint32_t)plan->held_by[layer];
-    return (held == (uint32_t)KVSHARD_OWNER_ALL) | (held == plan->split_rank_of[tp_rank]);
+    bool here = layer - place->first < place->count;
+    return here & ((held == (uint32_t)KVSHARD_OWNER_ALL) | (held == place->split_rank));
 }
 
 bool kvshard_plan_stores_kv(const kvshard_plan *plan, uint32_t tp_rank, uint32_t layer)
 {
-    if (!plan || tp_rank >= plan->tp || layer >= plan->model.num_layers)
+    if (!plan || tp_rank >= plan->ranks_count || layer >= plan->model.num_layers)
         return false;
+    const kvshard__rank_place *place = &plan->place[tp_rank];
     int32_t owner = plan->owner[layer];
-    return kvshard_kinds__paged(plan->kinds[layer]) &&
-           (owner == KVSHARD_OWNER_ALL || (uint32_t)owner == plan->split_rank_of[tp_rank]);
+    return layer - place->first < place->count && kvshard_kinds__paged(plan->kinds[layer]) &&
+           (owner == KVSHARD_OWNER_ALL || (uint32_t)owner == place->split_rank);
 }
 
 int kvshard_plan_split_position(uint32_t *out_split_rank, uint32_t *out_split_group,
@@ -102,12 +105,12 @@ int kvshard_plan_split_position(uint32_t *out_split_rank, uint32_t *out_split_gr
 {
     if (!plan)
         return KVSHARD_EINVAL;
-    if (tp_rank >= plan->tp)
+    if (tp_rank >= plan->ranks_count)
         return KVSHARD_ERANK;
     if (out_split_rank)
-        *out_split_rank = tp_rank % plan->split;
+        *out_split_rank = plan->place[tp_rank].split_rank;
     if (out_split_group)
-        *out_split_group = tp_rank / plan->split;
+        *out_split_group = tp_rank % plan->tp / plan->split;
     return KVSHARD_OK;
 }
 
@@ -116,12 +119,61 @@ int kvshard_plan_rank_layers(const uint32_t **out, size_t *out_count, const kvsh
 {
     if (!out || !out_count || !plan)
         return KVSHARD_EINVAL;
-    if (tp_rank >= plan->tp)
+    if (tp_rank >= plan->ranks_count)
         return KVSHARD_ERANK;
-    uint32_t s = plan->split_rank_of[tp_rank];
-    *out = plan->owned_layers + plan->owned_offsets[s];
-    *out_count = plan->owned_counts[s];
+    uint32_t count;
+    *out = kvshard__plan_owned(plan, tp_rank, &count);
+    *out_count = count;
     return KVSHARD_OK;
+}
+
+/* The storage of draft layer `d` on plan rank `r`: on every rank of the
+ * last stage with its own heads, when speculation counts it. */
+static int draft_storage(kvshard_layer_storage *st, const kvshard_plan *plan, uint32_t r,
+                         uint32_t d)
+{
+    const kvshard__model_info *m = &plan->model;
+    uint8_t cls = plan->draft_class[d];
+    const kvshard__class *k = &m->classes[cls];
+    st->kind = (kvshard_layer_kind)k->kind;
+    st->compress_ratio = k->ratio;
+    st->index_key = (k->flags & KVSHARD__LAYER_INDEX_KEY) != 0;
+    st->stage = plan->pp - 1;
+    if (r / plan->tp != plan->pp - 1) {
+        st->holding = KVSHARD_HOLDS_NOT_ON_STAGE;
+        return KVSHARD_OK;
+    }
+    if (plan->options.num_speculative_tokens == 0 || !plan->profile->counts_draft_layers)
+        return KVSHARD_OK; /* nothing: the draft layer is not counted */
+    st->holding = KVSHARD_HOLDS_DRAFT;
+    bool sliding = k->kind == KVSHARD_LAYER_SLIDING_ATTENTION;
+    uint32_t heads = m->attention != KVSHARD_ATTENTION_GQA ? 0
+                     : sliding                             ? m->sliding.heads
+                                                           : m->full.heads;
+    uint32_t t = r % plan->tp, count = 0, first = 0;
+    kvshard__kv_heads(&first, &count, heads, plan->tp, t, t);
+    st->kv_head_first = count ? first : 0;
+    st->kv_head_count = count;
+    kvshard__memory_inputs in = kvshard__plan_memory_inputs(plan);
+    kvshard__cost cost;
+    if (kvshard__layer_cost(&cost, &in, cls, sliding ? 0 : count, sliding ? count : 0, NULL) !=
+        KVSHARD_OK)
+        return KVSHARD_EOVERFLOW; /* not reached: the plan's figures fit */
+    st->kv_bytes_per_token = cost.per_token ? cost.per_token : cost.entry;
+    st->state_bytes_per_seq = cost.per_seq;
+    return KVSHARD_OK;
+}
+
+/* What a rank that holds a layer of its stage holds of it. */
+static kvshard_layer_holding holding_of(const kvshard_kinds__row *row, bool stores_kv)
+{
+    if (row->paged_kv)
+        return stores_kv ? KVSHARD_HOLDS_KV : KVSHARD_HOLDS_SCRATCH;
+    if (row->reads_source)
+        return KVSHARD_HOLDS_SHARED;
+    if (row->window)
+        return KVSHARD_HOLDS_WINDOW;
+    return row->state ? KVSHARD_HOLDS_STATE : KVSHARD_HOLDS_NOTHING;
 }
 
 int kvshard_plan_layer_storage(kvshard_layer_storage *out, const kvshard_plan *plan,
@@ -129,40 +181,54 @@ int kvshard_plan_layer_storage(kvshard_layer_storage *out, const kvshard_plan *p
 {
     if (!plan)
         return KVSHARD_EINVAL;
-    if (tp_rank >= plan->tp)
+    if (tp_rank >= plan->ranks_count)
         return KVSHARD_ERANK;
-    if (layer >= plan->model.num_layers)
+    const kvshard__model_info *m = &plan->model;
+    uint32_t L = m->num_layers;
+    if (layer >= L + (plan->draft_class ? m->num_draft_layers : 0))
         return KVSHARD_ELAYER;
     kvshard_layer_storage st;
     KVSHARD__INIT_BYTES(st, kvshard_layer_storage, KVSHARD_LAYER_STORAGE_INIT);
+    if (layer >= L) {
+        int rc = draft_storage(&st, plan, tp_rank, layer - L);
+        if (rc)
+            return rc;
+        return kvshard__copy_out(out, &st, sizeof *out, sizeof *out) ? KVSHARD_OK : KVSHARD_EINVAL;
+    }
     uint8_t kind = plan->kinds[layer], cls = plan->class_of[layer];
-    const kvshard__model_info *m = &plan->model;
     const kvshard__class *k = &m->classes[cls];
-    uint32_t S = plan->split;
+    uint32_t S = plan->split, T = plan->tp, t = tp_rank % T;
+    const kvshard__rank_place *place = &plan->place[tp_rank];
     kvshard__memory_inputs in = kvshard__plan_memory_inputs(plan);
     st.kind = (kvshard_layer_kind)kind;
-    st.stores_kv = kvshard_plan_stores_kv(plan, tp_rank, layer);
     st.kv_source = plan->kv_source ? plan->kv_source[layer] : -1;
     st.compress_ratio = k->ratio;
     st.index_key = kvshard__class_has_index(k);
+    st.stage = kvshard__plan_stage_of(plan, layer);
+    if (layer - place->first >= place->count) {
+        st.holding = KVSHARD_HOLDS_NOT_ON_STAGE;
+        return kvshard__copy_out(out, &st, sizeof *out, sizeof *out) ? KVSHARD_OK : KVSHARD_EINVAL;
+    }
+    st.stores_kv = kvshard_plan_stores_kv(plan, tp_rank, layer);
     const kvshard_kinds__row *row = kvshard_kinds__of(kind);
+    st.holding = holding_of(row, st.stores_kv);
     if (row->state) {
         st.state_slot = (int32_t)plan->state_slot[layer];
         st.state_bytes_per_seq = plan->state_per_layer;
     }
     if (row->paged_kv) {
         int32_t owner = plan->owner[layer];
-        uint32_t group = tp_rank / S * S;
+        uint32_t group = tp_rank / S * S; /* a split group lies inside one stage */
         st.owner_tp_rank =
             (int32_t)(owner == KVSHARD_OWNER_ALL ? tp_rank : group + (uint32_t)owner);
     }
-    uint32_t first = tp_rank, last = tp_rank;
+    uint32_t first = t, last = t;
     if (!st.stores_kv && !row->window)
         return kvshard__copy_out(out, &st, sizeof *out, sizeof *out) ? KVSHARD_OK : KVSHARD_EINVAL;
     if (st.stores_kv) {
         st.kv_slot = (int32_t)plan->kv_slot[layer];
         if (S > 1) { /* the owner holds its whole group's heads */
-            first = tp_rank / S * S;
+            first = t / S * S;
             last = first + S - 1;
         }
     }
@@ -173,7 +239,7 @@ int kvshard_plan_layer_storage(kvshard_layer_storage *out, const kvshard_plan *p
                      : sliding                             ? m->sliding.heads
                                                            : m->full.heads;
     uint32_t count = 0, head_first = 0;
-    kvshard__kv_heads(&head_first, &count, heads, plan->tp, first, last);
+    kvshard__kv_heads(&head_first, &count, heads, T, first, last);
     st.kv_head_first = count ? head_first : 0;
     st.kv_head_count = count;
     kvshard__cost cost;
@@ -189,7 +255,7 @@ int kvshard_plan_rank_memory(kvshard_rank_memory *out, const kvshard_plan *plan,
 {
     if (!plan)
         return KVSHARD_EINVAL;
-    if (tp_rank >= plan->tp)
+    if (tp_rank >= plan->ranks_count)
         return KVSHARD_ERANK;
     return kvshard__copy_out(out, &plan->ranks[tp_rank], sizeof *out, sizeof *out) ? KVSHARD_OK
                                                                                    : KVSHARD_EINVAL;
@@ -225,7 +291,8 @@ static int figure_named(kvshard_figure *out, const kvshard_plan *plan, const kvs
     size_t index = kvshard__capacity_figure_index(name);
     if (index == SIZE_MAX)
         return KVSHARD_EUNKNOWNKEY;
-    kvshard__capacity_source src = {&plan->options, plan->profile, c, has_memory, memory};
+    kvshard__capacity_source src = {&plan->options, plan->profile, c, has_memory, memory,
+                                    plan->tp};
     kvshard_figure f;
     KVSHARD__INIT_BYTES(f, kvshard_figure, KVSHARD_FIGURE_INIT);
     kvshard__capacity_figure_at(&f, &src, index);
@@ -255,9 +322,9 @@ static int capacity_at(kvshard__capacity *out, const kvshard_plan *plan, uint32_
     if (budget->size != sizeof *budget)
         return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
                              "kvshard_budget and kvshard_blocks: start from their INIT macros");
-    if (tp_rank != KVSHARD_ALL_RANKS && tp_rank >= plan->tp)
+    if (tp_rank != KVSHARD_ALL_RANKS && tp_rank >= plan->ranks_count)
         return kvshard__fail(err, KVSHARD_ERANK, "", kvshard__no_mark,
-                             "TP rank %u is outside 0..%u", tp_rank, plan->tp - 1);
+                             "plan rank %u is outside 0..%u", tp_rank, plan->ranks_count - 1);
     if (budget->context_length > KVSHARD_MAX_CONTEXT_LENGTH)
         return kvshard__fail(err, KVSHARD_ERANGE, "", kvshard__no_mark,
                              "context_length: %u is out of range; expected an integer from 0 to "
@@ -269,19 +336,20 @@ static int capacity_at(kvshard__capacity *out, const kvshard_plan *plan, uint32_
                              "are reserved",
                              (unsigned long long)budget->memory_per_rank,
                              (unsigned long long)budget->reserved_bytes);
-    kvshard__capacity_inputs ci = {&plan->options,
-                                   plan->inputs,
-                                   plan->ranks,
-                                   plan->tp,
-                                   plan->split,
-                                   plan->unsplit_bytes_per_block,
-                                   budget->memory_per_rank - budget->reserved_bytes,
-                                   budget->extra_bytes_per_block,
-                                   budget->context_length,
-                                   tp_rank,
-                                   &plan->state,
-                                   true,
-                                   false};
+    kvshard__capacity_inputs ci = {.options = &plan->options,
+                                   .inputs = plan->inputs,
+                                   .ranks = plan->ranks,
+                                   .tp = plan->ranks_count,
+                                   .stage_ranks = plan->tp,
+                                   .split = plan->split,
+                                   .unsplit_bytes_per_block = plan->unsplit_bytes_per_block,
+                                   .memory = budget->memory_per_rank - budget->reserved_bytes,
+                                   .extra_per_block = budget->extra_bytes_per_block,
+                                   .context_length = budget->context_length,
+                                   .rank = tp_rank,
+                                   .state = &plan->state,
+                                   .has_memory = true,
+                                   .own_budget = false};
     kvshard__capacity c;
     memset(&c, 0, sizeof c);
     const char *blame;
@@ -421,12 +489,11 @@ int kvshard_plan_describe_rank(char *buf, size_t cap, const kvshard_plan *plan, 
 {
     if (!plan || (!buf && cap))
         return KVSHARD_EINVAL;
-    if (tp_rank >= plan->tp)
+    if (tp_rank >= plan->ranks_count)
         return KVSHARD_ERANK;
     const kvshard_rank_memory *m = &plan->ranks[tp_rank];
-    uint32_t s = plan->split_rank_of[tp_rank];
-    const uint32_t *layers = plan->owned_layers + plan->owned_offsets[s];
-    uint32_t count = plan->owned_counts[s];
+    uint32_t s = plan->place[tp_rank].split_rank, count;
+    const uint32_t *layers = kvshard__plan_owned(plan, tp_rank, &count);
     char list[96] = "";
     size_t used = 0;
     for (uint32_t i = 0; i < count && used + 12 < sizeof list - 8; i++)
@@ -437,12 +504,17 @@ int kvshard_plan_describe_rank(char *buf, size_t cap, const kvshard_plan *plan, 
     if (m->has_num_blocks)
         snprintf(blocks, sizeof blocks, "%llu blocks of %u", (unsigned long long)m->num_blocks,
                  plan->options.block_size);
+    /* With stages, the rank's stage leads and its TP rank is its stage's. */
+    char stage[32] = "";
+    if (plan->pp > 1)
+        snprintf(stage, sizeof stage, "stage %u/%u ", tp_rank / plan->tp, plan->pp);
+    uint32_t t = tp_rank % plan->tp;
     int n = snprintf(
         buf, cap,
-        "kvshard %s: tp_rank %u/%u split rank %u group %u (S_eff %u, %s): KV of %u "
+        "kvshard %s: %stp_rank %u/%u split rank %u group %u (S_eff %u, %s): KV of %u "
         "layers [%s], %llu B/token + %llu scratch + %llu draft, state %llu B/seq, "
         "%s, layout %016llx",
-        KVSHARD_VERSION_STRING, tp_rank, plan->tp, s, tp_rank / plan->split, plan->split,
+        KVSHARD_VERSION_STRING, stage, t, plan->tp, s, t / plan->split, plan->split,
         kvshard_ownership_name(plan->options.ownership), count, list,
         (unsigned long long)m->kv_bytes_per_token, (unsigned long long)m->scratch_bytes_per_token,
         (unsigned long long)m->draft_bytes_per_token, (unsigned long long)m->state_bytes_per_seq,
@@ -452,15 +524,154 @@ int kvshard_plan_describe_rank(char *buf, size_t cap, const kvshard_plan *plan, 
 
 kvshard__plan_view kvshard__plan_view_of(const kvshard_plan *p)
 {
-    kvshard__plan_view v = {&p->model,       p->model_type,   p->kinds,
-                            p->owner,        p->class_of,     p->kv_source,
-                            &p->options,     p->profile,
-                            p->tp,           p->split,        p->replication,
-                            p->state_dtype,  p->ranks,        p->split_rank_of,
-                            p->owned_offsets, p->owned_layers, p->owned_counts,
-                            &p->cap,         p->has_memory,   p->memory,
-                            &p->uniform,     p->warnings,     p->warning_count,
-                            p->digest,       p->layout_digest,
-                            p->inputs,       &p->state};
+    kvshard__plan_view v = {.model = &p->model,
+                            .model_type = p->model_type,
+                            .kinds = p->kinds,
+                            .owner = p->owner,
+                            .class_of = p->class_of,
+                            .kv_source = p->kv_source,
+                            .options = &p->options,
+                            .profile = p->profile,
+                            .tp = p->tp,
+                            .split = p->split,
+                            .replication = p->replication,
+                            .state_dtype = p->state_dtype,
+                            .pp = p->pp,
+                            .ranks_count = p->ranks_count,
+                            .ranks = p->ranks,
+                            .place = p->place,
+                            .stages = p->stages,
+                            .owned_offsets = p->owned_offsets,
+                            .owned_layers = p->owned_layers,
+                            .owned_counts = p->owned_counts,
+                            .capacity = &p->cap,
+                            .has_memory = p->has_memory,
+                            .memory = p->memory,
+                            .uniform = &p->uniform,
+                            .warnings = p->warnings,
+                            .warning_count = p->warning_count,
+                            .digest = p->digest,
+                            .layout_digest = p->layout_digest,
+                            .inputs = p->inputs,
+                            .state = &p->state};
     return v;
+}
+
+/* ---- stages and global ranks --------------------------------------------------------- */
+
+uint32_t kvshard_plan_pp_size(const kvshard_plan *plan)
+{
+    return plan ? plan->pp : 0;
+}
+
+uint32_t kvshard_plan_num_ranks(const kvshard_plan *plan)
+{
+    return plan ? plan->ranks_count : 0;
+}
+
+kvshard_stage_info kvshard__stage_info_of(const kvshard__plan_view *v, uint32_t stage)
+{
+    kvshard_stage_info info;
+    KVSHARD__INIT_BYTES(info, kvshard_stage_info, KVSHARD_STAGE_INFO_INIT);
+    const kvshard__range *r = &v->stages[stage];
+    kvshard__strides strides = kvshard__rank_strides(v->options, v->tp);
+    info.stage = stage;
+    info.layer_first = r->first;
+    info.layer_count = r->count;
+    info.num_kv_layers = r->num_kv;
+    info.num_state_layers = r->num_state;
+    info.num_draft_layers =
+        stage + 1 == v->pp ? kvshard__counted_drafts(v->model, v->options, v->profile) : 0;
+    info.global_rank_first = (uint32_t)(stage * strides.pp);
+    info.global_rank_stride = (uint32_t)strides.tp;
+    for (uint32_t t = 0; t < v->tp; t++) {
+        const kvshard_rank_memory *m = &v->ranks[(size_t)stage * v->tp + t];
+        uint64_t per_token =
+            m->kv_bytes_per_token + m->scratch_bytes_per_token + m->draft_bytes_per_token;
+        if (per_token > info.bytes_per_token)
+            info.bytes_per_token = per_token;
+        if (m->state_bytes_per_seq > info.state_bytes_per_seq)
+            info.state_bytes_per_seq = m->state_bytes_per_seq;
+        if (m->has_num_blocks && (!info.has_num_blocks || m->num_blocks < info.num_blocks)) {
+            info.has_num_blocks = true;
+            info.num_blocks = m->num_blocks;
+        }
+    }
+    info.binds = v->capacity->has_binding && v->capacity->binding_rank / v->tp == stage;
+    return info;
+}
+
+int kvshard_plan_stage(kvshard_stage_info *out, const kvshard_plan *plan, uint32_t stage)
+{
+    if (!plan)
+        return KVSHARD_EINVAL;
+    if (stage >= plan->pp)
+        return KVSHARD_ESTAGE;
+    kvshard__plan_view v = kvshard__plan_view_of(plan);
+    kvshard_stage_info info = kvshard__stage_info_of(&v, stage);
+    return kvshard__copy_out(out, &info, sizeof *out, sizeof *out) ? KVSHARD_OK : KVSHARD_EINVAL;
+}
+
+int kvshard_plan_layer_stage(uint32_t *out, const kvshard_plan *plan, uint32_t layer)
+{
+    if (!out || !plan)
+        return KVSHARD_EINVAL;
+    if (layer >= plan->model.num_layers + plan->model.num_draft_layers)
+        return KVSHARD_ELAYER;
+    *out = layer < plan->model.num_layers ? kvshard__plan_stage_of(plan, layer) : plan->pp - 1;
+    return KVSHARD_OK;
+}
+
+int kvshard_plan_pp_partition(char *buf, size_t cap, const kvshard_plan *plan)
+{
+    if (!plan || (!buf && cap))
+        return KVSHARD_EINVAL;
+    size_t need = 0;
+    if (cap)
+        buf[0] = '\0';
+    for (uint32_t s = 0; s < plan->pp; s++) {
+        /* Like snprintf: what fits is written, and the length is the whole. */
+        int n = need < cap ? snprintf(buf + need, cap - need, s ? ",%u" : "%u",
+                                      plan->stages[s].count)
+                           : snprintf(NULL, 0, s ? ",%u" : "%u", plan->stages[s].count);
+        need += (size_t)n;
+    }
+    return need > INT32_MAX ? KVSHARD_EINVAL : (int)need;
+}
+
+int kvshard_plan_locate(kvshard_rank_position *out, const kvshard_plan *plan, uint32_t global_rank)
+{
+    if (!plan)
+        return KVSHARD_EINVAL;
+    const kvshard_options *o = &plan->options;
+    if (global_rank >= o->world_size)
+        return KVSHARD_EGLOBALRANK;
+    kvshard__strides st = kvshard__rank_strides(o, plan->tp);
+    kvshard_rank_position at;
+    KVSHARD__INIT_BYTES(at, kvshard_rank_position, KVSHARD_RANK_POSITION_INIT);
+    uint64_t g = global_rank;
+    at.global_rank = global_rank;
+    at.dp_rank = (uint32_t)(g / st.dp % o->dp_size);
+    at.stage = (uint32_t)(g / st.pp % plan->pp);
+    at.cp_rank = (uint32_t)(g / st.cp % o->cp_size);
+    at.tp_rank = (uint32_t)(g / st.tp % plan->tp);
+    at.plan_rank = at.stage * plan->tp + at.tp_rank;
+    at.split_group = at.tp_rank / plan->split;
+    at.split_rank = at.tp_rank % plan->split;
+    return kvshard__copy_out(out, &at, sizeof *out, sizeof *out) ? KVSHARD_OK : KVSHARD_EINVAL;
+}
+
+int kvshard_plan_global_rank(uint32_t *out, const kvshard_plan *plan, uint32_t dp_rank,
+                             uint32_t stage, uint32_t cp_rank, uint32_t tp_rank)
+{
+    if (!out || !plan)
+        return KVSHARD_EINVAL;
+    const kvshard_options *o = &plan->options;
+    if (stage >= plan->pp)
+        return KVSHARD_ESTAGE;
+    if (dp_rank >= o->dp_size || cp_rank >= o->cp_size || tp_rank >= plan->tp)
+        return KVSHARD_ERANK;
+    kvshard__strides st = kvshard__rank_strides(o, plan->tp);
+    *out = (uint32_t)(dp_rank * st.dp + stage * st.pp + cp_rank * st.cp + tp_rank * st.tp);
+    return KVSHARD_OK;
 }

@@ -6,6 +6,7 @@
 
 #include "base/call.h"
 #include "deploy/options.h"
+#include "plan/partition.h"
 
 #include <string.h>
 
@@ -173,16 +174,84 @@ static int check_state(const kvshard_model *model, uint32_t T, kvshard_error *er
     return KVSHARD_OK;
 }
 
-int kvshard__plan_validate(uint32_t *out_tp, uint32_t *out_split, const kvshard_model *model,
-                           const kvshard__planning *pl, const char **blame, kvshard_error *err)
+/* Stages a profile does not model, and the xllm rank layout, which has no
+ * stage coordinate. */
+static int check_stages(const kvshard__planning *pl, const char **blame, kvshard_error *err)
+{
+    const kvshard_options *o = &pl->options;
+    if (o->pp_size <= 1)
+        return KVSHARD_OK;
+    const kvshard__profile *p = pl->profile;
+    *blame = "pp_size";
+    if (p->stages_refusal)
+        return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
+                             "%s profile: %s: %s %u: %s", p->name, p->stages_refusal,
+                             p->stages_flag ? p->stages_flag : "pp_size", o->pp_size,
+                             p->stages_why);
+    if (o->rank_layout == KVSHARD_RANK_LAYOUT_XLLM)
+        return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
+                             "pp_engine: pp_size %u with rank_layout xllm, which numbers no "
+                             "pipeline stages",
+                             o->pp_size);
+    *blame = NULL;
+    return KVSHARD_OK;
+}
+
+/* A layer that reads another's cache (a shared-KV layer, a compressed layer
+ * that reads a stream) sits on the stage of that cache: a stage cannot read
+ * what another stage holds. */
+static int check_sources(const kvshard_model *model, const uint32_t *counts, uint32_t P,
+                         kvshard_error *err)
+{
+    if (!model->kv_source || P == 1)
+        return KVSHARD_OK;
+    /* Stages are walked in layer order; a source lies below its reader. */
+    uint32_t L = model->info.num_layers, stage = 0, end = counts[0], stage_first = 0;
+    for (uint32_t i = 0; i < L; i++) {
+        while (i >= end) {
+            stage_first = end;
+            end += counts[++stage];
+        }
+        int32_t src = model->kv_source[i];
+        if (src < 0 || (uint32_t)src >= stage_first)
+            continue;
+        uint32_t src_stage = 0, e = counts[0];
+        while ((uint32_t)src >= e)
+            e += counts[++src_stage];
+        return kvshard__fail(err, KVSHARD_EPPSOURCE, "", kvshard__no_mark,
+                             "layer %u (stage %u) reads the cache of layer %d (stage %u): a "
+                             "stage cannot read a cache another stage holds; give a pp_partition "
+                             "that keeps them together",
+                             i, stage, (int)src, src_stage);
+    }
+    return KVSHARD_OK;
+}
+
+int kvshard__plan_validate(uint32_t *out_tp, uint32_t *out_split, uint32_t *stage_counts,
+                           const kvshard_model *model, const kvshard__planning *pl,
+                           const char **blame, kvshard_error *err)
 {
     const kvshard_options *o = &pl->options;
     uint32_t T = kvshard__attn_tp_size(o);
     if (T == 0)
-        return kvshard__fail(err, KVSHARD_EWORLD, "", kvshard__no_mark,
-                             "world_size %u is not divisible by dp_size %u x cp_size %u = %llu",
-                             o->world_size, o->dp_size, o->cp_size,
-                             (unsigned long long)o->dp_size * o->cp_size);
+        return o->pp_size > 1
+                   ? kvshard__fail(err, KVSHARD_EWORLD, "", kvshard__no_mark,
+                                   "world_size %u is not divisible by pp_size %u x dp_size %u x "
+                                   "cp_size %u = %llu",
+                                   o->world_size, o->pp_size, o->dp_size, o->cp_size,
+                                   (unsigned long long)o->pp_size * o->dp_size * o->cp_size)
+                   : kvshard__fail(err, KVSHARD_EWORLD, "", kvshard__no_mark,
+                                   "world_size %u is not divisible by dp_size %u x cp_size %u = "
+                                   "%llu",
+                                   o->world_size, o->dp_size, o->cp_size,
+                                   (unsigned long long)o->dp_size * o->cp_size);
+    int rc = check_stages(pl, blame, err);
+    if (rc == KVSHARD_OK)
+        rc = kvshard_partition__of(stage_counts, o, model->info.num_layers, err);
+    if (rc == KVSHARD_OK)
+        rc = check_sources(model, stage_counts, o->pp_size, err);
+    if (rc)
+        return rc;
     uint32_t S = o->layerwise_split_size;
     uint32_t S_eff = o->enable_layerwise_split && S > 1 && !o->is_draft ? S : 1;
     if (S_eff > 1 && T % S != 0)
@@ -196,7 +265,7 @@ int kvshard__plan_validate(uint32_t *out_tp, uint32_t *out_split, const kvshard_
                              "context parallelism (cp_size %u)",
                              S, o->cp_size);
     const kvshard__model_info *m = &model->info;
-    int rc = check_heads(model, pl, T, err);
+    rc = check_heads(model, pl, T, err);
     if (rc == KVSHARD_OK)
         rc = check_needs(model, pl, err);
     if (rc)

@@ -19,11 +19,14 @@ typedef struct kvshard__plan_view {
     uint32_t split;
     uint32_t replication;
     kvshard_dtype state_dtype;
-    const kvshard_rank_memory *ranks;  /* per TP rank */
-    const uint32_t *split_rank_of;     /* per TP rank */
-    const uint32_t *owned_offsets;     /* S_eff + 1 */
+    uint32_t pp;          /* P */
+    uint32_t ranks_count; /* P x T plan ranks */
+    const kvshard_rank_memory *ranks;  /* per plan rank */
+    const kvshard__rank_place *place;  /* per plan rank */
+    const kvshard__range *stages;      /* P */
+    const uint32_t *owned_offsets;     /* P x (S_eff + 1) */
     const uint32_t *owned_layers;
-    const uint32_t *owned_counts;      /* S_eff */
+    const uint32_t *owned_counts;      /* P x S_eff */
     const kvshard__capacity *capacity;
     bool has_memory;
     uint64_t memory; /* the budget capacity is counted in */
@@ -37,6 +40,18 @@ typedef struct kvshard__plan_view {
 } kvshard__plan_view;
 
 kvshard__plan_view kvshard__plan_view_of(const kvshard_plan *p);
+
+/* The KV layers split rank `k` of stage `stage` owns, and how many. */
+static inline const uint32_t *kvshard__view_owned(const kvshard__plan_view *v, uint32_t stage,
+                                                  uint32_t k, uint32_t *count)
+{
+    *count = v->owned_counts[(size_t)stage * v->split + k];
+    return v->owned_layers + v->owned_offsets[(size_t)stage * (v->split + 1) + k];
+}
+
+/* Stage `stage` of the plan (in range): what kvshard_plan_stage() answers
+ * and the writers print. */
+kvshard_stage_info kvshard__stage_info_of(const kvshard__plan_view *v, uint32_t stage);
 
 /* The engine's figures of a plan, as the JSON "engine" object lists them:
  * its name and version, then the profile's, into `out` (at most `cap`);
@@ -62,7 +77,8 @@ static inline kvshard_profile__view kvshard__profile_view(const kvshard__plan_vi
 /* The capacity's figures, for the figure table. */
 static inline kvshard__capacity_source kvshard__capacity_source_of(const kvshard__plan_view *v)
 {
-    kvshard__capacity_source s = {v->options, v->profile, v->capacity, v->has_memory, v->memory};
+    kvshard__capacity_source s = {v->options, v->profile, v->capacity, v->has_memory, v->memory,
+                                  v->tp};
     return s;
 }
 

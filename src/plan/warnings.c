@@ -134,12 +134,91 @@ static void warn_unreachable(const kvshard__warning_inputs *in, kvshard__warning
              (unsigned long long)idle, idle == 1 ? "" : "s", (unsigned long long)held, balanced);
 }
 
+/* Split ranks that own no KV layer of their stage, and stages whose split
+ * ranks own counts more than one apart. With one stage the messages are
+ * those of a plan without stages. */
+static void warn_ownership(const kvshard__warning_inputs *in, kvshard__warning_sink sink,
+                           void *ctx)
+{
+    uint32_t S = in->split;
+    const char *rule = kvshard_ownership_name(in->planning->options.ownership);
+    uint32_t empty_stages = 0, empty_stage = 0, empty = 0, first_empty = 0;
+    uint32_t spread_stage = 0, spread_lo = 0, spread_hi = 0;
+    for (uint32_t stage = 0; stage < in->stages; stage++) {
+        if (in->ranges[stage].num_kv == 0)
+            continue;
+        const uint32_t *counts = in->owned_counts + (size_t)stage * S;
+        uint32_t lo = UINT32_MAX, hi = 0, none = 0, first_none = 0;
+        for (uint32_t s = 0; s < S; s++) {
+            if (counts[s] == 0 && none++ == 0)
+                first_none = s;
+            lo = counts[s] < lo ? counts[s] : lo;
+            hi = counts[s] > hi ? counts[s] : hi;
+        }
+        if (none && empty_stages++ == 0) {
+            empty_stage = stage;
+            empty = none;
+            first_empty = first_none;
+        }
+        if (hi - lo > spread_hi - spread_lo) {
+            spread_stage = stage;
+            spread_lo = lo;
+            spread_hi = hi;
+        }
+    }
+    if (empty_stages && in->stages == 1)
+        warn(sink, ctx, KVSHARD_WARN_RANK_OWNS_NOTHING,
+             "%u of %u split ranks own no KV layer (the first is split rank %u; %u KV "
+             "layers, %s rule)",
+             empty, S, first_empty, in->n_kv, rule);
+    else if (empty_stages)
+        warn(sink, ctx, KVSHARD_WARN_RANK_OWNS_NOTHING,
+             "on stage %u, %u of %u split ranks own no KV layer of the stage (the first is "
+             "split rank %u; the stage has %u KV layers, %s rule)%s",
+             empty_stage, empty, S, first_empty, in->ranges[empty_stage].num_kv, rule,
+             empty_stages > 1 ? "; other stages too" : "");
+    if (spread_hi - spread_lo > 1 && in->stages == 1)
+        warn(sink, ctx, KVSHARD_WARN_IMBALANCED,
+             "split ranks own between %u and %u KV layers (%s rule)", spread_lo, spread_hi, rule);
+    else if (spread_hi - spread_lo > 1)
+        warn(sink, ctx, KVSHARD_WARN_IMBALANCED,
+             "the split ranks of stage %u own between %u and %u of its KV layers (%s rule)",
+             spread_stage, spread_lo, spread_hi, rule);
+}
+
+/* What pipeline stages alone bring: SGLang's refusal of stages with
+ * speculative decoding, and stages whose ranks store no KV bytes. */
+static void warn_stages(const kvshard__warning_inputs *in, kvshard__warning_sink sink, void *ctx)
+{
+    if (in->stages == 1)
+        return;
+    if (in->draft_layers && in->planning->options.pp_partition_rule == KVSHARD_PP_RULE_SGLANG)
+        warn(sink, ctx, KVSHARD_WARN_PP_DRAFT_REFUSED,
+             "SGLang refuses pipeline stages together with speculative decoding: this plan of "
+             "%u stages with %u draft layer%s on the last stage is made all the same",
+             in->stages, in->draft_layers, in->draft_layers == 1 ? "" : "s");
+    uint32_t without = 0, first = 0;
+    for (uint32_t stage = 0; stage < in->stages; stage++) {
+        bool stores = false;
+        for (uint32_t t = 0; t < in->tp; t++)
+            stores |= in->ranks[(size_t)stage * in->tp + t].bytes_per_block > 0;
+        if (!stores && without++ == 0)
+            first = stage;
+    }
+    if (without && in->n_kv > 0) {
+        const kvshard__range *r = &in->ranges[first];
+        warn(sink, ctx, KVSHARD_WARN_STAGE_WITHOUT_KV,
+             "%u of %u stages hold no KV layer (the first is stage %u, layers %u-%u): their "
+             "ranks keep only state and do not bound the block count",
+             without, in->stages, first, r->first, r->first + r->count - 1);
+    }
+}
+
 void kvshard__collect_warnings(const kvshard__warning_inputs *in, kvshard__warning_sink sink,
                                void *ctx)
 {
     const kvshard_options *o = &in->planning->options;
     uint32_t S = in->split, n_kv = in->n_kv;
-    const char *rule = kvshard_ownership_name(o->ownership);
     if (o->layerwise_split_size > 1 && !o->enable_layerwise_split)
         warn(sink, ctx, KVSHARD_WARN_SPLIT_DISABLED,
              "layerwise_split_size is %u but enable_layerwise_split is false: every rank stores "
@@ -149,22 +228,7 @@ void kvshard__collect_warnings(const kvshard__warning_inputs *in, kvshard__warni
         warn(sink, ctx, KVSHARD_WARN_SPLIT_SIZE_ONE,
              "enable_layerwise_split is true with layerwise_split_size 1: nothing is split");
     if (S > 1 && n_kv > 0) {
-        uint32_t lo = UINT32_MAX, hi = 0, empty = 0, first_empty = 0;
-        for (uint32_t s = 0; s < S; s++) {
-            uint32_t c = in->owned_counts[s];
-            if (c == 0 && empty++ == 0)
-                first_empty = s;
-            lo = c < lo ? c : lo;
-            hi = c > hi ? c : hi;
-        }
-        if (empty)
-            warn(sink, ctx, KVSHARD_WARN_RANK_OWNS_NOTHING,
-                 "%u of %u split ranks own no KV layer (the first is split rank %u; %u KV "
-                 "layers, %s rule)",
-                 empty, S, first_empty, n_kv, rule);
-        if (hi - lo > 1)
-            warn(sink, ctx, KVSHARD_WARN_IMBALANCED,
-                 "split ranks own between %u and %u KV layers (%s rule)", lo, hi, rule);
+        warn_ownership(in, sink, ctx);
         if (S > in->replication)
             warn(sink, ctx, KVSHARD_WARN_EXCEEDS_REPLICATION,
                  "layerwise_split_size %u exceeds the replication factor %u: the split saves "
@@ -192,6 +256,7 @@ void kvshard__collect_warnings(const kvshard__warning_inputs *in, kvshard__warni
                                    kvshard__planning_version(profile, in->planning->inputs)};
         profile->warnings(sink, ctx, &v);
     }
+    warn_stages(in, sink, ctx);
 }
 
 const char *kvshard_warning_name(kvshard_warning_code code)
@@ -214,6 +279,8 @@ const char *kvshard_warning_name(kvshard_warning_code code)
         return "engine_max_total_tokens_above_profile";
     case KVSHARD_WARN_ENGINE_MAX_RUNNING_REQUESTS_CAPPED:
         return "engine_max_running_requests_capped";
+    case KVSHARD_WARN_PP_DRAFT_REFUSED: return "pp_draft_refused";
+    case KVSHARD_WARN_STAGE_WITHOUT_KV: return "stage_without_kv";
     default: return "unknown";
     }
 }

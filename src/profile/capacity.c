@@ -31,6 +31,16 @@ bool kvshard_capacity__same_figures(const kvshard_rank_memory *a, const kvshard_
            a->scratch_bytes_per_seq == b->scratch_bytes_per_seq;
 }
 
+void kvshard_capacity__rank_name(char *buf, size_t cap, const kvshard__capacity_inputs *in,
+                                 uint32_t rank)
+{
+    uint32_t T = in->stage_ranks ? in->stage_ranks : in->tp;
+    if (T && in->tp > T)
+        snprintf(buf, cap, "stage %u TP rank %u", rank / T, rank % T);
+    else
+        snprintf(buf, cap, "TP rank %u", rank);
+}
+
 uint64_t kvshard_capacity__seq_bytes(const kvshard_rank_memory *r)
 {
     uint64_t b;

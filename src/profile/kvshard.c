@@ -11,6 +11,7 @@ extern const kvshard__profile kvshard_profile__kvshard;
 /* The engine profiles' shared input under either spelling. */
 static const kvshard_profile__alias aliases[] = {
     {"engine-version", "engine_version", NULL},
+    {"pipeline_parallel_size", "pp_size", NULL},
     {NULL, NULL, NULL},
 };
 
@@ -37,23 +38,27 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks,
         if (!kvshard_capacity__same_figures(prev, f)) {
             bpb = kvshard_capacity__block_bytes(f, in->extra_per_block);
             uint64_t reserved, need, seq = kvshard_capacity__seq_bytes(f);
+            char rank[48];
             /* A reservation past 2^64 bytes exceeds any memory: no block fits. */
-            if (!kvshard__mul(&reserved, o->max_seqs, seq))
+            if (!kvshard__mul(&reserved, o->max_seqs, seq)) {
+                kvshard_capacity__rank_name(rank, sizeof rank, in, r);
                 return kvshard__fail(err, KVSHARD_ENOBLOCK, "", kvshard__no_mark,
-                                     "no memory for one block on TP rank %u: the state of "
-                                     "max_seqs %u sequences (%llu bytes each) needs more than "
-                                     "2^64 bytes",
-                                     r, o->max_seqs, (unsigned long long)seq);
+                                     "no memory for one block on %s: the state of max_seqs %u "
+                                     "sequences (%llu bytes each) needs more than 2^64 bytes",
+                                     rank, o->max_seqs, (unsigned long long)seq);
+            }
             if (!kvshard__add(&need, reserved, bpb))
                 need = UINT64_MAX;
-            if (in->memory < need)
+            if (in->memory < need) {
+                kvshard_capacity__rank_name(rank, sizeof rank, in, r);
                 return kvshard__fail(err, KVSHARD_ENOBLOCK, "", kvshard__no_mark,
-                                     "no memory for one block on TP rank %u: memory_per_rank "
-                                     "%llu bytes, reserved %llu bytes for %u sequences of state, "
+                                     "no memory for one block on %s: memory_per_rank %llu bytes, "
+                                     "reserved %llu bytes for %u sequences of state, "
                                      "bytes_per_block %llu",
-                                     r, (unsigned long long)in->memory,
+                                     rank, (unsigned long long)in->memory,
                                      (unsigned long long)reserved, o->max_seqs,
                                      (unsigned long long)bpb);
+            }
             c->reserved = reserved > c->reserved ? reserved : c->reserved;
             blocks = bpb ? (in->memory - reserved) / bpb : 0;
         }
@@ -144,6 +149,7 @@ const kvshard__profile kvshard_profile__kvshard = {
     .block_size = 16,
     .max_seqs = 256,
     .ownership = KVSHARD_OWNERSHIP_ORDINAL,
+    .rank_layout = KVSHARD_RANK_LAYOUT_VLLM,
     .aliases = aliases,
     .flag_style = KVSHARD_PROFILE__GFLAGS,
     .counts_draft_layers = true,

@@ -117,14 +117,19 @@ typedef struct kvshard__capacity {
     bool has_bytes_per_block;
     uint64_t bytes_per_block;
     uint64_t notes[KVSHARD_PROFILE__NOTES];
+    /* The first plan rank whose blocks are the common count (the plan works
+     * it out from every rank's count). */
+    bool has_binding;
+    uint32_t binding_rank;
 } kvshard__capacity;
 
 /* What a capacity computation sees: numbers only. */
 typedef struct kvshard__capacity_inputs {
     const kvshard_options *options;   /* settled */
     const kvshard_value *inputs;      /* the profile's inputs */
-    const kvshard_rank_memory *ranks; /* T entries: bytes per block and per sequence */
-    uint32_t tp;
+    const kvshard_rank_memory *ranks; /* `tp` entries: bytes per block and per sequence */
+    uint32_t tp;          /* the ranks: P x T plan ranks */
+    uint32_t stage_ranks; /* T, the ranks of one stage, to name a rank by its stage */
     uint32_t split; /* S_eff */
     /* The bytes per block of all KV layers stored unsplit, no draft. */
     uint64_t unsplit_bytes_per_block;
@@ -163,6 +168,14 @@ typedef struct kvshard__profile {
     uint32_t block_size;
     uint32_t max_seqs;
     kvshard_ownership ownership;
+    kvshard_rank_layout rank_layout; /* how the engine numbers its ranks */
+    /* A profile that does not model pipeline stages: the name of its
+     * refusal of pp_size above 1, why in words, and the engine's flag for
+     * the stages (NULL: the engine has none, and pp_size is named); NULL
+     * when it does. */
+    const char *stages_refusal;
+    const char *stages_why;
+    const char *stages_flag;
 
     /* The engine's flag names for kvshard's keys, and the inputs only
      * this profile reads; both NULL-ended (an input by a NULL def.name). */
@@ -262,6 +275,11 @@ bool kvshard_profile__has_sparse_index(const kvshard__model_info *m);
 /* The bytes a rank reserves per sequence: its state and, while split, the
  * scratch window and state of the largest KV layer; UINT64_MAX past 64 bits. */
 uint64_t kvshard_capacity__seq_bytes(const kvshard_rank_memory *r);
+
+/* "TP rank 3", or "stage 1 TP rank 3" when the ranks span stages: a rank
+ * named in a message. */
+void kvshard_capacity__rank_name(char *buf, size_t cap, const kvshard__capacity_inputs *in,
+                                 uint32_t rank);
 
 /* max_tokens = num_blocks x block_size, or EOVERFLOW. */
 int kvshard_capacity__max_tokens(kvshard__capacity *c, const kvshard_options *o,

@@ -41,7 +41,6 @@ enum {
     IN_TP,
     IN_DP_ATTENTION,
     IN_ATTN_CP,
-    IN_PP,
     IN_FRACTION,
     IN_MAX_TOTAL,
     IN_MAMBA_SIZE,
@@ -98,10 +97,6 @@ static const kvshard_profile__input inputs[] = {
                      false, NULL, NULL},
                     {1, 0.0, NULL, 0},
                     NULL},
-    [IN_PP] = {{"pp_size", KVSHARD__VT_U32, 1, KVSHARD_MAX_RANKS, KVSHARD_EPARALLEL, false, NULL,
-                NULL},
-               {1, 0.0, NULL, 0},
-               NULL},
     [IN_FRACTION] = {{"mem_fraction_static", KVSHARD__VT_FRACTION, 0, 1, R, false, NULL, NULL},
                      NO_VALUE,
                      "none"},
@@ -279,11 +274,6 @@ static int check_coverage(const kvshard_profile__settling *s, const sglang_state
                         "a model with state layers and no full-attention layer is not covered "
                         "yet");
     }
-    *blame = "pp_size";
-    if (s->inputs[IN_PP].u > 1)
-        return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
-                    "--pp-size %llu: pipeline stages are not covered yet",
-                    (unsigned long long)s->inputs[IN_PP].u);
     *blame = s->inputs[IN_UNIFIED_MEMORY].u ? "enable_unified_memory" : "enable_hierarchical_cache";
     if (s->inputs[IN_UNIFIED_MEMORY].u || s->inputs[IN_HIERARCHICAL].u)
         return fail(
@@ -920,6 +910,10 @@ const kvshard__profile kvshard_profile__sglang = {
     .block_size = 1,
     .max_seqs = 256,
     .ownership = KVSHARD_OWNERSHIP_CONTIGUOUS,
+    .rank_layout = KVSHARD_RANK_LAYOUT_SGLANG,
+    .stages_refusal = "engine_unsupported",
+    .stages_why = "pipeline stages are not covered yet",
+    .stages_flag = "--pp-size",
     .aliases = aliases,
     .inputs = inputs,
     .flag_style = KVSHARD_PROFILE__ARGPARSE,

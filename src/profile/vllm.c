@@ -45,7 +45,6 @@ enum {
     IN_VERSION,
     IN_TP,
     IN_DP,
-    IN_PP,
     IN_MAX_MODEL_LEN,
     IN_BATCHED,
     IN_UTILIZATION,
@@ -122,10 +121,6 @@ static const kvshard_profile__input inputs[] = {
                 true, NULL, NULL},
                NO_VALUE,
                "dp_size"},
-    [IN_PP] = {{"pipeline_parallel_size", KVSHARD__VT_U32, 1, KVSHARD_MAX_RANKS, KVSHARD_EPARALLEL,
-                false, NULL, NULL},
-               {1, 0.0, NULL, 0},
-               NULL},
     [IN_MAX_MODEL_LEN] = {{"max_model_len", KVSHARD__VT_U32, 1, KVSHARD_MAX_CONTEXT_LENGTH, R, true,
                            model_len_words, NULL},
                           NO_VALUE,
@@ -199,7 +194,8 @@ static const kvshard_profile__input inputs[] = {
 static const kvshard_profile__alias aliases[] = {
     {"tp", "tensor_parallel_size", NULL},
     {"dp", "data_parallel_size", NULL},
-    {"pp", "pipeline_parallel_size", NULL},
+    {"pp", "pp_size", NULL},
+    {"pipeline_parallel_size", "pp_size", NULL},
     {"dcp", "decode_context_parallel_size", NULL},
     {"pcp", "prefill_context_parallel_size", NULL},
     {"max_num_seqs", "max_seqs", NULL},
@@ -337,11 +333,6 @@ static int check_coverage(const kvshard_profile__settling *s, const vllm_state *
         return fail(err, KVSHARD_EPROFILE, "engine_version_unsupported",
                     "vLLM %s does not serve Qwen3.5 (%s) models; they are covered from 0.17.0",
                     kvshard_versions__text_of(&st->version).s, s->model_type);
-    *blame = "pipeline_parallel_size";
-    if (s->inputs[IN_PP].u > 1)
-        return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
-                    "--pipeline-parallel-size %llu: pipeline stages are not covered yet",
-                    (unsigned long long)s->inputs[IN_PP].u);
     *blame = s->inputs[IN_DECODE_CP].u > 1 ? "decode_context_parallel_size"
                                            : "prefill_context_parallel_size";
     if (s->inputs[IN_DECODE_CP].u > 1 || s->inputs[IN_PREFILL_CP].u > 1)
@@ -1183,6 +1174,10 @@ const kvshard__profile kvshard_profile__vllm = {
     .block_size = 16,
     .max_seqs = 256,
     .ownership = KVSHARD_OWNERSHIP_ORDINAL,
+    .rank_layout = KVSHARD_RANK_LAYOUT_VLLM,
+    .stages_refusal = "engine_unsupported",
+    .stages_why = "pipeline stages are not covered yet",
+    .stages_flag = "--pipeline-parallel-size",
     .aliases = aliases,
     .inputs = inputs,
     .flag_style = KVSHARD_PROFILE__ARGPARSE,

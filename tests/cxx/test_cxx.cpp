@@ -312,7 +312,9 @@ void test_errors()
     CHECK(expect_error([&] { plan.rank_layers(4); }, "rank 4").code() == KVSHARD_ERANK);
     CHECK(expect_error([&] { plan.rank_memory(9); }, "rank 9").code() == KVSHARD_ERANK);
     CHECK(expect_error([&] { plan.layer_owner(40); }, "layer 40").code() == KVSHARD_ELAYER);
-    CHECK(expect_error([&] { plan.layer_storage(0, 40); }, "storage").code() == KVSHARD_ELAYER);
+    CHECK(expect_error([&] { plan.layer_storage(0, 41); }, "storage").code() == KVSHARD_ELAYER);
+    CHECK(expect_error([&] { plan.stage(1); }, "stage 1").code() == KVSHARD_ESTAGE);
+    CHECK(expect_error([&] { plan.locate(4); }, "global rank 4").code() == KVSHARD_EGLOBALRANK);
     CHECK(expect_error([&] { plan.describe_rank(4); }, "describe").code() == KVSHARD_ERANK);
 
     // A plan error from a deployment points at the override that caused it.
