@@ -683,7 +683,9 @@ class RankMemory:
 class Capacity:
     """Capacity common to all ranks (kvshard_capacity, and three of the
     plan's figures by name). Byte figures in bytes, lengths in tokens; None
-    where the C struct's ``has_*`` is false or the figure is null."""
+    where the C struct's ``has_*`` is false or the figure is null. Under an
+    engine profile the figures are the engine's: its block (vLLM's raised
+    attention block, SGLang's page), its blocks and its token count."""
 
     engine: Engine
     #: Tokens per block.
@@ -700,9 +702,10 @@ class Capacity:
     concurrency: Optional[int]
     #: The max_seqs at which state and KV blocks run out together.
     balanced_max_seqs: Optional[int]
-    #: The profile's figures (kvshard_plan_capacity_figure): under xllm the
-    #: state slots and the blocks and slots usable after its padding; None
-    #: where the profile gives none.
+    #: The profile's figures (kvshard_plan_capacity_figure): the state
+    #: slots (xllm, sglang) and the blocks (xllm, vllm) and slots (xllm,
+    #: sglang) usable after the engine's padding; None where the profile
+    #: gives none. What the engine itself logs is Plan.engine_figures().
     state_slots: Optional[int]
     usable_blocks: Optional[int]
     usable_state_slots: Optional[int]

@@ -15,7 +15,7 @@ import contextlib
 import ctypes
 import operator
 import threading
-from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterator, Mapping, Optional, Tuple, Union
 
 from . import _lib
 from ._handles import encode, raise_error
@@ -41,7 +41,9 @@ __all__ = ["Options", "DEFAULT_ORIGIN"]
 #: value name it as their source.
 DEFAULT_ORIGIN = "python"
 
-OptionValue = Union[str, int, float, bool]
+#: A value for an option or a setting: a str the library reads, or a
+#: native value (a mapping for a JSON setting).
+OptionValue = Union[str, int, float, bool, Mapping[str, Any]]
 
 
 def check_uint(name: str, value: Any, bits: int) -> int:
