@@ -101,8 +101,8 @@ def value_of(kind: Union[SettingType, int], text: str) -> Any:
         return {"true": True, "false": False}.get(text, text)
     if kind in (SettingType.FRACTION, SettingType.DECIMAL):
         # The library writes a decimal with at most 17 significant digits,
-        # positionally: float() reads it exactly. Its point is '.', or the
-        # C locale's in a library that formats with it.
+        # positionally, so float() reads it exactly; its point is '.' in
+        # any locale, and the locale's point is read too.
         point = locale.localeconv().get("decimal_point", ".")
         plain = text.replace(point, ".") if point and point != "." else text
         return float(plain) if _DECIMAL.fullmatch(plain) else text
