@@ -18,7 +18,10 @@
 #   4. pip installs ./python into VENV_DIR with --no-index
 #      --no-build-isolation, recording VENV_DIR/lib/libkvshard.so as the
 #      library's path (so the environment needs no KVSHARD_LIBRARY);
-#   5. checks that the package loads the library.
+#   5. checks that the package loads the library;
+#   6. prints the command that runs the package's tests when pytest can be
+#      imported in VENV_DIR, and how to get it (Debian's python3-pytest)
+#      when it cannot.
 #
 # Environment: PYTHON (default /usr/bin/python3, Debian's), BUILD_DIR, and
 # CMAKE_ARGS (more arguments for the CMake configure step, split on spaces).
@@ -68,4 +71,12 @@ KVSHARD_LIBRARY="$venv/lib/libkvshard.so" \
 
 "$venv/bin/python" -c 'import kvshard; print("kvshard", kvshard.__version__, "uses", kvshard.library_path(), "(libkvshard " + kvshard.library_version() + ")")'
 echo "done: . $venv/bin/activate, then python -c 'import kvshard'"
-echo "tests: (cd $here && $venv/bin/python -m pytest -q tests)"
+# The environment sees the system's site-packages, so Debian's pytest
+# serves it; without it there is no test command to give.
+if "$venv/bin/python" -c "import pytest" >/dev/null 2>&1; then
+    echo "tests: (cd $here && $venv/bin/python -m pytest -q tests)"
+else
+    echo "tests: pytest is not installed for $PYTHON; on Debian 12, as root:" \
+        "apt-get install python3-pytest (the environment sees it), then:" \
+        "(cd $here && $venv/bin/python -m pytest -q tests)"
+fi

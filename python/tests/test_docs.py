@@ -1,7 +1,8 @@
 """docs/python.md names what the binding exposes: every field of the
 dataclasses an engine allocates from, every figure ``create_model`` takes,
-every member of the layer-kind and attention enums, every exception and
-the status codes each one covers. A field added to the binding without a
+every member of the layer-kind, attention, engine, warning, setting-type
+and figure-type enums, the figure queries, every exception and the status
+codes each one covers. A field added to the binding without a
 word in the docs fails here."""
 
 from __future__ import annotations
@@ -45,6 +46,14 @@ def test_every_description_figure_is_named(named: Set[str]) -> None:
 def test_every_layer_kind_and_attention_is_named(named: Set[str]) -> None:
     for enum_type in (kvshard.LayerKind, kvshard.Attention):
         assert [m.name for m in enum_type if m.name not in named] == [], enum_type.__name__
+
+
+def test_every_engine_warning_setting_and_figure_type_is_named(named: Set[str]) -> None:
+    for enum_type in (kvshard.Engine, kvshard.WarningCode, kvshard.SettingType,
+                      kvshard.FigureType):
+        assert [m.name for m in enum_type if m.name not in named] == [], enum_type.__name__
+    for method in ("engine_figure", "engine_figures", "capacity_figure", "capacity_figures"):
+        assert method in named
 
 
 def test_every_exception_and_status_is_named(named: Set[str]) -> None:

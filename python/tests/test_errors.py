@@ -173,7 +173,7 @@ def test_status_labels_come_from_the_library() -> None:
     assert kvshard.Dtype.BF16.label == "bfloat16"
     assert kvshard.Warning.MAX_SEQS_UNREACHABLE.label == "max_seqs_unreachable"
     # Every warning the library names has a member, and no member is unnamed.
-    assert [w.label for w in kvshard.Warning][-1] == "profile_inputs_ignored"
+    assert [w.label for w in kvshard.Warning][-1] == "engine_max_running_requests_capped"
     assert all(w.label != "unknown" for w in kvshard.Warning)
 
 
@@ -221,7 +221,9 @@ BAD_CALLS: list = [
     ("owns float", TypeError, lambda p, d: p.owns(0.0, 3)),
     ("rank_layers None", TypeError, lambda p, d: p.rank_layers(None)),
     ("layer_storage big", ValueError, lambda p, d: p.layer_storage(0, 2**40)),
-    ("blocks_for float", TypeError, lambda p, d: p.blocks_for(1.5e9)),
+    ("blocks_for negative float", ValueError, lambda p, d: p.blocks_for(-1.5e9)),
+    ("blocks_for nan", ValueError, lambda p, d: p.blocks_for(float("nan"))),
+    ("blocks_for bool", TypeError, lambda p, d: p.blocks_for(True)),
     ("blocks_for negative", ValueError, lambda p, d: p.blocks_for(-1)),
     ("blocks_for rank", TypeError, lambda p, d: p.blocks_for(10**9, tp_rank="1")),
     ("apply_args str", TypeError, lambda p, d: d.apply_args("--world_size=4")),

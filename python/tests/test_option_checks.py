@@ -15,7 +15,7 @@ from conftest import EXAMPLES, SEED
 
 import kvshard
 from kvshard import Dtype, Engine, Ownership, SettingType, Status
-from kvshard._optiontable import OPTIONS, U64_MAX, Kind
+from kvshard._optiontable import ENGINE_FLAGS, OPTIONS, U64_MAX, Kind, key_name
 
 # The library was loaded when the session started (conftest).
 SETTINGS = kvshard.settings()
@@ -49,13 +49,28 @@ BAD: List[Tuple[str, Any, type]] = [
     ("memory_per_rank", 0, ValueError),
     ("memory_per_rank", -1, ValueError),
     ("memory_per_rank", 2**64, ValueError),
-    ("memory_per_rank", 1.5, ValueError),
+    ("memory_per_rank", 0.5, ValueError),  # 0 bytes, rounded down: "0" is refused
+    ("memory_per_rank", -1.5, ValueError),
     ("memory_per_rank", 2.0**64, ValueError),
     ("memory_per_rank", float("nan"), ValueError),
     ("memory_per_rank", float("inf"), ValueError),
     ("memory_per_rank", True, TypeError),
     ("device_memory_total", -2.0, ValueError),
+    ("device_memory_free", float("-inf"), ValueError),
+    ("non_kv_memory", float("nan"), ValueError),
     ("max_cache_size", 2**64, ValueError),
+    # vLLM's name of memory_per_rank, in both spellings.
+    ("kv_cache_memory_bytes", -1.0, ValueError),
+    ("kv-cache-memory-bytes", float("inf"), ValueError),
+    ("max_num_seqs", 2**24 + 1, ValueError),  # vLLM's name of max_seqs
+    ("page_size", 0, ValueError),  # SGLang's name of block_size
+    ("engine_version", 0.5, TypeError),  # a text: a str only
+    ("speculative_config", [1], TypeError),  # a JSON object: a dict or a str
+    ("speculative_config", {"n": float("nan")}, ValueError),  # JSON has no NaN
+    ("mamba_full_memory_ratio", 0, ValueError),  # a decimal above 0 ...
+    ("mamba_full_memory_ratio", 100.5, ValueError),  # ... and at most its max, 100
+    ("mamba_full_memory_ratio", True, TypeError),
+    ("mamba_cache_mode", 1, TypeError),  # a word: a str only
     ("enable_layerwise_split", 1, TypeError),
     ("is_draft", 0.0, TypeError),
     ("enable_prefix_cache", None, TypeError),
@@ -63,7 +78,7 @@ BAD: List[Tuple[str, Any, type]] = [
     ("ownership", Ownership.DEFAULT, ValueError),  # no word names it
     ("ownership", Dtype.BF16, TypeError),
     ("ownership", 1.0, TypeError),
-    ("engine", 2, ValueError),
+    ("engine", 4, ValueError),
     ("engine", True, TypeError),
     ("kv_cache_dtype", Dtype.FP32, ValueError),  # a state dtype only
     ("state_dtype", Dtype.FP8, ValueError),  # a KV dtype only
@@ -82,8 +97,17 @@ BAD: List[Tuple[str, Any, type]] = [
 # The subset that is also wrong in a caller's struct (Options fields):
 # there 0 is "unset" for block_size and memory_per_rank, and
 # Ownership.DEFAULT is the profile's choice.
-STRUCT_OK = [("block_size", 0), ("memory_per_rank", 0), ("ownership", Ownership.DEFAULT)]
-BAD_STRUCT = [b for b in BAD if (b[0], b[1]) not in STRUCT_OK and b[0] != "max_seqs_per_batch"]
+# A float below one byte rounds down to 0, "unset" there too. Engine flag
+# names are no Options keywords.
+STRUCT_OK = [
+    ("block_size", 0),
+    ("memory_per_rank", 0),
+    ("memory_per_rank", 0.5),
+    ("ownership", Ownership.DEFAULT),
+]
+BAD_STRUCT = [
+    b for b in BAD if (b[0], b[1]) not in STRUCT_OK and key_name(b[0]) not in ENGINE_FLAGS
+]
 
 
 def ids(cases: List[Tuple[str, Any, type]]) -> List[str]:
@@ -303,6 +327,18 @@ def test_the_struct_and_the_options_class_follow_the_table() -> None:
 # --- settings: the library's rows -------------------------------------------------
 
 
+# Every setting's type is one the binding checks (a new type fails here).
+CHECKED = (SettingType.INTEGER, SettingType.BYTES, SettingType.FRACTION, SettingType.DECIMAL,
+           SettingType.BOOL)
+TEXT_ONLY = (SettingType.WORD, SettingType.TEXT)
+NUMERIC = [s for s in SETTINGS if s.type in CHECKED]
+
+
+def test_every_setting_has_a_type_the_binding_knows() -> None:
+    assert {s.type for s in SETTINGS} == set(SettingType)
+    assert all(s.type in CHECKED + TEXT_ONLY + (SettingType.JSON,) for s in SETTINGS)
+
+
 def setting_probes(info: kvshard.SettingInfo) -> List[Tuple[Any, str]]:
     """(native value, the same value as text) pairs around a setting's range."""
     if info.type in (SettingType.INTEGER, SettingType.BYTES):
@@ -310,11 +346,15 @@ def setting_probes(info: kvshard.SettingInfo) -> List[Tuple[Any, str]]:
         return [(v, str(v)) for v in values]
     if info.type is SettingType.FRACTION:
         return [(0, "0"), (1e-15, ".000000000000001"), (0.5, "0.5"), (1, "1"), (1.5, "1.5")]
-    assert info.type is SettingType.BOOL, info  # no other type today
+    if info.type is SettingType.DECIMAL:
+        top = info.max
+        return [(0, "0"), (1e-15, ".000000000000001"), (0.5, "0.5"), (top, str(top)),
+                (top + 0.5, f"{top}.5")]
+    assert info.type is SettingType.BOOL, info
     return [(True, "true"), (False, "false")]
 
 
-@pytest.mark.parametrize("info", SETTINGS, ids=[s.key for s in SETTINGS])
+@pytest.mark.parametrize("info", NUMERIC, ids=[s.key for s in NUMERIC])
 def test_python_takes_for_a_setting_what_the_library_takes(info: kvshard.SettingInfo) -> None:
     seen = set()
     for value, text in setting_probes(info):
@@ -329,16 +369,107 @@ def test_python_takes_for_a_setting_what_the_library_takes(info: kvshard.Setting
     assert seen == ({True} if info.type is SettingType.BOOL else {True, False})
 
 
+WORDS = [s for s in SETTINGS if s.type in TEXT_ONLY]
+
+
+@pytest.mark.parametrize("info", WORDS, ids=[s.key for s in WORDS])
+def test_a_word_or_a_text_is_the_library_s_to_check(info: kvshard.SettingInfo) -> None:
+    # The binding knows no words and no version grammar: a native value is a
+    # TypeError before any C call, and any str goes to the library as it is.
+    for value in (1, True, 0.5, None):
+        with pytest.raises(TypeError, match=info.key):
+            kvshard.Options().set(info.key, value)
+        with pytest.raises(TypeError, match=info.key):
+            kvshard.Options(**{info.key: value})
+    with pytest.raises(kvshard.ConfigError) as caught:
+        kvshard.Options().set(info.key, "no such value")
+    assert (caught.value.code, caught.value.source) == (Status.ERANGE, "python")
+
+
+def test_a_json_object_is_sent_as_its_text() -> None:
+    # vLLM's --speculative-config: the library reads "method" and
+    # "num_speculative_tokens" (0 to 1024) from the object; a dict reaches
+    # it as json.dumps writes it, so a dict and its text fare alike.
+    import json
+
+    key = "speculative_config"
+    for value, code in (
+        ({"method": "mtp", "num_speculative_tokens": 2}, None),
+        ({"num_speculative_tokens": 1024, "model": "draft"}, None),
+        ({"num_speculative_tokens": 1025}, Status.ERANGE),
+        ({"method": "mtp"}, Status.EMISSING),
+        ({"method": 3, "num_speculative_tokens": 1}, Status.ETYPE),
+    ):
+        for given in (value, json.dumps(value)):
+            o = kvshard.Options()
+            if code is None:
+                o.set(key, given)
+                assert o.speculative_config == {k: v for k, v in value.items()
+                                                if k in ("method", "num_speculative_tokens")}
+            else:
+                with pytest.raises(kvshard.ConfigError) as caught:
+                    o.set(key, given)
+                assert caught.value.code is code, (given, caught.value)
+    with pytest.raises(kvshard.ConfigError) as caught:
+        kvshard.Options(speculative_config="[1, 2]")  # text: the library's to refuse
+    assert caught.value.code is Status.ETYPE
+
+
 def test_the_setting_rows_are_the_library_s() -> None:
-    # The xllm profile's inputs, as docs/planning.md lists them.
-    x = Engine.XLLM
-    assert [tuple(s) for s in SETTINGS] == [
-        ("enable_prefix_cache", SettingType.BOOL, 0, 1, True, "true", x),
-        ("max_linear_state_cache_slots", SettingType.INTEGER, 0, 2**24, 0, "0", x),
-        ("device_memory_total", SettingType.BYTES, 1, U64_MAX, 0, "0", x),
-        ("device_memory_free", SettingType.BYTES, 1, U64_MAX, 0, "0", x),
-        ("max_memory_utilization", SettingType.FRACTION, 0, 1, 0.8, "0.8", x),
-        ("max_cache_size", SettingType.BYTES, 0, U64_MAX, 0, "0", x),
+    # Each profile's inputs, in the order of its table (docs/engines.md
+    # lists them); a key two profiles read is the first one's row. A
+    # default the profile works out is the library's words for it.
+    I, B, F, W, R, T, J, D = (SettingType.INTEGER, SettingType.BYTES, SettingType.BOOL,
+                              SettingType.WORD, SettingType.FRACTION, SettingType.TEXT,
+                              SettingType.JSON, SettingType.DECIMAL)
+    x, v, s = Engine.XLLM, Engine.VLLM, Engine.SGLANG
+    ranks, by_version = 65536, "by model and version"
+    assert [tuple(row) for row in SETTINGS] == [
+        ("enable_prefix_cache", F, 0, 1, True, "true", x),
+        ("max_linear_state_cache_slots", I, 0, 2**24, 0, "0", x),
+        ("device_memory_total", B, 1, U64_MAX, 0, "0", x),
+        ("device_memory_free", B, 1, U64_MAX, 0, "0", x),
+        ("max_memory_utilization", R, 0, 1, 0.8, "0.8", x),
+        ("max_cache_size", B, 0, U64_MAX, 0, "0", x),
+        ("engine_version", T, 0, 0, *["the newest the profile covers"] * 2, x),
+        ("max_concurrent_requests", I, 1, 2**24, 200, "200", x),
+        ("tensor_parallel_size", I, 1, ranks, *["world_size / dp_size"] * 2, v),
+        ("data_parallel_size", I, 1, ranks, "dp_size", "dp_size", v),
+        ("pipeline_parallel_size", I, 1, ranks, 1, "1", v),
+        ("max_model_len", I, 1, 2**30, *["max_position_embeddings"] * 2, v),
+        ("max_num_batched_tokens", I, 1, 2**30, 8192, "8192", v),
+        ("gpu_memory_utilization", R, 0, 1, *["0.92 (0.9 before 0.20.0)"] * 2, v),
+        ("num_gpu_blocks_override", I, 1, 2**31, "none", "none", v),
+        ("dtype", W, 0, 0, "auto", "auto", v),
+        ("mamba_cache_dtype", W, 0, 0, "auto", "auto", v),
+        ("enable_prefix_caching", F, 0, 1, by_version, by_version, v),
+        ("mamba_cache_mode", W, 0, 0, by_version, by_version, v),
+        ("mamba_block_size", I, 1, 2**24, *["the model's chunk size"] * 2, v),
+        ("enforce_eager", F, 0, 1, False, "false", v),
+        ("speculative_config", J, 0, 0, "none", "none", v),
+        ("draft_attention_layers", I, 0, 1024, "by method", "by method", v),
+        ("non_kv_memory", B, 0, U64_MAX, "none", "none", v),
+        ("decode_context_parallel_size", I, 1, ranks, 1, "1", v),
+        ("prefill_context_parallel_size", I, 1, ranks, 1, "1", v),
+        ("tp_size", I, 1, ranks, "world_size", "world_size", s),
+        ("enable_dp_attention", F, 0, 1, False, "false", s),
+        ("attn_cp_size", I, 1, ranks, 1, "1", s),
+        ("pp_size", I, 1, ranks, 1, "1", s),
+        ("mem_fraction_static", R, 0, 1, "none", "none", s),
+        ("max_total_tokens", I, 1, 2**32 - 1, "none", "none", s),
+        ("max_mamba_cache_size", I, 1, 2**30, "none", "none", s),
+        ("mamba_full_memory_ratio", D, 0, 100, 0.9, "0.9", s),
+        ("mamba_radix_cache_strategy", W, 0, 0, "auto", "auto", s),
+        ("mamba_scheduler_strategy", W, 0, 0, "auto", "auto", s),
+        ("disable_radix_cache", F, 0, 1, False, "false", s),
+        ("disable_overlap_schedule", F, 0, 1, False, "false", s),
+        ("chunked_prefill_size", I, 1, 2**32 - 1, "none", "none", s),
+        ("speculative_num_draft_tokens", I, 0, 1024, 0, "0", s),
+        ("enable_dsa_cache_layer_split", F, 0, 1, False, "false", s),
+        # The C row keeps 31 bytes of this one; the binding reads it whole.
+        ("multimodal", F, 0, 1, *["whether the config has vision_config"] * 2, s),
+        ("enable_unified_memory", F, 0, 1, False, "false", s),
+        ("enable_hierarchical_cache", F, 0, 1, False, "false", s),
     ]
     # kvshard_setting_find answers each key with the row kvshard_setting_info_at gave.
     assert [kvshard.setting_info(s.key) for s in SETTINGS] == list(SETTINGS)
@@ -365,8 +496,8 @@ def test_a_setting_s_default_that_text_cannot_give_is_refused_as_a_value() -> No
     assert (info.value.code, info.value.source) == (Status.ERANGE, "python")
 
 
-def test_a_word_or_an_unknown_type_takes_text_only() -> None:
-    # No setting is a word today; the binding knows no words of its own, so
+def test_an_unknown_type_takes_text_only() -> None:
+    # The binding knows no words of its own, nor a type of a later library:
     # a native value for one is a TypeError and a str goes to the library.
     from kvshard import _settings
 

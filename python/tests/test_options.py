@@ -13,7 +13,9 @@ QWEN35 = EXAMPLES / "models" / "qwen3_5_35b_a3b.json"
 
 
 def test_defaults_are_the_c_init_values() -> None:
-    assert kvshard.Options().to_dict() == {
+    d = kvshard.Options().to_dict()
+    fields = {k: d[k] for k in kvshard.Options.FIELDS}
+    assert fields == {
         "world_size": 1,
         "dp_size": 1,
         "cp_size": 1,
@@ -30,13 +32,26 @@ def test_defaults_are_the_c_init_values() -> None:
         "num_speculative_tokens": 0,
         "scratch_layers": 1,
         "context_length": 0,
+    }
+    # Then every setting at its default, in the library's order.
+    rest = {k: v for k, v in d.items() if k not in fields}
+    assert rest == {row.key: row.default for row in kvshard.settings()}
+    assert {k: rest[k] for k in ("enable_prefix_cache", "max_memory_utilization",
+                                 "max_cache_size", "max_num_batched_tokens",
+                                 "mamba_full_memory_ratio", "enforce_eager")} == {
         "enable_prefix_cache": True,
-        "max_linear_state_cache_slots": 0,
-        "device_memory_total": 0,
-        "device_memory_free": 0,
         "max_memory_utilization": 0.8,
         "max_cache_size": 0,
+        "max_num_batched_tokens": 8192,
+        "mamba_full_memory_ratio": 0.9,
+        "enforce_eager": False,
     }
+    # A default the profile works out reads as the library's words for it.
+    assert (rest["tensor_parallel_size"], rest["tp_size"], rest["multimodal"]) == (
+        "world_size / dp_size",
+        "world_size",
+        "whether the config has vision_config",
+    )
 
 
 def test_native_and_text_values() -> None:

@@ -229,6 +229,8 @@ def test_the_warning_from_a_model_and_options(model: kvshard.Model) -> None:
         assert plan.warnings == [
             (
                 WarningCode.PROFILE_INPUTS_IGNORED,
-                "device_memory_free applies only under engine xllm: the kvshard profile ignores it",
+                # Every engine profile but kvshard's reads the free memory.
+                "device_memory_free applies only under engines xllm, vllm and sglang: the "
+                "kvshard profile ignores it",
             )
         ]

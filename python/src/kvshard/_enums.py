@@ -171,12 +171,18 @@ class Ownership(enum.IntEnum):
 class Engine(enum.IntEnum):
     """Whose capacity model sizes blocks and state."""
 
+    #: kvshard's own: state for max_seqs reserved, the rest cut into blocks.
     KVSHARD = 0
+    #: What an xLLM engine allocates from the same flags.
     XLLM = 1
+    #: What vLLM's V1 engine allocates on one GPU (its flags argparse-style).
+    VLLM = 2
+    #: SGLang's memory pools on one GPU (its flags argparse-style).
+    SGLANG = 3
 
     @property
     def label(self) -> str:
-        """"kvshard" or "xllm"."""
+        """"kvshard", "xllm", "vllm" or "sglang"."""
         return _name_of("kvshard_engine_name", int(self))
 
 
@@ -192,6 +198,19 @@ class WarningCode(enum.IntEnum):
     DRAFT_UNSPLIT = 6
     MAX_SEQS_UNREACHABLE = 7
     PROFILE_INPUTS_IGNORED = 8
+    #: vllm: the release runs this state model with prefix caching off.
+    ENGINE_PREFIX_CACHING_DISABLED = 9
+    #: vllm: Mamba cache mode ``all`` asked for runs as ``align``.
+    ENGINE_MAMBA_CACHE_MODE_ALIGN = 10
+    #: vllm: a cache group type is padded with layers that cost memory as
+    #: real ones (one warning a type).
+    ENGINE_PADDING_LAYERS = 11
+    #: vllm 0.18: max_num_seqs above the blocks caps the CUDA-graph sizes.
+    ENGINE_CUDAGRAPH_SIZES_CAPPED = 12
+    #: sglang: max_total_tokens above the token pool the budget gives.
+    ENGINE_MAX_TOTAL_TOKENS_ABOVE_PROFILE = 13
+    #: sglang: the state pool lowers max_running_requests.
+    ENGINE_MAX_RUNNING_REQUESTS_CAPPED = 14
 
     @property
     def label(self) -> str:
@@ -207,10 +226,14 @@ class SettingType(enum.IntEnum):
     BOOL = 2  # true or false
     WORD = 3  # one of a few words
     FRACTION = 4  # a decimal above 0 and at most 1
+    TEXT = 5  # text the library checks (an engine version)
+    JSON = 6  # a JSON object (vLLM's --speculative-config)
+    DECIMAL = 7  # a decimal above 0 and at most the setting's max
 
     @property
     def label(self) -> str:
-        """"integer", "bytes", "bool", "word" or "fraction"."""
+        """"integer", "bytes", "bool", "word", "fraction", "text", "json" or
+        "decimal"."""
         return self.name.lower()
 
 
@@ -222,8 +245,9 @@ class FigureType(enum.IntEnum):
     DOUBLE = 2
     BOOL = 3
     TEXT = 4
+    TEXT_LIST = 5  # a list of texts: a list of str in Python, an array in JSON
 
     @property
     def label(self) -> str:
-        """"null", "uint", "double", "bool" or "text"."""
+        """"null", "uint", "double", "bool", "text" or "text_list"."""
         return self.name.lower()

@@ -46,6 +46,7 @@ from ._enums import (
 from ._errors import KvshardError, make_error
 from ._handles import _Handle, _new_handle, encode, raise_error
 from ._options import DEFAULT_ORIGIN, OptionValue, Options, check_uint, parse_bytes
+from ._optiontable import U64_MAX, byte_size
 from ._settings import SettingInfo, get_text, info_for, value_of, value_text
 
 __all__ = [
@@ -111,6 +112,15 @@ def _write(function: str, *handles: Optional[int]) -> str:
 
 def _opt(present: bool, value: int) -> Optional[int]:
     return int(value) if present else None
+
+
+def _enum_or_int(enum_type: Any, value: int) -> Any:
+    """A C enum's value as its member, or as an int for a value of a later
+    library this package does not know."""
+    try:
+        return enum_type(value)
+    except ValueError:
+        return int(value)
 
 
 # ---------------------------------------------------------------------------
@@ -439,10 +449,19 @@ class Deployment(_Handle):
             _set(h, key_b, text_b, origin_b)
 
     def apply_args(self, args: Sequence[str], ignore_unknown: bool = False) -> None:
-        """Apply gflags-style arguments as an engine's command line holds
-        them: ``--key=value``, ``--key`` and ``--nokey`` for booleans,
-        ``--flagfile=FILE``. ``ignore_unknown`` skips flags kvshard does not
-        know. On failure the deployment is unchanged and the error names the
+        """Apply an engine's arguments as its command line holds them
+        (kvshard_deployment_apply_args), every argument passed on as it is:
+        the library settles ``--engine`` first, wherever it stands, and
+        reads the rest as that engine writes them. Under kvshard and xllm
+        they are gflags-style (``--key=value``, ``--key`` and ``--nokey``
+        for booleans); under vllm and sglang argparse-style (also
+        ``--key value``, one dash or two, '-' and '_' alike, ``--no-key``
+        for false: ``["--engine=vllm", "--max-model-len", "4096",
+        "-tp", "2"]``); ``--flagfile=FILE`` under all. Two spellings of one
+        input with different values are a ReadError (EDUPKEY).
+        ``ignore_unknown`` skips flags kvshard does not know (with the
+        argument after one without ``=``, unless it starts with '-'). On
+        failure the deployment is unchanged and the error names the
         argument (or the flag file's line and column)."""
         if isinstance(args, (str, bytes)) or not isinstance(args, Sequence):
             raise TypeError("args must be a list of str, such as ['--world_size=8']")
@@ -664,7 +683,9 @@ class RankMemory:
 class Capacity:
     """Capacity common to all ranks (kvshard_capacity, and three of the
     plan's figures by name). Byte figures in bytes, lengths in tokens; None
-    where the C struct's ``has_*`` is false or the figure is null."""
+    where the C struct's ``has_*`` is false or the figure is null. Under an
+    engine profile the figures are the engine's: its block (vLLM's raised
+    attention block, SGLang's page), its blocks and its token count."""
 
     engine: Engine
     #: Tokens per block.
@@ -681,9 +702,10 @@ class Capacity:
     concurrency: Optional[int]
     #: The max_seqs at which state and KV blocks run out together.
     balanced_max_seqs: Optional[int]
-    #: The profile's figures (kvshard_plan_capacity_figure): under xllm the
-    #: state slots and the blocks and slots usable after its padding; None
-    #: where the profile gives none.
+    #: The profile's figures (kvshard_plan_capacity_figure): the state
+    #: slots (xllm, sglang) and the blocks (xllm, vllm) and slots (xllm,
+    #: sglang) usable after the engine's padding; None where the profile
+    #: gives none. What the engine itself logs is Plan.engine_figures().
     state_slots: Optional[int]
     usable_blocks: Optional[int]
     usable_state_slots: Optional[int]
@@ -731,9 +753,33 @@ def _figure_value(f: _lib.CFigure, name: str) -> Any:
         return bool(f.bool_value)
     if kind == FigureType.TEXT:
         return (f.text_value or b"").decode("utf-8", "replace")
+    if kind == FigureType.TEXT_LIST:
+        return _text_list(f)
     raise make_error(
         Status.EINVAL, f'figure "{name}" has type {kind}, which this package does not know'
     )
+
+
+def _text_list(f: _lib.CFigure) -> List[str]:
+    """A TEXT_LIST figure's words: uint_value texts, each ended by a NUL,
+    one after the other from text_value (borrowed: inside the plan's
+    gate)."""
+    # The field's own pointer: ctypes reads a c_char_p field as bytes up to
+    # the first NUL, which would keep the first word only.
+    at = ctypes.c_void_p.from_buffer(f, _lib.CFigure.text_value.offset).value
+    words: List[str] = []
+    for _ in range(int(f.uint_value)):
+        if not at:
+            break
+        raw = ctypes.string_at(at)
+        words.append(raw.decode("utf-8", "replace"))
+        at += len(raw) + 1
+    if len(words) != f.uint_value:
+        raise make_error(
+            Status.EINVAL, f'figure "{(f.name or b"").decode()}" holds {f.uint_value} texts '
+            f"and no text to read them from"
+        )
+    return words
 
 
 def _capacity_figure(h: int, name: str, name_b: Optional[bytes] = None) -> Any:
@@ -1009,6 +1055,45 @@ class Plan(_Handle):
         with self._use() as h:
             return {name: _capacity_figure(h, name) for name in names}
 
+    # --- engine figures ---------------------------------------------------------
+    def engine_figure(self, name: str) -> Any:
+        """A figure the plan's engine profile predicts the engine logs, by
+        the name of its field in the JSON plan's ``engine`` object
+        (kvshard_plan_engine_figure): "num_gpu_blocks", "max_concurrency",
+        "state_dtypes", "max_total_num_tokens", ... An int, float, bool,
+        str or list of str by the figure's type; None where it is null.
+        ConfigError (EUNKNOWNKEY) for a name the profile has no figure of,
+        and for every name under the kvshard profile, which has none."""
+        name_b = encode(name, "the figure's name")
+        f = _lib.sized(_lib.CFigure)
+        lib = _lib.library()
+        with self._use() as h:
+            rc = lib.kvshard_plan_engine_figure(byref(f), h, name_b)
+            if rc == Status.EUNKNOWNKEY:
+                c = _lib.sized(_lib.CCapacity)
+                _check(lib.kvshard_plan_capacity(byref(c), h))
+                engine = _enum_or_int(Engine, c.engine)
+                profile = engine.label if isinstance(engine, Engine) else f"engine {engine}"
+                raise make_error(rc, f'the {profile} profile has no engine figure "{name}"')
+            _check(rc)
+            return _figure_value(f, name)
+
+    def engine_figures(self) -> Dict[str, Any]:
+        """Every engine figure by name, in the order of the JSON plan's
+        ``engine`` object ("name" and "version" first), as
+        ``engine_figure`` reads each (kvshard_plan_engine_figure_count and
+        kvshard_plan_engine_figure_at); {} under the kvshard profile, whose
+        JSON ``engine`` is null."""
+        lib = _lib.library()
+        figures: Dict[str, Any] = {}
+        with self._use() as h:
+            for index in range(lib.kvshard_plan_engine_figure_count(h)):
+                f = _lib.sized(_lib.CFigure)
+                _check(lib.kvshard_plan_engine_figure_at(byref(f), h, index))
+                name = (f.name or b"").decode("utf-8", "replace")
+                figures[name] = _figure_value(f, name)
+        return figures
+
     @property
     def uniform(self) -> Uniform:
         """The S_eff = 1 figures, for comparison."""
@@ -1023,20 +1108,22 @@ class Plan(_Handle):
 
     def _budget(
         self,
-        memory: Union[int, str],
+        memory: Union[int, float, str],
         tp_rank: Optional[int],
         context_length: int,
-        reserved_bytes: Union[int, str],
-        extra_bytes_per_block: int,
+        reserved_bytes: Union[int, float, str],
+        extra_bytes_per_block: Union[int, float],
     ) -> Tuple[int, _lib.CBudget]:
         """The TP rank (or ALL_RANKS) and the kvshard_budget of a measured
-        budget, every argument checked in Python first."""
+        budget, every argument checked in Python first. Byte sizes take an
+        int, a float of bytes (rounded down) or, for the memory and the
+        reserved bytes, text with a unit ("20GiB")."""
         for name, value in (("memory", memory), ("reserved_bytes", reserved_bytes)):
             if not isinstance(value, str):
-                check_uint(name, value, 64)
+                byte_size(name, value, 0, U64_MAX)
         budget = _lib.sized(_lib.CBudget)
-        budget.extra_bytes_per_block = check_uint(
-            "extra_bytes_per_block", extra_bytes_per_block, 64
+        budget.extra_bytes_per_block = byte_size(
+            "extra_bytes_per_block", extra_bytes_per_block, 0, U64_MAX
         )
         budget.context_length = _index("context_length", context_length)
         rank = ALL_RANKS if tp_rank is None else _index("tp_rank", tp_rank)
@@ -1048,18 +1135,19 @@ class Plan(_Handle):
 
     def blocks_for(
         self,
-        memory: Union[int, str],
+        memory: Union[int, float, str],
         tp_rank: Optional[int] = None,
         context_length: int = 0,
-        reserved_bytes: Union[int, str] = 0,
-        extra_bytes_per_block: int = 0,
+        reserved_bytes: Union[int, float, str] = 0,
+        extra_bytes_per_block: Union[int, float] = 0,
     ) -> Blocks:
         """Blocks that fit memory an engine measured, without rebuilding the
         plan (kvshard_plan_blocks_for, and the profile's figures at that
         budget, kvshard_plan_blocks_figure).
 
-        ``memory``: bytes the rank gives to cache and state (an int, or text
-        such as "20GiB"); ``tp_rank``: that rank, or None for every rank
+        ``memory``: bytes the rank gives to cache and state (an int, a
+        float of bytes rounded down, or text such as "20GiB" or
+        "72.5GiB"); ``tp_rank``: that rank, or None for every rank
         (the minimum, what all ranks allocate); ``context_length``: tokens
         per sequence for the concurrency figures (0: none);
         ``reserved_bytes``: bytes taken off first for the engine's own
@@ -1087,11 +1175,11 @@ class Plan(_Handle):
     def blocks_figure(
         self,
         name: str,
-        memory: Union[int, str],
+        memory: Union[int, float, str],
         tp_rank: Optional[int] = None,
         context_length: int = 0,
-        reserved_bytes: Union[int, str] = 0,
-        extra_bytes_per_block: int = 0,
+        reserved_bytes: Union[int, float, str] = 0,
+        extra_bytes_per_block: Union[int, float] = 0,
     ) -> Any:
         """A capacity figure by name, as ``capacity_figure`` names them, at
         a measured budget (kvshard_plan_blocks_figure; the arguments as
@@ -1107,7 +1195,8 @@ class Plan(_Handle):
     # --- warnings and digests ---------------------------------------------------
     @property
     def warnings(self) -> List[Tuple[WarningCode, str]]:
-        """The plan's warnings as (code, message), in the library's order."""
+        """The plan's warnings as (code, message), in the library's order
+        (a code this package does not know as an int)."""
         result = []
         with self._use() as h:  # the messages point into the plan: copy them inside
             lib = _lib.library()
@@ -1115,7 +1204,7 @@ class Plan(_Handle):
                 code, message = c_int(), c_char_p()
                 _check(lib.kvshard_plan_warning(byref(code), byref(message), h, index))
                 text = (message.value or b"").decode("utf-8", "replace")
-                result.append((WarningCode(code.value), text))
+                result.append((_enum_or_int(WarningCode, code.value), text))
         return result
 
     def has_warning(self, code: Union[WarningCode, int]) -> bool:

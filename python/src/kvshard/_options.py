@@ -15,11 +15,20 @@ import contextlib
 import ctypes
 import operator
 import threading
-from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterator, Mapping, Optional, Tuple, Union
 
 from . import _lib
 from ._handles import encode, raise_error
-from ._optiontable import OPTIONS, Kind, Spec, native, override_text, spec_for_key
+from ._optiontable import (
+    OPTIONS,
+    U64_MAX,
+    Kind,
+    Spec,
+    byte_size,
+    native,
+    override_text,
+    spec_for_key,
+)
 from ._settings import Settings, SettingInfo, info_for, setting_text, settings, value_of
 
 if TYPE_CHECKING:
@@ -32,7 +41,9 @@ __all__ = ["Options", "DEFAULT_ORIGIN"]
 #: value name it as their source.
 DEFAULT_ORIGIN = "python"
 
-OptionValue = Union[str, int, float, bool]
+#: A value for an option or a setting: a str the library reads, or a
+#: native value (a mapping for a JSON setting).
+OptionValue = Union[str, int, float, bool, Mapping[str, Any]]
 
 
 def check_uint(name: str, value: Any, bits: int) -> int:
@@ -61,14 +72,16 @@ def set_text(options: _lib.COptions, key: str, text: str, origin: str) -> None:
         raise_error(rc, err)
 
 
-def parse_bytes(name: str, value: Union[int, str]) -> int:
-    """A byte count: an int, or text with an optional KiB/MiB/GiB/TiB suffix
-    read by the library's own size parser (as memory_per_rank)."""
+def parse_bytes(name: str, value: Union[int, float, str]) -> int:
+    """A byte count: an int, a float of bytes (its exact value rounded down;
+    negative, NaN and infinite floats are a ValueError), or text read by the
+    library's own size grammar, as memory_per_rank reads it ("80GiB",
+    "72.5GiB", "141GB")."""
     if isinstance(value, str):
         scratch = _lib.options_init()
         set_text(scratch, "memory_per_rank", value, name)
         return int(scratch.memory_per_rank)
-    return check_uint(name, value, 64)
+    return byte_size(name, value, 0, U64_MAX)
 
 
 def setting_named(name: str) -> Optional[SettingInfo]:
@@ -131,18 +144,23 @@ class Options:
     before any C call: a field with the library's ranges for its struct, a
     setting with the library's own row for it (``kvshard.settings()``). An
     integer takes an int (not a bool, not a float), a byte size an int or a
-    whole float, a boolean a bool, an enum its member or value, a fraction
-    a float above 0 and at most 1; a wrong type is a ``TypeError``, a value
-    out of range a ``ValueError``. 0 is accepted where the C struct reads it
+    float of bytes (its exact value rounded down; a negative, NaN or
+    infinite float is a ``ValueError``), a boolean a bool, an enum its
+    member or value, a fraction a float above 0 and at most 1, a decimal a
+    float above 0 and at most the setting's max, a JSON object a dict, a
+    text (the engine version) or a word a str only; a wrong type is a
+    ``TypeError``, a value out of range a ``ValueError``. 0 is accepted where the C struct reads it
     as "unset" (block_size, max_seqs, context_length, memory_per_rank), and
     ``Ownership.DEFAULT`` for ownership. A str is parsed by the library as a
     command-line flag would be (``memory_per_rank="20GiB"``,
-    ``ownership="global"``, ``kv_cache_dtype="fp8"``,
-    ``enable_prefix_cache="no"``); a str it refuses raises a
+    ``memory_per_rank="72.5GiB"``, ``ownership="global"``,
+    ``kv_cache_dtype="fp8"``, ``enable_prefix_cache="no"``,
+    ``engine_version="0.5.11"``); a str it refuses raises a
     :class:`~kvshard.ConfigError` whose source is "python".
 
-    Units: sizes in bytes (``memory_per_rank``, ``device_memory_total``,
-    ``device_memory_free``, ``max_cache_size``), lengths in tokens
+    Units: sizes in bytes (``memory_per_rank``, and the settings of type
+    BYTES: ``device_memory_total``, ``device_memory_free``,
+    ``max_cache_size``, ``non_kv_memory``), lengths in tokens
     (``block_size``, ``context_length``). 0 means "unset" where the C struct
     says so (block_size, max_seqs: the profile's default; memory_per_rank:
     no capacity; context_length: no concurrency figures).
@@ -292,14 +310,17 @@ class Options:
     def set(self, key: str, value: OptionValue, origin: str = DEFAULT_ORIGIN) -> None:
         """Set one option or setting by its deployment key name as a flag
         would, through kvshard_options_set or kvshard_settings_set: booleans
-        take true/false/1/0/yes/no, sizes take bytes or a KiB/MiB/GiB/TiB
-        suffix, and an engine's flag name (max_seqs_per_batch under xllm) is
-        a key too. A native value is checked in Python with the range of
-        text (so 0 is refused where the library refuses "0", ``ValueError``),
-        then sent as the text the library reads as exactly that value (True
-        -> "true", 4 -> "4", Dtype.BF16 -> "bf16", 1e-05 -> "0.00001", 2/3 ->
-        "0.6666666666666666"). ``origin`` names the value's source in
-        errors. On failure the options are unchanged and a
+        take true/false/1/0/yes/no, sizes take bytes or a number and a unit
+        ("80GiB", "72.5GiB", "141GB"), and an engine's flag name for an
+        option is a key too under its engine (max_seqs_per_batch under
+        xllm, max_num_seqs or max-num-seqs under vllm). A native value is
+        checked in Python with the range of text (so 0 is refused where the
+        library refuses "0", ``ValueError``), then sent as the text the
+        library reads as exactly that value (True -> "true", 4 -> "4",
+        Dtype.BF16 -> "bfloat16", 2.5e9 -> "2500000000", 1e-05 ->
+        "0.00001", 2/3 -> "0.6666666666666666", {"num_speculative_tokens":
+        2} -> '{"num_speculative_tokens": 2}'). ``origin`` names the value's
+        source in errors. On failure the options are unchanged and a
         :class:`~kvshard.KvshardError` is raised (ConfigError for an unknown
         key or text the library refuses)."""
         if not isinstance(key, str):

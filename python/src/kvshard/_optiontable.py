@@ -32,6 +32,8 @@ __all__ = [
     "BY_NAME",
     "ENGINE_FLAGS",
     "spec_for_key",
+    "key_name",
+    "byte_size",
     "native",
     "text_of",
     "override_text",
@@ -46,7 +48,7 @@ class Kind(enum.Enum):
     """How the library reads an option; the value is the C field's type."""
 
     INTEGER = c_uint32  # a count or a length: an int, never a bool or a float
-    BYTES = c_uint64  # a byte count: an int, a whole float or text with a unit
+    BYTES = c_uint64  # a byte count: an int, a float (rounded down) or text with a unit
     BOOL = c_bool  # a bool, never an int
     ENUM = c_int  # a C enum: its member, its value or one of its words
 
@@ -82,26 +84,35 @@ _OWNERSHIP_WORDS = (
     ("global", Ownership.GLOBAL),
     ("contiguous", Ownership.CONTIGUOUS),
 )
-_ENGINE_WORDS = (("kvshard", Engine.KVSHARD), ("xllm", Engine.XLLM))
+_ENGINE_WORDS = (
+    ("kvshard", Engine.KVSHARD),
+    ("xllm", Engine.XLLM),
+    ("vllm", Engine.VLLM),
+    ("sglang", Engine.SGLANG),
+)
+# The first word of a value is the one the binding sends for a member, so it
+# is a spelling every profile reads: under vllm and sglang kv_cache_dtype
+# and the state dtype take the engine's own words, which lack "bf16" (vLLM's
+# state dtypes) and "fp8" (SGLang), but all have "bfloat16" and "fp8_e4m3".
 _KV_DTYPE_WORDS = (
     ("auto", Dtype.AUTO),
-    ("bf16", Dtype.BF16),
     ("bfloat16", Dtype.BF16),
-    ("fp16", Dtype.FP16),
+    ("bf16", Dtype.BF16),
     ("float16", Dtype.FP16),
-    ("fp8", Dtype.FP8),
+    ("fp16", Dtype.FP16),
     ("fp8_e4m3", Dtype.FP8),
+    ("fp8", Dtype.FP8),
     ("fp8_e5m2", Dtype.FP8),
     ("int8", Dtype.INT8),
 )
 _STATE_DTYPE_WORDS = (
     ("auto", Dtype.AUTO),
-    ("bf16", Dtype.BF16),
     ("bfloat16", Dtype.BF16),
-    ("fp16", Dtype.FP16),
+    ("bf16", Dtype.BF16),
     ("float16", Dtype.FP16),
-    ("fp32", Dtype.FP32),
+    ("fp16", Dtype.FP16),
     ("float32", Dtype.FP32),
+    ("fp32", Dtype.FP32),
 )
 
 I, B, F, E = Kind.INTEGER, Kind.BYTES, Kind.BOOL, Kind.ENUM
@@ -151,7 +162,8 @@ OPTIONS: Tuple[Spec, ...] = (
         "block_size",
         I,
         0,
-        "Tokens per KV block; 0: the profile's (16, xllm 128).",
+        "Tokens per KV block; 0: the profile's (16, xllm 128, sglang 1; vllm raises it for "
+        "state models).",
         1,
         MAX_BLOCK_SIZE,
         unset_ok=True,
@@ -192,18 +204,37 @@ del I, B, F, E
 BY_NAME: Dict[str, Spec] = {spec.name: spec for spec in OPTIONS}
 
 #: Flag names an engine profile accepts for an option: name -> (the engine
-#: under which the library takes it, the option it sets).
+#: under which the library takes it, the option it sets). The argparse
+#: profiles (vllm, sglang) read '-' as '_', so "max-num-seqs" is
+#: "max_num_seqs". The names of the engines' own settings are the library's
+#: (its settings table); only the names that set one of kvshard's options
+#: are here, so that their values are checked as that option's.
 ENGINE_FLAGS: Dict[str, Tuple[Engine, str]] = {
     "max_seqs_per_batch": (Engine.XLLM, "max_seqs"),
+    "max_num_seqs": (Engine.VLLM, "max_seqs"),
+    "kv_cache_memory_bytes": (Engine.VLLM, "memory_per_rank"),
+    "mamba_ssm_cache_dtype": (Engine.VLLM, "state_dtype"),
+    "page_size": (Engine.SGLANG, "block_size"),
+    "max_running_requests": (Engine.SGLANG, "max_seqs"),
+    "mamba_ssm_dtype": (Engine.SGLANG, "state_dtype"),
 }
 
 
+def key_name(key: str) -> str:
+    """A key as the binding looks it up: '-' read as '_', as the argparse
+    profiles read flag names. The key the library gets is the one written;
+    the library decides whether the profile in force knows it."""
+    return key.replace("-", "_")
+
+
 def spec_for_key(key: str) -> Optional[Spec]:
-    """The option a deployment key names (an engine's flag name too); None
-    for a key the table does not hold, which the library then refuses."""
-    spec = BY_NAME.get(key)
-    if spec is None and key in ENGINE_FLAGS:
-        spec = BY_NAME[ENGINE_FLAGS[key][1]]
+    """The option a deployment key names (an engine's flag name too, and
+    its '-' spelling); None for a key the table does not hold, which the
+    library then reads as a setting or refuses."""
+    name = key_name(key)
+    spec = BY_NAME.get(name)
+    if spec is None and name in ENGINE_FLAGS:
+        spec = BY_NAME[ENGINE_FLAGS[name][1]]
     return spec
 
 
@@ -240,14 +271,29 @@ def check_range(name: str, v: int, low: int, high: int, unit: str, unset_ok: boo
 
 
 def byte_count(name: str, value: Any) -> int:
-    """A byte count given natively: an int, or a float that is a whole
-    number (20e9 is 20000000000; 1.5 is refused rather than rounded, so a
-    byte figure never changes on the way in)."""
+    """A byte count given natively: an int, or a float of bytes, taken as
+    its exact value rounded down to a whole byte (a float is a binary
+    fraction, so int() of it is exact: 1.2345678901234567e19 is
+    12345678901234567168 bytes, not the 12345678901234567000 its shortest
+    decimal reads as). A negative, NaN or infinite float is a ValueError
+    naming the key; anything else but an int a TypeError."""
     if isinstance(value, float):
-        if not math.isfinite(value) or value != math.floor(value):
-            raise ValueError(f"{name} must be a whole number of bytes, not {value!r}")
-        return int(value)
-    return whole_number(name, value, "an int, a whole float or a str such as '24GiB'")
+        if math.isnan(value) or math.isinf(value) or value < 0:
+            raise ValueError(f"{name} must be a byte count of 0 or more, not {value!r}")
+        return int(value)  # exact: truncation of a finite float at or above 0 is its floor
+    return whole_number(name, value, "an int, a float or a str such as '80GiB'")
+
+
+def byte_size(name: str, value: Any, low: int, high: int, unset_ok: bool = False) -> int:
+    """A native byte count (``byte_count``) in low..high, or ValueError
+    naming the key and, for a float, the value given."""
+    v = byte_count(name, value)
+    try:
+        return check_range(name, v, low, high, "a byte count", unset_ok)
+    except ValueError as exc:
+        if isinstance(value, float):
+            raise ValueError(f"{exc} ({value!r} rounded down)") from None
+        raise
 
 
 def _enum_value(spec: Spec, name: str, value: Any, in_struct: bool) -> int:
@@ -280,8 +326,7 @@ def native(spec: Spec, value: Any, in_struct: bool, name: Optional[str] = None) 
         v = whole_number(name, value, "an int")
         return check_range(name, v, spec.low, spec.high, "an integer", unset_ok)
     if spec.kind is Kind.BYTES:
-        return check_range(name, byte_count(name, value), spec.low, spec.high, "a byte count",
-                           unset_ok)
+        return byte_size(name, value, spec.low, spec.high, unset_ok)
     if spec.kind is Kind.BOOL:
         if not isinstance(value, bool):
             raise TypeError(f"{name} must be a bool, not {type_name(value)}")

@@ -13,8 +13,11 @@ library reads as exactly the value given.
 
 from __future__ import annotations
 
+import json
 import locale
 import numbers
+import re
+from collections.abc import Mapping
 from ctypes import byref, c_bool, create_string_buffer
 from decimal import Decimal
 from typing import Any, Dict, NamedTuple, Optional, Tuple, Union
@@ -24,8 +27,9 @@ from ._enums import Engine, SettingType, Status
 from ._errors import make_error
 from ._handles import _Handle, _new_handle, encode, raise_error
 from ._optiontable import (
-    byte_count,
+    byte_size,
     check_range,
+    key_name,
     override_text,
     spec_for_key,
     type_name,
@@ -51,16 +55,21 @@ class SettingInfo(NamedTuple):
     #: The key: a deployment file's ``cache:`` key, a flag, an ``Options``
     #: attribute and keyword.
     key: str
-    #: INTEGER, BYTES, BOOL, WORD or FRACTION (an int for a type this
-    #: package does not know).
+    #: INTEGER, BYTES, BOOL, WORD, FRACTION, TEXT, JSON or DECIMAL (an int
+    #: for a type this package does not know).
     type: Union[SettingType, int]
-    #: Integers and byte counts: the bounds of the value as text.
+    #: Integers and byte counts: the bounds of the value as text; a
+    #: decimal's upper bound (a fraction's is 1).
     min: int
     max: int
     #: The value when the setting is not set, as Python reads it (an int,
-    #: a bool, a float or a str) ...
+    #: a bool, a float or a str; for a default the profile works out, by
+    #: release or model or from other inputs, the library's words for it,
+    #: a str such as "world_size / dp_size") ...
     default: Any
-    #: ... and as the library writes it ("0.8", "true").
+    #: ... and as the library writes it ("0.8", "true", "by model and
+    #: version"), whole (kvshard_settings_get; the C row's 32 bytes may cut
+    #: a long one short).
     default_text: str
     #: The engine profile that reads the setting (an int for an engine this
     #: package does not know).
@@ -74,27 +83,46 @@ def _enum_or_int(enum_type: Any, value: int) -> Any:
         return int(value)
 
 
+_WHOLE = re.compile(r"[0-9]+")
+_DECIMAL = re.compile(r"[0-9]*\.?[0-9]+|[0-9]+\.")
+
+
 def value_of(kind: Union[SettingType, int], text: str) -> Any:
     """A setting's text, as kvshard_settings_get and the default give it,
-    as a Python value: an int, a bool, a float, or the text itself (a word,
-    or a type this package does not know)."""
+    as a Python value: an int for integers and byte counts, a bool, a
+    float for fractions and decimals, a dict for a JSON object, and the
+    text itself for anything else (a word; an engine version; an integer
+    setting's word such as max_model_len's "auto"; the words a default the
+    profile works out is described by, such as "by model and version"; a
+    type this package does not know)."""
     if kind in (SettingType.INTEGER, SettingType.BYTES):
-        return int(text)
+        return int(text) if _WHOLE.fullmatch(text) else text
     if kind is SettingType.BOOL:
-        return text == "true"
-    if kind is SettingType.FRACTION:
-        # The library writes a fraction with the C locale's decimal point
-        # ("%g"), at most 17 significant digits: float() reads it exactly.
+        return {"true": True, "false": False}.get(text, text)
+    if kind in (SettingType.FRACTION, SettingType.DECIMAL):
+        # The library writes a decimal with at most 17 significant digits,
+        # positionally, so float() reads it exactly; its point is '.' in
+        # any locale, and the locale's point is read too.
         point = locale.localeconv().get("decimal_point", ".")
-        return float(text.replace(point, ".") if point and point != "." else text)
+        plain = text.replace(point, ".") if point and point != "." else text
+        return float(plain) if _DECIMAL.fullmatch(plain) else text
+    if kind is SettingType.JSON and text.startswith("{"):
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
     return text
 
 
 def _info(c: _lib.CSettingInfo) -> SettingInfo:
     kind = _enum_or_int(SettingType, c.type)
-    text = c.default_value.decode("utf-8", "replace")
+    key = (c.key or b"").decode("utf-8", "replace")
+    # The row holds at most 31 bytes of the default; kvshard_settings_get
+    # on no settings gives every default whole ("whether the config has
+    # vision_config"), so the default reads as an unset setting does.
+    text = get_text(None, key)[0] if key else c.default_value.decode("utf-8", "replace")
     return SettingInfo(
-        key=(c.key or b"").decode("utf-8", "replace"),
+        key=key,
         type=kind,
         min=int(c.min),
         max=int(c.max),
@@ -164,12 +192,15 @@ def fraction_text(x: float) -> Optional[str]:
     return None
 
 
-def _fraction(name: str, value: Any) -> str:
+def _fraction(name: str, value: Any, top: float = 1.0) -> str:
+    """A fraction (top 1) or a decimal (top the setting's max) above 0 and
+    at most `top`, as the text the library reads as exactly that double."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a float, not {type_name(value)}")
     v = float(value)
-    if not 0.0 < v <= 1.0:  # NaN fails both comparisons
-        raise ValueError(f"{name} must be above 0 and at most 1, not {value!r}")
+    if not 0.0 < v <= top:  # NaN fails both comparisons
+        shown = "1" if top == 1.0 else f"{top:g}"
+        raise ValueError(f"{name} must be above 0 and at most {shown}, not {value!r}")
     text = fraction_text(v)
     if text is None:
         raise ValueError(
@@ -177,6 +208,17 @@ def _fraction(name: str, value: Any) -> str:
             f"the library reads"
         )
     return text
+
+
+def _json_text(name: str, value: Any) -> str:
+    """A JSON object given as a mapping, as JSON text: the library reads
+    the fields it knows from it (and refuses what it cannot read)."""
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name} must be a dict (a JSON object) or a str, not {type_name(value)}")
+    try:
+        return json.dumps(dict(value), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"{name} is no JSON object: {exc}") from None
 
 
 def setting_text(info: SettingInfo, value: Any, name: Optional[str] = None) -> str:
@@ -195,9 +237,15 @@ def setting_text(info: SettingInfo, value: Any, name: Optional[str] = None) -> s
         v = whole_number(name, value, "an int")
         return str(check_range(name, v, info.min, info.max, "an integer"))
     if kind is SettingType.BYTES:
-        return str(check_range(name, byte_count(name, value), info.min, info.max, "a byte count"))
+        return str(byte_size(name, value, info.min, info.max))
     if kind is SettingType.FRACTION:
         return _fraction(name, value)
+    if kind is SettingType.DECIMAL:
+        return _fraction(name, value, float(info.max))
+    if kind is SettingType.JSON:
+        return _json_text(name, value)
+    if kind is SettingType.TEXT:
+        raise TypeError(f"{name} must be a str, not {type_name(value)}")
     # A word, or a type this package does not know: only the library knows
     # its text.
     raise TypeError(f"{name} must be a str (one of its words), not {type_name(value)}")
@@ -209,7 +257,7 @@ def value_text(key: str, value: Any) -> str:
     ValueError). A key that is neither goes to the library, which refuses
     it."""
     if not isinstance(value, str) and spec_for_key(key) is None:
-        info = info_for(key)
+        info = info_for(key_name(key))
         if info is not None:
             return setting_text(info, value, key)
     return override_text(key, value)
