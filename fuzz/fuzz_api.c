@@ -71,7 +71,8 @@ static const char *const keys[] = {
     "max_seqs",           "num_speculative_tokens", "scratch_layers", "context_length",
     "enable_prefix_cache", "max_linear_state_cache_slots", "device_memory_total",
     "device_memory_free", "max_memory_utilization", "max_cache_size", "max_seqs_per_batch",
-    "unknown_key",
+    "unknown_key",        "pp_size",        "pp_partition",     "pp_partition_rule",
+    "rank_layout",        "sweep_pp",
 };
 
 static const char *const values[] = {
@@ -79,15 +80,29 @@ static const char *const values[] = {
     "-1",    "true",  "no",         "ordinal", "global", "contiguous", "xllm", "kvshard",
     "fp8",   "int8",  "fp32",       "auto",    "20GiB",  "1KiB",    "0.9",     "1.5",
     "32768", "",      "18446744073709551616", "007", "1e3", "\x1b[2J", "\xff", "128",
+    "2,2",   "1,3",   "31,30",      "0,4",     "vllm",   "sglang",  "trtllm",  "even",
 };
 
 #define COUNT(a) (sizeof(a) / sizeof(a)[0])
 
 static void exercise_plan(const kvshard_plan *plan, control *c)
 {
-    uint32_t T = kvshard_plan_attn_tp_size(plan), L = kvshard_plan_num_layers(plan);
+    uint32_t R = kvshard_plan_num_ranks(plan), L = kvshard_plan_num_layers(plan);
+    uint32_t P = kvshard_plan_pp_size(plan);
+    kvshard_options settled = KVSHARD_OPTIONS_INIT;
+    (void)kvshard_plan_options(&settled, plan);
     for (int i = 0; i < 8; i++) {
-        uint32_t r = word(c) % (T + 2), layer = word(c) % (L + 2);
+        uint32_t r = word(c) % (R + 2), layer = word(c) % (L + 4);
+        uint32_t s = word(c) % (P + 2), g = word(c) % (settled.world_size + 2);
+        kvshard_stage_info info = KVSHARD_STAGE_INFO_INIT;
+        (void)kvshard_plan_stage(&info, plan, s);
+        uint32_t at;
+        (void)kvshard_plan_layer_stage(&at, plan, layer);
+        kvshard_rank_position pos = KVSHARD_RANK_POSITION_INIT;
+        (void)kvshard_plan_locate(&pos, plan, g);
+        (void)kvshard_plan_global_rank(&at, plan, byte(c) % 3, s, byte(c) % 3, word(c) % (R + 1));
+        char partition[16];
+        (void)kvshard_plan_pp_partition(partition, byte(c) % sizeof partition, plan);
         (void)kvshard_plan_owns(plan, r, layer);
         (void)kvshard_plan_stores_kv(plan, r, layer);
         kvshard_layer_storage st = KVSHARD_LAYER_STORAGE_INIT;
@@ -110,7 +125,7 @@ static void exercise_plan(const kvshard_plan *plan, control *c)
     b.reserved_bytes = word(c) % 4096;
     b.extra_bytes_per_block = byte(c);
     b.context_length = word(c) % (KVSHARD_MAX_CONTEXT_LENGTH + 2);
-    uint32_t rank = byte(c) & 1 ? KVSHARD_ALL_RANKS : word(c) % (T + 1);
+    uint32_t rank = byte(c) & 1 ? KVSHARD_ALL_RANKS : word(c) % (R + 1);
     check(kvshard_plan_blocks_for(&out, plan, rank, &b, &err), &err);
     size_t budget = word(c) % 65536;
     sink s = {budget, 0, false};
@@ -196,6 +211,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     raw.memory_per_rank = (uint64_t)word(&c) << (byte(&c) % 40);
     raw.max_seqs = word(&c) % 100000;
     raw.context_length = word(&c);
+    raw.pp_size = byte(&c) % 6;
+    raw.pp_partition_rule = (kvshard_pp_rule)((int)(byte(&c) % 8) - 2);
+    raw.rank_layout = (kvshard_rank_layout)((int)(byte(&c) % 7) - 2);
+    raw.sweep_pp = byte(&c) & 1;
+    /* An explicit partition of any length, entries from the input. */
+    uint32_t partition[6];
+    raw.pp_partition_count = byte(&c) % 7;
+    for (uint32_t i = 0; i < raw.pp_partition_count; i++)
+        partition[i] = word(&c) % 64;
+    raw.pp_partition = byte(&c) & 1 ? partition : NULL;
     /* Settings by key from the input: any key, any text. */
     kvshard_settings *settings = NULL;
     if (kvshard_settings_create(&settings, NULL, &err) == KVSHARD_OK) {

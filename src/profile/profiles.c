@@ -112,6 +112,6 @@ void kvshard_profiles__readers(char *buf, size_t cap, const char *name)
 
 const char *kvshard_engine_name(kvshard_engine engine)
 {
-    const kvshard_value__word *w = kvshard_value__word_of(kvshard_profiles__engine_words, engine);
+    const kvshard_value__word *w = kvshard_value__word_of(kvshard_profiles__engine_words, (int)engine);
     return w ? w->text : "unknown";
 }
