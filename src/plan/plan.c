@@ -232,9 +232,12 @@ static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model 
     size_t N = (size_t)P * T, PS = (size_t)P * S;
     size_t end = sizeof(kvshard_plan), ranks, owner, held_by, kv_slot, state_slot, place, stages,
            owned_offsets, owned_layers, owned_counts, owned_by_class, kv_source, kinds, class_of,
-           draft_class, model_type, source;
+           draft_class, model_type, source, keys, hold_key;
+    size_t staged_keys = P > 1 ? L : 0;
     size_t drafts = model->draft_class ? model->info.num_draft_layers : 0;
     if (!carve(&ranks, &end, N, sizeof(kvshard_rank_memory), sizeof(uint64_t)) ||
+        !carve(&keys, &end, N, sizeof(kvshard__rank_key), sizeof(uint32_t)) ||
+        !carve(&hold_key, &end, staged_keys, sizeof(uint32_t), sizeof(uint32_t)) ||
         !carve(&owner, &end, L, sizeof(int32_t), sizeof(uint32_t)) ||
         !carve(&held_by, &end, held, sizeof(int32_t), sizeof(uint32_t)) ||
         !carve(&kv_slot, &end, L, sizeof(uint32_t), sizeof(uint32_t)) ||
@@ -263,6 +266,9 @@ static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model 
     memset(p->ranks, 0, N * sizeof *p->ranks);
     p->owner = (int32_t *)(void *)(block + owner);
     p->held_by = held ? (int32_t *)(void *)(block + held_by) : p->owner;
+    p->keys = (kvshard__rank_key *)(void *)(block + keys);
+    /* int32_t and uint32_t may name the same words. */
+    p->hold_key = staged_keys ? (uint32_t *)(void *)(block + hold_key) : (uint32_t *)p->held_by;
     p->kv_slot = (uint32_t *)(void *)(block + kv_slot);
     p->state_slot = (uint32_t *)(void *)(block + state_slot);
     p->place = (kvshard__rank_place *)(void *)(block + place);
@@ -305,11 +311,24 @@ static void assign_stages(kvshard_plan *p, const uint32_t *counts)
         /* The stage's lists follow the stages before it in owned_layers. */
         for (uint32_t k = 0; k <= S; k++)
             offsets[k] += kv_first;
+        /* With one stage the layer keys are held_by's own values. */
+        uint32_t base = p->pp > 1 ? s * (S + 1) : 0;
         for (uint32_t t = 0; t < p->tp; t++) {
             kvshard__rank_place *pl = &p->place[(size_t)s * p->tp + t];
             pl->split_rank = t % S;
             pl->first = first;
             pl->count = counts[s];
+            kvshard__rank_key *key = &p->keys[(size_t)s * p->tp + t];
+            key->mine = base + t % S;
+            key->all = p->pp > 1 ? base + S : (uint32_t)KVSHARD_OWNER_ALL;
+        }
+        if (p->pp > 1) {
+            for (uint32_t i = first; i < first + counts[s]; i++) {
+                int32_t held = p->held_by[i];
+                p->hold_key[i] = held == KVSHARD_OWNER_ALL    ? base + S
+                              : held == KVSHARD_OWNER_NONE ? (uint32_t)KVSHARD_OWNER_NONE
+                                                           : base + (uint32_t)held;
+            }
         }
         first += counts[s];
         kv_first += range->num_kv;

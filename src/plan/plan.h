@@ -31,12 +31,24 @@ typedef struct kvshard__warning {
     char message[KVSHARD__WARNING_MESSAGE_MAX];
 } kvshard__warning;
 
+/* What kvshard_plan_owns() compares: a plan rank holds a layer when the
+ * layer's key is the rank's own or its stage's "every rank". With one stage
+ * the layer keys are `held_by` itself (`all` is KVSHARD_OWNER_ALL); with
+ * stages each key carries its stage, so a layer of another stage matches
+ * neither. */
+typedef struct kvshard__rank_key {
+    uint32_t mine; /* stage x (S_eff + 1) + split rank */
+    uint32_t all;  /* stage x (S_eff + 1) + S_eff */
+} kvshard__rank_key;
+
 struct kvshard_plan {
     /* What kvshard_plan_owns() reads on every call comes first (see
      * docs/performance.md). */
+    uint32_t *hold_key;         /* per layer (held_by's own words with one stage) */
+    kvshard__rank_key *keys;    /* per plan rank */
     int32_t *held_by;        /* per layer: as owner, but KVSHARD_OWNER_ALL for a layer whose
                                 state every rank holds; `owner` itself when the same */
-    kvshard__rank_place *place; /* per plan rank, so owns() needs no division */
+    kvshard__rank_place *place; /* per plan rank */
     uint32_t tp;             /* T */
     uint32_t split;          /* S_eff */
     uint32_t pp;             /* P */

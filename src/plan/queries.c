@@ -83,11 +83,10 @@ OWNS_ALIGNED bool kvshard_plan_owns(const kvshard_plan *plan, uint32_t tp_rank, 
     /* Every rank of the layer's stage holds a layer held by all (owned by
      * all, or a hybrid layer, whose state is on every rank whoever owns its
      * KV), and the ranks of the split rank that owns it hold the rest;
-     * KVSHARD_OWNER_NONE is no split rank. */
-    const kvshard__rank_place *place = &plan->place[tp_rank];
-    uint32_t held = (uint32_t)plan->held_by[layer];
-    bool here = layer - place->first < place->count;
-    return here & ((held == (uint32_t)KVSHARD_OWNER_ALL) | (held == place->split_rank));
+     * KVSHARD_OWNER_NONE matches no rank, nor does another stage's key. */
+    uint32_t key = plan->hold_key[layer];
+    const kvshard__rank_key *mine = &plan->keys[tp_rank];
+    return (key == mine->all) | (key == mine->mine);
 }
 
 bool kvshard_plan_stores_kv(const kvshard_plan *plan, uint32_t tp_rank, uint32_t layer)
