@@ -108,7 +108,11 @@ void kvshard__range_of(kvshard__range *out, const uint8_t *kinds, const uint8_t 
 {
     out->first = first;
     out->count = count;
-    kvshard__census(out->census, KVSHARD__KIND_COUNT, kinds + first, count);
+    /* The whole model's census is the model's own count. */
+    if (m && first == 0 && count == m->num_layers)
+        memcpy(out->census, m->count, sizeof out->census);
+    else
+        kvshard__census(out->census, KVSHARD__KIND_COUNT, kinds + first, count);
     memset(out->class_census, 0, sizeof out->class_census);
     if (m && m->classes_by_kind) {
         for (uint8_t k = 0; k < KVSHARD__KIND_COUNT; k++)

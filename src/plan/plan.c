@@ -299,7 +299,10 @@ static void assign_stages(kvshard_plan *p, const uint32_t *counts)
     kvshard_ownership rule = p->options.ownership;
     for (uint32_t s = 0; s < p->pp; s++) {
         kvshard__range *range = &p->stages[s];
-        kvshard__range_of(range, p->kinds, p->class_of, &p->model, first, counts[s]);
+        if (p->pp == 1) /* the one stage is every layer, already counted */
+            *range = p->layers;
+        else
+            kvshard__range_of(range, p->kinds, p->class_of, &p->model, first, counts[s]);
         uint32_t *offsets = p->owned_offsets + (size_t)s * (S + 1);
         uint32_t *owned = p->owned_counts + (size_t)s * S;
         kvshard__owned_counts(owned, p->owned_by_class + (size_t)s * S * C, p->kinds,

@@ -142,7 +142,12 @@ int kvshard_value__check(const kvshard_value__def *def, kvshard_value v, kvshard
         if (decimal_ok(def, v.d))
             return KVSHARD_OK;
         break;
-    case KVSHARD__VT_WORD: break;
+    case KVSHARD__VT_WORD: {
+        int value = (int)(int64_t)v.u;
+        if ((def->unset_ok && value == -1) || kvshard_value__word_of(def->words, value))
+            return KVSHARD_OK;
+        break;
+    }
     }
     return check(def, v, NULL, 0, "", kvshard__no_mark, err);
 }
