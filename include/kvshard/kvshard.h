@@ -656,6 +656,18 @@ KVSHARD_EXPORT int kvshard_deployment_apply_args(kvshard_deployment *deployment,
                                                  const char *const *args, unsigned flags,
                                                  kvshard_error *err);
 
+/** What kvshard_deployment_apply_args() skipped under `--ignore_unknown_flags`
+ *  or KVSHARD_ARGS_IGNORE_UNKNOWN, over every call, each once in the order
+ *  first seen: unknown flags as written without their values
+ *  ("--max-model-len"), and positional arguments (which the switch skips
+ *  too) as they are. Its plans and comparisons warn
+ *  KVSHARD_WARN_FLAGS_IGNORED. Writes the first `cap` of them into `out`
+ *  (which may be NULL when `cap` is 0) and returns how many there are (0
+ *  for a NULL deployment). The strings are borrowed until the deployment is
+ *  freed. */
+KVSHARD_EXPORT size_t kvshard_deployment_ignored_flags(const char **out, size_t cap,
+                                                       const kvshard_deployment *deployment);
+
 /* ------------------------------------------------------------------------ */
 /* Plan                                                                      */
 /* ------------------------------------------------------------------------ */
@@ -1006,7 +1018,11 @@ typedef enum kvshard_warning_code {
     /** sglang: --max-total-tokens above the token pool the budget gives. */
     KVSHARD_WARN_ENGINE_MAX_TOTAL_TOKENS_ABOVE_PROFILE = 13,
     /** sglang: the state pool lowers max_running_requests. */
-    KVSHARD_WARN_ENGINE_MAX_RUNNING_REQUESTS_CAPPED = 14
+    KVSHARD_WARN_ENGINE_MAX_RUNNING_REQUESTS_CAPPED = 14,
+    /** kvshard_deployment_apply_args() skipped flags or arguments the
+     *  profile does not read (`--ignore_unknown_flags`); the message names
+     *  them (all of them: kvshard_deployment_ignored_flags()). */
+    KVSHARD_WARN_FLAGS_IGNORED = 15
 } kvshard_warning_code;
 
 /** Machine-readable name of a warning code ("split_disabled", ...);

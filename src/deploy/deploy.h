@@ -15,6 +15,15 @@ typedef struct kvshard__option_site {
     char source[KVSHARD_ERROR_SOURCE_MAX];
 } kvshard__option_site;
 
+/* An argument kvshard_deployment_apply_args() skipped under
+ * --ignore_unknown_flags: a flag as written without its value
+ * ("--max-model-len"), or a positional argument. */
+typedef struct kvshard__skipped {
+    char *text;
+    bool positional;
+    kvshard_engine engine; /* the profile in force when it was skipped */
+} kvshard__skipped;
+
 struct kvshard_deployment {
     kvshard_allocator alloc;
     kvshard_model *model;
@@ -22,6 +31,10 @@ struct kvshard_deployment {
     kvshard_settings *settings;
     char *source;
     kvshard__option_site sites[KVSHARD__OPT_COUNT];
+    /* Every argument skipped so far, each once, in the order first seen:
+     * its plans warn flags_ignored naming them. */
+    kvshard__skipped *skipped;
+    size_t skipped_count;
 };
 
 /* What a change to a deployment writes into: copies of its options, sites

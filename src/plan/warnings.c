@@ -214,6 +214,7 @@ const char *kvshard_warning_name(kvshard_warning_code code)
         return "engine_max_total_tokens_above_profile";
     case KVSHARD_WARN_ENGINE_MAX_RUNNING_REQUESTS_CAPPED:
         return "engine_max_running_requests_capped";
+    case KVSHARD_WARN_FLAGS_IGNORED: return "flags_ignored";
     default: return "unknown";
     }
 }
