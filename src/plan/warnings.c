@@ -121,6 +121,8 @@ static void warn_unreachable(const kvshard__warning_inputs *in, kvshard__warning
         snprintf(balanced, sizeof balanced, "; balanced max_seqs is %llu",
                  (unsigned long long)c->balanced_max_seqs);
     const char *runs = c->concurrency == 1 ? "sequence runs" : "sequences run";
+    char human[32]; /* beside the exact bytes, which scripts read */
+    kvshard_format__human_text(human, sizeof human, held);
     if (in->state_bytes_per_seq == 0)
         warn(sink, ctx, KVSHARD_WARN_MAX_SEQS_UNREACHABLE,
              "at %u tokens %llu %s at once, below max_seqs %u (the model keeps no state, so no "
@@ -129,9 +131,10 @@ static void warn_unreachable(const kvshard__warning_inputs *in, kvshard__warning
     else
         warn(sink, ctx, KVSHARD_WARN_MAX_SEQS_UNREACHABLE,
              "at %u tokens %llu %s at once, below max_seqs %u: the state slots of %llu "
-             "sequence%s (%llu bytes per rank) cannot be used%s",
+             "sequence%s (%llu bytes = %s per rank) cannot be used%s",
              o->context_length, (unsigned long long)c->concurrency, runs, o->max_seqs,
-             (unsigned long long)idle, idle == 1 ? "" : "s", (unsigned long long)held, balanced);
+             (unsigned long long)idle, idle == 1 ? "" : "s", (unsigned long long)held, human,
+             balanced);
 }
 
 void kvshard__collect_warnings(const kvshard__warning_inputs *in, kvshard__warning_sink sink,
