@@ -893,7 +893,9 @@ void kvshard_flags__ignored_message(char *buf, size_t cap, const kvshard_deploym
     size_t reads;
     const kvshard__profile *reader = best_reader(&reads, dep);
     char hint[96] = "";
-    if (reader && reads == flags && flags > 1)
+    if (reader && reads == flags && flags == 2)
+        snprintf(hint, sizeof hint, "; --engine=%s reads both", reader->name);
+    else if (reader && reads == flags && flags > 2)
         snprintf(hint, sizeof hint, "; --engine=%s reads all %zu", reader->name, reads);
     else if (reader && reads == flags)
         snprintf(hint, sizeof hint, "; --engine=%s reads it", reader->name);
