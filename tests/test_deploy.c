@@ -1,9 +1,11 @@
 /* Deployment files, flag overrides and option parsing (docs/planning.md, "The deployment file and flags"). */
+#define _POSIX_C_SOURCE 200809L /* mkstemp, fdopen, clock_gettime */
 #include "test_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -1119,6 +1121,54 @@ static void test_unknown_flag_suggestions(void **state)
     kvshard_deployment_free(dep);
 }
 
+/* An engine's flag file of 65,536 flags that kvshard does not read: each
+ * kept once, in order, found again through a table, so the call stays
+ * well under a second (comparing each with every one before took 14 s). */
+static void test_ignored_flags_at_the_flag_limit(void **state)
+{
+    (void)state;
+    enum { N = 65536, DISTINCT = 40000 };
+    char path[] = "/tmp/kvshard_skipped_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    fprintf(f, "--ignore_unknown_flags\n");
+    /* 40,000 names, then 25,535 of them again: 65,536 flags in all. */
+    for (int i = 0; i < N - 1; i++)
+        fprintf(f, "--engine_flag_%d=%d\n", i % DISTINCT, i);
+    assert_int_equal(fclose(f), 0);
+    kvshard_deployment *dep = seed();
+    kvshard_error err;
+    char arg[64];
+    snprintf(arg, sizeof arg, "--flagfile=%s", path);
+    const char *argv[] = {arg};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    tu_assert_ok(kvshard_deployment_apply_args(dep, 1, argv, 0, &err), &err);
+    kvshard_plan *p = NULL;
+    tu_assert_ok(kvshard_deployment_plan(&p, dep, &err), &err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    assert_true(seconds < 5.0);
+    static const char *got[DISTINCT];
+    assert_int_equal(kvshard_deployment_ignored_flags(got, DISTINCT, dep), DISTINCT);
+    assert_string_equal(got[0], "--engine_flag_0");
+    assert_string_equal(got[DISTINCT - 1], "--engine_flag_39999");
+    kvshard_warning_code code;
+    const char *message = last_warning(p, &code);
+    assert_int_equal(code, KVSHARD_WARN_FLAGS_IGNORED);
+    assert_true(strstr(message, "skipped 40000 flags the kvshard profile does not read: "
+                                "--engine_flag_0, --engine_flag_1, ") == message);
+    assert_non_null(strstr(message, ", ... (40000 in all)"));
+    kvshard_plan_free(p);
+    /* The same flags again add nothing. */
+    tu_assert_ok(kvshard_deployment_apply_args(dep, 1, argv, 0, &err), &err);
+    assert_int_equal(kvshard_deployment_ignored_flags(NULL, 0, dep), DISTINCT);
+    kvshard_deployment_free(dep);
+    unlink(path);
+}
+
 /* Out of memory at every allocation of a call that skips arguments: the
  * call fails whole, the deployment keeps what it had, nothing leaks. */
 typedef struct failing {
@@ -1205,6 +1255,7 @@ int main(void)
         cmocka_unit_test(test_ignored_flags_many),
         cmocka_unit_test(test_gflags_value_forms),
         cmocka_unit_test(test_unknown_flag_suggestions),
+        cmocka_unit_test(test_ignored_flags_at_the_flag_limit),
         cmocka_unit_test(test_ignored_flags_out_of_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

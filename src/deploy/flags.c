@@ -674,9 +674,21 @@ static int apply(flag_list *l, const kvshard__deployment_values *into)
     return rc;
 }
 
+/* FNV-1a over an argument and whether it is positional: the key of the
+ * table that keeps each skipped argument once. */
+static uint64_t skip_hash(const char *text, size_t len, bool positional)
+{
+    uint64_t h = UINT64_C(0xcbf29ce484222325) ^ (positional ? 1u : 0u);
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)text[i]) * UINT64_C(0x100000001b3);
+    return h;
+}
+
 /* The deployment's skipped arguments with this call's added, each once, in
  * a new array (the old one's texts moved over): made before anything of the
- * deployment changes, so a failure leaves it as it was. */
+ * deployment changes, so a failure leaves it as it was. An engine's flag
+ * file may skip tens of thousands of flags, so each is found again through
+ * a hash table rather than by comparing it with every one before. */
 static int merge_skipped(kvshard__skipped **out, size_t *out_count, flag_list *l,
                          const kvshard_deployment *dep, kvshard_engine engine)
 {
@@ -684,32 +696,54 @@ static int merge_skipped(kvshard__skipped **out, size_t *out_count, flag_list *l
     *out_count = dep->skipped_count;
     if (l->skip_count == 0)
         return KVSHARD_OK;
-    size_t cap = dep->skipped_count + l->skip_count, n = dep->skipped_count;
+    size_t cap = dep->skipped_count + l->skip_count, n = dep->skipped_count, slots = 16;
+    while (slots < 2 * cap)
+        slots *= 2;
     kvshard__skipped *all = kvshard__alloc(&l->alloc, cap, sizeof *all);
-    if (!all)
+    size_t *table = kvshard__alloc(&l->alloc, slots, sizeof *table); /* index + 1; 0: empty */
+    if (!all || !table) {
+        kvshard__free(&l->alloc, all);
+        kvshard__free(&l->alloc, table);
         return nomem(l);
+    }
+    memset(table, 0, slots * sizeof *table);
     if (n)
         memcpy(all, dep->skipped, n * sizeof *all);
-    size_t first_new = n;
-    for (size_t i = 0; i < l->skip_count; i++) {
-        const skip_entry *k = &l->skips[i];
+    int rc = KVSHARD_OK;
+    for (size_t i = 0; i < cap && rc == KVSHARD_OK; i++) {
+        bool old = i < dep->skipped_count;
+        const skip_entry *k = old ? NULL : &l->skips[i - dep->skipped_count];
+        const char *text = old ? all[i].text : k->text;
+        size_t len = old ? strlen(text) : k->len;
+        bool positional = old ? all[i].positional : k->positional;
+        size_t at = (size_t)skip_hash(text, len, positional) & (slots - 1);
         bool seen = false;
-        for (size_t j = 0; j < n && !seen; j++)
-            seen = all[j].positional == k->positional &&
-                   kvshard__text_is(k->text, k->len, all[j].text);
+        for (; table[at] && !seen; at = (at + 1) & (slots - 1)) {
+            const kvshard__skipped *e = &all[table[at] - 1];
+            seen = e->positional == positional && kvshard__text_is(text, len, e->text);
+        }
         if (seen)
             continue;
-        char *text = kvshard__strndup(&l->alloc, k->text, k->len);
-        if (!text) {
-            for (size_t j = first_new; j < n; j++)
-                kvshard__free(&l->alloc, all[j].text);
-            kvshard__free(&l->alloc, all);
-            return nomem(l);
+        if (old) {
+            table[at] = i + 1;
+            continue;
         }
-        all[n].text = text;
-        all[n].positional = k->positional;
+        char *copy = kvshard__strndup(&l->alloc, text, len);
+        if (!copy) {
+            rc = nomem(l);
+            break;
+        }
+        all[n].text = copy;
+        all[n].positional = positional;
         all[n].engine = engine;
-        n++;
+        table[at] = ++n;
+    }
+    kvshard__free(&l->alloc, table);
+    if (rc) {
+        for (size_t j = dep->skipped_count; j < n; j++)
+            kvshard__free(&l->alloc, all[j].text);
+        kvshard__free(&l->alloc, all);
+        return rc;
     }
     *out = all;
     *out_count = n;
