@@ -123,8 +123,8 @@ static void test_hybrid_short_and_long(void **state)
             assert_int_equal(code, KVSHARD_WARN_MAX_SEQS_UNREACHABLE);
             assert_non_null(strstr(message, "at 32768 tokens 96 sequences run at once, below "
                                             "max_seqs 128: the state slots of 32 sequences "
-                                            "(515112960 bytes per rank) cannot be used; "
-                                            "balanced max_seqs is 98"));
+                                            "(515112960 bytes = 491.25 MiB per rank) cannot be "
+                                            "used; balanced max_seqs is 98"));
             char *json = tu_plan_json(p);
             assert_non_null(strstr(json, "\"context_length\": 32768, \"concurrency\": 96, "
                                          "\"balanced_max_seqs\": 98"));

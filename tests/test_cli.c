@@ -2,6 +2,8 @@
 #define _POSIX_C_SOURCE 200809L /* mkstemp */
 #include "test_util.h"
 
+#include "deploy/options.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,29 +111,192 @@ static void assert_usage(run_result *r)
     run_free(r);
 }
 
-/* ---- --version, --help ---------------------------------------------------------- */
+/* ---- --version, -V, help ----------------------------------------------------------- */
+
+static const char general_help[] =
+    "usage: kvshard plan CONFIG [FLAG ...] [--format=text|json|svg|html] [-o FILE]\n"
+    "       kvshard compare CONFIG [FLAG ...] [--format=text|json] [-o FILE]\n"
+    "       kvshard report CONFIG [FLAG ...] [-o FILE]\n"
+    "       kvshard help [COMMAND] [--engine=NAME]\n"
+    "       kvshard --help | -V | --version\n"
+    "\n"
+    "CONFIG is a deployment YAML file, a model's config.json, or a model directory.\n"
+    "  plan     which TP rank stores the KV cache of each layer, with per-rank\n"
+    "           memory, KV block capacity and sequences at a context length\n"
+    "  compare  every layerwise split size that divides the attention TP size,\n"
+    "           under each ownership rule, and the one to use\n"
+    "  report   one self-contained HTML page of the plan and the comparison\n"
+    "  help     the flags of a command, with their defaults and units\n"
+    "\n"
+    "FLAGs are the deployment's keys, and override CONFIG (--world_size=8\n"
+    "--context_length=32768); under --engine=vllm and --engine=sglang the\n"
+    "engine's own flags too. 'kvshard help plan' lists every flag with its\n"
+    "default and unit, 'kvshard help plan --engine=vllm' those of vLLM.\n"
+    "\n"
+    "-o FILE replaces FILE only once the whole document is written (a temporary\n"
+    "file beside it, renamed over it); -o - is standard output. A FIFO or a\n"
+    "device is written directly. FILE must not be a file kvshard reads.\n"
+    "\n"
+    "Exit status: 0 success, 1 invalid input or a failed write, 2 bad usage.\n";
 
 static void test_version_and_help(void **state)
 {
     (void)state;
-    run_result r = cli("--version");
+    static const char *const versions[] = {"--version", "-V", "plan -V"};
+    for (size_t i = 0; i < sizeof versions / sizeof versions[0]; i++) {
+        run_result r = cli("%s", versions[i]);
+        assert_int_equal(r.status, 0);
+        assert_string_equal(r.out, "kvshard 0.3.0\n");
+        assert_string_equal(r.err, "");
+        run_free(&r);
+    }
+    static const char *const general[] = {"--help", "-h", "help", "help --engine=vllm"};
+    for (size_t i = 0; i < sizeof general / sizeof general[0]; i++) {
+        run_result r = cli("%s", general[i]);
+        assert_int_equal(r.status, 0);
+        assert_string_equal(r.out, general_help);
+        assert_string_equal(r.err, "");
+        run_free(&r);
+    }
+    run_result r = cli("help help");
     assert_int_equal(r.status, 0);
-    assert_string_equal(r.out, "kvshard 0.3.0\n");
+    assert_string_equal(r.out, "usage: kvshard help [COMMAND] [--engine=NAME]\n\n"
+                               "The flags of a command, with their defaults and units, under "
+                               "the engine\nprofile --engine names (kvshard when none).\n");
+    run_free(&r);
+}
+
+/* `kvshard help plan` and `kvshard plan --help`: the command, its output
+ * flags, then every flag of the profile with its unit and default. */
+static void test_command_help(void **state)
+{
+    (void)state;
+    run_result r = cli("help plan");
+    assert_int_equal(r.status, 0);
     assert_string_equal(r.err, "");
+    assert_true(starts_with(
+        r.out, "usage: kvshard plan CONFIG [FLAG ...] [--format=text|json|svg|html] [-o FILE]\n"
+               "\n"
+               "Which TP rank stores the KV cache of each layer, with each rank's memory,\n"
+               "the KV blocks that fit and, at a context length, the sequences that run\n"
+               "at once.\n"
+               "CONFIG is a deployment YAML file, a model's config.json, or a model directory.\n"
+               "\n"
+               "output:\n"
+               "  --format=FORMAT             text (the default), json, svg (the layer map) or\n"
+               "                              html (the page kvshard report writes)\n"
+               "  -o FILE, --output=FILE      the document replaces FILE whole; - (the default)\n"
+               "                              is standard output\n"
+               "\n"
+               "flags of the kvshard profile; they override CONFIG. As gflags reads them:\n"
+               "--key=value or --key value, a bare --key for true and --nokey for false.\n"
+               "  --world_size                ranks, 1 to 65,536; default 1\n"));
+    /* Units and defaults from the tables: KVSHARD_MAX_RANKS, the kvshard
+     * profile's block_size 16 and max_seqs 256, the ownership it settles. */
+    assert_contains(r.out, "\n  --ownership                 ordinal, global or contiguous; "
+                           "default ordinal\n");
+    assert_contains(r.out, "\n  --block_size                tokens, 1 to 1,048,576; default "
+                           "16\n");
+    assert_contains(r.out, "\n  --memory_per_rank           bytes, or a size: 80GiB, 141GB, "
+                           "72.5GiB;\n                              default none\n");
+    assert_contains(r.out, "\n  --max_seqs                  sequences, 1 to 16,777,216; "
+                           "default 256\n");
+    assert_contains(r.out, "\n  --context_length            tokens, 1 to 1,073,741,824; "
+                           "default none\n");
+    /* xLLM's settings are gflags flags here too, read only under its
+     * profile; its max_memory_utilization falls back to 0.8. */
+    assert_contains(r.out, "\naccepted, but read only by the xllm profile (--engine=xllm):\n"
+                           "  --enable_prefix_cache       true or false; default true\n");
+    assert_contains(r.out, "\n  --max_memory_utilization    a fraction above 0, at most 1; "
+                           "default 0.8\n");
+    assert_contains(r.out, "\n  --engine_version, --engine-version\n"
+                           "                              a release, 0.10.0 to 0.11.0; "
+                           "default 0.11.0\n");
+    assert_true(strstr(r.out, "\nengine command lines:\n"
+                              "  --flagfile=FILE             more flags, one a line (# starts "
+                              "a comment)\n"
+                              "  --ignore_unknown_flags      skip the flags and arguments the "
+                              "profile does not\n"
+                              "                              read; the plan's warning "
+                              "flags_ignored names them\n"
+                              "\n"
+                              "'kvshard help plan --engine=NAME' lists the flags of another "
+                              "profile:\n"
+                              "kvshard, xllm, vllm or sglang.\n") != NULL);
+    /* Every option and every setting a gflags profile declares is there. */
+    for (size_t i = 0; i < KVSHARD__OPT_COUNT; i++) {
+        /* Its name, then the column or its other name ("--pp_size,"). */
+        char want[96], named[96];
+        snprintf(want, sizeof want, "\n  --%s ", kvshard__option_name((kvshard__option_id)i));
+        snprintf(named, sizeof named, "\n  --%s, ", kvshard__option_name((kvshard__option_id)i));
+        if (!strstr(r.out, want))
+            assert_contains(r.out, named);
+    }
+    assert_contains(r.out, "\n  --pp_size, --pipeline_parallel_size\n"
+                           "                              stages, 1 to 65,536; default 1\n");
+    assert_contains(r.out, "\n  --pp_partition              the layers of each stage, as 31,30; "
+                           "default none\n");
+    for (size_t i = 0; i < kvshard_setting_count(); i++) {
+        kvshard_setting_info info = KVSHARD_SETTING_INFO_INIT;
+        assert_int_equal(kvshard_setting_info_at(&info, i), KVSHARD_OK);
+        if (info.engine != KVSHARD_ENGINE_XLLM)
+            continue;
+        char want[96];
+        snprintf(want, sizeof want, "\n  --%s", info.key);
+        assert_contains(r.out, want);
+    }
+    /* The same from `plan --help`, wherever --help stands. */
+    static const char *const same[] = {"plan --help", "plan '%s' --format=json -h", "--help plan",
+                                       "-o /dev/null --engine kvshard help plan"};
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+        run_result again = cli(same[i], EXAMPLE);
+        assert_int_equal(again.status, 0);
+        assert_string_equal(again.out, r.out);
+        run_free(&again);
+    }
     run_free(&r);
 
-    r = cli("--help");
+    /* Under vLLM: its spellings beside kvshard's names, its defaults. */
+    r = cli("help plan --engine=vllm");
     assert_int_equal(r.status, 0);
-    assert_true(starts_with(r.out, "usage: kvshard plan CONFIG"));
-    assert_contains(r.out, "kvshard compare CONFIG");
-    assert_contains(r.out, "--memory_per_rank");
-    assert_string_equal(r.err, "");
+    assert_contains(r.out, "\nflags of the vllm profile; they override CONFIG. As argparse "
+                           "reads them:\n--key=value or --key value, one dash or two, '-' and "
+                           "'_' alike, a bare --key\nfor true and --no-key for false.\n");
+    assert_contains(r.out, "\n  --max_seqs, --max-num-seqs  sequences, 1 to 16,777,216; "
+                           "default 256\n");
+    assert_contains(r.out, "\n  --tensor-parallel-size, -tp\n"
+                           "                              ranks, 1 to 65,536; default "
+                           "world_size / dp_size\n");
+    assert_contains(r.out, "\n  --gpu-memory-utilization    a fraction above 0, at most 1; "
+                           "default 0.92 (0.9\n                              before 0.20.0)\n");
+    assert_contains(r.out, "\n  --ignore-unknown-flags      skip");
+    assert_null(strstr(r.out, "accepted, but"));
+    run_result spaced = cli("plan --help --engine vllm");
+    assert_string_equal(spaced.out, r.out);
+    run_free(&spaced);
+    run_free(&r);
+    /* SGLang does not read kvshard's num_speculative_tokens. */
+    r = cli("help compare --engine=sglang");
+    assert_int_equal(r.status, 0);
+    assert_true(starts_with(r.out, "usage: kvshard compare CONFIG [FLAG ...] "
+                                   "[--format=text|json] [-o FILE]\n"));
+    assert_contains(r.out, "\naccepted, but not read by the sglang profile:\n"
+                           "  --num_speculative_tokens    tokens, 0 to 1,024; default 0\n");
+    assert_contains(r.out, "  --format=FORMAT             text (the default) or json\n");
+    run_free(&r);
+    r = cli("help report");
+    assert_contains(r.out, "kvshard plan --format=html).\n");
+    assert_null(strstr(r.out, "--format=FORMAT"));
     run_free(&r);
 
-    r = cli("-h");
-    assert_int_equal(r.status, 0);
-    assert_true(starts_with(r.out, "usage: "));
-    run_free(&r);
+    r = cli("help frobnicate");
+    assert_string_equal(r.err, "kvshard: unknown command 'frobnicate' (expected plan, compare, "
+                               "report or help)\nTry 'kvshard --help'.\n");
+    assert_usage(&r);
+    r = cli("help plan --engine=tgi");
+    assert_string_equal(r.err, "kvshard: --engine takes kvshard, xllm, vllm or sglang, not "
+                               "'tgi'\nTry 'kvshard --help'.\n");
+    assert_usage(&r);
 }
 
 /* ---- plan --------------------------------------------------------------------------- */
@@ -893,17 +1058,18 @@ static void test_messages_escaped(void **state)
     (void)state;
     run_result r = cli("'\033[31mplan' '%s'", EXAMPLE);
     assert_printable(r.err);
-    assert_string_equal(r.err, "kvshard: unknown command '\\x1B[31mplan' (expected plan, compare "
-                               "or report)\nTry 'kvshard --help'.\n");
+    assert_string_equal(r.err, "kvshard: unknown command '\\x1B[31mplan' (expected plan, compare, "
+                               "report or help)\nTry 'kvshard --help'.\n");
     assert_usage(&r);
     r = cli("plan '%s' '--format=\033]0;x\007'", EXAMPLE);
     assert_printable(r.err);
-    assert_true(starts_with(r.err, "kvshard: --format takes text, json or svg, not "
+    assert_true(starts_with(r.err, "kvshard: --format takes text, json, svg or html, not "
                                    "'\\x1B]0;x\\x07'\n"));
     assert_usage(&r);
     r = cli("plan '%s' 'extra\xE2\x80\xAE\xC2\x9B'", EXAMPLE);
     assert_printable(r.err);
-    assert_true(starts_with(r.err, "kvshard: unexpected argument 'extra\\u{202E}\\xC2\\x9B'\n"));
+    assert_string_equal(r.err, "kvshard: command line: \"extra\\u{202E}\\xC2\\x9B\" is not a "
+                               "flag (flags look like --key=value)\nTry 'kvshard help plan'.\n");
     assert_usage(&r);
     /* An open error names the path escaped. */
     r = cli("plan '%s' -o '/nonexistent/\033[2J.json'", EXAMPLE);
@@ -915,8 +1081,9 @@ static void test_messages_escaped(void **state)
     /* Flags: a zero-width space in a flag's name is shown. */
     r = cli("plan '%s' '--world\xE2\x80\x8B_size=4'", EXAMPLE);
     assert_printable(r.err);
-    assert_true(starts_with(r.err, "kvshard: command line --world\\u{200B}_size: unknown flag "
-                                   "--world\\u{200B}_size "));
+    assert_string_equal(r.err, "kvshard: command line --world\\u{200B}_size: unknown flag "
+                               "--world\\u{200B}_size: did you mean --world_size?\n"
+                               "Try 'kvshard help plan'.\n");
     assert_usage(&r);
 
     /* A long -o path is shortened from the front, as an error's source. */
@@ -952,7 +1119,7 @@ static void test_flagfile_messages(void **state)
     assert_printable(r.err);
     assert_string_equal(r.err, "kvshard: nul.flags:2:16: the flag \"--ownership=ord\\x00inal\" "
                                "holds a NUL character (\\x00), which no flag may hold\n"
-                               "Try 'kvshard --help'.\n");
+                               "Try 'kvshard help plan'.\n");
     assert_usage(&r);
     r = shell("cd \"%s\" && \"%s\" plan dep.yaml --flagfile=bom.flags", s.dir, KVSHARD_CLI);
     assert_printable(r.err);
@@ -995,7 +1162,7 @@ static void test_flagfile_fanout(void **state)
         shell("cd \"%s\" && exec \"%s\" plan dep.yaml --flagfile=f0", s.dir, KVSHARD_CLI);
     assert_string_equal(r.err, "kvshard: f6:12:1: --flagfile=f7 would be flag file 257; one call "
                                "opens at most 256 flag files (a flag file that names others many "
-                               "times?)\nTry 'kvshard --help'.\n");
+                               "times?)\nTry 'kvshard help plan'.\n");
     assert_usage(&r);
     scratch_close(&s);
 }
@@ -1080,7 +1247,8 @@ static void test_engine_flag_errors(void **state)
                        "dp_size 1 x cp_size 1 = 2\n");
     /* A positional argument after CONFIG that no flag takes. */
     r = cli("plan '%s' extra", NEMOTRON_MODEL);
-    assert_true(starts_with(r.err, "kvshard: unexpected argument 'extra'\n"));
+    assert_string_equal(r.err, "kvshard: command line: \"extra\" is not a flag (flags look like "
+                               "--key=value)\nTry 'kvshard help plan'.\n");
     assert_usage(&r);
     r = cli("plan '%s' --engine=vllm --enforce-eager extra", NEMOTRON_MODEL);
     assert_true(starts_with(r.err, "kvshard: command line: \"extra\" is not a flag"));
@@ -1101,6 +1269,168 @@ static void test_engine_compare_and_report(void **state)
     assert_int_equal(r.status, 0);
     assert_contains(r.out, "max_total_num_tokens=327310, max_running_requests=62, "
                            "context_len=262144");
+    run_free(&r);
+}
+
+/* ---- engine command lines under --ignore_unknown_flags ------------------------------------ */
+
+#define QWEN_MODEL KVSHARD_EXAMPLES "/models/qwen3_5_35b_a3b.json"
+
+/* vLLM's flags under kvshard's profile are skipped, not planned: the plan
+ * says so, by name, instead of `warnings none`. */
+static void test_flags_ignored(void **state)
+{
+    (void)state;
+    run_result r = cli("plan '%s' --tensor-parallel-size=4 --max-model-len=32768 "
+                       "--max_num_seqs=64 --ignore_unknown_flags",
+                       QWEN_MODEL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.err, "");
+    assert_contains(r.out, "parallel   world_size 1 = dp 1 x cp 1 x attention TP 1;");
+    assert_contains(r.out, "\nwarnings\n  flags_ignored: skipped 3 flags the kvshard profile does "
+                           "not read: --tensor-parallel-size, --max-model-len, --max_num_seqs; "
+                           "--engine=vllm reads all 3\ndigest ");
+    run_free(&r);
+    r = cli("plan '%s' --tensor-parallel-size=4 --ignore_unknown_flags --format=json", QWEN_MODEL);
+    assert_contains(r.out, "{\"code\": \"flags_ignored\", \"message\": \"skipped 1 flag the "
+                           "kvshard profile does not read: --tensor-parallel-size; "
+                           "--engine=vllm reads it\"}");
+    run_free(&r);
+    /* An engine's whole argv: positional arguments, values apart, one
+     * dash, a flag file's `--`. */
+    r = cli("plan '%s' serve --engine vllm --ignore-unknown-flags --port 8000 -tp 1 "
+            "--max-model-len 4096 --trust-remote-code --served-model-name nemo "
+            "--max-num-seqs=8",
+            NEMOTRON_MODEL);
+    if (r.status != 0)
+        print_error("%s", r.err);
+    assert_int_equal(r.status, 0);
+    assert_contains(r.out, "\n  flags_ignored: skipped 3 flags and 1 argument the vllm profile "
+                           "does not read: serve, --port, --trust-remote-code, "
+                           "--served-model-name\n");
+    run_free(&r);
+    /* Every comparison row carries it. */
+    r = cli("compare '%s' --world_size=4 --port 8000 --ignore_unknown_flags", QWEN_MODEL);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(count_of(r.out, " flags_ignored\n"), 9);
+    run_free(&r);
+    /* Without the switch, the first unknown flag stops the run. */
+    r = cli("plan '%s' --tensor-parallel-size=4 --contxt_length=32768", EXAMPLE);
+    assert_string_equal(r.err, "kvshard: command line --tensor-parallel-size: unknown flag "
+                               "--tensor-parallel-size: it is a flag of the vllm profile, and "
+                               "the engine profile is kvshard (--engine=vllm reads it)\n"
+                               "Try 'kvshard help plan'.\n");
+    assert_usage(&r);
+    r = cli("plan '%s' --contxt_length=32768", EXAMPLE);
+    assert_string_equal(r.err, "kvshard: command line --contxt_length: unknown flag "
+                               "--contxt_length: did you mean --context_length?\n"
+                               "Try 'kvshard help plan'.\n");
+    assert_usage(&r);
+    /* The CLI's own flags are offered too. */
+    r = cli("compare '%s' --formt=json", EXAMPLE);
+    assert_string_equal(r.err, "kvshard: command line --formt: unknown flag --formt: did you "
+                               "mean --format?\nTry 'kvshard help compare'.\n");
+    assert_usage(&r);
+    /* gflags' --key value under kvshard's profile. */
+    r = cli("plan '%s' --max_seqs 64 --format json", EXAMPLE);
+    assert_int_equal(r.status, 0);
+    assert_contains(r.out, "\"max_seqs\": 64");
+    run_free(&r);
+}
+
+/* ---- --format=html, the comparison's columns, the split ranks ----------------------------- */
+
+static void test_format_html(void **state)
+{
+    (void)state;
+    run_result html = cli("plan '%s' --format=html --context_length=32768", EXAMPLE);
+    run_result report = cli("report '%s' --context_length=32768", EXAMPLE);
+    run_result again = cli("report '%s' --context_length=32768 --format=html", EXAMPLE);
+    assert_int_equal(html.status, 0);
+    assert_true(starts_with(html.out, "<!DOCTYPE html>\n"));
+    assert_string_equal(html.out, report.out);
+    assert_string_equal(again.out, report.out);
+    run_free(&html);
+    run_free(&report);
+    run_free(&again);
+    run_result r = cli("compare '%s' --format=html", EXAMPLE);
+    assert_string_equal(r.err, "kvshard: --format=html is for plan: 'kvshard report CONFIG' "
+                               "writes the HTML page, the comparison included\n"
+                               "Try 'kvshard --help'.\n");
+    assert_usage(&r);
+}
+
+/* The header's columns stand over the values: S right-aligned over the
+ * split sizes, each name at its column's first character. */
+static void test_compare_columns(void **state)
+{
+    (void)state;
+    run_result r = cli("compare '%s' --context_length=32768", EXAMPLE);
+    assert_int_equal(r.status, 0);
+    const char *header = "     S  rule        owned  max KV/token  blocks        max tokens      "
+                         "running  balanced  gain\n";
+    const char *row = ">    2  ordinal     5-5    5.00 KiB      197,493       3,159,888       "
+                      "96       98         1.67x ";
+    assert_contains(r.out, header);
+    assert_contains(r.out, row);
+    static const char *const names[] = {"S",      "rule",       "owned",   "max KV/token",
+                                        "blocks", "max tokens", "running", "balanced"};
+    static const char *const values[] = {"2",       "ordinal",   "5-5", "5.00 KiB",
+                                         "197,493", "3,159,888", "96",  "98"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *n = strstr(header, names[i]), *v = strstr(row, values[i]);
+        size_t col = (size_t)(n - header) + (i == 0 ? strlen(names[i]) : 0);
+        size_t at = (size_t)(v - row) + (i == 0 ? strlen(values[i]) : 0);
+        assert_int_equal(col, at);
+    }
+    run_free(&r);
+}
+
+static void test_split_rank_lists(void **state)
+{
+    (void)state;
+    /* Four ranks of each split rank: all four. */
+    run_result r = cli("plan '%s' --world_size=8", EXAMPLE);
+    assert_int_equal(r.status, 0);
+    assert_contains(r.out, "\nsplit rank  TP ranks            owned  KV layers stored\n"
+                           "0           0, 2, 4, 6          5      3 11 19 27 35\n"
+                           "1           1, 3, 5, 7          5      7 15 23 31 39\n");
+    run_free(&r);
+    /* Eight: the first two, the last and how many. */
+    r = cli("plan '%s' --world_size=16", EXAMPLE);
+    assert_contains(r.out, "0           0, 2, ... 14 (8)    5      3 11 19 27 35\n");
+    run_free(&r);
+    /* Four ranks up to 2047 are 21 characters: the column widens. */
+    char path[] = "/tmp/kvshard_wide_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    const char *config = "{num_hidden_layers: 8, num_attention_heads: 2048, "
+                         "num_key_value_heads: 8, head_dim: 8}\n";
+    assert_int_equal(write(fd, config, strlen(config)), (ssize_t)strlen(config));
+    close(fd);
+    r = cli("plan '%s' --world_size=2048 --enable_layerwise_split --layerwise_split_size=512",
+            path);
+    unlink(path);
+    assert_int_equal(r.status, 0);
+    assert_contains(r.out, "\n0           0, 512, 1024, 1536    1      0\n");
+    assert_contains(r.out, "\nsplit rank  TP ranks              owned  KV layers stored\n");
+    assert_contains(r.out, "\n511         511, 1023, 1535, 2047 0      \n");
+    run_free(&r);
+}
+
+/* ---- setup ------------------------------------------------------------------------------- */
+
+/* tools/setup.sh names what the optional parts need; --list prints it
+ * without installing anything. */
+static void test_setup_lists_optional_packages(void **state)
+{
+    (void)state;
+    run_result r = shell("sh \"%s/../tools/setup.sh\" --list", KVSHARD_EXAMPLES);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.err, "");
+    assert_contains(r.out, "required: gcc g++ make cmake pkg-config libyaml-dev libcmocka-dev "
+                           "libxml2-utils\n");
+    assert_contains(r.out, "  openmpi-bin libopenmpi-dev  examples/mpi_init.c, run with mpirun\n");
     run_free(&r);
 }
 
@@ -1170,6 +1500,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_version_and_help),
+        cmocka_unit_test(test_command_help),
         cmocka_unit_test(test_plan_text),
         cmocka_unit_test(test_plan_json),
         cmocka_unit_test(test_flags_override_file),
@@ -1191,6 +1522,11 @@ int main(void)
         cmocka_unit_test(test_engine_flag_forms),
         cmocka_unit_test(test_engine_flag_errors),
         cmocka_unit_test(test_engine_compare_and_report),
+        cmocka_unit_test(test_flags_ignored),
+        cmocka_unit_test(test_format_html),
+        cmocka_unit_test(test_compare_columns),
+        cmocka_unit_test(test_split_rank_lists),
+        cmocka_unit_test(test_setup_lists_optional_packages),
         cmocka_unit_test(test_readme_outputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,9 +1,11 @@
 /* Deployment files, flag overrides and option parsing (docs/planning.md, "The deployment file and flags"). */
+#define _POSIX_C_SOURCE 200809L /* mkstemp, fdopen, clock_gettime */
 #include "test_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -842,6 +844,395 @@ static void test_deployment_arguments(void **state)
     assert_null(dep);
 }
 
+/* ---- engine command lines: forms, skipped arguments, typos ------------------------------ */
+
+static kvshard_deployment *seed(void)
+{
+    char *path = tu_example_path("qwen3_5_35b_a3b_tp4.yaml");
+    kvshard_deployment *dep = load_file_ok(path);
+    free(path);
+    return dep;
+}
+
+static const char *last_warning(const kvshard_plan *p, kvshard_warning_code *code)
+{
+    size_t n = kvshard_plan_warning_count(p);
+    assert_true(n > 0);
+    const char *message = NULL;
+    assert_int_equal(kvshard_plan_warning(code, &message, p, n - 1), KVSHARD_OK);
+    return message;
+}
+
+static void assert_ignored(const kvshard_deployment *dep, const char *const *want, size_t n)
+{
+    const char *got[16] = {NULL};
+    assert_int_equal(kvshard_deployment_ignored_flags(got, 16, dep), n);
+    for (size_t i = 0; i < n; i++)
+        assert_string_equal(got[i], want[i]);
+}
+
+/* An engine's argv as it is: --k=v, --k v, -k v, positional arguments and
+ * `--`; what the profile does not read is skipped and named. */
+static void test_ignored_flags_listed(void **state)
+{
+    (void)state;
+    kvshard_deployment *dep = seed();
+    kvshard_error err;
+    const char *argv[] = {"serve",
+                          "--tensor-parallel-size=4",
+                          "--max-model-len",
+                          "32768",
+                          "-max_num_seqs",
+                          "64",
+                          "--ignore_unknown_flags",
+                          "--world_size",
+                          "8",
+                          "--port",
+                          "--",
+                          "--block_size=32",
+                          "model"};
+    tu_assert_ok(kvshard_deployment_apply_args(dep, sizeof argv / sizeof argv[0], argv, 0, &err),
+                 &err);
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    assert_int_equal(kvshard_deployment_options(&o, dep), KVSHARD_OK);
+    assert_int_equal(o.world_size, 8);  /* --world_size 8: gflags' value apart */
+    assert_int_equal(o.block_size, 16); /* after `--`, an argument */
+    static const char *const first[] = {"serve",
+                                        "--tensor-parallel-size",
+                                        "--max-model-len",
+                                        "-max_num_seqs",
+                                        "--port",
+                                        "--block_size=32",
+                                        "model"};
+    assert_ignored(dep, first, 7);
+    /* The count alone, and a short array. */
+    assert_int_equal(kvshard_deployment_ignored_flags(NULL, 0, dep), 7);
+    const char *two[2];
+    assert_int_equal(kvshard_deployment_ignored_flags(two, 2, dep), 7);
+    assert_string_equal(two[1], "--tensor-parallel-size");
+
+    kvshard_plan *p = NULL;
+    tu_assert_ok(kvshard_deployment_plan(&p, dep, &err), &err);
+    kvshard_warning_code code;
+    const char *message = last_warning(p, &code);
+    assert_int_equal(code, KVSHARD_WARN_FLAGS_IGNORED);
+    assert_string_equal(kvshard_warning_name(code), "flags_ignored");
+    /* vLLM reads --tensor-parallel-size, --max-model-len and --max-num-seqs
+     * (its max_seqs); nobody reads --port. */
+    assert_string_equal(message, "skipped 4 flags and 3 arguments the kvshard profile does not "
+                                 "read: serve, --tensor-parallel-size, --max-model-len, "
+                                 "-max_num_seqs, --port, --block_size=32, model; --engine=vllm "
+                                 "reads 3 of them");
+    assert_true(kvshard_plan_has_warning(p, KVSHARD_WARN_FLAGS_IGNORED));
+    char *json = tu_plan_json(p);
+    assert_non_null(strstr(json, "\"code\": \"flags_ignored\""));
+    free(json);
+    kvshard_plan_free(p);
+
+    /* A second call adds what is new, once: --port again, then --host with
+     * its value. */
+    const char *more[] = {"--port=1", "--host", "0.0.0.0"};
+    tu_assert_ok(kvshard_deployment_apply_args(dep, 3, more, KVSHARD_ARGS_IGNORE_UNKNOWN, &err),
+                 &err);
+    static const char *const second[] = {
+        "serve",  "--tensor-parallel-size", "--max-model-len", "-max_num_seqs",
+        "--port", "--block_size=32",        "model",           "--host"};
+    assert_ignored(dep, second, 8);
+    /* A call that fails changes nothing, its skipped flags included. */
+    const char *bad[] = {"--ignore_unknown_flags", "--metrics-port", "9", "--world_size=zero"};
+    assert_int_equal(kvshard_deployment_apply_args(dep, 4, bad, 0, &err), KVSHARD_ETYPE);
+    assert_ignored(dep, second, 8);
+    assert_int_equal(kvshard_deployment_options(&o, dep), KVSHARD_OK);
+    assert_int_equal(o.world_size, 8);
+
+    /* Every row of a comparison carries the warning too. */
+    kvshard_comparison *cmp = NULL;
+    tu_assert_ok(kvshard_deployment_compare(&cmp, dep, &err), &err);
+    size_t rows = kvshard_comparison_row_count(cmp);
+    assert_true(rows > 1);
+    for (size_t i = 0; i < rows; i++)
+        assert_true(kvshard_comparison_row_at(cmp, i)->warnings &
+                    (1u << KVSHARD_WARN_FLAGS_IGNORED));
+    kvshard_comparison_free(cmp);
+    kvshard_deployment_free(dep);
+
+    /* Nothing skipped, no warning; and a plan made from the options alone
+     * never has it. */
+    dep = seed();
+    tu_assert_ok(kvshard_deployment_plan(&p, dep, &err), &err);
+    assert_false(kvshard_plan_has_warning(p, KVSHARD_WARN_FLAGS_IGNORED));
+    assert_int_equal(kvshard_deployment_ignored_flags(NULL, 0, dep), 0);
+    kvshard_plan_free(p);
+    /* Without the switch a positional argument is refused where it stands. */
+    const char *positional[] = {"--world_size=4", "serve"};
+    assert_int_equal(kvshard_deployment_apply_args(dep, 2, positional, 0, &err),
+                     KVSHARD_EUNKNOWNKEY);
+    assert_string_equal(err.message, "\"serve\" is not a flag (flags look like --key=value)");
+    const char *ended[] = {"--", "--world_size=4"};
+    assert_int_equal(kvshard_deployment_apply_args(dep, 2, ended, 0, &err), KVSHARD_EUNKNOWNKEY);
+    assert_string_equal(err.message,
+                        "\"--world_size=4\" is not a flag (flags look like --key=value)");
+    kvshard_deployment_free(dep);
+}
+
+/* The message names what fits and then how many there are in all; the
+ * query has every one. */
+static void test_ignored_flags_many(void **state)
+{
+    (void)state;
+    kvshard_deployment *dep = seed();
+    kvshard_error err;
+    char names[30][24];
+    const char *argv[30];
+    for (int i = 0; i < 30; i++) {
+        snprintf(names[i], sizeof names[i], "--engine-flag-%02d", i);
+        argv[i] = names[i];
+    }
+    tu_assert_ok(kvshard_deployment_apply_args(dep, 30, argv, KVSHARD_ARGS_IGNORE_UNKNOWN, &err),
+                 &err);
+    const char *got[30];
+    assert_int_equal(kvshard_deployment_ignored_flags(got, 30, dep), 30);
+    assert_string_equal(got[29], "--engine-flag-29");
+    kvshard_plan *p = NULL;
+    tu_assert_ok(kvshard_deployment_plan(&p, dep, &err), &err);
+    kvshard_warning_code code;
+    /* 52 bytes of words, then 16 for the first name and 18 for each next
+     * while the 216 bytes left before the tail allow: 9 names. */
+    assert_string_equal(last_warning(p, &code),
+                        "skipped 30 flags the kvshard profile does not read: --engine-flag-00, "
+                        "--engine-flag-01, --engine-flag-02, --engine-flag-03, --engine-flag-04, "
+                        "--engine-flag-05, --engine-flag-06, --engine-flag-07, --engine-flag-08, "
+                        "... (30 in all)");
+    kvshard_plan_free(p);
+    kvshard_deployment_free(dep);
+}
+
+/* gflags read --key value as --key=value; a boolean takes no value apart;
+ * --engine NAME settles the profile as --engine=NAME does. */
+static void test_gflags_value_forms(void **state)
+{
+    (void)state;
+    kvshard_deployment *dep = seed();
+    kvshard_error err;
+    const char *spaced[] = {"--max_seqs", "64",   "-block_size",          "32",
+                            "--engine",   "xllm", "--max_seqs_per_batch", "48"};
+    tu_assert_ok(kvshard_deployment_apply_args(dep, 8, spaced, 0, &err), &err);
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    assert_int_equal(kvshard_deployment_options(&o, dep), KVSHARD_OK);
+    assert_int_equal(o.max_seqs, 48); /* xLLM's name for it, the later flag */
+    assert_int_equal(o.block_size, 32);
+    assert_int_equal(o.engine, KVSHARD_ENGINE_XLLM);
+    kvshard_deployment_free(dep);
+
+    dep = seed();
+    /* A flag after a flag is no value under gflags. */
+    const char *two_flags[] = {"--world_size", "--block_size=4"};
+    assert_int_equal(kvshard_deployment_apply_args(dep, 2, two_flags, 0, &err), KVSHARD_ETYPE);
+    assert_string_equal(err.message, "--world_size needs a value (--world_size=VALUE)");
+    assert_string_equal(err.source, "command line --world_size");
+    const char *last[] = {"--max_seqs"};
+    assert_int_equal(kvshard_deployment_apply_args(dep, 1, last, 0, &err), KVSHARD_ETYPE);
+    /* `--is_draft false` would be true and an argument: refused, even when
+     * arguments are skipped. */
+    const char *apart[] = {"--ignore_unknown_flags", "--is_draft", "false"};
+    assert_int_equal(kvshard_deployment_apply_args(dep, 3, apart, 0, &err), KVSHARD_ETYPE);
+    assert_string_equal(err.message, "--is_draft false: a boolean flag takes its value after '=' "
+                                     "(--is_draft=false); bare, it is true");
+    /* Any other argument after a bare boolean is skipped with the switch. */
+    const char *after_bool[] = {"--ignore_unknown_flags", "--is_draft", "serve"};
+    tu_assert_ok(kvshard_deployment_apply_args(dep, 3, after_bool, 0, &err), &err);
+    assert_int_equal(kvshard_deployment_options(&o, dep), KVSHARD_OK);
+    assert_true(o.is_draft);
+    static const char *const serve[] = {"serve"};
+    assert_ignored(dep, serve, 1);
+    kvshard_deployment_free(dep);
+}
+
+typedef struct typo_case {
+    const char *engine; /* NULL: kvshard */
+    const char *flag;
+    const char *message;
+} typo_case;
+
+/* An unknown flag names the flag it is a typo of, in the spelling it was
+ * written in, and never the switch that would skip it. */
+static void test_unknown_flag_suggestions(void **state)
+{
+    (void)state;
+    static const typo_case cases[] = {
+        {NULL, "--contxt_length=4096",
+         "unknown flag --contxt_length: did you mean --context_length?"},
+        {NULL, "--wrold_size=4", "unknown flag --wrold_size: did you mean --world_size?"},
+        {NULL, "-blok_size=32", "unknown flag --blok_size: did you mean -block_size?"},
+        {NULL, "--ignore_unknwn_flags",
+         "unknown flag --ignore_unknwn_flags: did you mean "
+         "--ignore_unknown_flags?"},
+        {NULL, "--frobnicate=1", "unknown flag --frobnicate: the kvshard profile has no such flag"},
+        /* Two characters are too few to tell a typo. */
+        {NULL, "-tq=2", "unknown flag --tq: the kvshard profile has no such flag"},
+        /* An xLLM setting is a gflags flag under kvshard's profile too. */
+        {NULL, "--max_cache_sise=1GiB",
+         "unknown flag --max_cache_sise: did you mean "
+         "--max_cache_size?"},
+        {"--engine=xllm", "--max_seqs_per_bach=4",
+         "unknown flag --max_seqs_per_bach: did you mean "
+         "--max_seqs_per_batch?"},
+        /* argparse: '-' and '_' alike, the answer in the spelling asked. */
+        {"--engine=vllm", "--max-modl-len=4096",
+         "unknown flag --max-modl-len: did you mean "
+         "--max-model-len?"},
+        {"--engine=vllm", "--max_modl_len=4096",
+         "unknown flag --max_modl_len: did you mean "
+         "--max_model_len?"},
+        {"--engine=vllm", "--gpu-memory-utilisation=0.9",
+         "unknown flag --gpu-memory-utilisation: "
+         "did you mean --gpu-memory-utilization?"},
+        {"--engine=sglang", "--mem-fraction-statc=0.8",
+         "unknown flag --mem-fraction-statc: did "
+         "you mean --mem-fraction-static?"},
+        /* Another profile's flag: the profile that reads it. */
+        {NULL, "--max_seqs_per_batch=4",
+         "unknown flag --max_seqs_per_batch: it is a flag of the "
+         "xllm profile, and the engine profile is kvshard "
+         "(--engine=xllm reads it)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        kvshard_deployment *dep = seed();
+        kvshard_error err;
+        const char *argv[2] = {cases[i].engine ? cases[i].engine : cases[i].flag, cases[i].flag};
+        size_t n = cases[i].engine ? 2 : 1;
+        assert_int_equal(kvshard_deployment_apply_args(dep, n, argv, 0, &err), KVSHARD_EUNKNOWNKEY);
+        if (strcmp(err.message, cases[i].message) != 0)
+            print_error("%s: %s\n", cases[i].flag, err.message);
+        assert_string_equal(err.message, cases[i].message);
+        if (strstr(cases[i].flag, "ignore") == NULL)
+            assert_null(strstr(err.message, "ignore"));
+        kvshard_deployment_free(dep);
+    }
+    /* kvshard_deployment_set's keys are matched the same way. */
+    kvshard_deployment *dep = seed();
+    kvshard_error err;
+    assert_int_equal(kvshard_deployment_set(dep, "contxt_length", "4096", NULL, &err),
+                     KVSHARD_EUNKNOWNKEY);
+    assert_string_equal(err.message, "unknown option \"contxt_length\" (did you mean "
+                                     "context_length?)");
+    assert_int_equal(kvshard_deployment_set(dep, "replicas", "4", NULL, &err), KVSHARD_EUNKNOWNKEY);
+    assert_string_equal(err.message, "unknown option \"replicas\"");
+    kvshard_deployment_free(dep);
+}
+
+/* An engine's flag file of 65,536 flags that kvshard does not read: each
+ * kept once, in order, found again through a table, so the call stays
+ * well under a second (comparing each with every one before took 14 s). */
+static void test_ignored_flags_at_the_flag_limit(void **state)
+{
+    (void)state;
+    enum { N = 65536, DISTINCT = 40000 };
+    char path[] = "/tmp/kvshard_skipped_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    fprintf(f, "--ignore_unknown_flags\n");
+    /* 40,000 names, then 25,535 of them again: 65,536 flags in all. */
+    for (int i = 0; i < N - 1; i++)
+        fprintf(f, "--engine_flag_%d=%d\n", i % DISTINCT, i);
+    assert_int_equal(fclose(f), 0);
+    kvshard_deployment *dep = seed();
+    kvshard_error err;
+    char arg[64];
+    snprintf(arg, sizeof arg, "--flagfile=%s", path);
+    const char *argv[] = {arg};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    tu_assert_ok(kvshard_deployment_apply_args(dep, 1, argv, 0, &err), &err);
+    kvshard_plan *p = NULL;
+    tu_assert_ok(kvshard_deployment_plan(&p, dep, &err), &err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    assert_true(seconds < 5.0);
+    static const char *got[DISTINCT];
+    assert_int_equal(kvshard_deployment_ignored_flags(got, DISTINCT, dep), DISTINCT);
+    assert_string_equal(got[0], "--engine_flag_0");
+    assert_string_equal(got[DISTINCT - 1], "--engine_flag_39999");
+    kvshard_warning_code code;
+    const char *message = last_warning(p, &code);
+    assert_int_equal(code, KVSHARD_WARN_FLAGS_IGNORED);
+    assert_true(strstr(message, "skipped 40000 flags the kvshard profile does not read: "
+                                "--engine_flag_0, --engine_flag_1, ") == message);
+    assert_non_null(strstr(message, ", ... (40000 in all)"));
+    kvshard_plan_free(p);
+    /* The same flags again add nothing. */
+    tu_assert_ok(kvshard_deployment_apply_args(dep, 1, argv, 0, &err), &err);
+    assert_int_equal(kvshard_deployment_ignored_flags(NULL, 0, dep), DISTINCT);
+    kvshard_deployment_free(dep);
+    unlink(path);
+}
+
+/* Out of memory at every allocation of a call that skips arguments: the
+ * call fails whole, the deployment keeps what it had, nothing leaks. */
+typedef struct failing {
+    size_t calls;
+    size_t fail_at;
+    long live;
+} failing;
+
+static void *failing_malloc(void *user, size_t size)
+{
+    failing *f = user;
+    if (++f->calls == f->fail_at)
+        return NULL;
+    void *p = malloc(size);
+    f->live += p != NULL;
+    return p;
+}
+
+static void failing_free(void *user, void *ptr)
+{
+    failing *f = user;
+    f->live -= ptr != NULL;
+    free(ptr);
+}
+
+static void test_ignored_flags_out_of_memory(void **state)
+{
+    (void)state;
+    char *path = tu_example_path("qwen3_5_35b_a3b_tp4.yaml");
+    const char *first[] = {"--ignore_unknown_flags", "--port", "8000", "serve"};
+    const char *argv[] = {"--ignore_unknown_flags", "--host", "x", "model", "--port",
+                          "--block_size=32"};
+    bool succeeded = false;
+    for (size_t at = 1; !succeeded && at < 10000; at++) {
+        failing f = {0, 0, 0};
+        kvshard_allocator alloc = {failing_malloc, failing_free, &f};
+        kvshard_load_options lo = KVSHARD_LOAD_OPTIONS_INIT;
+        lo.allocator = &alloc;
+        kvshard_deployment *dep = NULL;
+        kvshard_error err;
+        tu_assert_ok(kvshard_deployment_load_file(&dep, path, &lo, &err), &err);
+        tu_assert_ok(kvshard_deployment_apply_args(dep, 4, first, 0, &err), &err);
+        f.fail_at = f.calls + at;
+        int rc = kvshard_deployment_apply_args(dep, 6, argv, 0, &err);
+        kvshard_options o = KVSHARD_OPTIONS_INIT;
+        assert_int_equal(kvshard_deployment_options(&o, dep), KVSHARD_OK);
+        if (rc == KVSHARD_OK) {
+            static const char *const all[] = {"--port", "serve", "--host", "model"};
+            assert_ignored(dep, all, 4);
+            assert_int_equal(o.block_size, 32);
+            succeeded = true;
+        } else {
+            assert_int_equal(rc, KVSHARD_ENOMEM);
+            static const char *const before[] = {"--port", "serve"};
+            assert_ignored(dep, before, 2);
+            assert_int_equal(o.block_size, 16);
+        }
+        kvshard_deployment_free(dep);
+        assert_int_equal(f.live, 0);
+    }
+    assert_true(succeeded);
+    free(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -860,6 +1251,12 @@ int main(void)
         cmocka_unit_test(test_plan_error_in_model_file),
         cmocka_unit_test(test_compare_error_at_file_key),
         cmocka_unit_test(test_deployment_arguments),
+        cmocka_unit_test(test_ignored_flags_listed),
+        cmocka_unit_test(test_ignored_flags_many),
+        cmocka_unit_test(test_gflags_value_forms),
+        cmocka_unit_test(test_unknown_flag_suggestions),
+        cmocka_unit_test(test_ignored_flags_at_the_flag_limit),
+        cmocka_unit_test(test_ignored_flags_out_of_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

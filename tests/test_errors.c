@@ -1055,6 +1055,7 @@ static const char *const null_checked[] = {
     "kvshard_plan_write_svg",
     "kvshard_comparison_create",
     "kvshard_deployment_compare",
+    "kvshard_deployment_ignored_flags",
     "kvshard_comparison_free",
     "kvshard_comparison_row_count",
     "kvshard_comparison_row_at",
@@ -1207,6 +1208,8 @@ static void test_null_everywhere(void **state)
     assert_int_equal(kvshard_deployment_apply_args(dep, 1, NULL, 0, &err), KVSHARD_EINVAL);
     assert_int_equal(kvshard_deployment_apply_args(dep, 2, args, 0, &err), KVSHARD_EINVAL);
     assert_int_equal(kvshard_deployment_apply_args(dep, 0, NULL, 0, &err), KVSHARD_OK);
+    assert_int_equal(kvshard_deployment_ignored_flags(NULL, 4, NULL), 0);
+    assert_int_equal(kvshard_deployment_ignored_flags(NULL, 0, dep), 0);
 
     /* Plans. */
     kvshard_plan *p = NULL;

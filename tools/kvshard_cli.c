@@ -8,9 +8,11 @@
 #include "cli_output.h"
 
 #include "deploy/flags.h"
+#include "deploy/options.h"
 #include "kvshard/kvshard.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +20,7 @@
 
 enum { EXIT_INVALID = KVSHARD_CLI__EXIT_INVALID, EXIT_USAGE = KVSHARD_CLI__EXIT_USAGE };
 
-typedef enum format { FORMAT_TEXT, FORMAT_JSON, FORMAT_SVG } format;
+typedef enum format { FORMAT_TEXT, FORMAT_JSON, FORMAT_SVG, FORMAT_HTML } format;
 
 typedef struct cli {
     const char *command;
@@ -29,40 +31,56 @@ typedef struct cli {
     size_t flag_count;
 } cli;
 
-static const char usage_text[] =
-    "usage: kvshard plan CONFIG [--key=value ...] [--format=text|json|svg] [-o FILE]\n"
-    "       kvshard compare CONFIG [--key=value ...] [--format=text|json] [-o FILE]\n"
-    "       kvshard report CONFIG [--key=value ...] [-o FILE]\n"
-    "       kvshard --help | --version\n"
-    "\n"
-    "CONFIG is a deployment YAML file, a model's config.json, or a model directory.\n"
-    "  plan     which TP rank stores the KV cache of each layer, with per-rank\n"
-    "           memory, KV block capacity and sequences at a context length\n"
-    "  compare  every layerwise split size that divides the attention TP size,\n"
-    "           under each ownership rule, and the one to use\n"
-    "  report   one self-contained HTML page of the plan and the comparison\n"
-    "\n"
-    "Flags take the deployment keys, gflags style, and override the file\n"
-    "(under --engine=vllm and --engine=sglang the engine's own flags too, in\n"
-    "both --flag value and --flag=value forms):\n"
-    "  --world_size=N --dp_size=N --cp_size=N\n"
-    "  --enable_layerwise_split[=true|false] --noenable_layerwise_split\n"
-    "  --layerwise_split_size=N --ownership=ordinal|global|contiguous\n"
-    "  --is_draft[=true|false] --engine=kvshard|xllm|vllm|sglang --engine_version=X.Y.Z\n"
-    "  --kv_cache_dtype=auto|bf16|fp16|fp8|int8 --state_dtype=auto|bf16|fp16|fp32\n"
-    "  --block_size=N --memory_per_rank=BYTES (or with KiB, MiB, GiB, TiB)\n"
-    "  --max_seqs=N --num_speculative_tokens=N --scratch_layers=N\n"
-    "  --context_length=TOKENS\n"
-    "  xllm profile: --max_seqs_per_batch=N --enable_prefix_cache[=BOOL]\n"
-    "  --max_linear_state_cache_slots=N --device_memory_total=BYTES\n"
-    "  --device_memory_free=BYTES --max_memory_utilization=F --max_cache_size=BYTES\n"
-    "  --flagfile=FILE (one flag per line, # comments)  --ignore_unknown_flags\n"
-    "\n"
-    "-o FILE replaces FILE only once the whole document is written (a temporary\n"
-    "file beside it, renamed over it); -o - is standard output. A FIFO or a\n"
-    "device is written directly. FILE must not be a file kvshard reads.\n"
-    "\n"
-    "Exit status: 0 success, 1 invalid input or a failed write, 2 bad usage.\n";
+/* The commands, for usage lines and help. */
+typedef struct cli_command {
+    const char *name;
+    const char *usage;   /* after "kvshard NAME" */
+    const char *summary; /* kvshard --help's line, wrapped at 71 columns */
+    const char *about;   /* kvshard help NAME's paragraph */
+    const char *formats; /* what --format takes; NULL: no --format */
+} cli_command;
+
+static const cli_command commands[] = {
+    {"plan", "CONFIG [FLAG ...] [--format=text|json|svg|html] [-o FILE]",
+     "which TP rank stores the KV cache of each layer, with per-rank\n"
+     "           memory, KV block capacity and sequences at a context length",
+     "Which TP rank stores the KV cache of each layer, with each rank's memory,\n"
+     "the KV blocks that fit and, at a context length, the sequences that run\n"
+     "at once.\n",
+     "text (the default), json, svg (the layer map) or html (the page kvshard report "
+     "writes)"},
+    {"compare", "CONFIG [FLAG ...] [--format=text|json] [-o FILE]",
+     "every layerwise split size that divides the attention TP size,\n"
+     "           under each ownership rule, and the one to use",
+     "Every layerwise split size that divides the attention TP size, under each\n"
+     "ownership rule, ranked, and the flags of the one to use. The split flags\n"
+     "(--enable_layerwise_split, --layerwise_split_size, --ownership) do not\n"
+     "apply: every split is planned.\n",
+     "text (the default) or json"},
+    {"report", "CONFIG [FLAG ...] [-o FILE]",
+     "one self-contained HTML page of the plan and the comparison",
+     "One self-contained HTML page of the plan and the comparison (the same as\n"
+     "kvshard plan --format=html).\n",
+     NULL},
+    {"help", "[COMMAND] [--engine=NAME]", "the flags of a command, with their defaults and units",
+     "The flags of a command, with their defaults and units, under the engine\n"
+     "profile --engine names (kvshard when none).\n",
+     NULL},
+};
+
+#define COMMAND_COUNT (sizeof commands / sizeof commands[0])
+
+static const cli_command *command_named(const char *name)
+{
+    for (size_t i = 0; name && i < COMMAND_COUNT; i++) {
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    }
+    return NULL;
+}
+
+/* The CLI's own flags, offered when a flag is unknown and near one. */
+static const char *const cli_flags[] = {"format", "output", "help", "version", NULL};
 
 /* An argument in a message: escaped, at most 64 bytes of it. */
 typedef struct shown_arg {
@@ -111,36 +129,388 @@ static int print_static(const char *text)
     return status;
 }
 
+/* ---- help ----------------------------------------------------------------------- */
+
+/* Help is made in a growing buffer, then printed as one document. */
+typedef struct text_buf {
+    char *data;
+    size_t len;
+    size_t cap;
+    bool failed;
+} text_buf;
+
+static void put(text_buf *b, const char *s, size_t n)
+{
+    if (b->failed)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (b->len + n + 1 > cap)
+            cap *= 2;
+        char *grown = realloc(b->data, cap);
+        if (!grown) {
+            b->failed = true;
+            return;
+        }
+        b->data = grown;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+}
+
+static void put_text(text_buf *b, const char *s)
+{
+    put(b, s, strlen(s));
+}
+
+static void putf(text_buf *b, const char *fmt, ...) KVSHARD__PRINTF(2, 3);
+
+static void putf(text_buf *b, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        put(b, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+}
+
+/* Help lines: a name in the first HELP_NAME columns, then text wrapped at
+ * HELP_WIDTH (a longer name has the text on the next line). */
+#define HELP_NAME 30
+#define HELP_WIDTH 79
+
+static void help_row(text_buf *b, const char *name, const char *text)
+{
+    size_t col = 2 + strlen(name);
+    putf(b, "  %s", name);
+    if (col + 2 > HELP_NAME) {
+        put_text(b, "\n");
+        col = 0;
+    }
+    for (const char *p = text; *p;) {
+        while (*p == ' ')
+            p++;
+        size_t word = strcspn(p, " ");
+        if (col > HELP_NAME && col + 1 + word > HELP_WIDTH) {
+            put_text(b, "\n");
+            col = 0;
+        }
+        if (col < HELP_NAME) {
+            putf(b, "%*s", (int)(HELP_NAME - col), "");
+            col = HELP_NAME;
+        } else {
+            put_text(b, " ");
+            col++;
+        }
+        for (size_t k = 0; k < word; k++)
+            put(b, p[k] == '\x01' ? " " : p + k, 1);
+        col += word;
+        p += word;
+    }
+    put_text(b, "\n");
+}
+
+/* "ranks, 1 to 4,096": what a flag's value is, from its definition. */
+static void unit_text(char *out, size_t cap, const kvshard_options__flag *f,
+                      const kvshard__profile *p)
+{
+    const kvshard_value__def *def = f->key.option != KVSHARD__OPT_COUNT
+                                        ? kvshard__option_def(f->key.option)
+                                        : &f->key.setting->def;
+    const kvshard_value__word *words = f->key.words ? f->key.words : def->words;
+    char lo[32], hi[32], list[256];
+    kvshard_format__grouped_text(lo, sizeof lo, def->min);
+    kvshard_format__grouped_text(hi, sizeof hi, def->max);
+    switch (def->type) {
+    case KVSHARD__VT_U32: {
+        const char *unit = f->key.option != KVSHARD__OPT_COUNT ? kvshard__option_unit(f->key.option)
+                           : def->below_min == KVSHARD_EPARALLEL ? "ranks"
+                                                                 : NULL;
+        int n = snprintf(out, cap, "%s, %s to %s", unit ? unit : "a whole number", lo, hi);
+        if (words && n > 0 && (size_t)n < cap) {
+            kvshard_value__list_words(list, sizeof list, words);
+            snprintf(out + n, cap - (size_t)n, ", or %s", list);
+        }
+        break;
+    }
+    case KVSHARD__VT_BYTES: snprintf(out, cap, "bytes, or a size: 80GiB, 141GB, 72.5GiB"); break;
+    case KVSHARD__VT_BOOL: snprintf(out, cap, "true or false"); break;
+    case KVSHARD__VT_WORD:
+        kvshard_value__list_words(list, sizeof list, words);
+        snprintf(out, cap, "%s", list);
+        break;
+    case KVSHARD__VT_FRACTION: snprintf(out, cap, "a fraction above 0, at most 1"); break;
+    case KVSHARD__VT_DECIMAL: snprintf(out, cap, "a decimal above 0, at most %s", hi); break;
+    case KVSHARD__VT_TEXT: {
+        const kvshard__profile *reader = f->read ? p : f->reader;
+        if (reader && reader->versions && strcmp(def->name, "engine_version") == 0) {
+            char oldest[KVSHARD_VERSIONS__TEXT_MAX], newest[KVSHARD_VERSIONS__TEXT_MAX];
+            kvshard_versions__format(oldest, sizeof oldest, &reader->versions->oldest);
+            kvshard_versions__format(newest, sizeof newest, &reader->versions->newest);
+            snprintf(out, cap, "a release, %s to %s", oldest, newest);
+        } else {
+            const char *unit =
+                f->key.option != KVSHARD__OPT_COUNT ? kvshard__option_unit(f->key.option) : NULL;
+            snprintf(out, cap, "%s", unit ? unit : "text");
+        }
+        break;
+    }
+    case KVSHARD__VT_OBJECT: {
+        const kvshard_value__fields *fields = def->more ? def->more->fields : NULL;
+        if (fields && fields->text && fields->integer)
+            snprintf(out, cap, "a JSON object with \"%s\" and \"%s\"", fields->text,
+                     fields->integer);
+        else
+            snprintf(out, cap, "a JSON object");
+        break;
+    }
+    }
+}
+
+/* The flags of one help group: those the profile reads, or those it
+ * accepts for `reader` alone. */
+typedef struct help_group {
+    text_buf *b;
+    const kvshard__profile *profile;
+    bool read;
+    const kvshard__profile *reader;
+    size_t rows;
+} help_group;
+
+/* An engine's other name for a flag: argparse engines write their short
+ * names with one dash (vLLM's -tp). */
+static void flag_name(char *out, size_t cap, const char *name, bool argparse)
+{
+    snprintf(out, cap, "%s%s", argparse && strlen(name) <= 3 ? "-" : "--", name);
+}
+
+static void help_flag(void *user, const kvshard_options__flag *f)
+{
+    help_group *g = user;
+    if (f->read != g->read || (!g->read && f->reader != g->reader))
+        return;
+    bool argparse = g->profile->flag_style == KVSHARD_PROFILE__ARGPARSE;
+    char names[256], one[80], unit[320], def[80], text[448];
+    snprintf(names, sizeof names, "--%s", f->name);
+    for (size_t i = 0; i < f->also_count; i++) {
+        flag_name(one, sizeof one, f->also[i], argparse);
+        size_t used = strlen(names);
+        snprintf(names + used, sizeof names - used, ", %s", one);
+    }
+    unit_text(unit, sizeof unit, f, g->profile);
+    kvshard_options__flag_default(def, sizeof def, f, g->profile);
+    /* "default" and its value stay on one line (help_row reads \x01 as a
+     * space it never breaks at). */
+    snprintf(text, sizeof text, "%s; default\x01%s", unit, def);
+    help_row(g->b, names, text);
+    g->rows++;
+}
+
+/* The flags of `profile`: those it reads, those it accepts for another
+ * profile, and the switches of flag files and engine command lines. */
+static void help_flags(text_buf *b, const kvshard__profile *profile)
+{
+    bool argparse = profile->flag_style == KVSHARD_PROFILE__ARGPARSE;
+    putf(b, "\nflags of the %s profile; they override CONFIG. %s\n", profile->name,
+         argparse ? "As argparse reads them:\n--key=value or --key value, one dash or two, "
+                    "'-' and '_' alike, a bare --key\nfor true and --no-key for false."
+                  : "As gflags reads them:\n--key=value or --key value, a bare --key for true "
+                    "and --nokey for false.");
+    help_group g = {b, profile, true, NULL, 0};
+    kvshard_options__each_flag(profile, help_flag, &g);
+    /* Flags the profile accepts and does not read: another profile's, or
+     * none's (a kvshard option the engine has no use for). */
+    for (const kvshard__profile *const *q = kvshard_profiles__all;; q++) {
+        help_group other = {b, profile, false, *q, 0};
+        size_t at = b->len;
+        if (*q)
+            putf(b, "\naccepted, but read only by the %s profile (--engine=%s):\n", (*q)->name,
+                 (*q)->name);
+        else
+            putf(b, "\naccepted, but not read by the %s profile:\n", profile->name);
+        kvshard_options__each_flag(profile, help_flag, &other);
+        if (other.rows == 0) { /* no such flag: no heading */
+            b->len = at;
+            if (b->data)
+                b->data[at] = '\0';
+        }
+        if (!*q)
+            break;
+    }
+    put_text(b, "\nengine command lines:\n");
+    help_row(b, "--flagfile=FILE", "more flags, one a line (# starts a comment)");
+    help_row(b, argparse ? "--ignore-unknown-flags" : "--ignore_unknown_flags",
+             "skip the flags and arguments the profile does not read; the plan's warning "
+             "flags_ignored names them");
+}
+
+static void help_usage(text_buf *b)
+{
+    for (size_t i = 0; i < COMMAND_COUNT; i++)
+        putf(b, "%s kvshard %s %s\n", i ? "      " : "usage:", commands[i].name, commands[i].usage);
+    put_text(b, "       kvshard --help | -V | --version\n");
+}
+
+static void help_general(text_buf *b)
+{
+    help_usage(b);
+    put_text(b, "\nCONFIG is a deployment YAML file, a model's config.json, or a model "
+                "directory.\n");
+    for (size_t i = 0; i < COMMAND_COUNT; i++)
+        putf(b, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    put_text(b, "\n"
+                "FLAGs are the deployment's keys, and override CONFIG (--world_size=8\n"
+                "--context_length=32768); under --engine=vllm and --engine=sglang the\n"
+                "engine's own flags too. 'kvshard help plan' lists every flag with its\n"
+                "default and unit, 'kvshard help plan --engine=vllm' those of vLLM.\n"
+                "\n"
+                "-o FILE replaces FILE only once the whole document is written (a temporary\n"
+                "file beside it, renamed over it); -o - is standard output. A FIFO or a\n"
+                "device is written directly. FILE must not be a file kvshard reads.\n"
+                "\n"
+                "Exit status: 0 success, 1 invalid input or a failed write, 2 bad usage.\n");
+}
+
+static void help_command(text_buf *b, const cli_command *cmd, const kvshard__profile *profile)
+{
+    putf(b, "usage: kvshard %s %s\n\n%s", cmd->name, cmd->usage, cmd->about);
+    if (strcmp(cmd->name, "help") == 0)
+        return;
+    put_text(b, "CONFIG is a deployment YAML file, a model's config.json, or a model "
+                "directory.\n\noutput:\n");
+    if (cmd->formats)
+        help_row(b, "--format=FORMAT", cmd->formats);
+    help_row(b, "-o FILE, --output=FILE",
+             "the document replaces FILE whole; - (the default) is standard output");
+    help_flags(b, profile);
+    putf(b, "\n'kvshard help %s --engine=NAME' lists the flags of another profile:\n", cmd->name);
+    for (const kvshard__profile *const *q = kvshard_profiles__all; *q; q++)
+        putf(b, "%s%s", q == kvshard_profiles__all ? "" : q[1] ? ", " : " or ", (*q)->name);
+    put_text(b, ".\n");
+}
+
+/* Print help: general, or a command's under a profile. */
+static int print_help(const cli_command *cmd, const kvshard__profile *profile)
+{
+    text_buf b = {NULL, 0, 0, false};
+    if (cmd)
+        help_command(&b, cmd, profile);
+    else
+        help_general(&b);
+    int status = b.failed ? usage_error("out of memory") : print_static(b.data);
+    free(b.data);
+    return status;
+}
+
 /* ---- arguments ---------------------------------------------------------------- */
+
+static bool is_help(const char *arg)
+{
+    return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
+}
+
+/* Whether argv[i] takes the next argument as its value, for a reading of
+ * the arguments that only looks for the command. */
+static bool takes_value(const char *arg)
+{
+    return strcmp(arg, "-o") == 0 || strcmp(arg, "--output") == 0 || strcmp(arg, "--format") == 0 ||
+           strcmp(arg, "--engine") == 0 || strcmp(arg, "-engine") == 0;
+}
+
+/* Help wins wherever it stands: `kvshard help [COMMAND]`, or --help with or
+ * without a command. --engine picks the profile whose flags it lists. */
+static int help_args(int argc, char **argv, int *done)
+{
+    const char *positional[2] = {NULL, NULL}, *engine = NULL;
+    size_t found = 0;
+    bool asked = false;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        asked |= is_help(arg);
+        if (strncmp(arg, "--engine=", 9) == 0 || strncmp(arg, "-engine=", 8) == 0)
+            engine = strchr(arg, '=') + 1;
+        else if (takes_value(arg) && i + 1 < argc) {
+            if (strstr(arg, "engine"))
+                engine = argv[i + 1];
+            i++; /* a value, not a command */
+        } else if ((arg[0] != '-' || arg[1] == '\0') && found < 2) {
+            positional[found++] = arg;
+        }
+    }
+    bool help_command = positional[0] && strcmp(positional[0], "help") == 0;
+    if (!asked && !help_command)
+        return 0;
+    *done = 1;
+    /* `kvshard help plan`, `kvshard plan --help`: the command named. */
+    const char *name = help_command ? positional[1] : positional[0];
+    char message[256];
+    const cli_command *cmd = name ? command_named(name) : NULL;
+    if (name && !cmd) {
+        snprintf(message, sizeof message,
+                 "unknown command '%s' (expected plan, compare, report or help)", show(name).text);
+        return usage_error(message);
+    }
+    const kvshard__profile *profile = kvshard_profiles__of(KVSHARD_ENGINE_KVSHARD);
+    if (engine) {
+        profile = NULL;
+        for (const kvshard_value__word *w = kvshard_profiles__engine_words; w->text; w++) {
+            if (strcmp(w->text, engine) == 0)
+                profile = kvshard_profiles__of((kvshard_engine)w->value);
+        }
+        if (!profile) {
+            char words[128];
+            kvshard_value__list_words(words, sizeof words, kvshard_profiles__engine_words);
+            snprintf(message, sizeof message, "--engine takes %s, not '%s'", words,
+                     show(engine).text);
+            return usage_error(message);
+        }
+    }
+    return print_help(cmd, profile);
+}
+
+static int parse_format(cli *c, const char *value)
+{
+    char message[256];
+    static const struct {
+        const char *name;
+        format fmt;
+    } formats[] = {
+        {"text", FORMAT_TEXT}, {"json", FORMAT_JSON}, {"svg", FORMAT_SVG}, {"html", FORMAT_HTML}};
+    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
+        if (strcmp(value, formats[i].name) == 0) {
+            c->fmt = formats[i].fmt;
+            return 0;
+        }
+    }
+    snprintf(message, sizeof message, "--format takes text, json, svg or html, not '%s'",
+             show(value).text);
+    return usage_error(message);
+}
 
 static int parse_args(cli *c, int argc, char **argv, int *done)
 {
     *done = 0;
+    int status = help_args(argc, argv, done);
+    if (*done)
+        return status;
     bool format_given = false;
     char message[256];
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
-        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
-            *done = 1;
-            return print_static(usage_text);
-        }
-        if (strcmp(arg, "--version") == 0) {
+        if (strcmp(arg, "--version") == 0 || strcmp(arg, "-V") == 0) {
             *done = 1;
             return print_static("kvshard " KVSHARD_VERSION_STRING "\n");
         }
-        if (strncmp(arg, "--format=", 9) == 0) {
+        if (strncmp(arg, "--format=", 9) == 0 || strcmp(arg, "--format") == 0) {
+            if (arg[8] == '\0' && i + 1 == argc)
+                return usage_error("--format needs a value: text, json, svg or html");
             format_given = true;
-            if (strcmp(arg + 9, "text") == 0)
-                c->fmt = FORMAT_TEXT;
-            else if (strcmp(arg + 9, "json") == 0)
-                c->fmt = FORMAT_JSON;
-            else if (strcmp(arg + 9, "svg") == 0)
-                c->fmt = FORMAT_SVG;
-            else {
-                snprintf(message, sizeof message, "--format takes text, json or svg, not '%s'",
-                         show(arg + 9).text);
-                return usage_error(message);
-            }
+            if ((status = parse_format(c, arg[8] ? arg + 9 : argv[++i])) != 0)
+                return status;
         } else if (strcmp(arg, "-o") == 0 || strcmp(arg, "--output") == 0) {
             if (i + 1 == argc || argv[i + 1][0] == '\0') {
                 snprintf(message, sizeof message,
@@ -154,36 +524,37 @@ static int parse_args(cli *c, int argc, char **argv, int *done)
             if (arg[9] == '\0')
                 return usage_error("--output= needs a file name (or - for standard output)");
             c->output = arg + 9;
-        } else if (arg[0] == '-' && arg[1] != '\0') {
-            c->flags[c->flag_count++] = arg;
-        } else if (!c->command) {
+        } else if (!c->command && !(arg[0] == '-' && arg[1] != '\0')) {
             c->command = arg;
-        } else if (!c->config) {
+        } else if (!c->config && c->command && !(arg[0] == '-' && arg[1] != '\0')) {
             c->config = arg;
-        } else if (i > 1 && argv[i - 1][0] == '-' && argv[i - 1][1] != '\0' &&
-                   c->flag_count > 0 && c->flags[c->flag_count - 1] == argv[i - 1]) {
-            /* --tensor-parallel-size 4: the library reads the flags, and an
-             * engine's flag may take the next argument as its value. */
-            c->flags[c->flag_count++] = arg;
         } else {
-            snprintf(message, sizeof message, "unexpected argument '%s'", show(arg).text);
-            return usage_error(message);
+            /* Flags, their values and any other argument: the library
+             * reads them as the engine's command line. */
+            c->flags[c->flag_count++] = arg;
         }
     }
     if (!c->command)
-        return usage_error("missing command (plan, compare or report)");
-    if (strcmp(c->command, "plan") != 0 && strcmp(c->command, "compare") != 0 &&
-        strcmp(c->command, "report") != 0) {
-        snprintf(message, sizeof message, "unknown command '%s' (expected plan, compare or report)",
+        return usage_error("missing command (plan, compare, report or help)");
+    const cli_command *cmd = command_named(c->command);
+    if (!cmd) {
+        snprintf(message, sizeof message,
+                 "unknown command '%s' (expected plan, compare, report or help)",
                  show(c->command).text);
         return usage_error(message);
     }
     if (!c->config)
         return usage_error("missing CONFIG file");
-    if (format_given && strcmp(c->command, "report") == 0)
-        return usage_error("report always writes HTML; --format is for plan and compare");
+    if (strcmp(c->command, "report") == 0) {
+        if (format_given && c->fmt != FORMAT_HTML)
+            return usage_error("report always writes HTML; --format is for plan and compare");
+        c->fmt = FORMAT_HTML;
+    }
     if (c->fmt == FORMAT_SVG && strcmp(c->command, "plan") != 0)
         return usage_error("--format=svg is for plan");
+    if (c->fmt == FORMAT_HTML && strcmp(c->command, "compare") == 0)
+        return usage_error("--format=html is for plan: 'kvshard report CONFIG' writes the HTML "
+                           "page, the comparison included");
     return 0;
 }
 
@@ -201,7 +572,8 @@ static int make_document(document *d, const kvshard_deployment *dep)
 {
     kvshard_error err;
     const char *command = d->c->command;
-    if (strcmp(command, "plan") == 0 || strcmp(command, "report") == 0) {
+    bool html = d->c->fmt == FORMAT_HTML; /* report, or plan --format=html */
+    if (strcmp(command, "plan") == 0 || html) {
         if (kvshard_deployment_plan(&d->plan, dep, &err) != KVSHARD_OK) {
             print_error("", &err);
             return EXIT_INVALID;
@@ -212,7 +584,7 @@ static int make_document(document *d, const kvshard_deployment *dep)
             print_error("", &err);
             return EXIT_INVALID;
         }
-    } else if (strcmp(command, "report") == 0) {
+    } else if (html) {
         /* A comparison that cannot be made leaves its chart out, not the page. */
         (void)kvshard_deployment_compare(&d->cmp, dep, NULL);
     }
@@ -223,7 +595,7 @@ static int write_document(const document *d, kvshard_write_fn fn, void *user)
 {
     const char *command = d->c->command;
     format fmt = d->c->fmt;
-    if (strcmp(command, "report") == 0)
+    if (fmt == FORMAT_HTML)
         return kvshard_report_write_html(d->plan, d->cmp, fn, user);
     if (strcmp(command, "compare") == 0)
         return fmt == FORMAT_JSON ? kvshard_comparison_write_json(d->cmp, fn, user)
@@ -242,10 +614,10 @@ static int run(const cli *c, kvshard_cli__inputs *inputs)
         return EXIT_INVALID;
     }
     kvshard_cli__inputs_of(inputs, dep);
-    if (kvshard_flags__apply(dep, c->flag_count, c->flags, 0, kvshard_cli__input_flagfile, inputs,
-                             &err) != KVSHARD_OK) {
+    if (kvshard_flags__apply_known(dep, c->flag_count, c->flags, 0, kvshard_cli__input_flagfile,
+                                   inputs, cli_flags, &err) != KVSHARD_OK) {
         print_error("kvshard: ", &err); /* bad usage, located at the flag */
-        kvshard_cli__say("Try 'kvshard --help'.");
+        kvshard_cli__say("Try 'kvshard help %s'.", c->command);
         kvshard_deployment_free(dep);
         return EXIT_USAGE;
     }

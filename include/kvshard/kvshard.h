@@ -725,6 +725,18 @@ KVSHARD_EXPORT int kvshard_deployment_apply_args(kvshard_deployment *deployment,
                                                  const char *const *args, unsigned flags,
                                                  kvshard_error *err);
 
+/** What kvshard_deployment_apply_args() skipped under `--ignore_unknown_flags`
+ *  or KVSHARD_ARGS_IGNORE_UNKNOWN, over every call, each once in the order
+ *  first seen: unknown flags as written without their values
+ *  ("--max-model-len"), and positional arguments (which the switch skips
+ *  too) as they are. Its plans and comparisons warn
+ *  KVSHARD_WARN_FLAGS_IGNORED. Writes the first `cap` of them into `out`
+ *  (which may be NULL when `cap` is 0) and returns how many there are (0
+ *  for a NULL deployment). The strings are borrowed until the deployment is
+ *  freed. */
+KVSHARD_EXPORT size_t kvshard_deployment_ignored_flags(const char **out, size_t cap,
+                                                       const kvshard_deployment *deployment);
+
 /* ------------------------------------------------------------------------ */
 /* Plan                                                                      */
 /* ------------------------------------------------------------------------ */
@@ -1106,11 +1118,15 @@ typedef enum kvshard_warning_code {
     KVSHARD_WARN_ENGINE_MAX_TOTAL_TOKENS_ABOVE_PROFILE = 13,
     /** sglang: the state pool lowers max_running_requests. */
     KVSHARD_WARN_ENGINE_MAX_RUNNING_REQUESTS_CAPPED = 14,
+    /** kvshard_deployment_apply_args() skipped flags or arguments the
+     *  profile does not read (`--ignore_unknown_flags`); the message names
+     *  them (all of them: kvshard_deployment_ignored_flags()). */
+    KVSHARD_WARN_FLAGS_IGNORED = 15,
     /** SGLang refuses pipeline stages together with speculative decoding;
      *  the plan is made all the same. */
-    KVSHARD_WARN_PP_DRAFT_REFUSED = 15,
+    KVSHARD_WARN_PP_DRAFT_REFUSED = 16,
     /** Some stage's ranks store no KV bytes though the model has KV layers. */
-    KVSHARD_WARN_STAGE_WITHOUT_KV = 16
+    KVSHARD_WARN_STAGE_WITHOUT_KV = 17
 } kvshard_warning_code;
 
 /** Machine-readable name of a warning code ("split_disabled", ...);

@@ -162,6 +162,12 @@ static int read_section(loader *l, const kvshard__node *section, kvshard__sectio
                                     : KVSHARD__SECTION_CACHE;
         if (!kvshard__key_known(key) || home != which) {
             kvshard__excerpt(shown, sizeof shown, k.text, k.count, 64);
+            char near[80];
+            if (!kvshard__key_known(key) &&
+                kvshard_options__key_nearest(near, sizeof near, k.text, k.count, which))
+                return kvshard__doc_fail(doc, l->err, KVSHARD_EUNKNOWNKEY, &k,
+                                         "unknown key \"%s\" in %s (did you mean %s?)", shown, name,
+                                         near);
             if (!kvshard__key_known(key))
                 return kvshard__doc_fail(doc, l->err, KVSHARD_EUNKNOWNKEY, &k,
                                          "unknown key \"%s\" in %s", shown, name);
@@ -418,6 +424,9 @@ void kvshard_deployment_free(kvshard_deployment *deployment)
     if (!deployment)
         return;
     kvshard_allocator a = deployment->alloc;
+    for (size_t i = 0; i < deployment->skipped_count; i++)
+        kvshard__free(&a, deployment->skipped[i].text);
+    kvshard__free(&a, deployment->skipped);
     kvshard_model_free(deployment->model);
     kvshard_settings_free(deployment->settings);
     kvshard__free(&a, deployment->source);
@@ -461,8 +470,15 @@ int kvshard_deployment_set(kvshard_deployment *deployment, const char *key, cons
     if (!kvshard__key_known(ref)) {
         char shown[96];
         kvshard__excerpt(shown, sizeof shown, key, strlen(key), 64);
+        const kvshard__profile *p = kvshard_profiles__of(deployment->options.engine);
+        kvshard_options__nearest n;
+        kvshard_options__nearest_begin(&n, key, strlen(key),
+                                       p->flag_style == KVSHARD_PROFILE__ARGPARSE);
+        kvshard_options__offer_flags(&n, p);
+        const char *near = kvshard_options__nearest_found(&n);
         return kvshard__fail(err, KVSHARD_EUNKNOWNKEY, from, kvshard__no_mark,
-                             "unknown option \"%s\"", shown);
+                             "unknown option \"%s\"%s%s%s", shown, near ? " (did you mean " : "",
+                             near ? near : "", near ? "?)" : "");
     }
     kvshard__deployment_values into = {&deployment->options, deployment->sites,
                                        deployment->settings, deployment->pp_counts};

@@ -15,6 +15,15 @@ typedef struct kvshard__option_site {
     char source[KVSHARD_ERROR_SOURCE_MAX];
 } kvshard__option_site;
 
+/* An argument kvshard_deployment_apply_args() skipped under
+ * --ignore_unknown_flags: a flag as written without its value
+ * ("--max-model-len"), or a positional argument. */
+typedef struct kvshard__skipped {
+    char *text;
+    bool positional;
+    kvshard_engine engine; /* the profile in force when it was skipped */
+} kvshard__skipped;
+
 struct kvshard_deployment {
     kvshard_allocator alloc;
     kvshard_model *model;
@@ -26,6 +35,10 @@ struct kvshard_deployment {
      * them); options.pp_partition points here only in the options handed
      * out (kvshard__deployment_options()). */
     uint32_t pp_counts[KVSHARD_MAX_PP_PARTITION];
+    /* Every argument skipped so far, each once, in the order first seen:
+     * its plans warn flags_ignored naming them. */
+    kvshard__skipped *skipped;
+    size_t skipped_count;
 };
 
 /* The deployment's options as a plan takes them: its settings and its

@@ -2,8 +2,11 @@
  * be handed to kvshard as they are. Arguments and flag files' lines become
  * one list of tokens; the engine profile is settled first (it decides which
  * names exist and how they are written), then the tokens are read in the
- * profile's style: gflags (--name=value, --name, --noname) or argparse
- * (also --name value, one dash, '-' and '_' alike, --no-name). */
+ * profile's style: gflags (--name=value, --name value, --name, --noname) or
+ * argparse (also one dash, '-' and '_' alike, --no-name, a value that
+ * starts with '-'). `--` ends the flags. Under --ignore_unknown_flags what
+ * the profile does not read is skipped and kept by name, for the plan's
+ * flags_ignored warning. */
 #define _POSIX_C_SOURCE 200809L /* stat */
 #include "deploy/flags.h"
 
@@ -24,6 +27,7 @@ typedef struct flag {
     const char *text; /* the whole token, dashes included */
     size_t len;
     bool is_flag;
+    bool after_end; /* after `--`: an argument, never a flag or a flag's value */
     const char *name;
     size_t name_len;
     const char *value; /* NULL for a bare --name */
@@ -31,6 +35,13 @@ typedef struct flag {
     const char *file; /* the flag file, NULL on the command line */
     kvshard__mark mark;
 } flag;
+
+/* What --ignore_unknown_flags skipped: `len` bytes of a token. */
+typedef struct skip_entry {
+    const char *text;
+    size_t len;
+    bool positional;
+} skip_entry;
 
 typedef struct flag_list {
     kvshard_allocator alloc;
@@ -44,6 +55,12 @@ typedef struct flag_list {
     size_t arena_used;
     size_t arena_cap;
     bool ignore_unknown;
+    bool ended;        /* `--` was read: the tokens after it are arguments */
+    skip_entry *skips; /* what --ignore_unknown_flags skipped */
+    size_t skip_count;
+    size_t skip_cap;
+    /* Names the caller reads itself, offered when a flag is unknown. */
+    const char *const *also_known;
     /* The budget of the whole call (KVSHARD_FLAGS__MAX_*). */
     size_t files; /* flag files opened */
     size_t bytes; /* bytes of flag files read */
@@ -289,8 +306,13 @@ static int not_a_flag(flag_list *l, const flag *f)
 static int expand(flag_list *l, const char *text, size_t len, const char *file, kvshard__mark mark,
                   int depth)
 {
-    flag f = {text, len, false, text, 0, NULL, 0, file, mark};
-    size_t dashes = len > 1 && text[0] == '-' ? (len > 2 && text[1] == '-' ? 2 : 1) : 0;
+    flag f = {text, len, false, l->ended, text, 0, NULL, 0, file, mark};
+    if (!l->ended && len == 2 && text[0] == '-' && text[1] == '-') {
+        l->ended = true; /* as gflags and argparse read `--` */
+        return KVSHARD_OK;
+    }
+    size_t dashes =
+        !l->ended && len > 1 && text[0] == '-' ? (len > 2 && text[1] == '-' ? 2 : 1) : 0;
     if (dashes > 0) {
         f.is_flag = true;
         f.name = text + dashes;
@@ -323,6 +345,29 @@ static void free_list(flag_list *l)
         kvshard__free(&l->alloc, l->texts[i]);
     kvshard__free(&l->alloc, l->texts);
     kvshard__free(&l->alloc, l->items);
+    kvshard__free(&l->alloc, l->skips);
+}
+
+/* A token a flag may take as its value: no flag, and before any `--`. */
+static bool is_value(const flag *f)
+{
+    return f && !f->is_flag && !f->after_end;
+}
+
+/* Keep what --ignore_unknown_flags skipped: a flag as written up to its
+ * value ("--max-model-len"), an argument as it is. */
+static int skip(flag_list *l, const flag *f)
+{
+    void *items = l->skips;
+    int rc = grow(l, &items, &l->skip_cap, l->skip_count, sizeof *l->skips);
+    l->skips = items;
+    if (rc)
+        return rc;
+    skip_entry *k = &l->skips[l->skip_count++];
+    k->text = f->text;
+    k->len = f->is_flag ? (size_t)(f->name - f->text) + f->name_len : f->len;
+    k->positional = !f->is_flag;
+    return KVSHARD_OK;
 }
 
 static bool name_is(const flag *f, const char *name)
@@ -427,21 +472,60 @@ static int check_spellings(flag_list *l, const applied *done, size_t count, cons
     return KVSHARD_OK;
 }
 
-/* The profile that knows a flag the engine's does not, for the message. */
+/* Whether profile `p` reads the flag: an option every profile takes, or an
+ * input of its own (not one it only accepts). */
+static bool reads_flag(const kvshard__profile *p, const flag *f)
+{
+    bool negated;
+    kvshard__deploy_key key = key_of(f, p, &negated);
+    return kvshard__key_known(key) &&
+           (key.option != KVSHARD__OPT_COUNT ||
+            kvshard_profiles__input_index(p, key.setting->def.name) >= 0);
+}
+
+/* A profile other than `mine` that reads the flag, or NULL. */
 static const kvshard__profile *owner_of(const flag *f, const kvshard__profile *mine)
 {
     for (const kvshard__profile *const *p = kvshard_profiles__all; *p; p++) {
-        bool negated;
-        if (*p != mine && (*p)->flag_style == KVSHARD_PROFILE__ARGPARSE &&
-            kvshard__key_known(key_of(f, *p, &negated)))
+        if (*p != mine && reads_flag(*p, f))
             return *p;
     }
     return NULL;
 }
 
+/* The flag of `profile` nearest to the unknown `f`, written as `f` was
+ * (its dashes; under argparse its '-' or '_'), into `out`. */
+static bool nearest_flag(char *out, size_t cap, const flag_list *l, const flag *f,
+                         const kvshard__profile *profile)
+{
+    bool argparse = profile->flag_style == KVSHARD_PROFILE__ARGPARSE;
+    kvshard_options__nearest n;
+    kvshard_options__nearest_begin(&n, f->name, f->name_len, argparse);
+    kvshard_options__offer_flags(&n, profile);
+    kvshard_options__nearest_offer(&n, "flagfile");
+    kvshard_options__nearest_offer(&n, "ignore_unknown_flags");
+    for (const char *const *k = l->also_known; k && *k; k++)
+        kvshard_options__nearest_offer(&n, *k);
+    const char *found = kvshard_options__nearest_found(&n);
+    if (!found)
+        return false;
+    bool dash = memchr(f->name, '-', f->name_len) != NULL;
+    bool under = memchr(f->name, '_', f->name_len) != NULL;
+    int dashes = (int)(f->name - f->text);
+    snprintf(out, cap, "%.*s%s", dashes, f->text, found);
+    for (char *c = out + dashes; argparse && dash != under && *c; c++) {
+        if (*c == '-' || *c == '_')
+            *c = dash ? '-' : '_';
+    }
+    return true;
+}
+
+/* An unknown flag: the profile that reads it, else the nearest flag the
+ * profile has when it is near enough to be a typo. Never a switch that
+ * would plan without it. */
 static int unknown_flag(flag_list *l, const flag *f, const kvshard__profile *profile)
 {
-    char shown[96];
+    char shown[96], near[80];
     kvshard__excerpt(shown, sizeof shown, f->name, f->name_len, 64);
     const kvshard__profile *owner = owner_of(f, profile);
     if (owner)
@@ -449,14 +533,15 @@ static int unknown_flag(flag_list *l, const flag *f, const kvshard__profile *pro
                          "unknown flag --%s: it is a flag of the %s profile, and the engine "
                          "profile is %s (--engine=%s reads it)",
                          shown, owner->name, profile->name, owner->name);
+    if (nearest_flag(near, sizeof near, l, f, profile))
+        return flag_fail(l, f, KVSHARD_EUNKNOWNKEY, "unknown flag --%s: did you mean %s?", shown,
+                         near);
     return flag_fail(l, f, KVSHARD_EUNKNOWNKEY,
-                     "unknown flag --%s (--ignore_unknown_flags skips flags kvshard does not "
-                     "use)",
-                     shown);
+                     "unknown flag --%s: the %s profile has no such flag", shown, profile->name);
 }
 
 /* The flag that names the engine, if any: the last one wins. Its value is
- * after '=' or, for an argparse engine, the next token. */
+ * after '=' or the next token. */
 static const flag *engine_flag(const flag_list *l, const flag **value_token)
 {
     const flag *found = NULL;
@@ -465,7 +550,8 @@ static const flag *engine_flag(const flag_list *l, const flag **value_token)
         if (!name_is(&l->items[i], "engine"))
             continue;
         found = &l->items[i];
-        *value_token = !found->value && i + 1 < l->count ? &l->items[i + 1] : NULL;
+        const flag *next = i + 1 < l->count ? &l->items[i + 1] : NULL;
+        *value_token = !found->value && is_value(next) ? next : NULL;
     }
     return found;
 }
@@ -474,6 +560,19 @@ static int needs_value(flag_list *l, const flag *f)
 {
     return flag_fail(l, f, KVSHARD_ETYPE, "--%.*s needs a value (--%.*s=VALUE)",
                      (int)f->name_len, f->name, (int)f->name_len, f->name);
+}
+
+/* `--is_draft false`: a boolean given bare is true, and its value apart
+ * would be an argument, so the flag would say the opposite of what it
+ * meant. Refused, even when arguments are skipped. */
+static int bool_apart(flag_list *l, const flag *f, const flag *value)
+{
+    char shown[96];
+    kvshard__excerpt(shown, sizeof shown, value->text, value->len, 16);
+    return flag_fail(l, f, KVSHARD_ETYPE,
+                     "--%.*s %s: a boolean flag takes its value after '=' (--%.*s=%s); bare, it "
+                     "is true",
+                     (int)f->name_len, f->name, shown, (int)f->name_len, f->name, shown);
 }
 
 static int apply(flag_list *l, const kvshard__deployment_values *into)
@@ -498,20 +597,25 @@ static int apply(flag_list *l, const kvshard__deployment_values *into)
     }
     const kvshard__profile *profile = kvshard_profiles__of(options->engine);
     bool argparse = profile->flag_style == KVSHARD_PROFILE__ARGPARSE;
-    if (e && !e->value && !argparse)
-        return needs_value(l, e); /* gflags: --engine=NAME */
     applied *done = NULL;
     size_t done_count = 0, done_cap = 0;
     int rc = KVSHARD_OK;
+    const flag *bare_bool = NULL; /* a boolean flag just given without a value */
     for (size_t i = 0; i < l->count && rc == KVSHARD_OK; i++) {
         const flag *f = &l->items[i];
+        const flag *after_bool = bare_bool;
+        bare_bool = NULL;
         if (!f->is_flag) {
-            rc = not_a_flag(l, f);
-            break;
+            if (after_bool && is_value(f) &&
+                kvshard_value__bool_text(f->text, f->len, KVSHARD__VALUE_FLAG) >= 0)
+                rc = bool_apart(l, after_bool, f);
+            else
+                rc = l->ignore_unknown ? skip(l, f) : not_a_flag(l, f);
+            continue;
         }
         const flag *next = i + 1 < l->count ? &l->items[i + 1] : NULL;
         if (name_is(f, "engine")) {
-            if (!f->value && argparse)
+            if (!f->value && is_value(next))
                 i++; /* its value, applied above */
             continue;
         }
@@ -523,7 +627,8 @@ static int apply(flag_list *l, const kvshard__deployment_values *into)
                 break;
             }
             /* --port 8000: the value of an unknown flag goes with it. */
-            if (!f->value && next && !(next->len > 0 && next->text[0] == '-'))
+            rc = skip(l, f);
+            if (!f->value && is_value(next))
                 i++;
             continue;
         }
@@ -536,10 +641,12 @@ static int apply(flag_list *l, const kvshard__deployment_values *into)
         } else if (!value && kvshard__key_is_bool(key)) {
             value = "true";
             value_len = 4;
+            bare_bool = f;
         } else if (!value) {
-            /* argparse: a flag that takes a value takes the next token,
-             * whatever it starts with. */
-            if (!argparse || !next) {
+            /* A flag that takes a value takes the next token: under
+             * argparse whatever it starts with, under gflags when it is not
+             * a flag itself; never one after `--`. */
+            if (!next || next->after_end || (!argparse && next->is_flag)) {
                 rc = needs_value(l, f);
                 break;
             }
@@ -567,15 +674,99 @@ static int apply(flag_list *l, const kvshard__deployment_values *into)
     return rc;
 }
 
+/* FNV-1a over an argument and whether it is positional: the key of the
+ * table that keeps each skipped argument once. */
+static uint64_t skip_hash(const char *text, size_t len, bool positional)
+{
+    uint64_t h = UINT64_C(0xcbf29ce484222325) ^ (positional ? 1u : 0u);
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)text[i]) * UINT64_C(0x100000001b3);
+    return h;
+}
+
+/* The deployment's skipped arguments with this call's added, each once, in
+ * a new array (the old one's texts moved over): made before anything of the
+ * deployment changes, so a failure leaves it as it was. An engine's flag
+ * file may skip tens of thousands of flags, so each is found again through
+ * a hash table rather than by comparing it with every one before. */
+static int merge_skipped(kvshard__skipped **out, size_t *out_count, flag_list *l,
+                         const kvshard_deployment *dep, kvshard_engine engine)
+{
+    *out = NULL;
+    *out_count = dep->skipped_count;
+    if (l->skip_count == 0)
+        return KVSHARD_OK;
+    size_t cap = dep->skipped_count + l->skip_count, n = dep->skipped_count, slots = 16;
+    while (slots < 2 * cap)
+        slots *= 2;
+    kvshard__skipped *all = kvshard__alloc(&l->alloc, cap, sizeof *all);
+    size_t *table = kvshard__alloc(&l->alloc, slots, sizeof *table); /* index + 1; 0: empty */
+    if (!all || !table) {
+        kvshard__free(&l->alloc, all);
+        kvshard__free(&l->alloc, table);
+        return nomem(l);
+    }
+    memset(table, 0, slots * sizeof *table);
+    if (n)
+        memcpy(all, dep->skipped, n * sizeof *all);
+    int rc = KVSHARD_OK;
+    for (size_t i = 0; i < cap && rc == KVSHARD_OK; i++) {
+        bool old = i < dep->skipped_count;
+        const skip_entry *k = old ? NULL : &l->skips[i - dep->skipped_count];
+        const char *text = old ? all[i].text : k->text;
+        size_t len = old ? strlen(text) : k->len;
+        bool positional = old ? all[i].positional : k->positional;
+        size_t at = (size_t)skip_hash(text, len, positional) & (slots - 1);
+        bool seen = false;
+        for (; table[at] && !seen; at = (at + 1) & (slots - 1)) {
+            const kvshard__skipped *e = &all[table[at] - 1];
+            seen = e->positional == positional && kvshard__text_is(text, len, e->text);
+        }
+        if (seen)
+            continue;
+        if (old) {
+            table[at] = i + 1;
+            continue;
+        }
+        char *copy = kvshard__strndup(&l->alloc, text, len);
+        if (!copy) {
+            rc = nomem(l);
+            break;
+        }
+        all[n].text = copy;
+        all[n].positional = positional;
+        all[n].engine = engine;
+        table[at] = ++n;
+    }
+    kvshard__free(&l->alloc, table);
+    if (rc) {
+        for (size_t j = dep->skipped_count; j < n; j++)
+            kvshard__free(&l->alloc, all[j].text);
+        kvshard__free(&l->alloc, all);
+        return rc;
+    }
+    *out = all;
+    *out_count = n;
+    return KVSHARD_OK;
+}
+
 int kvshard_deployment_apply_args(kvshard_deployment *deployment, size_t count,
                                   const char *const *args, unsigned flags, kvshard_error *err)
 {
-    return kvshard_flags__apply(deployment, count, args, flags, NULL, NULL, err);
+    return kvshard_flags__apply_known(deployment, count, args, flags, NULL, NULL, NULL, err);
 }
 
 int kvshard_flags__apply(kvshard_deployment *deployment, size_t count, const char *const *args,
                          unsigned flags, kvshard_flags__file_fn on_file, void *user,
                          kvshard_error *err)
+{
+    return kvshard_flags__apply_known(deployment, count, args, flags, on_file, user, NULL, err);
+}
+
+int kvshard_flags__apply_known(kvshard_deployment *deployment, size_t count,
+                               const char *const *args, unsigned flags,
+                               kvshard_flags__file_fn on_file, void *user,
+                               const char *const *also_known, kvshard_error *err)
 {
     kvshard__error_reset(err);
     if (!deployment || (count && !args))
@@ -588,6 +779,7 @@ int kvshard_flags__apply(kvshard_deployment *deployment, size_t count, const cha
     l.ignore_unknown = (flags & KVSHARD_ARGS_IGNORE_UNKNOWN) != 0;
     l.on_file = on_file;
     l.user = user;
+    l.also_known = also_known;
     int rc = KVSHARD_OK;
     for (size_t i = 0; i < count && rc == KVSHARD_OK; i++) {
         if (!args[i]) {
@@ -624,8 +816,12 @@ int kvshard_flags__apply(kvshard_deployment *deployment, size_t count, const cha
         memcpy(counts, deployment->pp_counts, sizeof counts);
         kvshard_settings *settings = kvshard_settings__copy(deployment->settings, &l.alloc);
         kvshard__deployment_values into = {&options, sites, settings, counts};
+        kvshard__skipped *skipped = NULL;
+        size_t skipped_count = 0;
         rc = settings ? apply(&l, &into)
                       : kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+        if (rc == KVSHARD_OK)
+            rc = merge_skipped(&skipped, &skipped_count, &l, deployment, options.engine);
         if (rc == KVSHARD_OK) {
             /* Copied by bytes, so the options handed out compare equal byte
              * for byte when nothing changed. */
@@ -636,9 +832,128 @@ int kvshard_flags__apply(kvshard_deployment *deployment, size_t count, const cha
             kvshard_settings *old = deployment->settings;
             deployment->settings = settings;
             settings = old;
+            if (skipped) {
+                kvshard__free(&l.alloc, deployment->skipped);
+                deployment->skipped = skipped;
+                deployment->skipped_count = skipped_count;
+            }
         }
         kvshard_settings_free(settings);
     }
     free_list(&l);
     return rc;
+}
+
+size_t kvshard_deployment_ignored_flags(const char **out, size_t cap,
+                                        const kvshard_deployment *deployment)
+{
+    if (!deployment)
+        return 0;
+    for (size_t i = 0; out && i < cap && i < deployment->skipped_count; i++)
+        out[i] = deployment->skipped[i].text;
+    return deployment->skipped_count;
+}
+
+/* ---- the flags_ignored warning ---------------------------------------------------------- */
+
+typedef struct message {
+    char *text;
+    size_t cap;
+    size_t used;
+} message;
+
+static void say(message *m, const char *fmt, ...) KVSHARD__PRINTF(2, 3);
+
+static void say(message *m, const char *fmt, ...)
+{
+    if (m->used >= m->cap)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(m->text + m->used, m->cap - m->used, fmt, ap);
+    va_end(ap);
+    m->used += n > 0 ? (size_t)n : 0;
+    if (m->used >= m->cap)
+        m->used = m->cap - 1;
+}
+
+/* The profile other than the one in force that reads the most of the
+ * skipped flags, and how many it reads. */
+static const kvshard__profile *best_reader(size_t *reads, const kvshard_deployment *dep)
+{
+    const kvshard__profile *best = NULL;
+    *reads = 0;
+    for (const kvshard__profile *const *p = kvshard_profiles__all; *p; p++) {
+        size_t n = 0;
+        for (size_t i = 0; i < dep->skipped_count; i++) {
+            const kvshard__skipped *k = &dep->skipped[i];
+            const char *name = k->text;
+            while (*name == '-')
+                name++;
+            flag f;
+            memset(&f, 0, sizeof f);
+            f.text = k->text;
+            f.len = strlen(k->text);
+            f.is_flag = true;
+            f.name = name;
+            f.name_len = strlen(name);
+
+            const kvshard__profile *mine = kvshard_profiles__of(k->engine);
+            n += !k->positional && *p != mine && reads_flag(*p, &f);
+        }
+        if (n > *reads) {
+            *reads = n;
+            best = *p;
+        }
+    }
+    return best;
+}
+
+void kvshard_flags__ignored_message(char *buf, size_t cap, const kvshard_deployment *dep)
+{
+    message m = {buf, cap, 0};
+    if (cap)
+        buf[0] = '\0';
+    size_t flags = 0, args = 0;
+    bool one_engine = true;
+    for (size_t i = 0; i < dep->skipped_count; i++) {
+        flags += !dep->skipped[i].positional;
+        args += dep->skipped[i].positional;
+        one_engine &= dep->skipped[i].engine == dep->skipped[0].engine;
+    }
+    say(&m, "skipped ");
+    if (flags)
+        say(&m, "%zu flag%s", flags, flags == 1 ? "" : "s");
+    if (args)
+        say(&m, "%s%zu argument%s", flags ? " and " : "", args, args == 1 ? "" : "s");
+    if (one_engine)
+        say(&m,
+            " the %s profile does not read: ", kvshard_profiles__of(dep->skipped[0].engine)->name);
+    else
+        say(&m, " that kvshard did not read: ");
+    size_t reads;
+    const kvshard__profile *reader = best_reader(&reads, dep);
+    char hint[96] = "";
+    if (reader && reads == flags && flags == 2)
+        snprintf(hint, sizeof hint, "; --engine=%s reads both", reader->name);
+    else if (reader && reads == flags && flags > 2)
+        snprintf(hint, sizeof hint, "; --engine=%s reads all %zu", reader->name, reads);
+    else if (reader && reads == flags)
+        snprintf(hint, sizeof hint, "; --engine=%s reads it", reader->name);
+    else if (reader)
+        snprintf(hint, sizeof hint, "; --engine=%s reads %zu of them", reader->name, reads);
+    /* Names as long as they fit, then how many there are in all. */
+    size_t room = cap > strlen(hint) + 24 ? cap - strlen(hint) - 24 : 0, shown = 0;
+    for (size_t i = 0; i < dep->skipped_count; i++) {
+        char name[80];
+        const char *text = dep->skipped[i].text;
+        kvshard__excerpt(name, sizeof name, text, strlen(text), 48);
+        if (m.used + strlen(name) + 2 > room)
+            break;
+        say(&m, "%s%s", i ? ", " : "", name);
+        shown++;
+    }
+    if (shown < dep->skipped_count)
+        say(&m, "%s... (%zu in all)", shown ? ", " : "", dep->skipped_count);
+    say(&m, "%s", hint);
 }

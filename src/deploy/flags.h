@@ -1,6 +1,7 @@
-/* gflags-style arguments and flag files: the limits of one call, and the
- * form of kvshard_deployment_apply_args() that also names each flag file it
- * read (the CLI must not write its output over one). */
+/* gflags- and argparse-style arguments and flag files: the limits of one
+ * call, the form of kvshard_deployment_apply_args() that also names each
+ * flag file it read (the CLI must not write its output over one), and the
+ * words of the warning about what it skipped. */
 #ifndef KVSHARD_DEPLOY_FLAGS_H
 #define KVSHARD_DEPLOY_FLAGS_H
 
@@ -25,5 +26,18 @@ typedef void (*kvshard_flags__file_fn)(void *user, const char *path);
 int kvshard_flags__apply(kvshard_deployment *deployment, size_t count, const char *const *args,
                          unsigned flags, kvshard_flags__file_fn on_file, void *user,
                          kvshard_error *err);
+
+/* kvshard_flags__apply(), offering also the names in `also_known`
+ * (NULL-ended; NULL for none), which the caller reads itself (the CLI's
+ * --format), when a flag is unknown and one of them is near it. */
+int kvshard_flags__apply_known(kvshard_deployment *deployment, size_t count,
+                               const char *const *args, unsigned flags,
+                               kvshard_flags__file_fn on_file, void *user,
+                               const char *const *also_known, kvshard_error *err);
+
+/* The message of the flags_ignored warning for what `deployment` skipped
+ * (at least one argument): how many, under which profile, their names as
+ * far as `cap` allows, and the engine profile that reads most of them. */
+void kvshard_flags__ignored_message(char *buf, size_t cap, const kvshard_deployment *deployment);
 
 #endif /* KVSHARD_DEPLOY_FLAGS_H */

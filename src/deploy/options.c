@@ -163,6 +163,22 @@ kvshard__section kvshard__option_section(kvshard__option_id id)
     return defs[id].section;
 }
 
+/* What each integer option counts, and how a text option is written, for
+ * help; the others' types say what they are. */
+static const char *const units[KVSHARD__OPT_COUNT] = {
+    [KVSHARD__OPT_WORLD_SIZE] = "ranks",      [KVSHARD__OPT_DP_SIZE] = "ranks",
+    [KVSHARD__OPT_CP_SIZE] = "ranks",         [KVSHARD__OPT_SPLIT_SIZE] = "ranks",
+    [KVSHARD__OPT_BLOCK_SIZE] = "tokens",     [KVSHARD__OPT_MAX_SEQS] = "sequences",
+    [KVSHARD__OPT_DRAFT_TOKENS] = "tokens",   [KVSHARD__OPT_SCRATCH_LAYERS] = "layers",
+    [KVSHARD__OPT_CONTEXT_LENGTH] = "tokens", [KVSHARD__OPT_PP_SIZE] = "stages",
+    [KVSHARD__OPT_PP_PARTITION] = "the layers of each stage, as 31,30",
+};
+
+const char *kvshard__option_unit(kvshard__option_id id)
+{
+    return id < KVSHARD__OPT_COUNT ? units[id] : NULL;
+}
+
 bool kvshard__option_is_bool(kvshard__option_id id)
 {
     return id < KVSHARD__OPT_COUNT && defs[id].value.type == KVSHARD__VT_BOOL;
@@ -219,6 +235,263 @@ kvshard__deploy_key kvshard__key_lookup(const char *key, size_t len,
                   : argparse ? kvshard_profiles__own_input(flags_of, key, len)
                              : kvshard_profiles__gflags_input(key, len);
     return ref;
+}
+
+/* ---- the nearest key, for a typo ------------------------------------------------ */
+
+/* Names longer than this get no suggestion: no key is that long. */
+#define NEAREST_MAX 64
+
+static bool same_char(char a, char b, bool dashes_alike)
+{
+    if (dashes_alike) {
+        a = a == '-' ? '_' : a;
+        b = b == '-' ? '_' : b;
+    }
+    return a == b;
+}
+
+/* Edits (insert, delete, change, swap two neighbours) from a to b: the
+ * optimal string alignment distance, over bytes. */
+static unsigned edits(const char *a, size_t n, const char *b, size_t m, bool dashes_alike)
+{
+    unsigned d[NEAREST_MAX + 1][NEAREST_MAX + 1];
+    for (size_t i = 0; i <= n; i++)
+        d[i][0] = (unsigned)i;
+    for (size_t j = 0; j <= m; j++)
+        d[0][j] = (unsigned)j;
+    for (size_t i = 1; i <= n; i++) {
+        for (size_t j = 1; j <= m; j++) {
+            unsigned cost = same_char(a[i - 1], b[j - 1], dashes_alike) ? 0u : 1u;
+            unsigned best = d[i - 1][j] + 1;
+            best = d[i][j - 1] + 1 < best ? d[i][j - 1] + 1 : best;
+            best = d[i - 1][j - 1] + cost < best ? d[i - 1][j - 1] + cost : best;
+            if (i > 1 && j > 1 && same_char(a[i - 1], b[j - 2], dashes_alike) &&
+                same_char(a[i - 2], b[j - 1], dashes_alike) && d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    }
+    return d[n][m];
+}
+
+void kvshard_options__nearest_begin(kvshard_options__nearest *n, const char *typed, size_t len,
+                                    bool dashes_alike)
+{
+    n->typed = typed;
+    n->len = len;
+    n->dashes_alike = dashes_alike;
+    /* A typo: one edit in a short name, up to three in a long one; a name
+     * of one or two characters is too short to tell. */
+    n->best = len < 3 ? 0u : len <= 4 ? 1u : len / 4 < 3 ? (unsigned)(len / 4) : 3u;
+    n->best++; /* the bound is inclusive: a candidate needs fewer edits than this */
+    n->found = false;
+    n->name[0] = '\0';
+}
+
+void kvshard_options__nearest_offer(kvshard_options__nearest *n, const char *candidate)
+{
+    size_t m = strlen(candidate);
+    if (n->len > NEAREST_MAX || m > NEAREST_MAX || m == 0)
+        return;
+    size_t gap = m > n->len ? m - n->len : n->len - m;
+    if (gap >= n->best)
+        return;
+    unsigned d = edits(n->typed, n->len, candidate, m, n->dashes_alike);
+    if (d > 0 && d < n->best) {
+        n->best = d;
+        n->found = true;
+        memcpy(n->name, candidate, m + 1);
+    }
+}
+
+const char *kvshard_options__nearest_found(const kvshard_options__nearest *n)
+{
+    return n->found ? n->name : NULL;
+}
+
+bool kvshard_options__key_nearest(char *out, size_t cap, const char *key, size_t len,
+                                  kvshard__section section)
+{
+    kvshard_options__nearest n;
+    kvshard_options__nearest_begin(&n, key, len, false);
+    for (int i = 0; i < KVSHARD__OPT_COUNT; i++) {
+        if (defs[i].section == section)
+            kvshard_options__nearest_offer(&n, defs[i].value.name);
+    }
+    /* Settings sit under cache:, but the engines' parallel sizes. */
+    for (const kvshard__profile *const *p = kvshard_profiles__all; *p; p++) {
+        for (const kvshard_profile__input *in = (*p)->inputs; in && in->def.name; in++) {
+            bool parallel = in->def.below_min == KVSHARD_EPARALLEL;
+            if (parallel == (section == KVSHARD__SECTION_PARALLEL))
+                kvshard_options__nearest_offer(&n, in->def.name);
+        }
+    }
+    const char *found = kvshard_options__nearest_found(&n);
+    if (found)
+        snprintf(out, cap, "%s", found);
+    return found != NULL;
+}
+
+/* ---- the flags of a profile ---------------------------------------------------- */
+
+static kvshard_value get_field(const kvshard_options *o, const option_def *d);
+
+/* `name` as the profile writes a flag: argparse engines write '-' for '_'. */
+static void spell(char *out, size_t cap, const char *name, bool argparse)
+{
+    snprintf(out, cap, "%s", name);
+    for (char *c = out; argparse && *c; c++)
+        *c = *c == '_' ? '-' : *c;
+}
+
+static bool key_is(kvshard__deploy_key a, kvshard__deploy_key b)
+{
+    return a.option == b.option && (a.option != KVSHARD__OPT_COUNT || a.setting == b.setting);
+}
+
+/* The engine's other names for the key of `f`, and its words for the value
+ * when an alias carries them. */
+static void add_aliases(kvshard_options__flag *f, const kvshard__profile *p, bool argparse)
+{
+    for (const kvshard_profile__alias *a = p->aliases; a && a->flag; a++) {
+        kvshard__deploy_key k = kvshard__key_lookup(a->flag, strlen(a->flag), p);
+        if (!key_is(k, f->key))
+            continue;
+        char name[sizeof f->name];
+        spell(name, sizeof name, a->flag, argparse);
+        if (a->words)
+            f->key.words = a->words;
+        char own[sizeof f->name];
+        spell(own, sizeof own, f->name, argparse);
+        if (strcmp(name, own) != 0 && f->also_count < KVSHARD_OPTIONS__FLAG_ALSO)
+            snprintf(f->also[f->also_count++], sizeof f->also[0], "%s", name);
+    }
+}
+
+static void input_flag(kvshard_options__flag *f, const kvshard__profile *p,
+                       const kvshard_profile__input *in, bool argparse)
+{
+    memset(f, 0, sizeof *f);
+    spell(f->name, sizeof f->name, in->def.name, argparse);
+    f->key.option = KVSHARD__OPT_COUNT;
+    f->key.setting = in;
+    f->read = kvshard_profiles__input_index(p, in->def.name) >= 0;
+    for (const kvshard__profile *const *q = kvshard_profiles__all; *q && !f->read; q++) {
+        if (kvshard_profiles__input_index(*q, in->def.name) >= 0) {
+            f->reader = *q;
+            break;
+        }
+    }
+    add_aliases(f, p, argparse);
+}
+
+void kvshard_options__each_flag(const kvshard__profile *p, kvshard_options__flag_fn fn, void *user)
+{
+    bool argparse = p->flag_style == KVSHARD_PROFILE__ARGPARSE;
+    kvshard_options__flag f;
+    for (int i = 0; i < KVSHARD__OPT_COUNT; i++) {
+        memset(&f, 0, sizeof f);
+        snprintf(f.name, sizeof f.name, "%s", defs[i].value.name);
+        f.key.option = (kvshard__option_id)i;
+        f.read = true;
+        for (const char *const *o = p->ignored_options; o && *o; o++)
+            f.read &= strcmp(*o, defs[i].value.name) != 0;
+        add_aliases(&f, p, argparse);
+        fn(user, &f);
+    }
+    /* Under argparse the profile's own inputs; under gflags every input a
+     * gflags profile declares, once (kvshard__key_lookup's sets). */
+    for (const kvshard__profile *const *q = kvshard_profiles__all; *q; q++) {
+        if (argparse ? *q != p : (*q)->flag_style != KVSHARD_PROFILE__GFLAGS)
+            continue;
+        for (const kvshard_profile__input *in = (*q)->inputs; in && in->def.name; in++) {
+            const kvshard_profile__input *first =
+                argparse ? in : kvshard_profiles__input(in->def.name, strlen(in->def.name));
+            if (first != in)
+                continue; /* declared by an earlier profile */
+            input_flag(&f, p, in, argparse);
+            fn(user, &f);
+        }
+    }
+}
+
+static void offer_flag(void *user, const kvshard_options__flag *known)
+{
+    kvshard_options__nearest *n = user;
+    kvshard_options__nearest_offer(n, known->name);
+    for (size_t i = 0; i < known->also_count; i++)
+        kvshard_options__nearest_offer(n, known->also[i]);
+}
+
+void kvshard_options__offer_flags(kvshard_options__nearest *n, const kvshard__profile *p)
+{
+    kvshard_options__each_flag(p, offer_flag, n);
+}
+
+/* A default value as a flag would give it; "none" for an unset number. */
+static void default_text(char *buf, size_t cap, const kvshard_value__def *def, kvshard_value v)
+{
+    const kvshard_value__word *w = NULL;
+    switch (def->type) {
+    case KVSHARD__VT_BOOL: snprintf(buf, cap, "%s", v.u ? "true" : "false"); break;
+    case KVSHARD__VT_WORD:
+        w = kvshard_value__word_of(def->words, (int)(int64_t)v.u);
+        snprintf(buf, cap, "%s", w ? w->text : "none");
+        break;
+    case KVSHARD__VT_FRACTION:
+    case KVSHARD__VT_DECIMAL:
+        if (v.d > 0)
+            snprintf(buf, cap, "%g", v.d);
+        else
+            snprintf(buf, cap, "none");
+        break;
+    case KVSHARD__VT_TEXT:
+    case KVSHARD__VT_OBJECT:
+        snprintf(buf, cap, "%.*s", v.text ? (int)v.text_len : 4, v.text ? v.text : "none");
+        break;
+    case KVSHARD__VT_U32:
+    case KVSHARD__VT_BYTES:
+    default:
+        if (kvshard_value__is_word(def, v))
+            w = kvshard_value__word_of(def->words, (int)(int64_t)v.u);
+        if (w)
+            snprintf(buf, cap, "%s", w->text);
+        else if (v.u == 0 && def->unset_ok)
+            snprintf(buf, cap, "none");
+        else
+            snprintf(buf, cap, "%llu", (unsigned long long)v.u);
+        break;
+    }
+}
+
+void kvshard_options__flag_default(char *buf, size_t cap, const kvshard_options__flag *f,
+                                   const kvshard__profile *p)
+{
+    if (f->key.option != KVSHARD__OPT_COUNT) {
+        /* The profile's defaults fill what KVSHARD_OPTIONS_INIT leaves
+         * unset; the engine itself is kvshard's unless a flag names one. */
+        kvshard_options o = KVSHARD_OPTIONS_INIT;
+        if (f->key.option != KVSHARD__OPT_ENGINE)
+            o.engine = p->engine;
+        o = kvshard__options_settle(&o);
+        kvshard_value__def def = defs[f->key.option].value;
+        kvshard_value v = get_field(&o, &defs[f->key.option]);
+        /* In the engine's words when it has one for the value. */
+        if (f->key.words && def.type == KVSHARD__VT_WORD &&
+            kvshard_value__word_of(f->key.words, (int)(int64_t)v.u))
+            def.words = f->key.words;
+        default_text(buf, cap, &def, v);
+        return;
+    }
+    const kvshard_profile__input *in = f->key.setting;
+    const kvshard__profile *reader = f->read ? p : f->reader;
+    if (strcmp(in->def.name, "engine_version") == 0 && reader && reader->versions)
+        snprintf(buf, cap, "%s", reader->versions->fallback); /* each profile's newest */
+    else if (in->default_text)
+        snprintf(buf, cap, "%s", in->default_text);
+    else
+        default_text(buf, cap, &in->def, in->fallback);
 }
 
 /* ---- fields by offset ----------------------------------------------------- */

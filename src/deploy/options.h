@@ -42,6 +42,9 @@ const char *kvshard__section_name(kvshard__section section);
 const char *kvshard__option_name(kvshard__option_id id);
 kvshard__section kvshard__option_section(kvshard__option_id id);
 bool kvshard__option_is_bool(kvshard__option_id id);
+/* What an integer option counts ("ranks", "tokens"), for help; NULL when
+ * its type says what it is (a size, a boolean, a word). */
+const char *kvshard__option_unit(kvshard__option_id id);
 
 /* What a key names: one of kvshard's options, or an engine profile's
  * setting (the inputs every profile declares; settings sit under cache:). */
@@ -77,6 +80,59 @@ static inline const char *kvshard__key_name_of(kvshard__deploy_key k)
     return k.option != KVSHARD__OPT_COUNT ? kvshard__option_name(k.option)
                                           : k.setting ? k.setting->def.name : "";
 }
+
+/* The nearest of names offered one by one to a name that is none of them:
+ * the one fewest edits away (a letter added, dropped, changed, or two
+ * swapped), when few enough for a typo (one in a name of 3 or 4
+ * characters, len/4 up to 3 in a longer one, none in a shorter one); the
+ * first offered wins a tie. `dashes_alike`: '-' and '_' are one character (argparse). */
+typedef struct kvshard_options__nearest {
+    const char *typed;
+    size_t len;
+    bool dashes_alike;
+    unsigned best; /* a candidate must be fewer edits away than this */
+    bool found;
+    char name[65]; /* the nearest so far, copied: candidates may be borrowed */
+} kvshard_options__nearest;
+void kvshard_options__nearest_begin(kvshard_options__nearest *n, const char *typed, size_t len,
+                                    bool dashes_alike);
+void kvshard_options__nearest_offer(kvshard_options__nearest *n, const char *candidate);
+/* The nearest name offered, or NULL when none is close enough. */
+const char *kvshard_options__nearest_found(const kvshard_options__nearest *n);
+
+/* The key of a deployment file's `section` nearest to `key` into `out`;
+ * false when none is near enough. */
+bool kvshard_options__key_nearest(char *out, size_t cap, const char *key, size_t len,
+                                  kvshard__section section);
+
+/* One flag a profile's command line takes, as kvshard__key_lookup() finds
+ * it: the help lists these, and an unknown flag is matched against them. */
+#define KVSHARD_OPTIONS__FLAG_ALSO 4
+typedef struct kvshard_options__flag {
+    char name[64]; /* without dashes, as the profile writes it (argparse: '-' for '_') */
+    char also[KVSHARD_OPTIONS__FLAG_ALSO][64]; /* the engine's other names for it */
+    size_t also_count;
+    kvshard__deploy_key key; /* with the engine's words when an alias has them */
+    /* false: accepted, but the profile does not read it (the plan warns
+     * profile_inputs_ignored); `reader` is then the first profile that does. */
+    bool read;
+    const kvshard__profile *reader;
+} kvshard_options__flag;
+typedef void (*kvshard_options__flag_fn)(void *user, const kvshard_options__flag *flag);
+
+/* Every flag of profile `p`: kvshard's options in their table's order, then
+ * the inputs (an argparse profile's own; under gflags every gflags
+ * profile's), each with its aliases. `flag` is borrowed for the call. */
+void kvshard_options__each_flag(const kvshard__profile *p, kvshard_options__flag_fn fn, void *user);
+
+/* Offer every name of every flag of profile `p` to `n`. */
+void kvshard_options__offer_flags(kvshard_options__nearest *n, const kvshard__profile *p);
+
+/* What `flag` is when no file or flag sets it, under profile `p`, as text:
+ * "1", "ordinal", "none" for an unset number, or the profile's own words
+ * for a default it works out ("by model and version"). */
+void kvshard_options__flag_default(char *buf, size_t cap, const kvshard_options__flag *flag,
+                                   const kvshard__profile *p);
 
 /* Parse `text` for option `id` (with the engine's `words` for a word
  * option, NULL: its own) and store it in `options`. On failure the options

@@ -229,27 +229,44 @@ static void write_list(kvshard__out *o, const uint32_t *items, size_t count)
         kvshard__out_printf(o, " ... (%zu in all)", count);
 }
 
+/* The TP ranks of split rank `s`: every one when there are at most four,
+ * else the first two, the last and how many. */
+static void split_members(char *out, size_t cap, uint32_t T, uint32_t S, uint32_t s)
+{
+    uint32_t n = T / S;
+    if (n > 4) {
+        snprintf(out, cap, "%u, %u, ... %u (%u)", s, s + S, T - S + s, n);
+        return;
+    }
+    size_t used = 0;
+    for (uint32_t k = 0; k < n && used < cap; k++) {
+        int w = snprintf(out + used, cap - used, "%s%u", k ? ", " : "", s + k * S);
+        used += w > 0 ? (size_t)w : 0;
+    }
+}
+
 static void write_split_ranks(kvshard__out *o, const kvshard__plan_view *p)
 {
     uint32_t T = p->tp, S = p->split;
     bool stages = p->pp > 1;
-    kvshard__out_raw(o, stages ? "\nstage  split rank  TP ranks            owned  KV layers stored\n"
-                               : "\nsplit rank  TP ranks            owned  KV layers stored\n");
+    /* The column fits its widest list (four ranks of four digits). */
+    int width = 19;
+    for (uint32_t s = 0; s < S; s++) {
+        char ranks[64];
+        split_members(ranks, sizeof ranks, T, S, s);
+        width = (int)strlen(ranks) > width ? (int)strlen(ranks) : width;
+    }
+    kvshard__out_printf(o, "\n%ssplit rank  %-*s owned  KV layers stored\n",
+                        stages ? "stage  " : "", width, "TP ranks");
     for (uint32_t stage = 0; stage < p->pp && !o->failed; stage++) {
         for (uint32_t s = 0; s < S && !o->failed; s++) {
             char ranks[64];
-            uint32_t n = T / S;
-            if (n == 1)
-                snprintf(ranks, sizeof ranks, "%u", s);
-            else if (n == 2)
-                snprintf(ranks, sizeof ranks, "%u, %u", s, s + S);
-            else
-                snprintf(ranks, sizeof ranks, "%u, %u, ... %u (%u)", s, s + S, T - S + s, n);
+            split_members(ranks, sizeof ranks, T, S, s);
             uint32_t count;
             const uint32_t *owned = kvshard__view_owned(p, stage, s, &count);
             if (stages)
                 kvshard__out_printf(o, "%-6u ", stage);
-            kvshard__out_printf(o, "%-11u %-19s %-6u ", s, ranks, count);
+            kvshard__out_printf(o, "%-11u %-*s %-6u ", s, width, ranks, count);
             write_list(o, owned, count);
             kvshard__out_raw(o, "\n");
         }
@@ -417,8 +434,8 @@ int kvshard_comparison_write_text(const kvshard_comparison *comparison, kvshard_
     } else {
         kvshard__out_raw(&o, " -- no memory_per_rank: gain compares bytes per block\n");
     }
-    kvshard__out_raw(&o, stages ? "\n    P     T     S  rule        owned  "
-                                : "\n    S  rule        owned  ");
+    kvshard__out_raw(&o, stages ? "\n     P     T    S  rule        owned  "
+                                : "\n     S  rule        owned  ");
     kvshard__out_raw(&o, context ? "max KV/token  blocks        max tokens      running  balanced  "
                                    "gain\n"
                                  : "max KV/token  blocks        max tokens      gain\n");

@@ -1,6 +1,8 @@
 /* Planning a deployment: the plan or comparison of its model under its
  * options, with an error about an option pointed at the line that set it. */
 #include "deploy/deploy.h"
+#include "deploy/flags.h"
+#include "plan/compare.h"
 #include "plan/plan.h"
 
 /* Options a planning error can be about when the error names none, most
@@ -95,14 +97,36 @@ static int compare_call(void *out, const kvshard_model *model, const kvshard_opt
     return kvshard__comparison_create(out, model, options, allocator, blame, err);
 }
 
+/* Flags skipped under --ignore_unknown_flags change what the engine runs
+ * but not the plan: its last warning, flags_ignored, names them, so that a
+ * plan of the wrong deployment does not pass for the right one. */
 int kvshard_deployment_plan(kvshard_plan **out, const kvshard_deployment *deployment,
                             kvshard_error *err)
 {
-    return plan_deployment(plan_call, out, deployment, err);
+    kvshard_plan *p = NULL;
+    int rc = plan_deployment(plan_call, out ? &p : NULL, deployment, err);
+    if (rc)
+        return rc;
+    if (deployment->skipped_count && p->warning_count < KVSHARD__MAX_WARNINGS) {
+        kvshard__warning *w = &p->warnings[p->warning_count++];
+        w->code = KVSHARD_WARN_FLAGS_IGNORED;
+        kvshard_flags__ignored_message(w->message, sizeof w->message, deployment);
+    }
+    *out = p;
+    return KVSHARD_OK;
 }
 
 int kvshard_deployment_compare(kvshard_comparison **out, const kvshard_deployment *deployment,
                                kvshard_error *err)
 {
-    return plan_deployment(compare_call, out, deployment, err);
+    kvshard_comparison *c = NULL;
+    int rc = plan_deployment(compare_call, out ? &c : NULL, deployment, err);
+    if (rc)
+        return rc;
+    for (size_t i = 0; deployment->skipped_count && i < c->count; i++) {
+        if (!c->rows[i].error)
+            c->rows[i].warnings |= 1u << KVSHARD_WARN_FLAGS_IGNORED;
+    }
+    *out = c;
+    return KVSHARD_OK;
 }

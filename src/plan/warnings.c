@@ -121,6 +121,8 @@ static void warn_unreachable(const kvshard__warning_inputs *in, kvshard__warning
         snprintf(balanced, sizeof balanced, "; balanced max_seqs is %llu",
                  (unsigned long long)c->balanced_max_seqs);
     const char *runs = c->concurrency == 1 ? "sequence runs" : "sequences run";
+    char human[32]; /* beside the exact bytes, which scripts read */
+    kvshard_format__human_text(human, sizeof human, held);
     if (in->state_bytes_per_seq == 0)
         warn(sink, ctx, KVSHARD_WARN_MAX_SEQS_UNREACHABLE,
              "at %u tokens %llu %s at once, below max_seqs %u (the model keeps no state, so no "
@@ -129,9 +131,10 @@ static void warn_unreachable(const kvshard__warning_inputs *in, kvshard__warning
     else
         warn(sink, ctx, KVSHARD_WARN_MAX_SEQS_UNREACHABLE,
              "at %u tokens %llu %s at once, below max_seqs %u: the state slots of %llu "
-             "sequence%s (%llu bytes per rank) cannot be used%s",
+             "sequence%s (%llu bytes = %s per rank) cannot be used%s",
              o->context_length, (unsigned long long)c->concurrency, runs, o->max_seqs,
-             (unsigned long long)idle, idle == 1 ? "" : "s", (unsigned long long)held, balanced);
+             (unsigned long long)idle, idle == 1 ? "" : "s", (unsigned long long)held, human,
+             balanced);
 }
 
 /* Split ranks that own no KV layer of their stage, and stages whose split
@@ -279,6 +282,7 @@ const char *kvshard_warning_name(kvshard_warning_code code)
         return "engine_max_total_tokens_above_profile";
     case KVSHARD_WARN_ENGINE_MAX_RUNNING_REQUESTS_CAPPED:
         return "engine_max_running_requests_capped";
+    case KVSHARD_WARN_FLAGS_IGNORED: return "flags_ignored";
     case KVSHARD_WARN_PP_DRAFT_REFUSED: return "pp_draft_refused";
     case KVSHARD_WARN_STAGE_WITHOUT_KV: return "stage_without_kv";
     default: return "unknown";
