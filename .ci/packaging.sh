@@ -7,7 +7,9 @@
 #   - tests/consumers/pkgconfig  pkg-config kvshard / kvshard-static, C and C++
 #   - examples/engine_init       every rank of the seed deployment (C and C++)
 #   - examples/mpi_init          mpirun -np 4: ranks with their own measured memory
-#                                agree on the layout digest; a mismatch is caught
+#                                agree on the layout digest; a mismatch is caught;
+#                                2 stages x 2 TP ranks and 4 x 2 on 8 processes
+#                                locate their stage and share one block count
 #
 # Needs (Debian 12): cmake gcc g++ make pkg-config libyaml-dev libopenmpi-dev
 # openmpi-bin (binutils for nm/readelf comes with gcc).
@@ -180,5 +182,81 @@ cat "$WORK/mpi-mismatch.txt"
 [[ $rc -ne 0 ]] || fail "mpi_init --mismatch-rank=2 exited 0"
 grep -q "layouts differ" "$WORK/mpi-mismatch.txt" || fail "mpi_init: the disagreement was not reported"
 echo "ok  mismatch detected, mpirun exit status $rc"
+
+# Every rank prints "global rank G: stage S/P, tp_rank T/TP, layers A-B, KV
+# layers [..], ...; common block count N". Checks that rank G printed that
+# line with the given stage, layers and count, and that every rank printed
+# the same count.
+check_mpi_ranks() {
+    local file="$1" common="$2" nranks="$3"
+    shift 3
+    local expect
+    for expect in "$@"; do
+        grep -q "^\[rank ${expect%%:*}\] global rank ${expect%%:*}: ${expect#*: }.*; common block count $common\$" \
+            "$file" || fail "mpi_init: no line '${expect}' with common block count $common"
+    done
+    local counts
+    counts="$(grep -c "; common block count $common\$" "$file")"
+    [[ "$counts" == "$nranks" ]] || fail "mpi_init: $counts of $nranks ranks report $common blocks"
+    [[ "$(grep -c '; common block count' "$file")" == "$nranks" ]] ||
+        fail "mpi_init: the ranks report different block counts"
+    echo "ok  $nranks ranks agree on $common blocks"
+}
+
+PP2="$SRC/examples/nemotron_h_8b_pp2.yaml"
+step "mpi_init, 2 stages x 2 TP ranks, each with its own memory"
+"$MPIRUN" "${MPIRUN_ARGS[@]}" "$WORK/examples/mpi_init" "$PP2" | tee "$WORK/mpi-pp2.txt"
+# Nemotron-H 8B at T = 2: per attention layer and token 8 / 2 = 4 KV heads x
+# 128 x 2 (K, V) x 2 bytes = 2,048; per Mamba2 layer and sequence the fp32 SSM
+# state 128 / 2 heads x 64 x 128 x 4 = 2,097,152 plus the bf16 convolution
+# window 3 x (8,192 + 2 x 8 x 128) / 2 x 2 = 30,720: 2,127,872. Rule vllm,
+# 52 layers on 2 stages: 26 | 26; stage 0 = layers 0-25 (attention 7, 18;
+# 12 Mamba), stage 1 = layers 26-51 (attention 29, 40; 12 Mamba). Layout
+# vllm: g = stage x 2 + tp.
+# Every rank: 2 x 2,048 = 4,096 bytes per token, x 16 = 65,536 per block;
+# reserved 128 seqs x 12 x 2,127,872 = 3,268,411,392 bytes.
+# Rank g measures 14 GiB - g x 256 MiB = 15,032,385,536 - g x 268,435,456:
+# g = 0: (15,032,385,536 - 3,268,411,392) / 65,536 = 179,504 (exactly);
+# 256 MiB is 268,435,456 / 65,536 = 4,096 blocks, so g = 1, 2, 3 fit 175,408,
+# 171,312, 167,216. Common: 167,216, set by g = 3 (stage 1, TP rank 1).
+check_mpi_ranks "$WORK/mpi-pp2.txt" 167216 4 \
+    "0: stage 0/2, tp_rank 0/2, layers 0-25, KV layers \[7 18\], fits 179504 blocks" \
+    "1: stage 0/2, tp_rank 1/2, layers 0-25, KV layers \[7 18\], fits 175408 blocks" \
+    "2: stage 1/2, tp_rank 0/2, layers 26-51, KV layers \[29 40\], fits 171312 blocks" \
+    "3: stage 1/2, tp_rank 1/2, layers 26-51, KV layers \[29 40\], fits 167216 blocks"
+grep -q "^\[rank 0\] all 4 ranks agree on layout [0-9a-f]\{16\}; each allocates 167216 blocks" \
+    "$WORK/mpi-pp2.txt" || fail "mpi_init: the 2-stage ranks do not agree"
+grep -q "^\[rank 0\] pp partition 26,26 (2 stages)$" "$WORK/mpi-pp2.txt" ||
+    fail "mpi_init: rank 0 does not print the partition 26,26"
+
+step "mpi_init, 4 stages x 2 TP ranks on 8 processes, stage 0 without KV"
+MPIRUN_ARGS_8=(-np 8 "${MPIRUN_ARGS[@]:2}") # the same options on 8 processes
+"$MPIRUN" "${MPIRUN_ARGS_8[@]}" "$WORK/examples/mpi_init" "$PP2" \
+    --world_size=8 --pp_size=4 --pp_partition=6,20,13,13 | tee "$WORK/mpi-pp4.txt"
+# Explicit partition 6 | 20 | 13 | 13: stage 0 = layers 0-5 (Mamba 0, 2, 4,
+# no attention), stage 1 = 6-25 (attention 7, 18; 9 Mamba), stage 2 = 26-38
+# (attention 29; 6 Mamba), stage 3 = 39-51 (attention 40; 6 Mamba). g =
+# stage x 2 + tp; rank g measures 15,032,385,536 - g x 268,435,456.
+# Stage 0 (g = 0, 1) stores no per-token bytes and does not bound the count.
+# Stage 1: 65,536 bytes per block, reserved 128 x 9 x 2,127,872 =
+# 2,451,308,544; at 14 GiB (15,032,385,536 - 2,451,308,544) / 65,536 =
+# 191,972 (exactly), less 4,096 per rank: g = 2 183,780, g = 3 179,684.
+# Stages 2 and 3: 32,768 bytes per block, reserved 128 x 6 x 2,127,872 =
+# 1,634,205,696; at 14 GiB 408,880 (exactly), less 8,192 per rank: g = 4
+# 376,112, g = 5 367,920, g = 6 359,728, g = 7 351,536.
+# Common: 179,684, set by g = 3 (stage 1, TP rank 1).
+check_mpi_ranks "$WORK/mpi-pp4.txt" 179684 8 \
+    "0: stage 0/4, tp_rank 0/2, layers 0-5, KV layers \[\], state only" \
+    "1: stage 0/4, tp_rank 1/2, layers 0-5, KV layers \[\], state only" \
+    "2: stage 1/4, tp_rank 0/2, layers 6-25, KV layers \[7 18\], fits 183780 blocks" \
+    "3: stage 1/4, tp_rank 1/2, layers 6-25, KV layers \[7 18\], fits 179684 blocks" \
+    "4: stage 2/4, tp_rank 0/2, layers 26-38, KV layers \[29\], fits 376112 blocks" \
+    "5: stage 2/4, tp_rank 1/2, layers 26-38, KV layers \[29\], fits 367920 blocks" \
+    "6: stage 3/4, tp_rank 0/2, layers 39-51, KV layers \[40\], fits 359728 blocks" \
+    "7: stage 3/4, tp_rank 1/2, layers 39-51, KV layers \[40\], fits 351536 blocks"
+grep -q "^\[rank 0\] pp partition 6,20,13,13 (4 stages)$" "$WORK/mpi-pp4.txt" ||
+    fail "mpi_init: rank 0 does not print the partition 6,20,13,13"
+grep -q "^\[rank 0\] warning stage_without_kv: " "$WORK/mpi-pp4.txt" ||
+    fail "mpi_init: no stage_without_kv warning"
 
 printf '\npackaging: all checks passed (kvshard %s)\n' "$VERSION"
