@@ -2,9 +2,10 @@
  *
  *   engine_init DEPLOYMENT.yaml RANK [--werror]
  *
- * RANK is the process's global rank, 0 .. world_size-1. Ranks are laid out
- * with tensor parallelism innermost, so the attention TP rank is
- * RANK % attn_tp_size (every data/context-parallel replica has the same plan).
+ * RANK is the process's global rank, 0 .. world_size-1. The plan says where
+ * it sits (kvshard_plan_locate(): its pipeline stage and attention TP rank
+ * under the deployment's rank layout), and every per-rank query takes the
+ * plan rank it returns (data- and context-parallel replicas share one).
  *
  * The program loads the deployment, builds the plan, logs the rank's line,
  * reports the warnings (--werror makes any warning fatal), then allocates
@@ -127,16 +128,16 @@ int main(int argc, char **argv)
     kvshard_deployment_free(deployment); /* the plan keeps what it needs */
 
     int status = 0;
-    const uint32_t T = kvshard_plan_attn_tp_size(plan);
-    if (rank >= options.world_size) {
+    kvshard_rank_position at = KVSHARD_RANK_POSITION_INIT;
+    if (kvshard_plan_locate(&at, plan, rank) != KVSHARD_OK) {
         fprintf(stderr, "engine_init: rank %" PRIu32 " is outside world_size %" PRIu32 "\n", rank,
                 options.world_size);
         kvshard_plan_free(plan);
         return EXIT_USAGE;
     }
-    const uint32_t tp_rank = rank % T;
+    const uint32_t plan_rank = at.plan_rank; /* stage x T + TP rank */
     char line[512];
-    kvshard_plan_describe_rank(line, sizeof line, plan, tp_rank);
+    kvshard_plan_describe_rank(line, sizeof line, plan, plan_rank);
     printf("rank %" PRIu32 ": %s\n", rank, line);
 
     /* 2. Warnings: printed; fatal with --werror. */
@@ -155,7 +156,7 @@ int main(int argc, char **argv)
 
     /* 3. The blocks every rank allocates (the common minimum), scaled down. */
     kvshard_rank_memory mem = KVSHARD_RANK_MEMORY_INIT;
-    kvshard_plan_rank_memory(&mem, plan, tp_rank);
+    kvshard_plan_rank_memory(&mem, plan, plan_rank);
     kvshard_capacity cap = KVSHARD_CAPACITY_INIT;
     kvshard_plan_capacity(&cap, plan);
     uint64_t full_blocks = cap.has_num_blocks ? cap.num_blocks : 0;
@@ -168,7 +169,8 @@ int main(int argc, char **argv)
            rank, full_blocks, bs, blocks, seqs, options.max_seqs);
 
     /* 4. Allocate layer by layer: no arithmetic of the engine's own, the
-     * storage query says what this rank holds of each layer. */
+     * storage query says what this rank holds of each layer (nothing for a
+     * layer of another stage). */
     const uint32_t L = kvshard_plan_num_layers(plan);
     void **buffers = calloc(L, sizeof *buffers);
     int overflow = 0, failed = buffers == NULL;
@@ -176,7 +178,7 @@ int main(int argc, char **argv)
     size_t kv_buffers = 0, state_buffers = 0;
     for (uint32_t layer = 0; layer < L && !failed && !overflow; layer++) {
         kvshard_layer_storage st = KVSHARD_LAYER_STORAGE_INIT;
-        kvshard_plan_layer_storage(&st, plan, tp_rank, layer);
+        kvshard_plan_layer_storage(&st, plan, plan_rank, layer);
         uint64_t bytes = 0;
         if (st.stores_kv) {
             bytes = mul3(blocks, bs, st.kv_bytes_per_token, &overflow);

@@ -3,8 +3,8 @@
 //
 //   engine_init_cxx DEPLOYMENT.yaml RANK [--werror] [--FLAG=VALUE ...]
 //
-// RANK is the process's global rank, 0 .. world_size-1; the attention TP rank
-// is RANK % attn_tp_size (tensor parallelism innermost). Other --FLAG=VALUE
+// RANK is the process's global rank, 0 .. world_size-1; Plan::locate() gives
+// its stage and the plan rank every per-rank query takes. Other --FLAG=VALUE
 // arguments are engine flags applied over the deployment file
 // (--layerwise_split_size=4, --memory_per_rank=40GiB, --flagfile=FILE).
 //
@@ -103,8 +103,8 @@ int run(const std::string &path, std::uint32_t rank, bool werror,
                      options->world_size);
         return exit_usage;
     }
-    const std::uint32_t tp_rank = rank % plan.attn_tp_size();
-    std::printf("rank %" PRIu32 ": %s\n", rank, plan.describe_rank(tp_rank).c_str());
+    const std::uint32_t plan_rank = plan.locate(rank).plan_rank; // stage x T + TP rank
+    std::printf("rank %" PRIu32 ": %s\n", rank, plan.describe_rank(plan_rank).c_str());
     std::printf("rank %" PRIu32 ": plan digest %016" PRIx64 ", layout digest %016" PRIx64 "\n",
                 rank, plan.digest(), plan.layout_digest());
 
@@ -119,8 +119,8 @@ int run(const std::string &path, std::uint32_t rank, bool werror,
     }
 
     // 3. What this rank stores.
-    const kvshard::LayerSpan layers = plan.rank_layers(tp_rank);
-    const kvshard_rank_memory mem = plan.rank_memory(tp_rank);
+    const kvshard::LayerSpan layers = plan.rank_layers(plan_rank);
+    const kvshard_rank_memory mem = plan.rank_memory(plan_rank);
     const kvshard_capacity cap = plan.capacity();
     std::printf("rank %" PRIu32 ": stores the KV of %zu full-attention layer(s):", rank,
                 layers.size());
@@ -152,7 +152,7 @@ int run(const std::string &path, std::uint32_t rank, bool werror,
     std::vector<Buffer> kv;
     kv.reserve(layers.size());
     for (std::uint32_t layer : layers) {
-        const kvshard_layer_storage st = plan.layer_storage(tp_rank, layer);
+        const kvshard_layer_storage st = plan.layer_storage(plan_rank, layer);
         Buffer b{layer, st.kv_bytes_per_token, 0, 0, nullptr};
         fits = fits && mul(b.bytes, block_tokens_demo, st.kv_bytes_per_token) &&
                mul(b.full_bytes, block_tokens_full, st.kv_bytes_per_token);

@@ -1018,6 +1018,7 @@ static const char *const null_checked[] = {
     "kvshard_plan_effective_split_size",
     "kvshard_plan_replication_factor",
     "kvshard_plan_num_layers",
+    "kvshard_plan_num_draft_layers",
     "kvshard_plan_state_kind",
     "kvshard_plan_state_dtype",
     "kvshard_plan_layer_kind",
@@ -1225,6 +1226,7 @@ static void test_null_everywhere(void **state)
     assert_int_equal(kvshard_plan_effective_split_size(NULL), 0);
     assert_int_equal(kvshard_plan_replication_factor(NULL), 0);
     assert_int_equal(kvshard_plan_num_layers(NULL), 0);
+    assert_int_equal(kvshard_plan_num_draft_layers(NULL), 0);
     assert_int_equal(kvshard_plan_state_kind(NULL), KVSHARD_STATE_NONE);
     assert_int_equal(kvshard_plan_state_dtype(NULL), KVSHARD_DTYPE_AUTO);
     assert_int_equal(kvshard_plan_layer_kind(NULL, plan, 0), KVSHARD_EINVAL);

@@ -353,6 +353,7 @@ static void test_qwen3_next_draft_and_explicit_partition(void **state)
     assert_int_equal(c.num_blocks, 580480);
     assert_int_equal(c.max_tokens, 9287680);
     assert_int_equal(tu_figure(p, "binding_stage"), 3);
+    assert_int_equal(kvshard_plan_num_draft_layers(p), 1);
     /* The draft layer (index 48) is on the last stage, on every rank of it. */
     uint32_t stage;
     assert_int_equal(kvshard_plan_layer_stage(&stage, p, 48), KVSHARD_OK);
@@ -372,6 +373,12 @@ static void test_qwen3_next_draft_and_explicit_partition(void **state)
     kvshard_options settled = KVSHARD_OPTIONS_INIT;
     assert_int_equal(kvshard_plan_options(&settled, p), KVSHARD_OK);
     assert_int_equal(settled.pp_partition_rule, KVSHARD_PP_RULE_EXPLICIT);
+    /* The plan's options borrow its own copy of the counts and plan it again. */
+    assert_int_equal(settled.pp_partition_count, 4);
+    assert_int_equal(settled.pp_partition[2], 15);
+    kvshard_plan *again = tu_plan(m, &settled);
+    assert_true(kvshard_plan_digest(again) == kvshard_plan_digest(p));
+    kvshard_plan_free(again);
     assert_int_equal(stage_of(p, 2).state_bytes_per_seq, 25559040);
     assert_int_equal(stage_of(p, 2).num_blocks, 740693);
     assert_int_equal(stage_of(p, 3).state_bytes_per_seq, 12779520);

@@ -25,8 +25,9 @@
  *   a different header fails loudly instead of reading past a struct. Later
  *   versions add fields only at the end and keep accepting the sizes of the
  *   versions before them.
- * - Names: TP is tensor parallelism, T the attention TP size
- *   (world_size / (dp_size * cp_size)), S the layerwise split size and S_eff
+ * - Names: TP is tensor parallelism, P the pipeline stages, T the attention
+ *   TP size of one stage (world_size / (pp_size * dp_size * cp_size)), S the
+ *   layerwise split size and S_eff
  *   the split in force (1 when layerwise split does not apply). A "KV layer"
  *   is a full-attention or hybrid layer: the layers whose paged KV cache a
  *   split gives to one rank of each split group.
@@ -133,16 +134,17 @@ typedef enum kvshard_status {
     KVSHARD_EUNMODELED = -28,
     /** More pipeline stages than decoder layers: every stage holds one. */
     KVSHARD_EPPLAYERS = -29,
-    /** The layers cannot be cut into the stages asked for: an unknown rule,
-     *  the even rule with pp_size not dividing the layers, an explicit
-     *  pp_partition of another length or sum or with an entry below 1. */
+    /** The layers cannot be cut into the stages asked for: the even rule
+     *  with pp_size not dividing the layers, an explicit pp_partition of
+     *  another length or sum or with an entry below 1, or one given with
+     *  sweep_pp. (A rule no word names is KVSHARD_ERANGE.) */
     KVSHARD_EPARTITION = -30,
     /** A layer and the layer whose cache it reads fall on different stages. */
     KVSHARD_EPPSOURCE = -31,
     /** A stage outside 0..pp_size-1 in an API call. */
     KVSHARD_ESTAGE = -32,
-    /** A global rank outside 0..world_size-1, or coordinates outside their
-     *  sizes, in an API call. */
+    /** A global rank outside 0..world_size-1 in an API call (a TP, data or
+     *  context coordinate out of range is KVSHARD_ERANK). */
     KVSHARD_EGLOBALRANK = -33
 } kvshard_status;
 
@@ -710,13 +712,16 @@ KVSHARD_EXPORT int kvshard_deployment_set(kvshard_deployment *deployment, const 
  * profile is settled first, wherever `--engine` stands, so each engine's
  * flag names are accepted under it in any order. Under `--engine=vllm` and
  * `--engine=sglang` the arguments are read as those engines write them:
- * also `--key value` (a flag that takes a value takes the next argument),
  * one dash as well as two, '-' and '_' alike, `--no-key` for false; two
- * spellings of one input with different values are KVSHARD_EDUPKEY.
+ * spellings of one input with different values are KVSHARD_EDUPKEY. A flag
+ * that takes a value may take the next argument (`--key value`) under every
+ * profile; a boolean's value must be joined (`--key=false`).
  * `--ignore_unknown_flags` in the arguments, or KVSHARD_ARGS_IGNORE_UNKNOWN,
- * skips unknown flags instead of failing (an unknown flag without `=` takes
- * the next argument with it unless that starts with `-`). Any other
- * argument must be a flag. On failure the deployment is unchanged and the
+ * skips unknown flags and positional arguments instead of failing (an
+ * unknown flag without `=` takes the next argument with it unless that
+ * starts with `-`; `--` ends the flags) and keeps what it skipped (see
+ * kvshard_deployment_ignored_flags()). Without it every argument must be a
+ * flag. On failure the deployment is unchanged and the
  * error names the argument (or the flag file's line and column). Errors:
  * those of kvshard_deployment_set(), KVSHARD_EIO for a flag file,
  * KVSHARD_ELIMIT for flag files nested too deeply.
@@ -776,7 +781,7 @@ KVSHARD_EXPORT void kvshard_plan_free(kvshard_plan *plan);
 /** The options the plan was built with, with the profile's defaults settled
  *  (block_size, max_seqs and ownership set). `out->size` set by the caller. */
 KVSHARD_EXPORT int kvshard_plan_options(kvshard_options *out, const kvshard_plan *plan);
-/** T = world_size / (dp_size * cp_size). */
+/** T = world_size / (pp_size * dp_size * cp_size): the TP ranks of a stage. */
 KVSHARD_EXPORT uint32_t kvshard_plan_attn_tp_size(const kvshard_plan *plan);
 /** S_eff: the split size in force (1 when layerwise split does not apply). */
 KVSHARD_EXPORT uint32_t kvshard_plan_effective_split_size(const kvshard_plan *plan);
@@ -785,6 +790,9 @@ KVSHARD_EXPORT uint32_t kvshard_plan_effective_split_size(const kvshard_plan *pl
 KVSHARD_EXPORT uint32_t kvshard_plan_replication_factor(const kvshard_plan *plan);
 /** L: decoder layers. */
 KVSHARD_EXPORT uint32_t kvshard_plan_num_layers(const kvshard_plan *plan);
+/** d: the model's draft layers, which layer queries number L..L+d-1 (on
+ *  the last stage; counted only with speculation). */
+KVSHARD_EXPORT uint32_t kvshard_plan_num_draft_layers(const kvshard_plan *plan);
 /** State kind of the model's linear and hybrid layers. */
 KVSHARD_EXPORT kvshard_state_kind kvshard_plan_state_kind(const kvshard_plan *plan);
 /** The state dtype in force (the state_dtype option, else the model's);

@@ -763,6 +763,12 @@ class Plan
         return o;
     }
     /** T: the attention TP size. */
+    /** The model's draft layers, numbered after the decoder layers. */
+    std::uint32_t num_draft_layers() const
+    {
+        return kvshard_plan_num_draft_layers(h());
+    }
+
     std::uint32_t attn_tp_size() const
     {
         return kvshard_plan_attn_tp_size(h());

@@ -624,6 +624,11 @@ int kvshard__options_check(const kvshard_options *options, kvshard_error *err)
     int rc = kvshard_call__size(err, "kvshard_options", options->size, sizeof *options,
                                 "KVSHARD_OPTIONS_INIT");
     for (int i = 0; rc == KVSHARD_OK && i < KVSHARD__OPT_COUNT; i++) {
+        /* A plan's options name the rule of their partition "explicit": they
+         * plan again as given. */
+        if (i == KVSHARD__OPT_PP_RULE && options->pp_partition_rule == KVSHARD_PP_RULE_EXPLICIT &&
+            options->pp_partition_count > 0)
+            continue;
         if (!field_in_range(options, &defs[i]))
             rc = kvshard_value__check(&defs[i].value, get_field(options, &defs[i]), err);
     }

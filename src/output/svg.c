@@ -40,17 +40,6 @@ static const char STYLE[] =
     ".kvmap .kS{fill:#f7f7f7;stroke-dasharray:1 2}\n"
     "</style>\n";
 
-void kvshard__out_split_members(kvshard__out *o, uint32_t tp, uint32_t split, uint32_t s)
-{
-    uint32_t n = tp / split;
-    if (n == 1)
-        kvshard__out_printf(o, "%u", s);
-    else if (n == 2)
-        kvshard__out_printf(o, "%u, %u", s, s + split);
-    else
-        kvshard__out_printf(o, "%u, %u, ... %u (%u)", s, s + split, tp - split + s, n);
-}
-
 /* ---- legend ------------------------------------------------------------ */
 
 typedef struct legend {
@@ -106,7 +95,9 @@ static void write_legend(kvshard__out *o, const kvshard__plan_view *p, uint32_t 
                 owned += p->owned_counts[(size_t)stage * p->split + s];
             kvshard__out_printf(o, "split rank %u: %u KV layer%s; TP rank%s ", s, owned,
                                 owned == 1 ? "" : "s", p->tp / p->split == 1 ? "" : "s");
-            kvshard__out_split_members(o, p->tp, p->split, s);
+            char members[64];
+            kvshard__split_members(members, sizeof members, p->tp, p->split, s);
+            kvshard__out_raw(o, members);
             entry_end(&lg);
         }
     }

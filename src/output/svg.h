@@ -21,7 +21,5 @@ void kvshard__svg_layer_map(kvshard__out *o, const kvshard__plan_view *plan);
 /* Upper bound on the bytes one layer's cell takes, for the size checks. */
 #define KVSHARD__SVG_CELL_BYTES 256u
 
-/* The TP ranks of split rank `s`: "0", "0, 2", or "1, 5, ... 29 (8)". */
-void kvshard__out_split_members(kvshard__out *o, uint32_t tp, uint32_t split, uint32_t s);
 
 #endif /* KVSHARD_OUTPUT_SVG_H */

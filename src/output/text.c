@@ -122,7 +122,10 @@ static void write_stages(kvshard__out *o, const kvshard__plan_view *p)
     for (uint32_t s = 0; s < p->pp && !o->failed; s++)
         kvshard__out_printf(o, s ? ", %u" : "%u", p->stages[s].count);
     kvshard__out_raw(o, "]\n");
-    bool state = p->model->state.kind != KVSHARD_STATE_NONE;
+    /* Per-sequence bytes (states, windows) get a column when any stage keeps some. */
+    bool state = false;
+    for (uint32_t r = 0; r < p->ranks_count; r++)
+        state |= p->ranks[r].state_bytes_per_seq > 0;
     for (uint32_t s = 0; s < p->pp && !o->failed; s++) {
         kvshard_stage_info st = kvshard__stage_info_of(p, s);
         char text[64];
@@ -136,16 +139,20 @@ static void write_stages(kvshard__out *o, const kvshard__plan_view *p)
         else
             snprintf(text, sizeof text, "%u KV", st.num_kv_layers);
         kvshard__out_printf(o, "%-15s ", text);
-        uint32_t last = st.global_rank_first + (p->tp - 1) * st.global_rank_stride;
+        /* Replica 0's ranks of the stage: a range when consecutive, else
+         * the first two and the last. */
+        uint32_t first = st.global_rank_first, step = st.global_rank_stride;
+        uint32_t last = first + (p->tp - 1) * step;
+        int dash = 0; /* the en dash takes 3 bytes and one column */
         if (p->tp == 1)
-            snprintf(text, sizeof text, "rank %u", st.global_rank_first);
-        else if (st.global_rank_stride == 1)
-            snprintf(text, sizeof text, "ranks %u\xE2\x80\x93%u", st.global_rank_first, last);
+            snprintf(text, sizeof text, "rank %u", first);
+        else if (step == 1)
+            dash = snprintf(text, sizeof text, "ranks %u\xE2\x80\x93%u", first, last) > 0 ? 2 : 0;
+        else if (p->tp == 2)
+            snprintf(text, sizeof text, "ranks %u, %u", first, last);
         else
-            snprintf(text, sizeof text, "ranks %u, %u, ... %u", st.global_rank_first,
-                     st.global_rank_first + st.global_rank_stride, last);
-        kvshard__out_printf(o, "%-*s ", st.global_rank_stride == 1 && p->tp > 1 ? 15 : 13,
-                            text);
+            snprintf(text, sizeof text, "ranks %u, %u, ... %u", first, first + step, last);
+        kvshard__out_printf(o, "%-*s ", 13 + dash, text);
         kvshard_format__grouped_text(text, sizeof text, st.bytes_per_token);
         kvshard__out_printf(o, "%9s B/token  ", text);
         if (state) {
@@ -231,20 +238,6 @@ static void write_list(kvshard__out *o, const uint32_t *items, size_t count)
 
 /* The TP ranks of split rank `s`: every one when there are at most four,
  * else the first two, the last and how many. */
-static void split_members(char *out, size_t cap, uint32_t T, uint32_t S, uint32_t s)
-{
-    uint32_t n = T / S;
-    if (n > 4) {
-        snprintf(out, cap, "%u, %u, ... %u (%u)", s, s + S, T - S + s, n);
-        return;
-    }
-    size_t used = 0;
-    for (uint32_t k = 0; k < n && used < cap; k++) {
-        int w = snprintf(out + used, cap - used, "%s%u", k ? ", " : "", s + k * S);
-        used += w > 0 ? (size_t)w : 0;
-    }
-}
-
 static void write_split_ranks(kvshard__out *o, const kvshard__plan_view *p)
 {
     uint32_t T = p->tp, S = p->split;
@@ -253,7 +246,7 @@ static void write_split_ranks(kvshard__out *o, const kvshard__plan_view *p)
     int width = 19;
     for (uint32_t s = 0; s < S; s++) {
         char ranks[64];
-        split_members(ranks, sizeof ranks, T, S, s);
+        kvshard__split_members(ranks, sizeof ranks, T, S, s);
         width = (int)strlen(ranks) > width ? (int)strlen(ranks) : width;
     }
     kvshard__out_printf(o, "\n%ssplit rank  %-*s owned  KV layers stored\n",
@@ -261,7 +254,7 @@ static void write_split_ranks(kvshard__out *o, const kvshard__plan_view *p)
     for (uint32_t stage = 0; stage < p->pp && !o->failed; stage++) {
         for (uint32_t s = 0; s < S && !o->failed; s++) {
             char ranks[64];
-            split_members(ranks, sizeof ranks, T, S, s);
+            kvshard__split_members(ranks, sizeof ranks, T, S, s);
             uint32_t count;
             const uint32_t *owned = kvshard__view_owned(p, stage, s, &count);
             if (stages)

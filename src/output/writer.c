@@ -271,3 +271,19 @@ kvshard__printer kvshard__out_html_printer(kvshard__out *o)
     kvshard__printer p = {html_put, html_row, o};
     return p;
 }
+
+void kvshard__split_members(char *out, size_t cap, uint32_t T, uint32_t S, uint32_t s)
+{
+    uint32_t n = T / S;
+    if (n > 4) {
+        snprintf(out, cap, "%u, %u, ... %u (%u)", s, s + S, T - S + s, n);
+        return;
+    }
+    size_t used = 0;
+    if (cap)
+        out[0] = '\0';
+    for (uint32_t k = 0; k < n && used < cap; k++) {
+        int w = snprintf(out + used, cap - used, "%s%u", k ? ", " : "", s + k * S);
+        used += w > 0 ? (size_t)w : 0;
+    }
+}

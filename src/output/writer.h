@@ -31,6 +31,10 @@ void kvshard__out_grouped(kvshard__out *o, uint64_t v);
 void kvshard__out_human(kvshard__out *o, uint64_t bytes, int width);
 /* 16 lowercase hex digits. */
 void kvshard__out_hex64(kvshard__out *o, uint64_t v);
+/* The TP ranks of split rank `s` of a stage's T ranks split by S: all of
+ * them up to four ("1, 5, 9, 13"), else "1, 5, ... 29 (8)". */
+void kvshard__split_members(char *out, size_t cap, uint32_t T, uint32_t S, uint32_t s);
+
 /* Formatted text, for the few figures that are not integers. */
 void kvshard__out_printf(kvshard__out *o, const char *fmt, ...) KVSHARD__PRINTF(2, 3);
 /* A quoted JSON string: control characters as \u00XX, and bytes that are

@@ -45,7 +45,8 @@ int kvshard_partition__check(const uint32_t *counts, uint32_t count, uint32_t nu
 {
     if (count != pp)
         return kvshard__fail(err, KVSHARD_EPARTITION, "", kvshard__no_mark,
-                             "pp_partition has %u entries; pp_size is %u", count, pp);
+                             "pp_partition has %u entr%s; pp_size is %u", count,
+                             count == 1 ? "y" : "ies", pp);
     uint64_t sum = 0;
     for (uint32_t s = 0; s < count; s++) {
         if (counts[s] == 0)

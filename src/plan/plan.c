@@ -232,7 +232,7 @@ static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model 
     size_t N = (size_t)P * T, PS = (size_t)P * S;
     size_t end = sizeof(kvshard_plan), ranks, owner, held_by, kv_slot, state_slot, place, stages,
            owned_offsets, owned_layers, owned_counts, owned_by_class, kv_source, kinds, class_of,
-           draft_class, model_type, source, keys, hold_key;
+           draft_class, model_type, source, keys, hold_key, stage_counts;
     size_t staged_keys = P > 1 ? L : 0;
     size_t drafts = model->draft_class ? model->info.num_draft_layers : 0;
     if (!carve(&ranks, &end, N, sizeof(kvshard_rank_memory), sizeof(uint64_t)) ||
@@ -244,6 +244,7 @@ static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model 
         !carve(&state_slot, &end, L, sizeof(uint32_t), sizeof(uint32_t)) ||
         !carve(&place, &end, N, sizeof(kvshard__rank_place), sizeof(uint32_t)) ||
         !carve(&stages, &end, P, sizeof(kvshard__range), sizeof(uint64_t)) ||
+        !carve(&stage_counts, &end, P, sizeof(uint32_t), sizeof(uint32_t)) ||
         !carve(&owned_offsets, &end, PS + P, sizeof(uint32_t), sizeof(uint32_t)) ||
         !carve(&owned_layers, &end, n_kv, sizeof(uint32_t), sizeof(uint32_t)) ||
         !carve(&owned_counts, &end, PS, sizeof(uint32_t), sizeof(uint32_t)) ||
@@ -273,6 +274,7 @@ static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model 
     p->state_slot = (uint32_t *)(void *)(block + state_slot);
     p->place = (kvshard__rank_place *)(void *)(block + place);
     p->stages = (kvshard__range *)(void *)(block + stages);
+    p->stage_counts = (uint32_t *)(void *)(block + stage_counts);
     p->owned_offsets = (uint32_t *)(void *)(block + owned_offsets);
     p->owned_layers = (uint32_t *)(void *)(block + owned_layers);
     p->owned_counts = (uint32_t *)(void *)(block + owned_counts);
@@ -422,7 +424,11 @@ int kvshard__plan_create(kvshard_plan **out, const kvshard_model *model,
     if (rc == KVSHARD_OK) {
         p->model = model->info;
         p->options = pl.options;
-        p->options.pp_partition = NULL; /* the stages hold what it said */
+        /* The plan keeps its own copy of an explicit partition, so the
+         * options it hands back plan the same plan again. */
+        memcpy(p->stage_counts, counts, (size_t)P * sizeof *counts);
+        p->options.pp_partition =
+            pl.options.pp_partition_rule == KVSHARD_PP_RULE_EXPLICIT ? p->stage_counts : NULL;
         p->profile = pl.profile;
         memcpy(p->inputs, pl.inputs, sizeof p->inputs);
         keep_input_texts(p);

@@ -72,6 +72,8 @@ struct kvshard_plan {
     kvshard_dtype state_dtype;
     kvshard__range layers;            /* every layer of the model */
     kvshard__range *stages;           /* P ranges: the layers of each stage */
+    uint32_t *stage_counts;           /* P: their layer counts, which an explicit
+                                         options.pp_partition points at */
     /* Per stage, per split rank (stage x (S_eff + 1) + split rank): offsets
      * into owned_layers, which holds each stage's KV layers grouped by owning
      * split rank. */

@@ -38,6 +38,11 @@ uint32_t kvshard_plan_num_layers(const kvshard_plan *plan)
     return plan ? plan->model.num_layers : 0;
 }
 
+uint32_t kvshard_plan_num_draft_layers(const kvshard_plan *plan)
+{
+    return plan ? plan->model.num_draft_layers : 0;
+}
+
 kvshard_state_kind kvshard_plan_state_kind(const kvshard_plan *plan)
 {
     return plan ? plan->model.state.kind : KVSHARD_STATE_NONE;
