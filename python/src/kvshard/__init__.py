@@ -68,6 +68,8 @@ from ._objects import (
     Model,
     Plan,
     RankMemory,
+    RankPosition,
+    StageInfo,
     Uniform,
     compare,
     create_model,
