@@ -359,12 +359,19 @@ class Options:
         `settings` points to this Options' settings while the block runs
         (inside their gate), for one C call that reads them, and whose
         `pp_partition` points to its counts."""
+        # The counts array is taken first and held by this frame until the
+        # call returns, and the copy points to that array, whatever the
+        # struct's pointer says by then.
+        counts = self._partition
         c = _lib.options_init()
         ctypes.memmove(ctypes.byref(c), ctypes.byref(self._c), ctypes.sizeof(_lib.COptions))
-        # `pp_partition` points to this Options' array, which outlives the
-        # call. A plan reports the rule of such counts as EXPLICIT, which
-        # is no input: the library settles DEFAULT to it when counts are
-        # given, so a plan's options plan again as they are.
+        c.pp_partition = None if counts is None else ctypes.cast(
+            counts, ctypes.POINTER(ctypes.c_uint32)
+        )
+        c.pp_partition_count = 0 if counts is None else len(counts)
+        # A plan reports the rule of such counts as EXPLICIT, which is no
+        # input: the library settles DEFAULT to it when counts are given,
+        # so a plan's options plan again as they are.
         if c.pp_partition_rule == PpRule.EXPLICIT and c.pp_partition_count:
             c.pp_partition_rule = PpRule.DEFAULT
         held = self._settings
@@ -430,7 +437,10 @@ class Options:
 
     def copy(self) -> "Options":
         """An independent copy, settings and pp_partition and all."""
-        return Options._from_c(self._c, held=self._settings)
+        counts = self._partition
+        return Options._from_c(
+            self._c, held=self._settings, partition=None if counts is None else tuple(counts)
+        )
 
     # copy.copy and copy.deepcopy give an independent copy too: a copy never
     # shares the settings object, whose changes it would see.
