@@ -890,8 +890,9 @@ def _capacity_names(plan: "Plan") -> Tuple[str, ...]:
 
 def _draft_layers(lib: ctypes.CDLL, plan: int, num_layers: int) -> int:
     """d, the model's draft layers, which follow the L decoder layers in
-    kvshard_plan_layer_stage and kvshard_plan_layer_storage: the layers
-    past L that the first of them takes (at most 1,024)."""
+    kvshard_plan_layer_stage and kvshard_plan_layer_storage. The plan does
+    not report d, so it is counted: layers L, L + 1, ... until
+    kvshard_plan_layer_stage answers ELAYER (a model has at most 1,024)."""
     out = c_uint32()
     d = 0
     while d <= 1024 and lib.kvshard_plan_layer_stage(byref(out), plan, num_layers + d) == 0:
