@@ -41,6 +41,8 @@ STRUCTS: Dict[str, Tuple[type, str]] = {
     "kvshard_budget": (_lib.CBudget, "KVSHARD_BUDGET_INIT"),
     "kvshard_blocks": (_lib.CBlocks, "KVSHARD_BLOCKS_INIT"),
     "kvshard_figure": (_lib.CFigure, "KVSHARD_FIGURE_INIT"),
+    "kvshard_stage_info": (_lib.CStageInfo, "KVSHARD_STAGE_INFO_INIT"),
+    "kvshard_rank_position": (_lib.CRankPosition, "KVSHARD_RANK_POSITION_INIT"),
     "kvshard_comparison_row": (_lib.CComparisonRow, ""),
 }
 
@@ -52,6 +54,9 @@ ENUMS: List[Tuple[type, str, str]] = [
     (kvshard.StateKind, "KVSHARD_STATE_", "kvshard_state_kind"),
     (kvshard.Dtype, "KVSHARD_DTYPE_", "kvshard_dtype"),
     (kvshard.Ownership, "KVSHARD_OWNERSHIP_", "kvshard_ownership"),
+    (kvshard.PpRule, "KVSHARD_PP_RULE_", "kvshard_pp_rule"),
+    (kvshard.RankLayout, "KVSHARD_RANK_LAYOUT_", "kvshard_rank_layout"),
+    (kvshard.LayerHolding, "KVSHARD_HOLDS_", "kvshard_layer_holding"),
     (kvshard.Engine, "KVSHARD_ENGINE_", "kvshard_engine"),
     (kvshard.WarningCode, "KVSHARD_WARN_", "kvshard_warning_code"),
     (kvshard.SettingType, "KVSHARD_SETTING_", "kvshard_setting_type"),
@@ -68,7 +73,12 @@ CONSTANTS = {
     "KVSHARD_OWNER_NONE": _enums.OWNER_NONE,
     "KVSHARD_ERROR_SOURCE_MAX": _lib.ERROR_SOURCE_MAX,
     "KVSHARD_ERROR_MESSAGE_MAX": _lib.ERROR_MESSAGE_MAX,
+    "KVSHARD_MAX_PP_PARTITION": _enums.MAX_PP_PARTITION,
 }
+
+# Fields of kvshard_options that hold a pointer: printed as whether
+# KVSHARD_OPTIONS_INIT leaves them NULL.
+POINTERS = ("settings", "pp_partition")
 
 
 def include_dirs() -> List[Path]:
@@ -101,9 +111,14 @@ def program() -> str:
             lines.append(f"    {{ {c_name} s = {init}; printf(\"init {c_name} %zu\\n\", s.size); }}")
     # The values the INIT macros hold, where the binding mirrors them.
     lines.append("    { kvshard_options o = KVSHARD_OPTIONS_INIT;")
-    for field, kind in _lib.COptions._fields_[1:-1]:
-        lines.append(f'      printf("value kvshard_options.{field} %lld\\n", (long long)o.{field});')
-    lines.append('      printf("value kvshard_options.settings %d\\n", o.settings == NULL); }')
+    for field, kind in _lib.COptions._fields_[1:]:
+        if field in POINTERS:
+            lines.append(f'      printf("value kvshard_options.{field} %d\\n", o.{field} == NULL);')
+        else:
+            lines.append(
+                f'      printf("value kvshard_options.{field} %lld\\n", (long long)o.{field});'
+            )
+    lines.append("    }")
     lines.append("    { kvshard_figure f = KVSHARD_FIGURE_INIT;")
     lines.append(
         '      printf("value kvshard_figure %d %d %llu %g %d %d\\n", f.name == NULL, (int)f.type, '
@@ -165,9 +180,11 @@ def test_struct_layout_matches_the_header(c_name: str, layout: Dict[str, int]) -
 
 def test_the_init_values_are_the_binding_s(layout: Dict[str, int]) -> None:
     o = _lib.options_init()
-    for field, _ in _lib.COptions._fields_[1:-1]:
-        assert int(getattr(o, field)) == layout[f"value kvshard_options.{field}"], field
-    assert o.settings is None and layout["value kvshard_options.settings"] == 1
+    for field, _ in _lib.COptions._fields_[1:]:
+        if field in POINTERS:
+            assert not getattr(o, field) and layout[f"value kvshard_options.{field}"] == 1, field
+        else:
+            assert int(getattr(o, field)) == layout[f"value kvshard_options.{field}"], field
     f = _lib.sized(_lib.CFigure)
     assert (f.name is None, f.type, f.uint_value, f.double_value, f.bool_value,
             f.text_value is None) == (True, 0, 0, 0, False, True)
@@ -245,6 +262,19 @@ def test_the_library_refuses_a_struct_of_another_size(seed_plan: kvshard.Plan) -
         assert lib.kvshard_plan_capacity(byref(longer(_lib.CCapacity)), h) == EINVAL
         assert lib.kvshard_plan_capacity(byref(_lib.sized(_lib.CCapacity)), h) == 0
         assert lib.kvshard_plan_options(byref(longer(_lib.COptions)), h) == EINVAL
+        # The stage and rank records, and the layer storage with its stage.
+        assert lib.kvshard_plan_stage(byref(longer(_lib.CStageInfo)), h, 0) == EINVAL
+        stage = _lib.sized(_lib.CStageInfo)
+        assert lib.kvshard_plan_stage(byref(stage), h, 0) == 0
+        assert (stage.layer_first, stage.layer_count, stage.binds) == (0, 40, True)
+        assert lib.kvshard_plan_locate(byref(longer(_lib.CRankPosition)), h, 3) == EINVAL
+        at = _lib.sized(_lib.CRankPosition)
+        assert lib.kvshard_plan_locate(byref(at), h, 3) == 0
+        assert (at.tp_rank, at.plan_rank, at.split_group, at.split_rank) == (3, 3, 1, 1)
+        assert lib.kvshard_plan_layer_storage(byref(longer(_lib.CLayerStorage)), h, 0, 3) == EINVAL
+        storage = _lib.sized(_lib.CLayerStorage)
+        assert lib.kvshard_plan_layer_storage(byref(storage), h, 0, 3) == 0
+        assert (storage.holding, storage.stage) == (kvshard.LayerHolding.KV, 0)
         fig = longer(_lib.CFigure)
         assert lib.kvshard_plan_capacity_figure(byref(fig), h, b"num_blocks") == EINVAL
         fig = _lib.sized(_lib.CFigure)

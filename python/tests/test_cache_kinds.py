@@ -93,6 +93,8 @@ def test_v4_flash_layer_storage_by_ratio(v4_tp8: kvshard.Plan) -> None:
         kv_source=-1,
         compress_ratio=4,
         index_key=True,
+        holding=kvshard.LayerHolding.KV,  # unsplit: every rank owns it
+        stage=0,
     )
     ratio_128 = v4_tp8.layer_storage(5, 3)
     assert (ratio_128.compress_ratio, ratio_128.index_key) == (128, False)
@@ -236,6 +238,8 @@ def test_e2b_shared_layers_read_layers_13_and_14(e2b: kvshard.Plan) -> None:
         kv_source=13,
         compress_ratio=0,
         index_key=False,
+        holding=kvshard.LayerHolding.SHARED,  # it reads 13's cache
+        stage=0,
     )
     assert e2b.layer_storage(0, 19).kind is LayerKind.SHARED_KV
     assert e2b.layer_storage(0, 19).kv_source == 14

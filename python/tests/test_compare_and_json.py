@@ -86,7 +86,12 @@ def test_compare_rows_and_recommendation() -> None:
         assert len(cmp) == 9 and list(cmp) == list(rows) and cmp[3] == s2
 
         d = cmp.to_dict()
-        assert d["recommendation"] == {"layerwise_split_size": 2, "ownership": "ordinal"}
+        # The recommendation names its stages too: one, without sweep_pp.
+        assert d["recommendation"] == {
+            "layerwise_split_size": 2,
+            "ownership": "ordinal",
+            "pp_size": 1,
+        }
         assert [r["num_blocks"] for r in d["rows"]] == [r.num_blocks for r in rows]
         assert s2.to_dict()["warnings"] == ["max_seqs_unreachable"]
     # The rows are Python copies: still readable after close().

@@ -1,8 +1,8 @@
 """docs/python.md names what the binding exposes: every field of the
 dataclasses an engine allocates from, every figure ``create_model`` takes,
-every member of the layer-kind, attention, engine, warning, setting-type
-and figure-type enums, the figure queries, every exception and the status
-codes each one covers. A field added to the binding without a
+every member of the layer-kind, attention, engine, warning, setting-type,
+figure-type, partition-rule, rank-layout and holding enums, the figure and
+stage queries, every exception and the status codes each one covers. A field added to the binding without a
 word in the docs fails here."""
 
 from __future__ import annotations
@@ -32,7 +32,9 @@ def named() -> Set[str]:
 
 
 @pytest.mark.parametrize(
-    "cls", [kvshard.LayerStorage, kvshard.RankMemory], ids=lambda c: c.__name__
+    "cls",
+    [kvshard.LayerStorage, kvshard.RankMemory, kvshard.StageInfo, kvshard.RankPosition],
+    ids=lambda c: c.__name__,
 )
 def test_every_field_is_named(cls: type, named: Set[str]) -> None:
     missing = [f.name for f in dataclasses.fields(cls) if f.name not in named]
@@ -54,6 +56,15 @@ def test_every_engine_warning_setting_and_figure_type_is_named(named: Set[str]) 
         assert [m.name for m in enum_type if m.name not in named] == [], enum_type.__name__
     for method in ("engine_figure", "engine_figures", "capacity_figure", "capacity_figures"):
         assert method in named
+
+
+def test_every_stage_enum_member_and_query_is_named(named: Set[str]) -> None:
+    for enum_type in (kvshard.PpRule, kvshard.RankLayout, kvshard.LayerHolding):
+        assert [m.name for m in enum_type if m.name not in named] == [], enum_type.__name__
+    queries = ("pp_size", "num_ranks", "stage", "stages", "layer_stage", "pp_partition",
+               "locate", "global_rank", "binding_stage", "binding_tp_rank", "sweep_pp",
+               "pp_partition_rule", "rank_layout")
+    assert [q for q in queries if q not in named] == []
 
 
 def test_every_exception_and_status_is_named(named: Set[str]) -> None:

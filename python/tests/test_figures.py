@@ -50,12 +50,18 @@ def test_the_seed_s_figures(seed_plan: kvshard.Plan) -> None:
         "state_slots": None,
         "usable_blocks": None,
         "usable_state_slots": None,
+        # All four ranks fit 197,493 blocks: the first, TP rank 0 of the one
+        # stage, binds.
+        "binding_stage": 0,
+        "binding_tp_rank": 0,
     }
     # The JSON plan's capacity object, name for name and in its order.
     assert list(figures.items()) == list(seed_plan.to_dict()["capacity"].items())
     assert seed_plan.capacity_figure("num_blocks") == 197493
     assert type(seed_plan.capacity_figure("num_blocks")) is int
     assert seed_plan.capacity_figure("engine") == "kvshard"
+    cap = seed_plan.capacity
+    assert (cap.binding_stage, cap.binding_tp_rank) == (0, 0)
 
 
 def test_figures_with_a_context_length() -> None:

@@ -234,8 +234,15 @@ def test_the_xllm_flag_name_is_checked_as_max_seqs() -> None:
 # --- the Python table agrees with the library's ---------------------------------
 
 
+# Layer counts around the ends of their ranges: one count, a count past
+# 32 bits, and the most entries the library reads and one more.
+COUNT_PROBES = [[31, 30], [0], [2**32 - 1], [2**32], [1] * 256, [1] * 257]
+
+
 def text_probes(spec: Any) -> List[Tuple[Any, str]]:
     """(native value, the same value as text) pairs around a spec's range."""
+    if spec.kind is Kind.COUNTS:
+        return [(v, ",".join(map(str, v))) for v in COUNT_PROBES]
     if spec.kind in (Kind.INTEGER, Kind.BYTES):
         values = [spec.low, spec.high, spec.high + 1] + ([spec.low - 1] if spec.low else [])
         return [(v, str(v)) for v in values]
@@ -258,7 +265,8 @@ def library_takes(call: Callable[[], Any]) -> bool:
     try:
         call()
     except kvshard.KvshardError as exc:
-        assert exc.code in (Status.ERANGE, Status.EPARALLEL), exc
+        # A bad rule word, and too many layer counts, are EPARTITION.
+        assert exc.code in (Status.ERANGE, Status.EPARALLEL, Status.EPARTITION), exc
         return False
     return True
 
@@ -290,10 +298,15 @@ def test_python_takes_in_a_struct_what_the_library_takes(spec: Any) -> None:
         probes = [v for v in probes + [0] if 0 <= v < 2**bits]
     if spec.kind is Kind.ENUM:
         probes = list(spec.enum) + [max(spec.enum) + 1]
+    if spec.kind is Kind.COUNTS:  # a uint32_t array holds any 32-bit count
+        probes = [v for v in COUNT_PROBES if max(v) < 2**32] + [[]]
     seen = set()
     for value in probes:
         raw = kvshard.Options()
-        setattr(raw._c, spec.name, value)  # past the Python checks
+        if spec.kind is Kind.COUNTS:
+            raw._hold_partition(tuple(value))  # past the Python checks
+        else:
+            setattr(raw._c, spec.name, value)  # past the Python checks
         model = tiny_model()
         try:
             in_c = library_takes(lambda: kvshard.Deployment.create(model, raw).close())
@@ -315,8 +328,12 @@ def test_the_struct_and_the_options_class_follow_the_table() -> None:
     from kvshard import _lib, _options
 
     names = [spec.name for spec in OPTIONS]
-    # The fields, then the pointer to the engine profiles' settings.
-    assert [f[0] for f in _lib.COptions._fields_] == ["size", *names, "settings"]
+    # The fields, the pointer to the engine profiles' settings after
+    # context_length, and pp_partition as its array and its length.
+    at = names.index("context_length") + 1
+    fields = ["size", *names[:at], "settings", *names[at:]]
+    fields.insert(fields.index("pp_partition") + 1, "pp_partition_count")
+    assert [f[0] for f in _lib.COptions._fields_] == fields
     assert list(kvshard.Options.FIELDS) == names
     # The annotations Options declares for type checkers, one per row.
     tree = ast.parse(inspect.getsource(_options.Options))
@@ -418,7 +435,9 @@ def test_a_json_object_is_sent_as_its_text() -> None:
 def test_the_setting_rows_are_the_library_s() -> None:
     # Each profile's inputs, in the order of its table (docs/engines.md
     # lists them); a key two profiles read is the first one's row. A
-    # default the profile works out is the library's words for it.
+    # default the profile works out is the library's words for it. The
+    # pipeline stages are no setting: vLLM's pipeline_parallel_size and
+    # SGLang's pp_size are the option pp_size.
     I, B, F, W, R, T, J, D = (SettingType.INTEGER, SettingType.BYTES, SettingType.BOOL,
                               SettingType.WORD, SettingType.FRACTION, SettingType.TEXT,
                               SettingType.JSON, SettingType.DECIMAL)
@@ -435,7 +454,6 @@ def test_the_setting_rows_are_the_library_s() -> None:
         ("max_concurrent_requests", I, 1, 2**24, 200, "200", x),
         ("tensor_parallel_size", I, 1, ranks, *["world_size / dp_size"] * 2, v),
         ("data_parallel_size", I, 1, ranks, "dp_size", "dp_size", v),
-        ("pipeline_parallel_size", I, 1, ranks, 1, "1", v),
         ("max_model_len", I, 1, 2**30, *["max_position_embeddings"] * 2, v),
         ("max_num_batched_tokens", I, 1, 2**30, 8192, "8192", v),
         ("gpu_memory_utilization", R, 0, 1, *["0.92 (0.9 before 0.20.0)"] * 2, v),
@@ -454,7 +472,6 @@ def test_the_setting_rows_are_the_library_s() -> None:
         ("tp_size", I, 1, ranks, "world_size", "world_size", s),
         ("enable_dp_attention", F, 0, 1, False, "false", s),
         ("attn_cp_size", I, 1, ranks, 1, "1", s),
-        ("pp_size", I, 1, ranks, 1, "1", s),
         ("mem_fraction_static", R, 0, 1, "none", "none", s),
         ("max_total_tokens", I, 1, 2**32 - 1, "none", "none", s),
         ("max_mamba_cache_size", I, 1, 2**30, "none", "none", s),

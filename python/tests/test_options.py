@@ -32,6 +32,13 @@ def test_defaults_are_the_c_init_values() -> None:
         "num_speculative_tokens": 0,
         "scratch_layers": 1,
         "context_length": 0,
+        # One stage, cut by vLLM's rule, the ranks numbered as the profile
+        # numbers them.
+        "pp_size": 1,
+        "pp_partition_rule": kvshard.PpRule.DEFAULT,
+        "pp_partition": None,
+        "rank_layout": kvshard.RankLayout.DEFAULT,
+        "sweep_pp": False,
     }
     # Then every setting at its default, in the library's order.
     rest = {k: v for k, v in d.items() if k not in fields}

@@ -72,12 +72,16 @@ def test_layer_storage(seed_plan: kvshard.Plan) -> None:
         kv_source=-1,  # GQA layers read no other layer's cache
         compress_ratio=0,
         index_key=False,
+        holding=kvshard.LayerHolding.KV,  # it owns the layer
+        stage=0,  # one stage
     )
     other = seed_plan.layer_storage(3, 11)
     assert not other.stores_kv and other.kv_slot == -1 and other.owner_tp_rank == 2
+    assert other.holding is kvshard.LayerHolding.SCRATCH  # rank 2 owns it: computed from scratch
     linear = seed_plan.layer_storage(0, 4)  # the fourth linear layer
     assert linear.kind is LayerKind.LINEAR_ATTENTION
     assert linear.state_slot == 3
+    assert linear.holding is kvshard.LayerHolding.STATE
     assert linear.state_bytes_per_seq == 12288 + 524288
 
 

@@ -1,5 +1,5 @@
 """kvshard: plan how the KV cache of a hybrid-attention model is sharded
-across tensor-parallel ranks.
+across tensor-parallel ranks and pipeline stages.
 
 A thin binding over the C library libkvshard (its 0.3 API), with ctypes:
 every figure comes from the library; this package converts arguments,
@@ -22,14 +22,18 @@ installing, finding the library and errors.
 
 from ._enums import (
     ALL_RANKS,
+    MAX_PP_PARTITION,
     OWNER_ALL,
     OWNER_NONE,
     Attention,
     Dtype,
     Engine,
     FigureType,
+    LayerHolding,
     LayerKind,
     Ownership,
+    PpRule,
+    RankLayout,
     SettingType,
     StateKind,
     Status,
@@ -64,6 +68,8 @@ from ._objects import (
     Model,
     Plan,
     RankMemory,
+    RankPosition,
+    StageInfo,
     Uniform,
     compare,
     create_model,

@@ -18,6 +18,9 @@ __all__ = [
     "StateKind",
     "Dtype",
     "Ownership",
+    "PpRule",
+    "RankLayout",
+    "LayerHolding",
     "Engine",
     "WarningCode",
     "SettingType",
@@ -25,6 +28,7 @@ __all__ = [
     "OWNER_ALL",
     "OWNER_NONE",
     "ALL_RANKS",
+    "MAX_PP_PARTITION",
 ]
 
 #: ``Plan.layer_owner()`` of a layer whose cache every rank stores.
@@ -33,6 +37,8 @@ OWNER_ALL = -1
 OWNER_NONE = -2
 #: The C value of "every TP rank" for ``kvshard_plan_blocks_for``.
 ALL_RANKS = 0xFFFFFFFF
+#: Most entries of an explicit ``pp_partition`` (KVSHARD_MAX_PP_PARTITION).
+MAX_PP_PARTITION = 256
 
 
 def _name_of(function: str, value: int) -> str:
@@ -75,6 +81,16 @@ class Status(enum.IntEnum):
     EPROFILE = -26
     EUNSUPPORTED = -27
     EUNMODELED = -28
+    #: More pipeline stages than decoder layers.
+    EPPLAYERS = -29
+    #: The layers cannot be cut into the stages asked for.
+    EPARTITION = -30
+    #: A layer and the layer whose cache it reads are on different stages.
+    EPPSOURCE = -31
+    #: A stage outside 0..pp_size-1.
+    ESTAGE = -32
+    #: A global rank outside 0..world_size-1, or coordinates outside their sizes.
+    EGLOBALRANK = -33
 
     @property
     def label(self) -> str:
@@ -168,6 +184,79 @@ class Ownership(enum.IntEnum):
         return _name_of("kvshard_ownership_name", int(self))
 
 
+class PpRule(enum.IntEnum):
+    """How the decoder layers are cut into pipeline stages: whose rule
+    spreads the remainder of L / P. ``DEFAULT`` is vLLM's; ``EXPLICIT`` is
+    what a plan reports when a ``pp_partition`` gave the counts (it is no
+    input)."""
+
+    DEFAULT = -1
+    #: The extra layers walking back from the second-to-last stage.
+    VLLM = 0
+    #: The extra layers on the last stages.
+    SGLANG = 1
+    #: The extra layers on the first stages.
+    TRTLLM = 2
+    #: No extra layers: pp_size must divide the layers.
+    EVEN = 3
+    #: The counts of ``pp_partition``.
+    EXPLICIT = 4
+
+    @property
+    def label(self) -> str:
+        """"default", "vllm", "sglang", "trtllm", "even" or "explicit"."""
+        return _name_of("kvshard_pp_rule_name", int(self))
+
+
+class RankLayout(enum.IntEnum):
+    """The order in which an engine numbers its global ranks, outermost
+    first. ``DEFAULT`` leaves it to the engine profile."""
+
+    DEFAULT = -1
+    #: dp, pp, cp, tp: ((d*P + p)*C + c)*T + t.
+    VLLM = 0
+    #: pp, dp, cp, tp: ((p*D + d)*C + c)*T + t.
+    SGLANG = 1
+    #: pp, dp, tp, cp: (p*D*T + d*T + t)*C + c.
+    TRTLLM = 2
+    #: dp, cp, tp, and no stages: (d*C + c)*T + t.
+    XLLM = 3
+
+    @property
+    def label(self) -> str:
+        """"default", "vllm", "sglang", "trtllm" or "xllm"."""
+        return _name_of("kvshard_rank_layout_name", int(self))
+
+
+class LayerHolding(enum.IntEnum):
+    """What one rank holds of one layer (``LayerStorage.holding``)."""
+
+    #: The layer is on another pipeline stage.
+    NOT_ON_STAGE = 0
+    #: Nothing: a no-cache layer, or a draft layer speculation does not count.
+    NOTHING = 1
+    #: A linear layer's recurrent state.
+    STATE = 2
+    #: A sliding-window or chunked layer's window.
+    WINDOW = 3
+    #: The paged KV the rank owns (with a hybrid layer's state, a
+    #: compressed layer's window and state).
+    KV = 4
+    #: A KV layer another rank of the split group owns: computed from the
+    #: rank's scratch buffer.
+    SCRATCH = 5
+    #: A shared-KV layer, reading its source's cache on the same stage.
+    SHARED = 6
+    #: A draft layer counted with speculation, on the last stage.
+    DRAFT = 7
+
+    @property
+    def label(self) -> str:
+        """"not_on_stage", "nothing", "state", "window", "kv", "scratch",
+        "shared" or "draft"."""
+        return self.name.lower()
+
+
 class Engine(enum.IntEnum):
     """Whose capacity model sizes blocks and state."""
 
@@ -211,6 +300,11 @@ class WarningCode(enum.IntEnum):
     ENGINE_MAX_TOTAL_TOKENS_ABOVE_PROFILE = 13
     #: sglang: the state pool lowers max_running_requests.
     ENGINE_MAX_RUNNING_REQUESTS_CAPPED = 14
+    #: SGLang refuses pipeline stages with speculative decoding; the plan
+    #: is made all the same.
+    PP_DRAFT_REFUSED = 15
+    #: Some stage's ranks store no KV though the model has KV layers.
+    STAGE_WITHOUT_KV = 16
 
     @property
     def label(self) -> str:

@@ -133,8 +133,11 @@ class PlanError(KvshardError):
     """No valid plan exists for this model and these options: parallel sizes
     (EPARALLEL, EWORLD, ESPLIT, ESPLITCP), heads that do not divide
     (EKVHEADS, ELINEARHEADS), memory for not one block (ENOBLOCK), a byte
-    figure past 64 bits (EOVERFLOW), or what the engine profile cannot plan
-    (EPROFILE)."""
+    figure past 64 bits (EOVERFLOW), what the engine profile cannot plan
+    (EPROFILE), or pipeline stages the layers cannot be cut into: more
+    stages than layers (EPPLAYERS), a rule or a pp_partition that does not
+    fit the layers (EPARTITION), a layer on another stage than the layer
+    whose cache it reads (EPPSOURCE)."""
 
 
 class LimitError(KvshardError):
@@ -144,7 +147,8 @@ class LimitError(KvshardError):
 
 
 class QueryError(KvshardError, IndexError):
-    """A TP rank (ERANK) or a layer (ELAYER) outside the plan's range."""
+    """A plan rank (ERANK), a layer (ELAYER), a pipeline stage (ESTAGE) or
+    a global rank (EGLOBALRANK) outside the plan's range."""
 
 
 class FileError(KvshardError, OSError):
@@ -188,11 +192,14 @@ for _cls, _codes in (
             "ENOBLOCK",
             "EOVERFLOW",
             "EPROFILE",
+            "EPPLAYERS",
+            "EPARTITION",
+            "EPPSOURCE",
         ),
     ),
     (UnmodeledError, ("EUNMODELED",)),
     (LimitError, ("ELIMIT",)),
-    (QueryError, ("ERANK", "ELAYER")),
+    (QueryError, ("ERANK", "ELAYER", "ESTAGE", "EGLOBALRANK")),
     (FileError, ("EIO",)),
     (OutOfMemoryError, ("ENOMEM",)),
     (InvalidArgumentError, ("EINVAL",)),

@@ -49,7 +49,7 @@ from ctypes import (
 )
 from typing import List, Optional, Tuple
 
-from ._optiontable import OPTIONS
+from ._optiontable import OPTIONS, Kind, struct_fields
 from ._version import __version__
 
 __all__ = [
@@ -94,21 +94,22 @@ class CError(Structure):
 
 class COptions(Structure):
     # Built from the option table, in its order: the fields of
-    # kvshard_options, then `const kvshard_settings *settings`.
-    _fields_ = (
-        [("size", c_size_t)]
-        + [(spec.name, spec.kind.value) for spec in OPTIONS]
-        + [("settings", c_void_p)]
-    )
+    # kvshard_options, `const kvshard_settings *settings` after
+    # context_length, and the explicit pp_partition as its array and length.
+    _fields_ = [("size", c_size_t)] + struct_fields()
 
 
 def options_init() -> COptions:
-    """A COptions holding KVSHARD_OPTIONS_INIT (the table's defaults, and
-    no settings: every one at its default)."""
+    """A COptions holding KVSHARD_OPTIONS_INIT (the table's defaults, no
+    settings: every one at its default, and no pp_partition)."""
     o = COptions()
     o.size = ctypes.sizeof(COptions)
     for spec in OPTIONS:
-        setattr(o, spec.name, spec.default)
+        if spec.kind is Kind.COUNTS:
+            setattr(o, spec.name, None)
+            setattr(o, spec.name + "_count", 0)
+        else:
+            setattr(o, spec.name, spec.default)
     o.settings = None
     return o
 
@@ -177,6 +178,8 @@ class CLayerStorage(Structure):
         ("kv_source", c_int32),
         ("compress_ratio", c_uint32),
         ("index_key", c_bool),
+        ("holding", c_int),
+        ("stage", c_uint32),
     ]
 
 
@@ -257,6 +260,39 @@ class CFigure(Structure):
     ]
 
 
+class CStageInfo(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("stage", c_uint32),
+        ("layer_first", c_uint32),
+        ("layer_count", c_uint32),
+        ("num_kv_layers", c_uint32),
+        ("num_state_layers", c_uint32),
+        ("num_draft_layers", c_uint32),
+        ("global_rank_first", c_uint32),
+        ("global_rank_stride", c_uint32),
+        ("bytes_per_token", c_uint64),
+        ("state_bytes_per_seq", c_uint64),
+        ("has_num_blocks", c_bool),
+        ("num_blocks", c_uint64),
+        ("binds", c_bool),
+    ]
+
+
+class CRankPosition(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("global_rank", c_uint32),
+        ("dp_rank", c_uint32),
+        ("stage", c_uint32),
+        ("cp_rank", c_uint32),
+        ("tp_rank", c_uint32),
+        ("plan_rank", c_uint32),
+        ("split_group", c_uint32),
+        ("split_rank", c_uint32),
+    ]
+
+
 class CComparisonRow(Structure):
     # No `size` field: rows are borrowed, and later versions add fields at
     # the end only, so this prefix stays valid.
@@ -278,6 +314,8 @@ class CComparisonRow(Structure):
         ("concurrency", c_uint64),
         ("has_balanced_max_seqs", c_bool),
         ("balanced_max_seqs", c_uint64),
+        ("pp_size", c_uint32),
+        ("attn_tp_size", c_uint32),
     ]
 
 
@@ -304,6 +342,8 @@ _PROTOTYPES = {
     "kvshard_state_kind_name": (c_char_p, [c_int]),
     "kvshard_dtype_name": (c_char_p, [c_int]),
     "kvshard_ownership_name": (c_char_p, [c_int]),
+    "kvshard_pp_rule_name": (c_char_p, [c_int]),
+    "kvshard_rank_layout_name": (c_char_p, [c_int]),
     "kvshard_engine_name": (c_char_p, [c_int]),
     "kvshard_warning_name": (c_char_p, [c_int]),
     # model
@@ -380,6 +420,17 @@ _PROTOTYPES = {
     "kvshard_plan_digest": (c_uint64, [_P]),
     "kvshard_plan_layout_digest": (c_uint64, [_P]),
     "kvshard_plan_describe_rank": (c_int, [POINTER(c_char), c_size_t, _P, c_uint32]),
+    # stages and global ranks
+    "kvshard_plan_pp_size": (c_uint32, [_P]),
+    "kvshard_plan_num_ranks": (c_uint32, [_P]),
+    "kvshard_plan_stage": (c_int, [POINTER(CStageInfo), _P, c_uint32]),
+    "kvshard_plan_layer_stage": (c_int, [POINTER(c_uint32), _P, c_uint32]),
+    "kvshard_plan_pp_partition": (c_int, [POINTER(c_char), c_size_t, _P]),
+    "kvshard_plan_locate": (c_int, [POINTER(CRankPosition), _P, c_uint32]),
+    "kvshard_plan_global_rank": (
+        c_int,
+        [POINTER(c_uint32), _P, c_uint32, c_uint32, c_uint32, c_uint32],
+    ),
     "kvshard_plan_write_json": (c_int, [_P, WRITE_FN, c_void_p]),
     "kvshard_plan_write_text": (c_int, [_P, WRITE_FN, c_void_p]),
     "kvshard_plan_write_svg": (c_int, [_P, WRITE_FN, c_void_p]),

@@ -37,6 +37,7 @@ from ._enums import (
     Dtype,
     Engine,
     FigureType,
+    LayerHolding,
     LayerKind,
     Ownership,
     StateKind,
@@ -57,6 +58,8 @@ __all__ = [
     "ComparisonRow",
     "LayerStorage",
     "RankMemory",
+    "StageInfo",
+    "RankPosition",
     "Capacity",
     "Uniform",
     "Blocks",
@@ -624,7 +627,8 @@ def _options_arg(options: Optional[Options], **fields: Any) -> Options:
 
 @dataclass(frozen=True)
 class LayerStorage:
-    """How one TP rank stores one decoder layer (kvshard_layer_storage)."""
+    """How one plan rank stores one layer, a decoder layer or a draft layer
+    (kvshard_layer_storage)."""
 
     kind: LayerKind
     #: The rank stores the layer's paged KV.
@@ -639,7 +643,8 @@ class LayerStorage:
     kv_head_count: int
     #: Bytes per token of this layer's KV (or window) on this rank.
     kv_bytes_per_token: int
-    #: TP rank of the split group that stores the layer's KV; -1 for layers
+    #: Plan rank of the split group that stores the layer's KV (the rank to
+    #: receive it from; a split group lies inside one stage); -1 for layers
     #: without a paged KV cache.
     owner_tp_rank: int
     #: Bytes per sequence: a linear or hybrid layer's state, a sliding or
@@ -655,12 +660,19 @@ class LayerStorage:
     #: The layer keeps an indexer key (DSA, a GQA sparse index, a
     #: compressed layer's index keys).
     index_key: bool
+    #: What the rank holds of the layer (NOT_ON_STAGE for a layer of
+    #: another stage: then only kind, stage and the layer's own figures
+    #: are set).
+    holding: LayerHolding
+    #: The pipeline stage the layer is on (the last for draft layers).
+    stage: int
 
 
 @dataclass(frozen=True)
 class RankMemory:
-    """Memory figures of one TP rank, in bytes (kvshard_rank_memory)."""
+    """Memory figures of one plan rank, in bytes (kvshard_rank_memory)."""
 
+    #: The plan rank: stage x T + TP rank (the TP rank with one stage).
     tp_rank: int
     kv_bytes_per_token: int
     scratch_bytes_per_token: int
@@ -709,6 +721,10 @@ class Capacity:
     state_slots: Optional[int]
     usable_blocks: Optional[int]
     usable_state_slots: Optional[int]
+    #: The binding rank, the first whose blocks are the common count: its
+    #: stage and its TP rank in that stage; None without a block count.
+    binding_stage: Optional[int]
+    binding_tp_rank: Optional[int]
 
 
 @dataclass(frozen=True)
@@ -736,8 +752,64 @@ class Blocks:
     usable_state_slots: Optional[int]
 
 
+@dataclass(frozen=True)
+class StageInfo:
+    """One pipeline stage (kvshard_stage_info). Byte figures in bytes."""
+
+    stage: int
+    #: Its decoder layers: layer_first .. layer_first + layer_count - 1.
+    layer_first: int
+    layer_count: int
+    #: Full-attention, hybrid and compressed layers among them.
+    num_kv_layers: int
+    #: Linear and hybrid layers among them.
+    num_state_layers: int
+    #: Draft layers speculation counts on it (the last stage only).
+    num_draft_layers: int
+    #: Global rank of its TP rank 0 (data-parallel replica 0, context rank
+    #: 0), and the step between the global ranks of consecutive TP ranks.
+    global_rank_first: int
+    global_rank_stride: int
+    #: The most any of its ranks keeps per token (KV + scratch + draft) and
+    #: per sequence (state).
+    bytes_per_token: int
+    state_bytes_per_seq: int
+    #: The fewest blocks of its ranks that store KV; None when none does,
+    #: or without memory.
+    num_blocks: Optional[int]
+    #: The binding rank, the first whose blocks are the plan's common
+    #: count, is on this stage.
+    binds: bool
+
+    @property
+    def layers(self) -> range:
+        """Its decoder layers, in order."""
+        return range(self.layer_first, self.layer_first + self.layer_count)
+
+
+@dataclass(frozen=True)
+class RankPosition:
+    """Where a global rank sits under the plan's rank layout
+    (kvshard_rank_position)."""
+
+    global_rank: int
+    #: Data-parallel replica, pipeline stage, context-parallel rank.
+    dp_rank: int
+    stage: int
+    cp_rank: int
+    #: Attention-TP rank inside its stage.
+    tp_rank: int
+    #: stage x T + tp_rank: the rank the plan's rank queries take.
+    plan_rank: int
+    #: tp_rank // S_eff and tp_rank % S_eff.
+    split_group: int
+    split_rank: int
+
+
 #: The profile's figures Capacity and Blocks carry, read by name.
 _PROFILE_FIGURES = ("state_slots", "usable_blocks", "usable_state_slots")
+#: And the binding rank's place, which Capacity carries too.
+_BINDING_FIGURES = ("binding_stage", "binding_tp_rank")
 
 
 def _figure_value(f: _lib.CFigure, name: str) -> Any:
@@ -816,6 +888,45 @@ def _capacity_names(plan: "Plan") -> Tuple[str, ...]:
     return names
 
 
+def _draft_layers(lib: ctypes.CDLL, plan: int, num_layers: int) -> int:
+    """d, the model's draft layers, which follow the L decoder layers in
+    kvshard_plan_layer_stage and kvshard_plan_layer_storage. The plan does
+    not report d, so it is counted: layers L, L + 1, ... until
+    kvshard_plan_layer_stage answers ELAYER (a model has at most 1,024)."""
+    out = c_uint32()
+    d = 0
+    while d <= 1024 and lib.kvshard_plan_layer_stage(byref(out), plan, num_layers + d) == 0:
+        d += 1
+    return d
+
+
+def _stage_info(lib: ctypes.CDLL, h: int, stage: int) -> StageInfo:
+    """kvshard_plan_stage as a StageInfo (inside the plan's gate)."""
+    out = _lib.sized(_lib.CStageInfo)
+    _check(lib.kvshard_plan_stage(byref(out), h, stage))
+    return StageInfo(
+        stage=int(out.stage),
+        layer_first=int(out.layer_first),
+        layer_count=int(out.layer_count),
+        num_kv_layers=int(out.num_kv_layers),
+        num_state_layers=int(out.num_state_layers),
+        num_draft_layers=int(out.num_draft_layers),
+        global_rank_first=int(out.global_rank_first),
+        global_rank_stride=int(out.global_rank_stride),
+        bytes_per_token=int(out.bytes_per_token),
+        state_bytes_per_seq=int(out.state_bytes_per_seq),
+        num_blocks=_opt(out.has_num_blocks, out.num_blocks),
+        binds=bool(out.binds),
+    )
+
+
+def _world_size(h: int) -> int:
+    """The plan's world_size (inside its gate), for a message."""
+    o = _lib.sized(_lib.COptions)
+    _check(_lib.library().kvshard_plan_options(byref(o), h))
+    return int(o.world_size)
+
+
 def _plan_with_settings(plan: int, settings: Optional[int], rc: int = 0) -> "Plan":
     """Wrap a new C plan with a copy of the C settings it was made from (the
     caller holds the gate of their owner). `rc` is the status of reading the
@@ -834,9 +945,14 @@ class Plan(_Handle):
     """A validated ownership map with per-rank memory and capacity.
 
     Owns a ``kvshard_plan`` (freed with kvshard_plan_free); independent of
-    the model or deployment it was made from. TP ranks are 0..attn_tp_size-1
-    and layers 0..num_layers-1; an index outside raises QueryError (an
-    IndexError), a negative or non-int one ValueError/TypeError.
+    the model or deployment it was made from. A plan of P pipeline stages
+    has P x T plan ranks: every query that takes a rank (its ``tp_rank``
+    argument) takes a plan rank, ``stage * attn_tp_size + TP rank``, 0 to
+    num_ranks - 1; with one stage that is the TP rank. ``locate()`` gives
+    a global rank's plan rank. Layers are 0..num_layers-1 (``layer_storage``
+    and ``layer_stage`` also take the draft layers after them). An index
+    outside raises QueryError (an IndexError), a negative or non-int one
+    ValueError/TypeError.
     """
 
     _free_name = "kvshard_plan_free"
@@ -851,28 +967,50 @@ class Plan(_Handle):
         then = (lib.kvshard_settings_free, settings) if settings else None
         super().__init__(ptr, then=then)
         self._settings_ptr = settings
-        # A plan never changes: T and L, for the range checks, read once
-        # while no other thread has the plan.
+        # A plan never changes: T, L, P x T and P for the range checks,
+        # read once while no other thread has the plan, and L + d, the
+        # decoder and draft layers layer_storage takes.
+        num_layers = int(lib.kvshard_plan_num_layers(ptr))
         self._sizes = (
             int(lib.kvshard_plan_attn_tp_size(ptr)),
-            int(lib.kvshard_plan_num_layers(ptr)),
+            num_layers,
+            int(lib.kvshard_plan_num_ranks(ptr)),
+            int(lib.kvshard_plan_pp_size(ptr)),
+            num_layers + _draft_layers(lib, ptr, num_layers),
         )
 
     # --- sizes --------------------------------------------------------------
     @property
     def options(self) -> Options:
         """The options the plan was built with, the profile's defaults
-        settled (block_size, max_seqs and ownership set), and the settings
-        it was made from."""
+        settled (block_size, max_seqs, ownership, pp_size, the rule and
+        rank_layout set), and the settings it was made from. An explicit
+        pp_partition reads back as its counts, with the rule EXPLICIT."""
         out = _lib.sized(_lib.COptions)
+        lib = _lib.library()
         with self._use() as h:
-            _check(_lib.library().kvshard_plan_options(byref(out), h))
-            return Options._from_c(out, settings_at=self._settings_ptr or None)
+            _check(lib.kvshard_plan_options(byref(out), h))
+            # The plan keeps the counts in its stages, not in its options.
+            counts = None
+            if out.pp_partition_count:
+                counts = tuple(_stage_info(lib, h, s).layer_count for s in range(self._sizes[3]))
+            return Options._from_c(out, settings_at=self._settings_ptr or None, partition=counts)
 
     @property
     def attn_tp_size(self) -> int:
-        """T = world_size / (dp_size * cp_size)."""
+        """T = world_size / (pp_size * dp_size * cp_size): the TP ranks of
+        one stage."""
         return int(self._query("kvshard_plan_attn_tp_size"))
+
+    @property
+    def pp_size(self) -> int:
+        """P: pipeline stages (1 without pp_size)."""
+        return int(self._query("kvshard_plan_pp_size"))
+
+    @property
+    def num_ranks(self) -> int:
+        """P x T: the plan ranks the rank queries take."""
+        return int(self._query("kvshard_plan_num_ranks"))
 
     @property
     def effective_split_size(self) -> int:
@@ -915,18 +1053,36 @@ class Plan(_Handle):
     def _rank_in_range(self, r: int) -> int:
         if self._gate.closed:  # a closed plan says so before any range
             raise ValueError("this kvshard plan is closed")
-        t = self._sizes[0]
-        if r >= t:
-            raise make_error(Status.ERANK, f"TP rank {r} is outside 0..{t - 1}")
+        t, _, n, p, _ = self._sizes
+        if r >= n:
+            if p == 1:
+                raise make_error(Status.ERANK, f"TP rank {r} is outside 0..{t - 1}")
+            raise make_error(
+                Status.ERANK,
+                f"plan rank {r} is outside 0..{n - 1} (stage x {t} + TP rank, {p} stages)",
+            )
         return r
 
-    def _layer_in_range(self, i: int) -> int:
+    def _layer_in_range(self, i: int, drafts: bool = False) -> int:
         if self._gate.closed:
             raise ValueError("this kvshard plan is closed")
-        n = self._sizes[1]
-        if i >= n:
+        n, with_drafts = self._sizes[1], self._sizes[4]
+        if drafts and i >= with_drafts:
+            shown = f"0..{with_drafts - 1}" if with_drafts > n else f"0..{n - 1}"
+            extra = f" (draft layers {n}..{with_drafts - 1})" if with_drafts > n else ""
+            raise make_error(Status.ELAYER, f"layer {i} is outside {shown}{extra}")
+        if not drafts and i >= n:
             raise make_error(Status.ELAYER, f"layer {i} is outside 0..{n - 1}")
         return i
+
+    def _stage_in_range(self, stage: Any) -> int:
+        s = _index("stage", stage)
+        if self._gate.closed:
+            raise ValueError("this kvshard plan is closed")
+        p = self._sizes[3]
+        if s >= p:
+            raise make_error(Status.ESTAGE, f"stage {s} is outside 0..{p - 1}")
+        return s
 
     def layer_kind(self, layer: int) -> LayerKind:
         """Kind of decoder layer `layer`."""
@@ -949,18 +1105,19 @@ class Plan(_Handle):
         return int(out.value)
 
     def owns(self, tp_rank: int, layer: int) -> bool:
-        """Whether TP rank `tp_rank` stores any cache of `layer` (its KV, its
-        state or its window)."""
+        """Whether plan rank `tp_rank` stores any cache of `layer` (its KV,
+        its state or its window); false for a layer of another stage."""
         r, i = self._rank_layer(tp_rank, layer)
         return bool(self._query("kvshard_plan_owns", r, i))
 
     def stores_kv(self, tp_rank: int, layer: int) -> bool:
-        """Whether TP rank `tp_rank` stores the paged KV cache of `layer`."""
+        """Whether plan rank `tp_rank` stores the paged KV cache of `layer`."""
         r, i = self._rank_layer(tp_rank, layer)
         return bool(self._query("kvshard_plan_stores_kv", r, i))
 
     def split_position(self, tp_rank: int) -> Tuple[int, int]:
-        """(split rank, split group) of a TP rank: (r % S_eff, r // S_eff)."""
+        """(split rank, split group) of a plan rank: (t % S_eff, t // S_eff)
+        of its TP rank t = tp_rank % T (a split group lies inside a stage)."""
         r = self._rank(tp_rank)
         rank, group = c_uint32(), c_uint32()
         with self._use() as h:
@@ -969,7 +1126,8 @@ class Plan(_Handle):
 
     def rank_layers(self, tp_rank: int) -> List[int]:
         """The KV layers (full attention, hybrid and compressed) whose KV
-        TP rank `tp_rank` stores, ascending. A copy."""
+        plan rank `tp_rank` stores, ascending: layers of its stage only. A
+        copy."""
         r = self._rank(tp_rank)
         arr = POINTER(c_uint32)()
         count = c_size_t()
@@ -978,8 +1136,12 @@ class Plan(_Handle):
             return list(arr[: count.value]) if count.value else []
 
     def layer_storage(self, tp_rank: int, layer: int) -> LayerStorage:
-        """How TP rank `tp_rank` stores `layer`: what an engine allocates."""
-        r, i = self._rank_layer(tp_rank, layer)
+        """How plan rank `tp_rank` stores `layer`, what an engine allocates:
+        decoder layers 0..L-1, then the model's draft layers L..L+d-1. A
+        layer of another stage is ``LayerHolding.NOT_ON_STAGE``, not an
+        error."""
+        r, i = _index("tp_rank", tp_rank), _index("layer", layer)
+        r, i = self._rank_in_range(r), self._layer_in_range(i, drafts=True)
         out = _lib.sized(_lib.CLayerStorage)
         with self._use() as h:
             _check(_lib.library().kvshard_plan_layer_storage(byref(out), h, r, i))
@@ -996,11 +1158,106 @@ class Plan(_Handle):
             kv_source=int(out.kv_source),
             compress_ratio=int(out.compress_ratio),
             index_key=bool(out.index_key),
+            holding=_enum_or_int(LayerHolding, out.holding),
+            stage=int(out.stage),
         )
+
+    # --- stages and global ranks ----------------------------------------------
+    def stage(self, stage: int) -> StageInfo:
+        """Pipeline stage `stage` (0..pp_size-1): its layers, its ranks'
+        largest figures, its blocks, and whether the plan's block count is
+        bound there. QueryError (ESTAGE) when out of range."""
+        s = self._stage_in_range(stage)
+        lib = _lib.library()
+        with self._use() as h:
+            return _stage_info(lib, h, s)
+
+    def stages(self) -> List[StageInfo]:
+        """Every stage, in order."""
+        lib = _lib.library()
+        with self._use() as h:
+            return [_stage_info(lib, h, s) for s in range(self._sizes[3])]
+
+    def layer_stage(self, layer: int) -> int:
+        """The stage layer `layer` is on: decoder layers 0..L-1, then the
+        draft layers after them, on the last stage."""
+        i = self._layer_in_range(_index("layer", layer), drafts=True)
+        out = c_uint32()
+        with self._use() as h:
+            _check(_lib.library().kvshard_plan_layer_stage(byref(out), h, i))
+        return int(out.value)
+
+    def pp_partition(self) -> str:
+        """The stages' layer counts as the engines take them ("31,30": the
+        value of VLLM_PP_LAYER_PARTITION and SGLANG_PP_LAYER_PARTITION)."""
+        lib = _lib.library()
+        with self._use() as h:
+            need = lib.kvshard_plan_pp_partition(None, 0, h)
+            _check(min(need, 0))
+            buf = ctypes.create_string_buffer(need + 1)
+            got = lib.kvshard_plan_pp_partition(buf, len(buf), h)
+            _check(min(got, 0))
+        return buf.value.decode("ascii")
+
+    def locate(self, global_rank: int) -> RankPosition:
+        """Where global rank `global_rank` (0..world_size-1) sits under the
+        plan's rank layout: its data-parallel replica, stage, context rank,
+        TP rank and the plan rank the rank queries take. Every rank can
+        locate every other: no collective. QueryError (EGLOBALRANK) outside
+        the world."""
+        g = _index("global_rank", global_rank)
+        out = _lib.sized(_lib.CRankPosition)
+        with self._use() as h:
+            rc = _lib.library().kvshard_plan_locate(byref(out), h, g)
+            if rc == Status.EGLOBALRANK:
+                world = _world_size(h)
+                raise make_error(rc, f"global rank {g} is outside 0..{world - 1}")
+            _check(rc)
+        return RankPosition(
+            global_rank=int(out.global_rank),
+            dp_rank=int(out.dp_rank),
+            stage=int(out.stage),
+            cp_rank=int(out.cp_rank),
+            tp_rank=int(out.tp_rank),
+            plan_rank=int(out.plan_rank),
+            split_group=int(out.split_group),
+            split_rank=int(out.split_rank),
+        )
+
+    def global_rank(self, dp_rank: int, stage: int, cp_rank: int, tp_rank: int) -> int:
+        """The global rank of a rank's coordinates under the plan's rank
+        layout; ``tp_rank`` is the TP rank inside the stage (0..T-1).
+        QueryError: ESTAGE for a stage out of range, ERANK for another
+        coordinate out of range."""
+        coords = [
+            _index(name, value)
+            for name, value in (
+                ("dp_rank", dp_rank),
+                ("stage", stage),
+                ("cp_rank", cp_rank),
+                ("tp_rank", tp_rank),
+            )
+        ]
+        d, s, c, t = coords
+        out = c_uint32()
+        with self._use() as h:
+            rc = _lib.library().kvshard_plan_global_rank(byref(out), h, d, s, c, t)
+            if rc == Status.ESTAGE:
+                raise make_error(rc, f"stage {s} is outside 0..{self._sizes[3] - 1}")
+            if rc == Status.ERANK:
+                o = _lib.sized(_lib.COptions)
+                _check(_lib.library().kvshard_plan_options(byref(o), h))
+                sizes = (("dp_rank", d, o.dp_size), ("cp_rank", c, o.cp_size),
+                         ("tp_rank", t, self._sizes[0]))
+                bad = next((x for x in sizes if x[1] >= x[2]), None)
+                if bad is not None:
+                    raise make_error(rc, f"{bad[0]} {bad[1]} is outside 0..{bad[2] - 1}")
+            _check(rc)
+        return int(out.value)
 
     # --- memory -------------------------------------------------------------
     def rank_memory(self, tp_rank: int) -> RankMemory:
-        """Memory figures of TP rank `tp_rank`, in bytes."""
+        """Memory figures of plan rank `tp_rank`, in bytes."""
         r = self._rank(tp_rank)
         out = _lib.sized(_lib.CRankMemory)
         with self._use() as h:
@@ -1023,7 +1280,8 @@ class Plan(_Handle):
         c = _lib.sized(_lib.CCapacity)
         with self._use() as h:
             _check(_lib.library().kvshard_plan_capacity(byref(c), h))
-            extra = {name: _capacity_figure(h, name) for name in _PROFILE_FIGURES}
+            names = _PROFILE_FIGURES + _BINDING_FIGURES
+            extra = {name: _capacity_figure(h, name) for name in names}
         return Capacity(
             engine=Engine(c.engine),
             block_size=int(c.block_size),
@@ -1271,8 +1529,9 @@ class Plan(_Handle):
     def __repr__(self) -> str:
         if self.closed:
             return "<kvshard.Plan closed>"
+        stages = f"P={self.pp_size} " if self._sizes[3] > 1 else ""
         return (
-            f"<kvshard.Plan T={self.attn_tp_size} S_eff={self.effective_split_size} "
+            f"<kvshard.Plan {stages}T={self.attn_tp_size} S_eff={self.effective_split_size} "
             f"layers={self.num_layers} digest={self.digest:016x}>"
         )
 
@@ -1306,8 +1565,9 @@ def plan(
 
 @dataclass(frozen=True)
 class ComparisonRow:
-    """One split size under one ownership rule (kvshard_comparison_row).
-    Byte figures in bytes; None where the C row's ``has_*`` is false."""
+    """One split size under one ownership rule, at one pp_size
+    (kvshard_comparison_row). Byte figures in bytes; None where the C row's
+    ``has_*`` is false."""
 
     layerwise_split_size: int
     ownership: Ownership
@@ -1330,6 +1590,10 @@ class ComparisonRow:
     warnings: Tuple[WarningCode, ...]
     concurrency: Optional[int]
     balanced_max_seqs: Optional[int]
+    #: The row's pipeline stages, and its attention TP size T (several of
+    #: each when the options sweep pp_size).
+    pp_size: int
+    attn_tp_size: int
 
     @property
     def ok(self) -> bool:
@@ -1366,11 +1630,15 @@ def _row(c: _lib.CComparisonRow) -> ComparisonRow:
         warnings=tuple(w for w in WarningCode if c.warnings & (1 << int(w))),
         concurrency=_opt(c.has_concurrency, c.concurrency),
         balanced_max_seqs=_opt(c.has_balanced_max_seqs, c.balanced_max_seqs),
+        pp_size=int(c.pp_size),
+        attn_tp_size=int(c.attn_tp_size),
     )
 
 
 class Comparison(_Handle):
-    """Plans for every split size dividing T, under each ownership rule.
+    """Plans for every split size dividing T, under each ownership rule, at
+    the options' pp_size or, with ``sweep_pp``, at every pp_size that
+    divides world_size / (dp_size x cp_size) and can cut the layers.
 
     Owns a ``kvshard_comparison`` (freed with kvshard_comparison_free). The
     rows are copied into Python when the comparison is made and stay valid
@@ -1398,7 +1666,8 @@ class Comparison(_Handle):
 
     @property
     def rows(self) -> Tuple[ComparisonRow, ...]:
-        """Rows by split size, then ordinal, global, contiguous."""
+        """Rows by split size, then ordinal, global, contiguous (by
+        pp_size first when the options sweep it)."""
         return self._rows
 
     @property
@@ -1411,7 +1680,9 @@ class Comparison(_Handle):
         """The recommended row: with a context length and memory the most
         balanced_max_seqs, then the most blocks; otherwise the most blocks
         (without memory, the fewest bytes per block); ties to the smaller
-        split size, then ordinal, global, contiguous."""
+        split size, then ordinal, global, contiguous. Its ``pp_size`` and
+        ``attn_tp_size`` say at which stages it is (the sweep's choice
+        with ``sweep_pp``)."""
         return self._rows[self._recommended]
 
     def __len__(self) -> int:
@@ -1439,7 +1710,12 @@ class Comparison(_Handle):
 
     def __repr__(self) -> str:
         r = self.recommended if self._rows else None
-        rec = f" recommended S={r.layerwise_split_size} {r.ownership.name.lower()}" if r else ""
+        stages = f"P={r.pp_size} " if r and any(x.pp_size > 1 for x in self._rows) else ""
+        rec = (
+            f" recommended {stages}S={r.layerwise_split_size} {r.ownership.name.lower()}"
+            if r
+            else ""
+        )
         return f"<kvshard.Comparison {len(self._rows)} rows{rec}>"
 
 
@@ -1448,7 +1724,10 @@ def compare(
 ) -> Comparison:
     """Compare every split size dividing T under each ownership rule
     (kvshard_comparison_create; the split fields of the options are
-    ignored). A Deployment compares with its own options. The caller owns
+    ignored), at the options' pp_size, or with ``sweep_pp=True`` at every
+    pp_size that divides world_size / (dp_size x cp_size) and can cut the
+    layers (PlanError, EPARTITION, with a pp_partition, which fixes
+    pp_size). A Deployment compares with its own options. The caller owns
     the returned Comparison."""
     if isinstance(model, Deployment):
         if options is not None or fields:

@@ -2,8 +2,8 @@
 profiles' settings beside them, from Python.
 
 Defaults are KVSHARD_OPTIONS_INIT's: values the engine profile decides are
-"unset" (block_size 0, max_seqs 0, ownership DEFAULT) and a plan settles them
-(``Plan.options`` returns the settled values). The fields, their C types,
+"unset" (block_size 0, max_seqs 0, ownership DEFAULT, rank_layout DEFAULT)
+and a plan settles them (``Plan.options`` returns the settled values). The fields, their C types,
 defaults and ranges come from the option table (``_optiontable``); the
 settings, their types, bounds and defaults from the library's own table
 (``_settings``).
@@ -15,10 +15,11 @@ import contextlib
 import ctypes
 import operator
 import threading
-from typing import TYPE_CHECKING, Any, Dict, Iterator, Mapping, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 from . import _lib
-from ._handles import encode, raise_error
+from ._enums import PpRule
+from ._handles import _new_handle, encode, raise_error
 from ._optiontable import (
     OPTIONS,
     U64_MAX,
@@ -32,7 +33,7 @@ from ._optiontable import (
 from ._settings import Settings, SettingInfo, info_for, setting_text, settings, value_of
 
 if TYPE_CHECKING:
-    from ._enums import Dtype, Engine, Ownership
+    from ._enums import Dtype, Engine, Ownership, RankLayout
 
 __all__ = ["Options", "DEFAULT_ORIGIN"]
 
@@ -84,6 +85,41 @@ def parse_bytes(name: str, value: Union[int, float, str]) -> int:
     return byte_size(name, value, 0, U64_MAX)
 
 
+def read_counts(key: str, text: str, origin: str) -> Tuple[int, ...]:
+    """Layer counts written as text ("31,30", "31, 30"), read by the
+    library's own grammar for them. kvshard_options_set takes no list, so
+    a scratch deployment of a one-layer model takes the text as
+    kvshard_deployment_set takes a deployment's, and gives the counts back
+    through its options: the library's errors, with `origin` as their
+    source (ConfigError for an entry that is no integer or out of range,
+    PlanError, EPARTITION, for more entries than it reads)."""
+    key_b = encode(key, "the option name")
+    text_b = encode(text, f"the value of {key}")
+    origin_b = encode(origin, "origin")
+    lib = _lib.library()
+    desc = _lib.sized(_lib.CModelDesc)
+    desc.num_layers, desc.num_attention_heads, desc.head_dim = 1, 1, 1
+    rc, model, err = _new_handle(lib.kvshard_model_create, ctypes.byref(desc), None)
+    if rc != 0:
+        raise_error(rc, err)
+    rc, dep, err = _new_handle(lib.kvshard_deployment_create, model, None)
+    if rc != 0:
+        lib.kvshard_model_free(model)  # the deployment took it on success only
+        raise_error(rc, err)
+    try:
+        err = _lib.CError()
+        rc = lib.kvshard_deployment_set(dep, key_b, text_b, origin_b, ctypes.byref(err))
+        if rc != 0:
+            raise_error(rc, err)
+        out = _lib.sized(_lib.COptions)
+        rc = lib.kvshard_deployment_options(ctypes.byref(out), dep)
+        if rc != 0:
+            raise_error(rc, None)
+        return tuple(int(out.pp_partition[i]) for i in range(out.pp_partition_count))
+    finally:
+        lib.kvshard_deployment_free(dep)
+
+
 def setting_named(name: str) -> Optional[SettingInfo]:
     """The setting an attribute name names, None for none. AttributeError
     (not ImportError) when the library, which holds the table, cannot be
@@ -109,8 +145,11 @@ class _Field:
     def __get__(self, obj: Optional["Options"], objtype: Any = None) -> Any:
         if obj is None:
             return self
-        raw = getattr(obj._c, self.name)
         kind = self.spec.kind
+        if kind is Kind.COUNTS:
+            held = obj._partition
+            return None if held is None else list(held)
+        raw = getattr(obj._c, self.name)
         if kind is Kind.BOOL:
             return bool(raw)
         if kind is Kind.ENUM:
@@ -119,7 +158,14 @@ class _Field:
         return int(raw)
 
     def __set__(self, obj: "Options", value: Any) -> None:
-        if isinstance(value, str):
+        if self.spec.kind is Kind.COUNTS:
+            counts = (
+                read_counts(self.name, value, DEFAULT_ORIGIN)
+                if isinstance(value, str)
+                else self.check(value)
+            )
+            obj._hold_partition(counts)
+        elif isinstance(value, str):
             set_text(obj._c, self.name, value, DEFAULT_ORIGIN)
         else:
             setattr(obj._c, self.name, self.check(value))
@@ -173,7 +219,7 @@ class Options:
     while another thread plans with the Options waits for that call.
     """
 
-    __slots__ = ("_c", "_settings")
+    __slots__ = ("_c", "_settings", "_partition")
 
     #: The option names (the struct's fields), in the C struct's order.
     FIELDS: Tuple[str, ...] = tuple(spec.name for spec in OPTIONS)
@@ -195,10 +241,16 @@ class Options:
         num_speculative_tokens: int
         scratch_layers: int
         context_length: int
+        pp_size: int
+        pp_partition_rule: PpRule
+        pp_partition: Optional[List[int]]
+        rank_layout: RankLayout
+        sweep_pp: bool
 
     def __init__(self, **fields: Any) -> None:
         object.__setattr__(self, "_c", _lib.options_init())
         object.__setattr__(self, "_settings", None)
+        object.__setattr__(self, "_partition", None)
         unknown = [k for k in fields if k not in self.FIELDS and info_for(k) is None]
         if unknown:
             known = ", ".join(self.FIELDS + tuple(s.key for s in settings()))
@@ -221,17 +273,27 @@ class Options:
 
     @classmethod
     def _from_c(
-        cls, c: _lib.COptions, settings_at: Optional[int] = None, held: Optional[Settings] = None
+        cls,
+        c: _lib.COptions,
+        settings_at: Optional[int] = None,
+        held: Optional[Settings] = None,
+        partition: Optional[Tuple[int, ...]] = None,
     ) -> "Options":
-        """An Options holding a copy of `c` and a copy of its settings: the C
-        settings at `settings_at` (the caller is inside the gate of their
-        owner), or a Settings the binding holds."""
+        """An Options holding a copy of `c`, of its settings and of its
+        pp_partition: the C settings at `settings_at` (the caller is inside
+        the gate of their owner), or a Settings the binding holds; the
+        counts `partition`, else those `c` points to (borrowed from its
+        owner as the settings are)."""
         o = cls.__new__(cls)
         struct = _lib.options_init()
         ctypes.memmove(ctypes.byref(struct), ctypes.byref(c), ctypes.sizeof(_lib.COptions))
         struct.size = ctypes.sizeof(_lib.COptions)
         struct.settings = None  # borrowed from the owner: never kept
         object.__setattr__(o, "_c", struct)
+        object.__setattr__(o, "_partition", None)
+        if partition is None and c.pp_partition_count and c.pp_partition:
+            partition = tuple(int(c.pp_partition[i]) for i in range(c.pp_partition_count))
+        o._hold_partition(partition, keep_rule=True)
         copied = None
         if settings_at:
             copied = Settings.new(settings_at)
@@ -239,6 +301,24 @@ class Options:
             copied = held.copy()
         object.__setattr__(o, "_settings", copied)
         return o
+
+    # --- the explicit pp_partition ---------------------------------------------
+    def _hold_partition(self, counts: Optional[Tuple[int, ...]], keep_rule: bool = False) -> None:
+        """Point the struct at an array of `counts` this Options owns, kept
+        as long as it (or at none). Without counts, a rule the plan
+        reported as EXPLICIT goes back to DEFAULT: nothing is explicit any
+        more."""
+        if counts:
+            array = (ctypes.c_uint32 * len(counts))(*counts)
+            self._c.pp_partition = ctypes.cast(array, ctypes.POINTER(ctypes.c_uint32))
+            self._c.pp_partition_count = len(counts)
+            object.__setattr__(self, "_partition", array)
+            return
+        self._c.pp_partition = None
+        self._c.pp_partition_count = 0
+        object.__setattr__(self, "_partition", None)
+        if not keep_rule and self._c.pp_partition_rule == PpRule.EXPLICIT:
+            self._c.pp_partition_rule = PpRule.DEFAULT
 
     # --- settings -----------------------------------------------------------
     def _own_settings(self) -> Settings:
@@ -277,9 +357,23 @@ class Options:
     def _passed(self) -> Iterator[_lib.COptions]:
         """``with opts._passed() as c:`` -- a copy of the struct whose
         `settings` points to this Options' settings while the block runs
-        (inside their gate), for one C call that reads them."""
+        (inside their gate), for one C call that reads them, and whose
+        `pp_partition` points to its counts."""
+        # The counts array is taken first and held by this frame until the
+        # call returns, and the copy points to that array, whatever the
+        # struct's pointer says by then.
+        counts = self._partition
         c = _lib.options_init()
         ctypes.memmove(ctypes.byref(c), ctypes.byref(self._c), ctypes.sizeof(_lib.COptions))
+        c.pp_partition = None if counts is None else ctypes.cast(
+            counts, ctypes.POINTER(ctypes.c_uint32)
+        )
+        c.pp_partition_count = 0 if counts is None else len(counts)
+        # A plan reports the rule of such counts as EXPLICIT, which is no
+        # input: the library settles DEFAULT to it when counts are given,
+        # so a plan's options plan again as they are.
+        if c.pp_partition_rule == PpRule.EXPLICIT and c.pp_partition_count:
+            c.pp_partition_rule = PpRule.DEFAULT
         held = self._settings
         if held is None:
             c.settings = None
@@ -333,11 +427,20 @@ class Options:
             return
         text = override_text(key, value)
         encode(origin, "origin")
+        spec = spec_for_key(key)
+        if spec is not None and spec.kind is Kind.COUNTS:
+            # kvshard_options_set takes no list: the library reads the
+            # text as a deployment's, and the counts are held here.
+            self._hold_partition(read_counts(key, text, origin))
+            return
         set_text(self._c, key, text, origin)
 
     def copy(self) -> "Options":
-        """An independent copy, settings and all."""
-        return Options._from_c(self._c, held=self._settings)
+        """An independent copy, settings and pp_partition and all."""
+        counts = self._partition
+        return Options._from_c(
+            self._c, held=self._settings, partition=None if counts is None else tuple(counts)
+        )
 
     # copy.copy and copy.deepcopy give an independent copy too: a copy never
     # shares the settings object, whose changes it would see.
@@ -347,10 +450,14 @@ class Options:
     def __deepcopy__(self, memo: Dict[int, Any]) -> "Options":
         return self.copy()
 
-    def __reduce__(self) -> Tuple[Any, Tuple[Dict[str, int], Dict[str, Any]]]:
-        # Pickled as the struct's values, as the C fields hold them, and
-        # the settings that were set, as Python values.
-        fields = {name: int(getattr(self._c, name)) for name in self.FIELDS}
+    def __reduce__(self) -> Tuple[Any, Tuple[Dict[str, Any], Dict[str, Any]]]:
+        # Pickled as the struct's values, as the C fields hold them (the
+        # pp_partition as its counts), and the settings that were set, as
+        # Python values.
+        fields: Dict[str, Any] = {
+            name: int(getattr(self._c, name)) for name in self.FIELDS if name != "pp_partition"
+        }
+        fields["pp_partition"] = self.pp_partition
         held = self._settings
         given: Dict[str, Any] = {}
         if held is not None:
@@ -395,11 +502,14 @@ class Options:
         return f"Options({', '.join(changed)})"
 
 
-def _rebuild(fields: Dict[str, int], given: Dict[str, Any]) -> Options:
+def _rebuild(fields: Dict[str, Any], given: Dict[str, Any]) -> Options:
     """An Options from what ``Options.__reduce__`` pickled."""
     o = Options()
+    counts = fields.get("pp_partition")
+    o._hold_partition(tuple(counts) if counts else None)
     for name, raw in fields.items():
-        setattr(o._c, name, raw)
+        if name != "pp_partition":
+            setattr(o._c, name, raw)
     for key, value in given.items():
         o.set(key, value)
     return o

@@ -7,10 +7,12 @@ ctypes layout of kvshard_options and its defaults (KVSHARD_OPTIONS_INIT), the
 attributes of ``Options``, and the checks every value passes before any C
 call. A field added to, removed from or moved in the C struct is one row
 here; a new kind of value is one ``Kind`` and its case in the functions
-below. The struct's last field, the pointer to the engine profiles'
-settings, is no option: the settings are the library's own table, read at
-run time (``_settings``). This module needs neither the library nor
-ctypes' loader.
+below. One field of the struct is no option: the pointer to the engine
+profiles' settings, which follows the option ``SETTINGS_AFTER`` (the
+settings are the library's own table, read at run time: ``_settings``).
+The explicit pp_partition is one option held in two fields, a borrowed
+array and its length. This module needs neither the library nor ctypes'
+loader.
 """
 
 from __future__ import annotations
@@ -18,17 +20,19 @@ from __future__ import annotations
 import enum
 import math
 import operator
-from ctypes import c_bool, c_int, c_uint32, c_uint64
+from ctypes import POINTER, c_bool, c_int, c_uint32, c_uint64, c_void_p
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Dict, Optional, Tuple, Type
+from typing import Any, Dict, List, Optional, Tuple, Type
 
-from ._enums import Dtype, Engine, Ownership
+from ._enums import MAX_PP_PARTITION, Dtype, Engine, Ownership, PpRule, RankLayout
 
 __all__ = [
     "Kind",
     "Spec",
     "OPTIONS",
+    "SETTINGS_AFTER",
+    "c_fields",
     "BY_NAME",
     "ENGINE_FLAGS",
     "spec_for_key",
@@ -41,6 +45,8 @@ __all__ = [
     "byte_count",
     "check_range",
     "type_name",
+    "layer_counts",
+    "struct_fields",
 ]
 
 
@@ -51,6 +57,9 @@ class Kind(enum.Enum):
     BYTES = c_uint64  # a byte count: an int, a float (rounded down) or text with a unit
     BOOL = c_bool  # a bool, never an int
     ENUM = c_int  # a C enum: its member, its value or one of its words
+    #: Layer counts, one a stage: a list of ints, or text "31,30". Two C
+    #: fields: a borrowed ``const uint32_t *`` and its length.
+    COUNTS = POINTER(c_uint32)
 
 
 @dataclass(frozen=True)
@@ -78,6 +87,7 @@ MAX_RANKS = 65536  # KVSHARD_MAX_RANKS
 MAX_BLOCK_SIZE = 1 << 20  # KVSHARD_MAX_BLOCK_SIZE
 MAX_CONTEXT_LENGTH = 1 << 30  # KVSHARD_MAX_CONTEXT_LENGTH
 U64_MAX = (1 << 64) - 1
+U32_MAX = (1 << 32) - 1
 
 _OWNERSHIP_WORDS = (
     ("ordinal", Ownership.ORDINAL),
@@ -113,6 +123,20 @@ _STATE_DTYPE_WORDS = (
     ("fp16", Dtype.FP16),
     ("float32", Dtype.FP32),
     ("fp32", Dtype.FP32),
+)
+
+# The rules a caller names; EXPLICIT is what a plan reports for a pp_partition.
+_PP_RULE_WORDS = (
+    ("vllm", PpRule.VLLM),
+    ("sglang", PpRule.SGLANG),
+    ("trtllm", PpRule.TRTLLM),
+    ("even", PpRule.EVEN),
+)
+_RANK_LAYOUT_WORDS = (
+    ("vllm", RankLayout.VLLM),
+    ("sglang", RankLayout.SGLANG),
+    ("trtllm", RankLayout.TRTLLM),
+    ("xllm", RankLayout.XLLM),
 )
 
 I, B, F, E = Kind.INTEGER, Kind.BYTES, Kind.BOOL, Kind.ENUM
@@ -197,26 +221,88 @@ OPTIONS: Tuple[Spec, ...] = (
         MAX_CONTEXT_LENGTH,
         unset_ok=True,
     ),
+    # The settings pointer stands here in the struct (SETTINGS_AFTER).
+    Spec(
+        "pp_size",
+        I,
+        1,
+        "P, the pipeline stages; default 1. T = world_size / (P x dp_size x cp_size).",
+        1,
+        MAX_RANKS,
+        unset_ok=True,
+    ),
+    Spec(
+        "pp_partition_rule",
+        E,
+        PpRule.DEFAULT,
+        "How the layers are cut into stages when no pp_partition is given; default vllm's.",
+        enum=PpRule,
+        words=_PP_RULE_WORDS,
+        unset=PpRule.DEFAULT,
+    ),
+    Spec(
+        "pp_partition",
+        Kind.COUNTS,
+        None,
+        "The decoder layers of each stage, given explicitly ([31, 30] or \"31,30\"); None: "
+        "the rule's.",
+        0,
+        U32_MAX,
+    ),
+    Spec(
+        "rank_layout",
+        E,
+        RankLayout.DEFAULT,
+        "How the engine numbers its global ranks; default: the profile's.",
+        enum=RankLayout,
+        words=_RANK_LAYOUT_WORDS,
+        unset=RankLayout.DEFAULT,
+    ),
+    Spec("sweep_pp", F, False, "A comparison also sweeps pp_size; default False."),
 )
 
 del I, B, F, E
 
+#: The option the struct's `const kvshard_settings *settings` follows.
+SETTINGS_AFTER = "context_length"
+
+
+def c_fields(spec: Spec) -> List[Tuple[str, Any]]:
+    """The C fields of kvshard_options that hold one option: one field,
+    or for the explicit pp_partition its array and its length."""
+    if spec.kind is Kind.COUNTS:
+        return [(spec.name, spec.kind.value), (spec.name + "_count", c_uint32)]
+    return [(spec.name, spec.kind.value)]
+
+
+def struct_fields() -> List[Tuple[str, Any]]:
+    """Every field of kvshard_options after `size`, in the header's order."""
+    fields: List[Tuple[str, Any]] = []
+    for spec in OPTIONS:
+        fields += c_fields(spec)
+        if spec.name == SETTINGS_AFTER:
+            fields.append(("settings", c_void_p))
+    return fields
+
 BY_NAME: Dict[str, Spec] = {spec.name: spec for spec in OPTIONS}
 
-#: Flag names an engine profile accepts for an option: name -> (the engine
+#: Flag names an engine profile accepts for an option: name -> (the engines
 #: under which the library takes it, the option it sets). The argparse
 #: profiles (vllm, sglang) read '-' as '_', so "max-num-seqs" is
 #: "max_num_seqs". The names of the engines' own settings are the library's
 #: (its settings table); only the names that set one of kvshard's options
 #: are here, so that their values are checked as that option's.
-ENGINE_FLAGS: Dict[str, Tuple[Engine, str]] = {
-    "max_seqs_per_batch": (Engine.XLLM, "max_seqs"),
-    "max_num_seqs": (Engine.VLLM, "max_seqs"),
-    "kv_cache_memory_bytes": (Engine.VLLM, "memory_per_rank"),
-    "mamba_ssm_cache_dtype": (Engine.VLLM, "state_dtype"),
-    "page_size": (Engine.SGLANG, "block_size"),
-    "max_running_requests": (Engine.SGLANG, "max_seqs"),
-    "mamba_ssm_dtype": (Engine.SGLANG, "state_dtype"),
+ENGINE_FLAGS: Dict[str, Tuple[Tuple[Engine, ...], str]] = {
+    "max_seqs_per_batch": ((Engine.XLLM,), "max_seqs"),
+    "max_num_seqs": ((Engine.VLLM,), "max_seqs"),
+    "kv_cache_memory_bytes": ((Engine.VLLM,), "memory_per_rank"),
+    "mamba_ssm_cache_dtype": ((Engine.VLLM,), "state_dtype"),
+    "page_size": ((Engine.SGLANG,), "block_size"),
+    "max_running_requests": ((Engine.SGLANG,), "max_seqs"),
+    "mamba_ssm_dtype": ((Engine.SGLANG,), "state_dtype"),
+    # xllm has no pipeline stages, and no name for them.
+    "pipeline_parallel_size": ((Engine.KVSHARD, Engine.VLLM, Engine.SGLANG), "pp_size"),
+    "pp": ((Engine.VLLM,), "pp_size"),
 }
 
 
@@ -314,13 +400,47 @@ def _enum_value(spec: Spec, name: str, value: Any, in_struct: bool) -> int:
     return int(spec.enum(int(value)))
 
 
+def layer_counts(name: str, value: Any, in_struct: bool) -> Optional[Tuple[int, ...]]:
+    """An explicit pp_partition given natively: a list or tuple of ints,
+    each 0 to 2**32 - 1 (the library's plan refuses 0, naming the stage),
+    at most MAX_PP_PARTITION of them. None, or an empty list in a struct,
+    gives none (the rule cuts the layers); text has no way to say that,
+    so there they are a ValueError."""
+    if value is None or (isinstance(value, (list, tuple)) and not value):
+        if in_struct:
+            return None
+        raise ValueError(
+            f"{name} as text needs at least one layer count; to let the rule cut the layers, "
+            f"leave it out"
+        )
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(
+            f"{name} must be a list of ints (layer counts) or a str such as '31,30', "
+            f"not {type_name(value)}"
+        )
+    if len(value) > MAX_PP_PARTITION:
+        raise ValueError(
+            f"{name} has {len(value)} entries; at most {MAX_PP_PARTITION} are read "
+            f"(KVSHARD_MAX_PP_PARTITION)"
+        )
+    counts = []
+    for index, entry in enumerate(value):
+        what = f"{name}[{index}]"
+        v = whole_number(what, entry, "an int")
+        counts.append(check_range(what, v, 0, U32_MAX, "a layer count"))
+    return tuple(counts)
+
+
 def native(spec: Spec, value: Any, in_struct: bool, name: Optional[str] = None) -> Any:
     """Check a value given as a Python object (not a str) for `spec` and
-    return what the C field holds: an int, a bool or an enum's int.
+    return what the C field holds: an int, a bool or an enum's int (a
+    tuple of counts, or None, for the explicit pp_partition).
     ``in_struct``: the range of a caller's kvshard_options (which may hold
     "unset"); otherwise the range of text. ``name``: the key the caller
     wrote, for messages (an engine's flag name; default the option's)."""
     name = name or spec.name
+    if spec.kind is Kind.COUNTS:
+        return layer_counts(name, value, in_struct)
     unset_ok = in_struct and spec.unset_ok
     if spec.kind is Kind.INTEGER:
         v = whole_number(name, value, "an int")
@@ -346,6 +466,8 @@ def text_of(spec: Spec, v: Any) -> str:
         return "true" if v else "false"
     if spec.kind is Kind.ENUM:
         return next(word for word, value in spec.words if value == v)
+    if spec.kind is Kind.COUNTS:
+        return ",".join(map(str, v))
     return str(v)
 
 
