@@ -537,3 +537,23 @@ def test_compare_sweeps_pp_size(qwen: kvshard.Model) -> None:
     with pytest.raises(kvshard.PlanError) as info:
         kvshard.compare(qwen, world_size=8, pp_size=2, pp_partition=[24, 24], sweep_pp=True)
     assert info.value.code is Status.EPARTITION
+
+
+def test_ignored_flags_are_listed_and_warned() -> None:
+    """An engine's whole command line under ignore_unknown: the flags the
+    kvshard profile does not read are kept, each once and without its
+    value, and the plan warns FLAGS_IGNORED (code 15, before the stage
+    warnings 16 and 17)."""
+    with kvshard.load(EXAMPLES / "qwen3_5_35b_a3b_tp4.yaml") as dep:
+        dep.apply_args(
+            ["--tensor-parallel-size", "4", "--max-model-len=4096", "--world_size=4"],
+            ignore_unknown=True,
+        )
+        dep.apply_args(["--max-model-len=8192"], ignore_unknown=True)
+        assert dep.ignored_flags() == ["--tensor-parallel-size", "--max-model-len"]
+        with dep.plan() as plan:
+            assert plan.has_warning(WarningCode.FLAGS_IGNORED)
+            assert WarningCode.FLAGS_IGNORED.label == "flags_ignored"
+    assert int(WarningCode.FLAGS_IGNORED) == 15
+    assert int(WarningCode.PP_DRAFT_REFUSED) == 16
+    assert int(WarningCode.STAGE_WITHOUT_KV) == 17

@@ -300,11 +300,14 @@ class WarningCode(enum.IntEnum):
     ENGINE_MAX_TOTAL_TOKENS_ABOVE_PROFILE = 13
     #: sglang: the state pool lowers max_running_requests.
     ENGINE_MAX_RUNNING_REQUESTS_CAPPED = 14
+    #: apply_args skipped flags or arguments the profile does not read
+    #: (ignore_unknown); Deployment.ignored_flags() lists them all.
+    FLAGS_IGNORED = 15
     #: SGLang refuses pipeline stages with speculative decoding; the plan
     #: is made all the same.
-    PP_DRAFT_REFUSED = 15
+    PP_DRAFT_REFUSED = 16
     #: Some stage's ranks store no KV though the model has KV layers.
-    STAGE_WITHOUT_KV = 16
+    STAGE_WITHOUT_KV = 17
 
     @property
     def label(self) -> str:

@@ -381,6 +381,7 @@ _PROTOTYPES = {
     "kvshard_deployment_options": (c_int, [POINTER(COptions), _P]),
     "kvshard_deployment_set": (c_int, [_P, c_char_p, c_char_p, c_char_p, _E]),
     "kvshard_deployment_apply_args": (c_int, [_P, c_size_t, POINTER(c_char_p), c_uint, _E]),
+    "kvshard_deployment_ignored_flags": (c_size_t, [POINTER(c_char_p), c_size_t, _P]),
     # plan
     "kvshard_plan_create": (c_int, [_PP, _P, POINTER(COptions), c_void_p, _E]),
     "kvshard_deployment_plan": (c_int, [_PP, _P, _E]),
@@ -390,6 +391,7 @@ _PROTOTYPES = {
     "kvshard_plan_effective_split_size": (c_uint32, [_P]),
     "kvshard_plan_replication_factor": (c_uint32, [_P]),
     "kvshard_plan_num_layers": (c_uint32, [_P]),
+    "kvshard_plan_num_draft_layers": (c_uint32, [_P]),
     "kvshard_plan_state_kind": (c_int, [_P]),
     "kvshard_plan_state_dtype": (c_int, [_P]),
     "kvshard_plan_layer_kind": (c_int, [POINTER(c_int), _P, c_uint32]),

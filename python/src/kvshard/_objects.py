@@ -479,6 +479,20 @@ class Deployment(_Handle):
             )
         _check(rc, err)
 
+    def ignored_flags(self) -> List[str]:
+        """What ``apply_args(..., ignore_unknown=True)`` (or
+        ``--ignore_unknown_flags``) skipped over every call, each once in the
+        order first seen: unknown flags as written without their values,
+        positional arguments as they are (kvshard_deployment_ignored_flags).
+        The deployment's plans carry the ``FLAGS_IGNORED`` warning naming
+        them."""
+        lib = _lib.library()
+        with self._use() as h:
+            count = int(lib.kvshard_deployment_ignored_flags(None, 0, h))
+            names = (c_char_p * max(1, count))()
+            lib.kvshard_deployment_ignored_flags(names, count, h)
+            return [names[i].decode("utf-8", "replace") for i in range(count)]
+
     def plan(self) -> "Plan":
         """The plan of this deployment (kvshard_deployment_plan). Errors about
         an option or setting point at its key in the deployment file, or its
@@ -888,18 +902,6 @@ def _capacity_names(plan: "Plan") -> Tuple[str, ...]:
     return names
 
 
-def _draft_layers(lib: ctypes.CDLL, plan: int, num_layers: int) -> int:
-    """d, the model's draft layers, which follow the L decoder layers in
-    kvshard_plan_layer_stage and kvshard_plan_layer_storage. The plan does
-    not report d, so it is counted: layers L, L + 1, ... until
-    kvshard_plan_layer_stage answers ELAYER (a model has at most 1,024)."""
-    out = c_uint32()
-    d = 0
-    while d <= 1024 and lib.kvshard_plan_layer_stage(byref(out), plan, num_layers + d) == 0:
-        d += 1
-    return d
-
-
 def _stage_info(lib: ctypes.CDLL, h: int, stage: int) -> StageInfo:
     """kvshard_plan_stage as a StageInfo (inside the plan's gate)."""
     out = _lib.sized(_lib.CStageInfo)
@@ -976,7 +978,7 @@ class Plan(_Handle):
             num_layers,
             int(lib.kvshard_plan_num_ranks(ptr)),
             int(lib.kvshard_plan_pp_size(ptr)),
-            num_layers + _draft_layers(lib, ptr, num_layers),
+            num_layers + int(lib.kvshard_plan_num_draft_layers(ptr)),
         )
 
     # --- sizes --------------------------------------------------------------
