@@ -588,7 +588,7 @@ int kvshard_safetensors__read_bytes(kvshard__safetensors **out, const void *byte
     if (!out || (!bytes && len) || !name)
         return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
                              "safetensors: NULL argument");
-    kvshard__safetensors *s;
+    kvshard__safetensors *s = NULL; /* new_set sets it on success */
     int rc = new_set(&s, alloc, max_tensors, name, err);
     if (rc)
         return rc;
@@ -980,7 +980,7 @@ int kvshard_safetensors__read_dir(kvshard__safetensors **out, const char *dir,
     if (!out || !dir)
         return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
                              "safetensors: NULL argument");
-    kvshard__safetensors *s;
+    kvshard__safetensors *s = NULL; /* new_set sets it on success */
     int rc = new_set(&s, alloc, max_tensors, dir, err);
     if (rc)
         return rc;
