@@ -113,13 +113,6 @@ static double efig_double(const kvshard_plan *p, const char *name)
     return f.double_value;
 }
 
-static char *plan_text(const kvshard_plan *p)
-{
-    char *s = NULL;
-    assert_int_equal(kvshard_plan_write_text(p, tu_append, &s), KVSHARD_OK);
-    return s;
-}
-
 static void assert_contains(const char *haystack, const char *needle)
 {
     if (!strstr(haystack, needle))
@@ -355,7 +348,7 @@ static void test_vllm_mamba2_hybrid(void **state)
     assert_string_equal(warning_message(p, KVSHARD_WARN_ENGINE_PADDING_LAYERS),
                         "Add 1 padding layers, may waste at most 4.35% KV cache memory (23 state "
                         "layers in groups of 6)");
-    char *text = plan_text(p);
+    char *text = tu_plan_text(p);
     assert_contains(text, "capacity   vllm 0.20.1rc1.dev91 profile: Available KV cache memory: "
                           "3.72 GiB; attention block 4,176 tokens (raised from 16), Padding "
                           "mamba page size by 0.19%\n"
@@ -375,7 +368,7 @@ static void test_vllm_mamba2_hybrid(void **state)
                         "at 32768 tokens 25 sequences run at once, below max_num_seqs 128: 310 "
                         "usable GPU blocks, 12 a request of that length (KV and state share the "
                         "pool); balanced max_seqs is 25");
-    text = plan_text(p);
+    text = tu_plan_text(p);
     assert_contains(text, "context    at 32,768 tokens: 25 sequences at once (below max_seqs 128; "
                           "balanced max_seqs 25)\n");
     free(text);
@@ -402,7 +395,7 @@ static void test_vllm_budget_rounding(void **state)
              "--max-num-seqs", "128", "--enforce-eager", "--kv-cache-memory-bytes",
              cases[i].budget);
         assert_int_equal(efig(p, "num_gpu_blocks"), cases[i].blocks);
-        char *text = plan_text(p);
+        char *text = tu_plan_text(p);
         char want[96];
         snprintf(want, sizeof want, "Available KV cache memory: %s GiB;", cases[i].gib);
         assert_contains(text, want);
@@ -448,7 +441,7 @@ static void test_vllm_sliding_window(void **state)
                         "Add 8 padding layers, may waste at most 15.38% KV cache memory (52 "
                         "sliding-window layers in groups of 10)");
     assert_int_equal(warnings_of(p, KVSHARD_WARN_ENGINE_PADDING_LAYERS), 1); /* one type padded */
-    char *text = plan_text(p);
+    char *text = tu_plan_text(p);
     assert_contains(text, "capacity   vllm 0.11.0rc2.dev98 profile: Available KV cache memory: "
                           "109.86 GiB; attention block 16 tokens\n"
                           "           7 KV cache groups of 10 layers (8 padding layers); 89,994 "
@@ -1083,7 +1076,7 @@ static void test_sglang_gdn_hybrid(void **state)
     assert_string_equal(warning_message(p, KVSHARD_WARN_ENGINE_MAX_RUNNING_REQUESTS_CAPPED),
                         "max_running_requests 2048 is capped at 62: the state pool's 186 slots "
                         "hold 3 a running request");
-    char *text = plan_text(p);
+    char *text = tu_plan_text(p);
     assert_contains(text,
                     "capacity   sglang 0.5.11 profile: budget 9.46 GiB per rank (the rest after "
                     "mem_fraction_static); no_buffer, 3 state slots per request\n"
@@ -1486,7 +1479,7 @@ static void test_xllm_versions(void **state)
     kvshard_plan *t;
     PLAN(&t, "models/qwen3_5_35b_a3b.json", "--engine=xllm", "--world_size=4",
          "--memory_per_rank=20GiB");
-    char *text = plan_text(t);
+    char *text = tu_plan_text(t);
     assert_contains(text, "capacity   xllm profile: budget 20.00 GiB per rank; 631 state slots "
                           "(9.46 GiB), 8,634 blocks of 128 tokens = 1,105,152 tokens\n"
                           "           the engine logs blocks: 8634, linear_blocks: 631; usable "
@@ -1845,7 +1838,7 @@ static void test_without_budget(void **state)
     kvshard_rank_memory m = KVSHARD_RANK_MEMORY_INIT;
     assert_int_equal(kvshard_plan_rank_memory(&m, p, 0), KVSHARD_OK);
     assert_int_equal(m.bytes_per_block, 12828672);
-    char *text = plan_text(p);
+    char *text = tu_plan_text(p);
     assert_contains(text, "capacity   vllm 0.20.1rc1.dev91 profile: attention block 4,176 tokens "
                           "(raised from 16), Padding mamba page size by 0.19%\n"
                           "           no budget: give --kv-cache-memory-bytes or the device "
@@ -1857,7 +1850,7 @@ static void test_without_budget(void **state)
     assert_int_equal(efig(p, "mamba_bytes_per_slot"), 25755648);
     assert_true(efig_null(p, "max_total_num_tokens"));
     assert_false(tu_has_figure(p, "max_seqs"));
-    text = plan_text(p);
+    text = tu_plan_text(p);
     assert_contains(text, "capacity   sglang 0.5.21 profile: no budget: give --memory_per_rank, "
                           "or --device_memory_free, --non_kv_memory and --mem-fraction-static\n");
     free(text);

@@ -106,6 +106,14 @@ char *tu_plan_json(const kvshard_plan *plan)
     return b.data;
 }
 
+char *tu_plan_text(const kvshard_plan *plan)
+{
+    buffer b = {NULL, 0};
+    assert_int_equal(kvshard_plan_write_text(plan, append, &b), KVSHARD_OK);
+    assert_non_null(b.data);
+    return b.data;
+}
+
 static char *slurp(FILE *f)
 {
     buffer b = {NULL, 0};

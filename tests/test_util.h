@@ -29,8 +29,9 @@ kvshard_plan *tu_plan(const kvshard_model *model, const kvshard_options *options
  * `user` is a char ** that starts NULL. */
 int tu_append(void *user, const char *data, size_t len);
 
-/* The plan's JSON as a NUL-terminated malloc'd string. */
+/* The plan's JSON, and its text, as a NUL-terminated malloc'd string. */
 char *tu_plan_json(const kvshard_plan *plan);
+char *tu_plan_text(const kvshard_plan *plan);
 
 /* Run a shell command line; capture stdout and stderr (malloc'd, may be NULL
  * to ignore). Returns the exit status, or -1 when it did not exit. */
