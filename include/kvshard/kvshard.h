@@ -145,7 +145,17 @@ typedef enum kvshard_status {
     KVSHARD_ESTAGE = -32,
     /** A global rank outside 0..world_size-1 in an API call (a TP, data or
      *  context coordinate out of range is KVSHARD_ERANK). */
-    KVSHARD_EGLOBALRANK = -33
+    KVSHARD_EGLOBALRANK = -33,
+    /** Device memory is given but the weights are not (no weights_per_rank,
+     *  weights_total or safetensors files), weights_experts exceeds
+     *  weights_total, or weights_per_rank has neither 1 nor pp_size entries
+     *  (or is given to kvshard fit). */
+    KVSHARD_EWEIGHTS = -34,
+    /** A stage's weights and the activation reserve leave no budget of the
+     *  usable device memory (kvshard fit: no layout leaves one). */
+    KVSHARD_EDOESNOTFIT = -35,
+    /** kvshard fit: the node limits and the pinned sizes leave no layout. */
+    KVSHARD_EFITLIMITS = -36
 } kvshard_status;
 
 /** Static English name of a status code ("no memory for one block", ...).
@@ -339,6 +349,9 @@ typedef enum kvshard_rank_layout {
 
 /** Most entries of an explicit pp_partition. */
 #define KVSHARD_MAX_PP_PARTITION 256u
+/** activation_reserve left to the profile: under kvshard max(1 GiB,
+ *  device_memory / 20). */
+#define KVSHARD_RESERVE_AUTO UINT64_MAX
 
 /** Whose capacity model sizes blocks and state. */
 typedef enum kvshard_engine {
@@ -556,13 +569,37 @@ typedef struct kvshard_options {
     /** kvshard_comparison_create() also sweeps pp_size over the divisors of
      *  world_size / (dp x cp) that can cut the layers; default false. */
     bool sweep_pp;
+    /* Device inputs: without memory_per_rank, a rank's budget is the usable
+     * share of its GPU less its weights and the activation reserve. */
+    /** Bytes of one GPU as the device reports them; 0: none. */
+    uint64_t device_memory;
+    /** The share of device_memory the engine may use, above 0 and at most 1,
+     *  read to 9 decimal places; 0: the profile's (kvshard 0.9). */
+    double memory_utilization;
+    /** Bytes per GPU for everything but weights and cache; default
+     *  KVSHARD_RESERVE_AUTO. */
+    uint64_t activation_reserve;
+    /** The weights of one rank: one size, or one per stage
+     *  (weights_per_rank_count 1 or pp_size; NULL: none). Borrowed like
+     *  `settings`. */
+    const uint64_t *weights_per_rank;
+    uint32_t weights_per_rank_count;
+    /** The checkpoint's bytes, and the part in expert tensors, for an
+     *  estimate by layers; 0: none (the model directory's safetensors). */
+    uint64_t weights_total;
+    uint64_t weights_experts;
+    /** Experts placed whole on ranks; default false. */
+    bool expert_parallel;
+    /** GPUs of one node, for kvshard fit; 0: 8. */
+    uint32_t gpus_per_node;
 } kvshard_options;
 
 #define KVSHARD_OPTIONS_INIT                                                          \
     { sizeof(kvshard_options), 1u, 1u, 1u, false, 1u, KVSHARD_OWNERSHIP_DEFAULT,      \
       false, KVSHARD_ENGINE_KVSHARD, KVSHARD_DTYPE_AUTO, KVSHARD_DTYPE_AUTO, 0u, 0u,  \
       0u, 0u, 1u, 0u, NULL, 1u, KVSHARD_PP_RULE_DEFAULT, NULL, 0u,                     \
-      KVSHARD_RANK_LAYOUT_DEFAULT, false }
+      KVSHARD_RANK_LAYOUT_DEFAULT, false, 0u, 0.0, KVSHARD_RESERVE_AUTO, NULL, 0u, 0u,  \
+      0u, false, 0u }
 
 /**
  * Set one option by its deployment key name ("world_size",
@@ -936,9 +973,19 @@ typedef struct kvshard_rank_memory {
     /** The draft layers' share of state_bytes_per_seq (their windows and
      *  compressor state), with speculation. */
     uint64_t draft_bytes_per_seq;
+    /** The rank's budget for cache and state: memory_per_rank, or from the
+     *  device inputs; false without either. */
+    bool has_budget;
+    uint64_t budget;
+    /** With device inputs: the weights the rank holds and the activation
+     *  reserve its budget leaves out (has_device false otherwise). */
+    bool has_device;
+    uint64_t weights_bytes;
+    uint64_t activation_reserve;
 } kvshard_rank_memory;
 
-#define KVSHARD_RANK_MEMORY_INIT { sizeof(kvshard_rank_memory), 0, 0, 0, 0, 0, 0, false, 0, 0 }
+#define KVSHARD_RANK_MEMORY_INIT                                                      \
+    { sizeof(kvshard_rank_memory), 0, 0, 0, 0, 0, 0, false, 0, 0, false, 0, false, 0, 0 }
 
 /** Memory figures of TP rank `tp_rank` into *out (its `size` set by the
  *  caller). KVSHARD_ERANK when out of range, KVSHARD_EINVAL when `out` is
@@ -1134,7 +1181,14 @@ typedef enum kvshard_warning_code {
      *  the plan is made all the same. */
     KVSHARD_WARN_PP_DRAFT_REFUSED = 16,
     /** Some stage's ranks store no KV bytes though the model has KV layers. */
-    KVSHARD_WARN_STAGE_WITHOUT_KV = 17
+    KVSHARD_WARN_STAGE_WITHOUT_KV = 17,
+    /** memory_per_rank is the budget: device_memory is not read. */
+    KVSHARD_WARN_DEVICE_MEMORY_IGNORED = 18,
+    /** The safetensors index's metadata.total_size differs from the sum of
+     *  its shards' tensors; the headers are used. */
+    KVSHARD_WARN_WEIGHTS_TOTAL_SIZE_MISMATCH = 19,
+    /** Some tensors have names no rule classes: counted as split over T. */
+    KVSHARD_WARN_WEIGHTS_UNKNOWN_TENSORS = 20
 } kvshard_warning_code;
 
 /** Machine-readable name of a warning code ("split_disabled", ...);

@@ -45,6 +45,9 @@ const char *kvshard_strerror(int code)
     case KVSHARD_EPPSOURCE: return "a layer and its cache source on different stages";
     case KVSHARD_ESTAGE: return "stage out of range";
     case KVSHARD_EGLOBALRANK: return "global rank out of range";
+    case KVSHARD_EWEIGHTS: return "no weights for the device memory";
+    case KVSHARD_EDOESNOTFIT: return "the weights do not fit the device";
+    case KVSHARD_EFITLIMITS: return "no layout within the node limits";
     default: return "unknown error";
     }
 }

@@ -16,11 +16,66 @@ typedef struct loader {
     kvshard_error *err;
 } loader;
 
-int kvshard__parse_counts(uint32_t *counts, uint32_t *count, const char *text, size_t len,
-                          const char *source, kvshard__mark mark, kvshard_error *err)
+bool kvshard__option_is_list(kvshard__option_id id)
+{
+    return id == KVSHARD__OPT_PP_PARTITION || id == KVSHARD__OPT_WEIGHTS_PER_RANK;
+}
+
+/* One entry of a list option: a layer count of pp_partition, a size of
+ * weights_per_rank. */
+static int parse_entry(const kvshard__deployment_values *into, kvshard__option_id id, uint32_t n,
+                       const char *text, size_t len, kvshard__value_style style,
+                       const char *source, kvshard__mark mark, kvshard_error *err)
+{
+    char what[48];
+    snprintf(what, sizeof what, "%s[%u]", kvshard__option_name(id), n);
+    if (id == KVSHARD__OPT_PP_PARTITION) {
+        uint64_t v;
+        int rc = kvshard__parse_uint(&v, text, len, 0, UINT32_MAX, what, source, mark, err);
+        if (rc == KVSHARD_OK)
+            into->lists->pp_counts[n] = (uint32_t)v;
+        return rc;
+    }
+    kvshard_value__def def = {what, KVSHARD__VT_BYTES, 0, UINT64_MAX, KVSHARD_ERANGE,
+                              false, NULL, NULL};
+    kvshard_value v;
+    int rc = kvshard_value__parse(&v, &def, text, len, style, source, mark, err);
+    if (rc == KVSHARD_OK)
+        into->lists->weights[n] = v.u;
+    return rc;
+}
+
+/* The options' count and pointer of list `id`, of `n` entries. */
+static void set_list(const kvshard__deployment_values *into, kvshard__option_id id, uint32_t n)
+{
+    if (id == KVSHARD__OPT_PP_PARTITION) {
+        into->options->pp_partition = n ? into->lists->pp_counts : NULL;
+        into->options->pp_partition_count = n;
+    } else {
+        into->options->weights_per_rank = n ? into->lists->weights : NULL;
+        into->options->weights_per_rank_count = n;
+    }
+}
+
+static int too_long(kvshard_error *err, kvshard__option_id id, const char *source,
+                    kvshard__mark mark)
+{
+    return kvshard__fail(err,
+                         id == KVSHARD__OPT_PP_PARTITION ? KVSHARD_EPARTITION : KVSHARD_EWEIGHTS,
+                         source, mark, "%s has more than %u entries (KVSHARD_MAX_PP_PARTITION)",
+                         kvshard__option_name(id), KVSHARD_MAX_PP_PARTITION);
+}
+
+int kvshard__assign_list(const kvshard__deployment_values *into, kvshard__option_id id,
+                         const char *text, size_t len, const char *source, kvshard__mark mark,
+                         kvshard_error *err)
 {
     uint32_t n = 0;
     size_t i = 0;
+    /* Entries land in the list only once every one has parsed. */
+    kvshard__lists parsed;
+    kvshard__deployment_values to = *into;
+    to.lists = &parsed;
     while (i <= len) {
         size_t start = i;
         while (i < len && text[i] != ',')
@@ -32,29 +87,18 @@ int kvshard__parse_counts(uint32_t *counts, uint32_t *count, const char *text, s
         while (b > a && (text[b - 1] == ' ' || text[b - 1] == '\t'))
             b--;
         if (n == KVSHARD_MAX_PP_PARTITION)
-            return kvshard__fail(err, KVSHARD_EPARTITION, source, mark,
-                                 "pp_partition has more than %u entries (KVSHARD_MAX_PP_PARTITION)",
-                                 KVSHARD_MAX_PP_PARTITION);
-        uint64_t v;
-        char what[48];
-        snprintf(what, sizeof what, "pp_partition[%u]", n);
-        int rc = kvshard__parse_uint(&v, text + a, b - a, 0, UINT32_MAX, what, source, mark, err);
+            return too_long(err, id, source, mark);
+        int rc = parse_entry(&to, id, n, text + a, b - a, KVSHARD__VALUE_FLAG, source, mark, err);
         if (rc)
             return rc;
-        counts[n++] = (uint32_t)v;
+        n++;
         i++; /* past the comma, or the end */
     }
-    *count = n;
-    return KVSHARD_OK;
-}
-
-/* pp_partition's entries into the list its options point to. */
-static int assign_counts(const kvshard__deployment_values *into, const uint32_t *counts,
-                         uint32_t n)
-{
-    memcpy(into->pp_counts, counts, n * sizeof *counts);
-    into->options->pp_partition = n ? into->pp_counts : NULL;
-    into->options->pp_partition_count = n;
+    if (id == KVSHARD__OPT_PP_PARTITION)
+        memcpy(into->lists->pp_counts, parsed.pp_counts, n * sizeof parsed.pp_counts[0]);
+    else
+        memcpy(into->lists->weights, parsed.weights, n * sizeof parsed.weights[0]);
+    set_list(into, id, n);
     return KVSHARD_OK;
 }
 
@@ -67,11 +111,8 @@ int kvshard__deployment_assign(const kvshard__deployment_values *into, kvshard__
         return kvshard_settings__assign(into->settings, key.setting, value, len, style, source,
                                         mark, override, err);
     int rc;
-    if (key.option == KVSHARD__OPT_PP_PARTITION) {
-        uint32_t counts[KVSHARD_MAX_PP_PARTITION], n = 0;
-        rc = kvshard__parse_counts(counts, &n, value, len, source, mark, err);
-        if (rc == KVSHARD_OK)
-            rc = assign_counts(into, counts, n);
+    if (kvshard__option_is_list(key.option)) {
+        rc = kvshard__assign_list(into, key.option, value, len, source, mark, err);
     } else {
         rc = kvshard__option_parse(into->options, key.option, value, len, style, key.words,
                                    source, mark, err);
@@ -107,34 +148,47 @@ bool kvshard__deployment_site(const kvshard_deployment *deployment, const char *
     return true;
 }
 
-/* A pp_partition written as a YAML list of layer counts. */
-static int read_counts(loader *l, const kvshard__node *list)
+/* A list option written as a YAML list: pp_partition's layer counts,
+ * weights_per_rank's sizes. */
+static int read_list(loader *l, kvshard__option_id id, const kvshard__node *list)
 {
     const kvshard__doc *doc = l->doc;
+    kvshard_deployment *dep = l->dep;
+    kvshard__mark at = kvshard__doc_mark(doc, list->offset);
     if (list->count > KVSHARD_MAX_PP_PARTITION)
-        return kvshard__doc_fail(doc, l->err, KVSHARD_EPARTITION, list,
-                                 "pp_partition has %u entries; at most %u are read "
-                                 "(KVSHARD_MAX_PP_PARTITION)",
-                                 list->count, KVSHARD_MAX_PP_PARTITION);
-    uint32_t counts[KVSHARD_MAX_PP_PARTITION], n = 0;
+        return too_long(l->err, id, doc->source, at);
+    kvshard__deployment_values into = {&dep->options, dep->sites, dep->settings, &dep->lists};
+    uint32_t n = 0;
     kvshard__iter it = kvshard__iter_begin(doc, list);
     kvshard__node item = {0};
     while (kvshard__iter_next(doc, &it, &item)) {
         char what[48];
-        snprintf(what, sizeof what, "pp_partition[%u]", n);
-        uint64_t v;
-        int rc = kvshard__node_uint(&v, doc, &item, what, 0, UINT32_MAX, l->err);
+        snprintf(what, sizeof what, "%s[%u]", kvshard__option_name(id), n);
+        int rc;
+        if (id == KVSHARD__OPT_PP_PARTITION) {
+            uint64_t v;
+            rc = kvshard__node_uint(&v, doc, &item, what, 0, UINT32_MAX, l->err);
+            if (rc == KVSHARD_OK)
+                dep->lists.pp_counts[n] = (uint32_t)v;
+        } else if (item.kind != KVSHARD__NODE_SCALAR || item.tag == KVSHARD__TAG_FLOAT) {
+            /* A size is an integer or has a unit: 8.5 alone is no size. */
+            char desc[160];
+            kvshard__node_describe(desc, sizeof desc, &item);
+            rc = kvshard__doc_fail(doc, l->err, KVSHARD_ETYPE, &item,
+                                   "%s: expected a size such as \"17GiB\", found %s", what, desc);
+        } else {
+            rc = parse_entry(&into, id, n, item.text, item.count, item.style, doc->source,
+                             kvshard__doc_mark(doc, item.offset), l->err);
+        }
         if (rc)
             return rc;
-        counts[n++] = (uint32_t)v;
+        n++;
     }
-    kvshard_deployment *dep = l->dep;
-    kvshard__deployment_values into = {&dep->options, dep->sites, dep->settings, dep->pp_counts};
-    assign_counts(&into, counts, n);
-    kvshard__option_site *site = &dep->sites[KVSHARD__OPT_PP_PARTITION];
+    set_list(&into, id, n);
+    kvshard__option_site *site = &dep->sites[id];
     site->set = true;
     site->override = false;
-    site->mark = kvshard__doc_mark(doc, list->offset);
+    site->mark = at;
     snprintf(site->source, sizeof site->source, "%s", doc->source);
     return KVSHARD_OK;
 }
@@ -185,7 +239,13 @@ static int read_section(loader *l, const kvshard__node *section, kvshard__sectio
                                          "[31, 30], found %s",
                                          desc);
             }
-            if ((rc = read_counts(l, &v)) != 0)
+            if ((rc = read_list(l, key.option, &v)) != 0)
+                return rc;
+            continue;
+        }
+        /* weights_per_rank: one size for every stage, or a list of them. */
+        if (key.option == KVSHARD__OPT_WEIGHTS_PER_RANK && v.kind == KVSHARD__NODE_SEQUENCE) {
+            if ((rc = read_list(l, key.option, &v)) != 0)
                 return rc;
             continue;
         }
@@ -200,7 +260,10 @@ static int read_section(loader *l, const kvshard__node *section, kvshard__sectio
                                               "as the flag takes it)"
                                             : "");
         }
-        kvshard_value__type type = key.setting ? key.setting->def.type : KVSHARD__VT_U32;
+        kvshard_value__type type = key.setting ? key.setting->def.type
+                                   : kvshard__option_is_list(key.option)
+                                       ? KVSHARD__VT_U32
+                                       : kvshard__option_def(key.option)->type;
         bool decimal = type == KVSHARD__VT_FRACTION || type == KVSHARD__VT_DECIMAL ||
                        type == KVSHARD__VT_TEXT;
         if (v.tag == KVSHARD__TAG_FLOAT && !kvshard__key_is_bool(key) && !decimal)
@@ -209,7 +272,7 @@ static int read_section(loader *l, const kvshard__node *section, kvshard__sectio
                                      kvshard__key_name_of(key));
         kvshard__mark mark = kvshard__doc_mark(doc, v.offset);
         kvshard__deployment_values into = {&l->dep->options, l->dep->sites, l->dep->settings,
-                                           l->dep->pp_counts};
+                                           &l->dep->lists};
         if ((rc = kvshard__deployment_assign(&into, key, v.text, v.count, v.style, doc->source,
                                              mark, false, l->err)) != 0)
             return rc;
@@ -312,7 +375,8 @@ static kvshard_deployment *new_deployment(const kvshard_allocator *a, const char
 }
 
 static int load(kvshard_deployment **out, const char *text, size_t len, const char *source,
-                const char *base_dir, const kvshard_allocator *a, kvshard_error *err)
+                const char *base_dir, bool from_file, const kvshard_allocator *a,
+                kvshard_error *err)
 {
     kvshard__doc doc;
     int rc = kvshard__doc_parse(&doc, text, len, source, a, err);
@@ -334,6 +398,8 @@ static int load(kvshard_deployment **out, const char *text, size_t len, const ch
         rc = read_deployment(&l, &root);
     } else if (is_bare_model(&doc, &root)) {
         rc = kvshard__model_from_node(&dep->model, &doc, &root, a, err);
+        if (rc == KVSHARD_OK)
+            dep->model->from_file = from_file; /* its weights sit beside it */
     } else {
         rc = kvshard__doc_fail(&doc, err, KVSHARD_EMISSING, &root,
                                "missing key \"model\": this is neither a deployment (it has no "
@@ -376,7 +442,7 @@ int kvshard_deployment_load_file(kvshard_deployment **out, const char *path,
         if (failed)
             rc = kvshard__fail(err, KVSHARD_ENOMEM, file, kvshard__no_mark, "out of memory");
         else
-            rc = load(out, text, len, file, dir, &a, err);
+            rc = load(out, text, len, file, dir, true, &a, err);
     }
     kvshard__free(&a, dir);
     kvshard__free(&a, text);
@@ -392,7 +458,7 @@ int kvshard_deployment_load_string(kvshard_deployment **out, const char *text, s
     int rc = kvshard__begin_load(&a, out && text, "out and text", options, err);
     if (rc)
         return rc;
-    return load(out, text, len, name ? name : "<string>", base_dir, &a, err);
+    return load(out, text, len, name ? name : "<string>", base_dir, false, &a, err);
 }
 
 int kvshard_deployment_create(kvshard_deployment **out, kvshard_model *model,
@@ -410,9 +476,13 @@ int kvshard_deployment_create(kvshard_deployment **out, kvshard_model *model,
     if (options) {
         dep->options = *options;
         if (options->pp_partition_count)
-            memcpy(dep->pp_counts, options->pp_partition,
-                   options->pp_partition_count * sizeof *dep->pp_counts);
+            memcpy(dep->lists.pp_counts, options->pp_partition,
+                   options->pp_partition_count * sizeof *dep->lists.pp_counts);
+        if (options->weights_per_rank_count)
+            memcpy(dep->lists.weights, options->weights_per_rank,
+                   options->weights_per_rank_count * sizeof *dep->lists.weights);
         dep->options.pp_partition = NULL;
+        dep->options.weights_per_rank = NULL;
     }
     dep->model = model;
     *out = dep;
@@ -443,7 +513,8 @@ kvshard_options kvshard__deployment_options(const kvshard_deployment *deployment
     kvshard_options o;
     memcpy(&o, &deployment->options, sizeof o); /* its padding too: callers compare bytes */
     o.settings = deployment->settings;
-    o.pp_partition = o.pp_partition_count ? deployment->pp_counts : NULL;
+    o.pp_partition = o.pp_partition_count ? deployment->lists.pp_counts : NULL;
+    o.weights_per_rank = o.weights_per_rank_count ? deployment->lists.weights : NULL;
     return o;
 }
 
@@ -454,7 +525,8 @@ int kvshard_deployment_options(kvshard_options *out, const kvshard_deployment *d
     kvshard_options o;
     memcpy(&o, &deployment->options, sizeof o);
     o.settings = deployment->settings;
-    o.pp_partition = o.pp_partition_count ? deployment->pp_counts : NULL;
+    o.pp_partition = o.pp_partition_count ? deployment->lists.pp_counts : NULL;
+    o.weights_per_rank = o.weights_per_rank_count ? deployment->lists.weights : NULL;
     return kvshard__copy_out(out, &o, sizeof *out, sizeof *out) ? KVSHARD_OK : KVSHARD_EINVAL;
 }
 
@@ -481,7 +553,7 @@ int kvshard_deployment_set(kvshard_deployment *deployment, const char *key, cons
                              near ? near : "", near ? "?)" : "");
     }
     kvshard__deployment_values into = {&deployment->options, deployment->sites,
-                                       deployment->settings, deployment->pp_counts};
+                                       deployment->settings, &deployment->lists};
     return kvshard__deployment_assign(&into, ref, value, strlen(value), KVSHARD__VALUE_FLAG, from,
                                       kvshard__no_mark, true, err);
 }

@@ -24,6 +24,14 @@ typedef struct kvshard__skipped {
     kvshard_engine engine; /* the profile in force when it was skipped */
 } kvshard__skipped;
 
+/* The entries of the options that are lists: an explicit pp_partition
+ * (options.pp_partition_count of them) and weights_per_rank
+ * (options.weights_per_rank_count). */
+typedef struct kvshard__lists {
+    uint32_t pp_counts[KVSHARD_MAX_PP_PARTITION];
+    uint64_t weights[KVSHARD_MAX_PP_PARTITION];
+} kvshard__lists;
+
 struct kvshard_deployment {
     kvshard_allocator alloc;
     kvshard_model *model;
@@ -31,10 +39,9 @@ struct kvshard_deployment {
     kvshard_settings *settings;
     char *source;
     kvshard__option_site sites[KVSHARD__OPT_COUNT];
-    /* The entries of an explicit pp_partition (options.pp_partition_count of
-     * them); options.pp_partition points here only in the options handed
-     * out (kvshard__deployment_options()). */
-    uint32_t pp_counts[KVSHARD_MAX_PP_PARTITION];
+    /* The entries of the list options; the options' pointers point here
+     * only in the options handed out (kvshard__deployment_options()). */
+    kvshard__lists lists;
     /* Every argument skipped so far, each once, in the order first seen:
      * its plans warn flags_ignored naming them. */
     kvshard__skipped *skipped;
@@ -51,13 +58,18 @@ typedef struct kvshard__deployment_values {
     kvshard_options *options;
     kvshard__option_site *sites;
     kvshard_settings *settings;
-    uint32_t *pp_counts; /* KVSHARD_MAX_PP_PARTITION entries */
+    kvshard__lists *lists;
 } kvshard__deployment_values;
 
-/* A pp_partition given as text ("31,30" or "31, 30"): at most
- * KVSHARD_MAX_PP_PARTITION counts into `counts`, their number into *count. */
-int kvshard__parse_counts(uint32_t *counts, uint32_t *count, const char *text, size_t len,
-                          const char *source, kvshard__mark mark, kvshard_error *err);
+/* Whether option `id` is a list the deployment keeps the entries of. */
+bool kvshard__option_is_list(kvshard__option_id id);
+
+/* A list option given as text ("31,30", "17GiB, 16.5GiB"): at most
+ * KVSHARD_MAX_PP_PARTITION entries into the values' list of `id`, and the
+ * options' count and pointer. */
+int kvshard__assign_list(const kvshard__deployment_values *into, kvshard__option_id id,
+                         const char *text, size_t len, const char *source, kvshard__mark mark,
+                         kvshard_error *err);
 
 /* Parse `value` for the option or setting `key` and record where it was set. */
 int kvshard__deployment_assign(const kvshard__deployment_values *into, kvshard__deploy_key key,

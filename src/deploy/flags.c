@@ -812,10 +812,9 @@ int kvshard_flags__apply_known(kvshard_deployment *deployment, size_t count,
         memcpy(&options, &deployment->options, sizeof options); /* by bytes: see below */
         kvshard__option_site sites[KVSHARD__OPT_COUNT];
         memcpy(sites, deployment->sites, sizeof sites);
-        uint32_t counts[KVSHARD_MAX_PP_PARTITION];
-        memcpy(counts, deployment->pp_counts, sizeof counts);
+        kvshard__lists lists = deployment->lists;
         kvshard_settings *settings = kvshard_settings__copy(deployment->settings, &l.alloc);
-        kvshard__deployment_values into = {&options, sites, settings, counts};
+        kvshard__deployment_values into = {&options, sites, settings, &lists};
         kvshard__skipped *skipped = NULL;
         size_t skipped_count = 0;
         rc = settings ? apply(&l, &into)
@@ -826,8 +825,10 @@ int kvshard_flags__apply_known(kvshard_deployment *deployment, size_t count,
             /* Copied by bytes, so the options handed out compare equal byte
              * for byte when nothing changed. */
             memcpy(&deployment->options, &options, sizeof options);
-            deployment->options.pp_partition = NULL; /* its entries are the deployment's */
-            memcpy(deployment->pp_counts, counts, sizeof counts);
+            /* The list entries are the deployment's. */
+            deployment->options.pp_partition = NULL;
+            deployment->options.weights_per_rank = NULL;
+            deployment->lists = lists;
             memcpy(deployment->sites, sites, sizeof sites);
             kvshard_settings *old = deployment->settings;
             deployment->settings = settings;

@@ -58,6 +58,10 @@ typedef struct option_def {
 #define BOOL KVSHARD__VT_BOOL
 #define WORD KVSHARD__VT_WORD
 
+/* activation_reserve: "auto" is the profile's figure (kvshard_options'
+ * KVSHARD_RESERVE_AUTO, read as -1). */
+static const kvshard_value__word reserve_words[] = {{"auto", -1}, {NULL, 0}};
+
 static const option_def defs[KVSHARD__OPT_COUNT] = {
     [KVSHARD__OPT_WORLD_SIZE] = {{"world_size", U32, 1, KVSHARD_MAX_RANKS, KVSHARD_EPARALLEL,
                                   false, NULL, NULL},
@@ -141,6 +145,39 @@ static const option_def defs[KVSHARD__OPT_COUNT] = {
     [KVSHARD__OPT_SWEEP_PP] = {{"sweep_pp", BOOL, 0, 1, KVSHARD_ERANGE, false, NULL, NULL},
                                PARALLEL,
                                FIELD(sweep_pp)},
+    [KVSHARD__OPT_DEVICE_MEMORY] = {{"device_memory", BYTES, 1, UINT64_MAX, KVSHARD_ERANGE, true,
+                                     NULL, NULL},
+                                    CACHE,
+                                    FIELD(device_memory)},
+    [KVSHARD__OPT_MEMORY_UTILIZATION] = {{"memory_utilization", KVSHARD__VT_FRACTION, 0, 1,
+                                          KVSHARD_ERANGE, true, NULL, NULL},
+                                         CACHE,
+                                         FIELD(memory_utilization)},
+    [KVSHARD__OPT_ACTIVATION_RESERVE] = {{"activation_reserve", BYTES, 0, UINT64_MAX,
+                                          KVSHARD_ERANGE, false, reserve_words, NULL},
+                                         CACHE,
+                                         FIELD(activation_reserve)},
+    /* Like pp_partition: a list the deployment keeps; the field is its length. */
+    [KVSHARD__OPT_WEIGHTS_PER_RANK] = {{"weights_per_rank", KVSHARD__VT_TEXT, 0, 0,
+                                        KVSHARD_EWEIGHTS, true, NULL, NULL},
+                                       CACHE,
+                                       FIELD(weights_per_rank_count)},
+    [KVSHARD__OPT_WEIGHTS_TOTAL] = {{"weights_total", BYTES, 1, UINT64_MAX, KVSHARD_ERANGE, true,
+                                     NULL, NULL},
+                                    CACHE,
+                                    FIELD(weights_total)},
+    [KVSHARD__OPT_WEIGHTS_EXPERTS] = {{"weights_experts", BYTES, 0, UINT64_MAX, KVSHARD_ERANGE,
+                                       true, NULL, NULL},
+                                      CACHE,
+                                      FIELD(weights_experts)},
+    [KVSHARD__OPT_EXPERT_PARALLEL] = {{"expert_parallel", BOOL, 0, 1, KVSHARD_ERANGE, false, NULL,
+                                       NULL},
+                                      PARALLEL,
+                                      FIELD(expert_parallel)},
+    [KVSHARD__OPT_GPUS_PER_NODE] = {{"gpus_per_node", U32, 1, KVSHARD_MAX_RANKS, KVSHARD_ERANGE,
+                                     true, NULL, NULL},
+                                    CACHE,
+                                    FIELD(gpus_per_node)},
 };
 
 #undef U32
@@ -172,6 +209,8 @@ static const char *const units[KVSHARD__OPT_COUNT] = {
     [KVSHARD__OPT_DRAFT_TOKENS] = "tokens",   [KVSHARD__OPT_SCRATCH_LAYERS] = "layers",
     [KVSHARD__OPT_CONTEXT_LENGTH] = "tokens", [KVSHARD__OPT_PP_SIZE] = "stages",
     [KVSHARD__OPT_PP_PARTITION] = "the layers of each stage, as 31,30",
+    [KVSHARD__OPT_WEIGHTS_PER_RANK] = "a size, or one a stage: 17GiB,16.5GiB",
+    [KVSHARD__OPT_GPUS_PER_NODE] = "GPUs",
 };
 
 const char *kvshard__option_unit(kvshard__option_id id)
@@ -612,6 +651,11 @@ static bool field_in_range(const kvshard_options *o, const option_def *d)
         memcpy(&x, base, sizeof x);
         return (x == -1 && v->unset_ok) || kvshard_value__word_of(v->words, x) != NULL;
     }
+    case KVSHARD__VT_FRACTION: {
+        double x;
+        memcpy(&x, base, sizeof x);
+        return (x == 0.0 && v->unset_ok) || (x > 0.0 && x <= 1.0);
+    }
     case KVSHARD__VT_BOOL:
     case KVSHARD__VT_TEXT:
     case KVSHARD__VT_OBJECT: return true;
@@ -641,6 +685,15 @@ int kvshard__options_check(const kvshard_options *options, kvshard_error *err)
         return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
                              "pp_partition_count is %u but pp_partition is NULL",
                              options->pp_partition_count);
+    if (rc == KVSHARD_OK && options->weights_per_rank_count > KVSHARD_MAX_PP_PARTITION)
+        return kvshard__fail(err, KVSHARD_EWEIGHTS, "", kvshard__no_mark,
+                             "weights_per_rank has %u entries; at most %u are read "
+                             "(KVSHARD_MAX_PP_PARTITION)",
+                             options->weights_per_rank_count, KVSHARD_MAX_PP_PARTITION);
+    if (rc == KVSHARD_OK && options->weights_per_rank_count > 0 && !options->weights_per_rank)
+        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
+                             "weights_per_rank_count is %u but weights_per_rank is NULL",
+                             options->weights_per_rank_count);
     return rc;
 }
 
@@ -689,6 +742,10 @@ int kvshard_options_set(kvshard_options *options, const char *key, const char *v
         return kvshard__fail(err, KVSHARD_EINVAL, from, kvshard__no_mark,
                              "pp_partition is a list: set options->pp_partition (an array of "
                              "layer counts) and options->pp_partition_count");
+    if (ref.option == KVSHARD__OPT_WEIGHTS_PER_RANK)
+        return kvshard__fail(err, KVSHARD_EINVAL, from, kvshard__no_mark,
+                             "weights_per_rank is a list: set options->weights_per_rank (an "
+                             "array of sizes) and options->weights_per_rank_count");
     if (ref.option == KVSHARD__OPT_COUNT) {
         char shown[96];
         kvshard__excerpt(shown, sizeof shown, key, strlen(key), 64);

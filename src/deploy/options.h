@@ -28,6 +28,14 @@ typedef enum kvshard__option_id {
     KVSHARD__OPT_PP_PARTITION, /* a list: the deployment keeps its entries */
     KVSHARD__OPT_RANK_LAYOUT,
     KVSHARD__OPT_SWEEP_PP,
+    KVSHARD__OPT_DEVICE_MEMORY,
+    KVSHARD__OPT_MEMORY_UTILIZATION,
+    KVSHARD__OPT_ACTIVATION_RESERVE,
+    KVSHARD__OPT_WEIGHTS_PER_RANK, /* a list: the deployment keeps its entries */
+    KVSHARD__OPT_WEIGHTS_TOTAL,
+    KVSHARD__OPT_WEIGHTS_EXPERTS,
+    KVSHARD__OPT_EXPERT_PARALLEL,
+    KVSHARD__OPT_GPUS_PER_NODE,
     KVSHARD__OPT_COUNT
 } kvshard__option_id;
 

@@ -30,6 +30,8 @@ int kvshard__model_load_path(kvshard_model **out, const char *path, const kvshar
         return rc;
     if ((rc = kvshard__read_file(&text, &len, alloc, file, err)) == KVSHARD_OK)
         rc = load_text(out, text, len, file, alloc, err);
+    if (rc == KVSHARD_OK)
+        (*out)->from_file = true;
     kvshard__free(alloc, text);
     kvshard__free(alloc, file);
     return rc;

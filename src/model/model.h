@@ -98,6 +98,9 @@ typedef struct kvshard__model_info {
     /* Figures engines read that no cache size depends on. */
     uint32_t max_position_embeddings; /* the longest context; 0 when the config gives none */
     bool multimodal;                  /* the config has a vision_config */
+    /* The output head reuses the embedding (text config first, else the
+     * top level's; false when neither says). */
+    bool tie_word_embeddings;
     /* The dtypes mamba_ssm_dtype and mamba_ssm_cache_dtype name (text
      * config first); AUTO when a key is absent or names no dtype. */
     kvshard_dtype named_ssm_dtype;
@@ -143,6 +146,7 @@ enum {
 struct kvshard_model {
     kvshard_allocator alloc;
     char *source;
+    bool from_file; /* `source` is a file on disk, whose directory holds the weights */
     char *model_type;
     uint8_t *kinds;    /* kvshard_layer_kind per decoder layer */
     /* Per decoder layer, its class in info.classes; while the config is read,

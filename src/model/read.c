@@ -85,7 +85,8 @@ static int read_classes(kvshard__reader *r)
 }
 
 /* What engines read of a config beside its caches: the longest context
- * (text config first) and whether it carries a vision model. */
+ * (text config first), whether it carries a vision model, and whether its
+ * output head is the embedding. */
 static int read_engine_figures(kvshard__reader *r)
 {
     kvshard__model_info *in = &r->model->info;
@@ -97,6 +98,10 @@ static int read_engine_figures(kvshard__reader *r)
     if (rc == KVSHARD_OK && !found && r->text.id != r->top.id)
         rc = kvshard__optional_dim(&in->max_position_embeddings, &found, r, &r->top,
                                    KVSHARD__KEY_MAX_POSITION_EMBEDDINGS, 1, UINT32_MAX);
+    /* Where the weights sit: a tied head is the embedding again. */
+    if (rc == KVSHARD_OK && (kvshard__get(r, &r->text, KVSHARD__KEY_TIE_WORD_EMBEDDINGS, &v) ||
+                             kvshard__get(r, &r->top, KVSHARD__KEY_TIE_WORD_EMBEDDINGS, &v)))
+        rc = kvshard__read_bool(&in->tie_word_embeddings, r, &v, "tie_word_embeddings");
     return rc;
 }
 

@@ -126,6 +126,7 @@ kvshard__key kvshard__key_find(const char *s, size_t len)
         MATCH(LINEAR_KEY_HEAD_DIM);
         MATCH(SLIDING_WINDOW_SIZE);
         MATCH(KV_SOURCE_LAYER_IDS);
+        MATCH(TIE_WORD_EMBEDDINGS);
         break;
     case 20:
         MATCH(LINEAR_NUM_KEY_HEADS);

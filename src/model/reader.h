@@ -106,7 +106,8 @@
     X(MAX_POSITION_EMBEDDINGS, "max_position_embeddings")                                        \
     X(CHUNK_SIZE, "chunk_size")                                                                  \
     X(MAMBA_CHUNK_SIZE, "mamba_chunk_size")                                                      \
-    X(VISION_CONFIG, "vision_config")
+    X(VISION_CONFIG, "vision_config")                                                            \
+    X(TIE_WORD_EMBEDDINGS, "tie_word_embeddings")
 
 typedef enum kvshard__key {
 #define KVSHARD__KEY_ENUM(id, name) KVSHARD__KEY_##id,

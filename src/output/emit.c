@@ -2,6 +2,7 @@
  * new fields are only added. */
 #include "output/writer.h"
 #include "plan/compare.h"
+#include "plan/device.h"
 #include "plan/view.h"
 
 #include <math.h>
@@ -140,8 +141,11 @@ static void emit_stages(kvshard__out *o, const kvshard__plan_view *p)
         field_u64(o, "bytes_per_token", info.bytes_per_token);
         sep(o);
         field_u64(o, "state_bytes_per_seq", info.state_bytes_per_seq);
-        kvshard__out_raw(o, ", \"weights_bytes\": null, ");
-        field_or_null(o, "budget", p->has_memory, p->memory);
+        sep(o);
+        bool device = p->device->used;
+        field_or_null(o, "weights_bytes", device, device ? p->stage_weights[s] : 0);
+        sep(o);
+        field_or_null(o, "budget", p->has_memory, device ? p->stage_budgets[s] : p->memory);
         sep(o);
         field_or_null(o, "num_blocks", info.has_num_blocks, info.num_blocks);
         kvshard__out_put(o, "}", 1);
@@ -231,10 +235,72 @@ static void emit_ranks(kvshard__out *o, const kvshard__plan_view *p)
         sep(o);
         field_u64(o, "global_rank", (uint64_t)stage * strides.pp + (uint64_t)t * strides.tp);
         sep(o);
-        field_or_null(o, "budget", p->has_memory, p->memory);
-        kvshard__out_raw(o, ", \"weights_bytes\": null, \"activation_reserve\": null}");
+        field_or_null(o, "budget", m->has_budget, m->budget);
+        sep(o);
+        field_or_null(o, "weights_bytes", m->has_device, m->weights_bytes);
+        sep(o);
+        field_or_null(o, "activation_reserve", m->has_device, m->activation_reserve);
+        kvshard__out_put(o, "}", 1);
     }
     kvshard__out_raw(o, "\n  ],\n");
+}
+
+static const char *const weights_sources[] = {"none", "weights_per_rank", "weights_total",
+                                              "safetensors"};
+
+/* The weights whatever the layout: what device.weights and fit's weights
+ * hold. */
+static void emit_weights(kvshard__out *o, const kvshard__device_figures *d,
+                         const kvshard_options *options)
+{
+    const kvshard__wsummary *w = &d->summary;
+    bool headers = d->source == KVSHARD__WEIGHTS_SAFETENSORS;
+    bool total = d->source == KVSHARD__WEIGHTS_TOTAL;
+    kvshard__out_raw(o, "{");
+    field_word(o, "source", weights_sources[d->source]);
+    sep(o);
+    field_or_null(o, "total_bytes", headers || total,
+                  headers ? w->total_bytes : options->weights_total);
+    sep(o);
+    field_or_null(o, "expert_bytes", headers || total,
+                  headers ? w->expert_bytes : options->weights_experts);
+    sep(o);
+    field_or_null(o, "draft_bytes", headers, w->draft_bytes);
+    sep(o);
+    field_or_null(o, "tensors", headers, w->tensors);
+    sep(o);
+    field_or_null(o, "unknown_tensors", headers, w->unknown_tensors);
+    sep(o);
+    field_or_null(o, "unknown_bytes", headers, w->unknown_bytes);
+    sep(o);
+    field_word(o, "first_unknown", headers ? w->first_unknown : NULL);
+    sep(o);
+    field_or_null(o, "index_total_size", headers && w->has_index_total_size,
+                  w->index_total_size);
+    kvshard__out_raw(o, "}");
+}
+
+/* The device and what its budgets are made of; null without device inputs. */
+static void emit_device(kvshard__out *o, const kvshard__plan_view *p)
+{
+    const kvshard__device_figures *d = p->device;
+    if (!d->used) {
+        kvshard__out_raw(o, "  \"device\": null,\n");
+        return;
+    }
+    char u[24];
+    kvshard__ppb_text(u, sizeof u, d->utilization_ppb);
+    kvshard__out_raw(o, "  \"device\": {");
+    field_u64(o, "device_memory", d->device_memory);
+    kvshard__out_raw(o, ", \"memory_utilization\": ");
+    kvshard__out_raw(o, u);
+    sep(o);
+    field_u64(o, "usable", d->usable);
+    sep(o);
+    field_u64(o, "activation_reserve", d->reserve);
+    kvshard__out_raw(o, ",\n             \"weights\": ");
+    emit_weights(o, d, p->options);
+    kvshard__out_raw(o, "},\n");
 }
 
 static void emit_capacity(kvshard__out *o, const kvshard__plan_view *p)
@@ -353,7 +419,8 @@ int kvshard_plan_write_json(const kvshard_plan *plan, kvshard_write_fn write, vo
     emit_capacity(&o, p);
     emit_engine(&o, p);
     emit_warnings(&o, p);
-    kvshard__out_raw(&o, "  \"device\": null,\n  \"digest\": \"");
+    emit_device(&o, p);
+    kvshard__out_raw(&o, "  \"digest\": \"");
     kvshard__out_hex64(&o, p->digest);
     kvshard__out_raw(&o, "\",\n  \"layout_digest\": \"");
     kvshard__out_hex64(&o, p->layout_digest);

@@ -2,6 +2,7 @@
  * `kvshard compare` print. Strings from the input are escaped. */
 #include "output/writer.h"
 #include "plan/compare.h"
+#include "plan/device.h"
 #include "plan/view.h"
 
 #include <math.h>
@@ -60,6 +61,47 @@ static void write_model(kvshard__out *o, const kvshard__plan_view *p)
                         opt->world_size, opt->dp_size, pp, opt->cp_size, p->tp,
                         opt->enable_layerwise_split ? "on" : "off", opt->layerwise_split_size,
                         p->split, kvshard_ownership_name(opt->ownership), p->replication);
+}
+
+static const char *const weights_sources[] = {"none", "weights_per_rank", "weights_total",
+                                              "the safetensors headers"};
+
+/* Where the budgets come from, with device inputs: the usable share of the
+ * GPU, the reserve, and the weights' source. */
+static void write_device(kvshard__out *o, const kvshard__plan_view *p)
+{
+    const kvshard__device_figures *d = p->device;
+    if (!d->used)
+        return;
+    char u[24];
+    kvshard__ppb_text(u, sizeof u, d->utilization_ppb);
+    kvshard__out_raw(o, "device     ");
+    kvshard__out_grouped(o, d->device_memory);
+    kvshard__out_raw(o, " B (");
+    human_bytes(o, d->device_memory, 0);
+    kvshard__out_printf(o, ") x %s = ", u);
+    kvshard__out_grouped(o, d->usable);
+    kvshard__out_raw(o, " usable; activation_reserve ");
+    kvshard__out_grouped(o, d->reserve);
+    kvshard__out_printf(o, " B; weights from %s", weights_sources[d->source]);
+    if (d->source == KVSHARD__WEIGHTS_SAFETENSORS) {
+        kvshard__out_raw(o, " (");
+        kvshard__out_grouped(o, d->summary.total_bytes);
+        kvshard__out_printf(o, " B in %llu tensors)", (unsigned long long)d->summary.tensors);
+    } else if (d->source == KVSHARD__WEIGHTS_TOTAL) {
+        kvshard__out_raw(o, " (");
+        kvshard__out_grouped(o, p->options->weights_total);
+        kvshard__out_raw(o, " B, ");
+        kvshard__out_grouped(o, p->options->weights_experts);
+        kvshard__out_raw(o, " B of experts)");
+    }
+    if (p->pp == 1) {
+        kvshard__out_raw(o, "; a rank holds ");
+        kvshard__out_grouped(o, p->stage_weights[0]);
+        kvshard__out_raw(o, " B of weights, leaving ");
+        kvshard__out_grouped(o, p->stage_budgets[0]);
+    }
+    kvshard__out_raw(o, p->pp == 1 ? " B\n" : "\n");
 }
 
 /* The global rank layout in the plan's numbers, outermost coordinate first:
@@ -159,6 +201,13 @@ static void write_stages(kvshard__out *o, const kvshard__plan_view *p)
             kvshard__out_raw(o, "state ");
             human_bytes(o, st.state_bytes_per_seq, 0);
             kvshard__out_raw(o, "/seq  ");
+        }
+        if (p->device->used) {
+            kvshard__out_raw(o, "weights ");
+            human_bytes(o, p->stage_weights[s], 0);
+            kvshard__out_raw(o, ", budget ");
+            human_bytes(o, p->stage_budgets[s], 0);
+            kvshard__out_raw(o, "  ");
         }
         if (st.has_num_blocks) {
             kvshard_format__grouped_text(text, sizeof text, st.num_blocks);
@@ -382,6 +431,7 @@ int kvshard_plan_write_text(const kvshard_plan *plan, kvshard_write_fn write, vo
     kvshard__plan_view view = kvshard__plan_view_of(plan);
     const kvshard__plan_view *p = &view;
     write_model(&o, p);
+    write_device(&o, p);
     write_stages(&o, p);
     write_layer_map(&o, p);
     write_split_ranks(&o, p);

@@ -4,6 +4,7 @@
  * row whose plan would pass KVSHARD_MAX_LAYER_ENTRIES is refused before any
  * work. */
 #include "plan/compare.h"
+#include "plan/device.h"
 #include "base/abi.h"
 
 #include "base/checked.h"
@@ -41,7 +42,15 @@ typedef struct work {
     uint32_t *counts;   /* owned counts of the row's split ranks, P rows */
     uint32_t *by_class; /* the same by class: P x S_eff rows of the model's classes */
     kvshard_rank_memory *ranks; /* P x T */
-    uint64_t memory;
+    kvshard__device device;     /* the budgets' source, read once */
+    kvshard__device_figures device_figures; /* its figures, for the warnings */
+    kvshard__budgets budgets;   /* the P in hand's */
+    uint64_t *stage_weights;    /* its stages' weights and budgets, with the device */
+    uint64_t *stage_budgets;
+    /* The P in hand leaves a stage no budget: every row of it fails so. */
+    int pp_rc;
+    kvshard_error pp_err;
+    uint64_t memory; /* budgets.least */
     bool has_memory;
     uint64_t unsplit_bytes_per_block;
     kvshard_uniform uniform;
@@ -71,6 +80,11 @@ static kvshard__memory_inputs inputs_of(const work *w, const kvshard__planning *
 static int fill_row(kvshard_comparison_row *row, work *w, const kvshard__planning *pl,
                     uint32_t S, kvshard_error *err)
 {
+    if (w->pp_rc) {
+        if (err)
+            *err = w->pp_err;
+        return w->pp_rc;
+    }
     const kvshard__model_info *m = &w->model->info;
     const kvshard_options *o = &pl->options;
     uint32_t n_kv = w->layers.num_kv, C = m->num_classes, N = w->pp * w->tp;
@@ -85,9 +99,8 @@ static int fill_row(kvshard_comparison_row *row, work *w, const kvshard__plannin
     kvshard__capacity c;
     memset(&c, 0, sizeof c);
     if (w->has_memory || pl->profile->sizes_without_budget) {
-        kvshard__capacity_inputs ci = kvshard__capacity_inputs_of(
-            pl, w->ranks, N, S, w->unsplit_bytes_per_block, w->memory, w->has_memory);
-        ci.stage_ranks = w->tp;
+        kvshard__capacity_inputs ci =
+            kvshard__capacity_inputs_of(pl, w->ranks, N, S, w->unsplit_bytes_per_block, &w->budgets);
         const char *blame;
         if ((rc = pl->profile->capacity(&c, NULL, &ci, &blame, err)) != 0)
             return rc;
@@ -135,7 +148,8 @@ static int fill_row(kvshard_comparison_row *row, work *w, const kvshard__plannin
         .ranges = w->stages,
         .ranks = w->ranks,
         .tp = w->tp,
-        .draft_layers = kvshard__counted_drafts(m, &pl->options, pl->profile)};
+        .draft_layers = kvshard__counted_drafts(m, &pl->options, pl->profile),
+        .device = &w->device_figures};
     kvshard__collect_warnings(&wi, mark_warning, &row->warnings);
     return KVSHARD_OK;
 }
@@ -164,6 +178,9 @@ static void free_work(const kvshard_allocator *a, work *w)
     kvshard__free(a, w->counts);
     kvshard__free(a, w->by_class);
     kvshard__free(a, w->ranks);
+    kvshard__free(a, w->stage_weights);
+    kvshard__free(a, w->stage_budgets);
+    kvshard__device_close(&w->device);
 }
 
 /* Room for every P: P x T is the same number of ranks for each. */
@@ -176,7 +193,10 @@ static int prepare(work *w, const kvshard_allocator *a, kvshard_error *err)
     w->counts = kvshard__alloc(a, N, sizeof *w->counts);
     w->by_class = kvshard__alloc(a, N * C, sizeof *w->by_class);
     w->ranks = kvshard__alloc(a, N, sizeof *w->ranks);
-    if (!w->stage_counts || !w->stages || !w->counts || !w->by_class || !w->ranks)
+    w->stage_weights = kvshard__alloc(a, N, sizeof *w->stage_weights);
+    w->stage_budgets = kvshard__alloc(a, N, sizeof *w->stage_budgets);
+    if (!w->stage_counts || !w->stages || !w->counts || !w->by_class || !w->ranks ||
+        !w->stage_weights || !w->stage_budgets)
         return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
     /* The unsplit bytes per block, as a profile that does not split sizes
      * its state slots by. */
@@ -200,16 +220,31 @@ static int begin_pp(work *w, uint32_t P, const char **blame, kvshard_error *err)
     }
     kvshard__planning pl = w->base;
     pl.options.pp_size = P;
-    int rc = kvshard__planning_budget(&w->memory, &w->has_memory, &pl, model, w->tp, 1, blame,
-                                      err);
-    if (rc)
-        return rc;
+    /* Each P has its own budgets from the device: its weights per rank
+     * differ. One that leaves a stage none makes every row of it fail. */
+    const kvshard_options *o = &pl.options;
+    kvshard__device_layout layout = {w->tp, o->dp_size, o->cp_size, P, w->stage_counts,
+                                     model->info.num_layers};
+    kvshard__error_reset(&w->pp_err);
+    const char *why = NULL;
+    w->pp_rc = kvshard__budgets_for(&w->budgets, w->stage_weights, w->stage_budgets, &w->device,
+                                    &pl, model, &layout, 1, NULL, &why, &w->pp_err);
+    if (w->pp_rc && w->pp_rc != KVSHARD_EDOESNOTFIT) {
+        *blame = why;
+        if (err)
+            *err = w->pp_err;
+        return w->pp_rc;
+    }
+    if (w->pp_rc)
+        w->budgets.has = false;
+    w->memory = w->budgets.least;
+    w->has_memory = w->budgets.has;
     kvshard__memory_inputs in = inputs_of(w, &pl, 1);
     kvshard_uniform u;
     KVSHARD__INIT_BYTES(u, kvshard_uniform, KVSHARD_UNIFORM_INIT);
     if (kvshard__stage_ranks(w->ranks, &in, w->stages, P, NULL, NULL) == KVSHARD_OK)
-        u = kvshard__uniform_of(w->ranks, P * w->tp, &pl, w->unsplit_bytes_per_block, w->memory,
-                                w->has_memory);
+        u = kvshard__uniform_of(w->ranks, P * w->tp, &pl, w->unsplit_bytes_per_block,
+                                &w->budgets);
     w->uniform = u;
     return KVSHARD_OK;
 }
@@ -305,9 +340,16 @@ int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *mo
     w.base.given.layerwise_split_size = 1;
     if ((rc = kvshard__planning_settle(&w.base, model, blame, err)) != 0)
         return rc;
+    kvshard_allocator a = kvshard__allocator_or_default(allocator);
+    if ((rc = kvshard__device_open(&w.device, &w.base, model, &a, blame, err)) != 0) {
+        kvshard__device_close(&w.device);
+        return rc;
+    }
+    kvshard__device_figures_of(&w.device_figures, &w.device);
     const kvshard_options *o = &w.base.options;
     bool sweep = o->sweep_pp;
     if (sweep && o->pp_partition_count > 0) {
+        kvshard__device_close(&w.device);
         *blame = "sweep_pp";
         return kvshard__fail(err, KVSHARD_EPARTITION, "", kvshard__no_mark,
                              "pp_partition fixes pp_size at %u: it cannot be given with sweep_pp",
@@ -319,7 +361,6 @@ int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *mo
     w.ranks_count = dc && o->world_size % dc == 0 ? (uint32_t)(o->world_size / dc) : 0;
     /* Errors that no split size avoids end the comparison: those of the
      * configured P, or, sweeping, of every P. */
-    kvshard_allocator a = kvshard__allocator_or_default(allocator);
     uint32_t P0 = sweep ? 1 : o->pp_size, P1 = sweep ? w.ranks_count : o->pp_size;
     if (w.ranks_count == 0)
         P0 = P1 = o->pp_size;

@@ -144,6 +144,16 @@ void kvshard__compute_digests(kvshard_plan *p)
     hash_word(&full, c->has_state_slots ? c->state_slots : UINT64_MAX);
     if (p->pp > 1)
         hash_word(&full, c->has_binding ? c->binding_rank : UINT64_MAX);
+    /* Budgets from the device: what each stage's come from. */
+    if (p->device.used) {
+        hash_word(&full, p->device.device_memory);
+        hash_word(&full, (uint64_t)p->device.utilization_ppb << 8 | (uint64_t)p->device.source);
+        hash_word(&full, p->device.reserve);
+        for (uint32_t s = 0; s < p->pp; s++) {
+            hash_word(&full, p->stage_weights[s]);
+            hash_word(&full, p->stage_budgets[s]);
+        }
+    }
     hash_word(&full, p->uniform.kv_bytes_per_token);
     hash_word(&full, p->uniform.bytes_per_block);
     hash_word(&full, p->uniform.has_num_blocks ? p->uniform.num_blocks : UINT64_MAX);

@@ -19,7 +19,7 @@ typedef struct field {
     }
 
 GETTER(block_size, true, s->options->block_size)
-GETTER(memory_per_rank, s->has_memory, s->memory)
+GETTER(memory_per_rank, s->has_memory && !s->from_device, s->memory)
 /* An engine's request limit is known only with a budget. */
 GETTER(max_seqs, !(s->capacity->has_max_seqs && s->capacity->max_seqs == 0),
        kvshard__max_seqs_of(s->capacity, s->options))
@@ -28,7 +28,9 @@ GETTER(max_tokens, s->capacity->has_num_blocks, s->capacity->max_tokens)
 GETTER(context_length, s->options->context_length != 0, s->options->context_length)
 GETTER(concurrency, s->capacity->has_concurrency, s->capacity->concurrency)
 GETTER(balanced_max_seqs, s->capacity->has_balanced_max_seqs, s->capacity->balanced_max_seqs)
-GETTER(budget, s->capacity->has_budget, s->capacity->budget)
+/* An engine's own budget, or the smallest the device leaves a rank. */
+GETTER(budget, s->capacity->has_budget || s->from_device,
+       s->capacity->has_budget ? s->capacity->budget : s->memory)
 GETTER(state_slots, s->capacity->has_state_slots, s->capacity->state_slots)
 GETTER(usable_blocks, s->capacity->has_usable_blocks, s->capacity->usable_blocks)
 GETTER(usable_state_slots, s->capacity->has_state_slots, s->capacity->usable_state_slots)

@@ -2,6 +2,7 @@
  * capacity is the engine profile's; the plan never asks which profile it
  * holds. */
 #include "plan/plan.h"
+#include "plan/device.h"
 #include "base/abi.h"
 
 #include "base/checked.h"
@@ -29,35 +30,36 @@ kvshard_blocks kvshard__blocks_of(const kvshard__capacity *c)
 kvshard__capacity_inputs kvshard__capacity_inputs_of(const kvshard__planning *pl,
                                                      const kvshard_rank_memory *ranks, uint32_t tp,
                                                      uint32_t split, uint64_t unsplit,
-                                                     uint64_t memory, bool has_memory)
+                                                     const kvshard__budgets *b)
 {
     kvshard__capacity_inputs ci = {.options = &pl->options,
                                    .inputs = pl->inputs,
                                    .ranks = ranks,
                                    .tp = tp,
-                                   .stage_ranks = tp,
+                                   .stage_ranks = b->stage_ranks ? b->stage_ranks : tp,
                                    .split = split,
                                    .unsplit_bytes_per_block = unsplit,
-                                   .memory = memory,
+                                   .memory = b->least,
+                                   .stage_memory = b->stage,
                                    .extra_per_block = 0,
                                    .context_length = pl->options.context_length,
                                    .rank = KVSHARD_ALL_RANKS,
                                    .state = &pl->state,
-                                   .has_memory = has_memory,
-                                   .own_budget = has_memory};
+                                   .has_memory = b->has,
+                                   .own_budget = b->has};
     return ci;
 }
 
 kvshard_uniform kvshard__uniform_of(const kvshard_rank_memory *ranks, uint32_t tp,
                                     const kvshard__planning *pl, uint64_t unsplit_bytes_per_block,
-                                    uint64_t memory, bool has_memory)
+                                    const kvshard__budgets *b)
 {
     kvshard_uniform u;
     KVSHARD__INIT_BYTES(u, kvshard_uniform, KVSHARD_UNIFORM_INIT);
     kvshard__largest_figures(&u.kv_bytes_per_token, &u.bytes_per_block, ranks, tp);
-    if (has_memory && u.bytes_per_block > 0) {
+    if (b->has && u.bytes_per_block > 0) {
         kvshard__capacity_inputs ci =
-            kvshard__capacity_inputs_of(pl, ranks, tp, 1, unsplit_bytes_per_block, memory, true);
+            kvshard__capacity_inputs_of(pl, ranks, tp, 1, unsplit_bytes_per_block, b);
         ci.context_length = 0;
         kvshard__capacity c;
         memset(&c, 0, sizeof c);
@@ -111,8 +113,8 @@ static int compute_uniform(kvshard_plan *p, const kvshard__planning *pl, kvshard
     uint32_t n = p->ranks_count;
     if (p->split == 1) {
         /* The plan is its own unsplit plan: its blocks are the plan's. */
-        p->uniform =
-            kvshard__uniform_of(p->ranks, n, pl, p->unsplit_bytes_per_block, p->memory, false);
+        kvshard__budgets none = {false, 0, NULL, p->tp};
+        p->uniform = kvshard__uniform_of(p->ranks, n, pl, p->unsplit_bytes_per_block, &none);
         p->uniform.has_num_blocks = p->cap.has_num_blocks;
         p->uniform.num_blocks = p->cap.num_blocks;
         return KVSHARD_OK;
@@ -124,8 +126,7 @@ static int compute_uniform(kvshard_plan *p, const kvshard__planning *pl, kvshard
         return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
     int rc = stage_memory(ranks, p, true, err);
     if (rc == KVSHARD_OK)
-        p->uniform = kvshard__uniform_of(ranks, n, pl, p->unsplit_bytes_per_block, p->memory,
-                                         p->has_memory);
+        p->uniform = kvshard__uniform_of(ranks, n, pl, p->unsplit_bytes_per_block, &p->budgets);
     if (ranks != local)
         kvshard__free(&p->alloc, ranks);
     return rc;
@@ -145,8 +146,23 @@ static void find_binding(kvshard_plan *p)
     }
 }
 
+/* Each rank's budget and, with the device, its weights and reserve. */
+static void rank_budgets(kvshard_plan *p)
+{
+    for (uint32_t r = 0; r < p->ranks_count; r++) {
+        kvshard_rank_memory *m = &p->ranks[r];
+        uint32_t s = r / p->tp;
+        m->has_budget = p->has_memory;
+        m->budget = p->device.used ? p->stage_budgets[s] : p->has_memory ? p->memory : 0;
+        m->has_device = p->device.used;
+        m->weights_bytes = p->device.used ? p->stage_weights[s] : 0;
+        m->activation_reserve = p->device.used ? p->device.reserve : 0;
+    }
+}
+
 static int compute_memory(kvshard_plan *p, const kvshard__planning *pl,
-                          const kvshard_model *model, const char **blame, kvshard_error *err)
+                          const kvshard_model *model, const kvshard__device *device,
+                          const uint32_t *counts, const char **blame, kvshard_error *err)
 {
     kvshard__memory_inputs in = kvshard__plan_memory_inputs(p);
     in.layers = &p->layers;
@@ -155,11 +171,16 @@ static int compute_memory(kvshard_plan *p, const kvshard__planning *pl,
         rc = kvshard__state_bytes(&p->state_per_layer, &in, err);
     if (rc == KVSHARD_OK)
         rc = kvshard__unsplit_bytes_per_block(&p->unsplit_bytes_per_block, &in, err);
+    kvshard__device_layout layout = {p->tp, p->options.dp_size, p->options.cp_size, p->pp,
+                                     counts, p->model.num_layers};
     if (rc == KVSHARD_OK)
-        rc = kvshard__planning_budget(&p->memory, &p->has_memory, pl, model, p->tp, p->split,
-                                      blame, err);
+        rc = kvshard__budgets_for(&p->budgets, p->stage_weights, p->stage_budgets, device, pl,
+                                  model, &layout, p->split, NULL, blame, err);
     if (rc)
         return rc;
+    p->memory = p->budgets.least;
+    p->has_memory = p->budgets.has;
+    rank_budgets(p);
     uint32_t n = p->ranks_count;
     kvshard__capacity c;
     memset(&c, 0, sizeof c);
@@ -169,8 +190,7 @@ static int compute_memory(kvshard_plan *p, const kvshard__planning *pl,
         if (!blocks)
             return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
         kvshard__capacity_inputs ci = kvshard__capacity_inputs_of(
-            pl, p->ranks, n, p->split, p->unsplit_bytes_per_block, p->memory, p->has_memory);
-        ci.stage_ranks = p->tp;
+            pl, p->ranks, n, p->split, p->unsplit_bytes_per_block, &p->budgets);
         for (uint32_t r = 0; r < n; r++)
             blocks[r] = UINT64_MAX; /* a rank the profile does not size has no count */
         rc = p->profile->capacity(&c, blocks, &ci, blame, err);
@@ -232,7 +252,8 @@ static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model 
     size_t N = (size_t)P * T, PS = (size_t)P * S;
     size_t end = sizeof(kvshard_plan), ranks, owner, held_by, kv_slot, state_slot, place, stages,
            owned_offsets, owned_layers, owned_counts, owned_by_class, kv_source, kinds, class_of,
-           draft_class, model_type, source, keys, hold_key, stage_counts;
+           draft_class, model_type, source, keys, hold_key, stage_counts, stage_weights,
+           stage_budgets;
     size_t staged_keys = P > 1 ? L : 0;
     size_t drafts = model->draft_class ? model->info.num_draft_layers : 0;
     if (!carve(&ranks, &end, N, sizeof(kvshard_rank_memory), sizeof(uint64_t)) ||
@@ -245,6 +266,8 @@ static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model 
         !carve(&place, &end, N, sizeof(kvshard__rank_place), sizeof(uint32_t)) ||
         !carve(&stages, &end, P, sizeof(kvshard__range), sizeof(uint64_t)) ||
         !carve(&stage_counts, &end, P, sizeof(uint32_t), sizeof(uint32_t)) ||
+        !carve(&stage_weights, &end, P, sizeof(uint64_t), sizeof(uint64_t)) ||
+        !carve(&stage_budgets, &end, P, sizeof(uint64_t), sizeof(uint64_t)) ||
         !carve(&owned_offsets, &end, PS + P, sizeof(uint32_t), sizeof(uint32_t)) ||
         !carve(&owned_layers, &end, n_kv, sizeof(uint32_t), sizeof(uint32_t)) ||
         !carve(&owned_counts, &end, PS, sizeof(uint32_t), sizeof(uint32_t)) ||
@@ -275,6 +298,8 @@ static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model 
     p->place = (kvshard__rank_place *)(void *)(block + place);
     p->stages = (kvshard__range *)(void *)(block + stages);
     p->stage_counts = (uint32_t *)(void *)(block + stage_counts);
+    p->stage_weights = (uint64_t *)(void *)(block + stage_weights);
+    p->stage_budgets = (uint64_t *)(void *)(block + stage_budgets);
     p->owned_offsets = (uint32_t *)(void *)(block + owned_offsets);
     p->owned_layers = (uint32_t *)(void *)(block + owned_layers);
     p->owned_counts = (uint32_t *)(void *)(block + owned_counts);
@@ -391,7 +416,8 @@ static void collect_warnings(kvshard_plan *p, const kvshard__planning *pl)
         .ranges = p->stages,
         .ranks = p->ranks,
         .tp = p->tp,
-        .draft_layers = kvshard__counted_drafts(&p->model, &pl->options, pl->profile)};
+        .draft_layers = kvshard__counted_drafts(&p->model, &pl->options, pl->profile),
+        .device = &p->device};
     kvshard__collect_warnings(&in, keep_warning, p);
 }
 
@@ -417,7 +443,11 @@ int kvshard__plan_create(kvshard_plan **out, const kvshard_model *model,
                              "out of memory creating the plan");
     uint32_t T = 0, S = 0;
     kvshard_plan *p = NULL;
+    kvshard__device device;
+    memset(&device, 0, sizeof device);
     rc = kvshard__plan_validate(&T, &S, counts, model, &pl, blame, err);
+    if (rc == KVSHARD_OK)
+        rc = kvshard__device_open(&device, &pl, model, &a, blame, err);
     if (rc == KVSHARD_OK && (p = plan_block(&a, model, T, S, P)) == NULL)
         rc = kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark,
                            "out of memory creating the plan");
@@ -444,8 +474,12 @@ int kvshard__plan_create(kvshard_plan **out, const kvshard_model *model,
         memcpy(p->class_of, model->class_of, L);
         kvshard__range_of(&p->layers, p->kinds, p->class_of, &p->model, 0, L);
         assign_stages(p, counts);
-        rc = compute_memory(p, &pl, model, blame, err);
+        kvshard__device_figures_of(&p->device, &device);
+        if (p->device.summary.first_unknown)
+            p->device.summary.first_unknown = p->device.first_unknown; /* the plan's copy */
+        rc = compute_memory(p, &pl, model, &device, counts, blame, err);
     }
+    kvshard__device_close(&device);
     if (counts != local)
         kvshard__free(&a, counts);
     if (rc) {

@@ -8,6 +8,7 @@
 
 #include "deploy/settings.h"
 #include "plan/memory.h"
+#include "model/weights.h"
 #include "plan/owners.h"
 #include "plan/partition.h"
 
@@ -40,6 +41,39 @@ typedef struct kvshard__rank_key {
     uint32_t mine; /* stage x (S_eff + 1) + split rank */
     uint32_t all;  /* stage x (S_eff + 1) + S_eff */
 } kvshard__rank_key;
+
+/* What capacity is counted in: one budget for every rank, or one a stage
+ * from the device. */
+typedef struct kvshard__budgets {
+    bool has;              /* false: no budget (only the figures without one) */
+    uint64_t least;        /* the smallest: every rank's when `stage` is NULL */
+    const uint64_t *stage; /* P budgets, or NULL */
+    uint32_t stage_ranks;  /* T, the ranks of a stage */
+} kvshard__budgets;
+
+/* Where a plan's weights come from, first that applies. */
+typedef enum kvshard__weights_source {
+    KVSHARD__WEIGHTS_NONE,
+    KVSHARD__WEIGHTS_PER_RANK,   /* weights_per_rank: given per stage */
+    KVSHARD__WEIGHTS_TOTAL,      /* weights_total and weights_experts: shared by layers */
+    KVSHARD__WEIGHTS_SAFETENSORS /* the model directory's headers */
+} kvshard__weights_source;
+
+/* Longest first unknown tensor name a plan keeps for its outputs. */
+#define KVSHARD__TENSOR_NAME_MAX 256
+
+/* What the device inputs gave a plan, for its outputs. */
+typedef struct kvshard__device_figures {
+    bool used;    /* the budgets came from the device */
+    bool ignored; /* device_memory was given beside memory_per_rank */
+    uint64_t device_memory;
+    uint32_t utilization_ppb;
+    uint64_t usable;
+    uint64_t reserve;
+    kvshard__weights_source source;
+    kvshard__wsummary summary; /* safetensors; first_unknown points at the name below */
+    char first_unknown[KVSHARD__TENSOR_NAME_MAX];
+} kvshard__device_figures;
 
 struct kvshard_plan {
     /* What kvshard_plan_owns() reads on every call comes first (see
@@ -85,7 +119,11 @@ struct kvshard_plan {
     uint64_t state_per_layer;         /* one linear or hybrid layer's state per sequence */
     uint64_t unsplit_bytes_per_block; /* all KV layers stored unsplit, no draft */
     bool has_memory;
-    uint64_t memory; /* the budget capacity is counted in */
+    uint64_t memory; /* the budget capacity is counted in (the smallest) */
+    kvshard__budgets budgets; /* the same, and each stage's from the device */
+    uint64_t *stage_weights;  /* P: a stage's weights per rank, with the device */
+    uint64_t *stage_budgets;  /* P: its budget, with the device */
+    kvshard__device_figures device;
     kvshard__capacity cap;
     kvshard_uniform uniform;
     kvshard_profile__state state; /* the profile's, from settling: its figures' source */
@@ -198,12 +236,13 @@ kvshard__memory_inputs kvshard__plan_memory_inputs(const kvshard_plan *plan);
  * them: the one conversion from the internal figures to public ones. */
 kvshard_blocks kvshard__blocks_of(const kvshard__capacity *c);
 
-/* The capacity inputs of a planning call at `memory` (has_memory false:
- * the figures that do not depend on a budget). */
+
+/* The capacity inputs of a planning call over `tp` plan ranks at budgets
+ * `b`. */
 kvshard__capacity_inputs kvshard__capacity_inputs_of(const kvshard__planning *pl,
                                                      const kvshard_rank_memory *ranks, uint32_t tp,
                                                      uint32_t split, uint64_t unsplit,
-                                                     uint64_t memory, bool has_memory);
+                                                     const kvshard__budgets *b);
 
 /* The figures of a plan at S_eff = 1 from its T ranks' figures (worked out
  * with every KV layer owned): the largest bytes per token and per block and,
@@ -211,7 +250,7 @@ kvshard__capacity_inputs kvshard__capacity_inputs_of(const kvshard__planning *pl
  * fits none where a split one may. */
 kvshard_uniform kvshard__uniform_of(const kvshard_rank_memory *ranks, uint32_t tp,
                                     const kvshard__planning *pl, uint64_t unsplit_bytes_per_block,
-                                    uint64_t memory, bool has_memory);
+                                    const kvshard__budgets *b);
 
 /* ---- warnings (warnings.c) ------------------------------------------------------------ */
 
@@ -234,6 +273,7 @@ typedef struct kvshard__warning_inputs {
     const kvshard_rank_memory *ranks;
     uint32_t tp;
     uint32_t draft_layers; /* draft layers speculation counts, on the last stage */
+    const kvshard__device_figures *device; /* what the device inputs gave */
 } kvshard__warning_inputs;
 
 typedef kvshard_profile__warn_fn kvshard__warning_sink;
@@ -256,6 +296,7 @@ typedef struct kvshard__capacity_source {
     bool has_memory;
     uint64_t memory;
     uint32_t tp; /* T, to name the binding rank by its stage and TP rank */
+    bool from_device; /* `memory` is the smallest budget from the device */
 } kvshard__capacity_source;
 
 /* The max_seqs a plan's figures report: the engine's request limit where

@@ -290,13 +290,13 @@ int kvshard_plan_capacity(kvshard_capacity *out, const kvshard_plan *plan)
 
 /* A figure of the capacity `c` counted in `memory`, by name. */
 static int figure_named(kvshard_figure *out, const kvshard_plan *plan, const kvshard__capacity *c,
-                        bool has_memory, uint64_t memory, const char *name)
+                        bool has_memory, uint64_t memory, bool from_device, const char *name)
 {
     size_t index = kvshard__capacity_figure_index(name);
     if (index == SIZE_MAX)
         return KVSHARD_EUNKNOWNKEY;
     kvshard__capacity_source src = {&plan->options, plan->profile, c, has_memory, memory,
-                                    plan->tp};
+                                    plan->tp,       from_device};
     kvshard_figure f;
     KVSHARD__INIT_BYTES(f, kvshard_figure, KVSHARD_FIGURE_INIT);
     kvshard__capacity_figure_at(&f, &src, index);
@@ -307,7 +307,8 @@ int kvshard_plan_capacity_figure(kvshard_figure *out, const kvshard_plan *plan, 
 {
     if (!out || !plan || !name)
         return KVSHARD_EINVAL;
-    return figure_named(out, plan, &plan->cap, plan->has_memory, plan->memory, name);
+    return figure_named(out, plan, &plan->cap, plan->has_memory, plan->memory, plan->device.used,
+                        name);
 }
 
 int kvshard_plan_uniform(kvshard_uniform *out, const kvshard_plan *plan)
@@ -396,7 +397,7 @@ int kvshard_plan_blocks_figure(kvshard_figure *out, const kvshard_plan *plan, ui
     kvshard__capacity c;
     if ((rc = capacity_at(&c, plan, tp_rank, budget, err)) != 0)
         return rc;
-    rc = figure_named(out, plan, &c, true, budget->memory_per_rank - budget->reserved_bytes,
+    rc = figure_named(out, plan, &c, true, budget->memory_per_rank - budget->reserved_bytes, false,
                       name);
     return rc ? kvshard__fail(err, rc, "", kvshard__no_mark, "kvshard_figure: start from "
                                                              "KVSHARD_FIGURE_INIT")
@@ -551,6 +552,9 @@ kvshard__plan_view kvshard__plan_view_of(const kvshard_plan *p)
                             .capacity = &p->cap,
                             .has_memory = p->has_memory,
                             .memory = p->memory,
+                            .device = &p->device,
+                            .stage_weights = p->stage_weights,
+                            .stage_budgets = p->stage_budgets,
                             .uniform = &p->uniform,
                             .warnings = p->warnings,
                             .warning_count = p->warning_count,

@@ -29,7 +29,10 @@ typedef struct kvshard__plan_view {
     const uint32_t *owned_counts;      /* P x S_eff */
     const kvshard__capacity *capacity;
     bool has_memory;
-    uint64_t memory; /* the budget capacity is counted in */
+    uint64_t memory; /* the budget capacity is counted in (the smallest) */
+    const kvshard__device_figures *device;
+    const uint64_t *stage_weights; /* P, with the device */
+    const uint64_t *stage_budgets; /* P, with the device */
     const kvshard_uniform *uniform;
     const kvshard__warning *warnings;
     size_t warning_count;
@@ -78,7 +81,7 @@ static inline kvshard_profile__view kvshard__profile_view(const kvshard__plan_vi
 static inline kvshard__capacity_source kvshard__capacity_source_of(const kvshard__plan_view *v)
 {
     kvshard__capacity_source s = {v->options, v->profile, v->capacity, v->has_memory, v->memory,
-                                  v->tp};
+                                  v->tp,      v->device->used};
     return s;
 }
 

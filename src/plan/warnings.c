@@ -217,6 +217,34 @@ static void warn_stages(const kvshard__warning_inputs *in, kvshard__warning_sink
     }
 }
 
+/* What the device inputs leave to say: a device_memory memory_per_rank
+ * overrides, and weights counted by a guess or against a total that
+ * disagrees. */
+static void warn_device(const kvshard__warning_inputs *in, kvshard__warning_sink sink, void *ctx)
+{
+    const kvshard__device_figures *d = in->device;
+    if (!d)
+        return;
+    if (d->ignored)
+        warn(sink, ctx, KVSHARD_WARN_DEVICE_MEMORY_IGNORED,
+             "memory_per_rank %llu bytes is the budget of every rank: device_memory and the "
+             "weights are not read",
+             (unsigned long long)in->planning->options.memory_per_rank);
+    const kvshard__wsummary *w = &d->summary;
+    if (d->used && w->total_size_mismatch)
+        warn(sink, ctx, KVSHARD_WARN_WEIGHTS_TOTAL_SIZE_MISMATCH,
+             "the index's metadata.total_size is %llu bytes but its shards' headers hold %llu: "
+             "the headers are counted",
+             (unsigned long long)w->index_total_size, (unsigned long long)w->total_bytes);
+    if (d->used && w->unknown_tensors)
+        warn(sink, ctx, KVSHARD_WARN_WEIGHTS_UNKNOWN_TENSORS,
+             "%llu tensor%s (%llu bytes) match%s no rule and %s counted as split over the TP "
+             "ranks; the first is %s",
+             (unsigned long long)w->unknown_tensors, w->unknown_tensors == 1 ? "" : "s",
+             (unsigned long long)w->unknown_bytes, w->unknown_tensors == 1 ? "es" : "",
+             w->unknown_tensors == 1 ? "is" : "are", w->first_unknown ? w->first_unknown : "?");
+}
+
 void kvshard__collect_warnings(const kvshard__warning_inputs *in, kvshard__warning_sink sink,
                                void *ctx)
 {
@@ -260,6 +288,7 @@ void kvshard__collect_warnings(const kvshard__warning_inputs *in, kvshard__warni
         profile->warnings(sink, ctx, &v);
     }
     warn_stages(in, sink, ctx);
+    warn_device(in, sink, ctx);
 }
 
 const char *kvshard_warning_name(kvshard_warning_code code)
@@ -285,6 +314,9 @@ const char *kvshard_warning_name(kvshard_warning_code code)
     case KVSHARD_WARN_FLAGS_IGNORED: return "flags_ignored";
     case KVSHARD_WARN_PP_DRAFT_REFUSED: return "pp_draft_refused";
     case KVSHARD_WARN_STAGE_WITHOUT_KV: return "stage_without_kv";
+    case KVSHARD_WARN_DEVICE_MEMORY_IGNORED: return "device_memory_ignored";
+    case KVSHARD_WARN_WEIGHTS_TOTAL_SIZE_MISMATCH: return "weights_total_size_mismatch";
+    case KVSHARD_WARN_WEIGHTS_UNKNOWN_TENSORS: return "weights_unknown_tensors";
     default: return "unknown";
     }
 }

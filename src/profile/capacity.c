@@ -31,6 +31,12 @@ bool kvshard_capacity__same_figures(const kvshard_rank_memory *a, const kvshard_
            a->scratch_bytes_per_seq == b->scratch_bytes_per_seq;
 }
 
+uint64_t kvshard_capacity__budget(const kvshard__capacity_inputs *in, uint32_t rank)
+{
+    uint32_t T = in->stage_ranks ? in->stage_ranks : in->tp;
+    return in->stage_memory && T ? in->stage_memory[rank / T] : in->memory;
+}
+
 void kvshard_capacity__rank_name(char *buf, size_t cap, const kvshard__capacity_inputs *in,
                                  uint32_t rank)
 {

@@ -30,12 +30,14 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks,
 {
     (void)blame;
     const kvshard_options *o = in->options;
-    uint64_t least = UINT64_MAX, bpb = 0, blocks = 0;
+    uint64_t least = UINT64_MAX, bpb = 0, blocks = 0, prev_budget = 0;
     const kvshard_rank_memory *prev = NULL;
     uint32_t first = kvshard_capacity__first_rank(in), end = kvshard_capacity__end_rank(in);
     for (uint32_t r = first; r < end; r++) {
         const kvshard_rank_memory *f = &in->ranks[r];
-        if (!kvshard_capacity__same_figures(prev, f)) {
+        uint64_t budget = kvshard_capacity__budget(in, r);
+        /* Ranks alike in figures and budget fit alike: counted once. */
+        if (!kvshard_capacity__same_figures(prev, f) || budget != prev_budget) {
             bpb = kvshard_capacity__block_bytes(f, in->extra_per_block);
             uint64_t reserved, need, seq = kvshard_capacity__seq_bytes(f);
             char rank[48];
@@ -49,20 +51,21 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks,
             }
             if (!kvshard__add(&need, reserved, bpb))
                 need = UINT64_MAX;
-            if (in->memory < need) {
+            if (budget < need) {
                 kvshard_capacity__rank_name(rank, sizeof rank, in, r);
                 return kvshard__fail(err, KVSHARD_ENOBLOCK, "", kvshard__no_mark,
-                                     "no memory for one block on %s: memory_per_rank %llu bytes, "
+                                     "no memory for one block on %s: %s %llu bytes, "
                                      "reserved %llu bytes for %u sequences of state, "
                                      "bytes_per_block %llu",
-                                     rank, (unsigned long long)in->memory,
-                                     (unsigned long long)reserved, o->max_seqs,
-                                     (unsigned long long)bpb);
+                                     rank, in->stage_memory ? "its budget" : "memory_per_rank",
+                                     (unsigned long long)budget, (unsigned long long)reserved,
+                                     o->max_seqs, (unsigned long long)bpb);
             }
             c->reserved = reserved > c->reserved ? reserved : c->reserved;
-            blocks = bpb ? (in->memory - reserved) / bpb : 0;
+            blocks = bpb ? (budget - reserved) / bpb : 0;
         }
         prev = f;
+        prev_budget = budget;
         if (rank_blocks && bpb)
             rank_blocks[r] = blocks;
         if (bpb) {
@@ -82,9 +85,11 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks,
     prev = NULL;
     for (uint32_t r = first; r < end; r++) {
         const kvshard_rank_memory *f = &in->ranks[r];
-        if (kvshard_capacity__same_figures(prev, f))
+        uint64_t budget = kvshard_capacity__budget(in, r);
+        if (kvshard_capacity__same_figures(prev, f) && budget == prev_budget)
             continue;
         prev = f;
+        prev_budget = budget;
         uint64_t kv, need;
         if (!kvshard__mul(&kv, per_seq, kvshard_capacity__block_bytes(f, in->extra_per_block)) ||
             !kvshard__add(&need, kvshard_capacity__seq_bytes(f), kv)) {
@@ -93,7 +98,7 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks,
         }
         if (need == 0)
             continue; /* stores nothing: does not bound max_seqs */
-        uint64_t n = in->memory / need;
+        uint64_t n = budget / need;
         balanced = n < balanced ? n : balanced;
     }
     c->has_balanced_max_seqs = balanced != UINT64_MAX;
@@ -150,6 +155,7 @@ const kvshard__profile kvshard_profile__kvshard = {
     .max_seqs = 256,
     .ownership = KVSHARD_OWNERSHIP_ORDINAL,
     .rank_layout = KVSHARD_RANK_LAYOUT_VLLM,
+    .device_utilization_ppb = 900000000, /* 0.9 */
     .aliases = aliases,
     .flag_style = KVSHARD_PROFILE__GFLAGS,
     .counts_draft_layers = true,

@@ -134,6 +134,9 @@ typedef struct kvshard__capacity_inputs {
     /* The bytes per block of all KV layers stored unsplit, no draft. */
     uint64_t unsplit_bytes_per_block;
     uint64_t memory;          /* the budget capacity is counted in */
+    /* Each stage's own budget (P entries), from the device; NULL: `memory`
+     * on every rank. */
+    const uint64_t *stage_memory;
     uint64_t extra_per_block; /* bytes the engine adds to every block */
     uint32_t context_length;  /* 0: no concurrency figures */
     uint32_t rank;            /* one TP rank, or KVSHARD_ALL_RANKS */
@@ -176,6 +179,12 @@ typedef struct kvshard__profile {
     const char *stages_refusal;
     const char *stages_why;
     const char *stages_flag;
+
+    /* Device inputs: the utilization (in billionths) a profile whose
+     * budget comes from device_memory uses by default; 0 for a profile that
+     * takes the engine's own memory figures instead, named in device_hint. */
+    uint32_t device_utilization_ppb;
+    const char *device_hint;
 
     /* The engine's flag names for kvshard's keys, and the inputs only
      * this profile reads; both NULL-ended (an input by a NULL def.name). */
@@ -253,6 +262,8 @@ typedef struct kvshard__profile {
 
 /* Ranks a computation looks at: all of them, or the one asked for. */
 uint32_t kvshard_capacity__first_rank(const kvshard__capacity_inputs *in);
+/* The budget of plan rank `rank`: its stage's, else `memory`. */
+uint64_t kvshard_capacity__budget(const kvshard__capacity_inputs *in, uint32_t rank);
 uint32_t kvshard_capacity__end_rank(const kvshard__capacity_inputs *in);
 
 /* A rank's bytes per block with the engine's extra bytes; UINT64_MAX past

@@ -911,6 +911,7 @@ const kvshard__profile kvshard_profile__sglang = {
     .max_seqs = 256,
     .ownership = KVSHARD_OWNERSHIP_CONTIGUOUS,
     .rank_layout = KVSHARD_RANK_LAYOUT_SGLANG,
+    .device_hint = "device_memory_free and non_kv_memory",
     .stages_refusal = "engine_unsupported",
     .stages_why = "pipeline stages are not covered yet",
     .stages_flag = "--pp-size",

@@ -1175,6 +1175,7 @@ const kvshard__profile kvshard_profile__vllm = {
     .max_seqs = 256,
     .ownership = KVSHARD_OWNERSHIP_ORDINAL,
     .rank_layout = KVSHARD_RANK_LAYOUT_VLLM,
+    .device_hint = "device_memory_total and non_kv_memory, or --kv-cache-memory-bytes",
     .stages_refusal = "engine_unsupported",
     .stages_why = "pipeline stages are not covered yet",
     .stages_flag = "--pipeline-parallel-size",

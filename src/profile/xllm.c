@@ -395,6 +395,7 @@ const kvshard__profile kvshard_profile__xllm = {
     .max_seqs = 200,
     .ownership = KVSHARD_OWNERSHIP_GLOBAL,
     .rank_layout = KVSHARD_RANK_LAYOUT_XLLM,
+    .device_hint = "device_memory_total and device_memory_free",
     .stages_refusal = "pp_engine",
     .stages_why = "xLLM has no pipeline parallelism",
     .aliases = aliases,

@@ -50,7 +50,8 @@ static bool decimal_ok(const kvshard_value__def *d, double value)
 
 bool kvshard_value__is_word(const kvshard_value__def *def, kvshard_value v)
 {
-    return def->type == KVSHARD__VT_U32 && def->words && (int64_t)v.u < 0 &&
+    return (def->type == KVSHARD__VT_U32 || def->type == KVSHARD__VT_BYTES) && def->words &&
+           (int64_t)v.u < 0 &&
            kvshard_value__word_of(def->words, (int)(int64_t)v.u) != NULL;
 }
 
@@ -80,6 +81,8 @@ static int check(const kvshard_value__def *d, kvshard_value v, const char *text,
                                         mark);
         return KVSHARD_OK;
     case KVSHARD__VT_FRACTION:
+        if (!text && v.d == 0.0 && d->unset_ok)
+            return KVSHARD_OK;
         if (!fraction_ok(v.d)) {
             char shown[48];
             if (text)
@@ -315,6 +318,13 @@ int kvshard_value__parse(kvshard_value *out, const kvshard_value__def *d, const 
         break;
     }
     case KVSHARD__VT_BYTES: {
+        for (const kvshard_value__word *w = d->words; w && w->text; w++) {
+            if (kvshard__text_is(text, len, w->text)) {
+                v.u = (uint64_t)(int64_t)w->value;
+                *out = v;
+                return KVSHARD_OK;
+            }
+        }
         if (style == KVSHARD__VALUE_QUOTED && kvshard__all_digits(text, len))
             return kvshard__fail(err, KVSHARD_ETYPE, source, mark,
                                  "%s: expected a number of bytes, found the string \"%.*s\"",

@@ -58,8 +58,9 @@ typedef struct kvshard_value__def {
     /* A caller's struct may leave it unset: 0 for numbers, -1 for words (a
      * value no word names, settled later). */
     bool unset_ok;
-    /* KVSHARD__VT_WORD: the accepted words, NULL-ended; KVSHARD__VT_U32: words
-     * that stand for values no integer gives (negative ones). */
+    /* KVSHARD__VT_WORD: the accepted words, NULL-ended; KVSHARD__VT_U32 and
+     * KVSHARD__VT_BYTES: words that stand for values no number gives
+     * (negative ones: "auto" for the profile's figure). */
     const kvshard_value__word *words;
     const kvshard_value__more *more; /* NULL for the types that need nothing */
 } kvshard_value__def;
@@ -97,7 +98,7 @@ const kvshard_value__word *kvshard_value__word_of(const kvshard_value__word *wor
 /* The words for a message: "auto, bf16 or fp8". */
 void kvshard_value__list_words(char *buf, size_t cap, const kvshard_value__word *words);
 
-/* Whether a U32 value is one of the def's words rather than a number. */
+/* Whether a U32 or byte value is one of the def's words rather than a number. */
 bool kvshard_value__is_word(const kvshard_value__def *def, kvshard_value v);
 
 /* Two values are the same (fractions by their bits' value, text by its

@@ -1,0 +1,286 @@
+/* Budgets from the device: what a rank of each stage keeps for cache and
+ * state once its weights and the activation reserve are taken from the
+ * usable share of its GPU. */
+#include "plan/device.h"
+
+#include "base/checked.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define BILLION UINT64_C(1000000000)
+#define GIB (UINT64_C(1) << 30)
+
+void kvshard__ppb_text(char *buf, size_t cap, uint32_t ppb)
+{
+    /* Exact: the billionths as written, trailing zeros dropped. */
+    int n = snprintf(buf, cap, "%u.%09u", ppb / 1000000000u, ppb % 1000000000u);
+    while (n > 2 && (size_t)n < cap && buf[n - 1] == '0' && buf[n - 2] != '.')
+        buf[--n] = '\0';
+}
+
+/* floor(bytes x ppb / 10^9) without 128-bit arithmetic: ppb is at most
+ * 10^9, so neither part overflows. */
+static uint64_t share_of(uint64_t bytes, uint32_t ppb)
+{
+    return bytes / BILLION * ppb + bytes % BILLION * ppb / BILLION;
+}
+
+/* The directory of a model read from a file: its weights sit beside it. */
+static bool model_directory(char *out, size_t cap, const kvshard_model *model)
+{
+    if (!model->from_file || !model->source)
+        return false;
+    const char *slash = strrchr(model->source, '/');
+    if (!slash)
+        return snprintf(out, cap, ".") > 0;
+    size_t n = (size_t)(slash - model->source);
+    if (n + 1 > cap)
+        return false;
+    memcpy(out, model->source, n ? n : 1); /* "/config.json" is in "/" */
+    out[n ? n : 1] = '\0';
+    return true;
+}
+
+/* What a tensor's share depends on, from the model: layers, heads, which
+ * layers are sliding windows (a shared-KV layer as its source), the tie. */
+static int classify_weights(kvshard__weights **out, const kvshard__safetensors *set,
+                            const kvshard_model *model, const kvshard_allocator *alloc,
+                            kvshard_error *err)
+{
+    const kvshard__model_info *m = &model->info;
+    uint32_t L = m->num_layers, D = m->num_draft_layers;
+    bool *sliding = kvshard__alloc(alloc, (size_t)L + D + 1, sizeof *sliding);
+    if (!sliding)
+        return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+    for (uint32_t i = 0; i < L; i++) {
+        int32_t src = model->kv_source ? model->kv_source[i] : -1;
+        uint8_t kind = model->kinds[src >= 0 ? (uint32_t)src : i];
+        sliding[i] = kind == KVSHARD_LAYER_SLIDING_ATTENTION;
+    }
+    for (uint32_t d = 0; d < D; d++)
+        sliding[L + d] = model->draft_class &&
+                         m->classes[model->draft_class[d]].kind == KVSHARD_LAYER_SLIDING_ATTENTION;
+    kvshard__wgeometry g = {
+        .num_layers = L,
+        .gqa = m->attention == KVSHARD_ATTENTION_GQA,
+        .num_heads = model->sites[KVSHARD__SITE_Q_HEADS].value,
+        .num_kv_heads = m->full.heads,
+        .sliding_heads = 0,
+        .sliding_kv_heads = m->sliding.heads,
+        .sliding = sliding,
+        .sliding_count = L + D,
+        .tie_word_embeddings = m->tie_word_embeddings,
+    };
+    int rc = kvshard_weights__build(out, set, &g, alloc, err);
+    kvshard__free(alloc, sliding);
+    return rc;
+}
+
+static int read_weights(kvshard__device *d, const kvshard_model *model,
+                        const kvshard_allocator *alloc, kvshard_error *err)
+{
+    char dir[4096];
+    if (!model_directory(dir, sizeof dir, model))
+        return kvshard__fail(err, KVSHARD_EWEIGHTS, "", kvshard__no_mark,
+                             "device_memory needs the weights of a rank: give weights_per_rank, "
+                             "weights_total (with weights_experts), or a model directory with "
+                             "safetensors files (this model has no directory)");
+    kvshard__safetensors *set = NULL;
+    int rc = kvshard_safetensors__read_dir(&set, dir, alloc, 0, err);
+    if (rc)
+        return rc;
+    if (set->files == KVSHARD__ST_NONE) {
+        kvshard_safetensors__free(set);
+        return kvshard__fail(err, KVSHARD_EWEIGHTS, "", kvshard__no_mark,
+                             "device_memory needs the weights of a rank: give weights_per_rank, "
+                             "weights_total (with weights_experts), or safetensors files in %s",
+                             dir);
+    }
+    rc = classify_weights(&d->weights, set, model, alloc, err);
+    kvshard_safetensors__free(set);
+    if (rc == KVSHARD_OK)
+        d->summary = *kvshard_weights__summary(d->weights);
+    return rc;
+}
+
+int kvshard__device_open(kvshard__device *d, const kvshard__planning *pl,
+                         const kvshard_model *model, const kvshard_allocator *alloc,
+                         const char **blame, kvshard_error *err)
+{
+    const kvshard_options *o = &pl->options;
+    memset(d, 0, sizeof *d);
+    d->alloc = *alloc;
+    d->ignored = o->device_memory > 0 && o->memory_per_rank > 0;
+    if (o->device_memory == 0 || o->memory_per_rank > 0)
+        return KVSHARD_OK;
+    const kvshard__profile *p = pl->profile;
+    *blame = "device_memory";
+    if (!p->device_utilization_ppb)
+        return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
+                             "%s profile: device_inputs_unsupported: device_memory: the profile "
+                             "takes the engine's own memory figures instead (%s)",
+                             p->name, p->device_hint ? p->device_hint : "memory_per_rank");
+    d->used = true;
+    d->device_memory = o->device_memory;
+    d->utilization = o->memory_utilization > 0 ? o->memory_utilization
+                                               : (double)p->device_utilization_ppb / 1e9;
+    double scaled = d->utilization * 1e9;
+    d->utilization_ppb = (uint32_t)llround(scaled);
+    if (fabs(scaled - (double)d->utilization_ppb) > 1e-3) {
+        *blame = "memory_utilization";
+        return kvshard__fail(err, KVSHARD_ERANGE, "", kvshard__no_mark,
+                             "memory_utilization %.15g has more than 9 digits after the point; "
+                             "kvshard reads it to the billionth",
+                             d->utilization);
+    }
+    d->usable = share_of(o->device_memory, d->utilization_ppb);
+    uint64_t twentieth = o->device_memory / 20;
+    d->reserve = o->activation_reserve != KVSHARD_RESERVE_AUTO ? o->activation_reserve
+                 : twentieth > GIB                             ? twentieth
+                                                               : GIB;
+    if (o->weights_per_rank_count > 0) {
+        d->source = KVSHARD__WEIGHTS_PER_RANK;
+    } else if (o->weights_total > 0) {
+        d->source = KVSHARD__WEIGHTS_TOTAL;
+        if (o->weights_experts > o->weights_total) {
+            *blame = "weights_experts";
+            return kvshard__fail(err, KVSHARD_EWEIGHTS, "", kvshard__no_mark,
+                                 "weights_experts %llu is more than weights_total %llu: the "
+                                 "experts are part of the checkpoint",
+                                 (unsigned long long)o->weights_experts,
+                                 (unsigned long long)o->weights_total);
+        }
+    } else {
+        d->source = KVSHARD__WEIGHTS_SAFETENSORS;
+        int rc = read_weights(d, model, alloc, err);
+        if (rc)
+            return rc;
+    }
+    *blame = NULL;
+    return KVSHARD_OK;
+}
+
+void kvshard__device_close(kvshard__device *d)
+{
+    kvshard_weights__free(d->weights);
+    d->weights = NULL;
+}
+
+static int stage_weights(uint64_t *weights, const kvshard__device *d, const kvshard__planning *pl,
+                         const kvshard__device_layout *l, const char **blame, kvshard_error *err)
+{
+    const kvshard_options *o = &pl->options;
+    switch (d->source) {
+    case KVSHARD__WEIGHTS_PER_RANK:
+        if (o->weights_per_rank_count != 1 && o->weights_per_rank_count != l->pp) {
+            *blame = "weights_per_rank";
+            return kvshard__fail(err, KVSHARD_EWEIGHTS, "", kvshard__no_mark,
+                                 "weights_per_rank has %u entries; pp_size is %u (give one size, "
+                                 "or one a stage)",
+                                 o->weights_per_rank_count, l->pp);
+        }
+        for (uint32_t s = 0; s < l->pp; s++)
+            weights[s] = o->weights_per_rank[o->weights_per_rank_count == 1 ? 0 : s];
+        return KVSHARD_OK;
+    case KVSHARD__WEIGHTS_TOTAL: {
+        uint64_t x = (uint64_t)l->dp * l->cp * l->tp;
+        for (uint32_t s = 0; s < l->pp; s++) {
+            int rc = kvshard_weights__estimate(&weights[s], o->weights_total, o->weights_experts,
+                                               l->stage_layers[s], l->num_layers, l->tp, x, err);
+            if (rc)
+                return rc;
+        }
+        return KVSHARD_OK;
+    }
+    case KVSHARD__WEIGHTS_SAFETENSORS: {
+        kvshard__wstage local[64];
+        kvshard__wstage *st = l->pp <= 64 ? local : kvshard__alloc(&d->alloc, l->pp, sizeof *st);
+        if (!st)
+            return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+        kvshard__wlayout wl = {l->tp, l->dp, l->cp, o->expert_parallel,
+                               o->num_speculative_tokens > 0, l->pp, l->stage_layers};
+        int rc = kvshard_weights__stages(st, d->weights, &wl, err);
+        for (uint32_t s = 0; rc == KVSHARD_OK && s < l->pp; s++)
+            weights[s] = st[s].bytes;
+        if (st != local)
+            kvshard__free(&d->alloc, st);
+        return rc;
+    }
+    case KVSHARD__WEIGHTS_NONE:
+    default: return kvshard__fail(err, KVSHARD_EWEIGHTS, "", kvshard__no_mark, "no weights");
+    }
+}
+
+int kvshard__device_stages(uint64_t *weights, uint64_t *budgets, const kvshard__device *d,
+                           const kvshard__planning *pl, const kvshard__device_layout *layout,
+                           int64_t *left, const char **blame, kvshard_error *err)
+{
+    int rc = stage_weights(weights, d, pl, layout, blame, err);
+    if (rc)
+        return rc;
+    for (uint32_t s = 0; s < layout->pp; s++) {
+        uint64_t taken;
+        if (!kvshard__add(&taken, weights[s], d->reserve))
+            taken = UINT64_MAX;
+        if (taken < d->usable) {
+            budgets[s] = d->usable - taken;
+            continue;
+        }
+        uint64_t shortfall = taken - d->usable;
+        if (left)
+            *left = shortfall > (uint64_t)INT64_MAX ? INT64_MIN : -(int64_t)shortfall;
+        char u[24], where[32] = "";
+        kvshard__ppb_text(u, sizeof u, d->utilization_ppb);
+        if (layout->pp > 1)
+            snprintf(where, sizeof where, " on stage %u", s);
+        *blame = "device_memory";
+        return kvshard__fail(err, KVSHARD_EDOESNOTFIT, "", kvshard__no_mark,
+                             "does_not_fit: the weights%s (%llu bytes a rank) and "
+                             "activation_reserve %llu bytes take all of device_memory %llu x "
+                             "memory_utilization %s = %llu usable bytes: %llu bytes short",
+                             where, (unsigned long long)weights[s],
+                             (unsigned long long)d->reserve, (unsigned long long)d->device_memory,
+                             u, (unsigned long long)d->usable, (unsigned long long)shortfall);
+    }
+    return KVSHARD_OK;
+}
+
+int kvshard__budgets_for(kvshard__budgets *out, uint64_t *weights, uint64_t *stage,
+                         const kvshard__device *d, const kvshard__planning *pl,
+                         const kvshard_model *model, const kvshard__device_layout *layout,
+                         uint32_t split, int64_t *left, const char **blame, kvshard_error *err)
+{
+    out->stage_ranks = layout->tp;
+    out->stage = NULL;
+    if (!d->used)
+        return kvshard__planning_budget(&out->least, &out->has, pl, model, layout->tp, split,
+                                        blame, err);
+    int rc = kvshard__device_stages(weights, stage, d, pl, layout, left, blame, err);
+    if (rc)
+        return rc;
+    out->has = true;
+    out->stage = stage;
+    out->least = UINT64_MAX;
+    for (uint32_t s = 0; s < layout->pp; s++)
+        out->least = stage[s] < out->least ? stage[s] : out->least;
+    return KVSHARD_OK;
+}
+
+void kvshard__device_figures_of(kvshard__device_figures *out, const kvshard__device *d)
+{
+    memset(out, 0, sizeof *out);
+    out->used = d->used;
+    out->ignored = d->ignored;
+    out->device_memory = d->device_memory;
+    out->utilization_ppb = d->utilization_ppb;
+    out->usable = d->usable;
+    out->reserve = d->reserve;
+    out->source = d->source;
+    out->summary = d->summary;
+    if (d->summary.first_unknown) {
+        snprintf(out->first_unknown, sizeof out->first_unknown, "%s", d->summary.first_unknown);
+        out->summary.first_unknown = out->first_unknown;
+    }
+}

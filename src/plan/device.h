@@ -1,0 +1,68 @@
+/* From a GPU to a budget: a planning call's device inputs (the GPU's
+ * memory, the share the engine may use, the reserve), where the weights of
+ * a rank come from, and each stage's weights and budget for a layout. */
+#ifndef KVSHARD_PLAN_DEVICE_H
+#define KVSHARD_PLAN_DEVICE_H
+
+#include "model/weights.h"
+#include "plan/plan.h"
+
+typedef struct kvshard__device {
+    kvshard_allocator alloc;
+    bool used;    /* the budgets come from the device */
+    bool ignored; /* device_memory was given beside memory_per_rank */
+    uint64_t device_memory;
+    uint32_t utilization_ppb; /* the utilization in billionths */
+    double utilization;
+    uint64_t usable; /* floor(device_memory x utilization), exactly */
+    uint64_t reserve;
+    kvshard__weights_source source;
+    kvshard__weights *weights; /* safetensors: the classified checkpoint (owned) */
+    kvshard__wsummary summary; /* safetensors: its figures; first_unknown is the weights' */
+} kvshard__device;
+
+/* The device inputs of a planning call into *d: unused without
+ * device_memory or with memory_per_rank; else the utilization, the usable
+ * bytes, the reserve and the weights source, reading and classifying the
+ * model directory's safetensors headers when nothing else gives the
+ * weights. EWEIGHTS when nothing does, ERANGE for a utilization of more
+ * than 9 decimal places, EPROFILE under a profile whose budget does not
+ * come from the device, and the reader's errors. *blame names the key. */
+int kvshard__device_open(kvshard__device *d, const kvshard__planning *pl,
+                         const kvshard_model *model, const kvshard_allocator *alloc,
+                         const char **blame, kvshard_error *err);
+void kvshard__device_close(kvshard__device *d);
+
+/* A layout's stages as the device sizes them. */
+typedef struct kvshard__device_layout {
+    uint32_t tp, dp, cp, pp;
+    const uint32_t *stage_layers; /* pp counts */
+    uint32_t num_layers;
+} kvshard__device_layout;
+
+/* Each stage's weights per rank and budget (usable - weights - reserve)
+ * into weights[0..pp-1] and budgets[0..pp-1]. EWEIGHTS for weights_per_rank
+ * of neither 1 nor pp entries; EDOESNOTFIT for a stage left with nothing
+ * (naming it, its weights, the reserve and the shortfall), with
+ * `*short_stage` that stage and *left its (negative) budget when not NULL. */
+int kvshard__device_stages(uint64_t *weights, uint64_t *budgets, const kvshard__device *d,
+                           const kvshard__planning *pl, const kvshard__device_layout *layout,
+                           int64_t *left, const char **blame, kvshard_error *err);
+
+/* The budgets of a planning call for a layout: with the device, each
+ * stage's (into weights[] and stage[], P each) and the smallest, else the
+ * profile's one figure. Errors as kvshard__device_stages() and the
+ * profile's budget. */
+int kvshard__budgets_for(kvshard__budgets *out, uint64_t *weights, uint64_t *stage,
+                         const kvshard__device *d, const kvshard__planning *pl,
+                         const kvshard_model *model, const kvshard__device_layout *layout,
+                         uint32_t split, int64_t *left, const char **blame, kvshard_error *err);
+
+/* The device's figures as a plan keeps them (the first unknown tensor's
+ * name copied). */
+void kvshard__device_figures_of(kvshard__device_figures *out, const kvshard__device *d);
+
+/* A utilization in billionths as its exact decimal: "0.9", "1.0". */
+void kvshard__ppb_text(char *buf, size_t cap, uint32_t ppb);
+
+#endif /* KVSHARD_PLAN_DEVICE_H */
