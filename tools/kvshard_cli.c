@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,9 @@ typedef struct cli {
     format fmt;
     const char **flags; /* the engine flags, passed on to the library */
     size_t flag_count;
+    /* fit's own flags: 0 when not given. */
+    uint32_t gpus, max_tp_size, max_pp_size, top;
+    bool fit_flag_given;
 } cli;
 
 /* The commands, for usage lines and help. */
@@ -57,6 +61,18 @@ static const cli_command commands[] = {
      "(--enable_layerwise_split, --layerwise_split_size, --ownership) do not\n"
      "apply: every split is planned.\n",
      "text (the default) or json"},
+    {"fit", "MODEL --gpus=N --device_memory=SIZE [--context_length=L] [FLAG ...]\n"
+            "           [--max_tp_size=A] [--max_pp_size=B] [--top=K] [--format=text|json] [-o FILE]",
+     "the layout of N GPUs (TP, stages, data parallelism, split) that\n"
+     "           serves the most sequences, with the flags that run it",
+     "Every layout of N GPUs that keeps a TP group inside a node and stages\n"
+     "across nodes, each planned from the GPU's memory less the weights a rank\n"
+     "holds (the model directory's safetensors headers, or --weights_total with\n"
+     "--weights_experts) and the activation reserve, ranked by the sequences it\n"
+     "serves at --context_length (else by tokens), with the flags of kvshard,\n"
+     "vLLM and SGLang that run the best. --pp_size and --dp_size pin those\n"
+     "sizes; --enable_layerwise_split=false pins the split to 1.\n",
+     "text (the default) or json"},
     {"report", "CONFIG [FLAG ...] [-o FILE]",
      "one self-contained HTML page of the plan and the comparison",
      "One self-contained HTML page of the plan and the comparison (the same as\n"
@@ -80,7 +96,19 @@ static const cli_command *command_named(const char *name)
 }
 
 /* The CLI's own flags, offered when a flag is unknown and near one. */
-static const char *const cli_flags[] = {"format", "output", "help", "version", NULL};
+static const char *const cli_flags[] = {"format", "output", "help", "version", "gpus",
+                                        "max_tp_size", "max_pp_size", "top", NULL};
+
+/* fit's own flags, each a positive whole number: --gpus=N or --gpus N. */
+static const struct {
+    const char *name;
+    size_t offset;
+} fit_flags[] = {
+    {"gpus", offsetof(cli, gpus)},
+    {"max_tp_size", offsetof(cli, max_tp_size)},
+    {"max_pp_size", offsetof(cli, max_pp_size)},
+    {"top", offsetof(cli, top)},
+};
 
 /* An argument in a message: escaped, at most 64 bytes of it. */
 typedef struct shown_arg {
@@ -451,7 +479,7 @@ static int help_args(int argc, char **argv, int *done)
     const cli_command *cmd = name ? command_named(name) : NULL;
     if (name && !cmd) {
         snprintf(message, sizeof message,
-                 "unknown command '%s' (expected plan, compare, report or help)", show(name).text);
+                 "unknown command '%s' (expected plan, compare, fit, report or help)", show(name).text);
         return usage_error(message);
     }
     const kvshard__profile *profile = kvshard_profiles__of(KVSHARD_ENGINE_KVSHARD);
@@ -491,6 +519,35 @@ static int parse_format(cli *c, const char *value)
     return usage_error(message);
 }
 
+/* One of fit's own flags at argv[*i] ("--gpus=4", or "--gpus" "4"): 1 when
+ * it is one (and read), 0 when not, or a usage error's status. */
+static int fit_flag(cli *c, int argc, char **argv, int *i, int *status)
+{
+    const char *arg = argv[*i];
+    for (size_t k = 0; k < sizeof fit_flags / sizeof fit_flags[0]; k++) {
+        size_t n = strlen(fit_flags[k].name);
+        if (strncmp(arg, "--", 2) != 0 || strncmp(arg + 2, fit_flags[k].name, n) != 0 ||
+            (arg[2 + n] != '=' && arg[2 + n] != '\0'))
+            continue;
+        const char *value = arg[2 + n] == '=' ? arg + 3 + n : *i + 1 < argc ? argv[++*i] : NULL;
+        char *end = NULL;
+        errno = 0;
+        unsigned long v = value && value[0] >= '1' && value[0] <= '9' ? strtoul(value, &end, 10) : 0;
+        if (!value || v == 0 || v > KVSHARD_MAX_RANKS || errno || (end && *end)) {
+            char message[160];
+            snprintf(message, sizeof message, "--%s takes a whole number from 1 to %u, not '%s'",
+                     fit_flags[k].name, KVSHARD_MAX_RANKS, value ? show(value).text : "");
+            *status = usage_error(message);
+            return -1;
+        }
+        uint32_t x = (uint32_t)v;
+        memcpy((char *)c + fit_flags[k].offset, &x, sizeof x);
+        c->fit_flag_given = true;
+        return 1;
+    }
+    return 0;
+}
+
 static int parse_args(cli *c, int argc, char **argv, int *done)
 {
     *done = 0;
@@ -505,6 +562,11 @@ static int parse_args(cli *c, int argc, char **argv, int *done)
             *done = 1;
             return print_static("kvshard " KVSHARD_VERSION_STRING "\n");
         }
+        int is_fit_flag = fit_flag(c, argc, argv, &i, &status);
+        if (is_fit_flag < 0)
+            return status;
+        if (is_fit_flag)
+            continue;
         if (strncmp(arg, "--format=", 9) == 0 || strcmp(arg, "--format") == 0) {
             if (arg[8] == '\0' && i + 1 == argc)
                 return usage_error("--format needs a value: text, json, svg or html");
@@ -535,16 +597,24 @@ static int parse_args(cli *c, int argc, char **argv, int *done)
         }
     }
     if (!c->command)
-        return usage_error("missing command (plan, compare, report or help)");
+        return usage_error("missing command (plan, compare, fit, report or help)");
     const cli_command *cmd = command_named(c->command);
     if (!cmd) {
         snprintf(message, sizeof message,
-                 "unknown command '%s' (expected plan, compare, report or help)",
+                 "unknown command '%s' (expected plan, compare, fit, report or help)",
                  show(c->command).text);
         return usage_error(message);
     }
     if (!c->config)
-        return usage_error("missing CONFIG file");
+        return usage_error(strcmp(c->command, "fit") == 0 ? "missing MODEL"
+                                                          : "missing CONFIG file");
+    bool fit = strcmp(c->command, "fit") == 0;
+    if (c->fit_flag_given && !fit)
+        return usage_error("--gpus, --max_tp_size, --max_pp_size and --top are flags of fit");
+    if (fit && !c->gpus)
+        return usage_error("fit needs --gpus=N, the GPUs to lay the model out on");
+    if (fit && c->fmt != FORMAT_TEXT && c->fmt != FORMAT_JSON)
+        return usage_error("fit writes text or json");
     if (strcmp(c->command, "report") == 0) {
         if (format_given && c->fmt != FORMAT_HTML)
             return usage_error("report always writes HTML; --format is for plan and compare");
@@ -566,6 +636,7 @@ typedef struct document {
     const cli *c;
     kvshard_plan *plan;
     kvshard_comparison *cmp;
+    kvshard_fit *fit;
 } document;
 
 static int make_document(document *d, const kvshard_deployment *dep)
@@ -573,6 +644,17 @@ static int make_document(document *d, const kvshard_deployment *dep)
     kvshard_error err;
     const char *command = d->c->command;
     bool html = d->c->fmt == FORMAT_HTML; /* report, or plan --format=html */
+    if (strcmp(command, "fit") == 0) {
+        kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
+        fo.gpus = d->c->gpus;
+        fo.max_tp_size = d->c->max_tp_size;
+        fo.max_pp_size = d->c->max_pp_size;
+        if (kvshard_deployment_fit(&d->fit, dep, &fo, &err) != KVSHARD_OK) {
+            print_error("", &err);
+            return EXIT_INVALID;
+        }
+        return 0;
+    }
     if (strcmp(command, "plan") == 0 || html) {
         if (kvshard_deployment_plan(&d->plan, dep, &err) != KVSHARD_OK) {
             print_error("", &err);
@@ -597,6 +679,9 @@ static int write_document(const document *d, kvshard_write_fn fn, void *user)
     format fmt = d->c->fmt;
     if (fmt == FORMAT_HTML)
         return kvshard_report_write_html(d->plan, d->cmp, fn, user);
+    if (strcmp(command, "fit") == 0)
+        return fmt == FORMAT_JSON ? kvshard_fit_write_json(d->fit, fn, user)
+                                  : kvshard_fit_write_text(d->fit, d->c->top, fn, user);
     if (strcmp(command, "compare") == 0)
         return fmt == FORMAT_JSON ? kvshard_comparison_write_json(d->cmp, fn, user)
                                   : kvshard_comparison_write_text(d->cmp, fn, user);
@@ -625,7 +710,7 @@ static int run(const cli *c, kvshard_cli__inputs *inputs)
      * it is opened. */
     kvshard_cli__output out;
     int status = kvshard_cli__output_prepare(&out, c->output, inputs);
-    document d = {c, NULL, NULL};
+    document d = {c, NULL, NULL, NULL};
     if (status == 0)
         status = make_document(&d, dep);
     if (status == 0)
@@ -636,6 +721,7 @@ static int run(const cli *c, kvshard_cli__inputs *inputs)
     kvshard_cli__output_free(&out);
     kvshard_comparison_free(d.cmp);
     kvshard_plan_free(d.plan);
+    kvshard_fit_free(d.fit);
     kvshard_deployment_free(dep);
     return status;
 }

@@ -1422,6 +1422,108 @@ KVSHARD_EXPORT int kvshard_report_write_html(const kvshard_plan *plan,
                                              const kvshard_comparison *comparison,
                                              kvshard_write_fn write, void *user);
 
+/* ------------------------------------------------------------------------ */
+/* Fit: the layout that serves the most sequences on N GPUs                  */
+/* ------------------------------------------------------------------------ */
+
+/** The short name of a status ("ok", "weights", "does_not_fit", "no_block",
+ *  "kv_heads", ...), as fit's reasons and JSON documents name errors;
+ *  "unknown" for other values. */
+KVSHARD_EXPORT const char *kvshard_status_name(int code);
+
+/** A search over layouts. Start from KVSHARD_FIT_OPTIONS_INIT. */
+typedef struct kvshard_fit_options {
+    size_t size;
+    uint32_t gpus;        /**< N, at least 1 */
+    uint32_t max_tp_size; /**< 0: options.gpus_per_node */
+    uint32_t max_pp_size; /**< 0: the nodes, ceil(N / gpus_per_node) */
+    uint32_t pp_size;     /**< 0: every P; else only this one */
+    uint32_t dp_size;     /**< 0: every D; else only this one */
+    bool unsplit;         /**< true: layerwise split size 1 only */
+} kvshard_fit_options;
+
+#define KVSHARD_FIT_OPTIONS_INIT { sizeof(kvshard_fit_options), 0u, 0u, 0u, 0u, 0u, false }
+
+/** One layout of a fit. Borrowed from the fit; later versions add fields at
+ *  the end only. */
+typedef struct kvshard_fit_row {
+    size_t size;
+    uint32_t rank; /**< 1 for the recommendation, then by the ranking */
+    uint32_t tp_size;
+    uint32_t pp_size;
+    uint32_t dp_size;
+    uint32_t layerwise_split_size;
+    kvshard_ownership ownership; /**< KVSHARD_OWNERSHIP_DEFAULT when unsplit */
+    bool fits;
+    /** Why it does not fit: KVSHARD_EDOESNOTFIT, KVSHARD_ENOBLOCK, or
+     *  KVSHARD_ENOBLOCK with no_sequence (no sequence at the context
+     *  length); KVSHARD_OK when it fits. */
+    int reason;
+    bool no_sequence;
+    uint64_t weights_per_rank; /**< the largest over its stages */
+    uint64_t budget;           /**< the smallest over its ranks */
+    uint32_t binding_stage;
+    uint64_t num_blocks;
+    uint32_t max_seqs; /**< what its plan reserves state for */
+    bool has_seqs;     /**< a context length was given */
+    uint64_t seqs_per_replica;
+    uint64_t seqs_total;
+    uint64_t tokens_per_replica;
+    uint64_t tokens_total;
+    const uint32_t *pp_partition; /**< pp_size layer counts */
+    uint32_t warnings;            /**< bit (1 << code) per warning of its plan */
+} kvshard_fit_row;
+
+typedef struct kvshard_fit kvshard_fit;
+
+/**
+ * Every layout of `fit_options->gpus` GPUs within the node limits (T in
+ * the node, stages across nodes), planned from the device inputs of
+ * `options` (device_memory required; weights_total with weights_experts, or
+ * the model directory's safetensors), ranked by the sequences they serve
+ * at options->context_length (else by tokens). Errors: KVSHARD_EINVAL,
+ * KVSHARD_EPROFILE (an engine profile: fit_profile), KVSHARD_EWEIGHTS
+ * (no weights, or weights_per_rank), KVSHARD_EFITLIMITS, the error of the
+ * first layout when none is admitted, KVSHARD_EDOESNOTFIT or
+ * KVSHARD_ENOBLOCK when none fits.
+ */
+KVSHARD_EXPORT int kvshard_fit_create(kvshard_fit **out, const kvshard_model *model,
+                                      const kvshard_options *options,
+                                      const kvshard_fit_options *fit_options,
+                                      const kvshard_allocator *allocator, kvshard_error *err);
+/** kvshard_fit_create() with the deployment's model and options; its
+ *  pp_size and dp_size, when a flag or call set them, pin those sizes, and
+ *  enable_layerwise_split set false so pins the split to 1. Errors point at
+ *  the option responsible, as kvshard_deployment_plan()'s. */
+KVSHARD_EXPORT int kvshard_deployment_fit(kvshard_fit **out, const kvshard_deployment *deployment,
+                                          const kvshard_fit_options *fit_options,
+                                          kvshard_error *err);
+KVSHARD_EXPORT void kvshard_fit_free(kvshard_fit *fit);
+/** Rows: those that fit, ranked, then those that do not, in enumeration
+ *  order. */
+KVSHARD_EXPORT size_t kvshard_fit_row_count(const kvshard_fit *fit);
+KVSHARD_EXPORT const kvshard_fit_row *kvshard_fit_row_at(const kvshard_fit *fit, size_t index);
+/** Layouts refused for another reason than memory (T, P, D and the
+ *  status), and how many pairs (T, P) the node limits left out. */
+KVSHARD_EXPORT size_t kvshard_fit_not_admitted_count(const kvshard_fit *fit);
+KVSHARD_EXPORT int kvshard_fit_not_admitted(uint32_t *tp_size, uint32_t *pp_size,
+                                            uint32_t *dp_size, int *code,
+                                            const kvshard_fit *fit, size_t index);
+KVSHARD_EXPORT uint32_t kvshard_fit_limited_layouts(const kvshard_fit *fit);
+/** The recommendation's flags for `engine` ("kvshard", "vllm" or
+ *  "sglang"), space-separated, or its environment (`env`: NAME=value
+ *  entries). Written like snprintf; returns the length, KVSHARD_EUNSUPPORTED
+ *  when that engine cannot run the layout (a split), KVSHARD_EUNKNOWNKEY for
+ *  another engine, KVSHARD_EINVAL. */
+KVSHARD_EXPORT int kvshard_fit_flags(char *buf, size_t cap, const kvshard_fit *fit,
+                                     const char *engine, bool env);
+/** The fit as `kvshard fit --format=json` writes it. */
+KVSHARD_EXPORT int kvshard_fit_write_json(const kvshard_fit *fit, kvshard_write_fn write,
+                                          void *user);
+/** The fit as `kvshard fit` prints it: the top `top` rows (0: 10). */
+KVSHARD_EXPORT int kvshard_fit_write_text(const kvshard_fit *fit, size_t top,
+                                          kvshard_write_fn write, void *user);
+
 #ifdef __cplusplus
 }
 #endif

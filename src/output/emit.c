@@ -3,6 +3,7 @@
 #include "output/writer.h"
 #include "plan/compare.h"
 #include "plan/device.h"
+#include "plan/fit.h"
 #include "plan/view.h"
 
 #include <math.h>
@@ -503,6 +504,180 @@ int kvshard_comparison_write_json(const kvshard_comparison *comparison, kvshard_
     field_u64(&o, "layerwise_split_size", rec->layerwise_split_size);
     sep(&o);
     field_word(&o, "ownership", kvshard_ownership_name(rec->ownership));
+    kvshard__out_raw(&o, "}\n}\n");
+    return kvshard__out_finish(&o);
+}
+
+/* ---- fit ------------------------------------------------------------------------------ */
+
+static void emit_fit_row(kvshard__out *o, const kvshard_fit_row *r)
+{
+    kvshard__out_raw(o, "{");
+    field_u64(o, "rank", r->rank);
+    sep(o);
+    field_u64(o, "tp_size", r->tp_size);
+    sep(o);
+    field_u64(o, "pp_size", r->pp_size);
+    sep(o);
+    field_u64(o, "dp_size", r->dp_size);
+    sep(o);
+    field_u64(o, "layerwise_split_size", r->layerwise_split_size);
+    sep(o);
+    field_word(o, "ownership",
+               r->layerwise_split_size > 1 ? kvshard_ownership_name(r->ownership) : NULL);
+    kvshard__out_raw(o, r->fits ? ", \"fits\": true, " : ", \"fits\": false, ");
+    field_word(o, "reason",
+               r->fits ? NULL : r->no_sequence ? "no_sequence" : kvshard_status_name(r->reason));
+    kvshard__out_raw(o, ",\n     ");
+    bool ok = r->fits;
+    field_or_null(o, "weights_per_rank", ok, r->weights_per_rank);
+    sep(o);
+    field_or_null(o, "budget", ok, r->budget);
+    sep(o);
+    field_or_null(o, "binding_stage", ok, r->binding_stage);
+    sep(o);
+    field_or_null(o, "num_blocks", ok, r->num_blocks);
+    sep(o);
+    field_or_null(o, "max_seqs", ok, r->max_seqs);
+    sep(o);
+    field_or_null(o, "seqs_per_replica", ok && r->has_seqs, r->seqs_per_replica);
+    sep(o);
+    field_or_null(o, "seqs_total", ok && r->has_seqs, r->seqs_total);
+    sep(o);
+    field_or_null(o, "tokens_per_replica", ok, r->tokens_per_replica);
+    sep(o);
+    field_or_null(o, "tokens_total", ok, r->tokens_total);
+    kvshard__out_raw(o, ",\n     \"pp_partition\": ");
+    if (ok) {
+        kvshard__out_raw(o, "[");
+        for (uint32_t s = 0; s < r->pp_size && !o->failed; s++) {
+            if (s)
+                sep(o);
+            kvshard__out_u64(o, r->pp_partition[s]);
+        }
+        kvshard__out_raw(o, "]");
+    } else {
+        kvshard__out_raw(o, "null");
+    }
+    kvshard__out_raw(o, ", \"warnings\": [");
+    bool first = true;
+    for (unsigned code = 0; code < 32; code++) {
+        if (r->warnings & (1u << code)) {
+            if (!first)
+                sep(o);
+            const char *name = kvshard_warning_name((kvshard_warning_code)code);
+            kvshard__out_json_string(o, name, strlen(name));
+            first = false;
+        }
+    }
+    kvshard__out_raw(o, "]}");
+}
+
+/* A list of arguments as a JSON array ("--a=1 --b" is two); null when the
+ * engine cannot run the layout. */
+static void emit_args(kvshard__out *o, const kvshard_fit *fit, const char *engine, bool env)
+{
+    char buf[4096];
+    int n = kvshard_fit_flags(buf, sizeof buf, fit, engine, env);
+    if (n < 0) {
+        kvshard__out_raw(o, "null");
+        return;
+    }
+    kvshard__out_raw(o, "[");
+    const char *p = buf;
+    bool first = true;
+    while (*p) {
+        const char *end = strchr(p, ' ');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (!first)
+            sep(o);
+        kvshard__out_json_string(o, p, len);
+        first = false;
+        p += len + (end ? 1 : 0);
+    }
+    kvshard__out_raw(o, "]");
+}
+
+int kvshard_fit_write_json(const kvshard_fit *fit, kvshard_write_fn write, void *user)
+{
+    kvshard__out o;
+    if (!kvshard__out_open(&o, fit, write, user))
+        return KVSHARD_EINVAL;
+    const kvshard__device_figures *d = &fit->device;
+    char u[24];
+    kvshard__ppb_text(u, sizeof u, d->utilization_ppb);
+    kvshard__out_raw(&o, "{\n  \"kvshard_version\": \"" KVSHARD_VERSION_STRING "\", ");
+    field_u64(&o, "gpus", fit->gpus);
+    sep(&o);
+    field_u64(&o, "gpus_per_node", fit->gpus_per_node);
+    sep(&o);
+    field_u64(&o, "max_tp_size", fit->max_tp_size);
+    sep(&o);
+    field_u64(&o, "max_pp_size", fit->max_pp_size);
+    sep(&o);
+    field_u64(&o, "limited_layouts", fit->limited_layouts);
+    kvshard__out_raw(&o, ",\n  ");
+    field_u64(&o, "device_memory", d->device_memory);
+    kvshard__out_raw(&o, ", \"memory_utilization\": ");
+    kvshard__out_raw(&o, u);
+    sep(&o);
+    field_u64(&o, "usable", d->usable);
+    sep(&o);
+    field_u64(&o, "activation_reserve", d->reserve);
+    sep(&o);
+    field_or_null(&o, "context_length", fit->options.context_length != 0,
+                  fit->options.context_length);
+    kvshard__out_raw(&o, ",\n  \"weights\": ");
+    emit_weights(&o, d, &fit->options);
+    kvshard__out_raw(&o, ",\n  \"rows\": [");
+    for (size_t i = 0; i < fit->count && !o.failed; i++) {
+        kvshard__out_raw(&o, i ? ",\n    " : "\n    ");
+        emit_fit_row(&o, &fit->rows[i]);
+    }
+    kvshard__out_raw(&o, "\n  ],\n  \"not_admitted\": [");
+    for (size_t i = 0; i < fit->refused_count && !o.failed; i++) {
+        const kvshard__refused *r = &fit->refused[i];
+        kvshard__out_raw(&o, i ? ",\n    {" : "\n    {");
+        field_u64(&o, "tp_size", r->tp);
+        sep(&o);
+        field_u64(&o, "pp_size", r->pp);
+        sep(&o);
+        field_u64(&o, "dp_size", r->dp);
+        sep(&o);
+        field_word(&o, "reason", kvshard_status_name(r->code));
+        kvshard__out_raw(&o, "}");
+    }
+    kvshard__out_raw(&o, fit->refused_count ? "\n  ],\n" : "],\n");
+    const kvshard_fit_row *rec = &fit->rows[0];
+    kvshard__out_raw(&o, "  \"recommendation\": {");
+    field_u64(&o, "tp_size", rec->tp_size);
+    sep(&o);
+    field_u64(&o, "pp_size", rec->pp_size);
+    sep(&o);
+    field_u64(&o, "dp_size", rec->dp_size);
+    sep(&o);
+    field_u64(&o, "layerwise_split_size", rec->layerwise_split_size);
+    sep(&o);
+    field_word(&o, "ownership",
+               rec->layerwise_split_size > 1 ? kvshard_ownership_name(rec->ownership) : NULL);
+    sep(&o);
+    field_or_null(&o, "seqs_total", rec->has_seqs, rec->seqs_total);
+    sep(&o);
+    field_u64(&o, "tokens_total", rec->tokens_total);
+    static const char *const engines[] = {"kvshard", "vllm", "sglang"};
+    for (int env = 0; env < 2; env++) {
+        kvshard__out_raw(&o, env ? ",\n                     \"env\": {"
+                                 : ",\n                     \"flags\": {");
+        bool first = true;
+        for (size_t e = env ? 1 : 0; e < sizeof engines / sizeof engines[0]; e++) {
+            if (!first)
+                kvshard__out_raw(&o, ",\n                              ");
+            key(&o, engines[e]);
+            emit_args(&o, fit, engines[e], env == 1);
+            first = false;
+        }
+        kvshard__out_raw(&o, "}");
+    }
     kvshard__out_raw(&o, "}\n}\n");
     return kvshard__out_finish(&o);
 }

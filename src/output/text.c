@@ -3,6 +3,7 @@
 #include "output/writer.h"
 #include "plan/compare.h"
 #include "plan/device.h"
+#include "plan/fit.h"
 #include "plan/view.h"
 
 #include <math.h>
@@ -538,5 +539,135 @@ int kvshard_comparison_write_text(const kvshard_comparison *comparison, kvshard_
     if (context && rec->has_balanced_max_seqs)
         kvshard__out_printf(&o, " --max_seqs=%llu", (unsigned long long)rec->balanced_max_seqs);
     kvshard__out_raw(&o, "\n");
+    return kvshard__out_finish(&o);
+}
+
+/* ---- fit -------------------------------------------------------------------------------- */
+
+int kvshard_fit_write_text(const kvshard_fit *fit, size_t top, kvshard_write_fn write, void *user)
+{
+    kvshard__out o;
+    if (!kvshard__out_open(&o, fit, write, user))
+        return KVSHARD_EINVAL;
+    const kvshard__device_figures *d = &fit->device;
+    const kvshard_options *opt = &fit->options;
+    char u[24];
+    kvshard__ppb_text(u, sizeof u, d->utilization_ppb);
+    kvshard__out_printf(&o, "fit        %u GPUs of ", fit->gpus);
+    kvshard__out_grouped(&o, d->device_memory);
+    kvshard__out_raw(&o, " B (");
+    human_bytes(&o, d->device_memory, 0);
+    kvshard__out_printf(&o, ") x %s = ", u);
+    kvshard__out_grouped(&o, d->usable);
+    kvshard__out_raw(&o, " usable; activation_reserve ");
+    kvshard__out_grouped(&o, d->reserve);
+    kvshard__out_printf(&o, " B\n           weights from %s", weights_sources[d->source]);
+    if (d->source == KVSHARD__WEIGHTS_SAFETENSORS) {
+        kvshard__out_raw(&o, ": ");
+        kvshard__out_grouped(&o, d->summary.total_bytes);
+        kvshard__out_printf(&o, " B in %llu tensors", (unsigned long long)d->summary.tensors);
+        if (d->summary.unknown_tensors)
+            kvshard__out_printf(&o, " (%llu unknown)",
+                                (unsigned long long)d->summary.unknown_tensors);
+    } else {
+        kvshard__out_raw(&o, ": ");
+        kvshard__out_grouped(&o, opt->weights_total);
+        kvshard__out_raw(&o, " B, ");
+        kvshard__out_grouped(&o, opt->weights_experts);
+        kvshard__out_raw(&o, " B of experts");
+    }
+    if (opt->context_length) {
+        kvshard__out_raw(&o, "; at ");
+        kvshard__out_grouped(&o, opt->context_length);
+        kvshard__out_raw(&o, " tokens");
+    } else {
+        kvshard__out_printf(&o, "; max_seqs %u", opt->max_seqs);
+    }
+    kvshard__out_raw(&o, "\n");
+    if (fit->limited_layouts)
+        kvshard__out_printf(&o,
+                            "limits     T limited to %u per node, P to %u stage%s; "
+                            "--max_tp_size/--max_pp_size to widen\n",
+                            fit->max_tp_size, fit->max_pp_size, fit->max_pp_size == 1 ? "" : "s");
+    bool seqs = opt->context_length != 0;
+    kvshard__out_raw(&o, seqs ? "\nrank     T     P     D     S  rule        weights/rank  budget       "
+                                "seqs/replica  seqs      tokens          notes\n"
+                              : "\nrank     T     P     D     S  rule        weights/rank  budget       "
+                                "blocks        tokens          notes\n");
+    size_t shown = top ? top : 10;
+    for (size_t i = 0; i < fit->count && i < shown && !o.failed; i++) {
+        const kvshard_fit_row *r = &fit->rows[i];
+        if (!r->fits)
+            break;
+        kvshard__out_printf(&o, "%4u  %4u  %4u  %4u  %4u  %-11s ", r->rank, r->tp_size,
+                            r->pp_size, r->dp_size, r->layerwise_split_size,
+                            r->layerwise_split_size > 1 ? kvshard_ownership_name(r->ownership)
+                                                        : "-");
+        human_bytes(&o, r->weights_per_rank, 13);
+        kvshard__out_put(&o, " ", 1);
+        human_bytes(&o, r->budget, 12);
+        kvshard__out_put(&o, " ", 1);
+        char a[32], b[32], c[32];
+        if (seqs) {
+            kvshard_format__grouped_text(a, sizeof a, r->seqs_per_replica);
+            kvshard_format__grouped_text(b, sizeof b, r->seqs_total);
+            kvshard__out_printf(&o, "%12s  %-9s ", a, b);
+        } else {
+            kvshard_format__grouped_text(a, sizeof a, r->num_blocks);
+            kvshard__out_printf(&o, "%-13s ", a);
+        }
+        kvshard_format__grouped_text(c, sizeof c, r->tokens_total);
+        kvshard__out_printf(&o, r->warnings ? "%-15s" : "%s", c);
+        for (unsigned code = 0; code < 32; code++) {
+            if (r->warnings & (1u << code))
+                kvshard__out_printf(&o, " %s", kvshard_warning_name((kvshard_warning_code)code));
+        }
+        kvshard__out_raw(&o, "\n");
+    }
+    if (fit->fitting > shown)
+        kvshard__out_printf(&o, "... %zu more layouts fit (all rows: --format=json)\n",
+                            fit->fitting - shown);
+    size_t weights = 0, state = 0;
+    for (size_t i = fit->fitting; i < fit->count; i++)
+        fit->rows[i].reason == KVSHARD_EDOESNOTFIT ? weights++ : state++;
+    if (weights + state)
+        kvshard__out_printf(&o, "%zu layout%s do%s not fit: %zu weights, %zu state\n",
+                            weights + state, weights + state == 1 ? "" : "s",
+                            weights + state == 1 ? "es" : "", weights, state);
+    for (size_t i = 0; i < fit->refused_count; i++)
+        kvshard__out_printf(&o, "refused    T = %u, P = %u, D = %u: %s\n", fit->refused[i].tp,
+                            fit->refused[i].pp, fit->refused[i].dp,
+                            kvshard_status_name(fit->refused[i].code));
+    /* The recommendation as the commands that run it. */
+    char flags[4096];
+    kvshard_fit_flags(flags, sizeof flags, fit, "kvshard", false);
+    kvshard__out_raw(&o, "\nrecommended: kvshard plan ");
+    kvshard__out_safe(&o, fit->model_source, strlen(fit->model_source));
+    kvshard__out_printf(&o, " %s --device_memory=%llu", flags,
+                        (unsigned long long)d->device_memory);
+    if (opt->memory_utilization > 0)
+        kvshard__out_printf(&o, " --memory_utilization=%s", u);
+    if (opt->activation_reserve != KVSHARD_RESERVE_AUTO)
+        kvshard__out_printf(&o, " --activation_reserve=%llu",
+                            (unsigned long long)opt->activation_reserve);
+    if (opt->weights_total)
+        kvshard__out_printf(&o, " --weights_total=%llu --weights_experts=%llu",
+                            (unsigned long long)opt->weights_total,
+                            (unsigned long long)opt->weights_experts);
+    if (opt->context_length)
+        kvshard__out_printf(&o, " --context_length=%u", opt->context_length);
+    kvshard__out_raw(&o, "\n");
+    static const char *const engines[] = {"vllm", "sglang"};
+    for (size_t e = 0; e < sizeof engines / sizeof engines[0]; e++) {
+        char env[4096];
+        if (kvshard_fit_flags(flags, sizeof flags, fit, engines[e], false) < 0) {
+            kvshard__out_printf(&o, "%-12s cannot run it (no layerwise split%s)\n", engines[e],
+                                e == 1 && fit->drafts ? ", or no stages with speculation" : "");
+            continue;
+        }
+        kvshard_fit_flags(env, sizeof env, fit, engines[e], true);
+        kvshard__out_printf(&o, "%-12s %s%s%s\n", engines[e], env[0] ? env : "", env[0] ? " " : "",
+                            flags);
+    }
     return kvshard__out_finish(&o);
 }

@@ -3,6 +3,7 @@
 #include "deploy/deploy.h"
 #include "deploy/flags.h"
 #include "plan/compare.h"
+#include "plan/fit.h"
 #include "plan/plan.h"
 
 /* Options a planning error can be about when the error names none, most
@@ -20,6 +21,10 @@ static const char *const *blame_list(int code)
     /* An engine profile's missing input: the profile that needs it. */
     static const char *const missing[] = {"engine", NULL};
     static const char *const limit[] = {"world_size", "layerwise_split_size", NULL};
+    static const char *const weights[] = {"weights_per_rank", "weights_total", "weights_experts",
+                                          "device_memory", NULL};
+    static const char *const fit[] = {"device_memory", "memory_utilization",
+                                      "activation_reserve", NULL};
     switch (code) {
     case KVSHARD_EWORLD: return world;
     case KVSHARD_ESPLIT: return split;
@@ -32,6 +37,8 @@ static const char *const *blame_list(int code)
     case KVSHARD_EPPLAYERS: return stages;
     case KVSHARD_EPARTITION:
     case KVSHARD_EPPSOURCE: return partition;
+    case KVSHARD_EWEIGHTS: return weights;
+    case KVSHARD_EDOESNOTFIT: return fit;
     default: return NULL;
     }
 }
@@ -129,4 +136,41 @@ int kvshard_deployment_compare(kvshard_comparison **out, const kvshard_deploymen
     }
     *out = c;
     return KVSHARD_OK;
+}
+
+/* fit of a deployment: the sizes its flags or calls set pin the search;
+ * the file's other parallel keys do not apply. */
+int kvshard_deployment_fit(kvshard_fit **out, const kvshard_deployment *deployment,
+                           const kvshard_fit_options *fit_options, kvshard_error *err)
+{
+    if (!deployment || !out) {
+        kvshard__error_reset(err);
+        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
+                             "out and deployment must not be NULL");
+    }
+    kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
+    if (fit_options) {
+        if (fit_options->size != sizeof fo) {
+            kvshard__error_reset(err);
+            return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
+                                 "kvshard_fit_options.size is %zu; this library's is %zu: start "
+                                 "from KVSHARD_FIT_OPTIONS_INIT",
+                                 fit_options->size, sizeof fo);
+        }
+        fo = *fit_options;
+    }
+    const kvshard_options *o = &deployment->options;
+    const kvshard__option_site *sites = deployment->sites;
+    if (!fo.pp_size && sites[KVSHARD__OPT_PP_SIZE].set && sites[KVSHARD__OPT_PP_SIZE].override)
+        fo.pp_size = o->pp_size;
+    if (!fo.dp_size && sites[KVSHARD__OPT_DP_SIZE].set && sites[KVSHARD__OPT_DP_SIZE].override)
+        fo.dp_size = o->dp_size;
+    if (sites[KVSHARD__OPT_ENABLE_SPLIT].set && sites[KVSHARD__OPT_ENABLE_SPLIT].override &&
+        !o->enable_layerwise_split)
+        fo.unsplit = true;
+    const char *blame = NULL;
+    kvshard_options options = kvshard__deployment_options(deployment);
+    int rc = kvshard__fit_create(out, deployment->model, &options, &fo, &deployment->alloc, &blame,
+                                 err);
+    return locate_option_error(deployment, rc, blame, err);
 }

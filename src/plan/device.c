@@ -220,17 +220,32 @@ int kvshard__device_stages(uint64_t *weights, uint64_t *budgets, const kvshard__
     int rc = stage_weights(weights, d, pl, layout, blame, err);
     if (rc)
         return rc;
+    /* The poorest stage's budget, signed: how close a layout came. */
+    int64_t poorest = INT64_MAX;
+    uint32_t first_short = UINT32_MAX;
     for (uint32_t s = 0; s < layout->pp; s++) {
         uint64_t taken;
         if (!kvshard__add(&taken, weights[s], d->reserve))
             taken = UINT64_MAX;
-        if (taken < d->usable) {
+        int64_t b = taken < d->usable
+                        ? (d->usable - taken > (uint64_t)INT64_MAX ? INT64_MAX
+                                                                   : (int64_t)(d->usable - taken))
+                        : (taken - d->usable > (uint64_t)INT64_MAX ? INT64_MIN
+                                                                   : -(int64_t)(taken - d->usable));
+        poorest = b < poorest ? b : poorest;
+        if (taken < d->usable)
             budgets[s] = d->usable - taken;
-            continue;
-        }
+        else if (first_short == UINT32_MAX)
+            first_short = s;
+    }
+    if (left)
+        *left = poorest;
+    if (first_short != UINT32_MAX) {
+        uint32_t s = first_short;
+        uint64_t taken;
+        if (!kvshard__add(&taken, weights[s], d->reserve))
+            taken = UINT64_MAX;
         uint64_t shortfall = taken - d->usable;
-        if (left)
-            *left = shortfall > (uint64_t)INT64_MAX ? INT64_MIN : -(int64_t)shortfall;
         char u[24], where[32] = "";
         kvshard__ppb_text(u, sizeof u, d->utilization_ppb);
         if (layout->pp > 1)

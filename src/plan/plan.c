@@ -428,6 +428,14 @@ int kvshard__plan_create(kvshard_plan **out, const kvshard_model *model,
                          const kvshard_options *options, const kvshard_allocator *allocator,
                          const char **blame, kvshard_error *err)
 {
+    return kvshard__plan_create_with(out, model, options, allocator, NULL, blame, err);
+}
+
+int kvshard__plan_create_with(kvshard_plan **out, const kvshard_model *model,
+                              const kvshard_options *options, const kvshard_allocator *allocator,
+                              const struct kvshard__device *shared, const char **blame,
+                              kvshard_error *err)
+{
     kvshard__planning pl;
     int rc = kvshard__begin_planning(&pl, out && model, options, allocator, blame, err);
     if (rc == KVSHARD_OK)
@@ -446,7 +454,9 @@ int kvshard__plan_create(kvshard_plan **out, const kvshard_model *model,
     kvshard__device device;
     memset(&device, 0, sizeof device);
     rc = kvshard__plan_validate(&T, &S, counts, model, &pl, blame, err);
-    if (rc == KVSHARD_OK)
+    if (rc == KVSHARD_OK && shared)
+        device = *shared; /* borrowed: not closed here */
+    else if (rc == KVSHARD_OK)
         rc = kvshard__device_open(&device, &pl, model, &a, blame, err);
     if (rc == KVSHARD_OK && (p = plan_block(&a, model, T, S, P)) == NULL)
         rc = kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark,
@@ -479,7 +489,8 @@ int kvshard__plan_create(kvshard_plan **out, const kvshard_model *model,
             p->device.summary.first_unknown = p->device.first_unknown; /* the plan's copy */
         rc = compute_memory(p, &pl, model, &device, counts, blame, err);
     }
-    kvshard__device_close(&device);
+    if (!shared)
+        kvshard__device_close(&device);
     if (counts != local)
         kvshard__free(&a, counts);
     if (rc) {

@@ -218,6 +218,14 @@ int kvshard__plan_create(kvshard_plan **out, const kvshard_model *model,
                          const kvshard_options *options, const kvshard_allocator *allocator,
                          const char **blame, kvshard_error *err);
 
+struct kvshard__device;
+/* The same with the device inputs already read (`device`, whose weights
+ * many plans share), or NULL to read them. */
+int kvshard__plan_create_with(kvshard_plan **out, const kvshard_model *model,
+                              const kvshard_options *options, const kvshard_allocator *allocator,
+                              const struct kvshard__device *device, const char **blame,
+                              kvshard_error *err);
+
 /* kvshard_comparison_create, with *blame as for kvshard__plan_create. */
 int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *model,
                                const kvshard_options *options, const kvshard_allocator *allocator,

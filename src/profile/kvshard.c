@@ -148,6 +148,37 @@ static void report_rows(const kvshard__printer *p, const kvshard_profile__view *
     kvshard_format__row_end(p);
 }
 
+/* The layout as kvshard's own flags: given to `kvshard plan` with the same
+ * device flags they make the same plan. */
+static int recommend(char *buf, size_t cap, const kvshard_profile__layout *l, bool env)
+{
+    size_t used = 0;
+    if (cap)
+        buf[0] = '\0';
+    if (env)
+        return 0;
+    kvshard_profile__arg(buf, cap, &used, "--world_size=%u", l->world_size);
+    if (l->pp > 1) {
+        char counts[2048];
+        kvshard_profile__partition_text(counts, sizeof counts, l);
+        kvshard_profile__arg(buf, cap, &used, "--pp_size=%u", l->pp);
+        kvshard_profile__arg(buf, cap, &used, "--pp_partition=%s", counts);
+    }
+    if (l->dp > 1)
+        kvshard_profile__arg(buf, cap, &used, "--dp_size=%u", l->dp);
+    if (l->split > 1) {
+        kvshard_profile__arg(buf, cap, &used, "--enable_layerwise_split=true");
+        kvshard_profile__arg(buf, cap, &used, "--layerwise_split_size=%u", l->split);
+        kvshard_profile__arg(buf, cap, &used, "--ownership=%s", kvshard_ownership_name(l->ownership));
+    }
+    if (l->expert_parallel)
+        kvshard_profile__arg(buf, cap, &used, "--expert_parallel=true");
+    if (l->context_length)
+        kvshard_profile__arg(buf, cap, &used, "--max_seqs=%llu",
+                             (unsigned long long)l->seqs_per_replica);
+    return used > INT32_MAX ? KVSHARD_EINVAL : (int)used;
+}
+
 const kvshard__profile kvshard_profile__kvshard = {
     .name = "kvshard",
     .engine = KVSHARD_ENGINE_KVSHARD,
@@ -165,5 +196,6 @@ const kvshard__profile kvshard_profile__kvshard = {
     .budget_label = "memory_per_rank",
     .no_budget_hint = "no memory_per_rank given: pass `--memory_per_rank=20GiB` for blocks",
     .write_capacity = write_capacity,
+    .recommend = recommend,
     .report_rows = report_rows,
 };

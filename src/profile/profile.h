@@ -163,6 +163,26 @@ typedef struct kvshard_profile__view {
 typedef void (*kvshard_profile__warn_fn)(void *ctx, kvshard_warning_code code,
                                          const char *message);
 
+/* A layout kvshard fit recommends, for the profiles' flags. */
+typedef struct kvshard_profile__layout {
+    uint32_t world_size, tp, pp, dp, split;
+    kvshard_ownership ownership;   /* when split > 1 */
+    const uint32_t *pp_partition;  /* pp counts */
+    bool expert_parallel;
+    const char *utilization;       /* the share of device memory, as a decimal */
+    bool fp8_kv;
+    bool drafts;                   /* draft layers are counted */
+    uint32_t context_length;       /* 0: none */
+    uint64_t seqs_per_replica;     /* with a context length */
+} kvshard_profile__layout;
+
+/* Appends to a space-separated list of arguments like snprintf: *used grows
+ * by the whole length whatever fits. */
+void kvshard_profile__arg(char *buf, size_t cap, size_t *used, const char *fmt, ...)
+    KVSHARD__PRINTF(4, 5);
+/* The layout's layer counts as the engines take them: "31,30". */
+void kvshard_profile__partition_text(char *buf, size_t cap, const kvshard_profile__layout *l);
+
 typedef struct kvshard__profile {
     const char *name; /* cache.engine, JSON capacity.engine */
     kvshard_engine engine;
@@ -246,6 +266,11 @@ typedef struct kvshard__profile {
      * or 11 spaces and ending with a newline; called with and without a
      * budget. */
     void (*write_capacity)(const kvshard__printer *p, const kvshard_profile__view *v);
+    /* The engine's flags (env false) or environment (env true) that run a
+     * layout fit found, into buf like snprintf; the length, or
+     * KVSHARD_EUNSUPPORTED when the engine cannot run it. NULL: the profile
+     * recommends nothing. */
+    int (*recommend)(char *buf, size_t cap, const kvshard_profile__layout *l, bool env);
     /* The report's capacity rows before the common ones, and after them
      * (`tail`); called only with a budget. */
     void (*report_rows)(const kvshard__printer *p, const kvshard_profile__view *v, bool tail);

@@ -904,6 +904,42 @@ static void report_rows(const kvshard__printer *p, const kvshard_profile__view *
     }
 }
 
+/* The layout as SGLang's command line: its TP group holds the DP ranks (DP
+ * attention), and it refuses stages with speculative decoding and has no
+ * layerwise split. Its memory fraction measures another share: not given. */
+static int recommend(char *buf, size_t cap, const kvshard_profile__layout *l, bool env)
+{
+    size_t used = 0;
+    if (cap)
+        buf[0] = '\0';
+    if (l->split > 1 || (l->pp > 1 && l->drafts))
+        return KVSHARD_EUNSUPPORTED;
+    if (env) {
+        char counts[2048];
+        kvshard_profile__partition_text(counts, sizeof counts, l);
+        if (l->pp > 1)
+            kvshard_profile__arg(buf, cap, &used, "SGLANG_PP_LAYER_PARTITION=%s", counts);
+        return (int)used;
+    }
+    kvshard_profile__arg(buf, cap, &used, "--tp-size=%u", l->dp * l->tp);
+    if (l->dp > 1) {
+        kvshard_profile__arg(buf, cap, &used, "--dp-size=%u", l->dp);
+        kvshard_profile__arg(buf, cap, &used, "--enable-dp-attention");
+    }
+    if (l->pp > 1)
+        kvshard_profile__arg(buf, cap, &used, "--pp-size=%u", l->pp);
+    if (l->expert_parallel)
+        kvshard_profile__arg(buf, cap, &used, "--ep-size=%u", l->dp * l->tp);
+    if (l->fp8_kv)
+        kvshard_profile__arg(buf, cap, &used, "--kv-cache-dtype=fp8_e4m3");
+    if (l->context_length) {
+        kvshard_profile__arg(buf, cap, &used, "--context-length=%u", l->context_length);
+        kvshard_profile__arg(buf, cap, &used, "--max-running-requests=%llu",
+                             (unsigned long long)(l->dp * l->seqs_per_replica));
+    }
+    return (int)used;
+}
+
 const kvshard__profile kvshard_profile__sglang = {
     .name = "sglang",
     .engine = KVSHARD_ENGINE_SGLANG,
@@ -934,6 +970,7 @@ const kvshard__profile kvshard_profile__sglang = {
     .no_budget_hint = "sglang profile: no budget: give `--memory_per_rank`, or "
                       "`--device_memory_free`, `--non_kv_memory` and `--mem-fraction-static`",
     .write_capacity = write_capacity,
+    .recommend = recommend,
     .report_rows = report_rows,
     .unreachable = unreachable,
 };

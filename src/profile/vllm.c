@@ -1168,6 +1168,40 @@ static void report_rows(const kvshard__printer *p, const kvshard_profile__view *
     kvshard_format__row_end(p);
 }
 
+/* The layout as vLLM's command line, and its partition in the environment:
+ * vLLM has no layerwise split. */
+static int recommend(char *buf, size_t cap, const kvshard_profile__layout *l, bool env)
+{
+    size_t used = 0;
+    if (cap)
+        buf[0] = '\0';
+    if (l->split > 1)
+        return KVSHARD_EUNSUPPORTED;
+    if (env) {
+        char counts[2048];
+        kvshard_profile__partition_text(counts, sizeof counts, l);
+        if (l->pp > 1)
+            kvshard_profile__arg(buf, cap, &used, "VLLM_PP_LAYER_PARTITION=%s", counts);
+        return (int)used;
+    }
+    kvshard_profile__arg(buf, cap, &used, "--tensor-parallel-size=%u", l->tp);
+    if (l->pp > 1)
+        kvshard_profile__arg(buf, cap, &used, "--pipeline-parallel-size=%u", l->pp);
+    if (l->dp > 1)
+        kvshard_profile__arg(buf, cap, &used, "--data-parallel-size=%u", l->dp);
+    if (l->expert_parallel)
+        kvshard_profile__arg(buf, cap, &used, "--enable-expert-parallel");
+    kvshard_profile__arg(buf, cap, &used, "--gpu-memory-utilization=%s", l->utilization);
+    if (l->fp8_kv)
+        kvshard_profile__arg(buf, cap, &used, "--kv-cache-dtype=fp8");
+    if (l->context_length) {
+        kvshard_profile__arg(buf, cap, &used, "--max-model-len=%u", l->context_length);
+        kvshard_profile__arg(buf, cap, &used, "--max-num-seqs=%llu",
+                             (unsigned long long)l->seqs_per_replica);
+    }
+    return (int)used;
+}
+
 const kvshard__profile kvshard_profile__vllm = {
     .name = "vllm",
     .engine = KVSHARD_ENGINE_VLLM,
@@ -1197,6 +1231,7 @@ const kvshard__profile kvshard_profile__vllm = {
     .no_budget_hint = "vllm profile: no budget: give `--kv-cache-memory-bytes` or the device "
                       "figures",
     .write_capacity = write_capacity,
+    .recommend = recommend,
     .report_rows = report_rows,
     .unreachable = unreachable,
 };

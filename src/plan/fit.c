@@ -1,0 +1,593 @@
+/* kvshard fit: every layout of N GPUs that keeps a TP group inside a node
+ * and stages across nodes, each planned from the device inputs (the weights
+ * read and classified once), ranked by the sequences it serves. */
+#include "plan/fit.h"
+
+#include "base/abi.h"
+#include "base/call.h"
+#include "plan/device.h"
+#include "profile/profiles.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *kvshard_status_name(int code)
+{
+    switch (code) {
+    case KVSHARD_OK: return "ok";
+    case KVSHARD_ENOMEM: return "nomem";
+    case KVSHARD_EINVAL: return "invalid";
+    case KVSHARD_EIO: return "io";
+    case KVSHARD_ESYNTAX: return "syntax";
+    case KVSHARD_EUTF8: return "utf8";
+    case KVSHARD_ELIMIT: return "limit";
+    case KVSHARD_EDUPKEY: return "dupkey";
+    case KVSHARD_EUNKNOWNKEY: return "unknown_key";
+    case KVSHARD_ETYPE: return "type";
+    case KVSHARD_ERANGE: return "range";
+    case KVSHARD_EMISSING: return "missing";
+    case KVSHARD_ELAYERTYPE: return "layer_type";
+    case KVSHARD_ELAYERCOUNT: return "layer_count";
+    case KVSHARD_ELAYERLIST: return "layer_list";
+    case KVSHARD_EPARALLEL: return "parallel";
+    case KVSHARD_EWORLD: return "world";
+    case KVSHARD_ESPLIT: return "split";
+    case KVSHARD_ESPLITCP: return "split_cp";
+    case KVSHARD_EKVHEADS: return "kv_heads";
+    case KVSHARD_ELINEARHEADS: return "linear_heads";
+    case KVSHARD_ERANK: return "rank";
+    case KVSHARD_ELAYER: return "layer";
+    case KVSHARD_ENOBLOCK: return "no_block";
+    case KVSHARD_EOVERFLOW: return "overflow";
+    case KVSHARD_EWRITE: return "write";
+    case KVSHARD_EPROFILE: return "profile";
+    case KVSHARD_EUNSUPPORTED: return "unsupported";
+    case KVSHARD_EUNMODELED: return "unmodeled";
+    case KVSHARD_EPPLAYERS: return "pp_layers";
+    case KVSHARD_EPARTITION: return "pp_partition";
+    case KVSHARD_EPPSOURCE: return "pp_kv_source";
+    case KVSHARD_ESTAGE: return "stage";
+    case KVSHARD_EGLOBALRANK: return "global_rank";
+    case KVSHARD_EWEIGHTS: return "weights";
+    case KVSHARD_EDOESNOTFIT: return "does_not_fit";
+    case KVSHARD_EFITLIMITS: return "fit_limits";
+    default: return "unknown";
+    }
+}
+
+/* What every row shares while the search runs. */
+typedef struct search {
+    const kvshard_model *model;
+    kvshard_options given; /* the caller's, for each row's plan */
+    kvshard__planning base; /* settled */
+    kvshard__device device;
+    kvshard_allocator alloc;
+    uint32_t gpus;
+} search;
+
+static bool memory_failure(int rc)
+{
+    return rc == KVSHARD_EDOESNOTFIT || rc == KVSHARD_ENOBLOCK;
+}
+
+/* One layout's plan at `max_seqs`: the device read once, shared. */
+static int plan_layout(kvshard_plan **out, const search *s, uint32_t T, uint32_t P, uint32_t D,
+                       uint32_t S, kvshard_ownership rule, uint32_t max_seqs, kvshard_error *err)
+{
+    kvshard_options o;
+    memcpy(&o, &s->given, sizeof o);
+    o.world_size = T * P * D;
+    o.dp_size = D;
+    o.cp_size = 1;
+    o.pp_size = P;
+    o.pp_partition = NULL;
+    o.pp_partition_count = 0;
+    if (o.pp_partition_rule == KVSHARD_PP_RULE_EXPLICIT)
+        o.pp_partition_rule = KVSHARD_PP_RULE_DEFAULT;
+    o.enable_layerwise_split = S > 1;
+    o.layerwise_split_size = S;
+    o.ownership = S > 1 ? rule : KVSHARD_OWNERSHIP_DEFAULT;
+    o.memory_per_rank = 0;
+    o.max_seqs = max_seqs;
+    o.sweep_pp = false;
+    const char *blame;
+    return kvshard__plan_create_with(out, s->model, &o, &s->alloc, &s->device, &blame, err);
+}
+
+/* Sequences per replica at the context length: balanced max_seqs, or for a
+ * plan without KV bytes the fewest states any rank holds; false: none. */
+static bool sequences_of(uint64_t *out, const kvshard_plan *p)
+{
+    if (p->cap.has_balanced_max_seqs) {
+        *out = p->cap.balanced_max_seqs;
+        return true;
+    }
+    bool any = false;
+    uint64_t least = UINT64_MAX;
+    for (uint32_t r = 0; r < p->ranks_count; r++) {
+        const kvshard_rank_memory *m = &p->ranks[r];
+        uint64_t seq = m->state_bytes_per_seq + m->scratch_bytes_per_seq;
+        if (!seq || !m->has_budget)
+            continue;
+        any = true;
+        least = m->budget / seq < least ? m->budget / seq : least;
+    }
+    *out = any ? least : 0;
+    return any;
+}
+
+static void row_figures(kvshard_fit_row *row, const kvshard_plan *p, uint32_t *partition)
+{
+    row->fits = true;
+    row->weights_per_rank = 0;
+    for (uint32_t s = 0; s < p->pp; s++) {
+        if (p->stage_weights[s] > row->weights_per_rank)
+            row->weights_per_rank = p->stage_weights[s];
+        partition[s] = p->stages[s].count;
+    }
+    row->budget = p->memory;
+    row->binding_stage = p->cap.has_binding ? p->cap.binding_rank / p->tp : 0;
+    row->num_blocks = p->cap.has_num_blocks ? p->cap.num_blocks : 0;
+    row->max_seqs = p->options.max_seqs;
+    row->tokens_per_replica = p->cap.has_num_blocks ? p->cap.max_tokens : 0;
+    row->tokens_total = row->tokens_per_replica * row->dp_size;
+    row->warnings = 0;
+    for (size_t i = 0; i < p->warning_count; i++)
+        row->warnings |= 1u << p->warnings[i].code;
+}
+
+/* A row of one layout and split: planned once, or at a context length
+ * twice (at one sequence for the balanced count, then at that count). */
+static int fill_row(kvshard_fit_row *row, const search *s, uint32_t *partition,
+                    kvshard_error *err)
+{
+    uint32_t T = row->tp_size, P = row->pp_size, D = row->dp_size, S = row->layerwise_split_size;
+    uint32_t context = s->base.options.context_length;
+    kvshard_plan *p = NULL;
+    kvshard_error e;
+    int rc = plan_layout(&p, s, T, P, D, S, row->ownership, context ? 1 : s->base.options.max_seqs,
+                         &e);
+    uint64_t seqs = 0;
+    if (rc == KVSHARD_OK && context) {
+        row->has_seqs = sequences_of(&seqs, p);
+        kvshard_plan_free(p);
+        p = NULL;
+        if (row->has_seqs && seqs == 0) {
+            row->reason = KVSHARD_ENOBLOCK;
+            row->no_sequence = true;
+            return KVSHARD_OK;
+        }
+        uint32_t max_seqs = !row->has_seqs        ? s->base.options.max_seqs
+                            : seqs > (1u << 24)    ? 1u << 24
+                                                   : (uint32_t)seqs;
+        rc = plan_layout(&p, s, T, P, D, S, row->ownership, max_seqs, &e);
+    }
+    if (memory_failure(rc)) {
+        row->reason = rc;
+        return KVSHARD_OK;
+    }
+    if (rc) {
+        if (err)
+            *err = e;
+        return rc;
+    }
+    row_figures(row, p, partition);
+    row->seqs_per_replica = row->has_seqs ? seqs : 0;
+    row->seqs_total = row->seqs_per_replica * D;
+    kvshard_plan_free(p);
+    return KVSHARD_OK;
+}
+
+/* The ranking of rows that fit: more sequences in all (none last), more
+ * tokens, the smaller P, the larger T, the smaller S, the rules in order. */
+static int rule_order(kvshard_ownership r)
+{
+    return r == KVSHARD_OWNERSHIP_ORDINAL ? 0 : r == KVSHARD_OWNERSHIP_GLOBAL ? 1 : 2;
+}
+
+static int compare_rows(const void *pa, const void *pb)
+{
+    const kvshard_fit_row *a = pa, *b = pb;
+    if (a->fits != b->fits)
+        return a->fits ? -1 : 1;
+    if (!a->fits) /* enumeration order */
+        return a->rank < b->rank ? -1 : a->rank > b->rank;
+    if (a->has_seqs != b->has_seqs)
+        return a->has_seqs ? -1 : 1;
+    if (a->seqs_total != b->seqs_total)
+        return a->seqs_total > b->seqs_total ? -1 : 1;
+    if (a->tokens_total != b->tokens_total)
+        return a->tokens_total > b->tokens_total ? -1 : 1;
+    if (a->pp_size != b->pp_size)
+        return a->pp_size < b->pp_size ? -1 : 1;
+    if (a->tp_size != b->tp_size)
+        return a->tp_size > b->tp_size ? -1 : 1;
+    if (a->layerwise_split_size != b->layerwise_split_size)
+        return a->layerwise_split_size < b->layerwise_split_size ? -1 : 1;
+    if (rule_order(a->ownership) != rule_order(b->ownership))
+        return rule_order(a->ownership) < rule_order(b->ownership) ? -1 : 1;
+    return a->rank < b->rank ? -1 : a->rank > b->rank; /* enumeration order */
+}
+
+/* The (T, P) the node limits admit: a TP group inside a node (or whole
+ * nodes once max_tp_size allows), at most max_pp_size stages. */
+static bool within_limits(const kvshard_fit *f, uint32_t T, uint32_t P)
+{
+    uint32_t G = f->gpus_per_node;
+    bool node = f->gpus <= G || G % T == 0 || T % G == 0;
+    return T <= f->max_tp_size && node && P <= f->max_pp_size;
+}
+
+static const uint32_t ownership_rules[3] = {KVSHARD_OWNERSHIP_ORDINAL, KVSHARD_OWNERSHIP_GLOBAL,
+                                            KVSHARD_OWNERSHIP_CONTIGUOUS};
+
+/* A triple's rows: one unsplit, three rules for each split above 1. */
+static uint32_t rows_of(uint32_t T, bool unsplit)
+{
+    uint32_t n = 0;
+    for (uint32_t S = 1; S <= T; S++)
+        n += T % S == 0 && (S == 1 || !unsplit) ? (S == 1 ? 1 : 3) : 0;
+    return n;
+}
+
+static int start(kvshard_fit *f, search *s, const kvshard_fit_options *fo, const char **blame,
+                 kvshard_error *err)
+{
+    const kvshard_options *o = &s->base.options;
+    if (!s->base.profile->device_utilization_ppb) {
+        *blame = "engine";
+        return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
+                             "%s profile: fit_profile: kvshard fit plans under the kvshard "
+                             "profile only",
+                             s->base.profile->name);
+    }
+    if (fo->gpus == 0)
+        return kvshard__fail(err, KVSHARD_EPARALLEL, "", kvshard__no_mark,
+                             "gpus is 0; kvshard fit needs at least 1");
+    if (fo->gpus > KVSHARD_MAX_RANKS)
+        return kvshard__fail(err, KVSHARD_EPARALLEL, "", kvshard__no_mark,
+                             "gpus %u is above the %u ranks kvshard plans", fo->gpus,
+                             KVSHARD_MAX_RANKS);
+    if (o->device_memory == 0) {
+        *blame = "device_memory";
+        return kvshard__fail(err, KVSHARD_EMISSING, "", kvshard__no_mark,
+                             "kvshard fit needs device_memory, the memory of one GPU");
+    }
+    if (o->weights_per_rank_count > 0) {
+        *blame = "weights_per_rank";
+        return kvshard__fail(err, KVSHARD_EWEIGHTS, "", kvshard__no_mark,
+                             "weights_per_rank: kvshard fit works out each layout's weights; "
+                             "give weights_total (with weights_experts) or the model's "
+                             "safetensors files");
+    }
+    f->gpus = fo->gpus;
+    f->gpus_per_node = o->gpus_per_node ? o->gpus_per_node : 8;
+    uint32_t nodes = (f->gpus + f->gpus_per_node - 1) / f->gpus_per_node;
+    f->max_tp_size = fo->max_tp_size ? fo->max_tp_size : f->gpus_per_node;
+    f->max_pp_size = fo->max_pp_size ? fo->max_pp_size : nodes > 1 ? nodes : 1;
+    if (!fo->max_pp_size && fo->pp_size > f->max_pp_size)
+        f->max_pp_size = fo->pp_size;
+    return KVSHARD_OK;
+}
+
+/* Why no row fits: every admitted layout leaves some stage no budget (the
+ * closest named), or the state of max_seqs sequences leaves no block. */
+static int none_fits(const kvshard_fit *f, const search *s, bool all_short, uint32_t ct,
+                     uint32_t cp, uint32_t cd, int64_t closest, const char **blame,
+                     kvshard_error *err)
+{
+    const kvshard__device *d = &s->device;
+    char u[24];
+    kvshard__ppb_text(u, sizeof u, d->utilization_ppb);
+    if (all_short) {
+        *blame = "device_memory";
+        return kvshard__fail(err, KVSHARD_EDOESNOTFIT, "", kvshard__no_mark,
+                             "does_not_fit: no layout of %u GPUs leaves a budget: device_memory "
+                             "%llu x memory_utilization %s = %llu usable bytes, less "
+                             "activation_reserve %llu; the closest, T = %u, P = %u, D = %u, "
+                             "leaves its poorest stage %lld bytes",
+                             f->gpus, (unsigned long long)d->device_memory, u,
+                             (unsigned long long)d->usable, (unsigned long long)d->reserve, ct,
+                             cp, cd, (long long)closest);
+    }
+    *blame = "max_seqs";
+    return kvshard__fail(err, KVSHARD_ENOBLOCK, "", kvshard__no_mark,
+                         "no memory for one block in any layout of %u GPUs: the state of "
+                         "max_seqs %u sequences leaves no block; give a context_length (fit "
+                         "then sizes max_seqs to it) or a smaller max_seqs",
+                         f->gpus, s->base.options.max_seqs);
+}
+
+/* The layouts in enumeration order: T, then P, then S, then the rule. */
+static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo, const char **blame,
+                     kvshard_error *err)
+{
+    uint32_t N = f->gpus, L = s->model->info.num_layers;
+    size_t rows = 0, partition_entries = 0, triples = 0;
+    f->limited_layouts = 0;
+    for (uint32_t T = 1; T <= N; T++) {
+        for (uint32_t P = 1; N % T == 0 && P <= N / T; P++) {
+            if ((N / T) % P != 0)
+                continue;
+            if (!within_limits(f, T, P)) {
+                f->limited_layouts++;
+                continue;
+            }
+            uint32_t D = N / (T * P);
+            if ((fo->pp_size && P != fo->pp_size) || (fo->dp_size && D != fo->dp_size))
+                continue;
+            triples++;
+            uint32_t n = rows_of(T, fo->unsplit);
+            rows += n;
+            partition_entries += (size_t)n * P;
+        }
+    }
+    if (triples == 0) {
+        char pins[96] = "";
+        if (fo->pp_size || fo->dp_size)
+            snprintf(pins, sizeof pins, " and the pins pp_size %u, dp_size %u", fo->pp_size,
+                     fo->dp_size);
+        *blame = fo->pp_size ? "pp_size" : fo->dp_size ? "dp_size" : NULL;
+        return kvshard__fail(err, KVSHARD_EFITLIMITS, "", kvshard__no_mark,
+                             "fit_limits: no layout of %u GPUs within gpus_per_node %u, "
+                             "max_tp_size %u and max_pp_size %u%s",
+                             N, f->gpus_per_node, f->max_tp_size, f->max_pp_size, pins);
+    }
+    f->rows = kvshard__calloc(&f->alloc, rows ? rows : 1, sizeof *f->rows);
+    f->partitions = kvshard__calloc(&f->alloc, partition_entries ? partition_entries : 1,
+                                    sizeof *f->partitions);
+    f->refused = kvshard__calloc(&f->alloc, triples, sizeof *f->refused);
+    if (!f->rows || !f->partitions || !f->refused)
+        return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+    int first_refusal = KVSHARD_OK;
+    kvshard_error first_err;
+    kvshard__error_reset(&first_err);
+    bool all_short = true, any_admitted = false;
+    int64_t closest = INT64_MIN;
+    uint32_t ct = 0, cp = 0, cd = 0, order = 0;
+    size_t used = 0;
+    for (uint32_t T = 1; T <= N; T++) {
+        for (uint32_t P = 1; N % T == 0 && P <= N / T; P++) {
+            uint32_t D = N / (T * P);
+            if ((N / T) % P != 0 || !within_limits(f, T, P) || (fo->pp_size && P != fo->pp_size) ||
+                (fo->dp_size && D != fo->dp_size))
+                continue;
+            /* Admitted when the unsplit plan fails for memory at most. */
+            kvshard_plan *p = NULL;
+            kvshard_error e;
+            int rc = plan_layout(&p, s, T, P, D, 1, KVSHARD_OWNERSHIP_DEFAULT,
+                                 s->base.options.max_seqs, &e);
+            kvshard_plan_free(p);
+            if (rc && !memory_failure(rc)) {
+                kvshard__refused *r = &f->refused[f->refused_count++];
+                *r = (kvshard__refused){T, P, D, rc};
+                if (!first_refusal) {
+                    first_refusal = rc;
+                    first_err = e;
+                }
+                continue;
+            }
+            any_admitted = true;
+            /* How close its poorest stage comes, for the error if none fits. */
+            uint32_t counts[256];
+            int64_t left = INT64_MAX;
+            kvshard_error ignore;
+            if (P <= 256 &&
+                kvshard_partition__by_rule(counts, L, P, s->base.options.pp_partition_rule ==
+                                                                 KVSHARD_PP_RULE_EXPLICIT
+                                                             ? KVSHARD_PP_RULE_VLLM
+                                                             : s->base.options.pp_partition_rule,
+                                           &ignore) == KVSHARD_OK) {
+                uint64_t w[256], b[256];
+                kvshard__device_layout layout = {T, D, 1, P, counts, L};
+                const char *why;
+                if (kvshard__device_stages(w, b, &s->device, &s->base, &layout, &left, &why,
+                                           &ignore) == KVSHARD_OK)
+                    all_short = false;
+            } else {
+                all_short = false;
+            }
+            if (left > closest) {
+                closest = left;
+                ct = T, cp = P, cd = D;
+            }
+            for (uint32_t S = 1; S <= T; S++) {
+                if (T % S != 0 || (S > 1 && fo->unsplit))
+                    continue;
+                for (uint32_t k = 0; k < (S == 1 ? 1u : 3u); k++) {
+                    kvshard_fit_row *row = &f->rows[f->count];
+                    memset(row, 0, sizeof *row); /* padding too: rows compare by bytes */
+                    row->size = sizeof *row;
+                    row->rank = ++order; /* enumeration order until ranked */
+                    row->tp_size = T;
+                    row->pp_size = P;
+                    row->dp_size = D;
+                    row->layerwise_split_size = S;
+                    row->ownership = S == 1 ? KVSHARD_OWNERSHIP_DEFAULT
+                                            : (kvshard_ownership)ownership_rules[k];
+                    row->pp_partition = f->partitions + used;
+                    used += P;
+                    if ((rc = fill_row(row, s, (uint32_t *)row->pp_partition, err)) != 0)
+                        return rc;
+                    f->fitting += row->fits;
+                    f->count++;
+                }
+            }
+        }
+    }
+    if (!any_admitted) {
+        if (err)
+            *err = first_err;
+        return first_refusal;
+    }
+    if (f->fitting == 0)
+        return none_fits(f, s, all_short, ct, cp, cd, closest, blame, err);
+    qsort(f->rows, f->count, sizeof *f->rows, compare_rows);
+    for (size_t i = 0; i < f->count; i++)
+        f->rows[i].rank = (uint32_t)(i + 1);
+    return KVSHARD_OK;
+}
+
+static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvshard_options *options,
+                      const kvshard_fit_options *fo, const kvshard_allocator *allocator,
+                      const char **blame, kvshard_error *err)
+{
+    static const kvshard_fit_options defaults = KVSHARD_FIT_OPTIONS_INIT;
+    search s;
+    memset(&s, 0, sizeof s);
+    int rc = kvshard__begin_planning(&s.base, out && model, options, allocator, blame, err);
+    if (rc == KVSHARD_OK && fo &&
+        (rc = kvshard_call__size(err, "kvshard_fit_options", fo->size, sizeof *fo,
+                                 "KVSHARD_FIT_OPTIONS_INIT")) != 0)
+        return rc;
+    if (rc == KVSHARD_OK)
+        rc = kvshard__planning_settle(&s.base, model, blame, err);
+    if (rc)
+        return rc;
+    fo = fo ? fo : &defaults;
+    s.model = model;
+    s.alloc = kvshard__allocator_or_default(allocator);
+    kvshard_options init = KVSHARD_OPTIONS_INIT;
+    memcpy(&s.given, options ? options : &init, sizeof s.given);
+    /* fit works out the budgets: memory_per_rank is not one. */
+    s.given.memory_per_rank = 0;
+    s.base.options.memory_per_rank = 0;
+    kvshard_fit *f = kvshard__calloc(&s.alloc, 1, sizeof *f);
+    if (!f)
+        return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+    f->alloc = s.alloc;
+    size_t source_len = strlen(model->source) + 1;
+    f->model_source = kvshard__alloc(&s.alloc, source_len, 1);
+    if (!f->model_source) {
+        kvshard__free(&s.alloc, f);
+        return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+    }
+    memcpy(f->model_source, model->source, source_len);
+    f->options = s.base.options;
+    f->options.settings = NULL;
+    f->profile = s.base.profile;
+    rc = start(f, &s, fo, blame, err);
+    if (rc == KVSHARD_OK)
+        rc = kvshard__device_open(&s.device, &s.base, model, &s.alloc, blame, err);
+    if (rc == KVSHARD_OK) {
+        kvshard__device_figures_of(&f->device, &s.device);
+        if (f->device.summary.first_unknown)
+            f->device.summary.first_unknown = f->device.first_unknown; /* the fit's copy */
+        kvshard_dtype kv = f->options.kv_cache_dtype == KVSHARD_DTYPE_AUTO ? model->info.dtype
+                                                                           : f->options.kv_cache_dtype;
+        f->fp8_kv = kv == KVSHARD_DTYPE_FP8;
+        f->drafts = kvshard__counted_drafts(&model->info, &f->options, f->profile) > 0;
+        rc = enumerate(f, &s, fo, blame, err);
+    }
+    kvshard__device_close(&s.device);
+    if (rc) {
+        kvshard_fit_free(f);
+        return rc;
+    }
+    *out = f;
+    return KVSHARD_OK;
+}
+
+int kvshard_fit_create(kvshard_fit **out, const kvshard_model *model, const kvshard_options *options,
+                       const kvshard_fit_options *fit_options, const kvshard_allocator *allocator,
+                       kvshard_error *err)
+{
+    const char *blame;
+    return fit_create(out, model, options, fit_options, allocator, &blame, err);
+}
+
+int kvshard__fit_create(kvshard_fit **out, const kvshard_model *model,
+                        const kvshard_options *options, const kvshard_fit_options *fit_options,
+                        const kvshard_allocator *allocator, const char **blame,
+                        kvshard_error *err)
+{
+    return fit_create(out, model, options, fit_options, allocator, blame, err);
+}
+
+void kvshard_fit_free(kvshard_fit *fit)
+{
+    if (!fit)
+        return;
+    kvshard_allocator a = fit->alloc;
+    kvshard__free(&a, fit->rows);
+    kvshard__free(&a, fit->partitions);
+    kvshard__free(&a, fit->refused);
+    kvshard__free(&a, fit->model_source);
+    kvshard__free(&a, fit);
+}
+
+size_t kvshard_fit_row_count(const kvshard_fit *fit)
+{
+    return fit ? fit->count : 0;
+}
+
+const kvshard_fit_row *kvshard_fit_row_at(const kvshard_fit *fit, size_t index)
+{
+    return fit && index < fit->count ? &fit->rows[index] : NULL;
+}
+
+size_t kvshard_fit_not_admitted_count(const kvshard_fit *fit)
+{
+    return fit ? fit->refused_count : 0;
+}
+
+int kvshard_fit_not_admitted(uint32_t *tp_size, uint32_t *pp_size, uint32_t *dp_size, int *code,
+                             const kvshard_fit *fit, size_t index)
+{
+    if (!fit || index >= fit->refused_count)
+        return KVSHARD_EINVAL;
+    const kvshard__refused *r = &fit->refused[index];
+    if (tp_size)
+        *tp_size = r->tp;
+    if (pp_size)
+        *pp_size = r->pp;
+    if (dp_size)
+        *dp_size = r->dp;
+    if (code)
+        *code = r->code;
+    return KVSHARD_OK;
+}
+
+uint32_t kvshard_fit_limited_layouts(const kvshard_fit *fit)
+{
+    return fit ? fit->limited_layouts : 0;
+}
+
+kvshard_profile__layout kvshard__fit_layout(const kvshard_fit *fit, const kvshard_fit_row *row,
+                                            char *utilization, size_t cap)
+{
+    kvshard__ppb_text(utilization, cap, fit->device.utilization_ppb);
+    kvshard_profile__layout l = {
+        .world_size = fit->gpus,
+        .tp = row->tp_size,
+        .pp = row->pp_size,
+        .dp = row->dp_size,
+        .split = row->layerwise_split_size,
+        .ownership = row->ownership,
+        .pp_partition = row->pp_partition,
+        .expert_parallel = fit->options.expert_parallel,
+        .utilization = utilization,
+        .fp8_kv = fit->fp8_kv,
+        .drafts = fit->drafts,
+        .context_length = row->has_seqs ? fit->options.context_length : 0,
+        .seqs_per_replica = row->seqs_per_replica,
+    };
+    return l;
+}
+
+int kvshard_fit_flags(char *buf, size_t cap, const kvshard_fit *fit, const char *engine, bool env)
+{
+    if (!fit || !engine || (!buf && cap) || fit->fitting == 0)
+        return KVSHARD_EINVAL;
+    const kvshard__profile *p = NULL;
+    for (const kvshard__profile *const *q = kvshard_profiles__all; *q; q++) {
+        if (strcmp((*q)->name, engine) == 0 && (*q)->recommend)
+            p = *q;
+    }
+    if (!p)
+        return KVSHARD_EUNKNOWNKEY;
+    char u[24];
+    kvshard_profile__layout l = kvshard__fit_layout(fit, &fit->rows[0], u, sizeof u);
+    return p->recommend(buf, cap, &l, env);
+}

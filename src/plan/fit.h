@@ -1,0 +1,46 @@
+/* The fit object, read by its queries and its writers: every layout of N
+ * GPUs planned from the device, ranked. */
+#ifndef KVSHARD_PLAN_FIT_H
+#define KVSHARD_PLAN_FIT_H
+
+#include "plan/plan.h"
+
+/* A layout refused for another reason than memory. */
+typedef struct kvshard__refused {
+    uint32_t tp, pp, dp;
+    int code;
+} kvshard__refused;
+
+struct kvshard_fit {
+    kvshard_allocator alloc;
+    kvshard_options options; /* settled, as every row shares them */
+    const kvshard__profile *profile;
+    uint32_t gpus;
+    uint32_t gpus_per_node;
+    uint32_t max_tp_size;
+    uint32_t max_pp_size;
+    uint32_t limited_layouts; /* (T, P) pairs the node limits leave out */
+    kvshard__device_figures device;
+    kvshard_fit_row *rows; /* ranked: those that fit, then the others */
+    size_t count;
+    size_t fitting;
+    uint32_t *partitions; /* the rows' pp_partition entries */
+    kvshard__refused *refused;
+    size_t refused_count;
+    char *model_source; /* the model's file, for the command line the text gives */
+    bool fp8_kv;  /* the KV cache is fp8 (the engines' flag) */
+    bool drafts;  /* draft layers are counted (SGLang runs no stages with them) */
+};
+
+/* kvshard_fit_create, with *blame naming the option an error is about. */
+int kvshard__fit_create(kvshard_fit **out, const kvshard_model *model,
+                        const kvshard_options *options, const kvshard_fit_options *fit_options,
+                        const kvshard_allocator *allocator, const char **blame,
+                        kvshard_error *err);
+
+/* A row as the profiles' recommend() takes it; `utilization` (at least 24
+ * bytes) holds the share's text. */
+kvshard_profile__layout kvshard__fit_layout(const kvshard_fit *fit, const kvshard_fit_row *row,
+                                            char *utilization, size_t cap);
+
+#endif /* KVSHARD_PLAN_FIT_H */
