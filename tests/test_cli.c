@@ -116,6 +116,8 @@ static void assert_usage(run_result *r)
 static const char general_help[] =
     "usage: kvshard plan CONFIG [FLAG ...] [--format=text|json|svg|html] [-o FILE]\n"
     "       kvshard compare CONFIG [FLAG ...] [--format=text|json] [-o FILE]\n"
+    "       kvshard fit MODEL --gpus=N --device_memory=SIZE [--context_length=L] [FLAG ...]\n"
+    "           [--max_tp_size=A] [--max_pp_size=B] [--top=K] [--format=text|json] [-o FILE]\n"
     "       kvshard report CONFIG [FLAG ...] [-o FILE]\n"
     "       kvshard help [COMMAND] [--engine=NAME]\n"
     "       kvshard --help | -V | --version\n"
@@ -125,6 +127,8 @@ static const char general_help[] =
     "           memory, KV block capacity and sequences at a context length\n"
     "  compare  every layerwise split size that divides the attention TP size,\n"
     "           under each ownership rule, and the one to use\n"
+    "  fit      the layout of N GPUs (TP, stages, data parallelism, split) that\n"
+    "           serves the most sequences, with the flags that run it\n"
     "  report   one self-contained HTML page of the plan and the comparison\n"
     "  help     the flags of a command, with their defaults and units\n"
     "\n"
@@ -291,7 +295,7 @@ static void test_command_help(void **state)
 
     r = cli("help frobnicate");
     assert_string_equal(r.err, "kvshard: unknown command 'frobnicate' (expected plan, compare, "
-                               "report or help)\nTry 'kvshard --help'.\n");
+                               "fit, report or help)\nTry 'kvshard --help'.\n");
     assert_usage(&r);
     r = cli("help plan --engine=tgi");
     assert_string_equal(r.err, "kvshard: --engine takes kvshard, xllm, vllm or sglang, not "
@@ -1059,7 +1063,7 @@ static void test_messages_escaped(void **state)
     run_result r = cli("'\033[31mplan' '%s'", EXAMPLE);
     assert_printable(r.err);
     assert_string_equal(r.err, "kvshard: unknown command '\\x1B[31mplan' (expected plan, compare, "
-                               "report or help)\nTry 'kvshard --help'.\n");
+                               "fit, report or help)\nTry 'kvshard --help'.\n");
     assert_usage(&r);
     r = cli("plan '%s' '--format=\033]0;x\007'", EXAMPLE);
     assert_printable(r.err);

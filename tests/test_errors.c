@@ -1067,6 +1067,18 @@ static const char *const null_checked[] = {
     "kvshard_comparison_write_json",
     "kvshard_comparison_write_text",
     "kvshard_report_write_html",
+    "kvshard_status_name",
+    "kvshard_fit_create",
+    "kvshard_deployment_fit",
+    "kvshard_fit_free",
+    "kvshard_fit_row_count",
+    "kvshard_fit_row_at",
+    "kvshard_fit_not_admitted_count",
+    "kvshard_fit_not_admitted",
+    "kvshard_fit_limited_layouts",
+    "kvshard_fit_flags",
+    "kvshard_fit_write_json",
+    "kvshard_fit_write_text",
 };
 
 static bool is_null_checked(const char *name, size_t len)
@@ -1128,6 +1140,8 @@ static void test_null_everywhere(void **state)
 
     /* Names of values: never NULL. */
     assert_non_null(kvshard_strerror(12345));
+    assert_string_equal(kvshard_status_name(12345), "unknown");
+    assert_string_equal(kvshard_status_name(KVSHARD_EDOESNOTFIT), "does_not_fit");
     assert_non_null(kvshard_version());
     assert_string_equal(kvshard_layer_kind_name((kvshard_layer_kind)99), "unknown");
     assert_string_equal(kvshard_state_kind_name((kvshard_state_kind)99), "unknown");
@@ -1316,6 +1330,25 @@ static void test_null_everywhere(void **state)
     assert_int_equal(kvshard_plan_write_text(plan, NULL, NULL), KVSHARD_EINVAL);
     assert_int_equal(kvshard_plan_write_svg(NULL, discard_writer, NULL), KVSHARD_EINVAL);
     assert_int_equal(kvshard_plan_write_svg(plan, NULL, NULL), KVSHARD_EINVAL);
+
+    /* Fits. */
+    kvshard_fit *fit = NULL;
+    kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
+    fo.gpus = 1;
+    assert_int_equal(kvshard_fit_create(NULL, model, NULL, &fo, NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_fit_create(&fit, NULL, NULL, &fo, NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_deployment_fit(NULL, dep, &fo, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_deployment_fit(&fit, NULL, &fo, &err), KVSHARD_EINVAL);
+    assert_null(fit);
+    kvshard_fit_free(NULL);
+    assert_int_equal(kvshard_fit_row_count(NULL), 0);
+    assert_null(kvshard_fit_row_at(NULL, 0));
+    assert_int_equal(kvshard_fit_not_admitted_count(NULL), 0);
+    assert_int_equal(kvshard_fit_not_admitted(NULL, NULL, NULL, NULL, NULL, 0), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_fit_limited_layouts(NULL), 0);
+    assert_int_equal(kvshard_fit_flags(buf, sizeof buf, NULL, "kvshard", false), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_fit_write_json(NULL, discard_writer, NULL), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_fit_write_text(NULL, 0, discard_writer, NULL), KVSHARD_EINVAL);
 
     /* Comparisons and the report. */
     kvshard_comparison *c = NULL;

@@ -414,6 +414,13 @@ static void help_command(text_buf *b, const cli_command *cmd, const kvshard__pro
         help_row(b, "--format=FORMAT", cmd->formats);
     help_row(b, "-o FILE, --output=FILE",
              "the document replaces FILE whole; - (the default) is standard output");
+    if (strcmp(cmd->name, "fit") == 0) {
+        put_text(b, "\nlayouts:\n");
+        help_row(b, "--gpus=N", "the GPUs, all alike (required)");
+        help_row(b, "--max_tp_size=A", "the largest TP group; default --gpus_per_node (8)");
+        help_row(b, "--max_pp_size=B", "the most stages; default the nodes, ceil(N / gpus_per_node)");
+        help_row(b, "--top=K", "the rows printed; default 10 (--format=json lists all)");
+    }
     help_flags(b, profile);
     putf(b, "\n'kvshard help %s --engine=NAME' lists the flags of another profile:\n", cmd->name);
     for (const kvshard__profile *const *q = kvshard_profiles__all; *q; q++)

@@ -564,7 +564,7 @@ kvshard_profile__layout kvshard__fit_layout(const kvshard_fit *fit, const kvshar
         .pp = row->pp_size,
         .dp = row->dp_size,
         .split = row->layerwise_split_size,
-        .ownership = row->ownership,
+        .ownership = kvshard_ownership_name(row->ownership),
         .pp_partition = row->pp_partition,
         .expert_parallel = fit->options.expert_parallel,
         .utilization = utilization,

@@ -169,7 +169,7 @@ static int recommend(char *buf, size_t cap, const kvshard_profile__layout *l, bo
     if (l->split > 1) {
         kvshard_profile__arg(buf, cap, &used, "--enable_layerwise_split=true");
         kvshard_profile__arg(buf, cap, &used, "--layerwise_split_size=%u", l->split);
-        kvshard_profile__arg(buf, cap, &used, "--ownership=%s", kvshard_ownership_name(l->ownership));
+        kvshard_profile__arg(buf, cap, &used, "--ownership=%s", l->ownership);
     }
     if (l->expert_parallel)
         kvshard_profile__arg(buf, cap, &used, "--expert_parallel=true");

@@ -166,7 +166,7 @@ typedef void (*kvshard_profile__warn_fn)(void *ctx, kvshard_warning_code code,
 /* A layout kvshard fit recommends, for the profiles' flags. */
 typedef struct kvshard_profile__layout {
     uint32_t world_size, tp, pp, dp, split;
-    kvshard_ownership ownership;   /* when split > 1 */
+    const char *ownership;         /* the rule's word, when split > 1 */
     const uint32_t *pp_partition;  /* pp counts */
     bool expert_parallel;
     const char *utilization;       /* the share of device memory, as a decimal */

@@ -2,7 +2,6 @@
  * its enum value, and one row here. */
 #include "profile/profiles.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -115,29 +114,4 @@ const char *kvshard_engine_name(kvshard_engine engine)
 {
     const kvshard_value__word *w = kvshard_value__word_of(kvshard_profiles__engine_words, (int)engine);
     return w ? w->text : "unknown";
-}
-
-void kvshard_profile__arg(char *buf, size_t cap, size_t *used, const char *fmt, ...)
-{
-    char arg[160];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(arg, sizeof arg, fmt, ap);
-    va_end(ap);
-    if (n <= 0)
-        return;
-    int w = *used < cap ? snprintf(buf + *used, cap - *used, "%s%s", *used ? " " : "", arg)
-                        : snprintf(NULL, 0, "%s%s", *used ? " " : "", arg);
-    *used += w > 0 ? (size_t)w : 0;
-}
-
-void kvshard_profile__partition_text(char *buf, size_t cap, const kvshard_profile__layout *l)
-{
-    size_t n = 0;
-    if (cap)
-        buf[0] = '\0';
-    for (uint32_t s = 0; s < l->pp && n < cap; s++) {
-        int w = snprintf(buf + n, cap - n, s ? ",%u" : "%u", l->pp_partition[s]);
-        n += w > 0 ? (size_t)w : 0;
-    }
 }
