@@ -1,0 +1,593 @@
+/* Budgets from the device and kvshard fit: the worked fits of docs/fit.md
+ * (Qwen3.5-35B-A3B on four 32 GiB cards, DeepSeek-V3.2 on sixteen 80 GiB
+ * cards, Nemotron-3-Nano on two 24 GiB cards), the tiny_hybrid plan read
+ * from its safetensors headers, and the errors. Every figure is worked by
+ * hand in its comment; GiB = 2^30. */
+#include "test_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GIB (UINT64_C(1) << 30)
+
+/* Qwen3.5-35B-A3B's text model in bf16 without vision and MTP weights:
+ * 256 experts x 40 layers = 64,424,509,440 expert bytes of 69,321,223,296,
+ * the rest 4,896,713,856. A 32 GiB card: usable floor(34,359,738,368 x 0.9)
+ * = 30,923,764,531, reserve max(1 GiB, 34,359,738,368 / 20) = 1,717,986,918. */
+static kvshard_options qwen_options(void)
+{
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.device_memory = 32 * GIB;
+    o.context_length = 32768;
+    o.weights_total = UINT64_C(69321223296);
+    o.weights_experts = UINT64_C(64424509440);
+    return o;
+}
+
+static kvshard_fit *fit_of(const kvshard_model *m, const kvshard_options *o, uint32_t gpus,
+                           uint32_t max_pp)
+{
+    kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
+    fo.gpus = gpus;
+    fo.max_pp_size = max_pp;
+    kvshard_fit *f = NULL;
+    kvshard_error err;
+    tu_assert_ok(kvshard_fit_create(&f, m, o, &fo, NULL, &err), &err);
+    return f;
+}
+
+static size_t fitting(const kvshard_fit *f)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < kvshard_fit_row_count(f); i++)
+        n += kvshard_fit_row_at(f, i)->fits;
+    return n;
+}
+
+typedef struct want {
+    uint32_t rank, tp, pp, dp, split;
+    kvshard_ownership rule;
+    uint64_t weights, budget, per_replica, seqs, tokens;
+} want;
+
+static void assert_row(const kvshard_fit *f, const want *w)
+{
+    const kvshard_fit_row *r = kvshard_fit_row_at(f, w->rank - 1);
+    assert_non_null(r);
+    if (r->tp_size != w->tp || r->pp_size != w->pp || r->dp_size != w->dp ||
+        r->layerwise_split_size != w->split || r->seqs_total != w->seqs)
+        print_error("row %u is T %u P %u D %u S %u with %llu sequences\n", w->rank, r->tp_size,
+                    r->pp_size, r->dp_size, r->layerwise_split_size,
+                    (unsigned long long)r->seqs_total);
+    assert_int_equal(r->rank, w->rank);
+    assert_true(r->fits);
+    assert_int_equal(r->tp_size, w->tp);
+    assert_int_equal(r->pp_size, w->pp);
+    assert_int_equal(r->dp_size, w->dp);
+    assert_int_equal(r->layerwise_split_size, w->split);
+    assert_int_equal(r->ownership, w->rule);
+    if (w->weights)
+        assert_int_equal(r->weights_per_rank, w->weights);
+    if (w->budget)
+        assert_int_equal(r->budget, w->budget);
+    if (w->per_replica)
+        assert_int_equal(r->seqs_per_replica, w->per_replica);
+    assert_int_equal(r->seqs_total, w->seqs);
+    assert_int_equal(r->tokens_total, w->tokens);
+}
+
+static void assert_flags(const kvshard_fit *f, const char *engine, bool env, const char *expected)
+{
+    char buf[512];
+    int n = kvshard_fit_flags(buf, sizeof buf, f, engine, env);
+    if (!expected) {
+        assert_int_equal(n, KVSHARD_EUNSUPPORTED);
+        return;
+    }
+    if (n < 0 || strcmp(buf, expected) != 0)
+        print_error("%s flags: %s\n", engine, n < 0 ? "(none)" : buf);
+    assert_int_equal(n, (int)strlen(expected));
+    assert_string_equal(buf, expected);
+}
+
+/* Four GPUs are one node: P = 1, and (T, P) = (1, 2), (1, 4), (2, 2) are
+ * left out. Row 1 by hand: T = 2, D = 2; dense weights over T = 2, experts
+ * over X = D x T = 4: 2,448,356,928 + 16,106,127,360 = 18,554,484,288;
+ * budget 30,923,764,531 - 18,554,484,288 - 1,717,986,918 = 10,651,293,325.
+ * One KV head a rank: 10,240 bytes a token, 163,840 a block; 30 GDN
+ * layers, 32,194,560 bytes a sequence; balanced floor(10,651,293,325 /
+ * (32,194,560 + 2,048 x 163,840)) = 28 a replica; at 28 sequences
+ * floor((10,651,293,325 - 901,447,680) / 163,840) = 59,508 blocks, x 16 x 2
+ * replicas = 1,904,256 tokens. */
+static void test_qwen_four_cards(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_example_model("qwen3_5_35b_a3b.json");
+    kvshard_options o = qwen_options();
+    kvshard_fit *f = fit_of(m, &o, 4, 0);
+    assert_int_equal(kvshard_fit_row_count(f), 12);
+    assert_int_equal(fitting(f), 12);
+    assert_int_equal(kvshard_fit_limited_layouts(f), 3);
+    assert_int_equal(kvshard_fit_not_admitted_count(f), 0);
+    const kvshard_ownership none = KVSHARD_OWNERSHIP_DEFAULT, ord = KVSHARD_OWNERSHIP_ORDINAL;
+    const want rows[] = {
+        {1, 2, 1, 2, 1, none, 18554484288u, 10651293325u, 28, 56, 1904256},
+        {2, 4, 1, 1, 2, ord, 17330305824u, 11875471789u, 54, 54, 1791376},
+        {4, 2, 1, 2, 2, ord, 18554484288u, 10651293325u, 24, 48, 1607840},
+        {6, 1, 1, 4, 1, none, 21002841216u, 8202936397u, 11, 44, 1463744},
+        {7, 4, 1, 1, 4, ord, 17330305824u, 11875471789u, 41, 41, 1369072},
+        {9, 4, 1, 1, 1, none, 17330305824u, 11875471789u, 33, 33, 1107824},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        assert_row(f, &rows[i]);
+    const kvshard_fit_row *r = kvshard_fit_row_at(f, 0);
+    assert_int_equal(r->num_blocks, 59508);
+    assert_int_equal(r->max_seqs, 28);
+    assert_int_equal(r->pp_partition[0], 40);
+    assert_flags(f, "kvshard", false, "--world_size=4 --dp_size=2 --max_seqs=28");
+    assert_flags(f, "vllm", false,
+                 "--tensor-parallel-size=2 --data-parallel-size=2 --gpu-memory-utilization=0.9 "
+                 "--max-model-len=32768 --max-num-seqs=28");
+    assert_flags(f, "sglang", false,
+                 "--tp-size=4 --dp-size=2 --enable-dp-attention --context-length=32768 "
+                 "--max-running-requests=56");
+    assert_flags(f, "vllm", true, "");
+    char buf[16];
+    assert_int_equal(kvshard_fit_flags(buf, sizeof buf, f, "tgi", false), KVSHARD_EUNKNOWNKEY);
+    kvshard_fit_free(f);
+    kvshard_model_free(m);
+}
+
+/* Stages inside the node too: 18 rows fit, two stages of TP 2 first.
+ * Stage 0 = layers 0-19 (5 full, 15 GDN): at T = 2 one KV head a rank,
+ * 5,120 bytes a token, 81,920 a block, 16,097,280 bytes of state a
+ * sequence; weights 2,448,356,928 / 2 ... = 17,330,305,824, budget
+ * 11,875,471,789; balanced floor(11,875,471,789 / (16,097,280 + 2,048 x
+ * 81,920)) = 64; at 64: floor((11,875,471,789 - 1,030,225,920) / 81,920) =
+ * 132,388 blocks = 2,118,208 tokens. */
+static void test_qwen_stages_in_the_node(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_example_model("qwen3_5_35b_a3b.json");
+    kvshard_options o = qwen_options();
+    kvshard_fit *f = fit_of(m, &o, 4, 4);
+    assert_int_equal(fitting(f), 18);
+    assert_int_equal(kvshard_fit_limited_layouts(f), 0);
+    const kvshard_ownership none = KVSHARD_OWNERSHIP_DEFAULT, ord = KVSHARD_OWNERSHIP_ORDINAL;
+    const want rows[] = {
+        {1, 2, 2, 1, 1, none, 17330305824u, 11875471789u, 64, 64, 2118208},
+        {2, 2, 1, 2, 1, none, 0, 0, 28, 56, 1904256},
+        {3, 1, 2, 2, 1, none, 0, 0, 28, 56, 1904256},
+        {4, 1, 4, 1, 1, none, 0, 0, 54, 54, 1800800},
+        {5, 4, 1, 1, 2, ord, 0, 0, 54, 54, 1791376},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        assert_row(f, &rows[i]);
+    assert_int_equal(kvshard_fit_row_at(f, 0)->num_blocks, 132388);
+    assert_flags(f, "kvshard", false, "--world_size=4 --pp_size=2 --pp_partition=20,20 --max_seqs=64");
+    assert_flags(f, "vllm", false,
+                 "--tensor-parallel-size=2 --pipeline-parallel-size=2 --gpu-memory-utilization=0.9 "
+                 "--max-model-len=32768 --max-num-seqs=64");
+    assert_flags(f, "vllm", true, "VLLM_PP_LAYER_PARTITION=20,20");
+    kvshard_fit_free(f);
+
+    /* Without a context length (max_seqs 256), by tokens: T = 4, S = 2
+     * ordinal first with 78,883 blocks = 1,262,128 tokens, then its
+     * contiguous twin, then S = 4 (946,592), ...; T = 1, D = 4 cannot
+     * reserve 256 sequences of state (no memory for one block). */
+    o.context_length = 0;
+    f = fit_of(m, &o, 4, 0);
+    const kvshard_fit_row *r = kvshard_fit_row_at(f, 0);
+    assert_int_equal(r->tp_size, 4);
+    assert_int_equal(r->layerwise_split_size, 2);
+    assert_int_equal(r->ownership, KVSHARD_OWNERSHIP_ORDINAL);
+    assert_int_equal(r->num_blocks, 78883);
+    assert_int_equal(r->tokens_total, 1262128);
+    assert_false(r->has_seqs);
+    assert_int_equal(kvshard_fit_row_at(f, 2)->tokens_total, 946592);
+    size_t last = kvshard_fit_row_count(f) - 1;
+    r = kvshard_fit_row_at(f, last);
+    assert_false(r->fits);
+    assert_int_equal(r->reason, KVSHARD_ENOBLOCK);
+    assert_int_equal(r->tp_size, 1);
+    assert_int_equal(r->dp_size, 4);
+    kvshard_fit_free(f);
+    o.max_seqs = 256;
+    f = fit_of(m, &o, 4, 4);
+    r = kvshard_fit_row_at(f, 0);
+    assert_int_equal(r->tp_size, 2);
+    assert_int_equal(r->pp_size, 2);
+    assert_int_equal(r->num_blocks, 94660);
+    assert_int_equal(r->tokens_total, 1514560);
+    assert_int_equal(kvshard_fit_row_at(f, 1)->tokens_total, 1306848);
+    kvshard_fit_free(f);
+    kvshard_model_free(m);
+}
+
+/* DeepSeek-V3.2, fp8, on sixteen 80 GiB cards (two nodes: T <= 8, P <= 2,
+ * seven (T, P) left out). Row 1: T = 8, D = 2, split 8: weights
+ * ceil(19,961,920,704 / 8) + ceil(654,068,416,512 / 16) = 43,374,516,120,
+ * budget 77,309,411,328 - 43,374,516,120 - 4,294,967,296 = 29,639,927,912;
+ * the worst rank keeps 8 of 61 layers and one scratch: 9 x 788 = 7,092
+ * bytes a token, 113,472 a block: balanced floor(29,639,927,912 / (2,048 x
+ * 113,472)) = 127 a replica; 261,209 blocks x 16 x 2 = 8,358,688 tokens. */
+static void test_deepseek_sixteen_cards(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_example_model("deepseek_v3_2.json");
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.device_memory = 80 * GIB;
+    o.context_length = 32768;
+    o.kv_cache_dtype = KVSHARD_DTYPE_FP8;
+    o.weights_total = UINT64_C(674030337216);
+    o.weights_experts = UINT64_C(654068416512);
+    kvshard_fit *f = fit_of(m, &o, 16, 0);
+    assert_int_equal(kvshard_fit_row_count(f), 44);
+    assert_int_equal(fitting(f), 44);
+    assert_int_equal(kvshard_fit_limited_layouts(f), 7);
+    const kvshard_ownership none = KVSHARD_OWNERSHIP_DEFAULT, ord = KVSHARD_OWNERSHIP_ORDINAL;
+    const want rows[] = {
+        {1, 8, 1, 2, 8, ord, 43374516120u, 29639927912u, 127, 254, 8358688},
+        {2, 8, 1, 2, 8, KVSHARD_OWNERSHIP_GLOBAL, 0, 0, 127, 254, 8358688},
+        {3, 8, 1, 2, 8, KVSHARD_OWNERSHIP_CONTIGUOUS, 0, 0, 127, 254, 8358688},
+        {4, 4, 2, 2, 4, ord, 44085573763u, 28928870269u, 124, 248, 8158144},
+        {7, 4, 1, 4, 4, ord, 45869756208u, 27144687824u, 61, 244, 8105280},
+        {10, 2, 2, 4, 2, ord, 46621719426u, 26392724606u, 60, 240, 7880768},
+        {19, 1, 2, 8, 1, none, 51694010752u, 21320433280u, 26, 208, 6982272},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        assert_row(f, &rows[i]);
+    assert_int_equal(kvshard_fit_row_at(f, 0)->num_blocks, 261209);
+    assert_flags(f, "kvshard", false,
+                 "--world_size=16 --dp_size=2 --enable_layerwise_split=true "
+                 "--layerwise_split_size=8 --ownership=ordinal --max_seqs=127");
+    assert_flags(f, "vllm", false, NULL);
+    assert_flags(f, "sglang", false, NULL);
+    assert_flags(f, "sglang", true, NULL);
+    kvshard_fit_free(f);
+
+    /* Pinned to one stage: 22 rows, T = 8 S = 8 then T = 4, D = 4, S = 4. */
+    kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
+    fo.gpus = 16;
+    fo.pp_size = 1;
+    kvshard_error err;
+    tu_assert_ok(kvshard_fit_create(&f, m, &o, &fo, NULL, &err), &err);
+    assert_int_equal(kvshard_fit_row_count(f), 22);
+    assert_int_equal(kvshard_fit_row_at(f, 0)->seqs_total, 254);
+    const kvshard_fit_row *r = kvshard_fit_row_at(f, 3);
+    assert_int_equal(r->tp_size, 4);
+    assert_int_equal(r->seqs_total, 244);
+    kvshard_fit_free(f);
+
+    /* Stages inside nodes too (62 rows): sixteen stages of T = 1 keep one
+     * latent per replica, 4 x 788 = 3,152 bytes a token on the poorest
+     * stage: 571,377 blocks, balanced floor(28,815,733,394 / (2,048 x
+     * 50,432)) = 278; then T = 1, P = 8, D = 2 (266), then the row above. */
+    f = fit_of(m, &o, 16, 16);
+    assert_int_equal(kvshard_fit_row_count(f), 62);
+    const want deep = {1, 1, 16, 1, 1, none, 44198710638u, 28815733394u, 278, 278, 9142032};
+    assert_row(f, &deep);
+    r = kvshard_fit_row_at(f, 1);
+    assert_int_equal(r->pp_size, 8);
+    assert_int_equal(r->seqs_total, 266);
+    assert_int_equal(kvshard_fit_row_at(f, 0)->num_blocks, 571377);
+    assert_int_equal(kvshard_fit_row_at(f, 2)->seqs_total, 254);
+    kvshard_fit_free(f);
+
+    /* T = 16 too once max_tp_size allows it: 75 rows; T = 16, S = 16 runs 239. */
+    fo = (kvshard_fit_options)KVSHARD_FIT_OPTIONS_INIT;
+    fo.gpus = 16;
+    fo.max_pp_size = 16;
+    fo.max_tp_size = 16;
+    tu_assert_ok(kvshard_fit_create(&f, m, &o, &fo, NULL, &err), &err);
+    assert_int_equal(kvshard_fit_row_count(f), 75);
+    bool seen = false;
+    for (size_t i = 0; i < kvshard_fit_row_count(f); i++) {
+        r = kvshard_fit_row_at(f, i);
+        if (r->tp_size == 16 && r->layerwise_split_size == 16 &&
+            r->ownership == KVSHARD_OWNERSHIP_ORDINAL) {
+            assert_int_equal(r->seqs_total, 239);
+            seen = true;
+        }
+    }
+    assert_true(seen);
+    kvshard_fit_free(f);
+    kvshard_model_free(m);
+}
+
+/* Nemotron-3-Nano on two 24 GiB cards: usable floor(25,769,803,776 x 0.9)
+ * = 23,192,823,398, reserve 1,288,490,188. In bf16 no layout fits: the
+ * closest, T = 2, keeps 31,577,947,648 bytes of weights a rank and leaves
+ * -9,673,614,438. In fp8 experts: T = 2 runs 40 sequences, 1,312,528
+ * tokens; the split costs (31); T = 1, D = 2 runs 11 a replica, 22. */
+static void test_nemotron_two_cards(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_example_model("nemotron_3_nano_30b_a3b.json");
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.device_memory = 24 * GIB;
+    o.context_length = 32768;
+    o.weights_total = UINT64_C(63155895296);
+    o.weights_experts = UINT64_C(58749616128);
+    kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
+    fo.gpus = 2;
+    kvshard_fit *f = NULL;
+    kvshard_error err;
+    assert_int_equal(kvshard_fit_create(&f, m, &o, &fo, NULL, &err), KVSHARD_EDOESNOTFIT);
+    assert_null(f);
+    assert_non_null(strstr(err.message, "the closest, T = 2, P = 1, D = 1, leaves its poorest "
+                                        "stage -9673614438 bytes"));
+    assert_non_null(strstr(err.message, "23192823398 usable bytes, less activation_reserve "
+                                        "1288490188"));
+    fo.max_pp_size = 2;
+    assert_int_equal(kvshard_fit_create(&f, m, &o, &fo, NULL, &err), KVSHARD_EDOESNOTFIT);
+    assert_non_null(strstr(err.message, "the closest, T = 1, P = 2, D = 1"));
+
+    o.weights_total = UINT64_C(33781110784);
+    o.weights_experts = UINT64_C(29374831616);
+    f = fit_of(m, &o, 2, 0);
+    const kvshard_ownership none = KVSHARD_OWNERSHIP_DEFAULT, ord = KVSHARD_OWNERSHIP_ORDINAL;
+    const want rows[] = {
+        {1, 2, 1, 1, 1, none, 16890555392u, 5013777818u, 40, 40, 1312528},
+        {2, 2, 1, 1, 2, ord, 16890555392u, 5013777818u, 31, 31, 1038320},
+        {5, 1, 1, 2, 1, none, 19093694976u, 2810638234u, 11, 22, 739168},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        assert_row(f, &rows[i]);
+    assert_int_equal(kvshard_fit_limited_layouts(f), 1);
+    kvshard_fit_free(f);
+    f = fit_of(m, &o, 2, 2);
+    const want second = {2, 1, 2, 1, 1, none, 0, 0, 39, 39, 1306976};
+    assert_row(f, &second);
+    kvshard_fit_free(f);
+
+    /* No context length: 256 sequences of state leave no block anywhere;
+     * at 32 sequences T = 2 holds 86,028 blocks. */
+    o.context_length = 0;
+    fo = (kvshard_fit_options)KVSHARD_FIT_OPTIONS_INIT;
+    fo.gpus = 2;
+    assert_int_equal(kvshard_fit_create(&f, m, &o, &fo, NULL, &err), KVSHARD_ENOBLOCK);
+    assert_non_null(strstr(err.message, "max_seqs 256"));
+    o.max_seqs = 32;
+    f = fit_of(m, &o, 2, 0);
+    assert_int_equal(kvshard_fit_row_at(f, 0)->num_blocks, 86028);
+    kvshard_fit_free(f);
+    kvshard_model_free(m);
+}
+
+/* A plan with the same device inputs is fit's row 1 again. */
+static void test_plan_from_the_device(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_example_model("qwen3_5_35b_a3b.json");
+    kvshard_options o = qwen_options();
+    o.world_size = 4;
+    o.dp_size = 2;
+    o.max_seqs = 28;
+    kvshard_plan *p = tu_plan(m, &o);
+    kvshard_rank_memory r = KVSHARD_RANK_MEMORY_INIT;
+    assert_int_equal(kvshard_plan_rank_memory(&r, p, 1), KVSHARD_OK);
+    assert_true(r.has_budget);
+    assert_true(r.has_device);
+    assert_int_equal(r.budget, 10651293325u);
+    assert_int_equal(r.weights_bytes, 18554484288u);
+    assert_int_equal(r.activation_reserve, 1717986918u);
+    assert_int_equal(tu_figure(p, "num_blocks"), 59508);
+    assert_int_equal(tu_figure(p, "budget"), 10651293325u);
+    assert_false(tu_has_figure(p, "memory_per_rank"));
+    char *json = tu_plan_json(p);
+    assert_non_null(strstr(json, "\"device\": {\"device_memory\": 34359738368, "
+                                 "\"memory_utilization\": 0.9, \"usable\": 30923764531, "
+                                 "\"activation_reserve\": 1717986918,\n             \"weights\": "
+                                 "{\"source\": \"weights_total\", \"total_bytes\": 69321223296, "
+                                 "\"expert_bytes\": 64424509440, \"draft_bytes\": null"));
+    free(json);
+    kvshard_plan_free(p);
+
+    /* memory_per_rank wins, and says so. */
+    o.memory_per_rank = 8 * GIB;
+    p = tu_plan(m, &o);
+    assert_true(kvshard_plan_has_warning(p, KVSHARD_WARN_DEVICE_MEMORY_IGNORED));
+    assert_int_equal(tu_figure(p, "memory_per_rank"), 8 * GIB);
+    assert_int_equal(kvshard_plan_rank_memory(&r, p, 0), KVSHARD_OK);
+    assert_false(r.has_device);
+    assert_int_equal(r.budget, 8 * GIB);
+    kvshard_plan_free(p);
+
+    /* weights_per_rank, one a stage, and an exact utilization: 2/5 of
+     * 34,359,738,368 is 13,743,895,347.2, floored. */
+    const uint64_t per_stage[2] = {9 * GIB, 8 * GIB};
+    o = qwen_options();
+    o.world_size = 4;
+    o.pp_size = 2;
+    o.max_seqs = 8;
+    o.memory_utilization = 0.4;
+    o.activation_reserve = 0;
+    o.weights_per_rank = per_stage;
+    o.weights_per_rank_count = 2;
+    p = tu_plan(m, &o);
+    assert_int_equal(kvshard_plan_rank_memory(&r, p, 0), KVSHARD_OK);
+    assert_int_equal(r.budget, UINT64_C(13743895347) - 9 * GIB);
+    assert_int_equal(kvshard_plan_rank_memory(&r, p, 2), KVSHARD_OK);
+    assert_int_equal(r.budget, UINT64_C(13743895347) - 8 * GIB);
+    kvshard_plan_free(p);
+    kvshard_model_free(m);
+}
+
+/* tiny_hybrid's safetensors headers on 4 ranks in two stages, 1 MiB a card,
+ * all of it usable, no reserve, 4 sequences: stage 0 (layers 0-1, GDN only)
+ * holds 31,928 bytes of weights, budget 1,016,648, no KV, 1,600 bytes of
+ * state a sequence; stage 1 (layers 2-3) 28,808, budget 1,019,768, 32 bytes
+ * a token (512 a block), 800 of state: floor((1,019,768 - 3,200) / 512) =
+ * 1,985 blocks, set by stage 1. One tensor is classed unknown. */
+static void test_tiny_hybrid_plan(void **state)
+{
+    (void)state;
+    const char *dirs[] = {KVSHARD_TEST_BUILD_DATA "/tiny_hybrid",
+                          KVSHARD_TEST_BUILD_DATA "/tiny_hybrid_cut"};
+    uint64_t digest = 0;
+    for (size_t d = 0; d < 2; d++) {
+        kvshard_model *m = NULL;
+        kvshard_error err;
+        tu_assert_ok(kvshard_model_load_file(&m, dirs[d], NULL, &err), &err);
+        kvshard_options o = KVSHARD_OPTIONS_INIT;
+        o.world_size = 4;
+        o.pp_size = 2;
+        o.device_memory = UINT64_C(1) << 20;
+        o.memory_utilization = 1.0;
+        o.activation_reserve = 0;
+        o.max_seqs = 4;
+        kvshard_plan *p = tu_plan(m, &o);
+        kvshard_rank_memory r = KVSHARD_RANK_MEMORY_INIT;
+        assert_int_equal(kvshard_plan_rank_memory(&r, p, 0), KVSHARD_OK);
+        assert_int_equal(r.weights_bytes, 31928);
+        assert_int_equal(r.budget, 1016648);
+        assert_int_equal(r.bytes_per_block, 0);
+        assert_int_equal(r.state_bytes_per_seq, 1600);
+        assert_int_equal(kvshard_plan_rank_memory(&r, p, 2), KVSHARD_OK);
+        assert_int_equal(r.weights_bytes, 28808);
+        assert_int_equal(r.budget, 1019768);
+        assert_int_equal(r.kv_bytes_per_token, 32);
+        assert_int_equal(r.state_bytes_per_seq, 800);
+        assert_int_equal(r.num_blocks, 1985);
+        assert_int_equal(tu_figure(p, "num_blocks"), 1985);
+        assert_int_equal(tu_figure(p, "binding_stage"), 1);
+        assert_true(kvshard_plan_has_warning(p, KVSHARD_WARN_STAGE_WITHOUT_KV));
+        assert_true(kvshard_plan_has_warning(p, KVSHARD_WARN_WEIGHTS_UNKNOWN_TENSORS));
+        char *json = tu_plan_json(p);
+        assert_non_null(strstr(json, "\"weights\": {\"source\": \"safetensors\", \"total_bytes\": "
+                                     "142124, \"expert_bytes\": 61440, \"draft_bytes\": 22592, "
+                                     "\"tensors\": 126, \"unknown_tensors\": 1, "
+                                     "\"unknown_bytes\": 16, \"first_unknown\": "
+                                     "\"model.layers.3.self_attn.rotary_emb.inv_freq\", "
+                                     "\"index_total_size\": 142124}"));
+        free(json);
+        /* Headers alone give the same plan as whole shards. */
+        if (d == 0)
+            digest = kvshard_plan_digest(p);
+        else
+            assert_true(kvshard_plan_digest(p) == digest);
+        kvshard_plan_free(p);
+
+        /* T = 4 with experts placed whole and one speculative token: the
+         * draft tensors come in on the one stage: 38,058 bytes a rank. */
+        o.pp_size = 1;
+        o.expert_parallel = true;
+        o.num_speculative_tokens = 1;
+        p = tu_plan(m, &o);
+        assert_int_equal(kvshard_plan_rank_memory(&r, p, 3), KVSHARD_OK);
+        assert_int_equal(r.weights_bytes, 38058);
+        kvshard_plan_free(p);
+        kvshard_model_free(m);
+    }
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_example_model("qwen3_5_35b_a3b.json");
+    kvshard_options o = qwen_options();
+    kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
+    kvshard_fit *f = NULL;
+    kvshard_error err;
+    assert_int_equal(kvshard_fit_create(&f, m, &o, &fo, NULL, &err), KVSHARD_EPARALLEL);
+    assert_non_null(strstr(err.message, "gpus is 0"));
+    fo.gpus = 4;
+    o.device_memory = 0;
+    assert_int_equal(kvshard_fit_create(&f, m, &o, &fo, NULL, &err), KVSHARD_EMISSING);
+    assert_non_null(strstr(err.message, "kvshard fit needs device_memory"));
+    o = qwen_options();
+    const uint64_t one[1] = {GIB};
+    o.weights_per_rank = one;
+    o.weights_per_rank_count = 1;
+    assert_int_equal(kvshard_fit_create(&f, m, &o, &fo, NULL, &err), KVSHARD_EWEIGHTS);
+    assert_non_null(strstr(err.message, "kvshard fit works out each layout's weights"));
+    o = qwen_options();
+    o.engine = KVSHARD_ENGINE_VLLM;
+    assert_int_equal(kvshard_fit_create(&f, m, &o, &fo, NULL, &err), KVSHARD_EPROFILE);
+    assert_non_null(strstr(err.message, "vllm profile: fit_profile:"));
+    o = qwen_options();
+    fo.pp_size = 4; /* within max_pp_size 4, but D = 4 / (T x 4) needs T = 1 ... */
+    fo.dp_size = 2; /* ... and D = 2 leaves none */
+    assert_int_equal(kvshard_fit_create(&f, m, &o, &fo, NULL, &err), KVSHARD_EFITLIMITS);
+    assert_non_null(strstr(err.message, "fit_limits: no layout of 4 GPUs within gpus_per_node 8, "
+                                        "max_tp_size 8 and max_pp_size 4 and the pins pp_size 4, "
+                                        "dp_size 2"));
+    assert_null(f);
+    /* Engine profiles take their engines' own memory figures. */
+    o = qwen_options();
+    o.world_size = 4;
+    o.engine = KVSHARD_ENGINE_XLLM;
+    kvshard_plan *p = NULL;
+    assert_int_equal(kvshard_plan_create(&p, m, &o, NULL, &err), KVSHARD_EPROFILE);
+    assert_non_null(strstr(err.message, "xllm profile: device_inputs_unsupported: device_memory"));
+    kvshard_model_free(m);
+
+    /* A layout the model refuses is listed, not fatal: 6 GPUs of one node
+     * give T = 3 and T = 6, which 2 KV heads do not divide. */
+    m = tu_load_example_model("llama3_1_8b.json"); /* 8 KV heads, 32 query heads */
+    o = (kvshard_options)KVSHARD_OPTIONS_INIT;
+    o.device_memory = 80 * GIB;
+    o.weights_total = 16 * GIB;
+    o.max_seqs = 16;
+    fo = (kvshard_fit_options)KVSHARD_FIT_OPTIONS_INIT;
+    fo.gpus = 6;
+    tu_assert_ok(kvshard_fit_create(&f, m, &o, &fo, NULL, &err), &err);
+    assert_int_equal(kvshard_fit_not_admitted_count(f), 2);
+    uint32_t T, P, D;
+    int code;
+    assert_int_equal(kvshard_fit_not_admitted(&T, &P, &D, &code, f, 0), KVSHARD_OK);
+    assert_int_equal(T, 3);
+    assert_int_equal(P, 1);
+    assert_int_equal(D, 2);
+    assert_int_equal(code, KVSHARD_EKVHEADS);
+    assert_string_equal(kvshard_status_name(code), "kv_heads");
+    assert_int_equal(kvshard_fit_not_admitted(&T, &P, &D, &code, f, 1), KVSHARD_OK);
+    assert_int_equal(T, 6);
+    assert_int_equal(kvshard_fit_not_admitted(&T, &P, &D, &code, f, 2), KVSHARD_EINVAL);
+    kvshard_fit_free(f);
+    kvshard_model_free(m);
+}
+
+/* A deployment's flags pin the search: --pp_size=1 as a flag. */
+static void test_deployment_pins(void **state)
+{
+    (void)state;
+    char *path = tu_example_path("qwen3_5_35b_a3b_tp4.yaml");
+    kvshard_deployment *dep = NULL;
+    kvshard_error err;
+    tu_assert_ok(kvshard_deployment_load_file(&dep, path, NULL, &err), &err);
+    free(path);
+    const char *args[] = {"--device_memory=32GiB", "--context_length=32768",
+                          "--weights_total=69321223296", "--weights_experts=64424509440",
+                          "--enable_layerwise_split=false"};
+    tu_assert_ok(kvshard_deployment_apply_args(dep, 5, args, 0, &err), &err);
+    kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
+    fo.gpus = 4;
+    kvshard_fit *f = NULL;
+    tu_assert_ok(kvshard_deployment_fit(&f, dep, &fo, &err), &err);
+    /* Unsplit only: one row each for T = 1, 2, 4. */
+    assert_int_equal(kvshard_fit_row_count(f), 3);
+    assert_int_equal(kvshard_fit_row_at(f, 0)->seqs_total, 56);
+    char *json = NULL;
+    assert_int_equal(kvshard_fit_write_json(f, tu_append, &json), KVSHARD_OK);
+    assert_non_null(strstr(json, "\"gpus\": 4, \"gpus_per_node\": 8, \"max_tp_size\": 8, "
+                                 "\"max_pp_size\": 1, \"limited_layouts\": 3"));
+    assert_non_null(strstr(json, "\"flags\": {\"kvshard\": [\"--world_size=4\", \"--dp_size=2\", "
+                                 "\"--max_seqs=28\"]"));
+    free(json);
+    kvshard_fit_free(f);
+    kvshard_deployment_free(dep);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_qwen_four_cards),     cmocka_unit_test(test_qwen_stages_in_the_node),
+        cmocka_unit_test(test_deepseek_sixteen_cards), cmocka_unit_test(test_nemotron_two_cards),
+        cmocka_unit_test(test_plan_from_the_device), cmocka_unit_test(test_tiny_hybrid_plan),
+        cmocka_unit_test(test_errors),               cmocka_unit_test(test_deployment_pins),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
