@@ -1500,6 +1500,68 @@ static void test_readme_outputs(void **state)
     free(readme);
 }
 
+/* kvshard fit: the rows and the commands of the recommendation, its
+ * usage errors, and the JSON. Figures as test_fit's (Qwen3.5-35B-A3B on
+ * four 32 GiB cards at 32,768 tokens). */
+#define QWEN_MODEL KVSHARD_EXAMPLES "/models/qwen3_5_35b_a3b.json"
+#define QWEN_WEIGHTS "--weights_total=69321223296 --weights_experts=64424509440"
+
+static void test_fit_command(void **state)
+{
+    (void)state;
+    run_result r = cli("fit '%s' --gpus=4 --device_memory=32GiB --context_length=32768 " QWEN_WEIGHTS
+                       " --top=2",
+                       QWEN_MODEL);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.err, "");
+    assert_true(starts_with(r.out, "fit        4 GPUs of 34,359,738,368 B (32.00 GiB) x 0.9 = "
+                                   "30,923,764,531 usable; activation_reserve 1,717,986,918 B\n"));
+    assert_contains(r.out, "limits     T limited to 8 per node, P to 1 stage; "
+                           "--max_tp_size/--max_pp_size to widen\n");
+    assert_contains(r.out, "\n   1     2     1     2     1  -           17.28 GiB     9.92 GiB    "
+                           "           28  56        1,904,256\n");
+    assert_contains(r.out, "... 10 more layouts fit (all rows: --format=json)\n");
+    assert_contains(r.out, "recommended: kvshard plan ");
+    assert_contains(r.out, " --world_size=4 --dp_size=2 --max_seqs=28 --device_memory=34359738368 "
+                           "--weights_total=69321223296 --weights_experts=64424509440 "
+                           "--context_length=32768\n");
+    assert_contains(r.out, "\nvllm         --tensor-parallel-size=2 --data-parallel-size=2 "
+                           "--gpu-memory-utilization=0.9 --max-model-len=32768 "
+                           "--max-num-seqs=28\n");
+    run_free(&r);
+    r = cli("fit '%s' --gpus 4 --device_memory=32GiB --context_length=32768 " QWEN_WEIGHTS
+            " --format=json",
+            QWEN_MODEL);
+    assert_int_equal(r.status, 0);
+    assert_contains(r.out, "\"memory_utilization\": 0.9, \"usable\": 30923764531, "
+                           "\"activation_reserve\": 1717986918, \"context_length\": 32768");
+    assert_contains(r.out, "{\"rank\": 1, \"tp_size\": 2, \"pp_size\": 1, \"dp_size\": 2, "
+                           "\"layerwise_split_size\": 1, \"ownership\": null, \"fits\": true, "
+                           "\"reason\": null,\n     \"weights_per_rank\": 18554484288, "
+                           "\"budget\": 10651293325, \"binding_stage\": 0, \"num_blocks\": "
+                           "59508, \"max_seqs\": 28, \"seqs_per_replica\": 28, \"seqs_total\": "
+                           "56, \"tokens_per_replica\": 952128, \"tokens_total\": 1904256,\n"
+                           "     \"pp_partition\": [40], \"warnings\": []}");
+    assert_contains(r.out, "\"env\": {\"vllm\": [], \"sglang\": []}}");
+    run_free(&r);
+    /* Usage: fit's flags are its own and --gpus is needed. */
+    r = cli("fit '%s' --device_memory=32GiB", QWEN_MODEL);
+    assert_true(starts_with(r.err, "kvshard: fit needs --gpus=N"));
+    assert_usage(&r);
+    r = cli("plan '%s' --gpus=4", QWEN_MODEL);
+    assert_true(starts_with(r.err, "kvshard: --gpus, --max_tp_size, --max_pp_size and --top are "
+                                   "flags of fit"));
+    assert_usage(&r);
+    r = cli("fit '%s' --gpus=4 --top=0", QWEN_MODEL);
+    assert_true(starts_with(r.err, "kvshard: --top takes a whole number from 1 to 65536, not '0'"));
+    assert_usage(&r);
+    /* Invalid input: no weights for the device, located at the flag. */
+    r = cli("fit '%s' --gpus=4", QWEN_MODEL);
+    assert_int_equal(r.status, 1);
+    assert_contains(r.err, "kvshard fit needs device_memory");
+    run_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1532,6 +1594,7 @@ int main(void)
         cmocka_unit_test(test_split_rank_lists),
         cmocka_unit_test(test_setup_lists_optional_packages),
         cmocka_unit_test(test_readme_outputs),
+        cmocka_unit_test(test_fit_command),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -671,7 +671,7 @@ int kvshard_fit_write_json(const kvshard_fit *fit, kvshard_write_fn write, void 
         bool first = true;
         for (size_t e = env ? 1 : 0; e < sizeof engines / sizeof engines[0]; e++) {
             if (!first)
-                kvshard__out_raw(&o, ",\n                              ");
+                kvshard__out_raw(&o, env ? ", " : ",\n                              ");
             key(&o, engines[e]);
             emit_args(&o, fit, engines[e], env == 1);
             first = false;

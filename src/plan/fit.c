@@ -373,6 +373,7 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo, c
             uint32_t counts[256];
             int64_t left = INT64_MAX;
             kvshard_error ignore;
+            kvshard__error_reset(&ignore);
             if (P <= 256 &&
                 kvshard_partition__by_rule(counts, L, P, s->base.options.pp_partition_rule ==
                                                                  KVSHARD_PP_RULE_EXPLICIT
