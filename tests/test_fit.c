@@ -515,13 +515,25 @@ static void test_errors(void **state)
                                         "max_tp_size 8 and max_pp_size 4 and the pins pp_size 4, "
                                         "dp_size 2"));
     assert_null(f);
-    /* Engine profiles take their engines' own memory figures. */
+    /* Under an engine profile device_memory is its device_memory_total and
+     * the weights fill the figure it takes from a running engine: xLLM's
+     * free memory after the weights load, 34,359,738,368 - 17,330,305,824
+     * (T = 4, reserve 0) = 17,029,432,544; its budget less the device's
+     * unused share, floor(34,359,738,368 x 0.2) = 6,871,947,673:
+     * 10,157,484,871. Given with another value, the two differ. */
     o = qwen_options();
     o.world_size = 4;
+    o.context_length = 0;
     o.engine = KVSHARD_ENGINE_XLLM;
-    kvshard_plan *p = NULL;
-    assert_int_equal(kvshard_plan_create(&p, m, &o, NULL, &err), KVSHARD_EPROFILE);
-    assert_non_null(strstr(err.message, "xllm profile: device_inputs_unsupported: device_memory"));
+    kvshard_plan *p = tu_plan(m, &o);
+    assert_int_equal(tu_figure(p, "budget"), 10157484871u);
+    kvshard_plan_free(p);
+    kvshard_settings *set = tu_settings("device_memory_total", "16GiB", NULL);
+    o.settings = set;
+    assert_int_equal(kvshard_plan_create(&p, m, &o, NULL, &err), KVSHARD_EDUPKEY);
+    assert_non_null(strstr(err.message, "xllm profile: device_memory 34359738368 and "
+                                        "device_memory_total 17179869184 differ"));
+    kvshard_settings_free(set);
     kvshard_model_free(m);
 
     /* A layout the model refuses is listed, not fatal: 6 GPUs of one node

@@ -338,7 +338,8 @@ int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *mo
     w.base.options.layerwise_split_size = 1;
     w.base.given.enable_layerwise_split = false;
     w.base.given.layerwise_split_size = 1;
-    if ((rc = kvshard__planning_settle(&w.base, model, blame, err)) != 0)
+    if ((rc = kvshard__device_map(&w.base, blame, err)) != 0 ||
+        (rc = kvshard__planning_settle(&w.base, model, blame, err)) != 0)
         return rc;
     kvshard_allocator a = kvshard__allocator_or_default(allocator);
     if ((rc = kvshard__device_open(&w.device, &w.base, model, &a, blame, err)) != 0) {
@@ -346,6 +347,16 @@ int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *mo
         return rc;
     }
     kvshard__device_figures_of(&w.device_figures, &w.device);
+    /* An engine profile's budget: the weights fill its input once (its
+     * engines plan one stage). */
+    kvshard__device_layout engine_layout = {kvshard__attn_tp_size(&w.base.options),
+                                            w.base.options.dp_size,
+                                            w.base.options.cp_size, 1, NULL, model->info.num_layers};
+    if (w.device.fills && engine_layout.tp &&
+        (rc = kvshard__device_fill(&w.base, &w.device, &engine_layout, blame, err)) != 0) {
+        kvshard__device_close(&w.device);
+        return rc;
+    }
     const kvshard_options *o = &w.base.options;
     bool sweep = o->sweep_pp;
     if (sweep && o->pp_partition_count > 0) {

@@ -4,6 +4,7 @@
 #include "plan/device.h"
 
 #include "base/checked.h"
+#include "profile/profiles.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -105,6 +106,9 @@ static int read_weights(kvshard__device *d, const kvshard_model *model,
     return rc;
 }
 
+static int open_weights(kvshard__device *d, const kvshard_options *o, const kvshard_model *model,
+                        const kvshard_allocator *alloc, const char **blame, kvshard_error *err);
+
 int kvshard__device_open(kvshard__device *d, const kvshard__planning *pl,
                          const kvshard_model *model, const kvshard_allocator *alloc,
                          const char **blame, kvshard_error *err)
@@ -117,13 +121,23 @@ int kvshard__device_open(kvshard__device *d, const kvshard__planning *pl,
         return KVSHARD_OK;
     const kvshard__profile *p = pl->profile;
     *blame = "device_memory";
-    if (!p->device_utilization_ppb)
+    bool engine = !p->device_utilization_ppb; /* the engine's formula makes the budget */
+    if (engine && !p->device_fill_input)
         return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
                              "%s profile: device_inputs_unsupported: device_memory: the profile "
-                             "takes the engine's own memory figures instead (%s)",
-                             p->name, p->device_hint ? p->device_hint : "memory_per_rank");
-    d->used = true;
+                             "reads none of the device inputs",
+                             p->name);
+    d->used = !engine;
+    d->fills = engine;
     d->device_memory = o->device_memory;
+    if (engine) {
+        uint64_t twentieth = o->device_memory / 20;
+        d->reserve = o->activation_reserve != KVSHARD_RESERVE_AUTO ? o->activation_reserve
+                     : !p->device_reserve_auto                     ? 0
+                     : twentieth > GIB                             ? twentieth
+                                                                   : GIB;
+        return open_weights(d, o, model, alloc, blame, err);
+    }
     d->utilization = o->memory_utilization > 0 ? o->memory_utilization
                                                : (double)p->device_utilization_ppb / 1e9;
     double scaled = d->utilization * 1e9;
@@ -140,6 +154,14 @@ int kvshard__device_open(kvshard__device *d, const kvshard__planning *pl,
     d->reserve = o->activation_reserve != KVSHARD_RESERVE_AUTO ? o->activation_reserve
                  : twentieth > GIB                             ? twentieth
                                                                : GIB;
+    return open_weights(d, o, model, alloc, blame, err);
+}
+
+/* Where the weights come from, first that applies, read now when they are
+ * the model directory's. */
+static int open_weights(kvshard__device *d, const kvshard_options *o, const kvshard_model *model,
+                        const kvshard_allocator *alloc, const char **blame, kvshard_error *err)
+{
     if (o->weights_per_rank_count > 0) {
         d->source = KVSHARD__WEIGHTS_PER_RANK;
     } else if (o->weights_total > 0) {
@@ -298,4 +320,82 @@ void kvshard__device_figures_of(kvshard__device_figures *out, const kvshard__dev
         snprintf(out->first_unknown, sizeof out->first_unknown, "%s", d->summary.first_unknown);
         out->summary.first_unknown = out->first_unknown;
     }
+}
+
+/* The input of `profile` named `name`, and whether something set it (it
+ * differs from its fallback). */
+static kvshard_value *engine_input(kvshard__planning *pl, const char *name, bool *set)
+{
+    int i = name ? kvshard_profiles__input_index(pl->profile, name) : -1;
+    if (i < 0)
+        return NULL;
+    const kvshard_profile__input *in = &pl->profile->inputs[i];
+    *set = !kvshard_value__equal(&in->def, pl->inputs[i], in->fallback);
+    return &pl->inputs[i];
+}
+
+int kvshard__device_map(kvshard__planning *pl, const char **blame, kvshard_error *err)
+{
+    const kvshard_options *o = &pl->options;
+    const kvshard__profile *p = pl->profile;
+    if (p->device_utilization_ppb || o->device_memory == 0 || o->memory_per_rank > 0)
+        return KVSHARD_OK;
+    bool set;
+    kvshard_value *total = engine_input(pl, p->device_total_input, &set);
+    if (total && set && total->u != o->device_memory) {
+        *blame = "device_memory";
+        return kvshard__fail(err, KVSHARD_EDUPKEY, "", kvshard__no_mark,
+                             "%s profile: device_memory %llu and %s %llu differ; give one of them",
+                             p->name, (unsigned long long)o->device_memory,
+                             p->device_total_input, (unsigned long long)total->u);
+    }
+    if (total)
+        total->u = o->device_memory;
+    kvshard_value *u = engine_input(pl, p->device_utilization_input, &set);
+    if (u && o->memory_utilization > 0) {
+        if (set && u->d != o->memory_utilization) {
+            *blame = "memory_utilization";
+            return kvshard__fail(err, KVSHARD_EDUPKEY, "", kvshard__no_mark,
+                                 "%s profile: memory_utilization %g and %s %g differ; give one "
+                                 "of them",
+                                 p->name, o->memory_utilization, p->device_utilization_input,
+                                 u->d);
+        }
+        u->d = o->memory_utilization;
+    }
+    return KVSHARD_OK;
+}
+
+int kvshard__device_fill(kvshard__planning *pl, const kvshard__device *d,
+                         const kvshard__device_layout *layout, const char **blame,
+                         kvshard_error *err)
+{
+    if (!d->fills)
+        return KVSHARD_OK;
+    const kvshard__profile *p = pl->profile;
+    bool set;
+    kvshard_value *fill = engine_input(pl, p->device_fill_input, &set);
+    if (!fill || set)
+        return KVSHARD_OK; /* the engine's own figure wins */
+    uint64_t weights[1];
+    uint32_t all = layout->num_layers;
+    kvshard__device_layout one = *layout;
+    one.pp = 1;
+    one.stage_layers = &all;
+    int rc = stage_weights(weights, d, pl, &one, blame, err);
+    if (rc)
+        return rc;
+    uint64_t taken;
+    if (!kvshard__add(&taken, weights[0], d->reserve))
+        taken = UINT64_MAX;
+    if (p->device_fill_free && taken >= d->device_memory) {
+        *blame = "device_memory";
+        return kvshard__fail(err, KVSHARD_EDOESNOTFIT, "", kvshard__no_mark,
+                             "does_not_fit: the weights (%llu bytes a rank) and "
+                             "activation_reserve %llu bytes take all of device_memory %llu",
+                             (unsigned long long)weights[0], (unsigned long long)d->reserve,
+                             (unsigned long long)d->device_memory);
+    }
+    fill->u = p->device_fill_free ? d->device_memory - taken : taken;
+    return KVSHARD_OK;
 }

@@ -10,6 +10,7 @@
 typedef struct kvshard__device {
     kvshard_allocator alloc;
     bool used;    /* the budgets come from the device */
+    bool fills;   /* an engine profile's budget: the weights fill one of its inputs */
     bool ignored; /* device_memory was given beside memory_per_rank */
     uint64_t device_memory;
     uint32_t utilization_ppb; /* the utilization in billionths */
@@ -61,6 +62,19 @@ int kvshard__budgets_for(kvshard__budgets *out, uint64_t *weights, uint64_t *sta
 /* The device's figures as a plan keeps them (the first unknown tensor's
  * name copied). */
 void kvshard__device_figures_of(kvshard__device_figures *out, const kvshard__device *d);
+
+/* Under an engine profile, device_memory and memory_utilization into the
+ * inputs they are the same as (EDUPKEY when both are given and differ),
+ * before the profile settles its inputs. */
+int kvshard__device_map(kvshard__planning *pl, const char **blame, kvshard_error *err);
+
+/* Under an engine profile, the weights of a rank (one stage of the
+ * layout's T) into the input the profile fills when nothing set it:
+ * non_kv_memory = weights + reserve, or device_memory_free = device_memory
+ * - weights - reserve. */
+int kvshard__device_fill(kvshard__planning *pl, const kvshard__device *d,
+                         const kvshard__device_layout *layout, const char **blame,
+                         kvshard_error *err);
 
 /* A utilization in billionths as its exact decimal: "0.9", "1.0". */
 void kvshard__ppb_text(char *buf, size_t cap, uint32_t ppb);

@@ -443,6 +443,8 @@ static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvsha
                                  "KVSHARD_FIT_OPTIONS_INIT")) != 0)
         return rc;
     if (rc == KVSHARD_OK)
+        rc = kvshard__device_map(&s.base, blame, err);
+    if (rc == KVSHARD_OK)
         rc = kvshard__planning_settle(&s.base, model, blame, err);
     if (rc)
         return rc;

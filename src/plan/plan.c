@@ -439,6 +439,8 @@ int kvshard__plan_create_with(kvshard_plan **out, const kvshard_model *model,
     kvshard__planning pl;
     int rc = kvshard__begin_planning(&pl, out && model, options, allocator, blame, err);
     if (rc == KVSHARD_OK)
+        rc = kvshard__device_map(&pl, blame, err);
+    if (rc == KVSHARD_OK)
         rc = kvshard__planning_settle(&pl, model, blame, err);
     if (rc)
         return rc;
@@ -458,6 +460,11 @@ int kvshard__plan_create_with(kvshard_plan **out, const kvshard_model *model,
         device = *shared; /* borrowed: not closed here */
     else if (rc == KVSHARD_OK)
         rc = kvshard__device_open(&device, &pl, model, &a, blame, err);
+    if (rc == KVSHARD_OK) {
+        kvshard__device_layout one = {T, pl.options.dp_size, pl.options.cp_size, 1, NULL,
+                                      model->info.num_layers};
+        rc = kvshard__device_fill(&pl, &device, &one, blame, err);
+    }
     if (rc == KVSHARD_OK && (p = plan_block(&a, model, T, S, P)) == NULL)
         rc = kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark,
                            "out of memory creating the plan");

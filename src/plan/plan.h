@@ -189,6 +189,8 @@ int kvshard__begin_planning(kvshard__planning *out, bool args_ok, const kvshard_
 
 /* Settle the profile's inputs into the planning's options and state (the
  * profile's settle hook), before validation. */
+/* (Callers map the device inputs onto the profile's first:
+ * kvshard__device_map().) */
 int kvshard__planning_settle(kvshard__planning *pl, const kvshard_model *model, const char **blame,
                              kvshard_error *err);
 

@@ -201,10 +201,19 @@ typedef struct kvshard__profile {
     const char *stages_flag;
 
     /* Device inputs: the utilization (in billionths) a profile whose
-     * budget comes from device_memory uses by default; 0 for a profile that
-     * takes the engine's own memory figures instead, named in device_hint. */
+     * budget comes from device_memory uses by default; 0 for a profile
+     * whose budget is its engine's formula. Such a profile names the inputs
+     * device_memory and memory_utilization are the same as, and the one the
+     * weights fill when not given: non_kv_memory (a rank's weights and the
+     * reserve) or, with device_fill_free, device_memory_free (the device
+     * less them); the reserve defaults to kvshard's with
+     * device_reserve_auto, else to 0. */
     uint32_t device_utilization_ppb;
-    const char *device_hint;
+    const char *device_total_input;
+    const char *device_utilization_input;
+    const char *device_fill_input;
+    bool device_fill_free;
+    bool device_reserve_auto;
 
     /* The engine's flag names for kvshard's keys, and the inputs only
      * this profile reads; both NULL-ended (an input by a NULL def.name). */
