@@ -664,6 +664,12 @@ static void test_errors(void **state)
     kvshard_options o = staged(6, 4);
     assert_plan_fails(m, &o, KVSHARD_EWORLD,
                       "world_size 6 is not divisible by pp_size 4 x dp_size 1 x cp_size 1 = 4");
+    /* A comparison of one rank on two stages fails the same way. */
+    o = staged(1, 2);
+    kvshard_comparison *c = NULL;
+    kvshard_error cerr;
+    assert_int_equal(kvshard_comparison_create(&c, m, &o, NULL, &cerr), KVSHARD_EWORLD);
+    assert_null(c);
     o = staged(64, 64);
     assert_plan_fails(m, &o, KVSHARD_EPPLAYERS,
                       "pp_size 64 is above the model's 32 decoder layers");

@@ -201,7 +201,10 @@ static int prepare(work *w, const kvshard_allocator *a, kvshard_error *err)
     /* The unsplit bytes per block, as a profile that does not split sizes
      * its state slots by. */
     kvshard__memory_inputs in = inputs_of(w, &w->base, 1);
-    in.tp = kvshard__attn_tp_size(&w->base.options);
+    /* At the configured P, or at one stage when the world does not divide
+     * by that P (its rows then fail on their own). */
+    uint32_t T = kvshard__attn_tp_size(&w->base.options);
+    in.tp = T ? T : w->ranks_count;
     in.owned = w->layers.class_census;
     return kvshard__unsplit_bytes_per_block(&w->unsplit_bytes_per_block, &in, err);
 }
@@ -385,7 +388,7 @@ int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *mo
     }
     int base_rc = KVSHARD_OK;
     for (uint32_t P = P0; P <= P1; P++) {
-        if (w.ranks_count && w.ranks_count % P != 0)
+        if (sweep && w.ranks_count && w.ranks_count % P != 0)
             continue;
         kvshard_error e;
         kvshard__error_reset(&e);

@@ -695,8 +695,10 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
                     (long long)available, (unsigned long long)st.cell);
     }
     uint64_t T = (uint64_t)tokens;
-    uint64_t estimate = (uint64_t)((double)T / (double)st.context * 512.0);
-    estimate = estimate > 4096 ? 4096 : estimate;
+    /* SGLang's estimate, clamped before it becomes an integer (a context
+     * of 0 tokens would make it infinite). */
+    double per_context = st.context ? (double)T / (double)st.context * 512.0 : 4096.0;
+    uint64_t estimate = per_context > 4096.0 ? 4096 : (uint64_t)per_context;
     estimate = estimate < 2048 ? 2048 : estimate;
     uint64_t Rq;
     if (st.requested) {
