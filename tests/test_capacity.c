@@ -67,6 +67,14 @@ static void test_gqa_only(void **state)
     assert_non_null(strstr(text, "context    at 8,192 tokens: 20 sequences at once (below "
                                  "max_seqs 256; balanced max_seqs 20)\n"));
     free(text);
+    /* The report says the same: no state held back for sequences that
+     * cannot run. */
+    char *html = NULL;
+    assert_int_equal(kvshard_report_write_html(p, NULL, tu_append, &html), KVSHARD_OK);
+    assert_non_null(strstr(html, "<th scope=\"row\">sequences at once</th><td>20: below "
+                                 "max_seqs 256</td>"));
+    assert_null(strstr(html, "reserves state"));
+    free(html);
     kvshard_plan_free(p);
 
     /* 20 GiB / 2 MiB = 10240 blocks; a 163840-token sequence takes them all:

@@ -466,10 +466,15 @@ static void write_capacity(kvshard__out *o, const kvshard__plan_view *p)
         row_begin(o, "sequences at once");
         if (cap->has_concurrency) {
             kvshard__out_grouped(o, cap->concurrency);
-            if (cap->concurrency < opt->max_seqs) {
+            /* A model without state reserves nothing for the sequences that
+             * cannot run. */
+            if (cap->concurrency < opt->max_seqs && p->ranks[0].state_bytes_per_seq &&
+                cap->reserved) {
                 kvshard__out_printf(o, ": max_seqs %u reserves state for ", opt->max_seqs);
                 kvshard__out_grouped(o, opt->max_seqs - cap->concurrency);
                 kvshard__out_raw(o, " that cannot run");
+            } else if (cap->concurrency < opt->max_seqs) {
+                kvshard__out_printf(o, ": below max_seqs %u", opt->max_seqs);
             } else {
                 kvshard__out_printf(o, ": max_seqs %u is reached", opt->max_seqs);
             }
@@ -619,18 +624,10 @@ static void write_comparison(kvshard__out *o, const kvshard_comparison *c)
         kvshard__out_raw(o, "</td></tr>\n");
     }
     kvshard__out_raw(o, "</table>\n");
-    const kvshard_comparison_row *rec = &c->rows[c->recommended];
+    char flags[256];
+    kvshard__comparison_flags(flags, sizeof flags, c);
     kvshard__out_raw(o, "<p>Recommended: <code>");
-    if (stages)
-        kvshard__out_printf(o, "--pp_size=%u ", rec->pp_size);
-    kvshard__out_printf(o,
-                        "--enable_layerwise_split=%s --layerwise_split_size=%u --ownership=%s",
-                        rec->layerwise_split_size > 1 ? "true" : "false", rec->layerwise_split_size,
-                        kvshard_ownership_name(rec->ownership));
-    if (context && rec->has_balanced_max_seqs) {
-        kvshard__out_raw(o, " --max_seqs=");
-        kvshard__out_u64(o, rec->balanced_max_seqs);
-    }
+    kvshard__out_xml(o, flags, strlen(flags));
     kvshard__out_raw(o, "</code></p>\n</section>\n");
 }
 

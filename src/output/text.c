@@ -528,17 +528,9 @@ int kvshard_comparison_write_text(const kvshard_comparison *comparison, kvshard_
         }
         kvshard__out_raw(&o, "\n");
     }
-    const kvshard_comparison_row *rec = &comparison->rows[comparison->recommended];
-    kvshard__out_raw(&o, "\nrecommended:");
-    if (stages)
-        kvshard__out_printf(&o, " --pp_size=%u", rec->pp_size);
-    kvshard__out_printf(&o,
-                        " --enable_layerwise_split=%s --layerwise_split_size=%u --ownership=%s",
-                        rec->layerwise_split_size > 1 ? "true" : "false", rec->layerwise_split_size,
-                        kvshard_ownership_name(rec->ownership));
-    if (context && rec->has_balanced_max_seqs)
-        kvshard__out_printf(&o, " --max_seqs=%llu", (unsigned long long)rec->balanced_max_seqs);
-    kvshard__out_raw(&o, "\n");
+    char flags[256];
+    kvshard__comparison_flags(flags, sizeof flags, comparison);
+    kvshard__out_printf(&o, "\nrecommended: %s\n", flags);
     return kvshard__out_finish(&o);
 }
 

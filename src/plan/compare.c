@@ -13,6 +13,7 @@
 #include "plan/plan.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 void kvshard_comparison_free(kvshard_comparison *comparison)
@@ -305,7 +306,10 @@ static int pp_rows(kvshard_comparison *c, work *w, const kvshard_comparison_row 
                     *first_err = row_err;
                 }
             }
-            if (better(row, *best, c->by_balanced)) {
+            /* A row the engine can run: its own rule, where it runs one. */
+            bool runnable = !c->profile->runs_its_ownership_only ||
+                            row->ownership == c->profile->ownership;
+            if (runnable && better(row, *best, c->by_balanced)) {
                 *best = row;
                 c->recommended = c->count;
             }
@@ -482,4 +486,21 @@ const kvshard_comparison_row *kvshard_comparison_row_at(const kvshard_comparison
 size_t kvshard_comparison_recommended(const kvshard_comparison *comparison)
 {
     return comparison ? comparison->recommended : 0;
+}
+
+int kvshard__comparison_flags(char *buf, size_t cap, const kvshard_comparison *c)
+{
+    const kvshard_options *o = &c->options;
+    const kvshard_comparison_row *rec = &c->rows[c->recommended];
+    bool stages = o->sweep_pp || o->pp_size > 1;
+    char pp[32] = "", seqs[48] = "";
+    if (stages)
+        snprintf(pp, sizeof pp, "--pp_size=%u ", rec->pp_size);
+    if (c->has_memory && o->context_length && rec->has_balanced_max_seqs)
+        snprintf(seqs, sizeof seqs, " --max_seqs=%llu",
+                 (unsigned long long)rec->balanced_max_seqs);
+    return snprintf(buf, cap, "%s--enable_layerwise_split=%s --layerwise_split_size=%u "
+                              "--ownership=%s%s",
+                    pp, rec->layerwise_split_size > 1 ? "true" : "false",
+                    rec->layerwise_split_size, kvshard_ownership_name(rec->ownership), seqs);
 }

@@ -19,4 +19,8 @@ struct kvshard_comparison {
     uint64_t uniform_blocks; /* the unsplit plan's blocks (0: fits none) */
 };
 
+/* The recommendation's flags, space-separated, as the text, the report and
+ * the JSON give them; written like snprintf. */
+int kvshard__comparison_flags(char *buf, size_t cap, const kvshard_comparison *c);
+
 #endif /* KVSHARD_PLAN_COMPARE_H */

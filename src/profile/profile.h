@@ -191,6 +191,9 @@ typedef struct kvshard__profile {
     uint32_t block_size;
     uint32_t max_seqs;
     kvshard_ownership ownership;
+    /* The engine runs that ownership rule alone: compare recommends no
+     * other. */
+    bool runs_its_ownership_only;
     kvshard_rank_layout rank_layout; /* how the engine numbers its ranks */
     /* A profile that does not model pipeline stages: the name of its
      * refusal of pp_size above 1, why in words, and the engine's flag for

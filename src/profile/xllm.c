@@ -394,6 +394,7 @@ const kvshard__profile kvshard_profile__xllm = {
     .block_size = 128,
     .max_seqs = 200,
     .ownership = KVSHARD_OWNERSHIP_GLOBAL,
+    .runs_its_ownership_only = true, /* stock xLLM places layers by global index */
     .rank_layout = KVSHARD_RANK_LAYOUT_XLLM,
     .device_total_input = "device_memory_total",
     .device_utilization_input = "max_memory_utilization",
