@@ -531,9 +531,13 @@ void bench_model_dir_remove(bench_model_dir *d)
 {
     if (!d->dir)
         return;
-    for (size_t i = 0; i < d->json_count; i++)
-        unlink(d->jsons[i].path);
-    unlink(d->config);
+    /* At exit after a failure, some files may not have been made yet. */
+    for (size_t i = 0; i < d->json_count; i++) {
+        if (d->jsons[i].path)
+            unlink(d->jsons[i].path);
+    }
+    if (d->config)
+        unlink(d->config);
     if (rmdir(d->dir) != 0)
         fprintf(stderr, "kvshard_bench: cannot remove %s: %s\n", d->dir, strerror(errno));
     bench_free_texts(d->jsons, d->json_count);
