@@ -4,7 +4,8 @@
  *                kvshard_allocator
  *   procs.c      a small launcher process that runs whole programs and
  *                reports their wall time and peak memory
- *   texts.c      the example files and the generated configs
+ *   texts.c      the example files, the generated configs and the
+ *                generated model directory of safetensors headers
  *   reference.c  what kvshard is measured against: an empty call and the
  *                old byte-wise digest (its own translation unit, so calls
  *                into it stay calls)
@@ -50,7 +51,10 @@ enum {
     BENCH_CASE_QUERIES = 1u << 7,
     BENCH_CASE_SWEEP = 1u << 8,
     BENCH_CASE_FLAGS = 1u << 9,
-    BENCH_CASE_ENGINES = 1u << 10
+    BENCH_CASE_ENGINES = 1u << 10,
+    BENCH_CASE_FIT = 1u << 11,
+    BENCH_CASE_FIT_SAFETENSORS = 1u << 12,
+    BENCH_CASE_SAFETENSORS = 1u << 13
 };
 
 typedef struct bench_settings {
@@ -174,6 +178,33 @@ char *bench_gen_colliding_keys(size_t *out_len, uint32_t extra);
 /* Write text to a new file in the temporary directory; returns its path. */
 char *bench_write_temp(const char *text, size_t len);
 
+/* A model directory in the temporary directory: config.json, and weights
+ * as model.safetensors.index.json and shard files that hold only their
+ * headers (8-byte length and JSON), which is all the reader reads. */
+typedef struct bench_model_dir {
+    char *dir;
+    char *config; /* dir/config.json */
+    /* In memory as in the files: [0] the index, then each shard's header
+     * JSON (its padding included, the length before it not). */
+    bench_text *jsons;
+    size_t json_count;
+    size_t json_bytes; /* their lengths summed */
+    size_t tensors;
+    size_t expert_tensors;
+    uint64_t total_bytes; /* every tensor's bytes, the index's total_size */
+    uint64_t expert_bytes;
+} bench_model_dir;
+
+/* `tensors` BF16 tensors named as DeepSeek-V3.2's checkpoint names them,
+ * over `layers` layers and `shards` shard files, `config` as config.json:
+ * the attention, norms, dense and shared MLPs, router, embedding and head,
+ * and routed experts' projections for the rest (so many experts a layer as
+ * makes up the count). Removed at exit if bench_model_dir_remove() was not
+ * called. */
+void bench_model_dir_make(bench_model_dir *d, const bench_text *config, uint32_t layers,
+                          size_t tensors, unsigned shards);
+void bench_model_dir_remove(bench_model_dir *d);
+
 /* ---- references (reference.c) --------------------------------------------------------- */
 
 /* An empty out-of-line function with kvshard_plan_owns()'s signature. */
@@ -195,8 +226,8 @@ typedef enum bench_unit {
 
 #define BENCH_MAX_FIGURES 9
 #define BENCH_MAX_ROWS 64
-#define BENCH_MAX_SECTIONS 16
-#define BENCH_MAX_TARGETS 16
+#define BENCH_MAX_SECTIONS 24
+#define BENCH_MAX_TARGETS 24
 
 typedef struct bench_figure {
     const char *name;
@@ -282,12 +313,19 @@ typedef struct bench_inputs {
     /* The 10^6-entry layer_types config, made on first use. */
     char *big;
     size_t big_len;
+    /* The DeepSeek-V3.2 directory of safetensors headers, made at the start
+     * when a case reads it (bench_inputs_model_dir). */
+    bench_model_dir model_dir;
 } bench_inputs;
 
 #define BENCH_BIG_LAYERS 1000000u
 
 void bench_inputs_read(bench_inputs *in, const char *examples);
 void bench_inputs_free(bench_inputs *in);
+/* The tensors of the generated model directory, and its shard files. */
+#define BENCH_ST_TENSORS 100000u
+#define BENCH_ST_SHARDS 4u
+void bench_inputs_model_dir(bench_inputs *in);
 
 void bench_case_cli(bench_report *r, bench_inputs *in);
 void bench_case_memory(bench_report *r, bench_inputs *in);
@@ -305,5 +343,19 @@ void bench_case_flags(bench_report *r, bench_inputs *in);
 /* The limit of its targets, which main.c also lists. */
 #define BENCH_ENGINES_LIMIT 1.1
 void bench_case_engines(bench_report *r, bench_inputs *in);
+/* kvshard_fit_create of DeepSeek-V3.2 on 64 GPUs. Its targets are times
+ * against a fixed budget, given as time / budget (the limit 1.0), as the
+ * JSON rate is against 300 MB/s. */
+#define BENCH_FIT_TARGET "fit 64 GPUs, weights_total / 50 ms"
+#define BENCH_FIT_BUDGET_MS 50.0
+void bench_case_fit(bench_report *r, bench_inputs *in);
+#define BENCH_FIT_ST_TARGET "fit 64 GPUs, weights of a 100,000-tensor index / 250 ms"
+#define BENCH_FIT_ST_BUDGET_MS 250.0
+void bench_case_fit_safetensors(bench_report *r, bench_inputs *in);
+/* kvshard_safetensors__read_dir of that directory against a bare parse of
+ * its JSON texts. */
+#define BENCH_ST_TARGET "read a 100,000-tensor directory's headers / bare parse"
+#define BENCH_ST_LIMIT 1.5
+void bench_case_safetensors(bench_report *r, bench_inputs *in);
 
 #endif /* KVSHARD_BENCH_BENCH_H */

@@ -5,6 +5,7 @@
 #include "bench.h"
 
 #include "deploy/flags.h"
+#include "text/safetensors.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -63,6 +64,7 @@ void bench_inputs_free(bench_inputs *in)
     bench_free_texts(in->models, in->model_count);
     bench_free_texts(in->deployments, in->deployment_count);
     free(in->big);
+    bench_model_dir_remove(&in->model_dir);
     kvshard_settings_free(in->seed_settings);
     memset(in, 0, sizeof *in);
 }
@@ -1241,4 +1243,212 @@ void bench_case_engines(bench_report *r, bench_inputs *in)
     bench_target_add(r, "load + plan under sglang / under kvshard, Qwen3.5-9B TP 2", g.median,
                      BENCH_ENGINES_LIMIT, false,
                      "median of %zu per-pair ratios (p10 %.3f, p90 %.3f)", g.n, g.p10, g.p90);
+}
+
+/* ---- kvshard fit on 64 GPUs ------------------------------------------------------------------ */
+
+static const char fit_model[] = "deepseek_v3_2.json";
+#define FIT_GPUS 64u
+#define FIT_LAYERS 61u
+
+void bench_inputs_model_dir(bench_inputs *in)
+{
+    if (in->model_dir.dir)
+        return;
+    bench_progress("making a model directory of %u tensors' safetensors headers over %u shards",
+                   BENCH_ST_TENSORS, BENCH_ST_SHARDS);
+    bench_model_dir_make(&in->model_dir, model_named(in, fit_model), FIT_LAYERS, BENCH_ST_TENSORS,
+                         BENCH_ST_SHARDS);
+}
+
+/* DeepSeek-V3.2 on 64 GPUs of 80 GiB at 32,768 tokens with an FP8 cache;
+ * the weights from the two figures of its checkpoint, or (with_total
+ * false) from the model directory's headers. */
+static kvshard_options fit_options(bool with_total)
+{
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.device_memory = UINT64_C(80) << 30;
+    o.context_length = 32768;
+    o.kv_cache_dtype = KVSHARD_DTYPE_FP8;
+    if (with_total) {
+        o.weights_total = UINT64_C(674030337216);
+        o.weights_experts = UINT64_C(654068416512);
+    }
+    return o;
+}
+
+typedef struct fit_ctx {
+    const kvshard_model *model;
+    const kvshard_options *options;
+    const kvshard_fit_options *fit;
+    const char *name;
+    /* Of the last fit: layouts planned (rows), those that fit, refused. */
+    size_t rows, fits, refused;
+} fit_ctx;
+
+static void op_fit(void *p)
+{
+    fit_ctx *c = p;
+    kvshard_fit *f = NULL;
+    kvshard_error err;
+    int rc = kvshard_fit_create(&f, c->model, c->options, c->fit, NULL, &err);
+    if (rc)
+        bench_die_kvshard(c->name, rc, &err);
+    c->rows = kvshard_fit_row_count(f);
+    c->fits = 0;
+    for (size_t i = 0; i < c->rows; i++)
+        c->fits += kvshard_fit_row_at(f, i)->fits;
+    c->refused = kvshard_fit_not_admitted_count(f);
+    sink += c->rows + kvshard_fit_row_at(f, 0)->seqs_total;
+    kvshard_fit_free(f);
+}
+
+/* A fit timed in `samples` batches; its row in `sec`. */
+static bench_stats fit_row(bench_section *sec, const bench_settings *s, size_t samples, fit_ctx *c,
+                           const char *label)
+{
+    bench_stats t = bench_time(s, samples, op_fit, c);
+    bench_row *row = bench_row_add(sec, "%s", label);
+    bench_fig_stats(row, "time", BENCH_UNIT_NS, &t);
+    bench_fig(row, "layouts", BENCH_UNIT_COUNT, (double)c->rows);
+    bench_fig(row, "fitting", BENCH_UNIT_COUNT, (double)c->fits);
+    bench_fig(row, "refused", BENCH_UNIT_COUNT, (double)c->refused);
+    bench_fig(row, "per layout", BENCH_UNIT_NS, t.median / (double)c->rows);
+    return t;
+}
+
+void bench_case_fit(bench_report *r, bench_inputs *in)
+{
+    const bench_settings *s = r->settings;
+    const bench_text *t = model_named(in, fit_model);
+    kvshard_model *m = load_model(t->data, t->len, t->name, NULL);
+    kvshard_options o = fit_options(true);
+    kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
+    fo.gpus = FIT_GPUS;
+    fit_ctx c = {m, &o, &fo, t->name, 0, 0, 0};
+    bench_progress("fit: %s on %u GPUs, weights_total", fit_model, FIT_GPUS);
+    bench_section *sec = bench_section_add(
+        r, "kvshard fit: DeepSeek-V3.2 on 64 GPUs, weights_total",
+        "kvshard_fit_create (and the free) of the loaded %s: 64 GPUs of 80 GiB, context_length "
+        "32768, kv_cache_dtype fp8, weights_total 674030337216 with weights_experts "
+        "654068416512, the default node of 8 GPUs. Every layout within the node limits is "
+        "planned. The target is the median time over %zu batches / %.0f ms, one core.",
+        fit_model, s->pairs, BENCH_FIT_BUDGET_MS);
+    bench_stats tf = fit_row(sec, s, s->pairs, &c, "fit, weights_total");
+    kvshard_model_free(m);
+    bench_target_add(r, BENCH_FIT_TARGET, tf.median / (BENCH_FIT_BUDGET_MS * 1e6), 1.0, false,
+                     "median %.2f ms of %zu batches (p90 %.2f ms), %s / %.0f ms", tf.median / 1e6,
+                     tf.n, tf.p90 / 1e6, bench_clock_name(), BENCH_FIT_BUDGET_MS);
+}
+
+static kvshard_model *load_model_file(const char *path)
+{
+    kvshard_model *m = NULL;
+    kvshard_error err;
+    int rc = kvshard_model_load_file(&m, path, NULL, &err);
+    if (rc)
+        bench_die_kvshard(path, rc, &err);
+    return m;
+}
+
+void bench_case_fit_safetensors(bench_report *r, bench_inputs *in)
+{
+    const bench_settings *s = r->settings;
+    bench_inputs_model_dir(in);
+    const bench_model_dir *d = &in->model_dir;
+    kvshard_model *m = load_model_file(d->config);
+    kvshard_options o = fit_options(false);
+    kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
+    fo.gpus = FIT_GPUS;
+    fit_ctx c = {m, &o, &fo, d->config, 0, 0, 0};
+    bench_progress("fit: %s on %u GPUs, weights of %zu tensors' headers", fit_model, FIT_GPUS,
+                   d->tensors);
+    bench_section *sec = bench_section_add(
+        r, "kvshard fit: DeepSeek-V3.2 on 64 GPUs, weights from a 100,000-tensor index",
+        "The same fit with no weights_total: each call reads the generated model directory's "
+        "model.safetensors.index.json and %u shard headers (%zu tensors, %zu of them routed "
+        "experts, %.1f MB of JSON, %.1f GB of BF16 weights; files in the page cache) and "
+        "classifies every tensor once for all layouts. The model: its config.json, loaded "
+        "with kvshard_model_load_file. Target: median time over %zu batches / %.0f ms.",
+        BENCH_ST_SHARDS, d->tensors, d->expert_tensors, (double)d->json_bytes / 1e6,
+        (double)d->total_bytes / 1e9, s->big_pairs, BENCH_FIT_ST_BUDGET_MS);
+    bench_stats tf = fit_row(sec, s, s->big_pairs, &c, "fit, weights from the headers");
+    kvshard_model_free(m);
+    bench_target_add(r, BENCH_FIT_ST_TARGET, tf.median / (BENCH_FIT_ST_BUDGET_MS * 1e6), 1.0, false,
+                     "median %.1f ms of %zu batches (p90 %.1f ms), %s / %.0f ms", tf.median / 1e6,
+                     tf.n, tf.p90 / 1e6, bench_clock_name(), BENCH_FIT_ST_BUDGET_MS);
+}
+
+/* ---- reading safetensors headers against a bare parse ------------------------------------- */
+
+typedef struct headers_ctx {
+    const bench_model_dir *dir;
+    text_ctx *texts; /* the index and each shard's header JSON */
+} headers_ctx;
+
+/* The yardstick: a bare libyaml parse of each JSON text in turn, as the
+ * reader parses each file on its own (the texts end to end are no one
+ * YAML document). */
+static void op_parse_headers(void *p)
+{
+    const headers_ctx *c = p;
+    for (size_t i = 0; i < c->dir->json_count; i++)
+        op_parse(&c->texts[i]);
+}
+
+static void op_read_dir(void *p)
+{
+    const headers_ctx *c = p;
+    kvshard__safetensors *set = NULL;
+    kvshard_error err;
+    int rc = kvshard_safetensors__read_dir(&set, c->dir->dir, NULL, 0, &err);
+    if (rc)
+        bench_die_kvshard(c->dir->dir, rc, &err);
+    if (set->count != c->dir->tensors || set->total_bytes != c->dir->total_bytes)
+        bench_die("%s: read %zu tensors of %llu bytes, not %zu of %llu", c->dir->dir, set->count,
+                  (unsigned long long)set->total_bytes, c->dir->tensors,
+                  (unsigned long long)c->dir->total_bytes);
+    sink += set->count;
+    kvshard_safetensors__free(set);
+}
+
+void bench_case_safetensors(bench_report *r, bench_inputs *in)
+{
+    const bench_settings *s = r->settings;
+    bench_inputs_model_dir(in);
+    const bench_model_dir *d = &in->model_dir;
+    text_ctx *texts = bench_xmalloc(d->json_count * sizeof *texts);
+    for (size_t i = 0; i < d->json_count; i++) {
+        text_ctx t = {d->jsons[i].data, d->jsons[i].len, d->jsons[i].name, NULL, NULL};
+        texts[i] = t;
+    }
+    headers_ctx c = {d, texts};
+    bench_progress("safetensors: reading %zu tensors' headers against a bare parse", d->tensors);
+    size_t n = s->big_pairs;
+    double *ta = bench_xmalloc(n * sizeof *ta), *tb = bench_xmalloc(n * sizeof *tb);
+    bench_pairs(s, n, op_parse_headers, &c, op_read_dir, &c, ta, tb);
+    bench_stats ratio = bench_pair_ratio(ta, tb, n);
+    bench_stats parse = copy_summary(ta, n), read = copy_summary(tb, n);
+    free(ta);
+    free(tb);
+    free(texts);
+
+    bench_section *sec = bench_section_add(
+        r, "Reading a model directory's safetensors headers against a bare parse",
+        "kvshard_safetensors__read_dir of the generated directory (the index, %u shard files "
+        "holding only their headers; %zu tensors; files in the page cache): open and read each "
+        "file, parse its JSON with kvshard's loader, check every entry, copy names and shapes, "
+        "check names unique across shards, and free. Bare parse: yaml_parser_parse over the "
+        "same %zu JSON texts from memory, each on its own. Batches alternate; ratio = median "
+        "of per-pair ratios.",
+        BENCH_ST_SHARDS, d->tensors, d->json_count);
+    bench_row *row = bench_row_add(sec, "index + %u shard headers", BENCH_ST_SHARDS);
+    bench_fig(row, "bytes", BENCH_UNIT_COUNT, (double)d->json_bytes);
+    bench_fig_stats(row, "bare parse", BENCH_UNIT_NS, &parse);
+    bench_fig_stats(row, "read_dir", BENCH_UNIT_NS, &read);
+    bench_fig_stats(row, "ratio", BENCH_UNIT_RATIO, &ratio);
+    bench_fig(row, "per tensor", BENCH_UNIT_NS, read.median / (double)d->tensors);
+    bench_target_add(r, BENCH_ST_TARGET, ratio.median, BENCH_ST_LIMIT, false,
+                     "median of %zu per-pair ratios (p10 %.3f, p90 %.3f)", ratio.n, ratio.p10,
+                     ratio.p90);
 }

@@ -34,8 +34,8 @@ static const char usage_text[] =
     "  --wall         time in-process cases on the wall clock (default: the thread's\n"
     "                 CPU time); processes are always timed on the wall clock\n"
     "  --only CASES   comma-separated: cli, memory, load, keys, json, digest, owns,\n"
-    "                 queries, sweep, flags, engines; the targets of the others show as\n"
-    "                 SKIP\n"
+    "                 queries, sweep, flags, engines, fit, fit_safetensors, safetensors;\n"
+    "                 the targets of the others show as SKIP\n"
     "  --cli PATH     the kvshard executable (default: the one built alongside)\n"
     "  --examples DIR the examples directory (default: the source tree's)\n"
     "\n"
@@ -50,6 +50,8 @@ static const struct {
     {"keys", BENCH_CASE_KEYS},   {"json", BENCH_CASE_JSON},       {"digest", BENCH_CASE_DIGEST},
     {"owns", BENCH_CASE_OWNS},   {"queries", BENCH_CASE_QUERIES}, {"sweep", BENCH_CASE_SWEEP},
     {"flags", BENCH_CASE_FLAGS}, {"engines", BENCH_CASE_ENGINES},
+    {"fit", BENCH_CASE_FIT},     {"fit_safetensors", BENCH_CASE_FIT_SAFETENSORS},
+    {"safetensors", BENCH_CASE_SAFETENSORS},
 };
 
 static unsigned parse_cases(const char *list)
@@ -136,6 +138,17 @@ static const struct {
       "load + plan under sglang / under kvshard, Qwen3.5-9B TP 2"},
      {BENCH_ENGINES_LIMIT, BENCH_ENGINES_LIMIT},
      false},
+    {BENCH_CASE_FIT, bench_case_fit, {BENCH_FIT_TARGET, NULL}, {1.0, 0}, false},
+    {BENCH_CASE_FIT_SAFETENSORS,
+     bench_case_fit_safetensors,
+     {BENCH_FIT_ST_TARGET, NULL},
+     {1.0, 0},
+     false},
+    {BENCH_CASE_SAFETENSORS,
+     bench_case_safetensors,
+     {BENCH_ST_TARGET, NULL},
+     {BENCH_ST_LIMIT, 0},
+     false},
 };
 
 int main(int argc, char **argv)
@@ -208,6 +221,9 @@ int main(int argc, char **argv)
 
     bench_inputs in;
     bench_inputs_read(&in, s.examples);
+    /* The generated model directory, before any case runs. */
+    if (runs(&s, BENCH_CASE_FIT_SAFETENSORS) || runs(&s, BENCH_CASE_SAFETENSORS))
+        bench_inputs_model_dir(&in);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         if (runs(&s, cases[i].bit)) {
             cases[i].run(&report, &in);

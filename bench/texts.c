@@ -268,3 +268,282 @@ char *bench_write_temp(const char *text, size_t len)
         bench_die("cannot write %s: %s", path, strerror(errno));
     return path;
 }
+
+/* ---- a model directory of safetensors headers ------------------------------------------- */
+
+/* DeepSeek-V3.2's dimensions (its config.json, with the MLP widths of its
+ * published checkpoint). */
+enum {
+    DS_HIDDEN = 7168,
+    DS_VOCAB = 129280,
+    DS_Q_LORA = 1536,
+    DS_KV_LORA = 512,
+    DS_ROPE = 64,
+    DS_HEADS = 128,
+    DS_QK_NOPE = 128,
+    DS_V_HEAD = 128,
+    DS_INDEX_HEADS = 64,
+    DS_INDEX_DIM = 128,
+    DS_DENSE_LAYERS = 3, /* first_k_dense_replace */
+    DS_INTERMEDIATE = 18432,
+    DS_SHARED = 2048, /* moe_intermediate_size, of the shared expert */
+    /* The routed experts' width here: with the expert count that brings the
+     * directory to its number of tensors, their bytes come to about the
+     * checkpoint's weights_experts. */
+    DS_EXPERT = 464
+};
+
+typedef struct st_tensor {
+    char name[80];
+    uint32_t name_len;
+    uint64_t dims[2];
+    uint32_t ndim;
+    uint32_t shard;
+    bool expert;
+} st_tensor;
+
+typedef struct st_list {
+    st_tensor *t;
+    size_t n, cap;
+} st_list;
+
+static void tensor(st_list *l, bool expert, uint64_t d0, uint64_t d1, const char *fmt, ...)
+    BENCH_PRINTF(5, 6);
+
+/* One BF16 tensor of shape [d0] (d1 0) or [d0, d1]. */
+static void tensor(st_list *l, bool expert, uint64_t d0, uint64_t d1, const char *fmt, ...)
+{
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 4096;
+        st_tensor *grown = realloc(l->t, l->cap * sizeof *grown);
+        if (!grown)
+            bench_die("out of memory generating tensor names");
+        l->t = grown;
+    }
+    st_tensor *t = &l->t[l->n++];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(t->name, sizeof t->name, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof t->name)
+        bench_die("generated tensor name too long");
+    t->name_len = (uint32_t)n;
+    t->dims[0] = d0;
+    t->dims[1] = d1;
+    t->ndim = d1 ? 2 : 1;
+    t->shard = 0;
+    t->expert = expert;
+}
+
+static uint64_t tensor_bytes(const st_tensor *t)
+{
+    return 2 * t->dims[0] * (t->ndim == 2 ? t->dims[1] : 1); /* BF16 */
+}
+
+/* The tensors of one layer other than its routed experts. */
+static void layer_tensors(st_list *l, uint32_t i, uint32_t experts)
+{
+    char p[64];
+    snprintf(p, sizeof p, "model.layers.%u.self_attn.", i);
+    tensor(l, false, DS_Q_LORA, DS_HIDDEN, "%sq_a_proj.weight", p);
+    tensor(l, false, DS_Q_LORA, 0, "%sq_a_layernorm.weight", p);
+    tensor(l, false, DS_HEADS * (DS_QK_NOPE + DS_ROPE), DS_Q_LORA, "%sq_b_proj.weight", p);
+    tensor(l, false, DS_KV_LORA + DS_ROPE, DS_HIDDEN, "%skv_a_proj_with_mqa.weight", p);
+    tensor(l, false, DS_KV_LORA, 0, "%skv_a_layernorm.weight", p);
+    tensor(l, false, DS_HEADS * (DS_QK_NOPE + DS_V_HEAD), DS_KV_LORA, "%skv_b_proj.weight", p);
+    tensor(l, false, DS_HIDDEN, DS_HEADS * DS_V_HEAD, "%so_proj.weight", p);
+    tensor(l, false, DS_INDEX_HEADS * DS_INDEX_DIM, DS_Q_LORA, "%sindexer.wq_b.weight", p);
+    tensor(l, false, DS_INDEX_DIM, DS_HIDDEN, "%sindexer.wk.weight", p);
+    tensor(l, false, DS_INDEX_DIM, 0, "%sindexer.k_norm.weight", p);
+    tensor(l, false, DS_INDEX_DIM, 0, "%sindexer.k_norm.bias", p);
+    tensor(l, false, DS_INDEX_HEADS, DS_HIDDEN, "%sindexer.weights_proj.weight", p);
+    snprintf(p, sizeof p, "model.layers.%u.mlp.", i);
+    if (i < DS_DENSE_LAYERS) {
+        tensor(l, false, DS_INTERMEDIATE, DS_HIDDEN, "%sgate_proj.weight", p);
+        tensor(l, false, DS_INTERMEDIATE, DS_HIDDEN, "%sup_proj.weight", p);
+        tensor(l, false, DS_HIDDEN, DS_INTERMEDIATE, "%sdown_proj.weight", p);
+    } else {
+        tensor(l, false, experts, DS_HIDDEN, "%sgate.weight", p);
+        tensor(l, false, experts, 0, "%sgate.e_score_correction_bias", p);
+        tensor(l, false, DS_SHARED, DS_HIDDEN, "%sshared_experts.gate_proj.weight", p);
+        tensor(l, false, DS_SHARED, DS_HIDDEN, "%sshared_experts.up_proj.weight", p);
+        tensor(l, false, DS_HIDDEN, DS_SHARED, "%sshared_experts.down_proj.weight", p);
+    }
+    tensor(l, false, DS_HIDDEN, 0, "model.layers.%u.input_layernorm.weight", i);
+    tensor(l, false, DS_HIDDEN, 0, "model.layers.%u.post_attention_layernorm.weight", i);
+}
+
+/* Tensors outside the routed experts: 14 a layer, 3 more for a dense MLP
+ * or 5 for the router and shared expert, and the embedding, norm and head. */
+static size_t other_tensors(uint32_t layers)
+{
+    return 14u * layers + 3u * DS_DENSE_LAYERS + 5u * (layers - DS_DENSE_LAYERS) + 3u;
+}
+
+static int cmp_tensor(const void *a, const void *b)
+{
+    const st_tensor *x = *(const st_tensor *const *)a, *y = *(const st_tensor *const *)b;
+    return strcmp(x->name, y->name);
+}
+
+static void write_file(const char *path, const void *head, size_t head_len, const char *text,
+                       size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f || (head_len && fwrite(head, 1, head_len, f) != head_len) ||
+        fwrite(text, 1, len, f) != len || fclose(f) != 0)
+        bench_die("cannot write %s: %s", path, strerror(errno));
+}
+
+static bench_model_dir *to_remove; /* removed at exit if still there */
+
+static void remove_at_exit(void)
+{
+    if (to_remove)
+        bench_model_dir_remove(to_remove);
+}
+
+static void shard_name(char *buf, size_t cap, unsigned k, unsigned shards)
+{
+    snprintf(buf, cap, "model-%05u-of-%05u.safetensors", k + 1, shards);
+}
+
+void bench_model_dir_make(bench_model_dir *d, const bench_text *config, uint32_t layers,
+                          size_t tensors, unsigned shards)
+{
+    memset(d, 0, sizeof *d);
+    size_t others = other_tensors(layers);
+    uint32_t moe = layers - DS_DENSE_LAYERS;
+    if (tensors < others || (tensors - others) % 3 != 0 || shards == 0 || shards > 99)
+        bench_die("cannot make %zu tensors of %u layers over %u shards", tensors, layers, shards);
+    /* The routed experts' gate, up and down projections fill the rest,
+     * spread evenly over the MoE layers (the first ones one more). */
+    size_t experts = (tensors - others) / 3;
+    st_list l = {NULL, 0, 0};
+    tensor(&l, false, DS_VOCAB, DS_HIDDEN, "model.embed_tokens.weight");
+    for (uint32_t i = 0; i < layers; i++) {
+        uint32_t e_i = 0;
+        if (i >= DS_DENSE_LAYERS)
+            e_i = (uint32_t)(experts / moe + ((i - DS_DENSE_LAYERS) < experts % moe));
+        layer_tensors(&l, i, e_i);
+        for (uint32_t e = 0; e < e_i; e++) {
+            char p[64];
+            snprintf(p, sizeof p, "model.layers.%u.mlp.experts.%u.", i, e);
+            tensor(&l, true, DS_EXPERT, DS_HIDDEN, "%sgate_proj.weight", p);
+            tensor(&l, true, DS_EXPERT, DS_HIDDEN, "%sup_proj.weight", p);
+            tensor(&l, true, DS_HIDDEN, DS_EXPERT, "%sdown_proj.weight", p);
+        }
+    }
+    tensor(&l, false, DS_HIDDEN, 0, "model.norm.weight");
+    tensor(&l, false, DS_VOCAB, DS_HIDDEN, "lm_head.weight");
+    if (l.n != tensors)
+        bench_die("generated %zu tensors, not %zu", l.n, tensors);
+
+    const char *tmp = getenv("TMPDIR");
+    d->dir = bench_join(tmp && *tmp ? tmp : "/tmp", "kvshard_bench_XXXXXX");
+    if (!mkdtemp(d->dir))
+        bench_die("cannot create a temporary directory %s: %s", d->dir, strerror(errno));
+    if (!to_remove) {
+        to_remove = d;
+        atexit(remove_at_exit);
+    }
+    d->config = bench_join(d->dir, "config.json");
+    write_file(d->config, NULL, 0, config->data, config->len);
+
+    /* Shards take the tensors in model order, as a checkpoint is saved;
+     * each header lists its own by name, as the safetensors writer does. */
+    d->json_count = 1 + shards;
+    d->jsons = bench_xmalloc(d->json_count * sizeof *d->jsons);
+    memset(d->jsons, 0, d->json_count * sizeof *d->jsons);
+    const st_tensor **order = bench_xmalloc(l.n * sizeof *order);
+    for (size_t i = 0; i < l.n; i++) {
+        l.t[i].shard = (uint32_t)(i * shards / l.n);
+        order[i] = &l.t[i];
+        d->total_bytes += tensor_bytes(&l.t[i]);
+        if (l.t[i].expert) {
+            d->expert_bytes += tensor_bytes(&l.t[i]);
+            d->expert_tensors++;
+        }
+    }
+    d->tensors = l.n;
+    size_t first = 0;
+    for (unsigned k = 0; k < shards; k++) {
+        size_t end = first;
+        while (end < l.n && l.t[end].shard == k)
+            end++;
+        qsort(order + first, end - first, sizeof *order, cmp_tensor);
+        builder b = {NULL, 0, 0};
+        putf(&b, "{\"__metadata__\":{\"format\":\"pt\"}");
+        uint64_t at = 0;
+        for (size_t i = first; i < end; i++) {
+            const st_tensor *t = order[i];
+            uint64_t n = tensor_bytes(t);
+            putf(&b, ",\"%s\":{\"dtype\":\"BF16\",\"shape\":[%llu", t->name,
+                 (unsigned long long)t->dims[0]);
+            if (t->ndim == 2)
+                putf(&b, ",%llu", (unsigned long long)t->dims[1]);
+            putf(&b, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)at,
+                 (unsigned long long)(at + n));
+            at += n;
+        }
+        put(&b, "}", 1);
+        while (b.len % 8) /* the writer pads the header with spaces to 8 bytes */
+            put(&b, " ", 1);
+        char name[64];
+        shard_name(name, sizeof name, k, shards);
+        bench_text *t = &d->jsons[1 + k];
+        t->name = bench_xstrdup(name);
+        t->path = bench_join(d->dir, name);
+        t->data = b.data;
+        t->len = b.len;
+        unsigned char head[8];
+        for (int i = 0; i < 8; i++)
+            head[i] = (unsigned char)((uint64_t)b.len >> (8 * i));
+        /* The header alone: the reader never reads past it. */
+        write_file(t->path, head, 8, b.data, b.len);
+        d->json_bytes += b.len;
+        first = end;
+    }
+
+    /* The index as transformers writes it: indented, keys sorted. */
+    qsort(order, l.n, sizeof *order, cmp_tensor);
+    builder b = {NULL, 0, 0};
+    putf(&b, "{\n  \"metadata\": {\n    \"total_size\": %llu\n  },\n  \"weight_map\": {\n",
+         (unsigned long long)d->total_bytes);
+    for (size_t i = 0; i < l.n; i++) {
+        char name[64];
+        shard_name(name, sizeof name, order[i]->shard, shards);
+        putf(&b, "    \"%s\": \"%s\"%s\n", order[i]->name, name, i + 1 < l.n ? "," : "");
+    }
+    put(&b, "  }\n}\n", 6);
+    bench_text *t = &d->jsons[0];
+    t->name = bench_xstrdup("model.safetensors.index.json");
+    t->path = bench_join(d->dir, t->name);
+    t->data = b.data;
+    t->len = b.len;
+    write_file(t->path, NULL, 0, b.data, b.len);
+    d->json_bytes += b.len;
+    free(order);
+    free(l.t);
+}
+
+void bench_model_dir_remove(bench_model_dir *d)
+{
+    if (!d->dir)
+        return;
+    /* At exit after a failure, some files may not have been made yet. */
+    for (size_t i = 0; i < d->json_count; i++) {
+        if (d->jsons[i].path)
+            unlink(d->jsons[i].path);
+    }
+    if (d->config)
+        unlink(d->config);
+    if (rmdir(d->dir) != 0)
+        fprintf(stderr, "kvshard_bench: cannot remove %s: %s\n", d->dir, strerror(errno));
+    bench_free_texts(d->jsons, d->json_count);
+    free(d->config);
+    free(d->dir);
+    if (to_remove == d)
+        to_remove = NULL;
+    memset(d, 0, sizeof *d);
+}

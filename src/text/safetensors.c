@@ -345,18 +345,37 @@ static void format_shape(char *buf, size_t cap, const uint64_t *dims, uint32_t n
 
 /* ---- one header ----------------------------------------------------------------------- */
 
+/* A tensor's name, dtype and shape as messages show them: made only for a
+ * message, since a header of 100,000 entries needs none of them. */
+static const char *tensor_name(char *buf, size_t cap, const kvshard__node *key)
+{
+    kvshard__excerpt(buf, cap, key->text, key->count, 64);
+    return buf;
+}
+
+static const char *node_excerpt(char *buf, size_t cap, const kvshard__node *n, size_t max)
+{
+    kvshard__excerpt(buf, cap, n->text, n->count, max);
+    return buf;
+}
+
+static const char *shape_text(char *buf, size_t cap, const uint64_t *dims, uint32_t ndim)
+{
+    format_shape(buf, cap, dims, ndim);
+    return buf;
+}
+
 static int read_entry(st_file *f, const kvshard__node *key, const kvshard__node *value,
                       kvshard__tensor *t)
 {
     const kvshard__doc *doc = f->doc;
     char name[100], desc[160];
-    kvshard__excerpt(name, sizeof name, key->text, key->count, 64);
     if (value->kind != KVSHARD__NODE_MAPPING || !json_form(doc, value)) {
         describe(desc, sizeof desc, value);
         return st_fail(f, KVSHARD_ETYPE, value,
                        "tensor \"%s\": expected an object of dtype, shape and data_offsets, "
                        "found %s",
-                       name, desc);
+                       tensor_name(name, sizeof name, key), desc);
     }
     kvshard__node dtype = {0}, shape = {0}, offsets = {0};
     bool has_dtype = false, has_shape = false, has_offsets = false;
@@ -377,19 +396,20 @@ static int read_entry(st_file *f, const kvshard__node *key, const kvshard__node 
     if (!has_dtype || !has_shape || !has_offsets)
         return st_fail(f, KVSHARD_EMISSING, value,
                        "tensor \"%s\" has no %s (an entry holds dtype, shape and data_offsets)",
-                       name,
+                       tensor_name(name, sizeof name, key),
                        !has_dtype   ? "dtype"
                        : !has_shape ? "shape"
                                     : "data_offsets");
     if (!json_string(doc, &dtype)) {
         describe(desc, sizeof desc, &dtype);
         return st_fail(f, KVSHARD_ETYPE, &dtype, "tensor \"%s\": dtype must be a string, found %s",
-                       name, desc);
+                       tensor_name(name, sizeof name, key), desc);
     }
     if (shape.kind != KVSHARD__NODE_SEQUENCE || !json_form(doc, &shape)) {
         describe(desc, sizeof desc, &shape);
         return st_fail(f, KVSHARD_ETYPE, &shape,
-                       "tensor \"%s\": shape must be a list of integers, found %s", name, desc);
+                       "tensor \"%s\": shape must be a list of integers, found %s",
+                       tensor_name(name, sizeof name, key), desc);
     }
     uint64_t *dims = arena_take(f->set, (size_t)shape.count * sizeof *dims);
     if (!dims)
@@ -404,13 +424,12 @@ static int read_entry(st_file *f, const kvshard__node *key, const kvshard__node 
             return st_fail(f, r == UINT_LARGE ? KVSHARD_EOVERFLOW : KVSHARD_ETYPE, &v,
                            "tensor \"%s\": shape must be a list of integers from 0 to 2^64 - 1, "
                            "found %s",
-                           name, desc);
+                           tensor_name(name, sizeof name, key), desc);
         }
         if (!too_many && !kvshard__mul(&elements, elements, dims[i]))
             too_many = true;
     }
     char shown_shape[96];
-    format_shape(shown_shape, sizeof shown_shape, dims, shape.count);
     /* A zero dimension makes the product 0 whatever the others are. */
     for (uint32_t i = 0; too_many && i < shape.count; i++) {
         if (dims[i] == 0) {
@@ -420,8 +439,9 @@ static int read_entry(st_file *f, const kvshard__node *key, const kvshard__node 
     }
     if (too_many)
         return st_fail(f, KVSHARD_EOVERFLOW, &shape,
-                       "tensor \"%s\": shape %s has more than 2^64 - 1 elements", name,
-                       shown_shape);
+                       "tensor \"%s\": shape %s has more than 2^64 - 1 elements",
+                       tensor_name(name, sizeof name, key),
+                       shape_text(shown_shape, sizeof shown_shape, dims, shape.count));
     uint64_t begin = 0, end = 0;
     bool offsets_ok =
         offsets.kind == KVSHARD__NODE_SEQUENCE && offsets.count == 2 && json_form(doc, &offsets);
@@ -438,29 +458,33 @@ static int read_entry(st_file *f, const kvshard__node *key, const kvshard__node 
         return st_fail(f, r == UINT_LARGE ? KVSHARD_EOVERFLOW : KVSHARD_ETYPE, &offsets,
                        "tensor \"%s\": data_offsets must be two integers [begin, end] from 0 to "
                        "2^64 - 1, found %s",
-                       name, desc);
+                       tensor_name(name, sizeof name, key), desc);
     }
     if (begin > end)
         return st_fail(f, KVSHARD_ERANGE, &offsets,
-                       "tensor \"%s\": data_offsets [%llu, %llu] begin after they end", name,
-                       (unsigned long long)begin, (unsigned long long)end);
+                       "tensor \"%s\": data_offsets [%llu, %llu] begin after they end",
+                       tensor_name(name, sizeof name, key), (unsigned long long)begin,
+                       (unsigned long long)end);
     uint32_t bits = kvshard_safetensors__dtype_bits(dtype.text, dtype.count);
     char shown_dtype[48];
-    kvshard__excerpt(shown_dtype, sizeof shown_dtype, dtype.text, dtype.count, 24);
     if (bits) {
         uint64_t total_bits;
         if (!kvshard__mul(&total_bits, elements, bits))
             return st_fail(f, KVSHARD_EOVERFLOW, &shape,
-                           "tensor \"%s\": %s %s takes more than 2^64 - 1 bytes", name, shown_dtype,
-                           shown_shape);
+                           "tensor \"%s\": %s %s takes more than 2^64 - 1 bytes",
+                           tensor_name(name, sizeof name, key),
+                           node_excerpt(shown_dtype, sizeof shown_dtype, &dtype, 24),
+                           shape_text(shown_shape, sizeof shown_shape, dims, shape.count));
         uint64_t need = kvshard__ceil_div(total_bits, 8);
         if (end - begin != need)
             return st_fail(f, KVSHARD_ERANGE, &offsets,
                            "tensor \"%s\": %s %s takes %llu bytes, but data_offsets [%llu, %llu] "
                            "hold %llu",
-                           name, shown_dtype, shown_shape, (unsigned long long)need,
-                           (unsigned long long)begin, (unsigned long long)end,
-                           (unsigned long long)(end - begin));
+                           tensor_name(name, sizeof name, key),
+                           node_excerpt(shown_dtype, sizeof shown_dtype, &dtype, 24),
+                           shape_text(shown_shape, sizeof shown_shape, dims, shape.count),
+                           (unsigned long long)need, (unsigned long long)begin,
+                           (unsigned long long)end, (unsigned long long)(end - begin));
     }
     const char *dtype_text = NULL;
     for (size_t i = 0; bits && i < sizeof dtypes / sizeof dtypes[0]; i++) {
