@@ -44,6 +44,8 @@ STRUCTS: Dict[str, Tuple[type, str]] = {
     "kvshard_stage_info": (_lib.CStageInfo, "KVSHARD_STAGE_INFO_INIT"),
     "kvshard_rank_position": (_lib.CRankPosition, "KVSHARD_RANK_POSITION_INIT"),
     "kvshard_comparison_row": (_lib.CComparisonRow, ""),
+    "kvshard_fit_options": (_lib.CFitOptions, "KVSHARD_FIT_OPTIONS_INIT"),
+    "kvshard_fit_row": (_lib.CFitRow, ""),
 }
 
 # Python enum -> the prefix of its C constants, and the C enum's name.
@@ -74,11 +76,12 @@ CONSTANTS = {
     "KVSHARD_ERROR_SOURCE_MAX": _lib.ERROR_SOURCE_MAX,
     "KVSHARD_ERROR_MESSAGE_MAX": _lib.ERROR_MESSAGE_MAX,
     "KVSHARD_MAX_PP_PARTITION": _enums.MAX_PP_PARTITION,
+    "KVSHARD_RESERVE_AUTO": _enums.RESERVE_AUTO,
 }
 
 # Fields of kvshard_options that hold a pointer: printed as whether
 # KVSHARD_OPTIONS_INIT leaves them NULL.
-POINTERS = ("settings", "pp_partition")
+POINTERS = ("settings", "pp_partition", "weights_per_rank")
 
 
 def include_dirs() -> List[Path]:
@@ -114,6 +117,11 @@ def program() -> str:
     for field, kind in _lib.COptions._fields_[1:]:
         if field in POINTERS:
             lines.append(f'      printf("value kvshard_options.{field} %d\\n", o.{field} == NULL);')
+        elif kind is ctypes.c_uint64:  # activation_reserve's default is UINT64_MAX
+            lines.append(
+                f'      printf("value kvshard_options.{field} %llu\\n", '
+                f"(unsigned long long)o.{field});"
+            )
         else:
             lines.append(
                 f'      printf("value kvshard_options.{field} %lld\\n", (long long)o.{field});'
@@ -201,7 +209,8 @@ def test_enum_values_match_the_header(layout: Dict[str, int]) -> None:
         for member in enum_type:
             assert int(member) == layout[f"enum {prefix}{member.name}"], member
     for c_const, value in CONSTANTS.items():
-        assert value == layout[f"const {c_const}"], c_const
+        # Printed as a long long: UINT64_MAX reads as -1, the same 64 bits.
+        assert value % 2**64 == layout[f"const {c_const}"] % 2**64, c_const
 
 
 # --- nothing the header declares is left out ----------------------------------------
@@ -300,3 +309,18 @@ def test_the_library_refuses_a_struct_of_another_size(seed_plan: kvshard.Plan) -
     opts = longer(_lib.COptions)
     err = _lib.CError()
     assert lib.kvshard_options_set(byref(opts), b"world_size", b"2", None, byref(err)) == EINVAL
+
+
+def test_the_library_refuses_fit_options_of_another_size(seed: kvshard.Deployment) -> None:
+    # The fit's own struct is checked as every other: one byte more is EINVAL
+    # before anything is planned, and the row the library lends says its size.
+    lib = _lib.library()
+    fo = longer(_lib.CFitOptions)
+    fo.gpus = 4
+    out = ctypes.c_void_p()
+    err = _lib.CError()
+    with seed._use() as h:
+        assert lib.kvshard_deployment_fit(ctypes.byref(out), h, ctypes.byref(fo),
+                                          ctypes.byref(err)) == kvshard.Status.EINVAL
+    assert not out.value
+    assert b"kvshard_fit_options.size" in err.message

@@ -190,6 +190,9 @@ def test_v4_flash_split_rank_2_has_the_fewest_blocks(v4_split: kvshard.Plan) -> 
         num_blocks=1986327,
         scratch_bytes_per_seq=671744,
         draft_bytes_per_seq=0,
+        budget=60 * 2**30,  # memory_per_rank: no device inputs
+        weights_bytes=None,
+        activation_reserve=None,
     )
     rank0 = v4_split.rank_memory(0)
     assert v4_split.rank_layers(0) == [0, 8, 16, 24, 32, 40]
@@ -269,6 +272,9 @@ def test_e2b_memory(e2b: kvshard.Plan) -> None:
         num_blocks=85269,
         scratch_bytes_per_seq=0,
         draft_bytes_per_seq=0,
+        budget=8 * 2**30,
+        weights_bytes=None,
+        activation_reserve=None,
     )
     sliding = e2b.layer_storage(0, 13)
     assert (sliding.kv_bytes_per_token, sliding.state_bytes_per_seq) == (1024, 540672)

@@ -1,5 +1,5 @@
 """docs/python.md names what the binding exposes: every field of the
-dataclasses an engine allocates from, every figure ``create_model`` takes,
+dataclasses an engine allocates from and of a fit's rows, every figure ``create_model`` takes,
 every member of the layer-kind, attention, engine, warning, setting-type,
 figure-type, partition-rule, rank-layout and holding enums, the figure and
 stage queries, every exception and the status codes each one covers. A field added to the binding without a
@@ -33,7 +33,8 @@ def named() -> Set[str]:
 
 @pytest.mark.parametrize(
     "cls",
-    [kvshard.LayerStorage, kvshard.RankMemory, kvshard.StageInfo, kvshard.RankPosition],
+    [kvshard.LayerStorage, kvshard.RankMemory, kvshard.StageInfo, kvshard.RankPosition,
+     kvshard.FitRow, kvshard.NotAdmitted],
     ids=lambda c: c.__name__,
 )
 def test_every_field_is_named(cls: type, named: Set[str]) -> None:
@@ -65,6 +66,15 @@ def test_every_stage_enum_member_and_query_is_named(named: Set[str]) -> None:
                "locate", "global_rank", "binding_stage", "binding_tp_rank", "sweep_pp",
                "pp_partition_rule", "rank_layout")
     assert [q for q in queries if q not in named] == []
+
+
+def test_the_fit_and_the_device_inputs_are_named(named: Set[str]) -> None:
+    names = ("fit", "Fit", "rows", "fitting", "recommendation", "not_admitted",
+             "limited_layouts", "flags", "to_text", "short_name", "RESERVE_AUTO",
+             "device_memory", "memory_utilization", "activation_reserve", "weights_per_rank",
+             "weights_total", "weights_experts", "expert_parallel", "gpus_per_node",
+             "max_tp_size", "max_pp_size", "unsplit")
+    assert [n for n in names if n not in named] == []
 
 
 def test_every_exception_and_status_is_named(named: Set[str]) -> None:

@@ -92,6 +92,27 @@ BAD: List[Tuple[str, Any, type]] = [
     ("max_memory_utilization", float("inf"), ValueError),
     ("max_memory_utilization", True, TypeError),
     ("max_memory_utilization", None, TypeError),
+    # The device inputs.
+    ("device_memory", 0, ValueError),  # "0" is no device as text
+    ("device_memory", -1.0, ValueError),
+    ("device_memory", 2**64, ValueError),
+    ("memory_utilization", 1.5, ValueError),
+    ("memory_utilization", float("nan"), ValueError),
+    ("memory_utilization", True, TypeError),
+    ("memory_utilization", "0.9".encode(), TypeError),
+    ("activation_reserve", 2**64, ValueError),
+    ("activation_reserve", -1, ValueError),
+    ("weights_total", 0, ValueError),
+    ("weights_experts", -1, ValueError),
+    ("weights_per_rank", [-1], ValueError),
+    ("weights_per_rank", [float("inf")], ValueError),
+    ("weights_per_rank", [2**64], ValueError),
+    ("weights_per_rank", [True], TypeError),
+    ("weights_per_rank", {}, TypeError),
+    ("weights_per_rank", [1] * 257, ValueError),
+    ("expert_parallel", 1, TypeError),
+    ("gpus_per_node", 0, ValueError),
+    ("gpus_per_node", 65537, ValueError),
 ]
 
 # The subset that is also wrong in a caller's struct (Options fields):
@@ -104,6 +125,9 @@ STRUCT_OK = [
     ("memory_per_rank", 0),
     ("memory_per_rank", 0.5),
     ("ownership", Ownership.DEFAULT),
+    ("device_memory", 0),
+    ("weights_total", 0),
+    ("gpus_per_node", 0),
 ]
 BAD_STRUCT = [
     b for b in BAD if (b[0], b[1]) not in STRUCT_OK and key_name(b[0]) not in ENGINE_FLAGS
@@ -237,12 +261,21 @@ def test_the_xllm_flag_name_is_checked_as_max_seqs() -> None:
 # Layer counts around the ends of their ranges: one count, a count past
 # 32 bits, and the most entries the library reads and one more.
 COUNT_PROBES = [[31, 30], [0], [2**32 - 1], [2**32], [1] * 256, [1] * 257]
+# Sizes the same way, around 64 bits.
+SIZE_PROBES = [[17 * 2**30, 16 * 2**30], [0], [2**64 - 1], [2**64], [1] * 256, [1] * 257]
+# Shares: the ends, past them, and 0, which text does not take.
+FRACTION_PROBES = [(0.5, "0.5"), (1.0, "1"), (1e-09, "0.000000001"), (1.5, "1.5"),
+                   (0.0, "0"), (2, "2")]
 
 
 def text_probes(spec: Any) -> List[Tuple[Any, str]]:
     """(native value, the same value as text) pairs around a spec's range."""
     if spec.kind is Kind.COUNTS:
         return [(v, ",".join(map(str, v))) for v in COUNT_PROBES]
+    if spec.kind is Kind.SIZES:
+        return [(v, ",".join(map(str, v))) for v in SIZE_PROBES]
+    if spec.kind is Kind.FRACTION:
+        return FRACTION_PROBES
     if spec.kind in (Kind.INTEGER, Kind.BYTES):
         values = [spec.low, spec.high, spec.high + 1] + ([spec.low - 1] if spec.low else [])
         return [(v, str(v)) for v in values]
@@ -265,8 +298,10 @@ def library_takes(call: Callable[[], Any]) -> bool:
     try:
         call()
     except kvshard.KvshardError as exc:
-        # A bad rule word, and too many layer counts, are EPARTITION.
-        assert exc.code in (Status.ERANGE, Status.EPARALLEL, Status.EPARTITION), exc
+        # A bad rule word, and too many layer counts, are EPARTITION; too
+        # many sizes of weights_per_rank EWEIGHTS.
+        assert exc.code in (Status.ERANGE, Status.EPARALLEL, Status.EPARTITION,
+                            Status.EWEIGHTS), exc
         return False
     return True
 
@@ -300,11 +335,17 @@ def test_python_takes_in_a_struct_what_the_library_takes(spec: Any) -> None:
         probes = list(spec.enum) + [max(spec.enum) + 1]
     if spec.kind is Kind.COUNTS:  # a uint32_t array holds any 32-bit count
         probes = [v for v in COUNT_PROBES if max(v) < 2**32] + [[]]
+    if spec.kind is Kind.SIZES:  # a uint64_t array holds any 64-bit size
+        probes = [v for v in SIZE_PROBES if max(v) < 2**64] + [[]]
+    if spec.kind is Kind.FRACTION:  # a struct holds 0 for unset
+        probes = [v for v, _ in FRACTION_PROBES]
     seen = set()
     for value in probes:
         raw = kvshard.Options()
         if spec.kind is Kind.COUNTS:
             raw._hold_partition(tuple(value))  # past the Python checks
+        elif spec.kind is Kind.SIZES:
+            raw._hold_weights(tuple(value))
         else:
             setattr(raw._c, spec.name, value)  # past the Python checks
         model = tiny_model()
@@ -317,8 +358,10 @@ def test_python_takes_in_a_struct_what_the_library_takes(spec: Any) -> None:
             value,
         )
         seen.add(in_c)
-    # A struct may hold any 64-bit byte count (0: unset), and any bool.
-    assert seen == ({True} if spec.kind in (Kind.BOOL, Kind.BYTES) else {True, False})
+    # A struct may hold any 64-bit byte count (0: unset), any bool, and up
+    # to 256 sizes of weights_per_rank.
+    always = (Kind.BOOL, Kind.BYTES)
+    assert seen == ({True} if spec.kind in always else {True, False})
 
 
 def test_the_struct_and_the_options_class_follow_the_table() -> None:
@@ -333,6 +376,7 @@ def test_the_struct_and_the_options_class_follow_the_table() -> None:
     at = names.index("context_length") + 1
     fields = ["size", *names[:at], "settings", *names[at:]]
     fields.insert(fields.index("pp_partition") + 1, "pp_partition_count")
+    fields.insert(fields.index("weights_per_rank") + 1, "weights_per_rank_count")
     assert [f[0] for f in _lib.COptions._fields_] == fields
     assert list(kvshard.Options.FIELDS) == names
     # The annotations Options declares for type checkers, one per row.

@@ -39,6 +39,15 @@ def test_defaults_are_the_c_init_values() -> None:
         "pp_partition": None,
         "rank_layout": kvshard.RankLayout.DEFAULT,
         "sweep_pp": False,
+        # No device inputs: the reserve left to the profile.
+        "device_memory": 0,
+        "memory_utilization": 0.0,
+        "activation_reserve": kvshard.RESERVE_AUTO,
+        "weights_per_rank": None,
+        "weights_total": 0,
+        "weights_experts": 0,
+        "expert_parallel": False,
+        "gpus_per_node": 0,
     }
     # Then every setting at its default, in the library's order.
     rest = {k: v for k, v in d.items() if k not in fields}

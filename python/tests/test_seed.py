@@ -99,6 +99,10 @@ def test_rank_memory(seed_plan: kvshard.Plan) -> None:
             # without owning it; no draft layers at spec 0.
             scratch_bytes_per_seq=0,
             draft_bytes_per_seq=0,
+            # The seed's memory_per_rank is the budget; no device inputs.
+            budget=20 * 2**30,
+            weights_bytes=None,
+            activation_reserve=None,
         )
 
 

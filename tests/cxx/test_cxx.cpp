@@ -23,6 +23,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -576,6 +577,239 @@ void test_engine_figures()
     CHECK(seed_plan.engine_figures().empty());
 }
 
+// kvshard fit through the wrappers: Qwen3.5-35B-A3B on 4 GPUs of 32 GiB at
+// 32,768 tokens, the weights given as 69,321,223,296 bytes of which
+// 64,424,509,440 are experts.
+// - Usable: floor(34,359,738,368 x 0.9) = 30,923,764,531 B; the reserve
+//   max(1 GiB, 34,359,738,368 / 20) = 1,717,986,918 B.
+// - T = 2, D = 2: the 4,896,713,856 B that are no experts split over T, the
+//   experts over T x D = 4: ceil(4,896,713,856 / 2) + ceil(64,424,509,440 /
+//   4) = 2,448,356,928 + 16,106,127,360 = 18,554,484,288 B a rank; budget
+//   30,923,764,531 - 18,554,484,288 - 1,717,986,918 = 10,651,293,325 B.
+// - At T = 2 a rank keeps one KV head of 10 layers: 10 x 2 x 256 x 2 =
+//   10,240 B/token, 163,840 B a block of 16; GDN state 30 x (conv 2 x (2 x
+//   128 x 16 / 2 + 128 x 32 / 2) x 3 + temporal 4 x 16 x 128 x 128) = 30 x
+//   1,073,152 = 32,194,560 B a sequence. A sequence of 32,768 tokens takes
+//   2,048 blocks: 32,194,560 + 2,048 x 163,840 = 367,738,880 B, so
+//   floor(10,651,293,325 / 367,738,880) = 28 a replica, 56 in all.
+// - At max_seqs 28: (10,651,293,325 - 28 x 32,194,560) / 163,840 = 59,508
+//   blocks, 952,128 tokens a replica, 1,904,256 in all.
+// - Of the 6 pairs (T, P) of 4 GPUs, P is limited to 1 stage (one node):
+//   (1, 2), (1, 4) and (2, 2) are left out.
+const std::string qwen35 = std::string(KVSHARD_EXAMPLES) + "/models/qwen3_5_35b_a3b.json";
+
+kvshard::Options qwen35_device()
+{
+    kvshard::Options options;
+    options.set("device_memory", "32GiB")
+        .set("context_length", 32768)
+        .set("weights_total", "69321223296")
+        .set("weights_experts", "64424509440");
+    return options;
+}
+
+void test_fit()
+{
+    const kvshard::Model model = kvshard::Model::load_file(qwen35);
+    const kvshard::Fit fit =
+        kvshard::Fit::create(model, qwen35_device(), kvshard::make_fit_options(4));
+    CHECK(fit.size() == 12);
+    CHECK(fit.fitting() == 12);
+    CHECK(fit.rows().size() == 12);
+    CHECK(fit.limited_layouts() == 3);
+    CHECK(fit.not_admitted().empty());
+
+    const kvshard_fit_row &best = fit.recommended();
+    CHECK(&best == &fit[0] && fit.rows()[0] == &best);
+    CHECK(best.rank == 1);
+    CHECK(best.tp_size == 2 && best.pp_size == 1 && best.dp_size == 2);
+    CHECK(best.layerwise_split_size == 1);
+    CHECK(best.ownership == KVSHARD_OWNERSHIP_DEFAULT);
+    CHECK(best.fits && best.reason == KVSHARD_OK && !best.no_sequence);
+    CHECK(best.weights_per_rank == 18554484288u);
+    CHECK(best.budget == 10651293325u);
+    CHECK(best.binding_stage == 0);
+    CHECK(best.num_blocks == 59508);
+    CHECK(best.max_seqs == 28);
+    CHECK(best.has_seqs && best.seqs_per_replica == 28 && best.seqs_total == 56);
+    CHECK(best.tokens_per_replica == 952128 && best.tokens_total == 1904256);
+    CHECK(best.warnings == 0);
+    CHECK(kvshard::Fit::pp_partition(best).to_vector() == std::vector<std::uint32_t>{40});
+    // Ranks follow the order.
+    for (std::size_t i = 0; i < fit.size(); i++)
+        CHECK(fit[i].rank == i + 1);
+
+    CHECK(fit.flags("kvshard") == std::optional<std::string>("--world_size=4 --dp_size=2 "
+                                                             "--max_seqs=28"));
+    CHECK(fit.flags("vllm") ==
+          std::optional<std::string>("--tensor-parallel-size=2 --data-parallel-size=2 "
+                                     "--gpu-memory-utilization=0.9 --max-model-len=32768 "
+                                     "--max-num-seqs=28"));
+    CHECK(fit.flags("sglang") ==
+          std::optional<std::string>("--tp-size=4 --dp-size=2 --enable-dp-attention "
+                                     "--context-length=32768 --max-running-requests=56"));
+    // One stage needs no partition in the environment.
+    CHECK(fit.flags("vllm", true) == std::optional<std::string>(""));
+    CHECK(expect_error([&] { static_cast<void>(fit.flags("xllm")); }, "an engine with no flags")
+              .code() == KVSHARD_EUNKNOWNKEY);
+    CHECK(expect_error([&] { fit.row(12); }, "row(12)").code() == KVSHARD_EINVAL);
+
+    const std::string json = fit.to_json();
+    CHECK(json.front() == '{' && json.back() == '\n');
+    CHECK(json.find("\"limited_layouts\": 3") != std::string::npos);
+    CHECK(json.find("\"budget\": 10651293325") != std::string::npos);
+    const std::string text = fit.to_text();
+    CHECK(text.find("... 2 more layouts fit") != std::string::npos);
+    CHECK(text.find("recommended: kvshard plan ") != std::string::npos);
+    CHECK(fit.to_text(1).find("... 11 more layouts fit") != std::string::npos);
+    CHECK(fit.to_text(12).find("more layouts fit") == std::string::npos);
+
+    // The same search from a deployment; a dp_size override pins D = 4.
+    kvshard::Deployment deployment = kvshard::Deployment::load_file(qwen35);
+    deployment.apply_args({"--device_memory=32GiB", "--context_length=32768",
+                           "--weights_total=69321223296", "--weights_experts=64424509440"});
+    const kvshard::Fit same = deployment.fit(kvshard::make_fit_options(4));
+    CHECK(same.size() == 12 && same[0].budget == 10651293325u);
+    deployment.set("dp_size", 4);
+    const kvshard::Fit pinned = kvshard::Fit::create(deployment, kvshard::make_fit_options(4));
+    CHECK(pinned.size() == 1 && pinned[0].tp_size == 1 && pinned[0].dp_size == 4);
+
+    // Moved from, it is empty.
+    kvshard::Fit moved = kvshard::Fit::create(model, qwen35_device(), kvshard::make_fit_options(4));
+    kvshard::Fit taker = std::move(moved);
+    CHECK(!moved && taker);
+    CHECK(expect_error([&] { moved.size(); }, "moved-from fit").code() == KVSHARD_EINVAL);
+}
+
+// DeepSeek-V3.2 on 16 GPUs of 80 GiB at 32,768 tokens, fp8 KV, the weights
+// 674,030,337,216 B of which 654,068,416,512 are experts: the best layout
+// splits 8 ways, which neither vLLM nor SGLang runs.
+// - T = 8, D = 2: 19,961,920,704 / 8 + 654,068,416,512 / 16 = 2,495,240,088
+//   + 40,879,276,032 = 43,374,516,120 B a rank; usable 77,309,411,328 less
+//   the reserve 85,899,345,920 / 20 = 4,294,967,296: a budget of
+//   29,639,927,912 B.
+// - Split 8 over 61 layers: a rank owns at most 8 and computes one from
+//   scratch, 9 x (656 + 132) = 7,092 B/token, 113,472 B a block;
+//   floor(29,639,927,912 / 113,472) = 261,209 blocks, / 2,048 a sequence =
+//   127 a replica, 254 in all.
+void test_fit_split()
+{
+    const kvshard::Model model =
+        kvshard::Model::load_file(std::string(KVSHARD_EXAMPLES) + "/models/deepseek_v3_2.json");
+    kvshard::Options options;
+    options.set("device_memory", "80GiB")
+        .set("context_length", 32768)
+        .set("kv_cache_dtype", "fp8")
+        .set("weights_total", "674030337216")
+        .set("weights_experts", "654068416512");
+    const kvshard::Fit fit = kvshard::Fit::create(model, options, kvshard::make_fit_options(16));
+    CHECK(fit.size() == 44 && fit.fitting() == 44);
+    CHECK(fit.limited_layouts() == 7);
+    const kvshard_fit_row &best = fit.recommended();
+    CHECK(best.tp_size == 8 && best.pp_size == 1 && best.dp_size == 2);
+    CHECK(best.layerwise_split_size == 8 && best.ownership == KVSHARD_OWNERSHIP_ORDINAL);
+    CHECK(best.weights_per_rank == 43374516120u);
+    CHECK(best.budget == 29639927912u);
+    CHECK(best.num_blocks == 261209);
+    CHECK(best.seqs_per_replica == 127 && best.seqs_total == 254);
+    CHECK(fit.flags("kvshard") ==
+          std::optional<std::string>("--world_size=16 --dp_size=2 --enable_layerwise_split=true "
+                                     "--layerwise_split_size=8 --ownership=ordinal "
+                                     "--max_seqs=127"));
+    CHECK(!fit.flags("vllm").has_value());
+    CHECK(!fit.flags("sglang").has_value());
+    CHECK(!fit.flags("vllm", true).has_value());
+}
+
+// The fit's errors, and the status names.
+// - Nemotron-3-Nano in bf16 on 2 GPUs of 24 GiB: T = 2 keeps
+//   63,155,895,296 - 58,749,616,128 = 4,406,279,168 / 2 + 58,749,616,128 / 2
+//   = 31,577,947,648 B a rank, against 23,192,823,398 usable less
+//   1,288,490,188 reserved: 9,673,614,438 B short, the closest layout.
+void test_fit_errors()
+{
+    CHECK(std::string(kvshard::name(KVSHARD_EDOESNOTFIT)) == "does_not_fit");
+    CHECK(std::string(kvshard::name(KVSHARD_EWEIGHTS)) == "weights");
+    CHECK(std::string(kvshard::name(KVSHARD_EFITLIMITS)) == "fit_limits");
+    CHECK(std::string(kvshard::name(KVSHARD_OK)) == "ok");
+
+    const kvshard::Model nano = kvshard::Model::load_file(std::string(KVSHARD_EXAMPLES) +
+                                                          "/models/nemotron_3_nano_30b_a3b.json");
+    kvshard::Options options;
+    options.set("device_memory", "24GiB")
+        .set("context_length", 32768)
+        .set("weights_total", "63155895296")
+        .set("weights_experts", "58749616128");
+    kvshard::Error e = expect_error(
+        [&] {
+            static_cast<void>(kvshard::Fit::create(nano, options, kvshard::make_fit_options(2)));
+        },
+        "does not fit");
+    CHECK(e.status() == KVSHARD_EDOESNOTFIT);
+    CHECK(std::string(e.message()).find("-9673614438") != std::string::npos);
+
+    // No device memory, a limit of 1 GPU a TP group on 3 GPUs pinned to
+    // 2 stages, weights_per_rank (each layout has its own), no GPUs.
+    const kvshard::Model model = kvshard::Model::load_file(qwen35);
+    kvshard::Options bare;
+    e = expect_error(
+        [&] { static_cast<void>(kvshard::Fit::create(model, bare, kvshard::make_fit_options(4))); },
+        "no device memory");
+    CHECK(e.status() == KVSHARD_EMISSING);
+    kvshard_fit_options fo = kvshard::make_fit_options(3, 1, 1);
+    fo.pp_size = 2;
+    e = expect_error([&] { static_cast<void>(kvshard::Fit::create(model, qwen35_device(), fo)); },
+                     "no layout");
+    CHECK(e.status() == KVSHARD_EFITLIMITS);
+    kvshard::Options per_rank = qwen35_device();
+    const std::uint64_t weights[1] = {18554484288u};
+    per_rank->weights_per_rank = weights;
+    per_rank->weights_per_rank_count = 1;
+    e = expect_error(
+        [&] {
+            static_cast<void>(kvshard::Fit::create(model, per_rank, kvshard::make_fit_options(4)));
+        },
+        "weights_per_rank");
+    CHECK(e.status() == KVSHARD_EWEIGHTS);
+    e = expect_error(
+        [&] {
+            static_cast<void>(
+                kvshard::Fit::create(model, qwen35_device(), kvshard::make_fit_options(0)));
+        },
+        "no GPUs");
+    CHECK(e.status() == KVSHARD_EPARALLEL);
+}
+
+// A plan from the device inputs, at the fit's recommendation: world 4, dp 2,
+// max_seqs 28. Each rank's budget and weights are the fit's row 1.
+void test_device_plan()
+{
+    const kvshard::Model model = kvshard::Model::load_file(qwen35);
+    kvshard::Options options = qwen35_device();
+    options.set("world_size", 4).set("dp_size", 2).set("max_seqs", 28);
+    const kvshard::Plan plan = kvshard::Plan::create(model, options);
+    for (std::uint32_t rank = 0; rank < 2; rank++) {
+        const kvshard_rank_memory mem = plan.rank_memory(rank);
+        CHECK(mem.has_budget && mem.budget == 10651293325u);
+        CHECK(mem.has_device && mem.weights_bytes == 18554484288u);
+        CHECK(mem.activation_reserve == 1717986918u);
+        CHECK(mem.has_num_blocks && mem.num_blocks == 59508);
+    }
+    // memory_per_rank is the budget when given: the device is not read.
+    options.set("memory_per_rank", "20GiB");
+    const kvshard::Plan budgeted = kvshard::Plan::create(model, options);
+    CHECK(budgeted.has_warning(KVSHARD_WARN_DEVICE_MEMORY_IGNORED));
+    const kvshard_rank_memory mem = budgeted.rank_memory(0);
+    CHECK(mem.has_budget && mem.budget == 21474836480u && !mem.has_device);
+    // Utilization to the billionth, and no further.
+    kvshard::Options fine = qwen35_device();
+    fine.set("world_size", 4).set("dp_size", 2).set("max_seqs", 28);
+    fine->memory_utilization = 0.9000000001;
+    CHECK(
+        expect_error([&] { static_cast<void>(kvshard::Plan::create(model, fine)); }, "ten decimals")
+            .status() == KVSHARD_ERANGE);
+}
+
 } // namespace
 
 int main()
@@ -590,6 +824,10 @@ int main()
         {"settings", test_settings},
         {"compressed", test_compressed},
         {"engine_figures", test_engine_figures},
+        {"fit", test_fit},
+        {"fit_split", test_fit_split},
+        {"fit_errors", test_fit_errors},
+        {"device_plan", test_device_plan},
     };
     for (const auto &test : tests) {
         const int before = failures;

@@ -25,6 +25,7 @@ from ._enums import (
     MAX_PP_PARTITION,
     OWNER_ALL,
     OWNER_NONE,
+    RESERVE_AUTO,
     Attention,
     Dtype,
     Engine,
@@ -41,7 +42,9 @@ from ._enums import (
 )
 from ._errors import (
     ConfigError,
+    DoesNotFitError,
     FileError,
+    FitLimitsError,
     InvalidArgumentError,
     KvshardError,
     LimitError,
@@ -50,8 +53,10 @@ from ._errors import (
     QueryError,
     ReadError,
     UnmodeledError,
+    WeightsError,
     WriteError,
 )
+from ._fit import Fit, FitRow, NotAdmitted, fit
 from ._lib import (
     LibraryNotFoundError,
     LibraryVersionError,
@@ -81,7 +86,7 @@ from ._objects import (
 from ._options import Options
 from ._settings import SettingInfo, setting_info, settings
 from ._version import __version__
-from . import _enums, _errors, _objects, _settings
+from . import _enums, _errors, _fit, _objects, _settings
 
 #: The C enum kvshard_warning_code, under the name the C API uses. It is
 #: left out of ``__all__`` so that ``from kvshard import *`` does not hide
@@ -98,6 +103,7 @@ __all__ = [
     "Options",
     *_settings.__all__,
     *_objects.__all__,
+    *_fit.__all__,
     *_enums.__all__,
     *_errors.__all__,
 ]

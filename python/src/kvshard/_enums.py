@@ -29,6 +29,7 @@ __all__ = [
     "OWNER_NONE",
     "ALL_RANKS",
     "MAX_PP_PARTITION",
+    "RESERVE_AUTO",
 ]
 
 #: ``Plan.layer_owner()`` of a layer whose cache every rank stores.
@@ -37,8 +38,12 @@ OWNER_ALL = -1
 OWNER_NONE = -2
 #: The C value of "every TP rank" for ``kvshard_plan_blocks_for``.
 ALL_RANKS = 0xFFFFFFFF
-#: Most entries of an explicit ``pp_partition`` (KVSHARD_MAX_PP_PARTITION).
+#: Most entries of an explicit ``pp_partition`` (KVSHARD_MAX_PP_PARTITION),
+#: and of ``weights_per_rank``.
 MAX_PP_PARTITION = 256
+#: ``activation_reserve`` left to the profile (KVSHARD_RESERVE_AUTO): under
+#: kvshard max(1 GiB, device_memory / 20). The option's word for it is "auto".
+RESERVE_AUTO = (1 << 64) - 1
 
 
 def _name_of(function: str, value: int) -> str:
@@ -91,11 +96,27 @@ class Status(enum.IntEnum):
     ESTAGE = -32
     #: A global rank outside 0..world_size-1, or coordinates outside their sizes.
     EGLOBALRANK = -33
+    #: Device memory without the weights of a rank (no weights_per_rank,
+    #: weights_total or safetensors files), weights_experts above
+    #: weights_total, or weights_per_rank of neither 1 nor pp_size entries.
+    EWEIGHTS = -34
+    #: A stage's weights and the activation reserve leave no budget of the
+    #: usable device memory (a fit: no layout leaves one).
+    EDOESNOTFIT = -35
+    #: A fit: the node limits and the pinned sizes leave no layout.
+    EFITLIMITS = -36
 
     @property
     def label(self) -> str:
         """The library's English name of the code (``kvshard_strerror``)."""
         return _name_of("kvshard_strerror", int(self))
+
+    @property
+    def short_name(self) -> str:
+        """The short name fit's reasons and the JSON documents give the code:
+        "ok", "weights", "does_not_fit", "kv_heads", ...
+        (``kvshard_status_name``)."""
+        return _name_of("kvshard_status_name", int(self))
 
 
 class LayerKind(enum.IntEnum):
@@ -308,6 +329,13 @@ class WarningCode(enum.IntEnum):
     PP_DRAFT_REFUSED = 16
     #: Some stage's ranks store no KV though the model has KV layers.
     STAGE_WITHOUT_KV = 17
+    #: memory_per_rank is the budget: device_memory is not read.
+    DEVICE_MEMORY_IGNORED = 18
+    #: The safetensors index's metadata.total_size differs from the sum of
+    #: its shards' tensors; the headers are used.
+    WEIGHTS_TOTAL_SIZE_MISMATCH = 19
+    #: Some tensors have names no rule classes: counted as split over T.
+    WEIGHTS_UNKNOWN_TENSORS = 20
 
     @property
     def label(self) -> str:

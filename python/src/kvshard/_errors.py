@@ -20,6 +20,9 @@ __all__ = [
     "ConfigError",
     "UnmodeledError",
     "PlanError",
+    "WeightsError",
+    "DoesNotFitError",
+    "FitLimitsError",
     "LimitError",
     "QueryError",
     "FileError",
@@ -137,7 +140,30 @@ class PlanError(KvshardError):
     (EPROFILE), or pipeline stages the layers cannot be cut into: more
     stages than layers (EPPLAYERS), a rule or a pp_partition that does not
     fit the layers (EPARTITION), a layer on another stage than the layer
-    whose cache it reads (EPPSOURCE)."""
+    whose cache it reads (EPPSOURCE). The device inputs' own failures are
+    its subclasses: WeightsError, DoesNotFitError and FitLimitsError."""
+
+
+class WeightsError(PlanError):
+    """The weights of a rank are missing or given wrongly (EWEIGHTS):
+    device_memory with no weights_per_rank, no weights_total and no
+    safetensors files beside the model's config; weights_experts above
+    weights_total; weights_per_rank with neither one entry nor one a stage,
+    or given to a fit (which works out each layout's weights)."""
+
+
+class DoesNotFitError(PlanError):
+    """The weights and the activation reserve take all the usable device
+    memory (EDOESNOTFIT): for a plan, on some stage (the message names it
+    and the bytes short); for a fit, on every layout (the message names the
+    closest one and how many bytes its poorest stage is short, as a
+    negative number)."""
+
+
+class FitLimitsError(PlanError):
+    """A fit found no layout of its GPUs within the node limits and the
+    pinned sizes (EFITLIMITS): gpus_per_node, max_tp_size, max_pp_size,
+    pp_size and dp_size together leave nothing to plan."""
 
 
 class LimitError(KvshardError):
@@ -198,6 +224,9 @@ for _cls, _codes in (
         ),
     ),
     (UnmodeledError, ("EUNMODELED",)),
+    (WeightsError, ("EWEIGHTS",)),
+    (DoesNotFitError, ("EDOESNOTFIT",)),
+    (FitLimitsError, ("EFITLIMITS",)),
     (LimitError, ("ELIMIT",)),
     (QueryError, ("ERANK", "ELAYER", "ESTAGE", "EGLOBALRANK")),
     (FileError, ("EIO",)),

@@ -49,7 +49,7 @@ from ctypes import (
 )
 from typing import List, Optional, Tuple
 
-from ._optiontable import OPTIONS, Kind, struct_fields
+from ._optiontable import LISTS, OPTIONS, struct_fields
 from ._version import __version__
 
 __all__ = [
@@ -95,17 +95,18 @@ class CError(Structure):
 class COptions(Structure):
     # Built from the option table, in its order: the fields of
     # kvshard_options, `const kvshard_settings *settings` after
-    # context_length, and the explicit pp_partition as its array and length.
+    # context_length, and each list (the explicit pp_partition,
+    # weights_per_rank) as its array and length.
     _fields_ = [("size", c_size_t)] + struct_fields()
 
 
 def options_init() -> COptions:
     """A COptions holding KVSHARD_OPTIONS_INIT (the table's defaults, no
-    settings: every one at its default, and no pp_partition)."""
+    settings: every one at its default, and no lists)."""
     o = COptions()
     o.size = ctypes.sizeof(COptions)
     for spec in OPTIONS:
-        if spec.kind is Kind.COUNTS:
+        if spec.kind in LISTS:
             setattr(o, spec.name, None)
             setattr(o, spec.name + "_count", 0)
         else:
@@ -195,6 +196,11 @@ class CRankMemory(Structure):
         ("has_num_blocks", c_bool),
         ("scratch_bytes_per_seq", c_uint64),
         ("draft_bytes_per_seq", c_uint64),
+        ("has_budget", c_bool),
+        ("budget", c_uint64),
+        ("has_device", c_bool),
+        ("weights_bytes", c_uint64),
+        ("activation_reserve", c_uint64),
     ]
 
 
@@ -316,6 +322,47 @@ class CComparisonRow(Structure):
         ("balanced_max_seqs", c_uint64),
         ("pp_size", c_uint32),
         ("attn_tp_size", c_uint32),
+    ]
+
+
+class CFitOptions(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("gpus", c_uint32),
+        ("max_tp_size", c_uint32),
+        ("max_pp_size", c_uint32),
+        ("pp_size", c_uint32),
+        ("dp_size", c_uint32),
+        ("unsplit", c_bool),
+    ]
+
+
+class CFitRow(Structure):
+    # Borrowed from the fit, whose `size` says how long the library's row
+    # is; later versions add fields at the end only.
+    _fields_ = [
+        ("size", c_size_t),
+        ("rank", c_uint32),
+        ("tp_size", c_uint32),
+        ("pp_size", c_uint32),
+        ("dp_size", c_uint32),
+        ("layerwise_split_size", c_uint32),
+        ("ownership", c_int),
+        ("fits", c_bool),
+        ("reason", c_int),
+        ("no_sequence", c_bool),
+        ("weights_per_rank", c_uint64),
+        ("budget", c_uint64),
+        ("binding_stage", c_uint32),
+        ("num_blocks", c_uint64),
+        ("max_seqs", c_uint32),
+        ("has_seqs", c_bool),
+        ("seqs_per_replica", c_uint64),
+        ("seqs_total", c_uint64),
+        ("tokens_per_replica", c_uint64),
+        ("tokens_total", c_uint64),
+        ("pp_partition", POINTER(c_uint32)),
+        ("warnings", c_uint32),
     ]
 
 
@@ -446,6 +493,25 @@ _PROTOTYPES = {
     "kvshard_comparison_write_json": (c_int, [_P, WRITE_FN, c_void_p]),
     "kvshard_comparison_write_text": (c_int, [_P, WRITE_FN, c_void_p]),
     "kvshard_report_write_html": (c_int, [_P, _P, WRITE_FN, c_void_p]),
+    # fit
+    "kvshard_status_name": (c_char_p, [c_int]),
+    "kvshard_fit_create": (
+        c_int,
+        [_PP, _P, POINTER(COptions), POINTER(CFitOptions), c_void_p, _E],
+    ),
+    "kvshard_deployment_fit": (c_int, [_PP, _P, POINTER(CFitOptions), _E]),
+    "kvshard_fit_free": (None, [_P]),
+    "kvshard_fit_row_count": (c_size_t, [_P]),
+    "kvshard_fit_row_at": (POINTER(CFitRow), [_P, c_size_t]),
+    "kvshard_fit_not_admitted_count": (c_size_t, [_P]),
+    "kvshard_fit_not_admitted": (
+        c_int,
+        [POINTER(c_uint32), POINTER(c_uint32), POINTER(c_uint32), POINTER(c_int), _P, c_size_t],
+    ),
+    "kvshard_fit_limited_layouts": (c_uint32, [_P]),
+    "kvshard_fit_flags": (c_int, [POINTER(c_char), c_size_t, _P, c_char_p, c_bool]),
+    "kvshard_fit_write_json": (c_int, [_P, WRITE_FN, c_void_p]),
+    "kvshard_fit_write_text": (c_int, [_P, c_size_t, WRITE_FN, c_void_p]),
 }
 
 

@@ -28,7 +28,7 @@ import math
 import os
 from ctypes import POINTER, byref, c_char_p, c_int, c_int32, c_size_t, c_uint32, c_void_p
 from dataclasses import asdict, dataclass
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from . import _lib
 from ._enums import (
@@ -49,6 +49,9 @@ from ._handles import _Handle, _new_handle, encode, raise_error
 from ._options import DEFAULT_ORIGIN, OptionValue, Options, check_uint, parse_bytes
 from ._optiontable import U64_MAX, byte_size
 from ._settings import SettingInfo, get_text, info_for, value_of, value_text
+
+if TYPE_CHECKING:
+    from ._fit import Fit
 
 __all__ = [
     "Model",
@@ -373,7 +376,7 @@ class Deployment(_Handle):
 
     Owns a ``kvshard_deployment`` and, through it, its model and its
     settings (freed with kvshard_deployment_free). Queries (``options``,
-    ``model``, ``plan``, ``compare``) may run from many threads at once;
+    ``model``, ``plan``, ``compare``, ``fit``) may run from many threads at once;
     ``set`` and ``apply_args`` wait for them and run alone.
     """
 
@@ -506,7 +509,9 @@ class Deployment(_Handle):
             # query holds the gate.
             now = _lib.sized(_lib.COptions)
             rc = lib.kvshard_deployment_options(byref(now), h)
-            return _plan_with_settings(out, now.settings if rc == 0 else None, rc)
+            return _plan_with_settings(
+                out, now.settings if rc == 0 else None, rc, _weights_of(now) if rc == 0 else None
+            )
 
     def compare(self) -> "Comparison":
         """Plans for every split size dividing T under each ownership rule
@@ -515,6 +520,30 @@ class Deployment(_Handle):
             rc, out, err = _new_handle(_lib.library().kvshard_deployment_compare, h)
             _check(rc, err)
             return Comparison(out)
+
+    def fit(
+        self,
+        gpus: int,
+        *,
+        max_tp_size: int = 0,
+        max_pp_size: int = 0,
+        pp_size: int = 0,
+        dp_size: int = 0,
+        unsplit: bool = False,
+    ) -> "Fit":
+        """Search the layouts of `gpus` GPUs for this deployment
+        (kvshard_deployment_fit), as :func:`kvshard.fit` does for a model:
+        the deployment's options give the device and the weights. Its
+        pp_size and dp_size, when an override (``set``, ``apply_args``)
+        gave them, pin those sizes as the arguments of the same names do,
+        and enable_layerwise_split overridden to false pins the split to 1;
+        the file's other parallel keys do not apply. Errors point at the
+        option responsible, as ``plan``'s do."""
+        from ._fit import deployment_fit, fit_options
+
+        fo = fit_options(gpus, max_tp_size, max_pp_size, pp_size, dp_size, unsplit)
+        with self._use() as h:
+            return deployment_fit(h, fo)
 
     def report_html(self) -> str:
         """The HTML page ``kvshard report`` writes: the plan, and the
@@ -703,6 +732,14 @@ class RankMemory:
     #: The draft layers' share of state_bytes_per_seq (their windows and
     #: compressor state), with speculation.
     draft_bytes_per_seq: int
+    #: The rank's budget for cache and state: memory_per_rank, or from the
+    #: device inputs (the usable share of device_memory less its stage's
+    #: weights and the activation reserve); None without either.
+    budget: Optional[int]
+    #: With device inputs: the weights the rank holds and the activation
+    #: reserve its budget leaves out; None without them.
+    weights_bytes: Optional[int]
+    activation_reserve: Optional[int]
 
 
 @dataclass(frozen=True)
@@ -929,10 +966,24 @@ def _world_size(h: int) -> int:
     return int(o.world_size)
 
 
-def _plan_with_settings(plan: int, settings: Optional[int], rc: int = 0) -> "Plan":
+def _weights_of(c: _lib.COptions) -> Optional[Tuple[int, ...]]:
+    """The weights_per_rank sizes a C options struct points to (inside the
+    gate of their owner), copied."""
+    if not c.weights_per_rank_count or not c.weights_per_rank:
+        return None
+    return tuple(int(c.weights_per_rank[i]) for i in range(c.weights_per_rank_count))
+
+
+def _plan_with_settings(
+    plan: int,
+    settings: Optional[int],
+    rc: int = 0,
+    weights: Optional[Tuple[int, ...]] = None,
+) -> "Plan":
     """Wrap a new C plan with a copy of the C settings it was made from (the
-    caller holds the gate of their owner). `rc` is the status of reading the
-    settings' pointer; when it, or the copy, fails, the plan is freed."""
+    caller holds the gate of their owner) and the weights_per_rank it was
+    given. `rc` is the status of reading the settings' pointer; when it, or
+    the copy, fails, the plan is freed."""
     lib = _lib.library()
     copied, err = 0, None
     if rc == 0 and settings:
@@ -940,7 +991,7 @@ def _plan_with_settings(plan: int, settings: Optional[int], rc: int = 0) -> "Pla
     if rc != 0:
         lib.kvshard_plan_free(plan)
         raise_error(rc, err)
-    return Plan(plan, copied)  # owns both from here, even if it fails
+    return Plan(plan, copied, weights)  # owns both from here, even if it fails
 
 
 class Plan(_Handle):
@@ -960,15 +1011,21 @@ class Plan(_Handle):
     _free_name = "kvshard_plan_free"
     _kind = "plan"
 
-    def __init__(self, ptr: int, settings: int = 0) -> None:
+    def __init__(
+        self, ptr: int, settings: int = 0, weights: Optional[Tuple[int, ...]] = None
+    ) -> None:
         # `settings`: a copy of the C settings the plan was made from (0:
         # none, every setting at its default), for ``options``; the library
         # resolves them into the plan and keeps none. The plan owns the copy:
         # it is reached through the plan's gate and freed with the plan.
+        # `weights`: the weights_per_rank it was given, for ``options``: the
+        # plan's own options still point to the caller's array, which the
+        # binding never reads after the call.
         lib = _lib.library()
         then = (lib.kvshard_settings_free, settings) if settings else None
         super().__init__(ptr, then=then)
         self._settings_ptr = settings
+        self._weights = weights
         # A plan never changes: T, L, P x T and P for the range checks,
         # read once while no other thread has the plan, and L + d, the
         # decoder and draft layers layer_storage takes.
@@ -987,7 +1044,8 @@ class Plan(_Handle):
         """The options the plan was built with, the profile's defaults
         settled (block_size, max_seqs, ownership, pp_size, the rule and
         rank_layout set), and the settings it was made from. An explicit
-        pp_partition reads back as its counts, with the rule EXPLICIT."""
+        pp_partition reads back as its counts, with the rule EXPLICIT, and
+        weights_per_rank as the sizes given."""
         out = _lib.sized(_lib.COptions)
         lib = _lib.library()
         with self._use() as h:
@@ -996,7 +1054,13 @@ class Plan(_Handle):
             counts = None
             if out.pp_partition_count:
                 counts = tuple(_stage_info(lib, h, s).layer_count for s in range(self._sizes[3]))
-            return Options._from_c(out, settings_at=self._settings_ptr or None, partition=counts)
+            return Options._from_c(
+                out,
+                settings_at=self._settings_ptr or None,
+                partition=counts,
+                weights=self._weights,
+                read_weights=False,
+            )
 
     @property
     def attn_tp_size(self) -> int:
@@ -1274,6 +1338,9 @@ class Plan(_Handle):
             num_blocks=_opt(out.has_num_blocks, out.num_blocks),
             scratch_bytes_per_seq=int(out.scratch_bytes_per_seq),
             draft_bytes_per_seq=int(out.draft_bytes_per_seq),
+            budget=_opt(out.has_budget, out.budget),
+            weights_bytes=_opt(out.has_device, out.weights_bytes),
+            activation_reserve=_opt(out.has_device, out.activation_reserve),
         )
 
     @property
@@ -1557,7 +1624,7 @@ def plan(
         _check(rc, err)
         # A copy of the settings the plan read, for Plan.options, made
         # while their gate still holds off any change.
-        return _plan_with_settings(out, c.settings)
+        return _plan_with_settings(out, c.settings, weights=_weights_of(c))
 
 
 # ---------------------------------------------------------------------------

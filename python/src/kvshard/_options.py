@@ -26,6 +26,7 @@ from ._optiontable import (
     Kind,
     Spec,
     byte_size,
+    byte_sizes,
     native,
     override_text,
     spec_for_key,
@@ -85,14 +86,15 @@ def parse_bytes(name: str, value: Union[int, float, str]) -> int:
     return byte_size(name, value, 0, U64_MAX)
 
 
-def read_counts(key: str, text: str, origin: str) -> Tuple[int, ...]:
-    """Layer counts written as text ("31,30", "31, 30"), read by the
-    library's own grammar for them. kvshard_options_set takes no list, so
-    a scratch deployment of a one-layer model takes the text as
-    kvshard_deployment_set takes a deployment's, and gives the counts back
-    through its options: the library's errors, with `origin` as their
-    source (ConfigError for an entry that is no integer or out of range,
-    PlanError, EPARTITION, for more entries than it reads)."""
+def read_list(key: str, text: str, origin: str) -> Tuple[int, ...]:
+    """A list option written as text: layer counts ("31,30") or sizes
+    ("17GiB,16.5GiB"), read by the library's own grammar for them.
+    kvshard_options_set takes no list, so a scratch deployment of a
+    one-layer model takes the text as kvshard_deployment_set takes a
+    deployment's, and gives the entries back through its options: the
+    library's errors, with `origin` as their source (ConfigError for an
+    entry that is no number or out of range; PlanError for more entries
+    than it reads, EPARTITION, and for sizes WeightsError, EWEIGHTS)."""
     key_b = encode(key, "the option name")
     text_b = encode(text, f"the value of {key}")
     origin_b = encode(origin, "origin")
@@ -115,9 +117,35 @@ def read_counts(key: str, text: str, origin: str) -> Tuple[int, ...]:
         rc = lib.kvshard_deployment_options(ctypes.byref(out), dep)
         if rc != 0:
             raise_error(rc, None)
-        return tuple(int(out.pp_partition[i]) for i in range(out.pp_partition_count))
+        spec = spec_for_key(key)
+        assert spec is not None and spec.kind in (Kind.COUNTS, Kind.SIZES)
+        array = getattr(out, spec.name)
+        return tuple(int(array[i]) for i in range(getattr(out, spec.name + "_count")))
     finally:
         lib.kvshard_deployment_free(dep)
+
+
+def read_counts(key: str, text: str, origin: str) -> Tuple[int, ...]:
+    """Layer counts written as text ("31,30", "31, 30"): ``read_list``."""
+    return read_list(key, text, origin)
+
+
+def _size_text(what: str, text: str) -> int:
+    """One size of weights_per_rank given as text ("17GiB"): the
+    library's grammar, as memory_per_rank reads it."""
+    if "," in text:
+        raise ValueError(f"{what} is one size; {text!r} holds a comma")
+    return parse_bytes(what, text)
+
+
+def sizes_of(name: str, value: Any, in_struct: bool) -> Optional[Tuple[int, ...]]:
+    """weights_per_rank given as a Python value: text for the whole list
+    ("17GiB,16.5GiB", read by the library), or one size or a list of them
+    (``byte_sizes``; an entry as text read by the library's size
+    grammar)."""
+    if isinstance(value, str):
+        return read_list(name, value, DEFAULT_ORIGIN)
+    return byte_sizes(name, value, in_struct, parse=_size_text)
 
 
 def setting_named(name: str) -> Optional[SettingInfo]:
@@ -149,9 +177,14 @@ class _Field:
         if kind is Kind.COUNTS:
             held = obj._partition
             return None if held is None else list(held)
+        if kind is Kind.SIZES:
+            held = obj._weights
+            return None if held is None else list(held)
         raw = getattr(obj._c, self.name)
         if kind is Kind.BOOL:
             return bool(raw)
+        if kind is Kind.FRACTION:
+            return float(raw)
         if kind is Kind.ENUM:
             assert self.spec.enum is not None
             return self.spec.enum(raw)
@@ -165,6 +198,8 @@ class _Field:
                 else self.check(value)
             )
             obj._hold_partition(counts)
+        elif self.spec.kind is Kind.SIZES:
+            obj._hold_weights(sizes_of(self.name, value, in_struct=True))
         elif isinstance(value, str):
             set_text(obj._c, self.name, value, DEFAULT_ORIGIN)
         else:
@@ -173,6 +208,11 @@ class _Field:
     def check(self, value: Any) -> Any:
         """A native value as the C field holds it; TypeError or ValueError
         outside the range a caller's struct may hold."""
+        if self.spec.kind is Kind.SIZES:
+            # An entry as text is the library's to read: checked when set.
+            if isinstance(value, (list, tuple)) and any(isinstance(v, str) for v in value):
+                return byte_sizes(self.name, value, True, parse=lambda what, text: 0)
+            return byte_sizes(self.name, value, True)
         return native(self.spec, value, in_struct=True)
 
 
@@ -204,8 +244,17 @@ class Options:
     ``engine_version="0.5.11"``); a str it refuses raises a
     :class:`~kvshard.ConfigError` whose source is "python".
 
-    Units: sizes in bytes (``memory_per_rank``, and the settings of type
-    BYTES: ``device_memory_total``, ``device_memory_free``,
+    Device inputs plan without memory_per_rank: ``device_memory`` (bytes
+    of one GPU), ``memory_utilization`` (a float; 0: the profile's 0.9),
+    ``activation_reserve`` (bytes, or "auto", ``RESERVE_AUTO``, the
+    default), the weights as ``weights_per_rank`` (one size, or a list of
+    one a stage: ints, floats or text such as "17GiB", or text
+    "17GiB,16.5GiB"; the Options keeps the array the struct points to) or
+    ``weights_total`` with ``weights_experts``, ``expert_parallel``, and
+    ``gpus_per_node`` for a fit.
+
+    Units: sizes in bytes (``memory_per_rank``, the device inputs, and the
+    settings of type BYTES: ``device_memory_total``, ``device_memory_free``,
     ``max_cache_size``, ``non_kv_memory``), lengths in tokens
     (``block_size``, ``context_length``). 0 means "unset" where the C struct
     says so (block_size, max_seqs: the profile's default; memory_per_rank:
@@ -219,7 +268,7 @@ class Options:
     while another thread plans with the Options waits for that call.
     """
 
-    __slots__ = ("_c", "_settings", "_partition")
+    __slots__ = ("_c", "_settings", "_partition", "_weights")
 
     #: The option names (the struct's fields), in the C struct's order.
     FIELDS: Tuple[str, ...] = tuple(spec.name for spec in OPTIONS)
@@ -246,11 +295,20 @@ class Options:
         pp_partition: Optional[List[int]]
         rank_layout: RankLayout
         sweep_pp: bool
+        device_memory: int
+        memory_utilization: float
+        activation_reserve: int
+        weights_per_rank: Optional[List[int]]
+        weights_total: int
+        weights_experts: int
+        expert_parallel: bool
+        gpus_per_node: int
 
     def __init__(self, **fields: Any) -> None:
         object.__setattr__(self, "_c", _lib.options_init())
         object.__setattr__(self, "_settings", None)
         object.__setattr__(self, "_partition", None)
+        object.__setattr__(self, "_weights", None)
         unknown = [k for k in fields if k not in self.FIELDS and info_for(k) is None]
         if unknown:
             known = ", ".join(self.FIELDS + tuple(s.key for s in settings()))
@@ -278,12 +336,15 @@ class Options:
         settings_at: Optional[int] = None,
         held: Optional[Settings] = None,
         partition: Optional[Tuple[int, ...]] = None,
+        weights: Optional[Tuple[int, ...]] = None,
+        read_weights: bool = True,
     ) -> "Options":
         """An Options holding a copy of `c`, of its settings and of its
-        pp_partition: the C settings at `settings_at` (the caller is inside
+        lists: the C settings at `settings_at` (the caller is inside
         the gate of their owner), or a Settings the binding holds; the
         counts `partition`, else those `c` points to (borrowed from its
-        owner as the settings are)."""
+        owner as the settings are); the sizes `weights`, else, with
+        `read_weights`, those `c` points to."""
         o = cls.__new__(cls)
         struct = _lib.options_init()
         ctypes.memmove(ctypes.byref(struct), ctypes.byref(c), ctypes.sizeof(_lib.COptions))
@@ -291,9 +352,13 @@ class Options:
         struct.settings = None  # borrowed from the owner: never kept
         object.__setattr__(o, "_c", struct)
         object.__setattr__(o, "_partition", None)
+        object.__setattr__(o, "_weights", None)
         if partition is None and c.pp_partition_count and c.pp_partition:
             partition = tuple(int(c.pp_partition[i]) for i in range(c.pp_partition_count))
         o._hold_partition(partition, keep_rule=True)
+        if weights is None and read_weights and c.weights_per_rank_count and c.weights_per_rank:
+            weights = tuple(int(c.weights_per_rank[i]) for i in range(c.weights_per_rank_count))
+        o._hold_weights(weights)
         copied = None
         if settings_at:
             copied = Settings.new(settings_at)
@@ -319,6 +384,19 @@ class Options:
         object.__setattr__(self, "_partition", None)
         if not keep_rule and self._c.pp_partition_rule == PpRule.EXPLICIT:
             self._c.pp_partition_rule = PpRule.DEFAULT
+
+    def _hold_weights(self, sizes: Optional[Tuple[int, ...]]) -> None:
+        """Point the struct at an array of `sizes` (weights_per_rank) this
+        Options owns, kept as long as it (or at none)."""
+        if sizes:
+            array = (ctypes.c_uint64 * len(sizes))(*sizes)
+            self._c.weights_per_rank = ctypes.cast(array, ctypes.POINTER(ctypes.c_uint64))
+            self._c.weights_per_rank_count = len(sizes)
+            object.__setattr__(self, "_weights", array)
+            return
+        self._c.weights_per_rank = None
+        self._c.weights_per_rank_count = 0
+        object.__setattr__(self, "_weights", None)
 
     # --- settings -----------------------------------------------------------
     def _own_settings(self) -> Settings:
@@ -358,17 +436,21 @@ class Options:
         """``with opts._passed() as c:`` -- a copy of the struct whose
         `settings` points to this Options' settings while the block runs
         (inside their gate), for one C call that reads them, and whose
-        `pp_partition` points to its counts."""
-        # The counts array is taken first and held by this frame until the
-        # call returns, and the copy points to that array, whatever the
-        # struct's pointer says by then.
-        counts = self._partition
+        `pp_partition` and `weights_per_rank` point to its lists."""
+        # The arrays are taken first and held by this frame until the call
+        # returns, and the copy points to them, whatever the struct's
+        # pointers say by then.
+        counts, sizes = self._partition, self._weights
         c = _lib.options_init()
         ctypes.memmove(ctypes.byref(c), ctypes.byref(self._c), ctypes.sizeof(_lib.COptions))
         c.pp_partition = None if counts is None else ctypes.cast(
             counts, ctypes.POINTER(ctypes.c_uint32)
         )
         c.pp_partition_count = 0 if counts is None else len(counts)
+        c.weights_per_rank = None if sizes is None else ctypes.cast(
+            sizes, ctypes.POINTER(ctypes.c_uint64)
+        )
+        c.weights_per_rank_count = 0 if sizes is None else len(sizes)
         # A plan reports the rule of such counts as EXPLICIT, which is no
         # input: the library settles DEFAULT to it when counts are given,
         # so a plan's options plan again as they are.
@@ -433,13 +515,20 @@ class Options:
             # text as a deployment's, and the counts are held here.
             self._hold_partition(read_counts(key, text, origin))
             return
+        if spec is not None and spec.kind is Kind.SIZES:
+            self._hold_weights(read_list(key, text, origin))
+            return
         set_text(self._c, key, text, origin)
 
     def copy(self) -> "Options":
-        """An independent copy, settings and pp_partition and all."""
-        counts = self._partition
+        """An independent copy, settings and lists and all."""
+        counts, sizes = self._partition, self._weights
         return Options._from_c(
-            self._c, held=self._settings, partition=None if counts is None else tuple(counts)
+            self._c,
+            held=self._settings,
+            partition=None if counts is None else tuple(counts),
+            weights=None if sizes is None else tuple(sizes),
+            read_weights=False,
         )
 
     # copy.copy and copy.deepcopy give an independent copy too: a copy never
@@ -452,12 +541,16 @@ class Options:
 
     def __reduce__(self) -> Tuple[Any, Tuple[Dict[str, Any], Dict[str, Any]]]:
         # Pickled as the struct's values, as the C fields hold them (the
-        # pp_partition as its counts), and the settings that were set, as
+        # lists as their entries), and the settings that were set, as
         # Python values.
+        lists = ("pp_partition", "weights_per_rank")
         fields: Dict[str, Any] = {
-            name: int(getattr(self._c, name)) for name in self.FIELDS if name != "pp_partition"
+            name: (float if name == "memory_utilization" else int)(getattr(self._c, name))
+            for name in self.FIELDS
+            if name not in lists
         }
         fields["pp_partition"] = self.pp_partition
+        fields["weights_per_rank"] = self.weights_per_rank
         held = self._settings
         given: Dict[str, Any] = {}
         if held is not None:
@@ -507,8 +600,10 @@ def _rebuild(fields: Dict[str, Any], given: Dict[str, Any]) -> Options:
     o = Options()
     counts = fields.get("pp_partition")
     o._hold_partition(tuple(counts) if counts else None)
+    sizes = fields.get("weights_per_rank")
+    o._hold_weights(tuple(sizes) if sizes else None)
     for name, raw in fields.items():
-        if name != "pp_partition":
+        if name not in ("pp_partition", "weights_per_rank"):
             setattr(o._c, name, raw)
     for key, value in given.items():
         o.set(key, value)

@@ -10,9 +10,9 @@ here; a new kind of value is one ``Kind`` and its case in the functions
 below. One field of the struct is no option: the pointer to the engine
 profiles' settings, which follows the option ``SETTINGS_AFTER`` (the
 settings are the library's own table, read at run time: ``_settings``).
-The explicit pp_partition is one option held in two fields, a borrowed
-array and its length. This module needs neither the library nor ctypes'
-loader.
+The explicit pp_partition and weights_per_rank are options held in two
+fields each, a borrowed array and its length. This module needs neither the
+library nor ctypes' loader.
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from __future__ import annotations
 import enum
 import math
 import operator
-from ctypes import POINTER, c_bool, c_int, c_uint32, c_uint64, c_void_p
+from ctypes import POINTER, c_bool, c_double, c_int, c_uint32, c_uint64, c_void_p
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Dict, List, Optional, Tuple, Type
 
-from ._enums import MAX_PP_PARTITION, Dtype, Engine, Ownership, PpRule, RankLayout
+from ._enums import MAX_PP_PARTITION, RESERVE_AUTO, Dtype, Engine, Ownership, PpRule, RankLayout
 
 __all__ = [
     "Kind",
@@ -46,6 +46,11 @@ __all__ = [
     "check_range",
     "type_name",
     "layer_counts",
+    "byte_sizes",
+    "fraction",
+    "fraction_text",
+    "FRACTION_CHARS",
+    "LISTS",
     "struct_fields",
 ]
 
@@ -60,6 +65,16 @@ class Kind(enum.Enum):
     #: Layer counts, one a stage: a list of ints, or text "31,30". Two C
     #: fields: a borrowed ``const uint32_t *`` and its length.
     COUNTS = POINTER(c_uint32)
+    #: A share above 0 and at most 1: a float (an int 1), or text "0.9".
+    FRACTION = c_double
+    #: Byte sizes, one or one a stage: a list of sizes (each an int, a float
+    #: or text with a unit), one size, or text "17GiB,16.5GiB". Two C
+    #: fields: a borrowed ``const uint64_t *`` and its length.
+    SIZES = POINTER(c_uint64)
+
+
+#: The kinds held as a borrowed array and its length.
+LISTS = (Kind.COUNTS, Kind.SIZES)
 
 
 @dataclass(frozen=True)
@@ -68,8 +83,9 @@ class Spec:
     text (a flag, an override, a deployment file); a caller's struct may
     also hold 0 when ``unset_ok`` ("unset", or "none"), and an enum the
     ``unset`` value no word names (ownership DEFAULT). ``words`` are the
-    enum's words as the library reads them; the first word of a value is
-    the one the binding sends."""
+    enum's words as the library reads them (for a byte count, the words
+    that stand for a value no number gives: activation_reserve's "auto");
+    the first word of a value is the one the binding sends."""
 
     name: str
     kind: Kind
@@ -259,6 +275,73 @@ OPTIONS: Tuple[Spec, ...] = (
         unset=RankLayout.DEFAULT,
     ),
     Spec("sweep_pp", F, False, "A comparison also sweeps pp_size; default False."),
+    # Device inputs: without memory_per_rank, a rank's budget is the usable
+    # share of its GPU less its weights and the activation reserve.
+    Spec(
+        "device_memory",
+        B,
+        0,
+        "Bytes of one GPU as the device reports them; 0: none.",
+        1,
+        U64_MAX,
+        unset_ok=True,
+    ),
+    Spec(
+        "memory_utilization",
+        Kind.FRACTION,
+        0.0,
+        "The share of device_memory the engine may use, above 0 and at most 1, read to 9 "
+        "decimal places; 0: the profile's (kvshard 0.9).",
+        unset_ok=True,
+    ),
+    Spec(
+        "activation_reserve",
+        B,
+        RESERVE_AUTO,
+        "Bytes per GPU for everything but weights and cache; RESERVE_AUTO (\"auto\"): the "
+        "profile's, under kvshard max(1 GiB, device_memory / 20).",
+        0,
+        U64_MAX,
+        words=(("auto", RESERVE_AUTO),),
+    ),
+    Spec(
+        "weights_per_rank",
+        Kind.SIZES,
+        None,
+        "The weights of one rank: one size for every stage, or one a stage ([17 * 2**30, "
+        "\"16.5GiB\"] or \"17GiB,16.5GiB\"); None: from weights_total or the safetensors.",
+        0,
+        U64_MAX,
+    ),
+    Spec(
+        "weights_total",
+        B,
+        0,
+        "The checkpoint's bytes, for an estimate by layers; 0: none (the model directory's "
+        "safetensors).",
+        1,
+        U64_MAX,
+        unset_ok=True,
+    ),
+    Spec(
+        "weights_experts",
+        B,
+        0,
+        "The part of weights_total in expert tensors; default 0.",
+        0,
+        U64_MAX,
+        unset_ok=True,
+    ),
+    Spec("expert_parallel", F, False, "Experts placed whole on ranks; default False."),
+    Spec(
+        "gpus_per_node",
+        I,
+        0,
+        "GPUs of one node, for a fit; 0: 8.",
+        1,
+        MAX_RANKS,
+        unset_ok=True,
+    ),
 )
 
 del I, B, F, E
@@ -269,8 +352,9 @@ SETTINGS_AFTER = "context_length"
 
 def c_fields(spec: Spec) -> List[Tuple[str, Any]]:
     """The C fields of kvshard_options that hold one option: one field,
-    or for the explicit pp_partition its array and its length."""
-    if spec.kind is Kind.COUNTS:
+    or for a list (pp_partition, weights_per_rank) its array and its
+    length."""
+    if spec.kind in LISTS:
         return [(spec.name, spec.kind.value), (spec.name + "_count", c_uint32)]
     return [(spec.name, spec.kind.value)]
 
@@ -431,16 +515,101 @@ def layer_counts(name: str, value: Any, in_struct: bool) -> Optional[Tuple[int, 
     return tuple(counts)
 
 
+def byte_sizes(
+    name: str, value: Any, in_struct: bool, parse: Optional[Any] = None
+) -> Optional[Tuple[int, ...]]:
+    """weights_per_rank given natively: a list or tuple of sizes, or one
+    size alone, each an int or a float of bytes (rounded down) from 0 to
+    2**64 - 1, at most MAX_PP_PARTITION of them. An entry given as text
+    ("17GiB") goes to `parse` (the library's size grammar); without one it
+    is a TypeError. None, or an empty list in a struct, gives none; text
+    has no way to say that, so there they are a ValueError."""
+    if value is None or (isinstance(value, (list, tuple)) and not value):
+        if in_struct:
+            return None
+        raise ValueError(
+            f"{name} as text needs at least one size; to give no weights per rank, leave it out"
+        )
+    if isinstance(value, (int, float)) and not isinstance(value, (bool, enum.Enum)):
+        value = (value,)
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(
+            f"{name} must be a size (an int, a float of bytes), a list of sizes or a str such "
+            f"as '17GiB,16.5GiB', not {type_name(value)}"
+        )
+    if len(value) > MAX_PP_PARTITION:
+        raise ValueError(
+            f"{name} has {len(value)} entries; at most {MAX_PP_PARTITION} are read "
+            f"(KVSHARD_MAX_PP_PARTITION)"
+        )
+    sizes = []
+    for index, entry in enumerate(value):
+        what = f"{name}[{index}]"
+        if isinstance(entry, str):
+            if parse is None:
+                raise TypeError(f"{what} is text; give the list as one str or every size natively")
+            sizes.append(parse(what, entry))
+        else:
+            sizes.append(byte_size(what, entry, 0, U64_MAX))
+    return tuple(sizes)
+
+
+#: The longest decimal the library's fraction grammar reads, in characters
+#: (digits and the point; no sign, no exponent).
+FRACTION_CHARS = 64
+
+
+def fraction_text(x: float) -> Optional[str]:
+    """The text the library reads as exactly the double `x`: the shortest
+    decimal that reads back as `x` (Python's repr) in positional notation
+    (1e-05 is "0.00001"), without its leading zero when that brings it
+    within the library's 64 characters. The library rounds a decimal to the
+    nearest double, so that text gives `x` itself. None when even that is
+    too long (below about 1e-63)."""
+    plain = format(Decimal(repr(x)), "f")
+    if len(plain) <= FRACTION_CHARS:
+        return plain
+    if plain.startswith("0.") and len(plain) - 1 <= FRACTION_CHARS:
+        return plain[1:]
+    return None
+
+
+def fraction(name: str, value: Any, in_struct: bool, unset_ok: bool = False) -> float:
+    """A share given natively: a float or an int (not a bool) above 0 and at
+    most 1 (NaN and the infinities out of range), or 0 in a struct where it
+    means "unset"; TypeError for another type, ValueError out of range or
+    too small for the library's decimals."""
+    if isinstance(value, (bool, enum.Enum)) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a float, not {type_name(value)}")
+    v = float(value)
+    if in_struct and unset_ok and v == 0.0:
+        return 0.0
+    if not 0.0 < v <= 1.0:  # NaN fails both comparisons
+        unset = " (or 0 for unset)" if in_struct and unset_ok else ""
+        raise ValueError(f"{name} must be above 0 and at most 1{unset}, not {value!r}")
+    if fraction_text(v) is None:
+        raise ValueError(
+            f"{name} {v!r} needs more than the {FRACTION_CHARS} characters of a decimal the "
+            f"library reads"
+        )
+    return v
+
+
 def native(spec: Spec, value: Any, in_struct: bool, name: Optional[str] = None) -> Any:
     """Check a value given as a Python object (not a str) for `spec` and
     return what the C field holds: an int, a bool or an enum's int (a
     tuple of counts, or None, for the explicit pp_partition).
     ``in_struct``: the range of a caller's kvshard_options (which may hold
-    "unset"); otherwise the range of text. ``name``: the key the caller
+    "unset"); otherwise the range of text. (weights_per_rank here takes no
+    entry as text: ``Options`` reads those with the library's grammar.) ``name``: the key the caller
     wrote, for messages (an engine's flag name; default the option's)."""
     name = name or spec.name
     if spec.kind is Kind.COUNTS:
         return layer_counts(name, value, in_struct)
+    if spec.kind is Kind.SIZES:
+        return byte_sizes(name, value, in_struct)
+    if spec.kind is Kind.FRACTION:
+        return fraction(name, value, in_struct, spec.unset_ok)
     unset_ok = in_struct and spec.unset_ok
     if spec.kind is Kind.INTEGER:
         v = whole_number(name, value, "an int")
@@ -459,6 +628,12 @@ def native(spec: Spec, value: Any, in_struct: bool, name: Optional[str] = None) 
 # ---------------------------------------------------------------------------
 
 
+def _size_entry(what: str, text: str) -> str:
+    if "," in text:
+        raise ValueError(f"{what} is one size; {text!r} holds a comma")
+    return text
+
+
 def text_of(spec: Spec, v: Any) -> str:
     """The text the library reads as exactly the checked value `v` (from
     ``native``)."""
@@ -466,9 +641,14 @@ def text_of(spec: Spec, v: Any) -> str:
         return "true" if v else "false"
     if spec.kind is Kind.ENUM:
         return next(word for word, value in spec.words if value == v)
-    if spec.kind is Kind.COUNTS:
+    if spec.kind in LISTS:
         return ",".join(map(str, v))
-    return str(v)
+    if spec.kind is Kind.FRACTION:
+        text = fraction_text(v)
+        assert text is not None  # fraction() refused what has none
+        return text
+    word = next((w for w, value in spec.words if value == v), None)
+    return word if word is not None else str(v)
 
 
 def override_text(key: str, value: Any) -> str:
@@ -479,6 +659,12 @@ def override_text(key: str, value: Any) -> str:
     if isinstance(value, str):
         return value
     spec = spec_for_key(key)
+    if spec is not None and spec.kind is Kind.SIZES:
+        # An entry given as text goes to the library as it is, which reads
+        # it as a size; only a comma would make it two.
+        sizes = byte_sizes(key, value, in_struct=False, parse=_size_entry)
+        assert sizes is not None
+        return ",".join(map(str, sizes))
     if spec is None:  # the library refuses the key; the value still has a type
         if isinstance(value, bool):
             return "true" if value else "false"

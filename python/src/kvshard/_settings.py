@@ -19,7 +19,6 @@ import numbers
 import re
 from collections.abc import Mapping
 from ctypes import byref, c_bool, create_string_buffer
-from decimal import Decimal
 from typing import Any, Dict, NamedTuple, Optional, Tuple, Union
 
 from . import _lib
@@ -27,7 +26,9 @@ from ._enums import Engine, SettingType, Status
 from ._errors import make_error
 from ._handles import _Handle, _new_handle, encode, raise_error
 from ._optiontable import (
+    FRACTION_CHARS,
     byte_size,
+    fraction_text,
     check_range,
     key_name,
     override_text,
@@ -37,10 +38,6 @@ from ._optiontable import (
 )
 
 __all__ = ["SettingInfo", "settings", "setting_info"]
-
-#: The longest decimal the library's fraction grammar reads, in characters
-#: (digits and the point; no sign, no exponent).
-FRACTION_CHARS = 64
 
 #: Room for any value's text from kvshard_settings_get: 20 digits of a
 #: 64-bit count, 17 significant digits of a fraction with its exponent, or
@@ -175,21 +172,6 @@ def setting_info(key: str) -> SettingInfo:
 # out of range, both before any C call; then the text the library reads as
 # exactly the value.
 # ---------------------------------------------------------------------------
-
-
-def fraction_text(x: float) -> Optional[str]:
-    """The text the library reads as exactly the double `x`: the shortest
-    decimal that reads back as `x` (Python's repr) in positional notation
-    (1e-05 is "0.00001"), without its leading zero when that brings it
-    within the library's 64 characters. The library rounds a decimal to the
-    nearest double, so that text gives `x` itself. None when even that is
-    too long (below about 1e-63)."""
-    plain = format(Decimal(repr(x)), "f")
-    if len(plain) <= FRACTION_CHARS:
-        return plain
-    if plain.startswith("0.") and len(plain) - 1 <= FRACTION_CHARS:
-        return plain[1:]
-    return None
 
 
 def _fraction(name: str, value: Any, top: float = 1.0) -> str:
