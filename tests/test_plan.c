@@ -703,6 +703,65 @@ static void test_json_seed(void **state)
     kvshard_model_free(model);
 }
 
+/* context_length against max_position_embeddings: the text config's value
+ * before the top level's, a warning only beyond it, none when neither gives
+ * it; a comparison's rows carry the same warning. */
+static void test_context_beyond_model(void **state)
+{
+    (void)state;
+    kvshard_model *nested = tu_load_model_text(
+        "{\"max_position_embeddings\": 8192, \"text_config\": {\"num_hidden_layers\": 2, "
+        "\"num_key_value_heads\": 2, \"head_dim\": 8, \"max_position_embeddings\": 4096}}");
+    kvshard_model *top = tu_load_model_text("{\"num_hidden_layers\": 2, \"num_key_value_heads\": 2, "
+                                            "\"head_dim\": 8, \"max_position_embeddings\": 8192}");
+    kvshard_model *none =
+        tu_load_model_text("{\"num_hidden_layers\": 2, \"num_key_value_heads\": 2, \"head_dim\": 8}");
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.memory_per_rank = 1 << 20;
+    struct {
+        kvshard_model *model;
+        uint32_t context_length;
+        bool warned;
+    } cases[] = {{nested, 4096, false}, {nested, 4097, true}, {top, 8192, false},
+                 {top, 8193, true},     {none, 1u << 30, false}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        o.context_length = cases[i].context_length;
+        kvshard_plan *plan = tu_plan(cases[i].model, &o);
+        assert_int_equal(kvshard_plan_has_warning(plan, KVSHARD_WARN_CONTEXT_BEYOND_MODEL),
+                         cases[i].warned);
+        kvshard_plan_free(plan);
+    }
+    o.context_length = 4097;
+    kvshard_plan *plan = tu_plan(nested, &o);
+    const char *message = NULL;
+    for (size_t i = 0; i < kvshard_plan_warning_count(plan); i++) {
+        kvshard_warning_code code;
+        const char *text;
+        assert_int_equal(kvshard_plan_warning(&code, &text, plan, i), KVSHARD_OK);
+        if (code == KVSHARD_WARN_CONTEXT_BEYOND_MODEL)
+            message = text;
+    }
+    assert_non_null(message);
+    assert_string_equal(kvshard_warning_name(KVSHARD_WARN_CONTEXT_BEYOND_MODEL),
+                        "context_beyond_model");
+    assert_non_null(strstr(message, "context_length 4097 is beyond the model's "
+                                    "max_position_embeddings 4096"));
+    kvshard_plan_free(plan);
+
+    kvshard_comparison *c = NULL;
+    kvshard_error err;
+    o.world_size = 2;
+    assert_int_equal(kvshard_comparison_create(&c, nested, &o, NULL, &err), KVSHARD_OK);
+    assert_true(kvshard_comparison_row_count(c) > 0);
+    for (size_t i = 0; i < kvshard_comparison_row_count(c); i++)
+        assert_true(kvshard_comparison_row_at(c, i)->warnings &
+                    (1u << KVSHARD_WARN_CONTEXT_BEYOND_MODEL));
+    kvshard_comparison_free(c);
+    kvshard_model_free(nested);
+    kvshard_model_free(top);
+    kvshard_model_free(none);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -722,6 +781,7 @@ int main(void)
         cmocka_unit_test(test_queries_and_ranges),
         cmocka_unit_test(test_digest),
         cmocka_unit_test(test_json_seed),
+        cmocka_unit_test(test_context_beyond_model),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

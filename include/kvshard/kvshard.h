@@ -1188,7 +1188,11 @@ typedef enum kvshard_warning_code {
      *  its shards' tensors; the headers are used. */
     KVSHARD_WARN_WEIGHTS_TOTAL_SIZE_MISMATCH = 19,
     /** Some tensors have names no rule classes: counted as split over T. */
-    KVSHARD_WARN_WEIGHTS_UNKNOWN_TENSORS = 20
+    KVSHARD_WARN_WEIGHTS_UNKNOWN_TENSORS = 20,
+    /** context_length is longer than the model's max_position_embeddings
+     *  (the text config's first): the model was not trained that far. The
+     *  plan is made all the same. */
+    KVSHARD_WARN_CONTEXT_BEYOND_MODEL = 21
 } kvshard_warning_code;
 
 /** Machine-readable name of a warning code ("split_disabled", ...);

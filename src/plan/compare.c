@@ -150,7 +150,8 @@ static int fill_row(kvshard_comparison_row *row, work *w, const kvshard__plannin
         .ranks = w->ranks,
         .tp = w->tp,
         .draft_layers = kvshard__counted_drafts(m, &pl->options, pl->profile),
-        .device = &w->device_figures};
+        .device = &w->device_figures,
+        .max_position_embeddings = m->max_position_embeddings};
     kvshard__collect_warnings(&wi, mark_warning, &row->warnings);
     return KVSHARD_OK;
 }

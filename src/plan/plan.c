@@ -417,7 +417,8 @@ static void collect_warnings(kvshard_plan *p, const kvshard__planning *pl)
         .ranks = p->ranks,
         .tp = p->tp,
         .draft_layers = kvshard__counted_drafts(&p->model, &pl->options, pl->profile),
-        .device = &p->device};
+        .device = &p->device,
+        .max_position_embeddings = p->model.max_position_embeddings};
     kvshard__collect_warnings(&in, keep_warning, p);
 }
 

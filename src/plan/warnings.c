@@ -289,6 +289,12 @@ void kvshard__collect_warnings(const kvshard__warning_inputs *in, kvshard__warni
     }
     warn_stages(in, sink, ctx);
     warn_device(in, sink, ctx);
+    if (in->max_position_embeddings && o->context_length > in->max_position_embeddings)
+        warn(sink, ctx, KVSHARD_WARN_CONTEXT_BEYOND_MODEL,
+             "context_length %u is beyond the model's max_position_embeddings %u: the plan sizes "
+             "the cache for it all the same, but the model was not trained that far unless the "
+             "engine stretches its positions",
+             o->context_length, in->max_position_embeddings);
 }
 
 const char *kvshard_warning_name(kvshard_warning_code code)
@@ -317,6 +323,7 @@ const char *kvshard_warning_name(kvshard_warning_code code)
     case KVSHARD_WARN_DEVICE_MEMORY_IGNORED: return "device_memory_ignored";
     case KVSHARD_WARN_WEIGHTS_TOTAL_SIZE_MISMATCH: return "weights_total_size_mismatch";
     case KVSHARD_WARN_WEIGHTS_UNKNOWN_TENSORS: return "weights_unknown_tensors";
+    case KVSHARD_WARN_CONTEXT_BEYOND_MODEL: return "context_beyond_model";
     default: return "unknown";
     }
 }

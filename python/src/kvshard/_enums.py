@@ -336,6 +336,8 @@ class WarningCode(enum.IntEnum):
     WEIGHTS_TOTAL_SIZE_MISMATCH = 19
     #: Some tensors have names no rule classes: counted as split over T.
     WEIGHTS_UNKNOWN_TENSORS = 20
+    #: context_length is longer than the model's max_position_embeddings.
+    CONTEXT_BEYOND_MODEL = 21
 
     @property
     def label(self) -> str:
