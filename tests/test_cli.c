@@ -442,6 +442,17 @@ static void test_bare_model_with_flags(void **state)
 
 /* ---- compare ------------------------------------------------------------------------ */
 
+/* The example's recommendation: T = 4, S = 2 ordinal, each split rank
+ * storing 5 of the 10 full layers of 1 replicated KV head of 256, K and V
+ * in bf16: 5 x 1 x 256 x 2 x 2 = 5,120 bytes a token; 20 GiB the budget;
+ * no context length, so no max_seqs to recommend. */
+#define RECOMMENDATION_OF_THE_EXAMPLE                                                            \
+    "\"recommendation\": {\"world_size\": 4, \"pp_size\": 1, \"attn_tp_size\": 4, "           \
+    "\"enable_layerwise_split\": true, \"layerwise_split_size\": 2, \"ownership\": \"ordinal\", " \
+    "\"max_seqs\": null,\n                     \"memory_per_rank\": 21474836480, "                \
+    "\"max_kv_bytes_per_token\": 5120,\n                     \"flags\": "                         \
+    "\"--enable_layerwise_split=true --layerwise_split_size=2 --ownership=ordinal\"}"
+
 static void test_compare(void **state)
 {
     (void)state;
@@ -459,17 +470,31 @@ static void test_compare(void **state)
     r = cli("compare '%s' --format=json", EXAMPLE);
     assert_int_equal(r.status, 0);
     assert_contains(
-        r.out, "\"recommendation\": {\"pp_size\": 1, \"layerwise_split_size\": 2, \"ownership\": "
-               "\"ordinal\"}");
+        r.out, RECOMMENDATION_OF_THE_EXAMPLE);
     assert_int_equal(count_of(r.out, "\"layerwise_split_size\": "), 10); /* 9 rows + the pick */
+    run_free(&r);
+
+    /* A recommended max_seqs comes with where it is from: S = 2's balanced
+     * 98 (as the README's comparison) against a smaller max_seqs given. */
+    r = cli("compare '%s' --context_length=32768 --max_seqs=50", EXAMPLE);
+    assert_int_equal(r.status, 0);
+    assert_contains(r.out, "--ownership=ordinal --max_seqs=98\n  max_seqs 98 is the balanced "
+                           "max_seqs: the most sequences of 32,768 tokens whose state and KV "
+                           "blocks all fit on every rank (max_seqs 50 leaves blocks no sequence "
+                           "uses)\n");
+    run_free(&r);
+    r = cli("compare '%s' --format=json --context_length=32768", EXAMPLE);
+    assert_int_equal(r.status, 0);
+    assert_contains(r.out, "\"max_seqs\": 98,\n");
+    assert_contains(r.out, "\"flags\": \"--enable_layerwise_split=true --layerwise_split_size=2 "
+                           "--ownership=ordinal --max_seqs=98\"}");
     run_free(&r);
 
     /* Split flags are ignored by compare; the rest still apply. */
     r = cli("compare '%s' --format=json --layerwise_split_size=4 --ownership=global", EXAMPLE);
     assert_int_equal(r.status, 0);
     assert_contains(
-        r.out, "\"recommendation\": {\"pp_size\": 1, \"layerwise_split_size\": 2, \"ownership\": "
-               "\"ordinal\"}");
+        r.out, RECOMMENDATION_OF_THE_EXAMPLE);
     run_free(&r);
 }
 

@@ -651,8 +651,21 @@ static void test_json_seed(void **state)
     assert_contains(json, "\"num_linear_attention_layers\": 30");
     assert_contains(json, "\"num_draft_layers\": 1");
     assert_contains(json, "\"attention\": \"gqa\"");
-    assert_contains(json, "\"attn_tp_size\": 4");
-    assert_contains(json, "\"layerwise_split_size\": 2");
+    /* kv_cache_dtype auto resolves to the checkpoint's bfloat16 */
+    assert_contains(json, "\"state_dtype\": \"float32\", \"kv_cache_dtype\": \"bfloat16\"}");
+    assert_contains(json, "\"attn_tp_size\": 4, \"enable_layerwise_split\": true, "
+                          "\"layerwise_split_size\": 2");
+    {
+        kvshard_options fp8 = o;
+        fp8.kv_cache_dtype = KVSHARD_DTYPE_FP8;
+        fp8.enable_layerwise_split = false;
+        kvshard_plan *p8 = tu_plan(model, &fp8);
+        char *j8 = tu_plan_json(p8);
+        assert_contains(j8, "\"kv_cache_dtype\": \"fp8\"}");
+        assert_contains(j8, "\"enable_layerwise_split\": false, \"layerwise_split_size\": 2");
+        free(j8);
+        kvshard_plan_free(p8);
+    }
     assert_contains(json, "\"effective_split_size\": 2");
     assert_contains(json, "\"ownership\": \"ordinal\"");
     assert_contains(json, "\"replication_factor\": 2"); /* T / H_kv = 4 / 2 */

@@ -86,11 +86,22 @@ def test_compare_rows_and_recommendation() -> None:
         assert len(cmp) == 9 and list(cmp) == list(rows) and cmp[3] == s2
 
         d = cmp.to_dict()
-        # The recommendation names its stages too: one, without sweep_pp.
+        # The recommendation names its stages too (one, without sweep_pp),
+        # the balanced max_seqs it recommends, the budget, the fullest
+        # rank's KV a token (five layers of one head of 256, K and V in
+        # bf16) and its flags.
         assert d["recommendation"] == {
+            "world_size": 4,
+            "pp_size": 1,
+            "attn_tp_size": 4,
+            "enable_layerwise_split": True,
             "layerwise_split_size": 2,
             "ownership": "ordinal",
-            "pp_size": 1,
+            "max_seqs": 98,
+            "memory_per_rank": 20 * 2**30,
+            "max_kv_bytes_per_token": 5 * 256 * 2 * 2,
+            "flags": "--enable_layerwise_split=true --layerwise_split_size=2 "
+            "--ownership=ordinal --max_seqs=98",
         }
         assert [r["num_blocks"] for r in d["rows"]] == [r.num_blocks for r in rows]
         assert s2.to_dict()["warnings"] == ["max_seqs_unreachable"]

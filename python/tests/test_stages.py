@@ -494,8 +494,15 @@ def test_compare_at_a_pp_size(qwen: kvshard.Model) -> None:
         assert [r.layerwise_split_size for r in cmp] == [1, 1, 1, 2, 2, 2]
         assert [r.num_blocks for r in cmp][::3] == [823_509, 411_754]
         assert cmp.recommended == cmp[0]
+        # No context length: no max_seqs; S = 1 stores a stage's 3 KV
+        # layers of 1,024 bytes a token.
         assert cmp.to_dict()["recommendation"] == {
-            "layerwise_split_size": 1, "ownership": "ordinal", "pp_size": 4
+            "world_size": 8, "pp_size": 4, "attn_tp_size": 2,
+            "enable_layerwise_split": False, "layerwise_split_size": 1,
+            "ownership": "ordinal", "max_seqs": None, "memory_per_rank": 40 * 2**30,
+            "max_kv_bytes_per_token": 3 * 1024,
+            "flags": "--pp_size=4 --enable_layerwise_split=false --layerwise_split_size=1 "
+            "--ownership=ordinal",
         }
         assert cmp[0].to_dict()["pp_size"] == 4 and cmp[0].to_dict()["attn_tp_size"] == 2
 

@@ -42,6 +42,12 @@ static void field_word(kvshard__out *o, const char *name, const char *word)
         kvshard__out_raw(o, "null");
 }
 
+static void field_bool(kvshard__out *o, const char *name, bool v)
+{
+    key(o, name);
+    kvshard__out_raw(o, v ? "true" : "false");
+}
+
 static void sep(kvshard__out *o)
 {
     kvshard__out_put(o, ", ", 2);
@@ -71,6 +77,9 @@ static void emit_model(kvshard__out *o, const kvshard__plan_view *p)
     sep(o);
     field_word(o, "state_dtype",
                p->state_dtype != KVSHARD_DTYPE_AUTO ? kvshard_dtype_name(p->state_dtype) : NULL);
+    sep(o);
+    field_word(o, "kv_cache_dtype",
+               kvshard_dtype_name(kvshard__kv_cache_dtype(p->model, p->options)));
     kvshard__out_raw(o, "},\n");
 }
 
@@ -85,6 +94,8 @@ static void emit_parallel(kvshard__out *o, const kvshard__plan_view *p)
     field_u64(o, "cp_size", opt->cp_size);
     sep(o);
     field_u64(o, "attn_tp_size", p->tp);
+    sep(o);
+    field_bool(o, "enable_layerwise_split", opt->enable_layerwise_split);
     sep(o);
     field_u64(o, "layerwise_split_size", opt->layerwise_split_size);
     sep(o);
@@ -498,12 +509,33 @@ int kvshard_comparison_write_json(const kvshard_comparison *comparison, kvshard_
         emit_row(&o, &comparison->rows[i]);
     }
     const kvshard_comparison_row *rec = &comparison->rows[comparison->recommended];
+    /* Everything a script needs to deploy the recommended row without
+     * reading the rows: its layout, the max_seqs the flags carry, the
+     * budget and a token's KV on the fullest rank, and the flags. (Its
+     * blocks and concurrency are in its row, at the given max_seqs.) */
+    bool seqs = comparison->has_memory && opt->context_length && rec->has_balanced_max_seqs;
+    char flags[256];
+    kvshard__comparison_flags(flags, sizeof flags, comparison);
     kvshard__out_raw(&o, "\n  ],\n  \"recommendation\": {");
+    field_u64(&o, "world_size", opt->world_size);
+    sep(&o);
     field_u64(&o, "pp_size", rec->pp_size);
+    sep(&o);
+    field_u64(&o, "attn_tp_size", rec->attn_tp_size);
+    sep(&o);
+    field_bool(&o, "enable_layerwise_split", rec->layerwise_split_size > 1);
     sep(&o);
     field_u64(&o, "layerwise_split_size", rec->layerwise_split_size);
     sep(&o);
     field_word(&o, "ownership", kvshard_ownership_name(rec->ownership));
+    sep(&o);
+    field_or_null(&o, "max_seqs", seqs, rec->balanced_max_seqs);
+    kvshard__out_raw(&o, ",\n                     ");
+    field_or_null(&o, "memory_per_rank", comparison->has_memory, comparison->memory);
+    sep(&o);
+    field_u64(&o, "max_kv_bytes_per_token", rec->max_kv_bytes_per_token);
+    kvshard__out_raw(&o, ",\n                     ");
+    field_word(&o, "flags", flags);
     kvshard__out_raw(&o, "}\n}\n");
     return kvshard__out_finish(&o);
 }

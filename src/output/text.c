@@ -531,6 +531,24 @@ int kvshard_comparison_write_text(const kvshard_comparison *comparison, kvshard_
     char flags[256];
     kvshard__comparison_flags(flags, sizeof flags, comparison);
     kvshard__out_printf(&o, "\nrecommended: %s\n", flags);
+    /* A recommended max_seqs is a figure the user did not give: say where
+     * it comes from and how it differs from theirs. */
+    const kvshard_comparison_row *rec = &comparison->rows[comparison->recommended];
+    if (context && rec->has_balanced_max_seqs) {
+        char seqs[32], length[32];
+        kvshard_format__grouped_text(seqs, sizeof seqs, rec->balanced_max_seqs);
+        kvshard_format__grouped_text(length, sizeof length, opt->context_length);
+        kvshard__out_printf(&o,
+                            "  max_seqs %s is the balanced max_seqs: the most sequences of %s "
+                            "tokens whose state and KV blocks all fit on every rank",
+                            seqs, length);
+        if (opt->max_seqs > rec->balanced_max_seqs)
+            kvshard__out_printf(&o, " (max_seqs %u holds state for sequences that cannot run)",
+                                opt->max_seqs);
+        else if (opt->max_seqs < rec->balanced_max_seqs)
+            kvshard__out_printf(&o, " (max_seqs %u leaves blocks no sequence uses)", opt->max_seqs);
+        kvshard__out_raw(&o, "\n");
+    }
     return kvshard__out_finish(&o);
 }
 

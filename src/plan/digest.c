@@ -84,7 +84,7 @@ static void hash_layout2(hasher *x, hasher *y, const kvshard_plan *p)
      * in and the element types of their caches: a block count agreed over
      * ranks with different block sizes would mean nothing. */
     const kvshard_options *o = &p->options;
-    kvshard_dtype kv = o->kv_cache_dtype == KVSHARD_DTYPE_AUTO ? p->model.dtype : o->kv_cache_dtype;
+    kvshard_dtype kv = kvshard__kv_cache_dtype(&p->model, o);
     hash_word2(x, y, (uint64_t)o->block_size << 32 | (uint64_t)kv << 8 | (uint64_t)p->state_dtype);
     hash_bytes2(x, y, p->kinds, p->model.num_layers);
     hash_owners2(x, y, p->owner, p->model.num_layers);

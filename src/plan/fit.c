@@ -477,9 +477,7 @@ static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvsha
         kvshard__device_figures_of(&f->device, &s.device);
         if (f->device.summary.first_unknown)
             f->device.summary.first_unknown = f->device.first_unknown; /* the fit's copy */
-        kvshard_dtype kv = f->options.kv_cache_dtype == KVSHARD_DTYPE_AUTO ? model->info.dtype
-                                                                           : f->options.kv_cache_dtype;
-        f->fp8_kv = kv == KVSHARD_DTYPE_FP8;
+        f->fp8_kv = kvshard__kv_cache_dtype(&model->info, &f->options) == KVSHARD_DTYPE_FP8;
         f->drafts = kvshard__counted_drafts(&model->info, &f->options, f->profile) > 0;
         rc = enumerate(f, &s, fo, blame, err);
     }

@@ -58,10 +58,16 @@ void kvshard__kv_heads(uint32_t *out_first, uint32_t *out_count, uint32_t heads,
 }
 
 /* Bytes per cached element. */
+kvshard_dtype kvshard__kv_cache_dtype(const kvshard__model_info *model,
+                                      const kvshard_options *options)
+{
+    kvshard_dtype d = options->kv_cache_dtype;
+    return d == KVSHARD_DTYPE_AUTO ? model->dtype : d;
+}
+
 static unsigned kv_element_bytes(const kvshard__model_info *m, const kvshard_options *o)
 {
-    kvshard_dtype d = o->kv_cache_dtype;
-    return kvshard__dtype_bytes(d == KVSHARD_DTYPE_AUTO ? m->dtype : d);
+    return kvshard__dtype_bytes(kvshard__kv_cache_dtype(m, o));
 }
 
 bool kvshard__kv_cache_fp8(const kvshard__model_info *model, const kvshard_options *options)

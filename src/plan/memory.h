@@ -40,6 +40,11 @@ uint32_t kvshard__replication_factor(const kvshard__model_info *model, uint32_t 
 kvshard_dtype kvshard__state_dtype(const kvshard__model_info *model,
                                    const kvshard_options *options);
 
+/* The dtype the KV cache is stored in: kv_cache_dtype, or the model's
+ * when it is auto. */
+kvshard_dtype kvshard__kv_cache_dtype(const kvshard__model_info *model,
+                                      const kvshard_options *options);
+
 /* Whether the KV cache is fp8: kv_cache_dtype fp8, or auto with an fp8 model. */
 bool kvshard__kv_cache_fp8(const kvshard__model_info *model, const kvshard_options *options);
 
