@@ -79,6 +79,39 @@ static int classify_weights(kvshard__weights **out, const kvshard__safetensors *
     return rc;
 }
 
+/* Room for the stages of a layout the memo keeps: a layout of more is
+ * walked every time. */
+#define MEMO_STAGES 64u
+
+struct kvshard__stage_memo {
+    bool valid;
+    uint32_t tp, dp, cp, pp;
+    bool expert_parallel, speculative;
+    uint32_t stage_layers[MEMO_STAGES];
+    uint64_t bytes[MEMO_STAGES];
+};
+
+static bool memo_holds(const struct kvshard__stage_memo *m, const kvshard__wlayout *l)
+{
+    return m && m->valid && m->tp == l->tp && m->dp == l->dp && m->cp == l->cp &&
+           m->pp == l->pp && m->expert_parallel == l->expert_parallel &&
+           m->speculative == l->speculative &&
+           memcmp(m->stage_layers, l->stage_layers, l->pp * sizeof *l->stage_layers) == 0;
+}
+
+static void memo_keep(struct kvshard__stage_memo *m, const kvshard__wlayout *l,
+                      const uint64_t *bytes)
+{
+    if (!m || l->pp > MEMO_STAGES)
+        return;
+    m->valid = true;
+    m->tp = l->tp, m->dp = l->dp, m->cp = l->cp, m->pp = l->pp;
+    m->expert_parallel = l->expert_parallel;
+    m->speculative = l->speculative;
+    memcpy(m->stage_layers, l->stage_layers, l->pp * sizeof *l->stage_layers);
+    memcpy(m->bytes, bytes, l->pp * sizeof *bytes);
+}
+
 static int read_weights(kvshard__device *d, const kvshard_model *model,
                         const kvshard_allocator *alloc, kvshard_error *err)
 {
@@ -101,13 +134,16 @@ static int read_weights(kvshard__device *d, const kvshard_model *model,
     }
     rc = classify_weights(&d->weights, set, model, alloc, err);
     kvshard_safetensors__free(set);
-    if (rc == KVSHARD_OK)
+    if (rc == KVSHARD_OK) {
         d->summary = *kvshard_weights__summary(d->weights);
+        d->memo = kvshard__calloc(alloc, 1, sizeof *d->memo); /* none: no memo, same figures */
+    }
     return rc;
 }
 
 static int open_weights(kvshard__device *d, const kvshard_options *o, const kvshard_model *model,
                         const kvshard_allocator *alloc, const char **blame, kvshard_error *err);
+
 
 int kvshard__device_open(kvshard__device *d, const kvshard__planning *pl,
                          const kvshard_model *model, const kvshard_allocator *alloc,
@@ -188,6 +224,8 @@ void kvshard__device_close(kvshard__device *d)
 {
     kvshard_weights__free(d->weights);
     d->weights = NULL;
+    kvshard__free(&d->alloc, d->memo);
+    d->memo = NULL;
 }
 
 static int stage_weights(uint64_t *weights, const kvshard__device *d, const kvshard__planning *pl,
@@ -223,9 +261,15 @@ static int stage_weights(uint64_t *weights, const kvshard__device *d, const kvsh
             return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
         kvshard__wlayout wl = {l->tp, l->dp, l->cp, o->expert_parallel,
                                o->num_speculative_tokens > 0, l->pp, l->stage_layers};
+        if (memo_holds(d->memo, &wl)) {
+            memcpy(weights, d->memo->bytes, l->pp * sizeof *weights);
+            return KVSHARD_OK;
+        }
         int rc = kvshard_weights__stages(st, d->weights, &wl, err);
         for (uint32_t s = 0; rc == KVSHARD_OK && s < l->pp; s++)
             weights[s] = st[s].bytes;
+        if (rc == KVSHARD_OK)
+            memo_keep(d->memo, &wl, weights);
         if (st != local)
             kvshard__free(&d->alloc, st);
         return rc;

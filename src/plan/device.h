@@ -20,6 +20,10 @@ typedef struct kvshard__device {
     kvshard__weights_source source;
     kvshard__weights *weights; /* safetensors: the classified checkpoint (owned) */
     kvshard__wsummary summary; /* safetensors: its figures; first_unknown is the weights' */
+    /* safetensors: the last layout's stage weights. A fit plans each
+     * (T, P, D) once a split size and rule, so the walk over every
+     * classified tensor is made once a layout (owned; NULL when none). */
+    struct kvshard__stage_memo *memo;
 } kvshard__device;
 
 /* The device inputs of a planning call into *d: unused without
