@@ -1240,6 +1240,22 @@ static void test_engine_flag_forms(void **state)
 }
 
 /* Bad engine flags are bad usage at the flag; refusals are invalid input. */
+/* An engine's refusal of a figure the weights filled points at
+ * device_memory, which the user gave: Llama 3.1 8B's 40 GiB of weights,
+ * 20 GiB a rank of two, on 16 GiB devices. */
+static void test_filled_figure_errors(void **state)
+{
+    (void)state;
+    run_result r = cli("plan '%s' --engine=sglang --tp-size=2 --device_memory=16GiB "
+                       "--memory_utilization=0.85 --weights_total=40GiB",
+                       KVSHARD_EXAMPLES "/models/llama3_1_8b.json");
+    assert_int_equal(r.status, 1);
+    assert_string_equal(r.err, "command line --device_memory: sglang profile: "
+                               "not_enough_memory: non_kv_memory 21474836480 bytes leaves nothing "
+                               "of device_memory_free 17179869184\n");
+    run_free(&r);
+}
+
 static void test_engine_flag_errors(void **state)
 {
     (void)state;
@@ -1612,6 +1628,7 @@ int main(void)
         cmocka_unit_test(test_flagfile_fanout),
         cmocka_unit_test(test_engine_flag_forms),
         cmocka_unit_test(test_engine_flag_errors),
+        cmocka_unit_test(test_filled_figure_errors),
         cmocka_unit_test(test_engine_compare_and_report),
         cmocka_unit_test(test_flags_ignored),
         cmocka_unit_test(test_format_html),

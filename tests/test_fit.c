@@ -593,6 +593,90 @@ static void test_deployment_pins(void **state)
     kvshard_deployment_free(dep);
 }
 
+/* Device inputs under the engine profiles, Llama 3.1 8B on two GPUs of
+ * 80 GiB: each rank keeps 4 of the 8 KV heads of 128, 2 x 4 x 128 x 2 x 32
+ * = 65,536 bytes a token, and half of a 16 GiB checkpoint, 8,589,934,592
+ * bytes. */
+static void test_engine_device_inputs(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_example_model("llama3_1_8b.json");
+    kvshard_error err;
+    kvshard_plan *p = NULL;
+
+    /* vllm: device_memory is device_memory_total; the reserve max(1 GiB,
+     * 80 GiB / 20) = 4 GiB and the weights fill non_kv_memory = 12 GiB;
+     * ceil(85,899,345,920 x 0.92) = 79,027,398,247 less 12,884,901,888 =
+     * 66,142,496,359 bytes, blocks of 16 x 65,536: 63,078. */
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.engine = KVSHARD_ENGINE_VLLM;
+    o.world_size = 2;
+    o.device_memory = 80ull << 30;
+    o.weights_total = 16ull << 30;
+    p = tu_plan(m, &o);
+    assert_int_equal(tu_figure(p, "budget"), 66142496359u);
+    assert_int_equal(tu_figure(p, "num_blocks"), 63078);
+    kvshard_plan_free(p);
+    /* The engine's own non_kv_memory (14 GiB) wins, and no weights are
+     * needed: 79,027,398,247 - 15,032,385,536 = 63,995,012,711, 61,030
+     * blocks. */
+    o.weights_total = 0;
+    kvshard_settings *set = tu_settings("non_kv_memory", "14GiB", NULL);
+    o.settings = set;
+    p = tu_plan(m, &o);
+    assert_int_equal(tu_figure(p, "budget"), 63995012711u);
+    assert_int_equal(tu_figure(p, "num_blocks"), 61030);
+    kvshard_plan_free(p);
+    kvshard_settings_free(set);
+    o.settings = NULL;
+    /* Without it the weights are needed. */
+    assert_int_equal(kvshard_plan_create(&p, m, &o, NULL, &err), KVSHARD_EWEIGHTS);
+
+    /* sglang: device_memory is the free memory of a fresh GPU; the reserve
+     * is 0, so non_kv_memory is the 8 GiB of weights; the rest after the
+     * static fraction 0.85: (80 - 8) - 80 x 0.15 = 60 GiB, tokens of
+     * 65,536 bytes: 983,040. Another device_memory_free differs. */
+    o.engine = KVSHARD_ENGINE_SGLANG;
+    o.weights_total = 16ull << 30;
+    o.memory_utilization = 0.85;
+    p = tu_plan(m, &o);
+    assert_int_equal(tu_figure(p, "budget"), 60ull << 30);
+    assert_int_equal(tu_figure(p, "max_tokens"), 983040);
+    kvshard_plan_free(p);
+    set = tu_settings("device_memory_free", "78GiB", NULL);
+    o.settings = set;
+    assert_int_equal(kvshard_plan_create(&p, m, &o, NULL, &err), KVSHARD_EDUPKEY);
+    assert_non_null(strstr(err.message, "sglang profile: device_memory 85899345920 and "
+                                        "device_memory_free 83751862272 differ"));
+    kvshard_settings_free(set);
+    o.settings = NULL;
+
+    /* xllm: two names for the utilization differ even when the engine's
+     * is its default 0.8: given is given. */
+    o.engine = KVSHARD_ENGINE_XLLM;
+    o.memory_utilization = 0.9;
+    set = tu_settings("max_memory_utilization", "0.8", NULL);
+    o.settings = set;
+    assert_int_equal(kvshard_plan_create(&p, m, &o, NULL, &err), KVSHARD_EDUPKEY);
+    assert_non_null(strstr(err.message, "xllm profile: memory_utilization 0.9 and "
+                                        "max_memory_utilization 0.8 differ"));
+    kvshard_settings_free(set);
+
+    /* fit refuses an engine profile before it reads the profile's inputs:
+     * a device_memory_total that differs is not reached. */
+    o.engine = KVSHARD_ENGINE_VLLM;
+    set = tu_settings("device_memory_total", "70GiB", NULL);
+    o.settings = set;
+    kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
+    fo.gpus = 2;
+    kvshard_fit *f = NULL;
+    assert_int_equal(kvshard_fit_create(&f, m, &o, &fo, NULL, &err), KVSHARD_EPROFILE);
+    assert_non_null(strstr(err.message, "vllm profile: fit_profile:"));
+    assert_null(f);
+    kvshard_settings_free(set);
+    kvshard_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -600,6 +684,7 @@ int main(void)
         cmocka_unit_test(test_deepseek_sixteen_cards), cmocka_unit_test(test_nemotron_two_cards),
         cmocka_unit_test(test_plan_from_the_device), cmocka_unit_test(test_tiny_hybrid_plan),
         cmocka_unit_test(test_errors),               cmocka_unit_test(test_deployment_pins),
+        cmocka_unit_test(test_engine_device_inputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -69,18 +69,22 @@ kvshard_value kvshard_settings__value(const kvshard_settings__entry *e)
     return v;
 }
 
-void kvshard_settings__resolve(kvshard_value *out, const kvshard_settings *s,
-                               const kvshard__profile *p)
+uint64_t kvshard_settings__resolve(kvshard_value *out, const kvshard_settings *s,
+                                   const kvshard__profile *p)
 {
     /* Every fallback, then the few entries set over them. */
     size_t i = 0;
     for (const kvshard_profile__input *in = p->inputs; in && in->def.name; in++, i++)
         out[i] = in->fallback;
+    uint64_t set = 0;
     for (size_t k = 0; s && k < s->count; k++) {
         int at = kvshard_profiles__input_index(p, s->entries[k].input->def.name);
-        if (at >= 0)
+        if (at >= 0) {
             out[at] = kvshard_settings__value(&s->entries[k]);
+            set |= (uint64_t)1 << at;
+        }
     }
+    return set;
 }
 
 kvshard_settings *kvshard_settings__copy(const kvshard_settings *s, const kvshard_allocator *alloc)
@@ -356,3 +360,5 @@ int kvshard_setting_find(kvshard_setting_info *out, const char *key)
             return kvshard_setting_info_at(out, i);
     }
 }
+
+_Static_assert(KVSHARD__MAX_PROFILE_INPUTS <= 64, "a set of inputs is one bit each of a uint64_t");

@@ -37,9 +37,11 @@ const kvshard_settings__entry *kvshard_settings__find(const kvshard_settings *s,
 kvshard_value kvshard_settings__value(const kvshard_settings__entry *e);
 
 /* Profile `p`'s inputs, in its table's order, into `out`: the set value or
- * the input's fallback. `s` may be NULL. */
-void kvshard_settings__resolve(kvshard_value *out, const kvshard_settings *s,
-                               const kvshard__profile *p);
+ * the input's fallback. `s` may be NULL. Returns a bit (1 << index) for
+ * each input a setting sets, whatever its value: a setting equal to the
+ * default is still given. */
+uint64_t kvshard_settings__resolve(kvshard_value *out, const kvshard_settings *s,
+                                   const kvshard__profile *p);
 
 /* A copy of `s` (or an empty settings object when `s` is NULL), allocated
  * with `alloc`; NULL when out of memory. */
@@ -52,6 +54,6 @@ size_t kvshard_settings__ignored(const char **names, size_t cap, const kvshard_s
                                  const kvshard__profile *p);
 
 /* Most inputs one profile reads. */
-#define KVSHARD__MAX_PROFILE_INPUTS 40
+#define KVSHARD__MAX_PROFILE_INPUTS 40 /* at most 64: a bit each in a set of inputs */
 
 #endif /* KVSHARD_DEPLOY_SETTINGS_H */

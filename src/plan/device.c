@@ -145,6 +145,14 @@ static int open_weights(kvshard__device *d, const kvshard_options *o, const kvsh
                         const kvshard_allocator *alloc, const char **blame, kvshard_error *err);
 
 
+/* Whether a setting gives the input of the planning's profile named
+ * `name` (a value equal to its default is given all the same). */
+static bool input_given(const kvshard__planning *pl, const char *name)
+{
+    int i = name ? kvshard_profiles__input_index(pl->profile, name) : -1;
+    return i >= 0 && (pl->inputs_set >> i & 1u);
+}
+
 int kvshard__device_open(kvshard__device *d, const kvshard__planning *pl,
                          const kvshard_model *model, const kvshard_allocator *alloc,
                          const char **blame, kvshard_error *err)
@@ -164,8 +172,10 @@ int kvshard__device_open(kvshard__device *d, const kvshard__planning *pl,
                              "reads none of the device inputs",
                              p->name);
     d->used = !engine;
-    d->fills = engine;
     d->device_memory = o->device_memory;
+    if (engine && input_given(pl, p->device_fill_input))
+        return KVSHARD_OK; /* the engine's own figure: no weights to read */
+    d->fills = engine;
     if (engine) {
         uint64_t twentieth = o->device_memory / 20;
         d->reserve = o->activation_reserve != KVSHARD_RESERVE_AUTO ? o->activation_reserve
@@ -366,15 +376,15 @@ void kvshard__device_figures_of(kvshard__device_figures *out, const kvshard__dev
     }
 }
 
-/* The input of `profile` named `name`, and whether something set it (it
- * differs from its fallback). */
+
+/* The input of the planning's profile named `name` (NULL when it has
+ * none), and whether a setting gives it. */
 static kvshard_value *engine_input(kvshard__planning *pl, const char *name, bool *set)
 {
     int i = name ? kvshard_profiles__input_index(pl->profile, name) : -1;
     if (i < 0)
         return NULL;
-    const kvshard_profile__input *in = &pl->profile->inputs[i];
-    *set = !kvshard_value__equal(&in->def, pl->inputs[i], in->fallback);
+    *set = input_given(pl, name);
     return &pl->inputs[i];
 }
 
@@ -408,6 +418,14 @@ int kvshard__device_map(kvshard__planning *pl, const char **blame, kvshard_error
         u->d = o->memory_utilization;
     }
     return KVSHARD_OK;
+}
+
+void kvshard__device_blame(const kvshard__device *d, const kvshard__profile *profile,
+                           const char **blame)
+{
+    if (d->fills && *blame && profile->device_fill_input &&
+        strcmp(*blame, profile->device_fill_input) == 0)
+        *blame = "device_memory";
 }
 
 int kvshard__device_fill(kvshard__planning *pl, const kvshard__device *d,

@@ -80,6 +80,11 @@ int kvshard__device_fill(kvshard__planning *pl, const kvshard__device *d,
                          const kvshard__device_layout *layout, const char **blame,
                          kvshard_error *err);
 
+/* An error about the input the weights filled is about device_memory,
+ * which the user gave: *blame is moved onto it. */
+void kvshard__device_blame(const kvshard__device *d, const kvshard__profile *profile,
+                           const char **blame);
+
 /* A utilization in billionths as its exact decimal: "0.9", "1.0". */
 void kvshard__ppb_text(char *buf, size_t cap, uint32_t ppb);
 

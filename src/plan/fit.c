@@ -235,13 +235,6 @@ static int start(kvshard_fit *f, search *s, const kvshard_fit_options *fo, const
                  kvshard_error *err)
 {
     const kvshard_options *o = &s->base.options;
-    if (!s->base.profile->device_utilization_ppb) {
-        *blame = "engine";
-        return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
-                             "%s profile: fit_profile: kvshard fit plans under the kvshard "
-                             "profile only",
-                             s->base.profile->name);
-    }
     if (fo->gpus == 0)
         return kvshard__fail(err, KVSHARD_EPARALLEL, "", kvshard__no_mark,
                              "gpus is 0; kvshard fit needs at least 1");
@@ -442,8 +435,14 @@ static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvsha
         (rc = kvshard_call__size(err, "kvshard_fit_options", fo->size, sizeof *fo,
                                  "KVSHARD_FIT_OPTIONS_INIT")) != 0)
         return rc;
-    if (rc == KVSHARD_OK)
-        rc = kvshard__device_map(&s.base, blame, err);
+    /* Before the profile settles anything: its inputs are not fit's. */
+    if (rc == KVSHARD_OK && !s.base.profile->device_utilization_ppb) {
+        *blame = "engine";
+        return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
+                             "%s profile: fit_profile: kvshard fit plans under the kvshard "
+                             "profile only",
+                             s.base.profile->name);
+    }
     if (rc == KVSHARD_OK)
         rc = kvshard__planning_settle(&s.base, model, blame, err);
     if (rc)

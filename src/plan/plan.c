@@ -497,6 +497,8 @@ int kvshard__plan_create_with(kvshard_plan **out, const kvshard_model *model,
             p->device.summary.first_unknown = p->device.first_unknown; /* the plan's copy */
         rc = compute_memory(p, &pl, model, &device, counts, blame, err);
     }
+    if (rc)
+        kvshard__device_blame(&device, pl.profile, blame);
     if (!shared)
         kvshard__device_close(&device);
     if (counts != local)

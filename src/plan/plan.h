@@ -175,6 +175,7 @@ typedef struct kvshard__planning {
     kvshard_options given;   /* as the caller gave them, unset fields unset */
     const kvshard__profile *profile;
     kvshard_value inputs[KVSHARD__MAX_PROFILE_INPUTS];
+    uint64_t inputs_set; /* bit (1 << index) per input a setting gives */
     const char *ignored[KVSHARD__MAX_PROFILE_INPUTS]; /* settings the profile does not read */
     size_t ignored_count;
     kvshard_profile__state state; /* the profile's, once settled */

@@ -29,7 +29,7 @@ int kvshard__begin_planning(kvshard__planning *out, bool args_ok, const kvshard_
     out->options = kvshard__options_settle(given);
     out->profile = kvshard_profiles__of(out->options.engine);
     memset(&out->state, 0, sizeof out->state);
-    kvshard_settings__resolve(out->inputs, given->settings, out->profile);
+    out->inputs_set = kvshard_settings__resolve(out->inputs, given->settings, out->profile);
     out->ignored_count = kvshard_settings__ignored(out->ignored, KVSHARD__MAX_PROFILE_INPUTS,
                                                    given->settings, out->profile);
     out->options.settings = NULL; /* resolved: the caller's need not outlive the call */

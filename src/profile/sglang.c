@@ -949,6 +949,7 @@ const kvshard__profile kvshard_profile__sglang = {
     .max_seqs = 256,
     .ownership = KVSHARD_OWNERSHIP_CONTIGUOUS,
     .rank_layout = KVSHARD_RANK_LAYOUT_SGLANG,
+    .device_total_input = "device_memory_free", /* a fresh GPU: all of it is free */
     .device_utilization_input = "mem_fraction_static",
     .device_fill_input = "non_kv_memory",
     .stages_refusal = "engine_unsupported",
