@@ -1479,18 +1479,15 @@ static void test_setup_lists_optional_packages(void **state)
     run_free(&r);
 }
 
-/* Every `$ kvshard ...` block of README.md prints exactly what the README
- * shows, run from the top of the repository. */
-static void test_readme_outputs(void **state)
+/* Every `$ kvshard ...` block of a document prints exactly what the
+ * document shows, run from the top of the repository; returns how many. */
+static size_t check_command_blocks(scratch *sp, const char *relative)
 {
-    (void)state;
-    char *readme = get_file(KVSHARD_EXAMPLES "/../README.md");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/../%s", KVSHARD_EXAMPLES, relative);
+    char *readme = get_file(path);
     assert_non_null(readme);
-    scratch s;
-    scratch_open(&s);
-    run_result link = shell("ln -s \"%s\" \"%s/kvshard\"", KVSHARD_CLI, s.dir);
-    assert_int_equal(link.status, 0);
-    run_free(&link);
+    scratch s = *sp;
     size_t blocks = 0;
     for (const char *p = strstr(readme, "```text\n$ kvshard "); p;
          p = strstr(p, "```text\n$ kvshard ")) {
@@ -1528,17 +1525,38 @@ static void test_readme_outputs(void **state)
         assert_int_equal(fclose(f), 0);
         run_result r = shell("bash \"%s/readme.sh\"", s.dir);
         if (strcmp(r.out, want) != 0)
-            print_error("README block \"%s\" prints\n%s\nthe README shows\n%s", command, r.out,
-                        want);
+            print_error("%s block \"%s\" prints\n%s\nthe document shows\n%s", relative, command,
+                        r.out, want);
         assert_string_equal(r.out, want);
         run_free(&r);
         free(want);
         blocks++;
         p = end;
     }
-    assert_true(blocks >= 4); /* the plan, the comparison, vLLM and SGLang */
-    scratch_close(&s);
     free(readme);
+    return blocks;
+}
+
+static void test_readme_outputs(void **state)
+{
+    (void)state;
+    scratch s;
+    scratch_open(&s);
+    run_result link = shell("ln -s \"%s\" \"%s/kvshard\"", KVSHARD_CLI, s.dir);
+    assert_int_equal(link.status, 0);
+    run_free(&link);
+    /* the plan, the comparison, vLLM and SGLang */
+    assert_true(check_command_blocks(&s, "README.md") >= 4);
+    /* Every document under docs/ with its own examples. */
+    static const char *const docs[] = {
+        "docs/engines.md",   "docs/extending.md", "docs/fit.md",    "docs/integration.md",
+        "docs/performance.md", "docs/planning.md", "docs/python.md", "docs/report.md",
+        "docs/stages.md",    "docs/weights.md"};
+    size_t in_docs = 0;
+    for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++)
+        in_docs += check_command_blocks(&s, docs[i]);
+    assert_true(in_docs >= 6); /* engines.md's five and stages.md's */
+    scratch_close(&s);
 }
 
 /* kvshard fit: the rows and the commands of the recommendation, its
