@@ -637,7 +637,15 @@ static void test_size_linear(void **state)
         assert_true(svg.len <= SVG_FIXED + (size_t)KVSHARD__SVG_CELL_BYTES * L);
         assert_true(html.len <= HTML_FIXED + (size_t)KVSHARD__SVG_CELL_BYTES * L);
         assert_int_equal(count_of(svg.data, "class=\"layer "), L);
-        assert_int_equal(count_of(html.data, "class=\"layer "), L);
+        /* The page folds the map: layers 4k..4k+7 repeat "L L L F0 L L L F1",
+         * one run of 8 cells over every layer. */
+        assert_int_equal(count_of(html.data, "<g class=\"run\""), 1);
+        assert_int_equal(count_of(html.data, "class=\"layer "), 8);
+        char span[64];
+        snprintf(span, sizeof span, ">0\xE2\x80\x93%u</text>", L - 1);
+        assert_non_null(strstr(html.data, span));
+        snprintf(span, sizeof span, "\xC3\x97%s</text></g>", L == 10000 ? "1,250" : "12,500");
+        assert_non_null(strstr(html.data, span));
         if (L == 100000) {
             cell *cells = calloc(L, sizeof *cells);
             assert_non_null(cells);
@@ -662,6 +670,89 @@ static void test_size_linear(void **state)
     assert_true((svg_len[1] - svg_len[0]) / 90000 <= KVSHARD__SVG_CELL_BYTES);
 }
 
+/* ---- long maps in runs ---------------------------------------------------- */
+
+static text text_of(const kvshard_plan *plan)
+{
+    text t = {NULL, 0, 0};
+    assert_int_equal(kvshard_plan_write_text(plan, collect, &t), KVSHARD_OK);
+    assert_non_null(t.data);
+    return t;
+}
+
+/* 1,003 layers of the interval model on 2 stages of TP 4, split 2. The vLLM
+ * rule cuts 502 | 501. Layer 4k+3 is full attention, the others linear; the
+ * ordinal rule counts KV layers per stage, so stage 0 repeats
+ * "L L L F0 L L L F1" from layer 0 (62 times: layers 0-495) and stage 1,
+ * whose first KV layer is 503, repeats "L F0 L L L F1 L L" from 502 (62
+ * times: 502-997). What is left of each stage: 496-498 linear (a run of
+ * 3), 499 (the 125th KV layer of stage 0: F0) alone, 500-501 linear, then
+ * 998 L with 999 F0 (no repeat in them) and 1000-1002 linear: 7 runs. */
+static void test_runs(void **state)
+{
+    (void)state;
+    char config[640];
+    snprintf(config, sizeof config,
+             "model_type: big_hybrid\nnum_hidden_layers: 1003\nfull_attention_interval: 4\n"
+             "hidden_size: 2048\nnum_attention_heads: 16\nnum_key_value_heads: 2\n"
+             "head_dim: 256\nlinear_num_key_heads: 16\nlinear_num_value_heads: 32\n"
+             "linear_key_head_dim: 128\nlinear_value_head_dim: 128\n"
+             "linear_conv_kernel_dim: 4\n");
+    kvshard_model *model = tu_load_model_text(config);
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.world_size = 8;
+    o.pp_size = 2;
+    o.enable_layerwise_split = true;
+    o.layerwise_split_size = 2;
+    kvshard_plan *plan = tu_plan(model, &o);
+    text t = text_of(plan);
+    static const char *const lines[] = {
+        "          0\xE2\x80\x93" "495 \xC3\x97" "62       L  L  L  F0 L  L  L  F1\n",
+        "        496\xE2\x80\x93" "498 \xC3\x97" "3        L\n",
+        "            499 \xC3\x97" "1        F0\n",
+        "        500\xE2\x80\x93" "501 \xC3\x97" "2        L\n",
+        "        502\xE2\x80\x93" "997 \xC3\x97" "62       L  F0 L  L  L  F1 L  L\n",
+        "        998\xE2\x80\x93" "999 \xC3\x97" "1        L  F0\n",
+        "      1000\xE2\x80\x93" "1002 \xC3\x97" "3        L\n",
+    };
+    const char *at = strstr(t.data, "in runs: ");
+    assert_non_null(at);
+    at = strchr(at, '\n') + 1;
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        if (strncmp(at, lines[i], strlen(lines[i])) != 0)
+            print_error("run %zu: expected\n%sgot\n%.80s\n", i, lines[i], at);
+        assert_int_equal(strncmp(at, lines[i], strlen(lines[i])), 0);
+        at += strlen(lines[i]);
+    }
+    assert_int_equal(*at, '\n'); /* the blank line before the split ranks */
+    /* The page folds the same way: 7 rows, 8 + 1 + 1 + 1 + 8 + 2 + 1 cells,
+     * and a stage bar before the row of layer 502. */
+    text html = html_of(plan, NULL);
+    assert_int_equal(count_of(html.data, "<g class=\"run\""), 7);
+    assert_int_equal(count_of(html.data, "class=\"layer "), 22);
+    assert_non_null(strstr(html.data, "<title>stage 1 starts at layer 502</title>"));
+    assert_non_null(strstr(html.data, "<title>layers 503, 511, \xE2\x80\xA6 991 (62 layers, one "
+                                      "in 8): full attention, KV on split rank 0, stage 1"));
+    assert_non_null(strstr(html.data, "<title>layer 999: full attention, KV on split rank 0, "
+                                      "stage 1</title>"));
+    assert_well_formed(&html, "HTML");
+    free(html.data);
+    free(t.data);
+    kvshard_plan_free(plan);
+    kvshard_model_free(model);
+
+    /* 200 layers keep one line per ten layers; 201 fold. */
+    for (uint32_t L = 200; L <= 201; L++) {
+        kvshard_plan *p = interval_plan(L, &model);
+        t = text_of(p);
+        assert_int_equal(strstr(t.data, "in runs: ") != NULL, L == 201);
+        assert_int_equal(strstr(t.data, "\n   190 | L  F1 L  L  L  F0") != NULL, L == 200);
+        free(t.data);
+        kvshard_plan_free(p);
+        kvshard_model_free(model);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -669,6 +760,7 @@ int main(void)
         cmocka_unit_test(test_seed_context),  cmocka_unit_test(test_nemotron_h),
         cmocka_unit_test(test_escaping),      cmocka_unit_test(test_failing_writer),
         cmocka_unit_test(test_cell_contrast), cmocka_unit_test(test_size_linear),
+        cmocka_unit_test(test_runs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

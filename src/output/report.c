@@ -2,6 +2,7 @@
  * bytes, the capacity, the split-size comparison, the warnings and the
  * digests. Inline CSS and SVG only; the markup is well-formed XML, and every
  * string from the input goes out through kvshard__out_xml(). */
+#include "output/runs.h"
 #include "output/svg.h"
 #include "plan/compare.h"
 #include "plan/view.h"
@@ -160,8 +161,13 @@ static void write_summary(kvshard__out *o, const kvshard__plan_view *p)
 static void write_map(kvshard__out *o, const kvshard__plan_view *p)
 {
     /* The kinds as the kind table names them, KV kinds (with an owner) first. */
-    kvshard__out_raw(o, "<section id=\"map\">\n<h2>Layer map</h2>\n<p class=\"sub\">One cell "
-                        "per decoder layer, in rows of 40. A cell of a layer with paged KV (");
+    bool fold = p->model->num_layers > KVSHARD_RUNS__FOLD_AFTER;
+    kvshard__out_raw(o, "<section id=\"map\">\n<h2>Layer map</h2>\n<p class=\"sub\">");
+    kvshard__out_raw(o, fold ? "The layers in runs: each row is a pattern of up to 40 layers drawn "
+                               "once, the layers it covers at its left and the times it repeats "
+                               "at its right. A cell of a layer with paged KV ("
+                             : "One cell per decoder layer, in rows of 40. A cell of a layer "
+                               "with paged KV (");
     const char *sep = "";
     for (uint32_t i = 0; i < KVSHARD__KIND_COUNT; i++) {
         const kvshard_kinds__row *row = kvshard_kinds__of(kvshard_kinds__legend_order[i]);
@@ -182,7 +188,7 @@ static void write_map(kvshard__out *o, const kvshard__plan_view *p)
         }
     }
     kvshard__out_raw(o, ". Hover a cell for its index and owner.</p>\n<div class=\"fig\">\n");
-    kvshard__svg_layer_map(o, p);
+    kvshard__svg_layer_map(o, p, true);
     kvshard__out_raw(o, "\n</div>\n</section>\n");
 }
 
