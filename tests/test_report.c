@@ -280,11 +280,23 @@ static void test_seed_html(void **state)
     /* Every rank's block: 16 tokens x (KV 5,120 + scratch 1,024 B per token)
      * = 81,920 + 16,384 = 98,304 B. State: 30 GDN layers x 536,576 B
      * (32/4 value heads x 128 x 128 x 4 B, plus the conv window
-     * 3 x (2 x 16/4 x 128 + 32/4 x 128) x 2 B) = 16,097,280 B. */
-    assert_int_equal(count_of(d, "98,304 B (96.00 KiB) per block = KV 81,920 + scratch 16,384 "
-                                 "+ draft 0"),
-                     4);
-    assert_int_equal(count_of(d, "16,097,280 B (15.35 MiB) of state per sequence"), 4);
+     * 3 x (2 x 16/4 x 128 + 32/4 x 128) x 2 B) = 16,097,280 B. The four TP
+     * ranks have the same figures: one bar, "ranks 0-3 (4)", of the 20 GiB
+     * budget = 128 x 16,097,280 = 2,060,451,840 B of state, 197,493 blocks
+     * (below) x 81,920 = 16,178,626,560 B of KV and x 16,384 =
+     * 3,235,725,312 B of scratch, leaving 21,474,836,480 - 2,060,451,840 -
+     * 197,493 x 98,304 = 32,768 B. */
+    assert_int_equal(count_of(d, "<g class=\"rank\">"), 1);
+    assert_non_null(strstr(d, "<g class=\"rank\"><text x=\"8\" y=\"52\">ranks 0\xE2\x80\x93" "3 (4)</text>"));
+    assert_non_null(strstr(d, "ranks 0\xE2\x80\x93" "3 (4): state of max_seqs sequences, "
+                              "2,060,451,840 B (1.92 GiB)</title>"));
+    assert_non_null(strstr(d, "ranks 0\xE2\x80\x93" "3 (4): KV of the layers the rank stores, in "
+                              "its blocks, 197,493 \xC3\x97 81,920 B = 16,178,626,560 B"));
+    assert_non_null(strstr(d, "in its blocks, 197,493 \xC3\x97 16,384 B = 3,235,725,312 B"));
+    assert_non_null(strstr(d, "ranks 0\xE2\x80\x93" "3 (4): unused, 32,768 B (32.00 KiB)</title>"));
+    /* One scale: 20 GiB over 600 px, ticks every 5 GiB (0 to 20). */
+    assert_int_equal(count_of(d, "<text class=\"tk\""), 5);
+    assert_non_null(strstr(d, "<text class=\"tk\" x=\"796.0\" y=\"110\">20</text>"));
     /* Capacity: 20 GiB less 128 x 16,097,280 B of state, in 98,304 B
      * blocks: (21,474,836,480 - 2,060,451,840) / 98,304 = 197,493 blocks,
      * x 16 = 3,159,888 tokens; the unsplit plan (160 KiB blocks) holds

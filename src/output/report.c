@@ -2,6 +2,7 @@
  * bytes, the capacity, the split-size comparison, the warnings and the
  * digests. Inline CSS and SVG only; the markup is well-formed XML, and every
  * string from the input goes out through kvshard__out_xml(). */
+#include "output/report.h"
 #include "output/runs.h"
 #include "output/svg.h"
 #include "plan/compare.h"
@@ -10,9 +11,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-
-/* The memory chart shows this many TP ranks, as the text output does. */
-#define RANKS_SHOWN 64u
 
 /* Text colours: #1a1a1a on white is 17.4:1, on the #f3f3f3 and #fff3c4
  * backgrounds above 15:1; #555 on white is 7.5:1; #8a0000 on white 10:1. */
@@ -238,157 +236,6 @@ static void write_stages(kvshard__out *o, const kvshard__plan_view *p)
         kvshard__out_raw(o, st.binds ? "<td>binds</td></tr>\n" : "<td></td></tr>\n");
     }
     kvshard__out_raw(o, "</table>\n</section>\n");
-}
-
-/* ---- memory per rank --------------------------------------------------- */
-
-#define MEM_LABEL 150u /* x where the bars start */
-#define MEM_BAR 380u   /* px of the longest bar */
-#define MEM_ROW 46u
-#define MEM_WIDTH 1120u
-
-static const char MEM_DEFS[] =
-    "<defs>\n"
-    "<pattern id=\"kvmem-hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
-    "patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" fill=\"#e69f00\"/>"
-    "<rect width=\"2\" height=\"6\" fill=\"#000\"/></pattern>\n"
-    "<pattern id=\"kvmem-dots\" width=\"5\" height=\"5\" patternUnits=\"userSpaceOnUse\">"
-    "<rect width=\"5\" height=\"5\" fill=\"#cc79a7\"/><circle cx=\"2.5\" cy=\"2.5\" r=\"1.2\" "
-    "fill=\"#000\"/></pattern>\n"
-    "</defs>\n"
-    "<style>\n"
-    ".kvmem text{font-family:sans-serif;font-size:12px;fill:#000}\n"
-    ".kvmem .sm{font-size:11px;fill:#404040}\n"
-    ".kvmem .kv{fill:#4477aa}.kvmem .scr{fill:url(#kvmem-hatch)}"
-    ".kvmem .dr{fill:url(#kvmem-dots)}\n"
-    ".kvmem .st{fill:#117733}.kvmem .un{fill:#9e9e9e}\n"
-    ".kvmem rect.seg{stroke:#000;stroke-width:.5}\n"
-    "</style>\n";
-
-static void segment(kvshard__out *o, const char *cls, double *x, uint32_t y, uint64_t v,
-                    uint64_t max, const char *what)
-{
-    if (!v)
-        return;
-    double w = bar_width(v, max, MEM_BAR);
-    kvshard__out_printf(o,
-                        "<rect class=\"seg %s\" x=\"%.1f\" y=\"%u\" width=\"%.1f\" "
-                        "height=\"14\"><title>%s: ",
-                        cls, *x, y, w, what);
-    kvshard__out_grouped(o, v);
-    kvshard__out_raw(o, " bytes</title></rect>");
-    *x += w;
-}
-
-static void mem_key(kvshard__out *o, uint32_t x, const char *cls, const char *label)
-{
-    kvshard__out_printf(o,
-                        "<rect class=\"seg %s\" x=\"%u\" y=\"4\" width=\"24\" height=\"14\"/>"
-                        "<text x=\"%u\" y=\"16\">%s</text>\n",
-                        cls, x, x + 30, label);
-}
-
-static void write_memory(kvshard__out *o, const kvshard__plan_view *p)
-{
-    uint32_t shown = p->ranks_count < RANKS_SHOWN ? p->ranks_count : RANKS_SHOWN;
-    uint64_t bs = p->options->block_size;
-    const kvshard_uniform *u = p->uniform;
-    uint64_t max_block = u->bytes_per_block, max_state = 0;
-    for (uint32_t r = 0; r < shown; r++) {
-        if (p->ranks[r].bytes_per_block > max_block)
-            max_block = p->ranks[r].bytes_per_block;
-        uint64_t seq = p->ranks[r].state_bytes_per_seq + p->ranks[r].scratch_bytes_per_seq;
-        if (seq > max_state)
-            max_state = seq;
-    }
-    uint32_t top = 34;
-    uint32_t height = top + (shown + 1) * MEM_ROW + 8;
-    kvshard__out_printf(o,
-                        "<section id=\"memory\">\n<h2>Memory per TP rank</h2>\n<p class=\"sub\">"
-                        "Per TP rank: above, the bytes of one block of %u tokens (the KV of the "
-                        "layers the rank stores, the scratch KV it holds while split, and its "
-                        "draft layers); below, the state one sequence keeps on the rank (linear "
-                        "and hybrid layers' states, windows and chunks, compressor state) and, "
-                        "while split, the scratch window and state of the largest compressed "
-                        "layer it computes without owning it. The last row is the plan without "
-                        "the split.</p>\n<div class=\"fig\">\n",
-                        p->options->block_size);
-    kvshard__out_printf(o,
-                        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"kvmem\" width=\"%u\" "
-                        "height=\"%u\" viewBox=\"0 0 %u %u\" role=\"img\">\n"
-                        "<title>Bytes of one block and state per sequence, per TP rank</title>\n",
-                        MEM_WIDTH, height, MEM_WIDTH, height);
-    kvshard__out_raw(o, MEM_DEFS);
-    mem_key(o, 8, "kv", "KV");
-    mem_key(o, 120, "scr", "scratch");
-    mem_key(o, 260, "dr", "draft");
-    mem_key(o, 380, "st", "state per sequence");
-    mem_key(o, 600, "un", "unsplit plan, per block");
-    for (uint32_t r = 0; r <= shown && !o->failed; r++) {
-        uint32_t y = top + r * MEM_ROW;
-        double x = MEM_LABEL;
-        if (r == shown) { /* the unsplit reference */
-            kvshard__out_printf(o,
-                                "<text x=\"8\" y=\"%u\">unsplit plan</text>"
-                                "<text class=\"sm\" x=\"8\" y=\"%u\">split size 1</text>",
-                                y + 15, y + 32);
-            segment(o, "un", &x, y + 4, u->bytes_per_block, max_block, "per block, unsplit");
-            kvshard__out_printf(o, "<text x=\"%u\" y=\"%u\">", MEM_LABEL + MEM_BAR + 12, y + 15);
-            bytes(o, u->bytes_per_block);
-            kvshard__out_raw(o, " per block: KV ");
-            kvshard__out_grouped(o, u->kv_bytes_per_token);
-            kvshard__out_raw(o, " B per token</text>\n");
-            break;
-        }
-        const kvshard_rank_memory *m = &p->ranks[r];
-        if (p->pp > 1)
-            kvshard__out_printf(o,
-                                "<text x=\"8\" y=\"%u\">stage %u TP rank %u</text>"
-                                "<text class=\"sm\" x=\"8\" y=\"%u\">split rank %u</text>",
-                                y + 15, r / p->tp, r % p->tp, y + 32, p->place[r].split_rank);
-        else
-            kvshard__out_printf(o,
-                                "<text x=\"8\" y=\"%u\">TP rank %u</text>"
-                                "<text class=\"sm\" x=\"8\" y=\"%u\">split rank %u</text>",
-                                y + 15, r, y + 32, p->place[r].split_rank);
-        /* block_size x each per-token figure: the three sum to bytes_per_block. */
-        segment(o, "kv", &x, y + 4, bs * m->kv_bytes_per_token, max_block, "KV");
-        segment(o, "scr", &x, y + 4, bs * m->scratch_bytes_per_token, max_block, "scratch");
-        segment(o, "dr", &x, y + 4, bs * m->draft_bytes_per_token, max_block, "draft");
-        kvshard__out_printf(o, "<text x=\"%u\" y=\"%u\">", MEM_LABEL + MEM_BAR + 12, y + 15);
-        bytes(o, m->bytes_per_block);
-        kvshard__out_raw(o, " per block = KV ");
-        kvshard__out_grouped(o, bs * m->kv_bytes_per_token);
-        kvshard__out_raw(o, " + scratch ");
-        kvshard__out_grouped(o, bs * m->scratch_bytes_per_token);
-        kvshard__out_raw(o, " + draft ");
-        kvshard__out_grouped(o, bs * m->draft_bytes_per_token);
-        kvshard__out_raw(o, "</text>\n");
-        x = MEM_LABEL;
-        segment(o, "st", &x, y + 24, m->state_bytes_per_seq, max_state, "state per sequence");
-        segment(o, "scr", &x, y + 24, m->scratch_bytes_per_seq, max_state,
-                "scratch per sequence");
-        kvshard__out_printf(o, "<text x=\"%u\" y=\"%u\">", MEM_LABEL + MEM_BAR + 12, y + 35);
-        if (m->scratch_bytes_per_seq) {
-            bytes(o, m->state_bytes_per_seq);
-            kvshard__out_raw(o, " of state + ");
-            bytes(o, m->scratch_bytes_per_seq);
-            kvshard__out_raw(o, " of scratch per sequence");
-        } else if (m->state_bytes_per_seq) {
-            bytes(o, m->state_bytes_per_seq);
-            kvshard__out_raw(o, " of state per sequence");
-        } else {
-            kvshard__out_raw(o, "no state per sequence");
-        }
-        kvshard__out_raw(o, "</text>\n");
-    }
-    kvshard__out_raw(o, "</svg>\n</div>\n");
-    if (p->ranks_count > RANKS_SHOWN)
-        kvshard__out_printf(o,
-                            "<p>%u more %s are not drawn; <code>kvshard plan "
-                            "--format=json</code> lists every rank.</p>\n",
-                            p->ranks_count - RANKS_SHOWN, p->pp > 1 ? "ranks" : "TP ranks");
-    kvshard__out_raw(o, "</section>\n");
 }
 
 /* ---- capacity ---------------------------------------------------------- */
@@ -681,7 +528,7 @@ int kvshard_report_write_html(const kvshard_plan *plan, const kvshard_comparison
     write_summary(&o, p);
     write_stages(&o, p);
     write_map(&o, p);
-    write_memory(&o, p);
+    kvshard_report__write_memory(&o, p);
     write_capacity(&o, p);
     if (comparison)
         write_comparison(&o, comparison);
