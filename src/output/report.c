@@ -53,12 +53,50 @@ static void bytes(kvshard__out *o, uint64_t b)
     kvshard_format__bytes(&pr, b);
 }
 
-static void model_type(kvshard__out *o, const kvshard__plan_view *p)
+static void model_name(kvshard__out *o, const kvshard__plan_view *p)
 {
-    if (p->model_type[0])
-        kvshard__out_xml(o, p->model_type, strlen(p->model_type));
-    else
-        kvshard__out_raw(o, "(no model_type)");
+    char name[KVSHARD_ERROR_SOURCE_MAX];
+    kvshard_report__model_name(name, sizeof name, p);
+    kvshard__out_xml(o, name, strlen(name));
+}
+
+void kvshard_report__model_name(char *out, size_t cap, const kvshard__plan_view *p)
+{
+    const char *src = p->source ? p->source : "";
+    size_t len = strlen(src);
+    while (len > 1 && src[len - 1] == '/')
+        len--;
+    const char *base = src;
+    for (size_t i = 0; i < len; i++)
+        if (src[i] == '/')
+            base = src + i + 1;
+    size_t n = (size_t)(src + len - base);
+    /* A generic file name says nothing: the directory names the model. */
+    static const char *const generic[] = {"config.json", "config.yaml", "config.yml", NULL};
+    for (int g = 0; generic[g]; g++) {
+        if (n == strlen(generic[g]) && memcmp(base, generic[g], n) == 0 && base > src + 1) {
+            const char *end = base - 1, *dir = src;
+            for (const char *c = src; c < end; c++)
+                if (*c == '/')
+                    dir = c + 1;
+            if (end > dir) {
+                base = dir;
+                n = (size_t)(end - dir);
+            }
+            break;
+        }
+    }
+    const char *dot = NULL;
+    for (const char *c = base; c < base + n; c++)
+        if (*c == '.')
+            dot = c;
+    if (dot && dot > base)
+        n = (size_t)(dot - base);
+    if (n == 0 || base[0] == '<') {
+        base = p->model_type[0] ? p->model_type : "model";
+        n = strlen(base);
+    }
+    snprintf(out, cap, "%.*s", (int)n, base);
 }
 
 /* A table cell of a figure, "-" without one. */
@@ -87,21 +125,84 @@ static void write_head(kvshard__out *o, const kvshard__plan_view *p)
                         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src "
                         "'none'; style-src 'unsafe-inline'\"/>\n"
                         "<meta name=\"viewport\" content=\"width=device-width, "
-                        "initial-scale=1\"/>\n<title>kvshard plan: ");
-    model_type(o, p);
-    kvshard__out_raw(o, "</title>\n");
+                        "initial-scale=1\"/>\n<title>");
+    model_name(o, p);
+    kvshard__out_raw(o, " \xE2\x80\x94 kvshard report</title>\n");
     kvshard__out_raw(o, PAGE_STYLE);
     kvshard__out_raw(o, "</head>\n<body>\n");
 }
 
-static void write_summary(kvshard__out *o, const kvshard__plan_view *p)
+/* One argument of the command line, quoted for a POSIX shell when it holds
+ * anything but plain characters. */
+static void shell_word(kvshard__out *o, const char *arg)
+{
+    bool plain = *arg != '\0';
+    for (const char *c = arg; *c; c++)
+        plain &= strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=./:,+@%",
+                        *c) != NULL;
+    if (plain) {
+        kvshard__out_xml(o, arg, strlen(arg));
+        return;
+    }
+    kvshard__out_raw(o, "&#39;");
+    for (const char *c = arg; *c; c++) {
+        if (*c == '\'')
+            kvshard__out_raw(o, "&#39;\\&#39;&#39;");
+        else
+            kvshard__out_xml(o, c, 1);
+    }
+    kvshard__out_raw(o, "&#39;");
+}
+
+/* What the page was made from: the input file, the model's file and the
+ * command, when the caller gives them. */
+static void write_origin(kvshard__out *o, const kvshard__plan_view *p,
+                         const kvshard_report__about *about)
+{
+    kvshard__out_raw(o, "<p class=\"sub origin\">");
+    const char *sep = "";
+    if (about && about->input) {
+        kvshard__out_raw(o, "input <code>");
+        kvshard__out_xml(o, about->input, strlen(about->input));
+        kvshard__out_raw(o, "</code>");
+        sep = "; ";
+    }
+    if (p->source && p->source[0] && (!about || !about->input || strcmp(about->input, p->source))) {
+        kvshard__out_printf(o, "%smodel <code>", sep);
+        kvshard__out_xml(o, p->source, strlen(p->source));
+        kvshard__out_raw(o, "</code>");
+        sep = "; ";
+    }
+    if (p->model_type[0]) {
+        kvshard__out_printf(o, "%smodel_type <code>", sep);
+        kvshard__out_xml(o, p->model_type, strlen(p->model_type));
+        kvshard__out_raw(o, "</code>");
+    }
+    kvshard__out_raw(o, "</p>\n");
+    if (about && about->argc > 0 && about->argv) {
+        kvshard__out_raw(o, "<p class=\"sub origin\">made by <code>");
+        /* The program by its base name: the path it ran from says nothing of the plan. */
+        const char *prog = about->argv[0] ? about->argv[0] : "kvshard";
+        const char *slash = strrchr(prog, '/');
+        shell_word(o, slash ? slash + 1 : prog);
+        for (int i = 1; i < about->argc && about->argv[i]; i++) {
+            kvshard__out_raw(o, " ");
+            shell_word(o, about->argv[i]);
+        }
+        kvshard__out_raw(o, "</code></p>\n");
+    }
+}
+
+static void write_summary(kvshard__out *o, const kvshard__plan_view *p,
+                          const kvshard_report__about *about)
 {
     const kvshard__model_info *m = p->model;
     const kvshard_options *opt = p->options;
     const kvshard__capacity *cap = p->capacity;
-    kvshard__out_raw(o, "<header>\n<h1>kvshard plan: ");
-    model_type(o, p);
-    kvshard__out_raw(o, "</h1>\n");
+    kvshard__out_raw(o, "<header>\n<h1>");
+    model_name(o, p);
+    kvshard__out_raw(o, " \xE2\x80\x94 kvshard report</h1>\n");
+    write_origin(o, p, about);
     if (cap->has_num_blocks) {
         kvshard__out_raw(o, "<p class=\"lead\">");
         kvshard__out_grouped(o, cap->num_blocks);
@@ -519,13 +620,20 @@ static void write_footer(kvshard__out *o, const kvshard__plan_view *p)
 int kvshard_report_write_html(const kvshard_plan *plan, const kvshard_comparison *comparison,
                               kvshard_write_fn write, void *user)
 {
+    return kvshard_report__write_html(plan, comparison, NULL, write, user);
+}
+
+int kvshard_report__write_html(const kvshard_plan *plan, const kvshard_comparison *comparison,
+                               const kvshard_report__about *about, kvshard_write_fn write,
+                               void *user)
+{
     kvshard__out o;
     if (!kvshard__out_open(&o, plan, write, user))
         return KVSHARD_EINVAL;
     kvshard__plan_view view = kvshard__plan_view_of(plan);
     const kvshard__plan_view *p = &view;
     write_head(&o, p);
-    write_summary(&o, p);
+    write_summary(&o, p, about);
     write_stages(&o, p);
     write_map(&o, p);
     kvshard_report__write_memory(&o, p);
