@@ -6,6 +6,7 @@
 #define _POSIX_C_SOURCE 200809L /* mkstemp, fdopen */
 #include "test_util.h"
 
+#include "output/report.h"
 #include "output/svg.h"
 
 #include <ctype.h>
@@ -307,6 +308,22 @@ static void test_seed_html(void **state)
     assert_non_null(strstr(d, "<th scope=\"row\">tokens per rank</th><td>3,159,888</td>"));
     assert_non_null(strstr(d, "163,840 B (160.00 KiB) per block, 118,496 blocks"));
     assert_non_null(strstr(d, "1.67\xC3\x97 the blocks of the unsplit plan"));
+    /* No context length: the sequences at once at 4,096, 32,768, 131,072
+     * and max_position_embeddings 262,144 tokens, of 197,493 blocks of 16
+     * tokens: 197,493 / 256 = 771 (max_seqs 128 binds), / 2,048 = 96,
+     * / 8,192 = 24, / 16,384 = 12. Balanced max_seqs: 20 GiB over one
+     * sequence's blocks (256 x 98,304 = 25,165,824 B at 4,096 tokens) and
+     * state (16,097,280 B) = 21,474,836,480 / 41,263,104 = 520; at 32,768
+     * tokens / (201,326,592 + 16,097,280) = 98; then 26 and 13. */
+    assert_non_null(strstr(d, "<tr><th scope=\"row\">at 4,096 tokens</th><td>128 sequences at "
+                              "once; balanced max_seqs 520</td></tr>\n"
+                              "<tr><th scope=\"row\">at 32,768 tokens</th><td>96 sequences at "
+                              "once; balanced max_seqs 98</td></tr>\n"
+                              "<tr><th scope=\"row\">at 131,072 tokens</th><td>24 sequences at "
+                              "once; balanced max_seqs 26</td></tr>\n"
+                              "<tr><th scope=\"row\">at 262,144 tokens</th><td>12 sequences at "
+                              "once; balanced max_seqs 13 (the model's "
+                              "max_position_embeddings)</td></tr>\n"));
     /* Comparison: 3 ordinal rules x split sizes 1, 2, 4 = 9 rows, each with
      * a bar; the recommended one is S=2 ordinal. */
     assert_int_equal(count_of(d, "class=\"bar\""), 9);
@@ -352,6 +369,8 @@ static void test_seed_context(void **state)
     assert_non_null(strstr(html.data, "<li><strong>max_seqs_unreachable</strong>: "));
     /* 197,493 blocks x 16 tokens / 32,768 = 96 sequences at once. */
     assert_non_null(strstr(html.data, "<th scope=\"row\">sequences at once</th><td>96: "));
+    /* With a context length, that one alone. */
+    assert_null(strstr(html.data, "<th scope=\"row\">at 4,096 tokens</th>"));
     assert_well_formed(&html, "HTML");
     free(html.data);
     free_seed(&s);
@@ -682,6 +701,37 @@ static void test_size_linear(void **state)
     assert_true((svg_len[1] - svg_len[0]) / 90000 <= KVSHARD__SVG_CELL_BYTES);
 }
 
+/* ---- concurrency lengths ---------------------------------------------------- */
+
+static void test_context_lengths(void **state)
+{
+    (void)state;
+    kvshard__model_info m;
+    memset(&m, 0, sizeof m);
+    uint32_t l[4];
+    /* No max_position_embeddings: the three lengths. */
+    assert_int_equal(kvshard_report__context_lengths(l, &m), 3);
+    assert_int_equal(l[0], 4096);
+    assert_int_equal(l[1], 32768);
+    assert_int_equal(l[2], 131072);
+    /* 40,960: 4,096 and 32,768 below it, then it; 131,072 is above it. */
+    m.max_position_embeddings = 40960;
+    assert_int_equal(kvshard_report__context_lengths(l, &m), 3);
+    assert_int_equal(l[2], 40960);
+    /* 32,768 is one of the lengths: not twice. */
+    m.max_position_embeddings = 32768;
+    assert_int_equal(kvshard_report__context_lengths(l, &m), 2);
+    assert_int_equal(l[0], 4096);
+    assert_int_equal(l[1], 32768);
+    /* Shorter than all of them. */
+    m.max_position_embeddings = 2048;
+    assert_int_equal(kvshard_report__context_lengths(l, &m), 1);
+    assert_int_equal(l[0], 2048);
+    m.max_position_embeddings = 1048576;
+    assert_int_equal(kvshard_report__context_lengths(l, &m), 4);
+    assert_int_equal(l[3], 1048576);
+}
+
 /* ---- long maps in runs ---------------------------------------------------- */
 
 static text text_of(const kvshard_plan *plan)
@@ -772,7 +822,7 @@ int main(void)
         cmocka_unit_test(test_seed_context),  cmocka_unit_test(test_nemotron_h),
         cmocka_unit_test(test_escaping),      cmocka_unit_test(test_failing_writer),
         cmocka_unit_test(test_cell_contrast), cmocka_unit_test(test_size_linear),
-        cmocka_unit_test(test_runs),
+        cmocka_unit_test(test_runs),          cmocka_unit_test(test_context_lengths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -353,6 +353,32 @@ static void row_end(kvshard__out *o)
     kvshard__out_raw(o, "</td></tr>\n");
 }
 
+/* Without a context length, the sequences that run at once at a few
+ * lengths, each counted by the profile as for --context_length. */
+static void concurrency_rows(kvshard__out *o, const kvshard__plan_view *p)
+{
+    uint32_t lengths[4];
+    size_t n = kvshard_report__context_lengths(lengths, p->model);
+    for (size_t i = 0; i < n && p->has_memory && p->capacity->has_num_blocks; i++) {
+        kvshard__capacity c;
+        if (kvshard__plan_capacity_at(&c, p->plan, KVSHARD_ALL_RANKS, lengths[i]) != KVSHARD_OK ||
+            !c.has_concurrency)
+            continue;
+        kvshard__out_raw(o, "<tr><th scope=\"row\">at ");
+        kvshard__out_grouped(o, lengths[i]);
+        kvshard__out_raw(o, " tokens</th><td>");
+        kvshard__out_grouped(o, c.concurrency);
+        kvshard__out_raw(o, c.concurrency == 1 ? " sequence at once" : " sequences at once");
+        if (c.has_balanced_max_seqs) {
+            kvshard__out_raw(o, "; balanced max_seqs ");
+            kvshard__out_grouped(o, c.balanced_max_seqs);
+        }
+        if (lengths[i] == p->model->max_position_embeddings)
+            kvshard__out_raw(o, " (the model's max_position_embeddings)");
+        kvshard__out_raw(o, "</td></tr>\n");
+    }
+}
+
 static void write_capacity(kvshard__out *o, const kvshard__plan_view *p)
 {
     const kvshard__capacity *cap = p->capacity;
@@ -444,6 +470,8 @@ static void write_capacity(kvshard__out *o, const kvshard__plan_view *p)
             row_end(o);
         }
     }
+    if (!opt->context_length)
+        concurrency_rows(o, p);
     if (p->has_memory)
         p->profile->report_rows(&pr, &pv, true);
     kvshard__out_raw(o, "</table>\n</section>\n");
