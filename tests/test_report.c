@@ -701,6 +701,89 @@ static void test_size_linear(void **state)
     assert_true((svg_len[1] - svg_len[0]) / 90000 <= KVSHARD__SVG_CELL_BYTES);
 }
 
+/* ---- distinct ranks -------------------------------------------------------- */
+
+/* DeepSeek-V3.2 on TP 8, split 8: 61 MLA layers, ranks 0-4 own 8 and ranks
+ * 5-7 own 7. One layer keeps 788 B per token (its latent, rope and index
+ * key), 12,608 B in a block of 16 tokens: 8 layers 100,864 B, 7 layers
+ * 88,256 B, and every rank holds one scratch layer, 12,608 B. The 24 GiB
+ * budget (no state) holds 25,769,803,776 / 113,472 = 227,102 blocks on
+ * ranks 0-4 (85,632 B left), which every rank allocates; ranks 5-7 fit
+ * 25,769,803,776 / 100,864 = 255,490 and leave 25,769,803,776 - 227,102 x
+ * 100,864 = 2,863,387,648 B (11.1%) unused. */
+static void test_distinct_ranks(void **state)
+{
+    (void)state;
+    char *path = tu_example_path("deepseek_v3_2_tp8.yaml");
+    kvshard_deployment *dep = NULL;
+    kvshard_plan *plan = NULL;
+    kvshard_error err;
+    tu_assert_ok(kvshard_deployment_load_file(&dep, path, NULL, &err), &err);
+    free(path);
+    tu_assert_ok(kvshard_deployment_plan(&plan, dep, &err), &err);
+    kvshard__plan_view v = kvshard__plan_view_of(plan);
+    kvshard_report__bar bars[8];
+    assert_int_equal(kvshard_report__bars(bars, 8, &v), 2);
+    assert_int_equal(bars[0].rank, 0);
+    assert_int_equal(bars[0].count, 5);
+    assert_int_equal(bars[1].rank, 5);
+    assert_int_equal(bars[1].count, 3);
+    for (int b = 0; b < 2; b++) {
+        assert_int_equal(bars[b].budget, 25769803776ull);
+        assert_int_equal(bars[b].blocks, 227102);
+        assert_int_equal(bars[b].part[KVSHARD_REPORT__STATE], 0);
+        assert_int_equal(bars[b].part[KVSHARD_REPORT__SCRATCH], 227102ull * 12608);
+        uint64_t sum = 0;
+        for (int k = 0; k < KVSHARD_REPORT__PARTS; k++)
+            sum += bars[b].part[k];
+        assert_int_equal(sum, bars[b].budget);
+    }
+    assert_int_equal(bars[0].part[KVSHARD_REPORT__KV], 227102ull * 100864);
+    assert_int_equal(bars[0].part[KVSHARD_REPORT__UNUSED], 85632);
+    assert_int_equal(bars[1].part[KVSHARD_REPORT__KV], 227102ull * 88256);
+    assert_int_equal(bars[1].part[KVSHARD_REPORT__UNUSED], 2863387648ull);
+    assert_true(bars[1].has_fits);
+    assert_int_equal(bars[1].fits, 255490);
+    char label[96];
+    kvshard_report__members(label, sizeof label, &v, 5);
+    assert_string_equal(label, "ranks 5\xE2\x80\x93" "7 (3)");
+    text html = html_of(plan, NULL);
+    assert_int_equal(count_of(html.data, "<g class=\"rank\">"), 2);
+    assert_non_null(strstr(html.data, "unused 2.67 GiB (11.1%): fits 255,490 blocks, allocates "
+                                      "227,102</text>"));
+    /* The title is the model file's name, not its type. */
+    assert_non_null(strstr(html.data, "<title>deepseek_v3_2 \xE2\x80\x94 kvshard report</title>"));
+    assert_well_formed(&html, "HTML");
+    free(html.data);
+    kvshard_plan_free(plan);
+    kvshard_deployment_free(dep);
+}
+
+/* Two Nemotron-H examples of one model_type get different titles. */
+static void test_titles(void **state)
+{
+    (void)state;
+    static const char *const examples[] = {"nemotron_h_8b_tp4.yaml", "nemotron_3_super_tp8.yaml"};
+    static const char *const titles[] = {
+        "<h1>nemotron_h_8b \xE2\x80\x94 kvshard report</h1>",
+        "<h1>nemotron_3_super_120b_a12b \xE2\x80\x94 kvshard report</h1>"};
+    for (int i = 0; i < 2; i++) {
+        char *path = tu_example_path(examples[i]);
+        kvshard_deployment *dep = NULL;
+        kvshard_plan *plan = NULL;
+        kvshard_error err;
+        tu_assert_ok(kvshard_deployment_load_file(&dep, path, NULL, &err), &err);
+        free(path);
+        tu_assert_ok(kvshard_deployment_plan(&plan, dep, &err), &err);
+        text html = html_of(plan, NULL);
+        assert_non_null(strstr(html.data, titles[i]));
+        assert_non_null(strstr(html.data, "model_type <code>nemotron_h</code>"));
+        free(html.data);
+        kvshard_plan_free(plan);
+        kvshard_deployment_free(dep);
+    }
+}
+
 /* ---- concurrency lengths ---------------------------------------------------- */
 
 static void test_context_lengths(void **state)
@@ -823,6 +906,7 @@ int main(void)
         cmocka_unit_test(test_escaping),      cmocka_unit_test(test_failing_writer),
         cmocka_unit_test(test_cell_contrast), cmocka_unit_test(test_size_linear),
         cmocka_unit_test(test_runs),          cmocka_unit_test(test_context_lengths),
+        cmocka_unit_test(test_distinct_ranks),  cmocka_unit_test(test_titles),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,8 +22,11 @@ static const char PAGE_STYLE[] =
     "h2{font-size:19px;margin:28px 0 8px;padding-bottom:4px;border-bottom:1px solid #c8c8c8}\n"
     ".sub{color:#555}\n"
     ".lead{font-size:17px}\n"
-    ".fig{overflow-x:auto;margin:8px 0}\n"
-    ".fig svg{display:block;max-width:100%;height:auto}\n"
+    /* Figures keep their size (their text never drops below 11 px) and
+     * scroll inside their box when the window is narrower. */
+    ".fig,.tw{overflow-x:auto;margin:8px 0}\n"
+    ".fig svg{display:block;max-width:none}\n"
+    "abbr{text-decoration:none;cursor:help}\n"
     "table{border-collapse:collapse;font-variant-numeric:tabular-nums;margin:8px "
     "0;font-size:14px}\n"
     "th,td{border:1px solid #c8c8c8;padding:3px 8px;text-align:left;vertical-align:top}\n"
@@ -31,7 +34,8 @@ static const char PAGE_STYLE[] =
     "td.n{text-align:right;white-space:nowrap}\n"
     "tr.rec td{background:#fff3c4;font-weight:bold}\n"
     ".err{color:#8a0000}\n"
-    "td.notes{min-width:9em}\n"
+    "td.notes{white-space:nowrap}\n"
+    "@media (max-width:1000px){body{padding:12px}td.b svg{width:80px}th,td{padding:3px 5px}}\n"
     "code{font-family:ui-monospace,Menlo,Consolas,\"DejaVu Sans Mono\",monospace;"
     "background:#f3f3f3;padding:0 3px}\n"
     "svg.bar .cb{fill:#4477aa}\n"
@@ -311,7 +315,7 @@ static void write_stages(kvshard__out *o, const kvshard__plan_view *p)
     kvshard__out_printf(o,
                         "</code>; global ranks in the %s layout. Every stage allocates the "
                         "common block count, the fewest of any rank; the binding stage sets "
-                        "it.</p>\n<table>\n<tr><th>stage</th><th>layers</th><th>KV layers</th>"
+                        "it.</p>\n<div class=\"tw\"><table>\n<tr><th>stage</th><th>layers</th><th>KV layers</th>"
                         "<th>state layers</th><th>global ranks</th><th>bytes per token</th>"
                         "<th>state per sequence</th><th>blocks</th><th></th></tr>\n",
                         kvshard_rank_layout_name(opt->rank_layout));
@@ -336,7 +340,7 @@ static void write_stages(kvshard__out *o, const kvshard__plan_view *p)
         cell_u64(o, st.has_num_blocks, st.num_blocks);
         kvshard__out_raw(o, st.binds ? "<td>binds</td></tr>\n" : "<td></td></tr>\n");
     }
-    kvshard__out_raw(o, "</table>\n</section>\n");
+    kvshard__out_raw(o, "</table>\n</div>\n</section>\n");
 }
 
 /* ---- capacity ---------------------------------------------------------- */
@@ -502,6 +506,19 @@ static void warning_name(kvshard__out *o, kvshard_warning_code code)
 }
 
 
+/* The number of warning `code` in the comparison's notes: its place among
+ * the codes any row carries. */
+static unsigned note_number(const kvshard_comparison *c, unsigned code)
+{
+    uint32_t used = 0;
+    for (size_t i = 0; i < c->count; i++)
+        used |= c->rows[i].error ? 0u : c->rows[i].warnings;
+    unsigned n = 0;
+    for (unsigned k = 0; k <= code; k++)
+        n += (used >> k) & 1u;
+    return n;
+}
+
 static void write_comparison(kvshard__out *o, const kvshard_comparison *c)
 {
     const kvshard_options *opt = &c->options;
@@ -542,8 +559,8 @@ static void write_comparison(kvshard__out *o, const kvshard_comparison *c)
         if (!c->rows[i].error && row_metric(c, &c->rows[i]) > max)
             max = row_metric(c, &c->rows[i]);
     unsigned columns = context ? 10u : 8u; /* the cells after S and rule */
-    kvshard__out_raw(o, stages ? "<table>\n<tr><th></th><th>P</th><th>T</th>"
-                               : "<table>\n<tr><th></th>");
+    kvshard__out_raw(o, stages ? "<div class=\"tw\"><table>\n<tr><th></th><th>P</th><th>T</th>"
+                               : "<div class=\"tw\"><table>\n<tr><th></th>");
     kvshard__out_raw(o, "<th>S</th><th>rule</th><th>KV layers owned</th>"
                         "<th>max KV/token</th><th>max bytes/block</th><th>blocks</th>"
                         "<th>tokens</th>");
@@ -582,7 +599,7 @@ static void write_comparison(kvshard__out *o, const kvshard_comparison *c)
             kvshard__out_printf(o, "<td class=\"n\">%.2f\xC3\x97</td>", r->gain);
         uint64_t v = row_metric(c, r);
         kvshard__out_printf(o,
-                            "<td><svg xmlns=\"http://www.w3.org/2000/svg\" class=\"bar\" "
+                            "<td class=\"b\"><svg xmlns=\"http://www.w3.org/2000/svg\" class=\"bar\" "
                             "width=\"%u\" height=\"14\" viewBox=\"0 0 %u 14\" role=\"img\">"
                             "<title>%s: ",
                             CMP_BAR, CMP_BAR, metric);
@@ -591,21 +608,39 @@ static void write_comparison(kvshard__out *o, const kvshard_comparison *c)
                             "</title><rect class=\"%s\" width=\"%.1f\" height=\"14\"/></svg>"
                             "</td><td class=\"notes\">",
                             rec ? "rec" : "cb", bar_width(v, max, CMP_BAR));
-        bool first = true;
+        /* Short notes that never wrap: numbers for the warnings, named
+         * under the table and on hover. */
+        const char *sep = "";
         if (rec) {
-            kvshard__out_raw(o, "recommended");
-            first = false;
+            kvshard__out_raw(o, "<abbr title=\"recommended\">rec</abbr>");
+            sep = " ";
         }
         for (unsigned code = 0; code < 32; code++) {
             if (r->warnings & (1u << code)) {
-                kvshard__out_raw(o, first ? "" : ", ");
-                warning_name(o, (kvshard_warning_code)code);
-                first = false;
+                kvshard__out_printf(o, "%s<abbr title=\"%s\">%u</abbr>", sep,
+                                    kvshard_warning_name((kvshard_warning_code)code),
+                                    note_number(c, code));
+                sep = " ";
             }
         }
         kvshard__out_raw(o, "</td></tr>\n");
     }
-    kvshard__out_raw(o, "</table>\n");
+    kvshard__out_raw(o, "</table>\n</div>\n");
+    uint32_t used = 0;
+    for (size_t i = 0; i < c->count; i++)
+        used |= c->rows[i].error ? 0u : c->rows[i].warnings;
+    if (used) {
+        kvshard__out_raw(o, "<p class=\"sub\">Notes: ");
+        const char *sep = "";
+        for (unsigned code = 0; code < 32; code++) {
+            if (used & (1u << code)) {
+                kvshard__out_printf(o, "%s%u ", sep, note_number(c, code));
+                warning_name(o, (kvshard_warning_code)code);
+                sep = "; ";
+            }
+        }
+        kvshard__out_raw(o, " (the plan's own warnings are explained below).</p>\n");
+    }
     char flags[256];
     kvshard__comparison_flags(flags, sizeof flags, c);
     kvshard__out_raw(o, "<p>Recommended: <code>");

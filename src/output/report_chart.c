@@ -261,7 +261,7 @@ static void axis(kvshard__out *o, const scale *s, uint32_t top, uint32_t bottom)
                             x, top, x, bottom, x, bottom, x, bottom + 5, x, bottom + 18,
                             (unsigned long long)(v / s->unit));
     }
-    kvshard__out_printf(o, "<text class=\"sm\" x=\"%u\" y=\"%u\">%s</text>\n", BAR_X + BAR_W + 6,
+    kvshard__out_printf(o, "<text class=\"sm\" x=\"8\" y=\"%u\">scale in %s</text>\n",
                         bottom + 18, s->unit_name);
 }
 
