@@ -59,6 +59,17 @@ static const struct part_look {
     {"un", "unused", "unused"},
 };
 
+/* The rest of a budget whose profile keeps state slots it gives no bytes
+ * for: they are in it, so it is not all unused. */
+static const struct part_look POOLED = {"un", "state slots and unused",
+                                        "the profile's state slots and what is left unused"};
+
+static const struct part_look *look_of(const kvshard__plan_view *p, int k)
+{
+    bool pooled = p->capacity->has_state_slots && p->capacity->reserved == 0;
+    return k == KVSHARD_REPORT__UNUSED && pooled ? &POOLED : &LOOKS[k];
+}
+
 /* ---- the figures ------------------------------------------------------- */
 
 bool kvshard_report__same_rank(const kvshard__plan_view *p, uint32_t a, uint32_t b)
@@ -267,13 +278,15 @@ static void axis(kvshard__out *o, const scale *s, uint32_t top, uint32_t bottom)
 
 /* A legend of the parts `used` marks, wrapped to the chart's width; returns
  * the lines it takes. `write` false only counts them. */
-static uint32_t legend(kvshard__out *o, const bool *used, uint32_t top, bool write)
+static uint32_t legend(kvshard__out *o, const kvshard__plan_view *p, const bool *used,
+                       uint32_t top, bool write)
 {
     uint32_t x = 8, line = 0;
     for (int k = 0; k < KVSHARD_REPORT__PARTS; k++) {
         if (!used[k])
             continue;
-        uint32_t w = 24 + 7 * (uint32_t)strlen(LOOKS[k].legend) + 18;
+        const struct part_look *look = look_of(p, k);
+        uint32_t w = 24 + 7 * (uint32_t)strlen(look->legend) + 18;
         if (x + w > CHART_WIDTH) {
             x = 8;
             line++;
@@ -282,8 +295,8 @@ static uint32_t legend(kvshard__out *o, const bool *used, uint32_t top, bool wri
             kvshard__out_printf(o,
                                 "<rect class=\"seg %s\" x=\"%u\" y=\"%u\" width=\"18\" "
                                 "height=\"14\"/><text x=\"%u\" y=\"%u\">%s</text>\n",
-                                LOOKS[k].cls, x, top + line * LEGEND_LINE, x + 24,
-                                top + line * LEGEND_LINE + 12, LOOKS[k].legend);
+                                look->cls, x, top + line * LEGEND_LINE, x + 24,
+                                top + line * LEGEND_LINE + 12, look->legend);
         x += w;
     }
     return line + 1;
@@ -329,7 +342,7 @@ static void write_budget_chart(kvshard__out *o, const kvshard__plan_view *p)
     }
     used[KVSHARD_REPORT__UNUSED] = true;
     scale s = scale_for(max);
-    uint32_t lines = legend(o, used, 0, false);
+    uint32_t lines = legend(o, p, used, 0, false);
     uint32_t top = 8 + lines * LEGEND_LINE + 8;
     uint32_t bottom = top + (uint32_t)shown * ROW_H;
     uint32_t height = bottom + AXIS_H;
@@ -340,7 +353,7 @@ static void write_budget_chart(kvshard__out *o, const kvshard__plan_view *p)
                         "unused</title>\n",
                         CHART_WIDTH, height, CHART_WIDTH, height);
     kvshard__out_raw(o, CHART_STYLE);
-    legend(o, used, 8, true);
+    legend(o, p, used, 8, true);
     axis(o, &s, top - 4, bottom);
     uint64_t bs = p->options->block_size;
     for (size_t i = 0; i < shown && !o->failed; i++) {
@@ -365,7 +378,7 @@ static void write_budget_chart(kvshard__out *o, const kvshard__plan_view *p)
                                                 bs * m->draft_bytes_per_token,
                                                 m->bytes_per_block, 0};
         for (int k = 0; k < KVSHARD_REPORT__PARTS; k++)
-            segment(o, &s, &x, y + 2, b->part[k], LOOKS[k].cls, label, LOOKS[k].what,
+            segment(o, &s, &x, y + 2, b->part[k], look_of(p, k)->cls, label, look_of(p, k)->what,
                     each[k] ? b->blocks : 0, each[k]);
         /* The figures under the bar, in human sizes; the unused share in
          * per cent of the budget. */
@@ -376,7 +389,7 @@ static void write_budget_chart(kvshard__out *o, const kvshard__plan_view *p)
                 continue;
             char h[32];
             kvshard_format__human_text(h, sizeof h, b->part[k]);
-            kvshard__out_printf(o, "%s%s %s", sep, LOOKS[k].legend, h);
+            kvshard__out_printf(o, "%s%s %s", sep, look_of(p, k)->legend, h);
             sep = " \xC2\xB7 ";
         }
         if (b->budget)
@@ -425,7 +438,7 @@ static void write_sizes_chart(kvshard__out *o, const kvshard__plan_view *p)
         used[KVSHARD_REPORT__SCRATCH] |= p->ranks[r].scratch_bytes_per_token > 0;
         used[KVSHARD_REPORT__DRAFT] |= p->ranks[r].draft_bytes_per_token > 0;
     }
-    uint32_t lines = legend(o, used, 0, false);
+    uint32_t lines = legend(o, p, used, 0, false);
     uint32_t top = 8 + lines * LEGEND_LINE + 8;
     uint32_t bottom = top + (shown + 1) * ROW_H;
     uint32_t height = bottom + AXIS_H;
@@ -436,7 +449,7 @@ static void write_sizes_chart(kvshard__out *o, const kvshard__plan_view *p)
                         "rank, on one scale</title>\n",
                         CHART_WIDTH, height, CHART_WIDTH, height);
     kvshard__out_raw(o, CHART_STYLE);
-    legend(o, used, 8, true);
+    legend(o, p, used, 8, true);
     axis(o, &s, top - 4, bottom);
     uint32_t row = 0;
     for (uint32_t r = 0; r < p->ranks_count && row < shown && !o->failed; r++) {
