@@ -6,6 +6,7 @@
 #define _POSIX_C_SOURCE 200809L /* mkstemp, fdopen */
 #include "test_util.h"
 
+#include "output/report.h"
 #include "output/svg.h"
 
 #include <ctype.h>
@@ -280,11 +281,23 @@ static void test_seed_html(void **state)
     /* Every rank's block: 16 tokens x (KV 5,120 + scratch 1,024 B per token)
      * = 81,920 + 16,384 = 98,304 B. State: 30 GDN layers x 536,576 B
      * (32/4 value heads x 128 x 128 x 4 B, plus the conv window
-     * 3 x (2 x 16/4 x 128 + 32/4 x 128) x 2 B) = 16,097,280 B. */
-    assert_int_equal(count_of(d, "98,304 B (96.00 KiB) per block = KV 81,920 + scratch 16,384 "
-                                 "+ draft 0"),
-                     4);
-    assert_int_equal(count_of(d, "16,097,280 B (15.35 MiB) of state per sequence"), 4);
+     * 3 x (2 x 16/4 x 128 + 32/4 x 128) x 2 B) = 16,097,280 B. The four TP
+     * ranks have the same figures: one bar, "ranks 0-3 (4)", of the 20 GiB
+     * budget = 128 x 16,097,280 = 2,060,451,840 B of state, 197,493 blocks
+     * (below) x 81,920 = 16,178,626,560 B of KV and x 16,384 =
+     * 3,235,725,312 B of scratch, leaving 21,474,836,480 - 2,060,451,840 -
+     * 197,493 x 98,304 = 32,768 B. */
+    assert_int_equal(count_of(d, "<g class=\"rank\">"), 1);
+    assert_non_null(strstr(d, "<g class=\"rank\"><text x=\"8\" y=\"52\">ranks 0\xE2\x80\x93" "3 (4)</text>"));
+    assert_non_null(strstr(d, "ranks 0\xE2\x80\x93" "3 (4): state of max_seqs sequences, "
+                              "2,060,451,840 B (1.92 GiB)</title>"));
+    assert_non_null(strstr(d, "ranks 0\xE2\x80\x93" "3 (4): KV of the layers the rank stores, in "
+                              "its blocks, 197,493 \xC3\x97 81,920 B = 16,178,626,560 B"));
+    assert_non_null(strstr(d, "in its blocks, 197,493 \xC3\x97 16,384 B = 3,235,725,312 B"));
+    assert_non_null(strstr(d, "ranks 0\xE2\x80\x93" "3 (4): unused, 32,768 B (32.00 KiB)</title>"));
+    /* One scale: 20 GiB over 600 px, ticks every 5 GiB (0 to 20). */
+    assert_int_equal(count_of(d, "<text class=\"tk\""), 5);
+    assert_non_null(strstr(d, "<text class=\"tk\" x=\"796.0\" y=\"110\">20</text>"));
     /* Capacity: 20 GiB less 128 x 16,097,280 B of state, in 98,304 B
      * blocks: (21,474,836,480 - 2,060,451,840) / 98,304 = 197,493 blocks,
      * x 16 = 3,159,888 tokens; the unsplit plan (160 KiB blocks) holds
@@ -295,6 +308,22 @@ static void test_seed_html(void **state)
     assert_non_null(strstr(d, "<th scope=\"row\">tokens per rank</th><td>3,159,888</td>"));
     assert_non_null(strstr(d, "163,840 B (160.00 KiB) per block, 118,496 blocks"));
     assert_non_null(strstr(d, "1.67\xC3\x97 the blocks of the unsplit plan"));
+    /* No context length: the sequences at once at 4,096, 32,768, 131,072
+     * and max_position_embeddings 262,144 tokens, of 197,493 blocks of 16
+     * tokens: 197,493 / 256 = 771 (max_seqs 128 binds), / 2,048 = 96,
+     * / 8,192 = 24, / 16,384 = 12. Balanced max_seqs: 20 GiB over one
+     * sequence's blocks (256 x 98,304 = 25,165,824 B at 4,096 tokens) and
+     * state (16,097,280 B) = 21,474,836,480 / 41,263,104 = 520; at 32,768
+     * tokens / (201,326,592 + 16,097,280) = 98; then 26 and 13. */
+    assert_non_null(strstr(d, "<tr><th scope=\"row\">at 4,096 tokens</th><td>128 sequences at "
+                              "once; balanced max_seqs 520</td></tr>\n"
+                              "<tr><th scope=\"row\">at 32,768 tokens</th><td>96 sequences at "
+                              "once; balanced max_seqs 98</td></tr>\n"
+                              "<tr><th scope=\"row\">at 131,072 tokens</th><td>24 sequences at "
+                              "once; balanced max_seqs 26</td></tr>\n"
+                              "<tr><th scope=\"row\">at 262,144 tokens</th><td>12 sequences at "
+                              "once; balanced max_seqs 13 (the model's "
+                              "max_position_embeddings)</td></tr>\n"));
     /* Comparison: 3 ordinal rules x split sizes 1, 2, 4 = 9 rows, each with
      * a bar; the recommended one is S=2 ordinal. */
     assert_int_equal(count_of(d, "class=\"bar\""), 9);
@@ -340,6 +369,8 @@ static void test_seed_context(void **state)
     assert_non_null(strstr(html.data, "<li><strong>max_seqs_unreachable</strong>: "));
     /* 197,493 blocks x 16 tokens / 32,768 = 96 sequences at once. */
     assert_non_null(strstr(html.data, "<th scope=\"row\">sequences at once</th><td>96: "));
+    /* With a context length, that one alone. */
+    assert_null(strstr(html.data, "<th scope=\"row\">at 4,096 tokens</th>"));
     assert_well_formed(&html, "HTML");
     free(html.data);
     free_seed(&s);
@@ -637,7 +668,15 @@ static void test_size_linear(void **state)
         assert_true(svg.len <= SVG_FIXED + (size_t)KVSHARD__SVG_CELL_BYTES * L);
         assert_true(html.len <= HTML_FIXED + (size_t)KVSHARD__SVG_CELL_BYTES * L);
         assert_int_equal(count_of(svg.data, "class=\"layer "), L);
-        assert_int_equal(count_of(html.data, "class=\"layer "), L);
+        /* The page folds the map: layers 4k..4k+7 repeat "L L L F0 L L L F1",
+         * one run of 8 cells over every layer. */
+        assert_int_equal(count_of(html.data, "<g class=\"run\""), 1);
+        assert_int_equal(count_of(html.data, "class=\"layer "), 8);
+        char span[64];
+        snprintf(span, sizeof span, ">0\xE2\x80\x93%u</text>", L - 1);
+        assert_non_null(strstr(html.data, span));
+        snprintf(span, sizeof span, "\xC3\x97%s</text></g>", L == 10000 ? "1,250" : "12,500");
+        assert_non_null(strstr(html.data, span));
         if (L == 100000) {
             cell *cells = calloc(L, sizeof *cells);
             assert_non_null(cells);
@@ -662,6 +701,203 @@ static void test_size_linear(void **state)
     assert_true((svg_len[1] - svg_len[0]) / 90000 <= KVSHARD__SVG_CELL_BYTES);
 }
 
+/* ---- distinct ranks -------------------------------------------------------- */
+
+/* DeepSeek-V3.2 on TP 8, split 8: 61 MLA layers, ranks 0-4 own 8 and ranks
+ * 5-7 own 7. One layer keeps 788 B per token (its latent, rope and index
+ * key), 12,608 B in a block of 16 tokens: 8 layers 100,864 B, 7 layers
+ * 88,256 B, and every rank holds one scratch layer, 12,608 B. The 24 GiB
+ * budget (no state) holds 25,769,803,776 / 113,472 = 227,102 blocks on
+ * ranks 0-4 (85,632 B left), which every rank allocates; ranks 5-7 fit
+ * 25,769,803,776 / 100,864 = 255,490 and leave 25,769,803,776 - 227,102 x
+ * 100,864 = 2,863,387,648 B (11.1%) unused. */
+static void test_distinct_ranks(void **state)
+{
+    (void)state;
+    char *path = tu_example_path("deepseek_v3_2_tp8.yaml");
+    kvshard_deployment *dep = NULL;
+    kvshard_plan *plan = NULL;
+    kvshard_error err;
+    tu_assert_ok(kvshard_deployment_load_file(&dep, path, NULL, &err), &err);
+    free(path);
+    tu_assert_ok(kvshard_deployment_plan(&plan, dep, &err), &err);
+    kvshard__plan_view v = kvshard__plan_view_of(plan);
+    kvshard_report__bar bars[8];
+    assert_int_equal(kvshard_report__bars(bars, 8, &v), 2);
+    assert_int_equal(bars[0].rank, 0);
+    assert_int_equal(bars[0].count, 5);
+    assert_int_equal(bars[1].rank, 5);
+    assert_int_equal(bars[1].count, 3);
+    for (int b = 0; b < 2; b++) {
+        assert_int_equal(bars[b].budget, 25769803776ull);
+        assert_int_equal(bars[b].blocks, 227102);
+        assert_int_equal(bars[b].part[KVSHARD_REPORT__STATE], 0);
+        assert_int_equal(bars[b].part[KVSHARD_REPORT__SCRATCH], 227102ull * 12608);
+        uint64_t sum = 0;
+        for (int k = 0; k < KVSHARD_REPORT__PARTS; k++)
+            sum += bars[b].part[k];
+        assert_int_equal(sum, bars[b].budget);
+    }
+    assert_int_equal(bars[0].part[KVSHARD_REPORT__KV], 227102ull * 100864);
+    assert_int_equal(bars[0].part[KVSHARD_REPORT__UNUSED], 85632);
+    assert_int_equal(bars[1].part[KVSHARD_REPORT__KV], 227102ull * 88256);
+    assert_int_equal(bars[1].part[KVSHARD_REPORT__UNUSED], 2863387648ull);
+    assert_true(bars[1].has_fits);
+    assert_int_equal(bars[1].fits, 255490);
+    char label[96];
+    kvshard_report__members(label, sizeof label, &v, 5);
+    assert_string_equal(label, "ranks 5\xE2\x80\x93" "7 (3)");
+    text html = html_of(plan, NULL);
+    assert_int_equal(count_of(html.data, "<g class=\"rank\">"), 2);
+    assert_non_null(strstr(html.data, "unused 2.67 GiB (11.1%): fits 255,490 blocks, allocates "
+                                      "227,102</text>"));
+    /* The title is the model file's name, not its type. */
+    assert_non_null(strstr(html.data, "<title>deepseek_v3_2 \xE2\x80\x94 kvshard report</title>"));
+    assert_well_formed(&html, "HTML");
+    free(html.data);
+    kvshard_plan_free(plan);
+    kvshard_deployment_free(dep);
+}
+
+/* Two Nemotron-H examples of one model_type get different titles. */
+static void test_titles(void **state)
+{
+    (void)state;
+    static const char *const examples[] = {"nemotron_h_8b_tp4.yaml", "nemotron_3_super_tp8.yaml"};
+    static const char *const titles[] = {
+        "<h1>nemotron_h_8b \xE2\x80\x94 kvshard report</h1>",
+        "<h1>nemotron_3_super_120b_a12b \xE2\x80\x94 kvshard report</h1>"};
+    for (int i = 0; i < 2; i++) {
+        char *path = tu_example_path(examples[i]);
+        kvshard_deployment *dep = NULL;
+        kvshard_plan *plan = NULL;
+        kvshard_error err;
+        tu_assert_ok(kvshard_deployment_load_file(&dep, path, NULL, &err), &err);
+        free(path);
+        tu_assert_ok(kvshard_deployment_plan(&plan, dep, &err), &err);
+        text html = html_of(plan, NULL);
+        assert_non_null(strstr(html.data, titles[i]));
+        assert_non_null(strstr(html.data, "model_type <code>nemotron_h</code>"));
+        free(html.data);
+        kvshard_plan_free(plan);
+        kvshard_deployment_free(dep);
+    }
+}
+
+/* ---- concurrency lengths ---------------------------------------------------- */
+
+static void test_context_lengths(void **state)
+{
+    (void)state;
+    kvshard__model_info m;
+    memset(&m, 0, sizeof m);
+    uint32_t l[4];
+    /* No max_position_embeddings: the three lengths. */
+    assert_int_equal(kvshard_report__context_lengths(l, &m), 3);
+    assert_int_equal(l[0], 4096);
+    assert_int_equal(l[1], 32768);
+    assert_int_equal(l[2], 131072);
+    /* 40,960: 4,096 and 32,768 below it, then it; 131,072 is above it. */
+    m.max_position_embeddings = 40960;
+    assert_int_equal(kvshard_report__context_lengths(l, &m), 3);
+    assert_int_equal(l[2], 40960);
+    /* 32,768 is one of the lengths: not twice. */
+    m.max_position_embeddings = 32768;
+    assert_int_equal(kvshard_report__context_lengths(l, &m), 2);
+    assert_int_equal(l[0], 4096);
+    assert_int_equal(l[1], 32768);
+    /* Shorter than all of them. */
+    m.max_position_embeddings = 2048;
+    assert_int_equal(kvshard_report__context_lengths(l, &m), 1);
+    assert_int_equal(l[0], 2048);
+    m.max_position_embeddings = 1048576;
+    assert_int_equal(kvshard_report__context_lengths(l, &m), 4);
+    assert_int_equal(l[3], 1048576);
+}
+
+/* ---- long maps in runs ---------------------------------------------------- */
+
+static text text_of(const kvshard_plan *plan)
+{
+    text t = {NULL, 0, 0};
+    assert_int_equal(kvshard_plan_write_text(plan, collect, &t), KVSHARD_OK);
+    assert_non_null(t.data);
+    return t;
+}
+
+/* 1,003 layers of the interval model on 2 stages of TP 4, split 2. The vLLM
+ * rule cuts 502 | 501. Layer 4k+3 is full attention, the others linear; the
+ * ordinal rule counts KV layers per stage, so stage 0 repeats
+ * "L L L F0 L L L F1" from layer 0 (62 times: layers 0-495) and stage 1,
+ * whose first KV layer is 503, repeats "L F0 L L L F1 L L" from 502 (62
+ * times: 502-997). What is left of each stage: 496-498 linear (a run of
+ * 3), 499 (the 125th KV layer of stage 0: F0) alone, 500-501 linear, then
+ * 998 L with 999 F0 (no repeat in them) and 1000-1002 linear: 7 runs. */
+static void test_runs(void **state)
+{
+    (void)state;
+    char config[640];
+    snprintf(config, sizeof config,
+             "model_type: big_hybrid\nnum_hidden_layers: 1003\nfull_attention_interval: 4\n"
+             "hidden_size: 2048\nnum_attention_heads: 16\nnum_key_value_heads: 2\n"
+             "head_dim: 256\nlinear_num_key_heads: 16\nlinear_num_value_heads: 32\n"
+             "linear_key_head_dim: 128\nlinear_value_head_dim: 128\n"
+             "linear_conv_kernel_dim: 4\n");
+    kvshard_model *model = tu_load_model_text(config);
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.world_size = 8;
+    o.pp_size = 2;
+    o.enable_layerwise_split = true;
+    o.layerwise_split_size = 2;
+    kvshard_plan *plan = tu_plan(model, &o);
+    text t = text_of(plan);
+    static const char *const lines[] = {
+        "          0\xE2\x80\x93" "495 \xC3\x97" "62       L  L  L  F0 L  L  L  F1\n",
+        "        496\xE2\x80\x93" "498 \xC3\x97" "3        L\n",
+        "            499 \xC3\x97" "1        F0\n",
+        "        500\xE2\x80\x93" "501 \xC3\x97" "2        L\n",
+        "        502\xE2\x80\x93" "997 \xC3\x97" "62       L  F0 L  L  L  F1 L  L\n",
+        "        998\xE2\x80\x93" "999 \xC3\x97" "1        L  F0\n",
+        "      1000\xE2\x80\x93" "1002 \xC3\x97" "3        L\n",
+    };
+    const char *at = strstr(t.data, "in runs: ");
+    assert_non_null(at);
+    at = strchr(at, '\n') + 1;
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        if (strncmp(at, lines[i], strlen(lines[i])) != 0)
+            print_error("run %zu: expected\n%sgot\n%.80s\n", i, lines[i], at);
+        assert_int_equal(strncmp(at, lines[i], strlen(lines[i])), 0);
+        at += strlen(lines[i]);
+    }
+    assert_int_equal(*at, '\n'); /* the blank line before the split ranks */
+    /* The page folds the same way: 7 rows, 8 + 1 + 1 + 1 + 8 + 2 + 1 cells,
+     * and a stage bar before the row of layer 502. */
+    text html = html_of(plan, NULL);
+    assert_int_equal(count_of(html.data, "<g class=\"run\""), 7);
+    assert_int_equal(count_of(html.data, "class=\"layer "), 22);
+    assert_non_null(strstr(html.data, "<title>stage 1 starts at layer 502</title>"));
+    assert_non_null(strstr(html.data, "<title>layers 503, 511, \xE2\x80\xA6 991 (62 layers, one "
+                                      "in 8): full attention, KV on split rank 0, stage 1"));
+    assert_non_null(strstr(html.data, "<title>layer 999: full attention, KV on split rank 0, "
+                                      "stage 1</title>"));
+    assert_well_formed(&html, "HTML");
+    free(html.data);
+    free(t.data);
+    kvshard_plan_free(plan);
+    kvshard_model_free(model);
+
+    /* 200 layers keep one line per ten layers; 201 fold. */
+    for (uint32_t L = 200; L <= 201; L++) {
+        kvshard_plan *p = interval_plan(L, &model);
+        t = text_of(p);
+        assert_int_equal(strstr(t.data, "in runs: ") != NULL, L == 201);
+        assert_int_equal(strstr(t.data, "\n   190 | L  F1 L  L  L  F0") != NULL, L == 200);
+        free(t.data);
+        kvshard_plan_free(p);
+        kvshard_model_free(model);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -669,6 +905,8 @@ int main(void)
         cmocka_unit_test(test_seed_context),  cmocka_unit_test(test_nemotron_h),
         cmocka_unit_test(test_escaping),      cmocka_unit_test(test_failing_writer),
         cmocka_unit_test(test_cell_contrast), cmocka_unit_test(test_size_linear),
+        cmocka_unit_test(test_runs),          cmocka_unit_test(test_context_lengths),
+        cmocka_unit_test(test_distinct_ranks),  cmocka_unit_test(test_titles),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,7 @@
 
 #include "deploy/flags.h"
 #include "deploy/options.h"
+#include "output/report.h"
 #include "kvshard/kvshard.h"
 
 #include <errno.h>
@@ -33,6 +34,9 @@ typedef struct cli {
     /* fit's own flags: 0 when not given. */
     uint32_t gpus, max_tp_size, max_pp_size, top;
     bool fit_flag_given;
+    /* The whole command line, which the report shows under its title. */
+    int argc;
+    const char *const *argv;
 } cli;
 
 /* The commands, for usage lines and help. */
@@ -684,8 +688,10 @@ static int write_document(const document *d, kvshard_write_fn fn, void *user)
 {
     const char *command = d->c->command;
     format fmt = d->c->fmt;
-    if (fmt == FORMAT_HTML)
-        return kvshard_report_write_html(d->plan, d->cmp, fn, user);
+    if (fmt == FORMAT_HTML) {
+        kvshard_report__about about = {d->c->config, d->c->argc, d->c->argv};
+        return kvshard_report__write_html(d->plan, d->cmp, &about, fn, user);
+    }
     if (strcmp(command, "fit") == 0)
         return fmt == FORMAT_JSON ? kvshard_fit_write_json(d->fit, fn, user)
                                   : kvshard_fit_write_text(d->fit, d->c->top, fn, user);
@@ -745,6 +751,8 @@ int main(int argc, char **argv)
         free(inputs);
         return EXIT_INVALID;
     }
+    c.argc = argc;
+    c.argv = (const char *const *)argv;
     int done;
     int status = parse_args(&c, argc, argv, &done);
     if (status == 0 && !done)

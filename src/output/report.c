@@ -2,6 +2,8 @@
  * bytes, the capacity, the split-size comparison, the warnings and the
  * digests. Inline CSS and SVG only; the markup is well-formed XML, and every
  * string from the input goes out through kvshard__out_xml(). */
+#include "output/report.h"
+#include "output/runs.h"
 #include "output/svg.h"
 #include "plan/compare.h"
 #include "plan/view.h"
@@ -9,9 +11,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-
-/* The memory chart shows this many TP ranks, as the text output does. */
-#define RANKS_SHOWN 64u
 
 /* Text colours: #1a1a1a on white is 17.4:1, on the #f3f3f3 and #fff3c4
  * backgrounds above 15:1; #555 on white is 7.5:1; #8a0000 on white 10:1. */
@@ -23,8 +22,11 @@ static const char PAGE_STYLE[] =
     "h2{font-size:19px;margin:28px 0 8px;padding-bottom:4px;border-bottom:1px solid #c8c8c8}\n"
     ".sub{color:#555}\n"
     ".lead{font-size:17px}\n"
-    ".fig{overflow-x:auto;margin:8px 0}\n"
-    ".fig svg{display:block;max-width:100%;height:auto}\n"
+    /* Figures keep their size (their text never drops below 11 px) and
+     * scroll inside their box when the window is narrower. */
+    ".fig,.tw{overflow-x:auto;margin:8px 0}\n"
+    ".fig svg{display:block;max-width:none}\n"
+    "abbr{text-decoration:none;cursor:help}\n"
     "table{border-collapse:collapse;font-variant-numeric:tabular-nums;margin:8px "
     "0;font-size:14px}\n"
     "th,td{border:1px solid #c8c8c8;padding:3px 8px;text-align:left;vertical-align:top}\n"
@@ -32,7 +34,8 @@ static const char PAGE_STYLE[] =
     "td.n{text-align:right;white-space:nowrap}\n"
     "tr.rec td{background:#fff3c4;font-weight:bold}\n"
     ".err{color:#8a0000}\n"
-    "td.notes{min-width:9em}\n"
+    "td.notes{white-space:nowrap}\n"
+    "@media (max-width:1000px){body{padding:12px}td.b svg{width:80px}th,td{padding:3px 5px}}\n"
     "code{font-family:ui-monospace,Menlo,Consolas,\"DejaVu Sans Mono\",monospace;"
     "background:#f3f3f3;padding:0 3px}\n"
     "svg.bar .cb{fill:#4477aa}\n"
@@ -54,12 +57,50 @@ static void bytes(kvshard__out *o, uint64_t b)
     kvshard_format__bytes(&pr, b);
 }
 
-static void model_type(kvshard__out *o, const kvshard__plan_view *p)
+static void model_name(kvshard__out *o, const kvshard__plan_view *p)
 {
-    if (p->model_type[0])
-        kvshard__out_xml(o, p->model_type, strlen(p->model_type));
-    else
-        kvshard__out_raw(o, "(no model_type)");
+    char name[KVSHARD_ERROR_SOURCE_MAX];
+    kvshard_report__model_name(name, sizeof name, p);
+    kvshard__out_xml(o, name, strlen(name));
+}
+
+void kvshard_report__model_name(char *out, size_t cap, const kvshard__plan_view *p)
+{
+    const char *src = p->source ? p->source : "";
+    size_t len = strlen(src);
+    while (len > 1 && src[len - 1] == '/')
+        len--;
+    const char *base = src;
+    for (size_t i = 0; i < len; i++)
+        if (src[i] == '/')
+            base = src + i + 1;
+    size_t n = (size_t)(src + len - base);
+    /* A generic file name says nothing: the directory names the model. */
+    static const char *const generic[] = {"config.json", "config.yaml", "config.yml", NULL};
+    for (int g = 0; generic[g]; g++) {
+        if (n == strlen(generic[g]) && memcmp(base, generic[g], n) == 0 && base > src + 1) {
+            const char *end = base - 1, *dir = src;
+            for (const char *c = src; c < end; c++)
+                if (*c == '/')
+                    dir = c + 1;
+            if (end > dir) {
+                base = dir;
+                n = (size_t)(end - dir);
+            }
+            break;
+        }
+    }
+    const char *dot = NULL;
+    for (const char *c = base; c < base + n; c++)
+        if (*c == '.')
+            dot = c;
+    if (dot && dot > base)
+        n = (size_t)(dot - base);
+    if (n == 0 || base[0] == '<') {
+        base = p->model_type[0] ? p->model_type : "model";
+        n = strlen(base);
+    }
+    snprintf(out, cap, "%.*s", (int)n, base);
 }
 
 /* A table cell of a figure, "-" without one. */
@@ -88,21 +129,84 @@ static void write_head(kvshard__out *o, const kvshard__plan_view *p)
                         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src "
                         "'none'; style-src 'unsafe-inline'\"/>\n"
                         "<meta name=\"viewport\" content=\"width=device-width, "
-                        "initial-scale=1\"/>\n<title>kvshard plan: ");
-    model_type(o, p);
-    kvshard__out_raw(o, "</title>\n");
+                        "initial-scale=1\"/>\n<title>");
+    model_name(o, p);
+    kvshard__out_raw(o, " \xE2\x80\x94 kvshard report</title>\n");
     kvshard__out_raw(o, PAGE_STYLE);
     kvshard__out_raw(o, "</head>\n<body>\n");
 }
 
-static void write_summary(kvshard__out *o, const kvshard__plan_view *p)
+/* One argument of the command line, quoted for a POSIX shell when it holds
+ * anything but plain characters. */
+static void shell_word(kvshard__out *o, const char *arg)
+{
+    bool plain = *arg != '\0';
+    for (const char *c = arg; *c; c++)
+        plain &= strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=./:,+@%",
+                        *c) != NULL;
+    if (plain) {
+        kvshard__out_xml(o, arg, strlen(arg));
+        return;
+    }
+    kvshard__out_raw(o, "&#39;");
+    for (const char *c = arg; *c; c++) {
+        if (*c == '\'')
+            kvshard__out_raw(o, "&#39;\\&#39;&#39;");
+        else
+            kvshard__out_xml(o, c, 1);
+    }
+    kvshard__out_raw(o, "&#39;");
+}
+
+/* What the page was made from: the input file, the model's file and the
+ * command, when the caller gives them. */
+static void write_origin(kvshard__out *o, const kvshard__plan_view *p,
+                         const kvshard_report__about *about)
+{
+    kvshard__out_raw(o, "<p class=\"sub origin\">");
+    const char *sep = "";
+    if (about && about->input) {
+        kvshard__out_raw(o, "input <code>");
+        kvshard__out_xml(o, about->input, strlen(about->input));
+        kvshard__out_raw(o, "</code>");
+        sep = "; ";
+    }
+    if (p->source && p->source[0] && (!about || !about->input || strcmp(about->input, p->source))) {
+        kvshard__out_printf(o, "%smodel <code>", sep);
+        kvshard__out_xml(o, p->source, strlen(p->source));
+        kvshard__out_raw(o, "</code>");
+        sep = "; ";
+    }
+    if (p->model_type[0]) {
+        kvshard__out_printf(o, "%smodel_type <code>", sep);
+        kvshard__out_xml(o, p->model_type, strlen(p->model_type));
+        kvshard__out_raw(o, "</code>");
+    }
+    kvshard__out_raw(o, "</p>\n");
+    if (about && about->argc > 0 && about->argv) {
+        kvshard__out_raw(o, "<p class=\"sub origin\">made by <code>");
+        /* The program by its base name: the path it ran from says nothing of the plan. */
+        const char *prog = about->argv[0] ? about->argv[0] : "kvshard";
+        const char *slash = strrchr(prog, '/');
+        shell_word(o, slash ? slash + 1 : prog);
+        for (int i = 1; i < about->argc && about->argv[i]; i++) {
+            kvshard__out_raw(o, " ");
+            shell_word(o, about->argv[i]);
+        }
+        kvshard__out_raw(o, "</code></p>\n");
+    }
+}
+
+static void write_summary(kvshard__out *o, const kvshard__plan_view *p,
+                          const kvshard_report__about *about)
 {
     const kvshard__model_info *m = p->model;
     const kvshard_options *opt = p->options;
     const kvshard__capacity *cap = p->capacity;
-    kvshard__out_raw(o, "<header>\n<h1>kvshard plan: ");
-    model_type(o, p);
-    kvshard__out_raw(o, "</h1>\n");
+    kvshard__out_raw(o, "<header>\n<h1>");
+    model_name(o, p);
+    kvshard__out_raw(o, " \xE2\x80\x94 kvshard report</h1>\n");
+    write_origin(o, p, about);
     if (cap->has_num_blocks) {
         kvshard__out_raw(o, "<p class=\"lead\">");
         kvshard__out_grouped(o, cap->num_blocks);
@@ -160,8 +264,13 @@ static void write_summary(kvshard__out *o, const kvshard__plan_view *p)
 static void write_map(kvshard__out *o, const kvshard__plan_view *p)
 {
     /* The kinds as the kind table names them, KV kinds (with an owner) first. */
-    kvshard__out_raw(o, "<section id=\"map\">\n<h2>Layer map</h2>\n<p class=\"sub\">One cell "
-                        "per decoder layer, in rows of 40. A cell of a layer with paged KV (");
+    bool fold = p->model->num_layers > KVSHARD_RUNS__FOLD_AFTER;
+    kvshard__out_raw(o, "<section id=\"map\">\n<h2>Layer map</h2>\n<p class=\"sub\">");
+    kvshard__out_raw(o, fold ? "The layers in runs: each row is a pattern of up to 40 layers drawn "
+                               "once, the layers it covers at its left and the times it repeats "
+                               "at its right. A cell of a layer with paged KV ("
+                             : "One cell per decoder layer, in rows of 40. A cell of a layer "
+                               "with paged KV (");
     const char *sep = "";
     for (uint32_t i = 0; i < KVSHARD__KIND_COUNT; i++) {
         const kvshard_kinds__row *row = kvshard_kinds__of(kvshard_kinds__legend_order[i]);
@@ -182,7 +291,7 @@ static void write_map(kvshard__out *o, const kvshard__plan_view *p)
         }
     }
     kvshard__out_raw(o, ". Hover a cell for its index and owner.</p>\n<div class=\"fig\">\n");
-    kvshard__svg_layer_map(o, p);
+    kvshard__svg_layer_map(o, p, true);
     kvshard__out_raw(o, "\n</div>\n</section>\n");
 }
 
@@ -206,7 +315,7 @@ static void write_stages(kvshard__out *o, const kvshard__plan_view *p)
     kvshard__out_printf(o,
                         "</code>; global ranks in the %s layout. Every stage allocates the "
                         "common block count, the fewest of any rank; the binding stage sets "
-                        "it.</p>\n<table>\n<tr><th>stage</th><th>layers</th><th>KV layers</th>"
+                        "it.</p>\n<div class=\"tw\"><table>\n<tr><th>stage</th><th>layers</th><th>KV layers</th>"
                         "<th>state layers</th><th>global ranks</th><th>bytes per token</th>"
                         "<th>state per sequence</th><th>blocks</th><th></th></tr>\n",
                         kvshard_rank_layout_name(opt->rank_layout));
@@ -231,158 +340,7 @@ static void write_stages(kvshard__out *o, const kvshard__plan_view *p)
         cell_u64(o, st.has_num_blocks, st.num_blocks);
         kvshard__out_raw(o, st.binds ? "<td>binds</td></tr>\n" : "<td></td></tr>\n");
     }
-    kvshard__out_raw(o, "</table>\n</section>\n");
-}
-
-/* ---- memory per rank --------------------------------------------------- */
-
-#define MEM_LABEL 150u /* x where the bars start */
-#define MEM_BAR 380u   /* px of the longest bar */
-#define MEM_ROW 46u
-#define MEM_WIDTH 1120u
-
-static const char MEM_DEFS[] =
-    "<defs>\n"
-    "<pattern id=\"kvmem-hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
-    "patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" fill=\"#e69f00\"/>"
-    "<rect width=\"2\" height=\"6\" fill=\"#000\"/></pattern>\n"
-    "<pattern id=\"kvmem-dots\" width=\"5\" height=\"5\" patternUnits=\"userSpaceOnUse\">"
-    "<rect width=\"5\" height=\"5\" fill=\"#cc79a7\"/><circle cx=\"2.5\" cy=\"2.5\" r=\"1.2\" "
-    "fill=\"#000\"/></pattern>\n"
-    "</defs>\n"
-    "<style>\n"
-    ".kvmem text{font-family:sans-serif;font-size:12px;fill:#000}\n"
-    ".kvmem .sm{font-size:11px;fill:#404040}\n"
-    ".kvmem .kv{fill:#4477aa}.kvmem .scr{fill:url(#kvmem-hatch)}"
-    ".kvmem .dr{fill:url(#kvmem-dots)}\n"
-    ".kvmem .st{fill:#117733}.kvmem .un{fill:#9e9e9e}\n"
-    ".kvmem rect.seg{stroke:#000;stroke-width:.5}\n"
-    "</style>\n";
-
-static void segment(kvshard__out *o, const char *cls, double *x, uint32_t y, uint64_t v,
-                    uint64_t max, const char *what)
-{
-    if (!v)
-        return;
-    double w = bar_width(v, max, MEM_BAR);
-    kvshard__out_printf(o,
-                        "<rect class=\"seg %s\" x=\"%.1f\" y=\"%u\" width=\"%.1f\" "
-                        "height=\"14\"><title>%s: ",
-                        cls, *x, y, w, what);
-    kvshard__out_grouped(o, v);
-    kvshard__out_raw(o, " bytes</title></rect>");
-    *x += w;
-}
-
-static void mem_key(kvshard__out *o, uint32_t x, const char *cls, const char *label)
-{
-    kvshard__out_printf(o,
-                        "<rect class=\"seg %s\" x=\"%u\" y=\"4\" width=\"24\" height=\"14\"/>"
-                        "<text x=\"%u\" y=\"16\">%s</text>\n",
-                        cls, x, x + 30, label);
-}
-
-static void write_memory(kvshard__out *o, const kvshard__plan_view *p)
-{
-    uint32_t shown = p->ranks_count < RANKS_SHOWN ? p->ranks_count : RANKS_SHOWN;
-    uint64_t bs = p->options->block_size;
-    const kvshard_uniform *u = p->uniform;
-    uint64_t max_block = u->bytes_per_block, max_state = 0;
-    for (uint32_t r = 0; r < shown; r++) {
-        if (p->ranks[r].bytes_per_block > max_block)
-            max_block = p->ranks[r].bytes_per_block;
-        uint64_t seq = p->ranks[r].state_bytes_per_seq + p->ranks[r].scratch_bytes_per_seq;
-        if (seq > max_state)
-            max_state = seq;
-    }
-    uint32_t top = 34;
-    uint32_t height = top + (shown + 1) * MEM_ROW + 8;
-    kvshard__out_printf(o,
-                        "<section id=\"memory\">\n<h2>Memory per TP rank</h2>\n<p class=\"sub\">"
-                        "Per TP rank: above, the bytes of one block of %u tokens (the KV of the "
-                        "layers the rank stores, the scratch KV it holds while split, and its "
-                        "draft layers); below, the state one sequence keeps on the rank (linear "
-                        "and hybrid layers' states, windows and chunks, compressor state) and, "
-                        "while split, the scratch window and state of the largest compressed "
-                        "layer it computes without owning it. The last row is the plan without "
-                        "the split.</p>\n<div class=\"fig\">\n",
-                        p->options->block_size);
-    kvshard__out_printf(o,
-                        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"kvmem\" width=\"%u\" "
-                        "height=\"%u\" viewBox=\"0 0 %u %u\" role=\"img\">\n"
-                        "<title>Bytes of one block and state per sequence, per TP rank</title>\n",
-                        MEM_WIDTH, height, MEM_WIDTH, height);
-    kvshard__out_raw(o, MEM_DEFS);
-    mem_key(o, 8, "kv", "KV");
-    mem_key(o, 120, "scr", "scratch");
-    mem_key(o, 260, "dr", "draft");
-    mem_key(o, 380, "st", "state per sequence");
-    mem_key(o, 600, "un", "unsplit plan, per block");
-    for (uint32_t r = 0; r <= shown && !o->failed; r++) {
-        uint32_t y = top + r * MEM_ROW;
-        double x = MEM_LABEL;
-        if (r == shown) { /* the unsplit reference */
-            kvshard__out_printf(o,
-                                "<text x=\"8\" y=\"%u\">unsplit plan</text>"
-                                "<text class=\"sm\" x=\"8\" y=\"%u\">split size 1</text>",
-                                y + 15, y + 32);
-            segment(o, "un", &x, y + 4, u->bytes_per_block, max_block, "per block, unsplit");
-            kvshard__out_printf(o, "<text x=\"%u\" y=\"%u\">", MEM_LABEL + MEM_BAR + 12, y + 15);
-            bytes(o, u->bytes_per_block);
-            kvshard__out_raw(o, " per block: KV ");
-            kvshard__out_grouped(o, u->kv_bytes_per_token);
-            kvshard__out_raw(o, " B per token</text>\n");
-            break;
-        }
-        const kvshard_rank_memory *m = &p->ranks[r];
-        if (p->pp > 1)
-            kvshard__out_printf(o,
-                                "<text x=\"8\" y=\"%u\">stage %u TP rank %u</text>"
-                                "<text class=\"sm\" x=\"8\" y=\"%u\">split rank %u</text>",
-                                y + 15, r / p->tp, r % p->tp, y + 32, p->place[r].split_rank);
-        else
-            kvshard__out_printf(o,
-                                "<text x=\"8\" y=\"%u\">TP rank %u</text>"
-                                "<text class=\"sm\" x=\"8\" y=\"%u\">split rank %u</text>",
-                                y + 15, r, y + 32, p->place[r].split_rank);
-        /* block_size x each per-token figure: the three sum to bytes_per_block. */
-        segment(o, "kv", &x, y + 4, bs * m->kv_bytes_per_token, max_block, "KV");
-        segment(o, "scr", &x, y + 4, bs * m->scratch_bytes_per_token, max_block, "scratch");
-        segment(o, "dr", &x, y + 4, bs * m->draft_bytes_per_token, max_block, "draft");
-        kvshard__out_printf(o, "<text x=\"%u\" y=\"%u\">", MEM_LABEL + MEM_BAR + 12, y + 15);
-        bytes(o, m->bytes_per_block);
-        kvshard__out_raw(o, " per block = KV ");
-        kvshard__out_grouped(o, bs * m->kv_bytes_per_token);
-        kvshard__out_raw(o, " + scratch ");
-        kvshard__out_grouped(o, bs * m->scratch_bytes_per_token);
-        kvshard__out_raw(o, " + draft ");
-        kvshard__out_grouped(o, bs * m->draft_bytes_per_token);
-        kvshard__out_raw(o, "</text>\n");
-        x = MEM_LABEL;
-        segment(o, "st", &x, y + 24, m->state_bytes_per_seq, max_state, "state per sequence");
-        segment(o, "scr", &x, y + 24, m->scratch_bytes_per_seq, max_state,
-                "scratch per sequence");
-        kvshard__out_printf(o, "<text x=\"%u\" y=\"%u\">", MEM_LABEL + MEM_BAR + 12, y + 35);
-        if (m->scratch_bytes_per_seq) {
-            bytes(o, m->state_bytes_per_seq);
-            kvshard__out_raw(o, " of state + ");
-            bytes(o, m->scratch_bytes_per_seq);
-            kvshard__out_raw(o, " of scratch per sequence");
-        } else if (m->state_bytes_per_seq) {
-            bytes(o, m->state_bytes_per_seq);
-            kvshard__out_raw(o, " of state per sequence");
-        } else {
-            kvshard__out_raw(o, "no state per sequence");
-        }
-        kvshard__out_raw(o, "</text>\n");
-    }
-    kvshard__out_raw(o, "</svg>\n</div>\n");
-    if (p->ranks_count > RANKS_SHOWN)
-        kvshard__out_printf(o,
-                            "<p>%u more %s are not drawn; <code>kvshard plan "
-                            "--format=json</code> lists every rank.</p>\n",
-                            p->ranks_count - RANKS_SHOWN, p->pp > 1 ? "ranks" : "TP ranks");
-    kvshard__out_raw(o, "</section>\n");
+    kvshard__out_raw(o, "</table>\n</div>\n</section>\n");
 }
 
 /* ---- capacity ---------------------------------------------------------- */
@@ -397,6 +355,32 @@ static void row_begin(kvshard__out *o, const char *label)
 static void row_end(kvshard__out *o)
 {
     kvshard__out_raw(o, "</td></tr>\n");
+}
+
+/* Without a context length, the sequences that run at once at a few
+ * lengths, each counted by the profile as for --context_length. */
+static void concurrency_rows(kvshard__out *o, const kvshard__plan_view *p)
+{
+    uint32_t lengths[4];
+    size_t n = kvshard_report__context_lengths(lengths, p->model);
+    for (size_t i = 0; i < n && p->has_memory && p->capacity->has_num_blocks; i++) {
+        kvshard__capacity c;
+        if (kvshard__plan_capacity_at(&c, p->plan, KVSHARD_ALL_RANKS, lengths[i]) != KVSHARD_OK ||
+            !c.has_concurrency)
+            continue;
+        kvshard__out_raw(o, "<tr><th scope=\"row\">at ");
+        kvshard__out_grouped(o, lengths[i]);
+        kvshard__out_raw(o, " tokens</th><td>");
+        kvshard__out_grouped(o, c.concurrency);
+        kvshard__out_raw(o, c.concurrency == 1 ? " sequence at once" : " sequences at once");
+        if (c.has_balanced_max_seqs) {
+            kvshard__out_raw(o, "; balanced max_seqs ");
+            kvshard__out_grouped(o, c.balanced_max_seqs);
+        }
+        if (lengths[i] == p->model->max_position_embeddings)
+            kvshard__out_raw(o, " (the model's max_position_embeddings)");
+        kvshard__out_raw(o, "</td></tr>\n");
+    }
 }
 
 static void write_capacity(kvshard__out *o, const kvshard__plan_view *p)
@@ -490,6 +474,8 @@ static void write_capacity(kvshard__out *o, const kvshard__plan_view *p)
             row_end(o);
         }
     }
+    if (!opt->context_length)
+        concurrency_rows(o, p);
     if (p->has_memory)
         p->profile->report_rows(&pr, &pv, true);
     kvshard__out_raw(o, "</table>\n</section>\n");
@@ -519,6 +505,19 @@ static void warning_name(kvshard__out *o, kvshard_warning_code code)
     kvshard__out_raw(o, name);
 }
 
+
+/* The number of warning `code` in the comparison's notes: its place among
+ * the codes any row carries. */
+static unsigned note_number(const kvshard_comparison *c, unsigned code)
+{
+    uint32_t used = 0;
+    for (size_t i = 0; i < c->count; i++)
+        used |= c->rows[i].error ? 0u : c->rows[i].warnings;
+    unsigned n = 0;
+    for (unsigned k = 0; k <= code; k++)
+        n += (used >> k) & 1u;
+    return n;
+}
 
 static void write_comparison(kvshard__out *o, const kvshard_comparison *c)
 {
@@ -560,8 +559,8 @@ static void write_comparison(kvshard__out *o, const kvshard_comparison *c)
         if (!c->rows[i].error && row_metric(c, &c->rows[i]) > max)
             max = row_metric(c, &c->rows[i]);
     unsigned columns = context ? 10u : 8u; /* the cells after S and rule */
-    kvshard__out_raw(o, stages ? "<table>\n<tr><th></th><th>P</th><th>T</th>"
-                               : "<table>\n<tr><th></th>");
+    kvshard__out_raw(o, stages ? "<div class=\"tw\"><table>\n<tr><th></th><th>P</th><th>T</th>"
+                               : "<div class=\"tw\"><table>\n<tr><th></th>");
     kvshard__out_raw(o, "<th>S</th><th>rule</th><th>KV layers owned</th>"
                         "<th>max KV/token</th><th>max bytes/block</th><th>blocks</th>"
                         "<th>tokens</th>");
@@ -600,7 +599,7 @@ static void write_comparison(kvshard__out *o, const kvshard_comparison *c)
             kvshard__out_printf(o, "<td class=\"n\">%.2f\xC3\x97</td>", r->gain);
         uint64_t v = row_metric(c, r);
         kvshard__out_printf(o,
-                            "<td><svg xmlns=\"http://www.w3.org/2000/svg\" class=\"bar\" "
+                            "<td class=\"b\"><svg xmlns=\"http://www.w3.org/2000/svg\" class=\"bar\" "
                             "width=\"%u\" height=\"14\" viewBox=\"0 0 %u 14\" role=\"img\">"
                             "<title>%s: ",
                             CMP_BAR, CMP_BAR, metric);
@@ -609,21 +608,39 @@ static void write_comparison(kvshard__out *o, const kvshard_comparison *c)
                             "</title><rect class=\"%s\" width=\"%.1f\" height=\"14\"/></svg>"
                             "</td><td class=\"notes\">",
                             rec ? "rec" : "cb", bar_width(v, max, CMP_BAR));
-        bool first = true;
+        /* Short notes that never wrap: numbers for the warnings, named
+         * under the table and on hover. */
+        const char *sep = "";
         if (rec) {
-            kvshard__out_raw(o, "recommended");
-            first = false;
+            kvshard__out_raw(o, "<abbr title=\"recommended\">rec</abbr>");
+            sep = " ";
         }
         for (unsigned code = 0; code < 32; code++) {
             if (r->warnings & (1u << code)) {
-                kvshard__out_raw(o, first ? "" : ", ");
-                warning_name(o, (kvshard_warning_code)code);
-                first = false;
+                kvshard__out_printf(o, "%s<abbr title=\"%s\">%u</abbr>", sep,
+                                    kvshard_warning_name((kvshard_warning_code)code),
+                                    note_number(c, code));
+                sep = " ";
             }
         }
         kvshard__out_raw(o, "</td></tr>\n");
     }
-    kvshard__out_raw(o, "</table>\n");
+    kvshard__out_raw(o, "</table>\n</div>\n");
+    uint32_t used = 0;
+    for (size_t i = 0; i < c->count; i++)
+        used |= c->rows[i].error ? 0u : c->rows[i].warnings;
+    if (used) {
+        kvshard__out_raw(o, "<p class=\"sub\">Notes: ");
+        const char *sep = "";
+        for (unsigned code = 0; code < 32; code++) {
+            if (used & (1u << code)) {
+                kvshard__out_printf(o, "%s%u ", sep, note_number(c, code));
+                warning_name(o, (kvshard_warning_code)code);
+                sep = "; ";
+            }
+        }
+        kvshard__out_raw(o, " (the plan's own warnings are explained below).</p>\n");
+    }
     char flags[256];
     kvshard__comparison_flags(flags, sizeof flags, c);
     kvshard__out_raw(o, "<p>Recommended: <code>");
@@ -666,16 +683,23 @@ static void write_footer(kvshard__out *o, const kvshard__plan_view *p)
 int kvshard_report_write_html(const kvshard_plan *plan, const kvshard_comparison *comparison,
                               kvshard_write_fn write, void *user)
 {
+    return kvshard_report__write_html(plan, comparison, NULL, write, user);
+}
+
+int kvshard_report__write_html(const kvshard_plan *plan, const kvshard_comparison *comparison,
+                               const kvshard_report__about *about, kvshard_write_fn write,
+                               void *user)
+{
     kvshard__out o;
     if (!kvshard__out_open(&o, plan, write, user))
         return KVSHARD_EINVAL;
     kvshard__plan_view view = kvshard__plan_view_of(plan);
     const kvshard__plan_view *p = &view;
     write_head(&o, p);
-    write_summary(&o, p);
+    write_summary(&o, p, about);
     write_stages(&o, p);
     write_map(&o, p);
-    write_memory(&o, p);
+    kvshard_report__write_memory(&o, p);
     write_capacity(&o, p);
     if (comparison)
         write_comparison(&o, comparison);

@@ -3,6 +3,7 @@
  * letter for its kind, so the map reads without colour too. Written as it
  * goes, with no allocation: the size is linear in the layers. */
 #include "output/svg.h"
+#include "output/runs.h"
 #include "plan/view.h"
 
 #include <stdio.h>
@@ -28,8 +29,9 @@ static const char STYLE[] =
     ".kvmap .cells text{text-anchor:middle;font-size:11px;pointer-events:none}\n"
     ".kvmap .cells .s{font-size:8px}\n"
     ".kvmap .cells .xs{font-size:6px}\n"
-    ".kvmap .cells .ri,.kvmap .ci{font-size:10px;fill:#404040}\n"
+    ".kvmap .cells .ri,.kvmap .ci{font-size:11px;fill:#404040}\n"
     ".kvmap .cells .ri{text-anchor:end}\n"
+    ".kvmap .cells .rc{text-anchor:start;font-size:12px}\n"
     ".kvmap .m{text-anchor:middle;font-size:11px}\n"
     ".kvmap .o0{fill:#e69f00}.kvmap .o1{fill:#56b4e9}.kvmap .o2{fill:#009e73}"
     ".kvmap .o3{fill:#f0e442}\n"
@@ -123,27 +125,30 @@ static void write_legend(kvshard__out *o, const kvshard__plan_view *p, uint32_t 
 
 /* ---- cells ------------------------------------------------------------- */
 
-/* Layer i, on pipeline stage `stage`: a bar marks where a stage starts. */
-static void write_cell(kvshard__out *o, const kvshard__plan_view *p, uint32_t i, uint32_t stage)
+/* Layer i's cell class and mark: its kind's, and for a KV layer its owner's. */
+static void cell_look(char *cls, char *mark, size_t cap, const kvshard__plan_view *p, uint32_t i)
 {
     const kvshard_kinds__row *row = kvshard_kinds__of(p->kinds[i]);
     int32_t owner = p->owner[i];
-    uint32_t x = (i % COLUMNS) * PITCH;
-    char cls[16], mark[16];
     if (!row->paged_kv) {
-        snprintf(cls, sizeof cls, "%s", row->css);
-        snprintf(mark, sizeof mark, "%s", row->mark);
+        snprintf(cls, cap, "%s", row->css);
+        snprintf(mark, cap, "%s", row->mark);
     } else if (owner >= 0) {
-        snprintf(cls, sizeof cls, "%s o%u", row->css, (unsigned)owner % KVSHARD__OWNER_COLOURS);
-        snprintf(mark, sizeof mark, "%c%d", row->letter, (int)owner);
+        snprintf(cls, cap, "%s o%u", row->css, (unsigned)owner % KVSHARD__OWNER_COLOURS);
+        snprintf(mark, cap, "%c%d", row->letter, (int)owner);
     } else {
-        snprintf(cls, sizeof cls, "%s oA", row->css);
-        snprintf(mark, sizeof mark, "%c*", row->letter);
+        snprintf(cls, cap, "%s oA", row->css);
+        snprintf(mark, cap, "%c*", row->letter);
     }
-    kvshard__out_printf(o,
-                        "<rect id=\"l%u\" class=\"layer %s\" x=\"%u\" width=\"%u\" "
-                        "height=\"%u\"><title>layer %u: %s",
-                        i, cls, x, CELL, CELL, i, row->title);
+}
+
+/* What layer i holds and where, for its tooltip: "full attention, KV on
+ * split rank 1". */
+static void cell_what(kvshard__out *o, const kvshard__plan_view *p, uint32_t i)
+{
+    const kvshard_kinds__row *row = kvshard_kinds__of(p->kinds[i]);
+    int32_t owner = p->owner[i];
+    kvshard__out_raw(o, row->title);
     if (row->paged_kv) {
         if (owner >= 0)
             kvshard__out_printf(o, ", KV on split rank %d", (int)owner);
@@ -152,6 +157,32 @@ static void write_cell(kvshard__out *o, const kvshard__plan_view *p, uint32_t i,
         if (row->state)
             kvshard__out_raw(o, ", state on every rank");
     }
+}
+
+/* The text over a cell at x, smaller for long marks. */
+static void cell_mark(kvshard__out *o, uint32_t x, const char *mark)
+{
+    size_t len = strlen(mark);
+    if (len) {
+        kvshard__out_printf(o, "<text x=\"%u\" y=\"16\"%s>%s</text>", x + CELL / 2,
+                            len <= 3   ? ""
+                            : len <= 5 ? " class=\"s\""
+                                       : " class=\"xs\"",
+                            mark);
+    }
+}
+
+/* Layer i, on pipeline stage `stage`: a bar marks where a stage starts. */
+static void write_cell(kvshard__out *o, const kvshard__plan_view *p, uint32_t i, uint32_t stage)
+{
+    uint32_t x = (i % COLUMNS) * PITCH;
+    char cls[16], mark[16];
+    cell_look(cls, mark, sizeof cls, p, i);
+    kvshard__out_printf(o,
+                        "<rect id=\"l%u\" class=\"layer %s\" x=\"%u\" width=\"%u\" "
+                        "height=\"%u\"><title>layer %u: ",
+                        i, cls, x, CELL, CELL, i);
+    cell_what(o, p, i);
     int32_t source = p->kv_source ? p->kv_source[i] : -1;
     if (source >= 0)
         kvshard__out_printf(o, ", reads layer %d", (int)source);
@@ -163,22 +194,71 @@ static void write_cell(kvshard__out *o, const kvshard__plan_view *p, uint32_t i,
                             "<rect class=\"sb\" x=\"%d\" y=\"-2\" width=\"2\" "
                             "height=\"%u\"><title>stage %u starts at layer %u</title></rect>",
                             (int)x - 2, CELL + 4, stage, i);
-    size_t len = strlen(mark);
-    if (len) {
-        kvshard__out_printf(o, "<text x=\"%u\" y=\"16\"%s>%s</text>", x + CELL / 2,
-                            len <= 3   ? ""
-                            : len <= 5 ? " class=\"s\""
-                                       : " class=\"xs\"",
-                            mark);
-    }
+    cell_mark(o, x, mark);
     kvshard__out_put(o, "\n", 1);
 }
 
-void kvshard__svg_layer_map(kvshard__out *o, const kvshard__plan_view *p)
+/* ---- runs -------------------------------------------------------------- */
+
+#define RUN_LEFT 132u  /* room for a run's layers, "4194296-4194303" */
+#define RUN_COUNT 84u  /* room for its count after the cells */
+#define RUN_WIDTH (RUN_LEFT + COLUMNS * PITCH + RUN_COUNT)
+
+/* One row of a folded map: the run's layers, the cells of one repeat (each
+ * tooltip lists the layers the cell stands for) and the repeat count. */
+static void write_run(kvshard__out *o, const kvshard__plan_view *p, uint32_t row,
+                      kvshard_runs__run r, uint32_t *stage)
+{
+    uint32_t last = r.first + r.period * r.repeats - 1;
+    while (r.first >= p->stages[*stage].first + p->stages[*stage].count)
+        (*stage)++;
+    kvshard__out_printf(o,
+                        "<g class=\"run\" id=\"run%u\" transform=\"translate(0,%u)\"><text "
+                        "class=\"ri\" x=\"-8\" y=\"16\">%u",
+                        row, row * PITCH, r.first);
+    if (last > r.first)
+        kvshard__out_printf(o, "\xE2\x80\x93%u", last);
+    kvshard__out_raw(o, "</text>\n");
+    if (*stage > 0 && p->stages[*stage].first == r.first)
+        kvshard__out_printf(o,
+                            "<rect class=\"sb\" x=\"-4\" y=\"-2\" width=\"2\" "
+                            "height=\"%u\"><title>stage %u starts at layer %u</title></rect>\n",
+                            CELL + 4, *stage, r.first);
+    for (uint32_t k = 0; k < r.period && !o->failed; k++) {
+        uint32_t i = r.first + k, x = k * PITCH;
+        char cls[16], mark[16];
+        cell_look(cls, mark, sizeof cls, p, i);
+        kvshard__out_printf(o,
+                            "<rect class=\"layer %s\" x=\"%u\" width=\"%u\" height=\"%u\">"
+                            "<title>layer%s %u",
+                            cls, x, CELL, CELL, r.repeats > 1 ? "s" : "", i);
+        if (r.repeats == 2)
+            kvshard__out_printf(o, ", %u", i + r.period);
+        else if (r.repeats > 2)
+            kvshard__out_printf(o, ", %u, \xE2\x80\xA6 %u (%u layers, one in %u)",
+                                i + r.period, i + (r.repeats - 1) * r.period, r.repeats, r.period);
+        kvshard__out_raw(o, ": ");
+        cell_what(o, p, i);
+        int32_t source = p->kv_source ? p->kv_source[i] : -1;
+        if (source >= 0 && r.repeats == 1)
+            kvshard__out_printf(o, ", reads layer %d", (int)source);
+        if (p->pp > 1)
+            kvshard__out_printf(o, ", stage %u", *stage);
+        kvshard__out_raw(o, "</title></rect>");
+        cell_mark(o, x, mark);
+        kvshard__out_put(o, "\n", 1);
+    }
+    kvshard__out_printf(o, "<text class=\"rc\" x=\"%u\" y=\"16\">\xC3\x97", r.period * PITCH + 6);
+    kvshard__out_grouped(o, r.repeats);
+    kvshard__out_raw(o, "</text></g>\n");
+}
+
+void kvshard__svg_layer_map(kvshard__out *o, const kvshard__plan_view *p, bool fold)
 {
     const kvshard__model_info *m = p->model;
     uint32_t L = m->num_layers;
-    uint32_t rows = L / COLUMNS + (L % COLUMNS != 0);
+    fold = fold && L > KVSHARD_RUNS__FOLD_AFTER;
+    uint32_t rows = fold ? kvshard_runs__count(p, COLUMNS) : L / COLUMNS + (L % COLUMNS != 0);
     uint32_t entries = legend_entries(p);
     bool owners_cut = p->split > OWNERS_SHOWN && kvshard__num_kv_layers(m);
     uint32_t legend_top = 2 * LINE + 8;
@@ -186,11 +266,13 @@ void kvshard__svg_layer_map(kvshard__out *o, const kvshard__plan_view *p)
     uint32_t grid_top = legend_top + legend_lines * LINE + 24;
     /* Rows of 26 px: 4M layers are about 2.7M px, inside 32 bits. */
     uint32_t height = grid_top + rows * PITCH + 8;
+    uint32_t width = fold ? RUN_WIDTH : WIDTH;
+    uint32_t left = fold ? RUN_LEFT : LEFT;
 
     kvshard__out_printf(o,
                         "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"kvmap\" width=\"%u\" "
                         "height=\"%u\" viewBox=\"0 0 %u %u\" role=\"img\">\n<title>Layer map: ",
-                        WIDTH, height, WIDTH, height);
+                        width, height, width, height);
     if (p->model_type[0])
         kvshard__out_xml(o, p->model_type, strlen(p->model_type));
     else
@@ -210,10 +292,16 @@ void kvshard__svg_layer_map(kvshard__out *o, const kvshard__plan_view *p)
     if (p->split > 1)
         kvshard__out_printf(o, " (%s rule)", kvshard_ownership_name(p->options->ownership));
     kvshard__out_raw(o, "</text>\n");
-    kvshard__out_printf(o,
-                        "<text x=\"8\" y=\"%u\">%u KV layers; one cell per layer, %u per row; "
-                        "a cell's tooltip names its layer and owner",
-                        LINE + 20, kvshard__num_kv_layers(m), COLUMNS);
+    if (fold)
+        kvshard__out_printf(o,
+                            "<text x=\"8\" y=\"%u\">%u KV layers in %u runs: a row's cells "
+                            "repeat the times at its right over the layers at its left",
+                            LINE + 20, kvshard__num_kv_layers(m), rows);
+    else
+        kvshard__out_printf(o,
+                            "<text x=\"8\" y=\"%u\">%u KV layers; one cell per layer, %u per "
+                            "row; a cell's tooltip names its layer and owner",
+                            LINE + 20, kvshard__num_kv_layers(m), COLUMNS);
     if (p->pp > 1)
         kvshard__out_printf(o, "; %u pipeline stages, a black bar before a stage's first layer",
                             p->pp);
@@ -228,12 +316,22 @@ void kvshard__svg_layer_map(kvshard__out *o, const kvshard__plan_view *p)
                             legend_top + (legend_lines - 1) * LINE + 14, OWNERS_SHOWN, p->split - 1,
                             KVSHARD__OWNER_COLOURS);
 
-    kvshard__out_printf(o, "<g class=\"cells\" transform=\"translate(%u,%u)\">\n", LEFT, grid_top);
+    kvshard__out_printf(o, "<g class=\"cells\" transform=\"translate(%u,%u)\">\n", left, grid_top);
+    uint32_t stage = 0;
+    if (fold) {
+        uint32_t row = 0;
+        for (uint32_t i = 0; i < L && !o->failed; row++) {
+            kvshard_runs__run r = kvshard_runs__at(p, i, COLUMNS);
+            write_run(o, p, row, r, &stage);
+            i += r.period * r.repeats;
+        }
+        kvshard__out_raw(o, "</g>\n</svg>");
+        return;
+    }
     for (uint32_t c = 0; c < COLUMNS && c < L; c += 5)
         kvshard__out_printf(o, "<text class=\"ci\" x=\"%u\" y=\"-6\">+%u</text>",
                             c * PITCH + CELL / 2, c);
     kvshard__out_put(o, "\n", 1);
-    uint32_t stage = 0;
     for (uint32_t r = 0; r < rows && !o->failed; r++) {
         kvshard__out_printf(o,
                             "<g transform=\"translate(0,%u)\"><text class=\"ri\" x=\"-8\" "
@@ -257,7 +355,7 @@ int kvshard_plan_write_svg(const kvshard_plan *plan, kvshard_write_fn write, voi
         return KVSHARD_EINVAL;
     kvshard__out_raw(&o, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     kvshard__plan_view view = kvshard__plan_view_of(plan);
-    kvshard__svg_layer_map(&o, &view);
+    kvshard__svg_layer_map(&o, &view, false);
     kvshard__out_put(&o, "\n", 1);
     return kvshard__out_finish(&o);
 }

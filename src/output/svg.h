@@ -15,8 +15,11 @@
  * legend and one <rect class="layer ..."> per decoder layer with a <title>
  * naming its index and owner. Its CSS is scoped under the class "kvmap".
  * The size grows linearly with the layers: at most KVSHARD__SVG_CELL_BYTES
- * per layer beyond a fixed part. */
-void kvshard__svg_layer_map(kvshard__out *o, const kvshard__plan_view *plan);
+ * per layer beyond a fixed part. With `fold`, a map of more than
+ * KVSHARD_RUNS__FOLD_AFTER layers is drawn in runs instead (output/runs.h):
+ * one <g class="run"> row per run, whose cells (<rect class="layer ...">
+ * without an id) stand for every layer the run repeats them over. */
+void kvshard__svg_layer_map(kvshard__out *o, const kvshard__plan_view *plan, bool fold);
 
 /* Upper bound on the bytes one layer's cell takes, for the size checks. */
 #define KVSHARD__SVG_CELL_BYTES 256u

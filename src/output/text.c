@@ -1,5 +1,6 @@
 /* The plan and the comparison as text for a person: what `kvshard plan` and
  * `kvshard compare` print. Strings from the input are escaped. */
+#include "output/runs.h"
 #include "output/writer.h"
 #include "plan/compare.h"
 #include "plan/device.h"
@@ -13,6 +14,8 @@
 /* Layer-map rows and the rank tables stop after this many entries. */
 #define LIST_SHOWN 16
 #define RANKS_SHOWN 64
+/* Cells on one line of the layer map. */
+#define LIST_ROW 10u
 
 #define human_bytes kvshard__out_human
 
@@ -252,24 +255,67 @@ static void write_map_legend(kvshard__out *o, const kvshard__model_info *m)
         kvshard__out_printf(o, "\nlayer map  (%s)\n", rest + 2);
 }
 
+/* Layer i's cell: its kind's letter and, for a KV layer, its owner. */
+static void cell_text(char *cell, size_t cap, const kvshard__plan_view *p, uint32_t i)
+{
+    const kvshard_kinds__row *row = kvshard_kinds__of(p->kinds[i]);
+    int32_t owner = p->owner[i];
+    if (!row->paged_kv)
+        snprintf(cell, cap, "%c", row->letter);
+    else if (owner == KVSHARD_OWNER_ALL)
+        snprintf(cell, cap, "%c*", row->letter);
+    else
+        snprintf(cell, cap, "%c%d", row->letter, (int)owner);
+}
+
+/* A long map as runs, one a line: the layers it covers, how many times its
+ * cells repeat, and the cells of one repeat (ten to a line). A stretch with
+ * no repeat is a run of "x1". */
+static void write_map_runs(kvshard__out *o, const kvshard__plan_view *p, int width)
+{
+    uint32_t L = p->model->num_layers;
+    kvshard__out_raw(o, "           in runs: FIRST\xE2\x80\x93LAST \xC3\x97N, then the cells that "
+                        "repeat N times over those layers\n");
+    for (uint32_t i = 0; i < L && !o->failed;) {
+        kvshard_runs__run r = kvshard_runs__at(p, i, LIST_ROW);
+        uint32_t last = i + r.period * r.repeats - 1;
+        char span[32], count[32];
+        int dash = 0; /* the en dash takes 3 bytes and one column */
+        if (last == i)
+            snprintf(span, sizeof span, "%u", i);
+        else
+            dash = snprintf(span, sizeof span, "%u\xE2\x80\x93%u", i, last) > 0 ? 2 : 0;
+        kvshard_format__grouped_text(count, sizeof count, r.repeats);
+        /* The times sign takes 2 bytes and one column. */
+        kvshard__out_printf(o, "%*s \xC3\x97%-8s", 15 + dash, span, count);
+        for (uint32_t k = 0; k < r.period; k++) {
+            if (k && k % LIST_ROW == 0)
+                kvshard__out_printf(o, "\n%26s", "");
+            char cell[16];
+            cell_text(cell, sizeof cell, p, i + k);
+            bool row_end = k % LIST_ROW == LIST_ROW - 1 || k + 1 == r.period;
+            kvshard__out_printf(o, " %-*s", row_end ? 0 : width, cell);
+        }
+        kvshard__out_raw(o, "\n");
+        i = last + 1;
+    }
+}
+
 static void write_layer_map(kvshard__out *o, const kvshard__plan_view *p)
 {
     uint32_t L = p->model->num_layers;
     int width = 1 + digits_of(p->split - 1);
     write_map_legend(o, p->model);
+    if (L > KVSHARD_RUNS__FOLD_AFTER) {
+        write_map_runs(o, p, width);
+        return;
+    }
     for (uint32_t i = 0; i < L && !o->failed; i++) {
-        if (i % 10 == 0)
+        if (i % LIST_ROW == 0)
             kvshard__out_printf(o, "%s%6u |", i ? "\n" : "", i);
         char cell[16];
-        const kvshard_kinds__row *row = kvshard_kinds__of(p->kinds[i]);
-        int32_t owner = p->owner[i];
-        if (!row->paged_kv)
-            snprintf(cell, sizeof cell, "%c", row->letter);
-        else if (owner == KVSHARD_OWNER_ALL)
-            snprintf(cell, sizeof cell, "%c*", row->letter);
-        else
-            snprintf(cell, sizeof cell, "%c%d", row->letter, (int)owner);
-        bool row_end = i % 10 == 9 || i + 1 == L;
+        cell_text(cell, sizeof cell, p, i);
+        bool row_end = i % LIST_ROW == LIST_ROW - 1 || i + 1 == L;
         kvshard__out_printf(o, " %-*s", row_end ? 0 : width, cell);
     }
     kvshard__out_raw(o, "\n");

@@ -561,8 +561,39 @@ kvshard__plan_view kvshard__plan_view_of(const kvshard_plan *p)
                             .digest = p->digest,
                             .layout_digest = p->layout_digest,
                             .inputs = p->inputs,
-                            .state = &p->state};
+                            .state = &p->state,
+                            .source = p->source,
+                            .plan = p};
     return v;
+}
+
+int kvshard__plan_capacity_at(kvshard__capacity *out, const kvshard_plan *plan, uint32_t rank,
+                              uint32_t context_length)
+{
+    if (!plan->budgets.has && !plan->profile->sizes_without_budget)
+        return KVSHARD_ERANGE;
+    kvshard__capacity_inputs ci = {.options = &plan->options,
+                                   .inputs = plan->inputs,
+                                   .ranks = plan->ranks,
+                                   .tp = plan->ranks_count,
+                                   .stage_ranks = plan->tp,
+                                   .split = plan->split,
+                                   .unsplit_bytes_per_block = plan->unsplit_bytes_per_block,
+                                   .memory = plan->budgets.least,
+                                   .stage_memory = plan->budgets.stage,
+                                   .extra_per_block = 0,
+                                   .context_length = context_length,
+                                   .rank = rank,
+                                   .state = &plan->state,
+                                   .has_memory = plan->budgets.has,
+                                   .own_budget = plan->budgets.has};
+    kvshard__capacity c;
+    memset(&c, 0, sizeof c);
+    const char *blame;
+    int rc = plan->profile->capacity(&c, NULL, &ci, &blame, NULL);
+    if (rc == KVSHARD_OK)
+        *out = c;
+    return rc;
 }
 
 /* ---- stages and global ranks --------------------------------------------------------- */

@@ -40,9 +40,19 @@ typedef struct kvshard__plan_view {
     uint64_t layout_digest;
     const kvshard_value *inputs; /* the profile's */
     const kvshard_profile__state *state;
+    const char *source;       /* where the model was read from */
+    const kvshard_plan *plan; /* for kvshard__plan_capacity_at() */
 } kvshard__plan_view;
 
 kvshard__plan_view kvshard__plan_view_of(const kvshard_plan *p);
+
+/* The plan's capacity counted again as the plan counted it (its budgets,
+ * its profile), for plan rank `rank` alone or every rank (KVSHARD_ALL_RANKS),
+ * at `context_length` (0: no concurrency figures): the report's figures at
+ * other context lengths and each rank's own reserve. KVSHARD_ERANGE without
+ * a budget, else the profile's status; *out untouched on failure. */
+int kvshard__plan_capacity_at(kvshard__capacity *out, const kvshard_plan *plan, uint32_t rank,
+                              uint32_t context_length);
 
 /* The KV layers split rank `k` of stage `stage` owns, and how many. */
 static inline const uint32_t *kvshard__view_owned(const kvshard__plan_view *v, uint32_t stage,
