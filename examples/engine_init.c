@@ -7,8 +7,10 @@
  * under the deployment's rank layout), and every per-rank query takes the
  * plan rank it returns (data- and context-parallel replicas share one).
  *
- * The program loads the deployment, builds the plan, logs the rank's line,
- * reports the warnings (--werror makes any warning fatal), then allocates
+ * The program loads the deployment, builds the plan, reports the warnings
+ * (--werror makes any warning fatal), sizes the blocks from the memory it
+ * measured (kvshard_plan_blocks_for()), logs the rank's line with those
+ * blocks, then allocates
  * what the rank's cache needs, layer by layer as kvshard_plan_layer_storage()
  * describes it: a KV buffer for each KV layer the rank stores (its slot, its
  * heads and bytes per token), a state buffer for each linear or hybrid layer
@@ -136,9 +138,6 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     const uint32_t plan_rank = at.plan_rank; /* stage x T + TP rank */
-    char line[512];
-    kvshard_plan_describe_rank(line, sizeof line, plan, plan_rank);
-    printf("rank %" PRIu32 ": %s\n", rank, line);
 
     /* 2. Warnings: printed; fatal with --werror. */
     size_t nwarn = kvshard_plan_warning_count(plan);
@@ -154,17 +153,47 @@ int main(int argc, char **argv)
         return EXIT_INVALID;
     }
 
-    /* 3. The blocks every rank allocates (the common minimum), scaled down. */
+    /* 3. Measure, then size the blocks from the measurement: the free
+     * device memory after the weights (here the deployment's
+     * memory_per_rank stands in for it), through kvshard_plan_blocks_for().
+     * A multi-rank engine then takes the minimum over its ranks
+     * (MPI_Allreduce with MPI_MIN, as examples/mpi_init.c does) before it
+     * allocates anything; this one rank has no one to agree with. */
     kvshard_rank_memory mem = KVSHARD_RANK_MEMORY_INIT;
     kvshard_plan_rank_memory(&mem, plan, plan_rank);
     kvshard_capacity cap = KVSHARD_CAPACITY_INIT;
     kvshard_plan_capacity(&cap, plan);
-    uint64_t full_blocks = cap.has_num_blocks ? cap.num_blocks : 0;
-    uint64_t blocks = cap.has_num_blocks && full_blocks < DEMO_BLOCKS ? full_blocks : DEMO_BLOCKS;
+    uint64_t full_blocks = 0;
+    int has_blocks = 0;
+    const uint64_t measured = options.memory_per_rank; /* stand-in for a measurement */
+    if (measured && mem.bytes_per_block) {
+        kvshard_budget budget = KVSHARD_BUDGET_INIT;
+        kvshard_blocks fit = KVSHARD_BLOCKS_INIT;
+        budget.memory_per_rank = measured;
+        if (kvshard_plan_blocks_for(&fit, plan, plan_rank, &budget, &err) != KVSHARD_OK) {
+            print_error("no block fits the measured memory", &err);
+            kvshard_plan_free(plan);
+            return EXIT_INVALID;
+        }
+        full_blocks = fit.num_blocks; /* after MPI_MIN over the ranks, in an engine */
+        has_blocks = 1;
+        if (fit.has_max_seqs)
+            printf("rank %" PRIu32 ": the blocks serve %" PRIu32 " sequences of %" PRIu32
+                   " tokens at once\n",
+                   rank, fit.max_seqs, options.context_length);
+    }
+    /* The log line names the blocks the rank allocates, not the plan's. */
+    char line[512];
+    if (has_blocks)
+        kvshard_plan_describe_rank_blocks(line, sizeof line, plan, plan_rank, full_blocks);
+    else
+        kvshard_plan_describe_rank(line, sizeof line, plan, plan_rank);
+    printf("rank %" PRIu32 ": %s\n", rank, line);
+    uint64_t blocks = has_blocks && full_blocks < DEMO_BLOCKS ? full_blocks : DEMO_BLOCKS;
     uint64_t seqs = options.max_seqs < DEMO_SEQS ? options.max_seqs : DEMO_SEQS;
     const uint64_t bs = cap.block_size;
     printf("rank %" PRIu32 ": %" PRIu64 " blocks of %" PRIu64
-           " tokens in the plan; allocating %" PRIu64 " blocks and state for %" PRIu64
+           " tokens measured; allocating %" PRIu64 " blocks and state for %" PRIu64
            " of %" PRIu32 " sequences (scaled down)\n",
            rank, full_blocks, bs, blocks, seqs, options.max_seqs);
 
@@ -181,6 +210,17 @@ int main(int argc, char **argv)
         kvshard_plan_layer_storage(&st, plan, plan_rank, layer);
         uint64_t bytes = 0;
         if (st.stores_kv) {
+            /* The elements of a token: heads and head dims (GQA) or the
+             * latent (MLA), in the KV cache dtype auto resolved to. */
+            kvshard_layer_kv_geometry geo = KVSHARD_LAYER_KV_GEOMETRY_INIT;
+            if (kvshard_plan_layer_kv_geometry(&geo, plan, plan_rank, layer, &err) == KVSHARD_OK &&
+                kv_buffers == 0)
+                printf("rank %" PRIu32 ": KV in %s: %" PRIu32 " head(s) of K %" PRIu32
+                       " + V %" PRIu32 ", latent %" PRIu32 " + rope %" PRIu32 ", index %" PRIu32
+                       "\n",
+                       rank, kvshard_dtype_name(geo.dtype), geo.kv_heads, geo.k_head_dim,
+                       geo.v_head_dim, geo.kv_lora_rank, geo.qk_rope_head_dim,
+                       geo.index_head_dim);
             bytes = mul3(blocks, bs, st.kv_bytes_per_token, &overflow);
             printf("rank %" PRIu32 ": layer %3" PRIu32 "  KV slot %2" PRId32 "  heads %" PRIu32
                    "+%" PRIu32 "  %6" PRIu64 " B/token  %8.2f MiB (full size %.2f GiB)\n",
@@ -192,6 +232,26 @@ int main(int argc, char **argv)
         if (st.state_bytes_per_seq) {
             bytes += mul3(seqs, st.state_bytes_per_seq, 1, &overflow);
             state_buffers++;
+        }
+        /* The first state layer's tensors, as an engine shapes them. */
+        kvshard_state_tensor shapes[KVSHARD_MAX_STATE_TENSORS] = {
+            KVSHARD_STATE_TENSOR_INIT, KVSHARD_STATE_TENSOR_INIT, KVSHARD_STATE_TENSOR_INIT,
+            KVSHARD_STATE_TENSOR_INIT};
+        size_t nshapes = 0;
+        if (state_buffers == 1 && st.state_slot == 0 &&
+            kvshard_plan_layer_state_shapes(shapes, KVSHARD_MAX_STATE_TENSORS, &nshapes, plan,
+                                            plan_rank, layer, &err) == KVSHARD_OK) {
+            for (size_t i = 0; i < nshapes; i++) {
+                char dims[96] = "";
+                size_t used = 0;
+                for (uint32_t d = 0; d < shapes[i].ndim && used < sizeof dims; d++)
+                    used += (size_t)snprintf(dims + used, sizeof dims - used, "%s%" PRIu64,
+                                             d ? " x " : "", shapes[i].dims[d]);
+                printf("rank %" PRIu32 ": layer %3" PRIu32 "  state %s [%s] %s, %" PRIu64
+                       " B/sequence\n",
+                       rank, layer, shapes[i].name, dims, kvshard_dtype_name(shapes[i].dtype),
+                       shapes[i].bytes);
+            }
         }
         buffers[layer] = overflow ? NULL : alloc_buffer(bytes, &failed);
         total += bytes;

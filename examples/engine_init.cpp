@@ -104,7 +104,6 @@ int run(const std::string &path, std::uint32_t rank, bool werror,
         return exit_usage;
     }
     const std::uint32_t plan_rank = plan.locate(rank).plan_rank; // stage x T + TP rank
-    std::printf("rank %" PRIu32 ": %s\n", rank, plan.describe_rank(plan_rank).c_str());
     std::printf("rank %" PRIu32 ": plan digest %016" PRIx64 ", layout digest %016" PRIx64 "\n",
                 rank, plan.digest(), plan.layout_digest());
 
@@ -128,13 +127,22 @@ int run(const std::string &path, std::uint32_t rank, bool werror,
         std::printf(" %" PRIu32, layer);
     std::printf("\n");
 
-    // Every rank allocates the same block count: the capacity's minimum.
-    const std::uint64_t full_blocks = cap.has_num_blocks ? cap.num_blocks : 0;
-    const std::uint64_t blocks =
-        cap.has_num_blocks && full_blocks < demo_blocks ? full_blocks : demo_blocks;
+    // Measure, then size: the free memory after the weights (the
+    // deployment's memory_per_rank stands in for the measurement) gives the
+    // blocks; an engine of many ranks takes their minimum (MPI_MIN) before
+    // it allocates, and logs that count.
+    const std::uint64_t measured = options->memory_per_rank;
+    const bool has_blocks = measured > 0 && mem.bytes_per_block > 0;
+    const std::uint64_t full_blocks =
+        has_blocks ? plan.blocks_for(plan_rank, kvshard::make_budget(measured)).num_blocks : 0;
+    std::printf("rank %" PRIu32 ": %s\n", rank,
+                (has_blocks ? plan.describe_rank(plan_rank, full_blocks)
+                            : plan.describe_rank(plan_rank))
+                    .c_str());
+    const std::uint64_t blocks = has_blocks && full_blocks < demo_blocks ? full_blocks : demo_blocks;
     const std::uint64_t seqs = options->max_seqs < demo_seqs ? options->max_seqs : demo_seqs;
     const std::uint64_t block_tokens = cap.block_size;
-    if (cap.has_num_blocks)
+    if (has_blocks)
         std::printf("rank %" PRIu32 ": capacity %" PRIu64 " blocks x %" PRIu64
                     " tokens; allocating %" PRIu64 " blocks and state for %" PRIu64 " of %" PRIu32
                     " sequences (scaled down for a CPU-only host)\n",

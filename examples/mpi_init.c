@@ -1,6 +1,8 @@
-/* mpi_init: every rank of an MPI-launched engine plans on its own, with the
- * memory it measured itself, then the ranks check with one collective that
- * they all laid out the cache alike and learn the block count they share.
+/* mpi_init: every rank of an MPI-launched engine plans on its own, measures
+ * the memory it has, counts the blocks that fit it
+ * (kvshard_plan_blocks_for()), then the ranks check with one collective that
+ * they all laid out the cache alike and learn the block count they share:
+ * the minimum, which each rank logs and would allocate.
  *
  *   mpirun -np W mpi_init DEPLOYMENT.yaml [--mismatch-rank=N] [FLAG ...]
  *
@@ -17,9 +19,11 @@
  *
  * Each rank stands in for a measurement of its free device memory (the
  * deployment's memory_per_rank, less 256 MiB per global rank here), so the
- * ranks' capacities differ and their full digests with them: they compare the
+ * blocks the ranks fit differ while their plans do not: they compare the
  * layout digest, which covers layer kinds, owners, the stages and the rank
  * layout, and the bytes per token and per sequence, but not the capacity.
+ * The plan's own capacity and its warnings are of the deployment's
+ * memory_per_rank; what a rank allocates is the agreed minimum.
  *
  * One MPI_Allreduce with MPI_MIN over four 64-bit values does it all:
  * {layout, ~layout, ok, blocks}. The minimum of ~layout is ~(maximum
@@ -87,8 +91,8 @@ static uint64_t measured_memory(const kvshard_options *options, int rank)
     return options->memory_per_rank > less ? options->memory_per_rank - less : 0;
 }
 
-/* Load, apply the flags, optionally perturb, set the measured memory, and
- * plan. On failure `why` holds the reason. */
+/* Load, apply the flags, optionally perturb, plan, and measure. On failure
+ * `why` holds the reason. */
 static kvshard_plan *build_plan(const char *path, size_t nflags, const char *const *flags,
                                 int perturb, int rank, uint32_t world, uint64_t *measured,
                                 char *why, size_t why_cap)
@@ -129,16 +133,8 @@ static kvshard_plan *build_plan(const char *path, size_t nflags, const char *con
         kvshard_deployment_free(deployment);
         return NULL;
     }
-    /* Planning at its own memory checks that the rank's state reservation
-     * fits it, on a stage without KV too. */
-    char memory[32];
-    snprintf(memory, sizeof memory, "%" PRIu64, *measured);
-    if (*measured && kvshard_deployment_set(deployment, "memory_per_rank", memory, "measured",
-                                            &err) != KVSHARD_OK) {
-        format_error(why, why_cap, "cannot set the measured memory", &err);
-        kvshard_deployment_free(deployment);
-        return NULL;
-    }
+    /* The plan is the same on every rank: it is made before anything is
+     * measured, and the measurement only sizes the blocks (view_rank()). */
     if (kvshard_deployment_plan(&plan, deployment, &err) != KVSHARD_OK) {
         format_error(why, why_cap, "cannot plan", &err);
         plan = NULL;
@@ -197,7 +193,7 @@ static int view_rank(rank_view *v, const kvshard_plan *plan, uint32_t g, uint64_
     }
     format_layers(v->kv_layers, sizeof v->kv_layers, layers, count);
     v->stores_kv = memory.bytes_per_block > 0;
-    if (!v->stores_kv || !measured)
+    if (!measured)
         return 0;
     kvshard_budget budget = KVSHARD_BUDGET_INIT;
     kvshard_blocks fit = KVSHARD_BLOCKS_INIT;
@@ -206,7 +202,10 @@ static int view_rank(rank_view *v, const kvshard_plan *plan, uint32_t g, uint64_
         format_error(why, why_cap, "cannot count this rank's blocks", &err);
         return -1;
     }
-    v->blocks = fit.num_blocks;
+    /* A rank without KV bytes still had its state reservation checked
+     * against its memory above; it does not bound the blocks. */
+    if (v->stores_kv)
+        v->blocks = fit.num_blocks;
     return 0;
 }
 
@@ -285,8 +284,6 @@ int main(int argc, char **argv)
     uint64_t layout = 0;
     if (ok) {
         layout = kvshard_plan_layout_digest(plan);
-        kvshard_plan_describe_rank(line, sizeof line, plan, view.pos.plan_rank);
-        say(rank, line);
     } else {
         snprintf(line, sizeof line, "error: %s", why);
         say(rank, line);
@@ -344,6 +341,13 @@ int main(int argc, char **argv)
                 say(rank, line);
             }
         }
+        /* The log line names the blocks every rank allocates: the agreed
+         * minimum of the measured counts, not the plan's. */
+        if (common != UINT64_MAX)
+            kvshard_plan_describe_rank_blocks(line, sizeof line, plan, view.pos.plan_rank, common);
+        else
+            kvshard_plan_describe_rank(line, sizeof line, plan, view.pos.plan_rank);
+        say(rank, line);
         say_position(rank, plan, &view, common);
     }
 

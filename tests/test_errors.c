@@ -1047,6 +1047,11 @@ static const char *const null_checked[] = {
     "kvshard_plan_digest",
     "kvshard_plan_layout_digest",
     "kvshard_plan_describe_rank",
+    "kvshard_plan_describe_rank_blocks",
+    "kvshard_dtype_size",
+    "kvshard_plan_kv_cache_dtype",
+    "kvshard_plan_layer_kv_geometry",
+    "kvshard_plan_layer_state_shapes",
     "kvshard_plan_pp_size",
     "kvshard_plan_num_ranks",
     "kvshard_plan_stage",
@@ -1308,6 +1313,27 @@ static void test_null_everywhere(void **state)
     assert_int_equal(kvshard_plan_describe_rank(buf, sizeof buf, NULL, 0), KVSHARD_EINVAL);
     assert_int_equal(kvshard_plan_describe_rank(NULL, sizeof buf, plan, 0), KVSHARD_EINVAL);
     assert_true(kvshard_plan_describe_rank(NULL, 0, plan, 0) > 0); /* the length it needs */
+    assert_int_equal(kvshard_plan_describe_rank_blocks(buf, sizeof buf, NULL, 0, 7),
+                     KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_describe_rank_blocks(NULL, sizeof buf, plan, 0, 7),
+                     KVSHARD_EINVAL);
+    assert_true(kvshard_plan_describe_rank_blocks(NULL, 0, plan, 0, 7) > 0);
+    assert_int_equal(kvshard_dtype_size(KVSHARD_DTYPE_AUTO), 0);
+    assert_int_equal(kvshard_dtype_size((kvshard_dtype)99), 0);
+    assert_int_equal(kvshard_plan_kv_cache_dtype(NULL), KVSHARD_DTYPE_AUTO);
+    kvshard_layer_kv_geometry geometry = KVSHARD_LAYER_KV_GEOMETRY_INIT;
+    assert_int_equal(kvshard_plan_layer_kv_geometry(NULL, plan, 0, 0, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_layer_kv_geometry(&geometry, NULL, 0, 0, &err),
+                     KVSHARD_EINVAL);
+    kvshard_state_tensor tensors[2] = {KVSHARD_STATE_TENSOR_INIT, KVSHARD_STATE_TENSOR_INIT};
+    size_t tensor_count = 99;
+    assert_int_equal(kvshard_plan_layer_state_shapes(NULL, 2, &tensor_count, plan, 0, 0, &err),
+                     KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_layer_state_shapes(tensors, 2, NULL, plan, 0, 0, &err),
+                     KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_layer_state_shapes(tensors, 2, &tensor_count, NULL, 0, 0, &err),
+                     KVSHARD_EINVAL);
+    assert_int_equal(tensor_count, 99); /* untouched on failure */
     assert_int_equal(kvshard_plan_pp_size(NULL), 0);
     assert_int_equal(kvshard_plan_num_ranks(NULL), 0);
     kvshard_stage_info stage = KVSHARD_STAGE_INFO_INIT;

@@ -1067,9 +1067,16 @@ typedef struct kvshard_blocks {
     uint64_t concurrency;
     bool has_balanced_max_seqs;
     uint64_t balanced_max_seqs;
+    /** The sequences these blocks serve at once at the plan's own
+     *  context_length, at most the plan's max_seqs, whose
+     *  state the budget reserved: the request limit to give the engine's
+     *  scheduler. has_max_seqs is false when the plan has no
+     *  context_length. */
+    bool has_max_seqs;
+    uint32_t max_seqs;
 } kvshard_blocks;
 
-#define KVSHARD_BLOCKS_INIT { sizeof(kvshard_blocks), 0, 0, false, 0, false, 0 }
+#define KVSHARD_BLOCKS_INIT { sizeof(kvshard_blocks), 0, 0, false, 0, false, 0, false, 0 }
 
 /** Every TP rank, for kvshard_plan_blocks_for(). */
 #define KVSHARD_ALL_RANKS UINT32_MAX
@@ -1226,6 +1233,117 @@ KVSHARD_EXPORT uint64_t kvshard_plan_layout_digest(const kvshard_plan *plan);
  */
 KVSHARD_EXPORT int kvshard_plan_describe_rank(char *buf, size_t cap, const kvshard_plan *plan,
                                               uint32_t tp_rank);
+
+/**
+ * kvshard_plan_describe_rank() with the blocks the rank allocates in place
+ * of the plan's: the count an engine agreed over its ranks from measured
+ * memory (kvshard_plan_blocks_for(), then the minimum over ranks), so that
+ * the log line names what was allocated ("N blocks of B"). Errors as
+ * kvshard_plan_describe_rank().
+ */
+KVSHARD_EXPORT int kvshard_plan_describe_rank_blocks(char *buf, size_t cap,
+                                                     const kvshard_plan *plan, uint32_t tp_rank,
+                                                     uint64_t num_blocks);
+
+/* ------------------------------------------------------------------------ */
+/* Buffer shapes: what an engine allocates, element by element               */
+/* ------------------------------------------------------------------------ */
+
+/** Bytes of one element of `dtype`: 4 for float32, 2 for bfloat16 and
+ *  float16, 1 for fp8 and int8 (their scales are counted in the bytes per
+ *  token, not here); 0 for KVSHARD_DTYPE_AUTO, which is no type, and for
+ *  unknown values. */
+KVSHARD_EXPORT uint32_t kvshard_dtype_size(kvshard_dtype dtype);
+
+/** The dtype the plan's KV cache is sized in: the kv_cache_dtype option,
+ *  or for KVSHARD_DTYPE_AUTO the model's dtype (an fp8 checkpoint gives an
+ *  fp8 cache); never AUTO for a plan. KVSHARD_DTYPE_AUTO for a NULL plan. */
+KVSHARD_EXPORT kvshard_dtype kvshard_plan_kv_cache_dtype(const kvshard_plan *plan);
+
+/** The elements of one token of a layer's KV on one rank. Start from
+ *  KVSHARD_LAYER_KV_GEOMETRY_INIT; later versions add fields at the end. */
+typedef struct kvshard_layer_kv_geometry {
+    size_t size;
+    kvshard_layer_kind kind;
+    kvshard_attention attention;
+    /** The layer keeps KV of its own: paged (full attention, hybrid,
+     *  compressed) or a window (sliding, chunked). False for linear,
+     *  no-cache and shared-KV layers, whose figures below are 0. */
+    bool has_kv;
+    /** The KV cache dtype (kvshard_plan_kv_cache_dtype()) and its bytes per
+     *  element. */
+    kvshard_dtype dtype;
+    uint32_t element_bytes;
+    /** GQA: the KV heads of this TP rank's shard, kv_head_first .. +
+     *  kv_heads - 1; one head, shared by T / H ranks, when the layer has
+     *  fewer KV heads than T. (While split, an owner stores its whole
+     *  group's heads: kvshard_layer_storage.kv_head_count.) 0 for MLA and
+     *  compressed attention. */
+    uint32_t kv_head_first;
+    uint32_t kv_heads;
+    /** GQA: the model's KV heads for this layer's geometry (the sliding
+     *  layers' may differ), and the K and V head dims. */
+    uint32_t total_kv_heads;
+    uint32_t k_head_dim;
+    uint32_t v_head_dim;
+    /** MLA: the latent (kv_lora_rank) and the RoPE part stored beside it;
+     *  compressed attention: the RoPE part of its latent. */
+    uint32_t kv_lora_rank;
+    uint32_t qk_rope_head_dim;
+    /** Compressed attention: the elements of one shared K=V entry. */
+    uint32_t latent_dim;
+    /** The indexer's key dim when the layer keeps an indexer key (DSA,
+     *  compressed layers), else 0. */
+    uint32_t index_head_dim;
+} kvshard_layer_kv_geometry;
+
+#define KVSHARD_LAYER_KV_GEOMETRY_INIT                                                \
+    { sizeof(kvshard_layer_kv_geometry), KVSHARD_LAYER_FULL_ATTENTION,                \
+      KVSHARD_ATTENTION_GQA, false, KVSHARD_DTYPE_AUTO, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+
+/** The KV geometry of `layer` (decoder layers 0..L-1, then the draft layers
+ *  L..L+d-1) on plan rank `tp_rank` into *out (`size` set by the caller).
+ *  The geometry is the model's and the rank's TP position's, whatever the
+ *  rank's stage. Errors: KVSHARD_EINVAL (NULL arguments, an unknown size),
+ *  KVSHARD_ERANK, KVSHARD_ELAYER. */
+KVSHARD_EXPORT int kvshard_plan_layer_kv_geometry(kvshard_layer_kv_geometry *out,
+                                                  const kvshard_plan *plan, uint32_t tp_rank,
+                                                  uint32_t layer, kvshard_error *err);
+
+/** Most tensors one layer's state has. */
+#define KVSHARD_MAX_STATE_TENSORS 4u
+
+/** One tensor of a layer's recurrent state for one sequence on one rank.
+ *  Start each entry from KVSHARD_STATE_TENSOR_INIT. */
+typedef struct kvshard_state_tensor {
+    size_t size;
+    /** "conv" (the convolution's last columns: dims channels, columns) or
+     *  "ssm" (the temporal state: heads, then the state's own dims; GDN and
+     *  KDA under speculation lead with spec + 1 copies). Static storage. */
+    const char *name;
+    /** conv: the model dtype; ssm: the state dtype in force. */
+    kvshard_dtype dtype;
+    uint32_t ndim;
+    uint64_t dims[4]; /**< the first ndim used, the rest 0 */
+    uint64_t bytes;   /**< the dims' product times the dtype's bytes */
+} kvshard_state_tensor;
+
+#define KVSHARD_STATE_TENSOR_INIT                                                     \
+    { sizeof(kvshard_state_tensor), NULL, KVSHARD_DTYPE_AUTO, 0, {0, 0, 0, 0}, 0 }
+
+/**
+ * The tensors of `layer`'s recurrent state on plan rank `tp_rank`, for one
+ * sequence: the first `cap` into `out` (whose entries' `size` the caller set;
+ * `out` may be NULL when `cap` is 0), how many there are into *out_count.
+ * Their bytes add up to the layer's kvshard_layer_storage.state_bytes_per_seq
+ * (a linear layer) or its state part (a hybrid layer). A layer without state,
+ * or of another stage, has none (*out_count 0). Errors: KVSHARD_EINVAL,
+ * KVSHARD_ERANK, KVSHARD_ELAYER.
+ */
+KVSHARD_EXPORT int kvshard_plan_layer_state_shapes(kvshard_state_tensor *out, size_t cap,
+                                                   size_t *out_count, const kvshard_plan *plan,
+                                                   uint32_t tp_rank, uint32_t layer,
+                                                   kvshard_error *err);
 
 /* ------------------------------------------------------------------------ */
 /* Pipeline stages and global ranks                                          */

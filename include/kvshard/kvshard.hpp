@@ -994,6 +994,49 @@ class Plan
         line.resize(static_cast<std::size_t>(n));
         return line;
     }
+    /** The log line with the blocks the rank allocates (the count agreed
+     *  over ranks from measured memory) in place of the plan's. */
+    std::string describe_rank(std::uint32_t tp_rank, std::uint64_t num_blocks) const
+    {
+        const kvshard_plan *p = h();
+        int n = kvshard_plan_describe_rank_blocks(nullptr, 0, p, tp_rank, num_blocks);
+        detail::check(n < 0 ? n : KVSHARD_OK, "kvshard::Plan::describe_rank");
+        std::string line(static_cast<std::size_t>(n) + 1, '\0');
+        n = kvshard_plan_describe_rank_blocks(line.data(), line.size(), p, tp_rank, num_blocks);
+        detail::check(n < 0 ? n : KVSHARD_OK, "kvshard::Plan::describe_rank");
+        line.resize(static_cast<std::size_t>(n));
+        return line;
+    }
+
+    /** The dtype the KV cache is sized in (auto resolved to the model's). */
+    kvshard_dtype kv_cache_dtype() const
+    {
+        return kvshard_plan_kv_cache_dtype(h());
+    }
+    /** The KV geometry of a layer on a rank: heads, head dims, latent and
+     *  index dims. KVSHARD_ERANK, KVSHARD_ELAYER when out of range. */
+    kvshard_layer_kv_geometry layer_kv_geometry(std::uint32_t tp_rank, std::uint32_t layer) const
+    {
+        kvshard_layer_kv_geometry out = KVSHARD_LAYER_KV_GEOMETRY_INIT;
+        kvshard_error err{};
+        detail::check(kvshard_plan_layer_kv_geometry(&out, h(), tp_rank, layer, &err), err);
+        return out;
+    }
+    /** The tensors of a layer's state on a rank, for one sequence (empty
+     *  for a layer without state or of another stage). */
+    std::vector<kvshard_state_tensor> layer_state_shapes(std::uint32_t tp_rank,
+                                                         std::uint32_t layer) const
+    {
+        std::vector<kvshard_state_tensor> out(KVSHARD_MAX_STATE_TENSORS,
+                                              kvshard_state_tensor KVSHARD_STATE_TENSOR_INIT);
+        std::size_t count = 0;
+        kvshard_error err{};
+        detail::check(kvshard_plan_layer_state_shapes(out.data(), out.size(), &count, h(),
+                                                      tp_rank, layer, &err),
+                      err);
+        out.resize(count);
+        return out;
+    }
 
     /** P: pipeline stages. */
     std::uint32_t pp_size() const

@@ -40,6 +40,8 @@ STRUCTS: Dict[str, Tuple[type, str]] = {
     "kvshard_uniform": (_lib.CUniform, "KVSHARD_UNIFORM_INIT"),
     "kvshard_budget": (_lib.CBudget, "KVSHARD_BUDGET_INIT"),
     "kvshard_blocks": (_lib.CBlocks, "KVSHARD_BLOCKS_INIT"),
+    "kvshard_layer_kv_geometry": (_lib.CLayerKvGeometry, "KVSHARD_LAYER_KV_GEOMETRY_INIT"),
+    "kvshard_state_tensor": (_lib.CStateTensor, "KVSHARD_STATE_TENSOR_INIT"),
     "kvshard_figure": (_lib.CFigure, "KVSHARD_FIGURE_INIT"),
     "kvshard_stage_info": (_lib.CStageInfo, "KVSHARD_STAGE_INFO_INIT"),
     "kvshard_rank_position": (_lib.CRankPosition, "KVSHARD_RANK_POSITION_INIT"),

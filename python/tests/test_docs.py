@@ -34,7 +34,7 @@ def named() -> Set[str]:
 @pytest.mark.parametrize(
     "cls",
     [kvshard.LayerStorage, kvshard.RankMemory, kvshard.StageInfo, kvshard.RankPosition,
-     kvshard.FitRow, kvshard.NotAdmitted],
+     kvshard.FitRow, kvshard.NotAdmitted, kvshard.KvGeometry, kvshard.StateTensor],
     ids=lambda c: c.__name__,
 )
 def test_every_field_is_named(cls: type, named: Set[str]) -> None:

@@ -342,65 +342,95 @@ int kvshard__read_state(kvshard__reader *r)
     return KVSHARD_OK;
 }
 
-/* ---- bytes of one layer's state, for one sequence on one rank ------------------------ */
-/* Every "x / T" divides exactly: planning checked the dimensions against T. */
+/* ---- the tensors of one layer's state, for one sequence on one rank ----------------- */
+/* Every "x / T" divides exactly: planning checked the dimensions against T.
+ * The bytes a layer keeps are the sum of these tensors (kvshard_states__bytes),
+ * so the shapes an engine allocates and the plan's figures are one formula. */
 
 #define MUL(a, b) kvshard__calc_mul(c, (a), (b))
 #define ADD(a, b) kvshard__calc_add(c, (a), (b))
 
-static uint64_t gdn_bytes(kvshard__calc *c, const kvshard__state_dims *s,
-                          const kvshard_states__env *e)
+/* A conv state of `channels` channels and `columns` columns, in the
+ * model dtype. */
+static kvshard_states__tensor conv_tensor(uint64_t channels, uint64_t columns)
+{
+    kvshard_states__tensor t = {"conv", false, 2, {channels, columns, 0, 0}};
+    return t;
+}
+
+/* A temporal state of dims a x b x c, in the state dtype, with one copy per
+ * draft token and one more under speculation (a leading dim of spec + 1). */
+static kvshard_states__tensor temporal_tensor(uint64_t a, uint64_t b, uint64_t d, uint64_t copies)
+{
+    kvshard_states__tensor t = {"ssm", true, 3, {a, b, d, 0}};
+    if (copies > 1) {
+        kvshard_states__tensor w = {"ssm", true, 4, {copies, a, b, d}};
+        return w;
+    }
+    return t;
+}
+
+static uint32_t gdn_shapes(kvshard__calc *c, kvshard_states__tensor *out,
+                           const kvshard__state_dims *s, const kvshard_states__env *e)
 {
     uint64_t hk = s->key_heads / e->tp, hv = s->heads / e->tp, dk = s->head_dim,
              dv = s->value_dim;
+    /* The q, k and v convolutions: 2 dk Hk + dv Hv channels. */
     uint64_t channels = ADD(MUL(2 * dk, hk), MUL(dv, hv));
-    uint64_t conv = MUL(MUL(e->conv_bytes, channels), s->conv_kernel - 1 + e->spec);
-    uint64_t temporal = MUL(MUL(MUL(e->ssm_bytes, hv), MUL(dk, dv)), e->spec + 1);
-    return ADD(conv, temporal);
+    out[0] = conv_tensor(channels, s->conv_kernel - 1 + e->spec);
+    out[1] = temporal_tensor(hv, dk, dv, e->spec + 1);
+    return 2;
 }
 
-static uint64_t kda_bytes(kvshard__calc *c, const kvshard__state_dims *s,
-                          const kvshard_states__env *e)
+static uint32_t kda_shapes(kvshard__calc *c, kvshard_states__tensor *out,
+                           const kvshard__state_dims *s, const kvshard_states__env *e)
 {
     uint64_t h = s->heads / e->tp, d = s->head_dim;
-    uint64_t conv = MUL(MUL(e->conv_bytes, MUL(3 * h, d)), s->conv_kernel - 1 + e->spec);
-    uint64_t temporal = MUL(MUL(MUL(e->ssm_bytes, h), MUL(d, d)), e->spec + 1);
-    return ADD(conv, temporal);
+    out[0] = conv_tensor(MUL(3 * h, d), s->conv_kernel - 1 + e->spec);
+    out[1] = temporal_tensor(h, d, d, e->spec + 1);
+    return 2;
 }
 
-static uint64_t lightning_bytes(kvshard__calc *c, const kvshard__state_dims *s,
-                                const kvshard_states__env *e)
+static uint32_t lightning_shapes(kvshard__calc *c, kvshard_states__tensor *out,
+                                 const kvshard__state_dims *s, const kvshard_states__env *e)
 {
+    (void)c;
     uint64_t h = s->heads / e->tp, d = s->head_dim;
-    return MUL(MUL(e->ssm_bytes, h), MUL(d, d));
+    out[0] = temporal_tensor(h, d, d, 1);
+    return 1;
 }
 
-static uint64_t mamba2_bytes(kvshard__calc *c, const kvshard__state_dims *s,
-                             const kvshard_states__env *e)
+static uint32_t mamba2_shapes(kvshard__calc *c, kvshard_states__tensor *out,
+                              const kvshard__state_dims *s, const kvshard_states__env *e)
 {
     /* Groups on a rank: all G when T divides them, else a copy of its group
      * when G < T divides T (planning refused the rest). */
     uint64_t groups = s->groups % e->tp == 0 ? s->groups : e->tp;
     uint64_t inner = (uint64_t)s->heads * s->head_dim;
     uint64_t channels = ADD(inner, MUL(2 * groups, s->state_size)) / e->tp;
-    uint64_t conv = MUL(MUL(e->conv_bytes, channels), s->conv_kernel - 1 + e->spec);
-    uint64_t temporal = MUL(MUL(e->ssm_bytes, s->heads / e->tp), MUL(s->head_dim, s->state_size));
-    return ADD(conv, temporal);
+    out[0] = conv_tensor(channels, s->conv_kernel - 1 + e->spec);
+    out[1] = temporal_tensor(s->heads / e->tp, s->head_dim, s->state_size, 1);
+    return 2;
 }
 
-static uint64_t mamba1_bytes(kvshard__calc *c, const kvshard__state_dims *s,
-                             const kvshard_states__env *e)
+static uint32_t mamba1_shapes(kvshard__calc *c, kvshard_states__tensor *out,
+                              const kvshard__state_dims *s, const kvshard_states__env *e)
 {
+    (void)c;
     uint64_t inner = s->channels / e->tp;
-    uint64_t conv = MUL(MUL(e->conv_bytes, inner), s->conv_kernel - 1);
-    uint64_t temporal = MUL(MUL(e->ssm_bytes, inner), s->state_size);
-    return ADD(conv, temporal);
+    out[0] = conv_tensor(inner, s->conv_kernel - 1);
+    kvshard_states__tensor t = {"ssm", true, 2, {inner, s->state_size, 0, 0}};
+    out[1] = t;
+    return 2;
 }
 
-static uint64_t short_conv_bytes(kvshard__calc *c, const kvshard__state_dims *s,
-                                 const kvshard_states__env *e)
+static uint32_t short_conv_shapes(kvshard__calc *c, kvshard_states__tensor *out,
+                                  const kvshard__state_dims *s, const kvshard_states__env *e)
 {
-    return MUL(MUL(e->conv_bytes, s->channels / e->tp), s->conv_kernel - 1);
+    (void)c;
+    /* A short convolution keeps K - 1 columns, speculation or not. */
+    out[0] = conv_tensor(s->channels / e->tp, s->conv_kernel - 1);
+    return 1;
 }
 
 #undef MUL
@@ -420,7 +450,7 @@ static const kvshard_states__row rows[KVSHARD__STATE_KIND_COUNT] = {
                            true,
                            true,
                            read_gdn,
-                           gdn_bytes},
+                           gdn_shapes},
     [KVSHARD_STATE_KDA] = {"kda",
                            {NEED(HEADS, 0, KVSHARD__SITE_STATE_B), NEED(HEAD_DIM, 0, -1),
                             NEED(CONV_KERNEL, 0, -1), LAST},
@@ -428,7 +458,7 @@ static const kvshard_states__row rows[KVSHARD__STATE_KIND_COUNT] = {
                            true,
                            true,
                            read_kda,
-                           kda_bytes},
+                           kda_shapes},
     [KVSHARD_STATE_LIGHTNING] = {"lightning",
                                  {NEED(HEADS, 0, KVSHARD__SITE_STATE_B), NEED(HEAD_DIM, 0, -1),
                                   LAST},
@@ -436,7 +466,7 @@ static const kvshard_states__row rows[KVSHARD__STATE_KIND_COUNT] = {
                                  true,
                                  true,
                                  read_lightning,
-                                 lightning_bytes},
+                                 lightning_shapes},
     [KVSHARD_STATE_MAMBA1] = {"mamba1",
                               {NEED(CHANNELS, 0, KVSHARD__SITE_STATE_B), NEED(STATE_SIZE, 0, -1),
                                NEED(CONV_KERNEL, 4, -1), LAST},
@@ -444,7 +474,7 @@ static const kvshard_states__row rows[KVSHARD__STATE_KIND_COUNT] = {
                               true,
                               false,
                               read_mamba1,
-                              mamba1_bytes},
+                              mamba1_shapes},
     [KVSHARD_STATE_MAMBA2] = {"mamba2",
                               {NEED(HEADS, 0, KVSHARD__SITE_STATE_B), NEED(HEAD_DIM, 0, -1),
                                NEED(STATE_SIZE, 0, -1), NEED(GROUPS, 1, KVSHARD__SITE_STATE_GROUPS),
@@ -453,7 +483,7 @@ static const kvshard_states__row rows[KVSHARD__STATE_KIND_COUNT] = {
                               true,
                               false,
                               read_mamba2,
-                              mamba2_bytes},
+                              mamba2_shapes},
     [KVSHARD_STATE_SHORT_CONV] = {"short_conv",
                                   {NEED(CHANNELS, 0, KVSHARD__SITE_STATE_B),
                                    NEED(CONV_KERNEL, 0, -1), LAST},
@@ -461,7 +491,7 @@ static const kvshard_states__row rows[KVSHARD__STATE_KIND_COUNT] = {
                                   false,
                                   false,
                                   read_short_conv,
-                                  short_conv_bytes},
+                                  short_conv_shapes},
 };
 
 #undef NEED
@@ -504,11 +534,31 @@ kvshard_dtype kvshard_states__default_dtype(kvshard_state_kind kind, kvshard_dty
     return model_dtype == KVSHARD_DTYPE_FP8 ? KVSHARD_DTYPE_BF16 : model_dtype;
 }
 
+uint32_t kvshard_states__shapes(kvshard_states__tensor *out, kvshard__calc *c,
+                               const kvshard__state_dims *s, const kvshard_states__env *env)
+{
+    const kvshard_states__row *row = kvshard_states__of(s->kind);
+    return row ? row->shapes(c, out, s, env) : 0;
+}
+
+uint64_t kvshard_states__tensor_bytes(kvshard__calc *c, const kvshard_states__tensor *t,
+                                      const kvshard_states__env *env)
+{
+    uint64_t b = t->temporal ? env->ssm_bytes : env->conv_bytes;
+    for (uint32_t d = 0; d < t->ndim; d++)
+        b = kvshard__calc_mul(c, b, t->dims[d]);
+    return b;
+}
+
 uint64_t kvshard_states__bytes(kvshard__calc *c, const kvshard__state_dims *s,
                                const kvshard_states__env *env)
 {
-    const kvshard_states__row *row = kvshard_states__of(s->kind);
-    return row ? row->bytes(c, s, env) : 0;
+    kvshard_states__tensor t[KVSHARD__STATE_TENSORS];
+    uint32_t n = kvshard_states__shapes(t, c, s, env);
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < n; i++)
+        total = kvshard__calc_add(c, total, kvshard_states__tensor_bytes(c, &t[i], env));
+    return total;
 }
 
 const char *kvshard_state_kind_name(kvshard_state_kind kind)

@@ -41,6 +41,18 @@ typedef struct kvshard_states__env {
     uint64_t ssm_bytes;
 } kvshard_states__env;
 
+/* Most tensors one layer's state has (a conv state and a temporal one). */
+#define KVSHARD__STATE_TENSORS 2u
+
+/* One tensor of a layer's state for one sequence on one rank: its dims, and
+ * whether it is in the state dtype (temporal) or the model dtype (conv). */
+typedef struct kvshard_states__tensor {
+    const char *name; /* "conv" or "ssm", static */
+    bool temporal;
+    uint32_t ndim;
+    uint64_t dims[4];
+} kvshard_states__tensor;
+
 struct kvshard__reader;
 
 typedef struct kvshard_states__row {
@@ -55,9 +67,10 @@ typedef struct kvshard_states__row {
     bool default_fp32;
     /* Its dimensions from a config. */
     int (*read)(struct kvshard__reader *r, kvshard__state_dims *s);
-    /* One layer's state for one sequence on one rank. */
-    uint64_t (*bytes)(kvshard__calc *c, const kvshard__state_dims *s,
-                      const kvshard_states__env *env);
+    /* The tensors of one layer's state for one sequence on one rank, into
+     * `out` (KVSHARD__STATE_TENSORS entries); returns how many. */
+    uint32_t (*shapes)(kvshard__calc *c, kvshard_states__tensor *out,
+                       const kvshard__state_dims *s, const kvshard_states__env *env);
 } kvshard_states__row;
 
 /* The row of a kind; NULL for KVSHARD_STATE_NONE and unknown values. */
@@ -72,7 +85,17 @@ const char *kvshard_states__desc_name(kvshard_states__dim dim);
 /* The state dtype of `kind` when nothing names one. */
 kvshard_dtype kvshard_states__default_dtype(kvshard_state_kind kind, kvshard_dtype model_dtype);
 
-/* One layer's state bytes for one sequence on one rank (0 without state). */
+/* The tensors of one layer's state on one rank into `out`
+ * (KVSHARD__STATE_TENSORS entries); how many (0 without state). */
+uint32_t kvshard_states__shapes(kvshard_states__tensor *out, kvshard__calc *c,
+                               const kvshard__state_dims *s, const kvshard_states__env *env);
+
+/* The bytes of one tensor: its dims times its dtype's bytes. */
+uint64_t kvshard_states__tensor_bytes(kvshard__calc *c, const kvshard_states__tensor *t,
+                                      const kvshard_states__env *env);
+
+/* One layer's state bytes for one sequence on one rank (0 without state):
+ * the sum of its tensors. */
 uint64_t kvshard_states__bytes(kvshard__calc *c, const kvshard__state_dims *s,
                                const kvshard_states__env *env);
 

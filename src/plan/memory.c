@@ -57,7 +57,6 @@ void kvshard__kv_heads(uint32_t *out_first, uint32_t *out_count, uint32_t heads,
     *out_count = (uint32_t)(hi - lo);
 }
 
-/* Bytes per cached element. */
 kvshard_dtype kvshard__kv_cache_dtype(const kvshard__model_info *model,
                                       const kvshard_options *options)
 {
@@ -65,6 +64,7 @@ kvshard_dtype kvshard__kv_cache_dtype(const kvshard__model_info *model,
     return d == KVSHARD_DTYPE_AUTO ? model->dtype : d;
 }
 
+/* Bytes per cached element. */
 static unsigned kv_element_bytes(const kvshard__model_info *m, const kvshard_options *o)
 {
     return kvshard__dtype_bytes(kvshard__kv_cache_dtype(m, o));
@@ -219,11 +219,17 @@ int kvshard__layer_cost(kvshard__cost *out, const kvshard__memory_inputs *in, ui
  * rank, by its kind's formula. */
 static uint64_t state_bytes(calc *c, const kvshard__memory_inputs *in)
 {
+    kvshard_states__env env = kvshard__state_env(in);
+    return kvshard_states__bytes(c, &in->model->state, &env);
+}
+
+kvshard_states__env kvshard__state_env(const kvshard__memory_inputs *in)
+{
     const kvshard__model_info *m = in->model;
     kvshard_states__env env = {in->tp, in->options->num_speculative_tokens,
                                kvshard__dtype_bytes(m->dtype),
                                kvshard__dtype_bytes(kvshard__state_dtype(m, in->options))};
-    return kvshard_states__bytes(c, &m->state, &env);
+    return env;
 }
 
 int kvshard__state_bytes(uint64_t *out, const kvshard__memory_inputs *in, kvshard_error *err)

@@ -6,6 +6,7 @@
 #define KVSHARD_PLAN_MEMORY_H
 
 #include "model/model.h"
+#include "model/states.h"
 
 typedef struct kvshard__memory_inputs {
     const kvshard__model_info *model;
@@ -40,10 +41,14 @@ uint32_t kvshard__replication_factor(const kvshard__model_info *model, uint32_t 
 kvshard_dtype kvshard__state_dtype(const kvshard__model_info *model,
                                    const kvshard_options *options);
 
-/* The dtype the KV cache is stored in: kv_cache_dtype, or the model's
- * when it is auto. */
+/* The dtype the KV cache is sized in: kv_cache_dtype, or for auto the
+ * model's own. */
 kvshard_dtype kvshard__kv_cache_dtype(const kvshard__model_info *model,
                                       const kvshard_options *options);
+
+/* The dtypes and sizes one layer's state is counted in at T = in->tp: the
+ * conv state in the model dtype, the temporal state in the state dtype. */
+kvshard_states__env kvshard__state_env(const kvshard__memory_inputs *in);
 
 /* Whether the KV cache is fp8: kv_cache_dtype fp8, or auto with an fp8 model. */
 bool kvshard__kv_cache_fp8(const kvshard__model_info *model, const kvshard_options *options);

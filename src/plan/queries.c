@@ -381,7 +381,25 @@ int kvshard_plan_blocks_for(kvshard_blocks *out, const kvshard_plan *plan, uint3
     kvshard__capacity c;
     if ((rc = capacity_at(&c, plan, tp_rank, budget, err)) != 0)
         return rc;
-    *out = kvshard__blocks_of(&c);
+    kvshard_blocks b = kvshard__blocks_of(&c);
+    /* The request limit at the plan's own context length: the same
+     * capacity's concurrency, counted again when the budget asks at
+     * another length. */
+    uint32_t length = plan->options.context_length;
+    if (length) {
+        kvshard__capacity at = c;
+        if (budget->context_length != length) {
+            kvshard_budget other = *budget;
+            other.context_length = length;
+            if ((rc = capacity_at(&at, plan, tp_rank, &other, err)) != 0)
+                return rc;
+        }
+        uint64_t limit = kvshard__max_seqs_of(&at, &plan->options);
+        uint64_t seqs = at.concurrency < limit ? at.concurrency : limit;
+        b.has_max_seqs = at.has_concurrency;
+        b.max_seqs = at.has_concurrency ? (uint32_t)(seqs < UINT32_MAX ? seqs : UINT32_MAX) : 0;
+    }
+    *out = b;
     return KVSHARD_OK;
 }
 
@@ -490,7 +508,10 @@ uint64_t kvshard_plan_layout_digest(const kvshard_plan *plan)
     return plan ? plan->layout_digest : 0;
 }
 
-int kvshard_plan_describe_rank(char *buf, size_t cap, const kvshard_plan *plan, uint32_t tp_rank)
+/* The rank's log line, with `has_blocks` and `num_blocks` the blocks it
+ * names: the plan's, or those the engine agreed from measured memory. */
+static int describe(char *buf, size_t cap, const kvshard_plan *plan, uint32_t tp_rank,
+                    bool has_blocks, uint64_t num_blocks)
 {
     if (!plan || (!buf && cap))
         return KVSHARD_EINVAL;
@@ -506,8 +527,8 @@ int kvshard_plan_describe_rank(char *buf, size_t cap, const kvshard_plan *plan, 
     if (used && count > 0 && used + 12 >= sizeof list - 8)
         snprintf(list + used, sizeof list - used, " ...");
     char blocks[48] = "no capacity";
-    if (m->has_num_blocks)
-        snprintf(blocks, sizeof blocks, "%llu blocks of %u", (unsigned long long)m->num_blocks,
+    if (has_blocks)
+        snprintf(blocks, sizeof blocks, "%llu blocks of %u", (unsigned long long)num_blocks,
                  plan->options.block_size);
     /* With stages, the rank's stage leads and its TP rank is its stage's. */
     char stage[32] = "";
@@ -525,6 +546,20 @@ int kvshard_plan_describe_rank(char *buf, size_t cap, const kvshard_plan *plan, 
         (unsigned long long)m->draft_bytes_per_token, (unsigned long long)m->state_bytes_per_seq,
         blocks, (unsigned long long)plan->layout_digest);
     return n < 0 ? KVSHARD_EINVAL : n;
+}
+
+int kvshard_plan_describe_rank(char *buf, size_t cap, const kvshard_plan *plan, uint32_t tp_rank)
+{
+    if (!plan || tp_rank >= plan->ranks_count)
+        return describe(buf, cap, plan, tp_rank, false, 0);
+    const kvshard_rank_memory *m = &plan->ranks[tp_rank];
+    return describe(buf, cap, plan, tp_rank, m->has_num_blocks, m->num_blocks);
+}
+
+int kvshard_plan_describe_rank_blocks(char *buf, size_t cap, const kvshard_plan *plan,
+                                      uint32_t tp_rank, uint64_t num_blocks)
+{
+    return describe(buf, cap, plan, tp_rank, true, num_blocks);
 }
 
 kvshard__plan_view kvshard__plan_view_of(const kvshard_plan *p)

@@ -187,6 +187,17 @@ void test_seed_figures()
     CHECK(line.find("[3 11 19 27 35]") != std::string::npos);
     CHECK(line.find("5120 B/token") != std::string::npos);
     CHECK(line.find("197493 blocks") != std::string::npos);
+    // The measured blocks in the same line, and the buffer shapes: one KV
+    // head of 256 per rank (2 heads over 4 ranks), the GDN state of layer 0
+    // (2,048 conv channels by 3 columns in bf16, 8 x 128 x 128 in fp32).
+    CHECK(plan.describe_rank(0, 1000).find(", 1000 blocks of 16, ") != std::string::npos);
+    CHECK(plan.kv_cache_dtype() == KVSHARD_DTYPE_BF16);
+    const kvshard_layer_kv_geometry geo = plan.layer_kv_geometry(0, 3);
+    CHECK(geo.has_kv && geo.kv_heads == 1 && geo.k_head_dim == 256 && geo.v_head_dim == 256);
+    const std::vector<kvshard_state_tensor> shapes = plan.layer_state_shapes(0, 0);
+    CHECK(shapes.size() == 2 && shapes[0].dims[0] == 2048 && shapes[0].dims[1] == 3);
+    CHECK(shapes[0].bytes == 12288 && shapes[1].bytes == 524288);
+    CHECK(plan.layer_state_shapes(0, 3).empty());
     char hex[17];
     std::snprintf(hex, sizeof hex, "%016llx",
                   static_cast<unsigned long long>(plan.layout_digest()));

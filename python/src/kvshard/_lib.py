@@ -251,7 +251,44 @@ class CBlocks(Structure):
         ("concurrency", c_uint64),
         ("has_balanced_max_seqs", c_bool),
         ("balanced_max_seqs", c_uint64),
+        ("has_max_seqs", c_bool),
+        ("max_seqs", c_uint32),
     ]
+
+
+class CLayerKvGeometry(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("kind", c_int),
+        ("attention", c_int),
+        ("has_kv", c_bool),
+        ("dtype", c_int),
+        ("element_bytes", c_uint32),
+        ("kv_head_first", c_uint32),
+        ("kv_heads", c_uint32),
+        ("total_kv_heads", c_uint32),
+        ("k_head_dim", c_uint32),
+        ("v_head_dim", c_uint32),
+        ("kv_lora_rank", c_uint32),
+        ("qk_rope_head_dim", c_uint32),
+        ("latent_dim", c_uint32),
+        ("index_head_dim", c_uint32),
+    ]
+
+
+class CStateTensor(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("name", c_char_p),
+        ("dtype", c_int),
+        ("ndim", c_uint32),
+        ("dims", c_uint64 * 4),
+        ("bytes", c_uint64),
+    ]
+
+
+#: Most tensors one layer's state has (KVSHARD_MAX_STATE_TENSORS).
+MAX_STATE_TENSORS = 4
 
 
 class CFigure(Structure):
@@ -469,6 +506,20 @@ _PROTOTYPES = {
     "kvshard_plan_digest": (c_uint64, [_P]),
     "kvshard_plan_layout_digest": (c_uint64, [_P]),
     "kvshard_plan_describe_rank": (c_int, [POINTER(c_char), c_size_t, _P, c_uint32]),
+    "kvshard_plan_describe_rank_blocks": (
+        c_int,
+        [POINTER(c_char), c_size_t, _P, c_uint32, c_uint64],
+    ),
+    "kvshard_dtype_size": (c_uint32, [c_int]),
+    "kvshard_plan_kv_cache_dtype": (c_int, [_P]),
+    "kvshard_plan_layer_kv_geometry": (
+        c_int,
+        [POINTER(CLayerKvGeometry), _P, c_uint32, c_uint32, _E],
+    ),
+    "kvshard_plan_layer_state_shapes": (
+        c_int,
+        [POINTER(CStateTensor), c_size_t, POINTER(c_size_t), _P, c_uint32, c_uint32, _E],
+    ),
     # stages and global ranks
     "kvshard_plan_pp_size": (c_uint32, [_P]),
     "kvshard_plan_num_ranks": (c_uint32, [_P]),

@@ -66,6 +66,8 @@ __all__ = [
     "Capacity",
     "Uniform",
     "Blocks",
+    "KvGeometry",
+    "StateTensor",
     "load",
     "loads",
     "load_model",
@@ -801,6 +803,51 @@ class Blocks:
     state_slots: Optional[int]
     usable_blocks: Optional[int]
     usable_state_slots: Optional[int]
+    #: The sequences these blocks serve at once at the plan's own
+    #: context_length, at most the plan's max_seqs: the request limit to
+    #: give the engine. None when the plan has no context_length.
+    max_seqs: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class KvGeometry:
+    """The elements of one token of a layer's KV on one rank
+    (kvshard_layer_kv_geometry): what an engine shapes the layer's KV
+    buffer by. Figures a layer or attention type does not have are 0."""
+
+    kind: LayerKind
+    attention: Attention
+    #: The layer keeps KV of its own (paged or a window).
+    has_kv: bool
+    #: The KV cache dtype ``auto`` resolved to, and its bytes per element.
+    dtype: Dtype
+    element_bytes: int
+    #: GQA: this rank's KV heads, kv_head_first .. + kv_heads - 1 (one
+    #: shared head when the layer has fewer KV heads than ranks).
+    kv_head_first: int
+    kv_heads: int
+    total_kv_heads: int
+    k_head_dim: int
+    v_head_dim: int
+    #: MLA: the latent and its RoPE part; compressed: latent_dim and RoPE.
+    kv_lora_rank: int
+    qk_rope_head_dim: int
+    latent_dim: int
+    #: The indexer key's dim where the layer keeps one (DSA), else 0.
+    index_head_dim: int
+
+
+@dataclass(frozen=True)
+class StateTensor:
+    """One tensor of a layer's recurrent state for one sequence on one
+    rank (kvshard_state_tensor): ``"conv"`` (channels, columns) in the model
+    dtype or ``"ssm"`` (heads, then the state's own dims) in the state
+    dtype. ``bytes`` is the dims' product times the dtype's size."""
+
+    name: str
+    dtype: Dtype
+    dims: Tuple[int, ...]
+    bytes: int
 
 
 @dataclass(frozen=True)
@@ -1497,6 +1544,7 @@ class Plan(_Handle):
             concurrency=_opt(out.has_concurrency, out.concurrency),
             balanced_max_seqs=_opt(out.has_balanced_max_seqs, out.balanced_max_seqs),
             **extra,
+            max_seqs=_opt(out.has_max_seqs, out.max_seqs),
         )
 
     def blocks_figure(
@@ -1549,17 +1597,90 @@ class Plan(_Handle):
         """64-bit digest of the layout only (no memory or capacity)."""
         return int(self._query("kvshard_plan_layout_digest"))
 
-    def describe_rank(self, tp_rank: int) -> str:
-        """One line for an engine's log about TP rank `tp_rank`."""
+    def describe_rank(self, tp_rank: int, num_blocks: Optional[int] = None) -> str:
+        """One line for an engine's log about TP rank `tp_rank`; with
+        ``num_blocks`` (the count agreed over ranks from measured memory)
+        the line names those blocks instead of the plan's
+        (kvshard_plan_describe_rank_blocks)."""
         r = self._rank(tp_rank)
+        if num_blocks is not None:
+            blocks = check_uint("num_blocks", num_blocks, 64)
         with self._use() as h:
             lib = _lib.library()
-            need = lib.kvshard_plan_describe_rank(None, 0, h, r)
+            if num_blocks is None:
+                call = lambda buf, cap: lib.kvshard_plan_describe_rank(buf, cap, h, r)  # noqa: E731
+            else:
+                call = lambda buf, cap: lib.kvshard_plan_describe_rank_blocks(  # noqa: E731
+                    buf, cap, h, r, blocks
+                )
+            need = call(None, 0)
             _check(min(need, 0))
             buf = ctypes.create_string_buffer(need + 1)
-            got = lib.kvshard_plan_describe_rank(buf, len(buf), h, r)
+            got = call(buf, len(buf))
             _check(min(got, 0))
         return buf.value.decode("utf-8", "replace")
+
+    # --- buffer shapes ------------------------------------------------------------
+    @property
+    def kv_cache_dtype(self) -> Dtype:
+        """The dtype the KV cache is sized in: the kv_cache_dtype option, or
+        for ``auto`` the model's (kvshard_plan_kv_cache_dtype)."""
+        return Dtype(self._query("kvshard_plan_kv_cache_dtype"))
+
+    def layer_kv_geometry(self, tp_rank: int, layer: int) -> KvGeometry:
+        """The KV geometry of `layer` (decoder layers, then draft layers) on
+        plan rank `tp_rank`: heads, head dims, latent and index dims, dtype
+        (kvshard_plan_layer_kv_geometry)."""
+        r, i = _index("tp_rank", tp_rank), _index("layer", layer)
+        r, i = self._rank_in_range(r), self._layer_in_range(i, drafts=True)
+        out = _lib.sized(_lib.CLayerKvGeometry)
+        err = _lib.CError()
+        with self._use() as h:
+            _check(_lib.library().kvshard_plan_layer_kv_geometry(byref(out), h, r, i, byref(err)),
+                   err)
+        return KvGeometry(
+            kind=LayerKind(out.kind),
+            attention=Attention(out.attention),
+            has_kv=bool(out.has_kv),
+            dtype=Dtype(out.dtype),
+            element_bytes=int(out.element_bytes),
+            kv_head_first=int(out.kv_head_first),
+            kv_heads=int(out.kv_heads),
+            total_kv_heads=int(out.total_kv_heads),
+            k_head_dim=int(out.k_head_dim),
+            v_head_dim=int(out.v_head_dim),
+            kv_lora_rank=int(out.kv_lora_rank),
+            qk_rope_head_dim=int(out.qk_rope_head_dim),
+            latent_dim=int(out.latent_dim),
+            index_head_dim=int(out.index_head_dim),
+        )
+
+    def layer_state_shapes(self, tp_rank: int, layer: int) -> List[StateTensor]:
+        """The tensors of `layer`'s recurrent state on plan rank `tp_rank`,
+        for one sequence; their bytes add up to the layer's
+        ``state_bytes_per_seq`` (its state part for a hybrid layer). Empty
+        for a layer without state or of another stage
+        (kvshard_plan_layer_state_shapes)."""
+        r, i = _index("tp_rank", tp_rank), _index("layer", layer)
+        r, i = self._rank_in_range(r), self._layer_in_range(i, drafts=True)
+        cap = _lib.MAX_STATE_TENSORS
+        out = (_lib.CStateTensor * cap)()
+        for t in out:
+            t.size = ctypes.sizeof(_lib.CStateTensor)
+        count = c_size_t()
+        err = _lib.CError()
+        with self._use() as h:
+            _check(_lib.library().kvshard_plan_layer_state_shapes(
+                out, cap, byref(count), h, r, i, byref(err)), err)
+        return [
+            StateTensor(
+                name=(t.name or b"").decode("ascii"),
+                dtype=Dtype(t.dtype),
+                dims=tuple(int(d) for d in t.dims[: t.ndim]),
+                bytes=int(t.bytes),
+            )
+            for t in out[: min(count.value, cap)]
+        ]
 
     # --- output -----------------------------------------------------------------
     def to_json(self) -> str:
