@@ -1,5 +1,6 @@
 /* What every profile's capacity computation is made of. */
 #include "profile/profile.h"
+#include "model/states.h"
 
 #include "base/checked.h"
 
@@ -215,39 +216,22 @@ bool kvshard_profile__state_parts(kvshard__calc *c, uint64_t *conv, uint64_t *te
                                   const kvshard__state_dims *s, uint32_t tp, uint32_t spec,
                                   uint32_t conv_bytes, uint32_t ssm_bytes)
 {
-    uint64_t columns = (uint64_t)s->conv_kernel - 1 + spec;
-    switch (s->kind) {
-    case KVSHARD_STATE_GDN: {
-        /* The q, k and v convolutions: 2 dk Hk + dv Hv channels. */
-        uint64_t channels = kvshard__calc_add(
-            c, kvshard__calc_mul(c, 2 * (uint64_t)s->head_dim, s->key_heads),
-            kvshard__calc_mul(c, s->value_dim, s->heads));
-        *conv = kvshard__calc_mul(c, kvshard__calc_mul(c, conv_bytes, channels / tp), columns);
-        *temporal = kvshard__calc_mul(
-            c, kvshard__calc_mul(c, ssm_bytes, s->heads / tp),
-            kvshard__calc_mul(c, s->head_dim, s->value_dim));
-        return true;
-    }
-    case KVSHARD_STATE_MAMBA2: {
-        /* Each rank keeps all groups when T divides them, else its own. */
-        uint64_t groups = s->groups % tp == 0 ? s->groups : tp;
-        uint64_t channels =
-            kvshard__calc_add(c, (uint64_t)s->heads * s->head_dim,
-                              kvshard__calc_mul(c, 2 * groups, s->state_size));
-        *conv = kvshard__calc_mul(c, kvshard__calc_mul(c, conv_bytes, channels / tp), columns);
-        *temporal = kvshard__calc_mul(
-            c, kvshard__calc_mul(c, ssm_bytes, s->heads / tp),
-            kvshard__calc_mul(c, s->head_dim, s->state_size));
-        return true;
-    }
-    case KVSHARD_STATE_SHORT_CONV:
-        /* A short convolution keeps K - 1 columns, speculation or not. */
-        *conv = kvshard__calc_mul(c, kvshard__calc_mul(c, conv_bytes, s->channels / tp),
-                                  (uint64_t)s->conv_kernel - 1);
-        *temporal = 0;
-        return true;
-    default: return false;
-    }
+    /* The state-kind table's tensors: the conv state as grown by spec, the
+     * temporal state as one copy (the engines keep no speculative copies). */
+    kvshard_states__env grown = {tp, spec, conv_bytes, ssm_bytes};
+    kvshard_states__env once = {tp, 0, conv_bytes, ssm_bytes};
+    kvshard_states__tensor t[KVSHARD__STATE_TENSORS], t0[KVSHARD__STATE_TENSORS];
+    uint32_t n = kvshard_states__shapes(t, c, s, &grown);
+    uint32_t n0 = kvshard_states__shapes(t0, c, s, &once);
+    *conv = *temporal = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (!t[i].temporal)
+            *conv = kvshard__calc_add(c, *conv, kvshard_states__tensor_bytes(c, &t[i], &grown));
+    for (uint32_t i = 0; i < n0; i++)
+        if (t0[i].temporal)
+            *temporal =
+                kvshard__calc_add(c, *temporal, kvshard_states__tensor_bytes(c, &t0[i], &once));
+    return n > 0;
 }
 
 void kvshard_profile__gib(char *buf, size_t cap, uint64_t bytes)

@@ -371,10 +371,10 @@ uint8_t kvshard_profile__unplanned_kind(const kvshard__model_info *m, uint32_t p
 bool kvshard_profile__type_is(const char *model_type, const char *const *types);
 
 /* One layer's recurrent state on one rank, in its two parts, as the
- * engines lay it out: the convolution columns (K - 1 + spec of them) in
- * `conv_bytes` elements and the temporal state (not grown by spec) in
- * `ssm_bytes` ones. Kinds the engines cover: GDN, Mamba2, short
- * convolution; false for another. */
+ * engines lay it out, from the state-kind table's tensors: the conv state
+ * (K - 1 + spec columns where the kind grows them) in `conv_bytes`
+ * elements and the temporal state (one copy, not grown by spec) in
+ * `ssm_bytes` ones; false for a model without state. */
 bool kvshard_profile__state_parts(kvshard__calc *c, uint64_t *conv, uint64_t *temporal,
                                   const kvshard__state_dims *s, uint32_t tp, uint32_t spec,
                                   uint32_t conv_bytes, uint32_t ssm_bytes);
