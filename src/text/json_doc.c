@@ -389,7 +389,7 @@ static int number_at(const scan *s, size_t start, size_t *end)
         i++;
         if (i >= s->len || !is_digit(t[i]))
             return starts_with(s, i, "Infinity", 8) ? not_a_value(s, start)
-                                                     : unexpected(s, i, "a digit after '-'");
+                                                    : unexpected(s, i, "a digit after '-'");
     }
     if (t[i] == '0') {
         i++;
