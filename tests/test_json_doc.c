@@ -14,6 +14,8 @@
 #include "text/json_doc.h"
 #include "text/safetensors.h"
 
+#include "same_tree.h"
+
 /* The text in a buffer of exactly `len` bytes, no NUL after it: a read past
  * the end is a sanitizer report. */
 static char *exact_copy(const char *text, size_t len)
@@ -40,37 +42,6 @@ static int parse_yaml(kvshard__doc *doc, const char *text, size_t len, kvshard_e
 
 /* ---- the same tree ---------------------------------------------------------------- */
 
-/* Two nodes and their subtrees alike in every field a reader sees. Depth is
- * at most KVSHARD_MAX_DEPTH, so recursion is bounded. */
-static void assert_same_node(const kvshard__doc *a, const kvshard__node *x, const kvshard__doc *b,
-                             const kvshard__node *y)
-{
-    if (x->kind != y->kind || x->count != y->count || x->offset != y->offset ||
-        x->style != y->style || x->tag != y->tag)
-        print_error("nodes differ at offset %u / %u: kind %d / %d, count %u / %u, style %d / %d\n",
-                    x->offset, y->offset, x->kind, y->kind, x->count, y->count, x->style, y->style);
-    assert_int_equal(x->kind, y->kind);
-    assert_int_equal(x->count, y->count);
-    assert_int_equal(x->offset, y->offset);
-    assert_int_equal(x->style, y->style);
-    assert_int_equal(x->tag, y->tag);
-    if (x->kind == KVSHARD__NODE_SCALAR) {
-        assert_memory_equal(x->text, y->text, x->count);
-        assert_int_equal(kvshard__node_is_null(x), kvshard__node_is_null(y));
-        return;
-    }
-    kvshard__iter i = kvshard__iter_begin(a, x), j = kvshard__iter_begin(b, y);
-    kvshard__node cx, cy;
-    uint32_t children = 0;
-    while (kvshard__iter_next(a, &i, &cx)) {
-        assert_true(kvshard__iter_next(b, &j, &cy));
-        assert_same_node(a, &cx, b, &cy);
-        children++;
-    }
-    assert_false(kvshard__iter_next(b, &j, &cy));
-    assert_int_equal(children, x->kind == KVSHARD__NODE_MAPPING ? 2 * x->count : x->count);
-}
-
 /* Both front-ends accept `text` and give the same tree. */
 static void assert_same_tree(const char *text, size_t len)
 {
@@ -81,9 +52,9 @@ static void assert_same_tree(const char *text, size_t len)
         fail_msg("libyaml refused %.60s: %s", text, err.message);
     if (parse_json(&j, buf, len, &err) != KVSHARD_OK)
         fail_msg("the JSON front-end refused %.60s: %s", text, err.message);
-    kvshard__node rj = kvshard__doc_root(&j), ry = kvshard__doc_root(&y);
-    assert_same_node(&j, &rj, &y, &ry);
-    assert_int_equal(j.size, y.size);
+    char why[256];
+    if (!same_tree(&j, &y, why, sizeof why))
+        fail_msg("%.60s: %s", text, why);
     kvshard__doc_free(&j);
     kvshard__doc_free(&y);
     free(buf);
