@@ -1,4 +1,5 @@
-/* libyaml events -> a compact tape of nodes, under kvshard's reading limits. */
+/* libyaml events (or another front-end's nodes) -> a compact tape of nodes,
+ * under kvshard's reading limits. */
 #include "text/yaml_doc.h"
 
 #include <stddef.h>

@@ -1,4 +1,5 @@
-/* A compact read-only YAML tree built with libyaml.
+/* A compact read-only YAML tree built with libyaml, or from JSON text by the
+ * strict JSON front-end of json_doc.h through the same builder.
  *
  * Nodes sit on a tape in document order, 12 bytes each: a collection knows
  * where its subtree ends, so siblings are found by skipping, and a list of
