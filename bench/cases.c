@@ -1437,9 +1437,10 @@ void bench_case_safetensors(bench_report *r, bench_inputs *in)
         r, "Reading a model directory's safetensors headers against a bare parse",
         "kvshard_safetensors__read_dir of the generated directory (the index, %u shard files "
         "holding only their headers; %zu tensors; files in the page cache): open and read each "
-        "file, parse its JSON with kvshard's loader, check every entry, copy names and shapes, "
-        "check names unique across shards, and free. Bare parse: yaml_parser_parse over the "
-        "same %zu JSON texts from memory, each on its own. Batches alternate; ratio = median "
+        "file, parse its JSON with kvshard's JSON front-end into the loader's tree, check every "
+        "entry, copy names and shapes, check names unique across shards, and free. Bare parse: "
+        "yaml_parser_parse over the same %zu JSON texts from memory, each on its own (what "
+        "the reader cost when it read them with libyaml). Batches alternate; ratio = median "
         "of per-pair ratios.",
         BENCH_ST_SHARDS, d->tensors, d->json_count);
     bench_row *row = bench_row_add(sec, "index + %u shard headers", BENCH_ST_SHARDS);

@@ -5,16 +5,17 @@
  *                                            "data_offsets": [begin, end]}, ... }
  *   index  = { "metadata": {"total_size": n}, "weight_map": {NAME: FILE, ...} }
  *
- * The JSON goes through kvshard's own loader (JSON is YAML), which brings its
- * limits and its duplicate-key check; what YAML allows beyond JSON (plain
- * words, single quotes, aliases, tags, block style) is refused by looking at
- * the first byte of each node the reader uses. */
+ * The JSON goes through kvshard's strict JSON front-end (json_doc.c) to the
+ * loader's tree, which brings its limits and its duplicate-key check, and
+ * refuses what JSON does not allow as the text is read. The checks of each
+ * node's form (json_form) stay: they say what the reader accepts whichever
+ * front-end built the tree. */
 #define _POSIX_C_SOURCE 200809L /* O_CLOEXEC, fstat, opendir */
 #include "text/safetensors.h"
 
 #include "base/checked.h"
 #include "text/file.h"
-#include "text/yaml_doc.h"
+#include "text/json_doc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -514,7 +515,7 @@ static int read_header(st_file *f, uint32_t shard, const char *json, size_t len)
     kvshard__doc doc;
     kvshard_error local;
     kvshard__error_reset(&local);
-    int rc = kvshard__doc_parse(&doc, json, len, f->path, &s->alloc, &local);
+    int rc = kvshard_json_doc__parse(&doc, json, len, f->path, &s->alloc, &local);
     if (rc)
         return doc_error(f, &local);
     f->doc = &doc;
@@ -742,7 +743,7 @@ static int read_index(kvshard__safetensors *s, const char *index_path, kvshard_e
                              INDEX_NAME, local.message);
     st_file f = {s, index_path, INDEX_NAME, 0, NULL, err};
     kvshard__doc doc;
-    if ((rc = kvshard__doc_parse(&doc, text, len, index_path, &s->alloc, &local)) != 0) {
+    if ((rc = kvshard_json_doc__parse(&doc, text, len, index_path, &s->alloc, &local)) != 0) {
         rc = doc_error(&f, &local);
         kvshard__free(&s->alloc, text);
         return rc;

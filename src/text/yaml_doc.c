@@ -1,4 +1,5 @@
-/* libyaml events -> a compact tape of nodes, under kvshard's reading limits. */
+/* libyaml events (or another front-end's nodes) -> a compact tape of nodes,
+ * under kvshard's reading limits. */
 #include "text/yaml_doc.h"
 
 #include <stddef.h>
@@ -526,14 +527,17 @@ static bool is_continuation(unsigned char c)
 }
 
 /* Bytes of the line break at `i`, as libyaml counts them: LF, CR, CRLF, and
- * NEL, LS and PS; 0 when there is none. */
-static size_t line_break(const char *t, size_t i, size_t len)
+ * NEL, LS and PS; 0 when there is none. JSON ends lines at LF, CR and CRLF
+ * alone: the other three are characters of a string there. */
+static size_t line_break(const char *t, size_t i, size_t len, bool json)
 {
     unsigned char c = (unsigned char)t[i];
     if (c == '\n')
         return 1;
     if (c == '\r')
         return i + 1 < len && t[i + 1] == '\n' ? 2 : 1;
+    if (json)
+        return 0;
     if (c == 0xC2 && i + 1 < len && (unsigned char)t[i + 1] == 0x85)
         return 2;
     if (c == 0xE2 && i + 2 < len && (unsigned char)t[i + 1] == 0x80 &&
@@ -611,7 +615,7 @@ void kvshard__doc_marks(const kvshard__doc *doc, const size_t *offsets, kvshard_
                 i++;
                 continue;
             }
-            size_t br = line_break(doc->text, i, doc->len);
+            size_t br = line_break(doc->text, i, doc->len, doc->json);
             if (br) {
                 if (i + br > target) /* the offset is inside the break */
                     break;
@@ -680,7 +684,7 @@ typedef struct anchor_def {
 _Static_assert((ANCHOR_SLOTS & (ANCHOR_SLOTS - 1)) == 0 && KVSHARD_MAX_ANCHORS < UINT16_MAX,
                "anchor slots are a power of two and hold an anchor's number");
 
-typedef struct builder {
+struct kvshard__doc_builder {
     kvshard__doc *doc;
     kvshard_error *err;
     frame frames[KVSHARD_MAX_DEPTH];
@@ -695,7 +699,8 @@ typedef struct builder {
     bool ascii;       /* no byte above 0x7F after the BOM: offsets are indexes */
     size_t cur_index; /* libyaml's character index ... */
     size_t cur_byte;  /* ... and the byte offset it stands for */
-} builder;
+};
+typedef kvshard__doc_builder builder;
 
 /* libyaml counts characters after the byte order mark; kvshard keeps byte
  * offsets. Marks arrive mostly in order, so a cursor that moves either way
@@ -729,14 +734,19 @@ static inline size_t byte_offset(builder *b, size_t index)
 
 static int fail_at(builder *b, int code, size_t offset, const char *fmt, ...) KVSHARD__PRINTF(4, 5);
 
-static int fail_at(builder *b, int code, size_t offset, const char *fmt, ...)
+static int vfail_at(builder *b, int code, size_t offset, const char *fmt, va_list ap)
 {
     if (!b->err || b->err->code != KVSHARD_OK)
         return code;
     kvshard__mark m = kvshard__doc_mark(b->doc, offset);
+    return kvshard__vfail(b->err, code, b->doc->source, m, fmt, ap);
+}
+
+static int fail_at(builder *b, int code, size_t offset, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    int rc = kvshard__vfail(b->err, code, b->doc->source, m, fmt, ap);
+    int rc = vfail_at(b, code, offset, fmt, ap);
     va_end(ap);
     return rc;
 }
@@ -1108,6 +1118,23 @@ static inline bool same_bytes(const char *a, const char *b, size_t len)
     return memcmp(a, b, len) == 0;
 }
 
+/* The tape entry of a scalar whose weight is counted: its text the span of
+ * the source at `ref`, or, when `copy` is given, a copy of `copy` (a value
+ * that escapes or folding made differ from the text as written). */
+static int store_scalar(builder *b, uint32_t *id, size_t start, unsigned form, const char *copy,
+                        size_t len, uint32_t ref)
+{
+    int rc;
+    if (copy) {
+        if (memchr(copy, '\0', len))
+            return fail_at(b, KVSHARD_ETYPE, start,
+                           "a string holds a NUL character (\\0), which no config value may");
+        if ((rc = add_string(b, copy, len, &ref)) != 0)
+            return rc;
+    }
+    return append(b, id, start, KIND_SCALAR, form, (uint32_t)len, ref);
+}
+
 static int on_scalar(builder *b, const yaml_event_t *ev)
 {
     const kvshard__doc *d = b->doc;
@@ -1140,6 +1167,7 @@ static int on_scalar(builder *b, const yaml_event_t *ev)
     /* Point at the source when the value is the text as written (nearly all
      * of JSON and plain YAML); copy escaped and folded scalars. */
     uint32_t ref = 0;
+    const char *copy = NULL;
     const char *raw = d->text + start;
     size_t raw_len = end >= start ? end - start : 0;
     bool quoted_span =
@@ -1155,14 +1183,10 @@ static int on_scalar(builder *b, const yaml_event_t *ev)
     } else if (quoted_span) {
         ref = (uint32_t)start + 1;
     } else {
-        if (memchr(value, '\0', len))
-            return fail_at(b, KVSHARD_ETYPE, start,
-                           "a string holds a NUL character (\\0), which no config value may");
-        if ((rc = add_string(b, value, len, &ref)) != 0)
-            return rc;
+        copy = value;
     }
     uint32_t id;
-    if ((rc = append(b, &id, start, KIND_SCALAR, form, (uint32_t)len, ref)) != 0)
+    if ((rc = store_scalar(b, &id, start, form, copy, len, ref)) != 0)
         return rc;
     if (ev->data.scalar.anchor) {
         const char *anchor;
@@ -1174,12 +1198,37 @@ static int on_scalar(builder *b, const yaml_event_t *ev)
     return KVSHARD_OK;
 }
 
-static int on_start(builder *b, const yaml_event_t *ev, unsigned kind)
+static int check_depth(builder *b, size_t start)
 {
-    size_t start = byte_offset(b, ev->start_mark.index);
     if (b->depth == KVSHARD_MAX_DEPTH)
         return fail_at(b, KVSHARD_ELIMIT, start,
                        "nesting deeper than %u levels (KVSHARD_MAX_DEPTH)", KVSHARD_MAX_DEPTH);
+    return KVSHARD_OK;
+}
+
+/* Open a collection of `kind` at `start` (its depth checked), with no
+ * anchor as yet. */
+static int open_frame(builder *b, size_t start, unsigned kind)
+{
+    frame *f = &b->frames[b->depth];
+    f->weight_at = b->weight;
+    f->children = 0;
+    f->mapping = kind == KIND_MAPPING;
+    f->anchor = NULL;
+    int rc;
+    if ((rc = add_weight(b, 1, start)) != 0 ||
+        (rc = append(b, &f->id, start, kind, 0, 0, 0)) != 0)
+        return rc;
+    b->depth++;
+    return KVSHARD_OK;
+}
+
+static int on_start(builder *b, const yaml_event_t *ev, unsigned kind)
+{
+    size_t start = byte_offset(b, ev->start_mark.index);
+    int rc;
+    if ((rc = check_depth(b, start)) != 0)
+        return rc;
     const yaml_char_t *tag_text, *anchor_text;
     if (kind == KIND_MAPPING) {
         tag_text = ev->data.mapping_start.tag;
@@ -1189,19 +1238,11 @@ static int on_start(builder *b, const yaml_event_t *ev, unsigned kind)
         anchor_text = ev->data.sequence_start.anchor;
     }
     kvshard__tag tag;
-    int rc;
     if (tag_text && (rc = resolve_tag(b, tag_text, kind, NULL, 0, start, &tag)) != 0)
         return rc;
-    frame *f = &b->frames[b->depth];
-    f->weight_at = b->weight;
-    f->children = 0;
-    f->mapping = kind == KIND_MAPPING;
-    if ((rc = add_weight(b, 1, start)) != 0 ||
-        (rc = append(b, &f->id, start, kind, 0, 0, 0)) != 0 ||
-        (rc = copy_anchor(b, anchor_text, &f->anchor)) != 0)
+    if ((rc = open_frame(b, start, kind)) != 0)
         return rc;
-    b->depth++;
-    return KVSHARD_OK;
+    return copy_anchor(b, anchor_text, &b->frames[b->depth - 1].anchor);
 }
 
 /* The key at `pos` repeats the one at `first_pos`. */
@@ -1529,8 +1570,36 @@ static bool all_ascii(const char *text, size_t len)
     return true;
 }
 
-static int parse(kvshard__doc *out, const char *text, size_t len, const char *source,
-                 const kvshard_allocator *alloc, const uint64_t *seed, kvshard_error *err)
+/* libyaml's events, one document of them, onto the tape. */
+static int yaml_front(builder *b, const kvshard__doc *doc, void *ctx)
+{
+    (void)ctx;
+    b->ascii = all_ascii(doc->text + doc->start, doc->len - doc->start);
+    b->cur_byte = doc->start;
+    yaml_parser_t parser;
+    if (!yaml_parser_initialize(&parser))
+        return fail_nomem(b);
+    yaml_parser_set_input_string(&parser, (const unsigned char *)doc->text, doc->len);
+    int rc = KVSHARD_OK;
+    for (;;) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&parser, &ev)) {
+            rc = parser_error(b, &parser);
+            break;
+        }
+        rc = on_event(b, &ev);
+        bool done = ev.type == YAML_STREAM_END_EVENT;
+        yaml_event_delete(&ev);
+        if (rc || done)
+            break;
+    }
+    yaml_parser_delete(&parser);
+    return rc;
+}
+
+int kvshard__doc_build(kvshard__doc *out, const char *text, size_t len, const char *source,
+                       const kvshard_allocator *alloc, const uint64_t *seed, bool json,
+                       kvshard__doc_front front, void *ctx, kvshard_error *err)
 {
     kvshard__mark first = {1, 1, 0};
     if (len > KVSHARD_MAX_DOCUMENT_BYTES) {
@@ -1540,6 +1609,7 @@ static int parse(kvshard__doc *out, const char *text, size_t len, const char *so
             memset(out, 0, offsetof(kvshard__doc, first_chunks));
             out->text = text;
             out->len = len;
+            out->json = json;
             out->start = len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
             m = kvshard__doc_mark(out, KVSHARD_MAX_DOCUMENT_BYTES);
             memset(out, 0, offsetof(kvshard__doc, first_chunks));
@@ -1559,6 +1629,7 @@ static int parse(kvshard__doc *out, const char *text, size_t len, const char *so
     doc->alloc = *alloc;
     doc->text = text;
     doc->len = len;
+    doc->json = json;
     doc->source = source;
     doc->start = len >= 3 && u[0] == 0xEF && u[1] == 0xBB && u[2] == 0xBF ? 3 : 0;
     doc->chunks = doc->first_chunks;
@@ -1581,27 +1652,10 @@ static int parse(kvshard__doc *out, const char *text, size_t len, const char *so
     b->documents = 0;
     b->root_done = false;
     b->cur_index = 0;
-    b->ascii = all_ascii(text + doc->start, len - doc->start);
+    b->ascii = false;
     b->cur_byte = doc->start;
 
-    int rc = KVSHARD_OK;
-    yaml_parser_t parser;
-    if (!yaml_parser_initialize(&parser))
-        return kvshard__fail(err, KVSHARD_ENOMEM, source, first, "out of memory");
-    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-    for (;;) {
-        yaml_event_t ev;
-        if (!yaml_parser_parse(&parser, &ev)) {
-            rc = parser_error(b, &parser);
-            break;
-        }
-        rc = on_event(b, &ev);
-        bool done = ev.type == YAML_STREAM_END_EVENT;
-        yaml_event_delete(&ev);
-        if (rc || done)
-            break;
-    }
-    yaml_parser_delete(&parser);
+    int rc = front(b, doc, ctx);
     kvshard__free(alloc, b->anchors);
     if (rc == KVSHARD_OK && !b->root_done)
         rc = kvshard__fail(err, KVSHARD_ETYPE, source, first, "the document is empty");
@@ -1616,13 +1670,50 @@ static int parse(kvshard__doc *out, const char *text, size_t len, const char *so
 int kvshard__doc_parse(kvshard__doc *out, const char *text, size_t len, const char *source,
                        const kvshard_allocator *alloc, kvshard_error *err)
 {
-    return parse(out, text, len, source, alloc, NULL, err);
+    return kvshard__doc_build(out, text, len, source, alloc, NULL, false, yaml_front, NULL, err);
 }
 
 int kvshard__doc_parse_seeded(kvshard__doc *out, const char *text, size_t len, const char *source,
                               const kvshard_allocator *alloc, uint64_t seed, kvshard_error *err)
 {
-    return parse(out, text, len, source, alloc, &seed, err);
+    return kvshard__doc_build(out, text, len, source, alloc, &seed, false, yaml_front, NULL, err);
+}
+
+/* ---- the builder for other front-ends ------------------------------------------------ */
+
+int kvshard__doc_build_scalar(kvshard__doc_builder *b, size_t offset, bool quoted,
+                              const char *copy, size_t len)
+{
+    int rc = add_weight(b, 1, offset);
+    if (rc)
+        return rc;
+    uint32_t id;
+    uint32_t ref = (uint32_t)offset + (quoted ? 1u : 0u);
+    if ((rc = store_scalar(b, &id, offset, quoted ? FORM_QUOTED : FORM_PLAIN, copy, len, ref)) !=
+        0)
+        return rc;
+    attach(b);
+    return KVSHARD_OK;
+}
+
+int kvshard__doc_build_open(kvshard__doc_builder *b, size_t offset, bool mapping)
+{
+    int rc = check_depth(b, offset);
+    return rc ? rc : open_frame(b, offset, mapping ? KIND_MAPPING : KIND_SEQUENCE);
+}
+
+int kvshard__doc_build_close(kvshard__doc_builder *b)
+{
+    return on_end(b);
+}
+
+int kvshard__doc_build_fail(kvshard__doc_builder *b, int code, size_t offset, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = vfail_at(b, code, offset, fmt, ap);
+    va_end(ap);
+    return rc;
 }
 
 /* ---- reading ------------------------------------------------------------------------------ */

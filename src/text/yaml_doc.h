@@ -1,4 +1,5 @@
-/* A compact read-only YAML tree built with libyaml.
+/* A compact read-only YAML tree built with libyaml, or from JSON text by the
+ * strict JSON front-end of json_doc.h through the same builder.
  *
  * Nodes sit on a tape in document order, 12 bytes each: a collection knows
  * where its subtree ends, so siblings are found by skipping, and a list of
@@ -82,6 +83,7 @@ typedef struct kvshard__doc {
     const char *text; /* the source text, borrowed */
     size_t len;
     size_t start;                 /* bytes of a UTF-8 byte order mark */
+    bool json;                    /* read as JSON: lines end at LF, CR and CRLF only */
     const char *source;           /* names the text in errors; borrowed */
     kvshard__tape_entry **chunks; /* fixed-size chunks: growth never copies */
     size_t chunk_count;
@@ -113,6 +115,32 @@ int kvshard__doc_parse(kvshard__doc *out, const char *text, size_t len, const ch
 int kvshard__doc_parse_seeded(kvshard__doc *out, const char *text, size_t len, const char *source,
                               const kvshard_allocator *alloc, uint64_t seed, kvshard_error *err);
 void kvshard__doc_free(kvshard__doc *doc);
+
+/* Front-ends. libyaml's events and the JSON scanner (json_doc.c) build the
+ * same tree through one builder, which holds the limits, the key checks and
+ * the tape: a front-end reports each node in document order, by the byte
+ * offset where it stands. */
+typedef struct kvshard__doc_builder kvshard__doc_builder;
+/* Reads the whole of doc->text (from doc->start) into the builder. */
+typedef int (*kvshard__doc_front)(kvshard__doc_builder *b, const kvshard__doc *doc, void *ctx);
+/* Set up *out over the text, run `front`, and finish the tree (an empty
+ * document fails); `seed` as kvshard__doc_parse_seeded's, or NULL. `json`
+ * makes line breaks JSON's for every mark of the doc. */
+int kvshard__doc_build(kvshard__doc *out, const char *text, size_t len, const char *source,
+                       const kvshard_allocator *alloc, const uint64_t *seed, bool json,
+                       kvshard__doc_front front, void *ctx, kvshard_error *err);
+/* A scalar at `offset`: plain, its text the `len` bytes there, or quoted,
+ * its text the `len` bytes after the quote; or, when `copy` is given, those
+ * `len` bytes instead (a value that escapes made differ from the text). */
+int kvshard__doc_build_scalar(kvshard__doc_builder *b, size_t offset, bool quoted,
+                              const char *copy, size_t len);
+/* A mapping or a sequence opening at `offset`, and the end of the open one
+ * (its keys checked). */
+int kvshard__doc_build_open(kvshard__doc_builder *b, size_t offset, bool mapping);
+int kvshard__doc_build_close(kvshard__doc_builder *b);
+/* An error at a byte offset of the text, its line and column worked out. */
+int kvshard__doc_build_fail(kvshard__doc_builder *b, int code, size_t offset, const char *fmt,
+                            ...) KVSHARD__PRINTF(4, 5);
 
 /* The hash key `seed` stands for, and the 32-bit keyed hash of `len` bytes
  * the key indexes use: the low bits pick a slot. */
