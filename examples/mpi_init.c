@@ -193,7 +193,9 @@ static int view_rank(rank_view *v, const kvshard_plan *plan, uint32_t g, uint64_
     }
     format_layers(v->kv_layers, sizeof v->kv_layers, layers, count);
     v->stores_kv = memory.bytes_per_block > 0;
-    if (!measured)
+    /* A rank without KV bytes allocates no blocks: memory does not bound
+     * them, and it has no count of its own. */
+    if (!v->stores_kv || !measured)
         return 0;
     kvshard_budget budget = KVSHARD_BUDGET_INIT;
     kvshard_blocks fit = KVSHARD_BLOCKS_INIT;
@@ -202,10 +204,7 @@ static int view_rank(rank_view *v, const kvshard_plan *plan, uint32_t g, uint64_
         format_error(why, why_cap, "cannot count this rank's blocks", &err);
         return -1;
     }
-    /* A rank without KV bytes still had its state reservation checked
-     * against its memory above; it does not bound the blocks. */
-    if (v->stores_kv)
-        v->blocks = fit.num_blocks;
+    v->blocks = fit.num_blocks;
     return 0;
 }
 
