@@ -193,10 +193,26 @@ static int view_rank(rank_view *v, const kvshard_plan *plan, uint32_t g, uint64_
     }
     format_layers(v->kv_layers, sizeof v->kv_layers, layers, count);
     v->stores_kv = memory.bytes_per_block > 0;
-    /* A rank without KV bytes allocates no blocks: memory does not bound
-     * them, and it has no count of its own. */
-    if (!v->stores_kv || !measured)
+    if (!measured)
         return 0;
+    if (!v->stores_kv) {
+        /* A rank without KV bytes allocates no blocks and has no count of
+         * its own, but it still holds the state of max_seqs sequences. */
+        kvshard_options settled = KVSHARD_OPTIONS_INIT;
+        if (kvshard_plan_options(&settled, plan) != KVSHARD_OK) {
+            snprintf(why, why_cap, "cannot read the plan's options");
+            return -1;
+        }
+        uint64_t per_seq = memory.state_bytes_per_seq + memory.scratch_bytes_per_seq;
+        if (per_seq && settled.max_seqs > measured / per_seq) {
+            snprintf(why, why_cap,
+                     "the state of max_seqs %" PRIu32 " sequences (%" PRIu64
+                     " bytes each) does not fit the %" PRIu64 " bytes this rank measured",
+                     settled.max_seqs, per_seq, measured);
+            return -1;
+        }
+        return 0;
+    }
     kvshard_budget budget = KVSHARD_BUDGET_INIT;
     kvshard_blocks fit = KVSHARD_BLOCKS_INIT;
     budget.memory_per_rank = measured;

@@ -1310,6 +1310,15 @@ static void test_engine_compare_and_report(void **state)
                            "KV cache memory 3.72 GiB, max_seqs 128\n");
     assert_contains(r.out, ">    1  ordinal     6-6    3.09 KiB      311           1,206,303");
     run_free(&r);
+    /* xLLM runs the global rule alone: the other rules' rows are there to
+     * compare, and the recommendation and a note say so. */
+    r = cli("compare '%s' --engine=xllm", EXAMPLE);
+    assert_int_equal(r.status, 0);
+    assert_contains(r.out, "\nthe xllm profile's engine runs the global rule only: the other "
+                           "rules' rows are shown for comparison and never recommended\n\n"
+                           "recommended: --enable_layerwise_split=");
+    assert_contains(r.out, "--ownership=global\n");
+    run_free(&r);
     r = cli("report '%s' -o -", KVSHARD_EXAMPLES "/qwen3_5_9b_sglang_tp2.yaml");
     assert_int_equal(r.status, 0);
     assert_contains(r.out, "max_total_num_tokens=327310, max_running_requests=62, "

@@ -626,7 +626,16 @@ static void test_engine_device_inputs(void **state)
     p = tu_plan(m, &o);
     assert_int_equal(tu_figure(p, "budget"), 63995012711u);
     assert_int_equal(tu_figure(p, "num_blocks"), 61030);
+    assert_false(kvshard_plan_has_warning(p, KVSHARD_WARN_DEVICE_MEMORY_IGNORED));
     kvshard_plan_free(p);
+    /* Weights or a reserve beside it are not read, and said so; the
+     * budget is the same. */
+    o.activation_reserve = 2ull << 30;
+    p = tu_plan(m, &o);
+    assert_int_equal(tu_figure(p, "budget"), 63995012711u);
+    assert_true(kvshard_plan_has_warning(p, KVSHARD_WARN_DEVICE_MEMORY_IGNORED));
+    kvshard_plan_free(p);
+    o.activation_reserve = KVSHARD_RESERVE_AUTO;
     kvshard_settings_free(set);
     o.settings = NULL;
     /* Without it the weights are needed. */

@@ -1189,7 +1189,9 @@ typedef enum kvshard_warning_code {
     KVSHARD_WARN_PP_DRAFT_REFUSED = 16,
     /** Some stage's ranks store no KV bytes though the model has KV layers. */
     KVSHARD_WARN_STAGE_WITHOUT_KV = 17,
-    /** memory_per_rank is the budget: device_memory is not read. */
+    /** memory_per_rank is the budget: device_memory is not read; or under
+     *  an engine profile the engine's own figure the weights fill is given,
+     *  so the weights and activation_reserve given are not read. */
     KVSHARD_WARN_DEVICE_MEMORY_IGNORED = 18,
     /** The safetensors index's metadata.total_size differs from the sum of
      *  its shards' tensors; the headers are used. */

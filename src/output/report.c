@@ -256,7 +256,7 @@ static void write_summary(kvshard__out *o, const kvshard__plan_view *p,
                         opt->enable_layerwise_split ? "on" : "off", opt->layerwise_split_size,
                         p->split, kvshard_ownership_name(opt->ownership), p->replication,
                         p->profile->name, opt->block_size,
-                        kvshard_dtype_name(opt->kv_cache_dtype), opt->max_seqs);
+                        kvshard_dtype_name(kvshard__kv_cache_dtype(p->model, opt)), opt->max_seqs);
 }
 
 /* ---- layer map --------------------------------------------------------- */

@@ -576,6 +576,10 @@ int kvshard_comparison_write_text(const kvshard_comparison *comparison, kvshard_
     }
     char flags[256];
     kvshard__comparison_flags(flags, sizeof flags, comparison);
+    if (profile->runs_its_ownership_only)
+        kvshard__out_printf(&o, "\nthe %s profile's engine runs the %s rule only: the other rules' "
+                                "rows are shown for comparison and never recommended\n",
+                            profile->name, kvshard_ownership_name(profile->ownership));
     kvshard__out_printf(&o, "\nrecommended: %s\n", flags);
     /* A recommended max_seqs is a figure the user did not give: say where
      * it comes from and how it differs from theirs. */

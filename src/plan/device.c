@@ -173,8 +173,10 @@ int kvshard__device_open(kvshard__device *d, const kvshard__planning *pl,
                              p->name);
     d->used = !engine;
     d->device_memory = o->device_memory;
-    if (engine && input_given(pl, p->device_fill_input))
-        return KVSHARD_OK; /* the engine's own figure: no weights to read */
+    if (engine && input_given(pl, p->device_fill_input)) {
+        d->fill_given = p->device_fill_input; /* the engine's own figure: no weights to read */
+        return KVSHARD_OK;
+    }
     d->fills = engine;
     if (engine) {
         uint64_t twentieth = o->device_memory / 20;
@@ -364,6 +366,7 @@ void kvshard__device_figures_of(kvshard__device_figures *out, const kvshard__dev
     memset(out, 0, sizeof *out);
     out->used = d->used;
     out->ignored = d->ignored;
+    out->fill_given = d->fill_given;
     out->device_memory = d->device_memory;
     out->utilization_ppb = d->utilization_ppb;
     out->usable = d->usable;

@@ -12,6 +12,9 @@ typedef struct kvshard__device {
     bool used;    /* the budgets come from the device */
     bool fills;   /* an engine profile's budget: the weights fill one of its inputs */
     bool ignored; /* device_memory was given beside memory_per_rank */
+    /* Under an engine profile, the input the weights fill was given: that
+     * input's name (static), and the reserve and weights are not read. */
+    const char *fill_given;
     uint64_t device_memory;
     uint32_t utilization_ppb; /* the utilization in billionths */
     double utilization;

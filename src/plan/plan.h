@@ -66,6 +66,7 @@ typedef enum kvshard__weights_source {
 typedef struct kvshard__device_figures {
     bool used;    /* the budgets came from the device */
     bool ignored; /* device_memory was given beside memory_per_rank */
+    const char *fill_given; /* the engine's own figure the weights would fill (static) */
     uint64_t device_memory;
     uint32_t utilization_ppb;
     uint64_t usable;

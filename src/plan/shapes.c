@@ -10,11 +10,15 @@
 
 #include <string.h>
 
+/* Every tensor the state-kind table gives fits the caller's array. */
+_Static_assert(KVSHARD__STATE_TENSORS <= KVSHARD_MAX_STATE_TENSORS,
+               "the public limit on a layer's state tensors holds the table's");
+
 uint32_t kvshard_dtype_size(kvshard_dtype dtype)
 {
     /* kvshard__dtype_bytes counts AUTO as bfloat16 for sizing; a caller
      * asking of a type gets 0 for what is no type. */
-    if (dtype == KVSHARD_DTYPE_AUTO || strcmp(kvshard_dtype_name(dtype), "unknown") == 0)
+    if (dtype <= KVSHARD_DTYPE_AUTO || dtype > KVSHARD_DTYPE_INT8)
         return 0;
     return kvshard__dtype_bytes(dtype);
 }

@@ -230,6 +230,15 @@ static void warn_device(const kvshard__warning_inputs *in, kvshard__warning_sink
              "memory_per_rank %llu bytes is the budget of every rank: device_memory and the "
              "weights are not read",
              (unsigned long long)in->planning->options.memory_per_rank);
+    const kvshard_options *o = &in->planning->options;
+    bool weights = o->weights_per_rank_count || o->weights_total || o->weights_experts;
+    bool reserve = o->activation_reserve != KVSHARD_RESERVE_AUTO;
+    if (d->fill_given && (weights || reserve))
+        warn(sink, ctx, KVSHARD_WARN_DEVICE_MEMORY_IGNORED,
+             "%s is given: the engine's own figure holds what the %s%s%s would fill, so %s not "
+             "read",
+             d->fill_given, weights ? "weights" : "", weights && reserve ? " and " : "",
+             reserve ? "activation_reserve" : "", weights && reserve ? "they are" : "it is");
     const kvshard__wsummary *w = &d->summary;
     if (d->used && w->total_size_mismatch)
         warn(sink, ctx, KVSHARD_WARN_WEIGHTS_TOTAL_SIZE_MISMATCH,

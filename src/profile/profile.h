@@ -374,7 +374,9 @@ bool kvshard_profile__type_is(const char *model_type, const char *const *types);
  * engines lay it out, from the state-kind table's tensors: the conv state
  * (K - 1 + spec columns where the kind grows them) in `conv_bytes`
  * elements and the temporal state (one copy, not grown by spec) in
- * `ssm_bytes` ones; false for a model without state. */
+ * `ssm_bytes` ones; false for a model without state. The table's figures
+ * are the engines' layout only for the kinds a profile covers, which it
+ * checks first: a profile that covers another kind checks its layout. */
 bool kvshard_profile__state_parts(kvshard__calc *c, uint64_t *conv, uint64_t *temporal,
                                   const kvshard__state_dims *s, uint32_t tp, uint32_t spec,
                                   uint32_t conv_bytes, uint32_t ssm_bytes);
