@@ -319,6 +319,28 @@ int kvshard_plan_uniform(kvshard_uniform *out, const kvshard_plan *plan)
                                                                             : KVSHARD_EINVAL;
 }
 
+/* The capacity inputs of a plan's own figures (its budgets, every rank);
+ * callers change what differs. */
+static kvshard__capacity_inputs plan_capacity_inputs(const kvshard_plan *plan)
+{
+    kvshard__capacity_inputs ci = {.options = &plan->options,
+                                   .inputs = plan->inputs,
+                                   .ranks = plan->ranks,
+                                   .tp = plan->ranks_count,
+                                   .stage_ranks = plan->tp,
+                                   .split = plan->split,
+                                   .unsplit_bytes_per_block = plan->unsplit_bytes_per_block,
+                                   .memory = plan->budgets.least,
+                                   .stage_memory = plan->budgets.stage,
+                                   .extra_per_block = 0,
+                                   .context_length = plan->options.context_length,
+                                   .rank = KVSHARD_ALL_RANKS,
+                                   .state = &plan->state,
+                                   .has_memory = plan->budgets.has,
+                                   .own_budget = plan->budgets.has};
+    return ci;
+}
+
 /* The capacity at a measured budget: the common part of blocks_for and
  * blocks_figure. */
 static int capacity_at(kvshard__capacity *out, const kvshard_plan *plan, uint32_t tp_rank,
@@ -341,20 +363,15 @@ static int capacity_at(kvshard__capacity *out, const kvshard_plan *plan, uint32_
                              "are reserved",
                              (unsigned long long)budget->memory_per_rank,
                              (unsigned long long)budget->reserved_bytes);
-    kvshard__capacity_inputs ci = {.options = &plan->options,
-                                   .inputs = plan->inputs,
-                                   .ranks = plan->ranks,
-                                   .tp = plan->ranks_count,
-                                   .stage_ranks = plan->tp,
-                                   .split = plan->split,
-                                   .unsplit_bytes_per_block = plan->unsplit_bytes_per_block,
-                                   .memory = budget->memory_per_rank - budget->reserved_bytes,
-                                   .extra_per_block = budget->extra_bytes_per_block,
-                                   .context_length = budget->context_length,
-                                   .rank = tp_rank,
-                                   .state = &plan->state,
-                                   .has_memory = true,
-                                   .own_budget = false};
+    /* The caller's budget for every stage: no stage budgets of the plan's. */
+    kvshard__capacity_inputs ci = plan_capacity_inputs(plan);
+    ci.memory = budget->memory_per_rank - budget->reserved_bytes;
+    ci.stage_memory = NULL;
+    ci.extra_per_block = budget->extra_bytes_per_block;
+    ci.context_length = budget->context_length;
+    ci.rank = tp_rank;
+    ci.has_memory = true;
+    ci.own_budget = false;
     kvshard__capacity c;
     memset(&c, 0, sizeof c);
     const char *blame;
@@ -607,21 +624,9 @@ int kvshard__plan_capacity_at(kvshard__capacity *out, const kvshard_plan *plan, 
 {
     if (!plan->budgets.has && !plan->profile->sizes_without_budget)
         return KVSHARD_ERANGE;
-    kvshard__capacity_inputs ci = {.options = &plan->options,
-                                   .inputs = plan->inputs,
-                                   .ranks = plan->ranks,
-                                   .tp = plan->ranks_count,
-                                   .stage_ranks = plan->tp,
-                                   .split = plan->split,
-                                   .unsplit_bytes_per_block = plan->unsplit_bytes_per_block,
-                                   .memory = plan->budgets.least,
-                                   .stage_memory = plan->budgets.stage,
-                                   .extra_per_block = 0,
-                                   .context_length = context_length,
-                                   .rank = rank,
-                                   .state = &plan->state,
-                                   .has_memory = plan->budgets.has,
-                                   .own_budget = plan->budgets.has};
+    kvshard__capacity_inputs ci = plan_capacity_inputs(plan);
+    ci.context_length = context_length;
+    ci.rank = rank;
     kvshard__capacity c;
     memset(&c, 0, sizeof c);
     const char *blame;
