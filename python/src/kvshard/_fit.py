@@ -21,7 +21,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 from . import _lib
 from ._enums import Engine, Ownership, Status, WarningCode
 from ._errors import make_error
-from ._handles import _Handle, _new_handle, encode
+from ._handles import _Handle, _new_handle, copy_rows, encode
 from ._options import Options, check_uint
 
 __all__ = ["Fit", "FitRow", "NotAdmitted", "fit"]
@@ -190,12 +190,7 @@ class Fit(_Handle):
         super().__init__(ptr)
         try:
             lib = _lib.library()
-            rows = []
-            for index in range(lib.kvshard_fit_row_count(ptr)):
-                row = lib.kvshard_fit_row_at(ptr, index)
-                if not row:
-                    raise make_error(Status.EINVAL, f"fit row {index} is missing")
-                rows.append(_row(row.contents))
+            rows = copy_rows(ptr, lib.kvshard_fit_row_count, lib.kvshard_fit_row_at, _row, "fit")
             refused = []
             for index in range(lib.kvshard_fit_not_admitted_count(ptr)):
                 t, p, d, code = c_uint32(), c_uint32(), c_uint32(), c_int()

@@ -15,6 +15,7 @@ from ctypes import byref, c_void_p
 from typing import Any, Callable, NoReturn, Optional, Tuple
 
 from . import _lib
+from ._enums import Status
 from ._errors import make_error
 
 
@@ -244,3 +245,17 @@ def raise_error(rc: int, err: Optional[_lib.CError]) -> NoReturn:
             err.offset,
         )
     raise make_error(rc)
+
+
+def copy_rows(ptr: int, count: Callable[[int], int], row_at: Callable[[int, int], Any],
+              convert: Callable[[Any], Any], what: str) -> Tuple[Any, ...]:
+    """The rows a handle holds, each converted into a Python copy: row
+    `index` from ``row_at(ptr, index)`` for every index below ``count(ptr)``.
+    A NULL row is an EINVAL naming `what`."""
+    rows = []
+    for index in range(count(ptr)):
+        row = row_at(ptr, index)
+        if not row:
+            raise make_error(Status.EINVAL, f"{what} row {index} is missing")
+        rows.append(convert(row.contents))
+    return tuple(rows)

@@ -45,7 +45,7 @@ from ._enums import (
     WarningCode,
 )
 from ._errors import KvshardError, make_error
-from ._handles import _Handle, _new_handle, encode, raise_error
+from ._handles import _Handle, _new_handle, copy_rows, encode, raise_error
 from ._options import DEFAULT_ORIGIN, OptionValue, Options, check_uint, parse_bytes
 from ._optiontable import U64_MAX, byte_size
 from ._settings import SettingInfo, get_text, info_for, value_of, value_text
@@ -1842,13 +1842,9 @@ class Comparison(_Handle):
         super().__init__(ptr)
         try:
             lib = _lib.library()
-            rows = []
-            for index in range(lib.kvshard_comparison_row_count(ptr)):
-                row = lib.kvshard_comparison_row_at(ptr, index)
-                if not row:
-                    raise make_error(Status.EINVAL, f"comparison row {index} is missing")
-                rows.append(_row(row.contents))
-            self._rows: Tuple[ComparisonRow, ...] = tuple(rows)
+            self._rows: Tuple[ComparisonRow, ...] = copy_rows(
+                ptr, lib.kvshard_comparison_row_count, lib.kvshard_comparison_row_at, _row,
+                "comparison")
             self._recommended = int(lib.kvshard_comparison_recommended(ptr))
         except BaseException:
             self.close()
