@@ -1185,7 +1185,7 @@ static int on_scalar(builder *b, const yaml_event_t *ev)
     } else {
         copy = value;
     }
-    uint32_t id;
+    uint32_t id = 0; /* set by store_scalar on success */
     if ((rc = store_scalar(b, &id, start, form, copy, len, ref)) != 0)
         return rc;
     if (ev->data.scalar.anchor) {
