@@ -53,6 +53,24 @@ static void sep(kvshard__out *o)
     kvshard__out_put(o, ", ", 2);
 }
 
+/* "warnings": the names of the warnings a row's mask (bit 1 << code) holds. */
+static void field_warnings(kvshard__out *o, uint32_t mask)
+{
+    key(o, "warnings");
+    kvshard__out_put(o, "[", 1);
+    bool first = true;
+    for (unsigned code = 0; code < 32; code++) {
+        if (mask & (1u << code)) {
+            if (!first)
+                sep(o);
+            const char *name = kvshard_warning_name((kvshard_warning_code)code);
+            kvshard__out_json_string(o, name, strlen(name));
+            first = false;
+        }
+    }
+    kvshard__out_put(o, "]", 1);
+}
+
 static void emit_model(kvshard__out *o, const kvshard__plan_view *p)
 {
     const kvshard__model_info *m = p->model;
@@ -473,18 +491,9 @@ static void emit_row(kvshard__out *o, const kvshard_comparison_row *r)
         kvshard__out_raw(o, "null");
     else
         kvshard__out_printf(o, "%.4f", r->gain);
-    kvshard__out_raw(o, ", \"warnings\": [");
-    bool first = true;
-    for (unsigned code = 0; code < 32; code++) {
-        if (r->warnings & (1u << code)) {
-            if (!first)
-                sep(o);
-            const char *name = kvshard_warning_name((kvshard_warning_code)code);
-            kvshard__out_json_string(o, name, strlen(name));
-            first = false;
-        }
-    }
-    kvshard__out_raw(o, "], \"error\": ");
+    kvshard__out_raw(o, ", ");
+    field_warnings(o, r->warnings);
+    kvshard__out_raw(o, ", \"error\": ");
     if (ok)
         kvshard__out_raw(o, "null");
     else
@@ -591,18 +600,9 @@ static void emit_fit_row(kvshard__out *o, const kvshard_fit_row *r)
     } else {
         kvshard__out_raw(o, "null");
     }
-    kvshard__out_raw(o, ", \"warnings\": [");
-    bool first = true;
-    for (unsigned code = 0; code < 32; code++) {
-        if (r->warnings & (1u << code)) {
-            if (!first)
-                sep(o);
-            const char *name = kvshard_warning_name((kvshard_warning_code)code);
-            kvshard__out_json_string(o, name, strlen(name));
-            first = false;
-        }
-    }
-    kvshard__out_raw(o, "]}");
+    kvshard__out_raw(o, ", ");
+    field_warnings(o, r->warnings);
+    kvshard__out_raw(o, "}");
 }
 
 /* A list of arguments as a JSON array ("--a=1 --b" is two); null when the

@@ -493,6 +493,15 @@ int kvshard_plan_write_text(const kvshard_plan *plan, kvshard_write_fn write, vo
     return kvshard__out_finish(&o);
 }
 
+/* " name name": the warnings a row's mask (bit 1 << code) holds. */
+static void write_warning_names(kvshard__out *o, uint32_t mask)
+{
+    for (unsigned code = 0; code < 32; code++) {
+        if (mask & (1u << code))
+            kvshard__out_printf(o, " %s", kvshard_warning_name((kvshard_warning_code)code));
+    }
+}
+
 /* ---- comparison -------------------------------------------------------------------------- */
 
 int kvshard_comparison_write_text(const kvshard_comparison *comparison, kvshard_write_fn write,
@@ -568,10 +577,7 @@ int kvshard_comparison_write_text(const kvshard_comparison *comparison, kvshard_
         int bar = r->gain > 4.0 ? 40 : (int)(r->gain * 10.0 + 0.5);
         for (int k = 0; k < bar; k++)
             kvshard__out_put(&o, "#", 1);
-        for (unsigned code = 0; code < 32; code++) {
-            if (r->warnings & (1u << code))
-                kvshard__out_printf(&o, " %s", kvshard_warning_name((kvshard_warning_code)code));
-        }
+        write_warning_names(&o, r->warnings);
         kvshard__out_raw(&o, "\n");
     }
     char flags[256];
@@ -678,10 +684,7 @@ int kvshard_fit_write_text(const kvshard_fit *fit, size_t top, kvshard_write_fn 
         }
         kvshard_format__grouped_text(c, sizeof c, r->tokens_total);
         kvshard__out_printf(&o, r->warnings ? "%-15s" : "%s", c);
-        for (unsigned code = 0; code < 32; code++) {
-            if (r->warnings & (1u << code))
-                kvshard__out_printf(&o, " %s", kvshard_warning_name((kvshard_warning_code)code));
-        }
+        write_warning_names(&o, r->warnings);
         kvshard__out_raw(&o, "\n");
     }
     if (fit->fitting > shown)
