@@ -28,12 +28,9 @@ static int no_full_before(const kvshard__reader *r, const kvshard__node *at, con
 static int dsa_from_types(kvshard__reader *r, const kvshard__node *list, uint32_t L)
 {
     const char *key = "indexer_types";
-    int rc = kvshard__node_expect(r->doc, list, KVSHARD__NODE_SEQUENCE, key, r->err);
+    int rc = kvshard__read_layer_list(r, list, key, L);
     if (rc)
         return rc;
-    if (list->count != L)
-        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERCOUNT, list,
-                                 "%s has %u entries; num_hidden_layers is %u", key, list->count, L);
     kvshard_model *m = r->model;
     bool seen = false;
     kvshard__iter it = kvshard__iter_begin(r->doc, list);

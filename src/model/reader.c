@@ -299,8 +299,8 @@ int kvshard__read_bool(bool *out, const kvshard__reader *r, const kvshard__node 
     return KVSHARD_OK;
 }
 
-int kvshard__read_bits(uint8_t *out, const kvshard__reader *r, const kvshard__node *list,
-                       const char *key, uint32_t L, const char *meaning)
+int kvshard__read_layer_list(const kvshard__reader *r, const kvshard__node *list, const char *key,
+                             uint32_t L)
 {
     int rc = kvshard__node_expect(r->doc, list, KVSHARD__NODE_SEQUENCE, key, r->err);
     if (rc)
@@ -308,6 +308,15 @@ int kvshard__read_bits(uint8_t *out, const kvshard__reader *r, const kvshard__no
     if (list->count != L)
         return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERCOUNT, list,
                                  "%s has %u entries; num_hidden_layers is %u", key, list->count, L);
+    return KVSHARD_OK;
+}
+
+int kvshard__read_bits(uint8_t *out, const kvshard__reader *r, const kvshard__node *list,
+                       const char *key, uint32_t L, const char *meaning)
+{
+    int rc = kvshard__read_layer_list(r, list, key, L);
+    if (rc)
+        return rc;
     kvshard__iter it = kvshard__iter_begin(r->doc, list);
     kvshard__node item = {0};
     for (uint32_t i = 0; kvshard__iter_next(r->doc, &it, &item); i++) {

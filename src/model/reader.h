@@ -196,6 +196,10 @@ int kvshard__require_dim(uint32_t *out, const kvshard__reader *r, const kvshard_
 /* A boolean (true or false) from `v`, which holds `key`. */
 int kvshard__read_bool(bool *out, const kvshard__reader *r, const kvshard__node *v,
                        const char *key);
+/* `list`, which holds `key`, is a list of exactly L entries (ELAYERCOUNT
+ * naming both counts otherwise). */
+int kvshard__read_layer_list(const kvshard__reader *r, const kvshard__node *list, const char *key,
+                             uint32_t L);
 /* A list of exactly L entries, each 0 or 1, into out[0..L); `meaning` says
  * what the two values mean, for the error. */
 int kvshard__read_bits(uint8_t *out, const kvshard__reader *r, const kvshard__node *list,

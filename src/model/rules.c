@@ -104,18 +104,6 @@ static const rule rules[] = {
 #define NO_CACHE ((uint8_t)KVSHARD_LAYER_NO_CACHE)
 #define UNSET UINT8_MAX
 
-/* A list of exactly L entries. */
-static int per_layer_list(const kvshard__reader *r, const kvshard__node *list, const char *key,
-                          uint32_t L)
-{
-    int rc = kvshard__node_expect(r->doc, list, KVSHARD__NODE_SEQUENCE, key, r->err);
-    if (rc)
-        return rc;
-    if (list->count != L)
-        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERCOUNT, list,
-                                 "%s has %u entries; num_hidden_layers is %u", key, list->count, L);
-    return KVSHARD_OK;
-}
 
 static void every_nth(uint8_t *kinds, uint32_t L, uint64_t n, uint8_t every, uint8_t rest);
 
@@ -282,7 +270,7 @@ static int from_hybrid_layer_pattern(uint8_t *kinds, kvshard__reader *r, const r
 {
     (void)self;
     const char *key = "hybrid_layer_pattern";
-    int rc = per_layer_list(r, list, key, L);
+    int rc = kvshard__read_layer_list(r, list, key, L);
     if (rc)
         return rc;
     kvshard__iter it = kvshard__iter_begin(r->doc, list);
@@ -335,7 +323,7 @@ static int from_chunk_size(uint8_t *kinds, kvshard__reader *r, const rule *self,
     bool has_list = kvshard__get(r, &r->text, KVSHARD__KEY_NO_ROPE_LAYERS, &list);
     if (has_list && !(list.kind == KVSHARD__NODE_SEQUENCE && list.count == 0)) {
         const char *key = "no_rope_layers";
-        if ((rc = per_layer_list(r, &list, key, L)) != 0)
+        if ((rc = kvshard__read_layer_list(r, &list, key, L)) != 0)
             return rc;
         kvshard__iter it = kvshard__iter_begin(r->doc, &list);
         kvshard__node item = {0};
@@ -414,7 +402,7 @@ static int from_attn_type_list(uint8_t *kinds, kvshard__reader *r, const rule *s
                                const kvshard__node *list, uint32_t L)
 {
     (void)self;
-    int rc = per_layer_list(r, list, "attn_type_list", L);
+    int rc = kvshard__read_layer_list(r, list, "attn_type_list", L);
     if (rc)
         return rc;
     kvshard__iter it = kvshard__iter_begin(r->doc, list);
