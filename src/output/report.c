@@ -227,14 +227,7 @@ static void write_summary(kvshard__out *o, const kvshard__plan_view *p,
         kvshard__out_raw(o, ".</p>\n");
     }
     kvshard__out_printf(o, "<p>%u layers: ", m->num_layers);
-    const char *sep = "";
-    for (uint8_t k = 0; k < KVSHARD__KIND_COUNT; k++) {
-        const kvshard_kinds__row *row = kvshard_kinds__of(k);
-        if (row->count_always || m->count[k]) {
-            kvshard__out_printf(o, "%s%u %s", sep, m->count[k], row->count_label);
-            sep = ", ";
-        }
-    }
+    kvshard__out_kind_counts(o, m);
     kvshard__out_printf(o, "; %s; %u draft layer%s", kvshard__attention_label(m->attention),
                         m->num_draft_layers,
                         m->num_draft_layers == 1 ? "" : "s");

@@ -2,6 +2,8 @@
 #include "output/writer.h"
 
 #include "base/format.h"
+#include "model/kinds.h"
+#include "model/model.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -285,5 +287,17 @@ void kvshard__split_members(char *out, size_t cap, uint32_t T, uint32_t S, uint3
     for (uint32_t k = 0; k < n && used < cap; k++) {
         int w = snprintf(out + used, cap - used, "%s%u", k ? ", " : "", s + k * S);
         used += w > 0 ? (size_t)w : 0;
+    }
+}
+
+void kvshard__out_kind_counts(kvshard__out *o, const kvshard__model_info *m)
+{
+    const char *sep = "";
+    for (uint8_t k = 0; k < KVSHARD__KIND_COUNT; k++) {
+        const kvshard_kinds__row *row = kvshard_kinds__of(k);
+        if (row->count_always || m->count[k]) {
+            kvshard__out_printf(o, "%s%u %s", sep, m->count[k], row->count_label);
+            sep = ", ";
+        }
     }
 }

@@ -52,4 +52,10 @@ kvshard__printer kvshard__out_html_printer(kvshard__out *o);
 /* Flush; KVSHARD_OK, or KVSHARD_EWRITE when any write failed. */
 int kvshard__out_finish(kvshard__out *o);
 
+/* The model's layer counts by kind, as the text and the report's summary
+ * give them: "10 full attention, 30 linear attention, 0 sliding window"
+ * (each kind the table always counts, and the others the model has). */
+struct kvshard__model_info;
+void kvshard__out_kind_counts(kvshard__out *o, const struct kvshard__model_info *m);
+
 #endif /* KVSHARD_OUTPUT_WRITER_H */
