@@ -11,6 +11,16 @@
 /* Longest piece of a value quoted back in a message. */
 #define SHOWN(len) ((int)((len) > 40 ? 40 : (len)))
 
+/* A number out of range as the message shows it: its text as written (cut
+ * short), or the double when it came without one. */
+static void shown_number(char *out, size_t cap, const char *text, size_t len, double d)
+{
+    if (text)
+        snprintf(out, cap, "%.*s", SHOWN(len), text);
+    else
+        snprintf(out, cap, "%g", d);
+}
+
 const kvshard_value__word *kvshard_value__word_of(const kvshard_value__word *words, int value)
 {
     for (const kvshard_value__word *w = words; w && w->text; w++) {
@@ -85,10 +95,7 @@ static int check(const kvshard_value__def *d, kvshard_value v, const char *text,
             return KVSHARD_OK;
         if (!fraction_ok(v.d)) {
             char shown[48];
-            if (text)
-                snprintf(shown, sizeof shown, "%.*s", SHOWN(len), text);
-            else
-                snprintf(shown, sizeof shown, "%g", v.d);
+            shown_number(shown, sizeof shown, text, len, v.d);
             return kvshard__fail(err, KVSHARD_ERANGE, source, mark,
                                  "%s: %s is out of range; expected a fraction above 0 and at "
                                  "most 1",
@@ -98,10 +105,7 @@ static int check(const kvshard_value__def *d, kvshard_value v, const char *text,
     case KVSHARD__VT_DECIMAL:
         if (!decimal_ok(d, v.d)) {
             char shown[48];
-            if (text)
-                snprintf(shown, sizeof shown, "%.*s", SHOWN(len), text);
-            else
-                snprintf(shown, sizeof shown, "%g", v.d);
+            shown_number(shown, sizeof shown, text, len, v.d);
             return kvshard__fail(err, KVSHARD_ERANGE, source, mark,
                                  "%s: %s is out of range; expected a decimal above 0 and at "
                                  "most %llu",
