@@ -194,6 +194,41 @@ static void op_write(void *p)
     sink += bytes;
 }
 
+/* Two whole processes run in turn, `warmup` pairs not counted and then n
+ * pairs: the per-pair wall-time ratios b / a, and each one's wall time and
+ * peak resident set. A failed run ends the benchmark. */
+typedef struct process_pairs {
+    bench_stats ratio, wall_a, wall_b, rss_a, rss_b;
+} process_pairs;
+
+static process_pairs run_process_pairs(const char *const *a_argv, const char *const *b_argv,
+                                       size_t warmup, size_t n)
+{
+    for (size_t i = 0; i < warmup; i++) {
+        (void)bench_spawn(a_argv);
+        (void)bench_spawn(b_argv);
+    }
+    double *ta = bench_xmalloc(n * sizeof *ta), *tb = bench_xmalloc(n * sizeof *tb);
+    double *ma = bench_xmalloc(n * sizeof *ma), *mb = bench_xmalloc(n * sizeof *mb);
+    for (size_t i = 0; i < n; i++) {
+        bench_run a = bench_spawn(a_argv);
+        bench_run b = bench_spawn(b_argv);
+        if (a.status != 0 || b.status != 0)
+            bench_die("a run failed (status %d, %d)", a.status, b.status);
+        ta[i] = (double)a.wall_ns;
+        tb[i] = (double)b.wall_ns;
+        ma[i] = (double)a.maxrss;
+        mb[i] = (double)b.maxrss;
+    }
+    process_pairs pp = {bench_pair_ratio(ta, tb, n), copy_summary(ta, n), copy_summary(tb, n),
+                        copy_summary(ma, n), copy_summary(mb, n)};
+    free(ta);
+    free(tb);
+    free(ma);
+    free(mb);
+    return pp;
+}
+
 /* ---- CLI against /bin/true
  * ------------------------------------------------------------------------ */
 
@@ -208,26 +243,9 @@ void bench_case_cli(bench_report *r, bench_inputs *in)
     if (b.status != 0)
         bench_die("%s plan %s exits with status %d", s->cli, in->seed->path, b.status);
     bench_progress("CLI: %zu pairs of /bin/true and kvshard plan", s->cli_pairs);
-    for (size_t i = 0; i < s->cli_warmup; i++) {
-        (void)bench_spawn(truth);
-        (void)bench_spawn(plan);
-    }
     size_t n = s->cli_pairs;
-    double *ta = bench_xmalloc(n * sizeof *ta), *tb = bench_xmalloc(n * sizeof *tb);
-    double *ma = bench_xmalloc(n * sizeof *ma), *mb = bench_xmalloc(n * sizeof *mb);
-    for (size_t i = 0; i < n; i++) {
-        a = bench_spawn(truth);
-        b = bench_spawn(plan);
-        if (a.status != 0 || b.status != 0)
-            bench_die("a run failed (status %d, %d)", a.status, b.status);
-        ta[i] = (double)a.wall_ns;
-        tb[i] = (double)b.wall_ns;
-        ma[i] = (double)a.maxrss;
-        mb[i] = (double)b.maxrss;
-    }
-    bench_stats ratio = bench_pair_ratio(ta, tb, n);
-    bench_stats wa = copy_summary(ta, n), wb = copy_summary(tb, n);
-    bench_stats ra = copy_summary(ma, n), rb = copy_summary(mb, n);
+    process_pairs pp = run_process_pairs(truth, plan, s->cli_warmup, n);
+    bench_stats ratio = pp.ratio, wa = pp.wall_a, wb = pp.wall_b, ra = pp.rss_a, rb = pp.rss_b;
 
     bench_section *sec = bench_section_add(
         r, "CLI: `kvshard plan` on the seed example against /bin/true",
@@ -249,10 +267,6 @@ void bench_case_cli(bench_report *r, bench_inputs *in)
     bench_target_add(r, "CLI plan (seed example) / /bin/true", ratio.median, 1.15, false,
                      "median of %zu per-pair wall-time ratios%s (p10 %.3f, p90 %.3f)", n,
                      s->quick ? ", --quick: fewer than 60 pairs" : "", ratio.p10, ratio.p90);
-    free(ta);
-    free(tb);
-    free(ma);
-    free(mb);
 }
 
 /* ---- memory of the loader and of the whole CLI
@@ -1086,31 +1100,14 @@ void bench_case_flags(bench_report *r, bench_inputs *in)
         bench_die("kvshard plan exits with status %d, and %d with %s", a.status, b.status, arg);
     size_t n = s->pairs;
     bench_progress("flag files: %zu pairs of kvshard plan, without and with 256 flag files", n);
-    for (size_t i = 0; i < 2; i++) {
-        (void)bench_spawn(plain);
-        (void)bench_spawn(worst);
-    }
-    double *ta = bench_xmalloc(n * sizeof *ta), *tb = bench_xmalloc(n * sizeof *tb);
-    double *ma = bench_xmalloc(n * sizeof *ma), *mb = bench_xmalloc(n * sizeof *mb);
-    for (size_t i = 0; i < n; i++) {
-        a = bench_spawn(plain);
-        b = bench_spawn(worst);
-        if (a.status != 0 || b.status != 0)
-            bench_die("a run failed (status %d, %d)", a.status, b.status);
-        ta[i] = (double)a.wall_ns;
-        tb[i] = (double)b.wall_ns;
-        ma[i] = (double)a.maxrss;
-        mb[i] = (double)b.maxrss;
-    }
+    process_pairs pp = run_process_pairs(plain, worst, 2, n);
     unlink(f0);
     unlink(f1);
     unlink(f2);
     free(f0);
     free(f1);
     free(f2);
-    bench_stats ratio = bench_pair_ratio(ta, tb, n);
-    bench_stats wa = copy_summary(ta, n), wb = copy_summary(tb, n);
-    bench_stats ra = copy_summary(ma, n), rb = copy_summary(mb, n);
+    bench_stats ratio = pp.ratio, wa = pp.wall_a, wb = pp.wall_b, ra = pp.rss_a, rb = pp.rss_b;
 
     bench_section *sec = bench_section_add(
         r, "Flag files at every limit of the budget against a plain plan",
@@ -1138,10 +1135,6 @@ void bench_case_flags(bench_report *r, bench_inputs *in)
                      BENCH_FLAGS_MEMORY_LIMIT, false,
                      "(%.1f MiB - %.1f MiB) / 16 MiB, the largest peaks of %zu runs",
                      rb.max / 1048576, ra.max / 1048576, n);
-    free(ta);
-    free(tb);
-    free(ma);
-    free(mb);
 }
 
 /* ---- planning under an engine profile against the kvshard profile
