@@ -6,6 +6,7 @@
 
 #include <math.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -854,6 +855,122 @@ static void test_comparison_without_capacity(void **state)
     kvshard_model_free(model);
 }
 
+/* Granite-4.0-H-Tiny's geometry (MODELS.md of the project's fixtures: 40
+ * layers, attention at 5, 15, 25, 35, 12 query and 4 KV heads, hidden 1536
+ * so head_dim 128; Mamba2 48 heads x 64, state 128, one group, kernel 4;
+ * bf16) at T = 12. */
+static kvshard_model *granite_tiny(void)
+{
+    char types[40 * 12 + 1] = "";
+    for (int i = 0; i < 40; i++)
+        strcat(types, i % 10 == 5 ? "attention, " : "mamba, ");
+    types[strlen(types) - 2] = '\0';
+    char text[1024];
+    snprintf(text, sizeof text,
+             "{model_type: granitemoehybrid, num_hidden_layers: 40, layer_types: [%s], "
+             "num_attention_heads: 12, num_key_value_heads: 4, hidden_size: 1536, "
+             "mamba_n_heads: 48, mamba_d_head: 64, mamba_d_state: 128, mamba_n_groups: 1, "
+             "mamba_d_conv: 4, mamba_expand: 2, torch_dtype: bfloat16}",
+             types);
+    return tu_load_model_text(text);
+}
+
+/*
+ * A split group whose ranks hold two different KV heads stores both.
+ * H = 4, T = 12: rank r holds head floor(r x 4 / 12) = floor(r / 3):
+ *   ranks 0-2 head 0, 3-5 head 1, 6-8 head 2, 9-11 head 3; R = 3.
+ * S = 2, groups {0,1} {2,3} {4,5} {6,7} {8,9} {10,11}: unions 1, 2, 1, 1, 2,
+ *   1 heads. One head of one layer: 2 x 128 x 2 = 512 B a token.
+ * Ordinal: split rank 0 owns layers 5 and 25, split rank 1 layers 15 and 35.
+ *   Ranks 2, 3, 8, 9: kv 2 x (2 x 512) = 2048, scratch 1024,
+ *     block 16 x 3072 = 49152.
+ *   The others: kv 2 x 512 = 1024, scratch 512, block 16 x 1536 = 24576.
+ * State (T = 12): conv 2 x ((48 x 64 + 2 x 12 x 128) / 12) x 3 = 2 x 512 x 3
+ *   = 3072 (one group < T: each rank keeps a copy, G' = 12); temporal
+ *   2 x (48 / 12) x 64 x 128 = 65536; 36 Mamba2 layers x 68608 = 2469888.
+ */
+static void test_split_group_straddles_heads(void **state)
+{
+    (void)state;
+    kvshard_model *model = granite_tiny();
+    kvshard_options o = split_options(12, 2);
+    kvshard_plan *plan = tu_plan(model, &o);
+    assert_int_equal(kvshard_plan_replication_factor(plan), 3);
+    for (uint32_t r = 0; r < 12; r++) {
+        bool two = r == 2 || r == 3 || r == 8 || r == 9;
+        assert_rank(plan, r, two ? 2048 : 1024, two ? 1024 : 512, 0, two ? 49152 : 24576,
+                    2469888);
+    }
+    /* The per-layer query says the same: rank 3 (split rank 1) owns layer
+     * 15 with heads 0 and 1, 1024 B a token. */
+    kvshard_layer_storage st = KVSHARD_LAYER_STORAGE_INIT;
+    assert_int_equal(kvshard_plan_layer_storage(&st, plan, 3, 15), KVSHARD_OK);
+    assert_true(st.stores_kv);
+    assert_int_equal(st.kv_head_first, 0);
+    assert_int_equal(st.kv_head_count, 2);
+    assert_int_equal(st.kv_bytes_per_token, 1024);
+    kvshard_plan_free(plan);
+    kvshard_model_free(model);
+}
+
+/*
+ * compare on the same model, 1 GiB a rank, 16 sequences:
+ *   reserved 16 x 2469888 = 39518208; free 1073741824 - 39518208 = 1034223616.
+ * S = 1: every rank 1 head: kv 4 x 512 = 2048, block 32768: 31562 blocks
+ *   (32768 x 31562 = 1034223616 exactly).
+ * S = 2 (above): the binding block is 49152: 21041 blocks (remainder 16384);
+ *   sized with group 0's one head it would be 24576 and 42082 blocks.
+ * S = 3 = R: each group lies inside one head's replicas (1 head); ordinal
+ *   counts 2, 1, 1: kv 2 x 512 + scratch 512, block 16 x 1536 = 24576:
+ *   42082 blocks (24576 x 42082 = 1034207232, remainder 16384).
+ * S = 4: groups {0..3} {4..7} {8..11} hold heads 0-1, 1-2, 2-3 (2 each);
+ *   one layer each: 1024 + 1024, block 32768: 31562.
+ * S = 6: groups of 2 heads, at most one layer: 32768 again, 31562.
+ * S = 12: all 4 heads, 2048 + 2048, block 65536: 15781 (exactly).
+ * The most blocks: S = 3, ordinal first (global and contiguous also have a
+ * split rank owning 2 layers: the same figures). With group 0's heads S = 2
+ * tied it and, smaller, won.
+ */
+static void test_comparison_straddling_groups(void **state)
+{
+    (void)state;
+    kvshard_model *model = granite_tiny();
+    kvshard_options o = split_options(12, 2);
+    o.memory_per_rank = GIB;
+    o.max_seqs = 16;
+    kvshard_comparison *cmp = NULL;
+    kvshard_error err;
+    tu_assert_ok(kvshard_comparison_create(&cmp, model, &o, NULL, &err), &err);
+    static const struct {
+        uint32_t s;
+        uint64_t block, blocks;
+    } want[] = {{1, 32768, 31562}, {2, 49152, 21041}, {3, 24576, 42082},
+                {4, 32768, 31562}, {6, 32768, 31562}, {12, 65536, 15781}};
+    size_t seen = 0;
+    for (size_t i = 0; i < kvshard_comparison_row_count(cmp); i++) {
+        const kvshard_comparison_row *row = kvshard_comparison_row_at(cmp, i);
+        if (row->ownership != KVSHARD_OWNERSHIP_ORDINAL)
+            continue;
+        for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+            if (want[k].s != row->layerwise_split_size)
+                continue;
+            assert_int_equal(row->error, KVSHARD_OK);
+            assert_int_equal(row->max_bytes_per_block, want[k].block);
+            assert_true(row->has_num_blocks);
+            assert_int_equal(row->num_blocks, want[k].blocks);
+            seen++;
+        }
+    }
+    assert_int_equal(seen, 6);
+    const kvshard_comparison_row *best =
+        kvshard_comparison_row_at(cmp, kvshard_comparison_recommended(cmp));
+    assert_int_equal(best->layerwise_split_size, 3);
+    assert_int_equal(best->ownership, KVSHARD_OWNERSHIP_ORDINAL);
+    assert_int_equal(best->num_blocks, 42082);
+    kvshard_comparison_free(cmp);
+    kvshard_model_free(model);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -877,6 +994,8 @@ int main(void)
         cmocka_unit_test(test_comparison_row_errors),
         cmocka_unit_test(test_comparison_without_capacity),
         cmocka_unit_test(test_comparison_uniform_fits_nothing),
+        cmocka_unit_test(test_split_group_straddles_heads),
+        cmocka_unit_test(test_comparison_straddling_groups),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

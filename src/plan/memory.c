@@ -333,20 +333,25 @@ int kvshard__memory_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inpu
     uint32_t own_full = UINT32_MAX, own_sliding = UINT32_MAX, group_full = UINT32_MAX;
     const uint32_t *prev_row = NULL;
     /* When T and each geometry's heads divide one another, as planning
-     * requires of the geometries a plan uses, every rank and every split
-     * group holds as many heads as the first: the divisions are done once. */
+     * requires of the geometries a plan uses, every rank holds as many
+     * heads of its own as the first: those divisions are done once. */
     bool even = divides_either(m->full.heads, T) && divides_either(m->sliding.heads, T);
     uint32_t full0 = heads_of(m->full.heads, T, 0, 0), sliding0 = heads_of(m->sliding.heads, T, 0, 0);
-    uint32_t group0 = split ? heads_of(m->full.heads, T, 0, S - 1) : full0;
+    /* A split group's union is not the same for every group: with fewer
+     * KV heads than ranks a group can straddle two heads' replicas (H 4,
+     * T 12, S 2: ranks 2 and 3 hold heads 0 and 1), so each group's is
+     * worked out from its own ranks. */
+    uint32_t gfull = full0;
     uint32_t s = 0, g = 0; /* r % S_eff and r / S_eff, counted */
     for (uint32_t r = 0; r < T; r++) {
         /* Ranks differ only in their heads, their group's and the layers
          * they own, and most ranks share all three with the one before. */
         uint32_t full = even ? full0 : heads_of(m->full.heads, T, r, r);
         uint32_t sliding = even ? sliding0 : heads_of(m->sliding.heads, T, r, r);
-        uint32_t gfull = !split ? full
-                         : even ? group0
-                                : heads_of(m->full.heads, T, g * S, g * S + S - 1);
+        if (!split)
+            gfull = full;
+        else if (s == 0) /* the first rank of group g */
+            gfull = heads_of(m->full.heads, T, g * S, g * S + S - 1);
         const uint32_t *row = in->owned + (size_t)s * C;
         bool same = r > 0 && !c.overflow && full == own_full && sliding == own_sliding &&
                     gfull == group_full && memcmp(row, prev_row, C * sizeof *row) == 0;
