@@ -731,7 +731,16 @@ static void test_output(void **state)
                                  "\"global_rank\": 15, \"budget\": 64424509440, "
                                  "\"weights_bytes\": null, \"activation_reserve\": null}"));
     assert_non_null(strstr(json, "\"device\": null"));
+    assert_non_null(strstr(json, "\"tp\": 1}, \"expert_parallel\": false},\n"));
     free(json);
+    /* expert_parallel is written as it was used, not as its default. */
+    o.expert_parallel = true;
+    kvshard_plan *ep = tu_plan(m, &o);
+    json = tu_plan_json(ep);
+    assert_non_null(strstr(json, "\"tp\": 1}, \"expert_parallel\": true},\n"));
+    free(json);
+    kvshard_plan_free(ep);
+    o.expert_parallel = false;
     char *text = NULL;
     assert_int_equal(kvshard_plan_write_text(p, tu_append, &text), KVSHARD_OK);
     assert_non_null(strstr(text, "world_size 16 = dp 1 x pp 2 x cp 1 x attention TP 8;"));

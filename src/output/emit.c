@@ -143,7 +143,11 @@ static void emit_parallel(kvshard__out *o, const kvshard__plan_view *p)
     field_u64(o, "cp", st.cp);
     sep(o);
     field_u64(o, "tp", st.tp);
-    kvshard__out_raw(o, "}, \"expert_parallel\": false},\n");
+    kvshard__out_raw(o, "}, ");
+    /* Whether experts are placed whole on ranks: the value the weights of
+     * a stage were charged with. */
+    field_bool(o, "expert_parallel", opt->expert_parallel);
+    kvshard__out_raw(o, "},\n");
 }
 
 /* One object per stage: its layers, its largest per-rank figures and the
