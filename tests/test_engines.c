@@ -1877,6 +1877,185 @@ static void test_blocks_for(void **state)
     kvshard_plan_free(p);
 }
 
+/* ---- models with no full-attention, no KV or only state layers ---------------- */
+
+/* Five sliding layers and no full-attention one: a Gemma 3 config shorter
+ * than its pattern of 6 (layer i is full when (i + 1) % 6 == 0). */
+#define ALL_SLIDING                                                                                \
+    "{model_type: gemma3_text, num_hidden_layers: 5, sliding_window_pattern: 6, "               \
+    "sliding_window: 512, num_attention_heads: 8, num_key_value_heads: 4, head_dim: 256, "      \
+    "max_position_embeddings: 8192, torch_dtype: bfloat16}"
+/* Layers that keep nothing (Nemotron-H's MLP and MoE blocks): no KV layer. */
+#define NO_CACHE                                                                                   \
+    "{model_type: nemotron_h, num_hidden_layers: 4, hybrid_override_pattern: \"-E-E\", "        \
+    "num_attention_heads: 8, num_key_value_heads: 2, head_dim: 128, "                           \
+    "max_position_embeddings: 8192, torch_dtype: bfloat16}"
+/* Mamba2 layers only. */
+#define STATE_ONLY                                                                                 \
+    "{model_type: nemotron_h, num_hidden_layers: 4, hybrid_override_pattern: MMMM, "            \
+    "num_attention_heads: 8, num_key_value_heads: 2, head_dim: 128, hidden_size: 1024, "        \
+    "mamba_num_heads: 32, mamba_head_dim: 64, ssm_state_size: 128, n_groups: 2, "               \
+    "conv_kernel: 4, max_position_embeddings: 8192, torch_dtype: bfloat16}"
+
+/* The model planned under `engine` at T = 2 with 4 GiB a rank and requests
+ * of 4,096 tokens: the status; the plan into *out. */
+static int plan_small(kvshard_plan **out, kvshard_error *err, const kvshard_model *m,
+                      kvshard_engine engine)
+{
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.world_size = 2;
+    o.engine = engine;
+    o.memory_per_rank = 4ull << 30;
+    o.context_length = 4096;
+    *out = NULL;
+    return kvshard_plan_create(out, m, &o, NULL, err);
+}
+
+static void assert_small_refused(const kvshard_model *m, kvshard_engine engine, const char *text)
+{
+    kvshard_plan *p = NULL;
+    kvshard_error err;
+    int rc = plan_small(&p, &err, m, engine);
+    if (rc != KVSHARD_EPROFILE || !strstr(err.message, text))
+        print_error("got %s: %s\nexpected \"%s\"\n", kvshard_strerror(rc), err.message, text);
+    assert_int_equal(rc, KVSHARD_EPROFILE);
+    assert_non_null(strstr(err.message, text));
+    assert_null(p);
+}
+
+/* No KV bytes under kvshard's own profile: state (or nothing) per
+ * sequence, no blocks, no figures by context length. */
+static void assert_no_blocks(const kvshard_plan *p, uint64_t state)
+{
+    kvshard_rank_memory r = KVSHARD_RANK_MEMORY_INIT;
+    assert_int_equal(kvshard_plan_rank_memory(&r, p, 1), KVSHARD_OK);
+    assert_int_equal(r.kv_bytes_per_token, 0);
+    assert_int_equal(r.bytes_per_block, 0);
+    assert_int_equal(r.state_bytes_per_seq, state);
+    kvshard_capacity c = KVSHARD_CAPACITY_INIT;
+    assert_int_equal(kvshard_plan_capacity(&c, p), KVSHARD_OK);
+    assert_false(c.has_num_blocks);
+    assert_false(c.has_concurrency);
+    assert_false(c.has_balanced_max_seqs);
+    assert_true(kvshard_plan_has_warning(p, KVSHARD_WARN_NO_KV_LAYERS));
+}
+
+/*
+ * Only sliding layers. Sliding geometry: 4 KV heads over T = 2, 2 a rank;
+ * 2 x (256 + 256) x 2 = 2,048 B a token and layer.
+ * kvshard: a window of 2,048 x 16 x (ceil(512 / 16) + 1) = 1,081,344 B a
+ *   layer, 5 layers: 5,406,720 B a sequence; no KV bytes.
+ * vllm (E3.3 covers sliding layers; one type: one group of 5 layers): a1 =
+ *   2 x 2 x 256 x 2 = 2,048, page 16 x 2,048 = 32,768, bytes per block
+ *   5 x 32,768 = 163,840; blocks floor(floor(4,294,967,296 / 32,768) / 5) =
+ *   floor(131,072 / 5) = 26,214. A request of L = 8,192 (the config's
+ *   max_position_embeddings) keeps min(512 - 1 + 8,192, 8,192) = 8,192
+ *   tokens: ceil(8,192 / 16) + 1 = 513 blocks; concurrency 26,214 / 513 =
+ *   51.0994...; tokens int(51.0994... x 8,192) = 418,606. At 4,096 tokens:
+ *   ceil(4,096 / 16) + 1 = 257 blocks; (26,214 - 1) / 257 = 101 sequences.
+ *   (It divided by the full layers' page, 0 here: SIGFPE.)
+ * xllm, sglang: sliding layers are not covered.
+ */
+static void test_all_sliding_model(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_model_text(ALL_SLIDING);
+    kvshard_plan *p = NULL;
+    kvshard_error err;
+    tu_assert_ok(plan_small(&p, &err, m, KVSHARD_ENGINE_KVSHARD), &err);
+    assert_no_blocks(p, 5406720);
+    kvshard_plan_free(p);
+    tu_assert_ok(plan_small(&p, &err, m, KVSHARD_ENGINE_VLLM), &err);
+    assert_int_equal(efig(p, "page_bytes"), 32768);
+    assert_int_equal(efig(p, "kv_cache_groups"), 1);
+    assert_int_equal(efig(p, "group_size"), 5);
+    assert_int_equal(efig(p, "bytes_per_block"), 163840);
+    assert_int_equal(efig(p, "num_gpu_blocks"), 26214);
+    assert_int_equal(efig(p, "blocks_per_request"), 513);
+    assert_true(fabs(efig_double(p, "max_concurrency") - 26214.0 / 513.0) < 1e-9);
+    assert_int_equal(efig(p, "gpu_kv_cache_tokens"), 418606);
+    kvshard_capacity c = KVSHARD_CAPACITY_INIT;
+    assert_int_equal(kvshard_plan_capacity(&c, p), KVSHARD_OK);
+    assert_int_equal(c.num_blocks, 26214);
+    assert_int_equal(c.balanced_max_seqs, 101);
+    assert_int_equal(c.concurrency, 101);
+    kvshard_plan_free(p);
+    assert_small_refused(m, KVSHARD_ENGINE_XLLM,
+                         "xllm profile: engine_unsupported: sliding_attention layers (5 of 5)");
+    assert_small_refused(m, KVSHARD_ENGINE_SGLANG,
+                         "sglang profile: engine_unsupported: sliding_attention layers (5 of 5) "
+                         "are not covered yet");
+    kvshard_model_free(m);
+    /* Sliding layers whose V head is narrower than K: vllm's page is
+     * 2 x h x head_dim, which this model does not keep. */
+    m = tu_load_model_text("{model_type: gemma3_text, num_hidden_layers: 5, "
+                           "sliding_window_pattern: 6, sliding_window: 512, num_attention_heads: 8, "
+                           "num_key_value_heads: 4, head_dim: 256, swa_v_head_dim: 128, "
+                           "max_position_embeddings: 8192}");
+    assert_small_refused(m, KVSHARD_ENGINE_VLLM,
+                         "vllm profile: engine_unsupported: a V head dim other than the K head "
+                         "dim is not covered yet");
+    kvshard_model_free(m);
+}
+
+/*
+ * No KV layer and nothing else: kvshard plans nothing per rank; an engine
+ * has no cache to size (vllm and sglang divided by a page or a token cell of
+ * 0 bytes: SIGFPE), xllm does not cover no-cache layers.
+ */
+static void test_no_cache_model(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_model_text(NO_CACHE);
+    kvshard_plan *p = NULL;
+    kvshard_error err;
+    tu_assert_ok(plan_small(&p, &err, m, KVSHARD_ENGINE_KVSHARD), &err);
+    assert_no_blocks(p, 0);
+    kvshard_plan_free(p);
+    assert_small_refused(m, KVSHARD_ENGINE_XLLM,
+                         "xllm profile: engine_unsupported: no_cache layers (4 of 4)");
+    assert_small_refused(m, KVSHARD_ENGINE_VLLM,
+                         "vllm profile: engine_unsupported: a model with no cache layer (4 layers "
+                         "that keep nothing) is not covered: the engine has no KV cache group to "
+                         "size");
+    assert_small_refused(m, KVSHARD_ENGINE_SGLANG,
+                         "sglang profile: engine_unsupported: a model with no full-attention "
+                         "layer (4 layers that keep no cache) is not covered yet");
+    kvshard_model_free(m);
+}
+
+/*
+ * Only Mamba2 layers, T = 2: H 32 -> 16, d_inner 32 x 64 = 2,048, G 2 -> 2.
+ *   conv 2 x ((2,048 + 2 x 2 x 128) / 2) x 3 = 2 x 1,280 x 3 = 7,680;
+ *   temporal (model dtype) 2 x 16 x 64 x 128 = 262,144; 4 layers x 269,824
+ *   = 1,079,296 B a sequence.
+ * xllm (prefix cache on): slots trunc(4,294,967,296 x (0.9 / 1.9) /
+ *   1,079,296) = trunc(1,884.99) = 1,884, below floor((B - 1) / 1,079,296)
+ *   = 3,979; no KV blocks.
+ * vllm, sglang: state layers without a full-attention layer are not covered.
+ */
+static void test_state_only_model(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_model_text(STATE_ONLY);
+    kvshard_plan *p = NULL;
+    kvshard_error err;
+    tu_assert_ok(plan_small(&p, &err, m, KVSHARD_ENGINE_KVSHARD), &err);
+    assert_no_blocks(p, 1079296);
+    kvshard_plan_free(p);
+    tu_assert_ok(plan_small(&p, &err, m, KVSHARD_ENGINE_XLLM), &err);
+    assert_int_equal(efig(p, "state_slots"), 1884);
+    assert_true(efig_null(p, "num_blocks"));
+    kvshard_plan_free(p);
+    assert_small_refused(m, KVSHARD_ENGINE_VLLM,
+                         "vllm profile: engine_unsupported: a model with state layers and no "
+                         "full-attention layer is not covered yet");
+    assert_small_refused(m, KVSHARD_ENGINE_SGLANG,
+                         "sglang profile: engine_unsupported: a model with state layers and no "
+                         "full-attention layer is not covered yet");
+    kvshard_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1917,6 +2096,9 @@ int main(void)
         cmocka_unit_test(test_compare_under_engines),
         cmocka_unit_test(test_report_under_engines),
         cmocka_unit_test(test_without_budget),
+        cmocka_unit_test(test_all_sliding_model),
+        cmocka_unit_test(test_no_cache_model),
+        cmocka_unit_test(test_state_only_model),
         cmocka_unit_test(test_blocks_for),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -58,7 +58,10 @@ uint64_t kvshard_capacity__seq_bytes(const kvshard_rank_memory *r)
 const char *kvshard_profile__uncovered_cache(const kvshard__model_info *m, uint32_t tp)
 {
     bool full = m->count[KVSHARD_LAYER_FULL_ATTENTION] + m->count[KVSHARD_LAYER_HYBRID] > 0;
-    if (m->attention == KVSHARD_ATTENTION_GQA && full && m->full.v_dim != m->full.k_dim)
+    bool sliding = m->count[KVSHARD_LAYER_SLIDING_ATTENTION] > 0;
+    if (m->attention == KVSHARD_ATTENTION_GQA &&
+        ((full && m->full.v_dim != m->full.k_dim) ||
+         (sliding && m->sliding.v_dim != m->sliding.k_dim)))
         return "a V head dim other than the K head dim";
     if (m->attention == KVSHARD_ATTENTION_GQA && full &&
         m->count[KVSHARD_LAYER_SLIDING_ATTENTION] > 0) {

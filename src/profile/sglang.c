@@ -274,6 +274,13 @@ static int check_coverage(const kvshard_profile__settling *s, const sglang_state
                         "a model with state layers and no full-attention layer is not covered "
                         "yet");
     }
+    /* The token pool is sized by the bytes a token takes over the
+     * full-attention layers: a model with none has no token to size. */
+    if (m->count[KVSHARD_LAYER_FULL_ATTENTION] == 0)
+        return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
+                    "a model with no full-attention layer (%u layers that keep no cache) is not "
+                    "covered yet",
+                    m->num_layers);
     *blame = s->inputs[IN_UNIFIED_MEMORY].u ? "enable_unified_memory" : "enable_hierarchical_cache";
     if (s->inputs[IN_UNIFIED_MEMORY].u || s->inputs[IN_HIERARCHICAL].u)
         return fail(

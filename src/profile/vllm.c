@@ -667,6 +667,56 @@ static uint64_t blocks_per_request(const vllm_state *st, uint64_t n)
     return total;
 }
 
+/* One GQA attention layer's bytes per token on one GPU, in geometry `g`. */
+static uint64_t gqa_bytes(kvshard__calc *c, const kvshard__geometry *g, uint32_t T,
+                          uint64_t kv_bytes)
+{
+    uint64_t h = g->heads / T ? g->heads / T : 1;
+    return kvshard__calc_mul(c, kvshard__calc_mul(c, 2 * h, g->k_dim), kv_bytes);
+}
+
+/* a1, the bytes per token of one attention layer, which every attention
+ * layer's page is made of (the engine keeps one page size). The full
+ * layers' geometry gives it; in a model whose attention layers are all
+ * sliding windows (a Gemma 3 or Cohere2 config shorter than its pattern)
+ * the sliding layers' does. A model with no cache layer at all leaves the
+ * engine no KV cache group to size, as a stage without one does. */
+static int attention_page(vllm_state *st, const kvshard_profile__settling *s, kvshard__calc *c,
+                          uint32_t T, uint64_t kv_bytes, const char **blame, kvshard_error *err)
+{
+    const kvshard__model_info *m = s->model;
+    *blame = "engine";
+    if (st->n_full + st->n_sliding + st->n_state == 0)
+        return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
+                    "a model with no cache layer (%u layers that keep nothing) is not covered: "
+                    "the engine has no KV cache group to size",
+                    m->num_layers);
+    if (m->attention == KVSHARD_ATTENTION_MLA) {
+        st->a1 =
+            st->dsa && kv_bytes == 1
+                ? 656
+                : kvshard__calc_mul(c, (uint64_t)m->kv_lora_rank + m->qk_rope_head_dim, kv_bytes);
+        st->idx = st->dsa ? (uint64_t)m->index_head_dim + (m->index_head_dim / 128) * 4 : 0;
+        *blame = NULL;
+        return KVSHARD_OK;
+    }
+    const kvshard__geometry *g = st->n_full > 0 ? &m->full : &m->sliding;
+    /* Draft layers the method adds to a model without full-attention
+     * layers have the full geometry, which such a config does not give. */
+    if (st->n_full > 0 && g->k_dim == 0)
+        return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
+                    "%u draft attention layers on a model without full-attention layers are not "
+                    "covered yet",
+                    st->draft_layers);
+    st->a1 = g->k_dim ? gqa_bytes(c, g, T, kv_bytes) : 0;
+    if (st->n_full > 0 && st->n_sliding > 0 && gqa_bytes(c, &m->sliding, T, kv_bytes) != st->a1)
+        return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
+                    "sliding-window layers whose page differs from the full-attention layers' "
+                    "are not covered yet");
+    *blame = NULL;
+    return KVSHARD_OK;
+}
+
 static int settle(kvshard_profile__settling *s, const char **blame, kvshard_error *err)
 {
     const kvshard__model_info *m = s->model;
@@ -723,19 +773,11 @@ static int settle(kvshard_profile__settling *s, const char **blame, kvshard_erro
     kvshard_dtype kv = o->kv_cache_dtype == KVSHARD_DTYPE_AUTO ? served : o->kv_cache_dtype;
     uint64_t kv_bytes = dtype_bytes(kv);
     kvshard__calc c = {false, false, false};
-    if (m->attention == KVSHARD_ATTENTION_MLA) {
-        st.a1 =
-            st.dsa && kv_bytes == 1
-                ? 656
-                : kvshard__calc_mul(&c, (uint64_t)m->kv_lora_rank + m->qk_rope_head_dim, kv_bytes);
-        st.idx = st.dsa ? (uint64_t)m->index_head_dim + (m->index_head_dim / 128) * 4 : 0;
-    } else {
-        uint64_t h = m->full.heads / T ? m->full.heads / T : 1;
-        st.a1 = kvshard__calc_mul(&c, kvshard__calc_mul(&c, 2 * h, m->full.k_dim), kv_bytes);
-    }
     st.n_full = m->count[KVSHARD_LAYER_FULL_ATTENTION] + st.draft_layers;
     st.n_sliding = m->count[KVSHARD_LAYER_SLIDING_ATTENTION];
     st.n_state = m->num_state;
+    if ((rc = attention_page(&st, s, &c, T, kv_bytes, blame, err)) != 0)
+        return rc;
     if (st.has_state) {
         kvshard_dtype conv = (kvshard_dtype)(int)s->inputs[IN_MAMBA_DTYPE].u;
         st.conv_dtype = conv == KVSHARD_DTYPE_AUTO ? served : conv;
