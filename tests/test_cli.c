@@ -1286,9 +1286,25 @@ static void test_engine_flag_errors(void **state)
     r = cli("plan '%s' --engine=sglang --pp-size 2 --tp-size 2", NEMOTRON_MODEL);
     assert_invalid(&r, "command line --pp-size: sglang profile: engine_unsupported: --pp-size 2: "
                        "pipeline stages are not covered yet\n");
-    /* The world is checked first: one rank cannot run two stages. */
+    /* The engine's world is tp x P: without a world or --tp-size, tp is 1
+     * and the world 2, so the stages are refused as stages, not as a world
+     * of one rank. */
     r = cli("plan '%s' --engine=sglang --pp-size 2", NEMOTRON_MODEL);
-    assert_invalid(&r, "command line --pp-size: world_size 1 is not divisible by pp_size 2 x "
+    assert_invalid(&r, "command line --pp-size: sglang profile: engine_unsupported: --pp-size 2: "
+                       "pipeline stages are not covered yet\n");
+    r = cli("plan '%s' --engine=vllm --pipeline-parallel-size 2", NEMOTRON_MODEL);
+    assert_invalid(&r, "command line --pipeline-parallel-size: vllm profile: engine_unsupported: "
+                       "--pipeline-parallel-size 2: pipeline stages are not covered yet\n");
+    /* T x P x D = 2 x 2 x 1 is the world of 4 given beside them. */
+    r = cli("plan '%s' --engine=vllm -pp 2 -tp 2 --world_size 4", NEMOTRON_MODEL);
+    assert_invalid(&r, "command line --pp: vllm profile: engine_unsupported: "
+                       "--pipeline-parallel-size 2: pipeline stages are not covered yet\n");
+    r = cli("plan '%s' --engine=sglang --pp-size 2 --tp-size 2 --world_size 8", NEMOTRON_MODEL);
+    assert_invalid(&r, "command line --tp-size: sglang profile: world_size 8 and the 4 ranks of "
+                       "--tp-size 2 x --dp-size 1 x --pp-size 2 differ; give one of them\n");
+    /* A world given alone is still divided by P x D x C. */
+    r = cli("plan '%s' --engine=vllm -pp 2 --world_size 3", NEMOTRON_MODEL);
+    assert_invalid(&r, "command line --world_size: world_size 3 is not divisible by pp_size 2 x "
                        "dp_size 1 x cp_size 1 = 2\n");
     /* A positional argument after CONFIG that no flag takes. */
     r = cli("plan '%s' extra", NEMOTRON_MODEL);

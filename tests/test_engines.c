@@ -1537,7 +1537,7 @@ static void test_flag_forms(void **state)
             LLAMA, "--engine=vllm", "-tp", "2", "--tensor-parallel-size", "4");
     REFUSED(KVSHARD_EDUPKEY,
             "vllm profile: world_size 8 and --tensor-parallel-size 2 x "
-            "--data-parallel-size 1 = 2 differ",
+            "--pipeline-parallel-size 1 x --data-parallel-size 1 = 2 differ",
             LLAMA, "--engine=vllm", "--world_size=8", "--tensor-parallel-size", "2");
     /* Another engine's flags, and kvshard's profile. */
     REFUSED(KVSHARD_EUNKNOWNKEY,

@@ -349,19 +349,26 @@ static int settle_world(kvshard_profile__settling *s, sglang_state *st, const ch
 {
     kvshard_options *o = s->options;
     bool dp_attention = s->inputs[IN_DP_ATTENTION].u != 0;
-    uint64_t dp = o->dp_size, tp = s->inputs[IN_TP].u;
-    if (!tp) /* the world is kvshard's; its own validation checks it */
-        tp = dp_attention || dp == 0 ? o->world_size : o->world_size / dp;
-    uint64_t world = !s->inputs[IN_TP].u ? o->world_size : dp_attention ? tp : tp * dp;
-    *blame = "tp_size";
-    if (s->inputs[IN_TP].u && s->given->world_size != 1 && s->given->world_size != world)
+    uint64_t dp = o->dp_size, tp = s->inputs[IN_TP].u, P = o->pp_size;
+    /* The engine's world is its TP group (tp ranks, or tp x dp without DP
+     * attention) on each of P stages. Without --tp-size the world is
+     * kvshard's, which its own validation checks; without either, tp is 1,
+     * the engine's default. */
+    bool world_given = s->given->world_size != 1;
+    uint64_t per_stage = dp_attention || dp == 0 ? 1 : dp;
+    if (!tp)
+        tp = world_given ? o->world_size / (P * per_stage) : 1;
+    uint64_t world = s->inputs[IN_TP].u || !world_given ? tp * per_stage * P : o->world_size;
+    *blame = s->inputs[IN_TP].u || P == 1 ? "tp_size" : "pp_size";
+    if (s->inputs[IN_TP].u && world_given && s->given->world_size != world)
         return kvshard__fail(err, KVSHARD_EDUPKEY, "", kvshard__no_mark,
                              "sglang profile: world_size %u and the %llu ranks of --tp-size "
-                             "%llu%s%llu differ; give one of them",
+                             "%llu%s%llu%s x --pp-size %llu differ; give one of them",
                              s->given->world_size, (unsigned long long)world,
                              (unsigned long long)tp,
                              dp_attention ? " (DP attention in it, --dp-size " : " x --dp-size ",
-                             (unsigned long long)dp);
+                             (unsigned long long)dp, dp_attention ? ")" : "",
+                             (unsigned long long)P);
     if (dp_attention && (dp == 0 || tp % dp != 0))
         return kvshard__fail(err, KVSHARD_EPARALLEL, "", kvshard__no_mark,
                              "sglang profile: --enable-dp-attention needs --tp-size %llu "

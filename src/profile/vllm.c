@@ -361,13 +361,14 @@ static int check_coverage(const kvshard_profile__settling *s, const vllm_state *
     return KVSHARD_OK;
 }
 
-/* world_size is T x D, from --tensor-parallel-size and --data-parallel-size
- * or from kvshard's world_size and dp_size; the two spellings must agree. */
+/* The engine's world is T x P x D: --tensor-parallel-size, the stages and
+ * --data-parallel-size, or kvshard's world_size and dp_size. The two
+ * spellings must agree; without either T is 1, as the engine's default. */
 static int settle_world(kvshard_profile__settling *s, const char **blame, kvshard_error *err)
 {
     kvshard_options *o = s->options;
     const kvshard_options *g = s->given;
-    uint64_t tp = s->inputs[IN_TP].u, dp = s->inputs[IN_DP].u;
+    uint64_t tp = s->inputs[IN_TP].u, dp = s->inputs[IN_DP].u, P = o->pp_size;
     *blame = "data_parallel_size";
     if (dp && g->dp_size != 1 && g->dp_size != dp)
         return kvshard__fail(err, KVSHARD_EDUPKEY, "", kvshard__no_mark,
@@ -375,27 +376,28 @@ static int settle_world(kvshard_profile__settling *s, const char **blame, kvshar
                              "one of them",
                              g->dp_size, (unsigned long long)dp);
     uint64_t D = dp ? dp : o->dp_size;
-    if (!tp) {
-        o->dp_size = (uint32_t)D;
+    o->dp_size = (uint32_t)D;
+    if (!tp && g->world_size != 1) {
         *blame = NULL;
-        return KVSHARD_OK; /* T = world_size / dp_size, validated as kvshard's */
+        return KVSHARD_OK; /* T = world_size / (P x D), validated as kvshard's */
     }
-    uint64_t world = tp * D;
-    *blame = "tensor_parallel_size";
-    if (g->world_size != 1 && g->world_size != world)
+    uint64_t world = (tp ? tp : 1) * P * D;
+    *blame = tp ? "tensor_parallel_size" : P > 1 ? "pp_size" : "data_parallel_size";
+    if (tp && g->world_size != 1 && g->world_size != world)
         return kvshard__fail(err, KVSHARD_EDUPKEY, "", kvshard__no_mark,
                              "vllm profile: world_size %u and --tensor-parallel-size %llu x "
-                             "--data-parallel-size %llu = %llu differ; give one of them",
-                             g->world_size, (unsigned long long)tp, (unsigned long long)D,
-                             (unsigned long long)world);
+                             "--pipeline-parallel-size %llu x --data-parallel-size %llu = %llu "
+                             "differ; give one of them",
+                             g->world_size, (unsigned long long)tp, (unsigned long long)P,
+                             (unsigned long long)D, (unsigned long long)world);
     if (world > KVSHARD_MAX_RANKS)
         return kvshard__fail(err, KVSHARD_EPARALLEL, "", kvshard__no_mark,
-                             "vllm profile: --tensor-parallel-size %llu x --data-parallel-size "
-                             "%llu is %llu ranks, above the %u kvshard plans",
-                             (unsigned long long)tp, (unsigned long long)D,
-                             (unsigned long long)world, KVSHARD_MAX_RANKS);
+                             "vllm profile: --tensor-parallel-size %llu x --pipeline-parallel-size "
+                             "%llu x --data-parallel-size %llu is %llu ranks, above the %u kvshard "
+                             "plans",
+                             (unsigned long long)(tp ? tp : 1), (unsigned long long)P,
+                             (unsigned long long)D, (unsigned long long)world, KVSHARD_MAX_RANKS);
     o->world_size = (uint32_t)world;
-    o->dp_size = (uint32_t)D;
     *blame = NULL;
     return KVSHARD_OK;
 }
