@@ -281,7 +281,7 @@ static void test_model_from_description(void **state)
     tu_assert_ok(kvshard_model_create(&m, &d, NULL, &err), &err);
     o.world_size = 4;
     p = NULL;
-    assert_int_equal(kvshard_plan_create(&p, m, &o, NULL, &err), KVSHARD_EKVHEADS);
+    assert_int_equal(kvshard_plan_create(&p, m, &o, NULL, &err), KVSHARD_EQHEADS);
     assert_null(p);
     assert_string_equal(err.message, "num_attention_heads 2 is not divisible by the attention TP "
                                      "size 4: every rank holds the same number of query heads");

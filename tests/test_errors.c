@@ -62,6 +62,7 @@ static const struct {
     {"KVSHARD_EWEIGHTS", KVSHARD_EWEIGHTS},
     {"KVSHARD_EDOESNOTFIT", KVSHARD_EDOESNOTFIT},
     {"KVSHARD_EFITLIMITS", KVSHARD_EFITLIMITS},
+    {"KVSHARD_EQHEADS", KVSHARD_EQHEADS},
 };
 #define CODE_COUNT (sizeof code_names / sizeof code_names[0])
 
@@ -491,7 +492,7 @@ static void test_null_err_accepted(void **state)
     kvshard_plan_free(plan);
     o.world_size = 64; /* 2 KV heads replicate fine; 16 query heads do not split 64 ways */
     o.layerwise_split_size = 1;
-    assert_int_equal(kvshard_plan_create(&plan, qwen, &o, NULL, NULL), KVSHARD_EKVHEADS);
+    assert_int_equal(kvshard_plan_create(&plan, qwen, &o, NULL, NULL), KVSHARD_EQHEADS);
     assert_int_equal(kvshard_plan_create(NULL, qwen, &o, NULL, NULL), KVSHARD_EINVAL);
     kvshard_plan_free(good);
     kvshard_model_free(qwen);
@@ -511,9 +512,9 @@ static void test_strerror_distinct(void **state)
             assert_string_not_equal(a, kvshard_strerror(code_names[j].code));
     }
     /* The table above has every code from KVSHARD_OK down to the last one. */
-    assert_int_equal(CODE_COUNT, 1 - KVSHARD_EFITLIMITS);
+    assert_int_equal(CODE_COUNT, 1 - KVSHARD_EQHEADS);
     assert_string_equal(kvshard_strerror(1), "unknown error");
-    assert_string_equal(kvshard_strerror(KVSHARD_EFITLIMITS - 1), "unknown error");
+    assert_string_equal(kvshard_strerror(KVSHARD_EQHEADS - 1), "unknown error");
     assert_string_equal(kvshard_strerror(-1000), "unknown error");
 }
 

@@ -262,12 +262,12 @@ static void test_parallel_errors(void **state)
     kvshard_model *ds = tu_load_example_model("deepseek_v3_2.json");
     kvshard_error err;
 
-    /* T = 6 / 1 = 6; 6 % 4 != 0 */
-    kvshard_options o = split_options(6, 4, KVSHARD_OWNERSHIP_ORDINAL);
+    /* T = 2 / 1 = 2; 2 % 4 != 0 */
+    kvshard_options o = split_options(2, 4, KVSHARD_OWNERSHIP_ORDINAL);
     assert_int_equal(plan_error(ds, &o, &err), KVSHARD_ESPLIT);
     assert_int_equal(err.code, KVSHARD_ESPLIT);
-    assert_non_null(strstr(err.message, "4"));
-    assert_non_null(strstr(err.message, "6"));
+    assert_non_null(strstr(err.message, "layerwise_split_size 4 does not divide the attention TP "
+                                        "size 2"));
     /* the same sizes with the split off are fine: S_eff = 1 */
     o.enable_layerwise_split = false;
     kvshard_plan *plan = tu_plan(ds, &o);
@@ -336,8 +336,19 @@ static void test_kv_heads_errors(void **state)
     assert_int_equal(plan_error(m, &o, &err), KVSHARD_EKVHEADS);
     kvshard_model_free(m);
 
-    /* MLA ignores num_key_value_heads: DeepSeek (128 kv heads) at T = 6 is fine */
+    /* MLA ignores num_key_value_heads, but its query heads shard over T as
+     * GQA's do: DeepSeek-V3.2's 128 at T = 6 (128 = 21 x 6 + 2) and T = 24
+     * (128 = 5 x 24 + 8) are refused as query heads; T = 8 holds 16 a rank. */
     m = tu_load_example_model("deepseek_v3_2.json");
+    assert_int_equal(plan_error(m, &o, &err), KVSHARD_EQHEADS);
+    assert_string_equal(err.message, "num_attention_heads 128 is not divisible by the attention "
+                                     "TP size 6: every rank holds the same number of query heads");
+    o.world_size = 24;
+    assert_int_equal(plan_error(m, &o, &err), KVSHARD_EQHEADS);
+    assert_string_equal(kvshard_status_name(err.code), "q_heads");
+    assert_non_null(strstr(err.message, "num_attention_heads 128 is not divisible by the "
+                                        "attention TP size 24"));
+    o.world_size = 8;
     plan = tu_plan(m, &o);
     kvshard_plan_free(plan);
     kvshard_model_free(m);
@@ -347,12 +358,13 @@ static void test_linear_heads_errors(void **state)
 {
     (void)state;
     kvshard_error err;
-    /* Kimi: 32 KDA heads, T = 3: 32 % 3 = 2 (MLA, so no kv-head check) */
+    /* Kimi: 32 KDA heads, T = 3: 32 % 3 = 2; its MLA layers' 32 query heads
+     * do not shard over 3 ranks either, and are refused first. */
     kvshard_model *m = tu_load_example_model("kimi_linear_48b_a3b.json");
     kvshard_options o = KVSHARD_OPTIONS_INIT;
     o.world_size = 3;
-    assert_int_equal(plan_error(m, &o, &err), KVSHARD_ELINEARHEADS);
-    assert_non_null(strstr(err.message, "32"));
+    assert_int_equal(plan_error(m, &o, &err), KVSHARD_EQHEADS);
+    assert_non_null(strstr(err.message, "num_attention_heads 32"));
     kvshard_model_free(m);
 
     /* GDN key heads 6 at T = 4, where the 8 query and 2 KV heads lay out
@@ -372,7 +384,7 @@ static void test_linear_heads_errors(void **state)
      * not shard over 32 ranks, which the engines refuse before any state. */
     m = tu_load_example_model("qwen3_next_80b_a3b.json");
     o.world_size = 32;
-    assert_int_equal(plan_error(m, &o, &err), KVSHARD_EKVHEADS);
+    assert_int_equal(plan_error(m, &o, &err), KVSHARD_EQHEADS);
     assert_non_null(strstr(err.message, "num_attention_heads 16 is not divisible by the attention "
                                         "TP size 32"));
     kvshard_model_free(m);
@@ -381,7 +393,71 @@ static void test_linear_heads_errors(void **state)
      * dividing 128: the query heads are refused first. */
     m = tu_load_example_model("minimax_m1.json");
     o.world_size = 128;
-    assert_int_equal(plan_error(m, &o, &err), KVSHARD_EKVHEADS);
+    assert_int_equal(plan_error(m, &o, &err), KVSHARD_EQHEADS);
+    kvshard_model_free(m);
+}
+
+/* The query heads against T under every attention that stores KV, and not
+ * for a model that stores none. */
+static void test_query_heads_every_attention(void **state)
+{
+    (void)state;
+    kvshard_error err;
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    /* Five sliding layers, no full one (a Gemma 3 config shorter than its
+     * pattern of 6): 8 query heads on 16 ranks (16 % 4 KV heads = 0). */
+    kvshard_model *m = tu_load_model_text(
+        "{model_type: gemma3_text, num_hidden_layers: 5, sliding_window_pattern: 6, "
+        "sliding_window: 512, num_attention_heads: 8, num_key_value_heads: 4, head_dim: 256}");
+    o.world_size = 16;
+    assert_int_equal(plan_error(m, &o, &err), KVSHARD_EQHEADS);
+    assert_string_equal(err.message, "num_attention_heads 8 is not divisible by the attention "
+                                     "TP size 16: every rank holds the same number of query heads");
+    o.world_size = 8; /* one query head a rank; KV heads 4 replicated twice */
+    kvshard_plan_free(tu_plan(m, &o));
+    kvshard_model_free(m);
+
+    /* Compressed attention (DeepSeek-V4-Flash): 64 query heads, T = 3. */
+    m = tu_load_example_model("deepseek_v4_flash.json");
+    o.world_size = 3;
+    assert_int_equal(plan_error(m, &o, &err), KVSHARD_EQHEADS);
+    assert_non_null(strstr(err.message, "num_attention_heads 64 is not divisible by the "
+                                        "attention TP size 3"));
+    kvshard_model_free(m);
+
+    /* GLM-5 (DSA): 64 query heads, T = 48 (64 = 48 + 16). */
+    m = tu_load_example_model("glm_5.json");
+    o.world_size = 48;
+    assert_int_equal(plan_error(m, &o, &err), KVSHARD_EQHEADS);
+    kvshard_model_free(m);
+
+    /* MLA from a description: 6 query heads on 4 ranks. */
+    kvshard_model_desc d = KVSHARD_MODEL_DESC_INIT;
+    d.num_layers = 2;
+    d.attention = KVSHARD_ATTENTION_MLA;
+    d.kv_lora_rank = 512;
+    d.qk_rope_head_dim = 64;
+    d.num_attention_heads = 6;
+    tu_assert_ok(kvshard_model_create(&m, &d, NULL, &err), &err);
+    o.world_size = 4;
+    assert_int_equal(plan_error(m, &o, &err), KVSHARD_EQHEADS);
+    assert_string_equal(err.message, "num_attention_heads 6 is not divisible by the attention TP "
+                                     "size 4: every rank holds the same number of query heads");
+    kvshard_model_free(m);
+
+    /* Models that store no KV are not checked: layers that keep nothing,
+     * and Mamba2 layers only (32 heads and 2 groups lay out on 16 ranks). */
+    m = tu_load_model_text("{model_type: nemotron_h, num_hidden_layers: 4, "
+                           "hybrid_override_pattern: \"-E-E\", num_attention_heads: 8}");
+    o.world_size = 3;
+    kvshard_plan_free(tu_plan(m, &o));
+    kvshard_model_free(m);
+    m = tu_load_model_text("{model_type: nemotron_h, num_hidden_layers: 4, "
+                           "hybrid_override_pattern: MMMM, num_attention_heads: 8, "
+                           "num_key_value_heads: 2, head_dim: 128, mamba_num_heads: 32, "
+                           "mamba_head_dim: 64, ssm_state_size: 128, n_groups: 2}");
+    o.world_size = 16;
+    kvshard_plan_free(tu_plan(m, &o));
     kvshard_model_free(m);
 }
 
@@ -451,9 +527,9 @@ static void test_is_draft(void **state)
     assert_true(kvshard_plan_has_warning(plan, KVSHARD_WARN_DRAFT_UNSPLIT));
     assert_string_equal(kvshard_warning_name(KVSHARD_WARN_DRAFT_UNSPLIT), "draft_unsplit");
     kvshard_plan_free(plan);
-    /* is_draft also avoids ESPLIT: T = 6 with S = 4 would fail otherwise */
+    /* is_draft also avoids ESPLIT: T = 2 with S = 4 would fail otherwise */
     kvshard_model *ds = tu_load_example_model("deepseek_v3_2.json");
-    o = split_options(6, 4, KVSHARD_OWNERSHIP_ORDINAL);
+    o = split_options(2, 4, KVSHARD_OWNERSHIP_ORDINAL);
     o.is_draft = true;
     plan = tu_plan(ds, &o);
     assert_int_equal(kvshard_plan_effective_split_size(plan), 1);
@@ -787,6 +863,7 @@ int main(void)
         cmocka_unit_test(test_parallel_errors),
         cmocka_unit_test(test_kv_heads_errors),
         cmocka_unit_test(test_linear_heads_errors),
+        cmocka_unit_test(test_query_heads_every_attention),
         cmocka_unit_test(test_split_disabled_and_size_one),
         cmocka_unit_test(test_is_draft),
         cmocka_unit_test(test_exceeds_replication),

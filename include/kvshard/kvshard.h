@@ -155,7 +155,12 @@ typedef enum kvshard_status {
      *  usable device memory (kvshard fit: no layout leaves one). */
     KVSHARD_EDOESNOTFIT = -35,
     /** kvshard fit: the node limits and the pinned sizes leave no layout. */
-    KVSHARD_EFITLIMITS = -36
+    KVSHARD_EFITLIMITS = -36,
+    /** The model's query heads (num_attention_heads) are not divisible by
+     *  the attention TP size, for a plan that stores KV with attention of
+     *  any type (GQA, MLA, DSA, compressed): every engine gives each rank
+     *  the same number of query heads. */
+    KVSHARD_EQHEADS = -37
 } kvshard_status;
 
 /** Static English name of a status code ("no memory for one block", ...).
@@ -438,8 +443,10 @@ typedef struct kvshard_model_desc {
     const kvshard_layer_kind *layer_kinds; /**< L kinds; NULL: all full attention */
     kvshard_dtype dtype;                 /**< model dtype; AUTO means bfloat16 */
     kvshard_attention attention;
-    /* GQA */
+    /** Query heads: the attention TP size must divide them whatever the
+     *  attention (0: not checked). */
     uint32_t num_attention_heads;
+    /* GQA */
     uint32_t num_kv_heads;               /**< 0: num_attention_heads */
     uint32_t head_dim;
     uint32_t sliding_window;             /**< tokens; needed with sliding layers */
@@ -797,7 +804,7 @@ typedef struct kvshard_plan kvshard_plan;
  * it needs, so the model may be freed afterwards. The plan allocates with
  * `allocator` (NULL: the C library's). Errors: KVSHARD_EINVAL (NULL
  * arguments, an unknown `size`), KVSHARD_EPARALLEL, ERANGE (an option out of
- * its range), EWORLD, ESPLIT, ESPLITCP, EKVHEADS, ELINEARHEADS, ENOBLOCK,
+ * its range), EWORLD, ESPLIT, ESPLITCP, EKVHEADS, EQHEADS, ELINEARHEADS, ENOBLOCK,
  * EOVERFLOW, EPROFILE, ELIMIT, ENOMEM. Errors about the model's own figures
  * point at the key in the model file.
  */

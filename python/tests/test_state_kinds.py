@@ -175,7 +175,7 @@ def test_query_heads_the_tp_size_does_not_divide() -> None:
         with pytest.raises(kvshard.PlanError) as info:
             kvshard.plan(model, world_size=16)
         e = info.value
-        assert e.code is kvshard.Status.EKVHEADS
+        assert e.code is kvshard.Status.EQHEADS
         assert e.message.startswith("num_attention_heads 4 is not divisible by the attention TP")
         # num_attention_heads is line 6 of the text, its value after the key.
         assert (e.line, e.column) == (6, len("num_attention_heads: ") + 1)

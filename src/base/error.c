@@ -48,6 +48,7 @@ const char *kvshard_strerror(int code)
     case KVSHARD_EWEIGHTS: return "no weights for the device memory";
     case KVSHARD_EDOESNOTFIT: return "the weights do not fit the device";
     case KVSHARD_EFITLIMITS: return "no layout within the node limits";
+    case KVSHARD_EQHEADS: return "query heads not divisible by TP size";
     default: return "unknown error";
     }
 }

@@ -217,11 +217,6 @@ static int read_full_geometry(kvshard__reader *r)
         (rc = check_kv_heads(r, g->heads, found->name, &v, q, "num_attention_heads")) != 0)
         return rc;
     kvshard__set_site(r, KVSHARD__SITE_KV_HEADS, found->name, g->heads, &v);
-    if (q) {
-        kvshard__node qn = {0};
-        kvshard__get(r, t, KVSHARD__KEY_NUM_ATTENTION_HEADS, &qn);
-        kvshard__set_site(r, KVSHARD__SITE_Q_HEADS, "num_attention_heads", q, &qn);
-    }
     bool has_global;
     rc = kvshard__optional_dim(&g->k_dim, &has_global, r, t, KVSHARD__KEY_GLOBAL_HEAD_DIM, 1,
                                KVSHARD__MAX_DIMENSION);
@@ -346,19 +341,27 @@ static int read_compressed(kvshard__reader *r)
 
 /* ---- which parts are read ----------------------------------------------------------- */
 
-int kvshard__read_attention(kvshard__reader *r)
+/* The query heads, which every engine shards evenly over the attention TP
+ * ranks whatever the attention (GQA, MLA, DSA, compressed): kept for the
+ * plans that store KV to check against T. A config without the key has
+ * nothing to check. */
+static int read_query_site(kvshard__reader *r)
+{
+    kvshard__node v = {0};
+    uint32_t q;
+    if (!kvshard__get(r, &r->text, KVSHARD__KEY_NUM_ATTENTION_HEADS, &v))
+        return KVSHARD_OK;
+    int rc = kvshard__read_dim(&q, r, &v, "num_attention_heads", 1, KVSHARD__MAX_DIMENSION);
+    if (rc == KVSHARD_OK)
+        kvshard__set_site(r, KVSHARD__SITE_Q_HEADS, "num_attention_heads", q, &v);
+    return rc;
+}
+
+/* The attention type and the parts of it the layers use. */
+static int read_attention_kind(kvshard__reader *r, bool full, bool sliding, bool draft_full,
+                               bool draft_sliding)
 {
     kvshard__model_info *in = &r->model->info;
-    const uint32_t *n = in->count;
-    bool full = n[KVSHARD_LAYER_FULL_ATTENTION] + n[KVSHARD_LAYER_HYBRID] +
-                    n[KVSHARD_LAYER_CHUNKED_ATTENTION] >
-                0;
-    bool sliding = n[KVSHARD_LAYER_SLIDING_ATTENTION] > 0;
-    bool draft_full = false, draft_sliding = false;
-    for (uint32_t d = 0; d < r->draft_count; d++) {
-        draft_full |= r->draft[d].kind == KVSHARD_LAYER_FULL_ATTENTION;
-        draft_sliding |= r->draft[d].kind == KVSHARD_LAYER_SLIDING_ATTENTION;
-    }
     if (r->compressed) {
         in->attention = KVSHARD_ATTENTION_COMPRESSED; /* its kv_lora_rank is not read */
         return read_compressed(r);
@@ -378,6 +381,26 @@ int kvshard__read_attention(kvshard__reader *r)
     in->attention = KVSHARD_ATTENTION_GQA;
     rc = kvshard__read_part(r, full, draft_full, read_full_geometry);
     return rc ? rc : kvshard__read_part(r, sliding, draft_sliding, read_sliding_geometry);
+}
+
+int kvshard__read_attention(kvshard__reader *r)
+{
+    const uint32_t *n = r->model->info.count;
+    bool full = n[KVSHARD_LAYER_FULL_ATTENTION] + n[KVSHARD_LAYER_HYBRID] +
+                    n[KVSHARD_LAYER_CHUNKED_ATTENTION] >
+                0;
+    bool sliding = n[KVSHARD_LAYER_SLIDING_ATTENTION] > 0;
+    bool draft_full = false, draft_sliding = false;
+    for (uint32_t d = 0; d < r->draft_count; d++) {
+        draft_full |= r->draft[d].kind == KVSHARD_LAYER_FULL_ATTENTION;
+        draft_sliding |= r->draft[d].kind == KVSHARD_LAYER_SLIDING_ATTENTION;
+    }
+    int rc = read_attention_kind(r, full, sliding, draft_full, draft_sliding);
+    if (rc)
+        return rc;
+    /* Every layer of a compressed model caches its latent. */
+    return kvshard__read_part(r, full || sliding || r->compressed, draft_full || draft_sliding,
+                              read_query_site);
 }
 
 /* sliding_window, else sliding_window_size. */

@@ -160,8 +160,12 @@ static int check_attention(kvshard_model *m, const kvshard_model_desc *d, bool f
         in->attention = KVSHARD_ATTENTION_MLA;
         if ((rc = need(err, d->kv_lora_rank, "kv_lora_rank", why)) != 0 ||
             (rc = need(err, d->qk_rope_head_dim, "qk_rope_head_dim", why)) != 0 ||
-            (rc = optional(err, d->index_head_dim, "index_head_dim")) != 0)
+            (rc = optional(err, d->index_head_dim, "index_head_dim")) != 0 ||
+            (rc = optional(err, d->num_attention_heads, "num_attention_heads")) != 0)
             return rc;
+        /* The query heads T must divide, as for GQA. */
+        if (d->num_attention_heads)
+            site(m, KVSHARD__SITE_Q_HEADS, "num_attention_heads", d->num_attention_heads);
         in->kv_lora_rank = d->kv_lora_rank;
         in->qk_rope_head_dim = d->qk_rope_head_dim;
         in->has_indexer = d->index_head_dim > 0;

@@ -66,7 +66,10 @@ static int classify_weights(kvshard__weights **out, const kvshard__safetensors *
     kvshard__wgeometry g = {
         .num_layers = L,
         .gqa = m->attention == KVSHARD_ATTENTION_GQA,
-        .num_heads = model->sites[KVSHARD__SITE_Q_HEADS].value,
+        /* The query heads shape the GQA attention tensors' share only. */
+        .num_heads = m->attention == KVSHARD_ATTENTION_GQA
+                         ? model->sites[KVSHARD__SITE_Q_HEADS].value
+                         : 0,
         .num_kv_heads = m->full.heads,
         .sliding_heads = 0,
         .sliding_kv_heads = m->sliding.heads,

@@ -52,6 +52,7 @@ const char *kvshard_status_name(int code)
     case KVSHARD_EWEIGHTS: return "weights";
     case KVSHARD_EDOESNOTFIT: return "does_not_fit";
     case KVSHARD_EFITLIMITS: return "fit_limits";
+    case KVSHARD_EQHEADS: return "q_heads";
     default: return "unknown";
     }
 }

@@ -207,7 +207,7 @@ kvshard_profile__ctx kvshard__profile_ctx(const kvshard__planning *pl, const kvs
 /* Validate settled options against a model: T and S_eff into the outputs,
  * and the layers of each of the pp_size stages into stage_counts (pp_size
  * entries), or the first error (EWORLD, EPROFILE, EPPLAYERS, EPARTITION,
- * EPPSOURCE, ESPLIT, ESPLITCP, EKVHEADS, ELINEARHEADS, ELIMIT), with *blame
+ * EPPSOURCE, ESPLIT, ESPLITCP, EKVHEADS, EQHEADS, ELINEARHEADS, ELIMIT), with *blame
  * set to the option or setting it is about when its code alone does not
  * tell. */
 int kvshard__plan_validate(uint32_t *out_tp, uint32_t *out_split, uint32_t *stage_counts,

@@ -90,15 +90,15 @@ static uint32_t drafts_of(const kvshard__model_info *m, uint8_t kind)
     return n;
 }
 
-/* The checks of the KV heads, for each geometry the plan uses: the full
- * one for KV, chunked and counted full-attention draft layers, the sliding
- * one for sliding layers and counted sliding draft layers. */
+/* The checks of the heads against T: for GQA the KV heads of each geometry
+ * the plan uses (the full one for KV, chunked and counted full-attention
+ * draft layers, the sliding one for sliding layers and counted sliding
+ * draft layers), and for every attention the query heads, whenever the
+ * plan stores KV. */
 static int check_heads(const kvshard_model *model, const kvshard__planning *pl, uint32_t T,
                        kvshard_error *err)
 {
     const kvshard__model_info *m = &model->info;
-    if (m->attention != KVSHARD_ATTENTION_GQA)
-        return KVSHARD_OK;
     bool drafts = pl->options.num_speculative_tokens > 0 && pl->profile->counts_draft_layers;
     bool full = kvshard__num_kv_layers(m) + m->count[KVSHARD_LAYER_CHUNKED_ATTENTION] > 0 ||
                 (drafts && drafts_of(m, KVSHARD_LAYER_FULL_ATTENTION) > 0);
@@ -110,7 +110,7 @@ static int check_heads(const kvshard_model *model, const kvshard__planning *pl, 
         uint32_t heads;
     } geometries[2] = {{full, KVSHARD__SITE_KV_HEADS, m->full.heads},
                        {sliding, KVSHARD__SITE_SLIDING_KV_HEADS, m->sliding.heads}};
-    for (int g = 0; g < 2; g++) {
+    for (int g = 0; g < 2 && m->attention == KVSHARD_ATTENTION_GQA; g++) {
         uint32_t H = geometries[g].heads;
         const kvshard__key_site *kv = &model->sites[geometries[g].site];
         if (geometries[g].used && H && T % H != 0 && H % T != 0)
@@ -118,10 +118,13 @@ static int check_heads(const kvshard_model *model, const kvshard__planning *pl, 
                                  "%s %u and the attention TP size %u do not divide one another",
                                  kv->key ? kv->key : "num_key_value_heads", H, T);
     }
-    /* The engines shard query heads evenly over the attention TP ranks. */
+    /* The engines shard query heads evenly over the attention TP ranks,
+     * whatever the attention: MLA, DSA and compressed models too, and
+     * models whose attention layers are all sliding windows. A model that
+     * stores no KV (no KV, window or counted draft layer) has none. */
     const kvshard__key_site *q = &model->sites[KVSHARD__SITE_Q_HEADS];
     if ((full || sliding) && q->key && q->value % T != 0)
-        return kvshard__fail(err, KVSHARD_EKVHEADS, model->source, q->mark,
+        return kvshard__fail(err, KVSHARD_EQHEADS, model->source, q->mark,
                              "%s %u is not divisible by the attention TP size %u: every rank "
                              "holds the same number of query heads",
                              q->key, q->value, T);

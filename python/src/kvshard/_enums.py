@@ -105,6 +105,8 @@ class Status(enum.IntEnum):
     EDOESNOTFIT = -35
     #: A fit: the node limits and the pinned sizes leave no layout.
     EFITLIMITS = -36
+    #: The query heads are not divisible by the attention TP size.
+    EQHEADS = -37
 
     @property
     def label(self) -> str:

@@ -135,7 +135,7 @@ class UnmodeledError(ConfigError):
 class PlanError(KvshardError):
     """No valid plan exists for this model and these options: parallel sizes
     (EPARALLEL, EWORLD, ESPLIT, ESPLITCP), heads that do not divide
-    (EKVHEADS, ELINEARHEADS), memory for not one block (ENOBLOCK), a byte
+    (EKVHEADS, EQHEADS, ELINEARHEADS), memory for not one block (ENOBLOCK), a byte
     figure past 64 bits (EOVERFLOW), what the engine profile cannot plan
     (EPROFILE), or pipeline stages the layers cannot be cut into: more
     stages than layers (EPPLAYERS), a rule or a pp_partition that does not
@@ -214,6 +214,7 @@ for _cls, _codes in (
             "ESPLIT",
             "ESPLITCP",
             "EKVHEADS",
+            "EQHEADS",
             "ELINEARHEADS",
             "ENOBLOCK",
             "EOVERFLOW",
