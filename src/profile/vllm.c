@@ -707,7 +707,7 @@ static int attention_page(vllm_state *st, const kvshard_profile__settling *s, kv
      * layers have the full geometry, which such a config does not give. */
     if (st->n_full > 0 && g->k_dim == 0)
         return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
-                    "%u draft attention layers on a model without full-attention layers are not "
+                    "draft attention layers (%u) on a model without full-attention layers are not "
                     "covered yet",
                     st->draft_layers);
     st->a1 = g->k_dim ? gqa_bytes(c, g, T, kv_bytes) : 0;
