@@ -3,11 +3,13 @@
  * cards, Nemotron-3-Nano on two 24 GiB cards), the tiny_hybrid plan read
  * from its safetensors headers, and the errors. Every figure is worked by
  * hand in its comment; GiB = 2^30. */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #include "test_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define GIB (UINT64_C(1) << 30)
 
@@ -562,6 +564,86 @@ static void test_errors(void **state)
     kvshard_model_free(m);
 }
 
+/* ---- a model directory written by the test ------------------------------------------ */
+
+typedef struct model_dir {
+    char path[512];
+} model_dir;
+
+static void dir_file(const model_dir *d, const char *name, const void *data, size_t len)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", d->path, name);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, len, f), len);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* A shard cut after its header: N in 8 bytes, then the JSON. */
+static void dir_shard(const model_dir *d, const char *name, const char *json)
+{
+    size_t len = strlen(json);
+    unsigned char *buf = malloc(8 + len);
+    assert_non_null(buf);
+    for (int i = 0; i < 8; i++)
+        buf[i] = (unsigned char)((uint64_t)len >> (8 * i));
+    memcpy(buf + 8, json, len);
+    dir_file(d, name, buf, 8 + len);
+    free(buf);
+}
+
+/* A directory of a small dense GQA model's config.json (4 layers, 8 query
+ * heads, 2 KV heads of 64) and nothing else yet. */
+static void dir_open(model_dir *d)
+{
+    snprintf(d->path, sizeof d->path, "%s/model_XXXXXX", KVSHARD_TEST_BUILD_DATA);
+    assert_non_null(mkdtemp(d->path));
+    static const char config[] = "{\"model_type\": \"tiny_dense\", \"num_hidden_layers\": 4, "
+                                 "\"num_attention_heads\": 8, \"num_key_value_heads\": 2, "
+                                 "\"head_dim\": 64}";
+    dir_file(d, "config.json", config, strlen(config));
+}
+
+static void dir_close(model_dir *d)
+{
+    char command[1024];
+    snprintf(command, sizeof command, "rm -rf '%s'", d->path);
+    assert_int_equal(system(command), 0);
+}
+
+/* An embedding of 2^63 - 8 one-byte elements is 9,223,372,036,854,775,800
+ * bytes, a size whose bit count passes 2^64: the plan refuses it as
+ * does_not_fit, not as an overflow. At T = 1 the rank holds all of it; an
+ * 80 GiB card (85,899,345,920 bytes) leaves floor(x 0.9) = 77,309,411,328
+ * usable, the reserve is 85,899,345,920 / 20 = 4,294,967,296, and the
+ * shortfall 9,223,372,036,854,775,800 + 4,294,967,296 - 77,309,411,328 =
+ * 9,223,371,963,840,331,768. */
+static void test_tensor_of_2_63_bytes(void **state)
+{
+    (void)state;
+    model_dir d;
+    dir_open(&d);
+    dir_shard(&d, "model.safetensors",
+              "{\"model.embed_tokens.weight\": {\"dtype\": \"U8\", \"shape\": "
+              "[9223372036854775800], \"data_offsets\": [0, 9223372036854775800]}}");
+    kvshard_model *m = NULL;
+    kvshard_error err;
+    tu_assert_ok(kvshard_model_load_file(&m, d.path, NULL, &err), &err);
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.device_memory = 80 * GIB;
+    kvshard_plan *p = NULL;
+    assert_int_equal(kvshard_plan_create(&p, m, &o, NULL, &err), KVSHARD_EDOESNOTFIT);
+    assert_null(p);
+    assert_string_equal(err.message,
+                        "does_not_fit: the weights (9223372036854775800 bytes a rank) and "
+                        "activation_reserve 4294967296 bytes take all of device_memory "
+                        "85899345920 x memory_utilization 0.9 = 77309411328 usable bytes: "
+                        "9223371963840331768 bytes short");
+    kvshard_model_free(m);
+    dir_close(&d);
+}
+
 /* A deployment's flags pin the search: --pp_size=1 as a flag. */
 static void test_deployment_pins(void **state)
 {
@@ -694,6 +776,7 @@ int main(void)
         cmocka_unit_test(test_plan_from_the_device), cmocka_unit_test(test_tiny_hybrid_plan),
         cmocka_unit_test(test_errors),               cmocka_unit_test(test_deployment_pins),
         cmocka_unit_test(test_engine_device_inputs),
+        cmocka_unit_test(test_tensor_of_2_63_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

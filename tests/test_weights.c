@@ -559,6 +559,13 @@ static void test_header_errors(void **state)
          "4]}}",
          UINT64_MAX, KVSHARD_EOVERFLOW,
          "tensor \"t\": F32 [4611686018427387904, 2] takes more than 2^64 - 1 bytes"},
+        /* 2^63 - 8 one-byte elements are 2^63 - 8 bytes, though their bits
+         * pass 2^64: the count is compared, not overflowed */
+        {"{\"t\": {\"dtype\": \"U8\", \"shape\": [9223372036854775800], \"data_offsets\": [0, "
+         "8]}}",
+         UINT64_MAX, KVSHARD_ERANGE,
+         "tensor \"t\": U8 [9223372036854775800] takes 9223372036854775800 bytes, but "
+         "data_offsets [0, 8] hold 8"},
         /* past the count of tensors allowed (3 in this test) */
         {"{\"a\": {\"dtype\": \"U8\", \"shape\": [], \"data_offsets\": [0, 1]}, "
          "\"b\": {\"dtype\": \"U8\", \"shape\": [], \"data_offsets\": [1, 2]}, "
@@ -759,6 +766,39 @@ static void test_index_errors(void **state)
                "safetensors: cannot open the model directory: ", NULL);
     read_fails(TINY "/config.json", 0, KVSHARD_EIO, "safetensors: not a directory", NULL);
     assert_int_equal(kvshard_safetensors__read_dir(NULL, TINY, NULL, 0, &err), KVSHARD_EINVAL);
+}
+
+/* ---- sizes past the bit count, checkpoints without tensors, the JSON in all ---------- */
+
+/* The bytes of a tensor are worked out without its bit count first: 2^63 - 8
+ * one-byte elements are 2^63 - 8 bytes, 2^64 - 1 F4 elements are
+ * ceil((2^64 - 1) x 4 / 8) = 2^63 bytes, and both are sizes. */
+static void test_sizes_past_the_bits(void **state)
+{
+    (void)state;
+    static const char json[] =
+        "{\"u\": {\"dtype\": \"U8\", \"shape\": [9223372036854775800], "
+        "\"data_offsets\": [0, 9223372036854775800]}, "
+        "\"f\": {\"dtype\": \"F4\", \"shape\": [18446744073709551615], "
+        "\"data_offsets\": [9223372036854775800, 18446744073709551608]}}";
+    size_t len = strlen(json);
+    unsigned char image[512];
+    assert_true(8 + len <= sizeof image);
+    for (int k = 0; k < 8; k++)
+        image[k] = (unsigned char)((uint64_t)len >> (8 * k));
+    memcpy(image + 8, json, len);
+    kvshard__safetensors *s = NULL;
+    kvshard_error err;
+    tu_assert_ok(
+        kvshard_safetensors__read_bytes(&s, image, 8 + len, "model.safetensors", NULL, 0, &err),
+        &err);
+    assert_int_equal(s->count, 2);
+    assert_true(s->tensors[0].elements == UINT64_C(9223372036854775800));
+    assert_true(s->tensors[0].bytes == UINT64_C(9223372036854775800));
+    assert_true(s->tensors[1].elements == UINT64_MAX);
+    assert_true(s->tensors[1].bytes == UINT64_C(9223372036854775808));
+    assert_true(s->total_bytes == UINT64_C(18446744073709551608));
+    kvshard_safetensors__free(s);
 }
 
 /* ---- classes --------------------------------------------------------------------------- */
@@ -1410,6 +1450,7 @@ int main(void)
         cmocka_unit_test(test_tied_embeddings), cmocka_unit_test(test_kv_shares),
         cmocka_unit_test(test_expert_parallel), cmocka_unit_test(test_estimate),
         cmocka_unit_test(test_partition_rules), cmocka_unit_test(test_out_of_memory),
+        cmocka_unit_test(test_sizes_past_the_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

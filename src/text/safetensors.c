@@ -366,6 +366,16 @@ static const char *shape_text(char *buf, size_t cap, const uint64_t *dims, uint3
     return buf;
 }
 
+/* ceil(elements x bits / 8) without forming the bit count: a tensor of
+ * 2^63 one-byte elements is a size, though its bits pass 2^64. With
+ * elements = 8q + r that is q x bits + ceil(r x bits / 8). */
+static bool dtype_bytes(uint64_t *out, uint64_t elements, uint32_t bits)
+{
+    uint64_t whole;
+    return kvshard__mul(&whole, elements / 8, bits) &&
+           kvshard__add(out, whole, kvshard__ceil_div(elements % 8 * bits, 8));
+}
+
 static int read_entry(st_file *f, const kvshard__node *key, const kvshard__node *value,
                       kvshard__tensor *t)
 {
@@ -469,14 +479,13 @@ static int read_entry(st_file *f, const kvshard__node *key, const kvshard__node 
     uint32_t bits = kvshard_safetensors__dtype_bits(dtype.text, dtype.count);
     char shown_dtype[48];
     if (bits) {
-        uint64_t total_bits;
-        if (!kvshard__mul(&total_bits, elements, bits))
+        uint64_t need;
+        if (!dtype_bytes(&need, elements, bits))
             return st_fail(f, KVSHARD_EOVERFLOW, &shape,
                            "tensor \"%s\": %s %s takes more than 2^64 - 1 bytes",
                            tensor_name(name, sizeof name, key),
                            node_excerpt(shown_dtype, sizeof shown_dtype, &dtype, 24),
                            shape_text(shown_shape, sizeof shown_shape, dims, shape.count));
-        uint64_t need = kvshard__ceil_div(total_bits, 8);
         if (end - begin != need)
             return st_fail(f, KVSHARD_ERANGE, &offsets,
                            "tensor \"%s\": %s %s takes %llu bytes, but data_offsets [%llu, %llu] "
