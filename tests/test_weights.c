@@ -566,6 +566,35 @@ static void test_header_errors(void **state)
          UINT64_MAX, KVSHARD_ERANGE,
          "tensor \"t\": U8 [9223372036854775800] takes 9223372036854775800 bytes, but "
          "data_offsets [0, 8] hold 8"},
+        /* two tensors that share a byte of the file: the format stores each
+         * byte once, so one of them is misdescribed */
+        {"{\"a\": {\"dtype\": \"U8\", \"shape\": [8], \"data_offsets\": [0, 8]}, "
+         "\"b\": {\"dtype\": \"U8\", \"shape\": [8], \"data_offsets\": [4, 12]}}",
+         UINT64_MAX, KVSHARD_ERANGE,
+         "tensor \"b\": data_offsets [4, 12] overlap those of tensor \"a\", [0, 8]; a "
+         "safetensors file stores each byte once"},
+        /* listed out of file order: the one the header lists later is named */
+        {"{\"b\": {\"dtype\": \"U8\", \"shape\": [8], \"data_offsets\": [8, 16]}, "
+         "\"a\": {\"dtype\": \"F32\", \"shape\": [3], \"data_offsets\": [0, 12]}}",
+         UINT64_MAX, KVSHARD_ERANGE,
+         "tensor \"a\": data_offsets [0, 12] overlap those of tensor \"b\", [8, 16]"},
+        /* one range inside another, with a third after both */
+        {"{\"big\": {\"dtype\": \"U8\", \"shape\": [16], \"data_offsets\": [0, 16]}, "
+         "\"x\": {\"dtype\": \"U8\", \"shape\": [2], \"data_offsets\": [16, 18]}, "
+         "\"in\": {\"dtype\": \"U8\", \"shape\": [2], \"data_offsets\": [4, 6]}}",
+         UINT64_MAX, KVSHARD_ERANGE,
+         "tensor \"in\": data_offsets [4, 6] overlap those of tensor \"big\", [0, 16]"},
+        /* the same range twice */
+        {"{\"a\": {\"dtype\": \"F16\", \"shape\": [2], \"data_offsets\": [0, 4]}, "
+         "\"b\": {\"dtype\": \"F16\", \"shape\": [2], \"data_offsets\": [0, 4]}}",
+         UINT64_MAX, KVSHARD_ERANGE,
+         "tensor \"b\": data_offsets [0, 4] overlap those of tensor \"a\", [0, 4]"},
+        /* a range that overlaps the one before the one before it */
+        {"{\"a\": {\"dtype\": \"U8\", \"shape\": [10], \"data_offsets\": [0, 10]}, "
+         "\"b\": {\"dtype\": \"U8\", \"shape\": [1], \"data_offsets\": [10, 11]}, "
+         "\"c\": {\"dtype\": \"U8\", \"shape\": [3], \"data_offsets\": [9, 12]}}",
+         UINT64_MAX, KVSHARD_ERANGE,
+         "tensor \"c\": data_offsets [9, 12] overlap those of tensor \"a\", [0, 10]"},
         /* past the count of tensors allowed (3 in this test) */
         {"{\"a\": {\"dtype\": \"U8\", \"shape\": [], \"data_offsets\": [0, 1]}, "
          "\"b\": {\"dtype\": \"U8\", \"shape\": [], \"data_offsets\": [1, 2]}, "
@@ -626,6 +655,20 @@ static void test_header_errors(void **state)
     assert_int_equal(err.line, 3);
     assert_int_equal(err.column, 18);
 
+    /* An overlap is located at the data_offsets of the tensor named first:
+     * line 3, column 24 of the JSON (two lines of 61 bytes and their line
+     * feeds, then 21 bytes of the third), 8 + 145 bytes into the file. */
+    write_shard(dir, "model.safetensors",
+                "{\"a\": {\"dtype\": \"U8\", \"shape\": [8], \"data_offsets\": [0, 8]},\n"
+                " \"z\": {\"dtype\": \"U8\", \"shape\": [0], \"data_offsets\": [3, 3]},\n"
+                " \"b\": {\"data_offsets\": [7, 9], \"dtype\": \"U8\", \"shape\": [2]}}",
+                UINT64_MAX, 9);
+    read_fails(dir, 0, KVSHARD_ERANGE,
+               "tensor \"b\": data_offsets [7, 9] overlap those of tensor \"a\", [0, 8]", &err);
+    assert_int_equal(err.line, 3);
+    assert_int_equal(err.column, 24);
+    assert_int_equal(err.offset, 8 + 145);
+
     /* A tensor name that is not printable is escaped in the message. */
     write_shard(dir, "model.safetensors",
                 "{\"a\\u0001b\":{\"dtype\":\"F16\",\"shape\":[1],\"data_offsets\":[0,1]}}",
@@ -656,6 +699,18 @@ static void test_header_errors(void **state)
     assert_true(s->tensors[3].bits == 4 && s->tensors[3].bytes == 2);
     assert_true(s->tensors[4].bits == 6 && s->tensors[4].bytes == 4);
     assert_true(s->total_bytes == 17);
+    kvshard_safetensors__free(s);
+
+    /* Ranges that touch share no byte, and an empty range shares none with
+     * the range around it: [0, 4), [4, 8) and [2, 2) are three tensors. */
+    write_shard(dir, "model.safetensors",
+                "{\"a\": {\"dtype\": \"U8\", \"shape\": [4], \"data_offsets\": [0, 4]}, "
+                "\"z\": {\"dtype\": \"U8\", \"shape\": [0], \"data_offsets\": [2, 2]}, "
+                "\"b\": {\"dtype\": \"U8\", \"shape\": [4], \"data_offsets\": [4, 8]}}",
+                UINT64_MAX, 8);
+    s = read_ok(dir);
+    assert_int_equal(s->count, 3);
+    assert_true(s->total_bytes == 8);
     kvshard_safetensors__free(s);
 
     /* Exactly the allowed count passes; the default bound is 2^20. */

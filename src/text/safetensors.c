@@ -376,8 +376,10 @@ static bool dtype_bytes(uint64_t *out, uint64_t elements, uint32_t bits)
            kvshard__add(out, whole, kvshard__ceil_div(elements % 8 * bits, 8));
 }
 
+/* One tensor's entry into *t; its first byte in *begin, and where its
+ * data_offsets stand in the JSON in *offsets_at (for the overlap check). */
 static int read_entry(st_file *f, const kvshard__node *key, const kvshard__node *value,
-                      kvshard__tensor *t)
+                      kvshard__tensor *t, uint64_t *begin_out, uint32_t *offsets_at)
 {
     const kvshard__doc *doc = f->doc;
     char name[100], desc[160];
@@ -514,6 +516,62 @@ static int read_entry(st_file *f, const kvshard__node *key, const kvshard__node 
     t->elements = elements;
     t->bytes = end - begin;
     t->bits = bits;
+    *begin_out = begin;
+    *offsets_at = offsets.offset;
+    return KVSHARD_OK;
+}
+
+/* A tensor's bytes in its file, for the overlap check. */
+typedef struct st_range {
+    uint64_t begin, end;
+    size_t tensor;       /* index into the set's tensors */
+    uint32_t offsets_at; /* its data_offsets in the JSON */
+} st_range;
+
+static int by_begin(const void *pa, const void *pb)
+{
+    const st_range *a = pa, *b = pb;
+    if (a->begin != b->begin)
+        return a->begin < b->begin ? -1 : 1;
+    if (a->end != b->end)
+        return a->end < b->end ? -1 : 1;
+    return a->tensor < b->tensor ? -1 : a->tensor > b->tensor;
+}
+
+/* The format stores every byte of a file once: two tensors whose [begin,
+ * end) share a byte would count it twice. Empty ranges share none. Headers
+ * list their tensors in file order as a rule, so the sort is rarely made. */
+static int check_overlaps(st_file *f, st_range *r, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        if (by_begin(&r[i - 1], &r[i]) > 0) {
+            qsort(r, n, sizeof *r, by_begin);
+            break;
+        }
+    }
+    size_t widest = 0; /* the range reaching furthest among those before i */
+    for (size_t i = 1; i < n; i++) {
+        if (r[i].begin < r[widest].end) {
+            /* Blame the one the header lists later, naming the other. */
+            const st_range *later = r[i].tensor > r[widest].tensor ? &r[i] : &r[widest];
+            const st_range *other = later == &r[i] ? &r[widest] : &r[i];
+            const kvshard__tensor *a = &f->set->tensors[later->tensor];
+            const kvshard__tensor *b = &f->set->tensors[other->tensor];
+            char name_a[100], name_b[100];
+            kvshard__excerpt(name_a, sizeof name_a, a->name, a->name_len, 64);
+            kvshard__excerpt(name_b, sizeof name_b, b->name, b->name_len, 64);
+            kvshard__node at = {0};
+            at.offset = later->offsets_at;
+            return st_fail(f, KVSHARD_ERANGE, &at,
+                           "tensor \"%s\": data_offsets [%llu, %llu] overlap those of tensor "
+                           "\"%s\", [%llu, %llu]; a safetensors file stores each byte once",
+                           name_a, (unsigned long long)later->begin, (unsigned long long)later->end,
+                           name_b, (unsigned long long)other->begin,
+                           (unsigned long long)other->end);
+        }
+        if (r[i].end > r[widest].end)
+            widest = i;
+    }
     return KVSHARD_OK;
 }
 
@@ -530,6 +588,8 @@ static int read_header(st_file *f, uint32_t shard, const char *json, size_t len)
     f->doc = &doc;
     kvshard__node root = kvshard__doc_root(&doc);
     char desc[160];
+    st_range *ranges = NULL;
+    size_t nranges = 0;
     if (root.kind != KVSHARD__NODE_MAPPING || !json_form(&doc, &root)) {
         describe(desc, sizeof desc, &root);
         rc = st_fail(f, KVSHARD_ETYPE, &root, "the header is not a JSON object (found %s)", desc);
@@ -541,7 +601,8 @@ static int read_header(st_file *f, uint32_t shard, const char *json, size_t len)
                     "more than %zu tensors in the directory's headers (the limit)", s->max_tensors);
         goto done;
     }
-    if (!reserve_tensors(s, root.count)) {
+    if (!reserve_tensors(s, root.count) ||
+        (root.count && !(ranges = kvshard__alloc(&s->alloc, root.count, sizeof *ranges)))) {
         rc = out_of_memory(f);
         goto done;
     }
@@ -563,9 +624,13 @@ static int read_header(st_file *f, uint32_t shard, const char *json, size_t len)
             goto done;
         }
         kvshard__tensor *t = &s->tensors[s->count];
-        if ((rc = read_entry(f, &key, &value, t)) != 0)
+        st_range *range = &ranges[nranges];
+        if ((rc = read_entry(f, &key, &value, t, &range->begin, &range->offsets_at)) != 0)
             goto done;
         t->shard = shard;
+        range->end = range->begin + t->bytes;
+        range->tensor = s->count;
+        nranges += t->bytes > 0;
         if (!kvshard__add(&s->total_bytes, s->total_bytes, t->bytes)) {
             rc = st_fail(f, KVSHARD_EOVERFLOW, &key,
                          "the tensors' bytes pass 2^64 - 1 at tensor \"%s\"", t->name);
@@ -573,8 +638,10 @@ static int read_header(st_file *f, uint32_t shard, const char *json, size_t len)
         }
         s->count++;
     }
+    rc = check_overlaps(f, ranges, nranges);
 done:
     f->doc = NULL;
+    kvshard__free(&s->alloc, ranges);
     kvshard__doc_free(&doc);
     return rc;
 }
