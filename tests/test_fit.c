@@ -644,6 +644,38 @@ static void test_tensor_of_2_63_bytes(void **state)
     dir_close(&d);
 }
 
+/* Headers that hold no tensor are no checkpoint: plan and fit refuse them
+ * as weights, where 0 bytes of weights would make the whole usable device
+ * (77,309,411,328 bytes of 80 GiB) every rank's budget. */
+static void test_checkpoint_without_tensors(void **state)
+{
+    (void)state;
+    model_dir d;
+    dir_open(&d);
+    dir_shard(&d, "model.safetensors", "{\"__metadata__\": {\"format\": \"pt\"}}");
+    char shard[1024];
+    snprintf(shard, sizeof shard, "%s/model.safetensors", d.path);
+    kvshard_model *m = NULL;
+    kvshard_error err;
+    tu_assert_ok(kvshard_model_load_file(&m, d.path, NULL, &err), &err);
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.device_memory = 80 * GIB;
+    kvshard_plan *p = NULL;
+    static const char message[] = "safetensors: model.safetensors: the header holds no tensor, so "
+                                  "the checkpoint has no weights to count";
+    assert_int_equal(kvshard_plan_create(&p, m, &o, NULL, &err), KVSHARD_EWEIGHTS);
+    assert_string_equal(err.message, message);
+    assert_string_equal(err.source, shard);
+    kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
+    fo.gpus = 2;
+    kvshard_fit *f = NULL;
+    assert_int_equal(kvshard_fit_create(&f, m, &o, &fo, NULL, &err), KVSHARD_EWEIGHTS);
+    assert_string_equal(err.message, message);
+    assert_null(f);
+    kvshard_model_free(m);
+    dir_close(&d);
+}
+
 /* A deployment's flags pin the search: --pp_size=1 as a flag. */
 static void test_deployment_pins(void **state)
 {
@@ -777,6 +809,7 @@ int main(void)
         cmocka_unit_test(test_errors),               cmocka_unit_test(test_deployment_pins),
         cmocka_unit_test(test_engine_device_inputs),
         cmocka_unit_test(test_tensor_of_2_63_bytes),
+        cmocka_unit_test(test_checkpoint_without_tensors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

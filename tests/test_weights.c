@@ -856,6 +856,69 @@ static void test_sizes_past_the_bits(void **state)
     kvshard_safetensors__free(s);
 }
 
+/* A checkpoint whose headers hold no tensor, or whose index maps none, has
+ * no weights to count: KVSHARD_EWEIGHTS, never 0 bytes. One header of no
+ * tensor on its own (read_bytes) is not a checkpoint and reads. */
+static void test_checkpoint_without_tensors(void **state)
+{
+    (void)state;
+    char *dir = make_temp_dir();
+    char path[1024];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    static const char *const empty[] = {"{}", "{\"__metadata__\": {\"format\": \"pt\"}}"};
+    kvshard_error err;
+    for (size_t i = 0; i < 2; i++) {
+        write_shard(dir, "model.safetensors", empty[i], UINT64_MAX, 0);
+        read_fails(dir, 0, KVSHARD_EWEIGHTS,
+                   "safetensors: model.safetensors: the header holds no tensor, so the "
+                   "checkpoint has no weights to count",
+                   &err);
+        assert_string_equal(err.source, path);
+        unsigned char image[64];
+        size_t len = strlen(empty[i]);
+        for (int k = 0; k < 8; k++)
+            image[k] = (unsigned char)((uint64_t)len >> (8 * k));
+        memcpy(image + 8, empty[i], len);
+        kvshard__safetensors *s = NULL;
+        tu_assert_ok(kvshard_safetensors__read_bytes(&s, image, 8 + len, "one.safetensors", NULL,
+                                                     0, &err),
+                     &err);
+        assert_int_equal(s->count, 0);
+        kvshard_safetensors__free(s);
+    }
+    assert_int_equal(unlink(path), 0);
+
+    /* Every *.safetensors of the directory, none with a tensor. */
+    write_shard(dir, "a.safetensors", "{}", UINT64_MAX, 0);
+    write_shard(dir, "b.safetensors", "{\"__metadata__\": {}}", UINT64_MAX, 0);
+    read_fails(dir, 0, KVSHARD_EWEIGHTS,
+               "safetensors: the headers of the 2 shard files hold no tensor, so the checkpoint "
+               "has no weights to count",
+               &err);
+    assert_string_equal(err.source, dir);
+
+    /* An index whose weight_map is empty, at the map: line 2, column 17. */
+    char index_path[1024];
+    snprintf(index_path, sizeof index_path, "%s/model.safetensors.index.json", dir);
+    const char *index = "{\"metadata\": {\"total_size\": 0},\n \"weight_map\": {}}";
+    write_bytes(dir, "model.safetensors.index.json", index, strlen(index));
+    read_fails(dir, 0, KVSHARD_EWEIGHTS,
+               "safetensors: model.safetensors.index.json: weight_map is empty: the index names "
+               "no tensor, so the checkpoint has no weights to count",
+               &err);
+    assert_string_equal(err.source, index_path);
+    assert_int_equal(err.line, 2);
+    assert_int_equal(err.column, 16);
+    assert_int_equal(err.offset, 47);
+
+    /* An index that maps tensors to shards that hold none. */
+    index = "{\"weight_map\": {\"x\": \"a.safetensors\", \"y\": \"b.safetensors\"}}";
+    write_bytes(dir, "model.safetensors.index.json", index, strlen(index));
+    read_fails(dir, 0, KVSHARD_EWEIGHTS, "the headers of the 2 shard files hold no tensor", NULL);
+    remove_tree(dir);
+    free(dir);
+}
+
 /* ---- classes --------------------------------------------------------------------------- */
 
 static void test_classify(void **state)
@@ -1506,6 +1569,7 @@ int main(void)
         cmocka_unit_test(test_expert_parallel), cmocka_unit_test(test_estimate),
         cmocka_unit_test(test_partition_rules), cmocka_unit_test(test_out_of_memory),
         cmocka_unit_test(test_sizes_past_the_bits),
+        cmocka_unit_test(test_checkpoint_without_tensors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

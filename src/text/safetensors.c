@@ -863,6 +863,14 @@ static int read_index(kvshard__safetensors *s, const char *index_path, kvshard_e
                      desc);
         goto done;
     }
+    if (map.count == 0) {
+        /* No checkpoint holds 0 bytes of weights: an empty map is a broken
+         * index, not a model without weights. */
+        rc = st_fail(&f, KVSHARD_EWEIGHTS, &map,
+                     "weight_map is empty: the index names no tensor, so the checkpoint has no "
+                     "weights to count");
+        goto done;
+    }
     if (!table_init(&seen, &s->alloc, 64)) {
         rc = out_of_memory(&f);
         goto done;
@@ -1026,6 +1034,28 @@ static int check_unique(kvshard__safetensors *s, const char *dir, kvshard_error 
     return rc;
 }
 
+/* A checkpoint whose headers hold no tensor (every one `{}` or metadata
+ * only) has no weights to count: 0 bytes would be a budget of the whole
+ * device, silently. */
+static int check_some_tensor(const kvshard__safetensors *s, const char *dir, kvshard_error *err)
+{
+    if (s->files == KVSHARD__ST_NONE || s->count > 0)
+        return KVSHARD_OK;
+    if (s->shard_count == 1) {
+        char *path = join(&s->alloc, dir, s->shards[0]);
+        int rc = kvshard__fail(err, KVSHARD_EWEIGHTS, path ? path : dir, kvshard__no_mark,
+                               "safetensors: %s: the header holds no tensor, so the checkpoint "
+                               "has no weights to count",
+                               s->shards[0]);
+        kvshard__free(&s->alloc, path);
+        return rc;
+    }
+    return kvshard__fail(err, KVSHARD_EWEIGHTS, dir, kvshard__no_mark,
+                         "safetensors: the headers of the %u shard files hold no tensor, so the "
+                         "checkpoint has no weights to count",
+                         s->shard_count);
+}
+
 static int read_dir(kvshard__safetensors *s, const char *dir, kvshard_error *err)
 {
     struct stat st;
@@ -1068,6 +1098,8 @@ static int read_dir(kvshard__safetensors *s, const char *dir, kvshard_error *err
     }
     if (rc == KVSHARD_OK)
         rc = check_unique(s, dir, err);
+    if (rc == KVSHARD_OK)
+        rc = check_some_tensor(s, dir, err);
     kvshard__free(&s->alloc, index_path);
     kvshard__free(&s->alloc, single_path);
     return rc;

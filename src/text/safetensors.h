@@ -86,8 +86,10 @@ typedef struct kvshard__safetensors {
 /* Read the weights of model directory `dir` into a new set (*out, free with
  * kvshard_safetensors__free), at most `max_tensors` tensors (0:
  * KVSHARD__ST_MAX_TENSORS). A directory without weights gives a set with
- * `files` KVSHARD__ST_NONE and no tensor. `alloc` may be NULL (the C
- * library's). On failure *out is untouched and nothing is left allocated. */
+ * `files` KVSHARD__ST_NONE and no tensor; one whose index or headers name
+ * no tensor is EWEIGHTS (no checkpoint holds 0 bytes of weights). `alloc`
+ * may be NULL (the C library's). On failure *out is untouched and nothing
+ * is left allocated. */
 int kvshard_safetensors__read_dir(kvshard__safetensors **out, const char *dir,
                                   const kvshard_allocator *alloc, size_t max_tensors,
                                   kvshard_error *err);
