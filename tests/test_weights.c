@@ -919,6 +919,118 @@ static void test_checkpoint_without_tensors(void **state)
     free(dir);
 }
 
+/* The index and every header of a directory count against one bound,
+ * KVSHARD__ST_MAX_JSON_TOTAL (256 MiB), checked before a header is read. */
+static void test_json_in_all(void **state)
+{
+    (void)state;
+    assert_true(KVSHARD__ST_MAX_JSON_TOTAL == UINT64_C(268435456));
+    assert_int_equal(strlen(ONE_TENSOR), 54);
+    char *dir = make_temp_dir();
+    write_shard(dir, "a.safetensors", ONE_TENSOR, UINT64_MAX, 4);
+    write_shard(dir, "b.safetensors",
+                "{\"u\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[0,4]}}", UINT64_MAX, 4);
+    write_shard(dir, "c.safetensors",
+                "{\"v\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[0,4]}}", UINT64_MAX, 4);
+    /* Three headers of 54 bytes: 162 in all. */
+    kvshard__st_options o = {0, 162};
+    kvshard__safetensors *s = NULL;
+    kvshard_error err;
+    tu_assert_ok(kvshard_safetensors__read_dir_with(&s, dir, NULL, &o, &err), &err);
+    assert_int_equal(s->count, 3);
+    assert_true(s->json_bytes == 162);
+    kvshard_safetensors__free(s);
+    o.max_json = 161;
+    s = (kvshard__safetensors *)(uintptr_t)0x5a5a;
+    assert_int_equal(kvshard_safetensors__read_dir_with(&s, dir, NULL, &o, &err), KVSHARD_ELIMIT);
+    assert_true(s == (kvshard__safetensors *)(uintptr_t)0x5a5a);
+    assert_string_equal(err.message,
+                        "safetensors: c.safetensors: its header of 54 bytes brings the "
+                        "directory's JSON to 162 bytes, past the 161 kvshard reads for one "
+                        "checkpoint (its index and headers together)");
+    assert_non_null(strstr(err.source, "/c.safetensors"));
+
+    /* The index counts too: its 41 bytes and the first header's 54 are 95,
+     * past 94; past 40, the index alone. */
+    const char *index = "{\"weight_map\": {\"t\": \"a.safetensors\"}}   ";
+    assert_int_equal(strlen(index), 41);
+    write_bytes(dir, "model.safetensors.index.json", index, strlen(index));
+    o.max_json = 94;
+    assert_int_equal(kvshard_safetensors__read_dir_with(&s, dir, NULL, &o, &err), KVSHARD_ELIMIT);
+    assert_string_equal(err.message,
+                        "safetensors: a.safetensors: its header of 54 bytes brings the "
+                        "directory's JSON to 95 bytes, past the 94 kvshard reads for one "
+                        "checkpoint (its index and headers together)");
+    o.max_json = 40;
+    assert_int_equal(kvshard_safetensors__read_dir_with(&s, dir, NULL, &o, &err), KVSHARD_ELIMIT);
+    assert_string_equal(err.message,
+                        "safetensors: model.safetensors.index.json: the index of 41 bytes brings "
+                        "the directory's JSON to 41 bytes, past the 40 kvshard reads for one "
+                        "checkpoint (its index and headers together)");
+    remove_tree(dir);
+    free(dir);
+}
+
+/* One file reached by several names is read once: a shard named by many
+ * tensors of the index, and a shard linked under two names. */
+static void test_one_file_read_once(void **state)
+{
+    (void)state;
+    char *dir = make_temp_dir();
+    char path[1024], link_path[1024];
+    /* m.safetensors: metadata only, padded to 100 bytes; n.safetensors: one
+     * tensor (54 bytes). The index (126 bytes) names m under three tensor
+     * names, n under one, and l, a symbolic link to m: 126 + 100 + 54 = 280
+     * bytes are read, and l adds nothing. */
+    char padded[101];
+    memset(padded, ' ', 100);
+    padded[100] = '\0';
+    memcpy(padded, "{\"__metadata__\": {}}", 20);
+    write_shard(dir, "m.safetensors", padded, UINT64_MAX, 0);
+    write_shard(dir, "n.safetensors", ONE_TENSOR, UINT64_MAX, 4);
+    snprintf(path, sizeof path, "%s/m.safetensors", dir);
+    snprintf(link_path, sizeof link_path, "%s/l.safetensors", dir);
+    assert_int_equal(symlink("m.safetensors", link_path), 0);
+    const char *index = "{\"weight_map\": {\"a\": \"m.safetensors\", \"b\": \"m.safetensors\", "
+                        "\"t\": \"n.safetensors\", \"c\": \"m.safetensors\", \"d\": "
+                        "\"l.safetensors\"}}";
+    write_bytes(dir, "model.safetensors.index.json", index, strlen(index));
+    assert_int_equal(strlen(index), 126);
+    kvshard__st_options o = {0, 280};
+    kvshard__safetensors *s = NULL;
+    kvshard_error err;
+    tu_assert_ok(kvshard_safetensors__read_dir_with(&s, dir, NULL, &o, &err), &err);
+    assert_int_equal(s->shard_count, 3);
+    assert_string_equal(s->shards[0], "m.safetensors");
+    assert_string_equal(s->shards[1], "n.safetensors");
+    assert_string_equal(s->shards[2], "l.safetensors");
+    assert_int_equal(s->count, 1);
+    assert_true(s->json_bytes == 280);
+    kvshard_safetensors__free(s);
+    /* A file of tensors under two names would count each twice: its second
+     * name is refused before its header is read again, through a hard link
+     * as through a symbolic link. */
+    char hard[1024];
+    snprintf(hard, sizeof hard, "%s/h.safetensors", dir);
+    snprintf(path, sizeof path, "%s/n.safetensors", dir);
+    assert_int_equal(link(path, hard), 0);
+    index = "{\"weight_map\": {\"t\": \"n.safetensors\", \"u\": \"h.safetensors\"}}";
+    write_bytes(dir, "model.safetensors.index.json", index, strlen(index));
+    read_fails(dir, 0, KVSHARD_EDUPKEY,
+               "safetensors: h.safetensors: it is the same file as n.safetensors (a link), so "
+               "tensor \"t\" and every other of it would count twice",
+               &err);
+    assert_string_equal(err.source, hard);
+    assert_int_equal(unlink(link_path), 0);
+    assert_int_equal(symlink("n.safetensors", link_path), 0);
+    index = "{\"weight_map\": {\"t\": \"n.safetensors\", \"u\": \"l.safetensors\"}}";
+    write_bytes(dir, "model.safetensors.index.json", index, strlen(index));
+    read_fails(dir, 0, KVSHARD_EDUPKEY,
+               "safetensors: l.safetensors: it is the same file as n.safetensors (a link)", NULL);
+    remove_tree(dir);
+    free(dir);
+}
+
 /* ---- classes --------------------------------------------------------------------------- */
 
 static void test_classify(void **state)
@@ -1570,6 +1682,7 @@ int main(void)
         cmocka_unit_test(test_partition_rules), cmocka_unit_test(test_out_of_memory),
         cmocka_unit_test(test_sizes_past_the_bits),
         cmocka_unit_test(test_checkpoint_without_tensors),
+        cmocka_unit_test(test_json_in_all),     cmocka_unit_test(test_one_file_read_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -108,7 +108,7 @@ void kvshard_safetensors__free(kvshard__safetensors *s)
 }
 
 static int new_set(kvshard__safetensors **out, const kvshard_allocator *alloc, size_t max_tensors,
-                   const char *source, kvshard_error *err)
+                   uint64_t max_json, const char *source, kvshard_error *err)
 {
     kvshard_allocator a = kvshard__allocator_or_default(alloc);
     kvshard__safetensors *s = kvshard__calloc(&a, 1, sizeof *s);
@@ -117,6 +117,7 @@ static int new_set(kvshard__safetensors **out, const kvshard_allocator *alloc, s
                              "safetensors: out of memory");
     s->alloc = a;
     s->max_tensors = max_tensors ? max_tensors : KVSHARD__ST_MAX_TENSORS;
+    s->max_json = max_json ? max_json : KVSHARD__ST_MAX_JSON_TOTAL;
     *out = s;
     return KVSHARD_OK;
 }
@@ -690,7 +691,7 @@ int kvshard_safetensors__read_bytes(kvshard__safetensors **out, const void *byte
         return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
                              "safetensors: NULL argument");
     kvshard__safetensors *s = NULL; /* new_set sets it on success */
-    int rc = new_set(&s, alloc, max_tensors, name, err);
+    int rc = new_set(&s, alloc, max_tensors, 0, name, err);
     if (rc)
         return rc;
     st_file f = {s, name, name, 8, NULL, err};
@@ -743,11 +744,75 @@ static long long read_full(int fd, void *buf, size_t want)
     return (long long)got;
 }
 
-/* Read shard `shard` of the set from `path`: its first 8 bytes, then its
- * header, never the data. `named_by` is the index that names it, if any. */
-static int read_shard_file(kvshard__safetensors *s, uint32_t shard, const char *path,
-                           const char *index_path, kvshard_error *err)
+/* A directory as it is read. One file reached by two names (a hard link, a
+ * symbolic link) is one file: the files opened so far are kept by device
+ * and inode, so that it is read once. */
+typedef struct dir_read {
+    kvshard__safetensors *set;
+    const char *dir;
+    const char *index_path; /* the index that names the shards, or NULL */
+    const kvshard__st_options *options;
+    kvshard__file_id *ids; /* per shard, once opened */
+    size_t *first;         /* per shard, its first tensor; [shard_count]: the end */
+    uint32_t *slots;       /* open addressing over ids: shard + 1, 0 empty */
+    size_t mask;
+} dir_read;
+
+/* The earlier shard that is file `id`, or UINT32_MAX; `shard` is noted as
+ * that file when it is the first. */
+static uint32_t same_file(dir_read *r, uint32_t shard, kvshard__file_id id)
 {
+    uint64_t h = id.ino * 0x9E3779B97F4A7C15ull ^ id.dev * 0xC2B2AE3D27D4EB4Full;
+    size_t slot = (size_t)(h ^ h >> 32) & r->mask;
+    for (;; slot = (slot + 1) & r->mask) {
+        uint32_t v = r->slots[slot];
+        if (v == 0)
+            break;
+        if (r->ids[v - 1].dev == id.dev && r->ids[v - 1].ino == id.ino)
+            return v - 1;
+    }
+    r->ids[shard] = id;
+    r->slots[slot] = shard + 1;
+    return UINT32_MAX;
+}
+
+/* A shard that is the same file as an earlier one: nothing more to count
+ * when that one held no tensor, else each of its tensors twice. */
+static int read_twice(const dir_read *r, uint32_t shard, uint32_t twin, const char *path,
+                      kvshard_error *err)
+{
+    const kvshard__safetensors *s = r->set;
+    if (r->first[twin + 1] == r->first[twin])
+        return KVSHARD_OK;
+    const kvshard__tensor *t = &s->tensors[r->first[twin]];
+    char name[100];
+    kvshard__excerpt(name, sizeof name, t->name, t->name_len, 64);
+    return kvshard__fail(err, KVSHARD_EDUPKEY, path, kvshard__no_mark,
+                         "safetensors: %s: it is the same file as %s (a link), so tensor \"%s\" "
+                         "and every other of it would count twice",
+                         s->shards[shard], s->shards[twin], name);
+}
+
+/* The index and the headers of a directory are bounded together. */
+static int check_total(st_file *f, uint64_t n, const char *what)
+{
+    kvshard__safetensors *s = f->set;
+    if (n > s->max_json - s->json_bytes)
+        return st_fail(f, KVSHARD_ELIMIT, NULL,
+                       "%s of %llu bytes brings the directory's JSON to %llu bytes, past the "
+                       "%llu kvshard reads for one checkpoint (its index and headers together)",
+                       what, (unsigned long long)n, (unsigned long long)(s->json_bytes + n),
+                       (unsigned long long)s->max_json);
+    s->json_bytes += n;
+    return KVSHARD_OK;
+}
+
+/* Read shard `shard` of the set from `path`: its first 8 bytes, then its
+ * header, never the data. */
+static int read_shard_file(dir_read *r, uint32_t shard, const char *path, kvshard_error *err)
+{
+    kvshard__safetensors *s = r->set;
+    const char *index_path = r->index_path;
     const char *name = s->shards[shard];
     st_file f = {s, path, name, 8, NULL, err};
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
@@ -765,11 +830,21 @@ static int read_shard_file(kvshard__safetensors *s, uint32_t shard, const char *
     char *json = NULL;
     unsigned char head[8];
     long long got;
-    if (fstat(fd, &st) != 0) {
-        rc = st_fail(&f, KVSHARD_EIO, NULL, "cannot read: %s", strerror(errno));
+    kvshard__file_id id = {0, 0};
+    uint32_t twin = UINT32_MAX;
+    bool known = fstat(fd, &st) == 0;
+    int stat_errno = errno;
+    if (known) {
+        id.dev = (uint64_t)st.st_dev;
+        id.ino = (uint64_t)st.st_ino;
+    }
+    if (!known) {
+        rc = st_fail(&f, KVSHARD_EIO, NULL, "cannot read: %s", strerror(stat_errno));
     } else if (!S_ISREG(st.st_mode)) {
         rc = st_fail(&f, KVSHARD_EIO, NULL, "cannot read: %s; kvshard reads regular files only",
                      S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
+    } else if ((twin = same_file(r, shard, id)) != UINT32_MAX) {
+        rc = read_twice(r, shard, twin, path, err);
     } else if ((got = read_full(fd, head, 8)) < 0) {
         rc = st_fail(&f, KVSHARD_EIO, NULL, "cannot read: %s", strerror(errno));
     } else if (got < 8) {
@@ -777,7 +852,8 @@ static int read_shard_file(kvshard__safetensors *s, uint32_t shard, const char *
     } else {
         uint64_t n = le64(head);
         uint64_t have = (uint64_t)st.st_size;
-        if ((rc = check_length(&f, n, have > 8 ? have : 8 + n)) == 0) {
+        if ((rc = check_length(&f, n, have > 8 ? have : 8 + n)) == 0 &&
+            (rc = check_total(&f, n, "its header")) == 0) {
             if (!(json = kvshard__alloc(&s->alloc, (size_t)n + 1, 1)))
                 rc = out_of_memory(&f);
             else if ((got = read_full(fd, json, (size_t)n)) < 0)
@@ -807,8 +883,9 @@ static bool plain_file_name(const char *s, size_t len)
 
 /* The index: metadata.total_size, and the distinct shards of weight_map in
  * the order they first appear. */
-static int read_index(kvshard__safetensors *s, const char *index_path, kvshard_error *err)
+static int read_index(const dir_read *dr, const char *index_path, kvshard_error *err)
 {
+    kvshard__safetensors *s = dr->set;
     char *text = NULL;
     size_t len = 0;
     kvshard_error local;
@@ -819,6 +896,10 @@ static int read_index(kvshard__safetensors *s, const char *index_path, kvshard_e
                              INDEX_NAME, local.message);
     st_file f = {s, index_path, INDEX_NAME, 0, NULL, err};
     kvshard__doc doc;
+    if ((rc = check_total(&f, len, "the index")) != 0) {
+        kvshard__free(&s->alloc, text);
+        return rc;
+    }
     if ((rc = kvshard_json_doc__parse(&doc, text, len, index_path, &s->alloc, &local)) != 0) {
         rc = doc_error(&f, &local);
         kvshard__free(&s->alloc, text);
@@ -1056,7 +1137,40 @@ static int check_some_tensor(const kvshard__safetensors *s, const char *dir, kvs
                          s->shard_count);
 }
 
-static int read_dir(kvshard__safetensors *s, const char *dir, kvshard_error *err)
+static int read_shards(dir_read *r, kvshard_error *err)
+{
+    kvshard__safetensors *s = r->set;
+    size_t slots = 16;
+    while (slots < 2 * (size_t)s->shard_count)
+        slots *= 2;
+    r->mask = slots - 1;
+    r->ids = kvshard__alloc(&s->alloc, (size_t)s->shard_count + 1, sizeof *r->ids);
+    r->first = kvshard__alloc(&s->alloc, (size_t)s->shard_count + 1, sizeof *r->first);
+    r->slots = kvshard__calloc(&s->alloc, slots, sizeof *r->slots);
+    int rc = KVSHARD_OK;
+    if (!r->ids || !r->first || !r->slots)
+        rc = kvshard__fail(err, KVSHARD_ENOMEM, r->dir, kvshard__no_mark,
+                           "safetensors: out of memory");
+    for (uint32_t i = 0; rc == KVSHARD_OK && i < s->shard_count; i++) {
+        r->first[i] = s->count;
+        char *path = join(&s->alloc, r->dir, s->shards[i]);
+        if (!path)
+            rc = kvshard__fail(err, KVSHARD_ENOMEM, r->dir, kvshard__no_mark,
+                               "safetensors: out of memory");
+        else
+            rc = read_shard_file(r, i, path, err);
+        kvshard__free(&s->alloc, path);
+    }
+    if (rc == KVSHARD_OK)
+        r->first[s->shard_count] = s->count;
+    kvshard__free(&s->alloc, r->ids);
+    kvshard__free(&s->alloc, r->first);
+    kvshard__free(&s->alloc, r->slots);
+    return rc;
+}
+
+static int read_dir(kvshard__safetensors *s, const char *dir, const kvshard__st_options *options,
+                    kvshard_error *err)
 {
     struct stat st;
     if (stat(dir, &st) != 0)
@@ -1068,6 +1182,7 @@ static int read_dir(kvshard__safetensors *s, const char *dir, kvshard_error *err
                              "directory)");
     char *index_path = join(&s->alloc, dir, INDEX_NAME);
     char *single_path = join(&s->alloc, dir, SINGLE_NAME);
+    dir_read r = {s, dir, NULL, options, NULL, NULL, NULL, 0};
     int rc = KVSHARD_OK, found;
     if (!index_path || !single_path) {
         rc =
@@ -1076,7 +1191,8 @@ static int read_dir(kvshard__safetensors *s, const char *dir, kvshard_error *err
         rc = found;
     } else if (found) {
         s->files = KVSHARD__ST_INDEX;
-        rc = read_index(s, index_path, err);
+        r.index_path = index_path;
+        rc = read_index(&r, index_path, err);
     } else if ((found = exists(single_path, dir, err)) < 0) {
         rc = found;
     } else if (found) {
@@ -1086,16 +1202,8 @@ static int read_dir(kvshard__safetensors *s, const char *dir, kvshard_error *err
         rc = list_shards(s, dir, err);
         s->files = s->shard_count ? KVSHARD__ST_GLOB : KVSHARD__ST_NONE;
     }
-    for (uint32_t i = 0; rc == KVSHARD_OK && i < s->shard_count; i++) {
-        char *path = join(&s->alloc, dir, s->shards[i]);
-        if (!path)
-            rc = kvshard__fail(err, KVSHARD_ENOMEM, dir, kvshard__no_mark,
-                               "safetensors: out of memory");
-        else
-            rc =
-                read_shard_file(s, i, path, s->files == KVSHARD__ST_INDEX ? index_path : NULL, err);
-        kvshard__free(&s->alloc, path);
-    }
+    if (rc == KVSHARD_OK && s->shard_count)
+        rc = read_shards(&r, err);
     if (rc == KVSHARD_OK)
         rc = check_unique(s, dir, err);
     if (rc == KVSHARD_OK)
@@ -1109,15 +1217,26 @@ int kvshard_safetensors__read_dir(kvshard__safetensors **out, const char *dir,
                                   const kvshard_allocator *alloc, size_t max_tensors,
                                   kvshard_error *err)
 {
+    kvshard__st_options o = {max_tensors, 0};
+    return kvshard_safetensors__read_dir_with(out, dir, alloc, &o, err);
+}
+
+int kvshard_safetensors__read_dir_with(kvshard__safetensors **out, const char *dir,
+                                       const kvshard_allocator *alloc,
+                                       const kvshard__st_options *options, kvshard_error *err)
+{
     kvshard__error_reset(err);
     if (!out || !dir)
         return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
                              "safetensors: NULL argument");
+    static const kvshard__st_options defaults = {0, 0};
+    if (!options)
+        options = &defaults;
     kvshard__safetensors *s = NULL; /* new_set sets it on success */
-    int rc = new_set(&s, alloc, max_tensors, dir, err);
+    int rc = new_set(&s, alloc, options->max_tensors, options->max_json, dir, err);
     if (rc)
         return rc;
-    if ((rc = read_dir(s, dir, err)) != 0) {
+    if ((rc = read_dir(s, dir, options, err)) != 0) {
         kvshard_safetensors__free(s);
         return rc;
     }
