@@ -933,7 +933,7 @@ static void test_json_in_all(void **state)
     write_shard(dir, "c.safetensors",
                 "{\"v\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[0,4]}}", UINT64_MAX, 4);
     /* Three headers of 54 bytes: 162 in all. */
-    kvshard__st_options o = {0, 162};
+    kvshard__st_options o = {0, 162, NULL, NULL};
     kvshard__safetensors *s = NULL;
     kvshard_error err;
     tu_assert_ok(kvshard_safetensors__read_dir_with(&s, dir, NULL, &o, &err), &err);
@@ -971,8 +971,26 @@ static void test_json_in_all(void **state)
     free(dir);
 }
 
+typedef struct told {
+    size_t count;
+    char names[8][64];
+    kvshard__file_id ids[8];
+} told;
+
+static void tell_me(void *user, const char *path, kvshard__file_id id)
+{
+    told *t = user;
+    if (t->count < 8) {
+        const char *slash = strrchr(path, '/');
+        snprintf(t->names[t->count], sizeof t->names[0], "%s", slash ? slash + 1 : path);
+        t->ids[t->count] = id;
+    }
+    t->count++;
+}
+
 /* One file reached by several names is read once: a shard named by many
- * tensors of the index, and a shard linked under two names. */
+ * tensors of the index, and a shard linked under two names. The reader
+ * tells of every file it opens, with its device and inode. */
 static void test_one_file_read_once(void **state)
 {
     (void)state;
@@ -996,7 +1014,8 @@ static void test_one_file_read_once(void **state)
                         "\"l.safetensors\"}}";
     write_bytes(dir, "model.safetensors.index.json", index, strlen(index));
     assert_int_equal(strlen(index), 126);
-    kvshard__st_options o = {0, 280};
+    told t = {0};
+    kvshard__st_options o = {0, 280, tell_me, &t};
     kvshard__safetensors *s = NULL;
     kvshard_error err;
     tu_assert_ok(kvshard_safetensors__read_dir_with(&s, dir, NULL, &o, &err), &err);
@@ -1007,6 +1026,16 @@ static void test_one_file_read_once(void **state)
     assert_int_equal(s->count, 1);
     assert_true(s->json_bytes == 280);
     kvshard_safetensors__free(s);
+    assert_int_equal(t.count, 4);
+    assert_string_equal(t.names[0], "model.safetensors.index.json");
+    assert_string_equal(t.names[1], "m.safetensors");
+    assert_string_equal(t.names[2], "n.safetensors");
+    assert_string_equal(t.names[3], "l.safetensors");
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_true(t.ids[1].dev == (uint64_t)st.st_dev && t.ids[1].ino == (uint64_t)st.st_ino);
+    assert_true(t.ids[3].dev == t.ids[1].dev && t.ids[3].ino == t.ids[1].ino);
+
     /* A file of tensors under two names would count each twice: its second
      * name is refused before its header is read again, through a hard link
      * as through a symbolic link. */
@@ -1029,6 +1058,16 @@ static void test_one_file_read_once(void **state)
                "safetensors: l.safetensors: it is the same file as n.safetensors (a link)", NULL);
     remove_tree(dir);
     free(dir);
+
+    /* The fixture: its index, then its two shards. */
+    memset(&t, 0, sizeof t);
+    o = (kvshard__st_options){0, 0, tell_me, &t};
+    tu_assert_ok(kvshard_safetensors__read_dir_with(&s, TINY, NULL, &o, &err), &err);
+    kvshard_safetensors__free(s);
+    assert_int_equal(t.count, 3);
+    assert_string_equal(t.names[0], "model.safetensors.index.json");
+    assert_string_equal(t.names[1], "model-00001-of-00002.safetensors");
+    assert_string_equal(t.names[2], "model-00002-of-00002.safetensors");
 }
 
 /* ---- classes --------------------------------------------------------------------------- */

@@ -122,7 +122,8 @@ static int read_weights(kvshard__device *d, const kvshard_model *model,
                              "weights_total (with weights_experts), or a model directory with "
                              "safetensors files (this model has no directory)");
     kvshard__safetensors *set = NULL;
-    int rc = kvshard_safetensors__read_dir(&set, dir, alloc, 0, err);
+    kvshard__st_options so = {0, 0, model->on_weights_file, model->on_weights_file_user};
+    int rc = kvshard_safetensors__read_dir_with(&set, dir, alloc, &so, err);
     if (rc)
         return rc;
     if (set->files == KVSHARD__ST_NONE) {

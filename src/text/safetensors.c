@@ -758,6 +758,12 @@ typedef struct dir_read {
     size_t mask;
 } dir_read;
 
+static void tell(const dir_read *r, const char *path, kvshard__file_id id)
+{
+    if (r->options->on_file)
+        r->options->on_file(r->options->user, path, id);
+}
+
 /* The earlier shard that is file `id`, or UINT32_MAX; `shard` is noted as
  * that file when it is the first. */
 static uint32_t same_file(dir_read *r, uint32_t shard, kvshard__file_id id)
@@ -837,6 +843,7 @@ static int read_shard_file(dir_read *r, uint32_t shard, const char *path, kvshar
     if (known) {
         id.dev = (uint64_t)st.st_dev;
         id.ino = (uint64_t)st.st_ino;
+        tell(r, path, id);
     }
     if (!known) {
         rc = st_fail(&f, KVSHARD_EIO, NULL, "cannot read: %s", strerror(stat_errno));
@@ -890,10 +897,12 @@ static int read_index(const dir_read *dr, const char *index_path, kvshard_error 
     size_t len = 0;
     kvshard_error local;
     kvshard__error_reset(&local);
-    int rc = kvshard__read_file(&text, &len, &s->alloc, index_path, &local);
+    kvshard__file_id id;
+    int rc = kvshard__read_file_id(&text, &len, &id, &s->alloc, index_path, &local);
     if (rc)
         return kvshard__fail(err, rc, index_path, kvshard__no_mark, "safetensors: %s: %s",
                              INDEX_NAME, local.message);
+    tell(dr, index_path, id);
     st_file f = {s, index_path, INDEX_NAME, 0, NULL, err};
     kvshard__doc doc;
     if ((rc = check_total(&f, len, "the index")) != 0) {
@@ -1217,7 +1226,7 @@ int kvshard_safetensors__read_dir(kvshard__safetensors **out, const char *dir,
                                   const kvshard_allocator *alloc, size_t max_tensors,
                                   kvshard_error *err)
 {
-    kvshard__st_options o = {max_tensors, 0};
+    kvshard__st_options o = {max_tensors, 0, NULL, NULL};
     return kvshard_safetensors__read_dir_with(out, dir, alloc, &o, err);
 }
 
@@ -1229,7 +1238,7 @@ int kvshard_safetensors__read_dir_with(kvshard__safetensors **out, const char *d
     if (!out || !dir)
         return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
                              "safetensors: NULL argument");
-    static const kvshard__st_options defaults = {0, 0};
+    static const kvshard__st_options defaults = {0, 0, NULL, NULL};
     if (!options)
         options = &defaults;
     kvshard__safetensors *s = NULL; /* new_set sets it on success */

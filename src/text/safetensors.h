@@ -30,6 +30,7 @@
 
 #include "base/alloc.h"
 #include "base/error.h"
+#include "text/file.h"
 
 /* The longest header the format admits (its N). kvshard's JSON loader reads
  * at most KVSHARD_MAX_DOCUMENT_BYTES of it (64 MiB); a longer header is
@@ -105,10 +106,13 @@ int kvshard_safetensors__read_dir(kvshard__safetensors **out, const char *dir,
                                   const kvshard_allocator *alloc, size_t max_tensors,
                                   kvshard_error *err);
 
-/* What else a read of a directory takes: its bounds. */
+/* What else a read of a directory takes: its bounds, and who is told of
+ * each file opened. */
 typedef struct kvshard__st_options {
-    size_t max_tensors; /* 0: KVSHARD__ST_MAX_TENSORS */
-    uint64_t max_json;  /* 0: KVSHARD__ST_MAX_JSON_TOTAL */
+    size_t max_tensors;       /* 0: KVSHARD__ST_MAX_TENSORS */
+    uint64_t max_json;        /* 0: KVSHARD__ST_MAX_JSON_TOTAL */
+    kvshard__file_fn on_file; /* the index and each shard as opened; NULL: none */
+    void *user;
 } kvshard__st_options;
 
 /* kvshard_safetensors__read_dir() with `options` (NULL: the defaults). */
