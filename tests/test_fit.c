@@ -401,6 +401,8 @@ static void test_plan_from_the_device(void **state)
      * 34,359,738,368 is 13,743,895,347.2, floored. */
     const uint64_t per_stage[2] = {9 * GIB, 8 * GIB};
     o = qwen_options();
+    o.weights_total = 0; /* one source of the weights: this one */
+    o.weights_experts = 0;
     o.world_size = 4;
     o.pp_size = 2;
     o.max_seqs = 8;
@@ -676,6 +678,36 @@ static void test_checkpoint_without_tensors(void **state)
     dir_close(&d);
 }
 
+/* weights_per_rank and weights_total together are two figures for one
+ * thing: an error naming both, where weights_per_rank used to win. With
+ * memory_per_rank the weights are not read, and neither is an error. */
+static void test_two_weight_sources(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_example_model("qwen3_5_35b_a3b.json");
+    kvshard_options o = qwen_options(); /* weights_total and weights_experts */
+    o.world_size = 4;
+    o.context_length = 0;
+    const uint64_t one[1] = {17 * GIB};
+    o.weights_per_rank = one;
+    o.weights_per_rank_count = 1;
+    kvshard_plan *p = NULL;
+    kvshard_error err;
+    assert_int_equal(kvshard_plan_create(&p, m, &o, NULL, &err), KVSHARD_EWEIGHTS);
+    assert_null(p);
+    assert_string_equal(err.message,
+                        "weights_per_rank and weights_total are both given: a rank's weights "
+                        "come from one source; give weights_per_rank (measured), or "
+                        "weights_total with weights_experts (an estimate)");
+    kvshard_comparison *c = NULL;
+    assert_int_equal(kvshard_comparison_create(&c, m, &o, NULL, &err), KVSHARD_EWEIGHTS);
+    o.memory_per_rank = 20 * GIB;
+    p = tu_plan(m, &o);
+    assert_true(kvshard_plan_has_warning(p, KVSHARD_WARN_DEVICE_MEMORY_IGNORED));
+    kvshard_plan_free(p);
+    kvshard_model_free(m);
+}
+
 /* A deployment's flags pin the search: --pp_size=1 as a flag. */
 static void test_deployment_pins(void **state)
 {
@@ -810,6 +842,7 @@ int main(void)
         cmocka_unit_test(test_engine_device_inputs),
         cmocka_unit_test(test_tensor_of_2_63_bytes),
         cmocka_unit_test(test_checkpoint_without_tensors),
+        cmocka_unit_test(test_two_weight_sources),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
