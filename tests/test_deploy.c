@@ -1269,11 +1269,11 @@ static void test_empty_lists(void **state)
         const char *message;
     } flags[] = {
         {"--pp_partition=", KVSHARD_EPARTITION,
-         "pp_partition has 0 entries; give one layer count a stage, such as 31,30, or leave the "
-         "flag out"},
+         "pp_partition has 0 entries; give one layer count a stage, such as 31,30, or leave it "
+         "out"},
         {"--weights_per_rank= ", KVSHARD_EWEIGHTS,
          "weights_per_rank has 0 entries; give one size, or one a stage, such as "
-         "17GiB,16.5GiB, or leave the flag out"},
+         "17GiB,16.5GiB, or leave it out"},
     };
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
         kvshard_deployment *dep = load_text_ok(inline_model, NULL);

@@ -68,18 +68,19 @@ static int too_long(kvshard_error *err, kvshard__option_id id, const char *sourc
 
 /* An empty list is no list left out: it gives no stage its layers or its
  * weights, and reading it as the key absent would plan something else than
- * what was written. Its length is the error, as any other wrong length. */
-static int empty_list(kvshard_error *err, kvshard__option_id id, bool flag, const char *source,
+ * what was written. Its length is the error, as any other wrong length.
+ * `text`: a flag's or a setter's text rather than a YAML list. */
+static int empty_list(kvshard_error *err, kvshard__option_id id, bool text, const char *source,
                       kvshard__mark mark)
 {
     bool pp = id == KVSHARD__OPT_PP_PARTITION;
     return kvshard__fail(err, pp ? KVSHARD_EPARTITION : KVSHARD_EWEIGHTS, source, mark,
-                         "%s has 0 entries; give %s, such as %s, or leave the %s out",
+                         "%s has 0 entries; give %s, such as %s, or leave %s out",
                          kvshard__option_name(id),
                          pp ? "one layer count a stage" : "one size, or one a stage",
-                         pp ? (flag ? "31,30" : "[31, 30]")
-                            : (flag ? "17GiB,16.5GiB" : "[17GiB, 16.5GiB]"),
-                         flag ? "flag" : "key");
+                         pp ? (text ? "31,30" : "[31, 30]")
+                            : (text ? "17GiB,16.5GiB" : "[17GiB, 16.5GiB]"),
+                         text ? "it" : "the key");
 }
 
 int kvshard__assign_list(const kvshard__deployment_values *into, kvshard__option_id id,
