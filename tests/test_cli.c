@@ -139,7 +139,8 @@ static const char general_help[] =
     "\n"
     "-o FILE replaces FILE only once the whole document is written (a temporary\n"
     "file beside it, renamed over it); -o - is standard output. A FIFO or a\n"
-    "device is written directly. FILE must not be a file kvshard reads.\n"
+    "device is written directly. FILE must not be a file kvshard reads (the\n"
+    "CONFIG, the model, flag files, the safetensors files of device inputs).\n"
     "\n"
     "Exit status: 0 success, 1 invalid input or a failed write, 2 bad usage.\n";
 
@@ -893,6 +894,137 @@ static void test_output_refuses_inputs(void **state)
     assert_string_equal(names, "dep.yaml dirdep.yaml hard.yaml inner.flags mdir models outer.flags "
                                "sub sym.yaml ");
     free(names);
+    scratch_close(&s);
+}
+
+/* The bytes and identity of a file, to show it was left as it was. */
+typedef struct file_state {
+    struct stat st;
+    unsigned char bytes[256];
+    size_t len;
+} file_state;
+
+static file_state state_of(const char *path)
+{
+    file_state f;
+    memset(&f, 0, sizeof f);
+    assert_int_equal(stat(path, &f.st), 0);
+    FILE *in = fopen(path, "rb");
+    assert_non_null(in);
+    f.len = fread(f.bytes, 1, sizeof f.bytes, in);
+    assert_int_equal(fclose(in), 0);
+    return f;
+}
+
+static void assert_unchanged(const char *path, const file_state *before)
+{
+    file_state now = state_of(path);
+    assert_true(now.st.st_ino == before->st.st_ino && now.st.st_dev == before->st.st_dev);
+    assert_int_equal(now.len, before->len);
+    assert_memory_equal(now.bytes, before->bytes, now.len);
+}
+
+/* A model directory ck/ with a safetensors index and one shard cut after
+ * its header (a tensor of 4 bytes), for device inputs. */
+static void put_checkpoint(const scratch *s)
+{
+    run_result r = shell("cd \"%s\" && mkdir ck", s->dir);
+    assert_int_equal(r.status, 0);
+    run_free(&r);
+    put_file(in_dir(s, "ck/config.json"),
+             "{\"model_type\": \"tiny_dense\", \"num_hidden_layers\": 4, "
+             "\"num_attention_heads\": 8, \"num_key_value_heads\": 2, \"head_dim\": 64}\n");
+    put_file(in_dir(s, "ck/model.safetensors.index.json"),
+             "{\"weight_map\": {\"model.embed_tokens.weight\": \"model-1.safetensors\"}}\n");
+    static const char header[] =
+        "{\"model.embed_tokens.weight\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[0,4]}}";
+    unsigned char shard[8 + sizeof header - 1];
+    uint64_t n = sizeof header - 1;
+    for (int i = 0; i < 8; i++)
+        shard[i] = (unsigned char)(n >> (8 * i));
+    memcpy(shard + 8, header, n);
+    FILE *f = fopen(in_dir(s, "ck/model-1.safetensors"), "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(shard, 1, sizeof shard, f), sizeof shard);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* `args` (run in the scratch directory) must be refused with exit 2 and
+ * `message`, and leave `path` as it was, whatever it holds. */
+static void assert_refused_file(const scratch *s, const char *args, const char *path,
+                                const char *message)
+{
+    file_state before = state_of(path);
+    run_result r = shell("cd \"%s\" && \"%s\" %s", s->dir, KVSHARD_CLI, args);
+    char want[1024];
+    snprintf(want, sizeof want, "%s\nTry 'kvshard --help'.\n", message);
+    if (r.status != 2 || strcmp(r.err, want) != 0)
+        print_error("%s: exit %d, stderr\n%s\nwanted exit 2 and\n%s", args, r.status, r.err, want);
+    assert_int_equal(r.status, 2);
+    assert_string_equal(r.err, want);
+    assert_string_equal(r.out, "");
+    run_free(&r);
+    assert_unchanged(path, &before);
+}
+
+/* The safetensors index and shards a run reads for device inputs are
+ * inputs too, by any path, under plan, compare, report and fit: they are
+ * read while the document is made, and the target is checked against
+ * them before it is opened. */
+static void test_output_refuses_weights(void **state)
+{
+    (void)state;
+    scratch s;
+    scratch_open(&s);
+    put_checkpoint(&s);
+    const char *index = in_dir(&s, "ck/model.safetensors.index.json");
+    const char *shard = in_dir(&s, "ck/model-1.safetensors");
+    run_result r = shell("cd \"%s\" && ln -s ck/model-1.safetensors sym.st && "
+                         "ln ck/model-1.safetensors hard.st && mkdir -p sub",
+                         s.dir);
+    assert_int_equal(r.status, 0);
+    run_free(&r);
+    const char *same_index = "kvshard: refusing to write %s: it is the same file as the "
+                             "safetensors index ck/model.safetensors.index.json, which kvshard "
+                             "reads";
+    const char *same_shard = "kvshard: refusing to write %s: it is the same file as the "
+                             "safetensors file ck/model-1.safetensors, which kvshard reads";
+    char want[512];
+    snprintf(want, sizeof want, same_index, "ck/model.safetensors.index.json");
+    assert_refused_file(&s, "plan ck --device_memory=80GiB -o ck/model.safetensors.index.json",
+                        index, want);
+    snprintf(want, sizeof want, same_shard, "ck/model-1.safetensors");
+    assert_refused_file(&s, "plan ck --device_memory=80GiB --format=json "
+                            "-o ck/model-1.safetensors",
+                        shard, want);
+    snprintf(want, sizeof want, same_shard, "sym.st");
+    assert_refused_file(&s, "compare ck --device_memory=80GiB --output=sym.st", shard, want);
+    snprintf(want, sizeof want, same_shard, "hard.st");
+    assert_refused_file(&s, "report ck --device_memory=80GiB -o hard.st", shard, want);
+    snprintf(want, sizeof want, same_index, "sub/../ck/model.safetensors.index.json");
+    assert_refused_file(&s, "fit ck --gpus=1 --device_memory=80GiB "
+                            "-o sub/../ck/model.safetensors.index.json",
+                        index, want);
+    snprintf(want, sizeof want, same_shard, "hard.st");
+    assert_refused_file(&s, "fit ck --gpus=1 --device_memory=80GiB --format=json -o hard.st",
+                        shard, want);
+    /* Standard output appended to a shard. */
+    assert_refused_file(&s, "plan ck --device_memory=80GiB >> hard.st", shard,
+                        "kvshard: standard output is the same file as the safetensors file "
+                        "ck/model-1.safetensors, which kvshard reads; write the output "
+                        "elsewhere");
+
+    /* Another file of the directory is written; and without device inputs
+     * the weights are not read, so they are no inputs. */
+    r = shell("cd \"%s\" && \"%s\" plan ck --device_memory=80GiB -o ck/plan.txt && "
+              "\"%s\" plan ck --memory_per_rank=1GiB -o ck/plain.txt",
+              s.dir, KVSHARD_CLI, KVSHARD_CLI);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.err, "");
+    run_free(&r);
+    char *text = get_file(in_dir(&s, "ck/plan.txt"));
+    assert_non_null(strstr(text, "model      tiny_dense: 4 layers"));
+    free(text);
     scratch_close(&s);
 }
 
@@ -1688,6 +1820,7 @@ int main(void)
         cmocka_unit_test(test_flagfile_errors),
         cmocka_unit_test(test_layer_map_glyphs),
         cmocka_unit_test(test_output_refuses_inputs),
+        cmocka_unit_test(test_output_refuses_weights),
         cmocka_unit_test(test_output_replaced_whole),
         cmocka_unit_test(test_output_special_targets),
         cmocka_unit_test(test_messages_escaped),

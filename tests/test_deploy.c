@@ -1228,6 +1228,72 @@ static void test_ignored_flags_out_of_memory(void **state)
     free(path);
 }
 
+/* An empty list is an error of its length, in a file as in a flag, never
+ * the key left out: pp_partition: [] would plan by the rule, and
+ * weights_per_rank: [] would read the weights from elsewhere. */
+static void test_empty_lists(void **state)
+{
+    (void)state;
+    static const char inline_model[] =
+        "model: {num_hidden_layers: 4, head_dim: 8, num_key_value_heads: 1}\n";
+    static const struct {
+        const char *rest;
+        int code, line, column;
+        const char *message;
+    } files[] = {
+        {"parallel:\n  world_size: 2\n  pp_size: 2\n  pp_partition: []\n", KVSHARD_EPARTITION, 5,
+         17,
+         "pp_partition has 0 entries; give one layer count a stage, such as [31, 30], or leave "
+         "the key out"},
+        {"parallel: {pp_partition: [ ]}\n", KVSHARD_EPARTITION, 2, 26, "pp_partition has 0 entries"},
+        {"cache:\n  device_memory: 1GiB\n  weights_per_rank: []\n", KVSHARD_EWEIGHTS, 4, 21,
+         "weights_per_rank has 0 entries; give one size, or one a stage, such as [17GiB, "
+         "16.5GiB], or leave the key out"},
+    };
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "%s%s", inline_model, files[i].rest);
+        load_text_fails(text, files[i].code, files[i].line, files[i].column);
+        kvshard_deployment *dep = NULL;
+        kvshard_error err;
+        assert_int_equal(kvshard_deployment_load_string(&dep, text, strlen(text), "test.yaml",
+                                                        NULL, NULL, &err),
+                         files[i].code);
+        assert_non_null(strstr(err.message, files[i].message));
+    }
+
+    /* The flags: an empty value, or blanks only. */
+    static const struct {
+        const char *arg;
+        int code;
+        const char *message;
+    } flags[] = {
+        {"--pp_partition=", KVSHARD_EPARTITION,
+         "pp_partition has 0 entries; give one layer count a stage, such as 31,30, or leave it "
+         "out"},
+        {"--weights_per_rank= ", KVSHARD_EWEIGHTS,
+         "weights_per_rank has 0 entries; give one size, or one a stage, such as "
+         "17GiB,16.5GiB, or leave it out"},
+    };
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+        kvshard_deployment *dep = load_text_ok(inline_model, NULL);
+        kvshard_error err;
+        const char *argv[] = {flags[i].arg};
+        assert_int_equal(kvshard_deployment_apply_args(dep, 1, argv, 0, &err), flags[i].code);
+        assert_string_equal(err.message, flags[i].message);
+        kvshard_deployment_free(dep);
+    }
+    /* One entry is a list. */
+    kvshard_deployment *dep = load_text_ok("model: {num_hidden_layers: 4, head_dim: 8, "
+                                           "num_key_value_heads: 1}\nparallel: {pp_partition: [4]}\n",
+                                           NULL);
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    kvshard_deployment_options(&o, dep);
+    assert_int_equal(o.pp_partition_count, 1);
+    assert_int_equal(o.pp_partition[0], 4);
+    kvshard_deployment_free(dep);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1252,6 +1318,7 @@ int main(void)
         cmocka_unit_test(test_unknown_flag_suggestions),
         cmocka_unit_test(test_ignored_flags_at_the_flag_limit),
         cmocka_unit_test(test_ignored_flags_out_of_memory),
+        cmocka_unit_test(test_empty_lists),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

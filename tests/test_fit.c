@@ -3,11 +3,13 @@
  * cards, Nemotron-3-Nano on two 24 GiB cards), the tiny_hybrid plan read
  * from its safetensors headers, and the errors. Every figure is worked by
  * hand in its comment; GiB = 2^30. */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #include "test_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define GIB (UINT64_C(1) << 30)
 
@@ -399,6 +401,8 @@ static void test_plan_from_the_device(void **state)
      * 34,359,738,368 is 13,743,895,347.2, floored. */
     const uint64_t per_stage[2] = {9 * GIB, 8 * GIB};
     o = qwen_options();
+    o.weights_total = 0; /* one source of the weights: this one */
+    o.weights_experts = 0;
     o.world_size = 4;
     o.pp_size = 2;
     o.max_seqs = 8;
@@ -562,6 +566,148 @@ static void test_errors(void **state)
     kvshard_model_free(m);
 }
 
+/* ---- a model directory written by the test ------------------------------------------ */
+
+typedef struct model_dir {
+    char path[512];
+} model_dir;
+
+static void dir_file(const model_dir *d, const char *name, const void *data, size_t len)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", d->path, name);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, len, f), len);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* A shard cut after its header: N in 8 bytes, then the JSON. */
+static void dir_shard(const model_dir *d, const char *name, const char *json)
+{
+    size_t len = strlen(json);
+    unsigned char *buf = malloc(8 + len);
+    assert_non_null(buf);
+    for (int i = 0; i < 8; i++)
+        buf[i] = (unsigned char)((uint64_t)len >> (8 * i));
+    memcpy(buf + 8, json, len);
+    dir_file(d, name, buf, 8 + len);
+    free(buf);
+}
+
+/* A directory of a small dense GQA model's config.json (4 layers, 8 query
+ * heads, 2 KV heads of 64) and nothing else yet. */
+static void dir_open(model_dir *d)
+{
+    snprintf(d->path, sizeof d->path, "%s/model_XXXXXX", KVSHARD_TEST_BUILD_DATA);
+    assert_non_null(mkdtemp(d->path));
+    static const char config[] = "{\"model_type\": \"tiny_dense\", \"num_hidden_layers\": 4, "
+                                 "\"num_attention_heads\": 8, \"num_key_value_heads\": 2, "
+                                 "\"head_dim\": 64}";
+    dir_file(d, "config.json", config, strlen(config));
+}
+
+static void dir_close(model_dir *d)
+{
+    char command[1024];
+    snprintf(command, sizeof command, "rm -rf '%s'", d->path);
+    assert_int_equal(system(command), 0);
+}
+
+/* An embedding of 2^63 - 8 one-byte elements is 9,223,372,036,854,775,800
+ * bytes, a size whose bit count passes 2^64: the plan refuses it as
+ * does_not_fit, not as an overflow. At T = 1 the rank holds all of it; an
+ * 80 GiB card (85,899,345,920 bytes) leaves floor(x 0.9) = 77,309,411,328
+ * usable, the reserve is 85,899,345,920 / 20 = 4,294,967,296, and the
+ * shortfall 9,223,372,036,854,775,800 + 4,294,967,296 - 77,309,411,328 =
+ * 9,223,371,963,840,331,768. */
+static void test_tensor_of_2_63_bytes(void **state)
+{
+    (void)state;
+    model_dir d;
+    dir_open(&d);
+    dir_shard(&d, "model.safetensors",
+              "{\"model.embed_tokens.weight\": {\"dtype\": \"U8\", \"shape\": "
+              "[9223372036854775800], \"data_offsets\": [0, 9223372036854775800]}}");
+    kvshard_model *m = NULL;
+    kvshard_error err;
+    tu_assert_ok(kvshard_model_load_file(&m, d.path, NULL, &err), &err);
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.device_memory = 80 * GIB;
+    kvshard_plan *p = NULL;
+    assert_int_equal(kvshard_plan_create(&p, m, &o, NULL, &err), KVSHARD_EDOESNOTFIT);
+    assert_null(p);
+    assert_string_equal(err.message,
+                        "does_not_fit: the weights (9223372036854775800 bytes a rank) and "
+                        "activation_reserve 4294967296 bytes take all of device_memory "
+                        "85899345920 x memory_utilization 0.9 = 77309411328 usable bytes: "
+                        "9223371963840331768 bytes short");
+    kvshard_model_free(m);
+    dir_close(&d);
+}
+
+/* Headers that hold no tensor are no checkpoint: plan and fit refuse them
+ * as weights, where 0 bytes of weights would make the whole usable device
+ * (77,309,411,328 bytes of 80 GiB) every rank's budget. */
+static void test_checkpoint_without_tensors(void **state)
+{
+    (void)state;
+    model_dir d;
+    dir_open(&d);
+    dir_shard(&d, "model.safetensors", "{\"__metadata__\": {\"format\": \"pt\"}}");
+    char shard[1024];
+    snprintf(shard, sizeof shard, "%s/model.safetensors", d.path);
+    kvshard_model *m = NULL;
+    kvshard_error err;
+    tu_assert_ok(kvshard_model_load_file(&m, d.path, NULL, &err), &err);
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.device_memory = 80 * GIB;
+    kvshard_plan *p = NULL;
+    static const char message[] = "safetensors: model.safetensors: the header holds no tensor, so "
+                                  "the checkpoint has no weights to count";
+    assert_int_equal(kvshard_plan_create(&p, m, &o, NULL, &err), KVSHARD_EWEIGHTS);
+    assert_string_equal(err.message, message);
+    assert_string_equal(err.source, shard);
+    kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
+    fo.gpus = 2;
+    kvshard_fit *f = NULL;
+    assert_int_equal(kvshard_fit_create(&f, m, &o, &fo, NULL, &err), KVSHARD_EWEIGHTS);
+    assert_string_equal(err.message, message);
+    assert_null(f);
+    kvshard_model_free(m);
+    dir_close(&d);
+}
+
+/* weights_per_rank and weights_total together are two figures for one
+ * thing: an error naming both, where weights_per_rank used to win. With
+ * memory_per_rank the weights are not read, and neither is an error. */
+static void test_two_weight_sources(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_example_model("qwen3_5_35b_a3b.json");
+    kvshard_options o = qwen_options(); /* weights_total and weights_experts */
+    o.world_size = 4;
+    o.context_length = 0;
+    const uint64_t one[1] = {17 * GIB};
+    o.weights_per_rank = one;
+    o.weights_per_rank_count = 1;
+    kvshard_plan *p = NULL;
+    kvshard_error err;
+    assert_int_equal(kvshard_plan_create(&p, m, &o, NULL, &err), KVSHARD_EWEIGHTS);
+    assert_null(p);
+    assert_string_equal(err.message,
+                        "weights_per_rank and weights_total are both given: a rank's weights "
+                        "come from one source; give weights_per_rank (measured), or "
+                        "weights_total with weights_experts (an estimate)");
+    kvshard_comparison *c = NULL;
+    assert_int_equal(kvshard_comparison_create(&c, m, &o, NULL, &err), KVSHARD_EWEIGHTS);
+    o.memory_per_rank = 20 * GIB;
+    p = tu_plan(m, &o);
+    assert_true(kvshard_plan_has_warning(p, KVSHARD_WARN_DEVICE_MEMORY_IGNORED));
+    kvshard_plan_free(p);
+    kvshard_model_free(m);
+}
+
 /* A deployment's flags pin the search: --pp_size=1 as a flag. */
 static void test_deployment_pins(void **state)
 {
@@ -694,6 +840,9 @@ int main(void)
         cmocka_unit_test(test_plan_from_the_device), cmocka_unit_test(test_tiny_hybrid_plan),
         cmocka_unit_test(test_errors),               cmocka_unit_test(test_deployment_pins),
         cmocka_unit_test(test_engine_device_inputs),
+        cmocka_unit_test(test_tensor_of_2_63_bytes),
+        cmocka_unit_test(test_checkpoint_without_tensors),
+        cmocka_unit_test(test_two_weight_sources),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

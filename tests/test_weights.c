@@ -559,6 +559,42 @@ static void test_header_errors(void **state)
          "4]}}",
          UINT64_MAX, KVSHARD_EOVERFLOW,
          "tensor \"t\": F32 [4611686018427387904, 2] takes more than 2^64 - 1 bytes"},
+        /* 2^63 - 8 one-byte elements are 2^63 - 8 bytes, though their bits
+         * pass 2^64: the count is compared, not overflowed */
+        {"{\"t\": {\"dtype\": \"U8\", \"shape\": [9223372036854775800], \"data_offsets\": [0, "
+         "8]}}",
+         UINT64_MAX, KVSHARD_ERANGE,
+         "tensor \"t\": U8 [9223372036854775800] takes 9223372036854775800 bytes, but "
+         "data_offsets [0, 8] hold 8"},
+        /* two tensors that share a byte of the file: the format stores each
+         * byte once, so one of them is misdescribed */
+        {"{\"a\": {\"dtype\": \"U8\", \"shape\": [8], \"data_offsets\": [0, 8]}, "
+         "\"b\": {\"dtype\": \"U8\", \"shape\": [8], \"data_offsets\": [4, 12]}}",
+         UINT64_MAX, KVSHARD_ERANGE,
+         "tensor \"b\": data_offsets [4, 12] overlap those of tensor \"a\", [0, 8]; a "
+         "safetensors file stores each byte once"},
+        /* listed out of file order: the one the header lists later is named */
+        {"{\"b\": {\"dtype\": \"U8\", \"shape\": [8], \"data_offsets\": [8, 16]}, "
+         "\"a\": {\"dtype\": \"F32\", \"shape\": [3], \"data_offsets\": [0, 12]}}",
+         UINT64_MAX, KVSHARD_ERANGE,
+         "tensor \"a\": data_offsets [0, 12] overlap those of tensor \"b\", [8, 16]"},
+        /* one range inside another, with a third after both */
+        {"{\"big\": {\"dtype\": \"U8\", \"shape\": [16], \"data_offsets\": [0, 16]}, "
+         "\"x\": {\"dtype\": \"U8\", \"shape\": [2], \"data_offsets\": [16, 18]}, "
+         "\"in\": {\"dtype\": \"U8\", \"shape\": [2], \"data_offsets\": [4, 6]}}",
+         UINT64_MAX, KVSHARD_ERANGE,
+         "tensor \"in\": data_offsets [4, 6] overlap those of tensor \"big\", [0, 16]"},
+        /* the same range twice */
+        {"{\"a\": {\"dtype\": \"F16\", \"shape\": [2], \"data_offsets\": [0, 4]}, "
+         "\"b\": {\"dtype\": \"F16\", \"shape\": [2], \"data_offsets\": [0, 4]}}",
+         UINT64_MAX, KVSHARD_ERANGE,
+         "tensor \"b\": data_offsets [0, 4] overlap those of tensor \"a\", [0, 4]"},
+        /* a range that overlaps the one before the one before it */
+        {"{\"a\": {\"dtype\": \"U8\", \"shape\": [10], \"data_offsets\": [0, 10]}, "
+         "\"b\": {\"dtype\": \"U8\", \"shape\": [1], \"data_offsets\": [10, 11]}, "
+         "\"c\": {\"dtype\": \"U8\", \"shape\": [3], \"data_offsets\": [9, 12]}}",
+         UINT64_MAX, KVSHARD_ERANGE,
+         "tensor \"c\": data_offsets [9, 12] overlap those of tensor \"a\", [0, 10]"},
         /* past the count of tensors allowed (3 in this test) */
         {"{\"a\": {\"dtype\": \"U8\", \"shape\": [], \"data_offsets\": [0, 1]}, "
          "\"b\": {\"dtype\": \"U8\", \"shape\": [], \"data_offsets\": [1, 2]}, "
@@ -619,6 +655,20 @@ static void test_header_errors(void **state)
     assert_int_equal(err.line, 3);
     assert_int_equal(err.column, 18);
 
+    /* An overlap is located at the data_offsets of the tensor named first:
+     * line 3, column 24 of the JSON (two lines of 61 bytes and their line
+     * feeds, then 21 bytes of the third), 8 + 145 bytes into the file. */
+    write_shard(dir, "model.safetensors",
+                "{\"a\": {\"dtype\": \"U8\", \"shape\": [8], \"data_offsets\": [0, 8]},\n"
+                " \"z\": {\"dtype\": \"U8\", \"shape\": [0], \"data_offsets\": [3, 3]},\n"
+                " \"b\": {\"data_offsets\": [7, 9], \"dtype\": \"U8\", \"shape\": [2]}}",
+                UINT64_MAX, 9);
+    read_fails(dir, 0, KVSHARD_ERANGE,
+               "tensor \"b\": data_offsets [7, 9] overlap those of tensor \"a\", [0, 8]", &err);
+    assert_int_equal(err.line, 3);
+    assert_int_equal(err.column, 24);
+    assert_int_equal(err.offset, 8 + 145);
+
     /* A tensor name that is not printable is escaped in the message. */
     write_shard(dir, "model.safetensors",
                 "{\"a\\u0001b\":{\"dtype\":\"F16\",\"shape\":[1],\"data_offsets\":[0,1]}}",
@@ -649,6 +699,18 @@ static void test_header_errors(void **state)
     assert_true(s->tensors[3].bits == 4 && s->tensors[3].bytes == 2);
     assert_true(s->tensors[4].bits == 6 && s->tensors[4].bytes == 4);
     assert_true(s->total_bytes == 17);
+    kvshard_safetensors__free(s);
+
+    /* Ranges that touch share no byte, and an empty range shares none with
+     * the range around it: [0, 4), [4, 8) and [2, 2) are three tensors. */
+    write_shard(dir, "model.safetensors",
+                "{\"a\": {\"dtype\": \"U8\", \"shape\": [4], \"data_offsets\": [0, 4]}, "
+                "\"z\": {\"dtype\": \"U8\", \"shape\": [0], \"data_offsets\": [2, 2]}, "
+                "\"b\": {\"dtype\": \"U8\", \"shape\": [4], \"data_offsets\": [4, 8]}}",
+                UINT64_MAX, 8);
+    s = read_ok(dir);
+    assert_int_equal(s->count, 3);
+    assert_true(s->total_bytes == 8);
     kvshard_safetensors__free(s);
 
     /* Exactly the allowed count passes; the default bound is 2^20. */
@@ -759,6 +821,253 @@ static void test_index_errors(void **state)
                "safetensors: cannot open the model directory: ", NULL);
     read_fails(TINY "/config.json", 0, KVSHARD_EIO, "safetensors: not a directory", NULL);
     assert_int_equal(kvshard_safetensors__read_dir(NULL, TINY, NULL, 0, &err), KVSHARD_EINVAL);
+}
+
+/* ---- sizes past the bit count, checkpoints without tensors, the JSON in all ---------- */
+
+/* The bytes of a tensor are worked out without its bit count first: 2^63 - 8
+ * one-byte elements are 2^63 - 8 bytes, 2^64 - 1 F4 elements are
+ * ceil((2^64 - 1) x 4 / 8) = 2^63 bytes, and both are sizes. */
+static void test_sizes_past_the_bits(void **state)
+{
+    (void)state;
+    static const char json[] =
+        "{\"u\": {\"dtype\": \"U8\", \"shape\": [9223372036854775800], "
+        "\"data_offsets\": [0, 9223372036854775800]}, "
+        "\"f\": {\"dtype\": \"F4\", \"shape\": [18446744073709551615], "
+        "\"data_offsets\": [9223372036854775800, 18446744073709551608]}}";
+    size_t len = strlen(json);
+    unsigned char image[512];
+    assert_true(8 + len <= sizeof image);
+    for (int k = 0; k < 8; k++)
+        image[k] = (unsigned char)((uint64_t)len >> (8 * k));
+    memcpy(image + 8, json, len);
+    kvshard__safetensors *s = NULL;
+    kvshard_error err;
+    tu_assert_ok(
+        kvshard_safetensors__read_bytes(&s, image, 8 + len, "model.safetensors", NULL, 0, &err),
+        &err);
+    assert_int_equal(s->count, 2);
+    assert_true(s->tensors[0].elements == UINT64_C(9223372036854775800));
+    assert_true(s->tensors[0].bytes == UINT64_C(9223372036854775800));
+    assert_true(s->tensors[1].elements == UINT64_MAX);
+    assert_true(s->tensors[1].bytes == UINT64_C(9223372036854775808));
+    assert_true(s->total_bytes == UINT64_C(18446744073709551608));
+    kvshard_safetensors__free(s);
+}
+
+/* A checkpoint whose headers hold no tensor, or whose index maps none, has
+ * no weights to count: KVSHARD_EWEIGHTS, never 0 bytes. One header of no
+ * tensor on its own (read_bytes) is not a checkpoint and reads. */
+static void test_checkpoint_without_tensors(void **state)
+{
+    (void)state;
+    char *dir = make_temp_dir();
+    char path[1024];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    static const char *const empty[] = {"{}", "{\"__metadata__\": {\"format\": \"pt\"}}"};
+    kvshard_error err;
+    for (size_t i = 0; i < 2; i++) {
+        write_shard(dir, "model.safetensors", empty[i], UINT64_MAX, 0);
+        read_fails(dir, 0, KVSHARD_EWEIGHTS,
+                   "safetensors: model.safetensors: the header holds no tensor, so the "
+                   "checkpoint has no weights to count",
+                   &err);
+        assert_string_equal(err.source, path);
+        unsigned char image[64];
+        size_t len = strlen(empty[i]);
+        for (int k = 0; k < 8; k++)
+            image[k] = (unsigned char)((uint64_t)len >> (8 * k));
+        memcpy(image + 8, empty[i], len);
+        kvshard__safetensors *s = NULL;
+        tu_assert_ok(kvshard_safetensors__read_bytes(&s, image, 8 + len, "one.safetensors", NULL,
+                                                     0, &err),
+                     &err);
+        assert_int_equal(s->count, 0);
+        kvshard_safetensors__free(s);
+    }
+    assert_int_equal(unlink(path), 0);
+
+    /* Every *.safetensors of the directory, none with a tensor. */
+    write_shard(dir, "a.safetensors", "{}", UINT64_MAX, 0);
+    write_shard(dir, "b.safetensors", "{\"__metadata__\": {}}", UINT64_MAX, 0);
+    read_fails(dir, 0, KVSHARD_EWEIGHTS,
+               "safetensors: the headers of the 2 shard files hold no tensor, so the checkpoint "
+               "has no weights to count",
+               &err);
+    assert_string_equal(err.source, dir);
+
+    /* An index whose weight_map is empty, at the map: line 2, column 17. */
+    char index_path[1024];
+    snprintf(index_path, sizeof index_path, "%s/model.safetensors.index.json", dir);
+    const char *index = "{\"metadata\": {\"total_size\": 0},\n \"weight_map\": {}}";
+    write_bytes(dir, "model.safetensors.index.json", index, strlen(index));
+    read_fails(dir, 0, KVSHARD_EWEIGHTS,
+               "safetensors: model.safetensors.index.json: weight_map is empty: the index names "
+               "no tensor, so the checkpoint has no weights to count",
+               &err);
+    assert_string_equal(err.source, index_path);
+    assert_int_equal(err.line, 2);
+    assert_int_equal(err.column, 16);
+    assert_int_equal(err.offset, 47);
+
+    /* An index that maps tensors to shards that hold none. */
+    index = "{\"weight_map\": {\"x\": \"a.safetensors\", \"y\": \"b.safetensors\"}}";
+    write_bytes(dir, "model.safetensors.index.json", index, strlen(index));
+    read_fails(dir, 0, KVSHARD_EWEIGHTS, "the headers of the 2 shard files hold no tensor", NULL);
+    remove_tree(dir);
+    free(dir);
+}
+
+/* The index and every header of a directory count against one bound,
+ * KVSHARD__ST_MAX_JSON_TOTAL (256 MiB), checked before a header is read. */
+static void test_json_in_all(void **state)
+{
+    (void)state;
+    assert_true(KVSHARD__ST_MAX_JSON_TOTAL == UINT64_C(268435456));
+    assert_int_equal(strlen(ONE_TENSOR), 54);
+    char *dir = make_temp_dir();
+    write_shard(dir, "a.safetensors", ONE_TENSOR, UINT64_MAX, 4);
+    write_shard(dir, "b.safetensors",
+                "{\"u\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[0,4]}}", UINT64_MAX, 4);
+    write_shard(dir, "c.safetensors",
+                "{\"v\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[0,4]}}", UINT64_MAX, 4);
+    /* Three headers of 54 bytes: 162 in all. */
+    kvshard__st_options o = {0, 162, NULL, NULL};
+    kvshard__safetensors *s = NULL;
+    kvshard_error err;
+    tu_assert_ok(kvshard_safetensors__read_dir_with(&s, dir, NULL, &o, &err), &err);
+    assert_int_equal(s->count, 3);
+    assert_true(s->json_bytes == 162);
+    kvshard_safetensors__free(s);
+    o.max_json = 161;
+    s = (kvshard__safetensors *)(uintptr_t)0x5a5a;
+    assert_int_equal(kvshard_safetensors__read_dir_with(&s, dir, NULL, &o, &err), KVSHARD_ELIMIT);
+    assert_true(s == (kvshard__safetensors *)(uintptr_t)0x5a5a);
+    assert_string_equal(err.message,
+                        "safetensors: c.safetensors: its header of 54 bytes brings the "
+                        "directory's JSON to 162 bytes, past the 161 kvshard reads for one "
+                        "checkpoint (its index and headers together)");
+    assert_non_null(strstr(err.source, "/c.safetensors"));
+
+    /* The index counts too: its 41 bytes and the first header's 54 are 95,
+     * past 94; past 40, the index alone. */
+    const char *index = "{\"weight_map\": {\"t\": \"a.safetensors\"}}   ";
+    assert_int_equal(strlen(index), 41);
+    write_bytes(dir, "model.safetensors.index.json", index, strlen(index));
+    o.max_json = 94;
+    assert_int_equal(kvshard_safetensors__read_dir_with(&s, dir, NULL, &o, &err), KVSHARD_ELIMIT);
+    assert_string_equal(err.message,
+                        "safetensors: a.safetensors: its header of 54 bytes brings the "
+                        "directory's JSON to 95 bytes, past the 94 kvshard reads for one "
+                        "checkpoint (its index and headers together)");
+    o.max_json = 40;
+    assert_int_equal(kvshard_safetensors__read_dir_with(&s, dir, NULL, &o, &err), KVSHARD_ELIMIT);
+    assert_string_equal(err.message,
+                        "safetensors: model.safetensors.index.json: the index of 41 bytes brings "
+                        "the directory's JSON to 41 bytes, past the 40 kvshard reads for one "
+                        "checkpoint (its index and headers together)");
+    remove_tree(dir);
+    free(dir);
+}
+
+typedef struct told {
+    size_t count;
+    char names[8][64];
+    kvshard__file_id ids[8];
+} told;
+
+static void tell_me(void *user, const char *path, kvshard__file_id id)
+{
+    told *t = user;
+    if (t->count < 8) {
+        const char *slash = strrchr(path, '/');
+        snprintf(t->names[t->count], sizeof t->names[0], "%s", slash ? slash + 1 : path);
+        t->ids[t->count] = id;
+    }
+    t->count++;
+}
+
+/* One file reached by several names is read once: a shard named by many
+ * tensors of the index, and a shard linked under two names. The reader
+ * tells of every file it opens, with its device and inode. */
+static void test_one_file_read_once(void **state)
+{
+    (void)state;
+    char *dir = make_temp_dir();
+    char path[1024], link_path[1024];
+    /* m.safetensors: metadata only, padded to 100 bytes; n.safetensors: one
+     * tensor (54 bytes). The index (126 bytes) names m under three tensor
+     * names, n under one, and l, a symbolic link to m: 126 + 100 + 54 = 280
+     * bytes are read, and l adds nothing. */
+    char padded[101];
+    memset(padded, ' ', 100);
+    padded[100] = '\0';
+    memcpy(padded, "{\"__metadata__\": {}}", 20);
+    write_shard(dir, "m.safetensors", padded, UINT64_MAX, 0);
+    write_shard(dir, "n.safetensors", ONE_TENSOR, UINT64_MAX, 4);
+    snprintf(path, sizeof path, "%s/m.safetensors", dir);
+    snprintf(link_path, sizeof link_path, "%s/l.safetensors", dir);
+    assert_int_equal(symlink("m.safetensors", link_path), 0);
+    const char *index = "{\"weight_map\": {\"a\": \"m.safetensors\", \"b\": \"m.safetensors\", "
+                        "\"t\": \"n.safetensors\", \"c\": \"m.safetensors\", \"d\": "
+                        "\"l.safetensors\"}}";
+    write_bytes(dir, "model.safetensors.index.json", index, strlen(index));
+    assert_int_equal(strlen(index), 126);
+    told t = {0};
+    kvshard__st_options o = {0, 280, tell_me, &t};
+    kvshard__safetensors *s = NULL;
+    kvshard_error err;
+    tu_assert_ok(kvshard_safetensors__read_dir_with(&s, dir, NULL, &o, &err), &err);
+    assert_int_equal(s->shard_count, 3);
+    assert_string_equal(s->shards[0], "m.safetensors");
+    assert_string_equal(s->shards[1], "n.safetensors");
+    assert_string_equal(s->shards[2], "l.safetensors");
+    assert_int_equal(s->count, 1);
+    assert_true(s->json_bytes == 280);
+    kvshard_safetensors__free(s);
+    assert_int_equal(t.count, 4);
+    assert_string_equal(t.names[0], "model.safetensors.index.json");
+    assert_string_equal(t.names[1], "m.safetensors");
+    assert_string_equal(t.names[2], "n.safetensors");
+    assert_string_equal(t.names[3], "l.safetensors");
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_true(t.ids[1].dev == (uint64_t)st.st_dev && t.ids[1].ino == (uint64_t)st.st_ino);
+    assert_true(t.ids[3].dev == t.ids[1].dev && t.ids[3].ino == t.ids[1].ino);
+
+    /* A file of tensors under two names would count each twice: its second
+     * name is refused before its header is read again, through a hard link
+     * as through a symbolic link. */
+    char hard[1024];
+    snprintf(hard, sizeof hard, "%s/h.safetensors", dir);
+    snprintf(path, sizeof path, "%s/n.safetensors", dir);
+    assert_int_equal(link(path, hard), 0);
+    index = "{\"weight_map\": {\"t\": \"n.safetensors\", \"u\": \"h.safetensors\"}}";
+    write_bytes(dir, "model.safetensors.index.json", index, strlen(index));
+    read_fails(dir, 0, KVSHARD_EDUPKEY,
+               "safetensors: h.safetensors: it is the same file as n.safetensors (a link), so "
+               "tensor \"t\" and every other of it would count twice",
+               &err);
+    assert_string_equal(err.source, hard);
+    assert_int_equal(unlink(link_path), 0);
+    assert_int_equal(symlink("n.safetensors", link_path), 0);
+    index = "{\"weight_map\": {\"t\": \"n.safetensors\", \"u\": \"l.safetensors\"}}";
+    write_bytes(dir, "model.safetensors.index.json", index, strlen(index));
+    read_fails(dir, 0, KVSHARD_EDUPKEY,
+               "safetensors: l.safetensors: it is the same file as n.safetensors (a link)", NULL);
+    remove_tree(dir);
+    free(dir);
+
+    /* The fixture: its index, then its two shards. */
+    memset(&t, 0, sizeof t);
+    o = (kvshard__st_options){0, 0, tell_me, &t};
+    tu_assert_ok(kvshard_safetensors__read_dir_with(&s, TINY, NULL, &o, &err), &err);
+    kvshard_safetensors__free(s);
+    assert_int_equal(t.count, 3);
+    assert_string_equal(t.names[0], "model.safetensors.index.json");
+    assert_string_equal(t.names[1], "model-00001-of-00002.safetensors");
+    assert_string_equal(t.names[2], "model-00002-of-00002.safetensors");
 }
 
 /* ---- classes --------------------------------------------------------------------------- */
@@ -1410,6 +1719,9 @@ int main(void)
         cmocka_unit_test(test_tied_embeddings), cmocka_unit_test(test_kv_shares),
         cmocka_unit_test(test_expert_parallel), cmocka_unit_test(test_estimate),
         cmocka_unit_test(test_partition_rules), cmocka_unit_test(test_out_of_memory),
+        cmocka_unit_test(test_sizes_past_the_bits),
+        cmocka_unit_test(test_checkpoint_without_tensors),
+        cmocka_unit_test(test_json_in_all),     cmocka_unit_test(test_one_file_read_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -41,33 +41,66 @@ void kvshard_cli__say(const char *fmt, ...)
 
 /* ---- inputs -------------------------------------------------------------------------------- */
 
+/* Append a file: the first note of a file is the one a refusal names. */
+static void note(kvshard_cli__inputs *in, const char *what, const char *path, kvshard__file_id id)
+{
+    if (in->count == in->cap) {
+        size_t cap = in->cap ? 2 * in->cap : 16;
+        kvshard_cli__input *grown = realloc(in->items, cap * sizeof *grown);
+        if (!grown) {
+            in->out_of_memory = true;
+            return;
+        }
+        in->items = grown;
+        in->cap = cap;
+    }
+    char shown[KVSHARD_ERROR_SOURCE_MAX];
+    kvshard__shorten(shown, sizeof shown, path);
+    char *copy = strdup(shown);
+    if (!copy) {
+        in->out_of_memory = true;
+        return;
+    }
+    kvshard_cli__input *item = &in->items[in->count++];
+    item->id = id;
+    item->what = what;
+    item->shown = copy;
+}
+
 void kvshard_cli__input_add(kvshard_cli__inputs *in, const char *what, const char *path)
 {
     struct stat st;
     if (!path || stat(path, &st) != 0)
         return;
-    for (size_t i = 0; i < in->count; i++) {
-        if (in->items[i].dev == st.st_dev && in->items[i].ino == st.st_ino)
-            return; /* a file named twice, or the deployment that is also the model */
-    }
-    if (in->count == sizeof in->items / sizeof in->items[0])
-        return; /* cannot happen: the flag-file budget stops earlier */
-    kvshard_cli__input *item = &in->items[in->count++];
-    item->dev = st.st_dev;
-    item->ino = st.st_ino;
-    item->what = what;
-    kvshard__shorten(item->shown, sizeof item->shown, path);
+    kvshard__file_id id = {(uint64_t)st.st_dev, (uint64_t)st.st_ino};
+    note(in, what, path, id);
 }
 
-void kvshard_cli__inputs_of(kvshard_cli__inputs *in, const kvshard_deployment *dep)
+void kvshard_cli__input_weights(void *user, const char *path, kvshard__file_id id)
+{
+    /* A plan reads them once, report's plan and comparison twice: every
+     * read is noted, the first names the file. */
+    const char *slash = strrchr(path, '/');
+    const char *name = slash ? slash + 1 : path;
+    note(user,
+         strcmp(name, "model.safetensors.index.json") == 0 ? "the safetensors index"
+                                                           : "the safetensors file",
+         path, id);
+}
+
+void kvshard_cli__inputs_of(kvshard_cli__inputs *in, kvshard_deployment *dep)
 {
     /* The library keeps the paths it read: the deployment's source is the
      * file CONFIG stood for (DIR/config.json for a directory), and the
      * model's source the model config a `model:` path led to (the
-     * deployment itself for an inline model or a bare config). */
+     * deployment itself for an inline model or a bare config). The weights
+     * are read when the document is made, and noted as they are opened. */
     kvshard_cli__input_add(in, "the CONFIG file", dep->source);
-    if (dep->model)
+    if (dep->model) {
         kvshard_cli__input_add(in, "the model file", dep->model->source);
+        dep->model->on_weights_file = kvshard_cli__input_weights;
+        dep->model->on_weights_file_user = in;
+    }
 }
 
 void kvshard_cli__input_flagfile(void *user, const char *path)
@@ -75,10 +108,19 @@ void kvshard_cli__input_flagfile(void *user, const char *path)
     kvshard_cli__input_add(user, "the flag file", path);
 }
 
+void kvshard_cli__inputs_free(kvshard_cli__inputs *in)
+{
+    for (size_t i = 0; i < in->count; i++)
+        free(in->items[i].shown);
+    free(in->items);
+    memset(in, 0, sizeof *in);
+}
+
 static const kvshard_cli__input *input_at(const kvshard_cli__inputs *in, const struct stat *st)
 {
     for (size_t i = 0; in && i < in->count; i++) {
-        if (in->items[i].dev == st->st_dev && in->items[i].ino == st->st_ino)
+        if (in->items[i].id.dev == (uint64_t)st->st_dev &&
+            in->items[i].id.ino == (uint64_t)st->st_ino)
             return &in->items[i];
     }
     return NULL;
@@ -193,6 +235,17 @@ static const char *kind_of(mode_t mode)
     if (S_ISSOCK(mode))
         return "it is a socket; kvshard writes regular files, FIFOs and character devices";
     return "it is not a regular file, a FIFO or a character device";
+}
+
+int kvshard_cli__output_recheck(const kvshard_cli__output *o, const kvshard_cli__inputs *in)
+{
+    if (in->out_of_memory)
+        return cannot_write(o, "out of memory noting the files kvshard read");
+    struct stat st;
+    bool known = o->how == KVSHARD_CLI__TO_FD ? fstat(o->fd, &st) == 0 && S_ISREG(st.st_mode)
+                                              : o->target && stat(o->target, &st) == 0;
+    const kvshard_cli__input *input = known ? input_at(in, &st) : NULL;
+    return input ? refuse_input(o, input) : 0;
 }
 
 static int prepare_fd(kvshard_cli__output *o, int fd, const kvshard_cli__inputs *in)

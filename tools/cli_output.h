@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "deploy/flags.h"
+#include "text/file.h"
 
 #include <stdbool.h>
 #include <sys/types.h>
@@ -21,27 +22,31 @@ void kvshard_cli__say(const char *fmt, ...) KVSHARD__PRINTF(1, 2);
 /* ---- the files kvshard read --------------------------------------------------------------- */
 
 typedef struct kvshard_cli__input {
-    dev_t dev;
-    ino_t ino;
-    const char *what; /* "the CONFIG file", "the model file", "the flag file" */
-    char shown[KVSHARD_ERROR_SOURCE_MAX];
+    kvshard__file_id id;
+    const char *what; /* "the CONFIG file", "the model file", "the flag file", ... */
+    char *shown;      /* the path, shortened for messages */
 } kvshard_cli__input;
 
 /* Every file a run read, by device and inode: the CONFIG, the model config
- * the deployment names and each flag file. The flag-file budget bounds
- * their number. */
+ * the deployment names, each flag file, and the safetensors index and
+ * shards a plan, comparison or fit read for device inputs. */
 typedef struct kvshard_cli__inputs {
-    kvshard_cli__input items[KVSHARD_FLAGS__MAX_FILES + 2];
-    size_t count;
+    kvshard_cli__input *items;
+    size_t count, cap;
+    bool out_of_memory; /* a file could not be noted: no output is written */
 } kvshard_cli__inputs;
 
 /* Note `path` as read (a file that cannot be stat'ed now is skipped: no
  * output can be it). */
 void kvshard_cli__input_add(kvshard_cli__inputs *in, const char *what, const char *path);
-/* The deployment file and the model config the library read for `dep`. */
-void kvshard_cli__inputs_of(kvshard_cli__inputs *in, const kvshard_deployment *dep);
+/* The deployment file and the model config the library read for `dep`,
+ * and from now on every weights file a plan of it opens. */
+void kvshard_cli__inputs_of(kvshard_cli__inputs *in, kvshard_deployment *dep);
 /* A kvshard_flags__file_fn: `user` is the kvshard_cli__inputs. */
 void kvshard_cli__input_flagfile(void *user, const char *path);
+/* A kvshard__file_fn for the weights files: `user` is the inputs. */
+void kvshard_cli__input_weights(void *user, const char *path, kvshard__file_id id);
+void kvshard_cli__inputs_free(kvshard_cli__inputs *in);
 
 /* ---- the output ---------------------------------------------------------------------------- */
 
@@ -71,6 +76,10 @@ typedef struct kvshard_cli__output {
  * printed. Returns 0 or the exit status. */
 int kvshard_cli__output_prepare(kvshard_cli__output *o, const char *name,
                                 const kvshard_cli__inputs *in);
+/* Check the target again once the document is made: the plan, comparison
+ * or fit read the model's safetensors files only then. The same refusal
+ * as prepare's; 0 when the target is none of the inputs. */
+int kvshard_cli__output_recheck(const kvshard_cli__output *o, const kvshard_cli__inputs *in);
 /* Open the target: create the temporary file beside a regular file, or
  * open the FIFO or device. Returns 0 or the exit status, having said why. */
 int kvshard_cli__output_open(kvshard_cli__output *o);

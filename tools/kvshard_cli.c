@@ -402,7 +402,8 @@ static void help_general(text_buf *b)
                 "\n"
                 "-o FILE replaces FILE only once the whole document is written (a temporary\n"
                 "file beside it, renamed over it); -o - is standard output. A FIFO or a\n"
-                "device is written directly. FILE must not be a file kvshard reads.\n"
+                "device is written directly. FILE must not be a file kvshard reads (the\n"
+                "CONFIG, the model, flag files, the safetensors files of device inputs).\n"
                 "\n"
                 "Exit status: 0 success, 1 invalid input or a failed write, 2 bad usage.\n");
 }
@@ -726,6 +727,10 @@ static int run(const cli *c, kvshard_cli__inputs *inputs)
     document d = {c, NULL, NULL, NULL};
     if (status == 0)
         status = make_document(&d, dep);
+    /* Making it read the weights files of device inputs: the target is
+     * none of them either. */
+    if (status == 0)
+        status = kvshard_cli__output_recheck(&out, inputs);
     if (status == 0)
         status = kvshard_cli__output_open(&out);
     if (status == 0)
@@ -757,6 +762,7 @@ int main(int argc, char **argv)
     int status = parse_args(&c, argc, argv, &done);
     if (status == 0 && !done)
         status = run(&c, inputs);
+    kvshard_cli__inputs_free(inputs);
     free(inputs);
     free(c.flags);
     return status;

@@ -66,10 +66,32 @@ static int too_long(kvshard_error *err, kvshard__option_id id, const char *sourc
                          kvshard__option_name(id), KVSHARD_MAX_PP_PARTITION);
 }
 
+/* An empty list is no list left out: it gives no stage its layers or its
+ * weights, and reading it as the key absent would plan something else than
+ * what was written. Its length is the error, as any other wrong length.
+ * `text`: a flag's or a setter's text rather than a YAML list. */
+static int empty_list(kvshard_error *err, kvshard__option_id id, bool text, const char *source,
+                      kvshard__mark mark)
+{
+    bool pp = id == KVSHARD__OPT_PP_PARTITION;
+    return kvshard__fail(err, pp ? KVSHARD_EPARTITION : KVSHARD_EWEIGHTS, source, mark,
+                         "%s has 0 entries; give %s, such as %s, or leave %s out",
+                         kvshard__option_name(id),
+                         pp ? "one layer count a stage" : "one size, or one a stage",
+                         pp ? (text ? "31,30" : "[31, 30]")
+                            : (text ? "17GiB,16.5GiB" : "[17GiB, 16.5GiB]"),
+                         text ? "it" : "the key");
+}
+
 int kvshard__assign_list(const kvshard__deployment_values *into, kvshard__option_id id,
                          const char *text, size_t len, const char *source, kvshard__mark mark,
                          kvshard_error *err)
 {
+    size_t blank = 0;
+    while (blank < len && (text[blank] == ' ' || text[blank] == '\t'))
+        blank++;
+    if (blank == len)
+        return empty_list(err, id, true, source, mark);
     uint32_t n = 0;
     size_t i = 0;
     /* Entries land in the list only once every one has parsed. */
@@ -157,6 +179,8 @@ static int read_list(loader *l, kvshard__option_id id, const kvshard__node *list
     kvshard__mark at = kvshard__doc_mark(doc, list->offset);
     if (list->count > KVSHARD_MAX_PP_PARTITION)
         return too_long(l->err, id, doc->source, at);
+    if (list->count == 0)
+        return empty_list(l->err, id, false, doc->source, at);
     kvshard__deployment_values into = {&dep->options, dep->sites, dep->settings, &dep->lists};
     uint32_t n = 0;
     kvshard__iter it = kvshard__iter_begin(doc, list);

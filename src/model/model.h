@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "model/dtype.h"
 #include "model/kinds.h"
+#include "text/file.h"
 
 /* Bound on any single dimension (heads, head_dim, latent ranks, ...). */
 #define KVSHARD__MAX_DIMENSION (1u << 24)
@@ -166,6 +167,11 @@ struct kvshard_model {
      * attention keys, their window): a plan that counts them fails with it. */
     int draft_rc;
     kvshard_error draft_error;
+    /* Told of each weights file a plan of this model opens (the index and
+     * every shard), for a caller that must never write over one (the CLI's
+     * -o); NULL when nobody asks. */
+    kvshard__file_fn on_weights_file;
+    void *on_weights_file_user;
 };
 
 /* A layer's compression ratio and flags while the config is read: bits 0-2

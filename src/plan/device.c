@@ -125,7 +125,8 @@ static int read_weights(kvshard__device *d, const kvshard_model *model,
                              "weights_total (with weights_experts), or a model directory with "
                              "safetensors files (this model has no directory)");
     kvshard__safetensors *set = NULL;
-    int rc = kvshard_safetensors__read_dir(&set, dir, alloc, 0, err);
+    kvshard__st_options so = {0, 0, model->on_weights_file, model->on_weights_file_user};
+    int rc = kvshard_safetensors__read_dir_with(&set, dir, alloc, &so, err);
     if (rc)
         return rc;
     if (set->files == KVSHARD__ST_NONE) {
@@ -213,6 +214,15 @@ int kvshard__device_open(kvshard__device *d, const kvshard__planning *pl,
 static int open_weights(kvshard__device *d, const kvshard_options *o, const kvshard_model *model,
                         const kvshard_allocator *alloc, const char **blame, kvshard_error *err)
 {
+    /* Two figures for one thing: which one the user meant is not ours to
+     * guess (the first source used to win in silence). */
+    if (o->weights_per_rank_count > 0 && o->weights_total > 0) {
+        *blame = NULL; /* the override of the two, else the first in the file */
+        return kvshard__fail(err, KVSHARD_EWEIGHTS, "", kvshard__no_mark,
+                             "weights_per_rank and weights_total are both given: a rank's "
+                             "weights come from one source; give weights_per_rank (measured), "
+                             "or weights_total with weights_experts (an estimate)");
+    }
     if (o->weights_per_rank_count > 0) {
         d->source = KVSHARD__WEIGHTS_PER_RANK;
     } else if (o->weights_total > 0) {

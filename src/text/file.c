@@ -97,6 +97,13 @@ static bool grew(int fd)
 int kvshard__read_file(char **out, size_t *out_len, const kvshard_allocator *a, const char *path,
                        kvshard_error *err)
 {
+    kvshard__file_id id;
+    return kvshard__read_file_id(out, out_len, &id, a, path, err);
+}
+
+int kvshard__read_file_id(char **out, size_t *out_len, kvshard__file_id *id,
+                          const kvshard_allocator *a, const char *path, kvshard_error *err)
+{
     /* Open without blocking, so that a FIFO with no writer cannot hang the
      * call, and without making a terminal ours; then look before reading. */
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
@@ -116,6 +123,8 @@ int kvshard__read_file(char **out, size_t *out_len, const kvshard_allocator *a, 
                              "cannot read: %s; kvshard reads regular files only",
                              file_type(st.st_mode));
     }
+    id->dev = (uint64_t)st.st_dev;
+    id->ino = (uint64_t)st.st_ino;
     if ((unsigned long long)st.st_size > KVSHARD_MAX_DOCUMENT_BYTES) {
         close(fd);
         return too_large(err, path, (unsigned long long)st.st_size, false);

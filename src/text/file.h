@@ -15,6 +15,21 @@
 int kvshard__read_file(char **out, size_t *out_len, const kvshard_allocator *a, const char *path,
                        kvshard_error *err);
 
+/* Which file a path led to, by device and inode: two paths to one file (a
+ * hard link, a symbolic link, `..`) have the same. */
+typedef struct kvshard__file_id {
+    uint64_t dev;
+    uint64_t ino;
+} kvshard__file_id;
+
+/* Told of a file the library opened for a run, with its identity as the
+ * open descriptor gave it: the CLI keeps its output off every such file. */
+typedef void (*kvshard__file_fn)(void *user, const char *path, kvshard__file_id id);
+
+/* kvshard__read_file(), and the identity of the file read in *id. */
+int kvshard__read_file_id(char **out, size_t *out_len, kvshard__file_id *id,
+                          const kvshard_allocator *a, const char *path, kvshard_error *err);
+
 /* The config file `path` stands for: itself, or DIR/config.json when it is a
  * directory (a Hugging Face model directory). A new string to free. */
 int kvshard__config_path(char **out, const kvshard_allocator *a, const char *path,

@@ -108,7 +108,7 @@ void kvshard_safetensors__free(kvshard__safetensors *s)
 }
 
 static int new_set(kvshard__safetensors **out, const kvshard_allocator *alloc, size_t max_tensors,
-                   const char *source, kvshard_error *err)
+                   uint64_t max_json, const char *source, kvshard_error *err)
 {
     kvshard_allocator a = kvshard__allocator_or_default(alloc);
     kvshard__safetensors *s = kvshard__calloc(&a, 1, sizeof *s);
@@ -117,6 +117,7 @@ static int new_set(kvshard__safetensors **out, const kvshard_allocator *alloc, s
                              "safetensors: out of memory");
     s->alloc = a;
     s->max_tensors = max_tensors ? max_tensors : KVSHARD__ST_MAX_TENSORS;
+    s->max_json = max_json ? max_json : KVSHARD__ST_MAX_JSON_TOTAL;
     *out = s;
     return KVSHARD_OK;
 }
@@ -366,8 +367,20 @@ static const char *shape_text(char *buf, size_t cap, const uint64_t *dims, uint3
     return buf;
 }
 
+/* ceil(elements x bits / 8) without forming the bit count: a tensor of
+ * 2^63 one-byte elements is a size, though its bits pass 2^64. With
+ * elements = 8q + r that is q x bits + ceil(r x bits / 8). */
+static bool dtype_bytes(uint64_t *out, uint64_t elements, uint32_t bits)
+{
+    uint64_t whole;
+    return kvshard__mul(&whole, elements / 8, bits) &&
+           kvshard__add(out, whole, kvshard__ceil_div(elements % 8 * bits, 8));
+}
+
+/* One tensor's entry into *t; its first byte in *begin, and where its
+ * data_offsets stand in the JSON in *offsets_at (for the overlap check). */
 static int read_entry(st_file *f, const kvshard__node *key, const kvshard__node *value,
-                      kvshard__tensor *t)
+                      kvshard__tensor *t, uint64_t *begin_out, uint32_t *offsets_at)
 {
     const kvshard__doc *doc = f->doc;
     char name[100], desc[160];
@@ -469,14 +482,13 @@ static int read_entry(st_file *f, const kvshard__node *key, const kvshard__node 
     uint32_t bits = kvshard_safetensors__dtype_bits(dtype.text, dtype.count);
     char shown_dtype[48];
     if (bits) {
-        uint64_t total_bits;
-        if (!kvshard__mul(&total_bits, elements, bits))
+        uint64_t need;
+        if (!dtype_bytes(&need, elements, bits))
             return st_fail(f, KVSHARD_EOVERFLOW, &shape,
                            "tensor \"%s\": %s %s takes more than 2^64 - 1 bytes",
                            tensor_name(name, sizeof name, key),
                            node_excerpt(shown_dtype, sizeof shown_dtype, &dtype, 24),
                            shape_text(shown_shape, sizeof shown_shape, dims, shape.count));
-        uint64_t need = kvshard__ceil_div(total_bits, 8);
         if (end - begin != need)
             return st_fail(f, KVSHARD_ERANGE, &offsets,
                            "tensor \"%s\": %s %s takes %llu bytes, but data_offsets [%llu, %llu] "
@@ -505,6 +517,62 @@ static int read_entry(st_file *f, const kvshard__node *key, const kvshard__node 
     t->elements = elements;
     t->bytes = end - begin;
     t->bits = bits;
+    *begin_out = begin;
+    *offsets_at = offsets.offset;
+    return KVSHARD_OK;
+}
+
+/* A tensor's bytes in its file, for the overlap check. */
+typedef struct st_range {
+    uint64_t begin, end;
+    size_t tensor;       /* index into the set's tensors */
+    uint32_t offsets_at; /* its data_offsets in the JSON */
+} st_range;
+
+static int by_begin(const void *pa, const void *pb)
+{
+    const st_range *a = pa, *b = pb;
+    if (a->begin != b->begin)
+        return a->begin < b->begin ? -1 : 1;
+    if (a->end != b->end)
+        return a->end < b->end ? -1 : 1;
+    return a->tensor < b->tensor ? -1 : a->tensor > b->tensor;
+}
+
+/* The format stores every byte of a file once: two tensors whose [begin,
+ * end) share a byte would count it twice. Empty ranges share none. Headers
+ * list their tensors in file order as a rule, so the sort is rarely made. */
+static int check_overlaps(st_file *f, st_range *r, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        if (by_begin(&r[i - 1], &r[i]) > 0) {
+            qsort(r, n, sizeof *r, by_begin);
+            break;
+        }
+    }
+    size_t widest = 0; /* the range reaching furthest among those before i */
+    for (size_t i = 1; i < n; i++) {
+        if (r[i].begin < r[widest].end) {
+            /* Blame the one the header lists later, naming the other. */
+            const st_range *later = r[i].tensor > r[widest].tensor ? &r[i] : &r[widest];
+            const st_range *other = later == &r[i] ? &r[widest] : &r[i];
+            const kvshard__tensor *a = &f->set->tensors[later->tensor];
+            const kvshard__tensor *b = &f->set->tensors[other->tensor];
+            char name_a[100], name_b[100];
+            kvshard__excerpt(name_a, sizeof name_a, a->name, a->name_len, 64);
+            kvshard__excerpt(name_b, sizeof name_b, b->name, b->name_len, 64);
+            kvshard__node at = {0};
+            at.offset = later->offsets_at;
+            return st_fail(f, KVSHARD_ERANGE, &at,
+                           "tensor \"%s\": data_offsets [%llu, %llu] overlap those of tensor "
+                           "\"%s\", [%llu, %llu]; a safetensors file stores each byte once",
+                           name_a, (unsigned long long)later->begin, (unsigned long long)later->end,
+                           name_b, (unsigned long long)other->begin,
+                           (unsigned long long)other->end);
+        }
+        if (r[i].end > r[widest].end)
+            widest = i;
+    }
     return KVSHARD_OK;
 }
 
@@ -521,6 +589,8 @@ static int read_header(st_file *f, uint32_t shard, const char *json, size_t len)
     f->doc = &doc;
     kvshard__node root = kvshard__doc_root(&doc);
     char desc[160];
+    st_range *ranges = NULL;
+    size_t nranges = 0;
     if (root.kind != KVSHARD__NODE_MAPPING || !json_form(&doc, &root)) {
         describe(desc, sizeof desc, &root);
         rc = st_fail(f, KVSHARD_ETYPE, &root, "the header is not a JSON object (found %s)", desc);
@@ -532,7 +602,8 @@ static int read_header(st_file *f, uint32_t shard, const char *json, size_t len)
                     "more than %zu tensors in the directory's headers (the limit)", s->max_tensors);
         goto done;
     }
-    if (!reserve_tensors(s, root.count)) {
+    if (!reserve_tensors(s, root.count) ||
+        (root.count && !(ranges = kvshard__alloc(&s->alloc, root.count, sizeof *ranges)))) {
         rc = out_of_memory(f);
         goto done;
     }
@@ -554,9 +625,13 @@ static int read_header(st_file *f, uint32_t shard, const char *json, size_t len)
             goto done;
         }
         kvshard__tensor *t = &s->tensors[s->count];
-        if ((rc = read_entry(f, &key, &value, t)) != 0)
+        st_range *range = &ranges[nranges];
+        if ((rc = read_entry(f, &key, &value, t, &range->begin, &range->offsets_at)) != 0)
             goto done;
         t->shard = shard;
+        range->end = range->begin + t->bytes;
+        range->tensor = s->count;
+        nranges += t->bytes > 0;
         if (!kvshard__add(&s->total_bytes, s->total_bytes, t->bytes)) {
             rc = st_fail(f, KVSHARD_EOVERFLOW, &key,
                          "the tensors' bytes pass 2^64 - 1 at tensor \"%s\"", t->name);
@@ -564,8 +639,10 @@ static int read_header(st_file *f, uint32_t shard, const char *json, size_t len)
         }
         s->count++;
     }
+    rc = check_overlaps(f, ranges, nranges);
 done:
     f->doc = NULL;
+    kvshard__free(&s->alloc, ranges);
     kvshard__doc_free(&doc);
     return rc;
 }
@@ -614,7 +691,7 @@ int kvshard_safetensors__read_bytes(kvshard__safetensors **out, const void *byte
         return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
                              "safetensors: NULL argument");
     kvshard__safetensors *s = NULL; /* new_set sets it on success */
-    int rc = new_set(&s, alloc, max_tensors, name, err);
+    int rc = new_set(&s, alloc, max_tensors, 0, name, err);
     if (rc)
         return rc;
     st_file f = {s, name, name, 8, NULL, err};
@@ -667,11 +744,81 @@ static long long read_full(int fd, void *buf, size_t want)
     return (long long)got;
 }
 
-/* Read shard `shard` of the set from `path`: its first 8 bytes, then its
- * header, never the data. `named_by` is the index that names it, if any. */
-static int read_shard_file(kvshard__safetensors *s, uint32_t shard, const char *path,
-                           const char *index_path, kvshard_error *err)
+/* A directory as it is read. One file reached by two names (a hard link, a
+ * symbolic link) is one file: the files opened so far are kept by device
+ * and inode, so that it is read once. */
+typedef struct dir_read {
+    kvshard__safetensors *set;
+    const char *dir;
+    const char *index_path; /* the index that names the shards, or NULL */
+    const kvshard__st_options *options;
+    kvshard__file_id *ids; /* per shard, once opened */
+    size_t *first;         /* per shard, its first tensor; [shard_count]: the end */
+    uint32_t *slots;       /* open addressing over ids: shard + 1, 0 empty */
+    size_t mask;
+} dir_read;
+
+static void tell(const dir_read *r, const char *path, kvshard__file_id id)
 {
+    if (r->options->on_file)
+        r->options->on_file(r->options->user, path, id);
+}
+
+/* The earlier shard that is file `id`, or UINT32_MAX; `shard` is noted as
+ * that file when it is the first. */
+static uint32_t same_file(dir_read *r, uint32_t shard, kvshard__file_id id)
+{
+    uint64_t h = id.ino * 0x9E3779B97F4A7C15ull ^ id.dev * 0xC2B2AE3D27D4EB4Full;
+    size_t slot = (size_t)(h ^ h >> 32) & r->mask;
+    for (;; slot = (slot + 1) & r->mask) {
+        uint32_t v = r->slots[slot];
+        if (v == 0)
+            break;
+        if (r->ids[v - 1].dev == id.dev && r->ids[v - 1].ino == id.ino)
+            return v - 1;
+    }
+    r->ids[shard] = id;
+    r->slots[slot] = shard + 1;
+    return UINT32_MAX;
+}
+
+/* A shard that is the same file as an earlier one: nothing more to count
+ * when that one held no tensor, else each of its tensors twice. */
+static int read_twice(const dir_read *r, uint32_t shard, uint32_t twin, const char *path,
+                      kvshard_error *err)
+{
+    const kvshard__safetensors *s = r->set;
+    if (r->first[twin + 1] == r->first[twin])
+        return KVSHARD_OK;
+    const kvshard__tensor *t = &s->tensors[r->first[twin]];
+    char name[100];
+    kvshard__excerpt(name, sizeof name, t->name, t->name_len, 64);
+    return kvshard__fail(err, KVSHARD_EDUPKEY, path, kvshard__no_mark,
+                         "safetensors: %s: it is the same file as %s (a link), so tensor \"%s\" "
+                         "and every other of it would count twice",
+                         s->shards[shard], s->shards[twin], name);
+}
+
+/* The index and the headers of a directory are bounded together. */
+static int check_total(st_file *f, uint64_t n, const char *what)
+{
+    kvshard__safetensors *s = f->set;
+    if (n > s->max_json - s->json_bytes)
+        return st_fail(f, KVSHARD_ELIMIT, NULL,
+                       "%s of %llu bytes brings the directory's JSON to %llu bytes, past the "
+                       "%llu kvshard reads for one checkpoint (its index and headers together)",
+                       what, (unsigned long long)n, (unsigned long long)(s->json_bytes + n),
+                       (unsigned long long)s->max_json);
+    s->json_bytes += n;
+    return KVSHARD_OK;
+}
+
+/* Read shard `shard` of the set from `path`: its first 8 bytes, then its
+ * header, never the data. */
+static int read_shard_file(dir_read *r, uint32_t shard, const char *path, kvshard_error *err)
+{
+    kvshard__safetensors *s = r->set;
+    const char *index_path = r->index_path;
     const char *name = s->shards[shard];
     st_file f = {s, path, name, 8, NULL, err};
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
@@ -689,11 +836,22 @@ static int read_shard_file(kvshard__safetensors *s, uint32_t shard, const char *
     char *json = NULL;
     unsigned char head[8];
     long long got;
-    if (fstat(fd, &st) != 0) {
-        rc = st_fail(&f, KVSHARD_EIO, NULL, "cannot read: %s", strerror(errno));
+    kvshard__file_id id = {0, 0};
+    uint32_t twin = UINT32_MAX;
+    bool known = fstat(fd, &st) == 0;
+    int stat_errno = errno;
+    if (known) {
+        id.dev = (uint64_t)st.st_dev;
+        id.ino = (uint64_t)st.st_ino;
+        tell(r, path, id);
+    }
+    if (!known) {
+        rc = st_fail(&f, KVSHARD_EIO, NULL, "cannot read: %s", strerror(stat_errno));
     } else if (!S_ISREG(st.st_mode)) {
         rc = st_fail(&f, KVSHARD_EIO, NULL, "cannot read: %s; kvshard reads regular files only",
                      S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
+    } else if ((twin = same_file(r, shard, id)) != UINT32_MAX) {
+        rc = read_twice(r, shard, twin, path, err);
     } else if ((got = read_full(fd, head, 8)) < 0) {
         rc = st_fail(&f, KVSHARD_EIO, NULL, "cannot read: %s", strerror(errno));
     } else if (got < 8) {
@@ -701,7 +859,8 @@ static int read_shard_file(kvshard__safetensors *s, uint32_t shard, const char *
     } else {
         uint64_t n = le64(head);
         uint64_t have = (uint64_t)st.st_size;
-        if ((rc = check_length(&f, n, have > 8 ? have : 8 + n)) == 0) {
+        if ((rc = check_length(&f, n, have > 8 ? have : 8 + n)) == 0 &&
+            (rc = check_total(&f, n, "its header")) == 0) {
             if (!(json = kvshard__alloc(&s->alloc, (size_t)n + 1, 1)))
                 rc = out_of_memory(&f);
             else if ((got = read_full(fd, json, (size_t)n)) < 0)
@@ -731,18 +890,25 @@ static bool plain_file_name(const char *s, size_t len)
 
 /* The index: metadata.total_size, and the distinct shards of weight_map in
  * the order they first appear. */
-static int read_index(kvshard__safetensors *s, const char *index_path, kvshard_error *err)
+static int read_index(const dir_read *dr, const char *index_path, kvshard_error *err)
 {
+    kvshard__safetensors *s = dr->set;
     char *text = NULL;
     size_t len = 0;
     kvshard_error local;
     kvshard__error_reset(&local);
-    int rc = kvshard__read_file(&text, &len, &s->alloc, index_path, &local);
+    kvshard__file_id id;
+    int rc = kvshard__read_file_id(&text, &len, &id, &s->alloc, index_path, &local);
     if (rc)
         return kvshard__fail(err, rc, index_path, kvshard__no_mark, "safetensors: %s: %s",
                              INDEX_NAME, local.message);
+    tell(dr, index_path, id);
     st_file f = {s, index_path, INDEX_NAME, 0, NULL, err};
     kvshard__doc doc;
+    if ((rc = check_total(&f, len, "the index")) != 0) {
+        kvshard__free(&s->alloc, text);
+        return rc;
+    }
     if ((rc = kvshard_json_doc__parse(&doc, text, len, index_path, &s->alloc, &local)) != 0) {
         rc = doc_error(&f, &local);
         kvshard__free(&s->alloc, text);
@@ -785,6 +951,14 @@ static int read_index(kvshard__safetensors *s, const char *index_path, kvshard_e
         rc = st_fail(&f, KVSHARD_ETYPE, &map,
                      "weight_map must be an object from tensor names to shard files, found %s",
                      desc);
+        goto done;
+    }
+    if (map.count == 0) {
+        /* No checkpoint holds 0 bytes of weights: an empty map is a broken
+         * index, not a model without weights. */
+        rc = st_fail(&f, KVSHARD_EWEIGHTS, &map,
+                     "weight_map is empty: the index names no tensor, so the checkpoint has no "
+                     "weights to count");
         goto done;
     }
     if (!table_init(&seen, &s->alloc, 64)) {
@@ -950,7 +1124,62 @@ static int check_unique(kvshard__safetensors *s, const char *dir, kvshard_error 
     return rc;
 }
 
-static int read_dir(kvshard__safetensors *s, const char *dir, kvshard_error *err)
+/* A checkpoint whose headers hold no tensor (every one `{}` or metadata
+ * only) has no weights to count: 0 bytes would be a budget of the whole
+ * device, silently. */
+static int check_some_tensor(const kvshard__safetensors *s, const char *dir, kvshard_error *err)
+{
+    if (s->files == KVSHARD__ST_NONE || s->count > 0)
+        return KVSHARD_OK;
+    if (s->shard_count == 1) {
+        char *path = join(&s->alloc, dir, s->shards[0]);
+        int rc = kvshard__fail(err, KVSHARD_EWEIGHTS, path ? path : dir, kvshard__no_mark,
+                               "safetensors: %s: the header holds no tensor, so the checkpoint "
+                               "has no weights to count",
+                               s->shards[0]);
+        kvshard__free(&s->alloc, path);
+        return rc;
+    }
+    return kvshard__fail(err, KVSHARD_EWEIGHTS, dir, kvshard__no_mark,
+                         "safetensors: the headers of the %u shard files hold no tensor, so the "
+                         "checkpoint has no weights to count",
+                         s->shard_count);
+}
+
+static int read_shards(dir_read *r, kvshard_error *err)
+{
+    kvshard__safetensors *s = r->set;
+    size_t slots = 16;
+    while (slots < 2 * (size_t)s->shard_count)
+        slots *= 2;
+    r->mask = slots - 1;
+    r->ids = kvshard__alloc(&s->alloc, (size_t)s->shard_count + 1, sizeof *r->ids);
+    r->first = kvshard__alloc(&s->alloc, (size_t)s->shard_count + 1, sizeof *r->first);
+    r->slots = kvshard__calloc(&s->alloc, slots, sizeof *r->slots);
+    int rc = KVSHARD_OK;
+    if (!r->ids || !r->first || !r->slots)
+        rc = kvshard__fail(err, KVSHARD_ENOMEM, r->dir, kvshard__no_mark,
+                           "safetensors: out of memory");
+    for (uint32_t i = 0; rc == KVSHARD_OK && i < s->shard_count; i++) {
+        r->first[i] = s->count;
+        char *path = join(&s->alloc, r->dir, s->shards[i]);
+        if (!path)
+            rc = kvshard__fail(err, KVSHARD_ENOMEM, r->dir, kvshard__no_mark,
+                               "safetensors: out of memory");
+        else
+            rc = read_shard_file(r, i, path, err);
+        kvshard__free(&s->alloc, path);
+    }
+    if (rc == KVSHARD_OK)
+        r->first[s->shard_count] = s->count;
+    kvshard__free(&s->alloc, r->ids);
+    kvshard__free(&s->alloc, r->first);
+    kvshard__free(&s->alloc, r->slots);
+    return rc;
+}
+
+static int read_dir(kvshard__safetensors *s, const char *dir, const kvshard__st_options *options,
+                    kvshard_error *err)
 {
     struct stat st;
     if (stat(dir, &st) != 0)
@@ -962,6 +1191,7 @@ static int read_dir(kvshard__safetensors *s, const char *dir, kvshard_error *err
                              "directory)");
     char *index_path = join(&s->alloc, dir, INDEX_NAME);
     char *single_path = join(&s->alloc, dir, SINGLE_NAME);
+    dir_read r = {s, dir, NULL, options, NULL, NULL, NULL, 0};
     int rc = KVSHARD_OK, found;
     if (!index_path || !single_path) {
         rc =
@@ -970,7 +1200,8 @@ static int read_dir(kvshard__safetensors *s, const char *dir, kvshard_error *err
         rc = found;
     } else if (found) {
         s->files = KVSHARD__ST_INDEX;
-        rc = read_index(s, index_path, err);
+        r.index_path = index_path;
+        rc = read_index(&r, index_path, err);
     } else if ((found = exists(single_path, dir, err)) < 0) {
         rc = found;
     } else if (found) {
@@ -980,18 +1211,12 @@ static int read_dir(kvshard__safetensors *s, const char *dir, kvshard_error *err
         rc = list_shards(s, dir, err);
         s->files = s->shard_count ? KVSHARD__ST_GLOB : KVSHARD__ST_NONE;
     }
-    for (uint32_t i = 0; rc == KVSHARD_OK && i < s->shard_count; i++) {
-        char *path = join(&s->alloc, dir, s->shards[i]);
-        if (!path)
-            rc = kvshard__fail(err, KVSHARD_ENOMEM, dir, kvshard__no_mark,
-                               "safetensors: out of memory");
-        else
-            rc =
-                read_shard_file(s, i, path, s->files == KVSHARD__ST_INDEX ? index_path : NULL, err);
-        kvshard__free(&s->alloc, path);
-    }
+    if (rc == KVSHARD_OK && s->shard_count)
+        rc = read_shards(&r, err);
     if (rc == KVSHARD_OK)
         rc = check_unique(s, dir, err);
+    if (rc == KVSHARD_OK)
+        rc = check_some_tensor(s, dir, err);
     kvshard__free(&s->alloc, index_path);
     kvshard__free(&s->alloc, single_path);
     return rc;
@@ -1001,15 +1226,26 @@ int kvshard_safetensors__read_dir(kvshard__safetensors **out, const char *dir,
                                   const kvshard_allocator *alloc, size_t max_tensors,
                                   kvshard_error *err)
 {
+    kvshard__st_options o = {max_tensors, 0, NULL, NULL};
+    return kvshard_safetensors__read_dir_with(out, dir, alloc, &o, err);
+}
+
+int kvshard_safetensors__read_dir_with(kvshard__safetensors **out, const char *dir,
+                                       const kvshard_allocator *alloc,
+                                       const kvshard__st_options *options, kvshard_error *err)
+{
     kvshard__error_reset(err);
     if (!out || !dir)
         return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
                              "safetensors: NULL argument");
+    static const kvshard__st_options defaults = {0, 0, NULL, NULL};
+    if (!options)
+        options = &defaults;
     kvshard__safetensors *s = NULL; /* new_set sets it on success */
-    int rc = new_set(&s, alloc, max_tensors, dir, err);
+    int rc = new_set(&s, alloc, options->max_tensors, options->max_json, dir, err);
     if (rc)
         return rc;
-    if ((rc = read_dir(s, dir, err)) != 0) {
+    if ((rc = read_dir(s, dir, options, err)) != 0) {
         kvshard_safetensors__free(s);
         return rc;
     }

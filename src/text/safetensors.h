@@ -19,15 +19,18 @@
  * entry without dtype, shape or data_offsets, or an index without
  * weight_map; ERANGE for begin > end, a byte count that does not match the
  * dtype and shape, or a weight_map value that is not a plain file name;
- * EOVERFLOW for a shape whose bytes pass 2^64 - 1; EDUPKEY for a tensor named
- * twice (in one header, or in two shards); ELIMIT for a header above
- * KVSHARD__ST_MAX_HEADER bytes or the loader's document limit, and past the
- * tensor or shard bound; ENOMEM. */
+ * EOVERFLOW for a shape whose bytes pass 2^64 - 1; ERANGE too for two tensors
+ * of one file whose data_offsets overlap; EDUPKEY for a tensor named twice
+ * (in one header, or in two shards, or in one file reached by two names);
+ * ELIMIT for a header above KVSHARD__ST_MAX_HEADER bytes or the loader's
+ * document limit, and past the tensor, shard or total JSON bound; EWEIGHTS
+ * for a checkpoint that names no tensor; ENOMEM. */
 #ifndef KVSHARD_TEXT_SAFETENSORS_H
 #define KVSHARD_TEXT_SAFETENSORS_H
 
 #include "base/alloc.h"
 #include "base/error.h"
+#include "text/file.h"
 
 /* The longest header the format admits (its N). kvshard's JSON loader reads
  * at most KVSHARD_MAX_DOCUMENT_BYTES of it (64 MiB); a longer header is
@@ -38,6 +41,13 @@
 #define KVSHARD__ST_MAX_TENSORS ((size_t)1 << 20)
 /* Shard files of one directory. */
 #define KVSHARD__ST_MAX_SHARDS 65536u
+/* The JSON of one directory, its index and every header together: 256 MiB,
+ * four times what the loader parses of one header. A checkpoint at the
+ * tensor bound takes about that (some 250 bytes of index and header a
+ * tensor); the largest published take a few tens of MiB. Without a bound
+ * on the sum, many shard names linked to one large header would be parsed
+ * again and again. */
+#define KVSHARD__ST_MAX_JSON_TOTAL (UINT64_C(256) << 20)
 
 /* Which files held the weights. */
 typedef enum kvshard__st_files {
@@ -80,17 +90,35 @@ typedef struct kvshard__safetensors {
     size_t tensor_cap;
     uint32_t shard_cap;
     size_t max_tensors;
+    uint64_t json_bytes; /* of the index and the headers read so far */
+    uint64_t max_json;
     kvshard__st_arena *arena; /* names, dtypes, shapes */
 } kvshard__safetensors;
 
 /* Read the weights of model directory `dir` into a new set (*out, free with
  * kvshard_safetensors__free), at most `max_tensors` tensors (0:
  * KVSHARD__ST_MAX_TENSORS). A directory without weights gives a set with
- * `files` KVSHARD__ST_NONE and no tensor. `alloc` may be NULL (the C
- * library's). On failure *out is untouched and nothing is left allocated. */
+ * `files` KVSHARD__ST_NONE and no tensor; one whose index or headers name
+ * no tensor is EWEIGHTS (no checkpoint holds 0 bytes of weights). `alloc`
+ * may be NULL (the C library's). On failure *out is untouched and nothing
+ * is left allocated. */
 int kvshard_safetensors__read_dir(kvshard__safetensors **out, const char *dir,
                                   const kvshard_allocator *alloc, size_t max_tensors,
                                   kvshard_error *err);
+
+/* What else a read of a directory takes: its bounds, and who is told of
+ * each file opened. */
+typedef struct kvshard__st_options {
+    size_t max_tensors;       /* 0: KVSHARD__ST_MAX_TENSORS */
+    uint64_t max_json;        /* 0: KVSHARD__ST_MAX_JSON_TOTAL */
+    kvshard__file_fn on_file; /* the index and each shard as opened; NULL: none */
+    void *user;
+} kvshard__st_options;
+
+/* kvshard_safetensors__read_dir() with `options` (NULL: the defaults). */
+int kvshard_safetensors__read_dir_with(kvshard__safetensors **out, const char *dir,
+                                       const kvshard_allocator *alloc,
+                                       const kvshard__st_options *options, kvshard_error *err);
 
 /* One shard's image in memory (its first 8 + N bytes at least), read as a
  * set of one file named `name` (in messages and `shards`); for tests and
