@@ -92,7 +92,7 @@ static int plan_layout(kvshard_plan **out, const search *s, uint32_t T, uint32_t
     o.max_seqs = max_seqs;
     o.sweep_pp = false;
     const char *blame;
-    return kvshard__plan_create_with(out, s->model, &o, &s->alloc, &s->device, &blame, err);
+    return kvshard__plan_figures(out, s->model, &o, &s->alloc, &s->device, &blame, err);
 }
 
 /* Sequences per replica at the context length: balanced max_seqs, or for a
