@@ -79,6 +79,8 @@ void kvshard_plan_free(kvshard_plan *plan)
     if (!plan)
         return;
     kvshard_allocator a = plan->alloc;
+    if (plan->figure_split)
+        kvshard__free(&a, plan->ranks); /* fit's figures: sized once the stride is known */
     kvshard__free(&a, plan);
 }
 
@@ -272,8 +274,8 @@ static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model 
     size_t type_len = strlen(model->model_type) + 1, source_len = strlen(model->source) + 1;
     size_t held = holders_differ(&model->info, S) ? L : 0;
     size_t sources = model->kv_source ? L : 0, C = model->info.num_classes;
-    size_t N = (size_t)P * (figures ? S : T), PS = (size_t)P * S;
-    size_t per_rank = figures ? 0 : N, split_of = figures ? N : 0;
+    size_t N = figures ? 0 : (size_t)P * T, PS = (size_t)P * S;
+    size_t per_rank = N, split_of = figures ? PS : 0;
     size_t end = sizeof(kvshard_plan), ranks, owner, held_by, kv_slot, state_slot, place, stages,
            owned_offsets, owned_layers, owned_counts, owned_by_class, kv_source, kinds, class_of,
            draft_class, model_type, source, keys, hold_key, stage_counts, stage_weights,
@@ -311,8 +313,9 @@ static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model 
     p->digest = 0;
     p->layout_digest = 0;
     p->alloc = *a;
-    p->ranks = (kvshard_rank_memory *)(void *)(block + ranks);
-    memset(p->ranks, 0, N * sizeof *p->ranks);
+    p->ranks = figures ? NULL : (kvshard_rank_memory *)(void *)(block + ranks);
+    if (!figures)
+        memset(p->ranks, 0, N * sizeof *p->ranks);
     p->figure_split = figures ? (uint32_t *)(void *)(block + figure_split) : NULL;
     p->owner = figures ? NULL : (int32_t *)(void *)(block + owner);
     p->held_by = held ? (int32_t *)(void *)(block + held_by) : p->owner;
@@ -561,6 +564,10 @@ static int create(kvshard_plan **out, const kvshard_model *model, const kvshard_
         if (figures) {
             kvshard__range_of(&p->layers, model->kinds, model->class_of, &p->model, 0, L);
             assign_figures(p, model, counts);
+            p->ranks = kvshard__calloc(&a, p->ranks_count, sizeof *p->ranks);
+            if (!p->ranks)
+                rc = kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark,
+                                   "out of memory creating the plan");
         } else {
             memcpy(p->kinds, model->kinds, L);
             memcpy(p->class_of, model->class_of, L);
@@ -570,7 +577,8 @@ static int create(kvshard_plan **out, const kvshard_model *model, const kvshard_
         kvshard__device_figures_of(&p->device, &device);
         if (p->device.summary.first_unknown)
             p->device.summary.first_unknown = p->device.first_unknown; /* the plan's copy */
-        rc = compute_memory(p, &pl, model, &device, counts, blame, err);
+        if (rc == KVSHARD_OK)
+            rc = compute_memory(p, &pl, model, &device, counts, blame, err);
     }
     if (rc)
         kvshard__device_blame(&device, pl.profile, blame);
