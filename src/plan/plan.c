@@ -413,8 +413,11 @@ static void assign_figures(kvshard_plan *p, const kvshard_model *model, const ui
                               model->class_of, C, range, S, p->options.ownership);
         uint32_t *kept = p->figure_split + (size_t)s * S, n = 0;
         for (uint32_t j = 0; j < S; j++) {
-            if (j == 0 || memcmp(by_class + (size_t)j * C, by_class + (size_t)(j - 1) * C,
-                                 C * sizeof *by_class) != 0)
+            const uint32_t *row = by_class + (size_t)j * C, *before = row - (j ? C : 0);
+            bool differs = j == 0;
+            for (uint32_t k = 0; k < C && !differs; k++)
+                differs = row[k] != before[k];
+            if (differs)
                 kept[n++] = j;
         }
         if (n < S)
