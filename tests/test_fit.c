@@ -800,6 +800,63 @@ static void test_work_per_rank(void **state)
     kvshard_model_free(m);
 }
 
+/* An allocator that fails after `left` allocations, counting what is live. */
+typedef struct failing {
+    size_t left;
+    size_t live;
+} failing;
+
+static void *failing_malloc(void *user, size_t size)
+{
+    failing *f = user;
+    if (f->left == 0)
+        return NULL;
+    f->left--;
+    void *p = malloc(size);
+    f->live += p != NULL;
+    return p;
+}
+
+static void failing_free(void *user, void *ptr)
+{
+    failing *f = user;
+    f->live -= ptr != NULL;
+    free(ptr);
+}
+
+/* Out of memory at every allocation of a fit whose rows are figures
+ * plans: each fails cleanly and frees everything. */
+static void test_out_of_memory(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_example_model("deepseek_v3_2.json");
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.device_memory = 80 * GIB;
+    o.context_length = 32768;
+    o.weights_total = UINT64_C(674030337216);
+    o.weights_experts = UINT64_C(654068416512);
+    kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
+    fo.gpus = 16;
+    int rc = KVSHARD_ENOMEM;
+    size_t k = 0;
+    for (; rc == KVSHARD_ENOMEM; k++) {
+        failing fa = {k, 0};
+        kvshard_allocator a = {failing_malloc, failing_free, &fa};
+        kvshard_fit *f = NULL;
+        kvshard_error err;
+        rc = kvshard_fit_create(&f, m, &o, &fo, &a, &err);
+        if (rc == KVSHARD_OK) {
+            assert_int_equal(kvshard_fit_row_count(f), 44);
+            kvshard_fit_free(f);
+        } else {
+            assert_int_equal(rc, KVSHARD_ENOMEM);
+        }
+        assert_int_equal(fa.live, 0);
+    }
+    assert_true(k > 44);
+    kvshard_model_free(m);
+}
+
 /* Past KVSHARD_FIT_MAX_WORK a fit is refused by that name before it plans:
  * 2^20 layers on 4,096 GPUs with every T and P open, at a context length. */
 static void test_work_limit(void **state)
@@ -839,6 +896,7 @@ int main(void)
         cmocka_unit_test(test_errors),               cmocka_unit_test(test_deployment_pins),
         cmocka_unit_test(test_engine_device_inputs), cmocka_unit_test(test_work_per_layer),
         cmocka_unit_test(test_work_per_rank),        cmocka_unit_test(test_work_limit),
+        cmocka_unit_test(test_out_of_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

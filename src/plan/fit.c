@@ -405,6 +405,11 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo, c
             kvshard_error e;
             int rc = plan_layout(&p, s, T, P, D, 1, KVSHARD_OWNERSHIP_DEFAULT,
                                  s->base.options.max_seqs, &e);
+            if (rc == KVSHARD_ENOMEM) { /* the host's memory, not the layout's */
+                if (err)
+                    *err = e;
+                return rc;
+            }
             if (rc && !memory_failure(rc)) {
                 kvshard__refused *r = &f->refused[f->refused_count++];
                 *r = (kvshard__refused){T, P, D, rc};

@@ -79,7 +79,7 @@ void kvshard_plan_free(kvshard_plan *plan)
     if (!plan)
         return;
     kvshard_allocator a = plan->alloc;
-    if (plan->figure_split)
+    if (plan->figure_split && plan->ranks)
         kvshard__free(&a, plan->ranks); /* fit's figures: sized once the stride is known */
     kvshard__free(&a, plan);
 }
