@@ -28,6 +28,7 @@ static uint64_t probe_bound(size_t n)
 
 static char *make_temp_dir(void)
 {
+    (void)mkdir(KVSHARD_TEST_BUILD_DATA, 0777); /* the weights fixture may not have made it */
     char *dir = strdup(KVSHARD_TEST_BUILD_DATA "/hash_XXXXXX");
     assert_non_null(dir);
     assert_non_null(mkdtemp(dir));
