@@ -54,7 +54,9 @@ enum {
     BENCH_CASE_ENGINES = 1u << 10,
     BENCH_CASE_FIT = 1u << 11,
     BENCH_CASE_FIT_SAFETENSORS = 1u << 12,
-    BENCH_CASE_SAFETENSORS = 1u << 13
+    BENCH_CASE_SAFETENSORS = 1u << 13,
+    BENCH_CASE_FIT_WORK = 1u << 14,
+    BENCH_CASE_NAMES = 1u << 15
 };
 
 typedef struct bench_settings {
@@ -352,6 +354,22 @@ void bench_case_fit(bench_report *r, bench_inputs *in);
 #define BENCH_FIT_ST_TARGET "fit 64 GPUs, weights of a 100,000-tensor index / 250 ms"
 #define BENCH_FIT_ST_BUDGET_MS 250.0
 void bench_case_fit_safetensors(bench_report *r, bench_inputs *in);
+/* fit's work (work.c): DeepSeek-V3.2 on 55,440 GPUs with every limit open
+ * against 1 s, and a 4,194,304-layer model on 64 GPUs against one plan. */
+#define BENCH_FIT_WIDE_GPUS 55440u
+#define BENCH_FIT_LONG_LAYERS 4194304u
+#define BENCH_FIT_WIDE_TARGET "fit DeepSeek-V3.2, 55,440 GPUs, every limit open / 1 s"
+#define BENCH_FIT_LONG_TARGET "fit 4,194,304 layers on 64 GPUs / one plan of it"
+void bench_case_fit_work(bench_report *r, bench_inputs *in);
+/* Names crafted to collide (work.c): crafted / ordinary, each at most
+ * BENCH_NAMES_LIMIT. */
+#define BENCH_NAMES 65536u
+#define BENCH_FLAG_STEPS 15u
+#define BENCH_NAMES_LIMIT 1.5
+#define BENCH_NAMES_TENSOR_TARGET "read 65,536 crafted tensor names / ordinary"
+#define BENCH_NAMES_SHARD_TARGET "read an index of 65,536 crafted shard names / ordinary"
+#define BENCH_NAMES_FLAG_TARGET "skip 32,768 crafted flags / ordinary"
+void bench_case_names(bench_report *r, bench_inputs *in);
 /* kvshard_safetensors__read_dir of that directory against a bare libyaml
  * parse of its JSON texts. The reader reads them with its own JSON
  * front-end: the whole read must stay within half the bare parse, which a

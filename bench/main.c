@@ -34,7 +34,8 @@ static const char usage_text[] =
     "  --wall         time in-process cases on the wall clock (default: the thread's\n"
     "                 CPU time); processes are always timed on the wall clock\n"
     "  --only CASES   comma-separated: cli, memory, load, keys, json, digest, owns,\n"
-    "                 queries, sweep, flags, engines, fit, fit_safetensors, safetensors;\n"
+    "                 queries, sweep, flags, engines, fit, fit_safetensors, safetensors,\n"
+    "                 fit_work, names;\n"
     "                 the targets of the others show as SKIP\n"
     "  --cli PATH     the kvshard executable (default: the one built alongside)\n"
     "  --examples DIR the examples directory (default: the source tree's)\n"
@@ -51,7 +52,8 @@ static const struct {
     {"owns", BENCH_CASE_OWNS},   {"queries", BENCH_CASE_QUERIES}, {"sweep", BENCH_CASE_SWEEP},
     {"flags", BENCH_CASE_FLAGS}, {"engines", BENCH_CASE_ENGINES},
     {"fit", BENCH_CASE_FIT},     {"fit_safetensors", BENCH_CASE_FIT_SAFETENSORS},
-    {"safetensors", BENCH_CASE_SAFETENSORS},
+    {"safetensors", BENCH_CASE_SAFETENSORS}, {"fit_work", BENCH_CASE_FIT_WORK},
+    {"names", BENCH_CASE_NAMES},
 };
 
 static unsigned parse_cases(const char *list)
@@ -86,8 +88,8 @@ typedef void (*case_fn)(bench_report *, bench_inputs *);
 static const struct {
     unsigned bit;
     case_fn run;
-    const char *targets[2];
-    double limits[2];
+    const char *targets[3];
+    double limits[3];
     bool at_least;
 } cases[] = {
     {BENCH_CASE_CLI,
@@ -148,6 +150,16 @@ static const struct {
      bench_case_safetensors,
      {BENCH_ST_TARGET, NULL},
      {BENCH_ST_LIMIT, 0},
+     false},
+    {BENCH_CASE_FIT_WORK,
+     bench_case_fit_work,
+     {BENCH_FIT_WIDE_TARGET, BENCH_FIT_LONG_TARGET},
+     {1.0, 10.0},
+     false},
+    {BENCH_CASE_NAMES,
+     bench_case_names,
+     {BENCH_NAMES_TENSOR_TARGET, BENCH_NAMES_SHARD_TARGET, BENCH_NAMES_FLAG_TARGET},
+     {BENCH_NAMES_LIMIT, BENCH_NAMES_LIMIT, BENCH_NAMES_LIMIT},
      false},
 };
 
@@ -229,7 +241,7 @@ int main(int argc, char **argv)
             cases[i].run(&report, &in);
             continue;
         }
-        for (int k = 0; k < 2; k++) {
+        for (int k = 0; k < 3; k++) {
             if (cases[i].targets[k])
                 bench_target_skip(&report, cases[i].targets[k], cases[i].limits[k],
                                   cases[i].at_least);

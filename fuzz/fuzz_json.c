@@ -3,7 +3,9 @@
  * refuse what the other accepts: YAML's words, quotes and block style are
  * not JSON, and libyaml refuses some JSON (a key over 1024 characters or
  * with its ':' on the next line, a tab that starts a line, characters YAML
- * counts unprintable, surrogate-pair escapes). A refusal must carry its
+ * counts unprintable, surrogate-pair escapes), and the JSON front-end
+ * refuses a raw NEL, U+2028 or U+2029 in a string, which libyaml folds as a
+ * line break. A refusal must carry its
  * code, a message and a place inside the text. Any crash, leak or sanitizer
  * report is a finding too. */
 #include <stddef.h>

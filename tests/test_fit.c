@@ -832,6 +832,207 @@ static void test_engine_device_inputs(void **state)
     kvshard_model_free(m);
 }
 
+/* ---- bounded work ------------------------------------------------------------------------- */
+
+/* Bytes an allocator hands out, in all: the work a call does in memory
+ * it fills, counted rather than timed. */
+typedef struct counted {
+    uint64_t bytes;
+} counted;
+
+static void *counted_malloc(void *user, size_t size)
+{
+    ((counted *)user)->bytes += size;
+    return malloc(size);
+}
+
+static void counted_free(void *user, void *ptr)
+{
+    (void)user;
+    free(ptr);
+}
+
+/* A Nemotron-H config of `layers` layers, an attention layer and a Mamba
+ * layer in every 64 (MLP layers otherwise): a long model that still fits. */
+static kvshard_model *long_model(uint32_t layers)
+{
+    size_t cap = (size_t)layers + 1024;
+    char *text = malloc(cap);
+    assert_non_null(text);
+    int n = snprintf(text, cap,
+                     "{\"model_type\": \"nemotron_h\", \"hidden_size\": 4096, "
+                     "\"num_attention_heads\": 32, \"num_key_value_heads\": 8, "
+                     "\"attention_head_dim\": 128, \"mamba_num_heads\": 128, "
+                     "\"mamba_head_dim\": 64, \"n_groups\": 8, \"ssm_state_size\": 128, "
+                     "\"conv_kernel\": 4, \"expand\": 2, \"num_hidden_layers\": %u, "
+                     "\"hybrid_override_pattern\": \"",
+                     layers);
+    assert_true(n > 0);
+    size_t at = (size_t)n;
+    for (uint32_t i = 0; i < layers; i++)
+        text[at++] = i % 64 == 63 ? '*' : i % 64 == 31 ? 'M' : '-';
+    memcpy(text + at, "\"}", 3);
+    kvshard_model *m = tu_load_model_text(text);
+    free(text);
+    return m;
+}
+
+/* fit plans each row's figures, not its layers' owners: a fit of a long
+ * model on 64 GPUs (88 rows) fills less memory than one plan of it, where
+ * planning every row in full filled a plan's per-layer arrays 88 times. */
+static void test_work_per_layer(void **state)
+{
+    (void)state;
+    kvshard_model *m = long_model(1u << 18);
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.device_memory = 80 * GIB;
+    o.weights_total = UINT64_C(16000000000);
+    o.context_length = 4096;
+    counted c = {0};
+    kvshard_allocator a = {counted_malloc, counted_free, &c};
+    kvshard_options one = o;
+    one.world_size = 64;
+    one.pp_size = 8;
+    one.max_seqs = 1;
+    kvshard_plan *p = NULL;
+    kvshard_error err;
+    tu_assert_ok(kvshard_plan_create(&p, m, &one, &a, &err), &err);
+    uint64_t plan_bytes = c.bytes;
+    kvshard_plan_free(p);
+    c.bytes = 0;
+    kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
+    fo.gpus = 64;
+    kvshard_fit *f = NULL;
+    tu_assert_ok(kvshard_fit_create(&f, m, &o, &fo, &a, &err), &err);
+    uint64_t fit_bytes = c.bytes;
+    print_message("one plan: %llu bytes; the fit of %zu rows: %llu bytes\n",
+                  (unsigned long long)plan_bytes, kvshard_fit_row_count(f),
+                  (unsigned long long)fit_bytes);
+    assert_int_equal(kvshard_fit_row_count(f), 88);
+    assert_true(fitting(f) > 0);
+    assert_true(fit_bytes < plan_bytes);
+    kvshard_fit_free(f);
+    kvshard_model_free(m);
+}
+
+/* Ranks alike are planned once: DeepSeek-V3.2 on 55,440 GPUs with the node
+ * limits open gives 20,548 rows whose plans hold 293,882,524 ranks in all
+ * (P x T each); fit fills a few hundred bytes a row and split rank, not a
+ * rank's figures for every rank. */
+static void test_work_per_rank(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_example_model("deepseek_v3_2.json");
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.device_memory = 80 * GIB;
+    o.weights_total = UINT64_C(680000000000);
+    counted c = {0};
+    kvshard_allocator a = {counted_malloc, counted_free, &c};
+    kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
+    fo.gpus = 55440;
+    fo.max_tp_size = 55440;
+    fo.max_pp_size = 55440;
+    kvshard_fit *f = NULL;
+    kvshard_error err;
+    tu_assert_ok(kvshard_fit_create(&f, m, &o, &fo, &a, &err), &err);
+    print_message("%zu rows: %llu bytes\n", kvshard_fit_row_count(f),
+                  (unsigned long long)c.bytes);
+    assert_int_equal(kvshard_fit_row_count(f), 20548);
+    assert_int_equal(kvshard_fit_not_admitted_count(f), 335);
+    /* One rank's figures for every rank of every row would be 293,882,524
+     * x sizeof(kvshard_rank_memory) bytes. */
+    assert_true(c.bytes < UINT64_C(293882524) * sizeof(kvshard_rank_memory) / 16);
+    kvshard_fit_free(f);
+    kvshard_model_free(m);
+}
+
+/* An allocator that fails after `left` allocations, counting what is live. */
+typedef struct failing {
+    size_t left;
+    size_t live;
+} failing;
+
+static void *failing_malloc(void *user, size_t size)
+{
+    failing *f = user;
+    if (f->left == 0)
+        return NULL;
+    f->left--;
+    void *p = malloc(size);
+    f->live += p != NULL;
+    return p;
+}
+
+static void failing_free(void *user, void *ptr)
+{
+    failing *f = user;
+    f->live -= ptr != NULL;
+    free(ptr);
+}
+
+/* Out of memory at every allocation of a fit whose rows are figures
+ * plans: each fails cleanly and frees everything. */
+static void test_out_of_memory(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_example_model("deepseek_v3_2.json");
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.device_memory = 80 * GIB;
+    o.context_length = 32768;
+    o.weights_total = UINT64_C(674030337216);
+    o.weights_experts = UINT64_C(654068416512);
+    kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
+    fo.gpus = 16;
+    int rc = KVSHARD_ENOMEM;
+    size_t k = 0;
+    for (; rc == KVSHARD_ENOMEM; k++) {
+        failing fa = {k, 0};
+        kvshard_allocator a = {failing_malloc, failing_free, &fa};
+        kvshard_fit *f = NULL;
+        kvshard_error err;
+        rc = kvshard_fit_create(&f, m, &o, &fo, &a, &err);
+        if (rc == KVSHARD_OK) {
+            assert_int_equal(kvshard_fit_row_count(f), 44);
+            kvshard_fit_free(f);
+        } else {
+            assert_int_equal(rc, KVSHARD_ENOMEM);
+        }
+        assert_int_equal(fa.live, 0);
+    }
+    assert_true(k > 44);
+    kvshard_model_free(m);
+}
+
+/* Past KVSHARD_FIT_MAX_WORK a fit is refused by that name before it plans:
+ * 2^20 layers on 4,096 GPUs with every T and P open, at a context length. */
+static void test_work_limit(void **state)
+{
+    (void)state;
+    kvshard_model *m = long_model(1u << 20);
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.device_memory = 80 * GIB;
+    o.weights_total = UINT64_C(16000000000);
+    o.context_length = 4096;
+    kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
+    fo.gpus = 4096;
+    fo.max_tp_size = 4096;
+    fo.max_pp_size = 4096;
+    kvshard_fit *f = (kvshard_fit *)(uintptr_t)0x5a5a;
+    kvshard_error err;
+    assert_int_equal(kvshard_fit_create(&f, m, &o, &fo, NULL, &err), KVSHARD_EFITLIMITS);
+    assert_true(f == (kvshard_fit *)(uintptr_t)0x5a5a);
+    assert_non_null(strstr(err.message, "KVSHARD_FIT_MAX_WORK"));
+    assert_non_null(strstr(err.message, "max_tp_size 4096 and max_pp_size 4096"));
+    /* On 64 GPUs within the node limits the same model is searched. */
+    fo.gpus = 64;
+    fo.max_tp_size = 0;
+    fo.max_pp_size = 0;
+    f = NULL;
+    tu_assert_ok(kvshard_fit_create(&f, m, &o, &fo, NULL, &err), &err);
+    kvshard_fit_free(f);
+    kvshard_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -839,10 +1040,12 @@ int main(void)
         cmocka_unit_test(test_deepseek_sixteen_cards), cmocka_unit_test(test_nemotron_two_cards),
         cmocka_unit_test(test_plan_from_the_device), cmocka_unit_test(test_tiny_hybrid_plan),
         cmocka_unit_test(test_errors),               cmocka_unit_test(test_deployment_pins),
-        cmocka_unit_test(test_engine_device_inputs),
         cmocka_unit_test(test_tensor_of_2_63_bytes),
         cmocka_unit_test(test_checkpoint_without_tensors),
         cmocka_unit_test(test_two_weight_sources),
+        cmocka_unit_test(test_engine_device_inputs), cmocka_unit_test(test_work_per_layer),
+        cmocka_unit_test(test_work_per_rank),        cmocka_unit_test(test_work_limit),
+        cmocka_unit_test(test_out_of_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -330,8 +330,10 @@ static void test_refusals(void **state)
         {"[\x0b]", 0, KVSHARD_ESYNTAX, 1, 2, 1, VALUE ", found the control character U+000B"},
         {"{\"a\": 1, \"a\": 2}", 0, KVSHARD_EDUPKEY, 1, 10, 9,
          "duplicate key \"a\" (first at line 1, column 2)"},
-        /* JSON's lines: LS (U+2028) in a string is a character, not a break */
-        {"[\"\xe2\x80\xa8\", x]", 0, KVSHARD_ESYNTAX, 1, 7, 8, VALUE ", found 'x'"},
+        /* YAML's line breaks NEL, LS and PS: escaped only, in a string */
+        {"[\"a\xe2\x80\xa8\", x]", 0, KVSHARD_ESYNTAX, 1, 4, 3,
+         "the line break U+2028 inside a string: YAML reads it as a line break, so a JSON "
+         "string here writes it as an escape (\\u2028)"},
         /* after a byte order mark, columns count from the first character */
         {"\xef\xbb\xbf[1,]", 0, KVSHARD_ESYNTAX, 1, 3, 5, "JSON allows no trailing comma"},
         {"\xfe\xff[]", 0, KVSHARD_EUTF8, 1, 1, 0, "the text is UTF-16"},
@@ -355,6 +357,55 @@ static void test_refusals(void **state)
         assert_non_null(strstr(err.message, c->message));
         assert_string_equal(err.source, "t.json");
         free(buf);
+    }
+}
+
+/* NEL (U+0085), LS (U+2028) and PS (U+2029) are line breaks to libyaml,
+ * which folds them inside a quoted string; the JSON reader refuses them
+ * raw in a string, in a key or between tokens, so no text gets two
+ * readings. Escaped, both readers keep them as characters. */
+static void test_yaml_line_breaks(void **state)
+{
+    (void)state;
+    static const char *const breaks[] = {"\xc2\x85", "\xe2\x80\xa8", "\xe2\x80\xa9"};
+    static const char *const escapes[] = {"\\u0085", "\\u2028", "\\u2029"};
+    static const char *const codes[] = {"U+0085", "U+2028", "U+2029"};
+    /* Where the break goes: %s is the break; the offset of its first byte. */
+    static const struct {
+        const char *form;
+        size_t at;
+        const char *message;
+    } places[] = {
+        {"[\"a%sb\"]", 3, "inside a string: YAML reads it as a line break"},
+        {"[\"a %s b\"]", 4, "inside a string"},
+        {"{\"k%s\": 1}", 3, "inside a string"},
+        {"[\"%s\"]", 2, "inside a string"},
+        {"[1,%s2]", 3, "found the character"},
+        {"{\"a\": 1}%s", 8, "after the JSON value, found the character"},
+    };
+    for (size_t b = 0; b < 3; b++) {
+        for (size_t p = 0; p < sizeof places / sizeof places[0]; p++) {
+            char text[64];
+            snprintf(text, sizeof text, places[p].form, breaks[b]);
+            size_t len = strlen(text);
+            char *buf = exact_copy(text, len);
+            kvshard__doc j, y;
+            kvshard_error je, ye;
+            int jrc = parse_json(&j, buf, len, &je);
+            if (jrc == KVSHARD_OK || !strstr(je.message, places[p].message) ||
+                !strstr(je.message, codes[b]) || je.offset != places[p].at)
+                fail_msg("%s (%s): JSON gave %d at offset %zu: %s", places[p].form, codes[b],
+                         jrc, (size_t)je.offset, je.message);
+            assert_int_equal(jrc, KVSHARD_ESYNTAX);
+            if (parse_yaml(&y, buf, len, &ye) == KVSHARD_OK)
+                kvshard__doc_free(&y); /* libyaml's own reading; JSON has none */
+            free(buf);
+            /* Escaped, the same character in both trees. */
+            if (p < 4) {
+                snprintf(text, sizeof text, places[p].form, escapes[b]);
+                assert_same_tree(text, strlen(text));
+            }
+        }
     }
 }
 
@@ -502,6 +553,7 @@ int main(void)
         cmocka_unit_test(test_same_tree_shipped_configs),
         cmocka_unit_test(test_surrogate_pairs),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_yaml_line_breaks),
         cmocka_unit_test(test_header_error_place),
         cmocka_unit_test(test_depth_limit),
         cmocka_unit_test(test_nodes_at_limit),

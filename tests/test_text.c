@@ -869,7 +869,7 @@ static uint32_t old_scheme(const void *ctx, const char *key, size_t len)
 
 static uint32_t new_scheme(const void *ctx, const char *key, size_t len)
 {
-    return kvshard__doc_hash(ctx, key, len);
+    return kvshard_hash__of(ctx, key, len);
 }
 
 /* Key i: "k" and 7 digits, or with a hash, the i-th of "kXXXXXXX" (base 26)
@@ -968,7 +968,7 @@ static void test_keys_crowding_known_hash_key(void **state)
     (void)state;
     const size_t n = 60000;
     const uint64_t seed = 12345;
-    kvshard__hash_key hk = kvshard__doc_hash_key(seed);
+    kvshard__hash_key hk = kvshard_hash__key(seed);
     char **plain = make_keys(n, NULL, NULL, 0);
     char **crafted = make_keys(n, new_scheme, &hk, table_slots(n + 3));
     kvshard_allocator a = default_alloc();

@@ -10,6 +10,7 @@
 #define _POSIX_C_SOURCE 200809L /* stat */
 #include "deploy/flags.h"
 
+#include "base/hash.h"
 #include "deploy/deploy.h"
 #include "text/file.h"
 
@@ -674,14 +675,12 @@ static int apply(flag_list *l, const kvshard__deployment_values *into)
     return rc;
 }
 
-/* FNV-1a over an argument and whether it is positional: the key of the
- * table that keeps each skipped argument once. */
-static uint64_t skip_hash(const char *text, size_t len, bool positional)
+/* The slot of a skipped argument: the keyed hash of its text (the flags
+ * are the caller's to choose, base/hash.h), and whether it is positional. */
+static size_t skip_slot(const kvshard__hash_key *key, const char *text, size_t len,
+                        bool positional, size_t slots)
 {
-    uint64_t h = UINT64_C(0xcbf29ce484222325) ^ (positional ? 1u : 0u);
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (unsigned char)text[i]) * UINT64_C(0x100000001b3);
-    return h;
+    return ((size_t)kvshard_hash__of(key, text, len) ^ (positional ? slots / 2 : 0)) & (slots - 1);
 }
 
 /* The deployment's skipped arguments with this call's added, each once, in
@@ -707,6 +706,7 @@ static int merge_skipped(kvshard__skipped **out, size_t *out_count, flag_list *l
         return nomem(l);
     }
     memset(table, 0, slots * sizeof *table);
+    kvshard__hash_key key = kvshard_hash__key(kvshard_hash__seed(table, cap));
     if (n)
         memcpy(all, dep->skipped, n * sizeof *all);
     int rc = KVSHARD_OK;
@@ -716,9 +716,10 @@ static int merge_skipped(kvshard__skipped **out, size_t *out_count, flag_list *l
         const char *text = old ? all[i].text : k->text;
         size_t len = old ? strlen(text) : k->len;
         bool positional = old ? all[i].positional : k->positional;
-        size_t at = (size_t)skip_hash(text, len, positional) & (slots - 1);
+        size_t at = skip_slot(&key, text, len, positional, slots);
         bool seen = false;
         for (; table[at] && !seen; at = (at + 1) & (slots - 1)) {
+            kvshard_hash__probes++;
             const kvshard__skipped *e = &all[table[at] - 1];
             seen = e->positional == positional && kvshard__text_is(text, len, e->text);
         }

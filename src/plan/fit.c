@@ -93,7 +93,7 @@ static int plan_layout(kvshard_plan **out, const search *s, uint32_t T, uint32_t
     o.max_seqs = max_seqs;
     o.sweep_pp = false;
     const char *blame;
-    return kvshard__plan_create_with(out, s->model, &o, &s->alloc, &s->device, &blame, err);
+    return kvshard__plan_figures(out, s->model, &o, &s->alloc, &s->device, &blame, err);
 }
 
 /* Sequences per replica at the context length: balanced max_seqs, or for a
@@ -139,12 +139,23 @@ static void row_figures(kvshard_fit_row *row, const kvshard_plan *p, uint32_t *p
 }
 
 /* A row of one layout and split: planned once, or at a context length
- * twice (at one sequence for the balanced count, then at that count). */
+ * twice (at one sequence for the balanced count, then at that count).
+ * `admission` is the triple's unsplit plan at the configured max_seqs (NULL
+ * when it failed for memory, with that code in admission_rc): the unsplit
+ * row without a context length is that plan, not planned again. */
 static int fill_row(kvshard_fit_row *row, const search *s, uint32_t *partition,
-                    kvshard_error *err)
+                    const kvshard_plan *admission, int admission_rc, kvshard_error *err)
 {
     uint32_t T = row->tp_size, P = row->pp_size, D = row->dp_size, S = row->layerwise_split_size;
     uint32_t context = s->base.options.context_length;
+    if (S == 1 && !context) {
+        if (admission_rc) {
+            row->reason = admission_rc;
+            return KVSHARD_OK;
+        }
+        row_figures(row, admission, partition);
+        return KVSHARD_OK;
+    }
     kvshard_plan *p = NULL;
     kvshard_error e;
     int rc = plan_layout(&p, s, T, P, D, S, row->ownership, context ? 1 : s->base.options.max_seqs,
@@ -223,13 +234,28 @@ static bool within_limits(const kvshard_fit *f, uint32_t T, uint32_t P)
 static const uint32_t ownership_rules[3] = {KVSHARD_OWNERSHIP_ORDINAL, KVSHARD_OWNERSHIP_GLOBAL,
                                             KVSHARD_OWNERSHIP_CONTIGUOUS};
 
-/* A triple's rows: one unsplit, three rules for each split above 1. */
-static uint32_t rows_of(uint32_t T, bool unsplit)
+/* The divisors of n in increasing order into d (room for 2 x 1024, more
+ * than any n up to 2^32 has); their count. */
+static uint32_t divisors_of(uint32_t *d, uint32_t n)
 {
-    uint32_t n = 0;
-    for (uint32_t S = 1; S <= T; S++)
-        n += T % S == 0 && (S == 1 || !unsplit) ? (S == 1 ? 1 : 3) : 0;
-    return n;
+    uint32_t low = 0, high = 0, big[1024];
+    for (uint32_t k = 1; (uint64_t)k * k <= n; k++) {
+        if (n % k)
+            continue;
+        d[low++] = k;
+        if (k != n / k)
+            big[high++] = n / k;
+    }
+    while (high)
+        d[low++] = big[--high];
+    return low;
+}
+
+/* The plans a row of split S makes: one, or two at a context length (one
+ * sequence, then the balanced count). */
+static uint64_t row_work(uint32_t L, uint32_t P, uint32_t S, bool context)
+{
+    return ((uint64_t)L + (uint64_t)P * S) * (context ? 2u : 1u);
 }
 
 static int start(kvshard_fit *f, search *s, const kvshard_fit_options *fo, const char **blame,
@@ -293,15 +319,24 @@ static int none_fits(const kvshard_fit *f, const search *s, bool all_short, uint
                          f->gpus, s->base.options.max_seqs);
 }
 
-/* The layouts in enumeration order: T, then P, then S, then the rule. */
+/* The layouts in enumeration order: T, then P, then S, then the rule. Only
+ * the (T, P) the limits and pins admit are walked: sizes are taken from the
+ * divisors of N, and the work they would cost is counted and capped
+ * (KVSHARD_FIT_MAX_WORK) before anything is planned. */
 static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo, const char **blame,
                      kvshard_error *err)
 {
     uint32_t N = f->gpus, L = s->model->info.num_layers;
+    bool context = s->base.options.context_length > 0;
+    uint32_t divs[2048];
+    uint32_t nd = divisors_of(divs, N);
     size_t rows = 0, partition_entries = 0, triples = 0;
+    uint64_t work = 0;
     f->limited_layouts = 0;
-    for (uint32_t T = 1; T <= N; T++) {
-        for (uint32_t P = 1; N % T == 0 && P <= N / T; P++) {
+    for (uint32_t i = 0; i < nd; i++) {
+        uint32_t T = divs[i];
+        for (uint32_t j = 0; j < nd && divs[j] <= N / T; j++) {
+            uint32_t P = divs[j];
             if ((N / T) % P != 0)
                 continue;
             if (!within_limits(f, T, P)) {
@@ -312,9 +347,17 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo, c
             if ((fo->pp_size && P != fo->pp_size) || (fo->dp_size && D != fo->dp_size))
                 continue;
             triples++;
-            uint32_t n = rows_of(T, fo->unsplit);
-            rows += n;
-            partition_entries += (size_t)n * P;
+            work += (uint64_t)L + P; /* the admission, which is the unsplit row's plan */
+            for (uint32_t k = 0; k <= i; k++) {
+                uint32_t S = divs[k];
+                if (T % S != 0 || (S > 1 && fo->unsplit))
+                    continue;
+                uint32_t n = S == 1 ? 1 : 3;
+                rows += n;
+                partition_entries += (size_t)n * P;
+                if (S > 1 || context)
+                    work += n * row_work(L, P, S, context);
+            }
         }
     }
     if (triples == 0) {
@@ -328,6 +371,15 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo, c
                              "max_tp_size %u and max_pp_size %u%s",
                              N, f->gpus_per_node, f->max_tp_size, f->max_pp_size, pins);
     }
+    if (work > KVSHARD_FIT_MAX_WORK)
+        return kvshard__fail(err, KVSHARD_EFITLIMITS, "", kvshard__no_mark,
+                             "fit_limits: %zu layouts of %u GPUs (%zu rows of a %u-layer model "
+                             "within max_tp_size %u and max_pp_size %u) would cost %llu layer "
+                             "and split-rank figures, past the %llu of KVSHARD_FIT_MAX_WORK; "
+                             "give a smaller max_tp_size or max_pp_size, or pin pp_size or "
+                             "dp_size",
+                             triples, N, rows, L, f->max_tp_size, f->max_pp_size,
+                             (unsigned long long)work, (unsigned long long)KVSHARD_FIT_MAX_WORK);
     f->rows = kvshard__calloc(&f->alloc, rows ? rows : 1, sizeof *f->rows);
     f->partitions = kvshard__calloc(&f->alloc, partition_entries ? partition_entries : 1,
                                     sizeof *f->partitions);
@@ -341,8 +393,10 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo, c
     int64_t closest = INT64_MIN;
     uint32_t ct = 0, cp = 0, cd = 0, order = 0;
     size_t used = 0;
-    for (uint32_t T = 1; T <= N; T++) {
-        for (uint32_t P = 1; N % T == 0 && P <= N / T; P++) {
+    for (uint32_t i = 0; i < nd; i++) {
+        uint32_t T = divs[i];
+        for (uint32_t j = 0; j < nd && divs[j] <= N / T; j++) {
+            uint32_t P = divs[j];
             uint32_t D = N / (T * P);
             if ((N / T) % P != 0 || !within_limits(f, T, P) || (fo->pp_size && P != fo->pp_size) ||
                 (fo->dp_size && D != fo->dp_size))
@@ -352,7 +406,11 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo, c
             kvshard_error e;
             int rc = plan_layout(&p, s, T, P, D, 1, KVSHARD_OWNERSHIP_DEFAULT,
                                  s->base.options.max_seqs, &e);
-            kvshard_plan_free(p);
+            if (rc == KVSHARD_ENOMEM) { /* the host's memory, not the layout's */
+                if (err)
+                    *err = e;
+                return rc;
+            }
             if (rc && !memory_failure(rc)) {
                 kvshard__refused *r = &f->refused[f->refused_count++];
                 *r = (kvshard__refused){T, P, D, rc};
@@ -363,6 +421,7 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo, c
                 continue;
             }
             any_admitted = true;
+            int admission_rc = rc;
             /* How close its poorest stage comes, for the error if none fits. */
             uint32_t counts[256];
             int64_t left = INT64_MAX;
@@ -387,10 +446,12 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo, c
                 closest = left;
                 ct = T, cp = P, cd = D;
             }
-            for (uint32_t S = 1; S <= T; S++) {
+            int failed = KVSHARD_OK;
+            for (uint32_t k = 0; k <= i && failed == KVSHARD_OK; k++) {
+                uint32_t S = divs[k];
                 if (T % S != 0 || (S > 1 && fo->unsplit))
                     continue;
-                for (uint32_t k = 0; k < (S == 1 ? 1u : 3u); k++) {
+                for (uint32_t r = 0; r < (S == 1 ? 1u : 3u); r++) {
                     kvshard_fit_row *row = &f->rows[f->count];
                     memset(row, 0, sizeof *row); /* padding too: rows compare by bytes */
                     row->size = sizeof *row;
@@ -400,15 +461,19 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo, c
                     row->dp_size = D;
                     row->layerwise_split_size = S;
                     row->ownership = S == 1 ? KVSHARD_OWNERSHIP_DEFAULT
-                                            : (kvshard_ownership)ownership_rules[k];
+                                            : (kvshard_ownership)ownership_rules[r];
                     row->pp_partition = f->partitions + used;
                     used += P;
-                    if ((rc = fill_row(row, s, (uint32_t *)row->pp_partition, err)) != 0)
-                        return rc;
+                    if ((failed = fill_row(row, s, (uint32_t *)row->pp_partition, p,
+                                           admission_rc, err)) != 0)
+                        break;
                     f->fitting += row->fits;
                     f->count++;
                 }
             }
+            kvshard_plan_free(p);
+            if (failed)
+                return failed;
         }
     }
     if (!any_admitted) {

@@ -5,6 +5,14 @@
 
 #include "plan/plan.h"
 
+/* The most work one fit may try, counted before it plans anything: for each
+ * plan it would make (a triple's admission, each row once, or twice at a
+ * context length), the model's layers plus its stages times its split
+ * ranks, which is what planning a row's figures passes over. A search past
+ * it is refused (fit_limits) naming this limit: the node limits, pp_size or
+ * dp_size narrow it. */
+#define KVSHARD_FIT_MAX_WORK (UINT64_C(1) << 30)
+
 /* A layout refused for another reason than memory. */
 typedef struct kvshard__refused {
     uint32_t tp, pp, dp;

@@ -383,6 +383,38 @@ int kvshard__memory_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inpu
     return KVSHARD_OK;
 }
 
+bool kvshard__ranks_alike(const kvshard__model_info *m, uint32_t tp)
+{
+    return divides_either(m->full.heads, tp) && divides_either(m->sliding.heads, tp);
+}
+
+int kvshard__memory_split_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inputs *in,
+                                const uint32_t *split_ranks, uint32_t n, kvshard_error *err)
+{
+    const kvshard__model_info *m = in->model;
+    calc c = {false, false, false};
+    uint64_t state = state_bytes(&c, in);
+    if (c.overflow)
+        return overflow_error(&c, in, "the recurrent state bytes", err);
+    uint32_t T = in->tp, S = in->split, C = m->num_classes;
+    bool split = S > 1;
+    kvshard__cost own[KVSHARD__MAX_CLASSES], group[KVSHARD__MAX_CLASSES];
+    uint32_t full = heads_of(m->full.heads, T, 0, 0), sliding = heads_of(m->sliding.heads, T, 0, 0);
+    all_costs(own, &c, in, full, sliding);
+    if (split)
+        all_costs(group, &c, in, heads_of(m->full.heads, T, 0, S - 1), sliding);
+    for (uint32_t j = 0; j < n; j++) {
+        ranks[j] = rank_figures(&c, in, in->owned + (size_t)split_ranks[j] * C,
+                                split ? group : own, own, state);
+        if (c.overflow) {
+            char what[64];
+            snprintf(what, sizeof what, "the memory figures of TP rank %u", split_ranks[j]);
+            return overflow_error(&c, in, what, err);
+        }
+    }
+    return KVSHARD_OK;
+}
+
 int kvshard__stage_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inputs *in,
                          const kvshard__range *stages, uint32_t pp, const uint32_t *owned,
                          kvshard_error *err)

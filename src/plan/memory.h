@@ -72,6 +72,17 @@ int kvshard__state_bytes(uint64_t *out, const kvshard__memory_inputs *in, kvshar
 int kvshard__memory_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inputs *in,
                           kvshard_error *err);
 
+/* Whether every rank of T holds as many heads of each geometry as the
+ * first (T and the heads divide one another, as planning requires of the
+ * geometries a plan uses): then rank r's figures are split rank r % S_eff's. */
+bool kvshard__ranks_alike(const kvshard__model_info *m, uint32_t tp);
+
+/* When kvshard__ranks_alike: the figures of `n` ranks of one stage, rank j
+ * standing for split rank split_ranks[j] (its row of `in->owned`). fit
+ * plans only the split ranks whose figures can differ. */
+int kvshard__memory_split_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inputs *in,
+                                const uint32_t *split_ranks, uint32_t n, kvshard_error *err);
+
 /* Every plan rank's figures (P x T entries into `ranks`), stage by stage:
  * `in` gives the model, options, T and S_eff; `stages` the P stages' layer
  * ranges; `owned` P rows of S_eff x classes entries (the stages' owned

@@ -79,6 +79,8 @@ void kvshard_plan_free(kvshard_plan *plan)
     if (!plan)
         return;
     kvshard_allocator a = plan->alloc;
+    if (plan->figure_split && plan->ranks)
+        kvshard__free(&a, plan->ranks); /* fit's figures: sized once the stride is known */
     kvshard__free(&a, plan);
 }
 
@@ -102,6 +104,22 @@ static int stage_memory(kvshard_rank_memory *ranks, const kvshard_plan *p, bool 
                         kvshard_error *err)
 {
     kvshard__memory_inputs in = kvshard__plan_memory_inputs(p);
+    if (p->figure_stride && !unsplit) {
+        /* fit's figures: the kept split ranks of each stage. */
+        uint32_t K = p->figure_stride;
+        size_t row = (size_t)p->split * p->model.num_classes;
+        for (uint32_t s = 0; s < p->pp; s++) {
+            kvshard__memory_inputs stage = in;
+            stage.layers = &p->stages[s];
+            stage.count_draft_layers = in.count_draft_layers && s + 1 == p->pp;
+            stage.owned = p->owned_by_class + s * row;
+            int rc = kvshard__memory_split_ranks(ranks + (size_t)s * K, &stage,
+                                                 p->figure_split + (size_t)s * K, K, err);
+            if (rc)
+                return rc;
+        }
+        return KVSHARD_OK;
+    }
     return kvshard__stage_ranks(ranks, &in, p->stages, p->pp,
                                 unsplit ? NULL : p->owned_by_class, err);
 }
@@ -137,10 +155,13 @@ static int compute_uniform(kvshard_plan *p, const kvshard__planning *pl, kvshard
 static void find_binding(kvshard_plan *p)
 {
     kvshard__capacity *c = &p->cap;
+    uint32_t K = p->figure_stride;
     for (uint32_t r = 0; c->has_num_blocks && r < p->ranks_count; r++) {
         if (p->ranks[r].has_num_blocks && p->ranks[r].num_blocks == c->num_blocks) {
             c->has_binding = true;
-            c->binding_rank = r;
+            /* In fit's figures, the full plan's first such rank: the first
+             * TP rank of that split rank in its stage. */
+            c->binding_rank = K ? r / K * p->tp + p->figure_split[r] : r;
             return;
         }
     }
@@ -151,7 +172,7 @@ static void rank_budgets(kvshard_plan *p)
 {
     for (uint32_t r = 0; r < p->ranks_count; r++) {
         kvshard_rank_memory *m = &p->ranks[r];
-        uint32_t s = r / p->tp;
+        uint32_t s = r / (p->figure_stride ? p->figure_stride : p->tp);
         m->has_budget = p->has_memory;
         m->budget = p->device.used ? p->stage_budgets[s] : p->has_memory ? p->memory : 0;
         m->has_device = p->device.used;
@@ -191,6 +212,8 @@ static int compute_memory(kvshard_plan *p, const kvshard__planning *pl,
             return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
         kvshard__capacity_inputs ci = kvshard__capacity_inputs_of(
             pl, p->ranks, n, p->split, p->unsplit_bytes_per_block, &p->budgets);
+        if (p->figure_stride)
+            ci.stage_ranks = p->figure_stride;
         for (uint32_t r = 0; r < n; r++)
             blocks[r] = UINT64_MAX; /* a rank the profile does not size has no count */
         rc = p->profile->capacity(&c, blocks, &ci, blame, err);
@@ -209,7 +232,7 @@ static int compute_memory(kvshard_plan *p, const kvshard__planning *pl,
         p->ranks[r].bytes_per_block = c.bytes_per_block;
     p->cap = c;
     find_binding(p);
-    return compute_uniform(p, pl, err);
+    return p->figure_stride ? KVSHARD_OK : compute_uniform(p, pl, err);
 }
 
 /* Carve `n` items of `size` bytes, aligned to `align`, from a block being
@@ -243,32 +266,36 @@ static bool holders_differ(const kvshard__model_info *m, uint32_t split)
  * zeroed except its warning texts, which are written before they are read;
  * the ranks are zeroed; the strings are copied in. */
 static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model *model, uint32_t T,
-                                uint32_t S, uint32_t P)
+                                uint32_t S, uint32_t P, bool figures)
 {
-    size_t L = model->info.num_layers, n_kv = kvshard__num_kv_layers(&model->info);
+    /* fit's figures keep no per-layer arrays and at most S ranks a stage. */
+    size_t L = figures ? 0 : model->info.num_layers;
+    size_t n_kv = figures ? 0 : kvshard__num_kv_layers(&model->info);
     size_t type_len = strlen(model->model_type) + 1, source_len = strlen(model->source) + 1;
     size_t held = holders_differ(&model->info, S) ? L : 0;
     size_t sources = model->kv_source ? L : 0, C = model->info.num_classes;
-    size_t N = (size_t)P * T, PS = (size_t)P * S;
+    size_t N = figures ? 0 : (size_t)P * T, PS = (size_t)P * S;
+    size_t per_rank = N, split_of = figures ? PS : 0;
     size_t end = sizeof(kvshard_plan), ranks, owner, held_by, kv_slot, state_slot, place, stages,
            owned_offsets, owned_layers, owned_counts, owned_by_class, kv_source, kinds, class_of,
            draft_class, model_type, source, keys, hold_key, stage_counts, stage_weights,
-           stage_budgets;
+           stage_budgets, figure_split;
     size_t staged_keys = P > 1 ? L : 0;
     size_t drafts = model->draft_class ? model->info.num_draft_layers : 0;
     if (!carve(&ranks, &end, N, sizeof(kvshard_rank_memory), sizeof(uint64_t)) ||
-        !carve(&keys, &end, N, sizeof(kvshard__rank_key), sizeof(uint32_t)) ||
+        !carve(&keys, &end, per_rank, sizeof(kvshard__rank_key), sizeof(uint32_t)) ||
+        !carve(&figure_split, &end, split_of, sizeof(uint32_t), sizeof(uint32_t)) ||
         !carve(&hold_key, &end, staged_keys, sizeof(uint32_t), sizeof(uint32_t)) ||
         !carve(&owner, &end, L, sizeof(int32_t), sizeof(uint32_t)) ||
         !carve(&held_by, &end, held, sizeof(int32_t), sizeof(uint32_t)) ||
         !carve(&kv_slot, &end, L, sizeof(uint32_t), sizeof(uint32_t)) ||
         !carve(&state_slot, &end, L, sizeof(uint32_t), sizeof(uint32_t)) ||
-        !carve(&place, &end, N, sizeof(kvshard__rank_place), sizeof(uint32_t)) ||
+        !carve(&place, &end, per_rank, sizeof(kvshard__rank_place), sizeof(uint32_t)) ||
         !carve(&stages, &end, P, sizeof(kvshard__range), sizeof(uint64_t)) ||
         !carve(&stage_counts, &end, P, sizeof(uint32_t), sizeof(uint32_t)) ||
         !carve(&stage_weights, &end, P, sizeof(uint64_t), sizeof(uint64_t)) ||
         !carve(&stage_budgets, &end, P, sizeof(uint64_t), sizeof(uint64_t)) ||
-        !carve(&owned_offsets, &end, PS + P, sizeof(uint32_t), sizeof(uint32_t)) ||
+        !carve(&owned_offsets, &end, figures ? 0 : PS + P, sizeof(uint32_t), sizeof(uint32_t)) ||
         !carve(&owned_layers, &end, n_kv, sizeof(uint32_t), sizeof(uint32_t)) ||
         !carve(&owned_counts, &end, PS, sizeof(uint32_t), sizeof(uint32_t)) ||
         !carve(&owned_by_class, &end, PS * C, sizeof(uint32_t), sizeof(uint32_t)) ||
@@ -286,9 +313,11 @@ static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model 
     p->digest = 0;
     p->layout_digest = 0;
     p->alloc = *a;
-    p->ranks = (kvshard_rank_memory *)(void *)(block + ranks);
-    memset(p->ranks, 0, N * sizeof *p->ranks);
-    p->owner = (int32_t *)(void *)(block + owner);
+    p->ranks = figures ? NULL : (kvshard_rank_memory *)(void *)(block + ranks);
+    if (!figures)
+        memset(p->ranks, 0, N * sizeof *p->ranks);
+    p->figure_split = figures ? (uint32_t *)(void *)(block + figure_split) : NULL;
+    p->owner = figures ? NULL : (int32_t *)(void *)(block + owner);
     p->held_by = held ? (int32_t *)(void *)(block + held_by) : p->owner;
     p->keys = (kvshard__rank_key *)(void *)(block + keys);
     /* int32_t and uint32_t may name the same words. */
@@ -307,8 +336,8 @@ static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model 
     p->kv_source = sources ? (int32_t *)(void *)(block + kv_source) : NULL;
     if (sources)
         memcpy(p->kv_source, model->kv_source, L * sizeof *p->kv_source);
-    p->kinds = (uint8_t *)(block + kinds);
-    p->class_of = (uint8_t *)(block + class_of);
+    p->kinds = figures ? NULL : (uint8_t *)(block + kinds);
+    p->class_of = figures ? NULL : (uint8_t *)(block + class_of);
     p->draft_class = drafts ? (uint8_t *)(block + draft_class) : NULL;
     if (drafts)
         memcpy(p->draft_class, model->draft_class, drafts);
@@ -365,6 +394,53 @@ static void assign_stages(kvshard_plan *p, const uint32_t *counts)
     }
 }
 
+/* fit's figures: each stage's layers and owned counts, and the split ranks
+ * planned: the first, and each whose owned counts differ from the one
+ * before it (a rank like the one before has its figures; a stage's first
+ * rank with the fewest blocks stays first). The stride is the most any
+ * stage keeps, a stage's last kept rank repeated to fill it. */
+static void assign_figures(kvshard_plan *p, const kvshard_model *model, const uint32_t *counts)
+{
+    uint32_t S = p->split, C = p->model.num_classes, first = 0, K = 1;
+    for (uint32_t s = 0; s < p->pp; s++) {
+        kvshard__range *range = &p->stages[s];
+        if (p->pp == 1)
+            *range = p->layers;
+        else
+            kvshard__range_of(range, model->kinds, model->class_of, &p->model, first, counts[s]);
+        uint32_t *by_class = p->owned_by_class + (size_t)s * S * C;
+        kvshard__owned_counts(p->owned_counts + (size_t)s * S, by_class, model->kinds,
+                              model->class_of, C, range, S, p->options.ownership);
+        uint32_t *kept = p->figure_split + (size_t)s * S, n = 0;
+        for (uint32_t j = 0; j < S; j++) {
+            const uint32_t *row = by_class + (size_t)j * C, *before = row - (j ? C : 0);
+            bool differs = j == 0;
+            for (uint32_t k = 0; k < C && !differs; k++)
+                differs = row[k] != before[k];
+            if (differs)
+                kept[n++] = j;
+        }
+        if (n < S)
+            kept[n] = UINT32_MAX; /* the end of the stage's list */
+        K = n > K ? n : K;
+        first += counts[s];
+    }
+    /* Each stage's list moved down to the stride (never past a later
+     * stage's, as K <= S), its last rank repeated to fill it. */
+    for (uint32_t s = 0; s < p->pp; s++) {
+        const uint32_t *from = p->figure_split + (size_t)s * S;
+        uint32_t n = 0;
+        while (n < S && from[n] != UINT32_MAX)
+            n++;
+        uint32_t *to = p->figure_split + (size_t)s * K;
+        memmove(to, from, n * sizeof *to);
+        for (uint32_t j = n; j < K; j++)
+            to[j] = to[n - 1];
+    }
+    p->figure_stride = K;
+    p->ranks_count = p->pp * K;
+}
+
 static void keep_warning(void *ctx, kvshard_warning_code code, const char *message)
 {
     kvshard_plan *p = ctx;
@@ -415,7 +491,7 @@ static void collect_warnings(kvshard_plan *p, const kvshard__planning *pl)
         .stages = p->pp,
         .ranges = p->stages,
         .ranks = p->ranks,
-        .tp = p->tp,
+        .tp = p->figure_stride ? p->figure_stride : p->tp,
         .draft_layers = kvshard__counted_drafts(&p->model, &pl->options, pl->profile),
         .device = &p->device,
         .max_position_embeddings = p->model.max_position_embeddings};
@@ -432,10 +508,9 @@ int kvshard__plan_create(kvshard_plan **out, const kvshard_model *model,
     return kvshard__plan_create_with(out, model, options, allocator, NULL, blame, err);
 }
 
-int kvshard__plan_create_with(kvshard_plan **out, const kvshard_model *model,
-                              const kvshard_options *options, const kvshard_allocator *allocator,
-                              const struct kvshard__device *shared, const char **blame,
-                              kvshard_error *err)
+static int create(kvshard_plan **out, const kvshard_model *model, const kvshard_options *options,
+                  const kvshard_allocator *allocator, const struct kvshard__device *shared,
+                  bool want_figures, const char **blame, kvshard_error *err)
 {
     kvshard__planning pl;
     int rc = kvshard__begin_planning(&pl, out && model, options, allocator, blame, err);
@@ -466,7 +541,8 @@ int kvshard__plan_create_with(kvshard_plan **out, const kvshard_model *model,
                                       model->info.num_layers};
         rc = kvshard__device_fill(&pl, &device, &one, blame, err);
     }
-    if (rc == KVSHARD_OK && (p = plan_block(&a, model, T, S, P)) == NULL)
+    bool figures = want_figures && rc == KVSHARD_OK && kvshard__ranks_alike(&model->info, T);
+    if (rc == KVSHARD_OK && (p = plan_block(&a, model, T, S, P, figures)) == NULL)
         rc = kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark,
                            "out of memory creating the plan");
     if (rc == KVSHARD_OK) {
@@ -488,14 +564,24 @@ int kvshard__plan_create_with(kvshard_plan **out, const kvshard_model *model,
         p->replication = kvshard__replication_factor(&model->info, T);
         p->state_dtype = kvshard__state_dtype(&model->info, &pl.options);
         uint32_t L = model->info.num_layers;
-        memcpy(p->kinds, model->kinds, L);
-        memcpy(p->class_of, model->class_of, L);
-        kvshard__range_of(&p->layers, p->kinds, p->class_of, &p->model, 0, L);
-        assign_stages(p, counts);
+        if (figures) {
+            kvshard__range_of(&p->layers, model->kinds, model->class_of, &p->model, 0, L);
+            assign_figures(p, model, counts);
+            p->ranks = kvshard__calloc(&a, p->ranks_count, sizeof *p->ranks);
+            if (!p->ranks)
+                rc = kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark,
+                                   "out of memory creating the plan");
+        } else {
+            memcpy(p->kinds, model->kinds, L);
+            memcpy(p->class_of, model->class_of, L);
+            kvshard__range_of(&p->layers, p->kinds, p->class_of, &p->model, 0, L);
+            assign_stages(p, counts);
+        }
         kvshard__device_figures_of(&p->device, &device);
         if (p->device.summary.first_unknown)
             p->device.summary.first_unknown = p->device.first_unknown; /* the plan's copy */
-        rc = compute_memory(p, &pl, model, &device, counts, blame, err);
+        if (rc == KVSHARD_OK)
+            rc = compute_memory(p, &pl, model, &device, counts, blame, err);
     }
     if (rc)
         kvshard__device_blame(&device, pl.profile, blame);
@@ -508,9 +594,26 @@ int kvshard__plan_create_with(kvshard_plan **out, const kvshard_model *model,
         return rc;
     }
     collect_warnings(p, &pl);
-    kvshard__compute_digests(p);
+    if (!figures)
+        kvshard__compute_digests(p);
     *out = p;
     return KVSHARD_OK;
+}
+
+int kvshard__plan_create_with(kvshard_plan **out, const kvshard_model *model,
+                              const kvshard_options *options, const kvshard_allocator *allocator,
+                              const struct kvshard__device *shared, const char **blame,
+                              kvshard_error *err)
+{
+    return create(out, model, options, allocator, shared, false, blame, err);
+}
+
+int kvshard__plan_figures(kvshard_plan **out, const kvshard_model *model,
+                          const kvshard_options *options, const kvshard_allocator *allocator,
+                          const struct kvshard__device *shared, const char **blame,
+                          kvshard_error *err)
+{
+    return create(out, model, options, allocator, shared, true, blame, err);
 }
 
 int kvshard_plan_create(kvshard_plan **out, const kvshard_model *model,

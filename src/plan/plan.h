@@ -87,7 +87,13 @@ struct kvshard_plan {
     uint32_t tp;             /* T */
     uint32_t split;          /* S_eff */
     uint32_t pp;             /* P */
-    uint32_t ranks_count;    /* P x T plan ranks */
+    uint32_t ranks_count;    /* P x T plan ranks; P x figure_stride in fit's figures */
+    /* fit's figures (kvshard__plan_create_with): ranks[] holds per stage only
+     * the split ranks whose figures can differ, figure_stride a stage (the
+     * last repeated to fill it), figure_split[i] the split rank of ranks[i];
+     * no per-layer owners and no digests. 0 and NULL in a plan. */
+    uint32_t figure_stride;
+    uint32_t *figure_split;
     kvshard__model_info model;
     int32_t *owner; /* split rank, KVSHARD_OWNER_ALL or KVSHARD_OWNER_NONE per layer */
     uint8_t *kinds;    /* kvshard_layer_kind per decoder layer */
@@ -229,6 +235,15 @@ int kvshard__plan_create_with(kvshard_plan **out, const kvshard_model *model,
                               const kvshard_options *options, const kvshard_allocator *allocator,
                               const struct kvshard__device *device, const char **blame,
                               kvshard_error *err);
+/* The same for fit's rows, which read a plan's figures only (its budgets,
+ * capacity, binding stage, ranks' budgets and state, warnings): when every
+ * rank holds the same heads, ranks that repeat a split rank's figures are
+ * not planned, nor are per-layer owners or digests. The figures are those
+ * of the full plan; the plan answers no query about layers or ranks. */
+int kvshard__plan_figures(kvshard_plan **out, const kvshard_model *model,
+                          const kvshard_options *options, const kvshard_allocator *allocator,
+                          const struct kvshard__device *device, const char **blame,
+                          kvshard_error *err);
 
 /* kvshard_comparison_create, with *blame as for kvshard__plan_create. */
 int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *model,

@@ -200,6 +200,24 @@ static int unclosed(const scan *s, size_t quote, size_t end)
                                    m.line, m.column);
 }
 
+/* U+0085 (NEL), U+2028 and U+2029 are line breaks to YAML, which folds
+ * them inside a quoted string as it folds a newline; JSON would keep them
+ * as written. So that both readings of a text agree, a JSON string holds
+ * them as it holds a newline: only escaped. */
+static bool yaml_line_break(uint32_t cp)
+{
+    return cp == 0x85 || cp == 0x2028 || cp == 0x2029;
+}
+
+static int line_break_in_string(const scan *s, size_t i, uint32_t cp)
+{
+    return kvshard__doc_build_fail(s->b, KVSHARD_ESYNTAX, i,
+                                   "the line break U+%04X inside a string: YAML reads it as a "
+                                   "line break, so a JSON string here writes it as an escape "
+                                   "(\\u%04X)",
+                                   (unsigned)cp, (unsigned)cp);
+}
+
 static int control_in_string(const scan *s, size_t i)
 {
     unsigned c = s->t[i];
@@ -345,6 +363,8 @@ static int escaped_string(scan *s, size_t quote, size_t i, size_t *end)
         size_t n = utf8_at(s, i, &cp);
         if (!n)
             return bad_utf8(s, i);
+        if (yaml_line_break(cp))
+            return line_break_in_string(s, i, cp);
         memcpy(s->buf + o, t + i, n);
         o += n;
         i += n;
@@ -375,6 +395,8 @@ static int string_at(scan *s, size_t quote, size_t *end)
         size_t n = utf8_at(s, i, &cp);
         if (!n)
             return bad_utf8(s, i);
+        if (yaml_line_break(cp))
+            return line_break_in_string(s, i, cp);
         i += n;
     }
 }

@@ -14,6 +14,7 @@
 #include "text/safetensors.h"
 
 #include "base/checked.h"
+#include "base/hash.h"
 #include "text/file.h"
 #include "text/json_doc.h"
 
@@ -172,27 +173,17 @@ static int add_shard(kvshard__safetensors *s, const char *name, size_t len, cons
 /* ---- a table of names ---------------------------------------------------------------- */
 
 /* Open addressing over indexes into a list of names (shards of an index,
- * tensors of several shards): slot = index + 1, 0 empty. */
+ * tensors of several shards): slot = index + 1, 0 empty. The names are the
+ * checkpoint's, so the hash is keyed per table (base/hash.h). */
 typedef struct name_table {
     uint32_t *slots;
     size_t mask;
+    kvshard__hash_key key;
 } name_table;
 
-static uint64_t hash_name(const char *s, size_t len)
+static size_t slot_of(const name_table *t, const char *s, size_t len)
 {
-    uint64_t h = 0x9E3779B97F4A7C15ull ^ len;
-    size_t i = 0;
-    for (; i + 8 <= len; i += 8) {
-        uint64_t w;
-        memcpy(&w, s + i, 8);
-        h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
-        h ^= h >> 29;
-    }
-    uint64_t w = 0;
-    for (size_t k = 0; i < len; i++, k += 8)
-        w |= (uint64_t)(unsigned char)s[i] << k;
-    h = (h ^ w) * 0x94D049BB133111EBull;
-    return h ^ (h >> 32);
+    return (size_t)kvshard_hash__of(&t->key, s, len) & t->mask;
 }
 
 static bool table_init(name_table *t, const kvshard_allocator *a, size_t entries)
@@ -202,6 +193,7 @@ static bool table_init(name_table *t, const kvshard_allocator *a, size_t entries
         slots *= 2;
     t->slots = kvshard__calloc(a, slots, sizeof *t->slots);
     t->mask = slots - 1;
+    t->key = kvshard_hash__key(kvshard_hash__seed(t, (uint64_t)(uintptr_t)t->slots));
     return t->slots != NULL;
 }
 
@@ -209,11 +201,12 @@ static bool table_init(name_table *t, const kvshard_allocator *a, size_t entries
 static uint32_t *table_find(const name_table *t, const char *const *names, const uint32_t *lens,
                             size_t stride, const char *name, size_t len)
 {
-    size_t s = (size_t)hash_name(name, len) & t->mask;
+    size_t s = slot_of(t, name, len);
     for (;; s = (s + 1) & t->mask) {
         uint32_t v = t->slots[s];
         if (v == 0)
             return &t->slots[s];
+        kvshard_hash__probes++;
         const char *other = *(const char *const *)((const char *)names + (v - 1) * stride);
         uint32_t other_len = *(const uint32_t *)((const char *)lens + (v - 1) * stride);
         if (other_len == len && memcmp(other, name, len) == 0)
@@ -915,7 +908,7 @@ static int read_index(const dir_read *dr, const char *index_path, kvshard_error 
         return rc;
     }
     f.doc = &doc;
-    name_table seen = {NULL, 0};
+    name_table seen = {NULL, 0, {{0, 0, 0, 0}}};
     char desc[160], name[100];
     kvshard__node root = kvshard__doc_root(&doc), map, meta, total;
     if (root.kind != KVSHARD__NODE_MAPPING || !json_form(&doc, &root)) {
@@ -993,12 +986,13 @@ static int read_index(const dir_read *dr, const char *index_path, kvshard_error 
         last = value.text;
         last_len = value.count;
         /* The table holds shard indexes; a name's length is its strlen. */
-        size_t slot = (size_t)hash_name(value.text, value.count) & seen.mask;
+        size_t slot = slot_of(&seen, value.text, value.count);
         bool found = false;
         for (;; slot = (slot + 1) & seen.mask) {
             uint32_t v = seen.slots[slot];
             if (v == 0)
                 break;
+            kvshard_hash__probes++;
             const char *other = s->shards[v - 1];
             if (strlen(other) == value.count && memcmp(other, value.text, value.count) == 0) {
                 found = true;
@@ -1018,9 +1012,9 @@ static int read_index(const dir_read *dr, const char *index_path, kvshard_error 
                 goto done;
             }
             for (uint32_t i = 0; i < s->shard_count; i++) {
-                size_t b = (size_t)hash_name(s->shards[i], strlen(s->shards[i])) & bigger.mask;
-                while (bigger.slots[b])
-                    b = (b + 1) & bigger.mask;
+                size_t b = slot_of(&bigger, s->shards[i], strlen(s->shards[i]));
+                for (; bigger.slots[b]; b = (b + 1) & bigger.mask)
+                    kvshard_hash__probes++;
                 bigger.slots[b] = i + 1;
             }
             kvshard__free(&s->alloc, seen.slots);

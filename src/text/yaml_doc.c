@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <yaml.h>
 
 /* ---- tape ------------------------------------------------------------------ */
@@ -154,98 +153,6 @@ static char *arena_copy(kvshard__doc *doc, const char *s, size_t len)
     return p;
 }
 
-/* ---- keyed hash ------------------------------------------------------------------ */
-
-/* The 128-bit product of two words folded to 64 bits (high half XOR low
- * half). Each bit of the result depends on both words, so a difference in
- * one cannot be cancelled by a difference elsewhere without knowing the
- * other: mixing a secret key into both makes collisions a matter of luck. */
-#if defined(__SIZEOF_INT128__)
-__extension__ typedef unsigned __int128 wide_product;
-
-static inline uint64_t fold_mul(uint64_t a, uint64_t b)
-{
-    wide_product p = (wide_product)a * b;
-    return (uint64_t)p ^ (uint64_t)(p >> 64);
-}
-#else
-static inline uint64_t fold_mul(uint64_t a, uint64_t b)
-{
-    uint64_t al = a & 0xFFFFFFFFu, ah = a >> 32, bl = b & 0xFFFFFFFFu, bh = b >> 32;
-    uint64_t ll = al * bl, lh = al * bh, hl = ah * bl, hh = ah * bh;
-    uint64_t mid = (ll >> 32) + (lh & 0xFFFFFFFFu) + (hl & 0xFFFFFFFFu);
-    return ((ll & 0xFFFFFFFFu) | mid << 32) ^ (hh + (lh >> 32) + (hl >> 32) + (mid >> 32));
-}
-#endif
-
-/* splitmix64's finalizer: every input bit reaches every output bit. */
-static uint64_t mix64(uint64_t x)
-{
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-}
-
-kvshard__hash_key kvshard__doc_hash_key(uint64_t seed)
-{
-    kvshard__hash_key key;
-    for (size_t i = 0; i < 4; i++) {
-        seed += 0x9E3779B97F4A7C15ull;
-        key.k[i] = mix64(seed);
-    }
-    return key;
-}
-
-/* A seed no text can predict: where the doc, the text and the stack are
- * (the system places them at random) and the time in nanoseconds, mixed by
- * kvshard__doc_hash_key(). */
-static uint64_t doc_seed(const kvshard__doc *doc)
-{
-    struct timespec ts = {0, 0};
-    (void)timespec_get(&ts, TIME_UTC);
-    uint64_t where = (uint64_t)(uintptr_t)doc ^ (uint64_t)(uintptr_t)&ts << 17 ^
-                     ((uint64_t)(uintptr_t)doc->text << 32 | (uint64_t)(uintptr_t)doc->text >> 32);
-    uint64_t when = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-    return mix64(where ^ (uint64_t)doc->len) ^ when;
-}
-
-/* Sixteen bytes a step, the last step's read overlapping the one before it
- * rather than running past the text; up to 16 bytes are read as two
- * overlapping words, or for fewer than 4 as the first, middle and last
- * byte. Every byte is read, and the length goes in too. */
-uint32_t kvshard__doc_hash(const kvshard__hash_key *key, const char *s, size_t len)
-{
-    const uint64_t *k = key->k;
-    uint64_t h = k[0] ^ (uint64_t)len, a, b;
-    if (len > 16) {
-        const char *last = s + len - 16;
-        for (; s < last; s += 16) {
-            memcpy(&a, s, 8);
-            memcpy(&b, s + 8, 8);
-            h = fold_mul(a ^ k[1], b ^ h);
-        }
-        memcpy(&a, last, 8);
-        memcpy(&b, last + 8, 8);
-    } else if (len >= 8) {
-        memcpy(&a, s, 8);
-        memcpy(&b, s + len - 8, 8);
-    } else if (len >= 4) {
-        uint32_t x, y;
-        memcpy(&x, s, 4);
-        memcpy(&y, s + len - 4, 4);
-        a = x;
-        b = y;
-    } else {
-        a = len ? (uint64_t)(unsigned char)s[0] << 16 | (uint64_t)(unsigned char)s[len / 2] << 8 |
-                      (unsigned char)s[len - 1]
-                : 0;
-        b = 0;
-    }
-    h = fold_mul(a ^ k[1], b ^ h);
-    h = fold_mul(h ^ k[2], (uint64_t)len ^ k[3]);
-    return (uint32_t)(h ^ (h >> 32));
-}
-
 /* ---- key indexes ------------------------------------------------------------------ */
 
 /* Mappings of more than 32 keys get an index of their keys, built while
@@ -323,7 +230,7 @@ static inline uint32_t key_hash_at(const kvshard__doc *doc, uint32_t pos)
     const entry *e = at(doc, pos);
     if (kind_of(e) == KIND_ALIAS)
         return e->count;
-    return kvshard__doc_hash(&doc->hash_key, scalar_text(doc, e), e->count);
+    return kvshard_hash__of(&doc->hash_key, scalar_text(doc, e), e->count);
 }
 
 /* Two keys (scalar entries) of the same text. */
@@ -418,7 +325,7 @@ static int cmp_lookup(const kvshard__doc *doc, uint64_t record, uint32_t hash, c
 static uint32_t index_find(const kvshard__doc *doc, const kvshard__map_index *x, const char *key,
                            size_t klen)
 {
-    uint32_t h = kvshard__doc_hash(&doc->hash_key, key, klen);
+    uint32_t h = kvshard_hash__of(&doc->hash_key, key, klen);
     if (x->by_sort) {
         size_t lo = 0, hi = x->mask;
         while (lo < hi) {
@@ -838,7 +745,9 @@ static void ensure_keyed(builder *b)
 {
     kvshard__doc *d = b->doc;
     if (!d->keyed) {
-        d->hash_key = kvshard__doc_hash_key(b->seed ? *b->seed : doc_seed(d));
+        uint64_t text = (uint64_t)(uintptr_t)d->text;
+        d->hash_key = kvshard_hash__key(
+            b->seed ? *b->seed : kvshard_hash__seed(d, (text << 32 | text >> 32) ^ d->len));
         d->keyed = true;
     }
 }
@@ -859,7 +768,7 @@ static anchor_def *find_anchor(const builder *b, const char *name, uint32_t hash
 static uint32_t name_hash(builder *b, const char *name)
 {
     ensure_keyed(b);
-    return kvshard__doc_hash(&b->doc->hash_key, name, strlen(name));
+    return kvshard_hash__of(&b->doc->hash_key, name, strlen(name));
 }
 
 static int register_anchor(builder *b, const char *name, uint32_t id, uint64_t weight,
@@ -1415,7 +1324,7 @@ static int index_keys(builder *b, uint32_t map_id, uint32_t pairs)
         const char *text = scalar_text(d, k);
         x->present |= (uint64_t)1 << key_sig(text, k->count);
         /* An alias's hash was stored when it was read (key_hash_at). */
-        uint32_t h = alias ? written->count : kvshard__doc_hash(&d->hash_key, text, k->count);
+        uint32_t h = alias ? written->count : kvshard_hash__of(&d->hash_key, text, k->count);
         uint32_t s = h & x->mask;
         for (; x->slots[s] != 0; s = (s + 1) & x->mask) {
             if (++probes > budget)
@@ -1487,7 +1396,7 @@ static int on_alias(builder *b, const yaml_event_t *ev)
             return fail_at(b, KVSHARD_EUNSUPPORTED, start,
                            "merge keys (<<) are not read by kvshard: write the merged keys out");
         if (!a->key_hashed) {
-            a->key_hash = kvshard__doc_hash(&b->doc->hash_key, scalar_text(b->doc, t), t->count);
+            a->key_hash = kvshard_hash__of(&b->doc->hash_key, scalar_text(b->doc, t), t->count);
             a->key_hashed = true;
         }
         key_hash = a->key_hash;

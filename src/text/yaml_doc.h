@@ -19,6 +19,7 @@
 #define KVSHARD_TEXT_YAML_DOC_H
 
 #include "base/alloc.h"
+#include "base/hash.h"
 #include "text/scalar.h"
 
 typedef enum kvshard__node_kind {
@@ -72,11 +73,6 @@ typedef struct kvshard__tape_entry {
 typedef struct kvshard__arena_chunk kvshard__arena_chunk;
 typedef struct kvshard__map_index kvshard__map_index;
 
-/* The key of the doc's keyed hash: drawn per document, so that a text
- * cannot be written to make its keys collide. */
-typedef struct kvshard__hash_key {
-    uint64_t k[4];
-} kvshard__hash_key;
 
 typedef struct kvshard__doc {
     kvshard_allocator alloc;
@@ -93,7 +89,7 @@ typedef struct kvshard__doc {
     uint32_t string_count;
     uint32_t string_cap;
     kvshard__map_index *indexes; /* key indexes of large mappings */
-    kvshard__hash_key hash_key;  /* set before the first index or anchor */
+    kvshard__hash_key hash_key;  /* drawn per document, before the first index or anchor */
     bool keyed;
     bool first_index_used;
     /* A config's few dozen nodes need no allocation for the tape: its first
@@ -142,10 +138,6 @@ int kvshard__doc_build_close(kvshard__doc_builder *b);
 int kvshard__doc_build_fail(kvshard__doc_builder *b, int code, size_t offset, const char *fmt,
                             ...) KVSHARD__PRINTF(4, 5);
 
-/* The hash key `seed` stands for, and the 32-bit keyed hash of `len` bytes
- * the key indexes use: the low bits pick a slot. */
-kvshard__hash_key kvshard__doc_hash_key(uint64_t seed);
-uint32_t kvshard__doc_hash(const kvshard__hash_key *key, const char *s, size_t len);
 
 /* The root node. */
 kvshard__node kvshard__doc_root(const kvshard__doc *doc);

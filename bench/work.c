@@ -1,0 +1,405 @@
+/* Work that inputs could make grow without bound: kvshard fit over many
+ * layouts, ranks and layers, and tables keyed by names an input chooses. */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp */
+#include "bench.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "text/safetensors.h"
+
+#include "crafted_names.h"
+
+static bench_stats summary_of(const double *v, size_t n)
+{
+    double *tmp = bench_xmalloc(n * sizeof *tmp);
+    memcpy(tmp, v, n * sizeof *tmp);
+    bench_stats st = bench_summarize(tmp, n);
+    free(tmp);
+    return st;
+}
+
+static kvshard_model *load_text(const char *text, size_t len, const char *name)
+{
+    kvshard_model *m = NULL;
+    kvshard_error err;
+    int rc = kvshard_model_load_string(&m, text, len, name, NULL, &err);
+    if (rc)
+        bench_die_kvshard(name, rc, &err);
+    return m;
+}
+
+/* ---- fit's work ----------------------------------------------------------------------------- */
+
+typedef struct fit_work_ctx {
+    const kvshard_model *model;
+    const kvshard_options *options;
+    const kvshard_fit_options *fit;
+    const char *name;
+    size_t rows;
+} fit_work_ctx;
+
+static volatile uint64_t work_sink;
+
+static void op_fit_work(void *p)
+{
+    fit_work_ctx *c = p;
+    kvshard_fit *f = NULL;
+    kvshard_error err;
+    int rc = kvshard_fit_create(&f, c->model, c->options, c->fit, NULL, &err);
+    if (rc)
+        bench_die_kvshard(c->name, rc, &err);
+    c->rows = kvshard_fit_row_count(f);
+    work_sink += c->rows + kvshard_fit_row_at(f, 0)->tokens_total;
+    kvshard_fit_free(f);
+}
+
+typedef struct plan_ctx {
+    const kvshard_model *model;
+    const kvshard_options *options;
+    const char *name;
+} plan_ctx;
+
+static void op_plan_once(void *p)
+{
+    const plan_ctx *c = p;
+    kvshard_plan *plan = NULL;
+    kvshard_error err;
+    int rc = kvshard_plan_create(&plan, c->model, c->options, NULL, &err);
+    if (rc)
+        bench_die_kvshard(c->name, rc, &err);
+    work_sink += kvshard_plan_digest(plan);
+    kvshard_plan_free(plan);
+}
+
+/* A Nemotron-H config of `layers` layers: an attention layer and a Mamba
+ * layer in every 64, MLP layers otherwise. */
+static char *long_config(size_t *len, uint32_t layers)
+{
+    size_t cap = (size_t)layers + 1024;
+    char *text = bench_xmalloc(cap);
+    int n = snprintf(text, cap,
+                     "{\"model_type\": \"nemotron_h\", \"hidden_size\": 4096, "
+                     "\"num_attention_heads\": 32, \"num_key_value_heads\": 8, "
+                     "\"attention_head_dim\": 128, \"mamba_num_heads\": 128, "
+                     "\"mamba_head_dim\": 64, \"n_groups\": 8, \"ssm_state_size\": 128, "
+                     "\"conv_kernel\": 4, \"expand\": 2, \"num_hidden_layers\": %u, "
+                     "\"hybrid_override_pattern\": \"",
+                     layers);
+    size_t at = (size_t)n;
+    for (uint32_t i = 0; i < layers; i++)
+        text[at++] = i % 64 == 63 ? '*' : i % 64 == 31 ? 'M' : '-';
+    memcpy(text + at, "\"}", 3);
+    *len = at + 2;
+    return text;
+}
+
+void bench_case_fit_work(bench_report *r, bench_inputs *in)
+{
+    const bench_settings *s = r->settings;
+    /* DeepSeek-V3.2 on 55,440 GPUs, every limit open (nodes of 55,440, T and
+     * P up to 55,440): 48,912 rows, T and P up to 55,440 ranks. */
+    const bench_text *t = NULL;
+    for (size_t i = 0; i < in->model_count; i++) {
+        if (strcmp(in->models[i].name, "deepseek_v3_2.json") == 0)
+            t = &in->models[i];
+    }
+    if (!t)
+        bench_die("the example model deepseek_v3_2.json is missing");
+    kvshard_model *m = load_text(t->data, t->len, t->name);
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.device_memory = UINT64_C(80) << 30;
+    o.context_length = 32768;
+    o.kv_cache_dtype = KVSHARD_DTYPE_FP8;
+    o.weights_total = UINT64_C(674030337216);
+    o.weights_experts = UINT64_C(654068416512);
+    o.gpus_per_node = BENCH_FIT_WIDE_GPUS;
+    kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
+    fo.gpus = BENCH_FIT_WIDE_GPUS;
+    fo.max_tp_size = BENCH_FIT_WIDE_GPUS;
+    fo.max_pp_size = BENCH_FIT_WIDE_GPUS;
+    fit_work_ctx wide = {m, &o, &fo, t->name, 0};
+    bench_progress("fit: DeepSeek-V3.2 on %u GPUs, every limit open", BENCH_FIT_WIDE_GPUS);
+    bench_stats tw = bench_time(s, s->big_pairs, op_fit_work, &wide);
+    kvshard_model_free(m);
+
+    /* A 4,194,304-layer model on 64 GPUs against one plan of it. */
+    size_t len;
+    char *text = long_config(&len, BENCH_FIT_LONG_LAYERS);
+    bench_progress("fit: a %u-layer model on 64 GPUs against one plan of it",
+                   BENCH_FIT_LONG_LAYERS);
+    kvshard_model *lm = load_text(text, len, "<4,194,304 layers>");
+    free(text);
+    kvshard_options lo = KVSHARD_OPTIONS_INIT;
+    lo.device_memory = UINT64_C(80) << 30;
+    lo.context_length = 4096;
+    lo.weights_total = UINT64_C(16000000000);
+    kvshard_options po = lo;
+    po.world_size = 64;
+    po.pp_size = 8;
+    po.max_seqs = 1;
+    kvshard_fit_options lfo = KVSHARD_FIT_OPTIONS_INIT;
+    lfo.gpus = 64;
+    fit_work_ctx lc = {lm, &lo, &lfo, "<4,194,304 layers>", 0};
+    plan_ctx pc = {lm, &po, "<4,194,304 layers>"};
+    size_t pairs = s->big_pairs;
+    double *ta = bench_xmalloc(pairs * sizeof *ta), *tb = bench_xmalloc(pairs * sizeof *tb);
+    bench_pairs(s, pairs, op_plan_once, &pc, op_fit_work, &lc, ta, tb);
+    bench_stats ratio = bench_pair_ratio(ta, tb, pairs);
+    bench_stats plan_t = summary_of(ta, pairs), fit_t = summary_of(tb, pairs);
+    free(ta);
+    free(tb);
+    kvshard_model_free(lm);
+
+    bench_section *sec = bench_section_add(
+        r, "kvshard fit: work bounded in layouts, ranks and layers",
+        "kvshard_fit_create (and the free) of DeepSeek-V3.2 on %u GPUs of 80 GiB, context_length "
+        "32768, fp8 KV, gpus_per_node, max_tp_size and max_pp_size all %u (every layout); and "
+        "of a Nemotron-H config of %u layers (attention and Mamba every 64) on 64 GPUs at "
+        "context_length 4096, paired with one kvshard_plan_create of it (TP 8, PP 8, max_seqs "
+        "1). Targets: the first's median / 1 s; the second's median of per-pair ratios.",
+        BENCH_FIT_WIDE_GPUS, BENCH_FIT_WIDE_GPUS, BENCH_FIT_LONG_LAYERS);
+    bench_row *row = bench_row_add(sec, "DeepSeek-V3.2, %u GPUs", BENCH_FIT_WIDE_GPUS);
+    bench_fig_stats(row, "fit", BENCH_UNIT_NS, &tw);
+    bench_fig(row, "layouts", BENCH_UNIT_COUNT, (double)wide.rows);
+    bench_fig(row, "per layout", BENCH_UNIT_NS, tw.median / (double)wide.rows);
+    row = bench_row_add(sec, "%u layers, 64 GPUs", BENCH_FIT_LONG_LAYERS);
+    bench_fig_stats(row, "one plan", BENCH_UNIT_NS, &plan_t);
+    bench_fig_stats(row, "fit", BENCH_UNIT_NS, &fit_t);
+    bench_fig(row, "layouts", BENCH_UNIT_COUNT, (double)lc.rows);
+    bench_fig_stats(row, "fit / plan", BENCH_UNIT_RATIO, &ratio);
+    bench_target_add(r, BENCH_FIT_WIDE_TARGET, tw.median / 1e9, 1.0, false,
+                     "median %.0f ms of %zu batches (p90 %.0f ms), %s / 1 s", tw.median / 1e6,
+                     tw.n, tw.p90 / 1e6, bench_clock_name());
+    bench_target_add(r, BENCH_FIT_LONG_TARGET, ratio.median, 10.0, false,
+                     "median of %zu per-pair ratios (p10 %.2f, p90 %.2f)", ratio.n, ratio.p10,
+                     ratio.p90);
+}
+
+/* ---- names crafted to collide -------------------------------------------------------------- */
+
+/* A temporary directory holding the files of one read. */
+static char *temp_dir(void)
+{
+    const char *base = getenv("TMPDIR");
+    size_t n = strlen(base && *base ? base : "/tmp") + 32;
+    char *dir = bench_xmalloc(n);
+    snprintf(dir, n, "%s/kvshard_names_XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(dir))
+        bench_die("cannot make a temporary directory");
+    return dir;
+}
+
+static void put_file(const char *dir, const char *name, const void *data, size_t len)
+{
+    char *path = bench_join(dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(data, 1, len, f) != len || fclose(f) != 0)
+        bench_die("cannot write %s", path);
+    free(path);
+}
+
+static void remove_temp(char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        char *path = bench_join(dir, e->d_name);
+        unlink(path);
+        free(path);
+    }
+    if (d)
+        closedir(d);
+    rmdir(dir);
+    free(dir);
+}
+
+/* Two shards holding names[0, n/2) and [n/2, n), two bytes of F16 each:
+ * the check that no tensor is in both looks every name up. */
+static char *tensor_dir(const char *names, size_t n)
+{
+    char *dir = temp_dir();
+    for (int half = 0; half < 2; half++) {
+        size_t from = half ? n / 2 : 0, to = half ? n : n / 2;
+        size_t cap = 64 + (to - from) * 96, used = 0;
+        char *json = bench_xmalloc(cap);
+        json[used++] = '{';
+        for (size_t i = from; i < to; i++)
+            used += (size_t)snprintf(json + used, cap - used,
+                                     "%s\"%s\":{\"dtype\":\"F16\",\"shape\":[1],"
+                                     "\"data_offsets\":[%zu,%zu]}",
+                                     i > from ? "," : "", names + 17 * i, 2 * (i - from),
+                                     2 * (i - from) + 2);
+        json[used++] = '}';
+        size_t total = 8 + used + 2 * (to - from);
+        unsigned char *buf = calloc(1, total);
+        if (!buf)
+            bench_die("out of memory");
+        for (int i = 0; i < 8; i++)
+            buf[i] = (unsigned char)((uint64_t)used >> (8 * i));
+        memcpy(buf + 8, json, used);
+        put_file(dir, half ? "b.safetensors" : "a.safetensors", buf, total);
+        free(buf);
+        free(json);
+    }
+    return dir;
+}
+
+/* An index naming a shard per tensor, none of them present: the distinct
+ * shards are found through a table of names before the first is opened. */
+static char *shard_dir(const char *names, size_t n)
+{
+    char *dir = temp_dir();
+    size_t cap = 128 + n * 64, used = 0;
+    char *json = bench_xmalloc(cap);
+    used += (size_t)snprintf(json, cap, "{\"metadata\":{\"total_size\":%zu},\"weight_map\":{",
+                             2 * n);
+    for (size_t i = 0; i < n; i++)
+        used += (size_t)snprintf(json + used, cap - used, "%s\"t%zu\":\"%s\"", i ? "," : "", i,
+                                 names + 17 * i);
+    used += (size_t)snprintf(json + used, cap - used, "}}");
+    put_file(dir, "model.safetensors.index.json", json, used);
+    free(json);
+    return dir;
+}
+
+typedef struct read_ctx {
+    const char *dir;
+    bool absent; /* the shards the index names are absent: the read stops at the first */
+} read_ctx;
+
+static void op_read(void *p)
+{
+    const read_ctx *c = p;
+    kvshard__safetensors *set = NULL;
+    kvshard_error err;
+    int rc = kvshard_safetensors__read_dir(&set, c->dir, NULL, 0, &err);
+    if (rc == KVSHARD_EIO && c->absent)
+        return;
+    if (rc)
+        bench_die_kvshard(c->dir, rc, &err);
+    work_sink += set->count;
+    kvshard_safetensors__free(set);
+}
+
+typedef struct skip_ctx {
+    kvshard_deployment *dep;
+    const char **argv;
+    size_t count;
+} skip_ctx;
+
+/* Skipping the flags again: each is looked up among those kept. */
+static void op_skip(void *p)
+{
+    const skip_ctx *c = p;
+    kvshard_error err;
+    int rc = kvshard_deployment_apply_args(c->dep, c->count, c->argv,
+                                           KVSHARD_ARGS_IGNORE_UNKNOWN, &err);
+    if (rc)
+        bench_die_kvshard("flags", rc, &err);
+}
+
+static skip_ctx skip_ctx_of(const bench_inputs *in, const char *flags, size_t stride, size_t n)
+{
+    skip_ctx c = {NULL, bench_xmalloc(n * sizeof(const char *)), n};
+    kvshard_error err;
+    int rc = kvshard_deployment_load_file(&c.dep, in->seed->path, NULL, &err);
+    if (rc)
+        bench_die_kvshard(in->seed->path, rc, &err);
+    for (size_t i = 0; i < n; i++)
+        c.argv[i] = flags + i * stride;
+    op_skip(&c); /* the first call keeps them */
+    return c;
+}
+
+/* Crafted against ordinary, paired: the ratio's median. */
+static bench_stats paired(const bench_settings *s, bench_op op, void *plain, void *crafted,
+                          bench_stats *tp, bench_stats *tc)
+{
+    size_t pairs = s->pairs;
+    double *ta = bench_xmalloc(pairs * sizeof *ta), *tb = bench_xmalloc(pairs * sizeof *tb);
+    bench_pairs(s, pairs, op, plain, op, crafted, ta, tb);
+    bench_stats ratio = bench_pair_ratio(ta, tb, pairs);
+    *tp = summary_of(ta, pairs);
+    *tc = summary_of(tb, pairs);
+    free(ta);
+    free(tb);
+    return ratio;
+}
+
+void bench_case_names(bench_report *r, bench_inputs *in)
+{
+    const bench_settings *s = r->settings;
+    const size_t n = BENCH_NAMES;
+    bench_progress("names: %zu tensor and shard names, 2^%u flags, crafted against the old hashes",
+                   n, BENCH_FLAG_STEPS);
+    char *plain = plain_tensor_names(n), *crafted = crafted_tensor_names(n);
+    size_t ps, cs;
+    char *plain_f = plain_flags(BENCH_FLAG_STEPS, &ps), *crafted_f = crafted_flags(BENCH_FLAG_STEPS, &cs);
+    if (!plain || !crafted || !plain_f || !crafted_f)
+        bench_die("out of memory crafting names");
+
+    char *pd = tensor_dir(plain, n), *cd = tensor_dir(crafted, n);
+    read_ctx pr = {pd, false}, cr = {cd, false};
+    bench_stats tp_t, tc_t, t_ratio = paired(s, op_read, &pr, &cr, &tp_t, &tc_t);
+    remove_temp(pd);
+    remove_temp(cd);
+
+    pd = shard_dir(plain, n);
+    cd = shard_dir(crafted, n);
+    pr = (read_ctx){pd, true};
+    cr = (read_ctx){cd, true};
+    bench_stats sp_t, sc_t, s_ratio = paired(s, op_read, &pr, &cr, &sp_t, &sc_t);
+    remove_temp(pd);
+    remove_temp(cd);
+
+    size_t nf = (size_t)1 << BENCH_FLAG_STEPS;
+    skip_ctx pf = skip_ctx_of(in, plain_f, ps, nf), cf = skip_ctx_of(in, crafted_f, cs, nf);
+    bench_stats fp_t, fc_t, f_ratio = paired(s, op_skip, &pf, &cf, &fp_t, &fc_t);
+    kvshard_deployment_free(pf.dep);
+    kvshard_deployment_free(cf.dep);
+    free(pf.argv);
+    free(cf.argv);
+    free(plain);
+    free(crafted);
+    free(plain_f);
+    free(crafted_f);
+
+    bench_section *sec = bench_section_add(
+        r, "Names crafted to collide",
+        "Tables keyed by names a checkpoint or a command line chooses, fed names crafted to "
+        "share one slot of any table up to 2^20 slots under kvshard 0.3's unkeyed hashes "
+        "(tests/crafted_names.h), against ordinary names of the same length: %zu tensor names "
+        "over two shard headers (kvshard_safetensors__read_dir, the check that no tensor is in "
+        "both), an index naming %zu shards (the table of distinct shards), 2^%u flags skipped "
+        "again by kvshard_deployment_apply_args under --ignore_unknown_flags. Batches alternate "
+        "ordinary, crafted; ratio = median of per-pair ratios.",
+        n, n, BENCH_FLAG_STEPS);
+    bench_row *row = bench_row_add(sec, "tensor names");
+    bench_fig_stats(row, "ordinary", BENCH_UNIT_NS, &tp_t);
+    bench_fig_stats(row, "crafted", BENCH_UNIT_NS, &tc_t);
+    bench_fig_stats(row, "crafted / ordinary", BENCH_UNIT_RATIO, &t_ratio);
+    row = bench_row_add(sec, "shard names");
+    bench_fig_stats(row, "ordinary", BENCH_UNIT_NS, &sp_t);
+    bench_fig_stats(row, "crafted", BENCH_UNIT_NS, &sc_t);
+    bench_fig_stats(row, "crafted / ordinary", BENCH_UNIT_RATIO, &s_ratio);
+    row = bench_row_add(sec, "skipped flags");
+    bench_fig_stats(row, "ordinary", BENCH_UNIT_NS, &fp_t);
+    bench_fig_stats(row, "crafted", BENCH_UNIT_NS, &fc_t);
+    bench_fig_stats(row, "crafted / ordinary", BENCH_UNIT_RATIO, &f_ratio);
+    bench_target_add(r, BENCH_NAMES_TENSOR_TARGET, t_ratio.median, BENCH_NAMES_LIMIT, false,
+                     "median of %zu per-pair ratios (p10 %.3f, p90 %.3f)", t_ratio.n,
+                     t_ratio.p10, t_ratio.p90);
+    bench_target_add(r, BENCH_NAMES_SHARD_TARGET, s_ratio.median, BENCH_NAMES_LIMIT, false,
+                     "median of %zu per-pair ratios (p10 %.3f, p90 %.3f)", s_ratio.n,
+                     s_ratio.p10, s_ratio.p90);
+    bench_target_add(r, BENCH_NAMES_FLAG_TARGET, f_ratio.median, BENCH_NAMES_LIMIT, false,
+                     "median of %zu per-pair ratios (p10 %.3f, p90 %.3f)", f_ratio.n,
+                     f_ratio.p10, f_ratio.p90);
+}
