@@ -320,10 +320,20 @@ int kvshard__device_stages(uint64_t *weights, uint64_t *budgets, const kvshard__
         *left = poorest;
     if (first_short != UINT32_MAX) {
         uint32_t s = first_short;
-        uint64_t taken;
-        if (!kvshard__add(&taken, weights[s], d->reserve))
-            taken = UINT64_MAX;
-        uint64_t shortfall = taken - d->usable;
+        /* weights + reserve - usable, without a saturated sum: a reserve
+         * near 2^64 bytes is short by its exact figure, or by more than
+         * 2^64 - 1 bytes. */
+        uint64_t shortfall;
+        char short_text[48];
+        bool exact = true;
+        if (weights[s] >= d->usable)
+            exact = kvshard__add(&shortfall, weights[s] - d->usable, d->reserve);
+        else
+            shortfall = d->reserve - (d->usable - weights[s]);
+        if (exact)
+            snprintf(short_text, sizeof short_text, "%llu", (unsigned long long)shortfall);
+        else
+            snprintf(short_text, sizeof short_text, "more than 18446744073709551615");
         char u[24], where[32] = "";
         kvshard__ppb_text(u, sizeof u, d->utilization_ppb);
         if (layout->pp > 1)
@@ -332,10 +342,10 @@ int kvshard__device_stages(uint64_t *weights, uint64_t *budgets, const kvshard__
         return kvshard__fail(err, KVSHARD_EDOESNOTFIT, "", kvshard__no_mark,
                              "does_not_fit: the weights%s (%llu bytes a rank) and "
                              "activation_reserve %llu bytes take all of device_memory %llu x "
-                             "memory_utilization %s = %llu usable bytes: %llu bytes short",
+                             "memory_utilization %s = %llu usable bytes: %s bytes short",
                              where, (unsigned long long)weights[s],
                              (unsigned long long)d->reserve, (unsigned long long)d->device_memory,
-                             u, (unsigned long long)d->usable, (unsigned long long)shortfall);
+                             u, (unsigned long long)d->usable, short_text);
     }
     return KVSHARD_OK;
 }
@@ -451,9 +461,10 @@ int kvshard__device_fill(kvshard__planning *pl, const kvshard__device *d,
     if (rc)
         return rc;
     uint64_t taken;
-    if (!kvshard__add(&taken, weights[0], d->reserve))
-        taken = UINT64_MAX;
-    if (p->device_fill_free && taken >= d->device_memory) {
+    bool added = kvshard__add(&taken, weights[0], d->reserve);
+    /* Past 2^64 - 2 bytes no device holds them, and non_kv_memory's numbers
+     * end there (2^64 - 1 stands for "not given"): never filled saturated. */
+    if (!added || taken == UINT64_MAX || (p->device_fill_free && taken >= d->device_memory)) {
         *blame = "device_memory";
         return kvshard__fail(err, KVSHARD_EDOESNOTFIT, "", kvshard__no_mark,
                              "does_not_fit: the weights (%llu bytes a rank) and "

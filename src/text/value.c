@@ -75,7 +75,9 @@ static int check(const kvshard_value__def *d, kvshard_value v, const char *text,
     case KVSHARD__VT_BYTES:
         if (!text && v.u == 0 && d->unset_ok)
             return KVSHARD_OK;
-        if (kvshard_value__is_word(d, v))
+        /* A text here is a number: its words were told apart by their text
+         * before. Only a caller's struct stores a word as its value. */
+        if (!text && kvshard_value__is_word(d, v))
             return KVSHARD_OK;
         if (v.u < d->min && d->below_min == KVSHARD_EPARALLEL) {
             if (!text)
@@ -86,9 +88,25 @@ static int check(const kvshard_value__def *d, kvshard_value v, const char *text,
                                  "%s is %.*s; it must be at least %llu", d->name, SHOWN(len), text,
                                  (unsigned long long)d->min);
         }
-        if (v.u < d->min || v.u > d->max)
+        if (v.u < d->min || v.u > d->max) {
+            /* A number that is a word's value in a caller's struct: the
+             * word, not the number, is what sets that. */
+            const kvshard_value__word *w = kvshard_value__is_word(d, v)
+                                               ? kvshard_value__word_of(d->words, (int)(int64_t)v.u)
+                                               : NULL;
+            char hint[96] = "";
+            if (w)
+                snprintf(hint, sizeof hint, " (kvshard_options holds %s as %llu)", w->text,
+                         (unsigned long long)v.u);
+            if (d->type == KVSHARD__VT_BYTES && text)
+                return kvshard__fail(err, KVSHARD_ERANGE, source, mark,
+                                     "%s: %.*s is out of range; expected a size from %llu to "
+                                     "%llu bytes%s",
+                                     d->name, SHOWN(len), text, (unsigned long long)d->min,
+                                     (unsigned long long)d->max, hint);
             return kvshard__range_error(err, d->name, text, len, v.u, d->min, d->max, source,
                                         mark);
+        }
         return KVSHARD_OK;
     case KVSHARD__VT_FRACTION:
         if (!text && v.d == 0.0 && d->unset_ok)
@@ -307,7 +325,10 @@ int kvshard_value__parse(kvshard_value *out, const kvshard_value__def *d, const 
             if (d->below_min == KVSHARD_EPARALLEL) /* "is -3; it must be at least 1" */
                 return check(d, v, text, len, source, mark, err);
             return kvshard__range_error(err, d->name, text, len, 0, d->min, d->max, source, mark);
-        case KVSHARD__INT_TOO_LARGE: v.u = UINT64_MAX; break;
+        /* Past 2^64 - 1 is out of every range, and never a value that a
+         * word stands for. */
+        case KVSHARD__INT_TOO_LARGE:
+            return kvshard__range_error(err, d->name, text, len, 0, d->min, d->max, source, mark);
         case KVSHARD__INT_OK: break;
         }
         break;
