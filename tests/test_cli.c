@@ -1654,6 +1654,67 @@ static void test_fit_command(void **state)
     run_free(&r);
 }
 
+/* ---- correctness v4: values and the command line ------------------------------------------ */
+
+#define LLAMA_MODEL KVSHARD_EXAMPLES "/models/llama3_1_8b.json"
+
+/* --speculative-config is JSON, as the engine's json.loads reads it: the
+ * forms only YAML takes are bad usage, at the flag. */
+static void test_speculative_config_is_json(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *value, *why;
+    } refused[] = {
+        {"{\"method\": \"ngram\", \"num_speculative_tokens\": 2,}",
+         "(expected a key after ',', found '}': JSON allows no trailing comma)"},
+        {"{\"method\": \"ngram\", # two\n\"num_speculative_tokens\": 2}",
+         "(expected a key in double quotes after ',', found '#')"},
+        {"{'method': 'ngram', 'num_speculative_tokens': 2}",
+         "(expected a key in double quotes or '}', found a single quote (JSON strings take double "
+         "quotes))"},
+        {"{\"method\": \"ngram\", \"num_speculative_tokens\": !!int 2}",
+         "(expected a JSON value (an object, an array, a string, a number, true, false or "
+         "null), found '!')"},
+        {"{\"method\": ngram, \"num_speculative_tokens\": 2}",
+         "(expected a JSON value (an object, an array, a string, a number, true, false or "
+         "null), found 'ngram')"},
+        {"{method: \"ngram\", \"num_speculative_tokens\": 2}",
+         "(expected a key in double quotes or '}', found 'method')"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        /* One shell word: in single quotes, each ' written '\'' */
+        char quoted[256];
+        size_t n = 0;
+        quoted[n++] = '\'';
+        for (const char *c = refused[i].value; *c; c++) {
+            if (*c == '\'') {
+                memcpy(quoted + n, "'\\''", 4);
+                n += 4;
+            } else {
+                quoted[n++] = *c;
+            }
+        }
+        quoted[n++] = '\'';
+        quoted[n] = '\0';
+        run_result r = cli("plan '%s' --engine=vllm --max-model-len=4096 --memory_per_rank=10GiB "
+                           "--speculative-config %s",
+                           LLAMA_MODEL, quoted);
+        if (r.status != 2 || !strstr(r.err, refused[i].why))
+            print_error("%s: exit %d, %s\n", refused[i].value, r.status, r.err);
+        assert_true(starts_with(r.err, "kvshard: command line --speculative-config: "
+                                       "speculative_config: expected a JSON object, found \""));
+        assert_non_null(strstr(r.err, refused[i].why));
+        assert_usage(&r);
+    }
+    run_result r = cli("plan '%s' --engine=vllm --max-model-len=4096 --memory_per_rank=10GiB "
+                       "--speculative-config '{\"method\": \"ngram\", "
+                       "\"num_speculative_tokens\": 2}'",
+                       LLAMA_MODEL);
+    assert_int_equal(r.status, 0);
+    run_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1688,6 +1749,7 @@ int main(void)
         cmocka_unit_test(test_setup_lists_optional_packages),
         cmocka_unit_test(test_readme_outputs),
         cmocka_unit_test(test_fit_command),
+        cmocka_unit_test(test_speculative_config_is_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

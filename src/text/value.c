@@ -2,6 +2,7 @@
  * values a caller's struct holds alike. */
 #include "text/value.h"
 
+#include "text/json_doc.h"
 #include "text/yaml_doc.h"
 
 #include <ctype.h>
@@ -231,7 +232,10 @@ static int printable(const kvshard_value__def *d, const char *text, size_t len,
 
 /* A JSON object given as one value (vLLM's --speculative-config): its text
  * field, which must stand in the text as written so that the value can
- * point at it, and its whole-number field. */
+ * point at it, and its whole-number field. The engine reads the value with
+ * json.loads, so it is read as strict JSON: what only YAML allows (trailing
+ * commas, comments, single quotes, tags, bare words) is refused, never
+ * planned as something the engine would reject. */
 static int parse_object(kvshard_value *v, const kvshard_value__def *d, const char *text, size_t len,
                         const char *source, kvshard__mark mark, kvshard_error *err)
 {
@@ -240,7 +244,7 @@ static int parse_object(kvshard_value *v, const kvshard_value__def *d, const cha
     kvshard__doc doc;
     kvshard_error doc_err;
     kvshard__error_reset(&doc_err);
-    if (kvshard__doc_parse(&doc, text, len, d->name, &a, &doc_err) != KVSHARD_OK) {
+    if (kvshard_json_doc__parse(&doc, text, len, d->name, &a, &doc_err) != KVSHARD_OK) {
         if (doc_err.code == KVSHARD_ENOMEM)
             return kvshard__fail(err, KVSHARD_ENOMEM, source, mark, "out of memory");
         return kvshard__fail(err, KVSHARD_ETYPE, source, mark,
