@@ -1658,6 +1658,41 @@ static void test_fit_command(void **state)
 
 #define LLAMA_MODEL KVSHARD_EXAMPLES "/models/llama3_1_8b.json"
 
+/* Flag lines write a fraction as its shortest decimal, as the engines print
+ * theirs: u = 1 is "1" in kvshard's and vLLM's flags. The header and the
+ * JSON device object keep the number's point (32 GiB x 1 = 34,359,738,368
+ * usable); 0.95 stays 0.95. */
+static void test_fit_flag_fractions(void **state)
+{
+    (void)state;
+    run_result r = cli("fit '%s' --gpus=4 --device_memory=32GiB --context_length=32768 " QWEN_WEIGHTS
+                       " --memory_utilization=1",
+                       QWEN_MODEL);
+    assert_int_equal(r.status, 0);
+    assert_true(starts_with(r.out, "fit        4 GPUs of 34,359,738,368 B (32.00 GiB) x 1.0 = "
+                                   "34,359,738,368 usable; "));
+    assert_contains(r.out, " --device_memory=34359738368 --memory_utilization=1 "
+                           "--weights_total=69321223296");
+    assert_contains(r.out, " --gpu-memory-utilization=1 --max-model-len=32768 ");
+    assert_null(strstr(r.out, "=1.0"));
+    run_free(&r);
+    r = cli("fit '%s' --gpus=4 --device_memory=32GiB --context_length=32768 " QWEN_WEIGHTS
+            " --memory_utilization=1 --format=json",
+            QWEN_MODEL);
+    assert_int_equal(r.status, 0);
+    assert_contains(r.out, "\"memory_utilization\": 1.0, \"usable\": 34359738368,");
+    assert_contains(r.out, "\"--gpu-memory-utilization=1\"");
+    assert_null(strstr(r.out, "=1.0"));
+    run_free(&r);
+    r = cli("fit '%s' --gpus=4 --device_memory=32GiB --context_length=32768 " QWEN_WEIGHTS
+            " --memory_utilization=0.95",
+            QWEN_MODEL);
+    assert_int_equal(r.status, 0);
+    assert_contains(r.out, " --memory_utilization=0.95 ");
+    assert_contains(r.out, " --gpu-memory-utilization=0.95 ");
+    run_free(&r);
+}
+
 /* --speculative-config is JSON, as the engine's json.loads reads it: the
  * forms only YAML takes are bad usage, at the flag. */
 static void test_speculative_config_is_json(void **state)
@@ -1749,6 +1784,7 @@ int main(void)
         cmocka_unit_test(test_setup_lists_optional_packages),
         cmocka_unit_test(test_readme_outputs),
         cmocka_unit_test(test_fit_command),
+        cmocka_unit_test(test_fit_flag_fractions),
         cmocka_unit_test(test_speculative_config_is_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

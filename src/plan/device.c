@@ -21,6 +21,14 @@ void kvshard__ppb_text(char *buf, size_t cap, uint32_t ppb)
         buf[--n] = '\0';
 }
 
+void kvshard__ppb_flag_text(char *buf, size_t cap, uint32_t ppb)
+{
+    kvshard__ppb_text(buf, cap, ppb);
+    size_t n = strlen(buf);
+    if (n > 2 && buf[n - 2] == '.' && buf[n - 1] == '0')
+        buf[n - 2] = '\0'; /* 1.0 -> 1 */
+}
+
 /* floor(bytes x ppb / 10^9) without 128-bit arithmetic: ppb is at most
  * 10^9, so neither part overflows. */
 static uint64_t share_of(uint64_t bytes, uint32_t ppb)

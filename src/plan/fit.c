@@ -557,7 +557,7 @@ uint32_t kvshard_fit_limited_layouts(const kvshard_fit *fit)
 kvshard_profile__layout kvshard__fit_layout(const kvshard_fit *fit, const kvshard_fit_row *row,
                                             char *utilization, size_t cap)
 {
-    kvshard__ppb_text(utilization, cap, fit->device.utilization_ppb);
+    kvshard__ppb_flag_text(utilization, cap, fit->device.utilization_ppb);
     kvshard_profile__layout l = {
         .world_size = fit->gpus,
         .tp = row->tp_size,
