@@ -1693,6 +1693,19 @@ static void test_fit_flag_fractions(void **state)
     run_free(&r);
 }
 
+/* Two values of one setting show as given, so that they differ on screen
+ * ("%g" showed both as 0.9). */
+static void test_conflict_shows_values(void **state)
+{
+    (void)state;
+    run_result r = cli("plan '%s' --engine=vllm --max-model-len=4096 --device_memory=80GiB "
+                       "--weights_total=16GiB --memory_utilization=0.9000000001 "
+                       "--gpu-memory-utilization=0.9",
+                       LLAMA_MODEL);
+    assert_invalid(&r, "command line --memory_utilization: vllm profile: memory_utilization "
+                       "0.9000000001 and gpu_memory_utilization 0.9 differ; give one of them\n");
+}
+
 /* --speculative-config is JSON, as the engine's json.loads reads it: the
  * forms only YAML takes are bad usage, at the flag. */
 static void test_speculative_config_is_json(void **state)
@@ -1785,6 +1798,7 @@ int main(void)
         cmocka_unit_test(test_readme_outputs),
         cmocka_unit_test(test_fit_command),
         cmocka_unit_test(test_fit_flag_fractions),
+        cmocka_unit_test(test_conflict_shows_values),
         cmocka_unit_test(test_speculative_config_is_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

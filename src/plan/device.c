@@ -199,11 +199,13 @@ int kvshard__device_open(kvshard__device *d, const kvshard__planning *pl,
     double scaled = d->utilization * 1e9;
     d->utilization_ppb = (uint32_t)llround(scaled);
     if (fabs(scaled - (double)d->utilization_ppb) > 1e-3) {
+        char shown[40];
+        kvshard_format__shortest_text(shown, sizeof shown, d->utilization);
         *blame = "memory_utilization";
         return kvshard__fail(err, KVSHARD_ERANGE, "", kvshard__no_mark,
-                             "memory_utilization %.15g has more than 9 digits after the point; "
+                             "memory_utilization %s has more than 9 digits after the point; "
                              "kvshard reads it to the billionth",
-                             d->utilization);
+                             shown);
     }
     d->usable = share_of(o->device_memory, d->utilization_ppb);
     uint64_t twentieth = o->device_memory / 20;
@@ -429,12 +431,16 @@ int kvshard__device_map(kvshard__planning *pl, const char **blame, kvshard_error
     kvshard_value *u = engine_input(pl, p->device_utilization_input, &set);
     if (u && o->memory_utilization > 0) {
         if (set && u->d != o->memory_utilization) {
+            /* Each as the shortest decimal of its value: "%g" would show
+             * 0.9000000001 and 0.9 alike. */
+            char mine[40], theirs[40];
+            kvshard_format__shortest_text(mine, sizeof mine, o->memory_utilization);
+            kvshard_format__shortest_text(theirs, sizeof theirs, u->d);
             *blame = "memory_utilization";
             return kvshard__fail(err, KVSHARD_EDUPKEY, "", kvshard__no_mark,
-                                 "%s profile: memory_utilization %g and %s %g differ; give one "
+                                 "%s profile: memory_utilization %s and %s %s differ; give one "
                                  "of them",
-                                 p->name, o->memory_utilization, p->device_utilization_input,
-                                 u->d);
+                                 p->name, mine, p->device_utilization_input, theirs);
         }
         u->d = o->memory_utilization;
     }
