@@ -427,11 +427,15 @@ static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvsha
                       const kvshard_fit_options *fo, const kvshard_allocator *allocator,
                       const char **blame, kvshard_error *err)
 {
-    static const kvshard_fit_options defaults = KVSHARD_FIT_OPTIONS_INIT;
     search s;
     memset(&s, 0, sizeof s);
-    int rc = kvshard__begin_planning(&s.base, out && model, options, allocator, blame, err);
-    if (rc == KVSHARD_OK && fo &&
+    /* A fit needs its GPUs and the device: no NULL stands for defaults. */
+    *blame = NULL;
+    int rc = kvshard_call__begin(err, out && model && options && fo,
+                                 "out, model, options and fit_options");
+    if (rc == KVSHARD_OK)
+        rc = kvshard__begin_planning(&s.base, true, options, allocator, blame, err);
+    if (rc == KVSHARD_OK &&
         (rc = kvshard_call__size(err, "kvshard_fit_options", fo->size, sizeof *fo,
                                  "KVSHARD_FIT_OPTIONS_INIT")) != 0)
         return rc;
@@ -447,7 +451,6 @@ static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvsha
         rc = kvshard__planning_settle(&s.base, model, blame, err);
     if (rc)
         return rc;
-    fo = fo ? fo : &defaults;
     s.model = model;
     s.alloc = kvshard__allocator_or_default(allocator);
     kvshard_options init = KVSHARD_OPTIONS_INIT;
