@@ -218,7 +218,8 @@ static void test_command_help(void **state)
                            "default 0.11.0\n");
     assert_true(strstr(r.out, "\nengine command lines:\n"
                               "  --flagfile=FILE             more flags, one a line (# starts "
-                              "a comment)\n"
+                              "a comment); also\n"
+                              "                              --flagfile FILE\n"
                               "  --ignore_unknown_flags      skip the flags and arguments the "
                               "profile does not\n"
                               "                              read; the plan's warning "
@@ -1763,6 +1764,57 @@ static void test_speculative_config_is_json(void **state)
     run_free(&r);
 }
 
+/* --flagfile FILE takes the next argument as its file, as every flag with a
+ * value does: on the command line (before or after CONFIG, under an
+ * engine's argparse style too) and in a flag file (the next line). */
+static void test_flagfile_separate_value(void **state)
+{
+    (void)state;
+    scratch s;
+    scratch_open(&s);
+    put_file(in_dir(&s, "two.flags"), "--world_size=2\n");
+    put_file(in_dir(&s, "outer.flags"), "--flagfile\ntwo.flags\n");
+    put_file(in_dir(&s, "last.flags"), "--world_size=2\n--flagfile\n");
+    static const char *const forms[] = {
+        "plan dep.yaml --flagfile=two.flags",
+        "plan dep.yaml --flagfile two.flags",
+        "plan --flagfile two.flags dep.yaml",
+        "plan dep.yaml --flagfile outer.flags",
+        "plan dep.yaml -flagfile two.flags",
+    };
+    char *first = NULL;
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        run_result r = shell("cd \"%s\" && \"%s\" %s", s.dir, KVSHARD_CLI, forms[i]);
+        if (r.status != 0)
+            print_error("%s: exit %d, %s\n", forms[i], r.status, r.err);
+        assert_int_equal(r.status, 0);
+        assert_contains(r.out, "\nparallel   world_size 2 = dp 1 x cp 1 x attention TP 2;");
+        if (!first)
+            first = strdup(r.out);
+        else
+            assert_string_equal(r.out, first);
+        run_free(&r);
+    }
+    free(first);
+    run_result r = shell("cd \"%s\" && \"%s\" plan models/qwen3_5_35b_a3b.json --engine=vllm "
+                         "--max-model-len 4096 --memory_per_rank=10GiB --flagfile two.flags",
+                         s.dir, KVSHARD_CLI);
+    assert_int_equal(r.status, 0);
+    run_free(&r);
+    r = shell("cd \"%s\" && \"%s\" plan dep.yaml --flagfile", s.dir, KVSHARD_CLI);
+    assert_string_equal(r.err, "kvshard: command line --flagfile: --flagfile needs a file name\n"
+                               "Try 'kvshard help plan'.\n");
+    assert_usage(&r);
+    /* A bare --flagfile on a file's last line: the argument after the file
+     * is not its value. */
+    r = shell("cd \"%s\" && \"%s\" plan dep.yaml --flagfile=last.flags two.flags", s.dir,
+              KVSHARD_CLI);
+    assert_string_equal(r.err, "kvshard: last.flags:2:1: --flagfile needs a file name\n"
+                               "Try 'kvshard help plan'.\n");
+    assert_usage(&r);
+    scratch_close(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1800,6 +1852,7 @@ int main(void)
         cmocka_unit_test(test_fit_flag_fractions),
         cmocka_unit_test(test_conflict_shows_values),
         cmocka_unit_test(test_speculative_config_is_json),
+        cmocka_unit_test(test_flagfile_separate_value),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -374,7 +374,8 @@ static void help_flags(text_buf *b, const kvshard__profile *profile)
             break;
     }
     put_text(b, "\nengine command lines:\n");
-    help_row(b, "--flagfile=FILE", "more flags, one a line (# starts a comment)");
+    help_row(b, "--flagfile=FILE",
+             "more flags, one a line (# starts a comment); also --flagfile FILE");
     help_row(b, argparse ? "--ignore-unknown-flags" : "--ignore_unknown_flags",
              "skip the flags and arguments the profile does not read; the plan's warning "
              "flags_ignored names them");
@@ -597,6 +598,11 @@ static int parse_args(cli *c, int argc, char **argv, int *done)
             if (arg[9] == '\0')
                 return usage_error("--output= needs a file name (or - for standard output)");
             c->output = arg + 9;
+        } else if ((strcmp(arg, "--flagfile") == 0 || strcmp(arg, "-flagfile") == 0) &&
+                   i + 1 < argc) {
+            /* --flagfile FILE: the file is the flag's, never CONFIG. */
+            c->flags[c->flag_count++] = arg;
+            c->flags[c->flag_count++] = argv[++i];
         } else if (!c->command && !(arg[0] == '-' && arg[1] != '\0')) {
             c->command = arg;
         } else if (!c->config && c->command && !(arg[0] == '-' && arg[1] != '\0')) {
