@@ -1163,10 +1163,11 @@ static void test_flagfile_messages(void **state)
     memset(arg + n, 'a', 5000);
     snprintf(arg + n + 5000, sizeof arg - (size_t)n - 5000, "/engine.flags");
     r = cli("plan '%s' '%s'", EXAMPLE, arg);
-    assert_true(starts_with(r.err, "kvshard: command line --flagfile: --flagfile=..."));
+    assert_true(starts_with(r.err, "command line --flagfile: --flagfile=..."));
     assert_non_null(strstr(r.err, "aaaa/engine.flags: cannot open: File name too long\n"));
     assert_null(strstr(r.err, "needs a file name"));
-    assert_usage(&r);
+    /* A flag file that does not read is a file that does not read: 1. */
+    assert_invalid(&r, "command line --flagfile: --flagfile=...");
     scratch_close(&s);
 }
 
@@ -1815,6 +1816,50 @@ static void test_flagfile_separate_value(void **state)
     scratch_close(&s);
 }
 
+/* Exit status, the same for every command: a command-line value that does
+ * not parse, is out of range or is past what kvshard represents (a
+ * fraction with more than 9 decimals, a count past 2^64 - 1) is bad usage,
+ * 2, whether the flags or the plan find it out; the same value in a
+ * deployment file is invalid input, 1, located. */
+static void test_exit_status_uniform(void **state)
+{
+    (void)state;
+    static const char *const commands[] = {"plan", "compare", "report", "fit"};
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        const char *fit = strcmp(commands[i], "fit") == 0 ? " --gpus=4" : "";
+        run_result r = cli("%s '%s'%s --device_memory=32GiB " QWEN_WEIGHTS
+                           " --memory_utilization=0.9000000001",
+                           commands[i], QWEN_MODEL, fit);
+        char want[512];
+        snprintf(want, sizeof want,
+                 "kvshard: command line --memory_utilization: memory_utilization 0.9000000001 "
+                 "has more than 9 digits after the point; kvshard reads it to the billionth\n"
+                 "Try 'kvshard help %s'.\n",
+                 commands[i]);
+        if (r.status != 2 || strcmp(r.err, want) != 0)
+            print_error("%s: exit %d, %s\n", commands[i], r.status, r.err);
+        assert_string_equal(r.err, want);
+        assert_usage(&r);
+        r = cli("%s '%s'%s --device_memory=32GiB " QWEN_WEIGHTS " --max_seqs=18446744073709551616",
+                commands[i], QWEN_MODEL, fit);
+        snprintf(want, sizeof want,
+                 "kvshard: command line --max_seqs: max_seqs: 18446744073709551616 is out of "
+                 "range; expected an integer from 1 to 16777216\nTry 'kvshard help %s'.\n",
+                 commands[i]);
+        assert_string_equal(r.err, want);
+        assert_usage(&r);
+    }
+    /* In a deployment file: invalid input at its line and column. */
+    run_result r = cli("plan '%s'", INVALID "device_utilization_digits.yaml");
+    assert_invalid(&r, INVALID "device_utilization_digits.yaml:5:23: memory_utilization "
+                           "0.1234567891 has more than 9 digits after the point; kvshard reads "
+                           "it to the billionth\n");
+    r = cli("plan '%s'", INVALID "values_count_past_64_bits.yaml");
+    assert_invalid(&r, INVALID "values_count_past_64_bits.yaml:4:13: max_seqs: "
+                           "18446744073709551616 is out of range; expected an integer from 1 "
+                           "to 16777216\n");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1853,6 +1898,7 @@ int main(void)
         cmocka_unit_test(test_conflict_shows_values),
         cmocka_unit_test(test_speculative_config_is_json),
         cmocka_unit_test(test_flagfile_separate_value),
+        cmocka_unit_test(test_exit_status_uniform),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -42,6 +42,8 @@ void kvshard_cli__input_add(kvshard_cli__inputs *in, const char *what, const cha
 void kvshard_cli__inputs_of(kvshard_cli__inputs *in, const kvshard_deployment *dep);
 /* A kvshard_flags__file_fn: `user` is the kvshard_cli__inputs. */
 void kvshard_cli__input_flagfile(void *user, const char *path);
+/* Whether `path` (an error's source) is one of the run's flag files. */
+bool kvshard_cli__is_flagfile(const kvshard_cli__inputs *in, const char *path);
 
 /* ---- the output ---------------------------------------------------------------------------- */
 
