@@ -1667,9 +1667,10 @@ static void test_fit_command(void **state)
 static void test_fit_flag_fractions(void **state)
 {
     (void)state;
-    run_result r = cli("fit '%s' --gpus=4 --device_memory=32GiB --context_length=32768 " QWEN_WEIGHTS
-                       " --memory_utilization=1",
-                       QWEN_MODEL);
+    run_result r =
+        cli("fit '%s' --gpus=4 --device_memory=32GiB --context_length=32768 " QWEN_WEIGHTS
+            " --memory_utilization=1",
+            QWEN_MODEL);
     assert_int_equal(r.status, 0);
     assert_true(starts_with(r.out, "fit        4 GPUs of 34,359,738,368 B (32.00 GiB) x 1.0 = "
                                    "34,359,738,368 usable; "));
@@ -1777,10 +1778,8 @@ static void test_flagfile_separate_value(void **state)
     put_file(in_dir(&s, "outer.flags"), "--flagfile\ntwo.flags\n");
     put_file(in_dir(&s, "last.flags"), "--world_size=2\n--flagfile\n");
     static const char *const forms[] = {
-        "plan dep.yaml --flagfile=two.flags",
-        "plan dep.yaml --flagfile two.flags",
-        "plan --flagfile two.flags dep.yaml",
-        "plan dep.yaml --flagfile outer.flags",
+        "plan dep.yaml --flagfile=two.flags", "plan dep.yaml --flagfile two.flags",
+        "plan --flagfile two.flags dep.yaml", "plan dep.yaml --flagfile outer.flags",
         "plan dep.yaml -flagfile two.flags",
     };
     char *first = NULL;
@@ -1852,12 +1851,12 @@ static void test_exit_status_uniform(void **state)
     /* In a deployment file: invalid input at its line and column. */
     run_result r = cli("plan '%s'", INVALID "device_utilization_digits.yaml");
     assert_invalid(&r, INVALID "device_utilization_digits.yaml:5:23: memory_utilization "
-                           "0.1234567891 has more than 9 digits after the point; kvshard reads "
-                           "it to the billionth\n");
+                               "0.1234567891 has more than 9 digits after the point; kvshard reads "
+                               "it to the billionth\n");
     r = cli("plan '%s'", INVALID "values_count_past_64_bits.yaml");
     assert_invalid(&r, INVALID "values_count_past_64_bits.yaml:4:13: max_seqs: "
-                           "18446744073709551616 is out of range; expected an integer from 1 "
-                           "to 16777216\n");
+                               "18446744073709551616 is out of range; expected an integer from 1 "
+                               "to 16777216\n");
 }
 
 int main(void)

@@ -1243,9 +1243,9 @@ static void test_number_never_a_word(void **state)
     (void)state;
     kvshard_options o = KVSHARD_OPTIONS_INIT;
     kvshard_error err;
-    assert_int_equal(kvshard_options_set(&o, "activation_reserve", "18446744073709551615", NULL,
-                                         &err),
-                     KVSHARD_ERANGE);
+    assert_int_equal(
+        kvshard_options_set(&o, "activation_reserve", "18446744073709551615", NULL, &err),
+        KVSHARD_ERANGE);
     assert_string_equal(err.message, "activation_reserve: 18446744073709551615 is out of range; "
                                      "expected a size from 0 to 18446744073709551614 bytes "
                                      "(kvshard_options holds auto as 18446744073709551615)");

@@ -1542,7 +1542,8 @@ static void test_null_every_pointer_parameter(void **state)
     assert_non_null(end);
     ((char *)end)[0] = '\0';
     size_t pointers = 0, missing = 0;
-    for (const char *p = strstr(header, "KVSHARD_EXPORT "); p; p = strstr(p + 1, "KVSHARD_EXPORT ")) {
+    for (const char *p = strstr(header, "KVSHARD_EXPORT "); p;
+         p = strstr(p + 1, "KVSHARD_EXPORT ")) {
         const char *paren = strchr(p, '(');
         assert_non_null(paren);
         const char *nend = paren;

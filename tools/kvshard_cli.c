@@ -656,8 +656,7 @@ static int status_of(const kvshard_error *err, const kvshard_cli__inputs *inputs
 
 /* A planning call's error: bad usage is said as such ("kvshard: ", and
  * where to look), invalid input as FILE:LINE:COLUMN or the flag. */
-static int failed(const kvshard_error *err, const kvshard_cli__inputs *inputs,
-                  const char *command)
+static int failed(const kvshard_error *err, const kvshard_cli__inputs *inputs, const char *command)
 {
     int status = status_of(err, inputs);
     print_error(status == EXIT_USAGE ? "kvshard: " : "", err);

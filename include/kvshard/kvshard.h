@@ -1500,12 +1500,13 @@ typedef struct kvshard_comparison_row {
 } kvshard_comparison_row;
 
 /** Build the comparison from a model and options (the split fields of
- *  `options` are ignored; NULL means KVSHARD_OPTIONS_INIT): every split size dividing T under each ownership
- *  rule, at the options' pp_size, or with `sweep_pp` at every pp_size that
- *  divides world_size / (dp x cp) and can cut the layers (a pp_size whose
- *  plan fails for another reason than memory is left out). Fails only for
- *  errors no row can avoid; errors as kvshard_plan_create(), and
- *  KVSHARD_EPARTITION for pp_partition with sweep_pp. */
+ *  `options` are ignored; NULL means KVSHARD_OPTIONS_INIT): every split
+ *  size dividing T under each ownership rule, at the options' pp_size, or
+ *  with `sweep_pp` at every pp_size that divides world_size / (dp x cp) and
+ *  can cut the layers (a pp_size whose plan fails for another reason than
+ *  memory is left out). Fails only for errors no row can avoid; errors as
+ *  kvshard_plan_create(), and KVSHARD_EPARTITION for pp_partition with
+ *  sweep_pp. */
 KVSHARD_EXPORT int kvshard_comparison_create(kvshard_comparison **out, const kvshard_model *model,
                                              const kvshard_options *options,
                                              const kvshard_allocator *allocator,
@@ -1618,9 +1619,10 @@ KVSHARD_EXPORT int kvshard_fit_create(kvshard_fit **out, const kvshard_model *mo
                                       const kvshard_fit_options *fit_options,
                                       const kvshard_allocator *allocator, kvshard_error *err);
 /** kvshard_fit_create() with the deployment's model and options
- *  (`fit_options` NULL: KVSHARD_EINVAL); its pp_size and dp_size, when a flag or call set them, pin those sizes, and
- *  enable_layerwise_split set false so pins the split to 1. Errors point at
- *  the option responsible, as kvshard_deployment_plan()'s. */
+ *  (`fit_options` NULL: KVSHARD_EINVAL); its pp_size and dp_size, when a
+ *  flag or call set them, pin those sizes, and enable_layerwise_split set
+ *  false so pins the split to 1. Errors point at the option responsible,
+ *  as kvshard_deployment_plan()'s. */
 KVSHARD_EXPORT int kvshard_deployment_fit(kvshard_fit **out, const kvshard_deployment *deployment,
                                           const kvshard_fit_options *fit_options,
                                           kvshard_error *err);

@@ -353,9 +353,9 @@ int kvshard__device_stages(uint64_t *weights, uint64_t *budgets, const kvshard__
                              "does_not_fit: the weights%s (%llu bytes a rank) and "
                              "activation_reserve %llu bytes take all of device_memory %llu x "
                              "memory_utilization %s = %llu usable bytes: %s bytes short",
-                             where, (unsigned long long)weights[s],
-                             (unsigned long long)d->reserve, (unsigned long long)d->device_memory,
-                             u, (unsigned long long)d->usable, short_text);
+                             where, (unsigned long long)weights[s], (unsigned long long)d->reserve,
+                             (unsigned long long)d->device_memory, u, (unsigned long long)d->usable,
+                             short_text);
     }
     return KVSHARD_OK;
 }

@@ -435,9 +435,8 @@ static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvsha
                                  "out, model, options and fit_options");
     if (rc == KVSHARD_OK)
         rc = kvshard__begin_planning(&s.base, true, options, allocator, blame, err);
-    if (rc == KVSHARD_OK &&
-        (rc = kvshard_call__size(err, "kvshard_fit_options", fo->size, sizeof *fo,
-                                 "KVSHARD_FIT_OPTIONS_INIT")) != 0)
+    if (rc == KVSHARD_OK && (rc = kvshard_call__size(err, "kvshard_fit_options", fo->size,
+                                                     sizeof *fo, "KVSHARD_FIT_OPTIONS_INIT")) != 0)
         return rc;
     /* Before the profile settles anything: its inputs are not fit's. */
     if (rc == KVSHARD_OK && !s.base.profile->device_utilization_ppb) {

@@ -46,8 +46,7 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks,
              * bytes exceeds any memory: no block fits. Never saturated, so
              * a budget of 2^64 - 1 bytes cannot seem to hold it. */
             if (!kvshard_capacity__seq_bytes(&seq, f) ||
-                !kvshard__mul(&reserved, o->max_seqs, seq) ||
-                !kvshard__add(&need, reserved, bpb)) {
+                !kvshard__mul(&reserved, o->max_seqs, seq) || !kvshard__add(&need, reserved, bpb)) {
                 kvshard_capacity__rank_name(rank, sizeof rank, in, r);
                 return kvshard__fail(err, KVSHARD_ENOBLOCK, "", kvshard__no_mark,
                                      "no memory for one block on %s: the state of max_seqs %u "

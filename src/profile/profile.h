@@ -169,7 +169,7 @@ typedef struct kvshard_profile__layout {
     const char *ownership;         /* the rule's word, when split > 1 */
     const uint32_t *pp_partition;  /* pp counts */
     bool expert_parallel;
-    const char *utilization;       /* the share of device memory, the shortest decimal ("1") */
+    const char *utilization;       /* the share of device memory, shortest: "1" */
     bool fp8_kv;
     bool drafts;                   /* draft layers are counted */
     uint32_t context_length;       /* 0: none */

@@ -197,10 +197,10 @@ static int slots_of(uint64_t *out, const kvshard__capacity_inputs *in, uint64_t 
     uint64_t room, per, pad;
     /* (B + 2 blk) / (lin + blk), checked: a wrapped 2 blk would bound the
      * slots by a figure no memory gives. */
-    uint64_t by_both = kvshard__mul(&pad, 2, blk) && kvshard__add(&room, B, pad) &&
-                               kvshard__add(&per, lin, blk)
-                           ? room / per
-                           : by_state;
+    uint64_t by_both =
+        kvshard__mul(&pad, 2, blk) && kvshard__add(&room, B, pad) && kvshard__add(&per, lin, blk)
+            ? room / per
+            : by_state;
     uint64_t bound = by_state < by_both ? by_state : by_both;
     bound = bound > 2 ? bound : 2;
     if (asked > 0) {
