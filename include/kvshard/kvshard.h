@@ -1612,7 +1612,8 @@ typedef struct kvshard_fit kvshard_fit;
  * KVSHARD_EPROFILE (an engine profile: fit_profile), KVSHARD_EWEIGHTS
  * (no weights, or weights_per_rank), KVSHARD_EFITLIMITS, the error of the
  * first layout when none is admitted, KVSHARD_EDOESNOTFIT or
- * KVSHARD_ENOBLOCK when none fits.
+ * KVSHARD_ENOBLOCK when none fits, KVSHARD_EOVERFLOW when a layout's
+ * tokens or sequences over its replicas pass 2^64 - 1.
  */
 KVSHARD_EXPORT int kvshard_fit_create(kvshard_fit **out, const kvshard_model *model,
                                       const kvshard_options *options,

@@ -107,11 +107,15 @@ static bool sequences_of(uint64_t *out, const kvshard_plan *p)
     uint64_t least = UINT64_MAX;
     for (uint32_t r = 0; r < p->ranks_count; r++) {
         const kvshard_rank_memory *m = &p->ranks[r];
-        uint64_t seq = m->state_bytes_per_seq + m->scratch_bytes_per_seq;
-        if (!seq || !m->has_budget)
+        uint64_t seq;
+        bool sums = kvshard__add(&seq, m->state_bytes_per_seq, m->scratch_bytes_per_seq);
+        if ((sums && !seq) || !m->has_budget)
             continue;
         any = true;
-        least = m->budget / seq < least ? m->budget / seq : least;
+        /* A sequence past 2^64 - 1 bytes fits no budget: never a wrapped
+         * size that would let many fit. */
+        uint64_t fit = sums ? m->budget / seq : 0;
+        least = fit < least ? fit : least;
     }
     *out = any ? least : 0;
     return any;
@@ -131,7 +135,6 @@ static void row_figures(kvshard_fit_row *row, const kvshard_plan *p, uint32_t *p
     row->num_blocks = p->cap.has_num_blocks ? p->cap.num_blocks : 0;
     row->max_seqs = p->options.max_seqs;
     row->tokens_per_replica = p->cap.has_num_blocks ? p->cap.max_tokens : 0;
-    row->tokens_total = row->tokens_per_replica * row->dp_size;
     row->warnings = 0;
     for (size_t i = 0; i < p->warning_count; i++)
         row->warnings |= 1u << p->warnings[i].code;
@@ -174,8 +177,16 @@ static int fill_row(kvshard_fit_row *row, const search *s, uint32_t *partition,
     }
     row_figures(row, p, partition);
     row->seqs_per_replica = row->has_seqs ? seqs : 0;
-    row->seqs_total = row->seqs_per_replica * D;
     kvshard_plan_free(p);
+    /* D replicas of a replica's figures, checked: a wrapped product would
+     * rank the layout by a figure it does not have. */
+    if (!kvshard__mul(&row->tokens_total, row->tokens_per_replica, D) ||
+        !kvshard__mul(&row->seqs_total, row->seqs_per_replica, D))
+        return kvshard__fail(err, KVSHARD_EOVERFLOW, "", kvshard__no_mark,
+                             "T = %u, P = %u, D = %u: %llu tokens (%llu sequences) a replica "
+                             "times %u replicas pass 18446744073709551615 (2^64 - 1)",
+                             T, P, D, (unsigned long long)row->tokens_per_replica,
+                             (unsigned long long)row->seqs_per_replica, D);
     return KVSHARD_OK;
 }
 
