@@ -1087,8 +1087,11 @@ typedef struct kvshard_blocks {
  * memory), or on every rank (KVSHARD_ALL_RANKS: the minimum, what all ranks
  * allocate), under the plan's engine profile, with the concurrency figures at
  * the budget's context length. Errors: KVSHARD_EINVAL (NULL arguments, an
- * unknown size), KVSHARD_ERANK, KVSHARD_ENOBLOCK (not one block fits),
- * KVSHARD_ERANGE (the plan has no KV bytes per block), KVSHARD_EOVERFLOW.
+ * unknown size), KVSHARD_ERANK, KVSHARD_ENOBLOCK (not one block fits; the
+ * state reservation and one block pass 2^64 - 1 bytes), KVSHARD_ERANGE (the
+ * plan has no KV bytes per block), KVSHARD_EOVERFLOW (a block with
+ * extra_bytes_per_block passes 2^64 - 1 bytes, or max_tokens does). No sum
+ * is saturated: a budget of 2^64 - 1 bytes never holds a larger block.
  */
 KVSHARD_EXPORT int kvshard_plan_blocks_for(kvshard_blocks *out, const kvshard_plan *plan,
                                            uint32_t tp_rank, const kvshard_budget *budget,
