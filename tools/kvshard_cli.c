@@ -652,19 +652,6 @@ static int parse_args(cli *c, int argc, char **argv, int *done)
 
 /* Whether an error is about a value the command line gave (or a flag file,
  * which holds more of it): its source names the flag or the file. */
-static int status_of(const kvshard_error *err, const kvshard_cli__inputs *inputs);
-
-/* A planning call's error: bad usage is said as such ("kvshard: ", and
- * where to look), invalid input as FILE:LINE:COLUMN or the flag. */
-static int failed(const kvshard_error *err, const kvshard_cli__inputs *inputs, const char *command)
-{
-    int status = status_of(err, inputs);
-    print_error(status == EXIT_USAGE ? "kvshard: " : "", err);
-    if (status == EXIT_USAGE)
-        kvshard_cli__say("Try 'kvshard help %s'.", command);
-    return status;
-}
-
 static bool from_command_line(const kvshard_error *err, const kvshard_cli__inputs *inputs)
 {
     return strncmp(err->source, "command line", 12) == 0 ||
@@ -680,6 +667,17 @@ static int status_of(const kvshard_error *err, const kvshard_cli__inputs *inputs
 {
     bool value = err->code == KVSHARD_ETYPE || err->code == KVSHARD_ERANGE;
     return value && from_command_line(err, inputs) ? EXIT_USAGE : EXIT_INVALID;
+}
+
+/* A planning call's error: bad usage is said as such ("kvshard: ", and
+ * where to look), invalid input as FILE:LINE:COLUMN or the flag. */
+static int failed(const kvshard_error *err, const kvshard_cli__inputs *inputs, const char *command)
+{
+    int status = status_of(err, inputs);
+    print_error(status == EXIT_USAGE ? "kvshard: " : "", err);
+    if (status == EXIT_USAGE)
+        kvshard_cli__say("Try 'kvshard help %s'.", command);
+    return status;
 }
 
 /* The document, made in full before the output is opened: a command that
