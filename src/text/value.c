@@ -66,6 +66,24 @@ bool kvshard_value__is_word(const kvshard_value__def *def, kvshard_value v)
            kvshard_value__word_of(def->words, (int)(int64_t)v.u) != NULL;
 }
 
+/* A size written out of its key's range. A number that is how a caller's
+ * struct holds a word (activation_reserve's auto) says so: the word, not
+ * the number, sets that. */
+static int size_range_error(const kvshard_value__def *d, kvshard_value v, const char *text,
+                            size_t len, const char *source, kvshard__mark mark, kvshard_error *err)
+{
+    const kvshard_value__word *w =
+        kvshard_value__is_word(d, v) ? kvshard_value__word_of(d->words, (int)(int64_t)v.u) : NULL;
+    char hint[96] = "";
+    if (w)
+        snprintf(hint, sizeof hint, " (kvshard_options holds %s as %llu)", w->text,
+                 (unsigned long long)v.u);
+    return kvshard__fail(err, KVSHARD_ERANGE, source, mark,
+                         "%s: %.*s is out of range; expected a size from %llu to %llu bytes%s",
+                         d->name, SHOWN(len), text, (unsigned long long)d->min,
+                         (unsigned long long)d->max, hint);
+}
+
 /* Whether `v` is allowed for `d`; the error names the key. `text` is the
  * value as written, or NULL for a value from a caller's struct. */
 static int check(const kvshard_value__def *d, kvshard_value v, const char *text, size_t len,
@@ -90,21 +108,8 @@ static int check(const kvshard_value__def *d, kvshard_value v, const char *text,
                                  (unsigned long long)d->min);
         }
         if (v.u < d->min || v.u > d->max) {
-            /* A number that is a word's value in a caller's struct: the
-             * word, not the number, is what sets that. */
-            const kvshard_value__word *w = kvshard_value__is_word(d, v)
-                                               ? kvshard_value__word_of(d->words, (int)(int64_t)v.u)
-                                               : NULL;
-            char hint[96] = "";
-            if (w)
-                snprintf(hint, sizeof hint, " (kvshard_options holds %s as %llu)", w->text,
-                         (unsigned long long)v.u);
             if (d->type == KVSHARD__VT_BYTES && text)
-                return kvshard__fail(err, KVSHARD_ERANGE, source, mark,
-                                     "%s: %.*s is out of range; expected a size from %llu to "
-                                     "%llu bytes%s",
-                                     d->name, SHOWN(len), text, (unsigned long long)d->min,
-                                     (unsigned long long)d->max, hint);
+                return size_range_error(d, v, text, len, source, mark, err);
             return kvshard__range_error(err, d->name, text, len, v.u, d->min, d->max, source,
                                         mark);
         }
