@@ -275,6 +275,78 @@ static void test_blocks_for(void **state)
     kvshard_model_free(m);
 }
 
+/* A block or a reservation past 2^64 - 1 bytes fits in no budget, not
+ * even one of 2^64 - 1 bytes: the sums are refused, never saturated (a
+ * saturated block of 2^64 - 1 bytes would fit once, a saturated need
+ * would leave 0 blocks and succeed).
+ * - GQA-only, 2097152 B a block: 2^64 - 2097152 = 18446744073707454464
+ *   extra bytes make a block of 2^64 bytes: EOVERFLOW.
+ * - The seed, 98304 B a block and 128 x 16097280 = 2060451840 B of state:
+ *   2^64 - 2060451840 - 98304 = 18446744071649001472 extra bytes make a
+ *   block of 2^64 - 2060451840 = 18446744071649099776 B, and with the state
+ *   2^64 bytes: ENOBLOCK. One byte less extra fits exactly one block. */
+static void test_blocks_for_past_64_bits(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_model_text("{num_hidden_layers: 32, num_attention_heads: 32, "
+                                          "num_key_value_heads: 8, head_dim: 128}");
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.memory_per_rank = 20 * GIB;
+    kvshard_plan *p = tu_plan(m, &o);
+    kvshard_budget b = KVSHARD_BUDGET_INIT;
+    kvshard_blocks out = KVSHARD_BLOCKS_INIT;
+    kvshard_error err;
+    b.memory_per_rank = UINT64_MAX;
+    b.extra_bytes_per_block = UINT64_C(18446744073707454464);
+    assert_int_equal(kvshard_plan_blocks_for(&out, p, KVSHARD_ALL_RANKS, &b, &err),
+                     KVSHARD_EOVERFLOW);
+    assert_string_equal(err.message, "a block on TP rank 0: bytes_per_block 2097152 and "
+                                     "18446744073707454464 extra bytes per block are more than "
+                                     "18446744073709551615 bytes (2^64 - 1)");
+    assert_int_equal(out.num_blocks, 0); /* untouched */
+    kvshard_figure f = KVSHARD_FIGURE_INIT;
+    assert_int_equal(kvshard_plan_blocks_figure(&f, p, 0, &b, "num_blocks", &err),
+                     KVSHARD_EOVERFLOW);
+    b.extra_bytes_per_block -= 1; /* a block of 2^64 - 1 bytes: exactly one */
+    tu_assert_ok(kvshard_plan_blocks_for(&out, p, KVSHARD_ALL_RANKS, &b, &err), &err);
+    assert_int_equal(out.num_blocks, 1);
+    kvshard_plan_free(p);
+    kvshard_model_free(m);
+
+    m = tu_load_example_model("qwen3_5_35b_a3b.json");
+    o = seed();
+    p = tu_plan(m, &o);
+    b.extra_bytes_per_block = UINT64_C(18446744071649001472);
+    assert_int_equal(kvshard_plan_blocks_for(&out, p, KVSHARD_ALL_RANKS, &b, &err),
+                     KVSHARD_ENOBLOCK);
+    assert_string_equal(err.message, "no memory for one block on TP rank 0: the state of "
+                                     "max_seqs 128 sequences (16097280 + 0 bytes each) and "
+                                     "bytes_per_block 18446744071649099776 need more than "
+                                     "18446744073709551615 bytes (2^64 - 1)");
+    b.extra_bytes_per_block -= 1;
+    tu_assert_ok(kvshard_plan_blocks_for(&out, p, KVSHARD_ALL_RANKS, &b, &err), &err);
+    assert_int_equal(out.num_blocks, 1);
+    kvshard_plan_free(p);
+    kvshard_model_free(m);
+
+    /* xllm sizes slots with a block of every KV layer: the same sum. */
+    m = tu_load_model_text("{num_hidden_layers: 32, num_attention_heads: 32, "
+                           "num_key_value_heads: 8, head_dim: 128}");
+    o = (kvshard_options)KVSHARD_OPTIONS_INIT;
+    o.engine = KVSHARD_ENGINE_XLLM;
+    o.block_size = 16;
+    o.memory_per_rank = 20 * GIB;
+    p = tu_plan(m, &o);
+    b.extra_bytes_per_block = UINT64_C(18446744073707454464);
+    assert_int_equal(kvshard_plan_blocks_for(&out, p, KVSHARD_ALL_RANKS, &b, &err),
+                     KVSHARD_EOVERFLOW);
+    assert_string_equal(err.message, "xllm profile: a block of all KV layers: 2097152 bytes and "
+                                     "18446744073707454464 extra bytes per block are more than "
+                                     "18446744073709551615 bytes (2^64 - 1)");
+    kvshard_plan_free(p);
+    kvshard_model_free(m);
+}
+
 /* compare with a context length ranks by balanced_max_seqs. Seed at 32768
  * tokens (2048 blocks a sequence), balanced = 21474836480 / (16097280 +
  * 2048 x the row's largest block):
@@ -643,6 +715,7 @@ int main(void)
         cmocka_unit_test(test_context_without_memory),
         cmocka_unit_test(test_text_answer),
         cmocka_unit_test(test_blocks_for),
+        cmocka_unit_test(test_blocks_for_past_64_bits),
         cmocka_unit_test(test_compare_with_context),
         cmocka_unit_test(test_xllm_worked_example),
         cmocka_unit_test(test_xllm_seed_deployment),

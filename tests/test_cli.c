@@ -219,7 +219,8 @@ static void test_command_help(void **state)
                            "default 0.11.0\n");
     assert_true(strstr(r.out, "\nengine command lines:\n"
                               "  --flagfile=FILE             more flags, one a line (# starts "
-                              "a comment)\n"
+                              "a comment); also\n"
+                              "                              --flagfile FILE\n"
                               "  --ignore_unknown_flags      skip the flags and arguments the "
                               "profile does not\n"
                               "                              read; the plan's warning "
@@ -1294,10 +1295,11 @@ static void test_flagfile_messages(void **state)
     memset(arg + n, 'a', 5000);
     snprintf(arg + n + 5000, sizeof arg - (size_t)n - 5000, "/engine.flags");
     r = cli("plan '%s' '%s'", EXAMPLE, arg);
-    assert_true(starts_with(r.err, "kvshard: command line --flagfile: --flagfile=..."));
+    assert_true(starts_with(r.err, "command line --flagfile: --flagfile=..."));
     assert_non_null(strstr(r.err, "aaaa/engine.flags: cannot open: File name too long\n"));
     assert_null(strstr(r.err, "needs a file name"));
-    assert_usage(&r);
+    /* A flag file that does not read is a file that does not read: 1. */
+    assert_invalid(&r, "command line --flagfile: --flagfile=...");
     scratch_close(&s);
 }
 
@@ -1802,6 +1804,209 @@ static void test_fit_command(void **state)
     run_free(&r);
 }
 
+/* ---- correctness v4: values and the command line ------------------------------------------ */
+
+#define LLAMA_MODEL KVSHARD_EXAMPLES "/models/llama3_1_8b.json"
+
+/* Flag lines write a fraction as its shortest decimal, as the engines print
+ * theirs: u = 1 is "1" in kvshard's and vLLM's flags. The header and the
+ * JSON device object keep the number's point (32 GiB x 1 = 34,359,738,368
+ * usable); 0.95 stays 0.95. */
+static void test_fit_flag_fractions(void **state)
+{
+    (void)state;
+    run_result r =
+        cli("fit '%s' --gpus=4 --device_memory=32GiB --context_length=32768 " QWEN_WEIGHTS
+            " --memory_utilization=1",
+            QWEN_MODEL);
+    assert_int_equal(r.status, 0);
+    assert_true(starts_with(r.out, "fit        4 GPUs of 34,359,738,368 B (32.00 GiB) x 1.0 = "
+                                   "34,359,738,368 usable; "));
+    assert_contains(r.out, " --device_memory=34359738368 --memory_utilization=1 "
+                           "--weights_total=69321223296");
+    assert_contains(r.out, " --gpu-memory-utilization=1 --max-model-len=32768 ");
+    assert_null(strstr(r.out, "=1.0"));
+    run_free(&r);
+    r = cli("fit '%s' --gpus=4 --device_memory=32GiB --context_length=32768 " QWEN_WEIGHTS
+            " --memory_utilization=1 --format=json",
+            QWEN_MODEL);
+    assert_int_equal(r.status, 0);
+    assert_contains(r.out, "\"memory_utilization\": 1.0, \"usable\": 34359738368,");
+    assert_contains(r.out, "\"--gpu-memory-utilization=1\"");
+    assert_null(strstr(r.out, "=1.0"));
+    run_free(&r);
+    r = cli("fit '%s' --gpus=4 --device_memory=32GiB --context_length=32768 " QWEN_WEIGHTS
+            " --memory_utilization=0.95",
+            QWEN_MODEL);
+    assert_int_equal(r.status, 0);
+    assert_contains(r.out, " --memory_utilization=0.95 ");
+    assert_contains(r.out, " --gpu-memory-utilization=0.95 ");
+    run_free(&r);
+}
+
+/* Two values of one setting show as given, so that they differ on screen
+ * ("%g" showed both as 0.9). */
+static void test_conflict_shows_values(void **state)
+{
+    (void)state;
+    run_result r = cli("plan '%s' --engine=vllm --max-model-len=4096 --device_memory=80GiB "
+                       "--weights_total=16GiB --memory_utilization=0.9000000001 "
+                       "--gpu-memory-utilization=0.9",
+                       LLAMA_MODEL);
+    assert_invalid(&r, "command line --memory_utilization: vllm profile: memory_utilization "
+                       "0.9000000001 and gpu_memory_utilization 0.9 differ; give one of them\n");
+}
+
+/* --speculative-config is JSON, as the engine's json.loads reads it: the
+ * forms only YAML takes are bad usage, at the flag. */
+static void test_speculative_config_is_json(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *value, *why;
+    } refused[] = {
+        {"{\"method\": \"ngram\", \"num_speculative_tokens\": 2,}",
+         "(expected a key after ',', found '}': JSON allows no trailing comma)"},
+        {"{\"method\": \"ngram\", # two\n\"num_speculative_tokens\": 2}",
+         "(expected a key in double quotes after ',', found '#')"},
+        {"{'method': 'ngram', 'num_speculative_tokens': 2}",
+         "(expected a key in double quotes or '}', found a single quote (JSON strings take double "
+         "quotes))"},
+        {"{\"method\": \"ngram\", \"num_speculative_tokens\": !!int 2}",
+         "(expected a JSON value (an object, an array, a string, a number, true, false or "
+         "null), found '!')"},
+        {"{\"method\": ngram, \"num_speculative_tokens\": 2}",
+         "(expected a JSON value (an object, an array, a string, a number, true, false or "
+         "null), found 'ngram')"},
+        {"{method: \"ngram\", \"num_speculative_tokens\": 2}",
+         "(expected a key in double quotes or '}', found 'method')"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        /* One shell word: in single quotes, each ' written '\'' */
+        char quoted[256];
+        size_t n = 0;
+        quoted[n++] = '\'';
+        for (const char *c = refused[i].value; *c; c++) {
+            if (*c == '\'') {
+                memcpy(quoted + n, "'\\''", 4);
+                n += 4;
+            } else {
+                quoted[n++] = *c;
+            }
+        }
+        quoted[n++] = '\'';
+        quoted[n] = '\0';
+        run_result r = cli("plan '%s' --engine=vllm --max-model-len=4096 --memory_per_rank=10GiB "
+                           "--speculative-config %s",
+                           LLAMA_MODEL, quoted);
+        if (r.status != 2 || !strstr(r.err, refused[i].why))
+            print_error("%s: exit %d, %s\n", refused[i].value, r.status, r.err);
+        assert_true(starts_with(r.err, "kvshard: command line --speculative-config: "
+                                       "speculative_config: expected a JSON object, found \""));
+        assert_non_null(strstr(r.err, refused[i].why));
+        assert_usage(&r);
+    }
+    run_result r = cli("plan '%s' --engine=vllm --max-model-len=4096 --memory_per_rank=10GiB "
+                       "--speculative-config '{\"method\": \"ngram\", "
+                       "\"num_speculative_tokens\": 2}'",
+                       LLAMA_MODEL);
+    assert_int_equal(r.status, 0);
+    run_free(&r);
+}
+
+/* --flagfile FILE takes the next argument as its file, as every flag with a
+ * value does: on the command line (before or after CONFIG, under an
+ * engine's argparse style too) and in a flag file (the next line). */
+static void test_flagfile_separate_value(void **state)
+{
+    (void)state;
+    scratch s;
+    scratch_open(&s);
+    put_file(in_dir(&s, "two.flags"), "--world_size=2\n");
+    put_file(in_dir(&s, "outer.flags"), "--flagfile\ntwo.flags\n");
+    put_file(in_dir(&s, "last.flags"), "--world_size=2\n--flagfile\n");
+    static const char *const forms[] = {
+        "plan dep.yaml --flagfile=two.flags", "plan dep.yaml --flagfile two.flags",
+        "plan --flagfile two.flags dep.yaml", "plan dep.yaml --flagfile outer.flags",
+        "plan dep.yaml -flagfile two.flags",
+    };
+    char *first = NULL;
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        run_result r = shell("cd \"%s\" && \"%s\" %s", s.dir, KVSHARD_CLI, forms[i]);
+        if (r.status != 0)
+            print_error("%s: exit %d, %s\n", forms[i], r.status, r.err);
+        assert_int_equal(r.status, 0);
+        assert_contains(r.out, "\nparallel   world_size 2 = dp 1 x cp 1 x attention TP 2;");
+        if (!first)
+            first = strdup(r.out);
+        else
+            assert_string_equal(r.out, first);
+        run_free(&r);
+    }
+    free(first);
+    run_result r = shell("cd \"%s\" && \"%s\" plan models/qwen3_5_35b_a3b.json --engine=vllm "
+                         "--max-model-len 4096 --memory_per_rank=10GiB --flagfile two.flags",
+                         s.dir, KVSHARD_CLI);
+    assert_int_equal(r.status, 0);
+    run_free(&r);
+    r = shell("cd \"%s\" && \"%s\" plan dep.yaml --flagfile", s.dir, KVSHARD_CLI);
+    assert_string_equal(r.err, "kvshard: command line --flagfile: --flagfile needs a file name\n"
+                               "Try 'kvshard help plan'.\n");
+    assert_usage(&r);
+    /* A bare --flagfile on a file's last line: the argument after the file
+     * is not its value. */
+    r = shell("cd \"%s\" && \"%s\" plan dep.yaml --flagfile=last.flags two.flags", s.dir,
+              KVSHARD_CLI);
+    assert_string_equal(r.err, "kvshard: last.flags:2:1: --flagfile needs a file name\n"
+                               "Try 'kvshard help plan'.\n");
+    assert_usage(&r);
+    scratch_close(&s);
+}
+
+/* Exit status, the same for every command: a command-line value that does
+ * not parse, is out of range or is past what kvshard represents (a
+ * fraction with more than 9 decimals, a count past 2^64 - 1) is bad usage,
+ * 2, whether the flags or the plan find it out; the same value in a
+ * deployment file is invalid input, 1, located. */
+static void test_exit_status_uniform(void **state)
+{
+    (void)state;
+    static const char *const commands[] = {"plan", "compare", "report", "fit"};
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        const char *fit = strcmp(commands[i], "fit") == 0 ? " --gpus=4" : "";
+        run_result r = cli("%s '%s'%s --device_memory=32GiB " QWEN_WEIGHTS
+                           " --memory_utilization=0.9000000001",
+                           commands[i], QWEN_MODEL, fit);
+        char want[512];
+        snprintf(want, sizeof want,
+                 "kvshard: command line --memory_utilization: memory_utilization 0.9000000001 "
+                 "has more than 9 digits after the point; kvshard reads it to the billionth\n"
+                 "Try 'kvshard help %s'.\n",
+                 commands[i]);
+        if (r.status != 2 || strcmp(r.err, want) != 0)
+            print_error("%s: exit %d, %s\n", commands[i], r.status, r.err);
+        assert_string_equal(r.err, want);
+        assert_usage(&r);
+        r = cli("%s '%s'%s --device_memory=32GiB " QWEN_WEIGHTS " --max_seqs=18446744073709551616",
+                commands[i], QWEN_MODEL, fit);
+        snprintf(want, sizeof want,
+                 "kvshard: command line --max_seqs: max_seqs: 18446744073709551616 is out of "
+                 "range; expected an integer from 1 to 16777216\nTry 'kvshard help %s'.\n",
+                 commands[i]);
+        assert_string_equal(r.err, want);
+        assert_usage(&r);
+    }
+    /* In a deployment file: invalid input at its line and column. */
+    run_result r = cli("plan '%s'", INVALID "device_utilization_digits.yaml");
+    assert_invalid(&r, INVALID "device_utilization_digits.yaml:5:23: memory_utilization "
+                               "0.1234567891 has more than 9 digits after the point; kvshard reads "
+                               "it to the billionth\n");
+    r = cli("plan '%s'", INVALID "values_count_past_64_bits.yaml");
+    assert_invalid(&r, INVALID "values_count_past_64_bits.yaml:4:13: max_seqs: "
+                               "18446744073709551616 is out of range; expected an integer from 1 "
+                               "to 16777216\n");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1837,6 +2042,11 @@ int main(void)
         cmocka_unit_test(test_setup_lists_optional_packages),
         cmocka_unit_test(test_readme_outputs),
         cmocka_unit_test(test_fit_command),
+        cmocka_unit_test(test_fit_flag_fractions),
+        cmocka_unit_test(test_conflict_shows_values),
+        cmocka_unit_test(test_speculative_config_is_json),
+        cmocka_unit_test(test_flagfile_separate_value),
+        cmocka_unit_test(test_exit_status_uniform),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

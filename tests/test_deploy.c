@@ -2,6 +2,9 @@
 #define _POSIX_C_SOURCE 200809L /* mkstemp, fdopen, clock_gettime */
 #include "test_util.h"
 
+#include "deploy/options.h"
+#include "profile/profiles.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1294,6 +1297,150 @@ static void test_empty_lists(void **state)
     kvshard_deployment_free(dep);
 }
 
+/* ---- numbers and words ------------------------------------------------------------- */
+
+/* A text is a word only when it is the word: a number whose value equals
+ * how a word is stored (activation_reserve's auto is UINT64_MAX in
+ * kvshard_options; max_model_len's -1 and auto are -1 and -2) is a number,
+ * checked against the key's range, and a number past 2^64 - 1 is an
+ * error, never a word. */
+static void test_number_never_a_word(void **state)
+{
+    (void)state;
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    kvshard_error err;
+    assert_int_equal(
+        kvshard_options_set(&o, "activation_reserve", "18446744073709551615", NULL, &err),
+        KVSHARD_ERANGE);
+    assert_string_equal(err.message, "activation_reserve: 18446744073709551615 is out of range; "
+                                     "expected a size from 0 to 18446744073709551614 bytes "
+                                     "(kvshard_options holds auto as 18446744073709551615)");
+    assert_true(o.activation_reserve == KVSHARD_RESERVE_AUTO); /* unchanged */
+    /* 2^64 - 1 = 16 EiB - 1 B: as a size with a unit too (16,777,216 TiB
+     * is 2^64, one byte more). */
+    assert_int_equal(kvshard_options_set(&o, "activation_reserve", "16777216TiB", NULL, &err),
+                     KVSHARD_ERANGE);
+    o.activation_reserve = 0;
+    tu_assert_ok(kvshard_options_set(&o, "activation_reserve", "18446744073709551614", NULL, &err),
+                 &err);
+    assert_true(o.activation_reserve == UINT64_C(18446744073709551614));
+    tu_assert_ok(kvshard_options_set(&o, "activation_reserve", "auto", NULL, &err), &err);
+    assert_true(o.activation_reserve == KVSHARD_RESERVE_AUTO);
+    /* A count past 2^64 - 1 is out of range, not saturated into a word. */
+    assert_int_equal(kvshard_options_set(&o, "max_seqs", "18446744073709551616", NULL, &err),
+                     KVSHARD_ERANGE);
+    assert_string_equal(err.message, "max_seqs: 18446744073709551616 is out of range; expected "
+                                     "an integer from 1 to 16777216");
+
+    kvshard_settings *s = NULL;
+    tu_assert_ok(kvshard_settings_create(&s, NULL, &err), &err);
+    static const char *const numbers[] = {"18446744073709551615", "18446744073709551614",
+                                          "18446744073709551616", "99999999999999999999999"};
+    for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++) {
+        char want[160];
+        snprintf(want, sizeof want,
+                 "max_model_len: %s is out of range; expected an integer from 1 to 1073741824",
+                 numbers[i]);
+        assert_int_equal(kvshard_settings_set(s, "max_model_len", numbers[i], NULL, &err),
+                         KVSHARD_ERANGE);
+        assert_string_equal(err.message, want);
+    }
+    char buf[64];
+    bool set = true;
+    assert_int_equal(kvshard_settings_get(buf, sizeof buf, &set, s, "max_model_len"), KVSHARD_OK);
+    assert_false(set); /* nothing was set */
+    tu_assert_ok(kvshard_settings_set(s, "max_model_len", "-1", NULL, &err), &err);
+    assert_int_equal(kvshard_settings_get(buf, sizeof buf, &set, s, "max_model_len"), KVSHARD_OK);
+    assert_string_equal(buf, "-1");
+    /* non_kv_memory's "not given" is UINT64_MAX: a number stops below. */
+    assert_int_equal(kvshard_settings_set(s, "non_kv_memory", "18446744073709551615", NULL, &err),
+                     KVSHARD_ERANGE);
+    assert_string_equal(err.message, "non_kv_memory: 18446744073709551615 is out of range; "
+                                     "expected a size from 0 to 18446744073709551614 bytes");
+    kvshard_settings_free(s);
+}
+
+/* A reserve near 2^64 bytes (now a number up to 2^64 - 2) is short by its
+ * exact figure, never by a saturated one, and never fills non_kv_memory
+ * with the value that stands for "not given". 80 GiB x 0.9 =
+ * 77,309,411,328 usable:
+ * - weights 10 GiB: short by 10737418240 + 18446744073709551614 -
+ *   77309411328 = 18446744007137558526 bytes;
+ * - weights 2^64 - 1: short by more than 2^64 - 1 bytes;
+ * - vllm: weights 16 GiB + the reserve pass 2^64 - 1: does not fit, where
+ *   the saturated sum read as a non_kv_memory not given. */
+static void test_reserve_near_64_bits(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_example_model("llama3_1_8b.json");
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.device_memory = UINT64_C(80) << 30;
+    o.weights_total = UINT64_C(10) << 30;
+    o.activation_reserve = UINT64_MAX - 1;
+    kvshard_plan *p = NULL;
+    kvshard_error err;
+    assert_int_equal(kvshard_plan_create(&p, m, &o, NULL, &err), KVSHARD_EDOESNOTFIT);
+    assert_string_equal(err.message, "does_not_fit: the weights (10737418240 bytes a rank) and "
+                                     "activation_reserve 18446744073709551614 bytes take all of "
+                                     "device_memory 85899345920 x memory_utilization 0.9 = "
+                                     "77309411328 usable bytes: 18446744007137558526 bytes short");
+    o.weights_total = UINT64_MAX;
+    assert_int_equal(kvshard_plan_create(&p, m, &o, NULL, &err), KVSHARD_EDOESNOTFIT);
+    assert_non_null(strstr(err.message, "77309411328 usable bytes: more than "
+                                        "18446744073709551615 bytes short"));
+    kvshard_settings *s = NULL;
+    tu_assert_ok(kvshard_settings_create(&s, NULL, &err), &err);
+    tu_assert_ok(kvshard_settings_set(s, "max_model_len", "4096", NULL, &err), &err);
+    o.engine = KVSHARD_ENGINE_VLLM;
+    o.settings = s;
+    o.weights_total = UINT64_C(16) << 30;
+    assert_int_equal(kvshard_plan_create(&p, m, &o, NULL, &err), KVSHARD_EDOESNOTFIT);
+    assert_string_equal(err.message, "does_not_fit: the weights (17179869184 bytes a rank) and "
+                                     "activation_reserve 18446744073709551614 bytes take all of "
+                                     "device_memory 85899345920");
+    assert_null(p);
+    kvshard_settings_free(s);
+    kvshard_model_free(m);
+}
+
+/* The tables keep words and numbers apart: every word a number-typed key
+ * takes, and every fallback that stands for "not given", is stored as a
+ * value outside the key's [min, max], the only values a number may have. */
+static void value_apart(const kvshard_value__def *def, const kvshard_value *fallback,
+                        const char *default_text)
+{
+    if (def->type != KVSHARD__VT_U32 && def->type != KVSHARD__VT_BYTES)
+        return;
+    for (const kvshard_value__word *w = def->words; w && w->text; w++) {
+        uint64_t u = (uint64_t)(int64_t)w->value;
+        if (u >= def->min && u <= def->max)
+            print_error("%s: the word %s is stored as %llu, inside %llu..%llu\n", def->name,
+                        w->text, (unsigned long long)u, (unsigned long long)def->min,
+                        (unsigned long long)def->max);
+        assert_false(u >= def->min && u <= def->max);
+    }
+    if (fallback && default_text && strcmp(default_text, "none") == 0) {
+        bool inside = fallback->u >= def->min && fallback->u <= def->max;
+        if (inside)
+            print_error("%s: its fallback %llu (\"none\") is a number it takes\n", def->name,
+                        (unsigned long long)fallback->u);
+        assert_false(inside);
+    }
+}
+
+static void test_sentinels_outside_ranges(void **state)
+{
+    (void)state;
+    size_t checked = 0;
+    for (int i = 0; i < KVSHARD__OPT_COUNT; i++, checked++)
+        value_apart(kvshard__option_def((kvshard__option_id)i), NULL, NULL);
+    for (const kvshard__profile *const *p = kvshard_profiles__all; *p; p++) {
+        for (const kvshard_profile__input *in = (*p)->inputs; in && in->def.name; in++, checked++)
+            value_apart(&in->def, &in->fallback, in->default_text);
+    }
+    assert_true(checked > KVSHARD__OPT_COUNT);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1319,6 +1466,9 @@ int main(void)
         cmocka_unit_test(test_ignored_flags_at_the_flag_limit),
         cmocka_unit_test(test_ignored_flags_out_of_memory),
         cmocka_unit_test(test_empty_lists),
+        cmocka_unit_test(test_number_never_a_word),
+        cmocka_unit_test(test_sentinels_outside_ranges),
+        cmocka_unit_test(test_reserve_near_64_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1362,10 +1362,20 @@ static void test_null_everywhere(void **state)
     kvshard_fit *fit = NULL;
     kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
     fo.gpus = 1;
-    assert_int_equal(kvshard_fit_create(NULL, model, NULL, &fo, NULL, &err), KVSHARD_EINVAL);
-    assert_int_equal(kvshard_fit_create(&fit, NULL, NULL, &fo, NULL, &err), KVSHARD_EINVAL);
+    /* A fit of the example on one 200 GiB GPU, so that each NULL below is
+     * the only thing wrong with its call. */
+    kvshard_options fopt = KVSHARD_OPTIONS_INIT;
+    fopt.device_memory = UINT64_C(200) << 30;
+    fopt.weights_total = UINT64_C(70) << 30;
+    assert_int_equal(kvshard_fit_create(NULL, model, &fopt, &fo, NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_fit_create(&fit, NULL, &fopt, &fo, NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_fit_create(&fit, model, NULL, &fo, NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_fit_create(&fit, model, &fopt, NULL, NULL, &err), KVSHARD_EINVAL);
+    assert_string_equal(err.message, "out, model, options and fit_options must not be NULL");
     assert_int_equal(kvshard_deployment_fit(NULL, dep, &fo, &err), KVSHARD_EINVAL);
     assert_int_equal(kvshard_deployment_fit(&fit, NULL, &fo, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_deployment_fit(&fit, dep, NULL, &err), KVSHARD_EINVAL);
+    assert_string_equal(err.message, "out, deployment and fit_options must not be NULL");
     assert_null(fit);
     kvshard_fit_free(NULL);
     assert_int_equal(kvshard_fit_row_count(NULL), 0);
@@ -1374,6 +1384,13 @@ static void test_null_everywhere(void **state)
     assert_int_equal(kvshard_fit_not_admitted(NULL, NULL, NULL, NULL, NULL, 0), KVSHARD_EINVAL);
     assert_int_equal(kvshard_fit_limited_layouts(NULL), 0);
     assert_int_equal(kvshard_fit_flags(buf, sizeof buf, NULL, "kvshard", false), KVSHARD_EINVAL);
+    tu_assert_ok(kvshard_fit_create(&fit, model, &fopt, &fo, NULL, &err), &err);
+    assert_true(kvshard_fit_flags(buf, sizeof buf, fit, "kvshard", false) > 0);
+    assert_int_equal(kvshard_fit_flags(NULL, sizeof buf, fit, "kvshard", false), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_fit_flags(buf, sizeof buf, fit, NULL, false), KVSHARD_EINVAL);
+    assert_true(kvshard_fit_flags(NULL, 0, fit, "kvshard", false) > 0); /* the length it needs */
+    kvshard_fit_free(fit);
+    fit = NULL;
     assert_int_equal(kvshard_fit_write_json(NULL, discard_writer, NULL), KVSHARD_EINVAL);
     assert_int_equal(kvshard_fit_write_text(NULL, 0, discard_writer, NULL), KVSHARD_EINVAL);
 
@@ -1403,6 +1420,168 @@ static void test_null_everywhere(void **state)
     kvshard_model_free(model);
 }
 
+/* ---- every pointer parameter, from the header ---------------------------------------- */
+
+/* Pointer parameters the header documents as optional: NULL is an answer
+ * there, not an error. "*" stands for every function. */
+static const struct {
+    const char *function;
+    const char *param;
+} optional_pointers[] = {
+    {"*", "err"},       /* `err` arguments may be NULL */
+    {"*", "allocator"}, /* NULL: the C library's */
+    {"*", "user"},      /* the write callback's own pointer */
+    {"*", "origin"},    /* NULL: "option", "override" */
+    {"kvshard_model_load_file", "options"},
+    {"kvshard_model_load_string", "options"},
+    {"kvshard_model_load_string", "name"},
+    {"kvshard_deployment_load_file", "options"},
+    {"kvshard_deployment_load_string", "options"},
+    {"kvshard_deployment_load_string", "name"},
+    {"kvshard_deployment_load_string", "base_dir"},
+    {"kvshard_settings_copy", "settings"}, /* NULL: an empty one */
+    {"kvshard_settings_get", "settings"},  /* NULL: every default */
+    {"kvshard_settings_get", "out_set"},
+    {"kvshard_plan_create", "options"},       /* NULL: KVSHARD_OPTIONS_INIT */
+    {"kvshard_comparison_create", "options"}, /* as kvshard_plan_create() */
+    {"kvshard_deployment_create", "options"},
+    {"kvshard_plan_split_position", "out_split_rank"}, /* either output may be NULL */
+    {"kvshard_plan_split_position", "out_split_group"},
+    {"kvshard_plan_warning", "out_code"}, /* either output may be NULL */
+    {"kvshard_plan_warning", "out_message"},
+    {"kvshard_fit_not_admitted", "tp_size"}, /* each output may be NULL */
+    {"kvshard_fit_not_admitted", "pp_size"},
+    {"kvshard_fit_not_admitted", "dp_size"},
+    {"kvshard_fit_not_admitted", "code"},
+    {"kvshard_report_write_html", "comparison"}, /* NULL leaves it out */
+};
+
+static bool optional_pointer(const char *function, size_t flen, const char *param, size_t plen)
+{
+    for (size_t i = 0; i < sizeof optional_pointers / sizeof optional_pointers[0]; i++) {
+        const char *f = optional_pointers[i].function, *q = optional_pointers[i].param;
+        if ((strcmp(f, "*") == 0 || (strlen(f) == flen && memcmp(f, function, flen) == 0)) &&
+            strlen(q) == plen && memcmp(q, param, plen) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* A file as a C string (read_whole leaves room after its bytes). */
+static char *read_text(const char *path)
+{
+    size_t len;
+    char *text = read_whole(path, &len);
+    text[len] = '\0';
+    return text;
+}
+
+/* The text from `open` (a '(') to its matching ')', exclusive; its
+ * arguments split at the commas of depth 1 into starts[] and lens[]. */
+static size_t split_args(const char *open, const char **starts, size_t *lens, size_t cap,
+                         const char **close)
+{
+    int depth = 0;
+    size_t n = 0;
+    const char *start = open + 1;
+    for (const char *p = open; *p; p++) {
+        if (*p == '(' || *p == '[' || *p == '{')
+            depth++;
+        else if (*p == ')' || *p == ']' || *p == '}')
+            depth--;
+        if ((*p == ',' && depth == 1) || depth == 0) {
+            while (start < p && isspace((unsigned char)*start))
+                start++;
+            const char *end = p;
+            while (end > start && isspace((unsigned char)end[-1]))
+                end--;
+            if (n < cap && (end > start || n > 0)) {
+                starts[n] = start;
+                lens[n] = (size_t)(end - start);
+                n++;
+            }
+            start = p + 1;
+        }
+        if (depth == 0) {
+            *close = p;
+            return n;
+        }
+    }
+    *close = open;
+    return n;
+}
+
+/* Whether test_null_everywhere calls `name` with NULL as argument `index`. */
+static bool called_with_null(const char *body, const char *name, size_t len, size_t index)
+{
+    for (const char *p = strstr(body, name); p; p = strstr(p + 1, name)) {
+        if ((p > body && (isalnum((unsigned char)p[-1]) || p[-1] == '_')) ||
+            strncmp(p, name, len) != 0 || p[len] != '(')
+            continue;
+        const char *starts[16], *close;
+        size_t lens[16];
+        size_t n = split_args(p + len, starts, lens, 16, &close);
+        if (index < n && lens[index] == 4 && memcmp(starts[index], "NULL", 4) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Every pointer parameter of every public function, read from the header
+ * (so a new function or parameter is covered without a list to keep): each
+ * one the header does not call optional is passed NULL somewhere in
+ * test_null_everywhere, whose assertions then say what NULL gives. A list
+ * of names alone let kvshard_fit_create's fit_options slip through. */
+static void test_null_every_pointer_parameter(void **state)
+{
+    (void)state;
+    char *header = read_text(KVSHARD_EXAMPLES "/../include/kvshard/kvshard.h");
+    char *source = read_text(KVSHARD_EXAMPLES "/../tests/test_errors.c");
+    const char *begin = strstr(source, "static void test_null_everywhere(void **state)");
+    assert_non_null(begin);
+    const char *end = strstr(begin, "\nint main(void)");
+    assert_non_null(end);
+    ((char *)end)[0] = '\0';
+    size_t pointers = 0, missing = 0;
+    for (const char *p = strstr(header, "KVSHARD_EXPORT "); p;
+         p = strstr(p + 1, "KVSHARD_EXPORT ")) {
+        const char *paren = strchr(p, '(');
+        assert_non_null(paren);
+        const char *nend = paren;
+        while (nend > p && isspace((unsigned char)nend[-1]))
+            nend--;
+        const char *name = nend;
+        while (name > p && (isalnum((unsigned char)name[-1]) || name[-1] == '_'))
+            name--;
+        size_t name_len = (size_t)(nend - name);
+        char fname[96];
+        snprintf(fname, sizeof fname, "%.*s", (int)name_len, name);
+        const char *starts[16], *close;
+        size_t lens[16];
+        size_t n = split_args(paren, starts, lens, 16, &close);
+        for (size_t i = 0; i < n; i++) {
+            if (!memchr(starts[i], '*', lens[i]))
+                continue;
+            const char *pe = starts[i] + lens[i], *pn = pe;
+            while (pn > starts[i] && (isalnum((unsigned char)pn[-1]) || pn[-1] == '_'))
+                pn--;
+            if (optional_pointer(name, name_len, pn, (size_t)(pe - pn)))
+                continue;
+            pointers++;
+            if (!called_with_null(begin, fname, name_len, i)) {
+                print_error("%s: its parameter %.*s (argument %zu) is never NULL in "
+                            "test_null_everywhere\n",
+                            fname, (int)(pe - pn), pn, i + 1);
+                missing++;
+            }
+        }
+    }
+    free(header);
+    free(source);
+    assert_true(pointers > 150);
+    assert_int_equal(missing, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1412,6 +1591,7 @@ int main(void)
         cmocka_unit_test(test_null_err_accepted),
         cmocka_unit_test(test_null_list_is_the_header),
         cmocka_unit_test(test_null_everywhere),
+        cmocka_unit_test(test_null_every_pointer_parameter),
         cmocka_unit_test(test_strerror_distinct),
         cmocka_unit_test(test_document_size_limit),
         cmocka_unit_test(test_depth_limit_exact),

@@ -487,6 +487,44 @@ static void test_tiny_hybrid_plan(void **state)
     }
 }
 
+/* Sixteen replicas of a row's tokens that pass 2^64 - 1 are refused, not
+ * wrapped into a smaller figure the ranking would trust. One layer, one
+ * KV head of dim 1, fp8 (1 byte and a 4-byte scale, for K and for V: 10 B
+ * a token, 160 B a block of 16) on 16 GPUs of 2^64 - 1 bytes, 1 byte of
+ * weights: usable floor((2^64 - 1) x 0.9) = 16602069666338596453, reserve
+ * floor((2^64 - 1) / 20) = 922337203685477580, budget
+ * 16602069666338596453 - 922337203685477580 - 1 = 15679732462653118872,
+ * floor(/ 160) = 97998327891581992 blocks, x 16 = 1567973246265311872
+ * tokens a replica; T = 1, D = 16: x 16 = 25087571940244989952 > 2^64 - 1. */
+static void test_totals_past_64_bits(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_model_text("{num_hidden_layers: 1, num_attention_heads: 1, "
+                                          "num_key_value_heads: 1, head_dim: 1}");
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.device_memory = UINT64_MAX;
+    o.weights_total = 1;
+    o.kv_cache_dtype = KVSHARD_DTYPE_FP8;
+    kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
+    fo.gpus = 16;
+    kvshard_fit *f = NULL;
+    kvshard_error err;
+    assert_int_equal(kvshard_fit_create(&f, m, &o, &fo, NULL, &err), KVSHARD_EOVERFLOW);
+    assert_string_equal(err.message, "T = 1, P = 1, D = 16: 1567973246265311872 tokens (0 "
+                                     "sequences) a replica times 16 replicas pass "
+                                     "18446744073709551615 (2^64 - 1)");
+    assert_null(f);
+    /* Four replicas hold 6271892985061247488 tokens: the figure, exact. */
+    fo.gpus = 4;
+    tu_assert_ok(kvshard_fit_create(&f, m, &o, &fo, NULL, &err), &err);
+    const kvshard_fit_row *row = kvshard_fit_row_at(f, 0);
+    assert_int_equal(row->dp_size, 4);
+    assert_true(row->tokens_per_replica == UINT64_C(1567973246265311872));
+    assert_true(row->tokens_total == UINT64_C(6271892985061247488));
+    kvshard_fit_free(f);
+    kvshard_model_free(m);
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -1046,6 +1084,7 @@ int main(void)
         cmocka_unit_test(test_engine_device_inputs), cmocka_unit_test(test_work_per_layer),
         cmocka_unit_test(test_work_per_rank),        cmocka_unit_test(test_work_limit),
         cmocka_unit_test(test_out_of_memory),
+        cmocka_unit_test(test_totals_past_64_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -103,9 +103,23 @@ void kvshard_cli__inputs_of(kvshard_cli__inputs *in, kvshard_deployment *dep)
     }
 }
 
+static const char flag_file[] = "the flag file";
+
 void kvshard_cli__input_flagfile(void *user, const char *path)
 {
-    kvshard_cli__input_add(user, "the flag file", path);
+    kvshard_cli__input_add(user, flag_file, path);
+}
+
+bool kvshard_cli__is_flagfile(const kvshard_cli__inputs *in, const char *path)
+{
+    struct stat st;
+    if (!path || !path[0] || stat(path, &st) != 0)
+        return false;
+    for (size_t i = 0; in && i < in->count; i++) {
+        if (in->items[i].dev == st.st_dev && in->items[i].ino == st.st_ino)
+            return in->items[i].what == flag_file;
+    }
+    return false;
 }
 
 void kvshard_cli__inputs_free(kvshard_cli__inputs *in)

@@ -3,7 +3,10 @@
  * document is made in full before the output is opened (tools/cli_output.c
  * writes it), and every message goes through the library's escape.
  *
- * Exit status: 0 success, 1 invalid input or a failed write, 2 bad usage. */
+ * Exit status: 0 success; 2 bad usage: a command-line value (or a flag
+ * file's) that does not parse or is out of its range, an unknown flag; 1 a
+ * refused plan, a file that does not read or holds an invalid value, a
+ * failed write. */
 #define _POSIX_C_SOURCE 200809L
 #include "cli_output.h"
 
@@ -374,7 +377,8 @@ static void help_flags(text_buf *b, const kvshard__profile *profile)
             break;
     }
     put_text(b, "\nengine command lines:\n");
-    help_row(b, "--flagfile=FILE", "more flags, one a line (# starts a comment)");
+    help_row(b, "--flagfile=FILE",
+             "more flags, one a line (# starts a comment); also --flagfile FILE");
     help_row(b, argparse ? "--ignore-unknown-flags" : "--ignore_unknown_flags",
              "skip the flags and arguments the profile does not read; the plan's warning "
              "flags_ignored names them");
@@ -598,6 +602,11 @@ static int parse_args(cli *c, int argc, char **argv, int *done)
             if (arg[9] == '\0')
                 return usage_error("--output= needs a file name (or - for standard output)");
             c->output = arg + 9;
+        } else if ((strcmp(arg, "--flagfile") == 0 || strcmp(arg, "-flagfile") == 0) &&
+                   i + 1 < argc) {
+            /* --flagfile FILE: the file is the flag's, never CONFIG. */
+            c->flags[c->flag_count++] = arg;
+            c->flags[c->flag_count++] = argv[++i];
         } else if (!c->command && !(arg[0] == '-' && arg[1] != '\0')) {
             c->command = arg;
         } else if (!c->config && c->command && !(arg[0] == '-' && arg[1] != '\0')) {
@@ -642,6 +651,36 @@ static int parse_args(cli *c, int argc, char **argv, int *done)
 
 /* ---- commands ------------------------------------------------------------------- */
 
+/* Whether an error is about a value the command line gave (or a flag file,
+ * which holds more of it): its source names the flag or the file. */
+static bool from_command_line(const kvshard_error *err, const kvshard_cli__inputs *inputs)
+{
+    return strncmp(err->source, "command line", 12) == 0 ||
+           kvshard_cli__is_flagfile(inputs, err->source);
+}
+
+/* The exit status of a failed run, one rule for every command: a value of
+ * the command line that does not parse or is out of its range (a text past
+ * what kvshard represents included) is bad usage, 2, wherever it is found
+ * out; a refused plan, a file that does not read and any error located in
+ * the deployment or model files are invalid input, 1. */
+static int status_of(const kvshard_error *err, const kvshard_cli__inputs *inputs)
+{
+    bool value = err->code == KVSHARD_ETYPE || err->code == KVSHARD_ERANGE;
+    return value && from_command_line(err, inputs) ? EXIT_USAGE : EXIT_INVALID;
+}
+
+/* A planning call's error: bad usage is said as such ("kvshard: ", and
+ * where to look), invalid input as FILE:LINE:COLUMN or the flag. */
+static int failed(const kvshard_error *err, const kvshard_cli__inputs *inputs, const char *command)
+{
+    int status = status_of(err, inputs);
+    print_error(status == EXIT_USAGE ? "kvshard: " : "", err);
+    if (status == EXIT_USAGE)
+        kvshard_cli__say("Try 'kvshard help %s'.", command);
+    return status;
+}
+
 /* The document, made in full before the output is opened: a command that
  * fails never opens, truncates or creates its target. */
 typedef struct document {
@@ -651,7 +690,8 @@ typedef struct document {
     kvshard_fit *fit;
 } document;
 
-static int make_document(document *d, const kvshard_deployment *dep)
+static int make_document(document *d, const kvshard_deployment *dep,
+                         const kvshard_cli__inputs *inputs)
 {
     kvshard_error err;
     const char *command = d->c->command;
@@ -661,23 +701,17 @@ static int make_document(document *d, const kvshard_deployment *dep)
         fo.gpus = d->c->gpus;
         fo.max_tp_size = d->c->max_tp_size;
         fo.max_pp_size = d->c->max_pp_size;
-        if (kvshard_deployment_fit(&d->fit, dep, &fo, &err) != KVSHARD_OK) {
-            print_error("", &err);
-            return EXIT_INVALID;
-        }
+        if (kvshard_deployment_fit(&d->fit, dep, &fo, &err) != KVSHARD_OK)
+            return failed(&err, inputs, command);
         return 0;
     }
     if (strcmp(command, "plan") == 0 || html) {
-        if (kvshard_deployment_plan(&d->plan, dep, &err) != KVSHARD_OK) {
-            print_error("", &err);
-            return EXIT_INVALID;
-        }
+        if (kvshard_deployment_plan(&d->plan, dep, &err) != KVSHARD_OK)
+            return failed(&err, inputs, command);
     }
     if (strcmp(command, "compare") == 0) {
-        if (kvshard_deployment_compare(&d->cmp, dep, &err) != KVSHARD_OK) {
-            print_error("", &err);
-            return EXIT_INVALID;
-        }
+        if (kvshard_deployment_compare(&d->cmp, dep, &err) != KVSHARD_OK)
+            return failed(&err, inputs, command);
     } else if (html) {
         /* A comparison that cannot be made leaves its chart out, not the page. */
         (void)kvshard_deployment_compare(&d->cmp, dep, NULL);
@@ -715,10 +749,14 @@ static int run(const cli *c, kvshard_cli__inputs *inputs)
     kvshard_cli__inputs_of(inputs, dep);
     if (kvshard_flags__apply_known(dep, c->flag_count, c->flags, 0, kvshard_cli__input_flagfile,
                                    inputs, cli_flags, &err) != KVSHARD_OK) {
-        print_error("kvshard: ", &err); /* bad usage, located at the flag */
-        kvshard_cli__say("Try 'kvshard help %s'.", c->command);
+        /* Bad usage, located at the flag; a flag file that does not read
+         * is a file that does not read, as CONFIG's would be. */
+        bool unread = err.code == KVSHARD_EIO;
+        print_error(unread ? "" : "kvshard: ", &err);
+        if (!unread)
+            kvshard_cli__say("Try 'kvshard help %s'.", c->command);
         kvshard_deployment_free(dep);
-        return EXIT_USAGE;
+        return unread ? EXIT_INVALID : EXIT_USAGE;
     }
     /* Every input is known now: the target is checked against them before
      * it is opened. */
@@ -726,7 +764,7 @@ static int run(const cli *c, kvshard_cli__inputs *inputs)
     int status = kvshard_cli__output_prepare(&out, c->output, inputs);
     document d = {c, NULL, NULL, NULL};
     if (status == 0)
-        status = make_document(&d, dep);
+        status = make_document(&d, dep, inputs);
     /* Making it read the weights files of device inputs: the target is
      * none of them either. */
     if (status == 0)

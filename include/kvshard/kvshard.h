@@ -716,7 +716,8 @@ KVSHARD_EXPORT int kvshard_deployment_load_string(kvshard_deployment **out, cons
                                                   kvshard_error *err);
 
 /** A deployment of a model the caller built (kvshard_model_create()); the
- *  deployment takes ownership of `model` on success only. */
+ *  deployment takes ownership of `model` on success only. `options` NULL
+ *  means KVSHARD_OPTIONS_INIT. */
 KVSHARD_EXPORT int kvshard_deployment_create(kvshard_deployment **out, kvshard_model *model,
                                              const kvshard_options *options,
                                              kvshard_error *err);
@@ -1093,8 +1094,11 @@ typedef struct kvshard_blocks {
  * memory), or on every rank (KVSHARD_ALL_RANKS: the minimum, what all ranks
  * allocate), under the plan's engine profile, with the concurrency figures at
  * the budget's context length. Errors: KVSHARD_EINVAL (NULL arguments, an
- * unknown size), KVSHARD_ERANK, KVSHARD_ENOBLOCK (not one block fits),
- * KVSHARD_ERANGE (the plan has no KV bytes per block), KVSHARD_EOVERFLOW.
+ * unknown size), KVSHARD_ERANK, KVSHARD_ENOBLOCK (not one block fits; the
+ * state reservation and one block pass 2^64 - 1 bytes), KVSHARD_ERANGE (the
+ * plan has no KV bytes per block), KVSHARD_EOVERFLOW (a block with
+ * extra_bytes_per_block passes 2^64 - 1 bytes, or max_tokens does). No sum
+ * is saturated: a budget of 2^64 - 1 bytes never holds a larger block.
  */
 KVSHARD_EXPORT int kvshard_plan_blocks_for(kvshard_blocks *out, const kvshard_plan *plan,
                                            uint32_t tp_rank, const kvshard_budget *budget,
@@ -1218,7 +1222,7 @@ KVSHARD_EXPORT const char *kvshard_warning_name(kvshard_warning_code code);
 /** Number of warnings the plan carries (see kvshard_plan_warning()). */
 KVSHARD_EXPORT size_t kvshard_plan_warning_count(const kvshard_plan *plan);
 /** Warning `index` (0-based, in a fixed order). The message is borrowed.
- *  KVSHARD_EINVAL when out of range. */
+ *  Either output may be NULL. KVSHARD_EINVAL when out of range. */
 KVSHARD_EXPORT int kvshard_plan_warning(kvshard_warning_code *out_code, const char **out_message,
                                         const kvshard_plan *plan, size_t index);
 /** Whether the plan carries a warning with this code. */
@@ -1506,12 +1510,13 @@ typedef struct kvshard_comparison_row {
 } kvshard_comparison_row;
 
 /** Build the comparison from a model and options (the split fields of
- *  `options` are ignored): every split size dividing T under each ownership
- *  rule, at the options' pp_size, or with `sweep_pp` at every pp_size that
- *  divides world_size / (dp x cp) and can cut the layers (a pp_size whose
- *  plan fails for another reason than memory is left out). Fails only for
- *  errors no row can avoid; errors as kvshard_plan_create(), and
- *  KVSHARD_EPARTITION for pp_partition with sweep_pp. */
+ *  `options` are ignored; NULL means KVSHARD_OPTIONS_INIT): every split
+ *  size dividing T under each ownership rule, at the options' pp_size, or
+ *  with `sweep_pp` at every pp_size that divides world_size / (dp x cp) and
+ *  can cut the layers (a pp_size whose plan fails for another reason than
+ *  memory is left out). Fails only for errors no row can avoid; errors as
+ *  kvshard_plan_create(), and KVSHARD_EPARTITION for pp_partition with
+ *  sweep_pp. */
 KVSHARD_EXPORT int kvshard_comparison_create(kvshard_comparison **out, const kvshard_model *model,
                                              const kvshard_options *options,
                                              const kvshard_allocator *allocator,
@@ -1612,20 +1617,23 @@ typedef struct kvshard_fit kvshard_fit;
  * the node, stages across nodes), planned from the device inputs of
  * `options` (device_memory required; weights_total with weights_experts, or
  * the model directory's safetensors), ranked by the sequences they serve
- * at options->context_length (else by tokens). Errors: KVSHARD_EINVAL,
+ * at options->context_length (else by tokens). Errors: KVSHARD_EINVAL
+ * (NULL arguments, `options` and `fit_options` included, an unknown size),
  * KVSHARD_EPROFILE (an engine profile: fit_profile), KVSHARD_EWEIGHTS
  * (no weights, or weights_per_rank), KVSHARD_EFITLIMITS, the error of the
  * first layout when none is admitted, KVSHARD_EDOESNOTFIT or
- * KVSHARD_ENOBLOCK when none fits.
+ * KVSHARD_ENOBLOCK when none fits, KVSHARD_EOVERFLOW when a layout's
+ * tokens or sequences over its replicas pass 2^64 - 1.
  */
 KVSHARD_EXPORT int kvshard_fit_create(kvshard_fit **out, const kvshard_model *model,
                                       const kvshard_options *options,
                                       const kvshard_fit_options *fit_options,
                                       const kvshard_allocator *allocator, kvshard_error *err);
-/** kvshard_fit_create() with the deployment's model and options; its
- *  pp_size and dp_size, when a flag or call set them, pin those sizes, and
- *  enable_layerwise_split set false so pins the split to 1. Errors point at
- *  the option responsible, as kvshard_deployment_plan()'s. */
+/** kvshard_fit_create() with the deployment's model and options
+ *  (`fit_options` NULL: KVSHARD_EINVAL); its pp_size and dp_size, when a
+ *  flag or call set them, pin those sizes, and enable_layerwise_split set
+ *  false so pins the split to 1. Errors point at the option responsible,
+ *  as kvshard_deployment_plan()'s. */
 KVSHARD_EXPORT int kvshard_deployment_fit(kvshard_fit **out, const kvshard_deployment *deployment,
                                           const kvshard_fit_options *fit_options,
                                           kvshard_error *err);
@@ -1635,7 +1643,8 @@ KVSHARD_EXPORT void kvshard_fit_free(kvshard_fit *fit);
 KVSHARD_EXPORT size_t kvshard_fit_row_count(const kvshard_fit *fit);
 KVSHARD_EXPORT const kvshard_fit_row *kvshard_fit_row_at(const kvshard_fit *fit, size_t index);
 /** Layouts refused for another reason than memory (T, P, D and the
- *  status), and how many pairs (T, P) the node limits left out. */
+ *  status; each output may be NULL), and how many pairs (T, P) the node
+ *  limits left out. */
 KVSHARD_EXPORT size_t kvshard_fit_not_admitted_count(const kvshard_fit *fit);
 KVSHARD_EXPORT int kvshard_fit_not_admitted(uint32_t *tp_size, uint32_t *pp_size,
                                             uint32_t *dp_size, int *code,

@@ -383,6 +383,14 @@ def test_utilization_and_reserve(qwen: kvshard.Model) -> None:
     assert opts.activation_reserve == kvshard.RESERVE_AUTO
     opts.set("activation_reserve", kvshard.RESERVE_AUTO)
     assert opts.activation_reserve == kvshard.RESERVE_AUTO
+    # The same number as text is a number, and kvshard_options cannot hold
+    # it apart from auto: refused, never read as auto.
+    opts.activation_reserve = 1024
+    with pytest.raises(kvshard.ConfigError) as info:
+        opts.set("activation_reserve", "18446744073709551615")
+    assert info.value.code is Status.ERANGE
+    assert "expected a size from 0 to 18446744073709551614 bytes" in str(info.value)
+    assert opts.activation_reserve == 1024
     # Read to the billionth, and no further.
     opts.memory_utilization = 0.9000000001
     with pytest.raises(kvshard.ConfigError) as info:

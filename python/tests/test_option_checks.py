@@ -278,7 +278,10 @@ def text_probes(spec: Any) -> List[Tuple[Any, str]]:
         return FRACTION_PROBES
     if spec.kind in (Kind.INTEGER, Kind.BYTES):
         values = [spec.low, spec.high, spec.high + 1] + ([spec.low - 1] if spec.low else [])
-        return [(v, str(v)) for v in values]
+        # A native value that is how the struct holds a word (RESERVE_AUTO)
+        # is that word; as text, the same number is a number.
+        words = {value: word for word, value in spec.words}
+        return [(v, words.get(v, str(v))) for v in values]
     if spec.kind is Kind.ENUM:
         # The library's own name of every member, as the text.
         beyond = max(spec.enum) + 1  # no member, no word
@@ -510,7 +513,8 @@ def test_the_setting_rows_are_the_library_s() -> None:
         ("enforce_eager", F, 0, 1, False, "false", v),
         ("speculative_config", J, 0, 0, "none", "none", v),
         ("draft_attention_layers", I, 0, 1024, "by method", "by method", v),
-        ("non_kv_memory", B, 0, U64_MAX, "none", "none", v),
+        # 2^64 - 1 stands for "none" (not given): a number stops below it.
+        ("non_kv_memory", B, 0, U64_MAX - 1, "none", "none", v),
         ("decode_context_parallel_size", I, 1, ranks, 1, "1", v),
         ("prefill_context_parallel_size", I, 1, ranks, 1, "1", v),
         ("tp_size", I, 1, ranks, "world_size", "world_size", s),

@@ -1,8 +1,30 @@
 /* Numbers for people, and the printer. */
 #include "base/format.h"
 
+#include <locale.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+size_t kvshard_format__shortest_text(char *buf, size_t cap, double v)
+{
+    char text[40] = "";
+    /* printf and strtod both follow the locale's point: the round trip is
+     * checked in it, and the point written as '.' afterwards. */
+    for (int digits = 1; digits <= 17; digits++) {
+        snprintf(text, sizeof text, "%.*g", digits, v);
+        if (strtod(text, NULL) == v)
+            break;
+    }
+    const char *point = localeconv()->decimal_point;
+    if (point && point[0] && point[0] != '.' && point[1] == '\0') {
+        char *at = strchr(text, point[0]);
+        if (at)
+            *at = '.';
+    }
+    int n = snprintf(buf, cap, "%s", text);
+    return n < 0 ? 0 : (size_t)n;
+}
 
 size_t kvshard_format__grouped_text(char *buf, size_t cap, uint64_t v)
 {

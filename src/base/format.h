@@ -12,6 +12,11 @@ size_t kvshard_format__grouped_text(char *buf, size_t cap, uint64_t v);
 /* 16097280 -> "15.35 MiB"; below 1 KiB, "512 B". Returns its length. */
 size_t kvshard_format__human_text(char *buf, size_t cap, uint64_t bytes);
 
+/* A double as the shortest decimal that reads back as the same double
+ * ("0.9000000001", "0.9", "1"), so that two values that differ show
+ * differently; "%g" would print both of those as 0.9. Returns its length. */
+size_t kvshard_format__shortest_text(char *buf, size_t cap, double v);
+
 /* Where wording goes. `put` takes text to show as it is (the sink escapes
  * it); `code` marks a flag or key (HTML writes it as code). `row`, which a
  * sink without rows leaves NULL, starts a labelled row of a table, or ends

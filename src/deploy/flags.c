@@ -68,6 +68,11 @@ typedef struct flag_list {
     kvshard_flags__file_fn on_file;
     void *user;
     kvshard_error *err;
+    /* A --flagfile written without `=`: the next token, whatever it is, is
+     * its file (--flagfile FILE, as every other flag takes a value). */
+    bool flagfile_waits;
+    flag flagfile;
+    int flagfile_depth;
 } flag_list;
 
 static int nomem(flag_list *l)
@@ -233,6 +238,12 @@ static int read_lines(flag_list *l, const char *text, size_t len, const char *na
         i = end + 1;
         line++;
     }
+    /* A --flagfile on the file's last line has no file after it: the next
+     * argument outside the file is not its value. */
+    if (l->flagfile_waits && l->flagfile_depth == depth + 1) {
+        l->flagfile_waits = false;
+        return flag_fail(l, &l->flagfile, KVSHARD_ERANGE, "--flagfile needs a file name");
+    }
     return KVSHARD_OK;
 }
 
@@ -308,6 +319,14 @@ static int expand(flag_list *l, const char *text, size_t len, const char *file, 
                   int depth)
 {
     flag f = {text, len, false, l->ended, text, 0, NULL, 0, file, mark};
+    if (l->flagfile_waits) {
+        /* The token after a bare --flagfile is its file, as written. */
+        flag named = l->flagfile;
+        named.value = text;
+        named.value_len = len;
+        l->flagfile_waits = false;
+        return read_flagfile(l, &named, l->flagfile_depth);
+    }
     if (!l->ended && len == 2 && text[0] == '-' && text[1] == '-') {
         l->ended = true; /* as gflags and argparse read `--` */
         return KVSHARD_OK;
@@ -323,8 +342,14 @@ static int expand(flag_list *l, const char *text, size_t len, const char *file, 
             f.value = eq + 1;
             f.value_len = len - dashes - f.name_len - 1;
         }
-        if (kvshard__text_is(f.name, f.name_len, "flagfile"))
-            return read_flagfile(l, &f, depth);
+        if (kvshard__text_is(f.name, f.name_len, "flagfile")) {
+            if (eq)
+                return read_flagfile(l, &f, depth);
+            l->flagfile_waits = true;
+            l->flagfile = f;
+            l->flagfile_depth = depth;
+            return KVSHARD_OK;
+        }
     }
     if (l->count >= KVSHARD_FLAGS__MAX_FLAGS)
         return flag_fail(l, &f, KVSHARD_ELIMIT,
@@ -789,6 +814,8 @@ int kvshard_flags__apply_known(kvshard_deployment *deployment, size_t count,
         }
         rc = expand(&l, args[i], strlen(args[i]), NULL, kvshard__no_mark, 0);
     }
+    if (rc == KVSHARD_OK && l.flagfile_waits)
+        rc = flag_fail(&l, &l.flagfile, KVSHARD_ERANGE, "--flagfile needs a file name");
     /* --ignore_unknown_flags (or =true, =false) anywhere applies to all. */
     size_t kept = 0;
     for (size_t i = 0; rc == KVSHARD_OK && i < l.count; i++) {

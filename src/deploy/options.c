@@ -59,7 +59,9 @@ typedef struct option_def {
 #define WORD KVSHARD__VT_WORD
 
 /* activation_reserve: "auto" is the profile's figure (kvshard_options'
- * KVSHARD_RESERVE_AUTO, read as -1). */
+ * KVSHARD_RESERVE_AUTO, read as -1). The struct has no other room for it, so
+ * a reserve given as a number is at most 2^64 - 2 bytes: the number 2^64 - 1
+ * is refused, never read as auto. */
 static const kvshard_value__word reserve_words[] = {{"auto", -1}, {NULL, 0}};
 
 static const option_def defs[KVSHARD__OPT_COUNT] = {
@@ -153,7 +155,7 @@ static const option_def defs[KVSHARD__OPT_COUNT] = {
                                           KVSHARD_ERANGE, true, NULL, NULL},
                                          CACHE,
                                          FIELD(memory_utilization)},
-    [KVSHARD__OPT_ACTIVATION_RESERVE] = {{"activation_reserve", BYTES, 0, UINT64_MAX,
+    [KVSHARD__OPT_ACTIVATION_RESERVE] = {{"activation_reserve", BYTES, 0, UINT64_MAX - 1,
                                           KVSHARD_ERANGE, false, reserve_words, NULL},
                                          CACHE,
                                          FIELD(activation_reserve)},

@@ -371,11 +371,7 @@ static void out_double(kvshard__out *o, double v)
         return;
     }
     char buf[40];
-    for (int digits = 1; digits <= 17; digits++) {
-        snprintf(buf, sizeof buf, "%.*g", digits, v);
-        if (strtod(buf, NULL) == v)
-            break;
-    }
+    kvshard_format__shortest_text(buf, sizeof buf, v);
     kvshard__out_raw(o, buf);
 }
 

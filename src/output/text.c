@@ -701,8 +701,10 @@ int kvshard_fit_write_text(const kvshard_fit *fit, size_t top, kvshard_write_fn 
     kvshard__out_safe(&o, fit->model_source, strlen(fit->model_source));
     kvshard__out_printf(&o, " %s --device_memory=%llu", flags,
                         (unsigned long long)d->device_memory);
-    if (opt->memory_utilization > 0)
+    if (opt->memory_utilization > 0) {
+        kvshard__ppb_flag_text(u, sizeof u, d->utilization_ppb);
         kvshard__out_printf(&o, " --memory_utilization=%s", u);
+    }
     if (opt->activation_reserve != KVSHARD_RESERVE_AUTO)
         kvshard__out_printf(&o, " --activation_reserve=%llu",
                             (unsigned long long)opt->activation_reserve);

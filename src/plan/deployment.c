@@ -143,22 +143,20 @@ int kvshard_deployment_compare(kvshard_comparison **out, const kvshard_deploymen
 int kvshard_deployment_fit(kvshard_fit **out, const kvshard_deployment *deployment,
                            const kvshard_fit_options *fit_options, kvshard_error *err)
 {
-    if (!deployment || !out) {
+    if (!deployment || !out || !fit_options) {
         kvshard__error_reset(err);
         return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
-                             "out and deployment must not be NULL");
+                             "out, deployment and fit_options must not be NULL");
     }
     kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
-    if (fit_options) {
-        if (fit_options->size != sizeof fo) {
-            kvshard__error_reset(err);
-            return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
-                                 "kvshard_fit_options.size is %zu; this library's is %zu: start "
-                                 "from KVSHARD_FIT_OPTIONS_INIT",
-                                 fit_options->size, sizeof fo);
-        }
-        fo = *fit_options;
+    if (fit_options->size != sizeof fo) {
+        kvshard__error_reset(err);
+        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
+                             "kvshard_fit_options.size is %zu; this library's is %zu: start "
+                             "from KVSHARD_FIT_OPTIONS_INIT",
+                             fit_options->size, sizeof fo);
     }
+    fo = *fit_options;
     const kvshard_options *o = &deployment->options;
     const kvshard__option_site *sites = deployment->sites;
     if (!fo.pp_size && sites[KVSHARD__OPT_PP_SIZE].set && sites[KVSHARD__OPT_PP_SIZE].override)

@@ -21,6 +21,14 @@ void kvshard__ppb_text(char *buf, size_t cap, uint32_t ppb)
         buf[--n] = '\0';
 }
 
+void kvshard__ppb_flag_text(char *buf, size_t cap, uint32_t ppb)
+{
+    kvshard__ppb_text(buf, cap, ppb);
+    size_t n = strlen(buf);
+    if (n > 2 && buf[n - 2] == '.' && buf[n - 1] == '0')
+        buf[n - 2] = '\0'; /* 1.0 -> 1 */
+}
+
 /* floor(bytes x ppb / 10^9) without 128-bit arithmetic: ppb is at most
  * 10^9, so neither part overflows. */
 static uint64_t share_of(uint64_t bytes, uint32_t ppb)
@@ -195,11 +203,13 @@ int kvshard__device_open(kvshard__device *d, const kvshard__planning *pl,
     double scaled = d->utilization * 1e9;
     d->utilization_ppb = (uint32_t)llround(scaled);
     if (fabs(scaled - (double)d->utilization_ppb) > 1e-3) {
+        char shown[40];
+        kvshard_format__shortest_text(shown, sizeof shown, d->utilization);
         *blame = "memory_utilization";
         return kvshard__fail(err, KVSHARD_ERANGE, "", kvshard__no_mark,
-                             "memory_utilization %.15g has more than 9 digits after the point; "
+                             "memory_utilization %s has more than 9 digits after the point; "
                              "kvshard reads it to the billionth",
-                             d->utilization);
+                             shown);
     }
     d->usable = share_of(o->device_memory, d->utilization_ppb);
     uint64_t twentieth = o->device_memory / 20;
@@ -333,10 +343,20 @@ int kvshard__device_stages(uint64_t *weights, uint64_t *budgets, const kvshard__
         *left = poorest;
     if (first_short != UINT32_MAX) {
         uint32_t s = first_short;
-        uint64_t taken;
-        if (!kvshard__add(&taken, weights[s], d->reserve))
-            taken = UINT64_MAX;
-        uint64_t shortfall = taken - d->usable;
+        /* weights + reserve - usable, without a saturated sum: a reserve
+         * near 2^64 bytes is short by its exact figure, or by more than
+         * 2^64 - 1 bytes. */
+        uint64_t shortfall;
+        char short_text[48];
+        bool exact = true;
+        if (weights[s] >= d->usable)
+            exact = kvshard__add(&shortfall, weights[s] - d->usable, d->reserve);
+        else
+            shortfall = d->reserve - (d->usable - weights[s]);
+        if (exact)
+            snprintf(short_text, sizeof short_text, "%llu", (unsigned long long)shortfall);
+        else
+            snprintf(short_text, sizeof short_text, "more than 18446744073709551615");
         char u[24], where[32] = "";
         kvshard__ppb_text(u, sizeof u, d->utilization_ppb);
         if (layout->pp > 1)
@@ -345,10 +365,10 @@ int kvshard__device_stages(uint64_t *weights, uint64_t *budgets, const kvshard__
         return kvshard__fail(err, KVSHARD_EDOESNOTFIT, "", kvshard__no_mark,
                              "does_not_fit: the weights%s (%llu bytes a rank) and "
                              "activation_reserve %llu bytes take all of device_memory %llu x "
-                             "memory_utilization %s = %llu usable bytes: %llu bytes short",
-                             where, (unsigned long long)weights[s],
-                             (unsigned long long)d->reserve, (unsigned long long)d->device_memory,
-                             u, (unsigned long long)d->usable, (unsigned long long)shortfall);
+                             "memory_utilization %s = %llu usable bytes: %s bytes short",
+                             where, (unsigned long long)weights[s], (unsigned long long)d->reserve,
+                             (unsigned long long)d->device_memory, u, (unsigned long long)d->usable,
+                             short_text);
     }
     return KVSHARD_OK;
 }
@@ -424,12 +444,16 @@ int kvshard__device_map(kvshard__planning *pl, const char **blame, kvshard_error
     kvshard_value *u = engine_input(pl, p->device_utilization_input, &set);
     if (u && o->memory_utilization > 0) {
         if (set && u->d != o->memory_utilization) {
+            /* Each as the shortest decimal of its value: "%g" would show
+             * 0.9000000001 and 0.9 alike. */
+            char mine[40], theirs[40];
+            kvshard_format__shortest_text(mine, sizeof mine, o->memory_utilization);
+            kvshard_format__shortest_text(theirs, sizeof theirs, u->d);
             *blame = "memory_utilization";
             return kvshard__fail(err, KVSHARD_EDUPKEY, "", kvshard__no_mark,
-                                 "%s profile: memory_utilization %g and %s %g differ; give one "
+                                 "%s profile: memory_utilization %s and %s %s differ; give one "
                                  "of them",
-                                 p->name, o->memory_utilization, p->device_utilization_input,
-                                 u->d);
+                                 p->name, mine, p->device_utilization_input, theirs);
         }
         u->d = o->memory_utilization;
     }
@@ -464,9 +488,10 @@ int kvshard__device_fill(kvshard__planning *pl, const kvshard__device *d,
     if (rc)
         return rc;
     uint64_t taken;
-    if (!kvshard__add(&taken, weights[0], d->reserve))
-        taken = UINT64_MAX;
-    if (p->device_fill_free && taken >= d->device_memory) {
+    bool added = kvshard__add(&taken, weights[0], d->reserve);
+    /* Past 2^64 - 2 bytes no device holds them, and non_kv_memory's numbers
+     * end there (2^64 - 1 stands for "not given"): never filled saturated. */
+    if (!added || taken == UINT64_MAX || (p->device_fill_free && taken >= d->device_memory)) {
         *blame = "device_memory";
         return kvshard__fail(err, KVSHARD_EDOESNOTFIT, "", kvshard__no_mark,
                              "does_not_fit: the weights (%llu bytes a rank) and "

@@ -88,7 +88,12 @@ int kvshard__device_fill(kvshard__planning *pl, const kvshard__device *d,
 void kvshard__device_blame(const kvshard__device *d, const kvshard__profile *profile,
                            const char **blame);
 
-/* A utilization in billionths as its exact decimal: "0.9", "1.0". */
+/* A utilization in billionths as its exact decimal: "0.9", "1.0" (a JSON
+ * number keeps its point). */
 void kvshard__ppb_text(char *buf, size_t cap, uint32_t ppb);
+
+/* The same as the shortest decimal, "0.9", "1": how an engine's flag line
+ * writes it, since the engines print their fractions that way. */
+void kvshard__ppb_flag_text(char *buf, size_t cap, uint32_t ppb);
 
 #endif /* KVSHARD_PLAN_DEVICE_H */

@@ -108,11 +108,15 @@ static bool sequences_of(uint64_t *out, const kvshard_plan *p)
     uint64_t least = UINT64_MAX;
     for (uint32_t r = 0; r < p->ranks_count; r++) {
         const kvshard_rank_memory *m = &p->ranks[r];
-        uint64_t seq = m->state_bytes_per_seq + m->scratch_bytes_per_seq;
-        if (!seq || !m->has_budget)
+        uint64_t seq;
+        bool sums = kvshard__add(&seq, m->state_bytes_per_seq, m->scratch_bytes_per_seq);
+        if ((sums && !seq) || !m->has_budget)
             continue;
         any = true;
-        least = m->budget / seq < least ? m->budget / seq : least;
+        /* A sequence past 2^64 - 1 bytes fits no budget: never a wrapped
+         * size that would let many fit. */
+        uint64_t fit = sums ? m->budget / seq : 0;
+        least = fit < least ? fit : least;
     }
     *out = any ? least : 0;
     return any;
@@ -132,7 +136,6 @@ static void row_figures(kvshard_fit_row *row, const kvshard_plan *p, uint32_t *p
     row->num_blocks = p->cap.has_num_blocks ? p->cap.num_blocks : 0;
     row->max_seqs = p->options.max_seqs;
     row->tokens_per_replica = p->cap.has_num_blocks ? p->cap.max_tokens : 0;
-    row->tokens_total = row->tokens_per_replica * row->dp_size;
     row->warnings = 0;
     for (size_t i = 0; i < p->warning_count; i++)
         row->warnings |= 1u << p->warnings[i].code;
@@ -186,8 +189,16 @@ static int fill_row(kvshard_fit_row *row, const search *s, uint32_t *partition,
     }
     row_figures(row, p, partition);
     row->seqs_per_replica = row->has_seqs ? seqs : 0;
-    row->seqs_total = row->seqs_per_replica * D;
     kvshard_plan_free(p);
+    /* D replicas of a replica's figures, checked: a wrapped product would
+     * rank the layout by a figure it does not have. */
+    if (!kvshard__mul(&row->tokens_total, row->tokens_per_replica, D) ||
+        !kvshard__mul(&row->seqs_total, row->seqs_per_replica, D))
+        return kvshard__fail(err, KVSHARD_EOVERFLOW, "", kvshard__no_mark,
+                             "T = %u, P = %u, D = %u: %llu tokens (%llu sequences) a replica "
+                             "times %u replicas pass 18446744073709551615 (2^64 - 1)",
+                             T, P, D, (unsigned long long)row->tokens_per_replica,
+                             (unsigned long long)row->seqs_per_replica, D);
     return KVSHARD_OK;
 }
 
@@ -493,13 +504,16 @@ static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvsha
                       const kvshard_fit_options *fo, const kvshard_allocator *allocator,
                       const char **blame, kvshard_error *err)
 {
-    static const kvshard_fit_options defaults = KVSHARD_FIT_OPTIONS_INIT;
     search s;
     memset(&s, 0, sizeof s);
-    int rc = kvshard__begin_planning(&s.base, out && model, options, allocator, blame, err);
-    if (rc == KVSHARD_OK && fo &&
-        (rc = kvshard_call__size(err, "kvshard_fit_options", fo->size, sizeof *fo,
-                                 "KVSHARD_FIT_OPTIONS_INIT")) != 0)
+    /* A fit needs its GPUs and the device: no NULL stands for defaults. */
+    *blame = NULL;
+    int rc = kvshard_call__begin(err, out && model && options && fo,
+                                 "out, model, options and fit_options");
+    if (rc == KVSHARD_OK)
+        rc = kvshard__begin_planning(&s.base, true, options, allocator, blame, err);
+    if (rc == KVSHARD_OK && (rc = kvshard_call__size(err, "kvshard_fit_options", fo->size,
+                                                     sizeof *fo, "KVSHARD_FIT_OPTIONS_INIT")) != 0)
         return rc;
     /* Before the profile settles anything: its inputs are not fit's. */
     if (rc == KVSHARD_OK && !s.base.profile->device_utilization_ppb) {
@@ -513,7 +527,6 @@ static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvsha
         rc = kvshard__planning_settle(&s.base, model, blame, err);
     if (rc)
         return rc;
-    fo = fo ? fo : &defaults;
     s.model = model;
     s.alloc = kvshard__allocator_or_default(allocator);
     kvshard_options init = KVSHARD_OPTIONS_INIT;
@@ -623,7 +636,7 @@ uint32_t kvshard_fit_limited_layouts(const kvshard_fit *fit)
 kvshard_profile__layout kvshard__fit_layout(const kvshard_fit *fit, const kvshard_fit_row *row,
                                             char *utilization, size_t cap)
 {
-    kvshard__ppb_text(utilization, cap, fit->device.utilization_ppb);
+    kvshard__ppb_flag_text(utilization, cap, fit->device.utilization_ppb);
     kvshard_profile__layout l = {
         .world_size = fit->gpus,
         .tp = row->tp_size,

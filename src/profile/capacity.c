@@ -18,12 +18,23 @@ uint32_t kvshard_capacity__end_rank(const kvshard__capacity_inputs *in)
     return in->rank == KVSHARD_ALL_RANKS ? in->tp : in->rank + 1;
 }
 
-uint64_t kvshard_capacity__block_bytes(const kvshard_rank_memory *r, uint64_t extra)
+bool kvshard_capacity__block_bytes(uint64_t *out, const kvshard_rank_memory *r, uint64_t extra)
 {
-    uint64_t b;
-    if (r->bytes_per_block == 0)
-        return 0;
-    return kvshard__add(&b, r->bytes_per_block, extra) ? b : UINT64_MAX;
+    *out = 0;
+    return r->bytes_per_block == 0 || kvshard__add(out, r->bytes_per_block, extra);
+}
+
+int kvshard_capacity__block_overflow(const kvshard__capacity_inputs *in, uint32_t rank,
+                                     const char *profile, kvshard_error *err)
+{
+    char name[48];
+    kvshard_capacity__rank_name(name, sizeof name, in, rank);
+    return kvshard__fail(err, KVSHARD_EOVERFLOW, "", kvshard__no_mark,
+                         "%s%sa block on %s: bytes_per_block %llu and %llu extra bytes per "
+                         "block are more than 18446744073709551615 bytes (2^64 - 1)",
+                         profile ? profile : "", profile ? " profile: " : "", name,
+                         (unsigned long long)in->ranks[rank].bytes_per_block,
+                         (unsigned long long)in->extra_per_block);
 }
 
 bool kvshard_capacity__same_figures(const kvshard_rank_memory *a, const kvshard_rank_memory *b)
@@ -49,10 +60,9 @@ void kvshard_capacity__rank_name(char *buf, size_t cap, const kvshard__capacity_
         snprintf(buf, cap, "TP rank %u", rank);
 }
 
-uint64_t kvshard_capacity__seq_bytes(const kvshard_rank_memory *r)
+bool kvshard_capacity__seq_bytes(uint64_t *out, const kvshard_rank_memory *r)
 {
-    uint64_t b;
-    return kvshard__add(&b, r->state_bytes_per_seq, r->scratch_bytes_per_seq) ? b : UINT64_MAX;
+    return kvshard__add(out, r->state_bytes_per_seq, r->scratch_bytes_per_seq);
 }
 
 const char *kvshard_profile__uncovered_cache(const kvshard__model_info *m, uint32_t tp)

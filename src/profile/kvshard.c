@@ -38,19 +38,24 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks,
         uint64_t budget = kvshard_capacity__budget(in, r);
         /* Ranks alike in figures and budget fit alike: counted once. */
         if (!kvshard_capacity__same_figures(prev, f) || budget != prev_budget) {
-            bpb = kvshard_capacity__block_bytes(f, in->extra_per_block);
-            uint64_t reserved, need, seq = kvshard_capacity__seq_bytes(f);
+            if (!kvshard_capacity__block_bytes(&bpb, f, in->extra_per_block))
+                return kvshard_capacity__block_overflow(in, r, NULL, err);
+            uint64_t reserved, need, seq;
             char rank[48];
-            /* A reservation past 2^64 bytes exceeds any memory: no block fits. */
-            if (!kvshard__mul(&reserved, o->max_seqs, seq)) {
+            /* A reservation, or a reservation and one block, past 2^64 - 1
+             * bytes exceeds any memory: no block fits. Never saturated, so
+             * a budget of 2^64 - 1 bytes cannot seem to hold it. */
+            if (!kvshard_capacity__seq_bytes(&seq, f) ||
+                !kvshard__mul(&reserved, o->max_seqs, seq) || !kvshard__add(&need, reserved, bpb)) {
                 kvshard_capacity__rank_name(rank, sizeof rank, in, r);
                 return kvshard__fail(err, KVSHARD_ENOBLOCK, "", kvshard__no_mark,
                                      "no memory for one block on %s: the state of max_seqs %u "
-                                     "sequences (%llu bytes each) needs more than 2^64 bytes",
-                                     rank, o->max_seqs, (unsigned long long)seq);
+                                     "sequences (%llu + %llu bytes each) and bytes_per_block "
+                                     "%llu need more than 18446744073709551615 bytes (2^64 - 1)",
+                                     rank, o->max_seqs, (unsigned long long)f->state_bytes_per_seq,
+                                     (unsigned long long)f->scratch_bytes_per_seq,
+                                     (unsigned long long)bpb);
             }
-            if (!kvshard__add(&need, reserved, bpb))
-                need = UINT64_MAX;
             if (budget < need) {
                 kvshard_capacity__rank_name(rank, sizeof rank, in, r);
                 return kvshard__fail(err, KVSHARD_ENOBLOCK, "", kvshard__no_mark,
@@ -90,9 +95,10 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks,
             continue;
         prev = f;
         prev_budget = budget;
-        uint64_t kv, need;
-        if (!kvshard__mul(&kv, per_seq, kvshard_capacity__block_bytes(f, in->extra_per_block)) ||
-            !kvshard__add(&need, kvshard_capacity__seq_bytes(f), kv)) {
+        uint64_t kv, need, bytes, seq;
+        if (!kvshard_capacity__block_bytes(&bytes, f, in->extra_per_block) ||
+            !kvshard_capacity__seq_bytes(&seq, f) || !kvshard__mul(&kv, per_seq, bytes) ||
+            !kvshard__add(&need, seq, kv)) {
             balanced = 0; /* one sequence needs more than 2^64 bytes */
             continue;
         }

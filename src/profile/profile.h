@@ -169,7 +169,7 @@ typedef struct kvshard_profile__layout {
     const char *ownership;         /* the rule's word, when split > 1 */
     const uint32_t *pp_partition;  /* pp counts */
     bool expert_parallel;
-    const char *utilization;       /* the share of device memory, as a decimal */
+    const char *utilization;       /* the share of device memory, shortest: "1" */
     bool fp8_kv;
     bool drafts;                   /* draft layers are counted */
     uint32_t context_length;       /* 0: none */
@@ -303,9 +303,16 @@ uint32_t kvshard_capacity__first_rank(const kvshard__capacity_inputs *in);
 uint64_t kvshard_capacity__budget(const kvshard__capacity_inputs *in, uint32_t rank);
 uint32_t kvshard_capacity__end_rank(const kvshard__capacity_inputs *in);
 
-/* A rank's bytes per block with the engine's extra bytes; UINT64_MAX past
- * 64 bits (no block can then fit), 0 when the rank stores no KV. */
-uint64_t kvshard_capacity__block_bytes(const kvshard_rank_memory *r, uint64_t extra);
+/* A rank's bytes per block with the engine's extra bytes into *out (0 when
+ * the rank stores no KV); false past 2^64 - 1, when *out is not a block's
+ * size and no count may be made from it (a saturated size would fit one
+ * block in a budget of 2^64 - 1 bytes). */
+bool kvshard_capacity__block_bytes(uint64_t *out, const kvshard_rank_memory *r, uint64_t extra);
+
+/* KVSHARD_EOVERFLOW for a block of rank `rank` past 2^64 - 1 bytes, naming
+ * its bytes per block and the extra bytes. */
+int kvshard_capacity__block_overflow(const kvshard__capacity_inputs *in, uint32_t rank,
+                                     const char *profile, kvshard_error *err);
 
 /* Ranks with the same bytes per block and state per sequence fit the same
  * blocks; most ranks have the figures of the rank before. */
@@ -321,8 +328,8 @@ const char *kvshard_profile__uncovered_cache(const kvshard__model_info *m, uint3
 bool kvshard_profile__has_sparse_index(const kvshard__model_info *m);
 
 /* The bytes a rank reserves per sequence: its state and, while split, the
- * scratch window and state of the largest KV layer; UINT64_MAX past 64 bits. */
-uint64_t kvshard_capacity__seq_bytes(const kvshard_rank_memory *r);
+ * scratch window and state of the largest KV layer; false past 2^64 - 1. */
+bool kvshard_capacity__seq_bytes(uint64_t *out, const kvshard_rank_memory *r);
 
 /* "TP rank 3", or "stage 1 TP rank 3" when the ranks span stages: a rank
  * named in a message. */

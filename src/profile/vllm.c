@@ -171,7 +171,8 @@ static const kvshard_profile__input inputs[] = {
                          NULL},
                         NO_VALUE,
                         NULL},
-    [IN_NON_KV] = {{"non_kv_memory", KVSHARD__VT_BYTES, 0, UINT64_MAX, R, false, NULL, NULL},
+    /* UINT64_MAX is "not given", above every number it takes. */
+    [IN_NON_KV] = {{"non_kv_memory", KVSHARD__VT_BYTES, 0, UINT64_MAX - 1, R, false, NULL, NULL},
                    {UINT64_MAX, 0.0, NULL, 0},
                    "none"},
     /* Context parallelism the profile does not cover: read so that it is

@@ -194,9 +194,13 @@ static int slots_of(uint64_t *out, const kvshard__capacity_inputs *in, uint64_t 
         return KVSHARD_OK;
     }
     uint64_t by_state = (B - 1) / lin;
-    uint64_t room, per;
+    uint64_t room, per, pad;
+    /* (B + 2 blk) / (lin + blk), checked: a wrapped 2 blk would bound the
+     * slots by a figure no memory gives. */
     uint64_t by_both =
-        kvshard__add(&room, B, 2 * blk) && kvshard__add(&per, lin, blk) ? room / per : by_state;
+        kvshard__mul(&pad, 2, blk) && kvshard__add(&room, B, pad) && kvshard__add(&per, lin, blk)
+            ? room / per
+            : by_state;
     uint64_t bound = by_state < by_both ? by_state : by_both;
     bound = bound > 2 ? bound : 2;
     if (asked > 0) {
@@ -233,7 +237,11 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks,
     uint64_t lin = in->ranks[first].state_bytes_per_seq;
     uint64_t blk = in->unsplit_bytes_per_block;
     if (blk && !kvshard__add(&blk, blk, in->extra_per_block))
-        blk = UINT64_MAX;
+        return kvshard__fail(err, KVSHARD_EOVERFLOW, "", kvshard__no_mark,
+                             "xllm profile: a block of all KV layers: %llu bytes and %llu extra "
+                             "bytes per block are more than 18446744073709551615 bytes (2^64 - 1)",
+                             (unsigned long long)in->unsplit_bytes_per_block,
+                             (unsigned long long)in->extra_per_block);
     uint64_t slots = 0, reserved;
     int rc = slots_of(&slots, in, lin, blk, blame, err);
     if (rc)
@@ -262,7 +270,9 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks,
     bool split = in->split > 1;
     for (uint32_t r = first; r < end; r++) {
         const kvshard_rank_memory *f = &in->ranks[r];
-        uint64_t bpb = kvshard_capacity__block_bytes(f, in->extra_per_block);
+        uint64_t bpb;
+        if (!kvshard_capacity__block_bytes(&bpb, f, in->extra_per_block))
+            return kvshard_capacity__block_overflow(in, r, "xllm", err);
         if (bpb == 0 || (split && f->kv_bytes_per_token == 0 && in->rank == KVSHARD_ALL_RANKS))
             continue;
         uint64_t blocks = avail / bpb;

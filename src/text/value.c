@@ -2,6 +2,7 @@
  * values a caller's struct holds alike. */
 #include "text/value.h"
 
+#include "text/json_doc.h"
 #include "text/yaml_doc.h"
 
 #include <ctype.h>
@@ -65,6 +66,24 @@ bool kvshard_value__is_word(const kvshard_value__def *def, kvshard_value v)
            kvshard_value__word_of(def->words, (int)(int64_t)v.u) != NULL;
 }
 
+/* A size written out of its key's range. A number that is how a caller's
+ * struct holds a word (activation_reserve's auto) says so: the word, not
+ * the number, sets that. */
+static int size_range_error(const kvshard_value__def *d, kvshard_value v, const char *text,
+                            size_t len, const char *source, kvshard__mark mark, kvshard_error *err)
+{
+    const kvshard_value__word *w =
+        kvshard_value__is_word(d, v) ? kvshard_value__word_of(d->words, (int)(int64_t)v.u) : NULL;
+    char hint[96] = "";
+    if (w)
+        snprintf(hint, sizeof hint, " (kvshard_options holds %s as %llu)", w->text,
+                 (unsigned long long)v.u);
+    return kvshard__fail(err, KVSHARD_ERANGE, source, mark,
+                         "%s: %.*s is out of range; expected a size from %llu to %llu bytes%s",
+                         d->name, SHOWN(len), text, (unsigned long long)d->min,
+                         (unsigned long long)d->max, hint);
+}
+
 /* Whether `v` is allowed for `d`; the error names the key. `text` is the
  * value as written, or NULL for a value from a caller's struct. */
 static int check(const kvshard_value__def *d, kvshard_value v, const char *text, size_t len,
@@ -75,7 +94,9 @@ static int check(const kvshard_value__def *d, kvshard_value v, const char *text,
     case KVSHARD__VT_BYTES:
         if (!text && v.u == 0 && d->unset_ok)
             return KVSHARD_OK;
-        if (kvshard_value__is_word(d, v))
+        /* A text here is a number: its words were told apart by their text
+         * before. Only a caller's struct stores a word as its value. */
+        if (!text && kvshard_value__is_word(d, v))
             return KVSHARD_OK;
         if (v.u < d->min && d->below_min == KVSHARD_EPARALLEL) {
             if (!text)
@@ -86,9 +107,12 @@ static int check(const kvshard_value__def *d, kvshard_value v, const char *text,
                                  "%s is %.*s; it must be at least %llu", d->name, SHOWN(len), text,
                                  (unsigned long long)d->min);
         }
-        if (v.u < d->min || v.u > d->max)
+        if (v.u < d->min || v.u > d->max) {
+            if (d->type == KVSHARD__VT_BYTES && text)
+                return size_range_error(d, v, text, len, source, mark, err);
             return kvshard__range_error(err, d->name, text, len, v.u, d->min, d->max, source,
                                         mark);
+        }
         return KVSHARD_OK;
     case KVSHARD__VT_FRACTION:
         if (!text && v.d == 0.0 && d->unset_ok)
@@ -213,7 +237,10 @@ static int printable(const kvshard_value__def *d, const char *text, size_t len,
 
 /* A JSON object given as one value (vLLM's --speculative-config): its text
  * field, which must stand in the text as written so that the value can
- * point at it, and its whole-number field. */
+ * point at it, and its whole-number field. The engine reads the value with
+ * json.loads, so it is read as strict JSON: what only YAML allows (trailing
+ * commas, comments, single quotes, tags, bare words) is refused, never
+ * planned as something the engine would reject. */
 static int parse_object(kvshard_value *v, const kvshard_value__def *d, const char *text, size_t len,
                         const char *source, kvshard__mark mark, kvshard_error *err)
 {
@@ -222,7 +249,7 @@ static int parse_object(kvshard_value *v, const kvshard_value__def *d, const cha
     kvshard__doc doc;
     kvshard_error doc_err;
     kvshard__error_reset(&doc_err);
-    if (kvshard__doc_parse(&doc, text, len, d->name, &a, &doc_err) != KVSHARD_OK) {
+    if (kvshard_json_doc__parse(&doc, text, len, d->name, &a, &doc_err) != KVSHARD_OK) {
         if (doc_err.code == KVSHARD_ENOMEM)
             return kvshard__fail(err, KVSHARD_ENOMEM, source, mark, "out of memory");
         return kvshard__fail(err, KVSHARD_ETYPE, source, mark,
@@ -307,7 +334,10 @@ int kvshard_value__parse(kvshard_value *out, const kvshard_value__def *d, const 
             if (d->below_min == KVSHARD_EPARALLEL) /* "is -3; it must be at least 1" */
                 return check(d, v, text, len, source, mark, err);
             return kvshard__range_error(err, d->name, text, len, 0, d->min, d->max, source, mark);
-        case KVSHARD__INT_TOO_LARGE: v.u = UINT64_MAX; break;
+        /* Past 2^64 - 1 is out of every range, and never a value that a
+         * word stands for. */
+        case KVSHARD__INT_TOO_LARGE:
+            return kvshard__range_error(err, d->name, text, len, 0, d->min, d->max, source, mark);
         case KVSHARD__INT_OK: break;
         }
         break;

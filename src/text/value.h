@@ -60,7 +60,10 @@ typedef struct kvshard_value__def {
     bool unset_ok;
     /* KVSHARD__VT_WORD: the accepted words, NULL-ended; KVSHARD__VT_U32 and
      * KVSHARD__VT_BYTES: words that stand for values no number gives
-     * (negative ones: "auto" for the profile's figure). */
+     * (negative ones: "auto" for the profile's figure). A text is a word
+     * only when it is one; every other text is a number, checked against
+     * [min, max], which holds no word's value (nor a fallback that stands
+     * for "not given"), so a stored value never leaves it in doubt. */
     const kvshard_value__word *words;
     const kvshard_value__more *more; /* NULL for the types that need nothing */
 } kvshard_value__def;
@@ -98,7 +101,8 @@ const kvshard_value__word *kvshard_value__word_of(const kvshard_value__word *wor
 /* The words for a message: "auto, bf16 or fp8". */
 void kvshard_value__list_words(char *buf, size_t cap, const kvshard_value__word *words);
 
-/* Whether a U32 or byte value is one of the def's words rather than a number. */
+/* Whether a U32 or byte value is one of the def's words rather than a number:
+ * by its value, which no number in [min, max] takes. */
 bool kvshard_value__is_word(const kvshard_value__def *def, kvshard_value v);
 
 /* Two values are the same (fractions by their bits' value, text by its
