@@ -116,7 +116,7 @@ bool kvshard_cli__is_flagfile(const kvshard_cli__inputs *in, const char *path)
     if (!path || !path[0] || stat(path, &st) != 0)
         return false;
     for (size_t i = 0; in && i < in->count; i++) {
-        if (in->items[i].dev == st.st_dev && in->items[i].ino == st.st_ino)
+        if (in->items[i].id.dev == (uint64_t)st.st_dev && in->items[i].id.ino == (uint64_t)st.st_ino)
             return in->items[i].what == flag_file;
     }
     return false;

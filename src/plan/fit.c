@@ -146,6 +146,22 @@ static void row_figures(kvshard_fit_row *row, const kvshard_plan *p, uint32_t *p
  * `admission` is the triple's unsplit plan at the configured max_seqs (NULL
  * when it failed for memory, with that code in admission_rc): the unsplit
  * row without a context length is that plan, not planned again. */
+/* D replicas of a replica's figures, checked: a wrapped product would
+ * rank the layout by a figure it does not have. */
+static int replica_totals(kvshard_fit_row *row, kvshard_error *err)
+{
+    uint32_t D = row->dp_size;
+    if (kvshard__mul(&row->tokens_total, row->tokens_per_replica, D) &&
+        kvshard__mul(&row->seqs_total, row->seqs_per_replica, D))
+        return KVSHARD_OK;
+    return kvshard__fail(err, KVSHARD_EOVERFLOW, "", kvshard__no_mark,
+                         "T = %u, P = %u, D = %u: %llu tokens (%llu sequences) a replica "
+                         "times %u replicas pass 18446744073709551615 (2^64 - 1)",
+                         row->tp_size, row->pp_size, D,
+                         (unsigned long long)row->tokens_per_replica,
+                         (unsigned long long)row->seqs_per_replica, D);
+}
+
 static int fill_row(kvshard_fit_row *row, const search *s, uint32_t *partition,
                     const kvshard_plan *admission, int admission_rc, kvshard_error *err)
 {
@@ -157,7 +173,7 @@ static int fill_row(kvshard_fit_row *row, const search *s, uint32_t *partition,
             return KVSHARD_OK;
         }
         row_figures(row, admission, partition);
-        return KVSHARD_OK;
+        return replica_totals(row, err);
     }
     kvshard_plan *p = NULL;
     kvshard_error e;
@@ -190,16 +206,7 @@ static int fill_row(kvshard_fit_row *row, const search *s, uint32_t *partition,
     row_figures(row, p, partition);
     row->seqs_per_replica = row->has_seqs ? seqs : 0;
     kvshard_plan_free(p);
-    /* D replicas of a replica's figures, checked: a wrapped product would
-     * rank the layout by a figure it does not have. */
-    if (!kvshard__mul(&row->tokens_total, row->tokens_per_replica, D) ||
-        !kvshard__mul(&row->seqs_total, row->seqs_per_replica, D))
-        return kvshard__fail(err, KVSHARD_EOVERFLOW, "", kvshard__no_mark,
-                             "T = %u, P = %u, D = %u: %llu tokens (%llu sequences) a replica "
-                             "times %u replicas pass 18446744073709551615 (2^64 - 1)",
-                             T, P, D, (unsigned long long)row->tokens_per_replica,
-                             (unsigned long long)row->seqs_per_replica, D);
-    return KVSHARD_OK;
+    return replica_totals(row, err);
 }
 
 /* The ranking of rows that fit: more sequences in all (none last), more
