@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L /* mkstemp, fdopen, clock_gettime */
 #include "test_util.h"
 
+#include "deploy/flags.h"
 #include "deploy/options.h"
 #include "profile/profiles.h"
 
@@ -1263,6 +1264,54 @@ static void test_flag_spellings_first_conflict(void **state)
     unlink(path);
 }
 
+/* The flags applied under an argparse profile, and the earlier flags they
+ * were compared with (kvshard_flags__compared), for `argv` of `n`. */
+static uint64_t compared_applying(const char *const *argv, size_t n)
+{
+    kvshard_deployment *dep = seed();
+    kvshard_error err;
+    uint64_t before = kvshard_flags__compared;
+    tu_assert_ok(kvshard_deployment_apply_args(dep, n, argv, 0, &err), &err);
+    uint64_t compared = kvshard_flags__compared - before;
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    assert_int_equal(kvshard_deployment_options(&o, dep), KVSHARD_OK);
+    assert_int_equal(o.max_seqs, 16);
+    kvshard_deployment_free(dep);
+    return compared;
+}
+
+/* 65,536 flags of one input, the budget of one call, under vLLM's profile:
+ * each flag is compared with the first flag of its input and at most one
+ * of another spelling, and once per input with the flags before it when a
+ * second spelling first appears; at most 3 n in all. Comparing each with
+ * every one before would be n^2 / 2 = 2^31. Counted, not timed. */
+static void test_flag_spellings_at_the_flag_limit(void **state)
+{
+    (void)state;
+    enum { N = KVSHARD_FLAGS__MAX_FLAGS };
+    static const char *argv[N];
+    argv[0] = "--engine=vllm";
+    /* One spelling, repeated. */
+    for (size_t i = 1; i < N; i++)
+        argv[i] = "--max-num-seqs=16";
+    uint64_t one = compared_applying(argv, N);
+    /* Two spellings that agree, in turn. */
+    for (size_t i = 1; i < N; i++)
+        argv[i] = i % 2 ? "--max-num-seqs=16" : "--max_seqs=16";
+    uint64_t two = compared_applying(argv, N);
+    /* One spelling to the end, then another: its flag is compared with
+     * every one before it, once. */
+    for (size_t i = 1; i < N; i++)
+        argv[i] = i + 1 < N ? "--max-num-seqs=16" : "--max_seqs=16";
+    uint64_t last = compared_applying(argv, N);
+    print_message("%u flags of one input: %llu, %llu and %llu earlier flags compared\n",
+                  (unsigned)N, (unsigned long long)one, (unsigned long long)two,
+                  (unsigned long long)last);
+    assert_true(one <= 3u * (uint64_t)N);
+    assert_true(two <= 3u * (uint64_t)N);
+    assert_true(last <= 3u * (uint64_t)N);
+}
+
 /* An engine's flag file of 65,536 flags that kvshard does not read: each
  * kept once, in order, found again through a table, so the call stays
  * well under a second (comparing each with every one before took 14 s). */
@@ -1603,6 +1652,7 @@ int main(void)
         cmocka_unit_test(test_gflags_value_forms),
         cmocka_unit_test(test_unknown_flag_suggestions),
         cmocka_unit_test(test_flag_spellings_first_conflict),
+        cmocka_unit_test(test_flag_spellings_at_the_flag_limit),
         cmocka_unit_test(test_ignored_flags_at_the_flag_limit),
         cmocka_unit_test(test_ignored_flags_out_of_memory),
         cmocka_unit_test(test_empty_lists),
