@@ -1196,6 +1196,10 @@ static void test_flag_spellings_first_conflict(void **state)
          "command line --tp",
          "--tensor-parallel-size 2 and --tp 4 give tensor_parallel_size two values; give one "
          "of them"},
+        /* A flag repeated names its first writing. */
+        {"--max_num_seqs 8 --max-num-seqs 8 --max-num-seqs 16 --max_seqs 16", KVSHARD_EDUPKEY,
+         "command line --max_seqs",
+         "--max_num_seqs 8 and --max_seqs 16 give max_seqs two values; give one of them"},
         /* Three spellings of one input. */
         {"--pp 2 --pp-size 2 --pipeline-parallel-size 1 --pp-size 3", KVSHARD_EDUPKEY,
          "command line --pipeline-parallel-size",

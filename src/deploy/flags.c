@@ -532,8 +532,8 @@ static int agree(flag_list *l, const applied *a, const applied *now)
  * spellings all its flags agree, and the earliest flag of a spelling other
  * than now's (the input's first, or the first of another spelling than the
  * first's) agrees with now exactly when all of them do. Until then the
- * input's flags share one spelling and may differ (the last wins): they are
- * compared in turn, once, when a second spelling comes. An engine's flag
+ * input's flags share one spelling and may differ (the last wins): those
+ * kept are compared in turn, once, when a second spelling comes. An engine's flag
  * file may repeat one flag tens of thousands of times: each costs a
  * comparison or two, not one per flag before it (docs/performance.md). */
 static int check_spellings(flag_list *l, const applied *done, const spelled *input,
@@ -551,6 +551,22 @@ static int check_spellings(flag_list *l, const applied *done, const spelled *inp
     for (size_t at = input->first; at && rc == KVSHARD_OK; at = done[at - 1].next)
         rc = agree(l, &done[at - 1], now);
     return rc;
+}
+
+/* Whether the check needs the flag `now`, just applied, again: the first
+ * flag of its input and the first of a second spelling; once the input has
+ * two spellings, no more; before that, a flag unless it repeats the last
+ * one kept, spelling and value, which it would answer for. So the list
+ * follows the values an input was given, not how often. */
+static bool spelled_keeps(const spelled *input, const applied *done, const applied *now)
+{
+    if (!input->first)
+        return true;
+    if (input->other)
+        return false;
+    const applied *last = &done[input->last - 1];
+    return !same_spelling(last->f, now->f) || last->value_len != now->value_len ||
+           memcmp(last->value, now->value, now->value_len) != 0;
 }
 
 /* Link the flag applied at index + 1 `at` into its input's row. */
@@ -769,7 +785,7 @@ static int apply(flag_list *l, const kvshard__deployment_values *into)
         const char *origin = origin_of(buf, sizeof buf, f);
         rc = kvshard__deployment_assign(into, key, value, value_len, KVSHARD__VALUE_FLAG, origin,
                                         mark, true, l->err);
-        if (rc || !argparse)
+        if (rc || !argparse || !spelled_keeps(&inputs[row], done, &now))
             continue;
         void *items = done;
         if ((rc = grow(l, &items, &done_cap, done_count, sizeof *done)) != 0)
