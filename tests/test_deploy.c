@@ -1284,11 +1284,12 @@ static uint64_t compared_applying(const char *const *argv, size_t n)
     return compared;
 }
 
-/* 65,536 flags of one input, the budget of one call, under vLLM's profile:
+/* --engine=vllm and 65,535 flags of one input, the budget of one call:
  * each flag is compared with the first flag of its input and at most one
- * of another spelling, and once per input with the flags before it when a
- * second spelling first appears; at most 3 n in all. Comparing each with
- * every one before would be n^2 / 2 = 2^31. Counted, not timed. */
+ * of another spelling, and once per input with the flags kept before it
+ * when a second spelling first appears; at most 3 n in all. Comparing each
+ * with every one before made (n - 1)(n - 2) / 2 = 2,147,385,345. Counted,
+ * not timed. */
 static void test_flag_spellings_at_the_flag_limit(void **state)
 {
     (void)state;
