@@ -533,9 +533,10 @@ static int agree(flag_list *l, const applied *a, const applied *now)
  * than now's (the input's first, or the first of another spelling than the
  * first's) agrees with now exactly when all of them do. Until then the
  * input's flags share one spelling and may differ (the last wins): those
- * kept are compared in turn, once, when a second spelling comes. An engine's flag
- * file may repeat one flag tens of thousands of times: each costs a
- * comparison or two, not one per flag before it (docs/performance.md). */
+ * kept are compared in turn, once, when a second spelling comes. An
+ * engine's flag file may repeat one flag tens of thousands of times: each
+ * costs a comparison or two, not one per flag before it
+ * (docs/performance.md). */
 static int check_spellings(flag_list *l, const applied *done, const spelled *input,
                            const applied *now)
 {
@@ -556,8 +557,8 @@ static int check_spellings(flag_list *l, const applied *done, const spelled *inp
 /* Whether the check needs the flag `now`, just applied, again: the first
  * flag of its input and the first of a second spelling; once the input has
  * two spellings, no more; before that, a flag unless it repeats the last
- * one kept, spelling and value, which it would answer for. So the list
- * follows the values an input was given, not how often. */
+ * one kept, spelling and value (that one, earlier, gives the same answer).
+ * So the list follows the values an input was given, not how often. */
 static bool spelled_keeps(const spelled *input, const applied *done, const applied *now)
 {
     if (!input->first)
