@@ -56,7 +56,8 @@ enum {
     BENCH_CASE_FIT_SAFETENSORS = 1u << 12,
     BENCH_CASE_SAFETENSORS = 1u << 13,
     BENCH_CASE_FIT_WORK = 1u << 14,
-    BENCH_CASE_NAMES = 1u << 15
+    BENCH_CASE_NAMES = 1u << 15,
+    BENCH_CASE_SPELLINGS = 1u << 16
 };
 
 typedef struct bench_settings {
@@ -342,6 +343,10 @@ void bench_case_sweep(bench_report *r, bench_inputs *in);
 #define BENCH_FLAGS_TIME_LIMIT 30.0
 #define BENCH_FLAGS_MEMORY_LIMIT 0.5
 void bench_case_flags(bench_report *r, bench_inputs *in);
+/* The CLI with 65,536 argparse flags of one input against a plain plan. */
+#define BENCH_SPELLINGS_TARGET "CLI plan, 65,536 argparse flags of one input / plain plan"
+#define BENCH_SPELLINGS_LIMIT 30.0
+void bench_case_spellings(bench_report *r, bench_inputs *in);
 /* The limit of its targets, which main.c also lists. */
 #define BENCH_ENGINES_LIMIT 1.1
 void bench_case_engines(bench_report *r, bench_inputs *in);

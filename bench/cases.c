@@ -1137,6 +1137,73 @@ void bench_case_flags(bench_report *r, bench_inputs *in)
                      rb.max / 1048576, ra.max / 1048576, n);
 }
 
+/* ---- one argparse input repeated to the flag limit ----------------------------------------- */
+
+/* The shipped example that plans under vLLM's profile, whose flags are
+ * argparse's. */
+static const char spellings_example[] = "nemotron_3_nano_30b_a3b_vllm.yaml";
+
+void bench_case_spellings(bench_report *r, bench_inputs *in)
+{
+    const bench_settings *s = r->settings;
+    const bench_text *dep = NULL;
+    for (size_t i = 0; i < in->deployment_count && !dep; i++) {
+        if (strcmp(in->deployments[i].name, spellings_example) == 0)
+            dep = &in->deployments[i];
+    }
+    if (!dep)
+        bench_die("the example %s is missing", spellings_example);
+    /* 65,536 flags, the limit of one call, of one input under two spellings
+     * in turn, each giving the example's own value: every flag is checked
+     * against the spellings before it, and the plan is the plain one. */
+    static const char a[] = "--max-num-seqs=128\n", b[] = "--max_seqs=128\n";
+    const size_t flags = KVSHARD_FLAGS__MAX_FLAGS;
+    size_t len = 0, cap = flags * (sizeof a - 1);
+    char *text = bench_xmalloc(cap);
+    for (size_t i = 0; i < flags; i++) {
+        const char *line = i % 2 ? b : a;
+        size_t n = strlen(line);
+        memcpy(text + len, line, n);
+        len += n;
+    }
+    char *file = bench_write_temp(text, len);
+    free(text);
+    char arg[4200];
+    snprintf(arg, sizeof arg, "--flagfile=%s", file);
+
+    const char *plain[] = {s->cli, "plan", dep->path, NULL};
+    const char *worst[] = {s->cli, "plan", dep->path, arg, NULL};
+    bench_run ra = bench_spawn(plain), rb = bench_spawn(worst);
+    if (ra.status != 0 || rb.status != 0)
+        bench_die("kvshard plan %s exits with status %d, and %d with %s", dep->name, ra.status,
+                  rb.status, arg);
+    size_t n = s->pairs;
+    bench_progress("spellings: %zu pairs of kvshard plan, without and with %zu argparse flags", n,
+                   flags);
+    process_pairs pp = run_process_pairs(plain, worst, 2, n);
+    unlink(file);
+    free(file);
+    bench_stats ratio = pp.ratio, wa = pp.wall_a, wb = pp.wall_b;
+
+    bench_section *sec = bench_section_add(
+        r, "One argparse input repeated to the flag limit against a plain plan",
+        "Whole processes, standard output to /dev/null, in turn: kvshard plan on %s (vllm "
+        "profile), then the same with --flagfile naming a file of %zu flags, --max-num-seqs=128 "
+        "and --max_seqs=128 in turn, the example's own value (%zu pairs after 2 not counted). "
+        "Each flag is checked against the input's other spelling. The ratio is the median of "
+        "the per-pair wall-time ratios.",
+        dep->name, flags, n);
+    bench_row *row = bench_row_add(sec, "kvshard plan %s", dep->name);
+    bench_fig_stats(row, "wall time", BENCH_UNIT_NS, &wa);
+    row = bench_row_add(sec, "the same, %zu flags of one input", flags);
+    bench_fig_stats(row, "wall time", BENCH_UNIT_NS, &wb);
+    row = bench_row_add(sec, "flags / plain, per pair");
+    bench_fig_stats(row, "wall time", BENCH_UNIT_RATIO, &ratio);
+    bench_target_add(r, BENCH_SPELLINGS_TARGET, ratio.median, BENCH_SPELLINGS_LIMIT, false,
+                     "median of %zu per-pair wall-time ratios (p10 %.2f, p90 %.2f)", n, ratio.p10,
+                     ratio.p90);
+}
+
 /* ---- planning under an engine profile against the kvshard profile
  * ------------------------------------------------------------------------ */
 

@@ -34,8 +34,8 @@ static const char usage_text[] =
     "  --wall         time in-process cases on the wall clock (default: the thread's\n"
     "                 CPU time); processes are always timed on the wall clock\n"
     "  --only CASES   comma-separated: cli, memory, load, keys, json, digest, owns,\n"
-    "                 queries, sweep, flags, engines, fit, fit_safetensors, safetensors,\n"
-    "                 fit_work, names;\n"
+    "                 queries, sweep, flags, spellings, engines, fit, fit_safetensors,\n"
+    "                 safetensors, fit_work, names;\n"
     "                 the targets of the others show as SKIP\n"
     "  --cli PATH     the kvshard executable (default: the one built alongside)\n"
     "  --examples DIR the examples directory (default: the source tree's)\n"
@@ -50,7 +50,8 @@ static const struct {
     {"cli", BENCH_CASE_CLI},     {"memory", BENCH_CASE_MEMORY},   {"load", BENCH_CASE_LOAD},
     {"keys", BENCH_CASE_KEYS},   {"json", BENCH_CASE_JSON},       {"digest", BENCH_CASE_DIGEST},
     {"owns", BENCH_CASE_OWNS},   {"queries", BENCH_CASE_QUERIES}, {"sweep", BENCH_CASE_SWEEP},
-    {"flags", BENCH_CASE_FLAGS}, {"engines", BENCH_CASE_ENGINES},
+    {"flags", BENCH_CASE_FLAGS}, {"spellings", BENCH_CASE_SPELLINGS},
+    {"engines", BENCH_CASE_ENGINES},
     {"fit", BENCH_CASE_FIT},     {"fit_safetensors", BENCH_CASE_FIT_SAFETENSORS},
     {"safetensors", BENCH_CASE_SAFETENSORS}, {"fit_work", BENCH_CASE_FIT_WORK},
     {"names", BENCH_CASE_NAMES},
@@ -133,6 +134,11 @@ static const struct {
      {"CLI plan, flag files at every budget limit / plain plan",
       "flag-file peak RSS over plain / 16 MiB budget"},
      {BENCH_FLAGS_TIME_LIMIT, BENCH_FLAGS_MEMORY_LIMIT},
+     false},
+    {BENCH_CASE_SPELLINGS,
+     bench_case_spellings,
+     {BENCH_SPELLINGS_TARGET, NULL},
+     {BENCH_SPELLINGS_LIMIT, 0},
      false},
     {BENCH_CASE_ENGINES,
      bench_case_engines,

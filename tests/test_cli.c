@@ -1402,6 +1402,15 @@ static void test_engine_flag_errors(void **state)
     assert_true(starts_with(r.err, "kvshard: command line --max_seqs: --max-num-seqs 16 and "
                                    "--max_seqs 8 give max_seqs two values; give one of them\n"));
     assert_usage(&r);
+    /* Several conflicts: the one whose later flag comes first, naming the
+     * earliest flag of another spelling that disagrees; still a usage error. */
+    r = cli("plan '%s' --engine=vllm --max-num-seqs 16 -tp 2 --tensor-parallel-size 1 "
+            "--tensor-parallel-size 2 --max_seqs=8 -tp 1",
+            NEMOTRON_MODEL);
+    assert_true(starts_with(r.err, "kvshard: command line --tensor-parallel-size: --tp 2 and "
+                                   "--tensor-parallel-size 1 give tensor_parallel_size two "
+                                   "values; give one of them\n"));
+    assert_usage(&r);
     r = cli("plan '%s' --engine=vllm --engine_version=0.20 --max-model-len 4096",
             NEMOTRON_MODEL);
     assert_true(starts_with(r.err, "kvshard: command line --engine_version: "

@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L /* mkstemp, fdopen, clock_gettime */
 #include "test_util.h"
 
+#include "deploy/flags.h"
 #include "deploy/options.h"
 #include "profile/profiles.h"
 
@@ -1124,6 +1125,198 @@ static void test_unknown_flag_suggestions(void **state)
     kvshard_deployment_free(dep);
 }
 
+/* ---- two spellings of one input ------------------------------------------------ */
+
+typedef struct spelling_case {
+    const char *args; /* after --engine=vllm, split at spaces */
+    int code;
+    const char *source;
+    const char *message;
+} spelling_case;
+
+/* Applies `args` after --engine=vllm to the seed; the error in *err. */
+static int apply_spelled(const char *args, const char *flagfile, kvshard_error *err)
+{
+    char copy[256], file_arg[64];
+    const char *argv[24];
+    size_t n = 0;
+    argv[n++] = "--engine=vllm";
+    snprintf(copy, sizeof copy, "%s", args);
+    for (char *save = NULL, *t = strtok_r(copy, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+        assert_true(n + 1 < sizeof argv / sizeof argv[0]);
+        argv[n++] = t;
+    }
+    if (flagfile) {
+        snprintf(file_arg, sizeof file_arg, "--flagfile=%s", flagfile);
+        argv[n++] = file_arg;
+    }
+    kvshard_deployment *dep = seed();
+    int rc = kvshard_deployment_apply_args(dep, n, argv, 0, err);
+    kvshard_deployment_free(dep);
+    return rc;
+}
+
+/* Under an argparse profile the conflict reported is at the first flag, in
+ * the order flags are read (flag files in place), whose value disagrees
+ * with an earlier flag of another spelling of the same input; it names the
+ * earliest such earlier flag. Same-spelling flags never conflict (the last
+ * wins), yet each one read counts, not only the one that won. */
+static void test_flag_spellings_first_conflict(void **state)
+{
+    (void)state;
+    static const spelling_case cases[] = {
+        /* Two inputs in conflict: the one whose second flag comes first. */
+        {"-tp 2 --tensor-parallel-size 4 --pp 1 --pipeline-parallel-size 2", KVSHARD_EDUPKEY,
+         "command line --tensor-parallel-size",
+         "--tp 2 and --tensor-parallel-size 4 give tensor_parallel_size two values; give one "
+         "of them"},
+        {"--pp 1 -tp 2 --pipeline-parallel-size 2 --tensor-parallel-size 4", KVSHARD_EDUPKEY,
+         "command line --pipeline-parallel-size",
+         "--pp 1 and --pipeline-parallel-size 2 give pp_size two values; give one of them"},
+        /* The earliest earlier flag that disagrees, whichever of its
+         * spelling's flags won. */
+        {"--tensor-parallel-size 2 --tensor-parallel-size 4 -tp 2", KVSHARD_EDUPKEY,
+         "command line --tp",
+         "--tensor-parallel-size 4 and --tp 2 give tensor_parallel_size two values; give one "
+         "of them"},
+        {"--tensor-parallel-size 4 --tensor-parallel-size 2 -tp 2", KVSHARD_EDUPKEY,
+         "command line --tp",
+         "--tensor-parallel-size 4 and --tp 2 give tensor_parallel_size two values; give one "
+         "of them"},
+        {"--tensor-parallel-size 2 --tensor_parallel_size 2 -tp 2 --tensor-parallel-size 4",
+         KVSHARD_EDUPKEY, "command line --tensor-parallel-size",
+         "--tp 2 and --tensor-parallel-size 4 give tensor_parallel_size two values; give one "
+         "of them"},
+        /* The flag's own spelling before it is passed over, '-' and '_'
+         * alike. */
+        {"--max-num-seqs 8 --max_seqs 8 --max_num_seqs 16 --max-seqs 4", KVSHARD_EDUPKEY,
+         "command line --max_num_seqs",
+         "--max_seqs 8 and --max_num_seqs 16 give max_seqs two values; give one of them"},
+        {"-tp 2 --tensor-parallel-size 2 --tensor_parallel_size 2 -tp 4", KVSHARD_EDUPKEY,
+         "command line --tp",
+         "--tensor-parallel-size 2 and --tp 4 give tensor_parallel_size two values; give one "
+         "of them"},
+        /* A flag repeated names its first writing. */
+        {"--max_num_seqs 8 --max-num-seqs 8 --max-num-seqs 16 --max_seqs 16", KVSHARD_EDUPKEY,
+         "command line --max_seqs",
+         "--max_num_seqs 8 and --max_seqs 16 give max_seqs two values; give one of them"},
+        /* Three spellings of one input. */
+        {"--pp 2 --pp-size 2 --pipeline-parallel-size 1 --pp-size 3", KVSHARD_EDUPKEY,
+         "command line --pipeline-parallel-size",
+         "--pp 2 and --pipeline-parallel-size 1 give pp_size two values; give one of them"},
+        {"--pp-size 2 --pipeline-parallel-size 2 --pp 2 --pp-size 3", KVSHARD_EDUPKEY,
+         "command line --pp-size",
+         "--pipeline-parallel-size 2 and --pp-size 3 give pp_size two values; give one of "
+         "them"},
+        /* --no-name is a spelling of its own. */
+        {"--enable-prefix-caching --no-enable-prefix-caching --enable-prefix-caching=false",
+         KVSHARD_EDUPKEY, "command line --no-enable-prefix-caching",
+         "--enable-prefix-caching true and --no-enable-prefix-caching false give "
+         "enable_prefix_caching two values; give one of them"},
+        /* Agreeing spellings, then the same spelling changing its value:
+         * the last wins, and nothing conflicts. */
+        {"--max-num-seqs 8 --max_seqs 8 --max-num-seqs 8 --max_seqs=8", KVSHARD_OK, "", ""},
+        {"--max-num-seqs 8 --max-num-seqs 16 --max-num-seqs=4", KVSHARD_OK, "", ""},
+        /* Whatever error comes first in the order is the one reported. */
+        {"--max-num-seqs 8 --max-model-len 4k --max_seqs 9", KVSHARD_ETYPE,
+         "command line --max-model-len", "max_model_len: expected an integer, found \"4k\""},
+        {"-tp 2 --tensor-parallel-size 4 --max-model-len 4k", KVSHARD_EDUPKEY,
+         "command line --tensor-parallel-size",
+         "--tp 2 and --tensor-parallel-size 4 give tensor_parallel_size two values; give one "
+         "of them"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const spelling_case *c = &cases[i];
+        kvshard_error err;
+        memset(&err, 0, sizeof err);
+        int rc = apply_spelled(c->args, NULL, &err);
+        if (rc != c->code || strcmp(err.source, c->source) != 0 ||
+            strcmp(err.message, c->message) != 0)
+            print_error("%s\ngot %s: %s: %s\n", c->args, kvshard_strerror(rc), err.source,
+                        err.message);
+        assert_int_equal(rc, c->code);
+        assert_string_equal(err.source, c->source);
+        assert_string_equal(err.message, c->message);
+    }
+
+    /* In a flag file: at the line and column of the later flag. */
+    char path[] = "/tmp/kvshard_spellings_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    fputs("--max-num-seqs=8\n"
+          "--tensor-parallel-size=2\n"
+          "# the max_seqs conflict comes first\n"
+          "  --max_seqs=16\n"
+          "--tensor_parallel_size=4\n",
+          f);
+    assert_int_equal(fclose(f), 0);
+    kvshard_error err;
+    assert_int_equal(apply_spelled("-tp 4", path, &err), KVSHARD_EDUPKEY);
+    assert_string_equal(err.source, path);
+    assert_int_equal(err.line, 2);
+    assert_int_equal(err.column, 1);
+    assert_string_equal(err.message, "--tp 4 and --tensor-parallel-size 2 give "
+                                     "tensor_parallel_size two values; give one of them");
+    assert_int_equal(apply_spelled("-tp 2", path, &err), KVSHARD_EDUPKEY);
+    assert_string_equal(err.source, path);
+    assert_int_equal(err.line, 4);
+    assert_int_equal(err.column, 3);
+    assert_string_equal(err.message, "--max-num-seqs 8 and --max_seqs 16 give max_seqs two "
+                                     "values; give one of them");
+    unlink(path);
+}
+
+/* The flags applied under an argparse profile, and the earlier flags they
+ * were compared with (kvshard_flags__compared), for `argv` of `n`. */
+static uint64_t compared_applying(const char *const *argv, size_t n)
+{
+    kvshard_deployment *dep = seed();
+    kvshard_error err;
+    uint64_t before = kvshard_flags__compared;
+    tu_assert_ok(kvshard_deployment_apply_args(dep, n, argv, 0, &err), &err);
+    uint64_t compared = kvshard_flags__compared - before;
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    assert_int_equal(kvshard_deployment_options(&o, dep), KVSHARD_OK);
+    assert_int_equal(o.max_seqs, 16);
+    kvshard_deployment_free(dep);
+    return compared;
+}
+
+/* --engine=vllm and 65,535 flags of one input, the budget of one call:
+ * each flag is compared with the first flag of its input and at most one
+ * of another spelling, and once per input with the flags kept before it
+ * when a second spelling first appears; at most 3 n in all. Comparing each
+ * with every one before made (n - 1)(n - 2) / 2 = 2,147,385,345. Counted,
+ * not timed. */
+static void test_flag_spellings_at_the_flag_limit(void **state)
+{
+    (void)state;
+    enum { N = KVSHARD_FLAGS__MAX_FLAGS };
+    static const char *argv[N];
+    argv[0] = "--engine=vllm";
+    /* One spelling, repeated. */
+    for (size_t i = 1; i < N; i++)
+        argv[i] = "--max-num-seqs=16";
+    uint64_t one = compared_applying(argv, N);
+    /* Two spellings that agree, in turn. */
+    for (size_t i = 1; i < N; i++)
+        argv[i] = i % 2 ? "--max-num-seqs=16" : "--max_seqs=16";
+    uint64_t two = compared_applying(argv, N);
+    /* One spelling to the end, then another: its flag is compared with
+     * every one before it, once. */
+    for (size_t i = 1; i < N; i++)
+        argv[i] = i + 1 < N ? "--max-num-seqs=16" : "--max_seqs=16";
+    uint64_t last = compared_applying(argv, N);
+    print_message("%u flags of one input: %llu, %llu and %llu earlier flags compared\n",
+                  (unsigned)N, (unsigned long long)one, (unsigned long long)two,
+                  (unsigned long long)last);
+    assert_true(one <= 3u * (uint64_t)N);
+    assert_true(two <= 3u * (uint64_t)N);
+    assert_true(last <= 3u * (uint64_t)N);
+}
+
 /* An engine's flag file of 65,536 flags that kvshard does not read: each
  * kept once, in order, found again through a table, so the call stays
  * well under a second (comparing each with every one before took 14 s). */
@@ -1463,6 +1656,8 @@ int main(void)
         cmocka_unit_test(test_ignored_flags_many),
         cmocka_unit_test(test_gflags_value_forms),
         cmocka_unit_test(test_unknown_flag_suggestions),
+        cmocka_unit_test(test_flag_spellings_first_conflict),
+        cmocka_unit_test(test_flag_spellings_at_the_flag_limit),
         cmocka_unit_test(test_ignored_flags_at_the_flag_limit),
         cmocka_unit_test(test_ignored_flags_out_of_memory),
         cmocka_unit_test(test_empty_lists),

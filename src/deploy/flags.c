@@ -20,6 +20,8 @@
 
 #define ORIGIN_MAX KVSHARD_ERROR_SOURCE_MAX
 
+_Thread_local uint64_t kvshard_flags__compared;
+
 /* One token as written, and where: a command-line argument or a flag
  * file's line. A flag has a name; a token without leading dashes can only
  * be the value of the flag before it. `name` and `value` point into the
@@ -452,11 +454,40 @@ typedef struct applied {
     const flag *f;
     const char *value;
     size_t value_len;
+    size_t next; /* the next flag applied to the same input, index + 1; 0: none */
 } applied;
 
-static bool same_key(kvshard__deploy_key a, kvshard__deploy_key b)
+/* The flags applied to one input, as indexes + 1 into the list of applied
+ * flags (0: none). */
+typedef struct spelled {
+    size_t first; /* the first */
+    size_t other; /* the first of a spelling other than first's */
+    size_t last;  /* the last, which the next one is linked after */
+} spelled;
+
+/* The row of the input `key` sets in the table of spellings: kvshard's
+ * options, then the profile's own settings, *row. False for a setting
+ * outside the profile's table (not reached: under an argparse profile
+ * kvshard__key_lookup gives a flag a setting of that table). */
+static bool input_row(size_t *row, const kvshard__profile *p, kvshard__deploy_key key)
 {
-    return a.option == b.option && (a.option != KVSHARD__OPT_COUNT || a.setting == b.setting);
+    *row = (size_t)key.option;
+    if (key.option != KVSHARD__OPT_COUNT)
+        return true;
+    for (const kvshard_profile__input *in = p->inputs; in && in->def.name; in++, (*row)++) {
+        if (in == key.setting)
+            return true;
+    }
+    return false;
+}
+
+/* The rows of that table: one per option and one per setting of `p`. */
+static size_t input_rows(const kvshard__profile *p)
+{
+    size_t n = KVSHARD__OPT_COUNT;
+    for (const kvshard_profile__input *in = p->inputs; in && in->def.name; in++)
+        n++;
+    return n;
 }
 
 /* The value `text` gives `key`, parsed as the flag would set it. */
@@ -470,32 +501,85 @@ static bool parse_for(kvshard_value *out, kvshard__deploy_key key, const char *t
                                 NULL) == KVSHARD_OK;
 }
 
-/* Under an argparse profile every spelling of one input must give it one
- * value: --max-num-seqs 16 beside --max_seqs=8 is refused, naming both. */
-static int check_spellings(flag_list *l, const applied *done, size_t count, const applied *now)
+/* Refuse `now` when the earlier flag `a` of another spelling gives its
+ * input another value, naming both. */
+static int agree(flag_list *l, const applied *a, const applied *now)
 {
-    for (size_t i = 0; i < count; i++) {
-        const applied *a = &done[i];
-        if (!same_key(a->key, now->key) || same_spelling(a->f, now->f))
-            continue;
-        kvshard_value x, y;
-        const kvshard_value__def *def = now->key.option != KVSHARD__OPT_COUNT
-                                            ? kvshard__option_def(now->key.option)
-                                            : &now->key.setting->def;
-        if (parse_for(&x, a->key, a->value, a->value_len) &&
-            parse_for(&y, now->key, now->value, now->value_len) &&
-            kvshard_value__equal(def, x, y))
-            continue;
-        char first[96], second[96];
-        kvshard__excerpt(first, sizeof first, a->value, a->value_len, 48);
-        kvshard__excerpt(second, sizeof second, now->value, now->value_len, 48);
-        return flag_fail(l, now->f, KVSHARD_EDUPKEY,
-                         "--%.*s %s and --%.*s %s give %s two values; give one of them",
-                         (int)(a->f->name_len > 64 ? 64 : a->f->name_len), a->f->name, first,
-                         (int)(now->f->name_len > 64 ? 64 : now->f->name_len), now->f->name,
-                         second, kvshard__key_name_of(now->key));
-    }
-    return KVSHARD_OK;
+    kvshard_flags__compared++;
+    kvshard_value x, y;
+    const kvshard_value__def *def = now->key.option != KVSHARD__OPT_COUNT
+                                        ? kvshard__option_def(now->key.option)
+                                        : &now->key.setting->def;
+    if (parse_for(&x, a->key, a->value, a->value_len) &&
+        parse_for(&y, now->key, now->value, now->value_len) && kvshard_value__equal(def, x, y))
+        return KVSHARD_OK;
+    char first[96], second[96];
+    kvshard__excerpt(first, sizeof first, a->value, a->value_len, 48);
+    kvshard__excerpt(second, sizeof second, now->value, now->value_len, 48);
+    return flag_fail(l, now->f, KVSHARD_EDUPKEY,
+                     "--%.*s %s and --%.*s %s give %s two values; give one of them",
+                     (int)(a->f->name_len > 64 ? 64 : a->f->name_len), a->f->name, first,
+                     (int)(now->f->name_len > 64 ? 64 : now->f->name_len), now->f->name, second,
+                     kvshard__key_name_of(now->key));
+}
+
+/* Under an argparse profile every spelling of one input must give it one
+ * value: --max-num-seqs 16 beside --max_seqs=8 is refused, naming both.
+ * `now` is refused beside the earliest flag applied to its input before it
+ * under another spelling that gives another value.
+ *
+ * Every flag before `now` passed this check, so once an input has two
+ * spellings all its flags agree, and the earliest flag of a spelling other
+ * than now's (the input's first, or the first of another spelling than the
+ * first's) agrees with now exactly when all of them do. Until then the
+ * input's flags share one spelling and may differ (the last wins): those
+ * kept are compared in turn, once, when a second spelling comes. An
+ * engine's flag file may repeat one flag tens of thousands of times: each
+ * costs a comparison or two, not one per flag before it
+ * (docs/performance.md). */
+static int check_spellings(flag_list *l, const applied *done, const spelled *input,
+                           const applied *now)
+{
+    if (!input->first)
+        return KVSHARD_OK;
+    kvshard_flags__compared++;
+    bool first_spelling = same_spelling(done[input->first - 1].f, now->f);
+    if (input->other)
+        return agree(l, &done[(first_spelling ? input->other : input->first) - 1], now);
+    if (first_spelling)
+        return KVSHARD_OK;
+    int rc = KVSHARD_OK;
+    for (size_t at = input->first; at && rc == KVSHARD_OK; at = done[at - 1].next)
+        rc = agree(l, &done[at - 1], now);
+    return rc;
+}
+
+/* Whether the check needs the flag `now`, just applied, again: the first
+ * flag of its input and the first of a second spelling; once the input has
+ * two spellings, no more; before that, a flag unless it repeats the last
+ * one kept, spelling and value (that one, earlier, gives the same answer).
+ * So the list follows the values an input was given, not how often. */
+static bool spelled_keeps(const spelled *input, const applied *done, const applied *now)
+{
+    if (!input->first)
+        return true;
+    if (input->other)
+        return false;
+    const applied *last = &done[input->last - 1];
+    return !same_spelling(last->f, now->f) || last->value_len != now->value_len ||
+           memcmp(last->value, now->value, now->value_len) != 0;
+}
+
+/* Link the flag applied at index + 1 `at` into its input's row. */
+static void spelled_add(spelled *input, applied *done, size_t at)
+{
+    if (!input->first)
+        input->first = at;
+    else if (!input->other && !same_spelling(done[input->first - 1].f, done[at - 1].f))
+        input->other = at;
+    if (input->last)
+        done[input->last - 1].next = at;
+    input->last = at;
 }
 
 /* Whether profile `p` reads the flag: an option every profile takes, or an
@@ -625,6 +709,14 @@ static int apply(flag_list *l, const kvshard__deployment_values *into)
     bool argparse = profile->flag_style == KVSHARD_PROFILE__ARGPARSE;
     applied *done = NULL;
     size_t done_count = 0, done_cap = 0;
+    /* The flags applied to each option and setting, a row each. */
+    spelled *inputs = NULL;
+    if (argparse) {
+        size_t rows = input_rows(profile);
+        if (!(inputs = kvshard__alloc(&l->alloc, rows, sizeof *inputs)))
+            return nomem(l);
+        memset(inputs, 0, rows * sizeof *inputs);
+    }
     int rc = KVSHARD_OK;
     const flag *bare_bool = NULL; /* a boolean flag just given without a value */
     for (size_t i = 0; i < l->count && rc == KVSHARD_OK; i++) {
@@ -682,21 +774,29 @@ static int apply(flag_list *l, const kvshard__deployment_values *into)
                 mark = next->mark;
             i++;
         }
-        applied now = {key, f, value, value_len};
-        if (argparse && (rc = check_spellings(l, done, done_count, &now)) != 0)
+        applied now = {key, f, value, value_len, 0};
+        size_t row = 0;
+        if (argparse && !input_row(&row, profile, key)) { /* not reached: see input_row() */
+            rc = flag_fail(l, f, KVSHARD_EINVAL, "--%.*s sets no input of the %s profile",
+                           (int)(f->name_len > 64 ? 64 : f->name_len), f->name, profile->name);
+            break;
+        }
+        if (argparse && (rc = check_spellings(l, done, &inputs[row], &now)) != 0)
             break;
         const char *origin = origin_of(buf, sizeof buf, f);
         rc = kvshard__deployment_assign(into, key, value, value_len, KVSHARD__VALUE_FLAG, origin,
                                         mark, true, l->err);
-        if (rc || !argparse)
+        if (rc || !argparse || !spelled_keeps(&inputs[row], done, &now))
             continue;
         void *items = done;
         if ((rc = grow(l, &items, &done_cap, done_count, sizeof *done)) != 0)
             break;
         done = items;
         done[done_count++] = now;
+        spelled_add(&inputs[row], done, done_count);
     }
     kvshard__free(&l->alloc, done);
+    kvshard__free(&l->alloc, inputs);
     return rc;
 }
 

@@ -7,6 +7,8 @@
 
 #include "kvshard/kvshard.h"
 
+#include <stdint.h>
+
 /* Flag files may name flag files; a cycle stops at this depth. */
 #define KVSHARD_FLAGS__MAX_DEPTH 8
 /* Fan-out is stopped by a budget over one whole call, all flag files
@@ -16,6 +18,12 @@
 #define KVSHARD_FLAGS__MAX_FILES 256u                  /* flag files opened */
 #define KVSHARD_FLAGS__MAX_BYTES (16u * 1024u * 1024u) /* bytes of flag files read */
 #define KVSHARD_FLAGS__MAX_FLAGS 65536u                /* flags, arguments and files together */
+
+/* Earlier flags that flags applied under an argparse profile were
+ * compared with, for the check that two spellings of one input agree, on
+ * this thread: the work a command line of one input repeated would inflate,
+ * read by the tests. Only ever incremented. */
+extern _Thread_local uint64_t kvshard_flags__compared;
 
 /* Called with the path of each flag file once it has been read (a file
  * named twice is reported twice). The path is borrowed for the call. */
