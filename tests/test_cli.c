@@ -142,7 +142,10 @@ static const char general_help[] =
     "device is written directly. FILE must not be a file kvshard reads (the\n"
     "CONFIG, the model, flag files, the safetensors files of device inputs).\n"
     "\n"
-    "Exit status: 0 success, 1 invalid input or a failed write, 2 bad usage.\n";
+    "Exit status, the same for every command: 0 success; 2 bad usage: a value\n"
+    "on the command line or in a flag file that does not parse or is out of\n"
+    "range, an unknown flag; 1 a refused plan, a file that does not read, a\n"
+    "value of the deployment file, a failed write.\n";
 
 static void test_version_and_help(void **state)
 {
