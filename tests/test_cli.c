@@ -1847,8 +1847,8 @@ static void test_fit_flag_fractions(void **state)
     run_free(&r);
 }
 
-/* Two values of one setting show as given, so that they differ on screen
- * ("%g" showed both as 0.9). */
+/* Two values of one setting that conflict show so that they differ on
+ * screen, each as its shortest decimal ("%g" showed both as 0.9). */
 static void test_conflict_shows_values(void **state)
 {
     (void)state;
@@ -1856,6 +1856,14 @@ static void test_conflict_shows_values(void **state)
                        "--weights_total=16GiB --memory_utilization=0.9000000001 "
                        "--gpu-memory-utilization=0.9",
                        LLAMA_MODEL);
+    assert_invalid(&r, "command line --memory_utilization: vllm profile: memory_utilization "
+                       "0.9000000001 and gpu_memory_utilization 0.9 differ; give one of them\n");
+    /* Each as the shortest decimal of its value, not as typed (the typed
+     * text is not kept): 0.90 is shown 0.9, and the two still differ. */
+    r = cli("plan '%s' --engine=vllm --max-model-len=4096 --device_memory=80GiB "
+            "--weights_total=16GiB --memory_utilization=0.9000000001 "
+            "--gpu-memory-utilization=0.90",
+            LLAMA_MODEL);
     assert_invalid(&r, "command line --memory_utilization: vllm profile: memory_utilization "
                        "0.9000000001 and gpu_memory_utilization 0.9 differ; give one of them\n");
 }
