@@ -13,6 +13,7 @@
 #include "text/safetensors.h"
 
 #include "crafted_names.h"
+#include "fixture_files.h"
 
 static bench_stats summary_of(const double *v, size_t n)
 {
@@ -80,21 +81,9 @@ static void op_plan_once(void *p)
  * layer in every 64, MLP layers otherwise. */
 static char *long_config(size_t *len, uint32_t layers)
 {
-    size_t cap = (size_t)layers + 1024;
-    char *text = bench_xmalloc(cap);
-    int n = snprintf(text, cap,
-                     "{\"model_type\": \"nemotron_h\", \"hidden_size\": 4096, "
-                     "\"num_attention_heads\": 32, \"num_key_value_heads\": 8, "
-                     "\"attention_head_dim\": 128, \"mamba_num_heads\": 128, "
-                     "\"mamba_head_dim\": 64, \"n_groups\": 8, \"ssm_state_size\": 128, "
-                     "\"conv_kernel\": 4, \"expand\": 2, \"num_hidden_layers\": %u, "
-                     "\"hybrid_override_pattern\": \"",
-                     layers);
-    size_t at = (size_t)n;
-    for (uint32_t i = 0; i < layers; i++)
-        text[at++] = i % 64 == 63 ? '*' : i % 64 == 31 ? 'M' : '-';
-    memcpy(text + at, "\"}", 3);
-    *len = at + 2;
+    char *text = fixture_long_config(layers, len);
+    if (!text)
+        bench_die("out of memory");
     return text;
 }
 
@@ -226,27 +215,13 @@ static char *tensor_dir(const char *names, size_t n)
 {
     char *dir = temp_dir();
     for (int half = 0; half < 2; half++) {
-        size_t from = half ? n / 2 : 0, to = half ? n : n / 2;
-        size_t cap = 64 + (to - from) * 96, used = 0;
-        char *json = bench_xmalloc(cap);
-        json[used++] = '{';
-        for (size_t i = from; i < to; i++)
-            used += (size_t)snprintf(json + used, cap - used,
-                                     "%s\"%s\":{\"dtype\":\"F16\",\"shape\":[1],"
-                                     "\"data_offsets\":[%zu,%zu]}",
-                                     i > from ? "," : "", names + 17 * i, 2 * (i - from),
-                                     2 * (i - from) + 2);
-        json[used++] = '}';
-        size_t total = 8 + used + 2 * (to - from);
-        unsigned char *buf = calloc(1, total);
-        if (!buf)
+        size_t len;
+        unsigned char *shard =
+            fixture_names_shard(names, half ? n / 2 : 0, half ? n : n / 2, &len);
+        if (!shard)
             bench_die("out of memory");
-        for (int i = 0; i < 8; i++)
-            buf[i] = (unsigned char)((uint64_t)used >> (8 * i));
-        memcpy(buf + 8, json, used);
-        put_file(dir, half ? "b.safetensors" : "a.safetensors", buf, total);
-        free(buf);
-        free(json);
+        put_file(dir, half ? "b.safetensors" : "a.safetensors", shard, len);
+        free(shard);
     }
     return dir;
 }

@@ -142,7 +142,10 @@ static const char general_help[] =
     "device is written directly. FILE must not be a file kvshard reads (the\n"
     "CONFIG, the model, flag files, the safetensors files of device inputs).\n"
     "\n"
-    "Exit status: 0 success, 1 invalid input or a failed write, 2 bad usage.\n";
+    "Exit status, the same for every command: 0 success; 2 bad usage: a value\n"
+    "on the command line or in a flag file that does not parse or is out of\n"
+    "range, an unknown flag; 1 a refused plan, a file that does not read, a\n"
+    "value of the deployment file, a failed write.\n";
 
 static void test_version_and_help(void **state)
 {
@@ -1853,8 +1856,8 @@ static void test_fit_flag_fractions(void **state)
     run_free(&r);
 }
 
-/* Two values of one setting show as given, so that they differ on screen
- * ("%g" showed both as 0.9). */
+/* Two values of one setting that conflict show so that they differ on
+ * screen, each as its shortest decimal ("%g" showed both as 0.9). */
 static void test_conflict_shows_values(void **state)
 {
     (void)state;
@@ -1862,6 +1865,14 @@ static void test_conflict_shows_values(void **state)
                        "--weights_total=16GiB --memory_utilization=0.9000000001 "
                        "--gpu-memory-utilization=0.9",
                        LLAMA_MODEL);
+    assert_invalid(&r, "command line --memory_utilization: vllm profile: memory_utilization "
+                       "0.9000000001 and gpu_memory_utilization 0.9 differ; give one of them\n");
+    /* Each as the shortest decimal of its value, not as typed (the typed
+     * text is not kept): 0.90 is shown 0.9, and the two still differ. */
+    r = cli("plan '%s' --engine=vllm --max-model-len=4096 --device_memory=80GiB "
+            "--weights_total=16GiB --memory_utilization=0.9000000001 "
+            "--gpu-memory-utilization=0.90",
+            LLAMA_MODEL);
     assert_invalid(&r, "command line --memory_utilization: vllm profile: memory_utilization "
                        "0.9000000001 and gpu_memory_utilization 0.9 differ; give one of them\n");
 }
@@ -2016,6 +2027,62 @@ static void test_exit_status_uniform(void **state)
                                "to 16777216\n");
 }
 
+/* A flag file's value found out of range only when planning is bad usage
+ * however long the file's path: the error names it shortened from the
+ * front, past KVSHARD_ERROR_SOURCE_MAX, and is still known as the flag
+ * file's. The same value in a deployment file at such a path is invalid
+ * input. */
+static void test_exit_status_long_flagfile(void **state)
+{
+    (void)state;
+    scratch s;
+    scratch_open(&s);
+    char deep[512];
+    int n = snprintf(deep, sizeof deep, "%s/", s.dir);
+    for (int i = 0; i < 4; i++) {
+        memset(deep + n, 'a' + i, 60);
+        n += 60;
+        deep[n++] = '/';
+    }
+    deep[n] = '\0';
+    run_result r = shell("mkdir -p \"%s\"", deep);
+    assert_int_equal(r.status, 0);
+    run_free(&r);
+    char flags[600], config[600];
+    snprintf(flags, sizeof flags, "%sengine.flags", deep);
+    snprintf(config, sizeof config, "%sdeployment.yaml", deep);
+    assert_true(strlen(flags) >= KVSHARD_ERROR_SOURCE_MAX);
+    put_file(flags, "--world_size=1\n--memory_utilization=0.9000000001\n");
+    static const char *const commands[] = {"plan", "compare", "report", "fit"};
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        const char *fit = strcmp(commands[i], "fit") == 0 ? " --gpus=4" : "";
+        r = cli("%s '%s'%s --device_memory=32GiB " QWEN_WEIGHTS " --flagfile='%s'", commands[i],
+                QWEN_MODEL, fit, flags);
+        char want[256];
+        snprintf(want, sizeof want,
+                 "dddddd/engine.flags:2:22: memory_utilization 0.9000000001 has more than 9 "
+                 "digits after the point; kvshard reads it to the billionth\n"
+                 "Try 'kvshard help %s'.\n",
+                 commands[i]);
+        if (r.status != 2 || !strstr(r.err, want))
+            print_error("%s: exit %d, %s\n", commands[i], r.status, r.err);
+        assert_true(starts_with(r.err, "kvshard: ..."));
+        assert_non_null(strstr(r.err, want));
+        assert_usage(&r);
+    }
+    char yaml[1024];
+    snprintf(yaml, sizeof yaml,
+             "model: %s\ncache:\n  device_memory: 32GiB\n  memory_utilization: 0.9000000001\n"
+             "  weights_total: 69321223296\n  weights_experts: 64424509440\n",
+             QWEN_MODEL);
+    put_file(config, yaml);
+    r = cli("plan '%s'", config);
+    assert_non_null(strstr(r.err, "dddddd/deployment.yaml:4:23: memory_utilization 0.9000000001 "
+                                  "has more than 9 digits after the point"));
+    assert_invalid(&r, "...");
+    scratch_close(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2056,6 +2123,7 @@ int main(void)
         cmocka_unit_test(test_speculative_config_is_json),
         cmocka_unit_test(test_flagfile_separate_value),
         cmocka_unit_test(test_exit_status_uniform),
+        cmocka_unit_test(test_exit_status_long_flagfile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

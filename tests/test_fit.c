@@ -11,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fixture_files.h"
+
 #define GIB (UINT64_C(1) << 30)
 
 /* Qwen3.5-35B-A3B's text model in bf16 without vision and MTP weights:
@@ -894,22 +896,9 @@ static void counted_free(void *user, void *ptr)
  * layer in every 64 (MLP layers otherwise): a long model that still fits. */
 static kvshard_model *long_model(uint32_t layers)
 {
-    size_t cap = (size_t)layers + 1024;
-    char *text = malloc(cap);
+    size_t len;
+    char *text = fixture_long_config(layers, &len);
     assert_non_null(text);
-    int n = snprintf(text, cap,
-                     "{\"model_type\": \"nemotron_h\", \"hidden_size\": 4096, "
-                     "\"num_attention_heads\": 32, \"num_key_value_heads\": 8, "
-                     "\"attention_head_dim\": 128, \"mamba_num_heads\": 128, "
-                     "\"mamba_head_dim\": 64, \"n_groups\": 8, \"ssm_state_size\": 128, "
-                     "\"conv_kernel\": 4, \"expand\": 2, \"num_hidden_layers\": %u, "
-                     "\"hybrid_override_pattern\": \"",
-                     layers);
-    assert_true(n > 0);
-    size_t at = (size_t)n;
-    for (uint32_t i = 0; i < layers; i++)
-        text[at++] = i % 64 == 63 ? '*' : i % 64 == 31 ? 'M' : '-';
-    memcpy(text + at, "\"}", 3);
     kvshard_model *m = tu_load_model_text(text);
     free(text);
     return m;

@@ -18,6 +18,7 @@
 #include "text/safetensors.h"
 
 #include "crafted_names.h"
+#include "fixture_files.h"
 
 /* At most this many slots passed for n names: a few per name, far below the
  * n^2 / 2 of one chain. */
@@ -29,20 +30,14 @@ static uint64_t probe_bound(size_t n)
 static char *make_temp_dir(void)
 {
     (void)mkdir(KVSHARD_TEST_BUILD_DATA, 0777); /* the weights fixture may not have made it */
-    char *dir = strdup(KVSHARD_TEST_BUILD_DATA "/hash_XXXXXX");
+    char *dir = fixture_temp_dir(KVSHARD_TEST_BUILD_DATA, "hash_");
     assert_non_null(dir);
-    assert_non_null(mkdtemp(dir));
     return dir;
 }
 
 static void write_file(const char *dir, const char *name, const void *data, size_t len)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(data, 1, len, f), len);
-    assert_int_equal(fclose(f), 0);
+    assert_true(fixture_write_file(dir, name, data, len));
 }
 
 static void remove_dir(const char *dir)
@@ -65,26 +60,11 @@ static void remove_dir(const char *dir)
 static void write_names_shard(const char *dir, const char *file, const char *names, size_t from,
                               size_t to)
 {
-    size_t cap = 64 + (to - from) * 96, used = 0;
-    char *json = malloc(cap);
-    assert_non_null(json);
-    json[used++] = '{';
-    for (size_t i = from; i < to; i++)
-        used += (size_t)snprintf(json + used, cap - used,
-                                 "%s\"%s\":{\"dtype\":\"F16\",\"shape\":[1],\"data_offsets\":[%zu,"
-                                 "%zu]}",
-                                 i > from ? "," : "", names + 17 * i, 2 * (i - from),
-                                 2 * (i - from) + 2);
-    json[used++] = '}';
-    size_t data = 2 * (to - from), total = 8 + used + data;
-    unsigned char *buf = calloc(1, total);
-    assert_non_null(buf);
-    for (int i = 0; i < 8; i++)
-        buf[i] = (unsigned char)((uint64_t)used >> (8 * i));
-    memcpy(buf + 8, json, used);
-    write_file(dir, file, buf, total);
-    free(buf);
-    free(json);
+    size_t len;
+    unsigned char *shard = fixture_names_shard(names, from, to, &len);
+    assert_non_null(shard);
+    write_file(dir, file, shard, len);
+    free(shard);
 }
 
 /* The slots passed reading a directory of two shards that split the names

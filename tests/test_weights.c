@@ -11,6 +11,8 @@
 #include "text/safetensors.h"
 #include "text/scalar.h"
 
+#include "fixture_files.h"
+
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -231,20 +233,14 @@ static void test_size_options(void **state)
 
 static char *make_temp_dir(void)
 {
-    char *dir = strdup(KVSHARD_TEST_BUILD_DATA "/st_XXXXXX");
+    char *dir = fixture_temp_dir(KVSHARD_TEST_BUILD_DATA, "st_");
     assert_non_null(dir);
-    assert_non_null(mkdtemp(dir));
     return dir;
 }
 
 static void write_bytes(const char *dir, const char *name, const void *data, size_t len)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(data, 1, len, f), len);
-    assert_int_equal(fclose(f), 0);
+    assert_true(fixture_write_file(dir, name, data, len));
 }
 
 /* A shard: N = `declared` (strlen(json) when ~0), the JSON, `data` zeros. */

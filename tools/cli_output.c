@@ -110,14 +110,16 @@ void kvshard_cli__input_flagfile(void *user, const char *path)
     kvshard_cli__input_add(user, flag_file, path);
 }
 
-bool kvshard_cli__is_flagfile(const kvshard_cli__inputs *in, const char *path)
+bool kvshard_cli__is_flagfile(const kvshard_cli__inputs *in, const char *source)
 {
-    struct stat st;
-    if (!path || !path[0] || stat(path, &st) != 0)
+    /* An error's source is the path shortened for messages, so it is
+     * matched against the flag files' names shortened the same way (note),
+     * not looked up on disk: a shortened path names no file. */
+    if (!source || !source[0])
         return false;
     for (size_t i = 0; in && i < in->count; i++) {
-        if (in->items[i].id.dev == (uint64_t)st.st_dev && in->items[i].id.ino == (uint64_t)st.st_ino)
-            return in->items[i].what == flag_file;
+        if (in->items[i].what == flag_file && strcmp(in->items[i].shown, source) == 0)
+            return true;
     }
     return false;
 }

@@ -47,8 +47,9 @@ void kvshard_cli__input_flagfile(void *user, const char *path);
 /* A kvshard__file_fn for the weights files: `user` is the inputs. */
 void kvshard_cli__input_weights(void *user, const char *path, kvshard__file_id id);
 void kvshard_cli__inputs_free(kvshard_cli__inputs *in);
-/* Whether `path` (an error's source) is one of the run's flag files. */
-bool kvshard_cli__is_flagfile(const kvshard_cli__inputs *in, const char *path);
+/* Whether `source`, an error's source, names one of the run's flag files:
+ * it is compared with their paths shortened as an error shortens them. */
+bool kvshard_cli__is_flagfile(const kvshard_cli__inputs *in, const char *source);
 
 /* ---- the output ---------------------------------------------------------------------------- */
 

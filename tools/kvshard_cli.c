@@ -409,7 +409,10 @@ static void help_general(text_buf *b)
                 "device is written directly. FILE must not be a file kvshard reads (the\n"
                 "CONFIG, the model, flag files, the safetensors files of device inputs).\n"
                 "\n"
-                "Exit status: 0 success, 1 invalid input or a failed write, 2 bad usage.\n");
+                "Exit status, the same for every command: 0 success; 2 bad usage: a value\n"
+                "on the command line or in a flag file that does not parse or is out of\n"
+                "range, an unknown flag; 1 a refused plan, a file that does not read, a\n"
+                "value of the deployment file, a failed write.\n");
 }
 
 static void help_command(text_buf *b, const cli_command *cmd, const kvshard__profile *profile)

@@ -67,7 +67,12 @@ typedef enum kvshard_status {
     /** The text is not valid UTF-8; `offset` holds the byte offset. */
     KVSHARD_EUTF8 = -5,
     /** A limit was hit: document size, nesting depth, node count, alias
-     *  expansion, or the size of a plan's layer lists (see KVSHARD_MAX_*). */
+     *  expansion, or the size of a plan's layer lists (see KVSHARD_MAX_*);
+     *  a model with more distinct kinds of cache entries, or draft steps
+     *  with more layers, than kvshard keeps; flag files past their count or
+     *  bytes; a checkpoint's safetensors past their shard files, tensors or
+     *  header length, or its index and headers together past 256 MiB of
+     *  JSON. */
     KVSHARD_ELIMIT = -6,
     /** A mapping holds the same key twice, or one batch of flags gives one
      *  input under two spellings with different values. */
@@ -112,9 +117,16 @@ typedef enum kvshard_status {
     KVSHARD_ELAYER = -22,
     /** The memory does not hold the state reservation plus one KV block (or,
      *  under an engine profile, its budget is not positive or its state slots
-     *  do not fit). */
+     *  do not fit): kvshard_plan_blocks_for() with reserved_bytes not below
+     *  memory_per_rank, or with a reservation and one block past 2^64 - 1
+     *  bytes; kvshard fit when the state of max_seqs leaves no block in any
+     *  layout. */
     KVSHARD_ENOBLOCK = -23,
-    /** A byte figure does not fit in 64 bits. */
+    /** A byte figure does not fit in 64 bits: a block with
+     *  extra_bytes_per_block or max_tokens in kvshard_plan_blocks_for(), a
+     *  fit's replica totals, a weights estimate, a figure of a safetensors
+     *  header; or an engine profile's block would pass
+     *  KVSHARD_MAX_BLOCK_SIZE tokens. */
     KVSHARD_EOVERFLOW = -24,
     /** A writer callback, or a write to a file, failed. */
     KVSHARD_EWRITE = -25,
@@ -147,9 +159,13 @@ typedef enum kvshard_status {
      *  context coordinate out of range is KVSHARD_ERANK). */
     KVSHARD_EGLOBALRANK = -33,
     /** Device memory is given but the weights are not (no weights_per_rank,
-     *  weights_total or safetensors files), weights_experts exceeds
-     *  weights_total, or weights_per_rank has neither 1 nor pp_size entries
-     *  (or is given to kvshard fit). */
+     *  weights_total or safetensors files); weights_per_rank and
+     *  weights_total are given together; weights_experts exceeds
+     *  weights_total; weights_per_rank is empty, has more than
+     *  KVSHARD_MAX_PP_PARTITION entries or neither 1 nor pp_size of them (or
+     *  is given to kvshard fit); or a checkpoint names no tensor (a
+     *  safetensors index with an empty weight_map, headers that hold
+     *  none). */
     KVSHARD_EWEIGHTS = -34,
     /** A stage's weights and the activation reserve leave no budget of the
      *  usable device memory (kvshard fit: no layout leaves one). */
@@ -158,8 +174,9 @@ typedef enum kvshard_status {
     KVSHARD_EFITLIMITS = -36,
     /** The model's query heads (num_attention_heads) are not divisible by
      *  the attention TP size, for a plan that stores KV with attention of
-     *  any type (GQA, MLA, DSA, compressed): every engine gives each rank
-     *  the same number of query heads. */
+     *  any type (GQA, MLA, DSA, compressed) in full, sliding-window,
+     *  chunked or counted draft layers: every engine gives each rank the
+     *  same number of query heads. */
     KVSHARD_EQHEADS = -37
 } kvshard_status;
 

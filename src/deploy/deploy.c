@@ -145,7 +145,7 @@ int kvshard__deployment_assign(const kvshard__deployment_values *into, kvshard__
     site->set = true;
     site->override = override;
     site->mark = mark;
-    snprintf(site->source, sizeof site->source, "%s", source);
+    kvshard__shorten(site->source, sizeof site->source, source);
     return KVSHARD_OK;
 }
 
@@ -213,7 +213,7 @@ static int read_list(loader *l, kvshard__option_id id, const kvshard__node *list
     site->set = true;
     site->override = false;
     site->mark = at;
-    snprintf(site->source, sizeof site->source, "%s", doc->source);
+    kvshard__shorten(site->source, sizeof site->source, doc->source);
     return KVSHARD_OK;
 }
 

@@ -12,6 +12,9 @@ typedef struct kvshard__option_site {
     bool set;
     bool override; /* set by a flag or an API call, after the file */
     kvshard__mark mark;
+    /* The file or origin, shortened from the front as an error's source
+     * is (kvshard__shorten): an error pointed here names it as every
+     * message about that file does. */
     char source[KVSHARD_ERROR_SOURCE_MAX];
 } kvshard__option_site;
 

@@ -47,7 +47,7 @@ int kvshard_settings__assign(kvshard_settings *s, const kvshard_profile__input *
     }
     e->override = override;
     e->mark = mark;
-    snprintf(e->source, sizeof e->source, "%s", source);
+    kvshard__shorten(e->source, sizeof e->source, source);
     return KVSHARD_OK;
 }
 

@@ -12,7 +12,7 @@ typedef struct kvshard_settings__entry {
     kvshard_value value; /* its text, if any, is `text` (see kvshard_settings__value) */
     bool override;       /* set by a flag or an API call, after the file */
     kvshard__mark mark;
-    char source[KVSHARD_ERROR_SOURCE_MAX];
+    char source[KVSHARD_ERROR_SOURCE_MAX]; /* shortened as an error's source is */
     char text[KVSHARD__VALUE_TEXT_MAX]; /* a text value's bytes, kept with the entry */
 } kvshard_settings__entry;
 

@@ -761,6 +761,8 @@ static void tell(const dir_read *r, const char *path, kvshard__file_id id)
  * that file when it is the first. */
 static uint32_t same_file(dir_read *r, uint32_t shard, kvshard__file_id id)
 {
+    /* Unkeyed: device and inode numbers come from the file system, not from
+     * the input's text as names do, so no input can pick colliding ones. */
     uint64_t h = id.ino * 0x9E3779B97F4A7C15ull ^ id.dev * 0xC2B2AE3D27D4EB4Full;
     size_t slot = (size_t)(h ^ h >> 32) & r->mask;
     for (;; slot = (slot + 1) & r->mask) {
