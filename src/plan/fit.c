@@ -270,10 +270,14 @@ static uint32_t divisors_of(uint32_t *d, uint32_t n)
 }
 
 /* The plans a row of split S makes: one, or two at a context length (one
- * sequence, then the balanced count). */
-static uint64_t row_work(uint32_t L, uint32_t P, uint32_t S, bool context)
+ * sequence, then the balanced count), each over the L layers and the
+ * ranks a stage keeps: S split ranks, of two groups when the split groups'
+ * unions of KV heads differ (kvshard__memory_other_group). */
+static uint64_t row_work(const kvshard__model_info *m, uint32_t T, uint32_t P, uint32_t S,
+                         bool context)
 {
-    return ((uint64_t)L + (uint64_t)P * S) * (context ? 2u : 1u);
+    uint64_t kept = (uint64_t)S * (kvshard__memory_other_group(m, T, S) ? 2u : 1u);
+    return ((uint64_t)m->num_layers + P * kept) * (context ? 2u : 1u);
 }
 
 static int start(kvshard_fit *f, search *s, const kvshard_fit_options *fo, const char **blame,
@@ -374,7 +378,7 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo, c
                 rows += n;
                 partition_entries += (size_t)n * P;
                 if (S > 1 || context)
-                    work += n * row_work(L, P, S, context);
+                    work += n * row_work(&s->model->info, T, P, S, context);
             }
         }
     }
