@@ -1112,7 +1112,7 @@ static void test_out_of_memory(void **state)
     kvshard_model_free(m);
 }
 
-/* Past KVSHARD_FIT_MAX_WORK a fit is refused by that name before it plans:
+/* Past KVSHARD__FIT_MAX_WORK a fit is refused by that name before it plans:
  * 2^20 layers on 4,096 GPUs with every T and P open, at a context length. */
 static void test_work_limit(void **state)
 {
@@ -1130,7 +1130,7 @@ static void test_work_limit(void **state)
     kvshard_error err;
     assert_int_equal(kvshard_fit_create(&f, m, &o, &fo, NULL, &err), KVSHARD_EFITLIMITS);
     assert_true(f == (kvshard_fit *)(uintptr_t)0x5a5a);
-    assert_non_null(strstr(err.message, "KVSHARD_FIT_MAX_WORK"));
+    assert_non_null(strstr(err.message, "KVSHARD__FIT_MAX_WORK"));
     assert_non_null(strstr(err.message, "max_tp_size 4096 and max_pp_size 4096"));
     /* On 64 GPUs within the node limits the same model is searched. */
     fo.gpus = 64;

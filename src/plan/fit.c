@@ -344,7 +344,7 @@ static int none_fits(const kvshard_fit *f, const search *s, bool all_short, uint
 /* The layouts in enumeration order: T, then P, then S, then the rule. Only
  * the (T, P) the limits and pins admit are walked: sizes are taken from the
  * divisors of N, and the work they would cost is counted and capped
- * (KVSHARD_FIT_MAX_WORK) before anything is planned. */
+ * (KVSHARD__FIT_MAX_WORK) before anything is planned. */
 static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo, const char **blame,
                      kvshard_error *err)
 {
@@ -393,15 +393,15 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo, c
                              "max_tp_size %u and max_pp_size %u%s",
                              N, f->gpus_per_node, f->max_tp_size, f->max_pp_size, pins);
     }
-    if (work > KVSHARD_FIT_MAX_WORK)
+    if (work > KVSHARD__FIT_MAX_WORK)
         return kvshard__fail(err, KVSHARD_EFITLIMITS, "", kvshard__no_mark,
                              "fit_limits: %zu layouts of %u GPUs (%zu rows of a %u-layer model "
                              "within max_tp_size %u and max_pp_size %u) would cost %llu layer "
-                             "and split-rank figures, past the %llu of KVSHARD_FIT_MAX_WORK; "
+                             "and split-rank figures, past the %llu of KVSHARD__FIT_MAX_WORK; "
                              "give a smaller max_tp_size or max_pp_size, or pin pp_size or "
                              "dp_size",
                              triples, N, rows, L, f->max_tp_size, f->max_pp_size,
-                             (unsigned long long)work, (unsigned long long)KVSHARD_FIT_MAX_WORK);
+                             (unsigned long long)work, (unsigned long long)KVSHARD__FIT_MAX_WORK);
     f->rows = kvshard__calloc(&f->alloc, rows ? rows : 1, sizeof *f->rows);
     f->partitions = kvshard__calloc(&f->alloc, partition_entries ? partition_entries : 1,
                                     sizeof *f->partitions);
