@@ -359,11 +359,14 @@ void bench_case_fit(bench_report *r, bench_inputs *in);
 #define BENCH_FIT_ST_TARGET "fit 64 GPUs, weights of a 100,000-tensor index / 250 ms"
 #define BENCH_FIT_ST_BUDGET_MS 250.0
 void bench_case_fit_safetensors(bench_report *r, bench_inputs *in);
-/* fit's work (work.c): DeepSeek-V3.2 on 55,440 GPUs with every limit open
- * against 1 s, and a 4,194,304-layer model on 64 GPUs against one plan. */
+/* fit's work (work.c): DeepSeek-V3.2 and a GQA config of 55,440 query and
+ * KV heads (every T dividing 55,440 admitted) on 55,440 GPUs with every
+ * limit open, each against 1 s, and a 4,194,304-layer model on 64 GPUs
+ * against one plan. */
 #define BENCH_FIT_WIDE_GPUS 55440u
 #define BENCH_FIT_LONG_LAYERS 4194304u
 #define BENCH_FIT_WIDE_TARGET "fit DeepSeek-V3.2, 55,440 GPUs, every limit open / 1 s"
+#define BENCH_FIT_GQA_TARGET "fit 55,440 KV heads, 55,440 GPUs, every limit open / 1 s"
 #define BENCH_FIT_LONG_TARGET "fit 4,194,304 layers on 64 GPUs / one plan of it"
 void bench_case_fit_work(bench_report *r, bench_inputs *in);
 /* Names crafted to collide (work.c): crafted / ordinary, each at most

@@ -91,7 +91,8 @@ void bench_case_fit_work(bench_report *r, bench_inputs *in)
 {
     const bench_settings *s = r->settings;
     /* DeepSeek-V3.2 on 55,440 GPUs, every limit open (nodes of 55,440, T and
-     * P up to 55,440): 48,912 rows, T and P up to 55,440 ranks. */
+     * P up to 55,440): its 128 query heads admit T of 1, 2, 4, 8 and 16
+     * only, 702 rows. */
     const bench_text *t = NULL;
     for (size_t i = 0; i < in->model_count; i++) {
         if (strcmp(in->models[i].name, "deepseek_v3_2.json") == 0)
@@ -115,6 +116,30 @@ void bench_case_fit_work(bench_report *r, bench_inputs *in)
     bench_progress("fit: DeepSeek-V3.2 on %u GPUs, every limit open", BENCH_FIT_WIDE_GPUS);
     bench_stats tw = bench_time(s, s->big_pairs, op_fit_work, &wide);
     kvshard_model_free(m);
+
+    /* The search the query-heads rule no longer narrows: as many query and
+     * KV heads as GPUs, so every T dividing 55,440 is admitted (48,912
+     * rows, T up to 55,440 ranks with one KV head each). */
+    char gqa_text[512];
+    int gqa_len = snprintf(gqa_text, sizeof gqa_text,
+                           "{\"model_type\": \"llama\", \"num_hidden_layers\": 61, "
+                           "\"num_attention_heads\": %u, \"num_key_value_heads\": %u, "
+                           "\"head_dim\": 128, \"hidden_size\": %u, "
+                           "\"torch_dtype\": \"bfloat16\"}",
+                           BENCH_FIT_WIDE_GPUS, BENCH_FIT_WIDE_GPUS, BENCH_FIT_WIDE_GPUS * 128u);
+    kvshard_model *gm = load_text(gqa_text, (size_t)gqa_len, "<55,440 KV heads>");
+    kvshard_options go = KVSHARD_OPTIONS_INIT;
+    go.device_memory = UINT64_C(80) << 30;
+    go.context_length = 32768;
+    go.kv_cache_dtype = KVSHARD_DTYPE_FP8;
+    go.weights_total = UINT64_C(674030337216);
+    go.weights_experts = 0;
+    go.gpus_per_node = BENCH_FIT_WIDE_GPUS;
+    fit_work_ctx gqa = {gm, &go, &fo, "<55,440 KV heads>", 0};
+    bench_progress("fit: %u KV heads on %u GPUs, every limit open", BENCH_FIT_WIDE_GPUS,
+                   BENCH_FIT_WIDE_GPUS);
+    bench_stats tg = bench_time(s, s->big_pairs, op_fit_work, &gqa);
+    kvshard_model_free(gm);
 
     /* A 4,194,304-layer model on 64 GPUs against one plan of it. */
     size_t len;
@@ -147,15 +172,22 @@ void bench_case_fit_work(bench_report *r, bench_inputs *in)
     bench_section *sec = bench_section_add(
         r, "kvshard fit: work bounded in layouts, ranks and layers",
         "kvshard_fit_create (and the free) of DeepSeek-V3.2 on %u GPUs of 80 GiB, context_length "
-        "32768, fp8 KV, gpus_per_node, max_tp_size and max_pp_size all %u (every layout); and "
-        "of a Nemotron-H config of %u layers (attention and Mamba every 64) on 64 GPUs at "
-        "context_length 4096, paired with one kvshard_plan_create of it (TP 8, PP 8, max_seqs "
-        "1). Targets: the first's median / 1 s; the second's median of per-pair ratios.",
-        BENCH_FIT_WIDE_GPUS, BENCH_FIT_WIDE_GPUS, BENCH_FIT_LONG_LAYERS);
+        "32768, fp8 KV, gpus_per_node, max_tp_size and max_pp_size all %u (every layout the "
+        "query heads admit); the same of a 61-layer GQA config of %u query and KV heads (every "
+        "T dividing %u admitted; weights_total the same, all dense); and of a Nemotron-H "
+        "config of %u layers (attention and Mamba every 64) on 64 GPUs at context_length "
+        "4096, paired with one kvshard_plan_create of it (TP 8, PP 8, max_seqs 1). Targets: "
+        "the first two's medians / 1 s; the third's median of per-pair ratios.",
+        BENCH_FIT_WIDE_GPUS, BENCH_FIT_WIDE_GPUS, BENCH_FIT_WIDE_GPUS, BENCH_FIT_WIDE_GPUS,
+        BENCH_FIT_LONG_LAYERS);
     bench_row *row = bench_row_add(sec, "DeepSeek-V3.2, %u GPUs", BENCH_FIT_WIDE_GPUS);
     bench_fig_stats(row, "fit", BENCH_UNIT_NS, &tw);
     bench_fig(row, "layouts", BENCH_UNIT_COUNT, (double)wide.rows);
     bench_fig(row, "per layout", BENCH_UNIT_NS, tw.median / (double)wide.rows);
+    row = bench_row_add(sec, "%u KV heads, %u GPUs", BENCH_FIT_WIDE_GPUS, BENCH_FIT_WIDE_GPUS);
+    bench_fig_stats(row, "fit", BENCH_UNIT_NS, &tg);
+    bench_fig(row, "layouts", BENCH_UNIT_COUNT, (double)gqa.rows);
+    bench_fig(row, "per layout", BENCH_UNIT_NS, tg.median / (double)gqa.rows);
     row = bench_row_add(sec, "%u layers, 64 GPUs", BENCH_FIT_LONG_LAYERS);
     bench_fig_stats(row, "one plan", BENCH_UNIT_NS, &plan_t);
     bench_fig_stats(row, "fit", BENCH_UNIT_NS, &fit_t);
@@ -164,6 +196,9 @@ void bench_case_fit_work(bench_report *r, bench_inputs *in)
     bench_target_add(r, BENCH_FIT_WIDE_TARGET, tw.median / 1e9, 1.0, false,
                      "median %.0f ms of %zu batches (p90 %.0f ms), %s / 1 s", tw.median / 1e6,
                      tw.n, tw.p90 / 1e6, bench_clock_name());
+    bench_target_add(r, BENCH_FIT_GQA_TARGET, tg.median / 1e9, 1.0, false,
+                     "median %.0f ms of %zu batches (p90 %.0f ms, %zu rows), %s / 1 s",
+                     tg.median / 1e6, tg.n, tg.p90 / 1e6, gqa.rows, bench_clock_name());
     bench_target_add(r, BENCH_FIT_LONG_TARGET, ratio.median, 10.0, false,
                      "median of %zu per-pair ratios (p10 %.2f, p90 %.2f)", ratio.n, ratio.p10,
                      ratio.p90);

@@ -872,6 +872,69 @@ static void test_engine_device_inputs(void **state)
     kvshard_model_free(m);
 }
 
+/* Split groups that straddle two KV heads' replicas are sized in fit as in
+ * a plan, by their own group's union: Granite-4.0-H-Tiny's geometry on 12
+ * GPUs in one node of 12, every rule at T = 12 checked against
+ * kvshard_plan_create() of its layout at the row's budget. A 2 GiB card:
+ * usable floor(2,147,483,648 x 0.9) = 1,932,735,283, reserve 1 GiB; 1 GiB of
+ * dense weights over T = 12: ceil(1,073,741,824 / 12) = 89,478,486; budget
+ * 1,932,735,283 - 1,073,741,824 - 89,478,486 = 769,514,973. State 16 x
+ * 2,469,888 = 39,518,208 (test_memory), 729,996,765 left for blocks.
+ * At S = 2 (ordinal) ranks 2, 3, 8 and 9 hold heads 0-1 or 2-3 (H 4, R 3):
+ * 2 x 1,024 KV + 1,024 scratch a token, a block 16 x 3,072 = 49,152 bytes:
+ * floor(729,996,765 / 49,152) = 14,851 blocks. Sized with group 0's one
+ * head the block was 24,576 bytes and the row said 29,703. Of S 3, 4, 6 and
+ * 12 only S = 2 leaves groups with different unions: {1, 2} heads. */
+static void test_straddling_groups(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_granite_tiny();
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.device_memory = 2 * GIB;
+    o.weights_total = GIB;
+    o.weights_experts = 0;
+    o.max_seqs = 16;
+    o.gpus_per_node = 12;
+    kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
+    fo.gpus = 12;
+    fo.max_tp_size = 12;
+    kvshard_fit *f = NULL;
+    kvshard_error err;
+    tu_assert_ok(kvshard_fit_create(&f, m, &o, &fo, NULL, &err), &err);
+    uint32_t seen = 0;
+    for (size_t i = 0; i < kvshard_fit_row_count(f); i++) {
+        const kvshard_fit_row *r = kvshard_fit_row_at(f, i);
+        uint32_t S = r->layerwise_split_size;
+        if (r->tp_size != 12 || S == 1)
+            continue;
+        assert_true(r->fits);
+        assert_int_equal(r->budget, UINT64_C(769514973));
+        kvshard_options one = KVSHARD_OPTIONS_INIT;
+        one.world_size = 12;
+        one.enable_layerwise_split = true;
+        one.layerwise_split_size = S;
+        one.ownership = r->ownership;
+        one.memory_per_rank = r->budget;
+        one.max_seqs = r->max_seqs;
+        kvshard_plan *p = tu_plan(m, &one);
+        kvshard_capacity c = KVSHARD_CAPACITY_INIT;
+        assert_int_equal(kvshard_plan_capacity(&c, p), KVSHARD_OK);
+        if (c.num_blocks != r->num_blocks)
+            print_error("S %u %s: fit %llu blocks, plan %llu\n", S,
+                        kvshard_ownership_name(r->ownership), (unsigned long long)r->num_blocks,
+                        (unsigned long long)c.num_blocks);
+        assert_true(c.has_num_blocks);
+        assert_int_equal(r->num_blocks, c.num_blocks);
+        if (S == 2 && r->ownership == KVSHARD_OWNERSHIP_ORDINAL)
+            assert_int_equal(r->num_blocks, 14851);
+        kvshard_plan_free(p);
+        seen++;
+    }
+    assert_int_equal(seen, 15); /* S 2, 3, 4, 6 and 12, three rules each */
+    kvshard_fit_free(f);
+    kvshard_model_free(m);
+}
+
 /* ---- bounded work ------------------------------------------------------------------------- */
 
 /* Bytes an allocator hands out, in all: the work a call does in memory
@@ -1038,7 +1101,7 @@ static void test_out_of_memory(void **state)
     kvshard_model_free(m);
 }
 
-/* Past KVSHARD_FIT_MAX_WORK a fit is refused by that name before it plans:
+/* Past KVSHARD__FIT_MAX_WORK a fit is refused by that name before it plans:
  * 2^20 layers on 4,096 GPUs with every T and P open, at a context length. */
 static void test_work_limit(void **state)
 {
@@ -1056,7 +1119,7 @@ static void test_work_limit(void **state)
     kvshard_error err;
     assert_int_equal(kvshard_fit_create(&f, m, &o, &fo, NULL, &err), KVSHARD_EFITLIMITS);
     assert_true(f == (kvshard_fit *)(uintptr_t)0x5a5a);
-    assert_non_null(strstr(err.message, "KVSHARD_FIT_MAX_WORK"));
+    assert_non_null(strstr(err.message, "KVSHARD__FIT_MAX_WORK"));
     assert_non_null(strstr(err.message, "max_tp_size 4096 and max_pp_size 4096"));
     /* On 64 GPUs within the node limits the same model is searched. */
     fo.gpus = 64;
@@ -1082,6 +1145,7 @@ int main(void)
         cmocka_unit_test(test_work_per_rank),        cmocka_unit_test(test_work_limit),
         cmocka_unit_test(test_out_of_memory),
         cmocka_unit_test(test_totals_past_64_bits),
+        cmocka_unit_test(test_straddling_groups),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,6 +4,8 @@
  * to it. */
 #include "test_util.h"
 
+#include "plan/memory.h"
+
 #include <math.h>
 
 #include <stdio.h>
@@ -855,26 +857,6 @@ static void test_comparison_without_capacity(void **state)
     kvshard_model_free(model);
 }
 
-/* Granite-4.0-H-Tiny's geometry (MODELS.md of the project's fixtures: 40
- * layers, attention at 5, 15, 25, 35, 12 query and 4 KV heads, hidden 1536
- * so head_dim 128; Mamba2 48 heads x 64, state 128, one group, kernel 4;
- * bf16) at T = 12. */
-static kvshard_model *granite_tiny(void)
-{
-    char types[40 * 12 + 1] = "";
-    for (int i = 0; i < 40; i++)
-        strcat(types, i % 10 == 5 ? "attention, " : "mamba, ");
-    types[strlen(types) - 2] = '\0';
-    char text[1024];
-    snprintf(text, sizeof text,
-             "{model_type: granitemoehybrid, num_hidden_layers: 40, layer_types: [%s], "
-             "num_attention_heads: 12, num_key_value_heads: 4, hidden_size: 1536, "
-             "mamba_n_heads: 48, mamba_d_head: 64, mamba_d_state: 128, mamba_n_groups: 1, "
-             "mamba_d_conv: 4, mamba_expand: 2, torch_dtype: bfloat16}",
-             types);
-    return tu_load_model_text(text);
-}
-
 /*
  * A split group whose ranks hold two different KV heads stores both.
  * H = 4, T = 12: rank r holds head floor(r x 4 / 12) = floor(r / 3):
@@ -892,7 +874,7 @@ static kvshard_model *granite_tiny(void)
 static void test_split_group_straddles_heads(void **state)
 {
     (void)state;
-    kvshard_model *model = granite_tiny();
+    kvshard_model *model = tu_granite_tiny();
     kvshard_options o = split_options(12, 2);
     kvshard_plan *plan = tu_plan(model, &o);
     assert_int_equal(kvshard_plan_replication_factor(plan), 3);
@@ -934,7 +916,7 @@ static void test_split_group_straddles_heads(void **state)
 static void test_comparison_straddling_groups(void **state)
 {
     (void)state;
-    kvshard_model *model = granite_tiny();
+    kvshard_model *model = tu_granite_tiny();
     kvshard_options o = split_options(12, 2);
     o.memory_per_rank = GIB;
     o.max_seqs = 16;
@@ -971,6 +953,46 @@ static void test_comparison_straddling_groups(void **state)
     kvshard_model_free(model);
 }
 
+/* kvshard__memory_other_group's closed form against every group's union
+ * counted from the head rule, for every T up to 240, every H and S
+ * dividing it with H and T dividing one another: the first group whose
+ * union differs from group 0's (0 for none), and never a third union. */
+static void test_other_group_by_count(void **state)
+{
+    (void)state;
+    kvshard__model_info m;
+    memset(&m, 0, sizeof m);
+    uint32_t differ = 0;
+    for (uint32_t T = 1; T <= 240; T++) {
+        for (uint32_t H = 1; H <= 2 * T; H++) {
+            if (H % T != 0 && T % H != 0)
+                continue;
+            m.full.heads = H;
+            for (uint32_t S = 1; S <= T; S++) {
+                if (T % S != 0)
+                    continue;
+                uint32_t first, u0, u, other = 0, high = 0;
+                kvshard__kv_heads(&first, &u0, H, T, 0, S - 1);
+                for (uint32_t g = 1; g < T / S; g++) {
+                    kvshard__kv_heads(&first, &u, H, T, g * S, g * S + S - 1);
+                    if (u != u0 && other == 0)
+                        other = g;
+                    if (u != u0)
+                        high = high ? high : u;
+                    assert_true(u == u0 || u == high); /* two unions at most */
+                }
+                assert_int_equal(kvshard__memory_other_group(&m, T, S), other);
+                differ += other != 0;
+            }
+        }
+    }
+    assert_true(differ > 0);
+    /* Granite at T = 12 (H 4): group 1 = ranks 2, 3 at S = 2; none at 3, 4, 6, 12. */
+    m.full.heads = 4;
+    assert_int_equal(kvshard__memory_other_group(&m, 12, 2), 1);
+    assert_int_equal(kvshard__memory_other_group(&m, 12, 4), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -996,6 +1018,7 @@ int main(void)
         cmocka_unit_test(test_comparison_uniform_fits_nothing),
         cmocka_unit_test(test_split_group_straddles_heads),
         cmocka_unit_test(test_comparison_straddling_groups),
+        cmocka_unit_test(test_other_group_by_count),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

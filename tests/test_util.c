@@ -56,6 +56,22 @@ kvshard_model *tu_load_model_text(const char *text)
     return model;
 }
 
+kvshard_model *tu_granite_tiny(void)
+{
+    char types[40 * 12 + 1] = "";
+    for (int i = 0; i < 40; i++)
+        strcat(types, i % 10 == 5 ? "attention, " : "mamba, ");
+    types[strlen(types) - 2] = '\0';
+    char text[1024];
+    snprintf(text, sizeof text,
+             "{model_type: granitemoehybrid, num_hidden_layers: 40, layer_types: [%s], "
+             "num_attention_heads: 12, num_key_value_heads: 4, hidden_size: 1536, "
+             "mamba_n_heads: 48, mamba_d_head: 64, mamba_d_state: 128, mamba_n_groups: 1, "
+             "mamba_d_conv: 4, mamba_expand: 2, torch_dtype: bfloat16}",
+             types);
+    return tu_load_model_text(text);
+}
+
 kvshard_plan *tu_plan(const kvshard_model *model, const kvshard_options *options)
 {
     kvshard_plan *plan = NULL;

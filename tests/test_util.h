@@ -23,6 +23,12 @@ void tu_assert_ok(int rc, const kvshard_error *err);
 kvshard_model *tu_load_example_model(const char *name);
 /* Load a model from text; the test fails if it does not load. */
 kvshard_model *tu_load_model_text(const char *text);
+
+/* Granite-4.0-H-Tiny's geometry (MODELS.md of the project's fixtures: 40
+ * layers, attention at 5, 15, 25, 35, 12 query and 4 KV heads, hidden 1536
+ * so head_dim 128; Mamba2 48 heads x 64, state 128, one group, kernel 4;
+ * bf16): at T = 12 some split groups straddle two KV heads' replicas. */
+kvshard_model *tu_granite_tiny(void);
 /* Build a plan; the test fails if it cannot be built. */
 kvshard_plan *tu_plan(const kvshard_model *model, const kvshard_options *options);
 /* A kvshard_write_fn that appends to a malloc'd NUL-terminated string;

@@ -270,10 +270,14 @@ static uint32_t divisors_of(uint32_t *d, uint32_t n)
 }
 
 /* The plans a row of split S makes: one, or two at a context length (one
- * sequence, then the balanced count). */
-static uint64_t row_work(uint32_t L, uint32_t P, uint32_t S, bool context)
+ * sequence, then the balanced count), each over the L layers and the
+ * ranks a stage keeps: S split ranks, of two groups when the split groups'
+ * unions of KV heads differ (kvshard__memory_other_group). */
+static uint64_t row_work(const kvshard__model_info *m, uint32_t T, uint32_t P, uint32_t S,
+                         bool context)
 {
-    return ((uint64_t)L + (uint64_t)P * S) * (context ? 2u : 1u);
+    uint64_t kept = (uint64_t)S * (kvshard__memory_other_group(m, T, S) ? 2u : 1u);
+    return ((uint64_t)m->num_layers + P * kept) * (context ? 2u : 1u);
 }
 
 static int start(kvshard_fit *f, search *s, const kvshard_fit_options *fo, const char **blame,
@@ -340,7 +344,7 @@ static int none_fits(const kvshard_fit *f, const search *s, bool all_short, uint
 /* The layouts in enumeration order: T, then P, then S, then the rule. Only
  * the (T, P) the limits and pins admit are walked: sizes are taken from the
  * divisors of N, and the work they would cost is counted and capped
- * (KVSHARD_FIT_MAX_WORK) before anything is planned. */
+ * (KVSHARD__FIT_MAX_WORK) before anything is planned. */
 static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo, const char **blame,
                      kvshard_error *err)
 {
@@ -374,7 +378,7 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo, c
                 rows += n;
                 partition_entries += (size_t)n * P;
                 if (S > 1 || context)
-                    work += n * row_work(L, P, S, context);
+                    work += n * row_work(&s->model->info, T, P, S, context);
             }
         }
     }
@@ -389,15 +393,15 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo, c
                              "max_tp_size %u and max_pp_size %u%s",
                              N, f->gpus_per_node, f->max_tp_size, f->max_pp_size, pins);
     }
-    if (work > KVSHARD_FIT_MAX_WORK)
+    if (work > KVSHARD__FIT_MAX_WORK)
         return kvshard__fail(err, KVSHARD_EFITLIMITS, "", kvshard__no_mark,
                              "fit_limits: %zu layouts of %u GPUs (%zu rows of a %u-layer model "
                              "within max_tp_size %u and max_pp_size %u) would cost %llu layer "
-                             "and split-rank figures, past the %llu of KVSHARD_FIT_MAX_WORK; "
+                             "and split-rank figures, past the %llu of KVSHARD__FIT_MAX_WORK; "
                              "give a smaller max_tp_size or max_pp_size, or pin pp_size or "
                              "dp_size",
                              triples, N, rows, L, f->max_tp_size, f->max_pp_size,
-                             (unsigned long long)work, (unsigned long long)KVSHARD_FIT_MAX_WORK);
+                             (unsigned long long)work, (unsigned long long)KVSHARD__FIT_MAX_WORK);
     f->rows = kvshard__calloc(&f->alloc, rows ? rows : 1, sizeof *f->rows);
     f->partitions = kvshard__calloc(&f->alloc, partition_entries ? partition_entries : 1,
                                     sizeof *f->partitions);

@@ -11,7 +11,7 @@
  * ranks, which is what planning a row's figures passes over. A search past
  * it is refused (fit_limits) naming this limit: the node limits, pp_size or
  * dp_size narrow it. */
-#define KVSHARD_FIT_MAX_WORK (UINT64_C(1) << 30)
+#define KVSHARD__FIT_MAX_WORK (UINT64_C(1) << 30)
 
 /* A layout refused for another reason than memory. */
 typedef struct kvshard__refused {

@@ -319,7 +319,7 @@ static kvshard_rank_memory rank_figures(calc *c, const kvshard__memory_inputs *i
 }
 
 int kvshard__memory_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inputs *in,
-                          kvshard_error *err)
+                          const uint32_t *which, uint32_t n, kvshard_error *err)
 {
     const kvshard__model_info *m = in->model;
     calc c = {false, false, false};
@@ -328,8 +328,8 @@ int kvshard__memory_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inpu
         return overflow_error(&c, in, "the recurrent state bytes", err);
     uint32_t T = in->tp, S = in->split, C = m->num_classes;
     bool split = S > 1;
-    kvshard__cost own[KVSHARD__MAX_CLASSES], group[KVSHARD__MAX_CLASSES];
-    /* The inputs the costs were last worked out for, and rank r - 1's. */
+    kvshard__cost own[KVSHARD__MAX_CLASSES], stored[KVSHARD__MAX_CLASSES];
+    /* The inputs the costs were last worked out for, and the rank before's. */
     uint32_t own_full = UINT32_MAX, own_sliding = UINT32_MAX, group_full = UINT32_MAX;
     const uint32_t *prev_row = NULL;
     /* When T and each geometry's heads divide one another, as planning
@@ -341,26 +341,29 @@ int kvshard__memory_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inpu
      * KV heads than ranks a group can straddle two heads' replicas (H 4,
      * T 12, S 2: ranks 2 and 3 hold heads 0 and 1), so each group's is
      * worked out from its own ranks. */
-    uint32_t gfull = full0;
-    uint32_t s = 0, g = 0; /* r % S_eff and r / S_eff, counted */
-    for (uint32_t r = 0; r < T; r++) {
+    uint32_t gfull = full0, group = UINT32_MAX;
+    uint32_t s = 0, g = 0; /* r % S_eff and r / S_eff, counted when every rank is listed */
+    for (uint32_t j = 0; j < n; j++) {
+        uint32_t r = which ? which[j] : j;
+        uint32_t rs = which ? r % S : s, rg = which ? r / S : g;
+        if (!which && ++s == S) {
+            s = 0;
+            g++;
+        }
         /* Ranks differ only in their heads, their group's and the layers
          * they own, and most ranks share all three with the one before. */
         uint32_t full = even ? full0 : heads_of(m->full.heads, T, r, r);
         uint32_t sliding = even ? sliding0 : heads_of(m->sliding.heads, T, r, r);
-        if (!split)
+        if (!split) {
             gfull = full;
-        else if (s == 0) /* the first rank of group g */
-            gfull = heads_of(m->full.heads, T, g * S, g * S + S - 1);
-        const uint32_t *row = in->owned + (size_t)s * C;
-        bool same = r > 0 && !c.overflow && full == own_full && sliding == own_sliding &&
-                    gfull == group_full && memcmp(row, prev_row, C * sizeof *row) == 0;
-        if (++s == S) {
-            s = 0;
-            g++;
+        } else if (rg != group) {
+            gfull = heads_of(m->full.heads, T, rg * S, rg * S + S - 1);
+            group = rg;
         }
-        if (same) {
-            ranks[r] = ranks[r - 1]; /* the same figures, computed without an overflow */
+        const uint32_t *row = in->owned + (size_t)rs * C;
+        if (j > 0 && !c.overflow && full == own_full && sliding == own_sliding &&
+            gfull == group_full && memcmp(row, prev_row, C * sizeof *row) == 0) {
+            ranks[j] = ranks[j - 1]; /* the same figures, computed without an overflow */
             continue;
         }
         if (full != own_full || sliding != own_sliding) {
@@ -370,10 +373,10 @@ int kvshard__memory_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inpu
             group_full = UINT32_MAX;
         }
         if (split && gfull != group_full)
-            all_costs(group, &c, in, gfull, sliding);
+            all_costs(stored, &c, in, gfull, sliding);
         group_full = gfull;
         prev_row = row;
-        ranks[r] = rank_figures(&c, in, row, split ? group : own, own, state);
+        ranks[j] = rank_figures(&c, in, row, split ? stored : own, own, state);
         if (c.overflow) {
             char what[64];
             snprintf(what, sizeof what, "the memory figures of TP rank %u", r);
@@ -388,31 +391,18 @@ bool kvshard__ranks_alike(const kvshard__model_info *m, uint32_t tp)
     return divides_either(m->full.heads, tp) && divides_either(m->sliding.heads, tp);
 }
 
-int kvshard__memory_split_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inputs *in,
-                                const uint32_t *split_ranks, uint32_t n, kvshard_error *err)
+uint32_t kvshard__memory_other_group(const kvshard__model_info *m, uint32_t tp, uint32_t split)
 {
-    const kvshard__model_info *m = in->model;
-    calc c = {false, false, false};
-    uint64_t state = state_bytes(&c, in);
-    if (c.overflow)
-        return overflow_error(&c, in, "the recurrent state bytes", err);
-    uint32_t T = in->tp, S = in->split, C = m->num_classes;
-    bool split = S > 1;
-    kvshard__cost own[KVSHARD__MAX_CLASSES], group[KVSHARD__MAX_CLASSES];
-    uint32_t full = heads_of(m->full.heads, T, 0, 0), sliding = heads_of(m->sliding.heads, T, 0, 0);
-    all_costs(own, &c, in, full, sliding);
-    if (split)
-        all_costs(group, &c, in, heads_of(m->full.heads, T, 0, S - 1), sliding);
-    for (uint32_t j = 0; j < n; j++) {
-        ranks[j] = rank_figures(&c, in, in->owned + (size_t)split_ranks[j] * C,
-                                split ? group : own, own, state);
-        if (c.overflow) {
-            char what[64];
-            snprintf(what, sizeof what, "the memory figures of TP rank %u", split_ranks[j]);
-            return overflow_error(&c, in, what, err);
-        }
-    }
-    return KVSHARD_OK;
+    /* Group g's union is 1 + floor((o + S - 1) / R) heads, o = g S mod R its
+     * start within a head's R = T / H replicas: with e = S mod R, group 0's
+     * (o = 0) or one more once o > R - e. o steps by e modulo R, first past
+     * R - e at g = floor(R / e) unless e divides R, when it lands on R - e
+     * and wraps to 0; that g is below T / S, as lcm(S, R) divides T. */
+    uint32_t H = m->full.heads;
+    if (split <= 1 || H == 0 || H >= tp || tp % H != 0)
+        return 0; /* whole heads a rank (every group holds S times a rank's), or not alike */
+    uint32_t R = tp / H, e = split % R;
+    return e == 0 || R % e == 0 ? 0 : R / e;
 }
 
 int kvshard__stage_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inputs *in,
@@ -430,7 +420,7 @@ int kvshard__stage_ranks(kvshard_rank_memory *ranks, const kvshard__memory_input
             stage.split = 1;
             stage.owned = stages[s].class_census; /* one split rank owns every KV layer */
         }
-        int rc = kvshard__memory_ranks(ranks + (size_t)s * in->tp, &stage, err);
+        int rc = kvshard__memory_ranks(ranks + (size_t)s * in->tp, &stage, NULL, in->tp, err);
         if (rc)
             return rc;
     }

@@ -67,21 +67,28 @@ int kvshard__layer_cost(kvshard__cost *out, const kvshard__memory_inputs *in, ui
 /* Per-sequence state of one linear or hybrid layer on one rank. */
 int kvshard__state_bytes(uint64_t *out, const kvshard__memory_inputs *in, kvshard_error *err);
 
-/* Every rank's bytes per token, per block and per sequence into `ranks` (T
- * entries); the block counts are left for the capacity. */
+/* Bytes per token, per block and per sequence of `n` TP ranks into `ranks`:
+ * rank j is TP rank which[j], or j when `which` is NULL (every rank, n =
+ * T). Each is sized by its own heads, its split group's union and its
+ * split rank's row of `in->owned`; the block counts are left for the
+ * capacity. */
 int kvshard__memory_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inputs *in,
-                          kvshard_error *err);
+                          const uint32_t *which, uint32_t n, kvshard_error *err);
 
 /* Whether every rank of T holds as many heads of each geometry as the
  * first (T and the heads divide one another, as planning requires of the
- * geometries a plan uses): then rank r's figures are split rank r % S_eff's. */
+ * geometries a plan uses): then two ranks of one stage have the same
+ * figures when they are the same split rank of groups with the same union
+ * (kvshard__memory_other_group). */
 bool kvshard__ranks_alike(const kvshard__model_info *m, uint32_t tp);
 
-/* When kvshard__ranks_alike: the figures of `n` ranks of one stage, rank j
- * standing for split rank split_ranks[j] (its row of `in->owned`). fit
- * plans only the split ranks whose figures can differ. */
-int kvshard__memory_split_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inputs *in,
-                                const uint32_t *split_ranks, uint32_t n, kvshard_error *err);
+/* When kvshard__ranks_alike: the first split group of S_eff = `split`
+ * ranks whose union of full-geometry KV heads differs from group 0's, or 0
+ * when every group's is group 0's. Only with fewer KV heads than ranks can
+ * it differ (a group straddling two heads' replicas), and then every group
+ * holds group 0's count or one more: group 0 and that group stand for all.
+ * fit keeps a split rank of each (kvshard__plan_figures). */
+uint32_t kvshard__memory_other_group(const kvshard__model_info *m, uint32_t tp, uint32_t split);
 
 /* Every plan rank's figures (P x T entries into `ranks`), stage by stage:
  * `in` gives the model, options, T and S_eff; `stages` the P stages' layer

@@ -79,7 +79,7 @@ void kvshard_plan_free(kvshard_plan *plan)
     if (!plan)
         return;
     kvshard_allocator a = plan->alloc;
-    if (plan->figure_split && plan->ranks)
+    if (plan->figure_ranks && plan->ranks)
         kvshard__free(&a, plan->ranks); /* fit's figures: sized once the stride is known */
     kvshard__free(&a, plan);
 }
@@ -105,7 +105,7 @@ static int stage_memory(kvshard_rank_memory *ranks, const kvshard_plan *p, bool 
 {
     kvshard__memory_inputs in = kvshard__plan_memory_inputs(p);
     if (p->figure_stride && !unsplit) {
-        /* fit's figures: the kept split ranks of each stage. */
+        /* fit's figures: the kept TP ranks of each stage. */
         uint32_t K = p->figure_stride;
         size_t row = (size_t)p->split * p->model.num_classes;
         for (uint32_t s = 0; s < p->pp; s++) {
@@ -113,8 +113,8 @@ static int stage_memory(kvshard_rank_memory *ranks, const kvshard_plan *p, bool 
             stage.layers = &p->stages[s];
             stage.count_draft_layers = in.count_draft_layers && s + 1 == p->pp;
             stage.owned = p->owned_by_class + s * row;
-            int rc = kvshard__memory_split_ranks(ranks + (size_t)s * K, &stage,
-                                                 p->figure_split + (size_t)s * K, K, err);
+            int rc = kvshard__memory_ranks(ranks + (size_t)s * K, &stage,
+                                           p->figure_ranks + (size_t)s * K, K, err);
             if (rc)
                 return rc;
         }
@@ -159,9 +159,9 @@ static void find_binding(kvshard_plan *p)
     for (uint32_t r = 0; c->has_num_blocks && r < p->ranks_count; r++) {
         if (p->ranks[r].has_num_blocks && p->ranks[r].num_blocks == c->num_blocks) {
             c->has_binding = true;
-            /* In fit's figures, the full plan's first such rank: the first
-             * TP rank of that split rank in its stage. */
-            c->binding_rank = K ? r / K * p->tp + p->figure_split[r] : r;
+            /* In fit's figures, the full plan's first such rank: the kept
+             * ranks are TP ranks in order, each the first of its figures. */
+            c->binding_rank = K ? r / K * p->tp + p->figure_ranks[r] : r;
             return;
         }
     }
@@ -266,25 +266,26 @@ static bool holders_differ(const kvshard__model_info *m, uint32_t split)
  * zeroed except its warning texts, which are written before they are read;
  * the ranks are zeroed; the strings are copied in. */
 static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model *model, uint32_t T,
-                                uint32_t S, uint32_t P, bool figures)
+                                uint32_t S, uint32_t P, bool figures, uint32_t groups)
 {
-    /* fit's figures keep no per-layer arrays and at most S ranks a stage. */
+    /* fit's figures keep no per-layer arrays and at most S ranks a stage of
+     * each of `groups` group unions. */
     size_t L = figures ? 0 : model->info.num_layers;
     size_t n_kv = figures ? 0 : kvshard__num_kv_layers(&model->info);
     size_t type_len = strlen(model->model_type) + 1, source_len = strlen(model->source) + 1;
     size_t held = holders_differ(&model->info, S) ? L : 0;
     size_t sources = model->kv_source ? L : 0, C = model->info.num_classes;
     size_t N = figures ? 0 : (size_t)P * T, PS = (size_t)P * S;
-    size_t per_rank = N, split_of = figures ? PS : 0;
+    size_t per_rank = N, split_of = figures ? PS * groups : 0;
     size_t end = sizeof(kvshard_plan), ranks, owner, held_by, kv_slot, state_slot, place, stages,
            owned_offsets, owned_layers, owned_counts, owned_by_class, kv_source, kinds, class_of,
            draft_class, model_type, source, keys, hold_key, stage_counts, stage_weights,
-           stage_budgets, figure_split;
+           stage_budgets, figure_ranks;
     size_t staged_keys = P > 1 ? L : 0;
     size_t drafts = model->draft_class ? model->info.num_draft_layers : 0;
     if (!carve(&ranks, &end, N, sizeof(kvshard_rank_memory), sizeof(uint64_t)) ||
         !carve(&keys, &end, per_rank, sizeof(kvshard__rank_key), sizeof(uint32_t)) ||
-        !carve(&figure_split, &end, split_of, sizeof(uint32_t), sizeof(uint32_t)) ||
+        !carve(&figure_ranks, &end, split_of, sizeof(uint32_t), sizeof(uint32_t)) ||
         !carve(&hold_key, &end, staged_keys, sizeof(uint32_t), sizeof(uint32_t)) ||
         !carve(&owner, &end, L, sizeof(int32_t), sizeof(uint32_t)) ||
         !carve(&held_by, &end, held, sizeof(int32_t), sizeof(uint32_t)) ||
@@ -316,7 +317,7 @@ static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model 
     p->ranks = figures ? NULL : (kvshard_rank_memory *)(void *)(block + ranks);
     if (!figures)
         memset(p->ranks, 0, N * sizeof *p->ranks);
-    p->figure_split = figures ? (uint32_t *)(void *)(block + figure_split) : NULL;
+    p->figure_ranks = figures ? (uint32_t *)(void *)(block + figure_ranks) : NULL;
     p->owner = figures ? NULL : (int32_t *)(void *)(block + owner);
     p->held_by = held ? (int32_t *)(void *)(block + held_by) : p->owner;
     p->keys = (kvshard__rank_key *)(void *)(block + keys);
@@ -394,14 +395,21 @@ static void assign_stages(kvshard_plan *p, const uint32_t *counts)
     }
 }
 
-/* fit's figures: each stage's layers and owned counts, and the split ranks
- * planned: the first, and each whose owned counts differ from the one
- * before it (a rank like the one before has its figures; a stage's first
- * rank with the fewest blocks stays first). The stride is the most any
- * stage keeps, a stage's last kept rank repeated to fill it. */
-static void assign_figures(kvshard_plan *p, const kvshard_model *model, const uint32_t *counts)
+/* fit's figures: each stage's layers and owned counts, and the TP ranks
+ * planned. A rank has the figures of the rank before it when both are in
+ * one group and their split ranks own the same layers by class, and of the
+ * same split rank of group 0 when its group's union is group 0's. So a
+ * stage keeps of group 0 the first split rank and each whose owned counts
+ * differ from the one before it, and the same split ranks of the first
+ * group whose union differs (`other`, 0 for none; every group holds one of
+ * those two unions). Kept in TP rank order, a stage's first rank with the
+ * fewest blocks is the full plan's. The stride is the most any stage
+ * keeps, a stage's last kept rank repeated to fill it. */
+static void assign_figures(kvshard_plan *p, const kvshard_model *model, const uint32_t *counts,
+                           uint32_t other)
 {
     uint32_t S = p->split, C = p->model.num_classes, first = 0, K = 1;
+    uint32_t room = other ? 2 * S : S; /* a stage's entries before they move down */
     for (uint32_t s = 0; s < p->pp; s++) {
         kvshard__range *range = &p->stages[s];
         if (p->pp == 1)
@@ -411,7 +419,7 @@ static void assign_figures(kvshard_plan *p, const kvshard_model *model, const ui
         uint32_t *by_class = p->owned_by_class + (size_t)s * S * C;
         kvshard__owned_counts(p->owned_counts + (size_t)s * S, by_class, model->kinds,
                               model->class_of, C, range, S, p->options.ownership);
-        uint32_t *kept = p->figure_split + (size_t)s * S, n = 0;
+        uint32_t *kept = p->figure_ranks + (size_t)s * room, n = 0;
         for (uint32_t j = 0; j < S; j++) {
             const uint32_t *row = by_class + (size_t)j * C, *before = row - (j ? C : 0);
             bool differs = j == 0;
@@ -420,19 +428,21 @@ static void assign_figures(kvshard_plan *p, const kvshard_model *model, const ui
             if (differs)
                 kept[n++] = j;
         }
-        if (n < S)
+        for (uint32_t i = 0, m = n; other && i < m; i++)
+            kept[n++] = other * S + kept[i];
+        if (n < room)
             kept[n] = UINT32_MAX; /* the end of the stage's list */
         K = n > K ? n : K;
         first += counts[s];
     }
     /* Each stage's list moved down to the stride (never past a later
-     * stage's, as K <= S), its last rank repeated to fill it. */
+     * stage's, as K <= room), its last rank repeated to fill it. */
     for (uint32_t s = 0; s < p->pp; s++) {
-        const uint32_t *from = p->figure_split + (size_t)s * S;
+        const uint32_t *from = p->figure_ranks + (size_t)s * room;
         uint32_t n = 0;
-        while (n < S && from[n] != UINT32_MAX)
+        while (n < room && from[n] != UINT32_MAX)
             n++;
-        uint32_t *to = p->figure_split + (size_t)s * K;
+        uint32_t *to = p->figure_ranks + (size_t)s * K;
         memmove(to, from, n * sizeof *to);
         for (uint32_t j = n; j < K; j++)
             to[j] = to[n - 1];
@@ -542,7 +552,8 @@ static int create(kvshard_plan **out, const kvshard_model *model, const kvshard_
         rc = kvshard__device_fill(&pl, &device, &one, blame, err);
     }
     bool figures = want_figures && rc == KVSHARD_OK && kvshard__ranks_alike(&model->info, T);
-    if (rc == KVSHARD_OK && (p = plan_block(&a, model, T, S, P, figures)) == NULL)
+    uint32_t other = figures ? kvshard__memory_other_group(&model->info, T, S) : 0;
+    if (rc == KVSHARD_OK && (p = plan_block(&a, model, T, S, P, figures, other ? 2 : 1)) == NULL)
         rc = kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark,
                            "out of memory creating the plan");
     if (rc == KVSHARD_OK) {
@@ -566,7 +577,7 @@ static int create(kvshard_plan **out, const kvshard_model *model, const kvshard_
         uint32_t L = model->info.num_layers;
         if (figures) {
             kvshard__range_of(&p->layers, model->kinds, model->class_of, &p->model, 0, L);
-            assign_figures(p, model, counts);
+            assign_figures(p, model, counts, other);
             p->ranks = kvshard__calloc(&a, p->ranks_count, sizeof *p->ranks);
             if (!p->ranks)
                 rc = kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark,

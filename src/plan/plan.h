@@ -88,12 +88,12 @@ struct kvshard_plan {
     uint32_t split;          /* S_eff */
     uint32_t pp;             /* P */
     uint32_t ranks_count;    /* P x T plan ranks; P x figure_stride in fit's figures */
-    /* fit's figures (kvshard__plan_create_with): ranks[] holds per stage only
-     * the split ranks whose figures can differ, figure_stride a stage (the
-     * last repeated to fill it), figure_split[i] the split rank of ranks[i];
-     * no per-layer owners and no digests. 0 and NULL in a plan. */
+    /* fit's figures (kvshard__plan_figures): ranks[] holds per stage only
+     * the TP ranks whose figures can differ, figure_stride a stage (the
+     * last repeated to fill it), figure_ranks[i] the TP rank in its stage of
+     * ranks[i]; no per-layer owners and no digests. 0 and NULL in a plan. */
     uint32_t figure_stride;
-    uint32_t *figure_split;
+    uint32_t *figure_ranks;
     kvshard__model_info model;
     int32_t *owner; /* split rank, KVSHARD_OWNER_ALL or KVSHARD_OWNER_NONE per layer */
     uint8_t *kinds;    /* kvshard_layer_kind per decoder layer */

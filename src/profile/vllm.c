@@ -712,6 +712,9 @@ static int attention_page(vllm_state *st, const kvshard_profile__settling *s, kv
                     "covered yet",
                     st->draft_layers);
     st->a1 = g->k_dim ? gqa_bytes(c, g, T, kv_bytes) : 0;
+    /* kvshard_profile__uncovered_cache compares the pages of full and
+     * sliding decoder layers; full draft layers on a model whose decoder
+     * layers all slide (an MTP entry of layer_types) reach only this one. */
     if (st->n_full > 0 && st->n_sliding > 0 && gqa_bytes(c, &m->sliding, T, kv_bytes) != st->a1)
         return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
                     "sliding-window layers whose page differs from the full-attention layers' "
