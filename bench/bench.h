@@ -116,6 +116,12 @@ void bench_pairs(const bench_settings *s, size_t pairs, bench_op a, void *ctx_a,
                  void *ctx_b, double *ta, double *tb);
 /* Per-pair ratio tb[i] / ta[i], summarized. */
 bench_stats bench_pair_ratio(const double *ta, const double *tb, size_t n);
+/* The summary of a copy of v[0..n): `v` keeps its order. */
+bench_stats bench_summary_of(const double *v, size_t n);
+/* bench_pairs() of `a` and `b`: the per-pair ratio b / a, and each one's
+ * time per call in *time_a and *time_b. */
+bench_stats bench_paired(const bench_settings *s, size_t pairs, bench_op a, void *ctx_a, bench_op b,
+                         void *ctx_b, bench_stats *time_a, bench_stats *time_b);
 /* `samples` batches of `op`. */
 bench_stats bench_time(const bench_settings *s, size_t samples, bench_op op, void *ctx);
 

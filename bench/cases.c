@@ -100,15 +100,6 @@ static kvshard_plan *make_plan(const kvshard_model *m, const kvshard_options *o,
     return p;
 }
 
-static bench_stats copy_summary(const double *v, size_t n)
-{
-    double *tmp = bench_xmalloc(n * sizeof *tmp);
-    memcpy(tmp, v, n * sizeof *tmp);
-    bench_stats st = bench_summarize(tmp, n);
-    free(tmp);
-    return st;
-}
-
 /* ---- operations
  * ------------------------------------------------------------------------------------ */
 
@@ -220,8 +211,8 @@ static process_pairs run_process_pairs(const char *const *a_argv, const char *co
         ma[i] = (double)a.maxrss;
         mb[i] = (double)b.maxrss;
     }
-    process_pairs pp = {bench_pair_ratio(ta, tb, n), copy_summary(ta, n), copy_summary(tb, n),
-                        copy_summary(ma, n), copy_summary(mb, n)};
+    process_pairs pp = {bench_pair_ratio(ta, tb, n), bench_summary_of(ta, n),
+                        bench_summary_of(tb, n), bench_summary_of(ma, n), bench_summary_of(mb, n)};
     free(ta);
     free(tb);
     free(ma);
@@ -383,19 +374,6 @@ static const char *options_for(kvshard_options *out, kvshard_settings **settings
     return "defaults";
 }
 
-static bench_stats pair_ratio_case(const bench_settings *s, size_t pairs, text_ctx *c, bench_op b,
-                                   bench_stats *parse, bench_stats *other)
-{
-    double *ta = bench_xmalloc(pairs * sizeof *ta), *tb = bench_xmalloc(pairs * sizeof *tb);
-    bench_pairs(s, pairs, op_parse, c, b, c, ta, tb);
-    bench_stats ratio = bench_pair_ratio(ta, tb, pairs);
-    *parse = copy_summary(ta, pairs);
-    *other = copy_summary(tb, pairs);
-    free(ta);
-    free(tb);
-    return ratio;
-}
-
 void bench_case_load(bench_report *r, bench_inputs *in)
 {
     const bench_settings *s = r->settings;
@@ -420,7 +398,7 @@ void bench_case_load(bench_report *r, bench_inputs *in)
         kvshard_model *m = load_model(t->data, t->len, t->name, NULL);
         c.model = m;
         bench_stats parse, lp;
-        bench_stats ratio = pair_ratio_case(s, s->pairs, &c, op_load_plan, &parse, &lp);
+        bench_stats ratio = bench_paired(s, s->pairs, op_parse, &c, op_load_plan, &c, &parse, &lp);
         bench_stats plan = bench_time(s, s->pairs, op_plan, &c);
         kvshard_model_free(m);
         kvshard_settings_free(settings);
@@ -446,7 +424,7 @@ void bench_case_load(bench_report *r, bench_inputs *in)
     kvshard_model *m = load_model(text, len, c.name, NULL);
     c.model = m;
     bench_stats parse, lp;
-    bench_stats ratio = pair_ratio_case(s, s->big_pairs, &c, op_load_plan, &parse, &lp);
+    bench_stats ratio = bench_paired(s, s->big_pairs, op_parse, &c, op_load_plan, &c, &parse, &lp);
     bench_stats plan = bench_time(s, s->big_pairs, op_plan, &c);
     bench_stats load = bench_time(s, s->big_pairs, op_load, &c);
     kvshard_model_free(m);
@@ -487,7 +465,8 @@ static void bench_case_crafted_keys(bench_report *r)
     double *ta = bench_xmalloc(pairs * sizeof *ta), *tb = bench_xmalloc(pairs * sizeof *tb);
     bench_pairs(s, pairs, op_load, &pc, op_load, &cc, ta, tb);
     bench_stats ratio = bench_pair_ratio(ta, tb, pairs);
-    bench_stats plain_load = copy_summary(ta, pairs), crafted_load = copy_summary(tb, pairs);
+    bench_stats plain_load = bench_summary_of(ta, pairs),
+                crafted_load = bench_summary_of(tb, pairs);
     free(ta);
     free(tb);
     free(plain);
@@ -525,7 +504,7 @@ void bench_case_keys(bench_report *r, bench_inputs *in)
     bench_progress("keys: a config with %u extra keys (%zu bytes)", extra, len);
     text_ctx c = {text, len, "<2M keys>", NULL, NULL};
     bench_stats parse, load;
-    bench_stats ratio = pair_ratio_case(s, s->big_pairs, &c, op_load, &parse, &load);
+    bench_stats ratio = bench_paired(s, s->big_pairs, op_parse, &c, op_load, &c, &parse, &load);
     bench_counter lc;
     kvshard_allocator la = bench_counting_allocator(&lc);
     kvshard_load_options lo = KVSHARD_LOAD_OPTIONS_INIT;
@@ -691,7 +670,7 @@ void bench_case_digest(bench_report *r, bench_inputs *in)
         tr[i] = (ta[i] + tb[i]) / ta[i];
     }
     bench_stats ratio = bench_summarize(tr, n);
-    bench_stats t_new = copy_summary(ta, n), t_fnv = copy_summary(tb, n);
+    bench_stats t_new = bench_summary_of(ta, n), t_fnv = bench_summary_of(tb, n);
     free(ta);
     free(tb);
     free(tr);
@@ -828,7 +807,7 @@ void bench_case_owns(bench_report *r, bench_inputs *in)
         kvshard_plan_free(plan);
     }
     bench_stats ratio = bench_pair_ratio(ta, tb, n);
-    bench_stats te = copy_summary(ta, n), to = copy_summary(tb, n);
+    bench_stats te = bench_summary_of(ta, n), to = bench_summary_of(tb, n);
     te.median /= calls, te.p10 /= calls, te.p90 /= calls;
     to.median /= calls, to.p10 /= calls, to.p90 /= calls;
     free(ta);
@@ -1252,10 +1231,10 @@ static bench_stats engine_pair(bench_report *r, bench_section *sec, const bench_
     double *ta = bench_xmalloc(n * sizeof *ta), *tb = bench_xmalloc(n * sizeof *tb);
     bench_pairs(s, n, op_load_plan, &a, op_load_plan, &b, ta, tb);
     bench_stats ratio = bench_pair_ratio(ta, tb, n);
-    bench_stats la = copy_summary(ta, n), lb = copy_summary(tb, n);
+    bench_stats la = bench_summary_of(ta, n), lb = bench_summary_of(tb, n);
     bench_pairs(s, n, op_plan, &a, op_plan, &b, ta, tb);
     bench_stats plan_ratio = bench_pair_ratio(ta, tb, n);
-    bench_stats pa = copy_summary(ta, n), pb = copy_summary(tb, n);
+    bench_stats pa = bench_summary_of(ta, n), pb = bench_summary_of(tb, n);
     free(ta);
     free(tb);
     bench_row *row = bench_row_add(sec, "%s, load + plan", model);
@@ -1288,8 +1267,8 @@ void bench_case_engines(bench_report *r, bench_inputs *in)
     o.state_dtype = KVSHARD_DTYPE_FP32;
     static const char *const vllm[] = {"engine_version", "0.20.1rc1.dev91", "max_model_len",
                                        "256000", NULL};
-    bench_stats v = engine_pair(r, sec, in, "nemotron_3_nano_30b_a3b.json", &o,
-                                KVSHARD_ENGINE_VLLM, vllm);
+    bench_stats v =
+        engine_pair(r, sec, in, "nemotron_3_nano_30b_a3b.json", &o, KVSHARD_ENGINE_VLLM, vllm);
     bench_target_add(r, "load + plan under vllm / under kvshard, Nemotron-3-Nano", v.median,
                      BENCH_ENGINES_LIMIT, false,
                      "median of %zu per-pair ratios (p10 %.3f, p90 %.3f)", v.n, v.p10, v.p90);
@@ -1488,7 +1467,7 @@ void bench_case_safetensors(bench_report *r, bench_inputs *in)
     double *ta = bench_xmalloc(n * sizeof *ta), *tb = bench_xmalloc(n * sizeof *tb);
     bench_pairs(s, n, op_parse_headers, &c, op_read_dir, &c, ta, tb);
     bench_stats ratio = bench_pair_ratio(ta, tb, n);
-    bench_stats parse = copy_summary(ta, n), read = copy_summary(tb, n);
+    bench_stats parse = bench_summary_of(ta, n), read = bench_summary_of(tb, n);
     free(ta);
     free(tb);
     free(texts);

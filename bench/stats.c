@@ -162,6 +162,28 @@ bench_stats bench_pair_ratio(const double *ta, const double *tb, size_t n)
     return st;
 }
 
+bench_stats bench_summary_of(const double *v, size_t n)
+{
+    double *tmp = bench_xmalloc(n * sizeof *tmp);
+    memcpy(tmp, v, n * sizeof *tmp);
+    bench_stats st = bench_summarize(tmp, n);
+    free(tmp);
+    return st;
+}
+
+bench_stats bench_paired(const bench_settings *s, size_t pairs, bench_op a, void *ctx_a, bench_op b,
+                         void *ctx_b, bench_stats *time_a, bench_stats *time_b)
+{
+    double *ta = bench_xmalloc(pairs * sizeof *ta), *tb = bench_xmalloc(pairs * sizeof *tb);
+    bench_pairs(s, pairs, a, ctx_a, b, ctx_b, ta, tb);
+    bench_stats ratio = bench_pair_ratio(ta, tb, pairs);
+    *time_a = bench_summary_of(ta, pairs);
+    *time_b = bench_summary_of(tb, pairs);
+    free(ta);
+    free(tb);
+    return ratio;
+}
+
 bench_stats bench_time(const bench_settings *s, size_t samples, bench_op op, void *ctx)
 {
     uint64_t iters = bench_batch_size(s, op, ctx);

@@ -15,15 +15,6 @@
 #include "crafted_names.h"
 #include "fixture_files.h"
 
-static bench_stats summary_of(const double *v, size_t n)
-{
-    double *tmp = bench_xmalloc(n * sizeof *tmp);
-    memcpy(tmp, v, n * sizeof *tmp);
-    bench_stats st = bench_summarize(tmp, n);
-    free(tmp);
-    return st;
-}
-
 static kvshard_model *load_text(const char *text, size_t len, const char *name)
 {
     kvshard_model *m = NULL;
@@ -160,13 +151,9 @@ void bench_case_fit_work(bench_report *r, bench_inputs *in)
     lfo.gpus = 64;
     fit_work_ctx lc = {lm, &lo, &lfo, "<4,194,304 layers>", 0};
     plan_ctx pc = {lm, &po, "<4,194,304 layers>"};
-    size_t pairs = s->big_pairs;
-    double *ta = bench_xmalloc(pairs * sizeof *ta), *tb = bench_xmalloc(pairs * sizeof *tb);
-    bench_pairs(s, pairs, op_plan_once, &pc, op_fit_work, &lc, ta, tb);
-    bench_stats ratio = bench_pair_ratio(ta, tb, pairs);
-    bench_stats plan_t = summary_of(ta, pairs), fit_t = summary_of(tb, pairs);
-    free(ta);
-    free(tb);
+    bench_stats plan_t, fit_t;
+    bench_stats ratio =
+        bench_paired(s, s->big_pairs, op_plan_once, &pc, op_fit_work, &lc, &plan_t, &fit_t);
     kvshard_model_free(lm);
 
     bench_section *sec = bench_section_add(
@@ -194,8 +181,8 @@ void bench_case_fit_work(bench_report *r, bench_inputs *in)
     bench_fig(row, "layouts", BENCH_UNIT_COUNT, (double)lc.rows);
     bench_fig_stats(row, "fit / plan", BENCH_UNIT_RATIO, &ratio);
     bench_target_add(r, BENCH_FIT_WIDE_TARGET, tw.median / 1e9, 1.0, false,
-                     "median %.0f ms of %zu batches (p90 %.0f ms), %s / 1 s", tw.median / 1e6,
-                     tw.n, tw.p90 / 1e6, bench_clock_name());
+                     "median %.0f ms of %zu batches (p90 %.0f ms), %s / 1 s", tw.median / 1e6, tw.n,
+                     tw.p90 / 1e6, bench_clock_name());
     bench_target_add(r, BENCH_FIT_GQA_TARGET, tg.median / 1e9, 1.0, false,
                      "median %.0f ms of %zu batches (p90 %.0f ms, %zu rows), %s / 1 s",
                      tg.median / 1e6, tg.n, tg.p90 / 1e6, gqa.rows, bench_clock_name());
@@ -251,8 +238,7 @@ static char *tensor_dir(const char *names, size_t n)
     char *dir = temp_dir();
     for (int half = 0; half < 2; half++) {
         size_t len;
-        unsigned char *shard =
-            fixture_names_shard(names, half ? n / 2 : 0, half ? n : n / 2, &len);
+        unsigned char *shard = fixture_names_shard(names, half ? n / 2 : 0, half ? n : n / 2, &len);
         if (!shard)
             bench_die("out of memory");
         put_file(dir, half ? "b.safetensors" : "a.safetensors", shard, len);
@@ -268,8 +254,8 @@ static char *shard_dir(const char *names, size_t n)
     char *dir = temp_dir();
     size_t cap = 128 + n * 64, used = 0;
     char *json = bench_xmalloc(cap);
-    used += (size_t)snprintf(json, cap, "{\"metadata\":{\"total_size\":%zu},\"weight_map\":{",
-                             2 * n);
+    used +=
+        (size_t)snprintf(json, cap, "{\"metadata\":{\"total_size\":%zu},\"weight_map\":{", 2 * n);
     for (size_t i = 0; i < n; i++)
         used += (size_t)snprintf(json + used, cap - used, "%s\"t%zu\":\"%s\"", i ? "," : "", i,
                                  names + 17 * i);
@@ -309,8 +295,8 @@ static void op_skip(void *p)
 {
     const skip_ctx *c = p;
     kvshard_error err;
-    int rc = kvshard_deployment_apply_args(c->dep, c->count, c->argv,
-                                           KVSHARD_ARGS_IGNORE_UNKNOWN, &err);
+    int rc =
+        kvshard_deployment_apply_args(c->dep, c->count, c->argv, KVSHARD_ARGS_IGNORE_UNKNOWN, &err);
     if (rc)
         bench_die_kvshard("flags", rc, &err);
 }
@@ -328,21 +314,6 @@ static skip_ctx skip_ctx_of(const bench_inputs *in, const char *flags, size_t st
     return c;
 }
 
-/* Crafted against ordinary, paired: the ratio's median. */
-static bench_stats paired(const bench_settings *s, bench_op op, void *plain, void *crafted,
-                          bench_stats *tp, bench_stats *tc)
-{
-    size_t pairs = s->pairs;
-    double *ta = bench_xmalloc(pairs * sizeof *ta), *tb = bench_xmalloc(pairs * sizeof *tb);
-    bench_pairs(s, pairs, op, plain, op, crafted, ta, tb);
-    bench_stats ratio = bench_pair_ratio(ta, tb, pairs);
-    *tp = summary_of(ta, pairs);
-    *tc = summary_of(tb, pairs);
-    free(ta);
-    free(tb);
-    return ratio;
-}
-
 void bench_case_names(bench_report *r, bench_inputs *in)
 {
     const bench_settings *s = r->settings;
@@ -351,13 +322,15 @@ void bench_case_names(bench_report *r, bench_inputs *in)
                    n, BENCH_FLAG_STEPS);
     char *plain = plain_tensor_names(n), *crafted = crafted_tensor_names(n);
     size_t ps, cs;
-    char *plain_f = plain_flags(BENCH_FLAG_STEPS, &ps), *crafted_f = crafted_flags(BENCH_FLAG_STEPS, &cs);
+    char *plain_f = plain_flags(BENCH_FLAG_STEPS, &ps),
+         *crafted_f = crafted_flags(BENCH_FLAG_STEPS, &cs);
     if (!plain || !crafted || !plain_f || !crafted_f)
         bench_die("out of memory crafting names");
 
     char *pd = tensor_dir(plain, n), *cd = tensor_dir(crafted, n);
     read_ctx pr = {pd, false}, cr = {cd, false};
-    bench_stats tp_t, tc_t, t_ratio = paired(s, op_read, &pr, &cr, &tp_t, &tc_t);
+    bench_stats tp_t, tc_t,
+        t_ratio = bench_paired(s, s->pairs, op_read, &pr, op_read, &cr, &tp_t, &tc_t);
     remove_temp(pd);
     remove_temp(cd);
 
@@ -365,13 +338,15 @@ void bench_case_names(bench_report *r, bench_inputs *in)
     cd = shard_dir(crafted, n);
     pr = (read_ctx){pd, true};
     cr = (read_ctx){cd, true};
-    bench_stats sp_t, sc_t, s_ratio = paired(s, op_read, &pr, &cr, &sp_t, &sc_t);
+    bench_stats sp_t, sc_t,
+        s_ratio = bench_paired(s, s->pairs, op_read, &pr, op_read, &cr, &sp_t, &sc_t);
     remove_temp(pd);
     remove_temp(cd);
 
     size_t nf = (size_t)1 << BENCH_FLAG_STEPS;
     skip_ctx pf = skip_ctx_of(in, plain_f, ps, nf), cf = skip_ctx_of(in, crafted_f, cs, nf);
-    bench_stats fp_t, fc_t, f_ratio = paired(s, op_skip, &pf, &cf, &fp_t, &fc_t);
+    bench_stats fp_t, fc_t,
+        f_ratio = bench_paired(s, s->pairs, op_skip, &pf, op_skip, &cf, &fp_t, &fc_t);
     kvshard_deployment_free(pf.dep);
     kvshard_deployment_free(cf.dep);
     free(pf.argv);
@@ -404,12 +379,12 @@ void bench_case_names(bench_report *r, bench_inputs *in)
     bench_fig_stats(row, "crafted", BENCH_UNIT_NS, &fc_t);
     bench_fig_stats(row, "crafted / ordinary", BENCH_UNIT_RATIO, &f_ratio);
     bench_target_add(r, BENCH_NAMES_TENSOR_TARGET, t_ratio.median, BENCH_NAMES_LIMIT, false,
-                     "median of %zu per-pair ratios (p10 %.3f, p90 %.3f)", t_ratio.n,
-                     t_ratio.p10, t_ratio.p90);
+                     "median of %zu per-pair ratios (p10 %.3f, p90 %.3f)", t_ratio.n, t_ratio.p10,
+                     t_ratio.p90);
     bench_target_add(r, BENCH_NAMES_SHARD_TARGET, s_ratio.median, BENCH_NAMES_LIMIT, false,
-                     "median of %zu per-pair ratios (p10 %.3f, p90 %.3f)", s_ratio.n,
-                     s_ratio.p10, s_ratio.p90);
+                     "median of %zu per-pair ratios (p10 %.3f, p90 %.3f)", s_ratio.n, s_ratio.p10,
+                     s_ratio.p90);
     bench_target_add(r, BENCH_NAMES_FLAG_TARGET, f_ratio.median, BENCH_NAMES_LIMIT, false,
-                     "median of %zu per-pair ratios (p10 %.3f, p90 %.3f)", f_ratio.n,
-                     f_ratio.p10, f_ratio.p90);
+                     "median of %zu per-pair ratios (p10 %.3f, p90 %.3f)", f_ratio.n, f_ratio.p10,
+                     f_ratio.p90);
 }
