@@ -1168,10 +1168,37 @@ static void test_collection_tags(void **state)
     assert_error_at(&err, KVSHARD_ETYPE, 1, 8, 7, "the tag !!seq does not fit a mapping");
 }
 
+/* Marks of more offsets than one pass takes (KVSHARD__DOC_MARKS_MAX) are
+ * found a slice at a time, with nothing allocated. 40 lines "kNN: NN\n" of
+ * 8 bytes; the value of line L starts at offset 8 (L - 1) + 5, column 6.
+ * Offsets go last line first, so entry n is line 40 - n. */
+static void test_marks_past_one_pass(void **state)
+{
+    (void)state;
+    char text[40 * 8 + 1];
+    for (int l = 0; l < 40; l++)
+        snprintf(text + 8 * l, 9, "k%02d: %02d\n", l, l);
+    kvshard__doc doc;
+    kvshard_error err;
+    tu_assert_ok(parse_doc(&doc, text, 40 * 8, &err), &err);
+    size_t offsets[40];
+    kvshard__mark marks[40];
+    for (size_t n = 0; n < 40; n++)
+        offsets[n] = 8 * (39 - n) + 5;
+    kvshard__doc_marks(&doc, offsets, marks, 40);
+    for (size_t n = 0; n < 40; n++) {
+        assert_int_equal(marks[n].line, (int)(40 - n));
+        assert_int_equal(marks[n].column, 6);
+        assert_int_equal(marks[n].offset, offsets[n]);
+    }
+    kvshard__doc_free(&doc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fifo_refused),
+        cmocka_unit_test(test_marks_past_one_pass),
         cmocka_unit_test(test_device_refused),
         cmocka_unit_test(test_proc_file_read),
         cmocka_unit_test(test_model_directory),

@@ -122,6 +122,8 @@ static int read_model(kvshard__reader *r)
     if ((rc = read_classes(r)) != 0 || (rc = read_engine_figures(r)) != 0)
         return rc;
     /* Work out where the figures checked at plan time stand, in one pass. */
+    _Static_assert(KVSHARD__SITE_COUNT <= KVSHARD__DOC_MARKS_MAX,
+                   "every site's mark is found in one pass over the text");
     size_t offsets[KVSHARD__SITE_COUNT];
     kvshard__mark marks[KVSHARD__SITE_COUNT];
     int used[KVSHARD__SITE_COUNT];

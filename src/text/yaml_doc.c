@@ -494,17 +494,20 @@ static size_t skip_plain_blocks(const char *t, size_t i, size_t stop, int *line,
 void kvshard__doc_marks(const kvshard__doc *doc, const size_t *offsets, kvshard__mark *marks,
                         size_t count)
 {
+    /* A longer list is marked a bounded slice at a time, one pass each:
+     * the callers' lists fit one slice, so nothing is allocated. */
+    while (count > KVSHARD__DOC_MARKS_MAX) {
+        kvshard__doc_marks(doc, offsets, marks, KVSHARD__DOC_MARKS_MAX);
+        offsets += KVSHARD__DOC_MARKS_MAX;
+        marks += KVSHARD__DOC_MARKS_MAX;
+        count -= KVSHARD__DOC_MARKS_MAX;
+    }
     /* One pass for all: at most a handful of offsets, so a selection per
      * step is cheaper than sorting. */
     int line = 1, column = 1;
     size_t i = doc->start;
     size_t done = 0;
-    bool *ready = NULL;
-    bool local[16] = {false};
-    if (count <= 16)
-        ready = local;
-    else if (!(ready = calloc(count, sizeof *ready)))
-        return;
+    bool ready[KVSHARD__DOC_MARKS_MAX] = {false};
     while (done < count) {
         size_t target = SIZE_MAX, which = 0;
         for (size_t k = 0; k < count; k++) {
@@ -540,8 +543,6 @@ void kvshard__doc_marks(const kvshard__doc *doc, const size_t *offsets, kvshard_
         ready[which] = true;
         done++;
     }
-    if (ready != local)
-        free(ready);
 }
 
 kvshard__mark kvshard__doc_mark(const kvshard__doc *doc, size_t offset)

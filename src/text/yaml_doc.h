@@ -145,7 +145,9 @@ kvshard__node kvshard__doc_root(const kvshard__doc *doc);
 /* Line and column of a byte offset (CR, LF, CRLF, NEL, LS and PS end lines;
  * columns count characters), for messages. O(offset). */
 kvshard__mark kvshard__doc_mark(const kvshard__doc *doc, size_t offset);
-/* The marks of several offsets in one pass over the text. */
+/* The marks of several offsets in one pass over the text for each
+ * KVSHARD__DOC_MARKS_MAX of them. */
+#define KVSHARD__DOC_MARKS_MAX 32
 void kvshard__doc_marks(const kvshard__doc *doc, const size_t *offsets, kvshard__mark *marks,
                         size_t count);
 /* kvshard__fail at a node: its source, line and column. */
