@@ -116,6 +116,21 @@ void bench_pairs(const bench_settings *s, size_t pairs, bench_op a, void *ctx_a,
                  void *ctx_b, double *ta, double *tb);
 /* Per-pair ratio tb[i] / ta[i], summarized. */
 bench_stats bench_pair_ratio(const double *ta, const double *tb, size_t n);
+/* A model loaded from text; a failure ends the benchmark. */
+kvshard_model *bench_load_model(const char *text, size_t len, const char *name,
+                                const kvshard_load_options *lo);
+
+/* One kvshard_fit_create() and free of `model`, as a bench_op. */
+typedef struct bench_fit_ctx {
+    const kvshard_model *model;
+    const kvshard_options *options;
+    const kvshard_fit_options *fit;
+    const char *name;
+    /* Of the last fit: layouts planned (rows), those that fit, refused. */
+    size_t rows, fits, refused;
+} bench_fit_ctx;
+void bench_op_fit(void *ctx);
+
 /* The summary of a copy of v[0..n): `v` keeps its order. */
 bench_stats bench_summary_of(const double *v, size_t n);
 /* bench_pairs() of `a` and `b`: the per-pair ratio b / a, and each one's

@@ -78,8 +78,8 @@ static const char *big_text(bench_inputs *in, size_t *len)
     return in->big;
 }
 
-static kvshard_model *load_model(const char *text, size_t len, const char *name,
-                                 const kvshard_load_options *lo)
+kvshard_model *bench_load_model(const char *text, size_t len, const char *name,
+                                const kvshard_load_options *lo)
 {
     kvshard_model *m = NULL;
     kvshard_error err;
@@ -138,7 +138,7 @@ static void op_parse(void *p)
 static void op_load(void *p)
 {
     const text_ctx *c = p;
-    kvshard_model *m = load_model(c->text, c->len, c->name, NULL);
+    kvshard_model *m = bench_load_model(c->text, c->len, c->name, NULL);
     sink += kvshard_model_num_layers(m);
     kvshard_model_free(m);
 }
@@ -154,7 +154,7 @@ static void op_plan(void *p)
 static void op_load_plan(void *p)
 {
     const text_ctx *c = p;
-    kvshard_model *m = load_model(c->text, c->len, c->name, NULL);
+    kvshard_model *m = bench_load_model(c->text, c->len, c->name, NULL);
     kvshard_plan *plan = make_plan(m, c->options, NULL, c->name);
     sink += kvshard_plan_digest(plan);
     kvshard_plan_free(plan);
@@ -279,7 +279,7 @@ void bench_case_memory(bench_report *r, bench_inputs *in)
     kvshard_allocator la = bench_counting_allocator(&lc);
     kvshard_load_options lo = KVSHARD_LOAD_OPTIONS_INIT;
     lo.allocator = &la;
-    kvshard_model *m = load_model(text, len, "<10^6 layer_types>", &lo);
+    kvshard_model *m = bench_load_model(text, len, "<10^6 layer_types>", &lo);
     size_t load_peak = lc.peak, model_bytes = lc.current;
     kvshard_allocator pa = bench_counting_allocator(&pc);
     kvshard_plan *plan = make_plan(m, &in->big_options, &pa, "<10^6 layer_types>");
@@ -395,7 +395,7 @@ void bench_case_load(bench_report *r, bench_inputs *in)
         const char *from = options_for(&o, &settings, in, t->name, s->examples);
         bench_progress("load + plan: %s (options: %s)", t->name, from);
         text_ctx c = {t->data, t->len, t->name, &o, NULL};
-        kvshard_model *m = load_model(t->data, t->len, t->name, NULL);
+        kvshard_model *m = bench_load_model(t->data, t->len, t->name, NULL);
         c.model = m;
         bench_stats parse, lp;
         bench_stats ratio = bench_paired(s, s->pairs, op_parse, &c, op_load_plan, &c, &parse, &lp);
@@ -421,7 +421,7 @@ void bench_case_load(bench_report *r, bench_inputs *in)
     const char *text = big_text(in, &len);
     bench_progress("load + plan: 10^6 layer_types entries (%zu bytes)", len);
     text_ctx c = {text, len, "<10^6 layer_types>", &in->big_options, NULL};
-    kvshard_model *m = load_model(text, len, c.name, NULL);
+    kvshard_model *m = bench_load_model(text, len, c.name, NULL);
     c.model = m;
     bench_stats parse, lp;
     bench_stats ratio = bench_paired(s, s->big_pairs, op_parse, &c, op_load_plan, &c, &parse, &lp);
@@ -509,7 +509,7 @@ void bench_case_keys(bench_report *r, bench_inputs *in)
     kvshard_allocator la = bench_counting_allocator(&lc);
     kvshard_load_options lo = KVSHARD_LOAD_OPTIONS_INIT;
     lo.allocator = &la;
-    kvshard_model_free(load_model(text, len, c.name, &lo));
+    kvshard_model_free(bench_load_model(text, len, c.name, &lo));
     free(text);
 
     bench_section *sec = bench_section_add(
@@ -550,7 +550,7 @@ void bench_case_json(bench_report *r, bench_inputs *in)
     const bench_settings *s = r->settings;
     size_t len;
     const char *text = big_text(in, &len);
-    kvshard_model *m = load_model(text, len, "<10^6 layer_types>", NULL);
+    kvshard_model *m = bench_load_model(text, len, "<10^6 layer_types>", NULL);
     kvshard_plan *plan = make_plan(m, &in->big_options, NULL, "<10^6 layer_types>");
     kvshard_model_free(m);
     bench_progress("JSON: writing the plan of 10^6 layers");
@@ -647,7 +647,7 @@ void bench_case_digest(bench_report *r, bench_inputs *in)
     const bench_settings *s = r->settings;
     size_t len;
     const char *text = big_text(in, &len);
-    kvshard_model *m = load_model(text, len, "<10^6 layer_types>", NULL);
+    kvshard_model *m = bench_load_model(text, len, "<10^6 layer_types>", NULL);
     kvshard_plan *plan = make_plan(m, &in->big_options, NULL, "<10^6 layer_types>");
     digest_ctx c = {m, &in->big_options, NULL, 0};
     uint64_t *words = digest_words(&c.count, plan);
@@ -817,7 +817,7 @@ void bench_case_owns(bench_report *r, bench_inputs *in)
     /* The same on the plan of 10^6 layers, for information. */
     size_t len;
     const char *text = big_text(in, &len);
-    kvshard_model *m = load_model(text, len, "<10^6 layer_types>", NULL);
+    kvshard_model *m = bench_load_model(text, len, "<10^6 layer_types>", NULL);
     kvshard_plan *big = make_plan(m, &in->big_options, NULL, "<10^6 layer_types>");
     kvshard_model_free(m);
     owns_ctx cb = {big, kvshard_plan_attn_tp_size(big), kvshard_plan_num_layers(big), 1};
@@ -937,7 +937,7 @@ void bench_case_queries(bench_report *r, bench_inputs *in)
         make_plan(kvshard_deployment_model(d), &in->seed_options, NULL, in->seed->name);
     size_t len;
     const char *text = big_text(in, &len);
-    kvshard_model *m = load_model(text, len, "<10^6 layer_types>", NULL);
+    kvshard_model *m = bench_load_model(text, len, "<10^6 layer_types>", NULL);
     kvshard_plan *big = make_plan(m, &in->big_options, NULL, "<10^6 layer_types>");
     kvshard_model_free(m);
     query_ctx seed = {plan, kvshard_plan_attn_tp_size(plan), kvshard_plan_num_layers(plan), 100,
@@ -972,7 +972,7 @@ void bench_case_sweep(bench_report *r, bench_inputs *in)
      * that the largest is refused for its layer entries alone. */
     size_t len;
     char *text = bench_gen_layer_types(&len, BENCH_BIG_LAYERS, 256, 512);
-    kvshard_model *m = load_model(text, len, "<sweep>", NULL);
+    kvshard_model *m = bench_load_model(text, len, "<sweep>", NULL);
     free(text);
     uint32_t kv = kvshard_model_count(m, KVSHARD_LAYER_FULL_ATTENTION) +
                   kvshard_model_count(m, KVSHARD_LAYER_HYBRID);
@@ -1217,7 +1217,7 @@ static bench_stats engine_pair(bench_report *r, bench_section *sec, const bench_
 {
     const bench_settings *s = r->settings;
     const bench_text *t = model_named(in, model);
-    kvshard_model *m = load_model(t->data, t->len, t->name, NULL);
+    kvshard_model *m = bench_load_model(t->data, t->len, t->name, NULL);
     kvshard_options own = *base, theirs = *base;
     theirs.engine = engine;
     kvshard_settings *set = engine_settings(settings);
@@ -1316,18 +1316,9 @@ static kvshard_options fit_options(bool with_total)
     return o;
 }
 
-typedef struct fit_ctx {
-    const kvshard_model *model;
-    const kvshard_options *options;
-    const kvshard_fit_options *fit;
-    const char *name;
-    /* Of the last fit: layouts planned (rows), those that fit, refused. */
-    size_t rows, fits, refused;
-} fit_ctx;
-
-static void op_fit(void *p)
+void bench_op_fit(void *p)
 {
-    fit_ctx *c = p;
+    bench_fit_ctx *c = p;
     kvshard_fit *f = NULL;
     kvshard_error err;
     int rc = kvshard_fit_create(&f, c->model, c->options, c->fit, NULL, &err);
@@ -1343,10 +1334,10 @@ static void op_fit(void *p)
 }
 
 /* A fit timed in `samples` batches; its row in `sec`. */
-static bench_stats fit_row(bench_section *sec, const bench_settings *s, size_t samples, fit_ctx *c,
-                           const char *label)
+static bench_stats fit_row(bench_section *sec, const bench_settings *s, size_t samples,
+                           bench_fit_ctx *c, const char *label)
 {
-    bench_stats t = bench_time(s, samples, op_fit, c);
+    bench_stats t = bench_time(s, samples, bench_op_fit, c);
     bench_row *row = bench_row_add(sec, "%s", label);
     bench_fig_stats(row, "time", BENCH_UNIT_NS, &t);
     bench_fig(row, "layouts", BENCH_UNIT_COUNT, (double)c->rows);
@@ -1360,11 +1351,11 @@ void bench_case_fit(bench_report *r, bench_inputs *in)
 {
     const bench_settings *s = r->settings;
     const bench_text *t = model_named(in, fit_model);
-    kvshard_model *m = load_model(t->data, t->len, t->name, NULL);
+    kvshard_model *m = bench_load_model(t->data, t->len, t->name, NULL);
     kvshard_options o = fit_options(true);
     kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
     fo.gpus = FIT_GPUS;
-    fit_ctx c = {m, &o, &fo, t->name, 0, 0, 0};
+    bench_fit_ctx c = {m, &o, &fo, t->name, 0, 0, 0};
     bench_progress("fit: %s on %u GPUs, weights_total", fit_model, FIT_GPUS);
     bench_section *sec = bench_section_add(
         r, "kvshard fit: DeepSeek-V3.2 on 64 GPUs, weights_total",
@@ -1399,7 +1390,7 @@ void bench_case_fit_safetensors(bench_report *r, bench_inputs *in)
     kvshard_options o = fit_options(false);
     kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
     fo.gpus = FIT_GPUS;
-    fit_ctx c = {m, &o, &fo, d->config, 0, 0, 0};
+    bench_fit_ctx c = {m, &o, &fo, d->config, 0, 0, 0};
     bench_progress("fit: %s on %u GPUs, weights of %zu tensors' headers", fit_model, FIT_GPUS,
                    d->tensors);
     bench_section *sec = bench_section_add(

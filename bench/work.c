@@ -15,40 +15,9 @@
 #include "crafted_names.h"
 #include "fixture_files.h"
 
-static kvshard_model *load_text(const char *text, size_t len, const char *name)
-{
-    kvshard_model *m = NULL;
-    kvshard_error err;
-    int rc = kvshard_model_load_string(&m, text, len, name, NULL, &err);
-    if (rc)
-        bench_die_kvshard(name, rc, &err);
-    return m;
-}
-
-/* ---- fit's work ----------------------------------------------------------------------------- */
-
-typedef struct fit_work_ctx {
-    const kvshard_model *model;
-    const kvshard_options *options;
-    const kvshard_fit_options *fit;
-    const char *name;
-    size_t rows;
-} fit_work_ctx;
-
 static volatile uint64_t work_sink;
 
-static void op_fit_work(void *p)
-{
-    fit_work_ctx *c = p;
-    kvshard_fit *f = NULL;
-    kvshard_error err;
-    int rc = kvshard_fit_create(&f, c->model, c->options, c->fit, NULL, &err);
-    if (rc)
-        bench_die_kvshard(c->name, rc, &err);
-    c->rows = kvshard_fit_row_count(f);
-    work_sink += c->rows + kvshard_fit_row_at(f, 0)->tokens_total;
-    kvshard_fit_free(f);
-}
+/* ---- fit's work ----------------------------------------------------------------------------- */
 
 typedef struct plan_ctx {
     const kvshard_model *model;
@@ -91,7 +60,7 @@ void bench_case_fit_work(bench_report *r, bench_inputs *in)
     }
     if (!t)
         bench_die("the example model deepseek_v3_2.json is missing");
-    kvshard_model *m = load_text(t->data, t->len, t->name);
+    kvshard_model *m = bench_load_model(t->data, t->len, t->name, NULL);
     kvshard_options o = KVSHARD_OPTIONS_INIT;
     o.device_memory = UINT64_C(80) << 30;
     o.context_length = 32768;
@@ -103,9 +72,9 @@ void bench_case_fit_work(bench_report *r, bench_inputs *in)
     fo.gpus = BENCH_FIT_WIDE_GPUS;
     fo.max_tp_size = BENCH_FIT_WIDE_GPUS;
     fo.max_pp_size = BENCH_FIT_WIDE_GPUS;
-    fit_work_ctx wide = {m, &o, &fo, t->name, 0};
+    bench_fit_ctx wide = {m, &o, &fo, t->name, 0, 0, 0};
     bench_progress("fit: DeepSeek-V3.2 on %u GPUs, every limit open", BENCH_FIT_WIDE_GPUS);
-    bench_stats tw = bench_time(s, s->big_pairs, op_fit_work, &wide);
+    bench_stats tw = bench_time(s, s->big_pairs, bench_op_fit, &wide);
     kvshard_model_free(m);
 
     /* The search the query-heads rule no longer narrows: as many query and
@@ -118,7 +87,7 @@ void bench_case_fit_work(bench_report *r, bench_inputs *in)
                            "\"head_dim\": 128, \"hidden_size\": %u, "
                            "\"torch_dtype\": \"bfloat16\"}",
                            BENCH_FIT_WIDE_GPUS, BENCH_FIT_WIDE_GPUS, BENCH_FIT_WIDE_GPUS * 128u);
-    kvshard_model *gm = load_text(gqa_text, (size_t)gqa_len, "<55,440 KV heads>");
+    kvshard_model *gm = bench_load_model(gqa_text, (size_t)gqa_len, "<55,440 KV heads>", NULL);
     kvshard_options go = KVSHARD_OPTIONS_INIT;
     go.device_memory = UINT64_C(80) << 30;
     go.context_length = 32768;
@@ -126,10 +95,10 @@ void bench_case_fit_work(bench_report *r, bench_inputs *in)
     go.weights_total = UINT64_C(674030337216);
     go.weights_experts = 0;
     go.gpus_per_node = BENCH_FIT_WIDE_GPUS;
-    fit_work_ctx gqa = {gm, &go, &fo, "<55,440 KV heads>", 0};
+    bench_fit_ctx gqa = {gm, &go, &fo, "<55,440 KV heads>", 0, 0, 0};
     bench_progress("fit: %u KV heads on %u GPUs, every limit open", BENCH_FIT_WIDE_GPUS,
                    BENCH_FIT_WIDE_GPUS);
-    bench_stats tg = bench_time(s, s->big_pairs, op_fit_work, &gqa);
+    bench_stats tg = bench_time(s, s->big_pairs, bench_op_fit, &gqa);
     kvshard_model_free(gm);
 
     /* A 4,194,304-layer model on 64 GPUs against one plan of it. */
@@ -137,7 +106,7 @@ void bench_case_fit_work(bench_report *r, bench_inputs *in)
     char *text = long_config(&len, BENCH_FIT_LONG_LAYERS);
     bench_progress("fit: a %u-layer model on 64 GPUs against one plan of it",
                    BENCH_FIT_LONG_LAYERS);
-    kvshard_model *lm = load_text(text, len, "<4,194,304 layers>");
+    kvshard_model *lm = bench_load_model(text, len, "<4,194,304 layers>", NULL);
     free(text);
     kvshard_options lo = KVSHARD_OPTIONS_INIT;
     lo.device_memory = UINT64_C(80) << 30;
@@ -149,11 +118,11 @@ void bench_case_fit_work(bench_report *r, bench_inputs *in)
     po.max_seqs = 1;
     kvshard_fit_options lfo = KVSHARD_FIT_OPTIONS_INIT;
     lfo.gpus = 64;
-    fit_work_ctx lc = {lm, &lo, &lfo, "<4,194,304 layers>", 0};
+    bench_fit_ctx lc = {lm, &lo, &lfo, "<4,194,304 layers>", 0, 0, 0};
     plan_ctx pc = {lm, &po, "<4,194,304 layers>"};
     bench_stats plan_t, fit_t;
     bench_stats ratio =
-        bench_paired(s, s->big_pairs, op_plan_once, &pc, op_fit_work, &lc, &plan_t, &fit_t);
+        bench_paired(s, s->big_pairs, op_plan_once, &pc, bench_op_fit, &lc, &plan_t, &fit_t);
     kvshard_model_free(lm);
 
     bench_section *sec = bench_section_add(
