@@ -1,9 +1,9 @@
 /* The plan and the comparison as JSON documents. Field names are stable:
  * new fields are only added. */
 #include "output/writer.h"
-#include "plan/compare.h"
+#include "explore/compare.h"
 #include "plan/device.h"
-#include "plan/fit.h"
+#include "explore/fit.h"
 #include "plan/view.h"
 
 #include <math.h>

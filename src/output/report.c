@@ -5,7 +5,7 @@
 #include "output/report.h"
 #include "output/runs.h"
 #include "output/svg.h"
-#include "plan/compare.h"
+#include "explore/compare.h"
 #include "plan/view.h"
 
 #include <math.h>

@@ -2,9 +2,9 @@
  * `kvshard compare` print. Strings from the input are escaped. */
 #include "output/runs.h"
 #include "output/writer.h"
-#include "plan/compare.h"
+#include "explore/compare.h"
 #include "plan/device.h"
-#include "plan/fit.h"
+#include "explore/fit.h"
 #include "plan/view.h"
 
 #include <math.h>

@@ -1,9 +1,9 @@
-/* Planning a deployment: the plan or comparison of its model under its
- * options, with an error about an option pointed at the line that set it. */
+/* Planning a deployment: the plan of its model under its options, with an
+ * error about an option pointed at the line that set it. */
+#include "plan/deployment.h"
+
 #include "deploy/deploy.h"
 #include "deploy/flags.h"
-#include "plan/compare.h"
-#include "plan/fit.h"
 #include "plan/plan.h"
 
 /* Options a planning error can be about when the error names none, most
@@ -47,7 +47,7 @@ static const char *const *blame_list(int code)
  * option the error names, else the options its code is about, an override
  * first, since it changed what the file said, then the file. Errors that
  * already name a source (the model file) stay where they are. */
-static int locate_option_error(const kvshard_deployment *deployment, int rc, const char *named,
+int kvshard_deployment__locate(const kvshard_deployment *deployment, int rc, const char *named,
                                kvshard_error *err)
 {
     const char *const *blame = blame_list(rc);
@@ -73,13 +73,8 @@ static int locate_option_error(const kvshard_deployment *deployment, int rc, con
     return rc;
 }
 
-/* Plan or compare a deployment, and point an error about an option at it. */
-typedef int (*planning_call)(void *out, const kvshard_model *model, const kvshard_options *options,
-                             const kvshard_allocator *allocator, const char **blame,
-                             kvshard_error *err);
-
-static int plan_deployment(planning_call call, void *out, const kvshard_deployment *deployment,
-                           kvshard_error *err)
+int kvshard_deployment__run(kvshard_deployment__call call, void *out,
+                            const kvshard_deployment *deployment, kvshard_error *err)
 {
     if (!deployment) {
         kvshard__error_reset(err);
@@ -89,19 +84,13 @@ static int plan_deployment(planning_call call, void *out, const kvshard_deployme
     const char *blame = NULL;
     kvshard_options options = kvshard__deployment_options(deployment);
     int rc = call(out, deployment->model, &options, &deployment->alloc, &blame, err);
-    return locate_option_error(deployment, rc, blame, err);
+    return kvshard_deployment__locate(deployment, rc, blame, err);
 }
 
 static int plan_call(void *out, const kvshard_model *model, const kvshard_options *options,
                      const kvshard_allocator *allocator, const char **blame, kvshard_error *err)
 {
     return kvshard__plan_create(out, model, options, allocator, blame, err);
-}
-
-static int compare_call(void *out, const kvshard_model *model, const kvshard_options *options,
-                        const kvshard_allocator *allocator, const char **blame, kvshard_error *err)
-{
-    return kvshard__comparison_create(out, model, options, allocator, blame, err);
 }
 
 /* Flags skipped under --ignore_unknown_flags change what the engine runs
@@ -111,7 +100,7 @@ int kvshard_deployment_plan(kvshard_plan **out, const kvshard_deployment *deploy
                             kvshard_error *err)
 {
     kvshard_plan *p = NULL;
-    int rc = plan_deployment(plan_call, out ? &p : NULL, deployment, err);
+    int rc = kvshard_deployment__run(plan_call, out ? &p : NULL, deployment, err);
     if (rc)
         return rc;
     if (deployment->skipped_count && p->warning_count < KVSHARD__MAX_WARNINGS) {
@@ -121,54 +110,4 @@ int kvshard_deployment_plan(kvshard_plan **out, const kvshard_deployment *deploy
     }
     *out = p;
     return KVSHARD_OK;
-}
-
-int kvshard_deployment_compare(kvshard_comparison **out, const kvshard_deployment *deployment,
-                               kvshard_error *err)
-{
-    kvshard_comparison *c = NULL;
-    int rc = plan_deployment(compare_call, out ? &c : NULL, deployment, err);
-    if (rc)
-        return rc;
-    for (size_t i = 0; deployment->skipped_count && i < c->count; i++) {
-        if (!c->rows[i].error)
-            c->rows[i].warnings |= 1u << KVSHARD_WARN_FLAGS_IGNORED;
-    }
-    *out = c;
-    return KVSHARD_OK;
-}
-
-/* fit of a deployment: the sizes its flags or calls set pin the search;
- * the file's other parallel keys do not apply. */
-int kvshard_deployment_fit(kvshard_fit **out, const kvshard_deployment *deployment,
-                           const kvshard_fit_options *fit_options, kvshard_error *err)
-{
-    if (!deployment || !out || !fit_options) {
-        kvshard__error_reset(err);
-        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
-                             "out, deployment and fit_options must not be NULL");
-    }
-    kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
-    if (fit_options->size != sizeof fo) {
-        kvshard__error_reset(err);
-        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
-                             "kvshard_fit_options.size is %zu; this library's is %zu: start "
-                             "from KVSHARD_FIT_OPTIONS_INIT",
-                             fit_options->size, sizeof fo);
-    }
-    fo = *fit_options;
-    const kvshard_options *o = &deployment->options;
-    const kvshard__option_site *sites = deployment->sites;
-    if (!fo.pp_size && sites[KVSHARD__OPT_PP_SIZE].set && sites[KVSHARD__OPT_PP_SIZE].override)
-        fo.pp_size = o->pp_size;
-    if (!fo.dp_size && sites[KVSHARD__OPT_DP_SIZE].set && sites[KVSHARD__OPT_DP_SIZE].override)
-        fo.dp_size = o->dp_size;
-    if (sites[KVSHARD__OPT_ENABLE_SPLIT].set && sites[KVSHARD__OPT_ENABLE_SPLIT].override &&
-        !o->enable_layerwise_split)
-        fo.unsplit = true;
-    const char *blame = NULL;
-    kvshard_options options = kvshard__deployment_options(deployment);
-    int rc = kvshard__fit_create(out, deployment->model, &options, &fo, &deployment->alloc, &blame,
-                                 err);
-    return locate_option_error(deployment, rc, blame, err);
 }

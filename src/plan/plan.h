@@ -245,11 +245,6 @@ int kvshard__plan_figures(kvshard_plan **out, const kvshard_model *model,
                           const struct kvshard__device *device, const char **blame,
                           kvshard_error *err);
 
-/* kvshard_comparison_create, with *blame as for kvshard__plan_create. */
-int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *model,
-                               const kvshard_options *options, const kvshard_allocator *allocator,
-                               const char **blame, kvshard_error *err);
-
 /* The budget of a planning call (memory_per_rank, or the profile's own
  * figures); *has false when there is none. */
 int kvshard__planning_budget(uint64_t *out, bool *has, const kvshard__planning *pl,

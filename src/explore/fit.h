@@ -1,7 +1,7 @@
 /* The fit object, read by its queries and its writers: every layout of N
  * GPUs planned from the device, ranked. */
-#ifndef KVSHARD_PLAN_FIT_H
-#define KVSHARD_PLAN_FIT_H
+#ifndef KVSHARD_EXPLORE_FIT_H
+#define KVSHARD_EXPLORE_FIT_H
 
 #include "plan/plan.h"
 
@@ -51,4 +51,4 @@ int kvshard__fit_create(kvshard_fit **out, const kvshard_model *model,
 kvshard_profile__layout kvshard__fit_layout(const kvshard_fit *fit, const kvshard_fit_row *row,
                                             char *utilization, size_t cap);
 
-#endif /* KVSHARD_PLAN_FIT_H */
+#endif /* KVSHARD_EXPLORE_FIT_H */

@@ -1,7 +1,7 @@
 /* kvshard fit: every layout of N GPUs that keeps a TP group inside a node
  * and stages across nodes, each planned from the device inputs (the weights
  * read and classified once), ranked by the sequences it serves. */
-#include "plan/fit.h"
+#include "explore/fit.h"
 
 #include "base/abi.h"
 #include "base/call.h"

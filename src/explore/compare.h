@@ -1,7 +1,8 @@
 /* The comparison object, read by its queries and its writers. */
-#ifndef KVSHARD_PLAN_COMPARE_H
-#define KVSHARD_PLAN_COMPARE_H
+#ifndef KVSHARD_EXPLORE_COMPARE_H
+#define KVSHARD_EXPLORE_COMPARE_H
 
+#include "plan/plan.h"
 #include "profile/profile.h"
 
 struct kvshard_comparison {
@@ -23,4 +24,9 @@ struct kvshard_comparison {
  * the JSON give them; written like snprintf. */
 int kvshard__comparison_flags(char *buf, size_t cap, const kvshard_comparison *c);
 
-#endif /* KVSHARD_PLAN_COMPARE_H */
+/* kvshard_comparison_create, with *blame as for kvshard__plan_create. */
+int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *model,
+                               const kvshard_options *options, const kvshard_allocator *allocator,
+                               const char **blame, kvshard_error *err);
+
+#endif /* KVSHARD_EXPLORE_COMPARE_H */

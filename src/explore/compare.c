@@ -3,7 +3,7 @@
  * a plan: the work is bounded by the KV layers times the split sizes, and a
  * row whose plan would pass KVSHARD_MAX_LAYER_ENTRIES is refused before any
  * work. */
-#include "plan/compare.h"
+#include "explore/compare.h"
 #include "plan/device.h"
 #include "base/abi.h"
 

@@ -1,0 +1,63 @@
+/* Comparing and fitting a deployment: the comparison or fit of its model
+ * under its options, with an error about an option pointed at the line
+ * that set it, as planning one does. */
+#include "deploy/deploy.h"
+#include "explore/compare.h"
+#include "explore/fit.h"
+#include "plan/deployment.h"
+
+static int compare_call(void *out, const kvshard_model *model, const kvshard_options *options,
+                        const kvshard_allocator *allocator, const char **blame, kvshard_error *err)
+{
+    return kvshard__comparison_create(out, model, options, allocator, blame, err);
+}
+
+int kvshard_deployment_compare(kvshard_comparison **out, const kvshard_deployment *deployment,
+                               kvshard_error *err)
+{
+    kvshard_comparison *c = NULL;
+    int rc = kvshard_deployment__run(compare_call, out ? &c : NULL, deployment, err);
+    if (rc)
+        return rc;
+    for (size_t i = 0; deployment->skipped_count && i < c->count; i++) {
+        if (!c->rows[i].error)
+            c->rows[i].warnings |= 1u << KVSHARD_WARN_FLAGS_IGNORED;
+    }
+    *out = c;
+    return KVSHARD_OK;
+}
+
+/* fit of a deployment: the sizes its flags or calls set pin the search;
+ * the file's other parallel keys do not apply. */
+int kvshard_deployment_fit(kvshard_fit **out, const kvshard_deployment *deployment,
+                           const kvshard_fit_options *fit_options, kvshard_error *err)
+{
+    if (!deployment || !out || !fit_options) {
+        kvshard__error_reset(err);
+        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
+                             "out, deployment and fit_options must not be NULL");
+    }
+    kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
+    if (fit_options->size != sizeof fo) {
+        kvshard__error_reset(err);
+        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
+                             "kvshard_fit_options.size is %zu; this library's is %zu: start "
+                             "from KVSHARD_FIT_OPTIONS_INIT",
+                             fit_options->size, sizeof fo);
+    }
+    fo = *fit_options;
+    const kvshard_options *o = &deployment->options;
+    const kvshard__option_site *sites = deployment->sites;
+    if (!fo.pp_size && sites[KVSHARD__OPT_PP_SIZE].set && sites[KVSHARD__OPT_PP_SIZE].override)
+        fo.pp_size = o->pp_size;
+    if (!fo.dp_size && sites[KVSHARD__OPT_DP_SIZE].set && sites[KVSHARD__OPT_DP_SIZE].override)
+        fo.dp_size = o->dp_size;
+    if (sites[KVSHARD__OPT_ENABLE_SPLIT].set && sites[KVSHARD__OPT_ENABLE_SPLIT].override &&
+        !o->enable_layerwise_split)
+        fo.unsplit = true;
+    const char *blame = NULL;
+    kvshard_options options = kvshard__deployment_options(deployment);
+    int rc = kvshard__fit_create(out, deployment->model, &options, &fo, &deployment->alloc, &blame,
+                                 err);
+    return kvshard_deployment__locate(deployment, rc, blame, err);
+}
