@@ -232,7 +232,7 @@ void bench_model_dir_remove(bench_model_dir *d);
 /* ---- references (reference.c) --------------------------------------------------------- */
 
 /* An empty out-of-line function with kvshard_plan_owns()'s signature. */
-bool bench_empty_owns(const kvshard_plan *plan, uint32_t tp_rank, uint32_t layer);
+bool bench_empty_owns(const kvshard_plan *plan, uint32_t plan_rank, uint32_t layer);
 /* FNV-1a 64 over each word, byte by byte, low byte first: the digest the
  * planner used before it hashed whole words. */
 uint64_t bench_fnv1a_bytewise(const uint64_t *words, size_t count);

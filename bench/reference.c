@@ -3,11 +3,11 @@
  * into bench_empty_owns() is a real call, as a call into the library is. */
 #include "bench.h"
 
-BENCH_NOINLINE BENCH_ALIGNED bool bench_empty_owns(const kvshard_plan *plan, uint32_t tp_rank,
+BENCH_NOINLINE BENCH_ALIGNED bool bench_empty_owns(const kvshard_plan *plan, uint32_t plan_rank,
                                                    uint32_t layer)
 {
     (void)plan;
-    (void)tp_rank;
+    (void)plan_rank;
     (void)layer;
     return false;
 }

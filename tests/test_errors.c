@@ -516,6 +516,11 @@ static void test_strerror_distinct(void **state)
     assert_string_equal(kvshard_strerror(1), "unknown error");
     assert_string_equal(kvshard_strerror(KVSHARD_EQHEADS - 1), "unknown error");
     assert_string_equal(kvshard_strerror(-1000), "unknown error");
+    /* Queries take plan ranks (stage x T + TP rank), in UTF-8: a middle dot
+     * and a minus sign. */
+    assert_string_equal(kvshard_strerror(KVSHARD_ERANK),
+                        "a plan rank outside 0..P\xc2\xb7T\xe2\x88\x92"
+                        "1");
 }
 
 /* ---- reading limits not covered by files ------------------------------------------------ */

@@ -239,7 +239,7 @@ static void test_deepseek_v4_split(void **state)
     assert_int_equal(storage(p, 0, 8).state_bytes_per_seq, 229376);
     assert_false(storage(p, 1, 8).stores_kv);
     assert_int_equal(storage(p, 1, 8).state_bytes_per_seq, 0);
-    assert_int_equal(storage(p, 1, 8).owner_tp_rank, 0);
+    assert_int_equal(storage(p, 1, 8).owner_plan_rank, 0);
     kvshard_plan_free(p);
     kvshard_model_free(m);
 }

@@ -64,11 +64,11 @@ static int32_t owner_of(const kvshard_plan *plan, uint32_t layer)
     return owner;
 }
 
-static size_t owned_count(const kvshard_plan *plan, uint32_t tp_rank)
+static size_t owned_count(const kvshard_plan *plan, uint32_t plan_rank)
 {
     const uint32_t *layers = NULL;
     size_t n = 99;
-    assert_int_equal(kvshard_plan_rank_layers(&layers, &n, plan, tp_rank), KVSHARD_OK);
+    assert_int_equal(kvshard_plan_rank_layers(&layers, &n, plan, plan_rank), KVSHARD_OK);
     return n;
 }
 

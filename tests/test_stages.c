@@ -655,6 +655,27 @@ static void test_engine_queries_by_global_rank(void **state)
     kvshard_model_free(m);
 }
 
+/* Owners are plan ranks: Qwen3-Next on P = 2, T = 2, so stage 1 (layers
+ * 24-47) is plan ranks 2 and 3. Without a split each rank owns the KV it
+ * stores, full attention layer 27 among it; a stage-1 rank names itself,
+ * not its TP rank 0 or 1. */
+static void test_owner_is_a_plan_rank(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_example_model("qwen3_next_80b_a3b.json");
+    kvshard_options o = qwen_next(4, 2);
+    kvshard_plan *p = tu_plan(m, &o);
+    for (uint32_t r = 2; r < 4; r++) {
+        kvshard_layer_storage ls = KVSHARD_LAYER_STORAGE_INIT;
+        assert_int_equal(kvshard_plan_layer_storage(&ls, p, r, 27), KVSHARD_OK);
+        assert_int_equal(ls.stage, 1);
+        assert_int_equal(ls.holding, KVSHARD_HOLDS_KV);
+        assert_int_equal(ls.owner_plan_rank, (int32_t)r);
+    }
+    kvshard_plan_free(p);
+    kvshard_model_free(m);
+}
+
 /* ---- errors and output ------------------------------------------------------------------ */
 
 static void test_errors(void **state)
@@ -767,6 +788,7 @@ int main(void)
         cmocka_unit_test(test_nemotron_h_eight_stages),
         cmocka_unit_test(test_rank_layouts),
         cmocka_unit_test(test_engine_queries_by_global_rank),
+        cmocka_unit_test(test_owner_is_a_plan_rank),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_output),
     };

@@ -170,12 +170,12 @@ int tu_run(const char *command, char **out_stdout, char **out_stderr)
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-void tu_assert_rank_layers(const kvshard_plan *plan, uint32_t tp_rank, const uint32_t *expected,
+void tu_assert_rank_layers(const kvshard_plan *plan, uint32_t plan_rank, const uint32_t *expected,
                            size_t count)
 {
     const uint32_t *layers = NULL;
     size_t n = 0;
-    assert_int_equal(kvshard_plan_rank_layers(&layers, &n, plan, tp_rank), KVSHARD_OK);
+    assert_int_equal(kvshard_plan_rank_layers(&layers, &n, plan, plan_rank), KVSHARD_OK);
     assert_int_equal(n, count);
     for (size_t i = 0; i < count; i++)
         assert_int_equal(layers[i], expected[i]);

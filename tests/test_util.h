@@ -59,7 +59,7 @@ uint64_t tu_figure(const kvshard_plan *plan, const char *name);
 bool tu_has_figure(const kvshard_plan *plan, const char *name);
 
 /* The full-attention layers a TP rank stores, compared with `expected`. */
-void tu_assert_rank_layers(const kvshard_plan *plan, uint32_t tp_rank, const uint32_t *expected,
+void tu_assert_rank_layers(const kvshard_plan *plan, uint32_t plan_rank, const uint32_t *expected,
                            size_t count);
 
 #endif /* KVSHARD_TEST_UTIL_H */

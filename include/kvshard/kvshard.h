@@ -111,7 +111,7 @@ typedef enum kvshard_status {
     /** A recurrent-state dimension (heads, channels) is not divisible by the
      *  attention TP size, or Mamba2 groups cannot be laid out on its ranks. */
     KVSHARD_ELINEARHEADS = -20,
-    /** A TP rank outside 0..T-1 was passed to a query. */
+    /** A plan rank outside 0..P·T−1 was passed to a query. */
     KVSHARD_ERANK = -21,
     /** A layer index outside 0..L-1 was passed to a query. */
     KVSHARD_ELAYER = -22,
@@ -872,32 +872,33 @@ KVSHARD_EXPORT int kvshard_plan_layer_owner(int32_t *out, const kvshard_plan *pl
                                             uint32_t layer);
 
 /**
- * Whether TP rank `tp_rank` stores any cache of decoder layer `layer`: the KV
+ * Whether plan rank `plan_rank` stores any cache of decoder layer `layer`: the KV
  * of a KV layer it owns (all of a compressed layer), the state of a linear
  * layer, the window of a sliding or chunked layer; true on every rank for a
  * hybrid layer (its state is everywhere) and false everywhere for no-cache
  * and shared-KV layers. O(1), allocates nothing.
  * Out-of-range arguments give false.
  */
-KVSHARD_EXPORT bool kvshard_plan_owns(const kvshard_plan *plan, uint32_t tp_rank,
+KVSHARD_EXPORT bool kvshard_plan_owns(const kvshard_plan *plan, uint32_t plan_rank,
                                       uint32_t layer);
-/** Whether TP rank `tp_rank` stores the paged KV cache of `layer`: true only
+/** Whether plan rank `plan_rank` stores the paged KV cache of `layer`: true only
  *  for a KV layer (full attention, hybrid or compressed) the rank's split
  *  rank owns (all of them when S_eff = 1). O(1), allocates nothing; out of range: false. */
-KVSHARD_EXPORT bool kvshard_plan_stores_kv(const kvshard_plan *plan, uint32_t tp_rank,
+KVSHARD_EXPORT bool kvshard_plan_stores_kv(const kvshard_plan *plan, uint32_t plan_rank,
                                            uint32_t layer);
 
-/** Split rank (tp_rank % S_eff) and split group (tp_rank / S_eff) of a TP
- *  rank. Either output may be NULL. KVSHARD_ERANK when out of range. */
+/** Split rank (t % S_eff) and split group (t / S_eff) of plan rank
+ *  `plan_rank`, whose TP rank is t. Either output may be NULL. KVSHARD_ERANK
+ *  when out of range. */
 KVSHARD_EXPORT int kvshard_plan_split_position(uint32_t *out_split_rank,
                                                uint32_t *out_split_group,
-                                               const kvshard_plan *plan, uint32_t tp_rank);
+                                               const kvshard_plan *plan, uint32_t plan_rank);
 
-/** The KV layer indices (full attention, hybrid, compressed) whose KV TP rank
- *  `tp_rank` stores, in ascending order. The array is borrowed from the plan.
+/** The KV layer indices (full attention, hybrid, compressed) whose KV plan
+ *  rank `plan_rank` stores, in ascending order. The array is borrowed from the plan.
  *  KVSHARD_ERANK when out of range. */
 KVSHARD_EXPORT int kvshard_plan_rank_layers(const uint32_t **out, size_t *out_count,
-                                            const kvshard_plan *plan, uint32_t tp_rank);
+                                            const kvshard_plan *plan, uint32_t plan_rank);
 
 /** What a rank holds of one layer. */
 typedef enum kvshard_layer_holding {
@@ -942,10 +943,10 @@ typedef struct kvshard_layer_storage {
     /** Bytes per token of this layer's KV (or window) on this rank; 0 when
      *  it stores none. */
     uint64_t kv_bytes_per_token;
-    /** TP rank of this rank's split group that stores the layer's KV: the
-     *  rank to receive it from. The rank itself when S_eff = 1; -1 for
+    /** Plan rank of this rank's split group that stores the layer's KV: the
+     *  rank to receive it from (on the same stage). The rank itself when S_eff = 1; -1 for
      *  layers without a paged KV cache. */
-    int32_t owner_tp_rank;
+    int32_t owner_plan_rank;
     /** Per-sequence bytes: the state of a linear or hybrid layer, the window
      *  of a sliding or chunked layer, the window and compressor state of a
      *  compressed layer on its owner, else 0. */
@@ -968,7 +969,7 @@ typedef struct kvshard_layer_storage {
     { sizeof(kvshard_layer_storage), KVSHARD_LAYER_FULL_ATTENTION, false, -1, -1, 0,  \
       0, 0, -1, 0, -1, 0, false, KVSHARD_HOLDS_NOTHING, 0 }
 
-/** How plan rank `tp_rank` (stage x T + TP rank; the TP rank when there is
+/** How plan rank `plan_rank` (stage x T + TP rank; the TP rank when there is
  *  one stage) stores `layer`, into *out (`size` set by the caller): decoder
  *  layers 0..L-1, then the draft layers L..L+d-1 (d =
  *  kvshard_model_num_draft_layers()). A layer of another stage is
@@ -976,10 +977,10 @@ typedef struct kvshard_layer_storage {
  *  KVSHARD_ELAYER when out of range, KVSHARD_EINVAL when `out` is NULL or
  *  its size unknown. */
 KVSHARD_EXPORT int kvshard_plan_layer_storage(kvshard_layer_storage *out,
-                                              const kvshard_plan *plan, uint32_t tp_rank,
+                                              const kvshard_plan *plan, uint32_t plan_rank,
                                               uint32_t layer);
 
-/** Memory figures of one TP rank, all in bytes. Start from
+/** Memory figures of one plan rank, all in bytes. Start from
  *  KVSHARD_RANK_MEMORY_INIT. */
 typedef struct kvshard_rank_memory {
     size_t size;
@@ -1012,11 +1013,11 @@ typedef struct kvshard_rank_memory {
 #define KVSHARD_RANK_MEMORY_INIT                                                      \
     { sizeof(kvshard_rank_memory), 0, 0, 0, 0, 0, 0, false, 0, 0, false, 0, false, 0, 0 }
 
-/** Memory figures of TP rank `tp_rank` into *out (its `size` set by the
+/** Memory figures of plan rank `plan_rank` into *out (its `size` set by the
  *  caller). KVSHARD_ERANK when out of range, KVSHARD_EINVAL when `out` is
  *  NULL or its size is unknown. */
 KVSHARD_EXPORT int kvshard_plan_rank_memory(kvshard_rank_memory *out, const kvshard_plan *plan,
-                                            uint32_t tp_rank);
+                                            uint32_t plan_rank);
 
 /** Capacity common to all ranks (the minimum over ranks). Start from
  *  KVSHARD_CAPACITY_INIT. An engine profile's own figures (state slots, the
@@ -1103,11 +1104,11 @@ typedef struct kvshard_blocks {
 
 #define KVSHARD_BLOCKS_INIT { sizeof(kvshard_blocks), 0, 0, false, 0, false, 0, false, 0 }
 
-/** Every TP rank, for kvshard_plan_blocks_for(). */
+/** Every plan rank, for kvshard_plan_blocks_for(). */
 #define KVSHARD_ALL_RANKS UINT32_MAX
 
 /**
- * Blocks that fit `budget` on TP rank `tp_rank` (the rank's own measured
+ * Blocks that fit `budget` on plan rank `plan_rank` (the rank's own measured
  * memory), or on every rank (KVSHARD_ALL_RANKS: the minimum, what all ranks
  * allocate), under the plan's engine profile, with the concurrency figures at
  * the budget's context length. Errors: KVSHARD_EINVAL (NULL arguments, an
@@ -1118,7 +1119,7 @@ typedef struct kvshard_blocks {
  * is saturated: a budget of 2^64 - 1 bytes never holds a larger block.
  */
 KVSHARD_EXPORT int kvshard_plan_blocks_for(kvshard_blocks *out, const kvshard_plan *plan,
-                                           uint32_t tp_rank, const kvshard_budget *budget,
+                                           uint32_t plan_rank, const kvshard_budget *budget,
                                            kvshard_error *err);
 
 /** What a figure holds. */
@@ -1160,11 +1161,11 @@ typedef struct kvshard_figure {
 KVSHARD_EXPORT int kvshard_plan_capacity_figure(kvshard_figure *out, const kvshard_plan *plan,
                                                 const char *name);
 
-/** The same figure at a measured budget, on one TP rank or on every rank, as
+/** The same figure at a measured budget, on one plan rank or on every rank, as
  *  kvshard_plan_blocks_for() computes it. Errors as kvshard_plan_blocks_for(),
  *  and KVSHARD_EUNKNOWNKEY for an unknown name. */
 KVSHARD_EXPORT int kvshard_plan_blocks_figure(kvshard_figure *out, const kvshard_plan *plan,
-                                              uint32_t tp_rank, const kvshard_budget *budget,
+                                              uint32_t plan_rank, const kvshard_budget *budget,
                                               const char *name, kvshard_error *err);
 
 /** How many figures the plan's engine profile predicts the engine logs (the
@@ -1262,7 +1263,7 @@ KVSHARD_EXPORT uint64_t kvshard_plan_layout_digest(const kvshard_plan *plan);
  * status (KVSHARD_ERANK, KVSHARD_EINVAL).
  */
 KVSHARD_EXPORT int kvshard_plan_describe_rank(char *buf, size_t cap, const kvshard_plan *plan,
-                                              uint32_t tp_rank);
+                                              uint32_t plan_rank);
 
 /**
  * kvshard_plan_describe_rank() with the blocks the rank allocates in place
@@ -1272,7 +1273,7 @@ KVSHARD_EXPORT int kvshard_plan_describe_rank(char *buf, size_t cap, const kvsha
  * kvshard_plan_describe_rank().
  */
 KVSHARD_EXPORT int kvshard_plan_describe_rank_blocks(char *buf, size_t cap,
-                                                     const kvshard_plan *plan, uint32_t tp_rank,
+                                                     const kvshard_plan *plan, uint32_t plan_rank,
                                                      uint64_t num_blocks);
 
 /* ------------------------------------------------------------------------ */
@@ -1332,12 +1333,12 @@ typedef struct kvshard_layer_kv_geometry {
       KVSHARD_ATTENTION_GQA, false, KVSHARD_DTYPE_AUTO, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 
 /** The KV geometry of `layer` (decoder layers 0..L-1, then the draft layers
- *  L..L+d-1) on plan rank `tp_rank` into *out (`size` set by the caller).
+ *  L..L+d-1) on plan rank `plan_rank` into *out (`size` set by the caller).
  *  The geometry is the model's and the rank's TP position's, whatever the
  *  rank's stage. Errors: KVSHARD_EINVAL (NULL arguments, an unknown size),
  *  KVSHARD_ERANK, KVSHARD_ELAYER. */
 KVSHARD_EXPORT int kvshard_plan_layer_kv_geometry(kvshard_layer_kv_geometry *out,
-                                                  const kvshard_plan *plan, uint32_t tp_rank,
+                                                  const kvshard_plan *plan, uint32_t plan_rank,
                                                   uint32_t layer, kvshard_error *err);
 
 /** Most tensors one layer's state has. */
@@ -1362,7 +1363,7 @@ typedef struct kvshard_state_tensor {
     { sizeof(kvshard_state_tensor), NULL, KVSHARD_DTYPE_AUTO, 0, {0, 0, 0, 0}, 0 }
 
 /**
- * The tensors of `layer`'s recurrent state on plan rank `tp_rank`, for one
+ * The tensors of `layer`'s recurrent state on plan rank `plan_rank`, for one
  * sequence: the first `cap` into `out` (whose entries' `size` the caller set;
  * `out` may be NULL when `cap` is 0), how many there are into *out_count.
  * Their bytes add up to the layer's kvshard_layer_storage.state_bytes_per_seq
@@ -1372,7 +1373,7 @@ typedef struct kvshard_state_tensor {
  */
 KVSHARD_EXPORT int kvshard_plan_layer_state_shapes(kvshard_state_tensor *out, size_t cap,
                                                    size_t *out_count, const kvshard_plan *plan,
-                                                   uint32_t tp_rank, uint32_t layer,
+                                                   uint32_t plan_rank, uint32_t layer,
                                                    kvshard_error *err);
 
 /* ------------------------------------------------------------------------ */

@@ -703,7 +703,7 @@ class LayerSpan
     std::size_t size_ = 0;
 };
 
-/** Split rank and split group of a TP rank. */
+/** Split rank and split group of a plan rank. */
 struct SplitPosition {
     std::uint32_t split_rank;
     std::uint32_t split_group;
@@ -742,7 +742,7 @@ class Fit;
 class Plan
 {
   public:
-    /** Every TP rank, for blocks_for(). */
+    /** Every plan rank, for blocks_for(). */
     static constexpr std::uint32_t all_ranks = KVSHARD_ALL_RANKS;
 
     /** An empty plan. */
@@ -826,46 +826,47 @@ class Plan
         return owner;
     }
     /** Whether the rank stores any cache of the layer (false out of range). */
-    bool owns(std::uint32_t tp_rank, std::uint32_t layer) const
+    bool owns(std::uint32_t plan_rank, std::uint32_t layer) const
     {
-        return kvshard_plan_owns(h(), tp_rank, layer);
+        return kvshard_plan_owns(h(), plan_rank, layer);
     }
     /** Whether the rank stores the layer's paged KV (false out of range). */
-    bool stores_kv(std::uint32_t tp_rank, std::uint32_t layer) const
+    bool stores_kv(std::uint32_t plan_rank, std::uint32_t layer) const
     {
-        return kvshard_plan_stores_kv(h(), tp_rank, layer);
+        return kvshard_plan_stores_kv(h(), plan_rank, layer);
     }
     /** KVSHARD_ERANK when out of range. */
-    SplitPosition split_position(std::uint32_t tp_rank) const
+    SplitPosition split_position(std::uint32_t plan_rank) const
     {
         SplitPosition pos{0, 0};
-        detail::check(kvshard_plan_split_position(&pos.split_rank, &pos.split_group, h(), tp_rank),
-                      "kvshard::Plan::split_position");
+        detail::check(
+            kvshard_plan_split_position(&pos.split_rank, &pos.split_group, h(), plan_rank),
+            "kvshard::Plan::split_position");
         return pos;
     }
     /** The KV layers the rank stores, ascending, borrowed from the plan.
      *  KVSHARD_ERANK when out of range. */
-    LayerSpan rank_layers(std::uint32_t tp_rank) const
+    LayerSpan rank_layers(std::uint32_t plan_rank) const
     {
         const std::uint32_t *layers = nullptr;
         std::size_t count = 0;
-        detail::check(kvshard_plan_rank_layers(&layers, &count, h(), tp_rank),
+        detail::check(kvshard_plan_rank_layers(&layers, &count, h(), plan_rank),
                       "kvshard::Plan::rank_layers");
         return LayerSpan(layers, count);
     }
     /** How the rank stores the layer. KVSHARD_ERANK, KVSHARD_ELAYER. */
-    kvshard_layer_storage layer_storage(std::uint32_t tp_rank, std::uint32_t layer) const
+    kvshard_layer_storage layer_storage(std::uint32_t plan_rank, std::uint32_t layer) const
     {
         kvshard_layer_storage out = KVSHARD_LAYER_STORAGE_INIT;
-        detail::check(kvshard_plan_layer_storage(&out, h(), tp_rank, layer),
+        detail::check(kvshard_plan_layer_storage(&out, h(), plan_rank, layer),
                       "kvshard::Plan::layer_storage");
         return out;
     }
     /** Memory figures of the rank. KVSHARD_ERANK when out of range. */
-    kvshard_rank_memory rank_memory(std::uint32_t tp_rank) const
+    kvshard_rank_memory rank_memory(std::uint32_t plan_rank) const
     {
         kvshard_rank_memory out = KVSHARD_RANK_MEMORY_INIT;
-        detail::check(kvshard_plan_rank_memory(&out, h(), tp_rank), "kvshard::Plan::rank_memory");
+        detail::check(kvshard_plan_rank_memory(&out, h(), plan_rank), "kvshard::Plan::rank_memory");
         return out;
     }
     /** Capacity common to all ranks. */
@@ -883,11 +884,11 @@ class Plan
         return out;
     }
     /** Blocks that fit `budget` on one rank, or on every rank (all_ranks). */
-    kvshard_blocks blocks_for(std::uint32_t tp_rank, const kvshard_budget &budget) const
+    kvshard_blocks blocks_for(std::uint32_t plan_rank, const kvshard_budget &budget) const
     {
         kvshard_blocks out = KVSHARD_BLOCKS_INIT;
         kvshard_error err{};
-        detail::check(kvshard_plan_blocks_for(&out, h(), tp_rank, &budget, &err), err);
+        detail::check(kvshard_plan_blocks_for(&out, h(), plan_rank, &budget, &err), err);
         return out;
     }
     /** A capacity figure by its JSON name ("num_blocks", "state_slots"). */
@@ -900,13 +901,13 @@ class Plan
         return out;
     }
     /** The same figure at a measured budget, as blocks_for() computes it. */
-    kvshard_figure blocks_figure(std::uint32_t tp_rank, const kvshard_budget &budget,
+    kvshard_figure blocks_figure(std::uint32_t plan_rank, const kvshard_budget &budget,
                                  std::string_view name) const
     {
         const std::string n(name);
         kvshard_figure out = KVSHARD_FIGURE_INIT;
         kvshard_error err{};
-        detail::check(kvshard_plan_blocks_figure(&out, h(), tp_rank, &budget, n.c_str(), &err),
+        detail::check(kvshard_plan_blocks_figure(&out, h(), plan_rank, &budget, n.c_str(), &err),
                       err);
         return out;
     }
@@ -983,26 +984,26 @@ class Plan
     }
 
     /** The one-line log summary of a rank. KVSHARD_ERANK when out of range. */
-    std::string describe_rank(std::uint32_t tp_rank) const
+    std::string describe_rank(std::uint32_t plan_rank) const
     {
         const kvshard_plan *p = h();
-        int n = kvshard_plan_describe_rank(nullptr, 0, p, tp_rank);
+        int n = kvshard_plan_describe_rank(nullptr, 0, p, plan_rank);
         detail::check(n < 0 ? n : KVSHARD_OK, "kvshard::Plan::describe_rank");
         std::string line(static_cast<std::size_t>(n) + 1, '\0');
-        n = kvshard_plan_describe_rank(line.data(), line.size(), p, tp_rank);
+        n = kvshard_plan_describe_rank(line.data(), line.size(), p, plan_rank);
         detail::check(n < 0 ? n : KVSHARD_OK, "kvshard::Plan::describe_rank");
         line.resize(static_cast<std::size_t>(n));
         return line;
     }
     /** The log line with the blocks the rank allocates (the count agreed
      *  over ranks from measured memory) in place of the plan's. */
-    std::string describe_rank(std::uint32_t tp_rank, std::uint64_t num_blocks) const
+    std::string describe_rank(std::uint32_t plan_rank, std::uint64_t num_blocks) const
     {
         const kvshard_plan *p = h();
-        int n = kvshard_plan_describe_rank_blocks(nullptr, 0, p, tp_rank, num_blocks);
+        int n = kvshard_plan_describe_rank_blocks(nullptr, 0, p, plan_rank, num_blocks);
         detail::check(n < 0 ? n : KVSHARD_OK, "kvshard::Plan::describe_rank");
         std::string line(static_cast<std::size_t>(n) + 1, '\0');
-        n = kvshard_plan_describe_rank_blocks(line.data(), line.size(), p, tp_rank, num_blocks);
+        n = kvshard_plan_describe_rank_blocks(line.data(), line.size(), p, plan_rank, num_blocks);
         detail::check(n < 0 ? n : KVSHARD_OK, "kvshard::Plan::describe_rank");
         line.resize(static_cast<std::size_t>(n));
         return line;
@@ -1015,16 +1016,16 @@ class Plan
     }
     /** The KV geometry of a layer on a rank: heads, head dims, latent and
      *  index dims. KVSHARD_ERANK, KVSHARD_ELAYER when out of range. */
-    kvshard_layer_kv_geometry layer_kv_geometry(std::uint32_t tp_rank, std::uint32_t layer) const
+    kvshard_layer_kv_geometry layer_kv_geometry(std::uint32_t plan_rank, std::uint32_t layer) const
     {
         kvshard_layer_kv_geometry out = KVSHARD_LAYER_KV_GEOMETRY_INIT;
         kvshard_error err{};
-        detail::check(kvshard_plan_layer_kv_geometry(&out, h(), tp_rank, layer, &err), err);
+        detail::check(kvshard_plan_layer_kv_geometry(&out, h(), plan_rank, layer, &err), err);
         return out;
     }
     /** The tensors of a layer's state on a rank, for one sequence (empty
      *  for a layer without state or of another stage). */
-    std::vector<kvshard_state_tensor> layer_state_shapes(std::uint32_t tp_rank,
+    std::vector<kvshard_state_tensor> layer_state_shapes(std::uint32_t plan_rank,
                                                          std::uint32_t layer) const
     {
         std::vector<kvshard_state_tensor> out(KVSHARD_MAX_STATE_TENSORS,
@@ -1032,7 +1033,7 @@ class Plan
         std::size_t count = 0;
         kvshard_error err{};
         detail::check(kvshard_plan_layer_state_shapes(out.data(), out.size(), &count, h(),
-                                                      tp_rank, layer, &err),
+                                                      plan_rank, layer, &err),
                       err);
         out.resize(count);
         return out;

@@ -88,7 +88,7 @@ def test_v4_flash_layer_storage_by_ratio(v4_tp8: kvshard.Plan) -> None:
         kv_head_first=0,  # one latent, no heads
         kv_head_count=0,
         kv_bytes_per_token=289,
-        owner_tp_rank=0,
+        owner_plan_rank=0,
         state_bytes_per_seq=SEQ_RATIO_4,
         kv_source=-1,
         compress_ratio=4,
@@ -181,7 +181,7 @@ def test_v4_flash_split_scratch_per_sequence(v4_split: kvshard.Plan) -> None:
 def test_v4_flash_split_rank_2_has_the_fewest_blocks(v4_split: kvshard.Plan) -> None:
     assert v4_split.rank_layers(2) == [2, 10, 18, 26, 34, 42]
     assert v4_split.rank_memory(2) == kvshard.RankMemory(
-        tp_rank=2,
+        plan_rank=2,
         kv_bytes_per_token=1734,
         scratch_bytes_per_token=289,
         draft_bytes_per_token=0,
@@ -211,7 +211,7 @@ def test_v4_flash_split_owner_keeps_the_whole_layer(v4_split: kvshard.Plan) -> N
     )
     # Rank 0 computes layer 2 from rank 2's cache and keeps none of it.
     other = v4_split.layer_storage(0, 2)
-    assert (other.stores_kv, other.kv_slot, other.owner_tp_rank) == (False, -1, 2)
+    assert (other.stores_kv, other.kv_slot, other.owner_plan_rank) == (False, -1, 2)
     assert (other.kv_bytes_per_token, other.state_bytes_per_seq) == (0, 0)
     assert (other.compress_ratio, other.index_key) == (4, True)
     assert v4_split.layer_owner(2) == 2
@@ -236,7 +236,7 @@ def test_e2b_shared_layers_read_layers_13_and_14(e2b: kvshard.Plan) -> None:
         kv_head_first=0,
         kv_head_count=0,
         kv_bytes_per_token=0,
-        owner_tp_rank=-1,
+        owner_plan_rank=-1,
         state_bytes_per_seq=0,
         kv_source=13,
         compress_ratio=0,
@@ -263,7 +263,7 @@ def test_e2b_memory(e2b: kvshard.Plan) -> None:
     assert kinds.count(LayerKind.SHARED_KV) == 20
     # 8 GiB, max_seqs 32: (8589934592 - 32 x 6488064) // 98304 = 85269.
     assert e2b.rank_memory(0) == kvshard.RankMemory(
-        tp_rank=0,
+        plan_rank=0,
         kv_bytes_per_token=6144,
         scratch_bytes_per_token=0,
         draft_bytes_per_token=0,
@@ -295,7 +295,7 @@ def test_e2b_shared_layers_answer_their_source_s_owner() -> None:
         assert plan.layer_owner(15) == kvshard.OWNER_ALL
         for rank in (0, 1):
             shared = plan.layer_storage(rank, 19)
-            assert (shared.kv_source, shared.stores_kv, shared.owner_tp_rank) == (14, False, -1)
+            assert (shared.kv_source, shared.stores_kv, shared.owner_plan_rank) == (14, False, -1)
         assert [plan.to_dict()["layers"][i]["owner"] for i in (15, 19)] == [None, 0]
 
 

@@ -149,6 +149,7 @@ def test_out_of_range_queries(seed_plan: kvshard.Plan) -> None:
             call()
         assert info.value.code is Status.ERANK
         assert isinstance(info.value, IndexError)
+        assert "plan rank" in info.value.message
     with pytest.raises(kvshard.QueryError) as info:
         seed_plan.layer_kind(40)
     assert info.value.code is Status.ELAYER
@@ -225,7 +226,7 @@ BAD_CALLS: list = [
     ("blocks_for nan", ValueError, lambda p, d: p.blocks_for(float("nan"))),
     ("blocks_for bool", TypeError, lambda p, d: p.blocks_for(True)),
     ("blocks_for negative", ValueError, lambda p, d: p.blocks_for(-1)),
-    ("blocks_for rank", TypeError, lambda p, d: p.blocks_for(10**9, tp_rank="1")),
+    ("blocks_for rank", TypeError, lambda p, d: p.blocks_for(10**9, plan_rank="1")),
     ("apply_args str", TypeError, lambda p, d: d.apply_args("--world_size=4")),
     ("apply_args item", TypeError, lambda p, d: d.apply_args([b"--world_size=4"])),
     ("apply_args flag", TypeError, lambda p, d: d.apply_args([], ignore_unknown=1)),

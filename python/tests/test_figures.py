@@ -95,7 +95,7 @@ def test_figures_at_a_measured_budget(xllm: kvshard.Plan, seed_plan: kvshard.Pla
     # (10737418240 - 315 lin) // blk = 4323.
     B = 10 * 2**30
     assert int(B * (0.9 / 1.9) / LIN) == 315 and (B - 315 * LIN) // BLK == 4323
-    assert xllm.blocks_for("10GiB", tp_rank=1) == kvshard.Blocks(
+    assert xllm.blocks_for("10GiB", plan_rank=1) == kvshard.Blocks(
         num_blocks=4323,
         max_tokens=4323 * 128,
         concurrency=None,
@@ -105,7 +105,7 @@ def test_figures_at_a_measured_budget(xllm: kvshard.Plan, seed_plan: kvshard.Pla
         usable_state_slots=314,
     )
     assert xllm.blocks_figure("state_slots", "10GiB") == 315
-    assert xllm.blocks_figure("num_blocks", B, tp_rank=2) == 4323
+    assert xllm.blocks_figure("num_blocks", B, plan_rank=2) == 4323
     assert xllm.blocks_figure("engine", B) == "xllm"
     # The budget is what is left after the reserved bytes.
     assert xllm.blocks_figure("budget", B, reserved_bytes="1GiB") == 9 * 2**30
@@ -115,7 +115,7 @@ def test_figures_at_a_measured_budget(xllm: kvshard.Plan, seed_plan: kvshard.Pla
         xllm.blocks_figure("num_blocks", 1000)
     assert info.value.code is Status.ENOBLOCK
     with pytest.raises(kvshard.QueryError):
-        xllm.blocks_figure("num_blocks", B, tp_rank=4)
+        xllm.blocks_figure("num_blocks", B, plan_rank=4)
 
 
 def test_an_unknown_name(seed_plan: kvshard.Plan) -> None:

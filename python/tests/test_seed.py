@@ -67,7 +67,7 @@ def test_layer_storage(seed_plan: kvshard.Plan) -> None:
         kv_head_first=1,  # group 1 (ranks 2, 3) holds KV head 1
         kv_head_count=1,
         kv_bytes_per_token=1024,
-        owner_tp_rank=2,
+        owner_plan_rank=2,
         state_bytes_per_seq=0,
         kv_source=-1,  # GQA layers read no other layer's cache
         compress_ratio=0,
@@ -76,7 +76,7 @@ def test_layer_storage(seed_plan: kvshard.Plan) -> None:
         stage=0,  # one stage
     )
     other = seed_plan.layer_storage(3, 11)
-    assert not other.stores_kv and other.kv_slot == -1 and other.owner_tp_rank == 2
+    assert not other.stores_kv and other.kv_slot == -1 and other.owner_plan_rank == 2
     assert other.holding is kvshard.LayerHolding.SCRATCH  # rank 2 owns it: computed from scratch
     linear = seed_plan.layer_storage(0, 4)  # the fourth linear layer
     assert linear.kind is LayerKind.LINEAR_ATTENTION
@@ -88,7 +88,7 @@ def test_layer_storage(seed_plan: kvshard.Plan) -> None:
 def test_rank_memory(seed_plan: kvshard.Plan) -> None:
     for rank in range(4):
         assert seed_plan.rank_memory(rank) == kvshard.RankMemory(
-            tp_rank=rank,
+            plan_rank=rank,
             kv_bytes_per_token=5120,
             scratch_bytes_per_token=1024,
             draft_bytes_per_token=0,
@@ -136,7 +136,7 @@ def test_blocks_for(seed_plan: kvshard.Plan) -> None:
     every = seed_plan.blocks_for(MEMORY, context_length=32768)
     assert (every.num_blocks, every.max_tokens) == (197493, 3159888)
     assert (every.concurrency, every.balanced_max_seqs) == (96, 98)
-    assert seed_plan.blocks_for("20GiB", tp_rank=3) == kvshard.Blocks(
+    assert seed_plan.blocks_for("20GiB", plan_rank=3) == kvshard.Blocks(
         num_blocks=197493,
         max_tokens=3159888,
         concurrency=None,

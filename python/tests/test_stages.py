@@ -127,6 +127,33 @@ def test_vllm_numbers_the_stages_outside_the_tp_ranks(deepseek: kvshard.Model) -
         assert info.value.code is Status.ERANK and "0..15" in info.value.message
 
 
+def test_queries_take_plan_rank_and_warn_on_tp_rank(deepseek: kvshard.Model) -> None:
+    # The rank keyword is plan_rank; 0.3's tp_rank= still works in 0.4, with a
+    # DeprecationWarning, and means the same plan rank.
+    with deepseek_plan(deepseek) as plan:
+        assert plan.layer_storage(plan_rank=13, layer=31).owner_plan_rank == 13
+        assert plan.rank_memory(plan_rank=13).plan_rank == 13
+        calls = [
+            ("owns", lambda **k: plan.owns(layer=31, **k)),
+            ("stores_kv", lambda **k: plan.stores_kv(layer=31, **k)),
+            ("split_position", lambda **k: plan.split_position(**k)),
+            ("rank_layers", lambda **k: plan.rank_layers(**k)),
+            ("layer_storage", lambda **k: plan.layer_storage(layer=31, **k)),
+            ("rank_memory", lambda **k: plan.rank_memory(**k)),
+            ("blocks_for", lambda **k: plan.blocks_for("20GiB", **k)),
+            ("blocks_figure", lambda **k: plan.blocks_figure("num_blocks", "20GiB", **k)),
+            ("describe_rank", lambda **k: plan.describe_rank(**k)),
+            ("layer_kv_geometry", lambda **k: plan.layer_kv_geometry(layer=31, **k)),
+            ("layer_state_shapes", lambda **k: plan.layer_state_shapes(layer=31, **k)),
+        ]
+        for name, call in calls:
+            with pytest.warns(DeprecationWarning, match=rf"{name}\(plan_rank=\.\.\.\)"):
+                old = call(tp_rank=13)
+            assert old == call(plan_rank=13)
+            with pytest.raises(TypeError, match="not both"):
+                call(plan_rank=13, tp_rank=13)
+
+
 def test_sglang_rule_puts_the_odd_layer_on_the_last_stage(deepseek: kvshard.Model) -> None:
     # SGLang gives the extra layer to the last stage: "30,31", and the 31
     # layers there bind at the same 41,208 blocks.
@@ -226,7 +253,7 @@ def test_four_stages_of_twelve_layers(qwen: kvshard.Model) -> None:
         assert (cap.binding_stage, cap.binding_tp_rank) == (0, 0)
         assert plan.layer_stage(47) == 3 and plan.layer_stage(12) == 1
         assert plan.rank_layers(6) == [39, 43, 47]  # stage 3, TP rank 0
-        assert plan.layer_storage(7, 47).owner_tp_rank == 7  # unsplit: itself
+        assert plan.layer_storage(7, 47).owner_plan_rank == 7  # unsplit: itself
         assert plan.layer_storage(7, 46).holding is LayerHolding.STATE
         with pytest.raises(kvshard.QueryError) as info:
             plan.layer_stage(48)  # no draft layers

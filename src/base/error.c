@@ -32,7 +32,7 @@ const char *kvshard_strerror(int code)
     case KVSHARD_ESPLITCP: return "layerwise split with context parallelism";
     case KVSHARD_EKVHEADS: return "KV heads and attention TP size do not divide";
     case KVSHARD_ELINEARHEADS: return "state dimension not divisible by TP size";
-    case KVSHARD_ERANK: return "TP rank out of range";
+    case KVSHARD_ERANK: return "a plan rank outside 0..P\u00b7T\u22121";
     case KVSHARD_ELAYER: return "layer index out of range";
     case KVSHARD_ENOBLOCK: return "no memory for one block";
     case KVSHARD_EOVERFLOW: return "arithmetic overflow";

@@ -4,6 +4,7 @@
 #include "base/abi.h"
 #include "base/call.h"
 #include "model/load.h"
+#include "model/read.h"
 #include "text/file.h"
 
 #include <stdio.h>

@@ -4,7 +4,7 @@
  * entry). Only the parts some layer uses are read; a part only draft
  * layers use is read too, but its error is kept for the plans that count
  * draft layers. */
-#include "model/read.h"
+#include "model/attention.h"
 
 #include <stdio.h>
 #include <string.h>

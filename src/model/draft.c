@@ -10,7 +10,7 @@
  *   4. mtp_hybrid_override_pattern: one step's pattern, * for attention,
  *      E and - for blocks without a cache;
  *   5. otherwise one full-attention layer per step. */
-#include "model/read.h"
+#include "model/draft.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -3,7 +3,7 @@
  * the sparse index keys of a GQA model (sparse_attention_config), and, in
  * a compressed model, which layers keep their own compressed stream and
  * index keys and which read another layer's (kv_source_layer_ids). */
-#include "model/read.h"
+#include "model/index.h"
 
 #include <stdio.h>
 #include <string.h>

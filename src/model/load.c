@@ -3,6 +3,7 @@
 #include "model/load.h"
 
 #include "base/call.h"
+#include "model/read.h"
 #include "text/file.h"
 
 #include <string.h>

@@ -1,14 +1,10 @@
-/* Building a model from parsed text: the entry points the deployment uses. */
+/* Loading a model from a file or a string (load.c); a parsed mapping is
+ * read by read.h. */
 #ifndef KVSHARD_MODEL_LOAD_H
 #define KVSHARD_MODEL_LOAD_H
 
 #include "model/model.h"
-#include "text/yaml_doc.h"
 
-/* Build a model from a parsed mapping; `doc->source` names it in errors. */
-int kvshard__model_from_node(kvshard_model **out, const kvshard__doc *doc,
-                             const kvshard__node *root, const kvshard_allocator *alloc,
-                             kvshard_error *err);
 /* Read a model file (or the config.json of a model directory). */
 int kvshard__model_load_path(kvshard_model **out, const char *path, const kvshard_allocator *alloc,
                              kvshard_error *err);

@@ -1,7 +1,13 @@
 /* Reading a whole model config: the order in which its parts are read, and
  * the model object they fill. */
-#include "model/load.h"
 #include "model/read.h"
+
+#include "model/attention.h"
+#include "model/draft.h"
+#include "model/index.h"
+#include "model/reader.h"
+#include "model/rules.h"
+#include "model/states.h"
 
 #include <string.h>
 

@@ -1,5 +1,5 @@
 /* The toolkit for reading a model config's keys from a parsed document,
- * shared by the readers of its parts (read.h): the known keys, their
+ * shared by the readers of its parts (read.h lists them): the known keys, their
  * lookup, and checked readers of dimensions. */
 #ifndef KVSHARD_MODEL_READER_H
 #define KVSHARD_MODEL_READER_H

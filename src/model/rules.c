@@ -3,7 +3,7 @@
  * layers; later rules' keys are then not read. A new family is a row here
  * (and a reader below when its keys have a new form), not a branch in the
  * planner. */
-#include "model/read.h"
+#include "model/rules.h"
 
 #include <stdio.h>
 #include <string.h>

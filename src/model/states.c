@@ -3,7 +3,8 @@
  * family spells them by), the dtype, and the bytes a layer keeps. */
 #include "model/states.h"
 
-#include "model/read.h"
+#include "model/attention.h"
+#include "model/reader.h"
 
 #include <stdio.h>
 #include <string.h>

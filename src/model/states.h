@@ -99,4 +99,8 @@ uint64_t kvshard_states__tensor_bytes(kvshard__calc *c, const kvshard_states__te
 uint64_t kvshard_states__bytes(kvshard__calc *c, const kvshard__state_dims *s,
                                const kvshard_states__env *env);
 
+/* The state kind of a config's linear and hybrid layers, its dimensions
+ * and dtype (read for read.c). */
+int kvshard__read_state(struct kvshard__reader *r);
+
 #endif /* KVSHARD_MODEL_STATES_H */

@@ -35,7 +35,7 @@ kvshard__capacity_inputs kvshard__capacity_inputs_of(const kvshard__planning *pl
     kvshard__capacity_inputs ci = {.options = &pl->options,
                                    .inputs = pl->inputs,
                                    .ranks = ranks,
-                                   .tp = tp,
+                                   .num_ranks = tp,
                                    .stage_ranks = b->stage_ranks ? b->stage_ranks : tp,
                                    .split = split,
                                    .unsplit_bytes_per_block = unsplit,

@@ -81,52 +81,52 @@ int kvshard_plan_layer_owner(int32_t *out, const kvshard_plan *plan, uint32_t la
 #define OWNS_ALIGNED
 #endif
 
-OWNS_ALIGNED bool kvshard_plan_owns(const kvshard_plan *plan, uint32_t tp_rank, uint32_t layer)
+OWNS_ALIGNED bool kvshard_plan_owns(const kvshard_plan *plan, uint32_t plan_rank, uint32_t layer)
 {
-    if (!plan || tp_rank >= plan->ranks_count || layer >= plan->model.num_layers)
+    if (!plan || plan_rank >= plan->ranks_count || layer >= plan->model.num_layers)
         return false;
     /* Every rank of the layer's stage holds a layer held by all (owned by
      * all, or a hybrid layer, whose state is on every rank whoever owns its
      * KV), and the ranks of the split rank that owns it hold the rest;
      * KVSHARD_OWNER_NONE matches no rank, nor does another stage's key. */
     uint32_t key = plan->hold_key[layer];
-    const kvshard__rank_key *mine = &plan->keys[tp_rank];
+    const kvshard__rank_key *mine = &plan->keys[plan_rank];
     return (key == mine->all) | (key == mine->mine);
 }
 
-bool kvshard_plan_stores_kv(const kvshard_plan *plan, uint32_t tp_rank, uint32_t layer)
+bool kvshard_plan_stores_kv(const kvshard_plan *plan, uint32_t plan_rank, uint32_t layer)
 {
-    if (!plan || tp_rank >= plan->ranks_count || layer >= plan->model.num_layers)
+    if (!plan || plan_rank >= plan->ranks_count || layer >= plan->model.num_layers)
         return false;
-    const kvshard__rank_place *place = &plan->place[tp_rank];
+    const kvshard__rank_place *place = &plan->place[plan_rank];
     int32_t owner = plan->owner[layer];
     return layer - place->first < place->count && kvshard_kinds__paged(plan->kinds[layer]) &&
            (owner == KVSHARD_OWNER_ALL || (uint32_t)owner == place->split_rank);
 }
 
 int kvshard_plan_split_position(uint32_t *out_split_rank, uint32_t *out_split_group,
-                                const kvshard_plan *plan, uint32_t tp_rank)
+                                const kvshard_plan *plan, uint32_t plan_rank)
 {
     if (!plan)
         return KVSHARD_EINVAL;
-    if (tp_rank >= plan->ranks_count)
+    if (plan_rank >= plan->ranks_count)
         return KVSHARD_ERANK;
     if (out_split_rank)
-        *out_split_rank = plan->place[tp_rank].split_rank;
+        *out_split_rank = plan->place[plan_rank].split_rank;
     if (out_split_group)
-        *out_split_group = tp_rank % plan->tp / plan->split;
+        *out_split_group = plan_rank % plan->tp / plan->split;
     return KVSHARD_OK;
 }
 
 int kvshard_plan_rank_layers(const uint32_t **out, size_t *out_count, const kvshard_plan *plan,
-                             uint32_t tp_rank)
+                             uint32_t plan_rank)
 {
     if (!out || !out_count || !plan)
         return KVSHARD_EINVAL;
-    if (tp_rank >= plan->ranks_count)
+    if (plan_rank >= plan->ranks_count)
         return KVSHARD_ERANK;
     uint32_t count;
-    *out = kvshard__plan_owned(plan, tp_rank, &count);
+    *out = kvshard__plan_owned(plan, plan_rank, &count);
     *out_count = count;
     return KVSHARD_OK;
 }
@@ -181,11 +181,11 @@ static kvshard_layer_holding holding_of(const kvshard_kinds__row *row, bool stor
 }
 
 int kvshard_plan_layer_storage(kvshard_layer_storage *out, const kvshard_plan *plan,
-                               uint32_t tp_rank, uint32_t layer)
+                               uint32_t plan_rank, uint32_t layer)
 {
     if (!plan)
         return KVSHARD_EINVAL;
-    if (tp_rank >= plan->ranks_count)
+    if (plan_rank >= plan->ranks_count)
         return KVSHARD_ERANK;
     const kvshard__model_info *m = &plan->model;
     uint32_t L = m->num_layers;
@@ -194,15 +194,15 @@ int kvshard_plan_layer_storage(kvshard_layer_storage *out, const kvshard_plan *p
     kvshard_layer_storage st;
     KVSHARD__INIT_BYTES(st, kvshard_layer_storage, KVSHARD_LAYER_STORAGE_INIT);
     if (layer >= L) {
-        int rc = draft_storage(&st, plan, tp_rank, layer - L);
+        int rc = draft_storage(&st, plan, plan_rank, layer - L);
         if (rc)
             return rc;
         return kvshard__copy_out(out, &st, sizeof *out, sizeof *out) ? KVSHARD_OK : KVSHARD_EINVAL;
     }
     uint8_t kind = plan->kinds[layer], cls = plan->class_of[layer];
     const kvshard__class *k = &m->classes[cls];
-    uint32_t S = plan->split, T = plan->tp, t = tp_rank % T;
-    const kvshard__rank_place *place = &plan->place[tp_rank];
+    uint32_t S = plan->split, T = plan->tp, t = plan_rank % T;
+    const kvshard__rank_place *place = &plan->place[plan_rank];
     kvshard__memory_inputs in = kvshard__plan_memory_inputs(plan);
     st.kind = (kvshard_layer_kind)kind;
     st.kv_source = plan->kv_source ? plan->kv_source[layer] : -1;
@@ -213,7 +213,7 @@ int kvshard_plan_layer_storage(kvshard_layer_storage *out, const kvshard_plan *p
         st.holding = KVSHARD_HOLDS_NOT_ON_STAGE;
         return kvshard__copy_out(out, &st, sizeof *out, sizeof *out) ? KVSHARD_OK : KVSHARD_EINVAL;
     }
-    st.stores_kv = kvshard_plan_stores_kv(plan, tp_rank, layer);
+    st.stores_kv = kvshard_plan_stores_kv(plan, plan_rank, layer);
     const kvshard_kinds__row *row = kvshard_kinds__of(kind);
     st.holding = holding_of(row, st.stores_kv);
     if (row->state) {
@@ -222,9 +222,9 @@ int kvshard_plan_layer_storage(kvshard_layer_storage *out, const kvshard_plan *p
     }
     if (row->paged_kv) {
         int32_t owner = plan->owner[layer];
-        uint32_t group = tp_rank / S * S; /* a split group lies inside one stage */
-        st.owner_tp_rank =
-            (int32_t)(owner == KVSHARD_OWNER_ALL ? tp_rank : group + (uint32_t)owner);
+        uint32_t group = plan_rank / S * S; /* a split group lies inside one stage */
+        st.owner_plan_rank =
+            (int32_t)(owner == KVSHARD_OWNER_ALL ? plan_rank : group + (uint32_t)owner);
     }
     uint32_t first = t, last = t;
     if (!st.stores_kv && !row->window)
@@ -255,13 +255,13 @@ int kvshard_plan_layer_storage(kvshard_layer_storage *out, const kvshard_plan *p
     return kvshard__copy_out(out, &st, sizeof *out, sizeof *out) ? KVSHARD_OK : KVSHARD_EINVAL;
 }
 
-int kvshard_plan_rank_memory(kvshard_rank_memory *out, const kvshard_plan *plan, uint32_t tp_rank)
+int kvshard_plan_rank_memory(kvshard_rank_memory *out, const kvshard_plan *plan, uint32_t plan_rank)
 {
     if (!plan)
         return KVSHARD_EINVAL;
-    if (tp_rank >= plan->ranks_count)
+    if (plan_rank >= plan->ranks_count)
         return KVSHARD_ERANK;
-    return kvshard__copy_out(out, &plan->ranks[tp_rank], sizeof *out, sizeof *out) ? KVSHARD_OK
+    return kvshard__copy_out(out, &plan->ranks[plan_rank], sizeof *out, sizeof *out) ? KVSHARD_OK
                                                                                    : KVSHARD_EINVAL;
 }
 
@@ -326,7 +326,7 @@ static kvshard__capacity_inputs plan_capacity_inputs(const kvshard_plan *plan)
     kvshard__capacity_inputs ci = {.options = &plan->options,
                                    .inputs = plan->inputs,
                                    .ranks = plan->ranks,
-                                   .tp = plan->ranks_count,
+                                   .num_ranks = plan->ranks_count,
                                    .stage_ranks = plan->tp,
                                    .split = plan->split,
                                    .unsplit_bytes_per_block = plan->unsplit_bytes_per_block,
@@ -343,15 +343,15 @@ static kvshard__capacity_inputs plan_capacity_inputs(const kvshard_plan *plan)
 
 /* The capacity at a measured budget: the common part of blocks_for and
  * blocks_figure. */
-static int capacity_at(kvshard__capacity *out, const kvshard_plan *plan, uint32_t tp_rank,
+static int capacity_at(kvshard__capacity *out, const kvshard_plan *plan, uint32_t plan_rank,
                        const kvshard_budget *budget, kvshard_error *err)
 {
     if (budget->size != sizeof *budget)
         return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
                              "kvshard_budget and kvshard_blocks: start from their INIT macros");
-    if (tp_rank != KVSHARD_ALL_RANKS && tp_rank >= plan->ranks_count)
+    if (plan_rank != KVSHARD_ALL_RANKS && plan_rank >= plan->ranks_count)
         return kvshard__fail(err, KVSHARD_ERANK, "", kvshard__no_mark,
-                             "plan rank %u is outside 0..%u", tp_rank, plan->ranks_count - 1);
+                             "plan rank %u is outside 0..%u", plan_rank, plan->ranks_count - 1);
     if (budget->context_length > KVSHARD_MAX_CONTEXT_LENGTH)
         return kvshard__fail(err, KVSHARD_ERANGE, "", kvshard__no_mark,
                              "context_length: %u is out of range; expected an integer from 0 to "
@@ -369,7 +369,7 @@ static int capacity_at(kvshard__capacity *out, const kvshard_plan *plan, uint32_
     ci.stage_memory = NULL;
     ci.extra_per_block = budget->extra_bytes_per_block;
     ci.context_length = budget->context_length;
-    ci.rank = tp_rank;
+    ci.rank = plan_rank;
     ci.has_memory = true;
     ci.own_budget = false;
     kvshard__capacity c;
@@ -386,7 +386,7 @@ static int capacity_at(kvshard__capacity *out, const kvshard_plan *plan, uint32_
     return KVSHARD_OK;
 }
 
-int kvshard_plan_blocks_for(kvshard_blocks *out, const kvshard_plan *plan, uint32_t tp_rank,
+int kvshard_plan_blocks_for(kvshard_blocks *out, const kvshard_plan *plan, uint32_t plan_rank,
                             const kvshard_budget *budget, kvshard_error *err)
 {
     int rc = kvshard_call__begin(err, out && plan && budget, "out, plan and budget");
@@ -396,7 +396,7 @@ int kvshard_plan_blocks_for(kvshard_blocks *out, const kvshard_plan *plan, uint3
         return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
                              "kvshard_budget and kvshard_blocks: start from their INIT macros");
     kvshard__capacity c;
-    if ((rc = capacity_at(&c, plan, tp_rank, budget, err)) != 0)
+    if ((rc = capacity_at(&c, plan, plan_rank, budget, err)) != 0)
         return rc;
     kvshard_blocks b = kvshard__blocks_of(&c);
     /* The request limit at the plan's own context length: the same
@@ -408,7 +408,7 @@ int kvshard_plan_blocks_for(kvshard_blocks *out, const kvshard_plan *plan, uint3
         if (budget->context_length != length) {
             kvshard_budget other = *budget;
             other.context_length = length;
-            if ((rc = capacity_at(&at, plan, tp_rank, &other, err)) != 0)
+            if ((rc = capacity_at(&at, plan, plan_rank, &other, err)) != 0)
                 return rc;
         }
         uint64_t limit = kvshard__max_seqs_of(&at, &plan->options);
@@ -420,7 +420,7 @@ int kvshard_plan_blocks_for(kvshard_blocks *out, const kvshard_plan *plan, uint3
     return KVSHARD_OK;
 }
 
-int kvshard_plan_blocks_figure(kvshard_figure *out, const kvshard_plan *plan, uint32_t tp_rank,
+int kvshard_plan_blocks_figure(kvshard_figure *out, const kvshard_plan *plan, uint32_t plan_rank,
                                const kvshard_budget *budget, const char *name, kvshard_error *err)
 {
     int rc = kvshard_call__begin(err, out && plan && budget && name, "out, plan, budget and name");
@@ -430,7 +430,7 @@ int kvshard_plan_blocks_figure(kvshard_figure *out, const kvshard_plan *plan, ui
         return kvshard__fail(err, KVSHARD_EUNKNOWNKEY, "", kvshard__no_mark,
                              "unknown capacity figure \"%s\"", name);
     kvshard__capacity c;
-    if ((rc = capacity_at(&c, plan, tp_rank, budget, err)) != 0)
+    if ((rc = capacity_at(&c, plan, plan_rank, budget, err)) != 0)
         return rc;
     rc = figure_named(out, plan, &c, true, budget->memory_per_rank - budget->reserved_bytes, false,
                       name);
@@ -527,16 +527,16 @@ uint64_t kvshard_plan_layout_digest(const kvshard_plan *plan)
 
 /* The rank's log line, with `has_blocks` and `num_blocks` the blocks it
  * names: the plan's, or those the engine agreed from measured memory. */
-static int describe(char *buf, size_t cap, const kvshard_plan *plan, uint32_t tp_rank,
+static int describe(char *buf, size_t cap, const kvshard_plan *plan, uint32_t plan_rank,
                     bool has_blocks, uint64_t num_blocks)
 {
     if (!plan || (!buf && cap))
         return KVSHARD_EINVAL;
-    if (tp_rank >= plan->ranks_count)
+    if (plan_rank >= plan->ranks_count)
         return KVSHARD_ERANK;
-    const kvshard_rank_memory *m = &plan->ranks[tp_rank];
-    uint32_t s = plan->place[tp_rank].split_rank, count;
-    const uint32_t *layers = kvshard__plan_owned(plan, tp_rank, &count);
+    const kvshard_rank_memory *m = &plan->ranks[plan_rank];
+    uint32_t s = plan->place[plan_rank].split_rank, count;
+    const uint32_t *layers = kvshard__plan_owned(plan, plan_rank, &count);
     char list[96] = "";
     size_t used = 0;
     for (uint32_t i = 0; i < count && used + 12 < sizeof list - 8; i++)
@@ -550,8 +550,8 @@ static int describe(char *buf, size_t cap, const kvshard_plan *plan, uint32_t tp
     /* With stages, the rank's stage leads and its TP rank is its stage's. */
     char stage[32] = "";
     if (plan->pp > 1)
-        snprintf(stage, sizeof stage, "stage %u/%u ", tp_rank / plan->tp, plan->pp);
-    uint32_t t = tp_rank % plan->tp;
+        snprintf(stage, sizeof stage, "stage %u/%u ", plan_rank / plan->tp, plan->pp);
+    uint32_t t = plan_rank % plan->tp;
     int n = snprintf(
         buf, cap,
         "kvshard %s: %stp_rank %u/%u split rank %u group %u (S_eff %u, %s): KV of %u "
@@ -565,18 +565,18 @@ static int describe(char *buf, size_t cap, const kvshard_plan *plan, uint32_t tp
     return n < 0 ? KVSHARD_EINVAL : n;
 }
 
-int kvshard_plan_describe_rank(char *buf, size_t cap, const kvshard_plan *plan, uint32_t tp_rank)
+int kvshard_plan_describe_rank(char *buf, size_t cap, const kvshard_plan *plan, uint32_t plan_rank)
 {
-    if (!plan || tp_rank >= plan->ranks_count)
-        return describe(buf, cap, plan, tp_rank, false, 0);
-    const kvshard_rank_memory *m = &plan->ranks[tp_rank];
-    return describe(buf, cap, plan, tp_rank, m->has_num_blocks, m->num_blocks);
+    if (!plan || plan_rank >= plan->ranks_count)
+        return describe(buf, cap, plan, plan_rank, false, 0);
+    const kvshard_rank_memory *m = &plan->ranks[plan_rank];
+    return describe(buf, cap, plan, plan_rank, m->has_num_blocks, m->num_blocks);
 }
 
 int kvshard_plan_describe_rank_blocks(char *buf, size_t cap, const kvshard_plan *plan,
-                                      uint32_t tp_rank, uint64_t num_blocks)
+                                      uint32_t plan_rank, uint64_t num_blocks)
 {
-    return describe(buf, cap, plan, tp_rank, true, num_blocks);
+    return describe(buf, cap, plan, plan_rank, true, num_blocks);
 }
 
 kvshard__plan_view kvshard__plan_view_of(const kvshard_plan *p)

@@ -41,12 +41,12 @@ static uint8_t class_of_layer(const kvshard_plan *plan, uint32_t layer)
 }
 
 /* The checks both queries begin with, after the NULL arguments. */
-static int check_position(const kvshard_plan *plan, uint32_t tp_rank, uint32_t layer,
+static int check_position(const kvshard_plan *plan, uint32_t plan_rank, uint32_t layer,
                           kvshard_error *err)
 {
-    if (tp_rank >= plan->ranks_count)
+    if (plan_rank >= plan->ranks_count)
         return kvshard__fail(err, KVSHARD_ERANK, "", kvshard__no_mark,
-                             "plan rank %u is outside 0..%u", tp_rank, plan->ranks_count - 1);
+                             "plan rank %u is outside 0..%u", plan_rank, plan->ranks_count - 1);
     if (class_of_layer(plan, layer) == UINT8_MAX)
         return kvshard__fail(err, KVSHARD_ELAYER, "", kvshard__no_mark,
                              "layer %u is outside 0..%u (decoder and draft layers)", layer,
@@ -56,7 +56,7 @@ static int check_position(const kvshard_plan *plan, uint32_t tp_rank, uint32_t l
 }
 
 int kvshard_plan_layer_kv_geometry(kvshard_layer_kv_geometry *out, const kvshard_plan *plan,
-                                   uint32_t tp_rank, uint32_t layer, kvshard_error *err)
+                                   uint32_t plan_rank, uint32_t layer, kvshard_error *err)
 {
     int rc = kvshard_call__begin(err, out && plan, "out and plan");
     if (rc)
@@ -64,7 +64,7 @@ int kvshard_plan_layer_kv_geometry(kvshard_layer_kv_geometry *out, const kvshard
     if (!kvshard__size_ok(out->size, sizeof *out, sizeof *out))
         return kvshard_call__size(err, "kvshard_layer_kv_geometry", out->size, sizeof *out,
                                   "KVSHARD_LAYER_KV_GEOMETRY_INIT");
-    if ((rc = check_position(plan, tp_rank, layer, err)) != 0)
+    if ((rc = check_position(plan, plan_rank, layer, err)) != 0)
         return rc;
     const kvshard__model_info *m = &plan->model;
     const kvshard__class *k = &m->classes[class_of_layer(plan, layer)];
@@ -80,7 +80,7 @@ int kvshard_plan_layer_kv_geometry(kvshard_layer_kv_geometry *out, const kvshard
         /* A window kind caches in the sliding geometry, every other kind in
          * the full layers'. */
         const kvshard__geometry *geo = row->shape == KVSHARD__SHAPE_WINDOW ? &m->sliding : &m->full;
-        uint32_t t = tp_rank % plan->tp;
+        uint32_t t = plan_rank % plan->tp;
         kvshard__kv_heads(&g.kv_head_first, &g.kv_heads, geo->heads, plan->tp, t, t);
         g.total_kv_heads = geo->heads;
         g.k_head_dim = geo->k_dim;
@@ -97,7 +97,7 @@ int kvshard_plan_layer_kv_geometry(kvshard_layer_kv_geometry *out, const kvshard
 }
 
 int kvshard_plan_layer_state_shapes(kvshard_state_tensor *out, size_t cap, size_t *out_count,
-                                    const kvshard_plan *plan, uint32_t tp_rank, uint32_t layer,
+                                    const kvshard_plan *plan, uint32_t plan_rank, uint32_t layer,
                                     kvshard_error *err)
 {
     int rc = kvshard_call__begin(err, out_count && plan && (out || cap == 0),
@@ -109,10 +109,10 @@ int kvshard_plan_layer_state_shapes(kvshard_state_tensor *out, size_t cap, size_
             return kvshard_call__size(err, "kvshard_state_tensor", out[i].size, sizeof *out,
                                       "KVSHARD_STATE_TENSOR_INIT");
     }
-    if ((rc = check_position(plan, tp_rank, layer, err)) != 0)
+    if ((rc = check_position(plan, plan_rank, layer, err)) != 0)
         return rc;
     const kvshard__model_info *m = &plan->model;
-    const kvshard__rank_place *place = &plan->place[tp_rank];
+    const kvshard__rank_place *place = &plan->place[plan_rank];
     bool on_stage = layer < m->num_layers && layer - place->first < place->count;
     if (!on_stage || !kvshard_kinds__has_state(plan->kinds[layer])) {
         *out_count = 0;

@@ -15,7 +15,7 @@ uint32_t kvshard_capacity__first_rank(const kvshard__capacity_inputs *in)
 
 uint32_t kvshard_capacity__end_rank(const kvshard__capacity_inputs *in)
 {
-    return in->rank == KVSHARD_ALL_RANKS ? in->tp : in->rank + 1;
+    return in->rank == KVSHARD_ALL_RANKS ? in->num_ranks : in->rank + 1;
 }
 
 bool kvshard_capacity__block_bytes(uint64_t *out, const kvshard_rank_memory *r, uint64_t extra)
@@ -46,15 +46,15 @@ bool kvshard_capacity__same_figures(const kvshard_rank_memory *a, const kvshard_
 
 uint64_t kvshard_capacity__budget(const kvshard__capacity_inputs *in, uint32_t rank)
 {
-    uint32_t T = in->stage_ranks ? in->stage_ranks : in->tp;
+    uint32_t T = in->stage_ranks ? in->stage_ranks : in->num_ranks;
     return in->stage_memory && T ? in->stage_memory[rank / T] : in->memory;
 }
 
 void kvshard_capacity__rank_name(char *buf, size_t cap, const kvshard__capacity_inputs *in,
                                  uint32_t rank)
 {
-    uint32_t T = in->stage_ranks ? in->stage_ranks : in->tp;
-    if (T && in->tp > T)
+    uint32_t T = in->stage_ranks ? in->stage_ranks : in->num_ranks;
+    if (T && in->num_ranks > T)
         snprintf(buf, cap, "stage %u TP rank %u", rank / T, rank % T);
     else
         snprintf(buf, cap, "TP rank %u", rank);

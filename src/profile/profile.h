@@ -127,8 +127,8 @@ typedef struct kvshard__capacity {
 typedef struct kvshard__capacity_inputs {
     const kvshard_options *options;   /* settled */
     const kvshard_value *inputs;      /* the profile's inputs */
-    const kvshard_rank_memory *ranks; /* `tp` entries: bytes per block and per sequence */
-    uint32_t tp;          /* the ranks: P x T plan ranks */
+    const kvshard_rank_memory *ranks; /* `num_ranks` entries: bytes per block and per sequence */
+    uint32_t num_ranks;   /* P x T plan ranks */
     uint32_t stage_ranks; /* T, the ranks of one stage, to name a rank by its stage */
     uint32_t split; /* S_eff */
     /* The bytes per block of all KV layers stored unsplit, no draft. */

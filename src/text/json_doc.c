@@ -1,5 +1,8 @@
-/* JSON text -> the tape of yaml_doc.c, through its builder. */
+/* JSON text -> the tape of yaml_tape.h, through the builder of yaml_build.h. */
 #include "text/json_doc.h"
+
+#include "text/yaml_build.h"
+#include "text/yaml_marks.h"
 
 #include <stdio.h>
 #include <string.h>

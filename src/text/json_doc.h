@@ -1,4 +1,4 @@
-/* A strict JSON (RFC 8259) front-end to the read-only tree of yaml_doc.h.
+/* A strict JSON (RFC 8259) front-end to the read-only tree of yaml_tape.h.
  *
  * Safetensors headers and their index are JSON by their format's
  * definition; read as JSON they skip a general YAML scanner. The tree is the
@@ -17,7 +17,7 @@
 #ifndef KVSHARD_TEXT_JSON_DOC_H
 #define KVSHARD_TEXT_JSON_DOC_H
 
-#include "text/yaml_doc.h"
+#include "text/yaml_tape.h"
 
 /* kvshard__doc_parse for JSON text: the same doc, read and freed the same
  * way (kvshard__doc_free). */

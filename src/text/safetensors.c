@@ -17,6 +17,7 @@
 #include "base/hash.h"
 #include "text/file.h"
 #include "text/json_doc.h"
+#include "text/yaml_marks.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -139,9 +139,9 @@ void test_seed_figures()
     CHECK(st.kv_slot == 1);
     CHECK(st.state_slot == -1);
     CHECK(st.kv_bytes_per_token == 1024);
-    CHECK(st.owner_tp_rank == 0);
+    CHECK(st.owner_plan_rank == 0);
     const kvshard_layer_storage st1 = plan.layer_storage(1, 11); // rank 1 receives it from 0
-    CHECK(!st1.stores_kv && st1.kv_slot == -1 && st1.owner_tp_rank == 0);
+    CHECK(!st1.stores_kv && st1.kv_slot == -1 && st1.owner_plan_rank == 0);
     // Layer 4 is the fourth linear layer (0, 1, 2, 4): state slot 3.
     const kvshard_layer_storage lin = plan.layer_storage(2, 4);
     CHECK(lin.kind == KVSHARD_LAYER_LINEAR_ATTENTION && lin.state_slot == 3);

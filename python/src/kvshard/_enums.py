@@ -36,7 +36,7 @@ __all__ = [
 OWNER_ALL = -1
 #: ``Plan.layer_owner()`` of a layer that stores nothing (a no-cache layer).
 OWNER_NONE = -2
-#: The C value of "every TP rank" for ``kvshard_plan_blocks_for``.
+#: The C value of "every plan rank" for ``kvshard_plan_blocks_for``.
 ALL_RANKS = 0xFFFFFFFF
 #: Most entries of an explicit ``pp_partition`` (KVSHARD_MAX_PP_PARTITION),
 #: and of ``weights_per_rank``.

@@ -174,7 +174,7 @@ class CLayerStorage(Structure):
         ("kv_head_first", c_uint32),
         ("kv_head_count", c_uint32),
         ("kv_bytes_per_token", c_uint64),
-        ("owner_tp_rank", c_int32),
+        ("owner_plan_rank", c_int32),
         ("state_bytes_per_seq", c_uint64),
         ("kv_source", c_int32),
         ("compress_ratio", c_uint32),

@@ -22,13 +22,27 @@ gate of its settings too.
 from __future__ import annotations
 
 import ctypes
+import functools
 import itertools
 import json
 import math
 import os
+import warnings
 from ctypes import POINTER, byref, c_char_p, c_int, c_int32, c_size_t, c_uint32, c_void_p
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    Iterator,
+    List,
+    Optional,
+    Sequence,
+    Tuple,
+    TypeVar,
+    Union,
+)
 
 from . import _lib
 from ._enums import (
@@ -86,6 +100,31 @@ def _check(rc: int, err: Optional[_lib.CError] = None) -> None:
 
 def _index(name: str, value: Any) -> int:
     return check_uint(name, value, 32)
+
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _takes_plan_rank(method: _Method) -> _Method:
+    """Lets a query take its plan rank under 0.3's keyword ``tp_rank=``,
+    with a DeprecationWarning, for 0.4 only: the name said TP rank, yet
+    the value was always a plan rank."""
+
+    @functools.wraps(method)
+    def query(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if "tp_rank" in kwargs:
+            name = method.__name__
+            if "plan_rank" in kwargs:
+                raise TypeError(f"{name}() takes plan_rank or tp_rank, not both")
+            warnings.warn(
+                f"{name}(tp_rank=...) is {name}(plan_rank=...): the rank is a plan rank",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            kwargs["plan_rank"] = kwargs.pop("tp_rank")
+        return method(self, *args, **kwargs)
+
+    return query  # type: ignore[return-value]
 
 
 # Output: one module-level writer callback; `user` is the key of the list
@@ -678,7 +717,7 @@ class LayerStorage:
     kind: LayerKind
     #: The rank stores the layer's paged KV.
     stores_kv: bool
-    #: Index into ``rank_layers(tp_rank)``; -1 when the rank stores no KV.
+    #: Index into ``rank_layers(plan_rank)``; -1 when the rank stores no KV.
     kv_slot: int
     #: Position among the state (linear and hybrid) layers; -1 for others.
     state_slot: int
@@ -691,7 +730,7 @@ class LayerStorage:
     #: Plan rank of the split group that stores the layer's KV (the rank to
     #: receive it from; a split group lies inside one stage); -1 for layers
     #: without a paged KV cache.
-    owner_tp_rank: int
+    owner_plan_rank: int
     #: Bytes per sequence: a linear or hybrid layer's state, a sliding or
     #: chunked layer's window, a compressed layer's window and compressor
     #: state on its owner.
@@ -718,7 +757,7 @@ class RankMemory:
     """Memory figures of one plan rank, in bytes (kvshard_rank_memory)."""
 
     #: The plan rank: stage x T + TP rank (the TP rank with one stage).
-    tp_rank: int
+    plan_rank: int
     kv_bytes_per_token: int
     scratch_bytes_per_token: int
     draft_bytes_per_token: int
@@ -1046,7 +1085,7 @@ class Plan(_Handle):
 
     Owns a ``kvshard_plan`` (freed with kvshard_plan_free); independent of
     the model or deployment it was made from. A plan of P pipeline stages
-    has P x T plan ranks: every query that takes a rank (its ``tp_rank``
+    has P x T plan ranks: every query that takes a rank (its ``plan_rank``
     argument) takes a plan rank, ``stage * attn_tp_size + TP rank``, 0 to
     num_ranks - 1; with one stage that is the TP rank. ``locate()`` gives
     a global rank's plan rank. Layers are 0..num_layers-1 (``layer_storage``
@@ -1153,14 +1192,14 @@ class Plan(_Handle):
     # --- layers -------------------------------------------------------------
     # Arguments are type-checked in Python first, then against the plan's
     # range, so that the error names the range.
-    def _rank(self, tp_rank: Any) -> int:
-        return self._rank_in_range(_index("tp_rank", tp_rank))
+    def _rank(self, plan_rank: Any) -> int:
+        return self._rank_in_range(_index("plan_rank", plan_rank))
 
     def _layer(self, layer: Any) -> int:
         return self._layer_in_range(_index("layer", layer))
 
-    def _rank_layer(self, tp_rank: Any, layer: Any) -> Tuple[int, int]:
-        r, i = _index("tp_rank", tp_rank), _index("layer", layer)
+    def _rank_layer(self, plan_rank: Any, layer: Any) -> Tuple[int, int]:
+        r, i = _index("plan_rank", plan_rank), _index("layer", layer)
         return self._rank_in_range(r), self._layer_in_range(i)
 
     def _rank_in_range(self, r: int) -> int:
@@ -1169,7 +1208,7 @@ class Plan(_Handle):
         t, _, n, p, _ = self._sizes
         if r >= n:
             if p == 1:
-                raise make_error(Status.ERANK, f"TP rank {r} is outside 0..{t - 1}")
+                raise make_error(Status.ERANK, f"plan rank {r} is outside 0..{t - 1}")
             raise make_error(
                 Status.ERANK,
                 f"plan rank {r} is outside 0..{n - 1} (stage x {t} + TP rank, {p} stages)",
@@ -1217,43 +1256,48 @@ class Plan(_Handle):
             _check(_lib.library().kvshard_plan_layer_owner(byref(out), h, i))
         return int(out.value)
 
-    def owns(self, tp_rank: int, layer: int) -> bool:
-        """Whether plan rank `tp_rank` stores any cache of `layer` (its KV,
+    @_takes_plan_rank
+    def owns(self, plan_rank: int, layer: int) -> bool:
+        """Whether plan rank `plan_rank` stores any cache of `layer` (its KV,
         its state or its window); false for a layer of another stage."""
-        r, i = self._rank_layer(tp_rank, layer)
+        r, i = self._rank_layer(plan_rank, layer)
         return bool(self._query("kvshard_plan_owns", r, i))
 
-    def stores_kv(self, tp_rank: int, layer: int) -> bool:
-        """Whether plan rank `tp_rank` stores the paged KV cache of `layer`."""
-        r, i = self._rank_layer(tp_rank, layer)
+    @_takes_plan_rank
+    def stores_kv(self, plan_rank: int, layer: int) -> bool:
+        """Whether plan rank `plan_rank` stores the paged KV cache of `layer`."""
+        r, i = self._rank_layer(plan_rank, layer)
         return bool(self._query("kvshard_plan_stores_kv", r, i))
 
-    def split_position(self, tp_rank: int) -> Tuple[int, int]:
+    @_takes_plan_rank
+    def split_position(self, plan_rank: int) -> Tuple[int, int]:
         """(split rank, split group) of a plan rank: (t % S_eff, t // S_eff)
-        of its TP rank t = tp_rank % T (a split group lies inside a stage)."""
-        r = self._rank(tp_rank)
+        of its TP rank t = plan_rank % T (a split group lies inside a stage)."""
+        r = self._rank(plan_rank)
         rank, group = c_uint32(), c_uint32()
         with self._use() as h:
             _check(_lib.library().kvshard_plan_split_position(byref(rank), byref(group), h, r))
         return int(rank.value), int(group.value)
 
-    def rank_layers(self, tp_rank: int) -> List[int]:
+    @_takes_plan_rank
+    def rank_layers(self, plan_rank: int) -> List[int]:
         """The KV layers (full attention, hybrid and compressed) whose KV
-        plan rank `tp_rank` stores, ascending: layers of its stage only. A
+        plan rank `plan_rank` stores, ascending: layers of its stage only. A
         copy."""
-        r = self._rank(tp_rank)
+        r = self._rank(plan_rank)
         arr = POINTER(c_uint32)()
         count = c_size_t()
         with self._use() as h:  # the list points into the plan: copy it inside
             _check(_lib.library().kvshard_plan_rank_layers(byref(arr), byref(count), h, r))
             return list(arr[: count.value]) if count.value else []
 
-    def layer_storage(self, tp_rank: int, layer: int) -> LayerStorage:
-        """How plan rank `tp_rank` stores `layer`, what an engine allocates:
+    @_takes_plan_rank
+    def layer_storage(self, plan_rank: int, layer: int) -> LayerStorage:
+        """How plan rank `plan_rank` stores `layer`, what an engine allocates:
         decoder layers 0..L-1, then the model's draft layers L..L+d-1. A
         layer of another stage is ``LayerHolding.NOT_ON_STAGE``, not an
         error."""
-        r, i = _index("tp_rank", tp_rank), _index("layer", layer)
+        r, i = _index("plan_rank", plan_rank), _index("layer", layer)
         r, i = self._rank_in_range(r), self._layer_in_range(i, drafts=True)
         out = _lib.sized(_lib.CLayerStorage)
         with self._use() as h:
@@ -1266,7 +1310,7 @@ class Plan(_Handle):
             kv_head_first=int(out.kv_head_first),
             kv_head_count=int(out.kv_head_count),
             kv_bytes_per_token=int(out.kv_bytes_per_token),
-            owner_tp_rank=int(out.owner_tp_rank),
+            owner_plan_rank=int(out.owner_plan_rank),
             state_bytes_per_seq=int(out.state_bytes_per_seq),
             kv_source=int(out.kv_source),
             compress_ratio=int(out.compress_ratio),
@@ -1369,14 +1413,15 @@ class Plan(_Handle):
         return int(out.value)
 
     # --- memory -------------------------------------------------------------
-    def rank_memory(self, tp_rank: int) -> RankMemory:
-        """Memory figures of plan rank `tp_rank`, in bytes."""
-        r = self._rank(tp_rank)
+    @_takes_plan_rank
+    def rank_memory(self, plan_rank: int) -> RankMemory:
+        """Memory figures of plan rank `plan_rank`, in bytes."""
+        r = self._rank(plan_rank)
         out = _lib.sized(_lib.CRankMemory)
         with self._use() as h:
             _check(_lib.library().kvshard_plan_rank_memory(byref(out), h, r))
         return RankMemory(
-            tp_rank=r,
+            plan_rank=r,
             kv_bytes_per_token=int(out.kv_bytes_per_token),
             scratch_bytes_per_token=int(out.scratch_bytes_per_token),
             draft_bytes_per_token=int(out.draft_bytes_per_token),
@@ -1483,12 +1528,12 @@ class Plan(_Handle):
     def _budget(
         self,
         memory: Union[int, float, str],
-        tp_rank: Optional[int],
+        plan_rank: Optional[int],
         context_length: int,
         reserved_bytes: Union[int, float, str],
         extra_bytes_per_block: Union[int, float],
     ) -> Tuple[int, _lib.CBudget]:
-        """The TP rank (or ALL_RANKS) and the kvshard_budget of a measured
+        """The plan rank (or ALL_RANKS) and the kvshard_budget of a measured
         budget, every argument checked in Python first. Byte sizes take an
         int, a float of bytes (rounded down) or, for the memory and the
         reserved bytes, text with a unit ("20GiB")."""
@@ -1500,17 +1545,18 @@ class Plan(_Handle):
             "extra_bytes_per_block", extra_bytes_per_block, 0, U64_MAX
         )
         budget.context_length = _index("context_length", context_length)
-        rank = ALL_RANKS if tp_rank is None else _index("tp_rank", tp_rank)
-        if tp_rank is not None:
+        rank = ALL_RANKS if plan_rank is None else _index("plan_rank", plan_rank)
+        if plan_rank is not None:
             self._rank_in_range(rank)
         budget.memory_per_rank = parse_bytes("memory", memory)
         budget.reserved_bytes = parse_bytes("reserved_bytes", reserved_bytes)
         return rank, budget
 
+    @_takes_plan_rank
     def blocks_for(
         self,
         memory: Union[int, float, str],
-        tp_rank: Optional[int] = None,
+        plan_rank: Optional[int] = None,
         context_length: int = 0,
         reserved_bytes: Union[int, float, str] = 0,
         extra_bytes_per_block: Union[int, float] = 0,
@@ -1521,7 +1567,7 @@ class Plan(_Handle):
 
         ``memory``: bytes the rank gives to cache and state (an int, a
         float of bytes rounded down, or text such as "20GiB" or
-        "72.5GiB"); ``tp_rank``: that rank, or None for every rank
+        "72.5GiB"); ``plan_rank``: that rank, or None for every rank
         (the minimum, what all ranks allocate); ``context_length``: tokens
         per sequence for the concurrency figures (0: none);
         ``reserved_bytes``: bytes taken off first for the engine's own
@@ -1529,7 +1575,7 @@ class Plan(_Handle):
         block. Raises PlanError (ENOBLOCK) when not one block fits.
         """
         rank, budget = self._budget(
-            memory, tp_rank, context_length, reserved_bytes, extra_bytes_per_block
+            memory, plan_rank, context_length, reserved_bytes, extra_bytes_per_block
         )
         out = _lib.sized(_lib.CBlocks)
         err = _lib.CError()
@@ -1547,11 +1593,12 @@ class Plan(_Handle):
             max_seqs=_opt(out.has_max_seqs, out.max_seqs),
         )
 
+    @_takes_plan_rank
     def blocks_figure(
         self,
         name: str,
         memory: Union[int, float, str],
-        tp_rank: Optional[int] = None,
+        plan_rank: Optional[int] = None,
         context_length: int = 0,
         reserved_bytes: Union[int, float, str] = 0,
         extra_bytes_per_block: Union[int, float] = 0,
@@ -1562,7 +1609,7 @@ class Plan(_Handle):
         ConfigError (EUNKNOWNKEY) for an unknown name."""
         name_b = encode(name, "the figure's name")
         rank, budget = self._budget(
-            memory, tp_rank, context_length, reserved_bytes, extra_bytes_per_block
+            memory, plan_rank, context_length, reserved_bytes, extra_bytes_per_block
         )
         with self._use() as h:
             return _blocks_figure(h, rank, budget, name, name_b)
@@ -1597,12 +1644,13 @@ class Plan(_Handle):
         """64-bit digest of the layout only (no memory or capacity)."""
         return int(self._query("kvshard_plan_layout_digest"))
 
-    def describe_rank(self, tp_rank: int, num_blocks: Optional[int] = None) -> str:
-        """One line for an engine's log about TP rank `tp_rank`; with
+    @_takes_plan_rank
+    def describe_rank(self, plan_rank: int, num_blocks: Optional[int] = None) -> str:
+        """One line for an engine's log about plan rank `plan_rank`; with
         ``num_blocks`` (the count agreed over ranks from measured memory)
         the line names those blocks instead of the plan's
         (kvshard_plan_describe_rank_blocks)."""
-        r = self._rank(tp_rank)
+        r = self._rank(plan_rank)
         if num_blocks is not None:
             blocks = check_uint("num_blocks", num_blocks, 64)
         with self._use() as h:
@@ -1627,11 +1675,12 @@ class Plan(_Handle):
         for ``auto`` the model's (kvshard_plan_kv_cache_dtype)."""
         return Dtype(self._query("kvshard_plan_kv_cache_dtype"))
 
-    def layer_kv_geometry(self, tp_rank: int, layer: int) -> KvGeometry:
+    @_takes_plan_rank
+    def layer_kv_geometry(self, plan_rank: int, layer: int) -> KvGeometry:
         """The KV geometry of `layer` (decoder layers, then draft layers) on
-        plan rank `tp_rank`: heads, head dims, latent and index dims, dtype
+        plan rank `plan_rank`: heads, head dims, latent and index dims, dtype
         (kvshard_plan_layer_kv_geometry)."""
-        r, i = _index("tp_rank", tp_rank), _index("layer", layer)
+        r, i = _index("plan_rank", plan_rank), _index("layer", layer)
         r, i = self._rank_in_range(r), self._layer_in_range(i, drafts=True)
         out = _lib.sized(_lib.CLayerKvGeometry)
         err = _lib.CError()
@@ -1655,13 +1704,14 @@ class Plan(_Handle):
             index_head_dim=int(out.index_head_dim),
         )
 
-    def layer_state_shapes(self, tp_rank: int, layer: int) -> List[StateTensor]:
-        """The tensors of `layer`'s recurrent state on plan rank `tp_rank`,
+    @_takes_plan_rank
+    def layer_state_shapes(self, plan_rank: int, layer: int) -> List[StateTensor]:
+        """The tensors of `layer`'s recurrent state on plan rank `plan_rank`,
         for one sequence; their bytes add up to the layer's
         ``state_bytes_per_seq`` (its state part for a hybrid layer). Empty
         for a layer without state or of another stage
         (kvshard_plan_layer_state_shapes)."""
-        r, i = _index("tp_rank", tp_rank), _index("layer", layer)
+        r, i = _index("plan_rank", plan_rank), _index("layer", layer)
         r, i = self._rank_in_range(r), self._layer_in_range(i, drafts=True)
         cap = _lib.MAX_STATE_TENSORS
         out = (_lib.CStateTensor * cap)()
