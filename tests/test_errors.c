@@ -930,9 +930,11 @@ typedef struct seen_files {
     size_t count;
 } seen_files;
 
-static void note_file(void *user, const char *path)
+static void note_file(void *user, kvshard_file_role role, const char *path)
 {
     seen_files *seen = user;
+    if (role != KVSHARD_FILE_FLAGS)
+        return;
     assert_true(seen->count < 8);
     snprintf(seen->paths[seen->count++], 128, "%s", path);
 }
@@ -953,7 +955,10 @@ static void test_flagfile_files_reported(void **state)
     seen_files seen = {0};
     kvshard_deployment *dep = seed_deployment();
     kvshard_error err;
-    tu_assert_ok(kvshard_flags__apply(dep, 1, args, 0, note_file, &seen, &err), &err);
+    kvshard_args_options o = KVSHARD_ARGS_OPTIONS_INIT;
+    o.on_file = note_file;
+    o.on_file_user = &seen;
+    tu_assert_ok(kvshard_deployment_apply_args_with(dep, 1, args, &o, &err), &err);
     assert_int_equal(seen.count, 3);
     assert_string_equal(seen.paths[0], outer);
     assert_string_equal(seen.paths[1], inner);
@@ -1006,6 +1011,10 @@ static const char *const null_checked[] = {
     "kvshard_setting_count",
     "kvshard_setting_info_at",
     "kvshard_setting_find",
+    "kvshard_option_count",
+    "kvshard_option_info_at",
+    "kvshard_option_find",
+    "kvshard_flag_info_at",
     "kvshard_deployment_load_file",
     "kvshard_deployment_load_string",
     "kvshard_deployment_create",
@@ -1014,6 +1023,7 @@ static const char *const null_checked[] = {
     "kvshard_deployment_options",
     "kvshard_deployment_set",
     "kvshard_deployment_apply_args",
+    "kvshard_deployment_apply_args_with",
     "kvshard_plan_create",
     "kvshard_deployment_plan",
     "kvshard_plan_free",
@@ -1208,6 +1218,12 @@ static void test_null_everywhere(void **state)
     kvshard_setting_info info = KVSHARD_SETTING_INFO_INIT;
     assert_int_equal(kvshard_setting_find(NULL, "max_cache_size"), KVSHARD_EINVAL);
     assert_int_equal(kvshard_setting_find(&info, NULL), KVSHARD_EINVAL);
+    assert_true(kvshard_option_count() > 0);
+    assert_int_equal(kvshard_option_info_at(NULL, 0), KVSHARD_EINVAL);
+    kvshard_option_info option = KVSHARD_OPTION_INFO_INIT;
+    assert_int_equal(kvshard_option_find(NULL, "world_size"), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_option_find(&option, NULL), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_flag_info_at(NULL, KVSHARD_ENGINE_VLLM, 0), KVSHARD_EINVAL);
 
     /* Deployments. */
     kvshard_deployment *d = NULL;
@@ -1232,6 +1248,10 @@ static void test_null_everywhere(void **state)
     assert_int_equal(kvshard_deployment_apply_args(dep, 1, NULL, 0, &err), KVSHARD_EINVAL);
     assert_int_equal(kvshard_deployment_apply_args(dep, 2, args, 0, &err), KVSHARD_EINVAL);
     assert_int_equal(kvshard_deployment_apply_args(dep, 0, NULL, 0, &err), KVSHARD_OK);
+    assert_int_equal(kvshard_deployment_apply_args_with(NULL, 1, args, NULL, &err),
+                     KVSHARD_EINVAL);
+    assert_int_equal(kvshard_deployment_apply_args_with(dep, 1, NULL, NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_deployment_apply_args_with(dep, 0, NULL, NULL, &err), KVSHARD_OK);
     assert_int_equal(kvshard_deployment_ignored_flags(NULL, 4, NULL), 0);
     assert_int_equal(kvshard_deployment_ignored_flags(NULL, 0, dep), 0);
 
