@@ -928,13 +928,19 @@ static void test_flagfile_long_path(void **state)
 typedef struct seen_files {
     char paths[8][128];
     size_t count;
+    kvshard_file_role sources[4]; /* the roles reported before the flag files */
+    size_t source_count;
 } seen_files;
 
 static void note_file(void *user, kvshard_file_role role, const char *path)
 {
     seen_files *seen = user;
-    if (role != KVSHARD_FILE_FLAGS)
+    if (role != KVSHARD_FILE_FLAGS) {
+        seen->sources[seen->source_count++] = role;
+        assert_int_equal(seen->count, 0); /* before any flag file */
+        assert_non_null(strstr(path, "qwen3_5_35b_a3b"));
         return;
+    }
     assert_true(seen->count < 8);
     snprintf(seen->paths[seen->count++], 128, "%s", path);
 }
@@ -960,6 +966,10 @@ static void test_flagfile_files_reported(void **state)
     o.on_file_user = &seen;
     tu_assert_ok(kvshard_deployment_apply_args_with(dep, 1, args, &o, &err), &err);
     assert_int_equal(seen.count, 3);
+    /* The deployment file, then the model config its `model:` names. */
+    assert_int_equal(seen.source_count, 2);
+    assert_int_equal(seen.sources[0], KVSHARD_FILE_DEPLOYMENT);
+    assert_int_equal(seen.sources[1], KVSHARD_FILE_MODEL);
     assert_string_equal(seen.paths[0], outer);
     assert_string_equal(seen.paths[1], inner);
     assert_string_equal(seen.paths[2], inner);

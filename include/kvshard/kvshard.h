@@ -914,10 +914,11 @@ typedef struct kvshard_args_options {
      *  is told so. */
     const char *const *caller_flags;
     /** NULL, or called first with the deployment's own files, then with
-     *  each flag file as it is read (a file named twice, twice). It stays
-     *  with the deployment: from then on its plans, comparisons and fits
-     *  report each weights file they open, until a later call sets another
-     *  (the user data must live as long). */
+     *  each flag file as it is read (a file named twice, twice). When the
+     *  call applies, it stays with the deployment: from then on its plans,
+     *  comparisons and fits report each weights file they open, until a
+     *  later call that applies sets another or NULL (the user data must
+     *  live as long). */
     kvshard_file_fn on_file;
     void *on_file_user;
 } kvshard_args_options;

@@ -900,21 +900,26 @@ static void flag_file_read(void *user, const char *path)
     o->on_file(o->on_file_user, KVSHARD_FILE_FLAGS, path);
 }
 
-/* Report the files the deployment was read from, and hook its model's
- * weights reads, once the call is known to proceed. */
-static void report_files(kvshard_deployment *d, const kvshard_args_options *o)
+/* The files the deployment was read from, reported before its flags. */
+static void report_sources(const kvshard_deployment *d, const kvshard_args_options *o)
 {
-    d->on_file = o->on_file;
-    d->on_file_user = o->on_file_user;
     if (!o->on_file)
         return;
     if (d->source)
         o->on_file(o->on_file_user, KVSHARD_FILE_DEPLOYMENT, d->source);
+    if (d->model && d->model->source)
+        o->on_file(o->on_file_user, KVSHARD_FILE_MODEL, d->model->source);
+}
+
+/* After a call that applied: its on_file stays with the deployment, for
+ * the weights files its plans open. */
+static void keep_on_file(kvshard_deployment *d, const kvshard_args_options *o)
+{
+    d->on_file = o->on_file;
+    d->on_file_user = o->on_file_user;
     if (d->model) {
-        if (d->model->source)
-            o->on_file(o->on_file_user, KVSHARD_FILE_MODEL, d->model->source);
-        d->model->on_weights_file = weights_read;
-        d->model->on_weights_file_user = d;
+        d->model->on_weights_file = o->on_file ? weights_read : NULL;
+        d->model->on_weights_file_user = o->on_file ? d : NULL;
     }
 }
 
@@ -941,8 +946,7 @@ int kvshard_deployment_apply_args_with(kvshard_deployment *deployment, size_t co
     l.alloc = deployment->alloc;
     l.err = err;
     l.ignore_unknown = (flags & KVSHARD_ARGS_IGNORE_UNKNOWN) != 0;
-    if (deployment)
-        report_files(deployment, &o);
+    report_sources(deployment, &o);
     l.on_file = o.on_file ? flag_file_read : NULL;
     l.user = &o;
     l.also_known = also_known;
@@ -1006,6 +1010,7 @@ int kvshard_deployment_apply_args_with(kvshard_deployment *deployment, size_t co
                 deployment->skipped = skipped;
                 deployment->skipped_count = skipped_count;
             }
+            keep_on_file(deployment, &o);
         }
         kvshard_settings_free(settings);
     }
