@@ -541,6 +541,125 @@ static void test_settings_set_rejects(void **state)
     kvshard_settings_free(s);
 }
 
+/* The option table as the library publishes it. */
+static void test_option_table(void **state)
+{
+    (void)state;
+    assert_int_equal(kvshard_option_count(), 29);
+    kvshard_option_info info = KVSHARD_OPTION_INFO_INIT;
+    assert_int_equal(kvshard_option_info_at(&info, 0), KVSHARD_OK);
+    assert_string_equal(info.name, "world_size");
+    assert_int_equal(info.kind, KVSHARD_SETTING_INTEGER);
+    assert_int_equal(info.min, 1);
+    assert_int_equal(info.max, KVSHARD_MAX_RANKS);
+    assert_string_equal(info.default_value, "1");
+    assert_string_equal(info.unit, "ranks");
+    assert_string_equal(info.doc, "ranks, 1 to 65,536");
+    assert_string_equal(info.section, "parallel");
+    assert_false(info.unset_ok);
+    assert_null(info.words);
+    assert_int_equal(kvshard_option_find(&info, "engine"), KVSHARD_OK);
+    assert_int_equal(info.kind, KVSHARD_SETTING_WORD);
+    assert_string_equal(info.default_value, "kvshard");
+    assert_string_equal(info.doc, "kvshard, xllm, vllm or sglang");
+    assert_string_equal(info.section, "cache");
+    static const char *const engines[] = {"kvshard", "xllm", "vllm", "sglang"};
+    for (size_t i = 0; i < 4; i++) {
+        assert_string_equal(info.words[i].text, engines[i]);
+        assert_int_equal(info.words[i].value, (int)i);
+    }
+    assert_null(info.words[4].text);
+    assert_int_equal(kvshard_option_find(&info, "activation_reserve"), KVSHARD_OK);
+    assert_int_equal(info.kind, KVSHARD_SETTING_BYTES);
+    assert_string_equal(info.default_value, "auto");
+    assert_string_equal(info.words[0].text, "auto");
+    assert_int_equal(info.words[0].value, -1);
+    assert_int_equal(kvshard_option_find(&info, "pp_partition"), KVSHARD_OK);
+    assert_int_equal(info.kind, KVSHARD_SETTING_COUNTS);
+    assert_string_equal(info.unit, "the layers of each stage, as 31,30");
+    assert_true(info.unset_ok);
+    assert_int_equal(kvshard_option_find(&info, "weights_per_rank"), KVSHARD_OK);
+    assert_int_equal(info.kind, KVSHARD_SETTING_SIZES);
+    assert_int_equal(kvshard_option_find(&info, "block_size"), KVSHARD_OK);
+    assert_string_equal(info.default_value, "none");
+    assert_true(info.unset_ok);
+    assert_int_equal(kvshard_option_find(&info, "memory_utilization"), KVSHARD_OK);
+    assert_int_equal(info.kind, KVSHARD_SETTING_FRACTION);
+    assert_string_equal(info.doc, "a fraction above 0, at most 1");
+    /* Every row is found again by its name; settings are not options. */
+    for (size_t i = 0; i < kvshard_option_count(); i++) {
+        kvshard_option_info again = KVSHARD_OPTION_INFO_INIT;
+        assert_int_equal(kvshard_option_info_at(&info, i), KVSHARD_OK);
+        assert_int_equal(kvshard_option_find(&again, info.name), KVSHARD_OK);
+        assert_string_equal(again.name, info.name);
+    }
+    assert_int_equal(kvshard_option_info_at(&info, 29), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_option_find(&info, "max_cache_size"), KVSHARD_EUNKNOWNKEY);
+    info.size = 1;
+    assert_int_equal(kvshard_option_info_at(&info, 0), KVSHARD_EINVAL);
+}
+
+static size_t flag_count(kvshard_engine engine)
+{
+    kvshard_flag_info f = KVSHARD_FLAG_INFO_INIT;
+    size_t n = 0;
+    while (kvshard_flag_info_at(&f, engine, n) == KVSHARD_OK)
+        n++;
+    return n;
+}
+
+/* Each engine's flags: spellings, the key each sets, and the dialect. */
+static void test_flag_table(void **state)
+{
+    (void)state;
+    assert_int_equal(flag_count(KVSHARD_ENGINE_KVSHARD), 37);
+    assert_int_equal(flag_count(KVSHARD_ENGINE_XLLM), 37);
+    assert_int_equal(flag_count(KVSHARD_ENGINE_VLLM), 49);
+    assert_int_equal(flag_count(KVSHARD_ENGINE_SGLANG), 49);
+    kvshard_flag_info f = KVSHARD_FLAG_INFO_INIT;
+    assert_int_equal(kvshard_flag_info_at(&f, KVSHARD_ENGINE_KVSHARD, 0), KVSHARD_OK);
+    assert_string_equal(f.name, "world_size");
+    assert_string_equal(f.key, "world_size");
+    assert_false(f.is_setting);
+    assert_false(f.argparse);
+    assert_true(f.recommends_flags);
+    assert_true(f.read);
+    assert_int_equal(f.reader, KVSHARD_ENGINE_KVSHARD);
+    assert_string_equal(f.default_value, "1");
+    /* xLLM: gflags, its own name for max_seqs, no flags to recommend. */
+    assert_int_equal(kvshard_flag_info_at(&f, KVSHARD_ENGINE_XLLM, 12), KVSHARD_OK);
+    assert_string_equal(f.name, "max_seqs");
+    assert_int_equal(f.also_count, 1);
+    assert_string_equal(f.also[0], "max_seqs_per_batch");
+    assert_string_equal(f.default_value, "200");
+    assert_false(f.argparse);
+    assert_false(f.recommends_flags);
+    /* vLLM: argparse spellings, and its own words for the state dtype. */
+    assert_int_equal(kvshard_flag_info_at(&f, KVSHARD_ENGINE_VLLM, 16), KVSHARD_OK);
+    assert_string_equal(f.name, "pp_size");
+    assert_int_equal(f.also_count, 2);
+    assert_string_equal(f.also[0], "pp");
+    assert_string_equal(f.also[1], "pipeline-parallel-size");
+    assert_true(f.argparse);
+    assert_int_equal(kvshard_flag_info_at(&f, KVSHARD_ENGINE_VLLM, 9), KVSHARD_OK);
+    assert_string_equal(f.also[0], "mamba-ssm-cache-dtype");
+    assert_string_equal(f.doc, "auto, float32, bfloat16 or float16");
+    assert_int_equal(kvshard_flag_info_at(&f, KVSHARD_ENGINE_VLLM, 30), KVSHARD_OK);
+    assert_string_equal(f.name, "tensor-parallel-size");
+    assert_string_equal(f.also[0], "tp");
+    assert_string_equal(f.key, "tensor_parallel_size");
+    assert_true(f.is_setting);
+    assert_string_equal(f.default_value, "world_size / dp_size");
+    /* An xLLM setting kvshard accepts and does not read. */
+    assert_int_equal(kvshard_flag_info_at(&f, KVSHARD_ENGINE_KVSHARD, 35), KVSHARD_OK);
+    assert_string_equal(f.name, "engine_version");
+    assert_false(f.read);
+    assert_int_equal(f.reader, KVSHARD_ENGINE_XLLM);
+    assert_string_equal(f.doc, "a release, 0.10.0 to 0.11.0");
+    assert_int_equal(kvshard_flag_info_at(&f, KVSHARD_ENGINE_SGLANG, 49), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_flag_info_at(&f, (kvshard_engine)4, 0), KVSHARD_EINVAL);
+}
+
 static void test_options_set_every_key(void **state)
 {
     (void)state;
@@ -1646,6 +1765,8 @@ int main(void)
         cmocka_unit_test(test_deployment_set_errors),
         cmocka_unit_test(test_options_set_rejects),
         cmocka_unit_test(test_settings_set_rejects),
+        cmocka_unit_test(test_option_table),
+        cmocka_unit_test(test_flag_table),
         cmocka_unit_test(test_options_set_every_key),
         cmocka_unit_test(test_yaml_booleans_and_types),
         cmocka_unit_test(test_plan_error_at_file_key),

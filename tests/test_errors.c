@@ -933,11 +933,19 @@ static void test_flagfile_long_path(void **state)
 typedef struct seen_files {
     char paths[8][128];
     size_t count;
+    kvshard_file_role sources[4]; /* the roles reported before the flag files */
+    size_t source_count;
 } seen_files;
 
-static void note_file(void *user, const char *path)
+static void note_file(void *user, kvshard_file_role role, const char *path)
 {
     seen_files *seen = user;
+    if (role != KVSHARD_FILE_FLAGS) {
+        seen->sources[seen->source_count++] = role;
+        assert_int_equal(seen->count, 0); /* before any flag file */
+        assert_non_null(strstr(path, "qwen3_5_35b_a3b"));
+        return;
+    }
     assert_true(seen->count < 8);
     snprintf(seen->paths[seen->count++], 128, "%s", path);
 }
@@ -958,8 +966,15 @@ static void test_flagfile_files_reported(void **state)
     seen_files seen = {0};
     kvshard_deployment *dep = seed_deployment();
     kvshard_error err;
-    tu_assert_ok(kvshard_flags__apply(dep, 1, args, 0, note_file, &seen, &err), &err);
+    kvshard_args_options o = KVSHARD_ARGS_OPTIONS_INIT;
+    o.on_file = note_file;
+    o.on_file_user = &seen;
+    tu_assert_ok(kvshard_deployment_apply_args_with(dep, 1, args, &o, &err), &err);
     assert_int_equal(seen.count, 3);
+    /* The deployment file, then the model config its `model:` names. */
+    assert_int_equal(seen.source_count, 2);
+    assert_int_equal(seen.sources[0], KVSHARD_FILE_DEPLOYMENT);
+    assert_int_equal(seen.sources[1], KVSHARD_FILE_MODEL);
     assert_string_equal(seen.paths[0], outer);
     assert_string_equal(seen.paths[1], inner);
     assert_string_equal(seen.paths[2], inner);
@@ -1011,6 +1026,10 @@ static const char *const null_checked[] = {
     "kvshard_setting_count",
     "kvshard_setting_info_at",
     "kvshard_setting_find",
+    "kvshard_option_count",
+    "kvshard_option_info_at",
+    "kvshard_option_find",
+    "kvshard_flag_info_at",
     "kvshard_deployment_load_file",
     "kvshard_deployment_load_string",
     "kvshard_deployment_create",
@@ -1019,6 +1038,7 @@ static const char *const null_checked[] = {
     "kvshard_deployment_options",
     "kvshard_deployment_set",
     "kvshard_deployment_apply_args",
+    "kvshard_deployment_apply_args_with",
     "kvshard_plan_create",
     "kvshard_deployment_plan",
     "kvshard_plan_free",
@@ -1213,6 +1233,12 @@ static void test_null_everywhere(void **state)
     kvshard_setting_info info = KVSHARD_SETTING_INFO_INIT;
     assert_int_equal(kvshard_setting_find(NULL, "max_cache_size"), KVSHARD_EINVAL);
     assert_int_equal(kvshard_setting_find(&info, NULL), KVSHARD_EINVAL);
+    assert_true(kvshard_option_count() > 0);
+    assert_int_equal(kvshard_option_info_at(NULL, 0), KVSHARD_EINVAL);
+    kvshard_option_info option = KVSHARD_OPTION_INFO_INIT;
+    assert_int_equal(kvshard_option_find(NULL, "world_size"), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_option_find(&option, NULL), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_flag_info_at(NULL, KVSHARD_ENGINE_VLLM, 0), KVSHARD_EINVAL);
 
     /* Deployments. */
     kvshard_deployment *d = NULL;
@@ -1237,6 +1263,10 @@ static void test_null_everywhere(void **state)
     assert_int_equal(kvshard_deployment_apply_args(dep, 1, NULL, 0, &err), KVSHARD_EINVAL);
     assert_int_equal(kvshard_deployment_apply_args(dep, 2, args, 0, &err), KVSHARD_EINVAL);
     assert_int_equal(kvshard_deployment_apply_args(dep, 0, NULL, 0, &err), KVSHARD_OK);
+    assert_int_equal(kvshard_deployment_apply_args_with(NULL, 1, args, NULL, &err),
+                     KVSHARD_EINVAL);
+    assert_int_equal(kvshard_deployment_apply_args_with(dep, 1, NULL, NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_deployment_apply_args_with(dep, 0, NULL, NULL, &err), KVSHARD_OK);
     assert_int_equal(kvshard_deployment_ignored_flags(NULL, 4, NULL), 0);
     assert_int_equal(kvshard_deployment_ignored_flags(NULL, 0, dep), 0);
 

@@ -8,9 +8,6 @@
 #define _XOPEN_SOURCE 700 /* POSIX 2008 with realpath */
 #include "cli_output.h"
 
-#include "deploy/deploy.h"
-#include "model/model.h"
-
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -25,6 +22,140 @@
 
 /* ---- messages ------------------------------------------------------------------------------ */
 
+/* Messages are shown as the library shows its own: a control character or
+ * a byte that starts no UTF-8 character as \xNN, a character a terminal
+ * shows as nothing or as a look-alike blank (or one that reorders the text)
+ * as \u{XXXX}; the rest as it is. Text so escaped stays as it is, so the
+ * library's messages pass through unchanged. */
+
+/* Rows of first..last code point shown as \u{XXXX}. */
+static const struct {
+    uint32_t first, last;
+} invisible[] = {
+    {0x00A0, 0x00A0},   {0x00AD, 0x00AD},   {0x034F, 0x034F},   {0x061C, 0x061C},
+    {0x115F, 0x1160},   {0x1680, 0x1680},   {0x17B4, 0x17B5},   {0x180B, 0x180F},
+    {0x2000, 0x200F},   {0x2028, 0x202F},   {0x205F, 0x206F},   {0x3000, 0x3000},
+    {0x3164, 0x3164},   {0xFE00, 0xFE0F},   {0xFEFF, 0xFEFF},   {0xFFA0, 0xFFA0},
+    {0xFFF0, 0xFFFB},   {0x1BCA0, 0x1BCA3}, {0x1D173, 0x1D17A}, {0xE0000, 0xE0FFF},
+};
+
+/* The bytes of the well-formed UTF-8 character at `p`, 0 for none. */
+static size_t utf8_length(const unsigned char *p, size_t left)
+{
+    unsigned char c = p[0], lo = 0x80, hi = 0xBF;
+    size_t n;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF)
+        n = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        n = 3;
+        lo = c == 0xE0 ? 0xA0 : lo;  /* overlong */
+        hi = c == 0xED ? 0x9F : hi;  /* surrogates */
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        n = 4;
+        lo = c == 0xF0 ? 0x90 : lo;
+        hi = c == 0xF4 ? 0x8F : hi;
+    } else
+        return 0;
+    if (left < n || p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t i = 2; i < n; i++) {
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+    }
+    return n;
+}
+
+#define WIDEST_ESCAPE 16 /* four \xNN, or \u{XXXXX} */
+
+/* How the character at `p` is shown: its input bytes into *bytes, its
+ * escape into `esc` (esc[0] '\0' when it is shown as it is); returns its
+ * width in the output. */
+static size_t show_char(char *esc, const unsigned char *p, size_t left, size_t *bytes)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = utf8_length(p, left);
+    bool control = n == 1 ? p[0] < 0x20 || p[0] == 0x7F : n == 2 && p[0] == 0xC2 && p[1] < 0xA0;
+    esc[0] = '\0';
+    if (n == 0 || control) {
+        size_t count = n > 1 ? n : 1;
+        for (size_t k = 0; k < count; k++)
+            snprintf(esc + 4 * k, 5, "\\x%c%c", hex[p[k] >> 4], hex[p[k] & 0xF]);
+        *bytes = count;
+        return 4 * count;
+    }
+    *bytes = n;
+    if (n == 1)
+        return 1;
+    uint32_t cp = p[0] & (n == 2 ? 0x1Fu : n == 3 ? 0x0Fu : 0x07u);
+    for (size_t i = 1; i < n; i++)
+        cp = cp << 6 | (p[i] & 0x3Fu);
+    for (size_t i = 0; i < sizeof invisible / sizeof invisible[0]; i++) {
+        if (cp >= invisible[i].first && cp <= invisible[i].last)
+            return (size_t)snprintf(esc, WIDEST_ESCAPE + 1, "\\u{%04X}", (unsigned)cp);
+    }
+    return n;
+}
+
+/* `text` escaped into `out`, whole characters only, NUL-terminated; returns
+ * the bytes written. */
+static size_t escape(char *out, size_t cap, const char *text, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)text;
+    size_t o = 0;
+    if (cap == 0)
+        return 0;
+    for (size_t i = 0; i < len;) {
+        char esc[WIDEST_ESCAPE + 1];
+        size_t n, w = show_char(esc, p + i, len - i, &n);
+        if (o + w >= cap)
+            break;
+        memcpy(out + o, esc[0] ? esc : (const char *)p + i, w);
+        o += w;
+        i += n;
+    }
+    out[o] = '\0';
+    return o;
+}
+
+void kvshard_cli__shorten(char *out, size_t cap, const char *text)
+{
+    if (cap == 0)
+        return;
+    size_t len = strlen(text), total = 0;
+    const unsigned char *p = (const unsigned char *)text;
+    char esc[WIDEST_ESCAPE + 1];
+    for (size_t i = 0, n; i < len; i += n)
+        total += show_char(esc, p + i, len - i, &n);
+    if (total < cap || cap < 8) {
+        escape(out, cap, text, len);
+        return;
+    }
+    /* The tail names the file; "..." stands for the head. */
+    size_t room = cap - 4, shown = total, i = 0;
+    while (i < len && shown > room) {
+        size_t n;
+        shown -= show_char(esc, p + i, len - i, &n);
+        i += n;
+    }
+    memcpy(out, "...", 3);
+    escape(out + 3, cap - 3, text + i, len - i);
+}
+
+void kvshard_cli__excerpt(char *out, size_t cap, const char *text, size_t max)
+{
+    size_t len = strlen(text), take = len;
+    if (take > max) {
+        take = max;
+        while (take > 0 && ((unsigned char)text[take] & 0xC0) == 0x80)
+            take--; /* the start of a character */
+    }
+    size_t o = escape(out, cap > 3 ? cap - 3 : cap, text, take);
+    if (take < len && o + 4 <= cap)
+        memcpy(out + o, "...", 4);
+}
+
 void kvshard_cli__say(const char *fmt, ...)
 {
     char raw[2048];
@@ -34,7 +165,7 @@ void kvshard_cli__say(const char *fmt, ...)
     int n = vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
     size_t len = n < 0 ? 0 : (size_t)n < sizeof raw ? (size_t)n : sizeof raw - 1;
-    size_t m = kvshard__escape(shown, sizeof shown - 1, raw, len);
+    size_t m = escape(shown, sizeof shown - 1, raw, len);
     shown[m] = '\n';
     fwrite(shown, 1, m + 1, stderr);
 }
@@ -42,7 +173,7 @@ void kvshard_cli__say(const char *fmt, ...)
 /* ---- inputs -------------------------------------------------------------------------------- */
 
 /* Append a file: the first note of a file is the one a refusal names. */
-static void note(kvshard_cli__inputs *in, const char *what, const char *path, kvshard__file_id id)
+static void note(kvshard_cli__inputs *in, const char *what, const char *path, kvshard_cli__file_id id)
 {
     if (in->count == in->cap) {
         size_t cap = in->cap ? 2 * in->cap : 16;
@@ -55,7 +186,7 @@ static void note(kvshard_cli__inputs *in, const char *what, const char *path, kv
         in->cap = cap;
     }
     char shown[KVSHARD_ERROR_SOURCE_MAX];
-    kvshard__shorten(shown, sizeof shown, path);
+    kvshard_cli__shorten(shown, sizeof shown, path);
     char *copy = strdup(shown);
     if (!copy) {
         in->out_of_memory = true;
@@ -67,47 +198,30 @@ static void note(kvshard_cli__inputs *in, const char *what, const char *path, kv
     item->shown = copy;
 }
 
+static const char flag_file[] = "the flag file";
+
 void kvshard_cli__input_add(kvshard_cli__inputs *in, const char *what, const char *path)
 {
     struct stat st;
     if (!path || stat(path, &st) != 0)
         return;
-    kvshard__file_id id = {(uint64_t)st.st_dev, (uint64_t)st.st_ino};
+    kvshard_cli__file_id id = {(uint64_t)st.st_dev, (uint64_t)st.st_ino};
     note(in, what, path, id);
 }
 
-void kvshard_cli__input_weights(void *user, const char *path, kvshard__file_id id)
+void kvshard_cli__input_read(void *user, kvshard_file_role role, const char *path)
 {
-    /* A plan reads them once, report's plan and comparison twice: every
-     * read is noted, the first names the file. */
+    /* A plan reads the weights once, report's plan and comparison twice:
+     * every read is noted, the first names the file. */
     const char *slash = strrchr(path, '/');
     const char *name = slash ? slash + 1 : path;
-    note(user,
-         strcmp(name, "model.safetensors.index.json") == 0 ? "the safetensors index"
-                                                           : "the safetensors file",
-         path, id);
-}
-
-void kvshard_cli__inputs_of(kvshard_cli__inputs *in, kvshard_deployment *dep)
-{
-    /* The library keeps the paths it read: the deployment's source is the
-     * file CONFIG stood for (DIR/config.json for a directory), and the
-     * model's source the model config a `model:` path led to (the
-     * deployment itself for an inline model or a bare config). The weights
-     * are read when the document is made, and noted as they are opened. */
-    kvshard_cli__input_add(in, "the CONFIG file", dep->source);
-    if (dep->model) {
-        kvshard_cli__input_add(in, "the model file", dep->model->source);
-        dep->model->on_weights_file = kvshard_cli__input_weights;
-        dep->model->on_weights_file_user = in;
-    }
-}
-
-static const char flag_file[] = "the flag file";
-
-void kvshard_cli__input_flagfile(void *user, const char *path)
-{
-    kvshard_cli__input_add(user, flag_file, path);
+    const char *what = role == KVSHARD_FILE_DEPLOYMENT ? "the CONFIG file"
+                       : role == KVSHARD_FILE_MODEL    ? "the model file"
+                       : role == KVSHARD_FILE_FLAGS    ? flag_file
+                       : strcmp(name, "model.safetensors.index.json") == 0
+                           ? "the safetensors index"
+                           : "the safetensors file";
+    kvshard_cli__input_add(user, what, path);
 }
 
 bool kvshard_cli__is_flagfile(const kvshard_cli__inputs *in, const char *source)
@@ -288,7 +402,7 @@ int kvshard_cli__output_prepare(kvshard_cli__output *o, const char *name,
         o->is_stdout = true;
         return prepare_fd(o, STDOUT_FILENO, in);
     }
-    kvshard__shorten(o->shown, sizeof o->shown, name);
+    kvshard_cli__shorten(o->shown, sizeof o->shown, name);
     int fd = descriptor_of(name);
     if (fd >= 0)
         return prepare_fd(o, fd, in);
@@ -380,7 +494,7 @@ static int create_temp(kvshard_cli__output *o)
         char dir_text[4096];
         snprintf(dir_text, sizeof dir_text, "%.*s", dir_len ? (int)dir_len : 1,
                  dir_len ? o->target : ".");
-        kvshard__shorten(dir, sizeof dir, dir_text);
+        kvshard_cli__shorten(dir, sizeof dir, dir_text);
         snprintf(why, sizeof why, "cannot create a temporary file in %s: %s", dir, strerror(e));
         return cannot_write(o, why);
     }

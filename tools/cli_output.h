@@ -4,25 +4,39 @@
 #ifndef KVSHARD_TOOLS_CLI_OUTPUT_H
 #define KVSHARD_TOOLS_CLI_OUTPUT_H
 
-#include "base/error.h"
-#include "deploy/flags.h"
-#include "text/file.h"
+#include <kvshard/kvshard.h>
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
+
+#if defined(__GNUC__) || defined(__clang__)
+#define KVSHARD_CLI__PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define KVSHARD_CLI__PRINTF(fmt, args)
+#endif
 
 enum { KVSHARD_CLI__EXIT_INVALID = 1, KVSHARD_CLI__EXIT_USAGE = 2 };
 
-/* Print one line to standard error, the whole of it escaped by
- * kvshard__escape (escaped text stays as it is, so library messages pass
- * through unchanged). Names in it should be shortened first
- * (kvshard__shorten, kvshard__excerpt). */
-void kvshard_cli__say(const char *fmt, ...) KVSHARD__PRINTF(1, 2);
+/* Print one line to standard error, the whole of it escaped as the
+ * library escapes its messages (escaped text stays as it is, so library
+ * messages pass through unchanged). Names in it should be shortened first
+ * (kvshard_cli__shorten, kvshard_cli__excerpt). */
+void kvshard_cli__say(const char *fmt, ...) KVSHARD_CLI__PRINTF(1, 2);
+/* A path escaped into `out`; when it does not fit, its tail after "...". */
+void kvshard_cli__shorten(char *out, size_t cap, const char *text);
+/* At most `max` bytes of `text`, escaped, with "..." when cut. */
+void kvshard_cli__excerpt(char *out, size_t cap, const char *text, size_t max);
 
 /* ---- the files kvshard read --------------------------------------------------------------- */
 
+/* A file by device and inode. */
+typedef struct kvshard_cli__file_id {
+    uint64_t dev, ino;
+} kvshard_cli__file_id;
+
 typedef struct kvshard_cli__input {
-    kvshard__file_id id;
+    kvshard_cli__file_id id;
     const char *what; /* "the CONFIG file", "the model file", "the flag file", ... */
     char *shown;      /* the path, shortened for messages */
 } kvshard_cli__input;
@@ -39,13 +53,10 @@ typedef struct kvshard_cli__inputs {
 /* Note `path` as read (a file that cannot be stat'ed now is skipped: no
  * output can be it). */
 void kvshard_cli__input_add(kvshard_cli__inputs *in, const char *what, const char *path);
-/* The deployment file and the model config the library read for `dep`,
- * and from now on every weights file a plan of it opens. */
-void kvshard_cli__inputs_of(kvshard_cli__inputs *in, kvshard_deployment *dep);
-/* A kvshard_flags__file_fn: `user` is the kvshard_cli__inputs. */
-void kvshard_cli__input_flagfile(void *user, const char *path);
-/* A kvshard__file_fn for the weights files: `user` is the inputs. */
-void kvshard_cli__input_weights(void *user, const char *path, kvshard__file_id id);
+/* A kvshard_file_fn: every file the library reads for a deployment (the
+ * CONFIG, the model config, each flag file, and the weights its plans
+ * open); `user` is the inputs. */
+void kvshard_cli__input_read(void *user, kvshard_file_role role, const char *path);
 void kvshard_cli__inputs_free(kvshard_cli__inputs *in);
 /* Whether `source`, an error's source, names one of the run's flag files:
  * it is compared with their paths shortened as an error shortens them. */

@@ -1,7 +1,7 @@
 /* kvshard: the command line. It parses its arguments and calls the library;
  * the planning, the text and every figure come from libkvshard. The
  * document is made in full before the output is opened (tools/cli_output.c
- * writes it), and every message goes through the library's escape.
+ * writes it), and every message is escaped as the library escapes its own.
  *
  * Exit status: 0 success; 2 bad usage: a command-line value (or a flag
  * file's) that does not parse or is out of its range, an unknown flag; 1 a
@@ -10,10 +10,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cli_output.h"
 
-#include "deploy/flags.h"
-#include "deploy/options.h"
-#include "output/report.h"
-#include "kvshard/kvshard.h"
+#include "output/report.h" /* until output.h */
+#include <kvshard/kvshard.h>
 
 #include <errno.h>
 #include <stdarg.h>
@@ -125,7 +123,7 @@ typedef struct shown_arg {
 static shown_arg show(const char *arg)
 {
     shown_arg s;
-    kvshard__excerpt(s.text, sizeof s.text, arg, strlen(arg), 64);
+    kvshard_cli__excerpt(s.text, sizeof s.text, arg, 64);
     return s;
 }
 
@@ -200,7 +198,7 @@ static void put_text(text_buf *b, const char *s)
     put(b, s, strlen(s));
 }
 
-static void putf(text_buf *b, const char *fmt, ...) KVSHARD__PRINTF(2, 3);
+static void putf(text_buf *b, const char *fmt, ...) KVSHARD_CLI__PRINTF(2, 3);
 
 static void putf(text_buf *b, const char *fmt, ...)
 {
@@ -249,70 +247,13 @@ static void help_row(text_buf *b, const char *name, const char *text)
     put_text(b, "\n");
 }
 
-/* "ranks, 1 to 4,096": what a flag's value is, from its definition. */
-static void unit_text(char *out, size_t cap, const kvshard_options__flag *f,
-                      const kvshard__profile *p)
-{
-    const kvshard_value__def *def = f->key.option != KVSHARD__OPT_COUNT
-                                        ? kvshard__option_def(f->key.option)
-                                        : &f->key.setting->def;
-    const kvshard_value__word *words = f->key.words ? f->key.words : def->words;
-    char lo[32], hi[32], list[256];
-    kvshard_format__grouped_text(lo, sizeof lo, def->min);
-    kvshard_format__grouped_text(hi, sizeof hi, def->max);
-    switch (def->type) {
-    case KVSHARD__VT_U32: {
-        const char *unit = f->key.option != KVSHARD__OPT_COUNT ? kvshard__option_unit(f->key.option)
-                           : def->below_min == KVSHARD_EPARALLEL ? "ranks"
-                                                                 : NULL;
-        int n = snprintf(out, cap, "%s, %s to %s", unit ? unit : "a whole number", lo, hi);
-        if (words && n > 0 && (size_t)n < cap) {
-            kvshard_value__list_words(list, sizeof list, words);
-            snprintf(out + n, cap - (size_t)n, ", or %s", list);
-        }
-        break;
-    }
-    case KVSHARD__VT_BYTES: snprintf(out, cap, "bytes, or a size: 80GiB, 141GB, 72.5GiB"); break;
-    case KVSHARD__VT_BOOL: snprintf(out, cap, "true or false"); break;
-    case KVSHARD__VT_WORD:
-        kvshard_value__list_words(list, sizeof list, words);
-        snprintf(out, cap, "%s", list);
-        break;
-    case KVSHARD__VT_FRACTION: snprintf(out, cap, "a fraction above 0, at most 1"); break;
-    case KVSHARD__VT_DECIMAL: snprintf(out, cap, "a decimal above 0, at most %s", hi); break;
-    case KVSHARD__VT_TEXT: {
-        const kvshard__profile *reader = f->read ? p : f->reader;
-        if (reader && reader->versions && strcmp(def->name, "engine_version") == 0) {
-            char oldest[KVSHARD_VERSIONS__TEXT_MAX], newest[KVSHARD_VERSIONS__TEXT_MAX];
-            kvshard_versions__format(oldest, sizeof oldest, &reader->versions->oldest);
-            kvshard_versions__format(newest, sizeof newest, &reader->versions->newest);
-            snprintf(out, cap, "a release, %s to %s", oldest, newest);
-        } else {
-            const char *unit =
-                f->key.option != KVSHARD__OPT_COUNT ? kvshard__option_unit(f->key.option) : NULL;
-            snprintf(out, cap, "%s", unit ? unit : "text");
-        }
-        break;
-    }
-    case KVSHARD__VT_OBJECT: {
-        const kvshard_value__fields *fields = def->more ? def->more->fields : NULL;
-        if (fields && fields->text && fields->integer)
-            snprintf(out, cap, "a JSON object with \"%s\" and \"%s\"", fields->text,
-                     fields->integer);
-        else
-            snprintf(out, cap, "a JSON object");
-        break;
-    }
-    }
-}
-
-/* The flags of one help group: those the profile reads, or those it
- * accepts for `reader` alone. */
+/* The flags of one help group: those the engine reads, or those it
+ * accepts for `reader` alone (-1: for none). */
 typedef struct help_group {
     text_buf *b;
-    const kvshard__profile *profile;
+    kvshard_engine engine;
     bool read;
-    const kvshard__profile *reader;
+    int reader;
     size_t rows;
 } help_group;
 
@@ -323,57 +264,83 @@ static void flag_name(char *out, size_t cap, const char *name, bool argparse)
     snprintf(out, cap, "%s%s", argparse && strlen(name) <= 3 ? "-" : "--", name);
 }
 
-static void help_flag(void *user, const kvshard_options__flag *f)
+static void help_flag(help_group *g, const kvshard_flag_info *f)
 {
-    help_group *g = user;
     if (f->read != g->read || (!g->read && f->reader != g->reader))
         return;
-    bool argparse = g->profile->flag_style == KVSHARD_PROFILE__ARGPARSE;
-    char names[256], one[80], unit[320], def[80], text[448];
+    char names[256], one[80], text[448];
     snprintf(names, sizeof names, "--%s", f->name);
     for (size_t i = 0; i < f->also_count; i++) {
-        flag_name(one, sizeof one, f->also[i], argparse);
+        flag_name(one, sizeof one, f->also[i], f->argparse);
         size_t used = strlen(names);
         snprintf(names + used, sizeof names - used, ", %s", one);
     }
-    unit_text(unit, sizeof unit, f, g->profile);
-    kvshard_options__flag_default(def, sizeof def, f, g->profile);
     /* "default" and its value stay on one line (help_row reads \x01 as a
      * space it never breaks at). */
-    snprintf(text, sizeof text, "%s; default\x01%s", unit, def);
+    snprintf(text, sizeof text, "%s; default\x01%s", f->doc, f->default_value);
     help_row(g->b, names, text);
     g->rows++;
 }
 
-/* The flags of `profile`: those it reads, those it accepts for another
- * profile, and the switches of flag files and engine command lines. */
-static void help_flags(text_buf *b, const kvshard__profile *profile)
+static void help_group_rows(help_group *g)
 {
-    bool argparse = profile->flag_style == KVSHARD_PROFILE__ARGPARSE;
-    putf(b, "\nflags of the %s profile; they override CONFIG. %s\n", profile->name,
+    kvshard_flag_info f = KVSHARD_FLAG_INFO_INIT;
+    for (size_t i = 0; kvshard_flag_info_at(&f, g->engine, i) == KVSHARD_OK; i++)
+        help_flag(g, &f);
+}
+
+/* The engines, the words of the option "engine". */
+static const kvshard_word *engines(void)
+{
+    kvshard_option_info info = KVSHARD_OPTION_INFO_INIT;
+    return kvshard_option_find(&info, "engine") == KVSHARD_OK ? info.words : NULL;
+}
+
+static const char *engine_word(kvshard_engine engine)
+{
+    for (const kvshard_word *w = engines(); w && w->text; w++) {
+        if (w->value == (int)engine)
+            return w->text;
+    }
+    return "";
+}
+
+static bool engine_argparse(kvshard_engine engine)
+{
+    kvshard_flag_info f = KVSHARD_FLAG_INFO_INIT;
+    return kvshard_flag_info_at(&f, engine, 0) == KVSHARD_OK && f.argparse;
+}
+
+/* The flags of `engine`: those it reads, those it accepts for another
+ * engine, and the switches of flag files and engine command lines. */
+static void help_flags(text_buf *b, kvshard_engine engine)
+{
+    bool argparse = engine_argparse(engine);
+    const char *name = engine_word(engine);
+    putf(b, "\nflags of the %s profile; they override CONFIG. %s\n", name,
          argparse ? "As argparse reads them:\n--key=value or --key value, one dash or two, "
                     "'-' and '_' alike, a bare --key\nfor true and --no-key for false."
                   : "As gflags reads them:\n--key=value or --key value, a bare --key for true "
                     "and --nokey for false.");
-    help_group g = {b, profile, true, NULL, 0};
-    kvshard_options__each_flag(profile, help_flag, &g);
-    /* Flags the profile accepts and does not read: another profile's, or
+    help_group g = {b, engine, true, -1, 0};
+    help_group_rows(&g);
+    /* Flags the engine accepts and does not read: another engine's, or
      * none's (a kvshard option the engine has no use for). */
-    for (const kvshard__profile *const *q = kvshard_profiles__all;; q++) {
-        help_group other = {b, profile, false, *q, 0};
+    for (const kvshard_word *w = engines();; w++) {
+        help_group other = {b, engine, false, w && w->text ? w->value : -1, 0};
         size_t at = b->len;
-        if (*q)
-            putf(b, "\naccepted, but read only by the %s profile (--engine=%s):\n", (*q)->name,
-                 (*q)->name);
+        if (other.reader >= 0)
+            putf(b, "\naccepted, but read only by the %s profile (--engine=%s):\n", w->text,
+                 w->text);
         else
-            putf(b, "\naccepted, but not read by the %s profile:\n", profile->name);
-        kvshard_options__each_flag(profile, help_flag, &other);
+            putf(b, "\naccepted, but not read by the %s profile:\n", name);
+        help_group_rows(&other);
         if (other.rows == 0) { /* no such flag: no heading */
             b->len = at;
             if (b->data)
                 b->data[at] = '\0';
         }
-        if (!*q)
+        if (other.reader < 0)
             break;
     }
     put_text(b, "\nengine command lines:\n");
@@ -382,6 +349,14 @@ static void help_flags(text_buf *b, const kvshard__profile *profile)
     help_row(b, argparse ? "--ignore-unknown-flags" : "--ignore_unknown_flags",
              "skip the flags and arguments the profile does not read; the plan's warning "
              "flags_ignored names them");
+}
+
+/* "kvshard, xllm, vllm or sglang". */
+static void put_engines(text_buf *b)
+{
+    const kvshard_word *all = engines();
+    for (const kvshard_word *w = all; w && w->text; w++)
+        putf(b, "%s%s", w == all ? "" : w[1].text ? ", " : " or ", w->text);
 }
 
 static void help_usage(text_buf *b)
@@ -415,7 +390,7 @@ static void help_general(text_buf *b)
                 "value of the deployment file, a failed write.\n");
 }
 
-static void help_command(text_buf *b, const cli_command *cmd, const kvshard__profile *profile)
+static void help_command(text_buf *b, const cli_command *cmd, kvshard_engine engine)
 {
     putf(b, "usage: kvshard %s %s\n\n%s", cmd->name, cmd->usage, cmd->about);
     if (strcmp(cmd->name, "help") == 0)
@@ -433,19 +408,18 @@ static void help_command(text_buf *b, const cli_command *cmd, const kvshard__pro
         help_row(b, "--max_pp_size=B", "the most stages; default the nodes, ceil(N / gpus_per_node)");
         help_row(b, "--top=K", "the rows printed; default 10 (--format=json lists all)");
     }
-    help_flags(b, profile);
+    help_flags(b, engine);
     putf(b, "\n'kvshard help %s --engine=NAME' lists the flags of another profile:\n", cmd->name);
-    for (const kvshard__profile *const *q = kvshard_profiles__all; *q; q++)
-        putf(b, "%s%s", q == kvshard_profiles__all ? "" : q[1] ? ", " : " or ", (*q)->name);
+    put_engines(b);
     put_text(b, ".\n");
 }
 
 /* Print help: general, or a command's under a profile. */
-static int print_help(const cli_command *cmd, const kvshard__profile *profile)
+static int print_help(const cli_command *cmd, kvshard_engine engine)
 {
     text_buf b = {NULL, 0, 0, false};
     if (cmd)
-        help_command(&b, cmd, profile);
+        help_command(&b, cmd, engine);
     else
         help_general(&b);
     int status = b.failed ? usage_error("out of memory") : print_static(b.data);
@@ -501,22 +475,23 @@ static int help_args(int argc, char **argv, int *done)
                  "unknown command '%s' (expected plan, compare, fit, report or help)", show(name).text);
         return usage_error(message);
     }
-    const kvshard__profile *profile = kvshard_profiles__of(KVSHARD_ENGINE_KVSHARD);
+    int engine_value = KVSHARD_ENGINE_KVSHARD;
     if (engine) {
-        profile = NULL;
-        for (const kvshard_value__word *w = kvshard_profiles__engine_words; w->text; w++) {
+        engine_value = -1;
+        for (const kvshard_word *w = engines(); w && w->text; w++) {
             if (strcmp(w->text, engine) == 0)
-                profile = kvshard_profiles__of((kvshard_engine)w->value);
+                engine_value = w->value;
         }
-        if (!profile) {
-            char words[128];
-            kvshard_value__list_words(words, sizeof words, kvshard_profiles__engine_words);
-            snprintf(message, sizeof message, "--engine takes %s, not '%s'", words,
-                     show(engine).text);
+        if (engine_value < 0) {
+            text_buf words = {NULL, 0, 0, false};
+            put_engines(&words);
+            snprintf(message, sizeof message, "--engine takes %s, not '%s'",
+                     words.data ? words.data : "", show(engine).text);
+            free(words.data);
             return usage_error(message);
         }
     }
-    return print_help(cmd, profile);
+    return print_help(cmd, (kvshard_engine)engine_value);
 }
 
 static int parse_format(cli *c, const char *value)
@@ -749,9 +724,11 @@ static int run(const cli *c, kvshard_cli__inputs *inputs)
         print_error("", &err);
         return EXIT_INVALID;
     }
-    kvshard_cli__inputs_of(inputs, dep);
-    if (kvshard_flags__apply_known(dep, c->flag_count, c->flags, 0, kvshard_cli__input_flagfile,
-                                   inputs, cli_flags, &err) != KVSHARD_OK) {
+    kvshard_args_options ao = KVSHARD_ARGS_OPTIONS_INIT;
+    ao.caller_flags = cli_flags;
+    ao.on_file = kvshard_cli__input_read;
+    ao.on_file_user = inputs;
+    if (kvshard_deployment_apply_args_with(dep, c->flag_count, c->flags, &ao, &err) != KVSHARD_OK) {
         /* Bad usage, located at the flag; a flag file that does not read
          * is a file that does not read, as CONFIG's would be. */
         bool unread = err.code == KVSHARD_EIO;

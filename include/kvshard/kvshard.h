@@ -672,7 +672,7 @@ KVSHARD_EXPORT int kvshard_settings_set(kvshard_settings *settings, const char *
 KVSHARD_EXPORT int kvshard_settings_get(char *buf, size_t cap, bool *out_set,
                                         const kvshard_settings *settings, const char *key);
 
-/** The type of a setting's value. */
+/** The type of a setting's or an option's value. */
 typedef enum kvshard_setting_type {
     KVSHARD_SETTING_INTEGER = 0,  /**< a whole number in [min, max] */
     KVSHARD_SETTING_BYTES = 1,    /**< bytes: an integer or a size with a unit */
@@ -681,7 +681,9 @@ typedef enum kvshard_setting_type {
     KVSHARD_SETTING_FRACTION = 4, /**< a decimal above 0 and at most 1 */
     KVSHARD_SETTING_TEXT = 5,     /**< text (an engine version) */
     KVSHARD_SETTING_JSON = 6,     /**< a JSON object (vLLM's --speculative-config) */
-    KVSHARD_SETTING_DECIMAL = 7   /**< a decimal above 0 and at most `max` */
+    KVSHARD_SETTING_DECIMAL = 7,  /**< a decimal above 0 and at most `max` */
+    KVSHARD_SETTING_COUNTS = 8,   /**< options only: whole numbers, one a stage ("31,30") */
+    KVSHARD_SETTING_SIZES = 9     /**< options only: byte sizes, one or one a stage */
 } kvshard_setting_type;
 
 /** What a setting takes. Start from KVSHARD_SETTING_INFO_INIT. */
@@ -707,6 +709,101 @@ KVSHARD_EXPORT int kvshard_setting_info_at(kvshard_setting_info *out, size_t ind
 /** The setting `key` into *out. KVSHARD_EUNKNOWNKEY for an unknown key,
  *  KVSHARD_EINVAL for NULL arguments or an unknown size. */
 KVSHARD_EXPORT int kvshard_setting_find(kvshard_setting_info *out, const char *key);
+
+/* ------------------------------------------------------------------------ */
+/* Tables: the options and each engine's flags                               */
+/* ------------------------------------------------------------------------ */
+
+/** A word a value takes, and the value it stands for (an enum's, or a
+ *  number's stand-in such as activation_reserve's "auto", -1). */
+typedef struct kvshard_word {
+    const char *text;
+    int value;
+} kvshard_word;
+
+/** What an option (a field of kvshard_options, a deployment key) takes.
+ *  Start from KVSHARD_OPTION_INFO_INIT. */
+typedef struct kvshard_option_info {
+    size_t size;
+    const char *name;          /**< the deployment key; static storage */
+    kvshard_setting_type kind;
+    uint64_t min;              /**< integers and bytes: the bounds */
+    uint64_t max;
+    /** KVSHARD_OPTIONS_INIT's value as text; "none" when the plan settles it. */
+    char default_value[32];
+    /** The words it takes, ended by a NULL `text` (a word option's values,
+     *  or the words a number option takes besides numbers); NULL: none.
+     *  Static storage. */
+    const kvshard_word *words;
+    /** What a number counts ("ranks"), or how a list is written; NULL when
+     *  the kind says it. Static storage. */
+    const char *unit;
+    /** One line: what the value is ("ranks, 1 to 65,536"). */
+    char doc[128];
+    const char *section;       /**< the deployment file's: "parallel" or "cache" */
+    /** 0 (a word option: -1) may stand in kvshard_options: the plan
+     *  settles it from the engine profile. */
+    bool unset_ok;
+} kvshard_option_info;
+
+#define KVSHARD_OPTION_INFO_INIT                                                      \
+    { sizeof(kvshard_option_info), NULL, KVSHARD_SETTING_INTEGER, 0, 0, {0}, NULL,     \
+      NULL, {0}, NULL, false }
+
+/** How many options there are. */
+KVSHARD_EXPORT size_t kvshard_option_count(void);
+/** Option `index` (0-based, in the order of kvshard_options' fields) into
+ *  *out (`size` set by the caller). KVSHARD_EINVAL when out of range or the
+ *  size is unknown. */
+KVSHARD_EXPORT int kvshard_option_info_at(kvshard_option_info *out, size_t index);
+/** The option `name` into *out. KVSHARD_EUNKNOWNKEY for an unknown name,
+ *  KVSHARD_EINVAL for NULL arguments or an unknown size. */
+KVSHARD_EXPORT int kvshard_option_find(kvshard_option_info *out, const char *name);
+
+#define KVSHARD_FLAG_NAME_MAX 64 /**< a flag's name, its NUL included */
+#define KVSHARD_FLAG_ALSO_MAX 4  /**< other spellings of one flag */
+
+/** One flag an engine's command line takes (kvshard_deployment_apply_args()
+ *  under that --engine), and the engine's way with flags. Start from
+ *  KVSHARD_FLAG_INFO_INIT. */
+typedef struct kvshard_flag_info {
+    size_t size;
+    /** As the engine writes it, without dashes (argparse: '-' for '_'). */
+    char name[KVSHARD_FLAG_NAME_MAX];
+    /** The engine's other spellings of it ("tp" for vLLM's
+     *  tensor-parallel-size), `also_count` of them. */
+    char also[KVSHARD_FLAG_ALSO_MAX][KVSHARD_FLAG_NAME_MAX];
+    size_t also_count;
+    /** The option (kvshard_option_find()) or setting (kvshard_setting_find())
+     *  it sets; static storage. */
+    const char *key;
+    bool is_setting;
+    /** The words its value takes under this engine, NULL-ended; NULL: none. */
+    const kvshard_word *words;
+    /** The engine reads it. When not, the plan warns it was ignored and
+     *  `reader` is the first engine (a kvshard_engine) that does, -1 none. */
+    bool read;
+    int reader;
+    char doc[320];             /**< one line: what its value is */
+    char default_value[80];    /**< under this engine, as text */
+    /** The engine's command line is argparse's: one dash or two, '-' and
+     *  '_' alike; else gflags'. The same in every row of one engine. */
+    bool argparse;
+    /** The engine has flags to run a layout with (kvshard_fit_flags()). The
+     *  same in every row of one engine. */
+    bool recommends_flags;
+} kvshard_flag_info;
+
+#define KVSHARD_FLAG_INFO_INIT                                                        \
+    { sizeof(kvshard_flag_info), {0}, {{0}}, 0, NULL, false, NULL, false, -1, {0}, {0}, \
+      false, false }
+
+/** Flag `index` (0-based) of `engine` into *out (`size` set by the caller):
+ *  the options in their table's order, then the engine's settings.
+ *  KVSHARD_EINVAL for an unknown engine, an index past the last flag or an
+ *  unknown size. The engines are the words of the option "engine". */
+KVSHARD_EXPORT int kvshard_flag_info_at(kvshard_flag_info *out, kvshard_engine engine,
+                                        size_t index);
 
 /** A deployment: a model plus its options, read from a deployment file or a
  *  bare model config and changed by overrides. Opaque. */
@@ -791,6 +888,50 @@ KVSHARD_EXPORT int kvshard_deployment_set(kvshard_deployment *deployment, const 
 KVSHARD_EXPORT int kvshard_deployment_apply_args(kvshard_deployment *deployment, size_t count,
                                                  const char *const *args, unsigned flags,
                                                  kvshard_error *err);
+
+/** What a file read for a deployment is (kvshard_args_options.on_file). */
+typedef enum kvshard_file_role {
+    /** The deployment file (DIR/config.json for a model directory). */
+    KVSHARD_FILE_DEPLOYMENT = 0,
+    /** The model config a `model:` path led to (the deployment file itself
+     *  for an inline model or a bare config). */
+    KVSHARD_FILE_MODEL = 1,
+    KVSHARD_FILE_FLAGS = 2,  /**< a flag file (--flagfile) */
+    /** A safetensors index or shard, read for device inputs. */
+    KVSHARD_FILE_WEIGHTS = 3
+} kvshard_file_role;
+
+/** Called with each file read; `path` is borrowed for the call. */
+typedef void (*kvshard_file_fn)(void *user, kvshard_file_role role, const char *path);
+
+/** How kvshard_deployment_apply_args_with() reads. Start from
+ *  KVSHARD_ARGS_OPTIONS_INIT. */
+typedef struct kvshard_args_options {
+    size_t size;
+    unsigned flags;  /**< KVSHARD_ARGS_* */
+    /** Flags the caller reads itself before passing the rest on (NULL-ended
+     *  names without dashes; NULL: none): an unknown flag near one of them
+     *  is told so. */
+    const char *const *caller_flags;
+    /** NULL, or called first with the deployment's own files, then with
+     *  each flag file as it is read (a file named twice, twice). When the
+     *  call applies, it stays with the deployment: from then on its plans,
+     *  comparisons and fits report each weights file they open, until a
+     *  later call that applies sets another or NULL (the user data must
+     *  live as long). */
+    kvshard_file_fn on_file;
+    void *on_file_user;
+} kvshard_args_options;
+
+#define KVSHARD_ARGS_OPTIONS_INIT { sizeof(kvshard_args_options), 0u, NULL, NULL, NULL }
+
+/** kvshard_deployment_apply_args() with `options` (NULL:
+ *  KVSHARD_ARGS_OPTIONS_INIT). The same errors, and KVSHARD_EINVAL for an
+ *  unknown `size`. */
+KVSHARD_EXPORT int kvshard_deployment_apply_args_with(kvshard_deployment *deployment,
+                                                      size_t count, const char *const *args,
+                                                      const kvshard_args_options *options,
+                                                      kvshard_error *err);
 
 /** What kvshard_deployment_apply_args() skipped under `--ignore_unknown_flags`
  *  or KVSHARD_ARGS_IGNORE_UNKNOWN, over every call, each once in the order

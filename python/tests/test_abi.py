@@ -26,13 +26,16 @@ import pytest
 from conftest import REPO
 
 import kvshard
-from kvshard import _enums, _lib
+from kvshard import _enums, _lib, _optiontable
 
 # C struct name -> the binding's mirror, and its INIT macro (None: no size field).
 STRUCTS: Dict[str, Tuple[type, str]] = {
     "kvshard_error": (_lib.CError, ""),
     "kvshard_options": (_lib.COptions, "KVSHARD_OPTIONS_INIT"),
     "kvshard_setting_info": (_lib.CSettingInfo, "KVSHARD_SETTING_INFO_INIT"),
+    "kvshard_word": (_lib.CWord, ""),
+    "kvshard_option_info": (_lib.COptionInfo, "KVSHARD_OPTION_INFO_INIT"),
+    "kvshard_flag_info": (_lib.CFlagInfo, "KVSHARD_FLAG_INFO_INIT"),
     "kvshard_model_desc": (_lib.CModelDesc, "KVSHARD_MODEL_DESC_INIT"),
     "kvshard_layer_storage": (_lib.CLayerStorage, "KVSHARD_LAYER_STORAGE_INIT"),
     "kvshard_rank_memory": (_lib.CRankMemory, "KVSHARD_RANK_MEMORY_INIT"),
@@ -189,7 +192,7 @@ def test_struct_layout_matches_the_header(c_name: str, layout: Dict[str, int]) -
 
 
 def test_the_init_values_are_the_binding_s(layout: Dict[str, int]) -> None:
-    o = _lib.options_init()
+    o = _optiontable.options_init()
     for field, _ in _lib.COptions._fields_[1:]:
         if field in POINTERS:
             assert not getattr(o, field) and layout[f"value kvshard_options.{field}"] == 1, field
@@ -237,9 +240,9 @@ def header_body(text: str, what: str, name: str) -> str:
 def test_every_field_of_the_header_is_mirrored() -> None:
     text = header_text()
     for c_name, (mirror, _) in STRUCTS.items():
-        # Each member's name: the last word of its declaration, before any [N].
+        # Each member's name: the last word of its declaration, before any [N][M].
         members = [m.strip() for m in header_body(text, "struct", c_name).split(";")]
-        declared = [re.sub(r"\s*\[[^\]]*\]$", "", m).split()[-1].lstrip("*")
+        declared = [re.sub(r"(\s*\[[^\]]*\])+$", "", m).split()[-1].lstrip("*")
                     for m in members if m]
         mirrored = [field for field, _ in mirror._fields_]
         if c_name in PREFIX_ONLY:

@@ -49,6 +49,9 @@ struct kvshard_deployment {
      * its plans warn flags_ignored naming them. */
     kvshard__skipped *skipped;
     size_t skipped_count;
+    /* kvshard_args_options.on_file, which its model's weights reads call. */
+    kvshard_file_fn on_file;
+    void *on_file_user;
 };
 
 /* The deployment's options as a plan takes them: its settings and its

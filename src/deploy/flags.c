@@ -10,6 +10,7 @@
 #define _POSIX_C_SOURCE 200809L /* stat */
 #include "deploy/flags.h"
 
+#include "base/call.h"
 #include "base/hash.h"
 #include "deploy/deploy.h"
 #include "text/file.h"
@@ -67,7 +68,8 @@ typedef struct flag_list {
     /* The budget of the whole call (KVSHARD_FLAGS__MAX_*). */
     size_t files; /* flag files opened */
     size_t bytes; /* bytes of flag files read */
-    kvshard_flags__file_fn on_file;
+    /* Called with each flag file read (kvshard_args_options.on_file). */
+    void (*on_file)(void *user, const char *path);
     void *user;
     kvshard_error *err;
     /* A --flagfile written without `=`: the next token, whatever it is, is
@@ -879,21 +881,62 @@ static int merge_skipped(kvshard__skipped **out, size_t *out_count, flag_list *l
 int kvshard_deployment_apply_args(kvshard_deployment *deployment, size_t count,
                                   const char *const *args, unsigned flags, kvshard_error *err)
 {
-    return kvshard_flags__apply_known(deployment, count, args, flags, NULL, NULL, NULL, err);
+    kvshard_args_options o = KVSHARD_ARGS_OPTIONS_INIT;
+    o.flags = flags;
+    return kvshard_deployment_apply_args_with(deployment, count, args, &o, err);
 }
 
-int kvshard_flags__apply(kvshard_deployment *deployment, size_t count, const char *const *args,
-                         unsigned flags, kvshard_flags__file_fn on_file, void *user,
-                         kvshard_error *err)
+/* The model's weights hook, passed on to the caller's on_file. */
+static void weights_read(void *user, const char *path, kvshard__file_id id)
 {
-    return kvshard_flags__apply_known(deployment, count, args, flags, on_file, user, NULL, err);
+    (void)id;
+    const kvshard_deployment *d = user;
+    d->on_file(d->on_file_user, KVSHARD_FILE_WEIGHTS, path);
 }
 
-int kvshard_flags__apply_known(kvshard_deployment *deployment, size_t count,
-                               const char *const *args, unsigned flags,
-                               kvshard_flags__file_fn on_file, void *user,
-                               const char *const *also_known, kvshard_error *err)
+static void flag_file_read(void *user, const char *path)
 {
+    const kvshard_args_options *o = user;
+    o->on_file(o->on_file_user, KVSHARD_FILE_FLAGS, path);
+}
+
+/* The files the deployment was read from, reported before its flags. */
+static void report_sources(const kvshard_deployment *d, const kvshard_args_options *o)
+{
+    if (!o->on_file)
+        return;
+    if (d->source)
+        o->on_file(o->on_file_user, KVSHARD_FILE_DEPLOYMENT, d->source);
+    if (d->model && d->model->source)
+        o->on_file(o->on_file_user, KVSHARD_FILE_MODEL, d->model->source);
+}
+
+/* After a call that applied: its on_file stays with the deployment, for
+ * the weights files its plans open. */
+static void keep_on_file(kvshard_deployment *d, const kvshard_args_options *o)
+{
+    d->on_file = o->on_file;
+    d->on_file_user = o->on_file_user;
+    if (d->model) {
+        d->model->on_weights_file = o->on_file ? weights_read : NULL;
+        d->model->on_weights_file_user = o->on_file ? d : NULL;
+    }
+}
+
+int kvshard_deployment_apply_args_with(kvshard_deployment *deployment, size_t count,
+                                       const char *const *args,
+                                       const kvshard_args_options *args_options, kvshard_error *err)
+{
+    kvshard_args_options o = KVSHARD_ARGS_OPTIONS_INIT;
+    if (args_options) {
+        int rc = kvshard_call__size(err, "kvshard_args_options", args_options->size,
+                                    sizeof *args_options, "KVSHARD_ARGS_OPTIONS_INIT");
+        if (rc)
+            return rc;
+        o = *args_options;
+    }
+    unsigned flags = o.flags;
+    const char *const *also_known = o.caller_flags;
     kvshard__error_reset(err);
     if (!deployment || (count && !args))
         return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
@@ -903,8 +946,9 @@ int kvshard_flags__apply_known(kvshard_deployment *deployment, size_t count,
     l.alloc = deployment->alloc;
     l.err = err;
     l.ignore_unknown = (flags & KVSHARD_ARGS_IGNORE_UNKNOWN) != 0;
-    l.on_file = on_file;
-    l.user = user;
+    report_sources(deployment, &o);
+    l.on_file = o.on_file ? flag_file_read : NULL;
+    l.user = &o;
     l.also_known = also_known;
     int rc = KVSHARD_OK;
     for (size_t i = 0; i < count && rc == KVSHARD_OK; i++) {
@@ -966,6 +1010,7 @@ int kvshard_flags__apply_known(kvshard_deployment *deployment, size_t count,
                 deployment->skipped = skipped;
                 deployment->skipped_count = skipped_count;
             }
+            keep_on_file(deployment, &o);
         }
         kvshard_settings_free(settings);
     }

@@ -1,7 +1,5 @@
 /* gflags- and argparse-style arguments and flag files: the limits of one
- * call, the form of kvshard_deployment_apply_args() that also names each
- * flag file it read (the CLI must not write its output over one), and the
- * words of the warning about what it skipped. */
+ * call, and the words of the warning about what it skipped. */
 #ifndef KVSHARD_DEPLOY_FLAGS_H
 #define KVSHARD_DEPLOY_FLAGS_H
 
@@ -24,24 +22,6 @@
  * this thread: the work a command line of one input repeated would inflate,
  * read by the tests. Only ever incremented. */
 extern _Thread_local uint64_t kvshard_flags__compared;
-
-/* Called with the path of each flag file once it has been read (a file
- * named twice is reported twice). The path is borrowed for the call. */
-typedef void (*kvshard_flags__file_fn)(void *user, const char *path);
-
-/* kvshard_deployment_apply_args(), calling `on_file` (may be NULL) for
- * every flag file read. The same errors, all or nothing. */
-int kvshard_flags__apply(kvshard_deployment *deployment, size_t count, const char *const *args,
-                         unsigned flags, kvshard_flags__file_fn on_file, void *user,
-                         kvshard_error *err);
-
-/* kvshard_flags__apply(), offering also the names in `also_known`
- * (NULL-ended; NULL for none), which the caller reads itself (the CLI's
- * --format), when a flag is unknown and one of them is near it. */
-int kvshard_flags__apply_known(kvshard_deployment *deployment, size_t count,
-                               const char *const *args, unsigned flags,
-                               kvshard_flags__file_fn on_file, void *user,
-                               const char *const *also_known, kvshard_error *err);
 
 /* The message of the flags_ignored warning for what `deployment` skipped
  * (at least one argument): how many, under which profile, their names as

@@ -3,6 +3,8 @@
 #include "deploy/options.h"
 
 #include "base/call.h"
+#include "base/format.h"
+#include "profile/versions.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -787,4 +789,147 @@ const char *kvshard_ownership_name(kvshard_ownership ownership)
         return "default";
     const kvshard_value__word *w = kvshard_value__word_of(ownership_words, ownership);
     return w ? w->text : "unknown";
+}
+
+/* ---- the public tables ---------------------------------------------------- */
+
+/* "ranks, 1 to 65,536": what a value is, in one line. `unit` is the
+ * option's (NULL for a setting), `words` the ones it takes, `reader` the
+ * profile that reads it (for an engine version's range). */
+static void value_doc(char *out, size_t cap, const kvshard_value__def *def,
+                      const kvshard_value__word *words, const char *unit,
+                      const kvshard__profile *reader)
+{
+    char lo[32], hi[32], list[256];
+    kvshard_format__grouped_text(lo, sizeof lo, def->min);
+    kvshard_format__grouped_text(hi, sizeof hi, def->max);
+    switch (def->type) {
+    case KVSHARD__VT_U32: {
+        const char *counts = unit ? unit : def->below_min == KVSHARD_EPARALLEL ? "ranks" : NULL;
+        int n = snprintf(out, cap, "%s, %s to %s", counts ? counts : "a whole number", lo, hi);
+        if (words && n > 0 && (size_t)n < cap) {
+            kvshard_value__list_words(list, sizeof list, words);
+            snprintf(out + n, cap - (size_t)n, ", or %s", list);
+        }
+        break;
+    }
+    case KVSHARD__VT_BYTES: snprintf(out, cap, "bytes, or a size: 80GiB, 141GB, 72.5GiB"); break;
+    case KVSHARD__VT_BOOL: snprintf(out, cap, "true or false"); break;
+    case KVSHARD__VT_WORD:
+        kvshard_value__list_words(list, sizeof list, words);
+        snprintf(out, cap, "%s", list);
+        break;
+    case KVSHARD__VT_FRACTION: snprintf(out, cap, "a fraction above 0, at most 1"); break;
+    case KVSHARD__VT_DECIMAL: snprintf(out, cap, "a decimal above 0, at most %s", hi); break;
+    case KVSHARD__VT_TEXT:
+        if (reader && reader->versions && strcmp(def->name, "engine_version") == 0) {
+            char oldest[KVSHARD_VERSIONS__TEXT_MAX], newest[KVSHARD_VERSIONS__TEXT_MAX];
+            kvshard_versions__format(oldest, sizeof oldest, &reader->versions->oldest);
+            kvshard_versions__format(newest, sizeof newest, &reader->versions->newest);
+            snprintf(out, cap, "a release, %s to %s", oldest, newest);
+        } else {
+            snprintf(out, cap, "%s", unit ? unit : "text");
+        }
+        break;
+    case KVSHARD__VT_OBJECT: {
+        const kvshard_value__fields *fields = def->more ? def->more->fields : NULL;
+        if (fields && fields->text && fields->integer)
+            snprintf(out, cap, "a JSON object with \"%s\" and \"%s\"", fields->text,
+                     fields->integer);
+        else
+            snprintf(out, cap, "a JSON object");
+        break;
+    }
+    }
+}
+
+size_t kvshard_option_count(void)
+{
+    return KVSHARD__OPT_COUNT;
+}
+
+int kvshard_option_info_at(kvshard_option_info *out, size_t index)
+{
+    if (!out || out->size != sizeof *out || index >= KVSHARD__OPT_COUNT)
+        return KVSHARD_EINVAL;
+    const option_def *d = &defs[index];
+    kvshard_option_info info = KVSHARD_OPTION_INFO_INIT;
+    info.name = d->value.name;
+    info.kind = kvshard_settings__public_type(d->value.type);
+    /* The two lists are text to the parser and arrays in the struct. */
+    if (index == KVSHARD__OPT_PP_PARTITION)
+        info.kind = KVSHARD_SETTING_COUNTS;
+    else if (index == KVSHARD__OPT_WEIGHTS_PER_RANK)
+        info.kind = KVSHARD_SETTING_SIZES;
+    info.min = d->value.min;
+    info.max = d->value.max;
+    kvshard_options init = KVSHARD_OPTIONS_INIT;
+    default_text(info.default_value, sizeof info.default_value, &d->value, get_field(&init, d));
+    info.words = d->value.words;
+    info.unit = units[index];
+    value_doc(info.doc, sizeof info.doc, &d->value, d->value.words, units[index], NULL);
+    info.section = kvshard__section_name(d->section);
+    info.unset_ok = d->value.unset_ok;
+    *out = info;
+    return KVSHARD_OK;
+}
+
+int kvshard_option_find(kvshard_option_info *out, const char *name)
+{
+    if (!out || !name)
+        return KVSHARD_EINVAL;
+    kvshard__option_id id = option_named(name, strlen(name));
+    return id == KVSHARD__OPT_COUNT ? KVSHARD_EUNKNOWNKEY : kvshard_option_info_at(out, id);
+}
+
+/* The flag of each_flag's walk whose turn is `want`. */
+typedef struct flag_walk {
+    size_t want, at;
+    const kvshard__profile *profile;
+    kvshard_flag_info *out;
+    bool found;
+} flag_walk;
+
+static void flag_row(void *user, const kvshard_options__flag *f)
+{
+    flag_walk *w = user;
+    if (w->at++ != w->want)
+        return;
+    kvshard_flag_info *out = w->out;
+    const kvshard__profile *p = w->profile;
+    bool is_option = f->key.option != KVSHARD__OPT_COUNT;
+    const kvshard_value__def *def = is_option ? &defs[f->key.option].value : &f->key.setting->def;
+    snprintf(out->name, sizeof out->name, "%s", f->name);
+    for (size_t i = 0; i < f->also_count; i++)
+        snprintf(out->also[i], sizeof out->also[i], "%s", f->also[i]);
+    out->also_count = f->also_count;
+    out->key = def->name;
+    out->is_setting = !is_option;
+    out->words = f->key.words ? f->key.words : def->words;
+    out->read = f->read;
+    out->reader = f->read ? (int)p->engine : f->reader ? (int)f->reader->engine : -1;
+    value_doc(out->doc, sizeof out->doc, def, out->words,
+              is_option ? units[f->key.option] : NULL, f->read ? p : f->reader);
+    kvshard_options__flag_default(out->default_value, sizeof out->default_value, f, p);
+    out->argparse = p->flag_style == KVSHARD_PROFILE__ARGPARSE;
+    out->recommends_flags = p->recommend != NULL;
+    w->found = true;
+}
+
+_Static_assert(KVSHARD_OPTIONS__FLAG_ALSO == KVSHARD_FLAG_ALSO_MAX, "the public flag's spellings");
+_Static_assert(sizeof(((kvshard_options__flag *)0)->name) == KVSHARD_FLAG_NAME_MAX,
+               "the public flag's name");
+
+int kvshard_flag_info_at(kvshard_flag_info *out, kvshard_engine engine, size_t index)
+{
+    const kvshard__profile *p = kvshard_profiles__of(engine);
+    if (!out || out->size != sizeof *out || !p)
+        return KVSHARD_EINVAL;
+    kvshard_flag_info info = KVSHARD_FLAG_INFO_INIT;
+    flag_walk w = {index, 0, p, &info, false};
+    kvshard_options__each_flag(p, flag_row, &w);
+    if (!w.found)
+        return KVSHARD_EINVAL;
+    *out = info;
+    return KVSHARD_OK;
 }

@@ -284,7 +284,7 @@ int kvshard_settings_get(char *buf, size_t cap, bool *out_set, const kvshard_set
     return KVSHARD_OK;
 }
 
-static kvshard_setting_type public_type(kvshard_value__type t)
+kvshard_setting_type kvshard_settings__public_type(kvshard_value__type t)
 {
     switch (t) {
     case KVSHARD__VT_BYTES: return KVSHARD_SETTING_BYTES;
@@ -335,7 +335,7 @@ int kvshard_setting_info_at(kvshard_setting_info *out, size_t index)
     memset(&info, 0, sizeof info);
     info.size = sizeof info;
     info.key = in->def.name;
-    info.type = public_type(in->def.type);
+    info.type = kvshard_settings__public_type(in->def.type);
     info.min = in->def.min;
     info.max = in->def.max;
     if (in->default_text)

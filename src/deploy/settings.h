@@ -56,4 +56,7 @@ size_t kvshard_settings__ignored(const char **names, size_t cap, const kvshard_s
 /* Most inputs one profile reads. */
 #define KVSHARD__MAX_PROFILE_INPUTS 40 /* at most 64: a bit each in a set of inputs */
 
+/* The public type of a value type (kvshard_setting_info.type). */
+kvshard_setting_type kvshard_settings__public_type(kvshard_value__type t);
+
 #endif /* KVSHARD_DEPLOY_SETTINGS_H */

@@ -20,10 +20,8 @@ typedef enum kvshard_value__type {
 /* Longest text value, its NUL included. */
 #define KVSHARD__VALUE_TEXT_MAX 64
 
-typedef struct kvshard_value__word {
-    const char *text;
-    int value;
-} kvshard_value__word;
+/* The public kvshard_word: the option table hands its words out as they are. */
+typedef kvshard_word kvshard_value__word;
 
 struct kvshard_value__def;
 

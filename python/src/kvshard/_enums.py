@@ -358,11 +358,13 @@ class SettingType(enum.IntEnum):
     TEXT = 5  # text the library checks (an engine version)
     JSON = 6  # a JSON object (vLLM's --speculative-config)
     DECIMAL = 7  # a decimal above 0 and at most the setting's max
+    COUNTS = 8  # options only: whole numbers, one a stage
+    SIZES = 9  # options only: byte sizes, one or one a stage
 
     @property
     def label(self) -> str:
-        """"integer", "bytes", "bool", "word", "fraction", "text", "json" or
-        "decimal"."""
+        """"integer", "bytes", "bool", "word", "fraction", "text", "json",
+        "decimal", "counts" or "sizes"."""
         return self.name.lower()
 
 

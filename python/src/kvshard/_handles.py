@@ -9,10 +9,12 @@ inside the library have returned, never under one.
 
 from __future__ import annotations
 
+import ctypes
+import itertools
 import threading
 import weakref
 from ctypes import byref, c_void_p
-from typing import Any, Callable, NoReturn, Optional, Tuple
+from typing import Any, Callable, Dict, List, NoReturn, Optional, Tuple
 
 from . import _lib
 from ._enums import Status
@@ -259,3 +261,34 @@ def copy_rows(ptr: int, count: Callable[[int], int], row_at: Callable[[int, int]
             raise make_error(Status.EINVAL, f"{what} row {index} is missing")
         rows.append(convert(row.contents))
     return tuple(rows)
+
+
+# Output: one module-level writer callback; `user` is the key of the list
+# that collects one call's output.
+_sinks: Dict[int, List[Any]] = {}
+_sink_keys = itertools.count(1)
+
+
+def _sink(user: Optional[int], data: Optional[int], length: int) -> int:
+    try:
+        chunks = _sinks[user or 0]
+        if length:
+            chunks.append(ctypes.string_at(data, length))
+        return 0
+    except BaseException:  # never let an exception cross the C frames
+        return 1
+
+
+_SINK = _lib.WRITE_FN(_sink)
+
+
+def _write(function: str, *handles: Optional[int]) -> str:
+    key = next(_sink_keys)
+    _sinks[key] = chunks = []
+    try:
+        rc = getattr(_lib.library(), function)(*handles, _SINK, c_void_p(key))
+    finally:
+        del _sinks[key]
+    if rc != 0:
+        raise_error(rc, None)
+    return b"".join(chunks).decode("utf-8")

@@ -47,9 +47,9 @@ from ctypes import (
     c_uint64,
     c_void_p,
 )
-from typing import List, Optional, Tuple
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
 
-from ._optiontable import LISTS, OPTIONS, struct_fields
 from ._version import __version__
 
 __all__ = [
@@ -58,6 +58,12 @@ __all__ = [
     "library_version",
     "LibraryNotFoundError",
     "LibraryVersionError",
+    "OptionRow",
+    "EngineRow",
+    "FlagRow",
+    "options",
+    "engines",
+    "flags",
 ]
 
 ENV_VAR = "KVSHARD_LIBRARY"
@@ -93,26 +99,10 @@ class CError(Structure):
 
 
 class COptions(Structure):
-    # Built from the option table, in its order: the fields of
-    # kvshard_options, `const kvshard_settings *settings` after
-    # context_length, and each list (the explicit pp_partition,
-    # weights_per_rank) as its array and length.
-    _fields_ = [("size", c_size_t)] + struct_fields()
-
-
-def options_init() -> COptions:
-    """A COptions holding KVSHARD_OPTIONS_INIT (the table's defaults, no
-    settings: every one at its default, and no lists)."""
-    o = COptions()
-    o.size = ctypes.sizeof(COptions)
-    for spec in OPTIONS:
-        if spec.kind in LISTS:
-            setattr(o, spec.name, None)
-            setattr(o, spec.name + "_count", 0)
-        else:
-            setattr(o, spec.name, spec.default)
-    o.settings = None
-    return o
+    """kvshard_options. Its fields are the option table's, which
+    ``_optiontable`` gives it when it is imported (ctypes lets a struct be
+    declared here and completed there, so that this module, which loads the
+    library, needs nothing of the table)."""
 
 
 SETTING_DEFAULT_MAX = 32  # default_value[32] of kvshard_setting_info
@@ -127,6 +117,51 @@ class CSettingInfo(Structure):
         ("max", c_uint64),
         ("default_value", c_char * SETTING_DEFAULT_MAX),
         ("engine", c_int),
+    ]
+
+
+class CWord(Structure):
+    _fields_ = [("text", c_char_p), ("value", c_int)]
+
+
+OPTION_DOC_MAX = 128  # doc[128] of kvshard_option_info
+
+
+class COptionInfo(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("name", c_char_p),
+        ("kind", c_int),
+        ("min", c_uint64),
+        ("max", c_uint64),
+        ("default_value", c_char * SETTING_DEFAULT_MAX),
+        ("words", POINTER(CWord)),
+        ("unit", c_char_p),
+        ("doc", c_char * OPTION_DOC_MAX),
+        ("section", c_char_p),
+        ("unset_ok", c_bool),
+    ]
+
+
+FLAG_NAME_MAX = 64  # KVSHARD_FLAG_NAME_MAX
+FLAG_ALSO_MAX = 4  # KVSHARD_FLAG_ALSO_MAX
+
+
+class CFlagInfo(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("name", c_char * FLAG_NAME_MAX),
+        ("also", (c_char * FLAG_NAME_MAX) * FLAG_ALSO_MAX),
+        ("also_count", c_size_t),
+        ("key", c_char_p),
+        ("is_setting", c_bool),
+        ("words", POINTER(CWord)),
+        ("read", c_bool),
+        ("reader", c_int),
+        ("doc", c_char * 320),
+        ("default_value", c_char * 80),
+        ("argparse", c_bool),
+        ("recommends_flags", c_bool),
     ]
 
 
@@ -452,6 +487,9 @@ _PROTOTYPES = {
     "kvshard_settings_get": (c_int, [POINTER(c_char), c_size_t, POINTER(c_bool), _P, c_char_p]),
     "kvshard_setting_count": (c_size_t, []),
     "kvshard_setting_info_at": (c_int, [POINTER(CSettingInfo), c_size_t]),
+    "kvshard_option_count": (c_size_t, []),
+    "kvshard_option_info_at": (c_int, [POINTER(COptionInfo), c_size_t]),
+    "kvshard_flag_info_at": (c_int, [POINTER(CFlagInfo), c_int, c_size_t]),
     "kvshard_setting_find": (c_int, [POINTER(CSettingInfo), c_char_p]),
     # deployment
     "kvshard_deployment_load_file": (c_int, [_PP, c_char_p, c_void_p, _E]),
@@ -733,3 +771,128 @@ def setting_rows() -> Tuple[CSettingInfo, ...]:
     on first use). No C call after that."""
     loaded = _loaded
     return loaded[3] if loaded is not None else _load()[3]
+
+
+
+# ---------------------------------------------------------------------------
+# The library's option table and each engine's flags, read once on first use:
+# the binding keeps no copy of the names, ranges, words or spellings.
+# ---------------------------------------------------------------------------
+
+
+def _text(raw: Optional[bytes]) -> str:
+    return (raw or b"").decode("utf-8")
+
+
+def _words(ptr: "ctypes._Pointer[CWord]") -> Tuple[Tuple[str, int], ...]:
+    words: List[Tuple[str, int]] = []
+    i = 0
+    while ptr and ptr[i].text is not None:
+        words.append((_text(ptr[i].text), int(ptr[i].value)))
+        i += 1
+    return tuple(words)
+
+
+@dataclass(frozen=True)
+class OptionRow:
+    """A row of the option table (kvshard_option_info_at)."""
+
+    name: str
+    kind: int  # a kvshard_setting_type
+    min: int
+    max: int
+    default: str
+    words: Tuple[Tuple[str, int], ...]
+    unit: Optional[str]
+    doc: str
+    section: str
+    unset_ok: bool
+
+
+@dataclass(frozen=True)
+class FlagRow:
+    """A flag of one engine's command line (kvshard_flag_info_at)."""
+
+    name: str
+    also: Tuple[str, ...]
+    key: str
+    is_setting: bool
+    words: Tuple[Tuple[str, int], ...]
+    read: bool
+    reader: int
+    doc: str
+    default: str
+
+
+@dataclass(frozen=True)
+class EngineRow:
+    """An engine: a word of the option "engine", and its way with flags."""
+
+    name: str
+    value: int
+    argparse: bool
+    recommends_flags: bool
+
+
+_tables_lock = threading.Lock()
+_option_rows: Optional[Tuple[OptionRow, ...]] = None
+_flag_rows: Dict[int, Tuple[FlagRow, ...]] = {}
+
+
+def _fail(function: str, index: int, rc: int) -> LibraryVersionError:
+    return LibraryVersionError(f"kvshard: {function}({index}) failed with {rc}")
+
+
+def options() -> Tuple[OptionRow, ...]:
+    """The option table, in the order of kvshard_options' fields."""
+    global _option_rows
+    with _tables_lock:
+        if _option_rows is None:
+            lib = library()
+            rows: List[OptionRow] = []
+            for index in range(lib.kvshard_option_count()):
+                info = sized(COptionInfo)
+                rc = lib.kvshard_option_info_at(ctypes.byref(info), index)
+                if rc != 0:
+                    raise _fail("kvshard_option_info_at", index, rc)
+                rows.append(
+                    OptionRow(_text(info.name), int(info.kind), int(info.min), int(info.max),
+                              _text(info.default_value), _words(info.words),
+                              _text(info.unit) if info.unit else None, _text(info.doc),
+                              _text(info.section), bool(info.unset_ok))
+                )
+            _option_rows = tuple(rows)
+        return _option_rows
+
+
+def flags(engine: int) -> Tuple[FlagRow, ...]:
+    """Every flag of `engine`'s command line; () for no such engine."""
+    with _tables_lock:
+        if engine not in _flag_rows:
+            lib = library()
+            rows: List[FlagRow] = []
+            info = sized(CFlagInfo)
+            while lib.kvshard_flag_info_at(ctypes.byref(info), int(engine), len(rows)) == 0:
+                rows.append(
+                    FlagRow(_text(info.name),
+                            tuple(_text(info.also[i].value) for i in range(info.also_count)),
+                            _text(info.key), bool(info.is_setting), _words(info.words),
+                            bool(info.read), int(info.reader), _text(info.doc),
+                            _text(info.default_value))
+                )
+            _flag_rows[engine] = tuple(rows)
+        return _flag_rows[engine]
+
+
+def engines() -> Tuple[EngineRow, ...]:
+    """The engines, in the order of the option "engine"'s words."""
+    engine_option = next(o for o in options() if o.name == "engine")
+    rows: List[EngineRow] = []
+    lib = library()
+    for name, value in engine_option.words:
+        info = sized(CFlagInfo)
+        rc = lib.kvshard_flag_info_at(ctypes.byref(info), value, 0)
+        if rc != 0:
+            raise _fail("kvshard_flag_info_at", value, rc)
+        rows.append(EngineRow(name, value, bool(info.argparse), bool(info.recommends_flags)))
+    return tuple(rows)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import itertools
 import json
 import math
 import os
@@ -31,7 +30,6 @@ import warnings
 from ctypes import POINTER, byref, c_char_p, c_int, c_int32, c_size_t, c_uint32, c_void_p
 from dataclasses import asdict, dataclass
 from typing import (
-    TYPE_CHECKING,
     Any,
     Callable,
     Dict,
@@ -59,13 +57,11 @@ from ._enums import (
     WarningCode,
 )
 from ._errors import KvshardError, make_error
-from ._handles import _Handle, _new_handle, copy_rows, encode, raise_error
+from ._fitrows import Fit, deployment_fit, fit_options
+from ._handles import _Handle, _new_handle, _write, copy_rows, encode, raise_error
 from ._options import DEFAULT_ORIGIN, OptionValue, Options, check_uint, parse_bytes
 from ._optiontable import U64_MAX, byte_size
 from ._settings import SettingInfo, get_text, info_for, value_of, value_text
-
-if TYPE_CHECKING:
-    from ._fit import Fit
 
 __all__ = [
     "Model",
@@ -125,36 +121,6 @@ def _takes_plan_rank(method: _Method) -> _Method:
         return method(self, *args, **kwargs)
 
     return query  # type: ignore[return-value]
-
-
-# Output: one module-level writer callback; `user` is the key of the list
-# that collects one call's output.
-_sinks: Dict[int, List[Any]] = {}
-_sink_keys = itertools.count(1)
-
-
-def _sink(user: Optional[int], data: Optional[int], length: int) -> int:
-    try:
-        chunks = _sinks[user or 0]
-        if length:
-            chunks.append(ctypes.string_at(data, length))
-        return 0
-    except BaseException:  # never let an exception cross the C frames
-        return 1
-
-
-_SINK = _lib.WRITE_FN(_sink)
-
-
-def _write(function: str, *handles: Optional[int]) -> str:
-    key = next(_sink_keys)
-    _sinks[key] = chunks = []
-    try:
-        rc = getattr(_lib.library(), function)(*handles, _SINK, c_void_p(key))
-    finally:
-        del _sinks[key]
-    _check(rc)
-    return b"".join(chunks).decode("utf-8")
 
 
 def _opt(present: bool, value: int) -> Optional[int]:
@@ -580,8 +546,6 @@ class Deployment(_Handle):
         and enable_layerwise_split overridden to false pins the split to 1;
         the file's other parallel keys do not apply. Errors point at the
         option responsible, as ``plan``'s do."""
-        from ._fit import deployment_fit, fit_options
-
         fo = fit_options(gpus, max_tp_size, max_pp_size, pp_size, dp_size, unsplit)
         with self._use() as h:
             return deployment_fit(h, fo)

@@ -28,6 +28,7 @@ from ._optiontable import (
     byte_size,
     byte_sizes,
     native,
+    options_init,
     override_text,
     spec_for_key,
 )
@@ -80,7 +81,7 @@ def parse_bytes(name: str, value: Union[int, float, str]) -> int:
     library's own size grammar, as memory_per_rank reads it ("80GiB",
     "72.5GiB", "141GB")."""
     if isinstance(value, str):
-        scratch = _lib.options_init()
+        scratch = options_init()
         set_text(scratch, "memory_per_rank", value, name)
         return int(scratch.memory_per_rank)
     return byte_size(name, value, 0, U64_MAX)
@@ -305,7 +306,7 @@ class Options:
         gpus_per_node: int
 
     def __init__(self, **fields: Any) -> None:
-        object.__setattr__(self, "_c", _lib.options_init())
+        object.__setattr__(self, "_c", options_init())
         object.__setattr__(self, "_settings", None)
         object.__setattr__(self, "_partition", None)
         object.__setattr__(self, "_weights", None)
@@ -346,7 +347,7 @@ class Options:
         owner as the settings are); the sizes `weights`, else, with
         `read_weights`, those `c` points to."""
         o = cls.__new__(cls)
-        struct = _lib.options_init()
+        struct = options_init()
         ctypes.memmove(ctypes.byref(struct), ctypes.byref(c), ctypes.sizeof(_lib.COptions))
         struct.size = ctypes.sizeof(_lib.COptions)
         struct.settings = None  # borrowed from the owner: never kept
@@ -441,7 +442,7 @@ class Options:
         # returns, and the copy points to them, whatever the struct's
         # pointers say by then.
         counts, sizes = self._partition, self._weights
-        c = _lib.options_init()
+        c = options_init()
         ctypes.memmove(ctypes.byref(c), ctypes.byref(self._c), ctypes.sizeof(_lib.COptions))
         c.pp_partition = None if counts is None else ctypes.cast(
             counts, ctypes.POINTER(ctypes.c_uint32)

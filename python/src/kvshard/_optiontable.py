@@ -11,20 +11,22 @@ below. One field of the struct is no option: the pointer to the engine
 profiles' settings, which follows the option ``SETTINGS_AFTER`` (the
 settings are the library's own table, read at run time: ``_settings``).
 The explicit pp_partition and weights_per_rank are options held in two
-fields each, a borrowed array and its length. This module needs neither the
-library nor ctypes' loader.
+fields each, a borrowed array and its length. Importing this module gives
+``_lib.COptions`` its fields; it loads no library.
 """
 
 from __future__ import annotations
 
+import ctypes
 import enum
 import math
 import operator
-from ctypes import POINTER, c_bool, c_double, c_int, c_uint32, c_uint64, c_void_p
+from ctypes import POINTER, c_bool, c_double, c_int, c_size_t, c_uint32, c_uint64, c_void_p
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Dict, List, Optional, Tuple, Type
 
+from . import _lib
 from ._enums import MAX_PP_PARTITION, RESERVE_AUTO, Dtype, Engine, Ownership, PpRule, RankLayout
 
 __all__ = [
@@ -34,7 +36,7 @@ __all__ = [
     "SETTINGS_AFTER",
     "c_fields",
     "BY_NAME",
-    "ENGINE_FLAGS",
+    "engine_flags",
     "spec_for_key",
     "key_name",
     "byte_size",
@@ -52,6 +54,7 @@ __all__ = [
     "FRACTION_CHARS",
     "LISTS",
     "struct_fields",
+    "options_init",
 ]
 
 
@@ -370,24 +373,40 @@ def struct_fields() -> List[Tuple[str, Any]]:
 
 BY_NAME: Dict[str, Spec] = {spec.name: spec for spec in OPTIONS}
 
-#: Flag names an engine profile accepts for an option: name -> (the engines
-#: under which the library takes it, the option it sets). The argparse
-#: profiles (vllm, sglang) read '-' as '_', so "max-num-seqs" is
-#: "max_num_seqs". The names of the engines' own settings are the library's
-#: (its settings table); only the names that set one of kvshard's options
-#: are here, so that their values are checked as that option's.
-ENGINE_FLAGS: Dict[str, Tuple[Tuple[Engine, ...], str]] = {
-    "max_seqs_per_batch": ((Engine.XLLM,), "max_seqs"),
-    "max_num_seqs": ((Engine.VLLM,), "max_seqs"),
-    "kv_cache_memory_bytes": ((Engine.VLLM,), "memory_per_rank"),
-    "mamba_ssm_cache_dtype": ((Engine.VLLM,), "state_dtype"),
-    "page_size": ((Engine.SGLANG,), "block_size"),
-    "max_running_requests": ((Engine.SGLANG,), "max_seqs"),
-    "mamba_ssm_dtype": ((Engine.SGLANG,), "state_dtype"),
-    # xllm has no pipeline stages, and no name for them.
-    "pipeline_parallel_size": ((Engine.KVSHARD, Engine.VLLM, Engine.SGLANG), "pp_size"),
-    "pp": ((Engine.VLLM,), "pp_size"),
-}
+_engine_flags: Optional[Dict[str, Tuple[Tuple[Engine, ...], str]]] = None
+
+
+def engine_flags() -> Dict[str, Tuple[Tuple[Engine, ...], str]]:
+    """Flag names an engine profile accepts for an option, read from the
+    library's flag tables (kvshard_flag_info_at) on first use: name -> (the
+    engines under which the library takes it, the option it sets). Names
+    are as ``key_name`` reads them ('-' as '_', as the argparse profiles
+    do). The names of the engines' own settings are the settings table's;
+    only the names that set one of kvshard's options (and no engine's
+    setting) are here, so that their values are checked as that option's."""
+    global _engine_flags
+    if _engine_flags is None:
+        rows = [(engine, flag) for engine in _lib.engines() for flag in _lib.flags(engine.value)]
+        # A name one engine gives a setting is that setting's (vLLM's dp is
+        # data_parallel_size), whatever another engine means by it.
+        of_settings = {
+            key_name(spelling)
+            for _, flag in rows
+            if flag.is_setting
+            for spelling in (flag.name,) + flag.also
+        }
+        found: Dict[str, Tuple[Tuple[Engine, ...], str]] = {}
+        for engine, flag in rows:
+            if flag.is_setting:
+                continue
+            for spelling in (flag.name,) + flag.also:
+                name = key_name(spelling)
+                if name == flag.key or name in of_settings:
+                    continue
+                under, _ = found.get(name, ((), flag.key))
+                found[name] = (under + (Engine(engine.value),), flag.key)
+        _engine_flags = found
+    return _engine_flags
 
 
 def key_name(key: str) -> str:
@@ -403,8 +422,8 @@ def spec_for_key(key: str) -> Optional[Spec]:
     library then reads as a setting or refuses."""
     name = key_name(key)
     spec = BY_NAME.get(name)
-    if spec is None and name in ENGINE_FLAGS:
-        spec = BY_NAME[ENGINE_FLAGS[name][1]]
+    if spec is None and name in engine_flags():
+        spec = BY_NAME[engine_flags()[name][1]]
     return spec
 
 
@@ -676,3 +695,21 @@ def override_text(key: str, value: Any) -> str:
             f"the value of {key} must be a str, int, float or bool, not {type_name(value)}"
         )
     return text_of(spec, native(spec, value, in_struct=False, name=key))
+
+
+_lib.COptions._fields_ = [("size", c_size_t)] + struct_fields()
+
+
+def options_init() -> _lib.COptions:
+    """A COptions holding KVSHARD_OPTIONS_INIT (the table's defaults, no
+    settings: every one at its default, and no lists)."""
+    o = _lib.COptions()
+    o.size = ctypes.sizeof(_lib.COptions)
+    for spec in OPTIONS:
+        if spec.kind in LISTS:
+            setattr(o, spec.name, None)
+            setattr(o, spec.name + "_count", 0)
+        else:
+            setattr(o, spec.name, spec.default)
+    o.settings = None
+    return o
