@@ -5,6 +5,7 @@
 
 #include "base/abi.h"
 #include "base/call.h"
+#include "profile/capacity.h"
 
 #include <stdio.h>
 #include <string.h>

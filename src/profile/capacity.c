@@ -1,5 +1,5 @@
 /* What every profile's capacity computation is made of. */
-#include "profile/profile.h"
+#include "profile/capacity.h"
 #include "model/states.h"
 
 #include "base/checked.h"

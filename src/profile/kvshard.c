@@ -2,11 +2,11 @@
  * every rank and cut the rest into blocks; all ranks allocate the fewest
  * blocks any rank fits. At a context length: how many sequences run at
  * once, and the max_seqs at which state and blocks run out together. */
-#include "profile/profile.h"
+#include "profile/kvshard.h"
+
+#include "profile/capacity.h"
 
 #include "base/checked.h"
-
-extern const kvshard__profile kvshard_profile__kvshard;
 
 /* The engine profiles' shared input under either spelling. */
 static const kvshard_profile__alias aliases[] = {

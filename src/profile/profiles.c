@@ -2,13 +2,13 @@
  * its enum value, and one row here. */
 #include "profile/profiles.h"
 
+#include "profile/kvshard.h"
+#include "profile/sglang.h"
+#include "profile/vllm.h"
+#include "profile/xllm.h"
+
 #include <stdio.h>
 #include <string.h>
-
-extern const kvshard__profile kvshard_profile__kvshard;
-extern const kvshard__profile kvshard_profile__xllm;
-extern const kvshard__profile kvshard_profile__vllm;
-extern const kvshard__profile kvshard_profile__sglang;
 
 const kvshard__profile *const kvshard_profiles__all[] = {
     &kvshard_profile__kvshard,

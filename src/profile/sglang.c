@@ -10,7 +10,9 @@
  *
  * Rules that changed between releases hold from the release named in the
  * V_* constants below. */
-#include "profile/profile.h"
+#include "profile/sglang.h"
+
+#include "profile/capacity.h"
 
 #include "model/states.h"
 
@@ -19,7 +21,6 @@
 #include <stdio.h>
 #include <string.h>
 
-extern const kvshard__profile kvshard_profile__sglang;
 #define PROFILE (&kvshard_profile__sglang)
 
 /* ---- the releases whose rules differ ------------------------------------------------ */

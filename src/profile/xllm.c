@@ -6,7 +6,9 @@
  * when the prefix cache sizes the pool), the rest to blocks, and block 0
  * and state row 0 are kept for padding. Releases 0.10.0 and 0.10.1 size the
  * state pool from max_concurrent_requests alone. */
-#include "profile/profile.h"
+#include "profile/xllm.h"
+
+#include "profile/capacity.h"
 
 #include "base/checked.h"
 
@@ -80,7 +82,6 @@ static xllm_state state_of(const kvshard_profile__state *s)
 
 static int settle(kvshard_profile__settling *s, const char **blame, kvshard_error *err)
 {
-    extern const kvshard__profile kvshard_profile__xllm;
     xllm_state st;
     memset(&st, 0, sizeof st);
     int rc = kvshard_profile__version(&st.version, &kvshard_profile__xllm, &s->inputs[IN_VERSION],
@@ -308,8 +309,6 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks,
     c->concurrency = fit < cap ? fit : cap;
     return KVSHARD_OK;
 }
-
-extern const kvshard__profile kvshard_profile__xllm;
 
 static size_t figures(kvshard_figure *out, size_t cap, const kvshard_profile__view *v)
 {
