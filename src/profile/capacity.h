@@ -53,10 +53,6 @@ int kvshard_capacity__max_tokens(kvshard__capacity *c, const kvshard_options *o,
 
 /* ---- helpers the engine profiles share ------------------------------------- */
 
-/* A profile's state struct in and out of the opaque state. */
-void kvshard_profile__state_put(kvshard_profile__state *out, const void *from, size_t size);
-void kvshard_profile__state_get(void *to, size_t size, const kvshard_profile__state *in);
-
 /* Figures into an engine figure list: each appends one entry when there is
  * room. */
 typedef struct kvshard_profile__figures {

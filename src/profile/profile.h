@@ -13,7 +13,10 @@
 #include "base/checked.h"
 #include "base/format.h"
 #include "model/model.h"
+#include "profile/sglang.h"
 #include "profile/versions.h"
+#include "profile/vllm.h"
+#include "profile/xllm.h"
 #include "text/value.h"
 
 /* An input only some profiles read: a deployment key under cache: and a
@@ -52,14 +55,13 @@ typedef struct kvshard_profile__versions {
 } kvshard_profile__versions;
 
 /* What a profile works out once per planning call and reads again for
- * every capacity, figure and line: its own struct, copied in and out with
- * memcpy (each profile asserts that its struct fits). */
-#define KVSHARD_PROFILE__STATE_BYTES 384
-typedef struct kvshard_profile__state {
-    union {
-        uint64_t align;
-        unsigned char bytes[KVSHARD_PROFILE__STATE_BYTES];
-    } u;
+ * every capacity, figure and line: each profile's own struct, declared in
+ * its header. The plan embeds it and hands the hooks a pointer; a profile
+ * reads only its own member. */
+typedef union kvshard_profile__state {
+    kvshard_xllm__state xllm;
+    kvshard_vllm__state vllm;
+    kvshard_sglang__state sglang;
 } kvshard_profile__state;
 
 /* What settling sees: the options as given (0 and DEFAULT for unset), the

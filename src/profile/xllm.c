@@ -66,30 +66,22 @@ static const kvshard_profile__versions versions = {"0.11.0", KVSHARD_V(0, 10, 0)
 /* The releases before 0.11.0 size the state pool from the request limit. */
 static const kvshard_versions__v V_0_11_0 = KVSHARD_V(0, 11, 0);
 
-typedef struct xllm_state {
-    kvshard_versions__v version;
-    bool request_pool; /* 0.10: state slots = max_concurrent_requests + 2 */
-} xllm_state;
 
-_Static_assert(sizeof(xllm_state) <= sizeof(kvshard_profile__state), "xllm_state fits");
 
-static xllm_state state_of(const kvshard_profile__state *s)
+static const kvshard_xllm__state *state_of(const kvshard_profile__state *s)
 {
-    xllm_state st;
-    kvshard_profile__state_get(&st, sizeof st, s);
-    return st;
+    return &s->xllm;
 }
 
 static int settle(kvshard_profile__settling *s, const char **blame, kvshard_error *err)
 {
-    xllm_state st;
-    memset(&st, 0, sizeof st);
-    int rc = kvshard_profile__version(&st.version, &kvshard_profile__xllm, &s->inputs[IN_VERSION],
+    kvshard_xllm__state *st = &s->state->xllm;
+    memset(st, 0, sizeof *st);
+    int rc = kvshard_profile__version(&st->version, &kvshard_profile__xllm, &s->inputs[IN_VERSION],
                                       blame, err);
     if (rc)
         return rc;
-    st.request_pool = !kvshard_versions__from(&st.version, &V_0_11_0);
-    kvshard_profile__state_put(s->state, &st, sizeof st);
+    st->request_pool = !kvshard_versions__from(&st->version, &V_0_11_0);
     return KVSHARD_OK;
 }
 
@@ -186,7 +178,7 @@ static int slots_of(uint64_t *out, const kvshard__capacity_inputs *in, uint64_t 
     const kvshard_options *o = in->options;
     uint64_t B = in->memory;
     uint32_t asked = (uint32_t)in->inputs[IN_STATE_SLOTS].u;
-    if (state_of(in->state).request_pool) {
+    if (state_of(in->state)->request_pool) {
         *out = in->inputs[IN_CONCURRENT].u + 2; /* with or without linear layers */
         return KVSHARD_OK;
     }
