@@ -328,7 +328,7 @@ static void help_flag(void *user, const kvshard_options__flag *f)
     help_group *g = user;
     if (f->read != g->read || (!g->read && f->reader != g->reader))
         return;
-    bool argparse = g->profile->flag_style == KVSHARD_PROFILE__ARGPARSE;
+    bool argparse = g->profile->dialect.flag_style == KVSHARD_PROFILE__ARGPARSE;
     char names[256], one[80], unit[320], def[80], text[448];
     snprintf(names, sizeof names, "--%s", f->name);
     for (size_t i = 0; i < f->also_count; i++) {
@@ -349,7 +349,7 @@ static void help_flag(void *user, const kvshard_options__flag *f)
  * profile, and the switches of flag files and engine command lines. */
 static void help_flags(text_buf *b, const kvshard__profile *profile)
 {
-    bool argparse = profile->flag_style == KVSHARD_PROFILE__ARGPARSE;
+    bool argparse = profile->dialect.flag_style == KVSHARD_PROFILE__ARGPARSE;
     putf(b, "\nflags of the %s profile; they override CONFIG. %s\n", profile->name,
          argparse ? "As argparse reads them:\n--key=value or --key value, one dash or two, "
                     "'-' and '_' alike, a bare --key\nfor true and --no-key for false."

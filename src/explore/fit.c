@@ -527,7 +527,7 @@ static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvsha
                                                      sizeof *fo, "KVSHARD_FIT_OPTIONS_INIT")) != 0)
         return rc;
     /* Before the profile settles anything: its inputs are not fit's. */
-    if (rc == KVSHARD_OK && !s.base.profile->device_utilization_ppb) {
+    if (rc == KVSHARD_OK && !s.base.profile->device.utilization_ppb) {
         *blame = "engine";
         return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
                              "%s profile: fit_profile: kvshard fit plans under the kvshard "
@@ -672,12 +672,12 @@ int kvshard_fit_flags(char *buf, size_t cap, const kvshard_fit *fit, const char 
         return KVSHARD_EINVAL;
     const kvshard__profile *p = NULL;
     for (const kvshard__profile *const *q = kvshard_profiles__all; *q; q++) {
-        if (strcmp((*q)->name, engine) == 0 && (*q)->recommend)
+        if (strcmp((*q)->name, engine) == 0 && (*q)->dialect.recommend)
             p = *q;
     }
     if (!p)
         return KVSHARD_EUNKNOWNKEY;
     char u[24];
     kvshard_profile__layout l = kvshard__fit_layout(fit, &fit->rows[0], u, sizeof u);
-    return p->recommend(buf, cap, &l, env);
+    return p->dialect.recommend(buf, cap, &l, env);
 }

@@ -380,7 +380,7 @@ static void out_double(kvshard__out *o, double v)
 static void emit_engine(kvshard__out *o, const kvshard__plan_view *p)
 {
     kvshard__out_raw(o, "  \"engine\": ");
-    if (!p->profile->figures) {
+    if (!p->profile->hooks.figures) {
         kvshard__out_raw(o, "null,\n");
         return;
     }

@@ -386,12 +386,12 @@ static void write_capacity(kvshard__out *o, const kvshard__plan_view *p)
     kvshard__out_raw(o, "<section id=\"capacity\">\n<h2>Capacity</h2>\n");
     if (!p->has_memory) {
         kvshard__out_raw(o, "<p>");
-        kvshard_format__text(&pr, p->profile->no_budget_hint);
+        kvshard_format__text(&pr, p->profile->voice.no_budget_hint);
         kvshard__out_raw(o, ".</p>\n");
     }
     kvshard__out_raw(o, "<table class=\"keep\">\n");
     if (p->has_memory)
-        p->profile->report_rows(&pr, &pv, false);
+        p->profile->voice.report_rows(&pr, &pv, false);
     uint64_t max_block = 0;
     for (uint32_t r = 0; r < p->ranks_count; r++)
         if (p->ranks[r].bytes_per_block > max_block)
@@ -470,7 +470,7 @@ static void write_capacity(kvshard__out *o, const kvshard__plan_view *p)
     if (!opt->context_length)
         concurrency_rows(o, p);
     if (p->has_memory)
-        p->profile->report_rows(&pr, &pv, true);
+        p->profile->voice.report_rows(&pr, &pv, true);
     kvshard__out_raw(o, "</table>\n</section>\n");
 }
 
@@ -531,7 +531,7 @@ static void write_comparison(kvshard__out *o, const kvshard_comparison *c)
                             "size dividing the attention TP size %u under each ownership rule",
                             c->tp);
     if (c->has_memory) {
-        kvshard__out_printf(o, ", %s ", c->profile->budget_label);
+        kvshard__out_printf(o, ", %s ", c->profile->voice.budget_label);
         bytes(o, c->memory);
         kvshard__out_printf(o, ", max_seqs %u", opt->max_seqs);
         if (context) {

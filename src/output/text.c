@@ -406,7 +406,7 @@ static void write_capacity(kvshard__out *o, const kvshard__plan_view *p)
     const kvshard_options *opt = p->options;
     kvshard__printer pr = kvshard__out_text_printer(o);
     kvshard_profile__view pv = kvshard__profile_view(p);
-    p->profile->write_capacity(&pr, &pv);
+    p->profile->voice.write_capacity(&pr, &pv);
     uint64_t max_seqs = kvshard__max_seqs_of(c, opt);
     if (opt->context_length) {
         kvshard__out_raw(o, "context    at ");
@@ -511,10 +511,10 @@ int kvshard_comparison_write_text(const kvshard_comparison *comparison, kvshard_
                         opt->sweep_pp ? "pipeline and split sizes" : "split sizes", opt->world_size,
                         opt->dp_size, opt->cp_size);
     const kvshard__profile *profile = comparison->profile;
-    if (profile->named_in_headers)
+    if (profile->voice.named_in_headers)
         kvshard__out_printf(&o, ", %s profile", profile->name);
     if (comparison->has_memory) {
-        kvshard__out_printf(&o, ", %s ", profile->budget_label);
+        kvshard__out_printf(&o, ", %s ", profile->voice.budget_label);
         human_bytes(&o, comparison->memory, 0);
         kvshard__out_printf(&o, ", max_seqs %u", opt->max_seqs);
         if (context) {
@@ -575,10 +575,11 @@ int kvshard_comparison_write_text(const kvshard_comparison *comparison, kvshard_
     }
     char flags[256];
     kvshard__comparison_flags(flags, sizeof flags, comparison);
-    if (profile->runs_its_ownership_only)
-        kvshard__out_printf(&o, "\nthe %s profile's engine runs the %s rule only: the other rules' "
-                                "rows are shown for comparison and never recommended\n",
-                            profile->name, kvshard_ownership_name(profile->ownership));
+    if (profile->defaults.runs_its_ownership_only)
+        kvshard__out_printf(&o,
+                            "\nthe %s profile's engine runs the %s rule only: the other rules' "
+                            "rows are shown for comparison and never recommended\n",
+                            profile->name, kvshard_ownership_name(profile->defaults.ownership));
     kvshard__out_printf(&o, "\nrecommended: %s\n", flags);
     /* A recommended max_seqs is a figure the user did not give: say where
      * it comes from and how it differs from theirs. */

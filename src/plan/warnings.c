@@ -30,7 +30,7 @@ static void warn(kvshard__warning_sink sink, void *ctx, kvshard_warning_code cod
 static size_t ignored_options(const char **names, size_t cap, const kvshard__planning *pl)
 {
     size_t n = 0;
-    for (const char *const *o = pl->profile->ignored_options; o && *o && n < cap; o++) {
+    for (const char *const *o = pl->profile->dialect.ignored_options; o && *o && n < cap; o++) {
         kvshard__option_id id = kvshard__option_id_of(*o, strlen(*o));
         if (id != KVSHARD__OPT_COUNT && kvshard__option_changed(&pl->given, id))
             names[n++] = *o;
@@ -98,7 +98,7 @@ static void warn_unreachable(const kvshard__warning_inputs *in, kvshard__warning
     const kvshard__capacity *c = in->capacity;
     if (!c->has_concurrency || c->concurrency >= kvshard__max_seqs_of(c, o))
         return;
-    if (in->planning->profile->unreachable) {
+    if (in->planning->profile->voice.unreachable) {
         kvshard_profile__view v = {o,
                                    c,
                                    in->has_memory,
@@ -109,7 +109,7 @@ static void warn_unreachable(const kvshard__warning_inputs *in, kvshard__warning
                                    kvshard__planning_version(in->planning->profile,
                                                              in->planning->inputs)};
         char message[KVSHARD__WARNING_MESSAGE_MAX];
-        in->planning->profile->unreachable(message, sizeof message, &v);
+        in->planning->profile->voice.unreachable(message, sizeof message, &v);
         sink(ctx, KVSHARD_WARN_MAX_SEQS_UNREACHABLE, message);
         return;
     }
@@ -285,7 +285,7 @@ void kvshard__collect_warnings(const kvshard__warning_inputs *in, kvshard__warni
     warn_unreachable(in, sink, ctx);
     warn_profile_inputs(in, sink, ctx);
     const kvshard__profile *profile = in->planning->profile;
-    if (profile->warnings) {
+    if (profile->hooks.warnings) {
         kvshard_profile__view v = {o,
                                    in->capacity,
                                    in->has_memory,
@@ -294,7 +294,7 @@ void kvshard__collect_warnings(const kvshard__warning_inputs *in, kvshard__warni
                                    in->planning->inputs,
                                    &in->planning->state,
                                    kvshard__planning_version(profile, in->planning->inputs)};
-        profile->warnings(sink, ctx, &v);
+        profile->hooks.warnings(sink, ctx, &v);
     }
     warn_stages(in, sink, ctx);
     warn_device(in, sink, ctx);

@@ -178,11 +178,8 @@ typedef struct kvshard_profile__layout {
     uint64_t seqs_per_replica;     /* with a context length */
 } kvshard_profile__layout;
 
-typedef struct kvshard__profile {
-    const char *name; /* cache.engine, JSON capacity.engine */
-    kvshard_engine engine;
-
-    /* Defaults for what the options leave unset. */
+/* Defaults for what the options leave unset. */
+typedef struct kvshard_profile__defaults {
     uint32_t block_size;
     uint32_t max_seqs;
     kvshard_ownership ownership;
@@ -190,40 +187,53 @@ typedef struct kvshard__profile {
      * other. */
     bool runs_its_ownership_only;
     kvshard_rank_layout rank_layout; /* how the engine numbers its ranks */
-    /* A profile that does not model pipeline stages: the name of its
-     * refusal of pp_size above 1, why in words, and the engine's flag for
-     * the stages (NULL: the engine has none, and pp_size is named); NULL
-     * when it does. */
-    const char *stages_refusal;
-    const char *stages_why;
-    const char *stages_flag;
+} kvshard_profile__defaults;
 
-    /* Device inputs: the utilization (in billionths) a profile whose
-     * budget comes from device_memory uses by default; 0 for a profile
-     * whose budget is its engine's formula. Such a profile names the inputs
-     * device_memory and memory_utilization are the same as, and the one the
-     * weights fill when not given: non_kv_memory (a rank's weights and the
-     * reserve) or, with device_fill_free, device_memory_free (the device
-     * less them); the reserve defaults to kvshard's with
-     * device_reserve_auto, else to 0. */
-    uint32_t device_utilization_ppb;
-    const char *device_total_input;
-    const char *device_utilization_input;
-    const char *device_fill_input;
-    bool device_fill_free;
-    bool device_reserve_auto;
+/* A profile that does not model pipeline stages: the name of its refusal of
+ * pp_size above 1, why in words, and the engine's flag for the stages
+ * (NULL: the engine has none, and pp_size is named); `refusal` NULL when it
+ * does model them. */
+typedef struct kvshard_profile__stages {
+    const char *refusal;
+    const char *why;
+    const char *flag;
+} kvshard_profile__stages;
 
-    /* The engine's flag names for kvshard's keys, and the inputs only
-     * this profile reads; both NULL-ended (an input by a NULL def.name). */
+/* Device inputs: the utilization (in billionths) a profile whose budget
+ * comes from device_memory uses by default; 0 for a profile whose budget is
+ * its engine's formula. Such a profile names the inputs device_memory and
+ * memory_utilization are the same as, and the one the weights fill when not
+ * given: non_kv_memory (a rank's weights and the reserve) or, with
+ * fill_free, device_memory_free (the device less them); the reserve
+ * defaults to kvshard's with reserve_auto, else to 0. */
+typedef struct kvshard_profile__device {
+    uint32_t utilization_ppb;
+    const char *total_input;
+    const char *utilization_input;
+    const char *fill_input;
+    bool fill_free;
+    bool reserve_auto;
+} kvshard_profile__device;
+
+/* The engine's command line, read and written. */
+typedef struct kvshard_profile__dialect {
+    /* The engine's flag names for kvshard's keys, and the inputs only this
+     * profile reads; both NULL-ended (an input by a NULL def.name). */
     const kvshard_profile__alias *aliases;
     const kvshard_profile__input *inputs;
     kvshard_profile__flag_style flag_style;
-    /* kvshard options the profile does not read (NULL-ended; NULL: none):
-     * a value other than the default is named in profile_inputs_ignored. */
+    /* kvshard options the profile does not read (NULL-ended; NULL: none): a
+     * value other than the default is named in profile_inputs_ignored. */
     const char *const *ignored_options;
-    /* The releases it covers; NULL for a profile without versions. */
-    const kvshard_profile__versions *versions;
+    /* The engine's flags (env false) or environment (env true) that run a
+     * layout fit found, into buf like snprintf; the length, or
+     * KVSHARD_EUNSUPPORTED when the engine cannot run it. NULL: the profile
+     * recommends nothing. */
+    int (*recommend)(char *buf, size_t cap, const kvshard_profile__layout *l, bool env);
+} kvshard_profile__dialect;
 
+/* What the profile counts, and how compare sorts by it. */
+typedef struct kvshard_profile__counting {
     /* Whether draft layers' KV is counted (an engine that runs its draft
      * model as an engine of its own counts none). */
     bool counts_draft_layers;
@@ -236,7 +246,11 @@ typedef struct kvshard__profile {
     /* Whether capacity is also called without a budget, for the figures
      * that do not depend on one (the engine's block and its bytes). */
     bool sizes_without_budget;
+} kvshard_profile__counting;
 
+/* The capacity model: settling, refusals, the budget, capacity, and the
+ * figures and warnings the engine logs. */
+typedef struct kvshard_profile__hooks {
     /* Settle the profile's inputs into kvshard's options and work out its
      * state, before the options are validated: the version, what the
      * engine covers, the engine's spellings of kvshard's keys that are not
@@ -262,10 +276,13 @@ typedef struct kvshard__profile {
     size_t (*figures)(kvshard_figure *out, size_t cap, const kvshard_profile__view *v);
     /* The profile's own warnings, after the common ones. NULL: none. */
     void (*warnings)(kvshard_profile__warn_fn warn, void *ctx, const kvshard_profile__view *v);
+} kvshard_profile__hooks;
 
-    /* Wording. The budget's name in headers ("memory_per_rank"); whether
-     * headers name the profile; what to give for blocks when there is no
-     * budget (`backquoted` parts are flags). */
+/* Wording. */
+typedef struct kvshard_profile__voice {
+    /* The budget's name in headers ("memory_per_rank"); whether headers
+     * name the profile; what to give for blocks when there is no budget
+     * (`backquoted` parts are flags). */
     const char *budget_label;
     bool named_in_headers;
     const char *no_budget_hint;
@@ -273,18 +290,26 @@ typedef struct kvshard__profile {
      * or 11 spaces and ending with a newline; called with and without a
      * budget. */
     void (*write_capacity)(const kvshard__printer *p, const kvshard_profile__view *v);
-    /* The engine's flags (env false) or environment (env true) that run a
-     * layout fit found, into buf like snprintf; the length, or
-     * KVSHARD_EUNSUPPORTED when the engine cannot run it. NULL: the profile
-     * recommends nothing. */
-    int (*recommend)(char *buf, size_t cap, const kvshard_profile__layout *l, bool env);
     /* The report's capacity rows before the common ones, and after them
      * (`tail`); called only with a budget. */
     void (*report_rows)(const kvshard__printer *p, const kvshard_profile__view *v, bool tail);
     /* The max_seqs_unreachable message when the profile has its own (the
      * engine's bounds differ from max_seqs); NULL: the common one. */
     void (*unreachable)(char *buf, size_t cap, const kvshard_profile__view *v);
+} kvshard_profile__voice;
 
+typedef struct kvshard__profile {
+    const char *name; /* cache.engine, JSON capacity.engine */
+    kvshard_engine engine;
+    kvshard_profile__defaults defaults;
+    kvshard_profile__stages stages;
+    kvshard_profile__device device;
+    kvshard_profile__dialect dialect;
+    /* The releases it covers; NULL for a profile without versions. */
+    const kvshard_profile__versions *versions;
+    kvshard_profile__counting counting;
+    kvshard_profile__hooks hooks;
+    kvshard_profile__voice voice;
     /* The engine's rule for cutting decoder layers into pipeline stages:
      * `stages` counts into `counts`. NULL: kvshard's default rule. */
     int (*partition)(uint32_t *counts, uint32_t layers, uint32_t stages, kvshard_error *err);

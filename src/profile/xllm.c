@@ -321,7 +321,7 @@ static void write_capacity(const kvshard__printer *p, const kvshard_profile__vie
     const kvshard__capacity *c = v->capacity;
     if (!v->has_memory) {
         kvshard_format__text(p, "capacity   ");
-        kvshard_format__text(p, kvshard_profile__xllm.no_budget_hint);
+        kvshard_format__text(p, kvshard_profile__xllm.voice.no_budget_hint);
         kvshard_format__text(p, "\n");
         return;
     }
@@ -392,34 +392,34 @@ static void unreachable(char *buf, size_t cap, const kvshard_profile__view *v)
 const kvshard__profile kvshard_profile__xllm = {
     .name = "xllm",
     .engine = KVSHARD_ENGINE_XLLM,
-    .block_size = 128,
-    .max_seqs = 200,
-    .ownership = KVSHARD_OWNERSHIP_GLOBAL,
-    .runs_its_ownership_only = true, /* stock xLLM places layers by global index */
-    .rank_layout = KVSHARD_RANK_LAYOUT_XLLM,
-    .device_total_input = "device_memory_total",
-    .device_utilization_input = "max_memory_utilization",
-    .device_fill_input = "device_memory_free",
-    .device_fill_free = true,
-    .stages_refusal = "pp_engine",
-    .stages_why = "xLLM has no pipeline parallelism",
-    .aliases = aliases,
-    .inputs = inputs,
-    .flag_style = KVSHARD_PROFILE__GFLAGS,
+    .defaults.block_size = 128,
+    .defaults.max_seqs = 200,
+    .defaults.ownership = KVSHARD_OWNERSHIP_GLOBAL,
+    .defaults.runs_its_ownership_only = true, /* stock xLLM places layers by global index */
+    .defaults.rank_layout = KVSHARD_RANK_LAYOUT_XLLM,
+    .device.total_input = "device_memory_total",
+    .device.utilization_input = "max_memory_utilization",
+    .device.fill_input = "device_memory_free",
+    .device.fill_free = true,
+    .stages.refusal = "pp_engine",
+    .stages.why = "xLLM has no pipeline parallelism",
+    .dialect.aliases = aliases,
+    .dialect.inputs = inputs,
+    .dialect.flag_style = KVSHARD_PROFILE__GFLAGS,
     .versions = &versions,
-    .counts_draft_layers = false,
-    .mla_v2_bytes = true,
-    .ranks_by_balanced = false,
-    .settle = settle,
-    .check = check,
-    .budget = budget,
-    .capacity = capacity,
-    .figures = figures,
-    .budget_label = "budget",
-    .named_in_headers = true,
-    .no_budget_hint = "xllm profile: no budget given: pass `--memory_per_rank`, or "
-                      "`--device_memory_total` and `--device_memory_free`",
-    .write_capacity = write_capacity,
-    .report_rows = report_rows,
-    .unreachable = unreachable,
+    .counting.counts_draft_layers = false,
+    .counting.mla_v2_bytes = true,
+    .counting.ranks_by_balanced = false,
+    .hooks.settle = settle,
+    .hooks.check = check,
+    .hooks.budget = budget,
+    .hooks.capacity = capacity,
+    .hooks.figures = figures,
+    .voice.budget_label = "budget",
+    .voice.named_in_headers = true,
+    .voice.no_budget_hint = "xllm profile: no budget given: pass `--memory_per_rank`, or "
+                            "`--device_memory_total` and `--device_memory_free`",
+    .voice.write_capacity = write_capacity,
+    .voice.report_rows = report_rows,
+    .voice.unreachable = unreachable,
 };
