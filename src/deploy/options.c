@@ -714,7 +714,7 @@ kvshard_options kvshard__options_settle(const kvshard_options *options)
     if (o.pp_partition_count > 0)
         o.pp_partition_rule = KVSHARD_PP_RULE_EXPLICIT;
     else if (o.pp_partition_rule == KVSHARD_PP_RULE_DEFAULT)
-        o.pp_partition_rule = KVSHARD_PP_RULE_VLLM;
+        o.pp_partition_rule = p->defaults.pp_rule;
     if (o.rank_layout == KVSHARD_RANK_LAYOUT_DEFAULT)
         o.rank_layout = p->defaults.rank_layout;
     return o;

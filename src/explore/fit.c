@@ -449,12 +449,12 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo, c
             int64_t left = INT64_MAX;
             kvshard_error ignore;
             kvshard__error_reset(&ignore);
-            if (P <= 256 &&
-                kvshard_partition__by_rule(counts, L, P, s->base.options.pp_partition_rule ==
-                                                                 KVSHARD_PP_RULE_EXPLICIT
-                                                             ? KVSHARD_PP_RULE_VLLM
-                                                             : s->base.options.pp_partition_rule,
-                                           &ignore) == KVSHARD_OK) {
+            if (P <= 256 && kvshard_partition__by_rule(counts, L, P,
+                                                       s->base.options.pp_partition_rule ==
+                                                               KVSHARD_PP_RULE_EXPLICIT
+                                                           ? s->base.profile->defaults.pp_rule
+                                                           : s->base.options.pp_partition_rule,
+                                                       &ignore) == KVSHARD_OK) {
                 uint64_t w[256], b[256];
                 kvshard__device_layout layout = {T, D, 1, P, counts, L};
                 const char *why;

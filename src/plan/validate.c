@@ -7,6 +7,7 @@
 #include "base/call.h"
 #include "deploy/options.h"
 #include "plan/partition.h"
+#include "profile/rules.h"
 
 #include <string.h>
 
@@ -178,8 +179,8 @@ static int check_state(const kvshard_model *model, uint32_t T, kvshard_error *er
     return KVSHARD_OK;
 }
 
-/* Stages a profile does not model, and the xllm rank layout, which has no
- * stage coordinate. */
+/* Stages a profile does not model, and a rank layout without a stage
+ * coordinate. */
 static int check_stages(const kvshard__planning *pl, const char **blame, kvshard_error *err)
 {
     const kvshard_options *o = &pl->options;
@@ -192,11 +193,11 @@ static int check_stages(const kvshard__planning *pl, const char **blame, kvshard
                              "%s profile: %s: %s %u: %s", p->name, p->stages.refusal,
                              p->stages.flag ? p->stages.flag : "pp_size", o->pp_size,
                              p->stages.why);
-    if (o->rank_layout == KVSHARD_RANK_LAYOUT_XLLM)
+    if (!kvshard_rules__of_rank_layout(o->rank_layout)->numbers_stages)
         return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
-                             "pp_engine: pp_size %u with rank_layout xllm, which numbers no "
+                             "pp_engine: pp_size %u with rank_layout %s, which numbers no "
                              "pipeline stages",
-                             o->pp_size);
+                             o->pp_size, kvshard_rank_layout_name(o->rank_layout));
     *blame = NULL;
     return KVSHARD_OK;
 }

@@ -5,6 +5,7 @@
 
 #include "base/checked.h"
 #include "deploy/options.h"
+#include "profile/rules.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -189,17 +190,20 @@ static void warn_ownership(const kvshard__warning_inputs *in, kvshard__warning_s
              spread_stage, spread_lo, spread_hi, rule);
 }
 
-/* What pipeline stages alone bring: SGLang's refusal of stages with
- * speculative decoding, and stages whose ranks store no KV bytes. */
+/* What pipeline stages alone bring: the refusal of stages with speculative
+ * decoding by the engine whose cut the plan took, and stages whose ranks
+ * store no KV bytes. */
 static void warn_stages(const kvshard__warning_inputs *in, kvshard__warning_sink sink, void *ctx)
 {
     if (in->stages == 1)
         return;
-    if (in->draft_layers && in->planning->options.pp_partition_rule == KVSHARD_PP_RULE_SGLANG)
+    const kvshard_profile__rules *cut =
+        kvshard_rules__of_pp_rule(in->planning->options.pp_partition_rule);
+    if (in->draft_layers && cut && cut->refuses_drafts)
         warn(sink, ctx, KVSHARD_WARN_PP_DRAFT_REFUSED,
-             "SGLang refuses pipeline stages together with speculative decoding: this plan of "
-             "%u stages with %u draft layer%s on the last stage is made all the same",
-             in->stages, in->draft_layers, in->draft_layers == 1 ? "" : "s");
+             "%s: this plan of %u stages with %u draft layer%s on the last stage is made all the "
+             "same",
+             cut->refuses_drafts, in->stages, in->draft_layers, in->draft_layers == 1 ? "" : "s");
     uint32_t without = 0, first = 0;
     for (uint32_t stage = 0; stage < in->stages; stage++) {
         bool stores = false;

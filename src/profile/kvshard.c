@@ -191,6 +191,7 @@ const kvshard__profile kvshard_profile__kvshard = {
     .defaults.block_size = 16,
     .defaults.max_seqs = 256,
     .defaults.ownership = KVSHARD_OWNERSHIP_ORDINAL,
+    .defaults.pp_rule = KVSHARD_PP_RULE_VLLM,
     .defaults.rank_layout = KVSHARD_RANK_LAYOUT_VLLM,
     .device.utilization_ppb = 900000000, /* 0.9 */
     .dialect.aliases = aliases,

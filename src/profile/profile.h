@@ -178,6 +178,34 @@ typedef struct kvshard_profile__layout {
     uint64_t seqs_per_replica;     /* with a context length */
 } kvshard_profile__layout;
 
+/* A coordinate of a global rank. */
+typedef enum kvshard_profile__coord {
+    KVSHARD_PROFILE__DP,
+    KVSHARD_PROFILE__PP,
+    KVSHARD_PROFILE__CP,
+    KVSHARD_PROFILE__TP
+} kvshard_profile__coord;
+
+/* An engine's rules that hold whatever its capacity: how it cuts the
+ * decoder layers into pipeline stages, and how it numbers its global ranks.
+ * A profile carries its engine's (rules.c lists the engines without one). */
+typedef struct kvshard_profile__rules {
+    /* The pp_partition_rule of the engine's cut; DEFAULT: it has none. */
+    kvshard_pp_rule pp_rule;
+    /* The cut: `layers` decoder layers into `stages` counts (1 <= stages
+     * <= layers), `counts` untouched on failure. */
+    int (*partition)(uint32_t *counts, uint32_t layers, uint32_t stages, kvshard_error *err);
+    /* The engine's words when it refuses pipeline stages together with
+     * draft layers, for the pp_draft_refused warning; NULL: it runs them. */
+    const char *refuses_drafts;
+    /* The rank_layout of the engine's numbering; DEFAULT: it has none. */
+    kvshard_rank_layout rank_layout;
+    /* The numbering's coordinates, outermost first, and whether stages are
+     * one of them (an engine without stages lays out P = 1 alone). */
+    kvshard_profile__coord order[4];
+    bool numbers_stages;
+} kvshard_profile__rules;
+
 /* Defaults for what the options leave unset. */
 typedef struct kvshard_profile__defaults {
     uint32_t block_size;
@@ -186,6 +214,7 @@ typedef struct kvshard_profile__defaults {
     /* The engine runs that ownership rule alone: compare recommends no
      * other. */
     bool runs_its_ownership_only;
+    kvshard_pp_rule pp_rule;         /* how stages are cut */
     kvshard_rank_layout rank_layout; /* how the engine numbers its ranks */
 } kvshard_profile__defaults;
 
@@ -230,6 +259,9 @@ typedef struct kvshard_profile__dialect {
      * KVSHARD_EUNSUPPORTED when the engine cannot run it. NULL: the profile
      * recommends nothing. */
     int (*recommend)(char *buf, size_t cap, const kvshard_profile__layout *l, bool env);
+    /* The environment variable that takes the stages' layer counts ("31,30");
+     * NULL: none. */
+    const char *partition_env;
 } kvshard_profile__dialect;
 
 /* What the profile counts, and how compare sorts by it. */
@@ -310,9 +342,8 @@ typedef struct kvshard__profile {
     kvshard_profile__counting counting;
     kvshard_profile__hooks hooks;
     kvshard_profile__voice voice;
-    /* The engine's rule for cutting decoder layers into pipeline stages:
-     * `stages` counts into `counts`. NULL: kvshard's default rule. */
-    int (*partition)(uint32_t *counts, uint32_t layers, uint32_t stages, kvshard_error *err);
+    /* The engine's own stage and rank rules; NULL: it has none (kvshard). */
+    const kvshard_profile__rules *rules;
 } kvshard__profile;
 
 #endif /* KVSHARD_PROFILE_PROFILE_H */

@@ -35,6 +35,11 @@ const kvshard__profile *kvshard_profiles__of(kvshard_engine engine)
     return NULL;
 }
 
+const kvshard__profile *kvshard_profiles__own(void)
+{
+    return &kvshard_profile__kvshard;
+}
+
 static bool same(const char *name, const char *s, size_t len)
 {
     return strlen(name) == len && memcmp(name, s, len) == 0;

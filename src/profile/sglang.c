@@ -927,12 +927,35 @@ static int recommend(char *buf, size_t cap, const kvshard_profile__layout *l, bo
     return (int)used;
 }
 
+/* ---- stages and ranks ---------------------------------------------------------------- */
+
+/* SGLang gives the extra layers to the last stages. */
+static int partition(uint32_t *counts, uint32_t layers, uint32_t stages, kvshard_error *err)
+{
+    (void)err;
+    uint32_t r = layers % stages;
+    for (uint32_t s = 0; s < stages; s++)
+        counts[s] = layers / stages + (s >= stages - r);
+    return KVSHARD_OK;
+}
+
+/* Global ranks: pp, dp, cp, tp. */
+static const kvshard_profile__rules rules = {
+    KVSHARD_PP_RULE_SGLANG,
+    partition,
+    "SGLang refuses pipeline stages together with speculative decoding",
+    KVSHARD_RANK_LAYOUT_SGLANG,
+    {KVSHARD_PROFILE__PP, KVSHARD_PROFILE__DP, KVSHARD_PROFILE__CP, KVSHARD_PROFILE__TP},
+    true,
+};
+
 const kvshard__profile kvshard_profile__sglang = {
     .name = "sglang",
     .engine = KVSHARD_ENGINE_SGLANG,
     .defaults.block_size = 1,
     .defaults.max_seqs = 256,
     .defaults.ownership = KVSHARD_OWNERSHIP_CONTIGUOUS,
+    .defaults.pp_rule = KVSHARD_PP_RULE_VLLM,
     .defaults.rank_layout = KVSHARD_RANK_LAYOUT_SGLANG,
     .device.total_input = "device_memory_free", /* a fresh GPU: all of it is free */
     .device.utilization_input = "mem_fraction_static",
@@ -962,4 +985,5 @@ const kvshard__profile kvshard_profile__sglang = {
     .dialect.recommend = recommend,
     .voice.report_rows = report_rows,
     .voice.unreachable = unreachable,
+    .rules = &rules,
 };

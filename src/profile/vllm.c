@@ -1207,12 +1207,39 @@ static int recommend(char *buf, size_t cap, const kvshard_profile__layout *l, bo
     return (int)used;
 }
 
+/* ---- stages and ranks ---------------------------------------------------------------- */
+
+/* vLLM gives the extra layers walking back from the second-to-last stage,
+ * so that the last (head and draft layers) and the first (embedding) get
+ * one only when every other stage has. */
+static int partition(uint32_t *counts, uint32_t layers, uint32_t stages, kvshard_error *err)
+{
+    (void)err;
+    uint32_t r = layers % stages;
+    for (uint32_t s = 0; s < stages; s++)
+        counts[s] = layers / stages;
+    for (uint32_t k = 0; k < r; k++)
+        counts[stages - 2 - k]++;
+    return KVSHARD_OK;
+}
+
+/* Global ranks: dp, pp, cp, tp. */
+static const kvshard_profile__rules rules = {
+    KVSHARD_PP_RULE_VLLM,
+    partition,
+    NULL,
+    KVSHARD_RANK_LAYOUT_VLLM,
+    {KVSHARD_PROFILE__DP, KVSHARD_PROFILE__PP, KVSHARD_PROFILE__CP, KVSHARD_PROFILE__TP},
+    true,
+};
+
 const kvshard__profile kvshard_profile__vllm = {
     .name = "vllm",
     .engine = KVSHARD_ENGINE_VLLM,
     .defaults.block_size = 16,
     .defaults.max_seqs = 256,
     .defaults.ownership = KVSHARD_OWNERSHIP_ORDINAL,
+    .defaults.pp_rule = KVSHARD_PP_RULE_VLLM,
     .defaults.rank_layout = KVSHARD_RANK_LAYOUT_VLLM,
     .device.total_input = "device_memory_total",
     .device.utilization_input = "gpu_memory_utilization",
@@ -1242,4 +1269,5 @@ const kvshard__profile kvshard_profile__vllm = {
     .dialect.recommend = recommend,
     .voice.report_rows = report_rows,
     .voice.unreachable = unreachable,
+    .rules = &rules,
 };

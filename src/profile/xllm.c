@@ -389,6 +389,16 @@ static void unreachable(char *buf, size_t cap, const kvshard_profile__view *v)
              (unsigned long long)c->usable_state_slots);
 }
 
+/* Global ranks: dp, cp, tp; the engine has no stages. */
+static const kvshard_profile__rules rules = {
+    KVSHARD_PP_RULE_DEFAULT,
+    NULL,
+    NULL,
+    KVSHARD_RANK_LAYOUT_XLLM,
+    {KVSHARD_PROFILE__DP, KVSHARD_PROFILE__PP, KVSHARD_PROFILE__CP, KVSHARD_PROFILE__TP},
+    false,
+};
+
 const kvshard__profile kvshard_profile__xllm = {
     .name = "xllm",
     .engine = KVSHARD_ENGINE_XLLM,
@@ -396,6 +406,7 @@ const kvshard__profile kvshard_profile__xllm = {
     .defaults.max_seqs = 200,
     .defaults.ownership = KVSHARD_OWNERSHIP_GLOBAL,
     .defaults.runs_its_ownership_only = true, /* stock xLLM places layers by global index */
+    .defaults.pp_rule = KVSHARD_PP_RULE_VLLM,
     .defaults.rank_layout = KVSHARD_RANK_LAYOUT_XLLM,
     .device.total_input = "device_memory_total",
     .device.utilization_input = "max_memory_utilization",
@@ -422,4 +433,5 @@ const kvshard__profile kvshard_profile__xllm = {
     .voice.write_capacity = write_capacity,
     .voice.report_rows = report_rows,
     .voice.unreachable = unreachable,
+    .rules = &rules,
 };
