@@ -7,6 +7,7 @@
 #include "output/svg.h"
 #include "explore/compare.h"
 #include "plan/view.h"
+#include "profile/profiles.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -302,7 +303,12 @@ static void write_stages(kvshard__out *o, const kvshard__plan_view *p)
         kvshard__out_raw(o, "as given");
     else
         kvshard__out_printf(o, "by the %s rule", kvshard_pp_rule_name(opt->pp_partition_rule));
-    kvshard__out_raw(o, ": <code>VLLM_PP_LAYER_PARTITION=");
+    /* The string the first engine that takes one reads from its
+     * environment. */
+    const kvshard__profile *const *q = kvshard_profiles__all;
+    while (*q && !(*q)->dialect.partition_env)
+        q++;
+    kvshard__out_printf(o, ": <code>%s=", *q ? (*q)->dialect.partition_env : "pp_partition");
     for (uint32_t s = 0; s < p->pp && !o->failed; s++)
         kvshard__out_printf(o, s ? ",%u" : "%u", p->stages[s].count);
     kvshard__out_printf(o,

@@ -905,7 +905,8 @@ static int recommend(char *buf, size_t cap, const kvshard_profile__layout *l, bo
         char counts[2048];
         kvshard_profile__partition_text(counts, sizeof counts, l);
         if (l->pp > 1)
-            kvshard_profile__arg(buf, cap, &used, "SGLANG_PP_LAYER_PARTITION=%s", counts);
+            kvshard_profile__arg(buf, cap, &used, "%s=%s",
+                                 kvshard_profile__sglang.dialect.partition_env, counts);
         return (int)used;
     }
     kvshard_profile__arg(buf, cap, &used, "--tp-size=%u", l->dp * l->tp);
@@ -983,6 +984,7 @@ const kvshard__profile kvshard_profile__sglang = {
                             "`--device_memory_free`, `--non_kv_memory` and `--mem-fraction-static`",
     .voice.write_capacity = write_capacity,
     .dialect.recommend = recommend,
+    .dialect.partition_env = "SGLANG_PP_LAYER_PARTITION",
     .voice.report_rows = report_rows,
     .voice.unreachable = unreachable,
     .rules = &rules,

@@ -1186,7 +1186,8 @@ static int recommend(char *buf, size_t cap, const kvshard_profile__layout *l, bo
         char counts[2048];
         kvshard_profile__partition_text(counts, sizeof counts, l);
         if (l->pp > 1)
-            kvshard_profile__arg(buf, cap, &used, "VLLM_PP_LAYER_PARTITION=%s", counts);
+            kvshard_profile__arg(buf, cap, &used, "%s=%s",
+                                 kvshard_profile__vllm.dialect.partition_env, counts);
         return (int)used;
     }
     kvshard_profile__arg(buf, cap, &used, "--tensor-parallel-size=%u", l->tp);
@@ -1267,6 +1268,7 @@ const kvshard__profile kvshard_profile__vllm = {
                             "figures",
     .voice.write_capacity = write_capacity,
     .dialect.recommend = recommend,
+    .dialect.partition_env = "VLLM_PP_LAYER_PARTITION",
     .voice.report_rows = report_rows,
     .voice.unreachable = unreachable,
     .rules = &rules,
