@@ -257,7 +257,7 @@ kvshard__deploy_key kvshard__key_lookup(const char *key, size_t len,
         key = normal;
     }
     /* The engine's own spelling first: an alias may carry the engine's
-     * words for an option of the same name (vLLM's --kv-cache-dtype). */
+     * words for an option of the same name (an engine's --kv-cache-dtype). */
     const kvshard_profile__alias *alias = flags_of ? kvshard_profiles__alias(flags_of, key, len)
                                                    : NULL;
     ref.option = alias ? KVSHARD__OPT_COUNT : option_named(key, len);
