@@ -1,12 +1,14 @@
 /* The engine profile interface. A profile is whose capacity model sizes a
  * plan's blocks and state: kvshard's own, or an engine's, predicted from
  * that engine's own rules so the figures match its start-up log. Each
- * profile is one file that fills one kvshard__profile (its defaults, its
- * flags and inputs, its versions, what it refuses, how it settles its inputs
- * into kvshard's options, how it turns a budget into blocks and state slots,
- * the figures the engine logs, and its wording); profiles.c lists them. The
- * planner and the writers call a profile through this struct and never ask
- * which one they hold. */
+ * profile is one file that fills one kvshard__profile, in groups: its
+ * defaults, its refusal of stages, its device inputs, its flag dialect, its
+ * versions, what it counts, its capacity hooks (settling its inputs into
+ * kvshard's options and its state, refusals, the budget, blocks and state
+ * slots, the figures the engine logs, its warnings), its wording, and its
+ * engine's stage and rank rules; profiles.c lists them. The planner and the
+ * writers call a profile through this struct and never ask which one they
+ * hold. */
 #ifndef KVSHARD_PROFILE_PROFILE_H
 #define KVSHARD_PROFILE_PROFILE_H
 
