@@ -61,8 +61,7 @@ typedef struct kvshard_profile__figures {
     size_t count;
 } kvshard_profile__figures;
 void kvshard_profile__fig_uint(kvshard_profile__figures *f, const char *name, bool has, uint64_t v);
-void kvshard_profile__fig_double(kvshard_profile__figures *f, const char *name, bool has,
-                                 double v);
+void kvshard_profile__fig_double(kvshard_profile__figures *f, const char *name, bool has, double v);
 void kvshard_profile__fig_bool(kvshard_profile__figures *f, const char *name, bool v);
 void kvshard_profile__fig_text(kvshard_profile__figures *f, const char *name, const char *text);
 /* `count` NUL-separated words, or JSON null for `count` 0. */

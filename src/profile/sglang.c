@@ -180,8 +180,6 @@ static const char *const ignored_options[] = {"num_speculative_tokens", NULL};
 
 /* ---- what settling works out --------------------------------------------------------- */
 
-
-
 /* Notes the capacity keeps for the wording and warnings. */
 enum { NOTE_PROFILED_TOKENS, NOTE_REQUESTS_BEFORE_STATE, NOTE_ESTIMATE };
 
@@ -288,8 +286,8 @@ static int check_coverage(const kvshard_profile__settling *s, const kvshard_sgla
 }
 
 /* The strategy, under the name the release reads. */
-static int settle_strategy(const kvshard_profile__settling *s, const kvshard_sglang__state *st, int *out,
-                           const char **blame, kvshard_error *err)
+static int settle_strategy(const kvshard_profile__settling *s, const kvshard_sglang__state *st,
+                           int *out, const char **blame, kvshard_error *err)
 {
     int now = (int)s->inputs[IN_STRATEGY].u, old = (int)s->inputs[IN_OLD_STRATEGY].u;
     *blame = "mamba_radix_cache_strategy";
@@ -408,8 +406,7 @@ static int settle(kvshard_profile__settling *s, const char **blame, kvshard_erro
     st->mamba_ratio = s->inputs[IN_RATIO].d;
     st->radix = s->inputs[IN_RADIX_OFF].u == 0;
     st->overlap = s->inputs[IN_OVERLAP_OFF].u == 0;
-    st->context =
-        s->given->context_length ? s->given->context_length : m->max_position_embeddings;
+    st->context = s->given->context_length ? s->given->context_length : m->max_position_embeddings;
     /* The DSA layer split over the attention context-parallel group. */
     uint64_t C = s->inputs[IN_ATTN_CP].u;
     uint32_t n_kv = m->count[KVSHARD_LAYER_FULL_ATTENTION];
@@ -455,7 +452,7 @@ static int settle(kvshard_profile__settling *s, const char **blame, kvshard_erro
     } else {
         uint64_t h = m->full.heads / T ? m->full.heads / T : 1;
         st->k_token = kvshard__calc_mul(&c, kvshard__calc_mul(&c, h, m->full.k_dim),
-                                       kvshard__calc_mul(&c, st->layers, kvb));
+                                        kvshard__calc_mul(&c, st->layers, kvb));
         st->cell = kvshard__calc_mul(&c, 2, st->k_token);
     }
     if (st->has_state) {
@@ -475,10 +472,10 @@ static int settle(kvshard_profile__settling *s, const char **blame, kvshard_erro
                 st->overlap = false;
         }
         st->strategy = strategy;
-        st->ratio = !st->radix                                                       ? 1
-                   : strategy == S_EXTRA_BUFFER && st->overlap                      ? 5
-                   : strategy == S_EXTRA_BUFFER || strategy == S_EXTRA_BUFFER_LAZY ? 4
-                                                                                   : 3;
+        st->ratio = !st->radix                                                      ? 1
+                    : strategy == S_EXTRA_BUFFER && st->overlap                     ? 5
+                    : strategy == S_EXTRA_BUFFER || strategy == S_EXTRA_BUFFER_LAZY ? 4
+                                                                                    : 3;
         if (st->spec > 0 && st->requested == 0) {
             *blame = "max_seqs";
             return fail(err, KVSHARD_EMISSING, "engine_input_missing",
@@ -500,7 +497,7 @@ static int settle(kvshard_profile__settling *s, const char **blame, kvshard_erro
         }
         /* A config with a vision_config is multimodal, unless told otherwise. */
         st->multimodal = s->inputs[IN_MULTIMODAL].u != UNSET_BOOL ? s->inputs[IN_MULTIMODAL].u != 0
-                                                                 : m->multimodal;
+                                                                  : m->multimodal;
     }
     o->block_size = st->page;
     return KVSHARD_OK;
@@ -698,9 +695,9 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
     if (st->has_state && (uint64_t)K / st->ratio < Rr)
         Rr = (uint64_t)K / st->ratio;
     if (Rr == 0) {
-        *blame = st->mamba_size               ? "max_mamba_cache_size"
+        *blame = st->mamba_size                ? "max_mamba_cache_size"
                  : st->requested && !st->radix ? "max_seqs"
-                                             : "memory_per_rank";
+                                               : "memory_per_rank";
         return fail(err, KVSHARD_ENOBLOCK, "max_running_requests_zero",
                     "the state pool of %lld slots serves no request at %u slots a request",
                     (long long)K, st->ratio);

@@ -213,8 +213,6 @@ static const kvshard_profile__alias aliases[] = {
 enum { PC_KEPT, PC_BEFORE_ALL, PC_BEFORE_ALIGN };
 enum { MODE_KEPT, MODE_NO_ALL_SUPPORT, MODE_DRAFTING };
 
-
-
 static const kvshard_vllm__state *state_of(const kvshard_profile__state *s)
 {
     return &s->vllm;
@@ -362,8 +360,8 @@ static int settle_world(kvshard_profile__settling *s, const char **blame, kvshar
 }
 
 /* The speculative token count and the draft model's attention layers. */
-static int settle_speculation(kvshard_profile__settling *s, kvshard_vllm__state *st, const char **blame,
-                              kvshard_error *err)
+static int settle_speculation(kvshard_profile__settling *s, kvshard_vllm__state *st,
+                              const char **blame, kvshard_error *err)
 {
     const kvshard_value *spec = &s->inputs[IN_DRAFT_CONFIG];
     bool given = spec->text != NULL || spec->u > 0 || s->given->num_speculative_tokens > 0;
@@ -642,8 +640,9 @@ static uint64_t gqa_bytes(kvshard__calc *c, const kvshard__geometry *g, uint32_t
  * sliding windows (a Gemma 3 or Cohere2 config shorter than its pattern)
  * the sliding layers' does. A model with no cache layer at all leaves the
  * engine no KV cache group to size, as a stage without one does. */
-static int attention_page(kvshard_vllm__state *st, const kvshard_profile__settling *s, kvshard__calc *c,
-                          uint32_t T, uint64_t kv_bytes, const char **blame, kvshard_error *err)
+static int attention_page(kvshard_vllm__state *st, const kvshard_profile__settling *s,
+                          kvshard__calc *c, uint32_t T, uint64_t kv_bytes, const char **blame,
+                          kvshard_error *err)
 {
     const kvshard__model_info *m = s->model;
     *blame = "engine";
@@ -730,8 +729,8 @@ static int settle(kvshard_profile__settling *s, const char **blame, kvshard_erro
     st->seqs_warning = from(st, &V_GROUP_1_5) && !st->seqs_error;
     st->budget_ceil = from(st, &V_BUDGET_CEIL);
     st->utilization = s->inputs[IN_UTILIZATION].d > 0.0 ? s->inputs[IN_UTILIZATION].d
-                     : from(st, &V_0_20)              ? 0.92
-                                                       : 0.9;
+                      : from(st, &V_0_20)               ? 0.92
+                                                        : 0.9;
     /* Bytes per token of one attention layer on one GPU (fp8: one byte,
      * no scales in the page). */
     kvshard_dtype kv = o->kv_cache_dtype == KVSHARD_DTYPE_AUTO ? served : o->kv_cache_dtype;
@@ -772,7 +771,8 @@ static int settle(kvshard_profile__settling *s, const char **blame, kvshard_erro
     settle_groups(st);
     if (st->dsa) /* one group: every MLA layer's page and every indexer page */
         st->bytes_per_block = kvshard__calc_mul(
-            &c, st->n_full, kvshard__calc_add(&c, st->page, kvshard__calc_mul(&c, st->block, st->idx)));
+            &c, st->n_full,
+            kvshard__calc_add(&c, st->page, kvshard__calc_mul(&c, st->block, st->idx)));
     else
         st->bytes_per_block = kvshard__calc_mul(&c, st->page, st->group_size);
     if (c.overflow) {
@@ -900,8 +900,9 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
                     o->max_seqs, (unsigned long long)blocks, (unsigned long long)blocks);
     }
     double concurrency = (double)blocks / (double)st->blocks_per_request;
-    uint64_t tokens = st->tokens_by_concurrency ? (uint64_t)(concurrency * (double)st->max_model_len)
-                                               : blocks / st->groups * st->block;
+    uint64_t tokens = st->tokens_by_concurrency
+                          ? (uint64_t)(concurrency * (double)st->max_model_len)
+                          : blocks / st->groups * st->block;
     c->has_num_blocks = true;
     c->num_blocks = blocks;
     c->max_tokens = tokens;

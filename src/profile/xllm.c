@@ -66,8 +66,6 @@ static const kvshard_profile__versions versions = {"0.11.0", KVSHARD_V(0, 10, 0)
 /* The releases before 0.11.0 size the state pool from the request limit. */
 static const kvshard_versions__v V_0_11_0 = KVSHARD_V(0, 11, 0);
 
-
-
 static const kvshard_xllm__state *state_of(const kvshard_profile__state *s)
 {
     return &s->xllm;
