@@ -1747,7 +1747,8 @@ static void test_sentinels_outside_ranges(void **state)
     for (int i = 0; i < KVSHARD__OPT_COUNT; i++, checked++)
         value_apart(kvshard__option_def((kvshard__option_id)i), NULL, NULL);
     for (const kvshard__profile *const *p = kvshard_profiles__all; *p; p++) {
-        for (const kvshard_profile__input *in = (*p)->inputs; in && in->def.name; in++, checked++)
+        for (const kvshard_profile__input *in = (*p)->dialect.inputs; in && in->def.name;
+             in++, checked++)
             value_apart(&in->def, &in->fallback, in->default_text);
     }
     assert_true(checked > KVSHARD__OPT_COUNT);

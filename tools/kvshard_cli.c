@@ -74,9 +74,10 @@ static const cli_command commands[] = {
      "across nodes, each planned from the GPU's memory less the weights a rank\n"
      "holds (the model directory's safetensors headers, or --weights_total with\n"
      "--weights_experts) and the activation reserve, ranked by the sequences it\n"
-     "serves at --context_length (else by tokens), with the flags of kvshard,\n"
-     "vLLM and SGLang that run the best. --pp_size and --dp_size pin those\n"
-     "sizes; --enable_layerwise_split=false pins the split to 1.\n",
+     "serves at --context_length (else by tokens), with the flags that run\n"
+     "the best under each engine that recommends flags. --pp_size and\n"
+     "--dp_size pin those sizes; --enable_layerwise_split=false pins the\n"
+     "split to 1.\n",
      "text (the default) or json"},
     {"report", "CONFIG [FLAG ...] [-o FILE]",
      "one self-contained HTML page of the plan and the comparison",
@@ -258,7 +259,7 @@ typedef struct help_group {
 } help_group;
 
 /* An engine's other name for a flag: argparse engines write their short
- * names with one dash (vLLM's -tp). */
+ * names with one dash (-tp). */
 static void flag_name(char *out, size_t cap, const char *name, bool argparse)
 {
     snprintf(out, cap, "%s%s", argparse && strlen(name) <= 3 ? "-" : "--", name);
@@ -351,7 +352,7 @@ static void help_flags(text_buf *b, kvshard_engine engine)
              "flags_ignored names them");
 }
 
-/* "kvshard, xllm, vllm or sglang". */
+/* The engines' words, "a, b or c". */
 static void put_engines(text_buf *b)
 {
     const kvshard_word *all = engines();
@@ -375,9 +376,9 @@ static void help_general(text_buf *b)
         putf(b, "  %-8s %s\n", commands[i].name, commands[i].summary);
     put_text(b, "\n"
                 "FLAGs are the deployment's keys, and override CONFIG (--world_size=8\n"
-                "--context_length=32768); under --engine=vllm and --engine=sglang the\n"
+                "--context_length=32768); under an engine's profile (--engine=NAME) the\n"
                 "engine's own flags too. 'kvshard help plan' lists every flag with its\n"
-                "default and unit, 'kvshard help plan --engine=vllm' those of vLLM.\n"
+                "default and unit, 'kvshard help plan --engine=NAME' those of that engine.\n"
                 "\n"
                 "-o FILE replaces FILE only once the whole document is written (a temporary\n"
                 "file beside it, renamed over it); -o - is standard output. A FIFO or a\n"
@@ -475,7 +476,8 @@ static int help_args(int argc, char **argv, int *done)
                  "unknown command '%s' (expected plan, compare, fit, report or help)", show(name).text);
         return usage_error(message);
     }
-    int engine_value = KVSHARD_ENGINE_KVSHARD;
+    const kvshard_options defaults = KVSHARD_OPTIONS_INIT;
+    int engine_value = (int)defaults.engine;
     if (engine) {
         engine_value = -1;
         for (const kvshard_word *w = engines(); w && w->text; w++) {

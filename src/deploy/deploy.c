@@ -570,7 +570,7 @@ int kvshard_deployment_set(kvshard_deployment *deployment, const char *key, cons
         const kvshard__profile *p = kvshard_profiles__of(deployment->options.engine);
         kvshard_options__nearest n;
         kvshard_options__nearest_begin(&n, key, strlen(key),
-                                       p->flag_style == KVSHARD_PROFILE__ARGPARSE);
+                                       p->dialect.flag_style == KVSHARD_PROFILE__ARGPARSE);
         kvshard_options__offer_flags(&n, p);
         const char *near = kvshard_options__nearest_found(&n);
         return kvshard__fail(err, KVSHARD_EUNKNOWNKEY, from, kvshard__no_mark,

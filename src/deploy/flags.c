@@ -419,7 +419,7 @@ static kvshard__deploy_key key_of(const flag *f, const kvshard__profile *profile
     *negated = false;
     if (kvshard__key_known(key) || f->value)
         return key;
-    bool argparse = profile->flag_style == KVSHARD_PROFILE__ARGPARSE;
+    bool argparse = profile->dialect.flag_style == KVSHARD_PROFILE__ARGPARSE;
     size_t skip = 0;
     if (argparse && f->name_len > 3 && f->name[0] == 'n' && f->name[1] == 'o' &&
         (f->name[2] == '-' || f->name[2] == '_'))
@@ -476,7 +476,7 @@ static bool input_row(size_t *row, const kvshard__profile *p, kvshard__deploy_ke
     *row = (size_t)key.option;
     if (key.option != KVSHARD__OPT_COUNT)
         return true;
-    for (const kvshard_profile__input *in = p->inputs; in && in->def.name; in++, (*row)++) {
+    for (const kvshard_profile__input *in = p->dialect.inputs; in && in->def.name; in++, (*row)++) {
         if (in == key.setting)
             return true;
     }
@@ -487,7 +487,7 @@ static bool input_row(size_t *row, const kvshard__profile *p, kvshard__deploy_ke
 static size_t input_rows(const kvshard__profile *p)
 {
     size_t n = KVSHARD__OPT_COUNT;
-    for (const kvshard_profile__input *in = p->inputs; in && in->def.name; in++)
+    for (const kvshard_profile__input *in = p->dialect.inputs; in && in->def.name; in++)
         n++;
     return n;
 }
@@ -610,7 +610,7 @@ static const kvshard__profile *owner_of(const flag *f, const kvshard__profile *m
 static bool nearest_flag(char *out, size_t cap, const flag_list *l, const flag *f,
                          const kvshard__profile *profile)
 {
-    bool argparse = profile->flag_style == KVSHARD_PROFILE__ARGPARSE;
+    bool argparse = profile->dialect.flag_style == KVSHARD_PROFILE__ARGPARSE;
     kvshard_options__nearest n;
     kvshard_options__nearest_begin(&n, f->name, f->name_len, argparse);
     kvshard_options__offer_flags(&n, profile);
@@ -708,7 +708,7 @@ static int apply(flag_list *l, const kvshard__deployment_values *into)
             return rc;
     }
     const kvshard__profile *profile = kvshard_profiles__of(options->engine);
-    bool argparse = profile->flag_style == KVSHARD_PROFILE__ARGPARSE;
+    bool argparse = profile->dialect.flag_style == KVSHARD_PROFILE__ARGPARSE;
     applied *done = NULL;
     size_t done_count = 0, done_cap = 0;
     /* The flags applied to each option and setting, a row each. */

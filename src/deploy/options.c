@@ -249,7 +249,7 @@ kvshard__deploy_key kvshard__key_lookup(const char *key, size_t len,
 {
     kvshard__deploy_key ref = {KVSHARD__OPT_COUNT, NULL, NULL};
     char normal[FLAG_NAME_MAX];
-    bool argparse = flags_of && flags_of->flag_style == KVSHARD_PROFILE__ARGPARSE;
+    bool argparse = flags_of && flags_of->dialect.flag_style == KVSHARD_PROFILE__ARGPARSE;
     if (argparse) {
         /* --max-model-len is --max_model_len. */
         if (len >= sizeof normal)
@@ -259,7 +259,7 @@ kvshard__deploy_key kvshard__key_lookup(const char *key, size_t len,
         key = normal;
     }
     /* The engine's own spelling first: an alias may carry the engine's
-     * words for an option of the same name (vLLM's --kv-cache-dtype). */
+     * words for an option of the same name (an engine's --kv-cache-dtype). */
     const kvshard_profile__alias *alias = flags_of ? kvshard_profiles__alias(flags_of, key, len)
                                                    : NULL;
     ref.option = alias ? KVSHARD__OPT_COUNT : option_named(key, len);
@@ -364,7 +364,7 @@ bool kvshard_options__key_nearest(char *out, size_t cap, const char *key, size_t
     }
     /* Settings sit under cache:, but the engines' parallel sizes. */
     for (const kvshard__profile *const *p = kvshard_profiles__all; *p; p++) {
-        for (const kvshard_profile__input *in = (*p)->inputs; in && in->def.name; in++) {
+        for (const kvshard_profile__input *in = (*p)->dialect.inputs; in && in->def.name; in++) {
             bool parallel = in->def.below_min == KVSHARD_EPARALLEL;
             if (parallel == (section == KVSHARD__SECTION_PARALLEL))
                 kvshard_options__nearest_offer(&n, in->def.name);
@@ -397,7 +397,7 @@ static bool key_is(kvshard__deploy_key a, kvshard__deploy_key b)
  * when an alias carries them. */
 static void add_aliases(kvshard_options__flag *f, const kvshard__profile *p, bool argparse)
 {
-    for (const kvshard_profile__alias *a = p->aliases; a && a->flag; a++) {
+    for (const kvshard_profile__alias *a = p->dialect.aliases; a && a->flag; a++) {
         kvshard__deploy_key k = kvshard__key_lookup(a->flag, strlen(a->flag), p);
         if (!key_is(k, f->key))
             continue;
@@ -431,14 +431,14 @@ static void input_flag(kvshard_options__flag *f, const kvshard__profile *p,
 
 void kvshard_options__each_flag(const kvshard__profile *p, kvshard_options__flag_fn fn, void *user)
 {
-    bool argparse = p->flag_style == KVSHARD_PROFILE__ARGPARSE;
+    bool argparse = p->dialect.flag_style == KVSHARD_PROFILE__ARGPARSE;
     kvshard_options__flag f;
     for (int i = 0; i < KVSHARD__OPT_COUNT; i++) {
         memset(&f, 0, sizeof f);
         snprintf(f.name, sizeof f.name, "%s", defs[i].value.name);
         f.key.option = (kvshard__option_id)i;
         f.read = true;
-        for (const char *const *o = p->ignored_options; o && *o; o++)
+        for (const char *const *o = p->dialect.ignored_options; o && *o; o++)
             f.read &= strcmp(*o, defs[i].value.name) != 0;
         add_aliases(&f, p, argparse);
         fn(user, &f);
@@ -446,9 +446,9 @@ void kvshard_options__each_flag(const kvshard__profile *p, kvshard_options__flag
     /* Under argparse the profile's own inputs; under gflags every input a
      * gflags profile declares, once (kvshard__key_lookup's sets). */
     for (const kvshard__profile *const *q = kvshard_profiles__all; *q; q++) {
-        if (argparse ? *q != p : (*q)->flag_style != KVSHARD_PROFILE__GFLAGS)
+        if (argparse ? *q != p : (*q)->dialect.flag_style != KVSHARD_PROFILE__GFLAGS)
             continue;
-        for (const kvshard_profile__input *in = (*q)->inputs; in && in->def.name; in++) {
+        for (const kvshard_profile__input *in = (*q)->dialect.inputs; in && in->def.name; in++) {
             const kvshard_profile__input *first =
                 argparse ? in : kvshard_profiles__input(in->def.name, strlen(in->def.name));
             if (first != in)
@@ -706,19 +706,19 @@ kvshard_options kvshard__options_settle(const kvshard_options *options)
     kvshard_options o = *options;
     const kvshard__profile *p = kvshard_profiles__of(o.engine);
     if (o.block_size == 0)
-        o.block_size = p->block_size;
+        o.block_size = p->defaults.block_size;
     if (o.max_seqs == 0)
-        o.max_seqs = p->max_seqs;
+        o.max_seqs = p->defaults.max_seqs;
     if (o.ownership == KVSHARD_OWNERSHIP_DEFAULT)
-        o.ownership = p->ownership;
+        o.ownership = p->defaults.ownership;
     if (o.pp_size == 0)
         o.pp_size = 1;
     if (o.pp_partition_count > 0)
         o.pp_partition_rule = KVSHARD_PP_RULE_EXPLICIT;
     else if (o.pp_partition_rule == KVSHARD_PP_RULE_DEFAULT)
-        o.pp_partition_rule = KVSHARD_PP_RULE_VLLM;
+        o.pp_partition_rule = p->defaults.pp_rule;
     if (o.rank_layout == KVSHARD_RANK_LAYOUT_DEFAULT)
-        o.rank_layout = p->rank_layout;
+        o.rank_layout = p->defaults.rank_layout;
     return o;
 }
 
@@ -911,8 +911,8 @@ static void flag_row(void *user, const kvshard_options__flag *f)
     value_doc(out->doc, sizeof out->doc, def, out->words,
               is_option ? units[f->key.option] : NULL, f->read ? p : f->reader);
     kvshard_options__flag_default(out->default_value, sizeof out->default_value, f, p);
-    out->argparse = p->flag_style == KVSHARD_PROFILE__ARGPARSE;
-    out->recommends_flags = p->recommend != NULL;
+    out->argparse = p->dialect.flag_style == KVSHARD_PROFILE__ARGPARSE;
+    out->recommends_flags = p->dialect.recommend != NULL;
     w->found = true;
 }
 

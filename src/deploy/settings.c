@@ -74,7 +74,7 @@ uint64_t kvshard_settings__resolve(kvshard_value *out, const kvshard_settings *s
 {
     /* Every fallback, then the few entries set over them. */
     size_t i = 0;
-    for (const kvshard_profile__input *in = p->inputs; in && in->def.name; in++, i++)
+    for (const kvshard_profile__input *in = p->dialect.inputs; in && in->def.name; in++, i++)
         out[i] = in->fallback;
     uint64_t set = 0;
     for (size_t k = 0; s && k < s->count; k++) {
@@ -110,7 +110,7 @@ static size_t table_position(const kvshard_profile__input *input)
 {
     size_t at = 0;
     for (const kvshard__profile *const *q = kvshard_profiles__all; *q; q++) {
-        const kvshard_profile__input *in = (*q)->inputs;
+        const kvshard_profile__input *in = (*q)->dialect.inputs;
         size_t n = 0;
         while (in && in[n].def.name)
             n++;
@@ -304,7 +304,7 @@ static const kvshard_profile__input *setting_at(size_t index, kvshard_engine *en
 {
     size_t n = 0;
     for (const kvshard__profile *const *p = kvshard_profiles__all; *p; p++) {
-        for (const kvshard_profile__input *in = (*p)->inputs; in && in->def.name; in++) {
+        for (const kvshard_profile__input *in = (*p)->dialect.inputs; in && in->def.name; in++) {
             if (kvshard_profiles__input(in->def.name, strlen(in->def.name)) != in)
                 continue; /* declared by an earlier profile too */
             if (n++ == index) {

@@ -71,8 +71,8 @@ static kvshard__memory_inputs inputs_of(const work *w, const kvshard__planning *
                                  S,
                                  NULL,
                                  &w->layers,
-                                 pl->profile->counts_draft_layers,
-                                 pl->profile->mla_v2_bytes,
+                                 pl->profile->counting.counts_draft_layers,
+                                 pl->profile->counting.mla_v2_bytes,
                                  w->model->source};
     return in;
 }
@@ -99,11 +99,11 @@ static int fill_row(kvshard_comparison_row *row, work *w, const kvshard__plannin
         return rc;
     kvshard__capacity c;
     memset(&c, 0, sizeof c);
-    if (w->has_memory || pl->profile->sizes_without_budget) {
+    if (w->has_memory || pl->profile->counting.sizes_without_budget) {
         kvshard__capacity_inputs ci =
             kvshard__capacity_inputs_of(pl, w->ranks, N, S, w->unsplit_bytes_per_block, &w->budgets);
         const char *blame;
-        if ((rc = pl->profile->capacity(&c, NULL, &ci, &blame, err)) != 0)
+        if ((rc = pl->profile->hooks.capacity(&c, NULL, &ci, &blame, err)) != 0)
             return rc;
     }
     for (uint32_t r = 0; c.has_bytes_per_block && r < N; r++)
@@ -308,8 +308,8 @@ static int pp_rows(kvshard_comparison *c, work *w, const kvshard_comparison_row 
                 }
             }
             /* A row the engine can run: its own rule, where it runs one. */
-            bool runnable = !c->profile->runs_its_ownership_only ||
-                            row->ownership == c->profile->ownership;
+            bool runnable = !c->profile->defaults.runs_its_ownership_only ||
+                            row->ownership == c->profile->defaults.ownership;
             if (runnable && better(row, *best, c->by_balanced)) {
                 *best = row;
                 c->recommended = c->count;
@@ -437,7 +437,8 @@ int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *mo
     }
     c->options = w.base.options;
     c->profile = w.base.profile;
-    c->by_balanced = w.base.options.context_length > 0 && w.base.profile->ranks_by_balanced;
+    c->by_balanced =
+        w.base.options.context_length > 0 && w.base.profile->counting.ranks_by_balanced;
     const kvshard_comparison_row *best = NULL;
     int first_error = KVSHARD_OK;
     kvshard_error first_err;

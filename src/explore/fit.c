@@ -449,12 +449,12 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo, c
             int64_t left = INT64_MAX;
             kvshard_error ignore;
             kvshard__error_reset(&ignore);
-            if (P <= 256 &&
-                kvshard_partition__by_rule(counts, L, P, s->base.options.pp_partition_rule ==
-                                                                 KVSHARD_PP_RULE_EXPLICIT
-                                                             ? KVSHARD_PP_RULE_VLLM
-                                                             : s->base.options.pp_partition_rule,
-                                           &ignore) == KVSHARD_OK) {
+            if (P <= 256 && kvshard_partition__by_rule(counts, L, P,
+                                                       s->base.options.pp_partition_rule ==
+                                                               KVSHARD_PP_RULE_EXPLICIT
+                                                           ? s->base.profile->defaults.pp_rule
+                                                           : s->base.options.pp_partition_rule,
+                                                       &ignore) == KVSHARD_OK) {
                 uint64_t w[256], b[256];
                 kvshard__device_layout layout = {T, D, 1, P, counts, L};
                 const char *why;
@@ -527,7 +527,7 @@ static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvsha
                                                      sizeof *fo, "KVSHARD_FIT_OPTIONS_INIT")) != 0)
         return rc;
     /* Before the profile settles anything: its inputs are not fit's. */
-    if (rc == KVSHARD_OK && !s.base.profile->device_utilization_ppb) {
+    if (rc == KVSHARD_OK && !s.base.profile->device.utilization_ppb) {
         *blame = "engine";
         return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
                              "%s profile: fit_profile: kvshard fit plans under the kvshard "
@@ -672,12 +672,12 @@ int kvshard_fit_flags(char *buf, size_t cap, const kvshard_fit *fit, const char 
         return KVSHARD_EINVAL;
     const kvshard__profile *p = NULL;
     for (const kvshard__profile *const *q = kvshard_profiles__all; *q; q++) {
-        if (strcmp((*q)->name, engine) == 0 && (*q)->recommend)
+        if (strcmp((*q)->name, engine) == 0 && (*q)->dialect.recommend)
             p = *q;
     }
     if (!p)
         return KVSHARD_EUNKNOWNKEY;
     char u[24];
     kvshard_profile__layout l = kvshard__fit_layout(fit, &fit->rows[0], u, sizeof u);
-    return p->recommend(buf, cap, &l, env);
+    return p->dialect.recommend(buf, cap, &l, env);
 }

@@ -37,7 +37,7 @@ struct kvshard_fit {
     size_t refused_count;
     char *model_source; /* the model's file, for the command line the text gives */
     bool fp8_kv;  /* the KV cache is fp8 (the engines' flag) */
-    bool drafts;  /* draft layers are counted (SGLang runs no stages with them) */
+    bool drafts;  /* draft layers are counted (some engines run no stages with them) */
 };
 
 /* kvshard_fit_create, with *blame naming the option an error is about. */

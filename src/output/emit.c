@@ -5,6 +5,7 @@
 #include "plan/device.h"
 #include "explore/fit.h"
 #include "plan/view.h"
+#include "profile/profiles.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -380,7 +381,7 @@ static void out_double(kvshard__out *o, double v)
 static void emit_engine(kvshard__out *o, const kvshard__plan_view *p)
 {
     kvshard__out_raw(o, "  \"engine\": ");
-    if (!p->profile->figures) {
+    if (!p->profile->hooks.figures) {
         kvshard__out_raw(o, "null,\n");
         return;
     }
@@ -696,16 +697,19 @@ int kvshard_fit_write_json(const kvshard_fit *fit, kvshard_write_fn write, void 
     field_or_null(&o, "seqs_total", rec->has_seqs, rec->seqs_total);
     sep(&o);
     field_u64(&o, "tokens_total", rec->tokens_total);
-    static const char *const engines[] = {"kvshard", "vllm", "sglang"};
+    /* Every profile that recommends: flags for each, environment for the
+     * engines (kvshard's own takes none). */
     for (int env = 0; env < 2; env++) {
         kvshard__out_raw(&o, env ? ",\n                     \"env\": {"
                                  : ",\n                     \"flags\": {");
         bool first = true;
-        for (size_t e = env ? 1 : 0; e < sizeof engines / sizeof engines[0]; e++) {
+        for (const kvshard__profile *const *q = kvshard_profiles__all; *q; q++) {
+            if (!(*q)->dialect.recommend || (env && *q == kvshard_profiles__own()))
+                continue;
             if (!first)
                 kvshard__out_raw(&o, env ? ", " : ",\n                              ");
-            key(&o, engines[e]);
-            emit_args(&o, fit, engines[e], env == 1);
+            key(&o, (*q)->name);
+            emit_args(&o, fit, (*q)->name, env == 1);
             first = false;
         }
         kvshard__out_raw(&o, "}");

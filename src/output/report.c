@@ -7,6 +7,7 @@
 #include "output/svg.h"
 #include "explore/compare.h"
 #include "plan/view.h"
+#include "profile/profiles.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -302,7 +303,12 @@ static void write_stages(kvshard__out *o, const kvshard__plan_view *p)
         kvshard__out_raw(o, "as given");
     else
         kvshard__out_printf(o, "by the %s rule", kvshard_pp_rule_name(opt->pp_partition_rule));
-    kvshard__out_raw(o, ": <code>VLLM_PP_LAYER_PARTITION=");
+    /* The string the first engine that takes one reads from its
+     * environment. */
+    const kvshard__profile *const *q = kvshard_profiles__all;
+    while (*q && !(*q)->dialect.partition_env)
+        q++;
+    kvshard__out_printf(o, ": <code>%s=", *q ? (*q)->dialect.partition_env : "pp_partition");
     for (uint32_t s = 0; s < p->pp && !o->failed; s++)
         kvshard__out_printf(o, s ? ",%u" : "%u", p->stages[s].count);
     kvshard__out_printf(o,
@@ -386,12 +392,12 @@ static void write_capacity(kvshard__out *o, const kvshard__plan_view *p)
     kvshard__out_raw(o, "<section id=\"capacity\">\n<h2>Capacity</h2>\n");
     if (!p->has_memory) {
         kvshard__out_raw(o, "<p>");
-        kvshard_format__text(&pr, p->profile->no_budget_hint);
+        kvshard_format__text(&pr, p->profile->voice.no_budget_hint);
         kvshard__out_raw(o, ".</p>\n");
     }
     kvshard__out_raw(o, "<table class=\"keep\">\n");
     if (p->has_memory)
-        p->profile->report_rows(&pr, &pv, false);
+        p->profile->voice.report_rows(&pr, &pv, false);
     uint64_t max_block = 0;
     for (uint32_t r = 0; r < p->ranks_count; r++)
         if (p->ranks[r].bytes_per_block > max_block)
@@ -470,7 +476,7 @@ static void write_capacity(kvshard__out *o, const kvshard__plan_view *p)
     if (!opt->context_length)
         concurrency_rows(o, p);
     if (p->has_memory)
-        p->profile->report_rows(&pr, &pv, true);
+        p->profile->voice.report_rows(&pr, &pv, true);
     kvshard__out_raw(o, "</table>\n</section>\n");
 }
 
@@ -531,7 +537,7 @@ static void write_comparison(kvshard__out *o, const kvshard_comparison *c)
                             "size dividing the attention TP size %u under each ownership rule",
                             c->tp);
     if (c->has_memory) {
-        kvshard__out_printf(o, ", %s ", c->profile->budget_label);
+        kvshard__out_printf(o, ", %s ", c->profile->voice.budget_label);
         bytes(o, c->memory);
         kvshard__out_printf(o, ", max_seqs %u", opt->max_seqs);
         if (context) {

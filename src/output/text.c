@@ -6,6 +6,7 @@
 #include "plan/device.h"
 #include "explore/fit.h"
 #include "plan/view.h"
+#include "profile/profiles.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -135,8 +136,9 @@ static void write_layout_formula(kvshard__out *o, const kvshard__plan_view *p)
     }
 }
 
-/* With pipeline stages: the partition, the strings the engines take, and
- * one line per stage. */
+/* With pipeline stages: the partition, the strings the engines take (each
+ * engine's environment variable, then kvshard's key), and one line per
+ * stage. */
 static void write_stages(kvshard__out *o, const kvshard__plan_view *p)
 {
     if (p->pp == 1)
@@ -151,13 +153,16 @@ static void write_stages(kvshard__out *o, const kvshard__plan_view *p)
         kvshard__out_printf(o, s ? " | %u" : "%u", p->stages[s].count);
     kvshard__out_printf(o, " layers; layout %s: ", kvshard_rank_layout_name(opt->rank_layout));
     write_layout_formula(o, p);
-    kvshard__out_raw(o, "\n           VLLM_PP_LAYER_PARTITION=");
-    for (uint32_t s = 0; s < p->pp && !o->failed; s++)
-        kvshard__out_printf(o, s ? ",%u" : "%u", p->stages[s].count);
-    kvshard__out_raw(o, "  SGLANG_PP_LAYER_PARTITION=");
-    for (uint32_t s = 0; s < p->pp && !o->failed; s++)
-        kvshard__out_printf(o, s ? ",%u" : "%u", p->stages[s].count);
-    kvshard__out_raw(o, "  pp_partition=[");
+    kvshard__out_raw(o, "\n           ");
+    for (const kvshard__profile *const *q = kvshard_profiles__all; *q; q++) {
+        if (!(*q)->dialect.partition_env)
+            continue;
+        kvshard__out_printf(o, "%s=", (*q)->dialect.partition_env);
+        for (uint32_t s = 0; s < p->pp && !o->failed; s++)
+            kvshard__out_printf(o, s ? ",%u" : "%u", p->stages[s].count);
+        kvshard__out_raw(o, "  ");
+    }
+    kvshard__out_raw(o, "pp_partition=[");
     for (uint32_t s = 0; s < p->pp && !o->failed; s++)
         kvshard__out_printf(o, s ? ", %u" : "%u", p->stages[s].count);
     kvshard__out_raw(o, "]\n");
@@ -406,7 +411,7 @@ static void write_capacity(kvshard__out *o, const kvshard__plan_view *p)
     const kvshard_options *opt = p->options;
     kvshard__printer pr = kvshard__out_text_printer(o);
     kvshard_profile__view pv = kvshard__profile_view(p);
-    p->profile->write_capacity(&pr, &pv);
+    p->profile->voice.write_capacity(&pr, &pv);
     uint64_t max_seqs = kvshard__max_seqs_of(c, opt);
     if (opt->context_length) {
         kvshard__out_raw(o, "context    at ");
@@ -511,10 +516,10 @@ int kvshard_comparison_write_text(const kvshard_comparison *comparison, kvshard_
                         opt->sweep_pp ? "pipeline and split sizes" : "split sizes", opt->world_size,
                         opt->dp_size, opt->cp_size);
     const kvshard__profile *profile = comparison->profile;
-    if (profile->named_in_headers)
+    if (profile->voice.named_in_headers)
         kvshard__out_printf(&o, ", %s profile", profile->name);
     if (comparison->has_memory) {
-        kvshard__out_printf(&o, ", %s ", profile->budget_label);
+        kvshard__out_printf(&o, ", %s ", profile->voice.budget_label);
         human_bytes(&o, comparison->memory, 0);
         kvshard__out_printf(&o, ", max_seqs %u", opt->max_seqs);
         if (context) {
@@ -575,10 +580,11 @@ int kvshard_comparison_write_text(const kvshard_comparison *comparison, kvshard_
     }
     char flags[256];
     kvshard__comparison_flags(flags, sizeof flags, comparison);
-    if (profile->runs_its_ownership_only)
-        kvshard__out_printf(&o, "\nthe %s profile's engine runs the %s rule only: the other rules' "
-                                "rows are shown for comparison and never recommended\n",
-                            profile->name, kvshard_ownership_name(profile->ownership));
+    if (profile->defaults.runs_its_ownership_only)
+        kvshard__out_printf(&o,
+                            "\nthe %s profile's engine runs the %s rule only: the other rules' "
+                            "rows are shown for comparison and never recommended\n",
+                            profile->name, kvshard_ownership_name(profile->defaults.ownership));
     kvshard__out_printf(&o, "\nrecommended: %s\n", flags);
     /* A recommended max_seqs is a figure the user did not give: say where
      * it comes from and how it differs from theirs. */
@@ -696,7 +702,8 @@ int kvshard_fit_write_text(const kvshard_fit *fit, size_t top, kvshard_write_fn 
                             kvshard_status_name(fit->refused[i].code));
     /* The recommendation as the commands that run it. */
     char flags[4096];
-    kvshard_fit_flags(flags, sizeof flags, fit, "kvshard", false);
+    const kvshard__profile *own = kvshard_profiles__own();
+    kvshard_fit_flags(flags, sizeof flags, fit, own->name, false);
     kvshard__out_raw(&o, "\nrecommended: kvshard plan ");
     kvshard__out_safe(&o, fit->model_source, strlen(fit->model_source));
     kvshard__out_printf(&o, " %s --device_memory=%llu", flags,
@@ -715,16 +722,23 @@ int kvshard_fit_write_text(const kvshard_fit *fit, size_t top, kvshard_write_fn 
     if (opt->context_length)
         kvshard__out_printf(&o, " --context_length=%u", opt->context_length);
     kvshard__out_raw(&o, "\n");
-    static const char *const engines[] = {"vllm", "sglang"};
-    for (size_t e = 0; e < sizeof engines / sizeof engines[0]; e++) {
+    /* Then each engine's line: its environment and flags. Only kvshard
+     * splits layers; an engine that refuses stages with draft layers says
+     * so when they are counted. */
+    for (const kvshard__profile *const *q = kvshard_profiles__all; *q; q++) {
+        if (*q == own || !(*q)->dialect.recommend)
+            continue;
+        const char *name = (*q)->name;
         char env[4096];
-        if (kvshard_fit_flags(flags, sizeof flags, fit, engines[e], false) < 0) {
-            kvshard__out_printf(&o, "%-12s cannot run it (no layerwise split%s)\n", engines[e],
-                                e == 1 && fit->drafts ? ", or no stages with speculation" : "");
+        if (kvshard_fit_flags(flags, sizeof flags, fit, name, false) < 0) {
+            bool refuses_drafts = (*q)->rules && (*q)->rules->refuses_drafts;
+            kvshard__out_printf(&o, "%-12s cannot run it (no layerwise split%s)\n", name,
+                                refuses_drafts && fit->drafts ? ", or no stages with speculation"
+                                                              : "");
             continue;
         }
-        kvshard_fit_flags(env, sizeof env, fit, engines[e], true);
-        kvshard__out_printf(&o, "%-12s %s%s%s\n", engines[e], env[0] ? env : "", env[0] ? " " : "",
+        kvshard_fit_flags(env, sizeof env, fit, name, true);
+        kvshard__out_printf(&o, "%-12s %s%s%s\n", name, env[0] ? env : "", env[0] ? " " : "",
                             flags);
     }
     return kvshard__out_finish(&o);

@@ -177,29 +177,29 @@ int kvshard__device_open(kvshard__device *d, const kvshard__planning *pl,
         return KVSHARD_OK;
     const kvshard__profile *p = pl->profile;
     *blame = "device_memory";
-    bool engine = !p->device_utilization_ppb; /* the engine's formula makes the budget */
-    if (engine && !p->device_fill_input)
+    bool engine = !p->device.utilization_ppb; /* the engine's formula makes the budget */
+    if (engine && !p->device.fill_input)
         return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
                              "%s profile: device_inputs_unsupported: device_memory: the profile "
                              "reads none of the device inputs",
                              p->name);
     d->used = !engine;
     d->device_memory = o->device_memory;
-    if (engine && input_given(pl, p->device_fill_input)) {
-        d->fill_given = p->device_fill_input; /* the engine's own figure: no weights to read */
+    if (engine && input_given(pl, p->device.fill_input)) {
+        d->fill_given = p->device.fill_input; /* the engine's own figure: no weights to read */
         return KVSHARD_OK;
     }
     d->fills = engine;
     if (engine) {
         uint64_t twentieth = o->device_memory / 20;
         d->reserve = o->activation_reserve != KVSHARD_RESERVE_AUTO ? o->activation_reserve
-                     : !p->device_reserve_auto                     ? 0
+                     : !p->device.reserve_auto                     ? 0
                      : twentieth > GIB                             ? twentieth
                                                                    : GIB;
         return open_weights(d, o, model, alloc, blame, err);
     }
-    d->utilization = o->memory_utilization > 0 ? o->memory_utilization
-                                               : (double)p->device_utilization_ppb / 1e9;
+    d->utilization =
+        o->memory_utilization > 0 ? o->memory_utilization : (double)p->device.utilization_ppb / 1e9;
     double scaled = d->utilization * 1e9;
     d->utilization_ppb = (uint32_t)llround(scaled);
     if (fabs(scaled - (double)d->utilization_ppb) > 1e-3) {
@@ -428,20 +428,20 @@ int kvshard__device_map(kvshard__planning *pl, const char **blame, kvshard_error
 {
     const kvshard_options *o = &pl->options;
     const kvshard__profile *p = pl->profile;
-    if (p->device_utilization_ppb || o->device_memory == 0 || o->memory_per_rank > 0)
+    if (p->device.utilization_ppb || o->device_memory == 0 || o->memory_per_rank > 0)
         return KVSHARD_OK;
     bool set;
-    kvshard_value *total = engine_input(pl, p->device_total_input, &set);
+    kvshard_value *total = engine_input(pl, p->device.total_input, &set);
     if (total && set && total->u != o->device_memory) {
         *blame = "device_memory";
         return kvshard__fail(err, KVSHARD_EDUPKEY, "", kvshard__no_mark,
                              "%s profile: device_memory %llu and %s %llu differ; give one of them",
-                             p->name, (unsigned long long)o->device_memory,
-                             p->device_total_input, (unsigned long long)total->u);
+                             p->name, (unsigned long long)o->device_memory, p->device.total_input,
+                             (unsigned long long)total->u);
     }
     if (total)
         total->u = o->device_memory;
-    kvshard_value *u = engine_input(pl, p->device_utilization_input, &set);
+    kvshard_value *u = engine_input(pl, p->device.utilization_input, &set);
     if (u && o->memory_utilization > 0) {
         if (set && u->d != o->memory_utilization) {
             /* Each as the shortest decimal of its value: "%g" would show
@@ -453,7 +453,7 @@ int kvshard__device_map(kvshard__planning *pl, const char **blame, kvshard_error
             return kvshard__fail(err, KVSHARD_EDUPKEY, "", kvshard__no_mark,
                                  "%s profile: memory_utilization %s and %s %s differ; give one "
                                  "of them",
-                                 p->name, mine, p->device_utilization_input, theirs);
+                                 p->name, mine, p->device.utilization_input, theirs);
         }
         u->d = o->memory_utilization;
     }
@@ -463,8 +463,8 @@ int kvshard__device_map(kvshard__planning *pl, const char **blame, kvshard_error
 void kvshard__device_blame(const kvshard__device *d, const kvshard__profile *profile,
                            const char **blame)
 {
-    if (d->fills && *blame && profile->device_fill_input &&
-        strcmp(*blame, profile->device_fill_input) == 0)
+    if (d->fills && *blame && profile->device.fill_input &&
+        strcmp(*blame, profile->device.fill_input) == 0)
         *blame = "device_memory";
 }
 
@@ -476,7 +476,7 @@ int kvshard__device_fill(kvshard__planning *pl, const kvshard__device *d,
         return KVSHARD_OK;
     const kvshard__profile *p = pl->profile;
     bool set;
-    kvshard_value *fill = engine_input(pl, p->device_fill_input, &set);
+    kvshard_value *fill = engine_input(pl, p->device.fill_input, &set);
     if (!fill || set)
         return KVSHARD_OK; /* the engine's own figure wins */
     uint64_t weights[1];
@@ -491,7 +491,7 @@ int kvshard__device_fill(kvshard__planning *pl, const kvshard__device *d,
     bool added = kvshard__add(&taken, weights[0], d->reserve);
     /* Past 2^64 - 2 bytes no device holds them, and non_kv_memory's numbers
      * end there (2^64 - 1 stands for "not given"): never filled saturated. */
-    if (!added || taken == UINT64_MAX || (p->device_fill_free && taken >= d->device_memory)) {
+    if (!added || taken == UINT64_MAX || (p->device.fill_free && taken >= d->device_memory)) {
         *blame = "device_memory";
         return kvshard__fail(err, KVSHARD_EDOESNOTFIT, "", kvshard__no_mark,
                              "does_not_fit: the weights (%llu bytes a rank) and "
@@ -499,6 +499,6 @@ int kvshard__device_fill(kvshard__planning *pl, const kvshard__device *d,
                              (unsigned long long)weights[0], (unsigned long long)d->reserve,
                              (unsigned long long)d->device_memory);
     }
-    fill->u = p->device_fill_free ? d->device_memory - taken : taken;
+    fill->u = p->device.fill_free ? d->device_memory - taken : taken;
     return KVSHARD_OK;
 }

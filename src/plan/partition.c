@@ -2,6 +2,8 @@
  * layer order; layer kinds play no part in the cut. */
 #include "plan/partition.h"
 
+#include "profile/rules.h"
+
 #include <string.h>
 
 int kvshard_partition__by_rule(uint32_t *out, uint32_t num_layers, uint32_t pp,
@@ -15,29 +17,7 @@ int kvshard_partition__by_rule(uint32_t *out, uint32_t num_layers, uint32_t pp,
                              "pp_size %u is above the model's %u decoder layers: every stage "
                              "holds at least one",
                              pp, num_layers);
-    uint32_t q = num_layers / pp, r = num_layers % pp;
-    if (rule != KVSHARD_PP_RULE_VLLM && rule != KVSHARD_PP_RULE_SGLANG &&
-        rule != KVSHARD_PP_RULE_TRTLLM && rule != KVSHARD_PP_RULE_EVEN)
-        return kvshard__fail(err, KVSHARD_EPARTITION, "", kvshard__no_mark,
-                             "pp_partition_rule %d is not a rule (vllm, sglang, trtllm or even)",
-                             (int)rule);
-    if (rule == KVSHARD_PP_RULE_EVEN && r != 0)
-        return kvshard__fail(err, KVSHARD_EPARTITION, "", kvshard__no_mark,
-                             "pp_partition_rule even needs pp_size to divide the %u decoder "
-                             "layers, and %u does not",
-                             num_layers, pp);
-    for (uint32_t s = 0; s < pp; s++)
-        out[s] = q;
-    /* vLLM gives the extras walking back from the second-to-last stage, so
-     * that the last (head and draft layers) and the first (embedding) get
-     * one only when every other stage has. */
-    for (uint32_t k = 0; k < r; k++) {
-        uint32_t s = rule == KVSHARD_PP_RULE_VLLM     ? pp - 2 - k
-                     : rule == KVSHARD_PP_RULE_SGLANG ? pp - r + k
-                                                      : k;
-        out[s]++;
-    }
-    return KVSHARD_OK;
+    return kvshard_rules__partition(out, num_layers, pp, rule, err);
 }
 
 int kvshard_partition__check(const uint32_t *counts, uint32_t count, uint32_t num_layers,
@@ -84,29 +64,19 @@ int kvshard_partition__of(uint32_t *out, const kvshard_options *options, uint32_
 
 kvshard__strides kvshard__rank_strides(const kvshard_options *o, uint32_t tp)
 {
-    uint64_t D = o->dp_size, P = o->pp_size ? o->pp_size : 1, C = o->cp_size, T = tp;
-    kvshard__strides s;
-    switch (o->rank_layout) {
-    case KVSHARD_RANK_LAYOUT_SGLANG: /* pp, dp, cp, tp */
-        s.tp = 1;
-        s.cp = T;
-        s.dp = C * T;
-        s.pp = D * C * T;
-        break;
-    case KVSHARD_RANK_LAYOUT_TRTLLM: /* pp, dp, tp, cp */
-        s.cp = 1;
-        s.tp = C;
-        s.dp = T * C;
-        s.pp = D * T * C;
-        break;
-    case KVSHARD_RANK_LAYOUT_VLLM: /* dp, pp, cp, tp */
-    case KVSHARD_RANK_LAYOUT_XLLM: /* dp, cp, tp: the same with P = 1 */
-    default:
-        s.tp = 1;
-        s.cp = T;
-        s.pp = C * T;
-        s.dp = P * C * T;
-        break;
+    const kvshard_profile__rules *r = kvshard_rules__of_rank_layout(o->rank_layout);
+    uint64_t sizes[4];
+    sizes[KVSHARD_PROFILE__DP] = o->dp_size;
+    sizes[KVSHARD_PROFILE__PP] = o->pp_size ? o->pp_size : 1;
+    sizes[KVSHARD_PROFILE__CP] = o->cp_size;
+    sizes[KVSHARD_PROFILE__TP] = tp;
+    uint64_t strides[4], stride = 1;
+    /* Innermost first: each coordinate steps over all those inside it. */
+    for (int i = 3; i >= 0; i--) {
+        strides[r->order[i]] = stride;
+        stride *= sizes[r->order[i]];
     }
+    kvshard__strides s = {strides[KVSHARD_PROFILE__DP], strides[KVSHARD_PROFILE__PP],
+                          strides[KVSHARD_PROFILE__CP], strides[KVSHARD_PROFILE__TP]};
     return s;
 }

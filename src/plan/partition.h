@@ -6,7 +6,7 @@
 
 #include "base/error.h"
 
-/* The layer counts of the P stages by `rule` (VLLM, SGLANG, TRTLLM or EVEN)
+/* The layer counts of the P stages by `rule` (an engine's cut, or even)
  * into out[0..P-1]: q = L / P each, the remainder r = L % P spread as the
  * rule's engine spreads it. EPARALLEL for P = 0; EPPLAYERS for P above L
  * (every stage holds a layer); EPARTITION for `even` with P not dividing L

@@ -65,7 +65,7 @@ kvshard_uniform kvshard__uniform_of(const kvshard_rank_memory *ranks, uint32_t t
         memset(&c, 0, sizeof c);
         const char *blame;
         u.has_num_blocks = true;
-        u.num_blocks = pl->profile->capacity(&c, NULL, &ci, &blame, NULL) == KVSHARD_OK &&
+        u.num_blocks = pl->profile->hooks.capacity(&c, NULL, &ci, &blame, NULL) == KVSHARD_OK &&
                                c.has_num_blocks
                            ? c.num_blocks
                            : 0;
@@ -92,8 +92,8 @@ kvshard__memory_inputs kvshard__plan_memory_inputs(const kvshard_plan *plan)
                                  plan->split,
                                  plan->owned_by_class,
                                  &plan->stages[0],
-                                 plan->profile->counts_draft_layers,
-                                 plan->profile->mla_v2_bytes,
+                                 plan->profile->counting.counts_draft_layers,
+                                 plan->profile->counting.mla_v2_bytes,
                                  plan->source};
     return in;
 }
@@ -205,7 +205,7 @@ static int compute_memory(kvshard_plan *p, const kvshard__planning *pl,
     uint32_t n = p->ranks_count;
     kvshard__capacity c;
     memset(&c, 0, sizeof c);
-    if (p->has_memory || p->profile->sizes_without_budget) {
+    if (p->has_memory || p->profile->counting.sizes_without_budget) {
         uint64_t local[SCRATCH_RANKS];
         uint64_t *blocks = n <= SCRATCH_RANKS ? local : kvshard__alloc(&p->alloc, n, sizeof *blocks);
         if (!blocks)
@@ -216,7 +216,7 @@ static int compute_memory(kvshard_plan *p, const kvshard__planning *pl,
             ci.stage_ranks = p->figure_stride;
         for (uint32_t r = 0; r < n; r++)
             blocks[r] = UINT64_MAX; /* a rank the profile does not size has no count */
-        rc = p->profile->capacity(&c, blocks, &ci, blame, err);
+        rc = p->profile->hooks.capacity(&c, blocks, &ci, blame, err);
         for (uint32_t r = 0; rc == KVSHARD_OK && r < n; r++) {
             bool counted = blocks[r] != UINT64_MAX;
             p->ranks[r].has_num_blocks = counted;
@@ -469,7 +469,8 @@ static void keep_warning(void *ctx, kvshard_warning_code code, const char *messa
 static void keep_input_texts(kvshard_plan *p)
 {
     size_t n = 0, i = 0;
-    for (const kvshard_profile__input *in = p->profile->inputs; in && in->def.name; in++, i++) {
+    for (const kvshard_profile__input *in = p->profile->dialect.inputs; in && in->def.name;
+         in++, i++) {
         kvshard_value *v = &p->inputs[i];
         if (!v->text)
             continue;

@@ -156,7 +156,9 @@ static inline uint32_t kvshard__counted_drafts(const kvshard__model_info *m,
                                                const kvshard_options *o,
                                                const kvshard__profile *profile)
 {
-    return o->num_speculative_tokens > 0 && profile->counts_draft_layers ? m->num_draft_layers : 0;
+    return o->num_speculative_tokens > 0 && profile->counting.counts_draft_layers
+               ? m->num_draft_layers
+               : 0;
 }
 
 /* The stage of decoder layer `layer`: a search over the stages' ranges. */

@@ -5,6 +5,7 @@
 
 #include "base/abi.h"
 #include "base/call.h"
+#include "profile/capacity.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -147,7 +148,7 @@ static int draft_storage(kvshard_layer_storage *st, const kvshard_plan *plan, ui
         st->holding = KVSHARD_HOLDS_NOT_ON_STAGE;
         return KVSHARD_OK;
     }
-    if (plan->options.num_speculative_tokens == 0 || !plan->profile->counts_draft_layers)
+    if (plan->options.num_speculative_tokens == 0 || !plan->profile->counting.counts_draft_layers)
         return KVSHARD_OK; /* nothing: the draft layer is not counted */
     st->holding = KVSHARD_HOLDS_DRAFT;
     bool sliding = k->kind == KVSHARD_LAYER_SLIDING_ATTENTION;
@@ -375,7 +376,7 @@ static int capacity_at(kvshard__capacity *out, const kvshard_plan *plan, uint32_
     kvshard__capacity c;
     memset(&c, 0, sizeof c);
     const char *blame;
-    int rc = plan->profile->capacity(&c, NULL, &ci, &blame, err);
+    int rc = plan->profile->hooks.capacity(&c, NULL, &ci, &blame, err);
     if (rc)
         return rc;
     if (!c.has_num_blocks)
@@ -441,13 +442,13 @@ int kvshard_plan_blocks_figure(kvshard_figure *out, const kvshard_plan *plan, ui
 
 size_t kvshard__engine_figures(kvshard_figure *out, size_t cap, const kvshard__plan_view *v)
 {
-    if (!v->profile->figures)
+    if (!v->profile->hooks.figures)
         return 0;
     kvshard_profile__figures f = {out, cap, 0};
     kvshard_profile__view pv = kvshard__profile_view(v);
     kvshard_profile__fig_text(&f, "name", v->profile->name);
     kvshard_profile__fig_text(&f, "version", pv.version);
-    f.count += v->profile->figures(f.out + f.count, f.cap - f.count, &pv);
+    f.count += v->profile->hooks.figures(f.out + f.count, f.cap - f.count, &pv);
     return f.count;
 }
 
@@ -622,7 +623,7 @@ kvshard__plan_view kvshard__plan_view_of(const kvshard_plan *p)
 int kvshard__plan_capacity_at(kvshard__capacity *out, const kvshard_plan *plan, uint32_t rank,
                               uint32_t context_length)
 {
-    if (!plan->budgets.has && !plan->profile->sizes_without_budget)
+    if (!plan->budgets.has && !plan->profile->counting.sizes_without_budget)
         return KVSHARD_ERANGE;
     kvshard__capacity_inputs ci = plan_capacity_inputs(plan);
     ci.context_length = context_length;
@@ -630,7 +631,7 @@ int kvshard__plan_capacity_at(kvshard__capacity *out, const kvshard_plan *plan, 
     kvshard__capacity c;
     memset(&c, 0, sizeof c);
     const char *blame;
-    int rc = plan->profile->capacity(&c, NULL, &ci, &blame, NULL);
+    int rc = plan->profile->hooks.capacity(&c, NULL, &ci, &blame, NULL);
     if (rc == KVSHARD_OK)
         *out = c;
     return rc;

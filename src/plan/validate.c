@@ -7,6 +7,7 @@
 #include "base/call.h"
 #include "deploy/options.h"
 #include "plan/partition.h"
+#include "profile/rules.h"
 
 #include <string.h>
 
@@ -39,7 +40,7 @@ int kvshard__begin_planning(kvshard__planning *out, bool args_ok, const kvshard_
 int kvshard__planning_settle(kvshard__planning *pl, const kvshard_model *model, const char **blame,
                              kvshard_error *err)
 {
-    if (!pl->profile->settle)
+    if (!pl->profile->hooks.settle)
         return KVSHARD_OK;
     kvshard_profile__settling s = {&pl->given,
                                    &pl->options,
@@ -47,7 +48,7 @@ int kvshard__planning_settle(kvshard__planning *pl, const kvshard_model *model, 
                                    &model->info,
                                    model->model_type,
                                    &pl->state};
-    return pl->profile->settle(&s, blame, err);
+    return pl->profile->hooks.settle(&s, blame, err);
 }
 
 const char *kvshard__planning_version(const kvshard__profile *profile, const kvshard_value *inputs)
@@ -78,7 +79,7 @@ int kvshard__planning_budget(uint64_t *out, bool *has, const kvshard__planning *
                              const char **blame, kvshard_error *err)
 {
     kvshard_profile__ctx c = kvshard__profile_ctx(pl, model, tp, split);
-    return pl->profile->budget(out, has, &c, blame, err);
+    return pl->profile->hooks.budget(out, has, &c, blame, err);
 }
 
 /* Draft layers of `kind` among those the model counts with speculation. */
@@ -99,7 +100,8 @@ static int check_heads(const kvshard_model *model, const kvshard__planning *pl, 
                        kvshard_error *err)
 {
     const kvshard__model_info *m = &model->info;
-    bool drafts = pl->options.num_speculative_tokens > 0 && pl->profile->counts_draft_layers;
+    bool drafts =
+        pl->options.num_speculative_tokens > 0 && pl->profile->counting.counts_draft_layers;
     bool full = kvshard__num_kv_layers(m) + m->count[KVSHARD_LAYER_CHUNKED_ATTENTION] > 0 ||
                 (drafts && drafts_of(m, KVSHARD_LAYER_FULL_ATTENTION) > 0);
     bool sliding = m->count[KVSHARD_LAYER_SLIDING_ATTENTION] > 0 ||
@@ -139,8 +141,8 @@ static int check_needs(const kvshard_model *model, const kvshard__planning *pl,
 {
     const kvshard__model_info *m = &model->info;
     const kvshard_options *o = &pl->options;
-    if (model->draft_rc && o->num_speculative_tokens > 0 && pl->profile->counts_draft_layers &&
-        m->num_draft_layers > 0) {
+    if (model->draft_rc && o->num_speculative_tokens > 0 &&
+        pl->profile->counting.counts_draft_layers && m->num_draft_layers > 0) {
         if (err)
             *err = model->draft_error;
         return model->draft_rc;
@@ -177,8 +179,8 @@ static int check_state(const kvshard_model *model, uint32_t T, kvshard_error *er
     return KVSHARD_OK;
 }
 
-/* Stages a profile does not model, and the xllm rank layout, which has no
- * stage coordinate. */
+/* Stages a profile does not model, and a rank layout without a stage
+ * coordinate. */
 static int check_stages(const kvshard__planning *pl, const char **blame, kvshard_error *err)
 {
     const kvshard_options *o = &pl->options;
@@ -186,16 +188,16 @@ static int check_stages(const kvshard__planning *pl, const char **blame, kvshard
         return KVSHARD_OK;
     const kvshard__profile *p = pl->profile;
     *blame = "pp_size";
-    if (p->stages_refusal)
+    if (p->stages.refusal)
         return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
-                             "%s profile: %s: %s %u: %s", p->name, p->stages_refusal,
-                             p->stages_flag ? p->stages_flag : "pp_size", o->pp_size,
-                             p->stages_why);
-    if (o->rank_layout == KVSHARD_RANK_LAYOUT_XLLM)
+                             "%s profile: %s: %s %u: %s", p->name, p->stages.refusal,
+                             p->stages.flag ? p->stages.flag : "pp_size", o->pp_size,
+                             p->stages.why);
+    if (!kvshard_rules__of_rank_layout(o->rank_layout)->numbers_stages)
         return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
-                             "pp_engine: pp_size %u with rank_layout xllm, which numbers no "
+                             "pp_engine: pp_size %u with rank_layout %s, which numbers no "
                              "pipeline stages",
-                             o->pp_size);
+                             o->pp_size, kvshard_rank_layout_name(o->rank_layout));
     *blame = NULL;
     return KVSHARD_OK;
 }
@@ -274,9 +276,9 @@ int kvshard__plan_validate(uint32_t *out_tp, uint32_t *out_split, uint32_t *stag
     if (rc)
         return rc;
     rc = check_state(model, T, err);
-    if (rc == KVSHARD_OK && pl->profile->check) {
+    if (rc == KVSHARD_OK && pl->profile->hooks.check) {
         kvshard_profile__ctx c = kvshard__profile_ctx(pl, model, T, S_eff);
-        rc = pl->profile->check(&c, blame, err);
+        rc = pl->profile->hooks.check(&c, blame, err);
     }
     if (rc)
         return rc;

@@ -5,6 +5,7 @@
 
 #include "base/checked.h"
 #include "deploy/options.h"
+#include "profile/rules.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -30,7 +31,7 @@ static void warn(kvshard__warning_sink sink, void *ctx, kvshard_warning_code cod
 static size_t ignored_options(const char **names, size_t cap, const kvshard__planning *pl)
 {
     size_t n = 0;
-    for (const char *const *o = pl->profile->ignored_options; o && *o && n < cap; o++) {
+    for (const char *const *o = pl->profile->dialect.ignored_options; o && *o && n < cap; o++) {
         kvshard__option_id id = kvshard__option_id_of(*o, strlen(*o));
         if (id != KVSHARD__OPT_COUNT && kvshard__option_changed(&pl->given, id))
             names[n++] = *o;
@@ -98,7 +99,7 @@ static void warn_unreachable(const kvshard__warning_inputs *in, kvshard__warning
     const kvshard__capacity *c = in->capacity;
     if (!c->has_concurrency || c->concurrency >= kvshard__max_seqs_of(c, o))
         return;
-    if (in->planning->profile->unreachable) {
+    if (in->planning->profile->voice.unreachable) {
         kvshard_profile__view v = {o,
                                    c,
                                    in->has_memory,
@@ -109,7 +110,7 @@ static void warn_unreachable(const kvshard__warning_inputs *in, kvshard__warning
                                    kvshard__planning_version(in->planning->profile,
                                                              in->planning->inputs)};
         char message[KVSHARD__WARNING_MESSAGE_MAX];
-        in->planning->profile->unreachable(message, sizeof message, &v);
+        in->planning->profile->voice.unreachable(message, sizeof message, &v);
         sink(ctx, KVSHARD_WARN_MAX_SEQS_UNREACHABLE, message);
         return;
     }
@@ -189,17 +190,20 @@ static void warn_ownership(const kvshard__warning_inputs *in, kvshard__warning_s
              spread_stage, spread_lo, spread_hi, rule);
 }
 
-/* What pipeline stages alone bring: SGLang's refusal of stages with
- * speculative decoding, and stages whose ranks store no KV bytes. */
+/* What pipeline stages alone bring: the refusal of stages with speculative
+ * decoding by the engine whose cut the plan took, and stages whose ranks
+ * store no KV bytes. */
 static void warn_stages(const kvshard__warning_inputs *in, kvshard__warning_sink sink, void *ctx)
 {
     if (in->stages == 1)
         return;
-    if (in->draft_layers && in->planning->options.pp_partition_rule == KVSHARD_PP_RULE_SGLANG)
+    const kvshard_profile__rules *cut =
+        kvshard_rules__of_pp_rule(in->planning->options.pp_partition_rule);
+    if (in->draft_layers && cut && cut->refuses_drafts)
         warn(sink, ctx, KVSHARD_WARN_PP_DRAFT_REFUSED,
-             "SGLang refuses pipeline stages together with speculative decoding: this plan of "
-             "%u stages with %u draft layer%s on the last stage is made all the same",
-             in->stages, in->draft_layers, in->draft_layers == 1 ? "" : "s");
+             "%s: this plan of %u stages with %u draft layer%s on the last stage is made all the "
+             "same",
+             cut->refuses_drafts, in->stages, in->draft_layers, in->draft_layers == 1 ? "" : "s");
     uint32_t without = 0, first = 0;
     for (uint32_t stage = 0; stage < in->stages; stage++) {
         bool stores = false;
@@ -285,7 +289,7 @@ void kvshard__collect_warnings(const kvshard__warning_inputs *in, kvshard__warni
     warn_unreachable(in, sink, ctx);
     warn_profile_inputs(in, sink, ctx);
     const kvshard__profile *profile = in->planning->profile;
-    if (profile->warnings) {
+    if (profile->hooks.warnings) {
         kvshard_profile__view v = {o,
                                    in->capacity,
                                    in->has_memory,
@@ -294,7 +298,7 @@ void kvshard__collect_warnings(const kvshard__warning_inputs *in, kvshard__warni
                                    in->planning->inputs,
                                    &in->planning->state,
                                    kvshard__planning_version(profile, in->planning->inputs)};
-        profile->warnings(sink, ctx, &v);
+        profile->hooks.warnings(sink, ctx, &v);
     }
     warn_stages(in, sink, ctx);
     warn_device(in, sink, ctx);

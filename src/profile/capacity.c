@@ -1,5 +1,5 @@
 /* What every profile's capacity computation is made of. */
-#include "profile/profile.h"
+#include "profile/capacity.h"
 #include "model/states.h"
 
 #include "base/checked.h"
@@ -113,16 +113,6 @@ int kvshard_capacity__max_tokens(kvshard__capacity *c, const kvshard_options *o,
 }
 
 /* ---- what the engine profiles share ------------------------------------------------ */
-
-void kvshard_profile__state_put(kvshard_profile__state *out, const void *from, size_t size)
-{
-    memcpy(out->u.bytes, from, size);
-}
-
-void kvshard_profile__state_get(void *to, size_t size, const kvshard_profile__state *in)
-{
-    memcpy(to, in->u.bytes, size);
-}
 
 static kvshard_figure *next_figure(kvshard_profile__figures *f, const char *name,
                                    kvshard_figure_type type)

@@ -2,11 +2,11 @@
  * every rank and cut the rest into blocks; all ranks allocate the fewest
  * blocks any rank fits. At a context length: how many sequences run at
  * once, and the max_seqs at which state and blocks run out together. */
-#include "profile/profile.h"
+#include "profile/kvshard.h"
+
+#include "profile/capacity.h"
 
 #include "base/checked.h"
-
-extern const kvshard__profile kvshard_profile__kvshard;
 
 /* The engine profiles' shared input under either spelling. */
 static const kvshard_profile__alias aliases[] = {
@@ -117,7 +117,7 @@ static void write_capacity(const kvshard__printer *p, const kvshard_profile__vie
     const kvshard__capacity *c = v->capacity;
     kvshard_format__text(p, "capacity   ");
     if (!v->has_memory) {
-        kvshard_format__text(p, kvshard_profile__kvshard.no_budget_hint);
+        kvshard_format__text(p, kvshard_profile__kvshard.voice.no_budget_hint);
         kvshard_format__text(p, "\n");
         return;
     }
@@ -188,20 +188,21 @@ static int recommend(char *buf, size_t cap, const kvshard_profile__layout *l, bo
 const kvshard__profile kvshard_profile__kvshard = {
     .name = "kvshard",
     .engine = KVSHARD_ENGINE_KVSHARD,
-    .block_size = 16,
-    .max_seqs = 256,
-    .ownership = KVSHARD_OWNERSHIP_ORDINAL,
-    .rank_layout = KVSHARD_RANK_LAYOUT_VLLM,
-    .device_utilization_ppb = 900000000, /* 0.9 */
-    .aliases = aliases,
-    .flag_style = KVSHARD_PROFILE__GFLAGS,
-    .counts_draft_layers = true,
-    .ranks_by_balanced = true,
-    .budget = budget,
-    .capacity = capacity,
-    .budget_label = "memory_per_rank",
-    .no_budget_hint = "no memory_per_rank given: pass `--memory_per_rank=20GiB` for blocks",
-    .write_capacity = write_capacity,
-    .recommend = recommend,
-    .report_rows = report_rows,
+    .defaults.block_size = 16,
+    .defaults.max_seqs = 256,
+    .defaults.ownership = KVSHARD_OWNERSHIP_ORDINAL,
+    .defaults.pp_rule = KVSHARD_PP_RULE_VLLM,
+    .defaults.rank_layout = KVSHARD_RANK_LAYOUT_VLLM,
+    .device.utilization_ppb = 900000000, /* 0.9 */
+    .dialect.aliases = aliases,
+    .dialect.flag_style = KVSHARD_PROFILE__GFLAGS,
+    .counting.counts_draft_layers = true,
+    .counting.ranks_by_balanced = true,
+    .hooks.budget = budget,
+    .hooks.capacity = capacity,
+    .voice.budget_label = "memory_per_rank",
+    .voice.no_budget_hint = "no memory_per_rank given: pass `--memory_per_rank=20GiB` for blocks",
+    .voice.write_capacity = write_capacity,
+    .dialect.recommend = recommend,
+    .voice.report_rows = report_rows,
 };

@@ -1,19 +1,24 @@
 /* The engine profile interface. A profile is whose capacity model sizes a
  * plan's blocks and state: kvshard's own, or an engine's, predicted from
  * that engine's own rules so the figures match its start-up log. Each
- * profile is one file that fills one kvshard__profile (its defaults, its
- * flags and inputs, its versions, what it refuses, how it settles its inputs
- * into kvshard's options, how it turns a budget into blocks and state slots,
- * the figures the engine logs, and its wording); profiles.c lists them. The
- * planner and the writers call a profile through this struct and never ask
- * which one they hold. */
+ * profile is one file that fills one kvshard__profile, in groups: its
+ * defaults, its refusal of stages, its device inputs, its flag dialect, its
+ * versions, what it counts, its capacity hooks (settling its inputs into
+ * kvshard's options and its state, refusals, the budget, blocks and state
+ * slots, the figures the engine logs, its warnings), its wording, and its
+ * engine's stage and rank rules; profiles.c lists them. The planner and the
+ * writers call a profile through this struct and never ask which one they
+ * hold. */
 #ifndef KVSHARD_PROFILE_PROFILE_H
 #define KVSHARD_PROFILE_PROFILE_H
 
 #include "base/checked.h"
 #include "base/format.h"
 #include "model/model.h"
+#include "profile/sglang.h"
 #include "profile/versions.h"
+#include "profile/vllm.h"
+#include "profile/xllm.h"
 #include "text/value.h"
 
 /* An input only some profiles read: a deployment key under cache: and a
@@ -52,14 +57,13 @@ typedef struct kvshard_profile__versions {
 } kvshard_profile__versions;
 
 /* What a profile works out once per planning call and reads again for
- * every capacity, figure and line: its own struct, copied in and out with
- * memcpy (each profile asserts that its struct fits). */
-#define KVSHARD_PROFILE__STATE_BYTES 384
-typedef struct kvshard_profile__state {
-    union {
-        uint64_t align;
-        unsigned char bytes[KVSHARD_PROFILE__STATE_BYTES];
-    } u;
+ * every capacity, figure and line: each profile's own struct, declared in
+ * its header. The plan embeds it and hands the hooks a pointer; a profile
+ * reads only its own member. */
+typedef union kvshard_profile__state {
+    kvshard_xllm__state xllm;
+    kvshard_vllm__state vllm;
+    kvshard_sglang__state sglang;
 } kvshard_profile__state;
 
 /* What settling sees: the options as given (0 and DEFAULT for unset), the
@@ -176,59 +180,94 @@ typedef struct kvshard_profile__layout {
     uint64_t seqs_per_replica;     /* with a context length */
 } kvshard_profile__layout;
 
-/* Appends to a space-separated list of arguments like snprintf: *used grows
- * by the whole length whatever fits. */
-void kvshard_profile__arg(char *buf, size_t cap, size_t *used, const char *fmt, ...)
-    KVSHARD__PRINTF(4, 5);
-/* The layout's layer counts as the engines take them: "31,30". */
-void kvshard_profile__partition_text(char *buf, size_t cap, const kvshard_profile__layout *l);
+/* A coordinate of a global rank. */
+typedef enum kvshard_profile__coord {
+    KVSHARD_PROFILE__DP,
+    KVSHARD_PROFILE__PP,
+    KVSHARD_PROFILE__CP,
+    KVSHARD_PROFILE__TP
+} kvshard_profile__coord;
 
-typedef struct kvshard__profile {
-    const char *name; /* cache.engine, JSON capacity.engine */
-    kvshard_engine engine;
+/* An engine's rules that hold whatever its capacity: how it cuts the
+ * decoder layers into pipeline stages, and how it numbers its global ranks.
+ * A profile carries its engine's (rules.c lists the engines without one). */
+typedef struct kvshard_profile__rules {
+    /* The pp_partition_rule of the engine's cut; DEFAULT: it has none. */
+    kvshard_pp_rule pp_rule;
+    /* The cut: `layers` decoder layers into `stages` counts (1 <= stages
+     * <= layers), `counts` untouched on failure. */
+    int (*partition)(uint32_t *counts, uint32_t layers, uint32_t stages, kvshard_error *err);
+    /* The engine's words when it refuses pipeline stages together with
+     * draft layers, for the pp_draft_refused warning; NULL: it runs them. */
+    const char *refuses_drafts;
+    /* The rank_layout of the engine's numbering; DEFAULT: it has none. */
+    kvshard_rank_layout rank_layout;
+    /* The numbering's coordinates, outermost first, and whether stages are
+     * one of them (an engine without stages lays out P = 1 alone). */
+    kvshard_profile__coord order[4];
+    bool numbers_stages;
+} kvshard_profile__rules;
 
-    /* Defaults for what the options leave unset. */
+/* Defaults for what the options leave unset. */
+typedef struct kvshard_profile__defaults {
     uint32_t block_size;
     uint32_t max_seqs;
     kvshard_ownership ownership;
     /* The engine runs that ownership rule alone: compare recommends no
      * other. */
     bool runs_its_ownership_only;
+    kvshard_pp_rule pp_rule;         /* how stages are cut */
     kvshard_rank_layout rank_layout; /* how the engine numbers its ranks */
-    /* A profile that does not model pipeline stages: the name of its
-     * refusal of pp_size above 1, why in words, and the engine's flag for
-     * the stages (NULL: the engine has none, and pp_size is named); NULL
-     * when it does. */
-    const char *stages_refusal;
-    const char *stages_why;
-    const char *stages_flag;
+} kvshard_profile__defaults;
 
-    /* Device inputs: the utilization (in billionths) a profile whose
-     * budget comes from device_memory uses by default; 0 for a profile
-     * whose budget is its engine's formula. Such a profile names the inputs
-     * device_memory and memory_utilization are the same as, and the one the
-     * weights fill when not given: non_kv_memory (a rank's weights and the
-     * reserve) or, with device_fill_free, device_memory_free (the device
-     * less them); the reserve defaults to kvshard's with
-     * device_reserve_auto, else to 0. */
-    uint32_t device_utilization_ppb;
-    const char *device_total_input;
-    const char *device_utilization_input;
-    const char *device_fill_input;
-    bool device_fill_free;
-    bool device_reserve_auto;
+/* A profile that does not model pipeline stages: the name of its refusal of
+ * pp_size above 1, why in words, and the engine's flag for the stages
+ * (NULL: the engine has none, and pp_size is named); `refusal` NULL when it
+ * does model them. */
+typedef struct kvshard_profile__stages {
+    const char *refusal;
+    const char *why;
+    const char *flag;
+} kvshard_profile__stages;
 
-    /* The engine's flag names for kvshard's keys, and the inputs only
-     * this profile reads; both NULL-ended (an input by a NULL def.name). */
+/* Device inputs: the utilization (in billionths) a profile whose budget
+ * comes from device_memory uses by default; 0 for a profile whose budget is
+ * its engine's formula. Such a profile names the inputs device_memory and
+ * memory_utilization are the same as, and the one the weights fill when not
+ * given: non_kv_memory (a rank's weights and the reserve) or, with
+ * fill_free, device_memory_free (the device less them); the reserve
+ * defaults to kvshard's with reserve_auto, else to 0. */
+typedef struct kvshard_profile__device {
+    uint32_t utilization_ppb;
+    const char *total_input;
+    const char *utilization_input;
+    const char *fill_input;
+    bool fill_free;
+    bool reserve_auto;
+} kvshard_profile__device;
+
+/* The engine's command line, read and written. */
+typedef struct kvshard_profile__dialect {
+    /* The engine's flag names for kvshard's keys, and the inputs only this
+     * profile reads; both NULL-ended (an input by a NULL def.name). */
     const kvshard_profile__alias *aliases;
     const kvshard_profile__input *inputs;
     kvshard_profile__flag_style flag_style;
-    /* kvshard options the profile does not read (NULL-ended; NULL: none):
-     * a value other than the default is named in profile_inputs_ignored. */
+    /* kvshard options the profile does not read (NULL-ended; NULL: none): a
+     * value other than the default is named in profile_inputs_ignored. */
     const char *const *ignored_options;
-    /* The releases it covers; NULL for a profile without versions. */
-    const kvshard_profile__versions *versions;
+    /* The engine's flags (env false) or environment (env true) that run a
+     * layout fit found, into buf like snprintf; the length, or
+     * KVSHARD_EUNSUPPORTED when the engine cannot run it. NULL: the profile
+     * recommends nothing. */
+    int (*recommend)(char *buf, size_t cap, const kvshard_profile__layout *l, bool env);
+    /* The environment variable that takes the stages' layer counts ("31,30");
+     * NULL: none. */
+    const char *partition_env;
+} kvshard_profile__dialect;
 
+/* What the profile counts, and how compare sorts by it. */
+typedef struct kvshard_profile__counting {
     /* Whether draft layers' KV is counted (an engine that runs its draft
      * model as an engine of its own counts none). */
     bool counts_draft_layers;
@@ -241,7 +280,11 @@ typedef struct kvshard__profile {
     /* Whether capacity is also called without a budget, for the figures
      * that do not depend on one (the engine's block and its bytes). */
     bool sizes_without_budget;
+} kvshard_profile__counting;
 
+/* The capacity model: settling, refusals, the budget, capacity, and the
+ * figures and warnings the engine logs. */
+typedef struct kvshard_profile__hooks {
     /* Settle the profile's inputs into kvshard's options and work out its
      * state, before the options are validated: the version, what the
      * engine covers, the engine's spellings of kvshard's keys that are not
@@ -267,10 +310,13 @@ typedef struct kvshard__profile {
     size_t (*figures)(kvshard_figure *out, size_t cap, const kvshard_profile__view *v);
     /* The profile's own warnings, after the common ones. NULL: none. */
     void (*warnings)(kvshard_profile__warn_fn warn, void *ctx, const kvshard_profile__view *v);
+} kvshard_profile__hooks;
 
-    /* Wording. The budget's name in headers ("memory_per_rank"); whether
-     * headers name the profile; what to give for blocks when there is no
-     * budget (`backquoted` parts are flags). */
+/* Wording. */
+typedef struct kvshard_profile__voice {
+    /* The budget's name in headers ("memory_per_rank"); whether headers
+     * name the profile; what to give for blocks when there is no budget
+     * (`backquoted` parts are flags). */
     const char *budget_label;
     bool named_in_headers;
     const char *no_budget_hint;
@@ -278,122 +324,28 @@ typedef struct kvshard__profile {
      * or 11 spaces and ending with a newline; called with and without a
      * budget. */
     void (*write_capacity)(const kvshard__printer *p, const kvshard_profile__view *v);
-    /* The engine's flags (env false) or environment (env true) that run a
-     * layout fit found, into buf like snprintf; the length, or
-     * KVSHARD_EUNSUPPORTED when the engine cannot run it. NULL: the profile
-     * recommends nothing. */
-    int (*recommend)(char *buf, size_t cap, const kvshard_profile__layout *l, bool env);
     /* The report's capacity rows before the common ones, and after them
      * (`tail`); called only with a budget. */
     void (*report_rows)(const kvshard__printer *p, const kvshard_profile__view *v, bool tail);
     /* The max_seqs_unreachable message when the profile has its own (the
      * engine's bounds differ from max_seqs); NULL: the common one. */
     void (*unreachable)(char *buf, size_t cap, const kvshard_profile__view *v);
+} kvshard_profile__voice;
 
-    /* The engine's rule for cutting decoder layers into pipeline stages:
-     * `stages` counts into `counts`. NULL: kvshard's default rule. */
-    int (*partition)(uint32_t *counts, uint32_t layers, uint32_t stages, kvshard_error *err);
+typedef struct kvshard__profile {
+    const char *name; /* cache.engine, JSON capacity.engine */
+    kvshard_engine engine;
+    kvshard_profile__defaults defaults;
+    kvshard_profile__stages stages;
+    kvshard_profile__device device;
+    kvshard_profile__dialect dialect;
+    /* The releases it covers; NULL for a profile without versions. */
+    const kvshard_profile__versions *versions;
+    kvshard_profile__counting counting;
+    kvshard_profile__hooks hooks;
+    kvshard_profile__voice voice;
+    /* The engine's own stage and rank rules; NULL: it has none (kvshard). */
+    const kvshard_profile__rules *rules;
 } kvshard__profile;
-
-/* ---- helpers every capacity computation shares (capacity.c) ---------------- */
-
-/* Ranks a computation looks at: all of them, or the one asked for. */
-uint32_t kvshard_capacity__first_rank(const kvshard__capacity_inputs *in);
-/* The budget of plan rank `rank`: its stage's, else `memory`. */
-uint64_t kvshard_capacity__budget(const kvshard__capacity_inputs *in, uint32_t rank);
-uint32_t kvshard_capacity__end_rank(const kvshard__capacity_inputs *in);
-
-/* A rank's bytes per block with the engine's extra bytes into *out (0 when
- * the rank stores no KV); false past 2^64 - 1, when *out is not a block's
- * size and no count may be made from it (a saturated size would fit one
- * block in a budget of 2^64 - 1 bytes). */
-bool kvshard_capacity__block_bytes(uint64_t *out, const kvshard_rank_memory *r, uint64_t extra);
-
-/* KVSHARD_EOVERFLOW for a block of rank `rank` past 2^64 - 1 bytes, naming
- * its bytes per block and the extra bytes. */
-int kvshard_capacity__block_overflow(const kvshard__capacity_inputs *in, uint32_t rank,
-                                     const char *profile, kvshard_error *err);
-
-/* Ranks with the same bytes per block and state per sequence fit the same
- * blocks; most ranks have the figures of the rank before. */
-bool kvshard_capacity__same_figures(const kvshard_rank_memory *a, const kvshard_rank_memory *b);
-
-/* What the mainstream engines' profiles do not model of a model's caches at
- * attention TP size `tp` (a V head dim other than K's, a sliding page other
- * than the full one, a sparse index, indexer keys on some layers only), in
- * words for a refusal; NULL when there is nothing. */
-const char *kvshard_profile__uncovered_cache(const kvshard__model_info *m, uint32_t tp);
-
-/* Whether some layer keeps a GQA sparse index key. */
-bool kvshard_profile__has_sparse_index(const kvshard__model_info *m);
-
-/* The bytes a rank reserves per sequence: its state and, while split, the
- * scratch window and state of the largest KV layer; false past 2^64 - 1. */
-bool kvshard_capacity__seq_bytes(uint64_t *out, const kvshard_rank_memory *r);
-
-/* "TP rank 3", or "stage 1 TP rank 3" when the ranks span stages: a rank
- * named in a message. */
-void kvshard_capacity__rank_name(char *buf, size_t cap, const kvshard__capacity_inputs *in,
-                                 uint32_t rank);
-
-/* max_tokens = num_blocks x block_size, or EOVERFLOW. */
-int kvshard_capacity__max_tokens(kvshard__capacity *c, const kvshard_options *o,
-                                 kvshard_error *err);
-
-/* ---- helpers the engine profiles share (capacity.c) ------------------------- */
-
-/* A profile's state struct in and out of the opaque state. */
-void kvshard_profile__state_put(kvshard_profile__state *out, const void *from, size_t size);
-void kvshard_profile__state_get(void *to, size_t size, const kvshard_profile__state *in);
-
-/* Figures into an engine figure list: each appends one entry when there is
- * room. */
-typedef struct kvshard_profile__figures {
-    kvshard_figure *out;
-    size_t cap;
-    size_t count;
-} kvshard_profile__figures;
-void kvshard_profile__fig_uint(kvshard_profile__figures *f, const char *name, bool has, uint64_t v);
-void kvshard_profile__fig_double(kvshard_profile__figures *f, const char *name, bool has,
-                                 double v);
-void kvshard_profile__fig_bool(kvshard_profile__figures *f, const char *name, bool v);
-void kvshard_profile__fig_text(kvshard_profile__figures *f, const char *name, const char *text);
-/* `count` NUL-separated words, or JSON null for `count` 0. */
-void kvshard_profile__fig_words(kvshard_profile__figures *f, const char *name, const char *words,
-                                uint64_t count);
-
-/* The engine version of a planning call: the input's text, else the
- * profile's default, parsed into *out and checked against the covered
- * range (KVSHARD_EPROFILE "engine_version_unsupported", naming the range,
- * with *blame "engine_version"). */
-int kvshard_profile__version(kvshard_versions__v *out, const kvshard__profile *p,
-                             const kvshard_value *input, const char **blame, kvshard_error *err);
-
-/* The first layer kind the model has layers of outside `planned` (a mask
- * of 1 << kind), KVSHARD__KIND_COUNT when there is none: a profile names
- * the kinds it plans, so a kind added later is refused until it is named. */
-uint8_t kvshard_profile__unplanned_kind(const kvshard__model_info *m, uint32_t planned);
-
-/* The text a model_type test reads equals one of `types` (NULL-ended). */
-bool kvshard_profile__type_is(const char *model_type, const char *const *types);
-
-/* One layer's recurrent state on one rank, in its two parts, as the
- * engines lay it out, from the state-kind table's tensors: the conv state
- * (K - 1 + spec columns where the kind grows them) in `conv_bytes`
- * elements and the temporal state (one copy, not grown by spec) in
- * `ssm_bytes` ones; false for a model without state. The table's figures
- * are the engines' layout only for the kinds a profile covers, which it
- * checks first: a profile that covers another kind checks its layout. */
-bool kvshard_profile__state_parts(kvshard__calc *c, uint64_t *conv, uint64_t *temporal,
-                                  const kvshard__state_dims *s, uint32_t tp, uint32_t spec,
-                                  uint32_t conv_bytes, uint32_t ssm_bytes);
-
-/* 100 x num / den to two decimals, as printf's %.2f writes the double
- * 100.0 * num / den (an exact tie rounds to even), in integers: a warning
- * written for every plan costs no floating-point formatting. */
-void kvshard_profile__percent(char *buf, size_t cap, uint64_t num, uint64_t den);
-
-/* A GiB figure as the engines print it: bytes / 2^30 to two decimals. */
-void kvshard_profile__gib(char *buf, size_t cap, uint64_t bytes);
 
 #endif /* KVSHARD_PROFILE_PROFILE_H */

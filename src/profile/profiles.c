@@ -2,13 +2,13 @@
  * its enum value, and one row here. */
 #include "profile/profiles.h"
 
+#include "profile/kvshard.h"
+#include "profile/sglang.h"
+#include "profile/vllm.h"
+#include "profile/xllm.h"
+
 #include <stdio.h>
 #include <string.h>
-
-extern const kvshard__profile kvshard_profile__kvshard;
-extern const kvshard__profile kvshard_profile__xllm;
-extern const kvshard__profile kvshard_profile__vllm;
-extern const kvshard__profile kvshard_profile__sglang;
 
 const kvshard__profile *const kvshard_profiles__all[] = {
     &kvshard_profile__kvshard,
@@ -35,6 +35,11 @@ const kvshard__profile *kvshard_profiles__of(kvshard_engine engine)
     return NULL;
 }
 
+const kvshard__profile *kvshard_profiles__own(void)
+{
+    return &kvshard_profile__kvshard;
+}
+
 static bool same(const char *name, const char *s, size_t len)
 {
     return strlen(name) == len && memcmp(name, s, len) == 0;
@@ -53,9 +58,9 @@ const kvshard_profile__input *kvshard_profiles__input(const char *name, size_t l
 const kvshard_profile__input *kvshard_profiles__gflags_input(const char *name, size_t len)
 {
     for (const kvshard__profile *const *p = kvshard_profiles__all; *p; p++) {
-        const kvshard_profile__input *in =
-            (*p)->flag_style == KVSHARD_PROFILE__GFLAGS ? kvshard_profiles__own_input(*p, name, len)
-                                                        : NULL;
+        const kvshard_profile__input *in = (*p)->dialect.flag_style == KVSHARD_PROFILE__GFLAGS
+                                               ? kvshard_profiles__own_input(*p, name, len)
+                                               : NULL;
         if (in)
             return kvshard_profiles__input(name, len); /* the first declaration */
     }
@@ -65,7 +70,7 @@ const kvshard_profile__input *kvshard_profiles__gflags_input(const char *name, s
 const kvshard_profile__input *kvshard_profiles__own_input(const kvshard__profile *p,
                                                           const char *name, size_t len)
 {
-    for (const kvshard_profile__input *in = p->inputs; in && in->def.name; in++) {
+    for (const kvshard_profile__input *in = p->dialect.inputs; in && in->def.name; in++) {
         if (same(in->def.name, name, len))
             return in;
     }
@@ -75,7 +80,7 @@ const kvshard_profile__input *kvshard_profiles__own_input(const kvshard__profile
 int kvshard_profiles__input_index(const kvshard__profile *p, const char *name)
 {
     int i = 0;
-    for (const kvshard_profile__input *in = p->inputs; in && in->def.name; in++, i++) {
+    for (const kvshard_profile__input *in = p->dialect.inputs; in && in->def.name; in++, i++) {
         const char *n = in->def.name;
         if (n == name || (n[0] == name[0] && strcmp(n, name) == 0))
             return i;
@@ -86,7 +91,7 @@ int kvshard_profiles__input_index(const kvshard__profile *p, const char *name)
 const kvshard_profile__alias *kvshard_profiles__alias(const kvshard__profile *p, const char *flag,
                                                       size_t len)
 {
-    for (const kvshard_profile__alias *a = p->aliases; a && a->flag; a++) {
+    for (const kvshard_profile__alias *a = p->dialect.aliases; a && a->flag; a++) {
         if (same(a->flag, flag, len))
             return a;
     }

@@ -36,6 +36,10 @@ int kvshard_profiles__input_index(const kvshard__profile *p, const char *name);
 const kvshard_profile__alias *kvshard_profiles__alias(const kvshard__profile *p, const char *flag,
                                                       size_t len);
 
+/* kvshard's own profile: the default engine, whose flags `kvshard plan`
+ * takes. */
+const kvshard__profile *kvshard_profiles__own(void);
+
 /* Every profile, for lookups across them (NULL-ended). */
 extern const kvshard__profile *const kvshard_profiles__all[];
 

@@ -10,7 +10,9 @@
  *
  * Rules that changed between releases hold from the release named in the
  * V_* constants below. */
-#include "profile/profile.h"
+#include "profile/sglang.h"
+
+#include "profile/capacity.h"
 
 #include "model/states.h"
 
@@ -19,7 +21,6 @@
 #include <stdio.h>
 #include <string.h>
 
-extern const kvshard__profile kvshard_profile__sglang;
 #define PROFILE (&kvshard_profile__sglang)
 
 /* ---- the releases whose rules differ ------------------------------------------------ */
@@ -179,47 +180,15 @@ static const char *const ignored_options[] = {"num_speculative_tokens", NULL};
 
 /* ---- what settling works out --------------------------------------------------------- */
 
-typedef struct sglang_state {
-    kvshard_versions__v version;
-    bool has_state;
-    bool mla;
-    bool dsa;
-    bool split;      /* the DSA layer split */
-    bool radix;      /* the radix cache is on */
-    bool overlap;    /* the overlap schedule is on, after the strategy */
-    bool multimodal; /* known when the budget needs it */
-    bool v17;        /* K + 1 slots charged, 100 MiB kept, R by tokens */
-    int strategy;    /* S_NO_BUFFER, S_EXTRA_BUFFER or S_EXTRA_BUFFER_LAZY */
-    uint32_t ratio;  /* state slots a running request holds */
-    uint32_t page;   /* p */
-    uint32_t tp, dp, dpdiv;
-    uint32_t layers;     /* N_kv' */
-    uint32_t spec;       /* draft tokens */
-    uint32_t context;    /* the engine's context length; 0: not known */
-    uint64_t requested;  /* --max-running-requests q; 0: none */
-    uint64_t mamba_size; /* --max-mamba-cache-size; 0: none */
-    uint64_t max_total;  /* --max-total-tokens; 0: none */
-    double mamba_ratio;  /* r */
-    uint64_t cell;       /* bytes per token of the pool */
-    uint64_t k_token;    /* GQA: bytes per token of the K (and the V) buffer */
-    uint64_t pool_token; /* MLA: bytes per token of the one buffer */
-    uint64_t slot, conv_slot, ssm_slot;
-    kvshard_dtype ssm_dtype;
-} sglang_state;
-
-_Static_assert(sizeof(sglang_state) <= sizeof(kvshard_profile__state), "sglang_state fits");
-
 /* Notes the capacity keeps for the wording and warnings. */
 enum { NOTE_PROFILED_TOKENS, NOTE_REQUESTS_BEFORE_STATE, NOTE_ESTIMATE };
 
-static sglang_state state_of(const kvshard_profile__state *s)
+static const kvshard_sglang__state *state_of(const kvshard_profile__state *s)
 {
-    sglang_state st;
-    kvshard_profile__state_get(&st, sizeof st, s);
-    return st;
+    return &s->sglang;
 }
 
-static bool from(const sglang_state *st, const kvshard_versions__v *v)
+static bool from(const kvshard_sglang__state *st, const kvshard_versions__v *v)
 {
     return kvshard_versions__from(&st->version, v);
 }
@@ -248,7 +217,7 @@ static const char *const extra_buffer_types[] = {"qwen3_5",          "qwen3_5_mo
                                                  "qwen3_5_moe_text", "qwen3_next",  "falcon_h1",
                                                  "granitemoehybrid", "nemotron_h",  NULL};
 
-static int check_coverage(const kvshard_profile__settling *s, const sglang_state *st,
+static int check_coverage(const kvshard_profile__settling *s, const kvshard_sglang__state *st,
                           const char **blame, kvshard_error *err)
 {
     const kvshard__model_info *m = s->model;
@@ -317,8 +286,8 @@ static int check_coverage(const kvshard_profile__settling *s, const sglang_state
 }
 
 /* The strategy, under the name the release reads. */
-static int settle_strategy(const kvshard_profile__settling *s, const sglang_state *st, int *out,
-                           const char **blame, kvshard_error *err)
+static int settle_strategy(const kvshard_profile__settling *s, const kvshard_sglang__state *st,
+                           int *out, const char **blame, kvshard_error *err)
 {
     int now = (int)s->inputs[IN_STRATEGY].u, old = (int)s->inputs[IN_OLD_STRATEGY].u;
     *blame = "mamba_radix_cache_strategy";
@@ -345,7 +314,7 @@ static int settle_strategy(const kvshard_profile__settling *s, const sglang_stat
 
 /* The parallel sizes: --tp-size and --dp-size, with DP attention dividing
  * the attention TP size instead of multiplying the world. */
-static int settle_world(kvshard_profile__settling *s, sglang_state *st, const char **blame,
+static int settle_world(kvshard_profile__settling *s, kvshard_sglang__state *st, const char **blame,
                         kvshard_error *err)
 {
     kvshard_options *o = s->options;
@@ -413,44 +382,43 @@ static int settle(kvshard_profile__settling *s, const char **blame, kvshard_erro
 {
     const kvshard__model_info *m = s->model;
     kvshard_options *o = s->options;
-    sglang_state st;
-    memset(&st, 0, sizeof st);
-    int rc = kvshard_profile__version(&st.version, PROFILE, &s->inputs[IN_VERSION], blame, err);
+    kvshard_sglang__state *st = &s->state->sglang;
+    memset(st, 0, sizeof *st);
+    int rc = kvshard_profile__version(&st->version, PROFILE, &s->inputs[IN_VERSION], blame, err);
     if (rc == KVSHARD_OK)
-        rc = check_coverage(s, &st, blame, err);
+        rc = check_coverage(s, st, blame, err);
     int strategy = S_AUTO;
     if (rc == KVSHARD_OK)
-        rc = settle_strategy(s, &st, &strategy, blame, err);
+        rc = settle_strategy(s, st, &strategy, blame, err);
     if (rc == KVSHARD_OK)
-        rc = settle_world(s, &st, blame, err);
+        rc = settle_world(s, st, blame, err);
     if (rc)
         return rc;
-    st.v17 = from(&st, &V_0_5_17);
-    st.has_state = m->num_state > 0;
-    st.mla = m->attention == KVSHARD_ATTENTION_MLA;
-    st.dsa = st.mla && m->has_indexer;
-    st.page = s->given->block_size ? s->given->block_size : PROFILE->block_size;
-    st.spec = (uint32_t)s->inputs[IN_DRAFT].u;
-    st.requested = s->given->max_seqs;
-    st.mamba_size = s->inputs[IN_MAMBA_SIZE].u;
-    st.max_total = s->inputs[IN_MAX_TOTAL].u;
-    st.mamba_ratio = s->inputs[IN_RATIO].d;
-    st.radix = s->inputs[IN_RADIX_OFF].u == 0;
-    st.overlap = s->inputs[IN_OVERLAP_OFF].u == 0;
-    st.context =
-        s->given->context_length ? s->given->context_length : m->max_position_embeddings;
+    st->v17 = from(st, &V_0_5_17);
+    st->has_state = m->num_state > 0;
+    st->mla = m->attention == KVSHARD_ATTENTION_MLA;
+    st->dsa = st->mla && m->has_indexer;
+    st->page = s->given->block_size ? s->given->block_size : PROFILE->defaults.block_size;
+    st->spec = (uint32_t)s->inputs[IN_DRAFT].u;
+    st->requested = s->given->max_seqs;
+    st->mamba_size = s->inputs[IN_MAMBA_SIZE].u;
+    st->max_total = s->inputs[IN_MAX_TOTAL].u;
+    st->mamba_ratio = s->inputs[IN_RATIO].d;
+    st->radix = s->inputs[IN_RADIX_OFF].u == 0;
+    st->overlap = s->inputs[IN_OVERLAP_OFF].u == 0;
+    st->context = s->given->context_length ? s->given->context_length : m->max_position_embeddings;
     /* The DSA layer split over the attention context-parallel group. */
     uint64_t C = s->inputs[IN_ATTN_CP].u;
     uint32_t n_kv = m->count[KVSHARD_LAYER_FULL_ATTENTION];
-    st.layers = n_kv;
+    st->layers = n_kv;
     if (s->inputs[IN_DSA_SPLIT].u && C > 1) {
         *blame = "enable_dsa_cache_layer_split";
-        if (!st.dsa)
+        if (!st->dsa)
             return fail(err, KVSHARD_EPROFILE, "engine_split_unsupported",
                         "--enable-dsa-cache-layer-split splits the layers of a model with DSA "
                         "indexer keys; this model has none");
-        st.split = true;
-        st.layers = (uint32_t)((n_kv + C - 1) / C + 1); /* its own share and one scratch layer */
+        st->split = true;
+        st->layers = (uint32_t)((n_kv + C - 1) / C + 1); /* its own share and one scratch layer */
         o->enable_layerwise_split = true;
         o->layerwise_split_size = (uint32_t)C;
         o->ownership = KVSHARD_OWNERSHIP_CONTIGUOUS;
@@ -475,40 +443,40 @@ static int settle(kvshard_profile__settling *s, const char **blame, kvshard_erro
                                                                              : m->dtype;
     uint64_t kvb = kvshard__dtype_bytes(kv);
     kvshard__calc c = {false, false, false};
-    if (st.mla) {
+    if (st->mla) {
         uint64_t latent =
             kvshard__calc_mul(&c, (uint64_t)m->kv_lora_rank + m->qk_rope_head_dim, kvb);
-        uint64_t index = st.dsa ? (uint64_t)m->index_head_dim + (m->index_head_dim / 128) * 4 : 0;
-        st.cell = kvshard__calc_mul(&c, kvshard__calc_add(&c, latent, index), st.layers);
-        st.pool_token = kvshard__calc_mul(&c, st.dsa && kvb == 1 ? 656 : latent, st.layers);
+        uint64_t index = st->dsa ? (uint64_t)m->index_head_dim + (m->index_head_dim / 128) * 4 : 0;
+        st->cell = kvshard__calc_mul(&c, kvshard__calc_add(&c, latent, index), st->layers);
+        st->pool_token = kvshard__calc_mul(&c, st->dsa && kvb == 1 ? 656 : latent, st->layers);
     } else {
         uint64_t h = m->full.heads / T ? m->full.heads / T : 1;
-        st.k_token = kvshard__calc_mul(&c, kvshard__calc_mul(&c, h, m->full.k_dim),
-                                       kvshard__calc_mul(&c, st.layers, kvb));
-        st.cell = kvshard__calc_mul(&c, 2, st.k_token);
+        st->k_token = kvshard__calc_mul(&c, kvshard__calc_mul(&c, h, m->full.k_dim),
+                                        kvshard__calc_mul(&c, st->layers, kvb));
+        st->cell = kvshard__calc_mul(&c, 2, st->k_token);
     }
-    if (st.has_state) {
-        if ((rc = ssm_dtype_of(&st.ssm_dtype, s, blame, err)) != 0)
+    if (st->has_state) {
+        if ((rc = ssm_dtype_of(&st->ssm_dtype, s, blame, err)) != 0)
             return rc;
         uint64_t conv = 0, temporal = 0;
         kvshard_profile__state_parts(&c, &conv, &temporal, &m->state, T, 0, 2,
-                                     kvshard__dtype_bytes(st.ssm_dtype));
-        st.conv_slot = kvshard__calc_mul(&c, conv, m->num_state);
-        st.ssm_slot = kvshard__calc_mul(&c, temporal, m->num_state);
-        st.slot = kvshard__calc_add(&c, st.conv_slot, st.ssm_slot);
+                                     kvshard__dtype_bytes(st->ssm_dtype));
+        st->conv_slot = kvshard__calc_mul(&c, conv, m->num_state);
+        st->ssm_slot = kvshard__calc_mul(&c, temporal, m->num_state);
+        st->slot = kvshard__calc_add(&c, st->conv_slot, st->ssm_slot);
         if (strategy == S_AUTO) {
-            bool extra = from(&st, &V_EXTRA_BUFFER) && st.radix && (st.overlap || st.page > 1) &&
+            bool extra = from(st, &V_EXTRA_BUFFER) && st->radix && (st->overlap || st->page > 1) &&
                          kvshard_profile__type_is(s->model_type, extra_buffer_types);
             strategy = extra ? S_EXTRA_BUFFER : S_NO_BUFFER;
-            if (!extra && from(&st, &V_EXTRA_BUFFER))
-                st.overlap = false;
+            if (!extra && from(st, &V_EXTRA_BUFFER))
+                st->overlap = false;
         }
-        st.strategy = strategy;
-        st.ratio = !st.radix                                                       ? 1
-                   : strategy == S_EXTRA_BUFFER && st.overlap                      ? 5
-                   : strategy == S_EXTRA_BUFFER || strategy == S_EXTRA_BUFFER_LAZY ? 4
-                                                                                   : 3;
-        if (st.spec > 0 && st.requested == 0) {
+        st->strategy = strategy;
+        st->ratio = !st->radix                                                      ? 1
+                    : strategy == S_EXTRA_BUFFER && st->overlap                     ? 5
+                    : strategy == S_EXTRA_BUFFER || strategy == S_EXTRA_BUFFER_LAZY ? 4
+                                                                                    : 3;
+        if (st->spec > 0 && st->requested == 0) {
             *blame = "max_seqs";
             return fail(err, KVSHARD_EMISSING, "engine_input_missing",
                         "speculative decoding on a model with state layers needs "
@@ -521,18 +489,17 @@ static int settle(kvshard_profile__settling *s, const char **blame, kvshard_erro
                     "the engine's pool bytes overflow 64 bits");
     }
     if (has_budget_inputs(s)) {
-        if (st.context == 0) {
+        if (st->context == 0) {
             *blame = "context_length";
             return fail(err, KVSHARD_EMISSING, "engine_input_missing",
                         "the engine's context length is the config's max_position_embeddings, "
                         "which it does not give: give --context-length");
         }
         /* A config with a vision_config is multimodal, unless told otherwise. */
-        st.multimodal = s->inputs[IN_MULTIMODAL].u != UNSET_BOOL ? s->inputs[IN_MULTIMODAL].u != 0
-                                                                 : m->multimodal;
+        st->multimodal = s->inputs[IN_MULTIMODAL].u != UNSET_BOOL ? s->inputs[IN_MULTIMODAL].u != 0
+                                                                  : m->multimodal;
     }
-    o->block_size = st.page;
-    kvshard_profile__state_put(s->state, &st, sizeof st);
+    o->block_size = st->page;
     return KVSHARD_OK;
 }
 
@@ -540,23 +507,23 @@ static int settle(kvshard_profile__settling *s, const char **blame, kvshard_erro
  * that one are not the engine's. */
 static int check(const kvshard_profile__ctx *c, const char **blame, kvshard_error *err)
 {
-    sglang_state st = state_of(c->state);
+    const kvshard_sglang__state *st = state_of(c->state);
     const kvshard_options *o = c->options;
-    uint32_t want = st.split ? o->layerwise_split_size : 1;
+    uint32_t want = st->split ? o->layerwise_split_size : 1;
     bool split = o->enable_layerwise_split && o->layerwise_split_size > 1;
     *blame = "layerwise_split_size";
-    if (st.split && c->split != want)
+    if (st->split && c->split != want)
         return fail(err, KVSHARD_EPROFILE, "engine_split_unsupported",
                     "the engine splits the layers over --attn-cp-size %u ranks; split size %u is "
                     "not that split",
                     want, c->split);
-    if (!st.split && split)
+    if (!st->split && split)
         return fail(err, KVSHARD_EPROFILE, "engine_split_unsupported",
                     "layerwise_split_size %u: the engine's only layer split is "
                     "--enable-dsa-cache-layer-split with --attn-cp-size",
                     o->layerwise_split_size);
     *blame = "ownership";
-    if (st.split && o->ownership != KVSHARD_OWNERSHIP_CONTIGUOUS)
+    if (st->split && o->ownership != KVSHARD_OWNERSHIP_CONTIGUOUS)
         return fail(err, KVSHARD_EPROFILE, "engine_split_unsupported",
                     "the engine's layer split gives each rank a contiguous range of layers; "
                     "ownership %s is not it",
@@ -639,11 +606,11 @@ static int64_t floor_count(double x)
 static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__capacity_inputs *in,
                     const char **blame, kvshard_error *err)
 {
-    sglang_state st = state_of(in->state);
+    const kvshard_sglang__state *st = state_of(in->state);
     const kvshard_options *o = in->options;
-    uint64_t p = st.page;
+    uint64_t p = st->page;
     c->has_bytes_per_block = true;
-    c->bytes_per_block = p * st.cell;
+    c->bytes_per_block = p * st->cell;
     c->has_max_seqs = true;
     c->max_seqs = 0; /* null without a budget */
     if (!in->has_memory)
@@ -656,30 +623,30 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
     }
     c->has_budget = true;
     c->budget = in->own_budget && o->memory_per_rank == 0 ? (uint64_t)(rest * GIB) : in->memory;
-    if (st.v17 && st.multimodal)
+    if (st->v17 && st->multimodal)
         rest -= 100.0 / 1024.0;
     int64_t K = 0;
-    uint64_t pad = st.v17 ? 1 : 0;
-    if (st.has_state) {
-        double slot = (double)st.slot, s = (double)st.spec;
-        uint64_t q = st.requested / st.dpdiv;
+    uint64_t pad = st->v17 ? 1 : 0;
+    if (st->has_state) {
+        double slot = (double)st->slot, s = (double)st->spec;
+        uint64_t q = st->requested / st->dpdiv;
         bool case3 = false;
-        if (st.mamba_size) {
-            K = (int64_t)(st.mamba_size / st.dpdiv);
-        } else if (!st.radix && st.requested) {
+        if (st->mamba_size) {
+            K = (int64_t)(st->mamba_size / st->dpdiv);
+        } else if (!st->radix && st->requested) {
             K = (int64_t)q;
         } else {
-            double mb = rest * st.mamba_ratio / (1.0 + st.mamba_ratio) * GIB;
-            double per = st.spec ? slot * (1.0 + s / st.ratio) : slot;
-            double room = st.v17 ? mb - slot * (1.0 + s) : mb;
+            double mb = rest * st->mamba_ratio / (1.0 + st->mamba_ratio) * GIB;
+            double per = st->spec ? slot * (1.0 + s / st->ratio) : slot;
+            double room = st->v17 ? mb - slot * (1.0 + s) : mb;
             K = floor_count(room / per);
             case3 = true;
         }
-        if (st.spec > 0) {
-            uint64_t held = !case3 && !st.mamba_size ? (uint64_t)K
-                            : q < (uint64_t)(K > 0 ? K : 0) / st.ratio
+        if (st->spec > 0) {
+            uint64_t held = !case3 && !st->mamba_size ? (uint64_t)K
+                            : q < (uint64_t)(K > 0 ? K : 0) / st->ratio
                                 ? q
-                                : (uint64_t)(K > 0 ? K : 0) / st.ratio;
+                                : (uint64_t)(K > 0 ? K : 0) / st->ratio;
             rest = rest - slot * (double)(held + pad) * s / GIB;
         }
         if (K <= 0) {
@@ -688,36 +655,36 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
             return fail(err, KVSHARD_ENOBLOCK, "mamba_cache_too_small",
                         "the state pool holds %lld slots of %llu bytes: the budget gives no "
                         "request its state",
-                        (long long)K, (unsigned long long)st.slot);
+                        (long long)K, (unsigned long long)st->slot);
         }
         rest = rest - (double)((uint64_t)K + pad) * slot / GIB;
     }
     double avail_d = trunc(rest * GIB);
     int64_t available = avail_d < -9.0e18 ? INT64_MIN / 2 : (int64_t)avail_d;
-    int64_t tokens = available > 0 ? available / (int64_t)st.cell : 0;
+    int64_t tokens = available > 0 ? available / (int64_t)st->cell : 0;
     tokens -= tokens % (int64_t)p;
     c->notes[NOTE_PROFILED_TOKENS] = tokens > 0 ? (uint64_t)tokens : 0;
-    if (st.max_total && tokens > 0) {
-        int64_t n = (int64_t)st.max_total;
+    if (st->max_total && tokens > 0) {
+        int64_t n = (int64_t)st->max_total;
         tokens = (n < tokens ? n : tokens);
         tokens -= tokens % (int64_t)p;
     }
-    if ((st.v17 && available <= 0) || tokens <= 0) {
+    if ((st->v17 && available <= 0) || tokens <= 0) {
         *blame =
             in->own_budget && o->memory_per_rank == 0 ? "mem_fraction_static" : "memory_per_rank";
         return fail(err, KVSHARD_ENOBLOCK, "not_enough_memory",
                     "%lld bytes are left for the token pool, %llu bytes a token: no token fits",
-                    (long long)available, (unsigned long long)st.cell);
+                    (long long)available, (unsigned long long)st->cell);
     }
     uint64_t T = (uint64_t)tokens;
     /* SGLang's estimate, clamped before it becomes an integer (a context
      * of 0 tokens would make it infinite). */
-    double per_context = st.context ? (double)T / (double)st.context * 512.0 : 4096.0;
+    double per_context = st->context ? (double)T / (double)st->context * 512.0 : 4096.0;
     uint64_t estimate = per_context > 4096.0 ? 4096 : (uint64_t)per_context;
     estimate = estimate < 2048 ? 2048 : estimate;
     uint64_t Rq;
-    if (st.requested) {
-        uint64_t q = st.requested / st.dpdiv, other = st.v17 ? T / 2 : estimate;
+    if (st->requested) {
+        uint64_t q = st->requested / st->dpdiv, other = st->v17 ? T / 2 : estimate;
         Rq = q < other ? q : other;
     } else {
         Rq = estimate < T / 2 ? estimate : T / 2;
@@ -725,21 +692,21 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
     c->notes[NOTE_REQUESTS_BEFORE_STATE] = Rq;
     c->notes[NOTE_ESTIMATE] = estimate;
     uint64_t Rr = Rq;
-    if (st.has_state && (uint64_t)K / st.ratio < Rr)
-        Rr = (uint64_t)K / st.ratio;
+    if (st->has_state && (uint64_t)K / st->ratio < Rr)
+        Rr = (uint64_t)K / st->ratio;
     if (Rr == 0) {
-        *blame = st.mamba_size               ? "max_mamba_cache_size"
-                 : st.requested && !st.radix ? "max_seqs"
-                                             : "memory_per_rank";
+        *blame = st->mamba_size                ? "max_mamba_cache_size"
+                 : st->requested && !st->radix ? "max_seqs"
+                                               : "memory_per_rank";
         return fail(err, KVSHARD_ENOBLOCK, "max_running_requests_zero",
                     "the state pool of %lld slots serves no request at %u slots a request",
-                    (long long)K, st.ratio);
+                    (long long)K, st->ratio);
     }
     c->has_num_blocks = true;
     c->num_blocks = T / p;
     c->max_tokens = T;
     c->max_seqs = Rr;
-    if (st.has_state) {
+    if (st->has_state) {
         c->has_state_slots = true;
         c->state_slots = (uint64_t)K + 1;
         c->usable_state_slots = (uint64_t)K;
@@ -751,8 +718,8 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
         return KVSHARD_OK;
     uint64_t per = kvshard__ceil_div(in->context_length, p) * p;
     uint64_t fit = T / per;
-    if (st.has_state && (uint64_t)K / st.ratio < fit)
-        fit = (uint64_t)K / st.ratio;
+    if (st->has_state && (uint64_t)K / st->ratio < fit)
+        fit = (uint64_t)K / st->ratio;
     c->has_concurrency = true;
     c->concurrency = fit < Rr ? fit : Rr;
     return KVSHARD_OK;
@@ -767,65 +734,65 @@ static const char *strategy_name(int strategy)
 
 static size_t figures(kvshard_figure *out, size_t cap, const kvshard_profile__view *v)
 {
-    sglang_state st = state_of(v->state);
+    const kvshard_sglang__state *st = state_of(v->state);
     const kvshard__capacity *c = v->capacity;
     kvshard_profile__figures f = {out, cap, 0};
-    bool pool = c->has_num_blocks, state = st.has_state && pool;
-    uint64_t K = c->usable_state_slots, slots = pool ? c->max_tokens + st.page : 0;
+    bool pool = c->has_num_blocks, state = st->has_state && pool;
+    uint64_t K = c->usable_state_slots, slots = pool ? c->max_tokens + st->page : 0;
     kvshard_profile__fig_uint(&f, "budget", c->has_budget, c->budget);
     kvshard_profile__fig_text(&f, "mamba_radix_cache_strategy",
-                              st.has_state ? strategy_name(st.strategy) : NULL);
-    kvshard_profile__fig_uint(&f, "mamba_ratio", st.has_state, st.ratio);
+                              st->has_state ? strategy_name(st->strategy) : NULL);
+    kvshard_profile__fig_uint(&f, "mamba_ratio", st->has_state, st->ratio);
     kvshard_profile__fig_uint(&f, "max_mamba_cache_size", state, K);
     kvshard_profile__fig_uint(&f, "mamba_pool_slots", state, K + 1);
-    kvshard_profile__fig_uint(&f, "mamba_bytes_per_slot", st.has_state, st.slot);
-    kvshard_profile__fig_uint(&f, "conv_state_bytes", state, (K + 1) * st.conv_slot);
-    kvshard_profile__fig_uint(&f, "ssm_state_bytes", state, (K + 1) * st.ssm_slot);
+    kvshard_profile__fig_uint(&f, "mamba_bytes_per_slot", st->has_state, st->slot);
+    kvshard_profile__fig_uint(&f, "conv_state_bytes", state, (K + 1) * st->conv_slot);
+    kvshard_profile__fig_uint(&f, "ssm_state_bytes", state, (K + 1) * st->ssm_slot);
     kvshard_profile__fig_text(&f, "ssm_dtype",
-                              st.has_state ? kvshard_dtype_name(st.ssm_dtype) : NULL);
-    kvshard_profile__fig_uint(&f, "cell_bytes", true, st.cell);
-    kvshard_profile__fig_uint(&f, "page_size", true, st.page);
+                              st->has_state ? kvshard_dtype_name(st->ssm_dtype) : NULL);
+    kvshard_profile__fig_uint(&f, "cell_bytes", true, st->cell);
+    kvshard_profile__fig_uint(&f, "page_size", true, st->page);
     kvshard_profile__fig_uint(&f, "max_total_num_tokens", pool, c->max_tokens);
-    kvshard_profile__fig_uint(&f, "k_cache_bytes", pool && !st.mla, slots * st.k_token);
-    kvshard_profile__fig_uint(&f, "v_cache_bytes", pool && !st.mla, slots * st.k_token);
-    kvshard_profile__fig_uint(&f, "kv_cache_bytes", pool && st.mla, slots * st.pool_token);
+    kvshard_profile__fig_uint(&f, "k_cache_bytes", pool && !st->mla, slots * st->k_token);
+    kvshard_profile__fig_uint(&f, "v_cache_bytes", pool && !st->mla, slots * st->k_token);
+    kvshard_profile__fig_uint(&f, "kv_cache_bytes", pool && st->mla, slots * st->pool_token);
     kvshard_profile__fig_uint(&f, "max_running_requests", pool, c->max_seqs);
-    kvshard_profile__fig_uint(&f, "context_len", st.context > 0, st.context);
-    kvshard_profile__fig_bool(&f, "layer_split", st.split);
-    kvshard_profile__fig_uint(&f, "split_layers_per_rank", st.split, st.layers);
+    kvshard_profile__fig_uint(&f, "context_len", st->context > 0, st->context);
+    kvshard_profile__fig_bool(&f, "layer_split", st->split);
+    kvshard_profile__fig_uint(&f, "split_layers_per_rank", st->split, st->layers);
     return f.count;
 }
 
 static void warnings(kvshard_profile__warn_fn sink, void *ctx, const kvshard_profile__view *v)
 {
-    sglang_state st = state_of(v->state);
+    const kvshard_sglang__state *st = state_of(v->state);
     const kvshard__capacity *c = v->capacity;
     char message[240];
     if (!c->has_num_blocks)
         return;
-    if (st.max_total && st.max_total > c->notes[NOTE_PROFILED_TOKENS]) {
+    if (st->max_total && st->max_total > c->notes[NOTE_PROFILED_TOKENS]) {
         snprintf(message, sizeof message,
                  "--max-total-tokens %llu is above the %llu tokens the budget holds: the engine "
                  "keeps %llu",
-                 (unsigned long long)st.max_total,
+                 (unsigned long long)st->max_total,
                  (unsigned long long)c->notes[NOTE_PROFILED_TOKENS],
                  (unsigned long long)c->max_tokens);
         sink(ctx, KVSHARD_WARN_ENGINE_MAX_TOTAL_TOKENS_ABOVE_PROFILE, message);
     }
-    if (st.has_state && c->notes[NOTE_REQUESTS_BEFORE_STATE] > c->max_seqs) {
+    if (st->has_state && c->notes[NOTE_REQUESTS_BEFORE_STATE] > c->max_seqs) {
         snprintf(message, sizeof message,
                  "max_running_requests %llu is capped at %llu: the state pool's %llu slots hold "
                  "%u a running request",
                  (unsigned long long)c->notes[NOTE_REQUESTS_BEFORE_STATE],
                  (unsigned long long)c->max_seqs, (unsigned long long)c->usable_state_slots,
-                 st.ratio);
+                 st->ratio);
         sink(ctx, KVSHARD_WARN_ENGINE_MAX_RUNNING_REQUESTS_CAPPED, message);
     }
 }
 
 static void unreachable(char *buf, size_t cap, const kvshard_profile__view *v)
 {
-    sglang_state st = state_of(v->state);
+    const kvshard_sglang__state *st = state_of(v->state);
     const kvshard__capacity *c = v->capacity;
     const kvshard_options *o = v->options;
     snprintf(buf, cap,
@@ -835,7 +802,7 @@ static void unreachable(char *buf, size_t cap, const kvshard_profile__view *v)
              c->concurrency == 1 ? "sequence runs" : "sequences run",
              (unsigned long long)c->max_seqs, (unsigned long long)c->max_tokens,
              (unsigned long long)(c->max_tokens /
-                                  (kvshard__ceil_div(o->context_length, st.page) * st.page)));
+                                  (kvshard__ceil_div(o->context_length, st->page) * st->page)));
 }
 
 static void gb(char *buf, size_t cap, uint64_t bytes)
@@ -845,7 +812,7 @@ static void gb(char *buf, size_t cap, uint64_t bytes)
 
 static void write_capacity(const kvshard__printer *p, const kvshard_profile__view *v)
 {
-    sglang_state st = state_of(v->state);
+    const kvshard_sglang__state *st = state_of(v->state);
     const kvshard__capacity *c = v->capacity;
     char a[32], b[32];
     kvshard_format__printf(p, "capacity   sglang %s profile: ", v->version);
@@ -856,28 +823,28 @@ static void write_capacity(const kvshard__printer *p, const kvshard_profile__vie
     }
     gb(a, sizeof a, c->budget);
     kvshard_format__printf(p, "budget %s GiB per rank (the rest after mem_fraction_static)", a);
-    if (st.has_state)
-        kvshard_format__printf(p, "; %s, %u state slots per request", strategy_name(st.strategy),
-                               st.ratio);
+    if (st->has_state)
+        kvshard_format__printf(p, "; %s, %u state slots per request", strategy_name(st->strategy),
+                               st->ratio);
     kvshard_format__text(p, "\n");
-    uint64_t K = c->usable_state_slots, slots = c->max_tokens + st.page;
-    if (st.has_state) {
-        gb(a, sizeof a, (K + 1) * st.conv_slot);
-        gb(b, sizeof b, (K + 1) * st.ssm_slot);
+    uint64_t K = c->usable_state_slots, slots = c->max_tokens + st->page;
+    if (st->has_state) {
+        gb(a, sizeof a, (K + 1) * st->conv_slot);
+        gb(b, sizeof b, (K + 1) * st->ssm_slot);
         kvshard_format__printf(p,
                                "           the engine logs Mamba Cache is allocated. "
                                "max_mamba_cache_size: %llu, conv_state size: %sGB, ssm_state "
                                "size: %sGB\n",
                                (unsigned long long)K, a, b);
     }
-    if (st.mla) {
-        gb(a, sizeof a, slots * st.pool_token);
+    if (st->mla) {
+        gb(a, sizeof a, slots * st->pool_token);
         kvshard_format__printf(p,
                                "           the engine logs KV Cache is allocated. #tokens: %llu, "
                                "KV size: %s GB\n",
                                (unsigned long long)c->max_tokens, a);
     } else {
-        gb(a, sizeof a, slots * st.k_token);
+        gb(a, sizeof a, slots * st->k_token);
         kvshard_format__printf(p,
                                "           the engine logs KV Cache is allocated. #tokens: %llu, "
                                "K size: %s GB, V size: %s GB\n",
@@ -887,12 +854,12 @@ static void write_capacity(const kvshard__printer *p, const kvshard_profile__vie
                            "           the engine logs max_total_num_tokens=%llu, "
                            "max_running_requests=%llu, context_len=%u\n",
                            (unsigned long long)c->max_tokens, (unsigned long long)c->max_seqs,
-                           st.context);
+                           st->context);
 }
 
 static void report_rows(const kvshard__printer *p, const kvshard_profile__view *v, bool tail)
 {
-    sglang_state st = state_of(v->state);
+    const kvshard_sglang__state *st = state_of(v->state);
     const kvshard__capacity *c = v->capacity;
     if (tail) {
         if (!c->has_num_blocks)
@@ -902,7 +869,7 @@ static void report_rows(const kvshard__printer *p, const kvshard_profile__view *
                                "max_total_num_tokens=%llu, max_running_requests=%llu, "
                                "context_len=%u",
                                (unsigned long long)c->max_tokens, (unsigned long long)c->max_seqs,
-                               st.context);
+                               st->context);
         kvshard_format__row_end(p);
         return;
     }
@@ -911,12 +878,12 @@ static void report_rows(const kvshard__printer *p, const kvshard_profile__view *
     kvshard_format__printf(p, " (the rest after mem_fraction_static), sglang %s profile",
                            v->version);
     kvshard_format__row_end(p);
-    if (st.has_state && c->has_num_blocks) {
+    if (st->has_state && c->has_num_blocks) {
         kvshard_format__row(p, "Mamba cache");
         kvshard_format__printf(p, "max_mamba_cache_size %llu (%s, %u state slots a request), ",
                                (unsigned long long)c->usable_state_slots,
-                               strategy_name(st.strategy), st.ratio);
-        kvshard_format__bytes(p, (c->usable_state_slots + 1) * st.slot);
+                               strategy_name(st->strategy), st->ratio);
+        kvshard_format__bytes(p, (c->usable_state_slots + 1) * st->slot);
         kvshard_format__row_end(p);
     }
 }
@@ -935,7 +902,8 @@ static int recommend(char *buf, size_t cap, const kvshard_profile__layout *l, bo
         char counts[2048];
         kvshard_profile__partition_text(counts, sizeof counts, l);
         if (l->pp > 1)
-            kvshard_profile__arg(buf, cap, &used, "SGLANG_PP_LAYER_PARTITION=%s", counts);
+            kvshard_profile__arg(buf, cap, &used, "%s=%s",
+                                 kvshard_profile__sglang.dialect.partition_env, counts);
         return (int)used;
     }
     kvshard_profile__arg(buf, cap, &used, "--tp-size=%u", l->dp * l->tp);
@@ -957,39 +925,64 @@ static int recommend(char *buf, size_t cap, const kvshard_profile__layout *l, bo
     return (int)used;
 }
 
+/* ---- stages and ranks ---------------------------------------------------------------- */
+
+/* SGLang gives the extra layers to the last stages. */
+static int partition(uint32_t *counts, uint32_t layers, uint32_t stages, kvshard_error *err)
+{
+    (void)err;
+    uint32_t r = layers % stages;
+    for (uint32_t s = 0; s < stages; s++)
+        counts[s] = layers / stages + (s >= stages - r);
+    return KVSHARD_OK;
+}
+
+/* Global ranks: pp, dp, cp, tp. */
+static const kvshard_profile__rules rules = {
+    KVSHARD_PP_RULE_SGLANG,
+    partition,
+    "SGLang refuses pipeline stages together with speculative decoding",
+    KVSHARD_RANK_LAYOUT_SGLANG,
+    {KVSHARD_PROFILE__PP, KVSHARD_PROFILE__DP, KVSHARD_PROFILE__CP, KVSHARD_PROFILE__TP},
+    true,
+};
+
 const kvshard__profile kvshard_profile__sglang = {
     .name = "sglang",
     .engine = KVSHARD_ENGINE_SGLANG,
-    .block_size = 1,
-    .max_seqs = 256,
-    .ownership = KVSHARD_OWNERSHIP_CONTIGUOUS,
-    .rank_layout = KVSHARD_RANK_LAYOUT_SGLANG,
-    .device_total_input = "device_memory_free", /* a fresh GPU: all of it is free */
-    .device_utilization_input = "mem_fraction_static",
-    .device_fill_input = "non_kv_memory",
-    .stages_refusal = "engine_unsupported",
-    .stages_why = "pipeline stages are not covered yet",
-    .stages_flag = "--pp-size",
-    .aliases = aliases,
-    .inputs = inputs,
-    .flag_style = KVSHARD_PROFILE__ARGPARSE,
-    .ignored_options = ignored_options,
+    .defaults.block_size = 1,
+    .defaults.max_seqs = 256,
+    .defaults.ownership = KVSHARD_OWNERSHIP_CONTIGUOUS,
+    .defaults.pp_rule = KVSHARD_PP_RULE_VLLM,
+    .defaults.rank_layout = KVSHARD_RANK_LAYOUT_SGLANG,
+    .device.total_input = "device_memory_free", /* a fresh GPU: all of it is free */
+    .device.utilization_input = "mem_fraction_static",
+    .device.fill_input = "non_kv_memory",
+    .stages.refusal = "engine_unsupported",
+    .stages.why = "pipeline stages are not covered yet",
+    .stages.flag = "--pp-size",
+    .dialect.aliases = aliases,
+    .dialect.inputs = inputs,
+    .dialect.flag_style = KVSHARD_PROFILE__ARGPARSE,
+    .dialect.ignored_options = ignored_options,
     .versions = &versions,
-    .counts_draft_layers = false,
-    .ranks_by_balanced = false,
-    .sizes_without_budget = true,
-    .settle = settle,
-    .check = check,
-    .budget = budget,
-    .capacity = capacity,
-    .figures = figures,
-    .warnings = warnings,
-    .budget_label = "budget",
-    .named_in_headers = true,
-    .no_budget_hint = "sglang profile: no budget: give `--memory_per_rank`, or "
-                      "`--device_memory_free`, `--non_kv_memory` and `--mem-fraction-static`",
-    .write_capacity = write_capacity,
-    .recommend = recommend,
-    .report_rows = report_rows,
-    .unreachable = unreachable,
+    .counting.counts_draft_layers = false,
+    .counting.ranks_by_balanced = false,
+    .counting.sizes_without_budget = true,
+    .hooks.settle = settle,
+    .hooks.check = check,
+    .hooks.budget = budget,
+    .hooks.capacity = capacity,
+    .hooks.figures = figures,
+    .hooks.warnings = warnings,
+    .voice.budget_label = "budget",
+    .voice.named_in_headers = true,
+    .voice.no_budget_hint = "sglang profile: no budget: give `--memory_per_rank`, or "
+                            "`--device_memory_free`, `--non_kv_memory` and `--mem-fraction-static`",
+    .voice.write_capacity = write_capacity,
+    .dialect.recommend = recommend,
+    .dialect.partition_env = "SGLANG_PP_LAYER_PARTITION",
+    .voice.report_rows = report_rows,
+    .voice.unreachable = unreachable,
+    .rules = &rules,
 };

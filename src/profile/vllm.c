@@ -10,7 +10,9 @@
  *
  * Rules that changed between releases hold from the release named in the
  * V_* constants below. */
-#include "profile/profile.h"
+#include "profile/vllm.h"
+
+#include "profile/capacity.h"
 
 #include "model/states.h"
 
@@ -19,7 +21,6 @@
 #include <stdio.h>
 #include <string.h>
 
-extern const kvshard__profile kvshard_profile__vllm;
 #define PROFILE (&kvshard_profile__vllm)
 
 /* ---- the releases whose rules differ ------------------------------------------------ */
@@ -212,57 +213,12 @@ static const kvshard_profile__alias aliases[] = {
 enum { PC_KEPT, PC_BEFORE_ALL, PC_BEFORE_ALIGN };
 enum { MODE_KEPT, MODE_NO_ALL_SUPPORT, MODE_DRAFTING };
 
-typedef struct vllm_state {
-    kvshard_versions__v version;
-    bool has_state;    /* the model has state layers */
-    bool dsa;          /* MLA with indexer keys: one group of every layer */
-    bool prefix;       /* prefix caching, after the rules */
-    int mode;          /* MODE_*; -1 without state layers */
-    uint8_t pc_reason; /* PC_*: why prefix caching is off though asked */
-    uint8_t mode_reason;
-    bool raised;                /* the block rose above the requested one */
-    bool block_line;            /* "Setting attention block size" is printed */
-    bool padded;                /* "Padding mamba page size" is printed */
-    bool tokens_by_concurrency; /* the token line is int(concurrency x L) */
-    bool seqs_error;            /* max_num_seqs above the blocks is refused */
-    bool seqs_warning;          /* ... or caps the CUDA-graph sizes */
-    bool eager;
-    bool budget_ceil;   /* requested = ceil(total x u) */
-    uint32_t requested; /* the block asked for (or the default) */
-    uint32_t block;
-    uint32_t mamba_block;
-    uint32_t max_model_len;
-    uint32_t batched;
-    uint32_t window;
-    uint32_t spec;
-    uint32_t draft_layers;
-    uint32_t n_full, n_sliding, n_state; /* layers of each cache type */
-    uint32_t group_size, groups;
-    uint32_t groups_full, groups_sliding, groups_state; /* groups of each type */
-    uint32_t pad_full, pad_sliding, pad_state;          /* padding layers of each type */
-    uint32_t override_blocks;                           /* 0: none */
-    uint64_t a1;                                        /* attention bytes per token of one layer */
-    uint64_t idx; /* DSA indexer bytes per token of one layer */
-    uint64_t page;
-    uint64_t mamba_page; /* unpadded; 0 without state */
-    uint64_t bytes_per_block;
-    uint64_t blocks_per_request; /* at max_model_len */
-    double padding_percent;
-    double utilization;
-    kvshard_dtype conv_dtype, ssm_dtype;
-    char dtypes[24]; /* "conv\0temporal\0" */
-} vllm_state;
-
-_Static_assert(sizeof(vllm_state) <= sizeof(kvshard_profile__state), "vllm_state fits");
-
-static vllm_state state_of(const kvshard_profile__state *s)
+static const kvshard_vllm__state *state_of(const kvshard_profile__state *s)
 {
-    vllm_state st;
-    kvshard_profile__state_get(&st, sizeof st, s);
-    return st;
+    return &s->vllm;
 }
 
-static bool from(const vllm_state *st, const kvshard_versions__v *v)
+static bool from(const kvshard_vllm__state *st, const kvshard_versions__v *v)
 {
     return kvshard_versions__from(&st->version, v);
 }
@@ -296,7 +252,7 @@ static const char *const all_mode_types[] = {
 
 /* What the engine covers: the kinds it plans are listed, so that a kind
  * added to kvshard later is refused until it is named here. */
-static int check_coverage(const kvshard_profile__settling *s, const vllm_state *st,
+static int check_coverage(const kvshard_profile__settling *s, const kvshard_vllm__state *st,
                           const char **blame, kvshard_error *err)
 {
     const kvshard__model_info *m = s->model;
@@ -404,8 +360,8 @@ static int settle_world(kvshard_profile__settling *s, const char **blame, kvshar
 }
 
 /* The speculative token count and the draft model's attention layers. */
-static int settle_speculation(kvshard_profile__settling *s, vllm_state *st, const char **blame,
-                              kvshard_error *err)
+static int settle_speculation(kvshard_profile__settling *s, kvshard_vllm__state *st,
+                              const char **blame, kvshard_error *err)
 {
     const kvshard_value *spec = &s->inputs[IN_DRAFT_CONFIG];
     bool given = spec->text != NULL || spec->u > 0 || s->given->num_speculative_tokens > 0;
@@ -479,7 +435,7 @@ static int served_dtype(kvshard_dtype *out, const kvshard_profile__settling *s, 
  * config keys (each engine reads its own) and defaults, else the conv
  * dtype. */
 static int temporal_dtype(kvshard_dtype *out, const kvshard_profile__settling *s,
-                          const vllm_state *st, const char **blame, kvshard_error *err)
+                          const kvshard_vllm__state *st, const char **blame, kvshard_error *err)
 {
     (void)blame;
     (void)err;
@@ -515,7 +471,7 @@ static const char *dtype_word(kvshard_dtype d)
 }
 
 /* Prefix caching and the Mamba cache mode, for a model with state layers. */
-static int settle_mode(kvshard_profile__settling *s, vllm_state *st, const char **blame,
+static int settle_mode(kvshard_profile__settling *s, kvshard_vllm__state *st, const char **blame,
                        kvshard_error *err)
 {
     uint64_t asked = s->inputs[IN_PREFIX].u;
@@ -571,7 +527,7 @@ static uint64_t lcm(uint64_t a, uint64_t b)
 
 /* The attention block: the requested one, raised with state layers so
  * that a state page fits one block of attention pages. */
-static int settle_block(kvshard_profile__settling *s, vllm_state *st, kvshard__calc *c,
+static int settle_block(kvshard_profile__settling *s, kvshard_vllm__state *st, kvshard__calc *c,
                         const char **blame, kvshard_error *err)
 {
     uint32_t given = s->given->block_size;
@@ -618,7 +574,7 @@ static int settle_block(kvshard_profile__settling *s, vllm_state *st, kvshard__c
 }
 
 /* The KV cache groups: layers of each type in groups of one size. */
-static void settle_groups(vllm_state *st)
+static void settle_groups(kvshard_vllm__state *st)
 {
     uint32_t n[3] = {st->n_full, st->n_sliding, st->n_state};
     uint32_t lo = UINT32_MAX, hi = 0, types = 0;
@@ -651,7 +607,7 @@ static void settle_groups(vllm_state *st)
 }
 
 /* Blocks one request of n tokens holds, over every group. */
-static uint64_t blocks_per_request(const vllm_state *st, uint64_t n)
+static uint64_t blocks_per_request(const kvshard_vllm__state *st, uint64_t n)
 {
     uint64_t b = st->block, total = 0;
     if (st->dsa)
@@ -684,8 +640,9 @@ static uint64_t gqa_bytes(kvshard__calc *c, const kvshard__geometry *g, uint32_t
  * sliding windows (a Gemma 3 or Cohere2 config shorter than its pattern)
  * the sliding layers' does. A model with no cache layer at all leaves the
  * engine no KV cache group to size, as a stage without one does. */
-static int attention_page(vllm_state *st, const kvshard_profile__settling *s, kvshard__calc *c,
-                          uint32_t T, uint64_t kv_bytes, const char **blame, kvshard_error *err)
+static int attention_page(kvshard_vllm__state *st, const kvshard_profile__settling *s,
+                          kvshard__calc *c, uint32_t T, uint64_t kv_bytes, const char **blame,
+                          kvshard_error *err)
 {
     const kvshard__model_info *m = s->model;
     *blame = "engine";
@@ -727,25 +684,25 @@ static int settle(kvshard_profile__settling *s, const char **blame, kvshard_erro
 {
     const kvshard__model_info *m = s->model;
     kvshard_options *o = s->options;
-    vllm_state st;
-    memset(&st, 0, sizeof st);
-    st.mode = -1;
-    int rc = kvshard_profile__version(&st.version, PROFILE, &s->inputs[IN_VERSION], blame, err);
+    kvshard_vllm__state *st = &s->state->vllm;
+    memset(st, 0, sizeof *st);
+    st->mode = -1;
+    int rc = kvshard_profile__version(&st->version, PROFILE, &s->inputs[IN_VERSION], blame, err);
     if (rc == KVSHARD_OK)
-        rc = check_coverage(s, &st, blame, err);
+        rc = check_coverage(s, st, blame, err);
     if (rc == KVSHARD_OK)
         rc = settle_world(s, blame, err);
     if (rc == KVSHARD_OK)
-        rc = settle_speculation(s, &st, blame, err);
+        rc = settle_speculation(s, st, blame, err);
     kvshard_dtype served = KVSHARD_DTYPE_BF16;
     if (rc == KVSHARD_OK)
         rc = served_dtype(&served, s, blame, err);
     if (rc)
         return rc;
-    st.max_model_len = (uint32_t)s->inputs[IN_MAX_MODEL_LEN].u;
-    if (!st.max_model_len)
-        st.max_model_len = m->max_position_embeddings;
-    if (!st.max_model_len) {
+    st->max_model_len = (uint32_t)s->inputs[IN_MAX_MODEL_LEN].u;
+    if (!st->max_model_len)
+        st->max_model_len = m->max_position_embeddings;
+    if (!st->max_model_len) {
         *blame = "max_model_len";
         return fail(err, KVSHARD_EMISSING, "engine_input_missing",
                     "the engine's length is the config's max_position_embeddings, which it does "
@@ -761,70 +718,70 @@ static int settle(kvshard_profile__settling *s, const char **blame, kvshard_erro
         return fail(err, KVSHARD_EPROFILE, "engine_unsupported", "%s is not covered yet",
                     uncovered);
     }
-    st.has_state = m->num_state > 0;
-    st.dsa = m->attention == KVSHARD_ATTENTION_MLA && m->has_indexer;
-    st.batched = (uint32_t)s->inputs[IN_BATCHED].u;
-    st.window = m->sliding_window;
-    st.eager = s->inputs[IN_EAGER].u != 0;
-    st.override_blocks = (uint32_t)s->inputs[IN_BLOCKS_OVERRIDE].u;
-    st.tokens_by_concurrency = from(&st, &V_TOKENS);
-    st.seqs_error = from(&st, &V_SEQS_ERROR);
-    st.seqs_warning = from(&st, &V_GROUP_1_5) && !st.seqs_error;
-    st.budget_ceil = from(&st, &V_BUDGET_CEIL);
-    st.utilization = s->inputs[IN_UTILIZATION].d > 0.0 ? s->inputs[IN_UTILIZATION].d
-                     : from(&st, &V_0_20)              ? 0.92
-                                                       : 0.9;
+    st->has_state = m->num_state > 0;
+    st->dsa = m->attention == KVSHARD_ATTENTION_MLA && m->has_indexer;
+    st->batched = (uint32_t)s->inputs[IN_BATCHED].u;
+    st->window = m->sliding_window;
+    st->eager = s->inputs[IN_EAGER].u != 0;
+    st->override_blocks = (uint32_t)s->inputs[IN_BLOCKS_OVERRIDE].u;
+    st->tokens_by_concurrency = from(st, &V_TOKENS);
+    st->seqs_error = from(st, &V_SEQS_ERROR);
+    st->seqs_warning = from(st, &V_GROUP_1_5) && !st->seqs_error;
+    st->budget_ceil = from(st, &V_BUDGET_CEIL);
+    st->utilization = s->inputs[IN_UTILIZATION].d > 0.0 ? s->inputs[IN_UTILIZATION].d
+                      : from(st, &V_0_20)               ? 0.92
+                                                        : 0.9;
     /* Bytes per token of one attention layer on one GPU (fp8: one byte,
      * no scales in the page). */
     kvshard_dtype kv = o->kv_cache_dtype == KVSHARD_DTYPE_AUTO ? served : o->kv_cache_dtype;
     uint64_t kv_bytes = dtype_bytes(kv);
     kvshard__calc c = {false, false, false};
-    st.n_full = m->count[KVSHARD_LAYER_FULL_ATTENTION] + st.draft_layers;
-    st.n_sliding = m->count[KVSHARD_LAYER_SLIDING_ATTENTION];
-    st.n_state = m->num_state;
-    if ((rc = attention_page(&st, s, &c, T, kv_bytes, blame, err)) != 0)
+    st->n_full = m->count[KVSHARD_LAYER_FULL_ATTENTION] + st->draft_layers;
+    st->n_sliding = m->count[KVSHARD_LAYER_SLIDING_ATTENTION];
+    st->n_state = m->num_state;
+    if ((rc = attention_page(st, s, &c, T, kv_bytes, blame, err)) != 0)
         return rc;
-    if (st.has_state) {
+    if (st->has_state) {
         kvshard_dtype conv = (kvshard_dtype)(int)s->inputs[IN_MAMBA_DTYPE].u;
-        st.conv_dtype = conv == KVSHARD_DTYPE_AUTO ? served : conv;
-        if ((rc = temporal_dtype(&st.ssm_dtype, s, &st, blame, err)) != 0)
+        st->conv_dtype = conv == KVSHARD_DTYPE_AUTO ? served : conv;
+        if ((rc = temporal_dtype(&st->ssm_dtype, s, st, blame, err)) != 0)
             return rc;
         uint64_t conv_part = 0, temporal = 0;
-        kvshard_profile__state_parts(&c, &conv_part, &temporal, &m->state, T, st.spec,
-                                     dtype_bytes(st.conv_dtype), dtype_bytes(st.ssm_dtype));
-        st.mamba_page = kvshard__calc_add(&c, conv_part, temporal);
-        const char *cw = dtype_word(st.conv_dtype), *tw = dtype_word(st.ssm_dtype);
+        kvshard_profile__state_parts(&c, &conv_part, &temporal, &m->state, T, st->spec,
+                                     dtype_bytes(st->conv_dtype), dtype_bytes(st->ssm_dtype));
+        st->mamba_page = kvshard__calc_add(&c, conv_part, temporal);
+        const char *cw = dtype_word(st->conv_dtype), *tw = dtype_word(st->ssm_dtype);
         size_t cl = strlen(cw);
-        if (cl + strlen(tw) + 2 <= sizeof st.dtypes) {
-            memcpy(st.dtypes, cw, cl + 1);
-            memcpy(st.dtypes + cl + 1, tw, strlen(tw) + 1);
+        if (cl + strlen(tw) + 2 <= sizeof st->dtypes) {
+            memcpy(st->dtypes, cw, cl + 1);
+            memcpy(st->dtypes + cl + 1, tw, strlen(tw) + 1);
         }
-        if ((rc = settle_mode(s, &st, blame, err)) != 0)
+        if ((rc = settle_mode(s, st, blame, err)) != 0)
             return rc;
     } else {
-        st.prefix = s->inputs[IN_PREFIX].u != 0; /* on unless turned off */
+        st->prefix = s->inputs[IN_PREFIX].u != 0; /* on unless turned off */
     }
-    if ((rc = settle_block(s, &st, &c, blame, err)) != 0)
+    if ((rc = settle_block(s, st, &c, blame, err)) != 0)
         return rc;
-    st.page = kvshard__calc_mul(&c, st.block, st.a1);
-    if (st.has_state && st.page > st.mamba_page) {
-        st.padded = true;
-        st.padding_percent = 100.0 * (double)(st.page - st.mamba_page) / (double)st.mamba_page;
+    st->page = kvshard__calc_mul(&c, st->block, st->a1);
+    if (st->has_state && st->page > st->mamba_page) {
+        st->padded = true;
+        st->padding_percent = 100.0 * (double)(st->page - st->mamba_page) / (double)st->mamba_page;
     }
-    settle_groups(&st);
-    if (st.dsa) /* one group: every MLA layer's page and every indexer page */
-        st.bytes_per_block = kvshard__calc_mul(
-            &c, st.n_full, kvshard__calc_add(&c, st.page, kvshard__calc_mul(&c, st.block, st.idx)));
+    settle_groups(st);
+    if (st->dsa) /* one group: every MLA layer's page and every indexer page */
+        st->bytes_per_block = kvshard__calc_mul(
+            &c, st->n_full,
+            kvshard__calc_add(&c, st->page, kvshard__calc_mul(&c, st->block, st->idx)));
     else
-        st.bytes_per_block = kvshard__calc_mul(&c, st.page, st.group_size);
+        st->bytes_per_block = kvshard__calc_mul(&c, st->page, st->group_size);
     if (c.overflow) {
         *blame = "block_size";
         return fail(err, KVSHARD_EOVERFLOW, "engine_unsupported",
-                    "the engine's page bytes overflow 64 bits at a block of %u tokens", st.block);
+                    "the engine's page bytes overflow 64 bits at a block of %u tokens", st->block);
     }
-    st.blocks_per_request = blocks_per_request(&st, st.max_model_len);
-    o->block_size = st.block;
-    kvshard_profile__state_put(s->state, &st, sizeof st);
+    st->blocks_per_request = blocks_per_request(st, st->max_model_len);
+    o->block_size = st->block;
     *blame = NULL;
     return KVSHARD_OK;
 }
@@ -851,7 +808,7 @@ static int check(const kvshard_profile__ctx *c, const char **blame, kvshard_erro
 static int budget(uint64_t *out, bool *has, const kvshard_profile__ctx *c, const char **blame,
                   kvshard_error *err)
 {
-    vllm_state st = state_of(c->state);
+    const kvshard_vllm__state *st = state_of(c->state);
     uint64_t total = c->inputs[IN_DEVICE_TOTAL].u, free_bytes = c->inputs[IN_DEVICE_FREE].u;
     uint64_t non_kv = c->inputs[IN_NON_KV].u;
     *has = false;
@@ -868,10 +825,10 @@ static int budget(uint64_t *out, bool *has, const kvshard_profile__ctx *c, const
                     "the budget from device figures needs device_memory_total and non_kv_memory "
                     "(or give --kv-cache-memory-bytes)");
     }
-    double u = st.utilization;
+    double u = st->utilization;
     double requested = (double)total * u;
     double b;
-    if (st.budget_ceil) {
+    if (st->budget_ceil) {
         requested = ceil(requested);
         b = requested - (double)non_kv;
     } else {
@@ -897,7 +854,7 @@ static int budget(uint64_t *out, bool *has, const kvshard_profile__ctx *c, const
 }
 
 /* The largest request length n <= L that one budget holds. */
-static uint64_t longest_fit(const vllm_state *st, uint64_t budget_bytes, uint64_t L)
+static uint64_t longest_fit(const kvshard_vllm__state *st, uint64_t budget_bytes, uint64_t L)
 {
     uint64_t lo = 0, hi = L;
     while (lo < hi) {
@@ -914,27 +871,27 @@ static uint64_t longest_fit(const vllm_state *st, uint64_t budget_bytes, uint64_
 static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__capacity_inputs *in,
                     const char **blame, kvshard_error *err)
 {
-    vllm_state st = state_of(in->state);
+    const kvshard_vllm__state *st = state_of(in->state);
     const kvshard_options *o = in->options;
     c->has_bytes_per_block = true;
-    c->bytes_per_block = st.bytes_per_block;
+    c->bytes_per_block = st->bytes_per_block;
     if (!in->has_memory)
         return KVSHARD_OK;
     uint64_t B = in->memory, need;
-    if (!kvshard__mul(&need, st.blocks_per_request, st.bytes_per_block) || need > B) {
+    if (!kvshard__mul(&need, st->blocks_per_request, st->bytes_per_block) || need > B) {
         *blame = "max_model_len";
         return fail(err, KVSHARD_ENOBLOCK, "max_model_len_does_not_fit",
                     "one request of max_model_len %u tokens needs %llu blocks of %llu bytes, "
                     "more than the %llu bytes of the KV cache; the longest that fits is %llu "
                     "tokens",
-                    st.max_model_len, (unsigned long long)st.blocks_per_request,
-                    (unsigned long long)st.bytes_per_block, (unsigned long long)B,
-                    (unsigned long long)longest_fit(&st, B, st.max_model_len));
+                    st->max_model_len, (unsigned long long)st->blocks_per_request,
+                    (unsigned long long)st->bytes_per_block, (unsigned long long)B,
+                    (unsigned long long)longest_fit(st, B, st->max_model_len));
     }
-    uint64_t blocks = st.dsa ? B / st.bytes_per_block : B / st.page / st.group_size;
-    if (st.override_blocks)
-        blocks = st.override_blocks;
-    if (st.has_state && !st.eager && st.seqs_error && o->max_seqs > blocks) {
+    uint64_t blocks = st->dsa ? B / st->bytes_per_block : B / st->page / st->group_size;
+    if (st->override_blocks)
+        blocks = st->override_blocks;
+    if (st->has_state && !st->eager && st->seqs_error && o->max_seqs > blocks) {
         *blame = "max_seqs";
         return fail(err, KVSHARD_EPROFILE, "max_num_seqs_exceeds_mamba_blocks",
                     "--max-num-seqs %u is above the %llu GPU blocks, which hold the state of "
@@ -942,9 +899,10 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
                     "--enforce-eager)",
                     o->max_seqs, (unsigned long long)blocks, (unsigned long long)blocks);
     }
-    double concurrency = (double)blocks / (double)st.blocks_per_request;
-    uint64_t tokens = st.tokens_by_concurrency ? (uint64_t)(concurrency * (double)st.max_model_len)
-                                               : blocks / st.groups * st.block;
+    double concurrency = (double)blocks / (double)st->blocks_per_request;
+    uint64_t tokens = st->tokens_by_concurrency
+                          ? (uint64_t)(concurrency * (double)st->max_model_len)
+                          : blocks / st->groups * st->block;
     c->has_num_blocks = true;
     c->num_blocks = blocks;
     c->max_tokens = tokens;
@@ -957,7 +915,7 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
         rank_blocks[r] = blocks; /* every worker allocates the same count */
     if (in->context_length == 0)
         return KVSHARD_OK;
-    uint64_t per = blocks_per_request(&st, in->context_length);
+    uint64_t per = blocks_per_request(st, in->context_length);
     uint64_t balanced = c->usable_blocks / per;
     c->has_balanced_max_seqs = true;
     c->balanced_max_seqs = balanced;
@@ -973,39 +931,39 @@ static const char *mode_name(int mode)
     return mode == MODE_NONE ? "none" : mode == MODE_ALIGN ? "align" : "all";
 }
 
-static double concurrency_of(const vllm_state *st, const kvshard__capacity *c)
+static double concurrency_of(const kvshard_vllm__state *st, const kvshard__capacity *c)
 {
     return (double)c->num_blocks / (double)st->blocks_per_request;
 }
 
 static size_t figures(kvshard_figure *out, size_t cap, const kvshard_profile__view *v)
 {
-    vllm_state st = state_of(v->state);
+    const kvshard_vllm__state *st = state_of(v->state);
     const kvshard__capacity *c = v->capacity;
     kvshard_profile__figures f = {out, cap, 0};
     /* Text the figures point at lives in the plan's own state. */
-    const char *dtypes = (const char *)v->state->u.bytes + offsetof(vllm_state, dtypes);
+    const char *dtypes = st->dtypes;
     bool blocks = c->has_num_blocks;
     kvshard_profile__fig_uint(&f, "budget", c->has_budget, c->budget);
-    kvshard_profile__fig_uint(&f, "attention_block_size", true, st.block);
-    kvshard_profile__fig_bool(&f, "block_size_line", st.block_line);
-    kvshard_profile__fig_uint(&f, "page_bytes", true, st.page);
-    kvshard_profile__fig_uint(&f, "mamba_page_bytes", st.has_state, st.mamba_page);
-    kvshard_profile__fig_double(&f, "mamba_padding_percent", st.padded, st.padding_percent);
-    kvshard_profile__fig_text(&f, "mamba_cache_mode", st.has_state ? mode_name(st.mode) : NULL);
-    kvshard_profile__fig_uint(&f, "mamba_block_size", st.has_state, st.mamba_block);
-    kvshard_profile__fig_bool(&f, "prefix_caching", st.prefix);
-    kvshard_profile__fig_words(&f, "state_dtypes", dtypes, st.has_state && dtypes[0] ? 2 : 0);
-    kvshard_profile__fig_uint(&f, "kv_cache_groups", true, st.groups);
-    kvshard_profile__fig_uint(&f, "group_size", true, st.group_size);
+    kvshard_profile__fig_uint(&f, "attention_block_size", true, st->block);
+    kvshard_profile__fig_bool(&f, "block_size_line", st->block_line);
+    kvshard_profile__fig_uint(&f, "page_bytes", true, st->page);
+    kvshard_profile__fig_uint(&f, "mamba_page_bytes", st->has_state, st->mamba_page);
+    kvshard_profile__fig_double(&f, "mamba_padding_percent", st->padded, st->padding_percent);
+    kvshard_profile__fig_text(&f, "mamba_cache_mode", st->has_state ? mode_name(st->mode) : NULL);
+    kvshard_profile__fig_uint(&f, "mamba_block_size", st->has_state, st->mamba_block);
+    kvshard_profile__fig_bool(&f, "prefix_caching", st->prefix);
+    kvshard_profile__fig_words(&f, "state_dtypes", dtypes, st->has_state && dtypes[0] ? 2 : 0);
+    kvshard_profile__fig_uint(&f, "kv_cache_groups", true, st->groups);
+    kvshard_profile__fig_uint(&f, "group_size", true, st->group_size);
     kvshard_profile__fig_uint(&f, "padding_layers", true,
-                              (uint64_t)st.pad_full + st.pad_sliding + st.pad_state);
-    kvshard_profile__fig_uint(&f, "bytes_per_block", true, st.bytes_per_block);
+                              (uint64_t)st->pad_full + st->pad_sliding + st->pad_state);
+    kvshard_profile__fig_uint(&f, "bytes_per_block", true, st->bytes_per_block);
     kvshard_profile__fig_uint(&f, "num_gpu_blocks", blocks, c->num_blocks);
     kvshard_profile__fig_uint(&f, "usable_blocks", blocks, c->usable_blocks);
-    kvshard_profile__fig_uint(&f, "max_model_len", true, st.max_model_len);
-    kvshard_profile__fig_uint(&f, "blocks_per_request", true, st.blocks_per_request);
-    kvshard_profile__fig_double(&f, "max_concurrency", blocks, blocks ? concurrency_of(&st, c) : 0);
+    kvshard_profile__fig_uint(&f, "max_model_len", true, st->max_model_len);
+    kvshard_profile__fig_uint(&f, "blocks_per_request", true, st->blocks_per_request);
+    kvshard_profile__fig_double(&f, "max_concurrency", blocks, blocks ? concurrency_of(st, c) : 0);
     kvshard_profile__fig_uint(&f, "gpu_kv_cache_tokens", blocks, c->max_tokens);
     kvshard_profile__fig_uint(&f, "max_num_seqs", true, v->options->max_seqs);
     return f.count;
@@ -1078,27 +1036,27 @@ static void padding_warning(kvshard_profile__warn_fn sink, void *ctx, const char
 
 static void warnings(kvshard_profile__warn_fn sink, void *ctx, const kvshard_profile__view *v)
 {
-    vllm_state st = state_of(v->state);
+    const kvshard_vllm__state *st = state_of(v->state);
     char ver[KVSHARD_VERSIONS__TEXT_MAX] = "";
-    if (st.pc_reason != PC_KEPT || st.seqs_warning)
-        kvshard_versions__format(ver, sizeof ver, &st.version);
-    if (st.pc_reason != PC_KEPT)
+    if (st->pc_reason != PC_KEPT || st->seqs_warning)
+        kvshard_versions__format(ver, sizeof ver, &st->version);
+    if (st->pc_reason != PC_KEPT)
         warn(sink, ctx, KVSHARD_WARN_ENGINE_PREFIX_CACHING_DISABLED,
              "vLLM %s runs this model with prefix caching off: %s", ver,
-             st.pc_reason == PC_BEFORE_ALL
+             st->pc_reason == PC_BEFORE_ALL
                  ? "it caches no state model's prefixes before 0.11.1"
                  : "Mamba cache mode align, which this model needs, exists from 0.15.0");
-    if (st.mode_reason != MODE_KEPT)
+    if (st->mode_reason != MODE_KEPT)
         warn(sink, ctx, KVSHARD_WARN_ENGINE_MAMBA_CACHE_MODE_ALIGN,
              "--mamba-cache-mode all runs as align: %s",
-             st.mode_reason == MODE_NO_ALL_SUPPORT
+             st->mode_reason == MODE_NO_ALL_SUPPORT
                  ? "the model's state cannot be cached at every chunk"
                  : "speculative decoding uses align from 0.20.0");
-    padding_warning(sink, ctx, "full-attention", st.pad_full, st.n_full, st.group_size);
-    padding_warning(sink, ctx, "sliding-window", st.pad_sliding, st.n_sliding, st.group_size);
-    padding_warning(sink, ctx, "state", st.pad_state, st.n_state, st.group_size);
+    padding_warning(sink, ctx, "full-attention", st->pad_full, st->n_full, st->group_size);
+    padding_warning(sink, ctx, "sliding-window", st->pad_sliding, st->n_sliding, st->group_size);
+    padding_warning(sink, ctx, "state", st->pad_state, st->n_state, st->group_size);
     const kvshard__capacity *c = v->capacity;
-    if (st.has_state && !st.eager && st.seqs_warning && c->has_num_blocks &&
+    if (st->has_state && !st->eager && st->seqs_warning && c->has_num_blocks &&
         v->options->max_seqs > c->num_blocks)
         warn(sink, ctx, KVSHARD_WARN_ENGINE_CUDAGRAPH_SIZES_CAPPED,
              "--max-num-seqs %u is above the %llu GPU blocks: vLLM %s caps its CUDA-graph sizes "
@@ -1108,7 +1066,7 @@ static void warnings(kvshard_profile__warn_fn sink, void *ctx, const kvshard_pro
 
 static void unreachable(char *buf, size_t cap, const kvshard_profile__view *v)
 {
-    vllm_state st = state_of(v->state);
+    const kvshard_vllm__state *st = state_of(v->state);
     const kvshard__capacity *c = v->capacity;
     const kvshard_options *o = v->options;
     snprintf(buf, cap,
@@ -1118,7 +1076,7 @@ static void unreachable(char *buf, size_t cap, const kvshard_profile__view *v)
              o->context_length, (unsigned long long)c->concurrency,
              c->concurrency == 1 ? "sequence runs" : "sequences run", o->max_seqs,
              (unsigned long long)c->usable_blocks,
-             (unsigned long long)blocks_per_request(&st, o->context_length),
+             (unsigned long long)blocks_per_request(st, o->context_length),
              (unsigned long long)c->balanced_max_seqs);
 }
 
@@ -1133,7 +1091,7 @@ static void available_gib(char *buf, size_t cap, uint64_t bytes)
 
 static void write_capacity(const kvshard__printer *p, const kvshard_profile__view *v)
 {
-    vllm_state st = state_of(v->state);
+    const kvshard_vllm__state *st = state_of(v->state);
     const kvshard__capacity *c = v->capacity;
     kvshard_format__printf(p, "capacity   vllm %s profile: ", v->version);
     if (c->has_budget) {
@@ -1142,21 +1100,21 @@ static void write_capacity(const kvshard__printer *p, const kvshard_profile__vie
         kvshard_format__printf(p, "Available KV cache memory: %s GiB; ", gib);
     }
     kvshard_format__text(p, "attention block ");
-    kvshard_format__grouped(p, st.block);
+    kvshard_format__grouped(p, st->block);
     kvshard_format__text(p, " tokens");
-    if (st.raised)
-        kvshard_format__printf(p, " (raised from %u)", st.requested);
-    if (st.padded)
-        kvshard_format__printf(p, ", Padding mamba page size by %.2f%%", st.padding_percent);
+    if (st->raised)
+        kvshard_format__printf(p, " (raised from %u)", st->requested);
+    if (st->padded)
+        kvshard_format__printf(p, ", Padding mamba page size by %.2f%%", st->padding_percent);
     kvshard_format__text(p, "\n           ");
     if (!c->has_num_blocks) {
         kvshard_format__text(p, "no budget: give `--kv-cache-memory-bytes` or the device "
                                 "figures\n");
         return;
     }
-    uint32_t pad = st.pad_full + st.pad_sliding + st.pad_state;
-    kvshard_format__printf(p, "%u KV cache group%s of %u layers", st.groups,
-                           st.groups == 1 ? "" : "s", st.group_size);
+    uint32_t pad = st->pad_full + st->pad_sliding + st->pad_state;
+    kvshard_format__printf(p, "%u KV cache group%s of %u layers", st->groups,
+                           st->groups == 1 ? "" : "s", st->group_size);
     if (pad)
         kvshard_format__printf(p, " (%u padding layer%s)", pad, pad == 1 ? "" : "s");
     kvshard_format__text(p, "; ");
@@ -1167,13 +1125,13 @@ static void write_capacity(const kvshard__printer *p, const kvshard_profile__vie
                             "cache size: ");
     kvshard_format__grouped(p, c->max_tokens);
     kvshard_format__text(p, " tokens; Maximum concurrency for ");
-    kvshard_format__grouped(p, st.max_model_len);
-    kvshard_format__printf(p, " tokens per request: %.2fx\n", concurrency_of(&st, c));
+    kvshard_format__grouped(p, st->max_model_len);
+    kvshard_format__printf(p, " tokens per request: %.2fx\n", concurrency_of(st, c));
 }
 
 static void report_rows(const kvshard__printer *p, const kvshard_profile__view *v, bool tail)
 {
-    vllm_state st = state_of(v->state);
+    const kvshard_vllm__state *st = state_of(v->state);
     const kvshard__capacity *c = v->capacity;
     if (tail) {
         if (!c->has_num_blocks)
@@ -1183,8 +1141,8 @@ static void report_rows(const kvshard__printer *p, const kvshard_profile__view *
         kvshard_format__text(p, " tokens (the engine's log line)");
         kvshard_format__row_end(p);
         kvshard_format__row(p, "Maximum concurrency");
-        kvshard_format__printf(p, "%.2fx for ", concurrency_of(&st, c));
-        kvshard_format__grouped(p, st.max_model_len);
+        kvshard_format__printf(p, "%.2fx for ", concurrency_of(st, c));
+        kvshard_format__grouped(p, st->max_model_len);
         kvshard_format__text(p, " tokens per request");
         kvshard_format__row_end(p);
         return;
@@ -1197,16 +1155,16 @@ static void report_rows(const kvshard__printer *p, const kvshard_profile__view *
     kvshard_format__printf(p, "), vllm %s profile", v->version);
     kvshard_format__row_end(p);
     kvshard_format__row(p, "attention block");
-    kvshard_format__grouped(p, st.block);
+    kvshard_format__grouped(p, st->block);
     kvshard_format__text(p, " tokens");
-    if (st.raised)
-        kvshard_format__printf(p, " (raised from %u)", st.requested);
-    if (st.padded)
-        kvshard_format__printf(p, "; Padding mamba page size by %.2f%%", st.padding_percent);
+    if (st->raised)
+        kvshard_format__printf(p, " (raised from %u)", st->requested);
+    if (st->padded)
+        kvshard_format__printf(p, "; Padding mamba page size by %.2f%%", st->padding_percent);
     kvshard_format__row_end(p);
     kvshard_format__row(p, "KV cache groups");
-    kvshard_format__printf(p, "%u of %u layers, %u padding", st.groups, st.group_size,
-                           st.pad_full + st.pad_sliding + st.pad_state);
+    kvshard_format__printf(p, "%u of %u layers, %u padding", st->groups, st->group_size,
+                           st->pad_full + st->pad_sliding + st->pad_state);
     kvshard_format__row_end(p);
     kvshard_format__row(p, "GPU blocks");
     kvshard_format__grouped(p, c->num_blocks);
@@ -1229,7 +1187,8 @@ static int recommend(char *buf, size_t cap, const kvshard_profile__layout *l, bo
         char counts[2048];
         kvshard_profile__partition_text(counts, sizeof counts, l);
         if (l->pp > 1)
-            kvshard_profile__arg(buf, cap, &used, "VLLM_PP_LAYER_PARTITION=%s", counts);
+            kvshard_profile__arg(buf, cap, &used, "%s=%s",
+                                 kvshard_profile__vllm.dialect.partition_env, counts);
         return (int)used;
     }
     kvshard_profile__arg(buf, cap, &used, "--tensor-parallel-size=%u", l->tp);
@@ -1250,39 +1209,68 @@ static int recommend(char *buf, size_t cap, const kvshard_profile__layout *l, bo
     return (int)used;
 }
 
+/* ---- stages and ranks ---------------------------------------------------------------- */
+
+/* vLLM gives the extra layers walking back from the second-to-last stage,
+ * so that the last (head and draft layers) and the first (embedding) get
+ * one only when every other stage has. */
+static int partition(uint32_t *counts, uint32_t layers, uint32_t stages, kvshard_error *err)
+{
+    (void)err;
+    uint32_t r = layers % stages;
+    for (uint32_t s = 0; s < stages; s++)
+        counts[s] = layers / stages;
+    for (uint32_t k = 0; k < r; k++)
+        counts[stages - 2 - k]++;
+    return KVSHARD_OK;
+}
+
+/* Global ranks: dp, pp, cp, tp. */
+static const kvshard_profile__rules rules = {
+    KVSHARD_PP_RULE_VLLM,
+    partition,
+    NULL,
+    KVSHARD_RANK_LAYOUT_VLLM,
+    {KVSHARD_PROFILE__DP, KVSHARD_PROFILE__PP, KVSHARD_PROFILE__CP, KVSHARD_PROFILE__TP},
+    true,
+};
+
 const kvshard__profile kvshard_profile__vllm = {
     .name = "vllm",
     .engine = KVSHARD_ENGINE_VLLM,
-    .block_size = 16,
-    .max_seqs = 256,
-    .ownership = KVSHARD_OWNERSHIP_ORDINAL,
-    .rank_layout = KVSHARD_RANK_LAYOUT_VLLM,
-    .device_total_input = "device_memory_total",
-    .device_utilization_input = "gpu_memory_utilization",
-    .device_fill_input = "non_kv_memory",
-    .device_reserve_auto = true,
-    .stages_refusal = "engine_unsupported",
-    .stages_why = "pipeline stages are not covered yet",
-    .stages_flag = "--pipeline-parallel-size",
-    .aliases = aliases,
-    .inputs = inputs,
-    .flag_style = KVSHARD_PROFILE__ARGPARSE,
+    .defaults.block_size = 16,
+    .defaults.max_seqs = 256,
+    .defaults.ownership = KVSHARD_OWNERSHIP_ORDINAL,
+    .defaults.pp_rule = KVSHARD_PP_RULE_VLLM,
+    .defaults.rank_layout = KVSHARD_RANK_LAYOUT_VLLM,
+    .device.total_input = "device_memory_total",
+    .device.utilization_input = "gpu_memory_utilization",
+    .device.fill_input = "non_kv_memory",
+    .device.reserve_auto = true,
+    .stages.refusal = "engine_unsupported",
+    .stages.why = "pipeline stages are not covered yet",
+    .stages.flag = "--pipeline-parallel-size",
+    .dialect.aliases = aliases,
+    .dialect.inputs = inputs,
+    .dialect.flag_style = KVSHARD_PROFILE__ARGPARSE,
     .versions = &versions,
-    .counts_draft_layers = true,
-    .ranks_by_balanced = true,
-    .sizes_without_budget = true,
-    .settle = settle,
-    .check = check,
-    .budget = budget,
-    .capacity = capacity,
-    .figures = figures,
-    .warnings = warnings,
-    .budget_label = "Available KV cache memory",
-    .named_in_headers = true,
-    .no_budget_hint = "vllm profile: no budget: give `--kv-cache-memory-bytes` or the device "
-                      "figures",
-    .write_capacity = write_capacity,
-    .recommend = recommend,
-    .report_rows = report_rows,
-    .unreachable = unreachable,
+    .counting.counts_draft_layers = true,
+    .counting.ranks_by_balanced = true,
+    .counting.sizes_without_budget = true,
+    .hooks.settle = settle,
+    .hooks.check = check,
+    .hooks.budget = budget,
+    .hooks.capacity = capacity,
+    .hooks.figures = figures,
+    .hooks.warnings = warnings,
+    .voice.budget_label = "Available KV cache memory",
+    .voice.named_in_headers = true,
+    .voice.no_budget_hint = "vllm profile: no budget: give `--kv-cache-memory-bytes` or the device "
+                            "figures",
+    .voice.write_capacity = write_capacity,
+    .dialect.recommend = recommend,
+    .dialect.partition_env = "VLLM_PP_LAYER_PARTITION",
+    .voice.report_rows = report_rows,
+    .voice.unreachable = unreachable,
+    .rules = &rules,
 };

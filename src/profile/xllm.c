@@ -6,7 +6,9 @@
  * when the prefix cache sizes the pool), the rest to blocks, and block 0
  * and state row 0 are kept for padding. Releases 0.10.0 and 0.10.1 size the
  * state pool from max_concurrent_requests alone. */
-#include "profile/profile.h"
+#include "profile/xllm.h"
+
+#include "profile/capacity.h"
 
 #include "base/checked.h"
 
@@ -64,31 +66,20 @@ static const kvshard_profile__versions versions = {"0.11.0", KVSHARD_V(0, 10, 0)
 /* The releases before 0.11.0 size the state pool from the request limit. */
 static const kvshard_versions__v V_0_11_0 = KVSHARD_V(0, 11, 0);
 
-typedef struct xllm_state {
-    kvshard_versions__v version;
-    bool request_pool; /* 0.10: state slots = max_concurrent_requests + 2 */
-} xllm_state;
-
-_Static_assert(sizeof(xllm_state) <= sizeof(kvshard_profile__state), "xllm_state fits");
-
-static xllm_state state_of(const kvshard_profile__state *s)
+static const kvshard_xllm__state *state_of(const kvshard_profile__state *s)
 {
-    xllm_state st;
-    kvshard_profile__state_get(&st, sizeof st, s);
-    return st;
+    return &s->xllm;
 }
 
 static int settle(kvshard_profile__settling *s, const char **blame, kvshard_error *err)
 {
-    extern const kvshard__profile kvshard_profile__xllm;
-    xllm_state st;
-    memset(&st, 0, sizeof st);
-    int rc = kvshard_profile__version(&st.version, &kvshard_profile__xllm, &s->inputs[IN_VERSION],
+    kvshard_xllm__state *st = &s->state->xllm;
+    memset(st, 0, sizeof *st);
+    int rc = kvshard_profile__version(&st->version, &kvshard_profile__xllm, &s->inputs[IN_VERSION],
                                       blame, err);
     if (rc)
         return rc;
-    st.request_pool = !kvshard_versions__from(&st.version, &V_0_11_0);
-    kvshard_profile__state_put(s->state, &st, sizeof st);
+    st->request_pool = !kvshard_versions__from(&st->version, &V_0_11_0);
     return KVSHARD_OK;
 }
 
@@ -185,7 +176,7 @@ static int slots_of(uint64_t *out, const kvshard__capacity_inputs *in, uint64_t 
     const kvshard_options *o = in->options;
     uint64_t B = in->memory;
     uint32_t asked = (uint32_t)in->inputs[IN_STATE_SLOTS].u;
-    if (state_of(in->state).request_pool) {
+    if (state_of(in->state)->request_pool) {
         *out = in->inputs[IN_CONCURRENT].u + 2; /* with or without linear layers */
         return KVSHARD_OK;
     }
@@ -309,8 +300,6 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks,
     return KVSHARD_OK;
 }
 
-extern const kvshard__profile kvshard_profile__xllm;
-
 static size_t figures(kvshard_figure *out, size_t cap, const kvshard_profile__view *v)
 {
     const kvshard__capacity *c = v->capacity;
@@ -330,7 +319,7 @@ static void write_capacity(const kvshard__printer *p, const kvshard_profile__vie
     const kvshard__capacity *c = v->capacity;
     if (!v->has_memory) {
         kvshard_format__text(p, "capacity   ");
-        kvshard_format__text(p, kvshard_profile__xllm.no_budget_hint);
+        kvshard_format__text(p, kvshard_profile__xllm.voice.no_budget_hint);
         kvshard_format__text(p, "\n");
         return;
     }
@@ -398,37 +387,49 @@ static void unreachable(char *buf, size_t cap, const kvshard_profile__view *v)
              (unsigned long long)c->usable_state_slots);
 }
 
+/* Global ranks: dp, cp, tp; the engine has no stages. */
+static const kvshard_profile__rules rules = {
+    KVSHARD_PP_RULE_DEFAULT,
+    NULL,
+    NULL,
+    KVSHARD_RANK_LAYOUT_XLLM,
+    {KVSHARD_PROFILE__DP, KVSHARD_PROFILE__PP, KVSHARD_PROFILE__CP, KVSHARD_PROFILE__TP},
+    false,
+};
+
 const kvshard__profile kvshard_profile__xllm = {
     .name = "xllm",
     .engine = KVSHARD_ENGINE_XLLM,
-    .block_size = 128,
-    .max_seqs = 200,
-    .ownership = KVSHARD_OWNERSHIP_GLOBAL,
-    .runs_its_ownership_only = true, /* stock xLLM places layers by global index */
-    .rank_layout = KVSHARD_RANK_LAYOUT_XLLM,
-    .device_total_input = "device_memory_total",
-    .device_utilization_input = "max_memory_utilization",
-    .device_fill_input = "device_memory_free",
-    .device_fill_free = true,
-    .stages_refusal = "pp_engine",
-    .stages_why = "xLLM has no pipeline parallelism",
-    .aliases = aliases,
-    .inputs = inputs,
-    .flag_style = KVSHARD_PROFILE__GFLAGS,
+    .defaults.block_size = 128,
+    .defaults.max_seqs = 200,
+    .defaults.ownership = KVSHARD_OWNERSHIP_GLOBAL,
+    .defaults.runs_its_ownership_only = true, /* stock xLLM places layers by global index */
+    .defaults.pp_rule = KVSHARD_PP_RULE_VLLM,
+    .defaults.rank_layout = KVSHARD_RANK_LAYOUT_XLLM,
+    .device.total_input = "device_memory_total",
+    .device.utilization_input = "max_memory_utilization",
+    .device.fill_input = "device_memory_free",
+    .device.fill_free = true,
+    .stages.refusal = "pp_engine",
+    .stages.why = "xLLM has no pipeline parallelism",
+    .dialect.aliases = aliases,
+    .dialect.inputs = inputs,
+    .dialect.flag_style = KVSHARD_PROFILE__GFLAGS,
     .versions = &versions,
-    .counts_draft_layers = false,
-    .mla_v2_bytes = true,
-    .ranks_by_balanced = false,
-    .settle = settle,
-    .check = check,
-    .budget = budget,
-    .capacity = capacity,
-    .figures = figures,
-    .budget_label = "budget",
-    .named_in_headers = true,
-    .no_budget_hint = "xllm profile: no budget given: pass `--memory_per_rank`, or "
-                      "`--device_memory_total` and `--device_memory_free`",
-    .write_capacity = write_capacity,
-    .report_rows = report_rows,
-    .unreachable = unreachable,
+    .counting.counts_draft_layers = false,
+    .counting.mla_v2_bytes = true,
+    .counting.ranks_by_balanced = false,
+    .hooks.settle = settle,
+    .hooks.check = check,
+    .hooks.budget = budget,
+    .hooks.capacity = capacity,
+    .hooks.figures = figures,
+    .voice.budget_label = "budget",
+    .voice.named_in_headers = true,
+    .voice.no_budget_hint = "xllm profile: no budget given: pass `--memory_per_rank`, or "
+                            "`--device_memory_total` and `--device_memory_free`",
+    .voice.write_capacity = write_capacity,
+    .voice.report_rows = report_rows,
+    .voice.unreachable = unreachable,
+    .rules = &rules,
 };

@@ -235,7 +235,7 @@ static int printable(const kvshard_value__def *d, const char *text, size_t len,
     return KVSHARD_OK;
 }
 
-/* A JSON object given as one value (vLLM's --speculative-config): its text
+/* A JSON object given as one value (an engine's --speculative-config): its text
  * field, which must stand in the text as written so that the value can
  * point at it, and its whole-number field. The engine reads the value with
  * json.loads, so it is read as strict JSON: what only YAML allows (trailing
