@@ -6,6 +6,9 @@
 #define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #include "test_util.h"
 
+#include "kvshard/explore.h"
+#include "kvshard/output.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -740,7 +743,7 @@ static void test_two_weight_sources(void **state)
                         "come from one source; give weights_per_rank (measured), or "
                         "weights_total with weights_experts (an estimate)");
     kvshard_comparison *c = NULL;
-    assert_int_equal(kvshard_comparison_create(&c, m, &o, NULL, &err), KVSHARD_EWEIGHTS);
+    assert_int_equal(kvshard_comparison_create(&c, m, &o, NULL, NULL, &err), KVSHARD_EWEIGHTS);
     o.memory_per_rank = 20 * GIB;
     p = tu_plan(m, &o);
     assert_true(kvshard_plan_has_warning(p, KVSHARD_WARN_DEVICE_MEMORY_IGNORED));
@@ -894,8 +897,8 @@ static void test_straddling_groups(void **state)
     o.weights_total = GIB;
     o.weights_experts = 0;
     o.max_seqs = 16;
-    o.gpus_per_node = 12;
     kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
+    fo.gpus_per_node = 12;
     fo.gpus = 12;
     fo.max_tp_size = 12;
     kvshard_fit *f = NULL;

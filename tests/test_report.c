@@ -6,6 +6,9 @@
 #define _POSIX_C_SOURCE 200809L /* mkstemp, fdopen */
 #include "test_util.h"
 
+#include "kvshard/explore.h"
+#include "kvshard/output.h"
+
 #include "output/report.h"
 #include "output/svg.h"
 
@@ -56,7 +59,7 @@ static text svg_of(const kvshard_plan *plan)
 static text html_of(const kvshard_plan *plan, const kvshard_comparison *cmp)
 {
     text t = {NULL, 0, 0};
-    assert_int_equal(kvshard_report_write_html(plan, cmp, collect, &t), KVSHARD_OK);
+    assert_int_equal(kvshard_report_write_html(plan, cmp, NULL, collect, &t), KVSHARD_OK);
     assert_non_null(t.data);
     assert_int_equal(strlen(t.data), t.len);
     return t;
@@ -549,7 +552,7 @@ static void test_failing_writer(void **state)
     const size_t limits[] = {0, 1, 100, 16383, 16384, 16385, 20000};
     for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
         limited w = {limits[i], 0, false, 0};
-        assert_int_equal(kvshard_report_write_html(s.plan, s.cmp, limited_write, &w),
+        assert_int_equal(kvshard_report_write_html(s.plan, s.cmp, NULL, limited_write, &w),
                          KVSHARD_EWRITE);
         assert_true(w.failed);
         assert_int_equal(w.calls_after, 0);
@@ -560,11 +563,11 @@ static void test_failing_writer(void **state)
     }
     /* A writer with room enough succeeds. */
     limited w = {SIZE_MAX, 0, false, 0};
-    assert_int_equal(kvshard_report_write_html(s.plan, s.cmp, limited_write, &w), KVSHARD_OK);
+    assert_int_equal(kvshard_report_write_html(s.plan, s.cmp, NULL, limited_write, &w), KVSHARD_OK);
     assert_false(w.failed);
     /* Bad arguments. */
-    assert_int_equal(kvshard_report_write_html(NULL, s.cmp, limited_write, &w), KVSHARD_EINVAL);
-    assert_int_equal(kvshard_report_write_html(s.plan, s.cmp, NULL, &w), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_report_write_html(NULL, s.cmp, NULL, limited_write, &w), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_report_write_html(s.plan, s.cmp, NULL, NULL, &w), KVSHARD_EINVAL);
     assert_int_equal(kvshard_plan_write_svg(NULL, limited_write, &w), KVSHARD_EINVAL);
     assert_int_equal(kvshard_plan_write_svg(s.plan, NULL, &w), KVSHARD_EINVAL);
     free_seed(&s);

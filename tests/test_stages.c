@@ -4,6 +4,9 @@
  * errors. Every figure is worked by hand in its comment; GiB = 2^30. */
 #include "test_util.h"
 
+#include "kvshard/explore.h"
+#include "kvshard/output.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -398,10 +401,11 @@ static void test_qwen3_next_sweep_pp(void **state)
     (void)state;
     kvshard_model *m = tu_load_example_model("qwen3_next_80b_a3b.json");
     kvshard_options o = qwen_next(8, 1);
-    o.sweep_pp = true;
+    kvshard_compare_options co = KVSHARD_COMPARE_OPTIONS_INIT;
+    co.sweep_pp = true;
     kvshard_comparison *c = NULL;
     kvshard_error err;
-    tu_assert_ok(kvshard_comparison_create(&c, m, &o, NULL, &err), &err);
+    tu_assert_ok(kvshard_comparison_create(&c, m, &o, &co, NULL, &err), &err);
     assert_int_equal(kvshard_comparison_row_count(c), 30);
     uint64_t best[9] = {0};
     uint32_t best_split[9] = {0};
@@ -435,7 +439,7 @@ static void test_qwen3_next_sweep_pp(void **state)
     o.pp_partition = counts;
     o.pp_partition_count = 2;
     c = NULL;
-    assert_int_equal(kvshard_comparison_create(&c, m, &o, NULL, &err), KVSHARD_EPARTITION);
+    assert_int_equal(kvshard_comparison_create(&c, m, &o, &co, NULL, &err), KVSHARD_EPARTITION);
     assert_null(c);
     kvshard_model_free(m);
 }
@@ -668,7 +672,7 @@ static void test_errors(void **state)
     o = staged(1, 2);
     kvshard_comparison *c = NULL;
     kvshard_error cerr;
-    assert_int_equal(kvshard_comparison_create(&c, m, &o, NULL, &cerr), KVSHARD_EWORLD);
+    assert_int_equal(kvshard_comparison_create(&c, m, &o, NULL, NULL, &cerr), KVSHARD_EWORLD);
     assert_null(c);
     o = staged(64, 64);
     assert_plan_fails(m, &o, KVSHARD_EPPLAYERS,

@@ -7,19 +7,6 @@
 #include "output/writer.h"
 #include "plan/view.h"
 
-/* What made the report, for the lines under its title: the input file and
- * the command line (NULL: not known, as through the library's own call). */
-typedef struct kvshard_report__about {
-    const char *input;
-    int argc;
-    const char *const *argv;
-} kvshard_report__about;
-
-/* kvshard_report_write_html() with the lines `about` gives (NULL: none). */
-int kvshard_report__write_html(const kvshard_plan *plan, const kvshard_comparison *comparison,
-                               const kvshard_report__about *about, kvshard_write_fn write,
-                               void *user);
-
 /* The model's name for the title: the model file's base name without its
  * extension, or its directory's when the file is a generic config.json;
  * the model type when the model was read from no file. At most `cap`
