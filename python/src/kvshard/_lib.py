@@ -9,7 +9,7 @@ The library is looked for, in this order:
    ``--config-settings=kvshard-library=PATH`` given to ``pip install``),
    kept in the generated module ``kvshard._build_config``;
 3. the system's search path: the soname of the package's version
-   (``libkvshard.so.0.3``: while the major version is 0 the soname carries
+   (``libkvshard.so.0.4``: while the major version is 0 the soname carries
    MAJOR.MINOR, from 1.0 on MAJOR only), then
    ``ctypes.util.find_library("kvshard")``, then ``libkvshard.so`` (the
    dynamic loader reads ``LD_LIBRARY_PATH`` and the ldconfig cache).
