@@ -24,7 +24,7 @@ def run(code: str, env: Optional[Dict[str, str]] = None) -> subprocess.Completed
 
 def test_version_matches_the_package() -> None:
     assert kvshard.__version__ == "0.4.0"
-    assert kvshard.library_version().split(".")[:2] == ["0", "3"]
+    assert kvshard.library_version().split(".")[:2] == ["0", "4"]
 
 
 def test_environment_variable_comes_first() -> None:

@@ -49,7 +49,7 @@ from ctypes import (
 )
 from typing import List, Optional, Tuple
 
-from ._optiontable import LISTS, OPTIONS, struct_fields
+from ._optiontable import EXPLORE_KEYS, LISTS, OPTIONS, struct_fields
 from ._version import __version__
 
 __all__ = [
@@ -106,6 +106,8 @@ def options_init() -> COptions:
     o = COptions()
     o.size = ctypes.sizeof(COptions)
     for spec in OPTIONS:
+        if spec.name in EXPLORE_KEYS:
+            continue
         if spec.kind in LISTS:
             setattr(o, spec.name, None)
             setattr(o, spec.name + "_count", 0)
@@ -371,6 +373,14 @@ class CFitOptions(Structure):
         ("pp_size", c_uint32),
         ("dp_size", c_uint32),
         ("unsplit", c_bool),
+        ("gpus_per_node", c_uint32),
+    ]
+
+
+class CCompareOptions(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("sweep_pp", c_bool),
     ]
 
 
@@ -535,7 +545,10 @@ _PROTOTYPES = {
     "kvshard_plan_write_text": (c_int, [_P, WRITE_FN, c_void_p]),
     "kvshard_plan_write_svg": (c_int, [_P, WRITE_FN, c_void_p]),
     # comparison and report
-    "kvshard_comparison_create": (c_int, [_PP, _P, POINTER(COptions), c_void_p, _E]),
+    "kvshard_comparison_create": (
+        c_int,
+        [_PP, _P, POINTER(COptions), POINTER(CCompareOptions), c_void_p, _E],
+    ),
     "kvshard_deployment_compare": (c_int, [_PP, _P, _E]),
     "kvshard_comparison_free": (None, [_P]),
     "kvshard_comparison_row_count": (c_size_t, [_P]),
@@ -543,7 +556,7 @@ _PROTOTYPES = {
     "kvshard_comparison_recommended": (c_size_t, [_P]),
     "kvshard_comparison_write_json": (c_int, [_P, WRITE_FN, c_void_p]),
     "kvshard_comparison_write_text": (c_int, [_P, WRITE_FN, c_void_p]),
-    "kvshard_report_write_html": (c_int, [_P, _P, WRITE_FN, c_void_p]),
+    "kvshard_report_write_html": (c_int, [_P, _P, c_void_p, WRITE_FN, c_void_p]),
     # fit
     "kvshard_status_name": (c_char_p, [c_int]),
     "kvshard_fit_create": (
