@@ -10,6 +10,7 @@
 #include "kvshard/output.h"
 
 #include "output/report.h"
+#include "output/report_chart.h"
 #include "output/svg.h"
 
 #include <ctype.h>

@@ -3,6 +3,7 @@
  * digests. Inline CSS and SVG only; the markup is well-formed XML, and every
  * string from the input goes out through kvshard__out_xml(). */
 #include "output/report.h"
+#include "output/report_chart.h"
 #include "output/runs.h"
 #include "output/svg.h"
 #include "explore/compare.h"

@@ -1,5 +1,7 @@
 /* The plan and the comparison as text for a person: what `kvshard plan` and
  * `kvshard compare` print. Strings from the input are escaped. */
+#include "output/text.h"
+
 #include "output/runs.h"
 #include "output/writer.h"
 #include "explore/compare.h"
