@@ -902,6 +902,31 @@ static void test_runs(void **state)
     }
 }
 
+/* The made-by lines come from kvshard_report_options: the input file and
+ * the command, the program by its base name; without options, neither. */
+static void test_report_options(void **state)
+{
+    (void)state;
+    seed s = load_seed();
+    const char *argv[] = {"/usr/local/bin/kvshard", "report", "seed.yaml"};
+    kvshard_report_options ro = KVSHARD_REPORT_OPTIONS_INIT;
+    ro.source = "seed.yaml";
+    ro.argc = 3;
+    ro.argv = argv;
+    text t = {NULL, 0, 0};
+    assert_int_equal(kvshard_report_write_html(s.plan, NULL, &ro, collect, &t), KVSHARD_OK);
+    assert_non_null(strstr(t.data, "input <code>seed.yaml</code>"));
+    assert_non_null(strstr(t.data, "made by <code>kvshard report seed.yaml</code>"));
+    text bare = html_of(s.plan, NULL);
+    assert_null(strstr(bare.data, "made by"));
+    assert_null(strstr(bare.data, "input <code>"));
+    ro.size = sizeof ro + 1;
+    assert_int_equal(kvshard_report_write_html(s.plan, NULL, &ro, collect, &t), KVSHARD_EINVAL);
+    free(t.data);
+    free(bare.data);
+    free_seed(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -911,6 +936,7 @@ int main(void)
         cmocka_unit_test(test_cell_contrast), cmocka_unit_test(test_size_linear),
         cmocka_unit_test(test_runs),          cmocka_unit_test(test_context_lengths),
         cmocka_unit_test(test_distinct_ranks),  cmocka_unit_test(test_titles),
+        cmocka_unit_test(test_report_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
