@@ -66,6 +66,8 @@ for f in \
     "$LIBDIR/libkvshard.so" "$LIBDIR/libkvshard.so.$SOVERSION" "$LIBDIR/libkvshard.so.$VERSION" \
     "$LIBDIR/libkvshard.a" \
     "$PREFIX/include/kvshard/kvshard.h" "$PREFIX/include/kvshard/kvshard.hpp" \
+    "$PREFIX/include/kvshard/explore.h" "$PREFIX/include/kvshard/output.h" \
+    "$PREFIX/include/kvshard/explore.hpp" \
     "$PREFIX/include/kvshard/kvshard_export.h" "$PREFIX/include/kvshard/kvshard_version.h" \
     "$PREFIX/bin/kvshard" "$LIBDIR/pkgconfig/kvshard.pc" "$LIBDIR/pkgconfig/kvshard-static.pc" \
     "$LIBDIR/cmake/kvshard/kvshardConfig.cmake" \
@@ -80,7 +82,9 @@ echo "ok  SONAME $soname"
 for pc in kvshard kvshard-static; do
     grep -q "prefix=$PREFIX\$" "$LIBDIR/pkgconfig/$pc.pc" || fail "$pc.pc does not carry $PREFIX"
 done
-cmake -DLIBRARY="$LIBDIR/libkvshard.so.$VERSION" -DHEADER="$PREFIX/include/kvshard/kvshard.h" \
+headers="$PREFIX/include/kvshard/kvshard.h,$PREFIX/include/kvshard/explore.h"
+headers+=",$PREFIX/include/kvshard/output.h"
+cmake -DLIBRARY="$LIBDIR/libkvshard.so.$VERSION" -DHEADERS="$headers" \
     -P "$SRC/tests/abi/check_exports.cmake"
 cmake -DARCHIVE="$LIBDIR/libkvshard.a" -P "$SRC/tests/abi/check_archive.cmake"
 

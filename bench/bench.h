@@ -18,7 +18,9 @@
 #ifndef KVSHARD_BENCH_BENCH_H
 #define KVSHARD_BENCH_BENCH_H
 
+#include "kvshard/explore.h"
 #include "kvshard/kvshard.h"
+#include "kvshard/output.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -67,8 +67,8 @@ void bench_case_fit_work(bench_report *r, bench_inputs *in)
     o.kv_cache_dtype = KVSHARD_DTYPE_FP8;
     o.weights_total = UINT64_C(674030337216);
     o.weights_experts = UINT64_C(654068416512);
-    o.gpus_per_node = BENCH_FIT_WIDE_GPUS;
     kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
+    fo.gpus_per_node = BENCH_FIT_WIDE_GPUS;
     fo.gpus = BENCH_FIT_WIDE_GPUS;
     fo.max_tp_size = BENCH_FIT_WIDE_GPUS;
     fo.max_pp_size = BENCH_FIT_WIDE_GPUS;
@@ -94,7 +94,6 @@ void bench_case_fit_work(bench_report *r, bench_inputs *in)
     go.kv_cache_dtype = KVSHARD_DTYPE_FP8;
     go.weights_total = UINT64_C(674030337216);
     go.weights_experts = 0;
-    go.gpus_per_node = BENCH_FIT_WIDE_GPUS;
     bench_fit_ctx gqa = {gm, &go, &fo, "<55,440 KV heads>", 0, 0, 0};
     bench_progress("fit: %u KV heads on %u GPUs, every limit open", BENCH_FIT_WIDE_GPUS,
                    BENCH_FIT_WIDE_GPUS);

@@ -5,7 +5,9 @@
  * and out of range, block counts from odd budgets, writers that fail after
  * N bytes, and comparisons. A crash, a sanitizer report, a leak, or an
  * error record that disagrees with a call's status is a finding. */
+#include "kvshard/explore.h"
 #include "kvshard/kvshard.h"
+#include "kvshard/output.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -188,7 +190,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 s = (sink){word(&c) % 65536, 0, false};
                 (void)kvshard_comparison_write_text(cmp, write_some, &s);
                 s = (sink){word(&c) % 65536, 0, false};
-                (void)kvshard_report_write_html(plan, cmp, write_some, &s);
+                (void)kvshard_report_write_html(plan, cmp, NULL, write_some, &s);
                 (void)kvshard_comparison_row_at(cmp, word(&c));
             }
             kvshard_comparison_free(cmp);
@@ -214,7 +216,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     raw.pp_size = byte(&c) % 6;
     raw.pp_partition_rule = (kvshard_pp_rule)((int)(byte(&c) % 8) - 2);
     raw.rank_layout = (kvshard_rank_layout)((int)(byte(&c) % 7) - 2);
-    raw.sweep_pp = byte(&c) & 1;
+    (void)byte(&c); /* the byte of sweep_pp, now a compare option: the corpus keeps its reading */
     /* An explicit partition of any length, entries from the input. */
     uint32_t partition[6];
     raw.pp_partition_count = byte(&c) % 7;

@@ -4,6 +4,7 @@
  * crash, leak or sanitizer report is a finding, and so is an error record
  * that disagrees with the status a call returned. */
 #include "kvshard/kvshard.h"
+#include "kvshard/output.h"
 
 #include <stddef.h>
 #include <stdint.h>

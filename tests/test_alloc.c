@@ -5,6 +5,9 @@
 #define _POSIX_C_SOURCE 200809L /* mkstemp */
 #include "test_util.h"
 
+#include "kvshard/explore.h"
+#include "kvshard/output.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,7 +87,7 @@ static int full_path(counting *c, const char *deployment_path)
         kvshard_options o = KVSHARD_OPTIONS_INIT;
         kvshard_deployment_options(&o, dep);
         kvshard_comparison *cmp = (kvshard_comparison *)(uintptr_t)0x1;
-        rc = kvshard_comparison_create(&cmp, kvshard_deployment_model(dep), &o, &alloc, &err);
+        rc = kvshard_comparison_create(&cmp, kvshard_deployment_model(dep), &o, NULL, &alloc, &err);
         if (rc == KVSHARD_OK) {
             assert_int_equal(kvshard_comparison_write_json(cmp, discard, NULL), KVSHARD_OK);
             kvshard_comparison_free(cmp);

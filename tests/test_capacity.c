@@ -3,6 +3,9 @@
  * profile. Figures are worked out by hand; the comments show how. */
 #include "test_util.h"
 
+#include "kvshard/explore.h"
+#include "kvshard/output.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,7 +73,7 @@ static void test_gqa_only(void **state)
     /* The report says the same: no state held back for sequences that
      * cannot run. */
     char *html = NULL;
-    assert_int_equal(kvshard_report_write_html(p, NULL, tu_append, &html), KVSHARD_OK);
+    assert_int_equal(kvshard_report_write_html(p, NULL, NULL, tu_append, &html), KVSHARD_OK);
     assert_non_null(strstr(html, "<th scope=\"row\">sequences at once</th><td>20: below "
                                  "max_seqs 256</td>"));
     assert_null(strstr(html, "reserves state"));
@@ -362,7 +365,7 @@ static void test_compare_with_context(void **state)
     kvshard_options o = seed();
     o.context_length = 32768;
     kvshard_comparison *cmp = NULL;
-    assert_int_equal(kvshard_comparison_create(&cmp, m, &o, NULL, NULL), KVSHARD_OK);
+    assert_int_equal(kvshard_comparison_create(&cmp, m, &o, NULL, NULL, NULL), KVSHARD_OK);
     static const uint64_t balanced[9] = {61, 61, 61, 98, 55, 98, 75, 28, 75};
     static const uint64_t running[9] = {57, 57, 57, 96, 52, 96, 72, 26, 72};
     for (size_t i = 0; i < 9; i++) {

@@ -154,7 +154,7 @@ static void test_version_and_help(void **state)
     for (size_t i = 0; i < sizeof versions / sizeof versions[0]; i++) {
         run_result r = cli("%s", versions[i]);
         assert_int_equal(r.status, 0);
-        assert_string_equal(r.out, "kvshard 0.3.0\n");
+        assert_string_equal(r.out, "kvshard 0.4.0\n");
         assert_string_equal(r.err, "");
         run_free(&r);
     }
@@ -344,7 +344,7 @@ static void test_plan_json(void **state)
     assert_int_equal(r.status, 0);
     assert_string_equal(r.err, "");
     assert_true(starts_with(r.out, "{"));
-    assert_contains(r.out, "\"kvshard_version\": \"0.3.0\"");
+    assert_contains(r.out, "\"kvshard_version\": \"0.4.0\"");
     assert_contains(r.out, "\"owned_layers\": [3, 11, 19, 27, 35]");
     assert_contains(r.out, "\"owned_layers\": [7, 15, 23, 31, 39]");
     assert_contains(r.out, "\"num_blocks\": 197493");

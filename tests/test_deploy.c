@@ -2,6 +2,8 @@
 #define _POSIX_C_SOURCE 200809L /* mkstemp, fdopen, clock_gettime */
 #include "test_util.h"
 
+#include "kvshard/explore.h"
+
 #include "deploy/flags.h"
 #include "deploy/options.h"
 #include "profile/profiles.h"

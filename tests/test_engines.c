@@ -4,6 +4,9 @@
  * the rules in the comments beside them. */
 #include "test_util.h"
 
+#include "kvshard/explore.h"
+#include "kvshard/output.h"
+
 #include "profile/versions.h"
 
 #include <math.h>
@@ -1807,7 +1810,7 @@ static void test_report_under_engines(void **state)
     kvshard_plan *p;
     PLAN(&p, E4_13("0.5.11"));
     char *html = NULL;
-    assert_int_equal(kvshard_report_write_html(p, NULL, tu_append, &html), KVSHARD_OK);
+    assert_int_equal(kvshard_report_write_html(p, NULL, NULL, tu_append, &html), KVSHARD_OK);
     assert_contains(html, "max_mamba_cache_size 186 (no_buffer, 3 state slots a request)");
     assert_contains(html, "max_total_num_tokens=327310, max_running_requests=62, "
                           "context_len=262144");
@@ -1815,7 +1818,7 @@ static void test_report_under_engines(void **state)
     kvshard_plan_free(p);
     PLAN(&p, E3_14);
     html = NULL;
-    assert_int_equal(kvshard_report_write_html(p, NULL, tu_append, &html), KVSHARD_OK);
+    assert_int_equal(kvshard_report_write_html(p, NULL, NULL, tu_append, &html), KVSHARD_OK);
     assert_contains(html, "<th scope=\"row\">Available KV cache memory</th><td>3.72 GiB");
     assert_contains(html, "<th scope=\"row\">GPU KV cache size</th><td>1,206,303 tokens");
     free(html);

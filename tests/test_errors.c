@@ -3,6 +3,9 @@
 #define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #include "test_util.h"
 
+#include "kvshard/explore.h"
+#include "kvshard/output.h"
+
 #include "base/error.h"
 #include "deploy/flags.h"
 
@@ -198,6 +201,29 @@ static char *read_whole(const char *path, size_t *out_len)
     return buf;
 }
 
+/* The three public headers one after another, as one C string: every
+ * exported function is declared in exactly one of them. */
+static char *read_public_headers(void)
+{
+    static const char *const names[] = {"kvshard.h", "explore.h", "output.h"};
+    size_t total = 0;
+    char *all = NULL;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/../include/kvshard/%s", KVSHARD_EXAMPLES, names[i]);
+        size_t len;
+        char *text = read_whole(path, &len);
+        char *grown = realloc(all, total + len + 1);
+        assert_non_null(grown);
+        all = grown;
+        memcpy(all + total, text, len);
+        total += len;
+        all[total] = '\0';
+        free(text);
+    }
+    return all;
+}
+
 /* Run one case; returns true when the error matches. `text` NULL: from the
  * file; otherwise through kvshard_deployment_load_string. */
 static bool run_case(const golden *g, const char *path, const char *text, size_t len)
@@ -381,7 +407,7 @@ static void test_outputs_untouched_on_failure(void **state)
     kvshard_comparison *cmp = (kvshard_comparison *)(uintptr_t)0xdead0004u;
     o = (kvshard_options)KVSHARD_OPTIONS_INIT;
     o.world_size = 3;
-    assert_int_equal(kvshard_comparison_create(&cmp, qwen, &o, NULL, &err), KVSHARD_EKVHEADS);
+    assert_int_equal(kvshard_comparison_create(&cmp, qwen, &o, NULL, NULL, &err), KVSHARD_EKVHEADS);
     assert_ptr_equal(cmp, (kvshard_comparison *)(uintptr_t)0xdead0004u);
 
     /* queries out of range */
@@ -1125,12 +1151,7 @@ static bool is_null_checked(const char *name, size_t len)
 static void test_null_list_is_the_header(void **state)
 {
     (void)state;
-    FILE *f = fopen(KVSHARD_EXAMPLES "/../include/kvshard/kvshard.h", "r");
-    assert_non_null(f);
-    static char text[1 << 18];
-    size_t len = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[len] = '\0';
+    char *text = read_public_headers();
     size_t found = 0;
     for (const char *p = strstr(text, "KVSHARD_EXPORT "); p; p = strstr(p + 1, "KVSHARD_EXPORT ")) {
         const char *paren = strchr(p, '(');
@@ -1147,6 +1168,7 @@ static void test_null_list_is_the_header(void **state)
         assert_true(is_null_checked(start, (size_t)(end - start)));
         found++;
     }
+    free(text);
     assert_int_equal(found, sizeof null_checked / sizeof null_checked[0]);
 }
 
@@ -1431,8 +1453,8 @@ static void test_null_everywhere(void **state)
 
     /* Comparisons and the report. */
     kvshard_comparison *c = NULL;
-    assert_int_equal(kvshard_comparison_create(NULL, model, NULL, NULL, &err), KVSHARD_EINVAL);
-    assert_int_equal(kvshard_comparison_create(&c, NULL, NULL, NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_comparison_create(NULL, model, NULL, NULL, NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_comparison_create(&c, NULL, NULL, NULL, NULL, &err), KVSHARD_EINVAL);
     assert_int_equal(kvshard_deployment_compare(NULL, dep, &err), KVSHARD_EINVAL);
     assert_int_equal(kvshard_deployment_compare(&c, NULL, &err), KVSHARD_EINVAL);
     assert_null(c);
@@ -1444,9 +1466,9 @@ static void test_null_everywhere(void **state)
     assert_int_equal(kvshard_comparison_write_json(cmp, NULL, NULL), KVSHARD_EINVAL);
     assert_int_equal(kvshard_comparison_write_text(NULL, discard_writer, NULL), KVSHARD_EINVAL);
     assert_int_equal(kvshard_comparison_write_text(cmp, NULL, NULL), KVSHARD_EINVAL);
-    assert_int_equal(kvshard_report_write_html(NULL, cmp, discard_writer, NULL), KVSHARD_EINVAL);
-    assert_int_equal(kvshard_report_write_html(plan, cmp, NULL, NULL), KVSHARD_EINVAL);
-    assert_int_equal(kvshard_report_write_html(plan, NULL, discard_writer, NULL), KVSHARD_OK);
+    assert_int_equal(kvshard_report_write_html(NULL, cmp, NULL, discard_writer, NULL), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_report_write_html(plan, cmp, NULL, NULL, NULL), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_report_write_html(plan, NULL, NULL, discard_writer, NULL), KVSHARD_OK);
 
     kvshard_settings_free(settings);
     kvshard_comparison_free(cmp);
@@ -1479,6 +1501,7 @@ static const struct {
     {"kvshard_settings_get", "out_set"},
     {"kvshard_plan_create", "options"},       /* NULL: KVSHARD_OPTIONS_INIT */
     {"kvshard_comparison_create", "options"}, /* as kvshard_plan_create() */
+    {"kvshard_comparison_create", "compare_options"}, /* NULL: KVSHARD_COMPARE_OPTIONS_INIT */
     {"kvshard_deployment_create", "options"},
     {"kvshard_plan_split_position", "out_split_rank"}, /* either output may be NULL */
     {"kvshard_plan_split_position", "out_split_group"},
@@ -1489,6 +1512,7 @@ static const struct {
     {"kvshard_fit_not_admitted", "dp_size"},
     {"kvshard_fit_not_admitted", "code"},
     {"kvshard_report_write_html", "comparison"}, /* NULL leaves it out */
+    {"kvshard_report_write_html", "options"},    /* NULL: KVSHARD_REPORT_OPTIONS_INIT */
 };
 
 static bool optional_pointer(const char *function, size_t flen, const char *param, size_t plen)
@@ -1570,7 +1594,7 @@ static bool called_with_null(const char *body, const char *name, size_t len, siz
 static void test_null_every_pointer_parameter(void **state)
 {
     (void)state;
-    char *header = read_text(KVSHARD_EXAMPLES "/../include/kvshard/kvshard.h");
+    char *header = read_public_headers();
     char *source = read_text(KVSHARD_EXAMPLES "/../tests/test_errors.c");
     const char *begin = strstr(source, "static void test_null_everywhere(void **state)");
     assert_non_null(begin);

@@ -6,6 +6,9 @@
 #define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #include "test_util.h"
 
+#include "kvshard/explore.h"
+#include "kvshard/output.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -740,7 +743,7 @@ static void test_two_weight_sources(void **state)
                         "come from one source; give weights_per_rank (measured), or "
                         "weights_total with weights_experts (an estimate)");
     kvshard_comparison *c = NULL;
-    assert_int_equal(kvshard_comparison_create(&c, m, &o, NULL, &err), KVSHARD_EWEIGHTS);
+    assert_int_equal(kvshard_comparison_create(&c, m, &o, NULL, NULL, &err), KVSHARD_EWEIGHTS);
     o.memory_per_rank = 20 * GIB;
     p = tu_plan(m, &o);
     assert_true(kvshard_plan_has_warning(p, KVSHARD_WARN_DEVICE_MEMORY_IGNORED));
@@ -894,8 +897,8 @@ static void test_straddling_groups(void **state)
     o.weights_total = GIB;
     o.weights_experts = 0;
     o.max_seqs = 16;
-    o.gpus_per_node = 12;
     kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
+    fo.gpus_per_node = 12;
     fo.gpus = 12;
     fo.max_tp_size = 12;
     kvshard_fit *f = NULL;
@@ -1131,6 +1134,50 @@ static void test_work_limit(void **state)
     kvshard_model_free(m);
 }
 
+/* gpus_per_node is a fit option, and a deployment key: kvshard_options
+ * refuses it, kvshard_fit_options checks its range, and a deployment's key
+ * sets the node of its fits unless the fit options give one. */
+static void test_gpus_per_node_moved(void **state)
+{
+    (void)state;
+    kvshard_error err;
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    assert_int_equal(kvshard_options_set(&o, "gpus_per_node", "4", NULL, &err),
+                     KVSHARD_EUNKNOWNKEY);
+    assert_non_null(strstr(err.message, "gpus_per_node is not a field of kvshard_options"));
+    o.device_memory = 2 * GIB;
+    o.weights_total = GIB;
+    o.weights_experts = 0;
+    o.max_seqs = 16;
+    kvshard_model *m = tu_granite_tiny();
+    kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
+    fo.gpus = 8;
+    fo.gpus_per_node = KVSHARD_MAX_RANKS + 1;
+    kvshard_fit *f = NULL;
+    assert_int_equal(kvshard_fit_create(&f, m, &o, &fo, NULL, &err), KVSHARD_ERANGE);
+    assert_non_null(strstr(err.message, "gpus_per_node"));
+    assert_null(f);
+
+    kvshard_deployment *dep = NULL;
+    tu_assert_ok(kvshard_deployment_create(&dep, m, &o, &err), &err);
+    tu_assert_ok(kvshard_deployment_set(dep, "gpus_per_node", "4", "test", &err), &err);
+    fo.gpus_per_node = 0;
+    tu_assert_ok(kvshard_deployment_fit(&f, dep, &fo, &err), &err);
+    char *json = NULL;
+    assert_int_equal(kvshard_fit_write_json(f, tu_append, &json), KVSHARD_OK);
+    assert_non_null(strstr(json, "\"gpus\": 8, \"gpus_per_node\": 4, \"max_tp_size\": 4, "));
+    free(json);
+    kvshard_fit_free(f);
+    fo.gpus_per_node = 2; /* the call's own wins */
+    tu_assert_ok(kvshard_deployment_fit(&f, dep, &fo, &err), &err);
+    json = NULL;
+    assert_int_equal(kvshard_fit_write_json(f, tu_append, &json), KVSHARD_OK);
+    assert_non_null(strstr(json, "\"gpus\": 8, \"gpus_per_node\": 2, \"max_tp_size\": 2, "));
+    free(json);
+    kvshard_fit_free(f);
+    kvshard_deployment_free(dep);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1146,6 +1193,7 @@ int main(void)
         cmocka_unit_test(test_out_of_memory),
         cmocka_unit_test(test_totals_past_64_bits),
         cmocka_unit_test(test_straddling_groups),
+        cmocka_unit_test(test_gpus_per_node_moved),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,6 +4,8 @@
  * to it. */
 #include "test_util.h"
 
+#include "kvshard/explore.h"
+
 #include "plan/memory.h"
 
 #include <math.h>
@@ -715,7 +717,7 @@ static void test_comparison_seed(void **state)
     kvshard_options o = seed_options();
     kvshard_comparison *cmp = NULL;
     kvshard_error err;
-    assert_int_equal(kvshard_comparison_create(&cmp, model, &o, NULL, &err), KVSHARD_OK);
+    assert_int_equal(kvshard_comparison_create(&cmp, model, &o, NULL, NULL, &err), KVSHARD_OK);
     assert_int_equal(kvshard_comparison_row_count(cmp), 9);
     static const struct {
         uint32_t s;
@@ -777,7 +779,7 @@ static void test_comparison_row_errors(void **state)
     o.world_size = 8;
     o.cp_size = 2;
     kvshard_comparison *cmp = NULL;
-    assert_int_equal(kvshard_comparison_create(&cmp, model, &o, NULL, NULL), KVSHARD_OK);
+    assert_int_equal(kvshard_comparison_create(&cmp, model, &o, NULL, NULL, NULL), KVSHARD_OK);
     assert_int_equal(kvshard_comparison_row_count(cmp), 9);
     for (size_t i = 0; i < 9; i++) {
         const kvshard_comparison_row *row = kvshard_comparison_row_at(cmp, i);
@@ -799,12 +801,12 @@ static void test_comparison_row_errors(void **state)
      * does not make the comparison fail. An error no size avoids does. */
     o.enable_layerwise_split = true;
     o.layerwise_split_size = 2;
-    assert_int_equal(kvshard_comparison_create(&cmp, model, &o, NULL, NULL), KVSHARD_OK);
+    assert_int_equal(kvshard_comparison_create(&cmp, model, &o, NULL, NULL, NULL), KVSHARD_OK);
     kvshard_comparison_free(cmp);
     o.world_size = 7; /* 7 % 2 != 0 */
     cmp = NULL;
     kvshard_error err;
-    assert_int_equal(kvshard_comparison_create(&cmp, model, &o, NULL, &err), KVSHARD_EWORLD);
+    assert_int_equal(kvshard_comparison_create(&cmp, model, &o, NULL, NULL, &err), KVSHARD_EWORLD);
     assert_null(cmp);
     kvshard_model_free(model);
 }
@@ -828,7 +830,7 @@ static void test_comparison_uniform_fits_nothing(void **state)
     o.memory_per_rank = 2060451840ull + 100000ull;
     kvshard_comparison *cmp = NULL;
     kvshard_error err;
-    assert_int_equal(kvshard_comparison_create(&cmp, model, &o, NULL, &err), KVSHARD_OK);
+    assert_int_equal(kvshard_comparison_create(&cmp, model, &o, NULL, NULL, &err), KVSHARD_OK);
     assert_int_equal(kvshard_comparison_row_at(cmp, 0)->error, KVSHARD_ENOBLOCK);
     size_t best = kvshard_comparison_recommended(cmp);
     const kvshard_comparison_row *row = kvshard_comparison_row_at(cmp, best);
@@ -847,7 +849,7 @@ static void test_comparison_without_capacity(void **state)
     kvshard_options o = seed_options();
     o.memory_per_rank = 0;
     kvshard_comparison *cmp = NULL;
-    assert_int_equal(kvshard_comparison_create(&cmp, model, &o, NULL, NULL), KVSHARD_OK);
+    assert_int_equal(kvshard_comparison_create(&cmp, model, &o, NULL, NULL, NULL), KVSHARD_OK);
     assert_int_equal(kvshard_comparison_recommended(cmp), 3);
     const kvshard_comparison_row *row = kvshard_comparison_row_at(cmp, 3);
     assert_false(row->has_num_blocks);
@@ -922,7 +924,7 @@ static void test_comparison_straddling_groups(void **state)
     o.max_seqs = 16;
     kvshard_comparison *cmp = NULL;
     kvshard_error err;
-    tu_assert_ok(kvshard_comparison_create(&cmp, model, &o, NULL, &err), &err);
+    tu_assert_ok(kvshard_comparison_create(&cmp, model, &o, NULL, NULL, &err), &err);
     static const struct {
         uint32_t s;
         uint64_t block, blocks;
@@ -993,6 +995,26 @@ static void test_other_group_by_count(void **state)
     assert_int_equal(kvshard__memory_other_group(&m, 12, 4), 0);
 }
 
+static void *plain_malloc(void *user, size_t size)
+{
+    (void)user;
+    return malloc(size);
+}
+
+/* A comparison refuses a half-set allocator as a plan does. */
+static void test_comparison_half_set_allocator(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_example_model("qwen3_5_35b_a3b.json");
+    kvshard_allocator bad = {plain_malloc, NULL, NULL}; /* malloc_fn set, free_fn not */
+    kvshard_comparison *cmp = NULL;
+    kvshard_error err;
+    assert_int_equal(kvshard_comparison_create(&cmp, m, NULL, NULL, &bad, &err), KVSHARD_EINVAL);
+    assert_non_null(strstr(err.message, "malloc_fn and free_fn must both be set"));
+    assert_null(cmp);
+    kvshard_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1019,6 +1041,7 @@ int main(void)
         cmocka_unit_test(test_split_group_straddles_heads),
         cmocka_unit_test(test_comparison_straddling_groups),
         cmocka_unit_test(test_other_group_by_count),
+        cmocka_unit_test(test_comparison_half_set_allocator),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

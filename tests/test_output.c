@@ -2,6 +2,9 @@
  * stay bounded at kvshard's limits (sizes and counts, never times). */
 #include "test_util.h"
 
+#include "kvshard/explore.h"
+#include "kvshard/output.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,7 +74,7 @@ static void test_failing_writers(void **state)
     o.memory_per_rank = UINT64_C(1) << 34;
     kvshard_plan *p = tu_plan(m, &o);
     kvshard_comparison *cmp = NULL;
-    assert_int_equal(kvshard_comparison_create(&cmp, m, &o, NULL, NULL), KVSHARD_OK);
+    assert_int_equal(kvshard_comparison_create(&cmp, m, &o, NULL, NULL, NULL), KVSHARD_OK);
     const plan_writer plan_writers[] = {kvshard_plan_write_json, kvshard_plan_write_text,
                                         kvshard_plan_write_svg};
     const cmp_writer cmp_writers[] = {kvshard_comparison_write_json,
@@ -81,7 +84,7 @@ static void test_failing_writers(void **state)
         counter full = {0, 0};
         int rc = w < 3   ? plan_writers[w](p, count_bytes, &full)
                  : w < 5 ? cmp_writers[w - 3](cmp, count_bytes, &full)
-                         : kvshard_report_write_html(p, cmp, count_bytes, &full);
+                         : kvshard_report_write_html(p, cmp, NULL, count_bytes, &full);
         assert_int_equal(rc, KVSHARD_OK);
         assert_true(full.bytes > 100);
         const size_t budgets[] = {0, 1, (size_t)full.bytes / 3, (size_t)full.bytes - 1,
@@ -90,7 +93,7 @@ static void test_failing_writers(void **state)
             failing f = {budgets[b], 0, 0, false};
             rc = w < 3   ? plan_writers[w](p, fail_after, &f)
                  : w < 5 ? cmp_writers[w - 3](cmp, fail_after, &f)
-                         : kvshard_report_write_html(p, cmp, fail_after, &f);
+                         : kvshard_report_write_html(p, cmp, NULL, fail_after, &f);
             bool enough = budgets[b] == full.bytes;
             assert_int_equal(rc, enough ? KVSHARD_OK : KVSHARD_EWRITE);
             assert_int_equal(f.failed, !enough);
@@ -157,7 +160,7 @@ static void test_compare_work_at_limits(void **state)
     o.world_size = W;
     kvshard_comparison *cmp = NULL;
     kvshard_error err;
-    tu_assert_ok(kvshard_comparison_create(&cmp, m, &o, NULL, &err), &err);
+    tu_assert_ok(kvshard_comparison_create(&cmp, m, &o, NULL, NULL, &err), &err);
     size_t rows = kvshard_comparison_row_count(cmp), worked = 0, limited = 0;
     assert_int_equal(rows, 360);
     for (size_t i = 0; i < rows; i++) {

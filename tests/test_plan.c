@@ -3,6 +3,8 @@
  * rules in docs/planning.md; the reasoning is next to each figure. */
 #include "test_util.h"
 
+#include "kvshard/explore.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -840,7 +842,7 @@ static void test_context_beyond_model(void **state)
     kvshard_comparison *c = NULL;
     kvshard_error err;
     o.world_size = 2;
-    assert_int_equal(kvshard_comparison_create(&c, nested, &o, NULL, &err), KVSHARD_OK);
+    assert_int_equal(kvshard_comparison_create(&c, nested, &o, NULL, NULL, &err), KVSHARD_OK);
     assert_true(kvshard_comparison_row_count(c) > 0);
     for (size_t i = 0; i < kvshard_comparison_row_count(c); i++)
         assert_true(kvshard_comparison_row_at(c, i)->warnings &

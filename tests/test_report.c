@@ -6,7 +6,11 @@
 #define _POSIX_C_SOURCE 200809L /* mkstemp, fdopen */
 #include "test_util.h"
 
+#include "kvshard/explore.h"
+#include "kvshard/output.h"
+
 #include "output/report.h"
+#include "output/report_chart.h"
 #include "output/svg.h"
 
 #include <ctype.h>
@@ -56,7 +60,7 @@ static text svg_of(const kvshard_plan *plan)
 static text html_of(const kvshard_plan *plan, const kvshard_comparison *cmp)
 {
     text t = {NULL, 0, 0};
-    assert_int_equal(kvshard_report_write_html(plan, cmp, collect, &t), KVSHARD_OK);
+    assert_int_equal(kvshard_report_write_html(plan, cmp, NULL, collect, &t), KVSHARD_OK);
     assert_non_null(t.data);
     assert_int_equal(strlen(t.data), t.len);
     return t;
@@ -549,7 +553,7 @@ static void test_failing_writer(void **state)
     const size_t limits[] = {0, 1, 100, 16383, 16384, 16385, 20000};
     for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
         limited w = {limits[i], 0, false, 0};
-        assert_int_equal(kvshard_report_write_html(s.plan, s.cmp, limited_write, &w),
+        assert_int_equal(kvshard_report_write_html(s.plan, s.cmp, NULL, limited_write, &w),
                          KVSHARD_EWRITE);
         assert_true(w.failed);
         assert_int_equal(w.calls_after, 0);
@@ -560,11 +564,11 @@ static void test_failing_writer(void **state)
     }
     /* A writer with room enough succeeds. */
     limited w = {SIZE_MAX, 0, false, 0};
-    assert_int_equal(kvshard_report_write_html(s.plan, s.cmp, limited_write, &w), KVSHARD_OK);
+    assert_int_equal(kvshard_report_write_html(s.plan, s.cmp, NULL, limited_write, &w), KVSHARD_OK);
     assert_false(w.failed);
     /* Bad arguments. */
-    assert_int_equal(kvshard_report_write_html(NULL, s.cmp, limited_write, &w), KVSHARD_EINVAL);
-    assert_int_equal(kvshard_report_write_html(s.plan, s.cmp, NULL, &w), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_report_write_html(NULL, s.cmp, NULL, limited_write, &w), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_report_write_html(s.plan, s.cmp, NULL, NULL, &w), KVSHARD_EINVAL);
     assert_int_equal(kvshard_plan_write_svg(NULL, limited_write, &w), KVSHARD_EINVAL);
     assert_int_equal(kvshard_plan_write_svg(s.plan, NULL, &w), KVSHARD_EINVAL);
     free_seed(&s);
@@ -898,6 +902,31 @@ static void test_runs(void **state)
     }
 }
 
+/* The made-by lines come from kvshard_report_options: the input file and
+ * the command, the program by its base name; without options, neither. */
+static void test_report_options(void **state)
+{
+    (void)state;
+    seed s = load_seed();
+    const char *argv[] = {"/usr/local/bin/kvshard", "report", "seed.yaml"};
+    kvshard_report_options ro = KVSHARD_REPORT_OPTIONS_INIT;
+    ro.source = "seed.yaml";
+    ro.argc = 3;
+    ro.argv = argv;
+    text t = {NULL, 0, 0};
+    assert_int_equal(kvshard_report_write_html(s.plan, NULL, &ro, collect, &t), KVSHARD_OK);
+    assert_non_null(strstr(t.data, "input <code>seed.yaml</code>"));
+    assert_non_null(strstr(t.data, "made by <code>kvshard report seed.yaml</code>"));
+    text bare = html_of(s.plan, NULL);
+    assert_null(strstr(bare.data, "made by"));
+    assert_null(strstr(bare.data, "input <code>"));
+    ro.size = sizeof ro + 1;
+    assert_int_equal(kvshard_report_write_html(s.plan, NULL, &ro, collect, &t), KVSHARD_EINVAL);
+    free(t.data);
+    free(bare.data);
+    free_seed(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -907,6 +936,7 @@ int main(void)
         cmocka_unit_test(test_cell_contrast), cmocka_unit_test(test_size_linear),
         cmocka_unit_test(test_runs),          cmocka_unit_test(test_context_lengths),
         cmocka_unit_test(test_distinct_ranks),  cmocka_unit_test(test_titles),
+        cmocka_unit_test(test_report_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,6 +4,9 @@
  * errors. Every figure is worked by hand in its comment; GiB = 2^30. */
 #include "test_util.h"
 
+#include "kvshard/explore.h"
+#include "kvshard/output.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -398,10 +401,11 @@ static void test_qwen3_next_sweep_pp(void **state)
     (void)state;
     kvshard_model *m = tu_load_example_model("qwen3_next_80b_a3b.json");
     kvshard_options o = qwen_next(8, 1);
-    o.sweep_pp = true;
+    kvshard_compare_options co = KVSHARD_COMPARE_OPTIONS_INIT;
+    co.sweep_pp = true;
     kvshard_comparison *c = NULL;
     kvshard_error err;
-    tu_assert_ok(kvshard_comparison_create(&c, m, &o, NULL, &err), &err);
+    tu_assert_ok(kvshard_comparison_create(&c, m, &o, &co, NULL, &err), &err);
     assert_int_equal(kvshard_comparison_row_count(c), 30);
     uint64_t best[9] = {0};
     uint32_t best_split[9] = {0};
@@ -435,7 +439,13 @@ static void test_qwen3_next_sweep_pp(void **state)
     o.pp_partition = counts;
     o.pp_partition_count = 2;
     c = NULL;
-    assert_int_equal(kvshard_comparison_create(&c, m, &o, NULL, &err), KVSHARD_EPARTITION);
+    assert_int_equal(kvshard_comparison_create(&c, m, &o, &co, NULL, &err), KVSHARD_EPARTITION);
+    assert_null(c);
+
+    /* Compare options of another header's size are refused. */
+    co.size = sizeof co + 1;
+    assert_int_equal(kvshard_comparison_create(&c, m, &o, &co, NULL, &err), KVSHARD_EINVAL);
+    assert_non_null(strstr(err.message, "kvshard_compare_options"));
     assert_null(c);
     kvshard_model_free(m);
 }
@@ -689,7 +699,7 @@ static void test_errors(void **state)
     o = staged(1, 2);
     kvshard_comparison *c = NULL;
     kvshard_error cerr;
-    assert_int_equal(kvshard_comparison_create(&c, m, &o, NULL, &cerr), KVSHARD_EWORLD);
+    assert_int_equal(kvshard_comparison_create(&c, m, &o, NULL, NULL, &cerr), KVSHARD_EWORLD);
     assert_null(c);
     o = staged(64, 64);
     assert_plan_fails(m, &o, KVSHARD_EPPLAYERS,
@@ -776,6 +786,30 @@ static void test_output(void **state)
     kvshard_model_free(m);
 }
 
+/* sweep_pp is a compare option and a deployment key: kvshard_options
+ * refuses it, and a deployment's key sweeps its comparisons. */
+static void test_sweep_pp_moved(void **state)
+{
+    (void)state;
+    kvshard_error err;
+    kvshard_options o = qwen_next(8, 1);
+    assert_int_equal(kvshard_options_set(&o, "sweep_pp", "true", NULL, &err), KVSHARD_EUNKNOWNKEY);
+    assert_non_null(strstr(err.message, "sweep_pp is not a field of kvshard_options"));
+    kvshard_model *m = tu_load_example_model("qwen3_next_80b_a3b.json");
+    kvshard_deployment *dep = NULL;
+    tu_assert_ok(kvshard_deployment_create(&dep, m, &o, &err), &err);
+    kvshard_comparison *c = NULL;
+    tu_assert_ok(kvshard_deployment_compare(&c, dep, &err), &err);
+    size_t unswept = kvshard_comparison_row_count(c);
+    kvshard_comparison_free(c);
+    tu_assert_ok(kvshard_deployment_set(dep, "sweep_pp", "true", "test", &err), &err);
+    tu_assert_ok(kvshard_deployment_compare(&c, dep, &err), &err);
+    assert_int_equal(kvshard_comparison_row_count(c), 30); /* as test_qwen3_next_sweep_pp's */
+    assert_true(unswept < 30);
+    kvshard_comparison_free(c);
+    kvshard_deployment_free(dep);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -784,6 +818,7 @@ int main(void)
         cmocka_unit_test(test_qwen3_next_four_stages),
         cmocka_unit_test(test_qwen3_next_draft_and_explicit_partition),
         cmocka_unit_test(test_qwen3_next_sweep_pp),
+        cmocka_unit_test(test_sweep_pp_moved),
         cmocka_unit_test(test_nemotron_h_two_stages),
         cmocka_unit_test(test_nemotron_h_eight_stages),
         cmocka_unit_test(test_rank_layouts),

@@ -3,6 +3,8 @@
 #define _POSIX_C_SOURCE 200809L /* mkfifo, mkdtemp */
 #include "test_util.h"
 
+#include "kvshard/output.h"
+
 #include "base/alloc.h"
 #include "base/error.h"
 #include "text/yaml_doc.h"

@@ -2,6 +2,8 @@
 #define _POSIX_C_SOURCE 200809L /* mkstemp, fdopen */
 #include "test_util.h"
 
+#include "kvshard/output.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,22 +114,6 @@ int tu_append(void *user, const char *data, size_t len)
     grown[old + len] = '\0';
     *text = grown;
     return 0;
-}
-
-char *tu_plan_json(const kvshard_plan *plan)
-{
-    buffer b = {NULL, 0};
-    assert_int_equal(kvshard_plan_write_json(plan, append, &b), KVSHARD_OK);
-    assert_non_null(b.data);
-    return b.data;
-}
-
-char *tu_plan_text(const kvshard_plan *plan)
-{
-    buffer b = {NULL, 0};
-    assert_int_equal(kvshard_plan_write_text(plan, append, &b), KVSHARD_OK);
-    assert_non_null(b.data);
-    return b.data;
 }
 
 static char *slurp(FILE *f)

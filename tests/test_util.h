@@ -35,7 +35,8 @@ kvshard_plan *tu_plan(const kvshard_model *model, const kvshard_options *options
  * `user` is a char ** that starts NULL. */
 int tu_append(void *user, const char *data, size_t len);
 
-/* The plan's JSON, and its text, as a NUL-terminated malloc'd string. */
+/* The plan's JSON, and its text, as a NUL-terminated malloc'd string
+ * (test_util_output.c: tests of a build with explore only). */
 char *tu_plan_json(const kvshard_plan *plan);
 char *tu_plan_text(const kvshard_plan *plan);
 

@@ -10,8 +10,9 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cli_output.h"
 
-#include "output/report.h" /* until output.h */
+#include <kvshard/explore.h>
 #include <kvshard/kvshard.h>
+#include <kvshard/output.h>
 
 #include <errno.h>
 #include <stdarg.h>
@@ -704,8 +705,11 @@ static int write_document(const document *d, kvshard_write_fn fn, void *user)
     const char *command = d->c->command;
     format fmt = d->c->fmt;
     if (fmt == FORMAT_HTML) {
-        kvshard_report__about about = {d->c->config, d->c->argc, d->c->argv};
-        return kvshard_report__write_html(d->plan, d->cmp, &about, fn, user);
+        kvshard_report_options about = KVSHARD_REPORT_OPTIONS_INIT;
+        about.source = d->c->config;
+        about.argc = d->c->argc;
+        about.argv = d->c->argv;
+        return kvshard_report_write_html(d->plan, d->cmp, &about, fn, user);
     }
     if (strcmp(command, "fit") == 0)
         return fmt == FORMAT_JSON ? kvshard_fit_write_json(d->fit, fn, user)

@@ -2,6 +2,13 @@
  * kvshard: plan how the KV cache of a hybrid-attention model is sharded
  * across tensor-parallel ranks.
  *
+ * This is the stable core an inference engine compiles against: its `##`
+ * groups come in the order of an engine's start-up (load, options, plan,
+ * the rank's layers, blocks, shapes, the log line), then the calls that
+ * inspect a plan or a model. Comparing split sizes and fitting a layout to
+ * N GPUs are in kvshard/explore.h, the JSON, text, SVG and HTML writers in
+ * kvshard/output.h; this header includes neither.
+ *
  * Conventions:
  * - Every call that can fail returns KVSHARD_OK (0) or a negative
  *   kvshard_status; kvshard_strerror() names it.
@@ -10,10 +17,10 @@
  * - Objects returned through `**out` belong to the caller and are released
  *   with the matching *_free() function, which accepts NULL. Pointers returned
  *   by queries are borrowed from the handle and live as long as it does.
- * - kvshard_model, kvshard_plan and kvshard_comparison are immutable once
- *   created. Any number of threads may query one handle at the same time
- *   without locking. A kvshard_deployment changes only through
- *   kvshard_deployment_set() and kvshard_deployment_apply_args().
+ * - kvshard_model and kvshard_plan (and explore.h's comparison and fit) are
+ *   immutable once created. Any number of threads may query one handle at
+ *   the same time without locking. A kvshard_deployment changes only
+ *   through kvshard_deployment_set() and kvshard_deployment_apply_args().
  * - `err` arguments may be NULL. When given, the first error is written there
  *   with 1-based line and column (0 when unknown).
  * - A call that returns a status answers KVSHARD_EINVAL for a NULL pointer
@@ -47,8 +54,9 @@ extern "C" {
 #endif
 
 /* ------------------------------------------------------------------------ */
-/* Status codes                                                              */
+/** ## Status and version */
 /* ------------------------------------------------------------------------ */
+
 
 /** Result of every fallible call. Values are stable across minor versions. */
 typedef enum kvshard_status {
@@ -184,9 +192,6 @@ typedef enum kvshard_status {
  *  Never NULL; unknown codes give "unknown error". */
 KVSHARD_EXPORT const char *kvshard_strerror(int code);
 
-/* ------------------------------------------------------------------------ */
-/* Version                                                                   */
-/* ------------------------------------------------------------------------ */
 
 /**
  * Version of the library loaded at run time, "MAJOR.MINOR.PATCH". Static
@@ -197,8 +202,9 @@ KVSHARD_EXPORT const char *kvshard_strerror(int code);
 KVSHARD_EXPORT const char *kvshard_version(void);
 
 /* ------------------------------------------------------------------------ */
-/* Limits                                                                    */
+/** ## Limits, errors and allocation */
 /* ------------------------------------------------------------------------ */
+
 
 /** Largest file or string kvshard reads, in bytes. */
 #define KVSHARD_MAX_DOCUMENT_BYTES (64u * 1024u * 1024u)
@@ -223,9 +229,6 @@ KVSHARD_EXPORT const char *kvshard_version(void);
  *  past it fails with KVSHARD_ELIMIT. */
 #define KVSHARD_MAX_LAYER_ENTRIES (16u * 1024u * 1024u)
 
-/* ------------------------------------------------------------------------ */
-/* Errors                                                                    */
-/* ------------------------------------------------------------------------ */
 
 #define KVSHARD_ERROR_SOURCE_MAX 160
 #define KVSHARD_ERROR_MESSAGE_MAX 320
@@ -250,9 +253,6 @@ typedef struct kvshard_error {
     char message[KVSHARD_ERROR_MESSAGE_MAX];
 } kvshard_error;
 
-/* ------------------------------------------------------------------------ */
-/* Allocation                                                                */
-/* ------------------------------------------------------------------------ */
 
 /**
  * Per-object allocator. An object remembers the allocator it was created with
@@ -268,8 +268,9 @@ typedef struct kvshard_allocator {
 } kvshard_allocator;
 
 /* ------------------------------------------------------------------------ */
-/* Kinds, dtypes and names                                                   */
+/** ## Kinds, dtypes and engines */
 /* ------------------------------------------------------------------------ */
+
 
 /** What a decoder layer caches. */
 typedef enum kvshard_layer_kind {
@@ -387,31 +388,8 @@ typedef enum kvshard_engine {
     KVSHARD_ENGINE_SGLANG = 3
 } kvshard_engine;
 
-/** "full_attention", "linear_attention", "sliding_attention", "hybrid",
- *  "no_cache", "compressed", "shared_kv", "chunked_attention"; "unknown" for
- *  other values. Static storage. */
-KVSHARD_EXPORT const char *kvshard_layer_kind_name(kvshard_layer_kind kind);
-/** "gqa", "mla", "compressed"; "unknown" for other values. */
-KVSHARD_EXPORT const char *kvshard_attention_name(kvshard_attention attention);
-/** "gdn", "kda", "lightning", "mamba1", "mamba2", "short_conv"; "none" for
- *  KVSHARD_STATE_NONE; "unknown" for other values. */
-KVSHARD_EXPORT const char *kvshard_state_kind_name(kvshard_state_kind kind);
-/** "auto", "bfloat16", "float16", "fp8", "float32", "int8"; "unknown" for
- *  other values. */
-KVSHARD_EXPORT const char *kvshard_dtype_name(kvshard_dtype dtype);
-/** "default", "ordinal", "global", "contiguous"; "unknown" for other values. */
-KVSHARD_EXPORT const char *kvshard_ownership_name(kvshard_ownership ownership);
-/** "default", "vllm", "sglang", "trtllm", "even", "explicit"; "unknown" for
- *  other values. */
-KVSHARD_EXPORT const char *kvshard_pp_rule_name(kvshard_pp_rule rule);
-/** "default", "vllm", "sglang", "trtllm", "xllm"; "unknown" for other
- *  values. */
-KVSHARD_EXPORT const char *kvshard_rank_layout_name(kvshard_rank_layout layout);
-/** "kvshard", "xllm", "vllm", "sglang"; "unknown" for other values. */
-KVSHARD_EXPORT const char *kvshard_engine_name(kvshard_engine engine);
-
 /* ------------------------------------------------------------------------ */
-/* Model                                                                     */
+/** ## Loading a model */
 /* ------------------------------------------------------------------------ */
 
 /** A model: its layer kinds and the figures memory needs, read from a
@@ -514,30 +492,8 @@ KVSHARD_EXPORT int kvshard_model_create(kvshard_model **out, const kvshard_model
 /** Release a model. NULL is a no-op. Plans made from it stay valid. */
 KVSHARD_EXPORT void kvshard_model_free(kvshard_model *model);
 
-/** `model_type` of the config ("" when absent). Borrowed. */
-KVSHARD_EXPORT const char *kvshard_model_type(const kvshard_model *model);
-/** L: the decoder layers, without draft layers. */
-KVSHARD_EXPORT uint32_t kvshard_model_num_layers(const kvshard_model *model);
-/** Draft (MTP) layers the model declares (counted in memory only with
- *  num_speculative_tokens > 0). */
-KVSHARD_EXPORT uint32_t kvshard_model_num_draft_layers(const kvshard_model *model);
-/** Attention type of the KV layers. */
-KVSHARD_EXPORT kvshard_attention kvshard_model_attention(const kvshard_model *model);
-/** Number of decoder layers of one kind. */
-KVSHARD_EXPORT uint32_t kvshard_model_count(const kvshard_model *model,
-                                            kvshard_layer_kind kind);
-/** Kind of decoder layer `layer`: KVSHARD_OK, or KVSHARD_ELAYER when out of range. */
-KVSHARD_EXPORT int kvshard_model_layer_kind(kvshard_layer_kind *out,
-                                            const kvshard_model *model, uint32_t layer);
-/** State kind of the linear and hybrid layers (KVSHARD_STATE_NONE without any). */
-KVSHARD_EXPORT kvshard_state_kind kvshard_model_state_kind(const kvshard_model *model);
-/** The state dtype the model asks for (its own keys, else its kind's default),
- *  before any state_dtype option; KVSHARD_DTYPE_AUTO when it has no state or
- *  no temporal state (short convolution). */
-KVSHARD_EXPORT kvshard_dtype kvshard_model_state_dtype(const kvshard_model *model);
-
 /* ------------------------------------------------------------------------ */
-/* Deployment options                                                        */
+/** ## Options */
 /* ------------------------------------------------------------------------ */
 
 /** Inputs that only some engine profiles read, set by key (see
@@ -590,9 +546,6 @@ typedef struct kvshard_options {
     uint32_t pp_partition_count;
     /** How the engine numbers its ranks; DEFAULT: the profile's. */
     kvshard_rank_layout rank_layout;
-    /** kvshard_comparison_create() also sweeps pp_size over the divisors of
-     *  world_size / (dp x cp) that can cut the layers; default false. */
-    bool sweep_pp;
     /* Device inputs: without memory_per_rank, a rank's budget is the usable
      * share of its GPU less its weights and the activation reserve. */
     /** Bytes of one GPU as the device reports them; 0: none. */
@@ -614,16 +567,14 @@ typedef struct kvshard_options {
     uint64_t weights_experts;
     /** Experts placed whole on ranks; default false. */
     bool expert_parallel;
-    /** GPUs of one node, for kvshard fit; 0: 8. */
-    uint32_t gpus_per_node;
 } kvshard_options;
 
 #define KVSHARD_OPTIONS_INIT                                                          \
     { sizeof(kvshard_options), 1u, 1u, 1u, false, 1u, KVSHARD_OWNERSHIP_DEFAULT,      \
       false, KVSHARD_ENGINE_KVSHARD, KVSHARD_DTYPE_AUTO, KVSHARD_DTYPE_AUTO, 0u, 0u,  \
       0u, 0u, 1u, 0u, NULL, 1u, KVSHARD_PP_RULE_DEFAULT, NULL, 0u,                     \
-      KVSHARD_RANK_LAYOUT_DEFAULT, false, 0u, 0.0, KVSHARD_RESERVE_AUTO, NULL, 0u, 0u,  \
-      0u, false, 0u }
+      KVSHARD_RANK_LAYOUT_DEFAULT, 0u, 0.0, KVSHARD_RESERVE_AUTO, NULL, 0u, 0u, 0u,     \
+      false }
 
 /**
  * Set one option by its deployment key name ("world_size",
@@ -640,7 +591,7 @@ KVSHARD_EXPORT int kvshard_options_set(kvshard_options *options, const char *key
                                        kvshard_error *err);
 
 /* ------------------------------------------------------------------------ */
-/* Settings: the inputs of one engine profile alone, by key                  */
+/** ## Settings: the inputs of one engine profile alone, by key */
 /* ------------------------------------------------------------------------ */
 
 /** A new, empty settings object: every setting at its default. The caller
@@ -672,138 +623,9 @@ KVSHARD_EXPORT int kvshard_settings_set(kvshard_settings *settings, const char *
 KVSHARD_EXPORT int kvshard_settings_get(char *buf, size_t cap, bool *out_set,
                                         const kvshard_settings *settings, const char *key);
 
-/** The type of a setting's or an option's value. */
-typedef enum kvshard_setting_type {
-    KVSHARD_SETTING_INTEGER = 0,  /**< a whole number in [min, max] */
-    KVSHARD_SETTING_BYTES = 1,    /**< bytes: an integer or a size with a unit */
-    KVSHARD_SETTING_BOOL = 2,     /**< true or false */
-    KVSHARD_SETTING_WORD = 3,     /**< one of a few words */
-    KVSHARD_SETTING_FRACTION = 4, /**< a decimal above 0 and at most 1 */
-    KVSHARD_SETTING_TEXT = 5,     /**< text (an engine version) */
-    KVSHARD_SETTING_JSON = 6,     /**< a JSON object (vLLM's --speculative-config) */
-    KVSHARD_SETTING_DECIMAL = 7,  /**< a decimal above 0 and at most `max` */
-    KVSHARD_SETTING_COUNTS = 8,   /**< options only: whole numbers, one a stage ("31,30") */
-    KVSHARD_SETTING_SIZES = 9     /**< options only: byte sizes, one or one a stage */
-} kvshard_setting_type;
-
-/** What a setting takes. Start from KVSHARD_SETTING_INFO_INIT. */
-typedef struct kvshard_setting_info {
-    size_t size;
-    const char *key;            /**< static storage */
-    kvshard_setting_type type;
-    uint64_t min;               /**< integers and bytes: the bounds */
-    uint64_t max;
-    char default_value[32];     /**< as text */
-    kvshard_engine engine;      /**< the first profile that reads it */
-} kvshard_setting_info;
-
-#define KVSHARD_SETTING_INFO_INIT                                                     \
-    { sizeof(kvshard_setting_info), NULL, KVSHARD_SETTING_INTEGER, 0, 0, {0},        \
-      KVSHARD_ENGINE_KVSHARD }
-
-/** How many settings there are. */
-KVSHARD_EXPORT size_t kvshard_setting_count(void);
-/** Setting `index` (0-based) into *out (`size` set by the caller).
- *  KVSHARD_EINVAL when out of range or the size is unknown. */
-KVSHARD_EXPORT int kvshard_setting_info_at(kvshard_setting_info *out, size_t index);
-/** The setting `key` into *out. KVSHARD_EUNKNOWNKEY for an unknown key,
- *  KVSHARD_EINVAL for NULL arguments or an unknown size. */
-KVSHARD_EXPORT int kvshard_setting_find(kvshard_setting_info *out, const char *key);
-
 /* ------------------------------------------------------------------------ */
-/* Tables: the options and each engine's flags                               */
+/** ## Deployment */
 /* ------------------------------------------------------------------------ */
-
-/** A word a value takes, and the value it stands for (an enum's, or a
- *  number's stand-in such as activation_reserve's "auto", -1). */
-typedef struct kvshard_word {
-    const char *text;
-    int value;
-} kvshard_word;
-
-/** What an option (a field of kvshard_options, a deployment key) takes.
- *  Start from KVSHARD_OPTION_INFO_INIT. */
-typedef struct kvshard_option_info {
-    size_t size;
-    const char *name;          /**< the deployment key; static storage */
-    kvshard_setting_type kind;
-    uint64_t min;              /**< integers and bytes: the bounds */
-    uint64_t max;
-    /** KVSHARD_OPTIONS_INIT's value as text; "none" when the plan settles it. */
-    char default_value[32];
-    /** The words it takes, ended by a NULL `text` (a word option's values,
-     *  or the words a number option takes besides numbers); NULL: none.
-     *  Static storage. */
-    const kvshard_word *words;
-    /** What a number counts ("ranks"), or how a list is written; NULL when
-     *  the kind says it. Static storage. */
-    const char *unit;
-    /** One line: what the value is ("ranks, 1 to 65,536"). */
-    char doc[128];
-    const char *section;       /**< the deployment file's: "parallel" or "cache" */
-    /** 0 (a word option: -1) may stand in kvshard_options: the plan
-     *  settles it from the engine profile. */
-    bool unset_ok;
-} kvshard_option_info;
-
-#define KVSHARD_OPTION_INFO_INIT                                                      \
-    { sizeof(kvshard_option_info), NULL, KVSHARD_SETTING_INTEGER, 0, 0, {0}, NULL,     \
-      NULL, {0}, NULL, false }
-
-/** How many options there are. */
-KVSHARD_EXPORT size_t kvshard_option_count(void);
-/** Option `index` (0-based, in the order of kvshard_options' fields) into
- *  *out (`size` set by the caller). KVSHARD_EINVAL when out of range or the
- *  size is unknown. */
-KVSHARD_EXPORT int kvshard_option_info_at(kvshard_option_info *out, size_t index);
-/** The option `name` into *out. KVSHARD_EUNKNOWNKEY for an unknown name,
- *  KVSHARD_EINVAL for NULL arguments or an unknown size. */
-KVSHARD_EXPORT int kvshard_option_find(kvshard_option_info *out, const char *name);
-
-#define KVSHARD_FLAG_NAME_MAX 64 /**< a flag's name, its NUL included */
-#define KVSHARD_FLAG_ALSO_MAX 4  /**< other spellings of one flag */
-
-/** One flag an engine's command line takes (kvshard_deployment_apply_args()
- *  under that --engine), and the engine's way with flags. Start from
- *  KVSHARD_FLAG_INFO_INIT. */
-typedef struct kvshard_flag_info {
-    size_t size;
-    /** As the engine writes it, without dashes (argparse: '-' for '_'). */
-    char name[KVSHARD_FLAG_NAME_MAX];
-    /** The engine's other spellings of it ("tp" for vLLM's
-     *  tensor-parallel-size), `also_count` of them. */
-    char also[KVSHARD_FLAG_ALSO_MAX][KVSHARD_FLAG_NAME_MAX];
-    size_t also_count;
-    /** The option (kvshard_option_find()) or setting (kvshard_setting_find())
-     *  it sets; static storage. */
-    const char *key;
-    bool is_setting;
-    /** The words its value takes under this engine, NULL-ended; NULL: none. */
-    const kvshard_word *words;
-    /** The engine reads it. When not, the plan warns it was ignored and
-     *  `reader` is the first engine (a kvshard_engine) that does, -1 none. */
-    bool read;
-    int reader;
-    char doc[320];             /**< one line: what its value is */
-    char default_value[80];    /**< under this engine, as text */
-    /** The engine's command line is argparse's: one dash or two, '-' and
-     *  '_' alike; else gflags'. The same in every row of one engine. */
-    bool argparse;
-    /** The engine has flags to run a layout with (kvshard_fit_flags()). The
-     *  same in every row of one engine. */
-    bool recommends_flags;
-} kvshard_flag_info;
-
-#define KVSHARD_FLAG_INFO_INIT                                                        \
-    { sizeof(kvshard_flag_info), {0}, {{0}}, 0, NULL, false, NULL, false, -1, {0}, {0}, \
-      false, false }
-
-/** Flag `index` (0-based) of `engine` into *out (`size` set by the caller):
- *  the options in their table's order, then the engine's settings.
- *  KVSHARD_EINVAL for an unknown engine, an index past the last flag or an
- *  unknown size. The engines are the words of the option "engine". */
-KVSHARD_EXPORT int kvshard_flag_info_at(kvshard_flag_info *out, kvshard_engine engine,
-                                        size_t index);
 
 /** A deployment: a model plus its options, read from a deployment file or a
  *  bare model config and changed by overrides. Opaque. */
@@ -888,7 +710,6 @@ KVSHARD_EXPORT int kvshard_deployment_set(kvshard_deployment *deployment, const 
 KVSHARD_EXPORT int kvshard_deployment_apply_args(kvshard_deployment *deployment, size_t count,
                                                  const char *const *args, unsigned flags,
                                                  kvshard_error *err);
-
 /** What a file read for a deployment is (kvshard_args_options.on_file). */
 typedef enum kvshard_file_role {
     /** The deployment file (DIR/config.json for a model directory). */
@@ -933,6 +754,7 @@ KVSHARD_EXPORT int kvshard_deployment_apply_args_with(kvshard_deployment *deploy
                                                       const kvshard_args_options *options,
                                                       kvshard_error *err);
 
+
 /** What kvshard_deployment_apply_args() skipped under `--ignore_unknown_flags`
  *  or KVSHARD_ARGS_IGNORE_UNKNOWN, over every call, each once in the order
  *  first seen: unknown flags as written without their values
@@ -946,7 +768,7 @@ KVSHARD_EXPORT size_t kvshard_deployment_ignored_flags(const char **out, size_t 
                                                        const kvshard_deployment *deployment);
 
 /* ------------------------------------------------------------------------ */
-/* Plan                                                                      */
+/** ## Planning */
 /* ------------------------------------------------------------------------ */
 
 /** A validated ownership map with per-rank memory and capacity. Opaque,
@@ -981,36 +803,9 @@ KVSHARD_EXPORT int kvshard_deployment_plan(kvshard_plan **out,
 /** Release a plan. NULL is a no-op. */
 KVSHARD_EXPORT void kvshard_plan_free(kvshard_plan *plan);
 
-/** The options the plan was built with, with the profile's defaults settled
- *  (block_size, max_seqs and ownership set). `out->size` set by the caller. */
-KVSHARD_EXPORT int kvshard_plan_options(kvshard_options *out, const kvshard_plan *plan);
-/** T = world_size / (pp_size * dp_size * cp_size): the TP ranks of a stage. */
-KVSHARD_EXPORT uint32_t kvshard_plan_attn_tp_size(const kvshard_plan *plan);
-/** S_eff: the split size in force (1 when layerwise split does not apply). */
-KVSHARD_EXPORT uint32_t kvshard_plan_effective_split_size(const kvshard_plan *plan);
-/** R: how many TP ranks hold a copy of each KV head without the split (1
- *  when the model has no KV layer). */
-KVSHARD_EXPORT uint32_t kvshard_plan_replication_factor(const kvshard_plan *plan);
-/** L: decoder layers. */
-KVSHARD_EXPORT uint32_t kvshard_plan_num_layers(const kvshard_plan *plan);
-/** d: the model's draft layers, which layer queries number L..L+d-1 (on
- *  the last stage; counted only with speculation). */
-KVSHARD_EXPORT uint32_t kvshard_plan_num_draft_layers(const kvshard_plan *plan);
-/** State kind of the model's linear and hybrid layers. */
-KVSHARD_EXPORT kvshard_state_kind kvshard_plan_state_kind(const kvshard_plan *plan);
-/** The state dtype in force (the state_dtype option, else the model's);
- *  KVSHARD_DTYPE_AUTO when there is no temporal state. */
-KVSHARD_EXPORT kvshard_dtype kvshard_plan_state_dtype(const kvshard_plan *plan);
-/** Kind of a decoder layer; KVSHARD_ELAYER when out of range. */
-KVSHARD_EXPORT int kvshard_plan_layer_kind(kvshard_layer_kind *out, const kvshard_plan *plan,
-                                           uint32_t layer);
-/** Split rank that stores a KV layer's KV when S_eff > 1; KVSHARD_OWNER_ALL
- *  when every rank stores the layer's cache (S_eff = 1, linear, sliding and
- *  chunked layers); KVSHARD_OWNER_NONE for a no-cache layer. A shared-KV
- *  layer, which keeps nothing, gives the owner of the layer whose cache it
- *  reads. KVSHARD_ELAYER when out of range. */
-KVSHARD_EXPORT int kvshard_plan_layer_owner(int32_t *out, const kvshard_plan *plan,
-                                            uint32_t layer);
+/* ------------------------------------------------------------------------ */
+/** ## A rank's layers and memory */
+/* ------------------------------------------------------------------------ */
 
 /**
  * Whether plan rank `plan_rank` stores any cache of decoder layer `layer`: the KV
@@ -1160,6 +955,99 @@ typedef struct kvshard_rank_memory {
 KVSHARD_EXPORT int kvshard_plan_rank_memory(kvshard_rank_memory *out, const kvshard_plan *plan,
                                             uint32_t plan_rank);
 
+/* ------------------------------------------------------------------------ */
+/** ## Pipeline stages and global ranks */
+/* ------------------------------------------------------------------------ */
+
+/* A plan of P stages has P x T plan ranks: plan rank stage x T + TP rank.
+ * Every call of this header that takes a rank takes a plan rank (the TP
+ * rank when P = 1). An engine that knows only its global rank asks
+ * kvshard_plan_locate() for its plan rank first. */
+
+/** P: pipeline stages (1 without pp_size); 0 for a NULL plan. */
+KVSHARD_EXPORT uint32_t kvshard_plan_pp_size(const kvshard_plan *plan);
+/** P x T: how many plan ranks there are; 0 for a NULL plan. */
+KVSHARD_EXPORT uint32_t kvshard_plan_num_ranks(const kvshard_plan *plan);
+
+/** One pipeline stage. Start from KVSHARD_STAGE_INFO_INIT. */
+typedef struct kvshard_stage_info {
+    size_t size;
+    uint32_t stage;
+    uint32_t layer_first;      /**< its first decoder layer */
+    uint32_t layer_count;      /**< its decoder layers */
+    uint32_t num_kv_layers;    /**< full-attention, hybrid and compressed layers */
+    uint32_t num_state_layers; /**< linear and hybrid layers */
+    /** Draft layers speculation counts on it: the last stage only. */
+    uint32_t num_draft_layers;
+    /** Global rank of its TP rank 0 (data-parallel replica 0, context rank
+     *  0), and the step between the global ranks of consecutive TP ranks. */
+    uint32_t global_rank_first;
+    uint32_t global_rank_stride;
+    /** The largest over its ranks of KV + scratch + draft bytes per token,
+     *  and of the state bytes per sequence. */
+    uint64_t bytes_per_token;
+    uint64_t state_bytes_per_seq;
+    /** The fewest blocks of its ranks that store KV bytes; false when none
+     *  does or there is no budget. */
+    bool has_num_blocks;
+    uint64_t num_blocks;
+    /** The binding rank (the first whose blocks are the common count) is on
+     *  this stage. */
+    bool binds;
+} kvshard_stage_info;
+
+#define KVSHARD_STAGE_INFO_INIT                                                       \
+    { sizeof(kvshard_stage_info), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, 0, false }
+
+/** Stage `stage` into *out (`size` set by the caller). KVSHARD_ESTAGE when
+ *  out of range, KVSHARD_EINVAL for NULL arguments or an unknown size. */
+KVSHARD_EXPORT int kvshard_plan_stage(kvshard_stage_info *out, const kvshard_plan *plan,
+                                      uint32_t stage);
+
+/** The stage a layer is on: decoder layers 0..L-1, then the draft layers
+ *  L..L+d-1 (on the last stage). KVSHARD_ELAYER when out of range. */
+KVSHARD_EXPORT int kvshard_plan_layer_stage(uint32_t *out, const kvshard_plan *plan,
+                                            uint32_t layer);
+
+/** The layer counts of the stages as the engines take them ("31,30": the
+ *  value of VLLM_PP_LAYER_PARTITION and SGLANG_PP_LAYER_PARTITION). Written
+ *  like snprintf; returns the length the whole text needs, or
+ *  KVSHARD_EINVAL. */
+KVSHARD_EXPORT int kvshard_plan_pp_partition(char *buf, size_t cap, const kvshard_plan *plan);
+
+/** Where a global rank sits. Start from KVSHARD_RANK_POSITION_INIT. */
+typedef struct kvshard_rank_position {
+    size_t size;
+    uint32_t global_rank;
+    uint32_t dp_rank;     /**< data-parallel replica */
+    uint32_t stage;       /**< pipeline stage */
+    uint32_t cp_rank;     /**< context-parallel rank */
+    uint32_t tp_rank;     /**< attention-TP rank inside its stage */
+    uint32_t plan_rank;   /**< stage x T + tp_rank: what the rank calls take */
+    uint32_t split_group; /**< tp_rank / S_eff */
+    uint32_t split_rank;  /**< tp_rank % S_eff */
+} kvshard_rank_position;
+
+#define KVSHARD_RANK_POSITION_INIT { sizeof(kvshard_rank_position), 0, 0, 0, 0, 0, 0, 0, 0 }
+
+/** The coordinates of global rank `global_rank` under the plan's rank
+ *  layout, into *out (`size` set by the caller). No collective: every rank
+ *  can locate every other. KVSHARD_EGLOBALRANK outside 0..world_size-1,
+ *  KVSHARD_EINVAL for NULL arguments or an unknown size. */
+KVSHARD_EXPORT int kvshard_plan_locate(kvshard_rank_position *out, const kvshard_plan *plan,
+                                       uint32_t global_rank);
+
+/** The global rank of a rank's coordinates under the plan's layout.
+ *  KVSHARD_ESTAGE for a stage out of range, KVSHARD_ERANK for another
+ *  coordinate out of range, KVSHARD_EINVAL for NULL arguments. */
+KVSHARD_EXPORT int kvshard_plan_global_rank(uint32_t *out, const kvshard_plan *plan,
+                                            uint32_t dp_rank, uint32_t stage, uint32_t cp_rank,
+                                            uint32_t tp_rank);
+
+/* ------------------------------------------------------------------------ */
+/** ## Blocks and capacity */
+/* ------------------------------------------------------------------------ */
+
 /** Capacity common to all ranks (the minimum over ranks). Start from
  *  KVSHARD_CAPACITY_INIT. An engine profile's own figures (state slots, the
  *  blocks left after its padding) are figures by name:
@@ -1263,162 +1151,8 @@ KVSHARD_EXPORT int kvshard_plan_blocks_for(kvshard_blocks *out, const kvshard_pl
                                            uint32_t plan_rank, const kvshard_budget *budget,
                                            kvshard_error *err);
 
-/** What a figure holds. */
-typedef enum kvshard_figure_type {
-    KVSHARD_FIGURE_NULL = 0,   /**< no value (JSON null) */
-    KVSHARD_FIGURE_UINT = 1,   /**< uint_value */
-    KVSHARD_FIGURE_DOUBLE = 2, /**< double_value */
-    KVSHARD_FIGURE_BOOL = 3,   /**< bool_value */
-    KVSHARD_FIGURE_TEXT = 4,   /**< text_value, borrowed */
-    /** uint_value words in text_value, each followed by a NUL (JSON: an
-     *  array of strings), borrowed */
-    KVSHARD_FIGURE_TEXT_LIST = 5
-} kvshard_figure_type;
-
-/** One named figure of a plan. Start from KVSHARD_FIGURE_INIT. */
-typedef struct kvshard_figure {
-    size_t size;
-    const char *name; /**< static storage */
-    kvshard_figure_type type;
-    uint64_t uint_value;
-    double double_value;
-    bool bool_value;
-    const char *text_value;
-} kvshard_figure;
-
-#define KVSHARD_FIGURE_INIT                                                                        \
-    {                                                                                              \
-        sizeof(kvshard_figure), NULL, KVSHARD_FIGURE_NULL, 0, 0.0, false, NULL                     \
-    }
-
-/**
- * A figure of the plan's capacity by the name of its field in the JSON
- * plan's "capacity" object: "num_blocks", "concurrency", and the engine
- * profiles' "budget", "state_slots", "usable_blocks", "usable_state_slots"
- * (KVSHARD_FIGURE_NULL where the profile gives none). Text figures are
- * borrowed from the plan. KVSHARD_EUNKNOWNKEY for another name,
- * KVSHARD_EINVAL for NULL arguments or an unknown size.
- */
-KVSHARD_EXPORT int kvshard_plan_capacity_figure(kvshard_figure *out, const kvshard_plan *plan,
-                                                const char *name);
-
-/** The same figure at a measured budget, on one plan rank or on every rank, as
- *  kvshard_plan_blocks_for() computes it. Errors as kvshard_plan_blocks_for(),
- *  and KVSHARD_EUNKNOWNKEY for an unknown name. */
-KVSHARD_EXPORT int kvshard_plan_blocks_figure(kvshard_figure *out, const kvshard_plan *plan,
-                                              uint32_t plan_rank, const kvshard_budget *budget,
-                                              const char *name, kvshard_error *err);
-
-/** How many figures the plan's engine profile predicts the engine logs (the
- *  fields of the JSON plan's top-level "engine" object, "name" and "version"
- *  first); 0 under the kvshard profile and for a NULL plan. */
-KVSHARD_EXPORT size_t kvshard_plan_engine_figure_count(const kvshard_plan *plan);
-/** Engine figure `index` (0-based, in the JSON object's order) into *out
- *  (`size` set by the caller); text is borrowed from the plan. KVSHARD_EINVAL
- *  for NULL arguments, an unknown size or an index out of range. */
-KVSHARD_EXPORT int kvshard_plan_engine_figure_at(kvshard_figure *out, const kvshard_plan *plan,
-                                                 size_t index);
-/** The engine figure `name` ("num_gpu_blocks", "max_total_num_tokens", ...)
- *  into *out. KVSHARD_EUNKNOWNKEY when the plan's profile has no such
- *  figure, KVSHARD_EINVAL for NULL arguments or an unknown size. */
-KVSHARD_EXPORT int kvshard_plan_engine_figure(kvshard_figure *out, const kvshard_plan *plan,
-                                              const char *name);
-
-typedef enum kvshard_warning_code {
-    KVSHARD_WARN_SPLIT_DISABLED = 0,
-    KVSHARD_WARN_SPLIT_SIZE_ONE = 1,
-    KVSHARD_WARN_RANK_OWNS_NOTHING = 2,
-    KVSHARD_WARN_IMBALANCED = 3,
-    KVSHARD_WARN_EXCEEDS_REPLICATION = 4,
-    KVSHARD_WARN_NO_KV_LAYERS = 5,
-    KVSHARD_WARN_DRAFT_UNSPLIT = 6,
-    KVSHARD_WARN_MAX_SEQS_UNREACHABLE = 7,
-    /** Settings that only another engine profile reads differ from their
-     *  defaults: the plan's profile ignores them. */
-    KVSHARD_WARN_PROFILE_INPUTS_IGNORED = 8,
-    /** vllm: the engine version runs this state model with prefix caching
-     *  off, whatever was asked. */
-    KVSHARD_WARN_ENGINE_PREFIX_CACHING_DISABLED = 9,
-    /** vllm: Mamba cache mode `all` asked for runs as `align`. */
-    KVSHARD_WARN_ENGINE_MAMBA_CACHE_MODE_ALIGN = 10,
-    /** vllm: a KV cache group type is padded with layers that cost memory
-     *  as real ones (one warning per type). */
-    KVSHARD_WARN_ENGINE_PADDING_LAYERS = 11,
-    /** vllm 0.18: max_num_seqs above the blocks caps the CUDA-graph sizes. */
-    KVSHARD_WARN_ENGINE_CUDAGRAPH_SIZES_CAPPED = 12,
-    /** sglang: --max-total-tokens above the token pool the budget gives. */
-    KVSHARD_WARN_ENGINE_MAX_TOTAL_TOKENS_ABOVE_PROFILE = 13,
-    /** sglang: the state pool lowers max_running_requests. */
-    KVSHARD_WARN_ENGINE_MAX_RUNNING_REQUESTS_CAPPED = 14,
-    /** kvshard_deployment_apply_args() skipped flags or arguments the
-     *  profile does not read (`--ignore_unknown_flags`); the message names
-     *  them (all of them: kvshard_deployment_ignored_flags()). */
-    KVSHARD_WARN_FLAGS_IGNORED = 15,
-    /** SGLang refuses pipeline stages together with speculative decoding;
-     *  the plan is made all the same. */
-    KVSHARD_WARN_PP_DRAFT_REFUSED = 16,
-    /** Some stage's ranks store no KV bytes though the model has KV layers. */
-    KVSHARD_WARN_STAGE_WITHOUT_KV = 17,
-    /** memory_per_rank is the budget: device_memory is not read; or under
-     *  an engine profile the engine's own figure the weights fill is given,
-     *  so the weights and activation_reserve given are not read. */
-    KVSHARD_WARN_DEVICE_MEMORY_IGNORED = 18,
-    /** The safetensors index's metadata.total_size differs from the sum of
-     *  its shards' tensors; the headers are used. */
-    KVSHARD_WARN_WEIGHTS_TOTAL_SIZE_MISMATCH = 19,
-    /** Some tensors have names no rule classes: counted as split over T. */
-    KVSHARD_WARN_WEIGHTS_UNKNOWN_TENSORS = 20,
-    /** context_length is longer than the model's max_position_embeddings
-     *  (the text config's first): the model was not trained that far. The
-     *  plan is made all the same. */
-    KVSHARD_WARN_CONTEXT_BEYOND_MODEL = 21
-} kvshard_warning_code;
-
-/** Machine-readable name of a warning code ("split_disabled", ...);
- *  "unknown" for other values. */
-KVSHARD_EXPORT const char *kvshard_warning_name(kvshard_warning_code code);
-
-/** Number of warnings the plan carries (see kvshard_plan_warning()). */
-KVSHARD_EXPORT size_t kvshard_plan_warning_count(const kvshard_plan *plan);
-/** Warning `index` (0-based, in a fixed order). The message is borrowed.
- *  Either output may be NULL. KVSHARD_EINVAL when out of range. */
-KVSHARD_EXPORT int kvshard_plan_warning(kvshard_warning_code *out_code, const char **out_message,
-                                        const kvshard_plan *plan, size_t index);
-/** Whether the plan carries a warning with this code. */
-KVSHARD_EXPORT bool kvshard_plan_has_warning(const kvshard_plan *plan, kvshard_warning_code code);
-
-/** 64-bit digest of the whole plan: layer kinds, owners, every byte figure
- *  and the capacity. Equal plans give equal digests. */
-KVSHARD_EXPORT uint64_t kvshard_plan_digest(const kvshard_plan *plan);
-/** 64-bit digest of the layout only: layer kinds, owners, T, S_eff and the
- *  bytes per token and per sequence of every rank, without memory or
- *  capacity. Ranks that size blocks from their own measured memory compare
- *  this one. */
-KVSHARD_EXPORT uint64_t kvshard_plan_layout_digest(const kvshard_plan *plan);
-
-/**
- * One line for an engine's log: the rank's place in its split group, the KV
- * layers it stores, its bytes per token and per sequence, the blocks, and
- * the layout digest. Written like snprintf: at most `cap` bytes with the
- * terminating NUL; returns the length the whole line needs, or a negative
- * status (KVSHARD_ERANK, KVSHARD_EINVAL).
- */
-KVSHARD_EXPORT int kvshard_plan_describe_rank(char *buf, size_t cap, const kvshard_plan *plan,
-                                              uint32_t plan_rank);
-
-/**
- * kvshard_plan_describe_rank() with the blocks the rank allocates in place
- * of the plan's: the count an engine agreed over its ranks from measured
- * memory (kvshard_plan_blocks_for(), then the minimum over ranks), so that
- * the log line names what was allocated ("N blocks of B"). Errors as
- * kvshard_plan_describe_rank().
- */
-KVSHARD_EXPORT int kvshard_plan_describe_rank_blocks(char *buf, size_t cap,
-                                                     const kvshard_plan *plan, uint32_t plan_rank,
-                                                     uint64_t num_blocks);
-
 /* ------------------------------------------------------------------------ */
-/* Buffer shapes: what an engine allocates, element by element               */
+/** ## Buffer shapes: what an engine allocates, element by element */
 /* ------------------------------------------------------------------------ */
 
 /** Bytes of one element of `dtype`: 4 for float32, 2 for bfloat16 and
@@ -1518,310 +1252,387 @@ KVSHARD_EXPORT int kvshard_plan_layer_state_shapes(kvshard_state_tensor *out, si
                                                    kvshard_error *err);
 
 /* ------------------------------------------------------------------------ */
-/* Pipeline stages and global ranks                                          */
+/** ## Digests and the log line */
 /* ------------------------------------------------------------------------ */
 
-/* A plan of P stages has P x T plan ranks: plan rank stage x T + TP rank.
- * Every call above that takes a rank takes a plan rank (the TP rank when
- * P = 1). An engine that knows only its global rank asks
- * kvshard_plan_locate() for its plan rank first. */
+/** 64-bit digest of the whole plan: layer kinds, owners, every byte figure
+ *  and the capacity. Equal plans give equal digests. */
+KVSHARD_EXPORT uint64_t kvshard_plan_digest(const kvshard_plan *plan);
+/** 64-bit digest of the layout only: layer kinds, owners, T, S_eff and the
+ *  bytes per token and per sequence of every rank, without memory or
+ *  capacity. Ranks that size blocks from their own measured memory compare
+ *  this one. */
+KVSHARD_EXPORT uint64_t kvshard_plan_layout_digest(const kvshard_plan *plan);
 
-/** P: pipeline stages (1 without pp_size); 0 for a NULL plan. */
-KVSHARD_EXPORT uint32_t kvshard_plan_pp_size(const kvshard_plan *plan);
-/** P x T: how many plan ranks there are; 0 for a NULL plan. */
-KVSHARD_EXPORT uint32_t kvshard_plan_num_ranks(const kvshard_plan *plan);
+/**
+ * One line for an engine's log: the rank's place in its split group, the KV
+ * layers it stores, its bytes per token and per sequence, the blocks, and
+ * the layout digest. Written like snprintf: at most `cap` bytes with the
+ * terminating NUL; returns the length the whole line needs, or a negative
+ * status (KVSHARD_ERANK, KVSHARD_EINVAL).
+ */
+KVSHARD_EXPORT int kvshard_plan_describe_rank(char *buf, size_t cap, const kvshard_plan *plan,
+                                              uint32_t plan_rank);
 
-/** One pipeline stage. Start from KVSHARD_STAGE_INFO_INIT. */
-typedef struct kvshard_stage_info {
-    size_t size;
-    uint32_t stage;
-    uint32_t layer_first;      /**< its first decoder layer */
-    uint32_t layer_count;      /**< its decoder layers */
-    uint32_t num_kv_layers;    /**< full-attention, hybrid and compressed layers */
-    uint32_t num_state_layers; /**< linear and hybrid layers */
-    /** Draft layers speculation counts on it: the last stage only. */
-    uint32_t num_draft_layers;
-    /** Global rank of its TP rank 0 (data-parallel replica 0, context rank
-     *  0), and the step between the global ranks of consecutive TP ranks. */
-    uint32_t global_rank_first;
-    uint32_t global_rank_stride;
-    /** The largest over its ranks of KV + scratch + draft bytes per token,
-     *  and of the state bytes per sequence. */
-    uint64_t bytes_per_token;
-    uint64_t state_bytes_per_seq;
-    /** The fewest blocks of its ranks that store KV bytes; false when none
-     *  does or there is no budget. */
-    bool has_num_blocks;
-    uint64_t num_blocks;
-    /** The binding rank (the first whose blocks are the common count) is on
-     *  this stage. */
-    bool binds;
-} kvshard_stage_info;
+/**
+ * kvshard_plan_describe_rank() with the blocks the rank allocates in place
+ * of the plan's: the count an engine agreed over its ranks from measured
+ * memory (kvshard_plan_blocks_for(), then the minimum over ranks), so that
+ * the log line names what was allocated ("N blocks of B"). Errors as
+ * kvshard_plan_describe_rank().
+ */
+KVSHARD_EXPORT int kvshard_plan_describe_rank_blocks(char *buf, size_t cap,
+                                                     const kvshard_plan *plan, uint32_t plan_rank,
+                                                     uint64_t num_blocks);
 
-#define KVSHARD_STAGE_INFO_INIT                                                       \
-    { sizeof(kvshard_stage_info), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, false, 0, false }
+/* ------------------------------------------------------------------------ */
+/** ## Warnings */
+/* ------------------------------------------------------------------------ */
 
-/** Stage `stage` into *out (`size` set by the caller). KVSHARD_ESTAGE when
- *  out of range, KVSHARD_EINVAL for NULL arguments or an unknown size. */
-KVSHARD_EXPORT int kvshard_plan_stage(kvshard_stage_info *out, const kvshard_plan *plan,
-                                      uint32_t stage);
+typedef enum kvshard_warning_code {
+    KVSHARD_WARN_SPLIT_DISABLED = 0,
+    KVSHARD_WARN_SPLIT_SIZE_ONE = 1,
+    KVSHARD_WARN_RANK_OWNS_NOTHING = 2,
+    KVSHARD_WARN_IMBALANCED = 3,
+    KVSHARD_WARN_EXCEEDS_REPLICATION = 4,
+    KVSHARD_WARN_NO_KV_LAYERS = 5,
+    KVSHARD_WARN_DRAFT_UNSPLIT = 6,
+    KVSHARD_WARN_MAX_SEQS_UNREACHABLE = 7,
+    /** Settings that only another engine profile reads differ from their
+     *  defaults: the plan's profile ignores them. */
+    KVSHARD_WARN_PROFILE_INPUTS_IGNORED = 8,
+    /** vllm: the engine version runs this state model with prefix caching
+     *  off, whatever was asked. */
+    KVSHARD_WARN_ENGINE_PREFIX_CACHING_DISABLED = 9,
+    /** vllm: Mamba cache mode `all` asked for runs as `align`. */
+    KVSHARD_WARN_ENGINE_MAMBA_CACHE_MODE_ALIGN = 10,
+    /** vllm: a KV cache group type is padded with layers that cost memory
+     *  as real ones (one warning per type). */
+    KVSHARD_WARN_ENGINE_PADDING_LAYERS = 11,
+    /** vllm 0.18: max_num_seqs above the blocks caps the CUDA-graph sizes. */
+    KVSHARD_WARN_ENGINE_CUDAGRAPH_SIZES_CAPPED = 12,
+    /** sglang: --max-total-tokens above the token pool the budget gives. */
+    KVSHARD_WARN_ENGINE_MAX_TOTAL_TOKENS_ABOVE_PROFILE = 13,
+    /** sglang: the state pool lowers max_running_requests. */
+    KVSHARD_WARN_ENGINE_MAX_RUNNING_REQUESTS_CAPPED = 14,
+    /** kvshard_deployment_apply_args() skipped flags or arguments the
+     *  profile does not read (`--ignore_unknown_flags`); the message names
+     *  them (all of them: kvshard_deployment_ignored_flags()). */
+    KVSHARD_WARN_FLAGS_IGNORED = 15,
+    /** SGLang refuses pipeline stages together with speculative decoding;
+     *  the plan is made all the same. */
+    KVSHARD_WARN_PP_DRAFT_REFUSED = 16,
+    /** Some stage's ranks store no KV bytes though the model has KV layers. */
+    KVSHARD_WARN_STAGE_WITHOUT_KV = 17,
+    /** memory_per_rank is the budget: device_memory is not read; or under
+     *  an engine profile the engine's own figure the weights fill is given,
+     *  so the weights and activation_reserve given are not read. */
+    KVSHARD_WARN_DEVICE_MEMORY_IGNORED = 18,
+    /** The safetensors index's metadata.total_size differs from the sum of
+     *  its shards' tensors; the headers are used. */
+    KVSHARD_WARN_WEIGHTS_TOTAL_SIZE_MISMATCH = 19,
+    /** Some tensors have names no rule classes: counted as split over T. */
+    KVSHARD_WARN_WEIGHTS_UNKNOWN_TENSORS = 20,
+    /** context_length is longer than the model's max_position_embeddings
+     *  (the text config's first): the model was not trained that far. The
+     *  plan is made all the same. */
+    KVSHARD_WARN_CONTEXT_BEYOND_MODEL = 21
+} kvshard_warning_code;
 
-/** The stage a layer is on: decoder layers 0..L-1, then the draft layers
- *  L..L+d-1 (on the last stage). KVSHARD_ELAYER when out of range. */
-KVSHARD_EXPORT int kvshard_plan_layer_stage(uint32_t *out, const kvshard_plan *plan,
+/** Machine-readable name of a warning code ("split_disabled", ...);
+ *  "unknown" for other values. */
+KVSHARD_EXPORT const char *kvshard_warning_name(kvshard_warning_code code);
+
+/** Number of warnings the plan carries (see kvshard_plan_warning()). */
+KVSHARD_EXPORT size_t kvshard_plan_warning_count(const kvshard_plan *plan);
+/** Warning `index` (0-based, in a fixed order). The message is borrowed.
+ *  Either output may be NULL. KVSHARD_EINVAL when out of range. */
+KVSHARD_EXPORT int kvshard_plan_warning(kvshard_warning_code *out_code, const char **out_message,
+                                        const kvshard_plan *plan, size_t index);
+/** Whether the plan carries a warning with this code. */
+KVSHARD_EXPORT bool kvshard_plan_has_warning(const kvshard_plan *plan, kvshard_warning_code code);
+
+/* ------------------------------------------------------------------------ */
+/** ## Inspecting a plan */
+/* ------------------------------------------------------------------------ */
+
+/** The options the plan was built with, with the profile's defaults settled
+ *  (block_size, max_seqs and ownership set). `out->size` set by the caller. */
+KVSHARD_EXPORT int kvshard_plan_options(kvshard_options *out, const kvshard_plan *plan);
+/** T = world_size / (pp_size * dp_size * cp_size): the TP ranks of a stage. */
+KVSHARD_EXPORT uint32_t kvshard_plan_attn_tp_size(const kvshard_plan *plan);
+/** S_eff: the split size in force (1 when layerwise split does not apply). */
+KVSHARD_EXPORT uint32_t kvshard_plan_effective_split_size(const kvshard_plan *plan);
+/** R: how many TP ranks hold a copy of each KV head without the split (1
+ *  when the model has no KV layer). */
+KVSHARD_EXPORT uint32_t kvshard_plan_replication_factor(const kvshard_plan *plan);
+/** L: decoder layers. */
+KVSHARD_EXPORT uint32_t kvshard_plan_num_layers(const kvshard_plan *plan);
+/** d: the model's draft layers, which layer queries number L..L+d-1 (on
+ *  the last stage; counted only with speculation). */
+KVSHARD_EXPORT uint32_t kvshard_plan_num_draft_layers(const kvshard_plan *plan);
+/** State kind of the model's linear and hybrid layers. */
+KVSHARD_EXPORT kvshard_state_kind kvshard_plan_state_kind(const kvshard_plan *plan);
+/** The state dtype in force (the state_dtype option, else the model's);
+ *  KVSHARD_DTYPE_AUTO when there is no temporal state. */
+KVSHARD_EXPORT kvshard_dtype kvshard_plan_state_dtype(const kvshard_plan *plan);
+/** Kind of a decoder layer; KVSHARD_ELAYER when out of range. */
+KVSHARD_EXPORT int kvshard_plan_layer_kind(kvshard_layer_kind *out, const kvshard_plan *plan,
+                                           uint32_t layer);
+/** Split rank that stores a KV layer's KV when S_eff > 1; KVSHARD_OWNER_ALL
+ *  when every rank stores the layer's cache (S_eff = 1, linear, sliding and
+ *  chunked layers); KVSHARD_OWNER_NONE for a no-cache layer. A shared-KV
+ *  layer, which keeps nothing, gives the owner of the layer whose cache it
+ *  reads. KVSHARD_ELAYER when out of range. */
+KVSHARD_EXPORT int kvshard_plan_layer_owner(int32_t *out, const kvshard_plan *plan,
                                             uint32_t layer);
 
-/** The layer counts of the stages as the engines take them ("31,30": the
- *  value of VLLM_PP_LAYER_PARTITION and SGLANG_PP_LAYER_PARTITION). Written
- *  like snprintf; returns the length the whole text needs, or
- *  KVSHARD_EINVAL. */
-KVSHARD_EXPORT int kvshard_plan_pp_partition(char *buf, size_t cap, const kvshard_plan *plan);
+/** What a figure holds. */
+typedef enum kvshard_figure_type {
+    KVSHARD_FIGURE_NULL = 0,   /**< no value (JSON null) */
+    KVSHARD_FIGURE_UINT = 1,   /**< uint_value */
+    KVSHARD_FIGURE_DOUBLE = 2, /**< double_value */
+    KVSHARD_FIGURE_BOOL = 3,   /**< bool_value */
+    KVSHARD_FIGURE_TEXT = 4,   /**< text_value, borrowed */
+    /** uint_value words in text_value, each followed by a NUL (JSON: an
+     *  array of strings), borrowed */
+    KVSHARD_FIGURE_TEXT_LIST = 5
+} kvshard_figure_type;
 
-/** Where a global rank sits. Start from KVSHARD_RANK_POSITION_INIT. */
-typedef struct kvshard_rank_position {
+/** One named figure of a plan. Start from KVSHARD_FIGURE_INIT. */
+typedef struct kvshard_figure {
     size_t size;
-    uint32_t global_rank;
-    uint32_t dp_rank;     /**< data-parallel replica */
-    uint32_t stage;       /**< pipeline stage */
-    uint32_t cp_rank;     /**< context-parallel rank */
-    uint32_t tp_rank;     /**< attention-TP rank inside its stage */
-    uint32_t plan_rank;   /**< stage x T + tp_rank: what the calls above take */
-    uint32_t split_group; /**< tp_rank / S_eff */
-    uint32_t split_rank;  /**< tp_rank % S_eff */
-} kvshard_rank_position;
+    const char *name; /**< static storage */
+    kvshard_figure_type type;
+    uint64_t uint_value;
+    double double_value;
+    bool bool_value;
+    const char *text_value;
+} kvshard_figure;
 
-#define KVSHARD_RANK_POSITION_INIT { sizeof(kvshard_rank_position), 0, 0, 0, 0, 0, 0, 0, 0 }
+#define KVSHARD_FIGURE_INIT                                                                        \
+    {                                                                                              \
+        sizeof(kvshard_figure), NULL, KVSHARD_FIGURE_NULL, 0, 0.0, false, NULL                     \
+    }
 
-/** The coordinates of global rank `global_rank` under the plan's rank
- *  layout, into *out (`size` set by the caller). No collective: every rank
- *  can locate every other. KVSHARD_EGLOBALRANK outside 0..world_size-1,
+/**
+ * A figure of the plan's capacity by the name of its field in the JSON
+ * plan's "capacity" object: "num_blocks", "concurrency", and the engine
+ * profiles' "budget", "state_slots", "usable_blocks", "usable_state_slots"
+ * (KVSHARD_FIGURE_NULL where the profile gives none). Text figures are
+ * borrowed from the plan. KVSHARD_EUNKNOWNKEY for another name,
+ * KVSHARD_EINVAL for NULL arguments or an unknown size.
+ */
+KVSHARD_EXPORT int kvshard_plan_capacity_figure(kvshard_figure *out, const kvshard_plan *plan,
+                                                const char *name);
+
+/** The same figure at a measured budget, on one plan rank or on every rank, as
+ *  kvshard_plan_blocks_for() computes it. Errors as kvshard_plan_blocks_for(),
+ *  and KVSHARD_EUNKNOWNKEY for an unknown name. */
+KVSHARD_EXPORT int kvshard_plan_blocks_figure(kvshard_figure *out, const kvshard_plan *plan,
+                                              uint32_t plan_rank, const kvshard_budget *budget,
+                                              const char *name, kvshard_error *err);
+
+/** How many figures the plan's engine profile predicts the engine logs (the
+ *  fields of the JSON plan's top-level "engine" object, "name" and "version"
+ *  first); 0 under the kvshard profile and for a NULL plan. */
+KVSHARD_EXPORT size_t kvshard_plan_engine_figure_count(const kvshard_plan *plan);
+/** Engine figure `index` (0-based, in the JSON object's order) into *out
+ *  (`size` set by the caller); text is borrowed from the plan. KVSHARD_EINVAL
+ *  for NULL arguments, an unknown size or an index out of range. */
+KVSHARD_EXPORT int kvshard_plan_engine_figure_at(kvshard_figure *out, const kvshard_plan *plan,
+                                                 size_t index);
+/** The engine figure `name` ("num_gpu_blocks", "max_total_num_tokens", ...)
+ *  into *out. KVSHARD_EUNKNOWNKEY when the plan's profile has no such
+ *  figure, KVSHARD_EINVAL for NULL arguments or an unknown size. */
+KVSHARD_EXPORT int kvshard_plan_engine_figure(kvshard_figure *out, const kvshard_plan *plan,
+                                              const char *name);
+
+/* ------------------------------------------------------------------------ */
+/** ## Inspecting a model */
+/* ------------------------------------------------------------------------ */
+
+/** `model_type` of the config ("" when absent). Borrowed. */
+KVSHARD_EXPORT const char *kvshard_model_type(const kvshard_model *model);
+/** L: the decoder layers, without draft layers. */
+KVSHARD_EXPORT uint32_t kvshard_model_num_layers(const kvshard_model *model);
+/** Draft (MTP) layers the model declares (counted in memory only with
+ *  num_speculative_tokens > 0). */
+KVSHARD_EXPORT uint32_t kvshard_model_num_draft_layers(const kvshard_model *model);
+/** Attention type of the KV layers. */
+KVSHARD_EXPORT kvshard_attention kvshard_model_attention(const kvshard_model *model);
+/** Number of decoder layers of one kind. */
+KVSHARD_EXPORT uint32_t kvshard_model_count(const kvshard_model *model,
+                                            kvshard_layer_kind kind);
+/** Kind of decoder layer `layer`: KVSHARD_OK, or KVSHARD_ELAYER when out of range. */
+KVSHARD_EXPORT int kvshard_model_layer_kind(kvshard_layer_kind *out,
+                                            const kvshard_model *model, uint32_t layer);
+/** State kind of the linear and hybrid layers (KVSHARD_STATE_NONE without any). */
+KVSHARD_EXPORT kvshard_state_kind kvshard_model_state_kind(const kvshard_model *model);
+/** The state dtype the model asks for (its own keys, else its kind's default),
+ *  before any state_dtype option; KVSHARD_DTYPE_AUTO when it has no state or
+ *  no temporal state (short convolution). */
+KVSHARD_EXPORT kvshard_dtype kvshard_model_state_dtype(const kvshard_model *model);
+
+/* ------------------------------------------------------------------------ */
+/** ## Names and tables */
+/* ------------------------------------------------------------------------ */
+
+/** "full_attention", "linear_attention", "sliding_attention", "hybrid",
+ *  "no_cache", "compressed", "shared_kv", "chunked_attention"; "unknown" for
+ *  other values. Static storage. */
+KVSHARD_EXPORT const char *kvshard_layer_kind_name(kvshard_layer_kind kind);
+/** "gqa", "mla", "compressed"; "unknown" for other values. */
+KVSHARD_EXPORT const char *kvshard_attention_name(kvshard_attention attention);
+/** "gdn", "kda", "lightning", "mamba1", "mamba2", "short_conv"; "none" for
+ *  KVSHARD_STATE_NONE; "unknown" for other values. */
+KVSHARD_EXPORT const char *kvshard_state_kind_name(kvshard_state_kind kind);
+/** "auto", "bfloat16", "float16", "fp8", "float32", "int8"; "unknown" for
+ *  other values. */
+KVSHARD_EXPORT const char *kvshard_dtype_name(kvshard_dtype dtype);
+/** "default", "ordinal", "global", "contiguous"; "unknown" for other values. */
+KVSHARD_EXPORT const char *kvshard_ownership_name(kvshard_ownership ownership);
+/** "default", "vllm", "sglang", "trtllm", "even", "explicit"; "unknown" for
+ *  other values. */
+KVSHARD_EXPORT const char *kvshard_pp_rule_name(kvshard_pp_rule rule);
+/** "default", "vllm", "sglang", "trtllm", "xllm"; "unknown" for other
+ *  values. */
+KVSHARD_EXPORT const char *kvshard_rank_layout_name(kvshard_rank_layout layout);
+/** "kvshard", "xllm", "vllm", "sglang"; "unknown" for other values. */
+KVSHARD_EXPORT const char *kvshard_engine_name(kvshard_engine engine);
+
+/** The type of a setting's or an option's value. */
+typedef enum kvshard_setting_type {
+    KVSHARD_SETTING_INTEGER = 0,  /**< a whole number in [min, max] */
+    KVSHARD_SETTING_BYTES = 1,    /**< bytes: an integer or a size with a unit */
+    KVSHARD_SETTING_BOOL = 2,     /**< true or false */
+    KVSHARD_SETTING_WORD = 3,     /**< one of a few words */
+    KVSHARD_SETTING_FRACTION = 4, /**< a decimal above 0 and at most 1 */
+    KVSHARD_SETTING_TEXT = 5,     /**< text (an engine version) */
+    KVSHARD_SETTING_JSON = 6,     /**< a JSON object (vLLM's --speculative-config) */
+    KVSHARD_SETTING_DECIMAL = 7,  /**< a decimal above 0 and at most `max` */
+    KVSHARD_SETTING_COUNTS = 8,   /**< options only: whole numbers, one a stage ("31,30") */
+    KVSHARD_SETTING_SIZES = 9     /**< options only: byte sizes, one or one a stage */
+} kvshard_setting_type;
+
+/** What a setting takes. Start from KVSHARD_SETTING_INFO_INIT. */
+typedef struct kvshard_setting_info {
+    size_t size;
+    const char *key;            /**< static storage */
+    kvshard_setting_type type;
+    uint64_t min;               /**< integers and bytes: the bounds */
+    uint64_t max;
+    char default_value[32];     /**< as text */
+    kvshard_engine engine;      /**< the first profile that reads it */
+} kvshard_setting_info;
+
+#define KVSHARD_SETTING_INFO_INIT                                                     \
+    { sizeof(kvshard_setting_info), NULL, KVSHARD_SETTING_INTEGER, 0, 0, {0},        \
+      KVSHARD_ENGINE_KVSHARD }
+
+/** How many settings there are. */
+KVSHARD_EXPORT size_t kvshard_setting_count(void);
+/** Setting `index` (0-based) into *out (`size` set by the caller).
+ *  KVSHARD_EINVAL when out of range or the size is unknown. */
+KVSHARD_EXPORT int kvshard_setting_info_at(kvshard_setting_info *out, size_t index);
+/** The setting `key` into *out. KVSHARD_EUNKNOWNKEY for an unknown key,
  *  KVSHARD_EINVAL for NULL arguments or an unknown size. */
-KVSHARD_EXPORT int kvshard_plan_locate(kvshard_rank_position *out, const kvshard_plan *plan,
-                                       uint32_t global_rank);
-
-/** The global rank of a rank's coordinates under the plan's layout.
- *  KVSHARD_ESTAGE for a stage out of range, KVSHARD_ERANK for another
- *  coordinate out of range, KVSHARD_EINVAL for NULL arguments. */
-KVSHARD_EXPORT int kvshard_plan_global_rank(uint32_t *out, const kvshard_plan *plan,
-                                            uint32_t dp_rank, uint32_t stage, uint32_t cp_rank,
-                                            uint32_t tp_rank);
-
+KVSHARD_EXPORT int kvshard_setting_find(kvshard_setting_info *out, const char *key);
 /* ------------------------------------------------------------------------ */
-/* Output                                                                    */
+/* Tables: the options and each engine's flags                               */
 /* ------------------------------------------------------------------------ */
 
-/** Receives output text. Return 0 to continue, non-zero to stop: the writing
- *  call then stops at once and fails with KVSHARD_EWRITE. */
-typedef int (*kvshard_write_fn)(void *user, const char *data, size_t len);
+/** A word a value takes, and the value it stands for (an enum's, or a
+ *  number's stand-in such as activation_reserve's "auto", -1). */
+typedef struct kvshard_word {
+    const char *text;
+    int value;
+} kvshard_word;
 
-/** Write the plan as its JSON document (docs/planning.md lists every
- *  field), followed by a newline. KVSHARD_EINVAL for NULL arguments,
- *  KVSHARD_EWRITE when the writer fails. */
-KVSHARD_EXPORT int kvshard_plan_write_json(const kvshard_plan *plan, kvshard_write_fn write,
-                                           void *user);
-/** Write the plan as the text `kvshard plan` prints. Errors as
- *  kvshard_plan_write_json(). */
-KVSHARD_EXPORT int kvshard_plan_write_text(const kvshard_plan *plan, kvshard_write_fn write,
-                                           void *user);
-/** Write the plan's layer map as a standalone SVG image. Errors as
- *  kvshard_plan_write_json(). */
-KVSHARD_EXPORT int kvshard_plan_write_svg(const kvshard_plan *plan, kvshard_write_fn write,
-                                          void *user);
-
-/* ------------------------------------------------------------------------ */
-/* Split-size comparison                                                     */
-/* ------------------------------------------------------------------------ */
-
-/** Plans for every split size dividing T, under each ownership rule. */
-typedef struct kvshard_comparison kvshard_comparison;
-
-/** One row of a comparison. Borrowed from it; later versions add fields at
- *  the end only. */
-typedef struct kvshard_comparison_row {
-    uint32_t layerwise_split_size;
-    kvshard_ownership ownership;
-    /** KVSHARD_OK, or why this size gives no valid plan (then the figures
-     *  below are 0 and `error_message` says why). */
-    int error;
-    const char *error_message; /**< borrowed; "" when error is 0 */
-    uint32_t min_owned_layers; /**< fewest KV layers a split rank owns */
-    uint32_t max_owned_layers;
-    uint64_t max_kv_bytes_per_token;
-    uint64_t max_bytes_per_block;
-    bool has_num_blocks;
-    uint64_t num_blocks;
-    uint64_t max_tokens;
-    /** num_blocks over the uniform num_blocks (HUGE_VAL when the uniform plan
-     *  fits no block; JSON null); without capacity, the uniform
-     *  bytes_per_block over this row's. */
-    double gain;
-    /** Bit (1u << code) set for each kvshard_warning_code the row's plan has. */
-    uint32_t warnings;
-    /** With a context length and memory: the plan's figures. */
-    bool has_concurrency;
-    uint64_t concurrency;
-    bool has_balanced_max_seqs;
-    uint64_t balanced_max_seqs;
-    /** The row's pipeline stages and attention TP size (several of each
-     *  with sweep_pp). */
-    uint32_t pp_size;
-    uint32_t attn_tp_size;
-} kvshard_comparison_row;
-
-/** Build the comparison from a model and options (the split fields of
- *  `options` are ignored; NULL means KVSHARD_OPTIONS_INIT): every split
- *  size dividing T under each ownership rule, at the options' pp_size, or
- *  with `sweep_pp` at every pp_size that divides world_size / (dp x cp) and
- *  can cut the layers (a pp_size whose plan fails for another reason than
- *  memory is left out). Fails only for errors no row can avoid; errors as
- *  kvshard_plan_create(), and KVSHARD_EPARTITION for pp_partition with
- *  sweep_pp. */
-KVSHARD_EXPORT int kvshard_comparison_create(kvshard_comparison **out, const kvshard_model *model,
-                                             const kvshard_options *options,
-                                             const kvshard_allocator *allocator,
-                                             kvshard_error *err);
-/** kvshard_comparison_create() with the deployment's model and options; errors
- *  about an option point at the key in the deployment file (or its override). */
-KVSHARD_EXPORT int kvshard_deployment_compare(kvshard_comparison **out,
-                                              const kvshard_deployment *deployment,
-                                              kvshard_error *err);
-/** Release a comparison. NULL is a no-op. */
-KVSHARD_EXPORT void kvshard_comparison_free(kvshard_comparison *comparison);
-/** Number of rows: three (ordinal, global, contiguous) per split size
- *  dividing T. */
-KVSHARD_EXPORT size_t kvshard_comparison_row_count(const kvshard_comparison *comparison);
-/** Row `index`, borrowed; NULL when out of range. Rows go by S, then
- *  ordinal, global, contiguous. */
-KVSHARD_EXPORT const kvshard_comparison_row *
-kvshard_comparison_row_at(const kvshard_comparison *comparison, size_t index);
-/** Index of the recommended row. With a context length and memory: the most
- *  balanced_max_seqs, then the most blocks; otherwise the most blocks (or,
- *  without memory, the fewest bytes per block). Ties go to the smaller S,
- *  then ordinal, global, contiguous. */
-KVSHARD_EXPORT size_t kvshard_comparison_recommended(const kvshard_comparison *comparison);
-/** Write the comparison as JSON (docs/planning.md). Errors as
- *  kvshard_plan_write_json(). */
-KVSHARD_EXPORT int kvshard_comparison_write_json(const kvshard_comparison *comparison,
-                                                 kvshard_write_fn write, void *user);
-/** Write the comparison as the table `kvshard compare` prints. */
-KVSHARD_EXPORT int kvshard_comparison_write_text(const kvshard_comparison *comparison,
-                                                 kvshard_write_fn write, void *user);
-
-/**
- * Write one self-contained HTML page (inline SVG and CSS, nothing fetched):
- * the layer map of `plan`, each rank's memory, the capacity, the comparison
- * of split sizes (`comparison` may be NULL to leave it out), the warnings and
- * the digest. Errors as kvshard_plan_write_json().
- */
-KVSHARD_EXPORT int kvshard_report_write_html(const kvshard_plan *plan,
-                                             const kvshard_comparison *comparison,
-                                             kvshard_write_fn write, void *user);
-
-/* ------------------------------------------------------------------------ */
-/* Fit: the layout that serves the most sequences on N GPUs                  */
-/* ------------------------------------------------------------------------ */
-
-/** The short name of a status ("ok", "weights", "does_not_fit", "no_block",
- *  "kv_heads", ...), as fit's reasons and JSON documents name errors;
- *  "unknown" for other values. */
-KVSHARD_EXPORT const char *kvshard_status_name(int code);
-
-/** A search over layouts. Start from KVSHARD_FIT_OPTIONS_INIT. */
-typedef struct kvshard_fit_options {
+/** What an option (a field of kvshard_options, a deployment key) takes.
+ *  Start from KVSHARD_OPTION_INFO_INIT. */
+typedef struct kvshard_option_info {
     size_t size;
-    uint32_t gpus;        /**< N, at least 1 */
-    uint32_t max_tp_size; /**< 0: options.gpus_per_node */
-    uint32_t max_pp_size; /**< 0: the nodes, ceil(N / gpus_per_node) */
-    uint32_t pp_size;     /**< 0: every P; else only this one */
-    uint32_t dp_size;     /**< 0: every D; else only this one */
-    bool unsplit;         /**< true: layerwise split size 1 only */
-} kvshard_fit_options;
+    const char *name;          /**< the deployment key; static storage */
+    kvshard_setting_type kind;
+    uint64_t min;              /**< integers and bytes: the bounds */
+    uint64_t max;
+    /** KVSHARD_OPTIONS_INIT's value as text; "none" when the plan settles it. */
+    char default_value[32];
+    /** The words it takes, ended by a NULL `text` (a word option's values,
+     *  or the words a number option takes besides numbers); NULL: none.
+     *  Static storage. */
+    const kvshard_word *words;
+    /** What a number counts ("ranks"), or how a list is written; NULL when
+     *  the kind says it. Static storage. */
+    const char *unit;
+    /** One line: what the value is ("ranks, 1 to 65,536"). */
+    char doc[128];
+    const char *section;       /**< the deployment file's: "parallel" or "cache" */
+    /** 0 (a word option: -1) may stand in kvshard_options: the plan
+     *  settles it from the engine profile. */
+    bool unset_ok;
+} kvshard_option_info;
 
-#define KVSHARD_FIT_OPTIONS_INIT { sizeof(kvshard_fit_options), 0u, 0u, 0u, 0u, 0u, false }
+#define KVSHARD_OPTION_INFO_INIT                                                      \
+    { sizeof(kvshard_option_info), NULL, KVSHARD_SETTING_INTEGER, 0, 0, {0}, NULL,     \
+      NULL, {0}, NULL, false }
 
-/** One layout of a fit. Borrowed from the fit; later versions add fields at
- *  the end only. */
-typedef struct kvshard_fit_row {
+/** How many options there are. */
+KVSHARD_EXPORT size_t kvshard_option_count(void);
+/** Option `index` (0-based, in the order of kvshard_options' fields) into
+ *  *out (`size` set by the caller). KVSHARD_EINVAL when out of range or the
+ *  size is unknown. */
+KVSHARD_EXPORT int kvshard_option_info_at(kvshard_option_info *out, size_t index);
+/** The option `name` into *out. KVSHARD_EUNKNOWNKEY for an unknown name,
+ *  KVSHARD_EINVAL for NULL arguments or an unknown size. */
+KVSHARD_EXPORT int kvshard_option_find(kvshard_option_info *out, const char *name);
+
+#define KVSHARD_FLAG_NAME_MAX 64 /**< a flag's name, its NUL included */
+#define KVSHARD_FLAG_ALSO_MAX 4  /**< other spellings of one flag */
+
+/** One flag an engine's command line takes (kvshard_deployment_apply_args()
+ *  under that --engine), and the engine's way with flags. Start from
+ *  KVSHARD_FLAG_INFO_INIT. */
+typedef struct kvshard_flag_info {
     size_t size;
-    uint32_t rank; /**< 1 for the recommendation, then by the ranking */
-    uint32_t tp_size;
-    uint32_t pp_size;
-    uint32_t dp_size;
-    uint32_t layerwise_split_size;
-    kvshard_ownership ownership; /**< KVSHARD_OWNERSHIP_DEFAULT when unsplit */
-    bool fits;
-    /** Why it does not fit: KVSHARD_EDOESNOTFIT, KVSHARD_ENOBLOCK, or
-     *  KVSHARD_ENOBLOCK with no_sequence (no sequence at the context
-     *  length); KVSHARD_OK when it fits. */
-    int reason;
-    bool no_sequence;
-    uint64_t weights_per_rank; /**< the largest over its stages */
-    uint64_t budget;           /**< the smallest over its ranks */
-    uint32_t binding_stage;
-    uint64_t num_blocks;
-    uint32_t max_seqs; /**< what its plan reserves state for */
-    bool has_seqs;     /**< a context length was given */
-    uint64_t seqs_per_replica;
-    uint64_t seqs_total;
-    uint64_t tokens_per_replica;
-    uint64_t tokens_total;
-    const uint32_t *pp_partition; /**< pp_size layer counts */
-    uint32_t warnings;            /**< bit (1 << code) per warning of its plan */
-} kvshard_fit_row;
+    /** As the engine writes it, without dashes (argparse: '-' for '_'). */
+    char name[KVSHARD_FLAG_NAME_MAX];
+    /** The engine's other spellings of it ("tp" for vLLM's
+     *  tensor-parallel-size), `also_count` of them. */
+    char also[KVSHARD_FLAG_ALSO_MAX][KVSHARD_FLAG_NAME_MAX];
+    size_t also_count;
+    /** The option (kvshard_option_find()) or setting (kvshard_setting_find())
+     *  it sets; static storage. */
+    const char *key;
+    bool is_setting;
+    /** The words its value takes under this engine, NULL-ended; NULL: none. */
+    const kvshard_word *words;
+    /** The engine reads it. When not, the plan warns it was ignored and
+     *  `reader` is the first engine (a kvshard_engine) that does, -1 none. */
+    bool read;
+    int reader;
+    char doc[320];             /**< one line: what its value is */
+    char default_value[80];    /**< under this engine, as text */
+    /** The engine's command line is argparse's: one dash or two, '-' and
+     *  '_' alike; else gflags'. The same in every row of one engine. */
+    bool argparse;
+    /** The engine has flags to run a layout with (kvshard_fit_flags()). The
+     *  same in every row of one engine. */
+    bool recommends_flags;
+} kvshard_flag_info;
 
-typedef struct kvshard_fit kvshard_fit;
+#define KVSHARD_FLAG_INFO_INIT                                                        \
+    { sizeof(kvshard_flag_info), {0}, {{0}}, 0, NULL, false, NULL, false, -1, {0}, {0}, \
+      false, false }
 
-/**
- * Every layout of `fit_options->gpus` GPUs within the node limits (T in
- * the node, stages across nodes), planned from the device inputs of
- * `options` (device_memory required; weights_total with weights_experts, or
- * the model directory's safetensors), ranked by the sequences they serve
- * at options->context_length (else by tokens). Errors: KVSHARD_EINVAL
- * (NULL arguments, `options` and `fit_options` included, an unknown size),
- * KVSHARD_EPROFILE (an engine profile: fit_profile), KVSHARD_EWEIGHTS
- * (no weights, or weights_per_rank), KVSHARD_EFITLIMITS, the error of the
- * first layout when none is admitted, KVSHARD_EDOESNOTFIT or
- * KVSHARD_ENOBLOCK when none fits, KVSHARD_EOVERFLOW when a layout's
- * tokens or sequences over its replicas pass 2^64 - 1.
- */
-KVSHARD_EXPORT int kvshard_fit_create(kvshard_fit **out, const kvshard_model *model,
-                                      const kvshard_options *options,
-                                      const kvshard_fit_options *fit_options,
-                                      const kvshard_allocator *allocator, kvshard_error *err);
-/** kvshard_fit_create() with the deployment's model and options
- *  (`fit_options` NULL: KVSHARD_EINVAL); its pp_size and dp_size, when a
- *  flag or call set them, pin those sizes, and enable_layerwise_split set
- *  false so pins the split to 1. Errors point at the option responsible,
- *  as kvshard_deployment_plan()'s. */
-KVSHARD_EXPORT int kvshard_deployment_fit(kvshard_fit **out, const kvshard_deployment *deployment,
-                                          const kvshard_fit_options *fit_options,
-                                          kvshard_error *err);
-KVSHARD_EXPORT void kvshard_fit_free(kvshard_fit *fit);
-/** Rows: those that fit, ranked, then those that do not, in enumeration
- *  order. */
-KVSHARD_EXPORT size_t kvshard_fit_row_count(const kvshard_fit *fit);
-KVSHARD_EXPORT const kvshard_fit_row *kvshard_fit_row_at(const kvshard_fit *fit, size_t index);
-/** Layouts refused for another reason than memory (T, P, D and the
- *  status; each output may be NULL), and how many pairs (T, P) the node
- *  limits left out. */
-KVSHARD_EXPORT size_t kvshard_fit_not_admitted_count(const kvshard_fit *fit);
-KVSHARD_EXPORT int kvshard_fit_not_admitted(uint32_t *tp_size, uint32_t *pp_size,
-                                            uint32_t *dp_size, int *code,
-                                            const kvshard_fit *fit, size_t index);
-KVSHARD_EXPORT uint32_t kvshard_fit_limited_layouts(const kvshard_fit *fit);
-/** The recommendation's flags for `engine` ("kvshard", "vllm" or
- *  "sglang"), space-separated, or its environment (`env`: NAME=value
- *  entries). Written like snprintf; returns the length, KVSHARD_EUNSUPPORTED
- *  when that engine cannot run the layout (a split), KVSHARD_EUNKNOWNKEY for
- *  another engine, KVSHARD_EINVAL. */
-KVSHARD_EXPORT int kvshard_fit_flags(char *buf, size_t cap, const kvshard_fit *fit,
-                                     const char *engine, bool env);
-/** The fit as `kvshard fit --format=json` writes it. */
-KVSHARD_EXPORT int kvshard_fit_write_json(const kvshard_fit *fit, kvshard_write_fn write,
-                                          void *user);
-/** The fit as `kvshard fit` prints it: the top `top` rows (0: 10). */
-KVSHARD_EXPORT int kvshard_fit_write_text(const kvshard_fit *fit, size_t top,
-                                          kvshard_write_fn write, void *user);
+/** Flag `index` (0-based) of `engine` into *out (`size` set by the caller):
+ *  the options in their table's order, then the engine's settings.
+ *  KVSHARD_EINVAL for an unknown engine, an index past the last flag or an
+ *  unknown size. The engines are the words of the option "engine". */
+KVSHARD_EXPORT int kvshard_flag_info_at(kvshard_flag_info *out, kvshard_engine engine,
+                                        size_t index);
+
 
 #ifdef __cplusplus
 }

@@ -1,23 +1,22 @@
 /*
  * kvshard.hpp: C++17 wrappers over the C API of kvshard.h. Header-only: it
- * adds no symbol to libkvshard and links against either library.
+ * adds no symbol to libkvshard and links against either library. The
+ * wrappers of compare, fit and the writers are in kvshard/explore.hpp.
  *
- * - kvshard::Model, kvshard::Deployment, kvshard::Plan, kvshard::Comparison
- *   and kvshard::Fit own one C handle each. They are move-only; the
- *   destructor calls the matching *_free(). A moved-from object is empty: it
- *   may be destroyed or assigned to, and any query on it throws
- *   kvshard::Error with KVSHARD_EINVAL.
+ * - kvshard::Model, kvshard::Deployment and kvshard::Plan own one C handle
+ *   each. They are move-only; the destructor calls the matching *_free(). A
+ *   moved-from object is empty: it may be destroyed or assigned to, and any
+ *   query on it throws kvshard::Error with KVSHARD_EINVAL.
  * - Every failure is thrown as kvshard::Error, which carries the whole
  *   kvshard_error of the failed call (code, source, line, column, offset,
  *   message). std::bad_alloc is thrown only by the wrappers' own strings and
  *   vectors.
- * - Plan, Model, Comparison and Fit are immutable: any number of threads may call
- *   their const members on one object at the same time, as with the C
- *   handles. A Deployment changes only through set() and apply_args().
- * - Views (kvshard::ModelView, kvshard::LayerSpan, the rows of a Comparison
- *   or a Fit)
- *   borrow from the object they came from and live as long as its C handle,
- *   which a move hands on to the new owner.
+ * - Plan and Model are immutable: any number of threads may call their
+ *   const members on one object at the same time, as with the C handles. A
+ *   Deployment changes only through set() and apply_args().
+ * - Views (kvshard::ModelView, kvshard::LayerSpan) borrow from the object
+ *   they came from and live as long as its C handle, which a move hands on
+ *   to the new owner.
  * - get() gives the C handle for calls the wrappers do not cover; release()
  *   gives up ownership of it; the explicit constructors adopt one.
  */
@@ -94,13 +93,6 @@ inline const char *name(kvshard_rank_layout layout) noexcept
 inline const char *name(kvshard_warning_code code) noexcept
 {
     return kvshard_warning_name(code);
-}
-/** The short name of a status ("ok", "weights", "does_not_fit", ...), as
- *  fit's reasons and the JSON documents name errors (kvshard_status_name;
- *  strerror() gives the English sentence). */
-inline const char *name(kvshard_status code) noexcept
-{
-    return kvshard_status_name(code);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -259,35 +251,6 @@ inline const char *or_null(const std::string &text) noexcept
     return text.empty() ? nullptr : text.c_str();
 }
 
-/* Output collected from a kvshard_write_fn into a string. An exception from
- * the string stops the C writer and is rethrown once it has returned. */
-struct TextSink {
-    std::string text;
-    std::exception_ptr error;
-
-    static int write(void *user, const char *data, std::size_t len) noexcept
-    {
-        TextSink *sink = static_cast<TextSink *>(user);
-        try {
-            sink->text.append(data, len);
-            return 0;
-        } catch (...) {
-            sink->error = std::current_exception();
-            return 1;
-        }
-    }
-
-    template <class Fn> static std::string collect(Fn &&call, const char *what)
-    {
-        TextSink sink;
-        int rc = call(&TextSink::write, static_cast<void *>(&sink));
-        if (sink.error)
-            std::rethrow_exception(sink.error);
-        check(rc, what);
-        return std::move(sink.text);
-    }
-};
-
 template <class T> struct is_setting_value {
     using U = std::remove_cv_t<T>;
     static constexpr bool value = std::is_integral_v<U> && !std::is_same_v<U, char> &&
@@ -320,18 +283,6 @@ struct PlanFree {
     void operator()(kvshard_plan *p) const noexcept
     {
         kvshard_plan_free(p);
-    }
-};
-struct ComparisonFree {
-    void operator()(kvshard_comparison *p) const noexcept
-    {
-        kvshard_comparison_free(p);
-    }
-};
-struct FitFree {
-    void operator()(kvshard_fit *p) const noexcept
-    {
-        kvshard_fit_free(p);
     }
 };
 
@@ -734,8 +685,6 @@ inline kvshard_budget make_budget(std::uint64_t memory_per_rank, std::uint64_t r
     return budget;
 }
 
-class Comparison;
-class Fit;
 
 /** An owned, immutable plan (kvshard_plan). Its const members may be called
  *  from any number of threads at once. */
@@ -1101,34 +1050,6 @@ class Plan
         return out;
     }
 
-    /** The plan's JSON document (with its final newline). */
-    std::string to_json() const
-    {
-        const kvshard_plan *p = h();
-        return detail::TextSink::collect(
-            [p](kvshard_write_fn fn, void *user) { return kvshard_plan_write_json(p, fn, user); },
-            "kvshard::Plan::to_json");
-    }
-    /** The text `kvshard plan` prints. */
-    std::string to_text() const
-    {
-        const kvshard_plan *p = h();
-        return detail::TextSink::collect(
-            [p](kvshard_write_fn fn, void *user) { return kvshard_plan_write_text(p, fn, user); },
-            "kvshard::Plan::to_text");
-    }
-    /** The layer map as a standalone SVG image. */
-    std::string to_svg() const
-    {
-        const kvshard_plan *p = h();
-        return detail::TextSink::collect(
-            [p](kvshard_write_fn fn, void *user) { return kvshard_plan_write_svg(p, fn, user); },
-            "kvshard::Plan::to_svg");
-    }
-    /** The self-contained HTML report, without a comparison. */
-    std::string to_html() const;
-    /** The HTML report with the comparison of split sizes. */
-    std::string to_html(const Comparison &comparison) const;
 
     const kvshard_plan *get() const noexcept
     {
@@ -1154,146 +1075,6 @@ class Plan
 
     std::unique_ptr<kvshard_plan, detail::PlanFree> p_;
 };
-
-/* ------------------------------------------------------------------------ */
-/* Comparison                                                                */
-/* ------------------------------------------------------------------------ */
-
-/** An owned comparison of every split size and ownership rule. */
-class Comparison
-{
-  public:
-    /** An empty comparison. */
-    Comparison() noexcept = default;
-    /** Adopt a handle from the C API (freed with kvshard_comparison_free()). */
-    explicit Comparison(kvshard_comparison *comparison) noexcept : p_(comparison)
-    {
-    }
-
-    /** Compare split sizes for `model` (the split fields of `options` are
-     *  ignored). */
-    [[nodiscard]] static Comparison create(ModelView model, const Options &options = Options(),
-                                           const kvshard_allocator *allocator = nullptr)
-    {
-        if (!model)
-            detail::throw_empty("Model");
-        kvshard_comparison *out = nullptr;
-        kvshard_error err{};
-        detail::check(kvshard_comparison_create(&out, model.get(), options.get(), allocator, &err),
-                      err);
-        return Comparison(out);
-    }
-
-    Comparison(Comparison &&) noexcept = default;
-    Comparison &operator=(Comparison &&) noexcept = default;
-    Comparison(const Comparison &) = delete;
-    Comparison &operator=(const Comparison &) = delete;
-    ~Comparison() = default;
-
-    /** Number of rows. */
-    std::size_t size() const
-    {
-        return kvshard_comparison_row_count(h());
-    }
-    /** Row `index`, borrowed; KVSHARD_EINVAL when out of range. */
-    const kvshard_comparison_row &row(std::size_t index) const
-    {
-        const kvshard_comparison_row *r = kvshard_comparison_row_at(h(), index);
-        if (r == nullptr)
-            throw Error(KVSHARD_EINVAL, "kvshard::Comparison::row: index out of range");
-        return *r;
-    }
-    const kvshard_comparison_row &operator[](std::size_t index) const
-    {
-        return row(index);
-    }
-    /** Copies of every row (their error_message still borrowed). */
-    std::vector<kvshard_comparison_row> rows() const
-    {
-        const std::size_t n = size();
-        std::vector<kvshard_comparison_row> out;
-        out.reserve(n);
-        for (std::size_t i = 0; i < n; i++)
-            out.push_back(row(i));
-        return out;
-    }
-    /** Index of the recommended row. */
-    std::size_t recommended() const
-    {
-        return kvshard_comparison_recommended(h());
-    }
-    const kvshard_comparison_row &recommended_row() const
-    {
-        return row(recommended());
-    }
-
-    std::string to_json() const
-    {
-        const kvshard_comparison *p = h();
-        return detail::TextSink::collect(
-            [p](kvshard_write_fn fn, void *user) {
-                return kvshard_comparison_write_json(p, fn, user);
-            },
-            "kvshard::Comparison::to_json");
-    }
-    /** The table `kvshard compare` prints. */
-    std::string to_text() const
-    {
-        const kvshard_comparison *p = h();
-        return detail::TextSink::collect(
-            [p](kvshard_write_fn fn, void *user) {
-                return kvshard_comparison_write_text(p, fn, user);
-            },
-            "kvshard::Comparison::to_text");
-    }
-
-    const kvshard_comparison *get() const noexcept
-    {
-        return p_.get();
-    }
-    /** Give up ownership: the caller frees the handle. */
-    kvshard_comparison *release() noexcept
-    {
-        return p_.release();
-    }
-    explicit operator bool() const noexcept
-    {
-        return static_cast<bool>(p_);
-    }
-
-  private:
-    const kvshard_comparison *h() const
-    {
-        if (!p_)
-            detail::throw_empty("Comparison");
-        return p_.get();
-    }
-
-    std::unique_ptr<kvshard_comparison, detail::ComparisonFree> p_;
-};
-
-inline std::string Plan::to_html() const
-{
-    const kvshard_plan *p = h();
-    return detail::TextSink::collect(
-        [p](kvshard_write_fn fn, void *user) {
-            return kvshard_report_write_html(p, nullptr, fn, user);
-        },
-        "kvshard::Plan::to_html");
-}
-
-inline std::string Plan::to_html(const Comparison &comparison) const
-{
-    const kvshard_plan *p = h();
-    const kvshard_comparison *c = comparison.get();
-    if (c == nullptr)
-        detail::throw_empty("Comparison");
-    return detail::TextSink::collect(
-        [p, c](kvshard_write_fn fn, void *user) {
-            return kvshard_report_write_html(p, c, fn, user);
-        },
-        "kvshard::Plan::to_html");
-}
 
 /* ------------------------------------------------------------------------ */
 /* Deployment                                                                */
@@ -1419,19 +1200,6 @@ class Deployment
         detail::check(kvshard_deployment_plan(&out, h(), &err), err);
         return Plan(out);
     }
-    /** Compare split sizes for the deployment. */
-    [[nodiscard]] Comparison compare() const
-    {
-        kvshard_comparison *out = nullptr;
-        kvshard_error err{};
-        detail::check(kvshard_deployment_compare(&out, h(), &err), err);
-        return Comparison(out);
-    }
-    /** Search the layouts of `fit_options.gpus` GPUs for the deployment
-     *  (kvshard_deployment_fit): its pp_size and dp_size, when an override
-     *  set them, pin those sizes, and enable_layerwise_split overridden to
-     *  false pins the split to 1. Errors point at the option responsible. */
-    [[nodiscard]] Fit fit(const kvshard_fit_options &fit_options) const;
 
     const kvshard_deployment *get() const noexcept
     {
@@ -1467,233 +1235,6 @@ class Deployment
 
     std::unique_ptr<kvshard_deployment, detail::DeploymentFree> p_;
 };
-
-/* ------------------------------------------------------------------------ */
-/* Fit                                                                       */
-/* ------------------------------------------------------------------------ */
-
-/** kvshard_fit_options for `gpus` GPUs (KVSHARD_FIT_OPTIONS_INIT otherwise):
- *  max_tp_size 0 keeps a TP group within options.gpus_per_node, max_pp_size
- *  0 allows one stage a node. Pins (pp_size, dp_size, unsplit) are fields
- *  to set on the result. */
-inline kvshard_fit_options make_fit_options(std::uint32_t gpus, std::uint32_t max_tp_size = 0,
-                                            std::uint32_t max_pp_size = 0) noexcept
-{
-    kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
-    fo.gpus = gpus;
-    fo.max_tp_size = max_tp_size;
-    fo.max_pp_size = max_pp_size;
-    return fo;
-}
-
-/** A layout a fit refused for another reason than memory: its sizes and
- *  the status its plan failed with. */
-struct NotAdmitted {
-    std::uint32_t tp_size;
-    std::uint32_t pp_size;
-    std::uint32_t dp_size;
-    kvshard_status code;
-
-    /** The status's short name ("kv_heads", "pp_layers", ...). */
-    const char *name() const noexcept
-    {
-        return kvshard_status_name(code);
-    }
-};
-
-/**
- * An owned, immutable search over the layouts of N GPUs (kvshard_fit): every
- * (T, P, D) within the node limits and each split of it, planned from the
- * device inputs and ranked by the sequences served at the context length.
- * Rows are borrowed from the C handle: the ones that fit first, best first
- * (row 0 is the recommendation), then the others in enumeration order.
- */
-class Fit
-{
-  public:
-    /** An empty fit. */
-    Fit() noexcept = default;
-    /** Adopt a handle from the C API (freed with kvshard_fit_free()). */
-    explicit Fit(kvshard_fit *fit) noexcept : p_(fit)
-    {
-    }
-
-    /** Search the layouts for `model` under `options`, which give the
-     *  device (device_memory) and the weights (weights_total with
-     *  weights_experts, or the model directory's safetensors); their
-     *  parallel sizes and memory_per_rank are the search's to choose. */
-    [[nodiscard]] static Fit create(ModelView model, const Options &options,
-                                    const kvshard_fit_options &fit_options,
-                                    const kvshard_allocator *allocator = nullptr)
-    {
-        if (!model)
-            detail::throw_empty("Model");
-        kvshard_fit *out = nullptr;
-        kvshard_error err{};
-        detail::check(
-            kvshard_fit_create(&out, model.get(), options.get(), &fit_options, allocator, &err),
-            err);
-        return Fit(out);
-    }
-    /** The search of a deployment, as Deployment::fit(). */
-    [[nodiscard]] static Fit create(const Deployment &deployment,
-                                    const kvshard_fit_options &fit_options);
-
-    Fit(Fit &&) noexcept = default;
-    Fit &operator=(Fit &&) noexcept = default;
-    Fit(const Fit &) = delete;
-    Fit &operator=(const Fit &) = delete;
-    ~Fit() = default;
-
-    /** Every row, those that do not fit included. */
-    std::size_t size() const
-    {
-        return kvshard_fit_row_count(h());
-    }
-    /** The rows that fit: the first fitting() rows. */
-    std::size_t fitting() const
-    {
-        const kvshard_fit *p = h();
-        const std::size_t n = kvshard_fit_row_count(p);
-        std::size_t fits = 0;
-        while (fits < n && kvshard_fit_row_at(p, fits)->fits)
-            fits++;
-        return fits;
-    }
-    /** Row `index`, borrowed; KVSHARD_EINVAL when out of range. */
-    const kvshard_fit_row &row(std::size_t index) const
-    {
-        const kvshard_fit_row *r = kvshard_fit_row_at(h(), index);
-        if (r == nullptr)
-            throw Error(KVSHARD_EINVAL, "kvshard::Fit::row: index out of range");
-        return *r;
-    }
-    const kvshard_fit_row &operator[](std::size_t index) const
-    {
-        return row(index);
-    }
-    /** Every row, borrowed, in the fit's order. */
-    std::vector<const kvshard_fit_row *> rows() const
-    {
-        const kvshard_fit *p = h();
-        const std::size_t n = kvshard_fit_row_count(p);
-        std::vector<const kvshard_fit_row *> out;
-        out.reserve(n);
-        for (std::size_t i = 0; i < n; i++)
-            out.push_back(kvshard_fit_row_at(p, i));
-        return out;
-    }
-    /** The recommendation: row 0, the layout that serves the most. */
-    const kvshard_fit_row &recommended() const
-    {
-        return row(0);
-    }
-    /** A fitting row's layer counts, one a stage (empty for a row that does
-     *  not fit, which was never cut into stages). */
-    static LayerSpan pp_partition(const kvshard_fit_row &row) noexcept
-    {
-        return row.fits ? LayerSpan(row.pp_partition, row.pp_size) : LayerSpan();
-    }
-
-    /** Layouts refused for another reason than memory. */
-    std::vector<NotAdmitted> not_admitted() const
-    {
-        const kvshard_fit *p = h();
-        const std::size_t n = kvshard_fit_not_admitted_count(p);
-        std::vector<NotAdmitted> out;
-        out.reserve(n);
-        for (std::size_t i = 0; i < n; i++) {
-            NotAdmitted r{0, 0, 0, KVSHARD_OK};
-            int code = KVSHARD_OK;
-            detail::check(kvshard_fit_not_admitted(&r.tp_size, &r.pp_size, &r.dp_size, &code, p, i),
-                          "kvshard::Fit::not_admitted");
-            r.code = static_cast<kvshard_status>(code);
-            out.push_back(r);
-        }
-        return out;
-    }
-    /** Pairs (T, P) the node limits left out. */
-    std::uint32_t limited_layouts() const
-    {
-        return kvshard_fit_limited_layouts(h());
-    }
-
-    /** The recommendation's flags for `engine` ("kvshard", "vllm" or
-     *  "sglang"), space-separated, or with `env` its environment (NAME=value
-     *  entries; "" when it needs none). std::nullopt when that engine cannot
-     *  run the layout (a layerwise split); KVSHARD_EUNKNOWNKEY is thrown for
-     *  another engine. */
-    std::optional<std::string> flags(std::string_view engine, bool env = false) const
-    {
-        const kvshard_fit *p = h();
-        const std::string e(engine);
-        int n = kvshard_fit_flags(nullptr, 0, p, e.c_str(), env);
-        if (n == KVSHARD_EUNSUPPORTED)
-            return std::nullopt;
-        detail::check(n < 0 ? n : KVSHARD_OK, "kvshard::Fit::flags");
-        std::string text(static_cast<std::size_t>(n) + 1, '\0');
-        n = kvshard_fit_flags(text.data(), text.size(), p, e.c_str(), env);
-        detail::check(n < 0 ? n : KVSHARD_OK, "kvshard::Fit::flags");
-        text.resize(static_cast<std::size_t>(n));
-        return text;
-    }
-
-    /** The fit's JSON document, as `kvshard fit --format=json` writes it. */
-    std::string to_json() const
-    {
-        const kvshard_fit *p = h();
-        return detail::TextSink::collect(
-            [p](kvshard_write_fn fn, void *user) { return kvshard_fit_write_json(p, fn, user); },
-            "kvshard::Fit::to_json");
-    }
-    /** The text `kvshard fit` prints, with the top `top` rows (0: 10). */
-    std::string to_text(std::size_t top = 0) const
-    {
-        const kvshard_fit *p = h();
-        return detail::TextSink::collect(
-            [p, top](kvshard_write_fn fn, void *user) {
-                return kvshard_fit_write_text(p, top, fn, user);
-            },
-            "kvshard::Fit::to_text");
-    }
-
-    const kvshard_fit *get() const noexcept
-    {
-        return p_.get();
-    }
-    /** Give up ownership: the caller frees the handle. */
-    kvshard_fit *release() noexcept
-    {
-        return p_.release();
-    }
-    explicit operator bool() const noexcept
-    {
-        return static_cast<bool>(p_);
-    }
-
-  private:
-    const kvshard_fit *h() const
-    {
-        if (!p_)
-            detail::throw_empty("Fit");
-        return p_.get();
-    }
-
-    std::unique_ptr<kvshard_fit, detail::FitFree> p_;
-};
-
-inline Fit Fit::create(const Deployment &deployment, const kvshard_fit_options &fit_options)
-{
-    return deployment.fit(fit_options);
-}
-
-inline Fit Deployment::fit(const kvshard_fit_options &fit_options) const
-{
-    kvshard_fit *out = nullptr;
-    kvshard_error err{};
-    detail::check(kvshard_deployment_fit(&out, h(), &fit_options, &err), err);
-    return Fit(out);
-}
 
 } // namespace kvshard
 

@@ -5,7 +5,8 @@ hold, and every enum's values. The header's text is read too, so that a
 field or an enum member the header gains and the binding lacks fails here,
 even where it would fit in a struct's padding.
 
-A small C program, compiled against kvshard.h with the C compiler (CC, else
+A small C program, compiled against kvshard.h, kvshard/explore.h and
+kvshard/output.h with the C compiler (CC, else
 cc), prints what the compiler lays out; the test compares it with the
 binding's structs field by field. The library's own size checks are tested
 too: a struct one byte longer than the header's is refused (EINVAL), so the
@@ -50,6 +51,7 @@ STRUCTS: Dict[str, Tuple[type, str]] = {
     "kvshard_rank_position": (_lib.CRankPosition, "KVSHARD_RANK_POSITION_INIT"),
     "kvshard_comparison_row": (_lib.CComparisonRow, ""),
     "kvshard_fit_options": (_lib.CFitOptions, "KVSHARD_FIT_OPTIONS_INIT"),
+    "kvshard_compare_options": (_lib.CCompareOptions, "KVSHARD_COMPARE_OPTIONS_INIT"),
     "kvshard_fit_row": (_lib.CFitRow, ""),
 }
 
@@ -105,6 +107,8 @@ def include_dirs() -> List[Path]:
 def program() -> str:
     lines = [
         "#include <kvshard/kvshard.h>",
+        "#include <kvshard/explore.h>",
+        "#include <kvshard/output.h>",
         "#include <stddef.h>",
         "#include <stdio.h>",
         "int main(void) {",
@@ -222,12 +226,15 @@ def test_enum_values_match_the_header(layout: Dict[str, int]) -> None:
 
 
 def header_text() -> str:
-    """kvshard.h as the layout program saw it, its comments removed."""
-    # The first folder that has it, as the compiler searches the -I list.
-    headers = [d / "kvshard" / "kvshard.h" for d in include_dirs()]
-    found = [h for h in headers if h.is_file()]
-    assert found, f"no kvshard/kvshard.h in {', '.join(map(str, headers))}"
-    text = found[0].read_text()
+    """The public headers as the layout program saw them (kvshard.h,
+    explore.h, output.h), their comments removed."""
+    text = ""
+    for name in ("kvshard.h", "explore.h", "output.h"):
+        # The first folder that has it, as the compiler searches the -I list.
+        headers = [d / "kvshard" / name for d in include_dirs()]
+        found = [h for h in headers if h.is_file()]
+        assert found, f"no kvshard/{name} in {', '.join(map(str, headers))}"
+        text += found[0].read_text()
     return re.sub(r"/\*.*?\*/|//[^\n]*", " ", text, flags=re.S)
 
 

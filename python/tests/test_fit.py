@@ -456,7 +456,10 @@ def test_device_inputs_of_a_deployment() -> None:
                       gpus_per_node=4) as dep:
         o = dep.options
         assert o.weights_per_rank == [18_253_611_008, 17_716_740_096]
-        assert (o.device_memory, o.expert_parallel, o.gpus_per_node) == (32 * GIB, True, 4)
+        assert (o.device_memory, o.expert_parallel) == (32 * GIB, True)
+        # gpus_per_node is fit's input, which a deployment keeps beside its
+        # options (kvshard_fit_options), not in them.
+        assert o.gpus_per_node == 0
         with dep.plan() as plan:
             assert plan.rank_memory(2).budget == 11_489_037_517
             assert plan.options.weights_per_rank == [18_253_611_008, 17_716_740_096]

@@ -23,8 +23,8 @@ def run(code: str, env: Optional[Dict[str, str]] = None) -> subprocess.Completed
 
 
 def test_version_matches_the_package() -> None:
-    assert kvshard.__version__ == "0.3.0"
-    assert kvshard.library_version().split(".")[:2] == ["0", "3"]
+    assert kvshard.__version__ == "0.4.0"
+    assert kvshard.library_version().split(".")[:2] == ["0", "4"]
 
 
 def test_environment_variable_comes_first() -> None:
@@ -88,13 +88,13 @@ def test_another_minor_version_is_refused() -> None:
     done = run(
         "import kvshard\n"
         "from kvshard import _lib\n"
-        "_lib.__version__ = '0.4.0'\n"
+        "_lib.__version__ = '0.5.0'\n"
         "kvshard.library_version()\n",
         {"KVSHARD_LIBRARY": kvshard.library_path()},
     )
     assert done.returncode != 0
     assert "LibraryVersionError" in done.stderr
-    assert f"is libkvshard {kvshard.library_version()}, but this package (0.4.0) needs 0.4.x" in done.stderr
+    assert f"is libkvshard {kvshard.library_version()}, but this package (0.5.0) needs 0.5.x" in done.stderr
 
 
 def test_system_search_path_finds_the_versioned_soname() -> None:

@@ -1,5 +1,5 @@
 /* Run-time version of the library (kvshard_version.h holds the compile-time one). */
-#include "kvshard/kvshard.h"
+#include "base/version.h"
 
 const char *kvshard_version(void)
 {

@@ -137,8 +137,8 @@ int kvshard__deployment_assign(const kvshard__deployment_values *into, kvshard__
     if (kvshard__option_is_list(key.option)) {
         rc = kvshard__assign_list(into, key.option, value, len, source, mark, err);
     } else {
-        rc = kvshard__option_parse(into->options, key.option, value, len, style, key.words,
-                                   source, mark, err);
+        rc = kvshard__option_parse(into->options, into->explore, key.option, value, len, style,
+                                   key.words, source, mark, err);
     }
     if (rc)
         return rc;
@@ -182,7 +182,8 @@ static int read_list(loader *l, kvshard__option_id id, const kvshard__node *list
         return too_long(l->err, id, doc->source, at);
     if (list->count == 0)
         return empty_list(l->err, id, false, doc->source, at);
-    kvshard__deployment_values into = {&dep->options, dep->sites, dep->settings, &dep->lists};
+    kvshard__deployment_values into = {&dep->options, &dep->explore, dep->sites, dep->settings,
+                                       &dep->lists};
     uint32_t n = 0;
     kvshard__iter it = kvshard__iter_begin(doc, list);
     kvshard__node item = {0};
@@ -296,8 +297,8 @@ static int read_section(loader *l, const kvshard__node *section, kvshard__sectio
                                      "%s: expected an integer or a word, found a !!float",
                                      kvshard__key_name_of(key));
         kvshard__mark mark = kvshard__doc_mark(doc, v.offset);
-        kvshard__deployment_values into = {&l->dep->options, l->dep->sites, l->dep->settings,
-                                           &l->dep->lists};
+        kvshard__deployment_values into = {&l->dep->options, &l->dep->explore, l->dep->sites,
+                                           l->dep->settings, &l->dep->lists};
         if ((rc = kvshard__deployment_assign(&into, key, v.text, v.count, v.style, doc->source,
                                              mark, false, l->err)) != 0)
             return rc;
@@ -577,8 +578,9 @@ int kvshard_deployment_set(kvshard_deployment *deployment, const char *key, cons
                              "unknown option \"%s\"%s%s%s", shown, near ? " (did you mean " : "",
                              near ? near : "", near ? "?)" : "");
     }
-    kvshard__deployment_values into = {&deployment->options, deployment->sites,
-                                       deployment->settings, &deployment->lists};
+    kvshard__deployment_values into = {&deployment->options, &deployment->explore,
+                                       deployment->sites, deployment->settings,
+                                       &deployment->lists};
     return kvshard__deployment_assign(&into, ref, value, strlen(value), KVSHARD__VALUE_FLAG, from,
                                       kvshard__no_mark, true, err);
 }

@@ -39,6 +39,7 @@ struct kvshard_deployment {
     kvshard_allocator alloc;
     kvshard_model *model;
     kvshard_options options; /* its `settings` is `settings` below */
+    kvshard__explore_keys explore;
     kvshard_settings *settings;
     char *source;
     kvshard__option_site sites[KVSHARD__OPT_COUNT];
@@ -62,6 +63,7 @@ kvshard_options kvshard__deployment_options(const kvshard_deployment *deployment
  * and settings, so that a batch of changes lands all or nothing. */
 typedef struct kvshard__deployment_values {
     kvshard_options *options;
+    kvshard__explore_keys *explore;
     kvshard__option_site *sites;
     kvshard_settings *settings;
     kvshard__lists *lists;

@@ -985,8 +985,9 @@ int kvshard_deployment_apply_args_with(kvshard_deployment *deployment, size_t co
         kvshard__option_site sites[KVSHARD__OPT_COUNT];
         memcpy(sites, deployment->sites, sizeof sites);
         kvshard__lists lists = deployment->lists;
+        kvshard__explore_keys explore = deployment->explore;
         kvshard_settings *settings = kvshard_settings__copy(deployment->settings, &l.alloc);
-        kvshard__deployment_values into = {&options, sites, settings, &lists};
+        kvshard__deployment_values into = {&options, &explore, sites, settings, &lists};
         kvshard__skipped *skipped = NULL;
         size_t skipped_count = 0;
         rc = settings ? apply(&l, &into)
@@ -1001,6 +1002,7 @@ int kvshard_deployment_apply_args_with(kvshard_deployment *deployment, size_t co
             deployment->options.pp_partition = NULL;
             deployment->options.weights_per_rank = NULL;
             deployment->lists = lists;
+            deployment->explore = explore;
             memcpy(deployment->sites, sites, sizeof sites);
             kvshard_settings *old = deployment->settings;
             deployment->settings = settings;

@@ -48,10 +48,12 @@ static const kvshard_value__word rank_layout_words[] = {
 typedef struct option_def {
     kvshard_value__def value;
     kvshard__section section;
-    size_t offset; /* of the field in kvshard_options */
+    size_t offset; /* of the field in kvshard_options, or in kvshard__explore_keys */
+    bool explore_key;
 } option_def;
 
 #define FIELD(f) offsetof(kvshard_options, f)
+#define EXPLORE_FIELD(f) offsetof(kvshard__explore_keys, f), true
 #define PARALLEL KVSHARD__SECTION_PARALLEL
 #define CACHE KVSHARD__SECTION_CACHE
 
@@ -148,7 +150,7 @@ static const option_def defs[KVSHARD__OPT_COUNT] = {
                                   FIELD(rank_layout)},
     [KVSHARD__OPT_SWEEP_PP] = {{"sweep_pp", BOOL, 0, 1, KVSHARD_ERANGE, false, NULL, NULL},
                                PARALLEL,
-                               FIELD(sweep_pp)},
+                               EXPLORE_FIELD(sweep_pp)},
     [KVSHARD__OPT_DEVICE_MEMORY] = {{"device_memory", BYTES, 1, UINT64_MAX, KVSHARD_ERANGE, true,
                                      NULL, NULL},
                                     CACHE,
@@ -181,13 +183,18 @@ static const option_def defs[KVSHARD__OPT_COUNT] = {
     [KVSHARD__OPT_GPUS_PER_NODE] = {{"gpus_per_node", U32, 1, KVSHARD_MAX_RANKS, KVSHARD_ERANGE,
                                      true, NULL, NULL},
                                     CACHE,
-                                    FIELD(gpus_per_node)},
+                                    EXPLORE_FIELD(gpus_per_node)},
 };
 
 #undef U32
 #undef BYTES
 #undef BOOL
 #undef WORD
+
+bool kvshard__option_is_explore_key(kvshard__option_id id)
+{
+    return id < KVSHARD__OPT_COUNT && defs[id].explore_key;
+}
 
 const char *kvshard__section_name(kvshard__section section)
 {
@@ -539,10 +546,21 @@ void kvshard_options__flag_default(char *buf, size_t cap, const kvshard_options_
 
 /* ---- fields by offset ----------------------------------------------------- */
 
+/* The explore keys of options that carry none: their defaults. */
+static const kvshard__explore_keys no_explore_keys = {false, 0};
+
+/* Where option `d` lives in `o`; an explore key, which options do not
+ * carry, reads as its default. */
+static const char *field_at(const kvshard_options *o, const option_def *d)
+{
+    return d->explore_key ? (const char *)&no_explore_keys + d->offset
+                          : (const char *)o + d->offset;
+}
+
 /* A field's value; every enum of kvshard is int-sized. */
 static kvshard_value get_field(const kvshard_options *o, const option_def *d)
 {
-    const char *base = (const char *)o + d->offset;
+    const char *base = field_at(o, d);
     kvshard_value v = {0, 0.0, NULL, 0};
     switch (d->value.type) {
     case KVSHARD__VT_U32: {
@@ -572,9 +590,10 @@ static kvshard_value get_field(const kvshard_options *o, const option_def *d)
     return v;
 }
 
-static void set_field(kvshard_options *o, const option_def *d, kvshard_value v)
+static void set_field(kvshard_options *o, kvshard__explore_keys *e, const option_def *d,
+                      kvshard_value v)
 {
-    char *base = (char *)o + d->offset;
+    char *base = d->explore_key ? (char *)e + d->offset : (char *)o + d->offset;
     switch (d->value.type) {
     case KVSHARD__VT_U32: {
         uint32_t x = (uint32_t)v.u;
@@ -599,10 +618,10 @@ static void set_field(kvshard_options *o, const option_def *d, kvshard_value v)
     }
 }
 
-int kvshard__option_parse(kvshard_options *options, kvshard__option_id id, const char *text,
-                          size_t len, kvshard__value_style style,
-                          const kvshard_value__word *words, const char *source,
-                          kvshard__mark mark, kvshard_error *err)
+int kvshard__option_parse(kvshard_options *options, kvshard__explore_keys *explore,
+                          kvshard__option_id id, const char *text, size_t len,
+                          kvshard__value_style style, const kvshard_value__word *words,
+                          const char *source, kvshard__mark mark, kvshard_error *err)
 {
     kvshard_value v;
     kvshard_value__def def = defs[id].value;
@@ -610,7 +629,7 @@ int kvshard__option_parse(kvshard_options *options, kvshard__option_id id, const
         def.words = words;
     int rc = kvshard_value__parse(&v, &def, text, len, style, source, mark, err);
     if (rc == KVSHARD_OK)
-        set_field(options, &defs[id], v);
+        set_field(options, explore, &defs[id], v);
     return rc;
 }
 
@@ -637,7 +656,7 @@ bool kvshard__option_changed(const kvshard_options *options, kvshard__option_id 
  * error (or accepts what this one does not decide). */
 static bool field_in_range(const kvshard_options *o, const option_def *d)
 {
-    const char *base = (const char *)o + d->offset;
+    const char *base = field_at(o, d);
     const kvshard_value__def *v = &d->value;
     switch (v->type) {
     case KVSHARD__VT_U32: {
@@ -750,6 +769,11 @@ int kvshard_options_set(kvshard_options *options, const char *key, const char *v
         return kvshard__fail(err, KVSHARD_EINVAL, from, kvshard__no_mark,
                              "weights_per_rank is a list: set options->weights_per_rank (an "
                              "array of sizes) and options->weights_per_rank_count");
+    if (kvshard__option_is_explore_key(ref.option))
+        return kvshard__fail(err, KVSHARD_EUNKNOWNKEY, from, kvshard__no_mark,
+                             "%s is not a field of kvshard_options: set it in "
+                             "kvshard_compare_options or kvshard_fit_options",
+                             kvshard__option_name(ref.option));
     if (ref.option == KVSHARD__OPT_COUNT) {
         char shown[96];
         kvshard__excerpt(shown, sizeof shown, key, strlen(key), 64);
@@ -761,8 +785,8 @@ int kvshard_options_set(kvshard_options *options, const char *key, const char *v
         return kvshard__fail(err, KVSHARD_EUNKNOWNKEY, from, kvshard__no_mark,
                              "unknown option \"%s\"", shown);
     }
-    return kvshard__option_parse(options, ref.option, value, strlen(value), KVSHARD__VALUE_FLAG,
-                                 ref.words, from, kvshard__no_mark, err);
+    return kvshard__option_parse(options, NULL, ref.option, value, strlen(value),
+                                 KVSHARD__VALUE_FLAG, ref.words, from, kvshard__no_mark, err);
 }
 
 const char *kvshard_pp_rule_name(kvshard_pp_rule rule)

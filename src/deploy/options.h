@@ -39,6 +39,17 @@ typedef enum kvshard__option_id {
     KVSHARD__OPT_COUNT
 } kvshard__option_id;
 
+/* The deployment keys that only compare and fit read: no fields of
+ * kvshard_options, so a deployment keeps them beside it, and
+ * kvshard_compare_options and kvshard_fit_options carry them into a call. */
+typedef struct kvshard__explore_keys {
+    bool sweep_pp;
+    uint32_t gpus_per_node; /* 0: unset */
+} kvshard__explore_keys;
+
+/* Whether option `id` is one of the explore keys above. */
+bool kvshard__option_is_explore_key(kvshard__option_id id);
+
 typedef enum kvshard__section {
     KVSHARD__SECTION_PARALLEL,
     KVSHARD__SECTION_CACHE
@@ -143,14 +154,17 @@ void kvshard_options__flag_default(char *buf, size_t cap, const kvshard_options_
                                    const kvshard__profile *p);
 
 /* Parse `text` for option `id` (with the engine's `words` for a word
- * option, NULL: its own) and store it in `options`. On failure the options
- * are unchanged and the error names `source`/`mark`. */
-int kvshard__option_parse(kvshard_options *options, kvshard__option_id id, const char *text,
+ * option, NULL: its own) and store it in `options`, or for an explore key
+ * in `explore`. On failure neither changes and the error names
+ * `source`/`mark`. */
+int kvshard__option_parse(kvshard_options *options, kvshard__explore_keys *explore,
+                          kvshard__option_id id, const char *text,
                           size_t len, kvshard__value_style style,
                           const kvshard_value__word *words, const char *source,
                           kvshard__mark mark, kvshard_error *err);
 
-/* The value option `id` holds in `options`, and its definition. */
+/* The value option `id` holds in `options` (an explore key: its default),
+ * and its definition. */
 kvshard_value kvshard__option_value(const kvshard_options *options, kvshard__option_id id);
 const kvshard_value__def *kvshard__option_def(kvshard__option_id id);
 

@@ -6,6 +6,7 @@
 #include "explore/compare.h"
 #include "plan/device.h"
 #include "base/abi.h"
+#include "base/call.h"
 
 #include "base/checked.h"
 
@@ -255,11 +256,13 @@ static int begin_pp(work *w, uint32_t P, const char **blame, kvshard_error *err)
 }
 
 int kvshard_comparison_create(kvshard_comparison **out, const kvshard_model *model,
-                              const kvshard_options *options, const kvshard_allocator *allocator,
-                              kvshard_error *err)
+                              const kvshard_options *options,
+                              const kvshard_compare_options *compare_options,
+                              const kvshard_allocator *allocator, kvshard_error *err)
 {
     const char *blame;
-    return kvshard__comparison_create(out, model, options, allocator, &blame, err);
+    return kvshard__comparison_create(out, model, options, compare_options, allocator, &blame,
+                                      err);
 }
 
 /* The rows of one P: every split size dividing its T under each rule. */
@@ -332,8 +335,10 @@ static int pp_valid(work *w, uint32_t P, const char **blame, kvshard_error *err)
 }
 
 int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *model,
-                               const kvshard_options *options, const kvshard_allocator *allocator,
-                               const char **blame, kvshard_error *err)
+                               const kvshard_options *options,
+                               const kvshard_compare_options *compare_options,
+                               const kvshard_allocator *allocator, const char **blame,
+                               kvshard_error *err)
 {
     work w;
     memset(&w, 0, sizeof w);
@@ -341,6 +346,13 @@ int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *mo
     int rc = kvshard__begin_planning(&w.base, out && model, options, allocator, blame, err);
     if (rc)
         return rc;
+    kvshard_compare_options co = KVSHARD_COMPARE_OPTIONS_INIT;
+    if (compare_options &&
+        (rc = kvshard_call__size(err, "kvshard_compare_options", compare_options->size,
+                                 sizeof co, "KVSHARD_COMPARE_OPTIONS_INIT")) != 0)
+        return rc;
+    if (compare_options)
+        co = *compare_options;
     /* The rows set the split; the profile settles the rest once. */
     w.base.options.enable_layerwise_split = false;
     w.base.options.layerwise_split_size = 1;
@@ -366,7 +378,7 @@ int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *mo
         return rc;
     }
     const kvshard_options *o = &w.base.options;
-    bool sweep = o->sweep_pp;
+    bool sweep = co.sweep_pp;
     if (sweep && o->pp_partition_count > 0) {
         kvshard__device_close(&w.device);
         *blame = "sweep_pp";
@@ -436,6 +448,7 @@ int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *mo
         return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
     }
     c->options = w.base.options;
+    c->sweep_pp = sweep;
     c->profile = w.base.profile;
     c->by_balanced =
         w.base.options.context_length > 0 && w.base.profile->counting.ranks_by_balanced;
@@ -494,7 +507,7 @@ int kvshard__comparison_flags(char *buf, size_t cap, const kvshard_comparison *c
 {
     const kvshard_options *o = &c->options;
     const kvshard_comparison_row *rec = &c->rows[c->recommended];
-    bool stages = o->sweep_pp || o->pp_size > 1;
+    bool stages = c->sweep_pp || o->pp_size > 1;
     char pp[32] = "", seqs[48] = "";
     if (stages)
         snprintf(pp, sizeof pp, "--pp_size=%u ", rec->pp_size);

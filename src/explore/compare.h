@@ -2,6 +2,7 @@
 #ifndef KVSHARD_EXPLORE_COMPARE_H
 #define KVSHARD_EXPLORE_COMPARE_H
 
+#include "kvshard/explore.h"
 #include "plan/plan.h"
 #include "profile/profile.h"
 
@@ -12,6 +13,7 @@ struct kvshard_comparison {
     size_t count;
     size_t recommended;
     kvshard_options options; /* the settled options the rows share */
+    bool sweep_pp;           /* the rows sweep pp_size */
     const kvshard__profile *profile;
     uint32_t tp;
     bool has_memory;         /* rows count blocks */
@@ -26,7 +28,9 @@ int kvshard__comparison_flags(char *buf, size_t cap, const kvshard_comparison *c
 
 /* kvshard_comparison_create, with *blame as for kvshard__plan_create. */
 int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *model,
-                               const kvshard_options *options, const kvshard_allocator *allocator,
-                               const char **blame, kvshard_error *err);
+                               const kvshard_options *options,
+                               const kvshard_compare_options *compare_options,
+                               const kvshard_allocator *allocator, const char **blame,
+                               kvshard_error *err);
 
 #endif /* KVSHARD_EXPLORE_COMPARE_H */

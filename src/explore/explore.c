@@ -6,17 +6,23 @@
 #include "explore/fit.h"
 #include "plan/deployment.h"
 
-static int compare_call(void *out, const kvshard_model *model, const kvshard_options *options,
-                        const kvshard_allocator *allocator, const char **blame, kvshard_error *err)
-{
-    return kvshard__comparison_create(out, model, options, allocator, blame, err);
-}
-
+/* The deployment's sweep_pp key is its compare option. */
 int kvshard_deployment_compare(kvshard_comparison **out, const kvshard_deployment *deployment,
                                kvshard_error *err)
 {
+    if (!deployment) {
+        kvshard__error_reset(err);
+        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
+                             "deployment must not be NULL");
+    }
     kvshard_comparison *c = NULL;
-    int rc = kvshard_deployment__run(compare_call, out ? &c : NULL, deployment, err);
+    kvshard_compare_options co = KVSHARD_COMPARE_OPTIONS_INIT;
+    co.sweep_pp = deployment->explore.sweep_pp;
+    const char *blame = NULL;
+    kvshard_options options = kvshard__deployment_options(deployment);
+    int rc = kvshard__comparison_create(out ? &c : NULL, deployment->model, &options, &co,
+                                        &deployment->alloc, &blame, err);
+    rc = kvshard_deployment__locate(deployment, rc, blame, err);
     if (rc)
         return rc;
     for (size_t i = 0; deployment->skipped_count && i < c->count; i++) {
@@ -55,6 +61,8 @@ int kvshard_deployment_fit(kvshard_fit **out, const kvshard_deployment *deployme
     if (sites[KVSHARD__OPT_ENABLE_SPLIT].set && sites[KVSHARD__OPT_ENABLE_SPLIT].override &&
         !o->enable_layerwise_split)
         fo.unsplit = true;
+    if (!fo.gpus_per_node)
+        fo.gpus_per_node = deployment->explore.gpus_per_node;
     const char *blame = NULL;
     kvshard_options options = kvshard__deployment_options(deployment);
     int rc = kvshard__fit_create(out, deployment->model, &options, &fo, &deployment->alloc, &blame,

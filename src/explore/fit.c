@@ -5,6 +5,7 @@
 
 #include "base/abi.h"
 #include "base/call.h"
+#include "deploy/options.h"
 #include "plan/device.h"
 #include "profile/profiles.h"
 
@@ -91,7 +92,6 @@ static int plan_layout(kvshard_plan **out, const search *s, uint32_t T, uint32_t
     o.ownership = S > 1 ? rule : KVSHARD_OWNERSHIP_DEFAULT;
     o.memory_per_rank = 0;
     o.max_seqs = max_seqs;
-    o.sweep_pp = false;
     const char *blame;
     return kvshard__plan_figures(out, s->model, &o, &s->alloc, &s->device, &blame, err);
 }
@@ -304,7 +304,7 @@ static int start(kvshard_fit *f, search *s, const kvshard_fit_options *fo, const
                              "safetensors files");
     }
     f->gpus = fo->gpus;
-    f->gpus_per_node = o->gpus_per_node ? o->gpus_per_node : 8;
+    f->gpus_per_node = fo->gpus_per_node ? fo->gpus_per_node : 8;
     uint32_t nodes = (f->gpus + f->gpus_per_node - 1) / f->gpus_per_node;
     f->max_tp_size = fo->max_tp_size ? fo->max_tp_size : f->gpus_per_node;
     f->max_pp_size = fo->max_pp_size ? fo->max_pp_size : nodes > 1 ? nodes : 1;
@@ -526,6 +526,14 @@ static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvsha
     if (rc == KVSHARD_OK && (rc = kvshard_call__size(err, "kvshard_fit_options", fo->size,
                                                      sizeof *fo, "KVSHARD_FIT_OPTIONS_INIT")) != 0)
         return rc;
+    /* gpus_per_node keeps the range and words of its deployment key. */
+    kvshard_value gpus_per_node = {fo ? fo->gpus_per_node : 0, 0.0, NULL, 0};
+    if (rc == KVSHARD_OK &&
+        (rc = kvshard_value__check(kvshard__option_def(KVSHARD__OPT_GPUS_PER_NODE), gpus_per_node,
+                                   err)) != 0) {
+        *blame = "gpus_per_node";
+        return rc;
+    }
     /* Before the profile settles anything: its inputs are not fit's. */
     if (rc == KVSHARD_OK && !s.base.profile->device.utilization_ppb) {
         *blame = "engine";

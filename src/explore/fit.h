@@ -3,6 +3,7 @@
 #ifndef KVSHARD_EXPLORE_FIT_H
 #define KVSHARD_EXPLORE_FIT_H
 
+#include "kvshard/explore.h"
 #include "plan/plan.h"
 
 /* The most work one fit may try, counted before it plans anything: for each

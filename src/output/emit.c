@@ -1,5 +1,7 @@
 /* The plan and the comparison as JSON documents. Field names are stable:
  * new fields are only added. */
+#include "output/emit.h"
+
 #include "output/writer.h"
 #include "explore/compare.h"
 #include "plan/device.h"

@@ -3,6 +3,7 @@
  * digests. Inline CSS and SVG only; the markup is well-formed XML, and every
  * string from the input goes out through kvshard__out_xml(). */
 #include "output/report.h"
+#include "output/report_chart.h"
 #include "output/runs.h"
 #include "output/svg.h"
 #include "explore/compare.h"
@@ -162,17 +163,18 @@ static void shell_word(kvshard__out *o, const char *arg)
 /* What the page was made from: the input file, the model's file and the
  * command, when the caller gives them. */
 static void write_origin(kvshard__out *o, const kvshard__plan_view *p,
-                         const kvshard_report__about *about)
+                         const kvshard_report_options *about)
 {
     kvshard__out_raw(o, "<p class=\"sub origin\">");
     const char *sep = "";
-    if (about && about->input) {
+    if (about && about->source) {
         kvshard__out_raw(o, "input <code>");
-        kvshard__out_xml(o, about->input, strlen(about->input));
+        kvshard__out_xml(o, about->source, strlen(about->source));
         kvshard__out_raw(o, "</code>");
         sep = "; ";
     }
-    if (p->source && p->source[0] && (!about || !about->input || strcmp(about->input, p->source))) {
+    if (p->source && p->source[0] &&
+        (!about || !about->source || strcmp(about->source, p->source))) {
         kvshard__out_printf(o, "%smodel <code>", sep);
         kvshard__out_xml(o, p->source, strlen(p->source));
         kvshard__out_raw(o, "</code>");
@@ -199,7 +201,7 @@ static void write_origin(kvshard__out *o, const kvshard__plan_view *p,
 }
 
 static void write_summary(kvshard__out *o, const kvshard__plan_view *p,
-                          const kvshard_report__about *about)
+                          const kvshard_report_options *about)
 {
     const kvshard__model_info *m = p->model;
     const kvshard_options *opt = p->options;
@@ -525,8 +527,8 @@ static void write_comparison(kvshard__out *o, const kvshard_comparison *c)
     const char *metric = c->by_balanced  ? "balanced max_seqs"
                          : c->has_memory ? "blocks per rank"
                                          : "bytes per block (fewer is better)";
-    bool stages = opt->sweep_pp || opt->pp_size > 1;
-    if (opt->sweep_pp)
+    bool stages = c->sweep_pp || opt->pp_size > 1;
+    if (c->sweep_pp)
         kvshard__out_raw(o, "<section id=\"compare\">\n<h2>Pipeline and split sizes</h2>\n"
                             "<p>Every pipeline size P dividing the world over data and context "
                             "parallelism, and for each every split size dividing its attention "
@@ -680,18 +682,15 @@ static void write_footer(kvshard__out *o, const kvshard__plan_view *p)
 }
 
 int kvshard_report_write_html(const kvshard_plan *plan, const kvshard_comparison *comparison,
-                              kvshard_write_fn write, void *user)
-{
-    return kvshard_report__write_html(plan, comparison, NULL, write, user);
-}
-
-int kvshard_report__write_html(const kvshard_plan *plan, const kvshard_comparison *comparison,
-                               const kvshard_report__about *about, kvshard_write_fn write,
-                               void *user)
+                              const kvshard_report_options *options, kvshard_write_fn write,
+                              void *user)
 {
     kvshard__out o;
     if (!kvshard__out_open(&o, plan, write, user))
         return KVSHARD_EINVAL;
+    if (options && options->size != sizeof *options)
+        return KVSHARD_EINVAL;
+    const kvshard_report_options *about = options;
     kvshard__plan_view view = kvshard__plan_view_of(plan);
     const kvshard__plan_view *p = &view;
     write_head(&o, p);

@@ -2,7 +2,7 @@
  * the state it reserves, the KV blocks it allocates and what is left, all
  * bars on one scale with an axis, so a rank that leaves a tenth of its
  * memory unused shows it. Ranks with the same figures share one bar. */
-#include "output/report.h"
+#include "output/report_chart.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,5 +1,7 @@
 /* The plan and the comparison as text for a person: what `kvshard plan` and
  * `kvshard compare` print. Strings from the input are escaped. */
+#include "output/text.h"
+
 #include "output/runs.h"
 #include "output/writer.h"
 #include "explore/compare.h"
@@ -511,10 +513,10 @@ int kvshard_comparison_write_text(const kvshard_comparison *comparison, kvshard_
     const kvshard_options *opt = &comparison->options;
     bool context = comparison->has_memory && opt->context_length;
     /* Rows of several pipeline sizes, or of one above 1, name P and T. */
-    bool stages = opt->sweep_pp || opt->pp_size > 1;
+    bool stages = comparison->sweep_pp || opt->pp_size > 1;
     kvshard__out_printf(&o, "%s for world_size %u (dp %u, cp %u)",
-                        opt->sweep_pp ? "pipeline and split sizes" : "split sizes", opt->world_size,
-                        opt->dp_size, opt->cp_size);
+                        comparison->sweep_pp ? "pipeline and split sizes" : "split sizes",
+                        opt->world_size, opt->dp_size, opt->cp_size);
     const kvshard__profile *profile = comparison->profile;
     if (profile->voice.named_in_headers)
         kvshard__out_printf(&o, ", %s profile", profile->name);

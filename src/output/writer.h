@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "base/format.h"
+#include "kvshard/output.h"
 
 typedef struct kvshard__out {
     kvshard_write_fn write;

@@ -1,9 +1,12 @@
-# Checks that a shared libkvshard exports exactly the functions kvshard.h
-# declares with KVSHARD_EXPORT, and nothing without the kvshard_ prefix.
+# Checks that a shared libkvshard exports exactly the functions its public
+# headers declare with KVSHARD_EXPORT, each in exactly one header, and
+# nothing without the kvshard_ prefix.
 #
-#   cmake -DNM=nm -DLIBRARY=libkvshard.so -DHEADER=kvshard.h -P check_exports.cmake
+#   cmake -DNM=nm -DLIBRARY=libkvshard.so \
+#         -DHEADERS=kvshard.h,explore.h,output.h -P check_exports.cmake
 #
-# HEADER is optional; without it only the prefix is checked.
+# HEADERS (comma-separated) is optional; without it only the prefix is
+# checked. A build without explore passes kvshard.h alone.
 cmake_minimum_required(VERSION 3.16)
 
 if(NOT NM)
@@ -50,21 +53,33 @@ if(bad)
   message(FATAL_ERROR "${LIBRARY} exports symbols without the kvshard_ prefix:\n  ${bad_text}")
 endif()
 
-if(HEADER)
-  file(READ "${HEADER}" header_text)
-  # Drop comments so that examples inside them are not taken as declarations.
-  string(REGEX REPLACE "/\\*([^*]|\\*+[^*/])*\\*+/" "" header_text "${header_text}")
-  string(REGEX MATCHALL "KVSHARD_EXPORT[^;(]*kvshard_[a-z0-9_]+[ \t\r\n]*\\(" decls
-         "${header_text}")
+if(HEADERS)
+  string(REPLACE "," ";" header_list "${HEADERS}")
   set(declared "")
-  foreach(decl IN LISTS decls)
-    string(REGEX MATCH "kvshard_[a-z0-9_]+[ \t\r\n]*\\($" fn "${decl}")
-    string(REGEX REPLACE "[ \t\r\n]*\\($" "" fn "${fn}")
-    list(APPEND declared "${fn}")
+  set(twice "")
+  foreach(header IN LISTS header_list)
+    file(READ "${header}" header_text)
+    # Drop comments so that examples inside them are not taken as declarations.
+    string(REGEX REPLACE "/\\*([^*]|\\*+[^*/])*\\*+/" "" header_text "${header_text}")
+    string(REGEX MATCHALL "KVSHARD_EXPORT[^;(]*kvshard_[a-z0-9_]+[ \t\r\n]*\\(" decls
+           "${header_text}")
+    set(in_header 0)
+    foreach(decl IN LISTS decls)
+      string(REGEX MATCH "kvshard_[a-z0-9_]+[ \t\r\n]*\\($" fn "${decl}")
+      string(REGEX REPLACE "[ \t\r\n]*\\($" "" fn "${fn}")
+      if(fn IN_LIST declared)
+        list(APPEND twice "${fn} (again in ${header})")
+      endif()
+      list(APPEND declared "${fn}")
+      math(EXPR in_header "${in_header} + 1")
+    endforeach()
+    if(in_header EQUAL 0)
+      message(FATAL_ERROR "no KVSHARD_EXPORT declarations found in ${header}")
+    endif()
   endforeach()
-  list(LENGTH declared n_declared)
-  if(n_declared EQUAL 0)
-    message(FATAL_ERROR "no KVSHARD_EXPORT declarations found in ${HEADER}")
+  if(twice)
+    list(JOIN twice "\n  " twice_text)
+    message(FATAL_ERROR "functions declared in more than one public header:\n  ${twice_text}")
   endif()
 
   set(missing "")
@@ -83,10 +98,10 @@ if(HEADER)
     list(JOIN missing "\n  " missing_text)
     list(JOIN extra "\n  " extra_text)
     message(FATAL_ERROR
-      "exports of ${LIBRARY} and KVSHARD_EXPORT declarations of ${HEADER} differ\n"
+      "exports of ${LIBRARY} and KVSHARD_EXPORT declarations of ${HEADERS} differ\n"
       "declared but not exported:\n  ${missing_text}\n"
       "exported but not declared:\n  ${extra_text}")
   endif()
 endif()
 
-message(STATUS "${n_exported} symbols exported, all kvshard_ and all declared in the header")
+message(STATUS "${n_exported} symbols exported, all kvshard_, each declared in one public header")

@@ -18,6 +18,7 @@
 //   bytes, / 98304 = 197493 (rounded down).
 // - Without the split: 10 layers * 1024 = 10240 B/token, 163840 B/block,
 //   19414384640 / 163840 = 118496 blocks.
+#include "kvshard/explore.hpp"
 #include "kvshard/kvshard.hpp"
 
 #include <atomic>
@@ -202,14 +203,14 @@ void test_seed_figures()
     std::snprintf(hex, sizeof hex, "%016llx",
                   static_cast<unsigned long long>(plan.layout_digest()));
     CHECK(line.find(hex) != std::string::npos);
-    const std::string json = plan.to_json();
+    const std::string json = kvshard::to_json(plan);
     CHECK(!json.empty() && json.front() == '{' && json.back() == '\n');
     CHECK(json.find("\"digest\"") != std::string::npos);
-    const std::string text = plan.to_text();
+    const std::string text = kvshard::to_text(plan);
     CHECK(text.find("3 11 19 27 35") != std::string::npos);
 
     // The comparison: split sizes 1, 2 and 4 divide T = 4, three rules each.
-    const kvshard::Comparison comparison = deployment.compare();
+    const kvshard::Comparison comparison = kvshard::Comparison::create(deployment);
     CHECK(comparison.size() == 9);
     CHECK(comparison[0].layerwise_split_size == 1);
     CHECK(comparison[3].layerwise_split_size == 2);
@@ -399,7 +400,7 @@ void test_moved_from()
     // The span borrows from the C plan, which moved with it.
     CHECK(layers.to_vector() == rank0_layers);
     CHECK(expect_error([&] { a.digest(); }, "moved-from plan").code() == KVSHARD_EINVAL);
-    CHECK(expect_error([&] { a.to_json(); }, "moved-from json").code() == KVSHARD_EINVAL);
+    CHECK(expect_error([&] { kvshard::to_json(a); }, "moved-from json").code() == KVSHARD_EINVAL);
 
     kvshard::Plan c;
     c = std::move(b); // into an empty plan
@@ -417,7 +418,7 @@ void test_moved_from()
     CHECK(expect_error([&] { d.model().num_layers(); }, "moved-from model").code() ==
           KVSHARD_EINVAL);
 
-    kvshard::Comparison f = e.compare();
+    kvshard::Comparison f = kvshard::Comparison::create(e);
     kvshard::Comparison g = std::move(f);
     CHECK(expect_error([&] { f.size(); }, "moved-from comparison").code() == KVSHARD_EINVAL);
     CHECK(g.size() == 9);
@@ -442,7 +443,7 @@ void test_threads()
 {
     const kvshard::Plan plan = kvshard::Deployment::load_file(seed).plan();
     const std::uint64_t digest = plan.digest();
-    const std::string json = plan.to_json();
+    const std::string json = kvshard::to_json(plan);
     std::vector<std::string> lines;
     for (std::uint32_t rank = 0; rank < 4; rank++)
         lines.push_back(plan.describe_rank(rank));
@@ -469,7 +470,7 @@ void test_threads()
                     ok = ok && plan.describe_rank(rank) == lines[rank];
                     ok = ok && plan.capacity().num_blocks == 197493;
                     if (i % 40 == 0)
-                        ok = ok && plan.to_json() == json;
+                        ok = ok && kvshard::to_json(plan) == json;
                     if (!ok)
                         disagreements++;
                 }
@@ -679,7 +680,7 @@ void test_fit()
     kvshard::Deployment deployment = kvshard::Deployment::load_file(qwen35);
     deployment.apply_args({"--device_memory=32GiB", "--context_length=32768",
                            "--weights_total=69321223296", "--weights_experts=64424509440"});
-    const kvshard::Fit same = deployment.fit(kvshard::make_fit_options(4));
+    const kvshard::Fit same = kvshard::Fit::create(deployment, kvshard::make_fit_options(4));
     CHECK(same.size() == 12 && same[0].budget == 10651293325u);
     deployment.set("dp_size", 4);
     const kvshard::Fit pinned = kvshard::Fit::create(deployment, kvshard::make_fit_options(4));

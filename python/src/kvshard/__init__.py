@@ -1,7 +1,7 @@
 """kvshard: plan how the KV cache of a hybrid-attention model is sharded
 across tensor-parallel ranks and pipeline stages.
 
-A thin binding over the C library libkvshard (its 0.3 API), with ctypes:
+A thin binding over the C library libkvshard (its 0.4 API), with ctypes:
 every figure comes from the library; this package converts arguments,
 raises exceptions for error codes and frees handles.
 

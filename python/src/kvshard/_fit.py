@@ -71,6 +71,7 @@ def fit(
             f"model must be a kvshard.Model, Deployment or a path, not {type(model).__name__}"
         )
     opts = _options_arg(options, **fields)
+    fo.gpus_per_node = opts.gpus_per_node
     with model._use() as h, opts._passed() as c:
         rc, out, err = _new_handle(
             _lib.library().kvshard_fit_create, h, byref(c), byref(fo), None

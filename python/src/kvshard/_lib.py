@@ -9,7 +9,7 @@ The library is looked for, in this order:
    ``--config-settings=kvshard-library=PATH`` given to ``pip install``),
    kept in the generated module ``kvshard._build_config``;
 3. the system's search path: the soname of the package's version
-   (``libkvshard.so.0.3``: while the major version is 0 the soname carries
+   (``libkvshard.so.0.4``: while the major version is 0 the soname carries
    MAJOR.MINOR, from 1.0 on MAJOR only), then
    ``ctypes.util.find_library("kvshard")``, then ``libkvshard.so`` (the
    dynamic loader reads ``LD_LIBRARY_PATH`` and the ldconfig cache).
@@ -406,6 +406,14 @@ class CFitOptions(Structure):
         ("pp_size", c_uint32),
         ("dp_size", c_uint32),
         ("unsplit", c_bool),
+        ("gpus_per_node", c_uint32),
+    ]
+
+
+class CCompareOptions(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("sweep_pp", c_bool),
     ]
 
 
@@ -573,7 +581,10 @@ _PROTOTYPES = {
     "kvshard_plan_write_text": (c_int, [_P, WRITE_FN, c_void_p]),
     "kvshard_plan_write_svg": (c_int, [_P, WRITE_FN, c_void_p]),
     # comparison and report
-    "kvshard_comparison_create": (c_int, [_PP, _P, POINTER(COptions), c_void_p, _E]),
+    "kvshard_comparison_create": (
+        c_int,
+        [_PP, _P, POINTER(COptions), POINTER(CCompareOptions), c_void_p, _E],
+    ),
     "kvshard_deployment_compare": (c_int, [_PP, _P, _E]),
     "kvshard_comparison_free": (None, [_P]),
     "kvshard_comparison_row_count": (c_size_t, [_P]),
@@ -581,7 +592,7 @@ _PROTOTYPES = {
     "kvshard_comparison_recommended": (c_size_t, [_P]),
     "kvshard_comparison_write_json": (c_int, [_P, WRITE_FN, c_void_p]),
     "kvshard_comparison_write_text": (c_int, [_P, WRITE_FN, c_void_p]),
-    "kvshard_report_write_html": (c_int, [_P, _P, WRITE_FN, c_void_p]),
+    "kvshard_report_write_html": (c_int, [_P, _P, c_void_p, WRITE_FN, c_void_p]),
     # fit
     "kvshard_status_name": (c_char_p, [c_int]),
     "kvshard_fit_create": (

@@ -1726,9 +1726,9 @@ class Plan(_Handle):
             )
         if comparison is None:
             with self._use() as h:
-                return _write("kvshard_report_write_html", h, None)
+                return _write("kvshard_report_write_html", h, None, None)
         with self._use() as h, comparison._use() as cmp_h:
-            return _write("kvshard_report_write_html", h, cmp_h)
+            return _write("kvshard_report_write_html", h, cmp_h, None)
 
     def __repr__(self) -> str:
         if self.closed:
@@ -1936,7 +1936,11 @@ def compare(
     if not isinstance(model, Model):
         raise TypeError(f"model must be a kvshard.Model or Deployment, not {type(model).__name__}")
     opts = _options_arg(options, **fields)
+    co = _lib.sized(_lib.CCompareOptions)
+    co.sweep_pp = opts.sweep_pp
     with model._use() as h, opts._passed() as c:
-        rc, out, err = _new_handle(_lib.library().kvshard_comparison_create, h, byref(c), None)
+        rc, out, err = _new_handle(
+            _lib.library().kvshard_comparison_create, h, byref(c), byref(co), None
+        )
     _check(rc, err)
     return Comparison(out)

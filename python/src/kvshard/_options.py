@@ -21,6 +21,7 @@ from . import _lib
 from ._enums import PpRule
 from ._handles import _new_handle, encode, raise_error
 from ._optiontable import (
+    EXPLORE_KEYS,
     OPTIONS,
     U64_MAX,
     Kind,
@@ -96,6 +97,34 @@ def read_list(key: str, text: str, origin: str) -> Tuple[int, ...]:
     library's errors, with `origin` as their source (ConfigError for an
     entry that is no number or out of range; PlanError for more entries
     than it reads, EPARTITION, and for sizes WeightsError, EWEIGHTS)."""
+    with _scratch_set(key, text, origin) as dep:
+        out = _lib.sized(_lib.COptions)
+        rc = _lib.library().kvshard_deployment_options(ctypes.byref(out), dep)
+        if rc != 0:
+            raise_error(rc, None)
+        spec = spec_for_key(key)
+        assert spec is not None and spec.kind in (Kind.COUNTS, Kind.SIZES)
+        array = getattr(out, spec.name)
+        return tuple(int(array[i]) for i in range(getattr(out, spec.name + "_count")))
+
+
+def explore_value(key: str, text: str, origin: str) -> Any:
+    """An option of EXPLORE_KEYS written as text, which kvshard_options_set
+    does not take: checked by the library as kvshard_deployment_set reads
+    the key (ConfigError), then read as the value it stands for."""
+    with _scratch_set(key, text, origin):
+        pass
+    word = text.strip()
+    if spec_for_key(key) is not None and spec_for_key(key).kind is Kind.BOOL:  # type: ignore[union-attr]
+        return word.lower() in ("true", "1", "yes", "t", "y")
+    return int(word, 10)
+
+
+@contextlib.contextmanager
+def _scratch_set(key: str, text: str, origin: str) -> Iterator[int]:
+    """A scratch deployment of a one-layer model with `key` set to `text`
+    as kvshard_deployment_set sets a deployment's: the library's errors,
+    with `origin` as their source."""
     key_b = encode(key, "the option name")
     text_b = encode(text, f"the value of {key}")
     origin_b = encode(origin, "origin")
@@ -114,14 +143,7 @@ def read_list(key: str, text: str, origin: str) -> Tuple[int, ...]:
         rc = lib.kvshard_deployment_set(dep, key_b, text_b, origin_b, ctypes.byref(err))
         if rc != 0:
             raise_error(rc, err)
-        out = _lib.sized(_lib.COptions)
-        rc = lib.kvshard_deployment_options(ctypes.byref(out), dep)
-        if rc != 0:
-            raise_error(rc, None)
-        spec = spec_for_key(key)
-        assert spec is not None and spec.kind in (Kind.COUNTS, Kind.SIZES)
-        array = getattr(out, spec.name)
-        return tuple(int(array[i]) for i in range(getattr(out, spec.name + "_count")))
+        yield dep
     finally:
         lib.kvshard_deployment_free(dep)
 
@@ -181,6 +203,8 @@ class _Field:
         if kind is Kind.SIZES:
             held = obj._weights
             return None if held is None else list(held)
+        if self.name in EXPLORE_KEYS:
+            return obj._explore[self.name]
         raw = getattr(obj._c, self.name)
         if kind is Kind.BOOL:
             return bool(raw)
@@ -201,6 +225,12 @@ class _Field:
             obj._hold_partition(counts)
         elif self.spec.kind is Kind.SIZES:
             obj._hold_weights(sizes_of(self.name, value, in_struct=True))
+        elif self.name in EXPLORE_KEYS:
+            obj._explore[self.name] = (
+                explore_value(self.name, value, DEFAULT_ORIGIN)
+                if isinstance(value, str)
+                else self.check(value)
+            )
         elif isinstance(value, str):
             set_text(obj._c, self.name, value, DEFAULT_ORIGIN)
         else:
@@ -269,7 +299,7 @@ class Options:
     while another thread plans with the Options waits for that call.
     """
 
-    __slots__ = ("_c", "_settings", "_partition", "_weights")
+    __slots__ = ("_c", "_settings", "_partition", "_weights", "_explore")
 
     #: The option names (the struct's fields), in the C struct's order.
     FIELDS: Tuple[str, ...] = tuple(spec.name for spec in OPTIONS)
@@ -307,6 +337,7 @@ class Options:
 
     def __init__(self, **fields: Any) -> None:
         object.__setattr__(self, "_c", options_init())
+        object.__setattr__(self, "_explore", _explore_defaults())
         object.__setattr__(self, "_settings", None)
         object.__setattr__(self, "_partition", None)
         object.__setattr__(self, "_weights", None)
@@ -339,19 +370,22 @@ class Options:
         partition: Optional[Tuple[int, ...]] = None,
         weights: Optional[Tuple[int, ...]] = None,
         read_weights: bool = True,
+        explore: Optional[Dict[str, Any]] = None,
     ) -> "Options":
         """An Options holding a copy of `c`, of its settings and of its
         lists: the C settings at `settings_at` (the caller is inside
         the gate of their owner), or a Settings the binding holds; the
         counts `partition`, else those `c` points to (borrowed from its
         owner as the settings are); the sizes `weights`, else, with
-        `read_weights`, those `c` points to."""
+        `read_weights`, those `c` points to; the EXPLORE_KEYS `explore`,
+        else their defaults (no C struct carries them)."""
         o = cls.__new__(cls)
         struct = options_init()
         ctypes.memmove(ctypes.byref(struct), ctypes.byref(c), ctypes.sizeof(_lib.COptions))
         struct.size = ctypes.sizeof(_lib.COptions)
         struct.settings = None  # borrowed from the owner: never kept
         object.__setattr__(o, "_c", struct)
+        object.__setattr__(o, "_explore", dict(explore) if explore else _explore_defaults())
         object.__setattr__(o, "_partition", None)
         object.__setattr__(o, "_weights", None)
         if partition is None and c.pp_partition_count and c.pp_partition:
@@ -519,6 +553,9 @@ class Options:
         if spec is not None and spec.kind is Kind.SIZES:
             self._hold_weights(read_list(key, text, origin))
             return
+        if spec is not None and spec.name in EXPLORE_KEYS:
+            self._explore[spec.name] = explore_value(key, text, origin)
+            return
         set_text(self._c, key, text, origin)
 
     def copy(self) -> "Options":
@@ -530,6 +567,7 @@ class Options:
             partition=None if counts is None else tuple(counts),
             weights=None if sizes is None else tuple(sizes),
             read_weights=False,
+            explore=self._explore,
         )
 
     # copy.copy and copy.deepcopy give an independent copy too: a copy never
@@ -548,8 +586,9 @@ class Options:
         fields: Dict[str, Any] = {
             name: (float if name == "memory_utilization" else int)(getattr(self._c, name))
             for name in self.FIELDS
-            if name not in lists
+            if name not in lists and name not in EXPLORE_KEYS
         }
+        fields.update(self._explore)
         fields["pp_partition"] = self.pp_partition
         fields["weights_per_rank"] = self.weights_per_rank
         held = self._settings
@@ -604,11 +643,17 @@ def _rebuild(fields: Dict[str, Any], given: Dict[str, Any]) -> Options:
     sizes = fields.get("weights_per_rank")
     o._hold_weights(tuple(sizes) if sizes else None)
     for name, raw in fields.items():
-        if name not in ("pp_partition", "weights_per_rank"):
+        if name in EXPLORE_KEYS:
+            o._explore[name] = raw
+        elif name not in ("pp_partition", "weights_per_rank"):
             setattr(o._c, name, raw)
     for key, value in given.items():
         o.set(key, value)
     return o
+
+
+def _explore_defaults() -> Dict[str, Any]:
+    return {spec.name: spec.default for spec in OPTIONS if spec.name in EXPLORE_KEYS}
 
 
 for _spec in OPTIONS:

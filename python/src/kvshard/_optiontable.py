@@ -53,6 +53,7 @@ __all__ = [
     "fraction_text",
     "FRACTION_CHARS",
     "LISTS",
+    "EXPLORE_KEYS",
     "struct_fields",
     "options_init",
 ]
@@ -362,10 +363,18 @@ def c_fields(spec: Spec) -> List[Tuple[str, Any]]:
     return [(spec.name, spec.kind.value)]
 
 
+#: Options that are no fields of kvshard_options: compare's and fit's own
+#: inputs (kvshard_compare_options.sweep_pp, kvshard_fit_options.gpus_per_node).
+#: A deployment keeps them by their keys; an Options holds them beside its struct.
+EXPLORE_KEYS = ("sweep_pp", "gpus_per_node")
+
+
 def struct_fields() -> List[Tuple[str, Any]]:
     """Every field of kvshard_options after `size`, in the header's order."""
     fields: List[Tuple[str, Any]] = []
     for spec in OPTIONS:
+        if spec.name in EXPLORE_KEYS:
+            continue
         fields += c_fields(spec)
         if spec.name == SETTINGS_AFTER:
             fields.append(("settings", c_void_p))
@@ -706,6 +715,8 @@ def options_init() -> _lib.COptions:
     o = _lib.COptions()
     o.size = ctypes.sizeof(_lib.COptions)
     for spec in OPTIONS:
+        if spec.name in EXPLORE_KEYS:
+            continue
         if spec.kind in LISTS:
             setattr(o, spec.name, None)
             setattr(o, spec.name + "_count", 0)

@@ -5,4 +5,4 @@ the loader refuses a library whose ``kvshard_version()`` has another
 major.minor (see ``kvshard._lib``).
 """
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"
