@@ -622,11 +622,11 @@ static uint64_t *digest_words(size_t *count, const kvshard_plan *plan)
     uint64_t *w = bench_xmalloc(n * sizeof *w);
     size_t k = 0;
     for (uint32_t i = 0; i < L; i++) {
-        kvshard_layer_kind kind = KVSHARD_LAYER_FULL_ATTENTION;
+        kvshard_layer_storage st = KVSHARD_LAYER_STORAGE_INIT;
         int32_t owner = 0;
-        kvshard_plan_layer_kind(&kind, plan, i);
+        kvshard_plan_layer_storage(&st, plan, 0, i);
         kvshard_plan_layer_owner(&owner, plan, i);
-        w[k++] = (uint64_t)kind << 32 | (uint32_t)owner;
+        w[k++] = (uint64_t)st.kind << 32 | (uint32_t)owner;
     }
     for (uint32_t t = 0; t < T; t++) {
         kvshard_rank_memory m = KVSHARD_RANK_MEMORY_INIT;

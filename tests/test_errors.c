@@ -421,8 +421,6 @@ static void test_outputs_untouched_on_failure(void **state)
     assert_int_equal(kvshard_plan_layer_owner(&owner, plan, 40), KVSHARD_ELAYER);
     assert_int_equal(owner, 12345);
     kvshard_layer_kind kind = (kvshard_layer_kind)99;
-    assert_int_equal(kvshard_plan_layer_kind(&kind, plan, 40), KVSHARD_ELAYER);
-    assert_int_equal(kind, 99);
     assert_int_equal(kvshard_model_layer_kind(&kind, qwen, 40), KVSHARD_ELAYER);
     assert_int_equal(kind, 99);
 
@@ -1073,10 +1071,7 @@ static const char *const null_checked[] = {
     "kvshard_plan_effective_split_size",
     "kvshard_plan_replication_factor",
     "kvshard_plan_num_layers",
-    "kvshard_plan_num_draft_layers",
-    "kvshard_plan_state_kind",
-    "kvshard_plan_state_dtype",
-    "kvshard_plan_layer_kind",
+    "kvshard_plan_model",
     "kvshard_plan_layer_owner",
     "kvshard_plan_owns",
     "kvshard_plan_stores_kv",
@@ -1306,11 +1301,11 @@ static void test_null_everywhere(void **state)
     assert_int_equal(kvshard_plan_effective_split_size(NULL), 0);
     assert_int_equal(kvshard_plan_replication_factor(NULL), 0);
     assert_int_equal(kvshard_plan_num_layers(NULL), 0);
-    assert_int_equal(kvshard_plan_num_draft_layers(NULL), 0);
-    assert_int_equal(kvshard_plan_state_kind(NULL), KVSHARD_STATE_NONE);
-    assert_int_equal(kvshard_plan_state_dtype(NULL), KVSHARD_DTYPE_AUTO);
-    assert_int_equal(kvshard_plan_layer_kind(NULL, plan, 0), KVSHARD_EINVAL);
-    assert_int_equal(kvshard_plan_layer_kind(&kind, NULL, 0), KVSHARD_EINVAL);
+    kvshard_plan_model_info facts = KVSHARD_PLAN_MODEL_INFO_INIT;
+    assert_int_equal(kvshard_plan_model(NULL, plan), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_model(&facts, NULL), KVSHARD_EINVAL);
+    facts.size = 1;
+    assert_int_equal(kvshard_plan_model(&facts, plan), KVSHARD_EINVAL);
     int32_t owner;
     assert_int_equal(kvshard_plan_layer_owner(NULL, plan, 0), KVSHARD_EINVAL);
     assert_int_equal(kvshard_plan_layer_owner(&owner, NULL, 0), KVSHARD_EINVAL);

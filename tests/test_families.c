@@ -91,7 +91,7 @@ static void test_nemotron_h_pattern(void **state)
     kvshard_plan *p = tu_plan(m, &o);
     assert_int_equal(rank0(p).state_bytes_per_seq, 12951552);
     assert_int_equal(rank0(p).kv_bytes_per_token, 4096);
-    assert_int_equal(kvshard_plan_state_dtype(p), KVSHARD_DTYPE_BF16);
+    assert_int_equal(tu_plan_model(p).state_dtype, KVSHARD_DTYPE_BF16);
     /* A no-cache layer (1 is '-') has no owner and nothing stored. */
     int32_t owner = 0;
     assert_int_equal(kvshard_plan_layer_owner(&owner, p, 1), KVSHARD_OK);
@@ -102,7 +102,7 @@ static void test_nemotron_h_pattern(void **state)
     o.state_dtype = KVSHARD_DTYPE_FP32;
     p = tu_plan(m, &o);
     assert_int_equal(rank0(p).state_bytes_per_seq, 25534464);
-    assert_int_equal(kvshard_plan_state_dtype(p), KVSHARD_DTYPE_FP32);
+    assert_int_equal(tu_plan_model(p).state_dtype, KVSHARD_DTYPE_FP32);
     kvshard_plan_free(p);
     kvshard_model_free(m);
 }
@@ -441,7 +441,7 @@ static void test_state_dtype_rules(void **state)
         kvshard_options o = tp(1);
         o.state_dtype = KVSHARD_DTYPE_FP32;
         kvshard_plan *p = tu_plan(m, &o);
-        assert_int_equal(kvshard_plan_state_dtype(p), KVSHARD_DTYPE_FP32);
+        assert_int_equal(tu_plan_model(p).state_dtype, KVSHARD_DTYPE_FP32);
         kvshard_plan_free(p);
         kvshard_model_free(m);
     }

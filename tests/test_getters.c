@@ -267,7 +267,7 @@ static void test_mamba2_state(void **state)
     (void)state;
     kvshard_state_tensor t[KVSHARD_MAX_STATE_TENSORS];
     kvshard_plan *plan = plan_of("bamba_9b.json", 4, NULL);
-    assert_int_equal(kvshard_plan_state_dtype(plan), KVSHARD_DTYPE_BF16);
+    assert_int_equal(tu_plan_model(plan).state_dtype, KVSHARD_DTYPE_BF16);
     state_of(t, 2, plan, 0, 0);
     assert_dims(&t[0], "conv", KVSHARD_DTYPE_BF16, 2, 2304, 3, 0, 0, 13824);
     assert_dims(&t[1], "ssm", KVSHARD_DTYPE_BF16, 3, 32, 64, 128, 0, 524288);

@@ -608,19 +608,22 @@ static void test_queries_and_ranges(void **state)
     assert_int_equal(owner_of(plan, 3), 0);  /* ordinal 0 */
     assert_int_equal(owner_of(plan, 7), 1);  /* ordinal 1 */
     assert_int_equal(owner_of(plan, 39), 1); /* ordinal 9 */
-    kvshard_layer_kind k;
-    assert_int_equal(kvshard_plan_layer_kind(&k, plan, 39), KVSHARD_OK);
-    assert_int_equal(k, KVSHARD_LAYER_FULL_ATTENTION);
-    assert_int_equal(kvshard_plan_layer_kind(&k, plan, 38), KVSHARD_OK);
-    assert_int_equal(k, KVSHARD_LAYER_LINEAR_ATTENTION);
+    kvshard_layer_storage st = KVSHARD_LAYER_STORAGE_INIT;
+    assert_int_equal(kvshard_plan_layer_storage(&st, plan, 0, 39), KVSHARD_OK);
+    assert_int_equal(st.kind, KVSHARD_LAYER_FULL_ATTENTION);
+    assert_int_equal(kvshard_plan_layer_storage(&st, plan, 0, 38), KVSHARD_OK);
+    assert_int_equal(st.kind, KVSHARD_LAYER_LINEAR_ATTENTION);
+    kvshard_plan_model_info facts = tu_plan_model(plan);
+    assert_int_equal(facts.num_draft_layers, 1); /* mtp_num_hidden_layers */
+    assert_int_equal(facts.state_kind, KVSHARD_STATE_GDN);
 
     /* bad layer: ELAYER, output untouched */
     int32_t owner = 1234;
     assert_int_equal(kvshard_plan_layer_owner(&owner, plan, 40), KVSHARD_ELAYER);
     assert_int_equal(owner, 1234);
-    k = KVSHARD_LAYER_SLIDING_ATTENTION;
-    assert_int_equal(kvshard_plan_layer_kind(&k, plan, 40), KVSHARD_ELAYER);
-    assert_int_equal(k, KVSHARD_LAYER_SLIDING_ATTENTION);
+    st.kind = KVSHARD_LAYER_SLIDING_ATTENTION; /* 40 is the draft layer: 41 is past L + d */
+    assert_int_equal(kvshard_plan_layer_storage(&st, plan, 0, 41), KVSHARD_ELAYER);
+    assert_int_equal(st.kind, KVSHARD_LAYER_SLIDING_ATTENTION);
     assert_int_equal(kvshard_plan_layer_owner(&owner, plan, UINT32_MAX), KVSHARD_ELAYER);
 
     /* owns() out of range: false */

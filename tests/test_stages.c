@@ -356,7 +356,7 @@ static void test_qwen3_next_draft_and_explicit_partition(void **state)
     assert_int_equal(c.num_blocks, 580480);
     assert_int_equal(c.max_tokens, 9287680);
     assert_int_equal(tu_figure(p, "binding_stage"), 3);
-    assert_int_equal(kvshard_plan_num_draft_layers(p), 1);
+    assert_int_equal(tu_plan_model(p).num_draft_layers, 1);
     /* The draft layer (index 48) is on the last stage, on every rank of it. */
     uint32_t stage;
     assert_int_equal(kvshard_plan_layer_stage(&stage, p, 48), KVSHARD_OK);

@@ -207,6 +207,13 @@ uint64_t tu_figure(const kvshard_plan *plan, const char *name)
     return f.uint_value;
 }
 
+kvshard_plan_model_info tu_plan_model(const kvshard_plan *plan)
+{
+    kvshard_plan_model_info m = KVSHARD_PLAN_MODEL_INFO_INIT;
+    assert_int_equal(kvshard_plan_model(&m, plan), KVSHARD_OK);
+    return m;
+}
+
 bool tu_has_figure(const kvshard_plan *plan, const char *name)
 {
     kvshard_figure f = KVSHARD_FIGURE_INIT;

@@ -56,6 +56,8 @@ void tu_set(kvshard_settings *settings, const char *key, const char *value);
 
 /* A capacity figure by name, which must have a value. */
 uint64_t tu_figure(const kvshard_plan *plan, const char *name);
+/* What the plan keeps of its model (kvshard_plan_model()), which must answer. */
+kvshard_plan_model_info tu_plan_model(const kvshard_plan *plan);
 /* Whether a capacity figure by name has a value. */
 bool tu_has_figure(const kvshard_plan *plan, const char *name);
 

@@ -754,7 +754,6 @@ KVSHARD_EXPORT int kvshard_deployment_apply_args_with(kvshard_deployment *deploy
                                                       const kvshard_args_options *options,
                                                       kvshard_error *err);
 
-
 /** What kvshard_deployment_apply_args() skipped under `--ignore_unknown_flags`
  *  or KVSHARD_ARGS_IGNORE_UNKNOWN, over every call, each once in the order
  *  first seen: unknown flags as written without their values
@@ -1368,17 +1367,27 @@ KVSHARD_EXPORT uint32_t kvshard_plan_effective_split_size(const kvshard_plan *pl
 KVSHARD_EXPORT uint32_t kvshard_plan_replication_factor(const kvshard_plan *plan);
 /** L: decoder layers. */
 KVSHARD_EXPORT uint32_t kvshard_plan_num_layers(const kvshard_plan *plan);
-/** d: the model's draft layers, which layer queries number L..L+d-1 (on
- *  the last stage; counted only with speculation). */
-KVSHARD_EXPORT uint32_t kvshard_plan_num_draft_layers(const kvshard_plan *plan);
-/** State kind of the model's linear and hybrid layers. */
-KVSHARD_EXPORT kvshard_state_kind kvshard_plan_state_kind(const kvshard_plan *plan);
-/** The state dtype in force (the state_dtype option, else the model's);
- *  KVSHARD_DTYPE_AUTO when there is no temporal state. */
-KVSHARD_EXPORT kvshard_dtype kvshard_plan_state_dtype(const kvshard_plan *plan);
-/** Kind of a decoder layer; KVSHARD_ELAYER when out of range. */
-KVSHARD_EXPORT int kvshard_plan_layer_kind(kvshard_layer_kind *out, const kvshard_plan *plan,
-                                           uint32_t layer);
+/** What a plan keeps of its model besides L, with its options in force.
+ *  Start from KVSHARD_PLAN_MODEL_INFO_INIT. A layer's kind is in its
+ *  kvshard_layer_storage (or kvshard_model_layer_kind()). */
+typedef struct kvshard_plan_model_info {
+    size_t size;
+    /** d: the model's draft layers, which layer queries number L..L+d-1 (on
+     *  the last stage; counted only with speculation). */
+    uint32_t num_draft_layers;
+    /** State kind of the model's linear and hybrid layers. */
+    kvshard_state_kind state_kind;
+    /** The state dtype in force (the state_dtype option, else the model's);
+     *  KVSHARD_DTYPE_AUTO when there is no temporal state. */
+    kvshard_dtype state_dtype;
+} kvshard_plan_model_info;
+
+#define KVSHARD_PLAN_MODEL_INFO_INIT                                                  \
+    { sizeof(kvshard_plan_model_info), 0, KVSHARD_STATE_NONE, KVSHARD_DTYPE_AUTO }
+
+/** The plan's model facts into *out (`size` set by the caller).
+ *  KVSHARD_EINVAL for NULL arguments or an unknown size. */
+KVSHARD_EXPORT int kvshard_plan_model(kvshard_plan_model_info *out, const kvshard_plan *plan);
 /** Split rank that stores a KV layer's KV when S_eff > 1; KVSHARD_OWNER_ALL
  *  when every rank stores the layer's cache (S_eff = 1, linear, sliding and
  *  chunked layers); KVSHARD_OWNER_NONE for a no-cache layer. A shared-KV

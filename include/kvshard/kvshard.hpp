@@ -727,13 +727,19 @@ class Plan
         detail::check(kvshard_plan_options(&o.raw(), h()), "kvshard::Plan::options");
         return o;
     }
-    /** T: the attention TP size. */
+    /** What the plan keeps of its model besides L. */
+    kvshard_plan_model_info model_info() const
+    {
+        kvshard_plan_model_info m = KVSHARD_PLAN_MODEL_INFO_INIT;
+        detail::check(kvshard_plan_model(&m, h()), "kvshard::Plan::model_info");
+        return m;
+    }
     /** The model's draft layers, numbered after the decoder layers. */
     std::uint32_t num_draft_layers() const
     {
-        return kvshard_plan_num_draft_layers(h());
+        return model_info().num_draft_layers;
     }
-
+    /** T: the attention TP size. */
     std::uint32_t attn_tp_size() const
     {
         return kvshard_plan_attn_tp_size(h());
@@ -753,18 +759,20 @@ class Plan
     }
     kvshard_state_kind state_kind() const
     {
-        return kvshard_plan_state_kind(h());
+        return model_info().state_kind;
     }
     kvshard_dtype state_dtype() const
     {
-        return kvshard_plan_state_dtype(h());
+        return model_info().state_dtype;
     }
     /** Kind of a decoder layer; KVSHARD_ELAYER when out of range. */
     kvshard_layer_kind layer_kind(std::uint32_t layer) const
     {
-        kvshard_layer_kind kind = KVSHARD_LAYER_FULL_ATTENTION;
-        detail::check(kvshard_plan_layer_kind(&kind, h(), layer), "kvshard::Plan::layer_kind");
-        return kind;
+        kvshard_layer_storage st = KVSHARD_LAYER_STORAGE_INIT;
+        int rc = layer < num_layers() ? kvshard_plan_layer_storage(&st, h(), 0, layer)
+                                      : KVSHARD_ELAYER;
+        detail::check(rc, "kvshard::Plan::layer_kind");
+        return st.kind;
     }
     /** Split rank that stores a KV layer, KVSHARD_OWNER_ALL or
      *  KVSHARD_OWNER_NONE; KVSHARD_ELAYER when out of range. */

@@ -39,29 +39,15 @@ uint32_t kvshard_plan_num_layers(const kvshard_plan *plan)
     return plan ? plan->model.num_layers : 0;
 }
 
-uint32_t kvshard_plan_num_draft_layers(const kvshard_plan *plan)
+int kvshard_plan_model(kvshard_plan_model_info *out, const kvshard_plan *plan)
 {
-    return plan ? plan->model.num_draft_layers : 0;
-}
-
-kvshard_state_kind kvshard_plan_state_kind(const kvshard_plan *plan)
-{
-    return plan ? plan->model.state.kind : KVSHARD_STATE_NONE;
-}
-
-kvshard_dtype kvshard_plan_state_dtype(const kvshard_plan *plan)
-{
-    return plan ? plan->state_dtype : KVSHARD_DTYPE_AUTO;
-}
-
-int kvshard_plan_layer_kind(kvshard_layer_kind *out, const kvshard_plan *plan, uint32_t layer)
-{
-    if (!out || !plan)
+    if (!plan)
         return KVSHARD_EINVAL;
-    if (layer >= plan->model.num_layers)
-        return KVSHARD_ELAYER;
-    *out = (kvshard_layer_kind)plan->kinds[layer];
-    return KVSHARD_OK;
+    kvshard_plan_model_info info = KVSHARD_PLAN_MODEL_INFO_INIT;
+    info.num_draft_layers = plan->model.num_draft_layers;
+    info.state_kind = plan->model.state.kind;
+    info.state_dtype = plan->state_dtype;
+    return kvshard__copy_out(out, &info, sizeof *out, sizeof *out) ? KVSHARD_OK : KVSHARD_EINVAL;
 }
 
 int kvshard_plan_layer_owner(int32_t *out, const kvshard_plan *plan, uint32_t layer)

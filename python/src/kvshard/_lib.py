@@ -199,6 +199,15 @@ class CModelDesc(Structure):
     ]
 
 
+class CPlanModelInfo(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("num_draft_layers", c_uint32),
+        ("state_kind", c_int),
+        ("state_dtype", c_int),
+    ]
+
+
 class CLayerStorage(Structure):
     _fields_ = [
         ("size", c_size_t),
@@ -521,10 +530,7 @@ _PROTOTYPES = {
     "kvshard_plan_effective_split_size": (c_uint32, [_P]),
     "kvshard_plan_replication_factor": (c_uint32, [_P]),
     "kvshard_plan_num_layers": (c_uint32, [_P]),
-    "kvshard_plan_num_draft_layers": (c_uint32, [_P]),
-    "kvshard_plan_state_kind": (c_int, [_P]),
-    "kvshard_plan_state_dtype": (c_int, [_P]),
-    "kvshard_plan_layer_kind": (c_int, [POINTER(c_int), _P, c_uint32]),
+    "kvshard_plan_model": (c_int, [POINTER(CPlanModelInfo), _P]),
     "kvshard_plan_layer_owner": (c_int, [POINTER(c_int32), _P, c_uint32]),
     "kvshard_plan_owns": (c_bool, [_P, c_uint32, c_uint32]),
     "kvshard_plan_stores_kv": (c_bool, [_P, c_uint32, c_uint32]),

@@ -1080,12 +1080,14 @@ class Plan(_Handle):
         # read once while no other thread has the plan, and L + d, the
         # decoder and draft layers layer_storage takes.
         num_layers = int(lib.kvshard_plan_num_layers(ptr))
+        facts = _lib.sized(_lib.CPlanModelInfo)
+        _check(lib.kvshard_plan_model(byref(facts), ptr))
         self._sizes = (
             int(lib.kvshard_plan_attn_tp_size(ptr)),
             num_layers,
             int(lib.kvshard_plan_num_ranks(ptr)),
             int(lib.kvshard_plan_pp_size(ptr)),
-            num_layers + int(lib.kvshard_plan_num_draft_layers(ptr)),
+            num_layers + int(facts.num_draft_layers),
         )
 
     # --- sizes --------------------------------------------------------------
@@ -1146,12 +1148,18 @@ class Plan(_Handle):
     @property
     def state_kind(self) -> StateKind:
         """State kind of the model's linear and hybrid layers."""
-        return StateKind(self._query("kvshard_plan_state_kind"))
+        return StateKind(self._model_info().state_kind)
 
     @property
     def state_dtype(self) -> Dtype:
         """The state dtype in force; AUTO when there is no temporal state."""
-        return Dtype(self._query("kvshard_plan_state_dtype"))
+        return Dtype(self._model_info().state_dtype)
+
+    def _model_info(self) -> Any:
+        facts = _lib.sized(_lib.CPlanModelInfo)
+        with self._use() as h:
+            _check(_lib.library().kvshard_plan_model(byref(facts), h))
+        return facts
 
     # --- layers -------------------------------------------------------------
     # Arguments are type-checked in Python first, then against the plan's
@@ -1203,10 +1211,10 @@ class Plan(_Handle):
     def layer_kind(self, layer: int) -> LayerKind:
         """Kind of decoder layer `layer`."""
         i = self._layer(layer)
-        out = c_int()
+        out = _lib.sized(_lib.CLayerStorage)
         with self._use() as h:
-            _check(_lib.library().kvshard_plan_layer_kind(byref(out), h, i))
-        return LayerKind(out.value)
+            _check(_lib.library().kvshard_plan_layer_storage(byref(out), h, 0, i))
+        return LayerKind(out.kind)
 
     def layer_owner(self, layer: int) -> int:
         """Split rank that stores a KV layer's KV when S_eff > 1;
