@@ -8,6 +8,7 @@
 
 #include "output/report.h"
 #include "output/svg.h"
+#include "plan/queries.h"
 
 #include <ctype.h>
 #include <math.h>

@@ -11,6 +11,7 @@
 
 #include "deploy/options.h"
 #include "plan/plan.h"
+#include "plan/warnings.h"
 
 #include <math.h>
 #include <stdio.h>

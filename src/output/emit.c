@@ -4,7 +4,7 @@
 #include "explore/compare.h"
 #include "plan/device.h"
 #include "explore/fit.h"
-#include "plan/view.h"
+#include "plan/queries.h"
 
 #include <math.h>
 #include <stdio.h>

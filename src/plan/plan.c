@@ -3,6 +3,8 @@
  * holds. */
 #include "plan/plan.h"
 #include "plan/device.h"
+#include "plan/digest.h"
+#include "plan/warnings.h"
 #include "base/abi.h"
 
 #include "base/checked.h"

@@ -1,7 +1,7 @@
 /* The public queries on a plan. Every query that returns a status answers
  * KVSHARD_EINVAL for a NULL argument; those that return a figure give 0 (or
  * false) for a NULL plan. */
-#include "plan/view.h"
+#include "plan/queries.h"
 
 #include "base/abi.h"
 #include "base/call.h"

@@ -2,10 +2,11 @@
  * before a plan is made: the world's sizes, the split, the KV heads and the
  * state dimensions against T, the profile's own refusals, and the bound on
  * the plan's layer lists. */
-#include "plan/plan.h"
+#include "plan/validate.h"
 
 #include "base/call.h"
 #include "deploy/options.h"
+#include "plan/memory.h"
 #include "plan/partition.h"
 
 #include <string.h>
