@@ -7,9 +7,9 @@
 #include "plan/deployment.h"
 
 static int compare_call(void *out, const kvshard_model *model, const kvshard_options *options,
-                        const kvshard_allocator *allocator, const char **blame, kvshard_error *err)
+                        const kvshard_allocator *allocator, kvshard_diag__ctx *diag)
 {
-    return kvshard__comparison_create(out, model, options, allocator, blame, err);
+    return kvshard__comparison_create(out, model, options, allocator, diag);
 }
 
 int kvshard_deployment_compare(kvshard_comparison **out, const kvshard_deployment *deployment,
@@ -55,9 +55,8 @@ int kvshard_deployment_fit(kvshard_fit **out, const kvshard_deployment *deployme
     if (sites[KVSHARD__OPT_ENABLE_SPLIT].set && sites[KVSHARD__OPT_ENABLE_SPLIT].override &&
         !o->enable_layerwise_split)
         fo.unsplit = true;
-    const char *blame = NULL;
+    kvshard_diag__ctx diag = kvshard_diag__on(err);
     kvshard_options options = kvshard__deployment_options(deployment);
-    int rc = kvshard__fit_create(out, deployment->model, &options, &fo, &deployment->alloc, &blame,
-                                 err);
-    return kvshard_deployment__locate(deployment, rc, blame, err);
+    int rc = kvshard__fit_create(out, deployment->model, &options, &fo, &deployment->alloc, &diag);
+    return kvshard_deployment__locate(deployment, rc, &diag);
 }

@@ -174,19 +174,18 @@ static inline uint32_t kvshard__plan_stage_of(const kvshard_plan *p, uint32_t la
     return lo;
 }
 
-/* kvshard_plan_create, telling which option or setting an error is about:
- * *blame names it, or is NULL when the kind of error decides. */
+/* kvshard_plan_create, naming in `diag` the option or setting an error is
+ * about. */
 int kvshard__plan_create(kvshard_plan **out, const kvshard_model *model,
                          const kvshard_options *options, const kvshard_allocator *allocator,
-                         const char **blame, kvshard_error *err);
+                         kvshard_diag__ctx *diag);
 
 struct kvshard__device;
 /* The same with the device inputs already read (`device`, whose weights
  * many plans share), or NULL to read them. */
 int kvshard__plan_create_with(kvshard_plan **out, const kvshard_model *model,
                               const kvshard_options *options, const kvshard_allocator *allocator,
-                              const struct kvshard__device *device, const char **blame,
-                              kvshard_error *err);
+                              const struct kvshard__device *device, kvshard_diag__ctx *diag);
 /* The same for fit's rows, which read a plan's figures only (its budgets,
  * capacity, binding stage, ranks' budgets and state, warnings): when every
  * rank holds the same heads, ranks that repeat a split rank's figures are
@@ -194,8 +193,7 @@ int kvshard__plan_create_with(kvshard_plan **out, const kvshard_model *model,
  * of the full plan; the plan answers no query about layers or ranks. */
 int kvshard__plan_figures(kvshard_plan **out, const kvshard_model *model,
                           const kvshard_options *options, const kvshard_allocator *allocator,
-                          const struct kvshard__device *device, const char **blame,
-                          kvshard_error *err);
+                          const struct kvshard__device *device, kvshard_diag__ctx *diag);
 
 /* The inputs of the memory functions for this plan. */
 kvshard__memory_inputs kvshard__plan_memory_inputs(const kvshard_plan *plan);
