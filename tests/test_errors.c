@@ -3,6 +3,7 @@
 #define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #include "test_util.h"
 
+#include "base/diag.h"
 #include "kvshard/explore.h"
 #include "kvshard/output.h"
 
@@ -691,6 +692,37 @@ static void test_shorten_keeps_whole_escapes(void **state)
     kvshard__fail(&err, KVSHARD_EIO, path, kvshard__no_mark, "x");
     kvshard__shorten(out, sizeof out, path);
     assert_string_equal(err.source, out);
+}
+
+/* ---- a failure that names what it is about ------------------------------------------------- */
+
+static void test_diag_names_what_fails(void **state)
+{
+    (void)state;
+    static const char *const about[] = {"block_size", NULL};
+    kvshard_error err;
+    kvshard__error_reset(&err);
+    kvshard_diag__ctx d = kvshard_diag__on(&err);
+    assert_ptr_equal(d.err, &err);
+    assert_null(d.option);
+    assert_null(d.among);
+    d.option = "max_seqs";
+    assert_int_equal(kvshard_diag__fail(&d, about, KVSHARD_EOVERFLOW, "%u blocks", 3u),
+                     KVSHARD_EOVERFLOW);
+    assert_int_equal(err.code, KVSHARD_EOVERFLOW);
+    assert_string_equal(err.message, "3 blocks");
+    assert_string_equal(err.source, "");
+    assert_int_equal(err.line, 0);
+    assert_ptr_equal(d.among, about);
+    assert_string_equal(d.option, "max_seqs"); /* what the check named stays */
+    /* The first error stays, as with kvshard__fail. */
+    assert_int_equal(kvshard_diag__fail(&d, NULL, KVSHARD_ENOBLOCK, "later"), KVSHARD_ENOBLOCK);
+    assert_int_equal(err.code, KVSHARD_EOVERFLOW);
+    assert_string_equal(err.message, "3 blocks");
+    /* Without a record the failure still names its options. */
+    kvshard_diag__ctx quiet = kvshard_diag__on(NULL);
+    assert_int_equal(kvshard_diag__fail(&quiet, about, KVSHARD_ELIMIT, "x"), KVSHARD_ELIMIT);
+    assert_ptr_equal(quiet.among, about);
 }
 
 /* ---- the flag-file budget, NUL, long paths ------------------------------------------------- */
@@ -1639,6 +1671,7 @@ static void test_null_every_pointer_parameter(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_diag_names_what_fails),
         cmocka_unit_test(test_golden_invalid_inputs),
         cmocka_unit_test(test_golden_cases_match_directory),
         cmocka_unit_test(test_outputs_untouched_on_failure),

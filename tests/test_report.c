@@ -12,6 +12,7 @@
 #include "output/report.h"
 #include "output/report_chart.h"
 #include "output/svg.h"
+#include "plan/queries.h"
 
 #include <ctype.h>
 #include <math.h>

@@ -12,6 +12,7 @@
 
 #include "deploy/options.h"
 #include "plan/plan.h"
+#include "plan/warnings.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -52,6 +53,7 @@ typedef struct work {
     /* The P in hand leaves a stage no budget: every row of it fails so. */
     int pp_rc;
     kvshard_error pp_err;
+    const char *const *pp_among; /* what it is about */
     uint64_t memory; /* budgets.least */
     bool has_memory;
     uint64_t unsplit_bytes_per_block;
@@ -79,12 +81,12 @@ static kvshard__memory_inputs inputs_of(const work *w, const kvshard__planning *
 }
 
 /* One row: the plan's figures without the plan. */
-static int fill_row(kvshard_comparison_row *row, work *w, const kvshard__planning *pl,
-                    uint32_t S, kvshard_error *err)
+static int fill_row(kvshard_comparison_row *row, work *w, const kvshard__planning *pl, uint32_t S,
+                    kvshard_diag__ctx *diag)
 {
     if (w->pp_rc) {
-        if (err)
-            *err = w->pp_err;
+        *diag->err = w->pp_err;
+        diag->among = w->pp_among;
         return w->pp_rc;
     }
     const kvshard__model_info *m = &w->model->info;
@@ -95,7 +97,7 @@ static int fill_row(kvshard_comparison_row *row, work *w, const kvshard__plannin
                               w->model->kinds, w->model->class_of, C, &w->stages[s], S,
                               o->ownership);
     kvshard__memory_inputs in = inputs_of(w, pl, S);
-    int rc = kvshard__stage_ranks(w->ranks, &in, w->stages, w->pp, w->by_class, err);
+    int rc = kvshard__stage_ranks(w->ranks, &in, w->stages, w->pp, w->by_class, diag);
     if (rc)
         return rc;
     kvshard__capacity c;
@@ -103,8 +105,7 @@ static int fill_row(kvshard_comparison_row *row, work *w, const kvshard__plannin
     if (w->has_memory || pl->profile->counting.sizes_without_budget) {
         kvshard__capacity_inputs ci =
             kvshard__capacity_inputs_of(pl, w->ranks, N, S, w->unsplit_bytes_per_block, &w->budgets);
-        const char *blame;
-        if ((rc = pl->profile->hooks.capacity(&c, NULL, &ci, &blame, err)) != 0)
+        if ((rc = pl->profile->hooks.capacity(&c, NULL, &ci, diag)) != 0)
             return rc;
     }
     for (uint32_t r = 0; c.has_bytes_per_block && r < N; r++)
@@ -187,7 +188,7 @@ static void free_work(const kvshard_allocator *a, work *w)
 }
 
 /* Room for every P: P x T is the same number of ranks for each. */
-static int prepare(work *w, const kvshard_allocator *a, kvshard_error *err)
+static int prepare(work *w, const kvshard_allocator *a, kvshard_diag__ctx *diag)
 {
     const kvshard_model *model = w->model;
     size_t N = w->ranks_count, C = model->info.num_classes;
@@ -200,7 +201,7 @@ static int prepare(work *w, const kvshard_allocator *a, kvshard_error *err)
     w->stage_budgets = kvshard__alloc(a, N, sizeof *w->stage_budgets);
     if (!w->stage_counts || !w->stages || !w->counts || !w->by_class || !w->ranks ||
         !w->stage_weights || !w->stage_budgets)
-        return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+        return kvshard__fail(diag->err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
     /* The unsplit bytes per block, as a profile that does not split sizes
      * its state slots by. */
     kvshard__memory_inputs in = inputs_of(w, &w->base, 1);
@@ -209,12 +210,12 @@ static int prepare(work *w, const kvshard_allocator *a, kvshard_error *err)
     uint32_t T = kvshard__attn_tp_size(&w->base.options);
     in.tp = T ? T : w->ranks_count;
     in.owned = w->layers.class_census;
-    return kvshard__unsplit_bytes_per_block(&w->unsplit_bytes_per_block, &in, err);
+    return kvshard__unsplit_bytes_per_block(&w->unsplit_bytes_per_block, &in, diag);
 }
 
 /* P's stages, its T and budget, and the unsplit figures its rows' gains are
  * measured against (left at their start when those figures overflow). */
-static int begin_pp(work *w, uint32_t P, const char **blame, kvshard_error *err)
+static int begin_pp(work *w, uint32_t P, kvshard_diag__ctx *diag)
 {
     const kvshard_model *model = w->model;
     w->pp = P;
@@ -232,13 +233,15 @@ static int begin_pp(work *w, uint32_t P, const char **blame, kvshard_error *err)
     kvshard__device_layout layout = {w->tp, o->dp_size, o->cp_size, P, w->stage_counts,
                                      model->info.num_layers};
     kvshard__error_reset(&w->pp_err);
-    const char *why = NULL;
+    kvshard_diag__ctx why = kvshard_diag__on(&w->pp_err);
     w->pp_rc = kvshard__budgets_for(&w->budgets, w->stage_weights, w->stage_budgets, &w->device,
-                                    &pl, model, &layout, 1, NULL, &why, &w->pp_err);
+                                    &pl, model, &layout, 1, NULL, &why);
+    w->pp_among = why.among;
     if (w->pp_rc && w->pp_rc != KVSHARD_EDOESNOTFIT) {
-        *blame = why;
-        if (err)
-            *err = w->pp_err;
+        diag->option = why.option;
+        diag->among = why.among;
+        if (diag->err)
+            *diag->err = w->pp_err;
         return w->pp_rc;
     }
     if (w->pp_rc)
@@ -248,7 +251,8 @@ static int begin_pp(work *w, uint32_t P, const char **blame, kvshard_error *err)
     kvshard__memory_inputs in = inputs_of(w, &pl, 1);
     kvshard_uniform u;
     KVSHARD__INIT_BYTES(u, kvshard_uniform, KVSHARD_UNIFORM_INIT);
-    if (kvshard__stage_ranks(w->ranks, &in, w->stages, P, NULL, NULL) == KVSHARD_OK)
+    kvshard_diag__ctx quiet = kvshard_diag__on(NULL);
+    if (kvshard__stage_ranks(w->ranks, &in, w->stages, P, NULL, &quiet) == KVSHARD_OK)
         u = kvshard__uniform_of(w->ranks, P * w->tp, &pl, w->unsplit_bytes_per_block,
                                 &w->budgets);
     w->uniform = u;
@@ -260,14 +264,13 @@ int kvshard_comparison_create(kvshard_comparison **out, const kvshard_model *mod
                               const kvshard_compare_options *compare_options,
                               const kvshard_allocator *allocator, kvshard_error *err)
 {
-    const char *blame;
-    return kvshard__comparison_create(out, model, options, compare_options, allocator, &blame,
-                                      err);
+    kvshard_diag__ctx diag = kvshard_diag__on(err);
+    return kvshard__comparison_create(out, model, options, compare_options, allocator, &diag);
 }
 
 /* The rows of one P: every split size dividing its T under each rule. */
 static int pp_rows(kvshard_comparison *c, work *w, const kvshard_comparison_row **best,
-                   int *first_error, kvshard_error *first_err, kvshard_error *err)
+                   int *first_error, kvshard_diag__ctx *first_diag, kvshard_error *err)
 {
     uint32_t T = w->tp;
     for (uint32_t s = 1; s <= T; s++) {
@@ -289,11 +292,11 @@ static int pp_rows(kvshard_comparison *c, work *w, const kvshard_comparison_row 
             kvshard_error row_err;
             kvshard__error_reset(&row_err);
             uint32_t row_tp, row_split;
-            const char *row_blame;
+            kvshard_diag__ctx row_diag = kvshard_diag__on(&row_err);
             int rc = kvshard__plan_validate(&row_tp, &row_split, w->stage_counts, w->model, &pl,
-                                            &row_blame, &row_err);
+                                            &row_diag);
             if (rc == KVSHARD_OK)
-                rc = fill_row(row, w, &pl, row_split, &row_err);
+                rc = fill_row(row, w, &pl, row_split, &row_diag);
             if (rc == KVSHARD_ENOMEM)
                 return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
             if (rc) {
@@ -307,7 +310,8 @@ static int pp_rows(kvshard_comparison *c, work *w, const kvshard_comparison_row 
                 memcpy(c->messages[c->count], row_err.message, sizeof row_err.message);
                 if (!*first_error) {
                     *first_error = rc;
-                    *first_err = row_err;
+                    *first_diag->err = row_err;
+                    first_diag->among = row_diag.among;
                 }
             }
             /* A row the engine can run: its own rule, where it runs one. */
@@ -325,30 +329,29 @@ static int pp_rows(kvshard_comparison *c, work *w, const kvshard_comparison_row 
 
 /* Whether P can be planned at all: its unsplit plan validates (a plan past
  * the layer-entry bound may still split). */
-static int pp_valid(work *w, uint32_t P, const char **blame, kvshard_error *err)
+static int pp_valid(work *w, uint32_t P, kvshard_diag__ctx *diag)
 {
     kvshard__planning pl = w->base;
     pl.options.pp_size = P;
     uint32_t T = 0, S = 0;
-    int rc = kvshard__plan_validate(&T, &S, w->stage_counts, w->model, &pl, blame, err);
+    int rc = kvshard__plan_validate(&T, &S, w->stage_counts, w->model, &pl, diag);
     return rc == KVSHARD_ELIMIT ? KVSHARD_OK : rc;
 }
 
 int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *model,
                                const kvshard_options *options,
                                const kvshard_compare_options *compare_options,
-                               const kvshard_allocator *allocator, const char **blame,
-                               kvshard_error *err)
+                               const kvshard_allocator *allocator, kvshard_diag__ctx *diag)
 {
     work w;
     memset(&w, 0, sizeof w);
     w.model = model;
-    int rc = kvshard__begin_planning(&w.base, out && model, options, allocator, blame, err);
+    int rc = kvshard__begin_planning(&w.base, out && model, options, allocator, diag);
     if (rc)
         return rc;
     kvshard_compare_options co = KVSHARD_COMPARE_OPTIONS_INIT;
     if (compare_options &&
-        (rc = kvshard_call__size(err, "kvshard_compare_options", compare_options->size,
+        (rc = kvshard_call__size(diag->err, "kvshard_compare_options", compare_options->size,
                                  sizeof co, "KVSHARD_COMPARE_OPTIONS_INIT")) != 0)
         return rc;
     if (compare_options)
@@ -358,11 +361,11 @@ int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *mo
     w.base.options.layerwise_split_size = 1;
     w.base.given.enable_layerwise_split = false;
     w.base.given.layerwise_split_size = 1;
-    if ((rc = kvshard__device_map(&w.base, blame, err)) != 0 ||
-        (rc = kvshard__planning_settle(&w.base, model, blame, err)) != 0)
+    if ((rc = kvshard__device_map(&w.base, diag)) != 0 ||
+        (rc = kvshard__planning_settle(&w.base, model, diag)) != 0)
         return rc;
     kvshard_allocator a = kvshard__allocator_or_default(allocator);
-    if ((rc = kvshard__device_open(&w.device, &w.base, model, &a, blame, err)) != 0) {
+    if ((rc = kvshard__device_open(&w.device, &w.base, model, &a, diag)) != 0) {
         kvshard__device_close(&w.device);
         return rc;
     }
@@ -373,7 +376,7 @@ int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *mo
                                             w.base.options.dp_size,
                                             w.base.options.cp_size, 1, NULL, model->info.num_layers};
     if (w.device.fills && engine_layout.tp &&
-        (rc = kvshard__device_fill(&w.base, &w.device, &engine_layout, blame, err)) != 0) {
+        (rc = kvshard__device_fill(&w.base, &w.device, &engine_layout, diag)) != 0) {
         kvshard__device_close(&w.device);
         return rc;
     }
@@ -381,10 +384,11 @@ int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *mo
     bool sweep = co.sweep_pp;
     if (sweep && o->pp_partition_count > 0) {
         kvshard__device_close(&w.device);
-        *blame = "sweep_pp";
-        return kvshard__fail(err, KVSHARD_EPARTITION, "", kvshard__no_mark,
-                             "pp_partition fixes pp_size at %u: it cannot be given with sweep_pp",
-                             o->pp_partition_count);
+        diag->option = "sweep_pp";
+        return kvshard_diag__fail(diag, kvshard_partition__about, KVSHARD_EPARTITION,
+                                  "pp_partition fixes pp_size at %u: it cannot be given with "
+                                  "sweep_pp",
+                                  o->pp_partition_count);
     }
     kvshard__range_of(&w.layers, model->kinds, model->class_of, &model->info, 0,
                       model->info.num_layers);
@@ -399,7 +403,7 @@ int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *mo
     kvshard__error_reset(&base_err);
     size_t rows = 0;
     uint32_t valid = 0;
-    if (w.ranks_count && (rc = prepare(&w, &a, err)) != 0) {
+    if (w.ranks_count && (rc = prepare(&w, &a, diag)) != 0) {
         free_work(&a, &w);
         return rc;
     }
@@ -409,19 +413,20 @@ int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *mo
             continue;
         kvshard_error e;
         kvshard__error_reset(&e);
-        const char *b = NULL;
-        rc = w.ranks_count ? pp_valid(&w, P, &b, &e) : KVSHARD_EWORLD;
+        kvshard_diag__ctx p_diag = kvshard_diag__on(&e);
+        rc = w.ranks_count ? pp_valid(&w, P, &p_diag) : KVSHARD_EWORLD;
         if (!w.ranks_count) {
             /* The world itself is wrong: the plan's own error says how. */
             kvshard__planning pl = w.base;
             uint32_t T, S, one = 0;
-            rc = kvshard__plan_validate(&T, &S, &one, model, &pl, &b, &e);
+            rc = kvshard__plan_validate(&T, &S, &one, model, &pl, &p_diag);
         }
         if (rc) {
             if (base_rc == KVSHARD_OK) {
                 base_rc = rc;
                 base_err = e;
-                *blame = b;
+                diag->option = p_diag.option;
+                diag->among = p_diag.among;
             }
             continue;
         }
@@ -432,8 +437,8 @@ int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *mo
     }
     if (valid == 0) {
         free_work(&a, &w);
-        if (err)
-            *err = base_err;
+        if (diag->err)
+            *diag->err = base_err;
         return base_rc;
     }
     kvshard_comparison *c = kvshard__calloc(&a, 1, sizeof *c);
@@ -445,7 +450,7 @@ int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *mo
     if (!c || !c->rows || !c->messages) {
         kvshard_comparison_free(c);
         free_work(&a, &w);
-        return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+        return kvshard__fail(diag->err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
     }
     c->options = w.base.options;
     c->sweep_pp = sweep;
@@ -456,11 +461,17 @@ int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *mo
     int first_error = KVSHARD_OK;
     kvshard_error first_err;
     kvshard__error_reset(&first_err);
+    kvshard_diag__ctx first_diag = kvshard_diag__on(&first_err);
     rc = KVSHARD_OK;
     for (uint32_t P = P0; rc == KVSHARD_OK && P <= P1; P++) {
-        if (w.ranks_count % P != 0 || pp_valid(&w, P, blame, NULL) != KVSHARD_OK)
+        /* A probe: it keeps no error, but names options as the checks of
+         * the plan do, and a failing row is located by what it names. */
+        kvshard_diag__ctx probe = {NULL, diag->option, NULL};
+        bool valid_pp = w.ranks_count % P == 0 && pp_valid(&w, P, &probe) == KVSHARD_OK;
+        diag->option = probe.option;
+        if (!valid_pp)
             continue;
-        if ((rc = begin_pp(&w, P, blame, err)) != 0)
+        if ((rc = begin_pp(&w, P, diag)) != 0)
             break;
         if (P == o->pp_size || (sweep && P == P0)) {
             /* The header's figures: the configured P's. */
@@ -470,7 +481,7 @@ int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *mo
             c->uniform_blocks = w.uniform.num_blocks;
         }
         c->by_balanced = c->by_balanced && w.has_memory;
-        rc = pp_rows(c, &w, &best, &first_error, &first_err, err);
+        rc = pp_rows(c, &w, &best, &first_error, &first_diag, diag->err);
     }
     free_work(&a, &w);
     if (rc) {
@@ -479,8 +490,9 @@ int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *mo
     }
     if (!best) {
         kvshard_comparison_free(c);
-        if (err)
-            *err = first_err;
+        if (diag->err)
+            *diag->err = first_err;
+        diag->among = first_diag.among;
         return first_error;
     }
     *out = c;

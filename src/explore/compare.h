@@ -26,11 +26,11 @@ struct kvshard_comparison {
  * the JSON give them; written like snprintf. */
 int kvshard__comparison_flags(char *buf, size_t cap, const kvshard_comparison *c);
 
-/* kvshard_comparison_create, with *blame as for kvshard__plan_create. */
+/* kvshard_comparison_create, naming in `diag` what an error is about, as
+ * kvshard__plan_create does. */
 int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *model,
                                const kvshard_options *options,
                                const kvshard_compare_options *compare_options,
-                               const kvshard_allocator *allocator, const char **blame,
-                               kvshard_error *err);
+                               const kvshard_allocator *allocator, kvshard_diag__ctx *diag);
 
 #endif /* KVSHARD_EXPLORE_COMPARE_H */

@@ -18,11 +18,11 @@ int kvshard_deployment_compare(kvshard_comparison **out, const kvshard_deploymen
     kvshard_comparison *c = NULL;
     kvshard_compare_options co = KVSHARD_COMPARE_OPTIONS_INIT;
     co.sweep_pp = deployment->explore.sweep_pp;
-    const char *blame = NULL;
+    kvshard_diag__ctx diag = kvshard_diag__on(err);
     kvshard_options options = kvshard__deployment_options(deployment);
     int rc = kvshard__comparison_create(out ? &c : NULL, deployment->model, &options, &co,
-                                        &deployment->alloc, &blame, err);
-    rc = kvshard_deployment__locate(deployment, rc, blame, err);
+                                        &deployment->alloc, &diag);
+    rc = kvshard_deployment__locate(deployment, rc, &diag);
     if (rc)
         return rc;
     for (size_t i = 0; deployment->skipped_count && i < c->count; i++) {
@@ -63,9 +63,8 @@ int kvshard_deployment_fit(kvshard_fit **out, const kvshard_deployment *deployme
         fo.unsplit = true;
     if (!fo.gpus_per_node)
         fo.gpus_per_node = deployment->explore.gpus_per_node;
-    const char *blame = NULL;
+    kvshard_diag__ctx diag = kvshard_diag__on(err);
     kvshard_options options = kvshard__deployment_options(deployment);
-    int rc = kvshard__fit_create(out, deployment->model, &options, &fo, &deployment->alloc, &blame,
-                                 err);
-    return kvshard_deployment__locate(deployment, rc, blame, err);
+    int rc = kvshard__fit_create(out, deployment->model, &options, &fo, &deployment->alloc, &diag);
+    return kvshard_deployment__locate(deployment, rc, &diag);
 }

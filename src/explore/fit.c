@@ -7,6 +7,7 @@
 #include "base/call.h"
 #include "deploy/options.h"
 #include "plan/device.h"
+#include "profile/capacity.h"
 #include "profile/profiles.h"
 
 #include <stdio.h>
@@ -75,7 +76,8 @@ static bool memory_failure(int rc)
 
 /* One layout's plan at `max_seqs`: the device read once, shared. */
 static int plan_layout(kvshard_plan **out, const search *s, uint32_t T, uint32_t P, uint32_t D,
-                       uint32_t S, kvshard_ownership rule, uint32_t max_seqs, kvshard_error *err)
+                       uint32_t S, kvshard_ownership rule, uint32_t max_seqs,
+                       kvshard_diag__ctx *diag)
 {
     kvshard_options o;
     memcpy(&o, &s->given, sizeof o);
@@ -92,8 +94,7 @@ static int plan_layout(kvshard_plan **out, const search *s, uint32_t T, uint32_t
     o.ownership = S > 1 ? rule : KVSHARD_OWNERSHIP_DEFAULT;
     o.memory_per_rank = 0;
     o.max_seqs = max_seqs;
-    const char *blame;
-    return kvshard__plan_figures(out, s->model, &o, &s->alloc, &s->device, &blame, err);
+    return kvshard__plan_figures(out, s->model, &o, &s->alloc, &s->device, diag);
 }
 
 /* Sequences per replica at the context length: balanced max_seqs, or for a
@@ -148,22 +149,22 @@ static void row_figures(kvshard_fit_row *row, const kvshard_plan *p, uint32_t *p
  * row without a context length is that plan, not planned again. */
 /* D replicas of a replica's figures, checked: a wrapped product would
  * rank the layout by a figure it does not have. */
-static int replica_totals(kvshard_fit_row *row, kvshard_error *err)
+static int replica_totals(kvshard_fit_row *row, kvshard_diag__ctx *diag)
 {
     uint32_t D = row->dp_size;
     if (kvshard__mul(&row->tokens_total, row->tokens_per_replica, D) &&
         kvshard__mul(&row->seqs_total, row->seqs_per_replica, D))
         return KVSHARD_OK;
-    return kvshard__fail(err, KVSHARD_EOVERFLOW, "", kvshard__no_mark,
-                         "T = %u, P = %u, D = %u: %llu tokens (%llu sequences) a replica "
-                         "times %u replicas pass 18446744073709551615 (2^64 - 1)",
-                         row->tp_size, row->pp_size, D,
-                         (unsigned long long)row->tokens_per_replica,
-                         (unsigned long long)row->seqs_per_replica, D);
+    return kvshard_diag__fail(diag, kvshard_profile__about_block, KVSHARD_EOVERFLOW,
+                              "T = %u, P = %u, D = %u: %llu tokens (%llu sequences) a replica "
+                              "times %u replicas pass 18446744073709551615 (2^64 - 1)",
+                              row->tp_size, row->pp_size, D,
+                              (unsigned long long)row->tokens_per_replica,
+                              (unsigned long long)row->seqs_per_replica, D);
 }
 
 static int fill_row(kvshard_fit_row *row, const search *s, uint32_t *partition,
-                    const kvshard_plan *admission, int admission_rc, kvshard_error *err)
+                    const kvshard_plan *admission, int admission_rc, kvshard_diag__ctx *diag)
 {
     uint32_t T = row->tp_size, P = row->pp_size, D = row->dp_size, S = row->layerwise_split_size;
     uint32_t context = s->base.options.context_length;
@@ -173,12 +174,14 @@ static int fill_row(kvshard_fit_row *row, const search *s, uint32_t *partition,
             return KVSHARD_OK;
         }
         row_figures(row, admission, partition);
-        return replica_totals(row, err);
+        return replica_totals(row, diag);
     }
     kvshard_plan *p = NULL;
     kvshard_error e;
+    /* The layout's own plan: its error, and what that is about. */
+    kvshard_diag__ctx layout = kvshard_diag__on(&e);
     int rc = plan_layout(&p, s, T, P, D, S, row->ownership, context ? 1 : s->base.options.max_seqs,
-                         &e);
+                         &layout);
     uint64_t seqs = 0;
     if (rc == KVSHARD_OK && context) {
         row->has_seqs = sequences_of(&seqs, p);
@@ -192,21 +195,22 @@ static int fill_row(kvshard_fit_row *row, const search *s, uint32_t *partition,
         uint32_t max_seqs = !row->has_seqs        ? s->base.options.max_seqs
                             : seqs > (1u << 24)    ? 1u << 24
                                                    : (uint32_t)seqs;
-        rc = plan_layout(&p, s, T, P, D, S, row->ownership, max_seqs, &e);
+        rc = plan_layout(&p, s, T, P, D, S, row->ownership, max_seqs, &layout);
     }
     if (memory_failure(rc)) {
         row->reason = rc;
         return KVSHARD_OK;
     }
     if (rc) {
-        if (err)
-            *err = e;
+        if (diag->err)
+            *diag->err = e;
+        diag->among = layout.among;
         return rc;
     }
     row_figures(row, p, partition);
     row->seqs_per_replica = row->has_seqs ? seqs : 0;
     kvshard_plan_free(p);
-    return replica_totals(row, err);
+    return replica_totals(row, diag);
 }
 
 /* The ranking of rows that fit: more sequences in all (none last), more
@@ -280,28 +284,27 @@ static uint64_t row_work(const kvshard__model_info *m, uint32_t T, uint32_t P, u
     return ((uint64_t)m->num_layers + P * kept) * (context ? 2u : 1u);
 }
 
-static int start(kvshard_fit *f, search *s, const kvshard_fit_options *fo, const char **blame,
-                 kvshard_error *err)
+static int start(kvshard_fit *f, search *s, const kvshard_fit_options *fo, kvshard_diag__ctx *diag)
 {
     const kvshard_options *o = &s->base.options;
     if (fo->gpus == 0)
-        return kvshard__fail(err, KVSHARD_EPARALLEL, "", kvshard__no_mark,
+        return kvshard__fail(diag->err, KVSHARD_EPARALLEL, "", kvshard__no_mark,
                              "gpus is 0; kvshard fit needs at least 1");
     if (fo->gpus > KVSHARD_MAX_RANKS)
-        return kvshard__fail(err, KVSHARD_EPARALLEL, "", kvshard__no_mark,
+        return kvshard__fail(diag->err, KVSHARD_EPARALLEL, "", kvshard__no_mark,
                              "gpus %u is above the %u ranks kvshard plans", fo->gpus,
                              KVSHARD_MAX_RANKS);
     if (o->device_memory == 0) {
-        *blame = "device_memory";
-        return kvshard__fail(err, KVSHARD_EMISSING, "", kvshard__no_mark,
-                             "kvshard fit needs device_memory, the memory of one GPU");
+        diag->option = "device_memory";
+        return kvshard_diag__fail(diag, kvshard_profile__about_engine, KVSHARD_EMISSING,
+                                  "kvshard fit needs device_memory, the memory of one GPU");
     }
     if (o->weights_per_rank_count > 0) {
-        *blame = "weights_per_rank";
-        return kvshard__fail(err, KVSHARD_EWEIGHTS, "", kvshard__no_mark,
-                             "weights_per_rank: kvshard fit works out each layout's weights; "
-                             "give weights_total (with weights_experts) or the model's "
-                             "safetensors files");
+        diag->option = "weights_per_rank";
+        return kvshard_diag__fail(diag, kvshard_device__about_weights, KVSHARD_EWEIGHTS,
+                                  "weights_per_rank: kvshard fit works out each layout's "
+                                  "weights; give weights_total (with weights_experts) or the "
+                                  "model's safetensors files");
     }
     f->gpus = fo->gpus;
     f->gpus_per_node = fo->gpus_per_node ? fo->gpus_per_node : 8;
@@ -316,37 +319,36 @@ static int start(kvshard_fit *f, search *s, const kvshard_fit_options *fo, const
 /* Why no row fits: every admitted layout leaves some stage no budget (the
  * closest named), or the state of max_seqs sequences leaves no block. */
 static int none_fits(const kvshard_fit *f, const search *s, bool all_short, uint32_t ct,
-                     uint32_t cp, uint32_t cd, int64_t closest, const char **blame,
-                     kvshard_error *err)
+                     uint32_t cp, uint32_t cd, int64_t closest, kvshard_diag__ctx *diag)
 {
     const kvshard__device *d = &s->device;
     char u[24];
     kvshard__ppb_text(u, sizeof u, d->utilization_ppb);
     if (all_short) {
-        *blame = "device_memory";
-        return kvshard__fail(err, KVSHARD_EDOESNOTFIT, "", kvshard__no_mark,
-                             "does_not_fit: no layout of %u GPUs leaves a budget: device_memory "
-                             "%llu x memory_utilization %s = %llu usable bytes, less "
-                             "activation_reserve %llu; the closest, T = %u, P = %u, D = %u, "
-                             "leaves its poorest stage %lld bytes",
-                             f->gpus, (unsigned long long)d->device_memory, u,
-                             (unsigned long long)d->usable, (unsigned long long)d->reserve, ct,
-                             cp, cd, (long long)closest);
+        diag->option = "device_memory";
+        return kvshard_diag__fail(diag, kvshard_device__about_fit, KVSHARD_EDOESNOTFIT,
+                                  "does_not_fit: no layout of %u GPUs leaves a budget: "
+                                  "device_memory %llu x memory_utilization %s = %llu usable "
+                                  "bytes, less activation_reserve %llu; the closest, T = %u, P "
+                                  "= %u, D = %u, leaves its poorest stage %lld bytes",
+                                  f->gpus, (unsigned long long)d->device_memory, u,
+                                  (unsigned long long)d->usable, (unsigned long long)d->reserve, ct,
+                                  cp, cd, (long long)closest);
     }
-    *blame = "max_seqs";
-    return kvshard__fail(err, KVSHARD_ENOBLOCK, "", kvshard__no_mark,
-                         "no memory for one block in any layout of %u GPUs: the state of "
-                         "max_seqs %u sequences leaves no block; give a context_length (fit "
-                         "then sizes max_seqs to it) or a smaller max_seqs",
-                         f->gpus, s->base.options.max_seqs);
+    diag->option = "max_seqs";
+    return kvshard_diag__fail(diag, kvshard_profile__about_budget, KVSHARD_ENOBLOCK,
+                              "no memory for one block in any layout of %u GPUs: the state of "
+                              "max_seqs %u sequences leaves no block; give a context_length "
+                              "(fit then sizes max_seqs to it) or a smaller max_seqs",
+                              f->gpus, s->base.options.max_seqs);
 }
 
 /* The layouts in enumeration order: T, then P, then S, then the rule. Only
  * the (T, P) the limits and pins admit are walked: sizes are taken from the
  * divisors of N, and the work they would cost is counted and capped
  * (KVSHARD__FIT_MAX_WORK) before anything is planned. */
-static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo, const char **blame,
-                     kvshard_error *err)
+static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo,
+                     kvshard_diag__ctx *diag)
 {
     uint32_t N = f->gpus, L = s->model->info.num_layers;
     bool context = s->base.options.context_length > 0;
@@ -387,14 +389,14 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo, c
         if (fo->pp_size || fo->dp_size)
             snprintf(pins, sizeof pins, " and the pins pp_size %u, dp_size %u", fo->pp_size,
                      fo->dp_size);
-        *blame = fo->pp_size ? "pp_size" : fo->dp_size ? "dp_size" : NULL;
-        return kvshard__fail(err, KVSHARD_EFITLIMITS, "", kvshard__no_mark,
+        diag->option = fo->pp_size ? "pp_size" : fo->dp_size ? "dp_size" : NULL;
+        return kvshard__fail(diag->err, KVSHARD_EFITLIMITS, "", kvshard__no_mark,
                              "fit_limits: no layout of %u GPUs within gpus_per_node %u, "
                              "max_tp_size %u and max_pp_size %u%s",
                              N, f->gpus_per_node, f->max_tp_size, f->max_pp_size, pins);
     }
     if (work > KVSHARD__FIT_MAX_WORK)
-        return kvshard__fail(err, KVSHARD_EFITLIMITS, "", kvshard__no_mark,
+        return kvshard__fail(diag->err, KVSHARD_EFITLIMITS, "", kvshard__no_mark,
                              "fit_limits: %zu layouts of %u GPUs (%zu rows of a %u-layer model "
                              "within max_tp_size %u and max_pp_size %u) would cost %llu layer "
                              "and split-rank figures, past the %llu of KVSHARD__FIT_MAX_WORK; "
@@ -407,10 +409,11 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo, c
                                     sizeof *f->partitions);
     f->refused = kvshard__calloc(&f->alloc, triples, sizeof *f->refused);
     if (!f->rows || !f->partitions || !f->refused)
-        return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+        return kvshard__fail(diag->err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
     int first_refusal = KVSHARD_OK;
     kvshard_error first_err;
     kvshard__error_reset(&first_err);
+    const char *const *first_among = NULL;
     bool all_short = true, any_admitted = false;
     int64_t closest = INT64_MIN;
     uint32_t ct = 0, cp = 0, cd = 0, order = 0;
@@ -426,11 +429,12 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo, c
             /* Admitted when the unsplit plan fails for memory at most. */
             kvshard_plan *p = NULL;
             kvshard_error e;
+            kvshard_diag__ctx layout_diag = kvshard_diag__on(&e);
             int rc = plan_layout(&p, s, T, P, D, 1, KVSHARD_OWNERSHIP_DEFAULT,
-                                 s->base.options.max_seqs, &e);
+                                 s->base.options.max_seqs, &layout_diag);
             if (rc == KVSHARD_ENOMEM) { /* the host's memory, not the layout's */
-                if (err)
-                    *err = e;
+                if (diag->err)
+                    *diag->err = e;
                 return rc;
             }
             if (rc && !memory_failure(rc)) {
@@ -439,6 +443,7 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo, c
                 if (!first_refusal) {
                     first_refusal = rc;
                     first_err = e;
+                    first_among = layout_diag.among;
                 }
                 continue;
             }
@@ -457,9 +462,9 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo, c
                                                        &ignore) == KVSHARD_OK) {
                 uint64_t w[256], b[256];
                 kvshard__device_layout layout = {T, D, 1, P, counts, L};
-                const char *why;
-                if (kvshard__device_stages(w, b, &s->device, &s->base, &layout, &left, &why,
-                                           &ignore) == KVSHARD_OK)
+                kvshard_diag__ctx why = kvshard_diag__on(&ignore);
+                if (kvshard__device_stages(w, b, &s->device, &s->base, &layout, &left, &why) ==
+                    KVSHARD_OK)
                     all_short = false;
             } else {
                 all_short = false;
@@ -486,8 +491,8 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo, c
                                             : (kvshard_ownership)ownership_rules[r];
                     row->pp_partition = f->partitions + used;
                     used += P;
-                    if ((failed = fill_row(row, s, (uint32_t *)row->pp_partition, p,
-                                           admission_rc, err)) != 0)
+                    if ((failed = fill_row(row, s, (uint32_t *)row->pp_partition, p, admission_rc,
+                                           diag)) != 0)
                         break;
                     f->fitting += row->fits;
                     f->count++;
@@ -499,12 +504,13 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo, c
         }
     }
     if (!any_admitted) {
-        if (err)
-            *err = first_err;
+        if (diag->err)
+            *diag->err = first_err;
+        diag->among = first_among;
         return first_refusal;
     }
     if (f->fitting == 0)
-        return none_fits(f, s, all_short, ct, cp, cd, closest, blame, err);
+        return none_fits(f, s, all_short, ct, cp, cd, closest, diag);
     qsort(f->rows, f->count, sizeof *f->rows, compare_rows);
     for (size_t i = 0; i < f->count; i++)
         f->rows[i].rank = (uint32_t)(i + 1);
@@ -513,37 +519,37 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo, c
 
 static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvshard_options *options,
                       const kvshard_fit_options *fo, const kvshard_allocator *allocator,
-                      const char **blame, kvshard_error *err)
+                      kvshard_diag__ctx *diag)
 {
     search s;
     memset(&s, 0, sizeof s);
     /* A fit needs its GPUs and the device: no NULL stands for defaults. */
-    *blame = NULL;
-    int rc = kvshard_call__begin(err, out && model && options && fo,
+    diag->option = NULL;
+    int rc = kvshard_call__begin(diag->err, out && model && options && fo,
                                  "out, model, options and fit_options");
     if (rc == KVSHARD_OK)
-        rc = kvshard__begin_planning(&s.base, true, options, allocator, blame, err);
-    if (rc == KVSHARD_OK && (rc = kvshard_call__size(err, "kvshard_fit_options", fo->size,
+        rc = kvshard__begin_planning(&s.base, true, options, allocator, diag);
+    if (rc == KVSHARD_OK && (rc = kvshard_call__size(diag->err, "kvshard_fit_options", fo->size,
                                                      sizeof *fo, "KVSHARD_FIT_OPTIONS_INIT")) != 0)
         return rc;
     /* gpus_per_node keeps the range and words of its deployment key. */
     kvshard_value gpus_per_node = {fo ? fo->gpus_per_node : 0, 0.0, NULL, 0};
     if (rc == KVSHARD_OK &&
         (rc = kvshard_value__check(kvshard__option_def(KVSHARD__OPT_GPUS_PER_NODE), gpus_per_node,
-                                   err)) != 0) {
-        *blame = "gpus_per_node";
+                                   diag->err)) != 0) {
+        diag->option = "gpus_per_node";
         return rc;
     }
     /* Before the profile settles anything: its inputs are not fit's. */
     if (rc == KVSHARD_OK && !s.base.profile->device.utilization_ppb) {
-        *blame = "engine";
-        return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
-                             "%s profile: fit_profile: kvshard fit plans under the kvshard "
-                             "profile only",
-                             s.base.profile->name);
+        diag->option = "engine";
+        return kvshard_diag__fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE,
+                                  "%s profile: fit_profile: kvshard fit plans under the kvshard "
+                                  "profile only",
+                                  s.base.profile->name);
     }
     if (rc == KVSHARD_OK)
-        rc = kvshard__planning_settle(&s.base, model, blame, err);
+        rc = kvshard__planning_settle(&s.base, model, diag);
     if (rc)
         return rc;
     s.model = model;
@@ -555,28 +561,28 @@ static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvsha
     s.base.options.memory_per_rank = 0;
     kvshard_fit *f = kvshard__calloc(&s.alloc, 1, sizeof *f);
     if (!f)
-        return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+        return kvshard__fail(diag->err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
     f->alloc = s.alloc;
     size_t source_len = strlen(model->source) + 1;
     f->model_source = kvshard__alloc(&s.alloc, source_len, 1);
     if (!f->model_source) {
         kvshard__free(&s.alloc, f);
-        return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+        return kvshard__fail(diag->err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
     }
     memcpy(f->model_source, model->source, source_len);
     f->options = s.base.options;
     f->options.settings = NULL;
     f->profile = s.base.profile;
-    rc = start(f, &s, fo, blame, err);
+    rc = start(f, &s, fo, diag);
     if (rc == KVSHARD_OK)
-        rc = kvshard__device_open(&s.device, &s.base, model, &s.alloc, blame, err);
+        rc = kvshard__device_open(&s.device, &s.base, model, &s.alloc, diag);
     if (rc == KVSHARD_OK) {
         kvshard__device_figures_of(&f->device, &s.device);
         if (f->device.summary.first_unknown)
             f->device.summary.first_unknown = f->device.first_unknown; /* the fit's copy */
         f->fp8_kv = kvshard__kv_cache_dtype(&model->info, &f->options) == KVSHARD_DTYPE_FP8;
         f->drafts = kvshard__counted_drafts(&model->info, &f->options, f->profile) > 0;
-        rc = enumerate(f, &s, fo, blame, err);
+        rc = enumerate(f, &s, fo, diag);
     }
     kvshard__device_close(&s.device);
     if (rc) {
@@ -591,16 +597,15 @@ int kvshard_fit_create(kvshard_fit **out, const kvshard_model *model, const kvsh
                        const kvshard_fit_options *fit_options, const kvshard_allocator *allocator,
                        kvshard_error *err)
 {
-    const char *blame;
-    return fit_create(out, model, options, fit_options, allocator, &blame, err);
+    kvshard_diag__ctx diag = kvshard_diag__on(err);
+    return fit_create(out, model, options, fit_options, allocator, &diag);
 }
 
 int kvshard__fit_create(kvshard_fit **out, const kvshard_model *model,
                         const kvshard_options *options, const kvshard_fit_options *fit_options,
-                        const kvshard_allocator *allocator, const char **blame,
-                        kvshard_error *err)
+                        const kvshard_allocator *allocator, kvshard_diag__ctx *diag)
 {
-    return fit_create(out, model, options, fit_options, allocator, blame, err);
+    return fit_create(out, model, options, fit_options, allocator, diag);
 }
 
 void kvshard_fit_free(kvshard_fit *fit)

@@ -41,11 +41,10 @@ struct kvshard_fit {
     bool drafts;  /* draft layers are counted (some engines run no stages with them) */
 };
 
-/* kvshard_fit_create, with *blame naming the option an error is about. */
+/* kvshard_fit_create, naming in `diag` the option an error is about. */
 int kvshard__fit_create(kvshard_fit **out, const kvshard_model *model,
                         const kvshard_options *options, const kvshard_fit_options *fit_options,
-                        const kvshard_allocator *allocator, const char **blame,
-                        kvshard_error *err);
+                        const kvshard_allocator *allocator, kvshard_diag__ctx *diag);
 
 /* A row as the profiles' recommend() takes it; `utilization` (at least 24
  * bytes) holds the share's text. */

@@ -6,7 +6,7 @@
 #include "explore/compare.h"
 #include "plan/device.h"
 #include "explore/fit.h"
-#include "plan/view.h"
+#include "plan/queries.h"
 #include "profile/profiles.h"
 
 #include <math.h>

@@ -7,7 +7,7 @@
 #include "output/runs.h"
 #include "output/svg.h"
 #include "explore/compare.h"
-#include "plan/view.h"
+#include "plan/queries.h"
 #include "profile/profiles.h"
 
 #include <math.h>

@@ -3,6 +3,7 @@
  * bars on one scale with an axis, so a rank that leaves a tenth of its
  * memory unused shows it. Ranks with the same figures share one bar. */
 #include "output/report_chart.h"
+#include "plan/queries.h"
 
 #include <stdio.h>
 #include <string.h>

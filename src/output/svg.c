@@ -4,7 +4,7 @@
  * goes, with no allocation: the size is linear in the layers. */
 #include "output/svg.h"
 #include "output/runs.h"
-#include "plan/view.h"
+#include "plan/queries.h"
 
 #include <stdio.h>
 #include <string.h>

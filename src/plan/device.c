@@ -4,6 +4,7 @@
 #include "plan/device.h"
 
 #include "base/checked.h"
+#include "profile/capacity.h"
 #include "profile/profiles.h"
 
 #include <math.h>
@@ -124,27 +125,29 @@ static void memo_keep(struct kvshard__stage_memo *m, const kvshard__wlayout *l,
 }
 
 static int read_weights(kvshard__device *d, const kvshard_model *model,
-                        const kvshard_allocator *alloc, kvshard_error *err)
+                        const kvshard_allocator *alloc, kvshard_diag__ctx *diag)
 {
     char dir[4096];
     if (!model_directory(dir, sizeof dir, model))
-        return kvshard__fail(err, KVSHARD_EWEIGHTS, "", kvshard__no_mark,
-                             "device_memory needs the weights of a rank: give weights_per_rank, "
-                             "weights_total (with weights_experts), or a model directory with "
-                             "safetensors files (this model has no directory)");
+        return kvshard_diag__fail(
+            diag, kvshard_device__about_weights, KVSHARD_EWEIGHTS,
+            "device_memory needs the weights of a rank: give weights_per_rank, "
+            "weights_total (with weights_experts), or a model directory with "
+            "safetensors files (this model has no directory)");
     kvshard__safetensors *set = NULL;
     kvshard__st_options so = {0, 0, model->on_weights_file, model->on_weights_file_user};
-    int rc = kvshard_safetensors__read_dir_with(&set, dir, alloc, &so, err);
+    int rc = kvshard_safetensors__read_dir_with(&set, dir, alloc, &so, diag->err);
     if (rc)
         return rc;
     if (set->files == KVSHARD__ST_NONE) {
         kvshard_safetensors__free(set);
-        return kvshard__fail(err, KVSHARD_EWEIGHTS, "", kvshard__no_mark,
-                             "device_memory needs the weights of a rank: give weights_per_rank, "
-                             "weights_total (with weights_experts), or safetensors files in %s",
-                             dir);
+        return kvshard_diag__fail(
+            diag, kvshard_device__about_weights, KVSHARD_EWEIGHTS,
+            "device_memory needs the weights of a rank: give weights_per_rank, "
+            "weights_total (with weights_experts), or safetensors files in %s",
+            dir);
     }
-    rc = classify_weights(&d->weights, set, model, alloc, err);
+    rc = classify_weights(&d->weights, set, model, alloc, diag->err);
     kvshard_safetensors__free(set);
     if (rc == KVSHARD_OK) {
         d->summary = *kvshard_weights__summary(d->weights);
@@ -154,8 +157,12 @@ static int read_weights(kvshard__device *d, const kvshard_model *model,
 }
 
 static int open_weights(kvshard__device *d, const kvshard_options *o, const kvshard_model *model,
-                        const kvshard_allocator *alloc, const char **blame, kvshard_error *err);
+                        const kvshard_allocator *alloc, kvshard_diag__ctx *diag);
 
+const char *const kvshard_device__about_weights[] = {"weights_per_rank", "weights_total",
+                                                     "weights_experts", "device_memory", NULL};
+const char *const kvshard_device__about_fit[] = {"device_memory", "memory_utilization",
+                                                 "activation_reserve", NULL};
 
 /* Whether a setting gives the input of the planning's profile named
  * `name` (a value equal to its default is given all the same). */
@@ -167,7 +174,7 @@ static bool input_given(const kvshard__planning *pl, const char *name)
 
 int kvshard__device_open(kvshard__device *d, const kvshard__planning *pl,
                          const kvshard_model *model, const kvshard_allocator *alloc,
-                         const char **blame, kvshard_error *err)
+                         kvshard_diag__ctx *diag)
 {
     const kvshard_options *o = &pl->options;
     memset(d, 0, sizeof *d);
@@ -176,13 +183,14 @@ int kvshard__device_open(kvshard__device *d, const kvshard__planning *pl,
     if (o->device_memory == 0 || o->memory_per_rank > 0)
         return KVSHARD_OK;
     const kvshard__profile *p = pl->profile;
-    *blame = "device_memory";
+    diag->option = "device_memory";
     bool engine = !p->device.utilization_ppb; /* the engine's formula makes the budget */
     if (engine && !p->device.fill_input)
-        return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
-                             "%s profile: device_inputs_unsupported: device_memory: the profile "
-                             "reads none of the device inputs",
-                             p->name);
+        return kvshard_diag__fail(
+            diag, kvshard_profile__about_engine, KVSHARD_EPROFILE,
+            "%s profile: device_inputs_unsupported: device_memory: the profile "
+            "reads none of the device inputs",
+            p->name);
     d->used = !engine;
     d->device_memory = o->device_memory;
     if (engine && input_given(pl, p->device.fill_input)) {
@@ -196,7 +204,7 @@ int kvshard__device_open(kvshard__device *d, const kvshard__planning *pl,
                      : !p->device.reserve_auto                     ? 0
                      : twentieth > GIB                             ? twentieth
                                                                    : GIB;
-        return open_weights(d, o, model, alloc, blame, err);
+        return open_weights(d, o, model, alloc, diag);
     }
     d->utilization =
         o->memory_utilization > 0 ? o->memory_utilization : (double)p->device.utilization_ppb / 1e9;
@@ -205,8 +213,8 @@ int kvshard__device_open(kvshard__device *d, const kvshard__planning *pl,
     if (fabs(scaled - (double)d->utilization_ppb) > 1e-3) {
         char shown[40];
         kvshard_format__shortest_text(shown, sizeof shown, d->utilization);
-        *blame = "memory_utilization";
-        return kvshard__fail(err, KVSHARD_ERANGE, "", kvshard__no_mark,
+        diag->option = "memory_utilization";
+        return kvshard__fail(diag->err, KVSHARD_ERANGE, "", kvshard__no_mark,
                              "memory_utilization %s has more than 9 digits after the point; "
                              "kvshard reads it to the billionth",
                              shown);
@@ -216,42 +224,42 @@ int kvshard__device_open(kvshard__device *d, const kvshard__planning *pl,
     d->reserve = o->activation_reserve != KVSHARD_RESERVE_AUTO ? o->activation_reserve
                  : twentieth > GIB                             ? twentieth
                                                                : GIB;
-    return open_weights(d, o, model, alloc, blame, err);
+    return open_weights(d, o, model, alloc, diag);
 }
 
 /* Where the weights come from, first that applies, read now when they are
  * the model directory's. */
 static int open_weights(kvshard__device *d, const kvshard_options *o, const kvshard_model *model,
-                        const kvshard_allocator *alloc, const char **blame, kvshard_error *err)
+                        const kvshard_allocator *alloc, kvshard_diag__ctx *diag)
 {
     /* Two figures for one thing: which one the user meant is not ours to
      * guess (the first source used to win in silence). */
     if (o->weights_per_rank_count > 0 && o->weights_total > 0) {
-        *blame = NULL; /* the override of the two, else the first in the file */
-        return kvshard__fail(err, KVSHARD_EWEIGHTS, "", kvshard__no_mark,
-                             "weights_per_rank and weights_total are both given: a rank's "
-                             "weights come from one source; give weights_per_rank (measured), "
-                             "or weights_total with weights_experts (an estimate)");
+        diag->option = NULL; /* the override of the two, else the first in the file */
+        return kvshard_diag__fail(diag, kvshard_device__about_weights, KVSHARD_EWEIGHTS,
+                                  "weights_per_rank and weights_total are both given: a rank's "
+                                  "weights come from one source; give weights_per_rank (measured), "
+                                  "or weights_total with weights_experts (an estimate)");
     }
     if (o->weights_per_rank_count > 0) {
         d->source = KVSHARD__WEIGHTS_PER_RANK;
     } else if (o->weights_total > 0) {
         d->source = KVSHARD__WEIGHTS_TOTAL;
         if (o->weights_experts > o->weights_total) {
-            *blame = "weights_experts";
-            return kvshard__fail(err, KVSHARD_EWEIGHTS, "", kvshard__no_mark,
-                                 "weights_experts %llu is more than weights_total %llu: the "
-                                 "experts are part of the checkpoint",
-                                 (unsigned long long)o->weights_experts,
-                                 (unsigned long long)o->weights_total);
+            diag->option = "weights_experts";
+            return kvshard_diag__fail(diag, kvshard_device__about_weights, KVSHARD_EWEIGHTS,
+                                      "weights_experts %llu is more than weights_total %llu: the "
+                                      "experts are part of the checkpoint",
+                                      (unsigned long long)o->weights_experts,
+                                      (unsigned long long)o->weights_total);
         }
     } else {
         d->source = KVSHARD__WEIGHTS_SAFETENSORS;
-        int rc = read_weights(d, model, alloc, err);
+        int rc = read_weights(d, model, alloc, diag);
         if (rc)
             return rc;
     }
-    *blame = NULL;
+    diag->option = NULL;
     return KVSHARD_OK;
 }
 
@@ -264,17 +272,18 @@ void kvshard__device_close(kvshard__device *d)
 }
 
 static int stage_weights(uint64_t *weights, const kvshard__device *d, const kvshard__planning *pl,
-                         const kvshard__device_layout *l, const char **blame, kvshard_error *err)
+                         const kvshard__device_layout *l, kvshard_diag__ctx *diag)
 {
     const kvshard_options *o = &pl->options;
     switch (d->source) {
     case KVSHARD__WEIGHTS_PER_RANK:
         if (o->weights_per_rank_count != 1 && o->weights_per_rank_count != l->pp) {
-            *blame = "weights_per_rank";
-            return kvshard__fail(err, KVSHARD_EWEIGHTS, "", kvshard__no_mark,
-                                 "weights_per_rank has %u entries; pp_size is %u (give one size, "
-                                 "or one a stage)",
-                                 o->weights_per_rank_count, l->pp);
+            diag->option = "weights_per_rank";
+            return kvshard_diag__fail(
+                diag, kvshard_device__about_weights, KVSHARD_EWEIGHTS,
+                "weights_per_rank has %u entries; pp_size is %u (give one size, "
+                "or one a stage)",
+                o->weights_per_rank_count, l->pp);
         }
         for (uint32_t s = 0; s < l->pp; s++)
             weights[s] = o->weights_per_rank[o->weights_per_rank_count == 1 ? 0 : s];
@@ -282,10 +291,13 @@ static int stage_weights(uint64_t *weights, const kvshard__device *d, const kvsh
     case KVSHARD__WEIGHTS_TOTAL: {
         uint64_t x = (uint64_t)l->dp * l->cp * l->tp;
         for (uint32_t s = 0; s < l->pp; s++) {
-            int rc = kvshard_weights__estimate(&weights[s], o->weights_total, o->weights_experts,
-                                               l->stage_layers[s], l->num_layers, l->tp, x, err);
-            if (rc)
+            int rc =
+                kvshard_weights__estimate(&weights[s], o->weights_total, o->weights_experts,
+                                          l->stage_layers[s], l->num_layers, l->tp, x, diag->err);
+            if (rc) {
+                diag->among = kvshard_device__about_weights;
                 return rc;
+            }
         }
         return KVSHARD_OK;
     }
@@ -293,14 +305,14 @@ static int stage_weights(uint64_t *weights, const kvshard__device *d, const kvsh
         kvshard__wstage local[64];
         kvshard__wstage *st = l->pp <= 64 ? local : kvshard__alloc(&d->alloc, l->pp, sizeof *st);
         if (!st)
-            return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+            return kvshard__fail(diag->err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
         kvshard__wlayout wl = {l->tp, l->dp, l->cp, o->expert_parallel,
                                o->num_speculative_tokens > 0, l->pp, l->stage_layers};
         if (memo_holds(d->memo, &wl)) {
             memcpy(weights, d->memo->bytes, l->pp * sizeof *weights);
             return KVSHARD_OK;
         }
-        int rc = kvshard_weights__stages(st, d->weights, &wl, err);
+        int rc = kvshard_weights__stages(st, d->weights, &wl, diag->err);
         for (uint32_t s = 0; rc == KVSHARD_OK && s < l->pp; s++)
             weights[s] = st[s].bytes;
         if (rc == KVSHARD_OK)
@@ -310,15 +322,17 @@ static int stage_weights(uint64_t *weights, const kvshard__device *d, const kvsh
         return rc;
     }
     case KVSHARD__WEIGHTS_NONE:
-    default: return kvshard__fail(err, KVSHARD_EWEIGHTS, "", kvshard__no_mark, "no weights");
+    default:
+        return kvshard_diag__fail(diag, kvshard_device__about_weights, KVSHARD_EWEIGHTS,
+                                  "no weights");
     }
 }
 
 int kvshard__device_stages(uint64_t *weights, uint64_t *budgets, const kvshard__device *d,
                            const kvshard__planning *pl, const kvshard__device_layout *layout,
-                           int64_t *left, const char **blame, kvshard_error *err)
+                           int64_t *left, kvshard_diag__ctx *diag)
 {
-    int rc = stage_weights(weights, d, pl, layout, blame, err);
+    int rc = stage_weights(weights, d, pl, layout, diag);
     if (rc)
         return rc;
     /* The poorest stage's budget, signed: how close a layout came. */
@@ -361,14 +375,14 @@ int kvshard__device_stages(uint64_t *weights, uint64_t *budgets, const kvshard__
         kvshard__ppb_text(u, sizeof u, d->utilization_ppb);
         if (layout->pp > 1)
             snprintf(where, sizeof where, " on stage %u", s);
-        *blame = "device_memory";
-        return kvshard__fail(err, KVSHARD_EDOESNOTFIT, "", kvshard__no_mark,
-                             "does_not_fit: the weights%s (%llu bytes a rank) and "
-                             "activation_reserve %llu bytes take all of device_memory %llu x "
-                             "memory_utilization %s = %llu usable bytes: %s bytes short",
-                             where, (unsigned long long)weights[s], (unsigned long long)d->reserve,
-                             (unsigned long long)d->device_memory, u, (unsigned long long)d->usable,
-                             short_text);
+        diag->option = "device_memory";
+        return kvshard_diag__fail(
+            diag, kvshard_device__about_fit, KVSHARD_EDOESNOTFIT,
+            "does_not_fit: the weights%s (%llu bytes a rank) and "
+            "activation_reserve %llu bytes take all of device_memory %llu x "
+            "memory_utilization %s = %llu usable bytes: %s bytes short",
+            where, (unsigned long long)weights[s], (unsigned long long)d->reserve,
+            (unsigned long long)d->device_memory, u, (unsigned long long)d->usable, short_text);
     }
     return KVSHARD_OK;
 }
@@ -376,14 +390,13 @@ int kvshard__device_stages(uint64_t *weights, uint64_t *budgets, const kvshard__
 int kvshard__budgets_for(kvshard__budgets *out, uint64_t *weights, uint64_t *stage,
                          const kvshard__device *d, const kvshard__planning *pl,
                          const kvshard_model *model, const kvshard__device_layout *layout,
-                         uint32_t split, int64_t *left, const char **blame, kvshard_error *err)
+                         uint32_t split, int64_t *left, kvshard_diag__ctx *diag)
 {
     out->stage_ranks = layout->tp;
     out->stage = NULL;
     if (!d->used)
-        return kvshard__planning_budget(&out->least, &out->has, pl, model, layout->tp, split,
-                                        blame, err);
-    int rc = kvshard__device_stages(weights, stage, d, pl, layout, left, blame, err);
+        return kvshard__planning_budget(&out->least, &out->has, pl, model, layout->tp, split, diag);
+    int rc = kvshard__device_stages(weights, stage, d, pl, layout, left, diag);
     if (rc)
         return rc;
     out->has = true;
@@ -424,7 +437,7 @@ static kvshard_value *engine_input(kvshard__planning *pl, const char *name, bool
     return &pl->inputs[i];
 }
 
-int kvshard__device_map(kvshard__planning *pl, const char **blame, kvshard_error *err)
+int kvshard__device_map(kvshard__planning *pl, kvshard_diag__ctx *diag)
 {
     const kvshard_options *o = &pl->options;
     const kvshard__profile *p = pl->profile;
@@ -433,8 +446,8 @@ int kvshard__device_map(kvshard__planning *pl, const char **blame, kvshard_error
     bool set;
     kvshard_value *total = engine_input(pl, p->device.total_input, &set);
     if (total && set && total->u != o->device_memory) {
-        *blame = "device_memory";
-        return kvshard__fail(err, KVSHARD_EDUPKEY, "", kvshard__no_mark,
+        diag->option = "device_memory";
+        return kvshard__fail(diag->err, KVSHARD_EDUPKEY, "", kvshard__no_mark,
                              "%s profile: device_memory %llu and %s %llu differ; give one of them",
                              p->name, (unsigned long long)o->device_memory, p->device.total_input,
                              (unsigned long long)total->u);
@@ -449,8 +462,8 @@ int kvshard__device_map(kvshard__planning *pl, const char **blame, kvshard_error
             char mine[40], theirs[40];
             kvshard_format__shortest_text(mine, sizeof mine, o->memory_utilization);
             kvshard_format__shortest_text(theirs, sizeof theirs, u->d);
-            *blame = "memory_utilization";
-            return kvshard__fail(err, KVSHARD_EDUPKEY, "", kvshard__no_mark,
+            diag->option = "memory_utilization";
+            return kvshard__fail(diag->err, KVSHARD_EDUPKEY, "", kvshard__no_mark,
                                  "%s profile: memory_utilization %s and %s %s differ; give one "
                                  "of them",
                                  p->name, mine, p->device.utilization_input, theirs);
@@ -460,17 +473,16 @@ int kvshard__device_map(kvshard__planning *pl, const char **blame, kvshard_error
     return KVSHARD_OK;
 }
 
-void kvshard__device_blame(const kvshard__device *d, const kvshard__profile *profile,
-                           const char **blame)
+void kvshard__device_about_fill(const kvshard__device *d, const kvshard__profile *profile,
+                                kvshard_diag__ctx *diag)
 {
-    if (d->fills && *blame && profile->device.fill_input &&
-        strcmp(*blame, profile->device.fill_input) == 0)
-        *blame = "device_memory";
+    if (d->fills && diag->option && profile->device.fill_input &&
+        strcmp(diag->option, profile->device.fill_input) == 0)
+        diag->option = "device_memory";
 }
 
 int kvshard__device_fill(kvshard__planning *pl, const kvshard__device *d,
-                         const kvshard__device_layout *layout, const char **blame,
-                         kvshard_error *err)
+                         const kvshard__device_layout *layout, kvshard_diag__ctx *diag)
 {
     if (!d->fills)
         return KVSHARD_OK;
@@ -484,7 +496,7 @@ int kvshard__device_fill(kvshard__planning *pl, const kvshard__device *d,
     kvshard__device_layout one = *layout;
     one.pp = 1;
     one.stage_layers = &all;
-    int rc = stage_weights(weights, d, pl, &one, blame, err);
+    int rc = stage_weights(weights, d, pl, &one, diag);
     if (rc)
         return rc;
     uint64_t taken;
@@ -492,12 +504,12 @@ int kvshard__device_fill(kvshard__planning *pl, const kvshard__device *d,
     /* Past 2^64 - 2 bytes no device holds them, and non_kv_memory's numbers
      * end there (2^64 - 1 stands for "not given"): never filled saturated. */
     if (!added || taken == UINT64_MAX || (p->device.fill_free && taken >= d->device_memory)) {
-        *blame = "device_memory";
-        return kvshard__fail(err, KVSHARD_EDOESNOTFIT, "", kvshard__no_mark,
-                             "does_not_fit: the weights (%llu bytes a rank) and "
-                             "activation_reserve %llu bytes take all of device_memory %llu",
-                             (unsigned long long)weights[0], (unsigned long long)d->reserve,
-                             (unsigned long long)d->device_memory);
+        diag->option = "device_memory";
+        return kvshard_diag__fail(diag, kvshard_device__about_fit, KVSHARD_EDOESNOTFIT,
+                                  "does_not_fit: the weights (%llu bytes a rank) and "
+                                  "activation_reserve %llu bytes take all of device_memory %llu",
+                                  (unsigned long long)weights[0], (unsigned long long)d->reserve,
+                                  (unsigned long long)d->device_memory);
     }
     fill->u = p->device.fill_free ? d->device_memory - taken : taken;
     return KVSHARD_OK;

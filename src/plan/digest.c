@@ -1,7 +1,7 @@
 /* The plan's two digests: the layout (what every rank stores per token and
  * per sequence) and the whole plan (the layout, blocks and capacity), so
  * that ranks can compare plans with one collective. */
-#include "plan/plan.h"
+#include "plan/digest.h"
 
 /* A word-at-a-time hash: each 64-bit word is mixed with a multiply and a
  * rotation, and the end folds the bits together. */

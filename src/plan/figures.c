@@ -1,7 +1,7 @@
 /* The capacity's figures by name: the fields of the JSON plan's capacity
  * object, in its order. The JSON writer and kvshard_plan_capacity_figure()
  * both read them here, so a figure has one name and one meaning. */
-#include "plan/plan.h"
+#include "plan/figures.h"
 
 #include <string.h>
 

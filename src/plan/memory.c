@@ -7,6 +7,8 @@
 
 #include "base/checked.h"
 #include "model/states.h"
+#include "profile/capacity.h"
+#include "profile/profile.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -16,13 +18,13 @@ typedef kvshard__calc calc;
 #define add kvshard__calc_add
 
 static int overflow_error(const calc *c, const kvshard__memory_inputs *in, const char *what,
-                          kvshard_error *err)
+                          kvshard_diag__ctx *diag)
 {
     if (c->block_blamed)
-        return kvshard__fail(err, KVSHARD_EOVERFLOW, "", kvshard__no_mark,
-                             "%s overflow 64 bits at block_size %u tokens", what,
-                             in->options->block_size);
-    return kvshard__fail(err, KVSHARD_EOVERFLOW, in->model_source, kvshard__no_mark,
+        return kvshard_diag__fail(diag, kvshard_profile__about_block, KVSHARD_EOVERFLOW,
+                                  "%s overflow 64 bits at block_size %u tokens", what,
+                                  in->options->block_size);
+    return kvshard__fail(diag->err, KVSHARD_EOVERFLOW, in->model_source, kvshard__no_mark,
                          "%s overflow 64 bits: the model's dimensions are too large", what);
 }
 
@@ -205,12 +207,12 @@ static kvshard__cost class_cost(calc *c, const kvshard__memory_inputs *in, const
 }
 
 int kvshard__layer_cost(kvshard__cost *out, const kvshard__memory_inputs *in, uint8_t cls,
-                        uint32_t full_heads, uint32_t sliding_heads, kvshard_error *err)
+                        uint32_t full_heads, uint32_t sliding_heads, kvshard_diag__ctx *diag)
 {
     calc c = {false, false, false};
     kvshard__cost cost = class_cost(&c, in, &in->model->classes[cls], full_heads, sliding_heads);
     if (c.overflow)
-        return overflow_error(&c, in, "the cache bytes of a layer", err);
+        return overflow_error(&c, in, "the cache bytes of a layer", diag);
     *out = cost;
     return KVSHARD_OK;
 }
@@ -232,12 +234,12 @@ kvshard_states__env kvshard__state_env(const kvshard__memory_inputs *in)
     return env;
 }
 
-int kvshard__state_bytes(uint64_t *out, const kvshard__memory_inputs *in, kvshard_error *err)
+int kvshard__state_bytes(uint64_t *out, const kvshard__memory_inputs *in, kvshard_diag__ctx *diag)
 {
     calc c = {false, false, false};
     uint64_t b = state_bytes(&c, in);
     if (c.overflow)
-        return overflow_error(&c, in, "the recurrent state bytes", err);
+        return overflow_error(&c, in, "the recurrent state bytes", diag);
     *out = b;
     return KVSHARD_OK;
 }
@@ -319,13 +321,13 @@ static kvshard_rank_memory rank_figures(calc *c, const kvshard__memory_inputs *i
 }
 
 int kvshard__memory_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inputs *in,
-                          const uint32_t *which, uint32_t n, kvshard_error *err)
+                          const uint32_t *which, uint32_t n, kvshard_diag__ctx *diag)
 {
     const kvshard__model_info *m = in->model;
     calc c = {false, false, false};
     uint64_t state = state_bytes(&c, in);
     if (c.overflow)
-        return overflow_error(&c, in, "the recurrent state bytes", err);
+        return overflow_error(&c, in, "the recurrent state bytes", diag);
     uint32_t T = in->tp, S = in->split, C = m->num_classes;
     bool split = S > 1;
     kvshard__cost own[KVSHARD__MAX_CLASSES], stored[KVSHARD__MAX_CLASSES];
@@ -380,7 +382,7 @@ int kvshard__memory_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inpu
         if (c.overflow) {
             char what[64];
             snprintf(what, sizeof what, "the memory figures of TP rank %u", r);
-            return overflow_error(&c, in, what, err);
+            return overflow_error(&c, in, what, diag);
         }
     }
     return KVSHARD_OK;
@@ -407,7 +409,7 @@ uint32_t kvshard__memory_other_group(const kvshard__model_info *m, uint32_t tp, 
 
 int kvshard__stage_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inputs *in,
                          const kvshard__range *stages, uint32_t pp, const uint32_t *owned,
-                         kvshard_error *err)
+                         kvshard_diag__ctx *diag)
 {
     size_t row = (size_t)in->split * in->model->num_classes;
     for (uint32_t s = 0; s < pp; s++) {
@@ -420,7 +422,7 @@ int kvshard__stage_ranks(kvshard_rank_memory *ranks, const kvshard__memory_input
             stage.split = 1;
             stage.owned = stages[s].class_census; /* one split rank owns every KV layer */
         }
-        int rc = kvshard__memory_ranks(ranks + (size_t)s * in->tp, &stage, NULL, in->tp, err);
+        int rc = kvshard__memory_ranks(ranks + (size_t)s * in->tp, &stage, NULL, in->tp, diag);
         if (rc)
             return rc;
     }
@@ -428,7 +430,7 @@ int kvshard__stage_ranks(kvshard_rank_memory *ranks, const kvshard__memory_input
 }
 
 int kvshard__unsplit_bytes_per_block(uint64_t *out, const kvshard__memory_inputs *in,
-                                     kvshard_error *err)
+                                     kvshard_diag__ctx *diag)
 {
     const kvshard__model_info *m = in->model;
     calc c = {false, false, false};
@@ -445,7 +447,7 @@ int kvshard__unsplit_bytes_per_block(uint64_t *out, const kvshard__memory_inputs
     c.in_block = true;
     *out = mul(&c, per_token, in->options->block_size);
     if (c.overflow)
-        return overflow_error(&c, in, "the unsplit bytes per block", err);
+        return overflow_error(&c, in, "the unsplit bytes per block", diag);
     return KVSHARD_OK;
 }
 

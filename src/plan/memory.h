@@ -5,6 +5,7 @@
 #ifndef KVSHARD_PLAN_MEMORY_H
 #define KVSHARD_PLAN_MEMORY_H
 
+#include "base/diag.h"
 #include "model/model.h"
 #include "model/states.h"
 
@@ -62,10 +63,10 @@ void kvshard__kv_heads(uint32_t *out_first, uint32_t *out_count, uint32_t heads,
 /* What one layer of class `cls` keeps with `full_heads` heads of the full
  * geometry and `sliding_heads` of the sliding one. EOVERFLOW past 64 bits. */
 int kvshard__layer_cost(kvshard__cost *out, const kvshard__memory_inputs *in, uint8_t cls,
-                        uint32_t full_heads, uint32_t sliding_heads, kvshard_error *err);
+                        uint32_t full_heads, uint32_t sliding_heads, kvshard_diag__ctx *diag);
 
 /* Per-sequence state of one linear or hybrid layer on one rank. */
-int kvshard__state_bytes(uint64_t *out, const kvshard__memory_inputs *in, kvshard_error *err);
+int kvshard__state_bytes(uint64_t *out, const kvshard__memory_inputs *in, kvshard_diag__ctx *diag);
 
 /* Bytes per token, per block and per sequence of `n` TP ranks into `ranks`:
  * rank j is TP rank which[j], or j when `which` is NULL (every rank, n =
@@ -73,7 +74,7 @@ int kvshard__state_bytes(uint64_t *out, const kvshard__memory_inputs *in, kvshar
  * split rank's row of `in->owned`; the block counts are left for the
  * capacity. */
 int kvshard__memory_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inputs *in,
-                          const uint32_t *which, uint32_t n, kvshard_error *err);
+                          const uint32_t *which, uint32_t n, kvshard_diag__ctx *diag);
 
 /* Whether every rank of T holds as many heads of each geometry as the
  * first (T and the heads divide one another, as planning requires of the
@@ -97,13 +98,13 @@ uint32_t kvshard__memory_other_group(const kvshard__model_info *m, uint32_t tp, 
  * uniform figures). Draft layers count on the last stage only. */
 int kvshard__stage_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inputs *in,
                          const kvshard__range *stages, uint32_t pp, const uint32_t *owned,
-                         kvshard_error *err);
+                         kvshard_diag__ctx *diag);
 
 /* The bytes per block of every KV layer of the range stored unsplit on TP
  * rank 0 (no draft layers): what an engine that does not split sizes a
  * block by. EOVERFLOW past 64 bits. */
 int kvshard__unsplit_bytes_per_block(uint64_t *out, const kvshard__memory_inputs *in,
-                                     kvshard_error *err);
+                                     kvshard_diag__ctx *diag);
 
 /* The largest bytes per token and per block of T ranks. */
 void kvshard__largest_figures(uint64_t *out_kv_bytes_per_token, uint64_t *out_bytes_per_block,

@@ -42,20 +42,27 @@ int kvshard_partition__check(const uint32_t *counts, uint32_t count, uint32_t nu
     return KVSHARD_OK;
 }
 
+const char *const kvshard_partition__about[] = {"pp_partition", "pp_partition_rule", "pp_size",
+                                                NULL};
+
 int kvshard_partition__of(uint32_t *out, const kvshard_options *options, uint32_t num_layers,
-                          kvshard_error *err)
+                          kvshard_diag__ctx *diag)
 {
+    static const char *const stages[] = {"pp_size", NULL};
     uint32_t pp = options->pp_size;
     if (pp > num_layers)
-        return kvshard__fail(err, KVSHARD_EPPLAYERS, "", kvshard__no_mark,
-                             "pp_size %u is above the model's %u decoder layers: every stage "
-                             "holds at least one",
-                             pp, num_layers);
-    if (options->pp_partition_count == 0)
-        return kvshard_partition__by_rule(out, num_layers, pp, options->pp_partition_rule, err);
-    int rc = kvshard_partition__check(options->pp_partition, options->pp_partition_count,
-                                      num_layers, pp, err);
-    if (rc == KVSHARD_OK)
+        return kvshard_diag__fail(diag, stages, KVSHARD_EPPLAYERS,
+                                  "pp_size %u is above the model's %u decoder layers: every "
+                                  "stage holds at least one",
+                                  pp, num_layers);
+    int rc =
+        options->pp_partition_count == 0
+            ? kvshard_partition__by_rule(out, num_layers, pp, options->pp_partition_rule, diag->err)
+            : kvshard_partition__check(options->pp_partition, options->pp_partition_count,
+                                       num_layers, pp, diag->err);
+    if (rc)
+        diag->among = kvshard_partition__about;
+    else if (options->pp_partition_count > 0)
         memcpy(out, options->pp_partition, pp * sizeof *out);
     return rc;
 }

@@ -4,7 +4,7 @@
 #ifndef KVSHARD_PLAN_PARTITION_H
 #define KVSHARD_PLAN_PARTITION_H
 
-#include "base/error.h"
+#include "base/diag.h"
 
 /* The layer counts of the P stages by `rule` (an engine's cut, or even)
  * into out[0..P-1]: q = L / P each, the remainder r = L % P spread as the
@@ -20,9 +20,14 @@ int kvshard_partition__check(const uint32_t *counts, uint32_t count, uint32_t nu
                              uint32_t pp, kvshard_error *err);
 
 /* The layer counts of a plan's P stages (settled options: the explicit
- * pp_partition, else the rule's) into out[0..P-1], with the errors above. */
+ * pp_partition, else the rule's) into out[0..P-1], with the errors above,
+ * about pp_size (EPPLAYERS) or the partition. */
 int kvshard_partition__of(uint32_t *out, const kvshard_options *options, uint32_t num_layers,
-                          kvshard_error *err);
+                          kvshard_diag__ctx *diag);
+
+/* The options a partition of the layers into stages comes from, the most
+ * specific first: what a failure to cut the layers is about. */
+extern const char *const kvshard_partition__about[];
 
 /* The strides of the global rank layout: g = d x dp + p x pp + c x cp +
  * t x tp, for the coordinates of a rank (data-parallel d, stage p,

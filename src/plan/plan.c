@@ -3,6 +3,8 @@
  * holds. */
 #include "plan/plan.h"
 #include "plan/device.h"
+#include "plan/digest.h"
+#include "plan/warnings.h"
 #include "base/abi.h"
 
 #include "base/checked.h"
@@ -63,12 +65,12 @@ kvshard_uniform kvshard__uniform_of(const kvshard_rank_memory *ranks, uint32_t t
         ci.context_length = 0;
         kvshard__capacity c;
         memset(&c, 0, sizeof c);
-        const char *blame;
+        kvshard_diag__ctx quiet = kvshard_diag__on(NULL);
         u.has_num_blocks = true;
-        u.num_blocks = pl->profile->hooks.capacity(&c, NULL, &ci, &blame, NULL) == KVSHARD_OK &&
-                               c.has_num_blocks
-                           ? c.num_blocks
-                           : 0;
+        u.num_blocks =
+            pl->profile->hooks.capacity(&c, NULL, &ci, &quiet) == KVSHARD_OK && c.has_num_blocks
+                ? c.num_blocks
+                : 0;
     }
     return u;
 }
@@ -101,7 +103,7 @@ kvshard__memory_inputs kvshard__plan_memory_inputs(const kvshard_plan *plan)
 /* Every plan rank's figures, stage by stage, with the plan's split or
  * (`unsplit`) with one split rank owning every KV layer. */
 static int stage_memory(kvshard_rank_memory *ranks, const kvshard_plan *p, bool unsplit,
-                        kvshard_error *err)
+                        kvshard_diag__ctx *diag)
 {
     kvshard__memory_inputs in = kvshard__plan_memory_inputs(p);
     if (p->figure_stride && !unsplit) {
@@ -114,19 +116,19 @@ static int stage_memory(kvshard_rank_memory *ranks, const kvshard_plan *p, bool 
             stage.count_draft_layers = in.count_draft_layers && s + 1 == p->pp;
             stage.owned = p->owned_by_class + s * row;
             int rc = kvshard__memory_ranks(ranks + (size_t)s * K, &stage,
-                                           p->figure_ranks + (size_t)s * K, K, err);
+                                           p->figure_ranks + (size_t)s * K, K, diag);
             if (rc)
                 return rc;
         }
         return KVSHARD_OK;
     }
-    return kvshard__stage_ranks(ranks, &in, p->stages, p->pp,
-                                unsplit ? NULL : p->owned_by_class, err);
+    return kvshard__stage_ranks(ranks, &in, p->stages, p->pp, unsplit ? NULL : p->owned_by_class,
+                                diag);
 }
 
 /* The same plan at S_eff = 1: the largest figures, the fewest blocks (0
  * when the unsplit plan fits none). `pl` is the plan's settled planning. */
-static int compute_uniform(kvshard_plan *p, const kvshard__planning *pl, kvshard_error *err)
+static int compute_uniform(kvshard_plan *p, const kvshard__planning *pl, kvshard_diag__ctx *diag)
 {
     uint32_t n = p->ranks_count;
     if (p->split == 1) {
@@ -141,8 +143,8 @@ static int compute_uniform(kvshard_plan *p, const kvshard__planning *pl, kvshard
     kvshard_rank_memory *ranks =
         n <= SCRATCH_RANKS ? local : kvshard__alloc(&p->alloc, n, sizeof *ranks);
     if (!ranks)
-        return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
-    int rc = stage_memory(ranks, p, true, err);
+        return kvshard__fail(diag->err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+    int rc = stage_memory(ranks, p, true, diag);
     if (rc == KVSHARD_OK)
         p->uniform = kvshard__uniform_of(ranks, n, pl, p->unsplit_bytes_per_block, &p->budgets);
     if (ranks != local)
@@ -181,22 +183,22 @@ static void rank_budgets(kvshard_plan *p)
     }
 }
 
-static int compute_memory(kvshard_plan *p, const kvshard__planning *pl,
-                          const kvshard_model *model, const kvshard__device *device,
-                          const uint32_t *counts, const char **blame, kvshard_error *err)
+static int compute_memory(kvshard_plan *p, const kvshard__planning *pl, const kvshard_model *model,
+                          const kvshard__device *device, const uint32_t *counts,
+                          kvshard_diag__ctx *diag)
 {
     kvshard__memory_inputs in = kvshard__plan_memory_inputs(p);
     in.layers = &p->layers;
-    int rc = stage_memory(p->ranks, p, false, err);
+    int rc = stage_memory(p->ranks, p, false, diag);
     if (rc == KVSHARD_OK)
-        rc = kvshard__state_bytes(&p->state_per_layer, &in, err);
+        rc = kvshard__state_bytes(&p->state_per_layer, &in, diag);
     if (rc == KVSHARD_OK)
-        rc = kvshard__unsplit_bytes_per_block(&p->unsplit_bytes_per_block, &in, err);
+        rc = kvshard__unsplit_bytes_per_block(&p->unsplit_bytes_per_block, &in, diag);
     kvshard__device_layout layout = {p->tp, p->options.dp_size, p->options.cp_size, p->pp,
                                      counts, p->model.num_layers};
     if (rc == KVSHARD_OK)
         rc = kvshard__budgets_for(&p->budgets, p->stage_weights, p->stage_budgets, device, pl,
-                                  model, &layout, p->split, NULL, blame, err);
+                                  model, &layout, p->split, NULL, diag);
     if (rc)
         return rc;
     p->memory = p->budgets.least;
@@ -209,14 +211,14 @@ static int compute_memory(kvshard_plan *p, const kvshard__planning *pl,
         uint64_t local[SCRATCH_RANKS];
         uint64_t *blocks = n <= SCRATCH_RANKS ? local : kvshard__alloc(&p->alloc, n, sizeof *blocks);
         if (!blocks)
-            return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+            return kvshard__fail(diag->err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
         kvshard__capacity_inputs ci = kvshard__capacity_inputs_of(
             pl, p->ranks, n, p->split, p->unsplit_bytes_per_block, &p->budgets);
         if (p->figure_stride)
             ci.stage_ranks = p->figure_stride;
         for (uint32_t r = 0; r < n; r++)
             blocks[r] = UINT64_MAX; /* a rank the profile does not size has no count */
-        rc = p->profile->hooks.capacity(&c, blocks, &ci, blame, err);
+        rc = p->profile->hooks.capacity(&c, blocks, &ci, diag);
         for (uint32_t r = 0; rc == KVSHARD_OK && r < n; r++) {
             bool counted = blocks[r] != UINT64_MAX;
             p->ranks[r].has_num_blocks = counted;
@@ -232,7 +234,7 @@ static int compute_memory(kvshard_plan *p, const kvshard__planning *pl,
         p->ranks[r].bytes_per_block = c.bytes_per_block;
     p->cap = c;
     find_binding(p);
-    return p->figure_stride ? KVSHARD_OK : compute_uniform(p, pl, err);
+    return p->figure_stride ? KVSHARD_OK : compute_uniform(p, pl, diag);
 }
 
 /* Carve `n` items of `size` bytes, aligned to `align`, from a block being
@@ -514,21 +516,21 @@ static void collect_warnings(kvshard_plan *p, const kvshard__planning *pl)
 
 int kvshard__plan_create(kvshard_plan **out, const kvshard_model *model,
                          const kvshard_options *options, const kvshard_allocator *allocator,
-                         const char **blame, kvshard_error *err)
+                         kvshard_diag__ctx *diag)
 {
-    return kvshard__plan_create_with(out, model, options, allocator, NULL, blame, err);
+    return kvshard__plan_create_with(out, model, options, allocator, NULL, diag);
 }
 
 static int create(kvshard_plan **out, const kvshard_model *model, const kvshard_options *options,
                   const kvshard_allocator *allocator, const struct kvshard__device *shared,
-                  bool want_figures, const char **blame, kvshard_error *err)
+                  bool want_figures, kvshard_diag__ctx *diag)
 {
     kvshard__planning pl;
-    int rc = kvshard__begin_planning(&pl, out && model, options, allocator, blame, err);
+    int rc = kvshard__begin_planning(&pl, out && model, options, allocator, diag);
     if (rc == KVSHARD_OK)
-        rc = kvshard__device_map(&pl, blame, err);
+        rc = kvshard__device_map(&pl, diag);
     if (rc == KVSHARD_OK)
-        rc = kvshard__planning_settle(&pl, model, blame, err);
+        rc = kvshard__planning_settle(&pl, model, diag);
     if (rc)
         return rc;
     kvshard_allocator a = kvshard__allocator_or_default(allocator);
@@ -536,26 +538,26 @@ static int create(kvshard_plan **out, const kvshard_model *model, const kvshard_
     uint32_t local[SCRATCH_STAGES];
     uint32_t *counts = P <= SCRATCH_STAGES ? local : kvshard__alloc(&a, P, sizeof *counts);
     if (!counts)
-        return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark,
+        return kvshard__fail(diag->err, KVSHARD_ENOMEM, "", kvshard__no_mark,
                              "out of memory creating the plan");
     uint32_t T = 0, S = 0;
     kvshard_plan *p = NULL;
     kvshard__device device;
     memset(&device, 0, sizeof device);
-    rc = kvshard__plan_validate(&T, &S, counts, model, &pl, blame, err);
+    rc = kvshard__plan_validate(&T, &S, counts, model, &pl, diag);
     if (rc == KVSHARD_OK && shared)
         device = *shared; /* borrowed: not closed here */
     else if (rc == KVSHARD_OK)
-        rc = kvshard__device_open(&device, &pl, model, &a, blame, err);
+        rc = kvshard__device_open(&device, &pl, model, &a, diag);
     if (rc == KVSHARD_OK) {
         kvshard__device_layout one = {T, pl.options.dp_size, pl.options.cp_size, 1, NULL,
                                       model->info.num_layers};
-        rc = kvshard__device_fill(&pl, &device, &one, blame, err);
+        rc = kvshard__device_fill(&pl, &device, &one, diag);
     }
     bool figures = want_figures && rc == KVSHARD_OK && kvshard__ranks_alike(&model->info, T);
     uint32_t other = figures ? kvshard__memory_other_group(&model->info, T, S) : 0;
     if (rc == KVSHARD_OK && (p = plan_block(&a, model, T, S, P, figures, other ? 2 : 1)) == NULL)
-        rc = kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark,
+        rc = kvshard__fail(diag->err, KVSHARD_ENOMEM, "", kvshard__no_mark,
                            "out of memory creating the plan");
     if (rc == KVSHARD_OK) {
         p->model = model->info;
@@ -581,7 +583,7 @@ static int create(kvshard_plan **out, const kvshard_model *model, const kvshard_
             assign_figures(p, model, counts, other);
             p->ranks = kvshard__calloc(&a, p->ranks_count, sizeof *p->ranks);
             if (!p->ranks)
-                rc = kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark,
+                rc = kvshard__fail(diag->err, KVSHARD_ENOMEM, "", kvshard__no_mark,
                                    "out of memory creating the plan");
         } else {
             memcpy(p->kinds, model->kinds, L);
@@ -593,10 +595,10 @@ static int create(kvshard_plan **out, const kvshard_model *model, const kvshard_
         if (p->device.summary.first_unknown)
             p->device.summary.first_unknown = p->device.first_unknown; /* the plan's copy */
         if (rc == KVSHARD_OK)
-            rc = compute_memory(p, &pl, model, &device, counts, blame, err);
+            rc = compute_memory(p, &pl, model, &device, counts, diag);
     }
     if (rc)
-        kvshard__device_blame(&device, pl.profile, blame);
+        kvshard__device_about_fill(&device, pl.profile, diag);
     if (!shared)
         kvshard__device_close(&device);
     if (counts != local)
@@ -614,24 +616,22 @@ static int create(kvshard_plan **out, const kvshard_model *model, const kvshard_
 
 int kvshard__plan_create_with(kvshard_plan **out, const kvshard_model *model,
                               const kvshard_options *options, const kvshard_allocator *allocator,
-                              const struct kvshard__device *shared, const char **blame,
-                              kvshard_error *err)
+                              const struct kvshard__device *shared, kvshard_diag__ctx *diag)
 {
-    return create(out, model, options, allocator, shared, false, blame, err);
+    return create(out, model, options, allocator, shared, false, diag);
 }
 
 int kvshard__plan_figures(kvshard_plan **out, const kvshard_model *model,
                           const kvshard_options *options, const kvshard_allocator *allocator,
-                          const struct kvshard__device *shared, const char **blame,
-                          kvshard_error *err)
+                          const struct kvshard__device *shared, kvshard_diag__ctx *diag)
 {
-    return create(out, model, options, allocator, shared, true, blame, err);
+    return create(out, model, options, allocator, shared, true, diag);
 }
 
 int kvshard_plan_create(kvshard_plan **out, const kvshard_model *model,
                         const kvshard_options *options, const kvshard_allocator *allocator,
                         kvshard_error *err)
 {
-    const char *blame;
-    return kvshard__plan_create(out, model, options, allocator, &blame, err);
+    kvshard_diag__ctx diag = kvshard_diag__on(err);
+    return kvshard__plan_create(out, model, options, allocator, &diag);
 }

@@ -1,8 +1,8 @@
-/* The plan object and the plan stage's internal calls. A plan is built in
- * order: validate (validate.c), assign owners (owners.c), compute memory and
- * capacity through the engine profile (plan.c), collect warnings
- * (warnings.c) and digests (digest.c); queries.c answers the public queries
- * and view.h gives the writers what they read. */
+/* The plan object and the calls that build it (plan.c). A plan is built in
+ * order: validate (validate.h), assign owners (owners.h), compute memory and
+ * capacity through the engine profile (here), collect warnings (warnings.h)
+ * and digests (digest.h); queries.c answers the public queries and view.h
+ * gives the writers what they read. */
 #ifndef KVSHARD_PLAN_PLAN_H
 #define KVSHARD_PLAN_PLAN_H
 
@@ -11,6 +11,7 @@
 #include "model/weights.h"
 #include "plan/owners.h"
 #include "plan/partition.h"
+#include "plan/validate.h"
 
 #define KVSHARD__MAX_WARNINGS 24
 /* Most figures an engine profile gives (the JSON "engine" object's fields). */
@@ -175,68 +176,18 @@ static inline uint32_t kvshard__plan_stage_of(const kvshard_plan *p, uint32_t la
     return lo;
 }
 
-/* ---- the start of a planning call (validate.c) ------------------------------------ */
-
-/* A planning call's settled inputs: the options with the profile's
- * defaults, the profile and its inputs. */
-typedef struct kvshard__planning {
-    kvshard_options options; /* settled; `settings` is NULL once resolved */
-    kvshard_options given;   /* as the caller gave them, unset fields unset */
-    const kvshard__profile *profile;
-    kvshard_value inputs[KVSHARD__MAX_PROFILE_INPUTS];
-    uint64_t inputs_set; /* bit (1 << index) per input a setting gives */
-    const char *ignored[KVSHARD__MAX_PROFILE_INPUTS]; /* settings the profile does not read */
-    size_t ignored_count;
-    kvshard_profile__state state; /* the profile's, once settled */
-} kvshard__planning;
-
-/* The start of a plan or comparison call: reset `err` and *blame, refuse
- * missing arguments, a half-set allocator and options out of range, and
- * settle the profile's defaults and inputs into *out. */
-int kvshard__begin_planning(kvshard__planning *out, bool args_ok, const kvshard_options *options,
-                            const kvshard_allocator *allocator, const char **blame,
-                            kvshard_error *err);
-
-/* Settle the profile's inputs into the planning's options and state (the
- * profile's settle hook), before validation. */
-/* (Callers map the device inputs onto the profile's first:
- * kvshard__device_map().) */
-int kvshard__planning_settle(kvshard__planning *pl, const kvshard_model *model, const char **blame,
-                             kvshard_error *err);
-
-/* The engine version a planning call names, as given or the profile's
- * default; NULL for a profile without versions. */
-const char *kvshard__planning_version(const kvshard__profile *profile, const kvshard_value *inputs);
-
-/* The profile's view of a model under settled options. */
-kvshard_profile__ctx kvshard__profile_ctx(const kvshard__planning *pl, const kvshard_model *model,
-                                          uint32_t tp, uint32_t split);
-
-/* Validate settled options against a model: T and S_eff into the outputs,
- * and the layers of each of the pp_size stages into stage_counts (pp_size
- * entries), or the first error (EWORLD, EPROFILE, EPPLAYERS, EPARTITION,
- * EPPSOURCE, ESPLIT, ESPLITCP, EKVHEADS, EQHEADS, ELINEARHEADS, ELIMIT), with *blame
- * set to the option or setting it is about when its code alone does not
- * tell. */
-int kvshard__plan_validate(uint32_t *out_tp, uint32_t *out_split, uint32_t *stage_counts,
-                           const kvshard_model *model, const kvshard__planning *pl,
-                           const char **blame, kvshard_error *err);
-
-/* ---- building plans and comparisons ------------------------------------------------- */
-
-/* kvshard_plan_create, telling which option or setting an error is about:
- * *blame names it, or is NULL when the kind of error decides. */
+/* kvshard_plan_create, naming in `diag` the option or setting an error is
+ * about. */
 int kvshard__plan_create(kvshard_plan **out, const kvshard_model *model,
                          const kvshard_options *options, const kvshard_allocator *allocator,
-                         const char **blame, kvshard_error *err);
+                         kvshard_diag__ctx *diag);
 
 struct kvshard__device;
 /* The same with the device inputs already read (`device`, whose weights
  * many plans share), or NULL to read them. */
 int kvshard__plan_create_with(kvshard_plan **out, const kvshard_model *model,
                               const kvshard_options *options, const kvshard_allocator *allocator,
-                              const struct kvshard__device *device, const char **blame,
-                              kvshard_error *err);
+                              const struct kvshard__device *device, kvshard_diag__ctx *diag);
 /* The same for fit's rows, which read a plan's figures only (its budgets,
  * capacity, binding stage, ranks' budgets and state, warnings): when every
  * rank holds the same heads, ranks that repeat a split rank's figures are
@@ -244,14 +195,7 @@ int kvshard__plan_create_with(kvshard_plan **out, const kvshard_model *model,
  * of the full plan; the plan answers no query about layers or ranks. */
 int kvshard__plan_figures(kvshard_plan **out, const kvshard_model *model,
                           const kvshard_options *options, const kvshard_allocator *allocator,
-                          const struct kvshard__device *device, const char **blame,
-                          kvshard_error *err);
-
-/* The budget of a planning call (memory_per_rank, or the profile's own
- * figures); *has false when there is none. */
-int kvshard__planning_budget(uint64_t *out, bool *has, const kvshard__planning *pl,
-                             const kvshard_model *model, uint32_t tp, uint32_t split,
-                             const char **blame, kvshard_error *err);
+                          const struct kvshard__device *device, kvshard_diag__ctx *diag);
 
 /* The inputs of the memory functions for this plan. */
 kvshard__memory_inputs kvshard__plan_memory_inputs(const kvshard_plan *plan);
@@ -259,7 +203,6 @@ kvshard__memory_inputs kvshard__plan_memory_inputs(const kvshard_plan *plan);
 /* The capacity's generic figures, as kvshard_plan_blocks_for() returns
  * them: the one conversion from the internal figures to public ones. */
 kvshard_blocks kvshard__blocks_of(const kvshard__capacity *c);
-
 
 /* The capacity inputs of a planning call over `tp` plan ranks at budgets
  * `b`. */
@@ -275,68 +218,5 @@ kvshard__capacity_inputs kvshard__capacity_inputs_of(const kvshard__planning *pl
 kvshard_uniform kvshard__uniform_of(const kvshard_rank_memory *ranks, uint32_t tp,
                                     const kvshard__planning *pl, uint64_t unsplit_bytes_per_block,
                                     const kvshard__budgets *b);
-
-/* ---- warnings (warnings.c) ------------------------------------------------------------ */
-
-/* What the warnings are worked out from, so that a comparison row gets the
- * same ones as its plan. */
-typedef struct kvshard__warning_inputs {
-    const kvshard__planning *planning;
-    uint32_t split;
-    uint32_t replication;
-    uint32_t n_kv;
-    const uint32_t *owned_counts; /* `split` entries */
-    const kvshard__capacity *capacity;
-    bool has_memory;
-    uint64_t memory;
-    uint64_t state_bytes_per_seq;
-    /* The stages: P ranges, their ranks' figures (P x T) and `owned_counts`
-     * holding P rows of `split` entries. */
-    uint32_t stages;
-    const kvshard__range *ranges;
-    const kvshard_rank_memory *ranks;
-    uint32_t tp;
-    uint32_t draft_layers; /* draft layers speculation counts, on the last stage */
-    const kvshard__device_figures *device; /* what the device inputs gave */
-    uint32_t max_position_embeddings;      /* the model's; 0 when its config gives none */
-} kvshard__warning_inputs;
-
-typedef kvshard_profile__warn_fn kvshard__warning_sink;
-
-/* Each warning, in code order, to `sink`. */
-void kvshard__collect_warnings(const kvshard__warning_inputs *in, kvshard__warning_sink sink,
-                               void *ctx);
-
-/* ---- digests (digest.c) ----------------------------------------------------------------- */
-
-void kvshard__compute_digests(kvshard_plan *p);
-
-/* ---- capacity figures by name (figures.c) ------------------------------------------------ */
-
-/* What a plan's capacity figures are read from. */
-typedef struct kvshard__capacity_source {
-    const kvshard_options *options;
-    const kvshard__profile *profile;
-    const kvshard__capacity *capacity;
-    bool has_memory;
-    uint64_t memory;
-    uint32_t tp; /* T, to name the binding rank by its stage and TP rank */
-    bool from_device; /* `memory` is the smallest budget from the device */
-} kvshard__capacity_source;
-
-/* The max_seqs a plan's figures report: the engine's request limit where
- * the profile gives one, else the option. */
-static inline uint64_t kvshard__max_seqs_of(const kvshard__capacity *c, const kvshard_options *o)
-{
-    return c->has_max_seqs ? c->max_seqs : o->max_seqs;
-}
-
-/* The fields of the JSON capacity object, in its order. */
-size_t kvshard__capacity_figure_count(void);
-/* Figure `index` of `src` into *out (its size kept). */
-void kvshard__capacity_figure_at(kvshard_figure *out, const kvshard__capacity_source *src,
-                                 size_t index);
-/* The index of the figure `name`, or SIZE_MAX. */
-size_t kvshard__capacity_figure_index(const char *name);
 
 #endif /* KVSHARD_PLAN_PLAN_H */

@@ -1,7 +1,7 @@
 /* The public queries on a plan. Every query that returns a status answers
  * KVSHARD_EINVAL for a NULL argument; those that return a figure give 0 (or
  * false) for a NULL plan. */
-#include "plan/view.h"
+#include "plan/queries.h"
 
 #include "base/abi.h"
 #include "base/call.h"
@@ -147,7 +147,8 @@ static int draft_storage(kvshard_layer_storage *st, const kvshard_plan *plan, ui
     st->kv_head_count = count;
     kvshard__memory_inputs in = kvshard__plan_memory_inputs(plan);
     kvshard__cost cost;
-    if (kvshard__layer_cost(&cost, &in, cls, sliding ? 0 : count, sliding ? count : 0, NULL) !=
+    kvshard_diag__ctx quiet = kvshard_diag__on(NULL);
+    if (kvshard__layer_cost(&cost, &in, cls, sliding ? 0 : count, sliding ? count : 0, &quiet) !=
         KVSHARD_OK)
         return KVSHARD_EOVERFLOW; /* not reached: the plan's figures fit */
     st->kv_bytes_per_token = cost.per_token ? cost.per_token : cost.entry;
@@ -234,7 +235,8 @@ int kvshard_plan_layer_storage(kvshard_layer_storage *out, const kvshard_plan *p
     st.kv_head_first = count ? head_first : 0;
     st.kv_head_count = count;
     kvshard__cost cost;
-    if (kvshard__layer_cost(&cost, &in, cls, sliding ? 0 : count, sliding ? count : 0, NULL) !=
+    kvshard_diag__ctx quiet = kvshard_diag__on(NULL);
+    if (kvshard__layer_cost(&cost, &in, cls, sliding ? 0 : count, sliding ? count : 0, &quiet) !=
         KVSHARD_OK)
         return KVSHARD_EOVERFLOW; /* not reached: the plan's figures fit */
     st.kv_bytes_per_token = row->window ? cost.entry : cost.per_token;
@@ -361,8 +363,8 @@ static int capacity_at(kvshard__capacity *out, const kvshard_plan *plan, uint32_
     ci.own_budget = false;
     kvshard__capacity c;
     memset(&c, 0, sizeof c);
-    const char *blame;
-    int rc = plan->profile->hooks.capacity(&c, NULL, &ci, &blame, err);
+    kvshard_diag__ctx diag = kvshard_diag__on(err);
+    int rc = plan->profile->hooks.capacity(&c, NULL, &ci, &diag);
     if (rc)
         return rc;
     if (!c.has_num_blocks)
@@ -616,8 +618,8 @@ int kvshard__plan_capacity_at(kvshard__capacity *out, const kvshard_plan *plan, 
     ci.rank = rank;
     kvshard__capacity c;
     memset(&c, 0, sizeof c);
-    const char *blame;
-    int rc = plan->profile->hooks.capacity(&c, NULL, &ci, &blame, NULL);
+    kvshard_diag__ctx diag = kvshard_diag__on(NULL);
+    int rc = plan->profile->hooks.capacity(&c, NULL, &ci, &diag);
     if (rc == KVSHARD_OK)
         *out = c;
     return rc;

@@ -3,7 +3,7 @@
  * KV dtype is memory's resolution, the heads its split of heads over T, the
  * state tensors the state-kind table's, and the kind of a layer is read
  * through the layer-kind table's rows. */
-#include "plan/view.h"
+#include "plan/plan.h"
 
 #include "base/abi.h"
 #include "base/call.h"

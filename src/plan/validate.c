@@ -2,27 +2,29 @@
  * before a plan is made: the world's sizes, the split, the KV heads and the
  * state dimensions against T, the profile's own refusals, and the bound on
  * the plan's layer lists. */
-#include "plan/plan.h"
+#include "plan/validate.h"
 
 #include "base/call.h"
 #include "deploy/options.h"
+#include "plan/memory.h"
 #include "plan/partition.h"
+#include "profile/capacity.h"
 #include "profile/rules.h"
 
 #include <string.h>
 
 int kvshard__begin_planning(kvshard__planning *out, bool args_ok, const kvshard_options *options,
-                            const kvshard_allocator *allocator, const char **blame,
-                            kvshard_error *err)
+                            const kvshard_allocator *allocator, kvshard_diag__ctx *diag)
 {
-    *blame = NULL;
-    int rc = kvshard_call__begin(err, args_ok, "out and model");
+    diag->option = NULL;
+    diag->among = NULL;
+    int rc = kvshard_call__begin(diag->err, args_ok, "out and model");
     if (rc == KVSHARD_OK)
-        rc = kvshard_call__allocator(err, allocator);
+        rc = kvshard_call__allocator(diag->err, allocator);
     kvshard_options defaults = KVSHARD_OPTIONS_INIT;
     const kvshard_options *given = options ? options : &defaults;
     if (rc == KVSHARD_OK)
-        rc = kvshard__options_check(given, err);
+        rc = kvshard__options_check(given, diag->err);
     if (rc)
         return rc;
     out->given = *given;
@@ -37,8 +39,8 @@ int kvshard__begin_planning(kvshard__planning *out, bool args_ok, const kvshard_
     return KVSHARD_OK;
 }
 
-int kvshard__planning_settle(kvshard__planning *pl, const kvshard_model *model, const char **blame,
-                             kvshard_error *err)
+int kvshard__planning_settle(kvshard__planning *pl, const kvshard_model *model,
+                             kvshard_diag__ctx *diag)
 {
     if (!pl->profile->hooks.settle)
         return KVSHARD_OK;
@@ -48,7 +50,7 @@ int kvshard__planning_settle(kvshard__planning *pl, const kvshard_model *model, 
                                    &model->info,
                                    model->model_type,
                                    &pl->state};
-    return pl->profile->hooks.settle(&s, blame, err);
+    return pl->profile->hooks.settle(&s, diag);
 }
 
 const char *kvshard__planning_version(const kvshard__profile *profile, const kvshard_value *inputs)
@@ -76,10 +78,10 @@ kvshard_profile__ctx kvshard__profile_ctx(const kvshard__planning *pl, const kvs
 
 int kvshard__planning_budget(uint64_t *out, bool *has, const kvshard__planning *pl,
                              const kvshard_model *model, uint32_t tp, uint32_t split,
-                             const char **blame, kvshard_error *err)
+                             kvshard_diag__ctx *diag)
 {
     kvshard_profile__ctx c = kvshard__profile_ctx(pl, model, tp, split);
-    return pl->profile->hooks.budget(out, has, &c, blame, err);
+    return pl->profile->hooks.budget(out, has, &c, diag);
 }
 
 /* Draft layers of `kind` among those the model counts with speculation. */
@@ -181,24 +183,24 @@ static int check_state(const kvshard_model *model, uint32_t T, kvshard_error *er
 
 /* Stages a profile does not model, and a rank layout without a stage
  * coordinate. */
-static int check_stages(const kvshard__planning *pl, const char **blame, kvshard_error *err)
+static int check_stages(const kvshard__planning *pl, kvshard_diag__ctx *diag)
 {
     const kvshard_options *o = &pl->options;
     if (o->pp_size <= 1)
         return KVSHARD_OK;
     const kvshard__profile *p = pl->profile;
-    *blame = "pp_size";
+    diag->option = "pp_size";
     if (p->stages.refusal)
-        return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
-                             "%s profile: %s: %s %u: %s", p->name, p->stages.refusal,
-                             p->stages.flag ? p->stages.flag : "pp_size", o->pp_size,
-                             p->stages.why);
+        return kvshard_diag__fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE,
+                                  "%s profile: %s: %s %u: %s", p->name, p->stages.refusal,
+                                  p->stages.flag ? p->stages.flag : "pp_size", o->pp_size,
+                                  p->stages.why);
     if (!kvshard_rules__of_rank_layout(o->rank_layout)->numbers_stages)
-        return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
-                             "pp_engine: pp_size %u with rank_layout %s, which numbers no "
-                             "pipeline stages",
-                             o->pp_size, kvshard_rank_layout_name(o->rank_layout));
-    *blame = NULL;
+        return kvshard_diag__fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE,
+                                  "pp_engine: pp_size %u with rank_layout %s, which numbers no "
+                                  "pipeline stages",
+                                  o->pp_size, kvshard_rank_layout_name(o->rank_layout));
+    diag->option = NULL;
     return KVSHARD_OK;
 }
 
@@ -206,7 +208,7 @@ static int check_stages(const kvshard__planning *pl, const char **blame, kvshard
  * that reads a stream) sits on the stage of that cache: a stage cannot read
  * what another stage holds. */
 static int check_sources(const kvshard_model *model, const uint32_t *counts, uint32_t P,
-                         kvshard_error *err)
+                         kvshard_diag__ctx *diag)
 {
     if (!model->kv_source || P == 1)
         return KVSHARD_OK;
@@ -223,73 +225,78 @@ static int check_sources(const kvshard_model *model, const uint32_t *counts, uin
         uint32_t src_stage = 0, e = counts[0];
         while ((uint32_t)src >= e)
             e += counts[++src_stage];
-        return kvshard__fail(err, KVSHARD_EPPSOURCE, "", kvshard__no_mark,
-                             "layer %u (stage %u) reads the cache of layer %d (stage %u): a "
-                             "stage cannot read a cache another stage holds; give a pp_partition "
-                             "that keeps them together",
-                             i, stage, (int)src, src_stage);
+        return kvshard_diag__fail(diag, kvshard_partition__about, KVSHARD_EPPSOURCE,
+                                  "layer %u (stage %u) reads the cache of layer %d (stage %u): a "
+                                  "stage cannot read a cache another stage holds; give a "
+                                  "pp_partition that keeps them together",
+                                  i, stage, (int)src, src_stage);
     }
     return KVSHARD_OK;
 }
 
 int kvshard__plan_validate(uint32_t *out_tp, uint32_t *out_split, uint32_t *stage_counts,
                            const kvshard_model *model, const kvshard__planning *pl,
-                           const char **blame, kvshard_error *err)
+                           kvshard_diag__ctx *diag)
 {
+    /* What each refusal may be about, most specific first. */
+    static const char *const world[] = {"world_size", "pp_size", "dp_size", "cp_size", NULL};
+    static const char *const split[] = {"layerwise_split_size", "world_size", NULL};
+    static const char *const split_cp[] = {"cp_size", "enable_layerwise_split", NULL};
+    static const char *const limit[] = {"world_size", "layerwise_split_size", NULL};
     const kvshard_options *o = &pl->options;
     uint32_t T = kvshard__attn_tp_size(o);
     if (T == 0)
         return o->pp_size > 1
-                   ? kvshard__fail(err, KVSHARD_EWORLD, "", kvshard__no_mark,
-                                   "world_size %u is not divisible by pp_size %u x dp_size %u x "
-                                   "cp_size %u = %llu",
-                                   o->world_size, o->pp_size, o->dp_size, o->cp_size,
-                                   (unsigned long long)o->pp_size * o->dp_size * o->cp_size)
-                   : kvshard__fail(err, KVSHARD_EWORLD, "", kvshard__no_mark,
-                                   "world_size %u is not divisible by dp_size %u x cp_size %u = "
-                                   "%llu",
-                                   o->world_size, o->dp_size, o->cp_size,
-                                   (unsigned long long)o->dp_size * o->cp_size);
-    int rc = check_stages(pl, blame, err);
+                   ? kvshard_diag__fail(diag, world, KVSHARD_EWORLD,
+                                        "world_size %u is not divisible by pp_size %u x dp_size "
+                                        "%u x cp_size %u = %llu",
+                                        o->world_size, o->pp_size, o->dp_size, o->cp_size,
+                                        (unsigned long long)o->pp_size * o->dp_size * o->cp_size)
+                   : kvshard_diag__fail(diag, world, KVSHARD_EWORLD,
+                                        "world_size %u is not divisible by dp_size %u x cp_size "
+                                        "%u = %llu",
+                                        o->world_size, o->dp_size, o->cp_size,
+                                        (unsigned long long)o->dp_size * o->cp_size);
+    int rc = check_stages(pl, diag);
     if (rc == KVSHARD_OK)
-        rc = kvshard_partition__of(stage_counts, o, model->info.num_layers, err);
+        rc = kvshard_partition__of(stage_counts, o, model->info.num_layers, diag);
     if (rc == KVSHARD_OK)
-        rc = check_sources(model, stage_counts, o->pp_size, err);
+        rc = check_sources(model, stage_counts, o->pp_size, diag);
     if (rc)
         return rc;
     uint32_t S = o->layerwise_split_size;
     uint32_t S_eff = o->enable_layerwise_split && S > 1 && !o->is_draft ? S : 1;
     if (S_eff > 1 && T % S != 0)
-        return kvshard__fail(err, KVSHARD_ESPLIT, "", kvshard__no_mark,
-                             "layerwise_split_size %u does not divide the attention TP size %u "
-                             "(world_size %u / (dp_size %u x cp_size %u))",
-                             S, T, o->world_size, o->dp_size, o->cp_size);
+        return kvshard_diag__fail(diag, split, KVSHARD_ESPLIT,
+                                  "layerwise_split_size %u does not divide the attention TP size "
+                                  "%u (world_size %u / (dp_size %u x cp_size %u))",
+                                  S, T, o->world_size, o->dp_size, o->cp_size);
     if (S_eff > 1 && o->cp_size > 1)
-        return kvshard__fail(err, KVSHARD_ESPLITCP, "", kvshard__no_mark,
-                             "layerwise split (layerwise_split_size %u) cannot be combined with "
-                             "context parallelism (cp_size %u)",
-                             S, o->cp_size);
+        return kvshard_diag__fail(diag, split_cp, KVSHARD_ESPLITCP,
+                                  "layerwise split (layerwise_split_size %u) cannot be combined "
+                                  "with context parallelism (cp_size %u)",
+                                  S, o->cp_size);
     const kvshard__model_info *m = &model->info;
-    rc = check_heads(model, pl, T, err);
+    rc = check_heads(model, pl, T, diag->err);
     if (rc == KVSHARD_OK)
-        rc = check_needs(model, pl, err);
+        rc = check_needs(model, pl, diag->err);
     if (rc)
         return rc;
-    rc = check_state(model, T, err);
+    rc = check_state(model, T, diag->err);
     if (rc == KVSHARD_OK && pl->profile->hooks.check) {
         kvshard_profile__ctx c = kvshard__profile_ctx(pl, model, T, S_eff);
-        rc = pl->profile->hooks.check(&c, blame, err);
+        rc = pl->profile->hooks.check(&c, diag);
     }
     if (rc)
         return rc;
     uint64_t entries = (uint64_t)(T / S_eff) * kvshard__num_kv_layers(m);
     if (entries > KVSHARD_MAX_LAYER_ENTRIES)
-        return kvshard__fail(err, KVSHARD_ELIMIT, "", kvshard__no_mark,
-                             "the plan would list %llu KV layers over its TP ranks (%u ranks / "
-                             "split %u x %u KV layers); the limit is %u "
-                             "(KVSHARD_MAX_LAYER_ENTRIES)",
-                             (unsigned long long)entries, T, S_eff, kvshard__num_kv_layers(m),
-                             KVSHARD_MAX_LAYER_ENTRIES);
+        return kvshard_diag__fail(diag, limit, KVSHARD_ELIMIT,
+                                  "the plan would list %llu KV layers over its TP ranks (%u "
+                                  "ranks / split %u x %u KV layers); the limit is %u "
+                                  "(KVSHARD_MAX_LAYER_ENTRIES)",
+                                  (unsigned long long)entries, T, S_eff, kvshard__num_kv_layers(m),
+                                  KVSHARD_MAX_LAYER_ENTRIES);
     *out_tp = T;
     *out_split = S_eff;
     return KVSHARD_OK;

@@ -4,6 +4,7 @@
 #ifndef KVSHARD_PLAN_VIEW_H
 #define KVSHARD_PLAN_VIEW_H
 
+#include "plan/figures.h"
 #include "plan/plan.h"
 
 typedef struct kvshard__plan_view {
@@ -44,16 +45,6 @@ typedef struct kvshard__plan_view {
     const kvshard_plan *plan; /* for kvshard__plan_capacity_at() */
 } kvshard__plan_view;
 
-kvshard__plan_view kvshard__plan_view_of(const kvshard_plan *p);
-
-/* The plan's capacity counted again as the plan counted it (its budgets,
- * its profile), for plan rank `rank` alone or every rank (KVSHARD_ALL_RANKS),
- * at `context_length` (0: no concurrency figures): the report's figures at
- * other context lengths and each rank's own reserve. KVSHARD_ERANGE without
- * a budget, else the profile's status; *out untouched on failure. */
-int kvshard__plan_capacity_at(kvshard__capacity *out, const kvshard_plan *plan, uint32_t rank,
-                              uint32_t context_length);
-
 /* The KV layers split rank `k` of stage `stage` owns, and how many. */
 static inline const uint32_t *kvshard__view_owned(const kvshard__plan_view *v, uint32_t stage,
                                                   uint32_t k, uint32_t *count)
@@ -61,17 +52,6 @@ static inline const uint32_t *kvshard__view_owned(const kvshard__plan_view *v, u
     *count = v->owned_counts[(size_t)stage * v->split + k];
     return v->owned_layers + v->owned_offsets[(size_t)stage * (v->split + 1) + k];
 }
-
-/* Stage `stage` of the plan (in range): what kvshard_plan_stage() answers
- * and the writers print. */
-kvshard_stage_info kvshard__stage_info_of(const kvshard__plan_view *v, uint32_t stage);
-
-/* The engine's figures of a plan, as the JSON "engine" object lists them:
- * its name and version, then the profile's, into `out` (at most `cap`);
- * returns how many, 0 under a profile that predicts no engine. They are
- * worked out from what the plan keeps (the profile's state, the capacity),
- * so a plan that no one asks costs nothing for them; text is the plan's. */
-size_t kvshard__engine_figures(kvshard_figure *out, size_t cap, const kvshard__plan_view *v);
 
 /* The profile's view of the capacity, for its wording. */
 static inline kvshard_profile__view kvshard__profile_view(const kvshard__plan_view *v)

@@ -1,7 +1,9 @@
 /* The warnings a plan carries: machine-readable codes with a message each,
  * never fatal. A comparison row works out the same ones from the same
  * inputs. */
-#include "plan/plan.h"
+#include "plan/warnings.h"
+
+#include "plan/figures.h"
 
 #include "base/checked.h"
 #include "deploy/options.h"

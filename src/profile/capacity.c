@@ -25,16 +25,16 @@ bool kvshard_capacity__block_bytes(uint64_t *out, const kvshard_rank_memory *r, 
 }
 
 int kvshard_capacity__block_overflow(const kvshard__capacity_inputs *in, uint32_t rank,
-                                     const char *profile, kvshard_error *err)
+                                     const char *profile, kvshard_diag__ctx *diag)
 {
     char name[48];
     kvshard_capacity__rank_name(name, sizeof name, in, rank);
-    return kvshard__fail(err, KVSHARD_EOVERFLOW, "", kvshard__no_mark,
-                         "%s%sa block on %s: bytes_per_block %llu and %llu extra bytes per "
-                         "block are more than 18446744073709551615 bytes (2^64 - 1)",
-                         profile ? profile : "", profile ? " profile: " : "", name,
-                         (unsigned long long)in->ranks[rank].bytes_per_block,
-                         (unsigned long long)in->extra_per_block);
+    return kvshard_diag__fail(diag, kvshard_profile__about_block, KVSHARD_EOVERFLOW,
+                              "%s%sa block on %s: bytes_per_block %llu and %llu extra bytes per "
+                              "block are more than 18446744073709551615 bytes (2^64 - 1)",
+                              profile ? profile : "", profile ? " profile: " : "", name,
+                              (unsigned long long)in->ranks[rank].bytes_per_block,
+                              (unsigned long long)in->extra_per_block);
 }
 
 bool kvshard_capacity__same_figures(const kvshard_rank_memory *a, const kvshard_rank_memory *b)
@@ -103,12 +103,12 @@ bool kvshard_profile__has_sparse_index(const kvshard__model_info *m)
 }
 
 int kvshard_capacity__max_tokens(kvshard__capacity *c, const kvshard_options *o,
-                                 kvshard_error *err)
+                                 kvshard_diag__ctx *diag)
 {
     if (c->has_num_blocks && !kvshard__mul(&c->max_tokens, c->num_blocks, o->block_size))
-        return kvshard__fail(err, KVSHARD_EOVERFLOW, "", kvshard__no_mark,
-                             "max_tokens (%llu blocks of %u tokens) overflows 64 bits",
-                             (unsigned long long)c->num_blocks, o->block_size);
+        return kvshard_diag__fail(diag, kvshard_profile__about_block, KVSHARD_EOVERFLOW,
+                                  "max_tokens (%llu blocks of %u tokens) overflows 64 bits",
+                                  (unsigned long long)c->num_blocks, o->block_size);
     return KVSHARD_OK;
 }
 
@@ -170,16 +170,20 @@ void kvshard_profile__fig_words(kvshard_profile__figures *f, const char *name, c
     }
 }
 
+const char *const kvshard_profile__about_engine[] = {"engine", NULL};
+const char *const kvshard_profile__about_budget[] = {"memory_per_rank", "max_seqs", NULL};
+const char *const kvshard_profile__about_block[] = {"block_size", NULL};
+
 int kvshard_profile__version(kvshard_versions__v *out, const kvshard__profile *p,
-                             const kvshard_value *input, const char **blame, kvshard_error *err)
+                             const kvshard_value *input, kvshard_diag__ctx *diag)
 {
     const kvshard_profile__versions *r = p->versions;
     const char *text = input && input->text ? input->text : r->fallback;
     size_t len = input && input->text ? input->text_len : strlen(r->fallback);
     kvshard_versions__v v;
     if (!kvshard_versions__parse(&v, text, len)) { /* the parser refused it before */
-        *blame = "engine_version";
-        return kvshard__fail(err, KVSHARD_ERANGE, "", kvshard__no_mark,
+        diag->option = "engine_version";
+        return kvshard__fail(diag->err, KVSHARD_ERANGE, "", kvshard__no_mark,
                              "%s profile: engine_version_invalid: \"%.*s\"", p->name, (int)len,
                              text);
     }
@@ -187,11 +191,11 @@ int kvshard_profile__version(kvshard_versions__v *out, const kvshard__profile *p
         char oldest[KVSHARD_VERSIONS__TEXT_MAX], newest[KVSHARD_VERSIONS__TEXT_MAX];
         kvshard_versions__format(oldest, sizeof oldest, &r->oldest);
         kvshard_versions__format(newest, sizeof newest, &r->newest);
-        *blame = "engine_version";
-        return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
-                             "%s profile: engine_version_unsupported: engine_version %.*s is "
-                             "outside the releases the profile covers, %s to %s",
-                             p->name, (int)len, text, oldest, newest);
+        diag->option = "engine_version";
+        return kvshard_diag__fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE,
+                                  "%s profile: engine_version_unsupported: engine_version %.*s "
+                                  "is outside the releases the profile covers, %s to %s",
+                                  p->name, (int)len, text, oldest, newest);
     }
     *out = v;
     return KVSHARD_OK;

@@ -23,7 +23,7 @@ bool kvshard_capacity__block_bytes(uint64_t *out, const kvshard_rank_memory *r, 
 /* KVSHARD_EOVERFLOW for a block of rank `rank` past 2^64 - 1 bytes, naming
  * its bytes per block and the extra bytes. */
 int kvshard_capacity__block_overflow(const kvshard__capacity_inputs *in, uint32_t rank,
-                                     const char *profile, kvshard_error *err);
+                                     const char *profile, kvshard_diag__ctx *diag);
 
 /* Ranks with the same bytes per block and state per sequence fit the same
  * blocks; most ranks have the figures of the rank before. */
@@ -49,7 +49,7 @@ void kvshard_capacity__rank_name(char *buf, size_t cap, const kvshard__capacity_
 
 /* max_tokens = num_blocks x block_size, or EOVERFLOW. */
 int kvshard_capacity__max_tokens(kvshard__capacity *c, const kvshard_options *o,
-                                 kvshard_error *err);
+                                 kvshard_diag__ctx *diag);
 
 /* ---- helpers the engine profiles share ------------------------------------- */
 
@@ -68,12 +68,20 @@ void kvshard_profile__fig_text(kvshard_profile__figures *f, const char *name, co
 void kvshard_profile__fig_words(kvshard_profile__figures *f, const char *name, const char *words,
                                 uint64_t count);
 
+/* What a profile's failures are about when the option they name was not
+ * set: a refusal or a missing input is about the engine, no block in the
+ * budget about the budget and the sequences, a block past 2^64 - 1 bytes
+ * about block_size. */
+extern const char *const kvshard_profile__about_engine[];
+extern const char *const kvshard_profile__about_budget[];
+extern const char *const kvshard_profile__about_block[];
+
 /* The engine version of a planning call: the input's text, else the
  * profile's default, parsed into *out and checked against the covered
  * range (KVSHARD_EPROFILE "engine_version_unsupported", naming the range,
- * with *blame "engine_version"). */
+ * about "engine_version"). */
 int kvshard_profile__version(kvshard_versions__v *out, const kvshard__profile *p,
-                             const kvshard_value *input, const char **blame, kvshard_error *err);
+                             const kvshard_value *input, kvshard_diag__ctx *diag);
 
 /* The first layer kind the model has layers of outside `planned` (a mask
  * of 1 << kind), KVSHARD__KIND_COUNT when there is none: a profile names

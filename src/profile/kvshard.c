@@ -15,20 +15,17 @@ static const kvshard_profile__alias aliases[] = {
     {NULL, NULL, NULL},
 };
 
-static int budget(uint64_t *out, bool *has, const kvshard_profile__ctx *c, const char **blame,
-                  kvshard_error *err)
+static int budget(uint64_t *out, bool *has, const kvshard_profile__ctx *c, kvshard_diag__ctx *diag)
 {
-    (void)blame;
-    (void)err;
+    (void)diag;
     *out = c->options->memory_per_rank;
     *has = c->options->memory_per_rank > 0;
     return KVSHARD_OK;
 }
 
-static int capacity(kvshard__capacity *c, uint64_t *rank_blocks,
-                    const kvshard__capacity_inputs *in, const char **blame, kvshard_error *err)
+static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__capacity_inputs *in,
+                    kvshard_diag__ctx *diag)
 {
-    (void)blame;
     const kvshard_options *o = in->options;
     uint64_t least = UINT64_MAX, bpb = 0, blocks = 0, prev_budget = 0;
     const kvshard_rank_memory *prev = NULL;
@@ -39,7 +36,7 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks,
         /* Ranks alike in figures and budget fit alike: counted once. */
         if (!kvshard_capacity__same_figures(prev, f) || budget != prev_budget) {
             if (!kvshard_capacity__block_bytes(&bpb, f, in->extra_per_block))
-                return kvshard_capacity__block_overflow(in, r, NULL, err);
+                return kvshard_capacity__block_overflow(in, r, NULL, diag);
             uint64_t reserved, need, seq;
             char rank[48];
             /* A reservation, or a reservation and one block, past 2^64 - 1
@@ -48,23 +45,23 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks,
             if (!kvshard_capacity__seq_bytes(&seq, f) ||
                 !kvshard__mul(&reserved, o->max_seqs, seq) || !kvshard__add(&need, reserved, bpb)) {
                 kvshard_capacity__rank_name(rank, sizeof rank, in, r);
-                return kvshard__fail(err, KVSHARD_ENOBLOCK, "", kvshard__no_mark,
-                                     "no memory for one block on %s: the state of max_seqs %u "
-                                     "sequences (%llu + %llu bytes each) and bytes_per_block "
-                                     "%llu need more than 18446744073709551615 bytes (2^64 - 1)",
-                                     rank, o->max_seqs, (unsigned long long)f->state_bytes_per_seq,
-                                     (unsigned long long)f->scratch_bytes_per_seq,
-                                     (unsigned long long)bpb);
+                return kvshard_diag__fail(
+                    diag, kvshard_profile__about_budget, KVSHARD_ENOBLOCK,
+                    "no memory for one block on %s: the state of max_seqs %u "
+                    "sequences (%llu + %llu bytes each) and bytes_per_block "
+                    "%llu need more than 18446744073709551615 bytes (2^64 - 1)",
+                    rank, o->max_seqs, (unsigned long long)f->state_bytes_per_seq,
+                    (unsigned long long)f->scratch_bytes_per_seq, (unsigned long long)bpb);
             }
             if (budget < need) {
                 kvshard_capacity__rank_name(rank, sizeof rank, in, r);
-                return kvshard__fail(err, KVSHARD_ENOBLOCK, "", kvshard__no_mark,
-                                     "no memory for one block on %s: %s %llu bytes, "
-                                     "reserved %llu bytes for %u sequences of state, "
-                                     "bytes_per_block %llu",
-                                     rank, in->stage_memory ? "its budget" : "memory_per_rank",
-                                     (unsigned long long)budget, (unsigned long long)reserved,
-                                     o->max_seqs, (unsigned long long)bpb);
+                return kvshard_diag__fail(diag, kvshard_profile__about_budget, KVSHARD_ENOBLOCK,
+                                          "no memory for one block on %s: %s %llu bytes, "
+                                          "reserved %llu bytes for %u sequences of state, "
+                                          "bytes_per_block %llu",
+                                          rank, in->stage_memory ? "its budget" : "memory_per_rank",
+                                          (unsigned long long)budget, (unsigned long long)reserved,
+                                          o->max_seqs, (unsigned long long)bpb);
             }
             c->reserved = reserved > c->reserved ? reserved : c->reserved;
             blocks = bpb ? (budget - reserved) / bpb : 0;
@@ -79,7 +76,7 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks,
         }
     }
     c->num_blocks = c->has_num_blocks ? least : 0;
-    int rc = kvshard_capacity__max_tokens(c, o, err);
+    int rc = kvshard_capacity__max_tokens(c, o, diag);
     if (rc || !c->has_num_blocks || in->context_length == 0)
         return rc;
     uint64_t per_seq = kvshard__ceil_div(in->context_length, o->block_size);

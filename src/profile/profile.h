@@ -13,6 +13,7 @@
 #define KVSHARD_PROFILE_PROFILE_H
 
 #include "base/checked.h"
+#include "base/diag.h"
 #include "base/format.h"
 #include "model/model.h"
 #include "profile/sglang.h"
@@ -288,22 +289,21 @@ typedef struct kvshard_profile__hooks {
     /* Settle the profile's inputs into kvshard's options and work out its
      * state, before the options are validated: the version, what the
      * engine covers, the engine's spellings of kvshard's keys that are not
-     * plain aliases. An error names the option or input in *blame. NULL:
+     * plain aliases. An error names the option or input in `diag`. NULL:
      * nothing to settle. */
-    int (*settle)(kvshard_profile__settling *s, const char **blame, kvshard_error *err);
+    int (*settle)(kvshard_profile__settling *s, kvshard_diag__ctx *diag);
     /* What it refuses: KVSHARD_EPROFILE (or another code) naming the
-     * option in *blame. NULL: nothing. */
-    int (*check)(const kvshard_profile__ctx *c, const char **blame, kvshard_error *err);
+     * option in `diag`. NULL: nothing. */
+    int (*check)(const kvshard_profile__ctx *c, kvshard_diag__ctx *diag);
     /* The memory capacity is counted in, *has false when the options give
      * none. */
-    int (*budget)(uint64_t *out, bool *has, const kvshard_profile__ctx *c, const char **blame,
-                  kvshard_error *err);
+    int (*budget)(uint64_t *out, bool *has, const kvshard_profile__ctx *c, kvshard_diag__ctx *diag);
     /* Blocks, state slots and concurrency from a budget; each rank's own
      * block count into `rank_blocks` when given (a rank without one keeps
      * the UINT64_MAX it holds). An error about one of the profile's inputs
-     * names it in *blame. */
+     * names it in `diag`. */
     int (*capacity)(kvshard__capacity *out, uint64_t *rank_blocks,
-                    const kvshard__capacity_inputs *in, const char **blame, kvshard_error *err);
+                    const kvshard__capacity_inputs *in, kvshard_diag__ctx *diag);
     /* The figures the engine logs, in the order of the JSON "engine"
      * object after its name and version, into `out` (at most `cap`);
      * returns how many. NULL: the profile predicts no engine (JSON null). */

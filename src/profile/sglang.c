@@ -193,18 +193,19 @@ static bool from(const kvshard_sglang__state *st, const kvshard_versions__v *v)
     return kvshard_versions__from(&st->version, v);
 }
 
-static int fail(kvshard_error *err, int code, const char *name, const char *fmt, ...)
-    KVSHARD__PRINTF(4, 5);
+static int fail(kvshard_diag__ctx *diag, const char *const *about, int code, const char *name,
+                const char *fmt, ...) KVSHARD__PRINTF(5, 6);
 
 /* "sglang profile: NAME: ...", the message of every refusal. */
-static int fail(kvshard_error *err, int code, const char *name, const char *fmt, ...)
+static int fail(kvshard_diag__ctx *diag, const char *const *about, int code, const char *name,
+                const char *fmt, ...)
 {
     char text[KVSHARD_ERROR_MESSAGE_MAX];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
-    return kvshard__fail(err, code, "", kvshard__no_mark, "sglang profile: %s: %s", name, text);
+    return kvshard_diag__fail(diag, about, code, "sglang profile: %s: %s", name, text);
 }
 
 static const uint32_t covered_kinds = 1u << KVSHARD_LAYER_FULL_ATTENTION |
@@ -218,104 +219,110 @@ static const char *const extra_buffer_types[] = {"qwen3_5",          "qwen3_5_mo
                                                  "granitemoehybrid", "nemotron_h",  NULL};
 
 static int check_coverage(const kvshard_profile__settling *s, const kvshard_sglang__state *st,
-                          const char **blame, kvshard_error *err)
+                          kvshard_diag__ctx *diag)
 {
     const kvshard__model_info *m = s->model;
     const kvshard_options *o = s->options;
     uint8_t kind = kvshard_profile__unplanned_kind(m, covered_kinds);
-    *blame = "engine";
+    diag->option = "engine";
     if (kind != KVSHARD__KIND_COUNT)
-        return fail(
-            err, KVSHARD_EPROFILE, "engine_unsupported", "%s layers (%u of %u) are not covered yet",
-            kvshard_layer_kind_name((kvshard_layer_kind)kind), m->count[kind], m->num_layers);
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE, "engine_unsupported",
+                    "%s layers (%u of %u) are not covered yet",
+                    kvshard_layer_kind_name((kvshard_layer_kind)kind), m->count[kind],
+                    m->num_layers);
     if (m->num_state > 0) {
         const kvshard_state_kind *k = covered_states;
         while (*k != KVSHARD_STATE_NONE && *k != m->state.kind)
             k++;
         if (*k == KVSHARD_STATE_NONE)
-            return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
+            return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE, "engine_unsupported",
                         "state kind %s is not covered yet (GDN and Mamba2 are)",
                         kvshard_state_kind_name(m->state.kind));
         if (m->attention == KVSHARD_ATTENTION_MLA)
-            return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
+            return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE, "engine_unsupported",
                         "state layers next to MLA layers are not covered yet");
         if (m->count[KVSHARD_LAYER_FULL_ATTENTION] == 0)
-            return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
+            return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE, "engine_unsupported",
                         "a model with state layers and no full-attention layer is not covered "
                         "yet");
     }
     /* The token pool is sized by the bytes a token takes over the
      * full-attention layers: a model with none has no token to size. */
     if (m->count[KVSHARD_LAYER_FULL_ATTENTION] == 0)
-        return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE, "engine_unsupported",
                     "a model with no full-attention layer (%u layers that keep no cache) is not "
                     "covered yet",
                     m->num_layers);
-    *blame = s->inputs[IN_UNIFIED_MEMORY].u ? "enable_unified_memory" : "enable_hierarchical_cache";
+    diag->option =
+        s->inputs[IN_UNIFIED_MEMORY].u ? "enable_unified_memory" : "enable_hierarchical_cache";
     if (s->inputs[IN_UNIFIED_MEMORY].u || s->inputs[IN_HIERARCHICAL].u)
-        return fail(
-            err, KVSHARD_EPROFILE, "engine_unsupported", "--%s: the engine's %s is not covered yet",
-            s->inputs[IN_UNIFIED_MEMORY].u ? "enable-unified-memory" : "enable-hierarchical-cache",
-            s->inputs[IN_UNIFIED_MEMORY].u ? "unified memory pool" : "hierarchical cache");
-    *blame = "kv_cache_dtype";
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE, "engine_unsupported",
+                    "--%s: the engine's %s is not covered yet",
+                    s->inputs[IN_UNIFIED_MEMORY].u ? "enable-unified-memory"
+                                                   : "enable-hierarchical-cache",
+                    s->inputs[IN_UNIFIED_MEMORY].u ? "unified memory pool" : "hierarchical cache");
+    diag->option = "kv_cache_dtype";
     if (o->kv_cache_dtype == KVSHARD_DTYPE_FP16 || o->kv_cache_dtype == KVSHARD_DTYPE_INT8)
-        return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE, "engine_unsupported",
                     "kv_cache_dtype %s is not one of the engine's (auto, bf16, fp8_e4m3, "
                     "fp8_e5m2)",
                     kvshard_dtype_name(o->kv_cache_dtype));
-    *blame = "cp_size";
+    diag->option = "cp_size";
     if (o->cp_size > 1)
-        return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE, "engine_unsupported",
                     "cp_size %u: kvshard's context parallelism is not the engine's; the DSA "
                     "layer split takes --attn-cp-size",
                     o->cp_size);
-    *blame = "layerwise_split_size";
+    diag->option = "layerwise_split_size";
     if (s->given->enable_layerwise_split && s->given->layerwise_split_size > 1)
-        return fail(err, KVSHARD_EPROFILE, "engine_split_unsupported",
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE,
+                    "engine_split_unsupported",
                     "kvshard's layerwise split (layerwise_split_size %u) is not the engine's: "
                     "give --enable-dsa-cache-layer-split and --attn-cp-size",
                     s->given->layerwise_split_size);
-    *blame = "speculative_num_draft_tokens";
+    diag->option = "speculative_num_draft_tokens";
     if (m->num_state > 0 && s->inputs[IN_DRAFT].u > 0 && !from(st, &V_DRAFT_STATE))
-        return fail(err, KVSHARD_EPROFILE, "engine_version_unsupported",
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE,
+                    "engine_version_unsupported",
                     "SGLang %s does not run speculative decoding on models with state layers; "
                     "it is covered from 0.5.13",
                     kvshard_versions__text_of(&st->version).s);
-    *blame = NULL;
+    diag->option = NULL;
     return KVSHARD_OK;
 }
 
 /* The strategy, under the name the release reads. */
-static int settle_strategy(const kvshard_profile__settling *s, const kvshard_sglang__state *st,
-                           int *out, const char **blame, kvshard_error *err)
+static int settle_strategy(const kvshard_profile__settling *s, const kvshard_sglang__state *st, int *out,
+                           kvshard_diag__ctx *diag)
 {
     int now = (int)s->inputs[IN_STRATEGY].u, old = (int)s->inputs[IN_OLD_STRATEGY].u;
-    *blame = "mamba_radix_cache_strategy";
+    diag->option = "mamba_radix_cache_strategy";
     if (now != S_AUTO && old != S_AUTO && now != old)
-        return kvshard__fail(err, KVSHARD_EDUPKEY, "", kvshard__no_mark,
+        return kvshard__fail(diag->err, KVSHARD_EDUPKEY, "", kvshard__no_mark,
                              "sglang profile: --mamba-radix-cache-strategy %s and "
                              "--mamba-scheduler-strategy %s differ; give one of them",
                              strategy_words[now].text, strategy_words[old].text);
     if (now != S_AUTO && !from(st, &V_EXTRA_BUFFER))
-        return fail(err, KVSHARD_EPROFILE, "engine_version_unsupported",
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE,
+                    "engine_version_unsupported",
                     "--mamba-radix-cache-strategy is the name from 0.5.14; SGLang %s reads "
                     "--mamba-scheduler-strategy",
                     kvshard_versions__text_of(&st->version).s);
     int strategy = now != S_AUTO ? now : old;
     if (strategy == S_EXTRA_BUFFER_LAZY && !from(st, &V_DRAFT_STATE))
-        return fail(err, KVSHARD_EPROFILE, "engine_version_unsupported",
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE,
+                    "engine_version_unsupported",
                     "the strategy extra_buffer_lazy exists from 0.5.13; SGLang %s does not have "
                     "it",
                     kvshard_versions__text_of(&st->version).s);
-    *blame = NULL;
+    diag->option = NULL;
     *out = strategy;
     return KVSHARD_OK;
 }
 
 /* The parallel sizes: --tp-size and --dp-size, with DP attention dividing
  * the attention TP size instead of multiplying the world. */
-static int settle_world(kvshard_profile__settling *s, kvshard_sglang__state *st, const char **blame,
-                        kvshard_error *err)
+static int settle_world(kvshard_profile__settling *s, kvshard_sglang__state *st, kvshard_diag__ctx *diag)
 {
     kvshard_options *o = s->options;
     bool dp_attention = s->inputs[IN_DP_ATTENTION].u != 0;
@@ -329,40 +336,38 @@ static int settle_world(kvshard_profile__settling *s, kvshard_sglang__state *st,
     if (!tp)
         tp = world_given ? o->world_size / (P * per_stage) : 1;
     uint64_t world = s->inputs[IN_TP].u || !world_given ? tp * per_stage * P : o->world_size;
-    *blame = s->inputs[IN_TP].u || P == 1 ? "tp_size" : "pp_size";
+    diag->option = s->inputs[IN_TP].u || P == 1 ? "tp_size" : "pp_size";
     if (s->inputs[IN_TP].u && world_given && s->given->world_size != world)
-        return kvshard__fail(err, KVSHARD_EDUPKEY, "", kvshard__no_mark,
-                             "sglang profile: world_size %u and the %llu ranks of --tp-size "
-                             "%llu%s%llu%s x --pp-size %llu differ; give one of them",
-                             s->given->world_size, (unsigned long long)world,
-                             (unsigned long long)tp,
-                             dp_attention ? " (DP attention in it, --dp-size " : " x --dp-size ",
-                             (unsigned long long)dp, dp_attention ? ")" : "",
-                             (unsigned long long)P);
+        return kvshard__fail(
+            diag->err, KVSHARD_EDUPKEY, "", kvshard__no_mark,
+            "sglang profile: world_size %u and the %llu ranks of --tp-size "
+            "%llu%s%llu%s x --pp-size %llu differ; give one of them",
+            s->given->world_size, (unsigned long long)world, (unsigned long long)tp,
+            dp_attention ? " (DP attention in it, --dp-size " : " x --dp-size ",
+            (unsigned long long)dp, dp_attention ? ")" : "", (unsigned long long)P);
     if (dp_attention && (dp == 0 || tp % dp != 0))
-        return kvshard__fail(err, KVSHARD_EPARALLEL, "", kvshard__no_mark,
+        return kvshard__fail(diag->err, KVSHARD_EPARALLEL, "", kvshard__no_mark,
                              "sglang profile: --enable-dp-attention needs --tp-size %llu "
                              "divisible by --dp-size %llu",
                              (unsigned long long)tp, (unsigned long long)dp);
     if (world > KVSHARD_MAX_RANKS || world == 0)
-        return kvshard__fail(err, KVSHARD_EPARALLEL, "", kvshard__no_mark,
+        return kvshard__fail(diag->err, KVSHARD_EPARALLEL, "", kvshard__no_mark,
                              "sglang profile: %llu ranks is above the %u kvshard plans",
                              (unsigned long long)world, KVSHARD_MAX_RANKS);
     o->world_size = (uint32_t)world;
     st->tp = (uint32_t)tp;
     st->dp = (uint32_t)dp;
     st->dpdiv = dp_attention ? (uint32_t)dp : 1;
-    *blame = NULL;
+    diag->option = NULL;
     return KVSHARD_OK;
 }
 
 /* The temporal state's dtype: the flag, else the config's mamba_ssm_dtype
  * when it names a 16- or 32-bit dtype, else float32. */
-static int ssm_dtype_of(kvshard_dtype *out, const kvshard_profile__settling *s, const char **blame,
-                        kvshard_error *err)
+static int ssm_dtype_of(kvshard_dtype *out, const kvshard_profile__settling *s,
+                        kvshard_diag__ctx *diag)
 {
-    (void)blame;
-    (void)err;
+    (void)diag;
     const kvshard__model_info *m = s->model;
     if (s->options->state_dtype != KVSHARD_DTYPE_AUTO)
         *out = s->options->state_dtype;
@@ -378,20 +383,20 @@ static bool has_budget_inputs(const kvshard_profile__settling *s)
     return s->options->memory_per_rank > 0 || s->inputs[IN_DEVICE_FREE].u > 0;
 }
 
-static int settle(kvshard_profile__settling *s, const char **blame, kvshard_error *err)
+static int settle(kvshard_profile__settling *s, kvshard_diag__ctx *diag)
 {
     const kvshard__model_info *m = s->model;
     kvshard_options *o = s->options;
     kvshard_sglang__state *st = &s->state->sglang;
     memset(st, 0, sizeof *st);
-    int rc = kvshard_profile__version(&st->version, PROFILE, &s->inputs[IN_VERSION], blame, err);
+    int rc = kvshard_profile__version(&st->version, PROFILE, &s->inputs[IN_VERSION], diag);
     if (rc == KVSHARD_OK)
-        rc = check_coverage(s, st, blame, err);
+        rc = check_coverage(s, st, diag);
     int strategy = S_AUTO;
     if (rc == KVSHARD_OK)
-        rc = settle_strategy(s, st, &strategy, blame, err);
+        rc = settle_strategy(s, st, &strategy, diag);
     if (rc == KVSHARD_OK)
-        rc = settle_world(s, st, blame, err);
+        rc = settle_world(s, st, diag);
     if (rc)
         return rc;
     st->v17 = from(st, &V_0_5_17);
@@ -412,9 +417,10 @@ static int settle(kvshard_profile__settling *s, const char **blame, kvshard_erro
     uint32_t n_kv = m->count[KVSHARD_LAYER_FULL_ATTENTION];
     st->layers = n_kv;
     if (s->inputs[IN_DSA_SPLIT].u && C > 1) {
-        *blame = "enable_dsa_cache_layer_split";
+        diag->option = "enable_dsa_cache_layer_split";
         if (!st->dsa)
-            return fail(err, KVSHARD_EPROFILE, "engine_split_unsupported",
+            return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE,
+                        "engine_split_unsupported",
                         "--enable-dsa-cache-layer-split splits the layers of a model with DSA "
                         "indexer keys; this model has none");
         st->split = true;
@@ -424,16 +430,16 @@ static int settle(kvshard_profile__settling *s, const char **blame, kvshard_erro
         o->ownership = KVSHARD_OWNERSHIP_CONTIGUOUS;
         o->scratch_layers = 1;
     }
-    *blame = NULL;
+    diag->option = NULL;
     uint64_t dc = (uint64_t)o->dp_size * o->cp_size;
     if (dc == 0 || o->world_size % dc != 0)
         return KVSHARD_OK; /* the options' own validation refuses them */
     uint32_t T = (uint32_t)(o->world_size / dc);
     const char *uncovered = kvshard_profile__uncovered_cache(m, T);
     if (uncovered) {
-        *blame = "engine";
-        return fail(err, KVSHARD_EPROFILE, "engine_unsupported", "%s is not covered yet",
-                    uncovered);
+        diag->option = "engine";
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE, "engine_unsupported",
+                    "%s is not covered yet", uncovered);
     }
     /* Bytes per token: the model dtype, float32 and fp8 configs run as
      * bfloat16; one byte for the fp8 words, no scales. */
@@ -456,7 +462,7 @@ static int settle(kvshard_profile__settling *s, const char **blame, kvshard_erro
         st->cell = kvshard__calc_mul(&c, 2, st->k_token);
     }
     if (st->has_state) {
-        if ((rc = ssm_dtype_of(&st->ssm_dtype, s, blame, err)) != 0)
+        if ((rc = ssm_dtype_of(&st->ssm_dtype, s, diag)) != 0)
             return rc;
         uint64_t conv = 0, temporal = 0;
         kvshard_profile__state_parts(&c, &conv, &temporal, &m->state, T, 0, 2,
@@ -472,26 +478,28 @@ static int settle(kvshard_profile__settling *s, const char **blame, kvshard_erro
                 st->overlap = false;
         }
         st->strategy = strategy;
-        st->ratio = !st->radix                                                      ? 1
-                    : strategy == S_EXTRA_BUFFER && st->overlap                     ? 5
-                    : strategy == S_EXTRA_BUFFER || strategy == S_EXTRA_BUFFER_LAZY ? 4
-                                                                                    : 3;
+        st->ratio = !st->radix                                                       ? 1
+                   : strategy == S_EXTRA_BUFFER && st->overlap                      ? 5
+                   : strategy == S_EXTRA_BUFFER || strategy == S_EXTRA_BUFFER_LAZY ? 4
+                                                                                   : 3;
         if (st->spec > 0 && st->requested == 0) {
-            *blame = "max_seqs";
-            return fail(err, KVSHARD_EMISSING, "engine_input_missing",
+            diag->option = "max_seqs";
+            return fail(diag, kvshard_profile__about_engine, KVSHARD_EMISSING,
+                        "engine_input_missing",
                         "speculative decoding on a model with state layers needs "
                         "--max-running-requests");
         }
     }
     if (c.overflow) {
-        *blame = "engine";
-        return fail(err, KVSHARD_EOVERFLOW, "engine_unsupported",
+        diag->option = "engine";
+        return fail(diag, kvshard_profile__about_block, KVSHARD_EOVERFLOW, "engine_unsupported",
                     "the engine's pool bytes overflow 64 bits");
     }
     if (has_budget_inputs(s)) {
         if (st->context == 0) {
-            *blame = "context_length";
-            return fail(err, KVSHARD_EMISSING, "engine_input_missing",
+            diag->option = "context_length";
+            return fail(diag, kvshard_profile__about_engine, KVSHARD_EMISSING,
+                        "engine_input_missing",
                         "the engine's context length is the config's max_position_embeddings, "
                         "which it does not give: give --context-length");
         }
@@ -505,51 +513,54 @@ static int settle(kvshard_profile__settling *s, const char **blame, kvshard_erro
 
 /* The engine's layer split is its flags': kvshard's split rows other than
  * that one are not the engine's. */
-static int check(const kvshard_profile__ctx *c, const char **blame, kvshard_error *err)
+static int check(const kvshard_profile__ctx *c, kvshard_diag__ctx *diag)
 {
     const kvshard_sglang__state *st = state_of(c->state);
     const kvshard_options *o = c->options;
     uint32_t want = st->split ? o->layerwise_split_size : 1;
     bool split = o->enable_layerwise_split && o->layerwise_split_size > 1;
-    *blame = "layerwise_split_size";
+    diag->option = "layerwise_split_size";
     if (st->split && c->split != want)
-        return fail(err, KVSHARD_EPROFILE, "engine_split_unsupported",
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE,
+                    "engine_split_unsupported",
                     "the engine splits the layers over --attn-cp-size %u ranks; split size %u is "
                     "not that split",
                     want, c->split);
     if (!st->split && split)
-        return fail(err, KVSHARD_EPROFILE, "engine_split_unsupported",
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE,
+                    "engine_split_unsupported",
                     "layerwise_split_size %u: the engine's only layer split is "
                     "--enable-dsa-cache-layer-split with --attn-cp-size",
                     o->layerwise_split_size);
-    *blame = "ownership";
+    diag->option = "ownership";
     if (st->split && o->ownership != KVSHARD_OWNERSHIP_CONTIGUOUS)
-        return fail(err, KVSHARD_EPROFILE, "engine_split_unsupported",
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE,
+                    "engine_split_unsupported",
                     "the engine's layer split gives each rank a contiguous range of layers; "
                     "ownership %s is not it",
                     o->ownership == KVSHARD_OWNERSHIP_GLOBAL ? "global" : "ordinal");
-    *blame = NULL;
+    diag->option = NULL;
     return KVSHARD_OK;
 }
 
 /* ---- budget and capacity ------------------------------------------------------------- */
 
 /* The rest, in GiB, from the device figures, as the engine works it out. */
-static int device_rest(double *out, const kvshard_value *in, uint32_t world, const char **blame,
-                       kvshard_error *err)
+static int device_rest(double *out, const kvshard_value *in, uint32_t world,
+                       kvshard_diag__ctx *diag)
 {
     uint64_t free_bytes = in[IN_DEVICE_FREE].u, non_kv = in[IN_NON_KV].u;
     double f = in[IN_FRACTION].d;
     if (non_kv == UINT64_MAX || !(f > 0.0)) {
-        *blame = non_kv == UINT64_MAX ? "non_kv_memory" : "mem_fraction_static";
-        return fail(err, KVSHARD_EMISSING, "engine_input_missing",
+        diag->option = non_kv == UINT64_MAX ? "non_kv_memory" : "mem_fraction_static";
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EMISSING, "engine_input_missing",
                     "the budget from device figures needs device_memory_free, non_kv_memory and "
                     "--mem-fraction-static (kvshard does not work out the engine's automatic "
                     "fraction)");
     }
     if (non_kv >= free_bytes) {
-        *blame = "non_kv_memory";
-        return fail(err, KVSHARD_ENOBLOCK, "not_enough_memory",
+        diag->option = "non_kv_memory";
+        return fail(diag, kvshard_profile__about_budget, KVSHARD_ENOBLOCK, "not_enough_memory",
                     "non_kv_memory %llu bytes leaves nothing of device_memory_free %llu",
                     (unsigned long long)non_kv, (unsigned long long)free_bytes);
     }
@@ -562,8 +573,7 @@ static int device_rest(double *out, const kvshard_value *in, uint32_t world, con
     return KVSHARD_OK;
 }
 
-static int budget(uint64_t *out, bool *has, const kvshard_profile__ctx *c, const char **blame,
-                  kvshard_error *err)
+static int budget(uint64_t *out, bool *has, const kvshard_profile__ctx *c, kvshard_diag__ctx *diag)
 {
     *has = false;
     if (c->options->memory_per_rank) {
@@ -573,19 +583,20 @@ static int budget(uint64_t *out, bool *has, const kvshard_profile__ctx *c, const
     }
     if (!c->inputs[IN_DEVICE_FREE].u) {
         if (c->inputs[IN_NON_KV].u != UINT64_MAX) {
-            *blame = "device_memory_free";
-            return fail(err, KVSHARD_EMISSING, "engine_input_missing",
+            diag->option = "device_memory_free";
+            return fail(diag, kvshard_profile__about_engine, KVSHARD_EMISSING,
+                        "engine_input_missing",
                         "non_kv_memory needs device_memory_free (or give memory_per_rank)");
         }
         return KVSHARD_OK;
     }
     double rest = 0.0;
-    int rc = device_rest(&rest, c->inputs, c->options->world_size, blame, err);
+    int rc = device_rest(&rest, c->inputs, c->options->world_size, diag);
     if (rc)
         return rc;
     if (!(rest > 0.0)) {
-        *blame = "mem_fraction_static";
-        return fail(err, KVSHARD_ENOBLOCK, "not_enough_memory",
+        diag->option = "mem_fraction_static";
+        return fail(diag, kvshard_profile__about_budget, KVSHARD_ENOBLOCK, "not_enough_memory",
                     "device_memory_free %llu - non_kv_memory %llu leaves %.4f GiB after the "
                     "static fraction %g",
                     (unsigned long long)c->inputs[IN_DEVICE_FREE].u,
@@ -604,7 +615,7 @@ static int64_t floor_count(double x)
 }
 
 static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__capacity_inputs *in,
-                    const char **blame, kvshard_error *err)
+                    kvshard_diag__ctx *diag)
 {
     const kvshard_sglang__state *st = state_of(in->state);
     const kvshard_options *o = in->options;
@@ -617,7 +628,7 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
         return KVSHARD_OK;
     double rest = (double)in->memory / GIB;
     if (in->own_budget && o->memory_per_rank == 0) {
-        int rc = device_rest(&rest, in->inputs, o->world_size, blame, err);
+        int rc = device_rest(&rest, in->inputs, o->world_size, diag);
         if (rc)
             return rc;
     }
@@ -650,9 +661,10 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
             rest = rest - slot * (double)(held + pad) * s / GIB;
         }
         if (K <= 0) {
-            *blame = in->own_budget && o->memory_per_rank == 0 ? "mem_fraction_static"
-                                                               : "memory_per_rank";
-            return fail(err, KVSHARD_ENOBLOCK, "mamba_cache_too_small",
+            diag->option = in->own_budget && o->memory_per_rank == 0 ? "mem_fraction_static"
+                                                                     : "memory_per_rank";
+            return fail(diag, kvshard_profile__about_budget, KVSHARD_ENOBLOCK,
+                        "mamba_cache_too_small",
                         "the state pool holds %lld slots of %llu bytes: the budget gives no "
                         "request its state",
                         (long long)K, (unsigned long long)st->slot);
@@ -670,9 +682,9 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
         tokens -= tokens % (int64_t)p;
     }
     if ((st->v17 && available <= 0) || tokens <= 0) {
-        *blame =
+        diag->option =
             in->own_budget && o->memory_per_rank == 0 ? "mem_fraction_static" : "memory_per_rank";
-        return fail(err, KVSHARD_ENOBLOCK, "not_enough_memory",
+        return fail(diag, kvshard_profile__about_budget, KVSHARD_ENOBLOCK, "not_enough_memory",
                     "%lld bytes are left for the token pool, %llu bytes a token: no token fits",
                     (long long)available, (unsigned long long)st->cell);
     }
@@ -695,10 +707,11 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
     if (st->has_state && (uint64_t)K / st->ratio < Rr)
         Rr = (uint64_t)K / st->ratio;
     if (Rr == 0) {
-        *blame = st->mamba_size                ? "max_mamba_cache_size"
-                 : st->requested && !st->radix ? "max_seqs"
-                                               : "memory_per_rank";
-        return fail(err, KVSHARD_ENOBLOCK, "max_running_requests_zero",
+        diag->option = st->mamba_size               ? "max_mamba_cache_size"
+                       : st->requested && !st->radix ? "max_seqs"
+                                                   : "memory_per_rank";
+        return fail(diag, kvshard_profile__about_budget, KVSHARD_ENOBLOCK,
+                    "max_running_requests_zero",
                     "the state pool of %lld slots serves no request at %u slots a request",
                     (long long)K, st->ratio);
     }

@@ -223,18 +223,19 @@ static bool from(const kvshard_vllm__state *st, const kvshard_versions__v *v)
     return kvshard_versions__from(&st->version, v);
 }
 
-static int fail(kvshard_error *err, int code, const char *name, const char *fmt, ...)
-    KVSHARD__PRINTF(4, 5);
+static int fail(kvshard_diag__ctx *diag, const char *const *about, int code, const char *name,
+                const char *fmt, ...) KVSHARD__PRINTF(5, 6);
 
 /* "vllm profile: NAME: ...", the message of every refusal. */
-static int fail(kvshard_error *err, int code, const char *name, const char *fmt, ...)
+static int fail(kvshard_diag__ctx *diag, const char *const *about, int code, const char *name,
+                const char *fmt, ...)
 {
     char text[KVSHARD_ERROR_MESSAGE_MAX];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
-    return kvshard__fail(err, code, "", kvshard__no_mark, "vllm profile: %s: %s", name, text);
+    return kvshard_diag__fail(diag, about, code, "vllm profile: %s: %s", name, text);
 }
 
 static const uint32_t covered_kinds =
@@ -253,123 +254,125 @@ static const char *const all_mode_types[] = {
 /* What the engine covers: the kinds it plans are listed, so that a kind
  * added to kvshard later is refused until it is named here. */
 static int check_coverage(const kvshard_profile__settling *s, const kvshard_vllm__state *st,
-                          const char **blame, kvshard_error *err)
+                          kvshard_diag__ctx *diag)
 {
     const kvshard__model_info *m = s->model;
     uint8_t kind = kvshard_profile__unplanned_kind(m, covered_kinds);
-    *blame = "engine";
+    diag->option = "engine";
     if (kind != KVSHARD__KIND_COUNT)
-        return fail(
-            err, KVSHARD_EPROFILE, "engine_unsupported", "%s layers (%u of %u) are not covered yet",
-            kvshard_layer_kind_name((kvshard_layer_kind)kind), m->count[kind], m->num_layers);
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE, "engine_unsupported",
+                    "%s layers (%u of %u) are not covered yet",
+                    kvshard_layer_kind_name((kvshard_layer_kind)kind), m->count[kind],
+                    m->num_layers);
     if (m->num_state > 0) {
         const kvshard_state_kind *k = covered_states;
         while (*k != KVSHARD_STATE_NONE && *k != m->state.kind)
             k++;
         if (*k == KVSHARD_STATE_NONE)
-            return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
+            return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE, "engine_unsupported",
                         "state kind %s is not covered yet (GDN, Mamba2 and short convolution "
                         "are)",
                         kvshard_state_kind_name(m->state.kind));
     }
     bool mla = m->attention == KVSHARD_ATTENTION_MLA;
     if (mla && (m->num_state > 0 || m->count[KVSHARD_LAYER_SLIDING_ATTENTION] > 0))
-        return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE, "engine_unsupported",
                     "%s layers next to MLA layers are not covered yet",
                     m->num_state > 0 ? "state" : "sliding-window");
     if (m->num_state > 0 && m->count[KVSHARD_LAYER_FULL_ATTENTION] == 0)
-        return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE, "engine_unsupported",
                     "a model with state layers and no full-attention layer is not covered yet");
-    *blame = "engine_version";
+    diag->option = "engine_version";
     if (m->num_state > 0 && !from(st, &V_STATE_MODELS))
-        return fail(err, KVSHARD_EPROFILE, "engine_version_unsupported",
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE,
+                    "engine_version_unsupported",
                     "vLLM %s does not serve models with state layers in the profile's range; "
                     "they are covered from 0.10.2",
                     kvshard_versions__text_of(&st->version).s);
     if (kvshard_profile__type_is(s->model_type, qwen3_5_types) && !from(st, &V_QWEN3_5))
-        return fail(err, KVSHARD_EPROFILE, "engine_version_unsupported",
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE,
+                    "engine_version_unsupported",
                     "vLLM %s does not serve Qwen3.5 (%s) models; they are covered from 0.17.0",
                     kvshard_versions__text_of(&st->version).s, s->model_type);
-    *blame = s->inputs[IN_DECODE_CP].u > 1 ? "decode_context_parallel_size"
-                                           : "prefill_context_parallel_size";
+    diag->option = s->inputs[IN_DECODE_CP].u > 1 ? "decode_context_parallel_size"
+                                                 : "prefill_context_parallel_size";
     if (s->inputs[IN_DECODE_CP].u > 1 || s->inputs[IN_PREFILL_CP].u > 1)
-        return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE, "engine_unsupported",
                     "--%s %llu: decode and prefill context parallelism are not covered yet",
                     s->inputs[IN_DECODE_CP].u > 1 ? "decode-context-parallel-size"
                                                   : "prefill-context-parallel-size",
                     (unsigned long long)(s->inputs[IN_DECODE_CP].u > 1
                                              ? s->inputs[IN_DECODE_CP].u
                                              : s->inputs[IN_PREFILL_CP].u));
-    *blame = "max_model_len";
+    diag->option = "max_model_len";
     if ((int64_t)s->inputs[IN_MAX_MODEL_LEN].u < 0)
-        return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE, "engine_unsupported",
                     "--max-model-len %s (the engine's own choice of length) is not covered: give "
                     "the length",
                     (int64_t)s->inputs[IN_MAX_MODEL_LEN].u == -1 ? "-1" : "auto");
-    *blame = "kv_cache_dtype";
+    diag->option = "kv_cache_dtype";
     if (s->options->kv_cache_dtype == KVSHARD_DTYPE_INT8)
-        return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE, "engine_unsupported",
                     "kv_cache_dtype int8 (scales per token and head) is not covered");
-    *blame = "cp_size";
+    diag->option = "cp_size";
     if (s->options->cp_size > 1)
-        return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE, "engine_unsupported",
                     "cp_size %u: context parallelism is not covered", s->options->cp_size);
-    *blame = NULL;
+    diag->option = NULL;
     return KVSHARD_OK;
 }
 
 /* The engine's world is T x P x D: --tensor-parallel-size, the stages and
  * --data-parallel-size, or kvshard's world_size and dp_size. The two
  * spellings must agree; without either T is 1, as the engine's default. */
-static int settle_world(kvshard_profile__settling *s, const char **blame, kvshard_error *err)
+static int settle_world(kvshard_profile__settling *s, kvshard_diag__ctx *diag)
 {
     kvshard_options *o = s->options;
     const kvshard_options *g = s->given;
     uint64_t tp = s->inputs[IN_TP].u, dp = s->inputs[IN_DP].u, P = o->pp_size;
-    *blame = "data_parallel_size";
+    diag->option = "data_parallel_size";
     if (dp && g->dp_size != 1 && g->dp_size != dp)
-        return kvshard__fail(err, KVSHARD_EDUPKEY, "", kvshard__no_mark,
+        return kvshard__fail(diag->err, KVSHARD_EDUPKEY, "", kvshard__no_mark,
                              "vllm profile: dp_size %u and --data-parallel-size %llu differ; give "
                              "one of them",
                              g->dp_size, (unsigned long long)dp);
     uint64_t D = dp ? dp : o->dp_size;
     o->dp_size = (uint32_t)D;
     if (!tp && g->world_size != 1) {
-        *blame = NULL;
+        diag->option = NULL;
         return KVSHARD_OK; /* T = world_size / (P x D), validated as kvshard's */
     }
     uint64_t world = (tp ? tp : 1) * P * D;
-    *blame = tp ? "tensor_parallel_size" : P > 1 ? "pp_size" : "data_parallel_size";
+    diag->option = tp ? "tensor_parallel_size" : P > 1 ? "pp_size" : "data_parallel_size";
     if (tp && g->world_size != 1 && g->world_size != world)
-        return kvshard__fail(err, KVSHARD_EDUPKEY, "", kvshard__no_mark,
+        return kvshard__fail(diag->err, KVSHARD_EDUPKEY, "", kvshard__no_mark,
                              "vllm profile: world_size %u and --tensor-parallel-size %llu x "
                              "--pipeline-parallel-size %llu x --data-parallel-size %llu = %llu "
                              "differ; give one of them",
                              g->world_size, (unsigned long long)tp, (unsigned long long)P,
                              (unsigned long long)D, (unsigned long long)world);
     if (world > KVSHARD_MAX_RANKS)
-        return kvshard__fail(err, KVSHARD_EPARALLEL, "", kvshard__no_mark,
+        return kvshard__fail(diag->err, KVSHARD_EPARALLEL, "", kvshard__no_mark,
                              "vllm profile: --tensor-parallel-size %llu x --pipeline-parallel-size "
                              "%llu x --data-parallel-size %llu is %llu ranks, above the %u kvshard "
                              "plans",
                              (unsigned long long)(tp ? tp : 1), (unsigned long long)P,
                              (unsigned long long)D, (unsigned long long)world, KVSHARD_MAX_RANKS);
     o->world_size = (uint32_t)world;
-    *blame = NULL;
+    diag->option = NULL;
     return KVSHARD_OK;
 }
 
 /* The speculative token count and the draft model's attention layers. */
-static int settle_speculation(kvshard_profile__settling *s, kvshard_vllm__state *st,
-                              const char **blame, kvshard_error *err)
+static int settle_speculation(kvshard_profile__settling *s, kvshard_vllm__state *st, kvshard_diag__ctx *diag)
 {
     const kvshard_value *spec = &s->inputs[IN_DRAFT_CONFIG];
     bool given = spec->text != NULL || spec->u > 0 || s->given->num_speculative_tokens > 0;
     uint32_t count = s->given->num_speculative_tokens;
     if (spec->text || spec->u > 0) {
-        *blame = "speculative_config";
+        diag->option = "speculative_config";
         if (count && count != spec->u)
-            return kvshard__fail(err, KVSHARD_EDUPKEY, "", kvshard__no_mark,
+            return kvshard__fail(diag->err, KVSHARD_EDUPKEY, "", kvshard__no_mark,
                                  "vllm profile: num_speculative_tokens %u and "
                                  "--speculative-config's %llu differ; give one of them",
                                  count, (unsigned long long)spec->u);
@@ -388,11 +391,12 @@ static int settle_speculation(kvshard_profile__settling *s, kvshard_vllm__state 
     size_t len = spec->text ? spec->text_len : 3;
     bool mtp = kvshard__text_is(method, len, "mtp") ||
                (len > 4 && memcmp(method + len - 4, "_mtp", 4) == 0);
-    *blame = "speculative_config";
+    diag->option = "speculative_config";
     if (mtp) {
         if (s->model->num_draft_layers == 0) {
-            *blame = "draft_attention_layers";
-            return fail(err, KVSHARD_EMISSING, "engine_input_missing",
+            diag->option = "draft_attention_layers";
+            return fail(diag, kvshard_profile__about_engine, KVSHARD_EMISSING,
+                        "engine_input_missing",
                         "method %.*s needs the model's MTP layers and the config has none: give "
                         "--draft-attention-layers",
                         (int)len, method);
@@ -402,19 +406,19 @@ static int settle_speculation(kvshard_profile__settling *s, kvshard_vllm__state 
         st->draft_layers = 1;
     } else if (!kvshard__text_is(method, len, "ngram") &&
                !kvshard__text_is(method, len, "suffix")) {
-        return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE, "engine_unsupported",
                     "speculative method %.*s: kvshard does not know how many attention layers "
                     "its draft model adds; give --draft-attention-layers N",
                     (int)len, method);
     }
-    *blame = NULL;
+    diag->option = NULL;
     return KVSHARD_OK;
 }
 
 /* The dtype the engine serves the model in: --dtype, else the config's,
  * float32 served as bfloat16; an fp8 config needs --dtype. */
-static int served_dtype(kvshard_dtype *out, const kvshard_profile__settling *s, const char **blame,
-                        kvshard_error *err)
+static int served_dtype(kvshard_dtype *out, const kvshard_profile__settling *s,
+                        kvshard_diag__ctx *diag)
 {
     kvshard_dtype d = (kvshard_dtype)(int)s->inputs[IN_DTYPE].u;
     if (d != KVSHARD_DTYPE_AUTO) {
@@ -423,8 +427,8 @@ static int served_dtype(kvshard_dtype *out, const kvshard_profile__settling *s, 
     }
     d = s->model->dtype;
     if (d == KVSHARD_DTYPE_FP8) {
-        *blame = "dtype";
-        return fail(err, KVSHARD_EMISSING, "engine_input_missing",
+        diag->option = "dtype";
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EMISSING, "engine_input_missing",
                     "the config's dtype is fp8: give --dtype (the dtype the engine computes in)");
     }
     *out = d == KVSHARD_DTYPE_FP32 ? KVSHARD_DTYPE_BF16 : d;
@@ -435,10 +439,9 @@ static int served_dtype(kvshard_dtype *out, const kvshard_profile__settling *s, 
  * config keys (each engine reads its own) and defaults, else the conv
  * dtype. */
 static int temporal_dtype(kvshard_dtype *out, const kvshard_profile__settling *s,
-                          const kvshard_vllm__state *st, const char **blame, kvshard_error *err)
+                          const kvshard_vllm__state *st, kvshard_diag__ctx *diag)
 {
-    (void)blame;
-    (void)err;
+    (void)diag;
     const kvshard__model_info *m = s->model;
     if (s->options->state_dtype != KVSHARD_DTYPE_AUTO) {
         *out = s->options->state_dtype;
@@ -471,8 +474,7 @@ static const char *dtype_word(kvshard_dtype d)
 }
 
 /* Prefix caching and the Mamba cache mode, for a model with state layers. */
-static int settle_mode(kvshard_profile__settling *s, kvshard_vllm__state *st, const char **blame,
-                       kvshard_error *err)
+static int settle_mode(kvshard_profile__settling *s, kvshard_vllm__state *st, kvshard_diag__ctx *diag)
 {
     uint64_t asked = s->inputs[IN_PREFIX].u;
     bool wanted = asked == UNSET_BOOL ? from(st, &V_PREFIX_ON) : asked != 0;
@@ -487,12 +489,13 @@ static int settle_mode(kvshard_profile__settling *s, kvshard_vllm__state *st, co
         st->pc_reason = !from(st, &V_MODE_ALL) ? PC_BEFORE_ALL : PC_BEFORE_ALIGN;
         return KVSHARD_OK; /* the engine runs it with prefix caching off */
     }
-    *blame = "mamba_cache_mode";
+    diag->option = "mamba_cache_mode";
     if (flag == MODE_ALIGN && !from(st, &V_MODE_ALIGN))
-        return fail(err, KVSHARD_EPROFILE, "engine_version_unsupported",
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE,
+                    "engine_version_unsupported",
                     "--mamba-cache-mode align exists from 0.15.0; vLLM %s does not have it",
                     kvshard_versions__text_of(&st->version).s);
-    *blame = NULL;
+    diag->option = NULL;
     st->prefix = true;
     if (flag == MODE_ALIGN) {
         st->mode = MODE_ALIGN;
@@ -528,7 +531,7 @@ static uint64_t lcm(uint64_t a, uint64_t b)
 /* The attention block: the requested one, raised with state layers so
  * that a state page fits one block of attention pages. */
 static int settle_block(kvshard_profile__settling *s, kvshard_vllm__state *st, kvshard__calc *c,
-                        const char **blame, kvshard_error *err)
+                        kvshard_diag__ctx *diag)
 {
     uint32_t given = s->given->block_size;
     bool mla = s->model->attention == KVSHARD_ATTENTION_MLA;
@@ -545,8 +548,9 @@ static int settle_block(kvshard_profile__settling *s, kvshard_vllm__state *st, k
         uint64_t chunk =
             s->inputs[IN_MAMBA_BLOCK].u ? s->inputs[IN_MAMBA_BLOCK].u : s->model->state.chunk_size;
         if (!chunk) {
-            *blame = "mamba_block_size";
-            return fail(err, KVSHARD_EMISSING, "engine_input_missing",
+            diag->option = "mamba_block_size";
+            return fail(diag, kvshard_profile__about_engine, KVSHARD_EMISSING,
+                        "engine_input_missing",
                         "Mamba cache mode all needs the model's chunk size (chunk_size or "
                         "mamba_chunk_size), which the config does not give: give "
                         "--mamba-block-size");
@@ -559,8 +563,8 @@ static int settle_block(kvshard_profile__settling *s, kvshard_vllm__state *st, k
             c, align, kvshard__ceil_div(st->mamba_page, kvshard__calc_mul(c, align, st->a1)));
     }
     if (b > KVSHARD_MAX_BLOCK_SIZE) {
-        *blame = "engine";
-        return fail(err, KVSHARD_EOVERFLOW, "engine_unsupported",
+        diag->option = "engine";
+        return fail(diag, kvshard_profile__about_block, KVSHARD_EOVERFLOW, "engine_unsupported",
                     "the attention block would be %llu tokens, above the %u kvshard plans",
                     (unsigned long long)b, KVSHARD_MAX_BLOCK_SIZE);
     }
@@ -640,14 +644,13 @@ static uint64_t gqa_bytes(kvshard__calc *c, const kvshard__geometry *g, uint32_t
  * sliding windows (a Gemma 3 or Cohere2 config shorter than its pattern)
  * the sliding layers' does. A model with no cache layer at all leaves the
  * engine no KV cache group to size, as a stage without one does. */
-static int attention_page(kvshard_vllm__state *st, const kvshard_profile__settling *s,
-                          kvshard__calc *c, uint32_t T, uint64_t kv_bytes, const char **blame,
-                          kvshard_error *err)
+static int attention_page(kvshard_vllm__state *st, const kvshard_profile__settling *s, kvshard__calc *c,
+                          uint32_t T, uint64_t kv_bytes, kvshard_diag__ctx *diag)
 {
     const kvshard__model_info *m = s->model;
-    *blame = "engine";
+    diag->option = "engine";
     if (st->n_full + st->n_sliding + st->n_state == 0)
-        return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE, "engine_unsupported",
                     "a model with no cache layer (%u layers that keep nothing) is not covered: "
                     "the engine has no KV cache group to size",
                     m->num_layers);
@@ -657,14 +660,14 @@ static int attention_page(kvshard_vllm__state *st, const kvshard_profile__settli
                 ? 656
                 : kvshard__calc_mul(c, (uint64_t)m->kv_lora_rank + m->qk_rope_head_dim, kv_bytes);
         st->idx = st->dsa ? (uint64_t)m->index_head_dim + (m->index_head_dim / 128) * 4 : 0;
-        *blame = NULL;
+        diag->option = NULL;
         return KVSHARD_OK;
     }
     const kvshard__geometry *g = st->n_full > 0 ? &m->full : &m->sliding;
     /* Draft layers the method adds to a model without full-attention
      * layers have the full geometry, which such a config does not give. */
     if (st->n_full > 0 && g->k_dim == 0)
-        return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE, "engine_unsupported",
                     "draft attention layers (%u) on a model without full-attention layers are not "
                     "covered yet",
                     st->draft_layers);
@@ -673,38 +676,38 @@ static int attention_page(kvshard_vllm__state *st, const kvshard_profile__settli
      * sliding decoder layers; full draft layers on a model whose decoder
      * layers all slide (an MTP entry of layer_types) reach only this one. */
     if (st->n_full > 0 && st->n_sliding > 0 && gqa_bytes(c, &m->sliding, T, kv_bytes) != st->a1)
-        return fail(err, KVSHARD_EPROFILE, "engine_unsupported",
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE, "engine_unsupported",
                     "sliding-window layers whose page differs from the full-attention layers' "
                     "are not covered yet");
-    *blame = NULL;
+    diag->option = NULL;
     return KVSHARD_OK;
 }
 
-static int settle(kvshard_profile__settling *s, const char **blame, kvshard_error *err)
+static int settle(kvshard_profile__settling *s, kvshard_diag__ctx *diag)
 {
     const kvshard__model_info *m = s->model;
     kvshard_options *o = s->options;
     kvshard_vllm__state *st = &s->state->vllm;
     memset(st, 0, sizeof *st);
     st->mode = -1;
-    int rc = kvshard_profile__version(&st->version, PROFILE, &s->inputs[IN_VERSION], blame, err);
+    int rc = kvshard_profile__version(&st->version, PROFILE, &s->inputs[IN_VERSION], diag);
     if (rc == KVSHARD_OK)
-        rc = check_coverage(s, st, blame, err);
+        rc = check_coverage(s, st, diag);
     if (rc == KVSHARD_OK)
-        rc = settle_world(s, blame, err);
+        rc = settle_world(s, diag);
     if (rc == KVSHARD_OK)
-        rc = settle_speculation(s, st, blame, err);
+        rc = settle_speculation(s, st, diag);
     kvshard_dtype served = KVSHARD_DTYPE_BF16;
     if (rc == KVSHARD_OK)
-        rc = served_dtype(&served, s, blame, err);
+        rc = served_dtype(&served, s, diag);
     if (rc)
         return rc;
     st->max_model_len = (uint32_t)s->inputs[IN_MAX_MODEL_LEN].u;
     if (!st->max_model_len)
         st->max_model_len = m->max_position_embeddings;
     if (!st->max_model_len) {
-        *blame = "max_model_len";
-        return fail(err, KVSHARD_EMISSING, "engine_input_missing",
+        diag->option = "max_model_len";
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EMISSING, "engine_input_missing",
                     "the engine's length is the config's max_position_embeddings, which it does "
                     "not give: give --max-model-len");
     }
@@ -714,9 +717,9 @@ static int settle(kvshard_profile__settling *s, const char **blame, kvshard_erro
     uint32_t T = (uint32_t)(o->world_size / dc);
     const char *uncovered = kvshard_profile__uncovered_cache(m, T);
     if (uncovered) {
-        *blame = "engine";
-        return fail(err, KVSHARD_EPROFILE, "engine_unsupported", "%s is not covered yet",
-                    uncovered);
+        diag->option = "engine";
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE, "engine_unsupported",
+                    "%s is not covered yet", uncovered);
     }
     st->has_state = m->num_state > 0;
     st->dsa = m->attention == KVSHARD_ATTENTION_MLA && m->has_indexer;
@@ -739,12 +742,12 @@ static int settle(kvshard_profile__settling *s, const char **blame, kvshard_erro
     st->n_full = m->count[KVSHARD_LAYER_FULL_ATTENTION] + st->draft_layers;
     st->n_sliding = m->count[KVSHARD_LAYER_SLIDING_ATTENTION];
     st->n_state = m->num_state;
-    if ((rc = attention_page(st, s, &c, T, kv_bytes, blame, err)) != 0)
+    if ((rc = attention_page(st, s, &c, T, kv_bytes, diag)) != 0)
         return rc;
     if (st->has_state) {
         kvshard_dtype conv = (kvshard_dtype)(int)s->inputs[IN_MAMBA_DTYPE].u;
         st->conv_dtype = conv == KVSHARD_DTYPE_AUTO ? served : conv;
-        if ((rc = temporal_dtype(&st->ssm_dtype, s, st, blame, err)) != 0)
+        if ((rc = temporal_dtype(&st->ssm_dtype, s, st, diag)) != 0)
             return rc;
         uint64_t conv_part = 0, temporal = 0;
         kvshard_profile__state_parts(&c, &conv_part, &temporal, &m->state, T, st->spec,
@@ -756,12 +759,12 @@ static int settle(kvshard_profile__settling *s, const char **blame, kvshard_erro
             memcpy(st->dtypes, cw, cl + 1);
             memcpy(st->dtypes + cl + 1, tw, strlen(tw) + 1);
         }
-        if ((rc = settle_mode(s, st, blame, err)) != 0)
+        if ((rc = settle_mode(s, st, diag)) != 0)
             return rc;
     } else {
         st->prefix = s->inputs[IN_PREFIX].u != 0; /* on unless turned off */
     }
-    if ((rc = settle_block(s, st, &c, blame, err)) != 0)
+    if ((rc = settle_block(s, st, &c, diag)) != 0)
         return rc;
     st->page = kvshard__calc_mul(&c, st->block, st->a1);
     if (st->has_state && st->page > st->mamba_page) {
@@ -776,28 +779,29 @@ static int settle(kvshard_profile__settling *s, const char **blame, kvshard_erro
     else
         st->bytes_per_block = kvshard__calc_mul(&c, st->page, st->group_size);
     if (c.overflow) {
-        *blame = "block_size";
-        return fail(err, KVSHARD_EOVERFLOW, "engine_unsupported",
+        diag->option = "block_size";
+        return fail(diag, kvshard_profile__about_block, KVSHARD_EOVERFLOW, "engine_unsupported",
                     "the engine's page bytes overflow 64 bits at a block of %u tokens", st->block);
     }
     st->blocks_per_request = blocks_per_request(st, st->max_model_len);
     o->block_size = st->block;
-    *blame = NULL;
+    diag->option = NULL;
     return KVSHARD_OK;
 }
 
 /* Upstream vLLM keeps every layer's KV on every rank of a TP group. */
-static int check(const kvshard_profile__ctx *c, const char **blame, kvshard_error *err)
+static int check(const kvshard_profile__ctx *c, kvshard_diag__ctx *diag)
 {
     const kvshard_options *o = c->options;
     if (o->enable_layerwise_split && o->layerwise_split_size > 1) {
-        *blame = "layerwise_split_size";
-        return fail(err, KVSHARD_EPROFILE, "engine_split_unsupported",
+        diag->option = "layerwise_split_size";
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE,
+                    "engine_split_unsupported",
                     "layerwise_split_size %u: vLLM has no layerwise split; every rank keeps every "
                     "layer's KV",
                     o->layerwise_split_size);
     }
-    *blame = NULL;
+    diag->option = NULL;
     return KVSHARD_OK;
 }
 
@@ -805,8 +809,7 @@ static int check(const kvshard_profile__ctx *c, const char **blame, kvshard_erro
 
 /* B: --kv-cache-memory-bytes as given; else from the device figures as the
  * engine requests its share of the GPU. */
-static int budget(uint64_t *out, bool *has, const kvshard_profile__ctx *c, const char **blame,
-                  kvshard_error *err)
+static int budget(uint64_t *out, bool *has, const kvshard_profile__ctx *c, kvshard_diag__ctx *diag)
 {
     const kvshard_vllm__state *st = state_of(c->state);
     uint64_t total = c->inputs[IN_DEVICE_TOTAL].u, free_bytes = c->inputs[IN_DEVICE_FREE].u;
@@ -820,8 +823,10 @@ static int budget(uint64_t *out, bool *has, const kvshard_profile__ctx *c, const
     if (!total && !free_bytes && non_kv == UINT64_MAX)
         return KVSHARD_OK;
     if (!total || non_kv == UINT64_MAX) {
-        *blame = total ? "non_kv_memory" : free_bytes ? "device_memory_free" : "non_kv_memory";
-        return fail(err, KVSHARD_EMISSING, "engine_input_missing",
+        diag->option = total        ? "non_kv_memory"
+                       : free_bytes ? "device_memory_free"
+                                    : "non_kv_memory";
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EMISSING, "engine_input_missing",
                     "the budget from device figures needs device_memory_total and non_kv_memory "
                     "(or give --kv-cache-memory-bytes)");
     }
@@ -835,15 +840,17 @@ static int budget(uint64_t *out, bool *has, const kvshard_profile__ctx *c, const
         b = trunc(requested - (double)non_kv);
     }
     if (free_bytes && (double)free_bytes < requested) {
-        *blame = "device_memory_free";
-        return fail(err, KVSHARD_ENOBLOCK, "insufficient_free_memory",
+        diag->option = "device_memory_free";
+        return fail(diag, kvshard_profile__about_budget, KVSHARD_ENOBLOCK,
+                    "insufficient_free_memory",
                     "device_memory_free %llu bytes is below the %.0f bytes the engine requests "
                     "(device_memory_total %llu x gpu_memory_utilization %g)",
                     (unsigned long long)free_bytes, requested, (unsigned long long)total, u);
     }
     if (!(b > 0.0)) {
-        *blame = "non_kv_memory";
-        return fail(err, KVSHARD_ENOBLOCK, "no_memory_for_cache_blocks",
+        diag->option = "non_kv_memory";
+        return fail(diag, kvshard_profile__about_budget, KVSHARD_ENOBLOCK,
+                    "no_memory_for_cache_blocks",
                     "device_memory_total %llu x gpu_memory_utilization %g - non_kv_memory %llu "
                     "leaves %.0f bytes for the KV cache",
                     (unsigned long long)total, u, (unsigned long long)non_kv, b);
@@ -869,7 +876,7 @@ static uint64_t longest_fit(const kvshard_vllm__state *st, uint64_t budget_bytes
 }
 
 static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__capacity_inputs *in,
-                    const char **blame, kvshard_error *err)
+                    kvshard_diag__ctx *diag)
 {
     const kvshard_vllm__state *st = state_of(in->state);
     const kvshard_options *o = in->options;
@@ -879,8 +886,9 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
         return KVSHARD_OK;
     uint64_t B = in->memory, need;
     if (!kvshard__mul(&need, st->blocks_per_request, st->bytes_per_block) || need > B) {
-        *blame = "max_model_len";
-        return fail(err, KVSHARD_ENOBLOCK, "max_model_len_does_not_fit",
+        diag->option = "max_model_len";
+        return fail(diag, kvshard_profile__about_budget, KVSHARD_ENOBLOCK,
+                    "max_model_len_does_not_fit",
                     "one request of max_model_len %u tokens needs %llu blocks of %llu bytes, "
                     "more than the %llu bytes of the KV cache; the longest that fits is %llu "
                     "tokens",
@@ -892,8 +900,9 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
     if (st->override_blocks)
         blocks = st->override_blocks;
     if (st->has_state && !st->eager && st->seqs_error && o->max_seqs > blocks) {
-        *blame = "max_seqs";
-        return fail(err, KVSHARD_EPROFILE, "max_num_seqs_exceeds_mamba_blocks",
+        diag->option = "max_seqs";
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE,
+                    "max_num_seqs_exceeds_mamba_blocks",
                     "--max-num-seqs %u is above the %llu GPU blocks, which hold the state of "
                     "the running requests: lower --max-num-seqs to %llu (or give "
                     "--enforce-eager)",

@@ -71,12 +71,12 @@ static const kvshard_xllm__state *state_of(const kvshard_profile__state *s)
     return &s->xllm;
 }
 
-static int settle(kvshard_profile__settling *s, const char **blame, kvshard_error *err)
+static int settle(kvshard_profile__settling *s, kvshard_diag__ctx *diag)
 {
     kvshard_xllm__state *st = &s->state->xllm;
     memset(st, 0, sizeof *st);
-    int rc = kvshard_profile__version(&st->version, &kvshard_profile__xllm, &s->inputs[IN_VERSION],
-                                      blame, err);
+    int rc =
+        kvshard_profile__version(&st->version, &kvshard_profile__xllm, &s->inputs[IN_VERSION], diag);
     if (rc)
         return rc;
     st->request_pool = !kvshard_versions__from(&st->version, &V_0_11_0);
@@ -91,44 +91,44 @@ static const uint32_t covered =
 /* The engine covers full-attention and linear layers, keeps one scratch
  * layer, and splits only inside one KV head's replicas (it sizes an
  * owner's KV with the rank's own heads). */
-static int check(const kvshard_profile__ctx *c, const char **blame, kvshard_error *err)
+static int check(const kvshard_profile__ctx *c, kvshard_diag__ctx *diag)
 {
     const kvshard__model_info *m = c->model;
     uint8_t kind = kvshard_profile__unplanned_kind(m, covered);
-    *blame = "engine";
+    diag->option = "engine";
     if (kind != KVSHARD__KIND_COUNT)
-        return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
-                             "xllm profile: engine_unsupported: %s layers (%u of %u) are not "
-                             "covered: the xllm profile plans full-attention and linear layers "
-                             "only",
-                             kvshard_layer_kind_name((kvshard_layer_kind)kind), m->count[kind],
-                             m->num_layers);
+        return kvshard_diag__fail(
+            diag, kvshard_profile__about_engine, KVSHARD_EPROFILE,
+            "xllm profile: engine_unsupported: %s layers (%u of %u) are not "
+            "covered: the xllm profile plans full-attention and linear layers "
+            "only",
+            kvshard_layer_kind_name((kvshard_layer_kind)kind), m->count[kind], m->num_layers);
     if (kvshard_profile__has_sparse_index(m))
-        return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
-                             "xllm profile: engine_unsupported: a GQA sparse index "
-                             "(sparse_attention_config) is not covered");
-    *blame = "scratch_layers";
+        return kvshard_diag__fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE,
+                                  "xllm profile: engine_unsupported: a GQA sparse index "
+                                  "(sparse_attention_config) is not covered");
+    diag->option = "scratch_layers";
     if (c->options->scratch_layers != 1)
-        return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
-                             "xllm profile: engine_unsupported: the engine keeps one scratch "
-                             "layer; scratch_layers is %u",
-                             c->options->scratch_layers);
-    *blame = "layerwise_split_size";
+        return kvshard_diag__fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE,
+                                  "xllm profile: engine_unsupported: the engine keeps one scratch "
+                                  "layer; scratch_layers is %u",
+                                  c->options->scratch_layers);
+    diag->option = "layerwise_split_size";
     if (c->split > 1 && c->replication % c->split != 0)
-        return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
-                             "xllm profile: engine_unsupported: a split must divide the KV "
-                             "replication: layerwise_split_size %u, replication factor %u (the "
-                             "engine sizes an owner's KV with its own heads)",
-                             c->split, c->replication);
-    *blame = NULL;
+        return kvshard_diag__fail(
+            diag, kvshard_profile__about_engine, KVSHARD_EPROFILE,
+            "xllm profile: engine_unsupported: a split must divide the KV "
+            "replication: layerwise_split_size %u, replication factor %u (the "
+            "engine sizes an owner's KV with its own heads)",
+            c->split, c->replication);
+    diag->option = NULL;
     return KVSHARD_OK;
 }
 
 /* B: memory_per_rank as given, uncapped; else device_memory_free -
  * trunc(device_memory_total x (1 - utilization)) in double, as the engine
  * computes it, capped by max_cache_size. */
-static int budget(uint64_t *out, bool *has, const kvshard_profile__ctx *c, const char **blame,
-                  kvshard_error *err)
+static int budget(uint64_t *out, bool *has, const kvshard_profile__ctx *c, kvshard_diag__ctx *diag)
 {
     const kvshard_options *o = c->options;
     uint64_t total = c->inputs[IN_DEVICE_TOTAL].u, free_bytes = c->inputs[IN_DEVICE_FREE].u;
@@ -143,25 +143,25 @@ static int budget(uint64_t *out, bool *has, const kvshard_profile__ctx *c, const
     if (!total && !free_bytes)
         return KVSHARD_OK;
     if (!total || !free_bytes) {
-        *blame = total ? "device_memory_total" : "device_memory_free";
-        return kvshard__fail(err, KVSHARD_EMISSING, "", kvshard__no_mark,
-                             "xllm profile: %s needs %s too (or give memory_per_rank)",
-                             total ? "device_memory_total" : "device_memory_free",
-                             total ? "device_memory_free" : "device_memory_total");
+        diag->option = total ? "device_memory_total" : "device_memory_free";
+        return kvshard_diag__fail(diag, kvshard_profile__about_engine, KVSHARD_EMISSING,
+                                  "xllm profile: %s needs %s too (or give memory_per_rank)",
+                                  total ? "device_memory_total" : "device_memory_free",
+                                  total ? "device_memory_free" : "device_memory_total");
     }
     double held = trunc((double)total * (1.0 - utilization));
     double b = (double)free_bytes - held;
     if (cap > 0 && b > (double)cap)
         b = (double)cap;
     if (!(b > 0.0)) {
-        *blame = "device_memory_free";
-        return kvshard__fail(err, KVSHARD_ENOBLOCK, "", kvshard__no_mark,
-                             "xllm profile: no_memory_for_cache_blocks: no budget for the KV "
-                             "cache: device_memory_free %llu - "
-                             "device_memory_total %llu x (1 - max_memory_utilization %g) = %.0f "
-                             "bytes",
-                             (unsigned long long)free_bytes, (unsigned long long)total,
-                             utilization, b);
+        diag->option = "device_memory_free";
+        return kvshard_diag__fail(
+            diag, kvshard_profile__about_budget, KVSHARD_ENOBLOCK,
+            "xllm profile: no_memory_for_cache_blocks: no budget for the KV "
+            "cache: device_memory_free %llu - "
+            "device_memory_total %llu x (1 - max_memory_utilization %g) = %.0f "
+            "bytes",
+            (unsigned long long)free_bytes, (unsigned long long)total, utilization, b);
     }
     *out = b >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)b;
     *has = true;
@@ -171,7 +171,7 @@ static int budget(uint64_t *out, bool *has, const kvshard_profile__ctx *c, const
 /* State slots: two padding slots, and a 0.9/1.9 share of the budget when
  * the prefix cache sizes the pool. */
 static int slots_of(uint64_t *out, const kvshard__capacity_inputs *in, uint64_t lin, uint64_t blk,
-                    const char **blame, kvshard_error *err)
+                    kvshard_diag__ctx *diag)
 {
     const kvshard_options *o = in->options;
     uint64_t B = in->memory;
@@ -197,13 +197,13 @@ static int slots_of(uint64_t *out, const kvshard__capacity_inputs *in, uint64_t 
     if (asked > 0) {
         uint64_t slots = (uint64_t)asked + 2;
         if (slots > bound) {
-            *blame = "max_linear_state_cache_slots";
-            return kvshard__fail(err, KVSHARD_EPROFILE, "", kvshard__no_mark,
-                                 "xllm profile: max_linear_state_cache_slots %u (+2 padding) is "
-                                 "above the %llu state slots the budget %llu bytes can hold "
-                                 "(state %llu bytes per slot)",
-                                 asked, (unsigned long long)bound, (unsigned long long)B,
-                                 (unsigned long long)lin);
+            diag->option = "max_linear_state_cache_slots";
+            return kvshard_diag__fail(
+                diag, kvshard_profile__about_engine, KVSHARD_EPROFILE,
+                "xllm profile: max_linear_state_cache_slots %u (+2 padding) is "
+                "above the %llu state slots the budget %llu bytes can hold "
+                "(state %llu bytes per slot)",
+                asked, (unsigned long long)bound, (unsigned long long)B, (unsigned long long)lin);
         }
         *out = slots;
     } else if (!in->inputs[IN_PREFIX_CACHE].u) {
@@ -219,8 +219,8 @@ static int slots_of(uint64_t *out, const kvshard__capacity_inputs *in, uint64_t 
     return KVSHARD_OK;
 }
 
-static int capacity(kvshard__capacity *c, uint64_t *rank_blocks,
-                    const kvshard__capacity_inputs *in, const char **blame, kvshard_error *err)
+static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__capacity_inputs *in,
+                    kvshard_diag__ctx *diag)
 {
     const kvshard_options *o = in->options;
     uint64_t B = in->memory;
@@ -228,25 +228,26 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks,
     uint64_t lin = in->ranks[first].state_bytes_per_seq;
     uint64_t blk = in->unsplit_bytes_per_block;
     if (blk && !kvshard__add(&blk, blk, in->extra_per_block))
-        return kvshard__fail(err, KVSHARD_EOVERFLOW, "", kvshard__no_mark,
-                             "xllm profile: a block of all KV layers: %llu bytes and %llu extra "
-                             "bytes per block are more than 18446744073709551615 bytes (2^64 - 1)",
-                             (unsigned long long)in->unsplit_bytes_per_block,
-                             (unsigned long long)in->extra_per_block);
+        return kvshard_diag__fail(
+            diag, kvshard_profile__about_block, KVSHARD_EOVERFLOW,
+            "xllm profile: a block of all KV layers: %llu bytes and %llu extra "
+            "bytes per block are more than 18446744073709551615 bytes (2^64 - 1)",
+            (unsigned long long)in->unsplit_bytes_per_block,
+            (unsigned long long)in->extra_per_block);
     uint64_t slots = 0, reserved;
-    int rc = slots_of(&slots, in, lin, blk, blame, err);
+    int rc = slots_of(&slots, in, lin, blk, diag);
     if (rc)
         return rc;
     /* Memory too small: the figure to change is the budget the device
      * figures gave, when they gave it. */
     const char *budget_input = o->memory_per_rank ? NULL : "device_memory_free";
     if (!kvshard__mul(&reserved, slots, lin) || reserved >= B) {
-        *blame = budget_input;
-        return kvshard__fail(err, KVSHARD_ENOBLOCK, "", kvshard__no_mark,
-                             "xllm profile: state slots do not fit: %llu slots x %llu bytes of "
-                             "state reach the budget of %llu bytes",
-                             (unsigned long long)slots, (unsigned long long)lin,
-                             (unsigned long long)B);
+        diag->option = budget_input;
+        return kvshard_diag__fail(
+            diag, kvshard_profile__about_budget, KVSHARD_ENOBLOCK,
+            "xllm profile: state slots do not fit: %llu slots x %llu bytes of "
+            "state reach the budget of %llu bytes",
+            (unsigned long long)slots, (unsigned long long)lin, (unsigned long long)B);
     }
     uint64_t avail = B - reserved;
     c->has_budget = true;
@@ -263,7 +264,7 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks,
         const kvshard_rank_memory *f = &in->ranks[r];
         uint64_t bpb;
         if (!kvshard_capacity__block_bytes(&bpb, f, in->extra_per_block))
-            return kvshard_capacity__block_overflow(in, r, "xllm", err);
+            return kvshard_capacity__block_overflow(in, r, "xllm", diag);
         if (bpb == 0 || (split && f->kv_bytes_per_token == 0 && in->rank == KVSHARD_ALL_RANKS))
             continue;
         uint64_t blocks = avail / bpb;
@@ -275,12 +276,12 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks,
     if (least == UINT64_MAX)
         return KVSHARD_OK; /* no KV bytes: slots only */
     if (least < 1) {
-        *blame = budget_input;
-        return kvshard__fail(err, KVSHARD_ENOBLOCK, "", kvshard__no_mark,
-                             "xllm profile: no memory for one block: budget %llu bytes, %llu "
-                             "state slots take %llu, bytes_per_block %llu",
-                             (unsigned long long)B, (unsigned long long)slots,
-                             (unsigned long long)reserved, (unsigned long long)worst);
+        diag->option = budget_input;
+        return kvshard_diag__fail(diag, kvshard_profile__about_budget, KVSHARD_ENOBLOCK,
+                                  "xllm profile: no memory for one block: budget %llu bytes, %llu "
+                                  "state slots take %llu, bytes_per_block %llu",
+                                  (unsigned long long)B, (unsigned long long)slots,
+                                  (unsigned long long)reserved, (unsigned long long)worst);
     }
     c->has_num_blocks = true;
     c->num_blocks = least;
@@ -288,7 +289,7 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks,
     c->usable_blocks = least - 1;
     for (uint32_t r = first; rank_blocks && r < end; r++)
         rank_blocks[r] = least; /* the engine allocates one count everywhere */
-    if ((rc = kvshard_capacity__max_tokens(c, o, err)) != 0 || in->context_length == 0)
+    if ((rc = kvshard_capacity__max_tokens(c, o, diag)) != 0 || in->context_length == 0)
         return rc;
     uint64_t per_seq = kvshard__ceil_div(in->context_length, o->block_size);
     uint64_t cap = o->max_seqs;
