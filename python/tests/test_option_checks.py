@@ -1,9 +1,9 @@
 """Option and setting values are checked in Python, before any C call, with
 the library's own ranges: every place that takes a value refuses a wrong
 type with TypeError and a value out of range with ValueError, and accepts
-exactly what the library accepts. The options' ranges are the binding's
-table of the struct's fields; the settings' are the rows the library
-reports (kvshard_setting_info_at)."""
+exactly what the library accepts. The options' ranges are the rows the
+library reports (kvshard_option_info_at), and so are the settings'
+(kvshard_setting_info_at)."""
 
 from __future__ import annotations
 
@@ -255,7 +255,7 @@ def test_the_xllm_flag_name_is_checked_as_max_seqs() -> None:
     assert info.value.code is Status.EUNKNOWNKEY
 
 
-# --- the Python table agrees with the library's ---------------------------------
+# --- the Python checks agree with the library's ---------------------------------
 
 
 # Layer counts around the ends of their ranges: one count, a count past
