@@ -389,10 +389,14 @@ def test_the_struct_and_the_options_class_follow_the_table() -> None:
     fields.insert(fields.index("weights_per_rank") + 1, "weights_per_rank_count")
     assert [f[0] for f in _lib.COptions._fields_] == fields
     assert list(kvshard.Options.FIELDS) == names
-    # The annotations Options declares for type checkers, one per row.
+    # The annotations Options declares for type checkers name options, in
+    # the table's order: today every one; an option the library adds works
+    # before it has its line there.
     tree = ast.parse(inspect.getsource(_options.Options))
     block = next(n for n in ast.walk(tree) if isinstance(n, ast.If))
-    assert [a.target.id for a in block.body if isinstance(a, ast.AnnAssign)] == names
+    declared = [a.target.id for a in block.body if isinstance(a, ast.AnnAssign)]
+    assert declared == [name for name in names if name in declared]
+    assert len(declared) == 29
 
 
 # --- settings: the library's rows -------------------------------------------------

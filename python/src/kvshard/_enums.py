@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import enum
 import re
-from typing import TYPE_CHECKING, Dict, Type
+from typing import TYPE_CHECKING, Any, Dict, Type
 
 from . import _lib
 
@@ -335,10 +335,11 @@ def member_name(word: str) -> str:
 
 def _from_library(name: str, function: str, doc: str) -> Type[_LibraryEnum]:
     members = [(member_name(word), value) for word, value in _lib.named_values(function)]
-    made = _LibraryEnum(name, members, module=__name__, qualname=name)  # type: ignore[call-overload]
+    make: Any = _LibraryEnum  # the functional API, which type checkers do not follow
+    made: Type[_LibraryEnum] = make(name, members, module=__name__, qualname=name)
     made.__doc__ = doc
     _NAME_FUNCTIONS[made] = function
-    return made  # type: ignore[no-any-return]
+    return made
 
 
 if TYPE_CHECKING:

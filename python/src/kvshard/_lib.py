@@ -795,8 +795,9 @@ def setting_rows() -> Tuple[CSettingInfo, ...]:
 
 
 # ---------------------------------------------------------------------------
-# The library's option table and each engine's flags, read once on first use:
-# the binding keeps no copy of the names, ranges, words or spellings.
+# The library's option table, each engine's flags and the names of its enum
+# values, read once: ``import kvshard`` builds its enums and option checks
+# on them. The binding keeps no copy of the names, ranges, words or spellings.
 # ---------------------------------------------------------------------------
 
 

@@ -192,11 +192,12 @@ def _default(row: _lib.OptionRow, kind: Kind, enum_type: Optional[Type[Any]],
 
 
 def _spec(row: _lib.OptionRow, engines_read: List[set]) -> Spec:
-    kind = _KINDS.get(SettingType(row.kind)) if row.kind in SettingType._value2member_map_ else None
-    if kind is None:
+    try:
+        kind = _KINDS[SettingType(row.kind)]
+    except (ValueError, KeyError):
         raise _lib.LibraryVersionError(
             f"kvshard: option {row.name!r} has a kind this package does not know ({row.kind})"
-        )
+        ) from None
     enum_type = _enum_of(row) if kind is Kind.ENUM else None
     words = _words_sent_first(row, enum_type, engines_read)
     # A struct may hold the values the words stand for (RESERVE_AUTO) too.
@@ -265,14 +266,15 @@ def struct_fields() -> List[Tuple[str, Any]]:
     the options' fields at the offsets the library gives, and the settings
     pointer in the one gap they leave."""
     fields: List[Tuple[str, Any]] = [("size", c_size_t)]
-    for spec in sorted((s for s in OPTIONS if s.offset is not None), key=lambda s: s.offset):
+    placed = sorted(((s.offset, s) for s in OPTIONS if s.offset is not None), key=lambda p: p[0])
+    for offset, spec in placed:
         held = c_fields(spec)
-        if _offset_in(fields, held[0]) < spec.offset and _SETTINGS_FIELD not in fields:
+        if _offset_in(fields, held[0]) < offset and _SETTINGS_FIELD not in fields:
             fields.append(_SETTINGS_FIELD)
-        if _offset_in(fields, held[0]) != spec.offset:
+        if _offset_in(fields, held[0]) != offset:
             raise _lib.LibraryVersionError(
                 f"kvshard: the library's kvshard_options holds {spec.name} at offset "
-                f"{spec.offset}, where this package cannot lay it out"
+                f"{offset}, where this package cannot lay it out"
             )
         fields += held
     if _SETTINGS_FIELD not in fields:
