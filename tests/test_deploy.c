@@ -560,6 +560,7 @@ static void test_option_table(void **state)
     assert_string_equal(info.section, "parallel");
     assert_false(info.unset_ok);
     assert_null(info.words);
+    assert_int_equal(info.offset, offsetof(kvshard_options, world_size));
     assert_int_equal(kvshard_option_find(&info, "engine"), KVSHARD_OK);
     assert_int_equal(info.kind, KVSHARD_SETTING_WORD);
     assert_string_equal(info.default_value, "kvshard");
@@ -580,21 +581,37 @@ static void test_option_table(void **state)
     assert_int_equal(info.kind, KVSHARD_SETTING_COUNTS);
     assert_string_equal(info.unit, "the layers of each stage, as 31,30");
     assert_true(info.unset_ok);
+    assert_int_equal(info.offset, offsetof(kvshard_options, pp_partition));
     assert_int_equal(kvshard_option_find(&info, "weights_per_rank"), KVSHARD_OK);
     assert_int_equal(info.kind, KVSHARD_SETTING_SIZES);
+    assert_int_equal(info.offset, offsetof(kvshard_options, weights_per_rank));
+    /* Compare's and fit's own inputs are no fields of kvshard_options. */
+    assert_int_equal(kvshard_option_find(&info, "sweep_pp"), KVSHARD_OK);
+    assert_true(info.offset == KVSHARD_OPTION_NO_FIELD);
+    assert_int_equal(kvshard_option_find(&info, "gpus_per_node"), KVSHARD_OK);
+    assert_true(info.offset == KVSHARD_OPTION_NO_FIELD);
     assert_int_equal(kvshard_option_find(&info, "block_size"), KVSHARD_OK);
     assert_string_equal(info.default_value, "none");
     assert_true(info.unset_ok);
     assert_int_equal(kvshard_option_find(&info, "memory_utilization"), KVSHARD_OK);
     assert_int_equal(info.kind, KVSHARD_SETTING_FRACTION);
     assert_string_equal(info.doc, "a fraction above 0, at most 1");
-    /* Every row is found again by its name; settings are not options. */
+    /* Every row is found again by its name; settings are not options. The
+     * rows follow the struct's fields. */
+    size_t fields = 0, last = 0;
     for (size_t i = 0; i < kvshard_option_count(); i++) {
         kvshard_option_info again = KVSHARD_OPTION_INFO_INIT;
         assert_int_equal(kvshard_option_info_at(&info, i), KVSHARD_OK);
         assert_int_equal(kvshard_option_find(&again, info.name), KVSHARD_OK);
         assert_string_equal(again.name, info.name);
+        if (info.offset == KVSHARD_OPTION_NO_FIELD)
+            continue;
+        assert_true(info.offset > last);
+        assert_true(info.offset < sizeof(kvshard_options));
+        last = info.offset;
+        fields++;
     }
+    assert_int_equal(fields, 27);
     assert_int_equal(kvshard_option_info_at(&info, 29), KVSHARD_EINVAL);
     assert_int_equal(kvshard_option_find(&info, "max_cache_size"), KVSHARD_EUNKNOWNKEY);
     info.size = 1;

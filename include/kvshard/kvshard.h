@@ -1581,11 +1581,19 @@ typedef struct kvshard_option_info {
     /** 0 (a word option: -1) may stand in kvshard_options: the plan
      *  settles it from the engine profile. */
     bool unset_ok;
+    /** offsetof() its field in kvshard_options (a list's array; the count
+     *  is the next field), so that a binding can lay the struct out from
+     *  this table. KVSHARD_OPTION_NO_FIELD for an input of compare or fit
+     *  (explore.h), which a deployment keeps by its key. */
+    size_t offset;
 } kvshard_option_info;
+
+/** kvshard_option_info.offset of an option kvshard_options does not hold. */
+#define KVSHARD_OPTION_NO_FIELD SIZE_MAX
 
 #define KVSHARD_OPTION_INFO_INIT                                                      \
     { sizeof(kvshard_option_info), NULL, KVSHARD_SETTING_INTEGER, 0, 0, {0}, NULL,     \
-      NULL, {0}, NULL, false }
+      NULL, {0}, NULL, false, KVSHARD_OPTION_NO_FIELD }
 
 /** How many options there are. */
 KVSHARD_EXPORT size_t kvshard_option_count(void);

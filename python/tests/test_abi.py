@@ -84,6 +84,7 @@ CONSTANTS = {
     "KVSHARD_ERROR_MESSAGE_MAX": _lib.ERROR_MESSAGE_MAX,
     "KVSHARD_MAX_PP_PARTITION": _enums.MAX_PP_PARTITION,
     "KVSHARD_RESERVE_AUTO": _enums.RESERVE_AUTO,
+    "KVSHARD_OPTION_NO_FIELD": _lib.OPTION_NO_FIELD,
 }
 
 # Fields of kvshard_options that hold a pointer: printed as whether

@@ -38,21 +38,38 @@ def test_environment_variable_comes_first() -> None:
 
 
 def test_a_bad_environment_variable_is_an_error_not_a_fallback() -> None:
-    done = run("import kvshard; kvshard.library_version()", {"KVSHARD_LIBRARY": "/nonexistent/libkvshard.so"})
+    done = run("import kvshard", {"KVSHARD_LIBRARY": "/nonexistent/libkvshard.so"})
     assert done.returncode != 0
     assert "LibraryNotFoundError" in done.stderr
     assert "KVSHARD_LIBRARY is set to '/nonexistent/libkvshard.so'" in done.stderr
 
 
-def test_import_does_not_load_the_library() -> None:
+def test_import_loads_the_library() -> None:
+    # The enums and the option checks are made from the library's tables,
+    # so a missing library fails the import itself, with the loader's
+    # message (an ImportError, never a ctypes error).
     done = run(
-        "import kvshard\n"
-        "assert kvshard.LayerKind.HYBRID == 3\n"
-        "assert kvshard.Options(world_size=2).world_size == 2\n"
-        "print('ok')",
+        "from kvshard._lib import LibraryNotFoundError\n",
+        {"KVSHARD_LIBRARY": "/nonexistent/libkvshard.so"},
+    )
+    assert done.returncode != 0
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("kvshard._lib.LibraryNotFoundError: kvshard: KVSHARD_LIBRARY is set to "
+                           "'/nonexistent/libkvshard.so', which cannot be loaded"), done.stderr
+    done = run(
+        "try:\n"
+        "    import kvshard\n"
+        "except ImportError as exc:\n"
+        "    print(type(exc).__name__)\n",
         {"KVSHARD_LIBRARY": "/nonexistent/libkvshard.so"},
     )
     assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "LibraryNotFoundError"
+
+
+# The cases below import the package with the library found as usual, then
+# look for it again from scratch (_lib._load) with the places changed.
+RELOAD = "_lib._loaded = None\n"
 
 
 def test_recorded_path_is_used() -> None:
@@ -69,12 +86,14 @@ def test_recorded_path_is_used() -> None:
 
 def test_nothing_found_names_all_three_places() -> None:
     done = run(
-        "import ctypes.util, kvshard\n"
+        "import ctypes.util, os, kvshard\n"
         "from kvshard import _lib\n"
+        "del os.environ['KVSHARD_LIBRARY']\n"
         "_lib._recorded_path = lambda: None\n"
         "ctypes.util.find_library = lambda name: None\n"
-        "_lib._SYSTEM_NAMES = ('libkvshard-absent.so.0',)\n"
-        "kvshard.library_version()\n"
+        "_lib._SYSTEM_NAMES = ('libkvshard-absent.so.0',)\n" + RELOAD +
+        "kvshard.library_version()\n",
+        {"KVSHARD_LIBRARY": kvshard.library_path()},
     )
     assert done.returncode != 0
     err = done.stderr
@@ -88,7 +107,7 @@ def test_another_minor_version_is_refused() -> None:
     done = run(
         "import kvshard\n"
         "from kvshard import _lib\n"
-        "_lib.__version__ = '0.5.0'\n"
+        "_lib.__version__ = '0.5.0'\n" + RELOAD +
         "kvshard.library_version()\n",
         {"KVSHARD_LIBRARY": kvshard.library_path()},
     )
@@ -106,11 +125,12 @@ def test_system_search_path_finds_the_versioned_soname() -> None:
     if not os.path.exists(os.path.join(folder, soname)):
         pytest.skip(f"no {soname} beside {where}")
     done = run(
-        "import kvshard\n"
+        "import os, kvshard\n"
         "from kvshard import _lib\n"
         "_lib._recorded_path = lambda: None\n"
+        "del os.environ['KVSHARD_LIBRARY']\n" + RELOAD +
         "print(kvshard.library_path(), kvshard.library_version())\n",
-        {"LD_LIBRARY_PATH": folder},
+        {"LD_LIBRARY_PATH": folder, "KVSHARD_LIBRARY": where},
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == [soname, kvshard.library_version()]

@@ -82,3 +82,61 @@ def test_options_come_from_the_library() -> None:
     assert options["activation_reserve"].words == (("auto", -1),)
     assert options["pp_partition"].kind == kvshard.SettingType.COUNTS
     assert options["block_size"].unset_ok
+    # Compare's and fit's own inputs are options no field of kvshard_options
+    # holds; every other option's field is where the struct mirror has it.
+    assert [o.name for o in options.values() if o.offset is None] == ["sweep_pp", "gpus_per_node"]
+    for row in options.values():
+        if row.offset is not None:
+            assert getattr(_lib.COptions, row.name).offset == row.offset, row.name
+
+
+# The members users name, with the C values: made from the library's names
+# of the values at import time, they must keep these names.
+EXPECTED_MEMBERS = {
+    kvshard.Engine: [("KVSHARD", 0), ("XLLM", 1), ("VLLM", 2), ("SGLANG", 3)],
+    kvshard.PpRule: [("DEFAULT", -1), ("VLLM", 0), ("SGLANG", 1), ("TRTLLM", 2), ("EVEN", 3),
+                     ("EXPLICIT", 4)],
+    kvshard.RankLayout: [("DEFAULT", -1), ("VLLM", 0), ("SGLANG", 1), ("TRTLLM", 2),
+                         ("XLLM", 3)],
+    kvshard.Ownership: [("DEFAULT", -1), ("ORDINAL", 0), ("GLOBAL", 1), ("CONTIGUOUS", 2)],
+}
+
+
+def test_enums_made_from_the_library_keep_their_members() -> None:
+    import enum
+    import pickle
+
+    for enum_type, members in EXPECTED_MEMBERS.items():
+        assert issubclass(enum_type, enum.IntEnum)
+        assert [(m.name, int(m)) for m in enum_type] == members, enum_type.__name__
+        assert enum_type.__module__ == "kvshard._enums"
+        for member in enum_type:
+            assert member.label == member.name.lower()
+            assert pickle.loads(pickle.dumps(member)) is member
+    assert kvshard.Engine.VLLM == 2 and kvshard.Engine(3) is kvshard.Engine.SGLANG
+    assert kvshard.PpRule["EXPLICIT"] is kvshard.PpRule.EXPLICIT
+
+
+def test_member_names_are_the_library_s_words() -> None:
+    from kvshard._enums import member_name
+
+    assert member_name("vllm") == "VLLM"
+    assert member_name("tensorrt-llm") == "TENSORRT_LLM"
+    assert member_name("a.b c") == "A_B_C"
+
+
+def test_the_type_checkers_members_are_the_library_s() -> None:
+    # _enums declares the members users name for type checkers; each is a
+    # member the library names (the library may name more).
+    import ast
+    import inspect
+
+    from kvshard import _enums
+
+    tree = ast.parse(inspect.getsource(_enums))
+    block = next(n for n in tree.body if isinstance(n, ast.If))
+    for declared in block.body:
+        assert isinstance(declared, ast.ClassDef)
+        names = [a.targets[0].id for a in declared.body if isinstance(a, ast.Assign)]
+        made = getattr(kvshard, declared.name)
+        assert names == [m.name for m in made][: len(names)], declared.name

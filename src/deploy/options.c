@@ -894,6 +894,13 @@ int kvshard_option_info_at(kvshard_option_info *out, size_t index)
     value_doc(info.doc, sizeof info.doc, &d->value, d->value.words, units[index], NULL);
     info.section = kvshard__section_name(d->section);
     info.unset_ok = d->value.unset_ok;
+    /* A list's def holds its count's offset, which the parser sets. */
+    if (index == KVSHARD__OPT_PP_PARTITION)
+        info.offset = offsetof(kvshard_options, pp_partition);
+    else if (index == KVSHARD__OPT_WEIGHTS_PER_RANK)
+        info.offset = offsetof(kvshard_options, weights_per_rank);
+    else if (!d->explore_key)
+        info.offset = d->offset;
     *out = info;
     return KVSHARD_OK;
 }

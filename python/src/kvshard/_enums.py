@@ -4,12 +4,23 @@ Member values equal the C values, so a member can be passed wherever the C
 API takes the enum. Member names drop the C prefix (``KVSHARD_LAYER_HYBRID``
 is ``LayerKind.HYBRID``). The ``label`` property of each member returns the
 name the library itself uses in its text and JSON output ("full_attention",
-"bfloat16", "max_seqs_unreachable", ...); reading it loads the library.
+"bfloat16", "max_seqs_unreachable", ...).
+
+The enums whose members are engines or engines' rules (``Engine``,
+``PpRule``, ``RankLayout``) and ``Ownership`` are made, when the package is
+imported, from the names the loaded library gives their values: member
+name = the library's name upper-cased, with '_' for any other character
+than a letter or a digit (``Engine.VLLM``, ``PpRule.DEFAULT``). An engine
+the library adds is a member with no change here.
 """
 
 from __future__ import annotations
 
 import enum
+import re
+from typing import TYPE_CHECKING, Any, Dict, Type
+
+from . import _lib
 
 __all__ = [
     "Status",
@@ -47,10 +58,7 @@ RESERVE_AUTO = (1 << 64) - 1
 
 
 def _name_of(function: str, value: int) -> str:
-    from . import _lib  # late import: the enums must not need the library
-
-    lib = _lib.library()
-    raw = getattr(lib, function)(value)
+    raw = getattr(_lib.library(), function)(value)
     return raw.decode("utf-8", "replace")
 
 
@@ -192,65 +200,6 @@ class Dtype(enum.IntEnum):
         return _name_of("kvshard_dtype_name", int(self))
 
 
-class Ownership(enum.IntEnum):
-    """How the ranks of a split group share the KV layers. ``DEFAULT`` leaves
-    the choice to the engine profile."""
-
-    DEFAULT = -1
-    ORDINAL = 0
-    GLOBAL = 1
-    CONTIGUOUS = 2
-
-    @property
-    def label(self) -> str:
-        """"default", "ordinal", "global", "contiguous"."""
-        return _name_of("kvshard_ownership_name", int(self))
-
-
-class PpRule(enum.IntEnum):
-    """How the decoder layers are cut into pipeline stages: whose rule
-    spreads the remainder of L / P. ``DEFAULT`` is vLLM's; ``EXPLICIT`` is
-    what a plan reports when a ``pp_partition`` gave the counts (it is no
-    input)."""
-
-    DEFAULT = -1
-    #: The extra layers walking back from the second-to-last stage.
-    VLLM = 0
-    #: The extra layers on the last stages.
-    SGLANG = 1
-    #: The extra layers on the first stages.
-    TRTLLM = 2
-    #: No extra layers: pp_size must divide the layers.
-    EVEN = 3
-    #: The counts of ``pp_partition``.
-    EXPLICIT = 4
-
-    @property
-    def label(self) -> str:
-        """"default", "vllm", "sglang", "trtllm", "even" or "explicit"."""
-        return _name_of("kvshard_pp_rule_name", int(self))
-
-
-class RankLayout(enum.IntEnum):
-    """The order in which an engine numbers its global ranks, outermost
-    first. ``DEFAULT`` leaves it to the engine profile."""
-
-    DEFAULT = -1
-    #: dp, pp, cp, tp: ((d*P + p)*C + c)*T + t.
-    VLLM = 0
-    #: pp, dp, cp, tp: ((p*D + d)*C + c)*T + t.
-    SGLANG = 1
-    #: pp, dp, tp, cp: (p*D*T + d*T + t)*C + c.
-    TRTLLM = 2
-    #: dp, cp, tp, and no stages: (d*C + c)*T + t.
-    XLLM = 3
-
-    @property
-    def label(self) -> str:
-        """"default", "vllm", "sglang", "trtllm" or "xllm"."""
-        return _name_of("kvshard_rank_layout_name", int(self))
-
-
 class LayerHolding(enum.IntEnum):
     """What one rank holds of one layer (``LayerStorage.holding``)."""
 
@@ -278,24 +227,6 @@ class LayerHolding(enum.IntEnum):
         """"not_on_stage", "nothing", "state", "window", "kv", "scratch",
         "shared" or "draft"."""
         return self.name.lower()
-
-
-class Engine(enum.IntEnum):
-    """Whose capacity model sizes blocks and state."""
-
-    #: kvshard's own: state for max_seqs reserved, the rest cut into blocks.
-    KVSHARD = 0
-    #: What an xLLM engine allocates from the same flags.
-    XLLM = 1
-    #: What vLLM's V1 engine allocates on one GPU (its flags argparse-style).
-    VLLM = 2
-    #: SGLang's memory pools on one GPU (its flags argparse-style).
-    SGLANG = 3
-
-    @property
-    def label(self) -> str:
-        """"kvshard", "xllm", "vllm" or "sglang"."""
-        return _name_of("kvshard_engine_name", int(self))
 
 
 class WarningCode(enum.IntEnum):
@@ -382,3 +313,90 @@ class FigureType(enum.IntEnum):
     def label(self) -> str:
         """"null", "uint", "double", "bool", "text" or "text_list"."""
         return self.name.lower()
+
+
+class _LibraryEnum(enum.IntEnum):
+    """An enum whose members are the values the library names, made by
+    ``_from_library``."""
+
+    @property
+    def label(self) -> str:
+        """The library's name of the member: "vllm", "default", ..."""
+        return _name_of(_NAME_FUNCTIONS[type(self)], int(self))
+
+
+_NAME_FUNCTIONS: Dict[type, str] = {}
+
+
+def member_name(word: str) -> str:
+    """The member name of a value the library names `word`."""
+    return re.sub(r"[^0-9A-Za-z]", "_", word).upper()
+
+
+def _from_library(name: str, function: str, doc: str) -> Type[_LibraryEnum]:
+    members = [(member_name(word), value) for word, value in _lib.named_values(function)]
+    make: Any = _LibraryEnum  # the functional API, which type checkers do not follow
+    made: Type[_LibraryEnum] = make(name, members, module=__name__, qualname=name)
+    made.__doc__ = doc
+    _NAME_FUNCTIONS[made] = function
+    return made
+
+
+if TYPE_CHECKING:
+    # For type checkers only: the members users name today. At run time the
+    # classes are made from the library below, with every member it names.
+
+    class Ownership(_LibraryEnum):
+        DEFAULT = enum.auto()
+        ORDINAL = enum.auto()
+        GLOBAL = enum.auto()
+        CONTIGUOUS = enum.auto()
+
+    class PpRule(_LibraryEnum):
+        DEFAULT = enum.auto()
+        VLLM = enum.auto()
+        SGLANG = enum.auto()
+        TRTLLM = enum.auto()
+        EVEN = enum.auto()
+        EXPLICIT = enum.auto()
+
+    class RankLayout(_LibraryEnum):
+        DEFAULT = enum.auto()
+        VLLM = enum.auto()
+        SGLANG = enum.auto()
+        TRTLLM = enum.auto()
+        XLLM = enum.auto()
+
+    class Engine(_LibraryEnum):
+        KVSHARD = enum.auto()
+        XLLM = enum.auto()
+        VLLM = enum.auto()
+        SGLANG = enum.auto()
+
+else:
+    Ownership = _from_library(
+        "Ownership",
+        "kvshard_ownership_name",
+        """How the ranks of a split group share the KV layers. ``DEFAULT`` leaves
+    the choice to the engine profile.""",
+    )
+    PpRule = _from_library(
+        "PpRule",
+        "kvshard_pp_rule_name",
+        """How the decoder layers are cut into pipeline stages: whose rule
+    spreads the remainder of L / P (an engine's, or ``EVEN``: no remainder).
+    ``DEFAULT`` is vLLM's; ``EXPLICIT`` is what a plan reports when a
+    ``pp_partition`` gave the counts (it is no input).""",
+    )
+    RankLayout = _from_library(
+        "RankLayout",
+        "kvshard_rank_layout_name",
+        """The order in which an engine numbers its global ranks, outermost
+    first. ``DEFAULT`` leaves it to the engine profile.""",
+    )
+    Engine = _from_library(
+        "Engine",
+        "kvshard_engine_name",
+        """Whose capacity model sizes blocks and state: ``KVSHARD`` (kvshard's
+    own), or what an engine allocates from the same flags.""",
+    )

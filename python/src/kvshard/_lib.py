@@ -19,11 +19,14 @@ names all three. The library found must report a ``kvshard_version()`` with
 the package's major and minor version (patch releases keep the API and its
 structs); otherwise :class:`LibraryVersionError`.
 
-The library is loaded once, on first use, and kept for the life of the
-process. Loading it also reads its table of settings (the engine profiles'
-own inputs, ``kvshard_setting_info_at``) once: the binding checks setting
-values against those rows, so a setting the library adds needs no change
-here.
+The library is loaded once, when ``import kvshard`` runs, and kept for the
+life of the process: the package's enums and option checks are made from
+its tables, so without a library the import raises the errors above.
+Loading it reads its table of settings (the engine profiles' own inputs,
+``kvshard_setting_info_at``); the option table, each engine's flags and the
+names of its enums are read here too. The binding checks values against
+those rows and keeps no copy of them, so an option, a setting or an engine
+the library adds needs no change here.
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ __all__ = [
     "options",
     "engines",
     "flags",
+    "named_values",
 ]
 
 ENV_VAR = "KVSHARD_LIBRARY"
@@ -99,10 +103,9 @@ class CError(Structure):
 
 
 class COptions(Structure):
-    """kvshard_options. Its fields are the option table's, which
-    ``_optiontable`` gives it when it is imported (ctypes lets a struct be
-    declared here and completed there, so that this module, which loads the
-    library, needs nothing of the table)."""
+    """kvshard_options. Its fields are laid out from the library's option
+    table by ``_optiontable`` when it is imported (ctypes lets a struct be
+    declared here, for the prototypes, and completed there)."""
 
 
 SETTING_DEFAULT_MAX = 32  # default_value[32] of kvshard_setting_info
@@ -140,7 +143,13 @@ class COptionInfo(Structure):
         ("doc", c_char * OPTION_DOC_MAX),
         ("section", c_char_p),
         ("unset_ok", c_bool),
+        ("offset", c_size_t),
     ]
+
+
+#: kvshard_option_info.offset of an option kvshard_options does not hold
+#: (KVSHARD_OPTION_NO_FIELD, SIZE_MAX).
+OPTION_NO_FIELD = (1 << (8 * ctypes.sizeof(c_size_t))) - 1
 
 
 FLAG_NAME_MAX = 64  # KVSHARD_FLAG_NAME_MAX
@@ -792,8 +801,9 @@ def setting_rows() -> Tuple[CSettingInfo, ...]:
 
 
 # ---------------------------------------------------------------------------
-# The library's option table and each engine's flags, read once on first use:
-# the binding keeps no copy of the names, ranges, words or spellings.
+# The library's option table, each engine's flags and the names of its enum
+# values, read once: ``import kvshard`` builds its enums and option checks
+# on them. The binding keeps no copy of the names, ranges, words or spellings.
 # ---------------------------------------------------------------------------
 
 
@@ -824,6 +834,10 @@ class OptionRow:
     doc: str
     section: str
     unset_ok: bool
+    #: Where its field lies in kvshard_options (a list's array, its count
+    #: the next field); None for an input of compare or fit, which no field
+    #: of kvshard_options holds.
+    offset: Optional[int]
 
 
 @dataclass(frozen=True)
@@ -876,7 +890,8 @@ def options() -> Tuple[OptionRow, ...]:
                     OptionRow(_text(info.name), int(info.kind), int(info.min), int(info.max),
                               _text(info.default_value), _words(info.words),
                               _text(info.unit) if info.unit else None, _text(info.doc),
-                              _text(info.section), bool(info.unset_ok))
+                              _text(info.section), bool(info.unset_ok),
+                              None if info.offset == OPTION_NO_FIELD else int(info.offset))
                 )
             _option_rows = tuple(rows)
         return _option_rows
@@ -901,12 +916,26 @@ def flags(engine: int) -> Tuple[FlagRow, ...]:
         return _flag_rows[engine]
 
 
+def named_values(function: str) -> Tuple[Tuple[str, int], ...]:
+    """Every value of a C enum with its name, from the library's function
+    that names them (``kvshard_engine_name``, ...): -1 when it has a name
+    (a DEFAULT), then 0, 1, ... up to the first value the function calls
+    what it calls a value of no enum."""
+    name_of = getattr(library(), function)
+    no_value = name_of(-(1 << 31))
+    values: List[Tuple[str, int]] = []
+    value = -1 if name_of(-1) != no_value else 0
+    while name_of(value) != no_value:
+        values.append((_text(name_of(value)), value))
+        value += 1
+    return tuple(values)
+
+
 def engines() -> Tuple[EngineRow, ...]:
-    """The engines, in the order of the option "engine"'s words."""
-    engine_option = next(o for o in options() if o.name == "engine")
+    """The engines, in the order of their values (kvshard_engine_name)."""
     rows: List[EngineRow] = []
     lib = library()
-    for name, value in engine_option.words:
+    for name, value in named_values("kvshard_engine_name"):
         info = sized(CFlagInfo)
         rc = lib.kvshard_flag_info_at(ctypes.byref(info), value, 0)
         if rc != 0:

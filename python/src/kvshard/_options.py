@@ -4,7 +4,7 @@ profiles' settings beside them, from Python.
 Defaults are KVSHARD_OPTIONS_INIT's: values the engine profile decides are
 "unset" (block_size 0, max_seqs 0, ownership DEFAULT, rank_layout DEFAULT)
 and a plan settles them (``Plan.options`` returns the settled values). The fields, their C types,
-defaults and ranges come from the option table (``_optiontable``); the
+defaults and ranges come from the library's option table (``_optiontable``); the
 settings, their types, bounds and defaults from the library's own table
 (``_settings``).
 """
@@ -21,7 +21,9 @@ from . import _lib
 from ._enums import PpRule
 from ._handles import _new_handle, encode, raise_error
 from ._optiontable import (
+    BY_NAME,
     EXPLORE_KEYS,
+    LISTS,
     OPTIONS,
     U64_MAX,
     Kind,
@@ -582,15 +584,13 @@ class Options:
         # Pickled as the struct's values, as the C fields hold them (the
         # lists as their entries), and the settings that were set, as
         # Python values.
-        lists = ("pp_partition", "weights_per_rank")
         fields: Dict[str, Any] = {
-            name: (float if name == "memory_utilization" else int)(getattr(self._c, name))
-            for name in self.FIELDS
-            if name not in lists and name not in EXPLORE_KEYS
+            spec.name: (float if spec.kind is Kind.FRACTION else int)(getattr(self._c, spec.name))
+            for spec in OPTIONS
+            if spec.kind not in LISTS and spec.name not in EXPLORE_KEYS
         }
         fields.update(self._explore)
-        fields["pp_partition"] = self.pp_partition
-        fields["weights_per_rank"] = self.weights_per_rank
+        fields.update((spec.name, getattr(self, spec.name)) for spec in OPTIONS if spec.kind in LISTS)
         held = self._settings
         given: Dict[str, Any] = {}
         if held is not None:
@@ -638,14 +638,18 @@ class Options:
 def _rebuild(fields: Dict[str, Any], given: Dict[str, Any]) -> Options:
     """An Options from what ``Options.__reduce__`` pickled."""
     o = Options()
-    counts = fields.get("pp_partition")
-    o._hold_partition(tuple(counts) if counts else None)
-    sizes = fields.get("weights_per_rank")
-    o._hold_weights(tuple(sizes) if sizes else None)
+    # The lists first: holding none sets a rule reported EXPLICIT back to
+    # DEFAULT, which the rule pickled then overrides.
+    for spec in OPTIONS:
+        held = fields.get(spec.name)
+        if spec.kind is Kind.COUNTS:
+            o._hold_partition(tuple(held) if held else None)
+        elif spec.kind is Kind.SIZES:
+            o._hold_weights(tuple(held) if held else None)
     for name, raw in fields.items():
         if name in EXPLORE_KEYS:
             o._explore[name] = raw
-        elif name not in ("pp_partition", "weights_per_rank"):
+        elif BY_NAME[name].kind not in LISTS:
             setattr(o._c, name, raw)
     for key, value in given.items():
         o.set(key, value)

@@ -1,18 +1,19 @@
-"""The deployment options, one row each: the binding's copy of the option
-table of the C library (src/deploy/options.c: names, kinds, ranges and enum
-words) in the field order of ``struct kvshard_options`` (kvshard.h).
+"""The deployment options, one row each, read from the loaded library's
+option table (``kvshard_option_info_at``: names, kinds, ranges, defaults and
+words) in the field order of ``struct kvshard_options``.
 
-Everything the binding does with an option is read from this table: the
-ctypes layout of kvshard_options and its defaults (KVSHARD_OPTIONS_INIT), the
-attributes of ``Options``, and the checks every value passes before any C
-call. A field added to, removed from or moved in the C struct is one row
-here; a new kind of value is one ``Kind`` and its case in the functions
-below. One field of the struct is no option: the pointer to the engine
-profiles' settings, which follows the option ``SETTINGS_AFTER`` (the
-settings are the library's own table, read at run time: ``_settings``).
-The explicit pp_partition and weights_per_rank are options held in two
-fields each, a borrowed array and its length. Importing this module gives
-``_lib.COptions`` its fields; it loads no library.
+Everything the binding does with an option follows these rows: the ctypes
+layout of kvshard_options (each row's kind gives its C type, its offset its
+place) and its defaults (KVSHARD_OPTIONS_INIT), the attributes of
+``Options``, and the checks every value passes before any C call. An option
+the library adds is a row here with no change; a new kind of value is one
+``Kind`` and its case in the functions below. One field of the struct is no
+option: the pointer to the engine profiles' settings (the library's own
+table, read at run time: ``_settings``), which fills the one gap the rows'
+offsets leave. The explicit pp_partition and weights_per_rank are options
+held in two fields each, a borrowed array and its length. Compare's and
+fit's own inputs (``EXPLORE_KEYS``) are options no field holds. Importing
+this module gives ``_lib.COptions`` its fields.
 """
 
 from __future__ import annotations
@@ -27,13 +28,20 @@ from decimal import Decimal
 from typing import Any, Dict, List, Optional, Tuple, Type
 
 from . import _lib
-from ._enums import MAX_PP_PARTITION, RESERVE_AUTO, Dtype, Engine, Ownership, PpRule, RankLayout
+from ._enums import (
+    MAX_PP_PARTITION,
+    Dtype,
+    Engine,
+    Ownership,
+    PpRule,
+    RankLayout,
+    SettingType,
+)
 
 __all__ = [
     "Kind",
     "Spec",
     "OPTIONS",
-    "SETTINGS_AFTER",
     "c_fields",
     "BY_NAME",
     "engine_flags",
@@ -80,6 +88,17 @@ class Kind(enum.Enum):
 #: The kinds held as a borrowed array and its length.
 LISTS = (Kind.COUNTS, Kind.SIZES)
 
+#: The kind of each type the option table gives (kvshard_setting_type).
+_KINDS = {
+    SettingType.INTEGER: Kind.INTEGER,
+    SettingType.BYTES: Kind.BYTES,
+    SettingType.BOOL: Kind.BOOL,
+    SettingType.WORD: Kind.ENUM,
+    SettingType.FRACTION: Kind.FRACTION,
+    SettingType.COUNTS: Kind.COUNTS,
+    SettingType.SIZES: Kind.SIZES,
+}
+
 
 @dataclass(frozen=True)
 class Spec:
@@ -89,7 +108,9 @@ class Spec:
     ``unset`` value no word names (ownership DEFAULT). ``words`` are the
     enum's words as the library reads them (for a byte count, the words
     that stand for a value no number gives: activation_reserve's "auto");
-    the first word of a value is the one the binding sends."""
+    the first word of a value is the one the binding sends. ``offset`` is
+    where its field lies in kvshard_options, None for an option no field
+    holds (``EXPLORE_KEYS``)."""
 
     name: str
     kind: Kind
@@ -101,257 +122,124 @@ class Spec:
     enum: Optional[Type[enum.IntEnum]] = None
     words: Tuple[Tuple[str, int], ...] = ()
     unset: Optional[int] = None
+    offset: Optional[int] = None
 
 
-MAX_RANKS = 65536  # KVSHARD_MAX_RANKS
-MAX_BLOCK_SIZE = 1 << 20  # KVSHARD_MAX_BLOCK_SIZE
-MAX_CONTEXT_LENGTH = 1 << 30  # KVSHARD_MAX_CONTEXT_LENGTH
 U64_MAX = (1 << 64) - 1
 U32_MAX = (1 << 32) - 1
 
-_OWNERSHIP_WORDS = (
-    ("ordinal", Ownership.ORDINAL),
-    ("global", Ownership.GLOBAL),
-    ("contiguous", Ownership.CONTIGUOUS),
-)
-_ENGINE_WORDS = (
-    ("kvshard", Engine.KVSHARD),
-    ("xllm", Engine.XLLM),
-    ("vllm", Engine.VLLM),
-    ("sglang", Engine.SGLANG),
-)
-# The first word of a value is the one the binding sends for a member, so it
-# is a spelling every profile reads: under vllm and sglang kv_cache_dtype
-# and the state dtype take the engine's own words, which lack "bf16" (vLLM's
-# state dtypes) and "fp8" (SGLang), but all have "bfloat16" and "fp8_e4m3".
-_KV_DTYPE_WORDS = (
-    ("auto", Dtype.AUTO),
-    ("bfloat16", Dtype.BF16),
-    ("bf16", Dtype.BF16),
-    ("float16", Dtype.FP16),
-    ("fp16", Dtype.FP16),
-    ("fp8_e4m3", Dtype.FP8),
-    ("fp8", Dtype.FP8),
-    ("fp8_e5m2", Dtype.FP8),
-    ("int8", Dtype.INT8),
-)
-_STATE_DTYPE_WORDS = (
-    ("auto", Dtype.AUTO),
-    ("bfloat16", Dtype.BF16),
-    ("bf16", Dtype.BF16),
-    ("float16", Dtype.FP16),
-    ("fp16", Dtype.FP16),
-    ("float32", Dtype.FP32),
-    ("fp32", Dtype.FP32),
-)
+#: The enums an option's words may name, each of whose members the library
+#: names (``label``).
+_ENUMS: Tuple[Type[Any], ...] = (Ownership, Engine, Dtype, PpRule, RankLayout)
 
-# The rules a caller names; EXPLICIT is what a plan reports for a pp_partition.
-_PP_RULE_WORDS = (
-    ("vllm", PpRule.VLLM),
-    ("sglang", PpRule.SGLANG),
-    ("trtllm", PpRule.TRTLLM),
-    ("even", PpRule.EVEN),
-)
-_RANK_LAYOUT_WORDS = (
-    ("vllm", RankLayout.VLLM),
-    ("sglang", RankLayout.SGLANG),
-    ("trtllm", RankLayout.TRTLLM),
-    ("xllm", RankLayout.XLLM),
-)
 
-I, B, F, E = Kind.INTEGER, Kind.BYTES, Kind.BOOL, Kind.ENUM
+def _enum_of(row: _lib.OptionRow) -> Type[enum.IntEnum]:
+    """The enum a word option's field holds: the one whose own name of each
+    value the option's words include (kv_cache_dtype's "bf16" and
+    "bfloat16" are Dtype.BF16, whose name is "bfloat16")."""
+    fits = []
+    for candidate in _ENUMS:
+        members = {int(m): m for m in candidate}
+        values = {value for _, value in row.words}
+        if all(v in members and (members[v].label, v) in row.words for v in values):
+            fits.append(candidate)
+    if len(fits) != 1:
+        raise _lib.LibraryVersionError(
+            f"kvshard: the words of option {row.name!r} name "
+            f"{'no enum' if not fits else 'more than one enum'} of this package"
+        )
+    return fits[0]
 
-#: Every option, in the order of the fields of struct kvshard_options.
-OPTIONS: Tuple[Spec, ...] = (
-    Spec("world_size", I, 1, "All ranks; default 1.", 1, MAX_RANKS),
-    Spec("dp_size", I, 1, "Data-parallel size; default 1.", 1, MAX_RANKS),
-    Spec("cp_size", I, 1, "Context-parallel size; default 1.", 1, MAX_RANKS),
-    Spec("enable_layerwise_split", F, False, "Whether layerwise split is on; default False."),
-    Spec("layerwise_split_size", I, 1, "S, the split size; default 1.", 1, MAX_RANKS),
-    Spec(
-        "ownership",
-        E,
-        Ownership.DEFAULT,
-        "How a split group shares the KV layers; default: the profile's.",
-        enum=Ownership,
-        words=_OWNERSHIP_WORDS,
-        unset=Ownership.DEFAULT,
-    ),
-    Spec("is_draft", F, False, "The plan is for a draft model (never split); default False."),
-    Spec(
-        "engine",
-        E,
-        Engine.KVSHARD,
-        "Whose capacity model sizes blocks and state; default KVSHARD.",
-        enum=Engine,
-        words=_ENGINE_WORDS,
-    ),
-    Spec(
-        "kv_cache_dtype",
-        E,
-        Dtype.AUTO,
-        "KV cache element type; AUTO follows the model.",
-        enum=Dtype,
-        words=_KV_DTYPE_WORDS,
-    ),
-    Spec(
-        "state_dtype",
-        E,
-        Dtype.AUTO,
-        "Recurrent state element type; AUTO: the model's.",
-        enum=Dtype,
-        words=_STATE_DTYPE_WORDS,
-    ),
-    Spec(
-        "block_size",
-        I,
-        0,
-        "Tokens per KV block; 0: the profile's (16, xllm 128, sglang 1; vllm raises it for "
-        "state models).",
-        1,
-        MAX_BLOCK_SIZE,
-        unset_ok=True,
-    ),
-    Spec(
-        "memory_per_rank",
-        B,
-        0,
-        "Bytes per rank for KV cache and state; 0: no capacity.",
-        1,
-        U64_MAX,
-        unset_ok=True,
-    ),
-    Spec(
-        "max_seqs",
-        I,
-        0,
-        "Sequences the engine runs at once; 0: the profile's (256, xllm 200).",
-        1,
-        1 << 24,
-        unset_ok=True,
-    ),
-    Spec("num_speculative_tokens", I, 0, "Draft tokens per step; default 0.", 0, 1024),
-    Spec("scratch_layers", I, 1, "KV layers of scratch while split; default 1.", 0, 1024),
-    Spec(
-        "context_length",
-        I,
-        0,
-        "Tokens per sequence for the concurrency figures; 0: none.",
-        1,
-        MAX_CONTEXT_LENGTH,
-        unset_ok=True,
-    ),
-    # The settings pointer stands here in the struct (SETTINGS_AFTER).
-    Spec(
-        "pp_size",
-        I,
-        1,
-        "P, the pipeline stages; default 1. T = world_size / (P x dp_size x cp_size).",
-        1,
-        MAX_RANKS,
-        unset_ok=True,
-    ),
-    Spec(
-        "pp_partition_rule",
-        E,
-        PpRule.DEFAULT,
-        "How the layers are cut into stages when no pp_partition is given; default vllm's.",
-        enum=PpRule,
-        words=_PP_RULE_WORDS,
-        unset=PpRule.DEFAULT,
-    ),
-    Spec(
-        "pp_partition",
-        Kind.COUNTS,
-        None,
-        "The decoder layers of each stage, given explicitly ([31, 30] or \"31,30\"); None: "
-        "the rule's.",
-        0,
-        U32_MAX,
-    ),
-    Spec(
-        "rank_layout",
-        E,
-        RankLayout.DEFAULT,
-        "How the engine numbers its global ranks; default: the profile's.",
-        enum=RankLayout,
-        words=_RANK_LAYOUT_WORDS,
-        unset=RankLayout.DEFAULT,
-    ),
-    Spec("sweep_pp", F, False, "A comparison also sweeps pp_size; default False."),
-    # Device inputs: without memory_per_rank, a rank's budget is the usable
-    # share of its GPU less its weights and the activation reserve.
-    Spec(
-        "device_memory",
-        B,
-        0,
-        "Bytes of one GPU as the device reports them; 0: none.",
-        1,
-        U64_MAX,
-        unset_ok=True,
-    ),
-    Spec(
-        "memory_utilization",
-        Kind.FRACTION,
-        0.0,
-        "The share of device_memory the engine may use, above 0 and at most 1, read to 9 "
-        "decimal places; 0: the profile's (kvshard 0.9).",
-        unset_ok=True,
-    ),
-    Spec(
-        "activation_reserve",
-        B,
-        RESERVE_AUTO,
-        "Bytes per GPU for everything but weights and cache; RESERVE_AUTO (\"auto\"): the "
-        "profile's, under kvshard max(1 GiB, device_memory / 20).",
-        0,
-        U64_MAX,
-        words=(("auto", RESERVE_AUTO),),
-    ),
-    Spec(
-        "weights_per_rank",
-        Kind.SIZES,
-        None,
-        "The weights of one rank: one size for every stage, or one a stage ([17 * 2**30, "
-        "\"16.5GiB\"] or \"17GiB,16.5GiB\"); None: from weights_total or the safetensors.",
-        0,
-        U64_MAX,
-    ),
-    Spec(
-        "weights_total",
-        B,
-        0,
-        "The checkpoint's bytes, for an estimate by layers; 0: none (the model directory's "
-        "safetensors).",
-        1,
-        U64_MAX,
-        unset_ok=True,
-    ),
-    Spec(
-        "weights_experts",
-        B,
-        0,
-        "The part of weights_total in expert tensors; default 0.",
-        0,
-        U64_MAX,
-        unset_ok=True,
-    ),
-    Spec("expert_parallel", F, False, "Experts placed whole on ranks; default False."),
-    Spec(
-        "gpus_per_node",
-        I,
-        0,
-        "GPUs of one node, for a fit; 0: 8.",
-        1,
-        MAX_RANKS,
-        unset_ok=True,
-    ),
-)
 
-del I, B, F, E
+def _words_sent_first(
+    row: _lib.OptionRow, enum_type: Optional[Type[Any]], engines_read: List[set]
+) -> Tuple[Tuple[str, int], ...]:
+    """The option's words, each value's first the one the binding sends: a
+    word every engine reads for it (the engines' flags may take fewer words
+    than the option: vLLM's state dtypes lack "bf16", SGLang's KV dtypes
+    "fp8"), and of those the enum's own name of the value."""
+    words = [(word, value if enum_type is None else enum_type(value)) for word, value in row.words]
+    if row.kind == SettingType.BYTES:  # a stand-in such as "auto" is -1: the field's all ones
+        words = [(word, value % (1 << 64)) for word, value in words]
+    order = {value: at for at, (_, value) in reversed(list(enumerate(words)))}
 
-#: The option the struct's `const kvshard_settings *settings` follows.
-SETTINGS_AFTER = "context_length"
+    def rank(item: Tuple[str, int]) -> Tuple[int, bool, bool]:
+        word, value = item
+        everywhere = all(word in read for read in engines_read)
+        own = enum_type is not None and word == value.label  # type: ignore[attr-defined]
+        return (order[value], not everywhere, not own)
+
+    return tuple(sorted(words, key=rank))
+
+
+def _default(row: _lib.OptionRow, kind: Kind, enum_type: Optional[Type[Any]],
+             words: Tuple[Tuple[str, int], ...]) -> Any:
+    """KVSHARD_OPTIONS_INIT's value of the option, from its text."""
+    text = row.default
+    if kind in LISTS:
+        return None
+    if text == "none":  # the plan settles it: 0, or a word option's -1
+        if kind is Kind.ENUM:
+            assert enum_type is not None
+            return enum_type(-1)
+        return 0.0 if kind is Kind.FRACTION else 0
+    if kind is Kind.BOOL:
+        return text == "true"
+    word = next((value for w, value in words if w == text), None)
+    if word is not None:
+        return word
+    return float(text) if kind is Kind.FRACTION else int(text, 10)
+
+
+def _spec(row: _lib.OptionRow, engines_read: List[set]) -> Spec:
+    try:
+        kind = _KINDS[SettingType(row.kind)]
+    except (ValueError, KeyError):
+        raise _lib.LibraryVersionError(
+            f"kvshard: option {row.name!r} has a kind this package does not know ({row.kind})"
+        ) from None
+    enum_type = _enum_of(row) if kind is Kind.ENUM else None
+    words = _words_sent_first(row, enum_type, engines_read)
+    # A struct may hold the values the words stand for (RESERVE_AUTO) too.
+    high = max([row.max] + [int(value) for _, value in words]) if kind is Kind.BYTES else row.max
+    return Spec(
+        name=row.name,
+        kind=kind,
+        default=_default(row, kind, enum_type, words),
+        doc=f"{row.doc[:1].upper()}{row.doc[1:]}; default {row.default}.",
+        low=row.min,
+        high=high,
+        unset_ok=row.unset_ok,
+        enum=enum_type,
+        words=words,
+        unset=-1 if kind is Kind.ENUM and row.unset_ok else None,
+        offset=row.offset,
+    )
+
+
+def _read_options() -> Tuple[Spec, ...]:
+    rows = _lib.options()
+    flags = [_lib.flags(engine.value) for engine in _lib.engines()]
+    specs = []
+    for row in rows:
+        # The words each engine reads for the option: its flag's.
+        read = [
+            {word for word, _ in flag.words}
+            for engine_flags in flags
+            for flag in engine_flags
+            if flag.key == row.name and not flag.is_setting and flag.words
+        ]
+        specs.append(_spec(row, read))
+    return tuple(specs)
+
+
+#: Every option, in the order of the library's table (kvshard_options').
+OPTIONS: Tuple[Spec, ...] = _read_options()
+
+#: Options that are no fields of kvshard_options: compare's and fit's own
+#: inputs (kvshard_compare_options.sweep_pp, kvshard_fit_options.gpus_per_node).
+#: A deployment keeps them by their keys; an Options holds them beside its struct.
+EXPLORE_KEYS: Tuple[str, ...] = tuple(spec.name for spec in OPTIONS if spec.offset is None)
 
 
 def c_fields(spec: Spec) -> List[Tuple[str, Any]]:
@@ -363,22 +251,36 @@ def c_fields(spec: Spec) -> List[Tuple[str, Any]]:
     return [(spec.name, spec.kind.value)]
 
 
-#: Options that are no fields of kvshard_options: compare's and fit's own
-#: inputs (kvshard_compare_options.sweep_pp, kvshard_fit_options.gpus_per_node).
-#: A deployment keeps them by their keys; an Options holds them beside its struct.
-EXPLORE_KEYS = ("sweep_pp", "gpus_per_node")
+#: The one field of kvshard_options that holds no option.
+_SETTINGS_FIELD = ("settings", c_void_p)
+
+
+def _offset_in(fields: List[Tuple[str, Any]], field: Tuple[str, Any]) -> int:
+    """Where ctypes puts `field` after `fields`."""
+    trial = type("_Trial", (ctypes.Structure,), {"_fields_": fields + [field]})
+    return int(getattr(trial, field[0]).offset)
 
 
 def struct_fields() -> List[Tuple[str, Any]]:
-    """Every field of kvshard_options after `size`, in the header's order."""
-    fields: List[Tuple[str, Any]] = []
-    for spec in OPTIONS:
-        if spec.name in EXPLORE_KEYS:
-            continue
-        fields += c_fields(spec)
-        if spec.name == SETTINGS_AFTER:
-            fields.append(("settings", c_void_p))
-    return fields
+    """Every field of kvshard_options after `size`, in the header's order:
+    the options' fields at the offsets the library gives, and the settings
+    pointer in the one gap they leave."""
+    fields: List[Tuple[str, Any]] = [("size", c_size_t)]
+    placed = sorted(((s.offset, s) for s in OPTIONS if s.offset is not None), key=lambda p: p[0])
+    for offset, spec in placed:
+        held = c_fields(spec)
+        if _offset_in(fields, held[0]) < offset and _SETTINGS_FIELD not in fields:
+            fields.append(_SETTINGS_FIELD)
+        if _offset_in(fields, held[0]) != offset:
+            raise _lib.LibraryVersionError(
+                f"kvshard: the library's kvshard_options holds {spec.name} at offset "
+                f"{offset}, where this package cannot lay it out"
+            )
+        fields += held
+    if _SETTINGS_FIELD not in fields:
+        fields.append(_SETTINGS_FIELD)
+    return fields[1:]
+
 
 BY_NAME: Dict[str, Spec] = {spec.name: spec for spec in OPTIONS}
 
@@ -715,7 +617,7 @@ def options_init() -> _lib.COptions:
     o = _lib.COptions()
     o.size = ctypes.sizeof(_lib.COptions)
     for spec in OPTIONS:
-        if spec.name in EXPLORE_KEYS:
+        if spec.offset is None:
             continue
         if spec.kind in LISTS:
             setattr(o, spec.name, None)

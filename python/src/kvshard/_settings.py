@@ -144,7 +144,7 @@ def _rows() -> Tuple[Tuple[SettingInfo, ...], Dict[str, SettingInfo]]:
 
 def settings() -> Tuple[SettingInfo, ...]:
     """Every setting the library knows, in the order of its engine
-    profiles' tables (loads the library on first use)."""
+    profiles' tables."""
     return _rows()[0]
 
 
