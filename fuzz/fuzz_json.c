@@ -29,16 +29,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     if (size)
         memcpy(text, data, size);
-    kvshard_allocator a = kvshard__allocator_or_default(NULL);
+    kvshard_allocator a = kvshard_alloc__allocator_or_default(NULL);
     kvshard__doc j, y;
     kvshard_error je, ye;
-    kvshard__error_reset(&je);
-    kvshard__error_reset(&ye);
+    kvshard_error__reset(&je);
+    kvshard_error__reset(&ye);
     int jrc = kvshard_json_doc__parse(&j, text, size, "fuzz", &a, &je);
     if (jrc != je.code || (jrc != KVSHARD_OK && je.message[0] == '\0') ||
         (jrc != KVSHARD_OK && jrc != KVSHARD_ENOMEM && (je.line < 1 || je.offset > size)))
         abort();
-    int yrc = kvshard__doc_parse(&y, text, size, "fuzz", &a, &ye);
+    int yrc = kvshard_doc__parse(&y, text, size, "fuzz", &a, &ye);
     if (jrc == KVSHARD_OK && yrc == KVSHARD_OK) {
         char why[256];
         if (!same_tree(&j, &y, why, sizeof why)) {
@@ -47,9 +47,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     if (jrc == KVSHARD_OK)
-        kvshard__doc_free(&j);
+        kvshard_tape__doc_free(&j);
     if (yrc == KVSHARD_OK)
-        kvshard__doc_free(&y);
+        kvshard_tape__doc_free(&y);
     free(text);
     return 0;
 }

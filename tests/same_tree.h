@@ -26,17 +26,17 @@ static bool same_tree_node(const kvshard__doc *a, const kvshard__node *x, const 
     }
     if (x->kind == KVSHARD__NODE_SCALAR)
         return true;
-    kvshard__iter i = kvshard__iter_begin(a, x), j = kvshard__iter_begin(b, y);
+    kvshard__iter i = kvshard_tape__iter_begin(a, x), j = kvshard_tape__iter_begin(b, y);
     kvshard__node cx, cy;
-    while (kvshard__iter_next(a, &i, &cx)) {
-        if (!kvshard__iter_next(b, &j, &cy)) {
+    while (kvshard_tape__iter_next(a, &i, &cx)) {
+        if (!kvshard_tape__iter_next(b, &j, &cy)) {
             snprintf(why, cap, "the collection at offset %u has fewer children", y->offset);
             return false;
         }
         if (!same_tree_node(a, &cx, b, &cy, why, cap))
             return false;
     }
-    if (kvshard__iter_next(b, &j, &cy)) {
+    if (kvshard_tape__iter_next(b, &j, &cy)) {
         snprintf(why, cap, "the collection at offset %u has more children", y->offset);
         return false;
     }
@@ -45,7 +45,7 @@ static bool same_tree_node(const kvshard__doc *a, const kvshard__node *x, const 
 
 static inline bool same_tree(const kvshard__doc *a, const kvshard__doc *b, char *why, size_t cap)
 {
-    kvshard__node x = kvshard__doc_root(a), y = kvshard__doc_root(b);
+    kvshard__node x = kvshard_tape__doc_root(a), y = kvshard_tape__doc_root(b);
     if (a->size != b->size) {
         snprintf(why, cap, "the tapes hold %u and %u entries", a->size, b->size);
         return false;

@@ -236,8 +236,10 @@ static void test_command_help(void **state)
     for (size_t i = 0; i < KVSHARD__OPT_COUNT; i++) {
         /* Its name, then the column or its other name ("--pp_size,"). */
         char want[96], named[96];
-        snprintf(want, sizeof want, "\n  --%s ", kvshard__option_name((kvshard__option_id)i));
-        snprintf(named, sizeof named, "\n  --%s, ", kvshard__option_name((kvshard__option_id)i));
+        snprintf(want, sizeof want, "\n  --%s ",
+                 kvshard_options__option_name((kvshard__option_id)i));
+        snprintf(named, sizeof named, "\n  --%s, ",
+                 kvshard_options__option_name((kvshard__option_id)i));
         if (!strstr(r.out, want))
             assert_contains(r.out, named);
     }
@@ -1763,9 +1765,9 @@ static void test_readme_outputs(void **state)
 static void test_fit_command(void **state)
 {
     (void)state;
-    run_result r = cli("fit '%s' --gpus=4 --device_memory=32GiB --context_length=32768 " QWEN_WEIGHTS
-                       " --top=2",
-                       QWEN_MODEL);
+    run_result r = cli(
+        "fit '%s' --gpus=4 --device_memory=32GiB --context_length=32768 " QWEN_WEIGHTS " --top=2",
+        QWEN_MODEL);
     assert_int_equal(r.status, 0);
     assert_string_equal(r.err, "");
     assert_true(starts_with(r.out, "fit        4 GPUs of 34,359,738,368 B (32.00 GiB) x 0.9 = "

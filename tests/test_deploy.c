@@ -1,4 +1,5 @@
-/* Deployment files, flag overrides and option parsing (docs/planning.md, "The deployment file and flags"). */
+/* Deployment files, flag overrides and option parsing (docs/planning.md, "The deployment file and
+ * flags"). */
 #define _POSIX_C_SOURCE 200809L /* mkstemp, fdopen, clock_gettime */
 #include "test_util.h"
 
@@ -1579,7 +1580,8 @@ static void test_empty_lists(void **state)
          17,
          "pp_partition has 0 entries; give one layer count a stage, such as [31, 30], or leave "
          "the key out"},
-        {"parallel: {pp_partition: [ ]}\n", KVSHARD_EPARTITION, 2, 26, "pp_partition has 0 entries"},
+        {"parallel: {pp_partition: [ ]}\n", KVSHARD_EPARTITION, 2, 26,
+         "pp_partition has 0 entries"},
         {"cache:\n  device_memory: 1GiB\n  weights_per_rank: []\n", KVSHARD_EWEIGHTS, 4, 21,
          "weights_per_rank has 0 entries; give one size, or one a stage, such as [17GiB, "
          "16.5GiB], or leave the key out"},
@@ -1618,9 +1620,10 @@ static void test_empty_lists(void **state)
         kvshard_deployment_free(dep);
     }
     /* One entry is a list. */
-    kvshard_deployment *dep = load_text_ok("model: {num_hidden_layers: 4, head_dim: 8, "
-                                           "num_key_value_heads: 1}\nparallel: {pp_partition: [4]}\n",
-                                           NULL);
+    kvshard_deployment *dep =
+        load_text_ok("model: {num_hidden_layers: 4, head_dim: 8, "
+                     "num_key_value_heads: 1}\nparallel: {pp_partition: [4]}\n",
+                     NULL);
     kvshard_options o = KVSHARD_OPTIONS_INIT;
     kvshard_deployment_options(&o, dep);
     assert_int_equal(o.pp_partition_count, 1);
@@ -1764,7 +1767,7 @@ static void test_sentinels_outside_ranges(void **state)
     (void)state;
     size_t checked = 0;
     for (int i = 0; i < KVSHARD__OPT_COUNT; i++, checked++)
-        value_apart(kvshard__option_def((kvshard__option_id)i), NULL, NULL);
+        value_apart(kvshard_options__option_def((kvshard__option_id)i), NULL, NULL);
     for (const kvshard__profile *const *p = kvshard_profiles__all; *p; p++) {
         for (const kvshard_profile__input *in = (*p)->dialect.inputs; in && in->def.name;
              in++, checked++)

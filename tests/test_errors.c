@@ -609,15 +609,15 @@ static void test_depth_limit_exact(void **state)
 static void assert_escape(const char *text, size_t len, const char *want)
 {
     char out[256];
-    size_t n = kvshard__escape(out, sizeof out, text, len);
+    size_t n = kvshard_error__escape(out, sizeof out, text, len);
     if (strcmp(out, want) != 0)
         print_error("escaped \"%s\", expected \"%s\"\n", out, want);
     assert_string_equal(out, want);
     assert_int_equal(n, strlen(want));
-    assert_int_equal(kvshard__escaped_width(text, len), strlen(want));
+    assert_int_equal(kvshard_error__escaped_width(text, len), strlen(want));
     /* Escaped text escapes to itself. */
     char again[256];
-    kvshard__escape(again, sizeof again, out, n);
+    kvshard_error__escape(again, sizeof again, out, n);
     assert_string_equal(again, out);
 }
 
@@ -657,7 +657,7 @@ static void test_escape_hidden_characters(void **state)
 
     /* Cut only between whole escapes: 12 bytes hold "ab" and one escape. */
     char out[12];
-    assert_int_equal(kvshard__escape(out, sizeof out, "ab\xE2\x80\x8B\xE2\x80\x8B", 8), 10);
+    assert_int_equal(kvshard_error__escape(out, sizeof out, "ab\xE2\x80\x8B\xE2\x80\x8B", 8), 10);
     assert_string_equal(out, "ab\\u{200B}");
 }
 
@@ -675,7 +675,7 @@ static void test_shorten_keeps_whole_escapes(void **state)
     }
     memcpy(path + n, "/flags.txt", sizeof "/flags.txt");
     char out[KVSHARD_ERROR_SOURCE_MAX];
-    kvshard__shorten(out, sizeof out, path);
+    kvshard_error__shorten(out, sizeof out, path);
     assert_true(strlen(out) < sizeof out);
     assert_true(strncmp(out, "...", 3) == 0);
     assert_true(ends_with(out, "d\\u{200B}/flags.txt"));
@@ -683,14 +683,14 @@ static void test_shorten_keeps_whole_escapes(void **state)
     assert_int_equal(strlen(out), 3 + 10 + 16 * 9);
     assert_true(strncmp(out + 3, "d\\u{200B}", 9) == 0);
     /* A short path is escaped whole; kvshard_error.source is this form. */
-    kvshard__shorten(out, sizeof out,
+    kvshard_error__shorten(out, sizeof out,
                      "/tmp/a\xE2\x80\xAE"
                      "b");
     assert_string_equal(out, "/tmp/a\\u{202E}b");
     kvshard_error err;
-    kvshard__error_reset(&err);
-    kvshard__fail(&err, KVSHARD_EIO, path, kvshard__no_mark, "x");
-    kvshard__shorten(out, sizeof out, path);
+    kvshard_error__reset(&err);
+    kvshard_error__fail(&err, KVSHARD_EIO, path, kvshard_error__no_mark, "x");
+    kvshard_error__shorten(out, sizeof out, path);
     assert_string_equal(err.source, out);
 }
 
@@ -701,7 +701,7 @@ static void test_diag_names_what_fails(void **state)
     (void)state;
     static const char *const about[] = {"block_size", NULL};
     kvshard_error err;
-    kvshard__error_reset(&err);
+    kvshard_error__reset(&err);
     kvshard_diag__ctx d = kvshard_diag__on(&err);
     assert_ptr_equal(d.err, &err);
     assert_null(d.option);
@@ -715,7 +715,7 @@ static void test_diag_names_what_fails(void **state)
     assert_int_equal(err.line, 0);
     assert_ptr_equal(d.among, about);
     assert_string_equal(d.option, "max_seqs"); /* what the check named stays */
-    /* The first error stays, as with kvshard__fail. */
+    /* The first error stays, as with kvshard_error__fail. */
     assert_int_equal(kvshard_diag__fail(&d, NULL, KVSHARD_ENOBLOCK, "later"), KVSHARD_ENOBLOCK);
     assert_int_equal(err.code, KVSHARD_EOVERFLOW);
     assert_string_equal(err.message, "3 blocks");
@@ -1480,7 +1480,8 @@ static void test_null_everywhere(void **state)
 
     /* Comparisons and the report. */
     kvshard_comparison *c = NULL;
-    assert_int_equal(kvshard_comparison_create(NULL, model, NULL, NULL, NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_comparison_create(NULL, model, NULL, NULL, NULL, &err),
+                     KVSHARD_EINVAL);
     assert_int_equal(kvshard_comparison_create(&c, NULL, NULL, NULL, NULL, &err), KVSHARD_EINVAL);
     assert_int_equal(kvshard_deployment_compare(NULL, dep, &err), KVSHARD_EINVAL);
     assert_int_equal(kvshard_deployment_compare(&c, NULL, &err), KVSHARD_EINVAL);
@@ -1493,7 +1494,8 @@ static void test_null_everywhere(void **state)
     assert_int_equal(kvshard_comparison_write_json(cmp, NULL, NULL), KVSHARD_EINVAL);
     assert_int_equal(kvshard_comparison_write_text(NULL, discard_writer, NULL), KVSHARD_EINVAL);
     assert_int_equal(kvshard_comparison_write_text(cmp, NULL, NULL), KVSHARD_EINVAL);
-    assert_int_equal(kvshard_report_write_html(NULL, cmp, NULL, discard_writer, NULL), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_report_write_html(NULL, cmp, NULL, discard_writer, NULL),
+                     KVSHARD_EINVAL);
     assert_int_equal(kvshard_report_write_html(plan, cmp, NULL, NULL, NULL), KVSHARD_EINVAL);
     assert_int_equal(kvshard_report_write_html(plan, NULL, NULL, discard_writer, NULL), KVSHARD_OK);
 

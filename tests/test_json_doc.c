@@ -28,16 +28,16 @@ static char *exact_copy(const char *text, size_t len)
 
 static int parse_json(kvshard__doc *doc, const char *text, size_t len, kvshard_error *err)
 {
-    kvshard_allocator a = kvshard__allocator_or_default(NULL);
-    kvshard__error_reset(err);
+    kvshard_allocator a = kvshard_alloc__allocator_or_default(NULL);
+    kvshard_error__reset(err);
     return kvshard_json_doc__parse(doc, text, len, "t.json", &a, err);
 }
 
 static int parse_yaml(kvshard__doc *doc, const char *text, size_t len, kvshard_error *err)
 {
-    kvshard_allocator a = kvshard__allocator_or_default(NULL);
-    kvshard__error_reset(err);
-    return kvshard__doc_parse(doc, text, len, "t.json", &a, err);
+    kvshard_allocator a = kvshard_alloc__allocator_or_default(NULL);
+    kvshard_error__reset(err);
+    return kvshard_doc__parse(doc, text, len, "t.json", &a, err);
 }
 
 /* ---- the same tree ---------------------------------------------------------------- */
@@ -55,8 +55,8 @@ static void assert_same_tree(const char *text, size_t len)
     char why[256];
     if (!same_tree(&j, &y, why, sizeof why))
         fail_msg("%.60s: %s", text, why);
-    kvshard__doc_free(&j);
-    kvshard__doc_free(&y);
+    kvshard_tape__doc_free(&j);
+    kvshard_tape__doc_free(&y);
     free(buf);
 }
 
@@ -139,16 +139,16 @@ static void test_same_tree_large(void **state)
     kvshard__doc doc;
     kvshard_error err;
     tu_assert_ok(parse_json(&doc, t, n, &err), &err);
-    kvshard__node root = kvshard__doc_root(&doc), keys, v;
-    assert_true(kvshard__map_get(&doc, &root, "keys", &keys));
+    kvshard__node root = kvshard_tape__doc_root(&doc), keys, v;
+    assert_true(kvshard_tape__map_get(&doc, &root, "keys", &keys));
     assert_int_equal(keys.count, 500);
-    assert_true(kvshard__map_get(&doc, &keys, "key 437", &v));
-    assert_true(kvshard__scalar_is(&v, "437"));
-    assert_false(kvshard__map_get(&doc, &keys, "key 500", &v));
-    assert_true(kvshard__map_get(&doc, &root, "escaped long", &v));
+    assert_true(kvshard_tape__map_get(&doc, &keys, "key 437", &v));
+    assert_true(kvshard_tape__scalar_is(&v, "437"));
+    assert_false(kvshard_tape__map_get(&doc, &keys, "key 500", &v));
+    assert_true(kvshard_tape__map_get(&doc, &root, "escaped long", &v));
     assert_int_equal(v.count, 5000 * 4); /* x, a newline, and é's two bytes */
     assert_memory_equal(v.text, "x\n\xc3\xa9x\n", 6);
-    kvshard__doc_free(&doc);
+    kvshard_tape__doc_free(&doc);
     free(t);
 }
 
@@ -168,20 +168,20 @@ static void test_same_tree_shipped_configs(void **state)
                 continue;
             char path[1024];
             snprintf(path, sizeof path, "%s/%s", dirs[d], e->d_name);
-            kvshard_allocator a = kvshard__allocator_or_default(NULL);
+            kvshard_allocator a = kvshard_alloc__allocator_or_default(NULL);
             char *text = NULL;
             size_t len = 0;
             kvshard_error err;
-            kvshard__error_reset(&err);
-            tu_assert_ok(kvshard__read_file(&text, &len, &a, path, &err), &err);
+            kvshard_error__reset(&err);
+            tu_assert_ok(kvshard_file__read_file(&text, &len, &a, path, &err), &err);
             kvshard__doc y;
             /* Files that libyaml refuses are the loader's tests, not JSON's. */
             if (parse_yaml(&y, text, len, &err) == KVSHARD_OK) {
-                kvshard__doc_free(&y);
+                kvshard_tape__doc_free(&y);
                 assert_same_tree(text, len);
                 files++;
             }
-            kvshard__free(&a, text);
+            kvshard_alloc__free(&a, text);
         }
         closedir(dir);
     }
@@ -197,8 +197,9 @@ static void test_surrogate_pairs(void **state)
     kvshard__doc doc;
     kvshard_error err;
     tu_assert_ok(parse_json(&doc, text, strlen(text), &err), &err);
-    kvshard__node root = kvshard__doc_root(&doc);
-    kvshard__node s0 = kvshard__seq_item(&doc, &root, 0), s1 = kvshard__seq_item(&doc, &root, 1);
+    kvshard__node root = kvshard_tape__doc_root(&doc);
+    kvshard__node s0 = kvshard_tape__seq_item(&doc, &root, 0),
+                  s1 = kvshard_tape__seq_item(&doc, &root, 1);
     assert_int_equal(s0.count, 4);
     assert_memory_equal(s0.text, "\xf0\x9f\x98\x80", 4); /* U+1F600 */
     assert_int_equal(s1.count, 6);
@@ -208,7 +209,7 @@ static void test_surrogate_pairs(void **state)
                         6); /* U+1D11E */
     assert_int_equal(s1.style, KVSHARD__VALUE_QUOTED);
     assert_int_equal(s1.offset, 17);
-    kvshard__doc_free(&doc);
+    kvshard_tape__doc_free(&doc);
 }
 
 /* ---- refusals ---------------------------------------------------------------------- */
@@ -398,7 +399,7 @@ static void test_yaml_line_breaks(void **state)
                          jrc, (size_t)je.offset, je.message);
             assert_int_equal(jrc, KVSHARD_ESYNTAX);
             if (parse_yaml(&y, buf, len, &ye) == KVSHARD_OK)
-                kvshard__doc_free(&y); /* libyaml's own reading; JSON has none */
+                kvshard_tape__doc_free(&y); /* libyaml's own reading; JSON has none */
             free(buf);
             /* Escaped, the same character in both trees. */
             if (p < 4) {
@@ -423,7 +424,7 @@ static void test_header_error_place(void **state)
     memcpy(image + 8, json, len);
     kvshard__safetensors *s = NULL;
     kvshard_error err;
-    kvshard__error_reset(&err);
+    kvshard_error__reset(&err);
     int rc =
         kvshard_safetensors__read_bytes(&s, image, 8 + len, "model.safetensors", NULL, 10, &err);
     assert_int_equal(rc, KVSHARD_ESYNTAX);
@@ -465,7 +466,7 @@ static void test_depth_limit(void **state)
             int rc = parse_json(&doc, t, n, &err);
             if (levels <= KVSHARD_MAX_DEPTH) {
                 tu_assert_ok(rc, &err);
-                kvshard__doc_free(&doc);
+                kvshard_tape__doc_free(&doc);
                 continue;
             }
             /* The 65th opening bracket. */
@@ -502,12 +503,12 @@ static void check_nodes(size_t items)
         assert_non_null(strstr(err.message, "document has more than 8388608 nodes"));
     } else {
         tu_assert_ok(rc, &err);
-        kvshard__node root = kvshard__doc_root(&doc);
+        kvshard__node root = kvshard_tape__doc_root(&doc);
         assert_int_equal(root.count, items);
-        kvshard__node item = kvshard__seq_item(&doc, &root, (uint32_t)(items - 1));
+        kvshard__node item = kvshard_tape__seq_item(&doc, &root, (uint32_t)(items - 1));
         assert_int_equal(item.offset, 1 + 2 * (items - 1));
-        assert_true(kvshard__scalar_is(&item, "0"));
-        kvshard__doc_free(&doc);
+        assert_true(kvshard_tape__scalar_is(&item, "0"));
+        kvshard_tape__doc_free(&doc);
     }
     free(t);
 }
@@ -539,9 +540,9 @@ static void test_size_limit(void **state)
     assert_non_null(strstr(err.message, "the limit is 67108864 bytes"));
     /* At the limit: a number and spaces. */
     tu_assert_ok(parse_json(&doc, t, len - 1, &err), &err);
-    kvshard__node root = kvshard__doc_root(&doc);
-    assert_true(kvshard__scalar_is(&root, "0"));
-    kvshard__doc_free(&doc);
+    kvshard__node root = kvshard_tape__doc_root(&doc);
+    assert_true(kvshard_tape__scalar_is(&root, "0"));
+    kvshard_tape__doc_free(&doc);
     free(t);
 }
 

@@ -955,7 +955,7 @@ static void test_comparison_straddling_groups(void **state)
     kvshard_model_free(model);
 }
 
-/* kvshard__memory_other_group's closed form against every group's union
+/* kvshard_memory__other_group's closed form against every group's union
  * counted from the head rule, for every T up to 240, every H and S
  * dividing it with H and T dividing one another: the first group whose
  * union differs from group 0's (0 for none), and never a third union. */
@@ -974,16 +974,16 @@ static void test_other_group_by_count(void **state)
                 if (T % S != 0)
                     continue;
                 uint32_t first, u0, u, other = 0, high = 0;
-                kvshard__kv_heads(&first, &u0, H, T, 0, S - 1);
+                kvshard_memory__kv_heads(&first, &u0, H, T, 0, S - 1);
                 for (uint32_t g = 1; g < T / S; g++) {
-                    kvshard__kv_heads(&first, &u, H, T, g * S, g * S + S - 1);
+                    kvshard_memory__kv_heads(&first, &u, H, T, g * S, g * S + S - 1);
                     if (u != u0 && other == 0)
                         other = g;
                     if (u != u0)
                         high = high ? high : u;
                     assert_true(u == u0 || u == high); /* two unions at most */
                 }
-                assert_int_equal(kvshard__memory_other_group(&m, T, S), other);
+                assert_int_equal(kvshard_memory__other_group(&m, T, S), other);
                 differ += other != 0;
             }
         }
@@ -991,8 +991,8 @@ static void test_other_group_by_count(void **state)
     assert_true(differ > 0);
     /* Granite at T = 12 (H 4): group 1 = ranks 2, 3 at S = 2; none at 3, 4, 6, 12. */
     m.full.heads = 4;
-    assert_int_equal(kvshard__memory_other_group(&m, 12, 2), 1);
-    assert_int_equal(kvshard__memory_other_group(&m, 12, 4), 0);
+    assert_int_equal(kvshard_memory__other_group(&m, 12, 2), 1);
+    assert_int_equal(kvshard_memory__other_group(&m, 12, 4), 0);
 }
 
 static void *plain_malloc(void *user, size_t size)

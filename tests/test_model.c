@@ -459,18 +459,18 @@ static void test_every_key_round_trips(void **state)
 {
     (void)state;
     for (int k = 0; k < KVSHARD__KEY_COUNT; k++) {
-        const char *name = kvshard__key_name((kvshard__key)k);
+        const char *name = kvshard_reader__key_name((kvshard__key)k);
         size_t len = strlen(name);
-        if (kvshard__key_find(name, len) != (kvshard__key)k)
+        if (kvshard_reader__key_find(name, len) != (kvshard__key)k)
             print_error("key %d \"%s\" is not found by its name\n", k, name);
-        assert_int_equal(kvshard__key_find(name, len), k);
+        assert_int_equal(kvshard_reader__key_find(name, len), k);
         /* One byte short, and with its last byte changed: no key. */
-        assert_int_equal(kvshard__key_find(name, len - 1) == (kvshard__key)k, 0);
+        assert_int_equal(kvshard_reader__key_find(name, len - 1) == (kvshard__key)k, 0);
         char changed[64];
         assert_true(len < sizeof changed);
         memcpy(changed, name, len);
         changed[len - 1] = (char)(changed[len - 1] ^ 0x20);
-        assert_int_not_equal(kvshard__key_find(changed, len), k);
+        assert_int_not_equal(kvshard_reader__key_find(changed, len), k);
     }
 }
 

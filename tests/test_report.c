@@ -293,7 +293,8 @@ static void test_seed_html(void **state)
      * 3,235,725,312 B of scratch, leaving 21,474,836,480 - 2,060,451,840 -
      * 197,493 x 98,304 = 32,768 B. */
     assert_int_equal(count_of(d, "<g class=\"rank\">"), 1);
-    assert_non_null(strstr(d, "<g class=\"rank\"><text x=\"8\" y=\"52\">ranks 0\xE2\x80\x93" "3 (4)</text>"));
+    assert_non_null(strstr(d, "<g class=\"rank\"><text x=\"8\" y=\"52\">ranks 0\xE2\x80\x93"
+                              "3 (4)</text>"));
     assert_non_null(strstr(d, "ranks 0\xE2\x80\x93" "3 (4): state of max_seqs sequences, "
                               "2,060,451,840 B (1.92 GiB)</title>"));
     assert_non_null(strstr(d, "ranks 0\xE2\x80\x93" "3 (4): KV of the layers the rank stores, in "
@@ -568,7 +569,8 @@ static void test_failing_writer(void **state)
     assert_int_equal(kvshard_report_write_html(s.plan, s.cmp, NULL, limited_write, &w), KVSHARD_OK);
     assert_false(w.failed);
     /* Bad arguments. */
-    assert_int_equal(kvshard_report_write_html(NULL, s.cmp, NULL, limited_write, &w), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_report_write_html(NULL, s.cmp, NULL, limited_write, &w),
+                     KVSHARD_EINVAL);
     assert_int_equal(kvshard_report_write_html(s.plan, s.cmp, NULL, NULL, &w), KVSHARD_EINVAL);
     assert_int_equal(kvshard_plan_write_svg(NULL, limited_write, &w), KVSHARD_EINVAL);
     assert_int_equal(kvshard_plan_write_svg(s.plan, NULL, &w), KVSHARD_EINVAL);
@@ -726,7 +728,7 @@ static void test_distinct_ranks(void **state)
     tu_assert_ok(kvshard_deployment_load_file(&dep, path, NULL, &err), &err);
     free(path);
     tu_assert_ok(kvshard_deployment_plan(&plan, dep, &err), &err);
-    kvshard__plan_view v = kvshard__plan_view_of(plan);
+    kvshard__plan_view v = kvshard_plan__view_of(plan);
     kvshard_report__bar bars[8];
     assert_int_equal(kvshard_report__bars(bars, 8, &v), 2);
     assert_int_equal(bars[0].rank, 0);

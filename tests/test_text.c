@@ -273,18 +273,19 @@ static void test_cut_utf8(void **state)
         }
         text[n] = '\0';
         kvshard_error err;
-        kvshard__error_reset(&err);
-        assert_int_equal(kvshard__fail(&err, KVSHARD_ERANGE, "s", kvshard__no_mark, "%s", text),
-                         KVSHARD_ERANGE);
+        kvshard_error__reset(&err);
+        assert_int_equal(
+            kvshard_error__fail(&err, KVSHARD_ERANGE, "s", kvshard_error__no_mark, "%s", text),
+            KVSHARD_ERANGE);
         assert_safe(err.message);
         assert_true(strlen(err.message) >= sizeof err.message - 4);
         assert_null(strstr(err.message, "\\x"));
         /* A control character at the cut is escaped whole or not at all. */
         memset(text, '\a', sizeof text - 1);
         text[sizeof text - 1] = '\0';
-        kvshard__error_reset(&err);
-        kvshard__fail(&err, KVSHARD_ERANGE, "s", kvshard__no_mark, "%.*s", (int)(100 + shift),
-                      text);
+        kvshard_error__reset(&err);
+        kvshard_error__fail(&err, KVSHARD_ERANGE, "s", kvshard_error__no_mark, "%.*s",
+                            (int)(100 + shift), text);
         assert_safe(err.message);
         assert_int_equal(strlen(err.message) % 4, 0);
     }
@@ -429,14 +430,14 @@ static void test_loader_memory_per_node(void **state)
 
 static kvshard_allocator default_alloc(void)
 {
-    return kvshard__allocator_or_default(NULL);
+    return kvshard_alloc__allocator_or_default(NULL);
 }
 
 static int parse_doc(kvshard__doc *doc, const char *text, size_t len, kvshard_error *err)
 {
     kvshard_allocator a = default_alloc();
-    kvshard__error_reset(err);
-    return kvshard__doc_parse(doc, text, len, "t.yaml", &a, err);
+    kvshard_error__reset(err);
+    return kvshard_doc__parse(doc, text, len, "t.yaml", &a, err);
 }
 
 /* Fail unless the error is `code` at line:column (and `offset` unless
@@ -494,15 +495,15 @@ static void test_document_size_at_limit(void **state)
         kvshard_model_free(m);
         kvshard__doc doc;
         tu_assert_ok(parse_doc(&doc, text, len, &err), &err);
-        kvshard__node root = kvshard__doc_root(&doc), v;
-        assert_true(kvshard__map_get(&doc, &root, "layer_types", &v));
+        kvshard__node root = kvshard_tape__doc_root(&doc), v;
+        assert_true(kvshard_tape__map_get(&doc, &root, "layer_types", &v));
         assert_int_equal(v.kind, KVSHARD__NODE_SCALAR);
-        assert_true(kvshard__node_is_null(&v));
+        assert_true(kvshard_tape__node_is_null(&v));
         assert_int_equal(v.offset, len);
-        kvshard__mark mark = kvshard__doc_mark(&doc, v.offset);
+        kvshard__mark mark = kvshard_marks__mark(&doc, v.offset);
         assert_int_equal(mark.line, 7);
         assert_int_equal(mark.column, 13); /* just after "layer_types:" */
-        kvshard__doc_free(&doc);
+        kvshard_tape__doc_free(&doc);
         free(text);
     }
 }
@@ -584,7 +585,7 @@ static void test_depth_exact(void **state)
         int rc = parse_doc(&doc, text, n, &err);
         if (levels <= KVSHARD_MAX_DEPTH) {
             tu_assert_ok(rc, &err);
-            kvshard__doc_free(&doc);
+            kvshard_tape__doc_free(&doc);
         } else {
             assert_error_at(&err, KVSHARD_ELIMIT, 1, (int)levels, levels - 1,
                             "nesting deeper than 64 levels (KVSHARD_MAX_DEPTH)");
@@ -612,15 +613,15 @@ static void test_anchors_exact(void **state)
             continue;
         }
         tu_assert_ok(rc, &err);
-        kvshard__node root = kvshard__doc_root(&doc);
+        kvshard__node root = kvshard_tape__doc_root(&doc);
         assert_int_equal(root.count, count + 3);
-        kvshard__node last = kvshard__seq_item(&doc, &root, count + 1);
-        kvshard__node again = kvshard__seq_item(&doc, &root, count + 2);
+        kvshard__node last = kvshard_tape__seq_item(&doc, &root, count + 1);
+        kvshard__node again = kvshard_tape__seq_item(&doc, &root, count + 2);
         char want[16];
         snprintf(want, sizeof want, "%u", count);
-        assert_true(kvshard__scalar_is(&last, want));
-        assert_true(kvshard__scalar_is(&again, "again"));
-        kvshard__doc_free(&doc);
+        assert_true(kvshard_tape__scalar_is(&last, want));
+        assert_true(kvshard_tape__scalar_is(&again, "again"));
+        kvshard_tape__doc_free(&doc);
     }
 }
 
@@ -672,12 +673,12 @@ static void test_nodes_exact(void **state)
                             "stand for; KVSHARD_MAX_NODES)");
         } else {
             tu_assert_ok(rc, &err);
-            kvshard__node root = kvshard__doc_root(&doc);
+            kvshard__node root = kvshard_tape__doc_root(&doc);
             assert_int_equal(root.count, 1 + 8190 + ones);
-            kvshard__node alias = kvshard__seq_item(&doc, &root, 8190);
+            kvshard__node alias = kvshard_tape__seq_item(&doc, &root, 8190);
             assert_int_equal(alias.kind, KVSHARD__NODE_SEQUENCE);
             assert_int_equal(alias.count, 1023);
-            kvshard__doc_free(&doc);
+            kvshard_tape__doc_free(&doc);
         }
         free(text);
     }
@@ -719,15 +720,15 @@ static void check_list(size_t items)
                         "document has more than 8388608 nodes");
     } else {
         tu_assert_ok(rc, &err);
-        kvshard__node root = kvshard__doc_root(&doc);
+        kvshard__node root = kvshard_tape__doc_root(&doc);
         assert_int_equal(root.count, items);
-        kvshard__node item = kvshard__seq_item(&doc, &root, (uint32_t)(items - 1));
-        assert_true(kvshard__node_is_null(&item));
+        kvshard__node item = kvshard_tape__seq_item(&doc, &root, (uint32_t)(items - 1));
+        assert_true(kvshard_tape__node_is_null(&item));
         assert_int_equal(item.offset, 2 * (items - 1) + 1);
-        kvshard__mark m = kvshard__doc_mark(&doc, item.offset);
+        kvshard__mark m = kvshard_marks__mark(&doc, item.offset);
         assert_int_equal(m.line, (int)items);
         assert_int_equal(m.column, 2);
-        kvshard__doc_free(&doc);
+        kvshard_tape__doc_free(&doc);
     }
     free(text);
 }
@@ -794,18 +795,18 @@ static void check_keys(size_t keys)
                         "document has more than 8388608 nodes");
     } else {
         tu_assert_ok(rc, &err);
-        kvshard__node root = kvshard__doc_root(&doc), v;
+        kvshard__node root = kvshard_tape__doc_root(&doc), v;
         assert_int_equal(root.count, keys);
         char key[5] = {0};
         key4(key, keys - 1);
-        assert_true(kvshard__map_get(&doc, &root, key, &v));
-        assert_true(kvshard__scalar_is(&v, "1"));
+        assert_true(kvshard_tape__map_get(&doc, &root, key, &v));
+        assert_true(kvshard_tape__scalar_is(&v, "1"));
         assert_int_equal(v.offset, value_at);
         key4(key, keys / 2);
-        assert_true(kvshard__map_get(&doc, &root, key, &v));
-        assert_true(kvshard__node_is_null(&v));
-        assert_false(kvshard__map_get(&doc, &root, "zzzzz", &v));
-        kvshard__doc_free(&doc);
+        assert_true(kvshard_tape__map_get(&doc, &root, key, &v));
+        assert_true(kvshard_tape__node_is_null(&v));
+        assert_false(kvshard_tape__map_get(&doc, &root, "zzzzz", &v));
+        kvshard_tape__doc_free(&doc);
     }
     free(text);
 }
@@ -982,20 +983,20 @@ static void test_keys_crowding_known_hash_key(void **state)
         size_t len;
         char *text = keys_config(&len, keys, n, NULL, 0);
         kvshard__doc doc;
-        kvshard__error_reset(&err);
-        tu_assert_ok(kvshard__doc_parse_seeded(&doc, text, len, "keys", &a, seed, &err), &err);
-        kvshard__node root = kvshard__doc_root(&doc), v;
-        assert_int_equal(kvshard__map_sorted(&doc, &root), pass == 1);
+        kvshard_error__reset(&err);
+        tu_assert_ok(kvshard_doc__parse_seeded(&doc, text, len, "keys", &a, seed, &err), &err);
+        kvshard__node root = kvshard_tape__doc_root(&doc), v;
+        assert_int_equal(kvshard_tape__map_sorted(&doc, &root), pass == 1);
         for (size_t i = 0; i < n; i += 997) {
             char want[16];
             snprintf(want, sizeof want, "%zu", i);
-            assert_true(kvshard__map_get(&doc, &root, keys[i], &v));
-            assert_true(kvshard__scalar_is(&v, want));
+            assert_true(kvshard_tape__map_get(&doc, &root, keys[i], &v));
+            assert_true(kvshard_tape__scalar_is(&v, want));
         }
-        assert_true(kvshard__map_get(&doc, &root, "head_dim", &v));
-        assert_true(kvshard__scalar_is(&v, "8"));
-        assert_false(kvshard__map_get(&doc, &root, "kzzzzzzz", &v));
-        kvshard__doc_free(&doc);
+        assert_true(kvshard_tape__map_get(&doc, &root, "head_dim", &v));
+        assert_true(kvshard_tape__scalar_is(&v, "8"));
+        assert_false(kvshard_tape__map_get(&doc, &root, "kzzzzzzz", &v));
+        kvshard_tape__doc_free(&doc);
         free(text);
     }
 
@@ -1011,8 +1012,8 @@ static void test_keys_crowding_known_hash_key(void **state)
         size_t len;
         char *text = keys_config(&len, crafted, n, extra + first, 3 - first);
         kvshard__doc doc;
-        kvshard__error_reset(&err);
-        int rc = kvshard__doc_parse_seeded(&doc, text, len, "keys", &a, seed, &err);
+        kvshard_error__reset(&err);
+        int rc = kvshard_doc__parse_seeded(&doc, text, len, "keys", &a, seed, &err);
         char want[96];
         if (first < 2) {
             size_t of = first == 0 ? 9000 : 5000;
@@ -1063,7 +1064,7 @@ static void test_alias_keys_of_long_texts(void **state)
     kvshard__doc doc;
     kvshard_error err;
     tu_assert_ok(parse_doc(&doc, t, n, &err), &err);
-    kvshard__doc_free(&doc);
+    kvshard_tape__doc_free(&doc);
     /* A plain key of the same text as anchor k02's and then an alias of
      * k02, in an indexed mapping: a duplicate. */
     n -= 2; /* the final "]\n" */
@@ -1102,15 +1103,15 @@ static void test_many_aliases_of_many_anchors(void **state)
     kvshard__doc doc;
     kvshard_error err;
     tu_assert_ok(parse_doc(&doc, t, n, &err), &err);
-    kvshard__node root = kvshard__doc_root(&doc);
+    kvshard__node root = kvshard_tape__doc_root(&doc);
     assert_int_equal(root.count, 256 + aliases);
-    kvshard__doc_free(&doc);
+    kvshard_tape__doc_free(&doc);
     /* The yardstick: as many plain scalars of the same length. */
     for (size_t i = 0; i < aliases; i++)
         memcpy(t + 1 + 256 * 8 + 6 * i, "12345,", 6);
     t[n - 1] = ']';
     tu_assert_ok(parse_doc(&doc, t, n, &err), &err);
-    kvshard__doc_free(&doc);
+    kvshard_tape__doc_free(&doc);
     free(t);
 }
 
@@ -1155,7 +1156,7 @@ static void test_collection_tags(void **state)
         int rc = parse_doc(&doc, cases[i].text, strlen(cases[i].text), &err);
         if (cases[i].code == KVSHARD_OK) {
             tu_assert_ok(rc, &err);
-            kvshard__doc_free(&doc);
+            kvshard_tape__doc_free(&doc);
             continue;
         }
         int line = cases[i].column == 3 ? 2 : 1;
@@ -1187,13 +1188,13 @@ static void test_marks_past_one_pass(void **state)
     kvshard__mark marks[40];
     for (size_t n = 0; n < 40; n++)
         offsets[n] = 8 * (39 - n) + 5;
-    kvshard__doc_marks(&doc, offsets, marks, 40);
+    kvshard_marks__of(&doc, offsets, marks, 40);
     for (size_t n = 0; n < 40; n++) {
         assert_int_equal(marks[n].line, (int)(40 - n));
         assert_int_equal(marks[n].column, 6);
         assert_int_equal(marks[n].offset, offsets[n]);
     }
-    kvshard__doc_free(&doc);
+    kvshard_tape__doc_free(&doc);
 }
 
 int main(void)

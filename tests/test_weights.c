@@ -84,9 +84,9 @@ static void test_size_values(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         uint64_t v = 77;
         kvshard_error err;
-        kvshard__error_reset(&err);
-        int rc = kvshard__parse_size(&v, cases[i].text, strlen(cases[i].text), 0, "memory_per_rank",
-                                     "t", kvshard__no_mark, &err);
+        kvshard_error__reset(&err);
+        int rc = kvshard_scalar__parse_size(&v, cases[i].text, strlen(cases[i].text), 0,
+                                            "memory_per_rank", "t", kvshard_error__no_mark, &err);
         if (rc != KVSHARD_OK || v != cases[i].bytes)
             print_error("%s: rc %d (%s), %llu; expected %llu\n", cases[i].text, rc, err.message,
                         (unsigned long long)v, (unsigned long long)cases[i].bytes);
@@ -155,9 +155,9 @@ static void test_size_errors(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         uint64_t v = 77;
         kvshard_error err;
-        kvshard__error_reset(&err);
+        kvshard_error__reset(&err);
         kvshard__mark at = {3, 20, 40};
-        int rc = kvshard__parse_size(&v, cases[i].text, strlen(cases[i].text), cases[i].min,
+        int rc = kvshard_scalar__parse_size(&v, cases[i].text, strlen(cases[i].text), cases[i].min,
                                      "memory_per_rank", "dep.yaml", at, &err);
         if (rc != cases[i].code)
             print_error("\"%s\": %d (%s)\n", cases[i].text, rc, err.message);
@@ -169,8 +169,9 @@ static void test_size_errors(void **state)
         assert_int_equal(err.line, 3);
         assert_int_equal(err.column, 20);
         /* NULL err gives the same answer */
-        assert_int_equal(kvshard__parse_size(&v, cases[i].text, strlen(cases[i].text), cases[i].min,
-                                             "m", "s", kvshard__no_mark, NULL),
+        assert_int_equal(kvshard_scalar__parse_size(&v, cases[i].text, strlen(cases[i].text),
+                                                    cases[i].min, "m", "s", kvshard_error__no_mark,
+                                                    NULL),
                          cases[i].code);
     }
 }
@@ -489,9 +490,11 @@ static void test_header_errors(void **state)
          "the header is not JSON: expected a JSON value (an object, an array, a string, a "
          "number, true, false or null), found 't'"},
         {"{t: {\"dtype\": \"F16\", \"shape\": [2], \"data_offsets\": [0, 4]}}", UINT64_MAX,
-         KVSHARD_ESYNTAX, "the header is not JSON: expected a key in double quotes or '}', found 't'"},
+         KVSHARD_ESYNTAX,
+         "the header is not JSON: expected a key in double quotes or '}', found 't'"},
         {"{\"t\": {\"dtype\": F16, \"shape\": [2], \"data_offsets\": [0, 4]}}", UINT64_MAX,
-         KVSHARD_ESYNTAX, "the header is not JSON: expected a JSON value (an object, an array, a "
+         KVSHARD_ESYNTAX,
+         "the header is not JSON: expected a JSON value (an object, an array, a "
          "string, a number, true, false or null), found 'F16'"},
         {"{\"t\": {\"dtype\": \"F16\", \"shape\": [2], \"data_offsets\": [0, 4]}, "
          "\"t\": {\"dtype\": \"F16\", \"shape\": [2], \"data_offsets\": [0, 4]}}",
@@ -1314,19 +1317,19 @@ static void test_tiny_stages(void **state)
     out[0].bytes = 7;
     kvshard__wlayout bad = layout;
     bad.tp = 0;
-    kvshard__error_reset(&err);
+    kvshard_error__reset(&err);
     assert_int_equal(kvshard_weights__stages(out, w, &bad, &err), KVSHARD_EINVAL);
     uint32_t three = 3;
     bad = layout;
     bad.stage_layers = &three;
-    kvshard__error_reset(&err);
+    kvshard_error__reset(&err);
     assert_int_equal(kvshard_weights__stages(out, w, &bad, &err), KVSHARD_EINVAL);
     assert_contains(err.message, "the stages hold 3 layers; the model has 4");
     uint32_t zero_first[2] = {0, 4};
     bad = layout;
     bad.pp = 2;
     bad.stage_layers = zero_first;
-    kvshard__error_reset(&err);
+    kvshard_error__reset(&err);
     assert_int_equal(kvshard_weights__stages(out, w, &bad, &err), KVSHARD_EINVAL);
     assert_true(out[0].bytes == 7);
     kvshard_weights__free(w);
@@ -1560,16 +1563,16 @@ static void test_estimate(void **state)
     assert_true(v == 0);
     /* Errors, the output untouched. */
     v = 5;
-    kvshard__error_reset(&err);
+    kvshard_error__reset(&err);
     assert_int_equal(kvshard_weights__estimate(&v, 10, 11, 1, 1, 1, 1, &err), KVSHARD_ERANGE);
     assert_contains(err.message, "weights_experts 11 is above weights_total 10");
-    kvshard__error_reset(&err);
+    kvshard_error__reset(&err);
     assert_int_equal(kvshard_weights__estimate(&v, 10, 1, 2, 1, 1, 1, &err), KVSHARD_EINVAL);
-    kvshard__error_reset(&err);
+    kvshard_error__reset(&err);
     assert_int_equal(kvshard_weights__estimate(&v, 10, 1, 1, 0, 1, 1, &err), KVSHARD_EINVAL);
-    kvshard__error_reset(&err);
+    kvshard_error__reset(&err);
     assert_int_equal(kvshard_weights__estimate(&v, 10, 1, 1, 1, 0, 1, &err), KVSHARD_EINVAL);
-    kvshard__error_reset(&err);
+    kvshard_error__reset(&err);
     assert_int_equal(kvshard_weights__estimate(&v, 10, 1, 1, 1, 1, 0, &err), KVSHARD_EINVAL);
     assert_true(v == 5);
 }
@@ -1618,28 +1621,28 @@ static void test_partition_rules(void **state)
     }
     uint32_t out[4] = {9, 9, 9, 9};
     kvshard_error err;
-    kvshard__error_reset(&err);
+    kvshard_error__reset(&err);
     assert_int_equal(kvshard_partition__by_rule(out, 61, 2, KVSHARD_PP_RULE_EVEN, &err),
                      KVSHARD_EPARTITION);
     assert_contains(err.message, "pp_partition_rule even needs pp_size to divide the 61 decoder "
                                  "layers, and 2 does not");
-    kvshard__error_reset(&err);
+    kvshard_error__reset(&err);
     assert_int_equal(kvshard_partition__by_rule(out, 3, 4, KVSHARD_PP_RULE_VLLM, &err),
                      KVSHARD_EPPLAYERS);
     assert_contains(err.message, "pp_size 4 is above the model's 3 decoder layers");
-    kvshard__error_reset(&err);
+    kvshard_error__reset(&err);
     assert_int_equal(kvshard_partition__by_rule(out, 3, 0, KVSHARD_PP_RULE_VLLM, &err),
                      KVSHARD_EPARALLEL);
     assert_true(out[0] == 9 && out[3] == 9);
     const uint32_t bad[3] = {2, 0, 2};
-    kvshard__error_reset(&err);
+    kvshard_error__reset(&err);
     assert_int_equal(kvshard_partition__check(bad, 3, 4, 2, &err), KVSHARD_EPARTITION);
     assert_contains(err.message, "pp_partition has 3 entries; pp_size is 2");
-    kvshard__error_reset(&err);
+    kvshard_error__reset(&err);
     assert_int_equal(kvshard_partition__check(bad, 3, 4, 3, &err), KVSHARD_EPARTITION);
     assert_contains(err.message, "pp_partition[1] is 0");
     const uint32_t sum[2] = {2, 3};
-    kvshard__error_reset(&err);
+    kvshard_error__reset(&err);
     assert_int_equal(kvshard_partition__check(sum, 2, 4, 2, &err), KVSHARD_EPARTITION);
     assert_contains(err.message, "pp_partition sums to 5 layers; the model has 4");
     assert_string_equal(kvshard_pp_rule_name(KVSHARD_PP_RULE_TRTLLM), "trtllm");

@@ -16,12 +16,12 @@ static void default_free(void *user, void *ptr)
     free(ptr);
 }
 
-bool kvshard__allocator_valid(const kvshard_allocator *allocator)
+bool kvshard_alloc__allocator_valid(const kvshard_allocator *allocator)
 {
     return !allocator || (allocator->malloc_fn && allocator->free_fn);
 }
 
-kvshard_allocator kvshard__allocator_or_default(const kvshard_allocator *allocator)
+kvshard_allocator kvshard_alloc__allocator_or_default(const kvshard_allocator *allocator)
 {
     if (allocator && allocator->malloc_fn && allocator->free_fn)
         return *allocator;
@@ -29,7 +29,7 @@ kvshard_allocator kvshard__allocator_or_default(const kvshard_allocator *allocat
     return a;
 }
 
-void *kvshard__alloc(const kvshard_allocator *a, size_t n, size_t size)
+void *kvshard_alloc__bytes(const kvshard_allocator *a, size_t n, size_t size)
 {
     if (size != 0 && n > SIZE_MAX / size)
         return NULL;
@@ -38,23 +38,23 @@ void *kvshard__alloc(const kvshard_allocator *a, size_t n, size_t size)
     return a->malloc_fn(a->user, total ? total : 1);
 }
 
-void *kvshard__calloc(const kvshard_allocator *a, size_t n, size_t size)
+void *kvshard_alloc__calloc(const kvshard_allocator *a, size_t n, size_t size)
 {
-    void *p = kvshard__alloc(a, n, size);
+    void *p = kvshard_alloc__bytes(a, n, size);
     if (p)
         memset(p, 0, n * size);
     return p;
 }
 
-void kvshard__free(const kvshard_allocator *a, void *p)
+void kvshard_alloc__free(const kvshard_allocator *a, void *p)
 {
     if (p)
         a->free_fn(a->user, p);
 }
 
-char *kvshard__strndup(const kvshard_allocator *a, const char *s, size_t len)
+char *kvshard_alloc__strndup(const kvshard_allocator *a, const char *s, size_t len)
 {
-    char *copy = kvshard__alloc(a, len + 1, 1);
+    char *copy = kvshard_alloc__bytes(a, len + 1, 1);
     if (copy) {
         memcpy(copy, s, len);
         copy[len] = '\0';
@@ -62,7 +62,7 @@ char *kvshard__strndup(const kvshard_allocator *a, const char *s, size_t len)
     return copy;
 }
 
-char *kvshard__strdup(const kvshard_allocator *a, const char *s)
+char *kvshard_alloc__strdup(const kvshard_allocator *a, const char *s)
 {
-    return kvshard__strndup(a, s, strlen(s));
+    return kvshard_alloc__strndup(a, s, strlen(s));
 }

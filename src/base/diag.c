@@ -7,7 +7,7 @@ int kvshard_diag__fail(kvshard_diag__ctx *d, const char *const *among, int code,
     d->among = among;
     va_list ap;
     va_start(ap, fmt);
-    int rc = kvshard__vfail(d->err, code, "", kvshard__no_mark, fmt, ap);
+    int rc = kvshard_error__vfail(d->err, code, "", kvshard_error__no_mark, fmt, ap);
     va_end(ap);
     return rc;
 }

@@ -24,7 +24,7 @@ static inline kvshard_diag__ctx kvshard_diag__on(kvshard_error *err)
     return d;
 }
 
-/* Record an error with no source, as kvshard__fail does, about one of
+/* Record an error with no source, as kvshard_error__fail does, about one of
  * `among`. Returns code. */
 int kvshard_diag__fail(kvshard_diag__ctx *d, const char *const *among, int code, const char *fmt,
                        ...) KVSHARD__PRINTF(4, 5);

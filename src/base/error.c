@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-const kvshard__mark kvshard__no_mark = {0, 0, 0};
+const kvshard__mark kvshard_error__no_mark = {0, 0, 0};
 
 const char *kvshard_strerror(int code)
 {
@@ -53,7 +53,7 @@ const char *kvshard_strerror(int code)
     }
 }
 
-size_t kvshard__utf8_char(const unsigned char *p, size_t left)
+size_t kvshard_error__utf8_char(const unsigned char *p, size_t left)
 {
     unsigned char c = p[0];
     size_t n;
@@ -133,7 +133,7 @@ static bool is_hidden(uint32_t cp)
     return false;
 }
 
-/* How kvshard__escape shows the text at `p`: sets *bytes to the input bytes
+/* How kvshard_error__escape shows the text at `p`: sets *bytes to the input bytes
  * of the next character and returns the width it takes in the output; the
  * escape goes to `esc` (at least KVSHARD__ESCAPE_WIDEST + 1 bytes), or
  * esc[0] is '\0' when the character is copied as it is. */
@@ -141,7 +141,7 @@ static bool is_hidden(uint32_t cp)
 static size_t show_char(char *esc, const unsigned char *p, size_t left, size_t *bytes)
 {
     static const char hex[] = "0123456789ABCDEF";
-    size_t n = kvshard__utf8_char(p, left);
+    size_t n = kvshard_error__utf8_char(p, left);
     /* C0 controls, DEL, and the C1 controls U+0080..U+009F (C2 80..9F). */
     bool control = n == 1 ? (p[0] < 0x20 || p[0] == 0x7F) : (n == 2 && p[0] == 0xC2 && p[1] < 0xA0);
     esc[0] = '\0';
@@ -169,7 +169,7 @@ static size_t show_char(char *esc, const unsigned char *p, size_t left, size_t *
     return (size_t)w;
 }
 
-size_t kvshard__escape(char *out, size_t cap, const char *text, size_t len)
+size_t kvshard_error__escape(char *out, size_t cap, const char *text, size_t len)
 {
     const unsigned char *p = (const unsigned char *)text;
     size_t o = 0;
@@ -192,7 +192,7 @@ size_t kvshard__escape(char *out, size_t cap, const char *text, size_t len)
     return o;
 }
 
-size_t kvshard__escaped_width(const char *text, size_t len)
+size_t kvshard_error__escaped_width(const char *text, size_t len)
 {
     const unsigned char *p = (const unsigned char *)text;
     size_t width = 0;
@@ -205,7 +205,7 @@ size_t kvshard__escaped_width(const char *text, size_t len)
     return width;
 }
 
-void kvshard__excerpt(char *out, size_t cap, const char *text, size_t len, size_t max)
+void kvshard_error__excerpt(char *out, size_t cap, const char *text, size_t len, size_t max)
 {
     size_t take = len;
     if (take > max) {
@@ -214,12 +214,12 @@ void kvshard__excerpt(char *out, size_t cap, const char *text, size_t len, size_
         while (take > 0 && ((unsigned char)text[take] & 0xC0) == 0x80)
             take--;
     }
-    size_t o = kvshard__escape(out, cap > 3 ? cap - 3 : cap, text, take);
+    size_t o = kvshard_error__escape(out, cap > 3 ? cap - 3 : cap, text, take);
     if (take < len && o + 4 <= cap)
         memcpy(out + o, "...", 4);
 }
 
-void kvshard__error_reset(kvshard_error *err)
+void kvshard_error__reset(kvshard_error *err)
 {
     /* The fields and two empty strings, not the whole struct: every call
      * clears it, and the strings are read only up to their end. */
@@ -233,14 +233,14 @@ void kvshard__error_reset(kvshard_error *err)
     err->message[0] = '\0';
 }
 
-void kvshard__shorten(char *out, size_t cap, const char *text)
+void kvshard_error__shorten(char *out, size_t cap, const char *text)
 {
     if (cap == 0)
         return;
     size_t len = strlen(text);
-    size_t total = kvshard__escaped_width(text, len);
+    size_t total = kvshard_error__escaped_width(text, len);
     if (total < cap || cap < 8) {
-        kvshard__escape(out, cap, text, len);
+        kvshard_error__escape(out, cap, text, len);
         return;
     }
     /* Keep the tail of a long path: it names the file; the head is context.
@@ -255,36 +255,36 @@ void kvshard__shorten(char *out, size_t cap, const char *text)
         i += n;
     }
     memcpy(out, "...", 3);
-    kvshard__escape(out + 3, cap - 3, text + i, len - i);
+    kvshard_error__escape(out + 3, cap - 3, text + i, len - i);
 }
 
-void kvshard__error_locate(kvshard_error *err, const char *source, kvshard__mark mark)
+void kvshard_error__locate(kvshard_error *err, const char *source, kvshard__mark mark)
 {
     if (!err)
         return;
     err->line = mark.line;
     err->column = mark.column;
     err->offset = mark.offset;
-    kvshard__shorten(err->source, sizeof err->source, source ? source : "");
+    kvshard_error__shorten(err->source, sizeof err->source, source ? source : "");
 }
 
-int kvshard__fail(kvshard_error *err, int code, const char *source, kvshard__mark mark,
+int kvshard_error__fail(kvshard_error *err, int code, const char *source, kvshard__mark mark,
                   const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    int rc = kvshard__vfail(err, code, source, mark, fmt, ap);
+    int rc = kvshard_error__vfail(err, code, source, mark, fmt, ap);
     va_end(ap);
     return rc;
 }
 
-int kvshard__vfail(kvshard_error *err, int code, const char *source, kvshard__mark mark,
+int kvshard_error__vfail(kvshard_error *err, int code, const char *source, kvshard__mark mark,
                    const char *fmt, va_list ap)
 {
     if (!err || err->code != KVSHARD_OK)
         return code;
     err->code = code;
-    kvshard__error_locate(err, source, mark);
+    kvshard_error__locate(err, source, mark);
     char raw[KVSHARD_ERROR_MESSAGE_MAX];
     int n = vsnprintf(raw, sizeof raw, fmt, ap);
     size_t len = n < 0 ? 0 : (size_t)n < sizeof raw ? (size_t)n : sizeof raw - 1;
@@ -294,9 +294,9 @@ int kvshard__vfail(kvshard_error *err, int code, const char *source, kvshard__ma
         while (start > 0 && len - start < 4 && ((unsigned char)raw[start - 1] & 0xC0) == 0x80)
             start--;
         if (start > 0 && (unsigned char)raw[start - 1] >= 0xC0 &&
-            kvshard__utf8_char((const unsigned char *)raw + start - 1, len - start + 1) == 0)
+            kvshard_error__utf8_char((const unsigned char *)raw + start - 1, len - start + 1) == 0)
             len = start - 1;
     }
-    kvshard__escape(err->message, sizeof err->message, raw, len);
+    kvshard_error__escape(err->message, sizeof err->message, raw, len);
     return code;
 }

@@ -20,12 +20,12 @@ typedef struct kvshard__mark {
 } kvshard__mark;
 
 /* No position: the error is about a value, not a place in a text. */
-extern const kvshard__mark kvshard__no_mark;
+extern const kvshard__mark kvshard_error__no_mark;
 
 /* Length of the valid UTF-8 character at `p` (at most `left` bytes), or 0
  * when the bytes there are not one (overlong forms and surrogates count as
  * invalid). */
-size_t kvshard__utf8_char(const unsigned char *p, size_t left);
+size_t kvshard_error__utf8_char(const unsigned char *p, size_t left);
 
 /* Copy `len` bytes of text into `out` (NUL-terminated, at most `cap` bytes),
  * safe to print: the one escape every message of the library and the CLI
@@ -38,30 +38,30 @@ size_t kvshard__utf8_char(const unsigned char *p, size_t left);
  * byte order mark U+FEFF, variation selectors, fillers, tags: the table in
  * error.c) become \u{XXXX}. Escaped text escapes to itself. The text is cut
  * only between characters. Returns the bytes written. */
-size_t kvshard__escape(char *out, size_t cap, const char *text, size_t len);
+size_t kvshard_error__escape(char *out, size_t cap, const char *text, size_t len);
 
-/* The bytes kvshard__escape would write for the whole text. */
-size_t kvshard__escaped_width(const char *text, size_t len);
+/* The bytes kvshard_error__escape would write for the whole text. */
+size_t kvshard_error__escaped_width(const char *text, size_t len);
 
 /* `text` (NUL-terminated) escaped into `out`; when it does not fit in `cap`
  * bytes, "..." and the longest tail that does, cut before a whole character:
  * a path's tail names the file. The form of kvshard_error.source. */
-void kvshard__shorten(char *out, size_t cap, const char *text);
+void kvshard_error__shorten(char *out, size_t cap, const char *text);
 
 /* An escaped excerpt of at most `max` input bytes for a message, with "..."
  * when the text is longer. */
-void kvshard__excerpt(char *out, size_t cap, const char *text, size_t len, size_t max);
+void kvshard_error__excerpt(char *out, size_t cap, const char *text, size_t len, size_t max);
 
 /* Record an error unless `err` is NULL or already holds one; the message and
- * source are escaped as kvshard__escape does. Returns code. */
-int kvshard__fail(kvshard_error *err, int code, const char *source, kvshard__mark mark,
+ * source are escaped as kvshard_error__escape does. Returns code. */
+int kvshard_error__fail(kvshard_error *err, int code, const char *source, kvshard__mark mark,
                   const char *fmt, ...) KVSHARD__PRINTF(5, 6);
-/* kvshard__fail with a va_list. */
-int kvshard__vfail(kvshard_error *err, int code, const char *source, kvshard__mark mark,
+/* kvshard_error__fail with a va_list. */
+int kvshard_error__vfail(kvshard_error *err, int code, const char *source, kvshard__mark mark,
                    const char *fmt, va_list ap) KVSHARD__PRINTF(5, 0);
 /* Clear an error before a call writes into it. */
-void kvshard__error_reset(kvshard_error *err);
+void kvshard_error__reset(kvshard_error *err);
 /* Point an existing error at another place (its code and message stay). */
-void kvshard__error_locate(kvshard_error *err, const char *source, kvshard__mark mark);
+void kvshard_error__locate(kvshard_error *err, const char *source, kvshard__mark mark);
 
 #endif /* KVSHARD_BASE_ERROR_H */

@@ -17,7 +17,7 @@ typedef struct loader {
     kvshard_error *err;
 } loader;
 
-bool kvshard__option_is_list(kvshard__option_id id)
+bool kvshard_deploy__option_is_list(kvshard__option_id id)
 {
     return id == KVSHARD__OPT_PP_PARTITION || id == KVSHARD__OPT_WEIGHTS_PER_RANK;
 }
@@ -29,10 +29,10 @@ static int parse_entry(const kvshard__deployment_values *into, kvshard__option_i
                        const char *source, kvshard__mark mark, kvshard_error *err)
 {
     char what[48];
-    snprintf(what, sizeof what, "%s[%u]", kvshard__option_name(id), n);
+    snprintf(what, sizeof what, "%s[%u]", kvshard_options__option_name(id), n);
     if (id == KVSHARD__OPT_PP_PARTITION) {
         uint64_t v;
-        int rc = kvshard__parse_uint(&v, text, len, 0, UINT32_MAX, what, source, mark, err);
+        int rc = kvshard_scalar__parse_uint(&v, text, len, 0, UINT32_MAX, what, source, mark, err);
         if (rc == KVSHARD_OK)
             into->lists->pp_counts[n] = (uint32_t)v;
         return rc;
@@ -61,10 +61,10 @@ static void set_list(const kvshard__deployment_values *into, kvshard__option_id 
 static int too_long(kvshard_error *err, kvshard__option_id id, const char *source,
                     kvshard__mark mark)
 {
-    return kvshard__fail(err,
+    return kvshard_error__fail(err,
                          id == KVSHARD__OPT_PP_PARTITION ? KVSHARD_EPARTITION : KVSHARD_EWEIGHTS,
                          source, mark, "%s has more than %u entries (KVSHARD_MAX_PP_PARTITION)",
-                         kvshard__option_name(id), KVSHARD_MAX_PP_PARTITION);
+                         kvshard_options__option_name(id), KVSHARD_MAX_PP_PARTITION);
 }
 
 /* An empty list is no list left out: it gives no stage its layers or its
@@ -75,16 +75,16 @@ static int empty_list(kvshard_error *err, kvshard__option_id id, bool text, cons
                       kvshard__mark mark)
 {
     bool pp = id == KVSHARD__OPT_PP_PARTITION;
-    return kvshard__fail(err, pp ? KVSHARD_EPARTITION : KVSHARD_EWEIGHTS, source, mark,
+    return kvshard_error__fail(err, pp ? KVSHARD_EPARTITION : KVSHARD_EWEIGHTS, source, mark,
                          "%s has 0 entries; give %s, such as %s, or leave %s out",
-                         kvshard__option_name(id),
+                         kvshard_options__option_name(id),
                          pp ? "one layer count a stage" : "one size, or one a stage",
                          pp ? (text ? "31,30" : "[31, 30]")
                             : (text ? "17GiB,16.5GiB" : "[17GiB, 16.5GiB]"),
                          text ? "it" : "the key");
 }
 
-int kvshard__assign_list(const kvshard__deployment_values *into, kvshard__option_id id,
+int kvshard_deploy__assign_list(const kvshard__deployment_values *into, kvshard__option_id id,
                          const char *text, size_t len, const char *source, kvshard__mark mark,
                          kvshard_error *err)
 {
@@ -125,20 +125,20 @@ int kvshard__assign_list(const kvshard__deployment_values *into, kvshard__option
     return KVSHARD_OK;
 }
 
-int kvshard__deployment_assign(const kvshard__deployment_values *into, kvshard__deploy_key key,
-                               const char *value, size_t len, kvshard__value_style style,
-                               const char *source, kvshard__mark mark, bool override,
-                               kvshard_error *err)
+int kvshard_deploy__deployment_assign(const kvshard__deployment_values *into,
+                                      kvshard__deploy_key key, const char *value, size_t len,
+                                      kvshard__value_style style, const char *source,
+                                      kvshard__mark mark, bool override, kvshard_error *err)
 {
     if (key.option == KVSHARD__OPT_COUNT)
         return kvshard_settings__assign(into->settings, key.setting, value, len, style, source,
                                         mark, override, err);
     int rc;
-    if (kvshard__option_is_list(key.option)) {
-        rc = kvshard__assign_list(into, key.option, value, len, source, mark, err);
+    if (kvshard_deploy__option_is_list(key.option)) {
+        rc = kvshard_deploy__assign_list(into, key.option, value, len, source, mark, err);
     } else {
-        rc = kvshard__option_parse(into->options, into->explore, key.option, value, len, style,
-                                   key.words, source, mark, err);
+        rc = kvshard_options__option_parse(into->options, into->explore, key.option, value, len,
+                                           style, key.words, source, mark, err);
     }
     if (rc)
         return rc;
@@ -146,16 +146,16 @@ int kvshard__deployment_assign(const kvshard__deployment_values *into, kvshard__
     site->set = true;
     site->override = override;
     site->mark = mark;
-    kvshard__shorten(site->source, sizeof site->source, source);
+    kvshard_error__shorten(site->source, sizeof site->source, source);
     return KVSHARD_OK;
 }
 
-bool kvshard__deployment_site(const kvshard_deployment *deployment, const char *name,
+bool kvshard_deploy__deployment_site(const kvshard_deployment *deployment, const char *name,
                               const char **source, kvshard__mark *mark, bool *override)
 {
     for (int i = 0; i < KVSHARD__OPT_COUNT; i++) {
         const kvshard__option_site *site = &deployment->sites[i];
-        if (site->set && strcmp(kvshard__option_name((kvshard__option_id)i), name) == 0) {
+        if (site->set && strcmp(kvshard_options__option_name((kvshard__option_id)i), name) == 0) {
             *source = site->source;
             *mark = site->mark;
             *override = site->override;
@@ -177,7 +177,7 @@ static int read_list(loader *l, kvshard__option_id id, const kvshard__node *list
 {
     const kvshard__doc *doc = l->doc;
     kvshard_deployment *dep = l->dep;
-    kvshard__mark at = kvshard__doc_mark(doc, list->offset);
+    kvshard__mark at = kvshard_marks__mark(doc, list->offset);
     if (list->count > KVSHARD_MAX_PP_PARTITION)
         return too_long(l->err, id, doc->source, at);
     if (list->count == 0)
@@ -185,26 +185,26 @@ static int read_list(loader *l, kvshard__option_id id, const kvshard__node *list
     kvshard__deployment_values into = {&dep->options, &dep->explore, dep->sites, dep->settings,
                                        &dep->lists};
     uint32_t n = 0;
-    kvshard__iter it = kvshard__iter_begin(doc, list);
+    kvshard__iter it = kvshard_tape__iter_begin(doc, list);
     kvshard__node item = {0};
-    while (kvshard__iter_next(doc, &it, &item)) {
+    while (kvshard_tape__iter_next(doc, &it, &item)) {
         char what[48];
-        snprintf(what, sizeof what, "%s[%u]", kvshard__option_name(id), n);
+        snprintf(what, sizeof what, "%s[%u]", kvshard_options__option_name(id), n);
         int rc;
         if (id == KVSHARD__OPT_PP_PARTITION) {
             uint64_t v;
-            rc = kvshard__node_uint(&v, doc, &item, what, 0, UINT32_MAX, l->err);
+            rc = kvshard_tape__node_uint(&v, doc, &item, what, 0, UINT32_MAX, l->err);
             if (rc == KVSHARD_OK)
                 dep->lists.pp_counts[n] = (uint32_t)v;
         } else if (item.kind != KVSHARD__NODE_SCALAR || item.tag == KVSHARD__TAG_FLOAT) {
             /* A size is an integer or has a unit: 8.5 alone is no size. */
             char desc[160];
-            kvshard__node_describe(desc, sizeof desc, &item);
-            rc = kvshard__doc_fail(doc, l->err, KVSHARD_ETYPE, &item,
+            kvshard_tape__node_describe(desc, sizeof desc, &item);
+            rc = kvshard_marks__fail(doc, l->err, KVSHARD_ETYPE, &item,
                                    "%s: expected a size such as \"17GiB\", found %s", what, desc);
         } else {
             rc = parse_entry(&into, id, n, item.text, item.count, item.style, doc->source,
-                             kvshard__doc_mark(doc, item.offset), l->err);
+                             kvshard_marks__mark(doc, item.offset), l->err);
         }
         if (rc)
             return rc;
@@ -215,52 +215,53 @@ static int read_list(loader *l, kvshard__option_id id, const kvshard__node *list
     site->set = true;
     site->override = false;
     site->mark = at;
-    kvshard__shorten(site->source, sizeof site->source, doc->source);
+    kvshard_error__shorten(site->source, sizeof site->source, doc->source);
     return KVSHARD_OK;
 }
 
 static int read_section(loader *l, const kvshard__node *section, kvshard__section which)
 {
     const kvshard__doc *doc = l->doc;
-    const char *name = kvshard__section_name(which);
-    if (kvshard__node_is_null(section))
+    const char *name = kvshard_options__section_name(which);
+    if (kvshard_tape__node_is_null(section))
         return KVSHARD_OK;
-    int rc = kvshard__node_expect(doc, section, KVSHARD__NODE_MAPPING, name, l->err);
+    int rc = kvshard_tape__node_expect(doc, section, KVSHARD__NODE_MAPPING, name, l->err);
     if (rc)
         return rc;
-    kvshard__iter it = kvshard__iter_begin(doc, section);
+    kvshard__iter it = kvshard_tape__iter_begin(doc, section);
     kvshard__node k = {0}, v = {0};
-    while (kvshard__iter_next(doc, &it, &k) && kvshard__iter_next(doc, &it, &v)) {
+    while (kvshard_tape__iter_next(doc, &it, &k) && kvshard_tape__iter_next(doc, &it, &v)) {
         char shown[96];
-        kvshard__deploy_key key = kvshard__key_lookup(k.text, k.count, NULL);
+        kvshard__deploy_key key = kvshard_options__key_lookup(k.text, k.count, NULL);
         /* Settings, the inputs of engine profiles, are cache keys, except
          * the engines' parallel sizes (whose floor of 1 is a rule of its
          * own), which stay beside kvshard's in parallel:. */
-        kvshard__section home = key.option != KVSHARD__OPT_COUNT ? kvshard__option_section(key.option)
+        kvshard__section home = key.option != KVSHARD__OPT_COUNT
+                                    ? kvshard_options__option_section(key.option)
                                 : key.setting && key.setting->def.below_min == KVSHARD_EPARALLEL
                                     ? KVSHARD__SECTION_PARALLEL
                                     : KVSHARD__SECTION_CACHE;
         if (!kvshard__key_known(key) || home != which) {
-            kvshard__excerpt(shown, sizeof shown, k.text, k.count, 64);
+            kvshard_error__excerpt(shown, sizeof shown, k.text, k.count, 64);
             char near[80];
             if (!kvshard__key_known(key) &&
                 kvshard_options__key_nearest(near, sizeof near, k.text, k.count, which))
-                return kvshard__doc_fail(doc, l->err, KVSHARD_EUNKNOWNKEY, &k,
+                return kvshard_marks__fail(doc, l->err, KVSHARD_EUNKNOWNKEY, &k,
                                          "unknown key \"%s\" in %s (did you mean %s?)", shown, name,
                                          near);
             if (!kvshard__key_known(key))
-                return kvshard__doc_fail(doc, l->err, KVSHARD_EUNKNOWNKEY, &k,
+                return kvshard_marks__fail(doc, l->err, KVSHARD_EUNKNOWNKEY, &k,
                                          "unknown key \"%s\" in %s", shown, name);
-            return kvshard__doc_fail(doc, l->err, KVSHARD_EUNKNOWNKEY, &k,
+            return kvshard_marks__fail(doc, l->err, KVSHARD_EUNKNOWNKEY, &k,
                                      "unknown key \"%s\" in %s (it belongs in %s)", shown, name,
-                                     kvshard__section_name(home));
+                                     kvshard_options__section_name(home));
         }
         if (key.option == KVSHARD__OPT_PP_PARTITION) {
             /* A file lists the counts; only the flag spells them "31,30". */
             if (v.kind != KVSHARD__NODE_SEQUENCE) {
                 char desc[160];
-                kvshard__node_describe(desc, sizeof desc, &v);
-                return kvshard__doc_fail(doc, l->err, KVSHARD_ETYPE, &v,
+                kvshard_tape__node_describe(desc, sizeof desc, &v);
+                return kvshard_marks__fail(doc, l->err, KVSHARD_ETYPE, &v,
                                          "pp_partition: expected a list of layer counts such as "
                                          "[31, 30], found %s",
                                          desc);
@@ -276,10 +277,10 @@ static int read_section(loader *l, const kvshard__node *section, kvshard__sectio
             continue;
         }
         bool object = key.setting && key.setting->def.type == KVSHARD__VT_OBJECT;
-        if (v.kind != KVSHARD__NODE_SCALAR || kvshard__node_is_null(&v)) {
+        if (v.kind != KVSHARD__NODE_SCALAR || kvshard_tape__node_is_null(&v)) {
             char desc[160];
-            kvshard__node_describe(desc, sizeof desc, &v);
-            return kvshard__doc_fail(doc, l->err, KVSHARD_ETYPE, &v,
+            kvshard_tape__node_describe(desc, sizeof desc, &v);
+            return kvshard_marks__fail(doc, l->err, KVSHARD_ETYPE, &v,
                                      "%s: expected a value, found %s%s", kvshard__key_name_of(key),
                                      desc,
                                      object ? " (write the JSON object as one quoted string, "
@@ -287,20 +288,20 @@ static int read_section(loader *l, const kvshard__node *section, kvshard__sectio
                                             : "");
         }
         kvshard_value__type type = key.setting ? key.setting->def.type
-                                   : kvshard__option_is_list(key.option)
+                                   : kvshard_deploy__option_is_list(key.option)
                                        ? KVSHARD__VT_U32
-                                       : kvshard__option_def(key.option)->type;
+                                       : kvshard_options__option_def(key.option)->type;
         bool decimal = type == KVSHARD__VT_FRACTION || type == KVSHARD__VT_DECIMAL ||
                        type == KVSHARD__VT_TEXT;
         if (v.tag == KVSHARD__TAG_FLOAT && !kvshard__key_is_bool(key) && !decimal)
-            return kvshard__doc_fail(doc, l->err, KVSHARD_ETYPE, &v,
+            return kvshard_marks__fail(doc, l->err, KVSHARD_ETYPE, &v,
                                      "%s: expected an integer or a word, found a !!float",
                                      kvshard__key_name_of(key));
-        kvshard__mark mark = kvshard__doc_mark(doc, v.offset);
+        kvshard__mark mark = kvshard_marks__mark(doc, v.offset);
         kvshard__deployment_values into = {&l->dep->options, &l->dep->explore, l->dep->sites,
                                            l->dep->settings, &l->dep->lists};
-        if ((rc = kvshard__deployment_assign(&into, key, v.text, v.count, v.style, doc->source,
-                                             mark, false, l->err)) != 0)
+        if ((rc = kvshard_deploy__deployment_assign(&into, key, v.text, v.count, v.style,
+                                                    doc->source, mark, false, l->err)) != 0)
             return rc;
     }
     return KVSHARD_OK;
@@ -312,16 +313,16 @@ static int load_model_path(loader *l, const kvshard__node *v)
     const kvshard__doc *doc = l->doc;
     const char *rel;
     size_t rel_len;
-    int rc = kvshard__node_string(&rel, &rel_len, doc, v, "model", l->err);
+    int rc = kvshard_tape__node_string(&rel, &rel_len, doc, v, "model", l->err);
     if (rc)
         return rc;
     if (rel_len == 0)
-        return kvshard__doc_fail(doc, l->err, KVSHARD_ERANGE, v, "model: expected a file path");
+        return kvshard_marks__fail(doc, l->err, KVSHARD_ERANGE, v, "model: expected a file path");
     bool relative = rel[0] != '/' && l->base_dir && l->base_dir[0];
     size_t base_len = relative ? strlen(l->base_dir) : 0;
-    char *path = kvshard__alloc(a, base_len + 1 + rel_len + 1, 1);
+    char *path = kvshard_alloc__bytes(a, base_len + 1 + rel_len + 1, 1);
     if (!path)
-        return kvshard__doc_fail(doc, l->err, KVSHARD_ENOMEM, v, "out of memory");
+        return kvshard_marks__fail(doc, l->err, KVSHARD_ENOMEM, v, "out of memory");
     if (relative)
         snprintf(path, base_len + rel_len + 2, "%s/%.*s", l->base_dir, (int)rel_len, rel);
     else {
@@ -329,39 +330,39 @@ static int load_model_path(loader *l, const kvshard__node *v)
         path[rel_len] = '\0';
     }
     kvshard_error model_err;
-    kvshard__error_reset(&model_err);
-    rc = kvshard__model_load_path(&l->dep->model, path, a, &model_err);
+    kvshard_error__reset(&model_err);
+    rc = kvshard_model__load_path(&l->dep->model, path, a, &model_err);
     if (rc == KVSHARD_EIO || rc == KVSHARD_ENOMEM) {
         /* Point at the `model:` line: that is what the user has to fix. */
-        kvshard__doc_fail(doc, l->err, rc, v, "model file %s: %s", model_err.source,
+        kvshard_marks__fail(doc, l->err, rc, v, "model file %s: %s", model_err.source,
                           model_err.message);
     } else if (rc && l->err && l->err->code == KVSHARD_OK) {
         *l->err = model_err; /* an error inside the model file points there */
     }
-    kvshard__free(a, path);
+    kvshard_alloc__free(a, path);
     return rc;
 }
 
 static int read_deployment(loader *l, const kvshard__node *root)
 {
     const kvshard__doc *doc = l->doc;
-    kvshard__iter it = kvshard__iter_begin(doc, root);
+    kvshard__iter it = kvshard_tape__iter_begin(doc, root);
     kvshard__node k = {0}, v = {0};
-    while (kvshard__iter_next(doc, &it, &k) && kvshard__iter_next(doc, &it, &v)) {
+    while (kvshard_tape__iter_next(doc, &it, &k) && kvshard_tape__iter_next(doc, &it, &v)) {
         int rc;
-        if (kvshard__scalar_is(&k, "model")) {
+        if (kvshard_tape__scalar_is(&k, "model")) {
             if (v.kind == KVSHARD__NODE_MAPPING)
-                rc = kvshard__model_from_node(&l->dep->model, doc, &v, &l->dep->alloc, l->err);
+                rc = kvshard_model__from_node(&l->dep->model, doc, &v, &l->dep->alloc, l->err);
             else
                 rc = load_model_path(l, &v);
-        } else if (kvshard__scalar_is(&k, "parallel")) {
+        } else if (kvshard_tape__scalar_is(&k, "parallel")) {
             rc = read_section(l, &v, KVSHARD__SECTION_PARALLEL);
-        } else if (kvshard__scalar_is(&k, "cache")) {
+        } else if (kvshard_tape__scalar_is(&k, "cache")) {
             rc = read_section(l, &v, KVSHARD__SECTION_CACHE);
         } else {
             char shown[96];
-            kvshard__excerpt(shown, sizeof shown, k.text, k.count, 64);
-            rc = kvshard__doc_fail(doc, l->err, KVSHARD_EUNKNOWNKEY, &k,
+            kvshard_error__excerpt(shown, sizeof shown, k.text, k.count, 64);
+            rc = kvshard_marks__fail(doc, l->err, KVSHARD_EUNKNOWNKEY, &k,
                                    "unknown key \"%s\" (a deployment has model, parallel and "
                                    "cache)",
                                    shown);
@@ -375,24 +376,24 @@ static int read_deployment(loader *l, const kvshard__node *root)
 static bool is_bare_model(const kvshard__doc *doc, const kvshard__node *root)
 {
     kvshard__node v = {0}, tc = {0};
-    if (kvshard__map_get(doc, root, "num_hidden_layers", &v))
+    if (kvshard_tape__map_get(doc, root, "num_hidden_layers", &v))
         return true;
-    return kvshard__map_get(doc, root, "text_config", &tc) &&
-           kvshard__map_get(doc, &tc, "num_hidden_layers", &v);
+    return kvshard_tape__map_get(doc, root, "text_config", &tc) &&
+           kvshard_tape__map_get(doc, &tc, "num_hidden_layers", &v);
 }
 
 static kvshard_deployment *new_deployment(const kvshard_allocator *a, const char *source,
                                           const kvshard_settings *settings)
 {
-    kvshard_deployment *dep = kvshard__calloc(a, 1, sizeof *dep);
+    kvshard_deployment *dep = kvshard_alloc__calloc(a, 1, sizeof *dep);
     if (!dep)
         return NULL;
-    dep->source = kvshard__strdup(a, source);
+    dep->source = kvshard_alloc__strdup(a, source);
     dep->settings = kvshard_settings__copy(settings, a);
     if (!dep->source || !dep->settings) {
         kvshard_settings_free(dep->settings);
-        kvshard__free(a, dep->source);
-        kvshard__free(a, dep);
+        kvshard_alloc__free(a, dep->source);
+        kvshard_alloc__free(a, dep);
         return NULL;
     }
     dep->alloc = *a;
@@ -405,33 +406,34 @@ static int load(kvshard_deployment **out, const char *text, size_t len, const ch
                 kvshard_error *err)
 {
     kvshard__doc doc;
-    int rc = kvshard__doc_parse(&doc, text, len, source, a, err);
+    int rc = kvshard_doc__parse(&doc, text, len, source, a, err);
     if (rc)
         return rc;
     kvshard_deployment *dep = new_deployment(a, source, NULL);
     if (!dep) {
-        kvshard__doc_free(&doc);
-        return kvshard__fail(err, KVSHARD_ENOMEM, source, kvshard__no_mark, "out of memory");
+        kvshard_tape__doc_free(&doc);
+        return kvshard_error__fail(err, KVSHARD_ENOMEM, source, kvshard_error__no_mark,
+                                   "out of memory");
     }
     loader l = {&doc, base_dir, dep, err};
-    kvshard__node root = kvshard__doc_root(&doc), model;
+    kvshard__node root = kvshard_tape__doc_root(&doc), model;
     if (root.kind != KVSHARD__NODE_MAPPING) {
         /* The contents of a file that is not a config are not echoed. */
-        rc = kvshard__doc_fail(&doc, err, KVSHARD_ETYPE, &root,
+        rc = kvshard_marks__fail(&doc, err, KVSHARD_ETYPE, &root,
                                "deployment: expected a mapping, found %s",
                                root.kind == KVSHARD__NODE_SEQUENCE ? "a list" : "a scalar");
-    } else if (kvshard__map_get(&doc, &root, "model", &model)) {
+    } else if (kvshard_tape__map_get(&doc, &root, "model", &model)) {
         rc = read_deployment(&l, &root);
     } else if (is_bare_model(&doc, &root)) {
-        rc = kvshard__model_from_node(&dep->model, &doc, &root, a, err);
+        rc = kvshard_model__from_node(&dep->model, &doc, &root, a, err);
         if (rc == KVSHARD_OK)
             dep->model->from_file = from_file; /* its weights sit beside it */
     } else {
-        rc = kvshard__doc_fail(&doc, err, KVSHARD_EMISSING, &root,
+        rc = kvshard_marks__fail(&doc, err, KVSHARD_EMISSING, &root,
                                "missing key \"model\": this is neither a deployment (it has no "
                                "model) nor a model config (it has no num_hidden_layers)");
     }
-    kvshard__doc_free(&doc);
+    kvshard_tape__doc_free(&doc);
     if (rc) {
         kvshard_deployment_free(dep);
         return rc;
@@ -447,7 +449,7 @@ static char *dir_of(const kvshard_allocator *a, const char *path, bool *failed)
     *failed = false;
     if (!slash)
         return NULL;
-    char *dir = kvshard__strndup(a, path, slash == path ? 1 : (size_t)(slash - path));
+    char *dir = kvshard_alloc__strndup(a, path, slash == path ? 1 : (size_t)(slash - path));
     *failed = dir == NULL;
     return dir;
 }
@@ -456,23 +458,24 @@ int kvshard_deployment_load_file(kvshard_deployment **out, const char *path,
                                  const kvshard_load_options *options, kvshard_error *err)
 {
     kvshard_allocator a;
-    int rc = kvshard__begin_load(&a, out && path, "out and path", options, err);
+    int rc = kvshard_load__begin_load(&a, out && path, "out and path", options, err);
     if (rc)
         return rc;
     char *file = NULL, *text = NULL, *dir = NULL;
     size_t len;
     bool failed = false;
-    if ((rc = kvshard__config_path(&file, &a, path, err)) == KVSHARD_OK &&
-        (rc = kvshard__read_file(&text, &len, &a, file, err)) == KVSHARD_OK) {
+    if ((rc = kvshard_file__config_path(&file, &a, path, err)) == KVSHARD_OK &&
+        (rc = kvshard_file__read_file(&text, &len, &a, file, err)) == KVSHARD_OK) {
         dir = dir_of(&a, file, &failed);
         if (failed)
-            rc = kvshard__fail(err, KVSHARD_ENOMEM, file, kvshard__no_mark, "out of memory");
+            rc = kvshard_error__fail(err, KVSHARD_ENOMEM, file, kvshard_error__no_mark,
+                                     "out of memory");
         else
             rc = load(out, text, len, file, dir, true, &a, err);
     }
-    kvshard__free(&a, dir);
-    kvshard__free(&a, text);
-    kvshard__free(&a, file);
+    kvshard_alloc__free(&a, dir);
+    kvshard_alloc__free(&a, text);
+    kvshard_alloc__free(&a, file);
     return rc;
 }
 
@@ -481,7 +484,7 @@ int kvshard_deployment_load_string(kvshard_deployment **out, const char *text, s
                                    const kvshard_load_options *options, kvshard_error *err)
 {
     kvshard_allocator a;
-    int rc = kvshard__begin_load(&a, out && text, "out and text", options, err);
+    int rc = kvshard_load__begin_load(&a, out && text, "out and text", options, err);
     if (rc)
         return rc;
     return load(out, text, len, name ? name : "<string>", base_dir, false, &a, err);
@@ -492,13 +495,14 @@ int kvshard_deployment_create(kvshard_deployment **out, kvshard_model *model,
 {
     int rc = kvshard_call__begin(err, out && model, "out and model");
     if (rc == KVSHARD_OK && options)
-        rc = kvshard__options_check(options, err);
+        rc = kvshard_options__check(options, err);
     if (rc)
         return rc;
     kvshard_deployment *dep =
         new_deployment(&model->alloc, "options", options ? options->settings : NULL);
     if (!dep)
-        return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+        return kvshard_error__fail(err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
+                                   "out of memory");
     if (options) {
         dep->options = *options;
         if (options->pp_partition_count)
@@ -521,12 +525,12 @@ void kvshard_deployment_free(kvshard_deployment *deployment)
         return;
     kvshard_allocator a = deployment->alloc;
     for (size_t i = 0; i < deployment->skipped_count; i++)
-        kvshard__free(&a, deployment->skipped[i].text);
-    kvshard__free(&a, deployment->skipped);
+        kvshard_alloc__free(&a, deployment->skipped[i].text);
+    kvshard_alloc__free(&a, deployment->skipped);
     kvshard_model_free(deployment->model);
     kvshard_settings_free(deployment->settings);
-    kvshard__free(&a, deployment->source);
-    kvshard__free(&a, deployment);
+    kvshard_alloc__free(&a, deployment->source);
+    kvshard_alloc__free(&a, deployment);
 }
 
 const kvshard_model *kvshard_deployment_model(const kvshard_deployment *deployment)
@@ -534,7 +538,7 @@ const kvshard_model *kvshard_deployment_model(const kvshard_deployment *deployme
     return deployment ? deployment->model : NULL;
 }
 
-kvshard_options kvshard__deployment_options(const kvshard_deployment *deployment)
+kvshard_options kvshard_deploy__deployment_options(const kvshard_deployment *deployment)
 {
     kvshard_options o;
     memcpy(&o, &deployment->options, sizeof o); /* its padding too: callers compare bytes */
@@ -563,24 +567,24 @@ int kvshard_deployment_set(kvshard_deployment *deployment, const char *key, cons
     if (rc)
         return rc;
     const char *from = origin ? origin : "override";
-    kvshard__deploy_key ref =
-        kvshard__key_lookup(key, strlen(key), kvshard_profiles__of(deployment->options.engine));
+    kvshard__deploy_key ref = kvshard_options__key_lookup(
+        key, strlen(key), kvshard_profiles__of(deployment->options.engine));
     if (!kvshard__key_known(ref)) {
         char shown[96];
-        kvshard__excerpt(shown, sizeof shown, key, strlen(key), 64);
+        kvshard_error__excerpt(shown, sizeof shown, key, strlen(key), 64);
         const kvshard__profile *p = kvshard_profiles__of(deployment->options.engine);
         kvshard_options__nearest n;
         kvshard_options__nearest_begin(&n, key, strlen(key),
                                        p->dialect.flag_style == KVSHARD_PROFILE__ARGPARSE);
         kvshard_options__offer_flags(&n, p);
         const char *near = kvshard_options__nearest_found(&n);
-        return kvshard__fail(err, KVSHARD_EUNKNOWNKEY, from, kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_EUNKNOWNKEY, from, kvshard_error__no_mark,
                              "unknown option \"%s\"%s%s%s", shown, near ? " (did you mean " : "",
                              near ? near : "", near ? "?)" : "");
     }
     kvshard__deployment_values into = {&deployment->options, &deployment->explore,
                                        deployment->sites, deployment->settings,
                                        &deployment->lists};
-    return kvshard__deployment_assign(&into, ref, value, strlen(value), KVSHARD__VALUE_FLAG, from,
-                                      kvshard__no_mark, true, err);
+    return kvshard_deploy__deployment_assign(&into, ref, value, strlen(value), KVSHARD__VALUE_FLAG,
+                                             from, kvshard_error__no_mark, true, err);
 }

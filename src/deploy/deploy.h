@@ -13,7 +13,7 @@ typedef struct kvshard__option_site {
     bool override; /* set by a flag or an API call, after the file */
     kvshard__mark mark;
     /* The file or origin, shortened from the front as an error's source
-     * is (kvshard__shorten): an error pointed here names it as every
+     * is (kvshard_error__shorten): an error pointed here names it as every
      * message about that file does. */
     char source[KVSHARD_ERROR_SOURCE_MAX];
 } kvshard__option_site;
@@ -44,7 +44,7 @@ struct kvshard_deployment {
     char *source;
     kvshard__option_site sites[KVSHARD__OPT_COUNT];
     /* The entries of the list options; the options' pointers point here
-     * only in the options handed out (kvshard__deployment_options()). */
+     * only in the options handed out (kvshard_deploy__deployment_options()). */
     kvshard__lists lists;
     /* Every argument skipped so far, each once, in the order first seen:
      * its plans warn flags_ignored naming them. */
@@ -57,7 +57,7 @@ struct kvshard_deployment {
 
 /* The deployment's options as a plan takes them: its settings and its
  * pp_partition entries borrowed from it. */
-kvshard_options kvshard__deployment_options(const kvshard_deployment *deployment);
+kvshard_options kvshard_deploy__deployment_options(const kvshard_deployment *deployment);
 
 /* What a change to a deployment writes into: copies of its options, sites
  * and settings, so that a batch of changes lands all or nothing. */
@@ -70,24 +70,24 @@ typedef struct kvshard__deployment_values {
 } kvshard__deployment_values;
 
 /* Whether option `id` is a list the deployment keeps the entries of. */
-bool kvshard__option_is_list(kvshard__option_id id);
+bool kvshard_deploy__option_is_list(kvshard__option_id id);
 
 /* A list option given as text ("31,30", "17GiB, 16.5GiB"): at most
  * KVSHARD_MAX_PP_PARTITION entries into the values' list of `id`, and the
  * options' count and pointer. */
-int kvshard__assign_list(const kvshard__deployment_values *into, kvshard__option_id id,
+int kvshard_deploy__assign_list(const kvshard__deployment_values *into, kvshard__option_id id,
                          const char *text, size_t len, const char *source, kvshard__mark mark,
                          kvshard_error *err);
 
 /* Parse `value` for the option or setting `key` and record where it was set. */
-int kvshard__deployment_assign(const kvshard__deployment_values *into, kvshard__deploy_key key,
-                               const char *value, size_t len, kvshard__value_style style,
-                               const char *source, kvshard__mark mark, bool override,
-                               kvshard_error *err);
+int kvshard_deploy__deployment_assign(const kvshard__deployment_values *into,
+                                      kvshard__deploy_key key, const char *value, size_t len,
+                                      kvshard__value_style style, const char *source,
+                                      kvshard__mark mark, bool override, kvshard_error *err);
 
 /* The site of the option or setting `name` when it was set: its source and
  * mark, and whether a flag or call set it. */
-bool kvshard__deployment_site(const kvshard_deployment *deployment, const char *name,
+bool kvshard_deploy__deployment_site(const kvshard_deployment *deployment, const char *name,
                               const char **source, kvshard__mark *mark, bool *override);
 
 #endif /* KVSHARD_DEPLOY_DEPLOY_H */

@@ -81,7 +81,7 @@ typedef struct flag_list {
 
 static int nomem(flag_list *l)
 {
-    return kvshard__fail(l->err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+    return kvshard_error__fail(l->err, KVSHARD_ENOMEM, "", kvshard_error__no_mark, "out of memory");
 }
 
 /* Append to a growing array of `size`-byte items (flags or text pointers). */
@@ -90,12 +90,12 @@ static int grow(flag_list *l, void **items, size_t *cap, size_t count, size_t si
     if (count < *cap)
         return KVSHARD_OK;
     size_t n = *cap ? *cap * 2 : 16;
-    void *grown = kvshard__alloc(&l->alloc, n, size);
+    void *grown = kvshard_alloc__bytes(&l->alloc, n, size);
     if (!grown)
         return nomem(l);
     if (count)
         memcpy(grown, *items, count * size);
-    kvshard__free(&l->alloc, *items);
+    kvshard_alloc__free(&l->alloc, *items);
     *items = grown;
     *cap = n;
     return KVSHARD_OK;
@@ -107,7 +107,7 @@ static int keep_text(flag_list *l, char *text)
     int rc = grow(l, &items, &l->text_cap, l->text_count, sizeof *l->texts);
     l->texts = items;
     if (rc) {
-        kvshard__free(&l->alloc, text);
+        kvshard_alloc__free(&l->alloc, text);
         return rc;
     }
     l->texts[l->text_count++] = text;
@@ -124,7 +124,7 @@ static int keep_flag(const char **out, flag_list *l, const char *text, size_t le
     int rc;
     char *copy;
     if (len >= ARENA_BLOCK / 4) {
-        if (!(copy = kvshard__strndup(&l->alloc, text, len)))
+        if (!(copy = kvshard_alloc__strndup(&l->alloc, text, len)))
             return nomem(l);
         if ((rc = keep_text(l, copy)) != 0)
             return rc;
@@ -132,7 +132,7 @@ static int keep_flag(const char **out, flag_list *l, const char *text, size_t le
         return KVSHARD_OK;
     }
     if (!l->arena || l->arena_cap - l->arena_used < len + 1) {
-        char *block = kvshard__alloc(&l->alloc, ARENA_BLOCK, 1);
+        char *block = kvshard_alloc__bytes(&l->alloc, ARENA_BLOCK, 1);
         if (!block)
             return nomem(l);
         if ((rc = keep_text(l, block)) != 0)
@@ -181,7 +181,7 @@ static int flag_fail(flag_list *l, const flag *f, int code, const char *fmt, ...
     const char *origin = origin_of(buf, sizeof buf, f);
     va_list ap;
     va_start(ap, fmt);
-    int rc = kvshard__vfail(l->err, code, origin, f->mark, fmt, ap);
+    int rc = kvshard_error__vfail(l->err, code, origin, f->mark, fmt, ap);
     va_end(ap);
     return rc;
 }
@@ -193,7 +193,8 @@ static int expand(flag_list *l, const char *text, size_t len, const char *file, 
  * says where the --flagfile flag stands. */
 static void shown_path(char *out, size_t cap, const char *path)
 {
-    kvshard__shorten(out, cap < KVSHARD_ERROR_SOURCE_MAX ? cap : KVSHARD_ERROR_SOURCE_MAX, path);
+    kvshard_error__shorten(out, cap < KVSHARD_ERROR_SOURCE_MAX ? cap : KVSHARD_ERROR_SOURCE_MAX,
+                           path);
 }
 
 static int too_many_bytes(flag_list *l, const flag *f, const char *path, unsigned long long size)
@@ -225,10 +226,10 @@ static int read_lines(flag_list *l, const char *text, size_t len, const char *na
             const char *nul = memchr(text + a, '\0', b - a);
             if (nul) {
                 char shown[96];
-                kvshard__excerpt(shown, sizeof shown, text + a, b - a, 64);
+                kvshard_error__excerpt(shown, sizeof shown, text + a, b - a, 64);
                 size_t at = (size_t)(nul - text);
                 kvshard__mark m = {line, (int)(at - i) + 1, at};
-                return kvshard__fail(l->err, KVSHARD_ETYPE, name, m,
+                return kvshard_error__fail(l->err, KVSHARD_ETYPE, name, m,
                                      "the flag \"%s\" holds a NUL character (\\x00), which no "
                                      "flag may hold",
                                      shown);
@@ -261,7 +262,7 @@ static int read_flagfile(flag_list *l, const flag *f, int depth)
                          KVSHARD_FLAGS__MAX_DEPTH);
     /* The path as written, however long: too long a name is the system's
      * to refuse, and the error then says so. */
-    char *name = kvshard__strndup(&l->alloc, f->value, f->value_len);
+    char *name = kvshard_alloc__strndup(&l->alloc, f->value, f->value_len);
     int rc;
     if (!name)
         return nomem(l);
@@ -284,19 +285,19 @@ static int read_flagfile(flag_list *l, const flag *f, int depth)
     char *text = NULL;
     size_t len;
     kvshard_error read_err;
-    kvshard__error_reset(&read_err);
-    rc = kvshard__read_file(&text, &len, &l->alloc, name, &read_err);
+    kvshard_error__reset(&read_err);
+    rc = kvshard_file__read_file(&text, &len, &l->alloc, name, &read_err);
     if (rc)
         return flag_fail(l, f, rc, "--flagfile=%s: %s", read_err.source, read_err.message);
     if (len > left) { /* it grew, or its size was not known (/proc) */
-        kvshard__free(&l->alloc, text);
+        kvshard_alloc__free(&l->alloc, text);
         return too_many_bytes(l, f, name, (unsigned long long)len);
     }
     l->bytes += len;
     if (l->on_file)
         l->on_file(l->user, name);
     rc = read_lines(l, text, len, name, depth);
-    kvshard__free(&l->alloc, text);
+    kvshard_alloc__free(&l->alloc, text);
     return rc;
 }
 
@@ -304,13 +305,13 @@ static int read_flagfile(flag_list *l, const flag *f, int depth)
 static int not_a_flag(flag_list *l, const flag *f)
 {
     char shown[96];
-    kvshard__excerpt(shown, sizeof shown, f->text, f->len, 64);
+    kvshard_error__excerpt(shown, sizeof shown, f->text, f->len, 64);
     const char *origin = f->file ? f->file : "command line";
     /* An editor's byte order mark is not skipped: the engine reading the
      * same file would not skip it either. */
     bool bom = f->file && f->mark.offset == 0 && f->len >= 3 &&
                memcmp(f->text, "\xEF\xBB\xBF", 3) == 0;
-    return kvshard__fail(l->err, KVSHARD_EUNKNOWNKEY, origin, f->mark,
+    return kvshard_error__fail(l->err, KVSHARD_EUNKNOWNKEY, origin, f->mark,
                          "\"%s\" is not a flag (flags look like --key=value%s)", shown,
                          bom ? "; the file starts with a UTF-8 byte order mark: save it "
                                "without one"
@@ -346,7 +347,7 @@ static int expand(flag_list *l, const char *text, size_t len, const char *file, 
             f.value = eq + 1;
             f.value_len = len - dashes - f.name_len - 1;
         }
-        if (kvshard__text_is(f.name, f.name_len, "flagfile")) {
+        if (kvshard_text__is(f.name, f.name_len, "flagfile")) {
             if (eq)
                 return read_flagfile(l, &f, depth);
             l->flagfile_waits = true;
@@ -372,10 +373,10 @@ static int expand(flag_list *l, const char *text, size_t len, const char *file, 
 static void free_list(flag_list *l)
 {
     for (size_t i = 0; i < l->text_count; i++)
-        kvshard__free(&l->alloc, l->texts[i]);
-    kvshard__free(&l->alloc, l->texts);
-    kvshard__free(&l->alloc, l->items);
-    kvshard__free(&l->alloc, l->skips);
+        kvshard_alloc__free(&l->alloc, l->texts[i]);
+    kvshard_alloc__free(&l->alloc, l->texts);
+    kvshard_alloc__free(&l->alloc, l->items);
+    kvshard_alloc__free(&l->alloc, l->skips);
 }
 
 /* A token a flag may take as its value: no flag, and before any `--`. */
@@ -402,7 +403,7 @@ static int skip(flag_list *l, const flag *f)
 
 static bool name_is(const flag *f, const char *name)
 {
-    return f->is_flag && kvshard__text_is(f->name, f->name_len, name);
+    return f->is_flag && kvshard_text__is(f->name, f->name_len, name);
 }
 
 /* The kvshard name of --ignore_unknown_flags in either spelling. */
@@ -415,7 +416,7 @@ static bool is_ignore_flag(const flag *f)
  * (argparse) for booleans; *negated when the no- form gave it. */
 static kvshard__deploy_key key_of(const flag *f, const kvshard__profile *profile, bool *negated)
 {
-    kvshard__deploy_key key = kvshard__key_lookup(f->name, f->name_len, profile);
+    kvshard__deploy_key key = kvshard_options__key_lookup(f->name, f->name_len, profile);
     *negated = false;
     if (kvshard__key_known(key) || f->value)
         return key;
@@ -427,7 +428,8 @@ static kvshard__deploy_key key_of(const flag *f, const kvshard__profile *profile
     else if (!argparse && f->name_len > 2 && f->name[0] == 'n' && f->name[1] == 'o')
         skip = 2;
     if (skip) {
-        kvshard__deploy_key neg = kvshard__key_lookup(f->name + skip, f->name_len - skip, profile);
+        kvshard__deploy_key neg =
+            kvshard_options__key_lookup(f->name + skip, f->name_len - skip, profile);
         if (kvshard__key_known(neg) && kvshard__key_is_bool(neg)) {
             *negated = true;
             return neg;
@@ -470,7 +472,7 @@ typedef struct spelled {
 /* The row of the input `key` sets in the table of spellings: kvshard's
  * options, then the profile's own settings, *row. False for a setting
  * outside the profile's table (not reached: under an argparse profile
- * kvshard__key_lookup gives a flag a setting of that table). */
+ * kvshard_options__key_lookup gives a flag a setting of that table). */
 static bool input_row(size_t *row, const kvshard__profile *p, kvshard__deploy_key key)
 {
     *row = (size_t)key.option;
@@ -495,12 +497,13 @@ static size_t input_rows(const kvshard__profile *p)
 /* The value `text` gives `key`, parsed as the flag would set it. */
 static bool parse_for(kvshard_value *out, kvshard__deploy_key key, const char *text, size_t len)
 {
-    kvshard_value__def def = key.option != KVSHARD__OPT_COUNT ? *kvshard__option_def(key.option)
-                                                              : key.setting->def;
+    kvshard_value__def def = key.option != KVSHARD__OPT_COUNT
+                                 ? *kvshard_options__option_def(key.option)
+                                 : key.setting->def;
     if (key.words && def.type == KVSHARD__VT_WORD)
         def.words = key.words;
-    return kvshard_value__parse(out, &def, text, len, KVSHARD__VALUE_FLAG, "", kvshard__no_mark,
-                                NULL) == KVSHARD_OK;
+    return kvshard_value__parse(out, &def, text, len, KVSHARD__VALUE_FLAG, "",
+                                kvshard_error__no_mark, NULL) == KVSHARD_OK;
 }
 
 /* Refuse `now` when the earlier flag `a` of another spelling gives its
@@ -510,14 +513,14 @@ static int agree(flag_list *l, const applied *a, const applied *now)
     kvshard_flags__compared++;
     kvshard_value x, y;
     const kvshard_value__def *def = now->key.option != KVSHARD__OPT_COUNT
-                                        ? kvshard__option_def(now->key.option)
+                                        ? kvshard_options__option_def(now->key.option)
                                         : &now->key.setting->def;
     if (parse_for(&x, a->key, a->value, a->value_len) &&
         parse_for(&y, now->key, now->value, now->value_len) && kvshard_value__equal(def, x, y))
         return KVSHARD_OK;
     char first[96], second[96];
-    kvshard__excerpt(first, sizeof first, a->value, a->value_len, 48);
-    kvshard__excerpt(second, sizeof second, now->value, now->value_len, 48);
+    kvshard_error__excerpt(first, sizeof first, a->value, a->value_len, 48);
+    kvshard_error__excerpt(second, sizeof second, now->value, now->value_len, 48);
     return flag_fail(l, now->f, KVSHARD_EDUPKEY,
                      "--%.*s %s and --%.*s %s give %s two values; give one of them",
                      (int)(a->f->name_len > 64 ? 64 : a->f->name_len), a->f->name, first,
@@ -638,7 +641,7 @@ static bool nearest_flag(char *out, size_t cap, const flag_list *l, const flag *
 static int unknown_flag(flag_list *l, const flag *f, const kvshard__profile *profile)
 {
     char shown[96], near[80];
-    kvshard__excerpt(shown, sizeof shown, f->name, f->name_len, 64);
+    kvshard_error__excerpt(shown, sizeof shown, f->name, f->name_len, 64);
     const kvshard__profile *owner = owner_of(f, profile);
     if (owner)
         return flag_fail(l, f, KVSHARD_EUNKNOWNKEY,
@@ -680,7 +683,7 @@ static int needs_value(flag_list *l, const flag *f)
 static int bool_apart(flag_list *l, const flag *f, const flag *value)
 {
     char shown[96];
-    kvshard__excerpt(shown, sizeof shown, value->text, value->len, 16);
+    kvshard_error__excerpt(shown, sizeof shown, value->text, value->len, 16);
     return flag_fail(l, f, KVSHARD_ETYPE,
                      "--%.*s %s: a boolean flag takes its value after '=' (--%.*s=%s); bare, it "
                      "is true",
@@ -700,8 +703,8 @@ static int apply(flag_list *l, const kvshard__deployment_values *into)
         size_t len = e->value ? e->value_len : value_token ? value_token->len : 0;
         if (!value)
             return needs_value(l, e);
-        kvshard__deploy_key key = kvshard__key_lookup("engine", 6, NULL);
-        int rc = kvshard__deployment_assign(into, key, value, len, KVSHARD__VALUE_FLAG,
+        kvshard__deploy_key key = kvshard_options__key_lookup("engine", 6, NULL);
+        int rc = kvshard_deploy__deployment_assign(into, key, value, len, KVSHARD__VALUE_FLAG,
                                             origin_of(buf, sizeof buf, e), value_mark(e), true,
                                             l->err);
         if (rc)
@@ -715,7 +718,7 @@ static int apply(flag_list *l, const kvshard__deployment_values *into)
     spelled *inputs = NULL;
     if (argparse) {
         size_t rows = input_rows(profile);
-        if (!(inputs = kvshard__alloc(&l->alloc, rows, sizeof *inputs)))
+        if (!(inputs = kvshard_alloc__bytes(&l->alloc, rows, sizeof *inputs)))
             return nomem(l);
         memset(inputs, 0, rows * sizeof *inputs);
     }
@@ -786,8 +789,8 @@ static int apply(flag_list *l, const kvshard__deployment_values *into)
         if (argparse && (rc = check_spellings(l, done, &inputs[row], &now)) != 0)
             break;
         const char *origin = origin_of(buf, sizeof buf, f);
-        rc = kvshard__deployment_assign(into, key, value, value_len, KVSHARD__VALUE_FLAG, origin,
-                                        mark, true, l->err);
+        rc = kvshard_deploy__deployment_assign(into, key, value, value_len, KVSHARD__VALUE_FLAG,
+                                               origin, mark, true, l->err);
         if (rc || !argparse || !spelled_keeps(&inputs[row], done, &now))
             continue;
         void *items = done;
@@ -797,8 +800,8 @@ static int apply(flag_list *l, const kvshard__deployment_values *into)
         done[done_count++] = now;
         spelled_add(&inputs[row], done, done_count);
     }
-    kvshard__free(&l->alloc, done);
-    kvshard__free(&l->alloc, inputs);
+    kvshard_alloc__free(&l->alloc, done);
+    kvshard_alloc__free(&l->alloc, inputs);
     return rc;
 }
 
@@ -825,11 +828,11 @@ static int merge_skipped(kvshard__skipped **out, size_t *out_count, flag_list *l
     size_t cap = dep->skipped_count + l->skip_count, n = dep->skipped_count, slots = 16;
     while (slots < 2 * cap)
         slots *= 2;
-    kvshard__skipped *all = kvshard__alloc(&l->alloc, cap, sizeof *all);
-    size_t *table = kvshard__alloc(&l->alloc, slots, sizeof *table); /* index + 1; 0: empty */
+    kvshard__skipped *all = kvshard_alloc__bytes(&l->alloc, cap, sizeof *all);
+    size_t *table = kvshard_alloc__bytes(&l->alloc, slots, sizeof *table); /* index + 1; 0: empty */
     if (!all || !table) {
-        kvshard__free(&l->alloc, all);
-        kvshard__free(&l->alloc, table);
+        kvshard_alloc__free(&l->alloc, all);
+        kvshard_alloc__free(&l->alloc, table);
         return nomem(l);
     }
     memset(table, 0, slots * sizeof *table);
@@ -848,7 +851,7 @@ static int merge_skipped(kvshard__skipped **out, size_t *out_count, flag_list *l
         for (; table[at] && !seen; at = (at + 1) & (slots - 1)) {
             kvshard_hash__probes++;
             const kvshard__skipped *e = &all[table[at] - 1];
-            seen = e->positional == positional && kvshard__text_is(text, len, e->text);
+            seen = e->positional == positional && kvshard_text__is(text, len, e->text);
         }
         if (seen)
             continue;
@@ -856,7 +859,7 @@ static int merge_skipped(kvshard__skipped **out, size_t *out_count, flag_list *l
             table[at] = i + 1;
             continue;
         }
-        char *copy = kvshard__strndup(&l->alloc, text, len);
+        char *copy = kvshard_alloc__strndup(&l->alloc, text, len);
         if (!copy) {
             rc = nomem(l);
             break;
@@ -866,11 +869,11 @@ static int merge_skipped(kvshard__skipped **out, size_t *out_count, flag_list *l
         all[n].engine = engine;
         table[at] = ++n;
     }
-    kvshard__free(&l->alloc, table);
+    kvshard_alloc__free(&l->alloc, table);
     if (rc) {
         for (size_t j = dep->skipped_count; j < n; j++)
-            kvshard__free(&l->alloc, all[j].text);
-        kvshard__free(&l->alloc, all);
+            kvshard_alloc__free(&l->alloc, all[j].text);
+        kvshard_alloc__free(&l->alloc, all);
         return rc;
     }
     *out = all;
@@ -937,9 +940,9 @@ int kvshard_deployment_apply_args_with(kvshard_deployment *deployment, size_t co
     }
     unsigned flags = o.flags;
     const char *const *also_known = o.caller_flags;
-    kvshard__error_reset(err);
+    kvshard_error__reset(err);
     if (!deployment || (count && !args))
-        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_EINVAL, "", kvshard_error__no_mark,
                              "deployment and args must not be NULL");
     flag_list l;
     memset(&l, 0, sizeof l);
@@ -953,10 +956,11 @@ int kvshard_deployment_apply_args_with(kvshard_deployment *deployment, size_t co
     int rc = KVSHARD_OK;
     for (size_t i = 0; i < count && rc == KVSHARD_OK; i++) {
         if (!args[i]) {
-            rc = kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark, "args[%zu] is NULL", i);
+            rc = kvshard_error__fail(err, KVSHARD_EINVAL, "", kvshard_error__no_mark,
+                                     "args[%zu] is NULL", i);
             break;
         }
-        rc = expand(&l, args[i], strlen(args[i]), NULL, kvshard__no_mark, 0);
+        rc = expand(&l, args[i], strlen(args[i]), NULL, kvshard_error__no_mark, 0);
     }
     if (rc == KVSHARD_OK && l.flagfile_waits)
         rc = flag_fail(&l, &l.flagfile, KVSHARD_ERANGE, "--flagfile needs a file name");
@@ -991,7 +995,8 @@ int kvshard_deployment_apply_args_with(kvshard_deployment *deployment, size_t co
         kvshard__skipped *skipped = NULL;
         size_t skipped_count = 0;
         rc = settings ? apply(&l, &into)
-                      : kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+                      : kvshard_error__fail(err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
+                                            "out of memory");
         if (rc == KVSHARD_OK)
             rc = merge_skipped(&skipped, &skipped_count, &l, deployment, options.engine);
         if (rc == KVSHARD_OK) {
@@ -1008,7 +1013,7 @@ int kvshard_deployment_apply_args_with(kvshard_deployment *deployment, size_t co
             deployment->settings = settings;
             settings = old;
             if (skipped) {
-                kvshard__free(&l.alloc, deployment->skipped);
+                kvshard_alloc__free(&l.alloc, deployment->skipped);
                 deployment->skipped = skipped;
                 deployment->skipped_count = skipped_count;
             }
@@ -1123,7 +1128,7 @@ void kvshard_flags__ignored_message(char *buf, size_t cap, const kvshard_deploym
     for (size_t i = 0; i < dep->skipped_count; i++) {
         char name[80];
         const char *text = dep->skipped[i].text;
-        kvshard__excerpt(name, sizeof name, text, strlen(text), 48);
+        kvshard_error__excerpt(name, sizeof name, text, strlen(text), 48);
         if (m.used + strlen(name) + 2 > room)
             break;
         say(&m, "%s%s", i ? ", " : "", name);

@@ -69,16 +69,16 @@ typedef struct option_def {
 static const kvshard_value__word reserve_words[] = {{"auto", -1}, {NULL, 0}};
 
 static const option_def defs[KVSHARD__OPT_COUNT] = {
-    [KVSHARD__OPT_WORLD_SIZE] = {{"world_size", U32, 1, KVSHARD_MAX_RANKS, KVSHARD_EPARALLEL,
-                                  false, NULL, NULL},
+    [KVSHARD__OPT_WORLD_SIZE] = {{"world_size", U32, 1, KVSHARD_MAX_RANKS, KVSHARD_EPARALLEL, false,
+                                  NULL, NULL},
                                  PARALLEL,
                                  FIELD(world_size)},
-    [KVSHARD__OPT_DP_SIZE] = {{"dp_size", U32, 1, KVSHARD_MAX_RANKS, KVSHARD_EPARALLEL, false,
-                               NULL, NULL},
+    [KVSHARD__OPT_DP_SIZE] = {{"dp_size", U32, 1, KVSHARD_MAX_RANKS, KVSHARD_EPARALLEL, false, NULL,
+                               NULL},
                               PARALLEL,
                               FIELD(dp_size)},
-    [KVSHARD__OPT_CP_SIZE] = {{"cp_size", U32, 1, KVSHARD_MAX_RANKS, KVSHARD_EPARALLEL, false,
-                               NULL, NULL},
+    [KVSHARD__OPT_CP_SIZE] = {{"cp_size", U32, 1, KVSHARD_MAX_RANKS, KVSHARD_EPARALLEL, false, NULL,
+                               NULL},
                               PARALLEL,
                               FIELD(cp_size)},
     [KVSHARD__OPT_ENABLE_SPLIT] = {{"enable_layerwise_split", BOOL, 0, 1, KVSHARD_ERANGE, false,
@@ -89,7 +89,8 @@ static const option_def defs[KVSHARD__OPT_COUNT] = {
                                   KVSHARD_EPARALLEL, false, NULL, NULL},
                                  PARALLEL,
                                  FIELD(layerwise_split_size)},
-    [KVSHARD__OPT_OWNERSHIP] = {{"ownership", WORD, 0, 0, KVSHARD_ERANGE, true, ownership_words, NULL},
+    [KVSHARD__OPT_OWNERSHIP] = {{"ownership", WORD, 0, 0, KVSHARD_ERANGE, true, ownership_words,
+                                 NULL},
                                 PARALLEL,
                                 FIELD(ownership)},
     [KVSHARD__OPT_IS_DRAFT] = {{"is_draft", BOOL, 0, 1, KVSHARD_ERANGE, false, NULL, NULL},
@@ -122,8 +123,8 @@ static const option_def defs[KVSHARD__OPT_COUNT] = {
                                     NULL, NULL},
                                    CACHE,
                                    FIELD(num_speculative_tokens)},
-    [KVSHARD__OPT_SCRATCH_LAYERS] = {{"scratch_layers", U32, 0, 1024, KVSHARD_ERANGE, false,
-                                      NULL, NULL},
+    [KVSHARD__OPT_SCRATCH_LAYERS] = {{"scratch_layers", U32, 0, 1024, KVSHARD_ERANGE, false, NULL,
+                                      NULL},
                                      CACHE,
                                      FIELD(scratch_layers)},
     [KVSHARD__OPT_CONTEXT_LENGTH] = {{"context_length", U32, 1, KVSHARD_MAX_CONTEXT_LENGTH,
@@ -191,22 +192,22 @@ static const option_def defs[KVSHARD__OPT_COUNT] = {
 #undef BOOL
 #undef WORD
 
-bool kvshard__option_is_explore_key(kvshard__option_id id)
+bool kvshard_options__option_is_explore_key(kvshard__option_id id)
 {
     return id < KVSHARD__OPT_COUNT && defs[id].explore_key;
 }
 
-const char *kvshard__section_name(kvshard__section section)
+const char *kvshard_options__section_name(kvshard__section section)
 {
     return section == KVSHARD__SECTION_PARALLEL ? "parallel" : "cache";
 }
 
-const char *kvshard__option_name(kvshard__option_id id)
+const char *kvshard_options__option_name(kvshard__option_id id)
 {
     return id < KVSHARD__OPT_COUNT ? defs[id].value.name : "";
 }
 
-kvshard__section kvshard__option_section(kvshard__option_id id)
+kvshard__section kvshard_options__option_section(kvshard__option_id id)
 {
     return defs[id].section;
 }
@@ -224,12 +225,12 @@ static const char *const units[KVSHARD__OPT_COUNT] = {
     [KVSHARD__OPT_GPUS_PER_NODE] = "GPUs",
 };
 
-const char *kvshard__option_unit(kvshard__option_id id)
+const char *kvshard_options__option_unit(kvshard__option_id id)
 {
     return id < KVSHARD__OPT_COUNT ? units[id] : NULL;
 }
 
-bool kvshard__option_is_bool(kvshard__option_id id)
+bool kvshard_options__option_is_bool(kvshard__option_id id)
 {
     return id < KVSHARD__OPT_COUNT && defs[id].value.type == KVSHARD__VT_BOOL;
 }
@@ -237,13 +238,13 @@ bool kvshard__option_is_bool(kvshard__option_id id)
 static kvshard__option_id option_named(const char *key, size_t len)
 {
     for (int i = 0; i < KVSHARD__OPT_COUNT; i++) {
-        if (kvshard__text_is(key, len, defs[i].value.name))
+        if (kvshard_text__is(key, len, defs[i].value.name))
             return (kvshard__option_id)i;
     }
     return KVSHARD__OPT_COUNT;
 }
 
-kvshard__option_id kvshard__option_id_of(const char *name, size_t len)
+kvshard__option_id kvshard_options__option_id_of(const char *name, size_t len)
 {
     return option_named(name, len);
 }
@@ -251,7 +252,7 @@ kvshard__option_id kvshard__option_id_of(const char *name, size_t len)
 /* Longest flag name an argparse profile knows; longer ones are unknown. */
 #define FLAG_NAME_MAX 64
 
-kvshard__deploy_key kvshard__key_lookup(const char *key, size_t len,
+kvshard__deploy_key kvshard_options__key_lookup(const char *key, size_t len,
                                         const kvshard__profile *flags_of)
 {
     kvshard__deploy_key ref = {KVSHARD__OPT_COUNT, NULL, NULL};
@@ -405,7 +406,7 @@ static bool key_is(kvshard__deploy_key a, kvshard__deploy_key b)
 static void add_aliases(kvshard_options__flag *f, const kvshard__profile *p, bool argparse)
 {
     for (const kvshard_profile__alias *a = p->dialect.aliases; a && a->flag; a++) {
-        kvshard__deploy_key k = kvshard__key_lookup(a->flag, strlen(a->flag), p);
+        kvshard__deploy_key k = kvshard_options__key_lookup(a->flag, strlen(a->flag), p);
         if (!key_is(k, f->key))
             continue;
         char name[sizeof f->name];
@@ -451,7 +452,7 @@ void kvshard_options__each_flag(const kvshard__profile *p, kvshard_options__flag
         fn(user, &f);
     }
     /* Under argparse the profile's own inputs; under gflags every input a
-     * gflags profile declares, once (kvshard__key_lookup's sets). */
+     * gflags profile declares, once (kvshard_options__key_lookup's sets). */
     for (const kvshard__profile *const *q = kvshard_profiles__all; *q; q++) {
         if (argparse ? *q != p : (*q)->dialect.flag_style != KVSHARD_PROFILE__GFLAGS)
             continue;
@@ -524,7 +525,7 @@ void kvshard_options__flag_default(char *buf, size_t cap, const kvshard_options_
         kvshard_options o = KVSHARD_OPTIONS_INIT;
         if (f->key.option != KVSHARD__OPT_ENGINE)
             o.engine = p->engine;
-        o = kvshard__options_settle(&o);
+        o = kvshard_options__settle(&o);
         kvshard_value__def def = defs[f->key.option].value;
         kvshard_value v = get_field(&o, &defs[f->key.option]);
         /* In the engine's words when it has one for the value. */
@@ -618,7 +619,7 @@ static void set_field(kvshard_options *o, kvshard__explore_keys *e, const option
     }
 }
 
-int kvshard__option_parse(kvshard_options *options, kvshard__explore_keys *explore,
+int kvshard_options__option_parse(kvshard_options *options, kvshard__explore_keys *explore,
                           kvshard__option_id id, const char *text, size_t len,
                           kvshard__value_style style, const kvshard_value__word *words,
                           const char *source, kvshard__mark mark, kvshard_error *err)
@@ -633,17 +634,17 @@ int kvshard__option_parse(kvshard_options *options, kvshard__explore_keys *explo
     return rc;
 }
 
-kvshard_value kvshard__option_value(const kvshard_options *options, kvshard__option_id id)
+kvshard_value kvshard_options__option_value(const kvshard_options *options, kvshard__option_id id)
 {
     return get_field(options, &defs[id]);
 }
 
-const kvshard_value__def *kvshard__option_def(kvshard__option_id id)
+const kvshard_value__def *kvshard_options__option_def(kvshard__option_id id)
 {
     return &defs[id].value;
 }
 
-bool kvshard__option_changed(const kvshard_options *options, kvshard__option_id id)
+bool kvshard_options__option_changed(const kvshard_options *options, kvshard__option_id id)
 {
     kvshard_options init = KVSHARD_OPTIONS_INIT;
     return !kvshard_value__equal(&defs[id].value, get_field(options, &defs[id]),
@@ -686,7 +687,7 @@ static bool field_in_range(const kvshard_options *o, const option_def *d)
     }
 }
 
-int kvshard__options_check(const kvshard_options *options, kvshard_error *err)
+int kvshard_options__check(const kvshard_options *options, kvshard_error *err)
 {
     int rc = kvshard_call__size(err, "kvshard_options", options->size, sizeof *options,
                                 "KVSHARD_OPTIONS_INIT");
@@ -700,27 +701,27 @@ int kvshard__options_check(const kvshard_options *options, kvshard_error *err)
             rc = kvshard_value__check(&defs[i].value, get_field(options, &defs[i]), err);
     }
     if (rc == KVSHARD_OK && options->pp_partition_count > KVSHARD_MAX_PP_PARTITION)
-        return kvshard__fail(err, KVSHARD_EPARTITION, "", kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_EPARTITION, "", kvshard_error__no_mark,
                              "pp_partition has %u entries; at most %u are read "
                              "(KVSHARD_MAX_PP_PARTITION)",
                              options->pp_partition_count, KVSHARD_MAX_PP_PARTITION);
     if (rc == KVSHARD_OK && options->pp_partition_count > 0 && !options->pp_partition)
-        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_EINVAL, "", kvshard_error__no_mark,
                              "pp_partition_count is %u but pp_partition is NULL",
                              options->pp_partition_count);
     if (rc == KVSHARD_OK && options->weights_per_rank_count > KVSHARD_MAX_PP_PARTITION)
-        return kvshard__fail(err, KVSHARD_EWEIGHTS, "", kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_EWEIGHTS, "", kvshard_error__no_mark,
                              "weights_per_rank has %u entries; at most %u are read "
                              "(KVSHARD_MAX_PP_PARTITION)",
                              options->weights_per_rank_count, KVSHARD_MAX_PP_PARTITION);
     if (rc == KVSHARD_OK && options->weights_per_rank_count > 0 && !options->weights_per_rank)
-        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_EINVAL, "", kvshard_error__no_mark,
                              "weights_per_rank_count is %u but weights_per_rank is NULL",
                              options->weights_per_rank_count);
     return rc;
 }
 
-kvshard_options kvshard__options_settle(const kvshard_options *options)
+kvshard_options kvshard_options__settle(const kvshard_options *options)
 {
     kvshard_options o = *options;
     const kvshard__profile *p = kvshard_profiles__of(o.engine);
@@ -741,7 +742,7 @@ kvshard_options kvshard__options_settle(const kvshard_options *options)
     return o;
 }
 
-uint32_t kvshard__attn_tp_size(const kvshard_options *options)
+uint32_t kvshard_options__attn_tp_size(const kvshard_options *options)
 {
     uint64_t pp = options->pp_size ? options->pp_size : 1;
     uint64_t pdc = pp * options->dp_size * options->cp_size;
@@ -755,38 +756,38 @@ int kvshard_options_set(kvshard_options *options, const char *key, const char *v
 {
     int rc = kvshard_call__begin(err, options && key && value, "options, key and value");
     if (rc == KVSHARD_OK)
-        rc = kvshard__options_check(options, err);
+        rc = kvshard_options__check(options, err);
     if (rc)
         return rc;
     const char *from = origin ? origin : "option";
     kvshard__deploy_key ref =
-        kvshard__key_lookup(key, strlen(key), kvshard_profiles__of(options->engine));
+        kvshard_options__key_lookup(key, strlen(key), kvshard_profiles__of(options->engine));
     if (ref.option == KVSHARD__OPT_PP_PARTITION)
-        return kvshard__fail(err, KVSHARD_EINVAL, from, kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_EINVAL, from, kvshard_error__no_mark,
                              "pp_partition is a list: set options->pp_partition (an array of "
                              "layer counts) and options->pp_partition_count");
     if (ref.option == KVSHARD__OPT_WEIGHTS_PER_RANK)
-        return kvshard__fail(err, KVSHARD_EINVAL, from, kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_EINVAL, from, kvshard_error__no_mark,
                              "weights_per_rank is a list: set options->weights_per_rank (an "
                              "array of sizes) and options->weights_per_rank_count");
-    if (kvshard__option_is_explore_key(ref.option))
-        return kvshard__fail(err, KVSHARD_EUNKNOWNKEY, from, kvshard__no_mark,
+    if (kvshard_options__option_is_explore_key(ref.option))
+        return kvshard_error__fail(err, KVSHARD_EUNKNOWNKEY, from, kvshard_error__no_mark,
                              "%s is not a field of kvshard_options: set it in "
                              "kvshard_compare_options or kvshard_fit_options",
-                             kvshard__option_name(ref.option));
+                             kvshard_options__option_name(ref.option));
     if (ref.option == KVSHARD__OPT_COUNT) {
         char shown[96];
-        kvshard__excerpt(shown, sizeof shown, key, strlen(key), 64);
+        kvshard_error__excerpt(shown, sizeof shown, key, strlen(key), 64);
         if (ref.setting)
-            return kvshard__fail(err, KVSHARD_EUNKNOWNKEY, from, kvshard__no_mark,
+            return kvshard_error__fail(err, KVSHARD_EUNKNOWNKEY, from, kvshard_error__no_mark,
                                  "\"%s\" is a setting, not an option: set it with "
                                  "kvshard_settings_set()",
                                  shown);
-        return kvshard__fail(err, KVSHARD_EUNKNOWNKEY, from, kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_EUNKNOWNKEY, from, kvshard_error__no_mark,
                              "unknown option \"%s\"", shown);
     }
-    return kvshard__option_parse(options, NULL, ref.option, value, strlen(value),
-                                 KVSHARD__VALUE_FLAG, ref.words, from, kvshard__no_mark, err);
+    return kvshard_options__option_parse(options, NULL, ref.option, value, strlen(value),
+                                 KVSHARD__VALUE_FLAG, ref.words, from, kvshard_error__no_mark, err);
 }
 
 const char *kvshard_pp_rule_name(kvshard_pp_rule rule)
@@ -892,7 +893,7 @@ int kvshard_option_info_at(kvshard_option_info *out, size_t index)
     info.words = d->value.words;
     info.unit = units[index];
     value_doc(info.doc, sizeof info.doc, &d->value, d->value.words, units[index], NULL);
-    info.section = kvshard__section_name(d->section);
+    info.section = kvshard_options__section_name(d->section);
     info.unset_ok = d->value.unset_ok;
     /* A list's def holds its count's offset, which the parser sets. */
     if (index == KVSHARD__OPT_PP_PARTITION)

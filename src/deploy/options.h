@@ -48,7 +48,7 @@ typedef struct kvshard__explore_keys {
 } kvshard__explore_keys;
 
 /* Whether option `id` is one of the explore keys above. */
-bool kvshard__option_is_explore_key(kvshard__option_id id);
+bool kvshard_options__option_is_explore_key(kvshard__option_id id);
 
 typedef enum kvshard__section {
     KVSHARD__SECTION_PARALLEL,
@@ -56,14 +56,14 @@ typedef enum kvshard__section {
 } kvshard__section;
 
 /* Name of a deployment section ("parallel", "cache"). */
-const char *kvshard__section_name(kvshard__section section);
+const char *kvshard_options__section_name(kvshard__section section);
 
-const char *kvshard__option_name(kvshard__option_id id);
-kvshard__section kvshard__option_section(kvshard__option_id id);
-bool kvshard__option_is_bool(kvshard__option_id id);
+const char *kvshard_options__option_name(kvshard__option_id id);
+kvshard__section kvshard_options__option_section(kvshard__option_id id);
+bool kvshard_options__option_is_bool(kvshard__option_id id);
 /* What an integer option counts ("ranks", "tokens"), for help; NULL when
  * its type says what it is (a size, a boolean, a word). */
-const char *kvshard__option_unit(kvshard__option_id id);
+const char *kvshard_options__option_unit(kvshard__option_id id);
 
 /* What a key names: one of kvshard's options, or an engine profile's
  * setting (the inputs every profile declares; settings sit under cache:). */
@@ -83,7 +83,7 @@ typedef struct kvshard__deploy_key {
  * under an argparse profile '-' and '_' are alike and a flag is an option,
  * an alias or one of that profile's own inputs: each engine's flags exist
  * only under its profile. Neither set: unknown. */
-kvshard__deploy_key kvshard__key_lookup(const char *key, size_t len,
+kvshard__deploy_key kvshard_options__key_lookup(const char *key, size_t len,
                                         const kvshard__profile *flags_of);
 static inline bool kvshard__key_known(kvshard__deploy_key k)
 {
@@ -91,12 +91,12 @@ static inline bool kvshard__key_known(kvshard__deploy_key k)
 }
 static inline bool kvshard__key_is_bool(kvshard__deploy_key k)
 {
-    return k.option != KVSHARD__OPT_COUNT ? kvshard__option_is_bool(k.option)
+    return k.option != KVSHARD__OPT_COUNT ? kvshard_options__option_is_bool(k.option)
                                           : k.setting && k.setting->def.type == KVSHARD__VT_BOOL;
 }
 static inline const char *kvshard__key_name_of(kvshard__deploy_key k)
 {
-    return k.option != KVSHARD__OPT_COUNT ? kvshard__option_name(k.option)
+    return k.option != KVSHARD__OPT_COUNT ? kvshard_options__option_name(k.option)
                                           : k.setting ? k.setting->def.name : "";
 }
 
@@ -124,7 +124,7 @@ const char *kvshard_options__nearest_found(const kvshard_options__nearest *n);
 bool kvshard_options__key_nearest(char *out, size_t cap, const char *key, size_t len,
                                   kvshard__section section);
 
-/* One flag a profile's command line takes, as kvshard__key_lookup() finds
+/* One flag a profile's command line takes, as kvshard_options__key_lookup() finds
  * it: the help lists these, and an unknown flag is matched against them. */
 #define KVSHARD_OPTIONS__FLAG_ALSO 4
 typedef struct kvshard_options__flag {
@@ -157,7 +157,7 @@ void kvshard_options__flag_default(char *buf, size_t cap, const kvshard_options_
  * option, NULL: its own) and store it in `options`, or for an explore key
  * in `explore`. On failure neither changes and the error names
  * `source`/`mark`. */
-int kvshard__option_parse(kvshard_options *options, kvshard__explore_keys *explore,
+int kvshard_options__option_parse(kvshard_options *options, kvshard__explore_keys *explore,
                           kvshard__option_id id, const char *text,
                           size_t len, kvshard__value_style style,
                           const kvshard_value__word *words, const char *source,
@@ -165,23 +165,23 @@ int kvshard__option_parse(kvshard_options *options, kvshard__explore_keys *explo
 
 /* The value option `id` holds in `options` (an explore key: its default),
  * and its definition. */
-kvshard_value kvshard__option_value(const kvshard_options *options, kvshard__option_id id);
-const kvshard_value__def *kvshard__option_def(kvshard__option_id id);
+kvshard_value kvshard_options__option_value(const kvshard_options *options, kvshard__option_id id);
+const kvshard_value__def *kvshard_options__option_def(kvshard__option_id id);
 
 /* Whether option `id` holds a value other than KVSHARD_OPTIONS_INIT's. */
-bool kvshard__option_changed(const kvshard_options *options, kvshard__option_id id);
+bool kvshard_options__option_changed(const kvshard_options *options, kvshard__option_id id);
 
 /* The id of option `name`, KVSHARD__OPT_COUNT for none. */
-kvshard__option_id kvshard__option_id_of(const char *name, size_t len);
+kvshard__option_id kvshard_options__option_id_of(const char *name, size_t len);
 
 /* Check caller-built options: the struct size, then every field against the
  * ranges the parser applies (EPARALLEL, ERANGE or EINVAL naming the field). */
-int kvshard__options_check(const kvshard_options *options, kvshard_error *err);
+int kvshard_options__check(const kvshard_options *options, kvshard_error *err);
 
 /* The options with the engine profile's defaults in the unset fields. */
-kvshard_options kvshard__options_settle(const kvshard_options *options);
+kvshard_options kvshard_options__settle(const kvshard_options *options);
 
 /* T = world_size / (dp_size * cp_size), or 0 when that does not divide. */
-uint32_t kvshard__attn_tp_size(const kvshard_options *options);
+uint32_t kvshard_options__attn_tp_size(const kvshard_options *options);
 
 #endif /* KVSHARD_DEPLOY_OPTIONS_H */

@@ -23,12 +23,12 @@ int kvshard_settings__assign(kvshard_settings *s, const kvshard_profile__input *
     if (!e) {
         if (s->count == s->cap) {
             size_t cap = s->cap ? 2 * s->cap : 8;
-            kvshard_settings__entry *grown = kvshard__alloc(&s->alloc, cap, sizeof *grown);
+            kvshard_settings__entry *grown = kvshard_alloc__bytes(&s->alloc, cap, sizeof *grown);
             if (!grown)
-                return kvshard__fail(err, KVSHARD_ENOMEM, source, mark, "out of memory");
+                return kvshard_error__fail(err, KVSHARD_ENOMEM, source, mark, "out of memory");
             if (s->count)
                 memcpy(grown, s->entries, s->count * sizeof *grown);
-            kvshard__free(&s->alloc, s->entries);
+            kvshard_alloc__free(&s->alloc, s->entries);
             s->entries = grown;
             s->cap = cap;
         }
@@ -47,7 +47,7 @@ int kvshard_settings__assign(kvshard_settings *s, const kvshard_profile__input *
     }
     e->override = override;
     e->mark = mark;
-    kvshard__shorten(e->source, sizeof e->source, source);
+    kvshard_error__shorten(e->source, sizeof e->source, source);
     return KVSHARD_OK;
 }
 
@@ -89,14 +89,14 @@ uint64_t kvshard_settings__resolve(kvshard_value *out, const kvshard_settings *s
 
 kvshard_settings *kvshard_settings__copy(const kvshard_settings *s, const kvshard_allocator *alloc)
 {
-    kvshard_settings *c = kvshard__calloc(alloc, 1, sizeof *c);
+    kvshard_settings *c = kvshard_alloc__calloc(alloc, 1, sizeof *c);
     if (!c)
         return NULL;
     c->alloc = *alloc;
     if (s && s->count) {
-        c->entries = kvshard__alloc(alloc, s->count, sizeof *c->entries);
+        c->entries = kvshard_alloc__bytes(alloc, s->count, sizeof *c->entries);
         if (!c->entries) {
-            kvshard__free(alloc, c);
+            kvshard_alloc__free(alloc, c);
             return NULL;
         }
         memcpy(c->entries, s->entries, s->count * sizeof *c->entries);
@@ -161,10 +161,11 @@ int kvshard_settings_copy(kvshard_settings **out, const kvshard_settings *settin
         rc = kvshard_call__allocator(err, allocator);
     if (rc)
         return rc;
-    kvshard_allocator a = kvshard__allocator_or_default(allocator);
+    kvshard_allocator a = kvshard_alloc__allocator_or_default(allocator);
     kvshard_settings *s = kvshard_settings__copy(settings, &a);
     if (!s)
-        return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+        return kvshard_error__fail(err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
+                                   "out of memory");
     *out = s;
     return KVSHARD_OK;
 }
@@ -174,8 +175,8 @@ void kvshard_settings_free(kvshard_settings *settings)
     if (!settings)
         return;
     kvshard_allocator a = settings->alloc;
-    kvshard__free(&a, settings->entries);
-    kvshard__free(&a, settings);
+    kvshard_alloc__free(&a, settings->entries);
+    kvshard_alloc__free(&a, settings);
 }
 
 int kvshard_settings_set(kvshard_settings *settings, const char *key, const char *value,
@@ -188,12 +189,12 @@ int kvshard_settings_set(kvshard_settings *settings, const char *key, const char
     const kvshard_profile__input *in = kvshard_profiles__input(key, strlen(key));
     if (!in) {
         char shown[96];
-        kvshard__excerpt(shown, sizeof shown, key, strlen(key), 64);
-        return kvshard__fail(err, KVSHARD_EUNKNOWNKEY, from, kvshard__no_mark,
+        kvshard_error__excerpt(shown, sizeof shown, key, strlen(key), 64);
+        return kvshard_error__fail(err, KVSHARD_EUNKNOWNKEY, from, kvshard_error__no_mark,
                              "unknown setting \"%s\"", shown);
     }
     return kvshard_settings__assign(settings, in, value, strlen(value), KVSHARD__VALUE_FLAG, from,
-                                    kvshard__no_mark, true, err);
+                                    kvshard_error__no_mark, true, err);
 }
 
 /* The shortest positional decimal that kvshard reads back as `d` (never an
@@ -214,7 +215,7 @@ static void fraction_text(char *buf, size_t cap, double d)
                 *c = '.'; /* the locale's decimal point */
         }
         double back;
-        if (kvshard__scan_decimal(&back, buf, strlen(buf)) && back == d)
+        if (kvshard_scalar__scan_decimal(&back, buf, strlen(buf)) && back == d)
             return;
     }
 }

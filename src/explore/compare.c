@@ -23,9 +23,9 @@ void kvshard_comparison_free(kvshard_comparison *comparison)
     if (!comparison)
         return;
     kvshard_allocator a = comparison->alloc;
-    kvshard__free(&a, comparison->rows);
-    kvshard__free(&a, comparison->messages);
-    kvshard__free(&a, comparison);
+    kvshard_alloc__free(&a, comparison->rows);
+    kvshard_alloc__free(&a, comparison->messages);
+    kvshard_alloc__free(&a, comparison);
 }
 
 static const kvshard_ownership rules[] = {KVSHARD_OWNERSHIP_ORDINAL, KVSHARD_OWNERSHIP_GLOBAL,
@@ -93,18 +93,18 @@ static int fill_row(kvshard_comparison_row *row, work *w, const kvshard__plannin
     const kvshard_options *o = &pl->options;
     uint32_t n_kv = w->layers.num_kv, C = m->num_classes, N = w->pp * w->tp;
     for (uint32_t s = 0; s < w->pp; s++)
-        kvshard__owned_counts(w->counts + (size_t)s * S, w->by_class + (size_t)s * S * C,
+        kvshard_owners__owned_counts(w->counts + (size_t)s * S, w->by_class + (size_t)s * S * C,
                               w->model->kinds, w->model->class_of, C, &w->stages[s], S,
                               o->ownership);
     kvshard__memory_inputs in = inputs_of(w, pl, S);
-    int rc = kvshard__stage_ranks(w->ranks, &in, w->stages, w->pp, w->by_class, diag);
+    int rc = kvshard_memory__stage_ranks(w->ranks, &in, w->stages, w->pp, w->by_class, diag);
     if (rc)
         return rc;
     kvshard__capacity c;
     memset(&c, 0, sizeof c);
     if (w->has_memory || pl->profile->counting.sizes_without_budget) {
-        kvshard__capacity_inputs ci =
-            kvshard__capacity_inputs_of(pl, w->ranks, N, S, w->unsplit_bytes_per_block, &w->budgets);
+        kvshard__capacity_inputs ci = kvshard_plan__capacity_inputs_of(
+            pl, w->ranks, N, S, w->unsplit_bytes_per_block, &w->budgets);
         if ((rc = pl->profile->hooks.capacity(&c, NULL, &ci, diag)) != 0)
             return rc;
     }
@@ -121,8 +121,9 @@ static int fill_row(kvshard_comparison_row *row, work *w, const kvshard__plannin
     }
     if (row->min_owned_layers == UINT32_MAX)
         row->min_owned_layers = 0;
-    kvshard__largest_figures(&row->max_kv_bytes_per_token, &row->max_bytes_per_block, w->ranks, N);
-    kvshard_blocks b = kvshard__blocks_of(&c);
+    kvshard_memory__largest_figures(&row->max_kv_bytes_per_token, &row->max_bytes_per_block,
+                                    w->ranks, N);
+    kvshard_blocks b = kvshard_plan__blocks_of(&c);
     row->has_num_blocks = c.has_num_blocks;
     row->num_blocks = b.num_blocks;
     row->max_tokens = b.max_tokens;
@@ -140,7 +141,7 @@ static int fill_row(kvshard_comparison_row *row, work *w, const kvshard__plannin
     kvshard__warning_inputs wi = {
         .planning = pl,
         .split = S,
-        .replication = kvshard__replication_factor(m, w->tp),
+        .replication = kvshard_memory__replication_factor(m, w->tp),
         .n_kv = n_kv,
         .owned_counts = w->counts,
         .capacity = &c,
@@ -154,7 +155,7 @@ static int fill_row(kvshard_comparison_row *row, work *w, const kvshard__plannin
         .draft_layers = kvshard__counted_drafts(m, &pl->options, pl->profile),
         .device = &w->device_figures,
         .max_position_embeddings = m->max_position_embeddings};
-    kvshard__collect_warnings(&wi, mark_warning, &row->warnings);
+    kvshard_warnings__collect_warnings(&wi, mark_warning, &row->warnings);
     return KVSHARD_OK;
 }
 
@@ -177,14 +178,14 @@ static bool better(const kvshard_comparison_row *a, const kvshard_comparison_row
 
 static void free_work(const kvshard_allocator *a, work *w)
 {
-    kvshard__free(a, w->stage_counts);
-    kvshard__free(a, w->stages);
-    kvshard__free(a, w->counts);
-    kvshard__free(a, w->by_class);
-    kvshard__free(a, w->ranks);
-    kvshard__free(a, w->stage_weights);
-    kvshard__free(a, w->stage_budgets);
-    kvshard__device_close(&w->device);
+    kvshard_alloc__free(a, w->stage_counts);
+    kvshard_alloc__free(a, w->stages);
+    kvshard_alloc__free(a, w->counts);
+    kvshard_alloc__free(a, w->by_class);
+    kvshard_alloc__free(a, w->ranks);
+    kvshard_alloc__free(a, w->stage_weights);
+    kvshard_alloc__free(a, w->stage_budgets);
+    kvshard_device__close(&w->device);
 }
 
 /* Room for every P: P x T is the same number of ranks for each. */
@@ -192,25 +193,26 @@ static int prepare(work *w, const kvshard_allocator *a, kvshard_diag__ctx *diag)
 {
     const kvshard_model *model = w->model;
     size_t N = w->ranks_count, C = model->info.num_classes;
-    w->stage_counts = kvshard__alloc(a, N, sizeof *w->stage_counts);
-    w->stages = kvshard__alloc(a, N, sizeof *w->stages);
-    w->counts = kvshard__alloc(a, N, sizeof *w->counts);
-    w->by_class = kvshard__alloc(a, N * C, sizeof *w->by_class);
-    w->ranks = kvshard__alloc(a, N, sizeof *w->ranks);
-    w->stage_weights = kvshard__alloc(a, N, sizeof *w->stage_weights);
-    w->stage_budgets = kvshard__alloc(a, N, sizeof *w->stage_budgets);
+    w->stage_counts = kvshard_alloc__bytes(a, N, sizeof *w->stage_counts);
+    w->stages = kvshard_alloc__bytes(a, N, sizeof *w->stages);
+    w->counts = kvshard_alloc__bytes(a, N, sizeof *w->counts);
+    w->by_class = kvshard_alloc__bytes(a, N * C, sizeof *w->by_class);
+    w->ranks = kvshard_alloc__bytes(a, N, sizeof *w->ranks);
+    w->stage_weights = kvshard_alloc__bytes(a, N, sizeof *w->stage_weights);
+    w->stage_budgets = kvshard_alloc__bytes(a, N, sizeof *w->stage_budgets);
     if (!w->stage_counts || !w->stages || !w->counts || !w->by_class || !w->ranks ||
         !w->stage_weights || !w->stage_budgets)
-        return kvshard__fail(diag->err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+        return kvshard_error__fail(diag->err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
+                                   "out of memory");
     /* The unsplit bytes per block, as a profile that does not split sizes
      * its state slots by. */
     kvshard__memory_inputs in = inputs_of(w, &w->base, 1);
     /* At the configured P, or at one stage when the world does not divide
      * by that P (its rows then fail on their own). */
-    uint32_t T = kvshard__attn_tp_size(&w->base.options);
+    uint32_t T = kvshard_options__attn_tp_size(&w->base.options);
     in.tp = T ? T : w->ranks_count;
     in.owned = w->layers.class_census;
-    return kvshard__unsplit_bytes_per_block(&w->unsplit_bytes_per_block, &in, diag);
+    return kvshard_memory__unsplit_bytes_per_block(&w->unsplit_bytes_per_block, &in, diag);
 }
 
 /* P's stages, its T and budget, and the unsplit figures its rows' gains are
@@ -221,7 +223,7 @@ static int begin_pp(work *w, uint32_t P, kvshard_diag__ctx *diag)
     w->pp = P;
     w->tp = w->ranks_count / P;
     for (uint32_t s = 0, first = 0; s < P; s++) {
-        kvshard__range_of(&w->stages[s], model->kinds, model->class_of, &model->info, first,
+        kvshard_model__range_of(&w->stages[s], model->kinds, model->class_of, &model->info, first,
                           w->stage_counts[s]);
         first += w->stage_counts[s];
     }
@@ -232,10 +234,10 @@ static int begin_pp(work *w, uint32_t P, kvshard_diag__ctx *diag)
     const kvshard_options *o = &pl.options;
     kvshard__device_layout layout = {w->tp, o->dp_size, o->cp_size, P, w->stage_counts,
                                      model->info.num_layers};
-    kvshard__error_reset(&w->pp_err);
+    kvshard_error__reset(&w->pp_err);
     kvshard_diag__ctx why = kvshard_diag__on(&w->pp_err);
-    w->pp_rc = kvshard__budgets_for(&w->budgets, w->stage_weights, w->stage_budgets, &w->device,
-                                    &pl, model, &layout, 1, NULL, &why);
+    w->pp_rc = kvshard_device__budgets_for(&w->budgets, w->stage_weights, w->stage_budgets,
+                                           &w->device, &pl, model, &layout, 1, NULL, &why);
     w->pp_among = why.among;
     if (w->pp_rc && w->pp_rc != KVSHARD_EDOESNOTFIT) {
         diag->option = why.option;
@@ -252,8 +254,8 @@ static int begin_pp(work *w, uint32_t P, kvshard_diag__ctx *diag)
     kvshard_uniform u;
     KVSHARD__INIT_BYTES(u, kvshard_uniform, KVSHARD_UNIFORM_INIT);
     kvshard_diag__ctx quiet = kvshard_diag__on(NULL);
-    if (kvshard__stage_ranks(w->ranks, &in, w->stages, P, NULL, &quiet) == KVSHARD_OK)
-        u = kvshard__uniform_of(w->ranks, P * w->tp, &pl, w->unsplit_bytes_per_block,
+    if (kvshard_memory__stage_ranks(w->ranks, &in, w->stages, P, NULL, &quiet) == KVSHARD_OK)
+        u = kvshard_plan__uniform_of(w->ranks, P * w->tp, &pl, w->unsplit_bytes_per_block,
                                 &w->budgets);
     w->uniform = u;
     return KVSHARD_OK;
@@ -265,7 +267,8 @@ int kvshard_comparison_create(kvshard_comparison **out, const kvshard_model *mod
                               const kvshard_allocator *allocator, kvshard_error *err)
 {
     kvshard_diag__ctx diag = kvshard_diag__on(err);
-    return kvshard__comparison_create(out, model, options, compare_options, allocator, &diag);
+    return kvshard_compare__comparison_create(out, model, options, compare_options, allocator,
+                                              &diag);
 }
 
 /* The rows of one P: every split size dividing its T under each rule. */
@@ -290,15 +293,16 @@ static int pp_rows(kvshard_comparison *c, work *w, const kvshard_comparison_row 
             row->attn_tp_size = T;
             row->error_message = c->messages[c->count];
             kvshard_error row_err;
-            kvshard__error_reset(&row_err);
+            kvshard_error__reset(&row_err);
             uint32_t row_tp, row_split;
             kvshard_diag__ctx row_diag = kvshard_diag__on(&row_err);
-            int rc = kvshard__plan_validate(&row_tp, &row_split, w->stage_counts, w->model, &pl,
+            int rc = kvshard_plan__validate(&row_tp, &row_split, w->stage_counts, w->model, &pl,
                                             &row_diag);
             if (rc == KVSHARD_OK)
                 rc = fill_row(row, w, &pl, row_split, &row_diag);
             if (rc == KVSHARD_ENOMEM)
-                return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+                return kvshard_error__fail(err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
+                                           "out of memory");
             if (rc) {
                 memset(row, 0, sizeof *row);
                 row->layerwise_split_size = s;
@@ -334,11 +338,11 @@ static int pp_valid(work *w, uint32_t P, kvshard_diag__ctx *diag)
     kvshard__planning pl = w->base;
     pl.options.pp_size = P;
     uint32_t T = 0, S = 0;
-    int rc = kvshard__plan_validate(&T, &S, w->stage_counts, w->model, &pl, diag);
+    int rc = kvshard_plan__validate(&T, &S, w->stage_counts, w->model, &pl, diag);
     return rc == KVSHARD_ELIMIT ? KVSHARD_OK : rc;
 }
 
-int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *model,
+int kvshard_compare__comparison_create(kvshard_comparison **out, const kvshard_model *model,
                                const kvshard_options *options,
                                const kvshard_compare_options *compare_options,
                                const kvshard_allocator *allocator, kvshard_diag__ctx *diag)
@@ -346,7 +350,7 @@ int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *mo
     work w;
     memset(&w, 0, sizeof w);
     w.model = model;
-    int rc = kvshard__begin_planning(&w.base, out && model, options, allocator, diag);
+    int rc = kvshard_validate__begin_planning(&w.base, out && model, options, allocator, diag);
     if (rc)
         return rc;
     kvshard_compare_options co = KVSHARD_COMPARE_OPTIONS_INIT;
@@ -361,36 +365,39 @@ int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *mo
     w.base.options.layerwise_split_size = 1;
     w.base.given.enable_layerwise_split = false;
     w.base.given.layerwise_split_size = 1;
-    if ((rc = kvshard__device_map(&w.base, diag)) != 0 ||
-        (rc = kvshard__planning_settle(&w.base, model, diag)) != 0)
+    if ((rc = kvshard_device__map(&w.base, diag)) != 0 ||
+        (rc = kvshard_validate__planning_settle(&w.base, model, diag)) != 0)
         return rc;
-    kvshard_allocator a = kvshard__allocator_or_default(allocator);
-    if ((rc = kvshard__device_open(&w.device, &w.base, model, &a, diag)) != 0) {
-        kvshard__device_close(&w.device);
+    kvshard_allocator a = kvshard_alloc__allocator_or_default(allocator);
+    if ((rc = kvshard_device__open(&w.device, &w.base, model, &a, diag)) != 0) {
+        kvshard_device__close(&w.device);
         return rc;
     }
-    kvshard__device_figures_of(&w.device_figures, &w.device);
+    kvshard_device__figures_of(&w.device_figures, &w.device);
     /* An engine profile's budget: the weights fill its input once (its
      * engines plan one stage). */
-    kvshard__device_layout engine_layout = {kvshard__attn_tp_size(&w.base.options),
+    kvshard__device_layout engine_layout = {kvshard_options__attn_tp_size(&w.base.options),
                                             w.base.options.dp_size,
-                                            w.base.options.cp_size, 1, NULL, model->info.num_layers};
+                                            w.base.options.cp_size,
+                                            1,
+                                            NULL,
+                                            model->info.num_layers};
     if (w.device.fills && engine_layout.tp &&
-        (rc = kvshard__device_fill(&w.base, &w.device, &engine_layout, diag)) != 0) {
-        kvshard__device_close(&w.device);
+        (rc = kvshard_device__fill(&w.base, &w.device, &engine_layout, diag)) != 0) {
+        kvshard_device__close(&w.device);
         return rc;
     }
     const kvshard_options *o = &w.base.options;
     bool sweep = co.sweep_pp;
     if (sweep && o->pp_partition_count > 0) {
-        kvshard__device_close(&w.device);
+        kvshard_device__close(&w.device);
         diag->option = "sweep_pp";
         return kvshard_diag__fail(diag, kvshard_partition__about, KVSHARD_EPARTITION,
                                   "pp_partition fixes pp_size at %u: it cannot be given with "
                                   "sweep_pp",
                                   o->pp_partition_count);
     }
-    kvshard__range_of(&w.layers, model->kinds, model->class_of, &model->info, 0,
+    kvshard_model__range_of(&w.layers, model->kinds, model->class_of, &model->info, 0,
                       model->info.num_layers);
     uint64_t dc = (uint64_t)o->dp_size * o->cp_size;
     w.ranks_count = dc && o->world_size % dc == 0 ? (uint32_t)(o->world_size / dc) : 0;
@@ -400,7 +407,7 @@ int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *mo
     if (w.ranks_count == 0)
         P0 = P1 = o->pp_size;
     kvshard_error base_err;
-    kvshard__error_reset(&base_err);
+    kvshard_error__reset(&base_err);
     size_t rows = 0;
     uint32_t valid = 0;
     if (w.ranks_count && (rc = prepare(&w, &a, diag)) != 0) {
@@ -412,14 +419,14 @@ int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *mo
         if (sweep && w.ranks_count && w.ranks_count % P != 0)
             continue;
         kvshard_error e;
-        kvshard__error_reset(&e);
+        kvshard_error__reset(&e);
         kvshard_diag__ctx p_diag = kvshard_diag__on(&e);
         rc = w.ranks_count ? pp_valid(&w, P, &p_diag) : KVSHARD_EWORLD;
         if (!w.ranks_count) {
             /* The world itself is wrong: the plan's own error says how. */
             kvshard__planning pl = w.base;
             uint32_t T, S, one = 0;
-            rc = kvshard__plan_validate(&T, &S, &one, model, &pl, &p_diag);
+            rc = kvshard_plan__validate(&T, &S, &one, model, &pl, &p_diag);
         }
         if (rc) {
             if (base_rc == KVSHARD_OK) {
@@ -441,16 +448,17 @@ int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *mo
             *diag->err = base_err;
         return base_rc;
     }
-    kvshard_comparison *c = kvshard__calloc(&a, 1, sizeof *c);
+    kvshard_comparison *c = kvshard_alloc__calloc(&a, 1, sizeof *c);
     if (c) {
         c->alloc = a;
-        c->rows = kvshard__calloc(&a, rows, sizeof *c->rows);
-        c->messages = kvshard__calloc(&a, rows, sizeof *c->messages);
+        c->rows = kvshard_alloc__calloc(&a, rows, sizeof *c->rows);
+        c->messages = kvshard_alloc__calloc(&a, rows, sizeof *c->messages);
     }
     if (!c || !c->rows || !c->messages) {
         kvshard_comparison_free(c);
         free_work(&a, &w);
-        return kvshard__fail(diag->err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+        return kvshard_error__fail(diag->err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
+                                   "out of memory");
     }
     c->options = w.base.options;
     c->sweep_pp = sweep;
@@ -460,7 +468,7 @@ int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *mo
     const kvshard_comparison_row *best = NULL;
     int first_error = KVSHARD_OK;
     kvshard_error first_err;
-    kvshard__error_reset(&first_err);
+    kvshard_error__reset(&first_err);
     kvshard_diag__ctx first_diag = kvshard_diag__on(&first_err);
     rc = KVSHARD_OK;
     for (uint32_t P = P0; rc == KVSHARD_OK && P <= P1; P++) {
@@ -515,7 +523,7 @@ size_t kvshard_comparison_recommended(const kvshard_comparison *comparison)
     return comparison ? comparison->recommended : 0;
 }
 
-int kvshard__comparison_flags(char *buf, size_t cap, const kvshard_comparison *c)
+int kvshard_compare__comparison_flags(char *buf, size_t cap, const kvshard_comparison *c)
 {
     const kvshard_options *o = &c->options;
     const kvshard_comparison_row *rec = &c->rows[c->recommended];

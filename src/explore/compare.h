@@ -24,11 +24,11 @@ struct kvshard_comparison {
 
 /* The recommendation's flags, space-separated, as the text, the report and
  * the JSON give them; written like snprintf. */
-int kvshard__comparison_flags(char *buf, size_t cap, const kvshard_comparison *c);
+int kvshard_compare__comparison_flags(char *buf, size_t cap, const kvshard_comparison *c);
 
 /* kvshard_comparison_create, naming in `diag` what an error is about, as
- * kvshard__plan_create does. */
-int kvshard__comparison_create(kvshard_comparison **out, const kvshard_model *model,
+ * kvshard_plan__create does. */
+int kvshard_compare__comparison_create(kvshard_comparison **out, const kvshard_model *model,
                                const kvshard_options *options,
                                const kvshard_compare_options *compare_options,
                                const kvshard_allocator *allocator, kvshard_diag__ctx *diag);

@@ -11,16 +11,16 @@ int kvshard_deployment_compare(kvshard_comparison **out, const kvshard_deploymen
                                kvshard_error *err)
 {
     if (!deployment) {
-        kvshard__error_reset(err);
-        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
+        kvshard_error__reset(err);
+        return kvshard_error__fail(err, KVSHARD_EINVAL, "", kvshard_error__no_mark,
                              "deployment must not be NULL");
     }
     kvshard_comparison *c = NULL;
     kvshard_compare_options co = KVSHARD_COMPARE_OPTIONS_INIT;
     co.sweep_pp = deployment->explore.sweep_pp;
     kvshard_diag__ctx diag = kvshard_diag__on(err);
-    kvshard_options options = kvshard__deployment_options(deployment);
-    int rc = kvshard__comparison_create(out ? &c : NULL, deployment->model, &options, &co,
+    kvshard_options options = kvshard_deploy__deployment_options(deployment);
+    int rc = kvshard_compare__comparison_create(out ? &c : NULL, deployment->model, &options, &co,
                                         &deployment->alloc, &diag);
     rc = kvshard_deployment__locate(deployment, rc, &diag);
     if (rc)
@@ -39,14 +39,14 @@ int kvshard_deployment_fit(kvshard_fit **out, const kvshard_deployment *deployme
                            const kvshard_fit_options *fit_options, kvshard_error *err)
 {
     if (!deployment || !out || !fit_options) {
-        kvshard__error_reset(err);
-        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
+        kvshard_error__reset(err);
+        return kvshard_error__fail(err, KVSHARD_EINVAL, "", kvshard_error__no_mark,
                              "out, deployment and fit_options must not be NULL");
     }
     kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
     if (fit_options->size != sizeof fo) {
-        kvshard__error_reset(err);
-        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
+        kvshard_error__reset(err);
+        return kvshard_error__fail(err, KVSHARD_EINVAL, "", kvshard_error__no_mark,
                              "kvshard_fit_options.size is %zu; this library's is %zu: start "
                              "from KVSHARD_FIT_OPTIONS_INIT",
                              fit_options->size, sizeof fo);
@@ -64,7 +64,7 @@ int kvshard_deployment_fit(kvshard_fit **out, const kvshard_deployment *deployme
     if (!fo.gpus_per_node)
         fo.gpus_per_node = deployment->explore.gpus_per_node;
     kvshard_diag__ctx diag = kvshard_diag__on(err);
-    kvshard_options options = kvshard__deployment_options(deployment);
-    int rc = kvshard__fit_create(out, deployment->model, &options, &fo, &deployment->alloc, &diag);
+    kvshard_options options = kvshard_deploy__deployment_options(deployment);
+    int rc = kvshard_fit__create(out, deployment->model, &options, &fo, &deployment->alloc, &diag);
     return kvshard_deployment__locate(deployment, rc, &diag);
 }

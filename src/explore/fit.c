@@ -94,7 +94,7 @@ static int plan_layout(kvshard_plan **out, const search *s, uint32_t T, uint32_t
     o.ownership = S > 1 ? rule : KVSHARD_OWNERSHIP_DEFAULT;
     o.memory_per_rank = 0;
     o.max_seqs = max_seqs;
-    return kvshard__plan_figures(out, s->model, &o, &s->alloc, &s->device, diag);
+    return kvshard_plan__figures(out, s->model, &o, &s->alloc, &s->device, diag);
 }
 
 /* Sequences per replica at the context length: balanced max_seqs, or for a
@@ -276,11 +276,11 @@ static uint32_t divisors_of(uint32_t *d, uint32_t n)
 /* The plans a row of split S makes: one, or two at a context length (one
  * sequence, then the balanced count), each over the L layers and the
  * ranks a stage keeps: S split ranks, of two groups when the split groups'
- * unions of KV heads differ (kvshard__memory_other_group). */
+ * unions of KV heads differ (kvshard_memory__other_group). */
 static uint64_t row_work(const kvshard__model_info *m, uint32_t T, uint32_t P, uint32_t S,
                          bool context)
 {
-    uint64_t kept = (uint64_t)S * (kvshard__memory_other_group(m, T, S) ? 2u : 1u);
+    uint64_t kept = (uint64_t)S * (kvshard_memory__other_group(m, T, S) ? 2u : 1u);
     return ((uint64_t)m->num_layers + P * kept) * (context ? 2u : 1u);
 }
 
@@ -288,10 +288,10 @@ static int start(kvshard_fit *f, search *s, const kvshard_fit_options *fo, kvsha
 {
     const kvshard_options *o = &s->base.options;
     if (fo->gpus == 0)
-        return kvshard__fail(diag->err, KVSHARD_EPARALLEL, "", kvshard__no_mark,
+        return kvshard_error__fail(diag->err, KVSHARD_EPARALLEL, "", kvshard_error__no_mark,
                              "gpus is 0; kvshard fit needs at least 1");
     if (fo->gpus > KVSHARD_MAX_RANKS)
-        return kvshard__fail(diag->err, KVSHARD_EPARALLEL, "", kvshard__no_mark,
+        return kvshard_error__fail(diag->err, KVSHARD_EPARALLEL, "", kvshard_error__no_mark,
                              "gpus %u is above the %u ranks kvshard plans", fo->gpus,
                              KVSHARD_MAX_RANKS);
     if (o->device_memory == 0) {
@@ -323,7 +323,7 @@ static int none_fits(const kvshard_fit *f, const search *s, bool all_short, uint
 {
     const kvshard__device *d = &s->device;
     char u[24];
-    kvshard__ppb_text(u, sizeof u, d->utilization_ppb);
+    kvshard_device__ppb_text(u, sizeof u, d->utilization_ppb);
     if (all_short) {
         diag->option = "device_memory";
         return kvshard_diag__fail(diag, kvshard_device__about_fit, KVSHARD_EDOESNOTFIT,
@@ -390,13 +390,13 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo,
             snprintf(pins, sizeof pins, " and the pins pp_size %u, dp_size %u", fo->pp_size,
                      fo->dp_size);
         diag->option = fo->pp_size ? "pp_size" : fo->dp_size ? "dp_size" : NULL;
-        return kvshard__fail(diag->err, KVSHARD_EFITLIMITS, "", kvshard__no_mark,
+        return kvshard_error__fail(diag->err, KVSHARD_EFITLIMITS, "", kvshard_error__no_mark,
                              "fit_limits: no layout of %u GPUs within gpus_per_node %u, "
                              "max_tp_size %u and max_pp_size %u%s",
                              N, f->gpus_per_node, f->max_tp_size, f->max_pp_size, pins);
     }
     if (work > KVSHARD__FIT_MAX_WORK)
-        return kvshard__fail(diag->err, KVSHARD_EFITLIMITS, "", kvshard__no_mark,
+        return kvshard_error__fail(diag->err, KVSHARD_EFITLIMITS, "", kvshard_error__no_mark,
                              "fit_limits: %zu layouts of %u GPUs (%zu rows of a %u-layer model "
                              "within max_tp_size %u and max_pp_size %u) would cost %llu layer "
                              "and split-rank figures, past the %llu of KVSHARD__FIT_MAX_WORK; "
@@ -404,15 +404,16 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo,
                              "dp_size",
                              triples, N, rows, L, f->max_tp_size, f->max_pp_size,
                              (unsigned long long)work, (unsigned long long)KVSHARD__FIT_MAX_WORK);
-    f->rows = kvshard__calloc(&f->alloc, rows ? rows : 1, sizeof *f->rows);
-    f->partitions = kvshard__calloc(&f->alloc, partition_entries ? partition_entries : 1,
+    f->rows = kvshard_alloc__calloc(&f->alloc, rows ? rows : 1, sizeof *f->rows);
+    f->partitions = kvshard_alloc__calloc(&f->alloc, partition_entries ? partition_entries : 1,
                                     sizeof *f->partitions);
-    f->refused = kvshard__calloc(&f->alloc, triples, sizeof *f->refused);
+    f->refused = kvshard_alloc__calloc(&f->alloc, triples, sizeof *f->refused);
     if (!f->rows || !f->partitions || !f->refused)
-        return kvshard__fail(diag->err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+        return kvshard_error__fail(diag->err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
+                                   "out of memory");
     int first_refusal = KVSHARD_OK;
     kvshard_error first_err;
-    kvshard__error_reset(&first_err);
+    kvshard_error__reset(&first_err);
     const char *const *first_among = NULL;
     bool all_short = true, any_admitted = false;
     int64_t closest = INT64_MIN;
@@ -453,7 +454,7 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo,
             uint32_t counts[256];
             int64_t left = INT64_MAX;
             kvshard_error ignore;
-            kvshard__error_reset(&ignore);
+            kvshard_error__reset(&ignore);
             if (P <= 256 && kvshard_partition__by_rule(counts, L, P,
                                                        s->base.options.pp_partition_rule ==
                                                                KVSHARD_PP_RULE_EXPLICIT
@@ -463,7 +464,7 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo,
                 uint64_t w[256], b[256];
                 kvshard__device_layout layout = {T, D, 1, P, counts, L};
                 kvshard_diag__ctx why = kvshard_diag__on(&ignore);
-                if (kvshard__device_stages(w, b, &s->device, &s->base, &layout, &left, &why) ==
+                if (kvshard_device__stages(w, b, &s->device, &s->base, &layout, &left, &why) ==
                     KVSHARD_OK)
                     all_short = false;
             } else {
@@ -528,15 +529,15 @@ static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvsha
     int rc = kvshard_call__begin(diag->err, out && model && options && fo,
                                  "out, model, options and fit_options");
     if (rc == KVSHARD_OK)
-        rc = kvshard__begin_planning(&s.base, true, options, allocator, diag);
+        rc = kvshard_validate__begin_planning(&s.base, true, options, allocator, diag);
     if (rc == KVSHARD_OK && (rc = kvshard_call__size(diag->err, "kvshard_fit_options", fo->size,
                                                      sizeof *fo, "KVSHARD_FIT_OPTIONS_INIT")) != 0)
         return rc;
     /* gpus_per_node keeps the range and words of its deployment key. */
     kvshard_value gpus_per_node = {fo ? fo->gpus_per_node : 0, 0.0, NULL, 0};
     if (rc == KVSHARD_OK &&
-        (rc = kvshard_value__check(kvshard__option_def(KVSHARD__OPT_GPUS_PER_NODE), gpus_per_node,
-                                   diag->err)) != 0) {
+        (rc = kvshard_value__check(kvshard_options__option_def(KVSHARD__OPT_GPUS_PER_NODE),
+                                   gpus_per_node, diag->err)) != 0) {
         diag->option = "gpus_per_node";
         return rc;
     }
@@ -549,25 +550,27 @@ static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvsha
                                   s.base.profile->name);
     }
     if (rc == KVSHARD_OK)
-        rc = kvshard__planning_settle(&s.base, model, diag);
+        rc = kvshard_validate__planning_settle(&s.base, model, diag);
     if (rc)
         return rc;
     s.model = model;
-    s.alloc = kvshard__allocator_or_default(allocator);
+    s.alloc = kvshard_alloc__allocator_or_default(allocator);
     kvshard_options init = KVSHARD_OPTIONS_INIT;
     memcpy(&s.given, options ? options : &init, sizeof s.given);
     /* fit works out the budgets: memory_per_rank is not one. */
     s.given.memory_per_rank = 0;
     s.base.options.memory_per_rank = 0;
-    kvshard_fit *f = kvshard__calloc(&s.alloc, 1, sizeof *f);
+    kvshard_fit *f = kvshard_alloc__calloc(&s.alloc, 1, sizeof *f);
     if (!f)
-        return kvshard__fail(diag->err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+        return kvshard_error__fail(diag->err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
+                                   "out of memory");
     f->alloc = s.alloc;
     size_t source_len = strlen(model->source) + 1;
-    f->model_source = kvshard__alloc(&s.alloc, source_len, 1);
+    f->model_source = kvshard_alloc__bytes(&s.alloc, source_len, 1);
     if (!f->model_source) {
-        kvshard__free(&s.alloc, f);
-        return kvshard__fail(diag->err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+        kvshard_alloc__free(&s.alloc, f);
+        return kvshard_error__fail(diag->err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
+                                   "out of memory");
     }
     memcpy(f->model_source, model->source, source_len);
     f->options = s.base.options;
@@ -575,16 +578,16 @@ static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvsha
     f->profile = s.base.profile;
     rc = start(f, &s, fo, diag);
     if (rc == KVSHARD_OK)
-        rc = kvshard__device_open(&s.device, &s.base, model, &s.alloc, diag);
+        rc = kvshard_device__open(&s.device, &s.base, model, &s.alloc, diag);
     if (rc == KVSHARD_OK) {
-        kvshard__device_figures_of(&f->device, &s.device);
+        kvshard_device__figures_of(&f->device, &s.device);
         if (f->device.summary.first_unknown)
             f->device.summary.first_unknown = f->device.first_unknown; /* the fit's copy */
-        f->fp8_kv = kvshard__kv_cache_dtype(&model->info, &f->options) == KVSHARD_DTYPE_FP8;
+        f->fp8_kv = kvshard_memory__kv_cache_dtype(&model->info, &f->options) == KVSHARD_DTYPE_FP8;
         f->drafts = kvshard__counted_drafts(&model->info, &f->options, f->profile) > 0;
         rc = enumerate(f, &s, fo, diag);
     }
-    kvshard__device_close(&s.device);
+    kvshard_device__close(&s.device);
     if (rc) {
         kvshard_fit_free(f);
         return rc;
@@ -593,15 +596,15 @@ static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvsha
     return KVSHARD_OK;
 }
 
-int kvshard_fit_create(kvshard_fit **out, const kvshard_model *model, const kvshard_options *options,
-                       const kvshard_fit_options *fit_options, const kvshard_allocator *allocator,
-                       kvshard_error *err)
+int kvshard_fit_create(kvshard_fit **out, const kvshard_model *model,
+                       const kvshard_options *options, const kvshard_fit_options *fit_options,
+                       const kvshard_allocator *allocator, kvshard_error *err)
 {
     kvshard_diag__ctx diag = kvshard_diag__on(err);
     return fit_create(out, model, options, fit_options, allocator, &diag);
 }
 
-int kvshard__fit_create(kvshard_fit **out, const kvshard_model *model,
+int kvshard_fit__create(kvshard_fit **out, const kvshard_model *model,
                         const kvshard_options *options, const kvshard_fit_options *fit_options,
                         const kvshard_allocator *allocator, kvshard_diag__ctx *diag)
 {
@@ -613,11 +616,11 @@ void kvshard_fit_free(kvshard_fit *fit)
     if (!fit)
         return;
     kvshard_allocator a = fit->alloc;
-    kvshard__free(&a, fit->rows);
-    kvshard__free(&a, fit->partitions);
-    kvshard__free(&a, fit->refused);
-    kvshard__free(&a, fit->model_source);
-    kvshard__free(&a, fit);
+    kvshard_alloc__free(&a, fit->rows);
+    kvshard_alloc__free(&a, fit->partitions);
+    kvshard_alloc__free(&a, fit->refused);
+    kvshard_alloc__free(&a, fit->model_source);
+    kvshard_alloc__free(&a, fit);
 }
 
 size_t kvshard_fit_row_count(const kvshard_fit *fit)
@@ -657,10 +660,10 @@ uint32_t kvshard_fit_limited_layouts(const kvshard_fit *fit)
     return fit ? fit->limited_layouts : 0;
 }
 
-kvshard_profile__layout kvshard__fit_layout(const kvshard_fit *fit, const kvshard_fit_row *row,
+kvshard_profile__layout kvshard_fit__layout(const kvshard_fit *fit, const kvshard_fit_row *row,
                                             char *utilization, size_t cap)
 {
-    kvshard__ppb_flag_text(utilization, cap, fit->device.utilization_ppb);
+    kvshard_device__ppb_flag_text(utilization, cap, fit->device.utilization_ppb);
     kvshard_profile__layout l = {
         .world_size = fit->gpus,
         .tp = row->tp_size,
@@ -691,6 +694,6 @@ int kvshard_fit_flags(char *buf, size_t cap, const kvshard_fit *fit, const char 
     if (!p)
         return KVSHARD_EUNKNOWNKEY;
     char u[24];
-    kvshard_profile__layout l = kvshard__fit_layout(fit, &fit->rows[0], u, sizeof u);
+    kvshard_profile__layout l = kvshard_fit__layout(fit, &fit->rows[0], u, sizeof u);
     return p->dialect.recommend(buf, cap, &l, env);
 }

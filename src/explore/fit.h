@@ -42,13 +42,13 @@ struct kvshard_fit {
 };
 
 /* kvshard_fit_create, naming in `diag` the option an error is about. */
-int kvshard__fit_create(kvshard_fit **out, const kvshard_model *model,
+int kvshard_fit__create(kvshard_fit **out, const kvshard_model *model,
                         const kvshard_options *options, const kvshard_fit_options *fit_options,
                         const kvshard_allocator *allocator, kvshard_diag__ctx *diag);
 
 /* A row as the profiles' recommend() takes it; `utilization` (at least 24
  * bytes) holds the share's text. */
-kvshard_profile__layout kvshard__fit_layout(const kvshard_fit *fit, const kvshard_fit_row *row,
+kvshard_profile__layout kvshard_fit__layout(const kvshard_fit *fit, const kvshard_fit_row *row,
                                             char *utilization, size_t cap);
 
 #endif /* KVSHARD_EXPLORE_FIT_H */

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-int kvshard__read_model_dtype(kvshard_dtype *out, const kvshard__reader *r)
+int kvshard_attention__read_model_dtype(kvshard_dtype *out, const kvshard__reader *r)
 {
     const kvshard__node *maps[2] = {&r->text, &r->top};
     static const kvshard__key keys[2] = {KVSHARD__KEY_DTYPE, KVSHARD__KEY_TORCH_DTYPE};
@@ -20,15 +20,15 @@ int kvshard__read_model_dtype(kvshard_dtype *out, const kvshard__reader *r)
                 continue;
             const char *s;
             size_t len;
-            const char *name = kvshard__key_name(keys[k]);
-            int rc = kvshard__node_string(&s, &len, r->doc, &v, name, r->err);
+            const char *name = kvshard_reader__key_name(keys[k]);
+            int rc = kvshard_tape__node_string(&s, &len, r->doc, &v, name, r->err);
             if (rc)
                 return rc;
-            if (kvshard__dtype_from_name(out, s, len))
+            if (kvshard_dtype__from_name(out, s, len))
                 return KVSHARD_OK;
             char shown[64];
-            kvshard__excerpt(shown, sizeof shown, s, len, 40);
-            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ERANGE, &v,
+            kvshard_error__excerpt(shown, sizeof shown, s, len, 40);
+            return kvshard_marks__fail(r->doc, r->err, KVSHARD_ERANGE, &v,
                                      "%s: unknown dtype \"%s\" (expected bfloat16, float16, "
                                      "float32 or fp8)",
                                      name, shown);
@@ -38,26 +38,28 @@ int kvshard__read_model_dtype(kvshard_dtype *out, const kvshard__reader *r)
     return KVSHARD_OK;
 }
 
-int kvshard__read_head_dim(uint32_t *out, const kvshard__reader *r, uint32_t heads, const char *why)
+int kvshard_attention__read_head_dim(uint32_t *out, const kvshard__reader *r, uint32_t heads,
+                                     const char *why)
 {
     const kvshard__node *t = &r->text;
     kvshard__node v = {0};
     if (kvshard__get(r, t, KVSHARD__KEY_HEAD_DIM, &v))
-        return kvshard__read_dim(out, r, &v, "head_dim", 1, KVSHARD__MAX_DIMENSION);
+        return kvshard_reader__read_dim(out, r, &v, "head_dim", 1, KVSHARD__MAX_DIMENSION);
     if (kvshard__get(r, t, KVSHARD__KEY_ATTENTION_HEAD_DIM, &v))
-        return kvshard__read_dim(out, r, &v, "attention_head_dim", 1, KVSHARD__MAX_DIMENSION);
+        return kvshard_reader__read_dim(out, r, &v, "attention_head_dim", 1,
+                                        KVSHARD__MAX_DIMENSION);
     if (heads == 0)
-        return kvshard__missing(r, t, KVSHARD__KEY_HEAD_DIM, why);
+        return kvshard_reader__missing(r, t, KVSHARD__KEY_HEAD_DIM, why);
     uint32_t hidden = 0; /* set when rc is 0; said for -O3, which cannot tell */
-    int rc = kvshard__require_dim(&hidden, r, t, KVSHARD__KEY_HIDDEN_SIZE,
+    int rc = kvshard_reader__require_dim(&hidden, r, t, KVSHARD__KEY_HIDDEN_SIZE,
                                   "head_dim defaults to hidden_size / num_attention_heads");
     if (rc)
         return rc;
     /* Zamba2's attention reads the hidden state twice as wide. */
-    uint64_t width = (uint64_t)hidden * (kvshard__model_type_is(r, "zamba2", false) ? 2 : 1);
+    uint64_t width = (uint64_t)hidden * (kvshard_model__type_is(r, "zamba2", false) ? 2 : 1);
     if (width % heads != 0) {
         kvshard__get(r, t, KVSHARD__KEY_HIDDEN_SIZE, &v);
-        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ERANGE, &v,
+        return kvshard_marks__fail(r->doc, r->err, KVSHARD_ERANGE, &v,
                                  "hidden_size %u%s is not divisible by num_attention_heads %u; "
                                  "give head_dim explicitly",
                                  hidden, width != hidden ? " (x2 for zamba2)" : "", heads);
@@ -95,7 +97,7 @@ static int first_dim(uint32_t *out, const place **found, const kvshard__reader *
     *found = NULL;
     if (!first_present(r, places, n, at, found))
         return KVSHARD_OK;
-    return kvshard__read_dim(out, r, at, (*found)->name, 1, KVSHARD__MAX_DIMENSION);
+    return kvshard_reader__read_dim(out, r, at, (*found)->name, 1, KVSHARD__MAX_DIMENSION);
 }
 
 /* Each KV head serves a whole number of query heads, so there are no more
@@ -104,12 +106,12 @@ static int check_kv_heads(const kvshard__reader *r, uint32_t kv, const char *kv_
                           const kvshard__node *at, uint32_t q, const char *q_key)
 {
     if (kv > q)
-        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ERANGE, at,
+        return kvshard_marks__fail(r->doc, r->err, KVSHARD_ERANGE, at,
                                  "%s %u is more than %s %u: each KV head serves one or more query "
                                  "heads",
                                  kv_key, kv, q_key, q);
     if (q % kv != 0)
-        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ERANGE, at,
+        return kvshard_marks__fail(r->doc, r->err, KVSHARD_ERANGE, at,
                                  "%s %u is not divisible by %s %u: each KV head serves the same "
                                  "number of query heads",
                                  q_key, q, kv_key, kv);
@@ -128,7 +130,7 @@ static int v_dim(uint32_t *out, const kvshard__reader *r, const place *places, s
         if (!first_present(r, places + i, 1, &v, &found))
             continue;
         uint32_t d;
-        int rc = kvshard__read_dim(&d, r, &v, found->name, 0, KVSHARD__MAX_DIMENSION);
+        int rc = kvshard_reader__read_dim(&d, r, &v, found->name, 0, KVSHARD__MAX_DIMENSION);
         if (rc)
             return rc;
         if (d > 0) {
@@ -144,8 +146,8 @@ static int query_heads(uint32_t *out, kvshard__reader *r)
 {
     bool found;
     *out = 0;
-    return kvshard__optional_dim(out, &found, r, &r->text, KVSHARD__KEY_NUM_ATTENTION_HEADS, 1,
-                                 KVSHARD__MAX_DIMENSION);
+    return kvshard_reader__optional_dim(out, &found, r, &r->text, KVSHARD__KEY_NUM_ATTENTION_HEADS,
+                                        1, KVSHARD__MAX_DIMENSION);
 }
 
 /* Step-3.5's attention_other_setting: the geometry of the layers whose
@@ -156,8 +158,8 @@ static int other_setting(const kvshard__node **out, kvshard__node *store, kvshar
     *out = NULL;
     if (!kvshard__get(r, &r->text, KVSHARD__KEY_ATTENTION_OTHER_SETTING, store))
         return KVSHARD_OK;
-    int rc = kvshard__node_expect(r->doc, store, KVSHARD__NODE_MAPPING, "attention_other_setting",
-                                  r->err);
+    int rc = kvshard_tape__node_expect(r->doc, store, KVSHARD__NODE_MAPPING,
+                                       "attention_other_setting", r->err);
     if (rc)
         return rc;
     kvshard__node type = {0};
@@ -165,12 +167,12 @@ static int other_setting(const kvshard__node **out, kvshard__node *store, kvshar
         const char *s;
         size_t len;
         const char *key = "attention_other_setting.attention_type";
-        if ((rc = kvshard__node_string(&s, &len, r->doc, &type, key, r->err)) != 0)
+        if ((rc = kvshard_tape__node_string(&s, &len, r->doc, &type, key, r->err)) != 0)
             return rc;
-        if (!kvshard__text_is(s, len, "sliding_attention")) {
+        if (!kvshard_text__is(s, len, "sliding_attention")) {
             char shown[64];
-            kvshard__excerpt(shown, sizeof shown, s, len, 40);
-            return kvshard__doc_fail(r->doc, r->err, KVSHARD_EUNMODELED, &type,
+            kvshard_error__excerpt(shown, sizeof shown, s, len, 40);
+            return kvshard_marks__fail(r->doc, r->err, KVSHARD_EUNMODELED, &type,
                                      "%s: \"%s\" is not sliding_attention, the only kind whose "
                                      "geometry kvshard reads from attention_other_setting",
                                      key, shown);
@@ -201,7 +203,7 @@ static int read_full_geometry(kvshard__reader *r)
     kvshard__node v = {0};
     bool k_eq_v = false;
     if (kvshard__get(r, t, KVSHARD__KEY_ATTENTION_K_EQ_V, &v) &&
-        (rc = kvshard__read_bool(&k_eq_v, r, &v, "attention_k_eq_v")) != 0)
+        (rc = kvshard_reader__read_bool(&k_eq_v, r, &v, "attention_k_eq_v")) != 0)
         return rc;
     const place heads[] = {
         {k_eq_v ? t : NULL, KVSHARD__KEY_NUM_GLOBAL_KEY_VALUE_HEADS, "num_global_key_value_heads"},
@@ -212,16 +214,16 @@ static int read_full_geometry(kvshard__reader *r)
     if ((rc = first_dim(&g->heads, &found, r, heads, 4, &v)) != 0)
         return rc;
     if (!found)
-        return kvshard__missing(r, t, KVSHARD__KEY_NUM_KEY_VALUE_HEADS, why);
+        return kvshard_reader__missing(r, t, KVSHARD__KEY_NUM_KEY_VALUE_HEADS, why);
     if (q && found->key != KVSHARD__KEY_NUM_ATTENTION_HEADS &&
         (rc = check_kv_heads(r, g->heads, found->name, &v, q, "num_attention_heads")) != 0)
         return rc;
-    kvshard__set_site(r, KVSHARD__SITE_KV_HEADS, found->name, g->heads, &v);
+    kvshard_reader__set_site(r, KVSHARD__SITE_KV_HEADS, found->name, g->heads, &v);
     bool has_global;
-    rc = kvshard__optional_dim(&g->k_dim, &has_global, r, t, KVSHARD__KEY_GLOBAL_HEAD_DIM, 1,
+    rc = kvshard_reader__optional_dim(&g->k_dim, &has_global, r, t, KVSHARD__KEY_GLOBAL_HEAD_DIM, 1,
                                KVSHARD__MAX_DIMENSION);
     if (rc == KVSHARD_OK && !has_global)
-        rc = kvshard__read_head_dim(&g->k_dim, r, q, why);
+        rc = kvshard_attention__read_head_dim(&g->k_dim, r, q, why);
     const place v_places[] = {{t, KVSHARD__KEY_V_HEAD_DIM, "v_head_dim"}};
     return rc ? rc : v_dim(&g->v_dim, r, v_places, 1, g->k_dim);
 }
@@ -238,10 +240,10 @@ static int read_sliding_geometry(kvshard__reader *r)
     if (rc)
         return rc;
     kvshard__node swa = {0};
-    if ((kvshard__model_type_is(r, "mimo_v2_flash", false) ||
-         kvshard__model_type_is(r, "mimo_v2", false)) &&
+    if ((kvshard_model__type_is(r, "mimo_v2_flash", false) ||
+         kvshard_model__type_is(r, "mimo_v2", false)) &&
         !kvshard__get(r, t, KVSHARD__KEY_SWA_NUM_KEY_VALUE_HEADS, &swa))
-        return kvshard__missing(r, t, KVSHARD__KEY_SWA_NUM_KEY_VALUE_HEADS,
+        return kvshard_reader__missing(r, t, KVSHARD__KEY_SWA_NUM_KEY_VALUE_HEADS,
                                 "MiMo's sliding layers have KV heads of their own, which kvshard "
                                 "does not derive");
     const place heads[] = {
@@ -254,12 +256,12 @@ static int read_sliding_geometry(kvshard__reader *r)
     if ((rc = first_dim(&g->heads, &found, r, heads, 5, &v)) != 0)
         return rc;
     if (!found)
-        return kvshard__missing(r, t, KVSHARD__KEY_NUM_KEY_VALUE_HEADS, why);
+        return kvshard_reader__missing(r, t, KVSHARD__KEY_NUM_KEY_VALUE_HEADS, why);
     /* The query heads of these layers: their own setting's, else the model's. */
     uint32_t q = 0, q_text;
     bool has_q = false;
     const char *q_key = "attention_other_setting.num_attention_heads";
-    if (other && (rc = kvshard__optional_dim(&q, &has_q, r, other,
+    if (other && (rc = kvshard_reader__optional_dim(&q, &has_q, r, other,
                                              KVSHARD__KEY_NUM_ATTENTION_HEADS, 1,
                                              KVSHARD__MAX_DIMENSION)) != 0)
         return rc;
@@ -272,12 +274,12 @@ static int read_sliding_geometry(kvshard__reader *r)
     if (q && found->key != KVSHARD__KEY_NUM_ATTENTION_HEADS &&
         (rc = check_kv_heads(r, g->heads, found->name, &v, q, q_key)) != 0)
         return rc;
-    kvshard__set_site(r, KVSHARD__SITE_SLIDING_KV_HEADS, found->name, g->heads, &v);
+    kvshard_reader__set_site(r, KVSHARD__SITE_SLIDING_KV_HEADS, found->name, g->heads, &v);
     const place dims[] = {{t, KVSHARD__KEY_SWA_HEAD_DIM, "swa_head_dim"},
                           {other, KVSHARD__KEY_HEAD_DIM, "attention_other_setting.head_dim"}};
     if ((rc = first_dim(&g->k_dim, &found, r, dims, 2, &v)) != 0)
         return rc;
-    if (!found && (rc = kvshard__read_head_dim(&g->k_dim, r, q_text, why)) != 0)
+    if (!found && (rc = kvshard_attention__read_head_dim(&g->k_dim, r, q_text, why)) != 0)
         return rc;
     const place v_places[] = {{t, KVSHARD__KEY_SWA_V_HEAD_DIM, "swa_v_head_dim"}};
     return v_dim(&g->v_dim, r, v_places, 1, g->k_dim);
@@ -290,7 +292,7 @@ static int read_mla(kvshard__reader *r)
     kvshard__model_info *in = &r->model->info;
     const kvshard__node *t = &r->text;
     kvshard__node v = {0};
-    int rc = kvshard__require_dim(&in->qk_rope_head_dim, r, t, KVSHARD__KEY_QK_ROPE_HEAD_DIM,
+    int rc = kvshard_reader__require_dim(&in->qk_rope_head_dim, r, t, KVSHARD__KEY_QK_ROPE_HEAD_DIM,
                                   "MLA caches kv_lora_rank + qk_rope_head_dim per token");
     if (rc)
         return rc;
@@ -298,9 +300,10 @@ static int read_mla(kvshard__reader *r)
         kvshard__get(r, t, KVSHARD__KEY_INDEX_N_HEADS, &v)) {
         uint32_t n_heads;
         const char *why = "the DSA indexer caches one key per token";
-        if ((rc = kvshard__require_dim(&in->index_head_dim, r, t, KVSHARD__KEY_INDEX_HEAD_DIM,
-                                       why)) != 0 ||
-            (rc = kvshard__require_dim(&n_heads, r, t, KVSHARD__KEY_INDEX_N_HEADS, why)) != 0)
+        if ((rc = kvshard_reader__require_dim(&in->index_head_dim, r, t,
+                                              KVSHARD__KEY_INDEX_HEAD_DIM, why)) != 0 ||
+            (rc = kvshard_reader__require_dim(&n_heads, r, t, KVSHARD__KEY_INDEX_N_HEADS, why)) !=
+                0)
             return rc;
         in->has_indexer = true;
     }
@@ -313,18 +316,18 @@ static int read_compressed(kvshard__reader *r)
     kvshard__model_info *in = &r->model->info;
     const kvshard__node *t = &r->text;
     kvshard__node v = {0};
-    int rc = kvshard__require_dim(&in->latent_dim, r, t, KVSHARD__KEY_HEAD_DIM,
+    int rc = kvshard_reader__require_dim(&in->latent_dim, r, t, KVSHARD__KEY_HEAD_DIM,
                                   "compressed attention caches one latent of head_dim elements "
                                   "per entry");
     if (rc)
         return rc;
     if (kvshard__get(r, t, KVSHARD__KEY_NUM_KEY_VALUE_HEADS, &v)) {
         uint32_t kv;
-        if ((rc = kvshard__read_dim(&kv, r, &v, "num_key_value_heads", 1,
+        if ((rc = kvshard_reader__read_dim(&kv, r, &v, "num_key_value_heads", 1,
                                     KVSHARD__MAX_DIMENSION)) != 0)
             return rc;
         if (kv != 1)
-            return kvshard__doc_fail(r->doc, r->err, KVSHARD_EUNMODELED, &v,
+            return kvshard_marks__fail(r->doc, r->err, KVSHARD_EUNMODELED, &v,
                                      "num_key_value_heads %u: kvshard models compressed attention "
                                      "with one latent shared by every head (1), not grouped KV "
                                      "heads",
@@ -333,9 +336,9 @@ static int read_compressed(kvshard__reader *r)
     /* The RoPE part matters only to an fp8 cache, which keeps it in bf16:
      * planning asks for it then. */
     if (kvshard__get(r, t, KVSHARD__KEY_QK_ROPE_HEAD_DIM, &v))
-        return kvshard__read_dim(&in->qk_rope_head_dim, r, &v, "qk_rope_head_dim", 0,
+        return kvshard_reader__read_dim(&in->qk_rope_head_dim, r, &v, "qk_rope_head_dim", 0,
                                  in->latent_dim - 1);
-    kvshard__set_site(r, KVSHARD__SITE_LATENT_ROPE, "qk_rope_head_dim", 0, t);
+    kvshard_reader__set_site(r, KVSHARD__SITE_LATENT_ROPE, "qk_rope_head_dim", 0, t);
     return KVSHARD_OK;
 }
 
@@ -351,9 +354,9 @@ static int read_query_site(kvshard__reader *r)
     uint32_t q;
     if (!kvshard__get(r, &r->text, KVSHARD__KEY_NUM_ATTENTION_HEADS, &v))
         return KVSHARD_OK;
-    int rc = kvshard__read_dim(&q, r, &v, "num_attention_heads", 1, KVSHARD__MAX_DIMENSION);
+    int rc = kvshard_reader__read_dim(&q, r, &v, "num_attention_heads", 1, KVSHARD__MAX_DIMENSION);
     if (rc == KVSHARD_OK)
-        kvshard__set_site(r, KVSHARD__SITE_Q_HEADS, "num_attention_heads", q, &v);
+        kvshard_reader__set_site(r, KVSHARD__SITE_Q_HEADS, "num_attention_heads", q, &v);
     return rc;
 }
 
@@ -369,21 +372,21 @@ static int read_attention_kind(kvshard__reader *r, bool full, bool sliding, bool
     /* kv_lora_rank: a positive integer selects MLA; 0 or null does not. */
     uint32_t lora = 0;
     bool found;
-    int rc = kvshard__optional_dim(&lora, &found, r, &r->text, KVSHARD__KEY_KV_LORA_RANK, 0,
+    int rc = kvshard_reader__optional_dim(&lora, &found, r, &r->text, KVSHARD__KEY_KV_LORA_RANK, 0,
                                    KVSHARD__MAX_DIMENSION);
     if (rc)
         return rc;
     if (found && lora > 0) {
         in->attention = KVSHARD_ATTENTION_MLA;
         in->kv_lora_rank = lora;
-        return kvshard__read_part(r, full || sliding, draft_full || draft_sliding, read_mla);
+        return kvshard_reader__read_part(r, full || sliding, draft_full || draft_sliding, read_mla);
     }
     in->attention = KVSHARD_ATTENTION_GQA;
-    rc = kvshard__read_part(r, full, draft_full, read_full_geometry);
-    return rc ? rc : kvshard__read_part(r, sliding, draft_sliding, read_sliding_geometry);
+    rc = kvshard_reader__read_part(r, full, draft_full, read_full_geometry);
+    return rc ? rc : kvshard_reader__read_part(r, sliding, draft_sliding, read_sliding_geometry);
 }
 
-int kvshard__read_attention(kvshard__reader *r)
+int kvshard_attention__read_attention(kvshard__reader *r)
 {
     const uint32_t *n = r->model->info.count;
     bool full = n[KVSHARD_LAYER_FULL_ATTENTION] + n[KVSHARD_LAYER_HYBRID] +
@@ -399,8 +402,8 @@ int kvshard__read_attention(kvshard__reader *r)
     if (rc)
         return rc;
     /* Every layer of a compressed model caches its latent. */
-    return kvshard__read_part(r, full || sliding || r->compressed, draft_full || draft_sliding,
-                              read_query_site);
+    return kvshard_reader__read_part(r, full || sliding || r->compressed,
+                                     draft_full || draft_sliding, read_query_site);
 }
 
 /* sliding_window, else sliding_window_size. */
@@ -409,16 +412,17 @@ static int read_sliding_window(kvshard__reader *r)
     kvshard__model_info *in = &r->model->info;
     kvshard__node v = {0};
     if (kvshard__get(r, &r->text, KVSHARD__KEY_SLIDING_WINDOW, &v))
-        return kvshard__read_dim(&in->sliding_window, r, &v, "sliding_window", 1, UINT32_MAX);
+        return kvshard_reader__read_dim(&in->sliding_window, r, &v, "sliding_window", 1,
+                                        UINT32_MAX);
     if (kvshard__get(r, &r->text, KVSHARD__KEY_SLIDING_WINDOW_SIZE, &v))
-        return kvshard__read_dim(&in->sliding_window, r, &v, "sliding_window_size", 1,
+        return kvshard_reader__read_dim(&in->sliding_window, r, &v, "sliding_window_size", 1,
                                  UINT32_MAX);
-    return kvshard__missing(r, &r->text, KVSHARD__KEY_SLIDING_WINDOW,
+    return kvshard_reader__missing(r, &r->text, KVSHARD__KEY_SLIDING_WINDOW,
                             "sliding and compressed layers keep the last sliding_window tokens; "
                             "sliding_window_size is read too");
 }
 
-int kvshard__read_windows(kvshard__reader *r)
+int kvshard_attention__read_windows(kvshard__reader *r)
 {
     kvshard__model_info *in = &r->model->info;
     bool draft_sliding = false;
@@ -426,10 +430,11 @@ int kvshard__read_windows(kvshard__reader *r)
         draft_sliding |= r->draft[d].kind == KVSHARD_LAYER_SLIDING_ATTENTION;
     bool sliding = in->count[KVSHARD_LAYER_SLIDING_ATTENTION] > 0 ||
                    in->attention == KVSHARD_ATTENTION_COMPRESSED;
-    int rc = kvshard__read_part(r, sliding, draft_sliding, read_sliding_window);
+    int rc = kvshard_reader__read_part(r, sliding, draft_sliding, read_sliding_window);
     if (rc || in->count[KVSHARD_LAYER_CHUNKED_ATTENTION] == 0 || in->chunk_size > 0)
         return rc;
-    return kvshard__require_dim(&in->chunk_size, r, &r->text, KVSHARD__KEY_ATTENTION_CHUNK_SIZE,
-                                "chunked_attention layers keep one chunk of "
-                                "attention_chunk_size tokens");
+    return kvshard_reader__require_dim(&in->chunk_size, r, &r->text,
+                                       KVSHARD__KEY_ATTENTION_CHUNK_SIZE,
+                                       "chunked_attention layers keep one chunk of "
+                                       "attention_chunk_size tokens");
 }

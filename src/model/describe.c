@@ -10,8 +10,8 @@
 
 static int missing(kvshard_error *err, const char *field, const char *why)
 {
-    return kvshard__fail(err, KVSHARD_EMISSING, SOURCE, kvshard__no_mark, "missing %s (%s)", field,
-                         why);
+    return kvshard_error__fail(err, KVSHARD_EMISSING, SOURCE, kvshard_error__no_mark,
+                               "missing %s (%s)", field, why);
 }
 
 /* A figure that must be present: 1 .. KVSHARD__MAX_DIMENSION. */
@@ -20,7 +20,7 @@ static int need(kvshard_error *err, uint32_t value, const char *field, const cha
     if (value == 0)
         return missing(err, field, why);
     if (value > KVSHARD__MAX_DIMENSION)
-        return kvshard__fail(err, KVSHARD_ERANGE, SOURCE, kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_ERANGE, SOURCE, kvshard_error__no_mark,
                              "%s: %u is out of range; expected an integer from 1 to %u", field,
                              value, KVSHARD__MAX_DIMENSION);
     return KVSHARD_OK;
@@ -36,7 +36,7 @@ static void site(kvshard_model *m, int which, const char *field, uint32_t value)
 {
     m->sites[which].key = field;
     m->sites[which].value = value;
-    m->sites[which].mark = kvshard__no_mark;
+    m->sites[which].mark = kvshard_error__no_mark;
 }
 
 static int check_state(kvshard_model *m, const kvshard_model_desc *d, kvshard_error *err)
@@ -55,7 +55,7 @@ static int check_state(kvshard_model *m, const kvshard_model_desc *d, kvshard_er
         return missing(err, "state_kind", "the model has linear or hybrid layers");
     const kvshard_states__row *row = kvshard_states__of(d->state_kind);
     if (!row)
-        return kvshard__fail(err, KVSHARD_ERANGE, SOURCE, kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_ERANGE, SOURCE, kvshard_error__no_mark,
                              "state_kind %d is not a kvshard_state_kind", (int)d->state_kind);
     /* The dimensions the kind needs, with their defaults; the fields it does
      * not read are left as given. */
@@ -72,7 +72,7 @@ static int check_state(kvshard_model *m, const kvshard_model_desc *d, kvshard_er
             site(m, n->site, field, *v);
     }
     if (row->bounded_inner && (uint64_t)s->heads * s->head_dim > KVSHARD__MAX_DIMENSION)
-        return kvshard__fail(err, KVSHARD_ERANGE, SOURCE, kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_ERANGE, SOURCE, kvshard_error__no_mark,
                              "state_heads %u x state_head_dim %u is past %u channels", s->heads,
                              s->head_dim, KVSHARD__MAX_DIMENSION);
     if (s->groups == 0)
@@ -81,7 +81,7 @@ static int check_state(kvshard_model *m, const kvshard_model_desc *d, kvshard_er
     kvshard_dtype dt = d->state_dtype;
     if (dt != KVSHARD_DTYPE_AUTO && dt != KVSHARD_DTYPE_BF16 && dt != KVSHARD_DTYPE_FP16 &&
         dt != KVSHARD_DTYPE_FP32)
-        return kvshard__fail(err, KVSHARD_ERANGE, SOURCE, kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_ERANGE, SOURCE, kvshard_error__no_mark,
                              "state_dtype %s is not a state dtype (auto, bf16, fp16 or fp32)",
                              kvshard_dtype_name(dt));
     if (!row->temporal || dt == KVSHARD_DTYPE_AUTO)
@@ -94,12 +94,12 @@ static int check_state(kvshard_model *m, const kvshard_model_desc *d, kvshard_er
 static int check_kv_heads(kvshard_error *err, uint32_t kv, const char *kv_field, uint32_t q)
 {
     if (q && kv > q)
-        return kvshard__fail(err, KVSHARD_ERANGE, SOURCE, kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_ERANGE, SOURCE, kvshard_error__no_mark,
                              "%s %u is more than num_attention_heads %u: each KV head serves one "
                              "or more query heads",
                              kv_field, kv, q);
     if (q && q % kv != 0)
-        return kvshard__fail(err, KVSHARD_ERANGE, SOURCE, kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_ERANGE, SOURCE, kvshard_error__no_mark,
                              "num_attention_heads %u is not divisible by %s %u: each KV head "
                              "serves the same number of query heads",
                              q, kv_field, kv);
@@ -173,11 +173,11 @@ static int check_attention(kvshard_model *m, const kvshard_model_desc *d, bool f
         return KVSHARD_OK;
     }
     if (d->attention == KVSHARD_ATTENTION_COMPRESSED)
-        return kvshard__fail(err, KVSHARD_ERANGE, SOURCE, kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_ERANGE, SOURCE, kvshard_error__no_mark,
                              "attention: compressed attention cannot be described (its layers "
                              "read their neighbours' streams); load the model's config");
     if (d->attention != KVSHARD_ATTENTION_GQA)
-        return kvshard__fail(err, KVSHARD_ERANGE, SOURCE, kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_ERANGE, SOURCE, kvshard_error__no_mark,
                              "attention %d is not a kvshard_attention", (int)d->attention);
     return check_gqa(m, d, full, sliding, err);
 }
@@ -188,24 +188,24 @@ static int describe(kvshard_model *m, const kvshard_model_desc *d, kvshard_error
     for (uint32_t i = 0; i < in->num_layers; i++) {
         int k = d->layer_kinds ? (int)d->layer_kinds[i] : KVSHARD_LAYER_FULL_ATTENTION;
         if (k < 0 || (unsigned)k >= KVSHARD__KIND_COUNT)
-            return kvshard__fail(err, KVSHARD_ELAYERTYPE, SOURCE, kvshard__no_mark,
+            return kvshard_error__fail(err, KVSHARD_ELAYERTYPE, SOURCE, kvshard_error__no_mark,
                                  "layer_kinds[%u]: %d is not a kvshard_layer_kind", i, k);
         if (k == KVSHARD_LAYER_COMPRESSED || k == KVSHARD_LAYER_SHARED_KV)
-            return kvshard__fail(err, KVSHARD_ELAYERTYPE, SOURCE, kvshard__no_mark,
+            return kvshard_error__fail(err, KVSHARD_ELAYERTYPE, SOURCE, kvshard_error__no_mark,
                                  "layer_kinds[%u]: a %s layer cannot be described (it reads "
                                  "other layers' caches); load the model's config",
                                  i, kvshard_layer_kind_name((kvshard_layer_kind)k));
         m->kinds[i] = (uint8_t)k;
     }
-    kvshard__model_count_kinds(m);
+    kvshard_model__count_kinds(m);
     kvshard_dtype dt = d->dtype == KVSHARD_DTYPE_AUTO ? KVSHARD_DTYPE_BF16 : d->dtype;
     if (dt == KVSHARD_DTYPE_INT8 || (int)dt < 0 || (int)dt > KVSHARD_DTYPE_INT8)
-        return kvshard__fail(err, KVSHARD_ERANGE, SOURCE, kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_ERANGE, SOURCE, kvshard_error__no_mark,
                              "dtype %d is not a model dtype (bf16, fp16, fp32 or fp8)", (int)dt);
     in->dtype = dt;
     int rc;
     if (d->num_draft_layers > KVSHARD__MAX_DRAFT_LAYERS)
-        return kvshard__fail(err, KVSHARD_ERANGE, SOURCE, kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_ERANGE, SOURCE, kvshard_error__no_mark,
                              "num_draft_layers: %u is out of range; expected an integer from 0 "
                              "to %u",
                              d->num_draft_layers, KVSHARD__MAX_DRAFT_LAYERS);
@@ -240,18 +240,19 @@ static int describe(kvshard_model *m, const kvshard_model_desc *d, kvshard_error
         if (m->kinds[i] == KVSHARD_LAYER_FULL_ATTENTION)
             kvshard__set_layer_flags(m, i, index);
     }
-    if ((rc = kvshard__model_classes(m, err)) != 0)
+    if ((rc = kvshard_model__classes(m, err)) != 0)
         return rc;
     if (in->num_draft_layers > 0) {
-        uint8_t c = kvshard__class_of(in, KVSHARD_LAYER_FULL_ATTENTION, 0, index);
+        uint8_t c = kvshard_model__class_of(in, KVSHARD_LAYER_FULL_ATTENTION, 0, index);
         if (c == UINT8_MAX)
-            return kvshard__fail(err, KVSHARD_ELIMIT, SOURCE, kvshard__no_mark,
+            return kvshard_error__fail(err, KVSHARD_ELIMIT, SOURCE, kvshard_error__no_mark,
                                  "the layers cache more than %u distinct kinds of entries",
                                  KVSHARD__MAX_CLASSES);
         in->draft_census[c] = in->num_draft_layers;
-        m->draft_class = kvshard__alloc(&m->alloc, in->num_draft_layers, 1);
+        m->draft_class = kvshard_alloc__bytes(&m->alloc, in->num_draft_layers, 1);
         if (!m->draft_class)
-            return kvshard__fail(err, KVSHARD_ENOMEM, SOURCE, kvshard__no_mark, "out of memory");
+            return kvshard_error__fail(err, KVSHARD_ENOMEM, SOURCE, kvshard_error__no_mark,
+                                       "out of memory");
         memset(m->draft_class, c, in->num_draft_layers);
     }
     return KVSHARD_OK;
@@ -269,13 +270,13 @@ int kvshard_model_create(kvshard_model **out, const kvshard_model_desc *desc,
     if (rc)
         return rc;
     if (desc->num_layers < 1 || desc->num_layers > KVSHARD_MAX_LAYERS)
-        return kvshard__fail(err, KVSHARD_ERANGE, SOURCE, kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_ERANGE, SOURCE, kvshard_error__no_mark,
                              "num_layers: %u is out of range; expected an integer from 1 to %u",
                              desc->num_layers, KVSHARD_MAX_LAYERS);
-    kvshard_allocator a = kvshard__allocator_or_default(allocator);
+    kvshard_allocator a = kvshard_alloc__allocator_or_default(allocator);
     const char *type = desc->model_type ? desc->model_type : "";
     kvshard_model *m;
-    rc = kvshard__model_new(&m, &a, SOURCE, type, strlen(type), desc->num_layers, err);
+    rc = kvshard_model__new(&m, &a, SOURCE, type, strlen(type), desc->num_layers, err);
     if (rc)
         return rc;
     if ((rc = describe(m, desc, err)) != 0) {

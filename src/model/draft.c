@@ -30,11 +30,11 @@ static uint8_t draft_kind(const kvshard__node *item, bool blocks)
         return UNKNOWN_NAME;
     const char *s = item->text;
     size_t n = item->count;
-    if (kvshard__text_is(s, n, "full_attention") || kvshard__text_is(s, n, "attention"))
+    if (kvshard_text__is(s, n, "full_attention") || kvshard_text__is(s, n, "attention"))
         return FULL;
-    if (kvshard__text_is(s, n, "sliding_attention"))
+    if (kvshard_text__is(s, n, "sliding_attention"))
         return SLIDING;
-    if (blocks && (kvshard__text_is(s, n, "moe") || kvshard__text_is(s, n, "mlp")))
+    if (blocks && (kvshard_text__is(s, n, "moe") || kvshard_text__is(s, n, "mlp")))
         return NOTHING;
     return UNKNOWN_NAME;
 }
@@ -46,7 +46,7 @@ static int add(kvshard__reader *r, uint8_t kind, uint8_t ratio, uint8_t flags,
     if (kind == NOTHING)
         return KVSHARD_OK;
     if (r->draft_count == KVSHARD__MAX_DRAFT_LAYERS)
-        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELIMIT, at,
+        return kvshard_marks__fail(r->doc, r->err, KVSHARD_ELIMIT, at,
                                  "the draft steps keep more than %u layers with a cache",
                                  KVSHARD__MAX_DRAFT_LAYERS);
     kvshard__class *c = &r->draft[r->draft_count++];
@@ -63,15 +63,15 @@ static int compressed_drafts(kvshard__reader *r, uint32_t L)
     kvshard__node item = {0};
     bool listed = r->compressed == 1;
     if (listed) {
-        it = kvshard__iter_begin(r->doc, &r->ratio_list);
+        it = kvshard_tape__iter_begin(r->doc, &r->ratio_list);
         for (uint32_t i = 0; i < L; i++)
-            kvshard__iter_next(r->doc, &it, &item);
+            kvshard_tape__iter_next(r->doc, &it, &item);
     }
     for (uint32_t d = 0; d < r->draft_steps; d++) {
         uint64_t ratio = 0;
         /* The ratios were checked with the decoder layers'. */
-        if (listed && kvshard__iter_next(r->doc, &it, &item))
-            kvshard__node_uint(&ratio, r->doc, &item, "compress_ratios", 0, 128, NULL);
+        if (listed && kvshard_tape__iter_next(r->doc, &it, &item))
+            kvshard_tape__node_uint(&ratio, r->doc, &item, "compress_ratios", 0, 128, NULL);
         uint8_t flags = ratio > 0 ? KVSHARD__LAYER_STREAM : 0;
         if (ratio == 4)
             flags |= KVSHARD__LAYER_INDEX_KEY;
@@ -86,17 +86,17 @@ static int compressed_drafts(kvshard__reader *r, uint32_t L)
 static int listed_drafts(kvshard__reader *r, uint32_t L)
 {
     const char *key = "layer_types";
-    kvshard__iter it = kvshard__iter_begin(r->doc, &r->layer_list);
+    kvshard__iter it = kvshard_tape__iter_begin(r->doc, &r->layer_list);
     kvshard__node item = {0};
-    for (uint32_t i = 0; kvshard__iter_next(r->doc, &it, &item); i++) {
+    for (uint32_t i = 0; kvshard_tape__iter_next(r->doc, &it, &item); i++) {
         if (i < L)
             continue;
         uint8_t kind = draft_kind(&item, false);
         if (kind == UNKNOWN_NAME) {
             char shown[64] = "";
             if (item.kind == KVSHARD__NODE_SCALAR)
-                kvshard__excerpt(shown, sizeof shown, item.text, item.count, 40);
-            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERTYPE, &item,
+                kvshard_error__excerpt(shown, sizeof shown, item.text, item.count, 40);
+            return kvshard_marks__fail(r->doc, r->err, KVSHARD_ELAYERTYPE, &item,
                                      "%s[%u]: a draft layer must be full_attention, attention or "
                                      "sliding_attention, not \"%s\"",
                                      key, i, shown);
@@ -111,24 +111,24 @@ static int listed_drafts(kvshard__reader *r, uint32_t L)
 /* Rule 3: the layers of one step, repeated for every step. */
 static int step_list(kvshard__reader *r, const kvshard__node *list, const char *key)
 {
-    int rc = kvshard__node_expect(r->doc, list, KVSHARD__NODE_SEQUENCE, key, r->err);
+    int rc = kvshard_tape__node_expect(r->doc, list, KVSHARD__NODE_SEQUENCE, key, r->err);
     if (rc)
         return rc;
     uint8_t kinds[64];
     if (list->count > sizeof kinds)
-        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELIMIT, list,
+        return kvshard_marks__fail(r->doc, r->err, KVSHARD_ELIMIT, list,
                                  "%s has %u entries; one draft step holds at most %zu layers", key,
                                  list->count, sizeof kinds);
-    kvshard__iter it = kvshard__iter_begin(r->doc, list);
+    kvshard__iter it = kvshard_tape__iter_begin(r->doc, list);
     kvshard__node item = {0};
-    for (uint32_t i = 0; kvshard__iter_next(r->doc, &it, &item); i++) {
+    for (uint32_t i = 0; kvshard_tape__iter_next(r->doc, &it, &item); i++) {
         bool scalar = item.kind == KVSHARD__NODE_SCALAR;
         uint8_t kind = draft_kind(&item, true);
         if (kind == UNKNOWN_NAME) {
             char shown[64] = "";
             if (scalar)
-                kvshard__excerpt(shown, sizeof shown, item.text, item.count, 40);
-            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERTYPE, &item,
+                kvshard_error__excerpt(shown, sizeof shown, item.text, item.count, 40);
+            return kvshard_marks__fail(r->doc, r->err, KVSHARD_ELAYERTYPE, &item,
                                      "%s[%u]: \"%s\" is no draft layer kvshard plans (expected "
                                      "full_attention, attention, sliding_attention, moe or mlp)",
                                      key, i, shown);
@@ -150,14 +150,14 @@ static int step_pattern(kvshard__reader *r, const kvshard__node *v)
     const char *s;
     size_t len;
     const char *key = "mtp_hybrid_override_pattern";
-    int rc = kvshard__node_string(&s, &len, r->doc, v, key, r->err);
+    int rc = kvshard_tape__node_string(&s, &len, r->doc, v, key, r->err);
     if (rc)
         return rc;
     for (size_t i = 0; i < len; i++) {
         if (s[i] != '*' && s[i] != 'E' && s[i] != '-') {
             char shown[16];
-            kvshard__excerpt(shown, sizeof shown, s + i, 1, 1);
-            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERTYPE, v,
+            kvshard_error__excerpt(shown, sizeof shown, s + i, 1, 1);
+            return kvshard_marks__fail(r->doc, r->err, KVSHARD_ELAYERTYPE, v,
                                      "%s[%zu]: '%s' is no draft layer kvshard plans (expected * "
                                      "for attention, E or - for a block without a cache; a draft "
                                      "layer with recurrent state is not run)",
@@ -173,7 +173,7 @@ static int step_pattern(kvshard__reader *r, const kvshard__node *v)
     return KVSHARD_OK;
 }
 
-int kvshard__read_draft_layers(kvshard__reader *r)
+int kvshard_draft__read_draft_layers(kvshard__reader *r)
 {
     uint32_t L = r->model->info.num_layers;
     kvshard__node v = {0};

@@ -5,6 +5,6 @@
 #include "model/reader.h"
 
 /* The draft layers of the model's draft steps. */
-int kvshard__read_draft_layers(kvshard__reader *r);
+int kvshard_draft__read_draft_layers(kvshard__reader *r);
 
 #endif /* KVSHARD_MODEL_DRAFT_H */

@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-unsigned kvshard__dtype_bytes(kvshard_dtype dtype)
+unsigned kvshard_dtype__bytes(kvshard_dtype dtype)
 {
     switch (dtype) {
     case KVSHARD_DTYPE_FP32: return 4;
@@ -28,7 +28,7 @@ static const struct {
     {"float8_e5m2", KVSHARD_DTYPE_FP8},
 };
 
-bool kvshard__dtype_from_name(kvshard_dtype *out, const char *name, size_t len)
+bool kvshard_dtype__from_name(kvshard_dtype *out, const char *name, size_t len)
 {
     if (len > 6 && memcmp(name, "torch.", 6) == 0) {
         name += 6;

@@ -5,11 +5,11 @@
 #include "kvshard/kvshard.h"
 
 /* Bytes of one element (AUTO, which is no type, counts as bfloat16). */
-unsigned kvshard__dtype_bytes(kvshard_dtype dtype);
+unsigned kvshard_dtype__bytes(kvshard_dtype dtype);
 
 /* A model dtype name as configs write it: bfloat16/bf16, float16/fp16/half,
  * float32/fp32/float, float8_e4m3fn/float8_e5m2/fp8, with an optional
  * "torch." prefix. */
-bool kvshard__dtype_from_name(kvshard_dtype *out, const char *name, size_t len);
+bool kvshard_dtype__from_name(kvshard_dtype *out, const char *name, size_t len);
 
 #endif /* KVSHARD_MODEL_DTYPE_H */

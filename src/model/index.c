@@ -18,7 +18,7 @@
 static int no_full_before(const kvshard__reader *r, const kvshard__node *at, const char *key,
                           uint32_t i, const char *entry)
 {
-    return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERLIST, at,
+    return kvshard_marks__fail(r->doc, r->err, KVSHARD_ELAYERLIST, at,
                              "%s[%u]: layer %u is \"%s\" but no layer before it keeps the indexer "
                              "key it would reuse",
                              key, i, i, entry);
@@ -28,23 +28,23 @@ static int no_full_before(const kvshard__reader *r, const kvshard__node *at, con
 static int dsa_from_types(kvshard__reader *r, const kvshard__node *list, uint32_t L)
 {
     const char *key = "indexer_types";
-    int rc = kvshard__read_layer_list(r, list, key, L);
+    int rc = kvshard_reader__read_layer_list(r, list, key, L);
     if (rc)
         return rc;
     kvshard_model *m = r->model;
     bool seen = false;
-    kvshard__iter it = kvshard__iter_begin(r->doc, list);
+    kvshard__iter it = kvshard_tape__iter_begin(r->doc, list);
     kvshard__node item = {0};
-    for (uint32_t i = 0; kvshard__iter_next(r->doc, &it, &item); i++) {
+    for (uint32_t i = 0; kvshard_tape__iter_next(r->doc, &it, &item); i++) {
         if (m->kinds[i] != FULL)
             continue; /* read only for full-attention layers */
         bool scalar = item.kind == KVSHARD__NODE_SCALAR;
-        bool full = scalar && kvshard__text_is(item.text, item.count, "full");
-        bool shared = scalar && kvshard__text_is(item.text, item.count, "shared");
+        bool full = scalar && kvshard_text__is(item.text, item.count, "full");
+        bool shared = scalar && kvshard_text__is(item.text, item.count, "shared");
         if (!full && !shared) {
             char shown[96];
-            kvshard__node_describe(shown, sizeof shown, &item);
-            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERTYPE, &item,
+            kvshard_tape__node_describe(shown, sizeof shown, &item);
+            return kvshard_marks__fail(r->doc, r->err, KVSHARD_ELAYERTYPE, &item,
                                      "%s[%u]: %s is neither \"full\" (the layer keeps an indexer "
                                      "key) nor \"shared\" (it reuses the previous one's)",
                                      key, i, shown);
@@ -63,11 +63,11 @@ static int dsa_from_pattern(kvshard__reader *r, const kvshard__node *v, uint32_t
 {
     const char *key = "index_topk_pattern", *s;
     size_t len;
-    int rc = kvshard__node_string(&s, &len, r->doc, v, key, r->err);
+    int rc = kvshard_tape__node_string(&s, &len, r->doc, v, key, r->err);
     if (rc)
         return rc;
     if (len != L)
-        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERCOUNT, v,
+        return kvshard_marks__fail(r->doc, r->err, KVSHARD_ELAYERCOUNT, v,
                                  "%s has %zu characters; num_hidden_layers is %u", key, len, L);
     kvshard_model *m = r->model;
     bool seen = false;
@@ -76,8 +76,8 @@ static int dsa_from_pattern(kvshard__reader *r, const kvshard__node *v, uint32_t
             continue;
         if (s[i] != 'F' && s[i] != 'S') {
             char shown[16];
-            kvshard__excerpt(shown, sizeof shown, s + i, 1, 1);
-            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERTYPE, v,
+            kvshard_error__excerpt(shown, sizeof shown, s + i, 1, 1);
+            return kvshard_marks__fail(r->doc, r->err, KVSHARD_ELAYERTYPE, v,
                                      "%s[%u]: '%s' is neither F (the layer keeps an indexer key) "
                                      "nor S (it reuses the previous one's)",
                                      key, i, shown);
@@ -98,11 +98,11 @@ static int dsa_from_schedule(kvshard__reader *r, uint32_t L)
 {
     uint32_t f = 1, o = 2;
     bool found;
-    int rc = kvshard__optional_dim(&f, &found, r, &r->text, KVSHARD__KEY_INDEX_TOPK_FREQ, 1,
+    int rc = kvshard_reader__optional_dim(&f, &found, r, &r->text, KVSHARD__KEY_INDEX_TOPK_FREQ, 1,
                                    UINT32_MAX);
     if (rc == KVSHARD_OK)
-        rc = kvshard__optional_dim(&o, &found, r, &r->text, KVSHARD__KEY_INDEX_SKIP_TOPK_OFFSET, 0,
-                                   UINT32_MAX);
+        rc = kvshard_reader__optional_dim(&o, &found, r, &r->text,
+                                          KVSHARD__KEY_INDEX_SKIP_TOPK_OFFSET, 0, UINT32_MAX);
     if (rc)
         return rc;
     kvshard_model *m = r->model;
@@ -137,14 +137,14 @@ static int sparse_list(uint8_t *out, kvshard__reader *r, const kvshard__node *cf
         return KVSHARD_OK;
     }
     char name[80];
-    snprintf(name, sizeof name, "sparse_attention_config.%s", kvshard__key_name(key));
-    return kvshard__read_bits(out, r, &list, name, L, meaning);
+    snprintf(name, sizeof name, "sparse_attention_config.%s", kvshard_reader__key_name(key));
+    return kvshard_reader__read_bits(out, r, &list, name, L, meaning);
 }
 
 static int read_sparse(kvshard__reader *r, const kvshard__node *cfg, uint32_t L)
 {
-    int rc = kvshard__node_expect(r->doc, cfg, KVSHARD__NODE_MAPPING, "sparse_attention_config",
-                                  r->err);
+    int rc = kvshard_tape__node_expect(r->doc, cfg, KVSHARD__NODE_MAPPING,
+                                       "sparse_attention_config", r->err);
     if (rc)
         return rc;
     kvshard_model *m = r->model;
@@ -152,26 +152,27 @@ static int read_sparse(kvshard__reader *r, const kvshard__node *cfg, uint32_t L)
     kvshard__node v = {0};
     bool use = true;
     if (kvshard__get(r, cfg, KVSHARD__KEY_USE_SPARSE_ATTENTION, &v) &&
-        (rc = kvshard__read_bool(&use, r, &v, "sparse_attention_config.use_sparse_attention")) != 0)
+        (rc = kvshard_reader__read_bool(&use, r, &v,
+                                        "sparse_attention_config.use_sparse_attention")) != 0)
         return rc;
     if (!use)
         return KVSHARD_OK;
     if (in->attention != KVSHARD_ATTENTION_GQA)
-        return kvshard__doc_fail(r->doc, r->err, KVSHARD_EUNMODELED, cfg,
+        return kvshard_marks__fail(r->doc, r->err, KVSHARD_EUNMODELED, cfg,
                                  "sparse_attention_config: kvshard models a sparse index beside "
                                  "GQA attention only, and this model's attention is %s",
                                  kvshard_attention_name(in->attention));
     if (!kvshard__get(r, cfg, KVSHARD__KEY_SPARSE_INDEX_DIM, &v))
-        return kvshard__doc_fail(r->doc, r->err, KVSHARD_EMISSING, cfg,
+        return kvshard_marks__fail(r->doc, r->err, KVSHARD_EMISSING, cfg,
                                  "missing key \"sparse_attention_config.sparse_index_dim\" (the "
                                  "elements of one sparse index key)");
-    if ((rc = kvshard__read_dim(&in->sparse_index_dim, r, &v,
+    if ((rc = kvshard_reader__read_dim(&in->sparse_index_dim, r, &v,
                                 "sparse_attention_config.sparse_index_dim", 1,
                                 KVSHARD__MAX_DIMENSION)) != 0)
         return rc;
-    uint8_t *lists = kvshard__alloc(&m->alloc, 2, L);
+    uint8_t *lists = kvshard_alloc__bytes(&m->alloc, 2, L);
     if (!lists)
-        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ENOMEM, cfg, "out of memory");
+        return kvshard_marks__fail(r->doc, r->err, KVSHARD_ENOMEM, cfg, "out of memory");
     uint8_t *on = lists, *k_only = lists + L;
     rc = sparse_list(on, r, cfg, KVSHARD__KEY_SPARSE_ATTENTION_FREQ, L, 1,
                      "1: the layer keeps a sparse index key, 0: none");
@@ -183,7 +184,7 @@ static int read_sparse(kvshard__reader *r, const kvshard__node *cfg, uint32_t L)
             kvshard__add_layer_flags(
                 m, i, k_only[i] ? KVSHARD__LAYER_SPARSE_K : KVSHARD__LAYER_SPARSE_KV);
     }
-    kvshard__free(&m->alloc, lists);
+    kvshard_alloc__free(&m->alloc, lists);
     return rc;
 }
 
@@ -194,24 +195,24 @@ static int read_sparse(kvshard__reader *r, const kvshard__node *cfg, uint32_t L)
 static int read_ids(uint8_t *marks, uint8_t bit, const kvshard__reader *r,
                     const kvshard__node *list, const char *key, uint32_t L)
 {
-    int rc = kvshard__node_expect(r->doc, list, KVSHARD__NODE_SEQUENCE, key, r->err);
+    int rc = kvshard_tape__node_expect(r->doc, list, KVSHARD__NODE_SEQUENCE, key, r->err);
     if (rc)
         return rc;
-    kvshard__iter it = kvshard__iter_begin(r->doc, list);
+    kvshard__iter it = kvshard_tape__iter_begin(r->doc, list);
     kvshard__node item = {0};
-    for (uint32_t i = 0; kvshard__iter_next(r->doc, &it, &item); i++) {
+    for (uint32_t i = 0; kvshard_tape__iter_next(r->doc, &it, &item); i++) {
         char what[64];
         snprintf(what, sizeof what, "%s[%u]", key, i);
         uint64_t id;
-        if ((rc = kvshard__node_uint(&id, r->doc, &item, what, 0, UINT64_MAX, r->err)) != 0)
+        if ((rc = kvshard_tape__node_uint(&id, r->doc, &item, what, 0, UINT64_MAX, r->err)) != 0)
             return rc;
         if (id >= L)
-            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERLIST, &item,
+            return kvshard_marks__fail(r->doc, r->err, KVSHARD_ELAYERLIST, &item,
                                      "%s: layer %llu is out of range; layers run from 0 to "
                                      "num_hidden_layers - 1 = %u",
                                      what, (unsigned long long)id, L - 1);
         if (marks[id] & bit)
-            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERLIST, &item,
+            return kvshard_marks__fail(r->doc, r->err, KVSHARD_ELAYERLIST, &item,
                                      "%s: layer %llu is listed twice", what,
                                      (unsigned long long)id);
         marks[id] |= bit;
@@ -237,9 +238,9 @@ static int read_sources(kvshard__reader *r, const kvshard__node *ids, uint32_t L
     if (rc)
         return rc;
     if (!m->kv_source) {
-        m->kv_source = kvshard__alloc(&m->alloc, L, sizeof *m->kv_source);
+        m->kv_source = kvshard_alloc__bytes(&m->alloc, L, sizeof *m->kv_source);
         if (!m->kv_source)
-            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ENOMEM, ids, "out of memory");
+            return kvshard_marks__fail(r->doc, r->err, KVSHARD_ENOMEM, ids, "out of memory");
     }
     uint32_t latest = UINT32_MAX;
     for (uint32_t i = 0; i < L; i++) {
@@ -250,7 +251,7 @@ static int read_sources(kvshard__reader *r, const kvshard__node *ids, uint32_t L
                                      (uint8_t) ~(KVSHARD__LAYER_INDEX_KEY | KVSHARD__LAYER_STREAM));
         if (marks[i] & SOURCE) {
             if (ratio == 0)
-                return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERLIST, ids,
+                return kvshard_marks__fail(r->doc, r->err, KVSHARD_ELAYERLIST, ids,
                                          "%s: layer %u has compression ratio 0 and keeps no "
                                          "stream for other layers to read",
                                          key, i);
@@ -263,12 +264,12 @@ static int read_sources(kvshard__reader *r, const kvshard__node *ids, uint32_t L
         if (ratio == 0)
             continue;
         if (latest == UINT32_MAX)
-            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERLIST, ids,
+            return kvshard_marks__fail(r->doc, r->err, KVSHARD_ELAYERLIST, ids,
                                      "%s: layer %u (compression ratio %u) has no KV source at or "
                                      "below it to read the stream of",
                                      key, i, ratio);
         if (kvshard__layer_ratio(m, latest) != ratio)
-            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERLIST, ids,
+            return kvshard_marks__fail(r->doc, r->err, KVSHARD_ELAYERLIST, ids,
                                      "%s: layer %u (compression ratio %u) would read the stream of "
                                      "layer %u, whose compression ratio is %u",
                                      key, i, ratio, latest, kvshard__layer_ratio(m, latest));
@@ -289,23 +290,23 @@ static int read_streams(kvshard__reader *r, uint32_t L)
         }
         return KVSHARD_OK;
     }
-    uint8_t *marks = kvshard__alloc(&m->alloc, L, 1);
+    uint8_t *marks = kvshard_alloc__bytes(&m->alloc, L, 1);
     if (!marks)
-        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ENOMEM, &ids, "out of memory");
+        return kvshard_marks__fail(r->doc, r->err, KVSHARD_ENOMEM, &ids, "out of memory");
     memset(marks, 0, L);
     int rc = read_sources(r, &ids, L, marks);
-    kvshard__free(&m->alloc, marks);
+    kvshard_alloc__free(&m->alloc, marks);
     return rc;
 }
 
 static int read_index_head_dim(kvshard__reader *r)
 {
-    return kvshard__require_dim(&r->model->info.index_head_dim, r, &r->text,
+    return kvshard_reader__require_dim(&r->model->info.index_head_dim, r, &r->text,
                                 KVSHARD__KEY_INDEX_HEAD_DIM,
                                 "compressed layers with index keys cache one per entry");
 }
 
-int kvshard__read_index_keys(kvshard__reader *r)
+int kvshard_index__read_index_keys(kvshard__reader *r)
 {
     kvshard_model *m = r->model;
     kvshard__model_info *in = &m->info;
@@ -313,7 +314,7 @@ int kvshard__read_index_keys(kvshard__reader *r)
     kvshard__node v = {0};
     if (in->attention != KVSHARD_ATTENTION_COMPRESSED &&
         kvshard__get(r, &r->text, KVSHARD__KEY_KV_SOURCE_LAYER_IDS, &v))
-        return kvshard__doc_fail(r->doc, r->err, KVSHARD_EUNMODELED, &v,
+        return kvshard_marks__fail(r->doc, r->err, KVSHARD_EUNMODELED, &v,
                                  "kv_source_layer_ids: kvshard reads layers that share a stream "
                                  "only in a compressed model (compress_ratios), and this one is "
                                  "not");
@@ -331,5 +332,5 @@ int kvshard__read_index_keys(kvshard__reader *r)
         layers_index |= (kvshard__layer_flags(m, i) & KVSHARD__LAYER_INDEX_KEY) != 0;
     for (uint32_t d = 0; d < r->draft_count; d++)
         drafts_index |= (r->draft[d].flags & KVSHARD__LAYER_INDEX_KEY) != 0;
-    return kvshard__read_part(r, layers_index, drafts_index, read_index_head_dim);
+    return kvshard_reader__read_part(r, layers_index, drafts_index, read_index_head_dim);
 }

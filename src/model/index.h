@@ -6,6 +6,6 @@
 
 /* Which layers keep index keys, and which compressed layers keep their own
  * stream or read another's. */
-int kvshard__read_index_keys(kvshard__reader *r);
+int kvshard_index__read_index_keys(kvshard__reader *r);
 
 #endif /* KVSHARD_MODEL_INDEX_H */

@@ -12,33 +12,33 @@ static int load_text(kvshard_model **out, const char *text, size_t len, const ch
                      const kvshard_allocator *alloc, kvshard_error *err)
 {
     kvshard__doc doc;
-    int rc = kvshard__doc_parse(&doc, text, len, source, alloc, err);
+    int rc = kvshard_doc__parse(&doc, text, len, source, alloc, err);
     if (rc)
         return rc;
-    kvshard__node root = kvshard__doc_root(&doc);
-    rc = kvshard__model_from_node(out, &doc, &root, alloc, err);
-    kvshard__doc_free(&doc);
+    kvshard__node root = kvshard_tape__doc_root(&doc);
+    rc = kvshard_model__from_node(out, &doc, &root, alloc, err);
+    kvshard_tape__doc_free(&doc);
     return rc;
 }
 
-int kvshard__model_load_path(kvshard_model **out, const char *path, const kvshard_allocator *alloc,
+int kvshard_model__load_path(kvshard_model **out, const char *path, const kvshard_allocator *alloc,
                              kvshard_error *err)
 {
     char *file = NULL, *text = NULL;
     size_t len;
-    int rc = kvshard__config_path(&file, alloc, path, err);
+    int rc = kvshard_file__config_path(&file, alloc, path, err);
     if (rc)
         return rc;
-    if ((rc = kvshard__read_file(&text, &len, alloc, file, err)) == KVSHARD_OK)
+    if ((rc = kvshard_file__read_file(&text, &len, alloc, file, err)) == KVSHARD_OK)
         rc = load_text(out, text, len, file, alloc, err);
     if (rc == KVSHARD_OK)
         (*out)->from_file = true;
-    kvshard__free(alloc, text);
-    kvshard__free(alloc, file);
+    kvshard_alloc__free(alloc, text);
+    kvshard_alloc__free(alloc, file);
     return rc;
 }
 
-int kvshard__begin_load(kvshard_allocator *alloc, bool args_ok, const char *args,
+int kvshard_load__begin_load(kvshard_allocator *alloc, bool args_ok, const char *args,
                         const kvshard_load_options *options, kvshard_error *err)
 {
     int rc = kvshard_call__begin(err, args_ok, args);
@@ -48,7 +48,7 @@ int kvshard__begin_load(kvshard_allocator *alloc, bool args_ok, const char *args
     if (rc == KVSHARD_OK && options)
         rc = kvshard_call__allocator(err, options->allocator);
     if (rc == KVSHARD_OK)
-        *alloc = kvshard__allocator_or_default(options ? options->allocator : NULL);
+        *alloc = kvshard_alloc__allocator_or_default(options ? options->allocator : NULL);
     return rc;
 }
 
@@ -56,7 +56,7 @@ int kvshard_model_load_string(kvshard_model **out, const char *text, size_t len,
                               const kvshard_load_options *options, kvshard_error *err)
 {
     kvshard_allocator a;
-    int rc = kvshard__begin_load(&a, out && text, "out and text", options, err);
+    int rc = kvshard_load__begin_load(&a, out && text, "out and text", options, err);
     if (rc)
         return rc;
     return load_text(out, text, len, name ? name : "<string>", &a, err);
@@ -66,9 +66,9 @@ int kvshard_model_load_file(kvshard_model **out, const char *path,
                             const kvshard_load_options *options, kvshard_error *err)
 {
     kvshard_allocator a;
-    int rc = kvshard__begin_load(&a, out && path, "out and path", options, err);
+    int rc = kvshard_load__begin_load(&a, out && path, "out and path", options, err);
     if (rc)
         return rc;
-    return kvshard__model_load_path(out, path, &a, err);
+    return kvshard_model__load_path(out, path, &a, err);
 }
 

@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-int kvshard__model_new(kvshard_model **out, const kvshard_allocator *alloc, const char *source,
+int kvshard_model__new(kvshard_model **out, const kvshard_allocator *alloc, const char *source,
                        const char *model_type, size_t type_len, uint32_t num_layers,
                        kvshard_error *err)
 {
@@ -14,9 +14,10 @@ int kvshard__model_new(kvshard_model **out, const kvshard_allocator *alloc, cons
     size_t fixed = sizeof(kvshard_model) + 2 * (size_t)num_layers + 2;
     kvshard_model *m = NULL;
     if (source_len <= SIZE_MAX - fixed && type_len <= SIZE_MAX - fixed - source_len)
-        m = kvshard__alloc(alloc, 1, fixed + source_len + type_len);
+        m = kvshard_alloc__bytes(alloc, 1, fixed + source_len + type_len);
     if (!m)
-        return kvshard__fail(err, KVSHARD_ENOMEM, source, kvshard__no_mark, "out of memory");
+        return kvshard_error__fail(err, KVSHARD_ENOMEM, source, kvshard_error__no_mark,
+                                   "out of memory");
     memset(m, 0, sizeof *m);
     m->alloc = *alloc;
     m->kinds = (uint8_t *)(m + 1);
@@ -33,7 +34,7 @@ int kvshard__model_new(kvshard_model **out, const kvshard_allocator *alloc, cons
     return KVSHARD_OK;
 }
 
-void kvshard__census(uint32_t *count, uint32_t values, const uint8_t *of, uint32_t n)
+void kvshard_model__census(uint32_t *count, uint32_t values, const uint8_t *of, uint32_t n)
 {
     /* Four tables counted in turn, then summed (see docs/performance.md). */
     uint32_t c[4][KVSHARD__MAX_CLASSES];
@@ -52,7 +53,7 @@ void kvshard__census(uint32_t *count, uint32_t values, const uint8_t *of, uint32
         count[k] = c[0][k] + c[1][k] + c[2][k] + c[3][k];
 }
 
-uint8_t kvshard__class_of(kvshard__model_info *m, uint8_t kind, uint8_t ratio, uint8_t flags)
+uint8_t kvshard_model__class_of(kvshard__model_info *m, uint8_t kind, uint8_t ratio, uint8_t flags)
 {
     for (uint32_t c = 0; c < m->num_classes; c++) {
         const kvshard__class *k = &m->classes[c];
@@ -68,14 +69,14 @@ uint8_t kvshard__class_of(kvshard__model_info *m, uint8_t kind, uint8_t ratio, u
     return (uint8_t)m->num_classes++;
 }
 
-int kvshard__model_classes(kvshard_model *m, kvshard_error *err)
+int kvshard_model__classes(kvshard_model *m, kvshard_error *err)
 {
     kvshard__model_info *in = &m->info;
     if (!m->any_attrs) {
         /* No layer has a ratio or flags (most models): one class per kind. */
         uint8_t *by_kind = in->kind_class;
         for (uint8_t k = 0; k < KVSHARD__KIND_COUNT; k++)
-            by_kind[k] = in->count[k] ? kvshard__class_of(in, k, 0, 0) : 0;
+            by_kind[k] = in->count[k] ? kvshard_model__class_of(in, k, 0, 0) : 0;
         in->classes_by_kind = true;
         uint8_t *restrict class_of = m->class_of;
         const uint8_t *restrict kinds = m->kinds;
@@ -91,9 +92,10 @@ int kvshard__model_classes(kvshard_model *m, kvshard_error *err)
         if (m->kinds[i] != kind || m->class_of[i] != attrs) {
             kind = m->kinds[i];
             attrs = m->class_of[i];
-            c = kvshard__class_of(in, kind, kvshard__layer_ratio(m, i), kvshard__layer_flags(m, i));
+            c = kvshard_model__class_of(in, kind, kvshard__layer_ratio(m, i),
+                                        kvshard__layer_flags(m, i));
             if (c == UINT8_MAX)
-                return kvshard__fail(err, KVSHARD_ELIMIT, m->source, kvshard__no_mark,
+                return kvshard_error__fail(err, KVSHARD_ELIMIT, m->source, kvshard_error__no_mark,
                                      "the layers cache more than %u distinct kinds of entries "
                                      "(kind, compression ratio and index keys)",
                                      KVSHARD__MAX_CLASSES);
@@ -103,7 +105,7 @@ int kvshard__model_classes(kvshard_model *m, kvshard_error *err)
     return KVSHARD_OK;
 }
 
-void kvshard__range_of(kvshard__range *out, const uint8_t *kinds, const uint8_t *class_of,
+void kvshard_model__range_of(kvshard__range *out, const uint8_t *kinds, const uint8_t *class_of,
                        const kvshard__model_info *m, uint32_t first, uint32_t count)
 {
     out->first = first;
@@ -112,13 +114,13 @@ void kvshard__range_of(kvshard__range *out, const uint8_t *kinds, const uint8_t 
     if (m && first == 0 && count == m->num_layers)
         memcpy(out->census, m->count, sizeof out->census);
     else
-        kvshard__census(out->census, KVSHARD__KIND_COUNT, kinds + first, count);
+        kvshard_model__census(out->census, KVSHARD__KIND_COUNT, kinds + first, count);
     memset(out->class_census, 0, sizeof out->class_census);
     if (m && m->classes_by_kind) {
         for (uint8_t k = 0; k < KVSHARD__KIND_COUNT; k++)
             out->class_census[m->kind_class[k]] += out->census[k];
     } else if (m) {
-        kvshard__census(out->class_census, m->num_classes, class_of + first, count);
+        kvshard_model__census(out->class_census, m->num_classes, class_of + first, count);
     }
     out->num_kv = 0;
     out->num_state = 0;
@@ -129,11 +131,11 @@ void kvshard__range_of(kvshard__range *out, const uint8_t *kinds, const uint8_t 
     }
 }
 
-void kvshard__model_count_kinds(kvshard_model *m)
+void kvshard_model__count_kinds(kvshard_model *m)
 {
     kvshard__model_info *in = &m->info;
     kvshard__range all;
-    kvshard__range_of(&all, m->kinds, NULL, NULL, 0, in->num_layers);
+    kvshard_model__range_of(&all, m->kinds, NULL, NULL, 0, in->num_layers);
     memcpy(in->count, all.census, sizeof in->count);
     in->num_kv = all.num_kv;
     in->num_state = all.num_state;
@@ -144,9 +146,9 @@ void kvshard_model_free(kvshard_model *model)
     if (!model)
         return;
     kvshard_allocator a = model->alloc;
-    kvshard__free(&a, model->kv_source);
-    kvshard__free(&a, model->draft_class);
-    kvshard__free(&a, model); /* its per-layer arrays, source and type with it */
+    kvshard_alloc__free(&a, model->kv_source);
+    kvshard_alloc__free(&a, model->draft_class);
+    kvshard_alloc__free(&a, model); /* its per-layer arrays, source and type with it */
 }
 
 /* ---- queries --------------------------------------------------------------------------- */
@@ -206,7 +208,7 @@ const char *kvshard_attention_name(kvshard_attention attention)
     }
 }
 
-const char *kvshard__attention_label(kvshard_attention attention)
+const char *kvshard_model__attention_label(kvshard_attention attention)
 {
     switch (attention) {
     case KVSHARD_ATTENTION_MLA: return "MLA";

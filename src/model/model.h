@@ -122,7 +122,7 @@ static inline uint32_t kvshard__count(const kvshard__model_info *m, uint8_t kind
 
 /* The class of a layer or draft layer, added to the model's table when new;
  * UINT8_MAX when the table is full. */
-uint8_t kvshard__class_of(kvshard__model_info *m, uint8_t kind, uint8_t ratio, uint8_t flags);
+uint8_t kvshard_model__class_of(kvshard__model_info *m, uint8_t kind, uint8_t ratio, uint8_t flags);
 
 /* A model figure that must divide by the attention TP size, and where it was
  * read, for errors found when planning. */
@@ -208,23 +208,23 @@ static inline void kvshard__add_layer_flags(kvshard_model *m, uint32_t i, uint8_
 
 /* A new empty model with its source and type copied (into the model's own
  * allocation; the layer kinds have one of their own); ENOMEM otherwise. */
-int kvshard__model_new(kvshard_model **out, const kvshard_allocator *alloc, const char *source,
+int kvshard_model__new(kvshard_model **out, const kvshard_allocator *alloc, const char *source,
                        const char *model_type, size_t type_len, uint32_t num_layers,
                        kvshard_error *err);
 /* Count the layer kinds into the model's info. */
-void kvshard__model_count_kinds(kvshard_model *m);
+void kvshard_model__count_kinds(kvshard_model *m);
 
 /* Give every decoder layer its class from its kind, ratio and flags; ELIMIT
  * past KVSHARD__MAX_CLASSES. */
-int kvshard__model_classes(kvshard_model *m, kvshard_error *err);
+int kvshard_model__classes(kvshard_model *m, kvshard_error *err);
 
 /* How many of `n` values `of` (each below `values`, at most
  * KVSHARD__MAX_CLASSES) are each value, into `count`. */
-void kvshard__census(uint32_t *count, uint32_t values, const uint8_t *of, uint32_t n);
+void kvshard_model__census(uint32_t *count, uint32_t values, const uint8_t *of, uint32_t n);
 
 /* How the writers name an attention type: "GQA", "MLA", "compressed
  * attention". */
-const char *kvshard__attention_label(kvshard_attention attention);
+const char *kvshard_model__attention_label(kvshard_attention attention);
 
 /* A range of decoder layers (a pipeline stage holds one) and the census of
  * their kinds: what memory and owners are worked out over. */
@@ -241,7 +241,7 @@ typedef struct kvshard__range {
 /* The range of `count` layers from `first` of a model with `kinds` and,
  * when the model's figures `m` are given, the census of their classes
  * (`class_of` the layers' classes). */
-void kvshard__range_of(kvshard__range *out, const uint8_t *kinds, const uint8_t *class_of,
+void kvshard_model__range_of(kvshard__range *out, const uint8_t *kinds, const uint8_t *class_of,
                        const kvshard__model_info *m, uint32_t first, uint32_t count);
 
 #endif /* KVSHARD_MODEL_MODEL_H */

@@ -11,7 +11,7 @@
 #include "text/yaml_doc.h"
 
 /* Build a model from a parsed mapping; `doc->source` names it in errors. */
-int kvshard__model_from_node(kvshard_model **out, const kvshard__doc *doc,
+int kvshard_model__from_node(kvshard_model **out, const kvshard__doc *doc,
                              const kvshard__node *root, const kvshard_allocator *alloc,
                              kvshard_error *err);
 

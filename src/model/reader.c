@@ -20,7 +20,7 @@ static const uint8_t KEY_LENGTHS[KVSHARD__KEY_COUNT] = {
 #undef KEY_LENGTH
 };
 
-const char *kvshard__key_name(kvshard__key key)
+const char *kvshard_reader__key_name(kvshard__key key)
 {
     return KEY_NAMES[key];
 }
@@ -33,7 +33,7 @@ const char *kvshard__key_name(kvshard__key key)
         memcmp(s, KEY_NAMES[KVSHARD__KEY_##id], len) == 0)                                         \
     return KVSHARD__KEY_##id
 
-kvshard__key kvshard__key_find(const char *s, size_t len)
+kvshard__key kvshard_reader__key_find(const char *s, size_t len)
 {
     /* By length, then by text: each of the config's keys costs a jump and a
      * few word compares. */
@@ -179,7 +179,8 @@ kvshard__key kvshard__key_find(const char *s, size_t len)
  * key, and a lookup in the doc's index about as much as a hundred. */
 #define KEY_SCAN_MAX 128u
 
-void kvshard__scan_keys(kvshard__key_table *t, const kvshard__doc *doc, const kvshard__node *map)
+void kvshard_reader__scan_keys(kvshard__key_table *t, const kvshard__doc *doc,
+                               const kvshard__node *map)
 {
     t->map = map->id;
     t->complete = map->count <= KEY_SCAN_MAX;
@@ -187,31 +188,31 @@ void kvshard__scan_keys(kvshard__key_table *t, const kvshard__doc *doc, const kv
         return;
     memset(t->at, 0, sizeof t->at);
     kvshard__key_ref keys[KEY_SCAN_MAX];
-    uint32_t count = kvshard__map_keys(doc, map, keys, KEY_SCAN_MAX);
+    uint32_t count = kvshard_tape__map_keys(doc, map, keys, KEY_SCAN_MAX);
     uint8_t n = 0;
     for (uint32_t i = 0; i < count; i++) {
-        kvshard__key k = kvshard__key_find(keys[i].text, keys[i].len);
+        kvshard__key k = kvshard_reader__key_find(keys[i].text, keys[i].len);
         if (k == KVSHARD__KEY_COUNT)
             continue;
         /* Keys are distinct (the doc rejects duplicates): one slot each. A
          * null value leaves its slot to the next key. */
-        if (kvshard__doc_value(&t->values[n], doc, keys[i].value_at))
+        if (kvshard_tape__doc_value(&t->values[n], doc, keys[i].value_at))
             t->at[k] = ++n;
     }
 }
 
-bool kvshard__get_in_doc(const kvshard__reader *r, const kvshard__node *map, kvshard__key key,
-                         kvshard__node *out)
+bool kvshard_reader__get_in_doc(const kvshard__reader *r, const kvshard__node *map,
+                                kvshard__key key, kvshard__node *out)
 {
     kvshard__node v = {0};
-    if (!kvshard__map_get(r->doc, map, KEY_NAMES[key], &v) || kvshard__node_is_null(&v))
+    if (!kvshard_tape__map_get(r->doc, map, KEY_NAMES[key], &v) || kvshard_tape__node_is_null(&v))
         return false;
     *out = v;
     return true;
 }
 
-bool kvshard__get_any(const kvshard__reader *r, const kvshard__node *map, const kvshard__key *keys,
-                      kvshard__node *out, const char **out_key)
+bool kvshard_reader__get_any(const kvshard__reader *r, const kvshard__node *map,
+                             const kvshard__key *keys, kvshard__node *out, const char **out_key)
 {
     for (const kvshard__key *k = keys; *k != KVSHARD__KEY_COUNT; k++) {
         if (kvshard__get(r, map, *k, out)) {
@@ -222,41 +223,41 @@ bool kvshard__get_any(const kvshard__reader *r, const kvshard__node *map, const 
     return false;
 }
 
-int kvshard__missing(const kvshard__reader *r, const kvshard__node *map, kvshard__key key,
+int kvshard_reader__missing(const kvshard__reader *r, const kvshard__node *map, kvshard__key key,
                      const char *why)
 {
-    return kvshard__doc_fail(r->doc, r->err, KVSHARD_EMISSING, map, "missing key \"%s\" (%s)",
+    return kvshard_marks__fail(r->doc, r->err, KVSHARD_EMISSING, map, "missing key \"%s\" (%s)",
                              KEY_NAMES[key], why);
 }
 
-int kvshard__read_dim(uint32_t *out, const kvshard__reader *r, const kvshard__node *v,
+int kvshard_reader__read_dim(uint32_t *out, const kvshard__reader *r, const kvshard__node *v,
                       const char *key, uint32_t min, uint32_t max)
 {
     uint64_t x;
-    int rc = kvshard__node_uint(&x, r->doc, v, key, min, max, r->err);
+    int rc = kvshard_tape__node_uint(&x, r->doc, v, key, min, max, r->err);
     if (rc == KVSHARD_OK)
         *out = (uint32_t)x;
     return rc;
 }
 
-int kvshard__optional_dim(uint32_t *out, bool *found, const kvshard__reader *r,
+int kvshard_reader__optional_dim(uint32_t *out, bool *found, const kvshard__reader *r,
                         const kvshard__node *map, kvshard__key key, uint32_t min, uint32_t max)
 {
     kvshard__node v = {0};
     *found = kvshard__get(r, map, key, &v);
-    return *found ? kvshard__read_dim(out, r, &v, KEY_NAMES[key], min, max) : KVSHARD_OK;
+    return *found ? kvshard_reader__read_dim(out, r, &v, KEY_NAMES[key], min, max) : KVSHARD_OK;
 }
 
-int kvshard__require_dim(uint32_t *out, const kvshard__reader *r, const kvshard__node *map,
+int kvshard_reader__require_dim(uint32_t *out, const kvshard__reader *r, const kvshard__node *map,
                          kvshard__key key, const char *why)
 {
     kvshard__node v = {0};
     if (!kvshard__get(r, map, key, &v))
-        return kvshard__missing(r, map, key, why);
-    return kvshard__read_dim(out, r, &v, KEY_NAMES[key], 1, KVSHARD__MAX_DIMENSION);
+        return kvshard_reader__missing(r, map, key, why);
+    return kvshard_reader__read_dim(out, r, &v, KEY_NAMES[key], 1, KVSHARD__MAX_DIMENSION);
 }
 
-bool kvshard__model_type_is(const kvshard__reader *r, const char *type, bool prefix)
+bool kvshard_model__type_is(const kvshard__reader *r, const char *type, bool prefix)
 {
     const kvshard__node *maps[2] = {&r->top, &r->text};
     size_t tlen = strlen(type);
@@ -268,13 +269,13 @@ bool kvshard__model_type_is(const kvshard__reader *r, const char *type, bool pre
             v.kind != KVSHARD__NODE_SCALAR)
             continue;
         if (prefix ? v.count >= tlen && memcmp(v.text, type, tlen) == 0
-                   : kvshard__text_is(v.text, v.count, type))
+                   : kvshard_text__is(v.text, v.count, type))
             return true;
     }
     return false;
 }
 
-void kvshard__set_site(kvshard__reader *r, int site, const char *key, uint32_t value,
+void kvshard_reader__set_site(kvshard__reader *r, int site, const char *key, uint32_t value,
                        const kvshard__node *at)
 {
     kvshard__key_site *s = &r->model->sites[site];
@@ -284,42 +285,42 @@ void kvshard__set_site(kvshard__reader *r, int site, const char *key, uint32_t v
 }
 
 
-int kvshard__read_bool(bool *out, const kvshard__reader *r, const kvshard__node *v,
+int kvshard_reader__read_bool(bool *out, const kvshard__reader *r, const kvshard__node *v,
                        const char *key)
 {
     int b = v->kind == KVSHARD__NODE_SCALAR ? kvshard_value__bool_text(v->text, v->count, v->style)
                                             : -1;
     if (b < 0) {
         char shown[96];
-        kvshard__node_describe(shown, sizeof shown, v);
-        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ETYPE, v,
+        kvshard_tape__node_describe(shown, sizeof shown, v);
+        return kvshard_marks__fail(r->doc, r->err, KVSHARD_ETYPE, v,
                                  "%s: expected true or false, found %s", key, shown);
     }
     *out = b == 1;
     return KVSHARD_OK;
 }
 
-int kvshard__read_layer_list(const kvshard__reader *r, const kvshard__node *list, const char *key,
-                             uint32_t L)
+int kvshard_reader__read_layer_list(const kvshard__reader *r, const kvshard__node *list,
+                                    const char *key, uint32_t L)
 {
-    int rc = kvshard__node_expect(r->doc, list, KVSHARD__NODE_SEQUENCE, key, r->err);
+    int rc = kvshard_tape__node_expect(r->doc, list, KVSHARD__NODE_SEQUENCE, key, r->err);
     if (rc)
         return rc;
     if (list->count != L)
-        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERCOUNT, list,
+        return kvshard_marks__fail(r->doc, r->err, KVSHARD_ELAYERCOUNT, list,
                                  "%s has %u entries; num_hidden_layers is %u", key, list->count, L);
     return KVSHARD_OK;
 }
 
-int kvshard__read_bits(uint8_t *out, const kvshard__reader *r, const kvshard__node *list,
+int kvshard_reader__read_bits(uint8_t *out, const kvshard__reader *r, const kvshard__node *list,
                        const char *key, uint32_t L, const char *meaning)
 {
-    int rc = kvshard__read_layer_list(r, list, key, L);
+    int rc = kvshard_reader__read_layer_list(r, list, key, L);
     if (rc)
         return rc;
-    kvshard__iter it = kvshard__iter_begin(r->doc, list);
+    kvshard__iter it = kvshard_tape__iter_begin(r->doc, list);
     kvshard__node item = {0};
-    for (uint32_t i = 0; kvshard__iter_next(r->doc, &it, &item); i++) {
+    for (uint32_t i = 0; kvshard_tape__iter_next(r->doc, &it, &item); i++) {
         bool plain = item.kind == KVSHARD__NODE_SCALAR && item.count == 1 &&
                      item.style == KVSHARD__VALUE_PLAIN;
         if (plain && (item.text[0] == '0' || item.text[0] == '1')) {
@@ -330,16 +331,16 @@ int kvshard__read_bits(uint8_t *out, const kvshard__reader *r, const kvshard__no
         char what[96];
         snprintf(what, sizeof what, "%s[%u]", key, i);
         uint64_t x;
-        if ((rc = kvshard__node_uint(&x, r->doc, &item, what, 0, UINT64_MAX, r->err)) != 0)
+        if ((rc = kvshard_tape__node_uint(&x, r->doc, &item, what, 0, UINT64_MAX, r->err)) != 0)
             return rc;
-        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ERANGE, &item,
+        return kvshard_marks__fail(r->doc, r->err, KVSHARD_ERANGE, &item,
                                  "%s: %llu is neither 0 nor 1 (%s)", what, (unsigned long long)x,
                                  meaning);
     }
     return KVSHARD_OK;
 }
 
-int kvshard__read_part(kvshard__reader *r, bool decoder_needs, bool drafts_need,
+int kvshard_reader__read_part(kvshard__reader *r, bool decoder_needs, bool drafts_need,
                        int (*part)(kvshard__reader *))
 {
     if (decoder_needs)

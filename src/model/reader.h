@@ -117,9 +117,9 @@ typedef enum kvshard__key {
 } kvshard__key;
 
 /* A key's name as a config spells it. */
-const char *kvshard__key_name(kvshard__key key);
+const char *kvshard_reader__key_name(kvshard__key key);
 /* The key spelled `len` bytes at `s`; KVSHARD__KEY_COUNT when none is. */
-kvshard__key kvshard__key_find(const char *s, size_t len);
+kvshard__key kvshard_reader__key_find(const char *s, size_t len);
 
 /* The values of the known keys of one mapping, found in one pass over it: a
  * model is read with some 30 to 60 lookups, most for keys a config does not
@@ -152,11 +152,12 @@ typedef struct kvshard__reader {
 } kvshard__reader;
 
 /* Fill `t` with the known keys of `map`, a mapping, in one pass. */
-void kvshard__scan_keys(kvshard__key_table *t, const kvshard__doc *doc, const kvshard__node *map);
+void kvshard_reader__scan_keys(kvshard__key_table *t, const kvshard__doc *doc,
+                               const kvshard__node *map);
 
 /* kvshard__get() in a mapping without a complete key table: asks the doc. */
-bool kvshard__get_in_doc(const kvshard__reader *r, const kvshard__node *map, kvshard__key key,
-                         kvshard__node *out);
+bool kvshard_reader__get_in_doc(const kvshard__reader *r, const kvshard__node *map,
+                                kvshard__key key, kvshard__node *out);
 
 /* The value of `key` in `map` when present and not null (null counts as
  * absent everywhere in a model config). Inline: a model is read with dozens
@@ -169,7 +170,7 @@ static inline bool kvshard__get(const kvshard__reader *r, const kvshard__node *m
                                   : map->id == r->top_keys.map ? &r->top_keys
                                                                : NULL;
     if (!t || !t->complete)
-        return kvshard__get_in_doc(r, map, key, out);
+        return kvshard_reader__get_in_doc(r, map, key, out);
     uint8_t at = t->at[key];
     if (!at)
         return false;
@@ -178,43 +179,43 @@ static inline bool kvshard__get(const kvshard__reader *r, const kvshard__node *m
 }
 /* The first present key of a list of aliases ended by KVSHARD__KEY_COUNT;
  * its name into *out_key. */
-bool kvshard__get_any(const kvshard__reader *r, const kvshard__node *map, const kvshard__key *keys,
-                      kvshard__node *out, const char **out_key);
+bool kvshard_reader__get_any(const kvshard__reader *r, const kvshard__node *map,
+                             const kvshard__key *keys, kvshard__node *out, const char **out_key);
 /* EMISSING at `map`: "missing key "key" (why)". */
-int kvshard__missing(const kvshard__reader *r, const kvshard__node *map, kvshard__key key,
+int kvshard_reader__missing(const kvshard__reader *r, const kvshard__node *map, kvshard__key key,
                      const char *why);
 /* A dimension in [min, max] from `v`, which holds `key`. */
-int kvshard__read_dim(uint32_t *out, const kvshard__reader *r, const kvshard__node *v,
+int kvshard_reader__read_dim(uint32_t *out, const kvshard__reader *r, const kvshard__node *v,
                       const char *key, uint32_t min, uint32_t max);
 /* An optional dimension in [min, max] of `map`: *found tells whether it
  * was there. */
-int kvshard__optional_dim(uint32_t *out, bool *found, const kvshard__reader *r,
+int kvshard_reader__optional_dim(uint32_t *out, bool *found, const kvshard__reader *r,
                           const kvshard__node *map, kvshard__key key, uint32_t min, uint32_t max);
 /* A required dimension (1 .. KVSHARD__MAX_DIMENSION) of `map`. */
-int kvshard__require_dim(uint32_t *out, const kvshard__reader *r, const kvshard__node *map,
+int kvshard_reader__require_dim(uint32_t *out, const kvshard__reader *r, const kvshard__node *map,
                          kvshard__key key, const char *why);
 /* A boolean (true or false) from `v`, which holds `key`. */
-int kvshard__read_bool(bool *out, const kvshard__reader *r, const kvshard__node *v,
+int kvshard_reader__read_bool(bool *out, const kvshard__reader *r, const kvshard__node *v,
                        const char *key);
 /* `list`, which holds `key`, is a list of exactly L entries (ELAYERCOUNT
  * naming both counts otherwise). */
-int kvshard__read_layer_list(const kvshard__reader *r, const kvshard__node *list, const char *key,
-                             uint32_t L);
+int kvshard_reader__read_layer_list(const kvshard__reader *r, const kvshard__node *list,
+                                    const char *key, uint32_t L);
 /* A list of exactly L entries, each 0 or 1, into out[0..L); `meaning` says
  * what the two values mean, for the error. */
-int kvshard__read_bits(uint8_t *out, const kvshard__reader *r, const kvshard__node *list,
+int kvshard_reader__read_bits(uint8_t *out, const kvshard__reader *r, const kvshard__node *list,
                        const char *key, uint32_t L, const char *meaning);
 /* Read one part of the config with `part`: when the decoder layers need it,
  * as any part; when only draft layers do, its error is kept in the model
  * (draft_rc, draft_error) for the plans that count them, and the read goes
  * on; when nothing needs it, it is not read. */
-int kvshard__read_part(kvshard__reader *r, bool decoder_needs, bool drafts_need,
+int kvshard_reader__read_part(kvshard__reader *r, bool decoder_needs, bool drafts_need,
                        int (*part)(kvshard__reader *));
 /* model_type at the top level or in the text config is `type` (or, with
  * `prefix`, starts with it). */
-bool kvshard__model_type_is(const kvshard__reader *r, const char *type, bool prefix);
+bool kvshard_model__type_is(const kvshard__reader *r, const char *type, bool prefix);
 /* Remember where a figure checked at plan time was read. */
-void kvshard__set_site(kvshard__reader *r, int site, const char *key, uint32_t value,
+void kvshard_reader__set_site(kvshard__reader *r, int site, const char *key, uint32_t value,
                        const kvshard__node *at);
 
 #endif /* KVSHARD_MODEL_READER_H */

@@ -119,28 +119,29 @@ static int compress_rate(uint8_t *out, kvshard__reader *r, const kvshard__node *
 {
     kvshard__node rates = {0}, v = {0};
     char shown[64];
-    kvshard__excerpt(shown, sizeof shown, item->text, item->count, 40);
+    kvshard_error__excerpt(shown, sizeof shown, item->text, item->count, 40);
     if (!kvshard__get(r, &r->text, KVSHARD__KEY_COMPRESS_RATES, &rates))
-        return kvshard__doc_fail(r->doc, r->err, KVSHARD_EMISSING, item,
+        return kvshard_marks__fail(r->doc, r->err, KVSHARD_EMISSING, item,
                                  "missing key \"compress_rates\" (layer_types names \"%s\", whose "
                                  "compression ratio compress_rates gives)",
                                  shown);
-    int rc = kvshard__node_expect(r->doc, &rates, KVSHARD__NODE_MAPPING, "compress_rates", r->err);
+    int rc =
+        kvshard_tape__node_expect(r->doc, &rates, KVSHARD__NODE_MAPPING, "compress_rates", r->err);
     if (rc)
         return rc;
     char key[64];
     snprintf(key, sizeof key, "%.*s", (int)item->count, item->text);
-    if (!kvshard__map_get(r->doc, &rates, key, &v) || kvshard__node_is_null(&v))
-        return kvshard__doc_fail(r->doc, r->err, KVSHARD_EMISSING, &rates,
+    if (!kvshard_tape__map_get(r->doc, &rates, key, &v) || kvshard_tape__node_is_null(&v))
+        return kvshard_marks__fail(r->doc, r->err, KVSHARD_EMISSING, &rates,
                                  "compress_rates has no entry for \"%s\", which layer_types names",
                                  shown);
     char what[96];
     snprintf(what, sizeof what, "compress_rates.%s", shown);
     uint64_t ratio;
-    if ((rc = kvshard__node_uint(&ratio, r->doc, &v, what, 0, UINT64_MAX, r->err)) != 0)
+    if ((rc = kvshard_tape__node_uint(&ratio, r->doc, &v, what, 0, UINT64_MAX, r->err)) != 0)
         return rc;
     if (ratio != 2 && ratio != 4 && ratio != 128)
-        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERTYPE, &v,
+        return kvshard_marks__fail(r->doc, r->err, KVSHARD_ELAYERTYPE, &v,
                                  "%s: %llu is no compression ratio of a compressed layer (expected "
                                  "2, 4 or 128)",
                                  what, (unsigned long long)ratio);
@@ -156,13 +157,13 @@ static int compress_rate(uint8_t *out, kvshard__reader *r, const kvshard__node *
 static int from_names(uint8_t *kinds, kvshard__reader *r, const rule *self,
                       const kvshard__node *list, uint32_t L)
 {
-    const char *key = kvshard__key_name(self->keys[0]);
-    int rc = kvshard__node_expect(r->doc, list, KVSHARD__NODE_SEQUENCE, key, r->err);
+    const char *key = kvshard_reader__key_name(self->keys[0]);
+    int rc = kvshard_tape__node_expect(r->doc, list, KVSHARD__NODE_SEQUENCE, key, r->err);
     if (rc)
         return rc;
     uint32_t n_d = r->draft_steps;
     if (list->count != L && (n_d == 0 || list->count != (uint64_t)L + n_d))
-        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERCOUNT, list,
+        return kvshard_marks__fail(r->doc, r->err, KVSHARD_ELAYERCOUNT, list,
                                  n_d ? "%s has %u entries; num_hidden_layers is %u and the model "
                                        "has %u draft step%s (%u entries, or %u + %u with the draft "
                                        "layers')"
@@ -171,23 +172,23 @@ static int from_names(uint8_t *kinds, kvshard__reader *r, const rule *self,
     r->layer_list = *list;
     r->layer_list_drafts = list->count != L;
     uint8_t rates[2] = {0, 0}; /* compressed_sparse_attention's, heavily_compressed_attention's */
-    kvshard__iter it = kvshard__iter_begin(r->doc, list);
+    kvshard__iter it = kvshard_tape__iter_begin(r->doc, list);
     kvshard__node item = {0};
-    for (uint32_t i = 0; i < L && kvshard__iter_next(r->doc, &it, &item); i++) {
-        if (item.kind != KVSHARD__NODE_SCALAR || kvshard__node_is_null(&item)) {
+    for (uint32_t i = 0; i < L && kvshard_tape__iter_next(r->doc, &it, &item); i++) {
+        if (item.kind != KVSHARD__NODE_SCALAR || kvshard_tape__node_is_null(&item)) {
             /* The position is only worked out for the error. */
             char what[64];
             entry_name(what, sizeof what, key, i);
             const char *str;
             size_t len;
-            return kvshard__node_string(&str, &len, r->doc, &item, what, r->err);
+            return kvshard_tape__node_string(&str, &len, r->doc, &item, what, r->err);
         }
         uint8_t kind = kvshard_kinds__from_word(item.text, item.count);
         if (kind == UNSET) {
             char shown[96], words[400];
-            kvshard__excerpt(shown, sizeof shown, item.text, item.count, 40);
+            kvshard_error__excerpt(shown, sizeof shown, item.text, item.count, 40);
             kvshard_kinds__word_list(words, sizeof words);
-            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERTYPE, &item,
+            return kvshard_marks__fail(r->doc, r->err, KVSHARD_ELAYERTYPE, &item,
                                      "%s[%u]: unknown layer type \"%s\" (expected %s)", key, i,
                                      shown, words);
         }
@@ -195,7 +196,8 @@ static int from_names(uint8_t *kinds, kvshard__reader *r, const rule *self,
             /* Two strings name compressed layers; each one's ratio is
              * looked up once. The checkpoints carry an indexer on their
              * sparse layers. */
-            int word = kvshard__text_is(item.text, item.count, "compressed_sparse_attention") ? 0 : 1;
+            int word =
+                kvshard_text__is(item.text, item.count, "compressed_sparse_attention") ? 0 : 1;
             if (!rates[word] && (rc = compress_rate(&rates[word], r, &item)) != 0)
                 return rc;
             kvshard__set_layer_ratio(r->model, i, rates[word]);
@@ -207,12 +209,12 @@ static int from_names(uint8_t *kinds, kvshard__reader *r, const rule *self,
     }
     if (!r->compressed)
         return KVSHARD_OK;
-    it = kvshard__iter_begin(r->doc, list);
-    for (uint32_t i = 0; i < L && kvshard__iter_next(r->doc, &it, &item); i++) {
+    it = kvshard_tape__iter_begin(r->doc, list);
+    for (uint32_t i = 0; i < L && kvshard_tape__iter_next(r->doc, &it, &item); i++) {
         if (kinds[i] == SLIDING) {
             kinds[i] = COMPRESSED; /* ratio 0: only the window */
         } else if (kinds[i] != COMPRESSED) {
-            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERTYPE, &item,
+            return kvshard_marks__fail(r->doc, r->err, KVSHARD_ELAYERTYPE, &item,
                                      "%s[%u]: a %s layer in a compressed model (its layers are "
                                      "sliding_attention, compressed_sparse_attention or "
                                      "heavily_compressed_attention)",
@@ -228,26 +230,28 @@ static int from_ratios(uint8_t *kinds, kvshard__reader *r, const rule *self,
                        const kvshard__node *list, uint32_t L)
 {
     (void)self;
-    int rc = kvshard__node_expect(r->doc, list, KVSHARD__NODE_SEQUENCE, "compress_ratios", r->err);
+    int rc =
+        kvshard_tape__node_expect(r->doc, list, KVSHARD__NODE_SEQUENCE, "compress_ratios", r->err);
     if (rc)
         return rc;
     if (list->count < L)
-        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERCOUNT, list,
+        return kvshard_marks__fail(r->doc, r->err, KVSHARD_ELAYERCOUNT, list,
                                  "compress_ratios has %u entries; num_hidden_layers is %u (one "
                                  "ratio per layer, then the draft layers')",
                                  list->count, L);
     uint64_t read = (uint64_t)L + r->draft_steps;
-    kvshard__iter it = kvshard__iter_begin(r->doc, list);
+    kvshard__iter it = kvshard_tape__iter_begin(r->doc, list);
     kvshard__node item = {0};
-    for (uint32_t i = 0; i < read && kvshard__iter_next(r->doc, &it, &item); i++) {
+    for (uint32_t i = 0; i < read && kvshard_tape__iter_next(r->doc, &it, &item); i++) {
         char what[64];
         uint64_t ratio;
-        if (kvshard__node_uint(&ratio, r->doc, &item, "compress_ratios", 0, UINT64_MAX, NULL)) {
+        if (kvshard_tape__node_uint(&ratio, r->doc, &item, "compress_ratios", 0, UINT64_MAX,
+                                    NULL)) {
             entry_name(what, sizeof what, "compress_ratios", i);
-            return kvshard__node_uint(&ratio, r->doc, &item, what, 0, UINT64_MAX, r->err);
+            return kvshard_tape__node_uint(&ratio, r->doc, &item, what, 0, UINT64_MAX, r->err);
         }
         if (ratio != 0 && ratio != 1 && ratio != 2 && ratio != 4 && ratio != 128)
-            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERTYPE, &item,
+            return kvshard_marks__fail(r->doc, r->err, KVSHARD_ELAYERTYPE, &item,
                                      "compress_ratios[%u]: %llu is no compression ratio "
                                      "(expected 0, 1, 2, 4 or 128)",
                                      i, (unsigned long long)ratio);
@@ -270,19 +274,19 @@ static int from_hybrid_layer_pattern(uint8_t *kinds, kvshard__reader *r, const r
 {
     (void)self;
     const char *key = "hybrid_layer_pattern";
-    int rc = kvshard__read_layer_list(r, list, key, L);
+    int rc = kvshard_reader__read_layer_list(r, list, key, L);
     if (rc)
         return rc;
-    kvshard__iter it = kvshard__iter_begin(r->doc, list);
+    kvshard__iter it = kvshard_tape__iter_begin(r->doc, list);
     kvshard__node item = {0};
-    for (uint32_t i = 0; kvshard__iter_next(r->doc, &it, &item); i++) {
+    for (uint32_t i = 0; kvshard_tape__iter_next(r->doc, &it, &item); i++) {
         uint64_t v;
         char what[64];
         entry_name(what, sizeof what, key, i);
-        if ((rc = kvshard__node_uint(&v, r->doc, &item, what, 0, UINT64_MAX, r->err)) != 0)
+        if ((rc = kvshard_tape__node_uint(&v, r->doc, &item, what, 0, UINT64_MAX, r->err)) != 0)
             return rc;
         if (v > 1)
-            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERTYPE, &item,
+            return kvshard_marks__fail(r->doc, r->err, KVSHARD_ELAYERTYPE, &item,
                                      "%s: %llu is no layer type (expected 0 for full attention or "
                                      "1 for sliding window)",
                                      what, (unsigned long long)v);
@@ -298,7 +302,7 @@ static int from_group_size(uint8_t *kinds, kvshard__reader *r, const rule *self,
 {
     (void)self;
     uint32_t g;
-    int rc = kvshard__read_dim(&g, r, v, "layer_group_size", 1, UINT32_MAX);
+    int rc = kvshard_reader__read_dim(&g, r, v, "layer_group_size", 1, UINT32_MAX);
     if (rc)
         return rc;
     uint64_t whole = (uint64_t)(L / g) * g;
@@ -316,25 +320,25 @@ static int from_chunk_size(uint8_t *kinds, kvshard__reader *r, const rule *self,
 {
     (void)self;
     kvshard__model_info *in = &r->model->info;
-    int rc = kvshard__read_dim(&in->chunk_size, r, v, "attention_chunk_size", 1, UINT32_MAX);
+    int rc = kvshard_reader__read_dim(&in->chunk_size, r, v, "attention_chunk_size", 1, UINT32_MAX);
     if (rc)
         return rc;
     kvshard__node list = {0};
     bool has_list = kvshard__get(r, &r->text, KVSHARD__KEY_NO_ROPE_LAYERS, &list);
     if (has_list && !(list.kind == KVSHARD__NODE_SEQUENCE && list.count == 0)) {
         const char *key = "no_rope_layers";
-        if ((rc = kvshard__read_layer_list(r, &list, key, L)) != 0)
+        if ((rc = kvshard_reader__read_layer_list(r, &list, key, L)) != 0)
             return rc;
-        kvshard__iter it = kvshard__iter_begin(r->doc, &list);
+        kvshard__iter it = kvshard_tape__iter_begin(r->doc, &list);
         kvshard__node item = {0};
-        for (uint32_t i = 0; kvshard__iter_next(r->doc, &it, &item); i++) {
+        for (uint32_t i = 0; kvshard_tape__iter_next(r->doc, &it, &item); i++) {
             uint64_t x;
             char what[64];
             entry_name(what, sizeof what, key, i);
-            if ((rc = kvshard__node_uint(&x, r->doc, &item, what, 0, UINT64_MAX, r->err)) != 0)
+            if ((rc = kvshard_tape__node_uint(&x, r->doc, &item, what, 0, UINT64_MAX, r->err)) != 0)
                 return rc;
             if (x > 1)
-                return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERTYPE, &item,
+                return kvshard_marks__fail(r->doc, r->err, KVSHARD_ELAYERTYPE, &item,
                                          "%s: %llu is neither 1 (a chunked layer) nor 0 (a NoPE "
                                          "layer with global attention)",
                                          what, (unsigned long long)x);
@@ -342,16 +346,17 @@ static int from_chunk_size(uint8_t *kinds, kvshard__reader *r, const rule *self,
         }
         return KVSHARD_OK;
     }
-    if (!kvshard__model_type_is(r, "llama4", false) &&
-        !kvshard__model_type_is(r, "llama4_text", false))
-        return kvshard__doc_fail(r->doc, r->err, KVSHARD_EUNMODELED, v,
+    if (!kvshard_model__type_is(r, "llama4", false) &&
+        !kvshard_model__type_is(r, "llama4_text", false))
+        return kvshard_marks__fail(r->doc, r->err, KVSHARD_EUNMODELED, v,
                                  "attention_chunk_size: kvshard cannot tell which layers are "
                                  "chunked: give no_rope_layers (1 for a chunked layer, 0 for a "
                                  "layer with global attention)");
     uint32_t k = 4;
     kvshard__node interval = {0};
     if (kvshard__get(r, &r->text, KVSHARD__KEY_NO_ROPE_LAYER_INTERVAL, &interval) &&
-        (rc = kvshard__read_dim(&k, r, &interval, "no_rope_layer_interval", 1, UINT32_MAX)) != 0)
+        (rc = kvshard_reader__read_dim(&k, r, &interval, "no_rope_layer_interval", 1,
+                                       UINT32_MAX)) != 0)
         return rc;
     every_nth(kinds, L, k, FULL, CHUNKED);
     return KVSHARD_OK;
@@ -364,11 +369,11 @@ static int from_pattern(uint8_t *kinds, kvshard__reader *r, const rule *self,
     (void)self;
     const char *s;
     size_t len;
-    int rc = kvshard__node_string(&s, &len, r->doc, v, "hybrid_override_pattern", r->err);
+    int rc = kvshard_tape__node_string(&s, &len, r->doc, v, "hybrid_override_pattern", r->err);
     if (rc)
         return rc;
     if (len != L)
-        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERCOUNT, v,
+        return kvshard_marks__fail(r->doc, r->err, KVSHARD_ELAYERCOUNT, v,
                                  "hybrid_override_pattern has %zu characters; num_hidden_layers "
                                  "is %u",
                                  len, L);
@@ -385,8 +390,8 @@ static int from_pattern(uint8_t *kinds, kvshard__reader *r, const rule *self,
             if (s >= d->text && s < d->text + d->len)
                 at.offset = (uint32_t)(s - d->text) + i;
             char shown[16];
-            kvshard__excerpt(shown, sizeof shown, s + i, 1, 1);
-            return kvshard__doc_fail(d, r->err, KVSHARD_ELAYERTYPE, &at,
+            kvshard_error__excerpt(shown, sizeof shown, s + i, 1, 1);
+            return kvshard_marks__fail(d, r->err, KVSHARD_ELAYERTYPE, &at,
                                      "hybrid_override_pattern[%u]: unknown layer character '%s' "
                                      "(expected * for attention, M for Mamba, - or E for an MLP "
                                      "or MoE block)",
@@ -402,12 +407,12 @@ static int from_attn_type_list(uint8_t *kinds, kvshard__reader *r, const rule *s
                                const kvshard__node *list, uint32_t L)
 {
     (void)self;
-    int rc = kvshard__read_layer_list(r, list, "attn_type_list", L);
+    int rc = kvshard_reader__read_layer_list(r, list, "attn_type_list", L);
     if (rc)
         return rc;
-    kvshard__iter it = kvshard__iter_begin(r->doc, list);
+    kvshard__iter it = kvshard_tape__iter_begin(r->doc, list);
     kvshard__node item = {0};
-    for (uint32_t i = 0; kvshard__iter_next(r->doc, &it, &item); i++) {
+    for (uint32_t i = 0; kvshard_tape__iter_next(r->doc, &it, &item); i++) {
         /* "1" or "0", without a strlen and a memcmp per entry. */
         bool digit = item.kind == KVSHARD__NODE_SCALAR && item.count == 1;
         bool one = digit && item.text[0] == '1', zero = digit && item.text[0] == '0';
@@ -415,9 +420,10 @@ static int from_attn_type_list(uint8_t *kinds, kvshard__reader *r, const rule *s
             char what[48];
             snprintf(what, sizeof what, "attn_type_list[%u]", i);
             uint64_t value;
-            if ((rc = kvshard__node_uint(&value, r->doc, &item, what, 0, UINT64_MAX, r->err)) != 0)
+            if ((rc = kvshard_tape__node_uint(&value, r->doc, &item, what, 0, UINT64_MAX,
+                                              r->err)) != 0)
                 return rc;
-            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERTYPE, &item,
+            return kvshard_marks__fail(r->doc, r->err, KVSHARD_ELAYERTYPE, &item,
                                      "%s: %llu is no layer type (expected 1 for full attention or "
                                      "0 for linear attention)",
                                      what, (unsigned long long)value);
@@ -433,21 +439,21 @@ static int mark_listed(uint8_t *kinds, const kvshard__reader *r, const kvshard__
                        const char *key, uint32_t base, uint8_t kind, uint32_t L,
                        const char *other_key)
 {
-    int rc = kvshard__node_expect(r->doc, list, KVSHARD__NODE_SEQUENCE, key, r->err);
+    int rc = kvshard_tape__node_expect(r->doc, list, KVSHARD__NODE_SEQUENCE, key, r->err);
     if (rc)
         return rc;
-    kvshard__iter it = kvshard__iter_begin(r->doc, list);
+    kvshard__iter it = kvshard_tape__iter_begin(r->doc, list);
     kvshard__node item = {0};
     const char *dot = strrchr(key, '.');
     const char *list_name = dot ? dot + 1 : key;
-    for (uint32_t i = 0; kvshard__iter_next(r->doc, &it, &item); i++) {
+    for (uint32_t i = 0; kvshard_tape__iter_next(r->doc, &it, &item); i++) {
         /* The entry's name ("key[i]") is written only for an error: these
          * lists can be long. */
         char what[96];
         uint64_t n;
-        if (kvshard__node_uint(&n, r->doc, &item, key, 0, UINT64_MAX, NULL) != KVSHARD_OK) {
+        if (kvshard_tape__node_uint(&n, r->doc, &item, key, 0, UINT64_MAX, NULL) != KVSHARD_OK) {
             snprintf(what, sizeof what, "%s[%u]", key, i);
-            return kvshard__node_uint(&n, r->doc, &item, what, 0, UINT64_MAX, r->err);
+            return kvshard_tape__node_uint(&n, r->doc, &item, what, 0, UINT64_MAX, r->err);
         }
         bool in_range = n >= base && n - base < L;
         uint8_t *slot = in_range ? &kinds[n - base] : NULL;
@@ -457,17 +463,17 @@ static int mark_listed(uint8_t *kinds, const kvshard__reader *r, const kvshard__
         }
         snprintf(what, sizeof what, "%s[%u]", key, i);
         if (!in_range)
-            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERLIST, &item,
+            return kvshard_marks__fail(r->doc, r->err, KVSHARD_ELAYERLIST, &item,
                                      base ? "%s: layer %llu is out of range; these lists are "
                                             "1-based, from 1 to num_hidden_layers %u"
                                           : "%s: layer index %llu is out of range; indices run "
                                             "from 0 to num_hidden_layers - 1 = %u",
                                      what, (unsigned long long)n, base ? L : L - 1);
         if (*slot == kind)
-            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERLIST, &item,
+            return kvshard_marks__fail(r->doc, r->err, KVSHARD_ELAYERLIST, &item,
                                      "%s: layer %llu is listed twice in %s", what,
                                      (unsigned long long)n, list_name);
-        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERLIST, &item,
+        return kvshard_marks__fail(r->doc, r->err, KVSHARD_ELAYERLIST, &item,
                                  "%s: layer %llu is in both %s and %s; each layer belongs to "
                                  "exactly one",
                                  what, (unsigned long long)n, other_key, list_name);
@@ -480,7 +486,7 @@ static int from_kimi(uint8_t *kinds, kvshard__reader *r, const rule *self,
                      const kvshard__node *cfg, uint32_t L)
 {
     (void)self;
-    int rc = kvshard__node_expect(r->doc, cfg, KVSHARD__NODE_MAPPING, "linear_attn_config",
+    int rc = kvshard_tape__node_expect(r->doc, cfg, KVSHARD__NODE_MAPPING, "linear_attn_config",
                                   r->err);
     if (rc)
         return rc;
@@ -489,9 +495,9 @@ static int from_kimi(uint8_t *kinds, kvshard__reader *r, const rule *self,
     bool has_kda = kvshard__get(r, cfg, KVSHARD__KEY_KDA_LAYERS, &kda);
     const char *why = "linear_attn_config lists the full-attention and the KDA layers";
     if (!has_full)
-        return kvshard__missing(r, cfg, KVSHARD__KEY_FULL_ATTN_LAYERS, why);
+        return kvshard_reader__missing(r, cfg, KVSHARD__KEY_FULL_ATTN_LAYERS, why);
     if (!has_kda)
-        return kvshard__missing(r, cfg, KVSHARD__KEY_KDA_LAYERS, why);
+        return kvshard_reader__missing(r, cfg, KVSHARD__KEY_KDA_LAYERS, why);
     memset(kinds, UNSET, L);
     rc = mark_listed(kinds, r, &full, "linear_attn_config.full_attn_layers", 1, FULL, L,
                      "kda_layers");
@@ -502,7 +508,7 @@ static int from_kimi(uint8_t *kinds, kvshard__reader *r, const rule *self,
         return rc;
     for (uint32_t i = 0; i < L; i++) {
         if (kinds[i] == UNSET)
-            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERLIST, cfg,
+            return kvshard_marks__fail(r->doc, r->err, KVSHARD_ELAYERLIST, cfg,
                                      "linear_attn_config: layer %u (0-based index %u) is in "
                                      "neither full_attn_layers nor kda_layers",
                                      i + 1, i);
@@ -515,7 +521,7 @@ static int from_kimi(uint8_t *kinds, kvshard__reader *r, const rule *self,
 static int from_indices(uint8_t *kinds, kvshard__reader *r, const rule *self,
                         const kvshard__node *list, uint32_t L)
 {
-    const char *key = kvshard__key_name(self->keys[0]);
+    const char *key = kvshard_reader__key_name(self->keys[0]);
     memset(kinds, UNSET, L);
     int rc = mark_listed(kinds, r, list, key, 0, FULL, L, key);
     if (rc)
@@ -546,17 +552,17 @@ static int from_period(uint8_t *kinds, kvshard__reader *r, const rule *self,
     const char *why = "attn_layer_period and attn_layer_offset place the attention layers "
                       "together";
     if (!has_p)
-        return kvshard__missing(r, &r->text, KVSHARD__KEY_ATTN_LAYER_PERIOD, why);
+        return kvshard_reader__missing(r, &r->text, KVSHARD__KEY_ATTN_LAYER_PERIOD, why);
     if (!has_o)
-        return kvshard__missing(r, &r->text, KVSHARD__KEY_ATTN_LAYER_OFFSET, why);
+        return kvshard_reader__missing(r, &r->text, KVSHARD__KEY_ATTN_LAYER_OFFSET, why);
     uint32_t period, offset;
-    int rc = kvshard__read_dim(&period, r, &p, "attn_layer_period", 1, UINT32_MAX);
+    int rc = kvshard_reader__read_dim(&period, r, &p, "attn_layer_period", 1, UINT32_MAX);
     if (rc == KVSHARD_OK)
-        rc = kvshard__read_dim(&offset, r, &o, "attn_layer_offset", 0, UINT32_MAX);
+        rc = kvshard_reader__read_dim(&offset, r, &o, "attn_layer_offset", 0, UINT32_MAX);
     if (rc)
         return rc;
     if (offset >= period)
-        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERLIST, &o,
+        return kvshard_marks__fail(r->doc, r->err, KVSHARD_ELAYERLIST, &o,
                                  "attn_layer_offset %u is not below attn_layer_period %u", offset,
                                  period);
     for (uint32_t i = 0; i < L; i++)
@@ -581,7 +587,7 @@ static int from_interval(uint8_t *kinds, kvshard__reader *r, const rule *self,
 {
     (void)self;
     uint32_t n;
-    int rc = kvshard__read_dim(&n, r, v, "full_attention_interval", 1, UINT32_MAX);
+    int rc = kvshard_reader__read_dim(&n, r, v, "full_attention_interval", 1, UINT32_MAX);
     if (rc == KVSHARD_OK)
         every_nth(kinds, L, n, FULL, LINEAR);
     return rc;
@@ -593,7 +599,7 @@ static int from_sliding_pattern(uint8_t *kinds, kvshard__reader *r, const rule *
 {
     (void)self;
     uint32_t p;
-    int rc = kvshard__read_dim(&p, r, v, "sliding_window_pattern", 1, UINT32_MAX);
+    int rc = kvshard_reader__read_dim(&p, r, v, "sliding_window_pattern", 1, UINT32_MAX);
     if (rc == KVSHARD_OK)
         every_nth(kinds, L, p, FULL, SLIDING);
     return rc;
@@ -623,7 +629,7 @@ static bool applies(const rule *self, const kvshard__reader *r, kvshard__node *v
     if (self->with != KVSHARD__KEY_COUNT && !kvshard__get(r, &r->text, self->with, v))
         return false;
     for (const char *const *t = self->types; *t; t++) {
-        if (kvshard__model_type_is(r, *t, false))
+        if (kvshard_model__type_is(r, *t, false))
             return true;
     }
     return false;
@@ -638,11 +644,11 @@ static int shared_layers(kvshard__reader *r, uint32_t L)
     if (!kvshard__get(r, &r->text, KVSHARD__KEY_NUM_KV_SHARED_LAYERS, &v))
         return KVSHARD_OK;
     uint32_t N;
-    int rc = kvshard__read_dim(&N, r, &v, "num_kv_shared_layers", 0, UINT32_MAX);
+    int rc = kvshard_reader__read_dim(&N, r, &v, "num_kv_shared_layers", 0, UINT32_MAX);
     if (rc || N == 0)
         return rc;
     if (N >= L)
-        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ERANGE, &v,
+        return kvshard_marks__fail(r->doc, r->err, KVSHARD_ERANGE, &v,
                                  "num_kv_shared_layers %u is not below num_hidden_layers %u: some "
                                  "layer must keep the cache the others read",
                                  N, L);
@@ -651,21 +657,21 @@ static int shared_layers(kvshard__reader *r, uint32_t L)
         last[k] = UINT32_MAX;
     for (uint32_t i = 0; i < L - N; i++)
         last[m->kinds[i]] = i;
-    m->kv_source = kvshard__alloc(&m->alloc, L, sizeof *m->kv_source);
+    m->kv_source = kvshard_alloc__bytes(&m->alloc, L, sizeof *m->kv_source);
     if (!m->kv_source)
-        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ENOMEM, &v, "out of memory");
+        return kvshard_marks__fail(r->doc, r->err, KVSHARD_ENOMEM, &v, "out of memory");
     for (uint32_t i = 0; i < L; i++)
         m->kv_source[i] = -1;
     for (uint32_t i = L - N; i < L; i++) {
         uint8_t kind = m->kinds[i];
         const char *name = kvshard_kinds__of(kind)->name;
         if (kind != FULL && kind != SLIDING && kind != CHUNKED)
-            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERTYPE, &v,
+            return kvshard_marks__fail(r->doc, r->err, KVSHARD_ELAYERTYPE, &v,
                                      "num_kv_shared_layers %u: layer %u is a %s layer, which has "
                                      "no KV cache to share",
                                      N, i, name);
         if (last[kind] == UINT32_MAX)
-            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ELAYERLIST, &v,
+            return kvshard_marks__fail(r->doc, r->err, KVSHARD_ELAYERLIST, &v,
                                      "num_kv_shared_layers %u: layer %u (%s) has no %s layer "
                                      "before layer %u to read the cache of",
                                      N, i, name, name, L - N);
@@ -675,7 +681,7 @@ static int shared_layers(kvshard__reader *r, uint32_t L)
     return KVSHARD_OK;
 }
 
-int kvshard__read_layer_kinds(kvshard__reader *r)
+int kvshard_rules__read_layer_kinds(kvshard__reader *r)
 {
     uint8_t *kinds = r->model->kinds;
     uint32_t L = r->model->info.num_layers;

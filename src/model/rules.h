@@ -5,6 +5,6 @@
 #include "model/reader.h"
 
 /* Layer kinds, by the first rule that applies. */
-int kvshard__read_layer_kinds(kvshard__reader *r);
+int kvshard_rules__read_layer_kinds(kvshard__reader *r);
 
 #endif /* KVSHARD_MODEL_RULES_H */

@@ -26,7 +26,7 @@ static bool has_any(const kvshard__reader *r, const kvshard__key *keys)
 {
     kvshard__node v = {0};
     const char *key;
-    return kvshard__get_any(r, &r->text, keys, &v, &key);
+    return kvshard_reader__get_any(r, &r->text, keys, &v, &key);
 }
 
 /* Bailing V3 keeps KDA state described by top-level keys: a
@@ -52,15 +52,15 @@ static kvshard_state_kind state_kind_of(const kvshard__reader *r)
     if (kvshard__get(r, &r->text, KVSHARD__KEY_LINEAR_ATTN_CONFIG, &v) || bailing_kda(r))
         return KVSHARD_STATE_KDA;
     if (kvshard__get(r, &r->text, KVSHARD__KEY_ATTN_TYPE_LIST, &v) ||
-        kvshard__model_type_is(r, "minimax", true) ||
-        kvshard__model_type_is(r, "bailing_moe_linear", false) ||
-        kvshard__model_type_is(r, "bailing_hybrid", false))
+        kvshard_model__type_is(r, "minimax", true) ||
+        kvshard_model__type_is(r, "bailing_moe_linear", false) ||
+        kvshard_model__type_is(r, "bailing_hybrid", false))
         return KVSHARD_STATE_LIGHTNING;
     if (has_any(r, gdn))
         return KVSHARD_STATE_GDN;
     bool mamba2 = has_any(r, MAMBA2_HEADS);
     for (const char *const *t = mamba2_types; !mamba2 && *t; t++)
-        mamba2 = kvshard__model_type_is(r, *t, false);
+        mamba2 = kvshard_model__type_is(r, *t, false);
     if (mamba2)
         return KVSHARD_STATE_MAMBA2;
     if (kvshard__get(r, &r->text, KVSHARD__KEY_MAMBA_D_STATE, &v) &&
@@ -77,26 +77,26 @@ static int require_any(uint32_t *out, const char **out_key, kvshard__node *out_n
 {
     kvshard__node v = {0};
     const char *key;
-    if (!kvshard__get_any(r, &r->text, keys, &v, &key)) {
+    if (!kvshard_reader__get_any(r, &r->text, keys, &v, &key)) {
         char names[160] = "";
         size_t used = 0;
         for (const kvshard__key *k = keys + 1; *k != END && used < sizeof names; k++) {
             int n = snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : " (or ",
-                             kvshard__key_name(*k));
+                             kvshard_reader__key_name(*k));
             if (n > 0)
                 used += (size_t)n;
         }
         if (used && used + 1 < sizeof names)
             strcat(names, ")");
-        return kvshard__doc_fail(r->doc, r->err, KVSHARD_EMISSING, &r->text,
-                                 "missing key \"%s\"%s (%s)", kvshard__key_name(keys[0]), names,
-                                 why);
+        return kvshard_marks__fail(r->doc, r->err, KVSHARD_EMISSING, &r->text,
+                                   "missing key \"%s\"%s (%s)", kvshard_reader__key_name(keys[0]),
+                                   names, why);
     }
     if (out_key)
         *out_key = key;
     if (out_node)
         *out_node = v;
-    return kvshard__read_dim(out, r, &v, key, 1, KVSHARD__MAX_DIMENSION);
+    return kvshard_reader__read_dim(out, r, &v, key, 1, KVSHARD__MAX_DIMENSION);
 }
 
 /* An optional dimension under any of its aliases, `fallback` when absent. */
@@ -105,7 +105,7 @@ static int optional_any(uint32_t *out, const char **out_key, kvshard__node *out_
 {
     kvshard__node v = {0};
     const char *key;
-    if (!kvshard__get_any(r, &r->text, keys, &v, &key)) {
+    if (!kvshard_reader__get_any(r, &r->text, keys, &v, &key)) {
         *out = fallback;
         if (out_key)
             *out_key = NULL;
@@ -115,7 +115,7 @@ static int optional_any(uint32_t *out, const char **out_key, kvshard__node *out_
         *out_key = key;
     if (out_node)
         *out_node = v;
-    return kvshard__read_dim(out, r, &v, key, 1, KVSHARD__MAX_DIMENSION);
+    return kvshard_reader__read_dim(out, r, &v, key, 1, KVSHARD__MAX_DIMENSION);
 }
 
 static int read_gdn(kvshard__reader *r, kvshard__state_dims *s)
@@ -124,21 +124,21 @@ static int read_gdn(kvshard__reader *r, kvshard__state_dims *s)
     const kvshard__node *t = &r->text;
     kvshard__node v = {0};
     int rc;
-    if ((rc = kvshard__require_dim(&s->key_heads, r, t, KVSHARD__KEY_LINEAR_NUM_KEY_HEADS, why)) !=
-            0 ||
-        (rc = kvshard__require_dim(&s->heads, r, t, KVSHARD__KEY_LINEAR_NUM_VALUE_HEADS, why)) !=
-            0 ||
-        (rc = kvshard__require_dim(&s->head_dim, r, t, KVSHARD__KEY_LINEAR_KEY_HEAD_DIM, why)) !=
-            0 ||
-        (rc = kvshard__require_dim(&s->value_dim, r, t, KVSHARD__KEY_LINEAR_VALUE_HEAD_DIM, why)) !=
-            0 ||
-        (rc = kvshard__require_dim(&s->conv_kernel, r, t, KVSHARD__KEY_LINEAR_CONV_KERNEL_DIM,
-                                   why)) != 0)
+    if ((rc = kvshard_reader__require_dim(&s->key_heads, r, t, KVSHARD__KEY_LINEAR_NUM_KEY_HEADS,
+                                          why)) != 0 ||
+        (rc = kvshard_reader__require_dim(&s->heads, r, t, KVSHARD__KEY_LINEAR_NUM_VALUE_HEADS,
+                                          why)) != 0 ||
+        (rc = kvshard_reader__require_dim(&s->head_dim, r, t, KVSHARD__KEY_LINEAR_KEY_HEAD_DIM,
+                                          why)) != 0 ||
+        (rc = kvshard_reader__require_dim(&s->value_dim, r, t, KVSHARD__KEY_LINEAR_VALUE_HEAD_DIM,
+                                          why)) != 0 ||
+        (rc = kvshard_reader__require_dim(&s->conv_kernel, r, t,
+                                          KVSHARD__KEY_LINEAR_CONV_KERNEL_DIM, why)) != 0)
         return rc;
     kvshard__get(r, t, KVSHARD__KEY_LINEAR_NUM_KEY_HEADS, &v);
-    kvshard__set_site(r, KVSHARD__SITE_STATE_A, "linear_num_key_heads", s->key_heads, &v);
+    kvshard_reader__set_site(r, KVSHARD__SITE_STATE_A, "linear_num_key_heads", s->key_heads, &v);
     kvshard__get(r, t, KVSHARD__KEY_LINEAR_NUM_VALUE_HEADS, &v);
-    kvshard__set_site(r, KVSHARD__SITE_STATE_B, "linear_num_value_heads", s->heads, &v);
+    kvshard_reader__set_site(r, KVSHARD__SITE_STATE_B, "linear_num_value_heads", s->heads, &v);
     return KVSHARD_OK;
 }
 
@@ -150,28 +150,31 @@ static int read_kda(kvshard__reader *r, kvshard__state_dims *s)
     if (!kvshard__get(r, &r->text, KVSHARD__KEY_LINEAR_ATTN_CONFIG, &cfg)) {
         /* Bailing V3: the heads, head dim and kernel of the text config. */
         const kvshard__node *t = &r->text;
-        if ((rc = kvshard__require_dim(&s->heads, r, t, KVSHARD__KEY_NUM_ATTENTION_HEADS, why)) !=
+        if ((rc = kvshard_reader__require_dim(&s->heads, r, t, KVSHARD__KEY_NUM_ATTENTION_HEADS,
+                                              why)) != 0 ||
+            (rc = kvshard_reader__require_dim(&s->head_dim, r, t, KVSHARD__KEY_HEAD_DIM, why)) !=
                 0 ||
-            (rc = kvshard__require_dim(&s->head_dim, r, t, KVSHARD__KEY_HEAD_DIM, why)) != 0 ||
-            (rc = kvshard__require_dim(&s->conv_kernel, r, t, KVSHARD__KEY_SHORT_CONV_KERNEL_SIZE,
-                                       why)) != 0)
+            (rc = kvshard_reader__require_dim(&s->conv_kernel, r, t,
+                                              KVSHARD__KEY_SHORT_CONV_KERNEL_SIZE, why)) != 0)
             return rc;
         kvshard__get(r, t, KVSHARD__KEY_NUM_ATTENTION_HEADS, &v);
-        kvshard__set_site(r, KVSHARD__SITE_STATE_B, "num_attention_heads", s->heads, &v);
+        kvshard_reader__set_site(r, KVSHARD__SITE_STATE_B, "num_attention_heads", s->heads, &v);
         return KVSHARD_OK;
     }
-    rc = kvshard__node_expect(r->doc, &cfg, KVSHARD__NODE_MAPPING, "linear_attn_config", r->err);
+    rc = kvshard_tape__node_expect(r->doc, &cfg, KVSHARD__NODE_MAPPING, "linear_attn_config",
+                                   r->err);
     if (rc == KVSHARD_OK)
-        rc = kvshard__require_dim(&s->heads, r, &cfg, KVSHARD__KEY_NUM_HEADS, why);
+        rc = kvshard_reader__require_dim(&s->heads, r, &cfg, KVSHARD__KEY_NUM_HEADS, why);
     if (rc == KVSHARD_OK)
-        rc = kvshard__require_dim(&s->head_dim, r, &cfg, KVSHARD__KEY_HEAD_DIM, why);
+        rc = kvshard_reader__require_dim(&s->head_dim, r, &cfg, KVSHARD__KEY_HEAD_DIM, why);
     if (rc == KVSHARD_OK)
-        rc = kvshard__require_dim(&s->conv_kernel, r, &cfg, KVSHARD__KEY_SHORT_CONV_KERNEL_SIZE,
-                                  why);
+        rc = kvshard_reader__require_dim(&s->conv_kernel, r, &cfg,
+                                         KVSHARD__KEY_SHORT_CONV_KERNEL_SIZE, why);
     if (rc)
         return rc;
     kvshard__get(r, &cfg, KVSHARD__KEY_NUM_HEADS, &v);
-    kvshard__set_site(r, KVSHARD__SITE_STATE_B, "linear_attn_config.num_heads", s->heads, &v);
+    kvshard_reader__set_site(r, KVSHARD__SITE_STATE_B, "linear_attn_config.num_heads", s->heads,
+                             &v);
     return KVSHARD_OK;
 }
 
@@ -179,13 +182,14 @@ static int read_lightning(kvshard__reader *r, kvshard__state_dims *s)
 {
     const char *why = "lightning attention state";
     kvshard__node v = {0};
-    int rc = kvshard__require_dim(&s->heads, r, &r->text, KVSHARD__KEY_NUM_ATTENTION_HEADS, why);
+    int rc =
+        kvshard_reader__require_dim(&s->heads, r, &r->text, KVSHARD__KEY_NUM_ATTENTION_HEADS, why);
     if (rc == KVSHARD_OK)
-        rc = kvshard__read_head_dim(&s->head_dim, r, s->heads, why);
+        rc = kvshard_attention__read_head_dim(&s->head_dim, r, s->heads, why);
     if (rc)
         return rc;
     kvshard__get(r, &r->text, KVSHARD__KEY_NUM_ATTENTION_HEADS, &v);
-    kvshard__set_site(r, KVSHARD__SITE_STATE_B, "num_attention_heads", s->heads, &v);
+    kvshard_reader__set_site(r, KVSHARD__SITE_STATE_B, "num_attention_heads", s->heads, &v);
     return KVSHARD_OK;
 }
 
@@ -199,40 +203,42 @@ static int read_mamba2(kvshard__reader *r, kvshard__state_dims *s)
         return rc;
     /* Head dim: a key, or "auto"/absent for mamba_expand x hidden_size / H. */
     const char *dim_key;
-    if (kvshard__get_any(r, &r->text, MAMBA2_HEAD_DIM, &v, &dim_key) &&
-        !kvshard__scalar_is(&v, "auto")) {
-        if ((rc = kvshard__read_dim(&s->head_dim, r, &v, dim_key, 1, KVSHARD__MAX_DIMENSION)) != 0)
+    if (kvshard_reader__get_any(r, &r->text, MAMBA2_HEAD_DIM, &v, &dim_key) &&
+        !kvshard_tape__scalar_is(&v, "auto")) {
+        if ((rc = kvshard_reader__read_dim(&s->head_dim, r, &v, dim_key, 1,
+                                           KVSHARD__MAX_DIMENSION)) != 0)
             return rc;
     } else {
         const char *derive = "the Mamba2 head dim is mamba_expand x hidden_size / heads when "
                              "mamba_head_dim is absent or auto";
         uint32_t expand, hidden;
-        if ((rc = kvshard__require_dim(&expand, r, &r->text, KVSHARD__KEY_MAMBA_EXPAND, derive)) !=
-                0 ||
-            (rc = kvshard__require_dim(&hidden, r, &r->text, KVSHARD__KEY_HIDDEN_SIZE, derive)) !=
-                0)
+        if ((rc = kvshard_reader__require_dim(&expand, r, &r->text, KVSHARD__KEY_MAMBA_EXPAND,
+                                              derive)) != 0 ||
+            (rc = kvshard_reader__require_dim(&hidden, r, &r->text, KVSHARD__KEY_HIDDEN_SIZE,
+                                              derive)) != 0)
             return rc;
         uint64_t width = (uint64_t)expand * hidden;
         if (width % s->heads != 0 || width / s->heads > KVSHARD__MAX_DIMENSION)
-            return kvshard__doc_fail(r->doc, r->err, KVSHARD_ERANGE, &heads_node,
+            return kvshard_marks__fail(r->doc, r->err, KVSHARD_ERANGE, &heads_node,
                                      "mamba_expand %u x hidden_size %u = %llu is not divisible by "
                                      "%s %u; give mamba_head_dim",
                                      expand, hidden, (unsigned long long)width, heads_key,
                                      s->heads);
         s->head_dim = (uint32_t)(width / s->heads);
     }
-    static const kvshard__key chunk[] = {KVSHARD__KEY_CHUNK_SIZE, KVSHARD__KEY_MAMBA_CHUNK_SIZE, END};
+    static const kvshard__key chunk[] = {KVSHARD__KEY_CHUNK_SIZE, KVSHARD__KEY_MAMBA_CHUNK_SIZE,
+                                         END};
     if ((rc = require_any(&s->state_size, NULL, NULL, r, MAMBA2_STATE, why)) != 0 ||
         (rc = optional_any(&s->groups, &groups_key, &groups_node, r, MAMBA2_GROUPS, 1)) != 0 ||
         (rc = optional_any(&s->conv_kernel, NULL, NULL, r, MAMBA2_KERNEL, 4)) != 0 ||
         (rc = optional_any(&s->chunk_size, NULL, NULL, r, chunk, 0)) != 0)
         return rc;
     if ((uint64_t)s->heads * s->head_dim > KVSHARD__MAX_DIMENSION)
-        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ERANGE, &heads_node,
+        return kvshard_marks__fail(r->doc, r->err, KVSHARD_ERANGE, &heads_node,
                                  "%s %u x head dim %u is past %u channels", heads_key, s->heads,
                                  s->head_dim, KVSHARD__MAX_DIMENSION);
-    kvshard__set_site(r, KVSHARD__SITE_STATE_B, heads_key, s->heads, &heads_node);
-    kvshard__set_site(r, KVSHARD__SITE_STATE_GROUPS, groups_key ? groups_key : "n_groups",
+    kvshard_reader__set_site(r, KVSHARD__SITE_STATE_B, heads_key, s->heads, &heads_node);
+    kvshard_reader__set_site(r, KVSHARD__SITE_STATE_GROUPS, groups_key ? groups_key : "n_groups",
                       s->groups, groups_key ? &groups_node : &r->text);
     return KVSHARD_OK;
 }
@@ -243,10 +249,12 @@ static int read_mamba1(kvshard__reader *r, kvshard__state_dims *s)
     uint32_t expand, hidden;
     kvshard__node v = {0};
     int rc;
-    if ((rc = kvshard__require_dim(&expand, r, &r->text, KVSHARD__KEY_MAMBA_EXPAND, why)) != 0 ||
-        (rc = kvshard__require_dim(&hidden, r, &r->text, KVSHARD__KEY_HIDDEN_SIZE, why)) != 0 ||
-        (rc = kvshard__require_dim(&s->state_size, r, &r->text, KVSHARD__KEY_MAMBA_D_STATE, why)) !=
-            0)
+    if ((rc = kvshard_reader__require_dim(&expand, r, &r->text, KVSHARD__KEY_MAMBA_EXPAND, why)) !=
+            0 ||
+        (rc = kvshard_reader__require_dim(&hidden, r, &r->text, KVSHARD__KEY_HIDDEN_SIZE, why)) !=
+            0 ||
+        (rc = kvshard_reader__require_dim(&s->state_size, r, &r->text, KVSHARD__KEY_MAMBA_D_STATE,
+                                          why)) != 0)
         return rc;
     static const kvshard__key kernel[] = {KVSHARD__KEY_MAMBA_D_CONV, END};
     if ((rc = optional_any(&s->conv_kernel, NULL, NULL, r, kernel, 4)) != 0)
@@ -254,11 +262,12 @@ static int read_mamba1(kvshard__reader *r, kvshard__state_dims *s)
     uint64_t d_inner = (uint64_t)expand * hidden;
     kvshard__get(r, &r->text, KVSHARD__KEY_MAMBA_EXPAND, &v);
     if (d_inner > KVSHARD__MAX_DIMENSION)
-        return kvshard__doc_fail(r->doc, r->err, KVSHARD_ERANGE, &v,
+        return kvshard_marks__fail(r->doc, r->err, KVSHARD_ERANGE, &v,
                                  "mamba_expand %u x hidden_size %u is past %u channels", expand,
                                  hidden, KVSHARD__MAX_DIMENSION);
     s->channels = (uint32_t)d_inner;
-    kvshard__set_site(r, KVSHARD__SITE_STATE_B, "mamba_expand x hidden_size", s->channels, &v);
+    kvshard_reader__set_site(r, KVSHARD__SITE_STATE_B, "mamba_expand x hidden_size", s->channels,
+                             &v);
     return KVSHARD_OK;
 }
 
@@ -267,12 +276,13 @@ static int read_short_conv(kvshard__reader *r, kvshard__state_dims *s)
     const char *why = "short convolution state";
     kvshard__node v = {0};
     int rc;
-    if ((rc = kvshard__require_dim(&s->conv_kernel, r, &r->text, KVSHARD__KEY_CONV_L_CACHE, why)) !=
-            0 ||
-        (rc = kvshard__require_dim(&s->channels, r, &r->text, KVSHARD__KEY_HIDDEN_SIZE, why)) != 0)
+    if ((rc = kvshard_reader__require_dim(&s->conv_kernel, r, &r->text, KVSHARD__KEY_CONV_L_CACHE,
+                                          why)) != 0 ||
+        (rc = kvshard_reader__require_dim(&s->channels, r, &r->text, KVSHARD__KEY_HIDDEN_SIZE,
+                                          why)) != 0)
         return rc;
     kvshard__get(r, &r->text, KVSHARD__KEY_HIDDEN_SIZE, &v);
-    kvshard__set_site(r, KVSHARD__SITE_STATE_B, "hidden_size", s->channels, &v);
+    kvshard_reader__set_site(r, KVSHARD__SITE_STATE_B, "hidden_size", s->channels, &v);
     return KVSHARD_OK;
 }
 
@@ -281,7 +291,7 @@ static int read_short_conv(kvshard__reader *r, kvshard__state_dims *s)
 static bool named_state_dtype(kvshard_dtype *out, const kvshard__node *v)
 {
     kvshard_dtype d;
-    if (v->kind != KVSHARD__NODE_SCALAR || !kvshard__dtype_from_name(&d, v->text, v->count) ||
+    if (v->kind != KVSHARD__NODE_SCALAR || !kvshard_dtype__from_name(&d, v->text, v->count) ||
         d == KVSHARD_DTYPE_FP8)
         return false;
     *out = d;
@@ -320,14 +330,14 @@ static kvshard_dtype state_dtype_of(const kvshard__reader *r, kvshard_state_kind
     return kvshard_states__default_dtype(kind, model_dtype);
 }
 
-int kvshard__read_state(kvshard__reader *r)
+int kvshard_states__read_state(kvshard__reader *r)
 {
     kvshard__model_info *in = &r->model->info;
     kvshard__state_dims *s = &in->state;
     s->kind = state_kind_of(r);
     const kvshard_states__row *row = kvshard_states__of(s->kind);
     if (!row)
-        return kvshard__doc_fail(
+        return kvshard_marks__fail(
             r->doc, r->err, KVSHARD_EMISSING, &r->text,
             "the model has linear or hybrid layers but no keys that describe "
             "their state (looked for linear_attn_config, layer_group_size with "

@@ -101,6 +101,6 @@ uint64_t kvshard_states__bytes(kvshard__calc *c, const kvshard__state_dims *s,
 
 /* The state kind of a config's linear and hybrid layers, its dimensions
  * and dtype (read for read.c). */
-int kvshard__read_state(struct kvshard__reader *r);
+int kvshard_states__read_state(struct kvshard__reader *r);
 
 #endif /* KVSHARD_MODEL_STATES_H */

@@ -152,7 +152,7 @@ static bool has_norm(const char *c, size_t n)
 /* A decimal number, saturated at UINT64_MAX; false for other text. */
 static bool component_number(uint64_t *out, const char *c, size_t n)
 {
-    if (!kvshard__all_digits(c, n))
+    if (!kvshard_scalar__all_digits(c, n))
         return false;
     uint64_t v = 0;
     for (size_t i = 0; i < n; i++) {
@@ -200,7 +200,7 @@ static kvshard__wclass class_of(const char *name, size_t len, uint64_t elements,
     size_t last_start = len;
     while (last_start > 0 && name[last_start - 1] != '.')
         last_start--;
-    bool bias = kvshard__text_is(name + last_start, len - last_start, "bias");
+    bool bias = kvshard_text__is(name + last_start, len - last_start, "bias");
     size_t end = len;
     for (;;) {
         size_t start = end;
@@ -398,10 +398,10 @@ void kvshard_weights__free(kvshard__weights *w)
     if (!w)
         return;
     kvshard_allocator a = w->alloc;
-    kvshard__free(&a, w->records);
-    kvshard__free(&a, w->groups);
-    kvshard__free(&a, w->first_unknown);
-    kvshard__free(&a, w);
+    kvshard_alloc__free(&a, w->records);
+    kvshard_alloc__free(&a, w->groups);
+    kvshard_alloc__free(&a, w->first_unknown);
+    kvshard_alloc__free(&a, w);
 }
 
 static bool sliding_at(const kvshard__wgeometry *g, uint64_t index)
@@ -421,11 +421,12 @@ static int build_groups(kvshard__weights *w, const kvshard__safetensors *set,
         n += w->records[i].cls == KVSHARD__CLASS_EXPERT;
     if (n == 0)
         return KVSHARD_OK;
-    expert_ref *refs = kvshard__alloc(&w->alloc, n, sizeof *refs);
-    w->groups = kvshard__alloc(&w->alloc, n, sizeof *w->groups);
+    expert_ref *refs = kvshard_alloc__bytes(&w->alloc, n, sizeof *refs);
+    w->groups = kvshard_alloc__bytes(&w->alloc, n, sizeof *w->groups);
     if (!refs || !w->groups) {
-        kvshard__free(&w->alloc, refs);
-        return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+        kvshard_alloc__free(&w->alloc, refs);
+        return kvshard_error__fail(err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
+                                   "out of memory");
     }
     size_t k = 0;
     for (size_t i = 0; i < w->count; i++) {
@@ -467,7 +468,7 @@ static int build_groups(kvshard__weights *w, const kvshard__safetensors *set,
         w->groups[i].experts =
             w->groups[i].distinct > w->groups[i].fused ? w->groups[i].distinct : w->groups[i].fused;
     w->group_count = g;
-    kvshard__free(&w->alloc, refs);
+    kvshard_alloc__free(&w->alloc, refs);
     return KVSHARD_OK;
 }
 
@@ -475,28 +476,30 @@ int kvshard_weights__build(kvshard__weights **out, const kvshard__safetensors *s
                            const kvshard__wgeometry *g, const kvshard_allocator *alloc,
                            kvshard_error *err)
 {
-    kvshard__error_reset(err);
+    kvshard_error__reset(err);
     if (!out || !set || !g)
-        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark, "weights: NULL argument");
+        return kvshard_error__fail(err, KVSHARD_EINVAL, "", kvshard_error__no_mark,
+                                   "weights: NULL argument");
     if (g->gqa && (g->num_heads == 0 || g->num_kv_heads == 0))
-        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_EINVAL, "", kvshard_error__no_mark,
                              "weights: a GQA geometry needs its attention and KV heads "
                              "(num_heads %u, num_kv_heads %u)",
                              g->num_heads, g->num_kv_heads);
-    kvshard_allocator a = kvshard__allocator_or_default(alloc);
-    kvshard__weights *w = kvshard__calloc(&a, 1, sizeof *w);
+    kvshard_allocator a = kvshard_alloc__allocator_or_default(alloc);
+    kvshard__weights *w = kvshard_alloc__calloc(&a, 1, sizeof *w);
     kvshard__wtensor_class *classes = NULL;
     if (!w)
-        return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+        return kvshard_error__fail(err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
+                                   "out of memory");
     w->alloc = a;
     w->num_layers = g->num_layers;
     w->tied = g->tie_word_embeddings;
     int rc = KVSHARD_OK;
     size_t n = set->count;
-    w->records = kvshard__alloc(&a, n, sizeof *w->records);
-    classes = kvshard__alloc(&a, n, sizeof *classes);
+    w->records = kvshard_alloc__bytes(&a, n, sizeof *w->records);
+    classes = kvshard_alloc__bytes(&a, n, sizeof *classes);
     if (!w->records || !classes) {
-        rc = kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+        rc = kvshard_error__fail(err, KVSHARD_ENOMEM, "", kvshard_error__no_mark, "out of memory");
         goto fail;
     }
     uint32_t hq_full = g->num_heads, hkv_full = g->num_kv_heads;
@@ -545,15 +548,16 @@ int kvshard_weights__build(kvshard__weights **out, const kvshard__safetensors *s
      * embedding counted again: one check here covers every layout. */
     uint64_t bound;
     if (!kvshard__add(&bound, s->total_bytes, embedding)) {
-        rc = kvshard__fail(err, KVSHARD_EOVERFLOW, "", kvshard__no_mark,
+        rc = kvshard_error__fail(err, KVSHARD_EOVERFLOW, "", kvshard_error__no_mark,
                            "weights: the tensors' bytes with the embedding counted again pass "
                            "2^64 - 1");
         goto fail;
     }
     if (first_unknown) {
         if (!(w->first_unknown =
-                  kvshard__strndup(&a, first_unknown->name, first_unknown->name_len))) {
-            rc = kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+                  kvshard_alloc__strndup(&a, first_unknown->name, first_unknown->name_len))) {
+            rc = kvshard_error__fail(err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
+                                     "out of memory");
             goto fail;
         }
         s->first_unknown = w->first_unknown;
@@ -567,11 +571,11 @@ int kvshard_weights__build(kvshard__weights **out, const kvshard__safetensors *s
     while (w->decoder_count < w->count &&
            w->records[w->decoder_count].place == KVSHARD__PLACE_DECODER)
         w->decoder_count++;
-    kvshard__free(&a, classes);
+    kvshard_alloc__free(&a, classes);
     *out = w;
     return KVSHARD_OK;
 fail:
-    kvshard__free(&a, classes);
+    kvshard_alloc__free(&a, classes);
     kvshard_weights__free(w);
     return rc;
 }
@@ -620,21 +624,22 @@ int kvshard_weights__stages(kvshard__wstage *out, const kvshard__weights *w,
                             const kvshard__wlayout *layout, kvshard_error *err)
 {
     if (!out || !w || !layout || (layout->pp && !layout->stage_layers))
-        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark, "weights: NULL argument");
+        return kvshard_error__fail(err, KVSHARD_EINVAL, "", kvshard_error__no_mark,
+                                   "weights: NULL argument");
     uint64_t x = (uint64_t)layout->dp * layout->cp * layout->tp;
     if (layout->tp == 0 || layout->dp == 0 || layout->cp == 0 || layout->pp == 0 || x > UINT32_MAX)
-        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_EINVAL, "", kvshard_error__no_mark,
                              "weights: a layout of T %u, D %u, C %u and P %u stages", layout->tp,
                              layout->dp, layout->cp, layout->pp);
     uint64_t sum = 0;
     for (uint32_t s = 0; s < layout->pp; s++) {
         if (layout->stage_layers[s] == 0)
-            return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
+            return kvshard_error__fail(err, KVSHARD_EINVAL, "", kvshard_error__no_mark,
                                  "weights: stage %u holds no layer", s);
         sum += layout->stage_layers[s];
     }
     if (sum != w->num_layers)
-        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_EINVAL, "", kvshard_error__no_mark,
                              "weights: the stages hold %llu layers; the model has %u",
                              (unsigned long long)sum, w->num_layers);
     uint32_t p = layout->pp, last = p - 1;
@@ -707,14 +712,15 @@ int kvshard_weights__estimate(uint64_t *out, uint64_t total, uint64_t experts, u
                               uint32_t num_layers, uint32_t tp, uint64_t x, kvshard_error *err)
 {
     if (!out)
-        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark, "weights: NULL argument");
+        return kvshard_error__fail(err, KVSHARD_EINVAL, "", kvshard_error__no_mark,
+                                   "weights: NULL argument");
     if (experts > total)
-        return kvshard__fail(err, KVSHARD_ERANGE, "", kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_ERANGE, "", kvshard_error__no_mark,
                              "weights_experts %llu is above weights_total %llu: the experts are "
                              "a part of the checkpoint",
                              (unsigned long long)experts, (unsigned long long)total);
     if (num_layers == 0 || tp == 0 || x == 0 || x > UINT32_MAX || n_s > num_layers)
-        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_EINVAL, "", kvshard_error__no_mark,
                              "weights: an estimate for %u of %u layers, T %u, X %llu", n_s,
                              num_layers, tp, (unsigned long long)x);
     /* Both parts are at most their figure, so the sum fits unless the
@@ -722,7 +728,7 @@ int kvshard_weights__estimate(uint64_t *out, uint64_t total, uint64_t experts, u
     uint64_t dense, moe, v;
     if (!muldiv_ceil(&dense, total - experts, n_s, (uint64_t)num_layers * tp) ||
         !muldiv_ceil(&moe, experts, n_s, (uint64_t)num_layers * x) || !kvshard__add(&v, dense, moe))
-        return kvshard__fail(err, KVSHARD_EOVERFLOW, "", kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_EOVERFLOW, "", kvshard_error__no_mark,
                              "weights: the estimate passes 2^64 - 1 bytes");
     *out = v;
     return KVSHARD_OK;

@@ -16,69 +16,69 @@
 
 static void key(kvshard__out *o, const char *name)
 {
-    kvshard__out_put(o, "\"", 1);
-    kvshard__out_raw(o, name);
-    kvshard__out_put(o, "\": ", 3);
+    kvshard_writer__out_put(o, "\"", 1);
+    kvshard_writer__out_raw(o, name);
+    kvshard_writer__out_put(o, "\": ", 3);
 }
 
 static void field_u64(kvshard__out *o, const char *name, uint64_t v)
 {
     key(o, name);
-    kvshard__out_u64(o, v);
+    kvshard_writer__out_u64(o, v);
 }
 
 static void field_or_null(kvshard__out *o, const char *name, bool has, uint64_t v)
 {
     key(o, name);
     if (has)
-        kvshard__out_u64(o, v);
+        kvshard_writer__out_u64(o, v);
     else
-        kvshard__out_raw(o, "null");
+        kvshard_writer__out_raw(o, "null");
 }
 
 static void field_word(kvshard__out *o, const char *name, const char *word)
 {
     key(o, name);
     if (word)
-        kvshard__out_json_string(o, word, strlen(word));
+        kvshard_writer__out_json_string(o, word, strlen(word));
     else
-        kvshard__out_raw(o, "null");
+        kvshard_writer__out_raw(o, "null");
 }
 
 static void field_bool(kvshard__out *o, const char *name, bool v)
 {
     key(o, name);
-    kvshard__out_raw(o, v ? "true" : "false");
+    kvshard_writer__out_raw(o, v ? "true" : "false");
 }
 
 static void sep(kvshard__out *o)
 {
-    kvshard__out_put(o, ", ", 2);
+    kvshard_writer__out_put(o, ", ", 2);
 }
 
 /* "warnings": the names of the warnings a row's mask (bit 1 << code) holds. */
 static void field_warnings(kvshard__out *o, uint32_t mask)
 {
     key(o, "warnings");
-    kvshard__out_put(o, "[", 1);
+    kvshard_writer__out_put(o, "[", 1);
     bool first = true;
     for (unsigned code = 0; code < 32; code++) {
         if (mask & (1u << code)) {
             if (!first)
                 sep(o);
             const char *name = kvshard_warning_name((kvshard_warning_code)code);
-            kvshard__out_json_string(o, name, strlen(name));
+            kvshard_writer__out_json_string(o, name, strlen(name));
             first = false;
         }
     }
-    kvshard__out_put(o, "]", 1);
+    kvshard_writer__out_put(o, "]", 1);
 }
 
 static void emit_model(kvshard__out *o, const kvshard__plan_view *p)
 {
     const kvshard__model_info *m = p->model;
     bool has_state = m->state.kind != KVSHARD_STATE_NONE;
-    kvshard__out_raw(o, "  \"model\": {");
+    kvshard_writer__out_raw(o, "  \"model\": {");
     field_word(o, "model_type", p->model_type[0] ? p->model_type : NULL);
     sep(o);
     field_u64(o, "num_layers", m->num_layers);
@@ -100,14 +100,14 @@ static void emit_model(kvshard__out *o, const kvshard__plan_view *p)
                p->state_dtype != KVSHARD_DTYPE_AUTO ? kvshard_dtype_name(p->state_dtype) : NULL);
     sep(o);
     field_word(o, "kv_cache_dtype",
-               kvshard_dtype_name(kvshard__kv_cache_dtype(p->model, p->options)));
-    kvshard__out_raw(o, "},\n");
+               kvshard_dtype_name(kvshard_memory__kv_cache_dtype(p->model, p->options)));
+    kvshard_writer__out_raw(o, "},\n");
 }
 
 static void emit_parallel(kvshard__out *o, const kvshard__plan_view *p)
 {
     const kvshard_options *opt = p->options;
-    kvshard__out_raw(o, "  \"parallel\": {");
+    kvshard_writer__out_raw(o, "  \"parallel\": {");
     field_u64(o, "world_size", opt->world_size);
     sep(o);
     field_u64(o, "dp_size", opt->dp_size);
@@ -127,18 +127,18 @@ static void emit_parallel(kvshard__out *o, const kvshard__plan_view *p)
     field_u64(o, "replication_factor", p->replication);
     sep(o);
     field_u64(o, "pp_size", p->pp);
-    kvshard__out_raw(o, ",\n               \"pp_partition\": [");
+    kvshard_writer__out_raw(o, ",\n               \"pp_partition\": [");
     for (uint32_t s = 0; s < p->pp && !o->failed; s++) {
         if (s)
             sep(o);
-        kvshard__out_u64(o, p->stages[s].count);
+        kvshard_writer__out_u64(o, p->stages[s].count);
     }
-    kvshard__out_raw(o, "], ");
+    kvshard_writer__out_raw(o, "], ");
     field_word(o, "pp_partition_rule", kvshard_pp_rule_name(opt->pp_partition_rule));
     sep(o);
     field_word(o, "rank_layout", kvshard_rank_layout_name(opt->rank_layout));
-    kvshard__strides st = kvshard__rank_strides(opt, p->tp);
-    kvshard__out_raw(o, ",\n               \"rank_strides\": {");
+    kvshard__strides st = kvshard_partition__rank_strides(opt, p->tp);
+    kvshard_writer__out_raw(o, ",\n               \"rank_strides\": {");
     field_u64(o, "dp", st.dp);
     sep(o);
     field_u64(o, "pp", st.pp);
@@ -146,21 +146,21 @@ static void emit_parallel(kvshard__out *o, const kvshard__plan_view *p)
     field_u64(o, "cp", st.cp);
     sep(o);
     field_u64(o, "tp", st.tp);
-    kvshard__out_raw(o, "}, ");
+    kvshard_writer__out_raw(o, "}, ");
     /* Whether experts are placed whole on ranks: the value the weights of
      * a stage were charged with. */
     field_bool(o, "expert_parallel", opt->expert_parallel);
-    kvshard__out_raw(o, "},\n");
+    kvshard_writer__out_raw(o, "},\n");
 }
 
 /* One object per stage: its layers, its largest per-rank figures and the
  * fewest blocks of its ranks that store KV. */
 static void emit_stages(kvshard__out *o, const kvshard__plan_view *p)
 {
-    kvshard__out_raw(o, "  \"stages\": [");
+    kvshard_writer__out_raw(o, "  \"stages\": [");
     for (uint32_t s = 0; s < p->pp && !o->failed; s++) {
-        kvshard_stage_info info = kvshard__stage_info_of(p, s);
-        kvshard__out_raw(o, s ? ",\n    {" : "\n    {");
+        kvshard_stage_info info = kvshard_queries__stage_info_of(p, s);
+        kvshard_writer__out_raw(o, s ? ",\n    {" : "\n    {");
         field_u64(o, "stage", s);
         sep(o);
         field_u64(o, "layer_first", info.layer_first);
@@ -185,71 +185,72 @@ static void emit_stages(kvshard__out *o, const kvshard__plan_view *p)
         field_or_null(o, "budget", p->has_memory, device ? p->stage_budgets[s] : p->memory);
         sep(o);
         field_or_null(o, "num_blocks", info.has_num_blocks, info.num_blocks);
-        kvshard__out_put(o, "}", 1);
+        kvshard_writer__out_put(o, "}", 1);
     }
-    kvshard__out_raw(o, "\n  ],\n");
+    kvshard_writer__out_raw(o, "\n  ],\n");
 }
 
 static void emit_layers(kvshard__out *o, const kvshard__plan_view *p)
 {
     uint32_t stage = 0;
-    kvshard__out_raw(o, "  \"layers\": [");
+    kvshard_writer__out_raw(o, "  \"layers\": [");
     for (uint32_t i = 0; i < p->model->num_layers && !o->failed; i++) {
-        kvshard__out_raw(o, i ? ",\n    {\"index\": " : "\n    {\"index\": ");
-        kvshard__out_u64(o, i);
-        kvshard__out_raw(o, ", \"kind\": \"");
-        kvshard__out_raw(o, kvshard_kinds__of(p->kinds[i])->name);
-        kvshard__out_raw(o, "\", \"owner\": ");
+        kvshard_writer__out_raw(o, i ? ",\n    {\"index\": " : "\n    {\"index\": ");
+        kvshard_writer__out_u64(o, i);
+        kvshard_writer__out_raw(o, ", \"kind\": \"");
+        kvshard_writer__out_raw(o, kvshard_kinds__of(p->kinds[i])->name);
+        kvshard_writer__out_raw(o, "\", \"owner\": ");
         if (p->owner[i] >= 0)
-            kvshard__out_i64(o, p->owner[i]);
+            kvshard_writer__out_i64(o, p->owner[i]);
         else
-            kvshard__out_raw(o, "null");
+            kvshard_writer__out_raw(o, "null");
         const kvshard__class *k = &p->model->classes[p->class_of[i]];
         bool compressed = kvshard_kinds__of(k->kind)->shape == KVSHARD__SHAPE_COMPRESSED;
         int32_t source = p->kv_source ? p->kv_source[i] : -1;
-        kvshard__out_raw(o, ", \"compress_ratio\": ");
+        kvshard_writer__out_raw(o, ", \"compress_ratio\": ");
         if (compressed)
-            kvshard__out_u64(o, k->ratio);
+            kvshard_writer__out_u64(o, k->ratio);
         else
-            kvshard__out_raw(o, "null");
-        kvshard__out_raw(o, ", \"kv_source\": ");
+            kvshard_writer__out_raw(o, "null");
+        kvshard_writer__out_raw(o, ", \"kv_source\": ");
         if (source >= 0)
-            kvshard__out_i64(o, source);
+            kvshard_writer__out_i64(o, source);
         else
-            kvshard__out_raw(o, "null");
-        kvshard__out_raw(o, kvshard__class_has_index(k) ? ", \"index_key\": true, \"stage\": "
-                                                        : ", \"index_key\": false, \"stage\": ");
+            kvshard_writer__out_raw(o, "null");
+        kvshard_writer__out_raw(o, kvshard__class_has_index(k)
+                                       ? ", \"index_key\": true, \"stage\": "
+                                       : ", \"index_key\": false, \"stage\": ");
         while (i >= p->stages[stage].first + p->stages[stage].count)
             stage++;
-        kvshard__out_u64(o, stage);
-        kvshard__out_put(o, "}", 1);
+        kvshard_writer__out_u64(o, stage);
+        kvshard_writer__out_put(o, "}", 1);
     }
-    kvshard__out_raw(o, p->model->num_layers ? "\n  ],\n" : "],\n");
+    kvshard_writer__out_raw(o, p->model->num_layers ? "\n  ],\n" : "],\n");
 }
 
 static void emit_ranks(kvshard__out *o, const kvshard__plan_view *p)
 {
-    kvshard__strides strides = kvshard__rank_strides(p->options, p->tp);
-    kvshard__out_raw(o, "  \"ranks\": [");
+    kvshard__strides strides = kvshard_partition__rank_strides(p->options, p->tp);
+    kvshard_writer__out_raw(o, "  \"ranks\": [");
     for (uint32_t r = 0; r < p->ranks_count && !o->failed; r++) {
         uint32_t stage = r / p->tp, t = r % p->tp;
         const kvshard__rank_place *at = &p->place[r];
         const kvshard_rank_memory *m = &p->ranks[r];
-        kvshard__out_raw(o, r ? ",\n    {" : "\n    {");
+        kvshard_writer__out_raw(o, r ? ",\n    {" : "\n    {");
         field_u64(o, "tp_rank", t);
         sep(o);
         field_u64(o, "split_group", t / p->split);
         sep(o);
         field_u64(o, "split_rank", at->split_rank);
-        kvshard__out_raw(o, ", \"owned_layers\": [");
+        kvshard_writer__out_raw(o, ", \"owned_layers\": [");
         uint32_t count;
         const uint32_t *owned = kvshard__view_owned(p, stage, at->split_rank, &count);
         for (uint32_t k = 0; k < count && !o->failed; k++) {
             if (k)
                 sep(o);
-            kvshard__out_u64(o, owned[k]);
+            kvshard_writer__out_u64(o, owned[k]);
         }
-        kvshard__out_raw(o, "], ");
+        kvshard_writer__out_raw(o, "], ");
         field_u64(o, "kv_bytes_per_token", m->kv_bytes_per_token);
         sep(o);
         field_u64(o, "scratch_bytes_per_token", m->scratch_bytes_per_token);
@@ -263,7 +264,7 @@ static void emit_ranks(kvshard__out *o, const kvshard__plan_view *p)
         field_u64(o, "scratch_bytes_per_seq", m->scratch_bytes_per_seq);
         sep(o);
         field_or_null(o, "num_blocks", m->has_num_blocks, m->num_blocks);
-        kvshard__out_raw(o, ",\n     ");
+        kvshard_writer__out_raw(o, ",\n     ");
         field_u64(o, "stage", stage);
         sep(o);
         field_u64(o, "layer_first", at->first);
@@ -277,9 +278,9 @@ static void emit_ranks(kvshard__out *o, const kvshard__plan_view *p)
         field_or_null(o, "weights_bytes", m->has_device, m->weights_bytes);
         sep(o);
         field_or_null(o, "activation_reserve", m->has_device, m->activation_reserve);
-        kvshard__out_put(o, "}", 1);
+        kvshard_writer__out_put(o, "}", 1);
     }
-    kvshard__out_raw(o, "\n  ],\n");
+    kvshard_writer__out_raw(o, "\n  ],\n");
 }
 
 static const char *const weights_sources[] = {"none", "weights_per_rank", "weights_total",
@@ -293,7 +294,7 @@ static void emit_weights(kvshard__out *o, const kvshard__device_figures *d,
     const kvshard__wsummary *w = &d->summary;
     bool headers = d->source == KVSHARD__WEIGHTS_SAFETENSORS;
     bool total = d->source == KVSHARD__WEIGHTS_TOTAL;
-    kvshard__out_raw(o, "{");
+    kvshard_writer__out_raw(o, "{");
     field_word(o, "source", weights_sources[d->source]);
     sep(o);
     field_or_null(o, "total_bytes", headers || total,
@@ -314,7 +315,7 @@ static void emit_weights(kvshard__out *o, const kvshard__device_figures *d,
     sep(o);
     field_or_null(o, "index_total_size", headers && w->has_index_total_size,
                   w->index_total_size);
-    kvshard__out_raw(o, "}");
+    kvshard_writer__out_raw(o, "}");
 }
 
 /* The device and what its budgets are made of; null without device inputs. */
@@ -322,31 +323,31 @@ static void emit_device(kvshard__out *o, const kvshard__plan_view *p)
 {
     const kvshard__device_figures *d = p->device;
     if (!d->used) {
-        kvshard__out_raw(o, "  \"device\": null,\n");
+        kvshard_writer__out_raw(o, "  \"device\": null,\n");
         return;
     }
     char u[24];
-    kvshard__ppb_text(u, sizeof u, d->utilization_ppb);
-    kvshard__out_raw(o, "  \"device\": {");
+    kvshard_device__ppb_text(u, sizeof u, d->utilization_ppb);
+    kvshard_writer__out_raw(o, "  \"device\": {");
     field_u64(o, "device_memory", d->device_memory);
-    kvshard__out_raw(o, ", \"memory_utilization\": ");
-    kvshard__out_raw(o, u);
+    kvshard_writer__out_raw(o, ", \"memory_utilization\": ");
+    kvshard_writer__out_raw(o, u);
     sep(o);
     field_u64(o, "usable", d->usable);
     sep(o);
     field_u64(o, "activation_reserve", d->reserve);
-    kvshard__out_raw(o, ",\n             \"weights\": ");
+    kvshard_writer__out_raw(o, ",\n             \"weights\": ");
     emit_weights(o, d, p->options);
-    kvshard__out_raw(o, "},\n");
+    kvshard_writer__out_raw(o, "},\n");
 }
 
 static void emit_capacity(kvshard__out *o, const kvshard__plan_view *p)
 {
     kvshard__capacity_source src = kvshard__capacity_source_of(p);
-    kvshard__out_raw(o, "  \"capacity\": {");
-    for (size_t i = 0; i < kvshard__capacity_figure_count(); i++) {
+    kvshard_writer__out_raw(o, "  \"capacity\": {");
+    for (size_t i = 0; i < kvshard_figures__capacity_figure_count(); i++) {
         kvshard_figure f = KVSHARD_FIGURE_INIT;
-        kvshard__capacity_figure_at(&f, &src, i);
+        kvshard_figures__capacity_figure_at(&f, &src, i);
         if (i)
             sep(o);
         if (f.type == KVSHARD_FIGURE_TEXT)
@@ -354,96 +355,98 @@ static void emit_capacity(kvshard__out *o, const kvshard__plan_view *p)
         else
             field_or_null(o, f.name, f.type == KVSHARD_FIGURE_UINT, f.uint_value);
     }
-    kvshard__out_raw(o, "},\n");
+    kvshard_writer__out_raw(o, "},\n");
 
     const kvshard_uniform *u = p->uniform;
-    kvshard__out_raw(o, "  \"uniform\": {");
+    kvshard_writer__out_raw(o, "  \"uniform\": {");
     field_u64(o, "kv_bytes_per_token", u->kv_bytes_per_token);
     sep(o);
     field_u64(o, "bytes_per_block", u->bytes_per_block);
     sep(o);
     field_or_null(o, "num_blocks", u->has_num_blocks, u->num_blocks);
-    kvshard__out_raw(o, "},\n");
+    kvshard_writer__out_raw(o, "},\n");
 }
 
 /* A double as the shortest decimal that reads back as the same double. */
 static void out_double(kvshard__out *o, double v)
 {
     if (!isfinite(v)) {
-        kvshard__out_raw(o, "null");
+        kvshard_writer__out_raw(o, "null");
         return;
     }
     char buf[40];
     kvshard_format__shortest_text(buf, sizeof buf, v);
-    kvshard__out_raw(o, buf);
+    kvshard_writer__out_raw(o, buf);
 }
 
 /* The engine profile's figures, in its order; null under a profile that
  * predicts no engine. */
 static void emit_engine(kvshard__out *o, const kvshard__plan_view *p)
 {
-    kvshard__out_raw(o, "  \"engine\": ");
+    kvshard_writer__out_raw(o, "  \"engine\": ");
     if (!p->profile->hooks.figures) {
-        kvshard__out_raw(o, "null,\n");
+        kvshard_writer__out_raw(o, "null,\n");
         return;
     }
-    kvshard__out_raw(o, "{");
+    kvshard_writer__out_raw(o, "{");
     kvshard_figure figures[KVSHARD__MAX_ENGINE_FIGURES];
-    size_t count = kvshard__engine_figures(figures, KVSHARD__MAX_ENGINE_FIGURES, p);
+    size_t count = kvshard_queries__engine_figures(figures, KVSHARD__MAX_ENGINE_FIGURES, p);
     for (size_t i = 0; i < count; i++) {
         const kvshard_figure *f = &figures[i];
         if (i)
-            kvshard__out_raw(o, i % 4 ? ", " : ",\n             ");
+            kvshard_writer__out_raw(o, i % 4 ? ", " : ",\n             ");
         key(o, f->name);
         switch (f->type) {
-        case KVSHARD_FIGURE_UINT: kvshard__out_u64(o, f->uint_value); break;
+        case KVSHARD_FIGURE_UINT: kvshard_writer__out_u64(o, f->uint_value); break;
         case KVSHARD_FIGURE_DOUBLE: out_double(o, f->double_value); break;
-        case KVSHARD_FIGURE_BOOL: kvshard__out_raw(o, f->bool_value ? "true" : "false"); break;
+        case KVSHARD_FIGURE_BOOL:
+            kvshard_writer__out_raw(o, f->bool_value ? "true" : "false");
+            break;
         case KVSHARD_FIGURE_TEXT:
-            kvshard__out_json_string(o, f->text_value, strlen(f->text_value));
+            kvshard_writer__out_json_string(o, f->text_value, strlen(f->text_value));
             break;
         case KVSHARD_FIGURE_TEXT_LIST: {
-            kvshard__out_raw(o, "[");
+            kvshard_writer__out_raw(o, "[");
             const char *w = f->text_value;
             for (uint64_t k = 0; k < f->uint_value; k++) {
                 size_t n = strlen(w);
                 if (k)
                     sep(o);
-                kvshard__out_json_string(o, w, n);
+                kvshard_writer__out_json_string(o, w, n);
                 w += n + 1;
             }
-            kvshard__out_raw(o, "]");
+            kvshard_writer__out_raw(o, "]");
             break;
         }
         case KVSHARD_FIGURE_NULL:
-        default: kvshard__out_raw(o, "null"); break;
+        default: kvshard_writer__out_raw(o, "null"); break;
         }
     }
-    kvshard__out_raw(o, "},\n");
+    kvshard_writer__out_raw(o, "},\n");
 }
 
 static void emit_warnings(kvshard__out *o, const kvshard__plan_view *p)
 {
-    kvshard__out_raw(o, "  \"warnings\": [");
+    kvshard_writer__out_raw(o, "  \"warnings\": [");
     for (size_t i = 0; i < p->warning_count; i++) {
-        kvshard__out_raw(o, i ? ",\n    {" : "\n    {");
+        kvshard_writer__out_raw(o, i ? ",\n    {" : "\n    {");
         field_word(o, "code", kvshard_warning_name(p->warnings[i].code));
         sep(o);
         key(o, "message");
-        kvshard__out_json_string(o, p->warnings[i].message, strlen(p->warnings[i].message));
-        kvshard__out_put(o, "}", 1);
+        kvshard_writer__out_json_string(o, p->warnings[i].message, strlen(p->warnings[i].message));
+        kvshard_writer__out_put(o, "}", 1);
     }
-    kvshard__out_raw(o, p->warning_count ? "\n  ],\n" : "],\n");
+    kvshard_writer__out_raw(o, p->warning_count ? "\n  ],\n" : "],\n");
 }
 
 int kvshard_plan_write_json(const kvshard_plan *plan, kvshard_write_fn write, void *user)
 {
     kvshard__out o;
-    if (!kvshard__out_open(&o, plan, write, user))
+    if (!kvshard_writer__out_open(&o, plan, write, user))
         return KVSHARD_EINVAL;
-    kvshard__plan_view view = kvshard__plan_view_of(plan);
+    kvshard__plan_view view = kvshard_plan__view_of(plan);
     const kvshard__plan_view *p = &view;
-    kvshard__out_raw(&o, "{\n  \"kvshard_version\": \"" KVSHARD_VERSION_STRING "\",\n");
+    kvshard_writer__out_raw(&o, "{\n  \"kvshard_version\": \"" KVSHARD_VERSION_STRING "\",\n");
     emit_model(&o, p);
     emit_parallel(&o, p);
     emit_stages(&o, p);
@@ -453,19 +456,19 @@ int kvshard_plan_write_json(const kvshard_plan *plan, kvshard_write_fn write, vo
     emit_engine(&o, p);
     emit_warnings(&o, p);
     emit_device(&o, p);
-    kvshard__out_raw(&o, "  \"digest\": \"");
-    kvshard__out_hex64(&o, p->digest);
-    kvshard__out_raw(&o, "\",\n  \"layout_digest\": \"");
-    kvshard__out_hex64(&o, p->layout_digest);
-    kvshard__out_raw(&o, "\"\n}\n");
-    return kvshard__out_finish(&o);
+    kvshard_writer__out_raw(&o, "  \"digest\": \"");
+    kvshard_writer__out_hex64(&o, p->digest);
+    kvshard_writer__out_raw(&o, "\",\n  \"layout_digest\": \"");
+    kvshard_writer__out_hex64(&o, p->layout_digest);
+    kvshard_writer__out_raw(&o, "\"\n}\n");
+    return kvshard_writer__out_finish(&o);
 }
 
 /* ---- comparison -------------------------------------------------------------------- */
 
 static void emit_row(kvshard__out *o, const kvshard_comparison_row *r)
 {
-    kvshard__out_raw(o, "{");
+    kvshard_writer__out_raw(o, "{");
     field_u64(o, "pp_size", r->pp_size);
     sep(o);
     field_u64(o, "attn_tp_size", r->attn_tp_size);
@@ -491,33 +494,33 @@ static void emit_row(kvshard__out *o, const kvshard_comparison_row *r)
     sep(o);
     key(o, "gain");
     if (!ok || isinf(r->gain))
-        kvshard__out_raw(o, "null");
+        kvshard_writer__out_raw(o, "null");
     else
-        kvshard__out_printf(o, "%.4f", r->gain);
-    kvshard__out_raw(o, ", ");
+        kvshard_writer__out_printf(o, "%.4f", r->gain);
+    kvshard_writer__out_raw(o, ", ");
     field_warnings(o, r->warnings);
-    kvshard__out_raw(o, ", \"error\": ");
+    kvshard_writer__out_raw(o, ", \"error\": ");
     if (ok)
-        kvshard__out_raw(o, "null");
+        kvshard_writer__out_raw(o, "null");
     else
-        kvshard__out_json_string(o, r->error_message, strlen(r->error_message));
-    kvshard__out_put(o, "}", 1);
+        kvshard_writer__out_json_string(o, r->error_message, strlen(r->error_message));
+    kvshard_writer__out_put(o, "}", 1);
 }
 
 int kvshard_comparison_write_json(const kvshard_comparison *comparison, kvshard_write_fn write,
                                   void *user)
 {
     kvshard__out o;
-    if (!kvshard__out_open(&o, comparison, write, user))
+    if (!kvshard_writer__out_open(&o, comparison, write, user))
         return KVSHARD_EINVAL;
     const kvshard_options *opt = &comparison->options;
-    kvshard__out_raw(&o, "{\n  ");
+    kvshard_writer__out_raw(&o, "{\n  ");
     field_word(&o, "engine", comparison->profile->name);
-    kvshard__out_raw(&o, ",\n  ");
+    kvshard_writer__out_raw(&o, ",\n  ");
     field_or_null(&o, "context_length", opt->context_length != 0, opt->context_length);
-    kvshard__out_raw(&o, ",\n  \"rows\": [");
+    kvshard_writer__out_raw(&o, ",\n  \"rows\": [");
     for (size_t i = 0; i < comparison->count && !o.failed; i++) {
-        kvshard__out_raw(&o, i ? ",\n    " : "\n    ");
+        kvshard_writer__out_raw(&o, i ? ",\n    " : "\n    ");
         emit_row(&o, &comparison->rows[i]);
     }
     const kvshard_comparison_row *rec = &comparison->rows[comparison->recommended];
@@ -527,8 +530,8 @@ int kvshard_comparison_write_json(const kvshard_comparison *comparison, kvshard_
      * blocks and concurrency are in its row, at the given max_seqs.) */
     bool seqs = comparison->has_memory && opt->context_length && rec->has_balanced_max_seqs;
     char flags[256];
-    kvshard__comparison_flags(flags, sizeof flags, comparison);
-    kvshard__out_raw(&o, "\n  ],\n  \"recommendation\": {");
+    kvshard_compare__comparison_flags(flags, sizeof flags, comparison);
+    kvshard_writer__out_raw(&o, "\n  ],\n  \"recommendation\": {");
     field_u64(&o, "world_size", opt->world_size);
     sep(&o);
     field_u64(&o, "pp_size", rec->pp_size);
@@ -542,21 +545,21 @@ int kvshard_comparison_write_json(const kvshard_comparison *comparison, kvshard_
     field_word(&o, "ownership", kvshard_ownership_name(rec->ownership));
     sep(&o);
     field_or_null(&o, "max_seqs", seqs, rec->balanced_max_seqs);
-    kvshard__out_raw(&o, ",\n                     ");
+    kvshard_writer__out_raw(&o, ",\n                     ");
     field_or_null(&o, "memory_per_rank", comparison->has_memory, comparison->memory);
     sep(&o);
     field_u64(&o, "max_kv_bytes_per_token", rec->max_kv_bytes_per_token);
-    kvshard__out_raw(&o, ",\n                     ");
+    kvshard_writer__out_raw(&o, ",\n                     ");
     field_word(&o, "flags", flags);
-    kvshard__out_raw(&o, "}\n}\n");
-    return kvshard__out_finish(&o);
+    kvshard_writer__out_raw(&o, "}\n}\n");
+    return kvshard_writer__out_finish(&o);
 }
 
 /* ---- fit ------------------------------------------------------------------------------ */
 
 static void emit_fit_row(kvshard__out *o, const kvshard_fit_row *r)
 {
-    kvshard__out_raw(o, "{");
+    kvshard_writer__out_raw(o, "{");
     field_u64(o, "rank", r->rank);
     sep(o);
     field_u64(o, "tp_size", r->tp_size);
@@ -569,10 +572,10 @@ static void emit_fit_row(kvshard__out *o, const kvshard_fit_row *r)
     sep(o);
     field_word(o, "ownership",
                r->layerwise_split_size > 1 ? kvshard_ownership_name(r->ownership) : NULL);
-    kvshard__out_raw(o, r->fits ? ", \"fits\": true, " : ", \"fits\": false, ");
+    kvshard_writer__out_raw(o, r->fits ? ", \"fits\": true, " : ", \"fits\": false, ");
     field_word(o, "reason",
                r->fits ? NULL : r->no_sequence ? "no_sequence" : kvshard_status_name(r->reason));
-    kvshard__out_raw(o, ",\n     ");
+    kvshard_writer__out_raw(o, ",\n     ");
     bool ok = r->fits;
     field_or_null(o, "weights_per_rank", ok, r->weights_per_rank);
     sep(o);
@@ -591,21 +594,21 @@ static void emit_fit_row(kvshard__out *o, const kvshard_fit_row *r)
     field_or_null(o, "tokens_per_replica", ok, r->tokens_per_replica);
     sep(o);
     field_or_null(o, "tokens_total", ok, r->tokens_total);
-    kvshard__out_raw(o, ",\n     \"pp_partition\": ");
+    kvshard_writer__out_raw(o, ",\n     \"pp_partition\": ");
     if (ok) {
-        kvshard__out_raw(o, "[");
+        kvshard_writer__out_raw(o, "[");
         for (uint32_t s = 0; s < r->pp_size && !o->failed; s++) {
             if (s)
                 sep(o);
-            kvshard__out_u64(o, r->pp_partition[s]);
+            kvshard_writer__out_u64(o, r->pp_partition[s]);
         }
-        kvshard__out_raw(o, "]");
+        kvshard_writer__out_raw(o, "]");
     } else {
-        kvshard__out_raw(o, "null");
+        kvshard_writer__out_raw(o, "null");
     }
-    kvshard__out_raw(o, ", ");
+    kvshard_writer__out_raw(o, ", ");
     field_warnings(o, r->warnings);
-    kvshard__out_raw(o, "}");
+    kvshard_writer__out_raw(o, "}");
 }
 
 /* A list of arguments as a JSON array ("--a=1 --b" is two); null when the
@@ -615,10 +618,10 @@ static void emit_args(kvshard__out *o, const kvshard_fit *fit, const char *engin
     char buf[4096];
     int n = kvshard_fit_flags(buf, sizeof buf, fit, engine, env);
     if (n < 0) {
-        kvshard__out_raw(o, "null");
+        kvshard_writer__out_raw(o, "null");
         return;
     }
-    kvshard__out_raw(o, "[");
+    kvshard_writer__out_raw(o, "[");
     const char *p = buf;
     bool first = true;
     while (*p) {
@@ -626,22 +629,22 @@ static void emit_args(kvshard__out *o, const kvshard_fit *fit, const char *engin
         size_t len = end ? (size_t)(end - p) : strlen(p);
         if (!first)
             sep(o);
-        kvshard__out_json_string(o, p, len);
+        kvshard_writer__out_json_string(o, p, len);
         first = false;
         p += len + (end ? 1 : 0);
     }
-    kvshard__out_raw(o, "]");
+    kvshard_writer__out_raw(o, "]");
 }
 
 int kvshard_fit_write_json(const kvshard_fit *fit, kvshard_write_fn write, void *user)
 {
     kvshard__out o;
-    if (!kvshard__out_open(&o, fit, write, user))
+    if (!kvshard_writer__out_open(&o, fit, write, user))
         return KVSHARD_EINVAL;
     const kvshard__device_figures *d = &fit->device;
     char u[24];
-    kvshard__ppb_text(u, sizeof u, d->utilization_ppb);
-    kvshard__out_raw(&o, "{\n  \"kvshard_version\": \"" KVSHARD_VERSION_STRING "\", ");
+    kvshard_device__ppb_text(u, sizeof u, d->utilization_ppb);
+    kvshard_writer__out_raw(&o, "{\n  \"kvshard_version\": \"" KVSHARD_VERSION_STRING "\", ");
     field_u64(&o, "gpus", fit->gpus);
     sep(&o);
     field_u64(&o, "gpus_per_node", fit->gpus_per_node);
@@ -651,10 +654,10 @@ int kvshard_fit_write_json(const kvshard_fit *fit, kvshard_write_fn write, void 
     field_u64(&o, "max_pp_size", fit->max_pp_size);
     sep(&o);
     field_u64(&o, "limited_layouts", fit->limited_layouts);
-    kvshard__out_raw(&o, ",\n  ");
+    kvshard_writer__out_raw(&o, ",\n  ");
     field_u64(&o, "device_memory", d->device_memory);
-    kvshard__out_raw(&o, ", \"memory_utilization\": ");
-    kvshard__out_raw(&o, u);
+    kvshard_writer__out_raw(&o, ", \"memory_utilization\": ");
+    kvshard_writer__out_raw(&o, u);
     sep(&o);
     field_u64(&o, "usable", d->usable);
     sep(&o);
@@ -662,17 +665,17 @@ int kvshard_fit_write_json(const kvshard_fit *fit, kvshard_write_fn write, void 
     sep(&o);
     field_or_null(&o, "context_length", fit->options.context_length != 0,
                   fit->options.context_length);
-    kvshard__out_raw(&o, ",\n  \"weights\": ");
+    kvshard_writer__out_raw(&o, ",\n  \"weights\": ");
     emit_weights(&o, d, &fit->options);
-    kvshard__out_raw(&o, ",\n  \"rows\": [");
+    kvshard_writer__out_raw(&o, ",\n  \"rows\": [");
     for (size_t i = 0; i < fit->count && !o.failed; i++) {
-        kvshard__out_raw(&o, i ? ",\n    " : "\n    ");
+        kvshard_writer__out_raw(&o, i ? ",\n    " : "\n    ");
         emit_fit_row(&o, &fit->rows[i]);
     }
-    kvshard__out_raw(&o, "\n  ],\n  \"not_admitted\": [");
+    kvshard_writer__out_raw(&o, "\n  ],\n  \"not_admitted\": [");
     for (size_t i = 0; i < fit->refused_count && !o.failed; i++) {
         const kvshard__refused *r = &fit->refused[i];
-        kvshard__out_raw(&o, i ? ",\n    {" : "\n    {");
+        kvshard_writer__out_raw(&o, i ? ",\n    {" : "\n    {");
         field_u64(&o, "tp_size", r->tp);
         sep(&o);
         field_u64(&o, "pp_size", r->pp);
@@ -680,11 +683,11 @@ int kvshard_fit_write_json(const kvshard_fit *fit, kvshard_write_fn write, void 
         field_u64(&o, "dp_size", r->dp);
         sep(&o);
         field_word(&o, "reason", kvshard_status_name(r->code));
-        kvshard__out_raw(&o, "}");
+        kvshard_writer__out_raw(&o, "}");
     }
-    kvshard__out_raw(&o, fit->refused_count ? "\n  ],\n" : "],\n");
+    kvshard_writer__out_raw(&o, fit->refused_count ? "\n  ],\n" : "],\n");
     const kvshard_fit_row *rec = &fit->rows[0];
-    kvshard__out_raw(&o, "  \"recommendation\": {");
+    kvshard_writer__out_raw(&o, "  \"recommendation\": {");
     field_u64(&o, "tp_size", rec->tp_size);
     sep(&o);
     field_u64(&o, "pp_size", rec->pp_size);
@@ -702,20 +705,20 @@ int kvshard_fit_write_json(const kvshard_fit *fit, kvshard_write_fn write, void 
     /* Every profile that recommends: flags for each, environment for the
      * engines (kvshard's own takes none). */
     for (int env = 0; env < 2; env++) {
-        kvshard__out_raw(&o, env ? ",\n                     \"env\": {"
+        kvshard_writer__out_raw(&o, env ? ",\n                     \"env\": {"
                                  : ",\n                     \"flags\": {");
         bool first = true;
         for (const kvshard__profile *const *q = kvshard_profiles__all; *q; q++) {
             if (!(*q)->dialect.recommend || (env && *q == kvshard_profiles__own()))
                 continue;
             if (!first)
-                kvshard__out_raw(&o, env ? ", " : ",\n                              ");
+                kvshard_writer__out_raw(&o, env ? ", " : ",\n                              ");
             key(&o, (*q)->name);
             emit_args(&o, fit, (*q)->name, env == 1);
             first = false;
         }
-        kvshard__out_raw(&o, "}");
+        kvshard_writer__out_raw(&o, "}");
     }
-    kvshard__out_raw(&o, "}\n}\n");
-    return kvshard__out_finish(&o);
+    kvshard_writer__out_raw(&o, "}\n}\n");
+    return kvshard_writer__out_finish(&o);
 }

@@ -1,7 +1,7 @@
 /* One self-contained HTML page of a plan: the layer map, each TP rank's
  * bytes, the capacity, the split-size comparison, the warnings and the
  * digests. Inline CSS and SVG only; the markup is well-formed XML, and every
- * string from the input goes out through kvshard__out_xml(). */
+ * string from the input goes out through kvshard_writer__out_xml(). */
 #include "output/report.h"
 #include "output/report_chart.h"
 #include "output/runs.h"
@@ -55,7 +55,7 @@ static const char PAGE_STYLE[] =
 /* "98,304 B (96.00 KiB)": the exact figure, with a human one beside it. */
 static void bytes(kvshard__out *o, uint64_t b)
 {
-    kvshard__printer pr = kvshard__out_html_printer(o);
+    kvshard__printer pr = kvshard_writer__out_html_printer(o);
     kvshard_format__bytes(&pr, b);
 }
 
@@ -63,7 +63,7 @@ static void model_name(kvshard__out *o, const kvshard__plan_view *p)
 {
     char name[KVSHARD_ERROR_SOURCE_MAX];
     kvshard_report__model_name(name, sizeof name, p);
-    kvshard__out_xml(o, name, strlen(name));
+    kvshard_writer__out_xml(o, name, strlen(name));
 }
 
 void kvshard_report__model_name(char *out, size_t cap, const kvshard__plan_view *p)
@@ -108,12 +108,12 @@ void kvshard_report__model_name(char *out, size_t cap, const kvshard__plan_view 
 /* A table cell of a figure, "-" without one. */
 static void cell_u64(kvshard__out *o, bool has, uint64_t v)
 {
-    kvshard__out_raw(o, "<td class=\"n\">");
+    kvshard_writer__out_raw(o, "<td class=\"n\">");
     if (has)
-        kvshard__out_grouped(o, v);
+        kvshard_writer__out_grouped(o, v);
     else
-        kvshard__out_raw(o, "-");
-    kvshard__out_raw(o, "</td>");
+        kvshard_writer__out_raw(o, "-");
+    kvshard_writer__out_raw(o, "</td>");
 }
 
 /* Width of a bar of `v` out of `max` on `full` px. */
@@ -126,16 +126,16 @@ static double bar_width(uint64_t v, uint64_t max, unsigned full)
 
 static void write_head(kvshard__out *o, const kvshard__plan_view *p)
 {
-    kvshard__out_raw(o, "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" "
+    kvshard_writer__out_raw(o, "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" "
                         "lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n"
                         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src "
                         "'none'; style-src 'unsafe-inline'\"/>\n"
                         "<meta name=\"viewport\" content=\"width=device-width, "
                         "initial-scale=1\"/>\n<title>");
     model_name(o, p);
-    kvshard__out_raw(o, " \xE2\x80\x94 kvshard report</title>\n");
-    kvshard__out_raw(o, PAGE_STYLE);
-    kvshard__out_raw(o, "</head>\n<body>\n");
+    kvshard_writer__out_raw(o, " \xE2\x80\x94 kvshard report</title>\n");
+    kvshard_writer__out_raw(o, PAGE_STYLE);
+    kvshard_writer__out_raw(o, "</head>\n<body>\n");
 }
 
 /* One argument of the command line, quoted for a POSIX shell when it holds
@@ -147,17 +147,17 @@ static void shell_word(kvshard__out *o, const char *arg)
         plain &= strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=./:,+@%",
                         *c) != NULL;
     if (plain) {
-        kvshard__out_xml(o, arg, strlen(arg));
+        kvshard_writer__out_xml(o, arg, strlen(arg));
         return;
     }
-    kvshard__out_raw(o, "&#39;");
+    kvshard_writer__out_raw(o, "&#39;");
     for (const char *c = arg; *c; c++) {
         if (*c == '\'')
-            kvshard__out_raw(o, "&#39;\\&#39;&#39;");
+            kvshard_writer__out_raw(o, "&#39;\\&#39;&#39;");
         else
-            kvshard__out_xml(o, c, 1);
+            kvshard_writer__out_xml(o, c, 1);
     }
-    kvshard__out_raw(o, "&#39;");
+    kvshard_writer__out_raw(o, "&#39;");
 }
 
 /* What the page was made from: the input file, the model's file and the
@@ -165,38 +165,38 @@ static void shell_word(kvshard__out *o, const char *arg)
 static void write_origin(kvshard__out *o, const kvshard__plan_view *p,
                          const kvshard_report_options *about)
 {
-    kvshard__out_raw(o, "<p class=\"sub origin\">");
+    kvshard_writer__out_raw(o, "<p class=\"sub origin\">");
     const char *sep = "";
     if (about && about->source) {
-        kvshard__out_raw(o, "input <code>");
-        kvshard__out_xml(o, about->source, strlen(about->source));
-        kvshard__out_raw(o, "</code>");
+        kvshard_writer__out_raw(o, "input <code>");
+        kvshard_writer__out_xml(o, about->source, strlen(about->source));
+        kvshard_writer__out_raw(o, "</code>");
         sep = "; ";
     }
     if (p->source && p->source[0] &&
         (!about || !about->source || strcmp(about->source, p->source))) {
-        kvshard__out_printf(o, "%smodel <code>", sep);
-        kvshard__out_xml(o, p->source, strlen(p->source));
-        kvshard__out_raw(o, "</code>");
+        kvshard_writer__out_printf(o, "%smodel <code>", sep);
+        kvshard_writer__out_xml(o, p->source, strlen(p->source));
+        kvshard_writer__out_raw(o, "</code>");
         sep = "; ";
     }
     if (p->model_type[0]) {
-        kvshard__out_printf(o, "%smodel_type <code>", sep);
-        kvshard__out_xml(o, p->model_type, strlen(p->model_type));
-        kvshard__out_raw(o, "</code>");
+        kvshard_writer__out_printf(o, "%smodel_type <code>", sep);
+        kvshard_writer__out_xml(o, p->model_type, strlen(p->model_type));
+        kvshard_writer__out_raw(o, "</code>");
     }
-    kvshard__out_raw(o, "</p>\n");
+    kvshard_writer__out_raw(o, "</p>\n");
     if (about && about->argc > 0 && about->argv) {
-        kvshard__out_raw(o, "<p class=\"sub origin\">made by <code>");
+        kvshard_writer__out_raw(o, "<p class=\"sub origin\">made by <code>");
         /* The program by its base name: the path it ran from says nothing of the plan. */
         const char *prog = about->argv[0] ? about->argv[0] : "kvshard";
         const char *slash = strrchr(prog, '/');
         shell_word(o, slash ? slash + 1 : prog);
         for (int i = 1; i < about->argc && about->argv[i]; i++) {
-            kvshard__out_raw(o, " ");
+            kvshard_writer__out_raw(o, " ");
             shell_word(o, about->argv[i]);
         }
-        kvshard__out_raw(o, "</code></p>\n");
+        kvshard_writer__out_raw(o, "</code></p>\n");
     }
 }
 
@@ -206,53 +206,53 @@ static void write_summary(kvshard__out *o, const kvshard__plan_view *p,
     const kvshard__model_info *m = p->model;
     const kvshard_options *opt = p->options;
     const kvshard__capacity *cap = p->capacity;
-    kvshard__out_raw(o, "<header>\n<h1>");
+    kvshard_writer__out_raw(o, "<header>\n<h1>");
     model_name(o, p);
-    kvshard__out_raw(o, " \xE2\x80\x94 kvshard report</h1>\n");
+    kvshard_writer__out_raw(o, " \xE2\x80\x94 kvshard report</h1>\n");
     write_origin(o, p, about);
     if (cap->has_num_blocks) {
-        kvshard__out_raw(o, "<p class=\"lead\">");
-        kvshard__out_grouped(o, cap->num_blocks);
-        kvshard__out_printf(o, " blocks of %u tokens per rank = ", opt->block_size);
-        kvshard__out_grouped(o, cap->max_tokens);
-        kvshard__out_raw(o, " tokens");
+        kvshard_writer__out_raw(o, "<p class=\"lead\">");
+        kvshard_writer__out_grouped(o, cap->num_blocks);
+        kvshard_writer__out_printf(o, " blocks of %u tokens per rank = ", opt->block_size);
+        kvshard_writer__out_grouped(o, cap->max_tokens);
+        kvshard_writer__out_raw(o, " tokens");
         const kvshard_uniform *u = p->uniform;
         if (u->has_num_blocks && u->num_blocks)
-            kvshard__out_printf(o, ", %.2f\xC3\x97 the blocks of the unsplit plan",
+            kvshard_writer__out_printf(o, ", %.2f\xC3\x97 the blocks of the unsplit plan",
                                 (double)cap->num_blocks / (double)u->num_blocks);
         if (cap->has_concurrency) {
-            kvshard__out_raw(o, "; ");
-            kvshard__out_grouped(o, cap->concurrency);
-            kvshard__out_raw(o, " sequences of ");
-            kvshard__out_grouped(o, opt->context_length);
-            kvshard__out_raw(o, " tokens at once");
+            kvshard_writer__out_raw(o, "; ");
+            kvshard_writer__out_grouped(o, cap->concurrency);
+            kvshard_writer__out_raw(o, " sequences of ");
+            kvshard_writer__out_grouped(o, opt->context_length);
+            kvshard_writer__out_raw(o, " tokens at once");
         }
-        kvshard__out_raw(o, ".</p>\n");
+        kvshard_writer__out_raw(o, ".</p>\n");
     }
-    kvshard__out_printf(o, "<p>%u layers: ", m->num_layers);
-    kvshard__out_kind_counts(o, m);
-    kvshard__out_printf(o, "; %s; %u draft layer%s", kvshard__attention_label(m->attention),
-                        m->num_draft_layers,
-                        m->num_draft_layers == 1 ? "" : "s");
+    kvshard_writer__out_printf(o, "<p>%u layers: ", m->num_layers);
+    kvshard_writer__out_kind_counts(o, m);
+    kvshard_writer__out_printf(o, "; %s; %u draft layer%s",
+                               kvshard_model__attention_label(m->attention), m->num_draft_layers,
+                               m->num_draft_layers == 1 ? "" : "s");
     if (m->state.kind != KVSHARD_STATE_NONE) {
-        kvshard__out_printf(o, "; %s state", kvshard_state_kind_name(m->state.kind));
+        kvshard_writer__out_printf(o, "; %s state", kvshard_state_kind_name(m->state.kind));
         if (p->state_dtype != KVSHARD_DTYPE_AUTO)
-            kvshard__out_printf(o, " in %s", kvshard_dtype_name(p->state_dtype));
+            kvshard_writer__out_printf(o, " in %s", kvshard_dtype_name(p->state_dtype));
     }
-    kvshard__out_raw(o, ".</p>\n");
+    kvshard_writer__out_raw(o, ".</p>\n");
     char pp[32] = "";
     if (p->pp > 1)
         snprintf(pp, sizeof pp, " \xC3\x97 pp %u", p->pp);
-    kvshard__out_printf(o,
-                        "<p>world_size %u = dp %u%s \xC3\x97 cp %u \xC3\x97 attention TP %u; "
-                        "layerwise split %s, size %u (in force: %u), %s rule; KV replication "
-                        "%u; %s engine profile, block_size %u tokens, KV cache in %s, max_seqs "
-                        "%u.</p>\n</header>\n",
-                        opt->world_size, opt->dp_size, pp, opt->cp_size, p->tp,
-                        opt->enable_layerwise_split ? "on" : "off", opt->layerwise_split_size,
-                        p->split, kvshard_ownership_name(opt->ownership), p->replication,
-                        p->profile->name, opt->block_size,
-                        kvshard_dtype_name(kvshard__kv_cache_dtype(p->model, opt)), opt->max_seqs);
+    kvshard_writer__out_printf(
+        o,
+        "<p>world_size %u = dp %u%s \xC3\x97 cp %u \xC3\x97 attention TP %u; "
+        "layerwise split %s, size %u (in force: %u), %s rule; KV replication "
+        "%u; %s engine profile, block_size %u tokens, KV cache in %s, max_seqs "
+        "%u.</p>\n</header>\n",
+        opt->world_size, opt->dp_size, pp, opt->cp_size, p->tp,
+        opt->enable_layerwise_split ? "on" : "off", opt->layerwise_split_size, p->split,
+        kvshard_ownership_name(opt->ownership), p->replication, p->profile->name, opt->block_size,
+        kvshard_dtype_name(kvshard_memory__kv_cache_dtype(p->model, opt)), opt->max_seqs);
 }
 
 /* ---- layer map --------------------------------------------------------- */
@@ -261,34 +261,36 @@ static void write_map(kvshard__out *o, const kvshard__plan_view *p)
 {
     /* The kinds as the kind table names them, KV kinds (with an owner) first. */
     bool fold = p->model->num_layers > KVSHARD_RUNS__FOLD_AFTER;
-    kvshard__out_raw(o, "<section id=\"map\">\n<h2>Layer map</h2>\n<p class=\"sub\">");
-    kvshard__out_raw(o, fold ? "The layers in runs: each row is a pattern of up to 40 layers drawn "
-                               "once, the layers it covers at its left and the times it repeats "
-                               "at its right. A cell of a layer with paged KV ("
-                             : "One cell per decoder layer, in rows of 40. A cell of a layer "
-                               "with paged KV (");
+    kvshard_writer__out_raw(o, "<section id=\"map\">\n<h2>Layer map</h2>\n<p class=\"sub\">");
+    kvshard_writer__out_raw(
+        o, fold ? "The layers in runs: each row is a pattern of up to 40 layers drawn "
+                  "once, the layers it covers at its left and the times it repeats "
+                  "at its right. A cell of a layer with paged KV ("
+                : "One cell per decoder layer, in rows of 40. A cell of a layer "
+                  "with paged KV (");
     const char *sep = "";
     for (uint32_t i = 0; i < KVSHARD__KIND_COUNT; i++) {
         const kvshard_kinds__row *row = kvshard_kinds__of(kvshard_kinds__legend_order[i]);
         if (row->paged_kv) {
-            kvshard__out_printf(o, "%s%c %s", sep, row->letter, row->map_legend);
+            kvshard_writer__out_printf(o, "%s%c %s", sep, row->letter, row->map_legend);
             sep = ", ";
         }
     }
-    kvshard__out_raw(o, ") carries the number of the split rank that stores its KV and that "
+    kvshard_writer__out_raw(o, ") carries the number of the split rank that stores its KV and that "
                         "rank's colour, or * when every rank stores it. The other cells: ");
     sep = "";
     for (uint32_t i = 0; i < KVSHARD__KIND_COUNT; i++) {
         const kvshard_kinds__row *row = kvshard_kinds__of(kvshard_kinds__legend_order[i]);
         if (!row->paged_kv) {
-            kvshard__out_printf(o, "%s%s %s", sep, row->mark[0] ? row->mark : "dashed",
+            kvshard_writer__out_printf(o, "%s%s %s", sep, row->mark[0] ? row->mark : "dashed",
                                 row->map_legend);
             sep = ", ";
         }
     }
-    kvshard__out_raw(o, ". Hover a cell for its index and owner.</p>\n<div class=\"fig\">\n");
-    kvshard__svg_layer_map(o, p, true);
-    kvshard__out_raw(o, "\n</div>\n</section>\n");
+    kvshard_writer__out_raw(o,
+                            ". Hover a cell for its index and owner.</p>\n<div class=\"fig\">\n");
+    kvshard_svg__layer_map(o, p, true);
+    kvshard_writer__out_raw(o, "\n</div>\n</section>\n");
 }
 
 /* ---- pipeline stages ---------------------------------------------------- */
@@ -299,63 +301,65 @@ static void write_stages(kvshard__out *o, const kvshard__plan_view *p)
     if (p->pp == 1)
         return;
     const kvshard_options *opt = p->options;
-    kvshard__out_printf(o, "<section id=\"stages\">\n<h2>Pipeline stages</h2>\n<p>%u stages ",
-                        p->pp);
+    kvshard_writer__out_printf(
+        o, "<section id=\"stages\">\n<h2>Pipeline stages</h2>\n<p>%u stages ", p->pp);
     if (opt->pp_partition_rule == KVSHARD_PP_RULE_EXPLICIT)
-        kvshard__out_raw(o, "as given");
+        kvshard_writer__out_raw(o, "as given");
     else
-        kvshard__out_printf(o, "by the %s rule", kvshard_pp_rule_name(opt->pp_partition_rule));
+        kvshard_writer__out_printf(o, "by the %s rule",
+                                   kvshard_pp_rule_name(opt->pp_partition_rule));
     /* The string the first engine that takes one reads from its
      * environment. */
     const kvshard__profile *const *q = kvshard_profiles__all;
     while (*q && !(*q)->dialect.partition_env)
         q++;
-    kvshard__out_printf(o, ": <code>%s=", *q ? (*q)->dialect.partition_env : "pp_partition");
+    kvshard_writer__out_printf(o, ": <code>%s=", *q ? (*q)->dialect.partition_env : "pp_partition");
     for (uint32_t s = 0; s < p->pp && !o->failed; s++)
-        kvshard__out_printf(o, s ? ",%u" : "%u", p->stages[s].count);
-    kvshard__out_printf(o,
-                        "</code>; global ranks in the %s layout. Every stage allocates the "
-                        "common block count, the fewest of any rank; the binding stage sets "
-                        "it.</p>\n<div class=\"tw\"><table>\n<tr><th>stage</th><th>layers</th><th>KV layers</th>"
-                        "<th>state layers</th><th>global ranks</th><th>bytes per token</th>"
-                        "<th>state per sequence</th><th>blocks</th><th></th></tr>\n",
-                        kvshard_rank_layout_name(opt->rank_layout));
+        kvshard_writer__out_printf(o, s ? ",%u" : "%u", p->stages[s].count);
+    kvshard_writer__out_printf(
+        o,
+        "</code>; global ranks in the %s layout. Every stage allocates the "
+        "common block count, the fewest of any rank; the binding stage sets "
+        "it.</p>\n<div class=\"tw\"><table>\n<tr><th>stage</th><th>layers</th><th>KV layers</th>"
+        "<th>state layers</th><th>global ranks</th><th>bytes per token</th>"
+        "<th>state per sequence</th><th>blocks</th><th></th></tr>\n",
+        kvshard_rank_layout_name(opt->rank_layout));
     for (uint32_t s = 0; s < p->pp && !o->failed; s++) {
-        kvshard_stage_info st = kvshard__stage_info_of(p, s);
-        kvshard__out_printf(o,
+        kvshard_stage_info st = kvshard_queries__stage_info_of(p, s);
+        kvshard_writer__out_printf(o,
                             "<tr%s><td class=\"n\">%u</td><td class=\"n\">%u\xE2\x80\x93%u"
                             "</td><td class=\"n\">%u",
                             st.binds ? " class=\"rec\"" : "", s, st.layer_first,
                             st.layer_first + st.layer_count - 1, st.num_kv_layers);
         if (st.num_draft_layers)
-            kvshard__out_printf(o, " + %u draft", st.num_draft_layers);
-        kvshard__out_printf(o, "</td><td class=\"n\">%u</td><td class=\"n\">%u",
+            kvshard_writer__out_printf(o, " + %u draft", st.num_draft_layers);
+        kvshard_writer__out_printf(o, "</td><td class=\"n\">%u</td><td class=\"n\">%u",
                             st.num_state_layers, st.global_rank_first);
         if (p->tp > 1)
-            kvshard__out_printf(o, st.global_rank_stride == 1 ? "\xE2\x80\x93%u" : " + %u k",
+            kvshard_writer__out_printf(o, st.global_rank_stride == 1 ? "\xE2\x80\x93%u" : " + %u k",
                                 st.global_rank_stride == 1 ? st.global_rank_first + p->tp - 1
                                                            : st.global_rank_stride);
-        kvshard__out_raw(o, "</td>");
+        kvshard_writer__out_raw(o, "</td>");
         cell_u64(o, true, st.bytes_per_token);
         cell_u64(o, true, st.state_bytes_per_seq);
         cell_u64(o, st.has_num_blocks, st.num_blocks);
-        kvshard__out_raw(o, st.binds ? "<td>binds</td></tr>\n" : "<td></td></tr>\n");
+        kvshard_writer__out_raw(o, st.binds ? "<td>binds</td></tr>\n" : "<td></td></tr>\n");
     }
-    kvshard__out_raw(o, "</table>\n</div>\n</section>\n");
+    kvshard_writer__out_raw(o, "</table>\n</div>\n</section>\n");
 }
 
 /* ---- capacity ---------------------------------------------------------- */
 
 static void row_begin(kvshard__out *o, const char *label)
 {
-    kvshard__out_raw(o, "<tr><th scope=\"row\">");
-    kvshard__out_raw(o, label);
-    kvshard__out_raw(o, "</th><td>");
+    kvshard_writer__out_raw(o, "<tr><th scope=\"row\">");
+    kvshard_writer__out_raw(o, label);
+    kvshard_writer__out_raw(o, "</th><td>");
 }
 
 static void row_end(kvshard__out *o)
 {
-    kvshard__out_raw(o, "</td></tr>\n");
+    kvshard_writer__out_raw(o, "</td></tr>\n");
 }
 
 /* Without a context length, the sequences that run at once at a few
@@ -366,21 +370,21 @@ static void concurrency_rows(kvshard__out *o, const kvshard__plan_view *p)
     size_t n = kvshard_report__context_lengths(lengths, p->model);
     for (size_t i = 0; i < n && p->has_memory && p->capacity->has_num_blocks; i++) {
         kvshard__capacity c;
-        if (kvshard__plan_capacity_at(&c, p->plan, KVSHARD_ALL_RANKS, lengths[i]) != KVSHARD_OK ||
+        if (kvshard_plan__capacity_at(&c, p->plan, KVSHARD_ALL_RANKS, lengths[i]) != KVSHARD_OK ||
             !c.has_concurrency)
             continue;
-        kvshard__out_raw(o, "<tr><th scope=\"row\">at ");
-        kvshard__out_grouped(o, lengths[i]);
-        kvshard__out_raw(o, " tokens</th><td>");
-        kvshard__out_grouped(o, c.concurrency);
-        kvshard__out_raw(o, c.concurrency == 1 ? " sequence at once" : " sequences at once");
+        kvshard_writer__out_raw(o, "<tr><th scope=\"row\">at ");
+        kvshard_writer__out_grouped(o, lengths[i]);
+        kvshard_writer__out_raw(o, " tokens</th><td>");
+        kvshard_writer__out_grouped(o, c.concurrency);
+        kvshard_writer__out_raw(o, c.concurrency == 1 ? " sequence at once" : " sequences at once");
         if (c.has_balanced_max_seqs) {
-            kvshard__out_raw(o, "; balanced max_seqs ");
-            kvshard__out_grouped(o, c.balanced_max_seqs);
+            kvshard_writer__out_raw(o, "; balanced max_seqs ");
+            kvshard_writer__out_grouped(o, c.balanced_max_seqs);
         }
         if (lengths[i] == p->model->max_position_embeddings)
-            kvshard__out_raw(o, " (the model's max_position_embeddings)");
-        kvshard__out_raw(o, "</td></tr>\n");
+            kvshard_writer__out_raw(o, " (the model's max_position_embeddings)");
+        kvshard_writer__out_raw(o, "</td></tr>\n");
     }
 }
 
@@ -389,15 +393,15 @@ static void write_capacity(kvshard__out *o, const kvshard__plan_view *p)
     const kvshard__capacity *cap = p->capacity;
     const kvshard_options *opt = p->options;
     const kvshard_uniform *u = p->uniform;
-    kvshard__printer pr = kvshard__out_html_printer(o);
+    kvshard__printer pr = kvshard_writer__out_html_printer(o);
     kvshard_profile__view pv = kvshard__profile_view(p);
-    kvshard__out_raw(o, "<section id=\"capacity\">\n<h2>Capacity</h2>\n");
+    kvshard_writer__out_raw(o, "<section id=\"capacity\">\n<h2>Capacity</h2>\n");
     if (!p->has_memory) {
-        kvshard__out_raw(o, "<p>");
+        kvshard_writer__out_raw(o, "<p>");
         kvshard_format__text(&pr, p->profile->voice.no_budget_hint);
-        kvshard__out_raw(o, ".</p>\n");
+        kvshard_writer__out_raw(o, ".</p>\n");
     }
-    kvshard__out_raw(o, "<table class=\"keep\">\n");
+    kvshard_writer__out_raw(o, "<table class=\"keep\">\n");
     if (p->has_memory)
         p->profile->voice.report_rows(&pr, &pv, false);
     uint64_t max_block = 0;
@@ -406,72 +410,72 @@ static void write_capacity(kvshard__out *o, const kvshard__plan_view *p)
             max_block = p->ranks[r].bytes_per_block;
     row_begin(o, "bytes per block");
     bytes(o, max_block);
-    kvshard__out_printf(o, " on the largest rank, %u tokens a block", opt->block_size);
+    kvshard_writer__out_printf(o, " on the largest rank, %u tokens a block", opt->block_size);
     row_end(o);
     if (cap->has_num_blocks) {
         row_begin(o, "blocks per rank");
-        kvshard__out_grouped(o, cap->num_blocks);
+        kvshard_writer__out_grouped(o, cap->num_blocks);
         row_end(o);
         row_begin(o, "tokens per rank");
-        kvshard__out_grouped(o, cap->max_tokens);
+        kvshard_writer__out_grouped(o, cap->max_tokens);
         row_end(o);
     } else if (p->has_memory) {
         row_begin(o, "blocks per rank");
-        kvshard__out_raw(o, "none: the plan has no KV bytes per block");
+        kvshard_writer__out_raw(o, "none: the plan has no KV bytes per block");
         row_end(o);
     }
     row_begin(o, "unsplit plan");
     bytes(o, u->bytes_per_block);
-    kvshard__out_raw(o, " per block");
+    kvshard_writer__out_raw(o, " per block");
     if (u->has_num_blocks) {
-        kvshard__out_raw(o, ", ");
-        kvshard__out_grouped(o, u->num_blocks);
-        kvshard__out_raw(o, " blocks");
+        kvshard_writer__out_raw(o, ", ");
+        kvshard_writer__out_grouped(o, u->num_blocks);
+        kvshard_writer__out_raw(o, " blocks");
     }
     row_end(o);
     row_begin(o, "gain");
     if (cap->has_num_blocks && u->has_num_blocks) {
         if (u->num_blocks)
-            kvshard__out_printf(o, "%.2f\xC3\x97 the blocks of the unsplit plan",
+            kvshard_writer__out_printf(o, "%.2f\xC3\x97 the blocks of the unsplit plan",
                                 (double)cap->num_blocks / (double)u->num_blocks);
         else
-            kvshard__out_raw(o, "the unsplit plan fits no block");
+            kvshard_writer__out_raw(o, "the unsplit plan fits no block");
     } else if (max_block) {
-        kvshard__out_printf(o, "the unsplit plan takes %.2f\xC3\x97 the bytes per block",
+        kvshard_writer__out_printf(o, "the unsplit plan takes %.2f\xC3\x97 the bytes per block",
                             (double)u->bytes_per_block / (double)max_block);
     } else {
-        kvshard__out_raw(o, "none: no KV bytes per block");
+        kvshard_writer__out_raw(o, "none: no KV bytes per block");
     }
     row_end(o);
     if (opt->context_length) {
         row_begin(o, "context length");
-        kvshard__out_grouped(o, opt->context_length);
-        kvshard__out_raw(o, " tokens");
+        kvshard_writer__out_grouped(o, opt->context_length);
+        kvshard_writer__out_raw(o, " tokens");
         row_end(o);
         row_begin(o, "sequences at once");
         if (cap->has_concurrency) {
-            kvshard__out_grouped(o, cap->concurrency);
+            kvshard_writer__out_grouped(o, cap->concurrency);
             /* A model without state reserves nothing for the sequences that
              * cannot run. */
             if (cap->concurrency < opt->max_seqs && p->ranks[0].state_bytes_per_seq &&
                 cap->reserved) {
-                kvshard__out_printf(o, ": max_seqs %u reserves state for ", opt->max_seqs);
-                kvshard__out_grouped(o, opt->max_seqs - cap->concurrency);
-                kvshard__out_raw(o, " that cannot run");
+                kvshard_writer__out_printf(o, ": max_seqs %u reserves state for ", opt->max_seqs);
+                kvshard_writer__out_grouped(o, opt->max_seqs - cap->concurrency);
+                kvshard_writer__out_raw(o, " that cannot run");
             } else if (cap->concurrency < opt->max_seqs) {
-                kvshard__out_printf(o, ": below max_seqs %u", opt->max_seqs);
+                kvshard_writer__out_printf(o, ": below max_seqs %u", opt->max_seqs);
             } else {
-                kvshard__out_printf(o, ": max_seqs %u is reached", opt->max_seqs);
+                kvshard_writer__out_printf(o, ": max_seqs %u is reached", opt->max_seqs);
             }
         } else {
-            kvshard__out_raw(o, p->has_memory ? "none: no KV bytes per block"
+            kvshard_writer__out_raw(o, p->has_memory ? "none: no KV bytes per block"
                                               : "give memory_per_rank for this figure");
         }
         row_end(o);
         if (cap->has_balanced_max_seqs) {
             row_begin(o, "balanced max_seqs");
-            kvshard__out_grouped(o, cap->balanced_max_seqs);
-            kvshard__out_raw(o, " (state and blocks run out together)");
+            kvshard_writer__out_grouped(o, cap->balanced_max_seqs);
+            kvshard_writer__out_raw(o, " (state and blocks run out together)");
             row_end(o);
         }
     }
@@ -479,7 +483,7 @@ static void write_capacity(kvshard__out *o, const kvshard__plan_view *p)
         concurrency_rows(o, p);
     if (p->has_memory)
         p->profile->voice.report_rows(&pr, &pv, true);
-    kvshard__out_raw(o, "</table>\n</section>\n");
+    kvshard_writer__out_raw(o, "</table>\n</section>\n");
 }
 
 /* ---- comparison -------------------------------------------------------- */
@@ -500,10 +504,10 @@ static void warning_name(kvshard__out *o, kvshard_warning_code code)
 {
     const char *name = kvshard_warning_name(code);
     for (const char *u; (u = strchr(name, '_')) != NULL; name = u + 1) {
-        kvshard__out_put(o, name, (size_t)(u - name) + 1);
-        kvshard__out_raw(o, "<wbr/>");
+        kvshard_writer__out_put(o, name, (size_t)(u - name) + 1);
+        kvshard_writer__out_raw(o, "<wbr/>");
     }
-    kvshard__out_raw(o, name);
+    kvshard_writer__out_raw(o, name);
 }
 
 
@@ -529,30 +533,31 @@ static void write_comparison(kvshard__out *o, const kvshard_comparison *c)
                                          : "bytes per block (fewer is better)";
     bool stages = c->sweep_pp || opt->pp_size > 1;
     if (c->sweep_pp)
-        kvshard__out_raw(o, "<section id=\"compare\">\n<h2>Pipeline and split sizes</h2>\n"
+        kvshard_writer__out_raw(o, "<section id=\"compare\">\n<h2>Pipeline and split sizes</h2>\n"
                             "<p>Every pipeline size P dividing the world over data and context "
                             "parallelism, and for each every split size dividing its attention "
                             "TP size T, under each ownership rule");
     else
-        kvshard__out_printf(o,
+        kvshard_writer__out_printf(o,
                             "<section id=\"compare\">\n<h2>Split sizes</h2>\n<p>Every split "
                             "size dividing the attention TP size %u under each ownership rule",
                             c->tp);
     if (c->has_memory) {
-        kvshard__out_printf(o, ", %s ", c->profile->voice.budget_label);
+        kvshard_writer__out_printf(o, ", %s ", c->profile->voice.budget_label);
         bytes(o, c->memory);
-        kvshard__out_printf(o, ", max_seqs %u", opt->max_seqs);
+        kvshard_writer__out_printf(o, ", max_seqs %u", opt->max_seqs);
         if (context) {
-            kvshard__out_raw(o, ", at ");
-            kvshard__out_grouped(o, opt->context_length);
-            kvshard__out_raw(o, " tokens");
+            kvshard_writer__out_raw(o, ", at ");
+            kvshard_writer__out_grouped(o, opt->context_length);
+            kvshard_writer__out_raw(o, " tokens");
         }
     } else {
-        kvshard__out_raw(o, "; no memory_per_rank, so the gain compares bytes per block");
+        kvshard_writer__out_raw(o, "; no memory_per_rank, so the gain compares bytes per block");
     }
-    kvshard__out_printf(o, ". The bars show %s; the recommended row is marked.</p>\n", metric);
+    kvshard_writer__out_printf(o, ". The bars show %s; the recommended row is marked.</p>\n",
+                               metric);
     if (c->count == 0) {
-        kvshard__out_raw(o, "<p>No split size to compare.</p>\n</section>\n");
+        kvshard_writer__out_raw(o, "<p>No split size to compare.</p>\n</section>\n");
         return;
     }
     uint64_t max = 0;
@@ -560,31 +565,32 @@ static void write_comparison(kvshard__out *o, const kvshard_comparison *c)
         if (!c->rows[i].error && row_metric(c, &c->rows[i]) > max)
             max = row_metric(c, &c->rows[i]);
     unsigned columns = context ? 10u : 8u; /* the cells after S and rule */
-    kvshard__out_raw(o, stages ? "<div class=\"tw\"><table>\n<tr><th></th><th>P</th><th>T</th>"
-                               : "<div class=\"tw\"><table>\n<tr><th></th>");
-    kvshard__out_raw(o, "<th>S</th><th>rule</th><th>KV layers owned</th>"
+    kvshard_writer__out_raw(o, stages
+                                   ? "<div class=\"tw\"><table>\n<tr><th></th><th>P</th><th>T</th>"
+                                   : "<div class=\"tw\"><table>\n<tr><th></th>");
+    kvshard_writer__out_raw(o, "<th>S</th><th>rule</th><th>KV layers owned</th>"
                         "<th>max KV/token</th><th>max bytes/block</th><th>blocks</th>"
                         "<th>tokens</th>");
     if (context)
-        kvshard__out_raw(o, "<th>running at once</th><th>balanced max_seqs</th>");
-    kvshard__out_printf(o, "<th>gain</th><th>%s</th><th>notes</th></tr>\n", metric);
+        kvshard_writer__out_raw(o, "<th>running at once</th><th>balanced max_seqs</th>");
+    kvshard_writer__out_printf(o, "<th>gain</th><th>%s</th><th>notes</th></tr>\n", metric);
     for (size_t i = 0; i < c->count && !o->failed; i++) {
         const kvshard_comparison_row *r = &c->rows[i];
         bool rec = i == c->recommended;
-        kvshard__out_printf(o, "<tr%s><td>%s</td>", rec ? " class=\"rec\"" : "",
+        kvshard_writer__out_printf(o, "<tr%s><td>%s</td>", rec ? " class=\"rec\"" : "",
                             rec ? "\xE2\x96\xB6" : "");
         if (stages)
-            kvshard__out_printf(o, "<td class=\"n\">%u</td><td class=\"n\">%u</td>", r->pp_size,
-                                r->attn_tp_size);
-        kvshard__out_printf(o, "<td class=\"n\">%u</td><td>%s</td>", r->layerwise_split_size,
+            kvshard_writer__out_printf(o, "<td class=\"n\">%u</td><td class=\"n\">%u</td>",
+                                       r->pp_size, r->attn_tp_size);
+        kvshard_writer__out_printf(o, "<td class=\"n\">%u</td><td>%s</td>", r->layerwise_split_size,
                             kvshard_ownership_name(r->ownership));
         if (r->error) {
-            kvshard__out_printf(o, "<td colspan=\"%u\" class=\"err\">error: ", columns);
-            kvshard__out_xml(o, r->error_message, strlen(r->error_message));
-            kvshard__out_raw(o, "</td></tr>\n");
+            kvshard_writer__out_printf(o, "<td colspan=\"%u\" class=\"err\">error: ", columns);
+            kvshard_writer__out_xml(o, r->error_message, strlen(r->error_message));
+            kvshard_writer__out_raw(o, "</td></tr>\n");
             continue;
         }
-        kvshard__out_printf(o, "<td class=\"n\">%u-%u</td>", r->min_owned_layers,
+        kvshard_writer__out_printf(o, "<td class=\"n\">%u-%u</td>", r->min_owned_layers,
                             r->max_owned_layers);
         cell_u64(o, true, r->max_kv_bytes_per_token);
         cell_u64(o, true, r->max_bytes_per_block);
@@ -595,17 +601,18 @@ static void write_comparison(kvshard__out *o, const kvshard_comparison *c)
             cell_u64(o, r->has_balanced_max_seqs, r->balanced_max_seqs);
         }
         if (isinf(r->gain))
-            kvshard__out_raw(o, "<td class=\"n\">new</td>");
+            kvshard_writer__out_raw(o, "<td class=\"n\">new</td>");
         else
-            kvshard__out_printf(o, "<td class=\"n\">%.2f\xC3\x97</td>", r->gain);
+            kvshard_writer__out_printf(o, "<td class=\"n\">%.2f\xC3\x97</td>", r->gain);
         uint64_t v = row_metric(c, r);
-        kvshard__out_printf(o,
-                            "<td class=\"b\"><svg xmlns=\"http://www.w3.org/2000/svg\" class=\"bar\" "
-                            "width=\"%u\" height=\"14\" viewBox=\"0 0 %u 14\" role=\"img\">"
-                            "<title>%s: ",
-                            CMP_BAR, CMP_BAR, metric);
-        kvshard__out_grouped(o, v);
-        kvshard__out_printf(o,
+        kvshard_writer__out_printf(
+            o,
+            "<td class=\"b\"><svg xmlns=\"http://www.w3.org/2000/svg\" class=\"bar\" "
+            "width=\"%u\" height=\"14\" viewBox=\"0 0 %u 14\" role=\"img\">"
+            "<title>%s: ",
+            CMP_BAR, CMP_BAR, metric);
+        kvshard_writer__out_grouped(o, v);
+        kvshard_writer__out_printf(o,
                             "</title><rect class=\"%s\" width=\"%.1f\" height=\"14\"/></svg>"
                             "</td><td class=\"notes\">",
                             rec ? "rec" : "cb", bar_width(v, max, CMP_BAR));
@@ -613,69 +620,69 @@ static void write_comparison(kvshard__out *o, const kvshard_comparison *c)
          * under the table and on hover. */
         const char *sep = "";
         if (rec) {
-            kvshard__out_raw(o, "<abbr title=\"recommended\">rec</abbr>");
+            kvshard_writer__out_raw(o, "<abbr title=\"recommended\">rec</abbr>");
             sep = " ";
         }
         for (unsigned code = 0; code < 32; code++) {
             if (r->warnings & (1u << code)) {
-                kvshard__out_printf(o, "%s<abbr title=\"%s\">%u</abbr>", sep,
+                kvshard_writer__out_printf(o, "%s<abbr title=\"%s\">%u</abbr>", sep,
                                     kvshard_warning_name((kvshard_warning_code)code),
                                     note_number(c, code));
                 sep = " ";
             }
         }
-        kvshard__out_raw(o, "</td></tr>\n");
+        kvshard_writer__out_raw(o, "</td></tr>\n");
     }
-    kvshard__out_raw(o, "</table>\n</div>\n");
+    kvshard_writer__out_raw(o, "</table>\n</div>\n");
     uint32_t used = 0;
     for (size_t i = 0; i < c->count; i++)
         used |= c->rows[i].error ? 0u : c->rows[i].warnings;
     if (used) {
-        kvshard__out_raw(o, "<p class=\"sub\">Notes: ");
+        kvshard_writer__out_raw(o, "<p class=\"sub\">Notes: ");
         const char *sep = "";
         for (unsigned code = 0; code < 32; code++) {
             if (used & (1u << code)) {
-                kvshard__out_printf(o, "%s%u ", sep, note_number(c, code));
+                kvshard_writer__out_printf(o, "%s%u ", sep, note_number(c, code));
                 warning_name(o, (kvshard_warning_code)code);
                 sep = "; ";
             }
         }
-        kvshard__out_raw(o, " (the plan's own warnings are explained below).</p>\n");
+        kvshard_writer__out_raw(o, " (the plan's own warnings are explained below).</p>\n");
     }
     char flags[256];
-    kvshard__comparison_flags(flags, sizeof flags, c);
-    kvshard__out_raw(o, "<p>Recommended: <code>");
-    kvshard__out_xml(o, flags, strlen(flags));
-    kvshard__out_raw(o, "</code></p>\n</section>\n");
+    kvshard_compare__comparison_flags(flags, sizeof flags, c);
+    kvshard_writer__out_raw(o, "<p>Recommended: <code>");
+    kvshard_writer__out_xml(o, flags, strlen(flags));
+    kvshard_writer__out_raw(o, "</code></p>\n</section>\n");
 }
 
 /* ---- warnings and digest ----------------------------------------------- */
 
 static void write_warnings(kvshard__out *o, const kvshard__plan_view *p)
 {
-    kvshard__out_raw(o, "<section id=\"warnings\">\n<h2>Warnings</h2>\n");
+    kvshard_writer__out_raw(o, "<section id=\"warnings\">\n<h2>Warnings</h2>\n");
     if (!p->warning_count) {
-        kvshard__out_raw(o, "<p>None.</p>\n");
+        kvshard_writer__out_raw(o, "<p>None.</p>\n");
     } else {
-        kvshard__out_raw(o, "<ul>\n");
+        kvshard_writer__out_raw(o, "<ul>\n");
         for (size_t i = 0; i < p->warning_count; i++) {
-            kvshard__out_printf(
+            kvshard_writer__out_printf(
                 o, "<li><strong>%s</strong>: ", kvshard_warning_name(p->warnings[i].code));
-            kvshard__out_xml(o, p->warnings[i].message, strlen(p->warnings[i].message));
-            kvshard__out_raw(o, "</li>\n");
+            kvshard_writer__out_xml(o, p->warnings[i].message, strlen(p->warnings[i].message));
+            kvshard_writer__out_raw(o, "</li>\n");
         }
-        kvshard__out_raw(o, "</ul>\n");
+        kvshard_writer__out_raw(o, "</ul>\n");
     }
-    kvshard__out_raw(o, "</section>\n");
+    kvshard_writer__out_raw(o, "</section>\n");
 }
 
 static void write_footer(kvshard__out *o, const kvshard__plan_view *p)
 {
-    kvshard__out_raw(o, "<footer>\n<h2>Digest</h2>\n<p>plan <code id=\"digest\">");
-    kvshard__out_hex64(o, p->digest);
-    kvshard__out_raw(o, "</code>, layout <code id=\"layout-digest\">");
-    kvshard__out_hex64(o, p->layout_digest);
-    kvshard__out_printf(o,
+    kvshard_writer__out_raw(o, "<footer>\n<h2>Digest</h2>\n<p>plan <code id=\"digest\">");
+    kvshard_writer__out_hex64(o, p->digest);
+    kvshard_writer__out_raw(o, "</code>, layout <code id=\"layout-digest\">");
+    kvshard_writer__out_hex64(o, p->layout_digest);
+    kvshard_writer__out_printf(o,
                         "</code>. Ranks that size their blocks from their own measured memory "
                         "compare the layout digest. Written by kvshard %s.</p>\n</footer>\n",
                         kvshard_version());
@@ -686,12 +693,12 @@ int kvshard_report_write_html(const kvshard_plan *plan, const kvshard_comparison
                               void *user)
 {
     kvshard__out o;
-    if (!kvshard__out_open(&o, plan, write, user))
+    if (!kvshard_writer__out_open(&o, plan, write, user))
         return KVSHARD_EINVAL;
     if (options && options->size != sizeof *options)
         return KVSHARD_EINVAL;
     const kvshard_report_options *about = options;
-    kvshard__plan_view view = kvshard__plan_view_of(plan);
+    kvshard__plan_view view = kvshard_plan__view_of(plan);
     const kvshard__plan_view *p = &view;
     write_head(&o, p);
     write_summary(&o, p, about);
@@ -703,6 +710,6 @@ int kvshard_report_write_html(const kvshard_plan *plan, const kvshard_comparison
         write_comparison(&o, comparison);
     write_warnings(&o, p);
     write_footer(&o, p);
-    kvshard__out_raw(&o, "</body>\n</html>\n");
-    return kvshard__out_finish(&o);
+    kvshard_writer__out_raw(&o, "</body>\n</html>\n");
+    return kvshard_writer__out_finish(&o);
 }

@@ -112,7 +112,7 @@ static void bar_of(kvshard_report__bar *b, const kvshard__plan_view *p, uint32_t
     b->fits = m->num_blocks;
     kvshard__capacity own;
     uint64_t reserve = 0;
-    if (kvshard__plan_capacity_at(&own, p->plan, r, 0) == KVSHARD_OK)
+    if (kvshard_plan__capacity_at(&own, p->plan, r, 0) == KVSHARD_OK)
         reserve = own.reserved;
     /* Products below stay under the budget, which is 64 bits: max_seqs
      * states and the blocks both fitted it. */
@@ -262,18 +262,19 @@ static double x_of(const scale *s, uint64_t v)
 
 static void axis(kvshard__out *o, const scale *s, uint32_t top, uint32_t bottom)
 {
-    kvshard__out_printf(o, "<line class=\"axis\" x1=\"%u\" y1=\"%u\" x2=\"%u\" y2=\"%u\"/>\n",
-                        BAR_X, bottom, BAR_X + BAR_W, bottom);
+    kvshard_writer__out_printf(o,
+                               "<line class=\"axis\" x1=\"%u\" y1=\"%u\" x2=\"%u\" y2=\"%u\"/>\n",
+                               BAR_X, bottom, BAR_X + BAR_W, bottom);
     for (uint64_t v = 0; v <= s->max && !o->failed; v += s->step) {
         double x = x_of(s, v);
-        kvshard__out_printf(o,
+        kvshard_writer__out_printf(o,
                             "<line class=\"grid\" x1=\"%.1f\" y1=\"%u\" x2=\"%.1f\" y2=\"%u\"/>"
                             "<line class=\"axis\" x1=\"%.1f\" y1=\"%u\" x2=\"%.1f\" y2=\"%u\"/>"
                             "<text class=\"tk\" x=\"%.1f\" y=\"%u\">%llu</text>\n",
                             x, top, x, bottom, x, bottom, x, bottom + 5, x, bottom + 18,
                             (unsigned long long)(v / s->unit));
     }
-    kvshard__out_printf(o, "<text class=\"sm\" x=\"8\" y=\"%u\">scale in %s</text>\n",
+    kvshard_writer__out_printf(o, "<text class=\"sm\" x=\"8\" y=\"%u\">scale in %s</text>\n",
                         bottom + 18, s->unit_name);
 }
 
@@ -293,7 +294,7 @@ static uint32_t legend(kvshard__out *o, const kvshard__plan_view *p, const bool 
             line++;
         }
         if (write)
-            kvshard__out_printf(o,
+            kvshard_writer__out_printf(o,
                                 "<rect class=\"seg %s\" x=\"%u\" y=\"%u\" width=\"18\" "
                                 "height=\"14\"/><text x=\"%u\" y=\"%u\">%s</text>\n",
                                 look->cls, x, top + line * LEGEND_LINE, x + 24,
@@ -311,21 +312,21 @@ static void segment(kvshard__out *o, const scale *s, double *x, uint32_t y, uint
     if (!v)
         return;
     double w = (double)v / (double)s->max * BAR_W;
-    kvshard__out_printf(o,
+    kvshard_writer__out_printf(o,
                         "<rect class=\"seg %s\" x=\"%.1f\" y=\"%u\" width=\"%.1f\" height=\"%u\">"
                         "<title>",
                         cls, *x, y, w, BAR_H);
-    kvshard__out_raw(o, label);
-    kvshard__out_printf(o, ": %s, ", what);
+    kvshard_writer__out_raw(o, label);
+    kvshard_writer__out_printf(o, ": %s, ", what);
     if (blocks) {
-        kvshard__out_grouped(o, blocks);
-        kvshard__out_raw(o, " \xC3\x97 ");
-        kvshard__out_grouped(o, each);
-        kvshard__out_raw(o, " B = ");
+        kvshard_writer__out_grouped(o, blocks);
+        kvshard_writer__out_raw(o, " \xC3\x97 ");
+        kvshard_writer__out_grouped(o, each);
+        kvshard_writer__out_raw(o, " B = ");
     }
-    kvshard__printer pr = kvshard__out_html_printer(o);
+    kvshard__printer pr = kvshard_writer__out_html_printer(o);
     kvshard_format__bytes(&pr, v);
-    kvshard__out_raw(o, "</title></rect>");
+    kvshard_writer__out_raw(o, "</title></rect>");
     *x += w;
 }
 
@@ -347,13 +348,13 @@ static void write_budget_chart(kvshard__out *o, const kvshard__plan_view *p)
     uint32_t top = 8 + lines * LEGEND_LINE + 8;
     uint32_t bottom = top + (uint32_t)shown * ROW_H;
     uint32_t height = bottom + AXIS_H;
-    kvshard__out_printf(o,
+    kvshard_writer__out_printf(o,
                         "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"kvmem\" width=\"%u\" "
                         "height=\"%u\" viewBox=\"0 0 %u %u\" role=\"img\">\n"
                         "<title>How each distinct rank's budget divides: state, KV blocks, "
                         "unused</title>\n",
                         CHART_WIDTH, height, CHART_WIDTH, height);
-    kvshard__out_raw(o, CHART_STYLE);
+    kvshard_writer__out_raw(o, CHART_STYLE);
     legend(o, p, used, 8, true);
     axis(o, &s, top - 4, bottom);
     uint64_t bs = p->options->block_size;
@@ -363,7 +364,7 @@ static void write_budget_chart(kvshard__out *o, const kvshard__plan_view *p)
         uint32_t y = top + (uint32_t)i * ROW_H;
         char label[96];
         kvshard_report__members(label, sizeof label, p, b->rank);
-        kvshard__out_printf(o, "<g class=\"rank\"><text x=\"8\" y=\"%u\">%s</text>", y + 14,
+        kvshard_writer__out_printf(o, "<g class=\"rank\"><text x=\"8\" y=\"%u\">%s</text>", y + 14,
                             label);
         /* The split rank, when the bar's ranks share one. */
         bool one_split = p->split > 1;
@@ -371,8 +372,9 @@ static void write_budget_chart(kvshard__out *o, const kvshard__plan_view *p)
             one_split = !kvshard_report__same_rank(p, b->rank, q) ||
                         p->place[q].split_rank == p->place[b->rank].split_rank;
         if (one_split)
-            kvshard__out_printf(o, "<text class=\"sm\" x=\"8\" y=\"%u\">split rank %u</text>",
-                                y + 30, p->place[b->rank].split_rank);
+            kvshard_writer__out_printf(o,
+                                       "<text class=\"sm\" x=\"8\" y=\"%u\">split rank %u</text>",
+                                       y + 30, p->place[b->rank].split_rank);
         double x = BAR_X;
         uint64_t each[KVSHARD_REPORT__PARTS] = {0, 0, 0, bs * m->kv_bytes_per_token,
                                                 bs * m->scratch_bytes_per_token,
@@ -383,31 +385,32 @@ static void write_budget_chart(kvshard__out *o, const kvshard__plan_view *p)
                     each[k] ? b->blocks : 0, each[k]);
         /* The figures under the bar, in human sizes; the unused share in
          * per cent of the budget. */
-        kvshard__out_printf(o, "<text class=\"sm\" x=\"%u\" y=\"%u\">", BAR_X, y + BAR_H + 17);
+        kvshard_writer__out_printf(o, "<text class=\"sm\" x=\"%u\" y=\"%u\">", BAR_X,
+                                   y + BAR_H + 17);
         const char *sep = "";
         for (int k = 0; k < KVSHARD_REPORT__PARTS; k++) {
             if (!b->part[k] && k != KVSHARD_REPORT__UNUSED)
                 continue;
             char h[32];
             kvshard_format__human_text(h, sizeof h, b->part[k]);
-            kvshard__out_printf(o, "%s%s %s", sep, look_of(p, k)->legend, h);
+            kvshard_writer__out_printf(o, "%s%s %s", sep, look_of(p, k)->legend, h);
             sep = " \xC2\xB7 ";
         }
         if (b->budget)
-            kvshard__out_printf(o, " (%.1f%%)",
+            kvshard_writer__out_printf(o, " (%.1f%%)",
                                 100.0 * (double)b->part[KVSHARD_REPORT__UNUSED] /
                                     (double)b->budget);
         if (b->has_fits && b->fits > b->blocks) {
-            kvshard__out_raw(o, ": fits ");
-            kvshard__out_grouped(o, b->fits);
-            kvshard__out_raw(o, " blocks, allocates ");
-            kvshard__out_grouped(o, b->blocks);
+            kvshard_writer__out_raw(o, ": fits ");
+            kvshard_writer__out_grouped(o, b->fits);
+            kvshard_writer__out_raw(o, " blocks, allocates ");
+            kvshard_writer__out_grouped(o, b->blocks);
         }
-        kvshard__out_raw(o, "</text></g>\n");
+        kvshard_writer__out_raw(o, "</text></g>\n");
     }
-    kvshard__out_raw(o, "</svg>\n");
+    kvshard_writer__out_raw(o, "</svg>\n");
     if (total > shown)
-        kvshard__out_printf(o,
+        kvshard_writer__out_printf(o,
                             "<p>%zu more distinct ranks are not drawn; <code>kvshard plan "
                             "--format=json</code> lists every rank.</p>\n",
                             total - shown);
@@ -443,13 +446,13 @@ static void write_sizes_chart(kvshard__out *o, const kvshard__plan_view *p)
     uint32_t top = 8 + lines * LEGEND_LINE + 8;
     uint32_t bottom = top + (shown + 1) * ROW_H;
     uint32_t height = bottom + AXIS_H;
-    kvshard__out_printf(o,
+    kvshard_writer__out_printf(o,
                         "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"kvmem\" width=\"%u\" "
                         "height=\"%u\" viewBox=\"0 0 %u %u\" role=\"img\">\n"
                         "<title>Bytes of one block and of one sequence's state per distinct "
                         "rank, on one scale</title>\n",
                         CHART_WIDTH, height, CHART_WIDTH, height);
-    kvshard__out_raw(o, CHART_STYLE);
+    kvshard_writer__out_raw(o, CHART_STYLE);
     legend(o, p, used, 8, true);
     axis(o, &s, top - 4, bottom);
     uint32_t row = 0;
@@ -460,7 +463,7 @@ static void write_sizes_chart(kvshard__out *o, const kvshard__plan_view *p)
         uint32_t y = top + row++ * ROW_H;
         char label[96];
         kvshard_report__members(label, sizeof label, p, r);
-        kvshard__out_printf(o, "<g class=\"rank\"><text x=\"8\" y=\"%u\">%s</text>", y + 14,
+        kvshard_writer__out_printf(o, "<g class=\"rank\"><text x=\"8\" y=\"%u\">%s</text>", y + 14,
                             label);
         double x = BAR_X;
         segment(o, &s, &x, y + 2, bs * m->kv_bytes_per_token, "kv", label, "KV of one block", 0,
@@ -478,22 +481,23 @@ static void write_sizes_chart(kvshard__out *o, const kvshard__plan_view *p)
         kvshard_format__human_text(block, sizeof block, m->bytes_per_block);
         kvshard_format__human_text(seq, sizeof seq,
                                    m->state_bytes_per_seq + m->scratch_bytes_per_seq);
-        kvshard__out_printf(o,
+        kvshard_writer__out_printf(o,
                             "<text class=\"sm\" x=\"8\" y=\"%u\">block %s \xC2\xB7 sequence "
                             "%s</text></g>\n",
                             y + 30, block, seq);
     }
     uint32_t y = top + row * ROW_H;
     double x = BAR_X;
-    kvshard__out_printf(o, "<g class=\"rank\"><text x=\"8\" y=\"%u\">unsplit plan</text>", y + 14);
+    kvshard_writer__out_printf(o, "<g class=\"rank\"><text x=\"8\" y=\"%u\">unsplit plan</text>",
+                               y + 14);
     segment(o, &s, &x, y + 2, u->bytes_per_block, "ub", "unsplit plan", "one block", 0, 0);
     char block[32];
     kvshard_format__human_text(block, sizeof block, u->bytes_per_block);
-    kvshard__out_printf(o, "<text class=\"sm\" x=\"8\" y=\"%u\">block %s</text></g>\n", y + 30,
-                        block);
-    kvshard__out_raw(o, "</svg>\n");
+    kvshard_writer__out_printf(o, "<text class=\"sm\" x=\"8\" y=\"%u\">block %s</text></g>\n",
+                               y + 30, block);
+    kvshard_writer__out_raw(o, "</svg>\n");
     if (distinct > shown)
-        kvshard__out_printf(o,
+        kvshard_writer__out_printf(o,
                             "<p>%u more distinct ranks are not drawn; <code>kvshard plan "
                             "--format=json</code> lists every rank.</p>\n",
                             distinct - shown);
@@ -502,27 +506,28 @@ static void write_sizes_chart(kvshard__out *o, const kvshard__plan_view *p)
 void kvshard_report__write_memory(kvshard__out *o, const kvshard__plan_view *p)
 {
     bool budget = p->has_memory && p->capacity->has_num_blocks;
-    kvshard__out_raw(o, "<section id=\"memory\">\n<h2>Memory per rank</h2>\n<p class=\"sub\">");
+    kvshard_writer__out_raw(o,
+                            "<section id=\"memory\">\n<h2>Memory per rank</h2>\n<p class=\"sub\">");
     if (budget)
-        kvshard__out_printf(o,
+        kvshard_writer__out_printf(o,
                             "Each distinct rank's budget, on one scale: the state it reserves "
                             "for max_seqs sequences, the %s blocks every rank allocates (the "
                             "fewest any rank fits) and what is left unused. Ranks with the same "
                             "figures share a bar. Hover a segment for its bytes.",
                             "common");
     else
-        kvshard__out_printf(o,
+        kvshard_writer__out_printf(o,
                             "Without a budget, the bytes of one block of %u tokens (KV, scratch "
                             "and draft) and of one sequence's state on each distinct rank, and "
                             "one block of the plan without the split, on one scale. Hover a "
                             "segment for its bytes.",
                             p->options->block_size);
-    kvshard__out_raw(o, "</p>\n<div class=\"fig\">\n");
+    kvshard_writer__out_raw(o, "</p>\n<div class=\"fig\">\n");
     if (budget)
         write_budget_chart(o, p);
     else
         write_sizes_chart(o, p);
-    kvshard__out_raw(o, "</div>\n</section>\n");
+    kvshard_writer__out_raw(o, "</div>\n</section>\n");
 }
 
 size_t kvshard_report__context_lengths(uint32_t *out, const kvshard__model_info *m)

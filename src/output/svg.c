@@ -57,7 +57,7 @@ static void entry_begin(legend *lg, const char *cls, const char *mark)
     uint32_t x = 8 + (lg->n % LEGEND_COLUMNS) * LEGEND_X;
     uint32_t y = lg->top + (lg->n / LEGEND_COLUMNS) * LINE;
     lg->n++;
-    kvshard__out_printf(lg->o,
+    kvshard_writer__out_printf(lg->o,
                         "<g transform=\"translate(%u,%u)\"><rect class=\"key %s\" width=\"20\" "
                         "height=\"20\"/><text class=\"m\" x=\"10\" y=\"14\">%s</text>"
                         "<text x=\"28\" y=\"14\">",
@@ -66,7 +66,7 @@ static void entry_begin(legend *lg, const char *cls, const char *mark)
 
 static void entry_end(legend *lg)
 {
-    kvshard__out_raw(lg->o, "</text></g>\n");
+    kvshard_writer__out_raw(lg->o, "</text></g>\n");
 }
 
 /* Entries the legend holds, to size the image before writing it. */
@@ -95,11 +95,11 @@ static void write_legend(kvshard__out *o, const kvshard__plan_view *p, uint32_t 
             uint32_t owned = 0; /* over every stage: one split rank per stage's TP group */
             for (uint32_t stage = 0; stage < p->pp; stage++)
                 owned += p->owned_counts[(size_t)stage * p->split + s];
-            kvshard__out_printf(o, "split rank %u: %u KV layer%s; TP rank%s ", s, owned,
+            kvshard_writer__out_printf(o, "split rank %u: %u KV layer%s; TP rank%s ", s, owned,
                                 owned == 1 ? "" : "s", p->tp / p->split == 1 ? "" : "s");
             char members[64];
-            kvshard__split_members(members, sizeof members, p->tp, p->split, s);
-            kvshard__out_raw(o, members);
+            kvshard_writer__split_members(members, sizeof members, p->tp, p->split, s);
+            kvshard_writer__out_raw(o, members);
             entry_end(&lg);
         }
     }
@@ -116,9 +116,9 @@ static void write_legend(kvshard__out *o, const kvshard__plan_view *p, uint32_t 
         entry_begin(&lg, row->paged_kv ? (split ? "o0" : "oA") : row->css, mark);
         const char *text = split ? row->legend_split : row->legend_unsplit;
         if (row->legend_figure)
-            kvshard__out_printf(o, text, row->legend_figure(m));
+            kvshard_writer__out_printf(o, text, row->legend_figure(m));
         else
-            kvshard__out_raw(o, text);
+            kvshard_writer__out_raw(o, text);
         entry_end(&lg);
     }
 }
@@ -148,14 +148,14 @@ static void cell_what(kvshard__out *o, const kvshard__plan_view *p, uint32_t i)
 {
     const kvshard_kinds__row *row = kvshard_kinds__of(p->kinds[i]);
     int32_t owner = p->owner[i];
-    kvshard__out_raw(o, row->title);
+    kvshard_writer__out_raw(o, row->title);
     if (row->paged_kv) {
         if (owner >= 0)
-            kvshard__out_printf(o, ", KV on split rank %d", (int)owner);
+            kvshard_writer__out_printf(o, ", KV on split rank %d", (int)owner);
         else
-            kvshard__out_raw(o, ", KV on every rank");
+            kvshard_writer__out_raw(o, ", KV on every rank");
         if (row->state)
-            kvshard__out_raw(o, ", state on every rank");
+            kvshard_writer__out_raw(o, ", state on every rank");
     }
 }
 
@@ -164,7 +164,7 @@ static void cell_mark(kvshard__out *o, uint32_t x, const char *mark)
 {
     size_t len = strlen(mark);
     if (len) {
-        kvshard__out_printf(o, "<text x=\"%u\" y=\"16\"%s>%s</text>", x + CELL / 2,
+        kvshard_writer__out_printf(o, "<text x=\"%u\" y=\"16\"%s>%s</text>", x + CELL / 2,
                             len <= 3   ? ""
                             : len <= 5 ? " class=\"s\""
                                        : " class=\"xs\"",
@@ -178,24 +178,24 @@ static void write_cell(kvshard__out *o, const kvshard__plan_view *p, uint32_t i,
     uint32_t x = (i % COLUMNS) * PITCH;
     char cls[16], mark[16];
     cell_look(cls, mark, sizeof cls, p, i);
-    kvshard__out_printf(o,
+    kvshard_writer__out_printf(o,
                         "<rect id=\"l%u\" class=\"layer %s\" x=\"%u\" width=\"%u\" "
                         "height=\"%u\"><title>layer %u: ",
                         i, cls, x, CELL, CELL, i);
     cell_what(o, p, i);
     int32_t source = p->kv_source ? p->kv_source[i] : -1;
     if (source >= 0)
-        kvshard__out_printf(o, ", reads layer %d", (int)source);
+        kvshard_writer__out_printf(o, ", reads layer %d", (int)source);
     if (p->pp > 1)
-        kvshard__out_printf(o, ", stage %u", stage);
-    kvshard__out_raw(o, "</title></rect>");
+        kvshard_writer__out_printf(o, ", stage %u", stage);
+    kvshard_writer__out_raw(o, "</title></rect>");
     if (stage > 0 && p->stages[stage].first == i)
-        kvshard__out_printf(o,
+        kvshard_writer__out_printf(o,
                             "<rect class=\"sb\" x=\"%d\" y=\"-2\" width=\"2\" "
                             "height=\"%u\"><title>stage %u starts at layer %u</title></rect>",
                             (int)x - 2, CELL + 4, stage, i);
     cell_mark(o, x, mark);
-    kvshard__out_put(o, "\n", 1);
+    kvshard_writer__out_put(o, "\n", 1);
 }
 
 /* ---- runs -------------------------------------------------------------- */
@@ -212,15 +212,15 @@ static void write_run(kvshard__out *o, const kvshard__plan_view *p, uint32_t row
     uint32_t last = r.first + r.period * r.repeats - 1;
     while (r.first >= p->stages[*stage].first + p->stages[*stage].count)
         (*stage)++;
-    kvshard__out_printf(o,
+    kvshard_writer__out_printf(o,
                         "<g class=\"run\" id=\"run%u\" transform=\"translate(0,%u)\"><text "
                         "class=\"ri\" x=\"-8\" y=\"16\">%u",
                         row, row * PITCH, r.first);
     if (last > r.first)
-        kvshard__out_printf(o, "\xE2\x80\x93%u", last);
-    kvshard__out_raw(o, "</text>\n");
+        kvshard_writer__out_printf(o, "\xE2\x80\x93%u", last);
+    kvshard_writer__out_raw(o, "</text>\n");
     if (*stage > 0 && p->stages[*stage].first == r.first)
-        kvshard__out_printf(o,
+        kvshard_writer__out_printf(o,
                             "<rect class=\"sb\" x=\"-4\" y=\"-2\" width=\"2\" "
                             "height=\"%u\"><title>stage %u starts at layer %u</title></rect>\n",
                             CELL + 4, *stage, r.first);
@@ -228,32 +228,33 @@ static void write_run(kvshard__out *o, const kvshard__plan_view *p, uint32_t row
         uint32_t i = r.first + k, x = k * PITCH;
         char cls[16], mark[16];
         cell_look(cls, mark, sizeof cls, p, i);
-        kvshard__out_printf(o,
+        kvshard_writer__out_printf(o,
                             "<rect class=\"layer %s\" x=\"%u\" width=\"%u\" height=\"%u\">"
                             "<title>layer%s %u",
                             cls, x, CELL, CELL, r.repeats > 1 ? "s" : "", i);
         if (r.repeats == 2)
-            kvshard__out_printf(o, ", %u", i + r.period);
+            kvshard_writer__out_printf(o, ", %u", i + r.period);
         else if (r.repeats > 2)
-            kvshard__out_printf(o, ", %u, \xE2\x80\xA6 %u (%u layers, one in %u)",
+            kvshard_writer__out_printf(o, ", %u, \xE2\x80\xA6 %u (%u layers, one in %u)",
                                 i + r.period, i + (r.repeats - 1) * r.period, r.repeats, r.period);
-        kvshard__out_raw(o, ": ");
+        kvshard_writer__out_raw(o, ": ");
         cell_what(o, p, i);
         int32_t source = p->kv_source ? p->kv_source[i] : -1;
         if (source >= 0 && r.repeats == 1)
-            kvshard__out_printf(o, ", reads layer %d", (int)source);
+            kvshard_writer__out_printf(o, ", reads layer %d", (int)source);
         if (p->pp > 1)
-            kvshard__out_printf(o, ", stage %u", *stage);
-        kvshard__out_raw(o, "</title></rect>");
+            kvshard_writer__out_printf(o, ", stage %u", *stage);
+        kvshard_writer__out_raw(o, "</title></rect>");
         cell_mark(o, x, mark);
-        kvshard__out_put(o, "\n", 1);
+        kvshard_writer__out_put(o, "\n", 1);
     }
-    kvshard__out_printf(o, "<text class=\"rc\" x=\"%u\" y=\"16\">\xC3\x97", r.period * PITCH + 6);
-    kvshard__out_grouped(o, r.repeats);
-    kvshard__out_raw(o, "</text></g>\n");
+    kvshard_writer__out_printf(o, "<text class=\"rc\" x=\"%u\" y=\"16\">\xC3\x97",
+                               r.period * PITCH + 6);
+    kvshard_writer__out_grouped(o, r.repeats);
+    kvshard_writer__out_raw(o, "</text></g>\n");
 }
 
-void kvshard__svg_layer_map(kvshard__out *o, const kvshard__plan_view *p, bool fold)
+void kvshard_svg__layer_map(kvshard__out *o, const kvshard__plan_view *p, bool fold)
 {
     const kvshard__model_info *m = p->model;
     uint32_t L = m->num_layers;
@@ -269,54 +270,57 @@ void kvshard__svg_layer_map(kvshard__out *o, const kvshard__plan_view *p, bool f
     uint32_t width = fold ? RUN_WIDTH : WIDTH;
     uint32_t left = fold ? RUN_LEFT : LEFT;
 
-    kvshard__out_printf(o,
+    kvshard_writer__out_printf(o,
                         "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"kvmap\" width=\"%u\" "
                         "height=\"%u\" viewBox=\"0 0 %u %u\" role=\"img\">\n<title>Layer map: ",
                         width, height, width, height);
     if (p->model_type[0])
-        kvshard__out_xml(o, p->model_type, strlen(p->model_type));
+        kvshard_writer__out_xml(o, p->model_type, strlen(p->model_type));
     else
-        kvshard__out_raw(o, "model");
-    kvshard__out_printf(o, ", %u layers, attention TP %u, split %u</title>\n", L, p->tp, p->split);
-    kvshard__out_raw(o, STYLE);
+        kvshard_writer__out_raw(o, "model");
+    kvshard_writer__out_printf(o, ", %u layers, attention TP %u, split %u</title>\n", L, p->tp,
+                               p->split);
+    kvshard_writer__out_raw(o, STYLE);
     if (p->pp > 1) /* the bars before each stage */
-        kvshard__out_raw(o, "<style>\n.kvmap .sb{fill:#000}\n</style>\n");
-    kvshard__out_raw(o, "<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n");
+        kvshard_writer__out_raw(o, "<style>\n.kvmap .sb{fill:#000}\n</style>\n");
+    kvshard_writer__out_raw(o, "<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n");
 
-    kvshard__out_raw(o, "<text class=\"hd\" x=\"8\" y=\"20\">");
+    kvshard_writer__out_raw(o, "<text class=\"hd\" x=\"8\" y=\"20\">");
     if (p->model_type[0])
-        kvshard__out_xml(o, p->model_type, strlen(p->model_type));
+        kvshard_writer__out_xml(o, p->model_type, strlen(p->model_type));
     else
-        kvshard__out_raw(o, "(no model_type)");
-    kvshard__out_printf(o, ": %u layers, attention TP %u, layerwise split %u", L, p->tp, p->split);
+        kvshard_writer__out_raw(o, "(no model_type)");
+    kvshard_writer__out_printf(o, ": %u layers, attention TP %u, layerwise split %u", L, p->tp,
+                               p->split);
     if (p->split > 1)
-        kvshard__out_printf(o, " (%s rule)", kvshard_ownership_name(p->options->ownership));
-    kvshard__out_raw(o, "</text>\n");
+        kvshard_writer__out_printf(o, " (%s rule)", kvshard_ownership_name(p->options->ownership));
+    kvshard_writer__out_raw(o, "</text>\n");
     if (fold)
-        kvshard__out_printf(o,
+        kvshard_writer__out_printf(o,
                             "<text x=\"8\" y=\"%u\">%u KV layers in %u runs: a row's cells "
                             "repeat the times at its right over the layers at its left",
                             LINE + 20, kvshard__num_kv_layers(m), rows);
     else
-        kvshard__out_printf(o,
+        kvshard_writer__out_printf(o,
                             "<text x=\"8\" y=\"%u\">%u KV layers; one cell per layer, %u per "
                             "row; a cell's tooltip names its layer and owner",
                             LINE + 20, kvshard__num_kv_layers(m), COLUMNS);
     if (p->pp > 1)
-        kvshard__out_printf(o, "; %u pipeline stages, a black bar before a stage's first layer",
-                            p->pp);
-    kvshard__out_raw(o, "</text>\n");
+        kvshard_writer__out_printf(
+            o, "; %u pipeline stages, a black bar before a stage's first layer", p->pp);
+    kvshard_writer__out_raw(o, "</text>\n");
 
     write_legend(o, p, legend_top);
     if (owners_cut)
-        kvshard__out_printf(o,
+        kvshard_writer__out_printf(o,
                             "<text x=\"8\" y=\"%u\">split ranks %u to %u are not listed: the "
                             "colours repeat every %u ranks, the number in a cell names its "
                             "rank</text>\n",
                             legend_top + (legend_lines - 1) * LINE + 14, OWNERS_SHOWN, p->split - 1,
                             KVSHARD__OWNER_COLOURS);
 
-    kvshard__out_printf(o, "<g class=\"cells\" transform=\"translate(%u,%u)\">\n", left, grid_top);
+    kvshard_writer__out_printf(o, "<g class=\"cells\" transform=\"translate(%u,%u)\">\n", left,
+                               grid_top);
     uint32_t stage = 0;
     if (fold) {
         uint32_t row = 0;
@@ -325,15 +329,15 @@ void kvshard__svg_layer_map(kvshard__out *o, const kvshard__plan_view *p, bool f
             write_run(o, p, row, r, &stage);
             i += r.period * r.repeats;
         }
-        kvshard__out_raw(o, "</g>\n</svg>");
+        kvshard_writer__out_raw(o, "</g>\n</svg>");
         return;
     }
     for (uint32_t c = 0; c < COLUMNS && c < L; c += 5)
-        kvshard__out_printf(o, "<text class=\"ci\" x=\"%u\" y=\"-6\">+%u</text>",
+        kvshard_writer__out_printf(o, "<text class=\"ci\" x=\"%u\" y=\"-6\">+%u</text>",
                             c * PITCH + CELL / 2, c);
-    kvshard__out_put(o, "\n", 1);
+    kvshard_writer__out_put(o, "\n", 1);
     for (uint32_t r = 0; r < rows && !o->failed; r++) {
-        kvshard__out_printf(o,
+        kvshard_writer__out_printf(o,
                             "<g transform=\"translate(0,%u)\"><text class=\"ri\" x=\"-8\" "
                             "y=\"16\">%u</text>\n",
                             r * PITCH, r * COLUMNS);
@@ -343,19 +347,19 @@ void kvshard__svg_layer_map(kvshard__out *o, const kvshard__plan_view *p, bool f
                 stage++;
             write_cell(o, p, i, stage);
         }
-        kvshard__out_raw(o, "</g>\n");
+        kvshard_writer__out_raw(o, "</g>\n");
     }
-    kvshard__out_raw(o, "</g>\n</svg>");
+    kvshard_writer__out_raw(o, "</g>\n</svg>");
 }
 
 int kvshard_plan_write_svg(const kvshard_plan *plan, kvshard_write_fn write, void *user)
 {
     kvshard__out o;
-    if (!kvshard__out_open(&o, plan, write, user))
+    if (!kvshard_writer__out_open(&o, plan, write, user))
         return KVSHARD_EINVAL;
-    kvshard__out_raw(&o, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    kvshard__plan_view view = kvshard__plan_view_of(plan);
-    kvshard__svg_layer_map(&o, &view, false);
-    kvshard__out_put(&o, "\n", 1);
-    return kvshard__out_finish(&o);
+    kvshard_writer__out_raw(&o, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    kvshard__plan_view view = kvshard_plan__view_of(plan);
+    kvshard_svg__layer_map(&o, &view, false);
+    kvshard_writer__out_put(&o, "\n", 1);
+    return kvshard_writer__out_finish(&o);
 }

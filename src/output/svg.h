@@ -19,7 +19,7 @@
  * KVSHARD_RUNS__FOLD_AFTER layers is drawn in runs instead (output/runs.h):
  * one <g class="run"> row per run, whose cells (<rect class="layer ...">
  * without an id) stand for every layer the run repeats them over. */
-void kvshard__svg_layer_map(kvshard__out *o, const kvshard__plan_view *plan, bool fold);
+void kvshard_svg__layer_map(kvshard__out *o, const kvshard__plan_view *plan, bool fold);
 
 /* Upper bound on the bytes one layer's cell takes, for the size checks. */
 #define KVSHARD__SVG_CELL_BYTES 256u

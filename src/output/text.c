@@ -20,7 +20,7 @@
 /* Cells on one line of the layer map. */
 #define LIST_ROW 10u
 
-#define human_bytes kvshard__out_human
+#define human_bytes kvshard_writer__out_human
 
 static int digits_of(uint32_t n)
 {
@@ -35,27 +35,27 @@ static int digits_of(uint32_t n)
 static void write_model(kvshard__out *o, const kvshard__plan_view *p)
 {
     const kvshard__model_info *m = p->model;
-    kvshard__out_raw(o, "model      ");
+    kvshard_writer__out_raw(o, "model      ");
     if (p->model_type[0])
-        kvshard__out_safe(o, p->model_type, strlen(p->model_type));
+        kvshard_writer__out_safe(o, p->model_type, strlen(p->model_type));
     else
-        kvshard__out_raw(o, "(no model_type)");
-    kvshard__out_printf(o, ": %u layers (", m->num_layers);
-    kvshard__out_kind_counts(o, m);
-    kvshard__out_printf(o, "), %s, %u draft layer%s", kvshard__attention_label(m->attention),
-                        m->num_draft_layers,
-                        m->num_draft_layers == 1 ? "" : "s");
+        kvshard_writer__out_raw(o, "(no model_type)");
+    kvshard_writer__out_printf(o, ": %u layers (", m->num_layers);
+    kvshard_writer__out_kind_counts(o, m);
+    kvshard_writer__out_printf(o, "), %s, %u draft layer%s",
+                               kvshard_model__attention_label(m->attention), m->num_draft_layers,
+                               m->num_draft_layers == 1 ? "" : "s");
     if (m->state.kind != KVSHARD_STATE_NONE) {
-        kvshard__out_printf(o, "; %s state", kvshard_state_kind_name(m->state.kind));
+        kvshard_writer__out_printf(o, "; %s state", kvshard_state_kind_name(m->state.kind));
         if (p->state_dtype != KVSHARD_DTYPE_AUTO)
-            kvshard__out_printf(o, " in %s", kvshard_dtype_name(p->state_dtype));
+            kvshard_writer__out_printf(o, " in %s", kvshard_dtype_name(p->state_dtype));
     }
-    kvshard__out_raw(o, "\n");
+    kvshard_writer__out_raw(o, "\n");
     const kvshard_options *opt = p->options;
     char pp[24] = "";
     if (p->pp > 1)
         snprintf(pp, sizeof pp, " x pp %u", p->pp);
-    kvshard__out_printf(o,
+    kvshard_writer__out_printf(o,
                         "parallel   world_size %u = dp %u%s x cp %u x attention TP %u; layerwise "
                         "split %s, size %u (effective %u), %s rule; KV replication %u\n",
                         opt->world_size, opt->dp_size, pp, opt->cp_size, p->tp,
@@ -74,34 +74,35 @@ static void write_device(kvshard__out *o, const kvshard__plan_view *p)
     if (!d->used)
         return;
     char u[24];
-    kvshard__ppb_text(u, sizeof u, d->utilization_ppb);
-    kvshard__out_raw(o, "device     ");
-    kvshard__out_grouped(o, d->device_memory);
-    kvshard__out_raw(o, " B (");
+    kvshard_device__ppb_text(u, sizeof u, d->utilization_ppb);
+    kvshard_writer__out_raw(o, "device     ");
+    kvshard_writer__out_grouped(o, d->device_memory);
+    kvshard_writer__out_raw(o, " B (");
     human_bytes(o, d->device_memory, 0);
-    kvshard__out_printf(o, ") x %s = ", u);
-    kvshard__out_grouped(o, d->usable);
-    kvshard__out_raw(o, " usable; activation_reserve ");
-    kvshard__out_grouped(o, d->reserve);
-    kvshard__out_printf(o, " B; weights from %s", weights_sources[d->source]);
+    kvshard_writer__out_printf(o, ") x %s = ", u);
+    kvshard_writer__out_grouped(o, d->usable);
+    kvshard_writer__out_raw(o, " usable; activation_reserve ");
+    kvshard_writer__out_grouped(o, d->reserve);
+    kvshard_writer__out_printf(o, " B; weights from %s", weights_sources[d->source]);
     if (d->source == KVSHARD__WEIGHTS_SAFETENSORS) {
-        kvshard__out_raw(o, " (");
-        kvshard__out_grouped(o, d->summary.total_bytes);
-        kvshard__out_printf(o, " B in %llu tensors)", (unsigned long long)d->summary.tensors);
+        kvshard_writer__out_raw(o, " (");
+        kvshard_writer__out_grouped(o, d->summary.total_bytes);
+        kvshard_writer__out_printf(o, " B in %llu tensors)",
+                                   (unsigned long long)d->summary.tensors);
     } else if (d->source == KVSHARD__WEIGHTS_TOTAL) {
-        kvshard__out_raw(o, " (");
-        kvshard__out_grouped(o, p->options->weights_total);
-        kvshard__out_raw(o, " B, ");
-        kvshard__out_grouped(o, p->options->weights_experts);
-        kvshard__out_raw(o, " B of experts)");
+        kvshard_writer__out_raw(o, " (");
+        kvshard_writer__out_grouped(o, p->options->weights_total);
+        kvshard_writer__out_raw(o, " B, ");
+        kvshard_writer__out_grouped(o, p->options->weights_experts);
+        kvshard_writer__out_raw(o, " B of experts)");
     }
     if (p->pp == 1) {
-        kvshard__out_raw(o, "; a rank holds ");
-        kvshard__out_grouped(o, p->stage_weights[0]);
-        kvshard__out_raw(o, " B of weights, leaving ");
-        kvshard__out_grouped(o, p->stage_budgets[0]);
+        kvshard_writer__out_raw(o, "; a rank holds ");
+        kvshard_writer__out_grouped(o, p->stage_weights[0]);
+        kvshard_writer__out_raw(o, " B of weights, leaving ");
+        kvshard_writer__out_grouped(o, p->stage_budgets[0]);
     }
-    kvshard__out_raw(o, p->pp == 1 ? " B\n" : "\n");
+    kvshard_writer__out_raw(o, p->pp == 1 ? " B\n" : "\n");
 }
 
 /* The global rank layout in the plan's numbers, outermost coordinate first:
@@ -109,7 +110,7 @@ static void write_device(kvshard__out *o, const kvshard__plan_view *p)
 static void write_layout_formula(kvshard__out *o, const kvshard__plan_view *p)
 {
     const kvshard_options *opt = p->options;
-    kvshard__strides st = kvshard__rank_strides(opt, p->tp);
+    kvshard__strides st = kvshard_partition__rank_strides(opt, p->tp);
     struct term {
         const char *name;
         uint64_t size, stride;
@@ -124,15 +125,15 @@ static void write_layout_formula(kvshard__out *o, const kvshard__plan_view *p)
             terms[j] = terms[j - 1];
             terms[j - 1] = t;
         }
-    kvshard__out_raw(o, "rank =");
+    kvshard_writer__out_raw(o, "rank =");
     const char *plus = " ";
     for (int i = 0; i < 4; i++) {
         if (terms[i].size == 1)
             continue;
         if (terms[i].stride == 1)
-            kvshard__out_printf(o, "%s%s", plus, terms[i].name);
+            kvshard_writer__out_printf(o, "%s%s", plus, terms[i].name);
         else
-            kvshard__out_printf(o, "%s%s\xC2\xB7%llu", plus, terms[i].name,
+            kvshard_writer__out_printf(o, "%s%s\xC2\xB7%llu", plus, terms[i].name,
                                 (unsigned long long)terms[i].stride);
         plus = " + ";
     }
@@ -147,44 +148,45 @@ static void write_stages(kvshard__out *o, const kvshard__plan_view *p)
         return;
     const kvshard_options *opt = p->options;
     if (opt->pp_partition_rule == KVSHARD_PP_RULE_EXPLICIT)
-        kvshard__out_printf(o, "pipeline   %u stages, explicit: ", p->pp);
+        kvshard_writer__out_printf(o, "pipeline   %u stages, explicit: ", p->pp);
     else
-        kvshard__out_printf(o, "pipeline   %u stages, rule %s: ", p->pp,
+        kvshard_writer__out_printf(o, "pipeline   %u stages, rule %s: ", p->pp,
                             kvshard_pp_rule_name(opt->pp_partition_rule));
     for (uint32_t s = 0; s < p->pp && !o->failed; s++)
-        kvshard__out_printf(o, s ? " | %u" : "%u", p->stages[s].count);
-    kvshard__out_printf(o, " layers; layout %s: ", kvshard_rank_layout_name(opt->rank_layout));
+        kvshard_writer__out_printf(o, s ? " | %u" : "%u", p->stages[s].count);
+    kvshard_writer__out_printf(o,
+                               " layers; layout %s: ", kvshard_rank_layout_name(opt->rank_layout));
     write_layout_formula(o, p);
-    kvshard__out_raw(o, "\n           ");
+    kvshard_writer__out_raw(o, "\n           ");
     for (const kvshard__profile *const *q = kvshard_profiles__all; *q; q++) {
         if (!(*q)->dialect.partition_env)
             continue;
-        kvshard__out_printf(o, "%s=", (*q)->dialect.partition_env);
+        kvshard_writer__out_printf(o, "%s=", (*q)->dialect.partition_env);
         for (uint32_t s = 0; s < p->pp && !o->failed; s++)
-            kvshard__out_printf(o, s ? ",%u" : "%u", p->stages[s].count);
-        kvshard__out_raw(o, "  ");
+            kvshard_writer__out_printf(o, s ? ",%u" : "%u", p->stages[s].count);
+        kvshard_writer__out_raw(o, "  ");
     }
-    kvshard__out_raw(o, "pp_partition=[");
+    kvshard_writer__out_raw(o, "pp_partition=[");
     for (uint32_t s = 0; s < p->pp && !o->failed; s++)
-        kvshard__out_printf(o, s ? ", %u" : "%u", p->stages[s].count);
-    kvshard__out_raw(o, "]\n");
+        kvshard_writer__out_printf(o, s ? ", %u" : "%u", p->stages[s].count);
+    kvshard_writer__out_raw(o, "]\n");
     /* Per-sequence bytes (states, windows) get a column when any stage keeps some. */
     bool state = false;
     for (uint32_t r = 0; r < p->ranks_count; r++)
         state |= p->ranks[r].state_bytes_per_seq > 0;
     for (uint32_t s = 0; s < p->pp && !o->failed; s++) {
-        kvshard_stage_info st = kvshard__stage_info_of(p, s);
+        kvshard_stage_info st = kvshard_queries__stage_info_of(p, s);
         char text[64];
-        kvshard__out_printf(o, "stage %-4u ", s);
+        kvshard_writer__out_printf(o, "stage %-4u ", s);
         snprintf(text, sizeof text, "layers %u\xE2\x80\x93%u", st.layer_first,
                  st.layer_first + st.layer_count - 1);
-        kvshard__out_printf(o, "%-17s ", text); /* the dash is 3 bytes, 1 column */
+        kvshard_writer__out_printf(o, "%-17s ", text); /* the dash is 3 bytes, 1 column */
         if (st.num_draft_layers)
             snprintf(text, sizeof text, "%u KV + %u draft", st.num_kv_layers,
                      st.num_draft_layers);
         else
             snprintf(text, sizeof text, "%u KV", st.num_kv_layers);
-        kvshard__out_printf(o, "%-15s ", text);
+        kvshard_writer__out_printf(o, "%-15s ", text);
         /* Replica 0's ranks of the stage: a range when consecutive, else
          * the first two and the last. */
         uint32_t first = st.global_rank_first, step = st.global_rank_stride;
@@ -198,28 +200,28 @@ static void write_stages(kvshard__out *o, const kvshard__plan_view *p)
             snprintf(text, sizeof text, "ranks %u, %u", first, last);
         else
             snprintf(text, sizeof text, "ranks %u, %u, ... %u", first, first + step, last);
-        kvshard__out_printf(o, "%-*s ", 13 + dash, text);
+        kvshard_writer__out_printf(o, "%-*s ", 13 + dash, text);
         kvshard_format__grouped_text(text, sizeof text, st.bytes_per_token);
-        kvshard__out_printf(o, "%9s B/token  ", text);
+        kvshard_writer__out_printf(o, "%9s B/token  ", text);
         if (state) {
-            kvshard__out_raw(o, "state ");
+            kvshard_writer__out_raw(o, "state ");
             human_bytes(o, st.state_bytes_per_seq, 0);
-            kvshard__out_raw(o, "/seq  ");
+            kvshard_writer__out_raw(o, "/seq  ");
         }
         if (p->device->used) {
-            kvshard__out_raw(o, "weights ");
+            kvshard_writer__out_raw(o, "weights ");
             human_bytes(o, p->stage_weights[s], 0);
-            kvshard__out_raw(o, ", budget ");
+            kvshard_writer__out_raw(o, ", budget ");
             human_bytes(o, p->stage_budgets[s], 0);
-            kvshard__out_raw(o, "  ");
+            kvshard_writer__out_raw(o, "  ");
         }
         if (st.has_num_blocks) {
             kvshard_format__grouped_text(text, sizeof text, st.num_blocks);
-            kvshard__out_printf(o, "%11s blocks", text);
+            kvshard_writer__out_printf(o, "%11s blocks", text);
         } else {
-            kvshard__out_raw(o, p->has_memory ? "  no KV blocks" : "  no budget");
+            kvshard_writer__out_raw(o, p->has_memory ? "  no KV blocks" : "  no budget");
         }
-        kvshard__out_raw(o, st.binds ? "  \xE2\x97\x80 binds\n" : "\n");
+        kvshard_writer__out_raw(o, st.binds ? "  \xE2\x97\x80 binds\n" : "\n");
     }
 }
 
@@ -247,12 +249,12 @@ static void write_map_legend(kvshard__out *o, const kvshard__model_info *m)
         }
     }
     if (nl)
-        kvshard__out_printf(o,
+        kvshard_writer__out_printf(o,
                             "\nlayer map  (%s: %s layer whose KV split rank n stores, %s: stored "
                             "on every rank%s)\n",
                             letters, words, stars, rest);
     else
-        kvshard__out_printf(o, "\nlayer map  (%s)\n", rest + 2);
+        kvshard_writer__out_printf(o, "\nlayer map  (%s)\n", rest + 2);
 }
 
 /* Layer i's cell: its kind's letter and, for a KV layer, its owner. */
@@ -274,8 +276,9 @@ static void cell_text(char *cell, size_t cap, const kvshard__plan_view *p, uint3
 static void write_map_runs(kvshard__out *o, const kvshard__plan_view *p, int width)
 {
     uint32_t L = p->model->num_layers;
-    kvshard__out_raw(o, "           in runs: FIRST\xE2\x80\x93LAST \xC3\x97N, then the cells that "
-                        "repeat N times over those layers\n");
+    kvshard_writer__out_raw(
+        o, "           in runs: FIRST\xE2\x80\x93LAST \xC3\x97N, then the cells that "
+           "repeat N times over those layers\n");
     for (uint32_t i = 0; i < L && !o->failed;) {
         kvshard_runs__run r = kvshard_runs__at(p, i, LIST_ROW);
         uint32_t last = i + r.period * r.repeats - 1;
@@ -287,16 +290,16 @@ static void write_map_runs(kvshard__out *o, const kvshard__plan_view *p, int wid
             dash = snprintf(span, sizeof span, "%u\xE2\x80\x93%u", i, last) > 0 ? 2 : 0;
         kvshard_format__grouped_text(count, sizeof count, r.repeats);
         /* The times sign takes 2 bytes and one column. */
-        kvshard__out_printf(o, "%*s \xC3\x97%-8s", 15 + dash, span, count);
+        kvshard_writer__out_printf(o, "%*s \xC3\x97%-8s", 15 + dash, span, count);
         for (uint32_t k = 0; k < r.period; k++) {
             if (k && k % LIST_ROW == 0)
-                kvshard__out_printf(o, "\n%26s", "");
+                kvshard_writer__out_printf(o, "\n%26s", "");
             char cell[16];
             cell_text(cell, sizeof cell, p, i + k);
             bool row_end = k % LIST_ROW == LIST_ROW - 1 || k + 1 == r.period;
-            kvshard__out_printf(o, " %-*s", row_end ? 0 : width, cell);
+            kvshard_writer__out_printf(o, " %-*s", row_end ? 0 : width, cell);
         }
-        kvshard__out_raw(o, "\n");
+        kvshard_writer__out_raw(o, "\n");
         i = last + 1;
     }
 }
@@ -312,24 +315,24 @@ static void write_layer_map(kvshard__out *o, const kvshard__plan_view *p)
     }
     for (uint32_t i = 0; i < L && !o->failed; i++) {
         if (i % LIST_ROW == 0)
-            kvshard__out_printf(o, "%s%6u |", i ? "\n" : "", i);
+            kvshard_writer__out_printf(o, "%s%6u |", i ? "\n" : "", i);
         char cell[16];
         cell_text(cell, sizeof cell, p, i);
         bool row_end = i % LIST_ROW == LIST_ROW - 1 || i + 1 == L;
-        kvshard__out_printf(o, " %-*s", row_end ? 0 : width, cell);
+        kvshard_writer__out_printf(o, " %-*s", row_end ? 0 : width, cell);
     }
-    kvshard__out_raw(o, "\n");
+    kvshard_writer__out_raw(o, "\n");
 }
 
 static void write_list(kvshard__out *o, const uint32_t *items, size_t count)
 {
     for (size_t i = 0; i < count && i < LIST_SHOWN; i++) {
         if (i)
-            kvshard__out_put(o, " ", 1);
-        kvshard__out_u64(o, items[i]);
+            kvshard_writer__out_put(o, " ", 1);
+        kvshard_writer__out_u64(o, items[i]);
     }
     if (count > LIST_SHOWN)
-        kvshard__out_printf(o, " ... (%zu in all)", count);
+        kvshard_writer__out_printf(o, " ... (%zu in all)", count);
 }
 
 /* The TP ranks of split rank `s`: every one when there are at most four,
@@ -342,22 +345,22 @@ static void write_split_ranks(kvshard__out *o, const kvshard__plan_view *p)
     int width = 19;
     for (uint32_t s = 0; s < S; s++) {
         char ranks[64];
-        kvshard__split_members(ranks, sizeof ranks, T, S, s);
+        kvshard_writer__split_members(ranks, sizeof ranks, T, S, s);
         width = (int)strlen(ranks) > width ? (int)strlen(ranks) : width;
     }
-    kvshard__out_printf(o, "\n%ssplit rank  %-*s owned  KV layers stored\n",
+    kvshard_writer__out_printf(o, "\n%ssplit rank  %-*s owned  KV layers stored\n",
                         stages ? "stage  " : "", width, "TP ranks");
     for (uint32_t stage = 0; stage < p->pp && !o->failed; stage++) {
         for (uint32_t s = 0; s < S && !o->failed; s++) {
             char ranks[64];
-            kvshard__split_members(ranks, sizeof ranks, T, S, s);
+            kvshard_writer__split_members(ranks, sizeof ranks, T, S, s);
             uint32_t count;
             const uint32_t *owned = kvshard__view_owned(p, stage, s, &count);
             if (stages)
-                kvshard__out_printf(o, "%-6u ", stage);
-            kvshard__out_printf(o, "%-11u %-*s %-6u ", s, width, ranks, count);
+                kvshard_writer__out_printf(o, "%-6u ", stage);
+            kvshard_writer__out_printf(o, "%-11u %-*s %-6u ", s, width, ranks, count);
             write_list(o, owned, count);
-            kvshard__out_raw(o, "\n");
+            kvshard_writer__out_raw(o, "\n");
         }
     }
 }
@@ -365,43 +368,44 @@ static void write_split_ranks(kvshard__out *o, const kvshard__plan_view *p)
 static void write_memory(kvshard__out *o, const kvshard__plan_view *p)
 {
     bool stages = p->pp > 1;
-    kvshard__out_printf(o, "\nmemory per TP rank (block_size %u tokens)\n",
+    kvshard_writer__out_printf(o, "\nmemory per TP rank (block_size %u tokens)\n",
                         p->options->block_size);
     /* The per-sequence scratch of a split compressed model gets a column of
      * its own; other plans have none to show. */
     bool seq_scratch = false;
     for (uint32_t r = 0; r < p->ranks_count; r++)
         seq_scratch |= p->ranks[r].scratch_bytes_per_seq > 0;
-    kvshard__out_raw(o, stages ? "stage  TP rank  " : "TP rank  ");
-    kvshard__out_raw(o, "KV/token     scratch/token  draft/token  per block    state/seq    ");
-    kvshard__out_raw(o, seq_scratch ? "scratch/seq  blocks\n" : "blocks\n");
+    kvshard_writer__out_raw(o, stages ? "stage  TP rank  " : "TP rank  ");
+    kvshard_writer__out_raw(o,
+                            "KV/token     scratch/token  draft/token  per block    state/seq    ");
+    kvshard_writer__out_raw(o, seq_scratch ? "scratch/seq  blocks\n" : "blocks\n");
     for (uint32_t r = 0; r < p->ranks_count && r < RANKS_SHOWN && !o->failed; r++) {
         const kvshard_rank_memory *m = &p->ranks[r];
         if (stages)
-            kvshard__out_printf(o, "%-6u ", r / p->tp);
-        kvshard__out_printf(o, "%-8u ", r % p->tp);
+            kvshard_writer__out_printf(o, "%-6u ", r / p->tp);
+        kvshard_writer__out_printf(o, "%-8u ", r % p->tp);
         human_bytes(o, m->kv_bytes_per_token, 12);
-        kvshard__out_put(o, " ", 1);
+        kvshard_writer__out_put(o, " ", 1);
         human_bytes(o, m->scratch_bytes_per_token, 14);
-        kvshard__out_put(o, " ", 1);
+        kvshard_writer__out_put(o, " ", 1);
         human_bytes(o, m->draft_bytes_per_token, 12);
-        kvshard__out_put(o, " ", 1);
+        kvshard_writer__out_put(o, " ", 1);
         human_bytes(o, m->bytes_per_block, 12);
-        kvshard__out_put(o, " ", 1);
+        kvshard_writer__out_put(o, " ", 1);
         human_bytes(o, m->state_bytes_per_seq, 12);
-        kvshard__out_put(o, " ", 1);
+        kvshard_writer__out_put(o, " ", 1);
         if (seq_scratch) {
             human_bytes(o, m->scratch_bytes_per_seq, 12);
-            kvshard__out_put(o, " ", 1);
+            kvshard_writer__out_put(o, " ", 1);
         }
         if (m->has_num_blocks)
-            kvshard__out_grouped(o, m->num_blocks);
+            kvshard_writer__out_grouped(o, m->num_blocks);
         else
-            kvshard__out_raw(o, "-");
-        kvshard__out_raw(o, "\n");
+            kvshard_writer__out_raw(o, "-");
+        kvshard_writer__out_raw(o, "\n");
     }
     if (p->ranks_count > RANKS_SHOWN)
-        kvshard__out_printf(o, "... %u more %s (all figures: --format=json)\n",
+        kvshard_writer__out_printf(o, "... %u more %s (all figures: --format=json)\n",
                             p->ranks_count - RANKS_SHOWN, stages ? "ranks" : "TP ranks");
 }
 
@@ -411,71 +415,74 @@ static void write_capacity(kvshard__out *o, const kvshard__plan_view *p)
 {
     const kvshard__capacity *c = p->capacity;
     const kvshard_options *opt = p->options;
-    kvshard__printer pr = kvshard__out_text_printer(o);
+    kvshard__printer pr = kvshard_writer__out_text_printer(o);
     kvshard_profile__view pv = kvshard__profile_view(p);
     p->profile->voice.write_capacity(&pr, &pv);
     uint64_t max_seqs = kvshard__max_seqs_of(c, opt);
     if (opt->context_length) {
-        kvshard__out_raw(o, "context    at ");
-        kvshard__out_grouped(o, opt->context_length);
-        kvshard__out_raw(o, " tokens: ");
+        kvshard_writer__out_raw(o, "context    at ");
+        kvshard_writer__out_grouped(o, opt->context_length);
+        kvshard_writer__out_raw(o, " tokens: ");
         if (!c->has_concurrency) {
-            kvshard__out_raw(o, p->has_memory ? "no KV bytes per block, so no concurrency\n"
+            kvshard_writer__out_raw(o, p->has_memory ? "no KV bytes per block, so no concurrency\n"
                                               : "give memory_per_rank for the sequences that run "
                                                 "at once\n");
         } else {
-            kvshard__out_grouped(o, c->concurrency);
-            kvshard__out_raw(o, c->concurrency == 1 ? " sequence at once" : " sequences at once");
+            kvshard_writer__out_grouped(o, c->concurrency);
+            kvshard_writer__out_raw(o, c->concurrency == 1 ? " sequence at once"
+                                                           : " sequences at once");
             if (c->concurrency < max_seqs && p->ranks[0].state_bytes_per_seq && c->reserved) {
-                kvshard__out_printf(o, " (max_seqs %llu reserves state for ",
+                kvshard_writer__out_printf(o, " (max_seqs %llu reserves state for ",
                                     (unsigned long long)max_seqs);
-                kvshard__out_grouped(o, max_seqs - c->concurrency);
-                kvshard__out_raw(o, " that cannot run");
+                kvshard_writer__out_grouped(o, max_seqs - c->concurrency);
+                kvshard_writer__out_raw(o, " that cannot run");
             } else if (c->concurrency < max_seqs) {
-                kvshard__out_printf(o, " (below max_seqs %llu", (unsigned long long)max_seqs);
+                kvshard_writer__out_printf(o, " (below max_seqs %llu",
+                                           (unsigned long long)max_seqs);
             } else {
-                kvshard__out_printf(o, " (max_seqs %llu is reached", (unsigned long long)max_seqs);
+                kvshard_writer__out_printf(o, " (max_seqs %llu is reached",
+                                           (unsigned long long)max_seqs);
             }
             if (c->has_balanced_max_seqs) {
-                kvshard__out_raw(o, "; balanced max_seqs ");
-                kvshard__out_grouped(o, c->balanced_max_seqs);
+                kvshard_writer__out_raw(o, "; balanced max_seqs ");
+                kvshard_writer__out_grouped(o, c->balanced_max_seqs);
             }
-            kvshard__out_raw(o, ")\n");
+            kvshard_writer__out_raw(o, ")\n");
         }
     }
     const kvshard_uniform *u = p->uniform;
-    kvshard__out_raw(o, "uniform    without the split: ");
+    kvshard_writer__out_raw(o, "uniform    without the split: ");
     human_bytes(o, u->kv_bytes_per_token, 0);
-    kvshard__out_raw(o, " KV per token, ");
+    kvshard_writer__out_raw(o, " KV per token, ");
     human_bytes(o, u->bytes_per_block, 0);
-    kvshard__out_raw(o, " per block");
+    kvshard_writer__out_raw(o, " per block");
     if (c->has_num_blocks && u->has_num_blocks) {
-        kvshard__out_raw(o, ", ");
-        kvshard__out_grouped(o, u->num_blocks);
-        kvshard__out_raw(o, " blocks");
+        kvshard_writer__out_raw(o, ", ");
+        kvshard_writer__out_grouped(o, u->num_blocks);
+        kvshard_writer__out_raw(o, " blocks");
         if (u->num_blocks)
-            kvshard__out_printf(o, ": the plan holds %.2fx the blocks",
+            kvshard_writer__out_printf(o, ": the plan holds %.2fx the blocks",
                                 (double)c->num_blocks / (double)u->num_blocks);
     }
-    kvshard__out_raw(o, "\n");
+    kvshard_writer__out_raw(o, "\n");
 }
 
 static void write_warnings(kvshard__out *o, const kvshard__plan_view *p)
 {
-    kvshard__out_raw(o, p->warning_count ? "\nwarnings\n" : "\nwarnings   none\n");
+    kvshard_writer__out_raw(o, p->warning_count ? "\nwarnings\n" : "\nwarnings   none\n");
     for (size_t i = 0; i < p->warning_count; i++) {
-        kvshard__out_printf(o, "  %s: ", kvshard_warning_name(p->warnings[i].code));
-        kvshard__out_safe(o, p->warnings[i].message, strlen(p->warnings[i].message));
-        kvshard__out_raw(o, "\n");
+        kvshard_writer__out_printf(o, "  %s: ", kvshard_warning_name(p->warnings[i].code));
+        kvshard_writer__out_safe(o, p->warnings[i].message, strlen(p->warnings[i].message));
+        kvshard_writer__out_raw(o, "\n");
     }
 }
 
 int kvshard_plan_write_text(const kvshard_plan *plan, kvshard_write_fn write, void *user)
 {
     kvshard__out o;
-    if (!kvshard__out_open(&o, plan, write, user))
+    if (!kvshard_writer__out_open(&o, plan, write, user))
         return KVSHARD_EINVAL;
-    kvshard__plan_view view = kvshard__plan_view_of(plan);
+    kvshard__plan_view view = kvshard_plan__view_of(plan);
     const kvshard__plan_view *p = &view;
     write_model(&o, p);
     write_device(&o, p);
@@ -485,12 +492,12 @@ int kvshard_plan_write_text(const kvshard_plan *plan, kvshard_write_fn write, vo
     write_memory(&o, p);
     write_capacity(&o, p);
     write_warnings(&o, p);
-    kvshard__out_raw(&o, "digest     ");
-    kvshard__out_hex64(&o, p->digest);
-    kvshard__out_raw(&o, " (layout ");
-    kvshard__out_hex64(&o, p->layout_digest);
-    kvshard__out_raw(&o, ")\n");
-    return kvshard__out_finish(&o);
+    kvshard_writer__out_raw(&o, "digest     ");
+    kvshard_writer__out_hex64(&o, p->digest);
+    kvshard_writer__out_raw(&o, " (layout ");
+    kvshard_writer__out_hex64(&o, p->layout_digest);
+    kvshard_writer__out_raw(&o, ")\n");
+    return kvshard_writer__out_finish(&o);
 }
 
 /* " name name": the warnings a row's mask (bit 1 << code) holds. */
@@ -498,7 +505,7 @@ static void write_warning_names(kvshard__out *o, uint32_t mask)
 {
     for (unsigned code = 0; code < 32; code++) {
         if (mask & (1u << code))
-            kvshard__out_printf(o, " %s", kvshard_warning_name((kvshard_warning_code)code));
+            kvshard_writer__out_printf(o, " %s", kvshard_warning_name((kvshard_warning_code)code));
     }
 }
 
@@ -508,86 +515,87 @@ int kvshard_comparison_write_text(const kvshard_comparison *comparison, kvshard_
                                   void *user)
 {
     kvshard__out o;
-    if (!kvshard__out_open(&o, comparison, write, user))
+    if (!kvshard_writer__out_open(&o, comparison, write, user))
         return KVSHARD_EINVAL;
     const kvshard_options *opt = &comparison->options;
     bool context = comparison->has_memory && opt->context_length;
     /* Rows of several pipeline sizes, or of one above 1, name P and T. */
     bool stages = comparison->sweep_pp || opt->pp_size > 1;
-    kvshard__out_printf(&o, "%s for world_size %u (dp %u, cp %u)",
+    kvshard_writer__out_printf(&o, "%s for world_size %u (dp %u, cp %u)",
                         comparison->sweep_pp ? "pipeline and split sizes" : "split sizes",
                         opt->world_size, opt->dp_size, opt->cp_size);
     const kvshard__profile *profile = comparison->profile;
     if (profile->voice.named_in_headers)
-        kvshard__out_printf(&o, ", %s profile", profile->name);
+        kvshard_writer__out_printf(&o, ", %s profile", profile->name);
     if (comparison->has_memory) {
-        kvshard__out_printf(&o, ", %s ", profile->voice.budget_label);
+        kvshard_writer__out_printf(&o, ", %s ", profile->voice.budget_label);
         human_bytes(&o, comparison->memory, 0);
-        kvshard__out_printf(&o, ", max_seqs %u", opt->max_seqs);
+        kvshard_writer__out_printf(&o, ", max_seqs %u", opt->max_seqs);
         if (context) {
-            kvshard__out_raw(&o, ", at ");
-            kvshard__out_grouped(&o, opt->context_length);
-            kvshard__out_raw(&o, " tokens");
+            kvshard_writer__out_raw(&o, ", at ");
+            kvshard_writer__out_grouped(&o, opt->context_length);
+            kvshard_writer__out_raw(&o, " tokens");
         }
-        kvshard__out_raw(&o, "\n");
+        kvshard_writer__out_raw(&o, "\n");
     } else {
-        kvshard__out_raw(&o, " -- no memory_per_rank: gain compares bytes per block\n");
+        kvshard_writer__out_raw(&o, " -- no memory_per_rank: gain compares bytes per block\n");
     }
-    kvshard__out_raw(&o, stages ? "\n     P     T    S  rule        owned  "
+    kvshard_writer__out_raw(&o, stages ? "\n     P     T    S  rule        owned  "
                                 : "\n     S  rule        owned  ");
-    kvshard__out_raw(&o, context ? "max KV/token  blocks        max tokens      running  balanced  "
-                                   "gain\n"
-                                 : "max KV/token  blocks        max tokens      gain\n");
+    kvshard_writer__out_raw(
+        &o, context ? "max KV/token  blocks        max tokens      running  balanced  "
+                      "gain\n"
+                    : "max KV/token  blocks        max tokens      gain\n");
     for (size_t i = 0; i < comparison->count && !o.failed; i++) {
         const kvshard_comparison_row *r = &comparison->rows[i];
-        kvshard__out_raw(&o, i == comparison->recommended ? ">" : " ");
+        kvshard_writer__out_raw(&o, i == comparison->recommended ? ">" : " ");
         if (stages)
-            kvshard__out_printf(&o, " %4u  %4u", r->pp_size, r->attn_tp_size);
-        kvshard__out_printf(&o, " %4u  %-11s ", r->layerwise_split_size,
+            kvshard_writer__out_printf(&o, " %4u  %4u", r->pp_size, r->attn_tp_size);
+        kvshard_writer__out_printf(&o, " %4u  %-11s ", r->layerwise_split_size,
                             kvshard_ownership_name(r->ownership));
         if (r->error) {
-            kvshard__out_raw(&o, "error: ");
-            kvshard__out_safe(&o, r->error_message, strlen(r->error_message));
-            kvshard__out_raw(&o, "\n");
+            kvshard_writer__out_raw(&o, "error: ");
+            kvshard_writer__out_safe(&o, r->error_message, strlen(r->error_message));
+            kvshard_writer__out_raw(&o, "\n");
             continue;
         }
         char owned[32];
         snprintf(owned, sizeof owned, "%u-%u", r->min_owned_layers, r->max_owned_layers);
-        kvshard__out_printf(&o, "%-6s ", owned);
+        kvshard_writer__out_printf(&o, "%-6s ", owned);
         human_bytes(&o, r->max_kv_bytes_per_token, 13);
-        kvshard__out_put(&o, " ", 1);
+        kvshard_writer__out_put(&o, " ", 1);
         char blocks[32] = "-", tokens[32] = "-";
         if (r->has_num_blocks) {
             kvshard_format__grouped_text(blocks, sizeof blocks, r->num_blocks);
             kvshard_format__grouped_text(tokens, sizeof tokens, r->max_tokens);
         }
-        kvshard__out_printf(&o, "%-13s %-15s ", blocks, tokens);
+        kvshard_writer__out_printf(&o, "%-13s %-15s ", blocks, tokens);
         if (context) {
             char running[24] = "-", balanced[24] = "-";
             if (r->has_concurrency)
                 kvshard_format__grouped_text(running, sizeof running, r->concurrency);
             if (r->has_balanced_max_seqs)
                 kvshard_format__grouped_text(balanced, sizeof balanced, r->balanced_max_seqs);
-            kvshard__out_printf(&o, "%-8s %-9s ", running, balanced);
+            kvshard_writer__out_printf(&o, "%-8s %-9s ", running, balanced);
         }
         if (isinf(r->gain)) /* the unsplit plan fits no block */
-            kvshard__out_raw(&o, "  new ");
+            kvshard_writer__out_raw(&o, "  new ");
         else
-            kvshard__out_printf(&o, "%5.2fx ", r->gain);
+            kvshard_writer__out_printf(&o, "%5.2fx ", r->gain);
         int bar = r->gain > 4.0 ? 40 : (int)(r->gain * 10.0 + 0.5);
         for (int k = 0; k < bar; k++)
-            kvshard__out_put(&o, "#", 1);
+            kvshard_writer__out_put(&o, "#", 1);
         write_warning_names(&o, r->warnings);
-        kvshard__out_raw(&o, "\n");
+        kvshard_writer__out_raw(&o, "\n");
     }
     char flags[256];
-    kvshard__comparison_flags(flags, sizeof flags, comparison);
+    kvshard_compare__comparison_flags(flags, sizeof flags, comparison);
     if (profile->defaults.runs_its_ownership_only)
-        kvshard__out_printf(&o,
+        kvshard_writer__out_printf(&o,
                             "\nthe %s profile's engine runs the %s rule only: the other rules' "
                             "rows are shown for comparison and never recommended\n",
                             profile->name, kvshard_ownership_name(profile->defaults.ownership));
-    kvshard__out_printf(&o, "\nrecommended: %s\n", flags);
+    kvshard_writer__out_printf(&o, "\nrecommended: %s\n", flags);
     /* A recommended max_seqs is a figure the user did not give: say where
      * it comes from and how it differs from theirs. */
     const kvshard_comparison_row *rec = &comparison->rows[comparison->recommended];
@@ -595,18 +603,19 @@ int kvshard_comparison_write_text(const kvshard_comparison *comparison, kvshard_
         char seqs[32], length[32];
         kvshard_format__grouped_text(seqs, sizeof seqs, rec->balanced_max_seqs);
         kvshard_format__grouped_text(length, sizeof length, opt->context_length);
-        kvshard__out_printf(&o,
+        kvshard_writer__out_printf(&o,
                             "  max_seqs %s is the balanced max_seqs: the most sequences of %s "
                             "tokens whose state and KV blocks all fit on every rank",
                             seqs, length);
         if (opt->max_seqs > rec->balanced_max_seqs)
-            kvshard__out_printf(&o, " (max_seqs %u holds state for sequences that cannot run)",
-                                opt->max_seqs);
+            kvshard_writer__out_printf(
+                &o, " (max_seqs %u holds state for sequences that cannot run)", opt->max_seqs);
         else if (opt->max_seqs < rec->balanced_max_seqs)
-            kvshard__out_printf(&o, " (max_seqs %u leaves blocks no sequence uses)", opt->max_seqs);
-        kvshard__out_raw(&o, "\n");
+            kvshard_writer__out_printf(&o, " (max_seqs %u leaves blocks no sequence uses)",
+                                       opt->max_seqs);
+        kvshard_writer__out_raw(&o, "\n");
     }
-    return kvshard__out_finish(&o);
+    return kvshard_writer__out_finish(&o);
 }
 
 /* ---- fit -------------------------------------------------------------------------------- */
@@ -614,116 +623,118 @@ int kvshard_comparison_write_text(const kvshard_comparison *comparison, kvshard_
 int kvshard_fit_write_text(const kvshard_fit *fit, size_t top, kvshard_write_fn write, void *user)
 {
     kvshard__out o;
-    if (!kvshard__out_open(&o, fit, write, user))
+    if (!kvshard_writer__out_open(&o, fit, write, user))
         return KVSHARD_EINVAL;
     const kvshard__device_figures *d = &fit->device;
     const kvshard_options *opt = &fit->options;
     char u[24];
-    kvshard__ppb_text(u, sizeof u, d->utilization_ppb);
-    kvshard__out_printf(&o, "fit        %u GPUs of ", fit->gpus);
-    kvshard__out_grouped(&o, d->device_memory);
-    kvshard__out_raw(&o, " B (");
+    kvshard_device__ppb_text(u, sizeof u, d->utilization_ppb);
+    kvshard_writer__out_printf(&o, "fit        %u GPUs of ", fit->gpus);
+    kvshard_writer__out_grouped(&o, d->device_memory);
+    kvshard_writer__out_raw(&o, " B (");
     human_bytes(&o, d->device_memory, 0);
-    kvshard__out_printf(&o, ") x %s = ", u);
-    kvshard__out_grouped(&o, d->usable);
-    kvshard__out_raw(&o, " usable; activation_reserve ");
-    kvshard__out_grouped(&o, d->reserve);
-    kvshard__out_printf(&o, " B\n           weights from %s", weights_sources[d->source]);
+    kvshard_writer__out_printf(&o, ") x %s = ", u);
+    kvshard_writer__out_grouped(&o, d->usable);
+    kvshard_writer__out_raw(&o, " usable; activation_reserve ");
+    kvshard_writer__out_grouped(&o, d->reserve);
+    kvshard_writer__out_printf(&o, " B\n           weights from %s", weights_sources[d->source]);
     if (d->source == KVSHARD__WEIGHTS_SAFETENSORS) {
-        kvshard__out_raw(&o, ": ");
-        kvshard__out_grouped(&o, d->summary.total_bytes);
-        kvshard__out_printf(&o, " B in %llu tensors", (unsigned long long)d->summary.tensors);
+        kvshard_writer__out_raw(&o, ": ");
+        kvshard_writer__out_grouped(&o, d->summary.total_bytes);
+        kvshard_writer__out_printf(&o, " B in %llu tensors",
+                                   (unsigned long long)d->summary.tensors);
         if (d->summary.unknown_tensors)
-            kvshard__out_printf(&o, " (%llu unknown)",
+            kvshard_writer__out_printf(&o, " (%llu unknown)",
                                 (unsigned long long)d->summary.unknown_tensors);
     } else {
-        kvshard__out_raw(&o, ": ");
-        kvshard__out_grouped(&o, opt->weights_total);
-        kvshard__out_raw(&o, " B, ");
-        kvshard__out_grouped(&o, opt->weights_experts);
-        kvshard__out_raw(&o, " B of experts");
+        kvshard_writer__out_raw(&o, ": ");
+        kvshard_writer__out_grouped(&o, opt->weights_total);
+        kvshard_writer__out_raw(&o, " B, ");
+        kvshard_writer__out_grouped(&o, opt->weights_experts);
+        kvshard_writer__out_raw(&o, " B of experts");
     }
     if (opt->context_length) {
-        kvshard__out_raw(&o, "; at ");
-        kvshard__out_grouped(&o, opt->context_length);
-        kvshard__out_raw(&o, " tokens");
+        kvshard_writer__out_raw(&o, "; at ");
+        kvshard_writer__out_grouped(&o, opt->context_length);
+        kvshard_writer__out_raw(&o, " tokens");
     } else {
-        kvshard__out_printf(&o, "; max_seqs %u", opt->max_seqs);
+        kvshard_writer__out_printf(&o, "; max_seqs %u", opt->max_seqs);
     }
-    kvshard__out_raw(&o, "\n");
+    kvshard_writer__out_raw(&o, "\n");
     if (fit->limited_layouts)
-        kvshard__out_printf(&o,
+        kvshard_writer__out_printf(&o,
                             "limits     T limited to %u per node, P to %u stage%s; "
                             "--max_tp_size/--max_pp_size to widen\n",
                             fit->max_tp_size, fit->max_pp_size, fit->max_pp_size == 1 ? "" : "s");
     bool seqs = opt->context_length != 0;
-    kvshard__out_raw(&o, seqs ? "\nrank     T     P     D     S  rule        weights/rank  budget       "
-                                "seqs/replica  seqs      tokens          notes\n"
-                              : "\nrank     T     P     D     S  rule        weights/rank  budget       "
-                                "blocks        tokens          notes\n");
+    kvshard_writer__out_raw(
+        &o, seqs ? "\nrank     T     P     D     S  rule        weights/rank  budget       "
+                   "seqs/replica  seqs      tokens          notes\n"
+                 : "\nrank     T     P     D     S  rule        weights/rank  budget       "
+                   "blocks        tokens          notes\n");
     size_t shown = top ? top : 10;
     for (size_t i = 0; i < fit->count && i < shown && !o.failed; i++) {
         const kvshard_fit_row *r = &fit->rows[i];
         if (!r->fits)
             break;
-        kvshard__out_printf(&o, "%4u  %4u  %4u  %4u  %4u  %-11s ", r->rank, r->tp_size,
+        kvshard_writer__out_printf(&o, "%4u  %4u  %4u  %4u  %4u  %-11s ", r->rank, r->tp_size,
                             r->pp_size, r->dp_size, r->layerwise_split_size,
                             r->layerwise_split_size > 1 ? kvshard_ownership_name(r->ownership)
                                                         : "-");
         human_bytes(&o, r->weights_per_rank, 13);
-        kvshard__out_put(&o, " ", 1);
+        kvshard_writer__out_put(&o, " ", 1);
         human_bytes(&o, r->budget, 12);
-        kvshard__out_put(&o, " ", 1);
+        kvshard_writer__out_put(&o, " ", 1);
         char a[32], b[32], c[32];
         if (seqs) {
             kvshard_format__grouped_text(a, sizeof a, r->seqs_per_replica);
             kvshard_format__grouped_text(b, sizeof b, r->seqs_total);
-            kvshard__out_printf(&o, "%12s  %-9s ", a, b);
+            kvshard_writer__out_printf(&o, "%12s  %-9s ", a, b);
         } else {
             kvshard_format__grouped_text(a, sizeof a, r->num_blocks);
-            kvshard__out_printf(&o, "%-13s ", a);
+            kvshard_writer__out_printf(&o, "%-13s ", a);
         }
         kvshard_format__grouped_text(c, sizeof c, r->tokens_total);
-        kvshard__out_printf(&o, r->warnings ? "%-15s" : "%s", c);
+        kvshard_writer__out_printf(&o, r->warnings ? "%-15s" : "%s", c);
         write_warning_names(&o, r->warnings);
-        kvshard__out_raw(&o, "\n");
+        kvshard_writer__out_raw(&o, "\n");
     }
     if (fit->fitting > shown)
-        kvshard__out_printf(&o, "... %zu more layouts fit (all rows: --format=json)\n",
+        kvshard_writer__out_printf(&o, "... %zu more layouts fit (all rows: --format=json)\n",
                             fit->fitting - shown);
     size_t weights = 0, state = 0;
     for (size_t i = fit->fitting; i < fit->count; i++)
         fit->rows[i].reason == KVSHARD_EDOESNOTFIT ? weights++ : state++;
     if (weights + state)
-        kvshard__out_printf(&o, "%zu layout%s do%s not fit: %zu weights, %zu state\n",
+        kvshard_writer__out_printf(&o, "%zu layout%s do%s not fit: %zu weights, %zu state\n",
                             weights + state, weights + state == 1 ? "" : "s",
                             weights + state == 1 ? "es" : "", weights, state);
     for (size_t i = 0; i < fit->refused_count; i++)
-        kvshard__out_printf(&o, "refused    T = %u, P = %u, D = %u: %s\n", fit->refused[i].tp,
-                            fit->refused[i].pp, fit->refused[i].dp,
-                            kvshard_status_name(fit->refused[i].code));
+        kvshard_writer__out_printf(&o, "refused    T = %u, P = %u, D = %u: %s\n",
+                                   fit->refused[i].tp, fit->refused[i].pp, fit->refused[i].dp,
+                                   kvshard_status_name(fit->refused[i].code));
     /* The recommendation as the commands that run it. */
     char flags[4096];
     const kvshard__profile *own = kvshard_profiles__own();
     kvshard_fit_flags(flags, sizeof flags, fit, own->name, false);
-    kvshard__out_raw(&o, "\nrecommended: kvshard plan ");
-    kvshard__out_safe(&o, fit->model_source, strlen(fit->model_source));
-    kvshard__out_printf(&o, " %s --device_memory=%llu", flags,
+    kvshard_writer__out_raw(&o, "\nrecommended: kvshard plan ");
+    kvshard_writer__out_safe(&o, fit->model_source, strlen(fit->model_source));
+    kvshard_writer__out_printf(&o, " %s --device_memory=%llu", flags,
                         (unsigned long long)d->device_memory);
     if (opt->memory_utilization > 0) {
-        kvshard__ppb_flag_text(u, sizeof u, d->utilization_ppb);
-        kvshard__out_printf(&o, " --memory_utilization=%s", u);
+        kvshard_device__ppb_flag_text(u, sizeof u, d->utilization_ppb);
+        kvshard_writer__out_printf(&o, " --memory_utilization=%s", u);
     }
     if (opt->activation_reserve != KVSHARD_RESERVE_AUTO)
-        kvshard__out_printf(&o, " --activation_reserve=%llu",
+        kvshard_writer__out_printf(&o, " --activation_reserve=%llu",
                             (unsigned long long)opt->activation_reserve);
     if (opt->weights_total)
-        kvshard__out_printf(&o, " --weights_total=%llu --weights_experts=%llu",
+        kvshard_writer__out_printf(&o, " --weights_total=%llu --weights_experts=%llu",
                             (unsigned long long)opt->weights_total,
                             (unsigned long long)opt->weights_experts);
     if (opt->context_length)
-        kvshard__out_printf(&o, " --context_length=%u", opt->context_length);
-    kvshard__out_raw(&o, "\n");
+        kvshard_writer__out_printf(&o, " --context_length=%u", opt->context_length);
+    kvshard_writer__out_raw(&o, "\n");
     /* Then each engine's line: its environment and flags. Only kvshard
      * splits layers; an engine that refuses stages with draft layers says
      * so when they are counted. */
@@ -734,14 +745,14 @@ int kvshard_fit_write_text(const kvshard_fit *fit, size_t top, kvshard_write_fn 
         char env[4096];
         if (kvshard_fit_flags(flags, sizeof flags, fit, name, false) < 0) {
             bool refuses_drafts = (*q)->rules && (*q)->rules->refuses_drafts;
-            kvshard__out_printf(&o, "%-12s cannot run it (no layerwise split%s)\n", name,
+            kvshard_writer__out_printf(&o, "%-12s cannot run it (no layerwise split%s)\n", name,
                                 refuses_drafts && fit->drafts ? ", or no stages with speculation"
                                                               : "");
             continue;
         }
         kvshard_fit_flags(env, sizeof env, fit, name, true);
-        kvshard__out_printf(&o, "%-12s %s%s%s\n", name, env[0] ? env : "", env[0] ? " " : "",
+        kvshard_writer__out_printf(&o, "%-12s %s%s%s\n", name, env[0] ? env : "", env[0] ? " " : "",
                             flags);
     }
-    return kvshard__out_finish(&o);
+    return kvshard_writer__out_finish(&o);
 }

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-void kvshard__out_init(kvshard__out *o, kvshard_write_fn write, void *user)
+void kvshard_writer__out_init(kvshard__out *o, kvshard_write_fn write, void *user)
 {
     o->write = write;
     o->user = user;
@@ -16,11 +16,12 @@ void kvshard__out_init(kvshard__out *o, kvshard_write_fn write, void *user)
     o->len = 0;
 }
 
-bool kvshard__out_open(kvshard__out *o, const void *object, kvshard_write_fn write, void *user)
+bool kvshard_writer__out_open(kvshard__out *o, const void *object, kvshard_write_fn write,
+                              void *user)
 {
     if (!object || !write)
         return false;
-    kvshard__out_init(o, write, user);
+    kvshard_writer__out_init(o, write, user);
     return true;
 }
 
@@ -31,7 +32,7 @@ static void flush(kvshard__out *o)
     o->len = 0;
 }
 
-void kvshard__out_put(kvshard__out *o, const char *s, size_t n)
+void kvshard_writer__out_put(kvshard__out *o, const char *s, size_t n)
 {
     if (o->failed)
         return;
@@ -52,12 +53,12 @@ void kvshard__out_put(kvshard__out *o, const char *s, size_t n)
     }
 }
 
-void kvshard__out_raw(kvshard__out *o, const char *s)
+void kvshard_writer__out_raw(kvshard__out *o, const char *s)
 {
-    kvshard__out_put(o, s, strlen(s));
+    kvshard_writer__out_put(o, s, strlen(s));
 }
 
-void kvshard__out_u64(kvshard__out *o, uint64_t v)
+void kvshard_writer__out_u64(kvshard__out *o, uint64_t v)
 {
     char digits[20];
     size_t i = sizeof digits;
@@ -65,35 +66,35 @@ void kvshard__out_u64(kvshard__out *o, uint64_t v)
         digits[--i] = (char)('0' + v % 10);
         v /= 10;
     } while (v);
-    kvshard__out_put(o, digits + i, sizeof digits - i);
+    kvshard_writer__out_put(o, digits + i, sizeof digits - i);
 }
 
-void kvshard__out_i64(kvshard__out *o, int64_t v)
+void kvshard_writer__out_i64(kvshard__out *o, int64_t v)
 {
     if (v < 0) {
-        kvshard__out_put(o, "-", 1);
-        kvshard__out_u64(o, (uint64_t)0 - (uint64_t)v);
+        kvshard_writer__out_put(o, "-", 1);
+        kvshard_writer__out_u64(o, (uint64_t)0 - (uint64_t)v);
     } else {
-        kvshard__out_u64(o, (uint64_t)v);
+        kvshard_writer__out_u64(o, (uint64_t)v);
     }
 }
 
-void kvshard__out_grouped(kvshard__out *o, uint64_t v)
+void kvshard_writer__out_grouped(kvshard__out *o, uint64_t v)
 {
     char buf[32];
-    kvshard__out_put(o, buf, kvshard_format__grouped_text(buf, sizeof buf, v));
+    kvshard_writer__out_put(o, buf, kvshard_format__grouped_text(buf, sizeof buf, v));
 }
 
-void kvshard__out_human(kvshard__out *o, uint64_t bytes, int width)
+void kvshard_writer__out_human(kvshard__out *o, uint64_t bytes, int width)
 {
     char buf[32];
     size_t n = kvshard_format__human_text(buf, sizeof buf, bytes);
-    kvshard__out_put(o, buf, n);
+    kvshard_writer__out_put(o, buf, n);
     for (size_t i = n; (int)i < width; i++)
-        kvshard__out_put(o, " ", 1);
+        kvshard_writer__out_put(o, " ", 1);
 }
 
-void kvshard__out_hex64(kvshard__out *o, uint64_t v)
+void kvshard_writer__out_hex64(kvshard__out *o, uint64_t v)
 {
     static const char hex[] = "0123456789abcdef";
     char digits[16];
@@ -101,10 +102,10 @@ void kvshard__out_hex64(kvshard__out *o, uint64_t v)
         digits[i] = hex[v & 0xF];
         v >>= 4;
     }
-    kvshard__out_put(o, digits, sizeof digits);
+    kvshard_writer__out_put(o, digits, sizeof digits);
 }
 
-void kvshard__out_printf(kvshard__out *o, const char *fmt, ...)
+void kvshard_writer__out_printf(kvshard__out *o, const char *fmt, ...)
 {
     if (o->failed)
         return;
@@ -132,11 +133,11 @@ void kvshard__out_printf(kvshard__out *o, const char *fmt, ...)
     o->len = (size_t)n;
 }
 
-void kvshard__out_json_string(kvshard__out *o, const char *s, size_t len)
+void kvshard_writer__out_json_string(kvshard__out *o, const char *s, size_t len)
 {
     static const char hex[] = "0123456789abcdef";
     const unsigned char *p = (const unsigned char *)s;
-    kvshard__out_put(o, "\"", 1);
+    kvshard_writer__out_put(o, "\"", 1);
     size_t run = 0; /* bytes that go out as they are */
     for (size_t i = 0; i < len && !o->failed;) {
         unsigned char c = p[i];
@@ -145,29 +146,29 @@ void kvshard__out_json_string(kvshard__out *o, const char *s, size_t len)
             run++;
             continue;
         }
-        kvshard__out_put(o, (const char *)p + i - run, run);
+        kvshard_writer__out_put(o, (const char *)p + i - run, run);
         run = 0;
         if (c == '"' || c == '\\') {
             char esc[2] = {'\\', (char)c};
-            kvshard__out_put(o, esc, 2);
+            kvshard_writer__out_put(o, esc, 2);
             i++;
         } else if (c < 0x20) {
             char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 0xF]};
-            kvshard__out_put(o, esc, 6);
+            kvshard_writer__out_put(o, esc, 6);
             i++;
         } else {
-            size_t n = kvshard__utf8_char(p + i, len - i);
+            size_t n = kvshard_error__utf8_char(p + i, len - i);
             if (n == 0) {
-                kvshard__out_put(o, "\xEF\xBF\xBD", 3); /* U+FFFD */
+                kvshard_writer__out_put(o, "\xEF\xBF\xBD", 3); /* U+FFFD */
                 i++;
             } else {
-                kvshard__out_put(o, (const char *)p + i, n);
+                kvshard_writer__out_put(o, (const char *)p + i, n);
                 i += n;
             }
         }
     }
-    kvshard__out_put(o, (const char *)p + len - run, run);
-    kvshard__out_put(o, "\"", 1);
+    kvshard_writer__out_put(o, (const char *)p + len - run, run);
+    kvshard_writer__out_put(o, "\"", 1);
 }
 
 /* The escaped slice for XML: entities for the five special characters, and
@@ -193,12 +194,12 @@ static void put_xml(kvshard__out *o, const char *tmp, size_t n)
             default: continue;
             }
         }
-        kvshard__out_put(o, tmp + from, i - from);
-        kvshard__out_raw(o, entity);
+        kvshard_writer__out_put(o, tmp + from, i - from);
+        kvshard_writer__out_raw(o, entity);
         i += width - 1;
         from = i + 1;
     }
-    kvshard__out_put(o, tmp + from, n - from);
+    kvshard_writer__out_put(o, tmp + from, n - from);
 }
 
 /* Escape text in slices cut between characters, each through `put`. */
@@ -212,23 +213,23 @@ static void put_escaped(kvshard__out *o, const char *s, size_t len,
             take--;
         if (take == 0)
             take = len < 200 ? len : 200;
-        put(o, tmp, kvshard__escape(tmp, sizeof tmp, s, take));
+        put(o, tmp, kvshard_error__escape(tmp, sizeof tmp, s, take));
         s += take;
         len -= take;
     }
 }
 
-void kvshard__out_safe(kvshard__out *o, const char *s, size_t len)
+void kvshard_writer__out_safe(kvshard__out *o, const char *s, size_t len)
 {
-    put_escaped(o, s, len, kvshard__out_put);
+    put_escaped(o, s, len, kvshard_writer__out_put);
 }
 
-void kvshard__out_xml(kvshard__out *o, const char *s, size_t len)
+void kvshard_writer__out_xml(kvshard__out *o, const char *s, size_t len)
 {
     put_escaped(o, s, len, put_xml);
 }
 
-int kvshard__out_finish(kvshard__out *o)
+int kvshard_writer__out_finish(kvshard__out *o)
 {
     flush(o);
     return o->failed ? KVSHARD_EWRITE : KVSHARD_OK;
@@ -239,10 +240,10 @@ int kvshard__out_finish(kvshard__out *o)
 static void text_put(void *ctx, const char *s, size_t n, bool code)
 {
     (void)code;
-    kvshard__out_put(ctx, s, n);
+    kvshard_writer__out_put(ctx, s, n);
 }
 
-kvshard__printer kvshard__out_text_printer(kvshard__out *o)
+kvshard__printer kvshard_writer__out_text_printer(kvshard__out *o)
 {
     kvshard__printer p = {text_put, NULL, o};
     return p;
@@ -251,30 +252,30 @@ kvshard__printer kvshard__out_text_printer(kvshard__out *o)
 static void html_put(void *ctx, const char *s, size_t n, bool code)
 {
     if (code)
-        kvshard__out_raw(ctx, "<code>");
-    kvshard__out_xml(ctx, s, n);
+        kvshard_writer__out_raw(ctx, "<code>");
+    kvshard_writer__out_xml(ctx, s, n);
     if (code)
-        kvshard__out_raw(ctx, "</code>");
+        kvshard_writer__out_raw(ctx, "</code>");
 }
 
 static void html_row(void *ctx, const char *label)
 {
     if (!label) {
-        kvshard__out_raw(ctx, "</td></tr>\n");
+        kvshard_writer__out_raw(ctx, "</td></tr>\n");
         return;
     }
-    kvshard__out_raw(ctx, "<tr><th scope=\"row\">");
-    kvshard__out_xml(ctx, label, strlen(label));
-    kvshard__out_raw(ctx, "</th><td>");
+    kvshard_writer__out_raw(ctx, "<tr><th scope=\"row\">");
+    kvshard_writer__out_xml(ctx, label, strlen(label));
+    kvshard_writer__out_raw(ctx, "</th><td>");
 }
 
-kvshard__printer kvshard__out_html_printer(kvshard__out *o)
+kvshard__printer kvshard_writer__out_html_printer(kvshard__out *o)
 {
     kvshard__printer p = {html_put, html_row, o};
     return p;
 }
 
-void kvshard__split_members(char *out, size_t cap, uint32_t T, uint32_t S, uint32_t s)
+void kvshard_writer__split_members(char *out, size_t cap, uint32_t T, uint32_t S, uint32_t s)
 {
     uint32_t n = T / S;
     if (n > 4) {
@@ -290,13 +291,13 @@ void kvshard__split_members(char *out, size_t cap, uint32_t T, uint32_t S, uint3
     }
 }
 
-void kvshard__out_kind_counts(kvshard__out *o, const kvshard__model_info *m)
+void kvshard_writer__out_kind_counts(kvshard__out *o, const kvshard__model_info *m)
 {
     const char *sep = "";
     for (uint8_t k = 0; k < KVSHARD__KIND_COUNT; k++) {
         const kvshard_kinds__row *row = kvshard_kinds__of(k);
         if (row->count_always || m->count[k]) {
-            kvshard__out_printf(o, "%s%u %s", sep, m->count[k], row->count_label);
+            kvshard_writer__out_printf(o, "%s%u %s", sep, m->count[k], row->count_label);
             sep = ", ";
         }
     }

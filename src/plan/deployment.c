@@ -20,20 +20,20 @@ int kvshard_deployment__locate(const kvshard_deployment *deployment, int rc,
     kvshard__mark mark;
     bool override;
     if (diag->option &&
-        kvshard__deployment_site(deployment, diag->option, &source, &mark, &override)) {
-        kvshard__error_locate(err, source, mark);
+        kvshard_deploy__deployment_site(deployment, diag->option, &source, &mark, &override)) {
+        kvshard_error__locate(err, source, mark);
         return rc;
     }
     for (int pass = 0; diag->among && pass < 2; pass++) {
         for (const char *const *o = diag->among; *o; o++) {
-            if (kvshard__deployment_site(deployment, *o, &source, &mark, &override) &&
+            if (kvshard_deploy__deployment_site(deployment, *o, &source, &mark, &override) &&
                 (pass == 1 || override)) {
-                kvshard__error_locate(err, source, mark);
+                kvshard_error__locate(err, source, mark);
                 return rc;
             }
         }
     }
-    kvshard__error_locate(err, deployment->source, kvshard__no_mark);
+    kvshard_error__locate(err, deployment->source, kvshard_error__no_mark);
     return rc;
 }
 
@@ -41,12 +41,12 @@ int kvshard_deployment__run(kvshard_deployment__call call, void *out,
                             const kvshard_deployment *deployment, kvshard_error *err)
 {
     if (!deployment) {
-        kvshard__error_reset(err);
-        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
+        kvshard_error__reset(err);
+        return kvshard_error__fail(err, KVSHARD_EINVAL, "", kvshard_error__no_mark,
                              "deployment must not be NULL");
     }
     kvshard_diag__ctx diag = kvshard_diag__on(err);
-    kvshard_options options = kvshard__deployment_options(deployment);
+    kvshard_options options = kvshard_deploy__deployment_options(deployment);
     int rc = call(out, deployment->model, &options, &deployment->alloc, &diag);
     return kvshard_deployment__locate(deployment, rc, &diag);
 }
@@ -54,7 +54,7 @@ int kvshard_deployment__run(kvshard_deployment__call call, void *out,
 static int plan_call(void *out, const kvshard_model *model, const kvshard_options *options,
                      const kvshard_allocator *allocator, kvshard_diag__ctx *diag)
 {
-    return kvshard__plan_create(out, model, options, allocator, diag);
+    return kvshard_plan__create(out, model, options, allocator, diag);
 }
 
 /* Flags skipped under --ignore_unknown_flags change what the engine runs

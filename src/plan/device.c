@@ -14,7 +14,7 @@
 #define BILLION UINT64_C(1000000000)
 #define GIB (UINT64_C(1) << 30)
 
-void kvshard__ppb_text(char *buf, size_t cap, uint32_t ppb)
+void kvshard_device__ppb_text(char *buf, size_t cap, uint32_t ppb)
 {
     /* Exact: the billionths as written, trailing zeros dropped. */
     int n = snprintf(buf, cap, "%u.%09u", ppb / 1000000000u, ppb % 1000000000u);
@@ -22,9 +22,9 @@ void kvshard__ppb_text(char *buf, size_t cap, uint32_t ppb)
         buf[--n] = '\0';
 }
 
-void kvshard__ppb_flag_text(char *buf, size_t cap, uint32_t ppb)
+void kvshard_device__ppb_flag_text(char *buf, size_t cap, uint32_t ppb)
 {
-    kvshard__ppb_text(buf, cap, ppb);
+    kvshard_device__ppb_text(buf, cap, ppb);
     size_t n = strlen(buf);
     if (n > 2 && buf[n - 2] == '.' && buf[n - 1] == '0')
         buf[n - 2] = '\0'; /* 1.0 -> 1 */
@@ -61,9 +61,10 @@ static int classify_weights(kvshard__weights **out, const kvshard__safetensors *
 {
     const kvshard__model_info *m = &model->info;
     uint32_t L = m->num_layers, D = m->num_draft_layers;
-    bool *sliding = kvshard__alloc(alloc, (size_t)L + D + 1, sizeof *sliding);
+    bool *sliding = kvshard_alloc__bytes(alloc, (size_t)L + D + 1, sizeof *sliding);
     if (!sliding)
-        return kvshard__fail(err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+        return kvshard_error__fail(err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
+                                   "out of memory");
     for (uint32_t i = 0; i < L; i++) {
         int32_t src = model->kv_source ? model->kv_source[i] : -1;
         uint8_t kind = model->kinds[src >= 0 ? (uint32_t)src : i];
@@ -87,7 +88,7 @@ static int classify_weights(kvshard__weights **out, const kvshard__safetensors *
         .tie_word_embeddings = m->tie_word_embeddings,
     };
     int rc = kvshard_weights__build(out, set, &g, alloc, err);
-    kvshard__free(alloc, sliding);
+    kvshard_alloc__free(alloc, sliding);
     return rc;
 }
 
@@ -151,7 +152,8 @@ static int read_weights(kvshard__device *d, const kvshard_model *model,
     kvshard_safetensors__free(set);
     if (rc == KVSHARD_OK) {
         d->summary = *kvshard_weights__summary(d->weights);
-        d->memo = kvshard__calloc(alloc, 1, sizeof *d->memo); /* none: no memo, same figures */
+        d->memo =
+            kvshard_alloc__calloc(alloc, 1, sizeof *d->memo); /* none: no memo, same figures */
     }
     return rc;
 }
@@ -172,7 +174,7 @@ static bool input_given(const kvshard__planning *pl, const char *name)
     return i >= 0 && (pl->inputs_set >> i & 1u);
 }
 
-int kvshard__device_open(kvshard__device *d, const kvshard__planning *pl,
+int kvshard_device__open(kvshard__device *d, const kvshard__planning *pl,
                          const kvshard_model *model, const kvshard_allocator *alloc,
                          kvshard_diag__ctx *diag)
 {
@@ -214,7 +216,7 @@ int kvshard__device_open(kvshard__device *d, const kvshard__planning *pl,
         char shown[40];
         kvshard_format__shortest_text(shown, sizeof shown, d->utilization);
         diag->option = "memory_utilization";
-        return kvshard__fail(diag->err, KVSHARD_ERANGE, "", kvshard__no_mark,
+        return kvshard_error__fail(diag->err, KVSHARD_ERANGE, "", kvshard_error__no_mark,
                              "memory_utilization %s has more than 9 digits after the point; "
                              "kvshard reads it to the billionth",
                              shown);
@@ -263,11 +265,11 @@ static int open_weights(kvshard__device *d, const kvshard_options *o, const kvsh
     return KVSHARD_OK;
 }
 
-void kvshard__device_close(kvshard__device *d)
+void kvshard_device__close(kvshard__device *d)
 {
     kvshard_weights__free(d->weights);
     d->weights = NULL;
-    kvshard__free(&d->alloc, d->memo);
+    kvshard_alloc__free(&d->alloc, d->memo);
     d->memo = NULL;
 }
 
@@ -303,9 +305,11 @@ static int stage_weights(uint64_t *weights, const kvshard__device *d, const kvsh
     }
     case KVSHARD__WEIGHTS_SAFETENSORS: {
         kvshard__wstage local[64];
-        kvshard__wstage *st = l->pp <= 64 ? local : kvshard__alloc(&d->alloc, l->pp, sizeof *st);
+        kvshard__wstage *st =
+            l->pp <= 64 ? local : kvshard_alloc__bytes(&d->alloc, l->pp, sizeof *st);
         if (!st)
-            return kvshard__fail(diag->err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+            return kvshard_error__fail(diag->err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
+                                       "out of memory");
         kvshard__wlayout wl = {l->tp, l->dp, l->cp, o->expert_parallel,
                                o->num_speculative_tokens > 0, l->pp, l->stage_layers};
         if (memo_holds(d->memo, &wl)) {
@@ -318,7 +322,7 @@ static int stage_weights(uint64_t *weights, const kvshard__device *d, const kvsh
         if (rc == KVSHARD_OK)
             memo_keep(d->memo, &wl, weights);
         if (st != local)
-            kvshard__free(&d->alloc, st);
+            kvshard_alloc__free(&d->alloc, st);
         return rc;
     }
     case KVSHARD__WEIGHTS_NONE:
@@ -328,7 +332,7 @@ static int stage_weights(uint64_t *weights, const kvshard__device *d, const kvsh
     }
 }
 
-int kvshard__device_stages(uint64_t *weights, uint64_t *budgets, const kvshard__device *d,
+int kvshard_device__stages(uint64_t *weights, uint64_t *budgets, const kvshard__device *d,
                            const kvshard__planning *pl, const kvshard__device_layout *layout,
                            int64_t *left, kvshard_diag__ctx *diag)
 {
@@ -372,7 +376,7 @@ int kvshard__device_stages(uint64_t *weights, uint64_t *budgets, const kvshard__
         else
             snprintf(short_text, sizeof short_text, "more than 18446744073709551615");
         char u[24], where[32] = "";
-        kvshard__ppb_text(u, sizeof u, d->utilization_ppb);
+        kvshard_device__ppb_text(u, sizeof u, d->utilization_ppb);
         if (layout->pp > 1)
             snprintf(where, sizeof where, " on stage %u", s);
         diag->option = "device_memory";
@@ -387,7 +391,7 @@ int kvshard__device_stages(uint64_t *weights, uint64_t *budgets, const kvshard__
     return KVSHARD_OK;
 }
 
-int kvshard__budgets_for(kvshard__budgets *out, uint64_t *weights, uint64_t *stage,
+int kvshard_device__budgets_for(kvshard__budgets *out, uint64_t *weights, uint64_t *stage,
                          const kvshard__device *d, const kvshard__planning *pl,
                          const kvshard_model *model, const kvshard__device_layout *layout,
                          uint32_t split, int64_t *left, kvshard_diag__ctx *diag)
@@ -395,8 +399,9 @@ int kvshard__budgets_for(kvshard__budgets *out, uint64_t *weights, uint64_t *sta
     out->stage_ranks = layout->tp;
     out->stage = NULL;
     if (!d->used)
-        return kvshard__planning_budget(&out->least, &out->has, pl, model, layout->tp, split, diag);
-    int rc = kvshard__device_stages(weights, stage, d, pl, layout, left, diag);
+        return kvshard_validate__planning_budget(&out->least, &out->has, pl, model, layout->tp,
+                                                 split, diag);
+    int rc = kvshard_device__stages(weights, stage, d, pl, layout, left, diag);
     if (rc)
         return rc;
     out->has = true;
@@ -407,7 +412,7 @@ int kvshard__budgets_for(kvshard__budgets *out, uint64_t *weights, uint64_t *sta
     return KVSHARD_OK;
 }
 
-void kvshard__device_figures_of(kvshard__device_figures *out, const kvshard__device *d)
+void kvshard_device__figures_of(kvshard__device_figures *out, const kvshard__device *d)
 {
     memset(out, 0, sizeof *out);
     out->used = d->used;
@@ -437,7 +442,7 @@ static kvshard_value *engine_input(kvshard__planning *pl, const char *name, bool
     return &pl->inputs[i];
 }
 
-int kvshard__device_map(kvshard__planning *pl, kvshard_diag__ctx *diag)
+int kvshard_device__map(kvshard__planning *pl, kvshard_diag__ctx *diag)
 {
     const kvshard_options *o = &pl->options;
     const kvshard__profile *p = pl->profile;
@@ -447,7 +452,7 @@ int kvshard__device_map(kvshard__planning *pl, kvshard_diag__ctx *diag)
     kvshard_value *total = engine_input(pl, p->device.total_input, &set);
     if (total && set && total->u != o->device_memory) {
         diag->option = "device_memory";
-        return kvshard__fail(diag->err, KVSHARD_EDUPKEY, "", kvshard__no_mark,
+        return kvshard_error__fail(diag->err, KVSHARD_EDUPKEY, "", kvshard_error__no_mark,
                              "%s profile: device_memory %llu and %s %llu differ; give one of them",
                              p->name, (unsigned long long)o->device_memory, p->device.total_input,
                              (unsigned long long)total->u);
@@ -463,7 +468,7 @@ int kvshard__device_map(kvshard__planning *pl, kvshard_diag__ctx *diag)
             kvshard_format__shortest_text(mine, sizeof mine, o->memory_utilization);
             kvshard_format__shortest_text(theirs, sizeof theirs, u->d);
             diag->option = "memory_utilization";
-            return kvshard__fail(diag->err, KVSHARD_EDUPKEY, "", kvshard__no_mark,
+            return kvshard_error__fail(diag->err, KVSHARD_EDUPKEY, "", kvshard_error__no_mark,
                                  "%s profile: memory_utilization %s and %s %s differ; give one "
                                  "of them",
                                  p->name, mine, p->device.utilization_input, theirs);
@@ -473,7 +478,7 @@ int kvshard__device_map(kvshard__planning *pl, kvshard_diag__ctx *diag)
     return KVSHARD_OK;
 }
 
-void kvshard__device_about_fill(const kvshard__device *d, const kvshard__profile *profile,
+void kvshard_device__about_fill(const kvshard__device *d, const kvshard__profile *profile,
                                 kvshard_diag__ctx *diag)
 {
     if (d->fills && diag->option && profile->device.fill_input &&
@@ -481,7 +486,7 @@ void kvshard__device_about_fill(const kvshard__device *d, const kvshard__profile
         diag->option = "device_memory";
 }
 
-int kvshard__device_fill(kvshard__planning *pl, const kvshard__device *d,
+int kvshard_device__fill(kvshard__planning *pl, const kvshard__device *d,
                          const kvshard__device_layout *layout, kvshard_diag__ctx *diag)
 {
     if (!d->fills)

@@ -36,10 +36,10 @@ typedef struct kvshard__device {
  * weights. EWEIGHTS when nothing does, ERANGE for a utilization of more
  * than 9 decimal places, EPROFILE under a profile whose budget does not
  * come from the device, and the reader's errors, each about its key. */
-int kvshard__device_open(kvshard__device *d, const kvshard__planning *pl,
+int kvshard_device__open(kvshard__device *d, const kvshard__planning *pl,
                          const kvshard_model *model, const kvshard_allocator *alloc,
                          kvshard_diag__ctx *diag);
-void kvshard__device_close(kvshard__device *d);
+void kvshard_device__close(kvshard__device *d);
 
 /* A layout's stages as the device sizes them. */
 typedef struct kvshard__device_layout {
@@ -53,38 +53,38 @@ typedef struct kvshard__device_layout {
  * of neither 1 nor pp entries; EDOESNOTFIT for a stage left with nothing
  * (naming it, its weights, the reserve and the shortfall), with
  * `*short_stage` that stage and *left its (negative) budget when not NULL. */
-int kvshard__device_stages(uint64_t *weights, uint64_t *budgets, const kvshard__device *d,
+int kvshard_device__stages(uint64_t *weights, uint64_t *budgets, const kvshard__device *d,
                            const kvshard__planning *pl, const kvshard__device_layout *layout,
                            int64_t *left, kvshard_diag__ctx *diag);
 
 /* The budgets of a planning call for a layout: with the device, each
  * stage's (into weights[] and stage[], P each) and the smallest, else the
- * profile's one figure. Errors as kvshard__device_stages() and the
+ * profile's one figure. Errors as kvshard_device__stages() and the
  * profile's budget. */
-int kvshard__budgets_for(kvshard__budgets *out, uint64_t *weights, uint64_t *stage,
+int kvshard_device__budgets_for(kvshard__budgets *out, uint64_t *weights, uint64_t *stage,
                          const kvshard__device *d, const kvshard__planning *pl,
                          const kvshard_model *model, const kvshard__device_layout *layout,
                          uint32_t split, int64_t *left, kvshard_diag__ctx *diag);
 
 /* The device's figures as a plan keeps them (the first unknown tensor's
  * name copied). */
-void kvshard__device_figures_of(kvshard__device_figures *out, const kvshard__device *d);
+void kvshard_device__figures_of(kvshard__device_figures *out, const kvshard__device *d);
 
 /* Under an engine profile, device_memory and memory_utilization into the
  * inputs they are the same as (EDUPKEY when both are given and differ),
  * before the profile settles its inputs. */
-int kvshard__device_map(kvshard__planning *pl, kvshard_diag__ctx *diag);
+int kvshard_device__map(kvshard__planning *pl, kvshard_diag__ctx *diag);
 
 /* Under an engine profile, the weights of a rank (one stage of the
  * layout's T) into the input the profile fills when nothing set it:
  * non_kv_memory = weights + reserve, or device_memory_free = device_memory
  * - weights - reserve. */
-int kvshard__device_fill(kvshard__planning *pl, const kvshard__device *d,
+int kvshard_device__fill(kvshard__planning *pl, const kvshard__device *d,
                          const kvshard__device_layout *layout, kvshard_diag__ctx *diag);
 
 /* An error about the input the weights filled is about device_memory,
  * which the user gave: `diag` is moved onto it. */
-void kvshard__device_about_fill(const kvshard__device *d, const kvshard__profile *profile,
+void kvshard_device__about_fill(const kvshard__device *d, const kvshard__profile *profile,
                                 kvshard_diag__ctx *diag);
 
 /* What a failure about a rank's weights may be about, and one about
@@ -94,10 +94,10 @@ extern const char *const kvshard_device__about_fit[];
 
 /* A utilization in billionths as its exact decimal: "0.9", "1.0" (a JSON
  * number keeps its point). */
-void kvshard__ppb_text(char *buf, size_t cap, uint32_t ppb);
+void kvshard_device__ppb_text(char *buf, size_t cap, uint32_t ppb);
 
 /* The same as the shortest decimal, "0.9", "1": how an engine's flag line
  * writes it, since the engines print their fractions that way. */
-void kvshard__ppb_flag_text(char *buf, size_t cap, uint32_t ppb);
+void kvshard_device__ppb_flag_text(char *buf, size_t cap, uint32_t ppb);
 
 #endif /* KVSHARD_PLAN_DEVICE_H */

@@ -84,7 +84,7 @@ static void hash_layout2(hasher *x, hasher *y, const kvshard_plan *p)
      * in and the element types of their caches: a block count agreed over
      * ranks with different block sizes would mean nothing. */
     const kvshard_options *o = &p->options;
-    kvshard_dtype kv = kvshard__kv_cache_dtype(&p->model, o);
+    kvshard_dtype kv = kvshard_memory__kv_cache_dtype(&p->model, o);
     hash_word2(x, y, (uint64_t)o->block_size << 32 | (uint64_t)kv << 8 | (uint64_t)p->state_dtype);
     hash_bytes2(x, y, p->kinds, p->model.num_layers);
     hash_owners2(x, y, p->owner, p->model.num_layers);
@@ -94,7 +94,8 @@ static void hash_layout2(hasher *x, hasher *y, const kvshard_plan *p)
     if (!p->model.classes_by_kind) {
         for (uint32_t c = 0; c < p->model.num_classes; c++) {
             const kvshard__class *k = &p->model.classes[c];
-            hash_word2(x, y, (uint64_t)k->kind | (uint64_t)k->ratio << 8 | (uint64_t)k->flags << 16);
+            hash_word2(x, y,
+                       (uint64_t)k->kind | (uint64_t)k->ratio << 8 | (uint64_t)k->flags << 16);
         }
         hash_bytes2(x, y, p->class_of, p->model.num_layers);
     }
@@ -104,7 +105,7 @@ static void hash_layout2(hasher *x, hasher *y, const kvshard_plan *p)
      * hashes as it did before stages existed. */
     if (p->pp > 1) {
         hash_word2(x, y, (uint64_t)p->pp << 32 | (uint64_t)(uint32_t)o->rank_layout);
-        kvshard__strides st = kvshard__rank_strides(o, p->tp);
+        kvshard__strides st = kvshard_partition__rank_strides(o, p->tp);
         hash_word2(x, y, st.dp ^ st.pp << 16 ^ st.cp << 32 ^ st.tp << 48);
         for (uint32_t s = 0; s < p->pp; s++)
             hash_word2(x, y, p->stages[s].count);
@@ -122,7 +123,7 @@ static void hash_layout2(hasher *x, hasher *y, const kvshard_plan *p)
     }
 }
 
-void kvshard__compute_digests(kvshard_plan *p)
+void kvshard_digest__compute_digests(kvshard_plan *p)
 {
     hasher layout = {0x6B7673686172644Cull};
     hasher full = {0x6B76736861726450ull};

@@ -5,6 +5,6 @@
 #include "plan/plan.h"
 
 /* The layout digest and the plan digest of a finished plan. */
-void kvshard__compute_digests(kvshard_plan *p);
+void kvshard_digest__compute_digests(kvshard_plan *p);
 
 #endif /* KVSHARD_PLAN_DIGEST_H */

@@ -59,12 +59,12 @@ static const field fields[] = {
     {"binding_tp_rank", binding_tp_rank},
 };
 
-size_t kvshard__capacity_figure_count(void)
+size_t kvshard_figures__capacity_figure_count(void)
 {
     return sizeof fields / sizeof fields[0];
 }
 
-void kvshard__capacity_figure_at(kvshard_figure *out, const kvshard__capacity_source *src,
+void kvshard_figures__capacity_figure_at(kvshard_figure *out, const kvshard__capacity_source *src,
                                  size_t index)
 {
     const field *f = &fields[index];
@@ -83,7 +83,7 @@ void kvshard__capacity_figure_at(kvshard_figure *out, const kvshard__capacity_so
         out->uint_value = 0;
 }
 
-size_t kvshard__capacity_figure_index(const char *name)
+size_t kvshard_figures__capacity_figure_index(const char *name)
 {
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
         if (strcmp(fields[i].name, name) == 0)

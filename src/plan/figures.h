@@ -24,11 +24,11 @@ static inline uint64_t kvshard__max_seqs_of(const kvshard__capacity *c, const kv
 }
 
 /* The fields of the JSON capacity object, in its order. */
-size_t kvshard__capacity_figure_count(void);
+size_t kvshard_figures__capacity_figure_count(void);
 /* Figure `index` of `src` into *out (its size kept). */
-void kvshard__capacity_figure_at(kvshard_figure *out, const kvshard__capacity_source *src,
+void kvshard_figures__capacity_figure_at(kvshard_figure *out, const kvshard__capacity_source *src,
                                  size_t index);
 /* The index of the figure `name`, or SIZE_MAX. */
-size_t kvshard__capacity_figure_index(const char *name);
+size_t kvshard_figures__capacity_figure_index(const char *name);
 
 #endif /* KVSHARD_PLAN_FIGURES_H */

@@ -24,11 +24,12 @@ static int overflow_error(const calc *c, const kvshard__memory_inputs *in, const
         return kvshard_diag__fail(diag, kvshard_profile__about_block, KVSHARD_EOVERFLOW,
                                   "%s overflow 64 bits at block_size %u tokens", what,
                                   in->options->block_size);
-    return kvshard__fail(diag->err, KVSHARD_EOVERFLOW, in->model_source, kvshard__no_mark,
-                         "%s overflow 64 bits: the model's dimensions are too large", what);
+    return kvshard_error__fail(diag->err, KVSHARD_EOVERFLOW, in->model_source,
+                               kvshard_error__no_mark,
+                               "%s overflow 64 bits: the model's dimensions are too large", what);
 }
 
-uint32_t kvshard__replication_factor(const kvshard__model_info *model, uint32_t tp)
+uint32_t kvshard_memory__replication_factor(const kvshard__model_info *model, uint32_t tp)
 {
     if (kvshard__num_kv_layers(model) == 0)
         return 1;
@@ -38,14 +39,15 @@ uint32_t kvshard__replication_factor(const kvshard__model_info *model, uint32_t 
     return H && H < tp ? tp / H : 1;
 }
 
-kvshard_dtype kvshard__state_dtype(const kvshard__model_info *model, const kvshard_options *options)
+kvshard_dtype kvshard_memory__state_dtype(const kvshard__model_info *model,
+                                          const kvshard_options *options)
 {
     if (model->state.dtype == KVSHARD_DTYPE_AUTO) /* no temporal state */
         return KVSHARD_DTYPE_AUTO;
     return options->state_dtype != KVSHARD_DTYPE_AUTO ? options->state_dtype : model->state.dtype;
 }
 
-void kvshard__kv_heads(uint32_t *out_first, uint32_t *out_count, uint32_t heads, uint32_t tp,
+void kvshard_memory__kv_heads(uint32_t *out_first, uint32_t *out_count, uint32_t heads, uint32_t tp,
                        uint32_t first, uint32_t last)
 {
     if (heads == 0) {
@@ -59,7 +61,7 @@ void kvshard__kv_heads(uint32_t *out_first, uint32_t *out_count, uint32_t heads,
     *out_count = (uint32_t)(hi - lo);
 }
 
-kvshard_dtype kvshard__kv_cache_dtype(const kvshard__model_info *model,
+kvshard_dtype kvshard_memory__kv_cache_dtype(const kvshard__model_info *model,
                                       const kvshard_options *options)
 {
     kvshard_dtype d = options->kv_cache_dtype;
@@ -69,10 +71,10 @@ kvshard_dtype kvshard__kv_cache_dtype(const kvshard__model_info *model,
 /* Bytes per cached element. */
 static unsigned kv_element_bytes(const kvshard__model_info *m, const kvshard_options *o)
 {
-    return kvshard__dtype_bytes(kvshard__kv_cache_dtype(m, o));
+    return kvshard_dtype__bytes(kvshard_memory__kv_cache_dtype(m, o));
 }
 
-bool kvshard__kv_cache_fp8(const kvshard__model_info *model, const kvshard_options *options)
+bool kvshard_memory__kv_cache_fp8(const kvshard__model_info *model, const kvshard_options *options)
 {
     return kv_element_bytes(model, options) == 1;
 }
@@ -187,7 +189,7 @@ static kvshard__cost class_cost(calc *c, const kvshard__memory_inputs *in, const
             uint64_t parts = k->flags & KVSHARD__LAYER_SPARSE_KV ? 2 : 1;
             cost.per_token =
                 add(c, cost.per_token,
-                    mul(c, parts * m->sparse_index_dim, kvshard__dtype_bytes(m->dtype)));
+                    mul(c, parts * m->sparse_index_dim, kvshard_dtype__bytes(m->dtype)));
         }
         cost.entry = cost.per_token;
         break;
@@ -206,7 +208,7 @@ static kvshard__cost class_cost(calc *c, const kvshard__memory_inputs *in, const
     return cost;
 }
 
-int kvshard__layer_cost(kvshard__cost *out, const kvshard__memory_inputs *in, uint8_t cls,
+int kvshard_memory__layer_cost(kvshard__cost *out, const kvshard__memory_inputs *in, uint8_t cls,
                         uint32_t full_heads, uint32_t sliding_heads, kvshard_diag__ctx *diag)
 {
     calc c = {false, false, false};
@@ -221,20 +223,21 @@ int kvshard__layer_cost(kvshard__cost *out, const kvshard__memory_inputs *in, ui
  * rank, by its kind's formula. */
 static uint64_t state_bytes(calc *c, const kvshard__memory_inputs *in)
 {
-    kvshard_states__env env = kvshard__state_env(in);
+    kvshard_states__env env = kvshard_memory__state_env(in);
     return kvshard_states__bytes(c, &in->model->state, &env);
 }
 
-kvshard_states__env kvshard__state_env(const kvshard__memory_inputs *in)
+kvshard_states__env kvshard_memory__state_env(const kvshard__memory_inputs *in)
 {
     const kvshard__model_info *m = in->model;
     kvshard_states__env env = {in->tp, in->options->num_speculative_tokens,
-                               kvshard__dtype_bytes(m->dtype),
-                               kvshard__dtype_bytes(kvshard__state_dtype(m, in->options))};
+                               kvshard_dtype__bytes(m->dtype),
+                               kvshard_dtype__bytes(kvshard_memory__state_dtype(m, in->options))};
     return env;
 }
 
-int kvshard__state_bytes(uint64_t *out, const kvshard__memory_inputs *in, kvshard_diag__ctx *diag)
+int kvshard_memory__state_bytes(uint64_t *out, const kvshard__memory_inputs *in,
+                                kvshard_diag__ctx *diag)
 {
     calc c = {false, false, false};
     uint64_t b = state_bytes(&c, in);
@@ -249,7 +252,7 @@ int kvshard__state_bytes(uint64_t *out, const kvshard__memory_inputs *in, kvshar
 static uint32_t heads_of(uint32_t heads, uint32_t tp, uint32_t first, uint32_t last)
 {
     uint32_t f, n;
-    kvshard__kv_heads(&f, &n, heads, tp, first, last);
+    kvshard_memory__kv_heads(&f, &n, heads, tp, first, last);
     return n;
 }
 
@@ -320,7 +323,7 @@ static kvshard_rank_memory rank_figures(calc *c, const kvshard__memory_inputs *i
     return f;
 }
 
-int kvshard__memory_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inputs *in,
+int kvshard_memory__ranks(kvshard_rank_memory *ranks, const kvshard__memory_inputs *in,
                           const uint32_t *which, uint32_t n, kvshard_diag__ctx *diag)
 {
     const kvshard__model_info *m = in->model;
@@ -338,7 +341,8 @@ int kvshard__memory_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inpu
      * requires of the geometries a plan uses, every rank holds as many
      * heads of its own as the first: those divisions are done once. */
     bool even = divides_either(m->full.heads, T) && divides_either(m->sliding.heads, T);
-    uint32_t full0 = heads_of(m->full.heads, T, 0, 0), sliding0 = heads_of(m->sliding.heads, T, 0, 0);
+    uint32_t full0 = heads_of(m->full.heads, T, 0, 0),
+             sliding0 = heads_of(m->sliding.heads, T, 0, 0);
     /* A split group's union is not the same for every group: with fewer
      * KV heads than ranks a group can straddle two heads' replicas (H 4,
      * T 12, S 2: ranks 2 and 3 hold heads 0 and 1), so each group's is
@@ -388,12 +392,12 @@ int kvshard__memory_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inpu
     return KVSHARD_OK;
 }
 
-bool kvshard__ranks_alike(const kvshard__model_info *m, uint32_t tp)
+bool kvshard_memory__ranks_alike(const kvshard__model_info *m, uint32_t tp)
 {
     return divides_either(m->full.heads, tp) && divides_either(m->sliding.heads, tp);
 }
 
-uint32_t kvshard__memory_other_group(const kvshard__model_info *m, uint32_t tp, uint32_t split)
+uint32_t kvshard_memory__other_group(const kvshard__model_info *m, uint32_t tp, uint32_t split)
 {
     /* Group g's union is 1 + floor((o + S - 1) / R) heads, o = g S mod R its
      * start within a head's R = T / H replicas: with e = S mod R, group 0's
@@ -407,7 +411,7 @@ uint32_t kvshard__memory_other_group(const kvshard__model_info *m, uint32_t tp, 
     return e == 0 || R % e == 0 ? 0 : R / e;
 }
 
-int kvshard__stage_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inputs *in,
+int kvshard_memory__stage_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inputs *in,
                          const kvshard__range *stages, uint32_t pp, const uint32_t *owned,
                          kvshard_diag__ctx *diag)
 {
@@ -422,14 +426,14 @@ int kvshard__stage_ranks(kvshard_rank_memory *ranks, const kvshard__memory_input
             stage.split = 1;
             stage.owned = stages[s].class_census; /* one split rank owns every KV layer */
         }
-        int rc = kvshard__memory_ranks(ranks + (size_t)s * in->tp, &stage, NULL, in->tp, diag);
+        int rc = kvshard_memory__ranks(ranks + (size_t)s * in->tp, &stage, NULL, in->tp, diag);
         if (rc)
             return rc;
     }
     return KVSHARD_OK;
 }
 
-int kvshard__unsplit_bytes_per_block(uint64_t *out, const kvshard__memory_inputs *in,
+int kvshard_memory__unsplit_bytes_per_block(uint64_t *out, const kvshard__memory_inputs *in,
                                      kvshard_diag__ctx *diag)
 {
     const kvshard__model_info *m = in->model;
@@ -451,8 +455,9 @@ int kvshard__unsplit_bytes_per_block(uint64_t *out, const kvshard__memory_inputs
     return KVSHARD_OK;
 }
 
-void kvshard__largest_figures(uint64_t *out_kv_bytes_per_token, uint64_t *out_bytes_per_block,
-                              const kvshard_rank_memory *ranks, uint32_t tp)
+void kvshard_memory__largest_figures(uint64_t *out_kv_bytes_per_token,
+                                     uint64_t *out_bytes_per_block,
+                                     const kvshard_rank_memory *ranks, uint32_t tp)
 {
     uint64_t kv = 0, block = 0;
     for (uint32_t r = 0; r < tp; r++) {

@@ -36,78 +36,80 @@ typedef struct kvshard__cost {
 /* How many TP ranks hold a copy of each KV head without the split: T/H
  * for GQA with fewer KV heads of the full geometry than ranks, T for MLA
  * and compressed attention, 1 otherwise and for a model with no KV layer. */
-uint32_t kvshard__replication_factor(const kvshard__model_info *model, uint32_t tp);
+uint32_t kvshard_memory__replication_factor(const kvshard__model_info *model, uint32_t tp);
 
 /* The state dtype in force: the option, else the model's own. */
-kvshard_dtype kvshard__state_dtype(const kvshard__model_info *model,
+kvshard_dtype kvshard_memory__state_dtype(const kvshard__model_info *model,
                                    const kvshard_options *options);
 
 /* The dtype the KV cache is sized in: kv_cache_dtype, or for auto the
  * model's own. */
-kvshard_dtype kvshard__kv_cache_dtype(const kvshard__model_info *model,
+kvshard_dtype kvshard_memory__kv_cache_dtype(const kvshard__model_info *model,
                                       const kvshard_options *options);
 
 /* The dtypes and sizes one layer's state is counted in at T = in->tp: the
  * conv state in the model dtype, the temporal state in the state dtype. */
-kvshard_states__env kvshard__state_env(const kvshard__memory_inputs *in);
+kvshard_states__env kvshard_memory__state_env(const kvshard__memory_inputs *in);
 
 /* Whether the KV cache is fp8: kv_cache_dtype fp8, or auto with an fp8 model. */
-bool kvshard__kv_cache_fp8(const kvshard__model_info *model, const kvshard_options *options);
+bool kvshard_memory__kv_cache_fp8(const kvshard__model_info *model, const kvshard_options *options);
 
 /* KV heads TP ranks first..last hold together: rank r holds heads
  * [r*H/T, (r+1)*H/T) when H >= T, else head floor(r*H/T). First head and
  * count into *out_first and *out_count (0 and 0 when H is 0). */
-void kvshard__kv_heads(uint32_t *out_first, uint32_t *out_count, uint32_t heads, uint32_t tp,
+void kvshard_memory__kv_heads(uint32_t *out_first, uint32_t *out_count, uint32_t heads, uint32_t tp,
                        uint32_t first, uint32_t last);
 
 /* What one layer of class `cls` keeps with `full_heads` heads of the full
  * geometry and `sliding_heads` of the sliding one. EOVERFLOW past 64 bits. */
-int kvshard__layer_cost(kvshard__cost *out, const kvshard__memory_inputs *in, uint8_t cls,
+int kvshard_memory__layer_cost(kvshard__cost *out, const kvshard__memory_inputs *in, uint8_t cls,
                         uint32_t full_heads, uint32_t sliding_heads, kvshard_diag__ctx *diag);
 
 /* Per-sequence state of one linear or hybrid layer on one rank. */
-int kvshard__state_bytes(uint64_t *out, const kvshard__memory_inputs *in, kvshard_diag__ctx *diag);
+int kvshard_memory__state_bytes(uint64_t *out, const kvshard__memory_inputs *in,
+                                kvshard_diag__ctx *diag);
 
 /* Bytes per token, per block and per sequence of `n` TP ranks into `ranks`:
  * rank j is TP rank which[j], or j when `which` is NULL (every rank, n =
  * T). Each is sized by its own heads, its split group's union and its
  * split rank's row of `in->owned`; the block counts are left for the
  * capacity. */
-int kvshard__memory_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inputs *in,
+int kvshard_memory__ranks(kvshard_rank_memory *ranks, const kvshard__memory_inputs *in,
                           const uint32_t *which, uint32_t n, kvshard_diag__ctx *diag);
 
 /* Whether every rank of T holds as many heads of each geometry as the
  * first (T and the heads divide one another, as planning requires of the
  * geometries a plan uses): then two ranks of one stage have the same
  * figures when they are the same split rank of groups with the same union
- * (kvshard__memory_other_group). */
-bool kvshard__ranks_alike(const kvshard__model_info *m, uint32_t tp);
+ * (kvshard_memory__other_group). */
+bool kvshard_memory__ranks_alike(const kvshard__model_info *m, uint32_t tp);
 
-/* When kvshard__ranks_alike: the first split group of S_eff = `split`
+/* When kvshard_memory__ranks_alike: the first split group of S_eff = `split`
  * ranks whose union of full-geometry KV heads differs from group 0's, or 0
  * when every group's is group 0's. Only with fewer KV heads than ranks can
  * it differ (a group straddling two heads' replicas), and then every group
  * holds group 0's count or one more: group 0 and that group stand for all.
- * fit keeps a split rank of each (kvshard__plan_figures). */
-uint32_t kvshard__memory_other_group(const kvshard__model_info *m, uint32_t tp, uint32_t split);
+ * fit keeps a split rank of each (kvshard_plan__figures). */
+uint32_t kvshard_memory__other_group(const kvshard__model_info *m, uint32_t tp, uint32_t split);
 
 /* Every plan rank's figures (P x T entries into `ranks`), stage by stage:
  * `in` gives the model, options, T and S_eff; `stages` the P stages' layer
  * ranges; `owned` P rows of S_eff x classes entries (the stages' owned
  * counts by class), or NULL for one split rank owning every KV layer (the
  * uniform figures). Draft layers count on the last stage only. */
-int kvshard__stage_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inputs *in,
+int kvshard_memory__stage_ranks(kvshard_rank_memory *ranks, const kvshard__memory_inputs *in,
                          const kvshard__range *stages, uint32_t pp, const uint32_t *owned,
                          kvshard_diag__ctx *diag);
 
 /* The bytes per block of every KV layer of the range stored unsplit on TP
  * rank 0 (no draft layers): what an engine that does not split sizes a
  * block by. EOVERFLOW past 64 bits. */
-int kvshard__unsplit_bytes_per_block(uint64_t *out, const kvshard__memory_inputs *in,
+int kvshard_memory__unsplit_bytes_per_block(uint64_t *out, const kvshard__memory_inputs *in,
                                      kvshard_diag__ctx *diag);
 
 /* The largest bytes per token and per block of T ranks. */
-void kvshard__largest_figures(uint64_t *out_kv_bytes_per_token, uint64_t *out_bytes_per_block,
-                              const kvshard_rank_memory *ranks, uint32_t tp);
+void kvshard_memory__largest_figures(uint64_t *out_kv_bytes_per_token,
+                                     uint64_t *out_bytes_per_block,
+                                     const kvshard_rank_memory *ranks, uint32_t tp);
 
 #endif /* KVSHARD_PLAN_MEMORY_H */

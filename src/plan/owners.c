@@ -27,7 +27,7 @@ static uint32_t single_kv_class(const uint8_t *kinds, const uint8_t *class_of, u
     return found;
 }
 
-void kvshard__owned_counts(uint32_t *counts, uint32_t *by_class, const uint8_t *kinds,
+void kvshard_owners__owned_counts(uint32_t *counts, uint32_t *by_class, const uint8_t *kinds,
                            const uint8_t *class_of, uint32_t classes, const kvshard__range *layers,
                            uint32_t split, kvshard_ownership rule)
 {
@@ -120,7 +120,7 @@ static void split_layers(const kvshard__owners *out, const uint8_t *kinds,
                          uint32_t paged, uint32_t stateful, uint32_t keeps)
 {
     uint32_t *restrict counts = out->counts, *restrict offsets = out->offsets;
-    kvshard__owned_counts(counts, NULL, kinds, NULL, 0, range, split, rule);
+    kvshard_owners__owned_counts(counts, NULL, kinds, NULL, 0, range, split, rule);
     offsets[0] = 0;
     for (uint32_t s = 0; s < split; s++) {
         offsets[s + 1] = offsets[s] + counts[s];
@@ -156,7 +156,7 @@ static void report_sources(const kvshard__owners *out, const uint8_t *kinds,
     }
 }
 
-void kvshard__assign_owners(const kvshard__owners *out, const uint8_t *kinds,
+void kvshard_owners__assign_owners(const kvshard__owners *out, const uint8_t *kinds,
                             const int32_t *kv_source, const kvshard__range *range, uint32_t split,
                             kvshard_ownership rule)
 {

@@ -71,7 +71,7 @@ static inline uint32_t kvshard__owner_next(kvshard__owner_walk *w)
  * into by_class[s * classes + c] (`class_of` the layers' classes). Only the
  * global rule's totals depend on where the KV layers stand; the counts by
  * class do whenever the range has KV layers of more than one class. */
-void kvshard__owned_counts(uint32_t *counts, uint32_t *by_class, const uint8_t *kinds,
+void kvshard_owners__owned_counts(uint32_t *counts, uint32_t *by_class, const uint8_t *kinds,
                            const uint8_t *class_of, uint32_t classes, const kvshard__range *layers,
                            uint32_t split, kvshard_ownership rule);
 
@@ -96,7 +96,7 @@ typedef struct kvshard__owners {
  * that reads another's cache (kv_source[i] >= 0 for a kind that keeps none
  * of its own; kv_source NULL when no layer does) holds nothing and reports
  * its source's owner. */
-void kvshard__assign_owners(const kvshard__owners *out, const uint8_t *kinds,
+void kvshard_owners__assign_owners(const kvshard__owners *out, const uint8_t *kinds,
                             const int32_t *kv_source, const kvshard__range *layers, uint32_t split,
                             kvshard_ownership rule);
 

@@ -10,10 +10,10 @@ int kvshard_partition__by_rule(uint32_t *out, uint32_t num_layers, uint32_t pp,
                                kvshard_pp_rule rule, kvshard_error *err)
 {
     if (pp == 0)
-        return kvshard__fail(err, KVSHARD_EPARALLEL, "", kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_EPARALLEL, "", kvshard_error__no_mark,
                              "pp_size is 0; it must be at least 1");
     if (pp > num_layers)
-        return kvshard__fail(err, KVSHARD_EPPLAYERS, "", kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_EPPLAYERS, "", kvshard_error__no_mark,
                              "pp_size %u is above the model's %u decoder layers: every stage "
                              "holds at least one",
                              pp, num_layers);
@@ -24,19 +24,19 @@ int kvshard_partition__check(const uint32_t *counts, uint32_t count, uint32_t nu
                              uint32_t pp, kvshard_error *err)
 {
     if (count != pp)
-        return kvshard__fail(err, KVSHARD_EPARTITION, "", kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_EPARTITION, "", kvshard_error__no_mark,
                              "pp_partition has %u entr%s; pp_size is %u", count,
                              count == 1 ? "y" : "ies", pp);
     uint64_t sum = 0;
     for (uint32_t s = 0; s < count; s++) {
         if (counts[s] == 0)
-            return kvshard__fail(err, KVSHARD_EPARTITION, "", kvshard__no_mark,
+            return kvshard_error__fail(err, KVSHARD_EPARTITION, "", kvshard_error__no_mark,
                                  "pp_partition[%u] is 0; every stage holds at least one layer",
                                  s);
         sum += counts[s];
     }
     if (sum != num_layers)
-        return kvshard__fail(err, KVSHARD_EPARTITION, "", kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_EPARTITION, "", kvshard_error__no_mark,
                              "pp_partition sums to %llu layers; the model has %u",
                              (unsigned long long)sum, num_layers);
     return KVSHARD_OK;
@@ -69,7 +69,7 @@ int kvshard_partition__of(uint32_t *out, const kvshard_options *options, uint32_
 
 /* ---- the global rank layout: one stride per coordinate (a mixed-radix number) ---- */
 
-kvshard__strides kvshard__rank_strides(const kvshard_options *o, uint32_t tp)
+kvshard__strides kvshard_partition__rank_strides(const kvshard_options *o, uint32_t tp)
 {
     const kvshard_profile__rules *r = kvshard_rules__of_rank_layout(o->rank_layout);
     uint64_t sizes[4];

@@ -37,6 +37,6 @@ typedef struct kvshard__strides {
 } kvshard__strides;
 
 /* The strides of the plan's rank layout (settled options), T = `tp`. */
-kvshard__strides kvshard__rank_strides(const kvshard_options *options, uint32_t tp);
+kvshard__strides kvshard_partition__rank_strides(const kvshard_options *options, uint32_t tp);
 
 #endif /* KVSHARD_PLAN_PARTITION_H */

@@ -16,7 +16,7 @@
 /* Per-rank scratch of up to this many ranks sits on the stack. */
 #define SCRATCH_RANKS 16u
 
-kvshard_blocks kvshard__blocks_of(const kvshard__capacity *c)
+kvshard_blocks kvshard_plan__blocks_of(const kvshard__capacity *c)
 {
     kvshard_blocks b;
     KVSHARD__INIT_BYTES(b, kvshard_blocks, KVSHARD_BLOCKS_INIT);
@@ -29,7 +29,7 @@ kvshard_blocks kvshard__blocks_of(const kvshard__capacity *c)
     return b;
 }
 
-kvshard__capacity_inputs kvshard__capacity_inputs_of(const kvshard__planning *pl,
+kvshard__capacity_inputs kvshard_plan__capacity_inputs_of(const kvshard__planning *pl,
                                                      const kvshard_rank_memory *ranks, uint32_t tp,
                                                      uint32_t split, uint64_t unsplit,
                                                      const kvshard__budgets *b)
@@ -52,16 +52,16 @@ kvshard__capacity_inputs kvshard__capacity_inputs_of(const kvshard__planning *pl
     return ci;
 }
 
-kvshard_uniform kvshard__uniform_of(const kvshard_rank_memory *ranks, uint32_t tp,
+kvshard_uniform kvshard_plan__uniform_of(const kvshard_rank_memory *ranks, uint32_t tp,
                                     const kvshard__planning *pl, uint64_t unsplit_bytes_per_block,
                                     const kvshard__budgets *b)
 {
     kvshard_uniform u;
     KVSHARD__INIT_BYTES(u, kvshard_uniform, KVSHARD_UNIFORM_INIT);
-    kvshard__largest_figures(&u.kv_bytes_per_token, &u.bytes_per_block, ranks, tp);
+    kvshard_memory__largest_figures(&u.kv_bytes_per_token, &u.bytes_per_block, ranks, tp);
     if (b->has && u.bytes_per_block > 0) {
         kvshard__capacity_inputs ci =
-            kvshard__capacity_inputs_of(pl, ranks, tp, 1, unsplit_bytes_per_block, b);
+            kvshard_plan__capacity_inputs_of(pl, ranks, tp, 1, unsplit_bytes_per_block, b);
         ci.context_length = 0;
         kvshard__capacity c;
         memset(&c, 0, sizeof c);
@@ -82,11 +82,11 @@ void kvshard_plan_free(kvshard_plan *plan)
         return;
     kvshard_allocator a = plan->alloc;
     if (plan->figure_ranks && plan->ranks)
-        kvshard__free(&a, plan->ranks); /* fit's figures: sized once the stride is known */
-    kvshard__free(&a, plan);
+        kvshard_alloc__free(&a, plan->ranks); /* fit's figures: sized once the stride is known */
+    kvshard_alloc__free(&a, plan);
 }
 
-kvshard__memory_inputs kvshard__plan_memory_inputs(const kvshard_plan *plan)
+kvshard__memory_inputs kvshard_plan__memory_inputs(const kvshard_plan *plan)
 {
     kvshard__memory_inputs in = {&plan->model,
                                  &plan->options,
@@ -105,7 +105,7 @@ kvshard__memory_inputs kvshard__plan_memory_inputs(const kvshard_plan *plan)
 static int stage_memory(kvshard_rank_memory *ranks, const kvshard_plan *p, bool unsplit,
                         kvshard_diag__ctx *diag)
 {
-    kvshard__memory_inputs in = kvshard__plan_memory_inputs(p);
+    kvshard__memory_inputs in = kvshard_plan__memory_inputs(p);
     if (p->figure_stride && !unsplit) {
         /* fit's figures: the kept TP ranks of each stage. */
         uint32_t K = p->figure_stride;
@@ -115,15 +115,15 @@ static int stage_memory(kvshard_rank_memory *ranks, const kvshard_plan *p, bool 
             stage.layers = &p->stages[s];
             stage.count_draft_layers = in.count_draft_layers && s + 1 == p->pp;
             stage.owned = p->owned_by_class + s * row;
-            int rc = kvshard__memory_ranks(ranks + (size_t)s * K, &stage,
+            int rc = kvshard_memory__ranks(ranks + (size_t)s * K, &stage,
                                            p->figure_ranks + (size_t)s * K, K, diag);
             if (rc)
                 return rc;
         }
         return KVSHARD_OK;
     }
-    return kvshard__stage_ranks(ranks, &in, p->stages, p->pp, unsplit ? NULL : p->owned_by_class,
-                                diag);
+    return kvshard_memory__stage_ranks(ranks, &in, p->stages, p->pp,
+                                       unsplit ? NULL : p->owned_by_class, diag);
 }
 
 /* The same plan at S_eff = 1: the largest figures, the fewest blocks (0
@@ -134,21 +134,23 @@ static int compute_uniform(kvshard_plan *p, const kvshard__planning *pl, kvshard
     if (p->split == 1) {
         /* The plan is its own unsplit plan: its blocks are the plan's. */
         kvshard__budgets none = {false, 0, NULL, p->tp};
-        p->uniform = kvshard__uniform_of(p->ranks, n, pl, p->unsplit_bytes_per_block, &none);
+        p->uniform = kvshard_plan__uniform_of(p->ranks, n, pl, p->unsplit_bytes_per_block, &none);
         p->uniform.has_num_blocks = p->cap.has_num_blocks;
         p->uniform.num_blocks = p->cap.num_blocks;
         return KVSHARD_OK;
     }
     kvshard_rank_memory local[SCRATCH_RANKS];
     kvshard_rank_memory *ranks =
-        n <= SCRATCH_RANKS ? local : kvshard__alloc(&p->alloc, n, sizeof *ranks);
+        n <= SCRATCH_RANKS ? local : kvshard_alloc__bytes(&p->alloc, n, sizeof *ranks);
     if (!ranks)
-        return kvshard__fail(diag->err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
+        return kvshard_error__fail(diag->err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
+                                   "out of memory");
     int rc = stage_memory(ranks, p, true, diag);
     if (rc == KVSHARD_OK)
-        p->uniform = kvshard__uniform_of(ranks, n, pl, p->unsplit_bytes_per_block, &p->budgets);
+        p->uniform =
+            kvshard_plan__uniform_of(ranks, n, pl, p->unsplit_bytes_per_block, &p->budgets);
     if (ranks != local)
-        kvshard__free(&p->alloc, ranks);
+        kvshard_alloc__free(&p->alloc, ranks);
     return rc;
 }
 
@@ -187,18 +189,18 @@ static int compute_memory(kvshard_plan *p, const kvshard__planning *pl, const kv
                           const kvshard__device *device, const uint32_t *counts,
                           kvshard_diag__ctx *diag)
 {
-    kvshard__memory_inputs in = kvshard__plan_memory_inputs(p);
+    kvshard__memory_inputs in = kvshard_plan__memory_inputs(p);
     in.layers = &p->layers;
     int rc = stage_memory(p->ranks, p, false, diag);
     if (rc == KVSHARD_OK)
-        rc = kvshard__state_bytes(&p->state_per_layer, &in, diag);
+        rc = kvshard_memory__state_bytes(&p->state_per_layer, &in, diag);
     if (rc == KVSHARD_OK)
-        rc = kvshard__unsplit_bytes_per_block(&p->unsplit_bytes_per_block, &in, diag);
+        rc = kvshard_memory__unsplit_bytes_per_block(&p->unsplit_bytes_per_block, &in, diag);
     kvshard__device_layout layout = {p->tp, p->options.dp_size, p->options.cp_size, p->pp,
                                      counts, p->model.num_layers};
     if (rc == KVSHARD_OK)
-        rc = kvshard__budgets_for(&p->budgets, p->stage_weights, p->stage_budgets, device, pl,
-                                  model, &layout, p->split, NULL, diag);
+        rc = kvshard_device__budgets_for(&p->budgets, p->stage_weights, p->stage_budgets, device,
+                                         pl, model, &layout, p->split, NULL, diag);
     if (rc)
         return rc;
     p->memory = p->budgets.least;
@@ -209,10 +211,12 @@ static int compute_memory(kvshard_plan *p, const kvshard__planning *pl, const kv
     memset(&c, 0, sizeof c);
     if (p->has_memory || p->profile->counting.sizes_without_budget) {
         uint64_t local[SCRATCH_RANKS];
-        uint64_t *blocks = n <= SCRATCH_RANKS ? local : kvshard__alloc(&p->alloc, n, sizeof *blocks);
+        uint64_t *blocks =
+            n <= SCRATCH_RANKS ? local : kvshard_alloc__bytes(&p->alloc, n, sizeof *blocks);
         if (!blocks)
-            return kvshard__fail(diag->err, KVSHARD_ENOMEM, "", kvshard__no_mark, "out of memory");
-        kvshard__capacity_inputs ci = kvshard__capacity_inputs_of(
+            return kvshard_error__fail(diag->err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
+                                       "out of memory");
+        kvshard__capacity_inputs ci = kvshard_plan__capacity_inputs_of(
             pl, p->ranks, n, p->split, p->unsplit_bytes_per_block, &p->budgets);
         if (p->figure_stride)
             ci.stage_ranks = p->figure_stride;
@@ -225,7 +229,7 @@ static int compute_memory(kvshard_plan *p, const kvshard__planning *pl, const kv
             p->ranks[r].num_blocks = counted ? blocks[r] : 0;
         }
         if (blocks != local)
-            kvshard__free(&p->alloc, blocks);
+            kvshard_alloc__free(&p->alloc, blocks);
         if (rc)
             return rc;
     }
@@ -307,7 +311,7 @@ static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model 
         !carve(&draft_class, &end, drafts, 1, 1) || !carve(&model_type, &end, type_len, 1, 1) ||
         !carve(&source, &end, source_len, 1, 1))
         return NULL;
-    char *block = kvshard__alloc(a, 1, end);
+    char *block = kvshard_alloc__bytes(a, 1, end);
     if (!block)
         return NULL;
     kvshard_plan *p = (kvshard_plan *)(void *)block;
@@ -361,15 +365,15 @@ static void assign_stages(kvshard_plan *p, const uint32_t *counts)
         if (p->pp == 1) /* the one stage is every layer, already counted */
             *range = p->layers;
         else
-            kvshard__range_of(range, p->kinds, p->class_of, &p->model, first, counts[s]);
+            kvshard_model__range_of(range, p->kinds, p->class_of, &p->model, first, counts[s]);
         uint32_t *offsets = p->owned_offsets + (size_t)s * (S + 1);
         uint32_t *owned = p->owned_counts + (size_t)s * S;
-        kvshard__owned_counts(owned, p->owned_by_class + (size_t)s * S * C, p->kinds,
+        kvshard_owners__owned_counts(owned, p->owned_by_class + (size_t)s * S * C, p->kinds,
                               p->class_of, C, range, S, rule);
         kvshard__owners owners = {p->owner,  p->held_by, p->kv_slot,
                                   p->state_slot, offsets, owned,
                                   p->owned_layers + kv_first};
-        kvshard__assign_owners(&owners, p->kinds, p->kv_source, range, S, rule);
+        kvshard_owners__assign_owners(&owners, p->kinds, p->kv_source, range, S, rule);
         /* The stage's lists follow the stages before it in owned_layers. */
         for (uint32_t k = 0; k <= S; k++)
             offsets[k] += kv_first;
@@ -417,9 +421,10 @@ static void assign_figures(kvshard_plan *p, const kvshard_model *model, const ui
         if (p->pp == 1)
             *range = p->layers;
         else
-            kvshard__range_of(range, model->kinds, model->class_of, &p->model, first, counts[s]);
+            kvshard_model__range_of(range, model->kinds, model->class_of, &p->model, first,
+                                    counts[s]);
         uint32_t *by_class = p->owned_by_class + (size_t)s * S * C;
-        kvshard__owned_counts(p->owned_counts + (size_t)s * S, by_class, model->kinds,
+        kvshard_owners__owned_counts(p->owned_counts + (size_t)s * S, by_class, model->kinds,
                               model->class_of, C, range, S, p->options.ownership);
         uint32_t *kept = p->figure_ranks + (size_t)s * room, n = 0;
         for (uint32_t j = 0; j < S; j++) {
@@ -508,17 +513,17 @@ static void collect_warnings(kvshard_plan *p, const kvshard__planning *pl)
         .draft_layers = kvshard__counted_drafts(&p->model, &pl->options, pl->profile),
         .device = &p->device,
         .max_position_embeddings = p->model.max_position_embeddings};
-    kvshard__collect_warnings(&in, keep_warning, p);
+    kvshard_warnings__collect_warnings(&in, keep_warning, p);
 }
 
 /* Room for the layer counts of this many stages sits on the stack. */
 #define SCRATCH_STAGES 64u
 
-int kvshard__plan_create(kvshard_plan **out, const kvshard_model *model,
+int kvshard_plan__create(kvshard_plan **out, const kvshard_model *model,
                          const kvshard_options *options, const kvshard_allocator *allocator,
                          kvshard_diag__ctx *diag)
 {
-    return kvshard__plan_create_with(out, model, options, allocator, NULL, diag);
+    return kvshard_plan__create_with(out, model, options, allocator, NULL, diag);
 }
 
 static int create(kvshard_plan **out, const kvshard_model *model, const kvshard_options *options,
@@ -526,38 +531,38 @@ static int create(kvshard_plan **out, const kvshard_model *model, const kvshard_
                   bool want_figures, kvshard_diag__ctx *diag)
 {
     kvshard__planning pl;
-    int rc = kvshard__begin_planning(&pl, out && model, options, allocator, diag);
+    int rc = kvshard_validate__begin_planning(&pl, out && model, options, allocator, diag);
     if (rc == KVSHARD_OK)
-        rc = kvshard__device_map(&pl, diag);
+        rc = kvshard_device__map(&pl, diag);
     if (rc == KVSHARD_OK)
-        rc = kvshard__planning_settle(&pl, model, diag);
+        rc = kvshard_validate__planning_settle(&pl, model, diag);
     if (rc)
         return rc;
-    kvshard_allocator a = kvshard__allocator_or_default(allocator);
+    kvshard_allocator a = kvshard_alloc__allocator_or_default(allocator);
     uint32_t P = pl.options.pp_size;
     uint32_t local[SCRATCH_STAGES];
-    uint32_t *counts = P <= SCRATCH_STAGES ? local : kvshard__alloc(&a, P, sizeof *counts);
+    uint32_t *counts = P <= SCRATCH_STAGES ? local : kvshard_alloc__bytes(&a, P, sizeof *counts);
     if (!counts)
-        return kvshard__fail(diag->err, KVSHARD_ENOMEM, "", kvshard__no_mark,
+        return kvshard_error__fail(diag->err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
                              "out of memory creating the plan");
     uint32_t T = 0, S = 0;
     kvshard_plan *p = NULL;
     kvshard__device device;
     memset(&device, 0, sizeof device);
-    rc = kvshard__plan_validate(&T, &S, counts, model, &pl, diag);
+    rc = kvshard_plan__validate(&T, &S, counts, model, &pl, diag);
     if (rc == KVSHARD_OK && shared)
         device = *shared; /* borrowed: not closed here */
     else if (rc == KVSHARD_OK)
-        rc = kvshard__device_open(&device, &pl, model, &a, diag);
+        rc = kvshard_device__open(&device, &pl, model, &a, diag);
     if (rc == KVSHARD_OK) {
         kvshard__device_layout one = {T, pl.options.dp_size, pl.options.cp_size, 1, NULL,
                                       model->info.num_layers};
-        rc = kvshard__device_fill(&pl, &device, &one, diag);
+        rc = kvshard_device__fill(&pl, &device, &one, diag);
     }
-    bool figures = want_figures && rc == KVSHARD_OK && kvshard__ranks_alike(&model->info, T);
-    uint32_t other = figures ? kvshard__memory_other_group(&model->info, T, S) : 0;
+    bool figures = want_figures && rc == KVSHARD_OK && kvshard_memory__ranks_alike(&model->info, T);
+    uint32_t other = figures ? kvshard_memory__other_group(&model->info, T, S) : 0;
     if (rc == KVSHARD_OK && (p = plan_block(&a, model, T, S, P, figures, other ? 2 : 1)) == NULL)
-        rc = kvshard__fail(diag->err, KVSHARD_ENOMEM, "", kvshard__no_mark,
+        rc = kvshard_error__fail(diag->err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
                            "out of memory creating the plan");
     if (rc == KVSHARD_OK) {
         p->model = model->info;
@@ -575,53 +580,53 @@ static int create(kvshard_plan **out, const kvshard_model *model, const kvshard_
         p->split = S;
         p->pp = P;
         p->ranks_count = P * T;
-        p->replication = kvshard__replication_factor(&model->info, T);
-        p->state_dtype = kvshard__state_dtype(&model->info, &pl.options);
+        p->replication = kvshard_memory__replication_factor(&model->info, T);
+        p->state_dtype = kvshard_memory__state_dtype(&model->info, &pl.options);
         uint32_t L = model->info.num_layers;
         if (figures) {
-            kvshard__range_of(&p->layers, model->kinds, model->class_of, &p->model, 0, L);
+            kvshard_model__range_of(&p->layers, model->kinds, model->class_of, &p->model, 0, L);
             assign_figures(p, model, counts, other);
-            p->ranks = kvshard__calloc(&a, p->ranks_count, sizeof *p->ranks);
+            p->ranks = kvshard_alloc__calloc(&a, p->ranks_count, sizeof *p->ranks);
             if (!p->ranks)
-                rc = kvshard__fail(diag->err, KVSHARD_ENOMEM, "", kvshard__no_mark,
+                rc = kvshard_error__fail(diag->err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
                                    "out of memory creating the plan");
         } else {
             memcpy(p->kinds, model->kinds, L);
             memcpy(p->class_of, model->class_of, L);
-            kvshard__range_of(&p->layers, p->kinds, p->class_of, &p->model, 0, L);
+            kvshard_model__range_of(&p->layers, p->kinds, p->class_of, &p->model, 0, L);
             assign_stages(p, counts);
         }
-        kvshard__device_figures_of(&p->device, &device);
+        kvshard_device__figures_of(&p->device, &device);
         if (p->device.summary.first_unknown)
             p->device.summary.first_unknown = p->device.first_unknown; /* the plan's copy */
         if (rc == KVSHARD_OK)
             rc = compute_memory(p, &pl, model, &device, counts, diag);
     }
     if (rc)
-        kvshard__device_about_fill(&device, pl.profile, diag);
+        kvshard_device__about_fill(&device, pl.profile, diag);
     if (!shared)
-        kvshard__device_close(&device);
+        kvshard_device__close(&device);
     if (counts != local)
-        kvshard__free(&a, counts);
+        kvshard_alloc__free(&a, counts);
     if (rc) {
         kvshard_plan_free(p);
         return rc;
     }
     collect_warnings(p, &pl);
     if (!figures)
-        kvshard__compute_digests(p);
+        kvshard_digest__compute_digests(p);
     *out = p;
     return KVSHARD_OK;
 }
 
-int kvshard__plan_create_with(kvshard_plan **out, const kvshard_model *model,
+int kvshard_plan__create_with(kvshard_plan **out, const kvshard_model *model,
                               const kvshard_options *options, const kvshard_allocator *allocator,
                               const struct kvshard__device *shared, kvshard_diag__ctx *diag)
 {
     return create(out, model, options, allocator, shared, false, diag);
 }
 
-int kvshard__plan_figures(kvshard_plan **out, const kvshard_model *model,
+int kvshard_plan__figures(kvshard_plan **out, const kvshard_model *model,
                           const kvshard_options *options, const kvshard_allocator *allocator,
                           const struct kvshard__device *shared, kvshard_diag__ctx *diag)
 {
@@ -633,5 +638,5 @@ int kvshard_plan_create(kvshard_plan **out, const kvshard_model *model,
                         kvshard_error *err)
 {
     kvshard_diag__ctx diag = kvshard_diag__on(err);
-    return kvshard__plan_create(out, model, options, allocator, &diag);
+    return kvshard_plan__create(out, model, options, allocator, &diag);
 }

@@ -89,7 +89,7 @@ struct kvshard_plan {
     uint32_t split;          /* S_eff */
     uint32_t pp;             /* P */
     uint32_t ranks_count;    /* P x T plan ranks; P x figure_stride in fit's figures */
-    /* fit's figures (kvshard__plan_figures): ranks[] holds per stage only
+    /* fit's figures (kvshard_plan__figures): ranks[] holds per stage only
      * the TP ranks whose figures can differ, figure_stride a stage (the
      * last repeated to fill it), figure_ranks[i] the TP rank in its stage of
      * ranks[i]; no per-layer owners and no digests. 0 and NULL in a plan. */
@@ -178,14 +178,14 @@ static inline uint32_t kvshard__plan_stage_of(const kvshard_plan *p, uint32_t la
 
 /* kvshard_plan_create, naming in `diag` the option or setting an error is
  * about. */
-int kvshard__plan_create(kvshard_plan **out, const kvshard_model *model,
+int kvshard_plan__create(kvshard_plan **out, const kvshard_model *model,
                          const kvshard_options *options, const kvshard_allocator *allocator,
                          kvshard_diag__ctx *diag);
 
 struct kvshard__device;
 /* The same with the device inputs already read (`device`, whose weights
  * many plans share), or NULL to read them. */
-int kvshard__plan_create_with(kvshard_plan **out, const kvshard_model *model,
+int kvshard_plan__create_with(kvshard_plan **out, const kvshard_model *model,
                               const kvshard_options *options, const kvshard_allocator *allocator,
                               const struct kvshard__device *device, kvshard_diag__ctx *diag);
 /* The same for fit's rows, which read a plan's figures only (its budgets,
@@ -193,20 +193,20 @@ int kvshard__plan_create_with(kvshard_plan **out, const kvshard_model *model,
  * rank holds the same heads, ranks that repeat a split rank's figures are
  * not planned, nor are per-layer owners or digests. The figures are those
  * of the full plan; the plan answers no query about layers or ranks. */
-int kvshard__plan_figures(kvshard_plan **out, const kvshard_model *model,
+int kvshard_plan__figures(kvshard_plan **out, const kvshard_model *model,
                           const kvshard_options *options, const kvshard_allocator *allocator,
                           const struct kvshard__device *device, kvshard_diag__ctx *diag);
 
 /* The inputs of the memory functions for this plan. */
-kvshard__memory_inputs kvshard__plan_memory_inputs(const kvshard_plan *plan);
+kvshard__memory_inputs kvshard_plan__memory_inputs(const kvshard_plan *plan);
 
 /* The capacity's generic figures, as kvshard_plan_blocks_for() returns
  * them: the one conversion from the internal figures to public ones. */
-kvshard_blocks kvshard__blocks_of(const kvshard__capacity *c);
+kvshard_blocks kvshard_plan__blocks_of(const kvshard__capacity *c);
 
 /* The capacity inputs of a planning call over `tp` plan ranks at budgets
  * `b`. */
-kvshard__capacity_inputs kvshard__capacity_inputs_of(const kvshard__planning *pl,
+kvshard__capacity_inputs kvshard_plan__capacity_inputs_of(const kvshard__planning *pl,
                                                      const kvshard_rank_memory *ranks, uint32_t tp,
                                                      uint32_t split, uint64_t unsplit,
                                                      const kvshard__budgets *b);
@@ -215,7 +215,7 @@ kvshard__capacity_inputs kvshard__capacity_inputs_of(const kvshard__planning *pl
  * with every KV layer owned): the largest bytes per token and per block and,
  * with a memory figure, the blocks every rank fits, 0 when the unsplit plan
  * fits none where a split one may. */
-kvshard_uniform kvshard__uniform_of(const kvshard_rank_memory *ranks, uint32_t tp,
+kvshard_uniform kvshard_plan__uniform_of(const kvshard_rank_memory *ranks, uint32_t tp,
                                     const kvshard__planning *pl, uint64_t unsplit_bytes_per_block,
                                     const kvshard__budgets *b);
 

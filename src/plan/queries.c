@@ -142,14 +142,14 @@ static int draft_storage(kvshard_layer_storage *st, const kvshard_plan *plan, ui
                      : sliding                             ? m->sliding.heads
                                                            : m->full.heads;
     uint32_t t = r % plan->tp, count = 0, first = 0;
-    kvshard__kv_heads(&first, &count, heads, plan->tp, t, t);
+    kvshard_memory__kv_heads(&first, &count, heads, plan->tp, t, t);
     st->kv_head_first = count ? first : 0;
     st->kv_head_count = count;
-    kvshard__memory_inputs in = kvshard__plan_memory_inputs(plan);
+    kvshard__memory_inputs in = kvshard_plan__memory_inputs(plan);
     kvshard__cost cost;
     kvshard_diag__ctx quiet = kvshard_diag__on(NULL);
-    if (kvshard__layer_cost(&cost, &in, cls, sliding ? 0 : count, sliding ? count : 0, &quiet) !=
-        KVSHARD_OK)
+    if (kvshard_memory__layer_cost(&cost, &in, cls, sliding ? 0 : count, sliding ? count : 0,
+                                   &quiet) != KVSHARD_OK)
         return KVSHARD_EOVERFLOW; /* not reached: the plan's figures fit */
     st->kv_bytes_per_token = cost.per_token ? cost.per_token : cost.entry;
     st->state_bytes_per_seq = cost.per_seq;
@@ -191,7 +191,7 @@ int kvshard_plan_layer_storage(kvshard_layer_storage *out, const kvshard_plan *p
     const kvshard__class *k = &m->classes[cls];
     uint32_t S = plan->split, T = plan->tp, t = plan_rank % T;
     const kvshard__rank_place *place = &plan->place[plan_rank];
-    kvshard__memory_inputs in = kvshard__plan_memory_inputs(plan);
+    kvshard__memory_inputs in = kvshard_plan__memory_inputs(plan);
     st.kind = (kvshard_layer_kind)kind;
     st.kv_source = plan->kv_source ? plan->kv_source[layer] : -1;
     st.compress_ratio = k->ratio;
@@ -231,13 +231,13 @@ int kvshard_plan_layer_storage(kvshard_layer_storage *out, const kvshard_plan *p
                      : sliding                             ? m->sliding.heads
                                                            : m->full.heads;
     uint32_t count = 0, head_first = 0;
-    kvshard__kv_heads(&head_first, &count, heads, T, first, last);
+    kvshard_memory__kv_heads(&head_first, &count, heads, T, first, last);
     st.kv_head_first = count ? head_first : 0;
     st.kv_head_count = count;
     kvshard__cost cost;
     kvshard_diag__ctx quiet = kvshard_diag__on(NULL);
-    if (kvshard__layer_cost(&cost, &in, cls, sliding ? 0 : count, sliding ? count : 0, &quiet) !=
-        KVSHARD_OK)
+    if (kvshard_memory__layer_cost(&cost, &in, cls, sliding ? 0 : count, sliding ? count : 0,
+                                   &quiet) != KVSHARD_OK)
         return KVSHARD_EOVERFLOW; /* not reached: the plan's figures fit */
     st.kv_bytes_per_token = row->window ? cost.entry : cost.per_token;
     st.state_bytes_per_seq += cost.per_seq;
@@ -259,7 +259,7 @@ int kvshard_plan_capacity(kvshard_capacity *out, const kvshard_plan *plan)
     if (!plan)
         return KVSHARD_EINVAL;
     const kvshard_options *o = &plan->options;
-    kvshard_blocks b = kvshard__blocks_of(&plan->cap);
+    kvshard_blocks b = kvshard_plan__blocks_of(&plan->cap);
     kvshard_capacity c;
     KVSHARD__INIT_BYTES(c, kvshard_capacity, KVSHARD_CAPACITY_INIT);
     c.engine = o->engine;
@@ -281,14 +281,14 @@ int kvshard_plan_capacity(kvshard_capacity *out, const kvshard_plan *plan)
 static int figure_named(kvshard_figure *out, const kvshard_plan *plan, const kvshard__capacity *c,
                         bool has_memory, uint64_t memory, bool from_device, const char *name)
 {
-    size_t index = kvshard__capacity_figure_index(name);
+    size_t index = kvshard_figures__capacity_figure_index(name);
     if (index == SIZE_MAX)
         return KVSHARD_EUNKNOWNKEY;
     kvshard__capacity_source src = {&plan->options, plan->profile, c, has_memory, memory,
                                     plan->tp,       from_device};
     kvshard_figure f;
     KVSHARD__INIT_BYTES(f, kvshard_figure, KVSHARD_FIGURE_INIT);
-    kvshard__capacity_figure_at(&f, &src, index);
+    kvshard_figures__capacity_figure_at(&f, &src, index);
     return kvshard__copy_out(out, &f, sizeof *out, sizeof *out) ? KVSHARD_OK : KVSHARD_EINVAL;
 }
 
@@ -336,18 +336,18 @@ static int capacity_at(kvshard__capacity *out, const kvshard_plan *plan, uint32_
                        const kvshard_budget *budget, kvshard_error *err)
 {
     if (budget->size != sizeof *budget)
-        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_EINVAL, "", kvshard_error__no_mark,
                              "kvshard_budget and kvshard_blocks: start from their INIT macros");
     if (plan_rank != KVSHARD_ALL_RANKS && plan_rank >= plan->ranks_count)
-        return kvshard__fail(err, KVSHARD_ERANK, "", kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_ERANK, "", kvshard_error__no_mark,
                              "plan rank %u is outside 0..%u", plan_rank, plan->ranks_count - 1);
     if (budget->context_length > KVSHARD_MAX_CONTEXT_LENGTH)
-        return kvshard__fail(err, KVSHARD_ERANGE, "", kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_ERANGE, "", kvshard_error__no_mark,
                              "context_length: %u is out of range; expected an integer from 0 to "
                              "%u",
                              budget->context_length, KVSHARD_MAX_CONTEXT_LENGTH);
     if (budget->reserved_bytes >= budget->memory_per_rank)
-        return kvshard__fail(err, KVSHARD_ENOBLOCK, "", kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_ENOBLOCK, "", kvshard_error__no_mark,
                              "no memory for one block: memory_per_rank %llu bytes, of which %llu "
                              "are reserved",
                              (unsigned long long)budget->memory_per_rank,
@@ -368,7 +368,7 @@ static int capacity_at(kvshard__capacity *out, const kvshard_plan *plan, uint32_
     if (rc)
         return rc;
     if (!c.has_num_blocks)
-        return kvshard__fail(err, KVSHARD_ERANGE, "", kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_ERANGE, "", kvshard_error__no_mark,
                              "the plan has no KV bytes per block: memory does not bound its "
                              "blocks");
     *out = c;
@@ -382,12 +382,12 @@ int kvshard_plan_blocks_for(kvshard_blocks *out, const kvshard_plan *plan, uint3
     if (rc)
         return rc;
     if (out->size != sizeof *out)
-        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_EINVAL, "", kvshard_error__no_mark,
                              "kvshard_budget and kvshard_blocks: start from their INIT macros");
     kvshard__capacity c;
     if ((rc = capacity_at(&c, plan, plan_rank, budget, err)) != 0)
         return rc;
-    kvshard_blocks b = kvshard__blocks_of(&c);
+    kvshard_blocks b = kvshard_plan__blocks_of(&c);
     /* The request limit at the plan's own context length: the same
      * capacity's concurrency, counted again when the budget asks at
      * another length. */
@@ -415,20 +415,21 @@ int kvshard_plan_blocks_figure(kvshard_figure *out, const kvshard_plan *plan, ui
     int rc = kvshard_call__begin(err, out && plan && budget && name, "out, plan, budget and name");
     if (rc)
         return rc;
-    if (kvshard__capacity_figure_index(name) == SIZE_MAX)
-        return kvshard__fail(err, KVSHARD_EUNKNOWNKEY, "", kvshard__no_mark,
+    if (kvshard_figures__capacity_figure_index(name) == SIZE_MAX)
+        return kvshard_error__fail(err, KVSHARD_EUNKNOWNKEY, "", kvshard_error__no_mark,
                              "unknown capacity figure \"%s\"", name);
     kvshard__capacity c;
     if ((rc = capacity_at(&c, plan, plan_rank, budget, err)) != 0)
         return rc;
     rc = figure_named(out, plan, &c, true, budget->memory_per_rank - budget->reserved_bytes, false,
                       name);
-    return rc ? kvshard__fail(err, rc, "", kvshard__no_mark, "kvshard_figure: start from "
-                                                             "KVSHARD_FIGURE_INIT")
+    return rc ? kvshard_error__fail(err, rc, "", kvshard_error__no_mark,
+                                    "kvshard_figure: start from "
+                                    "KVSHARD_FIGURE_INIT")
               : KVSHARD_OK;
 }
 
-size_t kvshard__engine_figures(kvshard_figure *out, size_t cap, const kvshard__plan_view *v)
+size_t kvshard_queries__engine_figures(kvshard_figure *out, size_t cap, const kvshard__plan_view *v)
 {
     if (!v->profile->hooks.figures)
         return 0;
@@ -445,8 +446,8 @@ size_t kvshard_plan_engine_figure_count(const kvshard_plan *plan)
     if (!plan)
         return 0;
     kvshard_figure figures[KVSHARD__MAX_ENGINE_FIGURES];
-    kvshard__plan_view v = kvshard__plan_view_of(plan);
-    return kvshard__engine_figures(figures, KVSHARD__MAX_ENGINE_FIGURES, &v);
+    kvshard__plan_view v = kvshard_plan__view_of(plan);
+    return kvshard_queries__engine_figures(figures, KVSHARD__MAX_ENGINE_FIGURES, &v);
 }
 
 int kvshard_plan_engine_figure_at(kvshard_figure *out, const kvshard_plan *plan, size_t index)
@@ -454,8 +455,8 @@ int kvshard_plan_engine_figure_at(kvshard_figure *out, const kvshard_plan *plan,
     if (!out || !plan)
         return KVSHARD_EINVAL;
     kvshard_figure figures[KVSHARD__MAX_ENGINE_FIGURES];
-    kvshard__plan_view v = kvshard__plan_view_of(plan);
-    size_t n = kvshard__engine_figures(figures, KVSHARD__MAX_ENGINE_FIGURES, &v);
+    kvshard__plan_view v = kvshard_plan__view_of(plan);
+    size_t n = kvshard_queries__engine_figures(figures, KVSHARD__MAX_ENGINE_FIGURES, &v);
     if (index >= n)
         return KVSHARD_EINVAL;
     return kvshard__copy_out(out, &figures[index], sizeof *out, sizeof *out) ? KVSHARD_OK
@@ -467,8 +468,8 @@ int kvshard_plan_engine_figure(kvshard_figure *out, const kvshard_plan *plan, co
     if (!out || !plan || !name)
         return KVSHARD_EINVAL;
     kvshard_figure figures[KVSHARD__MAX_ENGINE_FIGURES];
-    kvshard__plan_view v = kvshard__plan_view_of(plan);
-    size_t n = kvshard__engine_figures(figures, KVSHARD__MAX_ENGINE_FIGURES, &v);
+    kvshard__plan_view v = kvshard_plan__view_of(plan);
+    size_t n = kvshard_queries__engine_figures(figures, KVSHARD__MAX_ENGINE_FIGURES, &v);
     for (size_t i = 0; i < n; i++) {
         if (strcmp(figures[i].name, name) == 0)
             return kvshard__copy_out(out, &figures[i], sizeof *out, sizeof *out)
@@ -568,7 +569,7 @@ int kvshard_plan_describe_rank_blocks(char *buf, size_t cap, const kvshard_plan 
     return describe(buf, cap, plan, plan_rank, true, num_blocks);
 }
 
-kvshard__plan_view kvshard__plan_view_of(const kvshard_plan *p)
+kvshard__plan_view kvshard_plan__view_of(const kvshard_plan *p)
 {
     kvshard__plan_view v = {.model = &p->model,
                             .model_type = p->model_type,
@@ -608,7 +609,7 @@ kvshard__plan_view kvshard__plan_view_of(const kvshard_plan *p)
     return v;
 }
 
-int kvshard__plan_capacity_at(kvshard__capacity *out, const kvshard_plan *plan, uint32_t rank,
+int kvshard_plan__capacity_at(kvshard__capacity *out, const kvshard_plan *plan, uint32_t rank,
                               uint32_t context_length)
 {
     if (!plan->budgets.has && !plan->profile->counting.sizes_without_budget)
@@ -637,12 +638,12 @@ uint32_t kvshard_plan_num_ranks(const kvshard_plan *plan)
     return plan ? plan->ranks_count : 0;
 }
 
-kvshard_stage_info kvshard__stage_info_of(const kvshard__plan_view *v, uint32_t stage)
+kvshard_stage_info kvshard_queries__stage_info_of(const kvshard__plan_view *v, uint32_t stage)
 {
     kvshard_stage_info info;
     KVSHARD__INIT_BYTES(info, kvshard_stage_info, KVSHARD_STAGE_INFO_INIT);
     const kvshard__range *r = &v->stages[stage];
-    kvshard__strides strides = kvshard__rank_strides(v->options, v->tp);
+    kvshard__strides strides = kvshard_partition__rank_strides(v->options, v->tp);
     info.stage = stage;
     info.layer_first = r->first;
     info.layer_count = r->count;
@@ -675,8 +676,8 @@ int kvshard_plan_stage(kvshard_stage_info *out, const kvshard_plan *plan, uint32
         return KVSHARD_EINVAL;
     if (stage >= plan->pp)
         return KVSHARD_ESTAGE;
-    kvshard__plan_view v = kvshard__plan_view_of(plan);
-    kvshard_stage_info info = kvshard__stage_info_of(&v, stage);
+    kvshard__plan_view v = kvshard_plan__view_of(plan);
+    kvshard_stage_info info = kvshard_queries__stage_info_of(&v, stage);
     return kvshard__copy_out(out, &info, sizeof *out, sizeof *out) ? KVSHARD_OK : KVSHARD_EINVAL;
 }
 
@@ -714,7 +715,7 @@ int kvshard_plan_locate(kvshard_rank_position *out, const kvshard_plan *plan, ui
     const kvshard_options *o = &plan->options;
     if (global_rank >= o->world_size)
         return KVSHARD_EGLOBALRANK;
-    kvshard__strides st = kvshard__rank_strides(o, plan->tp);
+    kvshard__strides st = kvshard_partition__rank_strides(o, plan->tp);
     kvshard_rank_position at;
     KVSHARD__INIT_BYTES(at, kvshard_rank_position, KVSHARD_RANK_POSITION_INIT);
     uint64_t g = global_rank;
@@ -739,7 +740,7 @@ int kvshard_plan_global_rank(uint32_t *out, const kvshard_plan *plan, uint32_t d
         return KVSHARD_ESTAGE;
     if (dp_rank >= o->dp_size || cp_rank >= o->cp_size || tp_rank >= plan->tp)
         return KVSHARD_ERANK;
-    kvshard__strides st = kvshard__rank_strides(o, plan->tp);
+    kvshard__strides st = kvshard_partition__rank_strides(o, plan->tp);
     *out = (uint32_t)(dp_rank * st.dp + stage * st.pp + cp_rank * st.cp + tp_rank * st.tp);
     return KVSHARD_OK;
 }

@@ -16,16 +16,16 @@ _Static_assert(KVSHARD__STATE_TENSORS <= KVSHARD_MAX_STATE_TENSORS,
 
 uint32_t kvshard_dtype_size(kvshard_dtype dtype)
 {
-    /* kvshard__dtype_bytes counts AUTO as bfloat16 for sizing; a caller
+    /* kvshard_dtype__bytes counts AUTO as bfloat16 for sizing; a caller
      * asking of a type gets 0 for what is no type. */
     if (dtype <= KVSHARD_DTYPE_AUTO || dtype > KVSHARD_DTYPE_INT8)
         return 0;
-    return kvshard__dtype_bytes(dtype);
+    return kvshard_dtype__bytes(dtype);
 }
 
 kvshard_dtype kvshard_plan_kv_cache_dtype(const kvshard_plan *plan)
 {
-    return plan ? kvshard__kv_cache_dtype(&plan->model, &plan->options) : KVSHARD_DTYPE_AUTO;
+    return plan ? kvshard_memory__kv_cache_dtype(&plan->model, &plan->options) : KVSHARD_DTYPE_AUTO;
 }
 
 /* The class of decoder or draft layer `layer`, or UINT8_MAX past the
@@ -45,10 +45,10 @@ static int check_position(const kvshard_plan *plan, uint32_t plan_rank, uint32_t
                           kvshard_error *err)
 {
     if (plan_rank >= plan->ranks_count)
-        return kvshard__fail(err, KVSHARD_ERANK, "", kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_ERANK, "", kvshard_error__no_mark,
                              "plan rank %u is outside 0..%u", plan_rank, plan->ranks_count - 1);
     if (class_of_layer(plan, layer) == UINT8_MAX)
-        return kvshard__fail(err, KVSHARD_ELAYER, "", kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_ELAYER, "", kvshard_error__no_mark,
                              "layer %u is outside 0..%u (decoder and draft layers)", layer,
                              plan->model.num_layers +
                                  (plan->draft_class ? plan->model.num_draft_layers : 0) - 1);
@@ -73,7 +73,7 @@ int kvshard_plan_layer_kv_geometry(kvshard_layer_kv_geometry *out, const kvshard
     KVSHARD__INIT_BYTES(g, kvshard_layer_kv_geometry, KVSHARD_LAYER_KV_GEOMETRY_INIT);
     g.kind = (kvshard_layer_kind)k->kind;
     g.attention = m->attention;
-    g.dtype = kvshard__kv_cache_dtype(m, &plan->options);
+    g.dtype = kvshard_memory__kv_cache_dtype(m, &plan->options);
     g.element_bytes = kvshard_dtype_size(g.dtype);
     g.has_kv = row->shape != KVSHARD__SHAPE_NONE;
     if (g.has_kv && m->attention == KVSHARD_ATTENTION_GQA) {
@@ -81,7 +81,7 @@ int kvshard_plan_layer_kv_geometry(kvshard_layer_kv_geometry *out, const kvshard
          * the full layers'. */
         const kvshard__geometry *geo = row->shape == KVSHARD__SHAPE_WINDOW ? &m->sliding : &m->full;
         uint32_t t = plan_rank % plan->tp;
-        kvshard__kv_heads(&g.kv_head_first, &g.kv_heads, geo->heads, plan->tp, t, t);
+        kvshard_memory__kv_heads(&g.kv_head_first, &g.kv_heads, geo->heads, plan->tp, t, t);
         g.total_kv_heads = geo->heads;
         g.k_head_dim = geo->k_dim;
         g.v_head_dim = geo->v_dim;
@@ -118,8 +118,8 @@ int kvshard_plan_layer_state_shapes(kvshard_state_tensor *out, size_t cap, size_
         *out_count = 0;
         return KVSHARD_OK;
     }
-    kvshard__memory_inputs in = kvshard__plan_memory_inputs(plan);
-    kvshard_states__env env = kvshard__state_env(&in);
+    kvshard__memory_inputs in = kvshard_plan__memory_inputs(plan);
+    kvshard_states__env env = kvshard_memory__state_env(&in);
     kvshard_states__tensor t[KVSHARD__STATE_TENSORS];
     kvshard__calc c = {false, false, false};
     uint32_t n = kvshard_states__shapes(t, &c, &m->state, &env);
@@ -134,7 +134,7 @@ int kvshard_plan_layer_state_shapes(kvshard_state_tensor *out, size_t cap, size_
         f->bytes = kvshard_states__tensor_bytes(&c, &t[i], &env);
     }
     if (c.overflow) /* not reached: planning counted these bytes */
-        return kvshard__fail(err, KVSHARD_EOVERFLOW, "", kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_EOVERFLOW, "", kvshard_error__no_mark,
                              "the state tensors of layer %u overflow 64 bits", layer);
     for (uint32_t i = 0; i < n && i < cap; i++)
         out[i] = filled[i];

@@ -13,8 +13,9 @@
 
 #include <string.h>
 
-int kvshard__begin_planning(kvshard__planning *out, bool args_ok, const kvshard_options *options,
-                            const kvshard_allocator *allocator, kvshard_diag__ctx *diag)
+int kvshard_validate__begin_planning(kvshard__planning *out, bool args_ok,
+                                     const kvshard_options *options,
+                                     const kvshard_allocator *allocator, kvshard_diag__ctx *diag)
 {
     diag->option = NULL;
     diag->among = NULL;
@@ -24,12 +25,12 @@ int kvshard__begin_planning(kvshard__planning *out, bool args_ok, const kvshard_
     kvshard_options defaults = KVSHARD_OPTIONS_INIT;
     const kvshard_options *given = options ? options : &defaults;
     if (rc == KVSHARD_OK)
-        rc = kvshard__options_check(given, diag->err);
+        rc = kvshard_options__check(given, diag->err);
     if (rc)
         return rc;
     out->given = *given;
     out->given.settings = NULL;
-    out->options = kvshard__options_settle(given);
+    out->options = kvshard_options__settle(given);
     out->profile = kvshard_profiles__of(out->options.engine);
     memset(&out->state, 0, sizeof out->state);
     out->inputs_set = kvshard_settings__resolve(out->inputs, given->settings, out->profile);
@@ -39,7 +40,7 @@ int kvshard__begin_planning(kvshard__planning *out, bool args_ok, const kvshard_
     return KVSHARD_OK;
 }
 
-int kvshard__planning_settle(kvshard__planning *pl, const kvshard_model *model,
+int kvshard_validate__planning_settle(kvshard__planning *pl, const kvshard_model *model,
                              kvshard_diag__ctx *diag)
 {
     if (!pl->profile->hooks.settle)
@@ -53,7 +54,8 @@ int kvshard__planning_settle(kvshard__planning *pl, const kvshard_model *model,
     return pl->profile->hooks.settle(&s, diag);
 }
 
-const char *kvshard__planning_version(const kvshard__profile *profile, const kvshard_value *inputs)
+const char *kvshard_validate__planning_version(const kvshard__profile *profile,
+                                               const kvshard_value *inputs)
 {
     if (!profile->versions)
         return NULL;
@@ -63,24 +65,25 @@ const char *kvshard__planning_version(const kvshard__profile *profile, const kvs
     return profile->versions->fallback;
 }
 
-kvshard_profile__ctx kvshard__profile_ctx(const kvshard__planning *pl, const kvshard_model *model,
-                                          uint32_t tp, uint32_t split)
+kvshard_profile__ctx kvshard_validate__profile_ctx(const kvshard__planning *pl,
+                                                   const kvshard_model *model, uint32_t tp,
+                                                   uint32_t split)
 {
     kvshard_profile__ctx c = {&model->info,
                               &pl->options,
                               pl->inputs,
                               tp,
                               split,
-                              kvshard__replication_factor(&model->info, tp),
+                              kvshard_memory__replication_factor(&model->info, tp),
                               &pl->state};
     return c;
 }
 
-int kvshard__planning_budget(uint64_t *out, bool *has, const kvshard__planning *pl,
+int kvshard_validate__planning_budget(uint64_t *out, bool *has, const kvshard__planning *pl,
                              const kvshard_model *model, uint32_t tp, uint32_t split,
                              kvshard_diag__ctx *diag)
 {
-    kvshard_profile__ctx c = kvshard__profile_ctx(pl, model, tp, split);
+    kvshard_profile__ctx c = kvshard_validate__profile_ctx(pl, model, tp, split);
     return pl->profile->hooks.budget(out, has, &c, diag);
 }
 
@@ -118,7 +121,7 @@ static int check_heads(const kvshard_model *model, const kvshard__planning *pl, 
         uint32_t H = geometries[g].heads;
         const kvshard__key_site *kv = &model->sites[geometries[g].site];
         if (geometries[g].used && H && T % H != 0 && H % T != 0)
-            return kvshard__fail(err, KVSHARD_EKVHEADS, model->source, kv->mark,
+            return kvshard_error__fail(err, KVSHARD_EKVHEADS, model->source, kv->mark,
                                  "%s %u and the attention TP size %u do not divide one another",
                                  kv->key ? kv->key : "num_key_value_heads", H, T);
     }
@@ -128,7 +131,7 @@ static int check_heads(const kvshard_model *model, const kvshard__planning *pl, 
      * stores no KV (no KV, window or counted draft layer) has none. */
     const kvshard__key_site *q = &model->sites[KVSHARD__SITE_Q_HEADS];
     if ((full || sliding) && q->key && q->value % T != 0)
-        return kvshard__fail(err, KVSHARD_EQHEADS, model->source, q->mark,
+        return kvshard_error__fail(err, KVSHARD_EQHEADS, model->source, q->mark,
                              "%s %u is not divisible by the attention TP size %u: every rank "
                              "holds the same number of query heads",
                              q->key, q->value, T);
@@ -150,8 +153,8 @@ static int check_needs(const kvshard_model *model, const kvshard__planning *pl,
         return model->draft_rc;
     }
     const kvshard__key_site *rope = &model->sites[KVSHARD__SITE_LATENT_ROPE];
-    if (rope->key && kvshard__kv_cache_fp8(m, o))
-        return kvshard__fail(err, KVSHARD_EMISSING, model->source, rope->mark,
+    if (rope->key && kvshard_memory__kv_cache_fp8(m, o))
+        return kvshard_error__fail(err, KVSHARD_EMISSING, model->source, rope->mark,
                              "missing key \"qk_rope_head_dim\" (an fp8 cache keeps the RoPE part "
                              "of each compressed latent in bf16)");
     return KVSHARD_OK;
@@ -167,14 +170,14 @@ static int check_state(const kvshard_model *model, uint32_t T, kvshard_error *er
     for (int i = 0; i < 2; i++) {
         const kvshard__key_site *s = &model->sites[dims[i]];
         if (s->key && s->value % T != 0)
-            return kvshard__fail(err, KVSHARD_ELINEARHEADS, model->source, s->mark,
+            return kvshard_error__fail(err, KVSHARD_ELINEARHEADS, model->source, s->mark,
                                  "%s %u is not divisible by the attention TP size %u: each rank "
                                  "must hold a whole share of the %s state",
                                  s->key, s->value, T, kvshard_state_kind_name(m->state.kind));
     }
     const kvshard__key_site *g = &model->sites[KVSHARD__SITE_STATE_GROUPS];
     if (g->key && g->value % T != 0 && !(g->value < T && T % g->value == 0))
-        return kvshard__fail(err, KVSHARD_ELINEARHEADS, model->source, g->mark,
+        return kvshard_error__fail(err, KVSHARD_ELINEARHEADS, model->source, g->mark,
                              "%s %u cannot be laid out on %u TP ranks: Mamba2 groups must be a "
                              "multiple of the attention TP size, or fewer and divide it",
                              g->key, g->value, T);
@@ -234,7 +237,7 @@ static int check_sources(const kvshard_model *model, const uint32_t *counts, uin
     return KVSHARD_OK;
 }
 
-int kvshard__plan_validate(uint32_t *out_tp, uint32_t *out_split, uint32_t *stage_counts,
+int kvshard_plan__validate(uint32_t *out_tp, uint32_t *out_split, uint32_t *stage_counts,
                            const kvshard_model *model, const kvshard__planning *pl,
                            kvshard_diag__ctx *diag)
 {
@@ -244,7 +247,7 @@ int kvshard__plan_validate(uint32_t *out_tp, uint32_t *out_split, uint32_t *stag
     static const char *const split_cp[] = {"cp_size", "enable_layerwise_split", NULL};
     static const char *const limit[] = {"world_size", "layerwise_split_size", NULL};
     const kvshard_options *o = &pl->options;
-    uint32_t T = kvshard__attn_tp_size(o);
+    uint32_t T = kvshard_options__attn_tp_size(o);
     if (T == 0)
         return o->pp_size > 1
                    ? kvshard_diag__fail(diag, world, KVSHARD_EWORLD,
@@ -284,7 +287,7 @@ int kvshard__plan_validate(uint32_t *out_tp, uint32_t *out_split, uint32_t *stag
         return rc;
     rc = check_state(model, T, diag->err);
     if (rc == KVSHARD_OK && pl->profile->hooks.check) {
-        kvshard_profile__ctx c = kvshard__profile_ctx(pl, model, T, S_eff);
+        kvshard_profile__ctx c = kvshard_validate__profile_ctx(pl, model, T, S_eff);
         rc = pl->profile->hooks.check(&c, diag);
     }
     if (rc)

@@ -42,7 +42,7 @@ typedef struct kvshard__plan_view {
     const kvshard_value *inputs; /* the profile's */
     const kvshard_profile__state *state;
     const char *source;       /* where the model was read from */
-    const kvshard_plan *plan; /* for kvshard__plan_capacity_at() */
+    const kvshard_plan *plan; /* for kvshard_plan__capacity_at() */
 } kvshard__plan_view;
 
 /* The KV layers split rank `k` of stage `stage` owns, and how many. */
@@ -63,7 +63,7 @@ static inline kvshard_profile__view kvshard__profile_view(const kvshard__plan_vi
                                 v->ranks[0].state_bytes_per_seq,
                                 v->inputs,
                                 v->state,
-                                kvshard__planning_version(v->profile, v->inputs)};
+                                kvshard_validate__planning_version(v->profile, v->inputs)};
     return pv;
 }
 

@@ -34,8 +34,8 @@ static size_t ignored_options(const char **names, size_t cap, const kvshard__pla
 {
     size_t n = 0;
     for (const char *const *o = pl->profile->dialect.ignored_options; o && *o && n < cap; o++) {
-        kvshard__option_id id = kvshard__option_id_of(*o, strlen(*o));
-        if (id != KVSHARD__OPT_COUNT && kvshard__option_changed(&pl->given, id))
+        kvshard__option_id id = kvshard_options__option_id_of(*o, strlen(*o));
+        if (id != KVSHARD__OPT_COUNT && kvshard_options__option_changed(&pl->given, id))
             names[n++] = *o;
     }
     return n;
@@ -48,7 +48,8 @@ static void warn_profile_inputs(const kvshard__warning_inputs *in, kvshard__warn
 {
     const kvshard__planning *pl = in->planning;
     const char *options[KVSHARD__OPT_COUNT];
-    size_t count = pl->ignored_count, option_count = ignored_options(options, KVSHARD__OPT_COUNT, pl);
+    size_t count = pl->ignored_count,
+           option_count = ignored_options(options, KVSHARD__OPT_COUNT, pl);
     if (count == 0 && option_count == 0)
         return;
     char message[KVSHARD__WARNING_MESSAGE_MAX] = "";
@@ -84,7 +85,10 @@ static void warn_profile_inputs(const kvshard__warning_inputs *in, kvshard__warn
         }
     }
     for (size_t i = 0; i < option_count && used < sizeof message; i++) {
-        int n = snprintf(message + used, sizeof message - used, "%s%s", i ? ", " : count ? "; " : "",
+        int n = snprintf(message + used, sizeof message - used, "%s%s",
+                         i       ? ", "
+                         : count ? "; "
+                                 : "",
                          options[i]);
         used += n > 0 ? (size_t)n : 0;
     }
@@ -109,7 +113,7 @@ static void warn_unreachable(const kvshard__warning_inputs *in, kvshard__warning
                                    in->state_bytes_per_seq,
                                    in->planning->inputs,
                                    &in->planning->state,
-                                   kvshard__planning_version(in->planning->profile,
+                                   kvshard_validate__planning_version(in->planning->profile,
                                                              in->planning->inputs)};
         char message[KVSHARD__WARNING_MESSAGE_MAX];
         in->planning->profile->voice.unreachable(message, sizeof message, &v);
@@ -260,8 +264,8 @@ static void warn_device(const kvshard__warning_inputs *in, kvshard__warning_sink
              w->unknown_tensors == 1 ? "is" : "are", w->first_unknown ? w->first_unknown : "?");
 }
 
-void kvshard__collect_warnings(const kvshard__warning_inputs *in, kvshard__warning_sink sink,
-                               void *ctx)
+void kvshard_warnings__collect_warnings(const kvshard__warning_inputs *in,
+                                        kvshard__warning_sink sink, void *ctx)
 {
     const kvshard_options *o = &in->planning->options;
     uint32_t S = in->split, n_kv = in->n_kv;
@@ -292,14 +296,15 @@ void kvshard__collect_warnings(const kvshard__warning_inputs *in, kvshard__warni
     warn_profile_inputs(in, sink, ctx);
     const kvshard__profile *profile = in->planning->profile;
     if (profile->hooks.warnings) {
-        kvshard_profile__view v = {o,
-                                   in->capacity,
-                                   in->has_memory,
-                                   in->memory,
-                                   in->state_bytes_per_seq,
-                                   in->planning->inputs,
-                                   &in->planning->state,
-                                   kvshard__planning_version(profile, in->planning->inputs)};
+        kvshard_profile__view v = {
+            o,
+            in->capacity,
+            in->has_memory,
+            in->memory,
+            in->state_bytes_per_seq,
+            in->planning->inputs,
+            &in->planning->state,
+            kvshard_validate__planning_version(profile, in->planning->inputs)};
         profile->hooks.warnings(sink, ctx, &v);
     }
     warn_stages(in, sink, ctx);

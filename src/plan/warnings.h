@@ -31,7 +31,7 @@ typedef struct kvshard__warning_inputs {
 typedef kvshard_profile__warn_fn kvshard__warning_sink;
 
 /* Each warning, in code order, to `sink`. */
-void kvshard__collect_warnings(const kvshard__warning_inputs *in, kvshard__warning_sink sink,
-                               void *ctx);
+void kvshard_warnings__collect_warnings(const kvshard__warning_inputs *in,
+                                        kvshard__warning_sink sink, void *ctx);
 
 #endif /* KVSHARD_PLAN_WARNINGS_H */

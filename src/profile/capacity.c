@@ -183,7 +183,7 @@ int kvshard_profile__version(kvshard_versions__v *out, const kvshard__profile *p
     kvshard_versions__v v;
     if (!kvshard_versions__parse(&v, text, len)) { /* the parser refused it before */
         diag->option = "engine_version";
-        return kvshard__fail(diag->err, KVSHARD_ERANGE, "", kvshard__no_mark,
+        return kvshard_error__fail(diag->err, KVSHARD_ERANGE, "", kvshard_error__no_mark,
                              "%s profile: engine_version_invalid: \"%.*s\"", p->name, (int)len,
                              text);
     }

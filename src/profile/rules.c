@@ -19,7 +19,7 @@ static int trtllm_partition(uint32_t *counts, uint32_t layers, uint32_t stages, 
 static int even_partition(uint32_t *counts, uint32_t layers, uint32_t stages, kvshard_error *err)
 {
     if (layers % stages != 0)
-        return kvshard__fail(err, KVSHARD_EPARTITION, "", kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_EPARTITION, "", kvshard_error__no_mark,
                              "pp_partition_rule even needs pp_size to divide the %u decoder "
                              "layers, and %u does not",
                              layers, stages);
@@ -66,7 +66,7 @@ int kvshard_rules__partition(uint32_t *out, uint32_t layers, uint32_t stages, kv
 {
     const kvshard_profile__rules *r = kvshard_rules__of_pp_rule(rule);
     if (!r)
-        return kvshard__fail(err, KVSHARD_EPARTITION, "", kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_EPARTITION, "", kvshard_error__no_mark,
                              "pp_partition_rule %d is not a rule (vllm, sglang, trtllm or even)",
                              (int)rule);
     return r->partition(out, layers, stages, err);

@@ -292,13 +292,13 @@ static int check_coverage(const kvshard_profile__settling *s, const kvshard_sgla
 }
 
 /* The strategy, under the name the release reads. */
-static int settle_strategy(const kvshard_profile__settling *s, const kvshard_sglang__state *st, int *out,
-                           kvshard_diag__ctx *diag)
+static int settle_strategy(const kvshard_profile__settling *s, const kvshard_sglang__state *st,
+                           int *out, kvshard_diag__ctx *diag)
 {
     int now = (int)s->inputs[IN_STRATEGY].u, old = (int)s->inputs[IN_OLD_STRATEGY].u;
     diag->option = "mamba_radix_cache_strategy";
     if (now != S_AUTO && old != S_AUTO && now != old)
-        return kvshard__fail(diag->err, KVSHARD_EDUPKEY, "", kvshard__no_mark,
+        return kvshard_error__fail(diag->err, KVSHARD_EDUPKEY, "", kvshard_error__no_mark,
                              "sglang profile: --mamba-radix-cache-strategy %s and "
                              "--mamba-scheduler-strategy %s differ; give one of them",
                              strategy_words[now].text, strategy_words[old].text);
@@ -322,7 +322,8 @@ static int settle_strategy(const kvshard_profile__settling *s, const kvshard_sgl
 
 /* The parallel sizes: --tp-size and --dp-size, with DP attention dividing
  * the attention TP size instead of multiplying the world. */
-static int settle_world(kvshard_profile__settling *s, kvshard_sglang__state *st, kvshard_diag__ctx *diag)
+static int settle_world(kvshard_profile__settling *s, kvshard_sglang__state *st,
+                        kvshard_diag__ctx *diag)
 {
     kvshard_options *o = s->options;
     bool dp_attention = s->inputs[IN_DP_ATTENTION].u != 0;
@@ -338,20 +339,20 @@ static int settle_world(kvshard_profile__settling *s, kvshard_sglang__state *st,
     uint64_t world = s->inputs[IN_TP].u || !world_given ? tp * per_stage * P : o->world_size;
     diag->option = s->inputs[IN_TP].u || P == 1 ? "tp_size" : "pp_size";
     if (s->inputs[IN_TP].u && world_given && s->given->world_size != world)
-        return kvshard__fail(
-            diag->err, KVSHARD_EDUPKEY, "", kvshard__no_mark,
+        return kvshard_error__fail(
+            diag->err, KVSHARD_EDUPKEY, "", kvshard_error__no_mark,
             "sglang profile: world_size %u and the %llu ranks of --tp-size "
             "%llu%s%llu%s x --pp-size %llu differ; give one of them",
             s->given->world_size, (unsigned long long)world, (unsigned long long)tp,
             dp_attention ? " (DP attention in it, --dp-size " : " x --dp-size ",
             (unsigned long long)dp, dp_attention ? ")" : "", (unsigned long long)P);
     if (dp_attention && (dp == 0 || tp % dp != 0))
-        return kvshard__fail(diag->err, KVSHARD_EPARALLEL, "", kvshard__no_mark,
+        return kvshard_error__fail(diag->err, KVSHARD_EPARALLEL, "", kvshard_error__no_mark,
                              "sglang profile: --enable-dp-attention needs --tp-size %llu "
                              "divisible by --dp-size %llu",
                              (unsigned long long)tp, (unsigned long long)dp);
     if (world > KVSHARD_MAX_RANKS || world == 0)
-        return kvshard__fail(diag->err, KVSHARD_EPARALLEL, "", kvshard__no_mark,
+        return kvshard_error__fail(diag->err, KVSHARD_EPARALLEL, "", kvshard_error__no_mark,
                              "sglang profile: %llu ranks is above the %u kvshard plans",
                              (unsigned long long)world, KVSHARD_MAX_RANKS);
     o->world_size = (uint32_t)world;
@@ -447,7 +448,7 @@ static int settle(kvshard_profile__settling *s, kvshard_diag__ctx *diag)
     if (kv == KVSHARD_DTYPE_AUTO)
         kv = m->dtype == KVSHARD_DTYPE_FP32 || m->dtype == KVSHARD_DTYPE_FP8 ? KVSHARD_DTYPE_BF16
                                                                              : m->dtype;
-    uint64_t kvb = kvshard__dtype_bytes(kv);
+    uint64_t kvb = kvshard_dtype__bytes(kv);
     kvshard__calc c = {false, false, false};
     if (st->mla) {
         uint64_t latent =
@@ -466,7 +467,7 @@ static int settle(kvshard_profile__settling *s, kvshard_diag__ctx *diag)
             return rc;
         uint64_t conv = 0, temporal = 0;
         kvshard_profile__state_parts(&c, &conv, &temporal, &m->state, T, 0, 2,
-                                     kvshard__dtype_bytes(st->ssm_dtype));
+                                     kvshard_dtype__bytes(st->ssm_dtype));
         st->conv_slot = kvshard__calc_mul(&c, conv, m->num_state);
         st->ssm_slot = kvshard__calc_mul(&c, temporal, m->num_state);
         st->slot = kvshard__calc_add(&c, st->conv_slot, st->ssm_slot);

@@ -143,8 +143,8 @@ static int check_text(const kvshard_value__def *def, const char *text, size_t le
     if (kvshard_versions__parse(&v, text, len))
         return KVSHARD_OK;
     char shown[96];
-    kvshard__excerpt(shown, sizeof shown, text, len, 48);
-    return kvshard__fail(err, KVSHARD_ERANGE, source, mark,
+    kvshard_error__excerpt(shown, sizeof shown, text, len, 48);
+    return kvshard_error__fail(err, KVSHARD_ERANGE, source, mark,
                          "engine_version_invalid: %s \"%s\" is not a version of the form "
                          "[v]X.Y.Z, optionally followed by rcN, .postN, .devN and +local (such "
                          "as 0.20.0 or 0.20.1rc1.dev91)",

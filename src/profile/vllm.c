@@ -332,7 +332,7 @@ static int settle_world(kvshard_profile__settling *s, kvshard_diag__ctx *diag)
     uint64_t tp = s->inputs[IN_TP].u, dp = s->inputs[IN_DP].u, P = o->pp_size;
     diag->option = "data_parallel_size";
     if (dp && g->dp_size != 1 && g->dp_size != dp)
-        return kvshard__fail(diag->err, KVSHARD_EDUPKEY, "", kvshard__no_mark,
+        return kvshard_error__fail(diag->err, KVSHARD_EDUPKEY, "", kvshard_error__no_mark,
                              "vllm profile: dp_size %u and --data-parallel-size %llu differ; give "
                              "one of them",
                              g->dp_size, (unsigned long long)dp);
@@ -345,14 +345,14 @@ static int settle_world(kvshard_profile__settling *s, kvshard_diag__ctx *diag)
     uint64_t world = (tp ? tp : 1) * P * D;
     diag->option = tp ? "tensor_parallel_size" : P > 1 ? "pp_size" : "data_parallel_size";
     if (tp && g->world_size != 1 && g->world_size != world)
-        return kvshard__fail(diag->err, KVSHARD_EDUPKEY, "", kvshard__no_mark,
+        return kvshard_error__fail(diag->err, KVSHARD_EDUPKEY, "", kvshard_error__no_mark,
                              "vllm profile: world_size %u and --tensor-parallel-size %llu x "
                              "--pipeline-parallel-size %llu x --data-parallel-size %llu = %llu "
                              "differ; give one of them",
                              g->world_size, (unsigned long long)tp, (unsigned long long)P,
                              (unsigned long long)D, (unsigned long long)world);
     if (world > KVSHARD_MAX_RANKS)
-        return kvshard__fail(diag->err, KVSHARD_EPARALLEL, "", kvshard__no_mark,
+        return kvshard_error__fail(diag->err, KVSHARD_EPARALLEL, "", kvshard_error__no_mark,
                              "vllm profile: --tensor-parallel-size %llu x --pipeline-parallel-size "
                              "%llu x --data-parallel-size %llu is %llu ranks, above the %u kvshard "
                              "plans",
@@ -364,7 +364,8 @@ static int settle_world(kvshard_profile__settling *s, kvshard_diag__ctx *diag)
 }
 
 /* The speculative token count and the draft model's attention layers. */
-static int settle_speculation(kvshard_profile__settling *s, kvshard_vllm__state *st, kvshard_diag__ctx *diag)
+static int settle_speculation(kvshard_profile__settling *s, kvshard_vllm__state *st,
+                              kvshard_diag__ctx *diag)
 {
     const kvshard_value *spec = &s->inputs[IN_DRAFT_CONFIG];
     bool given = spec->text != NULL || spec->u > 0 || s->given->num_speculative_tokens > 0;
@@ -372,7 +373,7 @@ static int settle_speculation(kvshard_profile__settling *s, kvshard_vllm__state 
     if (spec->text || spec->u > 0) {
         diag->option = "speculative_config";
         if (count && count != spec->u)
-            return kvshard__fail(diag->err, KVSHARD_EDUPKEY, "", kvshard__no_mark,
+            return kvshard_error__fail(diag->err, KVSHARD_EDUPKEY, "", kvshard_error__no_mark,
                                  "vllm profile: num_speculative_tokens %u and "
                                  "--speculative-config's %llu differ; give one of them",
                                  count, (unsigned long long)spec->u);
@@ -389,7 +390,7 @@ static int settle_speculation(kvshard_profile__settling *s, kvshard_vllm__state 
     }
     const char *method = spec->text ? spec->text : "mtp";
     size_t len = spec->text ? spec->text_len : 3;
-    bool mtp = kvshard__text_is(method, len, "mtp") ||
+    bool mtp = kvshard_text__is(method, len, "mtp") ||
                (len > 4 && memcmp(method + len - 4, "_mtp", 4) == 0);
     diag->option = "speculative_config";
     if (mtp) {
@@ -402,10 +403,10 @@ static int settle_speculation(kvshard_profile__settling *s, kvshard_vllm__state 
                         (int)len, method);
         }
         st->draft_layers = s->model->num_draft_layers;
-    } else if (kvshard__text_is(method, len, "eagle") || kvshard__text_is(method, len, "eagle3")) {
+    } else if (kvshard_text__is(method, len, "eagle") || kvshard_text__is(method, len, "eagle3")) {
         st->draft_layers = 1;
-    } else if (!kvshard__text_is(method, len, "ngram") &&
-               !kvshard__text_is(method, len, "suffix")) {
+    } else if (!kvshard_text__is(method, len, "ngram") &&
+               !kvshard_text__is(method, len, "suffix")) {
         return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE, "engine_unsupported",
                     "speculative method %.*s: kvshard does not know how many attention layers "
                     "its draft model adds; give --draft-attention-layers N",
@@ -465,7 +466,7 @@ static int temporal_dtype(kvshard_dtype *out, const kvshard_profile__settling *s
 
 static uint32_t dtype_bytes(kvshard_dtype d)
 {
-    return kvshard__dtype_bytes(d);
+    return kvshard_dtype__bytes(d);
 }
 
 static const char *dtype_word(kvshard_dtype d)
@@ -474,7 +475,8 @@ static const char *dtype_word(kvshard_dtype d)
 }
 
 /* Prefix caching and the Mamba cache mode, for a model with state layers. */
-static int settle_mode(kvshard_profile__settling *s, kvshard_vllm__state *st, kvshard_diag__ctx *diag)
+static int settle_mode(kvshard_profile__settling *s, kvshard_vllm__state *st,
+                       kvshard_diag__ctx *diag)
 {
     uint64_t asked = s->inputs[IN_PREFIX].u;
     bool wanted = asked == UNSET_BOOL ? from(st, &V_PREFIX_ON) : asked != 0;
@@ -644,8 +646,8 @@ static uint64_t gqa_bytes(kvshard__calc *c, const kvshard__geometry *g, uint32_t
  * sliding windows (a Gemma 3 or Cohere2 config shorter than its pattern)
  * the sliding layers' does. A model with no cache layer at all leaves the
  * engine no KV cache group to size, as a stage without one does. */
-static int attention_page(kvshard_vllm__state *st, const kvshard_profile__settling *s, kvshard__calc *c,
-                          uint32_t T, uint64_t kv_bytes, kvshard_diag__ctx *diag)
+static int attention_page(kvshard_vllm__state *st, const kvshard_profile__settling *s,
+                          kvshard__calc *c, uint32_t T, uint64_t kv_bytes, kvshard_diag__ctx *diag)
 {
     const kvshard__model_info *m = s->model;
     diag->option = "engine";

@@ -29,7 +29,7 @@ static const char *file_type(mode_t mode)
 /* `size` bytes, or with `at_least`, more than that many. */
 static int too_large(kvshard_error *err, const char *path, unsigned long long size, bool at_least)
 {
-    return kvshard__fail(err, KVSHARD_ELIMIT, path, kvshard__no_mark,
+    return kvshard_error__fail(err, KVSHARD_ELIMIT, path, kvshard_error__no_mark,
                          "file is %s%llu bytes; the limit is %u bytes (KVSHARD_MAX_DOCUMENT_BYTES)",
                          at_least ? "more than " : "", size, KVSHARD_MAX_DOCUMENT_BYTES);
 }
@@ -42,23 +42,25 @@ static int read_growing(char **out, size_t *out_len, const kvshard_allocator *a,
 {
     const size_t most = (size_t)KVSHARD_MAX_DOCUMENT_BYTES + 2;
     size_t cap = 4096, len = 0;
-    char *buf = kvshard__alloc(a, cap, 1);
+    char *buf = kvshard_alloc__bytes(a, cap, 1);
     if (!buf)
-        return kvshard__fail(err, KVSHARD_ENOMEM, path, kvshard__no_mark, "out of memory");
+        return kvshard_error__fail(err, KVSHARD_ENOMEM, path, kvshard_error__no_mark,
+                                   "out of memory");
     for (;;) {
         if (len > KVSHARD_MAX_DOCUMENT_BYTES) {
-            kvshard__free(a, buf);
+            kvshard_alloc__free(a, buf);
             return too_large(err, path, KVSHARD_MAX_DOCUMENT_BYTES, true);
         }
         if (len + 1 == cap) {
             size_t grown_cap = cap > most / 2 ? most : cap * 2;
-            char *grown = kvshard__alloc(a, grown_cap, 1);
+            char *grown = kvshard_alloc__bytes(a, grown_cap, 1);
             if (!grown) {
-                kvshard__free(a, buf);
-                return kvshard__fail(err, KVSHARD_ENOMEM, path, kvshard__no_mark, "out of memory");
+                kvshard_alloc__free(a, buf);
+                return kvshard_error__fail(err, KVSHARD_ENOMEM, path, kvshard_error__no_mark,
+                                           "out of memory");
             }
             memcpy(grown, buf, len);
-            kvshard__free(a, buf);
+            kvshard_alloc__free(a, buf);
             buf = grown;
             cap = grown_cap;
         }
@@ -67,9 +69,9 @@ static int read_growing(char **out, size_t *out_len, const kvshard_allocator *a,
             continue;
         if (n < 0) {
             int e = errno;
-            kvshard__free(a, buf);
-            return kvshard__fail(err, KVSHARD_EIO, path, kvshard__no_mark, "cannot read: %s",
-                                 strerror(e));
+            kvshard_alloc__free(a, buf);
+            return kvshard_error__fail(err, KVSHARD_EIO, path, kvshard_error__no_mark,
+                                       "cannot read: %s", strerror(e));
         }
         if (n == 0)
             break;
@@ -94,32 +96,32 @@ static bool grew(int fd)
     }
 }
 
-int kvshard__read_file(char **out, size_t *out_len, const kvshard_allocator *a, const char *path,
-                       kvshard_error *err)
+int kvshard_file__read_file(char **out, size_t *out_len, const kvshard_allocator *a,
+                            const char *path, kvshard_error *err)
 {
     kvshard__file_id id;
-    return kvshard__read_file_id(out, out_len, &id, a, path, err);
+    return kvshard_file__read_file_id(out, out_len, &id, a, path, err);
 }
 
-int kvshard__read_file_id(char **out, size_t *out_len, kvshard__file_id *id,
+int kvshard_file__read_file_id(char **out, size_t *out_len, kvshard__file_id *id,
                           const kvshard_allocator *a, const char *path, kvshard_error *err)
 {
     /* Open without blocking, so that a FIFO with no writer cannot hang the
      * call, and without making a terminal ours; then look before reading. */
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0)
-        return kvshard__fail(err, KVSHARD_EIO, path, kvshard__no_mark, "cannot open: %s",
-                             strerror(errno));
+        return kvshard_error__fail(err, KVSHARD_EIO, path, kvshard_error__no_mark,
+                                   "cannot open: %s", strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int e = errno;
         close(fd);
-        return kvshard__fail(err, KVSHARD_EIO, path, kvshard__no_mark, "cannot read: %s",
-                             strerror(e));
+        return kvshard_error__fail(err, KVSHARD_EIO, path, kvshard_error__no_mark,
+                                   "cannot read: %s", strerror(e));
     }
     if (!S_ISREG(st.st_mode)) {
         close(fd);
-        return kvshard__fail(err, KVSHARD_EIO, path, kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_EIO, path, kvshard_error__no_mark,
                              "cannot read: %s; kvshard reads regular files only",
                              file_type(st.st_mode));
     }
@@ -136,10 +138,10 @@ int kvshard__read_file_id(char **out, size_t *out_len, kvshard__file_id *id,
         return rc;
     }
     size_t size = (size_t)st.st_size, got = 0;
-    char *buf = kvshard__alloc(a, size + 1, 1);
+    char *buf = kvshard_alloc__bytes(a, size + 1, 1);
     if (!buf) {
         close(fd);
-        return kvshard__fail(err, KVSHARD_ENOMEM, path, kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_ENOMEM, path, kvshard_error__no_mark,
                              "out of memory reading the file");
     }
     while (got < size) {
@@ -147,18 +149,19 @@ int kvshard__read_file_id(char **out, size_t *out_len, kvshard__file_id *id,
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
-            rc = kvshard__fail(err, KVSHARD_EIO, path, kvshard__no_mark, "cannot read: %s",
-                               n < 0 ? strerror(errno) : "the file shrank while it was read");
+            rc = kvshard_error__fail(err, KVSHARD_EIO, path, kvshard_error__no_mark,
+                                     "cannot read: %s",
+                                     n < 0 ? strerror(errno) : "the file shrank while it was read");
             break;
         }
         got += (size_t)n;
     }
     if (rc == KVSHARD_OK && grew(fd))
-        rc = kvshard__fail(err, KVSHARD_EIO, path, kvshard__no_mark,
+        rc = kvshard_error__fail(err, KVSHARD_EIO, path, kvshard_error__no_mark,
                            "cannot read: the file grew while it was read");
     close(fd);
     if (rc) {
-        kvshard__free(a, buf);
+        kvshard_alloc__free(a, buf);
         return rc;
     }
     buf[size] = '\0';
@@ -167,15 +170,16 @@ int kvshard__read_file_id(char **out, size_t *out_len, kvshard__file_id *id,
     return KVSHARD_OK;
 }
 
-int kvshard__config_path(char **out, const kvshard_allocator *a, const char *path,
+int kvshard_file__config_path(char **out, const kvshard_allocator *a, const char *path,
                          kvshard_error *err)
 {
     struct stat st;
     bool dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
     size_t len = strlen(path);
-    char *p = kvshard__alloc(a, len + sizeof "/config.json", 1);
+    char *p = kvshard_alloc__bytes(a, len + sizeof "/config.json", 1);
     if (!p)
-        return kvshard__fail(err, KVSHARD_ENOMEM, path, kvshard__no_mark, "out of memory");
+        return kvshard_error__fail(err, KVSHARD_ENOMEM, path, kvshard_error__no_mark,
+                                   "out of memory");
     memcpy(p, path, len + 1);
     if (dir) {
         memcpy(p + len, len && path[len - 1] == '/' ? "config.json" : "/config.json",
@@ -183,8 +187,8 @@ int kvshard__config_path(char **out, const kvshard_allocator *a, const char *pat
         /* Say what is missing, rather than that a path the user never typed
          * cannot be opened. */
         if (stat(p, &st) != 0 && errno == ENOENT) {
-            kvshard__free(a, p);
-            return kvshard__fail(err, KVSHARD_EIO, path, kvshard__no_mark,
+            kvshard_alloc__free(a, p);
+            return kvshard_error__fail(err, KVSHARD_EIO, path, kvshard_error__no_mark,
                                  "a directory without config.json (a model directory holds "
                                  "the model's config.json)");
         }

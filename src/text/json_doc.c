@@ -109,7 +109,7 @@ static size_t utf8_at(const scan *s, size_t i, uint32_t *cp)
 
 static int bad_utf8(const scan *s, size_t i)
 {
-    return kvshard__doc_build_fail(s->b, KVSHARD_EUTF8, i,
+    return kvshard_build__fail(s->b, KVSHARD_EUTF8, i,
                                    "invalid UTF-8 (a sequence that starts with the byte 0x%02X, "
                                    "at byte offset %zu); JSON text is UTF-8",
                                    s->t[i], i);
@@ -155,7 +155,7 @@ static int unexpected(const scan *s, size_t i, const char *expected)
         return bad_utf8(s, i);
     char found[80];
     describe_at(s, i, found, sizeof found);
-    return kvshard__doc_build_fail(s->b, KVSHARD_ESYNTAX, i, "expected %s, found %s", expected,
+    return kvshard_build__fail(s->b, KVSHARD_ESYNTAX, i, "expected %s, found %s", expected,
                                    found);
 }
 
@@ -169,7 +169,7 @@ static int not_a_value(const scan *s, size_t i)
 {
     if (starts_with(s, i, "NaN", 3) || starts_with(s, i, "Infinity", 8) ||
         starts_with(s, i, "-Infinity", 9))
-        return kvshard__doc_build_fail(s->b, KVSHARD_ESYNTAX, i,
+        return kvshard_build__fail(s->b, KVSHARD_ESYNTAX, i,
                                        "expected %s, found %s: JSON has no NaN or Infinity",
                                        VALUE_WORDS, s->t[i] == 'N' ? "NaN" : "Infinity");
     return unexpected(s, i, VALUE_WORDS);
@@ -183,12 +183,12 @@ static int reserve(scan *s, size_t used, size_t more, size_t at)
     size_t cap = s->cap ? s->cap : 256;
     while (cap - used < more)
         cap *= 2;
-    char *grown = kvshard__alloc(s->alloc, cap, 1);
+    char *grown = kvshard_alloc__bytes(s->alloc, cap, 1);
     if (!grown)
-        return kvshard__doc_build_fail(s->b, KVSHARD_ENOMEM, at, "out of memory reading a string");
+        return kvshard_build__fail(s->b, KVSHARD_ENOMEM, at, "out of memory reading a string");
     if (used)
         memcpy(grown, s->buf, used);
-    kvshard__free(s->alloc, s->buf);
+    kvshard_alloc__free(s->alloc, s->buf);
     s->buf = grown;
     s->cap = cap;
     return KVSHARD_OK;
@@ -196,8 +196,8 @@ static int reserve(scan *s, size_t used, size_t more, size_t at)
 
 static int unclosed(const scan *s, size_t quote, size_t end)
 {
-    kvshard__mark m = kvshard__doc_mark(s->doc, quote);
-    return kvshard__doc_build_fail(s->b, KVSHARD_ESYNTAX, end,
+    kvshard__mark m = kvshard_marks__mark(s->doc, quote);
+    return kvshard_build__fail(s->b, KVSHARD_ESYNTAX, end,
                                    "expected '\"' to close the string that begins at line %d, "
                                    "column %d, found the end of the text",
                                    m.line, m.column);
@@ -214,7 +214,7 @@ static bool yaml_line_break(uint32_t cp)
 
 static int line_break_in_string(const scan *s, size_t i, uint32_t cp)
 {
-    return kvshard__doc_build_fail(s->b, KVSHARD_ESYNTAX, i,
+    return kvshard_build__fail(s->b, KVSHARD_ESYNTAX, i,
                                    "the line break U+%04X inside a string: YAML reads it as a "
                                    "line break, so a JSON string here writes it as an escape "
                                    "(\\u%04X)",
@@ -225,10 +225,10 @@ static int control_in_string(const scan *s, size_t i)
 {
     unsigned c = s->t[i];
     if (c == '\n' || c == '\r')
-        return kvshard__doc_build_fail(s->b, KVSHARD_ESYNTAX, i,
+        return kvshard_build__fail(s->b, KVSHARD_ESYNTAX, i,
                                        "expected '\"' before the end of the line: a JSON string "
                                        "holds no line break (it writes one as \\n)");
-    return kvshard__doc_build_fail(s->b, KVSHARD_ESYNTAX, i,
+    return kvshard_build__fail(s->b, KVSHARD_ESYNTAX, i,
                                    "the control character U+%04X inside a string: JSON writes "
                                    "it as an escape (\\u%04X%s)",
                                    c, c, c == '\t' ? " or \\t" : "");
@@ -296,7 +296,7 @@ static int escape_at(const scan *s, size_t quote, size_t i, char *out, size_t *n
     if (c != 'u') {
         char found[80];
         describe_at(s, i + 1, found, sizeof found);
-        return kvshard__doc_build_fail(s->b, KVSHARD_ESYNTAX, i,
+        return kvshard_build__fail(s->b, KVSHARD_ESYNTAX, i,
                                        "expected an escape (\\\", \\\\, \\/, \\b, \\f, \\n, \\r, "
                                        "\\t or \\u and four hex digits) after the backslash, "
                                        "found %s",
@@ -304,11 +304,11 @@ static int escape_at(const scan *s, size_t quote, size_t i, char *out, size_t *n
     }
     uint32_t cp, low;
     if (!hex4(s, i + 2, &cp))
-        return kvshard__doc_build_fail(s->b, KVSHARD_ESYNTAX, i,
+        return kvshard_build__fail(s->b, KVSHARD_ESYNTAX, i,
                                        "expected four hex digits after \\u");
     *next = i + 6;
     if (cp >= 0xDC00 && cp <= 0xDFFF)
-        return kvshard__doc_build_fail(s->b, KVSHARD_ESYNTAX, i,
+        return kvshard_build__fail(s->b, KVSHARD_ESYNTAX, i,
                                        "\\u%04X is a low surrogate with no high surrogate before "
                                        "it: a character above U+FFFF is a pair \\uD800-\\uDBFF "
                                        "then \\uDC00-\\uDFFF",
@@ -316,7 +316,7 @@ static int escape_at(const scan *s, size_t quote, size_t i, char *out, size_t *n
     if (cp >= 0xD800 && cp <= 0xDBFF) {
         if (!starts_with(s, i + 6, "\\u", 2) || !hex4(s, i + 8, &low) || low < 0xDC00 ||
             low > 0xDFFF)
-            return kvshard__doc_build_fail(s->b, KVSHARD_ESYNTAX, i,
+            return kvshard_build__fail(s->b, KVSHARD_ESYNTAX, i,
                                            "\\u%04X is a high surrogate not followed by a low "
                                            "one (\\uDC00-\\uDFFF): a character above U+FFFF is "
                                            "a pair of them",
@@ -351,7 +351,7 @@ static int escaped_string(scan *s, size_t quote, size_t i, size_t *end)
         unsigned c = t[i];
         if (c == '"') {
             *end = i + 1;
-            return kvshard__doc_build_scalar(s->b, quote, true, s->buf, o);
+            return kvshard_build__scalar(s->b, quote, true, s->buf, o);
         }
         if (c == '\\') {
             size_t n = 0;
@@ -388,7 +388,7 @@ static int string_at(scan *s, size_t quote, size_t *end)
         unsigned c = t[i];
         if (c == '"') {
             *end = i + 1;
-            return kvshard__doc_build_scalar(s->b, quote, true, NULL, i - quote - 1);
+            return kvshard_build__scalar(s->b, quote, true, NULL, i - quote - 1);
         }
         if (c == '\\')
             return escaped_string(s, quote, i, end);
@@ -419,7 +419,7 @@ static int number_at(const scan *s, size_t start, size_t *end)
     if (t[i] == '0') {
         i++;
         if (i < s->len && is_digit(t[i]))
-            return kvshard__doc_build_fail(s->b, KVSHARD_ESYNTAX, start,
+            return kvshard_build__fail(s->b, KVSHARD_ESYNTAX, start,
                                            "a number with a leading zero: JSON writes 0 alone "
                                            "before its fraction or exponent, and has no octal");
     } else {
@@ -443,7 +443,7 @@ static int number_at(const scan *s, size_t start, size_t *end)
             i++;
     }
     *end = i;
-    return kvshard__doc_build_scalar(s->b, start, false, NULL, i - start);
+    return kvshard_build__scalar(s->b, start, false, NULL, i - start);
 }
 
 /* One value at `i` (whitespace skipped): a scalar whole, or the opening of
@@ -459,14 +459,14 @@ static int value_at(scan *s, size_t i, size_t *end, want *next)
     case '{':
     case '[': {
         bool object = s->t[i] == '{';
-        if ((rc = kvshard__doc_build_open(s->b, i, object)) != 0)
+        if ((rc = kvshard_build__open(s->b, i, object)) != 0)
             return rc;
         s->object[s->depth++] = object;
         size_t j = skip_space(s, i + 1);
         if (j < s->len && s->t[j] == (object ? '}' : ']')) {
             s->depth--;
             *end = j + 1;
-            return kvshard__doc_build_close(s->b);
+            return kvshard_build__close(s->b);
         }
         *end = j;
         *next = object ? WANT_FIRST_KEY : WANT_VALUE;
@@ -480,7 +480,7 @@ static int value_at(scan *s, size_t i, size_t *end, want *next)
         if (!starts_with(s, i, word, n))
             return not_a_value(s, i);
         *end = i + n;
-        return kvshard__doc_build_scalar(s->b, i, false, NULL, n);
+        return kvshard_build__scalar(s->b, i, false, NULL, n);
     }
     default:
         if (s->t[i] == '-' || is_digit(s->t[i]))
@@ -499,7 +499,7 @@ static int json_front(kvshard__doc_builder *b, const kvshard__doc *doc, void *ct
     s->depth = 0;
     size_t i = skip_space(s, doc->start);
     if (i >= s->len)
-        return kvshard__doc_build_fail(b, KVSHARD_ESYNTAX, i,
+        return kvshard_build__fail(b, KVSHARD_ESYNTAX, i,
                                        "expected %s, found the end of the text (the text is %s)",
                                        VALUE_WORDS, i > doc->start ? "only whitespace" : "empty");
     want w = WANT_VALUE;
@@ -539,14 +539,14 @@ static int json_front(kvshard__doc_builder *b, const kvshard__doc *doc, void *ct
                 size_t comma = i;
                 i = skip_space(s, i + 1);
                 if (i < s->len && s->t[i] == close)
-                    return kvshard__doc_build_fail(b, KVSHARD_ESYNTAX, comma,
+                    return kvshard_build__fail(b, KVSHARD_ESYNTAX, comma,
                                                    "expected %s after ',', found '%c': JSON "
                                                    "allows no trailing comma",
                                                    object ? "a key" : "a value", close);
                 w = object ? WANT_KEY : WANT_VALUE;
             } else if (i < s->len && s->t[i] == close) {
                 s->depth--;
-                if ((rc = kvshard__doc_build_close(b)) != 0)
+                if ((rc = kvshard_build__close(b)) != 0)
                     return rc;
                 i = skip_space(s, i + 1);
             } else {
@@ -567,8 +567,8 @@ static int parse(kvshard__doc *out, const char *text, size_t len, const char *so
     s.alloc = alloc;
     s.buf = NULL;
     s.cap = 0;
-    int rc = kvshard__doc_build(out, text, len, source, alloc, seed, true, json_front, &s, err);
-    kvshard__free(alloc, s.buf);
+    int rc = kvshard_build__doc(out, text, len, source, alloc, seed, true, json_front, &s, err);
+    kvshard_alloc__free(alloc, s.buf);
     return rc;
 }
 

@@ -19,11 +19,11 @@
 
 #include "text/yaml_tape.h"
 
-/* kvshard__doc_parse for JSON text: the same doc, read and freed the same
- * way (kvshard__doc_free). */
+/* kvshard_doc__parse for JSON text: the same doc, read and freed the same
+ * way (kvshard_tape__doc_free). */
 int kvshard_json_doc__parse(kvshard__doc *out, const char *text, size_t len, const char *source,
                             const kvshard_allocator *alloc, kvshard_error *err);
-/* With the hash key drawn from `seed`, as kvshard__doc_parse_seeded. */
+/* With the hash key drawn from `seed`, as kvshard_doc__parse_seeded. */
 int kvshard_json_doc__parse_seeded(kvshard__doc *out, const char *text, size_t len,
                                    const char *source, const kvshard_allocator *alloc,
                                    uint64_t seed, kvshard_error *err);

@@ -47,7 +47,7 @@ static const struct {
 uint32_t kvshard_safetensors__dtype_bits(const char *dtype, size_t len)
 {
     for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++) {
-        if (kvshard__text_is(dtype, len, dtypes[i].name))
+        if (kvshard_text__is(dtype, len, dtypes[i].name))
             return dtypes[i].bits;
     }
     return 0;
@@ -72,7 +72,7 @@ static void *arena_take(kvshard__safetensors *s, size_t bytes)
     if (!c || c->cap - c->used < words) {
         size_t cap = words > ARENA_WORDS ? words : ARENA_WORDS;
         if (cap > (SIZE_MAX - sizeof *c) / 8 ||
-            !(c = kvshard__alloc(&s->alloc, 1, sizeof *c + cap * 8)))
+            !(c = kvshard_alloc__bytes(&s->alloc, 1, sizeof *c + cap * 8)))
             return NULL;
         c->next = s->arena;
         c->used = 0;
@@ -101,21 +101,21 @@ void kvshard_safetensors__free(kvshard__safetensors *s)
     kvshard_allocator a = s->alloc;
     for (kvshard__st_arena *c = s->arena; c;) {
         kvshard__st_arena *next = c->next;
-        kvshard__free(&a, c);
+        kvshard_alloc__free(&a, c);
         c = next;
     }
-    kvshard__free(&a, s->tensors);
-    kvshard__free(&a, s->shards);
-    kvshard__free(&a, s);
+    kvshard_alloc__free(&a, s->tensors);
+    kvshard_alloc__free(&a, s->shards);
+    kvshard_alloc__free(&a, s);
 }
 
 static int new_set(kvshard__safetensors **out, const kvshard_allocator *alloc, size_t max_tensors,
                    uint64_t max_json, const char *source, kvshard_error *err)
 {
-    kvshard_allocator a = kvshard__allocator_or_default(alloc);
-    kvshard__safetensors *s = kvshard__calloc(&a, 1, sizeof *s);
+    kvshard_allocator a = kvshard_alloc__allocator_or_default(alloc);
+    kvshard__safetensors *s = kvshard_alloc__calloc(&a, 1, sizeof *s);
     if (!s)
-        return kvshard__fail(err, KVSHARD_ENOMEM, source, kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_ENOMEM, source, kvshard_error__no_mark,
                              "safetensors: out of memory");
     s->alloc = a;
     s->max_tensors = max_tensors ? max_tensors : KVSHARD__ST_MAX_TENSORS;
@@ -133,12 +133,12 @@ static bool reserve_tensors(kvshard__safetensors *s, size_t more)
     size_t cap = s->tensor_cap ? s->tensor_cap : 64;
     while (cap - s->count < more)
         cap *= 2;
-    kvshard__tensor *grown = kvshard__alloc(&s->alloc, cap, sizeof *grown);
+    kvshard__tensor *grown = kvshard_alloc__bytes(&s->alloc, cap, sizeof *grown);
     if (!grown)
         return false;
     if (s->count)
         memcpy(grown, s->tensors, s->count * sizeof *grown);
-    kvshard__free(&s->alloc, s->tensors);
+    kvshard_alloc__free(&s->alloc, s->tensors);
     s->tensors = grown;
     s->tensor_cap = cap;
     return true;
@@ -148,24 +148,24 @@ static int add_shard(kvshard__safetensors *s, const char *name, size_t len, cons
                      kvshard_error *err)
 {
     if (s->shard_count == KVSHARD__ST_MAX_SHARDS)
-        return kvshard__fail(err, KVSHARD_ELIMIT, source, kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_ELIMIT, source, kvshard_error__no_mark,
                              "safetensors: more than %u shard files (the limit)",
                              KVSHARD__ST_MAX_SHARDS);
     if (s->shard_count == s->shard_cap) {
         uint32_t cap = s->shard_cap ? s->shard_cap * 2 : 8;
-        const char **grown = kvshard__alloc(&s->alloc, cap, sizeof *grown);
+        const char **grown = kvshard_alloc__bytes(&s->alloc, cap, sizeof *grown);
         if (!grown)
-            return kvshard__fail(err, KVSHARD_ENOMEM, source, kvshard__no_mark,
+            return kvshard_error__fail(err, KVSHARD_ENOMEM, source, kvshard_error__no_mark,
                                  "safetensors: out of memory");
         if (s->shard_count)
             memcpy(grown, s->shards, s->shard_count * sizeof *grown);
-        kvshard__free(&s->alloc, s->shards);
+        kvshard_alloc__free(&s->alloc, s->shards);
         s->shards = grown;
         s->shard_cap = cap;
     }
     const char *copy = arena_string(s, name, len);
     if (!copy)
-        return kvshard__fail(err, KVSHARD_ENOMEM, source, kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_ENOMEM, source, kvshard_error__no_mark,
                              "safetensors: out of memory");
     s->shards[s->shard_count++] = copy;
     return KVSHARD_OK;
@@ -192,7 +192,7 @@ static bool table_init(name_table *t, const kvshard_allocator *a, size_t entries
     size_t slots = 16;
     while (slots < 2 * entries)
         slots *= 2;
-    t->slots = kvshard__calloc(a, slots, sizeof *t->slots);
+    t->slots = kvshard_alloc__calloc(a, slots, sizeof *t->slots);
     t->mask = slots - 1;
     t->key = kvshard_hash__key(kvshard_hash__seed(t, (uint64_t)(uintptr_t)t->slots));
     return t->slots != NULL;
@@ -240,12 +240,12 @@ static int st_fail(const st_file *f, int code, const kvshard__node *at, const ch
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
-    kvshard__mark m = kvshard__no_mark;
+    kvshard__mark m = kvshard_error__no_mark;
     if (at && f->doc) {
-        m = kvshard__doc_mark(f->doc, at->offset);
+        m = kvshard_marks__mark(f->doc, at->offset);
         m.offset += f->base;
     }
-    return kvshard__fail(f->err, code, f->path, m, "safetensors: %s: %s", f->name, why);
+    return kvshard_error__fail(f->err, code, f->path, m, "safetensors: %s: %s", f->name, why);
 }
 
 /* The loader's error, under the reader's name and at the file's offset. */
@@ -255,11 +255,11 @@ static int doc_error(const st_file *f, const kvshard_error *local)
         return local->code;
     kvshard__mark m = {local->line, local->column, local->offset + f->base};
     if (local->line == 0)
-        m = kvshard__no_mark;
+        m = kvshard_error__no_mark;
     bool syntax = local->code == KVSHARD_ESYNTAX || local->code == KVSHARD_EUTF8;
     const char *what =
         f->name == INDEX_NAME ? "the index is not JSON: " : "the header is not JSON: ";
-    return kvshard__fail(f->err, local->code, f->path, m, "safetensors: %s: %s%s", f->name,
+    return kvshard_error__fail(f->err, local->code, f->path, m, "safetensors: %s: %s%s", f->name,
                          syntax ? what : "", local->message);
 }
 
@@ -318,7 +318,7 @@ static uint_read json_uint(uint64_t *out, const kvshard__doc *doc, const kvshard
 
 static void describe(char *buf, size_t cap, const kvshard__node *n)
 {
-    kvshard__node_describe(buf, cap, n);
+    kvshard_tape__node_describe(buf, cap, n);
 }
 
 /* "[16, 32]", cut with "..." past a few dimensions. */
@@ -345,13 +345,13 @@ static void format_shape(char *buf, size_t cap, const uint64_t *dims, uint32_t n
  * message, since a header of 100,000 entries needs none of them. */
 static const char *tensor_name(char *buf, size_t cap, const kvshard__node *key)
 {
-    kvshard__excerpt(buf, cap, key->text, key->count, 64);
+    kvshard_error__excerpt(buf, cap, key->text, key->count, 64);
     return buf;
 }
 
 static const char *node_excerpt(char *buf, size_t cap, const kvshard__node *n, size_t max)
 {
-    kvshard__excerpt(buf, cap, n->text, n->count, max);
+    kvshard_error__excerpt(buf, cap, n->text, n->count, max);
     return buf;
 }
 
@@ -387,16 +387,16 @@ static int read_entry(st_file *f, const kvshard__node *key, const kvshard__node 
     }
     kvshard__node dtype = {0}, shape = {0}, offsets = {0};
     bool has_dtype = false, has_shape = false, has_offsets = false;
-    kvshard__iter it = kvshard__iter_begin(doc, value);
+    kvshard__iter it = kvshard_tape__iter_begin(doc, value);
     kvshard__node k, v;
-    while (kvshard__iter_next(doc, &it, &k) && kvshard__iter_next(doc, &it, &v)) {
-        if (kvshard__text_is(k.text, k.count, "dtype")) {
+    while (kvshard_tape__iter_next(doc, &it, &k) && kvshard_tape__iter_next(doc, &it, &v)) {
+        if (kvshard_text__is(k.text, k.count, "dtype")) {
             dtype = v;
             has_dtype = true;
-        } else if (kvshard__text_is(k.text, k.count, "shape")) {
+        } else if (kvshard_text__is(k.text, k.count, "shape")) {
             shape = v;
             has_shape = true;
-        } else if (kvshard__text_is(k.text, k.count, "data_offsets")) {
+        } else if (kvshard_text__is(k.text, k.count, "data_offsets")) {
             offsets = v;
             has_offsets = true;
         }
@@ -424,8 +424,8 @@ static int read_entry(st_file *f, const kvshard__node *key, const kvshard__node 
         return out_of_memory(f);
     uint64_t elements = 1;
     bool too_many = false;
-    it = kvshard__iter_begin(doc, &shape);
-    for (uint32_t i = 0; kvshard__iter_next(doc, &it, &v); i++) {
+    it = kvshard_tape__iter_begin(doc, &shape);
+    for (uint32_t i = 0; kvshard_tape__iter_next(doc, &it, &v); i++) {
         uint_read r = json_uint(&dims[i], doc, &v);
         if (r != UINT_OK) {
             describe(desc, sizeof desc, &v);
@@ -455,8 +455,8 @@ static int read_entry(st_file *f, const kvshard__node *key, const kvshard__node 
         offsets.kind == KVSHARD__NODE_SEQUENCE && offsets.count == 2 && json_form(doc, &offsets);
     uint_read r = UINT_NOT;
     if (offsets_ok) {
-        kvshard__node b = kvshard__seq_item(doc, &offsets, 0),
-                      e = kvshard__seq_item(doc, &offsets, 1);
+        kvshard__node b = kvshard_tape__seq_item(doc, &offsets, 0),
+                      e = kvshard_tape__seq_item(doc, &offsets, 1);
         r = json_uint(&begin, doc, &b);
         if (r == UINT_OK)
             r = json_uint(&end, doc, &e);
@@ -495,7 +495,7 @@ static int read_entry(st_file *f, const kvshard__node *key, const kvshard__node 
     }
     const char *dtype_text = NULL;
     for (size_t i = 0; bits && i < sizeof dtypes / sizeof dtypes[0]; i++) {
-        if (kvshard__text_is(dtype.text, dtype.count, dtypes[i].name))
+        if (kvshard_text__is(dtype.text, dtype.count, dtypes[i].name))
             dtype_text = dtypes[i].name;
     }
     if (!dtype_text && !(dtype_text = arena_string(f->set, dtype.text, dtype.count)))
@@ -553,8 +553,8 @@ static int check_overlaps(st_file *f, st_range *r, size_t n)
             const kvshard__tensor *a = &f->set->tensors[later->tensor];
             const kvshard__tensor *b = &f->set->tensors[other->tensor];
             char name_a[100], name_b[100];
-            kvshard__excerpt(name_a, sizeof name_a, a->name, a->name_len, 64);
-            kvshard__excerpt(name_b, sizeof name_b, b->name, b->name_len, 64);
+            kvshard_error__excerpt(name_a, sizeof name_a, a->name, a->name_len, 64);
+            kvshard_error__excerpt(name_b, sizeof name_b, b->name, b->name_len, 64);
             kvshard__node at = {0};
             at.offset = later->offsets_at;
             return st_fail(f, KVSHARD_ERANGE, &at,
@@ -576,12 +576,12 @@ static int read_header(st_file *f, uint32_t shard, const char *json, size_t len)
     kvshard__safetensors *s = f->set;
     kvshard__doc doc;
     kvshard_error local;
-    kvshard__error_reset(&local);
+    kvshard_error__reset(&local);
     int rc = kvshard_json_doc__parse(&doc, json, len, f->path, &s->alloc, &local);
     if (rc)
         return doc_error(f, &local);
     f->doc = &doc;
-    kvshard__node root = kvshard__doc_root(&doc);
+    kvshard__node root = kvshard_tape__doc_root(&doc);
     char desc[160];
     st_range *ranges = NULL;
     size_t nranges = 0;
@@ -597,20 +597,20 @@ static int read_header(st_file *f, uint32_t shard, const char *json, size_t len)
         goto done;
     }
     if (!reserve_tensors(s, root.count) ||
-        (root.count && !(ranges = kvshard__alloc(&s->alloc, root.count, sizeof *ranges)))) {
+        (root.count && !(ranges = kvshard_alloc__bytes(&s->alloc, root.count, sizeof *ranges)))) {
         rc = out_of_memory(f);
         goto done;
     }
-    kvshard__iter it = kvshard__iter_begin(&doc, &root);
+    kvshard__iter it = kvshard_tape__iter_begin(&doc, &root);
     kvshard__node key, value;
-    while (kvshard__iter_next(&doc, &it, &key) && kvshard__iter_next(&doc, &it, &value)) {
+    while (kvshard_tape__iter_next(&doc, &it, &key) && kvshard_tape__iter_next(&doc, &it, &value)) {
         if (!json_string(&doc, &key)) {
             describe(desc, sizeof desc, &key);
             rc = st_fail(f, KVSHARD_ETYPE, &key,
                          "tensor names must be JSON strings in double quotes, found %s", desc);
             goto done;
         }
-        if (kvshard__text_is(key.text, key.count, "__metadata__"))
+        if (kvshard_text__is(key.text, key.count, "__metadata__"))
             continue;
         if (s->count == s->max_tensors) {
             rc = st_fail(f, KVSHARD_ELIMIT, &key,
@@ -636,8 +636,8 @@ static int read_header(st_file *f, uint32_t shard, const char *json, size_t len)
     rc = check_overlaps(f, ranges, nranges);
 done:
     f->doc = NULL;
-    kvshard__free(&s->alloc, ranges);
-    kvshard__doc_free(&doc);
+    kvshard_alloc__free(&s->alloc, ranges);
+    kvshard_tape__doc_free(&doc);
     return rc;
 }
 
@@ -680,9 +680,9 @@ int kvshard_safetensors__read_bytes(kvshard__safetensors **out, const void *byte
                                     const char *name, const kvshard_allocator *alloc,
                                     size_t max_tensors, kvshard_error *err)
 {
-    kvshard__error_reset(err);
+    kvshard_error__reset(err);
     if (!out || (!bytes && len) || !name)
-        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_EINVAL, "", kvshard_error__no_mark,
                              "safetensors: NULL argument");
     kvshard__safetensors *s = NULL; /* new_set sets it on success */
     int rc = new_set(&s, alloc, max_tensors, 0, name, err);
@@ -710,7 +710,7 @@ static char *join(const kvshard_allocator *a, const char *dir, const char *name)
 {
     size_t dl = strlen(dir), nl = strlen(name);
     bool slash = dl > 0 && dir[dl - 1] != '/';
-    char *p = kvshard__alloc(a, dl + slash + nl + 1, 1);
+    char *p = kvshard_alloc__bytes(a, dl + slash + nl + 1, 1);
     if (p) {
         memcpy(p, dir, dl);
         if (slash)
@@ -788,8 +788,8 @@ static int read_twice(const dir_read *r, uint32_t shard, uint32_t twin, const ch
         return KVSHARD_OK;
     const kvshard__tensor *t = &s->tensors[r->first[twin]];
     char name[100];
-    kvshard__excerpt(name, sizeof name, t->name, t->name_len, 64);
-    return kvshard__fail(err, KVSHARD_EDUPKEY, path, kvshard__no_mark,
+    kvshard_error__excerpt(name, sizeof name, t->name, t->name_len, 64);
+    return kvshard_error__fail(err, KVSHARD_EDUPKEY, path, kvshard_error__no_mark,
                          "safetensors: %s: it is the same file as %s (a link), so tensor \"%s\" "
                          "and every other of it would count twice",
                          s->shards[shard], s->shards[twin], name);
@@ -821,7 +821,7 @@ static int read_shard_file(dir_read *r, uint32_t shard, const char *path, kvshar
     if (fd < 0) {
         int e = errno;
         if (index_path && (e == ENOENT || e == ENOTDIR))
-            return kvshard__fail(err, KVSHARD_EIO, index_path, kvshard__no_mark,
+            return kvshard_error__fail(err, KVSHARD_EIO, index_path, kvshard_error__no_mark,
                                  "safetensors: %s: its weight_map names %s, which the directory "
                                  "does not hold",
                                  INDEX_NAME, name);
@@ -857,7 +857,7 @@ static int read_shard_file(dir_read *r, uint32_t shard, const char *path, kvshar
         uint64_t have = (uint64_t)st.st_size;
         if ((rc = check_length(&f, n, have > 8 ? have : 8 + n)) == 0 &&
             (rc = check_total(&f, n, "its header")) == 0) {
-            if (!(json = kvshard__alloc(&s->alloc, (size_t)n + 1, 1)))
+            if (!(json = kvshard_alloc__bytes(&s->alloc, (size_t)n + 1, 1)))
                 rc = out_of_memory(&f);
             else if ((got = read_full(fd, json, (size_t)n)) < 0)
                 rc = st_fail(&f, KVSHARD_EIO, NULL, "cannot read: %s", strerror(errno));
@@ -873,7 +873,7 @@ static int read_shard_file(dir_read *r, uint32_t shard, const char *path, kvshar
     }
     if (fd >= 0)
         close(fd);
-    kvshard__free(&s->alloc, json);
+    kvshard_alloc__free(&s->alloc, json);
     return rc;
 }
 
@@ -881,7 +881,7 @@ static int read_shard_file(dir_read *r, uint32_t shard, const char *path, kvshar
 static bool plain_file_name(const char *s, size_t len)
 {
     return len > 0 && !memchr(s, '/', len) && !memchr(s, '\\', len) &&
-           !kvshard__text_is(s, len, ".") && !kvshard__text_is(s, len, "..");
+           !kvshard_text__is(s, len, ".") && !kvshard_text__is(s, len, "..");
 }
 
 /* The index: metadata.total_size, and the distinct shards of weight_map in
@@ -892,40 +892,40 @@ static int read_index(const dir_read *dr, const char *index_path, kvshard_error 
     char *text = NULL;
     size_t len = 0;
     kvshard_error local;
-    kvshard__error_reset(&local);
+    kvshard_error__reset(&local);
     kvshard__file_id id;
-    int rc = kvshard__read_file_id(&text, &len, &id, &s->alloc, index_path, &local);
+    int rc = kvshard_file__read_file_id(&text, &len, &id, &s->alloc, index_path, &local);
     if (rc)
-        return kvshard__fail(err, rc, index_path, kvshard__no_mark, "safetensors: %s: %s",
-                             INDEX_NAME, local.message);
+        return kvshard_error__fail(err, rc, index_path, kvshard_error__no_mark,
+                                   "safetensors: %s: %s", INDEX_NAME, local.message);
     tell(dr, index_path, id);
     st_file f = {s, index_path, INDEX_NAME, 0, NULL, err};
     kvshard__doc doc;
     if ((rc = check_total(&f, len, "the index")) != 0) {
-        kvshard__free(&s->alloc, text);
+        kvshard_alloc__free(&s->alloc, text);
         return rc;
     }
     if ((rc = kvshard_json_doc__parse(&doc, text, len, index_path, &s->alloc, &local)) != 0) {
         rc = doc_error(&f, &local);
-        kvshard__free(&s->alloc, text);
+        kvshard_alloc__free(&s->alloc, text);
         return rc;
     }
     f.doc = &doc;
     name_table seen = {NULL, 0, {{0, 0, 0, 0}}};
     char desc[160], name[100];
-    kvshard__node root = kvshard__doc_root(&doc), map, meta, total;
+    kvshard__node root = kvshard_tape__doc_root(&doc), map, meta, total;
     if (root.kind != KVSHARD__NODE_MAPPING || !json_form(&doc, &root)) {
         describe(desc, sizeof desc, &root);
         rc = st_fail(&f, KVSHARD_ETYPE, &root, "the index is not a JSON object (found %s)", desc);
         goto done;
     }
-    if (kvshard__map_get(&doc, &root, "metadata", &meta)) {
+    if (kvshard_tape__map_get(&doc, &root, "metadata", &meta)) {
         if (meta.kind != KVSHARD__NODE_MAPPING || !json_form(&doc, &meta)) {
             describe(desc, sizeof desc, &meta);
             rc = st_fail(&f, KVSHARD_ETYPE, &meta, "metadata must be an object, found %s", desc);
             goto done;
         }
-        if (kvshard__map_get(&doc, &meta, "total_size", &total)) {
+        if (kvshard_tape__map_get(&doc, &meta, "total_size", &total)) {
             uint_read r = json_uint(&s->total_size, &doc, &total);
             if (r != UINT_OK) {
                 describe(desc, sizeof desc, &total);
@@ -937,7 +937,7 @@ static int read_index(const dir_read *dr, const char *index_path, kvshard_error 
             s->has_total_size = true;
         }
     }
-    if (!kvshard__map_get(&doc, &root, "weight_map", &map)) {
+    if (!kvshard_tape__map_get(&doc, &root, "weight_map", &map)) {
         rc = st_fail(&f, KVSHARD_EMISSING, &root,
                      "the index has no weight_map (an object from tensor names to shard files)");
         goto done;
@@ -961,11 +961,11 @@ static int read_index(const dir_read *dr, const char *index_path, kvshard_error 
         rc = out_of_memory(&f);
         goto done;
     }
-    kvshard__iter it = kvshard__iter_begin(&doc, &map);
+    kvshard__iter it = kvshard_tape__iter_begin(&doc, &map);
     kvshard__node key, value;
     const char *last = NULL;
     size_t last_len = 0;
-    while (kvshard__iter_next(&doc, &it, &key) && kvshard__iter_next(&doc, &it, &value)) {
+    while (kvshard_tape__iter_next(&doc, &it, &key) && kvshard_tape__iter_next(&doc, &it, &value)) {
         if (!json_string(&doc, &key) || !json_string(&doc, &value)) {
             const kvshard__node *bad = json_string(&doc, &key) ? &value : &key;
             describe(desc, sizeof desc, bad);
@@ -978,7 +978,7 @@ static int read_index(const dir_read *dr, const char *index_path, kvshard_error 
         if (last && value.count == last_len && memcmp(value.text, last, last_len) == 0)
             continue; /* shards are listed in runs */
         if (!plain_file_name(value.text, value.count)) {
-            kvshard__excerpt(name, sizeof name, key.text, key.count, 64);
+            kvshard_error__excerpt(name, sizeof name, key.text, key.count, 64);
             describe(desc, sizeof desc, &value);
             rc = st_fail(&f, KVSHARD_ERANGE, &value,
                          "weight_map: tensor \"%s\" names %s, which is not a plain file name "
@@ -1020,14 +1020,14 @@ static int read_index(const dir_read *dr, const char *index_path, kvshard_error 
                     kvshard_hash__probes++;
                 bigger.slots[b] = i + 1;
             }
-            kvshard__free(&s->alloc, seen.slots);
+            kvshard_alloc__free(&s->alloc, seen.slots);
             seen = bigger;
         }
     }
 done:
-    kvshard__free(&s->alloc, seen.slots);
-    kvshard__doc_free(&doc);
-    kvshard__free(&s->alloc, text);
+    kvshard_alloc__free(&s->alloc, seen.slots);
+    kvshard_tape__doc_free(&doc);
+    kvshard_alloc__free(&s->alloc, text);
     return rc;
 }
 
@@ -1041,7 +1041,7 @@ static int list_shards(kvshard__safetensors *s, const char *dir, kvshard_error *
 {
     DIR *d = opendir(dir);
     if (!d)
-        return kvshard__fail(err, KVSHARD_EIO, dir, kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_EIO, dir, kvshard_error__no_mark,
                              "safetensors: cannot list the directory: %s", strerror(errno));
     int rc = KVSHARD_OK;
     size_t suffix = sizeof SUFFIX - 1;
@@ -1050,7 +1050,7 @@ static int list_shards(kvshard__safetensors *s, const char *dir, kvshard_error *
         struct dirent *e = readdir(d);
         if (!e) {
             if (errno)
-                rc = kvshard__fail(err, KVSHARD_EIO, dir, kvshard__no_mark,
+                rc = kvshard_error__fail(err, KVSHARD_EIO, dir, kvshard_error__no_mark,
                                    "safetensors: cannot list the directory: %s", strerror(errno));
             break;
         }
@@ -1059,13 +1059,13 @@ static int list_shards(kvshard__safetensors *s, const char *dir, kvshard_error *
             continue;
         char *path = join(&s->alloc, dir, e->d_name);
         if (!path) {
-            rc = kvshard__fail(err, KVSHARD_ENOMEM, dir, kvshard__no_mark,
+            rc = kvshard_error__fail(err, KVSHARD_ENOMEM, dir, kvshard_error__no_mark,
                                "safetensors: out of memory");
             break;
         }
         struct stat st;
         bool is_dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-        kvshard__free(&s->alloc, path);
+        kvshard_alloc__free(&s->alloc, path);
         if (!is_dir && (rc = add_shard(s, e->d_name, len, dir, err)) != 0)
             break;
     }
@@ -1083,8 +1083,8 @@ static int exists(const char *path, const char *dir, kvshard_error *err)
         return 1;
     if (errno == ENOENT || errno == ENOTDIR)
         return 0;
-    return kvshard__fail(
-        err, KVSHARD_EIO, path, kvshard__no_mark, "safetensors: %s: cannot read: %s",
+    return kvshard_error__fail(
+        err, KVSHARD_EIO, path, kvshard_error__no_mark, "safetensors: %s: cannot read: %s",
         path + strlen(dir) + (dir[0] && dir[strlen(dir) - 1] != '/'), strerror(errno));
 }
 
@@ -1095,7 +1095,7 @@ static int check_unique(kvshard__safetensors *s, const char *dir, kvshard_error 
         return KVSHARD_OK;
     name_table t;
     if (!table_init(&t, &s->alloc, s->count))
-        return kvshard__fail(err, KVSHARD_ENOMEM, dir, kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_ENOMEM, dir, kvshard_error__no_mark,
                              "safetensors: out of memory");
     int rc = KVSHARD_OK;
     const size_t stride = sizeof(kvshard__tensor);
@@ -1109,15 +1109,15 @@ static int check_unique(kvshard__safetensors *s, const char *dir, kvshard_error 
         }
         const kvshard__tensor *first = &s->tensors[*slot - 1];
         char name[100];
-        kvshard__excerpt(name, sizeof name, x->name, x->name_len, 64);
+        kvshard_error__excerpt(name, sizeof name, x->name, x->name_len, 64);
         char *path = join(&s->alloc, dir, s->shards[x->shard]);
-        rc = kvshard__fail(err, KVSHARD_EDUPKEY, path ? path : dir, kvshard__no_mark,
+        rc = kvshard_error__fail(err, KVSHARD_EDUPKEY, path ? path : dir, kvshard_error__no_mark,
                            "safetensors: %s: tensor \"%s\" is also in %s", s->shards[x->shard],
                            name, s->shards[first->shard]);
-        kvshard__free(&s->alloc, path);
+        kvshard_alloc__free(&s->alloc, path);
         break;
     }
-    kvshard__free(&s->alloc, t.slots);
+    kvshard_alloc__free(&s->alloc, t.slots);
     return rc;
 }
 
@@ -1130,14 +1130,15 @@ static int check_some_tensor(const kvshard__safetensors *s, const char *dir, kvs
         return KVSHARD_OK;
     if (s->shard_count == 1) {
         char *path = join(&s->alloc, dir, s->shards[0]);
-        int rc = kvshard__fail(err, KVSHARD_EWEIGHTS, path ? path : dir, kvshard__no_mark,
-                               "safetensors: %s: the header holds no tensor, so the checkpoint "
-                               "has no weights to count",
-                               s->shards[0]);
-        kvshard__free(&s->alloc, path);
+        int rc =
+            kvshard_error__fail(err, KVSHARD_EWEIGHTS, path ? path : dir, kvshard_error__no_mark,
+                                "safetensors: %s: the header holds no tensor, so the checkpoint "
+                                "has no weights to count",
+                                s->shards[0]);
+        kvshard_alloc__free(&s->alloc, path);
         return rc;
     }
-    return kvshard__fail(err, KVSHARD_EWEIGHTS, dir, kvshard__no_mark,
+    return kvshard_error__fail(err, KVSHARD_EWEIGHTS, dir, kvshard_error__no_mark,
                          "safetensors: the headers of the %u shard files hold no tensor, so the "
                          "checkpoint has no weights to count",
                          s->shard_count);
@@ -1150,28 +1151,28 @@ static int read_shards(dir_read *r, kvshard_error *err)
     while (slots < 2 * (size_t)s->shard_count)
         slots *= 2;
     r->mask = slots - 1;
-    r->ids = kvshard__alloc(&s->alloc, (size_t)s->shard_count + 1, sizeof *r->ids);
-    r->first = kvshard__alloc(&s->alloc, (size_t)s->shard_count + 1, sizeof *r->first);
-    r->slots = kvshard__calloc(&s->alloc, slots, sizeof *r->slots);
+    r->ids = kvshard_alloc__bytes(&s->alloc, (size_t)s->shard_count + 1, sizeof *r->ids);
+    r->first = kvshard_alloc__bytes(&s->alloc, (size_t)s->shard_count + 1, sizeof *r->first);
+    r->slots = kvshard_alloc__calloc(&s->alloc, slots, sizeof *r->slots);
     int rc = KVSHARD_OK;
     if (!r->ids || !r->first || !r->slots)
-        rc = kvshard__fail(err, KVSHARD_ENOMEM, r->dir, kvshard__no_mark,
+        rc = kvshard_error__fail(err, KVSHARD_ENOMEM, r->dir, kvshard_error__no_mark,
                            "safetensors: out of memory");
     for (uint32_t i = 0; rc == KVSHARD_OK && i < s->shard_count; i++) {
         r->first[i] = s->count;
         char *path = join(&s->alloc, r->dir, s->shards[i]);
         if (!path)
-            rc = kvshard__fail(err, KVSHARD_ENOMEM, r->dir, kvshard__no_mark,
+            rc = kvshard_error__fail(err, KVSHARD_ENOMEM, r->dir, kvshard_error__no_mark,
                                "safetensors: out of memory");
         else
             rc = read_shard_file(r, i, path, err);
-        kvshard__free(&s->alloc, path);
+        kvshard_alloc__free(&s->alloc, path);
     }
     if (rc == KVSHARD_OK)
         r->first[s->shard_count] = s->count;
-    kvshard__free(&s->alloc, r->ids);
-    kvshard__free(&s->alloc, r->first);
-    kvshard__free(&s->alloc, r->slots);
+    kvshard_alloc__free(&s->alloc, r->ids);
+    kvshard_alloc__free(&s->alloc, r->first);
+    kvshard_alloc__free(&s->alloc, r->slots);
     return rc;
 }
 
@@ -1180,10 +1181,10 @@ static int read_dir(kvshard__safetensors *s, const char *dir, const kvshard__st_
 {
     struct stat st;
     if (stat(dir, &st) != 0)
-        return kvshard__fail(err, KVSHARD_EIO, dir, kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_EIO, dir, kvshard_error__no_mark,
                              "safetensors: cannot open the model directory: %s", strerror(errno));
     if (!S_ISDIR(st.st_mode))
-        return kvshard__fail(err, KVSHARD_EIO, dir, kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_EIO, dir, kvshard_error__no_mark,
                              "safetensors: not a directory (the weights are read from the model "
                              "directory)");
     char *index_path = join(&s->alloc, dir, INDEX_NAME);
@@ -1191,8 +1192,8 @@ static int read_dir(kvshard__safetensors *s, const char *dir, const kvshard__st_
     dir_read r = {s, dir, NULL, options, NULL, NULL, NULL, 0};
     int rc = KVSHARD_OK, found;
     if (!index_path || !single_path) {
-        rc =
-            kvshard__fail(err, KVSHARD_ENOMEM, dir, kvshard__no_mark, "safetensors: out of memory");
+        rc = kvshard_error__fail(err, KVSHARD_ENOMEM, dir, kvshard_error__no_mark,
+                                 "safetensors: out of memory");
     } else if ((found = exists(index_path, dir, err)) < 0) {
         rc = found;
     } else if (found) {
@@ -1214,8 +1215,8 @@ static int read_dir(kvshard__safetensors *s, const char *dir, const kvshard__st_
         rc = check_unique(s, dir, err);
     if (rc == KVSHARD_OK)
         rc = check_some_tensor(s, dir, err);
-    kvshard__free(&s->alloc, index_path);
-    kvshard__free(&s->alloc, single_path);
+    kvshard_alloc__free(&s->alloc, index_path);
+    kvshard_alloc__free(&s->alloc, single_path);
     return rc;
 }
 
@@ -1231,9 +1232,9 @@ int kvshard_safetensors__read_dir_with(kvshard__safetensors **out, const char *d
                                        const kvshard_allocator *alloc,
                                        const kvshard__st_options *options, kvshard_error *err)
 {
-    kvshard__error_reset(err);
+    kvshard_error__reset(err);
     if (!out || !dir)
-        return kvshard__fail(err, KVSHARD_EINVAL, "", kvshard__no_mark,
+        return kvshard_error__fail(err, KVSHARD_EINVAL, "", kvshard_error__no_mark,
                              "safetensors: NULL argument");
     static const kvshard__st_options defaults = {0, 0, NULL, NULL};
     if (!options)

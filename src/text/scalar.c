@@ -11,12 +11,12 @@
 /* Longest piece of a value quoted back in a message. */
 #define SHOWN(len) ((int)((len) > 40 ? 40 : (len)))
 
-bool kvshard__text_is(const char *text, size_t len, const char *word)
+bool kvshard_text__is(const char *text, size_t len, const char *word)
 {
     return strlen(word) == len && memcmp(text, word, len) == 0;
 }
 
-bool kvshard__all_digits(const char *text, size_t len)
+bool kvshard_scalar__all_digits(const char *text, size_t len)
 {
     for (size_t i = 0; i < len; i++) {
         if (text[i] < '0' || text[i] > '9')
@@ -25,15 +25,15 @@ bool kvshard__all_digits(const char *text, size_t len)
     return len > 0;
 }
 
-kvshard__int_scan kvshard__scan_uint(uint64_t *out, const char *text, size_t len)
+kvshard__int_scan kvshard_scalar__scan_uint(uint64_t *out, const char *text, size_t len)
 {
     size_t i = 0;
     if (len > 1 && text[0] == '-')
-        return kvshard__all_digits(text + 1, len - 1) ? KVSHARD__INT_NEGATIVE
+        return kvshard_scalar__all_digits(text + 1, len - 1) ? KVSHARD__INT_NEGATIVE
                                                       : KVSHARD__INT_NOT_INTEGER;
     if (len > 0 && text[0] == '+')
         i++;
-    if (!kvshard__all_digits(text + i, len - i))
+    if (!kvshard_scalar__all_digits(text + i, len - i))
         return KVSHARD__INT_NOT_INTEGER;
     uint64_t v = 0;
     for (; i < len; i++) {
@@ -44,7 +44,7 @@ kvshard__int_scan kvshard__scan_uint(uint64_t *out, const char *text, size_t len
     return KVSHARD__INT_OK;
 }
 
-int kvshard__range_error(kvshard_error *err, const char *what, const char *text, size_t len,
+int kvshard_scalar__range_error(kvshard_error *err, const char *what, const char *text, size_t len,
                          uint64_t value, uint64_t min, uint64_t max, const char *source,
                          kvshard__mark mark)
 {
@@ -54,29 +54,29 @@ int kvshard__range_error(kvshard_error *err, const char *what, const char *text,
         text = number;
     }
     bool negative = len > 0 && text[0] == '-';
-    return kvshard__fail(err, KVSHARD_ERANGE, source, mark,
+    return kvshard_error__fail(err, KVSHARD_ERANGE, source, mark,
                          "%s: %.*s is %s; expected an integer from %llu to %llu", what, SHOWN(len),
                          text, negative ? "negative" : "out of range", (unsigned long long)min,
                          (unsigned long long)max);
 }
 
-int kvshard__parse_uint(uint64_t *out, const char *text, size_t len, uint64_t min, uint64_t max,
-                        const char *what, const char *source, kvshard__mark mark,
-                        kvshard_error *err)
+int kvshard_scalar__parse_uint(uint64_t *out, const char *text, size_t len, uint64_t min,
+                               uint64_t max, const char *what, const char *source,
+                               kvshard__mark mark, kvshard_error *err)
 {
     uint64_t v = 0;
-    switch (kvshard__scan_uint(&v, text, len)) {
+    switch (kvshard_scalar__scan_uint(&v, text, len)) {
     case KVSHARD__INT_NOT_INTEGER:
-        return kvshard__fail(err, KVSHARD_ETYPE, source, mark,
+        return kvshard_error__fail(err, KVSHARD_ETYPE, source, mark,
                              "%s: expected an integer, found \"%.*s\"", what, SHOWN(len), text);
     case KVSHARD__INT_NEGATIVE:
     case KVSHARD__INT_TOO_LARGE:
-        return kvshard__range_error(err, what, text, len, 0, min, max, source, mark);
+        return kvshard_scalar__range_error(err, what, text, len, 0, min, max, source, mark);
     case KVSHARD__INT_OK:
     default: break;
     }
     if (v < min || v > max)
-        return kvshard__range_error(err, what, text, len, v, min, max, source, mark);
+        return kvshard_scalar__range_error(err, what, text, len, v, min, max, source, mark);
     *out = v;
     return KVSHARD_OK;
 }
@@ -145,7 +145,7 @@ static void split_size(size_parts *p, const char *text, size_t len)
 static const struct size_unit *find_unit(const char *text, size_t len)
 {
     for (size_t u = 0; u < sizeof size_units / sizeof size_units[0]; u++) {
-        if (kvshard__text_is(text, len, size_units[u].name))
+        if (kvshard_text__is(text, len, size_units[u].name))
             return &size_units[u];
     }
     return NULL;
@@ -181,7 +181,7 @@ static void unit_hint(char *out, size_t cap, const char *number, size_t number_l
     for (size_t i = 0; i < unit_len; i++)
         lower[i] = (char)(unit[i] >= 'A' && unit[i] <= 'Z' ? unit[i] - 'A' + 'a' : unit[i]);
     int n = (int)number_len;
-    if (kvshard__text_is(lower, unit_len, "b")) {
+    if (kvshard_text__is(lower, unit_len, "b")) {
         snprintf(out, cap, "; did you mean %.*sB?", n, number);
         return;
     }
@@ -199,13 +199,14 @@ static void unit_hint(char *out, size_t cap, const char *number, size_t number_l
                  prefix);
 }
 
-int kvshard__parse_size(uint64_t *out, const char *text, size_t len, uint64_t min, const char *what,
-                        const char *source, kvshard__mark mark, kvshard_error *err)
+int kvshard_scalar__parse_size(uint64_t *out, const char *text, size_t len, uint64_t min,
+                               const char *what, const char *source, kvshard__mark mark,
+                               kvshard_error *err)
 {
     char shown[96];
-    kvshard__excerpt(shown, sizeof shown, text, len, SIZE_MAX_CHARS);
+    kvshard_error__excerpt(shown, sizeof shown, text, len, SIZE_MAX_CHARS);
     if (len > SIZE_MAX_CHARS)
-        return kvshard__fail(err, KVSHARD_ETYPE, source, mark,
+        return kvshard_error__fail(err, KVSHARD_ETYPE, source, mark,
                              "%s: \"%s\" is not a size: it has %zu characters, and a size has at "
                              "most %u",
                              what, shown, len, SIZE_MAX_CHARS);
@@ -220,45 +221,45 @@ int kvshard__parse_size(uint64_t *out, const char *text, size_t len, uint64_t mi
     bool form_ok = number_ok && (unit || (end == len && p.spaces == 0 && !p.point));
     if (form_ok && skip)
         return negative
-                   ? kvshard__fail(err, KVSHARD_ERANGE, source, mark,
+                   ? kvshard_error__fail(err, KVSHARD_ERANGE, source, mark,
                                    "%s: \"%s\" is negative; expected a size in bytes", what, shown)
-                   : kvshard__fail(err, KVSHARD_ETYPE, source, mark,
+                   : kvshard_error__fail(err, KVSHARD_ETYPE, source, mark,
                                    "%s: \"%s\" is not a size: a size has no sign; %s", what, shown,
                                    SIZE_FORMS);
     if (!form_ok) {
         /* Blanks around the whole, or a tab anywhere: what a shell or a
          * quoted YAML string let through. */
         if (len > 0 && (text[0] == ' ' || text[len - 1] == ' ' || memchr(text, '\t', len)))
-            return kvshard__fail(err, KVSHARD_ETYPE, source, mark,
+            return kvshard_error__fail(err, KVSHARD_ETYPE, source, mark,
                                  "%s: \"%s\" is not a size: spaces may stand only between the "
                                  "number and its unit (512 MiB), and no other blank",
                                  what, shown);
         size_t number_len = skip + p.int_digits + (p.point ? 1 + p.frac_digits : 0);
         if (number_ok && !skip && end == len)
-            return kvshard__fail(err, KVSHARD_ETYPE, source, mark, "%s: \"%s\" is not a size: %s",
-                                 what, shown,
-                                 "a number with a fraction needs a unit (1.5GiB, 1.5GB); a "
-                                 "number of bytes alone is whole");
+            return kvshard_error__fail(err, KVSHARD_ETYPE, source, mark,
+                                       "%s: \"%s\" is not a size: %s", what, shown,
+                                       "a number with a fraction needs a unit (1.5GiB, 1.5GB); a "
+                                       "number of bytes alone is whole");
         char hint[96] = "";
         if (number_ok && !skip)
             unit_hint(hint, sizeof hint, text, number_len, text + end, len - end);
-        return kvshard__fail(err, KVSHARD_ETYPE, source, mark, "%s: \"%s\" is not a size%s; %s",
-                             what, shown, hint, SIZE_FORMS);
+        return kvshard_error__fail(err, KVSHARD_ETYPE, source, mark,
+                                   "%s: \"%s\" is not a size%s; %s", what, shown, hint, SIZE_FORMS);
     }
     uint64_t v;
     if (!size_value(&v, text, &p, unit ? unit->bytes : 1))
-        return kvshard__fail(err, KVSHARD_ERANGE, source, mark,
+        return kvshard_error__fail(err, KVSHARD_ERANGE, source, mark,
                              "%s: %s is more than 18446744073709551615 bytes (2^64 - 1)", what,
                              shown);
     if (v < min)
-        return kvshard__fail(err, KVSHARD_ERANGE, source, mark,
+        return kvshard_error__fail(err, KVSHARD_ERANGE, source, mark,
                              "%s: %s is %llu bytes; the least is %llu byte%s", what, shown,
                              (unsigned long long)v, (unsigned long long)min, min == 1 ? "" : "s");
     *out = v;
     return KVSHARD_OK;
 }
 
-bool kvshard__scan_decimal(double *out, const char *text, size_t len)
+bool kvshard_scalar__scan_decimal(double *out, const char *text, size_t len)
 {
     /* The grammar is checked here; the C library's strtod then gives the
      * nearest double, correctly rounded, with the locale's decimal point

@@ -78,7 +78,7 @@ static int size_range_error(const kvshard_value__def *d, kvshard_value v, const 
     if (w)
         snprintf(hint, sizeof hint, " (kvshard_options holds %s as %llu)", w->text,
                  (unsigned long long)v.u);
-    return kvshard__fail(err, KVSHARD_ERANGE, source, mark,
+    return kvshard_error__fail(err, KVSHARD_ERANGE, source, mark,
                          "%s: %.*s is out of range; expected a size from %llu to %llu bytes%s",
                          d->name, SHOWN(len), text, (unsigned long long)d->min,
                          (unsigned long long)d->max, hint);
@@ -100,17 +100,17 @@ static int check(const kvshard_value__def *d, kvshard_value v, const char *text,
             return KVSHARD_OK;
         if (v.u < d->min && d->below_min == KVSHARD_EPARALLEL) {
             if (!text)
-                return kvshard__fail(err, KVSHARD_EPARALLEL, source, mark,
+                return kvshard_error__fail(err, KVSHARD_EPARALLEL, source, mark,
                                      "%s is %llu; it must be at least %llu", d->name,
                                      (unsigned long long)v.u, (unsigned long long)d->min);
-            return kvshard__fail(err, KVSHARD_EPARALLEL, source, mark,
+            return kvshard_error__fail(err, KVSHARD_EPARALLEL, source, mark,
                                  "%s is %.*s; it must be at least %llu", d->name, SHOWN(len), text,
                                  (unsigned long long)d->min);
         }
         if (v.u < d->min || v.u > d->max) {
             if (d->type == KVSHARD__VT_BYTES && text)
                 return size_range_error(d, v, text, len, source, mark, err);
-            return kvshard__range_error(err, d->name, text, len, v.u, d->min, d->max, source,
+            return kvshard_scalar__range_error(err, d->name, text, len, v.u, d->min, d->max, source,
                                         mark);
         }
         return KVSHARD_OK;
@@ -120,7 +120,7 @@ static int check(const kvshard_value__def *d, kvshard_value v, const char *text,
         if (!fraction_ok(v.d)) {
             char shown[48];
             shown_number(shown, sizeof shown, text, len, v.d);
-            return kvshard__fail(err, KVSHARD_ERANGE, source, mark,
+            return kvshard_error__fail(err, KVSHARD_ERANGE, source, mark,
                                  "%s: %s is out of range; expected a fraction above 0 and at "
                                  "most 1",
                                  d->name, shown);
@@ -130,7 +130,7 @@ static int check(const kvshard_value__def *d, kvshard_value v, const char *text,
         if (!decimal_ok(d, v.d)) {
             char shown[48];
             shown_number(shown, sizeof shown, text, len, v.d);
-            return kvshard__fail(err, KVSHARD_ERANGE, source, mark,
+            return kvshard_error__fail(err, KVSHARD_ERANGE, source, mark,
                                  "%s: %s is out of range; expected a decimal above 0 and at "
                                  "most %llu",
                                  d->name, shown, (unsigned long long)d->max);
@@ -143,7 +143,7 @@ static int check(const kvshard_value__def *d, kvshard_value v, const char *text,
     default: {
         int value = (int)(int64_t)v.u;
         if (!kvshard_value__word_of(d->words, value) && !(d->unset_ok && !text && value == -1))
-            return kvshard__fail(err, KVSHARD_ERANGE, source, mark,
+            return kvshard_error__fail(err, KVSHARD_ERANGE, source, mark,
                                  "%s %lld is not one of its values", d->name,
                                  (long long)(int64_t)v.u);
         return KVSHARD_OK;
@@ -180,7 +180,7 @@ int kvshard_value__check(const kvshard_value__def *def, kvshard_value v, kvshard
         break;
     }
     }
-    return check(def, v, NULL, 0, "", kvshard__no_mark, err);
+    return check(def, v, NULL, 0, "", kvshard_error__no_mark, err);
 }
 
 static bool equal_nocase(const char *text, size_t len, const char *expected)
@@ -201,8 +201,8 @@ int kvshard_value__bool_text(const char *text, size_t len, kvshard__value_style 
     if (style == KVSHARD__VALUE_QUOTED)
         return -1;
     if (style == KVSHARD__VALUE_PLAIN)
-        return kvshard__text_is(text, len, "true")    ? 1
-               : kvshard__text_is(text, len, "false") ? 0
+        return kvshard_text__is(text, len, "true")    ? 1
+               : kvshard_text__is(text, len, "false") ? 0
                                                       : -1;
     for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
         if (equal_nocase(text, len, yes[i]))
@@ -219,16 +219,16 @@ static int printable(const kvshard_value__def *d, const char *text, size_t len,
                      const char *source, kvshard__mark mark, kvshard_error *err)
 {
     if (len == 0)
-        return kvshard__fail(err, KVSHARD_ERANGE, source, mark, "%s: expected a value, found none",
-                             d->name);
+        return kvshard_error__fail(err, KVSHARD_ERANGE, source, mark,
+                                   "%s: expected a value, found none", d->name);
     if (len >= KVSHARD__VALUE_TEXT_MAX)
-        return kvshard__fail(err, KVSHARD_ERANGE, source, mark,
+        return kvshard_error__fail(err, KVSHARD_ERANGE, source, mark,
                              "%s: \"%.*s...\" is longer than the %d characters it may have",
                              d->name, SHOWN(len), text, KVSHARD__VALUE_TEXT_MAX - 1);
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)text[i];
         if (c < 0x20 || c == 0x7f)
-            return kvshard__fail(err, KVSHARD_ETYPE, source, mark,
+            return kvshard_error__fail(err, KVSHARD_ETYPE, source, mark,
                                  "%s: \"%.*s\" holds a control character", d->name, SHOWN(len),
                                  text);
     }
@@ -245,33 +245,33 @@ static int parse_object(kvshard_value *v, const kvshard_value__def *d, const cha
                         const char *source, kvshard__mark mark, kvshard_error *err)
 {
     const kvshard_value__fields *f = d->more ? d->more->fields : NULL;
-    kvshard_allocator a = kvshard__allocator_or_default(NULL);
+    kvshard_allocator a = kvshard_alloc__allocator_or_default(NULL);
     kvshard__doc doc;
     kvshard_error doc_err;
-    kvshard__error_reset(&doc_err);
+    kvshard_error__reset(&doc_err);
     if (kvshard_json_doc__parse(&doc, text, len, d->name, &a, &doc_err) != KVSHARD_OK) {
         if (doc_err.code == KVSHARD_ENOMEM)
-            return kvshard__fail(err, KVSHARD_ENOMEM, source, mark, "out of memory");
-        return kvshard__fail(err, KVSHARD_ETYPE, source, mark,
+            return kvshard_error__fail(err, KVSHARD_ENOMEM, source, mark, "out of memory");
+        return kvshard_error__fail(err, KVSHARD_ETYPE, source, mark,
                              "%s: expected a JSON object, found \"%.*s\" (%s)", d->name,
                              SHOWN(len), text, doc_err.message);
     }
-    kvshard__node root = kvshard__doc_root(&doc), node;
+    kvshard__node root = kvshard_tape__doc_root(&doc), node;
     int rc = KVSHARD_OK;
     if (root.kind != KVSHARD__NODE_MAPPING) {
-        rc = kvshard__fail(err, KVSHARD_ETYPE, source, mark,
+        rc = kvshard_error__fail(err, KVSHARD_ETYPE, source, mark,
                            "%s: expected a JSON object such as {\"%s\": 1}, found \"%.*s\"",
                            d->name, f && f->integer ? f->integer : "key", SHOWN(len), text);
-    } else if (f && f->text && kvshard__map_get(&doc, &root, f->text, &node) &&
-               !kvshard__node_is_null(&node)) {
+    } else if (f && f->text && kvshard_tape__map_get(&doc, &root, f->text, &node) &&
+               !kvshard_tape__node_is_null(&node)) {
         bool inside = node.kind == KVSHARD__NODE_SCALAR && node.text >= text &&
                       node.text + node.count <= text + len;
         if (node.kind != KVSHARD__NODE_SCALAR || node.style != KVSHARD__VALUE_QUOTED)
-            rc = kvshard__fail(err, KVSHARD_ETYPE, source, mark,
+            rc = kvshard_error__fail(err, KVSHARD_ETYPE, source, mark,
                                "%s: \"%s\" must be a string in \"%.*s\"", d->name, f->text,
                                SHOWN(len), text);
         else if (!inside || node.count >= KVSHARD__VALUE_TEXT_MAX || node.count == 0)
-            rc = kvshard__fail(err, KVSHARD_ERANGE, source, mark,
+            rc = kvshard_error__fail(err, KVSHARD_ERANGE, source, mark,
                                "%s: \"%s\" must be a name of 1 to %d characters without "
                                "escapes in \"%.*s\"",
                                d->name, f->text, KVSHARD__VALUE_TEXT_MAX - 1, SHOWN(len), text);
@@ -283,20 +283,22 @@ static int parse_object(kvshard_value *v, const kvshard_value__def *d, const cha
         }
     }
     if (rc == KVSHARD_OK && f && f->integer) {
-        if (!kvshard__map_get(&doc, &root, f->integer, &node) || kvshard__node_is_null(&node)) {
-            rc = kvshard__fail(err, KVSHARD_EMISSING, source, mark, "%s: \"%.*s\" has no \"%s\"",
-                               d->name, SHOWN(len), text, f->integer);
+        if (!kvshard_tape__map_get(&doc, &root, f->integer, &node) ||
+            kvshard_tape__node_is_null(&node)) {
+            rc = kvshard_error__fail(err, KVSHARD_EMISSING, source, mark,
+                                     "%s: \"%.*s\" has no \"%s\"", d->name, SHOWN(len), text,
+                                     f->integer);
         } else {
             kvshard_error int_err;
-            kvshard__error_reset(&int_err);
+            kvshard_error__reset(&int_err);
             char what[96];
             snprintf(what, sizeof what, "%s.%s", d->name, f->integer);
-            rc = kvshard__node_uint(&v->u, &doc, &node, what, 0, f->integer_max, &int_err);
+            rc = kvshard_tape__node_uint(&v->u, &doc, &node, what, 0, f->integer_max, &int_err);
             if (rc)
-                rc = kvshard__fail(err, rc, source, mark, "%s", int_err.message);
+                rc = kvshard_error__fail(err, rc, source, mark, "%s", int_err.message);
         }
     }
-    kvshard__doc_free(&doc);
+    kvshard_tape__doc_free(&doc);
     return rc;
 }
 
@@ -308,43 +310,45 @@ int kvshard_value__parse(kvshard_value *out, const kvshard_value__def *d, const 
     switch (d->type) {
     case KVSHARD__VT_U32:
         for (const kvshard_value__word *w = d->words; w && w->text; w++) {
-            if (kvshard__text_is(text, len, w->text)) {
+            if (kvshard_text__is(text, len, w->text)) {
                 v.u = (uint64_t)(int64_t)w->value;
                 *out = v;
                 return KVSHARD_OK;
             }
         }
         if (style == KVSHARD__VALUE_QUOTED)
-            return kvshard__fail(err, KVSHARD_ETYPE, source, mark,
+            return kvshard_error__fail(err, KVSHARD_ETYPE, source, mark,
                                  "%s: expected an integer, found the string \"%.*s\"", d->name,
                                  SHOWN(len), text);
         /* In YAML, 010 is octal to some readers and decimal to others. */
         if (style == KVSHARD__VALUE_PLAIN && len > 1 && text[0] == '0' &&
-            kvshard__all_digits(text, len))
-            return kvshard__fail(err, KVSHARD_ETYPE, source, mark,
+            kvshard_scalar__all_digits(text, len))
+            return kvshard_error__fail(err, KVSHARD_ETYPE, source, mark,
                                  "%s: \"%.*s\" has a leading zero, which YAML readers take for "
                                  "octal; write the number without it",
                                  d->name, SHOWN(len), text);
-        switch (kvshard__scan_uint(&v.u, text, len)) {
+        switch (kvshard_scalar__scan_uint(&v.u, text, len)) {
         case KVSHARD__INT_NOT_INTEGER:
-            return kvshard__fail(err, KVSHARD_ETYPE, source, mark,
+            return kvshard_error__fail(err, KVSHARD_ETYPE, source, mark,
                                  "%s: expected an integer, found \"%.*s\"", d->name, SHOWN(len),
                                  text);
         case KVSHARD__INT_NEGATIVE:
             if (d->below_min == KVSHARD_EPARALLEL) /* "is -3; it must be at least 1" */
                 return check(d, v, text, len, source, mark, err);
-            return kvshard__range_error(err, d->name, text, len, 0, d->min, d->max, source, mark);
+            return kvshard_scalar__range_error(err, d->name, text, len, 0, d->min, d->max, source,
+                                               mark);
         /* Past 2^64 - 1 is out of every range, and never a value that a
          * word stands for. */
         case KVSHARD__INT_TOO_LARGE:
-            return kvshard__range_error(err, d->name, text, len, 0, d->min, d->max, source, mark);
+            return kvshard_scalar__range_error(err, d->name, text, len, 0, d->min, d->max, source,
+                                               mark);
         case KVSHARD__INT_OK: break;
         }
         break;
     case KVSHARD__VT_BOOL: {
         int b = kvshard_value__bool_text(text, len, style);
         if (b < 0)
-            return kvshard__fail(
+            return kvshard_error__fail(
                 err, KVSHARD_ETYPE, source, mark, "%s: expected %s, found %s\"%.*s\"", d->name,
                 style == KVSHARD__VALUE_FLAG ? "true or false (or 1, 0, yes, no)" : "true or false",
                 style == KVSHARD__VALUE_QUOTED ? "the string " : "", SHOWN(len), text);
@@ -353,31 +357,31 @@ int kvshard_value__parse(kvshard_value *out, const kvshard_value__def *d, const 
     }
     case KVSHARD__VT_BYTES: {
         for (const kvshard_value__word *w = d->words; w && w->text; w++) {
-            if (kvshard__text_is(text, len, w->text)) {
+            if (kvshard_text__is(text, len, w->text)) {
                 v.u = (uint64_t)(int64_t)w->value;
                 *out = v;
                 return KVSHARD_OK;
             }
         }
-        if (style == KVSHARD__VALUE_QUOTED && kvshard__all_digits(text, len))
-            return kvshard__fail(err, KVSHARD_ETYPE, source, mark,
+        if (style == KVSHARD__VALUE_QUOTED && kvshard_scalar__all_digits(text, len))
+            return kvshard_error__fail(err, KVSHARD_ETYPE, source, mark,
                                  "%s: expected a number of bytes, found the string \"%.*s\"",
                                  d->name, SHOWN(len), text);
         if (style == KVSHARD__VALUE_PLAIN && len > 1 && text[0] == '0' && text[1] >= '0' &&
             text[1] <= '9')
-            return kvshard__fail(err, KVSHARD_ETYPE, source, mark,
+            return kvshard_error__fail(err, KVSHARD_ETYPE, source, mark,
                                  "%s: \"%.*s\" has a leading zero, which YAML readers take for "
                                  "octal; write the number without it",
                                  d->name, SHOWN(len), text);
-        int rc = kvshard__parse_size(&v.u, text, len, d->min, d->name, source, mark, err);
+        int rc = kvshard_scalar__parse_size(&v.u, text, len, d->min, d->name, source, mark, err);
         if (rc)
             return rc;
         break;
     }
     case KVSHARD__VT_FRACTION:
     case KVSHARD__VT_DECIMAL:
-        if (style == KVSHARD__VALUE_QUOTED || !kvshard__scan_decimal(&v.d, text, len))
-            return kvshard__fail(err, KVSHARD_ETYPE, source, mark,
+        if (style == KVSHARD__VALUE_QUOTED || !kvshard_scalar__scan_decimal(&v.d, text, len))
+            return kvshard_error__fail(err, KVSHARD_ETYPE, source, mark,
                                  "%s: expected %s, found %s\"%.*s\"", d->name,
                                  d->type == KVSHARD__VT_FRACTION ? "a fraction such as 0.9"
                                                                  : "a decimal such as 1.5",
@@ -404,12 +408,12 @@ int kvshard_value__parse(kvshard_value *out, const kvshard_value__def *d, const 
     case KVSHARD__VT_WORD:
     default: {
         const kvshard_value__word *w = d->words;
-        while (w->text && !kvshard__text_is(text, len, w->text))
+        while (w->text && !kvshard_text__is(text, len, w->text))
             w++;
         if (!w->text) {
             char expected[160];
             kvshard_value__list_words(expected, sizeof expected, d->words);
-            return kvshard__fail(err, KVSHARD_ERANGE, source, mark,
+            return kvshard_error__fail(err, KVSHARD_ERANGE, source, mark,
                                  "%s: expected %s, found \"%.*s\"", d->name, expected, SHOWN(len),
                                  text);
         }

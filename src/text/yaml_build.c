@@ -55,8 +55,8 @@ static int vfail_at(builder *b, int code, size_t offset, const char *fmt, va_lis
 {
     if (!b->err || b->err->code != KVSHARD_OK)
         return code;
-    kvshard__mark m = kvshard__doc_mark(b->doc, offset);
-    return kvshard__vfail(b->err, code, b->doc->source, m, fmt, ap);
+    kvshard__mark m = kvshard_marks__mark(b->doc, offset);
+    return kvshard_error__vfail(b->err, code, b->doc->source, m, fmt, ap);
 }
 
 static int fail_at(builder *b, int code, size_t offset, const char *fmt, ...)
@@ -70,7 +70,7 @@ static int fail_at(builder *b, int code, size_t offset, const char *fmt, ...)
 
 static int fail_nomem(builder *b)
 {
-    return kvshard__fail(b->err, KVSHARD_ENOMEM, b->doc->source, kvshard__no_mark,
+    return kvshard_error__fail(b->err, KVSHARD_ENOMEM, b->doc->source, kvshard_error__no_mark,
                          "out of memory building the tree");
 }
 
@@ -82,18 +82,19 @@ static int add_chunk(builder *b, uint32_t id)
     if (c == d->chunk_count) {
         /* The table of chunk pointers doubles; the chunks never move. */
         size_t cap = d->chunk_count * 2;
-        kvshard__tape_entry **grown = kvshard__alloc(&d->alloc, cap, sizeof *grown);
+        kvshard__tape_entry **grown = kvshard_alloc__bytes(&d->alloc, cap, sizeof *grown);
         if (!grown)
             return fail_nomem(b);
         memcpy(grown, d->chunks, d->chunk_count * sizeof *grown);
         for (size_t k = d->chunk_count; k < cap; k++)
             grown[k] = NULL;
         if (d->chunks != d->first_chunks)
-            kvshard__free(&d->alloc, d->chunks);
+            kvshard_alloc__free(&d->alloc, d->chunks);
         d->chunks = grown;
         d->chunk_count = cap;
     }
-    if (!d->chunks[c] && !(d->chunks[c] = kvshard__alloc(&d->alloc, CHUNK_ENTRIES, sizeof(entry))))
+    if (!d->chunks[c] &&
+        !(d->chunks[c] = kvshard_alloc__bytes(&d->alloc, CHUNK_ENTRIES, sizeof(entry))))
         return fail_nomem(b);
     return KVSHARD_OK;
 }
@@ -193,7 +194,7 @@ static int register_anchor(builder *b, const char *name, uint32_t id, uint64_t w
                        KVSHARD_MAX_ANCHORS);
     if (!b->anchors) {
         size_t bytes = KVSHARD_MAX_ANCHORS * sizeof *b->anchors + ANCHOR_SLOTS * sizeof(uint16_t);
-        if (!(b->anchors = kvshard__alloc(&b->doc->alloc, 1, bytes)))
+        if (!(b->anchors = kvshard_alloc__bytes(&b->doc->alloc, 1, bytes)))
             return fail_nomem(b);
         b->anchor_slots = (uint16_t *)(void *)(b->anchors + KVSHARD_MAX_ANCHORS);
         memset(b->anchor_slots, 0, ANCHOR_SLOTS * sizeof(uint16_t));
@@ -251,7 +252,7 @@ static int resolve_tag(builder *b, const char *t, unsigned kind, const char *tex
     const char *yaml = "tag:yaml.org,2002:";
     size_t skip_prefix = strncmp(t, yaml, strlen(yaml)) == 0 ? strlen(yaml) : 0;
     char shown[64];
-    kvshard__excerpt(shown, sizeof shown, t + skip_prefix, strlen(t + skip_prefix), 40);
+    kvshard_error__excerpt(shown, sizeof shown, t + skip_prefix, strlen(t + skip_prefix), 40);
     const char *bang = skip_prefix ? "!!" : "";
     for (size_t i = 0; i < sizeof core / sizeof core[0]; i++) {
         if (strcmp(t, core[i].tag) != 0)
@@ -264,7 +265,7 @@ static int resolve_tag(builder *b, const char *t, unsigned kind, const char *tex
             break; /* the non-specific "!" on a collection: not read */
         if (kind == KIND_SCALAR) {
             char value[64];
-            kvshard__excerpt(value, sizeof value, text, len, 32);
+            kvshard_error__excerpt(value, sizeof value, text, len, 32);
             return fail_at(b, KVSHARD_ETYPE, offset,
                            "the tag %s%s does not fit the value \"%s\": it tags %s", bang, shown,
                            value, kind_name(core[i].kind));
@@ -283,9 +284,9 @@ static int resolve_tag(builder *b, const char *t, unsigned kind, const char *tex
 
 static bool is_bool_text(const char *s, size_t len)
 {
-    return kvshard__text_is(s, len, "true") || kvshard__text_is(s, len, "false") ||
-           kvshard__text_is(s, len, "True") || kvshard__text_is(s, len, "False") ||
-           kvshard__text_is(s, len, "TRUE") || kvshard__text_is(s, len, "FALSE");
+    return kvshard_text__is(s, len, "true") || kvshard_text__is(s, len, "false") ||
+           kvshard_text__is(s, len, "True") || kvshard_text__is(s, len, "False") ||
+           kvshard_text__is(s, len, "TRUE") || kvshard_text__is(s, len, "FALSE");
 }
 
 /* A decimal number as YAML's !!float reads it: [-+]digits[.digits][e[-+]digits],
@@ -295,11 +296,11 @@ static bool is_float_text(const char *s, size_t len)
     size_t i = 0;
     if (i < len && (s[i] == '-' || s[i] == '+'))
         i++;
-    if (kvshard__text_is(s + i, len - i, ".inf") || kvshard__text_is(s + i, len - i, ".Inf") ||
-        kvshard__text_is(s + i, len - i, ".INF"))
+    if (kvshard_text__is(s + i, len - i, ".inf") || kvshard_text__is(s + i, len - i, ".Inf") ||
+        kvshard_text__is(s + i, len - i, ".INF"))
         return true;
-    if (i == 0 && (kvshard__text_is(s, len, ".nan") || kvshard__text_is(s, len, ".NaN") ||
-                   kvshard__text_is(s, len, ".NAN")))
+    if (i == 0 && (kvshard_text__is(s, len, ".nan") || kvshard_text__is(s, len, ".NaN") ||
+                   kvshard_text__is(s, len, ".NAN")))
         return true;
     size_t digits = 0;
     while (i < len && s[i] >= '0' && s[i] <= '9') {
@@ -319,7 +320,7 @@ static bool is_float_text(const char *s, size_t len)
         i++;
         if (i < len && (s[i] == '-' || s[i] == '+'))
             i++;
-        if (!kvshard__all_digits(s + i, len - i))
+        if (!kvshard_scalar__all_digits(s + i, len - i))
             return false;
         return true;
     }
@@ -343,7 +344,7 @@ static int check_tag_fits(builder *b, kvshard__tag tag, const char *s, size_t le
         break;
     case KVSHARD__TAG_INT: {
         uint64_t v;
-        fits = kvshard__scan_uint(&v, s, len) != KVSHARD__INT_NOT_INTEGER;
+        fits = kvshard_scalar__scan_uint(&v, s, len) != KVSHARD__INT_NOT_INTEGER;
         name = "!!int";
         break;
     }
@@ -358,7 +359,7 @@ static int check_tag_fits(builder *b, kvshard__tag tag, const char *s, size_t le
     if (fits)
         return KVSHARD_OK;
     char shown[64];
-    kvshard__excerpt(shown, sizeof shown, s, len, 32);
+    kvshard_error__excerpt(shown, sizeof shown, s, len, 32);
     return fail_at(b, KVSHARD_ETYPE, offset, "the tag %s does not fit the value \"%s\"", name,
                    shown);
 }
@@ -368,12 +369,12 @@ static int add_string(builder *b, const char *s, size_t len, uint32_t *out_ref)
     kvshard__doc *d = b->doc;
     if (d->string_count == d->string_cap) {
         uint32_t cap = d->string_cap ? d->string_cap * 2 : 16;
-        const char **grown = kvshard__alloc(&d->alloc, cap, sizeof *grown);
+        const char **grown = kvshard_alloc__bytes(&d->alloc, cap, sizeof *grown);
         if (!grown)
             return fail_nomem(b);
         if (d->string_count)
             memcpy(grown, d->strings, d->string_count * sizeof *grown);
-        kvshard__free(&d->alloc, d->strings);
+        kvshard_alloc__free(&d->alloc, d->strings);
         d->strings = grown;
         d->string_cap = cap;
     }
@@ -526,9 +527,9 @@ int kvshard_yaml_build__open(kvshard__doc_builder *b, size_t offset, bool mappin
 static int duplicate_key(builder *b, uint32_t pos, uint32_t first_pos)
 {
     kvshard__node dup = view(b->doc, pos), first = view(b->doc, first_pos);
-    kvshard__mark m = kvshard__doc_mark(b->doc, first.offset);
+    kvshard__mark m = kvshard_marks__mark(b->doc, first.offset);
     char shown[96];
-    kvshard__excerpt(shown, sizeof shown, dup.text, dup.count, 64);
+    kvshard_error__excerpt(shown, sizeof shown, dup.text, dup.count, 64);
     return fail_at(b, KVSHARD_EDUPKEY, dup.offset,
                    "duplicate key \"%s\" (first at line %d, column %d)", shown, m.line, m.column);
 }
@@ -748,7 +749,7 @@ int kvshard_yaml_build__alias(kvshard__doc_builder *b, const char *name, size_t 
     anchor_def *a = b->anchors ? find_anchor(b, name, name_hash(b, name)) : NULL;
     if (!a) {
         char shown[64];
-        kvshard__excerpt(shown, sizeof shown, name, strlen(name), 40);
+        kvshard_error__excerpt(shown, sizeof shown, name, strlen(name), 40);
         return fail_at(b, KVSHARD_ESYNTAX, start, "alias *%s names no anchor defined before it",
                        shown);
     }
@@ -758,7 +759,7 @@ int kvshard_yaml_build__alias(kvshard__doc_builder *b, const char *name, size_t 
     const entry *t = at(b->doc, a->id);
     uint32_t key_hash = 0;
     if (kind_of(t) == KIND_SCALAR && at_key(b)) {
-        if (form_of(t) == FORM_PLAIN && kvshard__text_is(scalar_text(b->doc, t), t->count, "<<"))
+        if (form_of(t) == FORM_PLAIN && kvshard_text__is(scalar_text(b->doc, t), t->count, "<<"))
             return fail_at(b, KVSHARD_EUNSUPPORTED, start,
                            "merge keys (<<) are not read by kvshard: write the merged keys out");
         if (!a->key_hashed) {
@@ -774,31 +775,31 @@ int kvshard_yaml_build__alias(kvshard__doc_builder *b, const char *name, size_t 
     return KVSHARD_OK;
 }
 
-int kvshard__doc_build(kvshard__doc *out, const char *text, size_t len, const char *source,
+int kvshard_build__doc(kvshard__doc *out, const char *text, size_t len, const char *source,
                        const kvshard_allocator *alloc, const uint64_t *seed, bool json,
                        kvshard__doc_front front, void *ctx, kvshard_error *err)
 {
     kvshard__mark first = {1, 1, 0};
     if (len > KVSHARD_MAX_DOCUMENT_BYTES) {
         /* Located at the first byte past the limit. */
-        kvshard__mark m = kvshard__no_mark;
+        kvshard__mark m = kvshard_error__no_mark;
         if (err && err->code == KVSHARD_OK) {
             memset(out, 0, offsetof(kvshard__doc, first_chunks));
             out->text = text;
             out->len = len;
             out->json = json;
             out->start = len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
-            m = kvshard__doc_mark(out, KVSHARD_MAX_DOCUMENT_BYTES);
+            m = kvshard_marks__mark(out, KVSHARD_MAX_DOCUMENT_BYTES);
             memset(out, 0, offsetof(kvshard__doc, first_chunks));
         }
-        return kvshard__fail(err, KVSHARD_ELIMIT, source, m,
+        return kvshard_error__fail(err, KVSHARD_ELIMIT, source, m,
                              "text is %zu bytes; the limit is %u bytes "
                              "(KVSHARD_MAX_DOCUMENT_BYTES), and this is the first byte past it",
                              len, KVSHARD_MAX_DOCUMENT_BYTES);
     }
     const unsigned char *u = (const unsigned char *)text;
     if (len >= 2 && ((u[0] == 0xFE && u[1] == 0xFF) || (u[0] == 0xFF && u[1] == 0xFE)))
-        return kvshard__fail(err, KVSHARD_EUTF8, source, first,
+        return kvshard_error__fail(err, KVSHARD_EUTF8, source, first,
                              "the text is UTF-16 (it starts with a UTF-16 byte order mark); "
                              "kvshard reads UTF-8");
     kvshard__doc *doc = out;
@@ -829,11 +830,11 @@ int kvshard__doc_build(kvshard__doc *out, const char *text, size_t len, const ch
     b->root_done = false;
 
     int rc = front(b, doc, ctx);
-    kvshard__free(alloc, b->anchors);
+    kvshard_alloc__free(alloc, b->anchors);
     if (rc == KVSHARD_OK && !b->root_done)
-        rc = kvshard__fail(err, KVSHARD_ETYPE, source, first, "the document is empty");
+        rc = kvshard_error__fail(err, KVSHARD_ETYPE, source, first, "the document is empty");
     if (rc != KVSHARD_OK) {
-        kvshard__doc_free(doc);
+        kvshard_tape__doc_free(doc);
         return rc;
     }
     kvshard_yaml_keys__add_directory(doc);
@@ -842,7 +843,7 @@ int kvshard__doc_build(kvshard__doc *out, const char *text, size_t len, const ch
 
 /* ---- the builder for other front-ends ------------------------------------------------ */
 
-int kvshard__doc_build_scalar(kvshard__doc_builder *b, size_t offset, bool quoted, const char *copy,
+int kvshard_build__scalar(kvshard__doc_builder *b, size_t offset, bool quoted, const char *copy,
                               size_t len)
 {
     int rc = add_weight(b, 1, offset);
@@ -856,12 +857,12 @@ int kvshard__doc_build_scalar(kvshard__doc_builder *b, size_t offset, bool quote
     return KVSHARD_OK;
 }
 
-int kvshard__doc_build_open(kvshard__doc_builder *b, size_t offset, bool mapping)
+int kvshard_build__open(kvshard__doc_builder *b, size_t offset, bool mapping)
 {
     return kvshard_yaml_build__open(b, offset, mapping, NULL, NULL);
 }
 
-int kvshard__doc_build_close(kvshard__doc_builder *b)
+int kvshard_build__close(kvshard__doc_builder *b)
 {
     return on_end(b);
 }
@@ -871,7 +872,7 @@ int kvshard_yaml_build__nomem(kvshard__doc_builder *b)
     return fail_nomem(b);
 }
 
-int kvshard__doc_build_fail(kvshard__doc_builder *b, int code, size_t offset, const char *fmt, ...)
+int kvshard_build__fail(kvshard__doc_builder *b, int code, size_t offset, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);

@@ -20,22 +20,22 @@ typedef struct kvshard__doc_builder kvshard__doc_builder;
 /* Reads the whole of doc->text (from doc->start) into the builder. */
 typedef int (*kvshard__doc_front)(kvshard__doc_builder *b, const kvshard__doc *doc, void *ctx);
 /* Set up *out over the text, run `front`, and finish the tree (an empty
- * document fails); `seed` as kvshard__doc_parse_seeded's, or NULL. `json`
+ * document fails); `seed` as kvshard_doc__parse_seeded's, or NULL. `json`
  * makes line breaks JSON's for every mark of the doc. */
-int kvshard__doc_build(kvshard__doc *out, const char *text, size_t len, const char *source,
+int kvshard_build__doc(kvshard__doc *out, const char *text, size_t len, const char *source,
                        const kvshard_allocator *alloc, const uint64_t *seed, bool json,
                        kvshard__doc_front front, void *ctx, kvshard_error *err);
 /* A scalar at `offset`: plain, its text the `len` bytes there, or quoted,
  * its text the `len` bytes after the quote; or, when `copy` is given, those
  * `len` bytes instead (a value that escapes made differ from the text). */
-int kvshard__doc_build_scalar(kvshard__doc_builder *b, size_t offset, bool quoted, const char *copy,
+int kvshard_build__scalar(kvshard__doc_builder *b, size_t offset, bool quoted, const char *copy,
                               size_t len);
 /* A mapping or a sequence opening at `offset`, and the end of the open one
  * (its keys checked). */
-int kvshard__doc_build_open(kvshard__doc_builder *b, size_t offset, bool mapping);
-int kvshard__doc_build_close(kvshard__doc_builder *b);
+int kvshard_build__open(kvshard__doc_builder *b, size_t offset, bool mapping);
+int kvshard_build__close(kvshard__doc_builder *b);
 /* An error at a byte offset of the text, its line and column worked out. */
-int kvshard__doc_build_fail(kvshard__doc_builder *b, int code, size_t offset, const char *fmt, ...)
+int kvshard_build__fail(kvshard__doc_builder *b, int code, size_t offset, const char *fmt, ...)
     KVSHARD__PRINTF(4, 5);
 
 /* The nodes only YAML has: tags, anchors and aliases, and scalars whose

@@ -97,14 +97,15 @@ static int parser_error(events *y, const yaml_parser_t *p)
                 offset--;
         }
         bool utf8 = strstr(problem, "UTF-8") || strstr(problem, "Unicode");
-        return kvshard__doc_build_fail(y->b, utf8 ? KVSHARD_EUTF8 : KVSHARD_ESYNTAX, offset,
+        return kvshard_build__fail(y->b, utf8 ? KVSHARD_EUTF8 : KVSHARD_ESYNTAX, offset,
                                        "%s at byte offset %zu", problem, offset);
     }
     kvshard__mark m = {(int)(p->problem_mark.line + 1), (int)(p->problem_mark.column + 1),
                        byte_offset(y, p->problem_mark.index)};
     if (p->context)
-        return kvshard__fail(y->err, KVSHARD_ESYNTAX, d->source, m, "%s %s", problem, p->context);
-    return kvshard__fail(y->err, KVSHARD_ESYNTAX, d->source, m, "%s", problem);
+        return kvshard_error__fail(y->err, KVSHARD_ESYNTAX, d->source, m, "%s %s", problem,
+                                   p->context);
+    return kvshard_error__fail(y->err, KVSHARD_ESYNTAX, d->source, m, "%s", problem);
 }
 
 static int on_event(events *y, const yaml_event_t *ev)
@@ -116,7 +117,7 @@ static int on_event(events *y, const yaml_event_t *ev)
     switch (ev->type) {
     case YAML_DOCUMENT_START_EVENT:
         if (++y->documents > 1)
-            return kvshard__doc_build_fail(y->b, KVSHARD_ESYNTAX,
+            return kvshard_build__fail(y->b, KVSHARD_ESYNTAX,
                                            byte_offset(y, ev->start_mark.index),
                                            "a second document; kvshard reads one document per "
                                            "file");
@@ -125,7 +126,7 @@ static int on_event(events *y, const yaml_event_t *ev)
     case YAML_SEQUENCE_START_EVENT: return on_start(y, ev, false);
     case YAML_MAPPING_START_EVENT: return on_start(y, ev, true);
     case YAML_SEQUENCE_END_EVENT:
-    case YAML_MAPPING_END_EVENT: return kvshard__doc_build_close(y->b);
+    case YAML_MAPPING_END_EVENT: return kvshard_build__close(y->b);
     case YAML_ALIAS_EVENT:
         return kvshard_yaml_build__alias(y->b, (const char *)ev->data.alias.anchor,
                                          byte_offset(y, ev->start_mark.index));
@@ -193,16 +194,16 @@ static int parse(kvshard__doc *out, const char *text, size_t len, const char *so
                  const kvshard_allocator *alloc, const uint64_t *seed, kvshard_error *err)
 {
     events y = {.err = err};
-    return kvshard__doc_build(out, text, len, source, alloc, seed, false, yaml_front, &y, err);
+    return kvshard_build__doc(out, text, len, source, alloc, seed, false, yaml_front, &y, err);
 }
 
-int kvshard__doc_parse(kvshard__doc *out, const char *text, size_t len, const char *source,
+int kvshard_doc__parse(kvshard__doc *out, const char *text, size_t len, const char *source,
                        const kvshard_allocator *alloc, kvshard_error *err)
 {
     return parse(out, text, len, source, alloc, NULL, err);
 }
 
-int kvshard__doc_parse_seeded(kvshard__doc *out, const char *text, size_t len, const char *source,
+int kvshard_doc__parse_seeded(kvshard__doc *out, const char *text, size_t len, const char *source,
                               const kvshard_allocator *alloc, uint64_t seed, kvshard_error *err)
 {
     return parse(out, text, len, source, alloc, &seed, err);

@@ -10,15 +10,15 @@
 #include "text/yaml_tape.h"
 
 /* Parse exactly one document from text into *out, which then points into
- * itself: the doc stays where it was parsed until kvshard__doc_free().
+ * itself: the doc stays where it was parsed until kvshard_tape__doc_free().
  * `text` and `source` must outlive the doc. On failure nothing is
  * allocated. */
-int kvshard__doc_parse(kvshard__doc *out, const char *text, size_t len, const char *source,
+int kvshard_doc__parse(kvshard__doc *out, const char *text, size_t len, const char *source,
                        const kvshard_allocator *alloc, kvshard_error *err);
-/* kvshard__doc_parse with the hash key drawn from `seed` rather than from
+/* kvshard_doc__parse with the hash key drawn from `seed` rather than from
  * the doc's address, the text's and the time: for tests, which write keys
  * that collide under a known key. */
-int kvshard__doc_parse_seeded(kvshard__doc *out, const char *text, size_t len, const char *source,
+int kvshard_doc__parse_seeded(kvshard__doc *out, const char *text, size_t len, const char *source,
                               const kvshard_allocator *alloc, uint64_t seed, kvshard_error *err);
 
 #endif /* KVSHARD_TEXT_YAML_DOC_H */

@@ -16,7 +16,7 @@ kvshard__map_index *kvshard_yaml_keys__alloc(kvshard__doc *doc, size_t slots)
         doc->first_index_used = true;
         return (kvshard__map_index *)(void *)doc->first_index;
     }
-    return kvshard__alloc(&doc->alloc, 1, bytes);
+    return kvshard_alloc__bytes(&doc->alloc, 1, bytes);
 }
 
 void kvshard_yaml_keys__free(kvshard__doc *doc, kvshard__map_index *x)
@@ -24,7 +24,7 @@ void kvshard_yaml_keys__free(kvshard__doc *doc, kvshard__map_index *x)
     if ((void *)x == (void *)doc->first_index)
         doc->first_index_used = false;
     else
-        kvshard__free(&doc->alloc, x);
+        kvshard_alloc__free(&doc->alloc, x);
 }
 
 /* With more than DIRECTORY_MIN indexes, a directory at the head of the list
@@ -179,7 +179,7 @@ void kvshard_yaml_keys__add_directory(kvshard__doc *doc)
     if (n <= DIRECTORY_MIN || n > UINT32_MAX)
         return;
     kvshard__map_index *dir =
-        kvshard__alloc(&doc->alloc, 1, sizeof *dir + n * sizeof(kvshard__map_index *));
+        kvshard_alloc__bytes(&doc->alloc, 1, sizeof *dir + n * sizeof(kvshard__map_index *));
     if (!dir)
         return;
     dir->sorted = (kvshard__map_index **)(void *)((char *)dir + sizeof *dir);

@@ -61,13 +61,13 @@ static size_t skip_plain_blocks(const char *t, size_t i, size_t stop, int *line,
     return i;
 }
 
-void kvshard__doc_marks(const kvshard__doc *doc, const size_t *offsets, kvshard__mark *marks,
+void kvshard_marks__of(const kvshard__doc *doc, const size_t *offsets, kvshard__mark *marks,
                         size_t count)
 {
     /* A longer list is marked a bounded slice at a time, one pass each:
      * the callers' lists fit one slice, so nothing is allocated. */
     while (count > KVSHARD__DOC_MARKS_MAX) {
-        kvshard__doc_marks(doc, offsets, marks, KVSHARD__DOC_MARKS_MAX);
+        kvshard_marks__of(doc, offsets, marks, KVSHARD__DOC_MARKS_MAX);
         offsets += KVSHARD__DOC_MARKS_MAX;
         marks += KVSHARD__DOC_MARKS_MAX;
         count -= KVSHARD__DOC_MARKS_MAX;
@@ -115,22 +115,22 @@ void kvshard__doc_marks(const kvshard__doc *doc, const size_t *offsets, kvshard_
     }
 }
 
-kvshard__mark kvshard__doc_mark(const kvshard__doc *doc, size_t offset)
+kvshard__mark kvshard_marks__mark(const kvshard__doc *doc, size_t offset)
 {
     kvshard__mark m;
-    kvshard__doc_marks(doc, &offset, &m, 1);
+    kvshard_marks__of(doc, &offset, &m, 1);
     return m;
 }
 
-int kvshard__doc_fail(const kvshard__doc *doc, kvshard_error *err, int code,
+int kvshard_marks__fail(const kvshard__doc *doc, kvshard_error *err, int code,
                       const kvshard__node *at_node, const char *fmt, ...)
 {
     if (!err || err->code != KVSHARD_OK)
         return code;
-    kvshard__mark m = at_node ? kvshard__doc_mark(doc, at_node->offset) : kvshard__no_mark;
+    kvshard__mark m = at_node ? kvshard_marks__mark(doc, at_node->offset) : kvshard_error__no_mark;
     va_list ap;
     va_start(ap, fmt);
-    int rc = kvshard__vfail(err, code, doc->source, m, fmt, ap);
+    int rc = kvshard_error__vfail(err, code, doc->source, m, fmt, ap);
     va_end(ap);
     return rc;
 }

@@ -15,14 +15,14 @@ static inline bool kvshard_yaml_marks__continuation(unsigned char c)
 
 /* Line and column of a byte offset (CR, LF, CRLF, NEL, LS and PS end lines;
  * columns count characters), for messages. O(offset). */
-kvshard__mark kvshard__doc_mark(const kvshard__doc *doc, size_t offset);
+kvshard__mark kvshard_marks__mark(const kvshard__doc *doc, size_t offset);
 /* The marks of several offsets in one pass over the text for each
  * KVSHARD__DOC_MARKS_MAX of them. */
 #define KVSHARD__DOC_MARKS_MAX 32
-void kvshard__doc_marks(const kvshard__doc *doc, const size_t *offsets, kvshard__mark *marks,
+void kvshard_marks__of(const kvshard__doc *doc, const size_t *offsets, kvshard__mark *marks,
                         size_t count);
-/* kvshard__fail at a node: its source, line and column. */
-int kvshard__doc_fail(const kvshard__doc *doc, kvshard_error *err, int code,
+/* kvshard_error__fail at a node: its source, line and column. */
+int kvshard_marks__fail(const kvshard__doc *doc, kvshard_error *err, int code,
                       const kvshard__node *at, const char *fmt, ...) KVSHARD__PRINTF(5, 6);
 
 #endif /* KVSHARD_TEXT_YAML_MARKS_H */

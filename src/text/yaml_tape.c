@@ -24,7 +24,7 @@ char *kvshard_yaml_tape__copy(kvshard__doc *doc, const char *s, size_t len)
     kvshard__arena_chunk *c = doc->arena;
     if (!c || c->cap - c->used < len + 1) {
         size_t cap = len + 1 > ARENA_CHUNK_BYTES ? len + 1 : ARENA_CHUNK_BYTES;
-        c = kvshard__alloc(&doc->alloc, 1, sizeof *c + cap);
+        c = kvshard_alloc__bytes(&doc->alloc, 1, sizeof *c + cap);
         if (!c)
             return NULL;
         c->next = doc->arena;
@@ -39,18 +39,18 @@ char *kvshard_yaml_tape__copy(kvshard__doc *doc, const char *s, size_t len)
     return p;
 }
 
-void kvshard__doc_free(kvshard__doc *doc)
+void kvshard_tape__doc_free(kvshard__doc *doc)
 {
     if (!doc)
         return;
     /* The first chunk and chunk pointers are the doc's own. */
     for (size_t i = 1; i < doc->chunk_count; i++)
-        kvshard__free(&doc->alloc, doc->chunks[i]);
+        kvshard_alloc__free(&doc->alloc, doc->chunks[i]);
     if (doc->chunks != doc->first_chunks)
-        kvshard__free(&doc->alloc, doc->chunks);
+        kvshard_alloc__free(&doc->alloc, doc->chunks);
     for (kvshard__arena_chunk *c = doc->arena; c;) {
         kvshard__arena_chunk *next = c->next;
-        kvshard__free(&doc->alloc, c);
+        kvshard_alloc__free(&doc->alloc, c);
         c = next;
     }
     for (kvshard__map_index *x = doc->indexes; x;) {
@@ -58,7 +58,7 @@ void kvshard__doc_free(kvshard__doc *doc)
         kvshard_yaml_keys__free(doc, x);
         x = next;
     }
-    kvshard__free(&doc->alloc, doc->strings);
+    kvshard_alloc__free(&doc->alloc, doc->strings);
     memset(doc, 0, offsetof(kvshard__doc, first_chunks));
 }
 
@@ -71,12 +71,12 @@ static bool is_null_scalar(unsigned tag, bool plain_untagged, const char *text, 
 
 /* ---- reading ------------------------------------------------------------------------------ */
 
-kvshard__node kvshard__doc_root(const kvshard__doc *doc)
+kvshard__node kvshard_tape__doc_root(const kvshard__doc *doc)
 {
     return view(doc, 0);
 }
 
-kvshard__iter kvshard__iter_begin(const kvshard__doc *doc, const kvshard__node *parent)
+kvshard__iter kvshard_tape__iter_begin(const kvshard__doc *doc, const kvshard__node *parent)
 {
     (void)doc;
     kvshard__iter it = {parent->id + 1, 0};
@@ -87,7 +87,7 @@ kvshard__iter kvshard__iter_begin(const kvshard__doc *doc, const kvshard__node *
     return it;
 }
 
-bool kvshard__iter_next(const kvshard__doc *doc, kvshard__iter *it, kvshard__node *out)
+bool kvshard_tape__iter_next(const kvshard__doc *doc, kvshard__iter *it, kvshard__node *out)
 {
     if (it->left == 0)
         return false;
@@ -97,8 +97,8 @@ bool kvshard__iter_next(const kvshard__doc *doc, kvshard__iter *it, kvshard__nod
     return true;
 }
 
-uint32_t kvshard__map_keys(const kvshard__doc *doc, const kvshard__node *map, kvshard__key_ref *out,
-                           uint32_t cap)
+uint32_t kvshard_tape__map_keys(const kvshard__doc *doc, const kvshard__node *map,
+                                kvshard__key_ref *out, uint32_t cap)
 {
     uint32_t n = map->kind != KVSHARD__NODE_MAPPING ? 0 : map->count < cap ? map->count : cap;
     uint32_t pos = map->id + 1;
@@ -112,7 +112,7 @@ uint32_t kvshard__map_keys(const kvshard__doc *doc, const kvshard__node *map, kv
     return n;
 }
 
-bool kvshard__doc_value(kvshard__node *out, const kvshard__doc *doc, uint32_t at_id)
+bool kvshard_tape__doc_value(kvshard__node *out, const kvshard__doc *doc, uint32_t at_id)
 {
     /* The null test on the tape entry's one word: testing the node's style
      * and tag just after storing them one by one would have the compiler
@@ -126,20 +126,21 @@ bool kvshard__doc_value(kvshard__node *out, const kvshard__doc *doc, uint32_t at
            !is_null_scalar(form, form == FORM_PLAIN, scalar_text(doc, e), e->count);
 }
 
-kvshard__node kvshard__seq_item(const kvshard__doc *doc, const kvshard__node *seq, uint32_t index)
+kvshard__node kvshard_tape__seq_item(const kvshard__doc *doc, const kvshard__node *seq,
+                                     uint32_t index)
 {
     const entry *e = at(doc, seq->id);
     /* A list whose children are one entry each is an array. */
     if (e->ref - seq->id - 1 == seq->count)
         return view(doc, seq->id + 1 + index);
-    kvshard__iter it = kvshard__iter_begin(doc, seq);
+    kvshard__iter it = kvshard_tape__iter_begin(doc, seq);
     kvshard__node item = *seq;
     for (uint32_t i = 0; i <= index; i++)
-        kvshard__iter_next(doc, &it, &item);
+        kvshard_tape__iter_next(doc, &it, &item);
     return item;
 }
 
-bool kvshard__map_get(const kvshard__doc *doc, const kvshard__node *map, const char *key,
+bool kvshard_tape__map_get(const kvshard__doc *doc, const kvshard__node *map, const char *key,
                       kvshard__node *out)
 {
     if (map->kind != KVSHARD__NODE_MAPPING)
@@ -169,18 +170,18 @@ bool kvshard__map_get(const kvshard__doc *doc, const kvshard__node *map, const c
     return false;
 }
 
-bool kvshard__map_sorted(const kvshard__doc *doc, const kvshard__node *map)
+bool kvshard_tape__map_sorted(const kvshard__doc *doc, const kvshard__node *map)
 {
     return map->kind == KVSHARD__NODE_MAPPING && (at(doc, map->id)->word & INDEXED_FLAG) &&
            kvshard_yaml_keys__index_of(doc, map->id)->by_sort;
 }
 
-bool kvshard__scalar_is(const kvshard__node *node, const char *s)
+bool kvshard_tape__scalar_is(const kvshard__node *node, const char *s)
 {
-    return node->kind == KVSHARD__NODE_SCALAR && kvshard__text_is(node->text, node->count, s);
+    return node->kind == KVSHARD__NODE_SCALAR && kvshard_text__is(node->text, node->count, s);
 }
 
-bool kvshard__node_is_null(const kvshard__node *node)
+bool kvshard_tape__node_is_null(const kvshard__node *node)
 {
     return node->kind == KVSHARD__NODE_SCALAR &&
            is_null_scalar(node->tag,
@@ -188,40 +189,40 @@ bool kvshard__node_is_null(const kvshard__node *node)
                           node->text, node->count);
 }
 
-void kvshard__node_describe(char *buf, size_t cap, const kvshard__node *node)
+void kvshard_tape__node_describe(char *buf, size_t cap, const kvshard__node *node)
 {
     if (node->kind == KVSHARD__NODE_MAPPING) {
         snprintf(buf, cap, "a mapping");
     } else if (node->kind == KVSHARD__NODE_SEQUENCE) {
         snprintf(buf, cap, "a list");
-    } else if (kvshard__node_is_null(node)) {
+    } else if (kvshard_tape__node_is_null(node)) {
         snprintf(buf, cap, "null");
     } else {
         char shown[128];
-        kvshard__excerpt(shown, sizeof shown, node->text, node->count, 32);
+        kvshard_error__excerpt(shown, sizeof shown, node->text, node->count, 32);
         snprintf(buf, cap, "%s\"%s\"", node->style == KVSHARD__VALUE_QUOTED ? "the string " : "",
                  shown);
     }
 }
 
-int kvshard__node_uint(uint64_t *out, const kvshard__doc *doc, const kvshard__node *node,
+int kvshard_tape__node_uint(uint64_t *out, const kvshard__doc *doc, const kvshard__node *node,
                        const char *what, uint64_t min, uint64_t max, kvshard_error *err)
 {
     char desc[160];
     if (node->kind != KVSHARD__NODE_SCALAR || node->style != KVSHARD__VALUE_PLAIN ||
         node->tag == KVSHARD__TAG_FLOAT || node->tag == KVSHARD__TAG_BOOL ||
         node->tag == KVSHARD__TAG_NULL) {
-        kvshard__node_describe(desc, sizeof desc, node);
-        return kvshard__doc_fail(doc, err, KVSHARD_ETYPE, node,
+        kvshard_tape__node_describe(desc, sizeof desc, node);
+        return kvshard_marks__fail(doc, err, KVSHARD_ETYPE, node,
                                  "%s: expected an integer, found %s%s", what,
                                  node->tag == KVSHARD__TAG_FLOAT ? "!!float " : "", desc);
     }
     /* YAML 1.1 reads 010 as octal 8 and YAML 1.2 as 10: refuse to guess. */
     size_t sign = node->count > 0 && (node->text[0] == '+' || node->text[0] == '-') ? 1 : 0;
     if (node->count > sign + 1 && node->text[sign] == '0' &&
-        kvshard__all_digits(node->text + sign, node->count - sign)) {
-        kvshard__node_describe(desc, sizeof desc, node);
-        return kvshard__doc_fail(doc, err, KVSHARD_ETYPE, node,
+        kvshard_scalar__all_digits(node->text + sign, node->count - sign)) {
+        kvshard_tape__node_describe(desc, sizeof desc, node);
+        return kvshard_marks__fail(doc, err, KVSHARD_ETYPE, node,
                                  "%s: %s has a leading zero, which YAML readers take for octal; "
                                  "write the number without it",
                                  what, desc);
@@ -244,28 +245,28 @@ int kvshard__node_uint(uint64_t *out, const kvshard__doc *doc, const kvshard__no
     }
     /* Parsed without an error record first: clearing one costs more than
      * parsing a number. A failure is parsed again for its message. */
-    kvshard__mark m = kvshard__no_mark;
-    int rc =
-        kvshard__parse_uint(out, node->text, node->count, min, max, what, doc->source, m, NULL);
+    kvshard__mark m = kvshard_error__no_mark;
+    int rc = kvshard_scalar__parse_uint(out, node->text, node->count, min, max, what, doc->source,
+                                        m, NULL);
     if (rc && err && err->code == KVSHARD_OK) {
         kvshard_error local;
-        kvshard__error_reset(&local);
+        kvshard_error__reset(&local);
         uint64_t ignored;
-        (void)kvshard__parse_uint(&ignored, node->text, node->count, min, max, what, doc->source, m,
-                                  &local);
+        (void)kvshard_scalar__parse_uint(&ignored, node->text, node->count, min, max, what,
+                                         doc->source, m, &local);
         *err = local;
-        kvshard__error_locate(err, doc->source, kvshard__doc_mark(doc, node->offset));
+        kvshard_error__locate(err, doc->source, kvshard_marks__mark(doc, node->offset));
     }
     return rc;
 }
 
-int kvshard__node_string(const char **out, size_t *out_len, const kvshard__doc *doc,
+int kvshard_tape__node_string(const char **out, size_t *out_len, const kvshard__doc *doc,
                          const kvshard__node *node, const char *what, kvshard_error *err)
 {
-    if (node->kind != KVSHARD__NODE_SCALAR || kvshard__node_is_null(node)) {
+    if (node->kind != KVSHARD__NODE_SCALAR || kvshard_tape__node_is_null(node)) {
         char desc[160];
-        kvshard__node_describe(desc, sizeof desc, node);
-        return kvshard__doc_fail(doc, err, KVSHARD_ETYPE, node, "%s: expected a string, found %s",
+        kvshard_tape__node_describe(desc, sizeof desc, node);
+        return kvshard_marks__fail(doc, err, KVSHARD_ETYPE, node, "%s: expected a string, found %s",
                                  what, desc);
     }
     *out = node->text;
@@ -273,13 +274,13 @@ int kvshard__node_string(const char **out, size_t *out_len, const kvshard__doc *
     return KVSHARD_OK;
 }
 
-int kvshard__node_expect(const kvshard__doc *doc, const kvshard__node *node,
+int kvshard_tape__node_expect(const kvshard__doc *doc, const kvshard__node *node,
                          kvshard__node_kind kind, const char *what, kvshard_error *err)
 {
     if (node->kind == kind)
         return KVSHARD_OK;
     char desc[160];
-    kvshard__node_describe(desc, sizeof desc, node);
-    return kvshard__doc_fail(doc, err, KVSHARD_ETYPE, node, "%s: expected %s, found %s", what,
+    kvshard_tape__node_describe(desc, sizeof desc, node);
+    return kvshard_marks__fail(doc, err, KVSHARD_ETYPE, node, "%s: expected %s, found %s", what,
                              kind == KVSHARD__NODE_MAPPING ? "a mapping" : "a list", desc);
 }

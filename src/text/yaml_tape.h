@@ -92,14 +92,14 @@ typedef struct kvshard__doc {
 } kvshard__doc;
 
 /* A copy of `len` bytes of `s`, NUL-terminated, kept by the doc until
- * kvshard__doc_free(): text a scalar holds that differs from the source,
+ * kvshard_tape__doc_free(): text a scalar holds that differs from the source,
  * and anchor names. NULL without memory. */
 char *kvshard_yaml_tape__copy(kvshard__doc *doc, const char *s, size_t len);
 /* Everything the doc holds; the text and the source stay the caller's. */
-void kvshard__doc_free(kvshard__doc *doc);
+void kvshard_tape__doc_free(kvshard__doc *doc);
 
 /* The root node. */
-kvshard__node kvshard__doc_root(const kvshard__doc *doc);
+kvshard__node kvshard_tape__doc_root(const kvshard__doc *doc);
 
 /* Children of a sequence, or keys and values of a mapping alternately. */
 typedef struct kvshard__iter {
@@ -107,8 +107,8 @@ typedef struct kvshard__iter {
     uint32_t left; /* children still to come */
 } kvshard__iter;
 
-kvshard__iter kvshard__iter_begin(const kvshard__doc *doc, const kvshard__node *parent);
-bool kvshard__iter_next(const kvshard__doc *doc, kvshard__iter *it, kvshard__node *out);
+kvshard__iter kvshard_tape__iter_begin(const kvshard__doc *doc, const kvshard__node *parent);
+bool kvshard_tape__iter_next(const kvshard__doc *doc, kvshard__iter *it, kvshard__node *out);
 /* A key of a mapping (keys are scalars) and where its value stands. */
 typedef struct kvshard__key_ref {
     const char *text;
@@ -119,38 +119,39 @@ typedef struct kvshard__key_ref {
 /* The first `cap` keys of a mapping in order, without making a node for any
  * value: a reader that wants a few of many values looks at every key in one
  * pass. Returns how many were written. */
-uint32_t kvshard__map_keys(const kvshard__doc *doc, const kvshard__node *map, kvshard__key_ref *out,
-                           uint32_t cap);
-/* The value at a place kvshard__map_keys() gave, into *out; false, with
- * *out unspecified, when it is null (kvshard__node_is_null). */
-bool kvshard__doc_value(kvshard__node *out, const kvshard__doc *doc, uint32_t at);
+uint32_t kvshard_tape__map_keys(const kvshard__doc *doc, const kvshard__node *map,
+                                kvshard__key_ref *out, uint32_t cap);
+/* The value at a place kvshard_tape__map_keys() gave, into *out; false, with
+ * *out unspecified, when it is null (kvshard_tape__node_is_null). */
+bool kvshard_tape__doc_value(kvshard__node *out, const kvshard__doc *doc, uint32_t at);
 /* Item `index` of a sequence: O(1) for a list of scalars, else O(index). */
-kvshard__node kvshard__seq_item(const kvshard__doc *doc, const kvshard__node *seq, uint32_t index);
+kvshard__node kvshard_tape__seq_item(const kvshard__doc *doc, const kvshard__node *seq,
+                                     uint32_t index);
 
 /* The value of `key` in a mapping; false when absent or `map` is not one. */
-bool kvshard__map_get(const kvshard__doc *doc, const kvshard__node *map, const char *key,
+bool kvshard_tape__map_get(const kvshard__doc *doc, const kvshard__node *map, const char *key,
                       kvshard__node *out);
 /* Whether a mapping's keys crowded its hash table, so that it has a sorted
  * index instead (for tests). */
-bool kvshard__map_sorted(const kvshard__doc *doc, const kvshard__node *map);
+bool kvshard_tape__map_sorted(const kvshard__doc *doc, const kvshard__node *map);
 
 /* A plain null (null, Null, NULL, ~ or nothing) or a !!null. */
-bool kvshard__node_is_null(const kvshard__node *node);
+bool kvshard_tape__node_is_null(const kvshard__node *node);
 /* A scalar whose text is exactly `s`. */
-bool kvshard__scalar_is(const kvshard__node *node, const char *s);
+bool kvshard_tape__scalar_is(const kvshard__node *node, const char *s);
 /* Short, escaped description of a node for messages: "a mapping", "the
  * string \"x\"", "1.5". */
-void kvshard__node_describe(char *buf, size_t cap, const kvshard__node *node);
+void kvshard_tape__node_describe(char *buf, size_t cap, const kvshard__node *node);
 
 /* A plain integer in [min, max] (no leading zeros, no !!float or !!str).
  * `what` names the value in errors. */
-int kvshard__node_uint(uint64_t *out, const kvshard__doc *doc, const kvshard__node *node,
+int kvshard_tape__node_uint(uint64_t *out, const kvshard__doc *doc, const kvshard__node *node,
                        const char *what, uint64_t min, uint64_t max, kvshard_error *err);
 /* A scalar string (plain or quoted), not null. */
-int kvshard__node_string(const char **out, size_t *out_len, const kvshard__doc *doc,
+int kvshard_tape__node_string(const char **out, size_t *out_len, const kvshard__doc *doc,
                          const kvshard__node *node, const char *what, kvshard_error *err);
 /* A mapping or a sequence; ETYPE otherwise. */
-int kvshard__node_expect(const kvshard__doc *doc, const kvshard__node *node,
+int kvshard_tape__node_expect(const kvshard__doc *doc, const kvshard__node *node,
                          kvshard__node_kind kind, const char *what, kvshard_error *err);
 
 #endif /* KVSHARD_TEXT_YAML_TAPE_H */
