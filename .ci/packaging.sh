@@ -5,6 +5,8 @@
 #                                C and C++, next to the project's own YAML_*
 #                                variables, PkgConfig::YAML and kvs_* functions
 #   - tests/consumers/pkgconfig  pkg-config kvshard / kvshard-static, C and C++
+#   - tools/                     the CLI's sources against the install and
+#                                libkvshard.so alone print the same seed plan
 #   - examples/engine_init       every rank of the seed deployment (C and C++)
 #   - examples/mpi_init          mpirun -np 4: ranks with their own measured memory
 #                                agree on the layout digest; a mismatch is caught;
@@ -104,6 +106,22 @@ grep -qx "kvshard $VERSION" "$WORK/cli-version.txt" || fail "kvshard --version"
 grep -q '"digest"' "$WORK/plan.json" || fail "kvshard plan --format=json"
 
 # ---- CMake consumer -------------------------------------------------------------
+step "the CLI's sources against the installed headers and libkvshard.so alone"
+# tools/ includes only <kvshard/*.h>: built from the install, with no source
+# tree on the include path, it prints the seed plan the installed CLI prints.
+cc -std=c11 -Wall -Wextra -Werror -I"$PREFIX/include" -o "$WORK/kvshard-from-install" \
+    "$SRC/tools/kvshard_cli.c" "$SRC/tools/cli_output.c" -L"$LIBDIR" -lkvshard \
+    -Wl,-rpath,"$LIBDIR"
+readelf -d "$WORK/kvshard-from-install" | grep -q "NEEDED.*libkvshard\.so" ||
+    fail "the CLI built from the install does not load libkvshard.so"
+for fmt in text json; do
+    "$PREFIX/bin/kvshard" plan "$SEED" --format=$fmt > "$WORK/plan-installed.$fmt"
+    "$WORK/kvshard-from-install" plan "$SEED" --format=$fmt > "$WORK/plan-from-install.$fmt"
+    cmp "$WORK/plan-installed.$fmt" "$WORK/plan-from-install.$fmt" ||
+        fail "the CLI built against libkvshard.so prints another $fmt seed plan"
+done
+echo "tools/ built against the install: the same seed plan, text and JSON"
+
 step "CMake consumer (find_package(kvshard), kvshard::kvshard and kvshard::kvshard_static)"
 cmake -S "$SRC/tests/consumers/cmake" -B "$WORK/consumer-cmake" \
     -DCMAKE_PREFIX_PATH="$PREFIX" -DKVSHARD_SEED="$SEED"

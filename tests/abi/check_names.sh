@@ -8,27 +8,35 @@ set -eu
 nm_tool=$1
 archive=$2
 src=$3
-"$nm_tool" -A --defined-only -g "$archive" | while IFS= read -r line; do
-    member=${line#*:}
-    member=${member%%:*}
-    sym=${line##* }
-    base=${member%.c.o}
-    file=$(ls "$src"/src/*/"$base".c 2>/dev/null | head -n 1)
-    if [ -z "$file" ]; then
-        echo "$member: no source file src/*/$base.c"; echo bad; continue
-    fi
-    folder=$(basename "$(dirname "$file")")
-    case $sym in
-        kvshard__*) module= ;;
-        kvshard_*__*) module=${sym#kvshard_}; module=${module%%__*} ;;
-        kvshard_*) continue ;;
-        *) echo "$folder/$base.c: $sym is not named kvshard_..."; echo bad; continue ;;
-    esac
-    ok=no
-    for word in "$base" "$folder" $(echo "$base" | tr '_' ' '); do
-        [ "$module" = "$word" ] && ok=yes
+# "base folder" for every source file, then the archive's defined globals.
+{
+    for f in "$src"/src/*/*.c; do
+        base=$(basename "$f" .c)
+        echo "file $base $(basename "$(dirname "$f")")"
     done
-    if [ $ok = no ]; then
-        echo "$folder/$base.c: $sym: the module is not $base, a word of it, or $folder"; echo bad
-    fi
-done | awk '/^bad$/ { n++; next } { print } END { if (n) { printf "%d misnamed globals\n", n; exit 1 } print "every internal global is named by its file or folder" }'
+    "$nm_tool" -A --defined-only -g "$archive"
+} | awk '
+$1 == "file" { folder[$2] = $3; next }
+{
+    # "archive:object.c.o:0000 T name"
+    split($1, where, ":")
+    obj = where[2]; sym = $NF
+    if (obj == "") next
+    base = obj; sub(/\.c\.o$/, "", base)
+    if (!(base in folder)) { printf "%s: no source file src/*/%s.c\n", obj, base; bad++; next }
+    if (sym !~ /^kvshard_/) { printf "%s/%s.c: %s is not named kvshard_...\n", folder[base], base, sym; bad++; next }
+    rest = substr(sym, 8)            # after "kvshard"
+    if (index(rest, "__") == 0) next # public: kvshard_name
+    module = substr(rest, 2, index(rest, "__") - 2)
+    ok = (module == base || module == folder[base])
+    n = split(base, words, "_")
+    for (i = 1; i <= n; i++) if (module == words[i]) ok = 1
+    if (!ok) {
+        printf "%s/%s.c: %s: the module is not %s, a word of it, or %s\n", folder[base], base, sym, base, folder[base]
+        bad++
+    }
+}
+END {
+    if (bad) { printf "%d misnamed globals\n", bad; exit 1 }
+    print "every internal global is named by its file or folder"
+}'
