@@ -4,7 +4,7 @@
 #
 #   cmake -DNM=nm -DARCHIVE=libkvshard.a -P check_archive.cmake
 #
-# Internal functions are named kvshard__*; everything else is static.
+# Internal functions are named kvshard_<module>__*; everything else is static.
 cmake_minimum_required(VERSION 3.16)
 
 if(NOT NM)
