@@ -220,6 +220,8 @@ static int compute_memory(kvshard_plan *p, const kvshard__planning *pl, const kv
             pl, p->ranks, n, p->split, p->unsplit_bytes_per_block, &p->budgets);
         if (p->figure_stride)
             ci.stage_ranks = p->figure_stride;
+        ci.stages = p->stages;
+        ci.num_stages = p->pp;
         for (uint32_t r = 0; r < n; r++)
             blocks[r] = UINT64_MAX; /* a rank the profile does not size has no count */
         rc = p->profile->hooks.capacity(&c, blocks, &ci, diag);

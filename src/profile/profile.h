@@ -77,6 +77,7 @@ typedef struct kvshard_profile__settling {
     const kvshard__model_info *model;
     const char *model_type; /* "" when the config has none */
     kvshard_profile__state *state;
+    const uint8_t *kinds; /* kvshard_layer_kind per decoder layer */
 } kvshard_profile__settling;
 
 /* What a profile's checks and budget see: the model's figures, the settled
@@ -150,6 +151,10 @@ typedef struct kvshard__capacity_inputs {
     /* `memory` is the budget the profile's own budget gave (a profile that
      * works it out in floating point may use its exact figure). */
     bool own_budget;
+    /* The layers of each pipeline stage (num_stages ranges); NULL: one
+     * stage of every layer. */
+    const kvshard__range *stages;
+    uint32_t num_stages;
 } kvshard__capacity_inputs;
 
 /* What a profile's wording and figures read. */
