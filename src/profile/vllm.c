@@ -769,7 +769,7 @@ static int settle(kvshard_profile__settling *s, kvshard_diag__ctx *diag)
                     "the engine's length is the config's max_position_embeddings, which it does "
                     "not give: give --max-model-len");
     }
-    uint64_t dc = (uint64_t)o->dp_size * o->cp_size;
+    uint64_t dc = (uint64_t)o->dp_size * o->cp_size * (o->pp_size ? o->pp_size : 1);
     if (dc == 0 || o->world_size % dc != 0)
         return KVSHARD_OK; /* the options' own validation refuses them */
     uint32_t T = (uint32_t)(o->world_size / dc);
@@ -1196,6 +1196,15 @@ static const char *mode_name(int mode)
     return mode == MODE_NONE ? "none" : mode == MODE_ALIGN ? "align" : "all";
 }
 
+/* The check's name in JSON: the two per-worker releases check the same
+ * layers, the projected groups. */
+static const char *check_name(uint8_t check)
+{
+    return check == CHECK_WORKER_LAYERS ? "worker_layers"
+           : check == CHECK_WHOLE_MODEL ? "whole_model"
+                                        : "worker_groups";
+}
+
 static double concurrency_of(const kvshard_vllm__state *st, const kvshard__capacity *c)
 {
     return (double)c->num_blocks / (double)st->blocks_per_request;
@@ -1231,6 +1240,11 @@ static size_t figures(kvshard_figure *out, size_t cap, const kvshard_profile__vi
     kvshard_profile__fig_double(&f, "max_concurrency", blocks, blocks ? concurrency_of(st, c) : 0);
     kvshard_profile__fig_uint(&f, "gpu_kv_cache_tokens", blocks, c->max_tokens);
     kvshard_profile__fig_uint(&f, "max_num_seqs", true, v->options->max_seqs);
+    kvshard_profile__fig_uint(&f, "pp_size", true, st->pp);
+    kvshard_profile__fig_uint(&f, "binding_stage", blocks, c->notes[NOTE_BINDING]);
+    kvshard_profile__fig_text(&f, "memory_check", check_name(st->check));
+    kvshard_profile__fig_uint(&f, "memory_check_budget", blocks, c->notes[NOTE_CHECK_BUDGET]);
+    kvshard_profile__fig_uint(&f, "memory_check_need", blocks, c->notes[NOTE_CHECK_NEED]);
     return f.count;
 }
 
