@@ -1232,7 +1232,9 @@ static size_t figures(kvshard_figure *out, size_t cap, const kvshard_profile__vi
     kvshard_profile__fig_uint(&f, "group_size", true, st->group_size);
     kvshard_profile__fig_uint(&f, "padding_layers", true,
                               (uint64_t)st->pad_full + st->pad_sliding + st->pad_state);
-    kvshard_profile__fig_uint(&f, "bytes_per_block", true, st->bytes_per_block);
+    /* With stages, the binding stage's (stage 0's without a budget). */
+    kvshard_profile__fig_uint(&f, "bytes_per_block", true,
+                              c->has_bytes_per_block ? c->bytes_per_block : st->bytes_per_block);
     kvshard_profile__fig_uint(&f, "num_gpu_blocks", blocks, c->num_blocks);
     kvshard_profile__fig_uint(&f, "usable_blocks", blocks, c->usable_blocks);
     kvshard_profile__fig_uint(&f, "max_model_len", true, st->max_model_len);
