@@ -158,10 +158,14 @@ static void test_deepseek_v3_2_two_stages(void **state)
     char *text = tu_plan_text(p);
     assert_contains(text, "capacity   vllm 0.19.0 profile: Available KV cache memory: 60.0 GiB; "
                           "attention block 64 tokens\n");
-    assert_contains(text, "           1 KV cache group of 122 layers; 41,208 GPU blocks (41,207 "
-                          "usable after the null block)\n");
+    assert_contains(text, "           1 KV cache group of 122 layers; 41,208 GPU blocks, the "
+                          "fewest of stage 0 (31 layers) (41,207 usable after the null block)\n");
     assert_contains(text, "           the engine logs GPU KV cache size: 2,637,312 tokens; "
-                          "Maximum concurrency for 163,840 tokens per request: 16.10x\n");
+                          "Maximum concurrency for 163,840 tokens per request: 16.10x\n"
+                          "stage 0    layers 0\xE2\x80\x93" "30, 62 cache layers (group size 62): "
+                          "41,208 blocks of 1,563,392 B; budget 60.0 GiB  \xE2\x97\x80 binds\n"
+                          "stage 1    layers 31\xE2\x80\x93" "60, 60 cache layers (group size 60): "
+                          "42,581 blocks of 1,512,960 B; budget 60.0 GiB\n");
     free(text);
     kvshard_plan_free(p);
     /* The MTP draft layer joins the last stage: 31 layers there too, both
@@ -287,6 +291,36 @@ static void test_qwen3_next_four_stages(void **state)
     kvshard_plan_free(p);
 }
 
+/* Before 0.11.1 each worker logs the two lines with its own count: Gemma 3
+ * 27B on -pp 2 at 0.11.0 (62 layers cut 31 | 31; 10 full, 52 sliding in
+ * groups of 10: 1 full group and 6 sliding ones, the sliding layers dealt
+ * to them in turn). Stage 0 holds full layers 5, 11, ..., 29 (5) and 26
+ * sliding: g_0 = max(5, ceil(26 / 6)) = 5; stage 1 the other 5 and 26.
+ * Each: floor(floor(42,949,672,960 / 131,072) / 5) = 65,536 blocks of
+ * 655,360 B; ceil(4,096 / 16) = 256 + 6 x (ceil(4,096 / 16) + 1) = 1,798 a
+ * request: 65,536 / 1,798 = 36.45x; floor(65,536 / 7) x 16 = 149,792
+ * tokens. */
+static void test_lines_per_worker(void **state)
+{
+    (void)state;
+    kvshard_plan *p;
+    PLAN(&p, "models/gemma_3_27b.json", "--engine=vllm", "--engine_version=0.11.0", "-pp", "2",
+         "--max-model-len", "4096", "--kv-cache-memory-bytes", "40GiB");
+    assert_int_equal(efig(p, "group_size"), 10);
+    assert_int_equal(efig(p, "kv_cache_groups"), 7);
+    assert_int_equal(efig(p, "bytes_per_block"), 655360);
+    assert_int_equal(efig(p, "num_gpu_blocks"), 65536);
+    assert_int_equal(efig(p, "blocks_per_request"), 1798);
+    assert_int_equal(efig(p, "gpu_kv_cache_tokens"), 149792);
+    char *text = tu_plan_text(p);
+    assert_contains(text, "stage 1    layers 31\xE2\x80\x93" "61, 31 cache layers (group size 5): "
+                          "65,536 blocks of 655,360 B; budget 40.0 GiB; the engine logs GPU KV "
+                          "cache size: 149,792 tokens; Maximum concurrency for 4,096 tokens per "
+                          "request: 36.45x\n");
+    free(text);
+    kvshard_plan_free(p);
+}
+
 /* A stage without a cache layer leaves the engine no group to size:
  * Nemotron's layer 1 is an MoE layer. */
 static void test_stage_without_cache_layers(void **state)
@@ -305,6 +339,7 @@ int main(void)
         cmocka_unit_test(test_deepseek_v3_2_check_by_release),
         cmocka_unit_test(test_llama_four_stages),
         cmocka_unit_test(test_qwen3_next_four_stages),
+        cmocka_unit_test(test_lines_per_worker),
         cmocka_unit_test(test_stage_without_cache_layers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -167,6 +167,11 @@ typedef struct kvshard_profile__view {
     const kvshard_value *inputs;
     const kvshard_profile__state *state;
     const char *version; /* the engine version as given, else the default; NULL: none */
+    /* The layers of each pipeline stage (num_stages ranges) and, from the
+     * device, each stage's budget; NULL: one stage, and `memory` on all. */
+    const kvshard__range *stages;
+    uint32_t num_stages;
+    const uint64_t *stage_memory;
 } kvshard_profile__view;
 
 /* Where a profile's warnings go. */

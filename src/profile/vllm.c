@@ -1067,23 +1067,42 @@ static int check_memory(uint64_t *need, uint64_t *budget_bytes, const kvshard_vl
                 (unsigned long long)longest_fit(st, sh, B, st->max_model_len));
 }
 
-/* Stage s of P with its budget and its own blocks. */
-static stage_share stage_at(const kvshard_vllm__state *st, const kvshard__capacity_inputs *in,
-                            uint32_t s, uint32_t P)
+/* The engine's "GPU KV cache size" line at `blocks`. */
+static uint64_t tokens_of(const kvshard_vllm__state *st, uint64_t blocks)
 {
-    stage_share sh = share_of(st, P > 1 ? &in->stages[s] : NULL, s + 1 == P);
-    sh.budget = in->stage_memory && P > 1 ? in->stage_memory[s] : in->memory;
+    double concurrency = (double)blocks / (double)st->blocks_per_request;
+    return st->tokens_by_concurrency ? (uint64_t)(concurrency * (double)st->max_model_len)
+                                     : blocks / st->groups * st->block;
+}
+
+/* Where the stages come from: their layers, and their budgets from the
+ * device (NULL: `memory` on every stage). */
+typedef struct stage_source {
+    const kvshard__range *ranges;
+    const uint64_t *budgets;
+    uint64_t memory;
+    uint32_t count; /* P, 1 without ranges */
+} stage_source;
+
+static stage_source source_of(const kvshard__range *ranges, uint32_t n, const uint64_t *budgets,
+                              uint64_t memory)
+{
+    stage_source src = {ranges, budgets, memory, ranges && n > 1 ? n : 1};
+    return src;
+}
+
+/* Stage s with its budget and its own blocks. */
+static stage_share stage_at(const kvshard_vllm__state *st, const stage_source *src, uint32_t s)
+{
+    uint32_t P = src->count;
+    stage_share sh = share_of(st, P > 1 ? &src->ranges[s] : NULL, s + 1 == P);
+    sh.budget = src->budgets && P > 1 ? src->budgets[s] : src->memory;
     if (sh.bytes_per_block)
         sh.blocks = st->dsa ? sh.budget / sh.bytes_per_block
                             : sh.budget / st->page / sh.group_size;
     return sh;
 }
 
-/* The stages of a capacity call: P with the plan's ranges, else 1. */
-static uint32_t stages_of(const kvshard__capacity_inputs *in)
-{
-    return in->stages && in->num_stages > 1 ? in->num_stages : 1;
-}
 
 /* Every stage's share and blocks; the engine takes the fewest. Notes:
  * [NOTE_CHECK_NEED] and [NOTE_CHECK_BUDGET] the check nearest to refusing,
@@ -1093,9 +1112,10 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
 {
     const kvshard_vllm__state *st = state_of(in->state);
     const kvshard_options *o = in->options;
-    uint32_t P = stages_of(in);
+    stage_source src = source_of(in->stages, in->num_stages, in->stage_memory, in->memory);
+    uint32_t P = src.count;
     for (uint32_t s = 0; s < P; s++) {
-        if (stage_at(st, in, s, P).group_size == 0) {
+        if (stage_at(st, &src, s).group_size == 0) {
             diag->option = "pp_partition";
             return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE,
                         "engine_unsupported",
@@ -1105,7 +1125,7 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
         }
     }
     c->has_bytes_per_block = true;
-    c->bytes_per_block = stage_at(st, in, 0, P).bytes_per_block;
+    c->bytes_per_block = stage_at(st, &src, 0).bytes_per_block;
     if (!in->has_memory)
         return KVSHARD_OK;
     int rc = KVSHARD_OK;
@@ -1114,15 +1134,15 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
     uint64_t worst_need = 0, worst_budget = 0;
     if (st->check == CHECK_WHOLE_MODEL) {
         stage_share whole = share_of(st, NULL, true);
-        uint64_t least = stage_at(st, in, 0, P).budget;
+        uint64_t least = stage_at(st, &src, 0).budget;
         for (uint32_t s = 1; s < P; s++) {
-            uint64_t b = stage_at(st, in, s, P).budget;
+            uint64_t b = stage_at(st, &src, s).budget;
             least = b < least ? b : least;
         }
         rc = check_memory(&worst_need, &worst_budget, st, &whole, least, -1, diag);
     } else {
         for (uint32_t s = 0; rc == KVSHARD_OK && s < P; s++) {
-            stage_share sh = stage_at(st, in, s, P);
+            stage_share sh = stage_at(st, &src, s);
             uint64_t need, B;
             rc = check_memory(&need, &B, st, &sh, sh.budget, P > 1 ? (int)s : -1, diag);
             /* the largest need / budget; the first on a tie */
@@ -1134,10 +1154,10 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
     }
     if (rc)
         return rc;
-    stage_share bind = stage_at(st, in, 0, P);
+    stage_share bind = stage_at(st, &src, 0);
     uint32_t binding = 0;
     for (uint32_t s = 1; s < P; s++) {
-        stage_share sh = stage_at(st, in, s, P);
+        stage_share sh = stage_at(st, &src, s);
         if (sh.blocks < bind.blocks) {
             bind = sh;
             binding = s;
@@ -1156,10 +1176,7 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
                   o->max_seqs, (unsigned long long)blocks, (unsigned long long)blocks);
         return rc;
     }
-    double concurrency = (double)blocks / (double)st->blocks_per_request;
-    uint64_t tokens = st->tokens_by_concurrency
-                          ? (uint64_t)(concurrency * (double)st->max_model_len)
-                          : blocks / st->groups * st->block;
+    uint64_t tokens = tokens_of(st, blocks);
     c->has_num_blocks = true;
     c->num_blocks = blocks;
     c->max_tokens = tokens;
@@ -1177,7 +1194,7 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
      * (the override: every worker's), so that the first binds. */
     for (uint32_t r = first; rank_blocks && r < end; r++)
         rank_blocks[r] =
-            st->override_blocks || P == 1 || !T ? blocks : stage_at(st, in, r / T, P).blocks;
+            st->override_blocks || P == 1 || !T ? blocks : stage_at(st, &src, r / T).blocks;
     if (in->context_length == 0)
         return KVSHARD_OK;
     uint64_t per = blocks_per_request(st, in->context_length);
@@ -1370,6 +1387,55 @@ static void available_gib(char *buf, size_t cap, uint64_t bytes)
         buf[n - 1] = '\0';
 }
 
+/* The engine's two start-up lines at `blocks`. */
+static void write_engine_lines(const kvshard__printer *p, const kvshard_vllm__state *st,
+                               uint64_t blocks)
+{
+    kvshard_format__text(p, "the engine logs GPU KV cache size: ");
+    kvshard_format__grouped(p, tokens_of(st, blocks));
+    kvshard_format__text(p, " tokens; Maximum concurrency for ");
+    kvshard_format__grouped(p, st->max_model_len);
+    kvshard_format__printf(p, " tokens per request: %.2fx",
+                           (double)blocks / (double)st->blocks_per_request);
+}
+
+/* One line a stage, with P > 1: its layers, its share of the groups, its
+ * own blocks and budget; before 0.11.1 also the lines its workers log. */
+static void write_stages(const kvshard__printer *p, const kvshard_profile__view *v)
+{
+    const kvshard_vllm__state *st = state_of(v->state);
+    const kvshard__capacity *c = v->capacity;
+    stage_source src = source_of(v->stages, v->num_stages, v->stage_memory, v->memory);
+    if (src.count < 2 || !c->has_num_blocks)
+        return;
+    for (uint32_t s = 0; s < src.count; s++) {
+        stage_share sh = stage_at(st, &src, s);
+        const kvshard__range *r = &src.ranges[s];
+        uint32_t caches = st->dsa ? sh.group_size
+                                  : sh.layers[TYPE_FULL] + sh.layers[TYPE_SLIDING] +
+                                        sh.layers[TYPE_STATE];
+        char label[24];
+        snprintf(label, sizeof label, "stage %u", s);
+        kvshard_format__printf(p, "%-11slayers %u\xE2\x80\x93%u, ", label, r->first,
+                               r->first + r->count - 1);
+        kvshard_format__grouped(p, caches);
+        kvshard_format__text(p, " cache layers (group size ");
+        kvshard_format__grouped(p, sh.group_size);
+        kvshard_format__text(p, "): ");
+        kvshard_format__grouped(p, sh.blocks);
+        kvshard_format__text(p, " blocks of ");
+        kvshard_format__grouped(p, sh.bytes_per_block);
+        char gib[32];
+        available_gib(gib, sizeof gib, sh.budget);
+        kvshard_format__printf(p, " B; budget %s GiB", gib);
+        if (st->lines_per_worker) {
+            kvshard_format__text(p, "; ");
+            write_engine_lines(p, st, sh.blocks);
+        }
+        kvshard_format__text(p, s == c->notes[NOTE_BINDING] ? "  \xE2\x97\x80 binds\n" : "\n");
+    }
+}
+
 static void write_capacity(const kvshard__printer *p, const kvshard_profile__view *v)
 {
     const kvshard_vllm__state *st = state_of(v->state);
@@ -1400,7 +1466,13 @@ static void write_capacity(const kvshard__printer *p, const kvshard_profile__vie
         kvshard_format__printf(p, " (%u padding layer%s)", pad, pad == 1 ? "" : "s");
     kvshard_format__text(p, "; ");
     kvshard_format__grouped(p, c->num_blocks);
-    kvshard_format__text(p, " GPU blocks (");
+    kvshard_format__text(p, " GPU blocks");
+    if (v->stages && v->num_stages > 1 && !st->override_blocks) {
+        const kvshard__range *bind = &v->stages[c->notes[NOTE_BINDING]];
+        kvshard_format__printf(p, ", the fewest of stage %u (%u layers)",
+                               (unsigned)c->notes[NOTE_BINDING], bind->count);
+    }
+    kvshard_format__text(p, " (");
     kvshard_format__grouped(p, c->usable_blocks);
     kvshard_format__text(p, " usable after the null block)\n           the engine logs GPU KV "
                             "cache size: ");
@@ -1408,6 +1480,7 @@ static void write_capacity(const kvshard__printer *p, const kvshard_profile__vie
     kvshard_format__text(p, " tokens; Maximum concurrency for ");
     kvshard_format__grouped(p, st->max_model_len);
     kvshard_format__printf(p, " tokens per request: %.2fx\n", concurrency_of(st, c));
+    write_stages(p, v);
 }
 
 static void report_rows(const kvshard__printer *p, const kvshard_profile__view *v, bool tail)
