@@ -155,6 +155,9 @@ typedef struct kvshard__capacity_inputs {
      * stage of every layer. */
     const kvshard__range *stages;
     uint32_t num_stages;
+    /* Where a profile whose bytes per block differ by stage writes each
+     * rank's (num_ranks entries, 0 where it writes none); NULL: not asked. */
+    uint64_t *rank_bytes_per_block;
 } kvshard__capacity_inputs;
 
 /* What a profile's wording and figures read. */

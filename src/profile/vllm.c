@@ -1126,6 +1126,10 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
     }
     c->has_bytes_per_block = true;
     c->bytes_per_block = stage_at(st, &src, 0).bytes_per_block;
+    uint32_t first = kvshard_capacity__first_rank(in), end = kvshard_capacity__end_rank(in);
+    uint32_t T = in->stage_ranks ? in->stage_ranks : in->num_ranks;
+    for (uint32_t r = first; P > 1 && T && in->rank_bytes_per_block && r < end; r++)
+        in->rank_bytes_per_block[r] = stage_at(st, &src, r / T).bytes_per_block;
     if (!in->has_memory)
         return KVSHARD_OK;
     int rc = KVSHARD_OK;
@@ -1188,8 +1192,6 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
     c->notes[NOTE_CHECK_NEED] = worst_need;
     c->notes[NOTE_CHECK_BUDGET] = worst_budget;
     c->notes[NOTE_BINDING] = binding;
-    uint32_t first = kvshard_capacity__first_rank(in), end = kvshard_capacity__end_rank(in);
-    uint32_t T = in->stage_ranks ? in->stage_ranks : in->num_ranks;
     /* Each worker's own count before the engine shrinks it to the fewest
      * (the override: every worker's), so that the first binds. */
     for (uint32_t r = first; rank_blocks && r < end; r++)
