@@ -321,6 +321,64 @@ static void test_lines_per_worker(void **state)
     kvshard_plan_free(p);
 }
 
+/* The memory check of each release for a model with several groups, at
+ * one stage. Nemotron-3-Nano at 256,000 tokens, fp8 KV, float32 state:
+ * block 4,176, page 2,138,112, groups of 6 (1 full-attention group of 6, 4
+ * state groups of 23 layers and 1 padding layer), bytes per block
+ * 12,828,672; mode none, so a state group takes 1 block a request and the
+ * full group ceil(256,000 / 4,176) = 62. The first cache layer is a Mamba2
+ * layer. At a budget of 500,000,000 B (233 pages, 38 blocks): */
+#define NANO_CHECK(version)                                                                            NEMOTRON, "--engine=vllm", "--engine_version=" version, "--max-model-len", "256000",                   "--kv-cache-dtype", "fp8_e4m3", "--mamba-ssm-cache-dtype", "float32", "--max-num-seqs",            "16", "--kv-cache-memory-bytes", "500000000"
+
+static void test_check_of_several_groups(void **state)
+{
+    (void)state;
+    /* Before 0.14.0 every cache layer, no padding layer: 6 x 62 + 23 x 1 =
+     * 395 pages, above 233; 6 k + 23 <= 233 gives k = 35 blocks of 4,176:
+     * 146,160 tokens. */
+    REFUSED(KVSHARD_ENOBLOCK,
+            "one request of max_model_len 256000 tokens needs 395 blocks of 2138112 bytes, more "
+            "than the 500000000 bytes of the KV cache; the longest that fits is 146160 tokens",
+            NANO_CHECK("0.13.0"));
+    /* 0.14.0 to 0.17.x count the first group alone, a state group: 6 x
+     * 2,138,112 x 1 = 12,828,672 B. */
+    kvshard_plan *p;
+    PLAN(&p, NANO_CHECK("0.15.0"));
+    assert_string_equal(efig_text(p, "memory_check"), "whole_model");
+    assert_int_equal(efig(p, "memory_check_need"), 12828672);
+    assert_int_equal(efig(p, "memory_check_budget"), 500000000);
+    assert_int_equal(efig(p, "num_gpu_blocks"), 38);
+    kvshard_plan_free(p);
+    PLAN(&p, NANO_CHECK("0.17.0"));
+    assert_string_equal(efig_text(p, "memory_check"), "worker_groups");
+    assert_int_equal(efig(p, "memory_check_need"), 12828672);
+    kvshard_plan_free(p);
+    /* From 0.18.0 every group: (62 + 4) x 12,828,672 = 846,692,352 B;
+     * floor(500,000,000 / 12,828,672) = 38 blocks hold k + 4 <= 38, k = 34:
+     * 141,984 tokens. */
+    REFUSED(KVSHARD_ENOBLOCK,
+            "one request of max_model_len 256000 tokens needs 66 blocks of 12828672 bytes, more "
+            "than the 500000000 bytes of the KV cache; the longest that fits is 141984 tokens",
+            NANO_CHECK("0.18.0"));
+}
+
+/* NemotronH's config names its temporal state dtype (float32 here): the
+ * engine reads it from 0.13.0; before, the conv dtype (bfloat16). */
+static void test_nemotron_state_dtype_by_release(void **state)
+{
+    (void)state;
+    kvshard_plan *p;
+    PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.12.0", "--max-model-len", "4096");
+    kvshard_figure d = engine_figure(p, "state_dtypes");
+    assert_int_equal(d.type, KVSHARD_FIGURE_TEXT_LIST);
+    assert_string_equal(d.text_value + strlen(d.text_value) + 1, "bfloat16");
+    kvshard_plan_free(p);
+    PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.13.0", "--max-model-len", "4096");
+    d = engine_figure(p, "state_dtypes");
+    assert_string_equal(d.text_value + strlen(d.text_value) + 1, "float32");
+    kvshard_plan_free(p);
+}
+
 /* A stage without a cache layer leaves the engine no group to size:
  * Nemotron's layer 1 is an MoE layer. */
 static void test_stage_without_cache_layers(void **state)
@@ -340,6 +398,8 @@ int main(void)
         cmocka_unit_test(test_llama_four_stages),
         cmocka_unit_test(test_qwen3_next_four_stages),
         cmocka_unit_test(test_lines_per_worker),
+        cmocka_unit_test(test_check_of_several_groups),
+        cmocka_unit_test(test_nemotron_state_dtype_by_release),
         cmocka_unit_test(test_stage_without_cache_layers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
