@@ -162,9 +162,11 @@ static void test_deepseek_v3_2_two_stages(void **state)
                           "fewest of stage 0 (31 layers) (41,207 usable after the null block)\n");
     assert_contains(text, "           the engine logs GPU KV cache size: 2,637,312 tokens; "
                           "Maximum concurrency for 163,840 tokens per request: 16.10x\n"
-                          "stage 0    layers 0\xE2\x80\x93" "30, 62 cache layers (group size 62): "
+                          "stage 0    layers 0\xE2\x80\x93"
+                          "30, 62 cache layers (group size 62): "
                           "41,208 blocks of 1,563,392 B; budget 60.0 GiB  \xE2\x97\x80 binds\n"
-                          "stage 1    layers 31\xE2\x80\x93" "60, 60 cache layers (group size 60): "
+                          "stage 1    layers 31\xE2\x80\x93"
+                          "60, 60 cache layers (group size 60): "
                           "42,581 blocks of 1,512,960 B; budget 60.0 GiB\n");
     free(text);
     kvshard_plan_free(p);
@@ -313,7 +315,8 @@ static void test_lines_per_worker(void **state)
     assert_int_equal(efig(p, "blocks_per_request"), 1798);
     assert_int_equal(efig(p, "gpu_kv_cache_tokens"), 149792);
     char *text = tu_plan_text(p);
-    assert_contains(text, "stage 1    layers 31\xE2\x80\x93" "61, 31 cache layers (group size 5): "
+    assert_contains(text, "stage 1    layers 31\xE2\x80\x93"
+                          "61, 31 cache layers (group size 5): "
                           "65,536 blocks of 655,360 B; budget 40.0 GiB; the engine logs GPU KV "
                           "cache size: 149,792 tokens; Maximum concurrency for 4,096 tokens per "
                           "request: 36.45x\n");
@@ -328,7 +331,10 @@ static void test_lines_per_worker(void **state)
  * 12,828,672; mode none, so a state group takes 1 block a request and the
  * full group ceil(256,000 / 4,176) = 62. The first cache layer is a Mamba2
  * layer. At a budget of 500,000,000 B (233 pages, 38 blocks): */
-#define NANO_CHECK(version)                                                                            NEMOTRON, "--engine=vllm", "--engine_version=" version, "--max-model-len", "256000",                   "--kv-cache-dtype", "fp8_e4m3", "--mamba-ssm-cache-dtype", "float32", "--max-num-seqs",            "16", "--kv-cache-memory-bytes", "500000000"
+#define NANO_CHECK(version)                                                                        \
+    NEMOTRON, "--engine=vllm", "--engine_version=" version, "--max-model-len", "256000",           \
+        "--kv-cache-dtype", "fp8_e4m3", "--mamba-ssm-cache-dtype", "float32", "--max-num-seqs",    \
+        "16", "--kv-cache-memory-bytes", "500000000"
 
 static void test_check_of_several_groups(void **state)
 {
@@ -385,9 +391,9 @@ static void test_stage_without_cache_layers(void **state)
 {
     (void)state;
     REFUSED(KVSHARD_EPROFILE,
-            "vllm profile: engine_unsupported: stage 1 (layers 1-1) holds no cache layer",
-            NEMOTRON, "--engine=vllm", "--engine_version=0.19.0", "-pp", "3", "--pp_partition",
-            "1,1,50", "--max-model-len", "4096");
+            "vllm profile: engine_unsupported: stage 1 (layers 1-1) holds no cache layer", NEMOTRON,
+            "--engine=vllm", "--engine_version=0.19.0", "-pp", "3", "--pp_partition", "1,1,50",
+            "--max-model-len", "4096");
 }
 
 int main(void)
