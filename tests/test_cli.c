@@ -1440,13 +1440,16 @@ static void test_engine_flag_errors(void **state)
     r = cli("plan '%s' --engine=sglang --pp-size 2", NEMOTRON_MODEL);
     assert_invalid(&r, "command line --pp-size: sglang profile: engine_unsupported: --pp-size 2: "
                        "pipeline stages are not covered yet\n");
+    /* vLLM's world is T x P x D, T 1 without a world or --tensor-parallel-size. */
     r = cli("plan '%s' --engine=vllm --pipeline-parallel-size 2", NEMOTRON_MODEL);
-    assert_invalid(&r, "command line --pipeline-parallel-size: vllm profile: engine_unsupported: "
-                       "--pipeline-parallel-size 2: pipeline stages are not covered yet\n");
+    assert_int_equal(r.status, 0);
+    assert_contains(r.out, "parallel   world_size 2 = dp 1 x pp 2 x cp 1 x attention TP 1;");
+    run_free(&r);
     /* T x P x D = 2 x 2 x 1 is the world of 4 given beside them. */
     r = cli("plan '%s' --engine=vllm -pp 2 -tp 2 --world_size 4", NEMOTRON_MODEL);
-    assert_invalid(&r, "command line --pp: vllm profile: engine_unsupported: "
-                       "--pipeline-parallel-size 2: pipeline stages are not covered yet\n");
+    assert_int_equal(r.status, 0);
+    assert_contains(r.out, "parallel   world_size 4 = dp 1 x pp 2 x cp 1 x attention TP 2;");
+    run_free(&r);
     r = cli("plan '%s' --engine=sglang --pp-size 2 --tp-size 2 --world_size 8", NEMOTRON_MODEL);
     assert_invalid(&r, "command line --tp-size: sglang profile: world_size 8 and the 4 ranks of "
                        "--tp-size 2 x --dp-size 1 x --pp-size 2 differ; give one of them\n");

@@ -421,7 +421,7 @@ static void test_vllm_sliding_window(void **state)
     kvshard_plan *p;
     PLAN(&p, E3_15, "117957427200");
     assert_int_equal(efig(p, "attention_block_size"), 16);
-    assert_true(efig_bool(p, "block_size_line")); /* before 0.20.0, --block-size not given */
+    assert_false(efig_bool(p, "block_size_line")); /* a model without state layers */
     assert_int_equal(efig(p, "page_bytes"), 131072);
     assert_true(efig_null(p, "mamba_page_bytes"));
     assert_true(efig_null(p, "mamba_padding_percent"));
@@ -657,8 +657,8 @@ static void test_vllm_rule_mode_all(void **state)
     kvshard_plan_free(p);
     /* Without --mamba-block-size, the config's chunk_size, 128: the same. */
     PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.11.1", "--max-model-len", "256000",
-         "--kv-cache-dtype", "fp8_e4m3", "--kv-cache-memory-bytes", "3994319585",
-         "--enable-prefix-caching");
+         "--kv-cache-dtype", "fp8_e4m3", "--mamba-ssm-cache-dtype", "float32",
+         "--kv-cache-memory-bytes", "3994319585", "--enable-prefix-caching");
     assert_int_equal(efig(p, "attention_block_size"), 4224);
     assert_int_equal(efig(p, "num_gpu_blocks"), 307);
     kvshard_plan_free(p);
@@ -733,15 +733,25 @@ static void test_vllm_rule_nemotron_dtype(void **state)
     kvshard_plan_free(p);
 }
 
-/* "Setting attention block size" is printed whenever --block-size is not
- * given before 0.20.0, and from 0.20.0 only when the block is raised. */
+/* "Setting attention block size" is printed for a model with state layers
+ * whenever --block-size is not given before 0.20.0, and from 0.20.0 only
+ * when the block is raised; never for a model without state layers. */
 static void test_vllm_rule_block_line(void **state)
 {
     (void)state;
     kvshard_plan *p;
     PLAN(&p, LLAMA, "--engine=vllm", "--engine_version=0.19.1", "--max-model-len", "4096");
-    assert_true(efig_bool(p, "block_size_line"));
+    assert_false(efig_bool(p, "block_size_line"));
     assert_int_equal(efig(p, "attention_block_size"), 16);
+    kvshard_plan_free(p);
+    PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.19.1", "--max-model-len", "4096",
+         "--mamba-ssm-cache-dtype", "float32", "--kv-cache-dtype", "fp8_e4m3", "--block-size",
+         "4176");
+    assert_false(efig_bool(p, "block_size_line")); /* given, not raised */
+    kvshard_plan_free(p);
+    PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.19.1", "--max-model-len", "4096",
+         "--mamba-ssm-cache-dtype", "float32", "--kv-cache-dtype", "fp8_e4m3");
+    assert_true(efig_bool(p, "block_size_line")); /* raised, and not given */
     kvshard_plan_free(p);
     PLAN(&p, LLAMA, "--engine=vllm", "--engine_version=0.19.1", "--max-model-len", "4096",
          "--block-size", "16");
@@ -914,9 +924,10 @@ static void test_vllm_refusals(void **state)
             "covered yet",
             "models/jamba_1_5_mini.json", "--engine=vllm", "--max-model-len", "4096");
     REFUSED(KVSHARD_EPROFILE,
-            "vllm profile: engine_unsupported: --pipeline-parallel-size 2: "
-            "pipeline stages are not covered yet",
-            LLAMA, "--engine=vllm", "--max-model-len", "4096", "-pp", "2", "-tp", "2");
+            "vllm profile: engine_version_unsupported: vLLM 0.10.2 groups each pipeline stage's "
+            "layers on their own",
+            GEMMA, "--engine=vllm", "--engine_version=0.10.2", "--max-model-len", "4096", "-pp",
+            "2", "-tp", "2");
     REFUSED(KVSHARD_EPROFILE, "vllm profile: engine_unsupported: --max-model-len auto", LLAMA,
             "--engine=vllm", "--max-model-len", "auto");
     REFUSED(KVSHARD_EPROFILE, "engine_unsupported: --max-model-len -1", LLAMA, "--engine=vllm",
@@ -986,15 +997,15 @@ static void test_vllm_speculative(void **state)
     kvshard_plan *p;
     /* DeepSeek-V3.2 (61 MLA layers with DSA indexer keys, one MTP layer), TP
      * 8, fp8: 656 B a latent and 128 + 4 an index key; block 64 (MLA). One
-     * MTP draft layer joins: 62 layers in one group, bytes per block 62 x 64
-     * x (656 + 132) = 3,126,784. */
+     * MTP draft layer joins: 62 layers in one group of their 124 caches,
+     * bytes per block 62 x 64 x (656 + 132) = 3,126,784. */
     PLAN(&p, DSA, "--engine=vllm", "-tp", "8", "--max-model-len", "8192", "--kv-cache-dtype", "fp8",
          "--speculative-config", "{\"method\":\"deepseek_mtp\",\"num_speculative_tokens\":1}",
          "--kv-cache-memory-bytes", "10GiB");
     assert_int_equal(efig(p, "attention_block_size"), 64);
     assert_int_equal(efig(p, "page_bytes"), 64 * 656);
     assert_int_equal(efig(p, "kv_cache_groups"), 1);
-    assert_int_equal(efig(p, "group_size"), 62);
+    assert_int_equal(efig(p, "group_size"), 124);
     assert_int_equal(efig(p, "bytes_per_block"), 62u * 64u * 788u);
     assert_int_equal(efig(p, "num_gpu_blocks"), 10737418240u / (62u * 64u * 788u));
     assert_int_equal(efig(p, "blocks_per_request"), 128); /* 8,192 / 64 */
@@ -1743,9 +1754,9 @@ static void test_profile_tables(void **state)
     /* The JSON engine object lists every figure, in order. */
     kvshard_plan *p;
     PLAN(&p, E3_14);
-    assert_int_equal(kvshard_plan_engine_figure_count(p), 23);
+    assert_int_equal(kvshard_plan_engine_figure_count(p), 28);
     kvshard_figure f = KVSHARD_FIGURE_INIT;
-    assert_int_equal(kvshard_plan_engine_figure_at(&f, p, 23), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_engine_figure_at(&f, p, 28), KVSHARD_EINVAL);
     assert_int_equal(kvshard_plan_engine_figure(&f, p, "no_such"), KVSHARD_EUNKNOWNKEY);
     char *json = tu_plan_json(p);
     assert_non_null(strstr(json, "\"engine\": {\"name\": \"vllm\", \"version\": "

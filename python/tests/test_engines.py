@@ -112,6 +112,11 @@ def test_the_nemotron_vllm_example_by_hand(nano: kvshard.Plan) -> None:
         "max_concurrency": 311 / 66,
         "gpu_kv_cache_tokens": 1_206_303,
         "max_num_seqs": 128,
+        "pp_size": 1,
+        "binding_stage": 0,
+        "memory_check": "worker_groups",  # from 0.18.0: each worker, every group
+        "memory_check_budget": B,
+        "memory_check_need": 66 * 6 * PAGE,  # a request of 256,000 tokens
     }
     assert 6 * PAGE == 12_828_672
     assert f"{nano.engine_figure('mamba_padding_percent'):.2f}" == "0.19"

@@ -210,9 +210,10 @@ static int compute_memory(kvshard_plan *p, const kvshard__planning *pl, const kv
     kvshard__capacity c;
     memset(&c, 0, sizeof c);
     if (p->has_memory || p->profile->counting.sizes_without_budget) {
-        uint64_t local[SCRATCH_RANKS];
-        uint64_t *blocks =
-            n <= SCRATCH_RANKS ? local : kvshard_alloc__bytes(&p->alloc, n, sizeof *blocks);
+        uint64_t local[2 * SCRATCH_RANKS]; /* each rank's blocks, then its bytes per block */
+        uint64_t *blocks = n <= SCRATCH_RANKS
+                               ? local
+                               : kvshard_alloc__bytes(&p->alloc, 2 * (size_t)n, sizeof *blocks);
         if (!blocks)
             return kvshard_error__fail(diag->err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
                                        "out of memory");
@@ -220,22 +221,29 @@ static int compute_memory(kvshard_plan *p, const kvshard__planning *pl, const kv
             pl, p->ranks, n, p->split, p->unsplit_bytes_per_block, &p->budgets);
         if (p->figure_stride)
             ci.stage_ranks = p->figure_stride;
-        for (uint32_t r = 0; r < n; r++)
+        ci.stages = p->stages;
+        ci.num_stages = p->pp;
+        uint64_t *bytes = blocks + n;
+        ci.rank_bytes_per_block = bytes;
+        for (uint32_t r = 0; r < n; r++) {
             blocks[r] = UINT64_MAX; /* a rank the profile does not size has no count */
+            bytes[r] = 0;
+        }
         rc = p->profile->hooks.capacity(&c, blocks, &ci, diag);
         for (uint32_t r = 0; rc == KVSHARD_OK && r < n; r++) {
             bool counted = blocks[r] != UINT64_MAX;
             p->ranks[r].has_num_blocks = counted;
             p->ranks[r].num_blocks = counted ? blocks[r] : 0;
+            /* The engine's own bytes per block, where it lays blocks out its
+             * way: the rank's, else the one of every rank. */
+            if (bytes[r] || c.has_bytes_per_block)
+                p->ranks[r].bytes_per_block = bytes[r] ? bytes[r] : c.bytes_per_block;
         }
         if (blocks != local)
             kvshard_alloc__free(&p->alloc, blocks);
         if (rc)
             return rc;
     }
-    /* The engine's own bytes per block, where it lays blocks out its way. */
-    for (uint32_t r = 0; c.has_bytes_per_block && r < n; r++)
-        p->ranks[r].bytes_per_block = c.bytes_per_block;
     p->cap = c;
     find_binding(p);
     return p->figure_stride ? KVSHARD_OK : compute_uniform(p, pl, diag);

@@ -326,7 +326,9 @@ static kvshard__capacity_inputs plan_capacity_inputs(const kvshard_plan *plan)
                                    .rank = KVSHARD_ALL_RANKS,
                                    .state = &plan->state,
                                    .has_memory = plan->budgets.has,
-                                   .own_budget = plan->budgets.has};
+                                   .own_budget = plan->budgets.has,
+                                   .stages = plan->stages,
+                                   .num_stages = plan->pp};
     return ci;
 }
 

@@ -50,7 +50,8 @@ int kvshard_validate__planning_settle(kvshard__planning *pl, const kvshard_model
                                    pl->inputs,
                                    &model->info,
                                    model->model_type,
-                                   &pl->state};
+                                   &pl->state,
+                                   model->kinds};
     return pl->profile->hooks.settle(&s, diag);
 }
 

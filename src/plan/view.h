@@ -63,7 +63,10 @@ static inline kvshard_profile__view kvshard__profile_view(const kvshard__plan_vi
                                 v->ranks[0].state_bytes_per_seq,
                                 v->inputs,
                                 v->state,
-                                kvshard_validate__planning_version(v->profile, v->inputs)};
+                                kvshard_validate__planning_version(v->profile, v->inputs),
+                                v->stages,
+                                v->pp,
+                                v->device->used ? v->stage_budgets : NULL};
     return pv;
 }
 

@@ -114,7 +114,10 @@ static void warn_unreachable(const kvshard__warning_inputs *in, kvshard__warning
                                    in->planning->inputs,
                                    &in->planning->state,
                                    kvshard_validate__planning_version(in->planning->profile,
-                                                             in->planning->inputs)};
+                                                             in->planning->inputs),
+                                   NULL,
+                                   0,
+                                   NULL};
         char message[KVSHARD__WARNING_MESSAGE_MAX];
         in->planning->profile->voice.unreachable(message, sizeof message, &v);
         sink(ctx, KVSHARD_WARN_MAX_SEQS_UNREACHABLE, message);
@@ -304,7 +307,10 @@ void kvshard_warnings__collect_warnings(const kvshard__warning_inputs *in,
             in->state_bytes_per_seq,
             in->planning->inputs,
             &in->planning->state,
-            kvshard_validate__planning_version(profile, in->planning->inputs)};
+            kvshard_validate__planning_version(profile, in->planning->inputs),
+            NULL,
+            0,
+            NULL};
         profile->hooks.warnings(sink, ctx, &v);
     }
     warn_stages(in, sink, ctx);

@@ -77,6 +77,7 @@ typedef struct kvshard_profile__settling {
     const kvshard__model_info *model;
     const char *model_type; /* "" when the config has none */
     kvshard_profile__state *state;
+    const uint8_t *kinds; /* kvshard_layer_kind per decoder layer */
 } kvshard_profile__settling;
 
 /* What a profile's checks and budget see: the model's figures, the settled
@@ -150,6 +151,13 @@ typedef struct kvshard__capacity_inputs {
     /* `memory` is the budget the profile's own budget gave (a profile that
      * works it out in floating point may use its exact figure). */
     bool own_budget;
+    /* The layers of each pipeline stage (num_stages ranges); NULL: one
+     * stage of every layer. */
+    const kvshard__range *stages;
+    uint32_t num_stages;
+    /* Where a profile whose bytes per block differ by stage writes each
+     * rank's (num_ranks entries, 0 where it writes none); NULL: not asked. */
+    uint64_t *rank_bytes_per_block;
 } kvshard__capacity_inputs;
 
 /* What a profile's wording and figures read. */
@@ -162,6 +170,11 @@ typedef struct kvshard_profile__view {
     const kvshard_value *inputs;
     const kvshard_profile__state *state;
     const char *version; /* the engine version as given, else the default; NULL: none */
+    /* The layers of each pipeline stage (num_stages ranges) and, from the
+     * device, each stage's budget; NULL: one stage, and `memory` on all. */
+    const kvshard__range *stages;
+    uint32_t num_stages;
+    const uint64_t *stage_memory;
 } kvshard_profile__view;
 
 /* Where a profile's warnings go. */

@@ -29,10 +29,15 @@ static const kvshard_profile__versions versions = {"0.28.0", KVSHARD_V(0, 9, 0),
                                                    KVSHARD_V(0, 28, 0)};
 
 static const kvshard_versions__v V_STATE_MODELS = KVSHARD_V(0, 10, 2); /* hybrid models served */
+static const kvshard_versions__v V_STAGE_GROUPS = KVSHARD_V(0, 11, 0); /* stages project groups */
 static const kvshard_versions__v V_MODE_ALL = KVSHARD_V(0, 11, 1);     /* Mamba cache mode all */
+static const kvshard_versions__v V_ONE_LINE = KVSHARD_V(0, 11, 1); /* stages log their lines once */
 static const kvshard_versions__v V_NEMOTRON_F16 = KVSHARD_V(0, 13, 0); /* NemotronH state f16 */
 static const kvshard_versions__v V_BUDGET_CEIL = KVSHARD_V(0, 14, 0);  /* requested = ceil */
 static const kvshard_versions__v V_MODE_ALIGN = KVSHARD_V(0, 15, 0);   /* Mamba cache mode align */
+static const kvshard_versions__v V_WHOLE_CHECK = KVSHARD_V(0, 14, 0); /* check: the whole model */
+/* check: each worker's projected groups again (and 0.16.0, not its nightlies) */
+static const kvshard_versions__v V_WORKER_CHECK = KVSHARD_V_RC_DEV(0, 15, 2, 1, 172);
 static const kvshard_versions__v V_QWEN3_5 = KVSHARD_V(0, 17, 0);      /* Qwen3.5 served */
 static const kvshard_versions__v V_GROUP_1_5 = KVSHARD_V(0, 18, 0);    /* 1.5x group rule, graphs */
 static const kvshard_versions__v V_SEQS_ERROR = KVSHARD_V(0, 19, 0);   /* max_num_seqs refused */
@@ -66,6 +71,14 @@ enum {
 };
 
 enum { MODE_NONE, MODE_ALIGN, MODE_ALL };
+/* The types of cache layer, each its own KV cache groups. */
+enum { TYPE_FULL, TYPE_SLIDING, TYPE_STATE };
+/* The start-up memory check: each worker's own cache layers without padding
+ * layers; the whole model's first group against the smallest budget; each
+ * worker's projected first group; each worker's projected groups. */
+/* What capacity keeps in kvshard__capacity.notes. */
+enum { NOTE_CHECK_NEED, NOTE_CHECK_BUDGET, NOTE_BINDING };
+enum { CHECK_WORKER_LAYERS, CHECK_WHOLE_MODEL, CHECK_WORKER_FIRST_GROUP, CHECK_WORKER_GROUPS };
 #define UNSET_WORD ((uint64_t)(int64_t)-1)
 #define UNSET_BOOL 2u
 
@@ -453,7 +466,9 @@ static int temporal_dtype(kvshard_dtype *out, const kvshard_profile__settling *s
     bool qwen = m->state.kind == KVSHARD_STATE_GDN &&
                 kvshard_profile__type_is(s->model_type, qwen3_5_types);
     *out = st->conv_dtype;
-    if (nemotron && m->named_ssm_cache_dtype != KVSHARD_DTYPE_AUTO)
+    /* The engine reads the config's key from 0.13.0 only, with its own
+     * defaults. */
+    if (nemotron && m->named_ssm_cache_dtype != KVSHARD_DTYPE_AUTO && from(st, &V_NEMOTRON_F16))
         *out = m->named_ssm_cache_dtype;
     else if (nemotron && from(st, &V_0_20))
         *out = KVSHARD_DTYPE_FP32;
@@ -540,7 +555,7 @@ static int settle_block(kvshard_profile__settling *s, kvshard_vllm__state *st, k
     if (!st->has_state) {
         st->requested = given ? given : mla ? 64 : 16;
         st->block = st->requested;
-        st->block_line = !given && !from(st, &V_0_20);
+        st->block_line = false; /* only the hybrid models' alignment prints it */
         return KVSHARD_OK;
     }
     st->requested = given ? given : 16;
@@ -600,7 +615,9 @@ static void settle_groups(kvshard_vllm__state *st)
         g = 4 * (uint64_t)hi < 5 * (uint64_t)lo ? hi : lo; /* max < 1.25 min */
     uint32_t *groups[3] = {&st->groups_full, &st->groups_sliding, &st->groups_state};
     uint32_t *pads[3] = {&st->pad_full, &st->pad_sliding, &st->pad_state};
-    st->group_size = g;
+    /* A DSA group lists both caches of every layer: its latent and its
+     * indexer key. */
+    st->group_size = st->dsa ? 2 * g : g;
     st->groups = 0;
     for (int t = 0; t < 3; t++) {
         uint32_t k = n[t] && g ? (n[t] + g - 1) / g : 0;
@@ -612,23 +629,30 @@ static void settle_groups(kvshard_vllm__state *st)
     }
 }
 
+/* Blocks one group of a type holds for a request of n tokens. */
+static uint64_t type_blocks(const kvshard_vllm__state *st, int type, uint64_t n)
+{
+    uint64_t b = st->block;
+    if (type == TYPE_FULL)
+        return kvshard__ceil_div(n, b);
+    if (type == TYPE_SLIDING) {
+        uint64_t kept = (uint64_t)st->window - 1 + st->batched;
+        return kvshard__ceil_div(kept < n ? kept : n, b) + 1;
+    }
+    return st->mode == MODE_NONE    ? 1 + (uint64_t)st->spec
+           : st->mode == MODE_ALIGN ? 2 + (uint64_t)st->spec
+                                    : kvshard__ceil_div(n, st->mamba_block) + st->spec;
+}
+
 /* Blocks one request of n tokens holds, over every group. */
 static uint64_t blocks_per_request(const kvshard_vllm__state *st, uint64_t n)
 {
-    uint64_t b = st->block, total = 0;
     if (st->dsa)
-        return kvshard__ceil_div(n, b);
-    total += st->groups_full * kvshard__ceil_div(n, b);
-    if (st->groups_sliding) {
-        uint64_t kept = (uint64_t)st->window - 1 + st->batched;
-        total += st->groups_sliding * (kvshard__ceil_div(kept < n ? kept : n, b) + 1);
-    }
-    if (st->groups_state) {
-        uint64_t per = st->mode == MODE_NONE    ? 1 + (uint64_t)st->spec
-                       : st->mode == MODE_ALIGN ? 2 + (uint64_t)st->spec
-                                                : kvshard__ceil_div(n, st->mamba_block) + st->spec;
-        total += st->groups_state * per;
-    }
+        return kvshard__ceil_div(n, st->block);
+    const uint32_t groups[3] = {st->groups_full, st->groups_sliding, st->groups_state};
+    uint64_t total = 0;
+    for (int t = TYPE_FULL; t <= TYPE_STATE; t++)
+        total += groups[t] ? groups[t] * type_blocks(st, t, n) : 0;
     return total;
 }
 
@@ -685,6 +709,38 @@ static int attention_page(kvshard_vllm__state *st, const kvshard_profile__settli
     return KVSHARD_OK;
 }
 
+/* The type of the first cache layer in layer order, whose group the
+ * memory check of some releases counts alone. */
+static uint8_t first_type(const kvshard_profile__settling *s)
+{
+    for (uint32_t l = 0; s->kinds && l < s->model->num_layers; l++) {
+        if (s->kinds[l] == KVSHARD_LAYER_FULL_ATTENTION)
+            return TYPE_FULL;
+        if (s->kinds[l] == KVSHARD_LAYER_SLIDING_ATTENTION)
+            return TYPE_SLIDING;
+        if (s->kinds[l] == KVSHARD_LAYER_LINEAR_ATTENTION)
+            return TYPE_STATE;
+    }
+    return TYPE_FULL; /* only draft layers keep a cache */
+}
+
+/* The start-up memory check of the release: the whole model's from 0.14.0
+ * (vLLM #32105, #34076) until the fix of 0.15.2rc1.dev172, which 0.16.0
+ * has but its nightlies 0.16.0rc1.devN, numbered after it, do not. */
+static uint8_t memory_check(const kvshard_vllm__state *st)
+{
+    const kvshard_versions__v *v = &st->version;
+    bool nightly_0_16 = v->major == 0 && v->minor == 16 && v->patch == 0 && v->rc >= 0 &&
+                        v->dev >= 0;
+    if (!from(st, &V_WHOLE_CHECK))
+        return CHECK_WORKER_LAYERS;
+    if (!from(st, &V_WORKER_CHECK) || nightly_0_16)
+        return CHECK_WHOLE_MODEL;
+    if (!from(st, &V_GROUP_1_5))
+        return CHECK_WORKER_FIRST_GROUP;
+    return CHECK_WORKER_GROUPS;
+}
+
 static int settle(kvshard_profile__settling *s, kvshard_diag__ctx *diag)
 {
     const kvshard__model_info *m = s->model;
@@ -713,7 +769,7 @@ static int settle(kvshard_profile__settling *s, kvshard_diag__ctx *diag)
                     "the engine's length is the config's max_position_embeddings, which it does "
                     "not give: give --max-model-len");
     }
-    uint64_t dc = (uint64_t)o->dp_size * o->cp_size;
+    uint64_t dc = (uint64_t)o->dp_size * o->cp_size * (o->pp_size ? o->pp_size : 1);
     if (dc == 0 || o->world_size % dc != 0)
         return KVSHARD_OK; /* the options' own validation refuses them */
     uint32_t T = (uint32_t)(o->world_size / dc);
@@ -774,6 +830,19 @@ static int settle(kvshard_profile__settling *s, kvshard_diag__ctx *diag)
         st->padding_percent = 100.0 * (double)(st->page - st->mamba_page) / (double)st->mamba_page;
     }
     settle_groups(st);
+    diag->option = "pp_size";
+    if (o->pp_size > 1 && st->groups > 1 && !from(st, &V_STAGE_GROUPS))
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE,
+                    "engine_version_unsupported",
+                    "vLLM %s groups each pipeline stage's layers on their own; pipeline stages "
+                    "of a model with several KV cache groups are covered from 0.11.0",
+                    kvshard_versions__text_of(&st->version).s);
+    diag->option = NULL;
+    st->first_type = first_type(s);
+    st->check = memory_check(st);
+    st->lines_per_worker = !from(st, &V_ONE_LINE);
+    st->pp = o->pp_size;
+    st->override_checked = from(st, &V_TOKENS);
     if (st->dsa) /* one group: every MLA layer's page and every indexer page */
         st->bytes_per_block = kvshard__calc_mul(
             &c, st->n_full,
@@ -862,14 +931,100 @@ static int budget(uint64_t *out, bool *has, const kvshard_profile__ctx *c, kvsha
     return KVSHARD_OK;
 }
 
-/* The largest request length n <= L that one budget holds. */
-static uint64_t longest_fit(const kvshard_vllm__state *st, uint64_t budget_bytes, uint64_t L)
+/* One pipeline stage's share of the KV cache groups: its cache layers of
+ * each type (the draft layers on the last stage) and its projection of the
+ * whole model's groups. */
+typedef struct stage_share {
+    uint32_t layers[3];     /* TYPE_*: its cache layers of each type */
+    uint32_t group_size;    /* g_s: the most of its layers in one group */
+    uint64_t bytes_per_block;
+    uint64_t budget;
+    uint64_t blocks; /* num_blocks_s, before the common count */
+} stage_share;
+
+/* The share of `r` (NULL: every layer of the model, the draft layers
+ * included). A contiguous run of n of a type's layers, dealt to its G
+ * groups in turn, puts at most ceil(n / G) in one group. */
+static stage_share share_of(const kvshard_vllm__state *st, const kvshard__range *r, bool last)
+{
+    stage_share sh;
+    memset(&sh, 0, sizeof sh);
+    if (r) {
+        sh.layers[TYPE_FULL] = r->census[KVSHARD_LAYER_FULL_ATTENTION] +
+                               (last ? st->draft_layers : 0);
+        sh.layers[TYPE_SLIDING] = r->census[KVSHARD_LAYER_SLIDING_ATTENTION];
+        sh.layers[TYPE_STATE] = r->num_state;
+    } else {
+        sh.layers[TYPE_FULL] = st->n_full;
+        sh.layers[TYPE_SLIDING] = st->n_sliding;
+        sh.layers[TYPE_STATE] = st->n_state;
+    }
+    const uint32_t groups[3] = {st->groups_full, st->groups_sliding, st->groups_state};
+    if (st->dsa) {
+        sh.group_size = 2 * sh.layers[TYPE_FULL];
+        sh.bytes_per_block = sh.layers[TYPE_FULL] * (st->page + (uint64_t)st->block * st->idx);
+        return sh;
+    }
+    for (int t = TYPE_FULL; t <= TYPE_STATE; t++) {
+        uint32_t g = groups[t] ? (sh.layers[t] + groups[t] - 1) / groups[t] : 0;
+        sh.group_size = g > sh.group_size ? g : sh.group_size;
+    }
+    sh.bytes_per_block = st->page * sh.group_size;
+    return sh;
+}
+
+/* What the memory check counts for a request of n tokens on a share (the
+ * whole model's in the whole-model check): `blocks` of `unit` bytes. */
+static void check_need(uint64_t *blocks, uint64_t *unit, const kvshard_vllm__state *st,
+                       const stage_share *sh, uint64_t n)
+{
+    if (st->dsa) {
+        *blocks = kvshard__ceil_div(n, st->block);
+        *unit = sh->bytes_per_block;
+        return;
+    }
+    *unit = sh->bytes_per_block;
+    switch (st->check) {
+    case CHECK_WORKER_LAYERS: {
+        /* Every cache layer the worker holds, no padding layer: a type's
+         * layers as blocks of its own count of pages when it is alone. */
+        uint32_t types = 0, only = TYPE_FULL;
+        uint64_t total = 0;
+        for (int t = TYPE_FULL; t <= TYPE_STATE; t++) {
+            if (!sh->layers[t])
+                continue;
+            types++;
+            only = (uint32_t)t;
+            total += sh->layers[t] * type_blocks(st, t, n);
+        }
+        if (types == 1) {
+            *blocks = type_blocks(st, (int)only, n);
+            *unit = st->page * sh->layers[only];
+        } else {
+            *blocks = total;
+            *unit = st->page;
+        }
+        return;
+    }
+    case CHECK_WHOLE_MODEL:
+    case CHECK_WORKER_FIRST_GROUP:
+        *blocks = type_blocks(st, st->first_type, n);
+        return;
+    default:
+        *blocks = blocks_per_request(st, n);
+        return;
+    }
+}
+
+/* The largest request length n <= L whose need fits `budget_bytes`. */
+static uint64_t longest_fit(const kvshard_vllm__state *st, const stage_share *sh,
+                            uint64_t budget_bytes, uint64_t L)
 {
     uint64_t lo = 0, hi = L;
     while (lo < hi) {
-        uint64_t mid = lo + (hi - lo + 1) / 2, need;
-        if (kvshard__mul(&need, blocks_per_request(st, mid), st->bytes_per_block) &&
-            need <= budget_bytes)
+        uint64_t mid = lo + (hi - lo + 1) / 2, blocks, unit, need;
+        check_need(&blocks, &unit, st, sh, mid);
+        if (kvshard__mul(&need, blocks, unit) && need <= budget_bytes)
             lo = mid;
         else
             hi = mid - 1;
@@ -877,53 +1032,171 @@ static uint64_t longest_fit(const kvshard_vllm__state *st, uint64_t budget_bytes
     return lo;
 }
 
+/* The engine's start-up memory check of one share against its budget: the
+ * need and budget at L into *need and *budget, KVSHARD_ENOBLOCK when one
+ * request of L tokens does not fit. `stage` names the share with stages,
+ * -1 for the whole model or a plan of one stage. */
+static int check_memory(uint64_t *need, uint64_t *budget_bytes, const kvshard_vllm__state *st,
+                        const stage_share *sh, uint64_t B, int stage, kvshard_diag__ctx *diag)
+{
+    uint64_t blocks, unit;
+    check_need(&blocks, &unit, st, sh, st->max_model_len);
+    if (st->override_blocks && st->override_checked)
+        B = kvshard__mul(&B, st->override_blocks, sh->bytes_per_block) ? B : UINT64_MAX;
+    *budget_bytes = B;
+    bool fits = kvshard__mul(need, blocks, unit);
+    if (!fits)
+        *need = UINT64_MAX;
+    if (fits && *need <= B)
+        return KVSHARD_OK;
+    char where[64] = "";
+    if (stage >= 0)
+        snprintf(where, sizeof where, " on stage %d", stage);
+    else if (st->check == CHECK_WHOLE_MODEL && st->pp > 1)
+        snprintf(where, sizeof where, " over the whole model's layers");
+    diag->option = "max_model_len";
+    return fail(diag, kvshard_profile__about_budget, KVSHARD_ENOBLOCK,
+                "max_model_len_does_not_fit",
+                "one request of max_model_len %u tokens needs %llu blocks of %llu bytes%s, "
+                "more than the %llu bytes of %s; the longest that fits is %llu tokens",
+                st->max_model_len, (unsigned long long)blocks, (unsigned long long)unit, where,
+                (unsigned long long)B,
+                stage < 0 && st->check == CHECK_WHOLE_MODEL && st->pp > 1
+                    ? "the smallest worker's KV cache, which this release checks it against"
+                    : "the KV cache",
+                (unsigned long long)longest_fit(st, sh, B, st->max_model_len));
+}
+
+/* The engine's "GPU KV cache size" line at `blocks`. */
+static uint64_t tokens_of(const kvshard_vllm__state *st, uint64_t blocks)
+{
+    double concurrency = (double)blocks / (double)st->blocks_per_request;
+    return st->tokens_by_concurrency ? (uint64_t)(concurrency * (double)st->max_model_len)
+                                     : blocks / st->groups * st->block;
+}
+
+/* Where the stages come from: their layers, and their budgets from the
+ * device (NULL: `memory` on every stage). */
+typedef struct stage_source {
+    const kvshard__range *ranges;
+    const uint64_t *budgets;
+    uint64_t memory;
+    uint32_t count; /* P, 1 without ranges */
+} stage_source;
+
+static stage_source source_of(const kvshard__range *ranges, uint32_t n, const uint64_t *budgets,
+                              uint64_t memory)
+{
+    stage_source src = {ranges, budgets, memory, ranges && n > 1 ? n : 1};
+    return src;
+}
+
+/* Stage s with its budget and its own blocks. */
+static stage_share stage_at(const kvshard_vllm__state *st, const stage_source *src, uint32_t s)
+{
+    uint32_t P = src->count;
+    stage_share sh = share_of(st, P > 1 ? &src->ranges[s] : NULL, s + 1 == P);
+    sh.budget = src->budgets && P > 1 ? src->budgets[s] : src->memory;
+    if (sh.bytes_per_block)
+        sh.blocks = st->dsa ? sh.budget / sh.bytes_per_block
+                            : sh.budget / st->page / sh.group_size;
+    return sh;
+}
+
+
+/* Every stage's share and blocks; the engine takes the fewest. Notes:
+ * [NOTE_CHECK_NEED] and [NOTE_CHECK_BUDGET] the check nearest to refusing,
+ * [NOTE_BINDING] the binding stage. */
 static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__capacity_inputs *in,
                     kvshard_diag__ctx *diag)
 {
     const kvshard_vllm__state *st = state_of(in->state);
     const kvshard_options *o = in->options;
+    stage_source src = source_of(in->stages, in->num_stages, in->stage_memory, in->memory);
+    uint32_t P = src.count;
+    for (uint32_t s = 0; s < P; s++) {
+        if (stage_at(st, &src, s).group_size == 0) {
+            diag->option = "pp_partition";
+            return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE,
+                        "engine_unsupported",
+                        "stage %u (layers %u-%u) holds no cache layer: the engine has no KV "
+                        "cache group to size there",
+                        s, in->stages[s].first, in->stages[s].first + in->stages[s].count - 1);
+        }
+    }
     c->has_bytes_per_block = true;
-    c->bytes_per_block = st->bytes_per_block;
+    c->bytes_per_block = stage_at(st, &src, 0).bytes_per_block;
+    uint32_t first = kvshard_capacity__first_rank(in), end = kvshard_capacity__end_rank(in);
+    uint32_t T = in->stage_ranks ? in->stage_ranks : in->num_ranks;
+    for (uint32_t r = first; P > 1 && T && in->rank_bytes_per_block && r < end; r++)
+        in->rank_bytes_per_block[r] = stage_at(st, &src, r / T).bytes_per_block;
     if (!in->has_memory)
         return KVSHARD_OK;
-    uint64_t B = in->memory, need;
-    if (!kvshard__mul(&need, st->blocks_per_request, st->bytes_per_block) || need > B) {
-        diag->option = "max_model_len";
-        return fail(diag, kvshard_profile__about_budget, KVSHARD_ENOBLOCK,
-                    "max_model_len_does_not_fit",
-                    "one request of max_model_len %u tokens needs %llu blocks of %llu bytes, "
-                    "more than the %llu bytes of the KV cache; the longest that fits is %llu "
-                    "tokens",
-                    st->max_model_len, (unsigned long long)st->blocks_per_request,
-                    (unsigned long long)st->bytes_per_block, (unsigned long long)B,
-                    (unsigned long long)longest_fit(st, B, st->max_model_len));
+    int rc = KVSHARD_OK;
+    /* The start-up check: once over the whole model, or each worker in
+     * stage order. */
+    uint64_t worst_need = 0, worst_budget = 0;
+    if (st->check == CHECK_WHOLE_MODEL) {
+        stage_share whole = share_of(st, NULL, true);
+        uint64_t least = stage_at(st, &src, 0).budget;
+        for (uint32_t s = 1; s < P; s++) {
+            uint64_t b = stage_at(st, &src, s).budget;
+            least = b < least ? b : least;
+        }
+        rc = check_memory(&worst_need, &worst_budget, st, &whole, least, -1, diag);
+    } else {
+        for (uint32_t s = 0; rc == KVSHARD_OK && s < P; s++) {
+            stage_share sh = stage_at(st, &src, s);
+            uint64_t need, B;
+            rc = check_memory(&need, &B, st, &sh, sh.budget, P > 1 ? (int)s : -1, diag);
+            /* the largest need / budget; the first on a tie */
+            if (s == 0 || (double)need * (double)worst_budget > (double)worst_need * (double)B) {
+                worst_need = need;
+                worst_budget = B;
+            }
+        }
     }
-    uint64_t blocks = st->dsa ? B / st->bytes_per_block : B / st->page / st->group_size;
+    if (rc)
+        return rc;
+    stage_share bind = stage_at(st, &src, 0);
+    uint32_t binding = 0;
+    for (uint32_t s = 1; s < P; s++) {
+        stage_share sh = stage_at(st, &src, s);
+        if (sh.blocks < bind.blocks) {
+            bind = sh;
+            binding = s;
+        }
+    }
+    uint64_t blocks = bind.blocks;
     if (st->override_blocks)
         blocks = st->override_blocks;
     if (st->has_state && !st->eager && st->seqs_error && o->max_seqs > blocks) {
         diag->option = "max_seqs";
-        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE,
-                    "max_num_seqs_exceeds_mamba_blocks",
-                    "--max-num-seqs %u is above the %llu GPU blocks, which hold the state of "
-                    "the running requests: lower --max-num-seqs to %llu (or give "
-                    "--enforce-eager)",
-                    o->max_seqs, (unsigned long long)blocks, (unsigned long long)blocks);
+        rc = fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE,
+                  "max_num_seqs_exceeds_mamba_blocks",
+                  "--max-num-seqs %u is above the %llu GPU blocks, which hold the state of "
+                  "the running requests: lower --max-num-seqs to %llu (or give "
+                  "--enforce-eager)",
+                  o->max_seqs, (unsigned long long)blocks, (unsigned long long)blocks);
+        return rc;
     }
-    double concurrency = (double)blocks / (double)st->blocks_per_request;
-    uint64_t tokens = st->tokens_by_concurrency
-                          ? (uint64_t)(concurrency * (double)st->max_model_len)
-                          : blocks / st->groups * st->block;
+    uint64_t tokens = tokens_of(st, blocks);
     c->has_num_blocks = true;
     c->num_blocks = blocks;
     c->max_tokens = tokens;
     c->has_usable_blocks = true;
     c->usable_blocks = blocks ? blocks - 1 : 0; /* block 0 is the null block */
     c->has_budget = true;
-    c->budget = B;
-    uint32_t first = kvshard_capacity__first_rank(in), end = kvshard_capacity__end_rank(in);
+    c->budget = in->memory;
+    c->bytes_per_block = bind.bytes_per_block;
+    c->notes[NOTE_CHECK_NEED] = worst_need;
+    c->notes[NOTE_CHECK_BUDGET] = worst_budget;
+    c->notes[NOTE_BINDING] = binding;
+    /* Each worker's own count before the engine shrinks it to the fewest
+     * (the override: every worker's), so that the first binds. */
     for (uint32_t r = first; rank_blocks && r < end; r++)
-        rank_blocks[r] = blocks; /* every worker allocates the same count */
+        rank_blocks[r] =
+            st->override_blocks || P == 1 || !T ? blocks : stage_at(st, &src, r / T).blocks;
     if (in->context_length == 0)
         return KVSHARD_OK;
     uint64_t per = blocks_per_request(st, in->context_length);
@@ -940,6 +1213,15 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
 static const char *mode_name(int mode)
 {
     return mode == MODE_NONE ? "none" : mode == MODE_ALIGN ? "align" : "all";
+}
+
+/* The check's name in JSON: the two per-worker releases check the same
+ * layers, the projected groups. */
+static const char *check_name(uint8_t check)
+{
+    return check == CHECK_WORKER_LAYERS ? "worker_layers"
+           : check == CHECK_WHOLE_MODEL ? "whole_model"
+                                        : "worker_groups";
 }
 
 static double concurrency_of(const kvshard_vllm__state *st, const kvshard__capacity *c)
@@ -969,7 +1251,9 @@ static size_t figures(kvshard_figure *out, size_t cap, const kvshard_profile__vi
     kvshard_profile__fig_uint(&f, "group_size", true, st->group_size);
     kvshard_profile__fig_uint(&f, "padding_layers", true,
                               (uint64_t)st->pad_full + st->pad_sliding + st->pad_state);
-    kvshard_profile__fig_uint(&f, "bytes_per_block", true, st->bytes_per_block);
+    /* With stages, the binding stage's (stage 0's without a budget). */
+    kvshard_profile__fig_uint(&f, "bytes_per_block", true,
+                              c->has_bytes_per_block ? c->bytes_per_block : st->bytes_per_block);
     kvshard_profile__fig_uint(&f, "num_gpu_blocks", blocks, c->num_blocks);
     kvshard_profile__fig_uint(&f, "usable_blocks", blocks, c->usable_blocks);
     kvshard_profile__fig_uint(&f, "max_model_len", true, st->max_model_len);
@@ -977,6 +1261,11 @@ static size_t figures(kvshard_figure *out, size_t cap, const kvshard_profile__vi
     kvshard_profile__fig_double(&f, "max_concurrency", blocks, blocks ? concurrency_of(st, c) : 0);
     kvshard_profile__fig_uint(&f, "gpu_kv_cache_tokens", blocks, c->max_tokens);
     kvshard_profile__fig_uint(&f, "max_num_seqs", true, v->options->max_seqs);
+    kvshard_profile__fig_uint(&f, "pp_size", true, st->pp);
+    kvshard_profile__fig_uint(&f, "binding_stage", blocks, c->notes[NOTE_BINDING]);
+    kvshard_profile__fig_text(&f, "memory_check", check_name(st->check));
+    kvshard_profile__fig_uint(&f, "memory_check_budget", blocks, c->notes[NOTE_CHECK_BUDGET]);
+    kvshard_profile__fig_uint(&f, "memory_check_need", blocks, c->notes[NOTE_CHECK_NEED]);
     return f.count;
 }
 
@@ -1100,6 +1389,55 @@ static void available_gib(char *buf, size_t cap, uint64_t bytes)
         buf[n - 1] = '\0';
 }
 
+/* The engine's two start-up lines at `blocks`. */
+static void write_engine_lines(const kvshard__printer *p, const kvshard_vllm__state *st,
+                               uint64_t blocks)
+{
+    kvshard_format__text(p, "the engine logs GPU KV cache size: ");
+    kvshard_format__grouped(p, tokens_of(st, blocks));
+    kvshard_format__text(p, " tokens; Maximum concurrency for ");
+    kvshard_format__grouped(p, st->max_model_len);
+    kvshard_format__printf(p, " tokens per request: %.2fx",
+                           (double)blocks / (double)st->blocks_per_request);
+}
+
+/* One line a stage, with P > 1: its layers, its share of the groups, its
+ * own blocks and budget; before 0.11.1 also the lines its workers log. */
+static void write_stages(const kvshard__printer *p, const kvshard_profile__view *v)
+{
+    const kvshard_vllm__state *st = state_of(v->state);
+    const kvshard__capacity *c = v->capacity;
+    stage_source src = source_of(v->stages, v->num_stages, v->stage_memory, v->memory);
+    if (src.count < 2 || !c->has_num_blocks)
+        return;
+    for (uint32_t s = 0; s < src.count; s++) {
+        stage_share sh = stage_at(st, &src, s);
+        const kvshard__range *r = &src.ranges[s];
+        uint32_t caches = st->dsa ? sh.group_size
+                                  : sh.layers[TYPE_FULL] + sh.layers[TYPE_SLIDING] +
+                                        sh.layers[TYPE_STATE];
+        char label[24];
+        snprintf(label, sizeof label, "stage %u", s);
+        kvshard_format__printf(p, "%-11slayers %u\xE2\x80\x93%u, ", label, r->first,
+                               r->first + r->count - 1);
+        kvshard_format__grouped(p, caches);
+        kvshard_format__text(p, " cache layers (group size ");
+        kvshard_format__grouped(p, sh.group_size);
+        kvshard_format__text(p, "): ");
+        kvshard_format__grouped(p, sh.blocks);
+        kvshard_format__text(p, " blocks of ");
+        kvshard_format__grouped(p, sh.bytes_per_block);
+        char gib[32];
+        available_gib(gib, sizeof gib, sh.budget);
+        kvshard_format__printf(p, " B; budget %s GiB", gib);
+        if (st->lines_per_worker) {
+            kvshard_format__text(p, "; ");
+            write_engine_lines(p, st, sh.blocks);
+        }
+        kvshard_format__text(p, s == c->notes[NOTE_BINDING] ? "  \xE2\x97\x80 binds\n" : "\n");
+    }
+}
+
 static void write_capacity(const kvshard__printer *p, const kvshard_profile__view *v)
 {
     const kvshard_vllm__state *st = state_of(v->state);
@@ -1130,7 +1468,13 @@ static void write_capacity(const kvshard__printer *p, const kvshard_profile__vie
         kvshard_format__printf(p, " (%u padding layer%s)", pad, pad == 1 ? "" : "s");
     kvshard_format__text(p, "; ");
     kvshard_format__grouped(p, c->num_blocks);
-    kvshard_format__text(p, " GPU blocks (");
+    kvshard_format__text(p, " GPU blocks");
+    if (v->stages && v->num_stages > 1 && !st->override_blocks) {
+        const kvshard__range *bind = &v->stages[c->notes[NOTE_BINDING]];
+        kvshard_format__printf(p, ", the fewest of stage %u (%u layers)",
+                               (unsigned)c->notes[NOTE_BINDING], bind->count);
+    }
+    kvshard_format__text(p, " (");
     kvshard_format__grouped(p, c->usable_blocks);
     kvshard_format__text(p, " usable after the null block)\n           the engine logs GPU KV "
                             "cache size: ");
@@ -1138,6 +1482,7 @@ static void write_capacity(const kvshard__printer *p, const kvshard_profile__vie
     kvshard_format__text(p, " tokens; Maximum concurrency for ");
     kvshard_format__grouped(p, st->max_model_len);
     kvshard_format__printf(p, " tokens per request: %.2fx\n", concurrency_of(st, c));
+    write_stages(p, v);
 }
 
 static void report_rows(const kvshard__printer *p, const kvshard_profile__view *v, bool tail)
@@ -1258,9 +1603,6 @@ const kvshard__profile kvshard_profile__vllm = {
     .device.utilization_input = "gpu_memory_utilization",
     .device.fill_input = "non_kv_memory",
     .device.reserve_auto = true,
-    .stages.refusal = "engine_unsupported",
-    .stages.why = "pipeline stages are not covered yet",
-    .stages.flag = "--pipeline-parallel-size",
     .dialect.aliases = aliases,
     .dialect.inputs = inputs,
     .dialect.flag_style = KVSHARD_PROFILE__ARGPARSE,

@@ -25,7 +25,12 @@ typedef struct kvshard_vllm__state {
     bool seqs_warning;          /* ... or caps the CUDA-graph sizes */
     bool eager;
     bool budget_ceil;   /* requested = ceil(total x u) */
+    bool override_checked; /* the memory check's budget is the override's blocks */
+    bool lines_per_worker; /* each worker logs its own two lines (before 0.11.1) */
+    uint8_t check;         /* CHECK_*: the start-up memory check of the release */
+    uint8_t first_type;    /* TYPE_*: the type of the first cache layer */
     uint32_t requested; /* the block asked for (or the default) */
+    uint32_t pp;        /* pipeline stages */
     uint32_t block;
     uint32_t mamba_block;
     uint32_t max_model_len;
