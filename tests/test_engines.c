@@ -1326,7 +1326,7 @@ static void test_sglang_refusals(void **state)
             "sglang profile: engine_unsupported: state kind short_conv is "
             "not covered yet",
             "models/lfm2_8b_a1b.json", "--engine=sglang");
-    REFUSED(KVSHARD_EPROFILE, "engine_unsupported: --pp-size 2", LLAMA, "--engine=sglang",
+    REFUSED(KVSHARD_EPROFILE, "engine_unsupported: --pp-size 2", QWEN9B, "--engine=sglang",
             "--pipeline-parallel-size", "2", "--tp-size", "2");
     REFUSED(KVSHARD_EPROFILE,
             "sglang profile: engine_unsupported: --enable-hierarchical-cache: "

@@ -255,6 +255,82 @@ static void test_request_limit_by_release(void **state)
     }
 }
 
+/* Pipeline stages: DeepSeek-V3.2 with --tp 8 --pp-size 2 on compute
+ * capability 9.0 (bfloat16, pages of 64), 40 GiB a rank. SGLang's cut
+ * gives the extra layer to the last stage: 30 | 31 layers; cells (1,152 +
+ * 132) x 30 = 38,520 and x 31 = 39,804 bytes; tokens floor(42,949,672,960
+ * / 38,520) = 1,114,996 -> 1,114,944 and floor(42,949,672,960 / 39,804) =
+ * 1,079,029 -> 1,078,976: every stage runs with 1,078,976 (stage 1
+ * binds). Stage 0's pools at that count: (1,078,976 + 64) x 38,520 =
+ * 41,564,620,800 bytes, the indexer 1,079,040 x 132 x 30 = 4,272,998,400. */
+static void test_dsa_two_stages(void **state)
+{
+    (void)state;
+    kvshard_plan *p;
+    PLAN(&p, DSA, "--engine=sglang", "--tp", "8", "--pp-size", "2",
+         "--device_compute_capability", "9.0", "--memory_per_rank=40GiB", "--context-length",
+         "8192");
+    assert_int_equal(efig(p, "pp_size"), 2);
+    assert_int_equal(efig(p, "cell_bytes"), 38520);
+    assert_int_equal(efig(p, "max_total_num_tokens"), 1078976);
+    assert_int_equal(efig(p, "kv_cache_bytes"), 41564620800u);
+    assert_int_equal(efig(p, "indexer_bytes"), 4272998400u);
+    assert_int_equal(tu_figure(p, "num_blocks"), 1078976 / 64);
+    assert_int_equal(kvshard_plan_pp_size(p), 2);
+    char partition[32];
+    assert_true(kvshard_plan_pp_partition(partition, sizeof partition, p) > 0);
+    assert_string_equal(partition, "30,31");
+    char *text = tu_plan_text(p);
+    assert_contains(text, "           stage 0: layers 0-29, 38520 bytes a token, 1114944 tokens\n");
+    assert_contains(text, "           stage 1: layers 30-60, 39804 bytes a token, 1078976 tokens "
+                          "(binds: every stage runs with it)\n");
+    free(text);
+    kvshard_plan_free(p);
+    /* The stages given: 31 | 30, stage 0 binds. */
+    PLAN(&p, DSA, "--engine=sglang", "--tp", "8", "--pp-size", "2", "--pp_partition", "31,30",
+         "--device_compute_capability", "9.0", "--memory_per_rank=40GiB", "--context-length",
+         "8192");
+    assert_int_equal(efig(p, "cell_bytes"), 39804);
+    assert_int_equal(efig(p, "max_total_num_tokens"), 1078976);
+    kvshard_plan_free(p);
+}
+
+/* SGLang refuses stages with speculative decoding; stages of a model with
+ * state layers are not covered. */
+static void test_stage_refusals(void **state)
+{
+    (void)state;
+    kvshard_plan *p = NULL;
+    kvshard_error err;
+    assert_int_equal(plan_args(&p, &err, LLAMA, "--engine=sglang", "--pp-size", "2",
+                               "--speculative-num-draft-tokens", "3", NULL),
+                     KVSHARD_EPROFILE);
+    assert_string_equal(err.message,
+                        "sglang profile: pp_speculative_refused: --pp-size 2 with "
+                        "--speculative-num-draft-tokens 3: SGLang refuses pipeline stages with "
+                        "speculative decoding");
+    assert_int_equal(plan_args(&p, &err, "models/qwen3_5_9b.json", "--engine=sglang", "--pp-size",
+                               "2", NULL),
+                     KVSHARD_EPROFILE);
+    assert_string_equal(err.message,
+                        "sglang profile: engine_unsupported: --pp-size 2: pipeline stages of a "
+                        "model with state layers are not covered yet");
+    /* Another engine's cut is not SGLang's: the stages are given instead. */
+    assert_int_equal(plan_args(&p, &err, LLAMA, "--engine=sglang", "--pp-size", "2",
+                               "--pp_partition_rule=vllm", NULL),
+                     KVSHARD_EPROFILE);
+    assert_string_equal(err.message,
+                        "sglang profile: engine_unsupported: pp_partition_rule is another "
+                        "engine's cut: SGLang cuts its stages by its own rule (sglang) or as "
+                        "SGLANG_PP_LAYER_PARTITION says; give the stages as pp_partition");
+    assert_null(p);
+    /* Llama 3.1 8B on two stages of 16 layers: the rule's cut and the one
+     * given alike. */
+    PLAN(&p, LLAMA, "--engine=sglang", "--pp-size", "2", "--pp_partition_rule=sglang");
+    assert_int_equal(efig(p, "pp_size"), 2);
+    kvshard_plan_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -263,6 +339,8 @@ int main(void)
         cmocka_unit_test(test_dsa_capability_missing),
         cmocka_unit_test(test_dsa_page_size_overridden),
         cmocka_unit_test(test_request_limit_by_release),
+        cmocka_unit_test(test_dsa_two_stages),
+        cmocka_unit_test(test_stage_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -198,7 +198,7 @@ static const char *const ignored_options[] = {"num_speculative_tokens", NULL};
 /* ---- what settling works out --------------------------------------------------------- */
 
 /* Notes the capacity keeps for the wording and warnings. */
-enum { NOTE_PROFILED_TOKENS, NOTE_REQUESTS_BEFORE_STATE, NOTE_ESTIMATE };
+enum { NOTE_PROFILED_TOKENS, NOTE_REQUESTS_BEFORE_STATE, NOTE_ESTIMATE, NOTE_AVAILABLE };
 
 static const kvshard_sglang__state *state_of(const kvshard_profile__state *s)
 {
@@ -396,6 +396,65 @@ static int ssm_dtype_of(kvshard_dtype *out, const kvshard_profile__settling *s,
     return KVSHARD_OK;
 }
 
+static int partition(uint32_t *counts, uint32_t layers, uint32_t stages, kvshard_error *err);
+
+/* Pipeline stages: each holds its own layers and sizes its pool from them,
+ * so the stage with the most full-attention layers holds the fewest tokens
+ * and the engine runs every stage with that count. Covered for models
+ * whose layers all keep KV and have no state. */
+static int settle_stages(const kvshard_profile__settling *s, kvshard_sglang__state *st,
+                         kvshard_diag__ctx *diag)
+{
+    const kvshard__model_info *m = s->model;
+    const kvshard_options *o = s->options;
+    uint32_t P = o->pp_size ? o->pp_size : 1;
+    st->stages = 1;
+    st->stage_layers[0] = st->layers;
+    if (P <= 1)
+        return KVSHARD_OK;
+    diag->option = "pp_size";
+    if (st->spec > 0)
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE, "pp_speculative_refused",
+                    "--pp-size %u with --speculative-num-draft-tokens %u: SGLang refuses pipeline "
+                    "stages with speculative decoding",
+                    P, st->spec);
+    const char *uncovered = st->has_state ? "a model with state layers"
+                            : st->split   ? "the DSA layer split"
+                            : m->count[KVSHARD_LAYER_FULL_ATTENTION] != m->num_layers
+                                ? "a model with layers that keep no cache"
+                                : NULL;
+    if (uncovered)
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE, "engine_unsupported",
+                    "--pp-size %u: pipeline stages of %s are not covered yet", P, uncovered);
+    /* A partition that does not fit the layers is the options' own
+     * refusal, after settling: the stages are then left at one. */
+    if (P > m->num_layers || P > KVSHARD_MAX_PP_PARTITION)
+        return KVSHARD_OK;
+    if (o->pp_partition_count == P) {
+        uint64_t sum = 0;
+        for (uint32_t i = 0; i < P; i++)
+            sum += o->pp_partition[i];
+        if (sum != m->num_layers)
+            return KVSHARD_OK;
+        memcpy(st->stage_layers, o->pp_partition, P * sizeof *st->stage_layers);
+    } else if (o->pp_partition_rule == KVSHARD_PP_RULE_SGLANG) {
+        partition(st->stage_layers, m->num_layers, P, NULL);
+    } else {
+        diag->option = "pp_partition_rule";
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE, "engine_unsupported",
+                    "pp_partition_rule is another engine's cut: SGLang cuts its stages by its own "
+                    "rule (sglang) or as SGLANG_PP_LAYER_PARTITION says; give the stages as "
+                    "pp_partition");
+    }
+    st->stages = P;
+    for (uint32_t i = 0; i < P; i++)
+        if (st->stage_layers[i] > st->stage_layers[st->binding_stage])
+            st->binding_stage = i;
+    st->layers = st->stage_layers[0];
+    diag->option = NULL;
+    return KVSHARD_OK;
+}
+
 static bool has_budget_inputs(const kvshard_profile__settling *s)
 {
     return s->options->memory_per_rank > 0 || s->inputs[IN_DEVICE_FREE].u > 0;
@@ -498,6 +557,8 @@ static int settle(kvshard_profile__settling *s, kvshard_diag__ctx *diag)
     }
     if ((rc = kv_dtype_of(&st->kv_dtype, s, st, diag)) != 0)
         return rc;
+    if ((rc = settle_stages(s, st, diag)) != 0)
+        return rc;
     uint64_t kvb = kvshard_dtype__bytes(st->kv_dtype);
     kvshard__calc c = {false, false, false};
     if (st->mla) {
@@ -518,6 +579,9 @@ static int settle(kvshard_profile__settling *s, kvshard_diag__ctx *diag)
                                         kvshard__calc_mul(&c, st->layers, kvb));
         st->cell = kvshard__calc_mul(&c, 2, st->k_token);
     }
+    /* A pool's bytes are its layers' times one layer's. */
+    st->binding_cell =
+        kvshard__calc_mul(&c, st->cell / st->layers, st->stage_layers[st->binding_stage]);
     if (st->has_state) {
         if ((rc = ssm_dtype_of(&st->ssm_dtype, s, diag)) != 0)
             return rc;
@@ -669,7 +733,8 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
     const kvshard_sglang__state *st = state_of(in->state);
     const kvshard_options *o = in->options;
     uint64_t p = st->page;
-    c->has_bytes_per_block = true;
+    /* With stages each stage's ranks keep their own bytes a block. */
+    c->has_bytes_per_block = st->stages == 1;
     c->bytes_per_block = p * st->cell;
     c->has_max_seqs = true;
     c->max_seqs = 0; /* null without a budget */
@@ -722,9 +787,10 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
     }
     double avail_d = trunc(rest * GIB);
     int64_t available = avail_d < -9.0e18 ? INT64_MIN / 2 : (int64_t)avail_d;
-    int64_t tokens = available > 0 ? available / (int64_t)st->cell : 0;
+    int64_t tokens = available > 0 ? available / (int64_t)st->binding_cell : 0;
     tokens -= tokens % (int64_t)p;
     c->notes[NOTE_PROFILED_TOKENS] = tokens > 0 ? (uint64_t)tokens : 0;
+    c->notes[NOTE_AVAILABLE] = available > 0 ? (uint64_t)available : 0;
     if (st->max_total && tokens > 0) {
         int64_t n = (int64_t)st->max_total;
         tokens = (n < tokens ? n : tokens);
@@ -735,7 +801,7 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
             in->own_budget && o->memory_per_rank == 0 ? "mem_fraction_static" : "memory_per_rank";
         return fail(diag, kvshard_profile__about_budget, KVSHARD_ENOBLOCK, "not_enough_memory",
                     "%lld bytes are left for the token pool, %llu bytes a token: no token fits",
-                    (long long)available, (unsigned long long)st->cell);
+                    (long long)available, (unsigned long long)st->binding_cell);
     }
     uint64_t T = (uint64_t)tokens;
     /* SGLang's estimate, clamped before it becomes an integer (a context
@@ -836,6 +902,7 @@ static size_t figures(kvshard_figure *out, size_t cap, const kvshard_profile__vi
     kvshard_profile__fig_uint(&f, "split_layers_per_rank", st->split, st->layers);
     kvshard_profile__fig_text(&f, "kv_cache_dtype", kv_dtype_name(st->kv_dtype));
     kvshard_profile__fig_uint(&f, "indexer_bytes", pool && st->dsa, slots * st->index_token);
+    kvshard_profile__fig_uint(&f, "pp_size", true, st->stages);
     return f.count;
 }
 
@@ -892,6 +959,38 @@ static void gb(char *buf, size_t cap, uint64_t bytes)
     kvshard_profile__gib(buf, cap, bytes);
 }
 
+/* The tokens one stage's pool would hold on its own, before the engine
+ * takes the fewest over the stages. */
+static uint64_t stage_tokens(const kvshard_sglang__state *st, const kvshard__capacity *c,
+                             uint32_t stage)
+{
+    uint64_t cell = st->cell / st->layers * st->stage_layers[stage];
+    uint64_t tokens = c->notes[NOTE_AVAILABLE] / cell;
+    tokens -= tokens % st->page;
+    if (st->max_total && st->max_total < tokens)
+        tokens = st->max_total - st->max_total % st->page;
+    return tokens;
+}
+
+/* One line a stage: its layers, its bytes a token and the tokens it would
+ * hold alone; the engine runs every stage with the fewest. */
+static void write_stages(const kvshard__printer *p, const kvshard_sglang__state *st,
+                         const kvshard__capacity *c)
+{
+    uint32_t first = 0;
+    for (uint32_t s = 0; st->stages > 1 && s < st->stages; s++) {
+        uint32_t n = st->stage_layers[s];
+        kvshard_format__printf(p,
+                               "           stage %u: layers %u-%u, %llu bytes a token, %llu "
+                               "tokens%s\n",
+                               s, first, first + n - 1,
+                               (unsigned long long)(st->cell / st->layers * n),
+                               (unsigned long long)stage_tokens(st, c, s),
+                               s == st->binding_stage ? " (binds: every stage runs with it)" : "");
+        first += n;
+    }
+}
+
 static void write_capacity(const kvshard__printer *p, const kvshard_profile__view *v)
 {
     const kvshard_sglang__state *st = state_of(v->state);
@@ -937,6 +1036,7 @@ static void write_capacity(const kvshard__printer *p, const kvshard_profile__vie
                            "max_running_requests=%llu, context_len=%u\n",
                            (unsigned long long)c->max_tokens, (unsigned long long)c->max_seqs,
                            st->context);
+    write_stages(p, st, c);
 }
 
 static void report_rows(const kvshard__printer *p, const kvshard_profile__view *v, bool tail)
@@ -1035,14 +1135,11 @@ const kvshard__profile kvshard_profile__sglang = {
     .defaults.block_size = 1,
     .defaults.max_seqs = 256,
     .defaults.ownership = KVSHARD_OWNERSHIP_CONTIGUOUS,
-    .defaults.pp_rule = KVSHARD_PP_RULE_VLLM,
+    .defaults.pp_rule = KVSHARD_PP_RULE_SGLANG,
     .defaults.rank_layout = KVSHARD_RANK_LAYOUT_SGLANG,
     .device.total_input = "device_memory_free", /* a fresh GPU: all of it is free */
     .device.utilization_input = "mem_fraction_static",
     .device.fill_input = "non_kv_memory",
-    .stages.refusal = "engine_unsupported",
-    .stages.why = "pipeline stages are not covered yet",
-    .stages.flag = "--pp-size",
     .dialect.aliases = aliases,
     .dialect.inputs = inputs,
     .dialect.flag_style = KVSHARD_PROFILE__ARGPARSE,
