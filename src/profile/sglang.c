@@ -733,7 +733,8 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
     const kvshard_sglang__state *st = state_of(in->state);
     const kvshard_options *o = in->options;
     uint64_t p = st->page;
-    /* With stages each stage's ranks keep their own bytes a block. */
+    /* One figure for every rank: with stages the ranks keep kvshard's own
+     * bytes a block of their stage. */
     c->has_bytes_per_block = st->stages == 1;
     c->bytes_per_block = p * st->cell;
     c->has_max_seqs = true;
