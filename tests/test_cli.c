@@ -1433,13 +1433,13 @@ static void test_engine_flag_errors(void **state)
                        "to 0.28.0\n");
     r = cli("plan '%s' --engine=sglang --pp-size 2 --tp-size 2", NEMOTRON_MODEL);
     assert_invalid(&r, "command line --pp-size: sglang profile: engine_unsupported: --pp-size 2: "
-                       "pipeline stages are not covered yet\n");
+                       "pipeline stages of a model with state layers are not covered yet\n");
     /* The engine's world is tp x P: without a world or --tp-size, tp is 1
      * and the world 2, so the stages are refused as stages, not as a world
      * of one rank. */
     r = cli("plan '%s' --engine=sglang --pp-size 2", NEMOTRON_MODEL);
     assert_invalid(&r, "command line --pp-size: sglang profile: engine_unsupported: --pp-size 2: "
-                       "pipeline stages are not covered yet\n");
+                       "pipeline stages of a model with state layers are not covered yet\n");
     /* vLLM's world is T x P x D, T 1 without a world or --tensor-parallel-size. */
     r = cli("plan '%s' --engine=vllm --pipeline-parallel-size 2", NEMOTRON_MODEL);
     assert_int_equal(r.status, 0);

@@ -540,7 +540,7 @@ static void test_settings_set_rejects(void **state)
     assert_int_equal(info.type, KVSHARD_SETTING_FRACTION);
     assert_string_equal(info.default_value, "0.8");
     assert_int_equal(kvshard_setting_find(&info, "world_size"), KVSHARD_EUNKNOWNKEY);
-    assert_int_equal(kvshard_setting_count(), 42);
+    assert_int_equal(kvshard_setting_count(), 43);
     kvshard_settings_free(s);
 }
 
@@ -635,7 +635,7 @@ static void test_flag_table(void **state)
     assert_int_equal(flag_count(KVSHARD_ENGINE_KVSHARD), 37);
     assert_int_equal(flag_count(KVSHARD_ENGINE_XLLM), 37);
     assert_int_equal(flag_count(KVSHARD_ENGINE_VLLM), 49);
-    assert_int_equal(flag_count(KVSHARD_ENGINE_SGLANG), 49);
+    assert_int_equal(flag_count(KVSHARD_ENGINE_SGLANG), 50);
     kvshard_flag_info f = KVSHARD_FLAG_INFO_INIT;
     assert_int_equal(kvshard_flag_info_at(&f, KVSHARD_ENGINE_KVSHARD, 0), KVSHARD_OK);
     assert_string_equal(f.name, "world_size");
@@ -676,7 +676,7 @@ static void test_flag_table(void **state)
     assert_false(f.read);
     assert_int_equal(f.reader, KVSHARD_ENGINE_XLLM);
     assert_string_equal(f.doc, "a release, 0.10.0 to 0.11.0");
-    assert_int_equal(kvshard_flag_info_at(&f, KVSHARD_ENGINE_SGLANG, 49), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_flag_info_at(&f, KVSHARD_ENGINE_SGLANG, 50), KVSHARD_EINVAL);
     assert_int_equal(kvshard_flag_info_at(&f, (kvshard_engine)4, 0), KVSHARD_EINVAL);
 }
 

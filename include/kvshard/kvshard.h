@@ -1335,7 +1335,10 @@ typedef enum kvshard_warning_code {
     /** context_length is longer than the model's max_position_embeddings
      *  (the text config's first): the model was not trained that far. The
      *  plan is made all the same. */
-    KVSHARD_WARN_CONTEXT_BEYOND_MODEL = 21
+    KVSHARD_WARN_CONTEXT_BEYOND_MODEL = 21,
+    /** sglang: a DSA model runs with pages of 64 tokens whatever
+     *  --page-size asks. */
+    KVSHARD_WARN_ENGINE_PAGE_SIZE_OVERRIDDEN = 22
 } kvshard_warning_code;
 
 /** Machine-readable name of a warning code ("split_disabled", ...);

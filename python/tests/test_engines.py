@@ -356,6 +356,9 @@ def test_the_qwen3_5_9b_sglang_example_by_hand(qwen9: kvshard.Plan) -> None:
         "context_len": 262_144,
         "layer_split": False,
         "split_layers_per_rank": None,
+        "kv_cache_dtype": "bfloat16",
+        "indexer_bytes": None,  # a DSA model's
+        "pp_size": 1,
     }
     assert 187 * 24 * 24_576 == 110_297_088 and 187 * 24 * 1_048_576 == 4_706_009_088
     assert 327_311 * 2 * 256 * 8 * 2 == 2_681_331_712

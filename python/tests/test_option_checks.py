@@ -547,6 +547,7 @@ def test_the_setting_rows_are_the_library_s() -> None:
         ("multimodal", F, 0, 1, *["whether the config has vision_config"] * 2, s),
         ("enable_unified_memory", F, 0, 1, False, "false", s),
         ("enable_hierarchical_cache", F, 0, 1, False, "false", s),
+        ("device_compute_capability", D, 0, 100, "none", "none", s),
     ]
     # kvshard_setting_find answers each key with the row kvshard_setting_info_at gave.
     assert [kvshard.setting_info(s.key) for s in SETTINGS] == list(SETTINGS)

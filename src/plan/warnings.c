@@ -350,6 +350,7 @@ const char *kvshard_warning_name(kvshard_warning_code code)
     case KVSHARD_WARN_WEIGHTS_TOTAL_SIZE_MISMATCH: return "weights_total_size_mismatch";
     case KVSHARD_WARN_WEIGHTS_UNKNOWN_TENSORS: return "weights_unknown_tensors";
     case KVSHARD_WARN_CONTEXT_BEYOND_MODEL: return "context_beyond_model";
+    case KVSHARD_WARN_ENGINE_PAGE_SIZE_OVERRIDDEN: return "engine_page_size_overridden";
     default: return "unknown";
     }
 }

@@ -31,9 +31,20 @@ static const kvshard_profile__versions versions = {"0.5.21", KVSHARD_V(0, 5, 9),
 static const kvshard_versions__v V_DRAFT_STATE =
     KVSHARD_V(0, 5, 13); /* speculation with state; lazy */
 static const kvshard_versions__v V_EXTRA_BUFFER = KVSHARD_V(0, 5, 14); /* auto: extra_buffer */
-static const kvshard_versions__v V_0_5_17 = KVSHARD_V(0, 5, 17);       /* K + 1 slots; 100 MiB; R */
+static const kvshard_versions__v V_0_5_17 = KVSHARD_V(0, 5, 17);       /* K + 1 slots; 100 MiB */
+/* --max-running-requests capped by the engine's estimate, then by half the
+ * tokens instead. */
+static const kvshard_versions__v V_REQUESTS_CAPPED = KVSHARD_V(0, 5, 10);
+static const kvshard_versions__v V_REQUESTS_BY_TOKENS = KVSHARD_V(0, 5, 14);
 
 #define GIB 1073741824.0
+
+/* A DSA model on a CUDA GPU: the page the engine forces, the bytes it
+ * stores for an fp8 latent of 576 values, and the compute capability from
+ * which `auto` KV is fp8. */
+#define DSA_PAGE 64u
+#define DSA_FP8_LATENT 656u
+#define BLACKWELL_MAJOR 10.0
 
 /* ---- inputs -------------------------------------------------------------------------- */
 
@@ -58,6 +69,7 @@ enum {
     IN_MULTIMODAL,
     IN_UNIFIED_MEMORY,
     IN_HIERARCHICAL,
+    IN_CAPABILITY,
 };
 
 enum { S_AUTO, S_NO_BUFFER, S_EXTRA_BUFFER, S_EXTRA_BUFFER_LAZY };
@@ -154,6 +166,11 @@ static const kvshard_profile__input inputs[] = {
                           NULL},
                          NO_VALUE,
                          NULL},
+    /* X.Y of the GPU: the KV dtype `auto` of a DSA model depends on it. */
+    [IN_CAPABILITY] = {{"device_compute_capability", KVSHARD__VT_DECIMAL, 0, 100, R, false, NULL,
+                        NULL},
+                       NO_VALUE,
+                       "none"},
     {{NULL, KVSHARD__VT_U32, 0, 0, 0, false, NULL, NULL}, NO_VALUE, NULL},
 };
 #undef R
@@ -181,7 +198,7 @@ static const char *const ignored_options[] = {"num_speculative_tokens", NULL};
 /* ---- what settling works out --------------------------------------------------------- */
 
 /* Notes the capacity keeps for the wording and warnings. */
-enum { NOTE_PROFILED_TOKENS, NOTE_REQUESTS_BEFORE_STATE, NOTE_ESTIMATE };
+enum { NOTE_PROFILED_TOKENS, NOTE_REQUESTS_BEFORE_STATE, NOTE_ESTIMATE, NOTE_AVAILABLE };
 
 static const kvshard_sglang__state *state_of(const kvshard_profile__state *s)
 {
@@ -379,9 +396,97 @@ static int ssm_dtype_of(kvshard_dtype *out, const kvshard_profile__settling *s,
     return KVSHARD_OK;
 }
 
+static int partition(uint32_t *counts, uint32_t layers, uint32_t stages, kvshard_error *err);
+
+/* Pipeline stages: each holds its own layers and sizes its pool from them,
+ * so the stage with the most full-attention layers holds the fewest tokens
+ * and the engine runs every stage with that count. Covered for models
+ * whose layers all keep KV and have no state. */
+static int settle_stages(const kvshard_profile__settling *s, kvshard_sglang__state *st,
+                         kvshard_diag__ctx *diag)
+{
+    const kvshard__model_info *m = s->model;
+    const kvshard_options *o = s->options;
+    uint32_t P = o->pp_size ? o->pp_size : 1;
+    st->stages = 1;
+    st->stage_layers[0] = st->layers;
+    if (P <= 1)
+        return KVSHARD_OK;
+    diag->option = "pp_size";
+    if (st->spec > 0)
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE, "pp_speculative_refused",
+                    "--pp-size %u with --speculative-num-draft-tokens %u: SGLang refuses pipeline "
+                    "stages with speculative decoding",
+                    P, st->spec);
+    const char *uncovered = st->has_state ? "a model with state layers"
+                            : st->split   ? "the DSA layer split"
+                            : m->count[KVSHARD_LAYER_FULL_ATTENTION] != m->num_layers
+                                ? "a model with layers that keep no cache"
+                                : NULL;
+    if (uncovered)
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE, "engine_unsupported",
+                    "--pp-size %u: pipeline stages of %s are not covered yet", P, uncovered);
+    /* A partition that does not fit the layers is the options' own
+     * refusal, after settling: the stages are then left at one. */
+    if (P > m->num_layers || P > KVSHARD_MAX_PP_PARTITION)
+        return KVSHARD_OK;
+    if (o->pp_partition_count == P) {
+        uint64_t sum = 0;
+        for (uint32_t i = 0; i < P; i++)
+            sum += o->pp_partition[i];
+        if (sum != m->num_layers)
+            return KVSHARD_OK;
+        memcpy(st->stage_layers, o->pp_partition, P * sizeof *st->stage_layers);
+    } else if (o->pp_partition_rule == KVSHARD_PP_RULE_SGLANG) {
+        partition(st->stage_layers, m->num_layers, P, NULL);
+    } else {
+        diag->option = "pp_partition_rule";
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE, "engine_unsupported",
+                    "pp_partition_rule is another engine's cut: SGLang cuts its stages by its own "
+                    "rule (sglang) or as SGLANG_PP_LAYER_PARTITION says; give the stages as "
+                    "pp_partition");
+    }
+    st->stages = P;
+    for (uint32_t i = 0; i < P; i++)
+        if (st->stage_layers[i] > st->stage_layers[st->binding_stage])
+            st->binding_stage = i;
+    st->layers = st->stage_layers[0];
+    diag->option = NULL;
+    return KVSHARD_OK;
+}
+
 static bool has_budget_inputs(const kvshard_profile__settling *s)
 {
     return s->options->memory_per_rank > 0 || s->inputs[IN_DEVICE_FREE].u > 0;
+}
+
+/* The KV dtype the engine runs. `auto` is the model dtype, with float32
+ * and fp8 configs run as bfloat16; a DSA model's `auto` is fp8_e4m3 on
+ * Blackwell (compute capability 10.0 and above) and bfloat16 below. One
+ * byte for the fp8 words, no scales (the dtypes the engine has no word for
+ * are refused with the coverage). */
+static int kv_dtype_of(kvshard_dtype *out, const kvshard_profile__settling *s,
+                       const kvshard_sglang__state *st, kvshard_diag__ctx *diag)
+{
+    const kvshard__model_info *m = s->model;
+    kvshard_dtype kv = s->options->kv_cache_dtype;
+    if (kv == KVSHARD_DTYPE_AUTO && st->dsa) {
+        double capability = s->inputs[IN_CAPABILITY].d;
+        if (!(capability > 0.0)) {
+            diag->option = "device_compute_capability";
+            return fail(diag, kvshard_profile__about_engine, KVSHARD_EMISSING,
+                        "engine_input_missing",
+                        "a DSA model's --kv-cache-dtype auto is fp8_e4m3 on GPUs of compute "
+                        "capability 10.0 and above and bfloat16 below: give "
+                        "--device_compute_capability (9.0 for H100, 10.0 for B200)");
+        }
+        kv = floor(capability) >= BLACKWELL_MAJOR ? KVSHARD_DTYPE_FP8 : KVSHARD_DTYPE_BF16;
+    } else if (kv == KVSHARD_DTYPE_AUTO) {
+        kv = m->dtype == KVSHARD_DTYPE_FP32 || m->dtype == KVSHARD_DTYPE_FP8 ? KVSHARD_DTYPE_BF16
+                                                                             : m->dtype;
+    }
+    *out = kv;
+    return KVSHARD_OK;
 }
 
 static int settle(kvshard_profile__settling *s, kvshard_diag__ctx *diag)
@@ -404,7 +509,9 @@ static int settle(kvshard_profile__settling *s, kvshard_diag__ctx *diag)
     st->has_state = m->num_state > 0;
     st->mla = m->attention == KVSHARD_ATTENTION_MLA;
     st->dsa = st->mla && m->has_indexer;
-    st->page = s->given->block_size ? s->given->block_size : PROFILE->defaults.block_size;
+    st->page_asked = s->given->block_size;
+    /* The engine runs a DSA model with its own page, whatever is asked. */
+    st->page = st->dsa ? DSA_PAGE : st->page_asked ? st->page_asked : PROFILE->defaults.block_size;
     st->spec = (uint32_t)s->inputs[IN_DRAFT].u;
     st->requested = s->given->max_seqs;
     st->mamba_size = s->inputs[IN_MAMBA_SIZE].u;
@@ -442,26 +549,39 @@ static int settle(kvshard_profile__settling *s, kvshard_diag__ctx *diag)
         return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE, "engine_unsupported",
                     "%s is not covered yet", uncovered);
     }
-    /* Bytes per token: the model dtype, float32 and fp8 configs run as
-     * bfloat16; one byte for the fp8 words, no scales. */
-    kvshard_dtype kv = o->kv_cache_dtype;
-    if (kv == KVSHARD_DTYPE_AUTO)
-        kv = m->dtype == KVSHARD_DTYPE_FP32 || m->dtype == KVSHARD_DTYPE_FP8 ? KVSHARD_DTYPE_BF16
-                                                                             : m->dtype;
-    uint64_t kvb = kvshard_dtype__bytes(kv);
+    if (has_budget_inputs(s) && st->context == 0) {
+        diag->option = "context_length";
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EMISSING, "engine_input_missing",
+                    "the engine's context length is the config's max_position_embeddings, "
+                    "which it does not give: give --context-length");
+    }
+    if ((rc = kv_dtype_of(&st->kv_dtype, s, st, diag)) != 0)
+        return rc;
+    if ((rc = settle_stages(s, st, diag)) != 0)
+        return rc;
+    uint64_t kvb = kvshard_dtype__bytes(st->kv_dtype);
     kvshard__calc c = {false, false, false};
     if (st->mla) {
         uint64_t latent =
             kvshard__calc_mul(&c, (uint64_t)m->kv_lora_rank + m->qk_rope_head_dim, kvb);
         uint64_t index = st->dsa ? (uint64_t)m->index_head_dim + (m->index_head_dim / 128) * 4 : 0;
         st->cell = kvshard__calc_mul(&c, kvshard__calc_add(&c, latent, index), st->layers);
-        st->pool_token = kvshard__calc_mul(&c, st->dsa && kvb == 1 ? 656 : latent, st->layers);
+        st->index_token = kvshard__calc_mul(&c, index, st->layers);
+        /* fp8 DSA latents are counted as 576 bytes but stored as 656 (the
+         * fp8 values with their scales); the engine's KV size adds the
+         * indexer buffers. */
+        st->pool_token = kvshard__calc_add(
+            &c, kvshard__calc_mul(&c, st->dsa && kvb == 1 ? DSA_FP8_LATENT : latent, st->layers),
+            st->index_token);
     } else {
         uint64_t h = m->full.heads / T ? m->full.heads / T : 1;
         st->k_token = kvshard__calc_mul(&c, kvshard__calc_mul(&c, h, m->full.k_dim),
                                         kvshard__calc_mul(&c, st->layers, kvb));
         st->cell = kvshard__calc_mul(&c, 2, st->k_token);
     }
+    /* A pool's bytes are its layers' times one layer's. */
+    st->binding_cell =
+        kvshard__calc_mul(&c, st->cell / st->layers, st->stage_layers[st->binding_stage]);
     if (st->has_state) {
         if ((rc = ssm_dtype_of(&st->ssm_dtype, s, diag)) != 0)
             return rc;
@@ -496,18 +616,10 @@ static int settle(kvshard_profile__settling *s, kvshard_diag__ctx *diag)
         return fail(diag, kvshard_profile__about_block, KVSHARD_EOVERFLOW, "engine_unsupported",
                     "the engine's pool bytes overflow 64 bits");
     }
-    if (has_budget_inputs(s)) {
-        if (st->context == 0) {
-            diag->option = "context_length";
-            return fail(diag, kvshard_profile__about_engine, KVSHARD_EMISSING,
-                        "engine_input_missing",
-                        "the engine's context length is the config's max_position_embeddings, "
-                        "which it does not give: give --context-length");
-        }
-        /* A config with a vision_config is multimodal, unless told otherwise. */
+    /* A config with a vision_config is multimodal, unless told otherwise. */
+    if (has_budget_inputs(s))
         st->multimodal = s->inputs[IN_MULTIMODAL].u != UNSET_BOOL ? s->inputs[IN_MULTIMODAL].u != 0
                                                                   : m->multimodal;
-    }
     o->block_size = st->page;
     return KVSHARD_OK;
 }
@@ -621,7 +733,9 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
     const kvshard_sglang__state *st = state_of(in->state);
     const kvshard_options *o = in->options;
     uint64_t p = st->page;
-    c->has_bytes_per_block = true;
+    /* One figure for every rank: with stages the ranks keep kvshard's own
+     * bytes a block of their stage. */
+    c->has_bytes_per_block = st->stages == 1;
     c->bytes_per_block = p * st->cell;
     c->has_max_seqs = true;
     c->max_seqs = 0; /* null without a budget */
@@ -674,9 +788,10 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
     }
     double avail_d = trunc(rest * GIB);
     int64_t available = avail_d < -9.0e18 ? INT64_MIN / 2 : (int64_t)avail_d;
-    int64_t tokens = available > 0 ? available / (int64_t)st->cell : 0;
+    int64_t tokens = available > 0 ? available / (int64_t)st->binding_cell : 0;
     tokens -= tokens % (int64_t)p;
     c->notes[NOTE_PROFILED_TOKENS] = tokens > 0 ? (uint64_t)tokens : 0;
+    c->notes[NOTE_AVAILABLE] = available > 0 ? (uint64_t)available : 0;
     if (st->max_total && tokens > 0) {
         int64_t n = (int64_t)st->max_total;
         tokens = (n < tokens ? n : tokens);
@@ -687,7 +802,7 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
             in->own_budget && o->memory_per_rank == 0 ? "mem_fraction_static" : "memory_per_rank";
         return fail(diag, kvshard_profile__about_budget, KVSHARD_ENOBLOCK, "not_enough_memory",
                     "%lld bytes are left for the token pool, %llu bytes a token: no token fits",
-                    (long long)available, (unsigned long long)st->cell);
+                    (long long)available, (unsigned long long)st->binding_cell);
     }
     uint64_t T = (uint64_t)tokens;
     /* SGLang's estimate, clamped before it becomes an integer (a context
@@ -697,8 +812,13 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
     estimate = estimate < 2048 ? 2048 : estimate;
     uint64_t Rq;
     if (st->requested) {
-        uint64_t q = st->requested / st->dpdiv, other = st->v17 ? T / 2 : estimate;
-        Rq = q < other ? q : other;
+        /* The flag alone at first, then capped by the estimate, then by
+         * half the tokens. */
+        uint64_t q = st->requested / st->dpdiv;
+        uint64_t cap = from(st, &V_REQUESTS_BY_TOKENS) ? T / 2
+                       : from(st, &V_REQUESTS_CAPPED)  ? estimate
+                                                       : UINT64_MAX;
+        Rq = q < cap ? q : cap;
     } else {
         Rq = estimate < T / 2 ? estimate : T / 2;
     }
@@ -746,6 +866,13 @@ static const char *strategy_name(int strategy)
     return strategy_words[strategy].text;
 }
 
+/* The engine's word for the KV dtype it runs: its one-byte default is
+ * fp8_e4m3. */
+static const char *kv_dtype_name(kvshard_dtype kv)
+{
+    return kv == KVSHARD_DTYPE_FP8 ? "fp8_e4m3" : kvshard_dtype_name(kv);
+}
+
 static size_t figures(kvshard_figure *out, size_t cap, const kvshard_profile__view *v)
 {
     const kvshard_sglang__state *st = state_of(v->state);
@@ -774,6 +901,9 @@ static size_t figures(kvshard_figure *out, size_t cap, const kvshard_profile__vi
     kvshard_profile__fig_uint(&f, "context_len", st->context > 0, st->context);
     kvshard_profile__fig_bool(&f, "layer_split", st->split);
     kvshard_profile__fig_uint(&f, "split_layers_per_rank", st->split, st->layers);
+    kvshard_profile__fig_text(&f, "kv_cache_dtype", kv_dtype_name(st->kv_dtype));
+    kvshard_profile__fig_uint(&f, "indexer_bytes", pool && st->dsa, slots * st->index_token);
+    kvshard_profile__fig_uint(&f, "pp_size", true, st->stages);
     return f.count;
 }
 
@@ -782,6 +912,12 @@ static void warnings(kvshard_profile__warn_fn sink, void *ctx, const kvshard_pro
     const kvshard_sglang__state *st = state_of(v->state);
     const kvshard__capacity *c = v->capacity;
     char message[240];
+    if (st->dsa && st->page_asked && st->page_asked != st->page) {
+        snprintf(message, sizeof message,
+                 "--page-size %u: the engine runs a DSA model with pages of %u tokens", st->page_asked,
+                 st->page);
+        sink(ctx, KVSHARD_WARN_ENGINE_PAGE_SIZE_OVERRIDDEN, message);
+    }
     if (!c->has_num_blocks)
         return;
     if (st->max_total && st->max_total > c->notes[NOTE_PROFILED_TOKENS]) {
@@ -822,6 +958,38 @@ static void unreachable(char *buf, size_t cap, const kvshard_profile__view *v)
 static void gb(char *buf, size_t cap, uint64_t bytes)
 {
     kvshard_profile__gib(buf, cap, bytes);
+}
+
+/* The tokens one stage's pool would hold on its own, before the engine
+ * takes the fewest over the stages. */
+static uint64_t stage_tokens(const kvshard_sglang__state *st, const kvshard__capacity *c,
+                             uint32_t stage)
+{
+    uint64_t cell = st->cell / st->layers * st->stage_layers[stage];
+    uint64_t tokens = c->notes[NOTE_AVAILABLE] / cell;
+    tokens -= tokens % st->page;
+    if (st->max_total && st->max_total < tokens)
+        tokens = st->max_total - st->max_total % st->page;
+    return tokens;
+}
+
+/* One line a stage: its layers, its bytes a token and the tokens it would
+ * hold alone; the engine runs every stage with the fewest. */
+static void write_stages(const kvshard__printer *p, const kvshard_sglang__state *st,
+                         const kvshard__capacity *c)
+{
+    uint32_t first = 0;
+    for (uint32_t s = 0; st->stages > 1 && s < st->stages; s++) {
+        uint32_t n = st->stage_layers[s];
+        kvshard_format__printf(p,
+                               "           stage %u: layers %u-%u, %llu bytes a token, %llu "
+                               "tokens%s\n",
+                               s, first, first + n - 1,
+                               (unsigned long long)(st->cell / st->layers * n),
+                               (unsigned long long)stage_tokens(st, c, s),
+                               s == st->binding_stage ? " (binds: every stage runs with it)" : "");
+        first += n;
+    }
 }
 
 static void write_capacity(const kvshard__printer *p, const kvshard_profile__view *v)
@@ -869,6 +1037,7 @@ static void write_capacity(const kvshard__printer *p, const kvshard_profile__vie
                            "max_running_requests=%llu, context_len=%u\n",
                            (unsigned long long)c->max_tokens, (unsigned long long)c->max_seqs,
                            st->context);
+    write_stages(p, st, c);
 }
 
 static void report_rows(const kvshard__printer *p, const kvshard_profile__view *v, bool tail)
@@ -967,14 +1136,11 @@ const kvshard__profile kvshard_profile__sglang = {
     .defaults.block_size = 1,
     .defaults.max_seqs = 256,
     .defaults.ownership = KVSHARD_OWNERSHIP_CONTIGUOUS,
-    .defaults.pp_rule = KVSHARD_PP_RULE_VLLM,
+    .defaults.pp_rule = KVSHARD_PP_RULE_SGLANG,
     .defaults.rank_layout = KVSHARD_RANK_LAYOUT_SGLANG,
     .device.total_input = "device_memory_free", /* a fresh GPU: all of it is free */
     .device.utilization_input = "mem_fraction_static",
     .device.fill_input = "non_kv_memory",
-    .stages.refusal = "engine_unsupported",
-    .stages.why = "pipeline stages are not covered yet",
-    .stages.flag = "--pp-size",
     .dialect.aliases = aliases,
     .dialect.inputs = inputs,
     .dialect.flag_style = KVSHARD_PROFILE__ARGPARSE,

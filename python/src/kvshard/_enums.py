@@ -271,6 +271,9 @@ class WarningCode(enum.IntEnum):
     WEIGHTS_UNKNOWN_TENSORS = 20
     #: context_length is longer than the model's max_position_embeddings.
     CONTEXT_BEYOND_MODEL = 21
+    #: sglang: a DSA model runs with pages of 64 tokens whatever page_size
+    #: asks.
+    ENGINE_PAGE_SIZE_OVERRIDDEN = 22
 
     @property
     def label(self) -> str:
