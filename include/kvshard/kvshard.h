@@ -385,7 +385,9 @@ typedef enum kvshard_engine {
     /** Predict what vLLM's V1 engine allocates on one GPU. */
     KVSHARD_ENGINE_VLLM = 2,
     /** Predict SGLang's memory pools on one GPU. */
-    KVSHARD_ENGINE_SGLANG = 3
+    KVSHARD_ENGINE_SGLANG = 3,
+    /** Predict TensorRT-LLM's (PyTorch backend) paged KV cache on one GPU. */
+    KVSHARD_ENGINE_TRTLLM = 4
 } kvshard_engine;
 
 /* ------------------------------------------------------------------------ */
@@ -1335,7 +1337,10 @@ typedef enum kvshard_warning_code {
     /** context_length is longer than the model's max_position_embeddings
      *  (the text config's first): the model was not trained that far. The
      *  plan is made all the same. */
-    KVSHARD_WARN_CONTEXT_BEYOND_MODEL = 21
+    KVSHARD_WARN_CONTEXT_BEYOND_MODEL = 21,
+    /** trtllm: max_seq_len is above the tokens of the pool: the engine
+     *  reduces the attention window and max_seq_len to them. */
+    KVSHARD_WARN_ENGINE_WINDOW_REDUCED = 22
 } kvshard_warning_code;
 
 /** Machine-readable name of a warning code ("split_disabled", ...);

@@ -344,6 +344,7 @@ const char *kvshard_warning_name(kvshard_warning_code code)
     case KVSHARD_WARN_WEIGHTS_TOTAL_SIZE_MISMATCH: return "weights_total_size_mismatch";
     case KVSHARD_WARN_WEIGHTS_UNKNOWN_TENSORS: return "weights_unknown_tensors";
     case KVSHARD_WARN_CONTEXT_BEYOND_MODEL: return "context_beyond_model";
+    case KVSHARD_WARN_ENGINE_WINDOW_REDUCED: return "engine_window_reduced";
     default: return "unknown";
     }
 }
