@@ -96,9 +96,10 @@ static const kvshard_profile__input inputs[] = {
                         NULL, NULL},
                        NO_VALUE,
                        "none"},
+    /* UINT64_MAX is "not given"; the engine's 0 means the same. */
     [IN_MAX_GPU_BYTES] = {{"kv_cache_config.max_gpu_total_bytes", KVSHARD__VT_BYTES, 0,
-                           UINT64_MAX, R, true, NULL, NULL},
-                          NO_VALUE,
+                           UINT64_MAX - 1, R, false, NULL, NULL},
+                          {UINT64_MAX, 0.0, NULL, 0},
                           "none"},
     /* Read so that it is refused, never skipped. */
     [IN_WINDOWS] = {{"kv_cache_config.max_attention_window", KVSHARD__VT_TEXT, 0, 0, R, true,
@@ -408,7 +409,7 @@ static int estimate_of(estimate *e, const kvshard_options *o, const kvshard_valu
         mem = (int64_t)(m * c);
     e->tokens = mem > 0 ? (uint64_t)mem / c : 0;
     uint64_t g = in[IN_MAX_GPU_BYTES].u;
-    if (g > 0 && mem > 0 && (uint64_t)mem > g)
+    if (g > 0 && g != UINT64_MAX && mem > 0 && (uint64_t)mem > g)
         mem = (int64_t)g;
     if (mem <= 0 || e->tokens == 0) {
         diag->option = o->memory_per_rank ? "memory_per_rank" : e->available > 0 && m
@@ -659,32 +660,6 @@ static void report_rows(const kvshard__printer *p, const kvshard_profile__view *
     kvshard_format__row_end(p);
 }
 
-/* The layout as trtllm-serve's command line; the engine has no layerwise
- * split, no stages here yet, and no DP without attention DP. */
-static int recommend(char *buf, size_t cap, const kvshard_profile__layout *l, bool env)
-{
-    size_t used = 0;
-    if (cap)
-        buf[0] = '\0';
-    if (l->split > 1 || l->pp > 1 || l->drafts)
-        return KVSHARD_EUNSUPPORTED;
-    if (env)
-        return 0;
-    kvshard_profile__arg(buf, cap, &used, "--tp_size=%u", l->dp * l->tp);
-    if (l->dp > 1)
-        kvshard_profile__arg(buf, cap, &used, "--enable_attention_dp");
-    if (l->expert_parallel)
-        kvshard_profile__arg(buf, cap, &used, "--ep_size=%u", l->dp * l->tp);
-    if (l->fp8_kv)
-        kvshard_profile__arg(buf, cap, &used, "--kv_cache_config.dtype=fp8");
-    if (l->context_length) {
-        kvshard_profile__arg(buf, cap, &used, "--max_seq_len=%u", l->context_length);
-        kvshard_profile__arg(buf, cap, &used, "--max_batch_size=%llu",
-                             (unsigned long long)(l->dp * l->seqs_per_replica));
-    }
-    return (int)used;
-}
-
 /* ---- stages and ranks ---------------------------------------------------------------- */
 
 /* TensorRT-LLM gives the extra layers to the first stages. */
@@ -725,7 +700,6 @@ const kvshard__profile kvshard_profile__trtllm = {
     .dialect.aliases = aliases,
     .dialect.inputs = inputs,
     .dialect.flag_style = KVSHARD_PROFILE__ARGPARSE,
-    .dialect.recommend = recommend,
     .versions = &versions,
     .counting.counts_draft_layers = false,
     .counting.ranks_by_balanced = false,
