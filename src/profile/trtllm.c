@@ -185,15 +185,15 @@ static int check_coverage(const kvshard_profile__settling *s, kvshard_diag__ctx 
     const kvshard__model_info *m = s->model;
     const kvshard_options *o = s->options;
     const kvshard_value *in = s->inputs;
-    uint8_t kind = kvshard_profile__unplanned_kind(m, covered_kinds);
-    if (kind != KVSHARD__KIND_COUNT) {
-        char what[160];
-        snprintf(what, sizeof what, "%s layers (%u of %u)",
-                 kvshard_layer_kind_name((kvshard_layer_kind)kind), m->count[kind], m->num_layers);
-        return unsupported(diag, "engine", what);
-    }
     if (m->num_state > 0)
         return unsupported(diag, "engine", "a model with state layers (the Mamba hybrid manager)");
+    uint8_t kind = kvshard_profile__unplanned_kind(m, covered_kinds);
+    diag->option = "engine";
+    if (kind != KVSHARD__KIND_COUNT)
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE, "engine_unsupported",
+                    "%s layers (%u of %u) are not covered yet",
+                    kvshard_layer_kind_name((kvshard_layer_kind)kind), m->count[kind],
+                    m->num_layers);
     if (m->attention == KVSHARD_ATTENTION_MLA && m->has_indexer)
         return unsupported(diag, "engine", "a DSA model (indexer keys)");
     if (in[IN_BACKEND].u != B_PYTORCH)
@@ -234,23 +234,25 @@ static int check_coverage(const kvshard_profile__settling *s, kvshard_diag__ctx 
     return KVSHARD_OK;
 }
 
-/* The engine's world is tp ranks; with attention DP each keeps every KV
- * head, which kvshard's layout says as tp data-parallel ranks of one. */
+/* The engine's world is tp ranks on each of pp stages; with attention DP
+ * each rank keeps every KV head, which kvshard's layout says as tp
+ * data-parallel ranks of one. */
 static int settle_world(kvshard_profile__settling *s, kvshard_trtllm__state *st,
                         kvshard_diag__ctx *diag)
 {
     kvshard_options *o = s->options;
-    uint64_t tp = s->inputs[IN_TP].u;
+    uint64_t tp = s->inputs[IN_TP].u, P = o->pp_size ? o->pp_size : 1;
     bool world_given = s->given->world_size != 1;
     if (!tp)
-        tp = world_given ? o->world_size : 1;
+        tp = world_given ? o->world_size / P : 1;
+    uint64_t world = tp * P;
     diag->option = "tp_size";
-    if (s->inputs[IN_TP].u && world_given && s->given->world_size != tp)
+    if (world_given && s->given->world_size != world)
         return kvshard_error__fail(diag->err, KVSHARD_EPARALLEL, "", kvshard_error__no_mark,
                                    "trtllm profile: world: world_size %u is not the engine's "
-                                   "%llu ranks (--tp_size %llu x --pp_size 1)",
-                                   s->given->world_size, (unsigned long long)tp,
-                                   (unsigned long long)tp);
+                                   "%llu ranks (--tp_size %llu x --pp_size %llu)",
+                                   s->given->world_size, (unsigned long long)world,
+                                   (unsigned long long)tp, (unsigned long long)P);
     diag->option = "dp_size";
     if (s->given->dp_size > 1)
         return kvshard_error__fail(diag->err, KVSHARD_EPARALLEL, "", kvshard_error__no_mark,
@@ -258,10 +260,12 @@ static int settle_world(kvshard_profile__settling *s, kvshard_trtllm__state *st,
                                    "--enable_attention_dp",
                                    s->given->dp_size);
     diag->option = NULL;
-    o->world_size = (uint32_t)tp;
     bool attention_dp = s->inputs[IN_ATTENTION_DP].u != 0;
+    st->tp = attention_dp || tp == 0 ? 1 : (uint32_t)tp;
+    if (tp == 0 || world > KVSHARD_MAX_RANKS)
+        return KVSHARD_OK; /* the options' own validation refuses it */
+    o->world_size = (uint32_t)world;
     o->dp_size = attention_dp ? (uint32_t)tp : 1;
-    st->tp = attention_dp ? 1 : (uint32_t)tp;
     return KVSHARD_OK;
 }
 
