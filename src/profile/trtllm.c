@@ -52,13 +52,55 @@ enum { B_PYTORCH, B_TENSORRT, B_AUTODEPLOY };
 
 static const kvshard_value__word backend_words[] = {
     {"pytorch", B_PYTORCH}, {"tensorrt", B_TENSORRT}, {"_autodeploy", B_AUTODEPLOY}, {NULL, 0}};
-static const kvshard_value__word kv_dtype_words[] = {
-    {"auto", KVSHARD_DTYPE_AUTO}, {"fp8", KVSHARD_DTYPE_FP8}, {NULL, 0}};
-static const kvshard_value__word ssm_dtype_words[] = {{"auto", KVSHARD_DTYPE_AUTO},
-                                                      {"float32", KVSHARD_DTYPE_FP32},
-                                                      {"bfloat16", KVSHARD_DTYPE_BF16},
-                                                      {"float16", KVSHARD_DTYPE_FP16},
-                                                      {NULL, 0}};
+
+/* A list of windows: whole numbers separated by commas, with or without
+ * brackets ("128,131072", "[128,131072]"). */
+static int check_windows(const kvshard_value__def *def, const char *text, size_t len,
+                         const char *source, kvshard__mark mark, kvshard_error *err)
+{
+    size_t i = 0, end = len;
+    if (len >= 2 && text[0] == '[' && text[len - 1] == ']') {
+        i = 1;
+        end = len - 1;
+    }
+    bool digit = false, ok = i < end;
+    for (; ok && i < end; i++) {
+        if (text[i] >= '0' && text[i] <= '9')
+            digit = true;
+        else if (text[i] == ',' && digit)
+            digit = false;
+        else
+            ok = false;
+    }
+    if (ok && digit)
+        return KVSHARD_OK;
+    char shown[96];
+    kvshard_error__excerpt(shown, sizeof shown, text, len, 48);
+    return kvshard_error__fail(err, KVSHARD_ERANGE, source, mark,
+                               "engine_flag_value: %s \"%s\" is not a list of windows (whole "
+                               "numbers separated by commas, such as [128,131072])",
+                               def->name, shown);
+}
+
+/* The LLM API options file is YAML. */
+static int check_options_file(const kvshard_value__def *def, const char *text, size_t len,
+                              const char *source, kvshard__mark mark, kvshard_error *err)
+{
+    static const char *const endings[] = {".yaml", ".yml"};
+    for (size_t k = 0; k < 2; k++) {
+        size_t n = strlen(endings[k]);
+        if (len > n && memcmp(text + len - n, endings[k], n) == 0)
+            return KVSHARD_OK;
+    }
+    char shown[96];
+    kvshard_error__excerpt(shown, sizeof shown, text, len, 48);
+    return kvshard_error__fail(err, KVSHARD_ERANGE, source, mark,
+                               "engine_flag_value: %s \"%s\" is not a YAML file (.yaml or .yml)",
+                               def->name, shown);
+}
+
+static const kvshard_value__more windows_more = {check_windows, NULL};
+static const kvshard_value__more options_file_more = {check_options_file, NULL};
 
 #define R KVSHARD_ERANGE
 #define NO_VALUE                                                                                   \
@@ -103,7 +145,7 @@ static const kvshard_profile__input inputs[] = {
                           "none"},
     /* Read so that it is refused, never skipped. */
     [IN_WINDOWS] = {{"kv_cache_config.max_attention_window", KVSHARD__VT_TEXT, 0, 0, R, true,
-                     NULL, NULL},
+                     NULL, &windows_more},
                     NO_VALUE,
                     "none"},
     [IN_OVERLAP_OFF] = {{"disable_overlap_scheduler", KVSHARD__VT_BOOL, 0, 1, R, false, NULL,
@@ -113,7 +155,8 @@ static const kvshard_profile__input inputs[] = {
     [IN_BACKEND] = {{"backend", KVSHARD__VT_WORD, 0, 0, R, false, backend_words, NULL},
                     {B_PYTORCH, 0.0, NULL, 0},
                     NULL},
-    [IN_OPTIONS_FILE] = {{"extra_llm_api_options", KVSHARD__VT_TEXT, 0, 0, R, true, NULL, NULL},
+    [IN_OPTIONS_FILE] = {{"extra_llm_api_options", KVSHARD__VT_TEXT, 0, 0, R, true, NULL,
+                          &options_file_more},
                          NO_VALUE,
                          "none"},
     [IN_DEVICE_TOTAL] = {{"device_memory_total", KVSHARD__VT_BYTES, 1, UINT64_MAX, R, true, NULL,
@@ -133,15 +176,17 @@ static const kvshard_profile__input inputs[] = {
 #undef NO_VALUE
 
 /* TensorRT-LLM's names for kvshard's keys: trtllm-serve's flags and the
- * LLM API options' keys, a kv_cache_config key by its dotted name. */
+ * LLM API options' keys, a kv_cache_config key by its dotted name. The
+ * dtypes take kvshard's words, and settling refuses those the engine does
+ * not take by name. */
 static const kvshard_profile__alias aliases[] = {
     {"tensor_parallel_size", "tp_size", NULL},
     {"pipeline_parallel_size", "pp_size", NULL},
     {"max_batch_size", "max_seqs", NULL},
     {"kv_cache_config.tokens_per_block", "block_size", NULL},
-    {"kv_cache_config.dtype", "kv_cache_dtype", kv_dtype_words},
+    {"kv_cache_config.dtype", "kv_cache_dtype", NULL},
     {"kv_cache_config.free_gpu_memory_fraction", "kv_cache_free_gpu_memory_fraction", NULL},
-    {"kv_cache_config.mamba_ssm_cache_dtype", "state_dtype", ssm_dtype_words},
+    {"kv_cache_config.mamba_ssm_cache_dtype", "state_dtype", NULL},
     {"config", "extra_llm_api_options", NULL},
     {NULL, NULL, NULL},
 };

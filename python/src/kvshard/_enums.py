@@ -271,6 +271,9 @@ class WarningCode(enum.IntEnum):
     WEIGHTS_UNKNOWN_TENSORS = 20
     #: context_length is longer than the model's max_position_embeddings.
     CONTEXT_BEYOND_MODEL = 21
+    #: trtllm: max_seq_len above the pool: the engine reduces the attention
+    #: window and max_seq_len to the pool's tokens.
+    ENGINE_WINDOW_REDUCED = 22
 
     @property
     def label(self) -> str:
