@@ -13,7 +13,8 @@
 
 #define GPT_OSS "trtllm/gpt_oss_120b.json"
 #define SMOLLM "trtllm/smollm2_135m.json"
-#define QWEN_NEXT "models/qwen3_next_80b_a3b.json"
+#define NEMOTRON_H "models/nemotron_h_8b.json"
+#define QWEN35 "models/qwen3_5_9b.json"
 #define DSA "models/deepseek_v3_2.json"
 
 #define MAX_ARGS 40
@@ -384,6 +385,42 @@ static void test_without_budget(void **state)
     kvshard_plan_free(p);
 }
 
+/* A NemotronH hybrid: the Mamba hybrid manager's state pool of
+ * max_batch_size slots beside the attention layers' cache. */
+static void test_nemotron_h_hybrid(void **state)
+{
+    (void)state;
+    kvshard_plan *p;
+    /* Nemotron-H 8B: 4 attention layers of 8 KV heads x 128: c = 2 x 8 x
+     * 128 x 4 x 2 = 16384. 24 Mamba2 layers: conv 2 x (128 x 64 + 2 x 8 x
+     * 128) x 3 = 61440, temporal 2 x 128 x 64 x 128 = 2097152 (bfloat16,
+     * the model's); 2158592 a layer, 51806208 a slot, x 64 slots. */
+    PLAN(&p, NEMOTRON_H, "--engine=trtllm", "--max_batch_size=64", "--memory_per_rank=8GiB");
+    assert_int_equal(efig(p, "kv_bytes_per_token"), 16384);
+    assert_int_equal(efig(p, "state_slots"), 64);
+    assert_int_equal(efig(p, "state_bytes"), 64ull * 24 * (61440 + 2097152));
+    assert_string_equal(engine_figure(p, "ssm_dtype").text_value, "bfloat16");
+    /* mem = 8 GiB: M = 524288 tokens, 16384 blocks. */
+    assert_int_equal(efig(p, "num_blocks"), 16384);
+    assert_true(kvshard_plan_has_warning(p, KVSHARD_WARN_ENGINE_STATE_SLOTS_FIXED));
+    kvshard_figure f = KVSHARD_FIGURE_INIT;
+    assert_int_equal(kvshard_plan_capacity_figure(&f, p, "state_slots"), KVSHARD_OK);
+    assert_int_equal(f.uint_value, 64);
+    kvshard_plan_free(p);
+    /* A float32 temporal state: 4 x 128 x 64 x 128 = 4194304 a layer. */
+    PLAN(&p, NEMOTRON_H, "--engine=trtllm", "--max_batch_size=64",
+         "--kv_cache_config.mamba_ssm_cache_dtype=float32");
+    assert_int_equal(efig(p, "state_bytes"), 64ull * 24 * (61440 + 4194304));
+    kvshard_plan_free(p);
+    /* From non_kv_memory the pool is inside the peak: available =
+     * int((32 GiB - 16 GiB - 3315597312) x f32(0.9)) = int(13864271872 x
+     * 0.8999999761581421) = 12477844354. */
+    PLAN(&p, NEMOTRON_H, "--engine=trtllm", "--max_batch_size=64", "--device_memory_total=32GiB",
+         "--non_kv_memory=16GiB");
+    assert_int_equal(efig(p, "available_kv_bytes"), 12477844354ull);
+    kvshard_plan_free(p);
+}
+
 /* 1.1.0rc3 to 1.1.0, in Python's order. */
 static void test_versions(void **state)
 {
@@ -411,8 +448,10 @@ static void test_versions(void **state)
 static void test_refusals(void **state)
 {
     (void)state;
-    REFUSED(KVSHARD_EPROFILE, "trtllm profile: engine_unsupported: a model with state layers",
-            QWEN_NEXT, "--engine=trtllm");
+    REFUSED(KVSHARD_EPROFILE,
+            "trtllm profile: engine_unsupported: a model with gdn state layers other than "
+            "NemotronH and Qwen3-Next",
+            QWEN35, "--engine=trtllm");
     REFUSED(KVSHARD_EPROFILE, "trtllm profile: engine_unsupported", DSA, "--engine=trtllm");
     REFUSED(KVSHARD_EPROFILE,
             "trtllm profile: engine_unsupported: kv_cache_config.max_attention_window", GPT_OSS,
@@ -449,6 +488,7 @@ int main(void)
         cmocka_unit_test(test_caps),
         cmocka_unit_test(test_concurrency),
         cmocka_unit_test(test_without_budget),
+        cmocka_unit_test(test_nemotron_h_hybrid),
         cmocka_unit_test(test_versions),
         cmocka_unit_test(test_refusals),
     };

@@ -1340,7 +1340,10 @@ typedef enum kvshard_warning_code {
     KVSHARD_WARN_CONTEXT_BEYOND_MODEL = 21,
     /** trtllm: max_seq_len is above the tokens of the pool: the engine
      *  reduces the attention window and max_seq_len to them. */
-    KVSHARD_WARN_ENGINE_WINDOW_REDUCED = 22
+    KVSHARD_WARN_ENGINE_WINDOW_REDUCED = 22,
+    /** trtllm: a hybrid's state pool is max_batch_size slots, fixed before
+     *  the engine profiles its memory: concurrency is capped by it. */
+    KVSHARD_WARN_ENGINE_STATE_SLOTS_FIXED = 23
 } kvshard_warning_code;
 
 /** Machine-readable name of a warning code ("split_disabled", ...);

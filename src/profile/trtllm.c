@@ -222,17 +222,39 @@ static int unsupported(kvshard_diag__ctx *diag, const char *option, const char *
 
 /* The layer kinds the profile plans; a kind added to kvshard later is
  * refused here until it is named. */
-static const uint32_t covered_kinds =
-    1u << KVSHARD_LAYER_FULL_ATTENTION | 1u << KVSHARD_LAYER_SLIDING_ATTENTION;
+static const uint32_t covered_kinds = 1u << KVSHARD_LAYER_FULL_ATTENTION |
+                                      1u << KVSHARD_LAYER_SLIDING_ATTENTION |
+                                      1u << KVSHARD_LAYER_NO_CACHE;
+/* The hybrids the engine's Mamba hybrid manager runs, and their kinds. */
+static const char *const hybrid_types[] = {"nemotron_h", "qwen3_next", NULL};
+static const uint32_t hybrid_kinds = 1u << KVSHARD_LAYER_FULL_ATTENTION |
+                                     1u << KVSHARD_LAYER_LINEAR_ATTENTION |
+                                     1u << KVSHARD_LAYER_NO_CACHE;
 
 static int check_coverage(const kvshard_profile__settling *s, kvshard_diag__ctx *diag)
 {
     const kvshard__model_info *m = s->model;
     const kvshard_options *o = s->options;
     const kvshard_value *in = s->inputs;
-    if (m->num_state > 0)
-        return unsupported(diag, "engine", "a model with state layers (the Mamba hybrid manager)");
-    uint8_t kind = kvshard_profile__unplanned_kind(m, covered_kinds);
+    if (m->num_state > 0) {
+        if (!kvshard_profile__type_is(s->model_type, hybrid_types) ||
+            (m->state.kind != KVSHARD_STATE_MAMBA2 && m->state.kind != KVSHARD_STATE_GDN)) {
+            char what[160];
+            snprintf(what, sizeof what,
+                     "a model with %s state layers other than NemotronH and Qwen3-Next",
+                     kvshard_state_kind_name(m->state.kind));
+            return unsupported(diag, "engine", what);
+        }
+        if (m->attention != KVSHARD_ATTENTION_GQA || m->count[KVSHARD_LAYER_FULL_ATTENTION] == 0)
+            return unsupported(diag, "engine",
+                               "a hybrid without GQA full-attention layers");
+        if (m->dtype != KVSHARD_DTYPE_BF16 && m->dtype != KVSHARD_DTYPE_FP16)
+            return unsupported(diag, "engine",
+                               "a hybrid whose model dtype (the conv state's) is neither "
+                               "bfloat16 nor float16");
+    }
+    uint8_t kind = kvshard_profile__unplanned_kind(
+        m, m->num_state > 0 ? hybrid_kinds : covered_kinds);
     diag->option = "engine";
     if (kind != KVSHARD__KIND_COUNT)
         return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE, "engine_unsupported",
@@ -352,6 +374,19 @@ static int settle_bytes(const kvshard_profile__settling *s, kvshard_trtllm__stat
                 kvshard__calc_add(&c, st->token_bytes, kvshard__calc_mul(&c, per_layer, n[i]));
         }
     }
+    if (m->num_state > 0) {
+        /* The state pool: max_batch_size slots of every state layer at no
+         * speculative tokens, the conv state in the model dtype. */
+        st->has_state = true;
+        st->ssm_dtype = s->options->state_dtype != KVSHARD_DTYPE_AUTO ? s->options->state_dtype
+                                                                      : m->dtype;
+        uint64_t conv = 0, temporal = 0;
+        kvshard_profile__state_parts(&c, &conv, &temporal, &m->state, T, 0,
+                                     kvshard_dtype__bytes(m->dtype),
+                                     kvshard_dtype__bytes(st->ssm_dtype));
+        uint64_t slot = kvshard__calc_mul(&c, kvshard__calc_add(&c, conv, temporal), m->num_state);
+        st->state_bytes = kvshard__calc_mul(&c, slot, st->max_batch_size);
+    }
     if (c.overflow)
         return unsupported(diag, "engine", "a KV cache whose bytes per token overflow 64 bits");
     diag->option = NULL;
@@ -419,8 +454,8 @@ typedef struct estimate {
 } estimate;
 
 /* The memory the peak leaves, times the fraction as a float32:
- * int((total - peak + tmp) x f32(f)); with non_kv_memory in place of the
- * peak, the temporary cache is inside it. */
+ * int((total - peak + tmp) x f32(f)); with non_kv_memory the peak is
+ * non_kv + tmp + the state pool, so int((total - non_kv - state) x f32(f)). */
 static int available_of(int64_t *out, const kvshard_value *in, const kvshard_trtllm__state *st,
                         kvshard_diag__ctx *diag)
 {
@@ -433,7 +468,8 @@ static int available_of(int64_t *out, const kvshard_value *in, const kvshard_trt
     }
     /* Exact integers first, as Python adds them; the one rounding is the
      * product's. */
-    int64_t held = peak ? (int64_t)peak - (int64_t)st->tmp_bytes : (int64_t)non_kv;
+    int64_t held = peak ? (int64_t)peak - (int64_t)st->tmp_bytes
+                        : (int64_t)non_kv + (int64_t)st->state_bytes;
     double product = (double)((int64_t)total - held) * (double)st->fraction;
     *out = (int64_t)product;
     return KVSHARD_OK;
@@ -536,6 +572,12 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
     }
     c->has_budget = true;
     c->budget = e.mem;
+    if (st->has_state) {
+        c->has_state_slots = true;
+        c->state_slots = st->max_batch_size;
+        c->usable_state_slots = st->max_batch_size;
+        c->reserved = st->state_bytes;
+    }
     c->has_num_blocks = true;
     c->num_blocks = kvshard__ceil_div(e.tokens, tpb);
     int rc = kvshard_capacity__max_tokens(c, o, diag);
@@ -587,9 +629,10 @@ static size_t figures(kvshard_figure *out, size_t cap, const kvshard_profile__vi
     kvshard_profile__fig_uint(&f, "max_num_tokens", true, st->max_num_tokens);
     kvshard_profile__fig_text(&f, "kv_cache_dtype", kvshard_dtype_name(st->kv_dtype));
     kvshard_profile__fig_text(&f, "windows", NULL);
-    kvshard_profile__fig_uint(&f, "state_slots", false, 0);
-    kvshard_profile__fig_uint(&f, "state_bytes", false, 0);
-    kvshard_profile__fig_text(&f, "ssm_dtype", NULL);
+    kvshard_profile__fig_uint(&f, "state_slots", st->has_state, st->max_batch_size);
+    kvshard_profile__fig_uint(&f, "state_bytes", st->has_state, st->state_bytes);
+    kvshard_profile__fig_text(&f, "ssm_dtype",
+                              st->has_state ? kvshard_dtype_name(st->ssm_dtype) : NULL);
     kvshard_profile__fig_uint(&f, "pp_size", true, 1);
     kvshard_profile__fig_uint(&f, "binding_stage", pool, 0);
     return f.count;
@@ -600,6 +643,13 @@ static void warnings(kvshard_profile__warn_fn sink, void *ctx, const kvshard_pro
     const kvshard_trtllm__state *st = state_of(v->state);
     const kvshard__capacity *c = v->capacity;
     char message[240];
+    if (st->has_state) {
+        snprintf(message, sizeof message,
+                 "the engine's state pool holds max_batch_size %u slots, allocated before its "
+                 "profiling run: no more requests than that run at once",
+                 st->max_batch_size);
+        sink(ctx, KVSHARD_WARN_ENGINE_STATE_SLOTS_FIXED, message);
+    }
     if (!c->has_num_blocks || st->max_seq_len <= c->max_tokens)
         return;
     snprintf(message, sizeof message,

@@ -21,6 +21,9 @@ typedef struct kvshard_trtllm__state {
     uint64_t token_bytes;    /* c: one rank's KV bytes per token */
     uint64_t tmp_tokens;     /* the estimation run's temporary cache */
     uint64_t tmp_bytes;
+    bool has_state;          /* a hybrid: its state pool is max_batch_size slots */
+    kvshard_dtype ssm_dtype; /* the temporal state's */
+    uint64_t state_bytes;    /* the pool, allocated before the profiling run */
     float fraction;          /* free_gpu_memory_fraction as the engine keeps it */
 } kvshard_trtllm__state;
 

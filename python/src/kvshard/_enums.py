@@ -274,6 +274,9 @@ class WarningCode(enum.IntEnum):
     #: trtllm: max_seq_len above the pool: the engine reduces the attention
     #: window and max_seq_len to the pool's tokens.
     ENGINE_WINDOW_REDUCED = 22
+    #: trtllm: a hybrid's state pool is max_batch_size slots, fixed before
+    #: the engine profiles its memory.
+    ENGINE_STATE_SLOTS_FIXED = 23
 
     @property
     def label(self) -> str:
