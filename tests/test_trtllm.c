@@ -421,6 +421,38 @@ static void test_nemotron_h_hybrid(void **state)
     kvshard_plan_free(p);
 }
 
+/* A deployment file writes the engine's inputs under cache:, a
+ * kv_cache_config key by its dotted name; a flag wins over the file. */
+static void test_deployment_file(void **state)
+{
+    (void)state;
+    static const char text[] = "model: trtllm/smollm2_135m.json\n"
+                               "cache:\n"
+                               "  engine: trtllm\n"
+                               "  max_seq_len: 2049\n"
+                               "  memory_per_rank: 9723600000\n"
+                               "  kv_cache_config.max_tokens: 100000\n";
+    char *dir = tu_data_path("");
+    kvshard_deployment *dep = NULL;
+    kvshard_error err;
+    tu_assert_ok(kvshard_deployment_load_string(&dep, text, sizeof text - 1, "trtllm.yaml", dir,
+                                                NULL, &err),
+                 &err);
+    free(dir);
+    kvshard_plan *p = NULL;
+    tu_assert_ok(kvshard_deployment_plan(&p, dep, &err), &err);
+    /* mem = 100000 x 23040: 3125 blocks. */
+    assert_int_equal(efig(p, "max_tokens"), 100000);
+    assert_int_equal(efig(p, "num_blocks"), 3125);
+    kvshard_plan_free(p);
+    const char *args[] = {"--kv_cache_config.max_tokens", "64000"};
+    tu_assert_ok(kvshard_deployment_apply_args(dep, 2, args, 0, &err), &err);
+    tu_assert_ok(kvshard_deployment_plan(&p, dep, &err), &err);
+    assert_int_equal(efig(p, "num_blocks"), 2000);
+    kvshard_plan_free(p);
+    kvshard_deployment_free(dep);
+}
+
 /* 1.1.0rc3 to 1.1.0, in Python's order. */
 static void test_versions(void **state)
 {
@@ -489,6 +521,7 @@ int main(void)
         cmocka_unit_test(test_concurrency),
         cmocka_unit_test(test_without_budget),
         cmocka_unit_test(test_nemotron_h_hybrid),
+        cmocka_unit_test(test_deployment_file),
         cmocka_unit_test(test_versions),
         cmocka_unit_test(test_refusals),
     };
