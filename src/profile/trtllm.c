@@ -497,9 +497,10 @@ static int estimate_of(estimate *e, const kvshard_options *o, const kvshard_valu
     if (g > 0 && g != UINT64_MAX && mem > 0 && (uint64_t)mem > g)
         mem = (int64_t)g;
     if (mem <= 0 || e->tokens == 0) {
-        diag->option = o->memory_per_rank ? "memory_per_rank" : e->available > 0 && m
-                                                                 ? "kv_cache_config.max_tokens"
-                                                                 : "peak_memory";
+        diag->option = o->memory_per_rank   ? "memory_per_rank"
+                       : e->available > 0 && m ? "kv_cache_config.max_tokens"
+                       : in[IN_PEAK].u          ? "peak_memory"
+                                                : "non_kv_memory";
         return fail(diag, kvshard_profile__about_budget, KVSHARD_ENOBLOCK,
                     "no_memory_for_cache_blocks",
                     "%lld bytes for the KV cache hold no token of %llu bytes", (long long)mem,
