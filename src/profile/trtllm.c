@@ -337,7 +337,8 @@ static int settle_world(kvshard_profile__settling *s, kvshard_trtllm__state *st,
 }
 
 /* c: the rank's KV bytes per token over its attention layers, every one
- * cached in full (E8.4's rule: no window without max_attention_window). */
+ * cached in full: without max_attention_window the engine keeps S tokens
+ * of every layer. */
 static int settle_bytes(const kvshard_profile__settling *s, kvshard_trtllm__state *st,
                         kvshard_diag__ctx *diag)
 {
