@@ -231,7 +231,7 @@ static void test_command_help(void **state)
                               "\n"
                               "'kvshard help plan --engine=NAME' lists the flags of another "
                               "profile:\n"
-                              "kvshard, xllm, vllm or sglang.\n") != NULL);
+                              "kvshard, xllm, vllm, sglang or trtllm.\n") != NULL);
     /* Every option and every setting a gflags profile declares is there. */
     for (size_t i = 0; i < KVSHARD__OPT_COUNT; i++) {
         /* Its name, then the column or its other name ("--pp_size,"). */
@@ -305,7 +305,7 @@ static void test_command_help(void **state)
                                "fit, report or help)\nTry 'kvshard --help'.\n");
     assert_usage(&r);
     r = cli("help plan --engine=tgi");
-    assert_string_equal(r.err, "kvshard: --engine takes kvshard, xllm, vllm or sglang, not "
+    assert_string_equal(r.err, "kvshard: --engine takes kvshard, xllm, vllm, sglang or trtllm, not "
                                "'tgi'\nTry 'kvshard --help'.\n");
     assert_usage(&r);
 }

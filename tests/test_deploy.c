@@ -540,7 +540,7 @@ static void test_settings_set_rejects(void **state)
     assert_int_equal(info.type, KVSHARD_SETTING_FRACTION);
     assert_string_equal(info.default_value, "0.8");
     assert_int_equal(kvshard_setting_find(&info, "world_size"), KVSHARD_EUNKNOWNKEY);
-    assert_int_equal(kvshard_setting_count(), 43);
+    assert_int_equal(kvshard_setting_count(), 56);
     kvshard_settings_free(s);
 }
 
@@ -565,14 +565,14 @@ static void test_option_table(void **state)
     assert_int_equal(kvshard_option_find(&info, "engine"), KVSHARD_OK);
     assert_int_equal(info.kind, KVSHARD_SETTING_WORD);
     assert_string_equal(info.default_value, "kvshard");
-    assert_string_equal(info.doc, "kvshard, xllm, vllm or sglang");
+    assert_string_equal(info.doc, "kvshard, xllm, vllm, sglang or trtllm");
     assert_string_equal(info.section, "cache");
-    static const char *const engines[] = {"kvshard", "xllm", "vllm", "sglang"};
-    for (size_t i = 0; i < 4; i++) {
+    static const char *const engines[] = {"kvshard", "xllm", "vllm", "sglang", "trtllm"};
+    for (size_t i = 0; i < 5; i++) {
         assert_string_equal(info.words[i].text, engines[i]);
         assert_int_equal(info.words[i].value, (int)i);
     }
-    assert_null(info.words[4].text);
+    assert_null(info.words[5].text);
     assert_int_equal(kvshard_option_find(&info, "activation_reserve"), KVSHARD_OK);
     assert_int_equal(info.kind, KVSHARD_SETTING_BYTES);
     assert_string_equal(info.default_value, "auto");
@@ -677,7 +677,7 @@ static void test_flag_table(void **state)
     assert_int_equal(f.reader, KVSHARD_ENGINE_XLLM);
     assert_string_equal(f.doc, "a release, 0.10.0 to 0.11.0");
     assert_int_equal(kvshard_flag_info_at(&f, KVSHARD_ENGINE_SGLANG, 50), KVSHARD_EINVAL);
-    assert_int_equal(kvshard_flag_info_at(&f, (kvshard_engine)4, 0), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_flag_info_at(&f, (kvshard_engine)5, 0), KVSHARD_EINVAL);
 }
 
 static void test_options_set_every_key(void **state)

@@ -274,7 +274,7 @@ static void test_version_range(void **state)
     kvshard_plan_free(p);
     PLAN(&p, LLAMA, "--engine_version=0.20.0");
     assert_string_equal(warning_message(p, KVSHARD_WARN_PROFILE_INPUTS_IGNORED),
-                        "engine_version applies only under engines xllm, vllm and sglang: the "
+                        "engine_version applies only under engines xllm, vllm, sglang and trtllm: the "
                         "kvshard profile ignores it");
     assert_int_equal(kvshard_plan_engine_figure_count(p), 0);
     char *json = tu_plan_json(p);
@@ -1736,7 +1736,7 @@ static void test_profile_tables(void **state)
         assert_int_equal(kvshard_setting_find(&again, info.key), KVSHARD_OK);
         assert_int_equal(again.type, info.type);
     }
-    assert_int_equal(n, 43);
+    assert_int_equal(n, 56);
     /* Engine names. */
     assert_string_equal(kvshard_engine_name(KVSHARD_ENGINE_VLLM), "vllm");
     assert_string_equal(kvshard_engine_name(KVSHARD_ENGINE_SGLANG), "sglang");

@@ -385,7 +385,9 @@ typedef enum kvshard_engine {
     /** Predict what vLLM's V1 engine allocates on one GPU. */
     KVSHARD_ENGINE_VLLM = 2,
     /** Predict SGLang's memory pools on one GPU. */
-    KVSHARD_ENGINE_SGLANG = 3
+    KVSHARD_ENGINE_SGLANG = 3,
+    /** Predict TensorRT-LLM's (PyTorch backend) paged KV cache on one GPU. */
+    KVSHARD_ENGINE_TRTLLM = 4
 } kvshard_engine;
 
 /* ------------------------------------------------------------------------ */
@@ -1338,7 +1340,13 @@ typedef enum kvshard_warning_code {
     KVSHARD_WARN_CONTEXT_BEYOND_MODEL = 21,
     /** sglang: a DSA model runs with pages of 64 tokens whatever
      *  --page-size asks. */
-    KVSHARD_WARN_ENGINE_PAGE_SIZE_OVERRIDDEN = 22
+    KVSHARD_WARN_ENGINE_PAGE_SIZE_OVERRIDDEN = 22,
+    /** trtllm: max_seq_len is above the tokens of the pool: the engine
+     *  reduces the attention window and max_seq_len to them. */
+    KVSHARD_WARN_ENGINE_WINDOW_REDUCED = 23,
+    /** trtllm: a hybrid's state pool is max_batch_size slots, fixed before
+     *  the engine profiles its memory: concurrency is capped by it. */
+    KVSHARD_WARN_ENGINE_STATE_SLOTS_FIXED = 24
 } kvshard_warning_code;
 
 /** Machine-readable name of a warning code ("split_disabled", ...);

@@ -78,7 +78,7 @@ BAD: List[Tuple[str, Any, type]] = [
     ("ownership", Ownership.DEFAULT, ValueError),  # no word names it
     ("ownership", Dtype.BF16, TypeError),
     ("ownership", 1.0, TypeError),
-    ("engine", 4, ValueError),
+    ("engine", 5, ValueError),
     ("engine", True, TypeError),
     ("kv_cache_dtype", Dtype.FP32, ValueError),  # a state dtype only
     ("state_dtype", Dtype.FP8, ValueError),  # a KV dtype only
@@ -500,7 +500,7 @@ def test_the_setting_rows_are_the_library_s() -> None:
     I, B, F, W, R, T, J, D = (SettingType.INTEGER, SettingType.BYTES, SettingType.BOOL,
                               SettingType.WORD, SettingType.FRACTION, SettingType.TEXT,
                               SettingType.JSON, SettingType.DECIMAL)
-    x, v, s = Engine.XLLM, Engine.VLLM, Engine.SGLANG
+    x, v, s, t = Engine.XLLM, Engine.VLLM, Engine.SGLANG, Engine.TRTLLM
     ranks, by_version = 65536, "by model and version"
     assert [tuple(row) for row in SETTINGS] == [
         ("enable_prefix_cache", F, 0, 1, True, "true", x),
@@ -548,6 +548,19 @@ def test_the_setting_rows_are_the_library_s() -> None:
         ("enable_unified_memory", F, 0, 1, False, "false", s),
         ("enable_hierarchical_cache", F, 0, 1, False, "false", s),
         ("device_compute_capability", D, 0, 100, "none", "none", s),
+        ("ep_size", I, 1, ranks, "none", "none", t),
+        ("enable_attention_dp", F, 0, 1, False, "false", t),
+        ("max_num_tokens", I, 1, 2**32 - 1, 8192, "8192", t),
+        ("max_seq_len", I, 1, 2**32 - 1, *["the config's max_position_embeddings"] * 2, t),
+        ("max_beam_width", I, 1, 1024, 1, "1", t),
+        ("kv_cache_free_gpu_memory_fraction", R, 0, 1, 0.9, "0.9", t),
+        ("kv_cache_config.max_tokens", I, 1, 2**32 - 1, "none", "none", t),
+        ("kv_cache_config.max_gpu_total_bytes", B, 0, U64_MAX - 1, "none", "none", t),
+        ("kv_cache_config.max_attention_window", T, 0, 0, "none", "none", t),
+        ("disable_overlap_scheduler", F, 0, 1, False, "false", t),
+        ("backend", W, 0, 0, "pytorch", "pytorch", t),
+        ("extra_llm_api_options", T, 0, 0, "none", "none", t),
+        ("peak_memory", B, 1, U64_MAX, "none", "none", t),
     ]
     # kvshard_setting_find answers each key with the row kvshard_setting_info_at gave.
     assert [kvshard.setting_info(s.key) for s in SETTINGS] == list(SETTINGS)

@@ -131,7 +131,8 @@ BYTE_SETTINGS = [s.key for s in kvshard.settings() if s.type is kvshard.SettingT
 
 def test_the_byte_settings() -> None:
     assert BYTE_SETTINGS == ["device_memory_total", "device_memory_free", "max_cache_size",
-                             "non_kv_memory"]
+                             "non_kv_memory", "kv_cache_config.max_gpu_total_bytes",
+                             "peak_memory"]
 
 
 @pytest.mark.parametrize("key", BYTE_SETTINGS)

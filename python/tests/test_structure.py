@@ -56,10 +56,10 @@ def test_fit_is_not_imported_by_the_objects_it_uses() -> None:
 def test_engines_and_their_flags_come_from_the_library() -> None:
     engines = _lib.engines()
     assert [(e.name, e.value) for e in engines] == [
-        ("kvshard", 0), ("xllm", 1), ("vllm", 2), ("sglang", 3)
+        ("kvshard", 0), ("xllm", 1), ("vllm", 2), ("sglang", 3), ("trtllm", 4)
     ]
     assert [e.name for e in engines if e.recommends_flags] == ["kvshard", "vllm", "sglang"]
-    assert [e.name for e in engines if e.argparse] == ["vllm", "sglang"]
+    assert [e.name for e in engines if e.argparse] == ["vllm", "sglang", "trtllm"]
     vllm = {f.name: f for f in _lib.flags(2)}
     assert vllm["pp_size"].also == ("pp", "pipeline-parallel-size")
     assert vllm["max_seqs"].also == ("max-num-seqs",)
@@ -78,7 +78,9 @@ def test_options_come_from_the_library() -> None:
         kvshard.SettingType.INTEGER, 1, 65536, "1", "ranks"
     )
     assert world.section == "parallel"
-    assert options["engine"].words == (("kvshard", 0), ("xllm", 1), ("vllm", 2), ("sglang", 3))
+    assert options["engine"].words == (
+        ("kvshard", 0), ("xllm", 1), ("vllm", 2), ("sglang", 3), ("trtllm", 4)
+    )
     assert options["activation_reserve"].words == (("auto", -1),)
     assert options["pp_partition"].kind == kvshard.SettingType.COUNTS
     assert options["block_size"].unset_ok
@@ -93,7 +95,7 @@ def test_options_come_from_the_library() -> None:
 # The members users name, with the C values: made from the library's names
 # of the values at import time, they must keep these names.
 EXPECTED_MEMBERS = {
-    kvshard.Engine: [("KVSHARD", 0), ("XLLM", 1), ("VLLM", 2), ("SGLANG", 3)],
+    kvshard.Engine: [("KVSHARD", 0), ("XLLM", 1), ("VLLM", 2), ("SGLANG", 3), ("TRTLLM", 4)],
     kvshard.PpRule: [("DEFAULT", -1), ("VLLM", 0), ("SGLANG", 1), ("TRTLLM", 2), ("EVEN", 3),
                      ("EXPLICIT", 4)],
     kvshard.RankLayout: [("DEFAULT", -1), ("VLLM", 0), ("SGLANG", 1), ("TRTLLM", 2),

@@ -351,6 +351,8 @@ const char *kvshard_warning_name(kvshard_warning_code code)
     case KVSHARD_WARN_WEIGHTS_UNKNOWN_TENSORS: return "weights_unknown_tensors";
     case KVSHARD_WARN_CONTEXT_BEYOND_MODEL: return "context_beyond_model";
     case KVSHARD_WARN_ENGINE_PAGE_SIZE_OVERRIDDEN: return "engine_page_size_overridden";
+    case KVSHARD_WARN_ENGINE_WINDOW_REDUCED: return "engine_window_reduced";
+    case KVSHARD_WARN_ENGINE_STATE_SLOTS_FIXED: return "engine_state_slots_fixed";
     default: return "unknown";
     }
 }

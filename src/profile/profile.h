@@ -17,6 +17,7 @@
 #include "base/format.h"
 #include "model/model.h"
 #include "profile/sglang.h"
+#include "profile/trtllm.h"
 #include "profile/versions.h"
 #include "profile/vllm.h"
 #include "profile/xllm.h"
@@ -65,6 +66,7 @@ typedef union kvshard_profile__state {
     kvshard_xllm__state xllm;
     kvshard_vllm__state vllm;
     kvshard_sglang__state sglang;
+    kvshard_trtllm__state trtllm;
 } kvshard_profile__state;
 
 /* What settling sees: the options as given (0 and DEFAULT for unset), the

@@ -4,6 +4,7 @@
 
 #include "profile/kvshard.h"
 #include "profile/sglang.h"
+#include "profile/trtllm.h"
 #include "profile/vllm.h"
 #include "profile/xllm.h"
 
@@ -15,6 +16,7 @@ const kvshard__profile *const kvshard_profiles__all[] = {
     &kvshard_profile__xllm,
     &kvshard_profile__vllm,
     &kvshard_profile__sglang,
+    &kvshard_profile__trtllm,
     NULL,
 };
 
@@ -23,6 +25,7 @@ const kvshard_value__word kvshard_profiles__engine_words[] = {
     {"xllm", KVSHARD_ENGINE_XLLM},
     {"vllm", KVSHARD_ENGINE_VLLM},
     {"sglang", KVSHARD_ENGINE_SGLANG},
+    {"trtllm", KVSHARD_ENGINE_TRTLLM},
     {NULL, 0},
 };
 

@@ -1,19 +1,8 @@
 /* The engines' stage and rank rules: the profiles carry their engines'
- * own, and this table those of engines without a capacity profile
- * (TensorRT-LLM) and kvshard's even cut. */
+ * own, and this table kvshard's even cut. */
 #include "profile/rules.h"
 
 #include "profile/profiles.h"
-
-/* TensorRT-LLM gives the extra layers to the first stages. */
-static int trtllm_partition(uint32_t *counts, uint32_t layers, uint32_t stages, kvshard_error *err)
-{
-    (void)err;
-    uint32_t q = layers / stages, r = layers % stages;
-    for (uint32_t s = 0; s < stages; s++)
-        counts[s] = q + (s < r);
-    return KVSHARD_OK;
-}
 
 /* The same count on every stage, when the stages divide the layers. */
 static int even_partition(uint32_t *counts, uint32_t layers, uint32_t stages, kvshard_error *err)
@@ -29,13 +18,6 @@ static int even_partition(uint32_t *counts, uint32_t layers, uint32_t stages, kv
 }
 
 static const kvshard_profile__rules without_profile[] = {
-    /* TensorRT-LLM: pp, dp, tp, cp. */
-    {KVSHARD_PP_RULE_TRTLLM,
-     trtllm_partition,
-     NULL,
-     KVSHARD_RANK_LAYOUT_TRTLLM,
-     {KVSHARD_PROFILE__PP, KVSHARD_PROFILE__DP, KVSHARD_PROFILE__TP, KVSHARD_PROFILE__CP},
-     true},
     {KVSHARD_PP_RULE_EVEN, even_partition, NULL, KVSHARD_RANK_LAYOUT_DEFAULT, {0}, false},
 };
 

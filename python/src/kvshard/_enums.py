@@ -274,6 +274,12 @@ class WarningCode(enum.IntEnum):
     #: sglang: a DSA model runs with pages of 64 tokens whatever page_size
     #: asks.
     ENGINE_PAGE_SIZE_OVERRIDDEN = 22
+    #: trtllm: max_seq_len above the pool: the engine reduces the attention
+    #: window and max_seq_len to the pool's tokens.
+    ENGINE_WINDOW_REDUCED = 23
+    #: trtllm: a hybrid's state pool is max_batch_size slots, fixed before
+    #: the engine profiles its memory.
+    ENGINE_STATE_SLOTS_FIXED = 24
 
     @property
     def label(self) -> str:

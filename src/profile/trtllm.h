@@ -1,0 +1,32 @@
+/* The trtllm profile: TensorRT-LLM's PyTorch backend, predicted from its
+ * own rules. */
+#ifndef KVSHARD_PROFILE_TRTLLM_H
+#define KVSHARD_PROFILE_TRTLLM_H
+
+#include "profile/versions.h"
+
+#include <kvshard/kvshard.h>
+
+/* What the profile works out once per planning call and reads again for
+ * every capacity, figure and line; the plan keeps it in its
+ * kvshard_profile__state. */
+typedef struct kvshard_trtllm__state {
+    kvshard_versions__v version;
+    uint32_t tp;             /* the KV heads' split: tp, 1 with attention DP */
+    uint32_t tokens_per_block;
+    uint32_t max_seq_len;    /* S as given or from the config */
+    uint32_t max_batch_size;
+    uint32_t max_num_tokens;
+    kvshard_dtype kv_dtype;  /* the cache's dtype, settled */
+    uint64_t token_bytes;    /* c: one rank's KV bytes per token */
+    uint64_t tmp_tokens;     /* the estimation run's temporary cache */
+    uint64_t tmp_bytes;
+    bool has_state;          /* a hybrid: its state pool is max_batch_size slots */
+    kvshard_dtype ssm_dtype; /* the temporal state's */
+    uint64_t state_bytes;    /* the pool, allocated before the profiling run */
+    float fraction;          /* free_gpu_memory_fraction as the engine keeps it */
+} kvshard_trtllm__state;
+
+extern const struct kvshard__profile kvshard_profile__trtllm;
+
+#endif /* KVSHARD_PROFILE_TRTLLM_H */
