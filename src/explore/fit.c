@@ -67,6 +67,11 @@ typedef struct search {
     kvshard__device device;
     kvshard_allocator alloc;
     uint32_t gpus;
+    /* Under an engine profile: rows are that engine's, sized at its own
+     * sequences, and `given.settings` is this copy of the caller's with the
+     * engine's length written (owned). */
+    bool engine;
+    kvshard_settings *settings;
 } search;
 
 static bool memory_failure(int rc)
@@ -163,9 +168,23 @@ static int replica_totals(kvshard_fit_row *row, kvshard_diag__ctx *diag)
                               (unsigned long long)row->seqs_per_replica, D);
 }
 
-static int fill_row(kvshard_fit_row *row, const search *s, uint32_t *partition,
+/* A rank's weights under an engine profile: what the device filled into
+ * the engine's input, less the reserve. */
+static uint64_t engine_weights(const search *s, const kvshard_plan *p)
+{
+    const kvshard__profile *profile = s->base.profile;
+    int i = kvshard_profiles__input_index(profile, profile->device.fill_input);
+    if (i < 0 || s->device.fill_given)
+        return 0;
+    uint64_t fill = p->inputs[i].u;
+    uint64_t taken = profile->device.fill_free ? s->device.device_memory - fill : fill;
+    return taken - s->device.reserve;
+}
+
+static int fill_row(kvshard_fit_row *row, bool *dropped, const search *s, uint32_t *partition,
                     const kvshard_plan *admission, int admission_rc, kvshard_diag__ctx *diag)
 {
+    *dropped = false;
     uint32_t T = row->tp_size, P = row->pp_size, D = row->dp_size, S = row->layerwise_split_size;
     uint32_t context = s->base.options.context_length;
     if (S == 1 && !context) {
@@ -201,6 +220,11 @@ static int fill_row(kvshard_fit_row *row, const search *s, uint32_t *partition,
         row->reason = rc;
         return KVSHARD_OK;
     }
+    /* A split the engine does not run is no row of its fit. */
+    if (rc && rc != KVSHARD_ENOMEM && s->engine && S > 1) {
+        *dropped = true;
+        return KVSHARD_OK;
+    }
     if (rc) {
         if (diag->err)
             *diag->err = e;
@@ -208,6 +232,8 @@ static int fill_row(kvshard_fit_row *row, const search *s, uint32_t *partition,
         return rc;
     }
     row_figures(row, p, partition);
+    if (s->engine)
+        row->weights_per_rank = engine_weights(s, p);
     row->seqs_per_replica = row->has_seqs ? seqs : 0;
     kvshard_plan_free(p);
     return replica_totals(row, diag);
@@ -322,6 +348,23 @@ static int none_fits(const kvshard_fit *f, const search *s, bool all_short, uint
                      uint32_t cp, uint32_t cd, int64_t closest, kvshard_diag__ctx *diag)
 {
     const kvshard__device *d = &s->device;
+    const char *engine = s->base.profile->name;
+    if (s->engine && all_short) {
+        diag->option = "device_memory";
+        return kvshard_diag__fail(diag, kvshard_device__about_fit, KVSHARD_EDOESNOTFIT,
+                                  "does_not_fit: no layout of %u GPUs leaves the %s profile a "
+                                  "budget: the weights and activation_reserve %llu bytes take "
+                                  "the engine's share of device_memory %llu",
+                                  f->gpus, engine, (unsigned long long)d->reserve,
+                                  (unsigned long long)d->device_memory);
+    }
+    if (s->engine) {
+        diag->option = "context_length";
+        return kvshard_diag__fail(diag, kvshard_profile__about_budget, KVSHARD_ENOBLOCK,
+                                  "no layout of %u GPUs serves one sequence of %u tokens under "
+                                  "the %s profile; give a shorter context_length",
+                                  f->gpus, s->base.options.context_length, engine);
+    }
     char u[24];
     kvshard_device__ppb_text(u, sizeof u, d->utilization_ppb);
     if (all_short) {
@@ -431,8 +474,10 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo,
             kvshard_plan *p = NULL;
             kvshard_error e;
             kvshard_diag__ctx layout_diag = kvshard_diag__on(&e);
+            /* An engine's own request limit is what its row works out:
+             * admitted at one sequence. */
             int rc = plan_layout(&p, s, T, P, D, 1, KVSHARD_OWNERSHIP_DEFAULT,
-                                 s->base.options.max_seqs, &layout_diag);
+                                 s->engine ? 1 : s->base.options.max_seqs, &layout_diag);
             if (rc == KVSHARD_ENOMEM) { /* the host's memory, not the layout's */
                 if (diag->err)
                     *diag->err = e;
@@ -455,7 +500,11 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo,
             int64_t left = INT64_MAX;
             kvshard_error ignore;
             kvshard_error__reset(&ignore);
-            if (P <= 256 && kvshard_partition__by_rule(counts, L, P,
+            if (s->engine) {
+                /* The engine's budget is its own: none_fits names no
+                 * device share. */
+                all_short = all_short && admission_rc == KVSHARD_EDOESNOTFIT;
+            } else if (P <= 256 && kvshard_partition__by_rule(counts, L, P,
                                                        s->base.options.pp_partition_rule ==
                                                                KVSHARD_PP_RULE_EXPLICIT
                                                            ? s->base.profile->defaults.pp_rule
@@ -480,6 +529,9 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo,
                 if (T % S != 0 || (S > 1 && fo->unsplit))
                     continue;
                 for (uint32_t r = 0; r < (S == 1 ? 1u : 3u); r++) {
+                    if (S > 1 && s->engine &&
+                        ownership_rules[r] != (uint32_t)s->base.profile->defaults.ownership)
+                        continue; /* an engine owns split layers by its own rule */
                     kvshard_fit_row *row = &f->rows[f->count];
                     memset(row, 0, sizeof *row); /* padding too: rows compare by bytes */
                     row->size = sizeof *row;
@@ -492,9 +544,15 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo,
                                             : (kvshard_ownership)ownership_rules[r];
                     row->pp_partition = f->partitions + used;
                     used += P;
-                    if ((failed = fill_row(row, s, (uint32_t *)row->pp_partition, p, admission_rc,
-                                           diag)) != 0)
+                    bool dropped;
+                    if ((failed = fill_row(row, &dropped, s, (uint32_t *)row->pp_partition, p,
+                                           admission_rc, diag)) != 0)
                         break;
+                    if (dropped) {
+                        used -= P;
+                        order--;
+                        continue;
+                    }
                     f->fitting += row->fits;
                     f->count++;
                 }
@@ -515,6 +573,49 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo,
     qsort(f->rows, f->count, sizeof *f->rows, compare_rows);
     for (size_t i = 0; i < f->count; i++)
         f->rows[i].rank = (uint32_t)(i + 1);
+    return KVSHARD_OK;
+}
+
+/* The length every row of an engine fit serves: context_length, else the
+ * engine's own length input, else the model's max_position_embeddings;
+ * written into the settled options and, where the engine takes it by an
+ * input of its own, into a copy of the settings its rows plan with. */
+static int engine_length(search *s, const kvshard_options *options, const kvshard_model *model,
+                         const kvshard_allocator *allocator, kvshard_diag__ctx *diag)
+{
+    const char *input = s->base.profile->fitting.length_input;
+    uint32_t L = options->context_length;
+    char text[32];
+    bool set = false;
+    if (!L && input && kvshard_settings_get(text, sizeof text, &set, options->settings, input) ==
+                           KVSHARD_OK && set)
+        L = (uint32_t)strtoul(text, NULL, 10);
+    if (!L)
+        L = model->info.max_position_embeddings;
+    if (!L) {
+        diag->option = "context_length";
+        return kvshard_diag__fail(diag, kvshard_profile__about_engine, KVSHARD_EMISSING,
+                                  "%s profile: engine_input_missing: the length of a row is "
+                                  "context_length, the engine's own, else the config's "
+                                  "max_position_embeddings, which it does not give: give "
+                                  "--context_length",
+                                  s->base.profile->name);
+    }
+    s->base.options.context_length = L;
+    kvshard_error err;
+    kvshard_allocator alloc = kvshard_alloc__allocator_or_default(allocator);
+    s->settings = kvshard_settings__copy(options->settings, &alloc);
+    if (!s->settings)
+        return kvshard_error__fail(diag->err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
+                                   "out of memory");
+    snprintf(text, sizeof text, "%u", L);
+    if (input && kvshard_settings_set(s->settings, input, text, "kvshard fit", &err) != KVSHARD_OK) {
+        kvshard_settings_free(s->settings);
+        s->settings = NULL;
+        if (diag->err)
+            *diag->err = err;
+        return err.code;
+    }
     return KVSHARD_OK;
 }
 
@@ -541,16 +642,22 @@ static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvsha
         diag->option = "gpus_per_node";
         return rc;
     }
-    /* Before the profile settles anything: its inputs are not fit's. */
-    if (rc == KVSHARD_OK && !s.base.profile->device.utilization_ppb) {
+    /* Before the profile settles anything: a profile that does not say how
+     * its engine is fitted is refused, whatever its inputs. */
+    s.engine = rc == KVSHARD_OK && !s.base.profile->device.utilization_ppb;
+    if (s.engine && !s.base.profile->fitting.utilization) {
         diag->option = "engine";
         return kvshard_diag__fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE,
-                                  "%s profile: fit_profile: kvshard fit plans under the kvshard "
-                                  "profile only",
+                                  "%s profile: fit_profile: kvshard fit does not rank layouts by "
+                                  "this engine's figures",
                                   s.base.profile->name);
     }
     if (rc == KVSHARD_OK)
+        rc = kvshard_device__map(&s.base, diag);
+    if (rc == KVSHARD_OK)
         rc = kvshard_validate__planning_settle(&s.base, model, diag);
+    if (rc == KVSHARD_OK && s.engine)
+        rc = engine_length(&s, options, model, allocator, diag);
     if (rc)
         return rc;
     s.model = model;
@@ -560,14 +667,21 @@ static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvsha
     /* fit works out the budgets: memory_per_rank is not one. */
     s.given.memory_per_rank = 0;
     s.base.options.memory_per_rank = 0;
+    if (s.engine) {
+        s.given.context_length = s.base.options.context_length;
+        s.given.settings = s.settings;
+    }
     kvshard_fit *f = kvshard_alloc__calloc(&s.alloc, 1, sizeof *f);
-    if (!f)
+    if (!f) {
+        kvshard_settings_free(s.settings);
         return kvshard_error__fail(diag->err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
                                    "out of memory");
+    }
     f->alloc = s.alloc;
     size_t source_len = strlen(model->source) + 1;
     f->model_source = kvshard_alloc__bytes(&s.alloc, source_len, 1);
     if (!f->model_source) {
+        kvshard_settings_free(s.settings);
         kvshard_alloc__free(&s.alloc, f);
         return kvshard_error__fail(diag->err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
                                    "out of memory");
@@ -576,6 +690,12 @@ static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvsha
     f->options = s.base.options;
     f->options.settings = NULL;
     f->profile = s.base.profile;
+    if (s.engine) {
+        f->engine = true;
+        f->engine_utilization = f->profile->fitting.utilization(&s.base.state);
+        const char *version = kvshard_validate__planning_version(f->profile, s.base.inputs);
+        snprintf(f->engine_version, sizeof f->engine_version, "%s", version ? version : "");
+    }
     rc = start(f, &s, fo, diag);
     if (rc == KVSHARD_OK)
         rc = kvshard_device__open(&s.device, &s.base, model, &s.alloc, diag);
@@ -588,6 +708,7 @@ static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvsha
         rc = enumerate(f, &s, fo, diag);
     }
     kvshard_device__close(&s.device);
+    kvshard_settings_free(s.settings);
     if (rc) {
         kvshard_fit_free(f);
         return rc;
@@ -663,7 +784,10 @@ uint32_t kvshard_fit_limited_layouts(const kvshard_fit *fit)
 kvshard_profile__layout kvshard_fit__layout(const kvshard_fit *fit, const kvshard_fit_row *row,
                                             char *utilization, size_t cap)
 {
-    kvshard_device__ppb_flag_text(utilization, cap, fit->device.utilization_ppb);
+    if (fit->engine)
+        kvshard_format__shortest_text(utilization, cap, fit->engine_utilization);
+    else
+        kvshard_device__ppb_flag_text(utilization, cap, fit->device.utilization_ppb);
     kvshard_profile__layout l = {
         .world_size = fit->gpus,
         .tp = row->tp_size,
@@ -695,5 +819,21 @@ int kvshard_fit_flags(char *buf, size_t cap, const kvshard_fit *fit, const char 
         return KVSHARD_EUNKNOWNKEY;
     char u[24];
     kvshard_profile__layout l = kvshard_fit__layout(fit, &fit->rows[0], u, sizeof u);
-    return p->dialect.recommend(buf, cap, &l, env);
+    if (!fit->engine)
+        return p->dialect.recommend(buf, cap, &l, env);
+    /* Under an engine fit only that engine's line has figures it predicts;
+     * kvshard's is the same line planned under that profile. */
+    bool own = p == kvshard_profiles__own();
+    if (p != fit->profile && !own)
+        return KVSHARD_EUNSUPPORTED;
+    if (own && env)
+        return KVSHARD_EUNSUPPORTED;
+    char list[4096];
+    int n = fit->profile->dialect.recommend(list, sizeof list, &l, env);
+    if (n < 0)
+        return n;
+    if (!own)
+        return snprintf(buf, cap, "%s", list);
+    return snprintf(buf, cap, "--engine=%s --engine_version=%s%s%s", fit->profile->name,
+                    fit->engine_version, n ? " " : "", list);
 }

@@ -39,6 +39,12 @@ struct kvshard_fit {
     char *model_source; /* the model's file, for the command line the text gives */
     bool fp8_kv;  /* the KV cache is fp8 (the engines' flag) */
     bool drafts;  /* draft layers are counted (some engines run no stages with them) */
+    /* Ranked by an engine profile's own figures (fit --engine): the memory
+     * fraction that engine uses and the version planned, which its launch
+     * line states. */
+    bool engine;
+    double engine_utilization;
+    char engine_version[40];
 };
 
 /* kvshard_fit_create, naming in `diag` the option an error is about. */
@@ -47,7 +53,8 @@ int kvshard_fit__create(kvshard_fit **out, const kvshard_model *model,
                         const kvshard_allocator *allocator, kvshard_diag__ctx *diag);
 
 /* A row as the profiles' recommend() takes it; `utilization` (at least 24
- * bytes) holds the share's text. */
+ * bytes) holds the share's text: the device's, or under an engine fit the
+ * fraction that engine uses. */
 kvshard_profile__layout kvshard_fit__layout(const kvshard_fit *fit, const kvshard_fit_row *row,
                                             char *utilization, size_t cap);
 

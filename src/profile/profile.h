@@ -332,6 +332,18 @@ typedef struct kvshard_profile__voice {
     void (*unreachable)(char *buf, size_t cap, const kvshard_profile__view *v);
 } kvshard_profile__voice;
 
+/* What kvshard fit needs to rank layouts by the engine's own figures and
+ * to write a launch line whose every number the profile predicts. A
+ * profile without `utilization` is not fitted (fit_profile). */
+typedef struct kvshard_profile__fitting {
+    /* The input that takes the length the engine serves, which fit writes
+     * for every row; NULL: the engine reads context_length itself. */
+    const char *length_input;
+    /* The memory fraction the settled engine uses (the one given, else its
+     * default for the version), which the launch line states. */
+    double (*utilization)(const kvshard_profile__state *state);
+} kvshard_profile__fitting;
+
 typedef struct kvshard__profile {
     const char *name; /* cache.engine, JSON capacity.engine */
     kvshard_engine engine;
@@ -346,6 +358,7 @@ typedef struct kvshard__profile {
     kvshard_profile__voice voice;
     /* The engine's own stage and rank rules; NULL: it has none (kvshard). */
     const kvshard_profile__rules *rules;
+    kvshard_profile__fitting fitting;
 } kvshard__profile;
 
 #endif /* KVSHARD_PROFILE_PROFILE_H */

@@ -1220,6 +1220,13 @@ static int recommend(char *buf, size_t cap, const kvshard_profile__layout *l, bo
     return (int)used;
 }
 
+/* The fraction the engine takes of the device, as fit's launch line
+ * states it. */
+static double fit_utilization(const kvshard_profile__state *state)
+{
+    return state->vllm.utilization;
+}
+
 /* ---- stages and ranks ---------------------------------------------------------------- */
 
 /* vLLM gives the extra layers walking back from the second-to-last stage,
@@ -1284,4 +1291,6 @@ const kvshard__profile kvshard_profile__vllm = {
     .voice.report_rows = report_rows,
     .voice.unreachable = unreachable,
     .rules = &rules,
+    .fitting.length_input = "max_model_len",
+    .fitting.utilization = fit_utilization,
 };
