@@ -223,6 +223,88 @@ static void test_vllm_launch_line_replans(void **state)
     free(err);
 }
 
+/* SGLang 0.5.21 with the fraction fit assumes, 0.9, and no reserve: the
+ * same three layouts, D the DP-attention workers, ranked by each worker's
+ * concurrency with no request limit; its line tells the engine D x s
+ * requests and the D x K state slots the first plan gave (179 a worker). */
+static void test_sglang_worked_example(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_example_model("qwen3_5_35b_a3b.json");
+    kvshard_options o = qwen_options();
+    o.engine = KVSHARD_ENGINE_SGLANG;
+    kvshard_fit *f = fit_of(m, &o);
+    static const uint32_t layouts[3][3] = {{2, 1, 2}, {1, 1, 4}, {4, 1, 1}};
+    static const uint64_t seqs[3] = {19, 7, 21};
+    assert_int_equal(kvshard_fit_row_count(f), 3);
+    for (size_t i = 0; i < 3; i++) {
+        const kvshard_fit_row *r = kvshard_fit_row_at(f, i);
+        assert_true(r->fits);
+        assert_int_equal(r->tp_size, layouts[i][0]);
+        assert_int_equal(r->pp_size, layouts[i][1]);
+        assert_int_equal(r->dp_size, layouts[i][2]);
+        assert_int_equal(r->seqs_per_replica, seqs[i]);
+        assert_int_equal(r->seqs_total, seqs[i] * layouts[i][2]);
+    }
+    /* No reserve: the weights alone fill non_kv_memory. */
+    assert_int_equal(kvshard_fit_row_at(f, 0)->weights_per_rank, 18554484288ull);
+    char buf[1024];
+    assert_true(kvshard_fit_flags(buf, sizeof buf, f, "sglang", false) > 0);
+    assert_string_equal(buf, "--tp-size=4 --dp-size=2 --enable-dp-attention "
+                             "--mem-fraction-static=0.9 --context-length=32768 "
+                             "--max-running-requests=38 --max-mamba-cache-size=358");
+    assert_true(kvshard_fit_flags(buf, sizeof buf, f, "vllm", false) < 0);
+    char *json = NULL;
+    assert_int_equal(kvshard_fit_write_json(f, tu_append, &json), KVSHARD_OK);
+    assert_non_null(strstr(json, "\"engine\": {\"name\": \"sglang\", \"version\": \"0.5.21\"}"));
+    assert_non_null(strstr(json, "\"memory_utilization\": 0.9, \"usable\": null, "
+                                 "\"activation_reserve\": 0"));
+    free(json);
+    kvshard_fit_free(f);
+    kvshard_model_free(m);
+}
+
+/* SGLang's printed line, planned again under sglang, keeps the row's pools
+ * and serves the same sequences at the length. */
+static void test_sglang_launch_line_replans(void **state)
+{
+    (void)state;
+    char command[4096], *out = NULL, *err = NULL;
+    snprintf(command, sizeof command,
+             "'%s' fit '%s' --engine=sglang " DEVICE_FLAGS " --context_length=32768 "
+             "--format=json",
+             KVSHARD_CLI, MODEL);
+    assert_int_equal(tu_run(command, &out, &err), 0);
+    assert_non_null(strstr(out, "\"tokens_per_replica\": 631777"));
+    free(out);
+    free(err);
+    snprintf(command, sizeof command,
+             "'%s' fit '%s' --engine=sglang " DEVICE_FLAGS " --context_length=32768", KVSHARD_CLI,
+             MODEL);
+    assert_int_equal(tu_run(command, &out, &err), 0);
+    const char *marker = "\nrecommended: sglang ";
+    char *line = strstr(out, marker);
+    assert_non_null(line);
+    line += strlen(marker);
+    *strchr(line, '\n') = '\0';
+    char flags[1024];
+    snprintf(flags, sizeof flags, "%s", line);
+    free(out);
+    free(err);
+    snprintf(command, sizeof command,
+             "'%s' plan '%s' --engine=sglang %s --device_memory=32GiB "
+             "--weights_total=69321223296 --weights_experts=64424509440 --context_length=32768 "
+             "--format=json",
+             KVSHARD_CLI, MODEL, flags);
+    assert_int_equal(tu_run(command, &out, &err), 0);
+    assert_non_null(strstr(out, "\"max_total_num_tokens\": 631777"));
+    assert_non_null(strstr(out, "\"max_mamba_cache_size\": 179"));
+    assert_non_null(strstr(out, "\"max_running_requests\": 19"));
+    assert_non_null(strstr(out, "\"concurrency\": 19"));
+    free(out);
+    free(err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -230,6 +312,8 @@ int main(void)
         cmocka_unit_test(test_vllm_length_and_fraction),
         cmocka_unit_test(test_vllm_json_and_text),
         cmocka_unit_test(test_vllm_launch_line_replans),
+        cmocka_unit_test(test_sglang_worked_example),
+        cmocka_unit_test(test_sglang_launch_line_replans),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -80,10 +80,44 @@ static bool memory_failure(int rc)
 }
 
 /* One layout's plan at `max_seqs`: the device read once, shared. */
+static int plan_slots(kvshard_plan **out, const search *s, uint32_t T, uint32_t P, uint32_t D,
+                      uint32_t S, kvshard_ownership rule, uint32_t max_seqs, uint64_t state_slots,
+                      kvshard_diag__ctx *diag);
+
 static int plan_layout(kvshard_plan **out, const search *s, uint32_t T, uint32_t P, uint32_t D,
                        uint32_t S, kvshard_ownership rule, uint32_t max_seqs,
                        kvshard_diag__ctx *diag)
 {
+    return plan_slots(out, s, T, P, D, S, rule, max_seqs, 0, diag);
+}
+
+/* The same, under an engine fit telling the engine `state_slots` slots in
+ * all replicas (0: none) and, when D > 1, that the replicas are its own
+ * workers: those inputs go into a copy of the fit's settings. */
+static int plan_slots(kvshard_plan **out, const search *s, uint32_t T, uint32_t P, uint32_t D,
+                      uint32_t S, kvshard_ownership rule, uint32_t max_seqs, uint64_t state_slots,
+                      kvshard_diag__ctx *diag)
+{
+    const kvshard_profile__fitting *fitting = &s->base.profile->fitting;
+    const char *replicas = s->engine && D > 1 ? fitting->replicas_input : NULL;
+    const char *slots = s->engine && state_slots ? fitting->state_slots_input : NULL;
+    kvshard_settings *own = NULL;
+    if (replicas || slots) {
+        own = kvshard_settings__copy(s->settings, &s->alloc);
+        if (!own)
+            return kvshard_error__fail(diag->err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
+                                       "out of memory");
+        char text[24];
+        snprintf(text, sizeof text, "%llu", (unsigned long long)state_slots);
+        int rc = replicas ? kvshard_settings_set(own, replicas, "true", "kvshard fit", diag->err)
+                          : KVSHARD_OK;
+        if (rc == KVSHARD_OK && slots)
+            rc = kvshard_settings_set(own, slots, text, "kvshard fit", diag->err);
+        if (rc) {
+            kvshard_settings_free(own);
+            return rc;
+        }
+    }
     kvshard_options o;
     memcpy(&o, &s->given, sizeof o);
     o.world_size = T * P * D;
@@ -99,7 +133,11 @@ static int plan_layout(kvshard_plan **out, const search *s, uint32_t T, uint32_t
     o.ownership = S > 1 ? rule : KVSHARD_OWNERSHIP_DEFAULT;
     o.memory_per_rank = 0;
     o.max_seqs = max_seqs;
-    return kvshard_plan__figures(out, s->model, &o, &s->alloc, &s->device, diag);
+    if (own)
+        o.settings = own;
+    int rc = kvshard_plan__figures(out, s->model, &o, &s->alloc, &s->device, diag);
+    kvshard_settings_free(own);
+    return rc;
 }
 
 /* Sequences per replica at the context length: balanced max_seqs, or for a
@@ -181,6 +219,81 @@ static uint64_t engine_weights(const search *s, const kvshard_plan *p)
     return taken - s->device.reserve;
 }
 
+/* The request limit an engine is planned at before its sequences are
+ * known: none where it sizes its pools without one, else one sequence. */
+static uint32_t engine_first_seqs(const search *s)
+{
+    return s->base.profile->fitting.limit_counts_replicas ? 0 : 1;
+}
+
+/* An engine's row: planned at its first request limit, its sequences s
+ * read from that plan (the concurrency, or the balanced count), then
+ * planned again at s (or D x s) with the state slots the first plan gave,
+ * so the row's pools are those the engine will allocate. A split the
+ * engine does not run is no row. */
+static int engine_row_plans(kvshard_plan **out, uint64_t *seqs, uint64_t *slots, const search *s,
+                            const kvshard_fit_row *row, kvshard_diag__ctx *diag)
+{
+    const kvshard_profile__fitting *fitting = &s->base.profile->fitting;
+    uint32_t T = row->tp_size, P = row->pp_size, D = row->dp_size, S = row->layerwise_split_size;
+    kvshard_plan *p = NULL;
+    *out = NULL;
+    *seqs = 0;
+    *slots = 0;
+    int rc = plan_layout(&p, s, T, P, D, S, row->ownership, engine_first_seqs(s), diag);
+    if (rc)
+        return rc;
+    bool has = fitting->limit_counts_replicas ? p->cap.has_concurrency
+                                              : p->cap.has_balanced_max_seqs;
+    *seqs = !has                             ? 0
+            : fitting->limit_counts_replicas ? p->cap.concurrency
+                                             : p->cap.balanced_max_seqs;
+    if (fitting->state_slots_input && p->cap.has_state_slots)
+        *slots = (uint64_t)D * p->cap.usable_state_slots;
+    kvshard_plan_free(p);
+    if (*seqs == 0)
+        return KVSHARD_OK;
+    uint64_t limit = fitting->limit_counts_replicas ? (uint64_t)D * *seqs : *seqs;
+    uint32_t max_seqs = limit > (1u << 24) ? 1u << 24 : (uint32_t)limit;
+    return plan_slots(out, s, T, P, D, S, row->ownership, max_seqs, *slots, diag);
+}
+
+static int fill_engine_row(kvshard_fit_row *row, bool *dropped, const search *s,
+                           uint32_t *partition, kvshard_diag__ctx *diag)
+{
+    kvshard_plan *p = NULL;
+    kvshard_error e;
+    kvshard_diag__ctx layout = kvshard_diag__on(&e);
+    uint64_t seqs, slots;
+    int rc = engine_row_plans(&p, &seqs, &slots, s, row, &layout);
+    if (memory_failure(rc)) {
+        row->reason = rc;
+        return KVSHARD_OK;
+    }
+    if (rc && rc != KVSHARD_ENOMEM && row->layerwise_split_size > 1) {
+        *dropped = true;
+        return KVSHARD_OK;
+    }
+    if (rc) {
+        if (diag->err)
+            *diag->err = e;
+        diag->among = layout.among;
+        return rc;
+    }
+    row->has_seqs = true;
+    if (!p) { /* the engine serves no sequence of the length */
+        row->reason = KVSHARD_ENOBLOCK;
+        row->no_sequence = true;
+        return KVSHARD_OK;
+    }
+    row_figures(row, p, partition);
+    row->weights_per_rank = engine_weights(s, p);
+    row->max_seqs = seqs > UINT32_MAX ? UINT32_MAX : (uint32_t)seqs;
+    row->seqs_per_replica = seqs;
+    kvshard_plan_free(p);
+    return replica_totals(row, diag);
+}
+
 static int fill_row(kvshard_fit_row *row, bool *dropped, const search *s, uint32_t *partition,
                     const kvshard_plan *admission, int admission_rc, kvshard_diag__ctx *diag)
 {
@@ -195,6 +308,8 @@ static int fill_row(kvshard_fit_row *row, bool *dropped, const search *s, uint32
         row_figures(row, admission, partition);
         return replica_totals(row, diag);
     }
+    if (s->engine)
+        return fill_engine_row(row, dropped, s, partition, diag);
     kvshard_plan *p = NULL;
     kvshard_error e;
     /* The layout's own plan: its error, and what that is about. */
@@ -220,11 +335,6 @@ static int fill_row(kvshard_fit_row *row, bool *dropped, const search *s, uint32
         row->reason = rc;
         return KVSHARD_OK;
     }
-    /* A split the engine does not run is no row of its fit. */
-    if (rc && rc != KVSHARD_ENOMEM && s->engine && S > 1) {
-        *dropped = true;
-        return KVSHARD_OK;
-    }
     if (rc) {
         if (diag->err)
             *diag->err = e;
@@ -232,8 +342,6 @@ static int fill_row(kvshard_fit_row *row, bool *dropped, const search *s, uint32
         return rc;
     }
     row_figures(row, p, partition);
-    if (s->engine)
-        row->weights_per_rank = engine_weights(s, p);
     row->seqs_per_replica = row->has_seqs ? seqs : 0;
     kvshard_plan_free(p);
     return replica_totals(row, diag);
@@ -477,7 +585,8 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo,
             /* An engine's own request limit is what its row works out:
              * admitted at one sequence. */
             int rc = plan_layout(&p, s, T, P, D, 1, KVSHARD_OWNERSHIP_DEFAULT,
-                                 s->engine ? 1 : s->base.options.max_seqs, &layout_diag);
+                                 s->engine ? engine_first_seqs(s) : s->base.options.max_seqs,
+                                 &layout_diag);
             if (rc == KVSHARD_ENOMEM) { /* the host's memory, not the layout's */
                 if (diag->err)
                     *diag->err = e;
@@ -576,18 +685,31 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo,
     return KVSHARD_OK;
 }
 
-/* The length every row of an engine fit serves: context_length, else the
- * engine's own length input, else the model's max_position_embeddings;
- * written into the settled options and, where the engine takes it by an
- * input of its own, into a copy of the settings its rows plan with. */
-static int engine_length(search *s, const kvshard_options *options, const kvshard_model *model,
+/* Row 1's state slots, which its launch line tells the engine: its plans
+ * again (the rows keep no slots of their own). */
+static int recommended_slots(kvshard_fit *f, const search *s, kvshard_diag__ctx *diag)
+{
+    kvshard_plan *p = NULL;
+    uint64_t seqs;
+    int rc = engine_row_plans(&p, &seqs, &f->engine_state_slots, s, &f->rows[0], diag);
+    kvshard_plan_free(p);
+    return rc;
+}
+
+/* What an engine fit writes for every row into `*given` (the caller's
+ * options, its settings a copy the search owns): the length, context_length
+ * else the engine's own length input else the config's
+ * max_position_embeddings (also into that input where the engine takes it
+ * by one), and the fraction the profile assumes when none is given. */
+static int engine_inputs(search *s, kvshard_options *given, const kvshard_model *model,
                          const kvshard_allocator *allocator, kvshard_diag__ctx *diag)
 {
-    const char *input = s->base.profile->fitting.length_input;
-    uint32_t L = options->context_length;
+    const kvshard__profile *profile = s->base.profile;
+    const char *input = profile->fitting.length_input;
+    uint32_t L = given->context_length;
     char text[32];
     bool set = false;
-    if (!L && input && kvshard_settings_get(text, sizeof text, &set, options->settings, input) ==
+    if (!L && input && kvshard_settings_get(text, sizeof text, &set, given->settings, input) ==
                            KVSHARD_OK && set)
         L = (uint32_t)strtoul(text, NULL, 10);
     if (!L)
@@ -599,24 +721,27 @@ static int engine_length(search *s, const kvshard_options *options, const kvshar
                                   "context_length, the engine's own, else the config's "
                                   "max_position_embeddings, which it does not give: give "
                                   "--context_length",
-                                  s->base.profile->name);
+                                  profile->name);
     }
-    s->base.options.context_length = L;
-    kvshard_error err;
+    given->context_length = L;
     kvshard_allocator alloc = kvshard_alloc__allocator_or_default(allocator);
-    s->settings = kvshard_settings__copy(options->settings, &alloc);
+    s->settings = kvshard_settings__copy(given->settings, &alloc);
     if (!s->settings)
         return kvshard_error__fail(diag->err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
                                    "out of memory");
+    given->settings = s->settings;
     snprintf(text, sizeof text, "%u", L);
-    if (input && kvshard_settings_set(s->settings, input, text, "kvshard fit", &err) != KVSHARD_OK) {
-        kvshard_settings_free(s->settings);
-        s->settings = NULL;
-        if (diag->err)
-            *diag->err = err;
-        return err.code;
+    int rc = input ? kvshard_settings_set(s->settings, input, text, "kvshard fit", diag->err)
+                   : KVSHARD_OK;
+    const char *fraction = profile->device.utilization_input;
+    set = given->memory_utilization > 0;
+    if (rc == KVSHARD_OK && !set && profile->fitting.assumed_fraction > 0 &&
+        kvshard_settings_get(text, sizeof text, &set, s->settings, fraction) == KVSHARD_OK &&
+        !set) {
+        kvshard_format__shortest_text(text, sizeof text, profile->fitting.assumed_fraction);
+        rc = kvshard_settings_set(s->settings, fraction, text, "kvshard fit", diag->err);
     }
-    return KVSHARD_OK;
+    return rc;
 }
 
 static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvshard_options *options,
@@ -652,25 +777,25 @@ static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvsha
                                   "this engine's figures",
                                   s.base.profile->name);
     }
+    kvshard_options init = KVSHARD_OPTIONS_INIT;
+    memcpy(&s.given, options ? options : &init, sizeof s.given);
+    /* Under an engine, planned again with what fit writes for every row. */
+    if (rc == KVSHARD_OK && s.engine &&
+        (rc = engine_inputs(&s, &s.given, model, allocator, diag)) == KVSHARD_OK)
+        rc = kvshard_validate__begin_planning(&s.base, true, &s.given, allocator, diag);
     if (rc == KVSHARD_OK)
         rc = kvshard_device__map(&s.base, diag);
     if (rc == KVSHARD_OK)
         rc = kvshard_validate__planning_settle(&s.base, model, diag);
-    if (rc == KVSHARD_OK && s.engine)
-        rc = engine_length(&s, options, model, allocator, diag);
-    if (rc)
+    if (rc) {
+        kvshard_settings_free(s.settings);
         return rc;
+    }
     s.model = model;
     s.alloc = kvshard_alloc__allocator_or_default(allocator);
-    kvshard_options init = KVSHARD_OPTIONS_INIT;
-    memcpy(&s.given, options ? options : &init, sizeof s.given);
     /* fit works out the budgets: memory_per_rank is not one. */
     s.given.memory_per_rank = 0;
     s.base.options.memory_per_rank = 0;
-    if (s.engine) {
-        s.given.context_length = s.base.options.context_length;
-        s.given.settings = s.settings;
-    }
     kvshard_fit *f = kvshard_alloc__calloc(&s.alloc, 1, sizeof *f);
     if (!f) {
         kvshard_settings_free(s.settings);
@@ -692,7 +817,7 @@ static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvsha
     f->profile = s.base.profile;
     if (s.engine) {
         f->engine = true;
-        f->engine_utilization = f->profile->fitting.utilization(&s.base.state);
+        f->engine_utilization = f->profile->fitting.utilization(s.base.inputs, &s.base.state);
         const char *version = kvshard_validate__planning_version(f->profile, s.base.inputs);
         snprintf(f->engine_version, sizeof f->engine_version, "%s", version ? version : "");
     }
@@ -707,6 +832,8 @@ static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvsha
         f->drafts = kvshard__counted_drafts(&model->info, &f->options, f->profile) > 0;
         rc = enumerate(f, &s, fo, diag);
     }
+    if (rc == KVSHARD_OK && s.engine && f->profile->fitting.state_slots_input)
+        rc = recommended_slots(f, &s, diag);
     kvshard_device__close(&s.device);
     kvshard_settings_free(s.settings);
     if (rc) {
@@ -802,6 +929,8 @@ kvshard_profile__layout kvshard_fit__layout(const kvshard_fit *fit, const kvshar
         .drafts = fit->drafts,
         .context_length = row->has_seqs ? fit->options.context_length : 0,
         .seqs_per_replica = row->seqs_per_replica,
+        .engine_fraction = fit->engine ? utilization : NULL,
+        .state_slots = fit->engine_state_slots,
     };
     return l;
 }

@@ -45,6 +45,7 @@ struct kvshard_fit {
     bool engine;
     double engine_utilization;
     char engine_version[40];
+    uint64_t engine_state_slots; /* row 1's, in all replicas, where the engine is told them */
 };
 
 /* kvshard_fit_create, naming in `diag` the option an error is about. */

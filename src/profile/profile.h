@@ -179,6 +179,11 @@ typedef struct kvshard_profile__layout {
     bool drafts;                   /* draft layers are counted */
     uint32_t context_length;       /* 0: none */
     uint64_t seqs_per_replica;     /* with a context length */
+    /* Under fit --engine: the fraction the engine runs with, which its line
+     * states (NULL otherwise), and the state slots of every replica it is
+     * told (0: none). */
+    const char *engine_fraction;
+    uint64_t state_slots;
 } kvshard_profile__layout;
 
 /* A coordinate of a global rank. */
@@ -341,7 +346,22 @@ typedef struct kvshard_profile__fitting {
     const char *length_input;
     /* The memory fraction the settled engine uses (the one given, else its
      * default for the version), which the launch line states. */
-    double (*utilization)(const kvshard_profile__state *state);
+    double (*utilization)(const kvshard_value *inputs, const kvshard_profile__state *state);
+    /* The fraction fit assumes, writes and states when none is given, where
+     * the engine's own default depends on what kvshard does not model; 0:
+     * the engine's default. */
+    double assumed_fraction;
+    /* The boolean input that makes a layout's D replicas the engine's own
+     * workers (written true when D > 1); NULL: D separate engines. */
+    const char *replicas_input;
+    /* The engine's sequences are its concurrency with no request limit
+     * given, and its request limit counts every replica (written D x s);
+     * else they are the balanced count and the limit is a replica's. */
+    bool limit_counts_replicas;
+    /* The input that takes the state slots of every replica, written D x
+     * the slots the first plan gave, so the replan keeps its pools; NULL:
+     * none. */
+    const char *state_slots_input;
 } kvshard_profile__fitting;
 
 typedef struct kvshard__profile {

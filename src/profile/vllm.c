@@ -1222,8 +1222,9 @@ static int recommend(char *buf, size_t cap, const kvshard_profile__layout *l, bo
 
 /* The fraction the engine takes of the device, as fit's launch line
  * states it. */
-static double fit_utilization(const kvshard_profile__state *state)
+static double fit_utilization(const kvshard_value *given, const kvshard_profile__state *state)
 {
+    (void)given;
     return state->vllm.utilization;
 }
 
