@@ -305,6 +305,53 @@ static void test_sglang_launch_line_replans(void **state)
     free(err);
 }
 
+/* A fit under an engine refuses what the engine cannot start before it
+ * searches: a length from nowhere. Layouts the profile refuses are listed
+ * by the refusal's own name, and a length no layout serves is no_block. */
+static void test_engine_refusals(void **state)
+{
+    (void)state;
+    kvshard_model *tiny = tu_load_model_text("{num_hidden_layers: 2, num_attention_heads: 2, "
+                                             "num_key_value_heads: 2, head_dim: 64, "
+                                             "hidden_size: 128}");
+    kvshard_options o = qwen_options();
+    o.context_length = 0;
+    kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
+    fo.gpus = 2;
+    kvshard_fit *f = NULL;
+    kvshard_error err;
+    assert_int_equal(kvshard_fit_create(&f, tiny, &o, &fo, NULL, &err), KVSHARD_EMISSING);
+    assert_non_null(strstr(err.message, "vllm profile: engine_input_missing: "));
+    assert_null(f);
+    kvshard_model_free(tiny);
+
+    kvshard_model *m = tu_load_example_model("qwen3_5_35b_a3b.json");
+    o = qwen_options();
+    o.engine = KVSHARD_ENGINE_SGLANG; /* no stages for a model with state layers */
+    fo.gpus = 4;
+    fo.max_pp_size = 4;
+    tu_assert_ok(kvshard_fit_create(&f, m, &o, &fo, NULL, &err), &err);
+    assert_int_equal(kvshard_fit_row_count(f), 3);
+    assert_int_equal(kvshard_fit_not_admitted_count(f), 3);
+    char *text = NULL;
+    assert_int_equal(kvshard_fit_write_text(f, 0, tu_append, &text), KVSHARD_OK);
+    assert_non_null(strstr(text, "refused    T = 1, P = 2, D = 2: "));
+    assert_null(strstr(text, ": profile\n"));
+    free(text);
+    kvshard_fit_free(f);
+    f = NULL;
+
+    /* 8 GiB leave no layout a budget for one request of 32,768 tokens. */
+    o = qwen_options();
+    o.device_memory = 8 * GIB;
+    fo.max_pp_size = 0;
+    assert_int_equal(kvshard_fit_create(&f, m, &o, &fo, NULL, &err), KVSHARD_ENOBLOCK);
+    assert_non_null(strstr(err.message, "no layout of 4 GPUs serves one sequence of 32768 "
+                                        "tokens under the vllm profile"));
+    assert_null(f);
+    kvshard_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -314,6 +361,7 @@ int main(void)
         cmocka_unit_test(test_vllm_launch_line_replans),
         cmocka_unit_test(test_sglang_worked_example),
         cmocka_unit_test(test_sglang_launch_line_replans),
+        cmocka_unit_test(test_engine_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -450,6 +450,27 @@ static int start(kvshard_fit *f, search *s, const kvshard_fit_options *fo, kvsha
     return KVSHARD_OK;
 }
 
+/* A profile's refusal reads "NAME profile: REFUSAL: why": REFUSAL into
+ * `name` ("" for another message). */
+static void refusal_name(char *name, size_t cap, const char *message)
+{
+    name[0] = '\0';
+    const char *p = strstr(message, " profile: ");
+    if (!p)
+        return;
+    p += strlen(" profile: ");
+    size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyz0123456789_");
+    if (n && n < cap && p[n] == ':') {
+        memcpy(name, p, n);
+        name[n] = '\0';
+    }
+}
+
+const char *kvshard_fit__refusal_name(const kvshard__refused *r)
+{
+    return r->name[0] ? r->name : kvshard_status_name(r->code);
+}
+
 /* Why no row fits: every admitted layout leaves some stage no budget (the
  * closest named), or the state of max_seqs sequences leaves no block. */
 static int none_fits(const kvshard_fit *f, const search *s, bool all_short, uint32_t ct,
@@ -594,7 +615,9 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo,
             }
             if (rc && !memory_failure(rc)) {
                 kvshard__refused *r = &f->refused[f->refused_count++];
-                *r = (kvshard__refused){T, P, D, rc};
+                *r = (kvshard__refused){T, P, D, rc, ""};
+                if (s->engine)
+                    refusal_name(r->name, sizeof r->name, e.message);
                 if (!first_refusal) {
                     first_refusal = rc;
                     first_err = e;

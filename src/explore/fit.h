@@ -14,11 +14,16 @@
  * dp_size narrow it. */
 #define KVSHARD__FIT_MAX_WORK (UINT64_C(1) << 30)
 
-/* A layout refused for another reason than memory. */
+/* A layout refused for another reason than memory: its status, and under
+ * an engine fit the name of the profile's refusal ("" when none). */
 typedef struct kvshard__refused {
     uint32_t tp, pp, dp;
     int code;
+    char name[48];
 } kvshard__refused;
+
+/* The name a refusal goes by in a fit's documents. */
+const char *kvshard_fit__refusal_name(const kvshard__refused *r);
 
 struct kvshard_fit {
     kvshard_allocator alloc;

@@ -690,7 +690,7 @@ int kvshard_fit_write_json(const kvshard_fit *fit, kvshard_write_fn write, void 
         sep(&o);
         field_u64(&o, "dp_size", r->dp);
         sep(&o);
-        field_word(&o, "reason", kvshard_status_name(r->code));
+        field_word(&o, "reason", kvshard_fit__refusal_name(r));
         kvshard_writer__out_raw(&o, "}");
     }
     kvshard_writer__out_raw(&o, fit->refused_count ? "\n  ],\n" : "],\n");

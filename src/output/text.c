@@ -736,7 +736,7 @@ int kvshard_fit_write_text(const kvshard_fit *fit, size_t top, kvshard_write_fn 
     for (size_t i = 0; i < fit->refused_count; i++)
         kvshard_writer__out_printf(&o, "refused    T = %u, P = %u, D = %u: %s\n",
                                    fit->refused[i].tp, fit->refused[i].pp, fit->refused[i].dp,
-                                   kvshard_status_name(fit->refused[i].code));
+                                   kvshard_fit__refusal_name(&fit->refused[i]));
     /* The recommendation as the commands that run it. */
     char flags[4096];
     if (fit->engine)
