@@ -89,3 +89,22 @@ def test_the_kvshard_line_replans_the_row(vllm_fit: kvshard.Fit, cli: str) -> No
     for figure in ('"num_gpu_blocks": 1048', '"gpu_kv_cache_tokens": 903706',
                    '"max_num_seqs": 27', '"balanced_max_seqs": 27'):
         assert figure in text
+
+
+def test_sglang_rows_and_line() -> None:
+    # The fraction fit assumes, 0.9, is written and stated; D the
+    # DP-attention workers; 179 state slots a worker at T = 2, D = 2.
+    with kvshard.fit(QWEN35, gpus=4, engine="sglang", **QWEN_DEVICE) as fit:
+        assert [(r.tp_size, r.dp_size, r.seqs_per_replica) for r in fit.fitting] == [
+            (2, 2, 19), (1, 4, 7), (4, 1, 21)]
+        assert fit.flags("sglang") == [
+            "--tp-size=4", "--dp-size=2", "--enable-dp-attention", "--mem-fraction-static=0.9",
+            "--context-length=32768", "--max-running-requests=38", "--max-mamba-cache-size=358"]
+        assert fit.flags("vllm") is None
+        assert fit.to_dict()["engine"] == {"name": "sglang", "version": "0.5.21"}
+
+
+def test_an_engine_that_is_not_fitted_is_refused() -> None:
+    with pytest.raises(kvshard.PlanError) as info:
+        kvshard.fit(QWEN35, gpus=4, engine="xllm", **QWEN_DEVICE)
+    assert "fit_profile" in info.value.message
