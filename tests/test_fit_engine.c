@@ -352,6 +352,46 @@ static void test_engine_refusals(void **state)
     kvshard_model_free(m);
 }
 
+/* Engine flags given to fit that change what the engine allocates are
+ * repeated on its line, in the engine's spelling, so the line starts the
+ * engine the row was planned for. Without prefix caching vLLM keeps one
+ * state block per group a request (mode none): ceil(32,768 / 1,056) + 3 =
+ * 35 blocks, floor(1,047 / 35) = 29 a replica, int(1,048 / 35 x 32,768) =
+ * 981,167 tokens. */
+static void test_vllm_repeats_given_flags(void **state)
+{
+    (void)state;
+    char command[4096], *out = NULL, *err = NULL;
+    snprintf(command, sizeof command,
+             "'%s' fit '%s' --engine=vllm " DEVICE_FLAGS " --context_length=32768 "
+             "--mamba-cache-mode=all --enable-prefix-caching=false --max-num-batched-tokens=8192",
+             KVSHARD_CLI, MODEL);
+    assert_int_equal(tu_run(command, &out, &err), 0);
+    const char *marker = "\nrecommended: vllm ";
+    char *line = strstr(out, marker);
+    assert_non_null(line);
+    line += strlen(marker);
+    *strchr(line, '\n') = '\0';
+    assert_string_equal(line, "--tensor-parallel-size=2 --data-parallel-size=2 "
+                              "--gpu-memory-utilization=0.92 --max-model-len=32768 "
+                              "--max-num-seqs=29 --mamba-cache-mode=all "
+                              "--no-enable-prefix-caching --max-num-batched-tokens=8192");
+    char flags[1024];
+    snprintf(flags, sizeof flags, "%s", line);
+    free(out);
+    free(err);
+    snprintf(command, sizeof command,
+             "'%s' plan '%s' --engine=vllm %s --device_memory=32GiB --weights_total=69321223296 "
+             "--weights_experts=64424509440 --context_length=32768 --format=json",
+             KVSHARD_CLI, MODEL, flags);
+    assert_int_equal(tu_run(command, &out, &err), 0);
+    assert_non_null(strstr(out, "\"num_gpu_blocks\": 1048"));
+    assert_non_null(strstr(out, "\"gpu_kv_cache_tokens\": 981167"));
+    assert_non_null(strstr(out, "\"balanced_max_seqs\": 29"));
+    free(out);
+    free(err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -362,6 +402,7 @@ int main(void)
         cmocka_unit_test(test_sglang_worked_example),
         cmocka_unit_test(test_sglang_launch_line_replans),
         cmocka_unit_test(test_engine_refusals),
+        cmocka_unit_test(test_vllm_repeats_given_flags),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

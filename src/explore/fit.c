@@ -708,6 +708,36 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo,
     return KVSHARD_OK;
 }
 
+/* The engine flags given to fit that its launch line repeats, in the
+ * profile's order and the engine's spelling. */
+static void repeated_flags(kvshard_fit *f, const kvshard_settings *given)
+{
+    const kvshard_profile__fitting *fitting = &f->profile->fitting;
+    size_t used = 0;
+    f->engine_repeated[0] = '\0';
+    for (const char *const *name = fitting->repeated; name && *name; name++) {
+        char value[256], flag[96];
+        bool set = false;
+        if (kvshard_settings_get(value, sizeof value, &set, given, *name) != KVSHARD_OK || !set)
+            continue;
+        snprintf(flag, sizeof flag, "%s", *name);
+        for (char *c = flag; *c; c++)
+            *c = *c == '_' ? '-' : *c;
+        kvshard_setting_info info = KVSHARD_SETTING_INFO_INIT;
+        bool boolean = kvshard_setting_find(&info, *name) == KVSHARD_OK &&
+                       info.type == KVSHARD_SETTING_BOOL;
+        char *out = f->engine_repeated + used;
+        size_t left = sizeof f->engine_repeated - used;
+        const char *sep = used ? " " : "";
+        int n = !boolean                     ? snprintf(out, left, "%s--%s=%s", sep, flag, value)
+                : strcmp(value, "true") == 0 ? snprintf(out, left, "%s--%s", sep, flag)
+                : fitting->false_as_no       ? snprintf(out, left, "%s--no-%s", sep, flag)
+                                             : snprintf(out, left, "%s--%s=false", sep, flag);
+        if (n > 0 && (size_t)n < left)
+            used += (size_t)n;
+    }
+}
+
 /* Row 1's state slots, which its launch line tells the engine: its plans
  * again (the rows keep no slots of their own). */
 static int recommended_slots(kvshard_fit *f, const search *s, kvshard_diag__ctx *diag)
@@ -857,6 +887,8 @@ static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvsha
     }
     if (rc == KVSHARD_OK && s.engine && f->profile->fitting.state_slots_input)
         rc = recommended_slots(f, &s, diag);
+    if (rc == KVSHARD_OK && s.engine)
+        repeated_flags(f, options->settings);
     kvshard_device__close(&s.device);
     kvshard_settings_free(s.settings);
     if (rc) {
@@ -984,6 +1016,11 @@ int kvshard_fit_flags(char *buf, size_t cap, const kvshard_fit *fit, const char 
     int n = fit->profile->dialect.recommend(list, sizeof list, &l, env);
     if (n < 0)
         return n;
+    if (!env && fit->engine_repeated[0]) {
+        size_t len = strlen(list);
+        snprintf(list + len, sizeof list - len, "%s%s", len ? " " : "", fit->engine_repeated);
+        n = 1;
+    }
     if (!own)
         return snprintf(buf, cap, "%s", list);
     return snprintf(buf, cap, "--engine=%s --engine_version=%s%s%s", fit->profile->name,

@@ -51,6 +51,7 @@ struct kvshard_fit {
     double engine_utilization;
     char engine_version[40];
     uint64_t engine_state_slots; /* row 1's, in all replicas, where the engine is told them */
+    char engine_repeated[1024]; /* the engine flags given that its line repeats */
 };
 
 /* kvshard_fit_create, naming in `diag` the option an error is about. */

@@ -362,6 +362,11 @@ typedef struct kvshard_profile__fitting {
      * the slots the first plan gave, so the replan keeps its pools; NULL:
      * none. */
     const char *state_slots_input;
+    /* The inputs a launch line repeats when they are given to fit, in this
+     * order, as --name=value with dashes (NULL-ended; NULL: none); a false
+     * boolean as --no-name when `false_as_no`, else --name=false. */
+    const char *const *repeated;
+    bool false_as_no;
 } kvshard_profile__fitting;
 
 typedef struct kvshard__profile {

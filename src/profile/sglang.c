@@ -902,6 +902,13 @@ static void report_rows(const kvshard__printer *p, const kvshard_profile__view *
     }
 }
 
+/* The flags a launch line of fit repeats when given: they change what the
+ * engine allocates. */
+static const char *const fit_repeated[] = {
+    "mamba_radix_cache_strategy", "disable_radix_cache", "disable_overlap_schedule",
+    "mamba_full_memory_ratio",    "max_total_tokens",    "chunked_prefill_size",
+    NULL};
+
 /* Under fit --engine, the fraction fit wrote or was given. */
 static double fit_utilization(const kvshard_value *given, const kvshard_profile__state *state)
 {
@@ -1019,4 +1026,5 @@ const kvshard__profile kvshard_profile__sglang = {
     .fitting.replicas_input = "enable_dp_attention",
     .fitting.limit_counts_replicas = true,
     .fitting.state_slots_input = "max_mamba_cache_size",
+    .fitting.repeated = fit_repeated,
 };
