@@ -171,7 +171,8 @@ static void row_figures(kvshard_fit_row *row, const kvshard_plan *p, uint32_t *p
     row->fits = true;
     row->weights_per_rank = 0;
     for (uint32_t s = 0; s < p->pp; s++) {
-        if (p->stage_weights[s] > row->weights_per_rank)
+        /* Stage weights are the device's; an engine's budget has none. */
+        if (p->device.used && p->stage_weights[s] > row->weights_per_rank)
             row->weights_per_rank = p->stage_weights[s];
         partition[s] = p->stages[s].count;
     }
