@@ -551,9 +551,9 @@ static void test_errors(void **state)
     assert_int_equal(kvshard_fit_create(&f, m, &o, &fo, NULL, &err), KVSHARD_EWEIGHTS);
     assert_non_null(strstr(err.message, "kvshard fit works out each layout's weights"));
     o = qwen_options();
-    o.engine = KVSHARD_ENGINE_VLLM;
+    o.engine = KVSHARD_ENGINE_XLLM; /* a profile that does not say how its engine is fitted */
     assert_int_equal(kvshard_fit_create(&f, m, &o, &fo, NULL, &err), KVSHARD_EPROFILE);
-    assert_non_null(strstr(err.message, "vllm profile: fit_profile:"));
+    assert_non_null(strstr(err.message, "xllm profile: fit_profile:"));
     o = qwen_options();
     fo.pp_size = 4; /* within max_pp_size 4, but D = 4 / (T x 4) needs T = 1 ... */
     fo.dp_size = 2; /* ... and D = 2 leaves none */
@@ -860,16 +860,17 @@ static void test_engine_device_inputs(void **state)
                                         "max_memory_utilization 0.8 differ"));
     kvshard_settings_free(set);
 
-    /* fit refuses an engine profile before it reads the profile's inputs:
-     * a device_memory_total that differs is not reached. */
+    /* fit under an engine profile reads its device inputs as a plan does:
+     * a device_memory_total that differs is refused. */
     o.engine = KVSHARD_ENGINE_VLLM;
     set = tu_settings("device_memory_total", "70GiB", NULL);
     o.settings = set;
     kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
     fo.gpus = 2;
     kvshard_fit *f = NULL;
-    assert_int_equal(kvshard_fit_create(&f, m, &o, &fo, NULL, &err), KVSHARD_EPROFILE);
-    assert_non_null(strstr(err.message, "vllm profile: fit_profile:"));
+    assert_int_equal(kvshard_fit_create(&f, m, &o, &fo, NULL, &err), KVSHARD_EDUPKEY);
+    assert_non_null(strstr(err.message, "vllm profile: device_memory "));
+    assert_non_null(strstr(err.message, " and device_memory_total 75161927680 differ"));
     assert_null(f);
     kvshard_settings_free(set);
     kvshard_model_free(m);

@@ -316,8 +316,9 @@ def test_the_fit_s_other_errors(qwen: kvshard.Model) -> None:
         kvshard.fit(qwen, gpus=0, **QWEN_DEVICE)
     assert zero.value.code is Status.EPARALLEL
     with pytest.raises(kvshard.PlanError) as profile:
-        kvshard.fit(qwen, gpus=2, engine="vllm", **QWEN_DEVICE)
+        kvshard.fit(qwen, gpus=2, engine="xllm", **QWEN_DEVICE)
     assert profile.value.code is Status.EPROFILE
+    assert "fit_profile" in profile.value.message
     # Python's own checks, before any C call.
     with pytest.raises(ValueError):
         kvshard.fit(qwen, gpus=-1, **QWEN_DEVICE)

@@ -67,6 +67,11 @@ typedef struct search {
     kvshard__device device;
     kvshard_allocator alloc;
     uint32_t gpus;
+    /* Under an engine profile: rows are that engine's, sized at its own
+     * sequences, and `given.settings` is this copy of the caller's with the
+     * engine's length written (owned). */
+    bool engine;
+    kvshard_settings *settings;
 } search;
 
 static bool memory_failure(int rc)
@@ -75,10 +80,44 @@ static bool memory_failure(int rc)
 }
 
 /* One layout's plan at `max_seqs`: the device read once, shared. */
+static int plan_slots(kvshard_plan **out, const search *s, uint32_t T, uint32_t P, uint32_t D,
+                      uint32_t S, kvshard_ownership rule, uint32_t max_seqs, uint64_t state_slots,
+                      kvshard_diag__ctx *diag);
+
 static int plan_layout(kvshard_plan **out, const search *s, uint32_t T, uint32_t P, uint32_t D,
                        uint32_t S, kvshard_ownership rule, uint32_t max_seqs,
                        kvshard_diag__ctx *diag)
 {
+    return plan_slots(out, s, T, P, D, S, rule, max_seqs, 0, diag);
+}
+
+/* The same, under an engine fit telling the engine `state_slots` slots in
+ * all replicas (0: none) and, when D > 1, that the replicas are its own
+ * workers: those inputs go into a copy of the fit's settings. */
+static int plan_slots(kvshard_plan **out, const search *s, uint32_t T, uint32_t P, uint32_t D,
+                      uint32_t S, kvshard_ownership rule, uint32_t max_seqs, uint64_t state_slots,
+                      kvshard_diag__ctx *diag)
+{
+    const kvshard_profile__fitting *fitting = &s->base.profile->fitting;
+    const char *replicas = s->engine && D > 1 ? fitting->replicas_input : NULL;
+    const char *slots = s->engine && state_slots ? fitting->state_slots_input : NULL;
+    kvshard_settings *own = NULL;
+    if (replicas || slots) {
+        own = kvshard_settings__copy(s->settings, &s->alloc);
+        if (!own)
+            return kvshard_error__fail(diag->err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
+                                       "out of memory");
+        char text[24];
+        snprintf(text, sizeof text, "%llu", (unsigned long long)state_slots);
+        int rc = replicas ? kvshard_settings_set(own, replicas, "true", "kvshard fit", diag->err)
+                          : KVSHARD_OK;
+        if (rc == KVSHARD_OK && slots)
+            rc = kvshard_settings_set(own, slots, text, "kvshard fit", diag->err);
+        if (rc) {
+            kvshard_settings_free(own);
+            return rc;
+        }
+    }
     kvshard_options o;
     memcpy(&o, &s->given, sizeof o);
     o.world_size = T * P * D;
@@ -94,7 +133,11 @@ static int plan_layout(kvshard_plan **out, const search *s, uint32_t T, uint32_t
     o.ownership = S > 1 ? rule : KVSHARD_OWNERSHIP_DEFAULT;
     o.memory_per_rank = 0;
     o.max_seqs = max_seqs;
-    return kvshard_plan__figures(out, s->model, &o, &s->alloc, &s->device, diag);
+    if (own)
+        o.settings = own;
+    int rc = kvshard_plan__figures(out, s->model, &o, &s->alloc, &s->device, diag);
+    kvshard_settings_free(own);
+    return rc;
 }
 
 /* Sequences per replica at the context length: balanced max_seqs, or for a
@@ -128,7 +171,8 @@ static void row_figures(kvshard_fit_row *row, const kvshard_plan *p, uint32_t *p
     row->fits = true;
     row->weights_per_rank = 0;
     for (uint32_t s = 0; s < p->pp; s++) {
-        if (p->stage_weights[s] > row->weights_per_rank)
+        /* Stage weights are the device's; an engine's budget has none. */
+        if (p->device.used && p->stage_weights[s] > row->weights_per_rank)
             row->weights_per_rank = p->stage_weights[s];
         partition[s] = p->stages[s].count;
     }
@@ -163,9 +207,98 @@ static int replica_totals(kvshard_fit_row *row, kvshard_diag__ctx *diag)
                               (unsigned long long)row->seqs_per_replica, D);
 }
 
-static int fill_row(kvshard_fit_row *row, const search *s, uint32_t *partition,
+/* A rank's weights under an engine profile: what the device filled into
+ * the engine's input, less the reserve. */
+static uint64_t engine_weights(const search *s, const kvshard_plan *p)
+{
+    const kvshard__profile *profile = s->base.profile;
+    int i = kvshard_profiles__input_index(profile, profile->device.fill_input);
+    if (i < 0 || s->device.fill_given)
+        return 0;
+    uint64_t fill = p->inputs[i].u;
+    uint64_t taken = profile->device.fill_free ? s->device.device_memory - fill : fill;
+    return taken - s->device.reserve;
+}
+
+/* The request limit an engine is planned at before its sequences are
+ * known: none where it sizes its pools without one, else one sequence. */
+static uint32_t engine_first_seqs(const search *s)
+{
+    return s->base.profile->fitting.limit_counts_replicas ? 0 : 1;
+}
+
+/* An engine's row: planned at its first request limit, its sequences s
+ * read from that plan (the concurrency, or the balanced count), then
+ * planned again at s (or D x s) with the state slots the first plan gave,
+ * so the row's pools are those the engine will allocate. A split the
+ * engine does not run is no row. */
+static int engine_row_plans(kvshard_plan **out, uint64_t *seqs, uint64_t *slots, const search *s,
+                            const kvshard_fit_row *row, kvshard_diag__ctx *diag)
+{
+    const kvshard_profile__fitting *fitting = &s->base.profile->fitting;
+    uint32_t T = row->tp_size, P = row->pp_size, D = row->dp_size, S = row->layerwise_split_size;
+    kvshard_plan *p = NULL;
+    *out = NULL;
+    *seqs = 0;
+    *slots = 0;
+    int rc = plan_layout(&p, s, T, P, D, S, row->ownership, engine_first_seqs(s), diag);
+    if (rc)
+        return rc;
+    bool has = fitting->limit_counts_replicas ? p->cap.has_concurrency
+                                              : p->cap.has_balanced_max_seqs;
+    *seqs = !has                             ? 0
+            : fitting->limit_counts_replicas ? p->cap.concurrency
+                                             : p->cap.balanced_max_seqs;
+    if (fitting->state_slots_input && p->cap.has_state_slots)
+        *slots = (uint64_t)D * p->cap.usable_state_slots;
+    kvshard_plan_free(p);
+    if (*seqs == 0)
+        return KVSHARD_OK;
+    uint64_t limit = fitting->limit_counts_replicas ? (uint64_t)D * *seqs : *seqs;
+    uint32_t max_seqs = limit > (1u << 24) ? 1u << 24 : (uint32_t)limit;
+    return plan_slots(out, s, T, P, D, S, row->ownership, max_seqs, *slots, diag);
+}
+
+static int fill_engine_row(kvshard_fit_row *row, bool *dropped, const search *s,
+                           uint32_t *partition, kvshard_diag__ctx *diag)
+{
+    kvshard_plan *p = NULL;
+    kvshard_error e;
+    kvshard_diag__ctx layout = kvshard_diag__on(&e);
+    uint64_t seqs, slots;
+    int rc = engine_row_plans(&p, &seqs, &slots, s, row, &layout);
+    if (memory_failure(rc)) {
+        row->reason = rc;
+        return KVSHARD_OK;
+    }
+    if (rc && rc != KVSHARD_ENOMEM && row->layerwise_split_size > 1) {
+        *dropped = true;
+        return KVSHARD_OK;
+    }
+    if (rc) {
+        if (diag->err)
+            *diag->err = e;
+        diag->among = layout.among;
+        return rc;
+    }
+    row->has_seqs = true;
+    if (!p) { /* the engine serves no sequence of the length */
+        row->reason = KVSHARD_ENOBLOCK;
+        row->no_sequence = true;
+        return KVSHARD_OK;
+    }
+    row_figures(row, p, partition);
+    row->weights_per_rank = engine_weights(s, p);
+    row->max_seqs = seqs > UINT32_MAX ? UINT32_MAX : (uint32_t)seqs;
+    row->seqs_per_replica = seqs;
+    kvshard_plan_free(p);
+    return replica_totals(row, diag);
+}
+
+static int fill_row(kvshard_fit_row *row, bool *dropped, const search *s, uint32_t *partition,
                     const kvshard_plan *admission, int admission_rc, kvshard_diag__ctx *diag)
 {
+    *dropped = false;
     uint32_t T = row->tp_size, P = row->pp_size, D = row->dp_size, S = row->layerwise_split_size;
     uint32_t context = s->base.options.context_length;
     if (S == 1 && !context) {
@@ -176,6 +309,8 @@ static int fill_row(kvshard_fit_row *row, const search *s, uint32_t *partition,
         row_figures(row, admission, partition);
         return replica_totals(row, diag);
     }
+    if (s->engine)
+        return fill_engine_row(row, dropped, s, partition, diag);
     kvshard_plan *p = NULL;
     kvshard_error e;
     /* The layout's own plan: its error, and what that is about. */
@@ -316,12 +451,50 @@ static int start(kvshard_fit *f, search *s, const kvshard_fit_options *fo, kvsha
     return KVSHARD_OK;
 }
 
+/* A profile's refusal reads "NAME profile: REFUSAL: why": REFUSAL into
+ * `name` ("" for another message). */
+static void refusal_name(char *name, size_t cap, const char *message)
+{
+    name[0] = '\0';
+    const char *p = strstr(message, " profile: ");
+    if (!p)
+        return;
+    p += strlen(" profile: ");
+    size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyz0123456789_");
+    if (n && n < cap && p[n] == ':') {
+        memcpy(name, p, n);
+        name[n] = '\0';
+    }
+}
+
+const char *kvshard_fit__refusal_name(const kvshard__refused *r)
+{
+    return r->name[0] ? r->name : kvshard_status_name(r->code);
+}
+
 /* Why no row fits: every admitted layout leaves some stage no budget (the
  * closest named), or the state of max_seqs sequences leaves no block. */
 static int none_fits(const kvshard_fit *f, const search *s, bool all_short, uint32_t ct,
                      uint32_t cp, uint32_t cd, int64_t closest, kvshard_diag__ctx *diag)
 {
     const kvshard__device *d = &s->device;
+    const char *engine = s->base.profile->name;
+    if (s->engine && all_short) {
+        diag->option = "device_memory";
+        return kvshard_diag__fail(diag, kvshard_device__about_fit, KVSHARD_EDOESNOTFIT,
+                                  "does_not_fit: no layout of %u GPUs leaves the %s profile a "
+                                  "budget: the weights and activation_reserve %llu bytes take "
+                                  "the engine's share of device_memory %llu",
+                                  f->gpus, engine, (unsigned long long)d->reserve,
+                                  (unsigned long long)d->device_memory);
+    }
+    if (s->engine) {
+        diag->option = "context_length";
+        return kvshard_diag__fail(diag, kvshard_profile__about_budget, KVSHARD_ENOBLOCK,
+                                  "no layout of %u GPUs serves one sequence of %u tokens under "
+                                  "the %s profile; give a shorter context_length",
+                                  f->gpus, s->base.options.context_length, engine);
+    }
     char u[24];
     kvshard_device__ppb_text(u, sizeof u, d->utilization_ppb);
     if (all_short) {
@@ -431,8 +604,11 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo,
             kvshard_plan *p = NULL;
             kvshard_error e;
             kvshard_diag__ctx layout_diag = kvshard_diag__on(&e);
+            /* An engine's own request limit is what its row works out:
+             * admitted at one sequence. */
             int rc = plan_layout(&p, s, T, P, D, 1, KVSHARD_OWNERSHIP_DEFAULT,
-                                 s->base.options.max_seqs, &layout_diag);
+                                 s->engine ? engine_first_seqs(s) : s->base.options.max_seqs,
+                                 &layout_diag);
             if (rc == KVSHARD_ENOMEM) { /* the host's memory, not the layout's */
                 if (diag->err)
                     *diag->err = e;
@@ -440,7 +616,9 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo,
             }
             if (rc && !memory_failure(rc)) {
                 kvshard__refused *r = &f->refused[f->refused_count++];
-                *r = (kvshard__refused){T, P, D, rc};
+                *r = (kvshard__refused){T, P, D, rc, ""};
+                if (s->engine)
+                    refusal_name(r->name, sizeof r->name, e.message);
                 if (!first_refusal) {
                     first_refusal = rc;
                     first_err = e;
@@ -455,7 +633,11 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo,
             int64_t left = INT64_MAX;
             kvshard_error ignore;
             kvshard_error__reset(&ignore);
-            if (P <= 256 && kvshard_partition__by_rule(counts, L, P,
+            if (s->engine) {
+                /* The engine's budget is its own: none_fits names no
+                 * device share. */
+                all_short = all_short && admission_rc == KVSHARD_EDOESNOTFIT;
+            } else if (P <= 256 && kvshard_partition__by_rule(counts, L, P,
                                                        s->base.options.pp_partition_rule ==
                                                                KVSHARD_PP_RULE_EXPLICIT
                                                            ? s->base.profile->defaults.pp_rule
@@ -480,6 +662,9 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo,
                 if (T % S != 0 || (S > 1 && fo->unsplit))
                     continue;
                 for (uint32_t r = 0; r < (S == 1 ? 1u : 3u); r++) {
+                    if (S > 1 && s->engine &&
+                        ownership_rules[r] != (uint32_t)s->base.profile->defaults.ownership)
+                        continue; /* an engine owns split layers by its own rule */
                     kvshard_fit_row *row = &f->rows[f->count];
                     memset(row, 0, sizeof *row); /* padding too: rows compare by bytes */
                     row->size = sizeof *row;
@@ -492,9 +677,15 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo,
                                             : (kvshard_ownership)ownership_rules[r];
                     row->pp_partition = f->partitions + used;
                     used += P;
-                    if ((failed = fill_row(row, s, (uint32_t *)row->pp_partition, p, admission_rc,
-                                           diag)) != 0)
+                    bool dropped;
+                    if ((failed = fill_row(row, &dropped, s, (uint32_t *)row->pp_partition, p,
+                                           admission_rc, diag)) != 0)
                         break;
+                    if (dropped) {
+                        used -= P;
+                        order--;
+                        continue;
+                    }
                     f->fitting += row->fits;
                     f->count++;
                 }
@@ -516,6 +707,95 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo,
     for (size_t i = 0; i < f->count; i++)
         f->rows[i].rank = (uint32_t)(i + 1);
     return KVSHARD_OK;
+}
+
+/* The engine flags given to fit that its launch line repeats, in the
+ * profile's order and the engine's spelling. */
+static void repeated_flags(kvshard_fit *f, const kvshard_settings *given)
+{
+    const kvshard_profile__fitting *fitting = &f->profile->fitting;
+    size_t used = 0;
+    f->engine_repeated[0] = '\0';
+    for (const char *const *name = fitting->repeated; name && *name; name++) {
+        char value[256], flag[96];
+        bool set = false;
+        if (kvshard_settings_get(value, sizeof value, &set, given, *name) != KVSHARD_OK || !set)
+            continue;
+        snprintf(flag, sizeof flag, "%s", *name);
+        for (char *c = flag; *c; c++)
+            *c = *c == '_' ? '-' : *c;
+        kvshard_setting_info info = KVSHARD_SETTING_INFO_INIT;
+        bool boolean = kvshard_setting_find(&info, *name) == KVSHARD_OK &&
+                       info.type == KVSHARD_SETTING_BOOL;
+        char *out = f->engine_repeated + used;
+        size_t left = sizeof f->engine_repeated - used;
+        const char *sep = used ? " " : "";
+        int n = !boolean                     ? snprintf(out, left, "%s--%s=%s", sep, flag, value)
+                : strcmp(value, "true") == 0 ? snprintf(out, left, "%s--%s", sep, flag)
+                : fitting->false_as_no       ? snprintf(out, left, "%s--no-%s", sep, flag)
+                                             : snprintf(out, left, "%s--%s=false", sep, flag);
+        if (n > 0 && (size_t)n < left)
+            used += (size_t)n;
+    }
+}
+
+/* Row 1's state slots, which its launch line tells the engine: its plans
+ * again (the rows keep no slots of their own). */
+static int recommended_slots(kvshard_fit *f, const search *s, kvshard_diag__ctx *diag)
+{
+    kvshard_plan *p = NULL;
+    uint64_t seqs;
+    int rc = engine_row_plans(&p, &seqs, &f->engine_state_slots, s, &f->rows[0], diag);
+    kvshard_plan_free(p);
+    return rc;
+}
+
+/* What an engine fit writes for every row into `*given` (the caller's
+ * options, its settings a copy the search owns): the length, context_length
+ * else the engine's own length input else the config's
+ * max_position_embeddings (also into that input where the engine takes it
+ * by one), and the fraction the profile assumes when none is given. */
+static int engine_inputs(search *s, kvshard_options *given, const kvshard_model *model,
+                         const kvshard_allocator *allocator, kvshard_diag__ctx *diag)
+{
+    const kvshard__profile *profile = s->base.profile;
+    const char *input = profile->fitting.length_input;
+    uint32_t L = given->context_length;
+    char text[32];
+    bool set = false;
+    if (!L && input && kvshard_settings_get(text, sizeof text, &set, given->settings, input) ==
+                           KVSHARD_OK && set)
+        L = (uint32_t)strtoul(text, NULL, 10);
+    if (!L)
+        L = model->info.max_position_embeddings;
+    if (!L) {
+        diag->option = "context_length";
+        return kvshard_diag__fail(diag, kvshard_profile__about_engine, KVSHARD_EMISSING,
+                                  "%s profile: engine_input_missing: the length of a row is "
+                                  "context_length, the engine's own, else the config's "
+                                  "max_position_embeddings, which it does not give: give "
+                                  "--context_length",
+                                  profile->name);
+    }
+    given->context_length = L;
+    kvshard_allocator alloc = kvshard_alloc__allocator_or_default(allocator);
+    s->settings = kvshard_settings__copy(given->settings, &alloc);
+    if (!s->settings)
+        return kvshard_error__fail(diag->err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
+                                   "out of memory");
+    given->settings = s->settings;
+    snprintf(text, sizeof text, "%u", L);
+    int rc = input ? kvshard_settings_set(s->settings, input, text, "kvshard fit", diag->err)
+                   : KVSHARD_OK;
+    const char *fraction = profile->device.utilization_input;
+    set = given->memory_utilization > 0;
+    if (rc == KVSHARD_OK && !set && profile->fitting.assumed_fraction > 0 &&
+        kvshard_settings_get(text, sizeof text, &set, s->settings, fraction) == KVSHARD_OK &&
+        !set) {
+        kvshard_format__shortest_text(text, sizeof text, profile->fitting.assumed_fraction);
+        rc = kvshard_settings_set(s->settings, fraction, text, "kvshard fit", diag->err);
+    }
+    return rc;
 }
 
 static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvshard_options *options,
@@ -541,33 +821,46 @@ static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvsha
         diag->option = "gpus_per_node";
         return rc;
     }
-    /* Before the profile settles anything: its inputs are not fit's. */
-    if (rc == KVSHARD_OK && !s.base.profile->device.utilization_ppb) {
+    /* Before the profile settles anything: a profile that does not say how
+     * its engine is fitted is refused, whatever its inputs. */
+    s.engine = rc == KVSHARD_OK && !s.base.profile->device.utilization_ppb;
+    if (s.engine && !s.base.profile->fitting.utilization) {
         diag->option = "engine";
         return kvshard_diag__fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE,
-                                  "%s profile: fit_profile: kvshard fit plans under the kvshard "
-                                  "profile only",
+                                  "%s profile: fit_profile: kvshard fit does not rank layouts by "
+                                  "this engine's figures",
                                   s.base.profile->name);
     }
-    if (rc == KVSHARD_OK)
-        rc = kvshard_validate__planning_settle(&s.base, model, diag);
-    if (rc)
-        return rc;
-    s.model = model;
-    s.alloc = kvshard_alloc__allocator_or_default(allocator);
     kvshard_options init = KVSHARD_OPTIONS_INIT;
     memcpy(&s.given, options ? options : &init, sizeof s.given);
+    /* Under an engine, planned again with what fit writes for every row. */
+    if (rc == KVSHARD_OK && s.engine &&
+        (rc = engine_inputs(&s, &s.given, model, allocator, diag)) == KVSHARD_OK)
+        rc = kvshard_validate__begin_planning(&s.base, true, &s.given, allocator, diag);
+    if (rc == KVSHARD_OK)
+        rc = kvshard_device__map(&s.base, diag);
+    if (rc == KVSHARD_OK)
+        rc = kvshard_validate__planning_settle(&s.base, model, diag);
+    if (rc) {
+        kvshard_settings_free(s.settings);
+        return rc;
+    }
+    s.model = model;
+    s.alloc = kvshard_alloc__allocator_or_default(allocator);
     /* fit works out the budgets: memory_per_rank is not one. */
     s.given.memory_per_rank = 0;
     s.base.options.memory_per_rank = 0;
     kvshard_fit *f = kvshard_alloc__calloc(&s.alloc, 1, sizeof *f);
-    if (!f)
+    if (!f) {
+        kvshard_settings_free(s.settings);
         return kvshard_error__fail(diag->err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
                                    "out of memory");
+    }
     f->alloc = s.alloc;
     size_t source_len = strlen(model->source) + 1;
     f->model_source = kvshard_alloc__bytes(&s.alloc, source_len, 1);
     if (!f->model_source) {
+        kvshard_settings_free(s.settings);
         kvshard_alloc__free(&s.alloc, f);
         return kvshard_error__fail(diag->err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
                                    "out of memory");
@@ -576,6 +869,12 @@ static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvsha
     f->options = s.base.options;
     f->options.settings = NULL;
     f->profile = s.base.profile;
+    if (s.engine) {
+        f->engine = true;
+        f->engine_utilization = f->profile->fitting.utilization(s.base.inputs, &s.base.state);
+        const char *version = kvshard_validate__planning_version(f->profile, s.base.inputs);
+        snprintf(f->engine_version, sizeof f->engine_version, "%s", version ? version : "");
+    }
     rc = start(f, &s, fo, diag);
     if (rc == KVSHARD_OK)
         rc = kvshard_device__open(&s.device, &s.base, model, &s.alloc, diag);
@@ -587,7 +886,12 @@ static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvsha
         f->drafts = kvshard__counted_drafts(&model->info, &f->options, f->profile) > 0;
         rc = enumerate(f, &s, fo, diag);
     }
+    if (rc == KVSHARD_OK && s.engine && f->profile->fitting.state_slots_input)
+        rc = recommended_slots(f, &s, diag);
+    if (rc == KVSHARD_OK && s.engine)
+        repeated_flags(f, options->settings);
     kvshard_device__close(&s.device);
+    kvshard_settings_free(s.settings);
     if (rc) {
         kvshard_fit_free(f);
         return rc;
@@ -663,7 +967,10 @@ uint32_t kvshard_fit_limited_layouts(const kvshard_fit *fit)
 kvshard_profile__layout kvshard_fit__layout(const kvshard_fit *fit, const kvshard_fit_row *row,
                                             char *utilization, size_t cap)
 {
-    kvshard_device__ppb_flag_text(utilization, cap, fit->device.utilization_ppb);
+    if (fit->engine)
+        kvshard_format__shortest_text(utilization, cap, fit->engine_utilization);
+    else
+        kvshard_device__ppb_flag_text(utilization, cap, fit->device.utilization_ppb);
     kvshard_profile__layout l = {
         .world_size = fit->gpus,
         .tp = row->tp_size,
@@ -678,6 +985,8 @@ kvshard_profile__layout kvshard_fit__layout(const kvshard_fit *fit, const kvshar
         .drafts = fit->drafts,
         .context_length = row->has_seqs ? fit->options.context_length : 0,
         .seqs_per_replica = row->seqs_per_replica,
+        .engine_fraction = fit->engine ? utilization : NULL,
+        .state_slots = fit->engine_state_slots,
     };
     return l;
 }
@@ -695,5 +1004,26 @@ int kvshard_fit_flags(char *buf, size_t cap, const kvshard_fit *fit, const char 
         return KVSHARD_EUNKNOWNKEY;
     char u[24];
     kvshard_profile__layout l = kvshard_fit__layout(fit, &fit->rows[0], u, sizeof u);
-    return p->dialect.recommend(buf, cap, &l, env);
+    if (!fit->engine)
+        return p->dialect.recommend(buf, cap, &l, env);
+    /* Under an engine fit only that engine's line has figures it predicts;
+     * kvshard's is the same line planned under that profile. */
+    bool own = p == kvshard_profiles__own();
+    if (p != fit->profile && !own)
+        return KVSHARD_EUNSUPPORTED;
+    if (own && env)
+        return KVSHARD_EUNSUPPORTED;
+    char list[4096];
+    int n = fit->profile->dialect.recommend(list, sizeof list, &l, env);
+    if (n < 0)
+        return n;
+    if (!env && fit->engine_repeated[0]) {
+        size_t len = strlen(list);
+        snprintf(list + len, sizeof list - len, "%s%s", len ? " " : "", fit->engine_repeated);
+        n = 1;
+    }
+    if (!own)
+        return snprintf(buf, cap, "%s", list);
+    return snprintf(buf, cap, "--engine=%s --engine_version=%s%s%s", fit->profile->name,
+                    fit->engine_version, n ? " " : "", list);
 }

@@ -14,11 +14,16 @@
  * dp_size narrow it. */
 #define KVSHARD__FIT_MAX_WORK (UINT64_C(1) << 30)
 
-/* A layout refused for another reason than memory. */
+/* A layout refused for another reason than memory: its status, and under
+ * an engine fit the name of the profile's refusal ("" when none). */
 typedef struct kvshard__refused {
     uint32_t tp, pp, dp;
     int code;
+    char name[48];
 } kvshard__refused;
+
+/* The name a refusal goes by in a fit's documents. */
+const char *kvshard_fit__refusal_name(const kvshard__refused *r);
 
 struct kvshard_fit {
     kvshard_allocator alloc;
@@ -39,6 +44,14 @@ struct kvshard_fit {
     char *model_source; /* the model's file, for the command line the text gives */
     bool fp8_kv;  /* the KV cache is fp8 (the engines' flag) */
     bool drafts;  /* draft layers are counted (some engines run no stages with them) */
+    /* Ranked by an engine profile's own figures (fit --engine): the memory
+     * fraction that engine uses and the version planned, which its launch
+     * line states. */
+    bool engine;
+    double engine_utilization;
+    char engine_version[40];
+    uint64_t engine_state_slots; /* row 1's, in all replicas, where the engine is told them */
+    char engine_repeated[1024]; /* the engine flags given that its line repeats */
 };
 
 /* kvshard_fit_create, naming in `diag` the option an error is about. */
@@ -47,7 +60,8 @@ int kvshard_fit__create(kvshard_fit **out, const kvshard_model *model,
                         const kvshard_allocator *allocator, kvshard_diag__ctx *diag);
 
 /* A row as the profiles' recommend() takes it; `utilization` (at least 24
- * bytes) holds the share's text. */
+ * bytes) holds the share's text: the device's, or under an engine fit the
+ * fraction that engine uses. */
 kvshard_profile__layout kvshard_fit__layout(const kvshard_fit *fit, const kvshard_fit_row *row,
                                             char *utilization, size_t cap);
 

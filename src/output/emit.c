@@ -645,6 +645,14 @@ int kvshard_fit_write_json(const kvshard_fit *fit, kvshard_write_fn write, void 
     char u[24];
     kvshard_device__ppb_text(u, sizeof u, d->utilization_ppb);
     kvshard_writer__out_raw(&o, "{\n  \"kvshard_version\": \"" KVSHARD_VERSION_STRING "\", ");
+    if (fit->engine) { /* ranked by that engine's own figures */
+        kvshard_writer__out_raw(&o, "\"engine\": {");
+        field_word(&o, "name", fit->profile->name);
+        sep(&o);
+        field_word(&o, "version", fit->engine_version);
+        kvshard_writer__out_raw(&o, "}, ");
+        kvshard_format__shortest_text(u, sizeof u, fit->engine_utilization);
+    }
     field_u64(&o, "gpus", fit->gpus);
     sep(&o);
     field_u64(&o, "gpus_per_node", fit->gpus_per_node);
@@ -659,7 +667,7 @@ int kvshard_fit_write_json(const kvshard_fit *fit, kvshard_write_fn write, void 
     kvshard_writer__out_raw(&o, ", \"memory_utilization\": ");
     kvshard_writer__out_raw(&o, u);
     sep(&o);
-    field_u64(&o, "usable", d->usable);
+    field_or_null(&o, "usable", !fit->engine, d->usable); /* an engine's budget is its own */
     sep(&o);
     field_u64(&o, "activation_reserve", d->reserve);
     sep(&o);
@@ -682,7 +690,7 @@ int kvshard_fit_write_json(const kvshard_fit *fit, kvshard_write_fn write, void 
         sep(&o);
         field_u64(&o, "dp_size", r->dp);
         sep(&o);
-        field_word(&o, "reason", kvshard_status_name(r->code));
+        field_word(&o, "reason", kvshard_fit__refusal_name(r));
         kvshard_writer__out_raw(&o, "}");
     }
     kvshard_writer__out_raw(&o, fit->refused_count ? "\n  ],\n" : "],\n");
@@ -711,6 +719,8 @@ int kvshard_fit_write_json(const kvshard_fit *fit, kvshard_write_fn write, void 
         for (const kvshard__profile *const *q = kvshard_profiles__all; *q; q++) {
             if (!(*q)->dialect.recommend || (env && *q == kvshard_profiles__own()))
                 continue;
+            if (fit->engine && *q != fit->profile && *q != kvshard_profiles__own())
+                continue; /* an engine fit's lines are that engine's */
             if (!first)
                 kvshard_writer__out_raw(&o, env ? ", " : ",\n                              ");
             key(&o, (*q)->name);

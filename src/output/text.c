@@ -620,6 +620,19 @@ int kvshard_comparison_write_text(const kvshard_comparison *comparison, kvshard_
 
 /* ---- fit -------------------------------------------------------------------------------- */
 
+/* An engine fit's one flag line: that engine's environment and flags. */
+static int write_engine_line(kvshard__out *o, const kvshard_fit *fit)
+{
+    char flags[4096], env[4096];
+    const char *name = fit->profile->name;
+    if (kvshard_fit_flags(flags, sizeof flags, fit, name, false) < 0 ||
+        kvshard_fit_flags(env, sizeof env, fit, name, true) < 0)
+        flags[0] = env[0] = '\0';
+    kvshard_writer__out_printf(o, "\nrecommended: %s %s%s%s\n", name, env, env[0] ? " " : "",
+                               flags);
+    return kvshard_writer__out_finish(o);
+}
+
 int kvshard_fit_write_text(const kvshard_fit *fit, size_t top, kvshard_write_fn write, void *user)
 {
     kvshard__out o;
@@ -629,13 +642,24 @@ int kvshard_fit_write_text(const kvshard_fit *fit, size_t top, kvshard_write_fn 
     const kvshard_options *opt = &fit->options;
     char u[24];
     kvshard_device__ppb_text(u, sizeof u, d->utilization_ppb);
-    kvshard_writer__out_printf(&o, "fit        %u GPUs of ", fit->gpus);
-    kvshard_writer__out_grouped(&o, d->device_memory);
-    kvshard_writer__out_raw(&o, " B (");
-    human_bytes(&o, d->device_memory, 0);
-    kvshard_writer__out_printf(&o, ") x %s = ", u);
-    kvshard_writer__out_grouped(&o, d->usable);
-    kvshard_writer__out_raw(&o, " usable; activation_reserve ");
+    if (fit->engine) {
+        /* The engine makes its own budget of its share: no kvshard usable. */
+        kvshard_format__shortest_text(u, sizeof u, fit->engine_utilization);
+        kvshard_writer__out_printf(&o, "fit under %s %s: %u GPUs of ", fit->profile->name,
+                                   fit->engine_version, fit->gpus);
+        kvshard_writer__out_grouped(&o, d->device_memory);
+        kvshard_writer__out_raw(&o, " B (");
+        human_bytes(&o, d->device_memory, 0);
+        kvshard_writer__out_printf(&o, ") x %s; activation_reserve ", u);
+    } else {
+        kvshard_writer__out_printf(&o, "fit        %u GPUs of ", fit->gpus);
+        kvshard_writer__out_grouped(&o, d->device_memory);
+        kvshard_writer__out_raw(&o, " B (");
+        human_bytes(&o, d->device_memory, 0);
+        kvshard_writer__out_printf(&o, ") x %s = ", u);
+        kvshard_writer__out_grouped(&o, d->usable);
+        kvshard_writer__out_raw(&o, " usable; activation_reserve ");
+    }
     kvshard_writer__out_grouped(&o, d->reserve);
     kvshard_writer__out_printf(&o, " B\n           weights from %s", weights_sources[d->source]);
     if (d->source == KVSHARD__WEIGHTS_SAFETENSORS) {
@@ -712,9 +736,11 @@ int kvshard_fit_write_text(const kvshard_fit *fit, size_t top, kvshard_write_fn 
     for (size_t i = 0; i < fit->refused_count; i++)
         kvshard_writer__out_printf(&o, "refused    T = %u, P = %u, D = %u: %s\n",
                                    fit->refused[i].tp, fit->refused[i].pp, fit->refused[i].dp,
-                                   kvshard_status_name(fit->refused[i].code));
+                                   kvshard_fit__refusal_name(&fit->refused[i]));
     /* The recommendation as the commands that run it. */
     char flags[4096];
+    if (fit->engine)
+        return write_engine_line(&o, fit);
     const kvshard__profile *own = kvshard_profiles__own();
     kvshard_fit_flags(flags, sizeof flags, fit, own->name, false);
     kvshard_writer__out_raw(&o, "\nrecommended: kvshard plan ");

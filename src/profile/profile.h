@@ -194,6 +194,11 @@ typedef struct kvshard_profile__layout {
     bool drafts;                   /* draft layers are counted */
     uint32_t context_length;       /* 0: none */
     uint64_t seqs_per_replica;     /* with a context length */
+    /* Under fit --engine: the fraction the engine runs with, which its line
+     * states (NULL otherwise), and the state slots of every replica it is
+     * told (0: none). */
+    const char *engine_fraction;
+    uint64_t state_slots;
 } kvshard_profile__layout;
 
 /* A coordinate of a global rank. */
@@ -347,6 +352,38 @@ typedef struct kvshard_profile__voice {
     void (*unreachable)(char *buf, size_t cap, const kvshard_profile__view *v);
 } kvshard_profile__voice;
 
+/* What kvshard fit needs to rank layouts by the engine's own figures and
+ * to write a launch line whose every number the profile predicts. A
+ * profile without `utilization` is not fitted (fit_profile). */
+typedef struct kvshard_profile__fitting {
+    /* The input that takes the length the engine serves, which fit writes
+     * for every row; NULL: the engine reads context_length itself. */
+    const char *length_input;
+    /* The memory fraction the settled engine uses (the one given, else its
+     * default for the version), which the launch line states. */
+    double (*utilization)(const kvshard_value *inputs, const kvshard_profile__state *state);
+    /* The fraction fit assumes, writes and states when none is given, where
+     * the engine's own default depends on what kvshard does not model; 0:
+     * the engine's default. */
+    double assumed_fraction;
+    /* The boolean input that makes a layout's D replicas the engine's own
+     * workers (written true when D > 1); NULL: D separate engines. */
+    const char *replicas_input;
+    /* The engine's sequences are its concurrency with no request limit
+     * given, and its request limit counts every replica (written D x s);
+     * else they are the balanced count and the limit is a replica's. */
+    bool limit_counts_replicas;
+    /* The input that takes the state slots of every replica, written D x
+     * the slots the first plan gave, so the replan keeps its pools; NULL:
+     * none. */
+    const char *state_slots_input;
+    /* The inputs a launch line repeats when they are given to fit, in this
+     * order, as --name=value with dashes (NULL-ended; NULL: none); a false
+     * boolean as --no-name when `false_as_no`, else --name=false. */
+    const char *const *repeated;
+    bool false_as_no;
+} kvshard_profile__fitting;
+
 typedef struct kvshard__profile {
     const char *name; /* cache.engine, JSON capacity.engine */
     kvshard_engine engine;
@@ -361,6 +398,7 @@ typedef struct kvshard__profile {
     kvshard_profile__voice voice;
     /* The engine's own stage and rank rules; NULL: it has none (kvshard). */
     const kvshard_profile__rules *rules;
+    kvshard_profile__fitting fitting;
 } kvshard__profile;
 
 #endif /* KVSHARD_PROFILE_PROFILE_H */

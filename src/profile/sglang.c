@@ -1071,6 +1071,20 @@ static void report_rows(const kvshard__printer *p, const kvshard_profile__view *
     }
 }
 
+/* The flags a launch line of fit repeats when given: they change what the
+ * engine allocates. */
+static const char *const fit_repeated[] = {
+    "mamba_radix_cache_strategy", "disable_radix_cache", "disable_overlap_schedule",
+    "mamba_full_memory_ratio",    "max_total_tokens",    "chunked_prefill_size",
+    NULL};
+
+/* Under fit --engine, the fraction fit wrote or was given. */
+static double fit_utilization(const kvshard_value *given, const kvshard_profile__state *state)
+{
+    (void)state;
+    return given[IN_FRACTION].d;
+}
+
 /* The layout as SGLang's command line: its TP group holds the DP ranks (DP
  * attention), and it refuses stages with speculative decoding and has no
  * layerwise split. Its memory fraction measures another share: not given. */
@@ -1096,6 +1110,8 @@ static int recommend(char *buf, size_t cap, const kvshard_profile__layout *l, bo
     }
     if (l->pp > 1)
         kvshard_profile__arg(buf, cap, &used, "--pp-size=%u", l->pp);
+    if (l->engine_fraction)
+        kvshard_profile__arg(buf, cap, &used, "--mem-fraction-static=%s", l->engine_fraction);
     if (l->expert_parallel)
         kvshard_profile__arg(buf, cap, &used, "--ep-size=%u", l->dp * l->tp);
     if (l->fp8_kv)
@@ -1105,6 +1121,9 @@ static int recommend(char *buf, size_t cap, const kvshard_profile__layout *l, bo
         kvshard_profile__arg(buf, cap, &used, "--max-running-requests=%llu",
                              (unsigned long long)(l->dp * l->seqs_per_replica));
     }
+    if (l->state_slots)
+        kvshard_profile__arg(buf, cap, &used, "--max-mamba-cache-size=%llu",
+                             (unsigned long long)l->state_slots);
     return (int)used;
 }
 
@@ -1165,4 +1184,13 @@ const kvshard__profile kvshard_profile__sglang = {
     .voice.report_rows = report_rows,
     .voice.unreachable = unreachable,
     .rules = &rules,
+    /* SGLang's automatic fraction depends on the GPU, the CUDA-graph sizes
+     * and the chunked prefill, which kvshard does not model: fit assumes
+     * 0.9 and says so. */
+    .fitting.utilization = fit_utilization,
+    .fitting.assumed_fraction = 0.9,
+    .fitting.replicas_input = "enable_dp_attention",
+    .fitting.limit_counts_replicas = true,
+    .fitting.state_slots_input = "max_mamba_cache_size",
+    .fitting.repeated = fit_repeated,
 };

@@ -1565,6 +1565,21 @@ static int recommend(char *buf, size_t cap, const kvshard_profile__layout *l, bo
     return (int)used;
 }
 
+/* The flags a launch line of fit repeats when given: they change what the
+ * engine allocates. */
+static const char *const fit_repeated[] = {
+    "dtype",         "mamba_cache_dtype",      "mamba_cache_mode",        "mamba_block_size",
+    "enable_prefix_caching", "max_num_batched_tokens", "enforce_eager", "num_gpu_blocks_override",
+    NULL};
+
+/* The fraction the engine takes of the device, as fit's launch line
+ * states it. */
+static double fit_utilization(const kvshard_value *given, const kvshard_profile__state *state)
+{
+    (void)given;
+    return state->vllm.utilization;
+}
+
 /* ---- stages and ranks ---------------------------------------------------------------- */
 
 /* vLLM gives the extra layers walking back from the second-to-last stage,
@@ -1626,4 +1641,8 @@ const kvshard__profile kvshard_profile__vllm = {
     .voice.report_rows = report_rows,
     .voice.unreachable = unreachable,
     .rules = &rules,
+    .fitting.length_input = "max_model_len",
+    .fitting.utilization = fit_utilization,
+    .fitting.repeated = fit_repeated,
+    .fitting.false_as_no = true,
 };

@@ -51,9 +51,18 @@ def fit(
     Errors: WeightsError (no weights, or weights_per_rank, which a fit
     works out itself), DoesNotFitError (no layout leaves a budget; the
     message names the closest), FitLimitsError (the limits leave no
-    layout), PlanError (ENOBLOCK: no layout fits a block; EPROFILE under
-    another engine profile than kvshard's), ConfigError (EMISSING without
-    device_memory), and the first layout's error when none is admitted.
+    layout), PlanError (ENOBLOCK: no layout fits a block; EPROFILE,
+    fit_profile, under an engine profile that does not say how its engine
+    is fitted), ConfigError (EMISSING without device_memory), and the first
+    layout's error when none is admitted.
+
+    Under an engine profile (``engine="vllm"``, its version as
+    ``engine_version``, its own inputs as keywords) every row is planned
+    by that profile at the length (``context_length``, else the engine's
+    length input, else the config's ``max_position_embeddings``) and ranked
+    by the sequences the engine itself serves; ``Fit.flags`` gives that
+    engine's launch line (every figure its profile's) and the kvshard line
+    that replans it, and None for the other engines.
     """
     fo = fit_options(gpus, max_tp_size, max_pp_size, pp_size, dp_size, unsplit)
     if isinstance(model, Deployment):
