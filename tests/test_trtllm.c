@@ -476,6 +476,112 @@ static void test_versions(void **state)
             "--engine_version=1.1");
 }
 
+/* gpt-oss-120b with the windows [128,131072] and 20 GiB: the contract's
+ * worked arithmetic. 18 sliding and 18 full layers alternate, so the list
+ * gives window 128 to the sliding ones and 131072 to the full ones: c_w =
+ * 2 x 8 x 64 x 18 x 2 = 36864 each. */
+#define WINDOWS GPT_OSS, "--engine=trtllm", "--kv_cache_config.max_attention_window=[128,131072]"
+
+static void test_windows(void **state)
+{
+    (void)state;
+    kvshard_plan *p;
+    PLAN(&p, WINDOWS, "--memory_per_rank=20GiB", "--context_length=32768");
+    /* M = floor(21474836480 / 73728) = 291271. Sum of w x c_w = (128 +
+     * 131072) x 36864 = 4836556800 < 21474836480: no fitting. x = 0.5
+     * each, y = 64 and 65536, share_128 = f32(64 / 65600) =
+     * 0.0009756097570061684: f32(21474836480 x share) = 20951060, / 36864
+     * = 568 tokens, 18 blocks; share_131072 = 0.9990243911743164:
+     * 21453885440 / 36864 = 581973, capped by M: 291271, 9103 blocks. */
+    assert_int_equal(efig(p, "kv_bytes_per_token"), 73728);
+    assert_int_equal(efig(p, "budget"), 21474836480ull);
+    assert_int_equal(efig(p, "max_tokens"), 291271);
+    assert_true(efig_null(p, "num_blocks"));
+    assert_int_equal(efig(p, "pool_tokens"), (18 + 9103) * 32);
+    /* (18 + 9103) x 32 tokens of 36864 bytes a window's layers. */
+    assert_int_equal(efig(p, "allocated_bytes"), 291872ull * 36864);
+    assert_int_equal(efig(p, "max_seq_len"), 131072);
+    assert_false(kvshard_plan_has_warning(p, KVSHARD_WARN_ENGINE_WINDOW_REDUCED));
+    kvshard_capacity c = capacity_of(p);
+    assert_int_equal(c.num_blocks, 18 + 9103);
+    assert_int_equal(c.max_tokens, 291872);
+    /* At 32768 tokens a request takes ceil(128 / 32) = 4 blocks of the 128
+     * window and 1024 of the other: min(2048, 18 / 4, 9103 / 1024) = 4. */
+    assert_int_equal(c.concurrency, 4);
+    assert_int_equal(c.balanced_max_seqs, 4);
+    char *text = tu_plan_text(p);
+    assert_contains(text, "capacity   trtllm 1.1.0 profile: KV memory 20.00 GiB given\n"
+                          "           the engine logs Estimated max memory in KV cache : 20.00 "
+                          "GiB\n"
+                          "           the engine logs Number of tokens per block: 32.\n"
+                          "           the engine logs window 128: 18 primary blocks, window "
+                          "131072: 9103 primary blocks\n"
+                          "           the engine logs max_seq_len=131072, max_num_requests=2048, "
+                          "max_num_tokens=8192, max_batch_size=2048\n");
+    free(text);
+    kvshard_plan_free(p);
+
+    /* The list without brackets is the same list. */
+    PLAN(&p, GPT_OSS, "--engine=trtllm", "--kv_cache_config.max_attention_window=128,131072",
+         "--memory_per_rank=20GiB");
+    assert_int_equal(efig(p, "pool_tokens"), 291872);
+    kvshard_plan_free(p);
+
+    /* 5 GiB: sum of w x c_w = 4762828800 < 5368709120, no fitting; M =
+     * floor(5368709120 / 73728) = 72817. share_128: f32(5368709120 x
+     * 0.0009756097570061684) = 5237765, / 36864 = 142 tokens, 5 blocks;
+     * share_131072: 5363471360 / 36864 = 145493, capped by M: 72817,
+     * ceil(72817 / 32) = 2276 blocks = 72832 tokens < 131072: the window
+     * and max_seq_len become 72832. */
+    PLAN(&p, WINDOWS, "--memory_per_rank=5GiB");
+    assert_int_equal(efig(p, "max_tokens"), 72817);
+    assert_int_equal(efig(p, "pool_tokens"), (5 + 2276) * 32);
+    assert_int_equal(efig(p, "max_seq_len"), 72832);
+    assert_true(kvshard_plan_has_warning(p, KVSHARD_WARN_ENGINE_WINDOW_REDUCED));
+    text = tu_plan_text(p);
+    assert_contains(text, "           the engine logs Attention window size 131072 exceeds upper "
+                          "bound 72832 for available blocks. Reducing to 72832.\n"
+                          "           the engine logs Number of tokens per block: 32.\n"
+                          "           the engine logs window 128: 5 primary blocks, window "
+                          "131072: 2276 primary blocks\n"
+                          "           the engine logs max_seq_len=72832,");
+    free(text);
+    kvshard_plan_free(p);
+}
+
+/* Windows whose full sizes do not fit are first fitted from the shortest. */
+static void test_windows_fitted(void **state)
+{
+    (void)state;
+    kvshard_plan *p;
+    PLAN(&p, WINDOWS, "--memory_per_rank=4GiB");
+    /* 4 GiB = 4294967296 <= 4836556800: fitted. M = floor(4294967296 /
+     * 73728) = 58254. Window 128: min(floor(4294967296 / 73728) = 58254,
+     * 128) = 128 tokens, R = 4294967296 - 128 x 73728 = 4285530112.
+     * Window 131072: min(floor(4285530112 / 36864) = 116252, 131072 - 128)
+     * = 116252, the sum 116380 capped by M: 58254. Shares: y = 64 and
+     * f32(0.5 x 58254) = 29127, share_128 = f32(64 / 29191) =
+     * 0.0021924565080553293: f32(4294967296 x share) = 9416529, / 36864 =
+     * 255 tokens, 8 blocks; share_58254 = 0.9978075623512268:
+     * 4285550848 / 36864 = 116253, capped by M: 58254, ceil(58254 / 32) =
+     * 1821 blocks = 58272 tokens, above the window: none reduced. */
+    assert_int_equal(efig(p, "max_tokens"), 58254);
+    assert_int_equal(efig(p, "pool_tokens"), (8 + 1821) * 32);
+    assert_int_equal(efig(p, "max_seq_len"), 58254);
+    assert_false(kvshard_plan_has_warning(p, KVSHARD_WARN_ENGINE_WINDOW_REDUCED));
+    char *text = tu_plan_text(p);
+    assert_contains(text, "window 128: 8 primary blocks, window 58254: 1821 primary blocks\n");
+    free(text);
+    kvshard_plan_free(p);
+
+    /* One distinct window at S is every layer in full: the plan without
+     * windows. */
+    PLAN(&p, SPARK, "--kv_cache_config.max_attention_window=[131072,200000]");
+    assert_int_equal(efig(p, "num_blocks"), 2710);
+    assert_int_equal(efig(p, "pool_tokens"), 86720);
+    kvshard_plan_free(p);
+}
+
 /* What the profile does not cover yet is refused by name. */
 static void test_refusals(void **state)
 {
@@ -486,8 +592,11 @@ static void test_refusals(void **state)
             QWEN35, "--engine=trtllm");
     REFUSED(KVSHARD_EPROFILE, "trtllm profile: engine_unsupported", DSA, "--engine=trtllm");
     REFUSED(KVSHARD_EPROFILE,
-            "trtllm profile: engine_unsupported: kv_cache_config.max_attention_window", GPT_OSS,
-            "--engine=trtllm", "--kv_cache_config.max_attention_window=[128,131072]");
+            "trtllm profile: engine_unsupported: one max_attention_window below max_seq_len for "
+            "every layer",
+            GPT_OSS, "--engine=trtllm", "--kv_cache_config.max_attention_window=[128]");
+    REFUSED(KVSHARD_EPROFILE, "trtllm profile: engine_unsupported: a max_attention_window of 0",
+            GPT_OSS, "--engine=trtllm", "--kv_cache_config.max_attention_window=[0,128]");
     REFUSED(KVSHARD_EPROFILE, "trtllm profile: engine_unsupported: beam width above 1", SMOLLM,
             "--engine=trtllm", "--max_beam_width", "2");
     REFUSED(KVSHARD_EPROFILE, "trtllm profile: engine_unsupported: reading the LLM API options",
@@ -523,6 +632,8 @@ int main(void)
         cmocka_unit_test(test_nemotron_h_hybrid),
         cmocka_unit_test(test_deployment_file),
         cmocka_unit_test(test_versions),
+        cmocka_unit_test(test_windows),
+        cmocka_unit_test(test_windows_fitted),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -143,7 +143,6 @@ static const kvshard_profile__input inputs[] = {
                            UINT64_MAX - 1, R, false, NULL, NULL},
                           {UINT64_MAX, 0.0, NULL, 0},
                           "none"},
-    /* Read so that it is refused, never skipped. */
     [IN_WINDOWS] = {{"kv_cache_config.max_attention_window", KVSHARD__VT_TEXT, 0, 0, R, true,
                      NULL, &windows_more},
                     NO_VALUE,
@@ -269,9 +268,6 @@ static int check_coverage(const kvshard_profile__settling *s, kvshard_diag__ctx 
                                                 : "--backend _autodeploy");
     if (in[IN_BEAM_WIDTH].u > 1)
         return unsupported(diag, "max_beam_width", "beam width above 1");
-    if (in[IN_WINDOWS].text)
-        return unsupported(diag, "kv_cache_config.max_attention_window",
-                           "kv_cache_config.max_attention_window (variable sliding windows)");
     if (in[IN_OPTIONS_FILE].text)
         return unsupported(diag, "extra_llm_api_options",
                            "reading the LLM API options file (give its keys as flags)");
@@ -336,6 +332,67 @@ static int settle_world(kvshard_profile__settling *s, kvshard_trtllm__state *st,
     return KVSHARD_OK;
 }
 
+/* max_attention_window: the list repeats over the rank's attention layers
+ * (layer i takes entry i mod its length), each entry lowered to S; the
+ * layers of one window make one pool. A list of one distinct window is S
+ * for every layer, the same as none; one below S is refused. */
+static int settle_windows(const kvshard_profile__settling *s, kvshard_trtllm__state *st,
+                          const uint64_t *kind_bytes, kvshard_diag__ctx *diag)
+{
+    const char *text = s->inputs[IN_WINDOWS].text;
+    if (!text)
+        return KVSHARD_OK;
+    uint64_t list[KVSHARD_TRTLLM__MAX_WINDOWS * 8];
+    size_t n = 0;
+    for (const char *q = text; *q;) {
+        if (*q < '0' || *q > '9') {
+            q++;
+            continue;
+        }
+        uint64_t w = 0;
+        for (; *q >= '0' && *q <= '9'; q++)
+            w = w > UINT64_MAX / 10 ? UINT64_MAX : w * 10 + (uint64_t)(*q - '0');
+        if (n == sizeof list / sizeof list[0])
+            return unsupported(diag, "kv_cache_config.max_attention_window",
+                               "a max_attention_window list of more than 128 entries");
+        if (w == 0)
+            return unsupported(diag, "kv_cache_config.max_attention_window",
+                               "a max_attention_window of 0 tokens");
+        list[n++] = w < st->max_seq_len ? w : st->max_seq_len;
+    }
+    uint32_t layer_of_kind = 0;
+    for (uint32_t l = 0; l < s->model->num_layers; l++) {
+        uint8_t kind = s->kinds[l];
+        int k = kind == KVSHARD_LAYER_FULL_ATTENTION      ? 0
+                : kind == KVSHARD_LAYER_SLIDING_ATTENTION ? 1
+                                                          : -1;
+        if (k < 0)
+            continue;
+        uint64_t w = list[layer_of_kind++ % n];
+        uint32_t i = 0;
+        while (i < st->num_windows && st->windows[i].window < w)
+            i++;
+        if (i == st->num_windows || st->windows[i].window != w) {
+            if (st->num_windows == KVSHARD_TRTLLM__MAX_WINDOWS)
+                return unsupported(diag, "kv_cache_config.max_attention_window",
+                                   "more than 16 distinct attention windows");
+            memmove(&st->windows[i + 1], &st->windows[i],
+                    (st->num_windows - i) * sizeof st->windows[0]);
+            st->windows[i] = (kvshard_trtllm__window){w, 0, 0};
+            st->num_windows++;
+        }
+        st->windows[i].layers++;
+        st->windows[i].token_bytes += kind_bytes[k];
+    }
+    if (st->num_windows == 1) {
+        if (st->windows[0].window < st->max_seq_len)
+            return unsupported(diag, "kv_cache_config.max_attention_window",
+                               "one max_attention_window below max_seq_len for every layer");
+        st->num_windows = 0;
+    }
+    return KVSHARD_OK;
+}
+
 /* c: the rank's KV bytes per token over its attention layers, every one
  * cached in full: without max_attention_window the engine keeps S tokens
  * of every layer. */
@@ -351,8 +408,10 @@ static int settle_bytes(const kvshard_profile__settling *s, kvshard_trtllm__stat
     kvshard__calc c = {false, false, false};
     uint32_t n_full = m->count[KVSHARD_LAYER_FULL_ATTENTION];
     uint32_t n_sliding = m->count[KVSHARD_LAYER_SLIDING_ATTENTION];
+    uint64_t kind_bytes[2] = {0, 0}; /* a full and a sliding layer's */
     if (m->attention == KVSHARD_ATTENTION_MLA) {
         uint64_t latent = (uint64_t)m->kv_lora_rank + m->qk_rope_head_dim;
+        kind_bytes[0] = kind_bytes[1] = kvshard__calc_mul(&c, latent, kv);
         st->token_bytes =
             kvshard__calc_mul(&c, kvshard__calc_mul(&c, latent, (uint64_t)n_full + n_sliding), kv);
     } else {
@@ -371,6 +430,7 @@ static int settle_bytes(const kvshard_profile__settling *s, kvshard_trtllm__stat
                             T, g[i]->heads);
             uint64_t per_layer =
                 kvshard__calc_mul(&c, 2ull * (g[i]->heads / T) * g[i]->k_dim, kv);
+            kind_bytes[i] = per_layer;
             st->token_bytes =
                 kvshard__calc_add(&c, st->token_bytes, kvshard__calc_mul(&c, per_layer, n[i]));
         }
@@ -391,7 +451,7 @@ static int settle_bytes(const kvshard_profile__settling *s, kvshard_trtllm__stat
     if (c.overflow)
         return unsupported(diag, "engine", "a KV cache whose bytes per token overflow 64 bits");
     diag->option = NULL;
-    return KVSHARD_OK;
+    return settle_windows(s, st, kind_bytes, diag);
 }
 
 /* The estimation run's temporary cache: requests of n_in tokens until
@@ -537,6 +597,85 @@ static int budget(uint64_t *out, bool *has, const kvshard_profile__ctx *c, kvsha
     return KVSHARD_OK;
 }
 
+/* One window's pool at a budget. */
+typedef struct window_pool {
+    uint64_t window;      /* after the fitting, before the reduction */
+    uint32_t layers;
+    uint64_t token_bytes; /* c_w */
+    uint64_t max_tokens;  /* tokens_w */
+    uint64_t blocks;      /* primary blocks */
+    uint64_t adjusted;    /* the window the engine keeps */
+} window_pool;
+
+/* The windows' pools for mem bytes and M tokens, in increasing window
+ * order; returns how many (windows that the fitting makes equal merge). */
+static uint32_t pools_of(window_pool *out, const kvshard_trtllm__state *st, uint64_t mem,
+                         uint64_t M)
+{
+    uint32_t n = st->num_windows;
+    uint64_t weighted = 0, c_rem = 0;
+    bool over = false;
+    for (uint32_t i = 0; i < n; i++) {
+        const kvshard_trtllm__window *w = &st->windows[i];
+        out[i] = (window_pool){w->window, w->layers, w->token_bytes, 0, 0, 0};
+        c_rem += w->token_bytes;
+        if (w->token_bytes && w->window > (UINT64_MAX - weighted) / w->token_bytes)
+            over = true;
+        else
+            weighted += w->window * w->token_bytes;
+    }
+    if (over || weighted >= mem) {
+        /* Fitting: the windows grow together from the shortest while the
+         * memory lasts, each layer past a window's end no longer paying. */
+        uint64_t R = mem, sum = 0, prev = 0;
+        uint32_t kept = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            uint64_t take = R / c_rem, room = out[i].window - prev;
+            take = take < room ? take : room;
+            R -= take * c_rem;
+            sum += take;
+            uint64_t fitted = sum < M ? sum : M;
+            if (fitted < out[i].window || fitted >= M)
+                R = 0;
+            prev = out[i].window;
+            c_rem -= out[i].token_bytes;
+            window_pool w = out[i];
+            w.window = fitted;
+            if (kept > 0 && out[kept - 1].window == fitted) {
+                out[kept - 1].layers += w.layers;
+                out[kept - 1].token_bytes += w.token_bytes;
+            } else {
+                out[kept++] = w;
+            }
+        }
+        n = kept;
+    }
+    /* The shares, in binary32 as the engine computes them. */
+    float sum_c = 0.0f;
+    uint64_t all_c = 0;
+    for (uint32_t i = 0; i < n; i++)
+        all_c += out[i].token_bytes;
+    sum_c = (float)all_c;
+    float y[KVSHARD_TRTLLM__MAX_WINDOWS];
+    double sum_y = 0.0;
+    for (uint32_t i = 0; i < n; i++) {
+        float x = (float)out[i].token_bytes / sum_c;
+        y[i] = x * (float)out[i].window;
+        sum_y += (double)y[i];
+    }
+    uint64_t tpb = st->tokens_per_block;
+    for (uint32_t i = 0; i < n; i++) {
+        float share = n == 1 ? 1.0f : (float)((double)y[i] / sum_y);
+        float bytes = (float)mem * share;
+        uint64_t tokens = (uint64_t)((double)bytes / (double)out[i].token_bytes);
+        out[i].max_tokens = tokens < M ? tokens : M;
+        out[i].blocks = kvshard__ceil_div(out[i].max_tokens, tpb);
+        uint64_t held = out[i].blocks * tpb;
+        out[i].adjusted = out[i].window > held ? held : out[i].window;
+    }
+    return n;
+}
+
 /* Notes the capacity keeps for the wording and warnings. */
 enum { NOTE_AVAILABLE, NOTE_FROM_DEVICE, NOTE_MAX_SEQ_LEN, NOTE_ALLOCATED, NOTE_TOKENS };
 
@@ -580,8 +719,22 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
         c->usable_state_slots = st->max_batch_size;
         c->reserved = st->state_bytes;
     }
+    window_pool pools[KVSHARD_TRTLLM__MAX_WINDOWS];
+    uint32_t n_pools = pools_of(pools, st, e.mem, e.tokens);
     c->has_num_blocks = true;
-    c->num_blocks = kvshard__ceil_div(e.tokens, tpb);
+    c->num_blocks = 0;
+    for (uint32_t i = 0; i < n_pools; i++) {
+        if (pools[i].blocks == 0) {
+            diag->option = o->memory_per_rank ? "memory_per_rank" : "engine";
+            return fail(diag, kvshard_profile__about_budget, KVSHARD_ENOBLOCK,
+                        "no_memory_for_cache_blocks",
+                        "%llu bytes for the KV cache give window %llu no block",
+                        (unsigned long long)e.mem, (unsigned long long)pools[i].window);
+        }
+        c->num_blocks += pools[i].blocks;
+    }
+    if (n_pools == 0)
+        c->num_blocks = kvshard__ceil_div(e.tokens, tpb);
     int rc = kvshard_capacity__max_tokens(c, o, diag);
     if (rc)
         return rc;
@@ -591,12 +744,26 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
     c->notes[NOTE_ALLOCATED] = c->max_tokens * st->token_bytes;
     if (st->max_seq_len > c->max_tokens)
         c->notes[NOTE_MAX_SEQ_LEN] = c->max_tokens;
+    if (n_pools > 0) {
+        c->notes[NOTE_ALLOCATED] = 0;
+        for (uint32_t i = 0; i < n_pools; i++)
+            c->notes[NOTE_ALLOCATED] += pools[i].blocks * tpb * pools[i].token_bytes;
+        c->notes[NOTE_MAX_SEQ_LEN] = pools[n_pools - 1].adjusted;
+    }
     uint32_t first = kvshard_capacity__first_rank(in), end = kvshard_capacity__end_rank(in);
     for (uint32_t r = first; rank_blocks && r < end; r++)
         rank_blocks[r] = c->num_blocks; /* the engine allocates one count everywhere */
     if (in->context_length == 0)
         return KVSHARD_OK;
     uint64_t fit = c->num_blocks / kvshard__ceil_div(in->context_length, tpb);
+    for (uint32_t i = 0; i < n_pools; i++) {
+        /* A request holds at most its window's tokens in each pool. */
+        uint64_t kept = in->context_length < pools[i].adjusted ? in->context_length
+                                                               : pools[i].adjusted;
+        uint64_t pool_fit = pools[i].blocks / kvshard__ceil_div(kept, tpb);
+        if (i == 0 || pool_fit < fit)
+            fit = pool_fit;
+    }
     c->has_balanced_max_seqs = true;
     c->balanced_max_seqs = fit;
     c->has_concurrency = true;
@@ -623,7 +790,7 @@ static size_t figures(kvshard_figure *out, size_t cap, const kvshard_profile__vi
     kvshard_profile__fig_uint(&f, "kv_bytes_per_token", true, st->token_bytes);
     kvshard_profile__fig_uint(&f, "max_tokens", pool, c->notes[NOTE_TOKENS]);
     kvshard_profile__fig_uint(&f, "tokens_per_block", true, st->tokens_per_block);
-    kvshard_profile__fig_uint(&f, "num_blocks", pool, c->num_blocks);
+    kvshard_profile__fig_uint(&f, "num_blocks", pool && st->num_windows == 0, c->num_blocks);
     kvshard_profile__fig_uint(&f, "pool_tokens", pool, c->max_tokens);
     kvshard_profile__fig_uint(&f, "allocated_bytes", pool, c->notes[NOTE_ALLOCATED]);
     kvshard_profile__fig_uint(&f, "max_seq_len", true, c->notes[NOTE_MAX_SEQ_LEN]);
@@ -652,7 +819,24 @@ static void warnings(kvshard_profile__warn_fn sink, void *ctx, const kvshard_pro
                  st->max_batch_size);
         sink(ctx, KVSHARD_WARN_ENGINE_STATE_SLOTS_FIXED, message);
     }
-    if (!c->has_num_blocks || st->max_seq_len <= c->max_tokens)
+    if (!c->has_num_blocks)
+        return;
+    if (st->num_windows > 0) {
+        window_pool pools[KVSHARD_TRTLLM__MAX_WINDOWS];
+        uint32_t n = pools_of(pools, st, c->budget, c->notes[NOTE_TOKENS]);
+        for (uint32_t i = 0; i < n; i++) {
+            if (pools[i].adjusted == pools[i].window)
+                continue;
+            snprintf(message, sizeof message,
+                     "attention window %llu is above the %llu tokens of its %llu blocks: the "
+                     "engine reduces it to %llu",
+                     (unsigned long long)pools[i].window, (unsigned long long)pools[i].adjusted,
+                     (unsigned long long)pools[i].blocks, (unsigned long long)pools[i].adjusted);
+            sink(ctx, KVSHARD_WARN_ENGINE_WINDOW_REDUCED, message);
+        }
+        return;
+    }
+    if (st->max_seq_len <= c->max_tokens)
         return;
     snprintf(message, sizeof message,
              "max_seq_len %u is above the %llu tokens of the pool: the engine reduces the "
@@ -721,18 +905,39 @@ static void write_capacity(const kvshard__printer *p, const kvshard_profile__vie
     }
     gib(a, sizeof a, c->budget);
     kvshard_format__printf(p, "%sEstimated max memory in KV cache : %s GiB\n", pad, a);
-    if (st->max_seq_len > c->max_tokens)
+    if (st->num_windows > 0) {
+        window_pool pools[KVSHARD_TRTLLM__MAX_WINDOWS];
+        uint32_t n = pools_of(pools, st, c->budget, c->notes[NOTE_TOKENS]);
+        for (uint32_t i = 0; i < n; i++)
+            if (pools[i].adjusted != pools[i].window)
+                kvshard_format__printf(p,
+                                       "%sAttention window size %llu exceeds upper bound %llu for "
+                                       "available blocks. Reducing to %llu.\n",
+                                       pad, (unsigned long long)pools[i].window,
+                                       (unsigned long long)pools[i].adjusted,
+                                       (unsigned long long)pools[i].adjusted);
+        kvshard_format__printf(p, "%sNumber of tokens per block: %u.\n%s", pad,
+                               st->tokens_per_block, pad);
+        for (uint32_t i = 0; i < n; i++)
+            kvshard_format__printf(p, "%swindow %llu: %llu primary blocks", i ? ", " : "",
+                                   (unsigned long long)pools[i].window,
+                                   (unsigned long long)pools[i].blocks);
+        kvshard_format__printf(p, "\n");
+    } else if (st->max_seq_len > c->max_tokens)
         kvshard_format__printf(p,
                                "%sAttention window size %u exceeds upper bound %llu for available "
                                "blocks. Reducing to %llu.\n",
                                pad, st->max_seq_len, (unsigned long long)c->max_tokens,
                                (unsigned long long)c->max_tokens);
-    kvshard_format__printf(p, "%sNumber of tokens per block: %u.\n", pad, st->tokens_per_block);
-    gib(a, sizeof a, c->notes[NOTE_ALLOCATED]);
-    kvshard_format__printf(p,
-                           "%s[MemUsageChange] Allocated %s GiB for max tokens in paged KV cache "
-                           "(%llu).\n",
-                           pad, a, (unsigned long long)c->max_tokens);
+    if (st->num_windows == 0) {
+        kvshard_format__printf(p, "%sNumber of tokens per block: %u.\n", pad,
+                               st->tokens_per_block);
+        gib(a, sizeof a, c->notes[NOTE_ALLOCATED]);
+        kvshard_format__printf(p,
+                               "%s[MemUsageChange] Allocated %s GiB for max tokens in paged KV "
+                               "cache (%llu).\n",
+                               pad, a, (unsigned long long)c->max_tokens);
+    }
     kvshard_format__printf(p,
                            "%smax_seq_len=%llu, max_num_requests=%u, max_num_tokens=%u, "
                            "max_batch_size=%u\n",

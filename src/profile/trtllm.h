@@ -7,6 +7,17 @@
 
 #include <kvshard/kvshard.h>
 
+/* The most distinct windows a max_attention_window list may hold. */
+#define KVSHARD_TRTLLM__MAX_WINDOWS 16
+
+/* One window of kv_cache_config.max_attention_window: the rank's attention
+ * layers that keep it, and their KV bytes per token. */
+typedef struct kvshard_trtllm__window {
+    uint64_t window; /* lowered to max_seq_len */
+    uint32_t layers;
+    uint64_t token_bytes;
+} kvshard_trtllm__window;
+
 /* What the profile works out once per planning call and reads again for
  * every capacity, figure and line; the plan keeps it in its
  * kvshard_profile__state. */
@@ -25,6 +36,8 @@ typedef struct kvshard_trtllm__state {
     kvshard_dtype ssm_dtype; /* the temporal state's */
     uint64_t state_bytes;    /* the pool, allocated before the profiling run */
     float fraction;          /* free_gpu_memory_fraction as the engine keeps it */
+    uint32_t num_windows;    /* 0: every attention layer keeps max_seq_len tokens */
+    kvshard_trtllm__window windows[KVSHARD_TRTLLM__MAX_WINDOWS]; /* increasing */
 } kvshard_trtllm__state;
 
 extern const struct kvshard__profile kvshard_profile__trtllm;
