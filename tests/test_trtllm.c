@@ -453,6 +453,32 @@ static void test_deployment_file(void **state)
     kvshard_deployment_free(dep);
 }
 
+/* A deployment file may write the windows as a YAML list: the plan of the
+ * flag's [128,131072]. */
+static void test_deployment_window_list(void **state)
+{
+    (void)state;
+    static const char text[] = "model: trtllm/gpt_oss_120b.json\n"
+                               "cache:\n"
+                               "  engine: trtllm\n"
+                               "  memory_per_rank: 20GiB\n"
+                               "  kv_cache_config.max_attention_window: [128, 131072]\n";
+    char *dir = tu_data_path("");
+    kvshard_deployment *dep = NULL;
+    kvshard_error err;
+    tu_assert_ok(kvshard_deployment_load_string(&dep, text, sizeof text - 1, "trtllm.yaml", dir,
+                                                NULL, &err),
+                 &err);
+    free(dir);
+    kvshard_plan *p = NULL;
+    tu_assert_ok(kvshard_deployment_plan(&p, dep, &err), &err);
+    /* 18 and 9103 blocks, as test_windows works out. */
+    assert_int_equal(efig(p, "pool_tokens"), (18 + 9103) * 32);
+    assert_int_equal(efig(p, "max_tokens"), 291271);
+    kvshard_plan_free(p);
+    kvshard_deployment_free(dep);
+}
+
 /* 1.1.0rc3 to 1.1.0, in Python's order. */
 static void test_versions(void **state)
 {
@@ -631,6 +657,7 @@ int main(void)
         cmocka_unit_test(test_without_budget),
         cmocka_unit_test(test_nemotron_h_hybrid),
         cmocka_unit_test(test_deployment_file),
+        cmocka_unit_test(test_deployment_window_list),
         cmocka_unit_test(test_versions),
         cmocka_unit_test(test_windows),
         cmocka_unit_test(test_windows_fitted),

@@ -219,6 +219,39 @@ static int read_list(loader *l, kvshard__option_id id, const kvshard__node *list
     return KVSHARD_OK;
 }
 
+/* A text setting written as a YAML list: its scalars joined by commas, the
+ * text the flag takes, checked as the flag's is. */
+static int read_text_list(loader *l, kvshard__deploy_key key, const kvshard__node *list)
+{
+    const kvshard__doc *doc = l->doc;
+    /* Longer than any text a setting keeps, so that the check refuses it. */
+    char joined[4 * KVSHARD__VALUE_TEXT_MAX];
+    size_t used = 0;
+    kvshard__iter it = kvshard_tape__iter_begin(doc, list);
+    kvshard__node item = {0};
+    while (kvshard_tape__iter_next(doc, &it, &item)) {
+        if (item.kind != KVSHARD__NODE_SCALAR || kvshard_tape__node_is_null(&item)) {
+            char desc[160];
+            kvshard_tape__node_describe(desc, sizeof desc, &item);
+            return kvshard_marks__fail(doc, l->err, KVSHARD_ETYPE, &item,
+                                     "%s: expected a list of values, found %s in it",
+                                     kvshard__key_name_of(key), desc);
+        }
+        int n = snprintf(joined + used, sizeof joined - used, "%s%.*s", used ? "," : "",
+                         (int)item.count, item.text);
+        used += n > 0 ? (size_t)n : 0;
+        if (used >= sizeof joined) {
+            used = sizeof joined - 1;
+            break;
+        }
+    }
+    kvshard__deployment_values into = {&l->dep->options, &l->dep->explore, l->dep->sites,
+                                       l->dep->settings, &l->dep->lists};
+    return kvshard_deploy__deployment_assign(&into, key, joined, used, KVSHARD__VALUE_QUOTED,
+                                             doc->source, kvshard_marks__mark(doc, list->offset),
+                                             false, l->err);
+}
+
 static int read_section(loader *l, const kvshard__node *section, kvshard__section which)
 {
     const kvshard__doc *doc = l->doc;
@@ -273,6 +306,12 @@ static int read_section(loader *l, const kvshard__node *section, kvshard__sectio
         /* weights_per_rank: one size for every stage, or a list of them. */
         if (key.option == KVSHARD__OPT_WEIGHTS_PER_RANK && v.kind == KVSHARD__NODE_SEQUENCE) {
             if ((rc = read_list(l, key.option, &v)) != 0)
+                return rc;
+            continue;
+        }
+        if (v.kind == KVSHARD__NODE_SEQUENCE && key.setting && key.setting->def.more &&
+            key.setting->def.more->file_list) {
+            if ((rc = read_text_list(l, key, &v)) != 0)
                 return rc;
             continue;
         }

@@ -99,8 +99,9 @@ static int check_options_file(const kvshard_value__def *def, const char *text, s
                                def->name, shown);
 }
 
-static const kvshard_value__more windows_more = {check_windows, NULL};
-static const kvshard_value__more options_file_more = {check_options_file, NULL};
+/* A deployment file may write the windows as a YAML list, [128, 131072]. */
+static const kvshard_value__more windows_more = {check_windows, NULL, true};
+static const kvshard_value__more options_file_more = {check_options_file, NULL, false};
 
 #define R KVSHARD_ERANGE
 #define NO_VALUE                                                                                   \

@@ -151,4 +151,4 @@ static int check_text(const kvshard_value__def *def, const char *text, size_t le
                          def->name, shown);
 }
 
-const kvshard_value__more kvshard_versions__input_more = {check_text, NULL};
+const kvshard_value__more kvshard_versions__input_more = {check_text, NULL, false};

@@ -118,7 +118,7 @@ static const kvshard_value__word mode_words[] = {
     {"none", MODE_NONE}, {"align", MODE_ALIGN}, {"all", MODE_ALL}, {NULL, 0}};
 
 static const kvshard_value__fields spec_fields = {"method", "num_speculative_tokens", 1024};
-static const kvshard_value__more spec_more = {NULL, &spec_fields};
+static const kvshard_value__more spec_more = {NULL, &spec_fields, false};
 
 #define R KVSHARD_ERANGE
 #define NO_VALUE                                                                                   \

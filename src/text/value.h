@@ -43,6 +43,9 @@ typedef struct kvshard_value__fields {
 typedef struct kvshard_value__more {
     kvshard_value__text_check check;     /* VT_TEXT: NULL for any printable text */
     const kvshard_value__fields *fields; /* VT_OBJECT */
+    /* VT_TEXT: a deployment file may also write it as a YAML list of
+     * scalars, read as the flag's text, the items joined by commas. */
+    bool file_list;
 } kvshard_value__more;
 
 typedef struct kvshard_value__def {
