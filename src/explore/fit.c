@@ -75,7 +75,12 @@ typedef struct search {
     /* An engine's line for another fit's row 1: that one layout is kept
      * when it does not fit, its reason read by the caller. */
     bool one_layout;
+    /* There, where the name of the engine's refusal of that row for memory
+     * goes ("no_memory_for_cache_blocks"): its line's reason. */
+    char *row_refusal;
 } search;
+
+static void refusal_name(char *name, size_t cap, const char *message);
 
 static bool memory_failure(int rc)
 {
@@ -272,6 +277,8 @@ static int fill_engine_row(kvshard_fit_row *row, bool *dropped, const search *s,
     int rc = engine_row_plans(&p, &seqs, &slots, s, row, &layout);
     if (memory_failure(rc)) {
         row->reason = rc;
+        if (s->row_refusal)
+            refusal_name(s->row_refusal, sizeof ((kvshard_fit *)0)->row_refusal, e.message);
         return KVSHARD_OK;
     }
     if (rc && rc != KVSHARD_ENOMEM && row->layerwise_split_size > 1) {
@@ -863,6 +870,7 @@ static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvsha
                                    "out of memory");
     }
     f->alloc = s.alloc;
+    s.row_refusal = one_layout ? f->row_refusal : NULL;
     size_t source_len = strlen(model->source) + 1;
     f->model_source = kvshard_alloc__bytes(&s.alloc, source_len, 1);
     if (!f->model_source) {
@@ -951,7 +959,9 @@ static int engine_line(kvshard__engine_line *line, const kvshard_fit *f, const s
     }
     if (!r->fits)
         snprintf(line->reason, sizeof line->reason, "%s",
-                 r->no_sequence ? "no_sequence" : kvshard_status_name(r->reason));
+                 r->no_sequence       ? "no_sequence"
+                 : one->row_refusal[0] ? one->row_refusal
+                                       : kvshard_status_name(r->reason));
     else if (n < 0 || m < 0)
         snprintf(line->reason, sizeof line->reason, "%s", kvshard_status_name(n < 0 ? n : m));
     kvshard_fit_free(one);

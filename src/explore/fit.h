@@ -65,6 +65,9 @@ struct kvshard_fit {
     uint64_t engine_state_slots; /* row 1's, in all replicas, where the engine is told them */
     char engine_repeated[1024]; /* the engine flags given that its line repeats */
     kvshard__engine_line engine_lines[KVSHARD__FIT_ENGINE_LINES];
+    /* A one-layout engine fit's (an engine line's): the name of the
+     * engine's memory refusal of its row, "" when none. */
+    char row_refusal[48];
     size_t engine_line_count;
 };
 
