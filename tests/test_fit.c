@@ -176,7 +176,7 @@ static void test_qwen_stages_in_the_node(void **state)
         assert_row(f, &rows[i]);
     assert_int_equal(kvshard_fit_row_at(f, 0)->num_blocks, 132388);
     assert_flags(f, "kvshard", false, "--world_size=4 --pp_size=2 --pp_partition=20,20 --max_seqs=64");
-    /* vLLM 0.28.0 checks the whole model against one worker at start-up:
+    /* The vllm profile fills non_kv_memory with the whole model at T = 2:
      * 2,448,356,928 + 64,424,509,440 / 2 + the reserve 1,717,986,918 =
      * 36,378,598,566 bytes, above its 31,610,959,299; SGLang covers no
      * stages with state layers. Neither has a line. */
