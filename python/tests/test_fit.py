@@ -234,6 +234,10 @@ def test_rows_that_do_not_fit(qwen: kvshard.Model) -> None:
             )
             assert r.to_dict()["reason"] == "does_not_fit"
         assert fit.flags("vllm") is None  # the best splits: vLLM cannot run it
+        assert fit.to_dict()["recommendation"]["engine_reasons"] == {
+            "vllm": "engine_split_unsupported",
+            "sglang": "engine_split_unsupported",
+        }
         assert "5 layouts do not fit: 5 weights, 0 state" in fit.to_text()
 
 
