@@ -114,7 +114,8 @@ static void test_reasons(void **state)
                                 "\"--ownership=ordinal\"],\n"
                                 "                              \"vllm\": null,\n"
                                 "                              \"sglang\": null},\n"
-                                "                     \"env\": {\"vllm\": null, \"sglang\": null},\n"
+                                "                     \"env\": {\"vllm\": null, "
+                                "\"sglang\": null},\n"
                                 "                     \"engine_reasons\": {\"vllm\": "
                                 "\"engine_split_unsupported\", \"sglang\": "
                                 "\"engine_split_unsupported\"}}"));
