@@ -1785,8 +1785,11 @@ static void test_fit_command(void **state)
                            "--weights_total=69321223296 --weights_experts=64424509440 "
                            "--context_length=32768\n");
     assert_contains(r.out, "\nvllm         --tensor-parallel-size=2 --data-parallel-size=2 "
-                           "--gpu-memory-utilization=0.9 --max-model-len=32768 "
-                           "--max-num-seqs=28\n");
+                           "--gpu-memory-utilization=0.92 --max-model-len=32768 "
+                           "--max-num-seqs=27\n");
+    assert_contains(r.out, "\nsglang       --tp-size=4 --dp-size=2 --enable-dp-attention "
+                           "--mem-fraction-static=0.9 --context-length=32768 "
+                           "--max-running-requests=38 --max-mamba-cache-size=358\n");
     run_free(&r);
     r = cli("fit '%s' --gpus 4 --device_memory=32GiB --context_length=32768 " QWEN_WEIGHTS
             " --format=json",
@@ -1801,7 +1804,8 @@ static void test_fit_command(void **state)
                            "59508, \"max_seqs\": 28, \"seqs_per_replica\": 28, \"seqs_total\": "
                            "56, \"tokens_per_replica\": 952128, \"tokens_total\": 1904256,\n"
                            "     \"pp_partition\": [40], \"warnings\": []}");
-    assert_contains(r.out, "\"env\": {\"vllm\": [], \"sglang\": []}}");
+    assert_contains(r.out, "\"env\": {\"vllm\": [], \"sglang\": []},\n                     "
+                           "\"engine_reasons\": {\"vllm\": null, \"sglang\": null}}");
     run_free(&r);
     /* Usage: fit's flags are its own and --gpus is needed. */
     r = cli("fit '%s' --device_memory=32GiB", QWEN_MODEL);

@@ -116,17 +116,21 @@ def test_qwen_flags(qwen_fit: kvshard.Fit) -> None:
     assert qwen_fit.flags("vllm") == [
         "--tensor-parallel-size=2",
         "--data-parallel-size=2",
-        "--gpu-memory-utilization=0.9",
+        "--gpu-memory-utilization=0.92",
         "--max-model-len=32768",
-        "--max-num-seqs=28",
+        "--max-num-seqs=27",
     ]
-    # SGLang's TP size counts every GPU of the attention-DP group.
+    # Each engine's line is its own profile's for row 1's layout: SGLang's
+    # TP size counts every GPU of the attention-DP group, 19 requests and
+    # 179 state slots a worker.
     assert qwen_fit.flags("sglang") == [
         "--tp-size=4",
         "--dp-size=2",
         "--enable-dp-attention",
+        "--mem-fraction-static=0.9",
         "--context-length=32768",
-        "--max-running-requests=56",
+        "--max-running-requests=38",
+        "--max-mamba-cache-size=358",
     ]
     # One stage: no partition in the environment.
     assert qwen_fit.flags("vllm", env=True) == []
@@ -230,6 +234,10 @@ def test_rows_that_do_not_fit(qwen: kvshard.Model) -> None:
             )
             assert r.to_dict()["reason"] == "does_not_fit"
         assert fit.flags("vllm") is None  # the best splits: vLLM cannot run it
+        assert fit.to_dict()["recommendation"]["engine_reasons"] == {
+            "vllm": "engine_split_unsupported",
+            "sglang": "engine_split_unsupported",
+        }
         assert "5 layouts do not fit: 5 weights, 0 state" in fit.to_text()
 
 

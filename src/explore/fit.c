@@ -72,7 +72,15 @@ typedef struct search {
      * engine's length written (owned). */
     bool engine;
     kvshard_settings *settings;
+    /* An engine's line for another fit's row 1: that one layout is kept
+     * when it does not fit, its reason read by the caller. */
+    bool one_layout;
+    /* There, where the name of the engine's refusal of that row for memory
+     * goes ("no_memory_for_cache_blocks"): its line's reason. */
+    char *row_refusal;
 } search;
+
+static void refusal_name(char *name, size_t cap, const char *message);
 
 static bool memory_failure(int rc)
 {
@@ -269,6 +277,8 @@ static int fill_engine_row(kvshard_fit_row *row, bool *dropped, const search *s,
     int rc = engine_row_plans(&p, &seqs, &slots, s, row, &layout);
     if (memory_failure(rc)) {
         row->reason = rc;
+        if (s->row_refusal)
+            refusal_name(s->row_refusal, sizeof ((kvshard_fit *)0)->row_refusal, e.message);
         return KVSHARD_OK;
     }
     if (rc && rc != KVSHARD_ENOMEM && row->layerwise_split_size > 1) {
@@ -701,7 +711,7 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo,
         diag->among = first_among;
         return first_refusal;
     }
-    if (f->fitting == 0)
+    if (f->fitting == 0 && !s->one_layout)
         return none_fits(f, s, all_short, ct, cp, cd, closest, diag);
     qsort(f->rows, f->count, sizeof *f->rows, compare_rows);
     for (size_t i = 0; i < f->count; i++)
@@ -798,12 +808,15 @@ static int engine_inputs(search *s, kvshard_options *given, const kvshard_model 
     return rc;
 }
 
+static int engine_lines(kvshard_fit *f, const search *s, const kvshard_allocator *allocator);
+
 static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvshard_options *options,
                       const kvshard_fit_options *fo, const kvshard_allocator *allocator,
-                      kvshard_diag__ctx *diag)
+                      bool one_layout, kvshard_diag__ctx *diag)
 {
     search s;
     memset(&s, 0, sizeof s);
+    s.one_layout = one_layout;
     /* A fit needs its GPUs and the device: no NULL stands for defaults. */
     diag->option = NULL;
     int rc = kvshard_call__begin(diag->err, out && model && options && fo,
@@ -857,6 +870,7 @@ static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvsha
                                    "out of memory");
     }
     f->alloc = s.alloc;
+    s.row_refusal = one_layout ? f->row_refusal : NULL;
     size_t source_len = strlen(model->source) + 1;
     f->model_source = kvshard_alloc__bytes(&s.alloc, source_len, 1);
     if (!f->model_source) {
@@ -886,8 +900,10 @@ static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvsha
         f->drafts = kvshard__counted_drafts(&model->info, &f->options, f->profile) > 0;
         rc = enumerate(f, &s, fo, diag);
     }
-    if (rc == KVSHARD_OK && s.engine && f->profile->fitting.state_slots_input)
+    if (rc == KVSHARD_OK && s.engine && f->fitting && f->profile->fitting.state_slots_input)
         rc = recommended_slots(f, &s, diag);
+    if (rc == KVSHARD_OK && !s.engine)
+        rc = engine_lines(f, &s, allocator);
     if (rc == KVSHARD_OK && s.engine)
         repeated_flags(f, options->settings);
     kvshard_device__close(&s.device);
@@ -900,19 +916,105 @@ static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvsha
     return KVSHARD_OK;
 }
 
+/* One engine's line for row 1 (unsplit): that engine's fit of row 1's
+ * (T, P, D) alone, under its profile at its default version with this fit's
+ * inputs, so every figure on the line is one the engine's profile predicts.
+ * A refusal or a row that does not fit is the line's reason. */
+static int engine_line(kvshard__engine_line *line, const kvshard_fit *f, const search *s,
+                       const kvshard_allocator *allocator)
+{
+    const kvshard_fit_row *row = &f->rows[0];
+    kvshard_options o;
+    memcpy(&o, &s->given, sizeof o);
+    o.engine = line->profile->engine;
+    kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
+    fo.gpus = f->gpus;
+    fo.gpus_per_node = f->gpus_per_node;
+    fo.max_tp_size = row->tp_size;
+    fo.max_pp_size = row->pp_size;
+    fo.pp_size = row->pp_size;
+    fo.dp_size = row->dp_size;
+    fo.unsplit = true;
+    kvshard_fit *one = NULL;
+    kvshard_error e;
+    kvshard_diag__ctx diag = kvshard_diag__on(&e);
+    int rc = fit_create(&one, s->model, &o, &fo, allocator, true, &diag);
+    if (rc == KVSHARD_ENOMEM)
+        return rc;
+    if (rc) {
+        refusal_name(line->reason, sizeof line->reason, e.message);
+        if (!line->reason[0])
+            snprintf(line->reason, sizeof line->reason, "%s", kvshard_status_name(rc));
+        return KVSHARD_OK;
+    }
+    const kvshard_fit_row *r = &one->rows[0];
+    const char *name = line->profile->name;
+    int n = KVSHARD_OK, m = KVSHARD_OK;
+    if (r->fits) {
+        n = kvshard_fit_flags(line->flags, sizeof line->flags, one, name, false);
+        m = kvshard_fit_flags(line->env, sizeof line->env, one, name, true);
+        /* A line cut short would start another engine than the fit's. */
+        if (n >= (int)sizeof line->flags || m >= (int)sizeof line->env)
+            n = KVSHARD_ELIMIT;
+    }
+    if (!r->fits)
+        snprintf(line->reason, sizeof line->reason, "%s",
+                 r->no_sequence       ? "no_sequence"
+                 : one->row_refusal[0] ? one->row_refusal
+                                       : kvshard_status_name(r->reason));
+    else if (n < 0 || m < 0)
+        snprintf(line->reason, sizeof line->reason, "%s", kvshard_status_name(n < 0 ? n : m));
+    kvshard_fit_free(one);
+    return KVSHARD_OK;
+}
+
+/* Without --engine: each engine that writes a launch line gets row 1's,
+ * or the reason it has none; only kvshard splits layers. */
+static int engine_lines(kvshard_fit *f, const search *s, const kvshard_allocator *allocator)
+{
+    const kvshard__profile *own = kvshard_profiles__own();
+    for (const kvshard__profile *const *q = kvshard_profiles__all; *q; q++) {
+        if (*q == own || !(*q)->dialect.recommend ||
+            f->engine_line_count == KVSHARD__FIT_ENGINE_LINES)
+            continue;
+        kvshard__engine_line *line = &f->engine_lines[f->engine_line_count++];
+        line->profile = *q;
+        if (f->fitting == 0)
+            continue;
+        if (f->rows[0].layerwise_split_size > 1) {
+            snprintf(line->reason, sizeof line->reason, "%s", "engine_split_unsupported");
+            continue;
+        }
+        int rc = engine_line(line, f, s, allocator);
+        if (rc)
+            return rc;
+    }
+    return KVSHARD_OK;
+}
+
+const char *kvshard_fit__engine_reason(const kvshard_fit *fit, const char *engine)
+{
+    for (size_t i = 0; fit && engine && i < fit->engine_line_count; i++) {
+        const kvshard__engine_line *line = &fit->engine_lines[i];
+        if (strcmp(line->profile->name, engine) == 0)
+            return line->reason[0] ? line->reason : NULL;
+    }
+    return NULL;
+}
+
 int kvshard_fit_create(kvshard_fit **out, const kvshard_model *model,
                        const kvshard_options *options, const kvshard_fit_options *fit_options,
                        const kvshard_allocator *allocator, kvshard_error *err)
 {
     kvshard_diag__ctx diag = kvshard_diag__on(err);
-    return fit_create(out, model, options, fit_options, allocator, &diag);
+    return fit_create(out, model, options, fit_options, allocator, false, &diag);
 }
 
 int kvshard_fit__create(kvshard_fit **out, const kvshard_model *model,
                         const kvshard_options *options, const kvshard_fit_options *fit_options,
                         const kvshard_allocator *allocator, kvshard_diag__ctx *diag)
 {
-    return fit_create(out, model, options, fit_options, allocator, diag);
+    return fit_create(out, model, options, fit_options, allocator, false, diag);
 }
 
 void kvshard_fit_free(kvshard_fit *fit)
@@ -1004,11 +1106,20 @@ int kvshard_fit_flags(char *buf, size_t cap, const kvshard_fit *fit, const char 
         return KVSHARD_EUNKNOWNKEY;
     char u[24];
     kvshard_profile__layout l = kvshard_fit__layout(fit, &fit->rows[0], u, sizeof u);
-    if (!fit->engine)
+    bool own = p == kvshard_profiles__own();
+    if (!fit->engine && own)
         return p->dialect.recommend(buf, cap, &l, env);
+    if (!fit->engine) { /* the engine's own fit of row 1's layout */
+        for (size_t i = 0; i < fit->engine_line_count; i++) {
+            const kvshard__engine_line *line = &fit->engine_lines[i];
+            if (line->profile == p)
+                return line->reason[0] ? KVSHARD_EUNSUPPORTED
+                                       : snprintf(buf, cap, "%s", env ? line->env : line->flags);
+        }
+        return KVSHARD_EUNSUPPORTED;
+    }
     /* Under an engine fit only that engine's line has figures it predicts;
      * kvshard's is the same line planned under that profile. */
-    bool own = p == kvshard_profiles__own();
     if (p != fit->profile && !own)
         return KVSHARD_EUNSUPPORTED;
     if (own && env)

@@ -25,6 +25,18 @@ typedef struct kvshard__refused {
 /* The name a refusal goes by in a fit's documents. */
 const char *kvshard_fit__refusal_name(const kvshard__refused *r);
 
+/* Without --engine, an engine's line for row 1: its flags and environment
+ * from that engine's own fit of row 1's layout, or the name of the reason
+ * it has none ("" when it has one). */
+typedef struct kvshard__engine_line {
+    const kvshard__profile *profile;
+    char flags[1024];
+    char env[256];
+    char reason[48];
+} kvshard__engine_line;
+
+#define KVSHARD__FIT_ENGINE_LINES 8
+
 struct kvshard_fit {
     kvshard_allocator alloc;
     kvshard_options options; /* settled, as every row shares them */
@@ -52,7 +64,16 @@ struct kvshard_fit {
     char engine_version[40];
     uint64_t engine_state_slots; /* row 1's, in all replicas, where the engine is told them */
     char engine_repeated[1024]; /* the engine flags given that its line repeats */
+    kvshard__engine_line engine_lines[KVSHARD__FIT_ENGINE_LINES];
+    /* A one-layout engine fit's (an engine line's): the name of the
+     * engine's memory refusal of its row, "" when none. */
+    char row_refusal[48];
+    size_t engine_line_count;
 };
+
+/* The reason an engine has no line in a fit without --engine; NULL when it
+ * has one, or when the fit does not hold a line of that engine. */
+const char *kvshard_fit__engine_reason(const kvshard_fit *fit, const char *engine);
 
 /* kvshard_fit_create, naming in `diag` the option an error is about. */
 int kvshard_fit__create(kvshard_fit **out, const kvshard_model *model,

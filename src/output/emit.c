@@ -729,6 +729,17 @@ int kvshard_fit_write_json(const kvshard_fit *fit, kvshard_write_fn write, void 
         }
         kvshard_writer__out_raw(&o, "}");
     }
+    /* Without --engine, why an engine has no line (null where it has one). */
+    if (!fit->engine) {
+        kvshard_writer__out_raw(&o, ",\n                     \"engine_reasons\": {");
+        for (size_t i = 0; i < fit->engine_line_count; i++) {
+            const kvshard__engine_line *line = &fit->engine_lines[i];
+            if (i)
+                sep(&o);
+            field_word(&o, line->profile->name, line->reason[0] ? line->reason : NULL);
+        }
+        kvshard_writer__out_raw(&o, "}");
+    }
     kvshard_writer__out_raw(&o, "}\n}\n");
     return kvshard_writer__out_finish(&o);
 }

@@ -770,10 +770,9 @@ int kvshard_fit_write_text(const kvshard_fit *fit, size_t top, kvshard_write_fn 
         const char *name = (*q)->name;
         char env[4096];
         if (kvshard_fit_flags(flags, sizeof flags, fit, name, false) < 0) {
-            bool refuses_drafts = (*q)->rules && (*q)->rules->refuses_drafts;
-            kvshard_writer__out_printf(&o, "%-12s cannot run it (no layerwise split%s)\n", name,
-                                refuses_drafts && fit->drafts ? ", or no stages with speculation"
-                                                              : "");
+            const char *reason = kvshard_fit__engine_reason(fit, name);
+            kvshard_writer__out_printf(&o, "%-12s no line: %s\n", name,
+                                       reason ? reason : "unsupported");
             continue;
         }
         kvshard_fit_flags(env, sizeof env, fit, name, true);

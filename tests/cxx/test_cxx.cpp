@@ -655,11 +655,12 @@ void test_fit()
                                                              "--max_seqs=28"));
     CHECK(fit.flags("vllm") ==
           std::optional<std::string>("--tensor-parallel-size=2 --data-parallel-size=2 "
-                                     "--gpu-memory-utilization=0.9 --max-model-len=32768 "
-                                     "--max-num-seqs=28"));
+                                     "--gpu-memory-utilization=0.92 --max-model-len=32768 "
+                                     "--max-num-seqs=27"));
     CHECK(fit.flags("sglang") ==
           std::optional<std::string>("--tp-size=4 --dp-size=2 --enable-dp-attention "
-                                     "--context-length=32768 --max-running-requests=56"));
+                                     "--mem-fraction-static=0.9 --context-length=32768 "
+                                     "--max-running-requests=38 --max-mamba-cache-size=358"));
     // One stage needs no partition in the environment.
     CHECK(fit.flags("vllm", true) == std::optional<std::string>(""));
     CHECK(expect_error([&] { static_cast<void>(fit.flags("xllm")); }, "an engine with no flags")
