@@ -1219,8 +1219,8 @@ static kvshard_options engine_args_options(const bench_text *t, const char *cons
         count++;
     kvshard_deployment *d = NULL;
     kvshard_error err;
-    int rc = kvshard_deployment_create(&d, bench_load_model(t->data, t->len, t->name, NULL), NULL,
-                                       &err);
+    int rc =
+        kvshard_deployment_create(&d, bench_load_model(t->data, t->len, t->name, NULL), NULL, &err);
     if (rc == KVSHARD_OK)
         rc = kvshard_deployment_apply_args(d, count, args, 0, &err);
     kvshard_options o = KVSHARD_OPTIONS_INIT;
@@ -1334,18 +1334,18 @@ void bench_case_engines(bench_report *r, bench_inputs *in)
     engine_args_target(r, sec, in, "llama3_1_8b.json", "llama3_1_8b.json -pp 2",
                        BENCH_ENGINES_VLLM_PP_TARGET,
                        (const char *const[]){"--engine=vllm", "--engine_version=0.19.0", "-pp", "2",
-                                             "--max-model-len", "131072",
-                                             "--kv-cache-memory-bytes", "10GiB", NULL});
+                                             "--max-model-len", "131072", "--kv-cache-memory-bytes",
+                                             "10GiB", NULL});
     engine_args_target(r, sec, in, "deepseek_v3_2.json", "deepseek_v3_2.json --tp 8 --pp-size 2",
                        BENCH_ENGINES_SGLANG_PP_TARGET,
                        (const char *const[]){"--engine=sglang", "--tp", "8", "--pp-size", "2",
                                              "--device_compute_capability", "9.0",
-                                             "--memory_per_rank=40GiB", "--context-length",
-                                             "8192", NULL});
-    engine_args_target(r, sec, in, "gpt_oss_20b.json", "gpt_oss_20b.json", BENCH_ENGINES_TRTLLM_TARGET,
-                       (const char *const[]){"--engine=trtllm", "--engine_version=1.1.0",
-                                             "--max_batch_size", "64", "--max_seq_len", "131072",
-                                             "--memory_per_rank=20GiB", NULL});
+                                             "--memory_per_rank=40GiB", "--context-length", "8192",
+                                             NULL});
+    engine_args_target(
+        r, sec, in, "gpt_oss_20b.json", "gpt_oss_20b.json", BENCH_ENGINES_TRTLLM_TARGET,
+        (const char *const[]){"--engine=trtllm", "--engine_version=1.1.0", "--max_batch_size", "64",
+                              "--max_seq_len", "131072", "--memory_per_rank=20GiB", NULL});
 }
 
 /* ---- kvshard fit on 64 GPUs ------------------------------------------------------------------ */
@@ -1465,7 +1465,8 @@ void bench_case_fit_engine(bench_report *r, bench_inputs *in)
     bench_stats tf = fit_row(sec, s, s->pairs, &c, "fit --engine=vllm");
     kvshard_model_free(m);
     bench_target_add(r, BENCH_FIT_ENGINE_TARGET, tf.median / (BENCH_FIT_BUDGET_MS * 1e6), 1.0,
-                     false, "median %.2f ms of %zu batches (p90 %.2f ms), %s / %.0f ms, %.1f us a "
+                     false,
+                     "median %.2f ms of %zu batches (p90 %.2f ms), %s / %.0f ms, %.1f us a "
                      "layout (%zu)",
                      tf.median / 1e6, tf.n, tf.p90 / 1e6, bench_clock_name(), BENCH_FIT_BUDGET_MS,
                      tf.median / 1e3 / (double)c.rows, c.rows);

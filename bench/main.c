@@ -52,7 +52,8 @@ static const struct {
     {"owns", BENCH_CASE_OWNS},   {"queries", BENCH_CASE_QUERIES}, {"sweep", BENCH_CASE_SWEEP},
     {"flags", BENCH_CASE_FLAGS}, {"spellings", BENCH_CASE_SPELLINGS},
     {"engines", BENCH_CASE_ENGINES},
-    {"fit", BENCH_CASE_FIT},     {"fit_engine", BENCH_CASE_FIT_ENGINE},     {"fit_safetensors", BENCH_CASE_FIT_SAFETENSORS},
+    {"fit", BENCH_CASE_FIT},     {"fit_engine", BENCH_CASE_FIT_ENGINE},
+    {"fit_safetensors", BENCH_CASE_FIT_SAFETENSORS},
     {"safetensors", BENCH_CASE_SAFETENSORS}, {"fit_work", BENCH_CASE_FIT_WORK},
     {"names", BENCH_CASE_NAMES},
 };
