@@ -59,7 +59,8 @@ enum {
     BENCH_CASE_SAFETENSORS = 1u << 13,
     BENCH_CASE_FIT_WORK = 1u << 14,
     BENCH_CASE_NAMES = 1u << 15,
-    BENCH_CASE_SPELLINGS = 1u << 16
+    BENCH_CASE_SPELLINGS = 1u << 16,
+    BENCH_CASE_FIT_ENGINE = 1u << 17
 };
 
 typedef struct bench_settings {
@@ -253,7 +254,7 @@ typedef enum bench_unit {
 #define BENCH_MAX_FIGURES 9
 #define BENCH_MAX_ROWS 64
 #define BENCH_MAX_SECTIONS 24
-#define BENCH_MAX_TARGETS 24
+#define BENCH_MAX_TARGETS 32
 
 typedef struct bench_figure {
     const char *name;
@@ -372,6 +373,12 @@ void bench_case_flags(bench_report *r, bench_inputs *in);
 void bench_case_spellings(bench_report *r, bench_inputs *in);
 /* The limit of its targets, which main.c also lists. */
 #define BENCH_ENGINES_LIMIT 1.1
+#define BENCH_ENGINES_VLLM_TARGET "load + plan under vllm / under kvshard, Nemotron-3-Nano"
+#define BENCH_ENGINES_SGLANG_TARGET "load + plan under sglang / under kvshard, Qwen3.5-9B TP 2"
+#define BENCH_ENGINES_VLLM_PP_TARGET "load + plan under vllm / under kvshard, Llama 3.1 8B -pp 2"
+#define BENCH_ENGINES_SGLANG_PP_TARGET                                                             \
+    "load + plan under sglang / under kvshard, DeepSeek-V3.2 TP 8 PP 2"
+#define BENCH_ENGINES_TRTLLM_TARGET "load + plan under trtllm / under kvshard, gpt-oss-20b"
 void bench_case_engines(bench_report *r, bench_inputs *in);
 /* kvshard_fit_create of DeepSeek-V3.2 on 64 GPUs. Its targets are times
  * against a fixed budget, given as time / budget (the limit 1.0), as the
@@ -379,6 +386,9 @@ void bench_case_engines(bench_report *r, bench_inputs *in);
 #define BENCH_FIT_TARGET "fit 64 GPUs, weights_total / 50 ms"
 #define BENCH_FIT_BUDGET_MS 50.0
 void bench_case_fit(bench_report *r, bench_inputs *in);
+/* The same budget for `fit --engine=vllm` of Qwen3.5-35B-A3B on 64 GPUs. */
+#define BENCH_FIT_ENGINE_TARGET "fit --engine=vllm 64 GPUs, Qwen3.5-35B-A3B / 50 ms"
+void bench_case_fit_engine(bench_report *r, bench_inputs *in);
 #define BENCH_FIT_ST_TARGET "fit 64 GPUs, weights of a 100,000-tensor index / 250 ms"
 #define BENCH_FIT_ST_BUDGET_MS 250.0
 void bench_case_fit_safetensors(bench_report *r, bench_inputs *in);

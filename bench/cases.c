@@ -1208,25 +1208,56 @@ static kvshard_settings *engine_settings(const char *const *pairs)
     return s;
 }
 
-/* One model loaded and planned under kvshard's profile and under an
- * engine's, with the same options (the engine's settings in `settings`):
- * the ratio of load + plan, the target, and of the plan alone, shown. */
-static bench_stats engine_pair(bench_report *r, bench_section *sec, const bench_inputs *in,
-                               const char *model, const kvshard_options *base,
-                               kvshard_engine engine, const char *const *settings)
+/* Options and settings as an engine's command line gives them: the args
+ * applied to a deployment of the model, the settings copied into *settings
+ * (the caller frees them) as the options borrow them. */
+static kvshard_options engine_args_options(const bench_text *t, const char *const *args,
+                                           kvshard_settings **settings)
+{
+    size_t count = 0;
+    while (args[count])
+        count++;
+    kvshard_deployment *d = NULL;
+    kvshard_error err;
+    int rc =
+        kvshard_deployment_create(&d, bench_load_model(t->data, t->len, t->name, NULL), NULL, &err);
+    if (rc == KVSHARD_OK)
+        rc = kvshard_deployment_apply_args(d, count, args, 0, &err);
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    if (rc == KVSHARD_OK)
+        rc = kvshard_deployment_options(&o, d);
+    if (rc == KVSHARD_OK)
+        rc = kvshard_settings_copy(settings, o.settings, NULL, &err);
+    if (rc)
+        bench_die_kvshard(t->name, rc, &err);
+    o.settings = *settings;
+    kvshard_deployment_free(d);
+    return o;
+}
+
+/* One model loaded and planned under an engine's profile (`theirs`, its
+ * inputs as settings) and under kvshard's with the same options and no
+ * settings: the ratio of load + plan, the target, and of the plan alone,
+ * shown. */
+static bench_stats engine_pair(bench_report *r, bench_section *sec, const bench_text *t,
+                               const char *label, const kvshard_options *theirs)
 {
     const bench_settings *s = r->settings;
-    const bench_text *t = model_named(in, model);
     kvshard_model *m = bench_load_model(t->data, t->len, t->name, NULL);
-    kvshard_options own = *base, theirs = *base;
-    theirs.engine = engine;
-    kvshard_settings *set = engine_settings(settings);
-    theirs.settings = set;
+    /* An engine can settle the ranks from its own flags (vLLM's -pp alone
+     * makes the world): kvshard's profile is given the ranks it planned. */
+    kvshard_plan *engine_plan = make_plan(m, theirs, NULL, t->name);
+    kvshard_options own = *theirs;
+    own.engine = KVSHARD_ENGINE_KVSHARD;
+    own.settings = NULL;
+    own.pp_size = kvshard_plan_pp_size(engine_plan);
+    own.world_size = kvshard_plan_num_ranks(engine_plan) * own.dp_size * own.cp_size;
+    kvshard_plan_free(engine_plan);
     text_ctx a = {t->data, t->len, t->name, &own, m};
-    text_ctx b = {t->data, t->len, t->name, &theirs, m};
-    op_plan(&a); /* both plan: a refused option dies here, not in the timing */
-    op_plan(&b);
-    bench_progress("engines: %s under kvshard and %s", model, kvshard_engine_name(engine));
+    text_ctx b = {t->data, t->len, t->name, theirs, m};
+    op_plan(&a); /* kvshard's profile refusing an option dies here, not in the timing */
+    const char *engine = kvshard_engine_name(theirs->engine);
+    bench_progress("engines: %s under kvshard and %s", label, engine);
     size_t n = s->pairs;
     double *ta = bench_xmalloc(n * sizeof *ta), *tb = bench_xmalloc(n * sizeof *tb);
     bench_pairs(s, n, op_load_plan, &a, op_load_plan, &b, ta, tb);
@@ -1237,51 +1268,84 @@ static bench_stats engine_pair(bench_report *r, bench_section *sec, const bench_
     bench_stats pa = bench_summary_of(ta, n), pb = bench_summary_of(tb, n);
     free(ta);
     free(tb);
-    bench_row *row = bench_row_add(sec, "%s, load + plan", model);
+    bench_row *row = bench_row_add(sec, "%s, load + plan", label);
     bench_fig_stats(row, "kvshard", BENCH_UNIT_NS, &la);
-    bench_fig_stats(row, kvshard_engine_name(engine), BENCH_UNIT_NS, &lb);
+    bench_fig_stats(row, engine, BENCH_UNIT_NS, &lb);
     bench_fig_stats(row, "ratio", BENCH_UNIT_RATIO, &ratio);
-    row = bench_row_add(sec, "%s, plan alone", model);
+    row = bench_row_add(sec, "%s, plan alone", label);
     bench_fig_stats(row, "kvshard", BENCH_UNIT_NS, &pa);
-    bench_fig_stats(row, kvshard_engine_name(engine), BENCH_UNIT_NS, &pb);
+    bench_fig_stats(row, engine, BENCH_UNIT_NS, &pb);
     bench_fig_stats(row, "ratio", BENCH_UNIT_RATIO, &plan_ratio);
-    kvshard_settings_free(set);
     kvshard_model_free(m);
     return ratio;
+}
+
+/* engine_pair of an engine's command line; its target. */
+static void engine_args_target(bench_report *r, bench_section *sec, const bench_inputs *in,
+                               const char *model, const char *label, const char *target,
+                               const char *const *args)
+{
+    const bench_text *t = model_named(in, model);
+    kvshard_settings *set = NULL;
+    kvshard_options o = engine_args_options(t, args, &set);
+    bench_stats v = engine_pair(r, sec, t, label, &o);
+    kvshard_settings_free(set);
+    bench_target_add(r, target, v.median, BENCH_ENGINES_LIMIT, false,
+                     "median of %zu per-pair ratios (p10 %.3f, p90 %.3f)", v.n, v.p10, v.p90);
 }
 
 void bench_case_engines(bench_report *r, bench_inputs *in)
 {
     bench_section *sec = bench_section_add(
         r, "Planning under an engine profile against the kvshard profile",
-        "One shipped model config loaded (kvshard_model_load_string) and planned "
-        "(kvshard_plan_create) with the same options under the kvshard profile and under vllm "
-        "or sglang, the engine's inputs as settings: what an engine's init and `kvshard plan` "
-        "do. In batches alternating kvshard, engine, ...; ratio = median of per-pair ratios. "
-        "'plan alone' times kvshard_plan_create of the loaded model: the engine profile's "
-        "settling, layout, figures and warnings are a constant few hundred nanoseconds.");
+        "A shipped model config loaded and planned with the same options under the kvshard "
+        "profile and under vllm, sglang or trtllm, the engine's inputs as settings (stage "
+        "cases: its command line; kvshard's profile gets the ranks the engine planned). "
+        "Batches alternate kvshard, engine; ratio = median of per-pair ratios. 'plan alone': "
+        "kvshard_plan_create of the loaded model, where the profile's settling, layout, "
+        "figures and warnings add a constant few hundred nanoseconds.");
     kvshard_options o = KVSHARD_OPTIONS_INIT;
     o.memory_per_rank = 20ull << 30;
     o.max_seqs = 128;
     o.kv_cache_dtype = KVSHARD_DTYPE_FP8;
     o.state_dtype = KVSHARD_DTYPE_FP32;
-    static const char *const vllm[] = {"engine_version", "0.20.1rc1.dev91", "max_model_len",
-                                       "256000", NULL};
-    bench_stats v =
-        engine_pair(r, sec, in, "nemotron_3_nano_30b_a3b.json", &o, KVSHARD_ENGINE_VLLM, vllm);
-    bench_target_add(r, "load + plan under vllm / under kvshard, Nemotron-3-Nano", v.median,
-                     BENCH_ENGINES_LIMIT, false,
+    kvshard_settings *set = engine_settings((const char *const[]){
+        "engine_version", "0.20.1rc1.dev91", "max_model_len", "256000", NULL});
+    o.engine = KVSHARD_ENGINE_VLLM;
+    o.settings = set;
+    bench_stats v = engine_pair(r, sec, model_named(in, "nemotron_3_nano_30b_a3b.json"),
+                                "nemotron_3_nano_30b_a3b.json", &o);
+    kvshard_settings_free(set);
+    bench_target_add(r, BENCH_ENGINES_VLLM_TARGET, v.median, BENCH_ENGINES_LIMIT, false,
                      "median of %zu per-pair ratios (p10 %.3f, p90 %.3f)", v.n, v.p10, v.p90);
     kvshard_options q = KVSHARD_OPTIONS_INIT;
     q.world_size = 2;
     q.memory_per_rank = 10153205760ull;
     q.max_seqs = 128;
     q.context_length = 262144;
-    static const char *const sglang[] = {"engine_version", "0.5.11", NULL};
-    bench_stats g = engine_pair(r, sec, in, "qwen3_5_9b.json", &q, KVSHARD_ENGINE_SGLANG, sglang);
-    bench_target_add(r, "load + plan under sglang / under kvshard, Qwen3.5-9B TP 2", g.median,
-                     BENCH_ENGINES_LIMIT, false,
+    set = engine_settings((const char *const[]){"engine_version", "0.5.11", NULL});
+    q.engine = KVSHARD_ENGINE_SGLANG;
+    q.settings = set;
+    bench_stats g = engine_pair(r, sec, model_named(in, "qwen3_5_9b.json"), "qwen3_5_9b.json", &q);
+    kvshard_settings_free(set);
+    bench_target_add(r, BENCH_ENGINES_SGLANG_TARGET, g.median, BENCH_ENGINES_LIMIT, false,
                      "median of %zu per-pair ratios (p10 %.3f, p90 %.3f)", g.n, g.p10, g.p90);
+    /* Pipeline stages where the profile covers them; trtllm has none. */
+    engine_args_target(r, sec, in, "llama3_1_8b.json", "llama3_1_8b.json -pp 2",
+                       BENCH_ENGINES_VLLM_PP_TARGET,
+                       (const char *const[]){"--engine=vllm", "--engine_version=0.19.0", "-pp", "2",
+                                             "--max-model-len", "131072", "--kv-cache-memory-bytes",
+                                             "10GiB", NULL});
+    engine_args_target(r, sec, in, "deepseek_v3_2.json", "deepseek_v3_2.json --tp 8 --pp-size 2",
+                       BENCH_ENGINES_SGLANG_PP_TARGET,
+                       (const char *const[]){"--engine=sglang", "--tp", "8", "--pp-size", "2",
+                                             "--device_compute_capability", "9.0",
+                                             "--memory_per_rank=40GiB", "--context-length", "8192",
+                                             NULL});
+    engine_args_target(
+        r, sec, in, "gpt_oss_20b.json", "gpt_oss_20b.json", BENCH_ENGINES_TRTLLM_TARGET,
+        (const char *const[]){"--engine=trtllm", "--engine_version=1.1.0", "--max_batch_size", "64",
+                              "--max_seq_len", "131072", "--memory_per_rank=20GiB", NULL});
 }
 
 /* ---- kvshard fit on 64 GPUs ------------------------------------------------------------------ */
@@ -1369,6 +1433,43 @@ void bench_case_fit(bench_report *r, bench_inputs *in)
     bench_target_add(r, BENCH_FIT_TARGET, tf.median / (BENCH_FIT_BUDGET_MS * 1e6), 1.0, false,
                      "median %.2f ms of %zu batches (p90 %.2f ms), %s / %.0f ms", tf.median / 1e6,
                      tf.n, tf.p90 / 1e6, bench_clock_name(), BENCH_FIT_BUDGET_MS);
+}
+
+/* fit --engine=vllm of Qwen3.5-35B-A3B: its text weights in bf16 on 64
+ * GPUs of 80 GiB at 32,768 tokens, rows by vLLM's own sequences. */
+static const char fit_engine_model[] = "qwen3_5_35b_a3b.json";
+
+void bench_case_fit_engine(bench_report *r, bench_inputs *in)
+{
+    const bench_settings *s = r->settings;
+    const bench_text *t = model_named(in, fit_engine_model);
+    kvshard_model *m = bench_load_model(t->data, t->len, t->name, NULL);
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.device_memory = UINT64_C(80) << 30;
+    o.context_length = 32768;
+    o.weights_total = UINT64_C(69321223296);
+    o.weights_experts = UINT64_C(64424509440);
+    o.engine = KVSHARD_ENGINE_VLLM;
+    kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
+    fo.gpus = FIT_GPUS;
+    bench_fit_ctx c = {m, &o, &fo, t->name, 0, 0, 0};
+    bench_progress("fit: %s on %u GPUs under vllm", fit_engine_model, FIT_GPUS);
+    bench_section *sec = bench_section_add(
+        r, "kvshard fit --engine=vllm: Qwen3.5-35B-A3B on 64 GPUs",
+        "kvshard_fit_create (and the free) of the loaded %s under the vllm profile (its "
+        "default release): 64 GPUs of 80 GiB, context_length 32768, weights_total 69321223296 "
+        "with weights_experts 64424509440, the default node of 8 GPUs. Every layout vLLM runs "
+        "within the node limits is planned and ranked by vLLM's own sequences. The target is "
+        "the median time over %zu batches / %.0f ms, one core.",
+        fit_engine_model, s->pairs, BENCH_FIT_BUDGET_MS);
+    bench_stats tf = fit_row(sec, s, s->pairs, &c, "fit --engine=vllm");
+    kvshard_model_free(m);
+    bench_target_add(r, BENCH_FIT_ENGINE_TARGET, tf.median / (BENCH_FIT_BUDGET_MS * 1e6), 1.0,
+                     false,
+                     "median %.2f ms of %zu batches (p90 %.2f ms), %s / %.0f ms, %.1f us a "
+                     "layout (%zu)",
+                     tf.median / 1e6, tf.n, tf.p90 / 1e6, bench_clock_name(), BENCH_FIT_BUDGET_MS,
+                     tf.median / 1e3 / (double)c.rows, c.rows);
 }
 
 static kvshard_model *load_model_file(const char *path)

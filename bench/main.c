@@ -34,8 +34,8 @@ static const char usage_text[] =
     "  --wall         time in-process cases on the wall clock (default: the thread's\n"
     "                 CPU time); processes are always timed on the wall clock\n"
     "  --only CASES   comma-separated: cli, memory, load, keys, json, digest, owns,\n"
-    "                 queries, sweep, flags, spellings, engines, fit, fit_safetensors,\n"
-    "                 safetensors, fit_work, names;\n"
+    "                 queries, sweep, flags, spellings, engines, fit, fit_engine,\n"
+    "                 fit_safetensors, safetensors, fit_work, names;\n"
     "                 the targets of the others show as SKIP\n"
     "  --cli PATH     the kvshard executable (default: the one built alongside)\n"
     "  --examples DIR the examples directory (default: the source tree's)\n"
@@ -52,7 +52,8 @@ static const struct {
     {"owns", BENCH_CASE_OWNS},   {"queries", BENCH_CASE_QUERIES}, {"sweep", BENCH_CASE_SWEEP},
     {"flags", BENCH_CASE_FLAGS}, {"spellings", BENCH_CASE_SPELLINGS},
     {"engines", BENCH_CASE_ENGINES},
-    {"fit", BENCH_CASE_FIT},     {"fit_safetensors", BENCH_CASE_FIT_SAFETENSORS},
+    {"fit", BENCH_CASE_FIT},     {"fit_engine", BENCH_CASE_FIT_ENGINE},
+    {"fit_safetensors", BENCH_CASE_FIT_SAFETENSORS},
     {"safetensors", BENCH_CASE_SAFETENSORS}, {"fit_work", BENCH_CASE_FIT_WORK},
     {"names", BENCH_CASE_NAMES},
 };
@@ -89,8 +90,8 @@ typedef void (*case_fn)(bench_report *, bench_inputs *);
 static const struct {
     unsigned bit;
     case_fn run;
-    const char *targets[3];
-    double limits[3];
+    const char *targets[5];
+    double limits[5];
     bool at_least;
 } cases[] = {
     {BENCH_CASE_CLI,
@@ -142,11 +143,13 @@ static const struct {
      false},
     {BENCH_CASE_ENGINES,
      bench_case_engines,
-     {"load + plan under vllm / under kvshard, Nemotron-3-Nano",
-      "load + plan under sglang / under kvshard, Qwen3.5-9B TP 2"},
-     {BENCH_ENGINES_LIMIT, BENCH_ENGINES_LIMIT},
+     {BENCH_ENGINES_VLLM_TARGET, BENCH_ENGINES_SGLANG_TARGET, BENCH_ENGINES_VLLM_PP_TARGET,
+      BENCH_ENGINES_SGLANG_PP_TARGET, BENCH_ENGINES_TRTLLM_TARGET},
+     {BENCH_ENGINES_LIMIT, BENCH_ENGINES_LIMIT, BENCH_ENGINES_LIMIT, BENCH_ENGINES_LIMIT,
+      BENCH_ENGINES_LIMIT},
      false},
     {BENCH_CASE_FIT, bench_case_fit, {BENCH_FIT_TARGET, NULL}, {1.0, 0}, false},
+    {BENCH_CASE_FIT_ENGINE, bench_case_fit_engine, {BENCH_FIT_ENGINE_TARGET, NULL}, {1.0, 0}, false},
     {BENCH_CASE_FIT_SAFETENSORS,
      bench_case_fit_safetensors,
      {BENCH_FIT_ST_TARGET, NULL},
