@@ -342,7 +342,7 @@ typedef enum kvshard_ownership {
  *  default rule gives the counts (q = L / P layers each, the remainder
  *  r = L % P spread as that engine spreads it). */
 typedef enum kvshard_pp_rule {
-    /** vllm unless the options give one. */
+    /** The engine profile's rule: sglang under sglang, trtllm under trtllm, else vllm. */
     KVSHARD_PP_RULE_DEFAULT = -1,
     /** The extras walking back from the second-to-last stage (vLLM). */
     KVSHARD_PP_RULE_VLLM = 0,
@@ -358,7 +358,7 @@ typedef enum kvshard_pp_rule {
 
 /** The order in which an engine numbers its ranks, outermost first. */
 typedef enum kvshard_rank_layout {
-    /** The engine profile's: vllm for kvshard and vllm, sglang, xllm. */
+    /** The engine profile's: sglang under sglang, trtllm under trtllm, else vllm. */
     KVSHARD_RANK_LAYOUT_DEFAULT = -1,
     /** dp, pp, cp, tp: ((d·P + p)·C + c)·T + t. */
     KVSHARD_RANK_LAYOUT_VLLM = 0,
