@@ -24,117 +24,6 @@
 
 /* ---- helpers ----------------------------------------------------------------- */
 
-#define MAX_ARGS 40
-
-/* A deployment of examples/MODEL with the flags given (NULL-ended), planned:
- * the status, and the plan into *out when it is made. */
-static int plan_with(kvshard_plan **out, kvshard_error *err, const char *model, ...)
-{
-    const char *args[MAX_ARGS];
-    size_t n = 0;
-    va_list ap;
-    va_start(ap, model);
-    for (const char *a = va_arg(ap, const char *); a && n < MAX_ARGS; a = va_arg(ap, const char *))
-        args[n++] = a;
-    va_end(ap);
-    char *path = tu_example_path(model);
-    kvshard_deployment *dep = NULL;
-    int rc = kvshard_deployment_load_file(&dep, path, NULL, err);
-    free(path);
-    if (rc == KVSHARD_OK)
-        rc = kvshard_deployment_apply_args(dep, n, args, 0, err);
-    *out = NULL;
-    if (rc == KVSHARD_OK)
-        rc = kvshard_deployment_plan(out, dep, err);
-    kvshard_deployment_free(dep);
-    return rc;
-}
-
-#define PLAN(out, ...)                                                                             \
-    do {                                                                                           \
-        kvshard_error plan_err_;                                                                   \
-        tu_assert_ok(plan_with((out), &plan_err_, __VA_ARGS__, NULL), &plan_err_);                 \
-    } while (0)
-
-/* The planning fails with `code` and a message that contains `text`. */
-#define REFUSED(code, text, ...)                                                                   \
-    do {                                                                                           \
-        kvshard_plan *refused_ = NULL;                                                             \
-        kvshard_error refused_err_;                                                                \
-        int refused_rc_ = plan_with(&refused_, &refused_err_, __VA_ARGS__, NULL);                  \
-        if (refused_rc_ != (code) || !strstr(refused_err_.message, (text)))                        \
-            print_error("got %s: %s\nexpected %s containing \"%s\"\n",                             \
-                        kvshard_strerror(refused_rc_), refused_err_.message,                       \
-                        kvshard_strerror(code), (text));                                           \
-        assert_int_equal(refused_rc_, (code));                                                     \
-        assert_non_null(strstr(refused_err_.message, (text)));                                     \
-        assert_null(refused_);                                                                     \
-    } while (0)
-
-static kvshard_figure engine_figure(const kvshard_plan *p, const char *name)
-{
-    kvshard_figure f = KVSHARD_FIGURE_INIT;
-    int rc = kvshard_plan_engine_figure(&f, p, name);
-    if (rc != KVSHARD_OK)
-        print_error("no engine figure \"%s\"\n", name);
-    assert_int_equal(rc, KVSHARD_OK);
-    return f;
-}
-
-static uint64_t efig(const kvshard_plan *p, const char *name)
-{
-    kvshard_figure f = engine_figure(p, name);
-    if (f.type != KVSHARD_FIGURE_UINT)
-        print_error("engine figure \"%s\" is not an integer (type %d)\n", name, (int)f.type);
-    assert_int_equal(f.type, KVSHARD_FIGURE_UINT);
-    return f.uint_value;
-}
-
-static bool efig_null(const kvshard_plan *p, const char *name)
-{
-    return engine_figure(p, name).type == KVSHARD_FIGURE_NULL;
-}
-
-static bool efig_bool(const kvshard_plan *p, const char *name)
-{
-    kvshard_figure f = engine_figure(p, name);
-    assert_int_equal(f.type, KVSHARD_FIGURE_BOOL);
-    return f.bool_value;
-}
-
-static const char *efig_text(const kvshard_plan *p, const char *name)
-{
-    kvshard_figure f = engine_figure(p, name);
-    assert_int_equal(f.type, KVSHARD_FIGURE_TEXT);
-    return f.text_value;
-}
-
-static double efig_double(const kvshard_plan *p, const char *name)
-{
-    kvshard_figure f = engine_figure(p, name);
-    assert_int_equal(f.type, KVSHARD_FIGURE_DOUBLE);
-    return f.double_value;
-}
-
-static void assert_contains(const char *haystack, const char *needle)
-{
-    if (!strstr(haystack, needle))
-        print_error("expected to find\n  %s\nin\n%s\n", needle, haystack);
-    assert_non_null(strstr(haystack, needle));
-}
-
-static const char *warning_message(const kvshard_plan *p, kvshard_warning_code code)
-{
-    for (size_t i = 0; i < kvshard_plan_warning_count(p); i++) {
-        kvshard_warning_code c;
-        const char *m;
-        assert_int_equal(kvshard_plan_warning(&c, &m, p, i), KVSHARD_OK);
-        if (c == code)
-            return m;
-    }
-    return NULL;
-}
-
 static size_t warnings_of(const kvshard_plan *p, kvshard_warning_code code)
 {
     size_t n = 0;
@@ -224,58 +113,59 @@ static void test_version_range(void **state)
 {
     (void)state;
     kvshard_plan *p;
-    REFUSED(KVSHARD_ERANGE, "engine_version_invalid: engine_version \"0.20\"", LLAMA,
+    TU_REFUSED(KVSHARD_ERANGE, "engine_version_invalid: engine_version \"0.20\"", LLAMA,
             "--engine=vllm", "--engine_version=0.20");
-    REFUSED(KVSHARD_EPROFILE,
+    TU_REFUSED(KVSHARD_EPROFILE,
             "vllm profile: engine_version_unsupported: engine_version 0.8.9 is outside the "
             "releases the profile covers, 0.9.0 to 0.28.0",
             LLAMA, "--engine=vllm", "--engine_version=0.8.9", "--max-model-len=4096");
-    REFUSED(KVSHARD_EPROFILE, "covers, 0.9.0 to 0.28.0", LLAMA, "--engine=vllm", "--engine-version",
-            "0.28.1rc1.dev3", "--max-model-len=4096");
-    REFUSED(KVSHARD_EPROFILE, "covers, 0.9.0 to 0.28.0", LLAMA, "--engine=vllm", "--engine-version",
-            "0.9.0rc1", "--max-model-len=4096");
-    PLAN(&p, LLAMA, "--engine=vllm", "--engine_version=0.9.0", "--max-model-len=4096");
-    assert_string_equal(efig_text(p, "version"), "0.9.0");
+    TU_REFUSED(KVSHARD_EPROFILE, "covers, 0.9.0 to 0.28.0", LLAMA, "--engine=vllm",
+               "--engine-version", "0.28.1rc1.dev3", "--max-model-len=4096");
+    TU_REFUSED(KVSHARD_EPROFILE, "covers, 0.9.0 to 0.28.0", LLAMA, "--engine=vllm",
+               "--engine-version", "0.9.0rc1", "--max-model-len=4096");
+    TU_PLAN(&p, LLAMA, "--engine=vllm", "--engine_version=0.9.0", "--max-model-len=4096");
+    assert_string_equal(tu_efig_text(p, "version"), "0.9.0");
     kvshard_plan_free(p);
-    PLAN(&p, LLAMA, "--engine=vllm", "--engine_version=0.28.0+cu129", "--max-model-len=4096");
-    assert_string_equal(efig_text(p, "version"), "0.28.0+cu129"); /* as given */
+    TU_PLAN(&p, LLAMA, "--engine=vllm", "--engine_version=0.28.0+cu129", "--max-model-len=4096");
+    assert_string_equal(tu_efig_text(p, "version"), "0.28.0+cu129"); /* as given */
     kvshard_plan_free(p);
-    PLAN(&p, LLAMA, "--engine=vllm", "--max-model-len=4096");
-    assert_string_equal(efig_text(p, "version"), "0.28.0");
+    TU_PLAN(&p, LLAMA, "--engine=vllm", "--max-model-len=4096");
+    assert_string_equal(tu_efig_text(p, "version"), "0.28.0");
     kvshard_plan_free(p);
 
-    REFUSED(KVSHARD_EPROFILE,
+    TU_REFUSED(KVSHARD_EPROFILE,
             "sglang profile: engine_version_unsupported: engine_version "
             "0.5.8 is outside the releases the profile covers, 0.5.9 to 0.5.21",
             LLAMA, "--engine=sglang", "--engine_version=0.5.8");
-    REFUSED(KVSHARD_EPROFILE, "covers, 0.5.9 to 0.5.21", LLAMA, "--engine=sglang",
+    TU_REFUSED(KVSHARD_EPROFILE, "covers, 0.5.9 to 0.5.21", LLAMA, "--engine=sglang",
             "--engine_version=0.5.22");
-    PLAN(&p, LLAMA, "--engine=sglang");
-    assert_string_equal(efig_text(p, "version"), "0.5.21");
+    TU_PLAN(&p, LLAMA, "--engine=sglang");
+    assert_string_equal(tu_efig_text(p, "version"), "0.5.21");
     kvshard_plan_free(p);
-    PLAN(&p, LLAMA, "--engine=sglang", "--engine_version=0.5.9");
-    assert_string_equal(efig_text(p, "version"), "0.5.9");
+    TU_PLAN(&p, LLAMA, "--engine=sglang", "--engine_version=0.5.9");
+    assert_string_equal(tu_efig_text(p, "version"), "0.5.9");
     kvshard_plan_free(p);
 
-    REFUSED(KVSHARD_EPROFILE,
+    TU_REFUSED(KVSHARD_EPROFILE,
             "xllm profile: engine_version_unsupported: engine_version 0.9.9 "
             "is outside the releases the profile covers, 0.10.0 to 0.11.0",
             LLAMA, "--engine=xllm", "--engine_version=0.9.9");
-    REFUSED(KVSHARD_EPROFILE, "0.10.0 to 0.11.0", LLAMA, "--engine=xllm",
+    TU_REFUSED(KVSHARD_EPROFILE, "0.10.0 to 0.11.0", LLAMA, "--engine=xllm",
             "--engine_version=0.11.1");
-    PLAN(&p, LLAMA, "--engine=xllm");
-    assert_string_equal(efig_text(p, "version"), "0.11.0");
+    TU_PLAN(&p, LLAMA, "--engine=xllm");
+    assert_string_equal(tu_efig_text(p, "version"), "0.11.0");
     kvshard_plan_free(p);
 
     /* Under the kvshard profile the version is read by no one: a warning,
      * under either spelling. */
-    PLAN(&p, LLAMA, "--engine-version=0.20.0");
+    TU_PLAN(&p, LLAMA, "--engine-version=0.20.0");
     assert_true(kvshard_plan_has_warning(p, KVSHARD_WARN_PROFILE_INPUTS_IGNORED));
     kvshard_plan_free(p);
-    PLAN(&p, LLAMA, "--engine_version=0.20.0");
-    assert_string_equal(warning_message(p, KVSHARD_WARN_PROFILE_INPUTS_IGNORED),
-                        "engine_version applies only under engines xllm, vllm, sglang and trtllm: the "
-                        "kvshard profile ignores it");
+    TU_PLAN(&p, LLAMA, "--engine_version=0.20.0");
+    assert_string_equal(
+        tu_warning_message(p, KVSHARD_WARN_PROFILE_INPUTS_IGNORED),
+        "engine_version applies only under engines xllm, vllm, sglang and trtllm: the "
+        "kvshard profile ignores it");
     assert_int_equal(kvshard_plan_engine_figure_count(p), 0);
     char *json = tu_plan_json(p);
     assert_non_null(strstr(json, "\n  \"engine\": null,\n"));
@@ -299,38 +189,38 @@ static void test_vllm_mamba2_hybrid(void **state)
 {
     (void)state;
     kvshard_plan *p;
-    PLAN(&p, E3_14);
+    TU_PLAN(&p, E3_14);
     /* Block 16 * ceil(2,134,016 / 8,192) = 16 * 261 = 4,176; page 4,176 *
      * 512 = 2,138,112; padding 100 * 4,096 / 2,134,016 %. */
-    assert_int_equal(efig(p, "attention_block_size"), 4176);
-    assert_true(efig_bool(p, "block_size_line"));
-    assert_int_equal(efig(p, "page_bytes"), 2138112);
-    assert_int_equal(efig(p, "mamba_page_bytes"), 2134016);
-    assert_true(efig_double(p, "mamba_padding_percent") == 100.0 * 4096.0 / 2134016.0);
-    assert_string_equal(efig_text(p, "mamba_cache_mode"), "none");
-    assert_int_equal(efig(p, "mamba_block_size"), 256000); /* mode none: L */
-    assert_false(efig_bool(p, "prefix_caching"));
-    kvshard_figure d = engine_figure(p, "state_dtypes");
+    assert_int_equal(tu_efig(p, "attention_block_size"), 4176);
+    assert_true(tu_efig_bool(p, "block_size_line"));
+    assert_int_equal(tu_efig(p, "page_bytes"), 2138112);
+    assert_int_equal(tu_efig(p, "mamba_page_bytes"), 2134016);
+    assert_true(tu_efig_double(p, "mamba_padding_percent") == 100.0 * 4096.0 / 2134016.0);
+    assert_string_equal(tu_efig_text(p, "mamba_cache_mode"), "none");
+    assert_int_equal(tu_efig(p, "mamba_block_size"), 256000); /* mode none: L */
+    assert_false(tu_efig_bool(p, "prefix_caching"));
+    kvshard_figure d = tu_engine_figure(p, "state_dtypes");
     assert_int_equal(d.type, KVSHARD_FIGURE_TEXT_LIST);
     assert_int_equal(d.uint_value, 2);
     assert_string_equal(d.text_value, "bfloat16");
     assert_string_equal(d.text_value + strlen(d.text_value) + 1, "float32");
     /* Types 6 and 23: 23 >= 1.5 * 6, groups of 6: 1 + ceil(23 / 6) = 5, one
      * padding layer. */
-    assert_int_equal(efig(p, "kv_cache_groups"), 5);
-    assert_int_equal(efig(p, "group_size"), 6);
-    assert_int_equal(efig(p, "padding_layers"), 1);
+    assert_int_equal(tu_efig(p, "kv_cache_groups"), 5);
+    assert_int_equal(tu_efig(p, "group_size"), 6);
+    assert_int_equal(tu_efig(p, "padding_layers"), 1);
     /* floor(floor(3,994,319,585 / 2,138,112) / 6) = floor(1,868 / 6) = 311. */
-    assert_int_equal(efig(p, "bytes_per_block"), 12828672);
-    assert_int_equal(efig(p, "num_gpu_blocks"), 311);
-    assert_int_equal(efig(p, "usable_blocks"), 310);
+    assert_int_equal(tu_efig(p, "bytes_per_block"), 12828672);
+    assert_int_equal(tu_efig(p, "num_gpu_blocks"), 311);
+    assert_int_equal(tu_efig(p, "usable_blocks"), 310);
     /* ceil(256,000 / 4,176) = 62, plus 4 x 1 state block: 66. */
-    assert_int_equal(efig(p, "max_model_len"), 256000);
-    assert_int_equal(efig(p, "blocks_per_request"), 66);
-    assert_true(efig_double(p, "max_concurrency") == 311.0 / 66.0);
-    assert_int_equal(efig(p, "gpu_kv_cache_tokens"), 1206303); /* int(311 / 66 * 256,000) */
-    assert_int_equal(efig(p, "max_num_seqs"), 128);
-    assert_int_equal(efig(p, "budget"), 3994319585u);
+    assert_int_equal(tu_efig(p, "max_model_len"), 256000);
+    assert_int_equal(tu_efig(p, "blocks_per_request"), 66);
+    assert_true(tu_efig_double(p, "max_concurrency") == 311.0 / 66.0);
+    assert_int_equal(tu_efig(p, "gpu_kv_cache_tokens"), 1206303); /* int(311 / 66 * 256,000) */
+    assert_int_equal(tu_efig(p, "max_num_seqs"), 128);
+    assert_int_equal(tu_efig(p, "budget"), 3994319585u);
     /* The capacity object: the engine's budget, block and counts. */
     assert_int_equal(tu_figure(p, "block_size"), 4176);
     assert_int_equal(tu_figure(p, "memory_per_rank"), 3994319585u);
@@ -348,11 +238,11 @@ static void test_vllm_mamba2_hybrid(void **state)
     assert_int_equal(m.num_blocks, 311);
     /* kvshard's own per-token figure keeps its fp8 scales: 6 x (512 + 16). */
     assert_int_equal(m.kv_bytes_per_token, 3168);
-    assert_string_equal(warning_message(p, KVSHARD_WARN_ENGINE_PADDING_LAYERS),
+    assert_string_equal(tu_warning_message(p, KVSHARD_WARN_ENGINE_PADDING_LAYERS),
                         "Add 1 padding layers, may waste at most 4.35% KV cache memory (23 state "
                         "layers in groups of 6)");
     char *text = tu_plan_text(p);
-    assert_contains(text, "capacity   vllm 0.20.1rc1.dev91 profile: Available KV cache memory: "
+    tu_assert_contains(text, "capacity   vllm 0.20.1rc1.dev91 profile: Available KV cache memory: "
                           "3.72 GiB; attention block 4,176 tokens (raised from 16), Padding "
                           "mamba page size by 0.19%\n"
                           "           5 KV cache groups of 6 layers (1 padding layer); 311 GPU "
@@ -363,17 +253,18 @@ static void test_vllm_mamba2_hybrid(void **state)
     kvshard_plan_free(p);
 
     /* At 32,768 tokens: 8 + 4 = 12 blocks a request; floor(310 / 12) = 25. */
-    PLAN(&p, E3_14, "--context_length=32768");
+    TU_PLAN(&p, E3_14, "--context_length=32768");
     assert_int_equal(tu_figure(p, "balanced_max_seqs"), 25);
     assert_int_equal(tu_figure(p, "concurrency"), 25);
     assert_true(kvshard_plan_has_warning(p, KVSHARD_WARN_MAX_SEQS_UNREACHABLE));
-    assert_string_equal(warning_message(p, KVSHARD_WARN_MAX_SEQS_UNREACHABLE),
+    assert_string_equal(tu_warning_message(p, KVSHARD_WARN_MAX_SEQS_UNREACHABLE),
                         "at 32768 tokens 25 sequences run at once, below max_num_seqs 128: 310 "
                         "usable GPU blocks, 12 a request of that length (KV and state share the "
                         "pool); balanced max_seqs is 25");
     text = tu_plan_text(p);
-    assert_contains(text, "context    at 32,768 tokens: 25 sequences at once (below max_seqs 128; "
-                          "balanced max_seqs 25)\n");
+    tu_assert_contains(text,
+                       "context    at 32,768 tokens: 25 sequences at once (below max_seqs 128; "
+                       "balanced max_seqs 25)\n");
     free(text);
     kvshard_plan_free(p);
 }
@@ -393,15 +284,15 @@ static void test_vllm_budget_rounding(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         kvshard_plan *p;
-        PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.20.1rc1.dev91", "--max-model-len",
-             "256000", "--kv-cache-dtype", "fp8_e4m3", "--mamba-ssm-cache-dtype", "float32",
-             "--max-num-seqs", "128", "--enforce-eager", "--kv-cache-memory-bytes",
-             cases[i].budget);
-        assert_int_equal(efig(p, "num_gpu_blocks"), cases[i].blocks);
+        TU_PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.20.1rc1.dev91",
+                "--max-model-len", "256000", "--kv-cache-dtype", "fp8_e4m3",
+                "--mamba-ssm-cache-dtype", "float32", "--max-num-seqs", "128", "--enforce-eager",
+                "--kv-cache-memory-bytes", cases[i].budget);
+        assert_int_equal(tu_efig(p, "num_gpu_blocks"), cases[i].blocks);
         char *text = tu_plan_text(p);
         char want[96];
         snprintf(want, sizeof want, "Available KV cache memory: %s GiB;", cases[i].gib);
-        assert_contains(text, want);
+        tu_assert_contains(text, want);
         free(text);
         kvshard_plan_free(p);
     }
@@ -419,33 +310,33 @@ static void test_vllm_sliding_window(void **state)
 {
     (void)state;
     kvshard_plan *p;
-    PLAN(&p, E3_15, "117957427200");
-    assert_int_equal(efig(p, "attention_block_size"), 16);
-    assert_false(efig_bool(p, "block_size_line")); /* a model without state layers */
-    assert_int_equal(efig(p, "page_bytes"), 131072);
-    assert_true(efig_null(p, "mamba_page_bytes"));
-    assert_true(efig_null(p, "mamba_padding_percent"));
-    assert_true(efig_null(p, "mamba_cache_mode"));
-    assert_true(efig_null(p, "state_dtypes"));
-    assert_true(efig_bool(p, "prefix_caching"));
+    TU_PLAN(&p, E3_15, "117957427200");
+    assert_int_equal(tu_efig(p, "attention_block_size"), 16);
+    assert_false(tu_efig_bool(p, "block_size_line")); /* a model without state layers */
+    assert_int_equal(tu_efig(p, "page_bytes"), 131072);
+    assert_true(tu_efig_null(p, "mamba_page_bytes"));
+    assert_true(tu_efig_null(p, "mamba_padding_percent"));
+    assert_true(tu_efig_null(p, "mamba_cache_mode"));
+    assert_true(tu_efig_null(p, "state_dtypes"));
+    assert_true(tu_efig_bool(p, "prefix_caching"));
     /* 52 >= 1.25 x 10: groups of 10, 1 + ceil(52 / 10) = 7, 8 padding. */
-    assert_int_equal(efig(p, "kv_cache_groups"), 7);
-    assert_int_equal(efig(p, "group_size"), 10);
-    assert_int_equal(efig(p, "padding_layers"), 8);
+    assert_int_equal(tu_efig(p, "kv_cache_groups"), 7);
+    assert_int_equal(tu_efig(p, "group_size"), 10);
+    assert_int_equal(tu_efig(p, "padding_layers"), 8);
     /* floor(117,957,427,200 / 131,072) = 899,940; / 10 = 89,994. */
-    assert_int_equal(efig(p, "bytes_per_block"), 1310720);
-    assert_int_equal(efig(p, "num_gpu_blocks"), 89994);
-    assert_int_equal(efig(p, "usable_blocks"), 89993);
+    assert_int_equal(tu_efig(p, "bytes_per_block"), 1310720);
+    assert_int_equal(tu_efig(p, "num_gpu_blocks"), 89994);
+    assert_int_equal(tu_efig(p, "usable_blocks"), 89993);
     /* 256 + 6 x (ceil(min(1,023 + 8,192, 4,096) / 16) + 1) = 256 + 6 x 257. */
-    assert_int_equal(efig(p, "blocks_per_request"), 1798);
-    assert_true(efig_double(p, "max_concurrency") == 89994.0 / 1798.0);
-    assert_int_equal(efig(p, "gpu_kv_cache_tokens"), 205696); /* floor(89,994 / 7) x 16 */
-    assert_string_equal(warning_message(p, KVSHARD_WARN_ENGINE_PADDING_LAYERS),
+    assert_int_equal(tu_efig(p, "blocks_per_request"), 1798);
+    assert_true(tu_efig_double(p, "max_concurrency") == 89994.0 / 1798.0);
+    assert_int_equal(tu_efig(p, "gpu_kv_cache_tokens"), 205696); /* floor(89,994 / 7) x 16 */
+    assert_string_equal(tu_warning_message(p, KVSHARD_WARN_ENGINE_PADDING_LAYERS),
                         "Add 8 padding layers, may waste at most 15.38% KV cache memory (52 "
                         "sliding-window layers in groups of 10)");
     assert_int_equal(warnings_of(p, KVSHARD_WARN_ENGINE_PADDING_LAYERS), 1); /* one type padded */
     char *text = tu_plan_text(p);
-    assert_contains(text, "capacity   vllm 0.11.0rc2.dev98 profile: Available KV cache memory: "
+    tu_assert_contains(text, "capacity   vllm 0.11.0rc2.dev98 profile: Available KV cache memory: "
                           "109.86 GiB; attention block 16 tokens\n"
                           "           7 KV cache groups of 10 layers (8 padding layers); 89,994 "
                           "GPU blocks (89,993 usable after the null block)\n"
@@ -455,14 +346,14 @@ static void test_vllm_sliding_window(void **state)
     kvshard_plan_free(p);
     /* The middle of the 109.86 GiB interval: floor(117,961,276,784 /
      * 131,072) = 899,969, / 10 = 89,996... 89,997: 899,970 pages. */
-    PLAN(&p, E3_15, "117961276784");
-    assert_int_equal(efig(p, "num_gpu_blocks"), 89997);
-    assert_int_equal(efig(p, "gpu_kv_cache_tokens"), 205696); /* floor(89,997 / 7) x 16 */
+    TU_PLAN(&p, E3_15, "117961276784");
+    assert_int_equal(tu_efig(p, "num_gpu_blocks"), 89997);
+    assert_int_equal(tu_efig(p, "gpu_kv_cache_tokens"), 205696); /* floor(89,997 / 7) x 16 */
     kvshard_plan_free(p);
     /* --num-gpu-blocks-override replaces the count. */
-    PLAN(&p, E3_15, "117957427200", "--num-gpu-blocks-override", "1000");
-    assert_int_equal(efig(p, "num_gpu_blocks"), 1000);
-    assert_int_equal(efig(p, "gpu_kv_cache_tokens"), 142 * 16);
+    TU_PLAN(&p, E3_15, "117957427200", "--num-gpu-blocks-override", "1000");
+    assert_int_equal(tu_efig(p, "num_gpu_blocks"), 1000);
+    assert_int_equal(tu_efig(p, "gpu_kv_cache_tokens"), 142 * 16);
     kvshard_plan_free(p);
 }
 
@@ -474,14 +365,14 @@ static void test_vllm_rule_tokens_line(void **state)
 {
     (void)state;
     kvshard_plan *p;
-    PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.20.1rc1.dev30", "--max-model-len",
+    TU_PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.20.1rc1.dev30", "--max-model-len",
          "256000", "--kv-cache-dtype", "fp8_e4m3", "--mamba-ssm-cache-dtype", "float32",
          "--max-num-seqs", "128", "--kv-cache-memory-bytes", "3994319585");
-    assert_int_equal(efig(p, "gpu_kv_cache_tokens"), 258912);
+    assert_int_equal(tu_efig(p, "gpu_kv_cache_tokens"), 258912);
     assert_int_equal(tu_figure(p, "max_tokens"), 258912);
     kvshard_plan_free(p);
-    PLAN(&p, E3_14);
-    assert_int_equal(efig(p, "gpu_kv_cache_tokens"), 1206303);
+    TU_PLAN(&p, E3_14);
+    assert_int_equal(tu_efig(p, "gpu_kv_cache_tokens"), 1206303);
     kvshard_plan_free(p);
 }
 
@@ -519,13 +410,13 @@ static void test_vllm_rule_group_size(void **state)
         o.settings = s;
         kvshard_plan *p = tu_plan(m, &o);
         kvshard_settings_free(s);
-        assert_int_equal(efig(p, "group_size"), cases[i].group);
-        assert_int_equal(efig(p, "kv_cache_groups"), cases[i].groups);
-        assert_int_equal(efig(p, "padding_layers"), cases[i].padding);
-        assert_int_equal(efig(p, "num_gpu_blocks"), cases[i].blocks);
-        assert_int_equal(efig(p, "blocks_per_request"), cases[i].per_request);
-        assert_int_equal(efig(p, "gpu_kv_cache_tokens"), cases[i].tokens);
-        assert_string_equal(warning_message(p, KVSHARD_WARN_ENGINE_PADDING_LAYERS),
+        assert_int_equal(tu_efig(p, "group_size"), cases[i].group);
+        assert_int_equal(tu_efig(p, "kv_cache_groups"), cases[i].groups);
+        assert_int_equal(tu_efig(p, "padding_layers"), cases[i].padding);
+        assert_int_equal(tu_efig(p, "num_gpu_blocks"), cases[i].blocks);
+        assert_int_equal(tu_efig(p, "blocks_per_request"), cases[i].per_request);
+        assert_int_equal(tu_efig(p, "gpu_kv_cache_tokens"), cases[i].tokens);
+        assert_string_equal(tu_warning_message(p, KVSHARD_WARN_ENGINE_PADDING_LAYERS),
                             i == 0 ? "Add 6 padding layers, may waste at most 42.86% KV cache "
                                      "memory (14 sliding-window layers in groups of 10)"
                                    : "Add 4 padding layers, may waste at most 40.00% KV cache "
@@ -550,25 +441,26 @@ static void test_vllm_rule_prefix_default(void **state)
                  {"0.27.0", true, "align", 4176, 70, 1137371}};
     for (size_t i = 0; i < 2; i++) {
         kvshard_plan *p;
-        PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version", cases[i].version, "--max-model-len",
-             "256000", "--kv-cache-dtype", "fp8_e4m3", "--mamba-ssm-cache-dtype", "float32",
-             "--max-num-seqs", "128", "--kv-cache-memory-bytes", "3994319585");
-        assert_true(efig_bool(p, "prefix_caching") == cases[i].prefix);
-        assert_string_equal(efig_text(p, "mamba_cache_mode"), cases[i].mode);
-        assert_int_equal(efig(p, "mamba_block_size"), cases[i].mamba_block);
-        assert_int_equal(efig(p, "attention_block_size"), 4176);
-        assert_int_equal(efig(p, "num_gpu_blocks"), 311);
-        assert_int_equal(efig(p, "blocks_per_request"), cases[i].per_request);
-        assert_int_equal(efig(p, "gpu_kv_cache_tokens"), cases[i].tokens);
+        TU_PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version", cases[i].version,
+                "--max-model-len", "256000", "--kv-cache-dtype", "fp8_e4m3",
+                "--mamba-ssm-cache-dtype", "float32", "--max-num-seqs", "128",
+                "--kv-cache-memory-bytes", "3994319585");
+        assert_true(tu_efig_bool(p, "prefix_caching") == cases[i].prefix);
+        assert_string_equal(tu_efig_text(p, "mamba_cache_mode"), cases[i].mode);
+        assert_int_equal(tu_efig(p, "mamba_block_size"), cases[i].mamba_block);
+        assert_int_equal(tu_efig(p, "attention_block_size"), 4176);
+        assert_int_equal(tu_efig(p, "num_gpu_blocks"), 311);
+        assert_int_equal(tu_efig(p, "blocks_per_request"), cases[i].per_request);
+        assert_int_equal(tu_efig(p, "gpu_kv_cache_tokens"), cases[i].tokens);
         kvshard_plan_free(p);
     }
     /* --no-enable-prefix-caching keeps it off at 0.27.0. */
     kvshard_plan *p;
-    PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.27.0", "--max-model-len", "256000",
+    TU_PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.27.0", "--max-model-len", "256000",
          "--mamba-ssm-cache-dtype", "float32", "--kv-cache-memory-bytes", "3994319585",
          "--no-enable-prefix-caching");
-    assert_false(efig_bool(p, "prefix_caching"));
-    assert_string_equal(efig_text(p, "mamba_cache_mode"), "none");
+    assert_false(tu_efig_bool(p, "prefix_caching"));
+    assert_string_equal(tu_efig_text(p, "mamba_cache_mode"), "none");
     kvshard_plan_free(p);
 }
 
@@ -583,40 +475,42 @@ static void test_vllm_rule_mode_align(void **state)
 {
     (void)state;
     kvshard_plan *p;
-    PLAN(&p, QWEN_NEXT, "--engine=vllm", "--engine_version=0.14.1", "-tp", "2", "--max-model-len",
-         "4096", "--kv-cache-memory-bytes", "8GiB", "--enable-prefix-caching");
-    assert_false(efig_bool(p, "prefix_caching"));
-    assert_string_equal(efig_text(p, "mamba_cache_mode"), "none");
-    assert_int_equal(efig(p, "attention_block_size"), 544);
-    assert_int_equal(efig(p, "mamba_page_bytes"), 548864);
-    assert_int_equal(efig(p, "kv_cache_groups"), 4);
-    assert_int_equal(efig(p, "num_gpu_blocks"), 1285);
-    assert_int_equal(efig(p, "blocks_per_request"), 11);
-    assert_int_equal(efig(p, "gpu_kv_cache_tokens"), 321 * 544);
-    assert_string_equal(warning_message(p, KVSHARD_WARN_ENGINE_PREFIX_CACHING_DISABLED),
+    TU_PLAN(&p, QWEN_NEXT, "--engine=vllm", "--engine_version=0.14.1", "-tp", "2",
+            "--max-model-len", "4096", "--kv-cache-memory-bytes", "8GiB",
+            "--enable-prefix-caching");
+    assert_false(tu_efig_bool(p, "prefix_caching"));
+    assert_string_equal(tu_efig_text(p, "mamba_cache_mode"), "none");
+    assert_int_equal(tu_efig(p, "attention_block_size"), 544);
+    assert_int_equal(tu_efig(p, "mamba_page_bytes"), 548864);
+    assert_int_equal(tu_efig(p, "kv_cache_groups"), 4);
+    assert_int_equal(tu_efig(p, "num_gpu_blocks"), 1285);
+    assert_int_equal(tu_efig(p, "blocks_per_request"), 11);
+    assert_int_equal(tu_efig(p, "gpu_kv_cache_tokens"), 321 * 544);
+    assert_string_equal(tu_warning_message(p, KVSHARD_WARN_ENGINE_PREFIX_CACHING_DISABLED),
                         "vLLM 0.14.1 runs this model with prefix caching off: Mamba cache mode "
                         "align, which this model needs, exists from 0.15.0");
     kvshard_plan_free(p);
-    PLAN(&p, QWEN_NEXT, "--engine=vllm", "--engine_version=0.15.0", "-tp", "2", "--max-model-len",
-         "4096", "--kv-cache-memory-bytes", "8GiB", "--enable-prefix-caching");
-    assert_true(efig_bool(p, "prefix_caching"));
-    assert_string_equal(efig_text(p, "mamba_cache_mode"), "align");
-    assert_int_equal(efig(p, "mamba_block_size"), 544);
-    assert_int_equal(efig(p, "blocks_per_request"), 14);
+    TU_PLAN(&p, QWEN_NEXT, "--engine=vllm", "--engine_version=0.15.0", "-tp", "2",
+            "--max-model-len", "4096", "--kv-cache-memory-bytes", "8GiB",
+            "--enable-prefix-caching");
+    assert_true(tu_efig_bool(p, "prefix_caching"));
+    assert_string_equal(tu_efig_text(p, "mamba_cache_mode"), "align");
+    assert_int_equal(tu_efig(p, "mamba_block_size"), 544);
+    assert_int_equal(tu_efig(p, "blocks_per_request"), 14);
     assert_false(kvshard_plan_has_warning(p, KVSHARD_WARN_ENGINE_PREFIX_CACHING_DISABLED));
     kvshard_plan_free(p);
     /* Asked for, align before 0.15.0 is a mode the release does not have. */
-    REFUSED(KVSHARD_EPROFILE,
+    TU_REFUSED(KVSHARD_EPROFILE,
             "engine_version_unsupported: --mamba-cache-mode align exists from "
             "0.15.0",
             NEMOTRON, "--engine=vllm", "--engine_version=0.14.0", "--max-model-len", "4096",
             "--mamba-ssm-cache-dtype", "float32", "--enable-prefix-caching", "--mamba-cache-mode",
             "align");
     /* --mamba-cache-mode all on a model without it: align, warned. */
-    PLAN(&p, QWEN_NEXT, "--engine=vllm", "--engine_version=0.16.0", "-tp", "2", "--max-model-len",
-         "4096", "--enable-prefix-caching", "--mamba-cache-mode", "all");
-    assert_string_equal(efig_text(p, "mamba_cache_mode"), "align");
-    assert_string_equal(warning_message(p, KVSHARD_WARN_ENGINE_MAMBA_CACHE_MODE_ALIGN),
+    TU_PLAN(&p, QWEN_NEXT, "--engine=vllm", "--engine_version=0.16.0", "-tp", "2",
+            "--max-model-len", "4096", "--enable-prefix-caching", "--mamba-cache-mode", "all");
+    assert_string_equal(tu_efig_text(p, "mamba_cache_mode"), "align");
+    assert_string_equal(tu_warning_message(p, KVSHARD_WARN_ENGINE_MAMBA_CACHE_MODE_ALIGN),
                         "--mamba-cache-mode all runs as align: the model's state cannot be "
                         "cached at every chunk");
     kvshard_plan_free(p);
@@ -631,36 +525,36 @@ static void test_vllm_rule_mode_all(void **state)
 {
     (void)state;
     kvshard_plan *p;
-    PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.11.0", "--max-model-len", "256000",
+    TU_PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.11.0", "--max-model-len", "256000",
          "--kv-cache-dtype", "fp8_e4m3", "--mamba-ssm-cache-dtype", "float32",
          "--kv-cache-memory-bytes", "3994319585", "--enable-prefix-caching", "--mamba-block-size",
          "128");
-    assert_false(efig_bool(p, "prefix_caching"));
-    assert_string_equal(efig_text(p, "mamba_cache_mode"), "none");
-    assert_string_equal(warning_message(p, KVSHARD_WARN_ENGINE_PREFIX_CACHING_DISABLED),
+    assert_false(tu_efig_bool(p, "prefix_caching"));
+    assert_string_equal(tu_efig_text(p, "mamba_cache_mode"), "none");
+    assert_string_equal(tu_warning_message(p, KVSHARD_WARN_ENGINE_PREFIX_CACHING_DISABLED),
                         "vLLM 0.11.0 runs this model with prefix caching off: it caches no "
                         "state model's prefixes before 0.11.1");
     kvshard_plan_free(p);
-    PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.11.1", "--max-model-len", "256000",
+    TU_PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.11.1", "--max-model-len", "256000",
          "--kv-cache-dtype", "fp8_e4m3", "--mamba-ssm-cache-dtype", "float32",
          "--kv-cache-memory-bytes", "3994319585", "--enable-prefix-caching", "--mamba-block-size",
          "128");
-    assert_true(efig_bool(p, "prefix_caching"));
-    assert_string_equal(efig_text(p, "mamba_cache_mode"), "all");
-    assert_int_equal(efig(p, "attention_block_size"), 4224);
-    assert_int_equal(efig(p, "mamba_block_size"), 4224);
-    assert_int_equal(efig(p, "page_bytes"), 2162688);
-    assert_true(efig_double(p, "mamba_padding_percent") == 100.0 * 28672.0 / 2134016.0);
-    assert_int_equal(efig(p, "num_gpu_blocks"), 307);
-    assert_int_equal(efig(p, "blocks_per_request"), 305);
-    assert_int_equal(efig(p, "gpu_kv_cache_tokens"), 257664);
+    assert_true(tu_efig_bool(p, "prefix_caching"));
+    assert_string_equal(tu_efig_text(p, "mamba_cache_mode"), "all");
+    assert_int_equal(tu_efig(p, "attention_block_size"), 4224);
+    assert_int_equal(tu_efig(p, "mamba_block_size"), 4224);
+    assert_int_equal(tu_efig(p, "page_bytes"), 2162688);
+    assert_true(tu_efig_double(p, "mamba_padding_percent") == 100.0 * 28672.0 / 2134016.0);
+    assert_int_equal(tu_efig(p, "num_gpu_blocks"), 307);
+    assert_int_equal(tu_efig(p, "blocks_per_request"), 305);
+    assert_int_equal(tu_efig(p, "gpu_kv_cache_tokens"), 257664);
     kvshard_plan_free(p);
     /* Without --mamba-block-size, the config's chunk_size, 128: the same. */
-    PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.11.1", "--max-model-len", "256000",
+    TU_PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.11.1", "--max-model-len", "256000",
          "--kv-cache-dtype", "fp8_e4m3", "--mamba-ssm-cache-dtype", "float32",
          "--kv-cache-memory-bytes", "3994319585", "--enable-prefix-caching");
-    assert_int_equal(efig(p, "attention_block_size"), 4224);
-    assert_int_equal(efig(p, "num_gpu_blocks"), 307);
+    assert_int_equal(tu_efig(p, "attention_block_size"), 4224);
+    assert_int_equal(tu_efig(p, "num_gpu_blocks"), 307);
     kvshard_plan_free(p);
 }
 
@@ -679,16 +573,16 @@ static void test_vllm_rule_all_speculative(void **state)
     } cases[] = {{"0.19.0", "all", 4224, 2146304, 309}, {"0.20.0", "align", 4192, 2146304, 74}};
     for (size_t i = 0; i < 2; i++) {
         kvshard_plan *p;
-        PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version", cases[i].version, "--max-model-len",
-             "256000", "--kv-cache-dtype", "fp8_e4m3", "--mamba-ssm-cache-dtype", "float32",
-             "--kv-cache-memory-bytes", "8GiB", "--enable-prefix-caching", "--mamba-block-size",
-             "128", "--max-num-seqs", "128", "--speculative-config",
-             "{\"method\": \"ngram\", \"num_speculative_tokens\": 1}");
-        assert_string_equal(efig_text(p, "mamba_cache_mode"), cases[i].mode);
-        assert_int_equal(efig(p, "attention_block_size"), cases[i].block);
-        assert_int_equal(efig(p, "mamba_page_bytes"), cases[i].page);
-        assert_int_equal(efig(p, "blocks_per_request"), cases[i].per_request);
-        assert_int_equal(efig(p, "kv_cache_groups"), 5); /* ngram adds no layer */
+        TU_PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version", cases[i].version,
+                "--max-model-len", "256000", "--kv-cache-dtype", "fp8_e4m3",
+                "--mamba-ssm-cache-dtype", "float32", "--kv-cache-memory-bytes", "8GiB",
+                "--enable-prefix-caching", "--mamba-block-size", "128", "--max-num-seqs", "128",
+                "--speculative-config", "{\"method\": \"ngram\", \"num_speculative_tokens\": 1}");
+        assert_string_equal(tu_efig_text(p, "mamba_cache_mode"), cases[i].mode);
+        assert_int_equal(tu_efig(p, "attention_block_size"), cases[i].block);
+        assert_int_equal(tu_efig(p, "mamba_page_bytes"), cases[i].page);
+        assert_int_equal(tu_efig(p, "blocks_per_request"), cases[i].per_request);
+        assert_int_equal(tu_efig(p, "kv_cache_groups"), 5); /* ngram adds no layer */
         kvshard_plan_free(p);
     }
 }
@@ -701,8 +595,8 @@ static void test_vllm_rule_nemotron_dtype(void **state)
 {
     (void)state;
     kvshard_plan *p;
-    PLAN(&p, NEMOTRON_H, "--engine=vllm", "--engine_version=0.12.0", "--max-model-len", "8192");
-    kvshard_figure d = engine_figure(p, "state_dtypes");
+    TU_PLAN(&p, NEMOTRON_H, "--engine=vllm", "--engine_version=0.12.0", "--max-model-len", "8192");
+    kvshard_figure d = tu_engine_figure(p, "state_dtypes");
     assert_string_equal(d.text_value, "bfloat16");
     assert_string_equal(d.text_value + 9, "bfloat16");
     kvshard_plan_free(p);
@@ -714,20 +608,20 @@ static void test_vllm_rule_nemotron_dtype(void **state)
     for (size_t i = 0; i < sizeof releases / sizeof releases[0]; i++) {
         char version[40];
         snprintf(version, sizeof version, "--engine_version=%s", releases[i].version);
-        PLAN(&p, NEMOTRON_H, "--engine=vllm", version, "--max-model-len", "8192");
-        d = engine_figure(p, "state_dtypes");
+        TU_PLAN(&p, NEMOTRON_H, "--engine=vllm", version, "--max-model-len", "8192");
+        d = tu_engine_figure(p, "state_dtypes");
         assert_string_equal(d.text_value, "bfloat16");
         assert_string_equal(d.text_value + 9, releases[i].temporal);
         kvshard_plan_free(p);
     }
     /* A config that names float32 (Nemotron 3 Nano) is read at any release. */
-    PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.13.0", "--max-model-len", "8192");
-    d = engine_figure(p, "state_dtypes");
+    TU_PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.13.0", "--max-model-len", "8192");
+    d = tu_engine_figure(p, "state_dtypes");
     assert_string_equal(d.text_value + 9, "float32");
     kvshard_plan_free(p);
-    PLAN(&p, NEMOTRON_H, "--engine=vllm", "--engine_version=0.20.0", "--max-model-len", "8192",
+    TU_PLAN(&p, NEMOTRON_H, "--engine=vllm", "--engine_version=0.20.0", "--max-model-len", "8192",
          "--mamba-ssm-cache-dtype", "float16", "--mamba-cache-dtype", "float32");
-    d = engine_figure(p, "state_dtypes");
+    d = tu_engine_figure(p, "state_dtypes");
     assert_string_equal(d.text_value, "float32");
     assert_string_equal(d.text_value + 8, "float16");
     kvshard_plan_free(p);
@@ -740,28 +634,28 @@ static void test_vllm_rule_block_line(void **state)
 {
     (void)state;
     kvshard_plan *p;
-    PLAN(&p, LLAMA, "--engine=vllm", "--engine_version=0.19.1", "--max-model-len", "4096");
-    assert_false(efig_bool(p, "block_size_line"));
-    assert_int_equal(efig(p, "attention_block_size"), 16);
+    TU_PLAN(&p, LLAMA, "--engine=vllm", "--engine_version=0.19.1", "--max-model-len", "4096");
+    assert_false(tu_efig_bool(p, "block_size_line"));
+    assert_int_equal(tu_efig(p, "attention_block_size"), 16);
     kvshard_plan_free(p);
-    PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.19.1", "--max-model-len", "4096",
+    TU_PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.19.1", "--max-model-len", "4096",
          "--mamba-ssm-cache-dtype", "float32", "--kv-cache-dtype", "fp8_e4m3", "--block-size",
          "4176");
-    assert_false(efig_bool(p, "block_size_line")); /* given, not raised */
+    assert_false(tu_efig_bool(p, "block_size_line")); /* given, not raised */
     kvshard_plan_free(p);
-    PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.19.1", "--max-model-len", "4096",
+    TU_PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.19.1", "--max-model-len", "4096",
          "--mamba-ssm-cache-dtype", "float32", "--kv-cache-dtype", "fp8_e4m3");
-    assert_true(efig_bool(p, "block_size_line")); /* raised, and not given */
+    assert_true(tu_efig_bool(p, "block_size_line")); /* raised, and not given */
     kvshard_plan_free(p);
-    PLAN(&p, LLAMA, "--engine=vllm", "--engine_version=0.19.1", "--max-model-len", "4096",
+    TU_PLAN(&p, LLAMA, "--engine=vllm", "--engine_version=0.19.1", "--max-model-len", "4096",
          "--block-size", "16");
-    assert_false(efig_bool(p, "block_size_line"));
+    assert_false(tu_efig_bool(p, "block_size_line"));
     kvshard_plan_free(p);
-    PLAN(&p, LLAMA, "--engine=vllm", "--engine_version=0.20.0", "--max-model-len", "4096");
-    assert_false(efig_bool(p, "block_size_line"));
+    TU_PLAN(&p, LLAMA, "--engine=vllm", "--engine_version=0.20.0", "--max-model-len", "4096");
+    assert_false(tu_efig_bool(p, "block_size_line"));
     kvshard_plan_free(p);
-    PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.20.0", "--max-model-len", "4096");
-    assert_true(efig_bool(p, "block_size_line")); /* raised */
+    TU_PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.20.0", "--max-model-len", "4096");
+    assert_true(tu_efig_bool(p, "block_size_line")); /* raised */
     kvshard_plan_free(p);
 }
 
@@ -775,40 +669,40 @@ static void test_vllm_rule_budget(void **state)
 {
     (void)state;
     kvshard_plan *p;
-    PLAN(&p, LLAMA, "--engine=vllm", "--engine_version=0.19.0", "--max-model-len", "4096",
+    TU_PLAN(&p, LLAMA, "--engine=vllm", "--engine_version=0.19.0", "--max-model-len", "4096",
          "--device_memory_total=80GiB", "--non_kv_memory=20GiB");
-    assert_int_equal(efig(p, "budget"), 55834574848u);
+    assert_int_equal(tu_efig(p, "budget"), 55834574848u);
     kvshard_plan_free(p);
-    PLAN(&p, LLAMA, "--engine=vllm", "--engine_version=0.20.0", "--max-model-len", "4096",
+    TU_PLAN(&p, LLAMA, "--engine=vllm", "--engine_version=0.20.0", "--max-model-len", "4096",
          "--device_memory_total=80GiB", "--non_kv_memory=20GiB");
-    assert_int_equal(efig(p, "budget"), 57552561767u);
+    assert_int_equal(tu_efig(p, "budget"), 57552561767u);
     kvshard_plan_free(p);
-    PLAN(&p, LLAMA, "--engine=vllm", "--engine_version=0.13.0", "--max-model-len", "4096",
+    TU_PLAN(&p, LLAMA, "--engine=vllm", "--engine_version=0.13.0", "--max-model-len", "4096",
          "--device_memory_total=1000000007", "--non_kv_memory=100000000",
          "--gpu-memory-utilization", "0.9");
-    assert_int_equal(efig(p, "budget"), 800000006u);
+    assert_int_equal(tu_efig(p, "budget"), 800000006u);
     kvshard_plan_free(p);
-    PLAN(&p, LLAMA, "--engine=vllm", "--engine_version=0.14.0", "--max-model-len", "4096",
+    TU_PLAN(&p, LLAMA, "--engine=vllm", "--engine_version=0.14.0", "--max-model-len", "4096",
          "--device_memory_total=1000000007", "--non_kv_memory=100000000",
          "--gpu-memory-utilization", "0.9");
-    assert_int_equal(efig(p, "budget"), 800000007u);
+    assert_int_equal(tu_efig(p, "budget"), 800000007u);
     /* llama at one GPU: 32 layers x 2 x 8 x 128 x 2 = 131,072 B a token,
      * page 65,536 x 32 = 2 MiB a block: 381 blocks. */
-    assert_int_equal(efig(p, "num_gpu_blocks"), 800000007u / 2097152u);
+    assert_int_equal(tu_efig(p, "num_gpu_blocks"), 800000007u / 2097152u);
     kvshard_plan_free(p);
     /* Free memory below the requested share; nothing left after non-KV. */
-    REFUSED(KVSHARD_ENOBLOCK,
+    TU_REFUSED(KVSHARD_ENOBLOCK,
             "vllm profile: insufficient_free_memory: device_memory_free "
             "64424509440 bytes is below the 77309411328 bytes",
             LLAMA, "--engine=vllm", "--engine_version=0.19.0", "--max-model-len", "4096",
             "--device_memory_total=80GiB", "--device_memory_free=60GiB", "--non_kv_memory=20GiB");
-    REFUSED(KVSHARD_ENOBLOCK,
+    TU_REFUSED(KVSHARD_ENOBLOCK,
             "vllm profile: no_memory_for_cache_blocks: device_memory_total "
             "85899345920 x gpu_memory_utilization 0.92 - non_kv_memory "
             "85899345920",
             LLAMA, "--engine=vllm", "--max-model-len", "4096", "--device_memory_total=80GiB",
             "--non_kv_memory=80GiB");
-    REFUSED(KVSHARD_EMISSING,
+    TU_REFUSED(KVSHARD_EMISSING,
             "vllm profile: engine_input_missing: the budget from device "
             "figures needs device_memory_total and non_kv_memory",
             LLAMA, "--engine=vllm", "--max-model-len", "4096", "--device_memory_total=80GiB");
@@ -821,29 +715,29 @@ static void test_vllm_rule_max_num_seqs(void **state)
 {
     (void)state;
     kvshard_plan *p;
-    PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.17.1", "--max-model-len", "256000",
+    TU_PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.17.1", "--max-model-len", "256000",
          "--kv-cache-dtype", "fp8_e4m3", "--mamba-ssm-cache-dtype", "float32",
          "--kv-cache-memory-bytes", "3994319585", "--max-num-seqs", "512");
-    assert_int_equal(efig(p, "num_gpu_blocks"), 311);
+    assert_int_equal(tu_efig(p, "num_gpu_blocks"), 311);
     assert_false(kvshard_plan_has_warning(p, KVSHARD_WARN_ENGINE_CUDAGRAPH_SIZES_CAPPED));
     kvshard_plan_free(p);
-    PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.18.1", "--max-model-len", "256000",
+    TU_PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.18.1", "--max-model-len", "256000",
          "--kv-cache-dtype", "fp8_e4m3", "--mamba-ssm-cache-dtype", "float32",
          "--kv-cache-memory-bytes", "3994319585", "--max-num-seqs", "512");
-    assert_string_equal(warning_message(p, KVSHARD_WARN_ENGINE_CUDAGRAPH_SIZES_CAPPED),
+    assert_string_equal(tu_warning_message(p, KVSHARD_WARN_ENGINE_CUDAGRAPH_SIZES_CAPPED),
                         "--max-num-seqs 512 is above the 311 GPU blocks: vLLM 0.18.1 caps its "
                         "CUDA-graph sizes at the blocks");
     kvshard_plan_free(p);
-    REFUSED(KVSHARD_EPROFILE,
+    TU_REFUSED(KVSHARD_EPROFILE,
             "vllm profile: max_num_seqs_exceeds_mamba_blocks: --max-num-seqs "
             "512 is above the 311 GPU blocks",
             NEMOTRON, "--engine=vllm", "--engine_version=0.19.0", "--max-model-len", "256000",
             "--kv-cache-dtype", "fp8_e4m3", "--mamba-ssm-cache-dtype", "float32",
             "--kv-cache-memory-bytes", "3994319585", "--max-num-seqs", "512");
-    PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.19.0", "--max-model-len", "256000",
+    TU_PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.19.0", "--max-model-len", "256000",
          "--kv-cache-dtype", "fp8_e4m3", "--mamba-ssm-cache-dtype", "float32",
          "--kv-cache-memory-bytes", "3994319585", "--max-num-seqs", "512", "--enforce-eager");
-    assert_int_equal(efig(p, "max_num_seqs"), 512);
+    assert_int_equal(tu_efig(p, "max_num_seqs"), 512);
     kvshard_plan_free(p);
 }
 
@@ -852,22 +746,22 @@ static void test_vllm_rule_coverage(void **state)
 {
     (void)state;
     kvshard_plan *p;
-    REFUSED(KVSHARD_EPROFILE,
+    TU_REFUSED(KVSHARD_EPROFILE,
             "vllm profile: engine_version_unsupported: vLLM 0.10.1 does not "
             "serve models with state layers",
             NEMOTRON, "--engine=vllm", "--engine_version=0.10.1", "--max-model-len", "4096");
-    PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.10.2", "--max-model-len", "4096");
+    TU_PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.10.2", "--max-model-len", "4096");
     kvshard_plan_free(p);
-    REFUSED(KVSHARD_EPROFILE, "vLLM 0.16.1 does not serve Qwen3.5 (qwen3_5) models", QWEN9B,
+    TU_REFUSED(KVSHARD_EPROFILE, "vLLM 0.16.1 does not serve Qwen3.5 (qwen3_5) models", QWEN9B,
             "--engine=vllm", "--engine_version=0.16.1", "--max-model-len", "4096", "-tp", "2",
             "--mamba-ssm-cache-dtype", "float32");
-    PLAN(&p, QWEN9B, "--engine=vllm", "--engine_version=0.17.0", "--max-model-len", "4096", "-tp",
-         "2", "--mamba-ssm-cache-dtype", "float32");
+    TU_PLAN(&p, QWEN9B, "--engine=vllm", "--engine_version=0.17.0", "--max-model-len", "4096",
+            "-tp", "2", "--mamba-ssm-cache-dtype", "float32");
     assert_int_equal(kvshard_plan_attn_tp_size(p), 2);
     kvshard_plan_free(p);
     /* The config's mamba_ssm_dtype names float32: the temporal state's. */
-    PLAN(&p, QWEN9B, "--engine=vllm", "--max-model-len", "4096", "-tp", "2");
-    kvshard_figure d = engine_figure(p, "state_dtypes");
+    TU_PLAN(&p, QWEN9B, "--engine=vllm", "--max-model-len", "4096", "-tp", "2");
+    kvshard_figure d = tu_engine_figure(p, "state_dtypes");
     assert_string_equal(d.text_value, "bfloat16");
     assert_string_equal(d.text_value + 9, "float32");
     kvshard_plan_free(p);
@@ -883,29 +777,29 @@ static void test_uncovered_caches(void **state)
     static const char *const engines[] = {"--engine=vllm", "--engine=sglang"};
     for (int e = 0; e < 2; e++) {
         const char *len = e == 0 ? "--max-model-len" : "--context-length";
-        REFUSED(KVSHARD_EPROFILE, "engine_unsupported: compressed layers (43 of 43)",
+        TU_REFUSED(KVSHARD_EPROFILE, "engine_unsupported: compressed layers (43 of 43)",
                 "models/deepseek_v4_flash.json", engines[e], len, "4096", "--world_size=8");
         /* SGLang's profile refuses the sliding layers before the shared ones. */
-        REFUSED(KVSHARD_EPROFILE,
+        TU_REFUSED(KVSHARD_EPROFILE,
                 e == 0 ? "engine_unsupported: shared_kv layers (20 of 35)"
                        : "engine_unsupported: sliding_attention layers (12 of 35)",
                 "models/gemma_4_e2b.json", engines[e], len, "4096");
-        REFUSED(KVSHARD_EPROFILE, "engine_unsupported: chunked_attention layers (36 of 48)",
+        TU_REFUSED(KVSHARD_EPROFILE, "engine_unsupported: chunked_attention layers (36 of 48)",
                 "models/llama4_scout.json", engines[e], len, "4096", "--world_size=8");
-        REFUSED(KVSHARD_EPROFILE,
+        TU_REFUSED(KVSHARD_EPROFILE,
                 "engine_unsupported: a GQA sparse index (sparse_attention_config) is not "
                 "covered yet",
                 "models/minimax_m3.json", engines[e], len, "4096", "--world_size=8");
-        REFUSED(KVSHARD_EPROFILE,
+        TU_REFUSED(KVSHARD_EPROFILE,
                 "engine_unsupported: indexer keys on some layers only is not covered yet",
                 "models/glm_5_2.json", engines[e], len, "4096", "--world_size=8");
     }
     /* vLLM plans sliding layers, but only with the full layers' page. */
-    REFUSED(KVSHARD_EPROFILE,
+    TU_REFUSED(KVSHARD_EPROFILE,
             "engine_unsupported: a V head dim other than the K head dim is not covered yet",
             "models/mimo_v2_flash.json", "--engine=vllm", "--max-model-len", "4096",
             "--world_size=8");
-    REFUSED(KVSHARD_EPROFILE,
+    TU_REFUSED(KVSHARD_EPROFILE,
             "engine_unsupported: sliding-window layers whose page differs from the "
             "full-attention layers' is not covered yet",
             "models/gemma_4_31b.json", "--engine=vllm", "--max-model-len", "4096",
@@ -915,48 +809,48 @@ static void test_uncovered_caches(void **state)
 static void test_vllm_refusals(void **state)
 {
     (void)state;
-    REFUSED(KVSHARD_EPROFILE,
+    TU_REFUSED(KVSHARD_EPROFILE,
             "vllm profile: engine_unsupported: hybrid layers (72 of 72) are "
             "not covered yet",
             "models/falcon_h1_34b.json", "--engine=vllm", "--max-model-len", "4096");
-    REFUSED(KVSHARD_EPROFILE,
+    TU_REFUSED(KVSHARD_EPROFILE,
             "vllm profile: engine_unsupported: state kind mamba1 is not "
             "covered yet",
             "models/jamba_1_5_mini.json", "--engine=vllm", "--max-model-len", "4096");
-    REFUSED(KVSHARD_EPROFILE,
+    TU_REFUSED(KVSHARD_EPROFILE,
             "vllm profile: engine_version_unsupported: vLLM 0.10.2 groups each pipeline stage's "
             "layers on their own",
             GEMMA, "--engine=vllm", "--engine_version=0.10.2", "--max-model-len", "4096", "-pp",
             "2", "-tp", "2");
-    REFUSED(KVSHARD_EPROFILE, "vllm profile: engine_unsupported: --max-model-len auto", LLAMA,
+    TU_REFUSED(KVSHARD_EPROFILE, "vllm profile: engine_unsupported: --max-model-len auto", LLAMA,
             "--engine=vllm", "--max-model-len", "auto");
-    REFUSED(KVSHARD_EPROFILE, "engine_unsupported: --max-model-len -1", LLAMA, "--engine=vllm",
+    TU_REFUSED(KVSHARD_EPROFILE, "engine_unsupported: --max-model-len -1", LLAMA, "--engine=vllm",
             "--max-model-len", "-1");
-    REFUSED(KVSHARD_EPROFILE, "vllm profile: engine_split_unsupported: layerwise_split_size 2",
+    TU_REFUSED(KVSHARD_EPROFILE, "vllm profile: engine_split_unsupported: layerwise_split_size 2",
             LLAMA, "--engine=vllm", "--max-model-len", "4096", "-tp", "2",
             "--enable_layerwise_split", "--layerwise_split_size=2");
     /* The engine's length is the config's max_position_embeddings; a config
      * without it needs --max-model-len. */
-    REFUSED(KVSHARD_EMISSING,
+    TU_REFUSED(KVSHARD_EMISSING,
             "vllm profile: engine_input_missing: the engine's length is the "
             "config's max_position_embeddings",
             "models/gpt_oss_20b.json", "--engine=vllm");
     /* int8 is no vLLM word: a flag refuses it, an option is refused. */
-    REFUSED(KVSHARD_ERANGE, "kv_cache_dtype: expected auto, bfloat16", LLAMA, "--engine=vllm",
+    TU_REFUSED(KVSHARD_ERANGE, "kv_cache_dtype: expected auto, bfloat16", LLAMA, "--engine=vllm",
             "--max-model-len", "4096", "--kv-cache-dtype", "int8");
-    REFUSED(KVSHARD_EPROFILE, "engine_unsupported: cp_size 2", LLAMA, "--engine=vllm",
+    TU_REFUSED(KVSHARD_EPROFILE, "engine_unsupported: cp_size 2", LLAMA, "--engine=vllm",
             "--max-model-len", "4096", "--world_size=2", "--cp_size=2");
-    REFUSED(KVSHARD_EPROFILE,
+    TU_REFUSED(KVSHARD_EPROFILE,
             "vllm profile: engine_unsupported: --decode-context-parallel-size "
             "2: decode and prefill context parallelism are not covered yet",
             LLAMA, "--engine=vllm", "--max-model-len", "4096", "-tp", "2", "-dcp", "2");
     /* Read so that --ignore_unknown_flags cannot skip it. */
-    REFUSED(KVSHARD_EPROFILE, "engine_unsupported: --prefill-context-parallel-size 2", LLAMA,
+    TU_REFUSED(KVSHARD_EPROFILE, "engine_unsupported: --prefill-context-parallel-size 2", LLAMA,
             "--engine=vllm", "--ignore_unknown_flags", "--max-model-len", "4096",
             "--prefill-context-parallel-size", "2");
     /* A request of 131,072 tokens needs 8,192 blocks of 2 MiB = 16 GiB; 10
      * GiB holds 5,120 blocks: 81,920 tokens. */
-    REFUSED(KVSHARD_ENOBLOCK,
+    TU_REFUSED(KVSHARD_ENOBLOCK,
             "vllm profile: max_model_len_does_not_fit: one request of "
             "max_model_len 131072 tokens needs 8192 blocks of 2097152 bytes, "
             "more than the 10737418240 bytes of the KV cache; the longest that "
@@ -980,7 +874,7 @@ static void test_vllm_refusals(void **state)
     o.memory_per_rank = 1u << 30;
     p = tu_plan(m, &o);
     /* 2 x 4 x 64 x 2 = 1,024 B a token and layer in bf16. */
-    assert_int_equal(efig(p, "page_bytes"), 16 * 1024);
+    assert_int_equal(tu_efig(p, "page_bytes"), 16 * 1024);
     kvshard_plan_free(p);
     o.kv_cache_dtype = KVSHARD_DTYPE_INT8;
     assert_int_equal(kvshard_plan_create(&p, m, &o, NULL, &err), KVSHARD_EPROFILE);
@@ -999,41 +893,42 @@ static void test_vllm_speculative(void **state)
      * 8, fp8: 656 B a latent and 128 + 4 an index key; block 64 (MLA). One
      * MTP draft layer joins: 62 layers in one group of their 124 caches,
      * bytes per block 62 x 64 x (656 + 132) = 3,126,784. */
-    PLAN(&p, DSA, "--engine=vllm", "-tp", "8", "--max-model-len", "8192", "--kv-cache-dtype", "fp8",
-         "--speculative-config", "{\"method\":\"deepseek_mtp\",\"num_speculative_tokens\":1}",
-         "--kv-cache-memory-bytes", "10GiB");
-    assert_int_equal(efig(p, "attention_block_size"), 64);
-    assert_int_equal(efig(p, "page_bytes"), 64 * 656);
-    assert_int_equal(efig(p, "kv_cache_groups"), 1);
-    assert_int_equal(efig(p, "group_size"), 124);
-    assert_int_equal(efig(p, "bytes_per_block"), 62u * 64u * 788u);
-    assert_int_equal(efig(p, "num_gpu_blocks"), 10737418240u / (62u * 64u * 788u));
-    assert_int_equal(efig(p, "blocks_per_request"), 128); /* 8,192 / 64 */
+    TU_PLAN(&p, DSA, "--engine=vllm", "-tp", "8", "--max-model-len", "8192", "--kv-cache-dtype",
+            "fp8", "--speculative-config",
+            "{\"method\":\"deepseek_mtp\",\"num_speculative_tokens\":1}", "--kv-cache-memory-bytes",
+            "10GiB");
+    assert_int_equal(tu_efig(p, "attention_block_size"), 64);
+    assert_int_equal(tu_efig(p, "page_bytes"), 64 * 656);
+    assert_int_equal(tu_efig(p, "kv_cache_groups"), 1);
+    assert_int_equal(tu_efig(p, "group_size"), 124);
+    assert_int_equal(tu_efig(p, "bytes_per_block"), 62u * 64u * 788u);
+    assert_int_equal(tu_efig(p, "num_gpu_blocks"), 10737418240u / (62u * 64u * 788u));
+    assert_int_equal(tu_efig(p, "blocks_per_request"), 128); /* 8,192 / 64 */
     kvshard_options o = KVSHARD_OPTIONS_INIT;
     assert_int_equal(kvshard_plan_options(&o, p), KVSHARD_OK);
     assert_int_equal(o.num_speculative_tokens, 1);
     kvshard_plan_free(p);
     /* EAGLE adds one layer, and --draft-attention-layers wins. */
-    PLAN(&p, LLAMA, "--engine=vllm", "--max-model-len", "4096", "--speculative-config",
+    TU_PLAN(&p, LLAMA, "--engine=vllm", "--max-model-len", "4096", "--speculative-config",
          "{\"method\": \"eagle3\", \"num_speculative_tokens\": 3}");
-    assert_int_equal(efig(p, "group_size"), 33);
+    assert_int_equal(tu_efig(p, "group_size"), 33);
     kvshard_plan_free(p);
-    PLAN(&p, LLAMA, "--engine=vllm", "--max-model-len", "4096", "--speculative-config",
+    TU_PLAN(&p, LLAMA, "--engine=vllm", "--max-model-len", "4096", "--speculative-config",
          "{\"method\": \"medusa\", \"num_speculative_tokens\": 3}", "--draft-attention-layers",
          "2");
-    assert_int_equal(efig(p, "group_size"), 34);
+    assert_int_equal(tu_efig(p, "group_size"), 34);
     kvshard_plan_free(p);
-    REFUSED(KVSHARD_EPROFILE, "vllm profile: engine_unsupported: speculative method medusa", LLAMA,
-            "--engine=vllm", "--max-model-len", "4096", "--speculative-config",
-            "{\"method\": \"medusa\", \"num_speculative_tokens\": 3}");
-    REFUSED(KVSHARD_EDUPKEY, "num_speculative_tokens 2 and --speculative-config's 3 differ", LLAMA,
-            "--engine=vllm", "--max-model-len", "4096", "--num_speculative_tokens=2",
-            "--speculative-config", "{\"method\": \"ngram\", \"num_speculative_tokens\": 3}");
-    REFUSED(KVSHARD_EMISSING,
+    TU_REFUSED(KVSHARD_EPROFILE, "vllm profile: engine_unsupported: speculative method medusa",
+               LLAMA, "--engine=vllm", "--max-model-len", "4096", "--speculative-config",
+               "{\"method\": \"medusa\", \"num_speculative_tokens\": 3}");
+    TU_REFUSED(KVSHARD_EDUPKEY, "num_speculative_tokens 2 and --speculative-config's 3 differ",
+               LLAMA, "--engine=vllm", "--max-model-len", "4096", "--num_speculative_tokens=2",
+               "--speculative-config", "{\"method\": \"ngram\", \"num_speculative_tokens\": 3}");
+    TU_REFUSED(KVSHARD_EMISSING,
             "speculative_config: \"{\"method\": \"ngram\"}\" has no "
             "\"num_speculative_tokens\"",
             LLAMA, "--engine=vllm", "--speculative-config", "{\"method\": \"ngram\"}");
-    REFUSED(KVSHARD_ETYPE, "speculative_config: expected a JSON object", LLAMA, "--engine=vllm",
+    TU_REFUSED(KVSHARD_ETYPE, "speculative_config: expected a JSON object", LLAMA, "--engine=vllm",
             "--speculative-config", "ngram");
 }
 
@@ -1056,26 +951,27 @@ static void test_sglang_gdn_hybrid(void **state)
 {
     (void)state;
     kvshard_plan *p;
-    PLAN(&p, E4_13("0.5.11"));
-    assert_int_equal(efig(p, "budget"), 10153205760u);
-    assert_string_equal(efig_text(p, "mamba_radix_cache_strategy"), "no_buffer");
-    assert_int_equal(efig(p, "mamba_ratio"), 3);
-    assert_int_equal(efig(p, "max_mamba_cache_size"), 186);
-    assert_int_equal(efig(p, "mamba_pool_slots"), 187);
-    assert_int_equal(efig(p, "mamba_bytes_per_slot"), 25755648);
-    assert_int_equal(efig(p, "conv_state_bytes"), 187u * 589824u);          /* 110,297,088 */
-    assert_int_equal(efig(p, "ssm_state_bytes"), UINT64_C(187) * 25165824); /* 4,706,009,088 */
-    assert_string_equal(efig_text(p, "ssm_dtype"), "float32");
-    assert_int_equal(efig(p, "cell_bytes"), 16384);
-    assert_int_equal(efig(p, "page_size"), 1);
-    assert_int_equal(efig(p, "max_total_num_tokens"), 327310);
-    assert_int_equal(efig(p, "k_cache_bytes"), 327311u * 8u * 2u * 256u * 2u); /* 2,681,331,712 */
-    assert_int_equal(efig(p, "v_cache_bytes"), 2681331712u);
-    assert_true(efig_null(p, "kv_cache_bytes"));
-    assert_int_equal(efig(p, "max_running_requests"), 62);
-    assert_int_equal(efig(p, "context_len"), 262144);
-    assert_false(efig_bool(p, "layer_split"));
-    assert_true(efig_null(p, "split_layers_per_rank"));
+    TU_PLAN(&p, E4_13("0.5.11"));
+    assert_int_equal(tu_efig(p, "budget"), 10153205760u);
+    assert_string_equal(tu_efig_text(p, "mamba_radix_cache_strategy"), "no_buffer");
+    assert_int_equal(tu_efig(p, "mamba_ratio"), 3);
+    assert_int_equal(tu_efig(p, "max_mamba_cache_size"), 186);
+    assert_int_equal(tu_efig(p, "mamba_pool_slots"), 187);
+    assert_int_equal(tu_efig(p, "mamba_bytes_per_slot"), 25755648);
+    assert_int_equal(tu_efig(p, "conv_state_bytes"), 187u * 589824u);          /* 110,297,088 */
+    assert_int_equal(tu_efig(p, "ssm_state_bytes"), UINT64_C(187) * 25165824); /* 4,706,009,088 */
+    assert_string_equal(tu_efig_text(p, "ssm_dtype"), "float32");
+    assert_int_equal(tu_efig(p, "cell_bytes"), 16384);
+    assert_int_equal(tu_efig(p, "page_size"), 1);
+    assert_int_equal(tu_efig(p, "max_total_num_tokens"), 327310);
+    assert_int_equal(tu_efig(p, "k_cache_bytes"),
+                     327311u * 8u * 2u * 256u * 2u); /* 2,681,331,712 */
+    assert_int_equal(tu_efig(p, "v_cache_bytes"), 2681331712u);
+    assert_true(tu_efig_null(p, "kv_cache_bytes"));
+    assert_int_equal(tu_efig(p, "max_running_requests"), 62);
+    assert_int_equal(tu_efig(p, "context_len"), 262144);
+    assert_false(tu_efig_bool(p, "layer_split"));
+    assert_true(tu_efig_null(p, "split_layers_per_rank"));
     /* capacity: block p, tokens / p blocks, R, K + 1 slots, K usable. */
     assert_int_equal(tu_figure(p, "block_size"), 1);
     assert_int_equal(tu_figure(p, "num_blocks"), 327310);
@@ -1087,11 +983,11 @@ static void test_sglang_gdn_hybrid(void **state)
     assert_false(tu_has_figure(p, "balanced_max_seqs"));
     /* min(62, floor(327,310 / 262,144)) = 1. */
     assert_int_equal(tu_figure(p, "concurrency"), 1);
-    assert_string_equal(warning_message(p, KVSHARD_WARN_ENGINE_MAX_RUNNING_REQUESTS_CAPPED),
+    assert_string_equal(tu_warning_message(p, KVSHARD_WARN_ENGINE_MAX_RUNNING_REQUESTS_CAPPED),
                         "max_running_requests 2048 is capped at 62: the state pool's 186 slots "
                         "hold 3 a running request");
     char *text = tu_plan_text(p);
-    assert_contains(text,
+    tu_assert_contains(text,
                     "capacity   sglang 0.5.11 profile: budget 9.46 GiB per rank (the rest after "
                     "mem_fraction_static); no_buffer, 3 state slots per request\n"
                     "           the engine logs Mamba Cache is allocated. max_mamba_cache_size: "
@@ -1106,23 +1002,23 @@ static void test_sglang_gdn_hybrid(void **state)
     /* 0.5.21: 100 MiB for the multimodal model, extra_buffer with 5 slots a
      * request, K = floor((mb - slot) / slot) = 183 with 184 charged: 324,054
      * tokens, R = floor(183 / 5) = 36. */
-    PLAN(&p, E4_13("0.5.21"), "--multimodal");
-    assert_string_equal(efig_text(p, "mamba_radix_cache_strategy"), "extra_buffer");
-    assert_int_equal(efig(p, "mamba_ratio"), 5);
-    assert_int_equal(efig(p, "max_mamba_cache_size"), 183);
-    assert_int_equal(efig(p, "max_total_num_tokens"), 324054);
-    assert_int_equal(efig(p, "max_running_requests"), 36);
-    assert_int_equal(efig(p, "budget"), 10153205760u); /* before the reservation */
+    TU_PLAN(&p, E4_13("0.5.21"), "--multimodal");
+    assert_string_equal(tu_efig_text(p, "mamba_radix_cache_strategy"), "extra_buffer");
+    assert_int_equal(tu_efig(p, "mamba_ratio"), 5);
+    assert_int_equal(tu_efig(p, "max_mamba_cache_size"), 183);
+    assert_int_equal(tu_efig(p, "max_total_num_tokens"), 324054);
+    assert_int_equal(tu_efig(p, "max_running_requests"), 36);
+    assert_int_equal(tu_efig(p, "budget"), 10153205760u); /* before the reservation */
     kvshard_plan_free(p);
     /* The config's vision_config says it is multimodal: the same figures. */
-    PLAN(&p, E4_13("0.5.21"));
-    assert_int_equal(efig(p, "max_mamba_cache_size"), 183);
-    assert_int_equal(efig(p, "max_total_num_tokens"), 324054);
+    TU_PLAN(&p, E4_13("0.5.21"));
+    assert_int_equal(tu_efig(p, "max_mamba_cache_size"), 183);
+    assert_int_equal(tu_efig(p, "max_total_num_tokens"), 324054);
     kvshard_plan_free(p);
     /* Told it is not, the 100 MiB stay in the pool: 186 slots as at 0.5.11
      * less the extra buffer's. */
-    PLAN(&p, E4_13("0.5.21"), "--multimodal=false");
-    assert_true(efig(p, "max_total_num_tokens") > 324054);
+    TU_PLAN(&p, E4_13("0.5.21"), "--multimodal=false");
+    assert_true(tu_efig(p, "max_total_num_tokens") > 324054);
     kvshard_plan_free(p);
 }
 
@@ -1135,16 +1031,16 @@ static void test_sglang_device_budget(void **state)
     kvshard_plan *p;
     /* round(22.93 x 2^30) = 24,620,900,024; round(14.08 x 2^30) =
      * 15,118,284,882: non-KV 9,502,615,142. */
-    PLAN(&p, QWEN9B, "--engine=sglang", "--engine_version=0.5.11", "--tp-size", "2",
+    TU_PLAN(&p, QWEN9B, "--engine=sglang", "--engine_version=0.5.11", "--tp-size", "2",
          "--mem-fraction-static", "0.8", "--context-length", "262144",
          "--device_memory_free=24620900024", "--non_kv_memory=9502615142");
-    assert_int_equal(efig(p, "max_mamba_cache_size"), 187);
-    assert_int_equal(efig(p, "max_total_num_tokens"), 328234);
+    assert_int_equal(tu_efig(p, "max_mamba_cache_size"), 187);
+    assert_int_equal(tu_efig(p, "max_total_num_tokens"), 328234);
     /* int(rest x 2^30), rest = 14.08... - 22.93... x 0.2 in float32 figures. */
-    assert_int_equal(efig(p, "budget"), 10194104729u);
+    assert_int_equal(tu_efig(p, "budget"), 10194104729u);
     assert_int_equal(tu_figure(p, "memory_per_rank"), 10194104729u);
     kvshard_plan_free(p);
-    REFUSED(KVSHARD_EMISSING,
+    TU_REFUSED(KVSHARD_EMISSING,
             "sglang profile: engine_input_missing: the budget from device "
             "figures needs device_memory_free, non_kv_memory and "
             "--mem-fraction-static",
@@ -1167,24 +1063,25 @@ static void test_sglang_rule_state_pool(void **state)
     } cases[] = {{"0.5.16", 186}, {"0.5.17", 185}};
     for (size_t i = 0; i < 2; i++) {
         kvshard_plan *p;
-        PLAN(&p, QWEN9B, "--engine=sglang", "--engine_version", cases[i].version, "--tp-size", "2",
-             "--context-length", "262144", "--memory_per_rank=10153205760", "--multimodal=false");
-        assert_int_equal(efig(p, "max_mamba_cache_size"), cases[i].K);
-        assert_int_equal(efig(p, "mamba_pool_slots"), cases[i].K + 1);
-        assert_int_equal(efig(p, "max_total_num_tokens"), 327310);
-        assert_int_equal(efig(p, "max_running_requests"), 37);
+        TU_PLAN(&p, QWEN9B, "--engine=sglang", "--engine_version", cases[i].version, "--tp-size",
+                "2", "--context-length", "262144", "--memory_per_rank=10153205760",
+                "--multimodal=false");
+        assert_int_equal(tu_efig(p, "max_mamba_cache_size"), cases[i].K);
+        assert_int_equal(tu_efig(p, "mamba_pool_slots"), cases[i].K + 1);
+        assert_int_equal(tu_efig(p, "max_total_num_tokens"), 327310);
+        assert_int_equal(tu_efig(p, "max_running_requests"), 37);
         kvshard_plan_free(p);
     }
     /* The 100 MiB for a multimodal model, from 0.5.17 only. */
     kvshard_plan *p;
-    PLAN(&p, QWEN9B, "--engine=sglang", "--engine_version=0.5.16", "--tp-size", "2",
+    TU_PLAN(&p, QWEN9B, "--engine=sglang", "--engine_version=0.5.16", "--tp-size", "2",
          "--context-length", "262144", "--memory_per_rank=10153205760", "--multimodal");
-    assert_int_equal(efig(p, "max_total_num_tokens"), 327310);
+    assert_int_equal(tu_efig(p, "max_total_num_tokens"), 327310);
     kvshard_plan_free(p);
-    PLAN(&p, QWEN9B, "--engine=sglang", "--engine_version=0.5.17", "--tp-size", "2",
+    TU_PLAN(&p, QWEN9B, "--engine=sglang", "--engine_version=0.5.17", "--tp-size", "2",
          "--context-length", "262144", "--memory_per_rank=10153205760", "--multimodal");
-    assert_int_equal(efig(p, "max_mamba_cache_size"), 183);
-    assert_int_equal(efig(p, "max_total_num_tokens"), 324054);
+    assert_int_equal(tu_efig(p, "max_mamba_cache_size"), 183);
+    assert_int_equal(tu_efig(p, "max_total_num_tokens"), 324054);
     kvshard_plan_free(p);
 }
 
@@ -1200,30 +1097,30 @@ static void test_sglang_rule_requests(void **state)
     } cases[] = {{"0.5.13", 4096, 4096}, {"0.5.14", 5000, 4096}};
     for (size_t i = 0; i < 2; i++) {
         kvshard_plan *p;
-        PLAN(&p, LLAMA, "--engine=sglang", "--engine_version", cases[i].version, "--context-length",
-             "8192", "--memory_per_rank=20GiB", "--max-running-requests", "5000",
-             "--multimodal=false");
-        assert_int_equal(efig(p, "max_total_num_tokens"), 163840);
-        assert_int_equal(efig(p, "max_running_requests"), cases[i].with_flag);
-        assert_true(efig_null(p, "max_mamba_cache_size"));
-        assert_true(efig_null(p, "mamba_radix_cache_strategy"));
+        TU_PLAN(&p, LLAMA, "--engine=sglang", "--engine_version", cases[i].version,
+                "--context-length", "8192", "--memory_per_rank=20GiB", "--max-running-requests",
+                "5000", "--multimodal=false");
+        assert_int_equal(tu_efig(p, "max_total_num_tokens"), 163840);
+        assert_int_equal(tu_efig(p, "max_running_requests"), cases[i].with_flag);
+        assert_true(tu_efig_null(p, "max_mamba_cache_size"));
+        assert_true(tu_efig_null(p, "mamba_radix_cache_strategy"));
         kvshard_plan_free(p);
-        PLAN(&p, LLAMA, "--engine=sglang", "--engine_version", cases[i].version, "--context-length",
-             "8192", "--memory_per_rank=20GiB", "--multimodal=false");
-        assert_int_equal(efig(p, "max_running_requests"), cases[i].without);
+        TU_PLAN(&p, LLAMA, "--engine=sglang", "--engine_version", cases[i].version,
+                "--context-length", "8192", "--memory_per_rank=20GiB", "--multimodal=false");
+        assert_int_equal(tu_efig(p, "max_running_requests"), cases[i].without);
         kvshard_plan_free(p);
     }
     /* --max-total-tokens lowers the pool; above it, a warning. */
     kvshard_plan *p;
-    PLAN(&p, LLAMA, "--engine=sglang", "--context-length", "8192", "--memory_per_rank=20GiB",
+    TU_PLAN(&p, LLAMA, "--engine=sglang", "--context-length", "8192", "--memory_per_rank=20GiB",
          "--max-total-tokens", "100003", "--page-size", "16", "--multimodal=false");
-    assert_int_equal(efig(p, "max_total_num_tokens"), 100000); /* a multiple of 16 */
+    assert_int_equal(tu_efig(p, "max_total_num_tokens"), 100000); /* a multiple of 16 */
     assert_int_equal(tu_figure(p, "num_blocks"), 6250);
     kvshard_plan_free(p);
-    PLAN(&p, LLAMA, "--engine=sglang", "--context-length", "8192", "--memory_per_rank=20GiB",
+    TU_PLAN(&p, LLAMA, "--engine=sglang", "--context-length", "8192", "--memory_per_rank=20GiB",
          "--max-total-tokens", "200000", "--multimodal=false");
-    assert_int_equal(efig(p, "max_total_num_tokens"), 163840);
-    assert_string_equal(warning_message(p, KVSHARD_WARN_ENGINE_MAX_TOTAL_TOKENS_ABOVE_PROFILE),
+    assert_int_equal(tu_efig(p, "max_total_num_tokens"), 163840);
+    assert_string_equal(tu_warning_message(p, KVSHARD_WARN_ENGINE_MAX_TOTAL_TOKENS_ABOVE_PROFILE),
                         "--max-total-tokens 200000 is above the 163840 tokens the budget holds: "
                         "the engine keeps 163840");
     kvshard_plan_free(p);
@@ -1247,47 +1144,47 @@ static void test_sglang_rule_strategy(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         kvshard_plan *p;
-        PLAN(&p, QWEN9B, "--engine=sglang", "--engine_version", cases[i].version, "--tp-size", "2",
-             "--context-length", "262144", "--memory_per_rank=10153205760", cases[i].extra1,
-             cases[i].extra2);
-        assert_string_equal(efig_text(p, "mamba_radix_cache_strategy"), cases[i].strategy);
-        assert_int_equal(efig(p, "mamba_ratio"), cases[i].ratio);
+        TU_PLAN(&p, QWEN9B, "--engine=sglang", "--engine_version", cases[i].version, "--tp-size",
+                "2", "--context-length", "262144", "--memory_per_rank=10153205760", cases[i].extra1,
+                cases[i].extra2);
+        assert_string_equal(tu_efig_text(p, "mamba_radix_cache_strategy"), cases[i].strategy);
+        assert_int_equal(tu_efig(p, "mamba_ratio"), cases[i].ratio);
         if (cases[i].requests)
-            assert_int_equal(efig(p, "max_running_requests"), cases[i].requests);
+            assert_int_equal(tu_efig(p, "max_running_requests"), cases[i].requests);
         kvshard_plan_free(p);
     }
     /* The flag's name: --mamba-radix-cache-strategy from 0.5.14, the old
      * name at every release; extra_buffer_lazy from 0.5.13. */
-    REFUSED(KVSHARD_EPROFILE,
+    TU_REFUSED(KVSHARD_EPROFILE,
             "sglang profile: engine_version_unsupported: "
             "--mamba-radix-cache-strategy is the name from 0.5.14",
             QWEN9B, "--engine=sglang", "--engine_version=0.5.13", "--tp-size", "2",
             "--mamba-radix-cache-strategy", "no_buffer");
     kvshard_plan *p;
-    PLAN(&p, QWEN9B, "--engine=sglang", "--engine_version=0.5.14", "--tp-size", "2",
+    TU_PLAN(&p, QWEN9B, "--engine=sglang", "--engine_version=0.5.14", "--tp-size", "2",
          "--mamba-radix-cache-strategy", "no_buffer", "--memory_per_rank=10153205760",
          "--context-length=262144");
-    assert_int_equal(efig(p, "mamba_ratio"), 3);
+    assert_int_equal(tu_efig(p, "mamba_ratio"), 3);
     kvshard_plan_free(p);
-    PLAN(&p, QWEN9B, "--engine=sglang", "--engine_version=0.5.21", "--tp-size", "2",
+    TU_PLAN(&p, QWEN9B, "--engine=sglang", "--engine_version=0.5.21", "--tp-size", "2",
          "--mamba-scheduler-strategy", "no_buffer", "--memory_per_rank=10153205760",
          "--context-length=262144", "--multimodal=false");
-    assert_string_equal(efig_text(p, "mamba_radix_cache_strategy"), "no_buffer");
+    assert_string_equal(tu_efig_text(p, "mamba_radix_cache_strategy"), "no_buffer");
     kvshard_plan_free(p);
-    REFUSED(KVSHARD_EDUPKEY,
+    TU_REFUSED(KVSHARD_EDUPKEY,
             "--mamba-radix-cache-strategy no_buffer and "
             "--mamba-scheduler-strategy extra_buffer differ",
             QWEN9B, "--engine=sglang", "--tp-size", "2", "--mamba-radix-cache-strategy",
             "no_buffer", "--mamba-scheduler-strategy", "extra_buffer");
-    REFUSED(KVSHARD_EPROFILE, "the strategy extra_buffer_lazy exists from 0.5.13", QWEN9B,
+    TU_REFUSED(KVSHARD_EPROFILE, "the strategy extra_buffer_lazy exists from 0.5.13", QWEN9B,
             "--engine=sglang", "--engine_version=0.5.12", "--tp-size", "2",
             "--mamba-scheduler-strategy", "extra_buffer_lazy");
     /* 0.5.13, lazy: 4 slots a request, floor(186 / 4) = 46. */
-    PLAN(&p, QWEN9B, "--engine=sglang", "--engine_version=0.5.13", "--tp-size", "2",
+    TU_PLAN(&p, QWEN9B, "--engine=sglang", "--engine_version=0.5.13", "--tp-size", "2",
          "--mamba-scheduler-strategy", "extra_buffer_lazy", "--memory_per_rank=10153205760",
          "--context-length=262144");
-    assert_int_equal(efig(p, "mamba_ratio"), 4);
-    assert_int_equal(efig(p, "max_running_requests"), 46);
+    assert_int_equal(tu_efig(p, "mamba_ratio"), 4);
+    assert_int_equal(tu_efig(p, "max_running_requests"), 46);
     kvshard_plan_free(p);
 }
 
@@ -1299,27 +1196,27 @@ static void test_sglang_rule_strategy(void **state)
 static void test_sglang_rule_speculative(void **state)
 {
     (void)state;
-    REFUSED(KVSHARD_EPROFILE,
+    TU_REFUSED(KVSHARD_EPROFILE,
             "sglang profile: engine_version_unsupported: SGLang 0.5.12 does "
             "not run speculative decoding on models with state layers",
             QWEN9B, "--engine=sglang", "--engine_version=0.5.12", "--tp-size", "2",
             "--speculative-num-draft-tokens", "2", "--max-running-requests", "8");
     kvshard_plan *p;
-    PLAN(&p, QWEN9B, "--engine=sglang", "--engine_version=0.5.13", "--tp-size", "2",
+    TU_PLAN(&p, QWEN9B, "--engine=sglang", "--engine_version=0.5.13", "--tp-size", "2",
          "--speculative-num-draft-tokens", "2", "--max-running-requests", "8",
          "--memory_per_rank=10153205760", "--context-length", "262144");
-    assert_int_equal(efig(p, "max_mamba_cache_size"), 112);
-    assert_int_equal(efig(p, "max_total_num_tokens"), 418486);
-    assert_int_equal(efig(p, "max_running_requests"), 8);
+    assert_int_equal(tu_efig(p, "max_mamba_cache_size"), 112);
+    assert_int_equal(tu_efig(p, "max_total_num_tokens"), 418486);
+    assert_int_equal(tu_efig(p, "max_running_requests"), 8);
     kvshard_plan_free(p);
-    REFUSED(KVSHARD_EMISSING,
+    TU_REFUSED(KVSHARD_EMISSING,
             "engine_input_missing: speculative decoding on a model with state "
             "layers needs --max-running-requests",
             QWEN9B, "--engine=sglang", "--engine_version=0.5.13", "--tp-size", "2",
             "--speculative-num-draft-tokens", "2");
     /* kvshard's own count is not the engine's: named as ignored. */
-    PLAN(&p, LLAMA, "--engine=sglang", "--num_speculative_tokens=2");
-    assert_string_equal(warning_message(p, KVSHARD_WARN_PROFILE_INPUTS_IGNORED),
+    TU_PLAN(&p, LLAMA, "--engine=sglang", "--num_speculative_tokens=2");
+    assert_string_equal(tu_warning_message(p, KVSHARD_WARN_PROFILE_INPUTS_IGNORED),
                         "num_speculative_tokens is not read by the sglang profile");
     kvshard_plan_free(p);
 }
@@ -1329,34 +1226,34 @@ static void test_sglang_rule_speculative(void **state)
 static void test_sglang_refusals(void **state)
 {
     (void)state;
-    REFUSED(KVSHARD_EPROFILE,
+    TU_REFUSED(KVSHARD_EPROFILE,
             "sglang profile: engine_unsupported: sliding_attention layers "
             "(52 of 62) are not covered yet",
             GEMMA, "--engine=sglang");
-    REFUSED(KVSHARD_EPROFILE,
+    TU_REFUSED(KVSHARD_EPROFILE,
             "sglang profile: engine_unsupported: state kind short_conv is "
             "not covered yet",
             "models/lfm2_8b_a1b.json", "--engine=sglang");
-    REFUSED(KVSHARD_EPROFILE, "engine_unsupported: --pp-size 2", QWEN9B, "--engine=sglang",
+    TU_REFUSED(KVSHARD_EPROFILE, "engine_unsupported: --pp-size 2", QWEN9B, "--engine=sglang",
             "--pipeline-parallel-size", "2", "--tp-size", "2");
-    REFUSED(KVSHARD_EPROFILE,
+    TU_REFUSED(KVSHARD_EPROFILE,
             "sglang profile: engine_unsupported: --enable-hierarchical-cache: "
             "the engine's hierarchical cache is not covered yet",
             LLAMA, "--engine=sglang", "--ignore_unknown_flags", "--enable-hierarchical-cache");
-    REFUSED(KVSHARD_EPROFILE, "engine_unsupported: --enable-unified-memory", LLAMA,
+    TU_REFUSED(KVSHARD_EPROFILE, "engine_unsupported: --enable-unified-memory", LLAMA,
             "--engine=sglang", "--enable-unified-memory");
-    REFUSED(KVSHARD_EPROFILE,
+    TU_REFUSED(KVSHARD_EPROFILE,
             "sglang profile: engine_split_unsupported: kvshard's layerwise "
             "split (layerwise_split_size 2) is not the engine's",
             LLAMA, "--engine=sglang", "--tp", "2", "--enable_layerwise_split",
             "--layerwise_split_size", "2");
-    REFUSED(KVSHARD_EPROFILE,
+    TU_REFUSED(KVSHARD_EPROFILE,
             "engine_split_unsupported: --enable-dsa-cache-layer-split splits "
             "the layers of a model with DSA indexer keys",
             LLAMA, "--engine=sglang", "--tp", "2", "--enable-dsa-cache-layer-split",
             "--attn-cp-size", "2");
     /* fp16 is no SGLang word: a flag refuses it, an option is refused. */
-    REFUSED(KVSHARD_ERANGE,
+    TU_REFUSED(KVSHARD_ERANGE,
             "kv_cache_dtype: expected auto, bf16, bfloat16, fp8_e4m3 or "
             "fp8_e5m2, found \"fp16\"",
             LLAMA, "--engine=sglang", "--kv_cache_dtype=fp16");
@@ -1370,23 +1267,23 @@ static void test_sglang_refusals(void **state)
     assert_non_null(strstr(err.message, "sglang profile: engine_unsupported: kv_cache_dtype "
                                         "float16"));
     kvshard_model_free(m);
-    REFUSED(KVSHARD_EMISSING,
+    TU_REFUSED(KVSHARD_EMISSING,
             "sglang profile: engine_input_missing: the engine's context "
             "length is the config's max_position_embeddings",
             "models/glm_5.json", "--engine=sglang", "--world_size=8", "--memory_per_rank=60GiB");
     /* No token: 10 MiB is less than one pool token of 128 KiB x 2... */
-    REFUSED(KVSHARD_ENOBLOCK, "sglang profile: not_enough_memory", LLAMA, "--engine=sglang",
+    TU_REFUSED(KVSHARD_ENOBLOCK, "sglang profile: not_enough_memory", LLAMA, "--engine=sglang",
             "--context-length", "8192", "--memory_per_rank=100KiB", "--multimodal=false");
     /* A state pool of no slot, and one that serves no request. */
-    REFUSED(KVSHARD_ENOBLOCK, "sglang profile: mamba_cache_too_small", QWEN9B, "--engine=sglang",
+    TU_REFUSED(KVSHARD_ENOBLOCK, "sglang profile: mamba_cache_too_small", QWEN9B, "--engine=sglang",
             "--engine_version=0.5.11", "--tp-size", "2", "--context-length", "4096",
             "--memory_per_rank=40MiB");
-    REFUSED(KVSHARD_ENOBLOCK,
+    TU_REFUSED(KVSHARD_ENOBLOCK,
             "sglang profile: max_running_requests_zero: the state pool of 2 "
             "slots serves no request at 3 slots a request",
             QWEN9B, "--engine=sglang", "--engine_version=0.5.11", "--tp-size", "2",
             "--context-length", "4096", "--memory_per_rank=10GiB", "--max-mamba-cache-size", "2");
-    REFUSED(KVSHARD_EPARALLEL,
+    TU_REFUSED(KVSHARD_EPARALLEL,
             "sglang profile: --enable-dp-attention needs --tp-size 4 "
             "divisible by --dp-size 3",
             LLAMA, "--engine=sglang", "--tp", "4", "--dp", "3", "--enable-dp-attention");
@@ -1398,19 +1295,19 @@ static void test_sglang_parallel(void **state)
 {
     (void)state;
     kvshard_plan *p;
-    PLAN(&p, LLAMA, "--engine=sglang", "--tp", "4", "--dp", "2", "--enable-dp-attention");
+    TU_PLAN(&p, LLAMA, "--engine=sglang", "--tp", "4", "--dp", "2", "--enable-dp-attention");
     kvshard_options o = KVSHARD_OPTIONS_INIT;
     assert_int_equal(kvshard_plan_options(&o, p), KVSHARD_OK);
     assert_int_equal(o.world_size, 4);
     assert_int_equal(kvshard_plan_attn_tp_size(p), 2);
     kvshard_plan_free(p);
-    PLAN(&p, LLAMA, "--engine=sglang", "--tp-size", "4", "--data-parallel-size", "2");
+    TU_PLAN(&p, LLAMA, "--engine=sglang", "--tp-size", "4", "--data-parallel-size", "2");
     assert_int_equal(kvshard_plan_options(&o, p), KVSHARD_OK);
     assert_int_equal(o.world_size, 8);
     assert_int_equal(kvshard_plan_attn_tp_size(p), 4);
     kvshard_plan_free(p);
-    REFUSED(KVSHARD_EDUPKEY, "sglang profile: world_size 2 and the 4 ranks of --tp-size 4", LLAMA,
-            "--engine=sglang", "--world_size=2", "--tp-size", "4");
+    TU_REFUSED(KVSHARD_EDUPKEY, "sglang profile: world_size 2 and the 4 ranks of --tp-size 4",
+               LLAMA, "--engine=sglang", "--world_size=2", "--tp-size", "4");
 }
 
 /* The DSA layer split: DeepSeek-V3.2's 61 layers over --attn-cp-size 4 of
@@ -1421,14 +1318,14 @@ static void test_sglang_layer_split(void **state)
 {
     (void)state;
     kvshard_plan *p;
-    PLAN(&p, DSA, "--engine=sglang", "--tp", "8", "--enable-dsa-cache-layer-split",
+    TU_PLAN(&p, DSA, "--engine=sglang", "--tp", "8", "--enable-dsa-cache-layer-split",
          "--attn-cp-size", "4", "--memory_per_rank=40GiB", "--context-length", "8192",
          "--multimodal=false", "--device_compute_capability=9.0");
-    assert_true(efig_bool(p, "layer_split"));
-    assert_int_equal(efig(p, "split_layers_per_rank"), 17);
-    assert_int_equal(efig(p, "cell_bytes"), 17 * 1284);
-    assert_int_equal(efig(p, "max_total_num_tokens"), 1967616); /* 1,967,641 down to 64s */
-    assert_int_equal(efig(p, "kv_cache_bytes"), (1967616ull + 64) * 17 * 1284);
+    assert_true(tu_efig_bool(p, "layer_split"));
+    assert_int_equal(tu_efig(p, "split_layers_per_rank"), 17);
+    assert_int_equal(tu_efig(p, "cell_bytes"), 17 * 1284);
+    assert_int_equal(tu_efig(p, "max_total_num_tokens"), 1967616); /* 1,967,641 down to 64s */
+    assert_int_equal(tu_efig(p, "kv_cache_bytes"), (1967616ull + 64) * 17 * 1284);
     assert_int_equal(kvshard_plan_effective_split_size(p), 4);
     kvshard_options o = KVSHARD_OPTIONS_INIT;
     assert_int_equal(kvshard_plan_options(&o, p), KVSHARD_OK);
@@ -1462,14 +1359,14 @@ static void test_xllm_versions(void **state)
         assert_int_equal(tu_figure(p, "state_slots"), cases[i].slots);
         assert_int_equal(tu_figure(p, "num_blocks"), cases[i].blocks);
         assert_int_equal(kvshard_plan_engine_figure_count(p), 8);
-        assert_string_equal(efig_text(p, "name"), "xllm");
-        assert_string_equal(efig_text(p, "version"), cases[i].version);
-        assert_int_equal(efig(p, "budget"), 21474836480u);
-        assert_int_equal(efig(p, "state_slots"), cases[i].slots);
-        assert_int_equal(efig(p, "linear_blocks"), cases[i].slots);
-        assert_int_equal(efig(p, "num_blocks"), cases[i].blocks);
-        assert_int_equal(efig(p, "usable_blocks"), cases[i].blocks - 1);
-        assert_int_equal(efig(p, "usable_state_slots"), cases[i].slots - 1);
+        assert_string_equal(tu_efig_text(p, "name"), "xllm");
+        assert_string_equal(tu_efig_text(p, "version"), cases[i].version);
+        assert_int_equal(tu_efig(p, "budget"), 21474836480u);
+        assert_int_equal(tu_efig(p, "state_slots"), cases[i].slots);
+        assert_int_equal(tu_efig(p, "linear_blocks"), cases[i].slots);
+        assert_int_equal(tu_efig(p, "num_blocks"), cases[i].blocks);
+        assert_int_equal(tu_efig(p, "usable_blocks"), cases[i].blocks - 1);
+        assert_int_equal(tu_efig(p, "usable_state_slots"), cases[i].slots - 1);
         kvshard_plan_free(p);
     }
     /* 0.10 sizes its pool from the requests even without linear layers. */
@@ -1492,10 +1389,10 @@ static void test_xllm_versions(void **state)
     kvshard_model_free(m);
     /* The text lines of the default release. */
     kvshard_plan *t;
-    PLAN(&t, "models/qwen3_5_35b_a3b.json", "--engine=xllm", "--world_size=4",
+    TU_PLAN(&t, "models/qwen3_5_35b_a3b.json", "--engine=xllm", "--world_size=4",
          "--memory_per_rank=20GiB");
     char *text = tu_plan_text(t);
-    assert_contains(text, "capacity   xllm profile: budget 20.00 GiB per rank; 631 state slots "
+    tu_assert_contains(text, "capacity   xllm profile: budget 20.00 GiB per rank; 631 state slots "
                           "(9.46 GiB), 8,634 blocks of 128 tokens = 1,105,152 tokens\n"
                           "           the engine logs blocks: 8634, linear_blocks: 631; usable "
                           "after padding: 8,633 blocks, 630 state slots\n");
@@ -1507,7 +1404,7 @@ static void test_xllm_versions(void **state)
                                  "\"usable_blocks\": 8633, \"usable_state_slots\": 630},\n"));
     free(json);
     kvshard_plan_free(t);
-    REFUSED(KVSHARD_EPROFILE,
+    TU_REFUSED(KVSHARD_EPROFILE,
             "xllm profile: engine_unsupported: no_cache layers (23 of 52) are "
             "not covered",
             NEMOTRON, "--engine=xllm");
@@ -1523,63 +1420,63 @@ static void test_flag_forms(void **state)
 {
     (void)state;
     kvshard_plan *p;
-    PLAN(&p, LLAMA, "-tp", "2", "--engine", "vllm", "-max_model_len=4096", "--max-num-seqs=64",
+    TU_PLAN(&p, LLAMA, "-tp", "2", "--engine", "vllm", "-max_model_len=4096", "--max-num-seqs=64",
          "--kv_cache_memory_bytes", "4GiB", "--enable-prefix-caching=false");
     kvshard_options o = KVSHARD_OPTIONS_INIT;
     assert_int_equal(kvshard_plan_options(&o, p), KVSHARD_OK);
     assert_int_equal(o.world_size, 2);
     assert_int_equal(o.max_seqs, 64);
     assert_int_equal(o.memory_per_rank, 4294967296u);
-    assert_false(efig_bool(p, "prefix_caching"));
-    assert_int_equal(efig(p, "max_model_len"), 4096);
+    assert_false(tu_efig_bool(p, "prefix_caching"));
+    assert_int_equal(tu_efig(p, "max_model_len"), 4096);
     kvshard_plan_free(p);
     /* The same input twice under one spelling: the last wins. */
-    PLAN(&p, LLAMA, "--engine=vllm", "--max-model-len", "2048", "--max_model_len", "4096");
-    assert_int_equal(efig(p, "max_model_len"), 4096);
+    TU_PLAN(&p, LLAMA, "--engine=vllm", "--max-model-len", "2048", "--max_model_len", "4096");
+    assert_int_equal(tu_efig(p, "max_model_len"), 4096);
     kvshard_plan_free(p);
     /* Two spellings that agree are one value. */
-    PLAN(&p, LLAMA, "--engine=vllm", "--max-model-len=4096", "--max-num-seqs", "16",
+    TU_PLAN(&p, LLAMA, "--engine=vllm", "--max-model-len=4096", "--max-num-seqs", "16",
          "--max_seqs=16", "-tp", "1", "--tensor-parallel-size", "1");
-    assert_int_equal(efig(p, "max_num_seqs"), 16);
+    assert_int_equal(tu_efig(p, "max_num_seqs"), 16);
     kvshard_plan_free(p);
 
     kvshard_error err;
-    REFUSED(KVSHARD_EDUPKEY, "--max-num-seqs 16 and --max_seqs 8 give max_seqs two values", LLAMA,
-            "--engine=vllm", "--max-num-seqs", "16", "--max_seqs=8");
-    REFUSED(KVSHARD_EDUPKEY,
+    TU_REFUSED(KVSHARD_EDUPKEY, "--max-num-seqs 16 and --max_seqs 8 give max_seqs two values",
+               LLAMA, "--engine=vllm", "--max-num-seqs", "16", "--max_seqs=8");
+    TU_REFUSED(KVSHARD_EDUPKEY,
             "--tp 2 and --tensor-parallel-size 4 give tensor_parallel_size two "
             "values",
             LLAMA, "--engine=vllm", "-tp", "2", "--tensor-parallel-size", "4");
-    REFUSED(KVSHARD_EDUPKEY,
+    TU_REFUSED(KVSHARD_EDUPKEY,
             "vllm profile: world_size 8 and --tensor-parallel-size 2 x "
             "--pipeline-parallel-size 1 x --data-parallel-size 1 = 2 differ",
             LLAMA, "--engine=vllm", "--world_size=8", "--tensor-parallel-size", "2");
     /* Another engine's flags, and kvshard's profile. */
-    REFUSED(KVSHARD_EUNKNOWNKEY,
+    TU_REFUSED(KVSHARD_EUNKNOWNKEY,
             "unknown flag --mem-fraction-static: it is a flag of the sglang "
             "profile, and the engine profile is vllm",
             LLAMA, "--engine=vllm", "--mem-fraction-static", "0.8");
-    REFUSED(KVSHARD_EUNKNOWNKEY,
+    TU_REFUSED(KVSHARD_EUNKNOWNKEY,
             "unknown flag --max-model-len: it is a flag of the vllm "
             "profile, and the engine profile is kvshard",
             LLAMA, "--max-model-len=4096");
-    REFUSED(KVSHARD_EUNKNOWNKEY, "unknown flag --max_model_len", LLAMA, "--engine=xllm",
+    TU_REFUSED(KVSHARD_EUNKNOWNKEY, "unknown flag --max_model_len", LLAMA, "--engine=xllm",
             "--max_model_len=4096");
     /* Values of the wrong type, a missing value. */
-    REFUSED(KVSHARD_ETYPE, "max_model_len: expected an integer, found \"4k\"", LLAMA,
+    TU_REFUSED(KVSHARD_ETYPE, "max_model_len: expected an integer, found \"4k\"", LLAMA,
             "--engine=vllm", "--max-model-len", "4k");
-    REFUSED(KVSHARD_ETYPE, "--max-model-len needs a value", LLAMA, "--engine=vllm",
+    TU_REFUSED(KVSHARD_ETYPE, "--max-model-len needs a value", LLAMA, "--engine=vllm",
             "--max-model-len");
-    REFUSED(KVSHARD_ETYPE, "enforce_eager: expected true or false", LLAMA, "--engine=vllm",
+    TU_REFUSED(KVSHARD_ETYPE, "enforce_eager: expected true or false", LLAMA, "--engine=vllm",
             "--enforce-eager=maybe");
-    REFUSED(KVSHARD_ERANGE, "gpu_memory_utilization: 1.5 is out of range", LLAMA, "--engine=vllm",
-            "--gpu-memory-utilization", "1.5");
+    TU_REFUSED(KVSHARD_ERANGE, "gpu_memory_utilization: 1.5 is out of range", LLAMA,
+               "--engine=vllm", "--gpu-memory-utilization", "1.5");
     /* A value is the next argument whatever it starts with: -1 is the
      * engine's automatic length, which the profile refuses. */
-    REFUSED(KVSHARD_EPROFILE, "engine_unsupported: --max-model-len -1", LLAMA, "--engine=vllm",
+    TU_REFUSED(KVSHARD_EPROFILE, "engine_unsupported: --max-model-len -1", LLAMA, "--engine=vllm",
             "--max-model-len", "-1");
     /* --engine with nothing after it (gflags also take --engine xllm). */
-    REFUSED(KVSHARD_ETYPE, "--engine needs a value", LLAMA, "--engine");
+    TU_REFUSED(KVSHARD_ETYPE, "--engine needs a value", LLAMA, "--engine");
 
     /* --ignore_unknown_flags: an engine's whole command line, --port 8000
      * skipped as one flag, --trust-remote-code alone. */
@@ -1639,8 +1536,8 @@ static void test_deployment_file(void **state)
         kvshard_deployment_load_string(&dep, text, strlen(text), "d.yaml", dir, NULL, &err), &err);
     kvshard_plan *p = NULL;
     tu_assert_ok(kvshard_deployment_plan(&p, dep, &err), &err);
-    assert_int_equal(efig(p, "num_gpu_blocks"), 311);
-    assert_int_equal(efig(p, "gpu_kv_cache_tokens"), 1206303);
+    assert_int_equal(tu_efig(p, "num_gpu_blocks"), 311);
+    assert_int_equal(tu_efig(p, "gpu_kv_cache_tokens"), 1206303);
     kvshard_plan_free(p);
     kvshard_deployment_free(dep);
     static const char bad[] = "model: models/llama3_1_8b.json\n"
@@ -1718,7 +1615,7 @@ static void test_setting_types(void **state)
     o.settings = s;
     kvshard_plan *p = tu_plan(m, &o);
     kvshard_settings_free(s);
-    assert_string_equal(efig_text(p, "version"), "v0.5.11");
+    assert_string_equal(tu_efig_text(p, "version"), "v0.5.11");
     kvshard_plan_free(p);
     kvshard_model_free(m);
 }
@@ -1754,7 +1651,7 @@ static void test_profile_tables(void **state)
                         "engine_max_running_requests_capped");
     /* The JSON engine object lists every figure, in order. */
     kvshard_plan *p;
-    PLAN(&p, E3_14);
+    TU_PLAN(&p, E3_14);
     assert_int_equal(kvshard_plan_engine_figure_count(p), 28);
     kvshard_figure f = KVSHARD_FIGURE_INIT;
     assert_int_equal(kvshard_plan_engine_figure_at(&f, p, 28), KVSHARD_EINVAL);
@@ -1809,7 +1706,7 @@ static void test_compare_under_engines(void **state)
         kvshard_comparison_row_at(c, kvshard_comparison_recommended(c))->layerwise_split_size, 1);
     char *text = NULL;
     assert_int_equal(kvshard_comparison_write_text(c, tu_append, &text), KVSHARD_OK);
-    assert_contains(text, "vllm profile, Available KV cache memory 8.00 GiB");
+    tu_assert_contains(text, "vllm profile, Available KV cache memory 8.00 GiB");
     free(text);
     kvshard_comparison_free(c);
     kvshard_deployment_free(dep);
@@ -1820,19 +1717,19 @@ static void test_report_under_engines(void **state)
 {
     (void)state;
     kvshard_plan *p;
-    PLAN(&p, E4_13("0.5.11"));
+    TU_PLAN(&p, E4_13("0.5.11"));
     char *html = NULL;
     assert_int_equal(kvshard_report_write_html(p, NULL, NULL, tu_append, &html), KVSHARD_OK);
-    assert_contains(html, "max_mamba_cache_size 186 (no_buffer, 3 state slots a request)");
-    assert_contains(html, "max_total_num_tokens=327310, max_running_requests=62, "
+    tu_assert_contains(html, "max_mamba_cache_size 186 (no_buffer, 3 state slots a request)");
+    tu_assert_contains(html, "max_total_num_tokens=327310, max_running_requests=62, "
                           "context_len=262144");
     free(html);
     kvshard_plan_free(p);
-    PLAN(&p, E3_14);
+    TU_PLAN(&p, E3_14);
     html = NULL;
     assert_int_equal(kvshard_report_write_html(p, NULL, NULL, tu_append, &html), KVSHARD_OK);
-    assert_contains(html, "<th scope=\"row\">Available KV cache memory</th><td>3.72 GiB");
-    assert_contains(html, "<th scope=\"row\">GPU KV cache size</th><td>1,206,303 tokens");
+    tu_assert_contains(html, "<th scope=\"row\">Available KV cache memory</th><td>3.72 GiB");
+    tu_assert_contains(html, "<th scope=\"row\">GPU KV cache size</th><td>1,206,303 tokens");
     free(html);
     kvshard_plan_free(p);
 }
@@ -1842,31 +1739,32 @@ static void test_without_budget(void **state)
 {
     (void)state;
     kvshard_plan *p;
-    PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.20.1rc1.dev91", "--max-model-len",
+    TU_PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.20.1rc1.dev91", "--max-model-len",
          "256000", "--kv-cache-dtype", "fp8_e4m3", "--mamba-ssm-cache-dtype", "float32");
-    assert_int_equal(efig(p, "attention_block_size"), 4176);
-    assert_int_equal(efig(p, "kv_cache_groups"), 5);
-    assert_int_equal(efig(p, "bytes_per_block"), 12828672);
-    assert_true(efig_null(p, "budget"));
-    assert_true(efig_null(p, "num_gpu_blocks"));
-    assert_true(efig_null(p, "max_concurrency"));
+    assert_int_equal(tu_efig(p, "attention_block_size"), 4176);
+    assert_int_equal(tu_efig(p, "kv_cache_groups"), 5);
+    assert_int_equal(tu_efig(p, "bytes_per_block"), 12828672);
+    assert_true(tu_efig_null(p, "budget"));
+    assert_true(tu_efig_null(p, "num_gpu_blocks"));
+    assert_true(tu_efig_null(p, "max_concurrency"));
     kvshard_rank_memory m = KVSHARD_RANK_MEMORY_INIT;
     assert_int_equal(kvshard_plan_rank_memory(&m, p, 0), KVSHARD_OK);
     assert_int_equal(m.bytes_per_block, 12828672);
     char *text = tu_plan_text(p);
-    assert_contains(text, "capacity   vllm 0.20.1rc1.dev91 profile: attention block 4,176 tokens "
-                          "(raised from 16), Padding mamba page size by 0.19%\n"
-                          "           no budget: give --kv-cache-memory-bytes or the device "
-                          "figures\n");
+    tu_assert_contains(text,
+                       "capacity   vllm 0.20.1rc1.dev91 profile: attention block 4,176 tokens "
+                       "(raised from 16), Padding mamba page size by 0.19%\n"
+                       "           no budget: give --kv-cache-memory-bytes or the device "
+                       "figures\n");
     free(text);
     kvshard_plan_free(p);
-    PLAN(&p, QWEN9B, "--engine=sglang", "--tp", "2");
-    assert_int_equal(efig(p, "cell_bytes"), 16384);
-    assert_int_equal(efig(p, "mamba_bytes_per_slot"), 25755648);
-    assert_true(efig_null(p, "max_total_num_tokens"));
+    TU_PLAN(&p, QWEN9B, "--engine=sglang", "--tp", "2");
+    assert_int_equal(tu_efig(p, "cell_bytes"), 16384);
+    assert_int_equal(tu_efig(p, "mamba_bytes_per_slot"), 25755648);
+    assert_true(tu_efig_null(p, "max_total_num_tokens"));
     assert_false(tu_has_figure(p, "max_seqs"));
     text = tu_plan_text(p);
-    assert_contains(text, "capacity   sglang 0.5.21 profile: no budget: give --memory_per_rank, "
+    tu_assert_contains(text, "capacity   sglang 0.5.21 profile: no budget: give --memory_per_rank, "
                           "or --device_memory_free, --non_kv_memory and --mem-fraction-static\n");
     free(text);
     kvshard_plan_free(p);
@@ -1878,7 +1776,7 @@ static void test_blocks_for(void **state)
 {
     (void)state;
     kvshard_plan *p;
-    PLAN(&p, E3_14);
+    TU_PLAN(&p, E3_14);
     kvshard_budget b = KVSHARD_BUDGET_INIT;
     kvshard_blocks out = KVSHARD_BLOCKS_INIT;
     kvshard_error err;
@@ -1981,14 +1879,14 @@ static void test_all_sliding_model(void **state)
     assert_no_blocks(p, 5406720);
     kvshard_plan_free(p);
     tu_assert_ok(plan_small(&p, &err, m, KVSHARD_ENGINE_VLLM), &err);
-    assert_int_equal(efig(p, "page_bytes"), 32768);
-    assert_int_equal(efig(p, "kv_cache_groups"), 1);
-    assert_int_equal(efig(p, "group_size"), 5);
-    assert_int_equal(efig(p, "bytes_per_block"), 163840);
-    assert_int_equal(efig(p, "num_gpu_blocks"), 26214);
-    assert_int_equal(efig(p, "blocks_per_request"), 513);
-    assert_true(fabs(efig_double(p, "max_concurrency") - 26214.0 / 513.0) < 1e-9);
-    assert_int_equal(efig(p, "gpu_kv_cache_tokens"), 418606);
+    assert_int_equal(tu_efig(p, "page_bytes"), 32768);
+    assert_int_equal(tu_efig(p, "kv_cache_groups"), 1);
+    assert_int_equal(tu_efig(p, "group_size"), 5);
+    assert_int_equal(tu_efig(p, "bytes_per_block"), 163840);
+    assert_int_equal(tu_efig(p, "num_gpu_blocks"), 26214);
+    assert_int_equal(tu_efig(p, "blocks_per_request"), 513);
+    assert_true(fabs(tu_efig_double(p, "max_concurrency") - 26214.0 / 513.0) < 1e-9);
+    assert_int_equal(tu_efig(p, "gpu_kv_cache_tokens"), 418606);
     kvshard_capacity c = KVSHARD_CAPACITY_INIT;
     assert_int_equal(kvshard_plan_capacity(&c, p), KVSHARD_OK);
     assert_int_equal(c.num_blocks, 26214);
@@ -2003,10 +1901,11 @@ static void test_all_sliding_model(void **state)
     kvshard_model_free(m);
     /* Sliding layers whose V head is narrower than K: vllm's page is
      * 2 x h x head_dim, which this model does not keep. */
-    m = tu_load_model_text("{model_type: gemma3_text, num_hidden_layers: 5, "
-                           "sliding_window_pattern: 6, sliding_window: 512, num_attention_heads: 8, "
-                           "num_key_value_heads: 4, head_dim: 256, swa_v_head_dim: 128, "
-                           "max_position_embeddings: 8192}");
+    m = tu_load_model_text(
+        "{model_type: gemma3_text, num_hidden_layers: 5, "
+        "sliding_window_pattern: 6, sliding_window: 512, num_attention_heads: 8, "
+        "num_key_value_heads: 4, head_dim: 256, swa_v_head_dim: 128, "
+        "max_position_embeddings: 8192}");
     assert_small_refused(m, KVSHARD_ENGINE_VLLM,
                          "vllm profile: engine_unsupported: a V head dim other than the K head "
                          "dim is not covered yet");
@@ -2059,8 +1958,8 @@ static void test_state_only_model(void **state)
     assert_no_blocks(p, 1079296);
     kvshard_plan_free(p);
     tu_assert_ok(plan_small(&p, &err, m, KVSHARD_ENGINE_XLLM), &err);
-    assert_int_equal(efig(p, "state_slots"), 1884);
-    assert_true(efig_null(p, "num_blocks"));
+    assert_int_equal(tu_efig(p, "state_slots"), 1884);
+    assert_true(tu_efig_null(p, "num_blocks"));
     kvshard_plan_free(p);
     assert_small_refused(m, KVSHARD_ENGINE_VLLM,
                          "vllm profile: engine_unsupported: a model with state layers and no "

@@ -6,90 +6,12 @@
  * kvshard. */
 #include "test_util.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define DSA "models/deepseek_v3_2.json"
 #define LLAMA "models/llama3_1_8b.json"
-
-#define MAX_ARGS 40
-
-/* examples/MODEL as a deployment with the flags given (NULL-ended),
- * planned: the status, and the plan into *out when it is made. */
-static int plan_args(kvshard_plan **out, kvshard_error *err, const char *model, ...)
-{
-    const char *args[MAX_ARGS];
-    size_t n = 0;
-    va_list ap;
-    va_start(ap, model);
-    for (const char *a = va_arg(ap, const char *); a && n < MAX_ARGS; a = va_arg(ap, const char *))
-        args[n++] = a;
-    va_end(ap);
-    char *path = tu_example_path(model);
-    kvshard_deployment *dep = NULL;
-    int rc = kvshard_deployment_load_file(&dep, path, NULL, err);
-    free(path);
-    if (rc == KVSHARD_OK)
-        rc = kvshard_deployment_apply_args(dep, n, args, 0, err);
-    *out = NULL;
-    if (rc == KVSHARD_OK)
-        rc = kvshard_deployment_plan(out, dep, err);
-    kvshard_deployment_free(dep);
-    return rc;
-}
-
-#define PLAN(out, ...)                                                                             \
-    do {                                                                                           \
-        kvshard_error plan_err_;                                                                   \
-        tu_assert_ok(plan_args((out), &plan_err_, __VA_ARGS__, NULL), &plan_err_);                 \
-    } while (0)
-
-static kvshard_figure engine_figure(const kvshard_plan *p, const char *name)
-{
-    kvshard_figure f = KVSHARD_FIGURE_INIT;
-    int rc = kvshard_plan_engine_figure(&f, p, name);
-    if (rc != KVSHARD_OK)
-        print_error("no engine figure \"%s\"\n", name);
-    assert_int_equal(rc, KVSHARD_OK);
-    return f;
-}
-
-static uint64_t efig(const kvshard_plan *p, const char *name)
-{
-    kvshard_figure f = engine_figure(p, name);
-    if (f.type != KVSHARD_FIGURE_UINT)
-        print_error("engine figure \"%s\" is not an integer (type %d)\n", name, (int)f.type);
-    assert_int_equal(f.type, KVSHARD_FIGURE_UINT);
-    return f.uint_value;
-}
-
-static const char *efig_text(const kvshard_plan *p, const char *name)
-{
-    kvshard_figure f = engine_figure(p, name);
-    assert_int_equal(f.type, KVSHARD_FIGURE_TEXT);
-    return f.text_value;
-}
-
-static void assert_contains(const char *haystack, const char *needle)
-{
-    if (!strstr(haystack, needle))
-        print_error("expected to find\n  %s\nin\n%s\n", needle, haystack);
-    assert_non_null(strstr(haystack, needle));
-}
-
-static const char *warning_message(const kvshard_plan *p, kvshard_warning_code code)
-{
-    for (size_t i = 0; i < kvshard_plan_warning_count(p); i++) {
-        kvshard_warning_code c;
-        const char *m;
-        assert_int_equal(kvshard_plan_warning(&c, &m, p, i), KVSHARD_OK);
-        if (c == code)
-            return m;
-    }
-    return NULL;
-}
 
 /* DeepSeek-V3.2 (61 MLA layers with indexer keys: kv_lora_rank 512,
  * qk_rope_head_dim 64, index_head_dim 128), --tp 8 --dp 8 with DP
@@ -113,32 +35,34 @@ static void test_dsa_eight_gpus_blackwell(void **state)
 {
     (void)state;
     kvshard_plan *p;
-    PLAN(&p, DSA_EIGHT_GPUS("10.0"));
-    assert_string_equal(efig_text(p, "kv_cache_dtype"), "fp8_e4m3");
-    assert_int_equal(efig(p, "page_size"), 64);
-    assert_int_equal(efig(p, "cell_bytes"), 43188);
-    assert_int_equal(efig(p, "budget"), 42949672960u);
-    assert_int_equal(efig(p, "max_total_num_tokens"), 994432);
-    assert_int_equal(efig(p, "kv_cache_bytes"), 47803433728u);
-    assert_int_equal(efig(p, "indexer_bytes"), 8007681792u);
-    assert_int_equal(efig(p, "max_running_requests"), 4096);
-    assert_int_equal(efig(p, "context_len"), 32768);
+    TU_PLAN(&p, DSA_EIGHT_GPUS("10.0"));
+    assert_string_equal(tu_efig_text(p, "kv_cache_dtype"), "fp8_e4m3");
+    assert_int_equal(tu_efig(p, "page_size"), 64);
+    assert_int_equal(tu_efig(p, "cell_bytes"), 43188);
+    assert_int_equal(tu_efig(p, "budget"), 42949672960u);
+    assert_int_equal(tu_efig(p, "max_total_num_tokens"), 994432);
+    assert_int_equal(tu_efig(p, "kv_cache_bytes"), 47803433728u);
+    assert_int_equal(tu_efig(p, "indexer_bytes"), 8007681792u);
+    assert_int_equal(tu_efig(p, "max_running_requests"), 4096);
+    assert_int_equal(tu_efig(p, "context_len"), 32768);
     assert_int_equal(tu_figure(p, "block_size"), 64);
     assert_int_equal(tu_figure(p, "num_blocks"), 15538);
     assert_int_equal(tu_figure(p, "max_tokens"), 994432);
     assert_int_equal(tu_figure(p, "concurrency"), 30);
-    assert_null(warning_message(p, KVSHARD_WARN_ENGINE_PAGE_SIZE_OVERRIDDEN));
+    assert_null(tu_warning_message(p, KVSHARD_WARN_ENGINE_PAGE_SIZE_OVERRIDDEN));
     char *text = tu_plan_text(p);
-    assert_contains(text, "capacity   sglang 0.5.21 profile: budget 40.00 GiB per rank (the rest "
-                          "after mem_fraction_static)\n");
-    assert_contains(text, "           the engine logs KV Cache is allocated. #tokens: 994432, KV "
-                          "size: 44.52 GB\n");
-    assert_contains(text, "           the engine logs max_total_num_tokens=994432, "
+    tu_assert_contains(text,
+                       "capacity   sglang 0.5.21 profile: budget 40.00 GiB per rank (the rest "
+                       "after mem_fraction_static)\n");
+    tu_assert_contains(text,
+                       "           the engine logs KV Cache is allocated. #tokens: 994432, KV "
+                       "size: 44.52 GB\n");
+    tu_assert_contains(text, "           the engine logs max_total_num_tokens=994432, "
                           "max_running_requests=4096, context_len=32768\n");
     free(text);
     char *json = tu_plan_json(p);
-    assert_contains(json, "\"kv_cache_dtype\": \"fp8_e4m3\"");
-    assert_contains(json, "\"indexer_bytes\": 8007681792");
+    tu_assert_contains(json, "\"kv_cache_dtype\": \"fp8_e4m3\"");
+    tu_assert_contains(json, "\"indexer_bytes\": 8007681792");
     free(json);
     kvshard_plan_free(p);
 }
@@ -151,25 +75,25 @@ static void test_dsa_eight_gpus_hopper(void **state)
 {
     (void)state;
     kvshard_plan *p;
-    PLAN(&p, DSA_EIGHT_GPUS("9.0"));
-    assert_string_equal(efig_text(p, "kv_cache_dtype"), "bfloat16");
-    assert_int_equal(efig(p, "cell_bytes"), 78324);
-    assert_int_equal(efig(p, "max_total_num_tokens"), 548352);
-    assert_int_equal(efig(p, "kv_cache_bytes"), 42954134784u);
-    assert_int_equal(efig(p, "indexer_bytes"), 4415845632u);
+    TU_PLAN(&p, DSA_EIGHT_GPUS("9.0"));
+    assert_string_equal(tu_efig_text(p, "kv_cache_dtype"), "bfloat16");
+    assert_int_equal(tu_efig(p, "cell_bytes"), 78324);
+    assert_int_equal(tu_efig(p, "max_total_num_tokens"), 548352);
+    assert_int_equal(tu_efig(p, "kv_cache_bytes"), 42954134784u);
+    assert_int_equal(tu_efig(p, "indexer_bytes"), 4415845632u);
     char *text = tu_plan_text(p);
-    assert_contains(text, "#tokens: 548352, KV size: 40.00 GB\n");
+    tu_assert_contains(text, "#tokens: 548352, KV size: 40.00 GB\n");
     free(text);
     kvshard_plan_free(p);
     /* A capability of 12.1 is Blackwell too; an explicit dtype needs no
      * capability at all. */
-    PLAN(&p, DSA, "--engine=sglang", "--tp", "8", "--device_compute_capability", "12.1");
-    assert_string_equal(efig_text(p, "kv_cache_dtype"), "fp8_e4m3");
-    assert_int_equal(efig(p, "cell_bytes"), 43188);
+    TU_PLAN(&p, DSA, "--engine=sglang", "--tp", "8", "--device_compute_capability", "12.1");
+    assert_string_equal(tu_efig_text(p, "kv_cache_dtype"), "fp8_e4m3");
+    assert_int_equal(tu_efig(p, "cell_bytes"), 43188);
     kvshard_plan_free(p);
-    PLAN(&p, DSA, "--engine=sglang", "--tp", "8", "--kv-cache-dtype", "bf16");
-    assert_string_equal(efig_text(p, "kv_cache_dtype"), "bfloat16");
-    assert_int_equal(efig(p, "cell_bytes"), 78324);
+    TU_PLAN(&p, DSA, "--engine=sglang", "--tp", "8", "--kv-cache-dtype", "bf16");
+    assert_string_equal(tu_efig_text(p, "kv_cache_dtype"), "bfloat16");
+    assert_int_equal(tu_efig(p, "cell_bytes"), 78324);
     kvshard_plan_free(p);
 }
 
@@ -179,7 +103,7 @@ static void test_dsa_capability_missing(void **state)
     (void)state;
     kvshard_plan *p = NULL;
     kvshard_error err;
-    assert_int_equal(plan_args(&p, &err, DSA, "--engine=sglang", "--tp", "8", NULL),
+    assert_int_equal(tu_plan_flags(&p, &err, DSA, "--engine=sglang", "--tp", "8", NULL),
                      KVSHARD_EMISSING);
     assert_null(p);
     assert_string_equal(err.message,
@@ -188,8 +112,8 @@ static void test_dsa_capability_missing(void **state)
                         "bfloat16 below: give --device_compute_capability (9.0 for H100, 10.0 "
                         "for B200)");
     /* A model without DSA reads no capability. */
-    PLAN(&p, LLAMA, "--engine=sglang");
-    assert_string_equal(efig_text(p, "kv_cache_dtype"), "bfloat16");
+    TU_PLAN(&p, LLAMA, "--engine=sglang");
+    assert_string_equal(tu_efig_text(p, "kv_cache_dtype"), "bfloat16");
     kvshard_plan_free(p);
 }
 
@@ -207,21 +131,21 @@ static void test_dsa_page_size_overridden(void **state)
     kvshard_plan *p = NULL;
     tu_assert_ok(kvshard_deployment_plan(&p, dep, &err), &err);
     kvshard_deployment_free(dep);
-    assert_int_equal(efig(p, "page_size"), 64);
-    assert_int_equal(efig(p, "max_total_num_tokens"), 548352);
-    assert_string_equal(warning_message(p, KVSHARD_WARN_ENGINE_PAGE_SIZE_OVERRIDDEN),
+    assert_int_equal(tu_efig(p, "page_size"), 64);
+    assert_int_equal(tu_efig(p, "max_total_num_tokens"), 548352);
+    assert_string_equal(tu_warning_message(p, KVSHARD_WARN_ENGINE_PAGE_SIZE_OVERRIDDEN),
                         "--page-size 16: the engine runs a DSA model with pages of 64 tokens");
     assert_string_equal(kvshard_warning_name(KVSHARD_WARN_ENGINE_PAGE_SIZE_OVERRIDDEN),
                         "engine_page_size_overridden");
     kvshard_plan_free(p);
-    PLAN(&p, DSA, "--engine=sglang", "--tp", "8", "--device_compute_capability=9.0",
+    TU_PLAN(&p, DSA, "--engine=sglang", "--tp", "8", "--device_compute_capability=9.0",
          "--page-size", "64");
-    assert_null(warning_message(p, KVSHARD_WARN_ENGINE_PAGE_SIZE_OVERRIDDEN));
+    assert_null(tu_warning_message(p, KVSHARD_WARN_ENGINE_PAGE_SIZE_OVERRIDDEN));
     kvshard_plan_free(p);
     /* Other models keep the page asked. */
-    PLAN(&p, LLAMA, "--engine=sglang", "--page-size", "16");
-    assert_int_equal(efig(p, "page_size"), 16);
-    assert_null(warning_message(p, KVSHARD_WARN_ENGINE_PAGE_SIZE_OVERRIDDEN));
+    TU_PLAN(&p, LLAMA, "--engine=sglang", "--page-size", "16");
+    assert_int_equal(tu_efig(p, "page_size"), 16);
+    assert_null(tu_warning_message(p, KVSHARD_WARN_ENGINE_PAGE_SIZE_OVERRIDDEN));
     kvshard_plan_free(p);
 }
 
@@ -243,14 +167,14 @@ static void test_request_limit_by_release(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         kvshard_plan *p;
-        PLAN(&p, LLAMA, "--engine=sglang", "--engine_version", cases[i].version,
+        TU_PLAN(&p, LLAMA, "--engine=sglang", "--engine_version", cases[i].version,
              "--context-length", "8192", "--memory_per_rank=20GiB", "--multimodal=false",
              "--max-running-requests", cases[i].requested);
-        assert_int_equal(efig(p, "max_total_num_tokens"), 163840);
-        if (efig(p, "max_running_requests") != cases[i].limit)
+        assert_int_equal(tu_efig(p, "max_total_num_tokens"), 163840);
+        if (tu_efig(p, "max_running_requests") != cases[i].limit)
             print_error("%s with --max-running-requests %s\n", cases[i].version,
                         cases[i].requested);
-        assert_int_equal(efig(p, "max_running_requests"), cases[i].limit);
+        assert_int_equal(tu_efig(p, "max_running_requests"), cases[i].limit);
         kvshard_plan_free(p);
     }
 }
@@ -267,31 +191,33 @@ static void test_dsa_two_stages(void **state)
 {
     (void)state;
     kvshard_plan *p;
-    PLAN(&p, DSA, "--engine=sglang", "--tp", "8", "--pp-size", "2",
+    TU_PLAN(&p, DSA, "--engine=sglang", "--tp", "8", "--pp-size", "2",
          "--device_compute_capability", "9.0", "--memory_per_rank=40GiB", "--context-length",
          "8192");
-    assert_int_equal(efig(p, "pp_size"), 2);
-    assert_int_equal(efig(p, "cell_bytes"), 38520);
-    assert_int_equal(efig(p, "max_total_num_tokens"), 1078976);
-    assert_int_equal(efig(p, "kv_cache_bytes"), 41564620800u);
-    assert_int_equal(efig(p, "indexer_bytes"), 4272998400u);
+    assert_int_equal(tu_efig(p, "pp_size"), 2);
+    assert_int_equal(tu_efig(p, "cell_bytes"), 38520);
+    assert_int_equal(tu_efig(p, "max_total_num_tokens"), 1078976);
+    assert_int_equal(tu_efig(p, "kv_cache_bytes"), 41564620800u);
+    assert_int_equal(tu_efig(p, "indexer_bytes"), 4272998400u);
     assert_int_equal(tu_figure(p, "num_blocks"), 1078976 / 64);
     assert_int_equal(kvshard_plan_pp_size(p), 2);
     char partition[32];
     assert_true(kvshard_plan_pp_partition(partition, sizeof partition, p) > 0);
     assert_string_equal(partition, "30,31");
     char *text = tu_plan_text(p);
-    assert_contains(text, "           stage 0: layers 0-29, 38520 bytes a token, 1114944 tokens\n");
-    assert_contains(text, "           stage 1: layers 30-60, 39804 bytes a token, 1078976 tokens "
-                          "(binds: every stage runs with it)\n");
+    tu_assert_contains(text,
+                       "           stage 0: layers 0-29, 38520 bytes a token, 1114944 tokens\n");
+    tu_assert_contains(text,
+                       "           stage 1: layers 30-60, 39804 bytes a token, 1078976 tokens "
+                       "(binds: every stage runs with it)\n");
     free(text);
     kvshard_plan_free(p);
     /* The stages given: 31 | 30, stage 0 binds. */
-    PLAN(&p, DSA, "--engine=sglang", "--tp", "8", "--pp-size", "2", "--pp_partition", "31,30",
+    TU_PLAN(&p, DSA, "--engine=sglang", "--tp", "8", "--pp-size", "2", "--pp_partition", "31,30",
          "--device_compute_capability", "9.0", "--memory_per_rank=40GiB", "--context-length",
          "8192");
-    assert_int_equal(efig(p, "cell_bytes"), 39804);
-    assert_int_equal(efig(p, "max_total_num_tokens"), 1078976);
+    assert_int_equal(tu_efig(p, "cell_bytes"), 39804);
+    assert_int_equal(tu_efig(p, "max_total_num_tokens"), 1078976);
     kvshard_plan_free(p);
 }
 
@@ -302,21 +228,21 @@ static void test_stage_refusals(void **state)
     (void)state;
     kvshard_plan *p = NULL;
     kvshard_error err;
-    assert_int_equal(plan_args(&p, &err, LLAMA, "--engine=sglang", "--pp-size", "2",
+    assert_int_equal(tu_plan_flags(&p, &err, LLAMA, "--engine=sglang", "--pp-size", "2",
                                "--speculative-num-draft-tokens", "3", NULL),
                      KVSHARD_EPROFILE);
     assert_string_equal(err.message,
                         "sglang profile: pp_speculative_refused: --pp-size 2 with "
                         "--speculative-num-draft-tokens 3: SGLang refuses pipeline stages with "
                         "speculative decoding");
-    assert_int_equal(plan_args(&p, &err, "models/qwen3_5_9b.json", "--engine=sglang", "--pp-size",
-                               "2", NULL),
+    assert_int_equal(tu_plan_flags(&p, &err, "models/qwen3_5_9b.json", "--engine=sglang",
+                                   "--pp-size", "2", NULL),
                      KVSHARD_EPROFILE);
     assert_string_equal(err.message,
                         "sglang profile: engine_unsupported: --pp-size 2: pipeline stages of a "
                         "model with state layers are not covered yet");
     /* Another engine's cut is not SGLang's: the stages are given instead. */
-    assert_int_equal(plan_args(&p, &err, LLAMA, "--engine=sglang", "--pp-size", "2",
+    assert_int_equal(tu_plan_flags(&p, &err, LLAMA, "--engine=sglang", "--pp-size", "2",
                                "--pp_partition_rule=vllm", NULL),
                      KVSHARD_EPROFILE);
     assert_string_equal(err.message,
@@ -326,8 +252,8 @@ static void test_stage_refusals(void **state)
     assert_null(p);
     /* Llama 3.1 8B on two stages of 16 layers: the rule's cut and the one
      * given alike. */
-    PLAN(&p, LLAMA, "--engine=sglang", "--pp-size", "2", "--pp_partition_rule=sglang");
-    assert_int_equal(efig(p, "pp_size"), 2);
+    TU_PLAN(&p, LLAMA, "--engine=sglang", "--pp-size", "2", "--pp_partition_rule=sglang");
+    assert_int_equal(tu_efig(p, "pp_size"), 2);
     kvshard_plan_free(p);
 }
 

@@ -220,3 +220,89 @@ bool tu_has_figure(const kvshard_plan *plan, const char *name)
     assert_int_equal(kvshard_plan_capacity_figure(&f, plan, name), KVSHARD_OK);
     return f.type != KVSHARD_FIGURE_NULL;
 }
+
+int tu_plan_flags(kvshard_plan **out, kvshard_error *err, const char *model, ...)
+{
+    const char *args[40];
+    size_t n = 0;
+    va_list ap;
+    va_start(ap, model);
+    for (const char *a = va_arg(ap, const char *); a && n < 40; a = va_arg(ap, const char *))
+        args[n++] = a;
+    va_end(ap);
+    char *path = strncmp(model, "models/", 7) == 0 ? tu_example_path(model) : tu_data_path(model);
+    kvshard_deployment *dep = NULL;
+    int rc = kvshard_deployment_load_file(&dep, path, NULL, err);
+    free(path);
+    if (rc == KVSHARD_OK)
+        rc = kvshard_deployment_apply_args(dep, n, args, 0, err);
+    *out = NULL;
+    if (rc == KVSHARD_OK)
+        rc = kvshard_deployment_plan(out, dep, err);
+    kvshard_deployment_free(dep);
+    return rc;
+}
+
+kvshard_figure tu_engine_figure(const kvshard_plan *p, const char *name)
+{
+    kvshard_figure f = KVSHARD_FIGURE_INIT;
+    int rc = kvshard_plan_engine_figure(&f, p, name);
+    if (rc != KVSHARD_OK)
+        print_error("no engine figure \"%s\"\n", name);
+    assert_int_equal(rc, KVSHARD_OK);
+    return f;
+}
+
+uint64_t tu_efig(const kvshard_plan *p, const char *name)
+{
+    kvshard_figure f = tu_engine_figure(p, name);
+    if (f.type != KVSHARD_FIGURE_UINT)
+        print_error("engine figure \"%s\" is not an integer (type %d)\n", name, (int)f.type);
+    assert_int_equal(f.type, KVSHARD_FIGURE_UINT);
+    return f.uint_value;
+}
+
+bool tu_efig_null(const kvshard_plan *p, const char *name)
+{
+    return tu_engine_figure(p, name).type == KVSHARD_FIGURE_NULL;
+}
+
+bool tu_efig_bool(const kvshard_plan *p, const char *name)
+{
+    kvshard_figure f = tu_engine_figure(p, name);
+    assert_int_equal(f.type, KVSHARD_FIGURE_BOOL);
+    return f.bool_value;
+}
+
+const char *tu_efig_text(const kvshard_plan *p, const char *name)
+{
+    kvshard_figure f = tu_engine_figure(p, name);
+    assert_int_equal(f.type, KVSHARD_FIGURE_TEXT);
+    return f.text_value;
+}
+
+double tu_efig_double(const kvshard_plan *p, const char *name)
+{
+    kvshard_figure f = tu_engine_figure(p, name);
+    assert_int_equal(f.type, KVSHARD_FIGURE_DOUBLE);
+    return f.double_value;
+}
+
+void tu_assert_contains(const char *haystack, const char *needle)
+{
+    if (!strstr(haystack, needle))
+        print_error("expected to find\n  %s\nin\n%s\n", needle, haystack);
+    assert_non_null(strstr(haystack, needle));
+}
+
+const char *tu_warning_message(const kvshard_plan *p, kvshard_warning_code code)
+{
+    for (size_t i = 0; i < kvshard_plan_warning_count(p); i++) {
+        kvshard_warning_code c;
+        const char *m;
+        assert_int_equal(kvshard_plan_warning(&c, &m, p, i), KVSHARD_OK);
+        if (c == code)
+            return m;
+    }
+    return NULL;
+}

@@ -65,4 +65,47 @@ bool tu_has_figure(const kvshard_plan *plan, const char *name);
 void tu_assert_rank_layers(const kvshard_plan *plan, uint32_t plan_rank, const uint32_t *expected,
                            size_t count);
 
+/* ---- engine profiles: a deployment planned with an engine's flags ---------- */
+
+/* examples/MODEL ("models/...") or tests/data/MODEL loaded as a deployment,
+ * the flags given (NULL-ended, at most 40) applied, and planned: the
+ * status, and the plan into *out when it is made. */
+int tu_plan_flags(kvshard_plan **out, kvshard_error *err, const char *model, ...);
+
+/* The plan of MODEL with its flags, which must be made. */
+#define TU_PLAN(out, ...)                                                                          \
+    do {                                                                                           \
+        kvshard_error tu_plan_err_;                                                                \
+        tu_assert_ok(tu_plan_flags((out), &tu_plan_err_, __VA_ARGS__, NULL), &tu_plan_err_);       \
+    } while (0)
+
+/* The planning fails with `code` and a message that contains `text`. */
+#define TU_REFUSED(code, text, ...)                                                                \
+    do {                                                                                           \
+        kvshard_plan *refused_ = NULL;                                                             \
+        kvshard_error refused_err_;                                                                \
+        int refused_rc_ = tu_plan_flags(&refused_, &refused_err_, __VA_ARGS__, NULL);              \
+        if (refused_rc_ != (code) || !strstr(refused_err_.message, (text)))                        \
+            print_error("got %s: %s\nexpected %s containing \"%s\"\n",                             \
+                        kvshard_strerror(refused_rc_), refused_err_.message,                       \
+                        kvshard_strerror(code), (text));                                           \
+        assert_int_equal(refused_rc_, (code));                                                     \
+        assert_non_null(strstr(refused_err_.message, (text)));                                     \
+        assert_null(refused_);                                                                     \
+    } while (0)
+
+/* An engine figure by name, which must exist; the typed readers check its
+ * type too. */
+kvshard_figure tu_engine_figure(const kvshard_plan *p, const char *name);
+uint64_t tu_efig(const kvshard_plan *p, const char *name);
+bool tu_efig_null(const kvshard_plan *p, const char *name);
+bool tu_efig_bool(const kvshard_plan *p, const char *name);
+const char *tu_efig_text(const kvshard_plan *p, const char *name);
+double tu_efig_double(const kvshard_plan *p, const char *name);
+
+/* `needle` is in `haystack`, else both are printed. */
+void tu_assert_contains(const char *haystack, const char *needle);
+/* The message of the plan's first warning `code`; NULL without one. */
+const char *tu_warning_message(const kvshard_plan *p, kvshard_warning_code code);
+
 #endif /* KVSHARD_TEST_UTIL_H */

@@ -14,86 +14,6 @@
 #define QWEN_NEXT "models/qwen3_next_80b_a3b.json"
 #define NEMOTRON "models/nemotron_3_nano_30b_a3b.json"
 
-#define MAX_ARGS 40
-
-/* A deployment of examples/MODEL with the flags given (NULL-ended), planned:
- * the status, and the plan into *out when it is made. */
-static int plan_with(kvshard_plan **out, kvshard_error *err, const char *model, ...)
-{
-    const char *args[MAX_ARGS];
-    size_t n = 0;
-    va_list ap;
-    va_start(ap, model);
-    for (const char *a = va_arg(ap, const char *); a && n < MAX_ARGS; a = va_arg(ap, const char *))
-        args[n++] = a;
-    va_end(ap);
-    char *path = tu_example_path(model);
-    kvshard_deployment *dep = NULL;
-    int rc = kvshard_deployment_load_file(&dep, path, NULL, err);
-    free(path);
-    if (rc == KVSHARD_OK)
-        rc = kvshard_deployment_apply_args(dep, n, args, 0, err);
-    *out = NULL;
-    if (rc == KVSHARD_OK)
-        rc = kvshard_deployment_plan(out, dep, err);
-    kvshard_deployment_free(dep);
-    return rc;
-}
-
-#define PLAN(out, ...)                                                                             \
-    do {                                                                                           \
-        kvshard_error plan_err_;                                                                   \
-        tu_assert_ok(plan_with((out), &plan_err_, __VA_ARGS__, NULL), &plan_err_);                 \
-    } while (0)
-
-/* The planning fails with `code` and a message that contains `text`. */
-#define REFUSED(code, text, ...)                                                                   \
-    do {                                                                                           \
-        kvshard_plan *refused_ = NULL;                                                             \
-        kvshard_error refused_err_;                                                                \
-        int refused_rc_ = plan_with(&refused_, &refused_err_, __VA_ARGS__, NULL);                  \
-        if (refused_rc_ != (code) || !strstr(refused_err_.message, (text)))                        \
-            print_error("got %s: %s\nexpected %s containing \"%s\"\n",                             \
-                        kvshard_strerror(refused_rc_), refused_err_.message,                       \
-                        kvshard_strerror(code), (text));                                           \
-        assert_int_equal(refused_rc_, (code));                                                     \
-        assert_non_null(strstr(refused_err_.message, (text)));                                     \
-        assert_null(refused_);                                                                     \
-    } while (0)
-
-static kvshard_figure engine_figure(const kvshard_plan *p, const char *name)
-{
-    kvshard_figure f = KVSHARD_FIGURE_INIT;
-    int rc = kvshard_plan_engine_figure(&f, p, name);
-    if (rc != KVSHARD_OK)
-        print_error("no engine figure \"%s\"\n", name);
-    assert_int_equal(rc, KVSHARD_OK);
-    return f;
-}
-
-static uint64_t efig(const kvshard_plan *p, const char *name)
-{
-    kvshard_figure f = engine_figure(p, name);
-    if (f.type != KVSHARD_FIGURE_UINT)
-        print_error("engine figure \"%s\" is not an integer (type %d)\n", name, (int)f.type);
-    assert_int_equal(f.type, KVSHARD_FIGURE_UINT);
-    return f.uint_value;
-}
-
-static double efig_double(const kvshard_plan *p, const char *name)
-{
-    kvshard_figure f = engine_figure(p, name);
-    assert_int_equal(f.type, KVSHARD_FIGURE_DOUBLE);
-    return f.double_value;
-}
-
-static const char *efig_text(const kvshard_plan *p, const char *name)
-{
-    kvshard_figure f = engine_figure(p, name);
-    assert_int_equal(f.type, KVSHARD_FIGURE_TEXT);
-    return f.text_value;
-}
-
 /* The blocks a plan rank's own budget holds, before the common count. */
 static uint64_t rank_blocks(const kvshard_plan *p, uint32_t plan_rank)
 {
@@ -101,13 +21,6 @@ static uint64_t rank_blocks(const kvshard_plan *p, uint32_t plan_rank)
     assert_int_equal(kvshard_plan_rank_memory(&m, p, plan_rank), KVSHARD_OK);
     assert_true(m.has_num_blocks);
     return m.num_blocks;
-}
-
-static void assert_contains(const char *haystack, const char *needle)
-{
-    if (!strstr(haystack, needle))
-        print_error("expected to find\n  %s\nin\n%s\n", needle, haystack);
-    assert_non_null(strstr(haystack, needle));
 }
 
 /* DeepSeek-V3.2 on -tp 8 -pp 2, fp8: 61 MLA layers with DSA indexer keys,
@@ -122,12 +35,12 @@ static void test_deepseek_v3_2_two_stages(void **state)
 {
     (void)state;
     kvshard_plan *p;
-    PLAN(&p, DSA_TWO_STAGES("0.19.0", "60GiB"));
-    assert_int_equal(efig(p, "pp_size"), 2);
-    assert_int_equal(efig(p, "attention_block_size"), 64);
-    assert_int_equal(efig(p, "page_bytes"), 41984);
-    assert_int_equal(efig(p, "kv_cache_groups"), 1);
-    assert_int_equal(efig(p, "group_size"), 122); /* 61 x 2 caches */
+    TU_PLAN(&p, DSA_TWO_STAGES("0.19.0", "60GiB"));
+    assert_int_equal(tu_efig(p, "pp_size"), 2);
+    assert_int_equal(tu_efig(p, "attention_block_size"), 64);
+    assert_int_equal(tu_efig(p, "page_bytes"), 41984);
+    assert_int_equal(tu_efig(p, "kv_cache_groups"), 1);
+    assert_int_equal(tu_efig(p, "group_size"), 122); /* 61 x 2 caches */
     /* Stage 0: 31 x 50,432 = 1,563,392 B a block, floor(64,424,509,440 /
      * 1,563,392) = 41,208 blocks; stage 1: 30 x 50,432 = 1,512,960 B,
      * 42,581 blocks. The engine takes 41,208: stage 0 binds. */
@@ -135,32 +48,32 @@ static void test_deepseek_v3_2_two_stages(void **state)
     assert_int_equal(rank_blocks(p, 7), 41208);
     assert_int_equal(rank_blocks(p, 8), 42581);
     assert_int_equal(rank_blocks(p, 15), 42581);
-    assert_int_equal(efig(p, "num_gpu_blocks"), 41208);
-    assert_int_equal(efig(p, "usable_blocks"), 41207);
-    assert_int_equal(efig(p, "bytes_per_block"), 1563392);
-    assert_int_equal(efig(p, "binding_stage"), 0);
+    assert_int_equal(tu_efig(p, "num_gpu_blocks"), 41208);
+    assert_int_equal(tu_efig(p, "usable_blocks"), 41207);
+    assert_int_equal(tu_efig(p, "bytes_per_block"), 1563392);
+    assert_int_equal(tu_efig(p, "binding_stage"), 0);
     assert_int_equal(tu_figure(p, "binding_stage"), 0);
-    assert_int_equal(efig(p, "budget"), 64424509440u);
+    assert_int_equal(tu_efig(p, "budget"), 64424509440u);
     /* ceil(163,840 / 64) = 2,560 blocks a request; 41,208 / 2,560 =
      * 16.096875; tokens before dev31 floor(41,208 / 1) x 64 = 2,637,312,
      * int(16.096875 x 163,840) the same. */
-    assert_int_equal(efig(p, "max_model_len"), 163840);
-    assert_int_equal(efig(p, "blocks_per_request"), 2560);
-    assert_true(efig_double(p, "max_concurrency") == 16.096875);
-    assert_int_equal(efig(p, "gpu_kv_cache_tokens"), 2637312);
+    assert_int_equal(tu_efig(p, "max_model_len"), 163840);
+    assert_int_equal(tu_efig(p, "blocks_per_request"), 2560);
+    assert_true(tu_efig_double(p, "max_concurrency") == 16.096875);
+    assert_int_equal(tu_efig(p, "gpu_kv_cache_tokens"), 2637312);
     assert_int_equal(tu_figure(p, "max_tokens"), 2637312);
     /* From 0.18.0 each worker checks its own layers: stage 0 needs 2,560 x
      * 1,563,392 = 4,002,283,520 B of its 60 GiB, the nearest to refusing
      * (stage 1: 2,560 x 1,512,960). */
-    assert_string_equal(efig_text(p, "memory_check"), "worker_groups");
-    assert_int_equal(efig(p, "memory_check_need"), 4002283520u);
-    assert_int_equal(efig(p, "memory_check_budget"), 64424509440u);
+    assert_string_equal(tu_efig_text(p, "memory_check"), "worker_groups");
+    assert_int_equal(tu_efig(p, "memory_check_need"), 4002283520u);
+    assert_int_equal(tu_efig(p, "memory_check_budget"), 64424509440u);
     char *text = tu_plan_text(p);
-    assert_contains(text, "capacity   vllm 0.19.0 profile: Available KV cache memory: 60.0 GiB; "
+    tu_assert_contains(text, "capacity   vllm 0.19.0 profile: Available KV cache memory: 60.0 GiB; "
                           "attention block 64 tokens\n");
-    assert_contains(text, "           1 KV cache group of 122 layers; 41,208 GPU blocks, the "
+    tu_assert_contains(text, "           1 KV cache group of 122 layers; 41,208 GPU blocks, the "
                           "fewest of stage 0 (31 layers) (41,207 usable after the null block)\n");
-    assert_contains(text, "           the engine logs GPU KV cache size: 2,637,312 tokens; "
+    tu_assert_contains(text, "           the engine logs GPU KV cache size: 2,637,312 tokens; "
                           "Maximum concurrency for 163,840 tokens per request: 16.10x\n"
                           "stage 0    layers 0\xE2\x80\x93"
                           "30, 62 cache layers (group size 62): "
@@ -173,14 +86,14 @@ static void test_deepseek_v3_2_two_stages(void **state)
     /* The MTP draft layer joins the last stage: 31 layers there too, both
      * stages 41,208 blocks, the first binds; the draft layer costs no
      * block. One group of 62 x 2 caches. */
-    PLAN(&p, DSA_TWO_STAGES("0.19.0", "60GiB"), "--speculative-config",
+    TU_PLAN(&p, DSA_TWO_STAGES("0.19.0", "60GiB"), "--speculative-config",
          "{\"method\":\"mtp\",\"num_speculative_tokens\":1}");
     assert_int_equal(rank_blocks(p, 0), 41208);
     assert_int_equal(rank_blocks(p, 8), 41208);
-    assert_int_equal(efig(p, "num_gpu_blocks"), 41208);
-    assert_int_equal(efig(p, "binding_stage"), 0);
-    assert_int_equal(efig(p, "group_size"), 124);
-    assert_int_equal(efig(p, "bytes_per_block"), 1563392);
+    assert_int_equal(tu_efig(p, "num_gpu_blocks"), 41208);
+    assert_int_equal(tu_efig(p, "binding_stage"), 0);
+    assert_int_equal(tu_efig(p, "group_size"), 124);
+    assert_int_equal(tu_efig(p, "bytes_per_block"), 1563392);
     kvshard_plan_free(p);
 }
 
@@ -193,7 +106,7 @@ static void test_deepseek_v3_2_check_by_release(void **state)
     /* 0.14.0 to 0.15.2rc1.dev171 check the whole model against one worker:
      * refused; ceil(n / 64) <= floor(5,368,709,120 / 3,076,352) = 1,745
      * blocks hold 111,680 tokens. */
-    REFUSED(KVSHARD_ENOBLOCK,
+    TU_REFUSED(KVSHARD_ENOBLOCK,
             "vllm profile: max_model_len_does_not_fit: one request of max_model_len 163840 "
             "tokens needs 2560 blocks of 3076352 bytes over the whole model's layers, more than "
             "the 5368709120 bytes of the smallest worker's KV cache, which this release checks "
@@ -201,9 +114,9 @@ static void test_deepseek_v3_2_check_by_release(void **state)
             DSA_TWO_STAGES("0.15.0", "5GiB"));
     /* The nightlies 0.16.0rc1.devN were built before the fix, numbered
      * after it. */
-    REFUSED(KVSHARD_ENOBLOCK, "the longest that fits is 111680 tokens",
+    TU_REFUSED(KVSHARD_ENOBLOCK, "the longest that fits is 111680 tokens",
             DSA_TWO_STAGES("0.16.0rc1.dev120", "5GiB"));
-    REFUSED(KVSHARD_ENOBLOCK, "the longest that fits is 111680 tokens",
+    TU_REFUSED(KVSHARD_ENOBLOCK, "the longest that fits is 111680 tokens",
             DSA_TWO_STAGES("0.15.2rc1.dev171", "5GiB"));
     /* From the fix each worker checks its own layers: the engine starts
      * with floor(5,368,709,120 / 1,563,392) = 3,434 blocks (stage 1:
@@ -214,24 +127,24 @@ static void test_deepseek_v3_2_check_by_release(void **state)
         char version[64];
         snprintf(version, sizeof version, "--engine_version=%s", fixed[i]);
         kvshard_plan *p;
-        PLAN(&p, DSA, "--engine=vllm", version, "-tp", "8", "-pp", "2", "--kv-cache-dtype", "fp8",
-             "--kv-cache-memory-bytes", "5GiB");
-        assert_int_equal(efig(p, "num_gpu_blocks"), 3434);
+        TU_PLAN(&p, DSA, "--engine=vllm", version, "-tp", "8", "-pp", "2", "--kv-cache-dtype",
+                "fp8", "--kv-cache-memory-bytes", "5GiB");
+        assert_int_equal(tu_efig(p, "num_gpu_blocks"), 3434);
         assert_int_equal(rank_blocks(p, 8), 3548);
-        assert_int_equal(efig(p, "gpu_kv_cache_tokens"), 219776);
-        assert_true(efig_double(p, "max_concurrency") == 3434.0 / 2560.0);
-        assert_string_equal(efig_text(p, "memory_check"), "worker_groups");
-        assert_int_equal(efig(p, "memory_check_need"), 4002283520u);
+        assert_int_equal(tu_efig(p, "gpu_kv_cache_tokens"), 219776);
+        assert_true(tu_efig_double(p, "max_concurrency") == 3434.0 / 2560.0);
+        assert_string_equal(tu_efig_text(p, "memory_check"), "worker_groups");
+        assert_int_equal(tu_efig(p, "memory_check_need"), 4002283520u);
         char *text = tu_plan_text(p);
-        assert_contains(text, "Maximum concurrency for 163,840 tokens per request: 1.34x\n");
+        tu_assert_contains(text, "Maximum concurrency for 163,840 tokens per request: 1.34x\n");
         free(text);
         kvshard_plan_free(p);
     }
     /* Before 0.14.0 each worker checks its own cache layers. */
     kvshard_plan *p;
-    PLAN(&p, DSA_TWO_STAGES("0.13.0", "5GiB"));
-    assert_string_equal(efig_text(p, "memory_check"), "worker_layers");
-    assert_int_equal(efig(p, "num_gpu_blocks"), 3434);
+    TU_PLAN(&p, DSA_TWO_STAGES("0.13.0", "5GiB"));
+    assert_string_equal(tu_efig_text(p, "memory_check"), "worker_layers");
+    assert_int_equal(tu_efig(p, "num_gpu_blocks"), 3434);
     kvshard_plan_free(p);
 }
 
@@ -247,7 +160,7 @@ static void test_llama_four_stages(void **state)
     /* 0.14.1: the whole model needs 8,192 x 32 x 65,536 = 17,179,869,184 B
      * of 10,737,418,240: refused; floor(10,737,418,240 / 2,097,152) = 5,120
      * blocks of 16 tokens hold 81,920. */
-    REFUSED(KVSHARD_ENOBLOCK,
+    TU_REFUSED(KVSHARD_ENOBLOCK,
             "needs 8192 blocks of 2097152 bytes over the whole model's layers, more than the "
             "10737418240 bytes of the smallest worker's KV cache, which this release checks it "
             "against; the longest that fits is 81920 tokens",
@@ -256,16 +169,16 @@ static void test_llama_four_stages(void **state)
      * floor(floor(10,737,418,240 / 65,536) / 8) = 20,480 blocks, 20,480 x 16
      * = 327,680 tokens, 20,480 / 8,192 = 2.5x. */
     kvshard_plan *p;
-    PLAN(&p, LLAMA_FOUR_STAGES("0.20.0"));
-    assert_int_equal(efig(p, "page_bytes"), 65536);
-    assert_int_equal(efig(p, "group_size"), 32);
-    assert_int_equal(efig(p, "bytes_per_block"), 524288);
-    assert_int_equal(efig(p, "num_gpu_blocks"), 20480);
+    TU_PLAN(&p, LLAMA_FOUR_STAGES("0.20.0"));
+    assert_int_equal(tu_efig(p, "page_bytes"), 65536);
+    assert_int_equal(tu_efig(p, "group_size"), 32);
+    assert_int_equal(tu_efig(p, "bytes_per_block"), 524288);
+    assert_int_equal(tu_efig(p, "num_gpu_blocks"), 20480);
     for (uint32_t r = 0; r < 4; r++)
         assert_int_equal(rank_blocks(p, r), 20480);
-    assert_int_equal(efig(p, "gpu_kv_cache_tokens"), 327680);
-    assert_true(efig_double(p, "max_concurrency") == 2.5);
-    assert_int_equal(efig(p, "memory_check_need"), 4294967296u);
+    assert_int_equal(tu_efig(p, "gpu_kv_cache_tokens"), 327680);
+    assert_true(tu_efig_double(p, "max_concurrency") == 2.5);
+    assert_int_equal(tu_efig(p, "memory_check_need"), 4294967296u);
     kvshard_plan_free(p);
 }
 
@@ -277,19 +190,19 @@ static void test_qwen3_next_four_stages(void **state)
 {
     (void)state;
     kvshard_plan *p;
-    PLAN(&p, QWEN_NEXT, "--engine=vllm", "--engine_version=0.19.0", "-tp", "2", "-pp", "4",
+    TU_PLAN(&p, QWEN_NEXT, "--engine=vllm", "--engine_version=0.19.0", "-tp", "2", "-pp", "4",
          "--max-model-len", "8192", "--max-num-seqs", "16", "--kv-cache-memory-bytes", "40GiB");
-    assert_int_equal(efig(p, "attention_block_size"), 544);
-    assert_int_equal(efig(p, "page_bytes"), 557056);
-    assert_int_equal(efig(p, "group_size"), 12);
-    assert_int_equal(efig(p, "kv_cache_groups"), 4);
+    assert_int_equal(tu_efig(p, "attention_block_size"), 544);
+    assert_int_equal(tu_efig(p, "page_bytes"), 557056);
+    assert_int_equal(tu_efig(p, "group_size"), 12);
+    assert_int_equal(tu_efig(p, "kv_cache_groups"), 4);
     /* 3 x 557,056 = 1,671,168 B a block; floor(floor(42,949,672,960 /
      * 557,056) / 3) = floor(77,101 / 3) = 25,700 on every stage. */
-    assert_int_equal(efig(p, "bytes_per_block"), 1671168);
-    assert_int_equal(efig(p, "num_gpu_blocks"), 25700);
+    assert_int_equal(tu_efig(p, "bytes_per_block"), 1671168);
+    assert_int_equal(tu_efig(p, "num_gpu_blocks"), 25700);
     for (uint32_t r = 0; r < 8; r++)
         assert_int_equal(rank_blocks(p, r), 25700);
-    assert_int_equal(efig(p, "binding_stage"), 0);
+    assert_int_equal(tu_efig(p, "binding_stage"), 0);
     kvshard_plan_free(p);
 }
 
@@ -306,16 +219,16 @@ static void test_lines_per_worker(void **state)
 {
     (void)state;
     kvshard_plan *p;
-    PLAN(&p, "models/gemma_3_27b.json", "--engine=vllm", "--engine_version=0.11.0", "-pp", "2",
+    TU_PLAN(&p, "models/gemma_3_27b.json", "--engine=vllm", "--engine_version=0.11.0", "-pp", "2",
          "--max-model-len", "4096", "--kv-cache-memory-bytes", "40GiB");
-    assert_int_equal(efig(p, "group_size"), 10);
-    assert_int_equal(efig(p, "kv_cache_groups"), 7);
-    assert_int_equal(efig(p, "bytes_per_block"), 655360);
-    assert_int_equal(efig(p, "num_gpu_blocks"), 65536);
-    assert_int_equal(efig(p, "blocks_per_request"), 1798);
-    assert_int_equal(efig(p, "gpu_kv_cache_tokens"), 149792);
+    assert_int_equal(tu_efig(p, "group_size"), 10);
+    assert_int_equal(tu_efig(p, "kv_cache_groups"), 7);
+    assert_int_equal(tu_efig(p, "bytes_per_block"), 655360);
+    assert_int_equal(tu_efig(p, "num_gpu_blocks"), 65536);
+    assert_int_equal(tu_efig(p, "blocks_per_request"), 1798);
+    assert_int_equal(tu_efig(p, "gpu_kv_cache_tokens"), 149792);
     char *text = tu_plan_text(p);
-    assert_contains(text, "stage 1    layers 31\xE2\x80\x93"
+    tu_assert_contains(text, "stage 1    layers 31\xE2\x80\x93"
                           "61, 31 cache layers (group size 5): "
                           "65,536 blocks of 655,360 B; budget 40.0 GiB; the engine logs GPU KV "
                           "cache size: 149,792 tokens; Maximum concurrency for 4,096 tokens per "
@@ -342,27 +255,27 @@ static void test_check_of_several_groups(void **state)
     /* Before 0.14.0 every cache layer, no padding layer: 6 x 62 + 23 x 1 =
      * 395 pages, above 233; 6 k + 23 <= 233 gives k = 35 blocks of 4,176:
      * 146,160 tokens. */
-    REFUSED(KVSHARD_ENOBLOCK,
+    TU_REFUSED(KVSHARD_ENOBLOCK,
             "one request of max_model_len 256000 tokens needs 395 blocks of 2138112 bytes, more "
             "than the 500000000 bytes of the KV cache; the longest that fits is 146160 tokens",
             NANO_CHECK("0.13.0"));
     /* 0.14.0 to 0.17.x count the first group alone, a state group: 6 x
      * 2,138,112 x 1 = 12,828,672 B. */
     kvshard_plan *p;
-    PLAN(&p, NANO_CHECK("0.15.0"));
-    assert_string_equal(efig_text(p, "memory_check"), "whole_model");
-    assert_int_equal(efig(p, "memory_check_need"), 12828672);
-    assert_int_equal(efig(p, "memory_check_budget"), 500000000);
-    assert_int_equal(efig(p, "num_gpu_blocks"), 38);
+    TU_PLAN(&p, NANO_CHECK("0.15.0"));
+    assert_string_equal(tu_efig_text(p, "memory_check"), "whole_model");
+    assert_int_equal(tu_efig(p, "memory_check_need"), 12828672);
+    assert_int_equal(tu_efig(p, "memory_check_budget"), 500000000);
+    assert_int_equal(tu_efig(p, "num_gpu_blocks"), 38);
     kvshard_plan_free(p);
-    PLAN(&p, NANO_CHECK("0.17.0"));
-    assert_string_equal(efig_text(p, "memory_check"), "worker_groups");
-    assert_int_equal(efig(p, "memory_check_need"), 12828672);
+    TU_PLAN(&p, NANO_CHECK("0.17.0"));
+    assert_string_equal(tu_efig_text(p, "memory_check"), "worker_groups");
+    assert_int_equal(tu_efig(p, "memory_check_need"), 12828672);
     kvshard_plan_free(p);
     /* From 0.18.0 every group: (62 + 4) x 12,828,672 = 846,692,352 B;
      * floor(500,000,000 / 12,828,672) = 38 blocks hold k + 4 <= 38, k = 34:
      * 141,984 tokens. */
-    REFUSED(KVSHARD_ENOBLOCK,
+    TU_REFUSED(KVSHARD_ENOBLOCK,
             "one request of max_model_len 256000 tokens needs 66 blocks of 12828672 bytes, more "
             "than the 500000000 bytes of the KV cache; the longest that fits is 141984 tokens",
             NANO_CHECK("0.18.0"));
@@ -374,13 +287,13 @@ static void test_nemotron_state_dtype_by_release(void **state)
 {
     (void)state;
     kvshard_plan *p;
-    PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.12.0", "--max-model-len", "4096");
-    kvshard_figure d = engine_figure(p, "state_dtypes");
+    TU_PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.12.0", "--max-model-len", "4096");
+    kvshard_figure d = tu_engine_figure(p, "state_dtypes");
     assert_int_equal(d.type, KVSHARD_FIGURE_TEXT_LIST);
     assert_string_equal(d.text_value + strlen(d.text_value) + 1, "bfloat16");
     kvshard_plan_free(p);
-    PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.13.0", "--max-model-len", "4096");
-    d = engine_figure(p, "state_dtypes");
+    TU_PLAN(&p, NEMOTRON, "--engine=vllm", "--engine_version=0.13.0", "--max-model-len", "4096");
+    d = tu_engine_figure(p, "state_dtypes");
     assert_string_equal(d.text_value + strlen(d.text_value) + 1, "float32");
     kvshard_plan_free(p);
 }
@@ -390,7 +303,7 @@ static void test_nemotron_state_dtype_by_release(void **state)
 static void test_stage_without_cache_layers(void **state)
 {
     (void)state;
-    REFUSED(KVSHARD_EPROFILE,
+    TU_REFUSED(KVSHARD_EPROFILE,
             "vllm profile: engine_unsupported: stage 1 (layers 1-1) holds no cache layer", NEMOTRON,
             "--engine=vllm", "--engine_version=0.19.0", "-pp", "3", "--pp_partition", "1,1,50",
             "--max-model-len", "4096");
