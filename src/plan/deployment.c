@@ -37,35 +37,23 @@ int kvshard_deployment__locate(const kvshard_deployment *deployment, int rc,
     return rc;
 }
 
-int kvshard_deployment__run(kvshard_deployment__call call, void *out,
-                            const kvshard_deployment *deployment, kvshard_error *err)
-{
-    if (!deployment) {
-        kvshard_error__reset(err);
-        return kvshard_error__fail(err, KVSHARD_EINVAL, "", kvshard_error__no_mark,
-                             "deployment must not be NULL");
-    }
-    kvshard_diag__ctx diag = kvshard_diag__on(err);
-    kvshard_options options = kvshard_deploy__deployment_options(deployment);
-    int rc = call(out, deployment->model, &options, &deployment->alloc, &diag);
-    return kvshard_deployment__locate(deployment, rc, &diag);
-}
-
-static int plan_call(void *out, const kvshard_model *model, const kvshard_options *options,
-                     const kvshard_allocator *allocator, kvshard_diag__ctx *diag)
-{
-    return kvshard_plan__create(out, model, options, allocator, diag);
-}
-
 /* Flags skipped under --ignore_unknown_flags change what the engine runs
  * but not the plan: its last warning, flags_ignored, names them, so that a
  * plan of the wrong deployment does not pass for the right one. */
 int kvshard_deployment_plan(kvshard_plan **out, const kvshard_deployment *deployment,
                             kvshard_error *err)
 {
+    if (!deployment) {
+        kvshard_error__reset(err);
+        return kvshard_error__fail(err, KVSHARD_EINVAL, "", kvshard_error__no_mark,
+                                   "deployment must not be NULL");
+    }
     kvshard_plan *p = NULL;
-    int rc = kvshard_deployment__run(plan_call, out ? &p : NULL, deployment, err);
-    if (rc)
+    kvshard_diag__ctx diag = kvshard_diag__on(err);
+    kvshard_options options = kvshard_deploy__deployment_options(deployment);
+    int rc = kvshard_plan__create(out ? &p : NULL, deployment->model, &options,
+                                  &deployment->alloc, &diag);
+    if ((rc = kvshard_deployment__locate(deployment, rc, &diag)) != 0)
         return rc;
     if (deployment->skipped_count && p->warning_count < KVSHARD__MAX_WARNINGS) {
         kvshard__warning *w = &p->warnings[p->warning_count++];
