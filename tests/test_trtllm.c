@@ -561,7 +561,6 @@ static void test_refusals(void **state)
     TU_REFUSED(KVSHARD_EPROFILE, "trtllm profile: engine_split_unsupported", SMOLLM,
             "--engine=trtllm", "--tp_size=3", "--enable_layerwise_split",
             "--layerwise_split_size=3");
-    TU_REFUSED(KVSHARD_EPROFILE, "engine_unsupported", SMOLLM, "--engine=trtllm", "--pp_size=2");
     TU_REFUSED(KVSHARD_EPROFILE, "trtllm profile: engine_unsupported: tp 6 above the 3 KV heads",
             SMOLLM, "--engine=trtllm", "--tp_size=6");
     TU_REFUSED(KVSHARD_EPARALLEL, "trtllm profile: world: world_size 4", SMOLLM, "--engine=trtllm",

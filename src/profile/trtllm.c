@@ -394,9 +394,67 @@ static int settle_windows(const kvshard_profile__settling *s, kvshard_trtllm__st
     return KVSHARD_OK;
 }
 
-/* c: the rank's KV bytes per token over its attention layers, every one
- * cached in full: without max_attention_window the engine keeps S tokens
- * of every layer. */
+static int partition(uint32_t *counts, uint32_t layers, uint32_t stages, kvshard_error *err);
+
+/* The stages' layers: pp_partition as given, else the engine's own cut. A
+ * partition that does not fit the layers is the options' own refusal,
+ * after settling: the stages are then left at one. */
+static int settle_stages(const kvshard_profile__settling *s, kvshard_trtllm__state *st,
+                         kvshard_diag__ctx *diag)
+{
+    const kvshard__model_info *m = s->model;
+    const kvshard_options *o = s->options;
+    uint32_t P = o->pp_size ? o->pp_size : 1, counts[KVSHARD_MAX_PP_PARTITION];
+    st->num_stages = 1;
+    counts[0] = m->num_layers;
+    if (P > 1 && P <= m->num_layers && P <= KVSHARD_MAX_PP_PARTITION) {
+        uint64_t sum = 0;
+        for (uint32_t i = 0; i < o->pp_partition_count && i < P; i++)
+            sum += o->pp_partition[i];
+        if (o->pp_partition_count == P && sum == m->num_layers) {
+            memcpy(counts, o->pp_partition, P * sizeof *counts);
+            st->num_stages = P;
+        } else if (o->pp_partition_count == 0 && o->pp_partition_rule == KVSHARD_PP_RULE_TRTLLM) {
+            partition(counts, m->num_layers, P, NULL);
+            st->num_stages = P;
+        } else if (o->pp_partition_count == 0) {
+            diag->option = "pp_partition_rule";
+            return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE,
+                        "engine_unsupported",
+                        "pp_partition_rule is another engine's cut: TensorRT-LLM cuts its stages "
+                        "by its own rule (trtllm) or as its pp_partition says; give the stages "
+                        "as pp_partition");
+        }
+    }
+    if (st->num_stages > 1 && s->inputs[IN_WINDOWS].text)
+        return unsupported(diag, "kv_cache_config.max_attention_window",
+                           "max_attention_window with pipeline stages");
+    uint32_t first = 0;
+    for (uint32_t i = 0; i < st->num_stages; i++) {
+        kvshard__range r;
+        kvshard_model__range_of(&r, s->kinds, NULL, NULL, first, counts[i]);
+        kvshard_trtllm__stage *sg = &st->stages[i];
+        sg->layer_first = first;
+        sg->layer_count = counts[i];
+        sg->kv_layers = r.census[KVSHARD_LAYER_FULL_ATTENTION] +
+                        r.census[KVSHARD_LAYER_SLIDING_ATTENTION];
+        if (sg->kv_layers == 0) {
+            diag->option = "pp_partition";
+            return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE,
+                        "engine_unsupported",
+                        "stage %u (layers %u-%u) holds no attention layer: the engine has no KV "
+                        "cache to size there",
+                        i, first, first + counts[i] - 1);
+        }
+        first += counts[i];
+    }
+    diag->option = NULL;
+    return KVSHARD_OK;
+}
+
+/* c: a rank's KV bytes per token over its stage's attention layers, every
+ * one cached in full: without max_attention_window the engine keeps S
+ * tokens of every layer. */
 static int settle_bytes(const kvshard_profile__settling *s, kvshard_trtllm__state *st,
                         kvshard_diag__ctx *diag)
 {
@@ -407,18 +465,14 @@ static int settle_bytes(const kvshard_profile__settling *s, kvshard_trtllm__stat
         return unsupported(diag, "engine", uncovered);
     uint64_t kv = kvshard_dtype__bytes(st->kv_dtype);
     kvshard__calc c = {false, false, false};
-    uint32_t n_full = m->count[KVSHARD_LAYER_FULL_ATTENTION];
-    uint32_t n_sliding = m->count[KVSHARD_LAYER_SLIDING_ATTENTION];
     uint64_t kind_bytes[2] = {0, 0}; /* a full and a sliding layer's */
     if (m->attention == KVSHARD_ATTENTION_MLA) {
         uint64_t latent = (uint64_t)m->kv_lora_rank + m->qk_rope_head_dim;
         kind_bytes[0] = kind_bytes[1] = kvshard__calc_mul(&c, latent, kv);
-        st->token_bytes =
-            kvshard__calc_mul(&c, kvshard__calc_mul(&c, latent, (uint64_t)n_full + n_sliding), kv);
     } else {
         const kvshard__geometry *g[2] = {&m->full, &m->sliding};
-        uint32_t n[2] = {n_full, n_sliding};
-        st->token_bytes = 0;
+        uint32_t n[2] = {m->count[KVSHARD_LAYER_FULL_ATTENTION],
+                         m->count[KVSHARD_LAYER_SLIDING_ATTENTION]};
         for (int i = 0; i < 2; i++) {
             if (n[i] == 0)
                 continue;
@@ -429,13 +483,10 @@ static int settle_bytes(const kvshard_profile__settling *s, kvshard_trtllm__stat
                             "tp %u above the %u KV heads (the engine's KV head replication) is "
                             "not covered yet",
                             T, g[i]->heads);
-            uint64_t per_layer =
-                kvshard__calc_mul(&c, 2ull * (g[i]->heads / T) * g[i]->k_dim, kv);
-            kind_bytes[i] = per_layer;
-            st->token_bytes =
-                kvshard__calc_add(&c, st->token_bytes, kvshard__calc_mul(&c, per_layer, n[i]));
+            kind_bytes[i] = kvshard__calc_mul(&c, 2ull * (g[i]->heads / T) * g[i]->k_dim, kv);
         }
     }
+    uint64_t slot = 0; /* one state layer's slot */
     if (m->num_state > 0) {
         /* The state pool: max_batch_size slots of every state layer at no
          * speculative tokens, the conv state in the model dtype. */
@@ -446,9 +497,20 @@ static int settle_bytes(const kvshard_profile__settling *s, kvshard_trtllm__stat
         kvshard_profile__state_parts(&c, &conv, &temporal, &m->state, T, 0,
                                      kvshard_dtype__bytes(m->dtype),
                                      kvshard_dtype__bytes(st->ssm_dtype));
-        uint64_t slot = kvshard__calc_mul(&c, kvshard__calc_add(&c, conv, temporal), m->num_state);
-        st->state_bytes = kvshard__calc_mul(&c, slot, st->max_batch_size);
+        slot = kvshard__calc_add(&c, conv, temporal);
     }
+    for (uint32_t i = 0; i < st->num_stages; i++) {
+        kvshard_trtllm__stage *sg = &st->stages[i];
+        kvshard__range r;
+        kvshard_model__range_of(&r, s->kinds, NULL, NULL, sg->layer_first, sg->layer_count);
+        sg->token_bytes = kvshard__calc_add(
+            &c, kvshard__calc_mul(&c, kind_bytes[0], r.census[KVSHARD_LAYER_FULL_ATTENTION]),
+            kvshard__calc_mul(&c, kind_bytes[1], r.census[KVSHARD_LAYER_SLIDING_ATTENTION]));
+        sg->state_bytes = kvshard__calc_mul(&c, kvshard__calc_mul(&c, slot, r.num_state),
+                                            st->max_batch_size);
+    }
+    st->token_bytes = st->stages[0].token_bytes;
+    st->state_bytes = st->stages[0].state_bytes;
     if (c.overflow)
         return unsupported(diag, "engine", "a KV cache whose bytes per token overflow 64 bits");
     diag->option = NULL;
@@ -467,7 +529,7 @@ static void settle_estimation(const kvshard_profile__settling *s, kvshard_trtllm
     if (total % n_in)
         blocks += kvshard__ceil_div(total % n_in + e, tpb);
     if (s->inputs[IN_ATTENTION_DP].u)
-        blocks *= s->options->world_size;
+        blocks *= s->options->world_size / st->num_stages; /* tp requests a step */
     st->tmp_tokens = blocks * tpb;
     st->tmp_bytes = st->tmp_tokens * st->token_bytes;
 }
@@ -497,7 +559,7 @@ static int settle(kvshard_profile__settling *s, kvshard_diag__ctx *diag)
     }
     st->kv_dtype = o->kv_cache_dtype == KVSHARD_DTYPE_FP8 ? KVSHARD_DTYPE_FP8 : m->dtype;
     st->fraction = (float)s->inputs[IN_FRACTION].d;
-    if ((rc = settle_bytes(s, st, diag)) != 0)
+    if ((rc = settle_stages(s, st, diag)) != 0 || (rc = settle_bytes(s, st, diag)) != 0)
         return rc;
     settle_estimation(s, st);
     o->block_size = st->tokens_per_block;
@@ -517,9 +579,10 @@ typedef struct estimate {
 
 /* The memory the peak leaves, times the fraction as a float32:
  * int((total - peak + tmp) x f32(f)); with non_kv_memory the peak is
- * non_kv + tmp + the state pool, so int((total - non_kv - state) x f32(f)). */
+ * non_kv + tmp + the state pool, so int((total - non_kv - state) x f32(f)).
+ * tmp and the state pool are the stage's. */
 static int available_of(int64_t *out, const kvshard_value *in, const kvshard_trtllm__state *st,
-                        kvshard_diag__ctx *diag)
+                        const kvshard_trtllm__stage *sg, kvshard_diag__ctx *diag)
 {
     uint64_t total = in[IN_DEVICE_TOTAL].u, peak = in[IN_PEAK].u, non_kv = in[IN_NON_KV].u;
     if (!peak && non_kv == UINT64_MAX) {
@@ -530,26 +593,29 @@ static int available_of(int64_t *out, const kvshard_value *in, const kvshard_trt
     }
     /* Exact integers first, as Python adds them; the one rounding is the
      * product's. */
-    int64_t held = peak ? (int64_t)peak - (int64_t)st->tmp_bytes
-                        : (int64_t)non_kv + (int64_t)st->state_bytes;
+    int64_t tmp_bytes = (int64_t)(st->tmp_tokens * sg->token_bytes);
+    int64_t held = peak ? (int64_t)peak - tmp_bytes : (int64_t)non_kv + (int64_t)sg->state_bytes;
     double product = (double)((int64_t)total - held) * (double)st->fraction;
     *out = (int64_t)product;
     return KVSHARD_OK;
 }
 
+/* One stage's estimation, from its own bytes per token; a refusal names
+ * the stage when there are several. */
 static int estimate_of(estimate *e, const kvshard_options *o, const kvshard_value *in,
-                       const kvshard_trtllm__state *st, kvshard_diag__ctx *diag)
+                       const kvshard_trtllm__state *st, uint32_t stage, kvshard_diag__ctx *diag)
 {
+    const kvshard_trtllm__stage *sg = &st->stages[stage];
     memset(e, 0, sizeof *e);
     if (o->memory_per_rank) {
         e->available = (int64_t)o->memory_per_rank;
     } else {
-        int rc = available_of(&e->available, in, st, diag);
+        int rc = available_of(&e->available, in, st, sg, diag);
         if (rc)
             return rc;
         e->from_device = true;
     }
-    uint64_t c = st->token_bytes;
+    uint64_t c = sg->token_bytes;
     int64_t mem = e->available;
     uint64_t m = in[IN_MAX_TOKENS].u;
     if (m && mem > 0 && (uint64_t)mem / c >= m)
@@ -563,12 +629,37 @@ static int estimate_of(estimate *e, const kvshard_options *o, const kvshard_valu
                        : e->available > 0 && m ? "kv_cache_config.max_tokens"
                        : in[IN_PEAK].u          ? "peak_memory"
                                                 : "non_kv_memory";
+        char where[48] = "";
+        if (st->num_stages > 1)
+            snprintf(where, sizeof where, " on stage %u", stage);
         return fail(diag, kvshard_profile__about_budget, KVSHARD_ENOBLOCK,
                     "no_memory_for_cache_blocks",
-                    "%lld bytes for the KV cache hold no token of %llu bytes", (long long)mem,
-                    (unsigned long long)c);
+                    "%lld bytes for the KV cache hold no token of %llu bytes%s", (long long)mem,
+                    (unsigned long long)c, where);
     }
     e->mem = (uint64_t)mem;
+    return KVSHARD_OK;
+}
+
+/* The world's estimation: each stage's own, the fewest tokens binding (the
+ * first stage with them), and the smallest memory over the stages. */
+static int world_estimate(estimate *bind, uint32_t *binding, uint64_t *least_mem,
+                          const kvshard_options *o, const kvshard_value *in,
+                          const kvshard_trtllm__state *st, kvshard_diag__ctx *diag)
+{
+    *binding = 0;
+    for (uint32_t s = 0; s < st->num_stages; s++) {
+        estimate e;
+        int rc = estimate_of(&e, o, in, st, s, diag);
+        if (rc)
+            return rc;
+        if (s == 0 || e.tokens < bind->tokens) {
+            *bind = e;
+            *binding = s;
+        }
+        if (s == 0 || e.mem < *least_mem)
+            *least_mem = e.mem;
+    }
     return KVSHARD_OK;
 }
 
@@ -590,10 +681,10 @@ static int budget(uint64_t *out, bool *has, const kvshard_profile__ctx *c, kvsha
         return KVSHARD_OK;
     }
     estimate e;
-    int rc = estimate_of(&e, c->options, c->inputs, state_of(c->state), diag);
+    uint32_t binding;
+    int rc = world_estimate(&e, &binding, out, c->options, c->inputs, state_of(c->state), diag);
     if (rc)
         return rc;
-    *out = e.mem;
     *has = true;
     return KVSHARD_OK;
 }
@@ -678,7 +769,14 @@ static uint32_t pools_of(window_pool *out, const kvshard_trtllm__state *st, uint
 }
 
 /* Notes the capacity keeps for the wording and warnings. */
-enum { NOTE_AVAILABLE, NOTE_FROM_DEVICE, NOTE_MAX_SEQ_LEN, NOTE_ALLOCATED, NOTE_TOKENS };
+enum {
+    NOTE_AVAILABLE,
+    NOTE_FROM_DEVICE,
+    NOTE_MAX_SEQ_LEN,
+    NOTE_ALLOCATED,
+    NOTE_TOKENS,
+    NOTE_BINDING
+};
 
 static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__capacity_inputs *in,
                     kvshard_diag__ctx *diag)
@@ -691,29 +789,43 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
     c->has_max_seqs = true;
     c->max_seqs = st->max_batch_size;
     c->notes[NOTE_MAX_SEQ_LEN] = st->max_seq_len;
+    uint32_t first = kvshard_capacity__first_rank(in), end = kvshard_capacity__end_rank(in);
+    uint32_t T = in->stage_ranks ? in->stage_ranks : in->num_ranks;
+    for (uint32_t r = first; st->num_stages > 1 && T && in->rank_bytes_per_block && r < end; r++)
+        in->rank_bytes_per_block[r] = tpb * st->stages[r / T % st->num_stages].token_bytes;
     if (!in->has_memory)
         return KVSHARD_OK;
     estimate e;
+    uint32_t binding = 0;
+    uint64_t least_mem = 0;
     if (in->own_budget) {
-        int rc = estimate_of(&e, o, in->inputs, st, diag);
+        int rc = world_estimate(&e, &binding, &least_mem, o, in->inputs, st, diag);
         if (rc)
             return rc;
     } else {
-        /* A budget given from outside the engine's estimation: it is mem. */
+        /* A budget given from outside the engine's estimation: it is every
+         * stage's mem. */
         e.from_device = false;
         e.available = (int64_t)in->memory;
-        e.mem = in->memory;
-        e.tokens = in->memory / st->token_bytes;
+        e.mem = least_mem = in->memory;
+        e.tokens = UINT64_MAX;
+        for (uint32_t s = 0; s < st->num_stages; s++)
+            if (in->memory / st->stages[s].token_bytes < e.tokens) {
+                e.tokens = in->memory / st->stages[s].token_bytes;
+                binding = s;
+            }
     }
     if (e.tokens == 0) {
         diag->option = "memory_per_rank";
         return fail(diag, kvshard_profile__about_budget, KVSHARD_ENOBLOCK,
                     "no_memory_for_cache_blocks",
                     "%llu bytes for the KV cache hold no token of %llu bytes",
-                    (unsigned long long)e.mem, (unsigned long long)st->token_bytes);
+                    (unsigned long long)e.mem,
+                    (unsigned long long)st->stages[binding].token_bytes);
     }
     c->has_budget = true;
-    c->budget = e.mem;
+    c->budget = least_mem;
+    c->notes[NOTE_BINDING] = binding;
     if (st->has_state) {
         c->has_state_slots = true;
         c->state_slots = st->max_batch_size;
@@ -751,7 +863,6 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
             c->notes[NOTE_ALLOCATED] += pools[i].blocks * tpb * pools[i].token_bytes;
         c->notes[NOTE_MAX_SEQ_LEN] = pools[n_pools - 1].adjusted;
     }
-    uint32_t first = kvshard_capacity__first_rank(in), end = kvshard_capacity__end_rank(in);
     for (uint32_t r = first; rank_blocks && r < end; r++)
         rank_blocks[r] = c->num_blocks; /* the engine allocates one count everywhere */
     if (in->context_length == 0)
@@ -785,10 +896,12 @@ static size_t figures(kvshard_figure *out, size_t cap, const kvshard_profile__vi
     kvshard_profile__fig_uint(&f, "total_memory", total > 0, total);
     kvshard_profile__fig_uint(&f, "peak_memory", peak > 0, peak);
     kvshard_profile__fig_uint(&f, "tmp_kv_tokens", true, st->tmp_tokens);
-    kvshard_profile__fig_uint(&f, "tmp_kv_bytes", true, st->tmp_bytes);
+    /* The binding stage's figures: stage 0's without a budget. */
+    const kvshard_trtllm__stage *bind = &st->stages[pool ? c->notes[NOTE_BINDING] : 0];
+    kvshard_profile__fig_uint(&f, "tmp_kv_bytes", true, st->tmp_tokens * bind->token_bytes);
     kvshard_profile__fig_double(&f, "free_gpu_memory_fraction", true, (double)st->fraction);
     kvshard_profile__fig_uint(&f, "available_kv_bytes", device, c->notes[NOTE_AVAILABLE]);
-    kvshard_profile__fig_uint(&f, "kv_bytes_per_token", true, st->token_bytes);
+    kvshard_profile__fig_uint(&f, "kv_bytes_per_token", true, bind->token_bytes);
     kvshard_profile__fig_uint(&f, "max_tokens", pool, c->notes[NOTE_TOKENS]);
     kvshard_profile__fig_uint(&f, "tokens_per_block", true, st->tokens_per_block);
     kvshard_profile__fig_uint(&f, "num_blocks", pool && st->num_windows == 0, c->num_blocks);
@@ -800,11 +913,11 @@ static size_t figures(kvshard_figure *out, size_t cap, const kvshard_profile__vi
     kvshard_profile__fig_text(&f, "kv_cache_dtype", kvshard_dtype_name(st->kv_dtype));
     kvshard_profile__fig_text(&f, "windows", NULL);
     kvshard_profile__fig_uint(&f, "state_slots", st->has_state, st->max_batch_size);
-    kvshard_profile__fig_uint(&f, "state_bytes", st->has_state, st->state_bytes);
+    kvshard_profile__fig_uint(&f, "state_bytes", st->has_state, bind->state_bytes);
     kvshard_profile__fig_text(&f, "ssm_dtype",
                               st->has_state ? kvshard_dtype_name(st->ssm_dtype) : NULL);
-    kvshard_profile__fig_uint(&f, "pp_size", true, 1);
-    kvshard_profile__fig_uint(&f, "binding_stage", pool, 0);
+    kvshard_profile__fig_uint(&f, "pp_size", true, st->num_stages);
+    kvshard_profile__fig_uint(&f, "binding_stage", pool, c->notes[NOTE_BINDING]);
     return f.count;
 }
 
@@ -872,6 +985,46 @@ static void fraction_text(char *buf, size_t cap, float fraction)
     kvshard_format__shortest_text(buf, cap, (double)fraction);
 }
 
+/* Stage s's estimation as its ranks work it out, for the lines and
+ * figures that list the stages (call it with a budget only). */
+static estimate stage_estimate(const kvshard_profile__view *v, uint32_t s)
+{
+    const kvshard_trtllm__state *st = state_of(v->state);
+    estimate e;
+    memset(&e, 0, sizeof e);
+    kvshard_diag__ctx quiet = kvshard_diag__on(NULL);
+    if (!has_budget_inputs(v->options, v->inputs) ||
+        estimate_of(&e, v->options, v->inputs, st, s, &quiet) != KVSHARD_OK) {
+        /* A budget from outside the engine's estimation is every stage's. */
+        e.available = (int64_t)v->memory;
+        e.mem = v->memory;
+        e.tokens = v->memory / st->stages[s].token_bytes;
+    }
+    return e;
+}
+
+/* One line a stage, with P > 1: its layers, its bytes a token, its memory
+ * and the tokens it would hold alone; the world runs with the fewest. */
+static void write_stages(const kvshard__printer *p, const kvshard_profile__view *v)
+{
+    const kvshard_trtllm__state *st = state_of(v->state);
+    for (uint32_t s = 0; st->num_stages > 1 && s < st->num_stages; s++) {
+        const kvshard_trtllm__stage *sg = &st->stages[s];
+        estimate e = stage_estimate(v, s);
+        char a[32];
+        gib(a, sizeof a, e.mem);
+        kvshard_format__printf(p,
+                               "           stage %u: layers %u-%u, %u attention layers, %llu "
+                               "bytes a token, %s GiB, %llu tokens%s\n",
+                               s, sg->layer_first, sg->layer_first + sg->layer_count - 1,
+                               sg->kv_layers, (unsigned long long)sg->token_bytes, a,
+                               (unsigned long long)e.tokens,
+                               s == v->capacity->notes[NOTE_BINDING]
+                                   ? " (binds: every rank runs with it)"
+                                   : "");
+    }
+}
+
 static void write_capacity(const kvshard__printer *p, const kvshard_profile__view *v)
 {
     const kvshard_trtllm__state *st = state_of(v->state);
@@ -886,25 +1039,29 @@ static void write_capacity(const kvshard__printer *p, const kvshard_profile__vie
                                (unsigned long long)st->token_bytes, st->tokens_per_block);
         return;
     }
+    /* The binding stage's ranks log the figures every rank runs with. */
+    uint32_t binding = (uint32_t)c->notes[NOTE_BINDING];
+    uint64_t token_bytes = st->stages[binding].token_bytes;
+    uint64_t tmp_bytes = st->tmp_tokens * token_bytes;
     if (c->notes[NOTE_FROM_DEVICE]) {
         uint64_t peak = v->inputs[IN_PEAK].u;
         char f[40];
         fraction_text(f, sizeof f, st->fraction);
-        gib(a, sizeof a, peak ? peak : v->inputs[IN_NON_KV].u + st->tmp_bytes);
+        gib(a, sizeof a, peak ? peak : v->inputs[IN_NON_KV].u + tmp_bytes);
         gib(b, sizeof b, c->notes[NOTE_AVAILABLE]);
         gib(d, sizeof d, v->inputs[IN_DEVICE_TOTAL].u);
-        gib(t, sizeof t, st->tmp_bytes);
+        gib(t, sizeof t, tmp_bytes);
         kvshard_format__printf(p,
                                "Peak memory during memory usage profiling (torch + non-torch): "
                                "%s GiB, available KV cache memory when calculating max tokens: "
                                "%s GiB, fraction is set %s, kv size is %llu. device total memory "
                                "%s GiB, , tmp kv_mem %s GiB\n",
-                               a, b, f, (unsigned long long)st->token_bytes, d, t);
+                               a, b, f, (unsigned long long)token_bytes, d, t);
     } else {
         gib(a, sizeof a, v->options->memory_per_rank);
         kvshard_format__printf(p, "KV memory %s GiB given\n", a);
     }
-    gib(a, sizeof a, c->budget);
+    gib(a, sizeof a, st->num_stages > 1 ? stage_estimate(v, binding).mem : c->budget);
     kvshard_format__printf(p, "%sEstimated max memory in KV cache : %s GiB\n", pad, a);
     if (st->num_windows > 0) {
         window_pool pools[KVSHARD_TRTLLM__MAX_WINDOWS];
@@ -944,6 +1101,7 @@ static void write_capacity(const kvshard__printer *p, const kvshard_profile__vie
                            "max_batch_size=%u\n",
                            pad, (unsigned long long)c->notes[NOTE_MAX_SEQ_LEN], st->max_batch_size,
                            st->max_num_tokens, st->max_batch_size);
+    write_stages(p, v);
 }
 
 static void report_rows(const kvshard__printer *p, const kvshard_profile__view *v, bool tail)
@@ -1001,9 +1159,6 @@ const kvshard__profile kvshard_profile__trtllm = {
     .device.utilization_input = "kv_cache_free_gpu_memory_fraction",
     .device.fill_input = "non_kv_memory",
     .device.reserve_auto = true,
-    .stages.refusal = "engine_unsupported",
-    .stages.why = "pipeline stages are not covered yet",
-    .stages.flag = "--pp_size",
     .dialect.aliases = aliases,
     .dialect.inputs = inputs,
     .dialect.flag_style = KVSHARD_PROFILE__ARGPARSE,
