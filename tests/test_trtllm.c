@@ -550,10 +550,6 @@ static void test_refusals(void **state)
             GPT_OSS, "--engine=trtllm", "--kv_cache_config.max_attention_window=[0,128]");
     TU_REFUSED(KVSHARD_EPROFILE, "trtllm profile: engine_unsupported: beam width above 1", SMOLLM,
             "--engine=trtllm", "--max_beam_width", "2");
-    TU_REFUSED(KVSHARD_EPROFILE, "trtllm profile: engine_unsupported: reading the LLM API options",
-            SMOLLM, "--engine=trtllm", "--extra_llm_api_options", "extra.yaml");
-    TU_REFUSED(KVSHARD_EPROFILE, "trtllm profile: engine_unsupported: reading the LLM API options",
-            SMOLLM, "--engine=trtllm", "--config=extra.yaml");
     TU_REFUSED(KVSHARD_EPROFILE, "trtllm profile: engine_unsupported: --backend tensorrt", SMOLLM,
             "--engine=trtllm", "--backend", "tensorrt");
     TU_REFUSED(KVSHARD_EPROFILE, "trtllm profile: engine_unsupported: speculative decoding", SMOLLM,

@@ -736,8 +736,10 @@ static int run(const cli *c, kvshard_cli__inputs *inputs)
     ao.on_file_user = inputs;
     if (kvshard_deployment_apply_args_with(dep, c->flag_count, c->flags, &ao, &err) != KVSHARD_OK) {
         /* Bad usage, located at the flag; a flag file that does not read
-         * is a file that does not read, as CONFIG's would be. */
-        bool unread = err.code == KVSHARD_EIO;
+         * is a file that does not read, as CONFIG's would be, and an error
+         * inside a file a flag names (an engine's options file) is one of
+         * that file. */
+        bool unread = err.code == KVSHARD_EIO || !from_command_line(&err, inputs);
         print_error(unread ? "" : "kvshard: ", &err);
         if (!unread)
             kvshard_cli__say("Try 'kvshard help %s'.", c->command);

@@ -6,6 +6,7 @@
 #include "model/load.h"
 #include "model/read.h"
 #include "text/file.h"
+#include "text/yaml_doc.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -125,11 +126,170 @@ int kvshard_deploy__assign_list(const kvshard__deployment_values *into, kvshard_
     return KVSHARD_OK;
 }
 
+/* ---- an engine's options file ---------------------------------------------------- */
+
+static bool listed(const char *const *names, const char *name)
+{
+    for (; names && *names; names++)
+        if (strcmp(*names, name) == 0)
+            return true;
+    return false;
+}
+
+/* The profile whose table holds `input`. */
+static const kvshard__profile *owner_of_input(const kvshard_profile__input *input)
+{
+    for (const kvshard__profile *const *p = kvshard_profiles__all; *p; p++)
+        for (const kvshard_profile__input *in = (*p)->dialect.inputs; in && in->def.name; in++)
+            if (in == input)
+                return *p;
+    return NULL;
+}
+
+/* Whether `key` names an engine's options file. */
+static bool is_options_file(kvshard__deploy_key key)
+{
+    const kvshard__profile *owner = key.setting ? owner_of_input(key.setting) : NULL;
+    return owner && owner->dialect.options_file &&
+           strcmp(key.setting->def.name, owner->dialect.options_file) == 0;
+}
+
+/* Whether a flag (or an API call) gave the input of `key`: the file's key
+ * then yields to it. */
+static bool set_by_flag(const kvshard__deployment_values *into, kvshard__deploy_key key)
+{
+    if (key.option != KVSHARD__OPT_COUNT)
+        return into->sites[key.option].set && into->sites[key.option].override;
+    const kvshard_settings__entry *e = kvshard_settings__find(into->settings, key.setting->def.name);
+    return e && e->override;
+}
+
+static int options_entry(const kvshard__deployment_values *into, const kvshard__profile *p,
+                         const kvshard__doc *doc, const char *prefix, const kvshard__node *k,
+                         const kvshard__node *v, kvshard_error *err);
+
+/* A mapping of the file: its keys under `prefix` ("" at the top). */
+static int options_mapping(const kvshard__deployment_values *into, const kvshard__profile *p,
+                           const kvshard__doc *doc, const char *prefix, const kvshard__node *map,
+                           kvshard_error *err)
+{
+    int rc = kvshard_tape__node_expect(doc, map, KVSHARD__NODE_MAPPING,
+                                       *prefix ? prefix : p->dialect.options_file, err);
+    kvshard__iter it = kvshard_tape__iter_begin(doc, map);
+    kvshard__node k = {0}, v = {0};
+    while (rc == KVSHARD_OK && kvshard_tape__iter_next(doc, &it, &k) &&
+           kvshard_tape__iter_next(doc, &it, &v))
+        rc = options_entry(into, p, doc, prefix, &k, &v, err);
+    return rc;
+}
+
+static int options_entry(const kvshard__deployment_values *into, const kvshard__profile *p,
+                         const kvshard__doc *doc, const char *prefix, const kvshard__node *k,
+                         const kvshard__node *v, kvshard_error *err)
+{
+    char name[128];
+    snprintf(name, sizeof name, "%s%s%.*s", prefix, *prefix ? "." : "",
+             (int)(k->count > 64 ? 64 : k->count), k->text);
+    const kvshard_profile__dialect *d = &p->dialect;
+    if (listed(d->options_file_skipped, name))
+        return KVSHARD_OK;
+    if (listed(d->options_file_unmodelled, name))
+        return kvshard_marks__fail(doc, err, KVSHARD_EPROFILE, k,
+                                   "%s profile: engine_unsupported: %s in %s changes the KV cache "
+                                   "in a way kvshard does not model yet",
+                                   p->name, name, d->options_file);
+    bool nested = false;
+    for (const char *const *n = d->options_file_keys; !nested && n && *n; n++)
+        nested = strncmp(*n, name, strlen(name)) == 0 && (*n)[strlen(name)] == '.';
+    if (nested && !*prefix)
+        return options_mapping(into, p, doc, name, v, err);
+    kvshard__deploy_key key = kvshard_options__key_lookup(name, strlen(name), p);
+    if (!listed(d->options_file_keys, name) || !kvshard__key_known(key))
+        return kvshard_marks__fail(doc, err, KVSHARD_EUNKNOWNKEY, k,
+                                   "unknown key \"%s\" in %s: not one the %s profile reads there",
+                                   name, d->options_file, p->name);
+    if (set_by_flag(into, key))
+        return KVSHARD_OK; /* the flag wins over the file */
+    /* A list is the text its flag takes: the items joined by commas. */
+    char joined[4 * KVSHARD__VALUE_TEXT_MAX];
+    const char *text = v->text;
+    size_t len = v->count;
+    kvshard__value_style style = v->style;
+    if (v->kind == KVSHARD__NODE_SEQUENCE && key.setting && key.setting->def.more &&
+        key.setting->def.more->file_list) {
+        size_t used = 0;
+        kvshard__iter it = kvshard_tape__iter_begin(doc, v);
+        kvshard__node item = {0};
+        while (kvshard_tape__iter_next(doc, &it, &item) && used < sizeof joined) {
+            if (item.kind != KVSHARD__NODE_SCALAR || kvshard_tape__node_is_null(&item))
+                return kvshard_marks__fail(doc, err, KVSHARD_ETYPE, &item,
+                                           "%s: expected a list of values", name);
+            int n = snprintf(joined + used, sizeof joined - used, "%s%.*s", used ? "," : "",
+                             (int)item.count, item.text);
+            used += n > 0 ? (size_t)n : 0;
+        }
+        text = joined;
+        len = used < sizeof joined ? used : sizeof joined - 1;
+        style = KVSHARD__VALUE_QUOTED;
+    } else if (v->kind != KVSHARD__NODE_SCALAR || kvshard_tape__node_is_null(v)) {
+        char desc[160];
+        kvshard_tape__node_describe(desc, sizeof desc, v);
+        return kvshard_marks__fail(doc, err, KVSHARD_ETYPE, v, "%s: expected a value, found %s",
+                                   name, desc);
+    }
+    return kvshard_deploy__deployment_assign(into, key, text, len, style, doc->source,
+                                             kvshard_marks__mark(doc, v->offset), true, err);
+}
+
+/* Read the options file `path` (its flag at `source` and `mark`) into
+ * `into`. */
+static int read_options_file(const kvshard__deployment_values *into, const kvshard__profile *p,
+                             const char *path, const char *source, kvshard__mark mark,
+                             kvshard_error *err)
+{
+    kvshard_allocator a = into->settings->alloc;
+    char *text = NULL;
+    size_t len = 0;
+    kvshard_error read_err;
+    kvshard_error__reset(&read_err);
+    int rc = kvshard_file__read_file(&text, &len, &a, path, &read_err);
+    if (rc)
+        return kvshard_error__fail(err, rc, source, mark, "%s %s: %s", p->dialect.options_file,
+                                   read_err.source, read_err.message);
+    kvshard__doc doc;
+    rc = kvshard_doc__parse(&doc, text, len, path, &a, err);
+    if (rc == KVSHARD_OK) {
+        kvshard__node root = kvshard_tape__doc_root(&doc);
+        if (!kvshard_tape__node_is_null(&root))
+            rc = options_mapping(into, p, &doc, "", &root, err);
+        kvshard_tape__doc_free(&doc);
+    }
+    kvshard_alloc__free(&a, text);
+    return rc;
+}
+
 int kvshard_deploy__deployment_assign(const kvshard__deployment_values *into,
                                       kvshard__deploy_key key, const char *value, size_t len,
                                       kvshard__value_style style, const char *source,
                                       kvshard__mark mark, bool override, kvshard_error *err)
 {
+    if (is_options_file(key)) {
+        const kvshard__profile *owner = owner_of_input(key.setting);
+        /* The file is read now and its keys kept, never its name: a name
+         * that reaches planning came another way, and is refused there. */
+        const kvshard_value__def *def = &key.setting->def;
+        int rc = def->more && def->more->check
+                     ? def->more->check(def, value, len, source, mark, err)
+                     : KVSHARD_OK;
+        kvshard_allocator a = into->settings->alloc;
+        char *path = rc ? NULL : kvshard_alloc__strndup(&a, value, len);
+        if (!rc && !path)
+            rc = kvshard_error__fail(err, KVSHARD_ENOMEM, source, mark, "out of memory");
+        if (!rc)
+            rc = read_options_file(into, owner, path, source, mark, err);
+        kvshard_alloc__free(&a, path);
+        return rc;
+    }
     if (key.option == KVSHARD__OPT_COUNT)
         return kvshard_settings__assign(into->settings, key.setting, value, len, style, source,
                                         mark, override, err);
@@ -252,6 +412,25 @@ static int read_text_list(loader *l, kvshard__deploy_key key, const kvshard__nod
                                              false, l->err);
 }
 
+/* A path the file names, relative to the file's folder when it is relative
+ * (NULL: out of memory). */
+static char *path_in(const loader *l, const char *rel, size_t rel_len)
+{
+    const kvshard_allocator *a = &l->dep->alloc;
+    bool relative = rel_len > 0 && rel[0] != '/' && l->base_dir && l->base_dir[0];
+    size_t base_len = relative ? strlen(l->base_dir) : 0;
+    char *path = kvshard_alloc__bytes(a, base_len + 1 + rel_len + 1, 1);
+    if (!path)
+        return NULL;
+    if (relative)
+        snprintf(path, base_len + rel_len + 2, "%s/%.*s", l->base_dir, (int)rel_len, rel);
+    else {
+        memcpy(path, rel, rel_len);
+        path[rel_len] = '\0';
+    }
+    return path;
+}
+
 static int read_section(loader *l, const kvshard__node *section, kvshard__section which)
 {
     const kvshard__doc *doc = l->doc;
@@ -339,8 +518,14 @@ static int read_section(loader *l, const kvshard__node *section, kvshard__sectio
         kvshard__mark mark = kvshard_marks__mark(doc, v.offset);
         kvshard__deployment_values into = {&l->dep->options, &l->dep->explore, l->dep->sites,
                                            l->dep->settings, &l->dep->lists};
-        if ((rc = kvshard_deploy__deployment_assign(&into, key, v.text, v.count, v.style,
-                                                    doc->source, mark, false, l->err)) != 0)
+        char *path = is_options_file(key) ? path_in(l, v.text, v.count) : NULL;
+        if (is_options_file(key) && !path)
+            return kvshard_marks__fail(doc, l->err, KVSHARD_ENOMEM, &v, "out of memory");
+        rc = kvshard_deploy__deployment_assign(&into, key, path ? path : v.text,
+                                               path ? strlen(path) : v.count, v.style,
+                                               doc->source, mark, false, l->err);
+        kvshard_alloc__free(&l->dep->alloc, path);
+        if (rc)
             return rc;
     }
     return KVSHARD_OK;
@@ -357,17 +542,9 @@ static int load_model_path(loader *l, const kvshard__node *v)
         return rc;
     if (rel_len == 0)
         return kvshard_marks__fail(doc, l->err, KVSHARD_ERANGE, v, "model: expected a file path");
-    bool relative = rel[0] != '/' && l->base_dir && l->base_dir[0];
-    size_t base_len = relative ? strlen(l->base_dir) : 0;
-    char *path = kvshard_alloc__bytes(a, base_len + 1 + rel_len + 1, 1);
+    char *path = path_in(l, rel, rel_len);
     if (!path)
         return kvshard_marks__fail(doc, l->err, KVSHARD_ENOMEM, v, "out of memory");
-    if (relative)
-        snprintf(path, base_len + rel_len + 2, "%s/%.*s", l->base_dir, (int)rel_len, rel);
-    else {
-        memcpy(path, rel, rel_len);
-        path[rel_len] = '\0';
-    }
     kvshard_error model_err;
     kvshard_error__reset(&model_err);
     rc = kvshard_model__load_path(&l->dep->model, path, a, &model_err);

@@ -285,6 +285,17 @@ typedef struct kvshard_profile__dialect {
     /* The environment variable that takes the stages' layer counts ("31,30");
      * NULL: none. */
     const char *partition_env;
+    /* The input that names a file of the engine's own options (YAML), read
+     * when it is given: a nested mapping's keys by their dotted names, each
+     * read as the flag of that name, where no flag gives its input. The
+     * keys it reads, those the engine reads that change nothing kvshard
+     * figures (skipped), and those that change the cache in a way the
+     * profile does not model (refused); NULL-ended. Another key is refused
+     * as unknown. NULL: no such file. */
+    const char *options_file;
+    const char *const *options_file_keys;
+    const char *const *options_file_skipped;
+    const char *const *options_file_unmodelled;
 } kvshard_profile__dialect;
 
 /* What the profile counts, and how compare sorts by it. */

@@ -188,7 +188,58 @@ static const kvshard_profile__alias aliases[] = {
     {"kv_cache_config.free_gpu_memory_fraction", "kv_cache_free_gpu_memory_fraction", NULL},
     {"kv_cache_config.mamba_ssm_cache_dtype", "state_dtype", NULL},
     {"config", "extra_llm_api_options", NULL},
+    {"moe_expert_parallel_size", "ep_size", NULL},
     {NULL, NULL, NULL},
+};
+
+/* The LLM API options file (--extra_llm_api_options, --config): the keys
+ * kvshard reads, each as the flag of its name; the keys trtllm-serve reads
+ * that change none of the figures here (CUDA graphs and the like are in
+ * the measured peak, given as peak_memory); and those that change the
+ * cache in a way the profile does not model. The engine refuses a key it
+ * does not know, and so does kvshard. */
+static const char *const options_file_keys[] = {
+    "tensor_parallel_size",
+    "pipeline_parallel_size",
+    "moe_expert_parallel_size",
+    "enable_attention_dp",
+    "disable_overlap_scheduler",
+    "max_batch_size",
+    "max_num_tokens",
+    "max_seq_len",
+    "max_beam_width",
+    "backend",
+    "kv_cache_config.free_gpu_memory_fraction",
+    "kv_cache_config.max_tokens",
+    "kv_cache_config.max_gpu_total_bytes",
+    "kv_cache_config.tokens_per_block",
+    "kv_cache_config.dtype",
+    "kv_cache_config.max_attention_window",
+    "kv_cache_config.mamba_ssm_cache_dtype",
+    NULL,
+};
+static const char *const options_file_skipped[] = {
+    "cuda_graph_config",
+    "moe_config",
+    "print_iter_log",
+    "enable_iter_perf_stats",
+    "return_perf_metrics",
+    "stream_interval",
+    "num_postprocess_workers",
+    "trust_remote_code",
+    "kv_cache_config.enable_block_reuse",
+    "kv_cache_config.enable_partial_reuse",
+    "kv_cache_config.copy_on_partial_reuse",
+    "kv_cache_config.event_buffer_max_size",
+    NULL,
+};
+static const char *const options_file_unmodelled[] = {
+    "speculative_config",
+    "cp_config",
+    "context_parallel_size",
+    "kv_cache_config.sink_token_length",
+    "kv_cache_config.host_cache_size",
+    NULL,
 };
 
 /* ---- settling ------------------------------------------------------------------------ */
@@ -271,7 +322,8 @@ static int check_coverage(const kvshard_profile__settling *s, kvshard_diag__ctx 
         return unsupported(diag, "max_beam_width", "beam width above 1");
     if (in[IN_OPTIONS_FILE].text)
         return unsupported(diag, "extra_llm_api_options",
-                           "reading the LLM API options file (give its keys as flags)");
+                           "an LLM API options file that reaches planning unread (give it as "
+                           "--extra_llm_api_options FILE, or in a deployment file)");
     if (o->num_speculative_tokens > 0)
         return unsupported(diag, "num_speculative_tokens", "speculative decoding");
     if (o->cp_size > 1)
@@ -1162,6 +1214,10 @@ const kvshard__profile kvshard_profile__trtllm = {
     .dialect.aliases = aliases,
     .dialect.inputs = inputs,
     .dialect.flag_style = KVSHARD_PROFILE__ARGPARSE,
+    .dialect.options_file = "extra_llm_api_options",
+    .dialect.options_file_keys = options_file_keys,
+    .dialect.options_file_skipped = options_file_skipped,
+    .dialect.options_file_unmodelled = options_file_unmodelled,
     .versions = &versions,
     .counting.counts_draft_layers = false,
     .counting.ranks_by_balanced = false,
