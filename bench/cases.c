@@ -1330,7 +1330,7 @@ void bench_case_engines(bench_report *r, bench_inputs *in)
     kvshard_settings_free(set);
     bench_target_add(r, BENCH_ENGINES_SGLANG_TARGET, g.median, BENCH_ENGINES_LIMIT, false,
                      "median of %zu per-pair ratios (p10 %.3f, p90 %.3f)", g.n, g.p10, g.p90);
-    /* Pipeline stages where the profile covers them; trtllm has none. */
+    /* Pipeline stages under vllm and sglang; trtllm's case plans one stage. */
     engine_args_target(r, sec, in, "llama3_1_8b.json", "llama3_1_8b.json -pp 2",
                        BENCH_ENGINES_VLLM_PP_TARGET,
                        (const char *const[]){"--engine=vllm", "--engine_version=0.19.0", "-pp", "2",

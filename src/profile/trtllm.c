@@ -16,6 +16,7 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -591,7 +592,9 @@ static int settle(kvshard_profile__settling *s, kvshard_diag__ctx *diag)
     const kvshard__model_info *m = s->model;
     kvshard_options *o = s->options;
     kvshard_trtllm__state *st = &s->state->trtllm;
-    memset(st, 0, sizeof *st);
+    /* The stages are written for the P in use only: clearing all of them
+     * would cost every plan the room of the most stages. */
+    memset(st, 0, offsetof(kvshard_trtllm__state, stages));
     int rc = kvshard_profile__version(&st->version, PROFILE, &s->inputs[IN_VERSION], diag);
     if (rc == KVSHARD_OK)
         rc = check_coverage(s, diag);
