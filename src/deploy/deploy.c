@@ -204,10 +204,20 @@ static int options_entry(const kvshard__deployment_values *into, const kvshard__
     if (nested && !*prefix)
         return options_mapping(into, p, doc, name, v, err);
     kvshard__deploy_key key = kvshard_options__key_lookup(name, strlen(name), p);
-    if (!listed(d->options_file_keys, name) || !kvshard__key_known(key))
+    if (!listed(d->options_file_keys, name) || !kvshard__key_known(key)) {
+        kvshard_options__nearest near;
+        kvshard_options__nearest_begin(&near, name, strlen(name), false);
+        for (const char *const *n = d->options_file_keys; n && *n; n++)
+            kvshard_options__nearest_offer(&near, *n);
+        const char *found = kvshard_options__nearest_found(&near);
+        char hint[96] = "";
+        if (found)
+            snprintf(hint, sizeof hint, " (did you mean %s?)", found);
         return kvshard_marks__fail(doc, err, KVSHARD_EUNKNOWNKEY, k,
-                                   "unknown key \"%s\" in %s: not one the %s profile reads there",
-                                   name, d->options_file, p->name);
+                                   "unknown key \"%s\" in %s: not one the %s profile reads "
+                                   "there%s",
+                                   name, d->options_file, p->name, hint);
+    }
     if (set_by_flag(into, key))
         return KVSHARD_OK; /* the flag wins over the file */
     /* A list is the text its flag takes: the items joined by commas. */
