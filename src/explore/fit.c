@@ -128,8 +128,10 @@ static int plan_slots(kvshard_plan **out, const search *s, uint32_t T, uint32_t 
     }
     kvshard_options o;
     memcpy(&o, &s->given, sizeof o);
-    o.world_size = T * P * D;
-    o.dp_size = D;
+    /* Separate instances are alike: one is planned for all. */
+    uint32_t planned = s->engine && fitting->separate_instances ? 1 : D;
+    o.world_size = T * P * planned;
+    o.dp_size = planned;
     o.cp_size = 1;
     o.pp_size = P;
     o.pp_partition = NULL;
@@ -235,10 +237,87 @@ static uint32_t engine_first_seqs(const search *s)
     return s->base.profile->fitting.limit_counts_replicas ? 0 : 1;
 }
 
+/* Whether the engine serves m sequences at once when its request limit is
+ * m: its plan at m into `*out` when it does (else none); a plan refused
+ * for memory serves none. */
+static int serves(kvshard_plan **out, bool *yes, const search *s, const kvshard_fit_row *row,
+                  uint64_t m, kvshard_diag__ctx *diag)
+{
+    kvshard_plan *p = NULL;
+    *out = NULL;
+    *yes = false;
+    int rc = plan_layout(&p, s, row->tp_size, row->pp_size, row->dp_size,
+                         row->layerwise_split_size, row->ownership, (uint32_t)m, diag);
+    if (memory_failure(rc))
+        return KVSHARD_OK;
+    if (rc)
+        return rc;
+    *yes = p->cap.has_concurrency && p->cap.concurrency >= m;
+    if (*yes)
+        *out = p;
+    else
+        kvshard_plan_free(p);
+    return KVSHARD_OK;
+}
+
+/* The largest request limit m the engine serves whole, where its pools
+ * change with m: what it serves shrinks as m grows, so the answer lies
+ * between what the plan at an upper bound serves and that bound. The
+ * plan at the answer into `*out` (none when it serves no sequence). */
+static int largest_served(kvshard_plan **out, uint64_t *seqs, const search *s,
+                          const kvshard_fit_row *row, uint64_t upper, kvshard_diag__ctx *diag)
+{
+    kvshard_plan *p = NULL, *best = NULL;
+    uint64_t lo = 0, hi = upper + 1; /* lo is served (or 0), hi is not */
+    bool yes;
+    int rc = plan_layout(&p, s, row->tp_size, row->pp_size, row->dp_size,
+                         row->layerwise_split_size, row->ownership, (uint32_t)upper, diag);
+    if (rc && !memory_failure(rc))
+        return rc;
+    if (rc == KVSHARD_OK && p->cap.has_concurrency) {
+        if (p->cap.concurrency >= upper) {
+            lo = upper;
+            best = p;
+            p = NULL;
+        } else {
+            lo = p->cap.concurrency; /* served: a smaller limit leaves it more */
+        }
+    }
+    kvshard_plan_free(p);
+    /* Near lo first: the bound's figure is most often the answer. */
+    for (uint64_t step = 1; rc == KVSHARD_OK && hi - lo > 1;) {
+        uint64_t m = lo + step < hi ? lo + step : lo + (hi - lo) / 2;
+        if ((rc = serves(&p, &yes, s, row, m, diag)) != 0)
+            break;
+        if (yes) {
+            lo = m;
+            step *= 2;
+            kvshard_plan_free(best);
+            best = p;
+            p = NULL;
+        } else {
+            hi = m;
+            step = 1;
+        }
+    }
+    /* lo read from the bound's plan and never planned itself: its plan. */
+    if (rc == KVSHARD_OK && lo && !best && (rc = serves(&best, &yes, s, row, lo, diag)) == 0 &&
+        !yes)
+        lo = 0;
+    if (rc) {
+        kvshard_plan_free(best);
+        return rc;
+    }
+    *seqs = lo;
+    *out = best;
+    return KVSHARD_OK;
+}
+
 /* An engine's row: planned at its first request limit, its sequences s
  * read from that plan (the concurrency, or the balanced count), then
  * planned again at s (or D x s) with the state slots the first plan gave,
- * so the row's pools are those the engine will allocate. A split the
+ * so the row's pools are those the engine will allocate; where the limit
+ * changes the pools, s is the largest limit served whole. A split the
  * engine does not run is no row. */
 static int engine_row_plans(kvshard_plan **out, uint64_t *seqs, uint64_t *slots, const search *s,
                             const kvshard_fit_row *row, kvshard_diag__ctx *diag)
@@ -257,6 +336,17 @@ static int engine_row_plans(kvshard_plan **out, uint64_t *seqs, uint64_t *slots,
     *seqs = !has                             ? 0
             : fitting->limit_counts_replicas ? p->cap.concurrency
                                              : p->cap.balanced_max_seqs;
+    if (fitting->limit_sizes_pools) {
+        /* At one sequence the pools are the largest: their blocks bound s. */
+        uint64_t per_seq = kvshard__ceil_div(s->base.options.context_length,
+                                             p->options.block_size ? p->options.block_size : 1);
+        uint64_t upper = has ? *seqs : p->cap.has_num_blocks ? p->cap.num_blocks / per_seq : 0;
+        kvshard_plan_free(p);
+        *seqs = 0;
+        if (upper == 0)
+            return KVSHARD_OK;
+        return largest_served(out, seqs, s, row, upper > (1u << 24) ? 1u << 24 : upper, diag);
+    }
     if (fitting->state_slots_input && p->cap.has_state_slots)
         *slots = (uint64_t)D * p->cap.usable_state_slots;
     kvshard_plan_free(p);
@@ -451,11 +541,23 @@ static int start(kvshard_fit *f, search *s, const kvshard_fit_options *fo, kvsha
                                   "weights; give weights_total (with weights_experts) or the "
                                   "model's safetensors files");
     }
+    /* An engine without stages (no flag for them) fits one stage; asking
+     * for more is its refusal of stages. */
+    const kvshard__profile *profile = s->base.profile;
+    bool one_stage = s->engine && profile->stages.refusal && !profile->stages.flag;
+    if (one_stage && (fo->max_pp_size > 1 || fo->pp_size > 1)) {
+        diag->option = fo->pp_size > 1 ? "pp_size" : "max_pp_size";
+        return kvshard_diag__fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE,
+                                  "%s profile: %s: %s %u: %s", profile->name,
+                                  profile->stages.refusal, diag->option,
+                                  fo->pp_size > 1 ? fo->pp_size : fo->max_pp_size,
+                                  profile->stages.why);
+    }
     f->gpus = fo->gpus;
     f->gpus_per_node = fo->gpus_per_node ? fo->gpus_per_node : 8;
     uint32_t nodes = (f->gpus + f->gpus_per_node - 1) / f->gpus_per_node;
     f->max_tp_size = fo->max_tp_size ? fo->max_tp_size : f->gpus_per_node;
-    f->max_pp_size = fo->max_pp_size ? fo->max_pp_size : nodes > 1 ? nodes : 1;
+    f->max_pp_size = fo->max_pp_size ? fo->max_pp_size : nodes > 1 && !one_stage ? nodes : 1;
     if (!fo->max_pp_size && fo->pp_size > f->max_pp_size)
         f->max_pp_size = fo->pp_size;
     return KVSHARD_OK;
@@ -732,7 +834,7 @@ static void repeated_flags(kvshard_fit *f, const kvshard_settings *given)
         if (kvshard_settings_get(value, sizeof value, &set, given, *name) != KVSHARD_OK || !set)
             continue;
         snprintf(flag, sizeof flag, "%s", *name);
-        for (char *c = flag; *c; c++)
+        for (char *c = flag; *c && !fitting->underscores; c++)
             *c = *c == '_' ? '-' : *c;
         kvshard_setting_info info = KVSHARD_SETTING_INFO_INIT;
         bool boolean = kvshard_setting_find(&info, *name) == KVSHARD_OK &&
