@@ -75,6 +75,8 @@ typedef struct search {
     /* An engine's line for another fit's row 1: that one layout is kept
      * when it does not fit, its reason read by the caller. */
     bool one_layout;
+    /* There, the split of that layout (0: unsplit). */
+    uint32_t split;
     /* There, where the name of the engine's refusal of that row for memory
      * goes ("no_memory_for_cache_blocks"): its line's reason. */
     char *row_refusal;
@@ -659,7 +661,7 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo,
             work += (uint64_t)L + P; /* the admission, which is the unsplit row's plan */
             for (uint32_t k = 0; k <= i; k++) {
                 uint32_t S = divs[k];
-                if (T % S != 0 || (S > 1 && fo->unsplit))
+                if (T % S != 0 || (S > 1 && fo->unsplit) || (s->one_layout && S != s->split))
                     continue;
                 uint32_t n = S == 1 ? 1 : 3;
                 rows += n;
@@ -771,7 +773,7 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo,
             int failed = KVSHARD_OK;
             for (uint32_t k = 0; k <= i && failed == KVSHARD_OK; k++) {
                 uint32_t S = divs[k];
-                if (T % S != 0 || (S > 1 && fo->unsplit))
+                if (T % S != 0 || (S > 1 && fo->unsplit) || (s->one_layout && S != s->split))
                     continue;
                 for (uint32_t r = 0; r < (S == 1 ? 1u : 3u); r++) {
                     if (S > 1 && s->engine &&
@@ -914,11 +916,12 @@ static int engine_lines(kvshard_fit *f, const search *s, const kvshard_allocator
 
 static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvshard_options *options,
                       const kvshard_fit_options *fo, const kvshard_allocator *allocator,
-                      bool one_layout, kvshard_diag__ctx *diag)
+                      const kvshard_fit_row *one_layout, kvshard_diag__ctx *diag)
 {
     search s;
     memset(&s, 0, sizeof s);
-    s.one_layout = one_layout;
+    s.one_layout = one_layout != NULL;
+    s.split = one_layout ? one_layout->layerwise_split_size : 0;
     /* A fit needs its GPUs and the device: no NULL stands for defaults. */
     diag->option = NULL;
     int rc = kvshard_call__begin(diag->err, out && model && options && fo,
@@ -1036,11 +1039,10 @@ static int engine_line(kvshard__engine_line *line, const kvshard_fit *f, const s
     fo.max_pp_size = row->pp_size;
     fo.pp_size = row->pp_size;
     fo.dp_size = row->dp_size;
-    fo.unsplit = true;
     kvshard_fit *one = NULL;
     kvshard_error e;
     kvshard_diag__ctx diag = kvshard_diag__on(&e);
-    int rc = fit_create(&one, s->model, &o, &fo, allocator, true, &diag);
+    int rc = fit_create(&one, s->model, &o, &fo, allocator, row, &diag);
     if (rc == KVSHARD_ENOMEM)
         return rc;
     if (rc) {
@@ -1051,6 +1053,11 @@ static int engine_line(kvshard__engine_line *line, const kvshard_fit *f, const s
     }
     const kvshard_fit_row *r = &one->rows[0];
     const char *name = line->profile->name;
+    if (one->count == 0) { /* the profile refused the split: no row */
+        snprintf(line->reason, sizeof line->reason, "%s", "engine_split_unsupported");
+        kvshard_fit_free(one);
+        return KVSHARD_OK;
+    }
     int n = KVSHARD_OK, m = KVSHARD_OK;
     if (r->fits) {
         n = kvshard_fit_flags(line->flags, sizeof line->flags, one, name, false);
@@ -1071,7 +1078,8 @@ static int engine_line(kvshard__engine_line *line, const kvshard_fit *f, const s
 }
 
 /* Without --engine: each engine that writes a launch line gets row 1's,
- * or the reason it has none; only kvshard splits layers. */
+ * or the reason it has none. Of the engines only one that places split
+ * layers by its own rule splits, and only by that rule. */
 static int engine_lines(kvshard_fit *f, const search *s, const kvshard_allocator *allocator)
 {
     const kvshard__profile *own = kvshard_profiles__own();
@@ -1083,7 +1091,10 @@ static int engine_lines(kvshard_fit *f, const search *s, const kvshard_allocator
         line->profile = *q;
         if (f->fitting == 0)
             continue;
-        if (f->rows[0].layerwise_split_size > 1) {
+        const kvshard_fit_row *row = &f->rows[0];
+        const kvshard_profile__defaults *d = &(*q)->defaults;
+        if (row->layerwise_split_size > 1 &&
+            (!d->runs_its_ownership_only || row->ownership != d->ownership)) {
             snprintf(line->reason, sizeof line->reason, "%s", "engine_split_unsupported");
             continue;
         }
@@ -1109,14 +1120,14 @@ int kvshard_fit_create(kvshard_fit **out, const kvshard_model *model,
                        const kvshard_allocator *allocator, kvshard_error *err)
 {
     kvshard_diag__ctx diag = kvshard_diag__on(err);
-    return fit_create(out, model, options, fit_options, allocator, false, &diag);
+    return fit_create(out, model, options, fit_options, allocator, NULL, &diag);
 }
 
 int kvshard_fit__create(kvshard_fit **out, const kvshard_model *model,
                         const kvshard_options *options, const kvshard_fit_options *fit_options,
                         const kvshard_allocator *allocator, kvshard_diag__ctx *diag)
 {
-    return fit_create(out, model, options, fit_options, allocator, false, diag);
+    return fit_create(out, model, options, fit_options, allocator, NULL, diag);
 }
 
 void kvshard_fit_free(kvshard_fit *fit)
