@@ -341,6 +341,41 @@ static void test_trtllm_line_replans(void **state)
     free(out);
 }
 
+/* A NemotronH hybrid: its state pool is max_batch_size slots inside the
+ * measured peak, so more requests leave fewer blocks. Row 1's s is the
+ * largest limit served whole: planned at s the engine serves s, at s + 1
+ * fewer than s + 1. */
+static uint64_t trtllm_hybrid_concurrency(uint32_t max_batch_size)
+{
+    char limit[16];
+    snprintf(limit, sizeof limit, "%u", max_batch_size);
+    kvshard_plan *p = NULL;
+    TU_PLAN(&p, "models/nemotron_h_8b.json", "--engine=trtllm", "--tp_size", "2",
+            "--max_seq_len", "32768", "--max_batch_size", limit, "--device_memory", "24GiB",
+            "--context_length", "32768", "--weights_total", "16000000000");
+    kvshard_capacity c = KVSHARD_CAPACITY_INIT;
+    assert_int_equal(kvshard_plan_capacity(&c, p), KVSHARD_OK);
+    assert_true(c.has_concurrency);
+    kvshard_plan_free(p);
+    return c.concurrency;
+}
+
+static void test_trtllm_hybrid_largest_served(void **state)
+{
+    (void)state;
+    kvshard_options o = llama_trtllm();
+    o.weights_total = 16000000000ull;
+    kvshard_fit *f = fit_of("nemotron_h_8b.json", &o, 2);
+    const kvshard_fit_row *r = kvshard_fit_row_at(f, 0);
+    assert_true(r->fits);
+    assert_int_equal(r->tp_size, 2);
+    uint64_t s = r->seqs_per_replica;
+    assert_true(s > 1);
+    assert_int_equal(trtllm_hybrid_concurrency((uint32_t)s), s);
+    assert_true(trtllm_hybrid_concurrency((uint32_t)s + 1) < s + 1);
+    kvshard_fit_free(f);
+}
+
 /* ---- without --engine -------------------------------------------------------------------- */
 
 /* kvshard's own fit: row 1 is T = 2, D = 2 at 32k tokens; xLLM's line is
@@ -385,6 +420,7 @@ int main(void)
         cmocka_unit_test(test_trtllm_refuses_qwen3_5),
         cmocka_unit_test(test_trtllm_dense),
         cmocka_unit_test(test_trtllm_line_replans),
+        cmocka_unit_test(test_trtllm_hybrid_largest_served),
         cmocka_unit_test(test_lines_without_engine),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
