@@ -344,15 +344,18 @@ static void test_trtllm_line_replans(void **state)
 /* A NemotronH hybrid: its state pool is max_batch_size slots inside the
  * measured peak, so more requests leave fewer blocks. Row 1's s is the
  * largest limit served whole: planned at s the engine serves s, at s + 1
- * fewer than s + 1. */
-static uint64_t trtllm_hybrid_concurrency(uint32_t max_batch_size)
+ * fewer than s + 1. At 1,024 tokens the pools at one request bound s far
+ * above what the state of that many slots leaves memory for: the search
+ * starts from none. */
+static uint64_t trtllm_hybrid_concurrency(uint32_t length, uint32_t max_batch_size)
 {
-    char limit[16];
+    char limit[16], tokens[16];
     snprintf(limit, sizeof limit, "%u", max_batch_size);
+    snprintf(tokens, sizeof tokens, "%u", length);
     kvshard_plan *p = NULL;
     TU_PLAN(&p, "models/nemotron_h_8b.json", "--engine=trtllm", "--tp_size", "2",
-            "--max_seq_len", "32768", "--max_batch_size", limit, "--device_memory", "24GiB",
-            "--context_length", "32768", "--weights_total", "16000000000");
+            "--max_seq_len", tokens, "--max_batch_size", limit, "--device_memory", "24GiB",
+            "--context_length", tokens, "--weights_total", "16000000000");
     kvshard_capacity c = KVSHARD_CAPACITY_INIT;
     assert_int_equal(kvshard_plan_capacity(&c, p), KVSHARD_OK);
     assert_true(c.has_concurrency);
@@ -363,17 +366,21 @@ static uint64_t trtllm_hybrid_concurrency(uint32_t max_batch_size)
 static void test_trtllm_hybrid_largest_served(void **state)
 {
     (void)state;
-    kvshard_options o = llama_trtllm();
-    o.weights_total = 16000000000ull;
-    kvshard_fit *f = fit_of("nemotron_h_8b.json", &o, 2);
-    const kvshard_fit_row *r = kvshard_fit_row_at(f, 0);
-    assert_true(r->fits);
-    assert_int_equal(r->tp_size, 2);
-    uint64_t s = r->seqs_per_replica;
-    assert_true(s > 1);
-    assert_int_equal(trtllm_hybrid_concurrency((uint32_t)s), s);
-    assert_true(trtllm_hybrid_concurrency((uint32_t)s + 1) < s + 1);
-    kvshard_fit_free(f);
+    static const uint32_t lengths[2] = {32768, 1024};
+    for (size_t i = 0; i < 2; i++) {
+        kvshard_options o = llama_trtllm();
+        o.weights_total = 16000000000ull;
+        o.context_length = lengths[i];
+        kvshard_fit *f = fit_of("nemotron_h_8b.json", &o, 2);
+        const kvshard_fit_row *r = kvshard_fit_row_at(f, 0);
+        assert_true(r->fits);
+        assert_int_equal(r->tp_size, 2);
+        uint64_t s = r->seqs_per_replica;
+        assert_true(s > 1);
+        assert_int_equal(trtllm_hybrid_concurrency(lengths[i], (uint32_t)s), s);
+        assert_true(trtllm_hybrid_concurrency(lengths[i], (uint32_t)s + 1) < s + 1);
+        kvshard_fit_free(f);
+    }
 }
 
 /* ---- without --engine -------------------------------------------------------------------- */

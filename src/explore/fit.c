@@ -286,6 +286,7 @@ static int largest_served(kvshard_plan **out, uint64_t *seqs, const search *s,
         }
     }
     kvshard_plan_free(p);
+    rc = KVSHARD_OK; /* refused for memory at the bound: the search starts at 0 */
     /* Near lo first: the bound's figure is most often the answer. */
     for (uint64_t step = 1; rc == KVSHARD_OK && hi - lo > 1;) {
         uint64_t m = lo + step < hi ? lo + step : lo + (hi - lo) / 2;
