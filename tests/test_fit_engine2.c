@@ -313,7 +313,8 @@ static void test_trtllm_dense(void **state)
 }
 
 /* The line under kvshard plan plans row 1's pool; a given max_num_tokens
- * is repeated on it. */
+ * is repeated on it, and a given --tp_size is not read: fit writes the
+ * parallel sizes. */
 static void test_trtllm_line_replans(void **state)
 {
     (void)state;
@@ -338,6 +339,13 @@ static void test_trtllm_line_replans(void **state)
              KVSHARD_CLI, LLAMA);
     out = run_ok(command);
     tu_assert_contains(out, " --kv_cache_free_gpu_memory_fraction=0.9 --max_num_tokens=4096\n");
+    free(out);
+    snprintf(command, sizeof command,
+             "'%s' fit '%s' --engine=trtllm --gpus=2 --tp_size=1 " LLAMA_DEVICE, KVSHARD_CLI,
+             LLAMA);
+    out = run_ok(command);
+    tu_assert_contains(out, "\nrecommended: trtllm --tp_size=2 --max_seq_len=32768 "
+                            "--max_batch_size=6 --kv_cache_free_gpu_memory_fraction=0.9\n");
     free(out);
 }
 

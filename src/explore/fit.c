@@ -102,8 +102,10 @@ static int plan_layout(kvshard_plan **out, const search *s, uint32_t T, uint32_t
 }
 
 /* The same, under an engine fit telling the engine `state_slots` slots in
- * all replicas (0: none) and, when D > 1, that the replicas are its own
- * workers: those inputs go into a copy of the fit's settings. */
+ * all replicas (0: none), when D > 1 that the replicas are its own workers,
+ * and T where it takes its TP size as an input of its own (whatever was
+ * given: fit writes the parallel sizes): those inputs go into a copy of the
+ * fit's settings. */
 static int plan_slots(kvshard_plan **out, const search *s, uint32_t T, uint32_t P, uint32_t D,
                       uint32_t S, kvshard_ownership rule, uint32_t max_seqs, uint64_t state_slots,
                       kvshard_diag__ctx *diag)
@@ -111,18 +113,22 @@ static int plan_slots(kvshard_plan **out, const search *s, uint32_t T, uint32_t 
     const kvshard_profile__fitting *fitting = &s->base.profile->fitting;
     const char *replicas = s->engine && D > 1 ? fitting->replicas_input : NULL;
     const char *slots = s->engine && state_slots ? fitting->state_slots_input : NULL;
+    const char *tp = s->engine ? fitting->tp_input : NULL;
     kvshard_settings *own = NULL;
-    if (replicas || slots) {
+    if (replicas || slots || tp) {
         own = kvshard_settings__copy(s->settings, &s->alloc);
         if (!own)
             return kvshard_error__fail(diag->err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
                                        "out of memory");
-        char text[24];
+        char text[24], tp_text[16];
         snprintf(text, sizeof text, "%llu", (unsigned long long)state_slots);
+        snprintf(tp_text, sizeof tp_text, "%u", T);
         int rc = replicas ? kvshard_settings_set(own, replicas, "true", "kvshard fit", diag->err)
                           : KVSHARD_OK;
         if (rc == KVSHARD_OK && slots)
             rc = kvshard_settings_set(own, slots, text, "kvshard fit", diag->err);
+        if (rc == KVSHARD_OK && tp)
+            rc = kvshard_settings_set(own, tp, tp_text, "kvshard fit", diag->err);
         if (rc) {
             kvshard_settings_free(own);
             return rc;

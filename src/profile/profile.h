@@ -369,6 +369,9 @@ typedef struct kvshard_profile__fitting {
     /* The boolean input that makes a layout's D replicas the engine's own
      * workers (written true when D > 1); NULL: D separate engines. */
     const char *replicas_input;
+    /* The engine's own input for its TP size, which fit writes T into for
+     * every row; NULL: it takes kvshard's. */
+    const char *tp_input;
     /* A layout's D replicas are D separate instances of the engine, each
      * planned as one (the engine has no data parallelism of its own). */
     bool separate_instances;

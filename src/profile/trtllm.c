@@ -1067,6 +1067,7 @@ const kvshard__profile kvshard_profile__trtllm = {
     .fitting.utilization = fit_utilization,
     .fitting.limit_sizes_pools = true,
     .fitting.separate_instances = true,
+    .fitting.tp_input = "tp_size",
     .fitting.repeated = fit_repeated,
     .fitting.underscores = true,
 };
