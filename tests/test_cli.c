@@ -1804,8 +1804,10 @@ static void test_fit_command(void **state)
                            "59508, \"max_seqs\": 28, \"seqs_per_replica\": 28, \"seqs_total\": "
                            "56, \"tokens_per_replica\": 952128, \"tokens_total\": 1904256,\n"
                            "     \"pp_partition\": [40], \"warnings\": []}");
-    assert_contains(r.out, "\"env\": {\"vllm\": [], \"sglang\": []},\n                     "
-                           "\"engine_reasons\": {\"vllm\": null, \"sglang\": null}}");
+    assert_contains(r.out, "\"env\": {\"xllm\": [], \"vllm\": [], \"sglang\": [], "
+                           "\"trtllm\": null},\n                     "
+                           "\"engine_reasons\": {\"xllm\": null, \"vllm\": null, \"sglang\": "
+                           "null, \"trtllm\": \"engine_unsupported\"}}");
     run_free(&r);
     /* Usage: fit's flags are its own and --gpus is needed. */
     r = cli("fit '%s' --device_memory=32GiB", QWEN_MODEL);

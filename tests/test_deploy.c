@@ -646,14 +646,14 @@ static void test_flag_table(void **state)
     assert_true(f.read);
     assert_int_equal(f.reader, KVSHARD_ENGINE_KVSHARD);
     assert_string_equal(f.default_value, "1");
-    /* xLLM: gflags, its own name for max_seqs, no flags to recommend. */
+    /* xLLM: gflags, its own name for max_seqs, and a launch line fit writes. */
     assert_int_equal(kvshard_flag_info_at(&f, KVSHARD_ENGINE_XLLM, 12), KVSHARD_OK);
     assert_string_equal(f.name, "max_seqs");
     assert_int_equal(f.also_count, 1);
     assert_string_equal(f.also[0], "max_seqs_per_batch");
     assert_string_equal(f.default_value, "200");
     assert_false(f.argparse);
-    assert_false(f.recommends_flags);
+    assert_true(f.recommends_flags);
     /* vLLM: argparse spellings, and its own words for the state dtype. */
     assert_int_equal(kvshard_flag_info_at(&f, KVSHARD_ENGINE_VLLM, 16), KVSHARD_OK);
     assert_string_equal(f.name, "pp_size");

@@ -557,10 +557,6 @@ static void test_errors(void **state)
     assert_int_equal(kvshard_fit_create(&f, m, &o, &fo, NULL, &err), KVSHARD_EWEIGHTS);
     assert_non_null(strstr(err.message, "kvshard fit works out each layout's weights"));
     o = qwen_options();
-    o.engine = KVSHARD_ENGINE_XLLM; /* a profile that does not say how its engine is fitted */
-    assert_int_equal(kvshard_fit_create(&f, m, &o, &fo, NULL, &err), KVSHARD_EPROFILE);
-    assert_non_null(strstr(err.message, "xllm profile: fit_profile:"));
-    o = qwen_options();
     fo.pp_size = 4; /* within max_pp_size 4, but D = 4 / (T x 4) needs T = 1 ... */
     fo.dp_size = 2; /* ... and D = 2 leaves none */
     assert_int_equal(kvshard_fit_create(&f, m, &o, &fo, NULL, &err), KVSHARD_EFITLIMITS);

@@ -112,12 +112,16 @@ static void test_reasons(void **state)
     assert_non_null(strstr(out, "\"flags\": {\"kvshard\": [\"--world_size=4\", "
                                 "\"--enable_layerwise_split=true\", \"--layerwise_split_size=2\", "
                                 "\"--ownership=ordinal\"],\n"
+                                "                              \"xllm\": null,\n"
                                 "                              \"vllm\": null,\n"
-                                "                              \"sglang\": null},\n"
-                                "                     \"env\": {\"vllm\": null, "
-                                "\"sglang\": null},\n"
-                                "                     \"engine_reasons\": {\"vllm\": "
+                                "                              \"sglang\": null,\n"
+                                "                              \"trtllm\": null},\n"
+                                "                     \"env\": {\"xllm\": null, \"vllm\": null, "
+                                "\"sglang\": null, \"trtllm\": null},\n"
+                                "                     \"engine_reasons\": {\"xllm\": "
+                                "\"engine_split_unsupported\", \"vllm\": "
                                 "\"engine_split_unsupported\", \"sglang\": "
+                                "\"engine_split_unsupported\", \"trtllm\": "
                                 "\"engine_split_unsupported\"}}"));
     free(out);
     /* Two stages of TP 2: SGLang covers no stages of a model with state
@@ -129,12 +133,14 @@ static void test_reasons(void **state)
                                 "sglang       no line: engine_unsupported\n"));
     free(out);
     out = fit_output("--context_length=32768 --max_pp_size=4 --format=json");
-    assert_non_null(strstr(out, "\"engine_reasons\": {\"vllm\": \"no_memory_for_cache_blocks\", "
-                                "\"sglang\": \"engine_unsupported\"}}"));
+    assert_non_null(strstr(out, "\"engine_reasons\": {\"xllm\": \"pp_engine\", \"vllm\": "
+                                "\"no_memory_for_cache_blocks\", \"sglang\": "
+                                "\"engine_unsupported\", \"trtllm\": \"engine_unsupported\"}}"));
     free(out);
     /* Where the line exists the reason is null. */
     out = fit_output("--context_length=32768 --format=json");
-    assert_non_null(strstr(out, "\"engine_reasons\": {\"vllm\": null, \"sglang\": null}}"));
+    assert_non_null(strstr(out, "\"engine_reasons\": {\"xllm\": null, \"vllm\": null, "
+                                "\"sglang\": null, \"trtllm\": \"engine_unsupported\"}}"));
     free(out);
 }
 

@@ -201,10 +201,11 @@ KVSHARD_EXPORT int kvshard_fit_not_admitted(uint32_t *tp_size, uint32_t *pp_size
                                             uint32_t *dp_size, int *code,
                                             const kvshard_fit *fit, size_t index);
 KVSHARD_EXPORT uint32_t kvshard_fit_limited_layouts(const kvshard_fit *fit);
-/** The recommendation's flags for `engine` ("kvshard", "vllm" or
- *  "sglang"), space-separated, or its environment (`env`: NAME=value
- *  entries). Written like snprintf; returns the length, KVSHARD_EUNSUPPORTED
- *  when that engine cannot run the layout (a split), KVSHARD_EUNKNOWNKEY for
+/** The recommendation's flags for `engine` ("kvshard", "xllm", "vllm",
+ *  "sglang" or "trtllm"), space-separated, or its environment (`env`:
+ *  NAME=value entries). Written like snprintf; returns the length,
+ *  KVSHARD_EUNSUPPORTED when that engine has no line for the layout (a
+ *  split it does not run, a refusal, no sequence), KVSHARD_EUNKNOWNKEY for
  *  another engine, KVSHARD_EINVAL. */
 KVSHARD_EXPORT int kvshard_fit_flags(char *buf, size_t cap, const kvshard_fit *fit,
                                      const char *engine, bool env);

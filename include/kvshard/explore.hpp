@@ -427,11 +427,12 @@ class Fit
         return kvshard_fit_limited_layouts(h());
     }
 
-    /** The recommendation's flags for `engine` ("kvshard", "vllm" or
-     *  "sglang"), space-separated, or with `env` its environment (NAME=value
-     *  entries; "" when it needs none). std::nullopt when that engine cannot
-     *  run the layout (a layerwise split); KVSHARD_EUNKNOWNKEY is thrown for
-     *  another engine. */
+    /** The recommendation's flags for `engine` ("kvshard", "xllm", "vllm",
+     *  "sglang" or "trtllm"), space-separated, or with `env` its environment
+     *  (NAME=value entries; "" when it needs none). std::nullopt when that
+     *  engine has no line for the layout (a split it does not run, a
+     *  refusal, no sequence); KVSHARD_EUNKNOWNKEY is thrown for another
+     *  engine. */
     std::optional<std::string> flags(std::string_view engine, bool env = false) const
     {
         const kvshard_fit *p = h();

@@ -135,8 +135,13 @@ def test_qwen_flags(qwen_fit: kvshard.Fit) -> None:
     # One stage: no partition in the environment.
     assert qwen_fit.flags("vllm", env=True) == []
     assert qwen_fit.flags("sglang", env=True) == []
+    # xLLM's own fit of T = 2, D = 2: 14 a replica (test_fit_engine2).
+    assert qwen_fit.flags("xllm") == [
+        "--max_seqs_per_batch=14", "--max_memory_utilization=0.8", "--dp_size=2"]
+    # TensorRT-LLM covers no GDN hybrid.
+    assert qwen_fit.flags("trtllm") is None
     with pytest.raises(kvshard.ConfigError) as info:
-        qwen_fit.flags("xllm")
+        qwen_fit.flags("nope")
     assert info.value.code is Status.EUNKNOWNKEY
     with pytest.raises(TypeError):
         qwen_fit.flags(2)  # type: ignore[arg-type]
@@ -235,8 +240,10 @@ def test_rows_that_do_not_fit(qwen: kvshard.Model) -> None:
             assert r.to_dict()["reason"] == "does_not_fit"
         assert fit.flags("vllm") is None  # the best splits: vLLM cannot run it
         assert fit.to_dict()["recommendation"]["engine_reasons"] == {
+            "xllm": "engine_split_unsupported",
             "vllm": "engine_split_unsupported",
             "sglang": "engine_split_unsupported",
+            "trtllm": "engine_split_unsupported",
         }
         assert "5 layouts do not fit: 5 weights, 0 state" in fit.to_text()
 
@@ -324,9 +331,9 @@ def test_the_fit_s_other_errors(qwen: kvshard.Model) -> None:
         kvshard.fit(qwen, gpus=0, **QWEN_DEVICE)
     assert zero.value.code is Status.EPARALLEL
     with pytest.raises(kvshard.PlanError) as profile:
-        kvshard.fit(qwen, gpus=2, engine="xllm", **QWEN_DEVICE)
+        kvshard.fit(qwen, gpus=2, engine="xllm", max_pp_size=2, **QWEN_DEVICE)
     assert profile.value.code is Status.EPROFILE
-    assert "fit_profile" in profile.value.message
+    assert "pp_engine" in profile.value.message
     # Python's own checks, before any C call.
     with pytest.raises(ValueError):
         kvshard.fit(qwen, gpus=-1, **QWEN_DEVICE)

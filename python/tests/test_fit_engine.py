@@ -104,7 +104,7 @@ def test_sglang_rows_and_line() -> None:
         assert fit.to_dict()["engine"] == {"name": "sglang", "version": "0.5.21"}
 
 
-def test_an_engine_that_is_not_fitted_is_refused() -> None:
+def test_stages_under_an_engine_without_them_are_refused() -> None:
     with pytest.raises(kvshard.PlanError) as info:
-        kvshard.fit(QWEN35, gpus=4, engine="xllm", **QWEN_DEVICE)
-    assert "fit_profile" in info.value.message
+        kvshard.fit(QWEN35, gpus=4, engine="xllm", max_pp_size=2, **QWEN_DEVICE)
+    assert "xllm profile: pp_engine: max_pp_size 2" in info.value.message

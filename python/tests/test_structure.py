@@ -58,7 +58,8 @@ def test_engines_and_their_flags_come_from_the_library() -> None:
     assert [(e.name, e.value) for e in engines] == [
         ("kvshard", 0), ("xllm", 1), ("vllm", 2), ("sglang", 3), ("trtllm", 4)
     ]
-    assert [e.name for e in engines if e.recommends_flags] == ["kvshard", "vllm", "sglang"]
+    assert [e.name for e in engines if e.recommends_flags] == [
+        "kvshard", "xllm", "vllm", "sglang", "trtllm"]
     assert [e.name for e in engines if e.argparse] == ["vllm", "sglang", "trtllm"]
     vllm = {f.name: f for f in _lib.flags(2)}
     assert vllm["pp_size"].also == ("pp", "pipeline-parallel-size")

@@ -75,6 +75,8 @@ typedef struct search {
     /* An engine's line for another fit's row 1: that one layout is kept
      * when it does not fit, its reason read by the caller. */
     bool one_layout;
+    /* There, the split of that layout (0: unsplit). */
+    uint32_t split;
     /* There, where the name of the engine's refusal of that row for memory
      * goes ("no_memory_for_cache_blocks"): its line's reason. */
     char *row_refusal;
@@ -100,8 +102,10 @@ static int plan_layout(kvshard_plan **out, const search *s, uint32_t T, uint32_t
 }
 
 /* The same, under an engine fit telling the engine `state_slots` slots in
- * all replicas (0: none) and, when D > 1, that the replicas are its own
- * workers: those inputs go into a copy of the fit's settings. */
+ * all replicas (0: none), when D > 1 that the replicas are its own workers,
+ * and T where it takes its TP size as an input of its own (whatever was
+ * given: fit writes the parallel sizes): those inputs go into a copy of the
+ * fit's settings. */
 static int plan_slots(kvshard_plan **out, const search *s, uint32_t T, uint32_t P, uint32_t D,
                       uint32_t S, kvshard_ownership rule, uint32_t max_seqs, uint64_t state_slots,
                       kvshard_diag__ctx *diag)
@@ -109,18 +113,22 @@ static int plan_slots(kvshard_plan **out, const search *s, uint32_t T, uint32_t 
     const kvshard_profile__fitting *fitting = &s->base.profile->fitting;
     const char *replicas = s->engine && D > 1 ? fitting->replicas_input : NULL;
     const char *slots = s->engine && state_slots ? fitting->state_slots_input : NULL;
+    const char *tp = s->engine ? fitting->tp_input : NULL;
     kvshard_settings *own = NULL;
-    if (replicas || slots) {
+    if (replicas || slots || tp) {
         own = kvshard_settings__copy(s->settings, &s->alloc);
         if (!own)
             return kvshard_error__fail(diag->err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
                                        "out of memory");
-        char text[24];
+        char text[24], tp_text[16];
         snprintf(text, sizeof text, "%llu", (unsigned long long)state_slots);
+        snprintf(tp_text, sizeof tp_text, "%u", T);
         int rc = replicas ? kvshard_settings_set(own, replicas, "true", "kvshard fit", diag->err)
                           : KVSHARD_OK;
         if (rc == KVSHARD_OK && slots)
             rc = kvshard_settings_set(own, slots, text, "kvshard fit", diag->err);
+        if (rc == KVSHARD_OK && tp)
+            rc = kvshard_settings_set(own, tp, tp_text, "kvshard fit", diag->err);
         if (rc) {
             kvshard_settings_free(own);
             return rc;
@@ -128,8 +136,10 @@ static int plan_slots(kvshard_plan **out, const search *s, uint32_t T, uint32_t 
     }
     kvshard_options o;
     memcpy(&o, &s->given, sizeof o);
-    o.world_size = T * P * D;
-    o.dp_size = D;
+    /* Separate instances are alike: one is planned for all. */
+    uint32_t planned = s->engine && fitting->separate_instances ? 1 : D;
+    o.world_size = T * P * planned;
+    o.dp_size = planned;
     o.cp_size = 1;
     o.pp_size = P;
     o.pp_partition = NULL;
@@ -235,10 +245,88 @@ static uint32_t engine_first_seqs(const search *s)
     return s->base.profile->fitting.limit_counts_replicas ? 0 : 1;
 }
 
+/* Whether the engine serves m sequences at once when its request limit is
+ * m: its plan at m into `*out` when it does (else none); a plan refused
+ * for memory serves none. */
+static int serves(kvshard_plan **out, bool *yes, const search *s, const kvshard_fit_row *row,
+                  uint64_t m, kvshard_diag__ctx *diag)
+{
+    kvshard_plan *p = NULL;
+    *out = NULL;
+    *yes = false;
+    int rc = plan_layout(&p, s, row->tp_size, row->pp_size, row->dp_size,
+                         row->layerwise_split_size, row->ownership, (uint32_t)m, diag);
+    if (memory_failure(rc))
+        return KVSHARD_OK;
+    if (rc)
+        return rc;
+    *yes = p->cap.has_concurrency && p->cap.concurrency >= m;
+    if (*yes)
+        *out = p;
+    else
+        kvshard_plan_free(p);
+    return KVSHARD_OK;
+}
+
+/* The largest request limit m the engine serves whole, where its pools
+ * change with m: what it serves shrinks as m grows, so the answer lies
+ * between what the plan at an upper bound serves and that bound. The
+ * plan at the answer into `*out` (none when it serves no sequence). */
+static int largest_served(kvshard_plan **out, uint64_t *seqs, const search *s,
+                          const kvshard_fit_row *row, uint64_t upper, kvshard_diag__ctx *diag)
+{
+    kvshard_plan *p = NULL, *best = NULL;
+    uint64_t lo = 0, hi = upper + 1; /* lo is served (or 0), hi is not */
+    bool yes;
+    int rc = plan_layout(&p, s, row->tp_size, row->pp_size, row->dp_size,
+                         row->layerwise_split_size, row->ownership, (uint32_t)upper, diag);
+    if (rc && !memory_failure(rc))
+        return rc;
+    if (rc == KVSHARD_OK && p->cap.has_concurrency) {
+        if (p->cap.concurrency >= upper) {
+            lo = upper;
+            best = p;
+            p = NULL;
+        } else {
+            lo = p->cap.concurrency; /* served: a smaller limit leaves it more */
+        }
+    }
+    kvshard_plan_free(p);
+    rc = KVSHARD_OK; /* refused for memory at the bound: the search starts at 0 */
+    /* Near lo first: the bound's figure is most often the answer. */
+    for (uint64_t step = 1; rc == KVSHARD_OK && hi - lo > 1;) {
+        uint64_t m = lo + step < hi ? lo + step : lo + (hi - lo) / 2;
+        if ((rc = serves(&p, &yes, s, row, m, diag)) != 0)
+            break;
+        if (yes) {
+            lo = m;
+            step *= 2;
+            kvshard_plan_free(best);
+            best = p;
+            p = NULL;
+        } else {
+            hi = m;
+            step = 1;
+        }
+    }
+    /* lo read from the bound's plan and never planned itself: its plan. */
+    if (rc == KVSHARD_OK && lo && !best && (rc = serves(&best, &yes, s, row, lo, diag)) == 0 &&
+        !yes)
+        lo = 0;
+    if (rc) {
+        kvshard_plan_free(best);
+        return rc;
+    }
+    *seqs = lo;
+    *out = best;
+    return KVSHARD_OK;
+}
+
 /* An engine's row: planned at its first request limit, its sequences s
  * read from that plan (the concurrency, or the balanced count), then
  * planned again at s (or D x s) with the state slots the first plan gave,
- * so the row's pools are those the engine will allocate. A split the
+ * so the row's pools are those the engine will allocate; where the limit
+ * changes the pools, s is the largest limit served whole. A split the
  * engine does not run is no row. */
 static int engine_row_plans(kvshard_plan **out, uint64_t *seqs, uint64_t *slots, const search *s,
                             const kvshard_fit_row *row, kvshard_diag__ctx *diag)
@@ -257,6 +345,17 @@ static int engine_row_plans(kvshard_plan **out, uint64_t *seqs, uint64_t *slots,
     *seqs = !has                             ? 0
             : fitting->limit_counts_replicas ? p->cap.concurrency
                                              : p->cap.balanced_max_seqs;
+    if (fitting->limit_sizes_pools) {
+        /* At one sequence the pools are the largest: their blocks bound s. */
+        uint64_t per_seq = kvshard__ceil_div(s->base.options.context_length,
+                                             p->options.block_size ? p->options.block_size : 1);
+        uint64_t upper = has ? *seqs : p->cap.has_num_blocks ? p->cap.num_blocks / per_seq : 0;
+        kvshard_plan_free(p);
+        *seqs = 0;
+        if (upper == 0)
+            return KVSHARD_OK;
+        return largest_served(out, seqs, s, row, upper > (1u << 24) ? 1u << 24 : upper, diag);
+    }
     if (fitting->state_slots_input && p->cap.has_state_slots)
         *slots = (uint64_t)D * p->cap.usable_state_slots;
     kvshard_plan_free(p);
@@ -451,11 +550,23 @@ static int start(kvshard_fit *f, search *s, const kvshard_fit_options *fo, kvsha
                                   "weights; give weights_total (with weights_experts) or the "
                                   "model's safetensors files");
     }
+    /* An engine without stages (no flag for them) fits one stage; asking
+     * for more is its refusal of stages. */
+    const kvshard__profile *profile = s->base.profile;
+    bool one_stage = s->engine && profile->stages.refusal && !profile->stages.flag;
+    if (one_stage && (fo->max_pp_size > 1 || fo->pp_size > 1)) {
+        diag->option = fo->pp_size > 1 ? "pp_size" : "max_pp_size";
+        return kvshard_diag__fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE,
+                                  "%s profile: %s: %s %u: %s", profile->name,
+                                  profile->stages.refusal, diag->option,
+                                  fo->pp_size > 1 ? fo->pp_size : fo->max_pp_size,
+                                  profile->stages.why);
+    }
     f->gpus = fo->gpus;
     f->gpus_per_node = fo->gpus_per_node ? fo->gpus_per_node : 8;
     uint32_t nodes = (f->gpus + f->gpus_per_node - 1) / f->gpus_per_node;
     f->max_tp_size = fo->max_tp_size ? fo->max_tp_size : f->gpus_per_node;
-    f->max_pp_size = fo->max_pp_size ? fo->max_pp_size : nodes > 1 ? nodes : 1;
+    f->max_pp_size = fo->max_pp_size ? fo->max_pp_size : nodes > 1 && !one_stage ? nodes : 1;
     if (!fo->max_pp_size && fo->pp_size > f->max_pp_size)
         f->max_pp_size = fo->pp_size;
     return KVSHARD_OK;
@@ -557,7 +668,7 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo,
             work += (uint64_t)L + P; /* the admission, which is the unsplit row's plan */
             for (uint32_t k = 0; k <= i; k++) {
                 uint32_t S = divs[k];
-                if (T % S != 0 || (S > 1 && fo->unsplit))
+                if (T % S != 0 || (S > 1 && fo->unsplit) || (s->one_layout && S != s->split))
                     continue;
                 uint32_t n = S == 1 ? 1 : 3;
                 rows += n;
@@ -669,7 +780,7 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo,
             int failed = KVSHARD_OK;
             for (uint32_t k = 0; k <= i && failed == KVSHARD_OK; k++) {
                 uint32_t S = divs[k];
-                if (T % S != 0 || (S > 1 && fo->unsplit))
+                if (T % S != 0 || (S > 1 && fo->unsplit) || (s->one_layout && S != s->split))
                     continue;
                 for (uint32_t r = 0; r < (S == 1 ? 1u : 3u); r++) {
                     if (S > 1 && s->engine &&
@@ -732,7 +843,7 @@ static void repeated_flags(kvshard_fit *f, const kvshard_settings *given)
         if (kvshard_settings_get(value, sizeof value, &set, given, *name) != KVSHARD_OK || !set)
             continue;
         snprintf(flag, sizeof flag, "%s", *name);
-        for (char *c = flag; *c; c++)
+        for (char *c = flag; *c && !fitting->underscores; c++)
             *c = *c == '_' ? '-' : *c;
         kvshard_setting_info info = KVSHARD_SETTING_INFO_INIT;
         bool boolean = kvshard_setting_find(&info, *name) == KVSHARD_OK &&
@@ -812,11 +923,12 @@ static int engine_lines(kvshard_fit *f, const search *s, const kvshard_allocator
 
 static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvshard_options *options,
                       const kvshard_fit_options *fo, const kvshard_allocator *allocator,
-                      bool one_layout, kvshard_diag__ctx *diag)
+                      const kvshard_fit_row *one_layout, kvshard_diag__ctx *diag)
 {
     search s;
     memset(&s, 0, sizeof s);
-    s.one_layout = one_layout;
+    s.one_layout = one_layout != NULL;
+    s.split = one_layout ? one_layout->layerwise_split_size : 0;
     /* A fit needs its GPUs and the device: no NULL stands for defaults. */
     diag->option = NULL;
     int rc = kvshard_call__begin(diag->err, out && model && options && fo,
@@ -934,11 +1046,10 @@ static int engine_line(kvshard__engine_line *line, const kvshard_fit *f, const s
     fo.max_pp_size = row->pp_size;
     fo.pp_size = row->pp_size;
     fo.dp_size = row->dp_size;
-    fo.unsplit = true;
     kvshard_fit *one = NULL;
     kvshard_error e;
     kvshard_diag__ctx diag = kvshard_diag__on(&e);
-    int rc = fit_create(&one, s->model, &o, &fo, allocator, true, &diag);
+    int rc = fit_create(&one, s->model, &o, &fo, allocator, row, &diag);
     if (rc == KVSHARD_ENOMEM)
         return rc;
     if (rc) {
@@ -949,6 +1060,11 @@ static int engine_line(kvshard__engine_line *line, const kvshard_fit *f, const s
     }
     const kvshard_fit_row *r = &one->rows[0];
     const char *name = line->profile->name;
+    if (one->count == 0) { /* the profile refused the split: no row */
+        snprintf(line->reason, sizeof line->reason, "%s", "engine_split_unsupported");
+        kvshard_fit_free(one);
+        return KVSHARD_OK;
+    }
     int n = KVSHARD_OK, m = KVSHARD_OK;
     if (r->fits) {
         n = kvshard_fit_flags(line->flags, sizeof line->flags, one, name, false);
@@ -969,7 +1085,8 @@ static int engine_line(kvshard__engine_line *line, const kvshard_fit *f, const s
 }
 
 /* Without --engine: each engine that writes a launch line gets row 1's,
- * or the reason it has none; only kvshard splits layers. */
+ * or the reason it has none. Of the engines only one that places split
+ * layers by its own rule splits, and only by that rule. */
 static int engine_lines(kvshard_fit *f, const search *s, const kvshard_allocator *allocator)
 {
     const kvshard__profile *own = kvshard_profiles__own();
@@ -981,7 +1098,10 @@ static int engine_lines(kvshard_fit *f, const search *s, const kvshard_allocator
         line->profile = *q;
         if (f->fitting == 0)
             continue;
-        if (f->rows[0].layerwise_split_size > 1) {
+        const kvshard_fit_row *row = &f->rows[0];
+        const kvshard_profile__defaults *d = &(*q)->defaults;
+        if (row->layerwise_split_size > 1 &&
+            (!d->runs_its_ownership_only || row->ownership != d->ownership)) {
             snprintf(line->reason, sizeof line->reason, "%s", "engine_split_unsupported");
             continue;
         }
@@ -1007,14 +1127,14 @@ int kvshard_fit_create(kvshard_fit **out, const kvshard_model *model,
                        const kvshard_allocator *allocator, kvshard_error *err)
 {
     kvshard_diag__ctx diag = kvshard_diag__on(err);
-    return fit_create(out, model, options, fit_options, allocator, false, &diag);
+    return fit_create(out, model, options, fit_options, allocator, NULL, &diag);
 }
 
 int kvshard_fit__create(kvshard_fit **out, const kvshard_model *model,
                         const kvshard_options *options, const kvshard_fit_options *fit_options,
                         const kvshard_allocator *allocator, kvshard_diag__ctx *diag)
 {
-    return fit_create(out, model, options, fit_options, allocator, false, diag);
+    return fit_create(out, model, options, fit_options, allocator, NULL, diag);
 }
 
 void kvshard_fit_free(kvshard_fit *fit)

@@ -380,6 +380,12 @@ typedef struct kvshard_profile__fitting {
     /* The boolean input that makes a layout's D replicas the engine's own
      * workers (written true when D > 1); NULL: D separate engines. */
     const char *replicas_input;
+    /* The engine's own input for its TP size, which fit writes T into for
+     * every row; NULL: it takes kvshard's. */
+    const char *tp_input;
+    /* A layout's D replicas are D separate instances of the engine, each
+     * planned as one (the engine has no data parallelism of its own). */
+    bool separate_instances;
     /* The engine's sequences are its concurrency with no request limit
      * given, and its request limit counts every replica (written D x s);
      * else they are the balanced count and the limit is a replica's. */
@@ -388,11 +394,17 @@ typedef struct kvshard_profile__fitting {
      * the slots the first plan gave, so the replan keeps its pools; NULL:
      * none. */
     const char *state_slots_input;
+    /* The engine's request limit changes its pools or caps its sequences
+     * (state slots that follow it): its sequences are the largest limit m
+     * whose plan at m serves m at once. */
+    bool limit_sizes_pools;
     /* The inputs a launch line repeats when they are given to fit, in this
-     * order, as --name=value with dashes (NULL-ended; NULL: none); a false
+     * order, as --name=value with dashes, or underscores as the engine
+     * spells them when `underscores` (NULL-ended; NULL: none); a false
      * boolean as --no-name when `false_as_no`, else --name=false. */
     const char *const *repeated;
     bool false_as_no;
+    bool underscores;
 } kvshard_profile__fitting;
 
 typedef struct kvshard__profile {

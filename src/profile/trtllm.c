@@ -1180,6 +1180,43 @@ static void report_rows(const kvshard__printer *p, const kvshard_profile__view *
     kvshard_format__row_end(p);
 }
 
+/* The layout as trtllm-serve's command line: D instances of T x P GPUs,
+ * no layerwise split. kv_cache_config keys stay in the user's options
+ * file. */
+static int recommend(char *buf, size_t cap, const kvshard_profile__layout *l, bool env)
+{
+    size_t used = 0;
+    if (cap)
+        buf[0] = '\0';
+    if (l->split > 1)
+        return KVSHARD_EUNSUPPORTED;
+    if (env)
+        return 0;
+    kvshard_profile__arg(buf, cap, &used, "--tp_size=%u", l->tp);
+    if (l->pp > 1)
+        kvshard_profile__arg(buf, cap, &used, "--pp_size=%u", l->pp);
+    if (l->context_length) {
+        kvshard_profile__arg(buf, cap, &used, "--max_seq_len=%u", l->context_length);
+        kvshard_profile__arg(buf, cap, &used, "--max_batch_size=%llu",
+                             (unsigned long long)l->seqs_per_replica);
+    }
+    kvshard_profile__arg(buf, cap, &used, "--kv_cache_free_gpu_memory_fraction=%s",
+                         l->engine_fraction ? l->engine_fraction : l->utilization);
+    return (int)used;
+}
+
+/* The flags a launch line of fit repeats when given: the estimation run's
+ * batch changes the budget. */
+static const char *const fit_repeated[] = {"max_num_tokens", NULL};
+
+/* Under fit --engine, the fraction given, else the engine's 0.9, as given
+ * (the engine rounds it to binary32 itself). */
+static double fit_utilization(const kvshard_value *given, const kvshard_profile__state *state)
+{
+    (void)state;
+    return given[IN_FRACTION].d;
+}
+
 /* ---- stages and ranks ---------------------------------------------------------------- */
 
 /* TensorRT-LLM gives the extra layers to the first stages. */
@@ -1237,5 +1274,14 @@ const kvshard__profile kvshard_profile__trtllm = {
     .voice.write_capacity = write_capacity,
     .voice.report_rows = report_rows,
     .voice.unreachable = unreachable,
+    .dialect.recommend = recommend,
     .rules = &rules,
+    /* A hybrid's state pool is max_batch_size slots, inside the peak. */
+    .fitting.length_input = "max_seq_len",
+    .fitting.utilization = fit_utilization,
+    .fitting.limit_sizes_pools = true,
+    .fitting.separate_instances = true,
+    .fitting.tp_input = "tp_size",
+    .fitting.repeated = fit_repeated,
+    .fitting.underscores = true,
 };

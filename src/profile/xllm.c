@@ -388,6 +388,42 @@ static void unreachable(char *buf, size_t cap, const kvshard_profile__view *v)
              (unsigned long long)c->usable_state_slots);
 }
 
+/* The layout as xLLM's command line: its DP replicas are its own
+ * (--dp_size), and a split names the engine's flags; its rule places the
+ * layers, so no ownership is written. */
+static int recommend(char *buf, size_t cap, const kvshard_profile__layout *l, bool env)
+{
+    size_t used = 0;
+    if (cap)
+        buf[0] = '\0';
+    if (env || l->pp > 1)
+        return env ? 0 : KVSHARD_EUNSUPPORTED;
+    if (l->context_length)
+        kvshard_profile__arg(buf, cap, &used, "--max_seqs_per_batch=%llu",
+                             (unsigned long long)l->seqs_per_replica);
+    kvshard_profile__arg(buf, cap, &used, "--max_memory_utilization=%s",
+                         l->engine_fraction ? l->engine_fraction : l->utilization);
+    if (l->dp > 1)
+        kvshard_profile__arg(buf, cap, &used, "--dp_size=%u", l->dp);
+    if (l->split > 1) {
+        kvshard_profile__arg(buf, cap, &used, "--enable_layerwise_split=true");
+        kvshard_profile__arg(buf, cap, &used, "--layerwise_split_size=%u", l->split);
+    }
+    return (int)used;
+}
+
+/* The flags a launch line of fit repeats when given: they change what the
+ * engine allocates. */
+static const char *const fit_repeated[] = {"enable_prefix_cache", "max_linear_state_cache_slots",
+                                           "max_cache_size", NULL};
+
+/* Under fit --engine, the fraction given, else the engine's 0.8. */
+static double fit_utilization(const kvshard_value *given, const kvshard_profile__state *state)
+{
+    (void)state;
+    return given[IN_UTILIZATION].d;
+}
+
 /* Global ranks: dp, cp, tp; the engine has no stages. */
 static const kvshard_profile__rules rules = {
     KVSHARD_PP_RULE_DEFAULT,
@@ -432,5 +468,12 @@ const kvshard__profile kvshard_profile__xllm = {
     .voice.write_capacity = write_capacity,
     .voice.report_rows = report_rows,
     .voice.unreachable = unreachable,
+    .dialect.recommend = recommend,
     .rules = &rules,
+    /* The state pool follows the request limit when the prefix cache is
+     * off, and caps the sequences when it is on. */
+    .fitting.utilization = fit_utilization,
+    .fitting.limit_sizes_pools = true,
+    .fitting.repeated = fit_repeated,
+    .fitting.underscores = true,
 };

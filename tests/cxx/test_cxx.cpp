@@ -663,7 +663,11 @@ void test_fit()
                                      "--max-running-requests=38 --max-mamba-cache-size=358"));
     // One stage needs no partition in the environment.
     CHECK(fit.flags("vllm", true) == std::optional<std::string>(""));
-    CHECK(expect_error([&] { static_cast<void>(fit.flags("xllm")); }, "an engine with no flags")
+    CHECK(fit.flags("xllm") ==
+          std::optional<std::string>("--max_seqs_per_batch=14 --max_memory_utilization=0.8 "
+                                     "--dp_size=2"));
+    CHECK(fit.flags("trtllm") == std::nullopt); // no GDN hybrid under TensorRT-LLM
+    CHECK(expect_error([&] { static_cast<void>(fit.flags("nope")); }, "an unknown engine")
               .code() == KVSHARD_EUNKNOWNKEY);
     CHECK(expect_error([&] { fit.row(12); }, "row(12)").code() == KVSHARD_EINVAL);
 

@@ -52,11 +52,11 @@ def fit(
     works out itself), DoesNotFitError (no layout leaves a budget; the
     message names the closest), FitLimitsError (the limits leave no
     layout), PlanError (ENOBLOCK: no layout fits a block; EPROFILE,
-    fit_profile, under an engine profile that does not say how its engine
-    is fitted), ConfigError (EMISSING without device_memory), and the first
+    pp_engine, stages asked of an engine without them), ConfigError (EMISSING without device_memory), and the first
     layout's error when none is admitted.
 
-    Under an engine profile (``engine="vllm"``, its version as
+    Under an engine profile (``engine="vllm"``, ``"sglang"``, ``"xllm"``
+    or ``"trtllm"``, its version as
     ``engine_version``, its own inputs as keywords) every row is planned
     by that profile at the length (``context_length``, else the engine's
     length input, else the config's ``max_position_embeddings``) and ranked

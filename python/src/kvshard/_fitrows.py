@@ -237,11 +237,12 @@ class Fit(_Handle):
     def flags(
         self, engine: Union[str, Engine] = "kvshard", env: bool = False
     ) -> Optional[List[str]]:
-        """The recommendation's flags for `engine` ("kvshard", "vllm" or
-        "sglang", or its Engine member), one argument an entry, or with
-        `env` the environment it needs (NAME=value entries; [] for none).
-        None when that engine cannot run the layout (vLLM and SGLang run no
-        layerwise split). ConfigError (EUNKNOWNKEY) for another engine."""
+        """The recommendation's flags for `engine` ("kvshard", "xllm",
+        "vllm", "sglang" or "trtllm", or its Engine member), one argument an
+        entry, or with `env` the environment it needs (NAME=value entries;
+        [] for none). None when that engine cannot run the layout (only
+        xLLM runs a layerwise split, by its own rule). ConfigError
+        (EUNKNOWNKEY) for another engine."""
         if isinstance(engine, Engine):
             name = engine.label
         elif isinstance(engine, str):
