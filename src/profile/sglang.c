@@ -151,7 +151,8 @@ static const kvshard_profile__input inputs[] = {
                         NO_VALUE,
                         NULL},
     /* UINT64_MAX is "not given", above every number it takes. */
-    [IN_NON_KV] = {{"non_kv_memory", KVSHARD__VT_BYTES, 0, UINT64_MAX - 1, R, false, NULL, NULL},
+    [IN_NON_KV] = {{"non_kv_memory", KVSHARD__VT_SIZES, 0, UINT64_MAX - 1, R, false, NULL,
+                      &kvshard_profile__stage_sizes},
                    {UINT64_MAX, 0.0, NULL, 0},
                    "none"},
     [IN_MULTIMODAL] = {{"multimodal", KVSHARD__VT_BOOL, 0, 1, R, false, NULL, NULL},
