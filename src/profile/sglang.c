@@ -540,7 +540,8 @@ static int settle(kvshard_profile__settling *s, kvshard_diag__ctx *diag)
         o->scratch_layers = 1;
     }
     diag->option = NULL;
-    uint64_t dc = (uint64_t)o->dp_size * o->cp_size;
+    /* T is one stage's attention TP: the world is D x C x P of them. */
+    uint64_t dc = (uint64_t)o->dp_size * o->cp_size * o->pp_size;
     if (dc == 0 || o->world_size % dc != 0)
         return KVSHARD_OK; /* the options' own validation refuses them */
     uint32_t T = (uint32_t)(o->world_size / dc);
