@@ -192,6 +192,31 @@ static void test_vllm_fill_a_stage(void **state)
     kvshard_plan_free(p);
 }
 
+/* compare sizes each P's stages from their own weights as the plan does:
+ * at T = 2, P = 2 a stage holds ceil(16e9 x 16 / (32 x 2)) = 4e9 bytes. */
+static void test_compare_staged(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_example_model("llama3_1_8b.json");
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.engine = KVSHARD_ENGINE_VLLM;
+    o.world_size = 4;
+    o.pp_size = 2;
+    o.device_memory = 80 * GIB;
+    o.weights_total = 16000000000ull;
+    o.context_length = 8192;
+    kvshard_comparison *c = NULL;
+    kvshard_error err;
+    tu_assert_ok(kvshard_comparison_create(&c, m, &o, NULL, NULL, &err), &err);
+    const kvshard_comparison_row *r = kvshard_comparison_row_at(c, 0);
+    uint64_t budget = vllm_requested(80 * GIB) - 4000000000ull - 4 * GIB;
+    assert_true(r->has_num_blocks);
+    assert_int_equal(r->num_blocks, budget / VLLM_BLOCK);
+    assert_int_equal(r->num_blocks, 67455);
+    kvshard_comparison_free(c);
+    kvshard_model_free(m);
+}
+
 static kvshard_fit *llama_fit(kvshard_model **model, kvshard_engine engine)
 {
     kvshard_model *m = tu_load_example_model("llama3_1_8b.json");
@@ -276,6 +301,7 @@ int main(void)
         cmocka_unit_test(test_file_list),
         cmocka_unit_test(test_setting),
         cmocka_unit_test(test_vllm_fill_a_stage),
+        cmocka_unit_test(test_compare_staged),
         cmocka_unit_test(test_fit_vllm_staged_row),
         cmocka_unit_test(test_fit_sglang_staged_row),
     };
