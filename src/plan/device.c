@@ -401,16 +401,18 @@ static bool fill_sizes(const kvshard__profile *p)
 /* An engine's budget with the fill input's sizes one a stage: P of them
  * (or one for every stage), and with the profile's stage_budgets each
  * stage's budget from its own size, into stage[] and out. The largest size
- * has made out->least already, the smallest budget. */
+ * has made out->least already, the smallest budget. A list is counted
+ * under every profile that reads the input, so that none takes its largest
+ * size unsaid. */
 static int engine_stage_budgets(kvshard__budgets *out, uint64_t *stage,
                                 const kvshard__planning *pl, const kvshard_model *model,
                                 const kvshard__device_layout *layout, uint32_t split,
                                 kvshard_diag__ctx *diag)
 {
     const kvshard__profile *p = pl->profile;
-    if (!fill_sizes(p) || pl->options.memory_per_rank)
+    int at = p->device.fill_input ? kvshard_profiles__input_index(p, p->device.fill_input) : -1;
+    if (at < 0 || pl->options.memory_per_rank)
         return KVSHARD_OK;
-    int at = kvshard_profiles__input_index(p, p->device.fill_input);
     uint64_t given[KVSHARD_MAX_PP_PARTITION];
     const uint64_t *sizes = pl->fill_stage_count ? pl->fill_stages : given;
     uint32_t n = pl->fill_stage_count
@@ -423,7 +425,7 @@ static int engine_stage_budgets(kvshard__budgets *out, uint64_t *stage,
                                   "%u (give one size, or one a stage)",
                                   p->name, p->device.fill_input, n, layout->pp);
     }
-    if (n == 1 || !p->device.stage_budgets)
+    if (n == 1 || !fill_sizes(p) || !p->device.stage_budgets)
         return KVSHARD_OK;
     kvshard_value inputs[KVSHARD__MAX_PROFILE_INPUTS];
     memcpy(inputs, pl->inputs, sizeof inputs);
