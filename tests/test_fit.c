@@ -176,12 +176,18 @@ static void test_qwen_stages_in_the_node(void **state)
         assert_row(f, &rows[i]);
     assert_int_equal(kvshard_fit_row_at(f, 0)->num_blocks, 132388);
     assert_flags(f, "kvshard", false, "--world_size=4 --pp_size=2 --pp_partition=20,20 --max_seqs=64");
-    /* The vllm profile fills non_kv_memory with the whole model at T = 2:
-     * 2,448,356,928 + 64,424,509,440 / 2 + the reserve 1,717,986,918 =
-     * 36,378,598,566 bytes, above its 31,610,959,299; SGLang covers no
-     * stages with state layers. Neither has a line. */
-    assert_flags(f, "vllm", false, NULL);
-    assert_flags(f, "vllm", true, NULL);
+    /* The vllm profile fills each stage's non_kv_memory with that stage's
+     * weights and the reserve: 17,330,305,824 + 1,717,986,918, so B =
+     * 31,610,959,299 - 19,048,292,742 = 12,562,666,557 on either stage. A
+     * stage's 5 full and 15 GDN layers put 5 in each of the model's 4
+     * groups: a block is 5 pages of 1,056 x 1,024 = 5,406,720 bytes,
+     * floor(B / 5,406,720) = 2,323 blocks; a request takes ceil(32,768 /
+     * 1,056) + 3 x 2 = 38, so floor(2,322 / 38) = 61 sequences. SGLang
+     * covers no stages with state layers: no line. */
+    assert_flags(f, "vllm", false,
+                 "--tensor-parallel-size=2 --pipeline-parallel-size=2 "
+                 "--gpu-memory-utilization=0.92 --max-model-len=32768 --max-num-seqs=61");
+    assert_flags(f, "vllm", true, "VLLM_PP_LAYER_PARTITION=20,20");
     assert_flags(f, "sglang", false, NULL);
     kvshard_fit_free(f);
 

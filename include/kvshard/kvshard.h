@@ -1532,7 +1532,7 @@ typedef enum kvshard_setting_type {
     KVSHARD_SETTING_JSON = 6,     /**< a JSON object (vLLM's --speculative-config) */
     KVSHARD_SETTING_DECIMAL = 7,  /**< a decimal above 0 and at most `max` */
     KVSHARD_SETTING_COUNTS = 8,   /**< options only: whole numbers, one a stage ("31,30") */
-    KVSHARD_SETTING_SIZES = 9     /**< options only: byte sizes, one or one a stage */
+    KVSHARD_SETTING_SIZES = 9     /**< byte sizes, one or one a stage (non_kv_memory) */
 } kvshard_setting_type;
 
 /** What a setting takes. Start from KVSHARD_SETTING_INFO_INIT. */

@@ -403,21 +403,21 @@ def test_the_struct_and_the_options_class_follow_the_table() -> None:
 
 
 # Every setting's type is one the binding checks (a new type fails here).
-CHECKED = (SettingType.INTEGER, SettingType.BYTES, SettingType.FRACTION, SettingType.DECIMAL,
-           SettingType.BOOL)
+CHECKED = (SettingType.INTEGER, SettingType.BYTES, SettingType.SIZES, SettingType.FRACTION,
+           SettingType.DECIMAL, SettingType.BOOL)
 TEXT_ONLY = (SettingType.WORD, SettingType.TEXT)
 NUMERIC = [s for s in SETTINGS if s.type in CHECKED]
 
 
 def test_every_setting_has_a_type_the_binding_knows() -> None:
-    options_only = {SettingType.COUNTS, SettingType.SIZES}
+    options_only = {SettingType.COUNTS}
     assert {s.type for s in SETTINGS} == set(SettingType) - options_only
     assert all(s.type in CHECKED + TEXT_ONLY + (SettingType.JSON,) for s in SETTINGS)
 
 
 def setting_probes(info: kvshard.SettingInfo) -> List[Tuple[Any, str]]:
     """(native value, the same value as text) pairs around a setting's range."""
-    if info.type in (SettingType.INTEGER, SettingType.BYTES):
+    if info.type in (SettingType.INTEGER, SettingType.BYTES, SettingType.SIZES):
         values = [info.min, info.max, info.max + 1] + ([info.min - 1] if info.min else [])
         return [(v, str(v)) for v in values]
     if info.type is SettingType.FRACTION:
@@ -500,6 +500,7 @@ def test_the_setting_rows_are_the_library_s() -> None:
     I, B, F, W, R, T, J, D = (SettingType.INTEGER, SettingType.BYTES, SettingType.BOOL,
                               SettingType.WORD, SettingType.FRACTION, SettingType.TEXT,
                               SettingType.JSON, SettingType.DECIMAL)
+    S = SettingType.SIZES
     x, v, s, t = Engine.XLLM, Engine.VLLM, Engine.SGLANG, Engine.TRTLLM
     ranks, by_version = 65536, "by model and version"
     assert [tuple(row) for row in SETTINGS] == [
@@ -526,7 +527,7 @@ def test_the_setting_rows_are_the_library_s() -> None:
         ("speculative_config", J, 0, 0, "none", "none", v),
         ("draft_attention_layers", I, 0, 1024, "by method", "by method", v),
         # 2^64 - 1 stands for "none" (not given): a number stops below it.
-        ("non_kv_memory", B, 0, U64_MAX - 1, "none", "none", v),
+        ("non_kv_memory", S, 0, U64_MAX - 1, "none", "none", v),
         ("decode_context_parallel_size", I, 1, ranks, 1, "1", v),
         ("prefill_context_parallel_size", I, 1, ranks, 1, "1", v),
         ("tp_size", I, 1, ranks, "world_size", "world_size", s),

@@ -586,7 +586,8 @@ static kvshard_value get_field(const kvshard_options *o, const option_def *d)
         break;
     }
     case KVSHARD__VT_TEXT:
-    case KVSHARD__VT_OBJECT: break; /* no option holds text */
+    case KVSHARD__VT_OBJECT:
+    case KVSHARD__VT_SIZES: break; /* no option holds text or a list */
     }
     return v;
 }
@@ -615,7 +616,8 @@ static void set_field(kvshard_options *o, kvshard__explore_keys *e, const option
         break;
     }
     case KVSHARD__VT_TEXT:
-    case KVSHARD__VT_OBJECT: break;
+    case KVSHARD__VT_OBJECT:
+    case KVSHARD__VT_SIZES: break;
     }
 }
 
@@ -839,6 +841,7 @@ static void value_doc(char *out, size_t cap, const kvshard_value__def *def,
         break;
     }
     case KVSHARD__VT_BYTES: snprintf(out, cap, "bytes, or a size: 80GiB, 141GB, 72.5GiB"); break;
+    case KVSHARD__VT_SIZES: snprintf(out, cap, "a size, or one a stage: 40GiB,38GiB"); break;
     case KVSHARD__VT_BOOL: snprintf(out, cap, "true or false"); break;
     case KVSHARD__VT_WORD:
         kvshard_value__list_words(list, sizeof list, words);

@@ -228,6 +228,12 @@ static void value_text(char *buf, size_t cap, const kvshard_value__def *def, kvs
     case KVSHARD__VT_TEXT:
         snprintf(buf, cap, "%.*s", v.text ? (int)v.text_len : 0, v.text ? v.text : "");
         break;
+    case KVSHARD__VT_SIZES: /* one a stage as given, else the one size */
+        if (v.text)
+            snprintf(buf, cap, "%.*s", (int)v.text_len, v.text);
+        else
+            snprintf(buf, cap, "%llu", (unsigned long long)v.u);
+        break;
     case KVSHARD__VT_OBJECT: {
         const kvshard_value__fields *f = def->more ? def->more->fields : NULL;
         size_t used = 0;
@@ -289,6 +295,7 @@ kvshard_setting_type kvshard_settings__public_type(kvshard_value__type t)
 {
     switch (t) {
     case KVSHARD__VT_BYTES: return KVSHARD_SETTING_BYTES;
+    case KVSHARD__VT_SIZES: return KVSHARD_SETTING_SIZES;
     case KVSHARD__VT_BOOL: return KVSHARD_SETTING_BOOL;
     case KVSHARD__VT_WORD: return KVSHARD_SETTING_WORD;
     case KVSHARD__VT_FRACTION: return KVSHARD_SETTING_FRACTION;

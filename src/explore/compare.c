@@ -236,8 +236,11 @@ static int begin_pp(work *w, uint32_t P, kvshard_diag__ctx *diag)
                                      model->info.num_layers};
     kvshard_error__reset(&w->pp_err);
     kvshard_diag__ctx why = kvshard_diag__on(&w->pp_err);
-    w->pp_rc = kvshard_device__budgets_for(&w->budgets, w->stage_weights, w->stage_budgets,
-                                           &w->device, &pl, model, &layout, 1, NULL, &why);
+    /* An engine's input of one size a stage takes this P's stage weights. */
+    w->pp_rc = kvshard_device__fill(&pl, &w->device, &layout, &why);
+    if (w->pp_rc == KVSHARD_OK)
+        w->pp_rc = kvshard_device__budgets_for(&w->budgets, w->stage_weights, w->stage_budgets,
+                                               &w->device, &pl, model, &layout, 1, NULL, &why);
     w->pp_among = why.among;
     if (w->pp_rc && w->pp_rc != KVSHARD_EDOESNOTFIT) {
         diag->option = why.option;

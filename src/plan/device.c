@@ -391,6 +391,58 @@ int kvshard_device__stages(uint64_t *weights, uint64_t *budgets, const kvshard__
     return KVSHARD_OK;
 }
 
+/* Whether profile `p`'s fill input takes one size a stage. */
+static bool fill_sizes(const kvshard__profile *p)
+{
+    int i = p->device.fill_input ? kvshard_profiles__input_index(p, p->device.fill_input) : -1;
+    return i >= 0 && p->dialect.inputs[i].def.type == KVSHARD__VT_SIZES;
+}
+
+/* An engine's budget with the fill input's sizes one a stage: P of them
+ * (or one for every stage), and with the profile's stage_budgets each
+ * stage's budget from its own size, into stage[] and out. The largest size
+ * has made out->least already, the smallest budget. A list is counted
+ * under every profile that reads the input, so that none takes its largest
+ * size unsaid. */
+static int engine_stage_budgets(kvshard__budgets *out, uint64_t *stage,
+                                const kvshard__planning *pl, const kvshard_model *model,
+                                const kvshard__device_layout *layout, uint32_t split,
+                                kvshard_diag__ctx *diag)
+{
+    const kvshard__profile *p = pl->profile;
+    int at = p->device.fill_input ? kvshard_profiles__input_index(p, p->device.fill_input) : -1;
+    if (at < 0 || pl->options.memory_per_rank)
+        return KVSHARD_OK;
+    uint64_t given[KVSHARD_MAX_PP_PARTITION];
+    const uint64_t *sizes = pl->fill_stage_count ? pl->fill_stages : given;
+    uint32_t n = pl->fill_stage_count
+                     ? pl->fill_stage_count
+                     : kvshard_value__sizes(given, KVSHARD_MAX_PP_PARTITION, pl->inputs[at]);
+    if (n != 1 && n != layout->pp) {
+        diag->option = p->device.fill_input;
+        return kvshard_diag__fail(diag, kvshard_profile__about_engine, KVSHARD_ERANGE,
+                                  "%s profile: engine_flag_value: %s has %u sizes; pp_size is "
+                                  "%u (give one size, or one a stage)",
+                                  p->name, p->device.fill_input, n, layout->pp);
+    }
+    if (n == 1 || !fill_sizes(p) || !p->device.stage_budgets)
+        return KVSHARD_OK;
+    kvshard_value inputs[KVSHARD__MAX_PROFILE_INPUTS];
+    memcpy(inputs, pl->inputs, sizeof inputs);
+    kvshard_profile__ctx c = kvshard_validate__profile_ctx(pl, model, layout->tp, split);
+    c.inputs = inputs;
+    for (uint32_t s = 0; s < n; s++) {
+        inputs[at].u = sizes[s];
+        inputs[at].text = NULL;
+        bool has = false;
+        int rc = p->hooks.budget(&stage[s], &has, &c, diag);
+        if (rc)
+            return rc;
+    }
+    out->stage = stage;
+    return KVSHARD_OK;
+}
+
 int kvshard_device__budgets_for(kvshard__budgets *out, uint64_t *weights, uint64_t *stage,
                          const kvshard__device *d, const kvshard__planning *pl,
                          const kvshard_model *model, const kvshard__device_layout *layout,
@@ -398,9 +450,13 @@ int kvshard_device__budgets_for(kvshard__budgets *out, uint64_t *weights, uint64
 {
     out->stage_ranks = layout->tp;
     out->stage = NULL;
-    if (!d->used)
-        return kvshard_validate__planning_budget(&out->least, &out->has, pl, model, layout->tp,
-                                                 split, diag);
+    if (!d->used) {
+        int rc = kvshard_validate__planning_budget(&out->least, &out->has, pl, model, layout->tp,
+                                                   split, diag);
+        if (rc || !out->has)
+            return rc;
+        return engine_stage_budgets(out, stage, pl, model, layout, split, diag);
+    }
     int rc = kvshard_device__stages(weights, stage, d, pl, layout, left, diag);
     if (rc)
         return rc;
@@ -496,26 +552,43 @@ int kvshard_device__fill(kvshard__planning *pl, const kvshard__device *d,
     kvshard_value *fill = engine_input(pl, p->device.fill_input, &set);
     if (!fill || set)
         return KVSHARD_OK; /* the engine's own figure wins */
-    uint64_t weights[1];
+    /* Each stage holds its own weights where the input takes one a stage;
+     * else the whole model's weights on one stage. */
+    bool staged = layout->pp > 1 && fill_sizes(p);
     uint32_t all = layout->num_layers;
     kvshard__device_layout one = *layout;
-    one.pp = 1;
-    one.stage_layers = &all;
+    if (!staged) {
+        one.pp = 1;
+        one.stage_layers = &all;
+    }
+    uint64_t weights[KVSHARD_MAX_PP_PARTITION];
     int rc = stage_weights(weights, d, pl, &one, diag);
     if (rc)
         return rc;
-    uint64_t taken;
-    bool added = kvshard__add(&taken, weights[0], d->reserve);
-    /* Past 2^64 - 2 bytes no device holds them, and non_kv_memory's numbers
-     * end there (2^64 - 1 stands for "not given"): never filled saturated. */
-    if (!added || taken == UINT64_MAX || (p->device.fill_free && taken >= d->device_memory)) {
-        diag->option = "device_memory";
-        return kvshard_diag__fail(diag, kvshard_device__about_fit, KVSHARD_EDOESNOTFIT,
-                                  "does_not_fit: the weights (%llu bytes a rank) and "
-                                  "activation_reserve %llu bytes take all of device_memory %llu",
-                                  (unsigned long long)weights[0], (unsigned long long)d->reserve,
-                                  (unsigned long long)d->device_memory);
+    uint64_t largest = 0;
+    for (uint32_t s = 0; s < one.pp; s++) {
+        uint64_t taken;
+        bool added = kvshard__add(&taken, weights[s], d->reserve);
+        /* Past 2^64 - 2 bytes no device holds them, and non_kv_memory's
+         * numbers end there (2^64 - 1 stands for "not given"): never filled
+         * saturated. */
+        if (!added || taken == UINT64_MAX ||
+            (p->device.fill_free && taken >= d->device_memory)) {
+            diag->option = "device_memory";
+            return kvshard_diag__fail(diag, kvshard_device__about_fit, KVSHARD_EDOESNOTFIT,
+                                      "does_not_fit: the weights (%llu bytes a rank) and "
+                                      "activation_reserve %llu bytes take all of device_memory "
+                                      "%llu",
+                                      (unsigned long long)weights[s],
+                                      (unsigned long long)d->reserve,
+                                      (unsigned long long)d->device_memory);
+        }
+        if (staged)
+            pl->fill_stages[s] = taken;
+        largest = taken > largest ? taken : largest;
     }
-    fill->u = p->device.fill_free ? d->device_memory - taken : taken;
+    pl->fill_stage_count = staged ? one.pp : 0;
+    fill->u = p->device.fill_free ? d->device_memory - largest : largest;
+    fill->text = NULL;
     return KVSHARD_OK;
 }

@@ -78,7 +78,9 @@ int kvshard_device__map(kvshard__planning *pl, kvshard_diag__ctx *diag);
 /* Under an engine profile, the weights of a rank (one stage of the
  * layout's T) into the input the profile fills when nothing set it:
  * non_kv_memory = weights + reserve, or device_memory_free = device_memory
- * - weights - reserve. */
+ * - weights - reserve. An input of one size a stage gets each stage's own
+ * weights with the layout's stages (the largest as its value, each in
+ * pl->fill_stages); any other the whole model's, as on one stage. */
 int kvshard_device__fill(kvshard__planning *pl, const kvshard__device *d,
                          const kvshard__device_layout *layout, kvshard_diag__ctx *diag);
 

@@ -178,7 +178,7 @@ static void rank_budgets(kvshard_plan *p)
         kvshard_rank_memory *m = &p->ranks[r];
         uint32_t s = r / (p->figure_stride ? p->figure_stride : p->tp);
         m->has_budget = p->has_memory;
-        m->budget = p->device.used ? p->stage_budgets[s] : p->has_memory ? p->memory : 0;
+        m->budget = p->budgets.stage ? p->stage_budgets[s] : p->has_memory ? p->memory : 0;
         m->has_device = p->device.used;
         m->weights_bytes = p->device.used ? p->stage_weights[s] : 0;
         m->activation_reserve = p->device.used ? p->device.reserve : 0;
@@ -563,9 +563,9 @@ static int create(kvshard_plan **out, const kvshard_model *model, const kvshard_
     else if (rc == KVSHARD_OK)
         rc = kvshard_device__open(&device, &pl, model, &a, diag);
     if (rc == KVSHARD_OK) {
-        kvshard__device_layout one = {T, pl.options.dp_size, pl.options.cp_size, 1, NULL,
-                                      model->info.num_layers};
-        rc = kvshard_device__fill(&pl, &device, &one, diag);
+        kvshard__device_layout layout = {T, pl.options.dp_size, pl.options.cp_size, P, counts,
+                                         model->info.num_layers};
+        rc = kvshard_device__fill(&pl, &device, &layout, diag);
     }
     bool figures = want_figures && rc == KVSHARD_OK && kvshard_memory__ranks_alike(&model->info, T);
     uint32_t other = figures ? kvshard_memory__other_group(&model->info, T, S) : 0;

@@ -599,6 +599,7 @@ kvshard__plan_view kvshard_plan__view_of(const kvshard_plan *p)
                             .device = &p->device,
                             .stage_weights = p->stage_weights,
                             .stage_budgets = p->stage_budgets,
+                            .stage_memory = p->budgets.stage ? p->stage_budgets : NULL,
                             .uniform = &p->uniform,
                             .warnings = p->warnings,
                             .warning_count = p->warning_count,

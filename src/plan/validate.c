@@ -37,6 +37,7 @@ int kvshard_validate__begin_planning(kvshard__planning *out, bool args_ok,
     out->ignored_count = kvshard_settings__ignored(out->ignored, KVSHARD__MAX_PROFILE_INPUTS,
                                                    given->settings, out->profile);
     out->options.settings = NULL; /* resolved: the caller's need not outlive the call */
+    out->fill_stage_count = 0;
     return KVSHARD_OK;
 }
 

@@ -16,6 +16,11 @@ typedef struct kvshard__planning {
     const char *ignored[KVSHARD__MAX_PROFILE_INPUTS]; /* settings the profile does not read */
     size_t ignored_count;
     kvshard_profile__state state; /* the profile's, once settled */
+    /* The device's fill of the profile's fill input, one a stage (the
+     * stage's weights and the reserve) when it holds sizes a stage; 0: the
+     * input's own value. */
+    uint32_t fill_stage_count;
+    uint64_t fill_stages[KVSHARD_MAX_PP_PARTITION];
 } kvshard__planning;
 
 /* The start of a plan or comparison call: reset `diag`, refuse

@@ -34,6 +34,9 @@ typedef struct kvshard__plan_view {
     const kvshard__device_figures *device;
     const uint64_t *stage_weights; /* P, with the device */
     const uint64_t *stage_budgets; /* P, with the device */
+    /* P: each stage's budget where the stages have their own (from the
+     * device, or an engine's input one a stage); NULL: `memory` on all. */
+    const uint64_t *stage_memory;
     const kvshard_uniform *uniform;
     const kvshard__warning *warnings;
     size_t warning_count;
@@ -66,7 +69,7 @@ static inline kvshard_profile__view kvshard__profile_view(const kvshard__plan_vi
                                 kvshard_validate__planning_version(v->profile, v->inputs),
                                 v->stages,
                                 v->pp,
-                                v->device->used ? v->stage_budgets : NULL};
+                                v->stage_memory};
     return pv;
 }
 

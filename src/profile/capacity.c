@@ -171,6 +171,8 @@ void kvshard_profile__fig_words(kvshard_profile__figures *f, const char *name, c
 }
 
 const char *const kvshard_profile__about_engine[] = {"engine", NULL};
+
+const kvshard_value__more kvshard_profile__stage_sizes = {NULL, NULL, true};
 const char *const kvshard_profile__about_budget[] = {"memory_per_rank", "max_seqs", NULL};
 const char *const kvshard_profile__about_block[] = {"block_size", NULL};
 

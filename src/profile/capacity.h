@@ -73,6 +73,10 @@ void kvshard_profile__fig_words(kvshard_profile__figures *f, const char *name, c
  * budget about the budget and the sequences, a block past 2^64 - 1 bytes
  * about block_size. */
 extern const char *const kvshard_profile__about_engine[];
+
+/* An input of one size or one a stage that a deployment file may also
+ * write as a YAML list (non_kv_memory: each stage holds its own weights). */
+extern const kvshard_value__more kvshard_profile__stage_sizes;
 extern const char *const kvshard_profile__about_budget[];
 extern const char *const kvshard_profile__about_block[];
 

@@ -257,7 +257,10 @@ typedef struct kvshard_profile__stages {
  * memory_utilization are the same as, and the one the weights fill when not
  * given: non_kv_memory (a rank's weights and the reserve) or, with
  * fill_free, device_memory_free (the device less them); the reserve
- * defaults to kvshard's with reserve_auto, else to 0. */
+ * defaults to kvshard's with reserve_auto, else to 0. A fill input of
+ * one size or one a stage (KVSHARD__VT_SIZES) takes P sizes with stages:
+ * with stage_budgets each stage's budget comes from its own size, else the
+ * largest serves every stage (an engine whose world shares one figure). */
 typedef struct kvshard_profile__device {
     uint32_t utilization_ppb;
     const char *total_input;
@@ -265,6 +268,7 @@ typedef struct kvshard_profile__device {
     const char *fill_input;
     bool fill_free;
     bool reserve_auto;
+    bool stage_budgets;
 } kvshard_profile__device;
 
 /* The engine's command line, read and written. */

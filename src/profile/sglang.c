@@ -151,7 +151,8 @@ static const kvshard_profile__input inputs[] = {
                         NO_VALUE,
                         NULL},
     /* UINT64_MAX is "not given", above every number it takes. */
-    [IN_NON_KV] = {{"non_kv_memory", KVSHARD__VT_BYTES, 0, UINT64_MAX - 1, R, false, NULL, NULL},
+    [IN_NON_KV] = {{"non_kv_memory", KVSHARD__VT_SIZES, 0, UINT64_MAX - 1, R, false, NULL,
+                      &kvshard_profile__stage_sizes},
                    {UINT64_MAX, 0.0, NULL, 0},
                    "none"},
     [IN_MULTIMODAL] = {{"multimodal", KVSHARD__VT_BOOL, 0, 1, R, false, NULL, NULL},
@@ -539,7 +540,8 @@ static int settle(kvshard_profile__settling *s, kvshard_diag__ctx *diag)
         o->scratch_layers = 1;
     }
     diag->option = NULL;
-    uint64_t dc = (uint64_t)o->dp_size * o->cp_size;
+    /* T is one stage's attention TP: the world is D x C x P of them. */
+    uint64_t dc = (uint64_t)o->dp_size * o->cp_size * o->pp_size;
     if (dc == 0 || o->world_size % dc != 0)
         return KVSHARD_OK; /* the options' own validation refuses them */
     uint32_t T = (uint32_t)(o->world_size / dc);

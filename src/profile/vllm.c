@@ -186,7 +186,8 @@ static const kvshard_profile__input inputs[] = {
                         NO_VALUE,
                         NULL},
     /* UINT64_MAX is "not given", above every number it takes. */
-    [IN_NON_KV] = {{"non_kv_memory", KVSHARD__VT_BYTES, 0, UINT64_MAX - 1, R, false, NULL, NULL},
+    [IN_NON_KV] = {{"non_kv_memory", KVSHARD__VT_SIZES, 0, UINT64_MAX - 1, R, false, NULL,
+                      &kvshard_profile__stage_sizes},
                    {UINT64_MAX, 0.0, NULL, 0},
                    "none"},
     /* Context parallelism the profile does not cover: read so that it is
@@ -1618,6 +1619,7 @@ const kvshard__profile kvshard_profile__vllm = {
     .device.utilization_input = "gpu_memory_utilization",
     .device.fill_input = "non_kv_memory",
     .device.reserve_auto = true,
+    .device.stage_budgets = true, /* each stage's workers have their own B */
     .dialect.aliases = aliases,
     .dialect.inputs = inputs,
     .dialect.flag_style = KVSHARD_PROFILE__ARGPARSE,

@@ -92,6 +92,7 @@ static int check(const kvshard_value__def *d, kvshard_value v, const char *text,
     switch (d->type) {
     case KVSHARD__VT_U32:
     case KVSHARD__VT_BYTES:
+    case KVSHARD__VT_SIZES:
         if (!text && v.u == 0 && d->unset_ok)
             return KVSHARD_OK;
         /* A text here is a number: its words were told apart by their text
@@ -161,6 +162,7 @@ int kvshard_value__check(const kvshard_value__def *def, kvshard_value v, kvshard
     case KVSHARD__VT_OBJECT: return KVSHARD_OK;
     case KVSHARD__VT_U32:
     case KVSHARD__VT_BYTES:
+    case KVSHARD__VT_SIZES:
         if ((v.u == 0 && def->unset_ok) || (v.u >= def->min && v.u <= def->max) ||
             kvshard_value__is_word(def, v))
             return KVSHARD_OK;
@@ -302,6 +304,81 @@ static int parse_object(kvshard_value *v, const kvshard_value__def *d, const cha
     return rc;
 }
 
+/* The next comma-separated item of text[*at..len), spaces around it cut. */
+static void next_item(size_t *start, size_t *end, const char *text, size_t len, size_t *at)
+{
+    size_t b = *at, e = b;
+    while (e < len && text[e] != ',')
+        e++;
+    *at = e < len ? e + 1 : len + 1;
+    while (b < e && text[b] == ' ')
+        b++;
+    while (e > b && text[e - 1] == ' ')
+        e--;
+    *start = b;
+    *end = e;
+}
+
+/* One size, or a comma list of them, each a byte count of the def's range.
+ * A list keeps its text (bounded as every text value is) and its largest
+ * size. */
+static int parse_sizes(kvshard_value *v, const kvshard_value__def *d, const char *text, size_t len,
+                       kvshard__value_style style, const char *source, kvshard__mark mark,
+                       kvshard_error *err)
+{
+    kvshard_value__def one = *d;
+    one.type = KVSHARD__VT_BYTES;
+    if (!memchr(text, ',', len))
+        return kvshard_value__parse(v, &one, text, len, style, source, mark, err);
+    int rc = printable(d, text, len, source, mark, err);
+    if (rc)
+        return rc;
+    uint64_t largest = 0;
+    uint32_t n = 0;
+    for (size_t at = 0; at <= len; n++) {
+        size_t b, e;
+        next_item(&b, &e, text, len, &at);
+        if (b == e)
+            return kvshard_error__fail(err, KVSHARD_ETYPE, source, mark,
+                                       "%s: \"%.*s\" has an empty entry %u; give one size, or "
+                                       "one a stage such as 40GiB,38GiB",
+                                       d->name, SHOWN(len), text, n);
+        kvshard_value item;
+        /* A list's items are plain sizes, wherever the list was written. */
+        rc = kvshard_value__parse(&item, &one, text + b, e - b, KVSHARD__VALUE_PLAIN, source, mark,
+                                  err);
+        if (rc)
+            return rc;
+        largest = item.u > largest ? item.u : largest;
+    }
+    v->u = largest;
+    v->text = text;
+    v->text_len = len;
+    return KVSHARD_OK;
+}
+
+uint32_t kvshard_value__sizes(uint64_t *out, uint32_t cap, kvshard_value v)
+{
+    if (!v.text) {
+        if (cap)
+            out[0] = v.u;
+        return 1;
+    }
+    uint32_t n = 0;
+    for (size_t at = 0; at <= v.text_len; n++) {
+        size_t b, e;
+        next_item(&b, &e, v.text, v.text_len, &at);
+        uint64_t size = 0;
+        kvshard_error ignored;
+        /* Parsed once already: it cannot fail here. */
+        (void)kvshard_scalar__parse_size(&size, v.text + b, e - b, 0, "", "",
+                                         kvshard_error__no_mark, &ignored);
+        if (n < cap)
+            out[n] = size;
+    }
+    return n;
+}
+
 int kvshard_value__parse(kvshard_value *out, const kvshard_value__def *d, const char *text,
                          size_t len, kvshard__value_style style, const char *source,
                          kvshard__mark mark, kvshard_error *err)
@@ -399,6 +476,12 @@ int kvshard_value__parse(kvshard_value *out, const kvshard_value__def *d, const 
         v.u = len;
         break;
     }
+    case KVSHARD__VT_SIZES: {
+        int rc = parse_sizes(&v, d, text, len, style, source, mark, err);
+        if (rc)
+            return rc;
+        break;
+    }
     case KVSHARD__VT_OBJECT: {
         int rc = parse_object(&v, d, text, len, source, mark, err);
         if (rc)
@@ -439,7 +522,8 @@ bool kvshard_value__equal(const kvshard_value__def *def, kvshard_value a, kvshar
     case KVSHARD__VT_FRACTION:
     case KVSHARD__VT_DECIMAL: return !(a.d < b.d) && !(a.d > b.d);
     case KVSHARD__VT_TEXT: return same_text(a, b);
-    case KVSHARD__VT_OBJECT: return a.u == b.u && same_text(a, b);
+    case KVSHARD__VT_OBJECT:
+    case KVSHARD__VT_SIZES: return a.u == b.u && same_text(a, b);
     default: return a.u == b.u;
     }
 }

@@ -14,7 +14,11 @@ typedef enum kvshard_value__type {
     KVSHARD__VT_FRACTION, /* a decimal above 0 and at most 1 */
     KVSHARD__VT_DECIMAL,  /* a decimal above 0 and at most `max` */
     KVSHARD__VT_TEXT,     /* printable text of at most KVSHARD__VALUE_TEXT_MAX - 1 bytes */
-    KVSHARD__VT_OBJECT    /* a JSON object of which `fields` are read */
+    KVSHARD__VT_OBJECT,   /* a JSON object of which `fields` are read */
+    /* A byte count, or one a pipeline stage: "40GiB,38GiB" (a file may
+     * also write a YAML list, with `more->file_list`). `u` is the largest;
+     * `text` the list as written when it has more than one size. */
+    KVSHARD__VT_SIZES
 } kvshard_value__type;
 
 /* Longest text value, its NUL included. */
@@ -105,6 +109,10 @@ void kvshard_value__list_words(char *buf, size_t cap, const kvshard_value__word 
 /* Whether a U32 or byte value is one of the def's words rather than a number:
  * by its value, which no number in [min, max] takes. */
 bool kvshard_value__is_word(const kvshard_value__def *def, kvshard_value v);
+
+/* The sizes of a KVSHARD__VT_SIZES value, already parsed, into out[0..cap-1]
+ * (a count above `cap` leaves the rest unwritten); returns how many it has. */
+uint32_t kvshard_value__sizes(uint64_t *out, uint32_t cap, kvshard_value v);
 
 /* Two values are the same (fractions by their bits' value, text by its
  * bytes). */

@@ -299,7 +299,7 @@ class SettingType(enum.IntEnum):
     JSON = 6  # a JSON object (vLLM's --speculative-config)
     DECIMAL = 7  # a decimal above 0 and at most the setting's max
     COUNTS = 8  # options only: whole numbers, one a stage
-    SIZES = 9  # options only: byte sizes, one or one a stage
+    SIZES = 9  # byte sizes, one or one a stage
 
     @property
     def label(self) -> str:

@@ -288,7 +288,8 @@ class Options:
 
     Units: sizes in bytes (``memory_per_rank``, the device inputs, and the
     settings of type BYTES: ``device_memory_total``, ``device_memory_free``,
-    ``max_cache_size``, ``non_kv_memory``), lengths in tokens
+    ``max_cache_size``; and of type SIZES, one size or a list of one a
+    stage: ``non_kv_memory``), lengths in tokens
     (``block_size``, ``context_length``). 0 means "unset" where the C struct
     says so (block_size, max_seqs: the profile's default; memory_per_rank:
     no capacity; context_length: no concurrency figures).

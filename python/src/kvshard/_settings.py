@@ -92,7 +92,7 @@ def value_of(kind: Union[SettingType, int], text: str) -> Any:
     setting's word such as max_model_len's "auto"; the words a default the
     profile works out is described by, such as "by model and version"; a
     type this package does not know)."""
-    if kind in (SettingType.INTEGER, SettingType.BYTES):
+    if kind in (SettingType.INTEGER, SettingType.BYTES, SettingType.SIZES):
         return int(text) if _WHOLE.fullmatch(text) else text
     if kind is SettingType.BOOL:
         return {"true": True, "false": False}.get(text, text)
@@ -219,6 +219,13 @@ def setting_text(info: SettingInfo, value: Any, name: Optional[str] = None) -> s
         v = whole_number(name, value, "an int")
         return str(check_range(name, v, info.min, info.max, "an integer"))
     if kind is SettingType.BYTES:
+        return str(byte_size(name, value, info.min, info.max))
+    if kind is SettingType.SIZES:  # one size, or one a stage
+        if isinstance(value, (list, tuple)):
+            if not value:
+                raise ValueError(f"{name} has no sizes; give one, or one a stage")
+            return ",".join(str(byte_size(f"{name}[{i}]", v, info.min, info.max))
+                            for i, v in enumerate(value))
         return str(byte_size(name, value, info.min, info.max))
     if kind is SettingType.FRACTION:
         return _fraction(name, value)
