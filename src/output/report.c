@@ -138,6 +138,12 @@ static void write_head(kvshard__out *o, const kvshard__plan_view *p)
     kvshard_writer__out_raw(o, "</head>\n<body>\n");
 }
 
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
 /* One argument of the command line, quoted for a POSIX shell when it holds
  * anything but plain characters. */
 static void shell_word(kvshard__out *o, const char *arg)
@@ -190,11 +196,23 @@ static void write_origin(kvshard__out *o, const kvshard__plan_view *p,
         kvshard_writer__out_raw(o, "<p class=\"sub origin\">made by <code>");
         /* The program by its base name: the path it ran from says nothing of the plan. */
         const char *prog = about->argv[0] ? about->argv[0] : "kvshard";
-        const char *slash = strrchr(prog, '/');
-        shell_word(o, slash ? slash + 1 : prog);
+        shell_word(o, base_name(prog));
         for (int i = 1; i < about->argc && about->argv[i]; i++) {
+            const char *arg = about->argv[i];
             kvshard_writer__out_raw(o, " ");
-            shell_word(o, about->argv[i]);
+            /* The output file by its base name too: the page gets shared,
+             * and the directory it was written to is the writer's own. */
+            if (strncmp(arg, "--output=", 9) == 0) {
+                kvshard_writer__out_raw(o, "--output=");
+                shell_word(o, base_name(arg + 9));
+                continue;
+            }
+            shell_word(o, arg);
+            if ((strcmp(arg, "-o") == 0 || strcmp(arg, "--output") == 0) &&
+                i + 1 < about->argc && about->argv[i + 1]) {
+                kvshard_writer__out_raw(o, " ");
+                shell_word(o, base_name(about->argv[++i]));
+            }
         }
         kvshard_writer__out_raw(o, "</code></p>\n");
     }
