@@ -66,10 +66,54 @@ static void test_report_output_path(void **state)
     kvshard_plan_free(plan);
 }
 
+/* The seed at 32,768 tokens and 19 GiB measured, by hand: 6 KiB a token (5
+ * KiB of KV, 1 KiB of scratch) x 16 = 98,304 B a block; 128 sequences of
+ * 16,097,280 B of state = 2,060,451,840 B reserved; (20,401,094,656 -
+ * 2,060,451,840) / 98,304 = 186,570 blocks. A sequence takes 32,768 / 16 =
+ * 2,048 blocks: 186,570 / 2,048 = 91 at once; balanced, 20,401,094,656 /
+ * (16,097,280 + 2,048 x 98,304) = 93. A budget with no context length asks
+ * at the plan's, as max_seqs always did. */
+static void test_blocks_for_plan_context(void **state)
+{
+    (void)state;
+    kvshard_plan *plan = plan_example("qwen3_5_35b_a3b_tp4.yaml", "--context_length=32768", NULL);
+    kvshard_budget budget = KVSHARD_BUDGET_INIT;
+    budget.memory_per_rank = 19ull << 30;
+    kvshard_blocks b = KVSHARD_BLOCKS_INIT;
+    kvshard_error err;
+    tu_assert_ok(kvshard_plan_blocks_for(&b, plan, KVSHARD_ALL_RANKS, &budget, &err), &err);
+    assert_int_equal(b.num_blocks, 186570);
+    assert_true(b.has_concurrency);
+    assert_int_equal(b.concurrency, 91);
+    assert_true(b.has_balanced_max_seqs);
+    assert_int_equal(b.balanced_max_seqs, 93);
+    assert_true(b.has_max_seqs);
+    assert_int_equal(b.max_seqs, 91);
+    kvshard_figure f = KVSHARD_FIGURE_INIT;
+    tu_assert_ok(kvshard_plan_blocks_figure(&f, plan, KVSHARD_ALL_RANKS, &budget, "concurrency",
+                                            &err),
+                 &err);
+    assert_int_equal(f.uint_value, 91);
+    /* A length given still wins: 65,536 tokens are 4,096 blocks, 45 at once. */
+    budget.context_length = 65536;
+    tu_assert_ok(kvshard_plan_blocks_for(&b, plan, KVSHARD_ALL_RANKS, &budget, &err), &err);
+    assert_int_equal(b.concurrency, 45);
+    assert_int_equal(b.max_seqs, 91);
+    kvshard_plan_free(plan);
+    /* A plan without a context length has no concurrency to give. */
+    plan = plan_example("qwen3_5_35b_a3b_tp4.yaml", NULL);
+    budget.context_length = 0;
+    tu_assert_ok(kvshard_plan_blocks_for(&b, plan, KVSHARD_ALL_RANKS, &budget, &err), &err);
+    assert_false(b.has_concurrency);
+    assert_false(b.has_max_seqs);
+    kvshard_plan_free(plan);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_report_output_path),
+        cmocka_unit_test(test_blocks_for_plan_context),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

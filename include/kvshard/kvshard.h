@@ -1108,7 +1108,8 @@ typedef struct kvshard_budget {
     uint64_t reserved_bytes;
     /** Bytes the engine adds to every block (its own block metadata). */
     uint64_t extra_bytes_per_block;
-    /** Tokens per sequence for concurrency figures; 0: none. */
+    /** Tokens per sequence for concurrency figures; 0: the plan's own
+     *  context_length (none when the plan has none). */
     uint32_t context_length;
 } kvshard_budget;
 
@@ -1119,7 +1120,7 @@ typedef struct kvshard_blocks {
     size_t size;
     uint64_t num_blocks;
     uint64_t max_tokens;
-    bool has_concurrency;     /**< a context length was given */
+    bool has_concurrency;     /**< a context length was given, or the plan has one */
     uint64_t concurrency;
     bool has_balanced_max_seqs;
     uint64_t balanced_max_seqs;
@@ -1141,7 +1142,7 @@ typedef struct kvshard_blocks {
  * Blocks that fit `budget` on plan rank `plan_rank` (the rank's own measured
  * memory), or on every rank (KVSHARD_ALL_RANKS: the minimum, what all ranks
  * allocate), under the plan's engine profile, with the concurrency figures at
- * the budget's context length. Errors: KVSHARD_EINVAL (NULL arguments, an
+ * the budget's context length, else the plan's. Errors: KVSHARD_EINVAL (NULL arguments, an
  * unknown size), KVSHARD_ERANK, KVSHARD_ENOBLOCK (not one block fits; the
  * state reservation and one block pass 2^64 - 1 bytes), KVSHARD_ERANGE (the
  * plan has no KV bytes per block), KVSHARD_EOVERFLOW (a block with
