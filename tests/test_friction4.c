@@ -109,11 +109,37 @@ static void test_blocks_for_plan_context(void **state)
     kvshard_plan_free(plan);
 }
 
+/* fit asks for the weights it takes; plan still names weights_per_rank,
+ * which only plan reads. */
+static void test_fit_missing_weights(void **state)
+{
+    (void)state;
+    char *model = tu_example_path("models/qwen3_5_35b_a3b.json");
+    char command[4096];
+    char *out = NULL, *err = NULL;
+    snprintf(command, sizeof command, "%s fit %s --gpus=8 --device_memory=80GiB", KVSHARD_CLI,
+             model);
+    assert_int_equal(tu_run(command, &out, &err), 1);
+    tu_assert_contains(err, "device_memory needs the weights of a rank: give weights_total with "
+                            "weights_experts, or safetensors files in ");
+    assert_null(strstr(err, "weights_per_rank"));
+    free(out);
+    free(err);
+    snprintf(command, sizeof command, "%s plan %s --world_size=4 --device_memory=80GiB",
+             KVSHARD_CLI, model);
+    assert_int_equal(tu_run(command, &out, &err), 1);
+    tu_assert_contains(err, "give weights_per_rank, weights_total (with weights_experts), or ");
+    free(out);
+    free(err);
+    free(model);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_report_output_path),
         cmocka_unit_test(test_blocks_for_plan_context),
+        cmocka_unit_test(test_fit_missing_weights),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
