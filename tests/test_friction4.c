@@ -134,12 +134,59 @@ static void test_fit_missing_weights(void **state)
     free(model);
 }
 
+/* fit's help lists what fit reads, with the defaults it plans with; what
+ * it searches or works out itself is named apart, with no default. */
+static void test_help_fit(void **state)
+{
+    (void)state;
+    char command[4096];
+    char *out = NULL;
+    snprintf(command, sizeof command, "%s help fit", KVSHARD_CLI);
+    assert_int_equal(tu_run(command, &out, NULL), 0);
+    tu_assert_contains(out, "usage: kvshard fit MODEL ");
+    tu_assert_contains(out, "\nMODEL is a deployment YAML file");
+    tu_assert_contains(out, "they override MODEL.");
+    tu_assert_contains(out, "  --memory_utilization        a fraction above 0, at most 1; "
+                            "default 0.9\n");
+    const char *unread = strstr(out, "\nnot read by fit,");
+    assert_non_null(unread);
+    const char *names[] = {"--world_size", "--cp_size", "--layerwise_split_size",
+                           "--ownership", "--memory_per_rank", "--pp_partition,",
+                           "--sweep_pp", "--weights_per_rank"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        const char *at = strstr(out, names[i]);
+        assert_non_null(at);
+        assert_true(at > unread); /* only in the list of what fit does not read */
+    }
+    tu_assert_contains(out, "  --dp_size ");
+    tu_assert_contains(out, "  --pp_size, --pipeline_parallel_size");
+    free(out);
+    /* plan reads them all, and its utilization default is the same 0.9. */
+    snprintf(command, sizeof command, "%s help plan", KVSHARD_CLI);
+    assert_int_equal(tu_run(command, &out, NULL), 0);
+    tu_assert_contains(out, "  --world_size ");
+    tu_assert_contains(out, "default 0.9\n");
+    assert_null(strstr(out, "not read by fit"));
+    free(out);
+    kvshard_flag_info f = KVSHARD_FLAG_INFO_INIT;
+    for (size_t i = 0; kvshard_flag_info_at(&f, KVSHARD_ENGINE_KVSHARD, i) == KVSHARD_OK; i++)
+        assert_int_equal(f.fit_reads, strcmp(f.name, "world_size") != 0 &&
+                                          strcmp(f.name, "layerwise_split_size") != 0 &&
+                                          strcmp(f.name, "ownership") != 0 &&
+                                          strcmp(f.name, "cp_size") != 0 &&
+                                          strcmp(f.name, "memory_per_rank") != 0 &&
+                                          strcmp(f.name, "pp_partition") != 0 &&
+                                          strcmp(f.name, "sweep_pp") != 0 &&
+                                          strcmp(f.name, "weights_per_rank") != 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_report_output_path),
         cmocka_unit_test(test_blocks_for_plan_context),
         cmocka_unit_test(test_fit_missing_weights),
+        cmocka_unit_test(test_help_fit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

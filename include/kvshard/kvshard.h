@@ -1649,11 +1649,14 @@ typedef struct kvshard_flag_info {
     /** The engine has flags to run a layout with (kvshard_fit_flags()). The
      *  same in every row of one engine. */
     bool recommends_flags;
+    /** `kvshard fit` reads it. When not, fit plans without it: it searches
+     *  the parallel sizes and the split, and works out budgets and weights. */
+    bool fit_reads;
 } kvshard_flag_info;
 
 #define KVSHARD_FLAG_INFO_INIT                                                        \
     { sizeof(kvshard_flag_info), {0}, {{0}}, 0, NULL, false, NULL, false, -1, {0}, {0}, \
-      false, false }
+      false, false, false }
 
 /** Flag `index` (0-based) of `engine` into *out (`size` set by the caller):
  *  the options in their table's order, then the engine's settings.

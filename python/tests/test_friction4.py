@@ -24,3 +24,13 @@ def test_blocks_for_at_the_plans_context_length() -> None:
     with kvshard.load(SEED) as dep, dep.plan() as plan:
         blocks = plan.blocks_for("19GiB")
         assert blocks.concurrency is None and blocks.max_seqs is None
+
+
+def test_flags_fit_reads() -> None:
+    # The flag table says which flags kvshard fit reads: not the sizes it
+    # searches, nor the budget and weights it works out.
+    from kvshard import _lib
+
+    unread = {f.name for f in _lib.flags(0) if not f.fit_reads}
+    assert unread == {"world_size", "cp_size", "layerwise_split_size", "ownership",
+                      "memory_per_rank", "pp_partition", "sweep_pp", "weights_per_rank"}
