@@ -180,6 +180,73 @@ static void test_help_fit(void **state)
                                           strcmp(f.name, "weights_per_rank") != 0);
 }
 
+/* DeepSeek-V3.2 on 2 stages of TP 8, split 8, fp8, 64-token blocks, the
+ * MTP layer counted, budgets from an 80 GiB GPU, by hand:
+ * usable 85,899,345,920 x 0.9 = 77,309,411,328, less the 4 GiB reserve
+ * 4,294,967,296. Weights a rank, dense 674,030,337,216 - 654,068,416,512 =
+ * 19,961,920,704 over 61 layers x T 8: stage 1 (30 layers) ceil(19,961,920,704
+ * x 30 / 488) + ceil(654,068,416,512 x 30 / 488) = 1,227,167,257 +
+ * 40,209,123,966 = 41,436,291,223, budget 31,578,152,809 (29.41 GiB);
+ * stage 0 (31 layers) 1,268,072,832 + 41,549,428,099 = 42,817,500,931,
+ * budget 30,196,943,101 (28.12 GiB). A stage-1 rank of 4 KV layers holds
+ * them, the MTP layer and the scratch layer: 6 x 788 B x 64 = 302,592 B a
+ * block, 31,578,152,809 / 302,592 = 104,358 blocks (stage 0: 5 x 788 x 64
+ * = 252,160 B, 119,753 blocks), so stage 1 binds; 104,358 x 64 = 6,678,912
+ * tokens. The smallest budget, stage 0's, never stands beside them. */
+static kvshard_plan *deepseek_two_stages(void)
+{
+    kvshard_plan *plan = NULL;
+    TU_PLAN(&plan, "models/deepseek_v3_2.json", "--world_size=16", "--pp_size=2",
+            "--enable_layerwise_split=true", "--layerwise_split_size=8", "--kv_cache_dtype=fp8",
+            "--block_size=64", "--num_speculative_tokens=1", "--device_memory=80GiB",
+            "--weights_total=674030337216", "--weights_experts=654068416512");
+    return plan;
+}
+
+static void test_stage_budget_beside_blocks(void **state)
+{
+    (void)state;
+    kvshard_plan *plan = deepseek_two_stages();
+    assert_int_equal(tu_figure(plan, "num_blocks"), 104358);
+    char *text = tu_plan_text(plan);
+    tu_assert_contains(text, "\ncapacity   binding stage 1: budget 29.41 GiB, no state to "
+                             "reserve: 104,358 blocks of 302,592 B = 6,678,912 tokens\n");
+    assert_null(strstr(text, "28.12 GiB per rank"));
+    free(text);
+    char *page = report_of(plan, 0, NULL);
+    tu_assert_contains(page, "<tr><th scope=\"row\">budget</th><td>31,578,152,809 B (29.41 "
+                             "GiB) on binding stage 1, whose blocks every rank allocates"
+                             "</td></tr>");
+    tu_assert_contains(page, "<tr><th scope=\"row\">bytes per block</th><td>302,592 B (295.50 "
+                             "KiB) on binding stage 1, the largest, 64 tokens a block</td></tr>");
+    tu_assert_contains(page, "<tr><th scope=\"row\">blocks per rank</th><td>104,358</td></tr>");
+    assert_null(strstr(page, "memory per rank"));
+    free(page);
+    kvshard_plan_free(plan);
+}
+
+/* The split table's header lists each stage's budget, as the rows' blocks
+ * come from their own binding stage. */
+static void test_split_table_stage_budgets(void **state)
+{
+    (void)state;
+    char *model = tu_example_path("models/deepseek_v3_2.json");
+    char command[4096];
+    snprintf(command, sizeof command,
+             "%s report %s --world_size=16 --pp_size=2 --enable_layerwise_split=true "
+             "--layerwise_split_size=8 --kv_cache_dtype=fp8 --block_size=64 "
+             "--num_speculative_tokens=1 --device_memory=80GiB --weights_total=674030337216 "
+             "--weights_experts=654068416512 -o -",
+             KVSHARD_CLI, model);
+    char *out = NULL;
+    assert_int_equal(tu_run(command, &out, NULL), 0);
+    tu_assert_contains(out, "under each ownership rule, each stage's budget from the device: "
+                            "stage 0 30,196,943,101 B (28.12 GiB), stage 1 31,578,152,809 B "
+                            "(29.41 GiB); max_seqs 256.");
+    free(out);
+    free(model);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -187,6 +254,8 @@ int main(void)
         cmocka_unit_test(test_blocks_for_plan_context),
         cmocka_unit_test(test_fit_missing_weights),
         cmocka_unit_test(test_help_fit),
+        cmocka_unit_test(test_stage_budget_beside_blocks),
+        cmocka_unit_test(test_split_table_stage_budgets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -427,8 +427,21 @@ static void write_capacity(kvshard__out *o, const kvshard__plan_view *p)
         if (p->ranks[r].bytes_per_block > max_block)
             max_block = p->ranks[r].bytes_per_block;
     row_begin(o, "bytes per block");
-    bytes(o, max_block);
-    kvshard_writer__out_printf(o, " on the largest rank, %u tokens a block", opt->block_size);
+    if (pv.binding) {
+        bytes(o, pv.binding->bytes_per_block);
+        kvshard_writer__out_printf(o, " on binding stage %u", pv.binding_stage);
+        if (pv.binding->bytes_per_block == max_block) {
+            kvshard_writer__out_raw(o, ", the largest");
+        } else {
+            kvshard_writer__out_raw(o, " (the largest rank: ");
+            bytes(o, max_block);
+            kvshard_writer__out_raw(o, ")");
+        }
+        kvshard_writer__out_printf(o, ", %u tokens a block", opt->block_size);
+    } else {
+        bytes(o, max_block);
+        kvshard_writer__out_printf(o, " on the largest rank, %u tokens a block", opt->block_size);
+    }
     row_end(o);
     if (cap->has_num_blocks) {
         row_begin(o, "blocks per rank");
@@ -542,7 +555,8 @@ static unsigned note_number(const kvshard_comparison *c, unsigned code)
     return n;
 }
 
-static void write_comparison(kvshard__out *o, const kvshard_comparison *c)
+static void write_comparison(kvshard__out *o, const kvshard_comparison *c,
+                             const kvshard__plan_view *p)
 {
     const kvshard_options *opt = &c->options;
     bool context = c->has_memory && opt->context_length;
@@ -560,7 +574,22 @@ static void write_comparison(kvshard__out *o, const kvshard_comparison *c)
                             "<section id=\"compare\">\n<h2>Split sizes</h2>\n<p>Every split "
                             "size dividing the attention TP size %u under each ownership rule",
                             c->tp);
-    if (c->has_memory) {
+    /* Stages with budgets of their own, cut as the plan's: each stage's,
+     * never the smallest beside another stage's blocks. */
+    bool stage_budgets = c->has_memory && !c->sweep_pp && p->device->used && p->pp > 1;
+    if (stage_budgets) {
+        kvshard_writer__out_raw(o, ", each stage's budget from the device:");
+        for (uint32_t s = 0; s < p->pp; s++) {
+            kvshard_writer__out_printf(o, "%s stage %u ", s ? "," : "", s);
+            bytes(o, p->stage_budgets[s]);
+        }
+        kvshard_writer__out_printf(o, "; max_seqs %u", opt->max_seqs);
+        if (context) {
+            kvshard_writer__out_raw(o, ", at ");
+            kvshard_writer__out_grouped(o, opt->context_length);
+            kvshard_writer__out_raw(o, " tokens");
+        }
+    } else if (c->has_memory) {
         kvshard_writer__out_printf(o, ", %s ", c->profile->voice.budget_label);
         bytes(o, c->memory);
         kvshard_writer__out_printf(o, ", max_seqs %u", opt->max_seqs);
@@ -725,7 +754,7 @@ int kvshard_report_write_html(const kvshard_plan *plan, const kvshard_comparison
     kvshard_report__write_memory(&o, p);
     write_capacity(&o, p);
     if (comparison)
-        write_comparison(&o, comparison);
+        write_comparison(&o, comparison, p);
     write_warnings(&o, p);
     write_footer(&o, p);
     kvshard_writer__out_raw(&o, "</body>\n</html>\n");
