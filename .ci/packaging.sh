@@ -5,6 +5,8 @@
 #                                C and C++, next to the project's own YAML_*
 #                                variables, PkgConfig::YAML and kvs_* functions
 #   - tests/consumers/pkgconfig  pkg-config kvshard / kvshard-static, C and C++
+#   - .ci/packaging_docs.sh      every find_package(kvshard ...) line of the docs'
+#                                cmake blocks, their pkg-config range and SONAME
 #   - tools/                     the CLI's sources against the install and
 #                                libkvshard.so alone print the same seed plan
 #   - examples/engine_init       every rank of the seed deployment (C and C++)
@@ -89,6 +91,9 @@ headers+=",$PREFIX/include/kvshard/output.h"
 cmake -DLIBRARY="$LIBDIR/libkvshard.so.$VERSION" -DHEADERS="$headers" \
     -P "$SRC/tests/abi/check_exports.cmake"
 cmake -DARCHIVE="$LIBDIR/libkvshard.a" -P "$SRC/tests/abi/check_archive.cmake"
+
+step "the docs' packaging lines against this install"
+bash "$SRC/.ci/packaging_docs.sh" "$PREFIX" "$LIBDIR" "$WORK"
 
 step "libdir: fixed at configure time"
 # GNUInstallDirs picks CMAKE_INSTALL_LIBDIR from the prefix given when

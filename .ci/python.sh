@@ -40,4 +40,27 @@ set -e
 if [ "$status" -eq 5 ]; then
     echo ".ci/python.sh: pytest collected no tests" >&2
 fi
-exit "$status"
+[ "$status" -eq 0 ] || exit "$status"
+cd ..
+
+# python/install.sh from an interpreter with neither setuptools nor wheel,
+# as a venv of Python 3.12 or later is (pyenv's and conda's interpreters may
+# lack wheel too): a plain venv of Debian's Python, its setuptools removed
+# offline. The install must need neither.
+bare="$build/python-no-wheel"
+rm -rf "$bare" "$build/install-sh-venv"
+"$python" -m venv "$bare"
+"$bare/bin/python" -m pip uninstall --quiet -y setuptools wheel > /dev/null 2>&1 || true
+if "$bare/bin/python" -c "import setuptools" >/dev/null 2>&1 ||
+    "$bare/bin/python" -c "import wheel" >/dev/null 2>&1; then
+    echo ".ci/python.sh: setuptools or wheel stays in a plain venv; install.sh without them is not checked"
+else
+    PYTHON="$bare/bin/python" BUILD_DIR="$build/install-sh-build" \
+        python/install.sh "$build/install-sh-venv" > "$build/install-sh.log" 2>&1 ||
+        { cat "$build/install-sh.log" >&2; echo ".ci/python.sh: install.sh failed without setuptools and wheel" >&2; exit 1; }
+    grep -q "^kvshard [0-9.]* uses $build/install-sh-venv/lib/libkvshard.so " "$build/install-sh.log" ||
+        { cat "$build/install-sh.log" >&2; echo ".ci/python.sh: install.sh's package does not load its library" >&2; exit 1; }
+    "$build/install-sh-venv/bin/python" -m pip show kvshard > /dev/null ||
+        { echo ".ci/python.sh: pip does not list the package install.sh installed" >&2; exit 1; }
+    echo ".ci/python.sh: install.sh works without setuptools and wheel"
+fi

@@ -14,9 +14,15 @@ silently would only fail later, at import.
 
 import os
 import shutil
+import sys
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
+
+# The text of kvshard/_build_config.py is kvshard_install's, the install
+# that needs no wheel: one template for both.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "build_backend"))
+from kvshard_install import config_module_text  # noqa: E402
 
 SETTING_VAR = "_KVSHARD_BUILD_LIBRARY"  # set by the in-tree backend
 ENV_VAR = "KVSHARD_LIBRARY"
@@ -52,11 +58,7 @@ class build_py_with_config(build_py):
         self.mkpath(os.path.dirname(target))
         path = recorded_library()
         with open(target, "w", encoding="utf-8") as out:
-            out.write(
-                '"""Generated when the kvshard package was built: where libkvshard was\n'
-                'at install time (None: nothing was recorded). Do not edit."""\n\n'
-                f"LIBRARY_PATH = {path!r}\n"
-            )
+            out.write(config_module_text(path))
         if path:
             self.announce(f"kvshard: recorded library {path}", level=2)
 

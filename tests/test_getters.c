@@ -337,7 +337,10 @@ static void test_measured_blocks(void **state)
     kvshard_blocks b = KVSHARD_BLOCKS_INIT;
     tu_assert_ok(kvshard_plan_blocks_for(&b, plan, KVSHARD_ALL_RANKS, &budget, &err), &err);
     assert_true(b.num_blocks == 105920);
-    assert_false(b.has_concurrency); /* the budget named no length */
+    /* The budget named no length: the plan's 32,768 tokens, as for max_seqs;
+     * balanced 21,474,836,480 / (16,097,280 + 2,048 x 163,840) = 61. */
+    assert_true(b.has_concurrency && b.concurrency == 51);
+    assert_true(b.has_balanced_max_seqs && b.balanced_max_seqs == 61);
     assert_true(b.has_max_seqs);
     assert_int_equal(b.max_seqs, 51);
     /* At 65,536 tokens the concurrency is 105,920 / 4,096 = 25; max_seqs

@@ -257,6 +257,9 @@ typedef struct help_group {
     bool read;
     int reader;
     size_t rows;
+    /* fit's help: the flags fit reads; `unread` gathers the others' names. */
+    bool fit;
+    text_buf *unread;
 } help_group;
 
 /* An engine's other name for a flag: argparse engines write their short
@@ -270,6 +273,11 @@ static void help_flag(help_group *g, const kvshard_flag_info *f)
 {
     if (f->read != g->read || (!g->read && f->reader != g->reader))
         return;
+    if (g->fit && !f->fit_reads) {
+        if (g->unread)
+            putf(g->unread, "%s--%s", g->unread->len ? ", " : "", f->name);
+        return;
+    }
     char names[256], one[80], text[448];
     snprintf(names, sizeof names, "--%s", f->name);
     for (size_t i = 0; i < f->also_count; i++) {
@@ -315,21 +323,22 @@ static bool engine_argparse(kvshard_engine engine)
 
 /* The flags of `engine`: those it reads, those it accepts for another
  * engine, and the switches of flag files and engine command lines. */
-static void help_flags(text_buf *b, kvshard_engine engine)
+static void help_flags(text_buf *b, kvshard_engine engine, bool fit)
 {
     bool argparse = engine_argparse(engine);
     const char *name = engine_word(engine);
-    putf(b, "\nflags of the %s profile; they override CONFIG. %s\n", name,
+    putf(b, "\nflags of the %s profile; they override %s. %s\n", name, fit ? "MODEL" : "CONFIG",
          argparse ? "As argparse reads them:\n--key=value or --key value, one dash or two, "
                     "'-' and '_' alike, a bare --key\nfor true and --no-key for false."
                   : "As gflags reads them:\n--key=value or --key value, a bare --key for true "
                     "and --nokey for false.");
-    help_group g = {b, engine, true, -1, 0};
+    text_buf unread = {0};
+    help_group g = {b, engine, true, -1, 0, fit, &unread};
     help_group_rows(&g);
     /* Flags the engine accepts and does not read: another engine's, or
      * none's (a kvshard option the engine has no use for). */
     for (const kvshard_word *w = engines();; w++) {
-        help_group other = {b, engine, false, w && w->text ? w->value : -1, 0};
+        help_group other = {b, engine, false, w && w->text ? w->value : -1, 0, fit, NULL};
         size_t at = b->len;
         if (other.reader >= 0)
             putf(b, "\naccepted, but read only by the %s profile (--engine=%s):\n", w->text,
@@ -345,6 +354,12 @@ static void help_flags(text_buf *b, kvshard_engine engine)
         if (other.reader < 0)
             break;
     }
+    if (unread.len) {
+        put_text(b, "\nnot read by fit, which searches the sizes and the split and works out "
+                    "the\nbudgets and the weights:\n");
+        help_row(b, "", unread.data);
+    }
+    free(unread.data);
     put_text(b, "\nengine command lines:\n");
     help_row(b, "--flagfile=FILE",
              "more flags, one a line (# starts a comment); also --flagfile FILE");
@@ -397,20 +412,22 @@ static void help_command(text_buf *b, const cli_command *cmd, kvshard_engine eng
     putf(b, "usage: kvshard %s %s\n\n%s", cmd->name, cmd->usage, cmd->about);
     if (strcmp(cmd->name, "help") == 0)
         return;
-    put_text(b, "CONFIG is a deployment YAML file, a model's config.json, or a model "
-                "directory.\n\noutput:\n");
+    bool fit = strcmp(cmd->name, "fit") == 0;
+    putf(b, "%s is a deployment YAML file, a model's config.json, or a model directory.\n\n"
+            "output:\n",
+         fit ? "MODEL" : "CONFIG");
     if (cmd->formats)
         help_row(b, "--format=FORMAT", cmd->formats);
     help_row(b, "-o FILE, --output=FILE",
              "the document replaces FILE whole; - (the default) is standard output");
-    if (strcmp(cmd->name, "fit") == 0) {
+    if (fit) {
         put_text(b, "\nlayouts:\n");
         help_row(b, "--gpus=N", "the GPUs, all alike (required)");
         help_row(b, "--max_tp_size=A", "the largest TP group; default --gpus_per_node (8)");
         help_row(b, "--max_pp_size=B", "the most stages; default the nodes, ceil(N / gpus_per_node)");
         help_row(b, "--top=K", "the rows printed; default 10 (--format=json lists all)");
     }
-    help_flags(b, engine);
+    help_flags(b, engine, fit);
     putf(b, "\n'kvshard help %s --engine=NAME' lists the flags of another profile:\n", cmd->name);
     put_engines(b);
     put_text(b, ".\n");

@@ -1108,7 +1108,8 @@ typedef struct kvshard_budget {
     uint64_t reserved_bytes;
     /** Bytes the engine adds to every block (its own block metadata). */
     uint64_t extra_bytes_per_block;
-    /** Tokens per sequence for concurrency figures; 0: none. */
+    /** Tokens per sequence for concurrency figures; 0: the plan's own
+     *  context_length (none when the plan has none). */
     uint32_t context_length;
 } kvshard_budget;
 
@@ -1119,7 +1120,7 @@ typedef struct kvshard_blocks {
     size_t size;
     uint64_t num_blocks;
     uint64_t max_tokens;
-    bool has_concurrency;     /**< a context length was given */
+    bool has_concurrency;     /**< a context length was given, or the plan has one */
     uint64_t concurrency;
     bool has_balanced_max_seqs;
     uint64_t balanced_max_seqs;
@@ -1141,7 +1142,7 @@ typedef struct kvshard_blocks {
  * Blocks that fit `budget` on plan rank `plan_rank` (the rank's own measured
  * memory), or on every rank (KVSHARD_ALL_RANKS: the minimum, what all ranks
  * allocate), under the plan's engine profile, with the concurrency figures at
- * the budget's context length. Errors: KVSHARD_EINVAL (NULL arguments, an
+ * the budget's context length, else the plan's. Errors: KVSHARD_EINVAL (NULL arguments, an
  * unknown size), KVSHARD_ERANK, KVSHARD_ENOBLOCK (not one block fits; the
  * state reservation and one block pass 2^64 - 1 bytes), KVSHARD_ERANGE (the
  * plan has no KV bytes per block), KVSHARD_EOVERFLOW (a block with
@@ -1648,11 +1649,14 @@ typedef struct kvshard_flag_info {
     /** The engine has flags to run a layout with (kvshard_fit_flags()). The
      *  same in every row of one engine. */
     bool recommends_flags;
+    /** `kvshard fit` reads it. When not, fit plans without it: it searches
+     *  the parallel sizes and the split, and works out budgets and weights. */
+    bool fit_reads;
 } kvshard_flag_info;
 
 #define KVSHARD_FLAG_INFO_INIT                                                        \
     { sizeof(kvshard_flag_info), {0}, {{0}}, 0, NULL, false, NULL, false, -1, {0}, {0}, \
-      false, false }
+      false, false, false }
 
 /** Flag `index` (0-based) of `engine` into *out (`size` set by the caller):
  *  the options in their table's order, then the engine's settings.

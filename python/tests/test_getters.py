@@ -66,13 +66,16 @@ def test_gdn_and_mamba2_state_tensors() -> None:
 def test_measured_blocks_and_max_seqs() -> None:
     # 10,240 B/token, 163,840 a block; 256 x 16,097,280 bytes of state
     # reserved. 20 GiB measured: 105,920 blocks, 51 sequences of 32,768
-    # tokens; the plan's own 40 GiB: 236,992 blocks.
+    # tokens, balanced 21,474,836,480 // (16,097,280 + 2,048 x 163,840) =
+    # 61, both at the plan's context length; the plan's own 40 GiB: 236,992
+    # blocks.
     with plan_of("qwen3_5_35b_a3b.json", 4, context_length=32768,
                  memory_per_rank="40GiB") as plan:
         blocks = plan.blocks_for("20GiB")
         assert blocks.num_blocks == 105920
         assert blocks.max_seqs == 51
-        assert blocks.concurrency is None
+        assert blocks.concurrency == 51
+        assert blocks.balanced_max_seqs == 61
         assert ", 236992 blocks of 16, " in plan.describe_rank(1)
         line = plan.describe_rank(1, num_blocks=blocks.num_blocks)
         assert ", 105920 blocks of 16, " in line and "236992" not in line

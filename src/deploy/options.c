@@ -214,6 +214,16 @@ kvshard__section kvshard_options__option_section(kvshard__option_id id)
 
 /* What each integer option counts, and how a text option is written, for
  * help; the others' types say what they are. */
+/* What kvshard fit plans without: it searches the parallel sizes and the
+ * split itself, works out the budgets and each layout's weights, and cuts
+ * every stage count by the rule. Its help lists the others. */
+static const bool fit_unread[KVSHARD__OPT_COUNT] = {
+    [KVSHARD__OPT_WORLD_SIZE] = true,      [KVSHARD__OPT_CP_SIZE] = true,
+    [KVSHARD__OPT_SPLIT_SIZE] = true,      [KVSHARD__OPT_OWNERSHIP] = true,
+    [KVSHARD__OPT_MEMORY_PER_RANK] = true, [KVSHARD__OPT_PP_PARTITION] = true,
+    [KVSHARD__OPT_SWEEP_PP] = true,        [KVSHARD__OPT_WEIGHTS_PER_RANK] = true,
+};
+
 static const char *const units[KVSHARD__OPT_COUNT] = {
     [KVSHARD__OPT_WORLD_SIZE] = "ranks",      [KVSHARD__OPT_DP_SIZE] = "ranks",
     [KVSHARD__OPT_CP_SIZE] = "ranks",         [KVSHARD__OPT_SPLIT_SIZE] = "ranks",
@@ -528,6 +538,10 @@ void kvshard_options__flag_default(char *buf, size_t cap, const kvshard_options_
         o = kvshard_options__settle(&o);
         kvshard_value__def def = defs[f->key.option].value;
         kvshard_value v = get_field(&o, &defs[f->key.option]);
+        /* Left unset, the utilization is the profile's share of the device. */
+        if (f->key.option == KVSHARD__OPT_MEMORY_UTILIZATION && !(v.d > 0) &&
+            p->device.utilization_ppb)
+            v.d = p->device.utilization_ppb / 1e9;
         /* In the engine's words when it has one for the value. */
         if (f->key.words && def.type == KVSHARD__VT_WORD &&
             kvshard_value__word_of(f->key.words, (int)(int64_t)v.u))
@@ -948,6 +962,7 @@ static void flag_row(void *user, const kvshard_options__flag *f)
     kvshard_options__flag_default(out->default_value, sizeof out->default_value, f, p);
     out->argparse = p->dialect.flag_style == KVSHARD_PROFILE__ARGPARSE;
     out->recommends_flags = p->dialect.recommend != NULL;
+    out->fit_reads = !is_option || !fit_unread[f->key.option];
     w->found = true;
 }
 

@@ -572,6 +572,24 @@ static int start(kvshard_fit *f, search *s, const kvshard_fit_options *fo, kvsha
     return KVSHARD_OK;
 }
 
+/* The device asks plan's caller for weights_per_rank among the sources of
+ * a rank's weights; fit refuses it (it works out each layout's weights), so
+ * its message names only the sources fit takes. */
+static void name_fit_weights(kvshard_error *err)
+{
+    static const char plan_sources[] = "give weights_per_rank, weights_total (with "
+                                       "weights_experts), or ";
+    static const char fit_sources[] = "give weights_total with weights_experts, or ";
+    if (!err)
+        return;
+    char *at = strstr(err->message, plan_sources);
+    if (!at)
+        return;
+    size_t tail = strlen(at + sizeof plan_sources - 1) + 1;
+    memcpy(at, fit_sources, sizeof fit_sources - 1);
+    memmove(at + sizeof fit_sources - 1, at + sizeof plan_sources - 1, tail);
+}
+
 /* A profile's refusal reads "NAME profile: REFUSAL: why": REFUSAL into
  * `name` ("" for another message). */
 static void refusal_name(char *name, size_t cap, const char *message)
@@ -1002,8 +1020,11 @@ static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvsha
         snprintf(f->engine_version, sizeof f->engine_version, "%s", version ? version : "");
     }
     rc = start(f, &s, fo, diag);
-    if (rc == KVSHARD_OK)
+    if (rc == KVSHARD_OK) {
         rc = kvshard_device__open(&s.device, &s.base, model, &s.alloc, diag);
+        if (rc == KVSHARD_EWEIGHTS)
+            name_fit_weights(diag->err);
+    }
     if (rc == KVSHARD_OK) {
         kvshard_device__figures_of(&f->device, &s.device);
         if (f->device.summary.first_unknown)

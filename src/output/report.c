@@ -138,6 +138,12 @@ static void write_head(kvshard__out *o, const kvshard__plan_view *p)
     kvshard_writer__out_raw(o, "</head>\n<body>\n");
 }
 
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
 /* One argument of the command line, quoted for a POSIX shell when it holds
  * anything but plain characters. */
 static void shell_word(kvshard__out *o, const char *arg)
@@ -190,11 +196,23 @@ static void write_origin(kvshard__out *o, const kvshard__plan_view *p,
         kvshard_writer__out_raw(o, "<p class=\"sub origin\">made by <code>");
         /* The program by its base name: the path it ran from says nothing of the plan. */
         const char *prog = about->argv[0] ? about->argv[0] : "kvshard";
-        const char *slash = strrchr(prog, '/');
-        shell_word(o, slash ? slash + 1 : prog);
+        shell_word(o, base_name(prog));
         for (int i = 1; i < about->argc && about->argv[i]; i++) {
+            const char *arg = about->argv[i];
             kvshard_writer__out_raw(o, " ");
-            shell_word(o, about->argv[i]);
+            /* The output file by its base name too: the page gets shared,
+             * and the directory it was written to is the writer's own. */
+            if (strncmp(arg, "--output=", 9) == 0) {
+                kvshard_writer__out_raw(o, "--output=");
+                shell_word(o, base_name(arg + 9));
+                continue;
+            }
+            shell_word(o, arg);
+            if ((strcmp(arg, "-o") == 0 || strcmp(arg, "--output") == 0) &&
+                i + 1 < about->argc && about->argv[i + 1]) {
+                kvshard_writer__out_raw(o, " ");
+                shell_word(o, base_name(about->argv[++i]));
+            }
         }
         kvshard_writer__out_raw(o, "</code></p>\n");
     }
@@ -409,8 +427,21 @@ static void write_capacity(kvshard__out *o, const kvshard__plan_view *p)
         if (p->ranks[r].bytes_per_block > max_block)
             max_block = p->ranks[r].bytes_per_block;
     row_begin(o, "bytes per block");
-    bytes(o, max_block);
-    kvshard_writer__out_printf(o, " on the largest rank, %u tokens a block", opt->block_size);
+    if (pv.binding) {
+        bytes(o, pv.binding->bytes_per_block);
+        kvshard_writer__out_printf(o, " on binding stage %u", pv.binding_stage);
+        if (pv.binding->bytes_per_block == max_block) {
+            kvshard_writer__out_raw(o, ", the largest");
+        } else {
+            kvshard_writer__out_raw(o, " (the largest rank: ");
+            bytes(o, max_block);
+            kvshard_writer__out_raw(o, ")");
+        }
+        kvshard_writer__out_printf(o, ", %u tokens a block", opt->block_size);
+    } else {
+        bytes(o, max_block);
+        kvshard_writer__out_printf(o, " on the largest rank, %u tokens a block", opt->block_size);
+    }
     row_end(o);
     if (cap->has_num_blocks) {
         row_begin(o, "blocks per rank");
@@ -524,7 +555,8 @@ static unsigned note_number(const kvshard_comparison *c, unsigned code)
     return n;
 }
 
-static void write_comparison(kvshard__out *o, const kvshard_comparison *c)
+static void write_comparison(kvshard__out *o, const kvshard_comparison *c,
+                             const kvshard__plan_view *p)
 {
     const kvshard_options *opt = &c->options;
     bool context = c->has_memory && opt->context_length;
@@ -542,7 +574,22 @@ static void write_comparison(kvshard__out *o, const kvshard_comparison *c)
                             "<section id=\"compare\">\n<h2>Split sizes</h2>\n<p>Every split "
                             "size dividing the attention TP size %u under each ownership rule",
                             c->tp);
-    if (c->has_memory) {
+    /* Stages with budgets of their own, cut as the plan's: each stage's,
+     * never the smallest beside another stage's blocks. */
+    bool stage_budgets = c->has_memory && !c->sweep_pp && p->device->used && p->pp > 1;
+    if (stage_budgets) {
+        kvshard_writer__out_raw(o, ", each stage's budget from the device:");
+        for (uint32_t s = 0; s < p->pp; s++) {
+            kvshard_writer__out_printf(o, "%s stage %u ", s ? "," : "", s);
+            bytes(o, p->stage_budgets[s]);
+        }
+        kvshard_writer__out_printf(o, "; max_seqs %u", opt->max_seqs);
+        if (context) {
+            kvshard_writer__out_raw(o, ", at ");
+            kvshard_writer__out_grouped(o, opt->context_length);
+            kvshard_writer__out_raw(o, " tokens");
+        }
+    } else if (c->has_memory) {
         kvshard_writer__out_printf(o, ", %s ", c->profile->voice.budget_label);
         bytes(o, c->memory);
         kvshard_writer__out_printf(o, ", max_seqs %u", opt->max_seqs);
@@ -707,7 +754,7 @@ int kvshard_report_write_html(const kvshard_plan *plan, const kvshard_comparison
     kvshard_report__write_memory(&o, p);
     write_capacity(&o, p);
     if (comparison)
-        write_comparison(&o, comparison);
+        write_comparison(&o, comparison, p);
     write_warnings(&o, p);
     write_footer(&o, p);
     kvshard_writer__out_raw(&o, "</body>\n</html>\n");

@@ -359,7 +359,10 @@ static int capacity_at(kvshard__capacity *out, const kvshard_plan *plan, uint32_
     ci.memory = budget->memory_per_rank - budget->reserved_bytes;
     ci.stage_memory = NULL;
     ci.extra_per_block = budget->extra_bytes_per_block;
-    ci.context_length = budget->context_length;
+    /* 0 asks at the plan's own length, as max_seqs always is: a caller
+     * that gives memory alone gets figures that agree with each other. */
+    ci.context_length = budget->context_length ? budget->context_length
+                                               : plan->options.context_length;
     ci.rank = plan_rank;
     ci.has_memory = true;
     ci.own_budget = false;
@@ -396,7 +399,7 @@ int kvshard_plan_blocks_for(kvshard_blocks *out, const kvshard_plan *plan, uint3
     uint32_t length = plan->options.context_length;
     if (length) {
         kvshard__capacity at = c;
-        if (budget->context_length != length) {
+        if (budget->context_length && budget->context_length != length) {
             kvshard_budget other = *budget;
             other.context_length = length;
             if ((rc = capacity_at(&at, plan, plan_rank, &other, err)) != 0)

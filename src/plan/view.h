@@ -69,7 +69,13 @@ static inline kvshard_profile__view kvshard__profile_view(const kvshard__plan_vi
                                 kvshard_validate__planning_version(v->profile, v->inputs),
                                 v->stages,
                                 v->pp,
-                                v->stage_memory};
+                                v->stage_memory,
+                                NULL,
+                                0};
+    if (v->stage_memory && v->pp > 1 && v->capacity->has_binding) {
+        pv.binding = &v->ranks[v->capacity->binding_rank];
+        pv.binding_stage = v->capacity->binding_rank / v->tp;
+    }
     return pv;
 }
 

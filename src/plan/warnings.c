@@ -117,7 +117,9 @@ static void warn_unreachable(const kvshard__warning_inputs *in, kvshard__warning
                                                              in->planning->inputs),
                                    NULL,
                                    0,
-                                   NULL};
+                                   NULL,
+                                   NULL,
+                                   0};
         char message[KVSHARD__WARNING_MESSAGE_MAX];
         in->planning->profile->voice.unreachable(message, sizeof message, &v);
         sink(ctx, KVSHARD_WARN_MAX_SEQS_UNREACHABLE, message);
@@ -310,7 +312,9 @@ void kvshard_warnings__collect_warnings(const kvshard__warning_inputs *in,
             kvshard_validate__planning_version(profile, in->planning->inputs),
             NULL,
             0,
-            NULL};
+            NULL,
+            NULL,
+            0};
         profile->hooks.warnings(sink, ctx, &v);
     }
     warn_stages(in, sink, ctx);

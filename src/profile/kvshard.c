@@ -109,6 +109,16 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
     return KVSHARD_OK;
 }
 
+/* The state reserved beside the blocks: the binding rank's when stages have
+ * budgets of their own, else the largest over ranks. */
+static uint64_t shown_reserved(const kvshard_profile__view *v)
+{
+    uint64_t seq;
+    if (v->binding && kvshard_capacity__seq_bytes(&seq, v->binding))
+        return (uint64_t)v->options->max_seqs * seq; /* the plan checked it fits */
+    return v->capacity->reserved;
+}
+
 static void write_capacity(const kvshard__printer *p, const kvshard_profile__view *v)
 {
     const kvshard__capacity *c = v->capacity;
@@ -118,10 +128,21 @@ static void write_capacity(const kvshard__printer *p, const kvshard_profile__vie
         kvshard_format__text(p, "\n");
         return;
     }
-    kvshard_format__human(p, v->memory);
-    kvshard_format__text(p, " per rank, ");
-    if (v->state_bytes_per_seq) {
-        kvshard_format__human(p, c->reserved);
+    /* Stages with budgets of their own: the binding stage's budget and
+     * reservation, the ones its blocks are counted from. */
+    const kvshard_rank_memory *bind = v->binding;
+    uint64_t state = bind ? bind->state_bytes_per_seq : v->state_bytes_per_seq;
+    uint64_t reserved = shown_reserved(v);
+    if (bind) {
+        kvshard_format__printf(p, "binding stage %u: budget ", v->binding_stage);
+        kvshard_format__human(p, bind->budget);
+        kvshard_format__text(p, ", ");
+    } else {
+        kvshard_format__human(p, v->memory);
+        kvshard_format__text(p, " per rank, ");
+    }
+    if (state) {
+        kvshard_format__human(p, reserved);
         kvshard_format__printf(p, " reserved for the state of %u sequence%s", v->options->max_seqs,
                                v->options->max_seqs == 1 ? "" : "s");
     } else {
@@ -130,7 +151,14 @@ static void write_capacity(const kvshard__printer *p, const kvshard_profile__vie
     if (c->has_num_blocks) {
         kvshard_format__text(p, ": ");
         kvshard_format__grouped(p, c->num_blocks);
-        kvshard_format__text(p, " blocks = ");
+        if (bind) {
+            kvshard_format__text(p, " blocks of ");
+            kvshard_format__grouped(p, bind->bytes_per_block);
+            kvshard_format__text(p, " B");
+        } else {
+            kvshard_format__text(p, " blocks");
+        }
+        kvshard_format__text(p, " = ");
         kvshard_format__grouped(p, c->max_tokens);
         kvshard_format__text(p, " tokens\n");
     } else {
@@ -142,11 +170,19 @@ static void report_rows(const kvshard__printer *p, const kvshard_profile__view *
 {
     if (tail)
         return;
-    kvshard_format__row(p, "memory per rank");
-    kvshard_format__bytes(p, v->memory);
+    const kvshard_rank_memory *bind = v->binding;
+    if (bind) {
+        kvshard_format__row(p, "budget");
+        kvshard_format__bytes(p, bind->budget);
+        kvshard_format__printf(p, " on binding stage %u, whose blocks every rank allocates",
+                               v->binding_stage);
+    } else {
+        kvshard_format__row(p, "memory per rank");
+        kvshard_format__bytes(p, v->memory);
+    }
     kvshard_format__row_end(p);
     kvshard_format__row(p, "state reserved");
-    kvshard_format__bytes(p, v->capacity->reserved);
+    kvshard_format__bytes(p, shown_reserved(v));
     kvshard_format__printf(p, " for the state of max_seqs = %u sequences", v->options->max_seqs);
     kvshard_format__row_end(p);
 }

@@ -177,6 +177,11 @@ typedef struct kvshard_profile__view {
     const kvshard__range *stages;
     uint32_t num_stages;
     const uint64_t *stage_memory;
+    /* With stage budgets: the binding rank's figures (its budget and bytes
+     * per block) and its stage, so that the blocks are told beside the
+     * budget they come from; NULL when one budget holds on every rank. */
+    const kvshard_rank_memory *binding;
+    uint32_t binding_stage;
 } kvshard_profile__view;
 
 /* Where a profile's warnings go. */

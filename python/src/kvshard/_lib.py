@@ -171,6 +171,7 @@ class CFlagInfo(Structure):
         ("default_value", c_char * 80),
         ("argparse", c_bool),
         ("recommends_flags", c_bool),
+        ("fit_reads", c_bool),
     ]
 
 
@@ -853,6 +854,8 @@ class FlagRow:
     reader: int
     doc: str
     default: str
+    #: kvshard fit reads it (else fit searches or works it out).
+    fit_reads: bool = True
 
 
 @dataclass(frozen=True)
@@ -910,7 +913,7 @@ def flags(engine: int) -> Tuple[FlagRow, ...]:
                             tuple(_text(info.also[i].value) for i in range(info.also_count)),
                             _text(info.key), bool(info.is_setting), _words(info.words),
                             bool(info.read), int(info.reader), _text(info.doc),
-                            _text(info.default_value))
+                            _text(info.default_value), bool(info.fit_reads))
                 )
             _flag_rows[engine] = tuple(rows)
         return _flag_rows[engine]

@@ -1541,7 +1541,8 @@ class Plan(_Handle):
         float of bytes rounded down, or text such as "20GiB" or
         "72.5GiB"); ``plan_rank``: that rank, or None for every rank
         (the minimum, what all ranks allocate); ``context_length``: tokens
-        per sequence for the concurrency figures (0: none);
+        per sequence for the concurrency figures (0: the plan's own
+        context_length);
         ``reserved_bytes``: bytes taken off first for the engine's own
         buffers; ``extra_bytes_per_block``: bytes the engine adds to every
         block. Raises PlanError (ENOBLOCK) when not one block fits.
