@@ -1416,7 +1416,10 @@ typedef enum kvshard_figure_type {
     KVSHARD_FIGURE_TEXT = 4,   /**< text_value, borrowed */
     /** uint_value words in text_value, each followed by a NUL (JSON: an
      *  array of strings), borrowed */
-    KVSHARD_FIGURE_TEXT_LIST = 5
+    KVSHARD_FIGURE_TEXT_LIST = 5,
+    /** text_value is JSON text, borrowed: a list of counts ("[31, 30]") or
+     *  of objects with the same fields each (an engine's pipeline stages) */
+    KVSHARD_FIGURE_JSON = 6
 } kvshard_figure_type;
 
 /** One named figure of a plan. Start from KVSHARD_FIGURE_INIT. */

@@ -135,6 +135,11 @@ struct kvshard_plan {
     kvshard__capacity cap;
     kvshard_uniform uniform;
     kvshard_profile__state state; /* the profile's, from settling: its figures' source */
+    /* The engine profile's figures, worked out once the plan is (none in
+     * fit's figures): the queries and the JSON read them, and the text of
+     * the JSON ones follows them in the same block. */
+    kvshard_figure *engine_figures;
+    size_t engine_figure_count;
     char input_text[KVSHARD__PLAN_TEXTS][KVSHARD__VALUE_TEXT_MAX]; /* text inputs' bytes */
     kvshard__warning warnings[KVSHARD__MAX_WARNINGS];
     size_t warning_count;

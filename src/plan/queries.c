@@ -431,52 +431,27 @@ int kvshard_plan_blocks_figure(kvshard_figure *out, const kvshard_plan *plan, ui
               : KVSHARD_OK;
 }
 
-size_t kvshard_queries__engine_figures(kvshard_figure *out, size_t cap, const kvshard__plan_view *v)
-{
-    if (!v->profile->hooks.figures)
-        return 0;
-    kvshard_profile__figures f = {out, cap, 0};
-    kvshard_profile__view pv = kvshard__profile_view(v);
-    kvshard_profile__fig_text(&f, "name", v->profile->name);
-    kvshard_profile__fig_text(&f, "version", pv.version);
-    f.count += v->profile->hooks.figures(f.out + f.count, f.cap - f.count, &pv);
-    return f.count;
-}
-
 size_t kvshard_plan_engine_figure_count(const kvshard_plan *plan)
 {
-    if (!plan)
-        return 0;
-    kvshard_figure figures[KVSHARD__MAX_ENGINE_FIGURES];
-    kvshard__plan_view v = kvshard_plan__view_of(plan);
-    return kvshard_queries__engine_figures(figures, KVSHARD__MAX_ENGINE_FIGURES, &v);
+    return plan ? plan->engine_figure_count : 0;
 }
 
 int kvshard_plan_engine_figure_at(kvshard_figure *out, const kvshard_plan *plan, size_t index)
 {
-    if (!out || !plan)
+    if (!out || !plan || index >= plan->engine_figure_count)
         return KVSHARD_EINVAL;
-    kvshard_figure figures[KVSHARD__MAX_ENGINE_FIGURES];
-    kvshard__plan_view v = kvshard_plan__view_of(plan);
-    size_t n = kvshard_queries__engine_figures(figures, KVSHARD__MAX_ENGINE_FIGURES, &v);
-    if (index >= n)
-        return KVSHARD_EINVAL;
-    return kvshard__copy_out(out, &figures[index], sizeof *out, sizeof *out) ? KVSHARD_OK
-                                                                             : KVSHARD_EINVAL;
+    return kvshard__copy_out(out, &plan->engine_figures[index], sizeof *out, sizeof *out)
+               ? KVSHARD_OK
+               : KVSHARD_EINVAL;
 }
 
 int kvshard_plan_engine_figure(kvshard_figure *out, const kvshard_plan *plan, const char *name)
 {
     if (!out || !plan || !name)
         return KVSHARD_EINVAL;
-    kvshard_figure figures[KVSHARD__MAX_ENGINE_FIGURES];
-    kvshard__plan_view v = kvshard_plan__view_of(plan);
-    size_t n = kvshard_queries__engine_figures(figures, KVSHARD__MAX_ENGINE_FIGURES, &v);
-    for (size_t i = 0; i < n; i++) {
-        if (strcmp(figures[i].name, name) == 0)
-            return kvshard__copy_out(out, &figures[i], sizeof *out, sizeof *out)
-                       ? KVSHARD_OK
-                       : KVSHARD_EINVAL;
+    for (size_t i = 0; i < plan->engine_figure_count; i++) {
+        if (strcmp(plan->engine_figures[i].name, name) == 0)
+            return kvshard_plan_engine_figure_at(out, plan, i);
     }
     return KVSHARD_EUNKNOWNKEY;
 }
@@ -606,6 +581,8 @@ kvshard__plan_view kvshard_plan__view_of(const kvshard_plan *p)
                             .layout_digest = p->layout_digest,
                             .inputs = p->inputs,
                             .state = &p->state,
+                            .engine_figures = p->engine_figures,
+                            .engine_figure_count = p->engine_figure_count,
                             .source = p->source,
                             .plan = p};
     return v;

@@ -873,38 +873,36 @@ static const char *kv_dtype_name(kvshard_dtype kv)
     return kv == KVSHARD_DTYPE_FP8 ? "fp8_e4m3" : kvshard_dtype_name(kv);
 }
 
-static size_t figures(kvshard_figure *out, size_t cap, const kvshard_profile__view *v)
+static void figures(kvshard_profile__figures *f, const kvshard_profile__view *v)
 {
     const kvshard_sglang__state *st = state_of(v->state);
     const kvshard__capacity *c = v->capacity;
-    kvshard_profile__figures f = {out, cap, 0};
     bool pool = c->has_num_blocks, state = st->has_state && pool;
     uint64_t K = c->usable_state_slots, slots = pool ? c->max_tokens + st->page : 0;
-    kvshard_profile__fig_uint(&f, "budget", c->has_budget, c->budget);
-    kvshard_profile__fig_text(&f, "mamba_radix_cache_strategy",
+    kvshard_profile__fig_uint(f, "budget", c->has_budget, c->budget);
+    kvshard_profile__fig_text(f, "mamba_radix_cache_strategy",
                               st->has_state ? strategy_name(st->strategy) : NULL);
-    kvshard_profile__fig_uint(&f, "mamba_ratio", st->has_state, st->ratio);
-    kvshard_profile__fig_uint(&f, "max_mamba_cache_size", state, K);
-    kvshard_profile__fig_uint(&f, "mamba_pool_slots", state, K + 1);
-    kvshard_profile__fig_uint(&f, "mamba_bytes_per_slot", st->has_state, st->slot);
-    kvshard_profile__fig_uint(&f, "conv_state_bytes", state, (K + 1) * st->conv_slot);
-    kvshard_profile__fig_uint(&f, "ssm_state_bytes", state, (K + 1) * st->ssm_slot);
-    kvshard_profile__fig_text(&f, "ssm_dtype",
+    kvshard_profile__fig_uint(f, "mamba_ratio", st->has_state, st->ratio);
+    kvshard_profile__fig_uint(f, "max_mamba_cache_size", state, K);
+    kvshard_profile__fig_uint(f, "mamba_pool_slots", state, K + 1);
+    kvshard_profile__fig_uint(f, "mamba_bytes_per_slot", st->has_state, st->slot);
+    kvshard_profile__fig_uint(f, "conv_state_bytes", state, (K + 1) * st->conv_slot);
+    kvshard_profile__fig_uint(f, "ssm_state_bytes", state, (K + 1) * st->ssm_slot);
+    kvshard_profile__fig_text(f, "ssm_dtype",
                               st->has_state ? kvshard_dtype_name(st->ssm_dtype) : NULL);
-    kvshard_profile__fig_uint(&f, "cell_bytes", true, st->cell);
-    kvshard_profile__fig_uint(&f, "page_size", true, st->page);
-    kvshard_profile__fig_uint(&f, "max_total_num_tokens", pool, c->max_tokens);
-    kvshard_profile__fig_uint(&f, "k_cache_bytes", pool && !st->mla, slots * st->k_token);
-    kvshard_profile__fig_uint(&f, "v_cache_bytes", pool && !st->mla, slots * st->k_token);
-    kvshard_profile__fig_uint(&f, "kv_cache_bytes", pool && st->mla, slots * st->pool_token);
-    kvshard_profile__fig_uint(&f, "max_running_requests", pool, c->max_seqs);
-    kvshard_profile__fig_uint(&f, "context_len", st->context > 0, st->context);
-    kvshard_profile__fig_bool(&f, "layer_split", st->split);
-    kvshard_profile__fig_uint(&f, "split_layers_per_rank", st->split, st->layers);
-    kvshard_profile__fig_text(&f, "kv_cache_dtype", kv_dtype_name(st->kv_dtype));
-    kvshard_profile__fig_uint(&f, "indexer_bytes", pool && st->dsa, slots * st->index_token);
-    kvshard_profile__fig_uint(&f, "pp_size", true, st->stages);
-    return f.count;
+    kvshard_profile__fig_uint(f, "cell_bytes", true, st->cell);
+    kvshard_profile__fig_uint(f, "page_size", true, st->page);
+    kvshard_profile__fig_uint(f, "max_total_num_tokens", pool, c->max_tokens);
+    kvshard_profile__fig_uint(f, "k_cache_bytes", pool && !st->mla, slots * st->k_token);
+    kvshard_profile__fig_uint(f, "v_cache_bytes", pool && !st->mla, slots * st->k_token);
+    kvshard_profile__fig_uint(f, "kv_cache_bytes", pool && st->mla, slots * st->pool_token);
+    kvshard_profile__fig_uint(f, "max_running_requests", pool, c->max_seqs);
+    kvshard_profile__fig_uint(f, "context_len", st->context > 0, st->context);
+    kvshard_profile__fig_bool(f, "layer_split", st->split);
+    kvshard_profile__fig_uint(f, "split_layers_per_rank", st->split, st->layers);
+    kvshard_profile__fig_text(f, "kv_cache_dtype", kv_dtype_name(st->kv_dtype));
+    kvshard_profile__fig_uint(f, "indexer_bytes", pool && st->dsa, slots * st->index_token);
+    kvshard_profile__fig_uint(f, "pp_size", true, st->stages);
 }
 
 static void warnings(kvshard_profile__warn_fn sink, void *ctx, const kvshard_profile__view *v)

@@ -774,38 +774,36 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
 
 /* ---- figures, warnings and wording ----------------------------------------------------- */
 
-static size_t figures(kvshard_figure *out, size_t cap, const kvshard_profile__view *v)
+static void figures(kvshard_profile__figures *f, const kvshard_profile__view *v)
 {
     const kvshard_trtllm__state *st = state_of(v->state);
     const kvshard__capacity *c = v->capacity;
-    kvshard_profile__figures f = {out, cap, 0};
     bool pool = c->has_num_blocks, device = pool && c->notes[NOTE_FROM_DEVICE];
     uint64_t total = v->inputs[IN_DEVICE_TOTAL].u, peak = v->inputs[IN_PEAK].u;
-    kvshard_profile__fig_uint(&f, "budget", c->has_budget, c->budget);
-    kvshard_profile__fig_uint(&f, "total_memory", total > 0, total);
-    kvshard_profile__fig_uint(&f, "peak_memory", peak > 0, peak);
-    kvshard_profile__fig_uint(&f, "tmp_kv_tokens", true, st->tmp_tokens);
-    kvshard_profile__fig_uint(&f, "tmp_kv_bytes", true, st->tmp_bytes);
-    kvshard_profile__fig_double(&f, "free_gpu_memory_fraction", true, (double)st->fraction);
-    kvshard_profile__fig_uint(&f, "available_kv_bytes", device, c->notes[NOTE_AVAILABLE]);
-    kvshard_profile__fig_uint(&f, "kv_bytes_per_token", true, st->token_bytes);
-    kvshard_profile__fig_uint(&f, "max_tokens", pool, c->notes[NOTE_TOKENS]);
-    kvshard_profile__fig_uint(&f, "tokens_per_block", true, st->tokens_per_block);
-    kvshard_profile__fig_uint(&f, "num_blocks", pool && st->num_windows == 0, c->num_blocks);
-    kvshard_profile__fig_uint(&f, "pool_tokens", pool, c->max_tokens);
-    kvshard_profile__fig_uint(&f, "allocated_bytes", pool, c->notes[NOTE_ALLOCATED]);
-    kvshard_profile__fig_uint(&f, "max_seq_len", true, c->notes[NOTE_MAX_SEQ_LEN]);
-    kvshard_profile__fig_uint(&f, "max_batch_size", true, st->max_batch_size);
-    kvshard_profile__fig_uint(&f, "max_num_tokens", true, st->max_num_tokens);
-    kvshard_profile__fig_text(&f, "kv_cache_dtype", kvshard_dtype_name(st->kv_dtype));
-    kvshard_profile__fig_text(&f, "windows", NULL);
-    kvshard_profile__fig_uint(&f, "state_slots", st->has_state, st->max_batch_size);
-    kvshard_profile__fig_uint(&f, "state_bytes", st->has_state, st->state_bytes);
-    kvshard_profile__fig_text(&f, "ssm_dtype",
+    kvshard_profile__fig_uint(f, "budget", c->has_budget, c->budget);
+    kvshard_profile__fig_uint(f, "total_memory", total > 0, total);
+    kvshard_profile__fig_uint(f, "peak_memory", peak > 0, peak);
+    kvshard_profile__fig_uint(f, "tmp_kv_tokens", true, st->tmp_tokens);
+    kvshard_profile__fig_uint(f, "tmp_kv_bytes", true, st->tmp_bytes);
+    kvshard_profile__fig_double(f, "free_gpu_memory_fraction", true, (double)st->fraction);
+    kvshard_profile__fig_uint(f, "available_kv_bytes", device, c->notes[NOTE_AVAILABLE]);
+    kvshard_profile__fig_uint(f, "kv_bytes_per_token", true, st->token_bytes);
+    kvshard_profile__fig_uint(f, "max_tokens", pool, c->notes[NOTE_TOKENS]);
+    kvshard_profile__fig_uint(f, "tokens_per_block", true, st->tokens_per_block);
+    kvshard_profile__fig_uint(f, "num_blocks", pool && st->num_windows == 0, c->num_blocks);
+    kvshard_profile__fig_uint(f, "pool_tokens", pool, c->max_tokens);
+    kvshard_profile__fig_uint(f, "allocated_bytes", pool, c->notes[NOTE_ALLOCATED]);
+    kvshard_profile__fig_uint(f, "max_seq_len", true, c->notes[NOTE_MAX_SEQ_LEN]);
+    kvshard_profile__fig_uint(f, "max_batch_size", true, st->max_batch_size);
+    kvshard_profile__fig_uint(f, "max_num_tokens", true, st->max_num_tokens);
+    kvshard_profile__fig_text(f, "kv_cache_dtype", kvshard_dtype_name(st->kv_dtype));
+    kvshard_profile__fig_text(f, "windows", NULL);
+    kvshard_profile__fig_uint(f, "state_slots", st->has_state, st->max_batch_size);
+    kvshard_profile__fig_uint(f, "state_bytes", st->has_state, st->state_bytes);
+    kvshard_profile__fig_text(f, "ssm_dtype",
                               st->has_state ? kvshard_dtype_name(st->ssm_dtype) : NULL);
-    kvshard_profile__fig_uint(&f, "pp_size", true, 1);
-    kvshard_profile__fig_uint(&f, "binding_stage", pool, 0);
-    return f.count;
+    kvshard_profile__fig_uint(f, "pp_size", true, 1);
+    kvshard_profile__fig_uint(f, "binding_stage", pool, 0);
 }
 
 static void warnings(kvshard_profile__warn_fn sink, void *ctx, const kvshard_profile__view *v)

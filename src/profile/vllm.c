@@ -1229,44 +1229,42 @@ static double concurrency_of(const kvshard_vllm__state *st, const kvshard__capac
     return (double)c->num_blocks / (double)st->blocks_per_request;
 }
 
-static size_t figures(kvshard_figure *out, size_t cap, const kvshard_profile__view *v)
+static void figures(kvshard_profile__figures *f, const kvshard_profile__view *v)
 {
     const kvshard_vllm__state *st = state_of(v->state);
     const kvshard__capacity *c = v->capacity;
-    kvshard_profile__figures f = {out, cap, 0};
     /* Text the figures point at lives in the plan's own state. */
     const char *dtypes = st->dtypes;
     bool blocks = c->has_num_blocks;
-    kvshard_profile__fig_uint(&f, "budget", c->has_budget, c->budget);
-    kvshard_profile__fig_uint(&f, "attention_block_size", true, st->block);
-    kvshard_profile__fig_bool(&f, "block_size_line", st->block_line);
-    kvshard_profile__fig_uint(&f, "page_bytes", true, st->page);
-    kvshard_profile__fig_uint(&f, "mamba_page_bytes", st->has_state, st->mamba_page);
-    kvshard_profile__fig_double(&f, "mamba_padding_percent", st->padded, st->padding_percent);
-    kvshard_profile__fig_text(&f, "mamba_cache_mode", st->has_state ? mode_name(st->mode) : NULL);
-    kvshard_profile__fig_uint(&f, "mamba_block_size", st->has_state, st->mamba_block);
-    kvshard_profile__fig_bool(&f, "prefix_caching", st->prefix);
-    kvshard_profile__fig_words(&f, "state_dtypes", dtypes, st->has_state && dtypes[0] ? 2 : 0);
-    kvshard_profile__fig_uint(&f, "kv_cache_groups", true, st->groups);
-    kvshard_profile__fig_uint(&f, "group_size", true, st->group_size);
-    kvshard_profile__fig_uint(&f, "padding_layers", true,
+    kvshard_profile__fig_uint(f, "budget", c->has_budget, c->budget);
+    kvshard_profile__fig_uint(f, "attention_block_size", true, st->block);
+    kvshard_profile__fig_bool(f, "block_size_line", st->block_line);
+    kvshard_profile__fig_uint(f, "page_bytes", true, st->page);
+    kvshard_profile__fig_uint(f, "mamba_page_bytes", st->has_state, st->mamba_page);
+    kvshard_profile__fig_double(f, "mamba_padding_percent", st->padded, st->padding_percent);
+    kvshard_profile__fig_text(f, "mamba_cache_mode", st->has_state ? mode_name(st->mode) : NULL);
+    kvshard_profile__fig_uint(f, "mamba_block_size", st->has_state, st->mamba_block);
+    kvshard_profile__fig_bool(f, "prefix_caching", st->prefix);
+    kvshard_profile__fig_words(f, "state_dtypes", dtypes, st->has_state && dtypes[0] ? 2 : 0);
+    kvshard_profile__fig_uint(f, "kv_cache_groups", true, st->groups);
+    kvshard_profile__fig_uint(f, "group_size", true, st->group_size);
+    kvshard_profile__fig_uint(f, "padding_layers", true,
                               (uint64_t)st->pad_full + st->pad_sliding + st->pad_state);
     /* With stages, the binding stage's (stage 0's without a budget). */
-    kvshard_profile__fig_uint(&f, "bytes_per_block", true,
+    kvshard_profile__fig_uint(f, "bytes_per_block", true,
                               c->has_bytes_per_block ? c->bytes_per_block : st->bytes_per_block);
-    kvshard_profile__fig_uint(&f, "num_gpu_blocks", blocks, c->num_blocks);
-    kvshard_profile__fig_uint(&f, "usable_blocks", blocks, c->usable_blocks);
-    kvshard_profile__fig_uint(&f, "max_model_len", true, st->max_model_len);
-    kvshard_profile__fig_uint(&f, "blocks_per_request", true, st->blocks_per_request);
-    kvshard_profile__fig_double(&f, "max_concurrency", blocks, blocks ? concurrency_of(st, c) : 0);
-    kvshard_profile__fig_uint(&f, "gpu_kv_cache_tokens", blocks, c->max_tokens);
-    kvshard_profile__fig_uint(&f, "max_num_seqs", true, v->options->max_seqs);
-    kvshard_profile__fig_uint(&f, "pp_size", true, st->pp);
-    kvshard_profile__fig_uint(&f, "binding_stage", blocks, c->notes[NOTE_BINDING]);
-    kvshard_profile__fig_text(&f, "memory_check", check_name(st->check));
-    kvshard_profile__fig_uint(&f, "memory_check_budget", blocks, c->notes[NOTE_CHECK_BUDGET]);
-    kvshard_profile__fig_uint(&f, "memory_check_need", blocks, c->notes[NOTE_CHECK_NEED]);
-    return f.count;
+    kvshard_profile__fig_uint(f, "num_gpu_blocks", blocks, c->num_blocks);
+    kvshard_profile__fig_uint(f, "usable_blocks", blocks, c->usable_blocks);
+    kvshard_profile__fig_uint(f, "max_model_len", true, st->max_model_len);
+    kvshard_profile__fig_uint(f, "blocks_per_request", true, st->blocks_per_request);
+    kvshard_profile__fig_double(f, "max_concurrency", blocks, blocks ? concurrency_of(st, c) : 0);
+    kvshard_profile__fig_uint(f, "gpu_kv_cache_tokens", blocks, c->max_tokens);
+    kvshard_profile__fig_uint(f, "max_num_seqs", true, v->options->max_seqs);
+    kvshard_profile__fig_uint(f, "pp_size", true, st->pp);
+    kvshard_profile__fig_uint(f, "binding_stage", blocks, c->notes[NOTE_BINDING]);
+    kvshard_profile__fig_text(f, "memory_check", check_name(st->check));
+    kvshard_profile__fig_uint(f, "memory_check_budget", blocks, c->notes[NOTE_CHECK_BUDGET]);
+    kvshard_profile__fig_uint(f, "memory_check_need", blocks, c->notes[NOTE_CHECK_NEED]);
 }
 
 static void warn(kvshard_profile__warn_fn sink, void *ctx, kvshard_warning_code code,
