@@ -261,13 +261,13 @@ void kvshard_profile__json_end(kvshard_profile__figures *f, const char *name)
         g->text_value = f->text + f->json_start;
 }
 
-void kvshard_profile__fig_counts(kvshard_profile__figures *f, const char *name,
-                                 const uint32_t *counts, uint32_t n)
+void kvshard_profile__fig_partition(kvshard_profile__figures *f, const char *name,
+                                    const kvshard_profile__view *v)
 {
     kvshard_profile__json_begin(f);
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t s = 0; v->stages && s < v->num_stages; s++) {
         json_item(f);
-        json_u64(f, counts[i]);
+        json_u64(f, v->stages[s].count);
     }
     kvshard_profile__json_end(f, name);
 }

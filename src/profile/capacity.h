@@ -74,9 +74,9 @@ void kvshard_profile__fig_text(kvshard_profile__figures *f, const char *name, co
 /* `count` NUL-separated words, or JSON null for `count` 0. */
 void kvshard_profile__fig_words(kvshard_profile__figures *f, const char *name, const char *words,
                                 uint64_t count);
-/* A list of counts: "[31, 30]". */
-void kvshard_profile__fig_counts(kvshard_profile__figures *f, const char *name,
-                                 const uint32_t *counts, uint32_t n);
+/* The layers of each pipeline stage of the view: "[31, 30]". */
+void kvshard_profile__fig_partition(kvshard_profile__figures *f, const char *name,
+                                    const kvshard_profile__view *v);
 /* A list of objects, written between begin and end: each object between
  * json_object and json_object_end, its fields by json_uint and json_double
  * (`has` false: null), in the order the engine's section lists them. */

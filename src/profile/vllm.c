@@ -1229,6 +1229,49 @@ static double concurrency_of(const kvshard_vllm__state *st, const kvshard__capac
     return (double)c->num_blocks / (double)st->blocks_per_request;
 }
 
+/* A stage's cache layers: a DSA stage counts 2 caches a layer, as its
+ * group does. */
+static uint32_t cache_layers_of(const kvshard_vllm__state *st, const stage_share *sh)
+{
+    return st->dsa ? sh->group_size
+                   : sh->layers[TYPE_FULL] + sh->layers[TYPE_SLIDING] + sh->layers[TYPE_STATE];
+}
+
+/* engine.stages: each stage's share, its own blocks before the engine
+ * takes the fewest (every worker's with the override), and its own need
+ * where each worker checks its layers. */
+static void stage_figures(kvshard_profile__figures *f, const kvshard_profile__view *v)
+{
+    const kvshard_vllm__state *st = state_of(v->state);
+    const kvshard__capacity *c = v->capacity;
+    bool blocks = c->has_num_blocks;
+    stage_source src = source_of(v->stages, v->num_stages, v->stage_memory, v->memory);
+    kvshard_profile__json_begin(f);
+    for (uint32_t s = 0; s < src.count; s++) {
+        stage_share sh = stage_at(st, &src, s);
+        uint64_t own = st->override_blocks ? c->num_blocks : sh.blocks;
+        uint64_t need_blocks, unit, need = 0;
+        check_need(&need_blocks, &unit, st, &sh, st->max_model_len);
+        bool has_need = blocks && st->check != CHECK_WHOLE_MODEL &&
+                        kvshard__mul(&need, need_blocks, unit);
+        kvshard_profile__json_object(f);
+        kvshard_profile__json_uint(f, "stage", true, s);
+        kvshard_profile__json_uint(f, "layer_first", true, v->stages ? v->stages[s].first : 0);
+        kvshard_profile__json_uint(f, "layer_count", true, v->stages ? v->stages[s].count : 0);
+        kvshard_profile__json_uint(f, "cache_layers", true, cache_layers_of(st, &sh));
+        kvshard_profile__json_uint(f, "group_size", true, sh.group_size);
+        kvshard_profile__json_uint(f, "bytes_per_block", true, sh.bytes_per_block);
+        kvshard_profile__json_uint(f, "budget", v->has_memory, sh.budget);
+        kvshard_profile__json_uint(f, "num_gpu_blocks", blocks, own);
+        kvshard_profile__json_uint(f, "gpu_kv_cache_tokens", blocks, blocks ? tokens_of(st, own) : 0);
+        kvshard_profile__json_double(f, "max_concurrency", blocks,
+                                     (double)own / (double)st->blocks_per_request);
+        kvshard_profile__json_uint(f, "check_need", has_need, need);
+        kvshard_profile__json_object_end(f);
+    }
+    kvshard_profile__json_end(f, "stages");
+}
+
 static void figures(kvshard_profile__figures *f, const kvshard_profile__view *v)
 {
     const kvshard_vllm__state *st = state_of(v->state);
@@ -1261,10 +1304,12 @@ static void figures(kvshard_profile__figures *f, const kvshard_profile__view *v)
     kvshard_profile__fig_uint(f, "gpu_kv_cache_tokens", blocks, c->max_tokens);
     kvshard_profile__fig_uint(f, "max_num_seqs", true, v->options->max_seqs);
     kvshard_profile__fig_uint(f, "pp_size", true, st->pp);
+    kvshard_profile__fig_partition(f, "pp_partition", v);
     kvshard_profile__fig_uint(f, "binding_stage", blocks, c->notes[NOTE_BINDING]);
     kvshard_profile__fig_text(f, "memory_check", check_name(st->check));
     kvshard_profile__fig_uint(f, "memory_check_budget", blocks, c->notes[NOTE_CHECK_BUDGET]);
     kvshard_profile__fig_uint(f, "memory_check_need", blocks, c->notes[NOTE_CHECK_NEED]);
+    stage_figures(f, v);
 }
 
 static void warn(kvshard_profile__warn_fn sink, void *ctx, kvshard_warning_code code,
@@ -1411,9 +1456,7 @@ static void write_stages(const kvshard__printer *p, const kvshard_profile__view 
     for (uint32_t s = 0; s < src.count; s++) {
         stage_share sh = stage_at(st, &src, s);
         const kvshard__range *r = &src.ranges[s];
-        uint32_t caches = st->dsa ? sh.group_size
-                                  : sh.layers[TYPE_FULL] + sh.layers[TYPE_SLIDING] +
-                                        sh.layers[TYPE_STATE];
+        uint32_t caches = cache_layers_of(st, &sh);
         char label[24];
         snprintf(label, sizeof label, "stage %u", s);
         kvshard_format__printf(p, "%-11slayers %u\xE2\x80\x93%u, ", label, r->first,
