@@ -873,6 +873,44 @@ static const char *kv_dtype_name(kvshard_dtype kv)
     return kv == KVSHARD_DTYPE_FP8 ? "fp8_e4m3" : kvshard_dtype_name(kv);
 }
 
+static uint64_t stage_tokens(const kvshard_sglang__state *st, const kvshard__capacity *c,
+                             uint32_t stage);
+
+/* A figure of stage 0's layers (what the state keeps) for `stage`'s. */
+static uint64_t of_stage(const kvshard_sglang__state *st, uint64_t stage0, uint32_t stage)
+{
+    return stage0 / st->layers * st->stage_layers[stage];
+}
+
+/* engine.stages: each stage's cell and the tokens it would hold alone, and
+ * its pools at the count every stage runs with. */
+static void stage_figures(kvshard_profile__figures *f, const kvshard_profile__view *v)
+{
+    const kvshard_sglang__state *st = state_of(v->state);
+    const kvshard__capacity *c = v->capacity;
+    bool pool = c->has_num_blocks;
+    uint64_t slots = pool ? c->max_tokens + st->page : 0;
+    kvshard_profile__json_begin(f);
+    for (uint32_t s = 0; s < st->stages && s < v->num_stages; s++) {
+        kvshard_profile__json_object(f);
+        kvshard_profile__json_uint(f, "stage", true, s);
+        kvshard_profile__json_uint(f, "layer_first", true, v->stages[s].first);
+        kvshard_profile__json_uint(f, "layer_count", true, v->stages[s].count);
+        kvshard_profile__json_uint(f, "kv_layers", true, st->stage_layers[s]);
+        kvshard_profile__json_uint(f, "cell_bytes", true, of_stage(st, st->cell, s));
+        kvshard_profile__json_uint(f, "max_total_num_tokens", pool,
+                                   pool ? stage_tokens(st, c, s) : 0);
+        kvshard_profile__json_uint(f, "k_cache_bytes", pool && !st->mla,
+                                   slots * of_stage(st, st->k_token, s));
+        kvshard_profile__json_uint(f, "v_cache_bytes", pool && !st->mla,
+                                   slots * of_stage(st, st->k_token, s));
+        kvshard_profile__json_uint(f, "kv_cache_bytes", pool && st->mla,
+                                   slots * of_stage(st, st->pool_token, s));
+        kvshard_profile__json_object_end(f);
+    }
+    kvshard_profile__json_end(f, "stages");
+}
+
 static void figures(kvshard_profile__figures *f, const kvshard_profile__view *v)
 {
     const kvshard_sglang__state *st = state_of(v->state);
@@ -903,6 +941,8 @@ static void figures(kvshard_profile__figures *f, const kvshard_profile__view *v)
     kvshard_profile__fig_text(f, "kv_cache_dtype", kv_dtype_name(st->kv_dtype));
     kvshard_profile__fig_uint(f, "indexer_bytes", pool && st->dsa, slots * st->index_token);
     kvshard_profile__fig_uint(f, "pp_size", true, st->stages);
+    kvshard_profile__fig_partition(f, "pp_partition", v);
+    stage_figures(f, v);
 }
 
 static void warnings(kvshard_profile__warn_fn sink, void *ctx, const kvshard_profile__view *v)
@@ -963,7 +1003,7 @@ static void gb(char *buf, size_t cap, uint64_t bytes)
 static uint64_t stage_tokens(const kvshard_sglang__state *st, const kvshard__capacity *c,
                              uint32_t stage)
 {
-    uint64_t cell = st->cell / st->layers * st->stage_layers[stage];
+    uint64_t cell = of_stage(st, st->cell, stage);
     uint64_t tokens = c->notes[NOTE_AVAILABLE] / cell;
     tokens -= tokens % st->page;
     if (st->max_total && st->max_total < tokens)
@@ -983,7 +1023,7 @@ static void write_stages(const kvshard__printer *p, const kvshard_sglang__state 
                                "           stage %u: layers %u-%u, %llu bytes a token, %llu "
                                "tokens%s\n",
                                s, first, first + n - 1,
-                               (unsigned long long)(st->cell / st->layers * n),
+                               (unsigned long long)of_stage(st, st->cell, s),
                                (unsigned long long)stage_tokens(st, c, s),
                                s == st->binding_stage ? " (binds: every stage runs with it)" : "");
         first += n;
