@@ -774,6 +774,63 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
 
 /* ---- figures, warnings and wording ----------------------------------------------------- */
 
+/* engine.windows: each window's pool at the budget, in increasing window
+ * order; without a budget only what the layers give. Null without
+ * windows. */
+static void window_figures(kvshard_profile__figures *f, const kvshard_profile__view *v)
+{
+    const kvshard_trtllm__state *st = state_of(v->state);
+    const kvshard__capacity *c = v->capacity;
+    if (st->num_windows == 0) {
+        kvshard_profile__fig_text(f, "windows", NULL);
+        return;
+    }
+    bool pool = c->has_num_blocks;
+    window_pool pools[KVSHARD_TRTLLM__MAX_WINDOWS];
+    uint32_t n = st->num_windows;
+    if (pool) {
+        n = pools_of(pools, st, c->budget, c->notes[NOTE_TOKENS]);
+    } else {
+        for (uint32_t i = 0; i < n; i++)
+            pools[i] = (window_pool){st->windows[i].window, st->windows[i].layers,
+                                     st->windows[i].token_bytes, 0, 0, 0};
+    }
+    kvshard_profile__json_begin(f);
+    for (uint32_t i = 0; i < n; i++) {
+        kvshard_profile__json_object(f);
+        kvshard_profile__json_uint(f, "window", true, pools[i].window);
+        kvshard_profile__json_uint(f, "layers", true, pools[i].layers);
+        kvshard_profile__json_uint(f, "bytes_per_token", true, pools[i].token_bytes);
+        kvshard_profile__json_uint(f, "max_tokens", pool, pools[i].max_tokens);
+        kvshard_profile__json_uint(f, "primary_blocks", pool, pools[i].blocks);
+        kvshard_profile__json_uint(f, "adjusted_window", pool, pools[i].adjusted);
+        kvshard_profile__json_object_end(f);
+    }
+    kvshard_profile__json_end(f, "windows");
+}
+
+/* engine.stages: the profile plans one stage, which holds every layer. */
+static void stage_figures(kvshard_profile__figures *f, const kvshard_profile__view *v)
+{
+    const kvshard_trtllm__state *st = state_of(v->state);
+    const kvshard__capacity *c = v->capacity;
+    const kvshard__range *r = v->stages;
+    kvshard_profile__json_begin(f);
+    kvshard_profile__json_object(f);
+    kvshard_profile__json_uint(f, "stage", true, 0);
+    kvshard_profile__json_uint(f, "layer_first", true, r ? r->first : 0);
+    kvshard_profile__json_uint(f, "layer_count", true, r ? r->count : 0);
+    kvshard_profile__json_uint(f, "kv_layers", true,
+                               r ? (uint64_t)r->census[KVSHARD_LAYER_FULL_ATTENTION] +
+                                       r->census[KVSHARD_LAYER_SLIDING_ATTENTION]
+                                 : 0);
+    kvshard_profile__json_uint(f, "kv_bytes_per_token", true, st->token_bytes);
+    kvshard_profile__json_uint(f, "budget", c->has_budget, c->budget);
+    kvshard_profile__json_uint(f, "max_tokens", c->has_num_blocks, c->notes[NOTE_TOKENS]);
+    kvshard_profile__json_object_end(f);
+    kvshard_profile__json_end(f, "stages");
+}
+
 static void figures(kvshard_profile__figures *f, const kvshard_profile__view *v)
 {
     const kvshard_trtllm__state *st = state_of(v->state);
@@ -797,13 +854,15 @@ static void figures(kvshard_profile__figures *f, const kvshard_profile__view *v)
     kvshard_profile__fig_uint(f, "max_batch_size", true, st->max_batch_size);
     kvshard_profile__fig_uint(f, "max_num_tokens", true, st->max_num_tokens);
     kvshard_profile__fig_text(f, "kv_cache_dtype", kvshard_dtype_name(st->kv_dtype));
-    kvshard_profile__fig_text(f, "windows", NULL);
+    window_figures(f, v);
     kvshard_profile__fig_uint(f, "state_slots", st->has_state, st->max_batch_size);
     kvshard_profile__fig_uint(f, "state_bytes", st->has_state, st->state_bytes);
     kvshard_profile__fig_text(f, "ssm_dtype",
                               st->has_state ? kvshard_dtype_name(st->ssm_dtype) : NULL);
     kvshard_profile__fig_uint(f, "pp_size", true, 1);
+    kvshard_profile__fig_partition(f, "pp_partition", v);
     kvshard_profile__fig_uint(f, "binding_stage", pool, 0);
+    stage_figures(f, v);
 }
 
 static void warnings(kvshard_profile__warn_fn sink, void *ctx, const kvshard_profile__view *v)
