@@ -80,8 +80,9 @@ static void test_vllm_two_stages(void **state)
     tu_assert_contains(json, "\"pp_size\": 2,\n             \"pp_partition\": [31, 30], "
                              "\"binding_stage\": 0,");
     char lines[1200];
-    snprintf(lines, sizeof lines, "\"stages\": [\n               %s,\n               %s\n"
-                                  "             ]},\n",
+    snprintf(lines, sizeof lines,
+             "\"stages\": [\n               %s,\n               %s\n"
+             "             ]},\n",
              s0, s1);
     tu_assert_contains(json, lines);
     free(json);
@@ -153,8 +154,9 @@ static void test_sglang_two_stages(void **state)
     tu_assert_contains(s1, "\"max_total_num_tokens\": 1078976,");
     char *json = tu_plan_json(p);
     tu_assert_contains(json, "\"pp_partition\": [30, 31], ");
-    snprintf(lines, sizeof lines, "\"stages\": [\n               %s,\n               %s\n"
-                                  "             ]},\n",
+    snprintf(lines, sizeof lines,
+             "\"stages\": [\n               %s,\n               %s\n"
+             "             ]},\n",
              s0, s1);
     tu_assert_contains(json, lines);
     free(json);

@@ -1263,7 +1263,8 @@ static void stage_figures(kvshard_profile__figures *f, const kvshard_profile__vi
         kvshard_profile__json_uint(f, "bytes_per_block", true, sh.bytes_per_block);
         kvshard_profile__json_uint(f, "budget", v->has_memory, sh.budget);
         kvshard_profile__json_uint(f, "num_gpu_blocks", blocks, own);
-        kvshard_profile__json_uint(f, "gpu_kv_cache_tokens", blocks, blocks ? tokens_of(st, own) : 0);
+        kvshard_profile__json_uint(f, "gpu_kv_cache_tokens", blocks,
+                                   blocks ? tokens_of(st, own) : 0);
         kvshard_profile__json_double(f, "max_concurrency", blocks,
                                      (double)own / (double)st->blocks_per_request);
         kvshard_profile__json_uint(f, "check_need", has_need, need);
