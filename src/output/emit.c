@@ -408,9 +408,15 @@ static void emit_engine(kvshard__out *o, const kvshard__plan_view *p)
         kvshard_writer__out_raw(o, "null,\n");
         return;
     }
+    bool failed;
+    const kvshard__engine_figures *figures = kvshard_queries__engine_figures(p->plan, &failed);
+    if (failed) {
+        o->failed = true; /* out of memory: no object that lacks its figures */
+        return;
+    }
     kvshard_writer__out_raw(o, "{");
-    for (size_t i = 0; i < p->engine_figure_count; i++) {
-        const kvshard_figure *f = &p->engine_figures[i];
+    for (size_t i = 0; i < figures->count; i++) {
+        const kvshard_figure *f = &figures->figures[i];
         if (i)
             kvshard_writer__out_raw(o, i % 4 ? ", " : ",\n             ");
         key(o, f->name);

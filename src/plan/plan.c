@@ -4,7 +4,6 @@
 #include "plan/plan.h"
 #include "plan/device.h"
 #include "plan/digest.h"
-#include "plan/figures.h"
 #include "plan/warnings.h"
 #include "base/abi.h"
 
@@ -82,7 +81,7 @@ void kvshard_plan_free(kvshard_plan *plan)
     if (!plan)
         return;
     kvshard_allocator a = plan->alloc;
-    kvshard_alloc__free(&a, plan->engine_figures);
+    kvshard_alloc__free(&a, atomic_load(&plan->engine_figures));
     if (plan->figure_ranks && plan->ranks)
         kvshard_alloc__free(&a, plan->ranks); /* fit's figures: sized once the stride is known */
     kvshard_alloc__free(&a, plan);
@@ -326,6 +325,7 @@ static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model 
         return NULL;
     kvshard_plan *p = (kvshard_plan *)(void *)block;
     memset(p, 0, offsetof(kvshard_plan, warnings));
+    atomic_init(&p->engine_figures, NULL);
     p->warning_count = 0;
     p->digest = 0;
     p->layout_digest = 0;
@@ -526,54 +526,6 @@ static void collect_warnings(kvshard_plan *p, const kvshard__planning *pl)
     kvshard_warnings__collect_warnings(&in, keep_warning, p);
 }
 
-/* The engine profile's figures, kept so that the text of the JSON ones
- * lives as long as the plan: a first pass measures that text. */
-static int keep_engine_figures(kvshard_plan *p, kvshard_diag__ctx *diag)
-{
-    if (!p->profile->hooks.figures)
-        return KVSHARD_OK;
-    kvshard_profile__view pv = {&p->options,
-                                &p->cap,
-                                p->has_memory,
-                                p->memory,
-                                p->ranks[0].state_bytes_per_seq,
-                                p->inputs,
-                                &p->state,
-                                kvshard_validate__planning_version(p->profile, p->inputs),
-                                p->stages,
-                                p->pp,
-                                p->device.used ? p->stage_budgets : NULL};
-    kvshard_figure probe[KVSHARD__MAX_ENGINE_FIGURES];
-    char probe_text[4096];
-    kvshard_profile__figures f = {.out = probe,
-                                  .cap = KVSHARD__MAX_ENGINE_FIGURES,
-                                  .text = probe_text,
-                                  .text_cap = sizeof probe_text};
-    size_t n = kvshard_figures__engine_figures(&f, p->profile, &pv);
-    size_t text = f.text_used;
-    kvshard_figure *block = kvshard_alloc__bytes(&p->alloc, 1, n * sizeof *block + text);
-    if (!block)
-        return kvshard_error__fail(diag->err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
-                                   "out of memory keeping the engine's figures");
-    char *kept_text = (char *)(block + n);
-    if (text <= sizeof probe_text) {
-        /* Most plans' text fits the probe: moved, not worked out again. */
-        memcpy(block, probe, n * sizeof *block);
-        memcpy(kept_text, probe_text, text);
-        for (size_t i = 0; i < n; i++) {
-            if (block[i].type == KVSHARD_FIGURE_JSON)
-                block[i].text_value = kept_text + (block[i].text_value - probe_text);
-        }
-    } else {
-        kvshard_profile__figures kept = {
-            .out = block, .cap = n, .text = kept_text, .text_cap = text};
-        n = kvshard_figures__engine_figures(&kept, p->profile, &pv);
-    }
-    p->engine_figure_count = n;
-    p->engine_figures = block;
-    return KVSHARD_OK;
-}
-
 /* Room for the layer counts of this many stages sits on the stack. */
 #define SCRATCH_STAGES 64u
 
@@ -671,13 +623,8 @@ static int create(kvshard_plan **out, const kvshard_model *model, const kvshard_
         return rc;
     }
     collect_warnings(p, &pl);
-    if (!figures) {
+    if (!figures)
         kvshard_digest__compute_digests(p);
-        if ((rc = keep_engine_figures(p, diag)) != 0) {
-            kvshard_plan_free(p);
-            return rc;
-        }
-    }
     *out = p;
     return KVSHARD_OK;
 }

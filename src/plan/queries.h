@@ -12,6 +12,12 @@ kvshard__plan_view kvshard_plan__view_of(const kvshard_plan *p);
  * and the writers print. */
 kvshard_stage_info kvshard_queries__stage_info_of(const kvshard__plan_view *v, uint32_t stage);
 
+/* The plan's engine figures ("name" and "version" first), made on the
+ * first call from any thread and kept with the plan; NULL under a profile
+ * that predicts no engine, or out of memory (`failed` then true). */
+const kvshard__engine_figures *kvshard_queries__engine_figures(const kvshard_plan *plan,
+                                                               bool *failed);
+
 /* The plan's capacity counted again as the plan counted it (its budgets,
  * its profile), for plan rank `rank` alone or every rank (KVSHARD_ALL_RANKS),
  * at `context_length` (0: no concurrency figures): the report's figures at

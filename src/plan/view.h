@@ -41,10 +41,6 @@ typedef struct kvshard__plan_view {
     uint64_t layout_digest;
     const kvshard_value *inputs; /* the profile's */
     const kvshard_profile__state *state;
-    /* The engine profile's figures ("name" and "version" first), none
-     * under a profile that predicts no engine. */
-    const kvshard_figure *engine_figures;
-    size_t engine_figure_count;
     const char *source;       /* where the model was read from */
     const kvshard_plan *plan; /* for kvshard_plan__capacity_at() */
 } kvshard__plan_view;
