@@ -4,6 +4,7 @@
  * (docs/engines.md), not copied from what kvshard prints. */
 #include "test_util.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,6 +211,47 @@ static void test_trtllm_windows(void **state)
     kvshard_plan_free(p);
 }
 
+#define READERS 8
+
+typedef struct reader {
+    const kvshard_plan *plan;
+    kvshard_figure stages;
+    int rc;
+} reader;
+
+static void *read_stages(void *arg)
+{
+    reader *r = arg;
+    r->stages = (kvshard_figure)KVSHARD_FIGURE_INIT;
+    r->rc = kvshard_plan_engine_figure(&r->stages, r->plan, "stages");
+    return NULL;
+}
+
+/* A plan's engine figures are made the first time they are read: threads
+ * that read a fresh plan at once all get the one copy the plan keeps. */
+static void test_threads_read_one_copy(void **state)
+{
+    (void)state;
+    kvshard_plan *p;
+    TU_PLAN(&p, VLLM_DSA, "-pp", "2");
+    pthread_t threads[READERS];
+    reader readers[READERS];
+    for (int i = 0; i < READERS; i++) {
+        readers[i].plan = p;
+        assert_int_equal(pthread_create(&threads[i], NULL, read_stages, &readers[i]), 0);
+    }
+    for (int i = 0; i < READERS; i++)
+        assert_int_equal(pthread_join(threads[i], NULL), 0);
+    kvshard_figure again = tu_engine_figure(p, "stages");
+    for (int i = 0; i < READERS; i++) {
+        assert_int_equal(readers[i].rc, KVSHARD_OK);
+        assert_int_equal(readers[i].stages.type, KVSHARD_FIGURE_JSON);
+        assert_ptr_equal(readers[i].stages.text_value, again.text_value);
+    }
+    tu_assert_contains(again.text_value, "\"num_gpu_blocks\": 42581,");
+    kvshard_plan_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -217,6 +259,7 @@ int main(void)
         cmocka_unit_test(test_vllm_one_stage),
         cmocka_unit_test(test_sglang_two_stages),
         cmocka_unit_test(test_trtllm_windows),
+        cmocka_unit_test(test_threads_read_one_copy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
