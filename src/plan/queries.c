@@ -436,17 +436,8 @@ int kvshard_plan_blocks_figure(kvshard_figure *out, const kvshard_plan *plan, ui
  * second is needed only when it does not fit there. */
 static kvshard__engine_figures *make_engine_figures(const kvshard_plan *p)
 {
-    kvshard_profile__view pv = {&p->options,
-                                &p->cap,
-                                p->has_memory,
-                                p->memory,
-                                p->ranks[0].state_bytes_per_seq,
-                                p->inputs,
-                                &p->state,
-                                kvshard_validate__planning_version(p->profile, p->inputs),
-                                p->stages,
-                                p->pp,
-                                p->device.used ? p->stage_budgets : NULL};
+    kvshard__plan_view v = kvshard_plan__view_of(p);
+    kvshard_profile__view pv = kvshard__profile_view(&v);
     kvshard_figure probe[KVSHARD__MAX_ENGINE_FIGURES];
     char probe_text[4096];
     kvshard_profile__figures f = {.out = probe,
