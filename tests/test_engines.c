@@ -1649,12 +1649,13 @@ static void test_profile_tables(void **state)
                         "engine_max_total_tokens_above_profile");
     assert_string_equal(kvshard_warning_name(KVSHARD_WARN_ENGINE_MAX_RUNNING_REQUESTS_CAPPED),
                         "engine_max_running_requests_capped");
-    /* The JSON engine object lists every figure, in order. */
+    /* The JSON engine object lists every figure, in order (pp_partition and
+     * stages among them). */
     kvshard_plan *p;
     TU_PLAN(&p, E3_14);
-    assert_int_equal(kvshard_plan_engine_figure_count(p), 28);
+    assert_int_equal(kvshard_plan_engine_figure_count(p), 30);
     kvshard_figure f = KVSHARD_FIGURE_INIT;
-    assert_int_equal(kvshard_plan_engine_figure_at(&f, p, 28), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_engine_figure_at(&f, p, 30), KVSHARD_EINVAL);
     assert_int_equal(kvshard_plan_engine_figure(&f, p, "no_such"), KVSHARD_EUNKNOWNKEY);
     char *json = tu_plan_json(p);
     assert_non_null(strstr(json, "\"engine\": {\"name\": \"vllm\", \"version\": "

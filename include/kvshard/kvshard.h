@@ -1417,7 +1417,10 @@ typedef enum kvshard_figure_type {
     KVSHARD_FIGURE_TEXT = 4,   /**< text_value, borrowed */
     /** uint_value words in text_value, each followed by a NUL (JSON: an
      *  array of strings), borrowed */
-    KVSHARD_FIGURE_TEXT_LIST = 5
+    KVSHARD_FIGURE_TEXT_LIST = 5,
+    /** text_value is JSON text, borrowed: a list of counts ("[31, 30]") or
+     *  of objects with the same fields each (an engine's pipeline stages) */
+    KVSHARD_FIGURE_JSON = 6
 } kvshard_figure_type;
 
 /** One named figure of a plan. Start from KVSHARD_FIGURE_INIT. */
@@ -1459,13 +1462,16 @@ KVSHARD_EXPORT int kvshard_plan_blocks_figure(kvshard_figure *out, const kvshard
  *  first); 0 under the kvshard profile and for a NULL plan. */
 KVSHARD_EXPORT size_t kvshard_plan_engine_figure_count(const kvshard_plan *plan);
 /** Engine figure `index` (0-based, in the JSON object's order) into *out
- *  (`size` set by the caller); text is borrowed from the plan. KVSHARD_EINVAL
- *  for NULL arguments, an unknown size or an index out of range. */
+ *  (`size` set by the caller); text is borrowed from the plan, which makes
+ *  the figures on the first read from any thread and keeps them.
+ *  KVSHARD_EINVAL for NULL arguments, an unknown size or an index out of
+ *  range, KVSHARD_ENOMEM when they cannot be kept. */
 KVSHARD_EXPORT int kvshard_plan_engine_figure_at(kvshard_figure *out, const kvshard_plan *plan,
                                                  size_t index);
-/** The engine figure `name` ("num_gpu_blocks", "max_total_num_tokens", ...)
- *  into *out. KVSHARD_EUNKNOWNKEY when the plan's profile has no such
- *  figure, KVSHARD_EINVAL for NULL arguments or an unknown size. */
+/** The engine figure `name` ("num_gpu_blocks", "max_total_num_tokens",
+ *  "stages", ...) into *out. KVSHARD_EUNKNOWNKEY when the plan's profile
+ *  has no such figure, KVSHARD_EINVAL for NULL arguments or an unknown
+ *  size, KVSHARD_ENOMEM as kvshard_plan_engine_figure_at(). */
 KVSHARD_EXPORT int kvshard_plan_engine_figure(kvshard_figure *out, const kvshard_plan *plan,
                                               const char *name);
 

@@ -113,10 +113,18 @@ def test_the_nemotron_vllm_example_by_hand(nano: kvshard.Plan) -> None:
         "gpu_kv_cache_tokens": 1_206_303,
         "max_num_seqs": 128,
         "pp_size": 1,
+        "pp_partition": [52],
         "binding_stage": 0,
         "memory_check": "worker_groups",  # from 0.18.0: each worker, every group
         "memory_check_budget": B,
         "memory_check_need": 66 * 6 * PAGE,  # a request of 256,000 tokens
+        # One stage: the whole model's 6 attention and 23 Mamba layers.
+        "stages": [{
+            "stage": 0, "layer_first": 0, "layer_count": 52, "cache_layers": 6 + 23,
+            "group_size": 6, "bytes_per_block": 6 * PAGE, "budget": B,
+            "num_gpu_blocks": 311, "gpu_kv_cache_tokens": 1_206_303,
+            "max_concurrency": 311 / 66, "check_need": 66 * 6 * PAGE,
+        }],
     }
     assert 6 * PAGE == 12_828_672
     assert f"{nano.engine_figure('mamba_padding_percent'):.2f}" == "0.19"
@@ -359,6 +367,14 @@ def test_the_qwen3_5_9b_sglang_example_by_hand(qwen9: kvshard.Plan) -> None:
         "kv_cache_dtype": "bfloat16",
         "indexer_bytes": None,  # a DSA model's
         "pp_size": 1,
+        "pp_partition": [32],
+        # One stage: its 8 full-attention layers' cell and pools.
+        "stages": [{
+            "stage": 0, "layer_first": 0, "layer_count": 32, "kv_layers": 8,
+            "cell_bytes": CELL, "max_total_num_tokens": 327_310,
+            "k_cache_bytes": 327_311 * 2 * 256 * 8 * 2,
+            "v_cache_bytes": 327_311 * 2 * 256 * 8 * 2, "kv_cache_bytes": None,
+        }],
     }
     assert 187 * 24 * 24_576 == 110_297_088 and 187 * 24 * 1_048_576 == 4_706_009_088
     assert 327_311 * 2 * 256 * 8 * 2 == 2_681_331_712

@@ -379,6 +379,26 @@ static void out_double(kvshard__out *o, double v)
     kvshard_writer__out_raw(o, buf);
 }
 
+/* A JSON figure's list as it is, but a list of objects one object a line,
+ * as the ranks are. The profiles write no brace inside a string. */
+static void out_json_list(kvshard__out *o, const char *json)
+{
+    int depth = 0;
+    const char *from = json;
+    for (const char *c = json; *c; c++) {
+        depth += *c == '[' || *c == '{' ? 1 : *c == ']' || *c == '}' ? -1 : 0;
+        bool object_starts = *c == '{' && depth == 2;
+        bool objects_end = *c == ']' && depth == 0 && c > json && c[-1] == '}';
+        if (object_starts || objects_end) {
+            size_t n = (size_t)(c - from);
+            kvshard_writer__out_put(o, from, n && from[n - 1] == ' ' ? n - 1 : n);
+            kvshard_writer__out_raw(o, objects_end ? "\n             " : "\n               ");
+            from = c;
+        }
+    }
+    kvshard_writer__out_put(o, from, strlen(from));
+}
+
 /* The engine profile's figures, in its order; null under a profile that
  * predicts no engine. */
 static void emit_engine(kvshard__out *o, const kvshard__plan_view *p)
@@ -388,11 +408,15 @@ static void emit_engine(kvshard__out *o, const kvshard__plan_view *p)
         kvshard_writer__out_raw(o, "null,\n");
         return;
     }
+    bool failed;
+    const kvshard__engine_figures *figures = kvshard_queries__engine_figures(p->plan, &failed);
+    if (failed) {
+        o->failed = true; /* out of memory: no object that lacks its figures */
+        return;
+    }
     kvshard_writer__out_raw(o, "{");
-    kvshard_figure figures[KVSHARD__MAX_ENGINE_FIGURES];
-    size_t count = kvshard_queries__engine_figures(figures, KVSHARD__MAX_ENGINE_FIGURES, p);
-    for (size_t i = 0; i < count; i++) {
-        const kvshard_figure *f = &figures[i];
+    for (size_t i = 0; i < figures->count; i++) {
+        const kvshard_figure *f = &figures->figures[i];
         if (i)
             kvshard_writer__out_raw(o, i % 4 ? ", " : ",\n             ");
         key(o, f->name);
@@ -418,6 +442,7 @@ static void emit_engine(kvshard__out *o, const kvshard__plan_view *p)
             kvshard_writer__out_raw(o, "]");
             break;
         }
+        case KVSHARD_FIGURE_JSON: out_json_list(o, f->text_value); break;
         case KVSHARD_FIGURE_NULL:
         default: kvshard_writer__out_raw(o, "null"); break;
         }

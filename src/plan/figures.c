@@ -91,3 +91,15 @@ size_t kvshard_figures__capacity_figure_index(const char *name)
     }
     return SIZE_MAX;
 }
+
+size_t kvshard_figures__engine_figures(kvshard_profile__figures *f,
+                                       const kvshard__profile *profile,
+                                       const kvshard_profile__view *view)
+{
+    if (!profile->hooks.figures)
+        return 0;
+    kvshard_profile__fig_text(f, "name", profile->name);
+    kvshard_profile__fig_text(f, "version", view->version);
+    profile->hooks.figures(f, view);
+    return f->count;
+}

@@ -3,7 +3,7 @@
 #ifndef KVSHARD_PLAN_FIGURES_H
 #define KVSHARD_PLAN_FIGURES_H
 
-#include "profile/profile.h"
+#include "profile/capacity.h"
 
 /* What a plan's capacity figures are read from. */
 typedef struct kvshard__capacity_source {
@@ -30,5 +30,11 @@ void kvshard_figures__capacity_figure_at(kvshard_figure *out, const kvshard__cap
                                  size_t index);
 /* The index of the figure `name`, or SIZE_MAX. */
 size_t kvshard_figures__capacity_figure_index(const char *name);
+
+/* A plan's engine figures, the JSON "engine" object's fields: "name" and
+ * "version", then the profile's own; how many. */
+size_t kvshard_figures__engine_figures(kvshard_profile__figures *f,
+                                       const kvshard__profile *profile,
+                                       const kvshard_profile__view *view);
 
 #endif /* KVSHARD_PLAN_FIGURES_H */

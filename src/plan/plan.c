@@ -81,6 +81,7 @@ void kvshard_plan_free(kvshard_plan *plan)
     if (!plan)
         return;
     kvshard_allocator a = plan->alloc;
+    kvshard_alloc__free(&a, atomic_load(&plan->engine_figures));
     if (plan->figure_ranks && plan->ranks)
         kvshard_alloc__free(&a, plan->ranks); /* fit's figures: sized once the stride is known */
     kvshard_alloc__free(&a, plan);
@@ -324,6 +325,7 @@ static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model 
         return NULL;
     kvshard_plan *p = (kvshard_plan *)(void *)block;
     memset(p, 0, offsetof(kvshard_plan, warnings));
+    atomic_init(&p->engine_figures, NULL);
     p->warning_count = 0;
     p->digest = 0;
     p->layout_digest = 0;

@@ -13,6 +13,8 @@
 #include "plan/partition.h"
 #include "plan/validate.h"
 
+#include <stdatomic.h>
+
 #define KVSHARD__MAX_WARNINGS 24
 /* Most figures an engine profile gives (the JSON "engine" object's fields). */
 #define KVSHARD__MAX_ENGINE_FIGURES 40
@@ -77,6 +79,13 @@ typedef struct kvshard__device_figures {
     char first_unknown[KVSHARD__TENSOR_NAME_MAX];
 } kvshard__device_figures;
 
+/* A plan's engine figures and, after them, the JSON text of its lists:
+ * made once, then read only. */
+typedef struct kvshard__engine_figures {
+    size_t count;
+    kvshard_figure figures[];
+} kvshard__engine_figures;
+
 struct kvshard_plan {
     /* What kvshard_plan_owns() reads on every call comes first (see
      * docs/performance.md). */
@@ -135,6 +144,10 @@ struct kvshard_plan {
     kvshard__capacity cap;
     kvshard_uniform uniform;
     kvshard_profile__state state; /* the profile's, from settling: its figures' source */
+    /* The engine profile's figures, worked out the first time they are
+     * read (kvshard_queries__engine_figures), so that a plan no one asks pays
+     * nothing for them; NULL until then. */
+    _Atomic(struct kvshard__engine_figures *) engine_figures;
     char input_text[KVSHARD__PLAN_TEXTS][KVSHARD__VALUE_TEXT_MAX]; /* text inputs' bytes */
     kvshard__warning warnings[KVSHARD__MAX_WARNINGS];
     size_t warning_count;

@@ -434,54 +434,99 @@ int kvshard_plan_blocks_figure(kvshard_figure *out, const kvshard_plan *plan, ui
               : KVSHARD_OK;
 }
 
-size_t kvshard_queries__engine_figures(kvshard_figure *out, size_t cap, const kvshard__plan_view *v)
+/* The figures into one block with the JSON text of their lists after them:
+ * a first pass into a buffer on the stack measures that text, and a
+ * second is needed only when it does not fit there. */
+static kvshard__engine_figures *make_engine_figures(const kvshard_plan *p)
 {
-    if (!v->profile->hooks.figures)
-        return 0;
-    kvshard_profile__figures f = {out, cap, 0};
-    kvshard_profile__view pv = kvshard__profile_view(v);
-    kvshard_profile__fig_text(&f, "name", v->profile->name);
-    kvshard_profile__fig_text(&f, "version", pv.version);
-    f.count += v->profile->hooks.figures(f.out + f.count, f.cap - f.count, &pv);
-    return f.count;
+    kvshard__plan_view v = kvshard_plan__view_of(p);
+    kvshard_profile__view pv = kvshard__profile_view(&v);
+    kvshard_figure probe[KVSHARD__MAX_ENGINE_FIGURES];
+    char probe_text[4096];
+    kvshard_profile__figures f = {.out = probe,
+                                  .cap = KVSHARD__MAX_ENGINE_FIGURES,
+                                  .text = probe_text,
+                                  .text_cap = sizeof probe_text};
+    size_t n = kvshard_figures__engine_figures(&f, p->profile, &pv);
+    size_t text = f.text_used;
+    kvshard__engine_figures *e =
+        kvshard_alloc__bytes(&p->alloc, 1, sizeof *e + n * sizeof e->figures[0] + text);
+    if (!e)
+        return NULL;
+    char *kept_text = (char *)(e->figures + n);
+    e->count = n;
+    if (text <= sizeof probe_text) {
+        memcpy(e->figures, probe, n * sizeof *probe);
+        memcpy(kept_text, probe_text, text);
+        for (size_t i = 0; i < n; i++) {
+            if (e->figures[i].type == KVSHARD_FIGURE_JSON)
+                e->figures[i].text_value = kept_text + (e->figures[i].text_value - probe_text);
+        }
+    } else {
+        kvshard_profile__figures kept = {
+            .out = e->figures, .cap = n, .text = kept_text, .text_cap = text};
+        kvshard_figures__engine_figures(&kept, p->profile, &pv);
+    }
+    return e;
+}
+
+const kvshard__engine_figures *kvshard_queries__engine_figures(const kvshard_plan *plan,
+                                                            bool *failed)
+{
+    *failed = false;
+    /* The one field a query writes: the plan itself was made writable. */
+    kvshard_plan *p = (kvshard_plan *)(uintptr_t)plan;
+    kvshard__engine_figures *e = atomic_load_explicit(&p->engine_figures, memory_order_acquire);
+    if (e || !p->profile->hooks.figures)
+        return e;
+    if ((e = make_engine_figures(p)) == NULL) {
+        *failed = true;
+        return NULL;
+    }
+    /* Two threads may both make them: the first kept, the other freed. */
+    kvshard__engine_figures *first = NULL;
+    if (!atomic_compare_exchange_strong_explicit(&p->engine_figures, &first, e,
+                                                 memory_order_acq_rel, memory_order_acquire)) {
+        kvshard_alloc__free(&p->alloc, e);
+        return first;
+    }
+    return e;
 }
 
 size_t kvshard_plan_engine_figure_count(const kvshard_plan *plan)
 {
-    if (!plan)
-        return 0;
-    kvshard_figure figures[KVSHARD__MAX_ENGINE_FIGURES];
-    kvshard__plan_view v = kvshard_plan__view_of(plan);
-    return kvshard_queries__engine_figures(figures, KVSHARD__MAX_ENGINE_FIGURES, &v);
+    bool failed;
+    const kvshard__engine_figures *e = plan ? kvshard_queries__engine_figures(plan, &failed) : NULL;
+    return e ? e->count : 0;
+}
+
+/* The plan's engine figure `index`, or `name` when it is not NULL. */
+static int engine_figure(kvshard_figure *out, const kvshard_plan *plan, size_t index,
+                         const char *name)
+{
+    bool failed;
+    const kvshard__engine_figures *e = kvshard_queries__engine_figures(plan, &failed);
+    if (failed)
+        return KVSHARD_ENOMEM;
+    size_t n = e ? e->count : 0;
+    for (size_t i = 0; name && i < n; i++) {
+        if (strcmp(e->figures[i].name, name) == 0)
+            index = i;
+    }
+    if (index >= n)
+        return name ? KVSHARD_EUNKNOWNKEY : KVSHARD_EINVAL;
+    return kvshard__copy_out(out, &e->figures[index], sizeof *out, sizeof *out) ? KVSHARD_OK
+                                                                                : KVSHARD_EINVAL;
 }
 
 int kvshard_plan_engine_figure_at(kvshard_figure *out, const kvshard_plan *plan, size_t index)
 {
-    if (!out || !plan)
-        return KVSHARD_EINVAL;
-    kvshard_figure figures[KVSHARD__MAX_ENGINE_FIGURES];
-    kvshard__plan_view v = kvshard_plan__view_of(plan);
-    size_t n = kvshard_queries__engine_figures(figures, KVSHARD__MAX_ENGINE_FIGURES, &v);
-    if (index >= n)
-        return KVSHARD_EINVAL;
-    return kvshard__copy_out(out, &figures[index], sizeof *out, sizeof *out) ? KVSHARD_OK
-                                                                             : KVSHARD_EINVAL;
+    return out && plan ? engine_figure(out, plan, index, NULL) : KVSHARD_EINVAL;
 }
 
 int kvshard_plan_engine_figure(kvshard_figure *out, const kvshard_plan *plan, const char *name)
 {
-    if (!out || !plan || !name)
-        return KVSHARD_EINVAL;
-    kvshard_figure figures[KVSHARD__MAX_ENGINE_FIGURES];
-    kvshard__plan_view v = kvshard_plan__view_of(plan);
-    size_t n = kvshard_queries__engine_figures(figures, KVSHARD__MAX_ENGINE_FIGURES, &v);
-    for (size_t i = 0; i < n; i++) {
-        if (strcmp(figures[i].name, name) == 0)
-            return kvshard__copy_out(out, &figures[i], sizeof *out, sizeof *out)
-                       ? KVSHARD_OK
-                       : KVSHARD_EINVAL;
-    }
-    return KVSHARD_EUNKNOWNKEY;
+    return out && plan && name ? engine_figure(out, plan, SIZE_MAX, name) : KVSHARD_EINVAL;
 }
 
 size_t kvshard_plan_warning_count(const kvshard_plan *plan)

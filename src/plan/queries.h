@@ -12,13 +12,11 @@ kvshard__plan_view kvshard_plan__view_of(const kvshard_plan *p);
  * and the writers print. */
 kvshard_stage_info kvshard_queries__stage_info_of(const kvshard__plan_view *v, uint32_t stage);
 
-/* The engine's figures of a plan, as the JSON "engine" object lists them:
- * its name and version, then the profile's, into `out` (at most `cap`);
- * returns how many, 0 under a profile that predicts no engine. They are
- * worked out from what the plan keeps (the profile's state, the capacity),
- * so a plan that no one asks costs nothing for them; text is the plan's. */
-size_t kvshard_queries__engine_figures(kvshard_figure *out, size_t cap,
-                                       const kvshard__plan_view *v);
+/* The plan's engine figures ("name" and "version" first), made on the
+ * first call from any thread and kept with the plan; NULL under a profile
+ * that predicts no engine, or out of memory (`failed` then true). */
+const kvshard__engine_figures *kvshard_queries__engine_figures(const kvshard_plan *plan,
+                                                               bool *failed);
 
 /* The plan's capacity counted again as the plan counted it (its budgets,
  * its profile), for plan rank `rank` alone or every rank (KVSHARD_ALL_RANKS),

@@ -3,7 +3,9 @@
 #include "model/states.h"
 
 #include "base/checked.h"
+#include "base/format.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -168,6 +170,106 @@ void kvshard_profile__fig_words(kvshard_profile__figures *f, const char *name, c
         g->text_value = words;
         g->uint_value = count;
     }
+}
+
+/* Appends to the JSON text, counting what does not fit. */
+static void json_put(kvshard_profile__figures *f, const char *s, size_t n)
+{
+    if (f->text && f->text_used < f->text_cap) {
+        size_t room = f->text_cap - f->text_used;
+        memcpy(f->text + f->text_used, s, n < room ? n : room);
+    }
+    f->text_used += n;
+}
+
+static void json_text(kvshard_profile__figures *f, const char *s)
+{
+    json_put(f, s, strlen(s));
+}
+
+static void json_u64(kvshard_profile__figures *f, uint64_t v)
+{
+    char buf[24];
+    int n = snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
+    json_put(f, buf, (size_t)n);
+}
+
+/* The separator before an item of a list or a field of an object. */
+static void json_item(kvshard_profile__figures *f)
+{
+    if (!f->json_fresh)
+        json_text(f, ", ");
+    f->json_fresh = false;
+}
+
+static void json_key(kvshard_profile__figures *f, const char *key)
+{
+    json_item(f);
+    json_text(f, "\"");
+    json_text(f, key);
+    json_text(f, "\": ");
+}
+
+void kvshard_profile__json_begin(kvshard_profile__figures *f)
+{
+    f->json_start = f->text_used;
+    f->json_fresh = true;
+    json_text(f, "[");
+}
+
+void kvshard_profile__json_object(kvshard_profile__figures *f)
+{
+    json_item(f);
+    json_text(f, "{");
+    f->json_fresh = true;
+}
+
+void kvshard_profile__json_uint(kvshard_profile__figures *f, const char *key, bool has,
+                                uint64_t v)
+{
+    json_key(f, key);
+    if (has)
+        json_u64(f, v);
+    else
+        json_text(f, "null");
+}
+
+void kvshard_profile__json_double(kvshard_profile__figures *f, const char *key, bool has,
+                                  double v)
+{
+    json_key(f, key);
+    char buf[40];
+    if (has && isfinite(v))
+        kvshard_format__shortest_text(buf, sizeof buf, v);
+    json_text(f, has && isfinite(v) ? buf : "null");
+}
+
+void kvshard_profile__json_object_end(kvshard_profile__figures *f)
+{
+    json_text(f, "}");
+    f->json_fresh = false;
+}
+
+/* The figure points at its text once the text fits; while measuring it
+ * is null. */
+void kvshard_profile__json_end(kvshard_profile__figures *f, const char *name)
+{
+    json_put(f, "]", 2); /* with its NUL */
+    bool fits = f->text && f->text_used <= f->text_cap;
+    kvshard_figure *g = next_figure(f, name, fits ? KVSHARD_FIGURE_JSON : KVSHARD_FIGURE_NULL);
+    if (g && fits)
+        g->text_value = f->text + f->json_start;
+}
+
+void kvshard_profile__fig_partition(kvshard_profile__figures *f, const char *name,
+                                    const kvshard_profile__view *v)
+{
+    kvshard_profile__json_begin(f);
+    for (uint32_t s = 0; v->stages && s < v->num_stages; s++) {
+        json_item(f);
+        json_u64(f, v->stages[s].count);
+    }
+    kvshard_profile__json_end(f, name);
 }
 
 const char *const kvshard_profile__about_engine[] = {"engine", NULL};

@@ -54,11 +54,18 @@ int kvshard_capacity__max_tokens(kvshard__capacity *c, const kvshard_options *o,
 /* ---- helpers the engine profiles share ------------------------------------- */
 
 /* Figures into an engine figure list: each appends one entry when there is
- * room. */
+ * room. The text of JSON figures goes to `text` (`text_cap` bytes, NULL
+ * for none); `text_used` counts what they need past `text_cap` too, so a
+ * first call with no room measures the second. */
 typedef struct kvshard_profile__figures {
     kvshard_figure *out;
     size_t cap;
     size_t count;
+    char *text;
+    size_t text_cap;
+    size_t text_used;
+    size_t json_start; /* where the JSON figure being written starts */
+    bool json_fresh;   /* nothing written yet in the innermost list or object */
 } kvshard_profile__figures;
 void kvshard_profile__fig_uint(kvshard_profile__figures *f, const char *name, bool has, uint64_t v);
 void kvshard_profile__fig_double(kvshard_profile__figures *f, const char *name, bool has, double v);
@@ -67,6 +74,20 @@ void kvshard_profile__fig_text(kvshard_profile__figures *f, const char *name, co
 /* `count` NUL-separated words, or JSON null for `count` 0. */
 void kvshard_profile__fig_words(kvshard_profile__figures *f, const char *name, const char *words,
                                 uint64_t count);
+/* The layers of each pipeline stage of the view: "[31, 30]". */
+void kvshard_profile__fig_partition(kvshard_profile__figures *f, const char *name,
+                                    const kvshard_profile__view *v);
+/* A list of objects, written between begin and end: each object between
+ * json_object and json_object_end, its fields by json_uint and json_double
+ * (`has` false: null), in the order the engine's section lists them. */
+void kvshard_profile__json_begin(kvshard_profile__figures *f);
+void kvshard_profile__json_object(kvshard_profile__figures *f);
+void kvshard_profile__json_uint(kvshard_profile__figures *f, const char *key, bool has,
+                                uint64_t v);
+void kvshard_profile__json_double(kvshard_profile__figures *f, const char *key, bool has,
+                                  double v);
+void kvshard_profile__json_object_end(kvshard_profile__figures *f);
+void kvshard_profile__json_end(kvshard_profile__figures *f, const char *name);
 
 /* What a profile's failures are about when the option they name was not
  * set: a refusal or a missing input is about the engine, no block in the

@@ -323,6 +323,8 @@ typedef struct kvshard_profile__counting {
     bool sizes_without_budget;
 } kvshard_profile__counting;
 
+struct kvshard_profile__figures;
+
 /* The capacity model: settling, refusals, the budget, capacity, and the
  * figures and warnings the engine logs. */
 typedef struct kvshard_profile__hooks {
@@ -345,9 +347,9 @@ typedef struct kvshard_profile__hooks {
     int (*capacity)(kvshard__capacity *out, uint64_t *rank_blocks,
                     const kvshard__capacity_inputs *in, kvshard_diag__ctx *diag);
     /* The figures the engine logs, in the order of the JSON "engine"
-     * object after its name and version, into `out` (at most `cap`);
-     * returns how many. NULL: the profile predicts no engine (JSON null). */
-    size_t (*figures)(kvshard_figure *out, size_t cap, const kvshard_profile__view *v);
+     * object after its name and version, appended to `f` (capacity.h).
+     * NULL: the profile predicts no engine (JSON null). */
+    void (*figures)(struct kvshard_profile__figures *f, const kvshard_profile__view *v);
     /* The profile's own warnings, after the common ones. NULL: none. */
     void (*warnings)(kvshard_profile__warn_fn warn, void *ctx, const kvshard_profile__view *v);
 } kvshard_profile__hooks;

@@ -875,38 +875,76 @@ static const char *kv_dtype_name(kvshard_dtype kv)
     return kv == KVSHARD_DTYPE_FP8 ? "fp8_e4m3" : kvshard_dtype_name(kv);
 }
 
-static size_t figures(kvshard_figure *out, size_t cap, const kvshard_profile__view *v)
+static uint64_t stage_tokens(const kvshard_sglang__state *st, const kvshard__capacity *c,
+                             uint32_t stage);
+
+/* A figure of stage 0's layers (what the state keeps) for `stage`'s. */
+static uint64_t of_stage(const kvshard_sglang__state *st, uint64_t stage0, uint32_t stage)
+{
+    return stage0 / st->layers * st->stage_layers[stage];
+}
+
+/* engine.stages: each stage's cell and the tokens it would hold alone, and
+ * its pools at the count every stage runs with. */
+static void stage_figures(kvshard_profile__figures *f, const kvshard_profile__view *v)
 {
     const kvshard_sglang__state *st = state_of(v->state);
     const kvshard__capacity *c = v->capacity;
-    kvshard_profile__figures f = {out, cap, 0};
+    bool pool = c->has_num_blocks;
+    uint64_t slots = pool ? c->max_tokens + st->page : 0;
+    kvshard_profile__json_begin(f);
+    for (uint32_t s = 0; s < st->stages && s < v->num_stages; s++) {
+        kvshard_profile__json_object(f);
+        kvshard_profile__json_uint(f, "stage", true, s);
+        kvshard_profile__json_uint(f, "layer_first", true, v->stages[s].first);
+        kvshard_profile__json_uint(f, "layer_count", true, v->stages[s].count);
+        kvshard_profile__json_uint(f, "kv_layers", true, st->stage_layers[s]);
+        kvshard_profile__json_uint(f, "cell_bytes", true, of_stage(st, st->cell, s));
+        kvshard_profile__json_uint(f, "max_total_num_tokens", pool,
+                                   pool ? stage_tokens(st, c, s) : 0);
+        kvshard_profile__json_uint(f, "k_cache_bytes", pool && !st->mla,
+                                   slots * of_stage(st, st->k_token, s));
+        kvshard_profile__json_uint(f, "v_cache_bytes", pool && !st->mla,
+                                   slots * of_stage(st, st->k_token, s));
+        kvshard_profile__json_uint(f, "kv_cache_bytes", pool && st->mla,
+                                   slots * of_stage(st, st->pool_token, s));
+        kvshard_profile__json_object_end(f);
+    }
+    kvshard_profile__json_end(f, "stages");
+}
+
+static void figures(kvshard_profile__figures *f, const kvshard_profile__view *v)
+{
+    const kvshard_sglang__state *st = state_of(v->state);
+    const kvshard__capacity *c = v->capacity;
     bool pool = c->has_num_blocks, state = st->has_state && pool;
     uint64_t K = c->usable_state_slots, slots = pool ? c->max_tokens + st->page : 0;
-    kvshard_profile__fig_uint(&f, "budget", c->has_budget, c->budget);
-    kvshard_profile__fig_text(&f, "mamba_radix_cache_strategy",
+    kvshard_profile__fig_uint(f, "budget", c->has_budget, c->budget);
+    kvshard_profile__fig_text(f, "mamba_radix_cache_strategy",
                               st->has_state ? strategy_name(st->strategy) : NULL);
-    kvshard_profile__fig_uint(&f, "mamba_ratio", st->has_state, st->ratio);
-    kvshard_profile__fig_uint(&f, "max_mamba_cache_size", state, K);
-    kvshard_profile__fig_uint(&f, "mamba_pool_slots", state, K + 1);
-    kvshard_profile__fig_uint(&f, "mamba_bytes_per_slot", st->has_state, st->slot);
-    kvshard_profile__fig_uint(&f, "conv_state_bytes", state, (K + 1) * st->conv_slot);
-    kvshard_profile__fig_uint(&f, "ssm_state_bytes", state, (K + 1) * st->ssm_slot);
-    kvshard_profile__fig_text(&f, "ssm_dtype",
+    kvshard_profile__fig_uint(f, "mamba_ratio", st->has_state, st->ratio);
+    kvshard_profile__fig_uint(f, "max_mamba_cache_size", state, K);
+    kvshard_profile__fig_uint(f, "mamba_pool_slots", state, K + 1);
+    kvshard_profile__fig_uint(f, "mamba_bytes_per_slot", st->has_state, st->slot);
+    kvshard_profile__fig_uint(f, "conv_state_bytes", state, (K + 1) * st->conv_slot);
+    kvshard_profile__fig_uint(f, "ssm_state_bytes", state, (K + 1) * st->ssm_slot);
+    kvshard_profile__fig_text(f, "ssm_dtype",
                               st->has_state ? kvshard_dtype_name(st->ssm_dtype) : NULL);
-    kvshard_profile__fig_uint(&f, "cell_bytes", true, st->cell);
-    kvshard_profile__fig_uint(&f, "page_size", true, st->page);
-    kvshard_profile__fig_uint(&f, "max_total_num_tokens", pool, c->max_tokens);
-    kvshard_profile__fig_uint(&f, "k_cache_bytes", pool && !st->mla, slots * st->k_token);
-    kvshard_profile__fig_uint(&f, "v_cache_bytes", pool && !st->mla, slots * st->k_token);
-    kvshard_profile__fig_uint(&f, "kv_cache_bytes", pool && st->mla, slots * st->pool_token);
-    kvshard_profile__fig_uint(&f, "max_running_requests", pool, c->max_seqs);
-    kvshard_profile__fig_uint(&f, "context_len", st->context > 0, st->context);
-    kvshard_profile__fig_bool(&f, "layer_split", st->split);
-    kvshard_profile__fig_uint(&f, "split_layers_per_rank", st->split, st->layers);
-    kvshard_profile__fig_text(&f, "kv_cache_dtype", kv_dtype_name(st->kv_dtype));
-    kvshard_profile__fig_uint(&f, "indexer_bytes", pool && st->dsa, slots * st->index_token);
-    kvshard_profile__fig_uint(&f, "pp_size", true, st->stages);
-    return f.count;
+    kvshard_profile__fig_uint(f, "cell_bytes", true, st->cell);
+    kvshard_profile__fig_uint(f, "page_size", true, st->page);
+    kvshard_profile__fig_uint(f, "max_total_num_tokens", pool, c->max_tokens);
+    kvshard_profile__fig_uint(f, "k_cache_bytes", pool && !st->mla, slots * st->k_token);
+    kvshard_profile__fig_uint(f, "v_cache_bytes", pool && !st->mla, slots * st->k_token);
+    kvshard_profile__fig_uint(f, "kv_cache_bytes", pool && st->mla, slots * st->pool_token);
+    kvshard_profile__fig_uint(f, "max_running_requests", pool, c->max_seqs);
+    kvshard_profile__fig_uint(f, "context_len", st->context > 0, st->context);
+    kvshard_profile__fig_bool(f, "layer_split", st->split);
+    kvshard_profile__fig_uint(f, "split_layers_per_rank", st->split, st->layers);
+    kvshard_profile__fig_text(f, "kv_cache_dtype", kv_dtype_name(st->kv_dtype));
+    kvshard_profile__fig_uint(f, "indexer_bytes", pool && st->dsa, slots * st->index_token);
+    kvshard_profile__fig_uint(f, "pp_size", true, st->stages);
+    kvshard_profile__fig_partition(f, "pp_partition", v);
+    stage_figures(f, v);
 }
 
 static void warnings(kvshard_profile__warn_fn sink, void *ctx, const kvshard_profile__view *v)
@@ -967,7 +1005,7 @@ static void gb(char *buf, size_t cap, uint64_t bytes)
 static uint64_t stage_tokens(const kvshard_sglang__state *st, const kvshard__capacity *c,
                              uint32_t stage)
 {
-    uint64_t cell = st->cell / st->layers * st->stage_layers[stage];
+    uint64_t cell = of_stage(st, st->cell, stage);
     uint64_t tokens = c->notes[NOTE_AVAILABLE] / cell;
     tokens -= tokens % st->page;
     if (st->max_total && st->max_total < tokens)
@@ -987,7 +1025,7 @@ static void write_stages(const kvshard__printer *p, const kvshard_sglang__state 
                                "           stage %u: layers %u-%u, %llu bytes a token, %llu "
                                "tokens%s\n",
                                s, first, first + n - 1,
-                               (unsigned long long)(st->cell / st->layers * n),
+                               (unsigned long long)of_stage(st, st->cell, s),
                                (unsigned long long)stage_tokens(st, c, s),
                                s == st->binding_stage ? " (binds: every stage runs with it)" : "");
         first += n;

@@ -940,40 +940,104 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
 
 /* ---- figures, warnings and wording ----------------------------------------------------- */
 
-static size_t figures(kvshard_figure *out, size_t cap, const kvshard_profile__view *v)
+/* engine.windows: each window's pool at the budget, in increasing window
+ * order; without a budget only what the layers give. Null without
+ * windows. */
+static void window_figures(kvshard_profile__figures *f, const kvshard_profile__view *v)
 {
     const kvshard_trtllm__state *st = state_of(v->state);
     const kvshard__capacity *c = v->capacity;
-    kvshard_profile__figures f = {out, cap, 0};
+    if (st->num_windows == 0) {
+        kvshard_profile__fig_text(f, "windows", NULL);
+        return;
+    }
+    bool pool = c->has_num_blocks;
+    window_pool pools[KVSHARD_TRTLLM__MAX_WINDOWS];
+    uint32_t n = st->num_windows;
+    if (pool) {
+        n = pools_of(pools, st, c->budget, c->notes[NOTE_TOKENS]);
+    } else {
+        for (uint32_t i = 0; i < n; i++)
+            pools[i] = (window_pool){st->windows[i].window, st->windows[i].layers,
+                                     st->windows[i].token_bytes, 0, 0, 0};
+    }
+    kvshard_profile__json_begin(f);
+    for (uint32_t i = 0; i < n; i++) {
+        kvshard_profile__json_object(f);
+        kvshard_profile__json_uint(f, "window", true, pools[i].window);
+        kvshard_profile__json_uint(f, "layers", true, pools[i].layers);
+        kvshard_profile__json_uint(f, "bytes_per_token", true, pools[i].token_bytes);
+        kvshard_profile__json_uint(f, "max_tokens", pool, pools[i].max_tokens);
+        kvshard_profile__json_uint(f, "primary_blocks", pool, pools[i].blocks);
+        kvshard_profile__json_uint(f, "adjusted_window", pool, pools[i].adjusted);
+        kvshard_profile__json_object_end(f);
+    }
+    kvshard_profile__json_end(f, "windows");
+}
+
+/* engine.stages: the profile plans one stage, which holds every layer. */
+static estimate stage_estimate(const kvshard_profile__view *v, uint32_t s);
+
+/* One object a stage: its layers, its bytes a token, and the memory and
+ * tokens its ranks work out alone (null without a budget). */
+static void stage_figures(kvshard_profile__figures *f, const kvshard_profile__view *v)
+{
+    const kvshard_trtllm__state *st = state_of(v->state);
+    bool pool = v->capacity->has_num_blocks;
+    kvshard_profile__json_begin(f);
+    for (uint32_t s = 0; s < st->num_stages; s++) {
+        const kvshard_trtllm__stage *sg = &st->stages[s];
+        estimate e;
+        memset(&e, 0, sizeof e);
+        if (pool)
+            e = stage_estimate(v, s);
+        kvshard_profile__json_object(f);
+        kvshard_profile__json_uint(f, "stage", true, s);
+        kvshard_profile__json_uint(f, "layer_first", true, sg->layer_first);
+        kvshard_profile__json_uint(f, "layer_count", true, sg->layer_count);
+        kvshard_profile__json_uint(f, "kv_layers", true, sg->kv_layers);
+        kvshard_profile__json_uint(f, "kv_bytes_per_token", true, sg->token_bytes);
+        kvshard_profile__json_uint(f, "budget", pool, e.mem);
+        kvshard_profile__json_uint(f, "max_tokens", pool, e.tokens);
+        kvshard_profile__json_object_end(f);
+    }
+    kvshard_profile__json_end(f, "stages");
+}
+
+static void figures(kvshard_profile__figures *f, const kvshard_profile__view *v)
+{
+    const kvshard_trtllm__state *st = state_of(v->state);
+    const kvshard__capacity *c = v->capacity;
     bool pool = c->has_num_blocks, device = pool && c->notes[NOTE_FROM_DEVICE];
     uint64_t total = v->inputs[IN_DEVICE_TOTAL].u, peak = v->inputs[IN_PEAK].u;
-    kvshard_profile__fig_uint(&f, "budget", c->has_budget, c->budget);
-    kvshard_profile__fig_uint(&f, "total_memory", total > 0, total);
-    kvshard_profile__fig_uint(&f, "peak_memory", peak > 0, peak);
-    kvshard_profile__fig_uint(&f, "tmp_kv_tokens", true, st->tmp_tokens);
+    kvshard_profile__fig_uint(f, "budget", c->has_budget, c->budget);
+    kvshard_profile__fig_uint(f, "total_memory", total > 0, total);
+    kvshard_profile__fig_uint(f, "peak_memory", peak > 0, peak);
+    kvshard_profile__fig_uint(f, "tmp_kv_tokens", true, st->tmp_tokens);
     /* The binding stage's figures: stage 0's without a budget. */
     const kvshard_trtllm__stage *bind = &st->stages[pool ? c->notes[NOTE_BINDING] : 0];
-    kvshard_profile__fig_uint(&f, "tmp_kv_bytes", true, st->tmp_tokens * bind->token_bytes);
-    kvshard_profile__fig_double(&f, "free_gpu_memory_fraction", true, (double)st->fraction);
-    kvshard_profile__fig_uint(&f, "available_kv_bytes", device, c->notes[NOTE_AVAILABLE]);
-    kvshard_profile__fig_uint(&f, "kv_bytes_per_token", true, bind->token_bytes);
-    kvshard_profile__fig_uint(&f, "max_tokens", pool, c->notes[NOTE_TOKENS]);
-    kvshard_profile__fig_uint(&f, "tokens_per_block", true, st->tokens_per_block);
-    kvshard_profile__fig_uint(&f, "num_blocks", pool && st->num_windows == 0, c->num_blocks);
-    kvshard_profile__fig_uint(&f, "pool_tokens", pool, c->max_tokens);
-    kvshard_profile__fig_uint(&f, "allocated_bytes", pool, c->notes[NOTE_ALLOCATED]);
-    kvshard_profile__fig_uint(&f, "max_seq_len", true, c->notes[NOTE_MAX_SEQ_LEN]);
-    kvshard_profile__fig_uint(&f, "max_batch_size", true, st->max_batch_size);
-    kvshard_profile__fig_uint(&f, "max_num_tokens", true, st->max_num_tokens);
-    kvshard_profile__fig_text(&f, "kv_cache_dtype", kvshard_dtype_name(st->kv_dtype));
-    kvshard_profile__fig_text(&f, "windows", NULL);
-    kvshard_profile__fig_uint(&f, "state_slots", st->has_state, st->max_batch_size);
-    kvshard_profile__fig_uint(&f, "state_bytes", st->has_state, bind->state_bytes);
-    kvshard_profile__fig_text(&f, "ssm_dtype",
+    kvshard_profile__fig_uint(f, "tmp_kv_bytes", true, st->tmp_tokens * bind->token_bytes);
+    kvshard_profile__fig_double(f, "free_gpu_memory_fraction", true, (double)st->fraction);
+    kvshard_profile__fig_uint(f, "available_kv_bytes", device, c->notes[NOTE_AVAILABLE]);
+    kvshard_profile__fig_uint(f, "kv_bytes_per_token", true, bind->token_bytes);
+    kvshard_profile__fig_uint(f, "max_tokens", pool, c->notes[NOTE_TOKENS]);
+    kvshard_profile__fig_uint(f, "tokens_per_block", true, st->tokens_per_block);
+    kvshard_profile__fig_uint(f, "num_blocks", pool && st->num_windows == 0, c->num_blocks);
+    kvshard_profile__fig_uint(f, "pool_tokens", pool, c->max_tokens);
+    kvshard_profile__fig_uint(f, "allocated_bytes", pool, c->notes[NOTE_ALLOCATED]);
+    kvshard_profile__fig_uint(f, "max_seq_len", true, c->notes[NOTE_MAX_SEQ_LEN]);
+    kvshard_profile__fig_uint(f, "max_batch_size", true, st->max_batch_size);
+    kvshard_profile__fig_uint(f, "max_num_tokens", true, st->max_num_tokens);
+    kvshard_profile__fig_text(f, "kv_cache_dtype", kvshard_dtype_name(st->kv_dtype));
+    window_figures(f, v);
+    kvshard_profile__fig_uint(f, "state_slots", st->has_state, st->max_batch_size);
+    kvshard_profile__fig_uint(f, "state_bytes", st->has_state, bind->state_bytes);
+    kvshard_profile__fig_text(f, "ssm_dtype",
                               st->has_state ? kvshard_dtype_name(st->ssm_dtype) : NULL);
-    kvshard_profile__fig_uint(&f, "pp_size", true, st->num_stages);
-    kvshard_profile__fig_uint(&f, "binding_stage", pool, c->notes[NOTE_BINDING]);
-    return f.count;
+    kvshard_profile__fig_uint(f, "pp_size", true, st->num_stages);
+    kvshard_profile__fig_partition(f, "pp_partition", v);
+    kvshard_profile__fig_uint(f, "binding_stage", pool, c->notes[NOTE_BINDING]);
+    stage_figures(f, v);
 }
 
 static void warnings(kvshard_profile__warn_fn sink, void *ctx, const kvshard_profile__view *v)

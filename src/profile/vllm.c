@@ -1230,44 +1230,88 @@ static double concurrency_of(const kvshard_vllm__state *st, const kvshard__capac
     return (double)c->num_blocks / (double)st->blocks_per_request;
 }
 
-static size_t figures(kvshard_figure *out, size_t cap, const kvshard_profile__view *v)
+/* A stage's cache layers: a DSA stage counts 2 caches a layer, as its
+ * group does. */
+static uint32_t cache_layers_of(const kvshard_vllm__state *st, const stage_share *sh)
+{
+    return st->dsa ? sh->group_size
+                   : sh->layers[TYPE_FULL] + sh->layers[TYPE_SLIDING] + sh->layers[TYPE_STATE];
+}
+
+/* engine.stages: each stage's share, its own blocks before the engine
+ * takes the fewest (every worker's with the override), and its own need
+ * where each worker checks its layers. */
+static void stage_figures(kvshard_profile__figures *f, const kvshard_profile__view *v)
 {
     const kvshard_vllm__state *st = state_of(v->state);
     const kvshard__capacity *c = v->capacity;
-    kvshard_profile__figures f = {out, cap, 0};
+    bool blocks = c->has_num_blocks;
+    stage_source src = source_of(v->stages, v->num_stages, v->stage_memory, v->memory);
+    kvshard_profile__json_begin(f);
+    for (uint32_t s = 0; s < src.count; s++) {
+        stage_share sh = stage_at(st, &src, s);
+        uint64_t own = st->override_blocks ? c->num_blocks : sh.blocks;
+        uint64_t need_blocks, unit, need = 0;
+        check_need(&need_blocks, &unit, st, &sh, st->max_model_len);
+        bool has_need = blocks && st->check != CHECK_WHOLE_MODEL &&
+                        kvshard__mul(&need, need_blocks, unit);
+        kvshard_profile__json_object(f);
+        kvshard_profile__json_uint(f, "stage", true, s);
+        kvshard_profile__json_uint(f, "layer_first", true, v->stages ? v->stages[s].first : 0);
+        kvshard_profile__json_uint(f, "layer_count", true, v->stages ? v->stages[s].count : 0);
+        kvshard_profile__json_uint(f, "cache_layers", true, cache_layers_of(st, &sh));
+        kvshard_profile__json_uint(f, "group_size", true, sh.group_size);
+        kvshard_profile__json_uint(f, "bytes_per_block", true, sh.bytes_per_block);
+        kvshard_profile__json_uint(f, "budget", v->has_memory, sh.budget);
+        kvshard_profile__json_uint(f, "num_gpu_blocks", blocks, own);
+        kvshard_profile__json_uint(f, "gpu_kv_cache_tokens", blocks,
+                                   blocks ? tokens_of(st, own) : 0);
+        kvshard_profile__json_double(f, "max_concurrency", blocks,
+                                     (double)own / (double)st->blocks_per_request);
+        kvshard_profile__json_uint(f, "check_need", has_need, need);
+        kvshard_profile__json_object_end(f);
+    }
+    kvshard_profile__json_end(f, "stages");
+}
+
+static void figures(kvshard_profile__figures *f, const kvshard_profile__view *v)
+{
+    const kvshard_vllm__state *st = state_of(v->state);
+    const kvshard__capacity *c = v->capacity;
     /* Text the figures point at lives in the plan's own state. */
     const char *dtypes = st->dtypes;
     bool blocks = c->has_num_blocks;
-    kvshard_profile__fig_uint(&f, "budget", c->has_budget, c->budget);
-    kvshard_profile__fig_uint(&f, "attention_block_size", true, st->block);
-    kvshard_profile__fig_bool(&f, "block_size_line", st->block_line);
-    kvshard_profile__fig_uint(&f, "page_bytes", true, st->page);
-    kvshard_profile__fig_uint(&f, "mamba_page_bytes", st->has_state, st->mamba_page);
-    kvshard_profile__fig_double(&f, "mamba_padding_percent", st->padded, st->padding_percent);
-    kvshard_profile__fig_text(&f, "mamba_cache_mode", st->has_state ? mode_name(st->mode) : NULL);
-    kvshard_profile__fig_uint(&f, "mamba_block_size", st->has_state, st->mamba_block);
-    kvshard_profile__fig_bool(&f, "prefix_caching", st->prefix);
-    kvshard_profile__fig_words(&f, "state_dtypes", dtypes, st->has_state && dtypes[0] ? 2 : 0);
-    kvshard_profile__fig_uint(&f, "kv_cache_groups", true, st->groups);
-    kvshard_profile__fig_uint(&f, "group_size", true, st->group_size);
-    kvshard_profile__fig_uint(&f, "padding_layers", true,
+    kvshard_profile__fig_uint(f, "budget", c->has_budget, c->budget);
+    kvshard_profile__fig_uint(f, "attention_block_size", true, st->block);
+    kvshard_profile__fig_bool(f, "block_size_line", st->block_line);
+    kvshard_profile__fig_uint(f, "page_bytes", true, st->page);
+    kvshard_profile__fig_uint(f, "mamba_page_bytes", st->has_state, st->mamba_page);
+    kvshard_profile__fig_double(f, "mamba_padding_percent", st->padded, st->padding_percent);
+    kvshard_profile__fig_text(f, "mamba_cache_mode", st->has_state ? mode_name(st->mode) : NULL);
+    kvshard_profile__fig_uint(f, "mamba_block_size", st->has_state, st->mamba_block);
+    kvshard_profile__fig_bool(f, "prefix_caching", st->prefix);
+    kvshard_profile__fig_words(f, "state_dtypes", dtypes, st->has_state && dtypes[0] ? 2 : 0);
+    kvshard_profile__fig_uint(f, "kv_cache_groups", true, st->groups);
+    kvshard_profile__fig_uint(f, "group_size", true, st->group_size);
+    kvshard_profile__fig_uint(f, "padding_layers", true,
                               (uint64_t)st->pad_full + st->pad_sliding + st->pad_state);
     /* With stages, the binding stage's (stage 0's without a budget). */
-    kvshard_profile__fig_uint(&f, "bytes_per_block", true,
+    kvshard_profile__fig_uint(f, "bytes_per_block", true,
                               c->has_bytes_per_block ? c->bytes_per_block : st->bytes_per_block);
-    kvshard_profile__fig_uint(&f, "num_gpu_blocks", blocks, c->num_blocks);
-    kvshard_profile__fig_uint(&f, "usable_blocks", blocks, c->usable_blocks);
-    kvshard_profile__fig_uint(&f, "max_model_len", true, st->max_model_len);
-    kvshard_profile__fig_uint(&f, "blocks_per_request", true, st->blocks_per_request);
-    kvshard_profile__fig_double(&f, "max_concurrency", blocks, blocks ? concurrency_of(st, c) : 0);
-    kvshard_profile__fig_uint(&f, "gpu_kv_cache_tokens", blocks, c->max_tokens);
-    kvshard_profile__fig_uint(&f, "max_num_seqs", true, v->options->max_seqs);
-    kvshard_profile__fig_uint(&f, "pp_size", true, st->pp);
-    kvshard_profile__fig_uint(&f, "binding_stage", blocks, c->notes[NOTE_BINDING]);
-    kvshard_profile__fig_text(&f, "memory_check", check_name(st->check));
-    kvshard_profile__fig_uint(&f, "memory_check_budget", blocks, c->notes[NOTE_CHECK_BUDGET]);
-    kvshard_profile__fig_uint(&f, "memory_check_need", blocks, c->notes[NOTE_CHECK_NEED]);
-    return f.count;
+    kvshard_profile__fig_uint(f, "num_gpu_blocks", blocks, c->num_blocks);
+    kvshard_profile__fig_uint(f, "usable_blocks", blocks, c->usable_blocks);
+    kvshard_profile__fig_uint(f, "max_model_len", true, st->max_model_len);
+    kvshard_profile__fig_uint(f, "blocks_per_request", true, st->blocks_per_request);
+    kvshard_profile__fig_double(f, "max_concurrency", blocks, blocks ? concurrency_of(st, c) : 0);
+    kvshard_profile__fig_uint(f, "gpu_kv_cache_tokens", blocks, c->max_tokens);
+    kvshard_profile__fig_uint(f, "max_num_seqs", true, v->options->max_seqs);
+    kvshard_profile__fig_uint(f, "pp_size", true, st->pp);
+    kvshard_profile__fig_partition(f, "pp_partition", v);
+    kvshard_profile__fig_uint(f, "binding_stage", blocks, c->notes[NOTE_BINDING]);
+    kvshard_profile__fig_text(f, "memory_check", check_name(st->check));
+    kvshard_profile__fig_uint(f, "memory_check_budget", blocks, c->notes[NOTE_CHECK_BUDGET]);
+    kvshard_profile__fig_uint(f, "memory_check_need", blocks, c->notes[NOTE_CHECK_NEED]);
+    stage_figures(f, v);
 }
 
 static void warn(kvshard_profile__warn_fn sink, void *ctx, kvshard_warning_code code,
@@ -1414,9 +1458,7 @@ static void write_stages(const kvshard__printer *p, const kvshard_profile__view 
     for (uint32_t s = 0; s < src.count; s++) {
         stage_share sh = stage_at(st, &src, s);
         const kvshard__range *r = &src.ranges[s];
-        uint32_t caches = st->dsa ? sh.group_size
-                                  : sh.layers[TYPE_FULL] + sh.layers[TYPE_SLIDING] +
-                                        sh.layers[TYPE_STATE];
+        uint32_t caches = cache_layers_of(st, &sh);
         char label[24];
         snprintf(label, sizeof label, "stage %u", s);
         kvshard_format__printf(p, "%-11slayers %u\xE2\x80\x93%u, ", label, r->first,

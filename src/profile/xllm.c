@@ -301,18 +301,16 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
     return KVSHARD_OK;
 }
 
-static size_t figures(kvshard_figure *out, size_t cap, const kvshard_profile__view *v)
+static void figures(kvshard_profile__figures *f, const kvshard_profile__view *v)
 {
     const kvshard__capacity *c = v->capacity;
-    kvshard_profile__figures f = {out, cap, 0};
-    kvshard_profile__fig_uint(&f, "budget", c->has_budget, c->budget);
-    kvshard_profile__fig_uint(&f, "state_slots", c->has_state_slots, c->state_slots);
-    kvshard_profile__fig_uint(&f, "linear_blocks", c->has_state_slots, c->state_slots);
-    kvshard_profile__fig_uint(&f, "num_blocks", c->has_num_blocks, c->num_blocks);
-    kvshard_profile__fig_uint(&f, "usable_blocks", c->has_usable_blocks, c->usable_blocks);
-    kvshard_profile__fig_uint(&f, "usable_state_slots", c->has_state_slots,
+    kvshard_profile__fig_uint(f, "budget", c->has_budget, c->budget);
+    kvshard_profile__fig_uint(f, "state_slots", c->has_state_slots, c->state_slots);
+    kvshard_profile__fig_uint(f, "linear_blocks", c->has_state_slots, c->state_slots);
+    kvshard_profile__fig_uint(f, "num_blocks", c->has_num_blocks, c->num_blocks);
+    kvshard_profile__fig_uint(f, "usable_blocks", c->has_usable_blocks, c->usable_blocks);
+    kvshard_profile__fig_uint(f, "usable_state_slots", c->has_state_slots,
                               c->usable_state_slots);
-    return f.count;
 }
 
 static void write_capacity(const kvshard__printer *p, const kvshard_profile__view *v)

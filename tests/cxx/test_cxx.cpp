@@ -561,7 +561,7 @@ void test_engine_figures()
                            "--kv-cache-memory-bytes", "3994319585"},
                           0);
     kvshard::Plan plan = deployment.plan();
-    CHECK(plan.engine_figure_count() == 28);
+    CHECK(plan.engine_figure_count() == 30);
     CHECK(std::string(plan.engine_figure_at(0).name) == "name");
     CHECK(std::string(plan.engine_figure_at(0).text_value) == "vllm");
     CHECK(std::string(plan.engine_figure("version").text_value) == "0.20.1rc1.dev91");
@@ -576,12 +576,14 @@ void test_engine_figures()
     CHECK(std::string(d.text_value) == "bfloat16");
     CHECK(std::string(d.text_value + 9) == "float32");
     CHECK(plan.engine_figure("mamba_cache_mode").type == KVSHARD_FIGURE_TEXT);
-    CHECK(plan.engine_figures().size() == 28);
+    CHECK(plan.engine_figures().size() == 30);
+    CHECK(plan.engine_figure("pp_partition").type == KVSHARD_FIGURE_JSON);
+    CHECK(std::string(plan.engine_figure("pp_partition").text_value) == "[52]");
     CHECK(plan.capacity().block_size == 4176);
     kvshard::Error e = expect_error([&] { plan.engine_figure("num_blocks"); },
                                     "an engine figure the profile does not have");
     CHECK(e.code() == KVSHARD_EUNKNOWNKEY);
-    e = expect_error([&] { plan.engine_figure_at(28); }, "an index past the figures");
+    e = expect_error([&] { plan.engine_figure_at(30); }, "an index past the figures");
     CHECK(e.code() == KVSHARD_EINVAL);
     // The kvshard profile predicts no engine.
     const kvshard::Plan seed_plan = kvshard::Deployment::load_file(seed).plan();

@@ -317,10 +317,11 @@ class FigureType(enum.IntEnum):
     BOOL = 3
     TEXT = 4
     TEXT_LIST = 5  # a list of texts: a list of str in Python, an array in JSON
+    JSON = 6  # JSON text: a list of ints, or of dicts (one a pipeline stage, ...)
 
     @property
     def label(self) -> str:
-        """"null", "uint", "double", "bool", "text" or "text_list"."""
+        """"null", "uint", "double", "bool", "text", "text_list" or "json"."""
         return self.name.lower()
 
 

@@ -928,6 +928,8 @@ def _figure_value(f: _lib.CFigure, name: str) -> Any:
         return (f.text_value or b"").decode("utf-8", "replace")
     if kind == FigureType.TEXT_LIST:
         return _text_list(f)
+    if kind == FigureType.JSON:
+        return json.loads((f.text_value or b"null").decode("utf-8"))
     raise make_error(
         Status.EINVAL, f'figure "{name}" has type {kind}, which this package does not know'
     )
