@@ -1,0 +1,285 @@
+/* kvshard transfer: the route and bytes of moving a request's cache from a
+ * prefill plan to a decode plan, checked against figures worked by hand
+ * from the route's rules (docs/transfer.md). */
+#include "test_util.h"
+
+#include "kvshard/explore.h"
+#include "kvshard/output.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static kvshard_plan *plan_tp(const kvshard_model *m, uint32_t world, uint32_t split)
+{
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.world_size = world;
+    o.enable_layerwise_split = split > 1;
+    o.layerwise_split_size = split > 1 ? split : 1;
+    return tu_plan(m, &o);
+}
+
+static kvshard_transfer *transfer(const kvshard_plan *p, const kvshard_plan *d, uint64_t tokens)
+{
+    kvshard_transfer_options o = KVSHARD_TRANSFER_OPTIONS_INIT;
+    o.tokens = tokens;
+    kvshard_transfer *t = NULL;
+    kvshard_error err;
+    tu_assert_ok(kvshard_transfer_create(&t, p, d, &o, NULL, &err), &err);
+    return t;
+}
+
+static kvshard_transfer_totals totals_of(const kvshard_transfer *t)
+{
+    kvshard_transfer_totals tt = KVSHARD_TRANSFER_TOTALS_INIT;
+    assert_int_equal(kvshard_transfer_totals_get(&tt, t), KVSHARD_OK);
+    return tt;
+}
+
+/* The edge from global rank src to dst of `component` whose units start at
+ * lo; the test fails when there is none. */
+static const kvshard_transfer_edge *edge(const kvshard_transfer *t, uint32_t src, uint32_t dst,
+                                         const char *component, uint32_t lo)
+{
+    for (size_t i = 0; i < kvshard_transfer_edge_count(t); i++) {
+        const kvshard_transfer_edge *e = kvshard_transfer_edge_at(t, i);
+        if (e->src == src && e->dst == dst && strcmp(e->component, component) == 0 &&
+            e->unit_lo == lo)
+            return e;
+    }
+    fail_msg("no edge %u -> %u %s [%u, ...)", src, dst, component, lo);
+    return NULL;
+}
+
+static void assert_layers(const kvshard_transfer_edge *e, const uint32_t *layers, size_t count)
+{
+    assert_int_equal(e->layer_count, count);
+    for (size_t i = 0; i < count; i++)
+        assert_int_equal(e->layers[i], layers[i]);
+}
+
+/* Qwen3.5-35B-A3B, P TP 2 -> D TP 4 with a split of 2, n = 32,768.
+ * 40 layers: full attention at 3, 7, ..., 39 (2 KV heads x 256, bf16), 30
+ * GDN layers (Hk 16, Hv 32, dk = dv = 128, kernel 4, conv bf16, SSM fp32).
+ * Units: kv 2 heads of (256 + 256) x 2 = 1,024 B; conv_q, conv_k 16 heads
+ * of 128 x 3 x 2 = 768 B; conv_v 32 heads of 768 B; ssm 32 heads of
+ * 128 x 128 x 4 = 65,536 B. */
+static void test_qwen3_5_tp2_to_tp4_split2(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_example_model("qwen3_5_35b_a3b.json");
+    kvshard_plan *p = plan_tp(m, 2, 1), *d = plan_tp(m, 4, 2);
+    kvshard_transfer *t = transfer(p, d, 32768);
+
+    /* 4 (P, D) pairs, each 1 kv edge + 4 state edges. */
+    assert_int_equal(kvshard_transfer_edge_count(t), 20);
+    /* D rank 0 owns the even KV ordinals (layers 3, 11, 19, 27, 35) of split
+     * group {0, 1} (head 0); its home is P rank 0 = floor(0 x 2 / 4). */
+    static const uint32_t even[] = {3, 11, 19, 27, 35}, odd[] = {7, 15, 23, 31, 39};
+    const kvshard_transfer_edge *e = edge(t, 0, 0, "kv", 0);
+    assert_layers(e, even, 5);
+    assert_int_equal(e->unit_hi, 1);
+    assert_int_equal(e->entry_bytes, 1024);
+    assert_int_equal(e->bytes_per_token, 5 * 1024);         /* 5,120 */
+    assert_int_equal(e->bytes, UINT64_C(5120) * 32768);     /* 167,772,160 */
+    assert_layers(edge(t, 0, 1, "kv", 0), odd, 5);
+    /* D ranks 2 and 3: home P rank 1 = floor(2 x 2 / 4), head 1. */
+    assert_layers(edge(t, 1, 2, "kv", 1), even, 5);
+    assert_layers(edge(t, 1, 3, "kv", 1), odd, 5);
+
+    /* Each D rank holds 4 of 16 key heads: D rank t's conv_q is
+     * [4t, 4t + 4), from its home, which holds 8 of them. */
+    for (uint32_t td = 0; td < 4; td++) {
+        uint32_t src = td / 2;
+        const kvshard_transfer_edge *q = edge(t, src, td, "conv_q", 4 * td);
+        assert_int_equal(q->unit_hi, 4 * td + 4);
+        assert_int_equal(q->layer_count, 30);
+        assert_int_equal(q->entry_bytes, 4 * 768);   /* 3,072 */
+        assert_int_equal(q->bytes_fixed, 30 * 3072); /* 92,160 */
+        assert_int_equal(edge(t, src, td, "conv_k", 4 * td)->entry_bytes, 3072);
+        assert_int_equal(edge(t, src, td, "conv_v", 8 * td)->entry_bytes, 8 * 768);  /* 6,144 */
+        assert_int_equal(edge(t, src, td, "ssm", 8 * td)->entry_bytes, 8 * 65536); /* 524,288 */
+        assert_string_equal(edge(t, src, td, "ssm", 8 * td)->entry, "state");
+    }
+
+    kvshard_transfer_totals tt = totals_of(t);
+    /* Unique: 10 layers x 2 heads x 1,024 = 20,480 B/token; state
+     * (16 + 16 + 32) x 768 + 32 x 65,536 = 2,146,304 B per GDN layer, x 30. */
+    assert_int_equal(tt.unique_per_token, 20480);
+    assert_int_equal(tt.unique_fixed, UINT64_C(64389120));
+    assert_int_equal(tt.wire_per_token, 20480);
+    assert_int_equal(tt.wire_fixed, UINT64_C(64389120));
+    /* 20,480 x 32,768 + 64,389,120 = 671,088,640 + 64,389,120. */
+    assert_int_equal(tt.unique, UINT64_C(735477760));
+    assert_int_equal(tt.wire, UINT64_C(735477760));
+    assert_true(tt.has_replication);
+    assert_true(tt.replication == 1.0);
+    /* P rank 0 sends 2 x 5,120 B/token and 2 x 30 x 536,576 B of state:
+     * 10,240 x 32,768 + 32,194,560 = 367,738,880. */
+    assert_int_equal(tt.busiest_source.global_rank, 0);
+    assert_int_equal(tt.busiest_source.bytes_per_token, 10240);
+    assert_int_equal(tt.busiest_source.bytes_fixed, UINT64_C(32194560));
+    assert_int_equal(tt.busiest_source.bytes, UINT64_C(367738880));
+    /* D rank 0: 5,120 x 32,768 + 16,097,280 = 183,869,440. */
+    assert_int_equal(tt.busiest_destination.global_rank, 0);
+    assert_int_equal(tt.busiest_destination.bytes_fixed, UINT64_C(16097280));
+    assert_int_equal(tt.busiest_destination.bytes, UINT64_C(183869440));
+    /* ceil(367,738,880 / 50,000) = 7,355 us at 50 GB/s. */
+    assert_int_equal(tt.time_us, 7355);
+    assert_int_equal(kvshard_transfer_warning_count(t), 0);
+    assert_int_equal(kvshard_transfer_digest(t), UINT64_C(0xee1b03cab8841722));
+
+    kvshard_transfer_free(t);
+    kvshard_plan_free(d);
+    kvshard_plan_free(p);
+    kvshard_model_free(m);
+}
+
+/* The same pair without the split: every D rank needs its head of all ten
+ * KV layers, so D ranks 0 and 1 both take head 0 from P rank 0. */
+static void test_qwen3_5_tp2_to_tp4_unsplit(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_example_model("qwen3_5_35b_a3b.json");
+    kvshard_plan *p = plan_tp(m, 2, 1), *d = plan_tp(m, 4, 1);
+    kvshard_transfer *t = transfer(p, d, 32768);
+    kvshard_transfer_totals tt = totals_of(t);
+    assert_int_equal(tt.wire_per_token, 40960); /* 4 ranks x 10 layers x 1,024 */
+    /* 40,960 x 32,768 + 64,389,120 = 1,342,177,280 + 64,389,120. */
+    assert_int_equal(tt.wire, UINT64_C(1406566400));
+    /* 1,406,566,400 / 735,477,760 = 1.91245..., rounded half up. */
+    assert_true(tt.replication == 1.9125);
+    /* 20,480 x 32,768 + 32,194,560 = 703,283,200: ceil(/ 50,000) = 14,066. */
+    assert_int_equal(tt.busiest_source.bytes, UINT64_C(703283200));
+    assert_int_equal(tt.time_us, 14066);
+    const char *code = NULL;
+    assert_int_equal(kvshard_transfer_warning_count(t), 1);
+    assert_int_equal(kvshard_transfer_warning(&code, NULL, t, 0), KVSHARD_OK);
+    assert_string_equal(code, "wire_exceeds_unique");
+    kvshard_transfer_free(t);
+    kvshard_plan_free(d);
+    kvshard_plan_free(p);
+    kvshard_model_free(m);
+}
+
+/* MiniMax-M2: 62 full-attention GQA layers, 8 KV heads x 128, bf16. */
+static const char minimax_m2[] =
+    "{\"model_type\": \"minimax_m2\", \"num_hidden_layers\": 62, \"hidden_size\": 3072,"
+    " \"num_attention_heads\": 48, \"num_key_value_heads\": 8, \"head_dim\": 128,"
+    " \"torch_dtype\": \"bfloat16\"}";
+
+/* P TP 16 -> D TP 8: P ranks 2h and 2h + 1 hold head h; D rank t holds
+ * head t and its home is P rank floor(t x 16 / 8) = 2t, a holder: one
+ * source per KV head, 8 edges of 62 layers, wire = unique. */
+static void test_minimax_m2_tp16_to_tp8(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_model_text(minimax_m2);
+    kvshard_plan *p = plan_tp(m, 16, 1), *d = plan_tp(m, 8, 1);
+    kvshard_transfer *t = transfer(p, d, 32768);
+    assert_int_equal(kvshard_transfer_edge_count(t), 8);
+    for (uint32_t td = 0; td < 8; td++) {
+        const kvshard_transfer_edge *e = kvshard_transfer_edge_at(t, td);
+        assert_int_equal(e->src, 2 * td);
+        assert_int_equal(e->dst, td);
+        assert_int_equal(e->unit_lo, td);
+        assert_int_equal(e->unit_hi, td + 1);
+        assert_int_equal(e->layer_count, 62);
+        /* 62 x (128 + 128) x 2 = 31,744 B/token; x 32,768 = 1,040,187,392. */
+        assert_int_equal(e->bytes_per_token, 31744);
+        assert_int_equal(e->bytes, UINT64_C(1040187392));
+    }
+    kvshard_transfer_totals tt = totals_of(t);
+    assert_int_equal(tt.unique_per_token, 253952); /* 62 x 8 x 512 */
+    assert_int_equal(tt.wire_per_token, 253952);
+    assert_true(tt.replication == 1.0);
+    /* ceil(1,040,187,392 / 50,000) = 20,804 us. */
+    assert_int_equal(tt.time_us, 20804);
+    kvshard_transfer_free(t);
+    kvshard_plan_free(d);
+    kvshard_plan_free(p);
+    kvshard_model_free(m);
+}
+
+/* Without a request length the figures at n are absent, and the digest,
+ * which names the map, is the same. */
+static void test_no_length(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_example_model("qwen3_5_35b_a3b.json");
+    kvshard_plan *p = plan_tp(m, 2, 1), *d = plan_tp(m, 4, 2);
+    kvshard_transfer *t = transfer(p, d, 0);
+    kvshard_transfer_totals tt = totals_of(t);
+    assert_false(tt.has_bytes);
+    assert_false(tt.has_replication);
+    assert_false(tt.has_time);
+    assert_false(kvshard_transfer_edge_at(t, 0)->has_bytes);
+    /* Busiest by bytes per token: P rank 0 (10,240) ties P rank 1, and the
+     * lower wins. */
+    assert_int_equal(tt.busiest_source.global_rank, 0);
+    assert_int_equal(tt.busiest_source.bytes_per_token, 10240);
+    assert_int_equal(kvshard_transfer_digest(t), UINT64_C(0xee1b03cab8841722));
+    kvshard_transfer_free(t);
+    kvshard_plan_free(d);
+    kvshard_plan_free(p);
+    kvshard_model_free(m);
+}
+
+static void expect_refusal(const kvshard_plan *p, const kvshard_plan *d,
+                           const kvshard_transfer_options *o, const char *message)
+{
+    kvshard_transfer *t = NULL;
+    kvshard_error err;
+    int rc = kvshard_transfer_create(&t, p, d, o, NULL, &err);
+    assert_int_equal(rc, KVSHARD_EUNSUPPORTED);
+    assert_null(t);
+    assert_string_equal(err.message, message);
+}
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    kvshard_model *q = tu_load_example_model("qwen3_5_35b_a3b.json");
+    kvshard_model *mm = tu_load_model_text(minimax_m2);
+    kvshard_plan *p = plan_tp(q, 2, 1), *other = plan_tp(mm, 2, 1);
+    expect_refusal(p, other, NULL,
+                   "transfer_model_mismatch: the two sides plan different models: num_layers is "
+                   "40 on P and 62 on D");
+    kvshard_transfer_options o = KVSHARD_TRANSFER_OPTIONS_INIT;
+    o.d_replica = 1;
+    expect_refusal(p, p, &o, "transfer_replica: --d_replica 1: D has 1 replica");
+
+    kvshard_options co = KVSHARD_OPTIONS_INIT;
+    co.world_size = 4;
+    co.cp_size = 2;
+    kvshard_plan *cp = tu_plan(q, &co);
+    expect_refusal(cp, p, NULL,
+                   "transfer_cp: cp_size is 2 on P: how an engine spreads a sequence over "
+                   "context-parallel ranks is not modelled");
+
+    kvshard_options fo = KVSHARD_OPTIONS_INIT;
+    fo.world_size = 2;
+    fo.kv_cache_dtype = KVSHARD_DTYPE_FP8;
+    kvshard_plan *fp8 = tu_plan(q, &fo);
+    expect_refusal(p, fp8, NULL,
+                   "transfer_kv_dtype: the KV cache is bfloat16 on P and fp8 on D: bytes are "
+                   "copied, never converted");
+    kvshard_plan_free(fp8);
+    kvshard_plan_free(cp);
+    kvshard_plan_free(other);
+    kvshard_plan_free(p);
+    kvshard_model_free(mm);
+    kvshard_model_free(q);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_qwen3_5_tp2_to_tp4_split2),
+        cmocka_unit_test(test_qwen3_5_tp2_to_tp4_unsplit),
+        cmocka_unit_test(test_minimax_m2_tp16_to_tp8),
+        cmocka_unit_test(test_no_length),
+        cmocka_unit_test(test_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
