@@ -226,11 +226,14 @@ typedef struct kvshard_transfer_options {
     uint32_t d_replica; /**< the D replica */
     /** The request's length in tokens; 0: none (figures at n are absent). */
     uint64_t tokens;
-    /** Each rank's NIC rate in bytes per second; 0: 50,000,000,000. */
-    uint64_t nic_bytes_per_second;
+    /** The network each rank sends and receives on: a preset ("ndr400",
+     *  50 GB/s; "xdr800", 100 GB/s; "hdr200", 25 GB/s; "eth100", 12.5 GB/s)
+     *  or a rate in bytes per second written as a size ("48GB"); NULL:
+     *  "ndr400". */
+    const char *nic;
 } kvshard_transfer_options;
 
-#define KVSHARD_TRANSFER_OPTIONS_INIT { sizeof(kvshard_transfer_options), 0u, 0u, 0u, 0u }
+#define KVSHARD_TRANSFER_OPTIONS_INIT { sizeof(kvshard_transfer_options), 0u, 0u, 0u, NULL }
 
 /** One edge: a P rank sends units [unit_lo, unit_hi) of one component of
  *  each of its layers to a D rank. Borrowed from the transfer. */
@@ -279,12 +282,13 @@ typedef struct kvshard_transfer_totals {
     bool has_time;
     uint64_t time_us;
     uint64_t nic_bytes_per_second;
+    const char *nic; /**< the preset's name, or "custom" (static) */
 } kvshard_transfer_totals;
 
 #define KVSHARD_TRANSFER_RANK_INIT { false, 0u, 0u, 0u, 0u, 0u, false, 0u }
 #define KVSHARD_TRANSFER_TOTALS_INIT                                                   \
     { sizeof(kvshard_transfer_totals), 0u, 0u, 0u, 0u, false, 0u, 0u, 0u, false, 0.0,  \
-      KVSHARD_TRANSFER_RANK_INIT, KVSHARD_TRANSFER_RANK_INIT, false, 0u, 0u }
+      KVSHARD_TRANSFER_RANK_INIT, KVSHARD_TRANSFER_RANK_INIT, false, 0u, 0u, NULL }
 
 /**
  * The transfer of one request from replica `options->p_replica` of `p` to

@@ -12,6 +12,7 @@
 #include "base/format.h"
 #include "plan/memory.h"
 #include "plan/plan.h"
+#include "text/scalar.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -593,6 +594,41 @@ static uint64_t edges_digest(const kvshard_transfer_edge *edges, size_t count)
     return h;
 }
 
+/* ---- the network ------------------------------------------------------------------------ */
+
+static const struct {
+    const char *name;
+    uint64_t bytes_per_second;
+} nic_presets[] = {
+    {"ndr400", UINT64_C(50000000000)},  /* 400 Gb/s */
+    {"xdr800", UINT64_C(100000000000)}, /* 800 Gb/s */
+    {"hdr200", UINT64_C(25000000000)},  /* 200 Gb/s */
+    {"eth100", UINT64_C(12500000000)},  /* 100 Gb/s */
+};
+
+static int resolve_nic(kvshard_transfer_totals *tt, const char *nic, kvshard_error *err)
+{
+    const char *name = nic ? nic : "ndr400";
+    for (size_t i = 0; i < sizeof nic_presets / sizeof nic_presets[0]; i++) {
+        if (strcmp(name, nic_presets[i].name) == 0) {
+            tt->nic = nic_presets[i].name;
+            tt->nic_bytes_per_second = nic_presets[i].bytes_per_second;
+            return KVSHARD_OK;
+        }
+    }
+    kvshard_error size_err;
+    kvshard_error__reset(&size_err);
+    int rc = kvshard_scalar__parse_size(&tt->nic_bytes_per_second, name, strlen(name), 1, "--nic",
+                                        "", kvshard_error__no_mark, &size_err);
+    if (rc != KVSHARD_OK)
+        return fail(err, rc,
+                    "transfer_nic: --nic is neither a preset (ndr400, xdr800, hdr200, eth100) "
+                    "nor a rate in bytes per second (%s)",
+                    size_err.message);
+    tt->nic = "custom";
+    return KVSHARD_OK;
+}
+
 /* ---- building -------------------------------------------------------------------------- */
 
 static void warn(kvshard_transfer *t, const char *code, const char *fmt, ...) KVSHARD__PRINTF(3, 4);
@@ -677,8 +713,6 @@ static int totals(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan
     tt->busiest_source = busiest(sums, np, n > 0);
     tt->busiest_destination = busiest(sums + np, nd, n > 0);
     kvshard_alloc__free(&t->alloc, sums);
-    tt->nic_bytes_per_second = o->nic_bytes_per_second ? o->nic_bytes_per_second
-                                                       : UINT64_C(50000000000);
     tt->has_bytes = n > 0;
     tt->tokens = n;
     if (n) {
@@ -715,7 +749,9 @@ static int totals(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan
 static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan *d,
                  const kvshard_transfer_options *o, kvshard_error *err)
 {
-    int rc = check_sides(p, d, o, err);
+    int rc = resolve_nic(&t->totals, o->nic, err);
+    if (rc == KVSHARD_OK)
+        rc = check_sides(p, d, o, err);
     if (rc != KVSHARD_OK)
         return rc;
     describe_side(&t->prefill, p, o->p_replica);
