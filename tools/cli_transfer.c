@@ -180,10 +180,11 @@ static int parse(request *r, int argc, char **argv)
             if (replica(&r->replica[1], "--d_replica", v))
                 return EXIT_USAGE;
         } else if (strncmp(arg, "--engine", 8) == 0) {
-            return usage("transfer_usage",
-                         "--engine: the engines' verdicts on a pair are not available in this "
-                         "version of kvshard transfer; without --engine:",
-                         arg);
+            char a[96], message[192];
+            snprintf(message, sizeof message,
+                     "%s: this version of kvshard transfer gives no engine verdicts yet",
+                     shown(a, sizeof a, arg));
+            return usage("transfer_usage", message, NULL);
         } else if (deployment_key(arg)) {
             return usage("transfer_flag_side",
                          "a deployment key belongs to one side: write it --p.KEY=VALUE or "
@@ -202,7 +203,13 @@ static int parse(request *r, int argc, char **argv)
 /* Print a library error about one side: "kvshard: transfer: D: ...". */
 static void say_side(const side *s, const kvshard_error *err)
 {
-    if (err->line > 0)
+    /* A flag is named as it was given, with its side. */
+    static const char flag_source[] = "command line --";
+    size_t n = sizeof flag_source - 1;
+    if (strncmp(err->source, flag_source, n) == 0)
+        kvshard_cli__say("kvshard: transfer: %s: command line --%c.%s: %s", s->name,
+                         s->name[0] == 'P' ? 'p' : 'd', err->source + n, err->message);
+    else if (err->line > 0)
         kvshard_cli__say("kvshard: transfer: %s: %s:%d:%d: %s", s->name, err->source, err->line,
                          err->column, err->message);
     else if (err->source[0])

@@ -408,7 +408,7 @@ static void help_general(text_buf *b)
  * `kvshard help plan` lists the keys a side takes. */
 static void help_transfer(text_buf *b, const cli_command *cmd)
 {
-    put_text(b, "P_PLAN and D_PLAN are each a deployment YAML file, a model's config.json,\n"
+    put_text(b, "\nP_PLAN and D_PLAN are each a deployment YAML file, a model's config.json,\n"
                 "or a model directory; the same file may be given twice.\n\noutput:\n");
     help_row(b, "--format=FORMAT", cmd->formats);
     help_row(b, "-o FILE, --output=FILE",
