@@ -265,10 +265,26 @@ static void text_layers(kvshard__out *o, const kvshard_transfer_edge *e)
     }
 }
 
-static void text_rank(kvshard__out *o, const char *side, const kvshard_transfer_rank *r)
+/* "735,477,760 B: 20,480 B/token + 64,389,120 B per request". */
+static void text_bytes(kvshard__out *o, const char *label, bool has, uint64_t total,
+                       uint64_t per_token, uint64_t fixed)
 {
-    kvshard_writer__out_printf(o, "%s global rank %u (stage %u, TP %u): ", side, r->global_rank,
-                               r->stage, r->tp);
+    put(o, label);
+    if (has) {
+        kvshard_writer__out_grouped(o, total);
+        put(o, " B: ");
+    }
+    kvshard_writer__out_grouped(o, per_token);
+    put(o, " B/token + ");
+    kvshard_writer__out_grouped(o, fixed);
+    put(o, " B per request");
+}
+
+static void text_rank(kvshard__out *o, const char *side, const char *verb,
+                      const kvshard_transfer_rank *r)
+{
+    kvshard_writer__out_printf(o, "%s rank %u (stage %u, TP %u) %s ", side, r->global_rank,
+                               r->stage, r->tp, verb);
     if (r->has_bytes) {
         kvshard_writer__out_grouped(o, r->bytes);
         put(o, " B");
@@ -304,39 +320,27 @@ int kvshard_transfer_write_text(const kvshard_transfer *t, kvshard_write_fn writ
     }
     kvshard_writer__out_printf(&o, ", NIC %s (", tt->nic);
     kvshard_writer__out_grouped(&o, tt->nic_bytes_per_second);
-    put(&o, " B/s)\nbytes      unique ");
-    if (tt->has_bytes) {
-        kvshard_writer__out_grouped(&o, tt->unique);
-        put(&o, " (");
-    }
-    kvshard_writer__out_grouped(&o, tt->unique_per_token);
-    put(&o, " B/token + ");
-    kvshard_writer__out_grouped(&o, tt->unique_fixed);
-    put(&o, tt->has_bytes ? " B), wire " : " B, wire ");
-    if (tt->has_bytes) {
-        kvshard_writer__out_grouped(&o, tt->wire);
-        put(&o, " (");
-    }
-    kvshard_writer__out_grouped(&o, tt->wire_per_token);
-    put(&o, " B/token + ");
-    kvshard_writer__out_grouped(&o, tt->wire_fixed);
-    put(&o, tt->has_bytes ? " B)" : " B");
+    put(&o, " B/s)\n");
+    text_bytes(&o, "unique     ", tt->has_bytes, tt->unique, tt->unique_per_token,
+               tt->unique_fixed);
+    put(&o, "\n");
+    text_bytes(&o, "wire       ", tt->has_bytes, tt->wire, tt->wire_per_token, tt->wire_fixed);
     if (tt->has_replication) {
-        put(&o, ", replication ");
+        put(&o, "; replication ");
         put_replication(&o, tt->replication);
     }
     put(&o, "\nbusiest    ");
     if (tt->busiest_source.present) {
-        text_rank(&o, "P", &tt->busiest_source);
+        text_rank(&o, "P", "sends", &tt->busiest_source);
         put(&o, "; ");
-        text_rank(&o, "D", &tt->busiest_destination);
+        text_rank(&o, "D", "receives", &tt->busiest_destination);
     } else {
         put(&o, "nothing moves");
     }
     if (tt->has_time) {
-        put(&o, "; time ");
+        put(&o, "\ntime       ");
         kvshard_writer__out_grouped(&o, tt->time_us);
-        put(&o, " us");
+        put(&o, " us, the busiest rank's bytes over its NIC");
     }
     kvshard_writer__out_printf(&o, "\nedges      %zu\n", t->edge_count);
     if (t->edge_count)
