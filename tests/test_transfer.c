@@ -272,6 +272,121 @@ static void test_refusals(void **state)
     kvshard_model_free(q);
 }
 
+/* ---- the command ---------------------------------------------------------------------- */
+
+#define QWEN KVSHARD_EXAMPLES "/models/qwen3_5_35b_a3b.json"
+#define SPLIT_PAIR "--p.world_size=2 --d.world_size=4 --d.enable_layerwise_split=true " \
+                   "--d.layerwise_split_size=2"
+
+/* Run `kvshard transfer ARGS`; the exit status, standard output and error. */
+static int transfer_cli(const char *args, char **out, char **err)
+{
+    char command[2048];
+    snprintf(command, sizeof command, "\"%s\" transfer %s", KVSHARD_CLI, args);
+    return tu_run(command, out, err);
+}
+
+static void assert_contains(const char *text, const char *part)
+{
+    if (!strstr(text, part))
+        fail_msg("\"%s\" not in:\n%s", part, text);
+}
+
+static void test_command_text_and_json(void **state)
+{
+    (void)state;
+    char *out = NULL, *err = NULL;
+    assert_int_equal(transfer_cli("'" QWEN "' '" QWEN "' " SPLIT_PAIR " --context_length=32768",
+                                  &out, &err),
+                     0);
+    assert_string_equal(err, "");
+    assert_contains(out, "\nunique     735,477,760 B: 20,480 B/token + 64,389,120 B per request\n");
+    assert_contains(out, "\nwire       735,477,760 B: 20,480 B/token + 64,389,120 B per "
+                         "request; replication 1.0\n");
+    assert_contains(out, "\nbusiest    P rank 0 (stage 0, TP 0) sends 367,738,880 B; D rank 0 "
+                         "(stage 0, TP 0) receives 183,869,440 B\n");
+    assert_contains(out, "\ntime       7,355 us");
+    assert_contains(out, "\nedges      20\n");
+    assert_contains(out, "\n    0    0  kv          [0, 1)    token            1,024      "
+                         "167,772,160  3, 11, 19, 27, 35\n");
+    assert_contains(out, "\ndigest     ee1b03cab8841722\n");
+    free(out);
+    free(err);
+    assert_int_equal(transfer_cli("'" QWEN "' '" QWEN "' " SPLIT_PAIR
+                                  " --context_length=32768 --format=json",
+                                  &out, &err),
+                     0);
+    assert_contains(out, "\"unique\": 735477760");
+    assert_contains(out, "\"wire\": 735477760, \"replication\": 1.0");
+    assert_contains(out, "\"time_us\": 7355");
+    assert_contains(out, "\"request\": {\"tokens\": 32768, \"nic\": \"ndr400\", "
+                         "\"nic_bytes_per_second\": 50000000000}");
+    assert_contains(out, "\"digest\": \"ee1b03cab8841722\"\n}\n");
+    free(out);
+    free(err);
+    /* A NIC written as a rate: 48GB is 48,000,000,000 B/s, and
+     * ceil(367,738,880 x 10^6 / 48 x 10^9) = 7,662 us. */
+    assert_int_equal(transfer_cli("'" QWEN "' '" QWEN "' " SPLIT_PAIR
+                                  " --context_length=32768 --nic=48GB --format=json",
+                                  &out, &err),
+                     0);
+    assert_contains(out, "\"nic\": \"custom\", \"nic_bytes_per_second\": 48000000000");
+    assert_contains(out, "\"time_us\": 7662");
+    free(out);
+    free(err);
+}
+
+/* Each refusal: its exit status and the first line of its message. */
+static void test_command_errors(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *args;
+        int status;
+        const char *message;
+    } cases[] = {
+        {"'" QWEN "'", 2, "kvshard: transfer: transfer_usage: missing D_PLAN\n"},
+        {"'" QWEN "' '" QWEN "' --world_size=4", 2,
+         "kvshard: transfer: transfer_flag_side: a deployment key belongs to one side: write it "
+         "--p.KEY=VALUE or --d.KEY=VALUE, not --world_size=4\n"},
+        {"'" QWEN "' '" QWEN "' --frobnicate=1", 2,
+         "kvshard: transfer: transfer_usage: unknown flag --frobnicate=1\n"},
+        {"'" QWEN "' '" QWEN "' --p.world_size", 2,
+         "kvshard: transfer: transfer_usage: a side's flag is --p.KEY=VALUE or --d.KEY=VALUE, "
+         "not --p.world_size\n"},
+        {"'" QWEN "' '" QWEN "' --context_length=0", 2,
+         "kvshard: transfer: transfer_usage: --context_length takes a count of tokens from 1, "
+         "not 0\n"},
+        {"'" QWEN "' '" QWEN "' --nic=fast", 2, "kvshard: transfer: transfer_nic: --nic is "
+                                                "neither a preset (ndr400, xdr800, hdr200, "
+                                                "eth100) nor a rate in bytes per second"},
+        {"'" QWEN "' '" QWEN "' --d.world_size=x", 2,
+         "kvshard: transfer: D: command line --d.world_size: world_size: expected an integer, "
+         "found \"x\"\n"},
+        {"'" QWEN "' '" QWEN "' --d_replica=1", 1,
+         "kvshard: transfer: transfer_replica: --d_replica 1: D has 1 replica\n"},
+        {"'" QWEN "' '" QWEN "' --p.world_size=4 --p.cp_size=2", 1,
+         "kvshard: transfer: transfer_cp: cp_size is 2 on P: how an engine spreads a sequence "
+         "over context-parallel ranks is not modelled\n"},
+        {"'" QWEN "' '" QWEN "' --d.kv_cache_dtype=fp8", 1,
+         "kvshard: transfer: transfer_kv_dtype: the KV cache is bfloat16 on P and fp8 on D: "
+         "bytes are copied, never converted\n"},
+        {"'" QWEN "' '" KVSHARD_EXAMPLES "/models/llama3_1_8b.json'", 1,
+         "kvshard: transfer: transfer_model_mismatch: the two sides plan different models: "
+         "num_layers is 40 on P and 32 on D\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *out = NULL, *err = NULL;
+        int status = transfer_cli(cases[i].args, &out, &err);
+        if (status != cases[i].status || strncmp(err, cases[i].message,
+                                                 strlen(cases[i].message)) != 0)
+            fail_msg("transfer %s: exit %d, stderr:\n%s", cases[i].args, status, err);
+        assert_string_equal(out, "");
+        free(out);
+        free(err);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -280,6 +395,8 @@ int main(void)
         cmocka_unit_test(test_minimax_m2_tp16_to_tp8),
         cmocka_unit_test(test_no_length),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_command_text_and_json),
+        cmocka_unit_test(test_command_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
