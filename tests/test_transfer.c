@@ -201,6 +201,105 @@ static void test_minimax_m2_tp16_to_tp8(void **state)
     kvshard_model_free(m);
 }
 
+/* DeepSeek-V3.2 with an fp8 KV cache, P TP 8 -> D TP 8: 61 MLA layers, each
+ * with an indexer key: latent 512 + 4 x ceil(512 / 128) + 2 x 64 = 656 B,
+ * index 128 + 4 x 1 = 132 B, 788 B per layer and token; unique 61 x 788 =
+ * 48,068 B/token, x 32,768 = 1,575,092,224 B. */
+static kvshard_plan *dsv32_plan(const kvshard_model *m, uint32_t split)
+{
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.world_size = 8;
+    o.kv_cache_dtype = KVSHARD_DTYPE_FP8;
+    o.enable_layerwise_split = split > 1;
+    o.layerwise_split_size = split;
+    return tu_plan(m, &o);
+}
+
+static void test_deepseek_v3_2_replication_tax(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_example_model("deepseek_v3_2.json");
+    kvshard_plan *p = dsv32_plan(m, 1), *d = dsv32_plan(m, 1), *split = dsv32_plan(m, 8);
+
+    /* Unsplit, the latent is on every D rank: D rank t reads all 61 layers
+     * from its home P rank t, 16 edges (latent and index per pair). */
+    kvshard_transfer *t = transfer(p, d, 32768);
+    assert_int_equal(kvshard_transfer_edge_count(t), 16);
+    assert_int_equal(edge(t, 3, 3, "latent", 0)->entry_bytes, 656);
+    assert_int_equal(edge(t, 3, 3, "index", 0)->entry_bytes, 132);
+    assert_int_equal(edge(t, 3, 3, "latent", 0)->layer_count, 61);
+    kvshard_transfer_totals tt = totals_of(t);
+    assert_int_equal(tt.unique_per_token, 48068);
+    assert_int_equal(tt.unique, UINT64_C(1575092224));
+    assert_int_equal(tt.wire, UINT64_C(12600737792)); /* 8 x 1,575,092,224 */
+    assert_true(tt.replication == 8.0);
+    assert_int_equal(tt.busiest_source.bytes, UINT64_C(1575092224));
+    assert_int_equal(tt.time_us, 31502); /* ceil(1,575,092,224 / 50,000) */
+    assert_int_equal(kvshard_transfer_warning_count(t), 1);
+    kvshard_transfer_free(t);
+
+    /* A split of 8 on D: layer l is owned by D rank l mod 8, whose home is
+     * P rank l mod 8; wire = unique, and P ranks 0-4 send 8 layers:
+     * 8 x 788 x 32,768 = 206,569,472 B, ceil(/ 50,000) = 4,132 us. */
+    t = transfer(p, split, 32768);
+    assert_int_equal(kvshard_transfer_edge_count(t), 16);
+    static const uint32_t owned_by_5[] = {5, 13, 21, 29, 37, 45, 53};
+    assert_layers(edge(t, 5, 5, "latent", 0), owned_by_5, 7);
+    tt = totals_of(t);
+    assert_int_equal(tt.wire, UINT64_C(1575092224));
+    assert_true(tt.replication == 1.0);
+    assert_int_equal(tt.busiest_source.global_rank, 0);
+    assert_int_equal(tt.busiest_source.bytes, UINT64_C(206569472));
+    assert_int_equal(tt.time_us, 4132);
+    assert_int_equal(kvshard_transfer_warning_count(t), 0);
+    kvshard_transfer_free(t);
+    kvshard_plan_free(split);
+    kvshard_plan_free(d);
+    kvshard_plan_free(p);
+    kvshard_model_free(m);
+}
+
+/* Qwen3-Next-80B-A3B, P 2 stages x TP 2 -> D TP 4: 48 layers, full
+ * attention at 3, 7, ..., 47 (2 KV heads x 256), 36 GDN layers with fp32
+ * state. Each D rank takes layers 0-23 from P stage 0 and 24-47 from stage
+ * 1, from the rank of each stage at its home floor(t x 2 / 4): 8 rank
+ * pairs x (kv + 4 state parts) = 40 edges. */
+static void test_qwen3_next_stages(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_example_model("qwen3_next_80b_a3b.json");
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.world_size = 4;
+    o.pp_size = 2;
+    kvshard_plan *p = tu_plan(m, &o), *d = plan_tp(m, 4, 1);
+    kvshard_transfer *t = transfer(p, d, 32768);
+    assert_int_equal(kvshard_transfer_edge_count(t), 40);
+    /* Stage 1's TP rank 0 is global rank 2 (layout vllm): it sends D rank 1
+     * head 0 of the KV layers 27, ..., 47. */
+    static const uint32_t stage1_kv[] = {27, 31, 35, 39, 43, 47};
+    const kvshard_transfer_edge *e = edge(t, 2, 1, "kv", 0);
+    assert_int_equal(e->src_stage, 1);
+    assert_int_equal(e->src_tp, 0);
+    assert_layers(e, stage1_kv, 6);
+    kvshard_transfer_totals tt = totals_of(t);
+    /* 12 x 2 x 1,024 = 24,576 B/token; 36 x 2,146,304 = 77,266,944 B. */
+    assert_int_equal(tt.unique_per_token, 24576);
+    assert_int_equal(tt.unique_fixed, UINT64_C(77266944));
+    assert_int_equal(tt.wire_per_token, 49152);
+    assert_int_equal(tt.unique, UINT64_C(882573312));
+    assert_int_equal(tt.wire, UINT64_C(1687879680));
+    assert_true(tt.replication == 1.9125);
+    /* Global rank 0: 6 layers x 2 D ranks x 1,024 x 32,768 + 2 x 18 x
+     * 536,576 = 421,969,920, tied with global rank 2; the lower wins. */
+    assert_int_equal(tt.busiest_source.global_rank, 0);
+    assert_int_equal(tt.busiest_source.bytes, UINT64_C(421969920));
+    assert_int_equal(tt.time_us, 8440);
+    kvshard_transfer_free(t);
+    kvshard_plan_free(d);
+    kvshard_plan_free(p);
+    kvshard_model_free(m);
+}
+
 /* Without a request length the figures at n are absent, and the digest,
  * which names the map, is the same. */
 static void test_no_length(void **state)
@@ -393,6 +492,8 @@ int main(void)
         cmocka_unit_test(test_qwen3_5_tp2_to_tp4_split2),
         cmocka_unit_test(test_qwen3_5_tp2_to_tp4_unsplit),
         cmocka_unit_test(test_minimax_m2_tp16_to_tp8),
+        cmocka_unit_test(test_deepseek_v3_2_replication_tax),
+        cmocka_unit_test(test_qwen3_next_stages),
         cmocka_unit_test(test_no_length),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_command_text_and_json),
