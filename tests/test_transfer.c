@@ -80,8 +80,8 @@ static void test_qwen3_5_tp2_to_tp4_split2(void **state)
     assert_layers(e, even, 5);
     assert_int_equal(e->unit_hi, 1);
     assert_int_equal(e->entry_bytes, 1024);
-    assert_int_equal(e->bytes_per_token, 5 * 1024);         /* 5,120 */
-    assert_int_equal(e->bytes, UINT64_C(5120) * 32768);     /* 167,772,160 */
+    assert_int_equal(e->bytes_per_token, 5 * 1024);     /* 5,120 */
+    assert_int_equal(e->bytes, UINT64_C(5120) * 32768); /* 167,772,160 */
     assert_layers(edge(t, 0, 1, "kv", 0), odd, 5);
     /* D ranks 2 and 3: home P rank 1 = floor(2 x 2 / 4), head 1. */
     assert_layers(edge(t, 1, 2, "kv", 1), even, 5);
@@ -97,8 +97,8 @@ static void test_qwen3_5_tp2_to_tp4_split2(void **state)
         assert_int_equal(q->entry_bytes, 4 * 768);   /* 3,072 */
         assert_int_equal(q->bytes_fixed, 30 * 3072); /* 92,160 */
         assert_int_equal(edge(t, src, td, "conv_k", 4 * td)->entry_bytes, 3072);
-        assert_int_equal(edge(t, src, td, "conv_v", 8 * td)->entry_bytes, 8 * 768);  /* 6,144 */
-        assert_int_equal(edge(t, src, td, "ssm", 8 * td)->entry_bytes, 8 * 65536); /* 524,288 */
+        assert_int_equal(edge(t, src, td, "conv_v", 8 * td)->entry_bytes, 8 * 768); /* 6,144 */
+        assert_int_equal(edge(t, src, td, "ssm", 8 * td)->entry_bytes, 8 * 65536);  /* 524,288 */
         assert_string_equal(edge(t, src, td, "ssm", 8 * td)->entry, "state");
     }
 
@@ -374,8 +374,9 @@ static void test_refusals(void **state)
 /* ---- the command ---------------------------------------------------------------------- */
 
 #define QWEN KVSHARD_EXAMPLES "/models/qwen3_5_35b_a3b.json"
-#define SPLIT_PAIR "--p.world_size=2 --d.world_size=4 --d.enable_layerwise_split=true " \
-                   "--d.layerwise_split_size=2"
+#define SPLIT_PAIR                                                                                 \
+    "--p.world_size=2 --d.world_size=4 --d.enable_layerwise_split=true "                           \
+    "--d.layerwise_split_size=2"
 
 /* Run `kvshard transfer ARGS`; the exit status, standard output and error. */
 static int transfer_cli(const char *args, char **out, char **err)
@@ -395,9 +396,8 @@ static void test_command_text_and_json(void **state)
 {
     (void)state;
     char *out = NULL, *err = NULL;
-    assert_int_equal(transfer_cli("'" QWEN "' '" QWEN "' " SPLIT_PAIR " --context_length=32768",
-                                  &out, &err),
-                     0);
+    assert_int_equal(
+        transfer_cli("'" QWEN "' '" QWEN "' " SPLIT_PAIR " --context_length=32768", &out, &err), 0);
     assert_string_equal(err, "");
     assert_contains(out, "\nunique     735,477,760 B: 20,480 B/token + 64,389,120 B per request\n");
     assert_contains(out, "\nwire       735,477,760 B: 20,480 B/token + 64,389,120 B per "
@@ -456,9 +456,10 @@ static void test_command_errors(void **state)
         {"'" QWEN "' '" QWEN "' --context_length=0", 2,
          "kvshard: transfer: transfer_usage: --context_length takes a count of tokens from 1, "
          "not 0\n"},
-        {"'" QWEN "' '" QWEN "' --nic=fast", 2, "kvshard: transfer: transfer_nic: --nic is "
-                                                "neither a preset (ndr400, xdr800, hdr200, "
-                                                "eth100) nor a rate in bytes per second"},
+        {"'" QWEN "' '" QWEN "' --nic=fast", 2,
+         "kvshard: transfer: transfer_nic: --nic is "
+         "neither a preset (ndr400, xdr800, hdr200, "
+         "eth100) nor a rate in bytes per second"},
         {"'" QWEN "' '" QWEN "' --d.world_size=x", 2,
          "kvshard: transfer: D: command line --d.world_size: world_size: expected an integer, "
          "found \"x\"\n"},
@@ -477,8 +478,8 @@ static void test_command_errors(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *out = NULL, *err = NULL;
         int status = transfer_cli(cases[i].args, &out, &err);
-        if (status != cases[i].status || strncmp(err, cases[i].message,
-                                                 strlen(cases[i].message)) != 0)
+        if (status != cases[i].status ||
+            strncmp(err, cases[i].message, strlen(cases[i].message)) != 0)
             fail_msg("transfer %s: exit %d, stderr:\n%s", cases[i].args, status, err);
         assert_string_equal(out, "");
         free(out);

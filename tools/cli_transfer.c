@@ -105,8 +105,7 @@ static int side_flag(side *s, const char *arg, size_t prefix)
 {
     const char *rest = arg + prefix;
     if (!strchr(rest, '=') || rest[0] == '=')
-        return usage("transfer_usage", "a side's flag is --p.KEY=VALUE or --d.KEY=VALUE, not",
-                     arg);
+        return usage("transfer_usage", "a side's flag is --p.KEY=VALUE or --d.KEY=VALUE, not", arg);
     size_t n = strlen(rest);
     char *flag = malloc(n + 3);
     if (!flag)
@@ -142,8 +141,9 @@ static int parse(request *r, int argc, char **argv)
             seen_command = true;
         } else if (arg[0] != '-' || arg[1] == '\0') {
             if (plans == 2)
-                return usage("transfer_usage", "transfer takes two plans, P_PLAN and D_PLAN; "
-                                               "one more:",
+                return usage("transfer_usage",
+                             "transfer takes two plans, P_PLAN and D_PLAN; "
+                             "one more:",
                              arg);
             r->sides[plans++].path = arg;
         } else if (strncmp(arg, "--p.", 4) == 0) {
@@ -156,8 +156,8 @@ static int parse(request *r, int argc, char **argv)
             if (!v || (strcmp(v, "text") != 0 && strcmp(v, "json") != 0))
                 return usage("transfer_usage", "--format takes text or json, not", v ? v : "''");
             r->json = strcmp(v, "json") == 0;
-        } else if (strcmp(arg, "-o") == 0 ||
-                   (v = value_of("--output", argc, argv, &i, &missing)) || missing) {
+        } else if (strcmp(arg, "-o") == 0 || (v = value_of("--output", argc, argv, &i, &missing)) ||
+                   missing) {
             if (strcmp(arg, "-o") == 0)
                 v = i + 1 < argc ? argv[++i] : NULL;
             if (!v || !v[0])
@@ -166,8 +166,9 @@ static int parse(request *r, int argc, char **argv)
             r->output = v;
         } else if ((v = value_of("--context_length", argc, argv, &i, &missing)) || missing) {
             if (!count(&r->context_length, v, 1, UINT32_MAX))
-                return usage("transfer_usage", "--context_length takes a count of tokens from 1, "
-                                               "not",
+                return usage("transfer_usage",
+                             "--context_length takes a count of tokens from 1, "
+                             "not",
                              v ? v : "''");
         } else if ((v = value_of("--nic", argc, argv, &i, &missing)) || missing) {
             if (!v)

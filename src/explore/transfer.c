@@ -110,13 +110,13 @@ static const char *model_difference(uint64_t *pv, uint64_t *dv, const kvshard_pl
                                     const kvshard_plan *d)
 {
     const kvshard__model_info *a = &p->model, *b = &d->model;
-#define SAME(name, x, y)                                                                          \
-    do {                                                                                          \
-        if ((uint64_t)(x) != (uint64_t)(y)) {                                                     \
-            *pv = (uint64_t)(x);                                                                  \
-            *dv = (uint64_t)(y);                                                                  \
-            return name;                                                                          \
-        }                                                                                         \
+#define SAME(name, x, y)                                                                           \
+    do {                                                                                           \
+        if ((uint64_t)(x) != (uint64_t)(y)) {                                                      \
+            *pv = (uint64_t)(x);                                                                   \
+            *dv = (uint64_t)(y);                                                                   \
+            return name;                                                                           \
+        }                                                                                          \
     } while (0)
     SAME("num_layers", a->num_layers, b->num_layers);
     SAME("dtype", a->dtype, b->dtype);
@@ -179,8 +179,9 @@ static int check_sides(const kvshard_plan *p, const kvshard_plan *d,
                         "over context-parallel ranks is not modelled",
                         side[s]->options.cp_size, side_name(s));
         if (replica[s] >= side[s]->options.dp_size)
-            return fail(err, KVSHARD_EUNSUPPORTED, "transfer_replica: --%s_replica %u: %s has %u %s",
-                        s ? "d" : "p", replica[s], side_name(s), side[s]->options.dp_size,
+            return fail(err, KVSHARD_EUNSUPPORTED,
+                        "transfer_replica: --%s_replica %u: %s has %u %s", s ? "d" : "p",
+                        replica[s], side_name(s), side[s]->options.dp_size,
                         side[s]->options.dp_size == 1 ? "replica" : "replicas");
     }
     uint64_t pv = 0, dv = 0;
@@ -221,6 +222,12 @@ static uint64_t index_key_bytes(const kvshard__model_info *m)
     return m->index_head_dim + 4 * kvshard__ceil_div(m->index_head_dim, 128);
 }
 
+static void part(component_of *out, uint32_t *count, enum component comp, uint32_t units,
+                 uint64_t unit_bytes)
+{
+    out[(*count)++] = (component_of){comp, true, units, unit_bytes, E_STATE, 0};
+}
+
 /* The state parts of a layer of `plan`, spread by their own unit counts
  * (a flat slice of one TP size's packed conv buffer is not another's). */
 static int state_components(component_of *out, uint32_t *n, const kvshard_plan *plan,
@@ -236,8 +243,8 @@ static int state_components(component_of *out, uint32_t *n, const kvshard_plan *
     if (rc == KVSHARD_OK)
         rank = stage * plan->tp;
     if (rc == KVSHARD_OK)
-        rc = kvshard_plan_layer_state_shapes(t, KVSHARD_MAX_STATE_TENSORS, &count, plan, rank, layer,
-                                             err);
+        rc = kvshard_plan_layer_state_shapes(t, KVSHARD_MAX_STATE_TENSORS, &count, plan, rank,
+                                             layer, err);
     if (rc != KVSHARD_OK)
         return rc;
     uint64_t conv = 0, ssm = 0;
@@ -250,42 +257,39 @@ static int state_components(component_of *out, uint32_t *n, const kvshard_plan *
     const kvshard__state_dims *s = &plan->model.state;
     uint64_t k1 = s->conv_kernel ? s->conv_kernel - 1 : 0;
     uint32_t c = 0;
-#define PART(cp, u, b) out[c++] = (component_of){(cp), true, (u), (b), E_STATE, 0}
     switch (s->kind) {
     case KVSHARD_STATE_GDN:
-        PART(C_CONV_Q, s->key_heads, s->head_dim * k1 * conv);
-        PART(C_CONV_K, s->key_heads, s->head_dim * k1 * conv);
-        PART(C_CONV_V, s->heads, s->value_dim * k1 * conv);
-        PART(C_SSM, s->heads, (uint64_t)s->head_dim * s->value_dim * ssm);
+        part(out, &c, C_CONV_Q, s->key_heads, s->head_dim * k1 * conv);
+        part(out, &c, C_CONV_K, s->key_heads, s->head_dim * k1 * conv);
+        part(out, &c, C_CONV_V, s->heads, s->value_dim * k1 * conv);
+        part(out, &c, C_SSM, s->heads, (uint64_t)s->head_dim * s->value_dim * ssm);
         break;
     case KVSHARD_STATE_KDA:
-        PART(C_CONV_Q, s->heads, s->head_dim * k1 * conv);
-        PART(C_CONV_K, s->heads, s->head_dim * k1 * conv);
-        PART(C_CONV_V, s->heads, s->head_dim * k1 * conv);
-        PART(C_SSM, s->heads, (uint64_t)s->head_dim * s->head_dim * ssm);
+        part(out, &c, C_CONV_Q, s->heads, s->head_dim * k1 * conv);
+        part(out, &c, C_CONV_K, s->heads, s->head_dim * k1 * conv);
+        part(out, &c, C_CONV_V, s->heads, s->head_dim * k1 * conv);
+        part(out, &c, C_SSM, s->heads, (uint64_t)s->head_dim * s->head_dim * ssm);
         break;
     case KVSHARD_STATE_LIGHTNING:
-        PART(C_SSM, s->heads, (uint64_t)s->head_dim * s->head_dim * ssm);
+        part(out, &c, C_SSM, s->heads, (uint64_t)s->head_dim * s->head_dim * ssm);
         break;
     case KVSHARD_STATE_MAMBA2:
-        PART(C_CONV_X, s->heads, s->head_dim * k1 * conv);
-        PART(C_CONV_B, s->groups, s->state_size * k1 * conv);
-        PART(C_CONV_C, s->groups, s->state_size * k1 * conv);
-        PART(C_SSM, s->heads, (uint64_t)s->head_dim * s->state_size * ssm);
+        part(out, &c, C_CONV_X, s->heads, s->head_dim * k1 * conv);
+        part(out, &c, C_CONV_B, s->groups, s->state_size * k1 * conv);
+        part(out, &c, C_CONV_C, s->groups, s->state_size * k1 * conv);
+        part(out, &c, C_SSM, s->heads, (uint64_t)s->head_dim * s->state_size * ssm);
         break;
     case KVSHARD_STATE_MAMBA1:
-        PART(C_CONV_X, s->channels, k1 * conv);
-        PART(C_SSM, s->channels, s->state_size * ssm);
+        part(out, &c, C_CONV_X, s->channels, k1 * conv);
+        part(out, &c, C_SSM, s->channels, s->state_size * ssm);
         break;
-    case KVSHARD_STATE_SHORT_CONV:
-        PART(C_CONV_X, s->channels, k1 * conv);
-        break;
+    case KVSHARD_STATE_SHORT_CONV: part(out, &c, C_CONV_X, s->channels, k1 * conv); break;
     default:
-        return fail(err, KVSHARD_EUNMODELED, "transfer_state_kind: layer %u keeps a state of kind "
-                    "%s, whose parts transfer does not know", layer,
-                    kvshard_state_kind_name(s->kind));
+        return fail(err, KVSHARD_EUNMODELED,
+                    "transfer_state_kind: layer %u keeps a state of kind "
+                    "%s, whose parts transfer does not know",
+                    layer, kvshard_state_kind_name(s->kind));
     }
-#undef PART
     *n = c;
     return KVSHARD_OK;
 }
@@ -329,15 +333,14 @@ static int layer_components(component_of *out, uint32_t *n, const kvshard_plan *
         if (m->attention == KVSHARD_ATTENTION_MLA) {
             /* The latent's bytes are the plan's, less the indexer key beside it. */
             kvshard_layer_storage owner = KVSHARD_LAYER_STORAGE_INIT;
-            uint32_t owner_rank = st.owner_plan_rank >= 0 ? (uint32_t)st.owner_plan_rank
-                                                          : stage * plan->tp;
+            uint32_t owner_rank =
+                st.owner_plan_rank >= 0 ? (uint32_t)st.owner_plan_rank : stage * plan->tp;
             rc = kvshard_plan_layer_storage(&owner, plan, owner_rank, layer);
             if (rc != KVSHARD_OK)
                 return fail(err, rc, "layer %u has no owner on its stage", layer);
             bool index = (cls->flags & KVSHARD__LAYER_INDEX_KEY) != 0;
             uint64_t x = index ? index_key_bytes(m) : 0;
-            out[(*n)++] =
-                (component_of){C_LATENT, false, 1, owner.kv_bytes_per_token - x, e, span};
+            out[(*n)++] = (component_of){C_LATENT, false, 1, owner.kv_bytes_per_token - x, e, span};
             if (index)
                 out[(*n)++] = (component_of){C_INDEX, false, 1, x, e, span};
         } else if (m->attention == KVSHARD_ATTENTION_GQA) {
@@ -404,8 +407,8 @@ typedef struct route {
 /* The pieces of one component of one layer: each unit a D rank holds comes
  * from the first P rank holding it in the cyclic order from the D rank's
  * home, floor(t_D x T_P / T_D). */
-static int route_component(pieces *ps, route *r, uint32_t layer, const component_of *c,
-                           bool *moved, kvshard_error *err)
+static int route_component(pieces *ps, route *r, uint32_t layer, const component_of *c, bool *moved,
+                           kvshard_error *err)
 {
     uint32_t ps_stage = 0, ds_stage = 0;
     (void)kvshard_plan_layer_stage(&ps_stage, r->p, layer);
@@ -445,8 +448,9 @@ static int route_component(pieces *ps, route *r, uint32_t layer, const component
             }
             uint32_t src = 0;
             (void)kvshard_plan_global_rank(&src, r->p, r->p_replica, ps_stage, 0, src_tp);
-            cur = (piece){src, dst, ps_stage, src_tp, ds_stage, td, (uint32_t)c->comp,
-                          (uint32_t)c->entry, c->span, u, u + 1, 0, layer};
+            cur = (piece){
+                src,     dst, ps_stage, src_tp, ds_stage, td, (uint32_t)c->comp, (uint32_t)c->entry,
+                c->span, u,   u + 1,    0,      layer};
             open = true;
         }
         if (open) {
@@ -462,10 +466,10 @@ static int route_component(pieces *ps, route *r, uint32_t layer, const component
 static int piece_order(const void *a, const void *b)
 {
     const piece *x = a, *y = b;
-    const uint64_t kx[] = {x->src, x->dst, x->comp, x->lo, x->hi, x->entry, x->span,
-                           x->entry_bytes, x->layer};
-    const uint64_t ky[] = {y->src, y->dst, y->comp, y->lo, y->hi, y->entry, y->span,
-                           y->entry_bytes, y->layer};
+    const uint64_t kx[] = {x->src,   x->dst,  x->comp,        x->lo,   x->hi,
+                           x->entry, x->span, x->entry_bytes, x->layer};
+    const uint64_t ky[] = {y->src,   y->dst,  y->comp,        y->lo,   y->hi,
+                           y->entry, y->span, y->entry_bytes, y->layer};
     for (size_t i = 0; i < sizeof kx / sizeof kx[0]; i++) {
         if (kx[i] != ky[i])
             return kx[i] < ky[i] ? -1 : 1;
@@ -491,17 +495,12 @@ static int edge_order(const void *a, const void *b)
 static uint64_t entries(enum entry e, uint32_t span, uint64_t n)
 {
     switch (e) {
-    case E_TOKEN:
-        return n;
-    case E_WINDOW:
-        return n < span ? n : span;
-    case E_CHUNK:
-        return span ? (n - 1) % span + 1 : n;
-    case E_STREAM:
-        return span ? n / span : 0;
+    case E_TOKEN: return n;
+    case E_WINDOW: return n < span ? n : span;
+    case E_CHUNK: return span ? (n - 1) % span + 1 : n;
+    case E_STREAM: return span ? n / span : 0;
     case E_STATE:
-    case E_COUNT:
-        break;
+    case E_COUNT: break;
     }
     return 1;
 }
@@ -539,8 +538,9 @@ static kvshard_transfer_rank busiest(const rank_sum *sums, size_t count, bool ha
                                        (r->per_token == b->per_token && r->fixed > b->fixed));
         if (more) {
             b = r;
-            best = (kvshard_transfer_rank){true, (uint32_t)g, r->stage, r->tp, r->per_token,
-                                           r->fixed, has_n, has_n ? r->bytes : 0};
+            best =
+                (kvshard_transfer_rank){true,         (uint32_t)g, r->stage, r->tp,
+                                        r->per_token, r->fixed,    has_n,    has_n ? r->bytes : 0};
         }
     }
     return best;
@@ -647,14 +647,9 @@ static void warn(kvshard_transfer *t, const char *code, const char *fmt, ...)
 
 static void describe_side(kvshard__transfer_side *s, const kvshard_plan *plan, uint32_t replica)
 {
-    *s = (kvshard__transfer_side){plan->options.world_size,
-                                  plan->options.dp_size,
-                                  plan->pp,
-                                  plan->tp,
-                                  plan->split,
-                                  plan->options.ownership,
-                                  plan->options.rank_layout,
-                                  replica};
+    *s = (kvshard__transfer_side){
+        plan->options.world_size, plan->options.dp_size,     plan->pp, plan->tp, plan->split,
+        plan->options.ownership,  plan->options.rank_layout, replica};
 }
 
 /* The edges of the sorted pieces: runs that differ only in their layer. */
@@ -676,10 +671,26 @@ static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, kvshard
                 break;
             t->layers[k] = ps->items[k].layer;
         }
-        *e = (kvshard_transfer_edge){p->src, p->dst, p->src_stage, p->src_tp, p->dst_stage,
-                                     p->dst_tp, component_names[p->comp], p->comp + 1,
-                                     &t->layers[i], k - i, p->lo, p->hi, entry_names[p->entry],
-                                     p->entry + 1, p->span, p->entry_bytes, 0, 0, n > 0, 0};
+        *e = (kvshard_transfer_edge){p->src,
+                                     p->dst,
+                                     p->src_stage,
+                                     p->src_tp,
+                                     p->dst_stage,
+                                     p->dst_tp,
+                                     component_names[p->comp],
+                                     p->comp + 1,
+                                     &t->layers[i],
+                                     k - i,
+                                     p->lo,
+                                     p->hi,
+                                     entry_names[p->entry],
+                                     p->entry + 1,
+                                     p->span,
+                                     p->entry_bytes,
+                                     0,
+                                     0,
+                                     n > 0,
+                                     0};
         uint64_t run = kvshard__calc_mul(c, e->layer_count, e->entry_bytes);
         if (p->entry == E_TOKEN)
             e->bytes_per_token = run;
@@ -724,9 +735,8 @@ static int totals(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan
         if (tt->unique) {
             /* Rounded half up to 4 decimals in whole numbers, exact. */
             uint64_t q = tt->wire / tt->unique, r = tt->wire % tt->unique;
-            uint64_t scaled = kvshard__calc_add(
-                c, kvshard__calc_mul(c, q, 10000),
-                (r * 20000 + tt->unique) / (2 * tt->unique));
+            uint64_t scaled = kvshard__calc_add(c, kvshard__calc_mul(c, q, 10000),
+                                                (r * 20000 + tt->unique) / (2 * tt->unique));
             tt->has_replication = true;
             tt->replication = (double)scaled / 10000.0;
         }
@@ -762,11 +772,11 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
     uint32_t L = d->model.num_layers, drafts = d->model.num_draft_layers;
     bool p_drafts = counts_drafts(p), d_drafts = counts_drafts(d);
     if (p_drafts && !d_drafts)
-        warn(t, "draft_not_sent",
-             "P counts %u draft layers and D does not: they are not sent", drafts);
+        warn(t, "draft_not_sent", "P counts %u draft layer%s and D does not: not sent", drafts,
+             drafts == 1 ? "" : "s");
     if (d_drafts && !p_drafts)
-        warn(t, "draft_not_on_source",
-             "D counts %u draft layers and P does not: D rebuilds them", drafts);
+        warn(t, "draft_not_on_source", "D counts %u draft layer%s and P does not: D rebuilds them",
+             drafts, drafts == 1 ? "" : "s");
     t->num_layers = L;
     t->num_draft_layers = p_drafts && d_drafts ? drafts : 0;
     t->attention = d->model.attention;
@@ -824,10 +834,9 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
 
 /* ---- public ------------------------------------------------------------------------------ */
 
-int kvshard_transfer_create(kvshard_transfer **out, const kvshard_plan *p,
-                                        const kvshard_plan *d,
-                                        const kvshard_transfer_options *options,
-                                        const kvshard_allocator *allocator, kvshard_error *err)
+int kvshard_transfer_create(kvshard_transfer **out, const kvshard_plan *p, const kvshard_plan *d,
+                            const kvshard_transfer_options *options,
+                            const kvshard_allocator *allocator, kvshard_error *err)
 {
     int rc = kvshard_call__begin(err, out && p && d, "out, p and d");
     if (rc == KVSHARD_OK)
@@ -872,13 +881,12 @@ size_t kvshard_transfer_edge_count(const kvshard_transfer *transfer)
 }
 
 const kvshard_transfer_edge *kvshard_transfer_edge_at(const kvshard_transfer *transfer,
-                                                                  size_t index)
+                                                      size_t index)
 {
     return transfer && index < transfer->edge_count ? &transfer->edges[index] : NULL;
 }
 
-int kvshard_transfer_totals_get(kvshard_transfer_totals *out,
-                                            const kvshard_transfer *transfer)
+int kvshard_transfer_totals_get(kvshard_transfer_totals *out, const kvshard_transfer *transfer)
 {
     int rc = kvshard_call__begin(NULL, out && transfer, "out and transfer");
     if (rc == KVSHARD_OK)
@@ -900,7 +908,7 @@ size_t kvshard_transfer_warning_count(const kvshard_transfer *transfer)
 }
 
 int kvshard_transfer_warning(const char **out_code, const char **out_message,
-                                         const kvshard_transfer *transfer, size_t index)
+                             const kvshard_transfer *transfer, size_t index)
 {
     if (!transfer || index >= transfer->warning_count)
         return KVSHARD_EINVAL;

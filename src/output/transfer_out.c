@@ -160,9 +160,8 @@ int kvshard_transfer_write_json(const kvshard_transfer *t, kvshard_write_fn writ
     put(&o, ",\n            ");
     field_word(&o, "kv_cache_dtype", kvshard_dtype_name(t->kv_cache_dtype));
     put(&o, ", ");
-    field_word(&o, "state_dtype", t->state_dtype == KVSHARD_DTYPE_AUTO
-                                      ? NULL
-                                      : kvshard_dtype_name(t->state_dtype));
+    field_word(&o, "state_dtype",
+               t->state_dtype == KVSHARD_DTYPE_AUTO ? NULL : kvshard_dtype_name(t->state_dtype));
     put(&o, ", ");
     field_u64(&o, "num_draft_layers", t->num_draft_layers);
     put(&o, "},\n  ");
@@ -307,8 +306,7 @@ int kvshard_transfer_write_text(const kvshard_transfer *t, kvshard_write_fn writ
     kvshard_writer__out_printf(&o, ", %u layers", t->num_layers);
     if (t->num_draft_layers)
         kvshard_writer__out_printf(&o, " + %u draft", t->num_draft_layers);
-    kvshard_writer__out_printf(&o, ": P TP %u -> D TP %u\n", t->prefill.tp_size,
-                               t->decode.tp_size);
+    kvshard_writer__out_printf(&o, ": P TP %u -> D TP %u\n", t->prefill.tp_size, t->decode.tp_size);
     text_side(&o, "P          ", &t->prefill);
     text_side(&o, "D          ", &t->decode);
     put(&o, "request    ");
@@ -354,8 +352,8 @@ int kvshard_transfer_write_text(const kvshard_transfer *t, kvshard_write_fn writ
             snprintf(entry, sizeof entry, "%s %u", e->entry, e->entry_span);
         else
             snprintf(entry, sizeof entry, "%s", e->entry);
-        kvshard_writer__out_printf(&o, "%5u %4u  %-10s  %-8s  %-10s ", e->src, e->dst,
-                                   e->component, units, entry);
+        kvshard_writer__out_printf(&o, "%5u %4u  %-10s  %-8s  %-10s ", e->src, e->dst, e->component,
+                                   units, entry);
         char n[32];
         kvshard_format__grouped_text(n, sizeof n, e->entry_bytes);
         kvshard_writer__out_printf(&o, "%11s ", n);
