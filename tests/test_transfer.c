@@ -325,12 +325,12 @@ static void test_no_length(void **state)
 }
 
 static void expect_refusal(const kvshard_plan *p, const kvshard_plan *d,
-                           const kvshard_transfer_options *o, const char *message)
+                           const kvshard_transfer_options *o, int code, const char *message)
 {
     kvshard_transfer *t = NULL;
     kvshard_error err;
     int rc = kvshard_transfer_create(&t, p, d, o, NULL, &err);
-    assert_int_equal(rc, KVSHARD_EUNSUPPORTED);
+    assert_int_equal(rc, code);
     assert_null(t);
     assert_string_equal(err.message, message);
 }
@@ -341,18 +341,18 @@ static void test_refusals(void **state)
     kvshard_model *q = tu_load_example_model("qwen3_5_35b_a3b.json");
     kvshard_model *mm = tu_load_model_text(minimax_m2);
     kvshard_plan *p = plan_tp(q, 2, 1), *other = plan_tp(mm, 2, 1);
-    expect_refusal(p, other, NULL,
+    expect_refusal(p, other, NULL, KVSHARD_EINVAL,
                    "transfer_model_mismatch: the two sides plan different models: num_layers is "
                    "40 on P and 62 on D");
     kvshard_transfer_options o = KVSHARD_TRANSFER_OPTIONS_INIT;
     o.d_replica = 1;
-    expect_refusal(p, p, &o, "transfer_replica: --d_replica 1: D has 1 replica");
+    expect_refusal(p, p, &o, KVSHARD_ERANGE, "transfer_replica: --d_replica 1: D has 1 replica");
 
     kvshard_options co = KVSHARD_OPTIONS_INIT;
     co.world_size = 4;
     co.cp_size = 2;
     kvshard_plan *cp = tu_plan(q, &co);
-    expect_refusal(cp, p, NULL,
+    expect_refusal(cp, p, NULL, KVSHARD_EUNMODELED,
                    "transfer_cp: cp_size is 2 on P: how an engine spreads a sequence over "
                    "context-parallel ranks is not modelled");
 
@@ -360,7 +360,7 @@ static void test_refusals(void **state)
     fo.world_size = 2;
     fo.kv_cache_dtype = KVSHARD_DTYPE_FP8;
     kvshard_plan *fp8 = tu_plan(q, &fo);
-    expect_refusal(p, fp8, NULL,
+    expect_refusal(p, fp8, NULL, KVSHARD_EINVAL,
                    "transfer_kv_dtype: the KV cache is bfloat16 on P and fp8 on D: bytes are "
                    "copied, never converted");
     kvshard_plan_free(fp8);

@@ -294,11 +294,13 @@ typedef struct kvshard_transfer_totals {
  * The transfer of one request from replica `options->p_replica` of `p` to
  * replica `options->d_replica` of `d` (`options` NULL:
  * KVSHARD_TRANSFER_OPTIONS_INIT). Each message starts with its reason's
- * name: KVSHARD_EUNSUPPORTED for "transfer_model_mismatch" (naming the
- * first figure that differs), "transfer_kv_dtype", "transfer_state_dtype",
- * "transfer_cp" (context parallelism on a side) and "transfer_replica";
- * KVSHARD_EUNMODELED for a cache this version does not move ("transfer_"
- * then what); KVSHARD_EINVAL, KVSHARD_ENOMEM, KVSHARD_EOVERFLOW.
+ * name: KVSHARD_EINVAL for "transfer_model_mismatch" (naming the first
+ * figure that differs), "transfer_kv_dtype" and "transfer_state_dtype";
+ * KVSHARD_ERANGE for "transfer_replica"; KVSHARD_ETYPE or KVSHARD_ERANGE
+ * for "transfer_nic" (neither a preset nor a size); KVSHARD_EUNMODELED for
+ * "transfer_cp" (context parallelism on a side) and a cache this version
+ * does not move ("transfer_compressed", "transfer_sparse_index", ...);
+ * KVSHARD_EINVAL for NULL arguments, KVSHARD_ENOMEM, KVSHARD_EOVERFLOW.
  */
 KVSHARD_EXPORT int kvshard_transfer_create(kvshard_transfer **out, const kvshard_plan *p,
                                            const kvshard_plan *d,

@@ -174,12 +174,12 @@ static int check_sides(const kvshard_plan *p, const kvshard_plan *d,
     uint32_t replica[2] = {o->p_replica, o->d_replica};
     for (int s = 0; s < 2; s++) {
         if (side[s]->options.cp_size > 1)
-            return fail(err, KVSHARD_EUNSUPPORTED,
+            return fail(err, KVSHARD_EUNMODELED,
                         "transfer_cp: cp_size is %u on %s: how an engine spreads a sequence "
                         "over context-parallel ranks is not modelled",
                         side[s]->options.cp_size, side_name(s));
         if (replica[s] >= side[s]->options.dp_size)
-            return fail(err, KVSHARD_EUNSUPPORTED,
+            return fail(err, KVSHARD_ERANGE,
                         "transfer_replica: --%s_replica %u: %s has %u %s", s ? "d" : "p",
                         replica[s], side_name(s), side[s]->options.dp_size,
                         side[s]->options.dp_size == 1 ? "replica" : "replicas");
@@ -187,13 +187,13 @@ static int check_sides(const kvshard_plan *p, const kvshard_plan *d,
     uint64_t pv = 0, dv = 0;
     const char *what = model_difference(&pv, &dv, p, d);
     if (what)
-        return fail(err, KVSHARD_EUNSUPPORTED,
+        return fail(err, KVSHARD_EINVAL,
                     "transfer_model_mismatch: the two sides plan different models: %s is %llu on "
                     "P and %llu on D",
                     what, (unsigned long long)pv, (unsigned long long)dv);
     kvshard_dtype pk = kvshard_plan_kv_cache_dtype(p), dk = kvshard_plan_kv_cache_dtype(d);
     if (pk != dk)
-        return fail(err, KVSHARD_EUNSUPPORTED,
+        return fail(err, KVSHARD_EINVAL,
                     "transfer_kv_dtype: the KV cache is %s on P and %s on D: bytes are copied, "
                     "never converted",
                     kvshard_dtype_name(pk), kvshard_dtype_name(dk));
@@ -201,7 +201,7 @@ static int check_sides(const kvshard_plan *p, const kvshard_plan *d,
     (void)kvshard_plan_model(&pm, p);
     (void)kvshard_plan_model(&dm, d);
     if (pm.state_dtype != dm.state_dtype)
-        return fail(err, KVSHARD_EUNSUPPORTED,
+        return fail(err, KVSHARD_EINVAL,
                     "transfer_state_dtype: the state is %s on P and %s on D: bytes are copied, "
                     "never converted",
                     kvshard_dtype_name(pm.state_dtype), kvshard_dtype_name(dm.state_dtype));
