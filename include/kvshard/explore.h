@@ -238,15 +238,20 @@ typedef struct kvshard_transfer_options {
 /** One edge: a P rank sends units [unit_lo, unit_hi) of one component of
  *  each of its layers to a D rank. Borrowed from the transfer. */
 typedef struct kvshard_transfer_edge {
-    uint32_t src, dst; /**< global ranks */
-    uint32_t src_stage, src_tp, dst_stage, dst_tp;
+    uint32_t src; /**< global ranks of the sender and the receiver */
+    uint32_t dst;
+    uint32_t src_stage;
+    uint32_t src_tp;
+    uint32_t dst_stage;
+    uint32_t dst_tp;
     const char *component; /**< "kv", "latent", "index", "conv_q", ..., "ssm" */
     /** 1 + the component's position in kv, latent, index, window, stream,
      *  compressor, conv_q, conv_k, conv_v, conv_x, conv_b, conv_c, ssm */
     uint32_t component_code;
     const uint32_t *layers; /**< increasing; draft layers as L + d */
     size_t layer_count;
-    uint32_t unit_lo, unit_hi;
+    uint32_t unit_lo;
+    uint32_t unit_hi;
     const char *entry;     /**< "token", "window", "chunk" or "state" */
     uint32_t entry_code;   /**< token 1, window 2, chunk 3, stream 4, state 5 */
     uint32_t entry_span;   /**< the window or chunk; 0 for token and state */
@@ -260,8 +265,11 @@ typedef struct kvshard_transfer_edge {
 /** The bytes one rank sends or receives. */
 typedef struct kvshard_transfer_rank {
     bool present; /**< false when there is no edge */
-    uint32_t global_rank, stage, tp;
-    uint64_t bytes_per_token, bytes_fixed;
+    uint32_t global_rank;
+    uint32_t stage;
+    uint32_t tp;
+    uint64_t bytes_per_token;
+    uint64_t bytes_fixed;
     bool has_bytes;
     uint64_t bytes;
 } kvshard_transfer_rank;
@@ -269,15 +277,20 @@ typedef struct kvshard_transfer_rank {
 /** A transfer's totals. Start from KVSHARD_TRANSFER_TOTALS_INIT. */
 typedef struct kvshard_transfer_totals {
     size_t size;
-    uint64_t unique_per_token, unique_fixed; /**< one copy of the request's cache */
-    uint64_t wire_per_token, wire_fixed;     /**< the sum over the edges */
-    bool has_bytes;                          /**< a request length was given */
-    uint64_t tokens, unique, wire;
+    uint64_t unique_per_token; /**< one copy of the request's cache */
+    uint64_t unique_fixed;
+    uint64_t wire_per_token; /**< the sum over the edges */
+    uint64_t wire_fixed;
+    bool has_bytes; /**< a request length was given */
+    uint64_t tokens;
+    uint64_t unique;
+    uint64_t wire;
     /** wire / unique rounded half up to 4 decimals; false without a length
      *  or when unique is 0. */
     bool has_replication;
     double replication;
-    kvshard_transfer_rank busiest_source, busiest_destination;
+    kvshard_transfer_rank busiest_source;
+    kvshard_transfer_rank busiest_destination;
     /** ceil(max(busiest bytes) x 10^6 / NIC rate), with a length. */
     bool has_time;
     uint64_t time_us;
