@@ -300,6 +300,44 @@ static void test_qwen3_next_stages(void **state)
     kvshard_model_free(m);
 }
 
+/* A request's edges stay inside its replica pair: P replica 1 of two (2
+ * stages x TP 2 each, layout vllm) is global ranks 4-7, so its edges leave
+ * from ranks 4 + stage x 2 + t, the same map shifted by the replica's
+ * offset. */
+static void test_replica_pair(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_example_model("qwen3_next_80b_a3b.json");
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.world_size = 8;
+    o.pp_size = 2;
+    o.dp_size = 2;
+    kvshard_plan *p = tu_plan(m, &o), *d = plan_tp(m, 4, 1);
+    kvshard_transfer_options to = KVSHARD_TRANSFER_OPTIONS_INIT;
+    to.p_replica = 1;
+    kvshard_transfer *t = NULL;
+    kvshard_error err;
+    tu_assert_ok(kvshard_transfer_create(&t, p, d, &to, NULL, &err), &err);
+    assert_int_equal(kvshard_transfer_edge_count(t), 40);
+    assert_int_equal(kvshard_transfer_edge_at(t, 0)->src, 4);
+    assert_int_equal(edge(t, 6, 1, "kv", 0)->src_stage, 1);
+    /* The digest names the global ranks: another replica, another map. */
+    kvshard_plan *p1 = NULL;
+    o.dp_size = 1;
+    o.world_size = 4;
+    p1 = tu_plan(m, &o);
+    kvshard_transfer *t0 = transfer(p1, d, 0);
+    assert_int_equal(kvshard_transfer_edge_count(t0), 40);
+    assert_int_equal(kvshard_transfer_edge_at(t0, 0)->src, 0);
+    assert_true(kvshard_transfer_digest(t0) != kvshard_transfer_digest(t));
+    kvshard_transfer_free(t0);
+    kvshard_transfer_free(t);
+    kvshard_plan_free(p1);
+    kvshard_plan_free(d);
+    kvshard_plan_free(p);
+    kvshard_model_free(m);
+}
+
 /* Without a request length the figures at n are absent, and the digest,
  * which names the map, is the same. */
 static void test_no_length(void **state)
@@ -495,6 +533,7 @@ int main(void)
         cmocka_unit_test(test_minimax_m2_tp16_to_tp8),
         cmocka_unit_test(test_deepseek_v3_2_replication_tax),
         cmocka_unit_test(test_qwen3_next_stages),
+        cmocka_unit_test(test_replica_pair),
         cmocka_unit_test(test_no_length),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_command_text_and_json),

@@ -179,9 +179,8 @@ static int check_sides(const kvshard_plan *p, const kvshard_plan *d,
                         "over context-parallel ranks is not modelled",
                         side[s]->options.cp_size, side_name(s));
         if (replica[s] >= side[s]->options.dp_size)
-            return fail(err, KVSHARD_ERANGE,
-                        "transfer_replica: --%s_replica %u: %s has %u %s", s ? "d" : "p",
-                        replica[s], side_name(s), side[s]->options.dp_size,
+            return fail(err, KVSHARD_ERANGE, "transfer_replica: --%s_replica %u: %s has %u %s",
+                        s ? "d" : "p", replica[s], side_name(s), side[s]->options.dp_size,
                         side[s]->options.dp_size == 1 ? "replica" : "replicas");
     }
     uint64_t pv = 0, dv = 0;
@@ -645,11 +644,31 @@ static void warn(kvshard_transfer *t, const char *code, const char *fmt, ...)
     va_end(ap);
 }
 
-static void describe_side(kvshard__transfer_side *s, const kvshard_plan *plan, uint32_t replica)
+static int compare_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* A side as the documents describe it, with the global ranks of its
+ * replica of the pair. */
+static int describe_side(kvshard__transfer_side *s, const kvshard_allocator *alloc,
+                         const kvshard_plan *plan, uint32_t replica)
 {
     *s = (kvshard__transfer_side){
         plan->options.world_size, plan->options.dp_size,     plan->pp, plan->tp, plan->split,
-        plan->options.ownership,  plan->options.rank_layout, replica};
+        plan->options.ownership,  plan->options.rank_layout, replica,  NULL,     0};
+    size_t count = (size_t)plan->pp * plan->tp;
+    s->global_ranks = kvshard_alloc__bytes(alloc, count, sizeof *s->global_ranks);
+    if (!s->global_ranks)
+        return KVSHARD_ENOMEM;
+    for (uint32_t stage = 0; stage < plan->pp; stage++) {
+        for (uint32_t t = 0; t < plan->tp; t++)
+            (void)kvshard_plan_global_rank(&s->global_ranks[s->rank_count++], plan, replica, stage,
+                                           0, t);
+    }
+    qsort(s->global_ranks, s->rank_count, sizeof *s->global_ranks, compare_u32);
+    return KVSHARD_OK;
 }
 
 /* The edges of the sorted pieces: runs that differ only in their layer. */
@@ -764,10 +783,9 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
         rc = check_sides(p, d, o, err);
     if (rc != KVSHARD_OK)
         return rc;
-    describe_side(&t->prefill, p, o->p_replica);
-    describe_side(&t->decode, d, o->d_replica);
     t->model_type = kvshard_alloc__strdup(&t->alloc, d->model_type ? d->model_type : "");
-    if (!t->model_type)
+    if (!t->model_type || describe_side(&t->prefill, &t->alloc, p, o->p_replica) != KVSHARD_OK ||
+        describe_side(&t->decode, &t->alloc, d, o->d_replica) != KVSHARD_OK)
         return fail(err, KVSHARD_ENOMEM, "out of memory");
     uint32_t L = d->model.num_layers, drafts = d->model.num_draft_layers;
     bool p_drafts = counts_drafts(p), d_drafts = counts_drafts(d);
@@ -872,6 +890,8 @@ void kvshard_transfer_free(kvshard_transfer *transfer)
     kvshard_alloc__free(&a, transfer->edges);
     kvshard_alloc__free(&a, transfer->layers);
     kvshard_alloc__free(&a, transfer->model_type);
+    kvshard_alloc__free(&a, transfer->prefill.global_ranks);
+    kvshard_alloc__free(&a, transfer->decode.global_ranks);
     kvshard_alloc__free(&a, transfer);
 }
 

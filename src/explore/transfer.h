@@ -11,6 +11,8 @@ typedef struct kvshard__transfer_side {
     kvshard_ownership ownership;
     kvshard_rank_layout rank_layout;
     uint32_t replica;
+    uint32_t *global_ranks; /* the replica's, increasing */
+    size_t rank_count;
 } kvshard__transfer_side;
 
 /* A warning of the transfer: its name and message. */

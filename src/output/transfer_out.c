@@ -229,6 +229,24 @@ int kvshard_transfer_write_json(const kvshard_transfer *t, kvshard_write_fn writ
 
 /* ---- text ------------------------------------------------------------------------------ */
 
+/* "3, 11, 19" or "0-2, 4-6": increasing numbers as runs of consecutive ones. */
+static void text_runs(kvshard__out *o, const uint32_t *v, size_t count)
+{
+    for (size_t i = 0; i < count;) {
+        size_t k = i;
+        while (k + 1 < count && v[k + 1] == v[k] + 1)
+            k++;
+        if (i)
+            put(o, ", ");
+        kvshard_writer__out_u64(o, v[i]);
+        if (k > i) {
+            put(o, "-");
+            kvshard_writer__out_u64(o, v[k]);
+        }
+        i = k + 1;
+    }
+}
+
 static void text_side(kvshard__out *o, const char *label, const kvshard__transfer_side *s)
 {
     put(o, label);
@@ -242,26 +260,10 @@ static void text_side(kvshard__out *o, const char *label, const kvshard__transfe
                                    kvshard_ownership_name(s->ownership));
     else
         put(o, "no split");
-    kvshard_writer__out_printf(o, ", layout %s; replica %u\n",
+    kvshard_writer__out_printf(o, ", layout %s; replica %u: global ranks ",
                                kvshard_rank_layout_name(s->rank_layout), s->replica);
-}
-
-/* "3, 11, 19" or "0-2, 4-6": the layers as runs of consecutive indices. */
-static void text_layers(kvshard__out *o, const kvshard_transfer_edge *e)
-{
-    for (size_t i = 0; i < e->layer_count;) {
-        size_t k = i;
-        while (k + 1 < e->layer_count && e->layers[k + 1] == e->layers[k] + 1)
-            k++;
-        if (i)
-            put(o, ", ");
-        kvshard_writer__out_u64(o, e->layers[i]);
-        if (k > i) {
-            put(o, "-");
-            kvshard_writer__out_u64(o, e->layers[k]);
-        }
-        i = k + 1;
-    }
+    text_runs(o, s->global_ranks, s->rank_count);
+    put(o, "\n");
 }
 
 /* "735,477,760 B: 20,480 B/token + 64,389,120 B per request". */
@@ -362,7 +364,7 @@ int kvshard_transfer_write_text(const kvshard_transfer *t, kvshard_write_fn writ
         else
             snprintf(n, sizeof n, "-");
         kvshard_writer__out_printf(&o, "%16s  ", n);
-        text_layers(&o, e);
+        text_runs(&o, e->layers, e->layer_count);
         put(&o, "\n");
     }
     for (size_t i = 0; i < t->warning_count; i++) {
