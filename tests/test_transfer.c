@@ -338,6 +338,70 @@ static void test_replica_pair(void **state)
     kvshard_model_free(m);
 }
 
+/* Gemma 3 27B, P TP 2 -> D TP 4: 62 layers, every sixth full attention (5,
+ * 11, ..., 59: 10 layers), the other 52 sliding with a window of 1,024; 16
+ * KV heads of 128 in bf16, 512 B per head and token. A sliding layer moves
+ * the tokens its window still covers: min(32,768, 1,024) = 1,024. */
+static void test_gemma_3_windows(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_example_model("gemma_3_27b.json");
+    kvshard_plan *p = plan_tp(m, 2, 1), *d = plan_tp(m, 4, 1);
+    kvshard_transfer *t = transfer(p, d, 32768);
+    /* D rank t holds heads [4t, 4t + 4), all on its home P rank t / 2. */
+    assert_int_equal(kvshard_transfer_edge_count(t), 8);
+    const kvshard_transfer_edge *w = edge(t, 1, 3, "kv", 12);
+    assert_string_equal(w->entry, "window");
+    assert_int_equal(w->entry_span, 1024);
+    assert_int_equal(w->entry_bytes, 4 * 512);
+    assert_int_equal(w->layer_count, 52);
+    assert_int_equal(w->bytes_per_token, 0);
+    assert_int_equal(w->bytes, UINT64_C(52) * 2048 * 1024); /* 109,051,904 */
+    kvshard_transfer_totals tt = totals_of(t);
+    /* Per token only the 10 full layers: 10 x 16 x 512 = 81,920 B; at n
+     * 81,920 x 32,768 + 52 x 16 x 512 x 1,024 = 2,684,354,560 +
+     * 436,207,616. */
+    assert_int_equal(tt.unique_per_token, 81920);
+    assert_int_equal(tt.unique, UINT64_C(3120562176));
+    assert_int_equal(tt.wire, UINT64_C(3120562176));
+    kvshard_transfer_free(t);
+    kvshard_plan_free(d);
+    kvshard_plan_free(p);
+    kvshard_model_free(m);
+}
+
+/* Draft layers move only when both sides count them: DeepSeek-V3.2's one
+ * MTP layer (layer 61) with speculation on P only is not sent. */
+static void test_drafts(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_example_model("deepseek_v3_2.json");
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.world_size = 8;
+    o.num_speculative_tokens = 1;
+    kvshard_plan *spec = tu_plan(m, &o), *plain = plan_tp(m, 8, 1);
+    kvshard_transfer *t = transfer(spec, plain, 0);
+    const char *code = NULL;
+    assert_int_equal(kvshard_transfer_warning(&code, NULL, t, 0), KVSHARD_OK);
+    assert_string_equal(code, "draft_not_sent");
+    assert_int_equal(edge(t, 0, 0, "latent", 0)->layer_count, 61);
+    kvshard_transfer_free(t);
+    t = transfer(plain, spec, 0);
+    assert_int_equal(kvshard_transfer_warning(&code, NULL, t, 0), KVSHARD_OK);
+    assert_string_equal(code, "draft_not_on_source");
+    assert_int_equal(edge(t, 0, 0, "latent", 0)->layer_count, 61);
+    kvshard_transfer_free(t);
+    /* Both count it: 62 layers, the draft last. */
+    t = transfer(spec, spec, 0);
+    const kvshard_transfer_edge *e = edge(t, 0, 0, "latent", 0);
+    assert_int_equal(e->layer_count, 62);
+    assert_int_equal(e->layers[61], 61);
+    kvshard_transfer_free(t);
+    kvshard_plan_free(plain);
+    kvshard_plan_free(spec);
+    kvshard_model_free(m);
+}
+
 /* Without a request length the figures at n are absent, and the digest,
  * which names the map, is the same. */
 static void test_no_length(void **state)
@@ -401,6 +465,14 @@ static void test_refusals(void **state)
     expect_refusal(p, fp8, NULL, KVSHARD_EINVAL,
                    "transfer_kv_dtype: the KV cache is bfloat16 on P and fp8 on D: bytes are "
                    "copied, never converted");
+    kvshard_options so = KVSHARD_OPTIONS_INIT;
+    so.world_size = 2;
+    so.state_dtype = KVSHARD_DTYPE_BF16;
+    kvshard_plan *bf16_state = tu_plan(q, &so);
+    expect_refusal(bf16_state, p, NULL, KVSHARD_EINVAL,
+                   "transfer_state_dtype: the state is bfloat16 on P and float32 on D: bytes are "
+                   "copied, never converted");
+    kvshard_plan_free(bf16_state);
     kvshard_plan_free(fp8);
     kvshard_plan_free(cp);
     kvshard_plan_free(other);
@@ -534,6 +606,8 @@ int main(void)
         cmocka_unit_test(test_deepseek_v3_2_replication_tax),
         cmocka_unit_test(test_qwen3_next_stages),
         cmocka_unit_test(test_replica_pair),
+        cmocka_unit_test(test_gemma_3_windows),
+        cmocka_unit_test(test_drafts),
         cmocka_unit_test(test_no_length),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_command_text_and_json),
