@@ -342,6 +342,12 @@ static int layer_components(component_of *out, uint32_t *n, const kvshard_plan *
             out[(*n)++] = (component_of){C_LATENT, false, 1, owner.kv_bytes_per_token - x, e, span};
             if (index)
                 out[(*n)++] = (component_of){C_INDEX, false, 1, x, e, span};
+        } else if (m->attention == KVSHARD_ATTENTION_GQA &&
+                   (cls->flags & KVSHARD__LAYER_INDEX_KEY)) {
+            return fail(err, KVSHARD_EUNMODELED,
+                        "transfer_index: layer %u keeps an indexer key beside GQA heads: moving "
+                        "it is not modelled yet",
+                        layer);
         } else if (m->attention == KVSHARD_ATTENTION_GQA) {
             const kvshard__geometry *g = e == E_WINDOW ? &m->sliding : &m->full;
             /* K and V of a head travel together, with their fp32 scales at fp8. */
@@ -549,7 +555,8 @@ static kvshard_transfer_rank busiest(const rank_sum *sums, size_t count, bool ha
 static uint64_t micros(kvshard__calc *c, uint64_t bytes, uint64_t rate)
 {
     uint64_t whole = kvshard__calc_mul(c, bytes / rate, 1000000);
-    return kvshard__calc_add(c, whole, kvshard__ceil_div((bytes % rate) * 1000000, rate));
+    return kvshard__calc_add(c, whole,
+                             kvshard__ceil_div(kvshard__calc_mul(c, bytes % rate, 1000000), rate));
 }
 
 /* ---- the digest ------------------------------------------------------------------------- */
@@ -754,8 +761,10 @@ static int totals(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan
         if (tt->unique) {
             /* Rounded half up to 4 decimals in whole numbers, exact. */
             uint64_t q = tt->wire / tt->unique, r = tt->wire % tt->unique;
-            uint64_t scaled = kvshard__calc_add(c, kvshard__calc_mul(c, q, 10000),
-                                                (r * 20000 + tt->unique) / (2 * tt->unique));
+            uint64_t scaled =
+                kvshard__calc_add(c, kvshard__calc_mul(c, q, 10000),
+                                  kvshard__calc_add(c, kvshard__calc_mul(c, r, 20000), tt->unique) /
+                                      kvshard__calc_mul(c, 2, tt->unique));
             tt->has_replication = true;
             tt->replication = (double)scaled / 10000.0;
         }
