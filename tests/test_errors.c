@@ -1167,6 +1167,7 @@ static const char *const null_checked[] = {
     "kvshard_transfer_free",
     "kvshard_transfer_edge_count",
     "kvshard_transfer_edge_at",
+    "kvshard_transfer_rank_edges",
     "kvshard_transfer_totals_get",
     "kvshard_transfer_digest",
     "kvshard_transfer_warning_count",
@@ -1498,6 +1499,7 @@ static void test_null_everywhere(void **state)
     kvshard_transfer_free(NULL);
     assert_int_equal(kvshard_transfer_edge_count(NULL), 0);
     assert_null(kvshard_transfer_edge_at(NULL, 0));
+    assert_int_equal(kvshard_transfer_rank_edges(NULL, 0, NULL, false, 0), 0);
     assert_int_equal(kvshard_transfer_digest(NULL), 0);
     assert_int_equal(kvshard_transfer_warning_count(NULL), 0);
     assert_int_equal(kvshard_transfer_warning(NULL, NULL, NULL, 0), KVSHARD_EINVAL);

@@ -102,6 +102,16 @@ static void test_qwen3_5_tp2_to_tp4_split2(void **state)
         assert_string_equal(edge(t, src, td, "ssm", 8 * td)->entry, "state");
     }
 
+    /* What each rank builds its list from: P rank 1 sends the 10 edges to
+     * D ranks 2 and 3; D rank 3 receives 5, all from P rank 1. */
+    size_t mine[16];
+    assert_int_equal(kvshard_transfer_rank_edges(mine, 16, t, false, 1), 10);
+    for (size_t i = 0; i < 10; i++)
+        assert_int_equal(kvshard_transfer_edge_at(t, mine[i])->src, 1);
+    assert_int_equal(kvshard_transfer_rank_edges(mine, 16, t, true, 3), 5);
+    assert_int_equal(kvshard_transfer_edge_at(t, mine[0])->dst, 3);
+    assert_int_equal(kvshard_transfer_rank_edges(NULL, 0, t, true, 7), 0);
+
     kvshard_transfer_totals tt = totals_of(t);
     /* Unique: 10 layers x 2 heads x 1,024 = 20,480 B/token; state
      * (16 + 16 + 32) x 768 + 32 x 65,536 = 2,146,304 B per GDN layer, x 30. */

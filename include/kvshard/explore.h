@@ -328,6 +328,14 @@ KVSHARD_EXPORT size_t kvshard_transfer_edge_count(const kvshard_transfer *transf
 /** Edge `index`, borrowed; NULL when out of range. */
 KVSHARD_EXPORT const kvshard_transfer_edge *
 kvshard_transfer_edge_at(const kvshard_transfer *transfer, size_t index);
+/** The edges one rank takes part in, so that a rank builds its own
+ *  transfer list without a collective: those global rank `global_rank` of
+ *  P sends (`decode` false) or of D receives (`decode` true), as indices
+ *  into the edges, increasing. The first `cap` go into `out` (NULL when
+ *  `cap` is 0); returns how many there are (0 for a NULL transfer). */
+KVSHARD_EXPORT size_t kvshard_transfer_rank_edges(size_t *out, size_t cap,
+                                                  const kvshard_transfer *transfer, bool decode,
+                                                  uint32_t global_rank);
 /** The totals into *out (`size` set by the caller). KVSHARD_EINVAL. */
 KVSHARD_EXPORT int kvshard_transfer_totals_get(kvshard_transfer_totals *out,
                                                const kvshard_transfer *transfer);

@@ -580,6 +580,16 @@ class Transfer
     {
         return edge(index);
     }
+    /** The indices of the edges global rank `global_rank` of P sends
+     *  (`decode` false) or of D receives (`decode` true). */
+    std::vector<std::size_t> rank_edges(bool decode, std::uint32_t global_rank) const
+    {
+        const kvshard_transfer *p = h();
+        std::vector<std::size_t> out(
+            kvshard_transfer_rank_edges(nullptr, 0, p, decode, global_rank));
+        kvshard_transfer_rank_edges(out.data(), out.size(), p, decode, global_rank);
+        return out;
+    }
     /** The bytes, the busiest ranks and the time. */
     kvshard_transfer_totals totals() const
     {

@@ -36,6 +36,10 @@ def test_worked_example():
     assert t.digest == "ee1b03cab8841722"
     assert t.nic == ("ndr400", 50000000000)
     assert t.warnings == ()
+    sent = t.rank_edges("prefill", 1)
+    assert len(sent) == 10 and {e.dst for e in sent} == {2, 3}
+    assert len(t.rank_edges("decode", 3)) == 5
+    assert t.rank_edges("decode", 7) == ()
     doc = t.to_dict()
     assert doc["digest"] == "ee1b03cab8841722"
     assert doc["bytes"]["wire"] == 735477760

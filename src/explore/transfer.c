@@ -915,6 +915,21 @@ const kvshard_transfer_edge *kvshard_transfer_edge_at(const kvshard_transfer *tr
     return transfer && index < transfer->edge_count ? &transfer->edges[index] : NULL;
 }
 
+size_t kvshard_transfer_rank_edges(size_t *out, size_t cap, const kvshard_transfer *transfer,
+                                   bool decode, uint32_t global_rank)
+{
+    size_t count = 0;
+    for (size_t i = 0; transfer && i < transfer->edge_count; i++) {
+        const kvshard_transfer_edge *e = &transfer->edges[i];
+        if ((decode ? e->dst : e->src) != global_rank)
+            continue;
+        if (out && count < cap)
+            out[count] = i;
+        count++;
+    }
+    return count;
+}
+
 int kvshard_transfer_totals_get(kvshard_transfer_totals *out, const kvshard_transfer *transfer)
 {
     int rc = kvshard_call__begin(NULL, out && transfer, "out and transfer");

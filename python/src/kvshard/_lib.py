@@ -706,6 +706,10 @@ _PROTOTYPES = {
     "kvshard_transfer_free": (None, [_P]),
     "kvshard_transfer_edge_count": (c_size_t, [_P]),
     "kvshard_transfer_edge_at": (POINTER(CTransferEdge), [_P, c_size_t]),
+    "kvshard_transfer_rank_edges": (
+        c_size_t,
+        [POINTER(c_size_t), c_size_t, _P, c_bool, c_uint32],
+    ),
     "kvshard_transfer_totals_get": (c_int, [POINTER(CTransferTotals), _P]),
     "kvshard_transfer_digest": (c_uint64, [_P]),
     "kvshard_transfer_warning_count": (c_size_t, [_P]),

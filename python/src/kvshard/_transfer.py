@@ -9,7 +9,7 @@ when the transfer is made.
 from __future__ import annotations
 
 import json
-from ctypes import byref, c_char_p
+from ctypes import byref, c_char_p, c_size_t
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, Optional, Tuple
 
@@ -185,6 +185,19 @@ class Transfer(_Handle):
         """(code, message) pairs: draft_not_sent, draft_not_on_source,
         wire_exceeds_unique."""
         return self._warnings
+
+    def rank_edges(self, side: str, global_rank: int) -> Tuple[TransferEdge, ...]:
+        """The edges global rank `global_rank` of `side` ("prefill" or
+        "decode") sends or receives (kvshard_transfer_rank_edges)."""
+        if side not in ("prefill", "decode"):
+            raise ValueError(f'side must be "prefill" or "decode", not {side!r}')
+        rank = check_uint("global_rank", global_rank, 32)
+        lib = _lib.library()
+        with self._use() as h:
+            n = lib.kvshard_transfer_rank_edges(None, 0, h, side == "decode", rank)
+            found = (c_size_t * max(n, 1))()
+            lib.kvshard_transfer_rank_edges(found, n, h, side == "decode", rank)
+        return tuple(self._edges[found[i]] for i in range(n))
 
     def to_json(self) -> str:
         """The JSON document, as ``kvshard transfer --format=json`` writes it."""
