@@ -119,6 +119,9 @@ static const char general_help[] =
     "       kvshard fit MODEL --gpus=N --device_memory=SIZE [--context_length=L] [FLAG ...]\n"
     "           [--max_tp_size=A] [--max_pp_size=B] [--top=K] [--format=text|json] [-o FILE]\n"
     "       kvshard report CONFIG [FLAG ...] [-o FILE]\n"
+    "       kvshard transfer P_PLAN D_PLAN [--p.KEY=VALUE ...] [--d.KEY=VALUE ...]\n"
+    "           [--context_length=N] [--nic=NAME|RATE] [--p_replica=N] [--d_replica=N]\n"
+    "           [--format=text|json] [-o FILE]\n"
     "       kvshard help [COMMAND] [--engine=NAME]\n"
     "       kvshard --help | -V | --version\n"
     "\n"
@@ -130,6 +133,8 @@ static const char general_help[] =
     "  fit      the layout of N GPUs (TP, stages, data parallelism, split) that\n"
     "           serves the most sequences, with the flags that run it\n"
     "  report   one self-contained HTML page of the plan and the comparison\n"
+    "  transfer which prefill rank sends which part of a request's cache to which\n"
+    "           decode rank, the bytes, and the time at a NIC speed\n"
     "  help     the flags of a command, with their defaults and units\n"
     "\n"
     "FLAGs are the deployment's keys, and override CONFIG (--world_size=8\n"
@@ -302,7 +307,7 @@ static void test_command_help(void **state)
 
     r = cli("help frobnicate");
     assert_string_equal(r.err, "kvshard: unknown command 'frobnicate' (expected plan, compare, "
-                               "fit, report or help)\nTry 'kvshard --help'.\n");
+                               "fit, report, transfer or help)\nTry 'kvshard --help'.\n");
     assert_usage(&r);
     r = cli("help plan --engine=tgi");
     assert_string_equal(r.err, "kvshard: --engine takes kvshard, xllm, vllm, sglang or trtllm, not "
@@ -1226,7 +1231,7 @@ static void test_messages_escaped(void **state)
     run_result r = cli("'\033[31mplan' '%s'", EXAMPLE);
     assert_printable(r.err);
     assert_string_equal(r.err, "kvshard: unknown command '\\x1B[31mplan' (expected plan, compare, "
-                               "fit, report or help)\nTry 'kvshard --help'.\n");
+                               "fit, report, transfer or help)\nTry 'kvshard --help'.\n");
     assert_usage(&r);
     r = cli("plan '%s' '--format=\033]0;x\007'", EXAMPLE);
     assert_printable(r.err);
@@ -1751,7 +1756,7 @@ static void test_readme_outputs(void **state)
     static const char *const docs[] = {
         "docs/cli.md",         "docs/engines.md",  "docs/extending.md", "docs/fit.md",
         "docs/integration.md", "docs/performance.md", "docs/planning.md", "docs/python.md",
-        "docs/report.md",      "docs/stages.md",   "docs/weights.md"};
+        "docs/report.md",      "docs/stages.md",   "docs/weights.md",     "docs/transfer.md"};
     size_t in_docs = 0;
     for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++)
         in_docs += check_command_blocks(&s, docs[i]);

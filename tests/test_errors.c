@@ -1163,6 +1163,17 @@ static const char *const null_checked[] = {
     "kvshard_fit_flags",
     "kvshard_fit_write_json",
     "kvshard_fit_write_text",
+    "kvshard_transfer_create",
+    "kvshard_transfer_free",
+    "kvshard_transfer_edge_count",
+    "kvshard_transfer_edge_at",
+    "kvshard_transfer_rank_edges",
+    "kvshard_transfer_totals_get",
+    "kvshard_transfer_digest",
+    "kvshard_transfer_warning_count",
+    "kvshard_transfer_warning",
+    "kvshard_transfer_write_json",
+    "kvshard_transfer_write_text",
 };
 
 static bool is_null_checked(const char *name, size_t len)
@@ -1477,6 +1488,29 @@ static void test_null_everywhere(void **state)
     fit = NULL;
     assert_int_equal(kvshard_fit_write_json(NULL, discard_writer, NULL), KVSHARD_EINVAL);
     assert_int_equal(kvshard_fit_write_text(NULL, 0, discard_writer, NULL), KVSHARD_EINVAL);
+
+    /* Transfers. */
+    kvshard_transfer *tr = NULL;
+    assert_int_equal(kvshard_transfer_create(NULL, plan, plan, NULL, NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_transfer_create(&tr, NULL, plan, NULL, NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_transfer_create(&tr, plan, NULL, NULL, NULL, &err), KVSHARD_EINVAL);
+    assert_string_equal(err.message, "out, p and d must not be NULL");
+    assert_null(tr);
+    kvshard_transfer_free(NULL);
+    assert_int_equal(kvshard_transfer_edge_count(NULL), 0);
+    assert_null(kvshard_transfer_edge_at(NULL, 0));
+    assert_int_equal(kvshard_transfer_rank_edges(NULL, 0, NULL, false, 0), 0);
+    assert_int_equal(kvshard_transfer_digest(NULL), 0);
+    assert_int_equal(kvshard_transfer_warning_count(NULL), 0);
+    assert_int_equal(kvshard_transfer_warning(NULL, NULL, NULL, 0), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_transfer_write_json(NULL, discard_writer, NULL), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_transfer_write_text(NULL, discard_writer, NULL), KVSHARD_EINVAL);
+    tu_assert_ok(kvshard_transfer_create(&tr, plan, plan, NULL, NULL, &err), &err);
+    assert_int_equal(kvshard_transfer_totals_get(NULL, tr), KVSHARD_EINVAL);
+    kvshard_transfer_totals totals = KVSHARD_TRANSFER_TOTALS_INIT;
+    assert_int_equal(kvshard_transfer_totals_get(&totals, NULL), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_transfer_write_json(tr, NULL, NULL), KVSHARD_EINVAL);
+    kvshard_transfer_free(tr);
 
     /* Comparisons and the report. */
     kvshard_comparison *c = NULL;

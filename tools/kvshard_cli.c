@@ -9,6 +9,7 @@
  * failed write. */
 #define _POSIX_C_SOURCE 200809L
 #include "cli_output.h"
+#include "cli_transfer.h"
 
 #include <kvshard/explore.h>
 #include <kvshard/kvshard.h>
@@ -85,6 +86,17 @@ static const cli_command commands[] = {
      "One self-contained HTML page of the plan and the comparison (the same as\n"
      "kvshard plan --format=html).\n",
      NULL},
+    {"transfer", "P_PLAN D_PLAN [--p.KEY=VALUE ...] [--d.KEY=VALUE ...]\n"
+                 "           [--context_length=N] [--nic=NAME|RATE] [--p_replica=N] [--d_replica=N]\n"
+                 "           [--format=text|json] [-o FILE]",
+     "which prefill rank sends which part of a request's cache to which\n"
+     "           decode rank, the bytes, and the time at a NIC speed",
+     "Which rank of the prefill plan (P) sends which units of which layer's\n"
+     "cache to which rank of the decode plan (D) for one request, the bytes\n"
+     "one request moves (one copy, on the wire, on the busiest rank), the time\n"
+     "at a NIC speed, and a digest both sides can compare. Each side is planned\n"
+     "under the kvshard profile; both plan the same model.\n",
+     "text (the default) or json"},
     {"help", "[COMMAND] [--engine=NAME]", "the flags of a command, with their defaults and units",
      "The flags of a command, with their defaults and units, under the engine\n"
      "profile --engine names (kvshard when none).\n",
@@ -407,11 +419,37 @@ static void help_general(text_buf *b)
                 "value of the deployment file, a failed write.\n");
 }
 
+/* transfer's flags: a side's deployment keys, the request and the network;
+ * `kvshard help plan` lists the keys a side takes. */
+static void help_transfer(text_buf *b, const cli_command *cmd)
+{
+    put_text(b, "\nP_PLAN and D_PLAN are each a deployment YAML file, a model's config.json,\n"
+                "or a model directory; the same file may be given twice.\n\noutput:\n");
+    help_row(b, "--format=FORMAT", cmd->formats);
+    help_row(b, "-o FILE, --output=FILE",
+             "the document replaces FILE whole; - (the default) is standard output");
+    put_text(b, "\nsides:\n");
+    help_row(b, "--p.KEY=VALUE", "a deployment key or flag of P only (--p.world_size=2)");
+    help_row(b, "--d.KEY=VALUE", "a deployment key or flag of D only; a key without a side is "
+                                 "bad usage");
+    help_row(b, "--p_replica=N", "the P replica that prefills the request; default 0");
+    help_row(b, "--d_replica=N", "the D replica that decodes it; default 0");
+    put_text(b, "\nrequest:\n");
+    help_row(b, "--context_length=N", "its tokens; default P's context_length, else D's");
+    help_row(b, "--nic=NAME|RATE", "each rank's network: ndr400 (50 GB/s, the default), xdr800, "
+                                   "hdr200, eth100, or bytes per second as a size (48GB)");
+    put_text(b, "\n'kvshard help plan' lists the deployment keys a side takes.\n");
+}
+
 static void help_command(text_buf *b, const cli_command *cmd, kvshard_engine engine)
 {
     putf(b, "usage: kvshard %s %s\n\n%s", cmd->name, cmd->usage, cmd->about);
     if (strcmp(cmd->name, "help") == 0)
         return;
+    if (strcmp(cmd->name, "transfer") == 0) {
+        help_transfer(b, cmd);
+        return;
+    }
     bool fit = strcmp(cmd->name, "fit") == 0;
     putf(b, "%s is a deployment YAML file, a model's config.json, or a model directory.\n\n"
             "output:\n",
@@ -491,7 +529,7 @@ static int help_args(int argc, char **argv, int *done)
     const cli_command *cmd = name ? command_named(name) : NULL;
     if (name && !cmd) {
         snprintf(message, sizeof message,
-                 "unknown command '%s' (expected plan, compare, fit, report or help)", show(name).text);
+                 "unknown command '%s' (expected plan, compare, fit, report, transfer or help)", show(name).text);
         return usage_error(message);
     }
     const kvshard_options defaults = KVSHARD_OPTIONS_INIT;
@@ -562,12 +600,28 @@ static int fit_flag(cli *c, int argc, char **argv, int *i, int *status)
     return 0;
 }
 
+/* The first argument that is neither a flag nor a flag's value. */
+static const char *first_word(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (takes_value(argv[i]))
+            i++;
+        else if (argv[i][0] != '-' || argv[i][1] == '\0')
+            return argv[i];
+    }
+    return NULL;
+}
+
 static int parse_args(cli *c, int argc, char **argv, int *done)
 {
     *done = 0;
     int status = help_args(argc, argv, done);
     if (*done)
         return status;
+    if (first_word(argc, argv) && strcmp(first_word(argc, argv), "transfer") == 0) {
+        c->command = "transfer";
+        return 0;
+    }
     bool format_given = false;
     char message[256];
     for (int i = 1; i < argc; i++) {
@@ -616,11 +670,11 @@ static int parse_args(cli *c, int argc, char **argv, int *done)
         }
     }
     if (!c->command)
-        return usage_error("missing command (plan, compare, fit, report or help)");
+        return usage_error("missing command (plan, compare, fit, report, transfer or help)");
     const cli_command *cmd = command_named(c->command);
     if (!cmd) {
         snprintf(message, sizeof message,
-                 "unknown command '%s' (expected plan, compare, fit, report or help)",
+                 "unknown command '%s' (expected plan, compare, fit, report, transfer or help)",
                  show(c->command).text);
         return usage_error(message);
     }
@@ -804,7 +858,8 @@ int main(int argc, char **argv)
     int done;
     int status = parse_args(&c, argc, argv, &done);
     if (status == 0 && !done)
-        status = run(&c, inputs);
+        status = strcmp(c.command, "transfer") == 0 ? kvshard_cli__transfer(argc, argv, inputs)
+                                                    : run(&c, inputs);
     kvshard_cli__inputs_free(inputs);
     free(inputs);
     free(c.flags);

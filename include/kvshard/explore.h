@@ -210,6 +210,145 @@ KVSHARD_EXPORT uint32_t kvshard_fit_limited_layouts(const kvshard_fit *fit);
 KVSHARD_EXPORT int kvshard_fit_flags(char *buf, size_t cap, const kvshard_fit *fit,
                                      const char *engine, bool env);
 
+/* ------------------------------------------------------------------------ */
+/** ## Transfer: moving a request's cache from one plan to another */
+/* ------------------------------------------------------------------------ */
+
+/** The map that moves one request's cache from a prefill plan (P) to a
+ *  decode plan (D) of the same model: which P rank sends which units of
+ *  which layers to which D rank, and the bytes. */
+typedef struct kvshard_transfer kvshard_transfer;
+
+/** What a transfer covers besides the two plans. Start from
+ *  KVSHARD_TRANSFER_OPTIONS_INIT. */
+typedef struct kvshard_transfer_options {
+    size_t size;
+    uint32_t p_replica; /**< the P data-parallel replica of the pair */
+    uint32_t d_replica; /**< the D replica */
+    /** The request's length in tokens; 0: none (figures at n are absent). */
+    uint64_t tokens;
+    /** The network each rank sends and receives on: a preset ("ndr400",
+     *  50 GB/s; "xdr800", 100 GB/s; "hdr200", 25 GB/s; "eth100", 12.5 GB/s)
+     *  or a rate in bytes per second written as a size ("48GB"); NULL:
+     *  "ndr400". */
+    const char *nic;
+} kvshard_transfer_options;
+
+#define KVSHARD_TRANSFER_OPTIONS_INIT { sizeof(kvshard_transfer_options), 0u, 0u, 0u, NULL }
+
+/** One edge: a P rank sends units [unit_lo, unit_hi) of one component of
+ *  each of its layers to a D rank. Borrowed from the transfer. */
+typedef struct kvshard_transfer_edge {
+    uint32_t src; /**< global ranks of the sender and the receiver */
+    uint32_t dst;
+    uint32_t src_stage;
+    uint32_t src_tp;
+    uint32_t dst_stage;
+    uint32_t dst_tp;
+    const char *component; /**< "kv", "latent", "index", "conv_q", ..., "ssm" */
+    /** 1 + the component's position in kv, latent, index, window, stream,
+     *  compressor, conv_q, conv_k, conv_v, conv_x, conv_b, conv_c, ssm */
+    uint32_t component_code;
+    const uint32_t *layers; /**< increasing; draft layers as L + d */
+    size_t layer_count;
+    uint32_t unit_lo;
+    uint32_t unit_hi;
+    const char *entry;     /**< "token", "window", "chunk" or "state" */
+    uint32_t entry_code;   /**< token 1, window 2, chunk 3, stream 4, state 5 */
+    uint32_t entry_span;   /**< the window or chunk; 0 for token and state */
+    uint64_t entry_bytes;  /**< (unit_hi - unit_lo) x the unit's bytes */
+    uint64_t bytes_per_token;
+    uint64_t bytes_fixed;
+    bool has_bytes; /**< a request length was given */
+    uint64_t bytes;
+} kvshard_transfer_edge;
+
+/** The bytes one rank sends or receives. */
+typedef struct kvshard_transfer_rank {
+    bool present; /**< false when there is no edge */
+    uint32_t global_rank;
+    uint32_t stage;
+    uint32_t tp;
+    uint64_t bytes_per_token;
+    uint64_t bytes_fixed;
+    bool has_bytes;
+    uint64_t bytes;
+} kvshard_transfer_rank;
+
+/** A transfer's totals. Start from KVSHARD_TRANSFER_TOTALS_INIT. */
+typedef struct kvshard_transfer_totals {
+    size_t size;
+    uint64_t unique_per_token; /**< one copy of the request's cache */
+    uint64_t unique_fixed;
+    uint64_t wire_per_token; /**< the sum over the edges */
+    uint64_t wire_fixed;
+    bool has_bytes; /**< a request length was given */
+    uint64_t tokens;
+    uint64_t unique;
+    uint64_t wire;
+    /** wire / unique rounded half up to 4 decimals; false without a length
+     *  or when unique is 0. */
+    bool has_replication;
+    double replication;
+    kvshard_transfer_rank busiest_source;
+    kvshard_transfer_rank busiest_destination;
+    /** ceil(max(busiest bytes) x 10^6 / NIC rate), with a length. */
+    bool has_time;
+    uint64_t time_us;
+    uint64_t nic_bytes_per_second;
+    const char *nic; /**< the preset's name, or "custom" (static) */
+} kvshard_transfer_totals;
+
+#define KVSHARD_TRANSFER_RANK_INIT { false, 0u, 0u, 0u, 0u, 0u, false, 0u }
+#define KVSHARD_TRANSFER_TOTALS_INIT                                                   \
+    { sizeof(kvshard_transfer_totals), 0u, 0u, 0u, 0u, false, 0u, 0u, 0u, false, 0.0,  \
+      KVSHARD_TRANSFER_RANK_INIT, KVSHARD_TRANSFER_RANK_INIT, false, 0u, 0u, NULL }
+
+/**
+ * The transfer of one request from replica `options->p_replica` of `p` to
+ * replica `options->d_replica` of `d` (`options` NULL:
+ * KVSHARD_TRANSFER_OPTIONS_INIT). Each message starts with its reason's
+ * name: KVSHARD_EINVAL for "transfer_model_mismatch" (naming the first
+ * figure that differs), "transfer_kv_dtype" and "transfer_state_dtype";
+ * KVSHARD_ERANGE for "transfer_replica"; KVSHARD_ETYPE or KVSHARD_ERANGE
+ * for "transfer_nic" (neither a preset nor a size); KVSHARD_EUNMODELED for
+ * "transfer_cp" (context parallelism on a side) and a cache this version
+ * does not move ("transfer_compressed", "transfer_sparse_index", ...);
+ * KVSHARD_EINVAL for NULL arguments, KVSHARD_ENOMEM, KVSHARD_EOVERFLOW.
+ */
+KVSHARD_EXPORT int kvshard_transfer_create(kvshard_transfer **out, const kvshard_plan *p,
+                                           const kvshard_plan *d,
+                                           const kvshard_transfer_options *options,
+                                           const kvshard_allocator *allocator,
+                                           kvshard_error *err);
+/** Release a transfer. NULL is a no-op. */
+KVSHARD_EXPORT void kvshard_transfer_free(kvshard_transfer *transfer);
+/** Edges, ordered by source global rank, destination global rank,
+ *  component, first layer, unit_lo. */
+KVSHARD_EXPORT size_t kvshard_transfer_edge_count(const kvshard_transfer *transfer);
+/** Edge `index`, borrowed; NULL when out of range. */
+KVSHARD_EXPORT const kvshard_transfer_edge *
+kvshard_transfer_edge_at(const kvshard_transfer *transfer, size_t index);
+/** The edges one rank takes part in, so that a rank builds its own
+ *  transfer list without a collective: those global rank `global_rank` of
+ *  P sends (`decode` false) or of D receives (`decode` true), as indices
+ *  into the edges, increasing. The first `cap` go into `out` (NULL when
+ *  `cap` is 0); returns how many there are (0 for a NULL transfer). */
+KVSHARD_EXPORT size_t kvshard_transfer_rank_edges(size_t *out, size_t cap,
+                                                  const kvshard_transfer *transfer, bool decode,
+                                                  uint32_t global_rank);
+/** The totals into *out (`size` set by the caller). KVSHARD_EINVAL. */
+KVSHARD_EXPORT int kvshard_transfer_totals_get(kvshard_transfer_totals *out,
+                                               const kvshard_transfer *transfer);
+/** The 64-bit digest of the edges, which does not depend on the request
+ *  length: P and D ranks compare it to know they computed one map. */
+KVSHARD_EXPORT uint64_t kvshard_transfer_digest(const kvshard_transfer *transfer);
+/** Warnings: "draft_not_sent", "draft_not_on_source",
+ *  "wire_exceeds_unique", each with its message (borrowed). */
+KVSHARD_EXPORT size_t kvshard_transfer_warning_count(const kvshard_transfer *transfer);
+KVSHARD_EXPORT int kvshard_transfer_warning(const char **out_code, const char **out_message,
+                                            const kvshard_transfer *transfer, size_t index);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,8 +1,8 @@
 /*
  * explore.hpp: C++17 wrappers over kvshard/explore.h and kvshard/output.h,
- * on top of kvshard.hpp and with its conventions: kvshard::Comparison and
- * kvshard::Fit own their C handles, and kvshard::to_json(), to_text(),
- * to_svg() and to_html() write a plan.
+ * on top of kvshard.hpp and with its conventions: kvshard::Comparison,
+ * kvshard::Fit and kvshard::Transfer own their C handles, and
+ * kvshard::to_json(), to_text(), to_svg() and to_html() write a plan.
  *
  * Experimental until kvshard 1.0, as the C headers it wraps. Installed
  * only with the explore part of kvshard (KVSHARD_BUILD_EXPLORE).
@@ -501,6 +501,154 @@ inline Fit Fit::create(const Deployment &deployment, const kvshard_fit_options &
     detail::check(kvshard_deployment_fit(&out, deployment.get(), &fit_options, &err), err);
     return Fit(out);
 }
+
+/* ------------------------------------------------------------------------ */
+/* Transfer                                                                  */
+/* ------------------------------------------------------------------------ */
+
+namespace detail
+{
+struct TransferFree {
+    void operator()(kvshard_transfer *p) const noexcept
+    {
+        kvshard_transfer_free(p);
+    }
+};
+} // namespace detail
+
+/** kvshard_transfer_options for a request of `tokens` tokens (0: none) on
+ *  `nic` (nullptr: ndr400), from P replica `p_replica` to D replica
+ *  `d_replica` (KVSHARD_TRANSFER_OPTIONS_INIT otherwise). */
+inline kvshard_transfer_options make_transfer_options(std::uint64_t tokens = 0,
+                                                      const char *nic = nullptr,
+                                                      std::uint32_t p_replica = 0,
+                                                      std::uint32_t d_replica = 0) noexcept
+{
+    kvshard_transfer_options o = KVSHARD_TRANSFER_OPTIONS_INIT;
+    o.tokens = tokens;
+    o.nic = nic;
+    o.p_replica = p_replica;
+    o.d_replica = d_replica;
+    return o;
+}
+
+/** An owned map that moves one request's cache from a prefill plan to a
+ *  decode plan (kvshard_transfer). Edges are borrowed from it. */
+class Transfer
+{
+  public:
+    /** An empty transfer. */
+    Transfer() noexcept = default;
+    /** Adopt a handle from the C API (freed with kvshard_transfer_free()). */
+    explicit Transfer(kvshard_transfer *transfer) noexcept : p_(transfer)
+    {
+    }
+
+    /** The transfer from `prefill` to `decode` (kvshard_transfer_create). */
+    [[nodiscard]] static Transfer
+    create(const Plan &prefill, const Plan &decode,
+           const kvshard_transfer_options &options = make_transfer_options(),
+           const kvshard_allocator *allocator = nullptr)
+    {
+        const kvshard_plan *p = detail::plan_of(prefill);
+        const kvshard_plan *d = detail::plan_of(decode);
+        kvshard_transfer *out = nullptr;
+        kvshard_error err{};
+        detail::check(kvshard_transfer_create(&out, p, d, &options, allocator, &err), err);
+        return Transfer(out);
+    }
+
+    Transfer(Transfer &&) noexcept = default;
+    Transfer &operator=(Transfer &&) noexcept = default;
+    Transfer(const Transfer &) = delete;
+    Transfer &operator=(const Transfer &) = delete;
+    ~Transfer() = default;
+
+    /** Number of edges. */
+    std::size_t size() const
+    {
+        return kvshard_transfer_edge_count(h());
+    }
+    /** Edge `index`, borrowed; KVSHARD_EINVAL when out of range. */
+    const kvshard_transfer_edge &edge(std::size_t index) const
+    {
+        const kvshard_transfer_edge *e = kvshard_transfer_edge_at(h(), index);
+        if (e == nullptr)
+            throw Error(KVSHARD_EINVAL, "kvshard::Transfer::edge: index out of range");
+        return *e;
+    }
+    const kvshard_transfer_edge &operator[](std::size_t index) const
+    {
+        return edge(index);
+    }
+    /** The indices of the edges global rank `global_rank` of P sends
+     *  (`decode` false) or of D receives (`decode` true). */
+    std::vector<std::size_t> rank_edges(bool decode, std::uint32_t global_rank) const
+    {
+        const kvshard_transfer *p = h();
+        std::vector<std::size_t> out(
+            kvshard_transfer_rank_edges(nullptr, 0, p, decode, global_rank));
+        kvshard_transfer_rank_edges(out.data(), out.size(), p, decode, global_rank);
+        return out;
+    }
+    /** The bytes, the busiest ranks and the time. */
+    kvshard_transfer_totals totals() const
+    {
+        kvshard_transfer_totals t = KVSHARD_TRANSFER_TOTALS_INIT;
+        detail::check(kvshard_transfer_totals_get(&t, h()), "kvshard::Transfer::totals");
+        return t;
+    }
+    /** The digest of the map. */
+    std::uint64_t digest() const
+    {
+        return kvshard_transfer_digest(h());
+    }
+
+    /** The JSON document, as `kvshard transfer --format=json` writes it. */
+    std::string to_json() const
+    {
+        const kvshard_transfer *p = h();
+        return detail::TextSink::collect(
+            [p](kvshard_write_fn fn, void *user) {
+                return kvshard_transfer_write_json(p, fn, user);
+            },
+            "kvshard::Transfer::to_json");
+    }
+    /** The text `kvshard transfer` prints. */
+    std::string to_text() const
+    {
+        const kvshard_transfer *p = h();
+        return detail::TextSink::collect(
+            [p](kvshard_write_fn fn, void *user) {
+                return kvshard_transfer_write_text(p, fn, user);
+            },
+            "kvshard::Transfer::to_text");
+    }
+
+    const kvshard_transfer *get() const noexcept
+    {
+        return p_.get();
+    }
+    /** Give up ownership: the caller frees the handle. */
+    kvshard_transfer *release() noexcept
+    {
+        return p_.release();
+    }
+    explicit operator bool() const noexcept
+    {
+        return static_cast<bool>(p_);
+    }
+
+  private:
+    const kvshard_transfer *h() const
+    {
+        if (!p_)
+            detail::throw_empty("Transfer");
+        return p_.get();
+    }
+
+    std::unique_ptr<kvshard_transfer, detail::TransferFree> p_;
+};
 
 } // namespace kvshard
 

@@ -90,6 +90,19 @@ KVSHARD_EXPORT int kvshard_fit_write_json(const kvshard_fit *fit, kvshard_write_
 KVSHARD_EXPORT int kvshard_fit_write_text(const kvshard_fit *fit, size_t top,
                                           kvshard_write_fn write, void *user);
 
+/* ------------------------------------------------------------------------ */
+/** ## Transfers */
+/* ------------------------------------------------------------------------ */
+
+/** The transfer as `kvshard transfer --format=json` writes it. */
+KVSHARD_EXPORT int kvshard_transfer_write_json(const kvshard_transfer *transfer,
+                                               kvshard_write_fn write, void *user);
+/** The transfer as `kvshard transfer` prints it: the sides, the request,
+ *  the bytes, the busiest ranks and the time, the edge table, the warnings
+ *  and the digest line. */
+KVSHARD_EXPORT int kvshard_transfer_write_text(const kvshard_transfer *transfer,
+                                               kvshard_write_fn write, void *user);
+
 #ifdef __cplusplus
 }
 #endif

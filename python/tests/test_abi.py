@@ -53,6 +53,10 @@ STRUCTS: Dict[str, Tuple[type, str]] = {
     "kvshard_fit_options": (_lib.CFitOptions, "KVSHARD_FIT_OPTIONS_INIT"),
     "kvshard_compare_options": (_lib.CCompareOptions, "KVSHARD_COMPARE_OPTIONS_INIT"),
     "kvshard_fit_row": (_lib.CFitRow, ""),
+    "kvshard_transfer_options": (_lib.CTransferOptions, "KVSHARD_TRANSFER_OPTIONS_INIT"),
+    "kvshard_transfer_edge": (_lib.CTransferEdge, ""),
+    "kvshard_transfer_rank": (_lib.CTransferRank, ""),
+    "kvshard_transfer_totals": (_lib.CTransferTotals, "KVSHARD_TRANSFER_TOTALS_INIT"),
 }
 
 # Python enum -> the prefix of its C constants, and the C enum's name.

@@ -34,7 +34,8 @@ def named() -> Set[str]:
 @pytest.mark.parametrize(
     "cls",
     [kvshard.LayerStorage, kvshard.RankMemory, kvshard.StageInfo, kvshard.RankPosition,
-     kvshard.FitRow, kvshard.NotAdmitted, kvshard.KvGeometry, kvshard.StateTensor],
+     kvshard.FitRow, kvshard.NotAdmitted, kvshard.KvGeometry, kvshard.StateTensor,
+     kvshard.TransferEdge, kvshard.TransferRank],
     ids=lambda c: c.__name__,
 )
 def test_every_field_is_named(cls: type, named: Set[str]) -> None:

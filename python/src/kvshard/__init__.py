@@ -87,8 +87,9 @@ from ._objects import (
 )
 from ._options import Options
 from ._settings import SettingInfo, setting_info, settings
+from ._transfer import Transfer, TransferEdge, TransferRank, transfer
 from ._version import __version__
-from . import _enums, _errors, _fit, _objects, _settings
+from . import _enums, _errors, _fit, _objects, _settings, _transfer
 
 #: The C enum kvshard_warning_code, under the name the C API uses. It is
 #: left out of ``__all__`` so that ``from kvshard import *`` does not hide
@@ -106,6 +107,7 @@ __all__ = [
     *_settings.__all__,
     *_objects.__all__,
     *_fit.__all__,
+    *_transfer.__all__,
     *_enums.__all__,
     *_errors.__all__,
 ]

@@ -465,6 +465,77 @@ class CFitRow(Structure):
     ]
 
 
+class CTransferOptions(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("p_replica", c_uint32),
+        ("d_replica", c_uint32),
+        ("tokens", c_uint64),
+        ("nic", c_char_p),
+    ]
+
+
+class CTransferEdge(Structure):
+    # Borrowed from the transfer; no size field.
+    _fields_ = [
+        ("src", c_uint32),
+        ("dst", c_uint32),
+        ("src_stage", c_uint32),
+        ("src_tp", c_uint32),
+        ("dst_stage", c_uint32),
+        ("dst_tp", c_uint32),
+        ("component", c_char_p),
+        ("component_code", c_uint32),
+        ("layers", POINTER(c_uint32)),
+        ("layer_count", c_size_t),
+        ("unit_lo", c_uint32),
+        ("unit_hi", c_uint32),
+        ("entry", c_char_p),
+        ("entry_code", c_uint32),
+        ("entry_span", c_uint32),
+        ("entry_bytes", c_uint64),
+        ("bytes_per_token", c_uint64),
+        ("bytes_fixed", c_uint64),
+        ("has_bytes", c_bool),
+        ("bytes", c_uint64),
+    ]
+
+
+class CTransferRank(Structure):
+    _fields_ = [
+        ("present", c_bool),
+        ("global_rank", c_uint32),
+        ("stage", c_uint32),
+        ("tp", c_uint32),
+        ("bytes_per_token", c_uint64),
+        ("bytes_fixed", c_uint64),
+        ("has_bytes", c_bool),
+        ("bytes", c_uint64),
+    ]
+
+
+class CTransferTotals(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("unique_per_token", c_uint64),
+        ("unique_fixed", c_uint64),
+        ("wire_per_token", c_uint64),
+        ("wire_fixed", c_uint64),
+        ("has_bytes", c_bool),
+        ("tokens", c_uint64),
+        ("unique", c_uint64),
+        ("wire", c_uint64),
+        ("has_replication", c_bool),
+        ("replication", c_double),
+        ("busiest_source", CTransferRank),
+        ("busiest_destination", CTransferRank),
+        ("has_time", c_bool),
+        ("time_us", c_uint64),
+        ("nic_bytes_per_second", c_uint64),
+        ("nic", c_char_p),
+    ]
+
+
 def sized(struct_type):  # type: ignore[no-untyped-def]
     """A new struct of `struct_type` with its `size` field set."""
     s = struct_type()
@@ -628,6 +699,24 @@ _PROTOTYPES = {
     "kvshard_fit_flags": (c_int, [POINTER(c_char), c_size_t, _P, c_char_p, c_bool]),
     "kvshard_fit_write_json": (c_int, [_P, WRITE_FN, c_void_p]),
     "kvshard_fit_write_text": (c_int, [_P, c_size_t, WRITE_FN, c_void_p]),
+    # transfer
+    "kvshard_transfer_create": (
+        c_int,
+        [_PP, _P, _P, POINTER(CTransferOptions), c_void_p, _E],
+    ),
+    "kvshard_transfer_free": (None, [_P]),
+    "kvshard_transfer_edge_count": (c_size_t, [_P]),
+    "kvshard_transfer_edge_at": (POINTER(CTransferEdge), [_P, c_size_t]),
+    "kvshard_transfer_rank_edges": (
+        c_size_t,
+        [POINTER(c_size_t), c_size_t, _P, c_bool, c_uint32],
+    ),
+    "kvshard_transfer_totals_get": (c_int, [POINTER(CTransferTotals), _P]),
+    "kvshard_transfer_digest": (c_uint64, [_P]),
+    "kvshard_transfer_warning_count": (c_size_t, [_P]),
+    "kvshard_transfer_warning": (c_int, [POINTER(c_char_p), POINTER(c_char_p), _P, c_size_t]),
+    "kvshard_transfer_write_json": (c_int, [_P, WRITE_FN, c_void_p]),
+    "kvshard_transfer_write_text": (c_int, [_P, WRITE_FN, c_void_p]),
 }
 
 

@@ -1,0 +1,964 @@
+/* kvshard transfer: which prefill (P) rank sends which units of which
+ * layer's cache to which decode (D) rank, and the bytes one request moves.
+ * Everything is read from the two finished plans through their queries, so
+ * both sides compute the same map without exchanging anything
+ * (docs/transfer.md). */
+#include "explore/transfer.h"
+
+#include "base/alloc.h"
+#include "base/call.h"
+#include "base/checked.h"
+#include "base/error.h"
+#include "base/format.h"
+#include "plan/memory.h"
+#include "plan/plan.h"
+#include "text/scalar.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Components in the order edges sort by; the digest codes them 1 + index. */
+enum component {
+    C_KV,
+    C_LATENT,
+    C_INDEX,
+    C_WINDOW,
+    C_STREAM,
+    C_COMPRESSOR,
+    C_CONV_Q,
+    C_CONV_K,
+    C_CONV_V,
+    C_CONV_X,
+    C_CONV_B,
+    C_CONV_C,
+    C_SSM,
+    C_COUNT
+};
+
+static const char *const component_names[C_COUNT] = {
+    "kv",     "latent", "index",  "window", "stream", "compressor", "conv_q",
+    "conv_k", "conv_v", "conv_x", "conv_b", "conv_c", "ssm"};
+
+/* How a component's entries grow with the request; the digest codes them
+ * 1 + index. */
+enum entry { E_TOKEN, E_WINDOW, E_CHUNK, E_STREAM, E_STATE, E_COUNT };
+
+static const char *const entry_names[E_COUNT] = {"token", "window", "chunk", "stream", "state"};
+
+/* One component of one layer: U units of `unit_bytes` each per entry. */
+typedef struct component_of {
+    enum component comp;
+    bool state; /* spread by the own-units rule on every rank, never split */
+    uint32_t units;
+    uint64_t unit_bytes;
+    enum entry entry;
+    uint32_t span;
+} component_of;
+
+/* Most components one layer has: a hybrid layer's kv and four state parts. */
+#define MAX_COMPONENTS 6
+
+/* The units a piece carries from one P rank to one D rank for one layer. */
+typedef struct piece {
+    uint32_t src, dst, src_stage, src_tp, dst_stage, dst_tp;
+    uint32_t comp, entry, span, lo, hi;
+    uint64_t entry_bytes;
+    uint32_t layer;
+} piece;
+
+typedef struct pieces {
+    const kvshard_allocator *alloc;
+    piece *items;
+    size_t count, cap;
+} pieces;
+
+static int pieces_push(pieces *ps, const piece *p)
+{
+    if (ps->count == ps->cap) {
+        size_t cap = ps->cap ? ps->cap * 2 : 64;
+        piece *grown = kvshard_alloc__bytes(ps->alloc, cap, sizeof *grown);
+        if (!grown)
+            return KVSHARD_ENOMEM;
+        if (ps->count)
+            memcpy(grown, ps->items, ps->count * sizeof *grown);
+        kvshard_alloc__free(ps->alloc, ps->items);
+        ps->items = grown;
+        ps->cap = cap;
+    }
+    ps->items[ps->count++] = *p;
+    return KVSHARD_OK;
+}
+
+static int fail(kvshard_error *err, int code, const char *fmt, ...) KVSHARD__PRINTF(3, 4);
+
+static int fail(kvshard_error *err, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = kvshard_error__vfail(err, code, "", kvshard_error__no_mark, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* ---- the two sides agree --------------------------------------------------------- */
+
+/* The first model figure that differs between the sides, in the order the
+ * documentation gives, or NULL. */
+static const char *model_difference(uint64_t *pv, uint64_t *dv, const kvshard_plan *p,
+                                    const kvshard_plan *d)
+{
+    const kvshard__model_info *a = &p->model, *b = &d->model;
+#define SAME(name, x, y)                                                                           \
+    do {                                                                                           \
+        if ((uint64_t)(x) != (uint64_t)(y)) {                                                      \
+            *pv = (uint64_t)(x);                                                                   \
+            *dv = (uint64_t)(y);                                                                   \
+            return name;                                                                           \
+        }                                                                                          \
+    } while (0)
+    SAME("num_layers", a->num_layers, b->num_layers);
+    SAME("dtype", a->dtype, b->dtype);
+    SAME("attention", a->attention, b->attention);
+    for (uint32_t l = 0; l < a->num_layers; l++) {
+        const kvshard__class *ca = &a->classes[p->class_of[l]], *cb = &b->classes[d->class_of[l]];
+        static char what[4][64];
+        snprintf(what[0], sizeof what[0], "the kind of layer %u", l);
+        SAME(what[0], p->kinds[l], d->kinds[l]);
+        snprintf(what[1], sizeof what[1], "the compression ratio of layer %u", l);
+        SAME(what[1], ca->ratio, cb->ratio);
+        snprintf(what[2], sizeof what[2], "the cache flags of layer %u", l);
+        SAME(what[2], ca->flags, cb->flags);
+        snprintf(what[3], sizeof what[3], "the KV source of layer %u", l);
+        SAME(what[3], p->kv_source ? p->kv_source[l] : -1, d->kv_source ? d->kv_source[l] : -1);
+    }
+    SAME("num_key_value_heads", a->full.heads, b->full.heads);
+    SAME("the K head dim", a->full.k_dim, b->full.k_dim);
+    SAME("the V head dim", a->full.v_dim, b->full.v_dim);
+    SAME("the sliding layers' KV heads", a->sliding.heads, b->sliding.heads);
+    SAME("the sliding layers' K head dim", a->sliding.k_dim, b->sliding.k_dim);
+    SAME("the sliding layers' V head dim", a->sliding.v_dim, b->sliding.v_dim);
+    SAME("kv_lora_rank", a->kv_lora_rank, b->kv_lora_rank);
+    SAME("qk_rope_head_dim", a->qk_rope_head_dim, b->qk_rope_head_dim);
+    SAME("index_head_dim", a->index_head_dim, b->index_head_dim);
+    SAME("head_dim", a->latent_dim, b->latent_dim);
+    SAME("sliding_window", a->sliding_window, b->sliding_window);
+    SAME("attention_chunk_size", a->chunk_size, b->chunk_size);
+    SAME("the state kind", a->state.kind, b->state.kind);
+    SAME("the state heads", a->state.heads, b->state.heads);
+    SAME("the state key heads", a->state.key_heads, b->state.key_heads);
+    SAME("the state head dim", a->state.head_dim, b->state.head_dim);
+    SAME("the state value dim", a->state.value_dim, b->state.value_dim);
+    SAME("the state size", a->state.state_size, b->state.state_size);
+    SAME("the state groups", a->state.groups, b->state.groups);
+    SAME("the convolution kernel", a->state.conv_kernel, b->state.conv_kernel);
+    SAME("the state channels", a->state.channels, b->state.channels);
+    SAME("the draft layers", a->num_draft_layers, b->num_draft_layers);
+    for (uint32_t i = 0; i < a->num_draft_layers; i++)
+        SAME("a draft layer's kind", a->classes[p->draft_class[i]].kind,
+             b->classes[d->draft_class[i]].kind);
+#undef SAME
+    return NULL;
+}
+
+static const char *side_name(bool decode)
+{
+    return decode ? "D" : "P";
+}
+
+static int check_sides(const kvshard_plan *p, const kvshard_plan *d,
+                       const kvshard_transfer_options *o, kvshard_error *err)
+{
+    const kvshard_plan *side[2] = {p, d};
+    uint32_t replica[2] = {o->p_replica, o->d_replica};
+    for (int s = 0; s < 2; s++) {
+        if (side[s]->options.cp_size > 1)
+            return fail(err, KVSHARD_EUNMODELED,
+                        "transfer_cp: cp_size is %u on %s: how an engine spreads a sequence "
+                        "over context-parallel ranks is not modelled",
+                        side[s]->options.cp_size, side_name(s));
+        if (replica[s] >= side[s]->options.dp_size)
+            return fail(err, KVSHARD_ERANGE, "transfer_replica: --%s_replica %u: %s has %u %s",
+                        s ? "d" : "p", replica[s], side_name(s), side[s]->options.dp_size,
+                        side[s]->options.dp_size == 1 ? "replica" : "replicas");
+    }
+    uint64_t pv = 0, dv = 0;
+    const char *what = model_difference(&pv, &dv, p, d);
+    if (what)
+        return fail(err, KVSHARD_EINVAL,
+                    "transfer_model_mismatch: the two sides plan different models: %s is %llu on "
+                    "P and %llu on D",
+                    what, (unsigned long long)pv, (unsigned long long)dv);
+    kvshard_dtype pk = kvshard_plan_kv_cache_dtype(p), dk = kvshard_plan_kv_cache_dtype(d);
+    if (pk != dk)
+        return fail(err, KVSHARD_EINVAL,
+                    "transfer_kv_dtype: the KV cache is %s on P and %s on D: bytes are copied, "
+                    "never converted",
+                    kvshard_dtype_name(pk), kvshard_dtype_name(dk));
+    kvshard_plan_model_info pm = KVSHARD_PLAN_MODEL_INFO_INIT, dm = KVSHARD_PLAN_MODEL_INFO_INIT;
+    (void)kvshard_plan_model(&pm, p);
+    (void)kvshard_plan_model(&dm, d);
+    if (pm.state_dtype != dm.state_dtype)
+        return fail(err, KVSHARD_EINVAL,
+                    "transfer_state_dtype: the state is %s on P and %s on D: bytes are copied, "
+                    "never converted",
+                    kvshard_dtype_name(pm.state_dtype), kvshard_dtype_name(dm.state_dtype));
+    return KVSHARD_OK;
+}
+
+/* ---- what each layer keeps ------------------------------------------------------------ */
+
+/* Whether a side counts its draft layers (speculation on, drafts present). */
+static bool counts_drafts(const kvshard_plan *plan)
+{
+    return plan->model.num_draft_layers > 0 && plan->options.num_speculative_tokens > 0;
+}
+
+/* One indexer key per token: fp8 with an fp32 scale per 128 elements. */
+static uint64_t index_key_bytes(const kvshard__model_info *m)
+{
+    return m->index_head_dim + 4 * kvshard__ceil_div(m->index_head_dim, 128);
+}
+
+static void part(component_of *out, uint32_t *count, enum component comp, uint32_t units,
+                 uint64_t unit_bytes)
+{
+    out[(*count)++] = (component_of){comp, true, units, unit_bytes, E_STATE, 0};
+}
+
+/* The state parts of a layer of `plan`, spread by their own unit counts
+ * (a flat slice of one TP size's packed conv buffer is not another's). */
+static int state_components(component_of *out, uint32_t *n, const kvshard_plan *plan,
+                            uint32_t layer, kvshard_error *err)
+{
+    kvshard_state_tensor t[KVSHARD_MAX_STATE_TENSORS];
+    for (size_t i = 0; i < KVSHARD_MAX_STATE_TENSORS; i++)
+        t[i] = (kvshard_state_tensor)KVSHARD_STATE_TENSOR_INIT;
+    size_t count = 0;
+    uint32_t rank = 0;
+    uint32_t stage = 0;
+    int rc = kvshard_plan_layer_stage(&stage, plan, layer);
+    if (rc == KVSHARD_OK)
+        rank = stage * plan->tp;
+    if (rc == KVSHARD_OK)
+        rc = kvshard_plan_layer_state_shapes(t, KVSHARD_MAX_STATE_TENSORS, &count, plan, rank,
+                                             layer, err);
+    if (rc != KVSHARD_OK)
+        return rc;
+    uint64_t conv = 0, ssm = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (strcmp(t[i].name, "conv") == 0)
+            conv = kvshard_dtype_size(t[i].dtype);
+        else
+            ssm = kvshard_dtype_size(t[i].dtype);
+    }
+    const kvshard__state_dims *s = &plan->model.state;
+    uint64_t k1 = s->conv_kernel ? s->conv_kernel - 1 : 0;
+    uint32_t c = 0;
+    switch (s->kind) {
+    case KVSHARD_STATE_GDN:
+        part(out, &c, C_CONV_Q, s->key_heads, s->head_dim * k1 * conv);
+        part(out, &c, C_CONV_K, s->key_heads, s->head_dim * k1 * conv);
+        part(out, &c, C_CONV_V, s->heads, s->value_dim * k1 * conv);
+        part(out, &c, C_SSM, s->heads, (uint64_t)s->head_dim * s->value_dim * ssm);
+        break;
+    case KVSHARD_STATE_KDA:
+        part(out, &c, C_CONV_Q, s->heads, s->head_dim * k1 * conv);
+        part(out, &c, C_CONV_K, s->heads, s->head_dim * k1 * conv);
+        part(out, &c, C_CONV_V, s->heads, s->head_dim * k1 * conv);
+        part(out, &c, C_SSM, s->heads, (uint64_t)s->head_dim * s->head_dim * ssm);
+        break;
+    case KVSHARD_STATE_LIGHTNING:
+        part(out, &c, C_SSM, s->heads, (uint64_t)s->head_dim * s->head_dim * ssm);
+        break;
+    case KVSHARD_STATE_MAMBA2:
+        part(out, &c, C_CONV_X, s->heads, s->head_dim * k1 * conv);
+        part(out, &c, C_CONV_B, s->groups, s->state_size * k1 * conv);
+        part(out, &c, C_CONV_C, s->groups, s->state_size * k1 * conv);
+        part(out, &c, C_SSM, s->heads, (uint64_t)s->head_dim * s->state_size * ssm);
+        break;
+    case KVSHARD_STATE_MAMBA1:
+        part(out, &c, C_CONV_X, s->channels, k1 * conv);
+        part(out, &c, C_SSM, s->channels, s->state_size * ssm);
+        break;
+    case KVSHARD_STATE_SHORT_CONV: part(out, &c, C_CONV_X, s->channels, k1 * conv); break;
+    default:
+        return fail(err, KVSHARD_EUNMODELED,
+                    "transfer_state_kind: layer %u keeps a state of kind "
+                    "%s, whose parts transfer does not know",
+                    layer, kvshard_state_kind_name(s->kind));
+    }
+    *n = c;
+    return KVSHARD_OK;
+}
+
+/* The components of `layer`, from D's plan (both sides plan one model). */
+static int layer_components(component_of *out, uint32_t *n, const kvshard_plan *plan,
+                            uint32_t layer, kvshard_error *err)
+{
+    *n = 0;
+    kvshard_layer_storage st = KVSHARD_LAYER_STORAGE_INIT;
+    uint32_t stage = 0;
+    int rc = kvshard_plan_layer_stage(&stage, plan, layer);
+    if (rc == KVSHARD_OK)
+        rc = kvshard_plan_layer_storage(&st, plan, stage * plan->tp, layer);
+    if (rc != KVSHARD_OK)
+        return fail(err, rc, "layer %u has no storage on its stage", layer);
+    const kvshard__model_info *m = &plan->model;
+    uint32_t L = m->num_layers;
+    const kvshard__class *cls =
+        layer < L ? &m->classes[plan->class_of[layer]] : &m->classes[plan->draft_class[layer - L]];
+    kvshard_layer_kind kind = (kvshard_layer_kind)cls->kind;
+    if (kind == KVSHARD_LAYER_COMPRESSED)
+        return fail(err, KVSHARD_EUNMODELED,
+                    "transfer_compressed: layer %u is a compressed layer: moving its window, "
+                    "streams and compressor state is not modelled yet",
+                    layer);
+    if (cls->flags & (KVSHARD__LAYER_SPARSE_K | KVSHARD__LAYER_SPARSE_KV))
+        return fail(err, KVSHARD_EUNMODELED,
+                    "transfer_sparse_index: layer %u keeps a GQA sparse index key: moving it is "
+                    "not modelled yet",
+                    layer);
+    bool has_kv = kind == KVSHARD_LAYER_FULL_ATTENTION || kind == KVSHARD_LAYER_HYBRID ||
+                  kind == KVSHARD_LAYER_SLIDING_ATTENTION ||
+                  kind == KVSHARD_LAYER_CHUNKED_ATTENTION;
+    if (has_kv) {
+        enum entry e = kind == KVSHARD_LAYER_SLIDING_ATTENTION   ? E_WINDOW
+                       : kind == KVSHARD_LAYER_CHUNKED_ATTENTION ? E_CHUNK
+                                                                 : E_TOKEN;
+        uint32_t span = e == E_WINDOW ? m->sliding_window : e == E_CHUNK ? m->chunk_size : 0;
+        uint64_t eb = kvshard_dtype_size(kvshard_plan_kv_cache_dtype(plan));
+        if (m->attention == KVSHARD_ATTENTION_MLA) {
+            /* The latent's bytes are the plan's, less the indexer key beside it. */
+            kvshard_layer_storage owner = KVSHARD_LAYER_STORAGE_INIT;
+            uint32_t owner_rank =
+                st.owner_plan_rank >= 0 ? (uint32_t)st.owner_plan_rank : stage * plan->tp;
+            rc = kvshard_plan_layer_storage(&owner, plan, owner_rank, layer);
+            if (rc != KVSHARD_OK)
+                return fail(err, rc, "layer %u has no owner on its stage", layer);
+            bool index = (cls->flags & KVSHARD__LAYER_INDEX_KEY) != 0;
+            uint64_t x = index ? index_key_bytes(m) : 0;
+            out[(*n)++] = (component_of){C_LATENT, false, 1, owner.kv_bytes_per_token - x, e, span};
+            if (index)
+                out[(*n)++] = (component_of){C_INDEX, false, 1, x, e, span};
+        } else if (m->attention == KVSHARD_ATTENTION_GQA &&
+                   (cls->flags & KVSHARD__LAYER_INDEX_KEY)) {
+            return fail(err, KVSHARD_EUNMODELED,
+                        "transfer_index: layer %u keeps an indexer key beside GQA heads: moving "
+                        "it is not modelled yet",
+                        layer);
+        } else if (m->attention == KVSHARD_ATTENTION_GQA) {
+            const kvshard__geometry *g = e == E_WINDOW ? &m->sliding : &m->full;
+            /* K and V of a head travel together, with their fp32 scales at fp8. */
+            uint64_t head = ((uint64_t)g->k_dim + g->v_dim) * eb + (eb == 1 ? 8 : 0);
+            out[(*n)++] = (component_of){C_KV, false, g->heads, head, e, span};
+        } else {
+            return fail(err, KVSHARD_EUNMODELED,
+                        "transfer_attention: layer %u has %s attention, which transfer does not "
+                        "move yet",
+                        layer, kvshard_attention_name(m->attention));
+        }
+    }
+    if (kind == KVSHARD_LAYER_LINEAR_ATTENTION || kind == KVSHARD_LAYER_HYBRID) {
+        uint32_t k = 0;
+        rc = state_components(out + *n, &k, plan, layer, err);
+        if (rc != KVSHARD_OK)
+            return rc;
+        *n += k;
+    }
+    return KVSHARD_OK;
+}
+
+/* The units plan rank `rank` holds of one component of `layer`, [*lo, *hi);
+ * false when it holds none. */
+static bool holding(uint32_t *lo, uint32_t *hi, const kvshard_plan *plan, uint32_t rank,
+                    uint32_t layer, const component_of *c)
+{
+    kvshard_layer_storage st = KVSHARD_LAYER_STORAGE_INIT;
+    if (kvshard_plan_layer_storage(&st, plan, rank, layer) != KVSHARD_OK ||
+        st.holding == KVSHARD_HOLDS_NOT_ON_STAGE)
+        return false;
+    if (c->state) {
+        if (st.state_slot < 0)
+            return false;
+        uint32_t t = rank % plan->tp, count = 0;
+        kvshard_memory__kv_heads(lo, &count, c->units, plan->tp, t, t);
+        *hi = *lo + count;
+        return count > 0;
+    }
+    if (st.holding != KVSHARD_HOLDS_KV && st.holding != KVSHARD_HOLDS_WINDOW &&
+        st.holding != KVSHARD_HOLDS_DRAFT)
+        return false;
+    if (c->comp != C_KV) {
+        *lo = 0;
+        *hi = 1;
+        return true;
+    }
+    *lo = st.kv_head_first;
+    *hi = st.kv_head_first + st.kv_head_count;
+    return st.kv_head_count > 0;
+}
+
+/* ---- the route ------------------------------------------------------------------------ */
+
+typedef struct route {
+    const kvshard_plan *p, *d;
+    uint32_t p_replica, d_replica;
+    uint32_t lo[KVSHARD_MAX_RANKS], hi[KVSHARD_MAX_RANKS]; /* each P rank's holding */
+    bool holds[KVSHARD_MAX_RANKS];
+} route;
+
+/* The pieces of one component of one layer: each unit a D rank holds comes
+ * from the first P rank holding it in the cyclic order from the D rank's
+ * home, floor(t_D x T_P / T_D). */
+static int route_component(pieces *ps, route *r, uint32_t layer, const component_of *c, bool *moved,
+                           kvshard_error *err)
+{
+    uint32_t ps_stage = 0, ds_stage = 0;
+    (void)kvshard_plan_layer_stage(&ps_stage, r->p, layer);
+    (void)kvshard_plan_layer_stage(&ds_stage, r->d, layer);
+    uint32_t tp_p = r->p->tp, tp_d = r->d->tp;
+    for (uint32_t t = 0; t < tp_p; t++)
+        r->holds[t] = holding(&r->lo[t], &r->hi[t], r->p, ps_stage * tp_p + t, layer, c);
+    for (uint32_t td = 0; td < tp_d; td++) {
+        uint32_t lo = 0, hi = 0;
+        if (!holding(&lo, &hi, r->d, ds_stage * tp_d + td, layer, c))
+            continue;
+        *moved = true;
+        uint32_t home = (uint32_t)((uint64_t)td * tp_p / tp_d);
+        uint32_t dst = 0;
+        (void)kvshard_plan_global_rank(&dst, r->d, r->d_replica, ds_stage, 0, td);
+        piece cur;
+        bool open = false;
+        for (uint32_t u = lo; u < hi; u++) {
+            uint32_t src_tp = tp_p;
+            for (uint32_t k = 0; k < tp_p && src_tp == tp_p; k++) {
+                uint32_t t = (home + k) % tp_p;
+                if (r->holds[t] && r->lo[t] <= u && u < r->hi[t])
+                    src_tp = t;
+            }
+            if (src_tp == tp_p)
+                return fail(err, KVSHARD_EUNMODELED,
+                            "transfer_no_source: no P rank holds unit %u of %s of layer %u", u,
+                            component_names[c->comp], layer);
+            if (open && cur.src_tp == src_tp) {
+                cur.hi = u + 1;
+                continue;
+            }
+            if (open) {
+                cur.entry_bytes = (uint64_t)(cur.hi - cur.lo) * c->unit_bytes;
+                if (pieces_push(ps, &cur) != KVSHARD_OK)
+                    return fail(err, KVSHARD_ENOMEM, "out of memory");
+            }
+            uint32_t src = 0;
+            (void)kvshard_plan_global_rank(&src, r->p, r->p_replica, ps_stage, 0, src_tp);
+            cur = (piece){
+                src,     dst, ps_stage, src_tp, ds_stage, td, (uint32_t)c->comp, (uint32_t)c->entry,
+                c->span, u,   u + 1,    0,      layer};
+            open = true;
+        }
+        if (open) {
+            cur.entry_bytes = (uint64_t)(cur.hi - cur.lo) * c->unit_bytes;
+            if (pieces_push(ps, &cur) != KVSHARD_OK)
+                return fail(err, KVSHARD_ENOMEM, "out of memory");
+        }
+    }
+    return KVSHARD_OK;
+}
+
+/* Pieces that differ only in their layer, then by layer: an edge's run. */
+static int piece_order(const void *a, const void *b)
+{
+    const piece *x = a, *y = b;
+    const uint64_t kx[] = {x->src,   x->dst,  x->comp,        x->lo,   x->hi,
+                           x->entry, x->span, x->entry_bytes, x->layer};
+    const uint64_t ky[] = {y->src,   y->dst,  y->comp,        y->lo,   y->hi,
+                           y->entry, y->span, y->entry_bytes, y->layer};
+    for (size_t i = 0; i < sizeof kx / sizeof kx[0]; i++) {
+        if (kx[i] != ky[i])
+            return kx[i] < ky[i] ? -1 : 1;
+    }
+    return 0;
+}
+
+static int edge_order(const void *a, const void *b)
+{
+    const kvshard_transfer_edge *x = a, *y = b;
+    const uint64_t kx[] = {x->src, x->dst, x->component_code, x->layers[0], x->unit_lo};
+    const uint64_t ky[] = {y->src, y->dst, y->component_code, y->layers[0], y->unit_lo};
+    for (size_t i = 0; i < sizeof kx / sizeof kx[0]; i++) {
+        if (kx[i] != ky[i])
+            return kx[i] < ky[i] ? -1 : 1;
+    }
+    return 0;
+}
+
+/* ---- bytes -------------------------------------------------------------------------- */
+
+/* The entries a component keeps for a request of n tokens. */
+static uint64_t entries(enum entry e, uint32_t span, uint64_t n)
+{
+    switch (e) {
+    case E_TOKEN: return n;
+    case E_WINDOW: return n < span ? n : span;
+    case E_CHUNK: return span ? (n - 1) % span + 1 : n;
+    case E_STREAM: return span ? n / span : 0;
+    case E_STATE:
+    case E_COUNT: break;
+    }
+    return 1;
+}
+
+/* What one rank sends or receives, summed over its edges. */
+typedef struct rank_sum {
+    bool present;
+    uint32_t stage, tp;
+    uint64_t per_token, fixed, bytes;
+} rank_sum;
+
+static void rank_add(rank_sum *r, uint32_t stage, uint32_t tp, const kvshard_transfer_edge *e,
+                     kvshard__calc *c)
+{
+    r->present = true;
+    r->stage = stage;
+    r->tp = tp;
+    r->per_token = kvshard__calc_add(c, r->per_token, e->bytes_per_token);
+    r->fixed = kvshard__calc_add(c, r->fixed, e->bytes_fixed);
+    r->bytes = kvshard__calc_add(c, r->bytes, e->bytes);
+}
+
+/* The busiest of `count` ranks: the most bytes at n, without n the most per
+ * token then fixed; ties go to the lowest global rank. */
+static kvshard_transfer_rank busiest(const rank_sum *sums, size_t count, bool has_n)
+{
+    kvshard_transfer_rank best = {false, 0, 0, 0, 0, 0, false, 0};
+    const rank_sum *b = NULL;
+    for (size_t g = 0; g < count; g++) {
+        const rank_sum *r = &sums[g];
+        if (!r->present)
+            continue;
+        bool more = !b || (has_n ? r->bytes > b->bytes
+                                 : r->per_token > b->per_token ||
+                                       (r->per_token == b->per_token && r->fixed > b->fixed));
+        if (more) {
+            b = r;
+            best =
+                (kvshard_transfer_rank){true,         (uint32_t)g, r->stage, r->tp,
+                                        r->per_token, r->fixed,    has_n,    has_n ? r->bytes : 0};
+        }
+    }
+    return best;
+}
+
+/* ceil(bytes x 10^6 / rate) without the product's overflow. */
+static uint64_t micros(kvshard__calc *c, uint64_t bytes, uint64_t rate)
+{
+    uint64_t whole = kvshard__calc_mul(c, bytes / rate, 1000000);
+    return kvshard__calc_add(c, whole,
+                             kvshard__ceil_div(kvshard__calc_mul(c, bytes % rate, 1000000), rate));
+}
+
+/* ---- the digest ------------------------------------------------------------------------- */
+
+static uint64_t rotl(uint64_t v, unsigned s)
+{
+    return (v << s) | (v >> (64 - s));
+}
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v * UINT64_C(0x9E3779B97F4A7C15);
+    return rotl(h, 31) * UINT64_C(0xC2B2AE3D27D4EB4F);
+}
+
+/* A word hash over the edges only, so it names the map whatever the
+ * request's length or the NIC. */
+static uint64_t edges_digest(const kvshard_transfer_edge *edges, size_t count)
+{
+    uint64_t h = UINT64_C(0x6B76736861726458);
+    h = mix(h, count);
+    for (size_t i = 0; i < count; i++) {
+        const kvshard_transfer_edge *e = &edges[i];
+        h = mix(h, e->src);
+        h = mix(h, e->dst);
+        h = mix(h, e->component_code);
+        h = mix(h, e->layer_count);
+        for (size_t k = 0; k < e->layer_count; k++)
+            h = mix(h, e->layers[k]);
+        h = mix(h, e->unit_lo);
+        h = mix(h, e->unit_hi);
+        h = mix(h, e->entry_code);
+        h = mix(h, e->entry_span);
+        h = mix(h, e->entry_bytes);
+    }
+    h ^= h >> 33;
+    h *= UINT64_C(0xFF51AFD7ED558CCD);
+    h ^= h >> 33;
+    h *= UINT64_C(0xC4CEB9FE1A85EC53);
+    h ^= h >> 33;
+    return h;
+}
+
+/* ---- the network ------------------------------------------------------------------------ */
+
+static const struct {
+    const char *name;
+    uint64_t bytes_per_second;
+} nic_presets[] = {
+    {"ndr400", UINT64_C(50000000000)},  /* 400 Gb/s */
+    {"xdr800", UINT64_C(100000000000)}, /* 800 Gb/s */
+    {"hdr200", UINT64_C(25000000000)},  /* 200 Gb/s */
+    {"eth100", UINT64_C(12500000000)},  /* 100 Gb/s */
+};
+
+static int resolve_nic(kvshard_transfer_totals *tt, const char *nic, kvshard_error *err)
+{
+    const char *name = nic ? nic : "ndr400";
+    for (size_t i = 0; i < sizeof nic_presets / sizeof nic_presets[0]; i++) {
+        if (strcmp(name, nic_presets[i].name) == 0) {
+            tt->nic = nic_presets[i].name;
+            tt->nic_bytes_per_second = nic_presets[i].bytes_per_second;
+            return KVSHARD_OK;
+        }
+    }
+    kvshard_error size_err;
+    kvshard_error__reset(&size_err);
+    int rc = kvshard_scalar__parse_size(&tt->nic_bytes_per_second, name, strlen(name), 1, "--nic",
+                                        "", kvshard_error__no_mark, &size_err);
+    if (rc != KVSHARD_OK)
+        return fail(err, rc,
+                    "transfer_nic: --nic is neither a preset (ndr400, xdr800, hdr200, eth100) "
+                    "nor a rate in bytes per second (%s)",
+                    size_err.message);
+    tt->nic = "custom";
+    return KVSHARD_OK;
+}
+
+/* ---- building -------------------------------------------------------------------------- */
+
+static void warn(kvshard_transfer *t, const char *code, const char *fmt, ...) KVSHARD__PRINTF(3, 4);
+
+static void warn(kvshard_transfer *t, const char *code, const char *fmt, ...)
+{
+    if (t->warning_count == KVSHARD__TRANSFER_WARNINGS)
+        return;
+    kvshard__transfer_warning *w = &t->warnings[t->warning_count++];
+    w->code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(w->message, sizeof w->message, fmt, ap);
+    va_end(ap);
+}
+
+static int compare_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* A side as the documents describe it, with the global ranks of its
+ * replica of the pair. */
+static int describe_side(kvshard__transfer_side *s, const kvshard_allocator *alloc,
+                         const kvshard_plan *plan, uint32_t replica)
+{
+    *s = (kvshard__transfer_side){
+        plan->options.world_size, plan->options.dp_size,     plan->pp, plan->tp, plan->split,
+        plan->options.ownership,  plan->options.rank_layout, replica,  NULL,     0};
+    size_t count = (size_t)plan->pp * plan->tp;
+    s->global_ranks = kvshard_alloc__bytes(alloc, count, sizeof *s->global_ranks);
+    if (!s->global_ranks)
+        return KVSHARD_ENOMEM;
+    for (uint32_t stage = 0; stage < plan->pp; stage++) {
+        for (uint32_t t = 0; t < plan->tp; t++)
+            (void)kvshard_plan_global_rank(&s->global_ranks[s->rank_count++], plan, replica, stage,
+                                           0, t);
+    }
+    qsort(s->global_ranks, s->rank_count, sizeof *s->global_ranks, compare_u32);
+    return KVSHARD_OK;
+}
+
+/* The edges of the sorted pieces: runs that differ only in their layer. */
+static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, kvshard__calc *c)
+{
+    t->layers = kvshard_alloc__bytes(&t->alloc, ps->count ? ps->count : 1, sizeof *t->layers);
+    t->edges = kvshard_alloc__calloc(&t->alloc, ps->count ? ps->count : 1, sizeof *t->edges);
+    if (!t->layers || !t->edges)
+        return KVSHARD_ENOMEM;
+    for (size_t i = 0; i < ps->count;) {
+        const piece *p = &ps->items[i];
+        kvshard_transfer_edge *e = &t->edges[t->edge_count++];
+        e->layers = &t->layers[i];
+        size_t k = i;
+        for (; k < ps->count; k++) {
+            piece key = ps->items[k];
+            key.layer = p->layer;
+            if (piece_order(&key, p) != 0)
+                break;
+            t->layers[k] = ps->items[k].layer;
+        }
+        *e = (kvshard_transfer_edge){p->src,
+                                     p->dst,
+                                     p->src_stage,
+                                     p->src_tp,
+                                     p->dst_stage,
+                                     p->dst_tp,
+                                     component_names[p->comp],
+                                     p->comp + 1,
+                                     &t->layers[i],
+                                     k - i,
+                                     p->lo,
+                                     p->hi,
+                                     entry_names[p->entry],
+                                     p->entry + 1,
+                                     p->span,
+                                     p->entry_bytes,
+                                     0,
+                                     0,
+                                     n > 0,
+                                     0};
+        uint64_t run = kvshard__calc_mul(c, e->layer_count, e->entry_bytes);
+        if (p->entry == E_TOKEN)
+            e->bytes_per_token = run;
+        if (p->entry == E_STATE)
+            e->bytes_fixed = run;
+        if (n)
+            e->bytes = kvshard__calc_mul(c, run, entries((enum entry)p->entry, p->span, n));
+        i = k;
+    }
+    qsort(t->edges, t->edge_count, sizeof *t->edges, edge_order);
+    return KVSHARD_OK;
+}
+
+static int totals(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan *d,
+                  const kvshard_transfer_options *o, kvshard__calc *c)
+{
+    kvshard_transfer_totals *tt = &t->totals;
+    uint64_t n = o->tokens;
+    size_t np = p->options.world_size, nd = d->options.world_size;
+    rank_sum *sums = kvshard_alloc__calloc(&t->alloc, np + nd, sizeof *sums);
+    if (!sums)
+        return KVSHARD_ENOMEM;
+    for (size_t i = 0; i < t->edge_count; i++) {
+        const kvshard_transfer_edge *e = &t->edges[i];
+        tt->wire_per_token = kvshard__calc_add(c, tt->wire_per_token, e->bytes_per_token);
+        tt->wire_fixed = kvshard__calc_add(c, tt->wire_fixed, e->bytes_fixed);
+        tt->wire = kvshard__calc_add(c, tt->wire, e->bytes);
+        rank_add(&sums[e->src], e->src_stage, e->src_tp, e, c);
+        rank_add(&sums[np + e->dst], e->dst_stage, e->dst_tp, e, c);
+    }
+    tt->busiest_source = busiest(sums, np, n > 0);
+    tt->busiest_destination = busiest(sums + np, nd, n > 0);
+    kvshard_alloc__free(&t->alloc, sums);
+    tt->has_bytes = n > 0;
+    tt->tokens = n;
+    if (n) {
+        uint64_t most = tt->busiest_source.bytes > tt->busiest_destination.bytes
+                            ? tt->busiest_source.bytes
+                            : tt->busiest_destination.bytes;
+        tt->has_time = true;
+        tt->time_us = micros(c, most, tt->nic_bytes_per_second);
+        if (tt->unique) {
+            /* Rounded half up to 4 decimals in whole numbers, exact. */
+            uint64_t q = tt->wire / tt->unique, r = tt->wire % tt->unique;
+            uint64_t scaled =
+                kvshard__calc_add(c, kvshard__calc_mul(c, q, 10000),
+                                  kvshard__calc_add(c, kvshard__calc_mul(c, r, 20000), tt->unique) /
+                                      kvshard__calc_mul(c, 2, tt->unique));
+            tt->has_replication = true;
+            tt->replication = (double)scaled / 10000.0;
+        }
+    }
+    if (tt->wire_per_token > tt->unique_per_token || tt->wire_fixed > tt->unique_fixed) {
+        char wire[32], unique[32];
+        bool per_token = tt->wire_per_token > tt->unique_per_token;
+        kvshard_format__grouped_text(wire, sizeof wire,
+                                     per_token ? tt->wire_per_token : tt->wire_fixed);
+        kvshard_format__grouped_text(unique, sizeof unique,
+                                     per_token ? tt->unique_per_token : tt->unique_fixed);
+        warn(t, "wire_exceeds_unique",
+             "the wire carries %s B %s against %s B of one copy: D keeps replicas (a split on D, "
+             "or a smaller D TP size, moves less)",
+             wire, per_token ? "per token" : "per request", unique);
+    }
+    return KVSHARD_OK;
+}
+
+static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan *d,
+                 const kvshard_transfer_options *o, kvshard_error *err)
+{
+    int rc = resolve_nic(&t->totals, o->nic, err);
+    if (rc == KVSHARD_OK)
+        rc = check_sides(p, d, o, err);
+    if (rc != KVSHARD_OK)
+        return rc;
+    t->model_type = kvshard_alloc__strdup(&t->alloc, d->model_type ? d->model_type : "");
+    if (!t->model_type || describe_side(&t->prefill, &t->alloc, p, o->p_replica) != KVSHARD_OK ||
+        describe_side(&t->decode, &t->alloc, d, o->d_replica) != KVSHARD_OK)
+        return fail(err, KVSHARD_ENOMEM, "out of memory");
+    uint32_t L = d->model.num_layers, drafts = d->model.num_draft_layers;
+    bool p_drafts = counts_drafts(p), d_drafts = counts_drafts(d);
+    if (p_drafts && !d_drafts)
+        warn(t, "draft_not_sent", "P counts %u draft layer%s and D does not: not sent", drafts,
+             drafts == 1 ? "" : "s");
+    if (d_drafts && !p_drafts)
+        warn(t, "draft_not_on_source", "D counts %u draft layer%s and P does not: D rebuilds them",
+             drafts, drafts == 1 ? "" : "s");
+    t->num_layers = L;
+    t->num_draft_layers = p_drafts && d_drafts ? drafts : 0;
+    t->attention = d->model.attention;
+    t->state_kind = d->model.state.kind;
+    t->kv_cache_dtype = kvshard_plan_kv_cache_dtype(d);
+    kvshard_plan_model_info dm = KVSHARD_PLAN_MODEL_INFO_INIT;
+    (void)kvshard_plan_model(&dm, d);
+    t->state_dtype = dm.state_dtype;
+
+    route *r = kvshard_alloc__calloc(&t->alloc, 1, sizeof *r);
+    pieces ps = {&t->alloc, NULL, 0, 0};
+    if (!r)
+        return fail(err, KVSHARD_ENOMEM, "out of memory");
+    *r = (route){.p = p, .d = d, .p_replica = o->p_replica, .d_replica = o->d_replica};
+    kvshard__calc c = {false, false, false};
+    kvshard_transfer_totals *tt = &t->totals;
+    for (uint32_t layer = 0; rc == KVSHARD_OK && layer < L + t->num_draft_layers; layer++) {
+        component_of comps[MAX_COMPONENTS];
+        uint32_t count = 0;
+        rc = layer_components(comps, &count, d, layer, err);
+        for (uint32_t i = 0; rc == KVSHARD_OK && i < count; i++) {
+            bool moved = false;
+            rc = route_component(&ps, r, layer, &comps[i], &moved, err);
+            if (!moved)
+                continue;
+            /* One copy of what D holds: U units of every component moved. */
+            uint64_t copy = kvshard__calc_mul(&c, comps[i].units, comps[i].unit_bytes);
+            if (comps[i].entry == E_TOKEN)
+                tt->unique_per_token = kvshard__calc_add(&c, tt->unique_per_token, copy);
+            if (comps[i].entry == E_STATE)
+                tt->unique_fixed = kvshard__calc_add(&c, tt->unique_fixed, copy);
+            if (o->tokens)
+                tt->unique = kvshard__calc_add(
+                    &c, tt->unique,
+                    kvshard__calc_mul(&c, copy, entries(comps[i].entry, comps[i].span, o->tokens)));
+        }
+    }
+    kvshard_alloc__free(&t->alloc, r);
+    if (rc == KVSHARD_OK) {
+        qsort(ps.items, ps.count, sizeof *ps.items, piece_order);
+        rc = make_edges(t, &ps, o->tokens, &c);
+    }
+    kvshard_alloc__free(&t->alloc, ps.items);
+    if (rc == KVSHARD_OK)
+        rc = totals(t, p, d, o, &c);
+    if (rc == KVSHARD_ENOMEM)
+        return fail(err, KVSHARD_ENOMEM, "out of memory");
+    if (rc != KVSHARD_OK)
+        return rc;
+    if (c.overflow)
+        return fail(err, KVSHARD_EOVERFLOW, "the transfer's bytes pass 2^64 - 1");
+    t->digest = edges_digest(t->edges, t->edge_count);
+    return KVSHARD_OK;
+}
+
+/* ---- public ------------------------------------------------------------------------------ */
+
+int kvshard_transfer_create(kvshard_transfer **out, const kvshard_plan *p, const kvshard_plan *d,
+                            const kvshard_transfer_options *options,
+                            const kvshard_allocator *allocator, kvshard_error *err)
+{
+    int rc = kvshard_call__begin(err, out && p && d, "out, p and d");
+    if (rc == KVSHARD_OK)
+        rc = kvshard_call__allocator(err, allocator);
+    const kvshard_transfer_options defaults = KVSHARD_TRANSFER_OPTIONS_INIT;
+    const kvshard_transfer_options *o = options ? options : &defaults;
+    if (rc == KVSHARD_OK)
+        rc = kvshard_call__size(err, "kvshard_transfer_options", o->size, sizeof *o,
+                                "KVSHARD_TRANSFER_OPTIONS_INIT");
+    if (rc != KVSHARD_OK)
+        return rc;
+    *out = NULL;
+    kvshard_allocator a = kvshard_alloc__allocator_or_default(allocator);
+    kvshard_transfer *t = kvshard_alloc__calloc(&a, 1, sizeof *t);
+    if (!t)
+        return fail(err, KVSHARD_ENOMEM, "out of memory");
+    t->alloc = a;
+    t->totals.size = sizeof t->totals;
+    rc = build(t, p, d, o, err);
+    if (rc != KVSHARD_OK) {
+        kvshard_transfer_free(t);
+        return rc;
+    }
+    *out = t;
+    return KVSHARD_OK;
+}
+
+void kvshard_transfer_free(kvshard_transfer *transfer)
+{
+    if (!transfer)
+        return;
+    kvshard_allocator a = transfer->alloc;
+    kvshard_alloc__free(&a, transfer->edges);
+    kvshard_alloc__free(&a, transfer->layers);
+    kvshard_alloc__free(&a, transfer->model_type);
+    kvshard_alloc__free(&a, transfer->prefill.global_ranks);
+    kvshard_alloc__free(&a, transfer->decode.global_ranks);
+    kvshard_alloc__free(&a, transfer);
+}
+
+size_t kvshard_transfer_edge_count(const kvshard_transfer *transfer)
+{
+    return transfer ? transfer->edge_count : 0;
+}
+
+const kvshard_transfer_edge *kvshard_transfer_edge_at(const kvshard_transfer *transfer,
+                                                      size_t index)
+{
+    return transfer && index < transfer->edge_count ? &transfer->edges[index] : NULL;
+}
+
+size_t kvshard_transfer_rank_edges(size_t *out, size_t cap, const kvshard_transfer *transfer,
+                                   bool decode, uint32_t global_rank)
+{
+    size_t count = 0;
+    for (size_t i = 0; transfer && i < transfer->edge_count; i++) {
+        const kvshard_transfer_edge *e = &transfer->edges[i];
+        if ((decode ? e->dst : e->src) != global_rank)
+            continue;
+        if (out && count < cap)
+            out[count] = i;
+        count++;
+    }
+    return count;
+}
+
+int kvshard_transfer_totals_get(kvshard_transfer_totals *out, const kvshard_transfer *transfer)
+{
+    int rc = kvshard_call__begin(NULL, out && transfer, "out and transfer");
+    if (rc == KVSHARD_OK)
+        rc = kvshard_call__size(NULL, "kvshard_transfer_totals", out->size, sizeof *out,
+                                "KVSHARD_TRANSFER_TOTALS_INIT");
+    if (rc == KVSHARD_OK)
+        *out = transfer->totals;
+    return rc;
+}
+
+uint64_t kvshard_transfer_digest(const kvshard_transfer *transfer)
+{
+    return transfer ? transfer->digest : 0;
+}
+
+size_t kvshard_transfer_warning_count(const kvshard_transfer *transfer)
+{
+    return transfer ? transfer->warning_count : 0;
+}
+
+int kvshard_transfer_warning(const char **out_code, const char **out_message,
+                             const kvshard_transfer *transfer, size_t index)
+{
+    if (!transfer || index >= transfer->warning_count)
+        return KVSHARD_EINVAL;
+    if (out_code)
+        *out_code = transfer->warnings[index].code;
+    if (out_message)
+        *out_message = transfer->warnings[index].message;
+    return KVSHARD_OK;
+}

@@ -1,0 +1,45 @@
+/* The transfer object: the map that moves one request's cache from a
+ * prefill plan to a decode plan, read by its queries and its writers. */
+#ifndef KVSHARD_EXPLORE_TRANSFER_H
+#define KVSHARD_EXPLORE_TRANSFER_H
+
+#include "kvshard/explore.h"
+
+/* One side of the pair, as the documents describe it. */
+typedef struct kvshard__transfer_side {
+    uint32_t world_size, dp_size, pp_size, tp_size, split;
+    kvshard_ownership ownership;
+    kvshard_rank_layout rank_layout;
+    uint32_t replica;
+    uint32_t *global_ranks; /* the replica's, increasing */
+    size_t rank_count;
+} kvshard__transfer_side;
+
+/* A warning of the transfer: its name and message. */
+typedef struct kvshard__transfer_warning {
+    const char *code;
+    char message[256];
+} kvshard__transfer_warning;
+
+#define KVSHARD__TRANSFER_WARNINGS 3u
+
+struct kvshard_transfer {
+    kvshard_allocator alloc;
+    kvshard_transfer_edge *edges;
+    size_t edge_count;
+    uint32_t *layers; /* every edge's layers, one block */
+    kvshard_transfer_totals totals;
+    uint64_t digest;
+    kvshard__transfer_warning warnings[KVSHARD__TRANSFER_WARNINGS];
+    size_t warning_count;
+    kvshard__transfer_side prefill, decode;
+    /* The model both sides plan. */
+    char *model_type;
+    uint32_t num_layers;
+    uint32_t num_draft_layers; /* moved: 0 unless both sides count them */
+    kvshard_attention attention;
+    kvshard_state_kind state_kind;
+    kvshard_dtype kv_cache_dtype, state_dtype;
+};
+
+#endif /* KVSHARD_EXPLORE_TRANSFER_H */
