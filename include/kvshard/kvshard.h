@@ -185,7 +185,11 @@ typedef enum kvshard_status {
      *  any type (GQA, MLA, DSA, compressed) in full, sliding-window,
      *  chunked or counted draft layers: every engine gives each rank the
      *  same number of query heads. */
-    KVSHARD_EQHEADS = -37
+    KVSHARD_EQHEADS = -37,
+    /** The split's communication cannot be priced as asked: a mechanism
+     *  the model has no data for (selected_kv without a DSA indexer), or a
+     *  prefix hit that covers the whole prompt. */
+    KVSHARD_ECOMM = -38
 } kvshard_status;
 
 /** Static English name of a status code ("no memory for one block", ...).

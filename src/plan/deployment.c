@@ -37,6 +37,50 @@ int kvshard_deployment__locate(const kvshard_deployment *deployment, int rc,
     return rc;
 }
 
+/* The comm: inputs, when some were given, with the plan's unsplit twin
+ * the estimate compares against. Errors here are the inputs' own: a
+ * prefix hit that is the whole prompt. */
+static int attach_comm(kvshard_plan *p, const kvshard_deployment *deployment,
+                       const kvshard_options *options, kvshard_diag__ctx *diag)
+{
+    for (int i = KVSHARD__OPT_COMM_DECODE; i < KVSHARD__OPT_COUNT; i++)
+        p->comm_given |= deployment->sites[i].set;
+    if (!p->comm_given)
+        return KVSHARD_OK;
+    p->comm = deployment->explore.comm;
+    p->query_heads = deployment->model->sites[KVSHARD__SITE_Q_HEADS].value;
+    const kvshard__comm_inputs *c = &p->comm;
+    uint32_t prompt = c->prompt_length ? c->prompt_length : p->options.context_length;
+    if (prompt && c->prefix_hit >= prompt) {
+        diag->option = "comm_prefix_hit";
+        return kvshard_error__fail(diag->err, KVSHARD_ECOMM, "", kvshard_error__no_mark,
+                                   "comm_prefix_hit: %u cached tokens of a %u-token prompt "
+                                   "leave nothing to prefill; it must be below the prompt "
+                                   "length",
+                                   c->prefix_hit, prompt);
+    }
+    if (c->decode == KVSHARD__COMM_SELECTED_KV && !p->model.has_indexer) {
+        diag->option = "comm_decode";
+        return kvshard_error__fail(diag->err, KVSHARD_ECOMM, "", kvshard_error__no_mark,
+                                   "comm_decode: selected_kv sends the rows a DSA indexer "
+                                   "selects, and this model has no indexer");
+    }
+    if (p->split > 1) {
+        kvshard_options unsplit = *options;
+        unsplit.enable_layerwise_split = false;
+        kvshard_diag__ctx quiet = kvshard_diag__on(NULL);
+        if (kvshard_plan__create(&p->comm_unsplit, deployment->model, &unsplit,
+                                 &deployment->alloc, &quiet) != KVSHARD_OK)
+            p->comm_unsplit = NULL;
+        if (p->comm_unsplit) {
+            p->comm_unsplit->comm_given = true;
+            p->comm_unsplit->comm = p->comm;
+            p->comm_unsplit->query_heads = p->query_heads;
+        }
+    }
+    return KVSHARD_OK;
+}
+
 /* Flags skipped under --ignore_unknown_flags change what the engine runs
  * but not the plan: its last warning, flags_ignored, names them, so that a
  * plan of the wrong deployment does not pass for the right one. */
@@ -55,6 +99,10 @@ int kvshard_deployment_plan(kvshard_plan **out, const kvshard_deployment *deploy
                                   &deployment->alloc, &diag);
     if ((rc = kvshard_deployment__locate(deployment, rc, &diag)) != 0)
         return rc;
+    if (p && (rc = attach_comm(p, deployment, &options, &diag)) != 0) {
+        kvshard_plan_free(p);
+        return kvshard_deployment__locate(deployment, rc, &diag);
+    }
     if (deployment->skipped_count && p->warning_count < KVSHARD__MAX_WARNINGS) {
         kvshard__warning *w = &p->warnings[p->warning_count++];
         w->code = KVSHARD_WARN_FLAGS_IGNORED;

@@ -81,6 +81,7 @@ void kvshard_plan_free(kvshard_plan *plan)
     if (!plan)
         return;
     kvshard_allocator a = plan->alloc;
+    kvshard_plan_free(plan->comm_unsplit);
     if (plan->figure_ranks && plan->ranks)
         kvshard_alloc__free(&a, plan->ranks); /* fit's figures: sized once the stride is known */
     kvshard_alloc__free(&a, plan);
