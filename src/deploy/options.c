@@ -105,7 +105,7 @@ static const kvshard_options__link_preset link_presets[] = {
     [KVSHARD__LINK_NVLINK5] = {"nvlink5", 900000000000u, 5.0,
                                "NVLink 5 of B200, 1.8 TB/s both directions; alpha assumed"},
     [KVSHARD__LINK_HCCS] = {"hccs", 67000000000u, 7.0,
-                            "fitted to xLLM's profile of split collectives on 2 Ascend NPUs"},
+                            "fitted to a published profile of split collectives on 2 Ascend NPUs"},
     [KVSHARD__LINK_PCIE4X16] = {"pcie4x16", 24000000000u, 15.0,
                                 "PCIe 4.0 x16, the share peer-to-peer copies reach; alpha assumed"},
     [KVSHARD__LINK_PCIE5X16] = {"pcie5x16", 48000000000u, 15.0,
@@ -139,6 +139,12 @@ kvshard_options__accelerator_preset_of(kvshard__comm_accelerator accelerator)
 {
     return &accelerator_presets[accelerator <= KVSHARD__ACCEL_CUSTOM ? accelerator
                                                                       : KVSHARD__ACCEL_CUSTOM];
+}
+
+const char *kvshard_options__comm_mechanism_name(kvshard__comm_mechanism m)
+{
+    const kvshard_value__word *w = kvshard_value__word_of(decode_words, (int)m);
+    return m != KVSHARD__COMM_NONE && w ? w->text : NULL;
 }
 
 typedef struct option_def {

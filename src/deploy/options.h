@@ -128,6 +128,9 @@ const kvshard_options__link_preset *kvshard_options__link_preset_of(kvshard__com
 const kvshard_options__accelerator_preset *
 kvshard_options__accelerator_preset_of(kvshard__comm_accelerator accelerator);
 
+/* A mechanism's word ("owner_attention"); NULL for none. */
+const char *kvshard_options__comm_mechanism_name(kvshard__comm_mechanism m);
+
 /* The deployment keys that only compare and fit read: no fields of
  * kvshard_options, so a deployment keeps them beside it, and
  * kvshard_compare_options and kvshard_fit_options carry them into a call. */

@@ -4,24 +4,13 @@
  * it reads over the memory bandwidth; and the throughput both give. */
 #include "explore/comm.h"
 
+#include "base/error.h"
+#include "kvshard/explore.h"
 #include "model/dtype.h"
 #include "model/weights.h"
 #include "plan/plan.h"
 
 #include <string.h>
-
-static const char *const mechanism_names[] = {
-    [KVSHARD__COMM_NONE] = NULL,
-    [KVSHARD__COMM_OWNER_ATTENTION] = "owner_attention",
-    [KVSHARD__COMM_SELECTED_KV] = "selected_kv",
-    [KVSHARD__COMM_HISTORY_ROWS] = "history_rows",
-    [KVSHARD__COMM_FULL_LAYER] = "full_layer",
-};
-
-const char *kvshard_comm__mechanism_name(kvshard__comm_mechanism m)
-{
-    return m <= KVSHARD__COMM_FULL_LAYER ? mechanism_names[m] : NULL;
-}
 
 bool kvshard_comm__given(const kvshard_plan *p)
 {
@@ -404,4 +393,57 @@ void kvshard_comm__rank_received(bool *has_decode, uint64_t *decode, bool *has_p
         decode_layer(&unused, decode, place->split_rank, c, p, &lb, (uint32_t)p->owner[i]);
         prefill_layer(&unused, prefill, place->split_rank, c, p, &lb, (uint32_t)p->owner[i]);
     }
+}
+
+int kvshard_plan_comm(kvshard_comm_estimate *out, const kvshard_plan *plan, kvshard_error *err)
+{
+    kvshard_error__reset(err);
+    if (!out || !plan || out->size != sizeof *out)
+        return kvshard_error__fail(err, KVSHARD_EINVAL, "", kvshard_error__no_mark,
+                                   "out and plan must not be NULL, and out->size must be "
+                                   "sizeof(kvshard_comm_estimate) (KVSHARD_COMM_ESTIMATE_INIT)");
+    kvshard_comm_estimate e = KVSHARD_COMM_ESTIMATE_INIT;
+    if (!plan->comm_given) {
+        *out = e;
+        return KVSHARD_OK;
+    }
+    kvshard__comm c;
+    int rc = kvshard_comm__of(&c, NULL, plan, err);
+    if (rc)
+        return rc;
+    e.given = true;
+    e.split_size = c.split;
+    e.decode_mechanism = kvshard_options__comm_mechanism_name(c.decode_mechanism);
+    e.prefill_mechanism = kvshard_options__comm_mechanism_name(c.prefill_mechanism);
+    e.has_link = c.has_link;
+    e.link_name = c.has_link ? c.link_name : NULL;
+    e.link_bandwidth = c.link_bandwidth;
+    e.link_latency_us = c.link_latency_us;
+    e.has_accelerator = c.has_accelerator;
+    e.accelerator_name = c.has_accelerator ? c.accelerator_name : NULL;
+    e.hbm_bandwidth = c.hbm_bandwidth;
+    e.has_batch = c.has_batch;
+    e.batch = c.batch;
+    e.decode_collectives = c.decode.collectives;
+    e.has_decode_bytes = c.decode.has_bytes;
+    e.decode_link_bytes = c.decode.link_bytes;
+    e.has_decode_time = c.decode.has_time;
+    e.decode_comm_us = c.decode.comm_us;
+    e.has_step = c.has_step;
+    e.base_us = c.base_us;
+    e.step_us = c.step_us;
+    e.tpot_us = c.tpot_us;
+    e.throughput = c.throughput;
+    e.throughput_total = c.throughput_total;
+    e.has_unsplit = c.has_unsplit;
+    e.unsplit_throughput = c.unsplit_throughput;
+    e.has_gain = c.has_gain;
+    e.throughput_gain = c.throughput_gain;
+    e.prefill_collectives = c.prefill.collectives;
+    e.has_prefill_bytes = c.prefill.has_bytes;
+    e.prefill_link_bytes = c.prefill.link_bytes;
+    e.has_prefill_time = c.prefill.has_time;
+    e.prefill_comm_us = c.prefill.comm_us;
+    *out = e;
+    return KVSHARD_OK;
 }

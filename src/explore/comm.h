@@ -69,7 +69,7 @@ typedef struct kvshard__comm {
 /* Whether plan `p` was given any comm input: only then is it priced. */
 bool kvshard_comm__given(const kvshard_plan *p);
 
-/* Whether its model is a DSA model, whose mechanisms xLLM published. */
+/* Whether its model is a DSA model, the one kind whose mechanisms were published. */
 bool kvshard_comm__published_for(const kvshard_plan *p);
 
 /* The estimate of plan `p` (p->comm_given) into *out, and each stage's into
@@ -83,8 +83,5 @@ int kvshard_comm__of(kvshard__comm *out, kvshard__comm_stage *stages, const kvsh
 void kvshard_comm__rank_received(bool *has_decode, uint64_t *decode, bool *has_prefill,
                                  uint64_t *prefill, const kvshard_plan *p, const kvshard__comm *c,
                                  uint32_t rank);
-
-/* The mechanism's word ("owner_attention"). */
-const char *kvshard_comm__mechanism_name(kvshard__comm_mechanism m);
 
 #endif /* KVSHARD_EXPLORE_COMM_H */

@@ -157,8 +157,8 @@ int kvshard_comm_out__json(kvshard__out *o, const kvshard_plan *plan)
     if (rc == KVSHARD_OK) {
         kvshard_writer__out_raw(o, "  \"comm\": {");
         count(o, "split_size", true, c.split, true);
-        word(o, "decode_mechanism", kvshard_comm__mechanism_name(c.decode_mechanism), false);
-        word(o, "prefill_mechanism", kvshard_comm__mechanism_name(c.prefill_mechanism), false);
+        word(o, "decode_mechanism", kvshard_options__comm_mechanism_name(c.decode_mechanism), false);
+        word(o, "prefill_mechanism", kvshard_options__comm_mechanism_name(c.prefill_mechanism), false);
         word(o, "owner_output", c.owner_scatter ? "scatter" : "broadcast", false);
         key(o, "mechanism_default", false);
         kvshard_writer__out_raw(o, c.mechanism_default ? "true" : "false");
@@ -235,8 +235,8 @@ static void tokens_per_s(kvshard__out *o, double v)
 static void text_inputs(kvshard__out *o, const kvshard_plan *plan, const kvshard__comm *c)
 {
     kvshard_writer__out_printf(o, "comm       estimate, not a measurement: split %u", c->split);
-    const char *d = kvshard_comm__mechanism_name(c->decode_mechanism);
-    const char *p = kvshard_comm__mechanism_name(c->prefill_mechanism);
+    const char *d = kvshard_options__comm_mechanism_name(c->decode_mechanism);
+    const char *p = kvshard_options__comm_mechanism_name(c->prefill_mechanism);
     kvshard_writer__out_printf(o, ", decode %s", d ? d : "none");
     if (c->decode_mechanism == KVSHARD__COMM_OWNER_ATTENTION)
         kvshard_writer__out_printf(o, " (output %s)", c->owner_scatter ? "scatter" : "broadcast");
