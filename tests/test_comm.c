@@ -235,6 +235,11 @@ static void refusals(void **state)
     TU_REFUSED(KVSHARD_ECOMM, "selected_kv", SEED, "--comm_decode=selected_kv");
     TU_REFUSED(KVSHARD_ERANGE, "comm_prefill", SEED, "--comm_prefill=owner_attention");
     TU_REFUSED(KVSHARD_ERANGE, "comm_link_bandwidth", SEED, "--comm_link_bandwidth=0");
+    /* A custom link or accelerator is its figures. */
+    TU_REFUSED(KVSHARD_EMISSING, "comm_input_missing: a custom link needs both", SEED_PLAN,
+               "--comm_link=custom", "--comm_link_bandwidth=24GB");
+    TU_REFUSED(KVSHARD_EMISSING, "a custom accelerator needs comm_hbm_bandwidth", SEED_PLAN,
+               "--comm_accelerator=custom");
     assert_string_equal(kvshard_status_name(KVSHARD_ECOMM), "comm");
 }
 

@@ -121,6 +121,31 @@ static int attach_comm(kvshard_plan *p, const kvshard_deployment *deployment,
                                    "length",
                                    c->prefix_hit, prompt);
     }
+    /* A custom link or accelerator is its figures: without them nothing
+     * can be priced. */
+    bool preset_link = c->link != KVSHARD__LINK_NONE && c->link != KVSHARD__LINK_CUSTOM;
+    bool implied_link =
+        c->link == KVSHARD__LINK_NONE &&
+        kvshard_options__accelerator_preset_of(c->accelerator)->link != KVSHARD__LINK_NONE;
+    bool custom_link = c->link == KVSHARD__LINK_CUSTOM ||
+                       (!preset_link && !implied_link &&
+                        (c->link_bandwidth || c->link_latency_us > 0));
+    if (custom_link && (!c->link_bandwidth || !(c->link_latency_us > 0))) {
+        diag->option = c->link_bandwidth ? "comm_link_bandwidth"
+                       : c->link_latency_us > 0 ? "comm_link_latency"
+                                                : "comm_link";
+        return kvshard_error__fail(diag->err, KVSHARD_EMISSING, "", kvshard_error__no_mark,
+                                   "comm_input_missing: a custom link needs both "
+                                   "comm_link_bandwidth and comm_link_latency (%s is missing)",
+                                   c->link_bandwidth ? "comm_link_latency"
+                                                     : "comm_link_bandwidth");
+    }
+    if (c->accelerator == KVSHARD__ACCEL_CUSTOM && !c->hbm_bandwidth) {
+        diag->option = "comm_accelerator";
+        return kvshard_error__fail(diag->err, KVSHARD_EMISSING, "", kvshard_error__no_mark,
+                                   "comm_input_missing: a custom accelerator needs "
+                                   "comm_hbm_bandwidth");
+    }
     if (c->decode == KVSHARD__COMM_SELECTED_KV && !p->model.has_indexer) {
         diag->option = "comm_decode";
         return kvshard_error__fail(diag->err, KVSHARD_ECOMM, "", kvshard_error__no_mark,
