@@ -258,6 +258,81 @@ static void no_weights(void **state)
     kvshard_plan_free(p);
 }
 
+/* GLM-5, TP 8: 78 DSA layers, H_l = 64 / 8 = 8, q_w = 512 + 64 = 576,
+ * o_w = 512, bf16 (a = 2); every layer keeps its index key, so no producer
+ * layers. B = 64, owner attention, a custom link of 450 GB/s and a flat
+ * alpha of 10 us. Per layer and token the query piece is 8 x 576 x 2 =
+ * 9,216 B and a rank's output 8 x 512 x 2 = 8,192 B: a step moves
+ * 78 x 64 x (S - 1) x (9,216 + 8,192) with scatter and
+ * 78 x 64 x ((S - 1) x 9,216 + S x 8,192) with broadcast, in 156
+ * collectives; the time is 156 x 10 + the scatter bytes / 450e9 s. */
+static void glm5_split_sizes(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *split;
+        uint64_t scatter, broadcast;
+        double flat_us;
+    } rows[] = {
+        /* 78 x 64 x 17,408 = 86,900,736; 78 x 64 x 25,600 = 127,795,200;
+         * 1,560 + 193.11275 */
+        {"--layerwise_split_size=2", 86900736u, 127795200u, 1560.0 + 86900736.0 / 450e3},
+        /* x 3 x 17,408 = 260,702,208; 78 x 64 x (27,648 + 32,768) */
+        {"--layerwise_split_size=4", 260702208u, 301596672u, 1560.0 + 260702208.0 / 450e3},
+        /* x 7 x 17,408 = 608,305,152; 78 x 64 x (64,512 + 65,536) */
+        {"--layerwise_split_size=8", 608305152u, 649199616u, 1560.0 + 608305152.0 / 450e3},
+    };
+    static const double printed_ms[] = {1.75, 2.14, 2.91};
+    for (size_t i = 0; i < 3; i++) {
+        kvshard_plan *p = NULL;
+        TU_PLAN(&p, "models/glm_5.json", "--world_size=8", "--enable_layerwise_split=true",
+                rows[i].split, "--comm_batch=64", "--comm_link=custom",
+                "--comm_link_bandwidth=450GB", "--comm_link_latency=10",
+                "--comm_alpha_rule=flat", "--comm_owner_output=scatter");
+        kvshard_comm_estimate e = estimate_of(p);
+        assert_int_equal(e.decode_collectives, 156);
+        assert_int_equal(e.decode_link_bytes, rows[i].scatter);
+        assert_near(e.decode_comm_us, rows[i].flat_us, 1e-6);
+        assert_near(round(e.decode_comm_us / 10.0) / 100.0, printed_ms[i], 1e-9);
+        kvshard_plan_free(p);
+        TU_PLAN(&p, "models/glm_5.json", "--world_size=8", "--enable_layerwise_split=true",
+                rows[i].split, "--comm_batch=64", "--comm_link=custom",
+                "--comm_link_bandwidth=450GB", "--comm_link_latency=10",
+                "--comm_alpha_rule=flat");
+        e = estimate_of(p);
+        assert_int_equal(e.decode_link_bytes, rows[i].broadcast);
+        kvshard_plan_free(p);
+    }
+}
+
+/* xLLM's measured run: DP 2 x TP 8, S = 2, one sequence a replica (B = 1,
+ * tau = 1), hccs. The all-gather's count a rank is 1 x 8 x 576 = 4,608
+ * elements (9,216 B) and the output broadcast's 1 x 2 x 8 x 512 = 8,192
+ * (16,384 B): 78 x 25,600 = 1,996,800 B in 156 collectives, 156 x 7 us +
+ * 1,996,800 / 67e9 s = 1,092 + 29.80 = 1.12 ms a step. */
+static void glm5_measured_counts(void **state)
+{
+    (void)state;
+    kvshard_plan *p = NULL;
+    TU_PLAN(&p, "models/glm_5.json", "--world_size=16", "--dp_size=2",
+            "--enable_layerwise_split=true", "--layerwise_split_size=2", "--comm_batch=1",
+            "--comm_link=hccs");
+    kvshard_comm_estimate e = estimate_of(p);
+    assert_int_equal(e.decode_collectives, 156);
+    assert_int_equal(e.decode_link_bytes, 78u * (4608u * 2u + 8192u * 2u));
+    assert_near(e.decode_comm_us, 156.0 * 7.0 + 1996800.0 / 67e3, 1e-6);
+    assert_near(round(e.decode_comm_us / 10.0) / 100.0, 1.12, 1e-9);
+    kvshard_plan_free(p);
+    /* Its base step reads the rows index_topk selects: refused by name. */
+    TU_PLAN(&p, "models/glm_5.json", "--world_size=8", "--enable_layerwise_split=true",
+            "--layerwise_split_size=2", "--comm_accelerator=ascend_910c");
+    kvshard_comm_estimate refused = KVSHARD_COMM_ESTIMATE_INIT;
+    kvshard_error err;
+    assert_int_equal(kvshard_plan_comm(&refused, p, &err), KVSHARD_EUNMODELED);
+    tu_assert_contains(err.message, "index_topk");
+    kvshard_plan_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -265,6 +340,7 @@ int main(void)
         cmocka_unit_test(seed_scatter),         cmocka_unit_test(seed_full_layer),
         cmocka_unit_test(no_input_no_comm),     cmocka_unit_test(link_without_accelerator),
         cmocka_unit_test(refusals),             cmocka_unit_test(no_weights),
+        cmocka_unit_test(glm5_split_sizes),     cmocka_unit_test(glm5_measured_counts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

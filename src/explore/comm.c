@@ -8,6 +8,7 @@
 #include "kvshard/explore.h"
 #include "model/dtype.h"
 #include "model/weights.h"
+#include "plan/memory.h"
 #include "plan/plan.h"
 
 #include <string.h>
@@ -40,46 +41,78 @@ static double alpha_of(const kvshard__comm *c, uint32_t s)
     return c->link_latency_us * rounds;
 }
 
-/* What a split layer's owner keeps per token: a GQA layer's KV for the
- * union of its group's heads. Only GQA full attention with linear and
- * no-cache layers beside it is modelled yet; the rest is refused by name. */
+/* What a split layer's owner keeps per token: its KV part (a GQA layer's
+ * KV for the union of its group's heads, an MLA latent) and its index part
+ * (a DSA indexer key), which move as separate collectives. GQA and MLA
+ * full attention with linear and no-cache layers beside it, all KV layers
+ * of one class, are modelled; the rest is refused by name. */
 typedef struct layer_bytes {
-    uint64_t row;       /* r: per token, as the owner stores it */
-    uint64_t row_own;   /* per token for one rank's own heads */
-    uint64_t state;     /* one linear layer's state per sequence */
+    uint64_t row_kv;     /* r_kv: per token, as the owner stores it */
+    uint64_t index;      /* x: its indexer key per token; 0 without one */
+    uint64_t row_own_kv; /* per token for one rank's own heads */
+    uint64_t state;      /* one linear layer's state per sequence */
+    uint64_t q_width, o_width; /* query and output elements per head */
 } layer_bytes;
 
 static int layer_bytes_of(layer_bytes *lb, const kvshard_plan *p, kvshard_error *err)
 {
-    static const char *const kind_words[] = {"full-attention",   "linear",   "sliding-window",
-                                             "hybrid",           "no-cache", "compressed",
-                                             "shared-KV",        "chunked"};
-    if (p->model.attention != KVSHARD_ATTENTION_GQA || p->model.sparse_index_dim)
+    static const char *const kind_words[] = {"full-attention", "linear",    "sliding-window",
+                                             "hybrid",         "no-cache",  "compressed",
+                                             "shared-KV",      "chunked"};
+    const kvshard__model_info *m = &p->model;
+    if (m->attention == KVSHARD_ATTENTION_COMPRESSED || m->sparse_index_dim)
         return kvshard_error__fail(err, KVSHARD_EUNMODELED, "", kvshard_error__no_mark,
-                                   "comm: the estimate models GQA attention without a sparse "
-                                   "index so far; this model's attention is not priced yet");
-    for (uint32_t i = 0; i < p->model.num_layers; i++) {
+                                   "comm: the estimate prices GQA and MLA attention so far; "
+                                   "compressed attention and GQA sparse-index keys are not "
+                                   "priced yet");
+    int kv_class = -1;
+    for (uint32_t i = 0; i < m->num_layers; i++) {
         uint8_t k = p->kinds[i];
         if (k != KVSHARD_LAYER_FULL_ATTENTION && k != KVSHARD_LAYER_LINEAR_ATTENTION &&
             k != KVSHARD_LAYER_NO_CACHE)
             return kvshard_error__fail(err, KVSHARD_EUNMODELED, "", kvshard_error__no_mark,
-                                       "comm: layer %u is a %s layer; the estimate models "
+                                       "comm: layer %u is a %s layer; the estimate prices "
                                        "full-attention, linear and no-cache layers so far",
                                        i, k < 8 ? kind_words[k] : "other");
+        if (k != KVSHARD_LAYER_FULL_ATTENTION)
+            continue;
+        if (kv_class >= 0 && p->class_of[i] != kv_class)
+            return kvshard_error__fail(err, KVSHARD_EUNMODELED, "", kvshard_error__no_mark,
+                                       "comm: layer %u caches otherwise than layer %u; the "
+                                       "estimate prices KV layers of one kind so far",
+                                       i, (unsigned)kv_class);
+        kv_class = p->class_of[i];
     }
     memset(lb, 0, sizeof *lb);
     lb->state = p->state_per_layer;
-    /* Every KV layer is of one class here: a rank's bytes over its layers. */
-    for (uint32_t r = 0; r < p->split && p->split > 0; r++) {
+    bool mla = m->attention == KVSHARD_ATTENTION_MLA;
+    if (mla && m->has_indexer && kv_class >= 0) {
+        /* A layer that reuses an earlier layer's top-k makes that layer a
+         * producer, whose indices move too: not priced yet. */
+        if (!(m->classes[kv_class].flags & KVSHARD__LAYER_INDEX_KEY))
+            return kvshard_error__fail(err, KVSHARD_EUNMODELED, "", kvshard_error__no_mark,
+                                       "comm: DSA layers that reuse another layer's top-k "
+                                       "indices are not priced yet");
+        kvshard__memory_inputs in = kvshard_plan__memory_inputs(p);
+        lb->index = kvshard_memory__index_key_bytes(&in);
+    }
+    uint64_t row = 0;
+    /* Every KV layer is of one class: a rank's bytes over its layers. */
+    for (uint32_t r = 0; r < p->split; r++) {
         uint32_t owned = p->owned_counts[r];
         if (owned) {
-            lb->row = p->ranks[r].kv_bytes_per_token / owned;
+            row = p->ranks[r].kv_bytes_per_token / owned;
             break;
         }
     }
-    /* Past R, an owner stores the heads of S/R ranks (docs/planning.md). */
+    lb->row_kv = row > lb->index ? row - lb->index : 0;
+    /* Past R, a GQA owner stores the heads of S/R ranks (docs/planning.md). */
     uint32_t widen = p->split > p->replication && p->replication ? p->split / p->replication : 1;
-    lb->row_own = lb->row / (widen ? widen : 1);
+    lb->row_own_kv = lb->row_kv / (widen ? widen : 1);
+    /* MLA is attended in absorbed form: the query in the latent and its
+     * RoPE part, the output in the latent. */
+    lb->q_width = mla ? (uint64_t)m->kv_lora_rank + m->qk_rope_head_dim : m->full.k_dim;
+    lb->o_width = mla ? m->kv_lora_rank : m->full.v_dim;
     return KVSHARD_OK;
 }
 
@@ -105,6 +138,20 @@ static void price(kvshard__comm_traffic *t, const kvshard__comm *c)
                      (double)t->link_bytes * 1e6 / (double)c->link_bandwidth;
 }
 
+/* The owner broadcasts `rows` rows of a layer: its KV part, then its
+ * index part when it has one. */
+static void broadcast_rows(kvshard__comm_traffic *t, uint64_t *received, uint32_t rank,
+                           const kvshard__comm *c, const layer_bytes *lb, uint32_t owner,
+                           uint64_t rows)
+{
+    add(t, c, BROADCAST, rows * lb->row_kv);
+    *received += rank == owner ? 0 : rows * lb->row_kv;
+    if (lb->index) {
+        add(t, c, BROADCAST, rows * lb->index);
+        *received += rank == owner ? 0 : rows * lb->index;
+    }
+}
+
 /* Per decode step: what one split layer moves, as collectives into `t`;
  * *received gains what split rank `rank` receives (the owner is the root). */
 static void decode_layer(kvshard__comm_traffic *t, uint64_t *received, uint32_t rank,
@@ -113,7 +160,7 @@ static void decode_layer(kvshard__comm_traffic *t, uint64_t *received, uint32_t 
 {
     uint64_t a = c->activation_bytes, tau = c->tokens_per_step;
     uint64_t heads = p->tp ? p->query_heads / p->tp : 0;
-    uint64_t width = p->model.full.k_dim, out_width = p->model.full.v_dim;
+    uint64_t width = lb->q_width, out_width = lb->o_width;
     uint64_t s = c->split;
     switch (c->decode_mechanism) {
     case KVSHARD__COMM_OWNER_ATTENTION: {
@@ -125,16 +172,13 @@ static void decode_layer(kvshard__comm_traffic *t, uint64_t *received, uint32_t 
         *received += (s - 1) * q + (rank == owner ? 0 : o);
         break;
     }
-    case KVSHARD__COMM_HISTORY_ROWS: {
-        uint64_t m = c->microbatch * c->context_length * lb->row;
-        add(t, c, BROADCAST, m);
-        *received += rank == owner ? 0 : m;
-        break;
-    }
+    case KVSHARD__COMM_HISTORY_ROWS:
     case KVSHARD__COMM_FULL_LAYER: {
-        uint64_t m = p->cap.num_blocks * p->options.block_size * lb->row;
-        add(t, c, BROADCAST, m);
-        *received += rank == owner ? 0 : m;
+        /* Every sequence's history, or the whole pool; the index keys apart. */
+        uint64_t rows = c->decode_mechanism == KVSHARD__COMM_HISTORY_ROWS
+                            ? c->microbatch * c->context_length
+                            : p->cap.num_blocks * p->options.block_size;
+        broadcast_rows(t, received, rank, c, lb, owner, rows);
         break;
     }
     default: break; /* selected_kv is refused for a model without an indexer */
@@ -150,11 +194,10 @@ static void prefill_layer(kvshard__comm_traffic *t, uint64_t *received, uint32_t
         uint64_t h = c->prefix_hit + j * c->chunk;
         if (h == 0)
             continue; /* no history: nothing to send */
-        uint64_t m = c->prefill_mechanism == KVSHARD__COMM_FULL_LAYER
-                         ? p->cap.num_blocks * p->options.block_size * lb->row
-                         : h * lb->row;
-        add(t, c, BROADCAST, m);
-        *received += rank == owner ? 0 : m;
+        uint64_t rows = c->prefill_mechanism == KVSHARD__COMM_FULL_LAYER
+                            ? p->cap.num_blocks * p->options.block_size
+                            : h;
+        broadcast_rows(t, received, rank, c, lb, owner, rows);
     }
 }
 
@@ -167,7 +210,7 @@ static uint64_t reads_per_sequence(const kvshard_plan *p, const kvshard__comm *c
     bool owner_reads = c->split > 1 && c->decode_mechanism == KVSHARD__COMM_OWNER_ATTENTION;
     for (uint32_t i = p->stages[s].first; i < p->stages[s].first + p->stages[s].count; i++) {
         if (p->kinds[i] == KVSHARD_LAYER_FULL_ATTENTION)
-            total += n * (owner_reads ? lb->row : lb->row_own);
+            total += n * (owner_reads ? lb->row_kv : lb->row_own_kv);
         else if (p->kinds[i] == KVSHARD_LAYER_LINEAR_ATTENTION)
             total += 2 * lb->state; /* read and written */
     }
@@ -337,6 +380,11 @@ static int estimate(kvshard__comm *c, kvshard__comm_stage *stages, const kvshard
                                        : sums[k]->has_time && parts[k]->has_time;
         }
     }
+    if (c->has_accelerator && lb.index)
+        return kvshard_error__fail(err, KVSHARD_EUNMODELED, "", kvshard_error__no_mark,
+                                   "comm: the decode base step of a DSA model reads the rows "
+                                   "its index_topk selects, which is not priced yet; without "
+                                   "comm_accelerator the communication figures are given");
     price_steps(c, stages, p, &lb);
     return KVSHARD_OK;
 }
