@@ -719,7 +719,9 @@ void kvshard_options__flag_default(char *buf, size_t cap, const kvshard_options_
 /* ---- fields by offset ----------------------------------------------------- */
 
 /* The explore keys of options that carry none: their defaults. */
-static const kvshard__explore_keys no_explore_keys = {false, 0, {0}};
+/* A prompt is prefilled 8,192 tokens a forward: the chunk the mainstream
+ * engines' servers take on 80 GB devices (docs/comm.md). */
+static const kvshard__explore_keys no_explore_keys = {false, 0, {.chunk = 8192}};
 
 /* Where option `d` lives in `o`; an explore key, which options do not
  * carry, reads as its default. */

@@ -333,7 +333,10 @@ static int estimate(kvshard__comm *c, kvshard__comm_stage *stages, const kvshard
     c->tokens_per_step = c->microbatch * (1 + (uint64_t)p->options.num_speculative_tokens);
     c->overlap = c->split > 1 && c->decode_mechanism == KVSHARD__COMM_FULL_LAYER;
     c->prompt_length = in->prompt_length ? in->prompt_length : p->options.context_length;
-    c->chunk = in->chunk ? in->chunk : 8192;
+    c->chunk = in->chunk ? in->chunk
+                         : (uint32_t)kvshard_options__option_value(&p->options,
+                                                                   KVSHARD__OPT_COMM_CHUNK)
+                               .u;
     c->prefix_hit = in->prefix_hit;
     if (c->prompt_length) {
         c->chunks = ceil_div(c->prompt_length - c->prefix_hit, c->chunk);
@@ -348,6 +351,8 @@ static int estimate(kvshard__comm *c, kvshard__comm_stage *stages, const kvshard
     for (uint32_t s = 0; s < p->pp; s++) {
         kvshard__comm_stage *st = &stages[s];
         memset(st, 0, sizeof *st);
+        /* The group's totals; what each rank receives is
+         * kvshard_comm__rank_received's. */
         uint64_t unused_decode = 0, unused_prefill = 0;
         for (uint32_t i = p->stages[s].first;
              c->split > 1 && i < p->stages[s].first + p->stages[s].count; i++) {
