@@ -333,6 +333,28 @@ static void glm5_measured_counts(void **state)
     kvshard_plan_free(p);
 }
 
+/* The comm: section of a deployment file: its keys are the flags without
+ * "comm_", and a flag wins over the file. The link implied by bi_v100
+ * keeps its name with the file's latency: 20 x 15.5 + 3,932,160 / 24e9 s =
+ * 310 + 163.84 = 473.84 us (scatter). */
+static void deployment_section(void **state)
+{
+    (void)state;
+    kvshard_plan *p = NULL;
+    TU_PLAN(&p, "deploy/comm_seed.yaml");
+    kvshard_comm_estimate e = estimate_of(p);
+    assert_string_equal(e.link_name, "pcie4x16");
+    assert_near(e.link_latency_us, 15.5, 0.0);
+    assert_int_equal(e.decode_link_bytes, 3932160u);
+    assert_near(e.decode_comm_us, 473.84, 1e-9);
+    kvshard_plan_free(p);
+    /* The flag's output broadcast over the file's scatter: 5,898,240 B. */
+    TU_PLAN(&p, "deploy/comm_seed.yaml", "--comm_owner_output=broadcast");
+    e = estimate_of(p);
+    assert_int_equal(e.decode_link_bytes, 5898240u);
+    kvshard_plan_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -341,6 +363,7 @@ int main(void)
         cmocka_unit_test(no_input_no_comm),     cmocka_unit_test(link_without_accelerator),
         cmocka_unit_test(refusals),             cmocka_unit_test(no_weights),
         cmocka_unit_test(glm5_split_sizes),     cmocka_unit_test(glm5_measured_counts),
+        cmocka_unit_test(deployment_section),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
