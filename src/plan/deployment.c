@@ -101,7 +101,8 @@ static void comm_warnings(kvshard_plan *p)
 
 /* The comm: inputs, when some were given, with the plan's unsplit twin
  * the estimate compares against. Errors here are the inputs' own: a
- * prefix hit that is the whole prompt. */
+ * prefix hit that is the whole prompt, a custom link or accelerator
+ * without its figures, selected rows of a model without an indexer. */
 static int attach_comm(kvshard_plan *p, const kvshard_deployment *deployment,
                        const kvshard_options *options, kvshard_diag__ctx *diag)
 {
