@@ -1754,9 +1754,9 @@ static void test_readme_outputs(void **state)
     assert_true(check_command_blocks(&s, "README.md") >= 4);
     /* Every document under docs/ with its own examples. */
     static const char *const docs[] = {
-        "docs/cli.md",         "docs/engines.md",  "docs/extending.md", "docs/fit.md",
-        "docs/integration.md", "docs/performance.md", "docs/planning.md", "docs/python.md",
-        "docs/report.md",      "docs/stages.md",   "docs/weights.md",     "docs/transfer.md"};
+        "docs/cli.md",         "docs/comm.md",        "docs/engines.md",  "docs/extending.md",
+        "docs/fit.md",         "docs/integration.md", "docs/performance.md", "docs/planning.md",
+        "docs/python.md",      "docs/report.md",      "docs/stages.md",   "docs/weights.md",     "docs/transfer.md"};
     size_t in_docs = 0;
     for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++)
         in_docs += check_command_blocks(&s, docs[i]);

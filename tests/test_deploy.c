@@ -548,7 +548,7 @@ static void test_settings_set_rejects(void **state)
 static void test_option_table(void **state)
 {
     (void)state;
-    assert_int_equal(kvshard_option_count(), 29);
+    assert_int_equal(kvshard_option_count(), 43); /* 29, and the 14 keys of comm: */
     kvshard_option_info info = KVSHARD_OPTION_INFO_INIT;
     assert_int_equal(kvshard_option_info_at(&info, 0), KVSHARD_OK);
     assert_string_equal(info.name, "world_size");
@@ -613,7 +613,7 @@ static void test_option_table(void **state)
         fields++;
     }
     assert_int_equal(fields, 27);
-    assert_int_equal(kvshard_option_info_at(&info, 29), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_option_info_at(&info, 43), KVSHARD_EINVAL);
     assert_int_equal(kvshard_option_find(&info, "max_cache_size"), KVSHARD_EUNKNOWNKEY);
     info.size = 1;
     assert_int_equal(kvshard_option_info_at(&info, 0), KVSHARD_EINVAL);
@@ -632,10 +632,11 @@ static size_t flag_count(kvshard_engine engine)
 static void test_flag_table(void **state)
 {
     (void)state;
-    assert_int_equal(flag_count(KVSHARD_ENGINE_KVSHARD), 37);
-    assert_int_equal(flag_count(KVSHARD_ENGINE_XLLM), 37);
-    assert_int_equal(flag_count(KVSHARD_ENGINE_VLLM), 49);
-    assert_int_equal(flag_count(KVSHARD_ENGINE_SGLANG), 50);
+    /* Each with the 14 --comm_ flags, kvshard's own under every profile. */
+    assert_int_equal(flag_count(KVSHARD_ENGINE_KVSHARD), 51);
+    assert_int_equal(flag_count(KVSHARD_ENGINE_XLLM), 51);
+    assert_int_equal(flag_count(KVSHARD_ENGINE_VLLM), 63);
+    assert_int_equal(flag_count(KVSHARD_ENGINE_SGLANG), 64);
     kvshard_flag_info f = KVSHARD_FLAG_INFO_INIT;
     assert_int_equal(kvshard_flag_info_at(&f, KVSHARD_ENGINE_KVSHARD, 0), KVSHARD_OK);
     assert_string_equal(f.name, "world_size");
@@ -664,19 +665,19 @@ static void test_flag_table(void **state)
     assert_int_equal(kvshard_flag_info_at(&f, KVSHARD_ENGINE_VLLM, 9), KVSHARD_OK);
     assert_string_equal(f.also[0], "mamba-ssm-cache-dtype");
     assert_string_equal(f.doc, "auto, float32, bfloat16 or float16");
-    assert_int_equal(kvshard_flag_info_at(&f, KVSHARD_ENGINE_VLLM, 30), KVSHARD_OK);
+    assert_int_equal(kvshard_flag_info_at(&f, KVSHARD_ENGINE_VLLM, 44), KVSHARD_OK);
     assert_string_equal(f.name, "tensor-parallel-size");
     assert_string_equal(f.also[0], "tp");
     assert_string_equal(f.key, "tensor_parallel_size");
     assert_true(f.is_setting);
     assert_string_equal(f.default_value, "world_size / dp_size");
     /* An xLLM setting kvshard accepts and does not read. */
-    assert_int_equal(kvshard_flag_info_at(&f, KVSHARD_ENGINE_KVSHARD, 35), KVSHARD_OK);
+    assert_int_equal(kvshard_flag_info_at(&f, KVSHARD_ENGINE_KVSHARD, 49), KVSHARD_OK);
     assert_string_equal(f.name, "engine_version");
     assert_false(f.read);
     assert_int_equal(f.reader, KVSHARD_ENGINE_XLLM);
     assert_string_equal(f.doc, "a release, 0.10.0 to 0.11.0");
-    assert_int_equal(kvshard_flag_info_at(&f, KVSHARD_ENGINE_SGLANG, 50), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_flag_info_at(&f, KVSHARD_ENGINE_SGLANG, 64), KVSHARD_EINVAL);
     assert_int_equal(kvshard_flag_info_at(&f, (kvshard_engine)5, 0), KVSHARD_EINVAL);
 }
 

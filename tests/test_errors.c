@@ -67,6 +67,7 @@ static const struct {
     {"KVSHARD_EDOESNOTFIT", KVSHARD_EDOESNOTFIT},
     {"KVSHARD_EFITLIMITS", KVSHARD_EFITLIMITS},
     {"KVSHARD_EQHEADS", KVSHARD_EQHEADS},
+    {"KVSHARD_ECOMM", KVSHARD_ECOMM},
 };
 #define CODE_COUNT (sizeof code_names / sizeof code_names[0])
 
@@ -537,9 +538,9 @@ static void test_strerror_distinct(void **state)
             assert_string_not_equal(a, kvshard_strerror(code_names[j].code));
     }
     /* The table above has every code from KVSHARD_OK down to the last one. */
-    assert_int_equal(CODE_COUNT, 1 - KVSHARD_EQHEADS);
+    assert_int_equal(CODE_COUNT, 1 - KVSHARD_ECOMM);
     assert_string_equal(kvshard_strerror(1), "unknown error");
-    assert_string_equal(kvshard_strerror(KVSHARD_EQHEADS - 1), "unknown error");
+    assert_string_equal(kvshard_strerror(KVSHARD_ECOMM - 1), "unknown error");
     assert_string_equal(kvshard_strerror(-1000), "unknown error");
     /* Queries take plan ranks (stage x T + TP rank), in UTF-8: a middle dot
      * and a minus sign. */
@@ -1174,6 +1175,7 @@ static const char *const null_checked[] = {
     "kvshard_transfer_warning",
     "kvshard_transfer_write_json",
     "kvshard_transfer_write_text",
+    "kvshard_plan_comm",
 };
 
 static bool is_null_checked(const char *name, size_t len)
@@ -1524,6 +1526,9 @@ static void test_null_everywhere(void **state)
     assert_int_equal(kvshard_comparison_row_count(NULL), 0);
     assert_null(kvshard_comparison_row_at(NULL, 0));
     assert_int_equal(kvshard_comparison_recommended(NULL), 0);
+    kvshard_comm_estimate estimate = KVSHARD_COMM_ESTIMATE_INIT;
+    assert_int_equal(kvshard_plan_comm(NULL, plan, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_plan_comm(&estimate, NULL, &err), KVSHARD_EINVAL);
     assert_int_equal(kvshard_comparison_write_json(NULL, discard_writer, NULL), KVSHARD_EINVAL);
     assert_int_equal(kvshard_comparison_write_json(cmp, NULL, NULL), KVSHARD_EINVAL);
     assert_int_equal(kvshard_comparison_write_text(NULL, discard_writer, NULL), KVSHARD_EINVAL);

@@ -760,6 +760,10 @@ static int make_document(document *d, const kvshard_deployment *dep,
     if (strcmp(command, "plan") == 0 || html) {
         if (kvshard_deployment_plan(&d->plan, dep, &err) != KVSHARD_OK)
             return failed(&err, inputs, command);
+        /* A split the estimate cannot price is refused before any output. */
+        kvshard_comm_estimate comm = KVSHARD_COMM_ESTIMATE_INIT;
+        if (kvshard_plan_comm(&comm, d->plan, &err) != KVSHARD_OK)
+            return failed(&err, inputs, command);
     }
     if (strcmp(command, "compare") == 0) {
         if (kvshard_deployment_compare(&d->cmp, dep, &err) != KVSHARD_OK)

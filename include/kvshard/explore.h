@@ -348,6 +348,58 @@ KVSHARD_EXPORT uint64_t kvshard_transfer_digest(const kvshard_transfer *transfer
 KVSHARD_EXPORT size_t kvshard_transfer_warning_count(const kvshard_transfer *transfer);
 KVSHARD_EXPORT int kvshard_transfer_warning(const char **out_code, const char **out_message,
                                             const kvshard_transfer *transfer, size_t index);
+/** ## Comm: the price of the split, an estimate */
+/* ------------------------------------------------------------------------ */
+
+/** The communication estimate of a plan (docs/comm.md): the collectives a
+ *  decode step and a prompt issue under the engine's mechanism, and the
+ *  decode throughput a memory-bandwidth floor gives with them. A lower
+ *  bound under its assumptions, not a measurement. Times in microseconds,
+ *  throughputs in tokens per second. Start from KVSHARD_COMM_ESTIMATE_INIT. */
+typedef struct kvshard_comm_estimate {
+    size_t size;
+    bool given; /**< the plan's deployment had a comm input; else all 0 */
+    uint32_t split_size;
+    const char *decode_mechanism;  /**< "owner_attention", ...; NULL: none */
+    const char *prefill_mechanism; /**< "history_rows", "full_layer"; NULL: none */
+    bool has_link;
+    const char *link_name;
+    uint64_t link_bandwidth; /**< bytes/s a direction */
+    double link_latency_us;
+    bool has_accelerator;
+    const char *accelerator_name;
+    uint64_t hbm_bandwidth; /**< bytes/s */
+    bool has_batch;
+    uint64_t batch;
+    uint64_t decode_collectives;
+    bool has_decode_bytes;
+    uint64_t decode_link_bytes; /**< on the busiest port */
+    bool has_decode_time;
+    double decode_comm_us;
+    bool has_step; /**< base_us to throughput_total below */
+    double base_us, step_us, tpot_us, throughput, throughput_total;
+    bool has_unsplit; /**< the same plan without the split */
+    double unsplit_throughput;
+    bool has_gain;
+    double throughput_gain;
+    uint64_t prefill_collectives;
+    bool has_prefill_bytes;
+    uint64_t prefill_link_bytes;
+    bool has_prefill_time;
+    double prefill_comm_us;
+} kvshard_comm_estimate;
+
+#define KVSHARD_COMM_ESTIMATE_INIT                                                      \
+    { sizeof(kvshard_comm_estimate), false, 0, NULL, NULL, false, NULL, 0, 0.0, false, NULL, \
+      0, false, 0, 0, false, 0, false, 0.0, false, 0.0, 0.0, 0.0, 0.0, 0.0, false, 0.0,     \
+      false, 0.0, 0, false, 0, false, 0.0 }
+
+/** The estimate of `plan` into *out (its `size` set by the caller). A plan
+ *  made without comm inputs gives `given` false. KVSHARD_EUNMODELED naming
+ *  a layer or attention the estimate does not price yet; KVSHARD_EINVAL for
+ *  a NULL argument or an unknown size. */
+KVSHARD_EXPORT int kvshard_plan_comm(kvshard_comm_estimate *out, const kvshard_plan *plan,
+                                     kvshard_error *err);
 
 #ifdef __cplusplus
 }

@@ -492,6 +492,22 @@ class Fit
     std::unique_ptr<kvshard_fit, detail::FitFree> p_;
 };
 
+/* ------------------------------------------------------------------------ */
+/* Comm: the price of the split, an estimate                                */
+/* ------------------------------------------------------------------------ */
+
+/** The plan's communication estimate (kvshard_plan_comm); `given` is false
+ *  for a plan made without comm inputs. Throws kvshard::Error for a split
+ *  the estimate does not price yet. */
+inline kvshard_comm_estimate comm(const Plan &plan)
+{
+    const kvshard_plan *p = detail::plan_of(plan);
+    kvshard_comm_estimate out = KVSHARD_COMM_ESTIMATE_INIT;
+    kvshard_error err{};
+    detail::check(kvshard_plan_comm(&out, p, &err), err);
+    return out;
+}
+
 inline Fit Fit::create(const Deployment &deployment, const kvshard_fit_options &fit_options)
 {
     if (!deployment)

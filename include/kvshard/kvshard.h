@@ -185,7 +185,11 @@ typedef enum kvshard_status {
      *  any type (GQA, MLA, DSA, compressed) in full, sliding-window,
      *  chunked or counted draft layers: every engine gives each rank the
      *  same number of query heads. */
-    KVSHARD_EQHEADS = -37
+    KVSHARD_EQHEADS = -37,
+    /** The split's communication cannot be priced as asked: a mechanism
+     *  the model has no data for (selected_kv without a DSA indexer), or a
+     *  prefix hit that covers the whole prompt. */
+    KVSHARD_ECOMM = -38
 } kvshard_status;
 
 /** Static English name of a status code ("no memory for one block", ...).
@@ -1347,7 +1351,16 @@ typedef enum kvshard_warning_code {
     KVSHARD_WARN_ENGINE_WINDOW_REDUCED = 23,
     /** trtllm: a hybrid's state pool is max_batch_size slots, fixed before
      *  the engine profiles its memory: concurrency is capped by it. */
-    KVSHARD_WARN_ENGINE_STATE_SLOTS_FIXED = 24
+    KVSHARD_WARN_ENGINE_STATE_SLOTS_FIXED = 24,
+    /** comm: the split's mechanisms are the profile's, and the engine has
+     *  published them for DSA models only: for this model they are assumed. */
+    KVSHARD_WARN_COMM_MECHANISM_ASSUMED = 25,
+    /** comm: the decode mechanism broadcasts the whole pool of every split
+     *  layer each step. */
+    KVSHARD_WARN_FULL_LAYER_DECODE = 26,
+    /** comm: an accelerator is given but no weights source, so the decode
+     *  base step and the throughput are unknown. */
+    KVSHARD_WARN_COMM_NO_WEIGHTS = 27
 } kvshard_warning_code;
 
 /** Machine-readable name of a warning code ("split_disabled", ...);

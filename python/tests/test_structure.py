@@ -73,7 +73,7 @@ def test_engines_and_their_flags_come_from_the_library() -> None:
 
 def test_options_come_from_the_library() -> None:
     options = {o.name: o for o in _lib.options()}
-    assert len(options) == 29
+    assert len(options) == 43  # 29, and the 14 keys of comm:
     world = options["world_size"]
     assert (world.kind, world.min, world.max, world.default, world.unit) == (
         kvshard.SettingType.INTEGER, 1, 65536, "1", "ranks"
@@ -85,9 +85,13 @@ def test_options_come_from_the_library() -> None:
     assert options["activation_reserve"].words == (("auto", -1),)
     assert options["pp_partition"].kind == kvshard.SettingType.COUNTS
     assert options["block_size"].unset_ok
-    # Compare's and fit's own inputs are options no field of kvshard_options
-    # holds; every other option's field is where the struct mirror has it.
-    assert [o.name for o in options.values() if o.offset is None] == ["sweep_pp", "gpus_per_node"]
+    # Compare's and fit's own inputs and the comm: keys are options no field
+    # of kvshard_options holds; every other option's field is where the
+    # struct mirror has it.
+    assert [o.name for o in options.values() if o.offset is None and o.section != "comm"] == [
+        "sweep_pp", "gpus_per_node"
+    ]
+    assert all(o.offset is None for o in options.values() if o.section == "comm")
     for row in options.values():
         if row.offset is not None:
             assert getattr(_lib.COptions, row.name).offset == row.offset, row.name

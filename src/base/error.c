@@ -49,6 +49,7 @@ const char *kvshard_strerror(int code)
     case KVSHARD_EDOESNOTFIT: return "the weights do not fit the device";
     case KVSHARD_EFITLIMITS: return "no layout within the node limits";
     case KVSHARD_EQHEADS: return "query heads not divisible by TP size";
+    case KVSHARD_ECOMM: return "the split's communication cannot be priced as asked";
     default: return "unknown error";
     }
 }

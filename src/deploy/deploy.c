@@ -454,7 +454,18 @@ static int read_section(loader *l, const kvshard__node *section, kvshard__sectio
     kvshard__node k = {0}, v = {0};
     while (kvshard_tape__iter_next(doc, &it, &k) && kvshard_tape__iter_next(doc, &it, &v)) {
         char shown[96];
-        kvshard__deploy_key key = kvshard_options__key_lookup(k.text, k.count, NULL);
+        /* comm: writes its keys without the "comm_" of their flags. */
+        char flag_name[80];
+        bool in_comm = which == KVSHARD__SECTION_COMM;
+        int flag_len = in_comm ? snprintf(flag_name, sizeof flag_name, "comm_%.*s",
+                                          (int)(k.count < 64 ? k.count : 64), k.text)
+                               : 0;
+        kvshard__deploy_key key =
+            in_comm && k.count < 64
+                ? kvshard_options__key_lookup(flag_name, (size_t)flag_len, NULL)
+                : kvshard_options__key_lookup(k.text, k.count, NULL);
+        if (in_comm && key.option == KVSHARD__OPT_COUNT)
+            key.setting = NULL; /* an engine's setting is no key of comm: */
         /* Settings, the inputs of engine profiles, are cache keys, except
          * the engines' parallel sizes (whose floor of 1 is a rule of its
          * own), which stay beside kvshard's in parallel:. */
@@ -585,6 +596,8 @@ static int read_deployment(loader *l, const kvshard__node *root)
             rc = read_section(l, &v, KVSHARD__SECTION_PARALLEL);
         } else if (kvshard_tape__scalar_is(&k, "cache")) {
             rc = read_section(l, &v, KVSHARD__SECTION_CACHE);
+        } else if (kvshard_tape__scalar_is(&k, "comm")) {
+            rc = read_section(l, &v, KVSHARD__SECTION_COMM);
         } else {
             char shown[96];
             kvshard_error__excerpt(shown, sizeof shown, k.text, k.count, 64);

@@ -45,6 +45,108 @@ static const kvshard_value__word rank_layout_words[] = {
     {NULL, 0},
 };
 
+/* The comm: section's words. */
+static const kvshard_value__word decode_words[] = {
+    {"auto", KVSHARD__COMM_NONE},
+    {"owner_attention", KVSHARD__COMM_OWNER_ATTENTION},
+    {"selected_kv", KVSHARD__COMM_SELECTED_KV},
+    {"history_rows", KVSHARD__COMM_HISTORY_ROWS},
+    {"full_layer", KVSHARD__COMM_FULL_LAYER},
+    {NULL, 0},
+};
+
+/* Owner attention and selected rows answer a decode step's queries: no
+ * prefill runs them. */
+static const kvshard_value__word prefill_words[] = {
+    {"auto", KVSHARD__COMM_NONE},
+    {"history_rows", KVSHARD__COMM_HISTORY_ROWS},
+    {"full_layer", KVSHARD__COMM_FULL_LAYER},
+    {NULL, 0},
+};
+
+static const kvshard_value__word owner_output_words[] = {
+    {"broadcast", 0}, {"scatter", 1}, {NULL, 0}};
+
+static const kvshard_value__word link_words[] = {
+    {"nvlink4", KVSHARD__LINK_NVLINK4},   {"nvlink5", KVSHARD__LINK_NVLINK5},
+    {"hccs", KVSHARD__LINK_HCCS},         {"pcie4x16", KVSHARD__LINK_PCIE4X16},
+    {"pcie5x16", KVSHARD__LINK_PCIE5X16}, {"custom", KVSHARD__LINK_CUSTOM},
+    {NULL, 0},
+};
+
+static const kvshard_value__word accelerator_words[] = {
+    {"h100", KVSHARD__ACCEL_H100},
+    {"h200", KVSHARD__ACCEL_H200},
+    {"b200", KVSHARD__ACCEL_B200},
+    {"mi300x", KVSHARD__ACCEL_MI300X},
+    {"ascend_910b", KVSHARD__ACCEL_ASCEND_910B},
+    {"ascend_910c", KVSHARD__ACCEL_ASCEND_910C},
+    {"bi_v100", KVSHARD__ACCEL_BI_V100},
+    {"custom", KVSHARD__ACCEL_CUSTOM},
+    {NULL, 0},
+};
+
+static const kvshard_value__word alpha_rule_words[] = {
+    {"log2", KVSHARD__ALPHA_LOG2}, {"linear", KVSHARD__ALPHA_LINEAR},
+    {"flat", KVSHARD__ALPHA_FLAT}, {NULL, 0}};
+
+static const kvshard_value__word activation_dtype_words[] = {
+    {"auto", KVSHARD_DTYPE_AUTO}, {"bf16", KVSHARD_DTYPE_BF16},
+    {"fp16", KVSHARD_DTYPE_FP16}, {"fp32", KVSHARD_DTYPE_FP32},
+    {NULL, 0},
+};
+
+/* Peak figures from the vendors' data sheets; α is assumed where no
+ * measurement of a small collective was published (docs/comm.md). */
+static const kvshard_options__link_preset link_presets[] = {
+    [KVSHARD__LINK_NONE] = {"custom", 0, 0.0, "given"},
+    [KVSHARD__LINK_NVLINK4] = {"nvlink4", 450000000000u, 5.0,
+                               "NVLink 4 of H100/H200 SXM, 900 GB/s both directions; alpha assumed"},
+    [KVSHARD__LINK_NVLINK5] = {"nvlink5", 900000000000u, 5.0,
+                               "NVLink 5 of B200, 1.8 TB/s both directions; alpha assumed"},
+    [KVSHARD__LINK_HCCS] = {"hccs", 67000000000u, 7.0,
+                            "fitted to a published profile of split collectives on 2 Ascend NPUs"},
+    [KVSHARD__LINK_PCIE4X16] = {"pcie4x16", 24000000000u, 15.0,
+                                "PCIe 4.0 x16, the share peer-to-peer copies reach; alpha assumed"},
+    [KVSHARD__LINK_PCIE5X16] = {"pcie5x16", 48000000000u, 15.0,
+                                "PCIe 5.0 x16, the same share; alpha assumed"},
+    [KVSHARD__LINK_CUSTOM] = {"custom", 0, 0.0, "given"},
+};
+
+static const kvshard_options__accelerator_preset accelerator_presets[] = {
+    [KVSHARD__ACCEL_NONE] = {"custom", 0, KVSHARD__LINK_NONE, "given"},
+    [KVSHARD__ACCEL_H100] = {"h100", 3350000000000u, KVSHARD__LINK_NVLINK4, "H100 SXM data sheet"},
+    [KVSHARD__ACCEL_H200] = {"h200", 4800000000000u, KVSHARD__LINK_NVLINK4, "H200 SXM data sheet"},
+    [KVSHARD__ACCEL_B200] = {"b200", 8000000000000u, KVSHARD__LINK_NVLINK5, "B200 data sheet"},
+    [KVSHARD__ACCEL_MI300X] = {"mi300x", 5300000000000u, KVSHARD__LINK_NONE,
+                               "AMD Instinct MI300X data sheet"},
+    [KVSHARD__ACCEL_ASCEND_910B] = {"ascend_910b", 1600000000000u, KVSHARD__LINK_HCCS,
+                                    "assumed: half of the 910C"},
+    [KVSHARD__ACCEL_ASCEND_910C] = {"ascend_910c", 3200000000000u, KVSHARD__LINK_HCCS,
+                                    "TechPowerUp, April 2025"},
+    [KVSHARD__ACCEL_BI_V100] = {"bi_v100", 1200000000000u, KVSHARD__LINK_PCIE4X16,
+                                "TechPowerUp, 2021"},
+    [KVSHARD__ACCEL_CUSTOM] = {"custom", 0, KVSHARD__LINK_NONE, "given"},
+};
+
+const kvshard_options__link_preset *kvshard_options__link_preset_of(kvshard__comm_link link)
+{
+    return &link_presets[link <= KVSHARD__LINK_CUSTOM ? link : KVSHARD__LINK_CUSTOM];
+}
+
+const kvshard_options__accelerator_preset *
+kvshard_options__accelerator_preset_of(kvshard__comm_accelerator accelerator)
+{
+    return &accelerator_presets[accelerator <= KVSHARD__ACCEL_CUSTOM ? accelerator
+                                                                      : KVSHARD__ACCEL_CUSTOM];
+}
+
+const char *kvshard_options__comm_mechanism_name(kvshard__comm_mechanism m)
+{
+    const kvshard_value__word *w = kvshard_value__word_of(decode_words, (int)m);
+    return m != KVSHARD__COMM_NONE && w ? w->text : NULL;
+}
+
 typedef struct option_def {
     kvshard_value__def value;
     kvshard__section section;
@@ -56,6 +158,7 @@ typedef struct option_def {
 #define EXPLORE_FIELD(f) offsetof(kvshard__explore_keys, f), true
 #define PARALLEL KVSHARD__SECTION_PARALLEL
 #define CACHE KVSHARD__SECTION_CACHE
+#define COMM KVSHARD__SECTION_COMM
 
 #define U32 KVSHARD__VT_U32
 #define BYTES KVSHARD__VT_BYTES
@@ -185,6 +288,62 @@ static const option_def defs[KVSHARD__OPT_COUNT] = {
                                      true, NULL, NULL},
                                     CACHE,
                                     EXPLORE_FIELD(gpus_per_node)},
+    [KVSHARD__OPT_COMM_DECODE] = {{"comm_decode", WORD, 0, 0, KVSHARD_ERANGE, false, decode_words,
+                                   NULL},
+                                  COMM,
+                                  EXPLORE_FIELD(comm.decode)},
+    [KVSHARD__OPT_COMM_PREFILL] = {{"comm_prefill", WORD, 0, 0, KVSHARD_ERANGE, false,
+                                    prefill_words, NULL},
+                                   COMM,
+                                   EXPLORE_FIELD(comm.prefill)},
+    [KVSHARD__OPT_COMM_OWNER_OUTPUT] = {{"comm_owner_output", WORD, 0, 0, KVSHARD_ERANGE, false,
+                                         owner_output_words, NULL},
+                                        COMM,
+                                        EXPLORE_FIELD(comm.owner_output)},
+    [KVSHARD__OPT_COMM_LINK] = {{"comm_link", WORD, 0, 0, KVSHARD_ERANGE, true, link_words, NULL},
+                                COMM,
+                                EXPLORE_FIELD(comm.link)},
+    [KVSHARD__OPT_COMM_LINK_BANDWIDTH] = {{"comm_link_bandwidth", BYTES, 1, UINT64_MAX,
+                                           KVSHARD_ERANGE, true, NULL, NULL},
+                                          COMM,
+                                          EXPLORE_FIELD(comm.link_bandwidth)},
+    [KVSHARD__OPT_COMM_LINK_LATENCY] = {{"comm_link_latency", KVSHARD__VT_DECIMAL, 0, 1000000000,
+                                         KVSHARD_ERANGE, true, NULL, NULL},
+                                        COMM,
+                                        EXPLORE_FIELD(comm.link_latency_us)},
+    [KVSHARD__OPT_COMM_ALPHA_RULE] = {{"comm_alpha_rule", WORD, 0, 0, KVSHARD_ERANGE, false,
+                                       alpha_rule_words, NULL},
+                                      COMM,
+                                      EXPLORE_FIELD(comm.alpha_rule)},
+    [KVSHARD__OPT_COMM_ACCELERATOR] = {{"comm_accelerator", WORD, 0, 0, KVSHARD_ERANGE, true,
+                                        accelerator_words, NULL},
+                                       COMM,
+                                       EXPLORE_FIELD(comm.accelerator)},
+    [KVSHARD__OPT_COMM_HBM_BANDWIDTH] = {{"comm_hbm_bandwidth", BYTES, 1, UINT64_MAX,
+                                          KVSHARD_ERANGE, true, NULL, NULL},
+                                         COMM,
+                                         EXPLORE_FIELD(comm.hbm_bandwidth)},
+    [KVSHARD__OPT_COMM_BATCH] = {{"comm_batch", U32, 1, 1u << 24, KVSHARD_ERANGE, true, NULL,
+                                  NULL},
+                                 COMM,
+                                 EXPLORE_FIELD(comm.batch)},
+    [KVSHARD__OPT_COMM_PROMPT_LENGTH] = {{"comm_prompt_length", U32, 1,
+                                          KVSHARD_MAX_CONTEXT_LENGTH, KVSHARD_ERANGE, true, NULL,
+                                          NULL},
+                                         COMM,
+                                         EXPLORE_FIELD(comm.prompt_length)},
+    [KVSHARD__OPT_COMM_CHUNK] = {{"comm_chunk", U32, 1, KVSHARD_MAX_CONTEXT_LENGTH,
+                                  KVSHARD_ERANGE, true, NULL, NULL},
+                                 COMM,
+                                 EXPLORE_FIELD(comm.chunk)},
+    [KVSHARD__OPT_COMM_PREFIX_HIT] = {{"comm_prefix_hit", U32, 0, KVSHARD_MAX_CONTEXT_LENGTH,
+                                       KVSHARD_ERANGE, false, NULL, NULL},
+                                      COMM,
+                                      EXPLORE_FIELD(comm.prefix_hit)},
+    [KVSHARD__OPT_COMM_ACTIVATION_DTYPE] = {{"comm_activation_dtype", WORD, 0, 0, KVSHARD_ERANGE,
+                                             false, activation_dtype_words, NULL},
+                                            COMM,
+                                            EXPLORE_FIELD(comm.activation_dtype)},
 };
 
 #undef U32
@@ -199,7 +358,9 @@ bool kvshard_options__option_is_explore_key(kvshard__option_id id)
 
 const char *kvshard_options__section_name(kvshard__section section)
 {
-    return section == KVSHARD__SECTION_PARALLEL ? "parallel" : "cache";
+    return section == KVSHARD__SECTION_PARALLEL ? "parallel"
+           : section == KVSHARD__SECTION_COMM   ? "comm"
+                                                : "cache";
 }
 
 const char *kvshard_options__option_name(kvshard__option_id id)
@@ -233,6 +394,11 @@ static const char *const units[KVSHARD__OPT_COUNT] = {
     [KVSHARD__OPT_PP_PARTITION] = "the layers of each stage, as 31,30",
     [KVSHARD__OPT_WEIGHTS_PER_RANK] = "a size, or one a stage: 17GiB,16.5GiB",
     [KVSHARD__OPT_GPUS_PER_NODE] = "GPUs",
+    [KVSHARD__OPT_COMM_LINK_LATENCY] = "microseconds",
+    [KVSHARD__OPT_COMM_BATCH] = "sequences",
+    [KVSHARD__OPT_COMM_PROMPT_LENGTH] = "tokens",
+    [KVSHARD__OPT_COMM_CHUNK] = "tokens",
+    [KVSHARD__OPT_COMM_PREFIX_HIT] = "tokens",
 };
 
 const char *kvshard_options__option_unit(kvshard__option_id id)
@@ -377,11 +543,16 @@ bool kvshard_options__key_nearest(char *out, size_t cap, const char *key, size_t
     kvshard_options__nearest n;
     kvshard_options__nearest_begin(&n, key, len, false);
     for (int i = 0; i < KVSHARD__OPT_COUNT; i++) {
+        const char *name = defs[i].value.name;
         if (defs[i].section == section)
-            kvshard_options__nearest_offer(&n, defs[i].value.name);
+            kvshard_options__nearest_offer(&n, section == KVSHARD__SECTION_COMM
+                                                   ? name + strlen("comm_")
+                                                   : name);
     }
-    /* Settings sit under cache:, but the engines' parallel sizes. */
-    for (const kvshard__profile *const *p = kvshard_profiles__all; *p; p++) {
+    /* Settings sit under cache:, but the engines' parallel sizes; none
+     * under comm:. */
+    for (const kvshard__profile *const *p = kvshard_profiles__all;
+         *p && section != KVSHARD__SECTION_COMM; p++) {
         for (const kvshard_profile__input *in = (*p)->dialect.inputs; in && in->def.name; in++) {
             bool parallel = in->def.below_min == KVSHARD_EPARALLEL;
             if (parallel == (section == KVSHARD__SECTION_PARALLEL))
@@ -562,7 +733,9 @@ void kvshard_options__flag_default(char *buf, size_t cap, const kvshard_options_
 /* ---- fields by offset ----------------------------------------------------- */
 
 /* The explore keys of options that carry none: their defaults. */
-static const kvshard__explore_keys no_explore_keys = {false, 0};
+/* A prompt is prefilled 8,192 tokens a forward: the chunk the mainstream
+ * engines' servers take on 80 GB devices (docs/comm.md). */
+static const kvshard__explore_keys no_explore_keys = {false, 0, {.chunk = 8192}};
 
 /* Where option `d` lives in `o`; an explore key, which options do not
  * carry, reads as its default. */
@@ -696,6 +869,11 @@ static bool field_in_range(const kvshard_options *o, const option_def *d)
         memcpy(&x, base, sizeof x);
         return (x == 0.0 && v->unset_ok) || (x > 0.0 && x <= 1.0);
     }
+    case KVSHARD__VT_DECIMAL: {
+        double x;
+        memcpy(&x, base, sizeof x);
+        return (x == 0.0 && v->unset_ok) || (x > 0.0 && x <= (double)v->max);
+    }
     case KVSHARD__VT_BOOL:
     case KVSHARD__VT_TEXT:
     case KVSHARD__VT_OBJECT: return true;
@@ -713,6 +891,8 @@ int kvshard_options__check(const kvshard_options *options, kvshard_error *err)
         if (i == KVSHARD__OPT_PP_RULE && options->pp_partition_rule == KVSHARD_PP_RULE_EXPLICIT &&
             options->pp_partition_count > 0)
             continue;
+        if (defs[i].explore_key)
+            continue; /* not a field of the options: its parser checked it */
         if (!field_in_range(options, &defs[i]))
             rc = kvshard_value__check(&defs[i].value, get_field(options, &defs[i]), err);
     }

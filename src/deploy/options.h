@@ -36,8 +36,100 @@ typedef enum kvshard__option_id {
     KVSHARD__OPT_WEIGHTS_EXPERTS,
     KVSHARD__OPT_EXPERT_PARALLEL,
     KVSHARD__OPT_GPUS_PER_NODE,
+    /* The comm: section, read by the communication estimate only. */
+    KVSHARD__OPT_COMM_DECODE,
+    KVSHARD__OPT_COMM_PREFILL,
+    KVSHARD__OPT_COMM_OWNER_OUTPUT,
+    KVSHARD__OPT_COMM_LINK,
+    KVSHARD__OPT_COMM_LINK_BANDWIDTH,
+    KVSHARD__OPT_COMM_LINK_LATENCY,
+    KVSHARD__OPT_COMM_ALPHA_RULE,
+    KVSHARD__OPT_COMM_ACCELERATOR,
+    KVSHARD__OPT_COMM_HBM_BANDWIDTH,
+    KVSHARD__OPT_COMM_BATCH,
+    KVSHARD__OPT_COMM_PROMPT_LENGTH,
+    KVSHARD__OPT_COMM_CHUNK,
+    KVSHARD__OPT_COMM_PREFIX_HIT,
+    KVSHARD__OPT_COMM_ACTIVATION_DTYPE,
     KVSHARD__OPT_COUNT
 } kvshard__option_id;
+
+/* The link presets of the comm: section; 0: none given. */
+typedef enum kvshard__comm_link {
+    KVSHARD__LINK_NONE,
+    KVSHARD__LINK_NVLINK4,
+    KVSHARD__LINK_NVLINK5,
+    KVSHARD__LINK_HCCS,
+    KVSHARD__LINK_PCIE4X16,
+    KVSHARD__LINK_PCIE5X16,
+    KVSHARD__LINK_CUSTOM
+} kvshard__comm_link;
+
+/* The accelerator presets; 0: none given. */
+typedef enum kvshard__comm_accelerator {
+    KVSHARD__ACCEL_NONE,
+    KVSHARD__ACCEL_H100,
+    KVSHARD__ACCEL_H200,
+    KVSHARD__ACCEL_B200,
+    KVSHARD__ACCEL_MI300X,
+    KVSHARD__ACCEL_ASCEND_910B,
+    KVSHARD__ACCEL_ASCEND_910C,
+    KVSHARD__ACCEL_BI_V100,
+    KVSHARD__ACCEL_CUSTOM
+} kvshard__comm_accelerator;
+
+/* How a collective's latency grows with the group. */
+typedef enum kvshard__alpha_rule {
+    KVSHARD__ALPHA_LOG2,
+    KVSHARD__ALPHA_LINEAR,
+    KVSHARD__ALPHA_FLAT
+} kvshard__alpha_rule;
+
+/* The inputs of the communication estimate, as given; 0 is "not given"
+ * in each (a mechanism of 0 is the profile's, KVSHARD__COMM_NONE). */
+typedef struct kvshard__comm_inputs {
+    kvshard__comm_mechanism decode;
+    kvshard__comm_mechanism prefill;
+    int owner_output; /* 0: broadcast of every head; 1: scatter of each rank's heads */
+    kvshard__comm_link link;
+    uint64_t link_bandwidth; /* bytes/s a direction */
+    double link_latency_us;
+    kvshard__alpha_rule alpha_rule;
+    kvshard__comm_accelerator accelerator;
+    uint64_t hbm_bandwidth; /* bytes/s */
+    uint32_t batch;
+    uint32_t prompt_length;
+    uint32_t chunk;
+    uint32_t prefix_hit;
+    kvshard_dtype activation_dtype; /* KVSHARD_DTYPE_AUTO: the model's, bf16 for fp8 */
+} kvshard__comm_inputs;
+
+/* A link preset: its word, β in bytes/s a direction, α in µs, and where
+ * the figures come from. */
+typedef struct kvshard_options__link_preset {
+    const char *name;
+    uint64_t bandwidth;
+    double latency_us;
+    const char *basis;
+} kvshard_options__link_preset;
+
+/* An accelerator preset: its word, memory bandwidth in bytes/s, the link
+ * it implies (KVSHARD__LINK_NONE: give one) and the figures' source. */
+typedef struct kvshard_options__accelerator_preset {
+    const char *name;
+    uint64_t hbm_bandwidth;
+    kvshard__comm_link link;
+    const char *basis;
+} kvshard_options__accelerator_preset;
+
+/* The presets of `link` and `accelerator`; custom and none have name
+ * "custom" and no figures. */
+const kvshard_options__link_preset *kvshard_options__link_preset_of(kvshard__comm_link link);
+const kvshard_options__accelerator_preset *
+kvshard_options__accelerator_preset_of(kvshard__comm_accelerator accelerator);
+
+/* A mechanism's word ("owner_attention"); NULL for none. */
+const char *kvshard_options__comm_mechanism_name(kvshard__comm_mechanism m);
 
 /* The deployment keys that only compare and fit read: no fields of
  * kvshard_options, so a deployment keeps them beside it, and
@@ -45,6 +137,7 @@ typedef enum kvshard__option_id {
 typedef struct kvshard__explore_keys {
     bool sweep_pp;
     uint32_t gpus_per_node; /* 0: unset */
+    kvshard__comm_inputs comm; /* plan reads these too, beside the plan */
 } kvshard__explore_keys;
 
 /* Whether option `id` is one of the explore keys above. */
@@ -52,10 +145,11 @@ bool kvshard_options__option_is_explore_key(kvshard__option_id id);
 
 typedef enum kvshard__section {
     KVSHARD__SECTION_PARALLEL,
-    KVSHARD__SECTION_CACHE
+    KVSHARD__SECTION_CACHE,
+    KVSHARD__SECTION_COMM /* its keys are the flags without "comm_" */
 } kvshard__section;
 
-/* Name of a deployment section ("parallel", "cache"). */
+/* Name of a deployment section ("parallel", "cache", "comm"). */
 const char *kvshard_options__section_name(kvshard__section section);
 
 const char *kvshard_options__option_name(kvshard__option_id id);

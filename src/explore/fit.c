@@ -55,6 +55,7 @@ const char *kvshard_status_name(int code)
     case KVSHARD_EDOESNOTFIT: return "does_not_fit";
     case KVSHARD_EFITLIMITS: return "fit_limits";
     case KVSHARD_EQHEADS: return "q_heads";
+    case KVSHARD_ECOMM: return "comm";
     default: return "unknown";
     }
 }

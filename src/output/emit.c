@@ -2,6 +2,7 @@
  * new fields are only added. */
 #include "output/emit.h"
 
+#include "output/comm_out.h"
 #include "output/writer.h"
 #include "explore/compare.h"
 #include "plan/device.h"
@@ -481,12 +482,14 @@ int kvshard_plan_write_json(const kvshard_plan *plan, kvshard_write_fn write, vo
     emit_engine(&o, p);
     emit_warnings(&o, p);
     emit_device(&o, p);
+    int comm_rc = kvshard_comm_out__json(&o, plan);
     kvshard_writer__out_raw(&o, "  \"digest\": \"");
     kvshard_writer__out_hex64(&o, p->digest);
     kvshard_writer__out_raw(&o, "\",\n  \"layout_digest\": \"");
     kvshard_writer__out_hex64(&o, p->layout_digest);
     kvshard_writer__out_raw(&o, "\"\n}\n");
-    return kvshard_writer__out_finish(&o);
+    int rc = kvshard_writer__out_finish(&o);
+    return rc ? rc : comm_rc;
 }
 
 /* ---- comparison -------------------------------------------------------------------- */

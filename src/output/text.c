@@ -3,6 +3,7 @@
 #include "output/text.h"
 
 #include "output/runs.h"
+#include "output/comm_out.h"
 #include "output/writer.h"
 #include "explore/compare.h"
 #include "plan/device.h"
@@ -491,13 +492,15 @@ int kvshard_plan_write_text(const kvshard_plan *plan, kvshard_write_fn write, vo
     write_split_ranks(&o, p);
     write_memory(&o, p);
     write_capacity(&o, p);
+    int comm_rc = kvshard_comm_out__text(&o, plan);
     write_warnings(&o, p);
     kvshard_writer__out_raw(&o, "digest     ");
     kvshard_writer__out_hex64(&o, p->digest);
     kvshard_writer__out_raw(&o, " (layout ");
     kvshard_writer__out_hex64(&o, p->layout_digest);
     kvshard_writer__out_raw(&o, ")\n");
-    return kvshard_writer__out_finish(&o);
+    int rc = kvshard_writer__out_finish(&o);
+    return rc ? rc : comm_rc;
 }
 
 /* " name name": the warnings a row's mask (bit 1 << code) holds. */

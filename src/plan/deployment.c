@@ -6,6 +6,9 @@
 #include "deploy/flags.h"
 #include "plan/plan.h"
 
+#include <stdarg.h>
+#include <stdio.h>
+
 /* Point a planning error at where the option it is about was set: the
  * option the failing check named, else one of the options it may be about,
  * an override first, since it changed what the file said, then the file.
@@ -37,6 +40,136 @@ int kvshard_deployment__locate(const kvshard_deployment *deployment, int rc,
     return rc;
 }
 
+static void add_warning(kvshard_plan *p, kvshard_warning_code code, const char *fmt, ...)
+    KVSHARD__PRINTF(3, 4);
+static void add_warning(kvshard_plan *p, kvshard_warning_code code, const char *fmt, ...)
+{
+    if (p->warning_count >= KVSHARD__MAX_WARNINGS)
+        return;
+    kvshard__warning *w = &p->warnings[p->warning_count++];
+    w->code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(w->message, sizeof w->message, fmt, ap);
+    va_end(ap);
+}
+
+/* The warnings of the comm: inputs that the plan alone decides. */
+static void comm_warnings(kvshard_plan *p)
+{
+    const kvshard__comm_inputs *c = &p->comm;
+    const kvshard__profile *prof = p->profile;
+    kvshard__comm_mechanism decode = c->decode ? c->decode : prof->comm.decode;
+    bool defaulted = (!c->decode && prof->comm.decode) || (!c->prefill && prof->comm.prefill);
+    bool dsa = p->model.attention == KVSHARD_ATTENTION_MLA && p->model.has_indexer;
+    /* Only the profiles that run the seed engine's split default to its
+     * mechanisms without a word from the engine about other models. */
+    if (p->split > 1 && defaulted && prof->comm.decode == KVSHARD__COMM_OWNER_ATTENTION && !dsa)
+        add_warning(p, KVSHARD_WARN_COMM_MECHANISM_ASSUMED,
+                    "the split's mechanisms are the %s profile's (decode %s, prefill %s); the "
+                    "engine has published them for DSA models only, so for this model they are "
+                    "assumed: give comm_decode and comm_prefill if the engine does otherwise",
+                    prof->name, kvshard_options__comm_mechanism_name(decode),
+                    kvshard_options__comm_mechanism_name(c->prefill ? c->prefill
+                                                                    : prof->comm.prefill));
+    if (p->split > 1 && decode == KVSHARD__COMM_FULL_LAYER) {
+        /* Each split layer's pool: its blocks times what its owner keeps
+         * a token; the first split group's ranks hold every layer once. */
+        uint64_t per_token = 0;
+        for (uint32_t s = 0; s < p->pp; s++)
+            for (uint32_t k = 0; k < p->split; k++)
+                per_token += p->ranks[(size_t)s * p->tp + k].kv_bytes_per_token;
+        if (p->cap.has_num_blocks)
+            add_warning(p, KVSHARD_WARN_FULL_LAYER_DECODE,
+                        "decode full_layer: a decode step moves the whole pool of every split "
+                        "layer, %llu bytes broadcast a step, however few sequences run",
+                        (unsigned long long)(per_token * p->options.block_size *
+                                             p->cap.num_blocks));
+        else
+            add_warning(p, KVSHARD_WARN_FULL_LAYER_DECODE,
+                        "decode full_layer: a decode step moves the whole pool of every split "
+                        "layer, however few sequences run");
+    }
+    bool weights = p->options.weights_total || p->options.weights_per_rank_count ||
+                   p->device.source == KVSHARD__WEIGHTS_SAFETENSORS;
+    if ((c->accelerator || c->hbm_bandwidth) && !weights)
+        add_warning(p, KVSHARD_WARN_COMM_NO_WEIGHTS,
+                    "an accelerator is given but no weights: the decode base step and the "
+                    "throughput need weights_per_rank, weights_total (with weights_experts) or "
+                    "the model's safetensors files");
+}
+
+/* The comm: inputs, when some were given, with the plan's unsplit twin
+ * the estimate compares against. Errors here are the inputs' own: a
+ * prefix hit that is the whole prompt, a custom link or accelerator
+ * without its figures, selected rows of a model without an indexer. */
+static int attach_comm(kvshard_plan *p, const kvshard_deployment *deployment,
+                       const kvshard_options *options, kvshard_diag__ctx *diag)
+{
+    for (int i = KVSHARD__OPT_COMM_DECODE; i < KVSHARD__OPT_COUNT; i++)
+        p->comm_given |= deployment->sites[i].set;
+    if (!p->comm_given)
+        return KVSHARD_OK;
+    p->comm = deployment->explore.comm;
+    p->query_heads = deployment->model->sites[KVSHARD__SITE_Q_HEADS].value;
+    const kvshard__comm_inputs *c = &p->comm;
+    uint32_t prompt = c->prompt_length ? c->prompt_length : p->options.context_length;
+    if (prompt && c->prefix_hit >= prompt) {
+        diag->option = "comm_prefix_hit";
+        return kvshard_error__fail(diag->err, KVSHARD_ECOMM, "", kvshard_error__no_mark,
+                                   "comm_prefix_hit: %u cached tokens of a %u-token prompt "
+                                   "leave nothing to prefill; it must be below the prompt "
+                                   "length",
+                                   c->prefix_hit, prompt);
+    }
+    /* A custom link or accelerator is its figures: without them nothing
+     * can be priced. */
+    bool preset_link = c->link != KVSHARD__LINK_NONE && c->link != KVSHARD__LINK_CUSTOM;
+    bool implied_link =
+        c->link == KVSHARD__LINK_NONE &&
+        kvshard_options__accelerator_preset_of(c->accelerator)->link != KVSHARD__LINK_NONE;
+    bool custom_link = c->link == KVSHARD__LINK_CUSTOM ||
+                       (!preset_link && !implied_link &&
+                        (c->link_bandwidth || c->link_latency_us > 0));
+    if (custom_link && (!c->link_bandwidth || !(c->link_latency_us > 0))) {
+        diag->option = c->link_bandwidth ? "comm_link_bandwidth"
+                       : c->link_latency_us > 0 ? "comm_link_latency"
+                                                : "comm_link";
+        return kvshard_error__fail(diag->err, KVSHARD_EMISSING, "", kvshard_error__no_mark,
+                                   "comm_input_missing: a custom link needs both "
+                                   "comm_link_bandwidth and comm_link_latency (%s is missing)",
+                                   c->link_bandwidth ? "comm_link_latency"
+                                                     : "comm_link_bandwidth");
+    }
+    if (c->accelerator == KVSHARD__ACCEL_CUSTOM && !c->hbm_bandwidth) {
+        diag->option = "comm_accelerator";
+        return kvshard_error__fail(diag->err, KVSHARD_EMISSING, "", kvshard_error__no_mark,
+                                   "comm_input_missing: a custom accelerator needs "
+                                   "comm_hbm_bandwidth");
+    }
+    if (c->decode == KVSHARD__COMM_SELECTED_KV && !p->model.has_indexer) {
+        diag->option = "comm_decode";
+        return kvshard_error__fail(diag->err, KVSHARD_ECOMM, "", kvshard_error__no_mark,
+                                   "comm_decode: selected_kv sends the rows a DSA indexer "
+                                   "selects, and this model has no indexer");
+    }
+    comm_warnings(p);
+    if (p->split > 1) {
+        kvshard_options unsplit = *options;
+        unsplit.enable_layerwise_split = false;
+        kvshard_diag__ctx quiet = kvshard_diag__on(NULL);
+        if (kvshard_plan__create(&p->comm_unsplit, deployment->model, &unsplit,
+                                 &deployment->alloc, &quiet) != KVSHARD_OK)
+            p->comm_unsplit = NULL;
+        if (p->comm_unsplit) {
+            p->comm_unsplit->comm_given = true;
+            p->comm_unsplit->comm = p->comm;
+            p->comm_unsplit->query_heads = p->query_heads;
+        }
+    }
+    return KVSHARD_OK;
+}
+
 /* Flags skipped under --ignore_unknown_flags change what the engine runs
  * but not the plan: its last warning, flags_ignored, names them, so that a
  * plan of the wrong deployment does not pass for the right one. */
@@ -55,6 +188,10 @@ int kvshard_deployment_plan(kvshard_plan **out, const kvshard_deployment *deploy
                                   &deployment->alloc, &diag);
     if ((rc = kvshard_deployment__locate(deployment, rc, &diag)) != 0)
         return rc;
+    if (p && (rc = attach_comm(p, deployment, &options, &diag)) != 0) {
+        kvshard_plan_free(p);
+        return kvshard_deployment__locate(deployment, rc, &diag);
+    }
     if (deployment->skipped_count && p->warning_count < KVSHARD__MAX_WARNINGS) {
         kvshard__warning *w = &p->warnings[p->warning_count++];
         w->code = KVSHARD_WARN_FLAGS_IGNORED;

@@ -114,6 +114,12 @@ static uint64_t index_key(calc *c, const kvshard__memory_inputs *in, unsigned e)
     return d + 4 * kvshard__ceil_div(d, 128);
 }
 
+uint64_t kvshard_memory__index_key_bytes(const kvshard__memory_inputs *in)
+{
+    calc c = {false, false, false};
+    return index_key(&c, in, kv_element_bytes(in->model, in->options));
+}
+
 /* One entry of a compressed model's latent: head_dim elements, or at fp8
  * the fp8 NoPE part, the bf16 RoPE part and a scale byte per 64 NoPE
  * elements, rounded up to 8 bytes. */

@@ -60,6 +60,9 @@ bool kvshard_memory__kv_cache_fp8(const kvshard__model_info *model, const kvshar
 void kvshard_memory__kv_heads(uint32_t *out_first, uint32_t *out_count, uint32_t heads, uint32_t tp,
                        uint32_t first, uint32_t last);
 
+/* One token's indexer key of a DSA layer, as the plan counts it. */
+uint64_t kvshard_memory__index_key_bytes(const kvshard__memory_inputs *in);
+
 /* What one layer of class `cls` keeps with `full_heads` heads of the full
  * geometry and `sliding_heads` of the sliding one. EOVERFLOW past 64 bits. */
 int kvshard_memory__layer_cost(kvshard__cost *out, const kvshard__memory_inputs *in, uint8_t cls,

@@ -82,6 +82,7 @@ void kvshard_plan_free(kvshard_plan *plan)
         return;
     kvshard_allocator a = plan->alloc;
     kvshard_alloc__free(&a, atomic_load(&plan->engine_figures));
+    kvshard_plan_free(plan->comm_unsplit);
     if (plan->figure_ranks && plan->ranks)
         kvshard_alloc__free(&a, plan->ranks); /* fit's figures: sized once the stride is known */
     kvshard_alloc__free(&a, plan);

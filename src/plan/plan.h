@@ -6,6 +6,7 @@
 #ifndef KVSHARD_PLAN_PLAN_H
 #define KVSHARD_PLAN_PLAN_H
 
+#include "deploy/options.h"
 #include "deploy/settings.h"
 #include "plan/memory.h"
 #include "model/weights.h"
@@ -149,6 +150,13 @@ struct kvshard_plan {
      * nothing for them; NULL until then. */
     _Atomic(struct kvshard__engine_figures *) engine_figures;
     char input_text[KVSHARD__PLAN_TEXTS][KVSHARD__VALUE_TEXT_MAX]; /* text inputs' bytes */
+    /* The communication estimate's inputs, given beside a deployment: the
+     * estimate is made only when some were (comm_given), from this plan and
+     * its unsplit twin (NULL at S_eff 1, or when the twin does not plan). */
+    bool comm_given;
+    kvshard__comm_inputs comm;
+    uint32_t query_heads;
+    struct kvshard_plan *comm_unsplit;
     kvshard__warning warnings[KVSHARD__MAX_WARNINGS];
     size_t warning_count;
     uint64_t digest;

@@ -357,6 +357,9 @@ const char *kvshard_warning_name(kvshard_warning_code code)
     case KVSHARD_WARN_ENGINE_PAGE_SIZE_OVERRIDDEN: return "engine_page_size_overridden";
     case KVSHARD_WARN_ENGINE_WINDOW_REDUCED: return "engine_window_reduced";
     case KVSHARD_WARN_ENGINE_STATE_SLOTS_FIXED: return "engine_state_slots_fixed";
+    case KVSHARD_WARN_COMM_MECHANISM_ASSUMED: return "comm_mechanism_assumed";
+    case KVSHARD_WARN_FULL_LAYER_DECODE: return "full_layer_decode";
+    case KVSHARD_WARN_COMM_NO_WEIGHTS: return "comm_no_weights";
     default: return "unknown";
     }
 }

@@ -226,6 +226,9 @@ const kvshard__profile kvshard_profile__kvshard = {
     .defaults.ownership = KVSHARD_OWNERSHIP_ORDINAL,
     .defaults.pp_rule = KVSHARD_PP_RULE_VLLM,
     .defaults.rank_layout = KVSHARD_RANK_LAYOUT_VLLM,
+    /* kvshard's split flags are the seed engine's, and xLLM runs them. */
+    .comm.decode = KVSHARD__COMM_OWNER_ATTENTION,
+    .comm.prefill = KVSHARD__COMM_HISTORY_ROWS,
     .device.utilization_ppb = 900000000, /* 0.9 */
     .dialect.aliases = aliases,
     .dialect.flag_style = KVSHARD_PROFILE__GFLAGS,

@@ -246,6 +246,23 @@ typedef struct kvshard_profile__defaults {
     kvshard_rank_layout rank_layout; /* how the engine numbers its ranks */
 } kvshard_profile__defaults;
 
+/* How an engine moves a split layer to the attention that needs it, per
+ * forward pass; NONE for an engine without a layerwise split. */
+typedef enum kvshard__comm_mechanism {
+    KVSHARD__COMM_NONE,
+    KVSHARD__COMM_OWNER_ATTENTION, /* the owner attends for its group: queries and outputs move */
+    KVSHARD__COMM_SELECTED_KV,     /* the owner sends the top-k rows each query selects */
+    KVSHARD__COMM_HISTORY_ROWS,    /* the owner sends the cached rows the step attends over */
+    KVSHARD__COMM_FULL_LAYER       /* the owner sends the layer's whole buffer */
+} kvshard__comm_mechanism;
+
+/* The mechanisms the engine uses for a split layer in decode and prefill:
+ * what kvshard prices when the deployment names none. */
+typedef struct kvshard_profile__comm {
+    kvshard__comm_mechanism decode;
+    kvshard__comm_mechanism prefill;
+} kvshard_profile__comm;
+
 /* A profile that does not model pipeline stages: the name of its refusal of
  * pp_size above 1, why in words, and the engine's flag for the stages
  * (NULL: the engine has none, and pp_size is named); `refusal` NULL when it
@@ -422,6 +439,7 @@ typedef struct kvshard__profile {
     const char *name; /* cache.engine, JSON capacity.engine */
     kvshard_engine engine;
     kvshard_profile__defaults defaults;
+    kvshard_profile__comm comm;
     kvshard_profile__stages stages;
     kvshard_profile__device device;
     kvshard_profile__dialect dialect;

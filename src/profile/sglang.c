@@ -1197,6 +1197,9 @@ const kvshard__profile kvshard_profile__sglang = {
     .defaults.ownership = KVSHARD_OWNERSHIP_CONTIGUOUS,
     .defaults.pp_rule = KVSHARD_PP_RULE_SGLANG,
     .defaults.rank_layout = KVSHARD_RANK_LAYOUT_SGLANG,
+    /* SGLang's DSA cache layer split broadcasts whole layers ahead of use. */
+    .comm.decode = KVSHARD__COMM_FULL_LAYER,
+    .comm.prefill = KVSHARD__COMM_FULL_LAYER,
     .device.total_input = "device_memory_free", /* a fresh GPU: all of it is free */
     .device.utilization_input = "mem_fraction_static",
     .device.fill_input = "non_kv_memory",

@@ -441,6 +441,9 @@ const kvshard__profile kvshard_profile__xllm = {
     .defaults.runs_its_ownership_only = true, /* stock xLLM places layers by global index */
     .defaults.pp_rule = KVSHARD_PP_RULE_VLLM,
     .defaults.rank_layout = KVSHARD_RANK_LAYOUT_XLLM,
+    /* xLLM's decode attends on the owner; its prefill sends history rows. */
+    .comm.decode = KVSHARD__COMM_OWNER_ATTENTION,
+    .comm.prefill = KVSHARD__COMM_HISTORY_ROWS,
     .device.total_input = "device_memory_total",
     .device.utilization_input = "max_memory_utilization",
     .device.fill_input = "device_memory_free",

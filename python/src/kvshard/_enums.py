@@ -115,6 +115,9 @@ class Status(enum.IntEnum):
     EFITLIMITS = -36
     #: The query heads are not divisible by the attention TP size.
     EQHEADS = -37
+    #: The split's communication cannot be priced as asked: selected_kv for
+    #: a model without a DSA indexer, or a prefix hit of the whole prompt.
+    ECOMM = -38
 
     @property
     def label(self) -> str:
@@ -280,6 +283,13 @@ class WarningCode(enum.IntEnum):
     #: trtllm: a hybrid's state pool is max_batch_size slots, fixed before
     #: the engine profiles its memory.
     ENGINE_STATE_SLOTS_FIXED = 24
+    #: The split's mechanisms are the profile's, published for DSA models
+    #: only: for this model they are assumed.
+    COMM_MECHANISM_ASSUMED = 25
+    #: A decode step broadcasts the whole pool of every split layer.
+    FULL_LAYER_DECODE = 26
+    #: An accelerator is given without a weights source: no base step.
+    COMM_NO_WEIGHTS = 27
 
     @property
     def label(self) -> str:

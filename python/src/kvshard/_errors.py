@@ -140,7 +140,8 @@ class PlanError(KvshardError):
     (EPROFILE), or pipeline stages the layers cannot be cut into: more
     stages than layers (EPPLAYERS), a rule or a pp_partition that does not
     fit the layers (EPARTITION), a layer on another stage than the layer
-    whose cache it reads (EPPSOURCE). The device inputs' own failures are
+    whose cache it reads (EPPSOURCE), or a split whose communication cannot
+    be priced as asked (ECOMM). The device inputs' own failures are
     its subclasses: WeightsError, DoesNotFitError and FitLimitsError."""
 
 
@@ -222,6 +223,7 @@ for _cls, _codes in (
             "EPPLAYERS",
             "EPARTITION",
             "EPPSOURCE",
+            "ECOMM",
         ),
     ),
     (UnmodeledError, ("EUNMODELED",)),

@@ -222,6 +222,11 @@ def _read_options() -> Tuple[Spec, ...]:
     flags = [_lib.flags(engine.value) for engine in _lib.engines()]
     specs = []
     for row in rows:
+        # The comm: section prices a deployment's plan: a deployment takes
+        # it (its file or flags), and a plan's to_dict() has the estimate;
+        # no kvshard_options field or Options attribute holds it.
+        if row.section == "comm":
+            continue
         # The words each engine reads for the option: its flag's.
         read = [
             {word for word, _ in flag.words}

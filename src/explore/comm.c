@@ -1,0 +1,502 @@
+/* The price of a layerwise split (docs/comm.md): per split layer, the
+ * collectives of the mechanism in force, each priced at a latency plus its
+ * busiest port's bytes over the link; a decode step's floor from the bytes
+ * it reads over the memory bandwidth; and the throughput both give. */
+#include "explore/comm.h"
+
+#include "base/error.h"
+#include "kvshard/explore.h"
+#include "model/dtype.h"
+#include "model/weights.h"
+#include "plan/memory.h"
+#include "plan/plan.h"
+
+#include <string.h>
+
+bool kvshard_comm__given(const kvshard_plan *p)
+{
+    return p && p->comm_given;
+}
+
+bool kvshard_comm__published_for(const kvshard_plan *p)
+{
+    return p->model.attention == KVSHARD_ATTENTION_MLA && p->model.has_indexer;
+}
+
+static uint64_t ceil_div(uint64_t a, uint64_t b)
+{
+    return b ? a / b + (a % b != 0) : 0;
+}
+
+/* α(S): at least ⌈log2 S⌉ dependent rounds by default. */
+static double alpha_of(const kvshard__comm *c, uint32_t s)
+{
+    if (c->alpha_rule == KVSHARD__ALPHA_FLAT)
+        return c->link_latency_us;
+    if (c->alpha_rule == KVSHARD__ALPHA_LINEAR)
+        return c->link_latency_us * (double)(s - 1);
+    unsigned rounds = 0;
+    while ((1u << rounds) < s)
+        rounds++;
+    return c->link_latency_us * rounds;
+}
+
+/* What a split layer's owner keeps per token: its KV part (a GQA layer's
+ * KV for the union of its group's heads, an MLA latent) and its index part
+ * (a DSA indexer key), which move as separate collectives. GQA and MLA
+ * full attention with linear and no-cache layers beside it, all KV layers
+ * of one class, are modelled; the rest is refused by name. */
+typedef struct layer_bytes {
+    uint64_t row_kv;     /* r_kv: per token, as the owner stores it */
+    uint64_t index;      /* x: its indexer key per token; 0 without one */
+    uint64_t row_own_kv; /* per token for one rank's own heads */
+    uint64_t state;      /* one linear layer's state per sequence */
+    uint64_t q_width, o_width; /* query and output elements per head */
+} layer_bytes;
+
+static int layer_bytes_of(layer_bytes *lb, const kvshard_plan *p, kvshard_error *err)
+{
+    static const char *const kind_words[] = {"full-attention", "linear",    "sliding-window",
+                                             "hybrid",         "no-cache",  "compressed",
+                                             "shared-KV",      "chunked"};
+    const kvshard__model_info *m = &p->model;
+    if (m->attention == KVSHARD_ATTENTION_COMPRESSED || m->sparse_index_dim)
+        return kvshard_error__fail(err, KVSHARD_EUNMODELED, "", kvshard_error__no_mark,
+                                   "comm: the estimate prices GQA and MLA attention so far; "
+                                   "compressed attention and GQA sparse-index keys are not "
+                                   "priced yet");
+    int kv_class = -1;
+    for (uint32_t i = 0; i < m->num_layers; i++) {
+        uint8_t k = p->kinds[i];
+        if (k != KVSHARD_LAYER_FULL_ATTENTION && k != KVSHARD_LAYER_LINEAR_ATTENTION &&
+            k != KVSHARD_LAYER_NO_CACHE)
+            return kvshard_error__fail(err, KVSHARD_EUNMODELED, "", kvshard_error__no_mark,
+                                       "comm: layer %u is a %s layer; the estimate prices "
+                                       "full-attention, linear and no-cache layers so far",
+                                       i, k < 8 ? kind_words[k] : "other");
+        if (k != KVSHARD_LAYER_FULL_ATTENTION)
+            continue;
+        if (kv_class >= 0 && p->class_of[i] != kv_class)
+            return kvshard_error__fail(err, KVSHARD_EUNMODELED, "", kvshard_error__no_mark,
+                                       "comm: layer %u caches otherwise than layer %u; the "
+                                       "estimate prices KV layers of one kind so far",
+                                       i, (unsigned)kv_class);
+        kv_class = p->class_of[i];
+    }
+    memset(lb, 0, sizeof *lb);
+    lb->state = p->state_per_layer;
+    bool mla = m->attention == KVSHARD_ATTENTION_MLA;
+    if (mla && m->has_indexer && kv_class >= 0) {
+        /* A layer that reuses an earlier layer's top-k makes that layer a
+         * producer, whose indices move too: not priced yet. */
+        if (!(m->classes[kv_class].flags & KVSHARD__LAYER_INDEX_KEY))
+            return kvshard_error__fail(err, KVSHARD_EUNMODELED, "", kvshard_error__no_mark,
+                                       "comm: DSA layers that reuse another layer's top-k "
+                                       "indices are not priced yet");
+        kvshard__memory_inputs in = kvshard_plan__memory_inputs(p);
+        lb->index = kvshard_memory__index_key_bytes(&in);
+    }
+    uint64_t row = 0;
+    /* Every KV layer is of one class: a rank's bytes over its layers. */
+    for (uint32_t r = 0; r < p->split; r++) {
+        uint32_t owned = p->owned_counts[r];
+        if (owned) {
+            row = p->ranks[r].kv_bytes_per_token / owned;
+            break;
+        }
+    }
+    lb->row_kv = row > lb->index ? row - lb->index : 0;
+    /* Past R, a GQA owner stores the heads of S/R ranks (docs/planning.md). */
+    uint32_t widen = p->split > p->replication && p->replication ? p->split / p->replication : 1;
+    lb->row_own_kv = lb->row_kv / (widen ? widen : 1);
+    /* MLA is attended in absorbed form: the query in the latent and its
+     * RoPE part, the output in the latent. */
+    lb->q_width = mla ? (uint64_t)m->kv_lora_rank + m->qk_rope_head_dim : m->full.k_dim;
+    lb->o_width = mla ? m->kv_lora_rank : m->full.v_dim;
+    return KVSHARD_OK;
+}
+
+/* One collective: its count, busiest port, what the group receives. */
+typedef enum { ALL_GATHER, BROADCAST, SCATTER } collective;
+
+static void add(kvshard__comm_traffic *t, const kvshard__comm *c, collective kind, uint64_t m)
+{
+    uint64_t s = c->split;
+    uint64_t busy = kind == BROADCAST ? m : (s - 1) * m;
+    uint64_t wire = kind == ALL_GATHER ? s * (s - 1) * m : (s - 1) * m;
+    t->collectives++;
+    t->link_bytes += busy;
+    t->wire_bytes += wire;
+}
+
+/* Σ t over the collectives of `t`: each costs α(S) plus its busiest
+ * port's bytes over β, summed as one product and one quotient. */
+static void price(kvshard__comm_traffic *t, const kvshard__comm *c)
+{
+    if (c->has_link)
+        t->comm_us = (double)t->collectives * alpha_of(c, c->split) +
+                     (double)t->link_bytes * 1e6 / (double)c->link_bandwidth;
+}
+
+/* The owner broadcasts `rows` rows of a layer: its KV part, then its
+ * index part when it has one. */
+static void broadcast_rows(kvshard__comm_traffic *t, uint64_t *received, uint32_t rank,
+                           const kvshard__comm *c, const layer_bytes *lb, uint32_t owner,
+                           uint64_t rows)
+{
+    add(t, c, BROADCAST, rows * lb->row_kv);
+    *received += rank == owner ? 0 : rows * lb->row_kv;
+    if (lb->index) {
+        add(t, c, BROADCAST, rows * lb->index);
+        *received += rank == owner ? 0 : rows * lb->index;
+    }
+}
+
+/* Per decode step: what one split layer moves, as collectives into `t`;
+ * *received gains what split rank `rank` receives (the owner is the root). */
+static void decode_layer(kvshard__comm_traffic *t, uint64_t *received, uint32_t rank,
+                         const kvshard__comm *c, const kvshard_plan *p, const layer_bytes *lb,
+                         uint32_t owner)
+{
+    uint64_t a = c->activation_bytes, tau = c->tokens_per_step;
+    uint64_t heads = p->tp ? p->query_heads / p->tp : 0;
+    uint64_t width = lb->q_width, out_width = lb->o_width;
+    uint64_t s = c->split;
+    switch (c->decode_mechanism) {
+    case KVSHARD__COMM_OWNER_ATTENTION: {
+        uint64_t q = tau * heads * width * a;
+        add(t, c, ALL_GATHER, q);
+        uint64_t o = c->owner_scatter ? tau * heads * out_width * a
+                                      : s * tau * heads * out_width * a;
+        add(t, c, c->owner_scatter ? SCATTER : BROADCAST, o);
+        *received += (s - 1) * q + (rank == owner ? 0 : o);
+        break;
+    }
+    case KVSHARD__COMM_HISTORY_ROWS:
+    case KVSHARD__COMM_FULL_LAYER: {
+        /* Every sequence's history, or the whole pool; the index keys apart. */
+        uint64_t rows = c->decode_mechanism == KVSHARD__COMM_HISTORY_ROWS
+                            ? c->microbatch * c->context_length
+                            : p->cap.num_blocks * p->options.block_size;
+        broadcast_rows(t, received, rank, c, lb, owner, rows);
+        break;
+    }
+    default: break; /* selected_kv is refused for a model without an indexer */
+    }
+}
+
+/* Per prompt: the chunks with history each move the layer's rows. */
+static void prefill_layer(kvshard__comm_traffic *t, uint64_t *received, uint32_t rank,
+                          const kvshard__comm *c, const kvshard_plan *p, const layer_bytes *lb,
+                          uint32_t owner)
+{
+    for (uint64_t j = 0; j < c->chunks; j++) {
+        uint64_t h = c->prefix_hit + j * c->chunk;
+        if (h == 0)
+            continue; /* no history: nothing to send */
+        uint64_t rows = c->prefill_mechanism == KVSHARD__COMM_FULL_LAYER
+                            ? p->cap.num_blocks * p->options.block_size
+                            : h;
+        broadcast_rows(t, received, rank, c, lb, owner, rows);
+    }
+}
+
+/* The bytes one sequence reads in a decode step of stage `s`: the owner
+ * reads its group's heads of a split layer under owner attention. */
+static uint64_t reads_per_sequence(const kvshard_plan *p, const kvshard__comm *c,
+                                   const layer_bytes *lb, uint32_t s)
+{
+    uint64_t n = c->context_length, total = 0;
+    bool owner_reads = c->split > 1 && c->decode_mechanism == KVSHARD__COMM_OWNER_ATTENTION;
+    for (uint32_t i = p->stages[s].first; i < p->stages[s].first + p->stages[s].count; i++) {
+        if (p->kinds[i] == KVSHARD_LAYER_FULL_ATTENTION)
+            total += n * (owner_reads ? lb->row_kv : lb->row_own_kv);
+        else if (p->kinds[i] == KVSHARD_LAYER_LINEAR_ATTENTION)
+            total += 2 * lb->state; /* read and written */
+    }
+    return total;
+}
+
+/* The weights one rank of stage `s` reads each step, from the plan's
+ * device figures or from the sources a memory plan leaves unread. */
+static bool stage_weights(uint64_t *out, const kvshard_plan *p, uint32_t s)
+{
+    const kvshard_options *o = &p->options;
+    if (p->device.used && p->stage_weights) {
+        *out = p->stage_weights[s];
+        return true;
+    }
+    if (o->weights_per_rank_count && o->weights_per_rank) {
+        *out = o->weights_per_rank[o->weights_per_rank_count == 1 ? 0 : s];
+        return true;
+    }
+    if (o->weights_total) {
+        uint64_t x = (uint64_t)o->dp_size * o->cp_size * p->tp;
+        return kvshard_weights__estimate(out, o->weights_total, o->weights_experts,
+                                         p->stages[s].count, p->model.num_layers, p->tp, x,
+                                         NULL) == KVSHARD_OK;
+    }
+    return false;
+}
+
+/* The inputs in force: the given ones, the profile's mechanisms, the
+ * presets' figures. */
+static void settle_inputs(kvshard__comm *c, const kvshard_plan *p)
+{
+    const kvshard__comm_inputs *in = &p->comm;
+    memset(c, 0, sizeof *c);
+    c->split = p->split;
+    c->decode_mechanism = in->decode ? in->decode : p->profile->comm.decode;
+    c->prefill_mechanism = in->prefill ? in->prefill : p->profile->comm.prefill;
+    c->mechanism_default = (!in->decode && c->decode_mechanism) ||
+                           (!in->prefill && c->prefill_mechanism);
+    c->owner_scatter = in->owner_output == 1;
+    c->alpha_rule = in->alpha_rule;
+    const kvshard_options__accelerator_preset *acc =
+        kvshard_options__accelerator_preset_of(in->accelerator);
+    c->has_accelerator = in->accelerator != KVSHARD__ACCEL_NONE || in->hbm_bandwidth;
+    c->accelerator_name = acc->name;
+    c->hbm_bandwidth = in->hbm_bandwidth ? in->hbm_bandwidth : acc->hbm_bandwidth;
+    kvshard__comm_link link = in->link ? in->link : acc->link;
+    const kvshard_options__link_preset *lp = kvshard_options__link_preset_of(link);
+    c->link_name = lp->name;
+    c->link_bandwidth = in->link_bandwidth ? in->link_bandwidth : lp->bandwidth;
+    c->link_latency_us = in->link_latency_us > 0 ? in->link_latency_us : lp->latency_us;
+    c->has_link = c->link_bandwidth > 0 && (link != KVSHARD__LINK_NONE || in->link_bandwidth);
+    kvshard_dtype a = in->activation_dtype;
+    if (a == KVSHARD_DTYPE_AUTO)
+        a = p->model.dtype == KVSHARD_DTYPE_FP32 ? KVSHARD_DTYPE_FP32 : KVSHARD_DTYPE_BF16;
+    c->activation_bytes = kvshard_dtype__bytes(a);
+}
+
+/* The decode base step of every stage, the binding stage's step and the
+ * throughput; `stages` gains each stage's base and step. */
+static void price_steps(kvshard__comm *c, kvshard__comm_stage *stages, const kvshard_plan *p,
+                        const layer_bytes *lb)
+{
+    bool weights_known = true;
+    c->has_step = c->has_accelerator && c->hbm_bandwidth && c->has_batch && c->context_length;
+    for (uint32_t s = 0; s < p->pp; s++) {
+        kvshard__comm_stage *st = &stages[s];
+        uint64_t w = 0;
+        bool has_w = stage_weights(&w, p, s);
+        weights_known &= has_w;
+        st->has_base = c->has_step && has_w;
+        if (!st->has_base)
+            continue;
+        st->weights_bytes = w;
+        st->kv_read_bytes = c->microbatch * reads_per_sequence(p, c, lb, s);
+        st->base_us = (double)(w + st->kv_read_bytes) / (double)c->hbm_bandwidth * 1e6;
+        st->has_step = c->split == 1 || st->decode.has_time;
+        double comm = c->split > 1 ? st->decode.comm_us : 0.0;
+        st->step_us = c->overlap ? (st->base_us > comm ? st->base_us : comm) : st->base_us + comm;
+    }
+    c->no_weights = c->has_accelerator && !weights_known;
+    c->has_step = c->has_step && weights_known;
+    for (uint32_t s = 0; c->has_step && s < p->pp; s++) {
+        if (!stages[s].has_step) {
+            c->has_step = false;
+            break;
+        }
+        if (s == 0 || stages[s].step_us > stages[c->binding_stage].step_us)
+            c->binding_stage = s;
+    }
+    if (!c->has_step)
+        return;
+    const kvshard__comm_stage *b = &stages[c->binding_stage];
+    c->weights_bytes = b->weights_bytes;
+    c->kv_read_bytes = b->kv_read_bytes;
+    c->base_us = b->base_us;
+    c->step_us = b->step_us;
+    c->tpot_us = p->pp * c->step_us;
+    c->throughput = (double)c->batch / c->tpot_us * 1e6;
+    c->throughput_total = c->throughput * p->options.dp_size;
+}
+
+static int estimate(kvshard__comm *c, kvshard__comm_stage *stages, const kvshard_plan *p,
+                    kvshard_error *err)
+{
+    settle_inputs(c, p);
+    layer_bytes lb;
+    int rc = layer_bytes_of(&lb, p, err);
+    if (rc)
+        return rc;
+    const kvshard__comm_inputs *in = &p->comm;
+    /* The batch: the plan's concurrency, a given one no more than it. */
+    c->has_batch = in->batch || p->cap.has_concurrency;
+    c->batch_given = in->batch != 0;
+    c->batch = in->batch ? in->batch : p->cap.concurrency;
+    if (in->batch && p->cap.has_concurrency && p->cap.concurrency < c->batch)
+        c->batch = p->cap.concurrency;
+    c->context_length = p->options.context_length;
+    c->microbatch = ceil_div(c->batch, p->pp);
+    c->tokens_per_step = c->microbatch * (1 + (uint64_t)p->options.num_speculative_tokens);
+    c->overlap = c->split > 1 && c->decode_mechanism == KVSHARD__COMM_FULL_LAYER;
+    c->prompt_length = in->prompt_length ? in->prompt_length : p->options.context_length;
+    c->chunk = in->chunk ? in->chunk
+                         : (uint32_t)kvshard_options__option_value(&p->options,
+                                                                   KVSHARD__OPT_COMM_CHUNK)
+                               .u;
+    c->prefix_hit = in->prefix_hit;
+    if (c->prompt_length) {
+        c->chunks = ceil_div(c->prompt_length - c->prefix_hit, c->chunk);
+        c->history_rows = c->chunks * c->prefix_hit + c->chunk * c->chunks * (c->chunks - 1) / 2;
+    }
+    bool decode_bytes = c->decode_mechanism == KVSHARD__COMM_FULL_LAYER ? p->cap.has_num_blocks
+                        : c->decode_mechanism == KVSHARD__COMM_HISTORY_ROWS
+                            ? c->has_batch && c->context_length
+                            : c->has_batch;
+    bool prefill_bytes = c->prompt_length && (c->prefill_mechanism != KVSHARD__COMM_FULL_LAYER ||
+                                              p->cap.has_num_blocks);
+    for (uint32_t s = 0; s < p->pp; s++) {
+        kvshard__comm_stage *st = &stages[s];
+        memset(st, 0, sizeof *st);
+        /* The group's totals; what each rank receives is
+         * kvshard_comm__rank_received's. */
+        uint64_t unused_decode = 0, unused_prefill = 0;
+        for (uint32_t i = p->stages[s].first;
+             c->split > 1 && i < p->stages[s].first + p->stages[s].count; i++) {
+            if (p->kinds[i] != KVSHARD_LAYER_FULL_ATTENTION || p->owner[i] < 0)
+                continue;
+            decode_layer(&st->decode, &unused_decode, 0, c, p, &lb, (uint32_t)p->owner[i]);
+            prefill_layer(&st->prefill, &unused_prefill, 0, c, p, &lb, (uint32_t)p->owner[i]);
+        }
+        price(&st->decode, c);
+        price(&st->prefill, c);
+        st->decode.has_bytes = decode_bytes && c->decode_mechanism != KVSHARD__COMM_NONE;
+        st->decode.has_time = st->decode.has_bytes && c->has_link;
+        st->prefill.has_bytes = prefill_bytes && c->prefill_mechanism != KVSHARD__COMM_NONE;
+        st->prefill.has_time = st->prefill.has_bytes && c->has_link;
+        if (c->split == 1) {
+            /* Nothing is split: every figure is 0, known without a link. */
+            st->decode.has_bytes = st->decode.has_time = true;
+            st->prefill.has_bytes = st->prefill.has_time = c->prompt_length != 0;
+        }
+        kvshard__comm_traffic *sums[2] = {&c->decode, &c->prefill};
+        const kvshard__comm_traffic *parts[2] = {&st->decode, &st->prefill};
+        for (int k = 0; k < 2; k++) {
+            sums[k]->collectives += parts[k]->collectives;
+            sums[k]->link_bytes += parts[k]->link_bytes;
+            sums[k]->wire_bytes += parts[k]->wire_bytes;
+            sums[k]->comm_us += parts[k]->comm_us;
+            sums[k]->has_bytes = s == 0 ? parts[k]->has_bytes
+                                        : sums[k]->has_bytes && parts[k]->has_bytes;
+            sums[k]->has_time = s == 0 ? parts[k]->has_time
+                                       : sums[k]->has_time && parts[k]->has_time;
+        }
+    }
+    if (c->has_accelerator && lb.index)
+        return kvshard_error__fail(err, KVSHARD_EUNMODELED, "", kvshard_error__no_mark,
+                                   "comm: the decode base step of a DSA model reads the rows "
+                                   "its index_topk selects, which is not priced yet; without "
+                                   "comm_accelerator the communication figures are given");
+    price_steps(c, stages, p, &lb);
+    return KVSHARD_OK;
+}
+
+int kvshard_comm__of(kvshard__comm *out, kvshard__comm_stage *stages, const kvshard_plan *p,
+                     kvshard_error *err)
+{
+    kvshard_allocator a = p->alloc;
+    kvshard__comm_stage *own = stages ? stages : kvshard_alloc__bytes(&a, p->pp, sizeof *own);
+    if (!own)
+        return kvshard_error__fail(err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
+                                   "out of memory");
+    int rc = estimate(out, own, p, err);
+    if (rc == KVSHARD_OK && p->comm_unsplit && out->split > 1) {
+        kvshard__comm ref;
+        kvshard__comm_stage *ref_stages = kvshard_alloc__bytes(&a, p->comm_unsplit->pp,
+                                                               sizeof *ref_stages);
+        if (ref_stages && estimate(&ref, ref_stages, p->comm_unsplit, NULL) == KVSHARD_OK &&
+            ref.has_step) {
+            out->has_unsplit = true;
+            out->unsplit_batch = ref.batch;
+            out->unsplit_base_us = ref.base_us;
+            out->unsplit_step_us = ref.step_us;
+            out->unsplit_throughput = ref.throughput;
+        }
+        kvshard_alloc__free(&a, ref_stages);
+    }
+    if (out->has_step && (out->split == 1 || out->has_unsplit)) {
+        out->has_gain = true;
+        out->throughput_gain =
+            out->split == 1 ? 1.0 : out->throughput / out->unsplit_throughput;
+    }
+    if (!stages)
+        kvshard_alloc__free(&a, own);
+    return rc;
+}
+
+void kvshard_comm__rank_received(bool *has_decode, uint64_t *decode, bool *has_prefill,
+                                 uint64_t *prefill, const kvshard_plan *p, const kvshard__comm *c,
+                                 uint32_t rank)
+{
+    *decode = *prefill = 0;
+    *has_decode = c->decode.has_bytes;
+    *has_prefill = c->prefill.has_bytes;
+    layer_bytes lb;
+    if (c->split < 2 || layer_bytes_of(&lb, p, NULL) != KVSHARD_OK)
+        return;
+    const kvshard__rank_place *place = &p->place[rank];
+    kvshard__comm_traffic unused;
+    for (uint32_t i = place->first; i < place->first + place->count; i++) {
+        if (p->kinds[i] != KVSHARD_LAYER_FULL_ATTENTION || p->owner[i] < 0)
+            continue;
+        memset(&unused, 0, sizeof unused);
+        decode_layer(&unused, decode, place->split_rank, c, p, &lb, (uint32_t)p->owner[i]);
+        prefill_layer(&unused, prefill, place->split_rank, c, p, &lb, (uint32_t)p->owner[i]);
+    }
+}
+
+int kvshard_plan_comm(kvshard_comm_estimate *out, const kvshard_plan *plan, kvshard_error *err)
+{
+    kvshard_error__reset(err);
+    if (!out || !plan || out->size != sizeof *out)
+        return kvshard_error__fail(err, KVSHARD_EINVAL, "", kvshard_error__no_mark,
+                                   "out and plan must not be NULL, and out->size must be "
+                                   "sizeof(kvshard_comm_estimate) (KVSHARD_COMM_ESTIMATE_INIT)");
+    kvshard_comm_estimate e = KVSHARD_COMM_ESTIMATE_INIT;
+    if (!plan->comm_given) {
+        *out = e;
+        return KVSHARD_OK;
+    }
+    kvshard__comm c;
+    int rc = kvshard_comm__of(&c, NULL, plan, err);
+    if (rc)
+        return rc;
+    e.given = true;
+    e.split_size = c.split;
+    e.decode_mechanism = kvshard_options__comm_mechanism_name(c.decode_mechanism);
+    e.prefill_mechanism = kvshard_options__comm_mechanism_name(c.prefill_mechanism);
+    e.has_link = c.has_link;
+    e.link_name = c.has_link ? c.link_name : NULL;
+    e.link_bandwidth = c.link_bandwidth;
+    e.link_latency_us = c.link_latency_us;
+    e.has_accelerator = c.has_accelerator;
+    e.accelerator_name = c.has_accelerator ? c.accelerator_name : NULL;
+    e.hbm_bandwidth = c.hbm_bandwidth;
+    e.has_batch = c.has_batch;
+    e.batch = c.batch;
+    e.decode_collectives = c.decode.collectives;
+    e.has_decode_bytes = c.decode.has_bytes;
+    e.decode_link_bytes = c.decode.link_bytes;
+    e.has_decode_time = c.decode.has_time;
+    e.decode_comm_us = c.decode.comm_us;
+    e.has_step = c.has_step;
+    e.base_us = c.base_us;
+    e.step_us = c.step_us;
+    e.tpot_us = c.tpot_us;
+    e.throughput = c.throughput;
+    e.throughput_total = c.throughput_total;
+    e.has_unsplit = c.has_unsplit;
+    e.unsplit_throughput = c.unsplit_throughput;
+    e.has_gain = c.has_gain;
+    e.throughput_gain = c.throughput_gain;
+    e.prefill_collectives = c.prefill.collectives;
+    e.has_prefill_bytes = c.prefill.has_bytes;
+    e.prefill_link_bytes = c.prefill.link_bytes;
+    e.has_prefill_time = c.prefill.has_time;
+    e.prefill_comm_us = c.prefill.comm_us;
+    *out = e;
+    return KVSHARD_OK;
+}

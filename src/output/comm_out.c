@@ -1,0 +1,365 @@
+/* The plan's `comm` object and its text lines: the split's communication
+ * and the decode throughput, labelled as the estimate they are. */
+#include "output/comm_out.h"
+
+#include "base/alloc.h"
+#include "explore/comm.h"
+#include "plan/queries.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- JSON --------------------------------------------------------------------------- */
+
+static void key(kvshard__out *o, const char *name, bool first)
+{
+    kvshard_writer__out_printf(o, "%s\"%s\": ", first ? "" : ", ", name);
+}
+
+static void number(kvshard__out *o, const char *name, bool has, double v)
+{
+    key(o, name, false);
+    if (!has || !isfinite(v)) {
+        kvshard_writer__out_raw(o, "null");
+        return;
+    }
+    char buf[40];
+    kvshard_format__shortest_text(buf, sizeof buf, v);
+    kvshard_writer__out_raw(o, buf);
+}
+
+static void count(kvshard__out *o, const char *name, bool has, uint64_t v, bool first)
+{
+    key(o, name, first);
+    if (has)
+        kvshard_writer__out_u64(o, v);
+    else
+        kvshard_writer__out_raw(o, "null");
+}
+
+static void word(kvshard__out *o, const char *name, const char *w, bool first)
+{
+    key(o, name, first);
+    if (w)
+        kvshard_writer__out_json_string(o, w, strlen(w));
+    else
+        kvshard_writer__out_raw(o, "null");
+}
+
+static void traffic(kvshard__out *o, const kvshard__comm_traffic *t, bool first)
+{
+    count(o, "collectives", true, t->collectives, first);
+    count(o, "link_bytes", t->has_bytes, t->link_bytes, false);
+    count(o, "wire_bytes", t->has_bytes, t->wire_bytes, false);
+    number(o, "comm_us", t->has_time, t->comm_us);
+}
+
+static void json_decode(kvshard__out *o, const kvshard__comm *c)
+{
+    kvshard_writer__out_raw(o, ",\n    \"decode\": {");
+    count(o, "batch", c->has_batch, c->batch, true);
+    word(o, "batch_source", !c->has_batch ? NULL : c->batch_given ? "given" : "concurrency",
+         false);
+    count(o, "context_length", c->context_length != 0, c->context_length, false);
+    count(o, "microbatch", c->has_batch, c->microbatch, false);
+    count(o, "tokens_per_step", c->has_batch, c->tokens_per_step, false);
+    traffic(o, &c->decode, false);
+    count(o, "binding_stage", c->has_step, c->binding_stage, false);
+    count(o, "weights_bytes", c->has_step, c->weights_bytes, false);
+    count(o, "kv_read_bytes", c->has_step, c->kv_read_bytes, false);
+    number(o, "base_us", c->has_step, c->base_us);
+    key(o, "overlap", false);
+    kvshard_writer__out_raw(o, c->overlap ? "true" : "false");
+    number(o, "step_us", c->has_step, c->step_us);
+    number(o, "tpot_us", c->has_step, c->tpot_us);
+    number(o, "throughput", c->has_step, c->throughput);
+    number(o, "throughput_total", c->has_step, c->throughput_total);
+    key(o, "unsplit", false);
+    if (c->has_unsplit) {
+        kvshard_writer__out_raw(o, "{");
+        count(o, "batch", true, c->unsplit_batch, true);
+        number(o, "base_us", true, c->unsplit_base_us);
+        number(o, "step_us", true, c->unsplit_step_us);
+        number(o, "throughput", true, c->unsplit_throughput);
+        kvshard_writer__out_raw(o, "}");
+    } else {
+        kvshard_writer__out_raw(o, "null");
+    }
+    number(o, "throughput_gain", c->has_gain, c->throughput_gain);
+    kvshard_writer__out_raw(o, "}");
+}
+
+static void json_prefill(kvshard__out *o, const kvshard__comm *c)
+{
+    kvshard_writer__out_raw(o, ",\n    \"prefill\": {");
+    bool n = c->prompt_length != 0;
+    count(o, "prompt_length", n, c->prompt_length, true);
+    count(o, "chunk", true, c->chunk, false);
+    count(o, "prefix_hit", true, c->prefix_hit, false);
+    count(o, "chunks", n, c->chunks, false);
+    count(o, "history_rows", n, c->history_rows, false);
+    traffic(o, &c->prefill, false);
+    key(o, "overlap", false);
+    kvshard_writer__out_raw(o, c->split > 1 && c->prefill_mechanism == KVSHARD__COMM_FULL_LAYER
+                                   ? "true"
+                                   : "false");
+    kvshard_writer__out_raw(o, "}");
+}
+
+static void json_stages(kvshard__out *o, const kvshard__comm_stage *stages, uint32_t pp)
+{
+    kvshard_writer__out_raw(o, ",\n    \"stages\": [");
+    for (uint32_t s = 0; s < pp; s++) {
+        const kvshard__comm_stage *st = &stages[s];
+        kvshard_writer__out_raw(o, s ? ",\n               {" : "{");
+        count(o, "stage", true, s, true);
+        kvshard_writer__out_raw(o, ", \"decode\": {");
+        traffic(o, &st->decode, true);
+        count(o, "weights_bytes", st->has_base, st->weights_bytes, false);
+        count(o, "kv_read_bytes", st->has_base, st->kv_read_bytes, false);
+        number(o, "base_us", st->has_base, st->base_us);
+        number(o, "step_us", st->has_step && st->has_base, st->step_us);
+        kvshard_writer__out_raw(o, "}, \"prefill\": {");
+        traffic(o, &st->prefill, true);
+        kvshard_writer__out_raw(o, "}}");
+    }
+    kvshard_writer__out_raw(o, "]");
+}
+
+static void json_ranks(kvshard__out *o, const kvshard_plan *plan, const kvshard__plan_view *v,
+                       const kvshard__comm *c)
+{
+    kvshard_writer__out_raw(o, ",\n    \"ranks\": [");
+    for (uint32_t r = 0; r < v->ranks_count; r++) {
+        bool has_d, has_p;
+        uint64_t d, p;
+        kvshard_comm__rank_received(&has_d, &d, &has_p, &p, plan, c, r);
+        kvshard_writer__out_raw(o, r ? ",\n              {" : "{");
+        count(o, "stage", true, r / v->tp, true);
+        count(o, "tp_rank", true, r % v->tp, false);
+        count(o, "split_rank", true, v->place[r].split_rank, false);
+        count(o, "decode_bytes_received", has_d, d, false);
+        count(o, "prefill_bytes_received", has_p, p, false);
+        kvshard_writer__out_raw(o, "}");
+    }
+    kvshard_writer__out_raw(o, "]");
+}
+
+int kvshard_comm_out__json(kvshard__out *o, const kvshard_plan *plan)
+{
+    if (!kvshard_comm__given(plan))
+        return KVSHARD_OK;
+    kvshard__plan_view v = kvshard_plan__view_of(plan);
+    kvshard_allocator a = kvshard_alloc__allocator_or_default(NULL);
+    kvshard__comm_stage *stages = kvshard_alloc__bytes(&a, v.pp, sizeof *stages);
+    kvshard__comm c;
+    int rc = stages ? kvshard_comm__of(&c, stages, plan, NULL) : KVSHARD_ENOMEM;
+    if (rc == KVSHARD_OK) {
+        kvshard_writer__out_raw(o, "  \"comm\": {");
+        count(o, "split_size", true, c.split, true);
+        word(o, "decode_mechanism", kvshard_options__comm_mechanism_name(c.decode_mechanism), false);
+        word(o, "prefill_mechanism", kvshard_options__comm_mechanism_name(c.prefill_mechanism), false);
+        word(o, "owner_output", c.owner_scatter ? "scatter" : "broadcast", false);
+        key(o, "mechanism_default", false);
+        kvshard_writer__out_raw(o, c.mechanism_default ? "true" : "false");
+        kvshard_writer__out_raw(o, ",\n    ");
+        key(o, "link", true);
+        if (c.has_link) {
+            kvshard_writer__out_raw(o, "{");
+            word(o, "name", c.link_name, true);
+            count(o, "bandwidth", true, c.link_bandwidth, false);
+            number(o, "latency_us", true, c.link_latency_us);
+            static const char *const rules[] = {"log2", "linear", "flat"};
+            word(o, "alpha_rule", rules[c.alpha_rule], false);
+            kvshard_writer__out_raw(o, "}");
+        } else {
+            kvshard_writer__out_raw(o, "null");
+        }
+        key(o, "accelerator", false);
+        if (c.has_accelerator) {
+            kvshard_writer__out_raw(o, "{");
+            word(o, "name", c.accelerator_name, true);
+            count(o, "hbm_bandwidth", c.hbm_bandwidth != 0, c.hbm_bandwidth, false);
+            kvshard_writer__out_raw(o, "}");
+        } else {
+            kvshard_writer__out_raw(o, "null");
+        }
+        count(o, "activation_bytes", true, c.activation_bytes, false);
+        json_decode(o, &c);
+        json_prefill(o, &c);
+        json_stages(o, stages, v.pp);
+        json_ranks(o, plan, &v, &c);
+        kvshard_writer__out_raw(o, "\n  },\n");
+    }
+    kvshard_alloc__free(&a, stages);
+    return rc;
+}
+
+/* ---- text --------------------------------------------------------------------------- */
+
+/* Bytes on links and rates in decimal units, as vendors state them. */
+static void decimal_bytes(kvshard__out *o, double v, const char *suffix)
+{
+    static const char *const units[] = {"B", "kB", "MB", "GB", "TB", "PB"};
+    int u = 0;
+    while (u < 5 && v >= 1000.0) {
+        v /= 1000.0;
+        u++;
+    }
+    kvshard_writer__out_printf(o, "%.2f %s%s", v, units[u], suffix);
+}
+
+static void rate(kvshard__out *o, uint64_t bytes_per_s)
+{
+    double v = (double)bytes_per_s;
+    static const char *const units[] = {"B", "kB", "MB", "GB", "TB", "PB"};
+    int u = 0;
+    while (u < 5 && v >= 1000.0) {
+        v /= 1000.0;
+        u++;
+    }
+    kvshard_writer__out_printf(o, "%g %s/s", v, units[u]);
+}
+
+static void ms(kvshard__out *o, double us)
+{
+    kvshard_writer__out_printf(o, "%.2f ms", us / 1000.0);
+}
+
+static void tokens_per_s(kvshard__out *o, double v)
+{
+    kvshard_writer__out_grouped(o, (uint64_t)llround(v));
+    kvshard_writer__out_raw(o, " tokens/s");
+}
+
+static void text_inputs(kvshard__out *o, const kvshard_plan *plan, const kvshard__comm *c)
+{
+    kvshard_writer__out_printf(o, "comm       estimate, not a measurement: split %u", c->split);
+    const char *d = kvshard_options__comm_mechanism_name(c->decode_mechanism);
+    const char *p = kvshard_options__comm_mechanism_name(c->prefill_mechanism);
+    kvshard_writer__out_printf(o, ", decode %s", d ? d : "none");
+    if (c->decode_mechanism == KVSHARD__COMM_OWNER_ATTENTION)
+        kvshard_writer__out_printf(o, " (output %s)", c->owner_scatter ? "scatter" : "broadcast");
+    kvshard_writer__out_printf(o, ", prefill %s", p ? p : "none");
+    if (c->mechanism_default)
+        kvshard_writer__out_raw(o, c->split > 1 && !kvshard_comm__published_for(plan)
+                                       ? " (the profile's; assumed for this model)"
+                                       : " (the profile's)");
+    kvshard_writer__out_raw(o, "\n           ");
+    if (c->has_link) {
+        kvshard_writer__out_printf(o, "link %s: ", c->link_name);
+        rate(o, c->link_bandwidth);
+        static const char *const rules[] = {"log2", "linear", "flat"};
+        kvshard_writer__out_printf(o, " a direction, \xce\xb1 %g \xc2\xb5s (%s)", c->link_latency_us,
+                                   rules[c->alpha_rule]);
+    } else {
+        kvshard_writer__out_raw(o, "no link: give --comm_link or --comm_accelerator for times");
+    }
+    if (c->has_accelerator && c->hbm_bandwidth) {
+        kvshard_writer__out_printf(o, "; %s: ", c->accelerator_name);
+        rate(o, c->hbm_bandwidth);
+        kvshard_writer__out_raw(o, " memory");
+    }
+    kvshard_writer__out_raw(o, "\n");
+}
+
+static void text_decode(kvshard__out *o, const kvshard__comm *c)
+{
+    kvshard_writer__out_raw(o, "decode     ");
+    if (c->has_batch) {
+        kvshard_writer__out_grouped(o, c->batch);
+        kvshard_writer__out_raw(o, " sequences: ");
+    }
+    kvshard_writer__out_grouped(o, c->decode.collectives);
+    kvshard_writer__out_raw(o, " collectives");
+    if (c->decode.has_bytes) {
+        kvshard_writer__out_raw(o, ", ");
+        decimal_bytes(o, (double)c->decode.link_bytes, " on the busiest link");
+    }
+    if (c->decode.has_time) {
+        kvshard_writer__out_raw(o, ", ");
+        ms(o, c->decode.comm_us);
+    }
+    if (!c->has_step) {
+        kvshard_writer__out_raw(o, "; give --comm_accelerator, the weights and a context length "
+                                   "for the base step\n");
+        return;
+    }
+    kvshard_writer__out_raw(o, "; base ");
+    ms(o, c->base_us);
+    kvshard_writer__out_raw(o, " (");
+    decimal_bytes(o, (double)c->weights_bytes, " of weights, ");
+    decimal_bytes(o, (double)c->kv_read_bytes, " of KV and state); step ");
+    ms(o, c->step_us);
+    kvshard_writer__out_raw(o, ": ");
+    tokens_per_s(o, c->throughput_total);
+    kvshard_writer__out_raw(o, "\n");
+    if (c->has_unsplit) {
+        kvshard_writer__out_raw(o, "           unsplit: ");
+        kvshard_writer__out_grouped(o, c->unsplit_batch);
+        kvshard_writer__out_raw(o, " sequences, ");
+        ms(o, c->unsplit_step_us);
+        kvshard_writer__out_raw(o, " a step, ");
+        tokens_per_s(o, c->unsplit_throughput);
+        kvshard_writer__out_printf(o, "; the split gives %.2fx the throughput for %.2fx the "
+                                      "sequences\n",
+                                   c->throughput_gain,
+                                   (double)c->batch / (double)c->unsplit_batch);
+    }
+}
+
+static void text_prefill(kvshard__out *o, const kvshard__comm *c)
+{
+    kvshard_writer__out_raw(o, "prefill    ");
+    if (!c->prompt_length) {
+        kvshard_writer__out_raw(o, "give --context_length or --comm_prompt_length for a prompt\n");
+        return;
+    }
+    kvshard_writer__out_raw(o, "a ");
+    kvshard_writer__out_grouped(o, c->prompt_length);
+    kvshard_writer__out_raw(o, "-token prompt");
+    if (c->prefix_hit) {
+        kvshard_writer__out_raw(o, " with ");
+        kvshard_writer__out_grouped(o, c->prefix_hit);
+        kvshard_writer__out_raw(o, " cached");
+    }
+    kvshard_writer__out_printf(o, " in %llu chunk%s of ", (unsigned long long)c->chunks,
+                               c->chunks == 1 ? "" : "s");
+    kvshard_writer__out_grouped(o, c->chunk);
+    kvshard_writer__out_raw(o, ": ");
+    kvshard_writer__out_grouped(o, c->history_rows);
+    kvshard_writer__out_raw(o, " history rows a layer, ");
+    kvshard_writer__out_grouped(o, c->prefill.collectives);
+    kvshard_writer__out_raw(o, " collectives");
+    if (c->prefill.has_bytes) {
+        kvshard_writer__out_raw(o, ", ");
+        decimal_bytes(o, (double)c->prefill.link_bytes, "");
+    }
+    if (c->prefill.has_time) {
+        kvshard_writer__out_raw(o, ", ");
+        ms(o, c->prefill.comm_us);
+        kvshard_writer__out_raw(o, c->split > 1 && c->prefill_mechanism == KVSHARD__COMM_FULL_LAYER
+                                       ? " for compute to hide"
+                                       : " added to its time to first token");
+    }
+    kvshard_writer__out_raw(o, "\n");
+}
+
+int kvshard_comm_out__text(kvshard__out *o, const kvshard_plan *plan)
+{
+    if (!kvshard_comm__given(plan))
+        return KVSHARD_OK;
+    kvshard__comm c;
+    int rc = kvshard_comm__of(&c, NULL, plan, NULL);
+    if (rc)
+        return rc;
+    text_inputs(o, plan, &c);
+    text_decode(o, &c);
+    text_prefill(o, &c);
+    /* What the floor leaves out, so that no one reads it as a measurement. */
+    kvshard_writer__out_raw(o, "           leaves out: attention and MoE compute; tensor-parallel, "
+                               "expert and pipeline communication;\n"
+                               "           launches and waits; layout changes; bandwidth below "
+                               "the peak; sparse reads (counted whole)\n");
+    return KVSHARD_OK;
+}
