@@ -1130,9 +1130,18 @@ typedef struct kvshard_blocks {
      *  context_length. */
     bool has_max_seqs;
     uint32_t max_seqs;
+    /** The per-sequence rows each state layer allocates on this rank for
+     *  this budget: under the kvshard profile the plan's max_seqs, whose
+     *  state the budget reserves; under a profile with state slots of its
+     *  own (xllm, sglang, trtllm) that profile's state_slots figure.
+     *  has_state_slots is false under vllm, whose state pages live in the
+     *  KV pool. Ranks agree on the minimum, as on num_blocks. */
+    bool has_state_slots;
+    uint64_t state_slots;
 } kvshard_blocks;
 
-#define KVSHARD_BLOCKS_INIT { sizeof(kvshard_blocks), 0, 0, false, 0, false, 0, false, 0 }
+#define KVSHARD_BLOCKS_INIT \
+    { sizeof(kvshard_blocks), 0, 0, false, 0, false, 0, false, 0, false, 0 }
 
 /** Every plan rank, for kvshard_plan_blocks_for(). */
 #define KVSHARD_ALL_RANKS UINT32_MAX
