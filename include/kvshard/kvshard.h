@@ -1355,7 +1355,12 @@ typedef enum kvshard_warning_code {
     KVSHARD_WARN_ENGINE_WINDOW_REDUCED = 23,
     /** trtllm: a hybrid's state pool is max_batch_size slots, fixed before
      *  the engine profiles its memory: concurrency is capped by it. */
-    KVSHARD_WARN_ENGINE_STATE_SLOTS_FIXED = 24
+    KVSHARD_WARN_ENGINE_STATE_SLOTS_FIXED = 24,
+    /** The weights come from model.safetensors.index.json alone (none of
+     *  its shards at hand): its total_size, and the expert bytes estimated
+     *  from its tensor names or given; the shards' headers give exact
+     *  figures. */
+    KVSHARD_WARN_WEIGHTS_ESTIMATED = 25
 } kvshard_warning_code;
 
 /** Machine-readable name of a warning code ("split_disabled", ...);

@@ -280,6 +280,9 @@ class WarningCode(enum.IntEnum):
     #: trtllm: a hybrid's state pool is max_batch_size slots, fixed before
     #: the engine profiles its memory.
     ENGINE_STATE_SLOTS_FIXED = 24
+    #: The weights come from the safetensors index alone (no shard at
+    #: hand): its total_size and estimated or given expert bytes.
+    WEIGHTS_ESTIMATED = 25
 
     @property
     def label(self) -> str:
