@@ -130,10 +130,9 @@ static void test_fit_from_the_index_alone(void **state)
     index_dir_open(&d, "", "{\"total_size\": " TOTAL_SIZE "}", "weight");
     char *from_index = cli(0, "fit '%s' " FIT_FLAGS, d.dir, NULL);
     char *model = tu_example_path("models/qwen3_5_35b_a3b.json");
-    char *by_hand = cli(0,
-                        "fit '%s' " FIT_FLAGS " --weights_total=" TOTAL_SIZE
-                        " --weights_experts=" QWEN_EXPERTS,
-                        model, NULL);
+    char *by_hand = cli(
+        0, "fit '%s' " FIT_FLAGS " --weights_total=" TOTAL_SIZE " --weights_experts=" QWEN_EXPERTS,
+        model, NULL);
     char *a = rows_of(from_index), *b = rows_of(by_hand);
     assert_true(strlen(a) > 100);
     assert_string_equal(a, b);
@@ -168,8 +167,7 @@ static void test_plan_json_and_warning(void **state)
                              "(estimated from its expert tensors' names and the config)");
     free(text);
     /* Given, the experts are taken as they are. */
-    text = cli(0,
-               "plan '%s' --world_size=8 --device_memory=81559MiB --weights_experts=60000000000",
+    text = cli(0, "plan '%s' --world_size=8 --device_memory=81559MiB --weights_experts=60000000000",
                d.config, NULL);
     tu_assert_contains(text, "69,321,223,296 B, 60,000,000,000 B of experts)");
     tu_assert_contains(text, "60000000000 bytes of experts (weights_experts as given)");
