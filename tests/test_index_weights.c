@@ -24,8 +24,10 @@ typedef struct index_dir {
 
 /* A directory holding the Qwen3.5-35B-A3B config (with `config_extra`
  * spliced after its first brace, "" for none) and an index naming every
- * expert projection of its 40 layers, a norm per layer, over two shards,
- * with `metadata` as the index's metadata object. */
+ * expert projection of its 40 layers (`experts.<j>.<p>.<expert_tail>`, or
+ * with a NULL tail each layer's experts fused in `experts.gate_up_proj` and
+ * `experts.down_proj`), a norm per layer, over two shards, with `metadata`
+ * as the index's metadata object. */
 static void index_dir_open(index_dir *d, const char *config_extra, const char *metadata,
                            const char *expert_tail)
 {
@@ -59,7 +61,14 @@ static void index_dir_open(index_dir *d, const char *config_extra, const char *m
                 "%s\"model.language_model.layers.%d.input_layernorm.weight\": "
                 "\"model-00002-of-00002.safetensors\"",
                 layer ? ", " : "", layer);
-        for (int e = 0; e < 256; e++)
+        if (!expert_tail) /* every expert fused in two tensors */
+            fprintf(out,
+                    ", \"model.language_model.layers.%d.mlp.experts.gate_up_proj\": "
+                    "\"model-00001-of-00002.safetensors\", "
+                    "\"model.language_model.layers.%d.mlp.experts.down_proj\": "
+                    "\"model-00001-of-00002.safetensors\"",
+                    layer, layer);
+        for (int e = 0; expert_tail && e < 256; e++)
             for (int p = 0; p < 3; p++)
                 fprintf(out,
                         ", \"model.language_model.layers.%d.mlp.experts.%d.%s.%s\": "
@@ -175,6 +184,20 @@ static void test_plan_json_and_warning(void **state)
     index_dir_close(&d);
 }
 
+/* Fused experts: per layer gate_up_proj 2 x I x H x E and down_proj
+ * I x H x E elements, 3 x 512 x 2,048 x 256 x 2 B = 1,610,612,736 B a layer,
+ * x 40 = 64,424,509,440 B, as the experts one by one. */
+static void test_fused_experts(void **state)
+{
+    (void)state;
+    index_dir d;
+    index_dir_open(&d, "", "{\"total_size\": " TOTAL_SIZE "}", NULL);
+    char *text = cli(0, "plan '%s' --world_size=8 --device_memory=81559MiB", d.config, NULL);
+    tu_assert_contains(text, "69,321,223,296 B, 64,424,509,440 B of experts, estimated)");
+    free(text);
+    index_dir_close(&d);
+}
+
 static void test_refusals(void **state)
 {
     (void)state;
@@ -223,6 +246,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fit_from_the_index_alone),
         cmocka_unit_test(test_plan_json_and_warning),
+        cmocka_unit_test(test_fused_experts),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
