@@ -165,6 +165,11 @@ int main(int argc, char **argv)
     kvshard_plan_capacity(&cap, plan);
     uint64_t full_blocks = 0;
     int has_blocks = 0;
+    /* The rows each state layer allocates: without a measurement, the
+     * max_seqs whose state the plan reserves; with one, the blocks' answer
+     * (max_seqs under kvshard, the engine's own slots under xllm and
+     * sglang, none under vllm, whose state pages sit in the KV pool). */
+    uint64_t state_rows = options.max_seqs;
     const uint64_t measured = options.memory_per_rank; /* stand-in for a measurement */
     if (measured && mem.bytes_per_block) {
         kvshard_budget budget = KVSHARD_BUDGET_INIT;
@@ -177,6 +182,7 @@ int main(int argc, char **argv)
         }
         full_blocks = fit.num_blocks; /* after MPI_MIN over the ranks, in an engine */
         has_blocks = 1;
+        state_rows = fit.has_state_slots ? fit.state_slots : 0; /* MPI_MIN too, in an engine */
         if (fit.has_max_seqs)
             printf("rank %" PRIu32 ": the blocks serve %" PRIu32 " sequences of %" PRIu32
                    " tokens at once\n",
@@ -190,12 +196,12 @@ int main(int argc, char **argv)
         kvshard_plan_describe_rank(line, sizeof line, plan, plan_rank);
     printf("rank %" PRIu32 ": %s\n", rank, line);
     uint64_t blocks = has_blocks && full_blocks < DEMO_BLOCKS ? full_blocks : DEMO_BLOCKS;
-    uint64_t seqs = options.max_seqs < DEMO_SEQS ? options.max_seqs : DEMO_SEQS;
+    uint64_t seqs = state_rows < DEMO_SEQS ? state_rows : DEMO_SEQS;
     const uint64_t bs = cap.block_size;
     printf("rank %" PRIu32 ": %" PRIu64 " blocks of %" PRIu64
            " tokens measured; allocating %" PRIu64 " blocks and state for %" PRIu64
-           " of %" PRIu32 " sequences (scaled down)\n",
-           rank, full_blocks, bs, blocks, seqs, options.max_seqs);
+           " of %" PRIu64 " sequences (scaled down)\n",
+           rank, full_blocks, bs, blocks, seqs, state_rows);
 
     /* 4. Allocate layer by layer: no arithmetic of the engine's own, the
      * storage query says what this rank holds of each layer (nothing for a

@@ -133,20 +133,28 @@ int run(const std::string &path, std::uint32_t rank, bool werror,
     // it allocates, and logs that count.
     const std::uint64_t measured = options->memory_per_rank;
     const bool has_blocks = measured > 0 && mem.bytes_per_block > 0;
-    const std::uint64_t full_blocks =
-        has_blocks ? plan.blocks_for(plan_rank, kvshard::make_budget(measured)).num_blocks : 0;
+    kvshard_blocks fit = KVSHARD_BLOCKS_INIT;
+    if (has_blocks)
+        fit = plan.blocks_for(plan_rank, kvshard::make_budget(measured));
+    const std::uint64_t full_blocks = has_blocks ? fit.num_blocks : 0;
+    // The rows each state layer allocates: the blocks' answer once measured
+    // (max_seqs under kvshard, the engine's own slots under xllm and sglang,
+    // none under vllm, whose state pages sit in the KV pool), else the
+    // max_seqs whose state the plan reserves. MPI_MIN too, in an engine.
+    const std::uint64_t state_rows =
+        has_blocks ? (fit.has_state_slots ? fit.state_slots : 0) : options->max_seqs;
     std::printf("rank %" PRIu32 ": %s\n", rank,
                 (has_blocks ? plan.describe_rank(plan_rank, full_blocks)
                             : plan.describe_rank(plan_rank))
                     .c_str());
     const std::uint64_t blocks = has_blocks && full_blocks < demo_blocks ? full_blocks : demo_blocks;
-    const std::uint64_t seqs = options->max_seqs < demo_seqs ? options->max_seqs : demo_seqs;
+    const std::uint64_t seqs = state_rows < demo_seqs ? state_rows : demo_seqs;
     const std::uint64_t block_tokens = cap.block_size;
     if (has_blocks)
         std::printf("rank %" PRIu32 ": capacity %" PRIu64 " blocks x %" PRIu64
-                    " tokens; allocating %" PRIu64 " blocks and state for %" PRIu64 " of %" PRIu32
+                    " tokens; allocating %" PRIu64 " blocks and state for %" PRIu64 " of %" PRIu64
                     " sequences (scaled down for a CPU-only host)\n",
-                    rank, full_blocks, block_tokens, blocks, seqs, options->max_seqs);
+                    rank, full_blocks, block_tokens, blocks, seqs, state_rows);
     else
         std::printf("rank %" PRIu32 ": no memory_per_rank, so no capacity; allocating %" PRIu64
                     " blocks of %" PRIu64 " tokens and state for %" PRIu64 " sequences\n",

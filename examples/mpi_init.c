@@ -25,16 +25,19 @@
  * The plan's own capacity and its warnings are of the deployment's
  * memory_per_rank; what a rank allocates is the agreed minimum.
  *
- * One MPI_Allreduce with MPI_MIN over four 64-bit values does it all:
- * {layout, ~layout, ok, blocks}. The minimum of ~layout is ~(maximum
+ * One MPI_Allreduce with MPI_MIN over five 64-bit values does it all:
+ * {layout, ~layout, ok, blocks, state rows}. The minimum of ~layout is ~(maximum
  * layout), so the ranks agree exactly when min == max and every rank's ok is
  * 1; the minimum of the blocks each rank fits is what all of them allocate:
  * every engine that runs stages sizes all its workers to the smallest count,
  * whatever their stage. A rank that stores no KV bytes (a stage made of
  * state and MLP layers only) sends UINT64_MAX for its blocks: memory does not
  * bound what it holds per token, so it must not bound the count. A rank that
- * could not plan sends {UINT64_MAX, UINT64_MAX, 0, UINT64_MAX}, which leaves
- * the others' figures unchanged and marks the world as failed.
+ * could not plan sends {UINT64_MAX, UINT64_MAX, 0, UINT64_MAX, UINT64_MAX},
+ * which leaves the others' figures unchanged and marks the world as failed.
+ * The state rows (kvshard_blocks.state_slots: the sequences each state
+ * layer holds) are agreed the same way, the minimum over ranks; a rank with
+ * no such figure (vLLM keeps state in its KV pages) sends UINT64_MAX.
  *
  * --mismatch-rank=N makes rank N plan with ownership=global, as if it had been
  * given a different deployment, to show that the disagreement is caught.
@@ -165,6 +168,7 @@ typedef struct rank_view {
     char kv_layers[256];
     int stores_kv;   /* bytes_per_block > 0: it allocates KV blocks */
     uint64_t blocks; /* what it fits in its own memory; UINT64_MAX: no bound */
+    uint64_t state_rows; /* rows each state layer holds; UINT64_MAX: no figure */
 } rank_view;
 
 /* Locate g, read its stage and KV layers, and count the blocks it fits in
@@ -176,6 +180,7 @@ static int view_rank(rank_view *v, const kvshard_plan *plan, uint32_t g, uint64_
     v->pos = (kvshard_rank_position)KVSHARD_RANK_POSITION_INIT;
     v->stage = (kvshard_stage_info)KVSHARD_STAGE_INFO_INIT;
     v->blocks = UINT64_MAX;
+    v->state_rows = UINT64_MAX;
     if (kvshard_plan_locate(&v->pos, plan, g) != KVSHARD_OK ||
         kvshard_plan_stage(&v->stage, plan, v->pos.stage) != KVSHARD_OK) {
         snprintf(why, why_cap, "cannot locate global rank %" PRIu32, g);
@@ -221,6 +226,7 @@ static int view_rank(rank_view *v, const kvshard_plan *plan, uint32_t g, uint64_
         return -1;
     }
     v->blocks = fit.num_blocks;
+    v->state_rows = fit.has_state_slots ? fit.state_slots : UINT64_MAX;
     return 0;
 }
 
@@ -304,14 +310,15 @@ int main(int argc, char **argv)
         say(rank, line);
     }
 
-    /* The one collective: min over {layout, ~layout, ok, blocks}. */
-    uint64_t mine[4], all[4];
+    /* The one collective: min over {layout, ~layout, ok, blocks, state rows}. */
+    uint64_t mine[5], all[5];
     mine[0] = ok ? layout : UINT64_MAX;
     mine[1] = ok ? ~layout : UINT64_MAX;
     mine[2] = ok ? 1u : 0u;
     mine[3] = ok ? view.blocks : UINT64_MAX;
-    MPI_Allreduce(mine, all, 4, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
-    const uint64_t lowest = all[0], highest = ~all[1], common = all[3];
+    mine[4] = ok ? view.state_rows : UINT64_MAX;
+    MPI_Allreduce(mine, all, 5, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+    const uint64_t lowest = all[0], highest = ~all[1], common = all[3], state_rows = all[4];
     const int every_rank_planned = all[2] == 1u;
 
     int status = 0;
@@ -329,11 +336,15 @@ int main(int argc, char **argv)
         /* Agreed: every rank holds the same partition and layout, so rank 0
          * speaks for the world. */
         if (rank == 0) {
+            char rows[96] = "";
+            if (state_rows != UINT64_MAX)
+                snprintf(rows, sizeof rows, " and %" PRIu64 " state rows a state layer",
+                         state_rows);
             if (common != UINT64_MAX)
                 snprintf(line, sizeof line,
                          "all %d ranks agree on layout %016" PRIx64 "; each allocates %" PRIu64
-                         " blocks (the fewest any rank fits)",
-                         size, lowest, common);
+                         " blocks (the fewest any rank fits)%s",
+                         size, lowest, common, rows);
             else
                 snprintf(line, sizeof line, "all %d ranks agree on layout %016" PRIx64, size,
                          lowest);

@@ -737,7 +737,9 @@ static void test_index_errors(void **state)
         int code;
         const char *message;
     } cases[] = {
-        {"{\"weight_map\": {\"t\": \"model-2.safetensors\"}}", KVSHARD_EIO,
+        /* Some shards at hand but not all (none at hand is the index alone). */
+        {"{\"weight_map\": {\"t\": \"model-1.safetensors\", \"u\": \"model-2.safetensors\"}}",
+         KVSHARD_EIO,
          "safetensors: model.safetensors.index.json: its weight_map names model-2.safetensors, "
          "which the directory does not hold"},
         {"{\"weight_map\": {\"t\": \"../model-1.safetensors\"}}", KVSHARD_ERANGE,

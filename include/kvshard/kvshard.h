@@ -1135,9 +1135,18 @@ typedef struct kvshard_blocks {
      *  context_length. */
     bool has_max_seqs;
     uint32_t max_seqs;
+    /** The per-sequence rows each state layer allocates on this rank for
+     *  this budget: under the kvshard profile the plan's max_seqs, whose
+     *  state the budget reserves; under a profile with state slots of its
+     *  own (xllm, sglang, trtllm) that profile's state_slots figure.
+     *  has_state_slots is false under vllm, whose state pages live in the
+     *  KV pool. Ranks agree on the minimum, as on num_blocks. */
+    bool has_state_slots;
+    uint64_t state_slots;
 } kvshard_blocks;
 
-#define KVSHARD_BLOCKS_INIT { sizeof(kvshard_blocks), 0, 0, false, 0, false, 0, false, 0 }
+#define KVSHARD_BLOCKS_INIT \
+    { sizeof(kvshard_blocks), 0, 0, false, 0, false, 0, false, 0, false, 0 }
 
 /** Every plan rank, for kvshard_plan_blocks_for(). */
 #define KVSHARD_ALL_RANKS UINT32_MAX
@@ -1360,7 +1369,12 @@ typedef enum kvshard_warning_code {
     KVSHARD_WARN_FULL_LAYER_DECODE = 26,
     /** comm: an accelerator is given but no weights source, so the decode
      *  base step and the throughput are unknown. */
-    KVSHARD_WARN_COMM_NO_WEIGHTS = 27
+    KVSHARD_WARN_COMM_NO_WEIGHTS = 27,
+    /** The weights come from model.safetensors.index.json alone (none of
+     *  its shards at hand): its total_size, and the expert bytes estimated
+     *  from its tensor names or given; the shards' headers give exact
+     *  figures. */
+    KVSHARD_WARN_WEIGHTS_ESTIMATED = 28
 } kvshard_warning_code;
 
 /** Machine-readable name of a warning code ("split_disabled", ...);

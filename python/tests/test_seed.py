@@ -141,7 +141,7 @@ def test_blocks_for(seed_plan: kvshard.Plan) -> None:
         max_tokens=3159888,
         concurrency=None,
         balanced_max_seqs=None,
-        state_slots=None,
+        state_slots=128,
         usable_blocks=None,
         usable_state_slots=None,
     )

@@ -733,3 +733,83 @@ int kvshard_weights__estimate(uint64_t *out, uint64_t total, uint64_t experts, u
     *out = v;
     return KVSHARD_OK;
 }
+
+/* The part of an expert tensor's name after "experts.": the projection of
+ * one expert, or of all of them fused. */
+static const char *after_experts(const char *name, size_t len)
+{
+    const char *last = NULL;
+    for (const char *p = name; (p = strstr(p, "experts.")) && (size_t)(p - name) < len; p++)
+        last = p;
+    return last ? last + strlen("experts.") : NULL;
+}
+
+/* Elements of one expert tensor's name in units of I x H: 1, 2 (gate and up
+ * fused), times E when every expert is fused in it; 0 when no rule holds. */
+static uint64_t expert_units(const char *tail, bool fused, uint64_t experts)
+{
+    static const char *const one[] = {"gate_proj.weight", "up_proj.weight", "down_proj.weight",
+                                      "w1.weight",        "w2.weight",      "w3.weight"};
+    if (fused)
+        return strcmp(tail, "gate_up_proj") == 0 ? 2 * experts
+               : strcmp(tail, "down_proj") == 0  ? experts
+                                                 : 0;
+    const char *dot = strchr(tail, '.'); /* past the expert's index */
+    if (!dot)
+        return 0;
+    tail = dot + 1;
+    if (strcmp(tail, "gate_up_proj.weight") == 0)
+        return 2;
+    for (size_t i = 0; i < sizeof one / sizeof one[0]; i++)
+        if (strcmp(tail, one[i]) == 0)
+            return 1;
+    return 0;
+}
+
+int kvshard_weights__estimate_experts(uint64_t *out, const kvshard__safetensors *set,
+                                      const kvshard__wexperts_config *c, const char *source,
+                                      kvshard_error *err)
+{
+    static const char ask[] = "give --weights_experts (the expert bytes), or the shards' headers";
+    if (c->quantized)
+        return kvshard_error__fail(err, KVSHARD_EWEIGHTS, source, kvshard_error__no_mark,
+                                   "weights: the config has a quantization_config, so the expert "
+                                   "bytes of the index cannot be estimated from their shapes: %s",
+                                   ask);
+    const char *lacking = !c->element_bytes  ? "torch_dtype or dtype (bfloat16, float16 or float32)"
+                          : !c->hidden       ? "hidden_size"
+                          : !c->intermediate ? "moe_intermediate_size or intermediate_size"
+                                             : NULL;
+    uint64_t sum = 0, per_unit = 0;
+    bool fits = kvshard__mul(&per_unit, c->intermediate, c->hidden) &&
+                kvshard__mul(&per_unit, per_unit, c->element_bytes);
+    for (size_t i = 0; i < set->count; i++) {
+        const kvshard__tensor *t = &set->tensors[i];
+        kvshard__wtensor_class k;
+        /* No shape in an index: every tensor is taken as a matrix, so an
+         * expert scale is classed expert and refused below by its name. */
+        kvshard_weights__classify(&k, t->name, t->name_len, UINT64_MAX, c->num_layers, c->gqa);
+        if (k.cls != KVSHARD__CLASS_EXPERT)
+            continue;
+        bool fused = k.expert == KVSHARD__NO_EXPERT;
+        const char *tail = after_experts(t->name, t->name_len);
+        uint64_t units = tail ? expert_units(tail, fused, c->experts) : 0;
+        if (units == 0 || lacking)
+            return kvshard_error__fail(
+                err, KVSHARD_EWEIGHTS, source, kvshard_error__no_mark,
+                "weights: the expert bytes of the index cannot be estimated: %s%s%s; %s",
+                lacking ? "the config has no " : "tensor \"",
+                lacking ? lacking : t->name,
+                lacking                  ? ""
+                : fused && !c->experts   ? "\" is fused and the config has no num_experts, "
+                                           "n_routed_experts or num_local_experts"
+                                         : "\" is not a projection weight kvshard sizes",
+                ask);
+        uint64_t bytes;
+        if (!fits || !kvshard__mul(&bytes, per_unit, units) || !kvshard__add(&sum, sum, bytes))
+            return kvshard_error__fail(err, KVSHARD_EOVERFLOW, source, kvshard_error__no_mark,
+                                       "weights: the expert estimate passes 2^64 - 1 bytes");
+    }
+    *out = sum;
+    return KVSHARD_OK;
+}

@@ -145,4 +145,28 @@ int kvshard_weights__stages(kvshard__wstage *out, const kvshard__weights *w,
 int kvshard_weights__estimate(uint64_t *out, uint64_t total, uint64_t experts, uint32_t n_s,
                               uint32_t num_layers, uint32_t tp, uint64_t x, kvshard_error *err);
 
+/* What the expert estimate of an index without shards reads of the config
+ * (the text config's values first). */
+typedef struct kvshard__wexperts_config {
+    uint32_t num_layers;        /* L, to place the names */
+    bool gqa;                   /* as kvshard__wgeometry */
+    uint64_t element_bytes;     /* 2 for bfloat16 or float16, 4 for float32; 0: none */
+    uint64_t hidden;            /* H, hidden_size; 0: none */
+    uint64_t intermediate;      /* I, moe_intermediate_size else intermediate_size; 0: none */
+    uint64_t experts;           /* E, num_experts, n_routed_experts or num_local_experts */
+    bool quantized;             /* the config has a quantization_config */
+} kvshard__wexperts_config;
+
+/* The bytes of the expert tensors `set` names (an index without shards:
+ * names only), estimated as elements x element_bytes: I x H for
+ * `experts.<j>.<p>.weight` with p gate_proj, up_proj, down_proj, w1, w2 or
+ * w3; 2 I H for `experts.<j>.gate_up_proj.weight`; a fused
+ * `experts.gate_up_proj` or `experts.down_proj` that count times E.
+ * EWEIGHTS, naming `source` and asking for weights_experts, for any other
+ * expert tensor, a quantized config, or a figure the config lacks;
+ * EOVERFLOW past 2^64 - 1. */
+int kvshard_weights__estimate_experts(uint64_t *out, const kvshard__safetensors *set,
+                                      const kvshard__wexperts_config *c, const char *source,
+                                      kvshard_error *err);
+
 #endif /* KVSHARD_MODEL_WEIGHTS_H */

@@ -285,7 +285,7 @@ static void emit_ranks(kvshard__out *o, const kvshard__plan_view *p)
 }
 
 static const char *const weights_sources[] = {"none", "weights_per_rank", "weights_total",
-                                              "safetensors"};
+                                              "safetensors", "index"};
 
 /* The weights whatever the layout: what device.weights and fit's weights
  * hold. */
@@ -295,14 +295,15 @@ static void emit_weights(kvshard__out *o, const kvshard__device_figures *d,
     const kvshard__wsummary *w = &d->summary;
     bool headers = d->source == KVSHARD__WEIGHTS_SAFETENSORS;
     bool total = d->source == KVSHARD__WEIGHTS_TOTAL;
+    bool index = d->source == KVSHARD__WEIGHTS_INDEX; /* summary: total, experts, total_size */
     kvshard_writer__out_raw(o, "{");
     field_word(o, "source", weights_sources[d->source]);
     sep(o);
-    field_or_null(o, "total_bytes", headers || total,
-                  headers ? w->total_bytes : options->weights_total);
+    field_or_null(o, "total_bytes", headers || total || index,
+                  headers || index ? w->total_bytes : options->weights_total);
     sep(o);
-    field_or_null(o, "expert_bytes", headers || total,
-                  headers ? w->expert_bytes : options->weights_experts);
+    field_or_null(o, "expert_bytes", headers || total || index,
+                  headers || index ? w->expert_bytes : options->weights_experts);
     sep(o);
     field_or_null(o, "draft_bytes", headers, w->draft_bytes);
     sep(o);
@@ -314,7 +315,7 @@ static void emit_weights(kvshard__out *o, const kvshard__device_figures *d,
     sep(o);
     field_word(o, "first_unknown", headers ? w->first_unknown : NULL);
     sep(o);
-    field_or_null(o, "index_total_size", headers && w->has_index_total_size,
+    field_or_null(o, "index_total_size", (headers || index) && w->has_index_total_size,
                   w->index_total_size);
     kvshard_writer__out_raw(o, "}");
 }

@@ -65,7 +65,8 @@ static void write_model(kvshard__out *o, const kvshard__plan_view *p)
 }
 
 static const char *const weights_sources[] = {"none", "weights_per_rank", "weights_total",
-                                              "the safetensors headers"};
+                                              "the safetensors headers",
+                                              "the safetensors index alone"};
 
 /* Where the budgets come from, with device inputs: the usable share of the
  * GPU, the reserve, and the weights' source. */
@@ -90,12 +91,15 @@ static void write_device(kvshard__out *o, const kvshard__plan_view *p)
         kvshard_writer__out_grouped(o, d->summary.total_bytes);
         kvshard_writer__out_printf(o, " B in %llu tensors)",
                                    (unsigned long long)d->summary.tensors);
-    } else if (d->source == KVSHARD__WEIGHTS_TOTAL) {
+    } else if (d->source == KVSHARD__WEIGHTS_TOTAL || d->source == KVSHARD__WEIGHTS_INDEX) {
+        bool index = d->source == KVSHARD__WEIGHTS_INDEX;
         kvshard_writer__out_raw(o, " (");
-        kvshard_writer__out_grouped(o, p->options->weights_total);
+        kvshard_writer__out_grouped(o, index ? d->summary.total_bytes : p->options->weights_total);
         kvshard_writer__out_raw(o, " B, ");
-        kvshard_writer__out_grouped(o, p->options->weights_experts);
-        kvshard_writer__out_raw(o, " B of experts)");
+        kvshard_writer__out_grouped(o,
+                                    index ? d->summary.expert_bytes : p->options->weights_experts);
+        kvshard_writer__out_printf(o, " B of experts%s)",
+                                   index && d->experts_estimated ? ", estimated" : "");
     }
     if (p->pp == 1) {
         kvshard_writer__out_raw(o, "; a rank holds ");
@@ -674,11 +678,13 @@ int kvshard_fit_write_text(const kvshard_fit *fit, size_t top, kvshard_write_fn 
             kvshard_writer__out_printf(&o, " (%llu unknown)",
                                 (unsigned long long)d->summary.unknown_tensors);
     } else {
+        bool index = d->source == KVSHARD__WEIGHTS_INDEX;
         kvshard_writer__out_raw(&o, ": ");
-        kvshard_writer__out_grouped(&o, opt->weights_total);
+        kvshard_writer__out_grouped(&o, index ? d->summary.total_bytes : opt->weights_total);
         kvshard_writer__out_raw(&o, " B, ");
-        kvshard_writer__out_grouped(&o, opt->weights_experts);
-        kvshard_writer__out_raw(&o, " B of experts");
+        kvshard_writer__out_grouped(&o, index ? d->summary.expert_bytes : opt->weights_experts);
+        kvshard_writer__out_printf(&o, " B of experts%s",
+                                   index && d->experts_estimated ? ", estimated" : "");
     }
     if (opt->context_length) {
         kvshard_writer__out_raw(&o, "; at ");

@@ -6,6 +6,8 @@
 #include "base/checked.h"
 #include "profile/capacity.h"
 #include "profile/profiles.h"
+#include "text/file.h"
+#include "text/json_doc.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -125,7 +127,115 @@ static void memo_keep(struct kvshard__stage_memo *m, const kvshard__wlayout *l,
     memcpy(m->bytes, bytes, l->pp * sizeof *bytes);
 }
 
-static int read_weights(kvshard__device *d, const kvshard_model *model,
+/* A key of the text config, else of the top level; null counts as absent. */
+static bool config_get(kvshard__node *out, const kvshard__doc *doc, const kvshard__node *text,
+                       const kvshard__node *root, const char *key)
+{
+    return (text && kvshard_tape__map_get(doc, text, key, out) &&
+            !kvshard_tape__node_is_null(out)) ||
+           (kvshard_tape__map_get(doc, root, key, out) && !kvshard_tape__node_is_null(out));
+}
+
+/* The first of `keys` the config gives as a positive integer, else 0. */
+static uint64_t config_uint(const kvshard__doc *doc, const kvshard__node *text,
+                            const kvshard__node *root, const char *const *keys)
+{
+    for (; *keys; keys++) {
+        kvshard__node n;
+        uint64_t v = 0;
+        kvshard_error ignored;
+        if (config_get(&n, doc, text, root, *keys) &&
+            kvshard_tape__node_uint(&v, doc, &n, *keys, 1, UINT64_MAX, &ignored) == KVSHARD_OK)
+            return v;
+    }
+    return 0;
+}
+
+/* What the expert estimate reads of the model's config file. */
+static int read_experts_config(kvshard__wexperts_config *c, const kvshard_model *model,
+                               const kvshard_allocator *alloc, kvshard_error *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    int rc = kvshard_file__read_file(&text, &len, alloc, model->source, err);
+    if (rc)
+        return rc;
+    kvshard__doc doc;
+    if ((rc = kvshard_json_doc__parse(&doc, text, len, model->source, alloc, err)) != 0) {
+        kvshard_alloc__free(alloc, text);
+        return rc;
+    }
+    kvshard__node root = kvshard_tape__doc_root(&doc), sub, n;
+    const kvshard__node *tc = kvshard_tape__map_get(&doc, &root, "text_config", &sub) &&
+                                      sub.kind == KVSHARD__NODE_MAPPING
+                                  ? &sub
+                                  : NULL;
+    static const char *const hidden[] = {"hidden_size", NULL};
+    static const char *const inter[] = {"moe_intermediate_size", "intermediate_size", NULL};
+    static const char *const experts[] = {"num_experts", "n_routed_experts", "num_local_experts",
+                                          NULL};
+    c->hidden = config_uint(&doc, tc, &root, hidden);
+    c->intermediate = config_uint(&doc, tc, &root, inter);
+    c->experts = config_uint(&doc, tc, &root, experts);
+    c->quantized = config_get(&n, &doc, tc, &root, "quantization_config");
+    c->element_bytes = 0;
+    if (config_get(&n, &doc, tc, &root, "torch_dtype") ||
+        config_get(&n, &doc, tc, &root, "dtype"))
+        c->element_bytes = kvshard_tape__scalar_is(&n, "bfloat16") ||
+                                   kvshard_tape__scalar_is(&n, "float16")
+                               ? 2
+                           : kvshard_tape__scalar_is(&n, "float32") ? 4
+                                                                     : 0;
+    kvshard_tape__doc_free(&doc);
+    kvshard_alloc__free(alloc, text);
+    return KVSHARD_OK;
+}
+
+/* An index with none of its shards at hand: the total from its
+ * metadata.total_size, the experts given or estimated from its names. */
+static int index_weights(kvshard__device *d, const kvshard__safetensors *set, const char *dir,
+                         const kvshard_options *o, const kvshard_model *model,
+                         const kvshard_allocator *alloc, kvshard_diag__ctx *diag)
+{
+    char index[4200];
+    snprintf(index, sizeof index, "%s/model.safetensors.index.json", dir);
+    if (!set->has_total_size || set->total_size == 0)
+        return kvshard_diag__fail(
+            diag, kvshard_device__about_weights, KVSHARD_EWEIGHTS,
+            "%s: none of its shards is in the directory and its metadata.total_size is %s: give "
+            "weights_total with weights_experts, or the shards' headers",
+            index, set->has_total_size ? "0" : "absent");
+    uint64_t experts = o->weights_experts;
+    d->experts_estimated = experts == 0;
+    if (d->experts_estimated) {
+        kvshard__wexperts_config c = {
+            .num_layers = model->info.num_layers,
+            .gqa = model->info.attention == KVSHARD_ATTENTION_GQA,
+        };
+        int rc = read_experts_config(&c, model, alloc, diag->err);
+        if (rc == KVSHARD_OK)
+            rc = kvshard_weights__estimate_experts(&experts, set, &c, index, diag->err);
+        if (rc) {
+            diag->among = kvshard_device__about_weights;
+            return rc;
+        }
+    }
+    if (experts > set->total_size) {
+        diag->option = "weights_experts";
+        return kvshard_diag__fail(diag, kvshard_device__about_weights, KVSHARD_EWEIGHTS,
+                                  "%s: the expert bytes %llu are more than its total_size %llu",
+                                  index, (unsigned long long)experts,
+                                  (unsigned long long)set->total_size);
+    }
+    d->source = KVSHARD__WEIGHTS_INDEX;
+    d->summary.total_bytes = set->total_size;
+    d->summary.expert_bytes = experts;
+    d->summary.has_index_total_size = true;
+    d->summary.index_total_size = set->total_size;
+    return KVSHARD_OK;
+}
+
+static int read_weights(kvshard__device *d, const kvshard_options *o, const kvshard_model *model,
                         const kvshard_allocator *alloc, kvshard_diag__ctx *diag)
 {
     char dir[4096];
@@ -147,6 +257,11 @@ static int read_weights(kvshard__device *d, const kvshard_model *model,
             "device_memory needs the weights of a rank: give weights_per_rank, "
             "weights_total (with weights_experts), or safetensors files in %s",
             dir);
+    }
+    if (set->files == KVSHARD__ST_INDEX_ONLY) {
+        rc = index_weights(d, set, dir, o, model, alloc, diag);
+        kvshard_safetensors__free(set);
+        return rc;
     }
     rc = classify_weights(&d->weights, set, model, alloc, diag->err);
     kvshard_safetensors__free(set);
@@ -257,7 +372,7 @@ static int open_weights(kvshard__device *d, const kvshard_options *o, const kvsh
         }
     } else {
         d->source = KVSHARD__WEIGHTS_SAFETENSORS;
-        int rc = read_weights(d, model, alloc, diag);
+        int rc = read_weights(d, o, model, alloc, diag);
         if (rc)
             return rc;
     }
@@ -290,12 +405,15 @@ static int stage_weights(uint64_t *weights, const kvshard__device *d, const kvsh
         for (uint32_t s = 0; s < l->pp; s++)
             weights[s] = o->weights_per_rank[o->weights_per_rank_count == 1 ? 0 : s];
         return KVSHARD_OK;
-    case KVSHARD__WEIGHTS_TOTAL: {
+    case KVSHARD__WEIGHTS_TOTAL:
+    case KVSHARD__WEIGHTS_INDEX: {
         uint64_t x = (uint64_t)l->dp * l->cp * l->tp;
+        bool index = d->source == KVSHARD__WEIGHTS_INDEX;
+        uint64_t total = index ? d->summary.total_bytes : o->weights_total;
+        uint64_t experts = index ? d->summary.expert_bytes : o->weights_experts;
         for (uint32_t s = 0; s < l->pp; s++) {
-            int rc =
-                kvshard_weights__estimate(&weights[s], o->weights_total, o->weights_experts,
-                                          l->stage_layers[s], l->num_layers, l->tp, x, diag->err);
+            int rc = kvshard_weights__estimate(&weights[s], total, experts, l->stage_layers[s],
+                                               l->num_layers, l->tp, x, diag->err);
             if (rc) {
                 diag->among = kvshard_device__about_weights;
                 return rc;
@@ -479,6 +597,7 @@ void kvshard_device__figures_of(kvshard__device_figures *out, const kvshard__dev
     out->usable = d->usable;
     out->reserve = d->reserve;
     out->source = d->source;
+    out->experts_estimated = d->experts_estimated;
     out->summary = d->summary;
     if (d->summary.first_unknown) {
         snprintf(out->first_unknown, sizeof out->first_unknown, "%s", d->summary.first_unknown);

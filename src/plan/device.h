@@ -21,6 +21,7 @@ typedef struct kvshard__device {
     uint64_t usable; /* floor(device_memory x utilization), exactly */
     uint64_t reserve;
     kvshard__weights_source source;
+    bool experts_estimated; /* index: no weights_experts given */
     kvshard__weights *weights; /* safetensors: the classified checkpoint (owned) */
     kvshard__wsummary summary; /* safetensors: its figures; first_unknown is the weights' */
     /* safetensors: the last layout's stage weights. A fit plans each

@@ -60,7 +60,8 @@ typedef enum kvshard__weights_source {
     KVSHARD__WEIGHTS_NONE,
     KVSHARD__WEIGHTS_PER_RANK,   /* weights_per_rank: given per stage */
     KVSHARD__WEIGHTS_TOTAL,      /* weights_total and weights_experts: shared by layers */
-    KVSHARD__WEIGHTS_SAFETENSORS /* the model directory's headers */
+    KVSHARD__WEIGHTS_SAFETENSORS, /* the model directory's headers */
+    KVSHARD__WEIGHTS_INDEX /* the index alone: its total_size, the experts given or estimated */
 } kvshard__weights_source;
 
 /* Longest first unknown tensor name a plan keeps for its outputs. */
@@ -76,6 +77,7 @@ typedef struct kvshard__device_figures {
     uint64_t usable;
     uint64_t reserve;
     kvshard__weights_source source;
+    bool experts_estimated;    /* index: the expert bytes are kvshard's estimate */
     kvshard__wsummary summary; /* safetensors; first_unknown points at the name below */
     char first_unknown[KVSHARD__TENSOR_NAME_MAX];
 } kvshard__device_figures;

@@ -410,6 +410,15 @@ int kvshard_plan_blocks_for(kvshard_blocks *out, const kvshard_plan *plan, uint3
         b.has_max_seqs = at.has_concurrency;
         b.max_seqs = at.has_concurrency ? (uint32_t)(seqs < UINT32_MAX ? seqs : UINT32_MAX) : 0;
     }
+    /* The rows an engine allocates for each state layer: one answer, so
+     * that no caller picks max_seqs where the profile sizes its own. */
+    if (plan->profile->counting.reserves_max_seqs_state) {
+        b.has_state_slots = true;
+        b.state_slots = plan->options.max_seqs;
+    } else {
+        b.has_state_slots = c.has_state_slots;
+        b.state_slots = c.has_state_slots ? c.state_slots : 0;
+    }
     *out = b;
     return KVSHARD_OK;
 }

@@ -260,6 +260,14 @@ static void warn_device(const kvshard__warning_inputs *in, kvshard__warning_sink
              "the index's metadata.total_size is %llu bytes but its shards' headers hold %llu: "
              "the headers are counted",
              (unsigned long long)w->index_total_size, (unsigned long long)w->total_bytes);
+    if (d->used && d->source == KVSHARD__WEIGHTS_INDEX)
+        warn(sink, ctx, KVSHARD_WARN_WEIGHTS_ESTIMATED,
+             "the weights are estimated from model.safetensors.index.json alone (none of its "
+             "shards is at hand): total_size %llu bytes, %llu bytes of experts (%s); the shards' "
+             "headers (their first 8 + N bytes) give exact figures",
+             (unsigned long long)w->index_total_size, (unsigned long long)w->expert_bytes,
+             d->experts_estimated ? "estimated from its expert tensors' names and the config"
+                                  : "weights_experts as given");
     if (d->used && w->unknown_tensors)
         warn(sink, ctx, KVSHARD_WARN_WEIGHTS_UNKNOWN_TENSORS,
              "%llu tensor%s (%llu bytes) match%s no rule and %s counted as split over the TP "
@@ -360,6 +368,7 @@ const char *kvshard_warning_name(kvshard_warning_code code)
     case KVSHARD_WARN_COMM_MECHANISM_ASSUMED: return "comm_mechanism_assumed";
     case KVSHARD_WARN_FULL_LAYER_DECODE: return "full_layer_decode";
     case KVSHARD_WARN_COMM_NO_WEIGHTS: return "comm_no_weights";
+    case KVSHARD_WARN_WEIGHTS_ESTIMATED: return "weights_estimated";
     default: return "unknown";
     }
 }

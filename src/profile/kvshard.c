@@ -234,6 +234,7 @@ const kvshard__profile kvshard_profile__kvshard = {
     .dialect.flag_style = KVSHARD_PROFILE__GFLAGS,
     .counting.counts_draft_layers = true,
     .counting.ranks_by_balanced = true,
+    .counting.reserves_max_seqs_state = true,
     .hooks.budget = budget,
     .hooks.capacity = capacity,
     .voice.budget_label = "memory_per_rank",

@@ -338,6 +338,10 @@ typedef struct kvshard_profile__counting {
     /* Whether capacity is also called without a budget, for the figures
      * that do not depend on one (the engine's block and its bytes). */
     bool sizes_without_budget;
+    /* Whether the budget reserves the state of max_seqs sequences, so a
+     * rank allocates max_seqs state rows (else the capacity's state slots
+     * are its rows, where it has any). */
+    bool reserves_max_seqs_state;
 } kvshard_profile__counting;
 
 struct kvshard_profile__figures;

@@ -884,8 +884,53 @@ static bool plain_file_name(const char *s, size_t len)
            !kvshard_text__is(s, len, ".") && !kvshard_text__is(s, len, "..");
 }
 
+static int exists(const char *path, const char *dir, kvshard_error *err);
+
+/* Whether the directory holds none of the index's shards: 1 none, 0 some
+ * (each is then read, and a missing one named), or an error. */
+static int no_shard_at_hand(const dir_read *dr, kvshard_error *err)
+{
+    kvshard__safetensors *s = dr->set;
+    for (uint32_t i = 0; i < s->shard_count; i++) {
+        char *path = join(&s->alloc, dr->dir, s->shards[i]);
+        if (!path)
+            return kvshard_error__fail(err, KVSHARD_ENOMEM, dr->dir, kvshard_error__no_mark,
+                                       "safetensors: out of memory");
+        int found = exists(path, dr->dir, err);
+        kvshard_alloc__free(&s->alloc, path);
+        if (found != 0)
+            return found < 0 ? found : 0;
+    }
+    return 1;
+}
+
+/* The tensors of an index whose shards are absent: their names alone. */
+static int keep_index_names(st_file *f, const kvshard__doc *doc, const kvshard__node *map)
+{
+    kvshard__safetensors *s = f->set;
+    if (!reserve_tensors(s, map->count))
+        return out_of_memory(f);
+    kvshard__iter it = kvshard_tape__iter_begin(doc, map);
+    kvshard__node key, value;
+    while (kvshard_tape__iter_next(doc, &it, &key) && kvshard_tape__iter_next(doc, &it, &value)) {
+        if (s->count >= s->max_tensors)
+            return st_fail(f, KVSHARD_ELIMIT, &key, "more than %llu tensors",
+                           (unsigned long long)s->max_tensors);
+        const char *copy = arena_string(s, key.text, key.count);
+        if (!copy)
+            return out_of_memory(f);
+        kvshard__tensor *t = &s->tensors[s->count++];
+        memset(t, 0, sizeof *t);
+        t->name = copy;
+        t->name_len = (uint32_t)key.count;
+        t->dtype = "";
+    }
+    s->files = KVSHARD__ST_INDEX_ONLY;
+    return KVSHARD_OK;
+}
+
 /* The index: metadata.total_size, and the distinct shards of weight_map in
- * the order they first appear. */
+ * the order they first appear; with none of them at hand, the tensor names. */
 static int read_index(const dir_read *dr, const char *index_path, kvshard_error *err)
 {
     kvshard__safetensors *s = dr->set;
@@ -1024,6 +1069,8 @@ static int read_index(const dir_read *dr, const char *index_path, kvshard_error 
             seen = bigger;
         }
     }
+    if ((rc = no_shard_at_hand(dr, err)) == 1)
+        rc = keep_index_names(&f, &doc, &map);
 done:
     kvshard_alloc__free(&s->alloc, seen.slots);
     kvshard_tape__doc_free(&doc);
@@ -1209,7 +1256,7 @@ static int read_dir(kvshard__safetensors *s, const char *dir, const kvshard__st_
         rc = list_shards(s, dir, err);
         s->files = s->shard_count ? KVSHARD__ST_GLOB : KVSHARD__ST_NONE;
     }
-    if (rc == KVSHARD_OK && s->shard_count)
+    if (rc == KVSHARD_OK && s->shard_count && s->files != KVSHARD__ST_INDEX_ONLY)
         rc = read_shards(&r, err);
     if (rc == KVSHARD_OK)
         rc = check_unique(s, dir, err);
@@ -1247,7 +1294,8 @@ int kvshard_safetensors__read_dir_with(kvshard__safetensors **out, const char *d
         kvshard_safetensors__free(s);
         return rc;
     }
-    s->total_size_mismatch = s->has_total_size && s->total_size != s->total_bytes;
+    s->total_size_mismatch = s->has_total_size && s->files != KVSHARD__ST_INDEX_ONLY &&
+                             s->total_size != s->total_bytes;
     *out = s;
     return KVSHARD_OK;
 }

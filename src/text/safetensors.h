@@ -49,10 +49,15 @@
  * again and again. */
 #define KVSHARD__ST_MAX_JSON_TOTAL (UINT64_C(256) << 20)
 
-/* Which files held the weights. */
+/* Which files held the weights. A directory holding some of an index's
+ * shards but not all is EIO naming the first absent. */
 typedef enum kvshard__st_files {
     KVSHARD__ST_NONE,   /* the directory has no safetensors weights */
     KVSHARD__ST_INDEX,  /* model.safetensors.index.json and its shards */
+    /* model.safetensors.index.json with none of its shards at hand: the
+     * tensors are its weight_map's names alone (no dtype, shape or bytes),
+     * and total_size is the only byte figure */
+    KVSHARD__ST_INDEX_ONLY,
     KVSHARD__ST_SINGLE, /* model.safetensors */
     KVSHARD__ST_GLOB    /* every *.safetensors file, in byte order of names */
 } kvshard__st_files;

@@ -290,6 +290,9 @@ class WarningCode(enum.IntEnum):
     FULL_LAYER_DECODE = 26
     #: An accelerator is given without a weights source: no base step.
     COMM_NO_WEIGHTS = 27
+    #: The weights come from the safetensors index alone (no shard at
+    #: hand): its total_size and estimated or given expert bytes.
+    WEIGHTS_ESTIMATED = 28
 
     @property
     def label(self) -> str:

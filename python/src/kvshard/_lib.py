@@ -307,6 +307,8 @@ class CBlocks(Structure):
         ("balanced_max_seqs", c_uint64),
         ("has_max_seqs", c_bool),
         ("max_seqs", c_uint32),
+        ("has_state_slots", c_bool),
+        ("state_slots", c_uint64),
     ]
 
 

@@ -803,6 +803,10 @@ class Blocks:
     max_tokens: int
     concurrency: Optional[int]
     balanced_max_seqs: Optional[int]
+    #: The rows each state layer allocates on the rank (kvshard_blocks
+    #: state_slots): the plan's max_seqs under kvshard, the engine's own
+    #: slots under xllm, sglang and trtllm; None under vllm, whose state
+    #: pages sit in the KV pool. Ranks agree on the minimum.
     state_slots: Optional[int]
     usable_blocks: Optional[int]
     usable_state_slots: Optional[int]
@@ -1558,12 +1562,17 @@ class Plan(_Handle):
         with self._use() as h:
             rc = lib.kvshard_plan_blocks_for(byref(out), h, rank, byref(budget), byref(err))
             _check(rc, err)
-            extra = {name: _blocks_figure(h, rank, budget, name) for name in _PROFILE_FIGURES}
+            extra = {
+                name: _blocks_figure(h, rank, budget, name)
+                for name in _PROFILE_FIGURES
+                if name != "state_slots"
+            }
         return Blocks(
             num_blocks=int(out.num_blocks),
             max_tokens=int(out.max_tokens),
             concurrency=_opt(out.has_concurrency, out.concurrency),
             balanced_max_seqs=_opt(out.has_balanced_max_seqs, out.balanced_max_seqs),
+            state_slots=_opt(out.has_state_slots, out.state_slots),
             **extra,
             max_seqs=_opt(out.has_max_seqs, out.max_seqs),
         )
