@@ -1360,7 +1360,13 @@ typedef enum kvshard_warning_code {
     KVSHARD_WARN_FULL_LAYER_DECODE = 26,
     /** comm: an accelerator is given but no weights source, so the decode
      *  base step and the throughput are unknown. */
-    KVSHARD_WARN_COMM_NO_WEIGHTS = 27
+    KVSHARD_WARN_COMM_NO_WEIGHTS = 27,
+    /** comm: some stage's decode communication takes at least half its
+     *  base step (an estimate's warning, see kvshard_plan_comm()). */
+    KVSHARD_WARN_SPLIT_COMM_DOMINATES = 28,
+    /** comm: the split plan's estimated throughput is below the same plan's
+     *  without the split (an estimate's warning, see kvshard_plan_comm()). */
+    KVSHARD_WARN_SPLIT_LOSES_THROUGHPUT = 29
 } kvshard_warning_code;
 
 /** Machine-readable name of a warning code ("split_disabled", ...);

@@ -11,6 +11,8 @@
 #include "plan/memory.h"
 #include "plan/plan.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 bool kvshard_comm__given(const kvshard_plan *p)
@@ -394,6 +396,47 @@ static int estimate(kvshard__comm *c, kvshard__comm_stage *stages, const kvshard
     return KVSHARD_OK;
 }
 
+static void add_warning(kvshard__comm *c, kvshard_warning_code code, const char *fmt, ...)
+    KVSHARD__PRINTF(3, 4);
+static void add_warning(kvshard__comm *c, kvshard_warning_code code, const char *fmt, ...)
+{
+    if (c->warning_count >= KVSHARD__COMM_WARNINGS)
+        return;
+    kvshard__warning *w = &c->warnings[c->warning_count++];
+    w->code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(w->message, sizeof w->message, fmt, ap);
+    va_end(ap);
+}
+
+/* The verdicts on the split: a stage whose decode communication is half
+ * its base step or more pays at least half a base step on every step, which
+ * only a capacity gain above 1.5x repays; and, when both throughputs are
+ * known, whether the split decodes slower than the plan without it. */
+static void verdicts(kvshard__comm *c, const kvshard__comm_stage *stages, uint32_t pp)
+{
+    if (c->split < 2)
+        return;
+    for (uint32_t s = 0; s < pp; s++) {
+        const kvshard__comm_stage *st = &stages[s];
+        if (!st->has_base || !st->decode.has_time || st->decode.comm_us < st->base_us / 2)
+            continue;
+        add_warning(c, KVSHARD_WARN_SPLIT_COMM_DOMINATES,
+                    "stage %u: the split's decode communication, %.2f ms a step, is at least "
+                    "half the %.2f ms base step (estimate)",
+                    s, st->decode.comm_us / 1000.0, st->base_us / 1000.0);
+        break;
+    }
+    if (c->has_step && c->has_unsplit && c->throughput < c->unsplit_throughput)
+        add_warning(c, KVSHARD_WARN_SPLIT_LOSES_THROUGHPUT,
+                    "the split decodes %.1f tokens/s at a batch of %llu, below the %.1f tokens/s "
+                    "of the plan without it at a batch of %llu (estimate): it holds more "
+                    "sequences but serves them slower",
+                    c->throughput, (unsigned long long)c->batch, c->unsplit_throughput,
+                    (unsigned long long)c->unsplit_batch);
+}
+
 int kvshard_comm__of(kvshard__comm *out, kvshard__comm_stage *stages, const kvshard_plan *p,
                      kvshard_error *err)
 {
@@ -422,6 +465,8 @@ int kvshard_comm__of(kvshard__comm *out, kvshard__comm_stage *stages, const kvsh
         out->throughput_gain =
             out->split == 1 ? 1.0 : out->throughput / out->unsplit_throughput;
     }
+    if (rc == KVSHARD_OK)
+        verdicts(out, own, p->pp);
     if (!stages)
         kvshard_alloc__free(&a, own);
     return rc;
@@ -497,6 +542,8 @@ int kvshard_plan_comm(kvshard_comm_estimate *out, const kvshard_plan *plan, kvsh
     e.prefill_link_bytes = c.prefill.link_bytes;
     e.has_prefill_time = c.prefill.has_time;
     e.prefill_comm_us = c.prefill.comm_us;
+    for (size_t i = 0; i < c.warning_count; i++)
+        e.warnings |= 1u << c.warnings[i].code;
     *out = e;
     return KVSHARD_OK;
 }

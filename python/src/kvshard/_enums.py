@@ -290,6 +290,10 @@ class WarningCode(enum.IntEnum):
     FULL_LAYER_DECODE = 26
     #: An accelerator is given without a weights source: no base step.
     COMM_NO_WEIGHTS = 27
+    #: A stage's decode communication takes at least half its base step.
+    SPLIT_COMM_DOMINATES = 28
+    #: The split's estimated throughput is below the plan's without it.
+    SPLIT_LOSES_THROUGHPUT = 29
 
     @property
     def label(self) -> str:
