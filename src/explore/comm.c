@@ -211,8 +211,12 @@ static uint64_t reads_per_sequence(const kvshard_plan *p, const kvshard__comm *c
     uint64_t n = c->context_length, total = 0;
     bool owner_reads = c->split > 1 && c->decode_mechanism == KVSHARD__COMM_OWNER_ATTENTION;
     for (uint32_t i = p->stages[s].first; i < p->stages[s].first + p->stages[s].count; i++) {
-        if (p->kinds[i] == KVSHARD_LAYER_FULL_ATTENTION)
-            total += n * (owner_reads ? lb->row_kv : lb->row_own_kv);
+        if (p->kinds[i] == KVSHARD_LAYER_FULL_ATTENTION) {
+            /* A DSA layer reads the latent of the index_topk rows its
+             * indexer selects, and every row's index key to select them. */
+            uint64_t rows = lb->index && p->model.index_topk < n ? p->model.index_topk : n;
+            total += rows * (owner_reads ? lb->row_kv : lb->row_own_kv) + n * lb->index;
+        }
         else if (p->kinds[i] == KVSHARD_LAYER_LINEAR_ATTENTION)
             total += 2 * lb->state; /* read and written */
     }
@@ -387,11 +391,11 @@ static int estimate(kvshard__comm *c, kvshard__comm_stage *stages, const kvshard
                                        : sums[k]->has_time && parts[k]->has_time;
         }
     }
-    if (c->has_accelerator && lb.index)
-        return kvshard_error__fail(err, KVSHARD_EUNMODELED, "", kvshard_error__no_mark,
-                                   "comm: the decode base step of a DSA model reads the rows "
-                                   "its index_topk selects, which is not priced yet; without "
-                                   "comm_accelerator the communication figures are given");
+    if (c->has_accelerator && lb.index && !p->model.index_topk)
+        return kvshard_error__fail(err, KVSHARD_EMISSING, "", kvshard_error__no_mark,
+                                   "comm_input_missing: the decode base step of a DSA model "
+                                   "reads the latent of the index_topk rows its indexer "
+                                   "selects, and the model config has no index_topk");
     price_steps(c, stages, p, &lb);
     return KVSHARD_OK;
 }
