@@ -60,7 +60,8 @@ enum {
     BENCH_CASE_FIT_WORK = 1u << 14,
     BENCH_CASE_NAMES = 1u << 15,
     BENCH_CASE_SPELLINGS = 1u << 16,
-    BENCH_CASE_FIT_ENGINE = 1u << 17
+    BENCH_CASE_FIT_ENGINE = 1u << 17,
+    BENCH_CASE_COMM = 1u << 18
 };
 
 typedef struct bench_settings {
@@ -389,6 +390,10 @@ void bench_case_fit(bench_report *r, bench_inputs *in);
 /* The same budget for `fit --engine=vllm` of Qwen3.5-35B-A3B on 64 GPUs. */
 #define BENCH_FIT_ENGINE_TARGET "fit --engine=vllm 64 GPUs, Qwen3.5-35B-A3B / 50 ms"
 void bench_case_fit_engine(bench_report *r, bench_inputs *in);
+/* A plan with its communication estimate against the plan without it. */
+#define BENCH_COMM_TARGET "plan + comm estimate / plan, seed on BI-V100"
+#define BENCH_COMM_LIMIT 1.1
+void bench_case_comm(bench_report *r, bench_inputs *in);
 #define BENCH_FIT_ST_TARGET "fit 64 GPUs, weights of a 100,000-tensor index / 250 ms"
 #define BENCH_FIT_ST_BUDGET_MS 250.0
 void bench_case_fit_safetensors(bench_report *r, bench_inputs *in);

@@ -1584,3 +1584,93 @@ void bench_case_safetensors(bench_report *r, bench_inputs *in)
                      "median of %zu per-pair ratios (p10 %.3f, p90 %.3f)", ratio.n, ratio.p10,
                      ratio.p90);
 }
+
+/* ---- the communication estimate ------------------------------------------------ */
+
+/* A deployment of the seed model under the command line's arguments. */
+static kvshard_deployment *seed_deployment(const bench_inputs *in, const char *const *args)
+{
+    const bench_text *t = model_named(in, "qwen3_5_35b_a3b.json");
+    size_t count = 0;
+    while (args[count])
+        count++;
+    kvshard_deployment *d = NULL;
+    kvshard_error err;
+    int rc =
+        kvshard_deployment_create(&d, bench_load_model(t->data, t->len, t->name, NULL), NULL, &err);
+    if (rc == KVSHARD_OK)
+        rc = kvshard_deployment_apply_args(d, count, args, 0, &err);
+    if (rc)
+        bench_die_kvshard("the seed deployment", rc, &err);
+    return d;
+}
+
+typedef struct comm_ctx {
+    const kvshard_deployment *deployment;
+    bool priced; /* kvshard_plan_comm() after the plan */
+} comm_ctx;
+
+static void op_deployment_plan(void *p)
+{
+    const comm_ctx *c = p;
+    kvshard_plan *plan = NULL;
+    kvshard_error err;
+    int rc = kvshard_deployment_plan(&plan, c->deployment, &err);
+    if (rc)
+        bench_die_kvshard("kvshard_deployment_plan", rc, &err);
+    if (c->priced) {
+        kvshard_comm_estimate e = KVSHARD_COMM_ESTIMATE_INIT;
+        if ((rc = kvshard_plan_comm(&e, plan, &err)) != 0)
+            bench_die_kvshard("kvshard_plan_comm", rc, &err);
+        sink += (uint64_t)e.throughput;
+    }
+    sink += kvshard_plan_num_ranks(plan);
+    kvshard_plan_free(plan);
+}
+
+void bench_case_comm(bench_report *r, bench_inputs *in)
+{
+    const bench_settings *s = r->settings;
+    const char *const plain_args[] = {"--world_size=4",
+                                      "--enable_layerwise_split=true",
+                                      "--layerwise_split_size=2",
+                                      "--memory_per_rank=20GiB",
+                                      "--max_seqs=128",
+                                      "--context_length=32768",
+                                      "--weights_total=69321223296",
+                                      "--weights_experts=64424509440",
+                                      NULL};
+    const char *const comm_args[] = {"--world_size=4",
+                                     "--enable_layerwise_split=true",
+                                     "--layerwise_split_size=2",
+                                     "--memory_per_rank=20GiB",
+                                     "--max_seqs=128",
+                                     "--context_length=32768",
+                                     "--weights_total=69321223296",
+                                     "--weights_experts=64424509440",
+                                     "--comm_accelerator=bi_v100",
+                                     NULL};
+    kvshard_deployment *plain = seed_deployment(in, plain_args);
+    kvshard_deployment *priced = seed_deployment(in, comm_args);
+    comm_ctx a = {plain, false}, b = {priced, true};
+    bench_progress("comm: the seed planned without and with its estimate");
+    bench_stats ta, tb;
+    bench_stats ratio = bench_paired(s, s->pairs, op_deployment_plan, &a, op_deployment_plan, &b,
+                                     &ta, &tb);
+    kvshard_deployment_free(plain);
+    kvshard_deployment_free(priced);
+    bench_section *sec = bench_section_add(
+        r, "The communication estimate of one plan against the plan without it",
+        "kvshard_deployment_plan of the seed (Qwen3.5-35B-A3B, TP 4, S = 2, 20 GiB, 32 K "
+        "tokens, weights_total) without a comm input, against the same with "
+        "--comm_accelerator=bi_v100 followed by kvshard_plan_comm (its unsplit twin, "
+        "collectives, base step and throughput). Batches alternate; ratio = median of "
+        "per-pair ratios.");
+    bench_row *row = bench_row_add(sec, "seed, plan / plan + comm estimate");
+    bench_fig_stats(row, "plan", BENCH_UNIT_NS, &ta);
+    bench_fig_stats(row, "plan + comm", BENCH_UNIT_NS, &tb);
+    bench_fig_stats(row, "ratio", BENCH_UNIT_RATIO, &ratio);
+    bench_target_add(r, BENCH_COMM_TARGET, ratio.median, BENCH_COMM_LIMIT, false,
+                     "median of %zu per-pair ratios (p10 %.3f, p90 %.3f)", ratio.n, ratio.p10,
+                     ratio.p90);
+}

@@ -35,7 +35,7 @@ static const char usage_text[] =
     "                 CPU time); processes are always timed on the wall clock\n"
     "  --only CASES   comma-separated: cli, memory, load, keys, json, digest, owns,\n"
     "                 queries, sweep, flags, spellings, engines, fit, fit_engine,\n"
-    "                 fit_safetensors, safetensors, fit_work, names;\n"
+    "                 fit_safetensors, safetensors, fit_work, names, comm;\n"
     "                 the targets of the others show as SKIP\n"
     "  --cli PATH     the kvshard executable (default: the one built alongside)\n"
     "  --examples DIR the examples directory (default: the source tree's)\n"
@@ -55,7 +55,7 @@ static const struct {
     {"fit", BENCH_CASE_FIT},     {"fit_engine", BENCH_CASE_FIT_ENGINE},
     {"fit_safetensors", BENCH_CASE_FIT_SAFETENSORS},
     {"safetensors", BENCH_CASE_SAFETENSORS}, {"fit_work", BENCH_CASE_FIT_WORK},
-    {"names", BENCH_CASE_NAMES},
+    {"names", BENCH_CASE_NAMES},  {"comm", BENCH_CASE_COMM},
 };
 
 static unsigned parse_cases(const char *list)
@@ -170,6 +170,7 @@ static const struct {
      {BENCH_NAMES_TENSOR_TARGET, BENCH_NAMES_SHARD_TARGET, BENCH_NAMES_FLAG_TARGET},
      {BENCH_NAMES_LIMIT, BENCH_NAMES_LIMIT, BENCH_NAMES_LIMIT},
      false},
+    {BENCH_CASE_COMM, bench_case_comm, {BENCH_COMM_TARGET, NULL}, {BENCH_COMM_LIMIT, 0}, false},
 };
 
 int main(int argc, char **argv)

@@ -387,12 +387,16 @@ typedef struct kvshard_comm_estimate {
     uint64_t prefill_link_bytes;
     bool has_prefill_time;
     double prefill_comm_us;
+    /** The estimate's own warnings, bit 1 << code: split_comm_dominates and
+     *  split_loses_throughput, which the plan's JSON and text list after
+     *  its own (kvshard_plan_has_warning() does not see them). */
+    uint32_t warnings;
 } kvshard_comm_estimate;
 
 #define KVSHARD_COMM_ESTIMATE_INIT                                                      \
     { sizeof(kvshard_comm_estimate), false, 0, NULL, NULL, false, NULL, 0, 0.0, false, NULL, \
       0, false, 0, 0, false, 0, false, 0.0, false, 0.0, 0.0, 0.0, 0.0, 0.0, false, 0.0,     \
-      false, 0.0, 0, false, 0, false, 0.0 }
+      false, 0.0, 0, false, 0, false, 0.0, 0 }
 
 /** The estimate of `plan` into *out (its `size` set by the caller). A plan
  *  made without comm inputs gives `given` false. KVSHARD_EUNMODELED naming

@@ -1374,7 +1374,13 @@ typedef enum kvshard_warning_code {
      *  its shards at hand): its total_size, and the expert bytes estimated
      *  from its tensor names or given; the shards' headers give exact
      *  figures. */
-    KVSHARD_WARN_WEIGHTS_ESTIMATED = 28
+    KVSHARD_WARN_WEIGHTS_ESTIMATED = 28,
+    /** comm: some stage's decode communication takes at least half its
+     *  base step (an estimate's warning, see kvshard_plan_comm()). */
+    KVSHARD_WARN_SPLIT_COMM_DOMINATES = 29,
+    /** comm: the split plan's estimated throughput is below the same plan's
+     *  without the split (an estimate's warning, see kvshard_plan_comm()). */
+    KVSHARD_WARN_SPLIT_LOSES_THROUGHPUT = 30
 } kvshard_warning_code;
 
 /** Machine-readable name of a warning code ("split_disabled", ...);

@@ -11,6 +11,8 @@
 #include "plan/memory.h"
 #include "plan/plan.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 bool kvshard_comm__given(const kvshard_plan *p)
@@ -209,8 +211,12 @@ static uint64_t reads_per_sequence(const kvshard_plan *p, const kvshard__comm *c
     uint64_t n = c->context_length, total = 0;
     bool owner_reads = c->split > 1 && c->decode_mechanism == KVSHARD__COMM_OWNER_ATTENTION;
     for (uint32_t i = p->stages[s].first; i < p->stages[s].first + p->stages[s].count; i++) {
-        if (p->kinds[i] == KVSHARD_LAYER_FULL_ATTENTION)
-            total += n * (owner_reads ? lb->row_kv : lb->row_own_kv);
+        if (p->kinds[i] == KVSHARD_LAYER_FULL_ATTENTION) {
+            /* A DSA layer reads the latent of the index_topk rows its
+             * indexer selects, and every row's index key to select them. */
+            uint64_t rows = lb->index && p->model.index_topk < n ? p->model.index_topk : n;
+            total += rows * (owner_reads ? lb->row_kv : lb->row_own_kv) + n * lb->index;
+        }
         else if (p->kinds[i] == KVSHARD_LAYER_LINEAR_ATTENTION)
             total += 2 * lb->state; /* read and written */
     }
@@ -385,13 +391,54 @@ static int estimate(kvshard__comm *c, kvshard__comm_stage *stages, const kvshard
                                        : sums[k]->has_time && parts[k]->has_time;
         }
     }
-    if (c->has_accelerator && lb.index)
-        return kvshard_error__fail(err, KVSHARD_EUNMODELED, "", kvshard_error__no_mark,
-                                   "comm: the decode base step of a DSA model reads the rows "
-                                   "its index_topk selects, which is not priced yet; without "
-                                   "comm_accelerator the communication figures are given");
+    if (c->has_accelerator && lb.index && !p->model.index_topk)
+        return kvshard_error__fail(err, KVSHARD_EMISSING, "", kvshard_error__no_mark,
+                                   "comm_input_missing: the decode base step of a DSA model "
+                                   "reads the latent of the index_topk rows its indexer "
+                                   "selects, and the model config has no index_topk");
     price_steps(c, stages, p, &lb);
     return KVSHARD_OK;
+}
+
+static void add_warning(kvshard__comm *c, kvshard_warning_code code, const char *fmt, ...)
+    KVSHARD__PRINTF(3, 4);
+static void add_warning(kvshard__comm *c, kvshard_warning_code code, const char *fmt, ...)
+{
+    if (c->warning_count >= KVSHARD__COMM_WARNINGS)
+        return;
+    kvshard__warning *w = &c->warnings[c->warning_count++];
+    w->code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(w->message, sizeof w->message, fmt, ap);
+    va_end(ap);
+}
+
+/* The verdicts on the split: a stage whose decode communication is half
+ * its base step or more pays at least half a base step on every step, which
+ * only a capacity gain above 1.5x repays; and, when both throughputs are
+ * known, whether the split decodes slower than the plan without it. */
+static void verdicts(kvshard__comm *c, const kvshard__comm_stage *stages, uint32_t pp)
+{
+    if (c->split < 2)
+        return;
+    for (uint32_t s = 0; s < pp; s++) {
+        const kvshard__comm_stage *st = &stages[s];
+        if (!st->has_base || !st->decode.has_time || st->decode.comm_us < st->base_us / 2)
+            continue;
+        add_warning(c, KVSHARD_WARN_SPLIT_COMM_DOMINATES,
+                    "stage %u: the split's decode communication, %.2f ms a step, is at least "
+                    "half the %.2f ms base step (estimate)",
+                    s, st->decode.comm_us / 1000.0, st->base_us / 1000.0);
+        break;
+    }
+    if (c->has_step && c->has_unsplit && c->throughput < c->unsplit_throughput)
+        add_warning(c, KVSHARD_WARN_SPLIT_LOSES_THROUGHPUT,
+                    "the split decodes %.1f tokens/s at a batch of %llu, below the %.1f tokens/s "
+                    "of the plan without it at a batch of %llu (estimate): it holds more "
+                    "sequences but serves them slower",
+                    c->throughput, (unsigned long long)c->batch, c->unsplit_throughput,
+                    (unsigned long long)c->unsplit_batch);
 }
 
 int kvshard_comm__of(kvshard__comm *out, kvshard__comm_stage *stages, const kvshard_plan *p,
@@ -422,6 +469,8 @@ int kvshard_comm__of(kvshard__comm *out, kvshard__comm_stage *stages, const kvsh
         out->throughput_gain =
             out->split == 1 ? 1.0 : out->throughput / out->unsplit_throughput;
     }
+    if (rc == KVSHARD_OK)
+        verdicts(out, own, p->pp);
     if (!stages)
         kvshard_alloc__free(&a, own);
     return rc;
@@ -497,6 +546,8 @@ int kvshard_plan_comm(kvshard_comm_estimate *out, const kvshard_plan *plan, kvsh
     e.prefill_link_bytes = c.prefill.link_bytes;
     e.has_prefill_time = c.prefill.has_time;
     e.prefill_comm_us = c.prefill.comm_us;
+    for (size_t i = 0; i < c.warning_count; i++)
+        e.warnings |= 1u << c.warnings[i].code;
     *out = e;
     return KVSHARD_OK;
 }

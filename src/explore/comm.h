@@ -5,6 +5,10 @@
 #define KVSHARD_EXPLORE_COMM_H
 
 #include "deploy/options.h"
+#include "plan/plan.h"
+
+/* At most one of each verdict of the estimate. */
+#define KVSHARD__COMM_WARNINGS 2
 
 /* One stage's figures, or a whole replica's (stages summed). */
 typedef struct kvshard__comm_traffic {
@@ -64,6 +68,11 @@ typedef struct kvshard__comm {
     uint32_t chunk, prefix_hit;
     uint64_t chunks, history_rows;
     kvshard__comm_traffic prefill;
+    /* The verdicts only the estimate can give (split_comm_dominates,
+     * split_loses_throughput): the plan is made before it is priced, so
+     * they travel with the estimate and writers put them after the plan's. */
+    size_t warning_count;
+    kvshard__warning warnings[KVSHARD__COMM_WARNINGS];
 } kvshard__comm;
 
 /* Whether plan `p` was given any comm input: only then is it priced. */

@@ -305,6 +305,12 @@ static int read_mla(kvshard__reader *r)
             (rc = kvshard_reader__require_dim(&n_heads, r, t, KVSHARD__KEY_INDEX_N_HEADS, why)) !=
                 0)
             return rc;
+        /* Only the decode estimate reads it: optional until then. */
+        bool found;
+        if ((rc = kvshard_reader__optional_dim(&in->index_topk, &found, r, t,
+                                               KVSHARD__KEY_INDEX_TOPK, 1,
+                                               KVSHARD__MAX_DIMENSION)) != 0)
+            return rc;
         in->has_indexer = true;
     }
     return KVSHARD_OK;

@@ -85,6 +85,7 @@ typedef struct kvshard__model_info {
     uint32_t qk_rope_head_dim; /* MLA; compressed: the RoPE part of the latent */
     bool has_indexer;
     uint32_t index_head_dim;
+    uint32_t index_topk; /* the rows a DSA layer attends; 0: not in the config */
     /* Compressed attention: the elements of one shared K=V entry. */
     uint32_t latent_dim;
     kvshard__state_dims state;

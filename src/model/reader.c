@@ -49,6 +49,7 @@ kvshard__key kvshard_reader__key_find(const char *s, size_t len)
         MATCH(KDA_LAYERS);
         MATCH(V_HEAD_DIM);
         MATCH(CHUNK_SIZE);
+        MATCH(INDEX_TOPK);
         break;
     case 11:
         MATCH(TEXT_CONFIG);

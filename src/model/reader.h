@@ -38,6 +38,7 @@
     X(QK_ROPE_HEAD_DIM, "qk_rope_head_dim")                                                        \
     X(INDEX_HEAD_DIM, "index_head_dim")                                                            \
     X(INDEX_N_HEADS, "index_n_heads")                                                              \
+    X(INDEX_TOPK, "index_topk")                                                                    \
     X(LINEAR_NUM_KEY_HEADS, "linear_num_key_heads")                                                \
     X(LINEAR_NUM_VALUE_HEADS, "linear_num_value_heads")                                            \
     X(LINEAR_KEY_HEAD_DIM, "linear_key_head_dim")                                                  \

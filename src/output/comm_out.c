@@ -345,6 +345,15 @@ static void text_prefill(kvshard__out *o, const kvshard__comm *c)
     kvshard_writer__out_raw(o, "\n");
 }
 
+size_t kvshard_comm_out__warnings(kvshard__warning *out, const kvshard_plan *plan)
+{
+    kvshard__comm c;
+    if (!kvshard_comm__given(plan) || kvshard_comm__of(&c, NULL, plan, NULL) != KVSHARD_OK)
+        return 0;
+    memcpy(out, c.warnings, c.warning_count * sizeof *out);
+    return c.warning_count;
+}
+
 int kvshard_comm_out__text(kvshard__out *o, const kvshard_plan *plan)
 {
     if (!kvshard_comm__given(plan))

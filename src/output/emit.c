@@ -454,16 +454,20 @@ static void emit_engine(kvshard__out *o, const kvshard__plan_view *p)
 
 static void emit_warnings(kvshard__out *o, const kvshard__plan_view *p)
 {
+    kvshard__warning priced[KVSHARD__COMM_WARNINGS];
+    size_t count = p->warning_count + kvshard_comm_out__warnings(priced, p->plan);
     kvshard_writer__out_raw(o, "  \"warnings\": [");
-    for (size_t i = 0; i < p->warning_count; i++) {
+    for (size_t i = 0; i < count; i++) {
+        const kvshard__warning *w =
+            i < p->warning_count ? &p->warnings[i] : &priced[i - p->warning_count];
         kvshard_writer__out_raw(o, i ? ",\n    {" : "\n    {");
-        field_word(o, "code", kvshard_warning_name(p->warnings[i].code));
+        field_word(o, "code", kvshard_warning_name(w->code));
         sep(o);
         key(o, "message");
-        kvshard_writer__out_json_string(o, p->warnings[i].message, strlen(p->warnings[i].message));
+        kvshard_writer__out_json_string(o, w->message, strlen(w->message));
         kvshard_writer__out_put(o, "}", 1);
     }
-    kvshard_writer__out_raw(o, p->warning_count ? "\n  ],\n" : "],\n");
+    kvshard_writer__out_raw(o, count ? "\n  ],\n" : "],\n");
 }
 
 int kvshard_plan_write_json(const kvshard_plan *plan, kvshard_write_fn write, void *user)

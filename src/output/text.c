@@ -474,10 +474,14 @@ static void write_capacity(kvshard__out *o, const kvshard__plan_view *p)
 
 static void write_warnings(kvshard__out *o, const kvshard__plan_view *p)
 {
-    kvshard_writer__out_raw(o, p->warning_count ? "\nwarnings\n" : "\nwarnings   none\n");
-    for (size_t i = 0; i < p->warning_count; i++) {
-        kvshard_writer__out_printf(o, "  %s: ", kvshard_warning_name(p->warnings[i].code));
-        kvshard_writer__out_safe(o, p->warnings[i].message, strlen(p->warnings[i].message));
+    kvshard__warning priced[KVSHARD__COMM_WARNINGS];
+    size_t count = p->warning_count + kvshard_comm_out__warnings(priced, p->plan);
+    kvshard_writer__out_raw(o, count ? "\nwarnings\n" : "\nwarnings   none\n");
+    for (size_t i = 0; i < count; i++) {
+        const kvshard__warning *w =
+            i < p->warning_count ? &p->warnings[i] : &priced[i - p->warning_count];
+        kvshard_writer__out_printf(o, "  %s: ", kvshard_warning_name(w->code));
+        kvshard_writer__out_safe(o, w->message, strlen(w->message));
         kvshard_writer__out_raw(o, "\n");
     }
 }

@@ -369,6 +369,8 @@ const char *kvshard_warning_name(kvshard_warning_code code)
     case KVSHARD_WARN_FULL_LAYER_DECODE: return "full_layer_decode";
     case KVSHARD_WARN_COMM_NO_WEIGHTS: return "comm_no_weights";
     case KVSHARD_WARN_WEIGHTS_ESTIMATED: return "weights_estimated";
+    case KVSHARD_WARN_SPLIT_COMM_DOMINATES: return "split_comm_dominates";
+    case KVSHARD_WARN_SPLIT_LOSES_THROUGHPUT: return "split_loses_throughput";
     default: return "unknown";
     }
 }

@@ -293,6 +293,10 @@ class WarningCode(enum.IntEnum):
     #: The weights come from the safetensors index alone (no shard at
     #: hand): its total_size and estimated or given expert bytes.
     WEIGHTS_ESTIMATED = 28
+    #: A stage's decode communication takes at least half its base step.
+    SPLIT_COMM_DOMINATES = 29
+    #: The split's estimated throughput is below the plan's without it.
+    SPLIT_LOSES_THROUGHPUT = 30
 
     @property
     def label(self) -> str:
