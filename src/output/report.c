@@ -6,6 +6,7 @@
 #include "output/report_chart.h"
 #include "output/runs.h"
 #include "output/svg.h"
+#include "output/text.h"
 #include "explore/compare.h"
 #include "plan/queries.h"
 #include "profile/profiles.h"
@@ -422,6 +423,11 @@ static void write_capacity(kvshard__out *o, const kvshard__plan_view *p)
     kvshard_writer__out_raw(o, "<table class=\"keep\">\n");
     if (p->has_memory)
         p->profile->voice.report_rows(&pr, &pv, false);
+    if (p->device->used) {
+        row_begin(o, "device");
+        kvshard_text__device_line(o, p);
+        row_end(o);
+    }
     uint64_t max_block = 0;
     for (uint32_t r = 0; r < p->ranks_count; r++)
         if (p->ranks[r].bytes_per_block > max_block)

@@ -1,8 +1,11 @@
 /* The report's memory chart: how each distinct rank's budget divides into
  * the state it reserves, the KV blocks it allocates and what is left, all
  * bars on one scale with an axis, so a rank that leaves a tenth of its
- * memory unused shows it. Ranks with the same figures share one bar. */
+ * memory unused shows it. With device inputs a bar spans the whole device,
+ * the weights, activation reserve and headroom before the budget, so the
+ * axis reads against the GPU. Ranks with the same figures share one bar. */
 #include "output/report_chart.h"
+#include "base/checked.h"
 #include "plan/queries.h"
 
 #include <stdio.h>
@@ -37,6 +40,7 @@ static const char CHART_STYLE[] =
     ".kvmem .tk{font-size:11px;fill:#404040;text-anchor:middle}\n"
     ".kvmem .grid{stroke:#d0d0d0;stroke-width:1}\n"
     ".kvmem .axis{stroke:#404040;stroke-width:1}\n"
+    ".kvmem .wt{fill:#332288}.kvmem .ar{fill:#882255}.kvmem .hr{fill:#ddcc77}\n"
     ".kvmem .st{fill:#117733}.kvmem .ss{fill:url(#kvmem-shatch)}.kvmem .rs{fill:#117733}\n"
     ".kvmem .kv{fill:#4477aa}.kvmem .scr{fill:url(#kvmem-hatch)}"
     ".kvmem .dr{fill:url(#kvmem-dots)}.kvmem .bl{fill:#4477aa}\n"
@@ -50,6 +54,9 @@ static const struct part_look {
     const char *legend;
     const char *what;
 } LOOKS[KVSHARD_REPORT__PARTS] = {
+    {"wt", "weights", "weights of the rank's stage"},
+    {"ar", "activation reserve", "activation_reserve"},
+    {"hr", "headroom", "what memory_utilization leaves of the device"},
     {"st", "state", "state of max_seqs sequences"},
     {"ss", "scratch state", "scratch of max_seqs sequences (split compressed layers)"},
     {"rs", "state reserve", "state the profile reserves"},
@@ -83,7 +90,7 @@ bool kvshard_report__same_rank(const kvshard__plan_view *p, uint32_t a, uint32_t
            x->state_bytes_per_seq == y->state_bytes_per_seq &&
            x->scratch_bytes_per_seq == y->scratch_bytes_per_seq &&
            x->has_num_blocks == y->has_num_blocks && x->num_blocks == y->num_blocks &&
-           x->budget == y->budget;
+           x->budget == y->budget && x->weights_bytes == y->weights_bytes;
 }
 
 /* Whether an earlier rank has rank r's figures. */
@@ -93,6 +100,27 @@ static bool seen_before(const kvshard__plan_view *p, uint32_t r)
         if (kvshard_report__same_rank(p, q, r))
             return true;
     return false;
+}
+
+/* With device inputs, the parts of the device outside the budget: the
+ * weights, the activation reserve and the rest, which is what the
+ * utilization leaves (device - usable) when the budget is usable less the
+ * other two. A profile whose budget outgrows the device draws the budget
+ * alone rather than parts that do not add up. */
+static void device_parts(kvshard_report__bar *b, const kvshard__plan_view *p,
+                         const kvshard_rank_memory *m)
+{
+    const kvshard__device_figures *d = p->device;
+    if (!d->used)
+        return;
+    uint64_t outside;
+    if (!kvshard__add(&outside, m->weights_bytes, d->reserve) ||
+        !kvshard__add(&outside, outside, b->budget) || outside > d->device_memory)
+        return;
+    b->part[KVSHARD_REPORT__WEIGHTS] = m->weights_bytes;
+    b->part[KVSHARD_REPORT__ACTIVATIONS] = d->reserve;
+    b->part[KVSHARD_REPORT__HEADROOM] = d->device_memory - outside;
+    b->span = d->device_memory;
 }
 
 /* The bar of plan rank r: its reserve as the profile counts it for the rank
@@ -135,6 +163,8 @@ static void bar_of(kvshard_report__bar *b, const kvshard__plan_view *p, uint32_t
     }
     uint64_t used = reserve + b->blocks * m->bytes_per_block;
     b->part[KVSHARD_REPORT__UNUSED] = b->budget > used ? b->budget - used : 0;
+    b->span = b->budget;
+    device_parts(b, p, m);
 }
 
 size_t kvshard_report__bars(kvshard_report__bar *out, size_t cap, const kvshard__plan_view *p)
@@ -340,9 +370,10 @@ static void write_budget_chart(kvshard__out *o, const kvshard__plan_view *p)
     for (size_t i = 0; i < shown; i++) {
         for (int k = 0; k < KVSHARD_REPORT__PARTS; k++)
             used[k] |= bars[i].part[k] > 0;
-        max = bars[i].budget > max ? bars[i].budget : max;
+        max = bars[i].span > max ? bars[i].span : max;
     }
     used[KVSHARD_REPORT__UNUSED] = true;
+    bool device = used[KVSHARD_REPORT__HEADROOM] || used[KVSHARD_REPORT__WEIGHTS];
     scale s = scale_for(max);
     uint32_t lines = legend(o, p, used, 0, false);
     uint32_t top = 8 + lines * LEGEND_LINE + 8;
@@ -351,9 +382,11 @@ static void write_budget_chart(kvshard__out *o, const kvshard__plan_view *p)
     kvshard_writer__out_printf(o,
                         "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"kvmem\" width=\"%u\" "
                         "height=\"%u\" viewBox=\"0 0 %u %u\" role=\"img\">\n"
-                        "<title>How each distinct rank's budget divides: state, KV blocks, "
+                        "<title>How each distinct rank's %s divides: %sstate, KV blocks, "
                         "unused</title>\n",
-                        CHART_WIDTH, height, CHART_WIDTH, height);
+                        CHART_WIDTH, height, CHART_WIDTH, height,
+                        device ? "device" : "budget",
+                        device ? "weights, activation reserve, headroom, " : "");
     kvshard_writer__out_raw(o, CHART_STYLE);
     legend(o, p, used, 8, true);
     axis(o, &s, top - 4, bottom);
@@ -376,7 +409,7 @@ static void write_budget_chart(kvshard__out *o, const kvshard__plan_view *p)
                                        "<text class=\"sm\" x=\"8\" y=\"%u\">split rank %u</text>",
                                        y + 30, p->place[b->rank].split_rank);
         double x = BAR_X;
-        uint64_t each[KVSHARD_REPORT__PARTS] = {0, 0, 0, bs * m->kv_bytes_per_token,
+        uint64_t each[KVSHARD_REPORT__PARTS] = {0, 0, 0, 0, 0, 0, bs * m->kv_bytes_per_token,
                                                 bs * m->scratch_bytes_per_token,
                                                 bs * m->draft_bytes_per_token,
                                                 m->bytes_per_block, 0};
@@ -508,7 +541,15 @@ void kvshard_report__write_memory(kvshard__out *o, const kvshard__plan_view *p)
     bool budget = p->has_memory && p->capacity->has_num_blocks;
     kvshard_writer__out_raw(o,
                             "<section id=\"memory\">\n<h2>Memory per rank</h2>\n<p class=\"sub\">");
-    if (budget)
+    if (budget && p->device->used)
+        kvshard_writer__out_raw(o,
+                            "Each distinct rank's whole device, on one scale: the weights of its "
+                            "stage, the activation reserve and the headroom memory_utilization "
+                            "leaves, then its budget: the state it reserves for max_seqs "
+                            "sequences, the common blocks every rank allocates (the fewest any "
+                            "rank fits) and what is left unused. Ranks with the same figures "
+                            "share a bar. Hover a segment for its bytes.");
+    else if (budget)
         kvshard_writer__out_printf(o,
                             "Each distinct rank's budget, on one scale: the state it reserves "
                             "for max_seqs sequences, the %s blocks every rank allocates (the "

@@ -1,0 +1,168 @@
+/* The report with device inputs draws the whole device: each distinct
+ * rank's bar spans device_memory, its weights, activation reserve and the
+ * headroom memory_utilization leaves before its budget; the Capacity table
+ * names the budget and repeats the text plan's device line. Every figure is
+ * worked out by hand beside it. */
+#include "test_util.h"
+
+#include "kvshard/output.h"
+#include "output/report_chart.h"
+#include "plan/queries.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GIB (1ull << 30)
+
+static char *report_of(const kvshard_plan *plan)
+{
+    char *page = NULL;
+    assert_int_equal(kvshard_report_write_html(plan, NULL, NULL, tu_append, &page), KVSHARD_OK);
+    return page;
+}
+
+/* DeepSeek-V3.2 on 2 stages of TP 8, split 8, fp8, 64-token blocks, the
+ * MTP layer counted, an 80 GiB GPU: 85,899,345,920 B x 0.9 =
+ * 77,309,411,328 usable, so the headroom is 8,589,934,592 B (8.00 GiB);
+ * the activation reserve 4 GiB. A rank's weights: dense 674,030,337,216 -
+ * 654,068,416,512 = 19,961,920,704 B shared by 61 layers and 8 ranks.
+ * Stage 0 (31 layers): ceil(19,961,920,704 x 31 / 488) + ceil(654,068,416,512
+ * x 31 / 488) = 1,268,072,832 + 41,549,428,099 = 42,817,500,931 B (39.88
+ * GiB), budget 77,309,411,328 - 4,294,967,296 - 42,817,500,931 =
+ * 30,196,943,101. Stage 1 (30 layers): 1,227,167,257 + 40,209,123,966 =
+ * 41,436,291,223 B (38.59 GiB), budget 31,578,152,809. */
+#define DS_USABLE 77309411328ull
+#define DS_RESERVE (4 * GIB)
+#define DS_WEIGHTS0 42817500931ull
+#define DS_WEIGHTS1 41436291223ull
+
+static kvshard_plan *deepseek_two_stages(void)
+{
+    kvshard_plan *plan = NULL;
+    TU_PLAN(&plan, "models/deepseek_v3_2.json", "--world_size=16", "--pp_size=2",
+            "--enable_layerwise_split=true", "--layerwise_split_size=8", "--kv_cache_dtype=fp8",
+            "--block_size=64", "--num_speculative_tokens=1", "--device_memory=80GiB",
+            "--weights_total=674030337216", "--weights_experts=654068416512");
+    return plan;
+}
+
+/* Every bar spans the device: its parts add up to device_memory, the
+ * weights of its own stage first. */
+static void test_bars_span_the_device(void **state)
+{
+    (void)state;
+    assert_int_equal(80 * GIB - DS_USABLE, 8589934592ull);
+    assert_int_equal(DS_USABLE - DS_RESERVE - DS_WEIGHTS0, 30196943101ull);
+    assert_int_equal(DS_USABLE - DS_RESERVE - DS_WEIGHTS1, 31578152809ull);
+    kvshard_plan *plan = deepseek_two_stages();
+    kvshard__plan_view v = kvshard_plan__view_of(plan);
+    kvshard_report__bar bars[16];
+    size_t n = kvshard_report__bars(bars, 16, &v);
+    assert_true(n >= 2);
+    bool stage[2] = {false, false};
+    for (size_t b = 0; b < n; b++) {
+        uint32_t s = bars[b].rank / 8;
+        stage[s] = true;
+        assert_int_equal(bars[b].span, 80 * GIB);
+        assert_int_equal(bars[b].part[KVSHARD_REPORT__WEIGHTS], s ? DS_WEIGHTS1 : DS_WEIGHTS0);
+        assert_int_equal(bars[b].part[KVSHARD_REPORT__ACTIVATIONS], DS_RESERVE);
+        assert_int_equal(bars[b].part[KVSHARD_REPORT__HEADROOM], 80 * GIB - DS_USABLE);
+        assert_int_equal(bars[b].budget, DS_USABLE - DS_RESERVE - bars[b].part[0]);
+        uint64_t sum = 0, budget = 0;
+        for (int k = 0; k < KVSHARD_REPORT__PARTS; k++) {
+            sum += bars[b].part[k];
+            if (k >= KVSHARD_REPORT__STATE)
+                budget += bars[b].part[k];
+        }
+        assert_int_equal(sum, 80 * GIB);
+        assert_int_equal(budget, bars[b].budget);
+    }
+    assert_true(stage[0] && stage[1]);
+    kvshard_plan_free(plan);
+}
+
+/* The page shows the figures: 39.88 GiB and 38.59 GiB of weights, the
+ * 4.00 GiB reserve and 8.00 GiB of headroom, on an axis to 80 GiB (ticks
+ * every 10 GiB), and the Capacity table's budget and device rows. */
+static void test_page_shows_the_device(void **state)
+{
+    (void)state;
+    kvshard_plan *plan = deepseek_two_stages();
+    char *page = report_of(plan);
+    tu_assert_contains(page, "weights 39.88 GiB \xC2\xB7 activation reserve 4.00 GiB \xC2\xB7 "
+                             "headroom 8.00 GiB \xC2\xB7 KV ");
+    tu_assert_contains(page, "weights 38.59 GiB \xC2\xB7 activation reserve 4.00 GiB \xC2\xB7 "
+                             "headroom 8.00 GiB \xC2\xB7 KV ");
+    tu_assert_contains(page, "weights of the rank's stage, 42,817,500,931 B (39.88 GiB)");
+    tu_assert_contains(page, "what memory_utilization leaves of the device, 8,589,934,592 B "
+                             "(8.00 GiB)");
+    tu_assert_contains(page, ">80</text>");
+    tu_assert_contains(page, "scale in GiB");
+    tu_assert_contains(page, "<tr><th scope=\"row\">budget</th><td>31,578,152,809 B (29.41 "
+                             "GiB) on binding stage 1");
+    tu_assert_contains(page, "<tr><th scope=\"row\">device</th><td>85,899,345,920 B (80.00 "
+                             "GiB) x 0.9 = 77,309,411,328 usable; activation_reserve "
+                             "4,294,967,296 B; weights from weights_total (674,030,337,216 B, "
+                             "654,068,416,512 B of experts)</td></tr>");
+    /* The row is the text plan's device line. */
+    char *text = tu_plan_text(plan);
+    tu_assert_contains(text, "\ndevice     85,899,345,920 B (80.00 GiB) x 0.9 = 77,309,411,328 "
+                             "usable; activation_reserve 4,294,967,296 B; weights from "
+                             "weights_total (674,030,337,216 B, 654,068,416,512 B of experts)\n");
+    free(text);
+    free(page);
+    kvshard_plan_free(plan);
+}
+
+/* One stage: the device row ends as the text line does, with what a rank's
+ * weights leave. Llama 3.1 8B on one 80 GiB GPU with 16e9 B of weights:
+ * 77,309,411,328 - 4,294,967,296 - 16,000,000,000 = 57,014,444,032 B. */
+static void test_one_stage_budget_row(void **state)
+{
+    (void)state;
+    kvshard_plan *plan = NULL;
+    TU_PLAN(&plan, "models/llama3_1_8b.json", "--world_size=1", "--device_memory=80GiB",
+            "--weights_total=16000000000", "--weights_experts=0");
+    char *page = report_of(plan);
+    tu_assert_contains(page, "<tr><th scope=\"row\">budget</th><td>57,014,444,032 B (53.10 "
+                             "GiB) per rank</td></tr>");
+    tu_assert_contains(page, "; a rank holds 16,000,000,000 B of weights, leaving "
+                             "57,014,444,032 B</td></tr>");
+    tu_assert_contains(page, "weights 14.90 GiB \xC2\xB7 activation reserve 4.00 GiB \xC2\xB7 "
+                             "headroom 8.00 GiB");
+    free(page);
+    kvshard_plan_free(plan);
+}
+
+/* Without device inputs a bar spans the budget alone, as before. */
+static void test_budget_alone_without_device(void **state)
+{
+    (void)state;
+    kvshard_plan *plan = NULL;
+    TU_PLAN(&plan, "models/llama3_1_8b.json", "--world_size=1", "--memory_per_rank=20GiB");
+    kvshard__plan_view v = kvshard_plan__view_of(plan);
+    kvshard_report__bar bar;
+    assert_int_equal(kvshard_report__bars(&bar, 1, &v), 1);
+    assert_int_equal(bar.span, 20 * GIB);
+    assert_int_equal(bar.part[KVSHARD_REPORT__WEIGHTS], 0);
+    assert_int_equal(bar.part[KVSHARD_REPORT__HEADROOM], 0);
+    char *page = report_of(plan);
+    assert_null(strstr(page, "headroom"));
+    assert_null(strstr(page, "<tr><th scope=\"row\">device</th>"));
+    tu_assert_contains(page, "<tr><th scope=\"row\">budget</th><td>21,474,836,480 B (20.00 "
+                             "GiB) per rank</td></tr>");
+    free(page);
+    kvshard_plan_free(plan);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bars_span_the_device),
+        cmocka_unit_test(test_page_shows_the_device),
+        cmocka_unit_test(test_one_stage_budget_row),
+        cmocka_unit_test(test_budget_alone_without_device),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
