@@ -156,6 +156,89 @@ static void test_budget_alone_without_device(void **state)
     kvshard_plan_free(plan);
 }
 
+/* Qwen3.5-35B-A3B at 131,072 tokens on 8 x H100 (81,559 MiB) under vLLM
+ * 0.28.0. The budget: ceil(85,520,809,984 x 0.92) = 78,679,145,186
+ * requested, less a rank's weights 69,321,223,296 / 8 = 8,665,152,912 and
+ * the reserve 85,520,809,984 / 20 = 4,276,040,499: B = 65,737,951,775. A
+ * layer's page is 272 tokens x 1,024 B (one KV head of 256 at TP 8, K and
+ * V in bf16) = 278,528 B; 10 full-attention and 30 GDN layers make groups
+ * of g = 10 (30 >= 1.5 x 10), one attention and three state groups, so
+ * 2,785,280 B a block and floor(floor(B / 278,528) / 10) = 23,601 blocks,
+ * 23,600 usable after the null block. A request of 131,072 tokens takes
+ * ceil(131,072 / 272) = 482 attention blocks and 2 in each state group:
+ * 488, so floor(23,600 / 488) = 48 run at once, the engine's
+ * --max-num-seqs. */
+#define QWEN_VLLM                                                                                  \
+    "--engine=vllm -tp 8 --context_length=131072 --device_memory=81559MiB "                       \
+    "--weights_total=69321223296 --weights_experts=64424509440"
+
+static char *cli_report(const char *model, const char *flags)
+{
+    char *path = tu_example_path(model);
+    char command[4096];
+    snprintf(command, sizeof command, "%s report %s %s -o -", KVSHARD_CLI, path, flags);
+    char *out = NULL;
+    assert_int_equal(tu_run(command, &out, NULL), 0);
+    free(path);
+    return out;
+}
+
+static void test_vllm_figures_by_hand(void **state)
+{
+    (void)state;
+    uint64_t device = 81559ull << 20;
+    uint64_t budget = 78679145186ull - 69321223296ull / 8 - device / 20;
+    assert_int_equal(budget, 65737951775ull);
+    kvshard_plan *plan = NULL;
+    TU_PLAN(&plan, "models/qwen3_5_35b_a3b.json", "--engine=vllm", "-tp", "8",
+            "--context_length=131072", "--device_memory=81559MiB",
+            "--weights_total=69321223296", "--weights_experts=64424509440");
+    assert_int_equal(tu_efig(plan, "budget"), budget);
+    assert_int_equal(tu_efig(plan, "page_bytes"), 272 * 1024);
+    assert_int_equal(tu_efig(plan, "num_gpu_blocks"), budget / (272 * 1024) / 10);
+    assert_int_equal(tu_efig(plan, "num_gpu_blocks"), 23601);
+    assert_int_equal(tu_figure(plan, "balanced_max_seqs"), 23600 / (482 + 3 * 2));
+    assert_int_equal(tu_figure(plan, "balanced_max_seqs"), 48);
+    kvshard_plan_free(plan);
+}
+
+/* The split table keeps the rows vLLM runs, S = 1 under each rule, says
+ * in one line why the rest are left out, and recommends vLLM's flags. */
+static void test_vllm_split_table(void **state)
+{
+    (void)state;
+    char *page = cli_report("models/qwen3_5_35b_a3b.json", QWEN_VLLM);
+    assert_null(strstr(page, "class=\"err\""));
+    assert_null(strstr(page, "engine_split_unsupported"));
+    tu_assert_contains(page, "<p class=\"sub\">9 rows of split sizes above 1 are left out "
+                             "(vLLM has no layerwise split: every rank keeps every layer&#39;s "
+                             "KV).</p>");
+    tu_assert_contains(page, "<p>Recommended: <code>--tensor-parallel-size=8 "
+                             "--gpu-memory-utilization=0.92 --max-model-len=131072 "
+                             "--max-num-seqs=48</code></p>");
+    assert_null(strstr(page, "--enable_layerwise_split"));
+    const char *table = strstr(page, "<section id=\"compare\">");
+    assert_non_null(table);
+    size_t rows = 0;
+    for (const char *r = table; (r = strstr(r, "<td class=\"n\">1</td><td>")) != NULL; r++)
+        rows++;
+    assert_int_equal(rows, 3);
+    free(page);
+}
+
+/* Under kvshard's profile the split table keeps every size and kvshard's
+ * flags. */
+static void test_kvshard_split_table_whole(void **state)
+{
+    (void)state;
+    char *page = cli_report("models/qwen3_5_35b_a3b.json",
+                            "--world_size=8 --context_length=131072 --memory_per_rank=20GiB");
+    assert_null(strstr(page, "are left out"));
+    tu_assert_contains(page, "<td class=\"n\">8</td><td>contiguous</td>");
+    tu_assert_contains(page, "<p>Recommended: <code>--enable_layerwise_split=");
+    free(page);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -163,6 +246,9 @@ int main(void)
         cmocka_unit_test(test_page_shows_the_device),
         cmocka_unit_test(test_one_stage_budget_row),
         cmocka_unit_test(test_budget_alone_without_device),
+        cmocka_unit_test(test_vllm_figures_by_hand),
+        cmocka_unit_test(test_vllm_split_table),
+        cmocka_unit_test(test_kvshard_split_table_whole),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

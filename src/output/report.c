@@ -8,6 +8,7 @@
 #include "output/svg.h"
 #include "output/text.h"
 #include "explore/compare.h"
+#include "plan/memory.h"
 #include "plan/queries.h"
 #include "profile/profiles.h"
 
@@ -561,6 +562,62 @@ static unsigned note_number(const kvshard_comparison *c, unsigned code)
     return n;
 }
 
+/* Whether the table leaves row r out: a split size the engine cannot run,
+ * under a profile whose engine has no layerwise split. */
+static bool row_left_out(const kvshard_comparison *c, const kvshard_comparison_row *r)
+{
+    return c->profile->voice.no_split && r->error && r->layerwise_split_size > 1;
+}
+
+/* The flags that run the recommended row: under an engine's profile the
+ * engine's own, through its recommend hook; under kvshard's, kvshard's. */
+static void write_recommended(kvshard__out *o, const kvshard_comparison *c,
+                              const kvshard__plan_view *p)
+{
+    char flags[1024];
+    const kvshard__profile *prof = c->profile;
+    if (prof == kvshard_profiles__own() || !prof->dialect.recommend ||
+        !prof->fitting.utilization) {
+        kvshard_compare__comparison_flags(flags, sizeof flags, c);
+    } else {
+        const kvshard_options *opt = &c->options;
+        const kvshard_comparison_row *rec = &c->rows[c->recommended];
+        uint32_t counts[KVSHARD_MAX_PP_PARTITION];
+        bool cut = rec->pp_size == p->pp && p->pp <= KVSHARD_MAX_PP_PARTITION;
+        for (uint32_t s = 0; cut && s < p->pp; s++)
+            counts[s] = p->stages[s].count;
+        char u[24];
+        kvshard_format__shortest_text(u, sizeof u, prof->fitting.utilization(p->inputs, p->state));
+        bool seqs = c->has_memory && opt->context_length && rec->has_balanced_max_seqs;
+        uint32_t dp = opt->world_size / (rec->pp_size * opt->cp_size * rec->attn_tp_size);
+        kvshard_profile__layout l = {
+            .world_size = opt->world_size,
+            .tp = rec->attn_tp_size,
+            .pp = rec->pp_size,
+            .dp = dp ? dp : 1,
+            .split = rec->layerwise_split_size,
+            .ownership = kvshard_ownership_name(rec->ownership),
+            /* The plan's cut when the row has its stages; an engine's flags
+             * name no cut (only its environment does). */
+            .pp_partition = cut ? counts : NULL,
+            .expert_parallel = opt->expert_parallel,
+            .utilization = u,
+            .fp8_kv = kvshard_memory__kv_cache_dtype(p->model, opt) == KVSHARD_DTYPE_FP8,
+            .drafts = kvshard__counted_drafts(p->model, opt, prof) > 0,
+            .context_length = seqs ? opt->context_length : 0,
+            .seqs_per_replica = seqs ? rec->balanced_max_seqs : 0,
+        };
+        if (prof->dialect.recommend(flags, sizeof flags, &l, false) < 0) {
+            kvshard_writer__out_printf(o, "<p>Recommended: the %s profile writes no flags for "
+                                          "this layout.</p>\n", prof->name);
+            return;
+        }
+    }
+    kvshard_writer__out_raw(o, "<p>Recommended: <code>");
+    kvshard_writer__out_xml(o, flags, strlen(flags));
+    kvshard_writer__out_raw(o, "</code></p>\n");
+}
+
 static void write_comparison(kvshard__out *o, const kvshard_comparison *c,
                              const kvshard__plan_view *p)
 {
@@ -627,9 +684,14 @@ static void write_comparison(kvshard__out *o, const kvshard_comparison *c,
     if (context)
         kvshard_writer__out_raw(o, "<th>running at once</th><th>balanced max_seqs</th>");
     kvshard_writer__out_printf(o, "<th>gain</th><th>%s</th><th>notes</th></tr>\n", metric);
+    size_t left_out = 0;
     for (size_t i = 0; i < c->count && !o->failed; i++) {
         const kvshard_comparison_row *r = &c->rows[i];
         bool rec = i == c->recommended;
+        if (row_left_out(c, r)) {
+            left_out++;
+            continue;
+        }
         kvshard_writer__out_printf(o, "<tr%s><td>%s</td>", rec ? " class=\"rec\"" : "",
                             rec ? "\xE2\x96\xB6" : "");
         if (stages)
@@ -687,6 +749,12 @@ static void write_comparison(kvshard__out *o, const kvshard_comparison *c,
         kvshard_writer__out_raw(o, "</td></tr>\n");
     }
     kvshard_writer__out_raw(o, "</table>\n</div>\n");
+    if (left_out) {
+        kvshard_writer__out_printf(o, "<p class=\"sub\">%zu rows of split sizes above 1 are left "
+                                      "out (", left_out);
+        kvshard_writer__out_xml(o, c->profile->voice.no_split, strlen(c->profile->voice.no_split));
+        kvshard_writer__out_raw(o, ").</p>\n");
+    }
     uint32_t used = 0;
     for (size_t i = 0; i < c->count; i++)
         used |= c->rows[i].error ? 0u : c->rows[i].warnings;
@@ -702,11 +770,8 @@ static void write_comparison(kvshard__out *o, const kvshard_comparison *c,
         }
         kvshard_writer__out_raw(o, " (the plan's own warnings are explained below).</p>\n");
     }
-    char flags[256];
-    kvshard_compare__comparison_flags(flags, sizeof flags, c);
-    kvshard_writer__out_raw(o, "<p>Recommended: <code>");
-    kvshard_writer__out_xml(o, flags, strlen(flags));
-    kvshard_writer__out_raw(o, "</code></p>\n</section>\n");
+    write_recommended(o, c, p);
+    kvshard_writer__out_raw(o, "</section>\n");
 }
 
 /* ---- warnings and digest ----------------------------------------------- */

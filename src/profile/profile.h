@@ -372,6 +372,10 @@ typedef struct kvshard_profile__voice {
     /* The max_seqs_unreachable message when the profile has its own (the
      * engine's bounds differ from max_seqs); NULL: the common one. */
     void (*unreachable)(char *buf, size_t cap, const kvshard_profile__view *v);
+    /* Why the engine runs no layerwise split, for the note that stands for
+     * the split sizes above 1 a comparison's table leaves out; NULL: the
+     * profile plans them. */
+    const char *no_split;
 } kvshard_profile__voice;
 
 /* What kvshard fit needs to rank layouts by the engine's own figures and

@@ -1683,6 +1683,7 @@ const kvshard__profile kvshard_profile__vllm = {
     .dialect.recommend = recommend,
     .dialect.partition_env = "VLLM_PP_LAYER_PARTITION",
     .voice.report_rows = report_rows,
+    .voice.no_split = "vLLM has no layerwise split: every rank keeps every layer's KV",
     .voice.unreachable = unreachable,
     .rules = &rules,
     .fitting.length_input = "max_model_len",
