@@ -202,6 +202,59 @@ static void test_vllm_figures_by_hand(void **state)
     kvshard_plan_free(plan);
 }
 
+/* Under vLLM the pool of 23,601 blocks of 2,785,280 B divides by the KV
+ * cache groups: the 48 sequences at once hold 482 blocks each in the
+ * attention group (48 x 482 = 23,136) and 2 in each of the three state
+ * groups (48 x 6 = 288); 23,601 - 23,424 = 177 blocks are free. */
+static void test_vllm_pool_by_groups(void **state)
+{
+    (void)state;
+    const uint64_t block = 2785280;
+    kvshard_plan *plan = NULL;
+    TU_PLAN(&plan, "models/qwen3_5_35b_a3b.json", "--engine=vllm", "-tp", "8",
+            "--context_length=131072", "--device_memory=81559MiB",
+            "--weights_total=69321223296", "--weights_experts=64424509440");
+    assert_int_equal(tu_efig(plan, "bytes_per_block"), block);
+    assert_int_equal(tu_efig(plan, "kv_cache_groups"), 4);
+    kvshard__plan_view v = kvshard_plan__view_of(plan);
+    kvshard_report__bar bar;
+    assert_int_equal(kvshard_report__bars(&bar, 1, &v), 1);
+    assert_int_equal(bar.part[KVSHARD_REPORT__POOL_KV], 48ull * 482 * block);
+    assert_int_equal(bar.part[KVSHARD_REPORT__POOL_STATE], 48ull * 3 * 2 * block);
+    assert_int_equal(bar.part[KVSHARD_REPORT__POOL_FREE], 177ull * block);
+    assert_int_equal(bar.part[KVSHARD_REPORT__KV], 0);
+    assert_int_equal(bar.part[KVSHARD_REPORT__BLOCKS], 0);
+    uint64_t sum = 0;
+    for (int k = 0; k < KVSHARD_REPORT__PARTS; k++)
+        sum += bar.part[k];
+    assert_int_equal(sum, bar.budget);
+    kvshard_plan_free(plan);
+
+    char *page = cli_report("models/qwen3_5_35b_a3b.json", QWEN_VLLM);
+    /* 64,440,238,080 B = 60.01 GiB; 802,160,640 B = 765.00 MiB. */
+    tu_assert_contains(page, "attention KV pages 60.01 GiB \xC2\xB7 state pages 765.00 MiB "
+                             "\xC2\xB7 free pages 470.16 MiB");
+    tu_assert_contains(page, "23,136 \xC3\x97 2,785,280 B = 64,440,238,080 B (60.01 GiB)");
+    tu_assert_contains(page, "288 \xC3\x97 2,785,280 B = 802,160,640 B (765.00 MiB)");
+    free(page);
+}
+
+/* Without a context length no sequences hold the pool: it is drawn whole. */
+static void test_vllm_pool_whole_without_length(void **state)
+{
+    (void)state;
+    kvshard_plan *plan = NULL;
+    TU_PLAN(&plan, "models/qwen3_5_35b_a3b.json", "--engine=vllm", "-tp", "8",
+            "--device_memory=81559MiB", "--weights_total=69321223296",
+            "--weights_experts=64424509440");
+    kvshard__plan_view v = kvshard_plan__view_of(plan);
+    kvshard_report__bar bar;
+    assert_int_equal(kvshard_report__bars(&bar, 1, &v), 1);
+    assert_int_equal(bar.part[KVSHARD_REPORT__POOL_STATE], 0);
+    assert_int_equal(bar.part[KVSHARD_REPORT__KV], 23601ull * 2785280);
+    kvshard_plan_free(plan);
+}
+
 /* The split table keeps the rows vLLM runs, S = 1 under each rule, says
  * in one line why the rest are left out, and recommends vLLM's flags. */
 static void test_vllm_split_table(void **state)
@@ -248,6 +301,8 @@ int main(void)
         cmocka_unit_test(test_budget_alone_without_device),
         cmocka_unit_test(test_vllm_figures_by_hand),
         cmocka_unit_test(test_vllm_split_table),
+        cmocka_unit_test(test_vllm_pool_by_groups),
+        cmocka_unit_test(test_vllm_pool_whole_without_length),
         cmocka_unit_test(test_kvshard_split_table_whole),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -44,6 +44,7 @@ static const char CHART_STYLE[] =
     ".kvmem .st{fill:#117733}.kvmem .ss{fill:url(#kvmem-shatch)}.kvmem .rs{fill:#117733}\n"
     ".kvmem .kv{fill:#4477aa}.kvmem .scr{fill:url(#kvmem-hatch)}"
     ".kvmem .dr{fill:url(#kvmem-dots)}.kvmem .bl{fill:#4477aa}\n"
+    ".kvmem .pst{fill:#117733}.kvmem .pfr{fill:#a6c8e8}\n"
     ".kvmem .un{fill:#f2f2f2}.kvmem .ub{fill:#9e9e9e}\n"
     ".kvmem rect.seg{stroke:#000;stroke-width:.5}\n"
     "</style>\n";
@@ -64,6 +65,9 @@ static const struct part_look {
     {"scr", "scratch KV", "scratch KV it holds while split, in its blocks"},
     {"dr", "draft", "draft layers' KV, in its blocks"},
     {"bl", "KV blocks", "KV blocks, laid out by the profile"},
+    {"kv", "attention KV pages", "pages of the attention layers' groups for the sequences at once"},
+    {"pst", "state pages", "pages of the state layers' groups for the sequences at once"},
+    {"pfr", "free pages", "pages of the pool no sequence at once holds"},
     {"un", "unused", "unused"},
 };
 
@@ -154,7 +158,17 @@ static void bar_of(kvshard_report__bar *b, const kvshard__plan_view *p, uint32_t
     }
     uint64_t per_token = m->kv_bytes_per_token + m->scratch_bytes_per_token +
                          m->draft_bytes_per_token;
-    if (bs * per_token == m->bytes_per_block) {
+    kvshard_profile__view pv = kvshard__profile_view(p);
+    uint64_t held_kv = 0, held_state = 0;
+    bool pooled = p->profile->voice.pool_split &&
+                  p->profile->voice.pool_split(&held_kv, &held_state, &pv) &&
+                  held_kv + held_state <= b->blocks;
+    if (pooled) {
+        b->part[KVSHARD_REPORT__POOL_KV] = held_kv * m->bytes_per_block;
+        b->part[KVSHARD_REPORT__POOL_STATE] = held_state * m->bytes_per_block;
+        b->part[KVSHARD_REPORT__POOL_FREE] =
+            (b->blocks - held_kv - held_state) * m->bytes_per_block;
+    } else if (bs * per_token == m->bytes_per_block) {
         b->part[KVSHARD_REPORT__KV] = b->blocks * bs * m->kv_bytes_per_token;
         b->part[KVSHARD_REPORT__SCRATCH] = b->blocks * bs * m->scratch_bytes_per_token;
         b->part[KVSHARD_REPORT__DRAFT] = b->blocks * bs * m->draft_bytes_per_token;
@@ -412,10 +426,11 @@ static void write_budget_chart(kvshard__out *o, const kvshard__plan_view *p)
         uint64_t each[KVSHARD_REPORT__PARTS] = {0, 0, 0, 0, 0, 0, bs * m->kv_bytes_per_token,
                                                 bs * m->scratch_bytes_per_token,
                                                 bs * m->draft_bytes_per_token,
-                                                m->bytes_per_block, 0};
+                                                m->bytes_per_block, m->bytes_per_block,
+                                                m->bytes_per_block, m->bytes_per_block, 0};
         for (int k = 0; k < KVSHARD_REPORT__PARTS; k++)
             segment(o, &s, &x, y + 2, b->part[k], look_of(p, k)->cls, label, look_of(p, k)->what,
-                    each[k] ? b->blocks : 0, each[k]);
+                    each[k] ? b->part[k] / each[k] : 0, each[k]);
         /* The figures under the bar, in human sizes; the unused share in
          * per cent of the budget. */
         kvshard_writer__out_printf(o, "<text class=\"sm\" x=\"%u\" y=\"%u\">", BAR_X,

@@ -22,6 +22,12 @@ typedef enum kvshard_report__part {
     KVSHARD_REPORT__SCRATCH,     /* blocks x block_size x scratch per token */
     KVSHARD_REPORT__DRAFT,       /* blocks x block_size x draft per token */
     KVSHARD_REPORT__BLOCKS,      /* blocks x the bytes per block, when not those three */
+    /* An engine whose KV and state share the pool (the profile's pool_split):
+     * the pages its attention groups and its state groups hold for the
+     * sequences at once, and the pages left free; then KV to BLOCKS are 0. */
+    KVSHARD_REPORT__POOL_KV,
+    KVSHARD_REPORT__POOL_STATE,
+    KVSHARD_REPORT__POOL_FREE,
     KVSHARD_REPORT__UNUSED,      /* what is left of the budget */
     KVSHARD_REPORT__PARTS
 } kvshard_report__part;
