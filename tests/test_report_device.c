@@ -279,6 +279,34 @@ static void test_vllm_split_table(void **state)
     free(page);
 }
 
+/* TensorRT-LLM plans a split size above 1 as kvshard would but cannot run
+ * it: those rows are left out too, and their warnings leave the notes. The
+ * flags are the engine's, its batch the plan's balanced max_seqs. */
+static void test_trtllm_split_table(void **state)
+{
+    (void)state;
+    const char *flags = "--engine=trtllm --tp_size=2 --world_size=2 --device_memory=80GiB "
+                        "--weights_total=16000000000 --weights_experts=0 --context_length=8192";
+    kvshard_plan *plan = NULL;
+    TU_PLAN(&plan, "models/llama3_1_8b.json", "--engine=trtllm", "--tp_size=2",
+            "--world_size=2", "--device_memory=80GiB", "--weights_total=16000000000",
+            "--weights_experts=0", "--context_length=8192");
+    char want[256];
+    snprintf(want, sizeof want,
+             "<p>Recommended: <code>--tp_size=2 --max_seq_len=8192 --max_batch_size=%llu "
+             "--kv_cache_free_gpu_memory_fraction=0.9</code></p>",
+             (unsigned long long)tu_figure(plan, "balanced_max_seqs"));
+    kvshard_plan_free(plan);
+    char *page = cli_report("models/llama3_1_8b.json", flags);
+    tu_assert_contains(page, want);
+    tu_assert_contains(page, "<p class=\"sub\">3 rows of split sizes above 1 are left out (the "
+                             "engine has no layerwise split: every rank keeps every layer&#39;s "
+                             "KV).</p>");
+    assert_null(strstr(page, "<td class=\"n\">2</td><td>ordinal</td>"));
+    assert_null(strstr(page, "exceeds_<wbr/>replication"));
+    free(page);
+}
+
 /* Under kvshard's profile the split table keeps every size and kvshard's
  * flags. */
 static void test_kvshard_split_table_whole(void **state)
@@ -303,6 +331,7 @@ int main(void)
         cmocka_unit_test(test_vllm_split_table),
         cmocka_unit_test(test_vllm_pool_by_groups),
         cmocka_unit_test(test_vllm_pool_whole_without_length),
+        cmocka_unit_test(test_trtllm_split_table),
         cmocka_unit_test(test_kvshard_split_table_whole),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

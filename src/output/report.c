@@ -549,24 +549,32 @@ static void warning_name(kvshard__out *o, kvshard_warning_code code)
 }
 
 
+/* Whether the table leaves row r out: a split size above 1, under a
+ * profile whose engine has no layerwise split (whether the row is refused
+ * or planned as kvshard would). The recommended row is always shown. */
+static bool row_left_out(const kvshard_comparison *c, const kvshard_comparison_row *r)
+{
+    return c->profile->voice.no_split && r->layerwise_split_size > 1 &&
+           r != &c->rows[c->recommended];
+}
+
+/* Whether row r's warnings are among the table's notes. */
+static bool row_noted(const kvshard_comparison *c, const kvshard_comparison_row *r)
+{
+    return !r->error && !row_left_out(c, r);
+}
+
 /* The number of warning `code` in the comparison's notes: its place among
  * the codes any row carries. */
 static unsigned note_number(const kvshard_comparison *c, unsigned code)
 {
     uint32_t used = 0;
     for (size_t i = 0; i < c->count; i++)
-        used |= c->rows[i].error ? 0u : c->rows[i].warnings;
+        used |= row_noted(c, &c->rows[i]) ? c->rows[i].warnings : 0u;
     unsigned n = 0;
     for (unsigned k = 0; k <= code; k++)
         n += (used >> k) & 1u;
     return n;
-}
-
-/* Whether the table leaves row r out: a split size the engine cannot run,
- * under a profile whose engine has no layerwise split. */
-static bool row_left_out(const kvshard_comparison *c, const kvshard_comparison_row *r)
-{
-    return c->profile->voice.no_split && r->error && r->layerwise_split_size > 1;
 }
 
 /* The flags that run the recommended row: under an engine's profile the
@@ -672,7 +680,7 @@ static void write_comparison(kvshard__out *o, const kvshard_comparison *c,
     }
     uint64_t max = 0;
     for (size_t i = 0; i < c->count; i++)
-        if (!c->rows[i].error && row_metric(c, &c->rows[i]) > max)
+        if (row_noted(c, &c->rows[i]) && row_metric(c, &c->rows[i]) > max)
             max = row_metric(c, &c->rows[i]);
     unsigned columns = context ? 10u : 8u; /* the cells after S and rule */
     kvshard_writer__out_raw(o, stages
@@ -757,7 +765,7 @@ static void write_comparison(kvshard__out *o, const kvshard_comparison *c,
     }
     uint32_t used = 0;
     for (size_t i = 0; i < c->count; i++)
-        used |= c->rows[i].error ? 0u : c->rows[i].warnings;
+        used |= row_noted(c, &c->rows[i]) ? c->rows[i].warnings : 0u;
     if (used) {
         kvshard_writer__out_raw(o, "<p class=\"sub\">Notes: ");
         const char *sep = "";
