@@ -97,6 +97,7 @@ static void test_page_shows_the_device(void **state)
     tu_assert_contains(page, "weights of the rank's stage, 42,817,500,931 B (39.88 GiB)");
     tu_assert_contains(page, "what memory_utilization leaves of the device, 8,589,934,592 B "
                              "(8.00 GiB)");
+    tu_assert_contains(page, "Each distinct rank's whole device, on one scale: the weights");
     tu_assert_contains(page, ">80</text>");
     tu_assert_contains(page, "scale in GiB");
     tu_assert_contains(page, "<tr><th scope=\"row\">budget</th><td>31,578,152,809 B (29.41 "
@@ -149,6 +150,7 @@ static void test_budget_alone_without_device(void **state)
     assert_int_equal(bar.part[KVSHARD_REPORT__HEADROOM], 0);
     char *page = report_of(plan);
     assert_null(strstr(page, "headroom"));
+    tu_assert_contains(page, "Each distinct rank's budget, on one scale");
     assert_null(strstr(page, "<tr><th scope=\"row\">device</th>"));
     tu_assert_contains(page, "<tr><th scope=\"row\">budget</th><td>21,474,836,480 B (20.00 "
                              "GiB) per rank</td></tr>");

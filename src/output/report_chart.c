@@ -556,7 +556,10 @@ void kvshard_report__write_memory(kvshard__out *o, const kvshard__plan_view *p)
     bool budget = p->has_memory && p->capacity->has_num_blocks;
     kvshard_writer__out_raw(o,
                             "<section id=\"memory\">\n<h2>Memory per rank</h2>\n<p class=\"sub\">");
-    if (budget && p->device->used)
+    /* The words follow the bars: the first spans the device or its budget. */
+    kvshard_report__bar first;
+    bool device = budget && kvshard_report__bars(&first, 1, p) && first.span != first.budget;
+    if (device)
         kvshard_writer__out_raw(o,
                             "Each distinct rank's whole device, on one scale: the weights of its "
                             "stage, the activation reserve and the headroom memory_utilization "
