@@ -21,6 +21,7 @@
 #define ROW_H 54u
 #define AXIS_H 40u
 #define LEGEND_LINE 22u
+#define FIGURES_LINE 14u /* a second line of figures under a bar */
 
 static const char CHART_STYLE[] =
     "<defs>\n"
@@ -391,7 +392,10 @@ static void write_budget_chart(kvshard__out *o, const kvshard__plan_view *p)
     scale s = scale_for(max);
     uint32_t lines = legend(o, p, used, 0, false);
     uint32_t top = 8 + lines * LEGEND_LINE + 8;
-    uint32_t bottom = top + (uint32_t)shown * ROW_H;
+    /* With the device a bar's figures take two lines, the device's and the
+     * budget's, so that neither runs past the chart. */
+    uint32_t row_h = device ? ROW_H + FIGURES_LINE : ROW_H;
+    uint32_t bottom = top + (uint32_t)shown * row_h;
     uint32_t height = bottom + AXIS_H;
     kvshard_writer__out_printf(o,
                         "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"kvmem\" width=\"%u\" "
@@ -408,7 +412,7 @@ static void write_budget_chart(kvshard__out *o, const kvshard__plan_view *p)
     for (size_t i = 0; i < shown && !o->failed; i++) {
         const kvshard_report__bar *b = &bars[i];
         const kvshard_rank_memory *m = &p->ranks[b->rank];
-        uint32_t y = top + (uint32_t)i * ROW_H;
+        uint32_t y = top + (uint32_t)i * row_h;
         char label[96];
         kvshard_report__members(label, sizeof label, p, b->rank);
         kvshard_writer__out_printf(o, "<g class=\"rank\"><text x=\"8\" y=\"%u\">%s</text>", y + 14,
@@ -437,6 +441,15 @@ static void write_budget_chart(kvshard__out *o, const kvshard__plan_view *p)
                                    y + BAR_H + 17);
         const char *sep = "";
         for (int k = 0; k < KVSHARD_REPORT__PARTS; k++) {
+            if (device && k == KVSHARD_REPORT__STATE) {
+                char h[32];
+                kvshard_format__human_text(h, sizeof h, b->budget);
+                kvshard_writer__out_printf(o,
+                                           "%sbudget %s</text><text class=\"sm\" x=\"%u\" "
+                                           "y=\"%u\">",
+                                           sep, h, BAR_X, y + BAR_H + 17 + FIGURES_LINE);
+                sep = "";
+            }
             if (!b->part[k] && k != KVSHARD_REPORT__UNUSED)
                 continue;
             char h[32];
