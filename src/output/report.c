@@ -6,7 +6,9 @@
 #include "output/report_chart.h"
 #include "output/runs.h"
 #include "output/svg.h"
+#include "output/text.h"
 #include "explore/compare.h"
+#include "plan/memory.h"
 #include "plan/queries.h"
 #include "profile/profiles.h"
 
@@ -422,6 +424,11 @@ static void write_capacity(kvshard__out *o, const kvshard__plan_view *p)
     kvshard_writer__out_raw(o, "<table class=\"keep\">\n");
     if (p->has_memory)
         p->profile->voice.report_rows(&pr, &pv, false);
+    if (p->device->used) {
+        row_begin(o, "device");
+        kvshard_text__device_line(o, p);
+        row_end(o);
+    }
     uint64_t max_block = 0;
     for (uint32_t r = 0; r < p->ranks_count; r++)
         if (p->ranks[r].bytes_per_block > max_block)
@@ -542,17 +549,81 @@ static void warning_name(kvshard__out *o, kvshard_warning_code code)
 }
 
 
+/* Whether the table leaves row r out: a split size above 1, under a
+ * profile whose engine has no layerwise split (whether the row is refused
+ * or planned as kvshard would). The recommended row is always shown. */
+static bool row_left_out(const kvshard_comparison *c, const kvshard_comparison_row *r)
+{
+    return c->profile->voice.no_split && r->layerwise_split_size > 1 &&
+           r != &c->rows[c->recommended];
+}
+
+/* Whether row r's warnings are among the table's notes. */
+static bool row_noted(const kvshard_comparison *c, const kvshard_comparison_row *r)
+{
+    return !r->error && !row_left_out(c, r);
+}
+
 /* The number of warning `code` in the comparison's notes: its place among
  * the codes any row carries. */
 static unsigned note_number(const kvshard_comparison *c, unsigned code)
 {
     uint32_t used = 0;
     for (size_t i = 0; i < c->count; i++)
-        used |= c->rows[i].error ? 0u : c->rows[i].warnings;
+        used |= row_noted(c, &c->rows[i]) ? c->rows[i].warnings : 0u;
     unsigned n = 0;
     for (unsigned k = 0; k <= code; k++)
         n += (used >> k) & 1u;
     return n;
+}
+
+/* The flags that run the recommended row: under an engine's profile the
+ * engine's own, through its recommend hook; under kvshard's, kvshard's. */
+static void write_recommended(kvshard__out *o, const kvshard_comparison *c,
+                              const kvshard__plan_view *p)
+{
+    char flags[1024];
+    const kvshard__profile *prof = c->profile;
+    if (prof == kvshard_profiles__own() || !prof->dialect.recommend ||
+        !prof->fitting.utilization) {
+        kvshard_compare__comparison_flags(flags, sizeof flags, c);
+    } else {
+        const kvshard_options *opt = &c->options;
+        const kvshard_comparison_row *rec = &c->rows[c->recommended];
+        uint32_t counts[KVSHARD_MAX_PP_PARTITION];
+        bool cut = rec->pp_size == p->pp && p->pp <= KVSHARD_MAX_PP_PARTITION;
+        for (uint32_t s = 0; cut && s < p->pp; s++)
+            counts[s] = p->stages[s].count;
+        char u[24];
+        kvshard_format__shortest_text(u, sizeof u, prof->fitting.utilization(p->inputs, p->state));
+        bool seqs = c->has_memory && opt->context_length && rec->has_balanced_max_seqs;
+        uint32_t dp = opt->world_size / (rec->pp_size * opt->cp_size * rec->attn_tp_size);
+        kvshard_profile__layout l = {
+            .world_size = opt->world_size,
+            .tp = rec->attn_tp_size,
+            .pp = rec->pp_size,
+            .dp = dp ? dp : 1,
+            .split = rec->layerwise_split_size,
+            .ownership = kvshard_ownership_name(rec->ownership),
+            /* The plan's cut when the row has its stages; an engine's flags
+             * name no cut (only its environment does). */
+            .pp_partition = cut ? counts : NULL,
+            .expert_parallel = opt->expert_parallel,
+            .utilization = u,
+            .fp8_kv = kvshard_memory__kv_cache_dtype(p->model, opt) == KVSHARD_DTYPE_FP8,
+            .drafts = kvshard__counted_drafts(p->model, opt, prof) > 0,
+            .context_length = seqs ? opt->context_length : 0,
+            .seqs_per_replica = seqs ? rec->balanced_max_seqs : 0,
+        };
+        if (prof->dialect.recommend(flags, sizeof flags, &l, false) < 0) {
+            kvshard_writer__out_printf(o, "<p>Recommended: the %s profile writes no flags for "
+                                          "this layout.</p>\n", prof->name);
+            return;
+        }
+    }
+    kvshard_writer__out_raw(o, "<p>Recommended: <code>");
+    kvshard_writer__out_xml(o, flags, strlen(flags));
+    kvshard_writer__out_raw(o, "</code></p>\n");
 }
 
 static void write_comparison(kvshard__out *o, const kvshard_comparison *c,
@@ -609,7 +680,7 @@ static void write_comparison(kvshard__out *o, const kvshard_comparison *c,
     }
     uint64_t max = 0;
     for (size_t i = 0; i < c->count; i++)
-        if (!c->rows[i].error && row_metric(c, &c->rows[i]) > max)
+        if (row_noted(c, &c->rows[i]) && row_metric(c, &c->rows[i]) > max)
             max = row_metric(c, &c->rows[i]);
     unsigned columns = context ? 10u : 8u; /* the cells after S and rule */
     kvshard_writer__out_raw(o, stages
@@ -621,9 +692,14 @@ static void write_comparison(kvshard__out *o, const kvshard_comparison *c,
     if (context)
         kvshard_writer__out_raw(o, "<th>running at once</th><th>balanced max_seqs</th>");
     kvshard_writer__out_printf(o, "<th>gain</th><th>%s</th><th>notes</th></tr>\n", metric);
+    size_t left_out = 0;
     for (size_t i = 0; i < c->count && !o->failed; i++) {
         const kvshard_comparison_row *r = &c->rows[i];
         bool rec = i == c->recommended;
+        if (row_left_out(c, r)) {
+            left_out++;
+            continue;
+        }
         kvshard_writer__out_printf(o, "<tr%s><td>%s</td>", rec ? " class=\"rec\"" : "",
                             rec ? "\xE2\x96\xB6" : "");
         if (stages)
@@ -681,9 +757,15 @@ static void write_comparison(kvshard__out *o, const kvshard_comparison *c,
         kvshard_writer__out_raw(o, "</td></tr>\n");
     }
     kvshard_writer__out_raw(o, "</table>\n</div>\n");
+    if (left_out) {
+        kvshard_writer__out_printf(o, "<p class=\"sub\">%zu rows of split sizes above 1 are left "
+                                      "out (", left_out);
+        kvshard_writer__out_xml(o, c->profile->voice.no_split, strlen(c->profile->voice.no_split));
+        kvshard_writer__out_raw(o, ").</p>\n");
+    }
     uint32_t used = 0;
     for (size_t i = 0; i < c->count; i++)
-        used |= c->rows[i].error ? 0u : c->rows[i].warnings;
+        used |= row_noted(c, &c->rows[i]) ? c->rows[i].warnings : 0u;
     if (used) {
         kvshard_writer__out_raw(o, "<p class=\"sub\">Notes: ");
         const char *sep = "";
@@ -696,11 +778,8 @@ static void write_comparison(kvshard__out *o, const kvshard_comparison *c,
         }
         kvshard_writer__out_raw(o, " (the plan's own warnings are explained below).</p>\n");
     }
-    char flags[256];
-    kvshard_compare__comparison_flags(flags, sizeof flags, c);
-    kvshard_writer__out_raw(o, "<p>Recommended: <code>");
-    kvshard_writer__out_xml(o, flags, strlen(flags));
-    kvshard_writer__out_raw(o, "</code></p>\n</section>\n");
+    write_recommended(o, c, p);
+    kvshard_writer__out_raw(o, "</section>\n");
 }
 
 /* ---- warnings and digest ----------------------------------------------- */

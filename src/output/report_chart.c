@@ -1,8 +1,11 @@
 /* The report's memory chart: how each distinct rank's budget divides into
  * the state it reserves, the KV blocks it allocates and what is left, all
  * bars on one scale with an axis, so a rank that leaves a tenth of its
- * memory unused shows it. Ranks with the same figures share one bar. */
+ * memory unused shows it. With device inputs a bar spans the whole device,
+ * the weights, activation reserve and headroom before the budget, so the
+ * axis reads against the GPU. Ranks with the same figures share one bar. */
 #include "output/report_chart.h"
+#include "base/checked.h"
 #include "plan/queries.h"
 
 #include <stdio.h>
@@ -18,6 +21,7 @@
 #define ROW_H 54u
 #define AXIS_H 40u
 #define LEGEND_LINE 22u
+#define FIGURES_LINE 14u /* a second line of figures under a bar */
 
 static const char CHART_STYLE[] =
     "<defs>\n"
@@ -37,9 +41,11 @@ static const char CHART_STYLE[] =
     ".kvmem .tk{font-size:11px;fill:#404040;text-anchor:middle}\n"
     ".kvmem .grid{stroke:#d0d0d0;stroke-width:1}\n"
     ".kvmem .axis{stroke:#404040;stroke-width:1}\n"
+    ".kvmem .wt{fill:#332288}.kvmem .ar{fill:#882255}.kvmem .hr{fill:#ddcc77}\n"
     ".kvmem .st{fill:#117733}.kvmem .ss{fill:url(#kvmem-shatch)}.kvmem .rs{fill:#117733}\n"
     ".kvmem .kv{fill:#4477aa}.kvmem .scr{fill:url(#kvmem-hatch)}"
     ".kvmem .dr{fill:url(#kvmem-dots)}.kvmem .bl{fill:#4477aa}\n"
+    ".kvmem .pst{fill:#117733}.kvmem .pfr{fill:#a6c8e8}\n"
     ".kvmem .un{fill:#f2f2f2}.kvmem .ub{fill:#9e9e9e}\n"
     ".kvmem rect.seg{stroke:#000;stroke-width:.5}\n"
     "</style>\n";
@@ -50,6 +56,9 @@ static const struct part_look {
     const char *legend;
     const char *what;
 } LOOKS[KVSHARD_REPORT__PARTS] = {
+    {"wt", "weights", "weights of the rank's stage"},
+    {"ar", "activation reserve", "activation_reserve"},
+    {"hr", "headroom", "what memory_utilization leaves of the device"},
     {"st", "state", "state of max_seqs sequences"},
     {"ss", "scratch state", "scratch of max_seqs sequences (split compressed layers)"},
     {"rs", "state reserve", "state the profile reserves"},
@@ -57,6 +66,9 @@ static const struct part_look {
     {"scr", "scratch KV", "scratch KV it holds while split, in its blocks"},
     {"dr", "draft", "draft layers' KV, in its blocks"},
     {"bl", "KV blocks", "KV blocks, laid out by the profile"},
+    {"kv", "attention KV pages", "pages of the attention layers' groups for the sequences at once"},
+    {"pst", "state pages", "pages of the state layers' groups for the sequences at once"},
+    {"pfr", "free pages", "pages of the pool no sequence at once holds"},
     {"un", "unused", "unused"},
 };
 
@@ -83,7 +95,7 @@ bool kvshard_report__same_rank(const kvshard__plan_view *p, uint32_t a, uint32_t
            x->state_bytes_per_seq == y->state_bytes_per_seq &&
            x->scratch_bytes_per_seq == y->scratch_bytes_per_seq &&
            x->has_num_blocks == y->has_num_blocks && x->num_blocks == y->num_blocks &&
-           x->budget == y->budget;
+           x->budget == y->budget && x->weights_bytes == y->weights_bytes;
 }
 
 /* Whether an earlier rank has rank r's figures. */
@@ -93,6 +105,27 @@ static bool seen_before(const kvshard__plan_view *p, uint32_t r)
         if (kvshard_report__same_rank(p, q, r))
             return true;
     return false;
+}
+
+/* With device inputs, the parts of the device outside the budget: the
+ * weights, the activation reserve and the rest, which is what the
+ * utilization leaves (device - usable) when the budget is usable less the
+ * other two. A profile whose budget outgrows the device draws the budget
+ * alone rather than parts that do not add up. */
+static void device_parts(kvshard_report__bar *b, const kvshard__plan_view *p,
+                         const kvshard_rank_memory *m)
+{
+    const kvshard__device_figures *d = p->device;
+    if (!d->used)
+        return;
+    uint64_t outside;
+    if (!kvshard__add(&outside, m->weights_bytes, d->reserve) ||
+        !kvshard__add(&outside, outside, b->budget) || outside > d->device_memory)
+        return;
+    b->part[KVSHARD_REPORT__WEIGHTS] = m->weights_bytes;
+    b->part[KVSHARD_REPORT__ACTIVATIONS] = d->reserve;
+    b->part[KVSHARD_REPORT__HEADROOM] = d->device_memory - outside;
+    b->span = d->device_memory;
 }
 
 /* The bar of plan rank r: its reserve as the profile counts it for the rank
@@ -126,7 +159,17 @@ static void bar_of(kvshard_report__bar *b, const kvshard__plan_view *p, uint32_t
     }
     uint64_t per_token = m->kv_bytes_per_token + m->scratch_bytes_per_token +
                          m->draft_bytes_per_token;
-    if (bs * per_token == m->bytes_per_block) {
+    kvshard_profile__view pv = kvshard__profile_view(p);
+    uint64_t held_kv = 0, held_state = 0;
+    bool pooled = p->profile->voice.pool_split &&
+                  p->profile->voice.pool_split(&held_kv, &held_state, &pv) &&
+                  held_kv + held_state <= b->blocks;
+    if (pooled) {
+        b->part[KVSHARD_REPORT__POOL_KV] = held_kv * m->bytes_per_block;
+        b->part[KVSHARD_REPORT__POOL_STATE] = held_state * m->bytes_per_block;
+        b->part[KVSHARD_REPORT__POOL_FREE] =
+            (b->blocks - held_kv - held_state) * m->bytes_per_block;
+    } else if (bs * per_token == m->bytes_per_block) {
         b->part[KVSHARD_REPORT__KV] = b->blocks * bs * m->kv_bytes_per_token;
         b->part[KVSHARD_REPORT__SCRATCH] = b->blocks * bs * m->scratch_bytes_per_token;
         b->part[KVSHARD_REPORT__DRAFT] = b->blocks * bs * m->draft_bytes_per_token;
@@ -135,6 +178,8 @@ static void bar_of(kvshard_report__bar *b, const kvshard__plan_view *p, uint32_t
     }
     uint64_t used = reserve + b->blocks * m->bytes_per_block;
     b->part[KVSHARD_REPORT__UNUSED] = b->budget > used ? b->budget - used : 0;
+    b->span = b->budget;
+    device_parts(b, p, m);
 }
 
 size_t kvshard_report__bars(kvshard_report__bar *out, size_t cap, const kvshard__plan_view *p)
@@ -340,20 +385,26 @@ static void write_budget_chart(kvshard__out *o, const kvshard__plan_view *p)
     for (size_t i = 0; i < shown; i++) {
         for (int k = 0; k < KVSHARD_REPORT__PARTS; k++)
             used[k] |= bars[i].part[k] > 0;
-        max = bars[i].budget > max ? bars[i].budget : max;
+        max = bars[i].span > max ? bars[i].span : max;
     }
     used[KVSHARD_REPORT__UNUSED] = true;
+    bool device = used[KVSHARD_REPORT__HEADROOM] || used[KVSHARD_REPORT__WEIGHTS];
     scale s = scale_for(max);
     uint32_t lines = legend(o, p, used, 0, false);
     uint32_t top = 8 + lines * LEGEND_LINE + 8;
-    uint32_t bottom = top + (uint32_t)shown * ROW_H;
+    /* With the device a bar's figures take two lines, the device's and the
+     * budget's, so that neither runs past the chart. */
+    uint32_t row_h = device ? ROW_H + FIGURES_LINE : ROW_H;
+    uint32_t bottom = top + (uint32_t)shown * row_h;
     uint32_t height = bottom + AXIS_H;
     kvshard_writer__out_printf(o,
                         "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"kvmem\" width=\"%u\" "
                         "height=\"%u\" viewBox=\"0 0 %u %u\" role=\"img\">\n"
-                        "<title>How each distinct rank's budget divides: state, KV blocks, "
+                        "<title>How each distinct rank's %s divides: %sstate, KV blocks, "
                         "unused</title>\n",
-                        CHART_WIDTH, height, CHART_WIDTH, height);
+                        CHART_WIDTH, height, CHART_WIDTH, height,
+                        device ? "device" : "budget",
+                        device ? "weights, activation reserve, headroom, " : "");
     kvshard_writer__out_raw(o, CHART_STYLE);
     legend(o, p, used, 8, true);
     axis(o, &s, top - 4, bottom);
@@ -361,7 +412,7 @@ static void write_budget_chart(kvshard__out *o, const kvshard__plan_view *p)
     for (size_t i = 0; i < shown && !o->failed; i++) {
         const kvshard_report__bar *b = &bars[i];
         const kvshard_rank_memory *m = &p->ranks[b->rank];
-        uint32_t y = top + (uint32_t)i * ROW_H;
+        uint32_t y = top + (uint32_t)i * row_h;
         char label[96];
         kvshard_report__members(label, sizeof label, p, b->rank);
         kvshard_writer__out_printf(o, "<g class=\"rank\"><text x=\"8\" y=\"%u\">%s</text>", y + 14,
@@ -376,19 +427,29 @@ static void write_budget_chart(kvshard__out *o, const kvshard__plan_view *p)
                                        "<text class=\"sm\" x=\"8\" y=\"%u\">split rank %u</text>",
                                        y + 30, p->place[b->rank].split_rank);
         double x = BAR_X;
-        uint64_t each[KVSHARD_REPORT__PARTS] = {0, 0, 0, bs * m->kv_bytes_per_token,
+        uint64_t each[KVSHARD_REPORT__PARTS] = {0, 0, 0, 0, 0, 0, bs * m->kv_bytes_per_token,
                                                 bs * m->scratch_bytes_per_token,
                                                 bs * m->draft_bytes_per_token,
-                                                m->bytes_per_block, 0};
+                                                m->bytes_per_block, m->bytes_per_block,
+                                                m->bytes_per_block, m->bytes_per_block, 0};
         for (int k = 0; k < KVSHARD_REPORT__PARTS; k++)
             segment(o, &s, &x, y + 2, b->part[k], look_of(p, k)->cls, label, look_of(p, k)->what,
-                    each[k] ? b->blocks : 0, each[k]);
+                    each[k] ? b->part[k] / each[k] : 0, each[k]);
         /* The figures under the bar, in human sizes; the unused share in
          * per cent of the budget. */
         kvshard_writer__out_printf(o, "<text class=\"sm\" x=\"%u\" y=\"%u\">", BAR_X,
                                    y + BAR_H + 17);
         const char *sep = "";
         for (int k = 0; k < KVSHARD_REPORT__PARTS; k++) {
+            if (device && k == KVSHARD_REPORT__STATE) {
+                char h[32];
+                kvshard_format__human_text(h, sizeof h, b->budget);
+                kvshard_writer__out_printf(o,
+                                           "%sbudget %s</text><text class=\"sm\" x=\"%u\" "
+                                           "y=\"%u\">",
+                                           sep, h, BAR_X, y + BAR_H + 17 + FIGURES_LINE);
+                sep = "";
+            }
             if (!b->part[k] && k != KVSHARD_REPORT__UNUSED)
                 continue;
             char h[32];
@@ -508,7 +569,18 @@ void kvshard_report__write_memory(kvshard__out *o, const kvshard__plan_view *p)
     bool budget = p->has_memory && p->capacity->has_num_blocks;
     kvshard_writer__out_raw(o,
                             "<section id=\"memory\">\n<h2>Memory per rank</h2>\n<p class=\"sub\">");
-    if (budget)
+    /* The words follow the bars: the first spans the device or its budget. */
+    kvshard_report__bar first;
+    bool device = budget && kvshard_report__bars(&first, 1, p) && first.span != first.budget;
+    if (device)
+        kvshard_writer__out_raw(o,
+                            "Each distinct rank's whole device, on one scale: the weights of its "
+                            "stage, the activation reserve and the headroom memory_utilization "
+                            "leaves, then its budget: the state it reserves for max_seqs "
+                            "sequences, the common blocks every rank allocates (the fewest any "
+                            "rank fits) and what is left unused. Ranks with the same figures "
+                            "share a bar. Hover a segment for its bytes.");
+    else if (budget)
         kvshard_writer__out_printf(o,
                             "Each distinct rank's budget, on one scale: the state it reserves "
                             "for max_seqs sequences, the %s blocks every rank allocates (the "

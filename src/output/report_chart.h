@@ -12,6 +12,9 @@
  * add up to max_seqs sequences or to block_size tokens of the rank's
  * per-token bytes) is one part, RESERVE or BLOCKS; else it is split. */
 typedef enum kvshard_report__part {
+    KVSHARD_REPORT__WEIGHTS,     /* the rank's stage weights, with device inputs */
+    KVSHARD_REPORT__ACTIVATIONS, /* the activation reserve, with device inputs */
+    KVSHARD_REPORT__HEADROOM,    /* what the device keeps outside the budget: device - usable */
     KVSHARD_REPORT__STATE,       /* max_seqs x the state per sequence */
     KVSHARD_REPORT__SEQ_SCRATCH, /* max_seqs x the scratch per sequence */
     KVSHARD_REPORT__RESERVE,     /* the profile's reserve, when not those two */
@@ -19,6 +22,12 @@ typedef enum kvshard_report__part {
     KVSHARD_REPORT__SCRATCH,     /* blocks x block_size x scratch per token */
     KVSHARD_REPORT__DRAFT,       /* blocks x block_size x draft per token */
     KVSHARD_REPORT__BLOCKS,      /* blocks x the bytes per block, when not those three */
+    /* An engine whose KV and state share the pool (the profile's pool_split):
+     * the pages its attention groups and its state groups hold for the
+     * sequences at once, and the pages left free; then KV to BLOCKS are 0. */
+    KVSHARD_REPORT__POOL_KV,
+    KVSHARD_REPORT__POOL_STATE,
+    KVSHARD_REPORT__POOL_FREE,
     KVSHARD_REPORT__UNUSED,      /* what is left of the budget */
     KVSHARD_REPORT__PARTS
 } kvshard_report__part;
@@ -27,7 +36,10 @@ typedef enum kvshard_report__part {
 typedef struct kvshard_report__bar {
     uint32_t rank;   /* the first plan rank with these figures */
     uint32_t count;  /* how many plan ranks have them */
-    uint64_t budget; /* the rank's budget: the parts add up to it */
+    uint64_t budget; /* the rank's budget: the parts from STATE on add up to it */
+    /* With device inputs, device_memory: every part adds up to it; else the
+     * budget. */
+    uint64_t span;
     uint64_t blocks; /* blocks the rank allocates: the plan's common count */
     bool has_fits;
     uint64_t fits; /* blocks the rank alone would fit */

@@ -68,16 +68,11 @@ static const char *const weights_sources[] = {"none", "weights_per_rank", "weigh
                                               "the safetensors headers",
                                               "the safetensors index alone"};
 
-/* Where the budgets come from, with device inputs: the usable share of the
- * GPU, the reserve, and the weights' source. */
-static void write_device(kvshard__out *o, const kvshard__plan_view *p)
+void kvshard_text__device_line(kvshard__out *o, const kvshard__plan_view *p)
 {
     const kvshard__device_figures *d = p->device;
-    if (!d->used)
-        return;
     char u[24];
     kvshard_device__ppb_text(u, sizeof u, d->utilization_ppb);
-    kvshard_writer__out_raw(o, "device     ");
     kvshard_writer__out_grouped(o, d->device_memory);
     kvshard_writer__out_raw(o, " B (");
     human_bytes(o, d->device_memory, 0);
@@ -106,8 +101,18 @@ static void write_device(kvshard__out *o, const kvshard__plan_view *p)
         kvshard_writer__out_grouped(o, p->stage_weights[0]);
         kvshard_writer__out_raw(o, " B of weights, leaving ");
         kvshard_writer__out_grouped(o, p->stage_budgets[0]);
+        kvshard_writer__out_raw(o, " B");
     }
-    kvshard_writer__out_raw(o, p->pp == 1 ? " B\n" : "\n");
+}
+
+/* Where the budgets come from, with device inputs. */
+static void write_device(kvshard__out *o, const kvshard__plan_view *p)
+{
+    if (!p->device->used)
+        return;
+    kvshard_writer__out_raw(o, "device     ");
+    kvshard_text__device_line(o, p);
+    kvshard_writer__out_raw(o, "\n");
 }
 
 /* The global rank layout in the plan's numbers, outermost coordinate first:

@@ -6,5 +6,13 @@
 #define KVSHARD_OUTPUT_TEXT_H
 
 #include "kvshard/output.h"
+#include "output/writer.h"
+#include "plan/view.h"
+
+/* Where a plan's budgets come from, with device inputs, as the text plan's
+ * `device` line says it (without its label and newline): the usable share
+ * of the device, the activation reserve, the weights' source and, with one
+ * stage, what a rank's weights leave. */
+void kvshard_text__device_line(kvshard__out *o, const kvshard__plan_view *p);
 
 #endif /* KVSHARD_OUTPUT_TEXT_H */

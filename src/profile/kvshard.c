@@ -171,14 +171,14 @@ static void report_rows(const kvshard__printer *p, const kvshard_profile__view *
     if (tail)
         return;
     const kvshard_rank_memory *bind = v->binding;
+    kvshard_format__row(p, "budget");
     if (bind) {
-        kvshard_format__row(p, "budget");
         kvshard_format__bytes(p, bind->budget);
         kvshard_format__printf(p, " on binding stage %u, whose blocks every rank allocates",
                                v->binding_stage);
     } else {
-        kvshard_format__row(p, "memory per rank");
         kvshard_format__bytes(p, v->memory);
+        kvshard_format__text(p, " per rank");
     }
     kvshard_format__row_end(p);
     kvshard_format__row(p, "state reserved");

@@ -393,6 +393,16 @@ typedef struct kvshard_profile__voice {
     /* The max_seqs_unreachable message when the profile has its own (the
      * engine's bounds differ from max_seqs); NULL: the common one. */
     void (*unreachable)(char *buf, size_t cap, const kvshard_profile__view *v);
+    /* Why the engine runs no layerwise split, for the note that stands for
+     * the split sizes above 1 a comparison's table leaves out; NULL: the
+     * profile plans them. */
+    const char *no_split;
+    /* For the report's bars of an engine whose KV and state share one pool
+     * of blocks: the blocks the sequences at once hold at the plan's
+     * context length in the groups of attention layers and in those of
+     * state layers; false when the pool does not divide so (one kind of
+     * group, pipeline stages, no context length). NULL: never. */
+    bool (*pool_split)(uint64_t *attention, uint64_t *state, const kvshard_profile__view *v);
 } kvshard_profile__voice;
 
 /* What kvshard fit needs to rank layouts by the engine's own figures and

@@ -1337,6 +1337,7 @@ const kvshard__profile kvshard_profile__trtllm = {
                             "`--device_memory_total` and `--peak_memory`",
     .voice.write_capacity = write_capacity,
     .voice.report_rows = report_rows,
+    .voice.no_split = "the engine has no layerwise split: every rank keeps every layer's KV",
     .voice.unreachable = unreachable,
     .dialect.recommend = recommend,
     .rules = &rules,

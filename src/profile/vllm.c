@@ -645,6 +645,24 @@ static uint64_t type_blocks(const kvshard_vllm__state *st, int type, uint64_t n)
                                     : kvshard__ceil_div(n, st->mamba_block) + st->spec;
 }
 
+/* The report's division of the pool: each group holds its blocks for each
+ * of the sequences at once, g layers' pages a block. */
+static bool pool_split(uint64_t *attention, uint64_t *state, const kvshard_profile__view *v)
+{
+    const kvshard_vllm__state *st = &v->state->vllm;
+    const kvshard__capacity *c = v->capacity;
+    uint64_t n = v->options->context_length;
+    if (st->dsa || st->pp != 1 || !st->groups_state || !n || !c->has_concurrency)
+        return false;
+    uint64_t a = st->groups_full * type_blocks(st, TYPE_FULL, n) +
+                 st->groups_sliding * type_blocks(st, TYPE_SLIDING, n);
+    uint64_t s = st->groups_state * type_blocks(st, TYPE_STATE, n);
+    /* Both stay below the pool: the sequences at once fit it. */
+    *attention = c->concurrency * a;
+    *state = c->concurrency * s;
+    return true;
+}
+
 /* Blocks one request of n tokens holds, over every group. */
 static uint64_t blocks_per_request(const kvshard_vllm__state *st, uint64_t n)
 {
@@ -1683,6 +1701,8 @@ const kvshard__profile kvshard_profile__vllm = {
     .dialect.recommend = recommend,
     .dialect.partition_env = "VLLM_PP_LAYER_PARTITION",
     .voice.report_rows = report_rows,
+    .voice.pool_split = pool_split,
+    .voice.no_split = "vLLM has no layerwise split: every rank keeps every layer's KV",
     .voice.unreachable = unreachable,
     .rules = &rules,
     .fitting.length_input = "max_model_len",
