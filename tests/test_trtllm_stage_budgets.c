@@ -197,6 +197,42 @@ static void test_fit_staged_row(void **state)
     free(errs);
 }
 
+/* Stages of 20 and 12 layers from the device: stage 0's weights are
+ * 16,060,522,496 x 20 / 32 = 10,037,826,560, non_kv 11,326,316,748,
+ * available int(14,443,487,028 x f) = 12,999,137,980 (12.11 GiB), c = 2 x
+ * 8 x 128 x 20 x 2 = 81,920, M = 158,680; stage 1's 6,022,695,936,
+ * non_kv 7,311,186,124, available int(18,458,617,652 x f) =
+ * 16,612,755,446 (15.47 GiB), c = 49,152, M = 337,987. Stage 0 binds:
+ * ceil(158,680 / 32) = 4,959 blocks, 158,688 tokens. compare's row of the
+ * same layout counts the same. */
+static void test_uneven_stages_from_device(void **state)
+{
+    (void)state;
+    kvshard_plan *p;
+    TU_PLAN(&p, "models/" LLAMA_FILE, "--engine=trtllm", "--world_size=2", "--pp_size=2",
+            "--pp_partition=20,12", "--device_memory=24GiB", "--weights_total=16060522496");
+    assert_int_equal(tu_efig(p, "binding_stage"), 0);
+    assert_int_equal(tu_efig(p, "budget"), 12999137980ull);
+    assert_int_equal(tu_efig(p, "max_tokens"), 158680);
+    assert_int_equal(tu_efig(p, "num_blocks"), 4959);
+    char *text = tu_plan_text(p);
+    tu_assert_contains(text, "stage 0: layers 0-19, 20 attention layers, 81920 bytes a token, "
+                             "12.11 GiB, 158680 tokens (binds: every rank runs with it)\n");
+    tu_assert_contains(text, "stage 1: layers 20-31, 12 attention layers, 49152 bytes a token, "
+                             "15.47 GiB, 337987 tokens\n");
+    free(text);
+    kvshard_plan_free(p);
+    char command[4096], *out = NULL, *errs = NULL;
+    snprintf(command, sizeof command,
+             "'%s' compare '%s' --engine=trtllm --world_size=2 --pp_size=2 --pp_partition=20,12 "
+             "--device_memory=24GiB --weights_total=16060522496 --context_length=32768",
+             KVSHARD_CLI, LLAMA);
+    assert_int_equal(tu_run(command, &out, &errs), 0);
+    tu_assert_contains(out, " 12-20  80.00 KiB     4,959         158,688 ");
+    free(out);
+    free(errs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -204,6 +240,7 @@ int main(void)
         cmocka_unit_test(test_non_kv_one_a_stage),
         cmocka_unit_test(test_counts_refused),
         cmocka_unit_test(test_device_fill_one_a_stage),
+        cmocka_unit_test(test_uneven_stages_from_device),
         cmocka_unit_test(test_fit_staged_row),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
