@@ -19,7 +19,7 @@
 #include <string.h>
 
 #define INVALID_DIR KVSHARD_TEST_DATA "/invalid"
-#define MAX_CASES 256
+#define MAX_CASES 512
 #define SENTINEL_DEP ((kvshard_deployment *)(uintptr_t)0xdead0001u)
 #define SENTINEL_PLAN ((kvshard_plan *)(uintptr_t)0xdead0002u)
 

@@ -561,7 +561,7 @@ def test_the_setting_rows_are_the_library_s() -> None:
         ("disable_overlap_scheduler", F, 0, 1, False, "false", t),
         ("backend", W, 0, 0, "pytorch", "pytorch", t),
         ("extra_llm_api_options", T, 0, 0, "none", "none", t),
-        ("peak_memory", B, 1, U64_MAX, "none", "none", t),
+        ("peak_memory", S, 1, U64_MAX, "none", "none", t),
     ]
     # kvshard_setting_find answers each key with the row kvshard_setting_info_at gave.
     assert [kvshard.setting_info(s.key) for s in SETTINGS] == list(SETTINGS)

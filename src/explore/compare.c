@@ -238,6 +238,9 @@ static int begin_pp(work *w, uint32_t P, kvshard_diag__ctx *diag)
     kvshard_diag__ctx why = kvshard_diag__on(&w->pp_err);
     /* An engine's input of one size a stage takes this P's stage weights. */
     w->pp_rc = kvshard_device__fill(&pl, &w->device, &layout, &why);
+    /* The rows' capacity reads the same sizes a stage as their budgets. */
+    w->base.fill_stage_count = pl.fill_stage_count;
+    memcpy(w->base.fill_stages, pl.fill_stages, sizeof pl.fill_stages);
     if (w->pp_rc == KVSHARD_OK)
         w->pp_rc = kvshard_device__budgets_for(&w->budgets, w->stage_weights, w->stage_budgets,
                                                &w->device, &pl, model, &layout, 1, NULL, &why);

@@ -536,13 +536,12 @@ static int engine_stage_budgets(kvshard__budgets *out, uint64_t *stage,
     uint32_t n = pl->fill_stage_count
                      ? pl->fill_stage_count
                      : kvshard_value__sizes(given, KVSHARD_MAX_PP_PARTITION, pl->inputs[at]);
-    if (n != 1 && n != layout->pp) {
-        diag->option = p->device.fill_input;
-        return kvshard_diag__fail(diag, kvshard_profile__about_engine, KVSHARD_ERANGE,
-                                  "%s profile: engine_flag_value: %s has %u sizes; pp_size is "
-                                  "%u (give one size, or one a stage)",
-                                  p->name, p->device.fill_input, n, layout->pp);
-    }
+    int rc = pl->fill_stage_count ? KVSHARD_OK
+                                  : kvshard_profile__check_stage_count(
+                                        p->name, p->device.fill_input, pl->inputs[at], layout->pp,
+                                        diag);
+    if (rc)
+        return rc;
     if (n == 1 || !fill_sizes(p) || !p->device.stage_budgets)
         return KVSHARD_OK;
     kvshard_value inputs[KVSHARD__MAX_PROFILE_INPUTS];
@@ -553,7 +552,7 @@ static int engine_stage_budgets(kvshard__budgets *out, uint64_t *stage,
         inputs[at].u = sizes[s];
         inputs[at].text = NULL;
         bool has = false;
-        int rc = p->hooks.budget(&stage[s], &has, &c, diag);
+        rc = p->hooks.budget(&stage[s], &has, &c, diag);
         if (rc)
             return rc;
     }

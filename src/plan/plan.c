@@ -48,7 +48,8 @@ kvshard__capacity_inputs kvshard_plan__capacity_inputs_of(const kvshard__plannin
                                    .rank = KVSHARD_ALL_RANKS,
                                    .state = &pl->state,
                                    .has_memory = b->has,
-                                   .own_budget = b->has};
+                                   .own_budget = b->has,
+                                   .fill_stages = pl->fill_stage_count ? pl->fill_stages : NULL};
     return ci;
 }
 
@@ -296,7 +297,7 @@ static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model 
     size_t end = sizeof(kvshard_plan), ranks, owner, held_by, kv_slot, state_slot, place, stages,
            owned_offsets, owned_layers, owned_counts, owned_by_class, kv_source, kinds, class_of,
            draft_class, model_type, source, keys, hold_key, stage_counts, stage_weights,
-           stage_budgets, figure_ranks;
+           stage_budgets, fill_stages, figure_ranks;
     size_t staged_keys = P > 1 ? L : 0;
     size_t drafts = model->draft_class ? model->info.num_draft_layers : 0;
     if (!carve(&ranks, &end, N, sizeof(kvshard_rank_memory), sizeof(uint64_t)) ||
@@ -312,6 +313,7 @@ static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model 
         !carve(&stage_counts, &end, P, sizeof(uint32_t), sizeof(uint32_t)) ||
         !carve(&stage_weights, &end, P, sizeof(uint64_t), sizeof(uint64_t)) ||
         !carve(&stage_budgets, &end, P, sizeof(uint64_t), sizeof(uint64_t)) ||
+        !carve(&fill_stages, &end, P, sizeof(uint64_t), sizeof(uint64_t)) ||
         !carve(&owned_offsets, &end, figures ? 0 : PS + P, sizeof(uint32_t), sizeof(uint32_t)) ||
         !carve(&owned_layers, &end, n_kv, sizeof(uint32_t), sizeof(uint32_t)) ||
         !carve(&owned_counts, &end, PS, sizeof(uint32_t), sizeof(uint32_t)) ||
@@ -347,6 +349,7 @@ static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model 
     p->stage_counts = (uint32_t *)(void *)(block + stage_counts);
     p->stage_weights = (uint64_t *)(void *)(block + stage_weights);
     p->stage_budgets = (uint64_t *)(void *)(block + stage_budgets);
+    p->fill_stages = (uint64_t *)(void *)(block + fill_stages);
     p->owned_offsets = (uint32_t *)(void *)(block + owned_offsets);
     p->owned_layers = (uint32_t *)(void *)(block + owned_layers);
     p->owned_counts = (uint32_t *)(void *)(block + owned_counts);
@@ -586,6 +589,10 @@ static int create(kvshard_plan **out, const kvshard_model *model, const kvshard_
         p->profile = pl.profile;
         memcpy(p->inputs, pl.inputs, sizeof p->inputs);
         keep_input_texts(p);
+        if (pl.fill_stage_count == P)
+            memcpy(p->fill_stages, pl.fill_stages, (size_t)P * sizeof *p->fill_stages);
+        else
+            p->fill_stages = NULL;
         p->state = pl.state;
         p->tp = T;
         p->split = S;

@@ -143,6 +143,7 @@ struct kvshard_plan {
     kvshard__budgets budgets; /* the same, and each stage's from the device */
     uint64_t *stage_weights;  /* P: a stage's weights per rank, with the device */
     uint64_t *stage_budgets;  /* P: its budget, with the device */
+    uint64_t *fill_stages;    /* P: the device fill's input a stage, where it wrote them; or NULL */
     kvshard__device_figures device;
     kvshard__capacity cap;
     kvshard_uniform uniform;

@@ -328,7 +328,8 @@ static kvshard__capacity_inputs plan_capacity_inputs(const kvshard_plan *plan)
                                    .has_memory = plan->budgets.has,
                                    .own_budget = plan->budgets.has,
                                    .stages = plan->stages,
-                                   .num_stages = plan->pp};
+                                   .num_stages = plan->pp,
+                                   .fill_stages = plan->fill_stages};
     return ci;
 }
 
@@ -657,6 +658,7 @@ kvshard__plan_view kvshard_plan__view_of(const kvshard_plan *p)
                             .stage_weights = p->stage_weights,
                             .stage_budgets = p->stage_budgets,
                             .stage_memory = p->budgets.stage ? p->stage_budgets : NULL,
+                            .fill_stages = p->fill_stages,
                             .uniform = &p->uniform,
                             .warnings = p->warnings,
                             .warning_count = p->warning_count,

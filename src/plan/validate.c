@@ -77,7 +77,8 @@ kvshard_profile__ctx kvshard_validate__profile_ctx(const kvshard__planning *pl,
                               tp,
                               split,
                               kvshard_memory__replication_factor(&model->info, tp),
-                              &pl->state};
+                              &pl->state,
+                              pl->fill_stage_count ? pl->fill_stages : NULL};
     return c;
 }
 

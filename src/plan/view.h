@@ -37,6 +37,7 @@ typedef struct kvshard__plan_view {
     /* P: each stage's budget where the stages have their own (from the
      * device, or an engine's input one a stage); NULL: `memory` on all. */
     const uint64_t *stage_memory;
+    const uint64_t *fill_stages; /* P: the device fill's input a stage; NULL: none */
     const kvshard_uniform *uniform;
     const kvshard__warning *warnings;
     size_t warning_count;
@@ -71,7 +72,8 @@ static inline kvshard_profile__view kvshard__profile_view(const kvshard__plan_vi
                                 v->pp,
                                 v->stage_memory,
                                 NULL,
-                                0};
+                                0,
+                                v->fill_stages};
     if (v->stage_memory && v->pp > 1 && v->capacity->has_binding) {
         pv.binding = &v->ranks[v->capacity->binding_rank];
         pv.binding_stage = v->capacity->binding_rank / v->tp;

@@ -275,6 +275,31 @@ void kvshard_profile__fig_partition(kvshard_profile__figures *f, const char *nam
 const char *const kvshard_profile__about_engine[] = {"engine", NULL};
 
 const kvshard_value__more kvshard_profile__stage_sizes = {NULL, NULL, true};
+
+uint64_t kvshard_profile__stage_size(kvshard_value v, const uint64_t *filled, uint32_t stage)
+{
+    if (filled)
+        return filled[stage];
+    if (!v.text)
+        return v.u;
+    uint64_t sizes[KVSHARD_MAX_PP_PARTITION];
+    uint32_t n = kvshard_value__sizes(sizes, KVSHARD_MAX_PP_PARTITION, v);
+    return n == 1 ? sizes[0] : stage < n && stage < KVSHARD_MAX_PP_PARTITION ? sizes[stage] : v.u;
+}
+
+int kvshard_profile__check_stage_count(const char *profile, const char *input, kvshard_value v,
+                                       uint32_t stages, kvshard_diag__ctx *diag)
+{
+    uint64_t first;
+    uint32_t n = kvshard_value__sizes(&first, 1, v);
+    if (n == 1 || n == stages)
+        return KVSHARD_OK;
+    diag->option = input;
+    return kvshard_diag__fail(diag, kvshard_profile__about_engine, KVSHARD_ERANGE,
+                              "%s profile: engine_flag_value: %s has %u sizes; pp_size is %u "
+                              "(give one size, or one a stage)",
+                              profile, input, n, stages);
+}
 const char *const kvshard_profile__about_budget[] = {"memory_per_rank", "max_seqs", NULL};
 const char *const kvshard_profile__about_block[] = {"block_size", NULL};
 

@@ -98,6 +98,16 @@ extern const char *const kvshard_profile__about_engine[];
 /* An input of one size or one a stage that a deployment file may also
  * write as a YAML list (non_kv_memory: each stage holds its own weights). */
 extern const kvshard_value__more kvshard_profile__stage_sizes;
+
+/* Stage `stage`'s size of such an input: the device fill's own for the
+ * stage where it wrote them (`filled`, else NULL), else the list's entry,
+ * else the one size. */
+uint64_t kvshard_profile__stage_size(kvshard_value v, const uint64_t *filled, uint32_t stage);
+
+/* KVSHARD_ERANGE engine_flag_value, naming `input`, unless such an input
+ * gives one size or one a stage of `stages`. */
+int kvshard_profile__check_stage_count(const char *profile, const char *input, kvshard_value v,
+                                       uint32_t stages, kvshard_diag__ctx *diag);
 extern const char *const kvshard_profile__about_budget[];
 extern const char *const kvshard_profile__about_block[];
 

@@ -93,6 +93,9 @@ typedef struct kvshard_profile__ctx {
     uint32_t split;       /* S_eff */
     uint32_t replication; /* R */
     const kvshard_profile__state *state;
+    /* The device fill input's size on each stage (P entries), as the fill
+     * wrote them; NULL: the input as given (kvshard_profile__stage_size). */
+    const uint64_t *fill_stages;
 } kvshard_profile__ctx;
 
 /* Numbers a profile's capacity keeps for its own lines and warnings. */
@@ -160,6 +163,7 @@ typedef struct kvshard__capacity_inputs {
     /* Where a profile whose bytes per block differ by stage writes each
      * rank's (num_ranks entries, 0 where it writes none); NULL: not asked. */
     uint64_t *rank_bytes_per_block;
+    const uint64_t *fill_stages; /* as kvshard_profile__ctx's */
 } kvshard__capacity_inputs;
 
 /* What a profile's wording and figures read. */
@@ -182,6 +186,7 @@ typedef struct kvshard_profile__view {
      * budget they come from; NULL when one budget holds on every rank. */
     const kvshard_rank_memory *binding;
     uint32_t binding_stage;
+    const uint64_t *fill_stages; /* as kvshard_profile__ctx's */
 } kvshard_profile__view;
 
 /* Where a profile's warnings go. */
@@ -282,7 +287,8 @@ typedef struct kvshard_profile__stages {
  * defaults to kvshard's with reserve_auto, else to 0. A fill input of
  * one size or one a stage (KVSHARD__VT_SIZES) takes P sizes with stages:
  * with stage_budgets each stage's budget comes from its own size, else the
- * largest serves every stage (an engine whose world shares one figure). */
+ * profile's budget hook sees the whole list (fill_stages of its ctx, or the
+ * input's text; kvshard_profile__stage_size) and the largest in `u`. */
 typedef struct kvshard_profile__device {
     uint32_t utilization_ppb;
     const char *total_input;

@@ -164,11 +164,14 @@ static const kvshard_profile__input inputs[] = {
                           NULL},
                          NO_VALUE,
                          NULL},
-    [IN_PEAK] = {{"peak_memory", KVSHARD__VT_BYTES, 1, UINT64_MAX, R, true, NULL, NULL},
+    /* One size, or one a stage: each stage's ranks measure their own. */
+    [IN_PEAK] = {{"peak_memory", KVSHARD__VT_SIZES, 1, UINT64_MAX, R, true, NULL,
+                  &kvshard_profile__stage_sizes},
                  NO_VALUE,
                  "none"},
     /* UINT64_MAX is "not given", above every number it takes. */
-    [IN_NON_KV] = {{"non_kv_memory", KVSHARD__VT_BYTES, 0, UINT64_MAX - 1, R, false, NULL, NULL},
+    [IN_NON_KV] = {{"non_kv_memory", KVSHARD__VT_SIZES, 0, UINT64_MAX - 1, R, false, NULL,
+                    &kvshard_profile__stage_sizes},
                    {UINT64_MAX, 0.0, NULL, 0},
                    "none"},
     {{NULL, KVSHARD__VT_U32, 0, 0, 0, false, NULL, NULL}, NO_VALUE, NULL},
@@ -614,7 +617,10 @@ static int settle(kvshard_profile__settling *s, kvshard_diag__ctx *diag)
     }
     st->kv_dtype = o->kv_cache_dtype == KVSHARD_DTYPE_FP8 ? KVSHARD_DTYPE_FP8 : m->dtype;
     st->fraction = (float)s->inputs[IN_FRACTION].d;
-    if ((rc = settle_stages(s, st, diag)) != 0 || (rc = settle_bytes(s, st, diag)) != 0)
+    if ((rc = settle_stages(s, st, diag)) != 0 ||
+        (rc = kvshard_profile__check_stage_count(PROFILE->name, "peak_memory", s->inputs[IN_PEAK],
+                                                 st->num_stages, diag)) != 0 ||
+        (rc = settle_bytes(s, st, diag)) != 0)
         return rc;
     settle_estimation(s, st);
     o->block_size = st->tokens_per_block;
@@ -635,11 +641,15 @@ typedef struct estimate {
 /* The memory the peak leaves, times the fraction as a float32:
  * int((total - peak + tmp) x f32(f)); with non_kv_memory the peak is
  * non_kv + tmp + the state pool, so int((total - non_kv - state) x f32(f)).
- * tmp and the state pool are the stage's. */
-static int available_of(int64_t *out, const kvshard_value *in, const kvshard_trtllm__state *st,
-                        const kvshard_trtllm__stage *sg, kvshard_diag__ctx *diag)
+ * tmp, the state pool, the peak and non_kv are the stage's (`filled`: the
+ * device fill's non_kv a stage, or NULL). */
+static int available_of(int64_t *out, const kvshard_value *in, const uint64_t *filled,
+                        const kvshard_trtllm__state *st, uint32_t stage, kvshard_diag__ctx *diag)
 {
-    uint64_t total = in[IN_DEVICE_TOTAL].u, peak = in[IN_PEAK].u, non_kv = in[IN_NON_KV].u;
+    const kvshard_trtllm__stage *sg = &st->stages[stage];
+    uint64_t total = in[IN_DEVICE_TOTAL].u;
+    uint64_t peak = kvshard_profile__stage_size(in[IN_PEAK], NULL, stage);
+    uint64_t non_kv = kvshard_profile__stage_size(in[IN_NON_KV], filled, stage);
     if (!peak && non_kv == UINT64_MAX) {
         diag->option = "peak_memory";
         return fail(diag, kvshard_profile__about_engine, KVSHARD_EMISSING, "engine_input_missing",
@@ -658,14 +668,15 @@ static int available_of(int64_t *out, const kvshard_value *in, const kvshard_trt
 /* One stage's estimation, from its own bytes per token; a refusal names
  * the stage when there are several. */
 static int estimate_of(estimate *e, const kvshard_options *o, const kvshard_value *in,
-                       const kvshard_trtllm__state *st, uint32_t stage, kvshard_diag__ctx *diag)
+                       const uint64_t *filled, const kvshard_trtllm__state *st, uint32_t stage,
+                       kvshard_diag__ctx *diag)
 {
     const kvshard_trtllm__stage *sg = &st->stages[stage];
     memset(e, 0, sizeof *e);
     if (o->memory_per_rank) {
         e->available = (int64_t)o->memory_per_rank;
     } else {
-        int rc = available_of(&e->available, in, st, sg, diag);
+        int rc = available_of(&e->available, in, filled, st, stage, diag);
         if (rc)
             return rc;
         e->from_device = true;
@@ -700,12 +711,13 @@ static int estimate_of(estimate *e, const kvshard_options *o, const kvshard_valu
  * first stage with them), and the smallest memory over the stages. */
 static int world_estimate(estimate *bind, uint32_t *binding, uint64_t *least_mem,
                           const kvshard_options *o, const kvshard_value *in,
-                          const kvshard_trtllm__state *st, kvshard_diag__ctx *diag)
+                          const uint64_t *filled, const kvshard_trtllm__state *st,
+                          kvshard_diag__ctx *diag)
 {
     *binding = 0;
     for (uint32_t s = 0; s < st->num_stages; s++) {
         estimate e;
-        int rc = estimate_of(&e, o, in, st, s, diag);
+        int rc = estimate_of(&e, o, in, filled, st, s, diag);
         if (rc)
             return rc;
         if (s == 0 || e.tokens < bind->tokens) {
@@ -737,7 +749,8 @@ static int budget(uint64_t *out, bool *has, const kvshard_profile__ctx *c, kvsha
     }
     estimate e;
     uint32_t binding;
-    int rc = world_estimate(&e, &binding, out, c->options, c->inputs, state_of(c->state), diag);
+    int rc = world_estimate(&e, &binding, out, c->options, c->inputs, c->fill_stages,
+                            state_of(c->state), diag);
     if (rc)
         return rc;
     *has = true;
@@ -854,7 +867,8 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
     uint32_t binding = 0;
     uint64_t least_mem = 0;
     if (in->own_budget) {
-        int rc = world_estimate(&e, &binding, &least_mem, o, in->inputs, st, diag);
+        int rc = world_estimate(&e, &binding, &least_mem, o, in->inputs, in->fill_stages, st,
+                                diag);
         if (rc)
             return rc;
     } else {
@@ -1009,13 +1023,15 @@ static void figures(kvshard_profile__figures *f, const kvshard_profile__view *v)
     const kvshard_trtllm__state *st = state_of(v->state);
     const kvshard__capacity *c = v->capacity;
     bool pool = c->has_num_blocks, device = pool && c->notes[NOTE_FROM_DEVICE];
-    uint64_t total = v->inputs[IN_DEVICE_TOTAL].u, peak = v->inputs[IN_PEAK].u;
+    /* The binding stage's figures: stage 0's without a budget. */
+    uint32_t binding = pool ? (uint32_t)c->notes[NOTE_BINDING] : 0;
+    const kvshard_trtllm__stage *bind = &st->stages[binding];
+    uint64_t total = v->inputs[IN_DEVICE_TOTAL].u;
+    uint64_t peak = kvshard_profile__stage_size(v->inputs[IN_PEAK], NULL, binding);
     kvshard_profile__fig_uint(f, "budget", c->has_budget, c->budget);
     kvshard_profile__fig_uint(f, "total_memory", total > 0, total);
     kvshard_profile__fig_uint(f, "peak_memory", peak > 0, peak);
     kvshard_profile__fig_uint(f, "tmp_kv_tokens", true, st->tmp_tokens);
-    /* The binding stage's figures: stage 0's without a budget. */
-    const kvshard_trtllm__stage *bind = &st->stages[pool ? c->notes[NOTE_BINDING] : 0];
     kvshard_profile__fig_uint(f, "tmp_kv_bytes", true, st->tmp_tokens * bind->token_bytes);
     kvshard_profile__fig_double(f, "free_gpu_memory_fraction", true, (double)st->fraction);
     kvshard_profile__fig_uint(f, "available_kv_bytes", device, c->notes[NOTE_AVAILABLE]);
@@ -1113,7 +1129,7 @@ static estimate stage_estimate(const kvshard_profile__view *v, uint32_t s)
     memset(&e, 0, sizeof e);
     kvshard_diag__ctx quiet = kvshard_diag__on(NULL);
     if (!has_budget_inputs(v->options, v->inputs) ||
-        estimate_of(&e, v->options, v->inputs, st, s, &quiet) != KVSHARD_OK) {
+        estimate_of(&e, v->options, v->inputs, v->fill_stages, st, s, &quiet) != KVSHARD_OK) {
         /* A budget from outside the engine's estimation is every stage's. */
         e.available = (int64_t)v->memory;
         e.mem = v->memory;
@@ -1163,10 +1179,12 @@ static void write_capacity(const kvshard__printer *p, const kvshard_profile__vie
     uint64_t token_bytes = st->stages[binding].token_bytes;
     uint64_t tmp_bytes = st->tmp_tokens * token_bytes;
     if (c->notes[NOTE_FROM_DEVICE]) {
-        uint64_t peak = v->inputs[IN_PEAK].u;
+        uint64_t peak = kvshard_profile__stage_size(v->inputs[IN_PEAK], NULL, binding);
+        uint64_t non_kv =
+            kvshard_profile__stage_size(v->inputs[IN_NON_KV], v->fill_stages, binding);
         char f[40];
         fraction_text(f, sizeof f, st->fraction);
-        gib(a, sizeof a, peak ? peak : v->inputs[IN_NON_KV].u + tmp_bytes);
+        gib(a, sizeof a, peak ? peak : non_kv + tmp_bytes);
         gib(b, sizeof b, c->notes[NOTE_AVAILABLE]);
         gib(d, sizeof d, v->inputs[IN_DEVICE_TOTAL].u);
         gib(t, sizeof t, tmp_bytes);
