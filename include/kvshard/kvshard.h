@@ -1203,11 +1203,40 @@ typedef struct kvshard_layer_kv_geometry {
     /** The indexer's key dim when the layer keeps an indexer key (DSA,
      *  compressed layers), else 0. */
     uint32_t index_head_dim;
+    /** The scales stored beside the elements of one token, so that the
+     *  parts add up to the layer's kv_bytes_per_token (the entry bytes of a
+     *  window):
+     *  - GQA: kv_heads x (k_head_dim + v_head_dim) x element_bytes +
+     *    scale_bytes_per_token. At fp8 an fp32 scale for K and one for V per
+     *    head (8 bytes a head); none at 16 bits.
+     *  - MLA: kv_lora_rank x element_bytes + qk_rope_head_dim x
+     *    rope_element_bytes + index_head_dim x index_element_bytes +
+     *    scale_bytes_per_token. At fp8 a DSA model keeps the RoPE part in
+     *    bf16 and an fp32 scale per 128 latent elements, other models one
+     *    fp32 scale a latent; the indexer key is fp8 with an fp32 scale per
+     *    128 elements.
+     *  - Compressed: (latent_dim - qk_rope_head_dim) x element_bytes +
+     *    qk_rope_head_dim x rope_element_bytes + index_head_dim x
+     *    index_element_bytes + scale_bytes_per_token, one latent entry and
+     *    index key (the stream keeps one per compress ratio tokens): at fp8
+     *    the latent has one scale byte per 64 NoPE elements and its padding
+     *    to 8 bytes (scale_dtype KVSHARD_DTYPE_FP8, the latent's), the index
+     *    key its fp32 scales.
+     *  scale_dtype is KVSHARD_DTYPE_AUTO when there are no scales. A GQA
+     *  layer's sparse index key (one head in the model dtype) is not in
+     *  these parts. */
+    kvshard_dtype scale_dtype;
+    uint32_t scale_bytes_per_token;
+    /** Bytes of one element of the RoPE part beside a latent (2 when it is
+     *  bf16 beside an fp8 NoPE part) and of the indexer key; 0 without. */
+    uint32_t rope_element_bytes;
+    uint32_t index_element_bytes;
 } kvshard_layer_kv_geometry;
 
 #define KVSHARD_LAYER_KV_GEOMETRY_INIT                                                \
     { sizeof(kvshard_layer_kv_geometry), KVSHARD_LAYER_FULL_ATTENTION,                \
-      KVSHARD_ATTENTION_GQA, false, KVSHARD_DTYPE_AUTO, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+      KVSHARD_ATTENTION_GQA, false, KVSHARD_DTYPE_AUTO, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, \
+      KVSHARD_DTYPE_AUTO, 0, 0, 0 }
 
 /** The KV geometry of `layer` (decoder layers 0..L-1, then the draft layers
  *  L..L+d-1) on plan rank `plan_rank` into *out (`size` set by the caller).

@@ -838,6 +838,16 @@ class KvGeometry:
     latent_dim: int
     #: The indexer key's dim where the layer keeps one (DSA), else 0.
     index_head_dim: int
+    #: The scales stored beside one token's elements, so the parts add up
+    #: to the layer's kv_bytes_per_token: at fp8 8 bytes a GQA head (fp32
+    #: for K and for V), an MLA latent's and an indexer key's fp32 scales,
+    #: a compressed latent's scale bytes; ``Dtype.AUTO`` and 0 without.
+    scale_dtype: Dtype
+    scale_bytes_per_token: int
+    #: Bytes of an element of the RoPE part beside a latent (2 when bf16
+    #: beside an fp8 NoPE part) and of the indexer key; 0 without.
+    rope_element_bytes: int
+    index_element_bytes: int
 
 
 @dataclass(frozen=True)
@@ -1677,6 +1687,10 @@ class Plan(_Handle):
             qk_rope_head_dim=int(out.qk_rope_head_dim),
             latent_dim=int(out.latent_dim),
             index_head_dim=int(out.index_head_dim),
+            scale_dtype=Dtype(out.scale_dtype),
+            scale_bytes_per_token=int(out.scale_bytes_per_token),
+            rope_element_bytes=int(out.rope_element_bytes),
+            index_element_bytes=int(out.index_element_bytes),
         )
 
     @_takes_plan_rank
