@@ -119,7 +119,8 @@ static void warn_unreachable(const kvshard__warning_inputs *in, kvshard__warning
                                    0,
                                    NULL,
                                    NULL,
-                                   0};
+                                   0,
+                                   NULL};
         char message[KVSHARD__WARNING_MESSAGE_MAX];
         in->planning->profile->voice.unreachable(message, sizeof message, &v);
         sink(ctx, KVSHARD_WARN_MAX_SEQS_UNREACHABLE, message);
@@ -314,7 +315,8 @@ void kvshard_warnings__collect_warnings(const kvshard__warning_inputs *in,
             0,
             NULL,
             NULL,
-            0};
+            0,
+            NULL};
         profile->hooks.warnings(sink, ctx, &v);
     }
     warn_stages(in, sink, ctx);

@@ -182,6 +182,9 @@ typedef struct kvshard_profile__view {
      * budget they come from; NULL when one budget holds on every rank. */
     const kvshard_rank_memory *binding;
     uint32_t binding_stage;
+    /* What the per-sequence bytes keep, as a noun ("state", "windows", "state
+     * and windows": kvshard_kinds__seq_noun); NULL: "state". */
+    const char *seq_noun;
 } kvshard_profile__view;
 
 /* Where a profile's warnings go. */
