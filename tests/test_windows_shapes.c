@@ -3,8 +3,10 @@
  * elements and their scales). Each figure is worked by hand from the
  * model's config named beside it. */
 #include "test_util.h"
+#include "kvshard/output.h"
 
 #include <dirent.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -283,12 +285,105 @@ static void test_compressed_parts(void **state)
     kvshard_plan_free(p);
 }
 
+/* ---- the words: state is recurrent state, windows are windows ---------- */
+
+static char *report_html(const kvshard_plan *p)
+{
+    char *html = NULL;
+    assert_int_equal(kvshard_report_write_html(p, NULL, NULL, tu_append, &html), KVSHARD_OK);
+    return html;
+}
+
+/* Gemma 3 keeps windows and no state: 64 sequences of 52 sliding layers of
+ * 2,129,920 B reserve 7,088,373,760 B = 6.60 GiB. */
+static void test_words_of_a_window_model(void **state)
+{
+    (void)state;
+    kvshard_plan *p = plan_example("gemma_3_27b_tp4.yaml", NULL);
+    char *text = tu_plan_text(p);
+    tu_assert_contains(text, "6.60 GiB reserved for the windows of 64 sequences");
+    tu_assert_contains(text, "per block    window/seq   blocks\n");
+    assert_null(strstr(text, "state/seq"));
+    free(text);
+    char *html = report_html(p);
+    tu_assert_contains(html, "windows and blocks run out together");
+    tu_assert_contains(html, "windows reserved");
+    tu_assert_contains(html, "<text x=\"32\" y=\"20\">windows</text>");
+    tu_assert_contains(html, "windows of max_seqs sequences (sliding, chunked, compressed), "
+                             "7,088,373,760 B (6.60 GiB)");
+    assert_null(strstr(html, "class=\"seg st\""));
+    free(html);
+    kvshard_plan_free(p);
+}
+
+/* The seed keeps GDN state and no window: its words stay "state". */
+static void test_words_of_a_state_model(void **state)
+{
+    (void)state;
+    kvshard_plan *p = plan_example("qwen3_5_35b_a3b_tp4.yaml", NULL);
+    char *text = tu_plan_text(p);
+    tu_assert_contains(text, "1.92 GiB reserved for the state of 128 sequences");
+    tu_assert_contains(text, "per block    state/seq    blocks\n");
+    assert_null(strstr(text, "window/seq"));
+    assert_null(strstr(text, "windows of"));
+    free(text);
+    char *html = report_html(p);
+    assert_null(strstr(html, "class=\"seg wn\""));
+    free(html);
+    kvshard_plan_free(p);
+}
+
+/* Qwen3.5-35B-A3B with its layer 3 sliding over 1,024 tokens keeps both:
+ * 30 GDN layers of 536,576 B = 16,097,280 B (15.35 MiB) of state and one
+ * sliding layer of one KV head of 256 + 256 in bf16 over 16 x 65 = 1,040
+ * tokens, 1,064,960 B (1.02 MiB) of windows, a sequence; 256 sequences
+ * reserve 4,393,533,440 B = 4.09 GiB. */
+static void test_words_of_a_model_with_both(void **state)
+{
+    (void)state;
+    char *path = tu_example_path("models/qwen3_5_35b_a3b.json");
+    FILE *f = fopen(path, "rb");
+    free(path);
+    assert_non_null(f);
+    char config[8192];
+    size_t n = fread(config, 1, sizeof config - 1, f);
+    fclose(f);
+    config[n] = '\0';
+    char edited[8300];
+    char *full = strstr(config, "\"full_attention\"");
+    char *types = strstr(config, "\"layer_types\"");
+    assert_true(full && types && types < full);
+    snprintf(edited, sizeof edited, "%.*s\"sliding_window\": 1024, %.*s\"sliding_attention\"%s",
+             (int)(types - config), config, (int)(full - types), types,
+             full + strlen("\"full_attention\""));
+    kvshard_model *model = tu_load_model_text(edited);
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.world_size = 4;
+    o.memory_per_rank = 20ull << 30;
+    kvshard_plan *p = tu_plan(model, &o);
+    kvshard_model_free(model);
+    char *text = tu_plan_text(p);
+    tu_assert_contains(text, "per block    state/seq    window/seq   blocks\n");
+    tu_assert_contains(text, "144.00 KiB   15.35 MiB    1.02 MiB     ");
+    tu_assert_contains(text, "4.09 GiB reserved for the state and windows of 256 sequences");
+    free(text);
+    kvshard_state_tensor t[KVSHARD_MAX_STATE_TENSORS];
+    assert_int_equal(shapes_of(t, p, 0, 3), 2);
+    assert_true(t[0].bytes + t[1].bytes == 1064960);
+    kvshard_rank_memory m = KVSHARD_RANK_MEMORY_INIT;
+    tu_assert_ok(kvshard_plan_rank_memory(&m, p, 0), NULL);
+    assert_true(m.state_bytes_per_seq == 16097280ull + 1064960);
+    kvshard_plan_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gemma3_sliding_window),  cmocka_unit_test(test_deepseek_v4_compressed),
         cmocka_unit_test(test_every_example_adds_up),  cmocka_unit_test(test_gqa_scales),
         cmocka_unit_test(test_dsa_parts),              cmocka_unit_test(test_compressed_parts),
+        cmocka_unit_test(test_words_of_a_window_model), cmocka_unit_test(test_words_of_a_state_model),
+        cmocka_unit_test(test_words_of_a_model_with_both),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,7 +12,8 @@
  * add up to max_seqs sequences or to block_size tokens of the rank's
  * per-token bytes) is one part, RESERVE or BLOCKS; else it is split. */
 typedef enum kvshard_report__part {
-    KVSHARD_REPORT__STATE,       /* max_seqs x the state per sequence */
+    KVSHARD_REPORT__STATE,       /* max_seqs x the recurrent state per sequence */
+    KVSHARD_REPORT__WINDOW,      /* max_seqs x the windows per sequence */
     KVSHARD_REPORT__SEQ_SCRATCH, /* max_seqs x the scratch per sequence */
     KVSHARD_REPORT__RESERVE,     /* the profile's reserve, when not those two */
     KVSHARD_REPORT__KV,          /* blocks x block_size x KV per token */

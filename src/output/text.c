@@ -407,10 +407,8 @@ static void write_memory(kvshard__out *o, const kvshard__plan_view *p)
         kvshard_writer__out_put(o, " ", 1);
         human_bytes(o, m->bytes_per_block, 12);
         kvshard_writer__out_put(o, " ", 1);
-        if (both) { /* a state layer of the rank's stage keeps one layer's state */
-            uint64_t state = (uint64_t)kvshard_queries__stage_info_of(p, r / p->tp)
-                                 .num_state_layers *
-                             p->plan->state_per_layer;
+        if (both) {
+            uint64_t state = kvshard_queries__rank_state(p, r);
             human_bytes(o, state, 12);
             kvshard_writer__out_put(o, " ", 1);
             human_bytes(o, m->state_bytes_per_seq - state, 12);
