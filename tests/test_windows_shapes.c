@@ -379,10 +379,14 @@ static void test_words_of_a_model_with_both(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_gemma3_sliding_window),  cmocka_unit_test(test_deepseek_v4_compressed),
-        cmocka_unit_test(test_every_example_adds_up),  cmocka_unit_test(test_gqa_scales),
-        cmocka_unit_test(test_dsa_parts),              cmocka_unit_test(test_compressed_parts),
-        cmocka_unit_test(test_words_of_a_window_model), cmocka_unit_test(test_words_of_a_state_model),
+        cmocka_unit_test(test_gemma3_sliding_window),
+        cmocka_unit_test(test_deepseek_v4_compressed),
+        cmocka_unit_test(test_every_example_adds_up),
+        cmocka_unit_test(test_gqa_scales),
+        cmocka_unit_test(test_dsa_parts),
+        cmocka_unit_test(test_compressed_parts),
+        cmocka_unit_test(test_words_of_a_window_model),
+        cmocka_unit_test(test_words_of_a_state_model),
         cmocka_unit_test(test_words_of_a_model_with_both),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
