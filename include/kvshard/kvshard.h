@@ -1216,11 +1216,40 @@ typedef struct kvshard_layer_kv_geometry {
     /** The indexer's key dim when the layer keeps an indexer key (DSA,
      *  compressed layers), else 0. */
     uint32_t index_head_dim;
+    /** The scales stored beside the elements of one token, so that the
+     *  parts add up to the layer's kv_bytes_per_token (the entry bytes of a
+     *  window):
+     *  - GQA: kv_heads x (k_head_dim + v_head_dim) x element_bytes +
+     *    scale_bytes_per_token. At fp8 an fp32 scale for K and one for V per
+     *    head (8 bytes a head); none at 16 bits.
+     *  - MLA: kv_lora_rank x element_bytes + qk_rope_head_dim x
+     *    rope_element_bytes + index_head_dim x index_element_bytes +
+     *    scale_bytes_per_token. At fp8 a DSA model keeps the RoPE part in
+     *    bf16 and an fp32 scale per 128 latent elements, other models one
+     *    fp32 scale a latent; the indexer key is fp8 with an fp32 scale per
+     *    128 elements.
+     *  - Compressed: (latent_dim - qk_rope_head_dim) x element_bytes +
+     *    qk_rope_head_dim x rope_element_bytes + index_head_dim x
+     *    index_element_bytes + scale_bytes_per_token, one latent entry and
+     *    index key (the stream keeps one per compress ratio tokens): at fp8
+     *    the latent has one scale byte per 64 NoPE elements and its padding
+     *    to 8 bytes (scale_dtype KVSHARD_DTYPE_FP8, the latent's), the index
+     *    key its fp32 scales.
+     *  scale_dtype is KVSHARD_DTYPE_AUTO when there are no scales. A GQA
+     *  layer's sparse index key (one head in the model dtype) is not in
+     *  these parts. */
+    kvshard_dtype scale_dtype;
+    uint32_t scale_bytes_per_token;
+    /** Bytes of one element of the RoPE part beside a latent (2 when it is
+     *  bf16 beside an fp8 NoPE part) and of the indexer key; 0 without. */
+    uint32_t rope_element_bytes;
+    uint32_t index_element_bytes;
 } kvshard_layer_kv_geometry;
 
 #define KVSHARD_LAYER_KV_GEOMETRY_INIT                                                \
     { sizeof(kvshard_layer_kv_geometry), KVSHARD_LAYER_FULL_ATTENTION,                \
-      KVSHARD_ATTENTION_GQA, false, KVSHARD_DTYPE_AUTO, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+      KVSHARD_ATTENTION_GQA, false, KVSHARD_DTYPE_AUTO, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, \
+      KVSHARD_DTYPE_AUTO, 0, 0, 0 }
 
 /** The KV geometry of `layer` (decoder layers 0..L-1, then the draft layers
  *  L..L+d-1) on plan rank `plan_rank` into *out (`size` set by the caller).
@@ -1231,18 +1260,32 @@ KVSHARD_EXPORT int kvshard_plan_layer_kv_geometry(kvshard_layer_kv_geometry *out
                                                   const kvshard_plan *plan, uint32_t plan_rank,
                                                   uint32_t layer, kvshard_error *err);
 
-/** Most tensors one layer's state has. */
+/** Most tensors one layer keeps a sequence (state or window). */
 #define KVSHARD_MAX_STATE_TENSORS 4u
 
-/** One tensor of a layer's recurrent state for one sequence on one rank.
- *  Start each entry from KVSHARD_STATE_TENSOR_INIT. */
+/** One tensor a layer keeps for one sequence on one rank: its recurrent
+ *  state, or its window. Start each entry from KVSHARD_STATE_TENSOR_INIT. */
 typedef struct kvshard_state_tensor {
     size_t size;
-    /** "conv" (the convolution's last columns: dims channels, columns) or
-     *  "ssm" (the temporal state: heads, then the state's own dims; GDN and
-     *  KDA under speculation lead with spec + 1 copies). Static storage. */
+    /** Static storage, one of:
+     *  - "conv" (the convolution's last columns: dims channels, columns) and
+     *    "ssm" (the temporal state: heads, then the state's own dims; GDN
+     *    and KDA under speculation lead with spec + 1 copies);
+     *  - "window_k" and "window_v" of a sliding or chunked layer: tokens,
+     *    heads, head dim, where tokens = block_size x (ceil(window /
+     *    block_size) + 1), the window's whole blocks and the one being
+     *    filled; at fp8 "window_k_scale" and "window_v_scale" (tokens,
+     *    heads) in float32 beside them;
+     *  - "window_latent" of a compressed layer (or a window of an MLA
+     *    model): tokens, then the latent's elements, or at fp8 the bytes of
+     *    its packed entry (fp8 NoPE part, bf16 RoPE part and scales, as
+     *    kvshard_layer_kv_geometry details them);
+     *  - "compressor_state" of a compressed layer that owns a stream of
+     *    ratio 2 or more: slots, rows (2 per overlapping window), the
+     *    latent's and index key's dims, in float32. */
     const char *name;
-    /** conv: the model dtype; ssm: the state dtype in force. */
+    /** conv: the model dtype; ssm: the state dtype in force; a window: the
+     *  KV cache dtype (its scales and the compressor state: float32). */
     kvshard_dtype dtype;
     uint32_t ndim;
     uint64_t dims[4]; /**< the first ndim used, the rest 0 */
@@ -1253,13 +1296,16 @@ typedef struct kvshard_state_tensor {
     { sizeof(kvshard_state_tensor), NULL, KVSHARD_DTYPE_AUTO, 0, {0, 0, 0, 0}, 0 }
 
 /**
- * The tensors of `layer`'s recurrent state on plan rank `plan_rank`, for one
- * sequence: the first `cap` into `out` (whose entries' `size` the caller set;
- * `out` may be NULL when `cap` is 0), how many there are into *out_count.
- * Their bytes add up to the layer's kvshard_layer_storage.state_bytes_per_seq
- * (a linear layer) or its state part (a hybrid layer). A layer without state,
- * or of another stage, has none (*out_count 0). Errors: KVSHARD_EINVAL,
- * KVSHARD_ERANK, KVSHARD_ELAYER.
+ * The tensors `layer` keeps for one sequence on plan rank `plan_rank`: its
+ * recurrent state (linear and hybrid layers) and its window (sliding,
+ * chunked and compressed layers, and a compressed layer's compressor state)
+ * where the rank keeps them. The first `cap` into `out` (whose entries'
+ * `size` the caller set; `out` may be NULL when `cap` is 0), how many there
+ * are into *out_count (at most KVSHARD_MAX_STATE_TENSORS). Their bytes add
+ * up to the layer's kvshard_layer_storage.state_bytes_per_seq on every
+ * layer, draft layers included, and rank. A layer that keeps nothing a
+ * sequence, or of another stage, has none (*out_count 0). Errors:
+ * KVSHARD_EINVAL, KVSHARD_ERANK, KVSHARD_ELAYER.
  */
 KVSHARD_EXPORT int kvshard_plan_layer_state_shapes(kvshard_state_tensor *out, size_t cap,
                                                    size_t *out_count, const kvshard_plan *plan,

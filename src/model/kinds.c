@@ -57,6 +57,7 @@ const kvshard_kinds__row kvshard_kinds__rows[KVSHARD__KIND_COUNT] = {
             .name = "linear_attention",
             .words = linear_words,
             .shape = KVSHARD__SHAPE_NONE,
+            .seq_cache = KVSHARD__SEQ_STATE,
             .state = true,
             .json_count = "num_linear_attention_layers",
             .count_label = "linear attention",
@@ -74,6 +75,7 @@ const kvshard_kinds__row kvshard_kinds__rows[KVSHARD__KIND_COUNT] = {
             .name = "sliding_attention",
             .words = sliding_words,
             .shape = KVSHARD__SHAPE_WINDOW,
+            .seq_cache = KVSHARD__SEQ_WINDOW,
             .window = true,
             .json_count = "num_sliding_attention_layers",
             .count_label = "sliding window",
@@ -92,6 +94,7 @@ const kvshard_kinds__row kvshard_kinds__rows[KVSHARD__KIND_COUNT] = {
             .name = "hybrid",
             .words = hybrid_words,
             .shape = KVSHARD__SHAPE_KV,
+            .seq_cache = KVSHARD__SEQ_STATE,
             .paged_kv = true,
             .state = true,
             .json_count = "num_hybrid_layers",
@@ -124,6 +127,7 @@ const kvshard_kinds__row kvshard_kinds__rows[KVSHARD__KIND_COUNT] = {
             .name = "compressed",
             .words = compressed_words,
             .shape = KVSHARD__SHAPE_COMPRESSED,
+            .seq_cache = KVSHARD__SEQ_WINDOW,
             .paged_kv = true,
             .count_label = "compressed",
             .letter = 'C',
@@ -155,6 +159,7 @@ const kvshard_kinds__row kvshard_kinds__rows[KVSHARD__KIND_COUNT] = {
             .name = "chunked_attention",
             .words = chunked_words,
             .shape = KVSHARD__SHAPE_CHUNK,
+            .seq_cache = KVSHARD__SEQ_WINDOW,
             .window = true,
             .count_label = "chunked attention",
             .letter = 'K',
@@ -188,6 +193,21 @@ uint32_t kvshard_kinds__state_mask(void)
     for (uint32_t k = 0; k < KVSHARD__KIND_COUNT; k++)
         mask |= (uint32_t)kvshard_kinds__rows[k].state << k;
     return mask;
+}
+
+uint32_t kvshard_kinds__seq_caches(const uint8_t *kinds, size_t n)
+{
+    uint32_t caches = 0;
+    for (size_t i = 0; i < n; i++)
+        caches |= kvshard_kinds__rows[kinds[i]].seq_cache;
+    return caches;
+}
+
+const char *kvshard_kinds__seq_noun(uint32_t caches)
+{
+    if (caches == (KVSHARD__SEQ_STATE | KVSHARD__SEQ_WINDOW))
+        return "state and windows";
+    return caches == KVSHARD__SEQ_WINDOW ? "windows" : "state";
 }
 
 uint8_t kvshard_kinds__from_word(const char *s, size_t len)

@@ -22,6 +22,16 @@ typedef enum kvshard_kinds__shape {
     KVSHARD__SHAPE_COMPRESSED  /* a latent window, a compressed stream, compressor state */
 } kvshard_kinds__shape;
 
+/* What a kind keeps for each sequence, bits of a mask: its recurrent
+ * state, or a window (a sliding or chunked window, a compressed layer's
+ * latent window and compressor state). The writers name the per-sequence
+ * bytes by these: "state", "windows", or both. */
+typedef enum kvshard_kinds__seq_cache {
+    KVSHARD__SEQ_NONE = 0,
+    KVSHARD__SEQ_STATE = 1,
+    KVSHARD__SEQ_WINDOW = 2
+} kvshard_kinds__seq_cache;
+
 /* A word with its length, so a long list is matched without a strlen. */
 typedef struct kvshard_kinds__word {
     const char *text;
@@ -41,6 +51,7 @@ typedef struct kvshard_kinds__row {
     bool state;    /* the model's recurrent state, on every rank */
     bool window;   /* the KV of a window of recent tokens, on every rank */
     bool reads_source; /* keeps nothing: it reads an earlier layer's cache */
+    kvshard_kinds__seq_cache seq_cache; /* what it keeps a sequence, in words */
 
     /* How the layer is counted. */
     const char *json_count;  /* the JSON model object's count field; NULL: none */
@@ -74,6 +85,14 @@ uint32_t kvshard_kinds__state_mask(void);
 
 /* The kinds in the order a legend lists them (KV layers first). */
 extern const uint8_t kvshard_kinds__legend_order[KVSHARD__KIND_COUNT];
+
+/* The seq_cache bits of the `n` kinds in `kinds`. */
+uint32_t kvshard_kinds__seq_caches(const uint8_t *kinds, size_t n);
+
+/* What the seq_cache bits `caches` keep, as a noun for "reserved for the
+ * %s of 64 sequences": "state", "windows", "state and windows"; "state"
+ * for none, the word of the second version's plans. */
+const char *kvshard_kinds__seq_noun(uint32_t caches);
 
 /* The kind a layer_types word names, or UINT8_MAX for none. */
 uint8_t kvshard_kinds__from_word(const char *s, size_t len);

@@ -497,7 +497,8 @@ static void write_capacity(kvshard__out *o, const kvshard__plan_view *p)
              * cannot run. */
             if (cap->concurrency < opt->max_seqs && p->ranks[0].state_bytes_per_seq &&
                 cap->reserved) {
-                kvshard_writer__out_printf(o, ": max_seqs %u reserves state for ", opt->max_seqs);
+                kvshard_writer__out_printf(o, ": max_seqs %u reserves %s for ", opt->max_seqs,
+                                           kvshard_kinds__seq_noun(kvshard__view_seq_caches(p)));
                 kvshard_writer__out_grouped(o, opt->max_seqs - cap->concurrency);
                 kvshard_writer__out_raw(o, " that cannot run");
             } else if (cap->concurrency < opt->max_seqs) {
@@ -513,7 +514,8 @@ static void write_capacity(kvshard__out *o, const kvshard__plan_view *p)
         if (cap->has_balanced_max_seqs) {
             row_begin(o, "balanced max_seqs");
             kvshard_writer__out_grouped(o, cap->balanced_max_seqs);
-            kvshard_writer__out_raw(o, " (state and blocks run out together)");
+            kvshard_writer__out_printf(o, " (%s and blocks run out together)",
+                                       kvshard_kinds__seq_noun(kvshard__view_seq_caches(p)));
             row_end(o);
         }
     }

@@ -42,7 +42,8 @@ static const char CHART_STYLE[] =
     ".kvmem .grid{stroke:#d0d0d0;stroke-width:1}\n"
     ".kvmem .axis{stroke:#404040;stroke-width:1}\n"
     ".kvmem .wt{fill:#332288}.kvmem .ar{fill:#882255}.kvmem .hr{fill:#ddcc77}\n"
-    ".kvmem .st{fill:#117733}.kvmem .ss{fill:url(#kvmem-shatch)}.kvmem .rs{fill:#117733}\n"
+    ".kvmem .st{fill:#117733}.kvmem .wn{fill:#44aa99}"
+    ".kvmem .ss{fill:url(#kvmem-shatch)}.kvmem .rs{fill:#117733}\n"
     ".kvmem .kv{fill:#4477aa}.kvmem .scr{fill:url(#kvmem-hatch)}"
     ".kvmem .dr{fill:url(#kvmem-dots)}.kvmem .bl{fill:#4477aa}\n"
     ".kvmem .pst{fill:#117733}.kvmem .pfr{fill:#a6c8e8}\n"
@@ -60,6 +61,7 @@ static const struct part_look {
     {"ar", "activation reserve", "activation_reserve"},
     {"hr", "headroom", "what memory_utilization leaves of the device"},
     {"st", "state", "state of max_seqs sequences"},
+    {"wn", "windows", "windows of max_seqs sequences (sliding, chunked, compressed)"},
     {"ss", "scratch state", "scratch of max_seqs sequences (split compressed layers)"},
     {"rs", "state reserve", "state the profile reserves"},
     {"kv", "KV", "KV of the layers the rank stores, in its blocks"},
@@ -152,7 +154,9 @@ static void bar_of(kvshard_report__bar *b, const kvshard__plan_view *p, uint32_t
     uint64_t seqs = kvshard__max_seqs_of(cap, p->options);
     uint64_t state = seqs * m->state_bytes_per_seq, scratch = seqs * m->scratch_bytes_per_seq;
     if (reserve && reserve == state + scratch) {
-        b->part[KVSHARD_REPORT__STATE] = state;
+        uint64_t recurrent = seqs * kvshard_queries__rank_state(p, r);
+        b->part[KVSHARD_REPORT__STATE] = recurrent;
+        b->part[KVSHARD_REPORT__WINDOW] = state - recurrent;
         b->part[KVSHARD_REPORT__SEQ_SCRATCH] = scratch;
     } else {
         b->part[KVSHARD_REPORT__RESERVE] = reserve;
@@ -427,7 +431,7 @@ static void write_budget_chart(kvshard__out *o, const kvshard__plan_view *p)
                                        "<text class=\"sm\" x=\"8\" y=\"%u\">split rank %u</text>",
                                        y + 30, p->place[b->rank].split_rank);
         double x = BAR_X;
-        uint64_t each[KVSHARD_REPORT__PARTS] = {0, 0, 0, 0, 0, 0, bs * m->kv_bytes_per_token,
+        uint64_t each[KVSHARD_REPORT__PARTS] = {0, 0, 0, 0, 0, 0, 0, bs * m->kv_bytes_per_token,
                                                 bs * m->scratch_bytes_per_token,
                                                 bs * m->draft_bytes_per_token,
                                                 m->bytes_per_block, m->bytes_per_block,
@@ -497,7 +501,11 @@ static void write_sizes_chart(kvshard__out *o, const kvshard__plan_view *p)
     uint32_t shown = distinct < BARS_SHOWN ? distinct : BARS_SHOWN;
     scale s = scale_for(max);
     bool used[KVSHARD_REPORT__PARTS] = {false};
-    used[KVSHARD_REPORT__STATE] = used[KVSHARD_REPORT__KV] = true;
+    /* A model that keeps only windows shows no state. */
+    uint32_t caches = kvshard__view_seq_caches(p);
+    used[KVSHARD_REPORT__STATE] = caches != KVSHARD__SEQ_WINDOW;
+    used[KVSHARD_REPORT__WINDOW] = (caches & KVSHARD__SEQ_WINDOW) != 0;
+    used[KVSHARD_REPORT__KV] = true;
     for (uint32_t r = 0; r < p->ranks_count; r++) {
         used[KVSHARD_REPORT__SEQ_SCRATCH] |= p->ranks[r].scratch_bytes_per_seq > 0;
         used[KVSHARD_REPORT__SCRATCH] |= p->ranks[r].scratch_bytes_per_token > 0;
@@ -534,8 +542,10 @@ static void write_sizes_chart(kvshard__out *o, const kvshard__plan_view *p)
         segment(o, &s, &x, y + 2, bs * m->draft_bytes_per_token, "dr", label,
                 "draft KV of one block", 0, 0);
         x = BAR_X;
-        segment(o, &s, &x, y + 22, m->state_bytes_per_seq, "st", label,
-                "state of one sequence", 0, 0);
+        uint64_t recurrent = kvshard_queries__rank_state(p, r);
+        segment(o, &s, &x, y + 22, recurrent, "st", label, "state of one sequence", 0, 0);
+        segment(o, &s, &x, y + 22, m->state_bytes_per_seq - recurrent, "wn", label,
+                "windows of one sequence", 0, 0);
         segment(o, &s, &x, y + 22, m->scratch_bytes_per_seq, "ss", label,
                 "scratch of one sequence", 0, 0);
         char block[32], seq[32];

@@ -15,7 +15,8 @@ typedef enum kvshard_report__part {
     KVSHARD_REPORT__WEIGHTS,     /* the rank's stage weights, with device inputs */
     KVSHARD_REPORT__ACTIVATIONS, /* the activation reserve, with device inputs */
     KVSHARD_REPORT__HEADROOM,    /* what the device keeps outside the budget: device - usable */
-    KVSHARD_REPORT__STATE,       /* max_seqs x the state per sequence */
+    KVSHARD_REPORT__STATE,       /* max_seqs x the recurrent state per sequence */
+    KVSHARD_REPORT__WINDOW,      /* max_seqs x the windows per sequence */
     KVSHARD_REPORT__SEQ_SCRATCH, /* max_seqs x the scratch per sequence */
     KVSHARD_REPORT__RESERVE,     /* the profile's reserve, when not those two */
     KVSHARD_REPORT__KV,          /* blocks x block_size x KV per token */

@@ -152,6 +152,15 @@ static void write_layout_formula(kvshard__out *o, const kvshard__plan_view *p)
 /* With pipeline stages: the partition, the strings the engines take (each
  * engine's environment variable, then kvshard's key), and one line per
  * stage. */
+/* The stage line's word for the per-sequence bytes: what the layers keep. */
+static const char *seq_column(const kvshard__plan_view *p)
+{
+    uint32_t caches = kvshard__view_seq_caches(p);
+    if (caches == (KVSHARD__SEQ_STATE | KVSHARD__SEQ_WINDOW))
+        return "state+window";
+    return caches == KVSHARD__SEQ_WINDOW ? "window" : "state";
+}
+
 static void write_stages(kvshard__out *o, const kvshard__plan_view *p)
 {
     if (p->pp == 1)
@@ -214,7 +223,7 @@ static void write_stages(kvshard__out *o, const kvshard__plan_view *p)
         kvshard_format__grouped_text(text, sizeof text, st.bytes_per_token);
         kvshard_writer__out_printf(o, "%9s B/token  ", text);
         if (state) {
-            kvshard_writer__out_raw(o, "state ");
+            kvshard_writer__out_printf(o, "%s ", seq_column(p));
             human_bytes(o, st.state_bytes_per_seq, 0);
             kvshard_writer__out_raw(o, "/seq  ");
         }
@@ -386,8 +395,14 @@ static void write_memory(kvshard__out *o, const kvshard__plan_view *p)
     for (uint32_t r = 0; r < p->ranks_count; r++)
         seq_scratch |= p->ranks[r].scratch_bytes_per_seq > 0;
     kvshard_writer__out_raw(o, stages ? "stage  TP rank  " : "TP rank  ");
-    kvshard_writer__out_raw(o,
-                            "KV/token     scratch/token  draft/token  per block    state/seq    ");
+    /* The per-sequence column is named for what the layers keep, with one
+     * column each when they keep both. */
+    uint32_t caches = kvshard__view_seq_caches(p);
+    bool both = caches == (KVSHARD__SEQ_STATE | KVSHARD__SEQ_WINDOW);
+    kvshard_writer__out_raw(o, "KV/token     scratch/token  draft/token  per block    ");
+    kvshard_writer__out_raw(o, both                            ? "state/seq    window/seq   "
+                               : caches == KVSHARD__SEQ_WINDOW ? "window/seq   "
+                                                               : "state/seq    ");
     kvshard_writer__out_raw(o, seq_scratch ? "scratch/seq  blocks\n" : "blocks\n");
     for (uint32_t r = 0; r < p->ranks_count && r < RANKS_SHOWN && !o->failed; r++) {
         const kvshard_rank_memory *m = &p->ranks[r];
@@ -402,7 +417,14 @@ static void write_memory(kvshard__out *o, const kvshard__plan_view *p)
         kvshard_writer__out_put(o, " ", 1);
         human_bytes(o, m->bytes_per_block, 12);
         kvshard_writer__out_put(o, " ", 1);
-        human_bytes(o, m->state_bytes_per_seq, 12);
+        if (both) {
+            uint64_t state = kvshard_queries__rank_state(p, r);
+            human_bytes(o, state, 12);
+            kvshard_writer__out_put(o, " ", 1);
+            human_bytes(o, m->state_bytes_per_seq - state, 12);
+        } else {
+            human_bytes(o, m->state_bytes_per_seq, 12);
+        }
         kvshard_writer__out_put(o, " ", 1);
         if (seq_scratch) {
             human_bytes(o, m->scratch_bytes_per_seq, 12);
@@ -442,8 +464,9 @@ static void write_capacity(kvshard__out *o, const kvshard__plan_view *p)
             kvshard_writer__out_raw(o, c->concurrency == 1 ? " sequence at once"
                                                            : " sequences at once");
             if (c->concurrency < max_seqs && p->ranks[0].state_bytes_per_seq && c->reserved) {
-                kvshard_writer__out_printf(o, " (max_seqs %llu reserves state for ",
-                                    (unsigned long long)max_seqs);
+                kvshard_writer__out_printf(o, " (max_seqs %llu reserves %s for ",
+                                           (unsigned long long)max_seqs,
+                                           kvshard_kinds__seq_noun(kvshard__view_seq_caches(p)));
                 kvshard_writer__out_grouped(o, max_seqs - c->concurrency);
                 kvshard_writer__out_raw(o, " that cannot run");
             } else if (c->concurrency < max_seqs) {

@@ -81,64 +81,99 @@ bool kvshard_memory__kv_cache_fp8(const kvshard__model_info *model, const kvshar
 
 /* ---- one entry of each shape ---------------------------------------------------------- */
 
-/* One token of GQA KV with `heads` heads of geometry `g`: K and V, and at
- * fp8 an fp32 scale for each of them per head. */
-static uint64_t gqa_entry(calc *c, const kvshard__geometry *g, uint64_t heads, unsigned e)
-{
-    uint64_t b = mul(c, mul(c, heads, (uint64_t)g->k_dim + g->v_dim), e);
-    return e == 1 ? add(c, b, mul(c, 8, heads)) : b;
-}
-
-/* One token of an MLA latent. At fp8 a DSA model keeps the layout both
- * mainstream engines use (fp8 NoPE part with an fp32 scale per 128
- * elements, RoPE part in bf16); other models one scale per latent. */
-static uint64_t mla_entry(calc *c, const kvshard__memory_inputs *in, unsigned e)
+kvshard__entry_layout kvshard_memory__entry_layout(const kvshard__memory_inputs *in)
 {
     const kvshard__model_info *m = in->model;
-    uint64_t lora = m->kv_lora_rank, rope = m->qk_rope_head_dim;
+    unsigned e = kv_element_bytes(m, in->options);
+    kvshard__entry_layout l = {e, e, e, 0, 0, 0};
+    uint64_t d = m->index_head_dim;
+    if (in->mla_v2_bytes) {
+        l.index_scale_bytes = e == 1 ? 4 : 0;
+    } else {
+        /* fp8 with an fp32 scale per 128 elements, whatever the KV dtype. */
+        l.index_element_bytes = 1;
+        l.index_scale_bytes = (uint32_t)(4 * kvshard__ceil_div(d, 128));
+    }
     if (e != 1)
-        return mul(c, lora + rope, e);
-    if (m->has_indexer && !in->mla_v2_bytes)
-        return lora + 4 * kvshard__ceil_div(lora, 128) + 2 * rope;
-    return lora + rope + 4;
+        return l;
+    /* fp32 scales, one for K and one for V per head. */
+    l.head_scale_bytes = 8;
+    if (m->attention == KVSHARD_ATTENTION_COMPRESSED) {
+        /* The fp8 NoPE part, the bf16 RoPE part and a scale byte per 64
+         * NoPE elements, rounded up to 8 bytes: the padding counts with
+         * the scales. */
+        uint64_t rope = m->qk_rope_head_dim, nope = m->latent_dim - rope;
+        uint64_t raw = nope + 2 * rope + kvshard__ceil_div(nope, 64);
+        l.rope_element_bytes = 2;
+        l.latent_scale_bytes = (uint32_t)((raw + 7) / 8 * 8 - nope - 2 * rope);
+    } else if (m->has_indexer && !in->mla_v2_bytes) {
+        /* A DSA model keeps the layout both mainstream engines use: fp8
+         * NoPE part with an fp32 scale per 128 elements, RoPE part in bf16. */
+        l.rope_element_bytes = 2;
+        l.latent_scale_bytes = (uint32_t)(4 * kvshard__ceil_div(m->kv_lora_rank, 128));
+    } else {
+        l.latent_scale_bytes = 4; /* one scale for the whole latent */
+    }
+    return l;
 }
 
-/* One indexer key: fp8 with an fp32 scale per 128 elements, whatever the
- * KV dtype (the second version's layout, dtype-sized, for a profile that
- * keeps it). */
-static uint64_t index_key(calc *c, const kvshard__memory_inputs *in, unsigned e)
+/* One token of GQA KV with `heads` heads of geometry `g`: K and V, and
+ * their scales. */
+static uint64_t gqa_entry(calc *c, const kvshard__memory_inputs *in, const kvshard__geometry *g,
+                          uint64_t heads)
 {
-    uint64_t d = in->model->index_head_dim;
-    if (in->mla_v2_bytes)
-        return e == 1 ? d + 4 : mul(c, d, e);
-    return d + 4 * kvshard__ceil_div(d, 128);
+    kvshard__entry_layout l = kvshard_memory__entry_layout(in);
+    uint64_t b = mul(c, mul(c, heads, (uint64_t)g->k_dim + g->v_dim), l.element_bytes);
+    return add(c, b, mul(c, l.head_scale_bytes, heads));
+}
+
+/* One token of an MLA latent: the NoPE part, the RoPE part and the scales. */
+static uint64_t mla_entry(calc *c, const kvshard__memory_inputs *in)
+{
+    const kvshard__model_info *m = in->model;
+    kvshard__entry_layout l = kvshard_memory__entry_layout(in);
+    return add(c,
+               add(c, mul(c, m->kv_lora_rank, l.element_bytes),
+                   mul(c, m->qk_rope_head_dim, l.rope_element_bytes)),
+               l.latent_scale_bytes);
+}
+
+/* One indexer key and its scales. */
+static uint64_t index_key(calc *c, const kvshard__memory_inputs *in)
+{
+    kvshard__entry_layout l = kvshard_memory__entry_layout(in);
+    return add(c, mul(c, in->model->index_head_dim, l.index_element_bytes), l.index_scale_bytes);
 }
 
 uint64_t kvshard_memory__index_key_bytes(const kvshard__memory_inputs *in)
 {
     calc c = {false, false, false};
-    return index_key(&c, in, kv_element_bytes(in->model, in->options));
+    return index_key(&c, in);
 }
 
-/* One entry of a compressed model's latent: head_dim elements, or at fp8
- * the fp8 NoPE part, the bf16 RoPE part and a scale byte per 64 NoPE
- * elements, rounded up to 8 bytes. */
-static uint64_t latent_entry(calc *c, const kvshard__model_info *m, unsigned e)
+/* One entry of a compressed model's latent: its NoPE and RoPE parts and the
+ * scales with the padding. */
+static uint64_t latent_entry(calc *c, const kvshard__memory_inputs *in)
 {
-    uint64_t d = m->latent_dim, rope = m->qk_rope_head_dim;
-    if (e != 1)
-        return mul(c, d, e);
-    uint64_t nope = d - rope;
-    return (nope + 2 * rope + kvshard__ceil_div(nope, 64) + 7) / 8 * 8;
+    const kvshard__model_info *m = in->model;
+    kvshard__entry_layout l = kvshard_memory__entry_layout(in);
+    uint64_t rope = m->qk_rope_head_dim, nope = m->latent_dim - rope;
+    return add(c, add(c, mul(c, nope, l.element_bytes), mul(c, rope, l.rope_element_bytes)),
+               l.latent_scale_bytes);
+}
+
+uint64_t kvshard_memory__window_tokens(const kvshard__memory_inputs *in, uint64_t tokens)
+{
+    uint32_t block = in->options->block_size;
+    return (uint64_t)block * (kvshard__ceil_div(tokens, block) + 1);
 }
 
 /* The window of `tokens` tokens of `entry` bytes: whole blocks, plus the
  * block being filled. */
 static uint64_t window(calc *c, const kvshard__memory_inputs *in, uint64_t entry, uint64_t tokens)
 {
-    uint32_t block = in->options->block_size;
     c->in_block = true;
-    uint64_t w = mul(c, mul(c, entry, block), kvshard__ceil_div(tokens, block) + 1);
+    uint64_t w = mul(c, entry, kvshard_memory__window_tokens(in, tokens));
     c->in_block = false;
     return w;
 }
@@ -156,24 +191,36 @@ static uint64_t pow2_at_least(uint64_t n)
  * stream, one latent (and index key) per `ratio` tokens, rounded up per
  * layer, with the compressor's float32 state for ratios of 2 and more. */
 static kvshard__cost compressed_cost(calc *c, const kvshard__memory_inputs *in,
-                                     const kvshard__class *k, unsigned e)
+                                     const kvshard__class *k)
 {
     const kvshard__model_info *m = in->model;
-    uint64_t E = latent_entry(c, m, e);
+    uint64_t E = latent_entry(c, in);
     bool index = k->flags & KVSHARD__LAYER_INDEX_KEY;
     kvshard__cost cost = {0, window(c, in, E, m->sliding_window), E};
     if (!(k->flags & KVSHARD__LAYER_STREAM) || k->ratio == 0)
         return cost;
-    uint64_t X = index_key(c, in, e);
+    uint64_t X = index_key(c, in);
     cost.per_token = kvshard__ceil_div(E, k->ratio) + (index ? kvshard__ceil_div(X, k->ratio) : 0);
-    if (k->ratio >= 2) {
-        /* The ratio-4 compressor reads two overlapping windows. */
-        uint64_t coff = k->ratio == 4 ? 2 : 1, spec = in->options->num_speculative_tokens;
-        uint64_t slots = spec == 0 ? coff * k->ratio : pow2_at_least(coff * k->ratio + spec);
-        uint64_t dims = (uint64_t)m->latent_dim + (index ? m->index_head_dim : 0);
-        cost.per_seq = add(c, cost.per_seq, mul(c, mul(c, slots, 2 * coff), mul(c, dims, 4)));
-    }
+    kvshard__compressor comp = kvshard_memory__compressor(in, k);
+    if (comp.slots)
+        cost.per_seq = add(c, cost.per_seq,
+                           mul(c, mul(c, comp.slots, comp.rows), mul(c, comp.dims, 4)));
     return cost;
+}
+
+kvshard__compressor kvshard_memory__compressor(const kvshard__memory_inputs *in,
+                                               const kvshard__class *k)
+{
+    kvshard__compressor comp = {0, 0, 0};
+    if (!(k->flags & KVSHARD__LAYER_STREAM) || k->ratio < 2)
+        return comp;
+    /* The ratio-4 compressor reads two overlapping windows. */
+    uint64_t coff = k->ratio == 4 ? 2 : 1, spec = in->options->num_speculative_tokens;
+    comp.slots = spec == 0 ? coff * k->ratio : pow2_at_least(coff * k->ratio + spec);
+    comp.rows = 2 * coff;
+    comp.dims = (uint64_t)in->model->latent_dim +
+                (k->flags & KVSHARD__LAYER_INDEX_KEY ? in->model->index_head_dim : 0);
+    return comp;
 }
 
 /* What one layer of class `k` keeps, with `full` heads of the full geometry
@@ -182,14 +229,13 @@ static kvshard__cost class_cost(calc *c, const kvshard__memory_inputs *in, const
                                 uint32_t full, uint32_t sliding)
 {
     const kvshard__model_info *m = in->model;
-    unsigned e = kv_element_bytes(m, in->options);
     bool gqa = m->attention == KVSHARD_ATTENTION_GQA;
     kvshard__cost cost = {0, 0, 0};
     switch (kvshard_kinds__of(k->kind)->shape) {
     case KVSHARD__SHAPE_KV:
-        cost.per_token = gqa ? gqa_entry(c, &m->full, full, e) : mla_entry(c, in, e);
+        cost.per_token = gqa ? gqa_entry(c, in, &m->full, full) : mla_entry(c, in);
         if (k->flags & KVSHARD__LAYER_INDEX_KEY)
-            cost.per_token = add(c, cost.per_token, index_key(c, in, e));
+            cost.per_token = add(c, cost.per_token, index_key(c, in));
         if (k->flags & (KVSHARD__LAYER_SPARSE_K | KVSHARD__LAYER_SPARSE_KV)) {
             /* One head, in the model dtype, on every rank that keeps the layer. */
             uint64_t parts = k->flags & KVSHARD__LAYER_SPARSE_KV ? 2 : 1;
@@ -200,14 +246,14 @@ static kvshard__cost class_cost(calc *c, const kvshard__memory_inputs *in, const
         cost.entry = cost.per_token;
         break;
     case KVSHARD__SHAPE_WINDOW:
-        cost.entry = gqa ? gqa_entry(c, &m->sliding, sliding, e) : mla_entry(c, in, e);
+        cost.entry = gqa ? gqa_entry(c, in, &m->sliding, sliding) : mla_entry(c, in);
         cost.per_seq = window(c, in, cost.entry, m->sliding_window);
         break;
     case KVSHARD__SHAPE_CHUNK:
-        cost.entry = gqa ? gqa_entry(c, &m->full, full, e) : mla_entry(c, in, e);
+        cost.entry = gqa ? gqa_entry(c, in, &m->full, full) : mla_entry(c, in);
         cost.per_seq = window(c, in, cost.entry, m->chunk_size);
         break;
-    case KVSHARD__SHAPE_COMPRESSED: cost = compressed_cost(c, in, k, e); break;
+    case KVSHARD__SHAPE_COMPRESSED: cost = compressed_cost(c, in, k); break;
     case KVSHARD__SHAPE_NONE:
     default: break;
     }

@@ -63,6 +63,38 @@ void kvshard_memory__kv_heads(uint32_t *out_first, uint32_t *out_count, uint32_t
 /* One token's indexer key of a DSA layer, as the plan counts it. */
 uint64_t kvshard_memory__index_key_bytes(const kvshard__memory_inputs *in);
 
+/* How one token's entry is laid out, element by element: the bytes of the
+ * K, V and latent NoPE elements, of the RoPE part beside a latent and of an
+ * indexer key's elements, and the scales stored with them (per GQA head, per
+ * latent, per index key). The entry bytes of layer_cost are made of these. */
+typedef struct kvshard__entry_layout {
+    uint32_t element_bytes;
+    uint32_t rope_element_bytes;
+    uint32_t index_element_bytes;
+    uint32_t head_scale_bytes;
+    uint32_t latent_scale_bytes; /* a compressed latent's padding to 8 bytes counts here */
+    uint32_t index_scale_bytes;
+} kvshard__entry_layout;
+
+kvshard__entry_layout kvshard_memory__entry_layout(const kvshard__memory_inputs *in);
+
+/* The tokens a window of `tokens` keeps: whole blocks, plus the block being
+ * filled. */
+uint64_t kvshard_memory__window_tokens(const kvshard__memory_inputs *in, uint64_t tokens);
+
+/* A compressed layer's float32 compressor state: `slots` partial entries of
+ * `rows` rows (an entry and its gate scores per overlapping window) of
+ * `dims` elements (the latent, with the index key's when it has one). All 0
+ * for a layer that keeps none. */
+typedef struct kvshard__compressor {
+    uint64_t slots;
+    uint64_t rows;
+    uint64_t dims;
+} kvshard__compressor;
+
+kvshard__compressor kvshard_memory__compressor(const kvshard__memory_inputs *in,
+                                               const kvshard__class *k);
+
 /* What one layer of class `cls` keeps with `full_heads` heads of the full
  * geometry and `sliding_heads` of the sliding one. EOVERFLOW past 64 bits. */
 int kvshard_memory__layer_cost(kvshard__cost *out, const kvshard__memory_inputs *in, uint8_t cls,

@@ -700,6 +700,12 @@ uint32_t kvshard_plan_num_ranks(const kvshard_plan *plan)
     return plan ? plan->ranks_count : 0;
 }
 
+uint64_t kvshard_queries__rank_state(const kvshard__plan_view *v, uint32_t r)
+{
+    return (uint64_t)kvshard_queries__stage_info_of(v, r / v->tp).num_state_layers *
+           v->plan->state_per_layer;
+}
+
 kvshard_stage_info kvshard_queries__stage_info_of(const kvshard__plan_view *v, uint32_t stage)
 {
     kvshard_stage_info info;

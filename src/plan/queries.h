@@ -12,6 +12,11 @@ kvshard__plan_view kvshard_plan__view_of(const kvshard_plan *p);
  * and the writers print. */
 kvshard_stage_info kvshard_queries__stage_info_of(const kvshard__plan_view *v, uint32_t stage);
 
+/* The recurrent state one sequence keeps on plan rank r: one layer's state
+ * for each state layer of its stage. The rest of the rank's
+ * state_bytes_per_seq is windows (sliding, chunked, compressed, draft). */
+uint64_t kvshard_queries__rank_state(const kvshard__plan_view *v, uint32_t r);
+
 /* The plan's engine figures ("name" and "version" first), made on the
  * first call from any thread and kept with the plan; NULL under a profile
  * that predicts no engine, or out of memory (`failed` then true). */

@@ -57,6 +57,12 @@ static inline const uint32_t *kvshard__view_owned(const kvshard__plan_view *v, u
     return v->owned_layers + v->owned_offsets[(size_t)stage * (v->split + 1) + k];
 }
 
+/* What the plan's decoder layers keep a sequence: KVSHARD__SEQ_ bits. */
+static inline uint32_t kvshard__view_seq_caches(const kvshard__plan_view *v)
+{
+    return kvshard_kinds__seq_caches(v->kinds, v->model->num_layers);
+}
+
 /* The profile's view of the capacity, for its wording. */
 static inline kvshard_profile__view kvshard__profile_view(const kvshard__plan_view *v)
 {
@@ -73,7 +79,8 @@ static inline kvshard_profile__view kvshard__profile_view(const kvshard__plan_vi
                                 v->stage_memory,
                                 NULL,
                                 0,
-                                v->fill_stages};
+                                v->fill_stages,
+                                kvshard_kinds__seq_noun(kvshard__view_seq_caches(v))};
     if (v->stage_memory && v->pp > 1 && v->capacity->has_binding) {
         pv.binding = &v->ranks[v->capacity->binding_rank];
         pv.binding_stage = v->capacity->binding_rank / v->tp;

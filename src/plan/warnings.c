@@ -121,7 +121,8 @@ static void warn_unreachable(const kvshard__warning_inputs *in, kvshard__warning
                                    NULL,
                                    0,
                                    in->planning->fill_stage_count ? in->planning->fill_stages
-                                                                  : NULL};
+                                                                  : NULL,
+                                   NULL};
         char message[KVSHARD__WARNING_MESSAGE_MAX];
         in->planning->profile->voice.unreachable(message, sizeof message, &v);
         sink(ctx, KVSHARD_WARN_MAX_SEQS_UNREACHABLE, message);
@@ -325,7 +326,8 @@ void kvshard_warnings__collect_warnings(const kvshard__warning_inputs *in,
             NULL,
             NULL,
             0,
-            in->planning->fill_stage_count ? in->planning->fill_stages : NULL};
+            in->planning->fill_stage_count ? in->planning->fill_stages : NULL,
+            NULL};
         profile->hooks.warnings(sink, ctx, &v);
     }
     warn_stages(in, sink, ctx);

@@ -8,6 +8,8 @@
 
 #include "base/checked.h"
 
+#include <stdio.h>
+
 /* The engine profiles' shared input under either spelling. */
 static const kvshard_profile__alias aliases[] = {
     {"engine-version", "engine_version", NULL},
@@ -119,6 +121,12 @@ static uint64_t shown_reserved(const kvshard_profile__view *v)
     return v->capacity->reserved;
 }
 
+/* What the reserved bytes keep, in the plan's words. */
+static const char *seq_noun(const kvshard_profile__view *v)
+{
+    return v->seq_noun ? v->seq_noun : "state";
+}
+
 static void write_capacity(const kvshard__printer *p, const kvshard_profile__view *v)
 {
     const kvshard__capacity *c = v->capacity;
@@ -143,8 +151,8 @@ static void write_capacity(const kvshard__printer *p, const kvshard_profile__vie
     }
     if (state) {
         kvshard_format__human(p, reserved);
-        kvshard_format__printf(p, " reserved for the state of %u sequence%s", v->options->max_seqs,
-                               v->options->max_seqs == 1 ? "" : "s");
+        kvshard_format__printf(p, " reserved for the %s of %u sequence%s", seq_noun(v),
+                               v->options->max_seqs, v->options->max_seqs == 1 ? "" : "s");
     } else {
         kvshard_format__text(p, "no state to reserve");
     }
@@ -181,9 +189,12 @@ static void report_rows(const kvshard__printer *p, const kvshard_profile__view *
         kvshard_format__text(p, " per rank");
     }
     kvshard_format__row_end(p);
-    kvshard_format__row(p, "state reserved");
+    char label[32];
+    snprintf(label, sizeof label, "%s reserved", seq_noun(v));
+    kvshard_format__row(p, label);
     kvshard_format__bytes(p, shown_reserved(v));
-    kvshard_format__printf(p, " for the state of max_seqs = %u sequences", v->options->max_seqs);
+    kvshard_format__printf(p, " for the %s of max_seqs = %u sequences", seq_noun(v),
+                           v->options->max_seqs);
     kvshard_format__row_end(p);
 }
 

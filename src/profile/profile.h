@@ -187,6 +187,9 @@ typedef struct kvshard_profile__view {
     const kvshard_rank_memory *binding;
     uint32_t binding_stage;
     const uint64_t *fill_stages; /* as kvshard_profile__ctx's */
+    /* What the per-sequence bytes keep, as a noun ("state", "windows", "state
+     * and windows": kvshard_kinds__seq_noun); NULL: "state". */
+    const char *seq_noun;
 } kvshard_profile__view;
 
 /* Where a profile's warnings go. */

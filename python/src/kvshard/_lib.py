@@ -329,6 +329,10 @@ class CLayerKvGeometry(Structure):
         ("qk_rope_head_dim", c_uint32),
         ("latent_dim", c_uint32),
         ("index_head_dim", c_uint32),
+        ("scale_dtype", c_int),
+        ("scale_bytes_per_token", c_uint32),
+        ("rope_element_bytes", c_uint32),
+        ("index_element_bytes", c_uint32),
     ]
 
 

@@ -842,14 +842,30 @@ class KvGeometry:
     latent_dim: int
     #: The indexer key's dim where the layer keeps one (DSA), else 0.
     index_head_dim: int
+    #: The scales stored beside one token's elements, so the parts add up
+    #: to the layer's kv_bytes_per_token: at fp8 8 bytes a GQA head (fp32
+    #: for K and for V), an MLA latent's and an indexer key's fp32 scales,
+    #: a compressed latent's scale bytes; ``Dtype.AUTO`` and 0 without.
+    scale_dtype: Dtype
+    scale_bytes_per_token: int
+    #: Bytes of an element of the RoPE part beside a latent (2 when bf16
+    #: beside an fp8 NoPE part) and of the indexer key; 0 without.
+    rope_element_bytes: int
+    index_element_bytes: int
 
 
 @dataclass(frozen=True)
 class StateTensor:
-    """One tensor of a layer's recurrent state for one sequence on one
-    rank (kvshard_state_tensor): ``"conv"`` (channels, columns) in the model
-    dtype or ``"ssm"`` (heads, then the state's own dims) in the state
-    dtype. ``bytes`` is the dims' product times the dtype's size."""
+    """One tensor a layer keeps for one sequence on one rank
+    (kvshard_state_tensor): its recurrent state, ``"conv"`` (channels,
+    columns) in the model dtype and ``"ssm"`` (heads, then the state's own
+    dims) in the state dtype; or its window, ``"window_k"`` and
+    ``"window_v"`` (tokens, heads, head dim) in the KV dtype with, at fp8,
+    ``"window_k_scale"`` and ``"window_v_scale"`` (tokens, heads) in
+    float32, or a compressed layer's ``"window_latent"`` (tokens, the
+    latent's elements or at fp8 its packed bytes) and
+    ``"compressor_state"`` (slots, rows, dims) in float32. ``bytes`` is the
+    dims' product times the dtype's size."""
 
     name: str
     dtype: Dtype
@@ -1686,14 +1702,18 @@ class Plan(_Handle):
             qk_rope_head_dim=int(out.qk_rope_head_dim),
             latent_dim=int(out.latent_dim),
             index_head_dim=int(out.index_head_dim),
+            scale_dtype=Dtype(out.scale_dtype),
+            scale_bytes_per_token=int(out.scale_bytes_per_token),
+            rope_element_bytes=int(out.rope_element_bytes),
+            index_element_bytes=int(out.index_element_bytes),
         )
 
     @_takes_plan_rank
     def layer_state_shapes(self, plan_rank: int, layer: int) -> List[StateTensor]:
-        """The tensors of `layer`'s recurrent state on plan rank `plan_rank`,
-        for one sequence; their bytes add up to the layer's
-        ``state_bytes_per_seq`` (its state part for a hybrid layer). Empty
-        for a layer without state or of another stage
+        """The tensors `layer` keeps for one sequence on plan rank
+        `plan_rank`: its recurrent state and its window; their bytes add up
+        to the layer's ``state_bytes_per_seq``. Empty for a layer that keeps
+        nothing a sequence or of another stage
         (kvshard_plan_layer_state_shapes)."""
         r, i = _index("plan_rank", plan_rank), _index("layer", layer)
         r, i = self._rank_in_range(r), self._layer_in_range(i, drafts=True)
