@@ -5,6 +5,7 @@
 
 #include "kvshard/explore.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static kvshard_plan *plan_tp(const kvshard_model *m, kvshard_engine engine, uint32_t world)
@@ -184,6 +185,180 @@ static void test_tp_mapping_hybrid_state(void **state)
     kvshard_model_free(m);
 }
 
+/* ---- verdicts ---------------------------------------------------------------------------- */
+
+/* A pair as the transfer plans it: world, stages, split and speculation of
+ * each side. */
+typedef struct side_of {
+    uint32_t world, pp, split;
+    kvshard_dtype kv_dtype;
+} side_of;
+
+static kvshard_plan *side_plan(const kvshard_model *m, const side_of *s, kvshard_engine engine,
+                               const char *version)
+{
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.engine = engine;
+    o.kv_cache_dtype = s->kv_dtype;
+    /* An engine's plan of a side is one stage's ranks (its TP size) with
+     * the split off: the engine's block depends on neither. */
+    bool own = engine == KVSHARD_ENGINE_KVSHARD;
+    o.pp_size = own ? s->pp : 1;
+    o.world_size = own ? s->world : s->world / s->pp;
+    bool split = own && s->split > 1;
+    o.enable_layerwise_split = split;
+    o.layerwise_split_size = split ? s->split : 1;
+    kvshard_settings *settings = version ? tu_settings("engine_version", version, NULL) : NULL;
+    o.settings = settings;
+    kvshard_plan *plan = tu_plan(m, &o);
+    kvshard_settings_free(settings);
+    return plan;
+}
+
+/* The verdict of `engine` at `version` (NULL: its default) on the pair,
+ * written "verdict code code ... | requirement ...". */
+static void assert_verdict(const kvshard_model *m, const side_of *p, const side_of *d,
+                           kvshard_engine engine, const char *version, const char *expected)
+{
+    kvshard_plan *tp = side_plan(m, p, KVSHARD_ENGINE_KVSHARD, NULL);
+    kvshard_plan *td = side_plan(m, d, KVSHARD_ENGINE_KVSHARD, NULL);
+    kvshard_plan *ep = side_plan(m, p, engine, version);
+    kvshard_plan *ed = side_plan(m, d, engine, version);
+    kvshard_transfer *t = transfer(tp, td);
+    kvshard_error err;
+    tu_assert_ok(kvshard_transfer_judge(t, ep, ed, &err), &err);
+    assert_int_equal(kvshard_transfer_verdict_count(t), 1);
+    kvshard_transfer_verdict v = KVSHARD_TRANSFER_VERDICT_INIT;
+    assert_int_equal(kvshard_transfer_verdict_at(&v, t, 0), KVSHARD_OK);
+    assert_int_equal(v.engine, engine);
+    char got[512];
+    size_t n = (size_t)snprintf(got, sizeof got, "%s", v.verdict);
+    for (size_t i = 0; i < v.reason_count; i++)
+        n += (size_t)snprintf(got + n, sizeof got - n, " %s", v.reason_codes[i]);
+    if (v.require_count)
+        n += (size_t)snprintf(got + n, sizeof got - n, " |");
+    for (size_t i = 0; i < v.require_count; i++)
+        n += (size_t)snprintf(got + n, sizeof got - n, " %s", v.requires[i]);
+    if (strcmp(got, expected) != 0)
+        fail_msg("%s %s: \"%s\", expected \"%s\"", kvshard_engine_name(engine),
+                 version ? version : "default", got, expected);
+    /* An engine is judged once. */
+    assert_int_equal(kvshard_transfer_judge(t, ep, ed, &err), KVSHARD_EINVAL);
+    kvshard_transfer_free(t);
+    kvshard_plan_free(ed);
+    kvshard_plan_free(ep);
+    kvshard_plan_free(td);
+    kvshard_plan_free(tp);
+}
+
+/* Qwen3.5-35B-A3B, P TP 2 -> D TP 4 with a split of 2 on D. vLLM's blocks
+ * are 1,056 on P and 528 on D: 528 is no multiple of 1,056; its state
+ * layers need the DS conv layout from 0.20.0. SGLang splits on prefill
+ * workers only. xLLM: another TP size needs push mode, and qwen3_5_moe is
+ * not a model upstream splits. Without the split: vLLM's blocks alone
+ * refuse, SGLang supports, xLLM needs push mode only. */
+static void test_verdicts_qwen3_5(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_example_model("qwen3_5_35b_a3b.json");
+    const side_of p = {2, 1, 1, KVSHARD_DTYPE_AUTO}, d = {4, 1, 2, KVSHARD_DTYPE_AUTO},
+                  unsplit = {4, 1, 1, KVSHARD_DTYPE_AUTO};
+    assert_verdict(m, &p, &d, KVSHARD_ENGINE_VLLM, NULL,
+                   "refused vllm_split vllm_block_ratio | VLLM_SSM_CONV_STATE_LAYOUT=DS");
+    assert_verdict(m, &p, &d, KVSHARD_ENGINE_SGLANG, NULL, "refused sglang_d_split");
+    assert_verdict(m, &p, &d, KVSHARD_ENGINE_XLLM, NULL,
+                   "supported | kv_mode=PUSH layerwise_split_build");
+    assert_verdict(m, &p, &unsplit, KVSHARD_ENGINE_VLLM, NULL,
+                   "refused vllm_block_ratio | VLLM_SSM_CONV_STATE_LAYOUT=DS");
+    assert_verdict(m, &p, &unsplit, KVSHARD_ENGINE_SGLANG, NULL, "supported");
+    assert_verdict(m, &p, &unsplit, KVSHARD_ENGINE_XLLM, NULL, "supported | kv_mode=PUSH");
+    kvshard_model_free(m);
+}
+
+/* vLLM by version on Qwen3.5-35B-A3B's blocks (1,056 at TP 1 and 2, 528 at
+ * TP 4). TP 2 -> TP 4: 528 is no multiple of 1,056, and before 0.27.0 a
+ * hybrid's blocks must match. TP 4 -> TP 2: 1,056 is a multiple of 528,
+ * refused before 0.27.0 only. TP 1 -> TP 2: equal blocks; state between
+ * two TP sizes needs 0.20.0. */
+static void test_verdicts_vllm_versions(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_example_model("qwen3_5_35b_a3b.json");
+    const side_of tp1 = {1, 1, 1, KVSHARD_DTYPE_AUTO}, tp2 = {2, 1, 1, KVSHARD_DTYPE_AUTO},
+                  tp4 = {4, 1, 1, KVSHARD_DTYPE_AUTO};
+    assert_verdict(m, &tp2, &tp4, KVSHARD_ENGINE_VLLM, "0.26.0",
+                   "refused vllm_block_ratio vllm_block_hma | VLLM_SSM_CONV_STATE_LAYOUT=DS");
+    assert_verdict(m, &tp4, &tp2, KVSHARD_ENGINE_VLLM, "0.26.0",
+                   "refused vllm_block_hma | VLLM_SSM_CONV_STATE_LAYOUT=DS");
+    assert_verdict(m, &tp4, &tp2, KVSHARD_ENGINE_VLLM, "0.28.0",
+                   "supported | VLLM_SSM_CONV_STATE_LAYOUT=DS");
+    assert_verdict(m, &tp1, &tp2, KVSHARD_ENGINE_VLLM, "0.20.0",
+                   "supported | VLLM_SSM_CONV_STATE_LAYOUT=DS");
+    assert_verdict(m, &tp1, &tp2, KVSHARD_ENGINE_VLLM, "0.19.0", "refused vllm_state_tp");
+    kvshard_model_free(m);
+}
+
+/* DeepSeek-V3.2 with an fp8 KV cache, P TP 8 -> D TP 8: without a split
+ * every engine supports it; with a split of 8 on D vLLM has no split,
+ * SGLang splits on prefill only, and xLLM runs it with neither push mode
+ * (same dp and TP) nor a split build (deepseek_v32 is split upstream). */
+static void test_verdicts_deepseek_v3_2(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_example_model("deepseek_v3_2.json");
+    const side_of p = {8, 1, 1, KVSHARD_DTYPE_FP8}, split = {8, 1, 8, KVSHARD_DTYPE_FP8};
+    assert_verdict(m, &p, &p, KVSHARD_ENGINE_VLLM, NULL, "supported");
+    assert_verdict(m, &p, &p, KVSHARD_ENGINE_SGLANG, NULL, "supported");
+    assert_verdict(m, &p, &p, KVSHARD_ENGINE_XLLM, NULL, "supported");
+    assert_verdict(m, &p, &split, KVSHARD_ENGINE_VLLM, NULL, "refused vllm_split");
+    assert_verdict(m, &p, &split, KVSHARD_ENGINE_SGLANG, NULL, "refused sglang_d_split");
+    assert_verdict(m, &p, &split, KVSHARD_ENGINE_XLLM, NULL, "supported");
+    kvshard_model_free(m);
+}
+
+/* Qwen3-Next-80B-A3B, P 2 stages x TP 2 -> D TP 4: vLLM stages prefill
+ * only for models without state layers, and its blocks are 544 at TP 2
+ * and 272 at TP 4 (272 is no multiple of 544); SGLang takes D's one
+ * stage; xLLM has no stages. */
+static void test_verdicts_qwen3_next_stages(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_example_model("qwen3_next_80b_a3b.json");
+    const side_of p = {4, 2, 1, KVSHARD_DTYPE_AUTO}, d = {4, 1, 1, KVSHARD_DTYPE_AUTO};
+    assert_verdict(m, &p, &d, KVSHARD_ENGINE_VLLM, NULL,
+                   "refused vllm_pp vllm_block_ratio | VLLM_SSM_CONV_STATE_LAYOUT=DS");
+    assert_verdict(m, &p, &d, KVSHARD_ENGINE_SGLANG, NULL, "supported");
+    assert_verdict(m, &p, &d, KVSHARD_ENGINE_XLLM, NULL, "refused xllm_pp | kv_mode=PUSH");
+    kvshard_model_free(m);
+}
+
+/* An engine whose profile does not cover the model: its one reason. */
+static void test_verdict_unsupported(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_example_model("llama3_1_8b.json");
+    kvshard_plan *p = plan_tp(m, KVSHARD_ENGINE_KVSHARD, 2);
+    kvshard_transfer *t = transfer(p, p);
+    kvshard_error err;
+    tu_assert_ok(kvshard_transfer_judge_unsupported(t, KVSHARD_ENGINE_SGLANG, NULL,
+                                                    "the model's kind", &err),
+                 &err);
+    kvshard_transfer_verdict v = KVSHARD_TRANSFER_VERDICT_INIT;
+    assert_int_equal(kvshard_transfer_verdict_at(&v, t, 0), KVSHARD_OK);
+    assert_string_equal(v.verdict, "unsupported");
+    assert_string_equal(v.version, "0.5.21");
+    assert_int_equal(v.reason_count, 1);
+    assert_string_equal(v.reason_codes[0], "engine_unsupported");
+    assert_string_equal(v.reason_messages[0], "the model's kind");
+    assert_int_equal(kvshard_transfer_verdict_at(&v, t, 1), KVSHARD_EINVAL);
+    /* kvshard's own profile judges no transfer. */
+    assert_int_equal(kvshard_transfer_judge(t, p, p, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_transfer_verdict_count(t), 1);
+    kvshard_transfer_free(t);
+    kvshard_plan_free(p);
+    kvshard_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -193,6 +368,11 @@ int main(void)
         cmocka_unit_test(test_tp_mapping_replicated_heads),
         cmocka_unit_test(test_tp_mapping_mla),
         cmocka_unit_test(test_tp_mapping_hybrid_state),
+        cmocka_unit_test(test_verdicts_qwen3_5),
+        cmocka_unit_test(test_verdicts_vllm_versions),
+        cmocka_unit_test(test_verdicts_deepseek_v3_2),
+        cmocka_unit_test(test_verdicts_qwen3_next_stages),
+        cmocka_unit_test(test_verdict_unsupported),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
