@@ -1174,6 +1174,7 @@ static const char *const null_checked[] = {
     "kvshard_transfer_warning",
     "kvshard_transfer_judge",
     "kvshard_transfer_judge_unsupported",
+    "kvshard_transfer_judging_engine",
     "kvshard_transfer_verdict_count",
     "kvshard_transfer_verdict_at",
     "kvshard_transfer_write_json",
@@ -1520,6 +1521,7 @@ static void test_null_everywhere(void **state)
         kvshard_transfer_judge_unsupported(tr, KVSHARD_ENGINE_VLLM, "0.28.0", NULL, &err),
         KVSHARD_EINVAL);
     assert_int_equal(kvshard_transfer_verdict_count(NULL), 0);
+    assert_int_equal(kvshard_transfer_judging_engine(NULL, 0), KVSHARD_EINVAL);
     kvshard_transfer_verdict verdict = KVSHARD_TRANSFER_VERDICT_INIT;
     assert_int_equal(kvshard_transfer_verdict_at(NULL, tr, 0), KVSHARD_EINVAL);
     assert_int_equal(kvshard_transfer_verdict_at(&verdict, NULL, 0), KVSHARD_EINVAL);

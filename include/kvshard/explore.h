@@ -388,6 +388,10 @@ KVSHARD_EXPORT int kvshard_transfer_judge(kvshard_transfer *transfer, const kvsh
 KVSHARD_EXPORT int kvshard_transfer_judge_unsupported(kvshard_transfer *transfer,
                                                       kvshard_engine engine, const char *version,
                                                       const char *reason, kvshard_error *err);
+/** The engines that judge transfers, in the order their verdicts are
+ *  listed: engine `index` into *out; KVSHARD_EINVAL for a NULL `out` or an
+ *  index past the last. */
+KVSHARD_EXPORT int kvshard_transfer_judging_engine(kvshard_engine *out, size_t index);
 /** The verdicts kept, in the order they were judged. */
 KVSHARD_EXPORT size_t kvshard_transfer_verdict_count(const kvshard_transfer *transfer);
 /** Verdict `index` into *out (`size` set by the caller). KVSHARD_EINVAL for

@@ -1077,6 +1077,17 @@ int kvshard_transfer_judge_unsupported(kvshard_transfer *transfer, kvshard_engin
     return KVSHARD_OK;
 }
 
+int kvshard_transfer_judging_engine(kvshard_engine *out, size_t index)
+{
+    int rc = kvshard_call__begin(NULL, out, "out");
+    for (size_t i = 0; rc == KVSHARD_OK && i <= index; i++)
+        if (!kvshard_profiles__judges[i])
+            return KVSHARD_EINVAL;
+    if (rc == KVSHARD_OK)
+        *out = kvshard_profiles__judges[index]->engine;
+    return rc;
+}
+
 size_t kvshard_transfer_verdict_count(const kvshard_transfer *transfer)
 {
     return transfer ? transfer->verdict_count : 0;

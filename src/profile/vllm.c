@@ -1655,6 +1655,9 @@ static void transfer_verdict(kvshard_profile__verdict *v, const kvshard_profile_
     const kvshard_vllm__state *st = &pair->state[1]->vllm;
     const uint32_t *T = pair->tp, *block = pair->block;
     bool hma = pair->has_sliding || pair->has_state;
+    char text[2][32];
+    for (int s = 0; s < 2; s++)
+        kvshard_format__grouped_text(text[s], sizeof text[s], block[s]);
     if (pair->split[0] > 1 || pair->split[1] > 1)
         kvshard_verdicts__refuse(v, "vllm_split",
                                  "vLLM has no layerwise split: S is %u on P and %u on D",
@@ -1686,12 +1689,12 @@ static void transfer_verdict(kvshard_profile__verdict *v, const kvshard_profile_
         kvshard_verdicts__refuse(v, "vllm_state_tp",
                                  "state layers between TP %u and TP %u need 0.20.0", T[0], T[1]);
     if (block[1] % block[0] != 0)
-        kvshard_verdicts__refuse(v, "vllm_block_ratio",
-                                 "D's block %u is not a multiple of P's %u", block[1], block[0]);
+        kvshard_verdicts__refuse(v, "vllm_block_ratio", "D's block %s is not a multiple of P's %s",
+                                 text[1], text[0]);
     if (block[0] != block[1] && (!from(st, &V_BLOCKS_DIFFER) ||
                                  (hma && !from(st, &V_HYBRID_BLOCKS))))
-        kvshard_verdicts__refuse(v, "vllm_block_hma", "the blocks differ (%u on P, %u on D): %s",
-                                 block[0], block[1],
+        kvshard_verdicts__refuse(v, "vllm_block_hma", "the blocks differ (%s on P, %s on D): %s",
+                                 text[0], text[1],
                                  from(st, &V_BLOCKS_DIFFER)
                                      ? "with sliding or state layers they must match before 0.27.0"
                                      : "they must match before 0.12.0");
