@@ -6,6 +6,7 @@
 #include "kvshard/explore.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static kvshard_plan *plan_tp(const kvshard_model *m, kvshard_engine engine, uint32_t world)
@@ -359,6 +360,87 @@ static void test_verdict_unsupported(void **state)
     kvshard_model_free(m);
 }
 
+/* ---- the command ------------------------------------------------------------------------- */
+
+#define QWEN KVSHARD_EXAMPLES "/models/qwen3_5_35b_a3b.json"
+#define QWEN_PAIR "'" QWEN "' '" QWEN "' --p.world_size=2 --d.world_size=4 "
+
+static int transfer_cli(const char *args, char **out, char **err)
+{
+    char command[2048];
+    snprintf(command, sizeof command, "\"%s\" transfer %s", KVSHARD_CLI, args);
+    return tu_run(command, out, err);
+}
+
+/* Qwen3.5-35B-A3B P TP 2 -> D TP 4 without a split: vLLM refuses (528 is no
+ * multiple of 1,056; at 0.26.0 a hybrid's blocks must also match), exit 1
+ * with the document written; SGLang supports it, exit 0; without --engine
+ * every engine is listed and a refusal is information. */
+static void test_command_engine(void **state)
+{
+    (void)state;
+    char *out = NULL, *err = NULL;
+    assert_int_equal(transfer_cli(QWEN_PAIR "--engine=vllm --format=json", &out, &err), 1);
+    tu_assert_contains(out, "\"verdicts\": [\n    {\"engine\": \"vllm\", \"version\": \"0.28.0\", "
+                            "\"verdict\": \"refused\",\n     \"reasons\": [{\"code\": "
+                            "\"vllm_block_ratio\", \"message\": \"D's block 528 is not a multiple "
+                            "of P's 1,056\"}],\n     \"requires\": "
+                            "[\"VLLM_SSM_CONV_STATE_LAYOUT=DS\"]}\n  ],\n");
+    assert_string_equal(err, "kvshard: transfer: transfer_refused: vllm 0.28.0 refuses the pair "
+                             "(vllm_block_ratio)\n");
+    free(out);
+    free(err);
+    assert_int_equal(transfer_cli(QWEN_PAIR "--engine=vllm --engine_version=0.26.0", &out, &err),
+                     1);
+    tu_assert_contains(out, "verdict    vllm 0.26.0: refused (vllm_block_ratio: D's block 528 is "
+                            "not a multiple of P's 1,056; vllm_block_hma: the blocks differ (1,056 "
+                            "on P, 528 on D): with sliding or state layers they must match before "
+                            "0.27.0); requires VLLM_SSM_CONV_STATE_LAYOUT=DS\nedges");
+    free(out);
+    free(err);
+    assert_int_equal(transfer_cli(QWEN_PAIR "--engine=sglang", &out, &err), 0);
+    tu_assert_contains(out, "\nverdict    sglang 0.5.21: supported\nedges");
+    assert_string_equal(err, "");
+    free(out);
+    free(err);
+    assert_int_equal(transfer_cli(QWEN_PAIR, &out, &err), 0);
+    tu_assert_contains(out, "\nverdict    vllm 0.28.0: refused");
+    tu_assert_contains(out, "\nverdict    sglang 0.5.21: supported\n"
+                            "verdict    xllm 0.11.0: supported; requires kv_mode=PUSH\n");
+    free(out);
+    free(err);
+}
+
+/* The flags' refusals: exit status and message. */
+static void test_command_engine_errors(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *args;
+        int status;
+        const char *message;
+    } cases[] = {
+        {QWEN_PAIR "--engine=trtllm", 2,
+         "kvshard: transfer: transfer_usage: --engine takes vllm, sglang or xllm, not trtllm\n"},
+        {QWEN_PAIR "--engine_version=0.28.0", 2,
+         "kvshard: transfer: transfer_usage: --engine_version needs --engine\n"},
+        {QWEN_PAIR "--engine=vllm --engine_version=0.8.0", 1,
+         "kvshard: transfer: engine_version_unsupported: "},
+        {QWEN_PAIR "--engine=vllm --engine_version=0.20", 2,
+         "kvshard: transfer: engine_version_invalid: "},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *out = NULL, *err = NULL;
+        int status = transfer_cli(cases[i].args, &out, &err);
+        if (status != cases[i].status ||
+            strncmp(err, cases[i].message, strlen(cases[i].message)) != 0)
+            fail_msg("transfer %s: exit %d, stderr:\n%s", cases[i].args, status, err);
+        assert_string_equal(out, "");
+        free(out);
+        free(err);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -373,6 +455,8 @@ int main(void)
         cmocka_unit_test(test_verdicts_deepseek_v3_2),
         cmocka_unit_test(test_verdicts_qwen3_next_stages),
         cmocka_unit_test(test_verdict_unsupported),
+        cmocka_unit_test(test_command_engine),
+        cmocka_unit_test(test_command_engine_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
