@@ -333,6 +333,24 @@ static void test_verdicts_qwen3_next_stages(void **state)
     kvshard_model_free(m);
 }
 
+/* MiniMax-M2 (62 GQA layers, 8 KV heads), P TP 16 -> D TP 8: P replicates
+ * each head on two ranks and its TP is larger than D's, which vLLM's NIXL
+ * handshake refuses; SGLang supports it; xLLM needs push mode for another
+ * TP size. */
+static void test_verdicts_minimax_m2(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_model_text(
+        "{\"model_type\": \"minimax_m2\", \"num_hidden_layers\": 62, \"hidden_size\": 3072,"
+        " \"num_attention_heads\": 48, \"num_key_value_heads\": 8, \"head_dim\": 128,"
+        " \"max_position_embeddings\": 196608, \"torch_dtype\": \"bfloat16\"}");
+    const side_of p = {16, 1, 1, KVSHARD_DTYPE_AUTO}, d = {8, 1, 1, KVSHARD_DTYPE_AUTO};
+    assert_verdict(m, &p, &d, KVSHARD_ENGINE_VLLM, NULL, "refused vllm_replicated_kv");
+    assert_verdict(m, &p, &d, KVSHARD_ENGINE_SGLANG, NULL, "supported");
+    assert_verdict(m, &p, &d, KVSHARD_ENGINE_XLLM, NULL, "supported | kv_mode=PUSH");
+    kvshard_model_free(m);
+}
+
 /* An engine whose profile does not cover the model: its one reason. */
 static void test_verdict_unsupported(void **state)
 {
@@ -454,6 +472,7 @@ int main(void)
         cmocka_unit_test(test_verdicts_vllm_versions),
         cmocka_unit_test(test_verdicts_deepseek_v3_2),
         cmocka_unit_test(test_verdicts_qwen3_next_stages),
+        cmocka_unit_test(test_verdicts_minimax_m2),
         cmocka_unit_test(test_verdict_unsupported),
         cmocka_unit_test(test_command_engine),
         cmocka_unit_test(test_command_engine_errors),
