@@ -1173,6 +1173,11 @@ static const char *const null_checked[] = {
     "kvshard_transfer_digest",
     "kvshard_transfer_warning_count",
     "kvshard_transfer_warning",
+    "kvshard_transfer_judge",
+    "kvshard_transfer_judge_unsupported",
+    "kvshard_transfer_judging_engine",
+    "kvshard_transfer_verdict_count",
+    "kvshard_transfer_verdict_at",
     "kvshard_transfer_write_json",
     "kvshard_transfer_write_text",
     "kvshard_plan_comm",
@@ -1508,6 +1513,20 @@ static void test_null_everywhere(void **state)
     assert_int_equal(kvshard_transfer_write_json(NULL, discard_writer, NULL), KVSHARD_EINVAL);
     assert_int_equal(kvshard_transfer_write_text(NULL, discard_writer, NULL), KVSHARD_EINVAL);
     tu_assert_ok(kvshard_transfer_create(&tr, plan, plan, NULL, NULL, &err), &err);
+    assert_int_equal(kvshard_transfer_judge(NULL, plan, plan, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_transfer_judge(tr, NULL, plan, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_transfer_judge(tr, plan, NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(
+        kvshard_transfer_judge_unsupported(NULL, KVSHARD_ENGINE_VLLM, NULL, "why", &err),
+        KVSHARD_EINVAL);
+    assert_int_equal(
+        kvshard_transfer_judge_unsupported(tr, KVSHARD_ENGINE_VLLM, "0.28.0", NULL, &err),
+        KVSHARD_EINVAL);
+    assert_int_equal(kvshard_transfer_verdict_count(NULL), 0);
+    assert_int_equal(kvshard_transfer_judging_engine(NULL, 0), KVSHARD_EINVAL);
+    kvshard_transfer_verdict verdict = KVSHARD_TRANSFER_VERDICT_INIT;
+    assert_int_equal(kvshard_transfer_verdict_at(NULL, tr, 0), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_transfer_verdict_at(&verdict, NULL, 0), KVSHARD_EINVAL);
     assert_int_equal(kvshard_transfer_totals_get(NULL, tr), KVSHARD_EINVAL);
     kvshard_transfer_totals totals = KVSHARD_TRANSFER_TOTALS_INIT;
     assert_int_equal(kvshard_transfer_totals_get(&totals, NULL), KVSHARD_EINVAL);

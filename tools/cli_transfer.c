@@ -34,6 +34,8 @@ typedef struct request {
     uint64_t context_length; /* 0: the sides' */
     const char *nic;
     uint32_t replica[2];
+    const char *engine;         /* NULL: every engine that judges transfers */
+    const char *engine_version; /* NULL: the engine's default */
 } request;
 
 /* An argument in a message: escaped, at most 64 bytes of it. */
@@ -50,6 +52,34 @@ static int usage(const char *name, const char *message, const char *arg)
                      arg ? shown(a, sizeof a, arg) : "");
     kvshard_cli__say("Try 'kvshard help transfer'.");
     return EXIT_USAGE;
+}
+
+/* The engines that judge transfers, as the library lists them. */
+static bool judging_engine(const char *name)
+{
+    kvshard_engine e;
+    for (size_t i = 0; name && kvshard_transfer_judging_engine(&e, i) == KVSHARD_OK; i++)
+        if (strcmp(kvshard_engine_name(e), name) == 0)
+            return true;
+    return false;
+}
+
+/* "a, b or c": the engines --engine takes. */
+static const char *judging_names(void)
+{
+    static char names[96];
+    size_t n = 0, count = 0;
+    kvshard_engine e;
+    while (kvshard_transfer_judging_engine(&e, count) == KVSHARD_OK)
+        count++;
+    names[0] = '\0';
+    for (size_t i = 0; i < count && kvshard_transfer_judging_engine(&e, i) == KVSHARD_OK; i++)
+        n += (size_t)snprintf(names + n, sizeof names - n, "%s%s",
+                              i == 0           ? ""
+                              : i + 1 == count ? " or "
+                                               : ", ",
+                              kvshard_engine_name(e));
+    return names;
 }
 
 /* A count: digits only, at least `min`, within 32 (or 64) bits. */
@@ -180,12 +210,17 @@ static int parse(request *r, int argc, char **argv)
         } else if ((v = value_of("--d_replica", argc, argv, &i, &missing)) || missing) {
             if (replica(&r->replica[1], "--d_replica", v))
                 return EXIT_USAGE;
-        } else if (strncmp(arg, "--engine", 8) == 0) {
-            char a[96], message[192];
-            snprintf(message, sizeof message,
-                     "%s: this version of kvshard transfer gives no engine verdicts yet",
-                     shown(a, sizeof a, arg));
-            return usage("transfer_usage", message, NULL);
+        } else if ((v = value_of("--engine_version", argc, argv, &i, &missing)) || missing) {
+            if (!v || !v[0])
+                return usage("transfer_usage", "--engine_version needs a version", NULL);
+            r->engine_version = v;
+        } else if ((v = value_of("--engine", argc, argv, &i, &missing)) || missing) {
+            if (!judging_engine(v)) {
+                char message[160];
+                snprintf(message, sizeof message, "--engine takes %s, not", judging_names());
+                return usage("transfer_usage", message, v ? v : "''");
+            }
+            r->engine = v;
         } else if (deployment_key(arg)) {
             return usage("transfer_flag_side",
                          "a deployment key belongs to one side: write it --p.KEY=VALUE or "
@@ -198,6 +233,8 @@ static int parse(request *r, int argc, char **argv)
     if (plans != 2)
         return usage("transfer_usage", plans ? "missing D_PLAN" : "missing P_PLAN and D_PLAN",
                      NULL);
+    if (r->engine_version && !r->engine)
+        return usage("transfer_usage", "--engine_version needs --engine", NULL);
     return 0;
 }
 
@@ -266,6 +303,82 @@ static uint64_t request_length(const request *r)
     return 0;
 }
 
+/* One side planned under `engine` for its verdict: the same deployment as
+ * one stage of its TP size with the split off, which leave the engine's
+ * block as it is. */
+static int engine_plan(kvshard_plan **out, kvshard_error *err, side *s, const char *engine,
+                       const char *version)
+{
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    (void)kvshard_plan_options(&o, s->plan);
+    char world[16];
+    snprintf(world, sizeof world, "%u", o.world_size / o.pp_size);
+    const char *settings[][2] = {
+        {"engine", engine}, {"engine_version", version},         {"world_size", world},
+        {"pp_size", "1"},   {"enable_layerwise_split", "false"}, {"layerwise_split_size", "1"}};
+    for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
+        if (!settings[i][1])
+            continue;
+        int rc = kvshard_deployment_set(s->dep, settings[i][0], settings[i][1], "transfer", err);
+        if (rc != KVSHARD_OK)
+            return rc;
+    }
+    return kvshard_deployment_plan(out, s->dep, err);
+}
+
+/* The verdict of each engine asked, kept with the transfer. A profile that
+ * does not cover the model gives "unsupported"; a version that is not one
+ * is the command's error. */
+static int judge(kvshard_transfer *t, request *r)
+{
+    kvshard_engine e;
+    for (size_t i = 0; kvshard_transfer_judging_engine(&e, i) == KVSHARD_OK; i++) {
+        const char *name = kvshard_engine_name(e);
+        if (r->engine && strcmp(r->engine, name) != 0)
+            continue;
+        kvshard_plan *plans[2] = {NULL, NULL};
+        kvshard_error err;
+        int rc = KVSHARD_OK, s = 0;
+        for (; s < 2 && rc == KVSHARD_OK; s++)
+            rc = engine_plan(&plans[s], &err, &r->sides[s], name, r->engine_version);
+        const char *version_error = rc ? strstr(err.message, "engine_version_") : NULL;
+        if (rc == KVSHARD_OK)
+            rc = kvshard_transfer_judge(t, plans[0], plans[1], &err);
+        else if (rc == KVSHARD_EPROFILE && strstr(err.message, "engine_unsupported"))
+            rc = kvshard_transfer_judge_unsupported(t, e, r->engine_version, err.message, &err);
+        kvshard_plan_free(plans[0]);
+        kvshard_plan_free(plans[1]);
+        if (version_error) {
+            kvshard_cli__say("kvshard: transfer: %s", version_error);
+            return strncmp(version_error, "engine_version_invalid", 22) == 0 ? EXIT_USAGE
+                                                                             : EXIT_INVALID;
+        }
+        if (rc != KVSHARD_OK) {
+            say_side(&r->sides[s - 1], &err);
+            return EXIT_INVALID;
+        }
+    }
+    return 0;
+}
+
+/* With --engine, that engine's refusal: its codes on standard error. */
+static bool refused(const kvshard_transfer *t, const request *r)
+{
+    kvshard_transfer_verdict v = KVSHARD_TRANSFER_VERDICT_INIT;
+    if (!r->engine || kvshard_transfer_verdict_at(&v, t, 0) != KVSHARD_OK ||
+        strcmp(v.verdict, "refused") != 0)
+        return false;
+    char codes[256];
+    size_t n = 0;
+    codes[0] = '\0';
+    for (size_t i = 0; i < v.reason_count && n < sizeof codes; i++)
+        n +=
+            (size_t)snprintf(codes + n, sizeof codes - n, "%s%s", i ? ", " : "", v.reason_codes[i]);
+    kvshard_cli__say("kvshard: transfer: transfer_refused: %s %s refuses the pair (%s)", r->engine,
+                     v.version, codes);
+    return true;
+}
+
 static int run(request *r, kvshard_cli__inputs *inputs)
 {
     int status = 0;
@@ -289,6 +402,11 @@ static int run(request *r, kvshard_cli__inputs *inputs)
         }
         return EXIT_INVALID;
     }
+    status = judge(t, r);
+    if (status) {
+        kvshard_transfer_free(t);
+        return status;
+    }
     kvshard_cli__output out;
     status = kvshard_cli__output_prepare(&out, r->output, inputs);
     if (status == 0)
@@ -298,6 +416,8 @@ static int run(request *r, kvshard_cli__inputs *inputs)
             &out, r->json ? kvshard_transfer_write_json(t, kvshard_cli__output_write, &out)
                           : kvshard_transfer_write_text(t, kvshard_cli__output_write, &out));
     kvshard_cli__output_free(&out);
+    if (status == 0 && refused(t, r))
+        status = EXIT_INVALID;
     kvshard_transfer_free(t);
     return status;
 }

@@ -405,6 +405,56 @@ typedef struct kvshard_comm_estimate {
 KVSHARD_EXPORT int kvshard_plan_comm(kvshard_comm_estimate *out, const kvshard_plan *plan,
                                      kvshard_error *err);
 
+
+/** One engine's verdict on a transfer, borrowed from it: `verdict` is
+ *  "supported", "refused" (with its reasons, a code and a message each, in
+ *  the order of the engine's rules) or "unsupported" (the engine's profile
+ *  does not cover the model: one reason, "engine_unsupported");
+ *  `requires` are the settings the engine needs for the pair
+ *  ("kv_mode=PUSH"). Start from KVSHARD_TRANSFER_VERDICT_INIT. */
+typedef struct kvshard_transfer_verdict {
+    size_t size;
+    kvshard_engine engine;
+    const char *version;
+    const char *verdict;
+    size_t reason_count;
+    const char *const *reason_codes;
+    const char *const *reason_messages;
+    size_t require_count;
+    const char *const *requires;
+} kvshard_transfer_verdict;
+
+#define KVSHARD_TRANSFER_VERDICT_INIT                                                              \
+    { sizeof(kvshard_transfer_verdict), KVSHARD_ENGINE_KVSHARD, NULL, NULL, 0u, NULL, NULL, 0u,    \
+      NULL }
+
+/** Judge whether an engine (vllm, sglang or xllm) can move this transfer,
+ *  and keep its verdict with the transfer, after those judged before.
+ *  `p` and `d` are the transfer's two sides planned under that engine at
+ *  one version, each as one stage of its TP size with the layerwise split
+ *  off: they give the engine's block, its version and its speculation; the
+ *  split, stages and sizes are the transfer's. KVSHARD_EINVAL for NULL arguments, two engines or versions,
+ *  an engine without verdicts, a side whose TP size is not the transfer's,
+ *  or an engine judged already. */
+KVSHARD_EXPORT int kvshard_transfer_judge(kvshard_transfer *transfer, const kvshard_plan *p,
+                                          const kvshard_plan *d, kvshard_error *err);
+/** Keep the verdict "unsupported" for `engine` at `version` (NULL: its
+ *  default), whose profile refused to plan a side of this model:
+ *  `reason` is that refusal's message. Errors as kvshard_transfer_judge(). */
+KVSHARD_EXPORT int kvshard_transfer_judge_unsupported(kvshard_transfer *transfer,
+                                                      kvshard_engine engine, const char *version,
+                                                      const char *reason, kvshard_error *err);
+/** The engines that judge transfers, in the order their verdicts are
+ *  listed: engine `index` into *out; KVSHARD_EINVAL for a NULL `out` or an
+ *  index past the last. */
+KVSHARD_EXPORT int kvshard_transfer_judging_engine(kvshard_engine *out, size_t index);
+/** The verdicts kept, in the order they were judged. */
+KVSHARD_EXPORT size_t kvshard_transfer_verdict_count(const kvshard_transfer *transfer);
+/** Verdict `index` into *out (`size` set by the caller). KVSHARD_EINVAL for
+ *  NULL arguments, an unknown size or an index out of range. */
+KVSHARD_EXPORT int kvshard_transfer_verdict_at(kvshard_transfer_verdict *out,
+                                               const kvshard_transfer *transfer, size_t index);
+
 #ifdef __cplusplus
 }
 #endif

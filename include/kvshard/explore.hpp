@@ -619,6 +619,29 @@ class Transfer
     {
         return kvshard_transfer_digest(h());
     }
+    /** Keep an engine's verdict, from the two sides planned under that
+     *  engine (kvshard_transfer_judge). */
+    void judge(const Plan &prefill, const Plan &decode)
+    {
+        kvshard_error err{};
+        if (!p_)
+            throw Error(KVSHARD_EINVAL, "kvshard::Transfer::judge: an empty transfer");
+        detail::check(kvshard_transfer_judge(p_.get(), detail::plan_of(prefill),
+                                             detail::plan_of(decode), &err),
+                      err);
+    }
+    /** Number of verdicts kept. */
+    std::size_t verdict_count() const
+    {
+        return kvshard_transfer_verdict_count(h());
+    }
+    /** Verdict `index`, its strings borrowed from the transfer. */
+    kvshard_transfer_verdict verdict(std::size_t index) const
+    {
+        kvshard_transfer_verdict v = KVSHARD_TRANSFER_VERDICT_INIT;
+        detail::check(kvshard_transfer_verdict_at(&v, h(), index), "kvshard::Transfer::verdict");
+        return v;
+    }
 
     /** The JSON document, as `kvshard transfer --format=json` writes it. */
     std::string to_json() const

@@ -54,3 +54,22 @@ def test_refusals():
         kvshard.transfer(p, d, nic="fast")
     with pytest.raises(TypeError):
         kvshard.transfer(p, "d")
+
+
+def test_vllm_verdict():
+    # vLLM's blocks: 1,056 at TP 2, 528 at TP 4 (the split is the
+    # transfer's; the engine plans each side without it).
+    p, d = _plans()
+    t = kvshard.transfer(p, d, tokens=32768)
+    model = kvshard.load_model(QWEN)
+    vp = kvshard.plan(model, engine="vllm", world_size=2)
+    vd = kvshard.plan(model, engine="vllm", world_size=4)
+    t.judge(vp, vd)
+    (v,) = t.verdicts
+    assert (v["engine"], v["version"], v["verdict"]) == ("vllm", "0.28.0", "refused")
+    assert [code for code, _ in v["reasons"]] == ["vllm_split", "vllm_block_ratio"]
+    assert v["reasons"][1][1] == "D's block 528 is not a multiple of P's 1,056"
+    assert v["requires"] == ("VLLM_SSM_CONV_STATE_LAYOUT=DS",)
+    assert t.to_dict()["verdicts"][0]["verdict"] == "refused"
+    with pytest.raises(kvshard.KvshardError):
+        t.judge(vp, vd)

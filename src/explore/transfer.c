@@ -12,6 +12,9 @@
 #include "base/format.h"
 #include "plan/memory.h"
 #include "plan/plan.h"
+#include "plan/validate.h"
+#include "profile/profiles.h"
+#include "profile/verdicts.h"
 #include "text/scalar.h"
 
 #include <stdarg.h>
@@ -960,5 +963,150 @@ int kvshard_transfer_warning(const char **out_code, const char **out_message,
         *out_code = transfer->warnings[index].code;
     if (out_message)
         *out_message = transfer->warnings[index].message;
+    return KVSHARD_OK;
+}
+
+/* ---- engine verdicts ---------------------------------------------------------------------- */
+
+/* The next verdict of `t` for `profile`, or an error naming why there is
+ * none. */
+static int verdict_slot(kvshard__transfer_verdict **out, kvshard_transfer *t,
+                        const kvshard__profile *profile, kvshard_error *err)
+{
+    if (!profile || !profile->transfer_verdict)
+        return fail(err, KVSHARD_EINVAL, "the %s profile gives no transfer verdict",
+                    profile ? profile->name : "unknown");
+    for (size_t i = 0; i < t->verdict_count; i++)
+        if (t->verdicts[i].engine == profile->engine)
+            return fail(err, KVSHARD_EINVAL, "%s is judged already", profile->name);
+    if (t->verdict_count == KVSHARD__TRANSFER_VERDICTS)
+        return fail(err, KVSHARD_EINVAL, "a transfer keeps %u verdicts",
+                    KVSHARD__TRANSFER_VERDICTS);
+    *out = &t->verdicts[t->verdict_count];
+    memset(*out, 0, sizeof **out);
+    (*out)->engine = profile->engine;
+    return KVSHARD_OK;
+}
+
+static void verdict_keep(kvshard_transfer *t, kvshard__transfer_verdict *v, const char *verdict)
+{
+    v->verdict = verdict;
+    for (size_t i = 0; i < v->rules.reason_count; i++) {
+        v->codes[i] = v->rules.reasons[i].code;
+        v->messages[i] = v->rules.reasons[i].message;
+    }
+    t->verdict_count++;
+}
+
+static bool has_kind(const kvshard_plan *plan, kvshard_layer_kind a, kvshard_layer_kind b)
+{
+    for (uint32_t l = 0; l < plan->model.num_layers; l++)
+        if (plan->kinds[l] == a || plan->kinds[l] == b)
+            return true;
+    return false;
+}
+
+int kvshard_transfer_judge(kvshard_transfer *transfer, const kvshard_plan *p, const kvshard_plan *d,
+                           kvshard_error *err)
+{
+    int rc = kvshard_call__begin(err, transfer && p && d, "transfer, p and d");
+    if (rc != KVSHARD_OK)
+        return rc;
+    const kvshard_plan *side[2] = {p, d};
+    const kvshard__transfer_side *ts[2] = {&transfer->prefill, &transfer->decode};
+    const char *version[2];
+    for (int s = 0; s < 2; s++) {
+        version[s] = kvshard_validate__planning_version(side[s]->profile, side[s]->inputs);
+        if (side[s]->tp != ts[s]->tp_size || side[s]->model.num_layers != transfer->num_layers)
+            return fail(err, KVSHARD_EINVAL,
+                        "the engine's plan of %s has %u layers at TP %u, the transfer's %u at "
+                        "TP %u",
+                        side_name(s), side[s]->model.num_layers, side[s]->tp, transfer->num_layers,
+                        ts[s]->tp_size);
+    }
+    if (p->profile != d->profile || !version[0] || !version[1] ||
+        strcmp(version[0], version[1]) != 0)
+        return fail(err, KVSHARD_EINVAL,
+                    "the two sides are planned under %s %s and %s %s: one engine at one version "
+                    "judges",
+                    p->profile->name, version[0] ? version[0] : "", d->profile->name,
+                    version[1] ? version[1] : "");
+    kvshard__transfer_verdict *v = NULL;
+    rc = verdict_slot(&v, transfer, d->profile, err);
+    if (rc != KVSHARD_OK)
+        return rc;
+    snprintf(v->version, sizeof v->version, "%s", version[1]);
+    kvshard_profile__pair pair = {
+        .model = &d->model,
+        .model_type = d->model_type ? d->model_type : "",
+        .has_state = has_kind(d, KVSHARD_LAYER_LINEAR_ATTENTION, KVSHARD_LAYER_HYBRID),
+        .has_sliding =
+            has_kind(d, KVSHARD_LAYER_SLIDING_ATTENTION, KVSHARD_LAYER_SLIDING_ATTENTION),
+    };
+    for (int s = 0; s < 2; s++) {
+        kvshard_capacity cap = KVSHARD_CAPACITY_INIT;
+        (void)kvshard_plan_capacity(&cap, side[s]);
+        pair.tp[s] = ts[s]->tp_size;
+        pair.pp[s] = ts[s]->pp_size;
+        pair.dp[s] = ts[s]->dp_size;
+        pair.split[s] = ts[s]->split;
+        pair.ownership[s] = ts[s]->ownership;
+        pair.spec[s] = side[s]->options.num_speculative_tokens;
+        pair.block[s] = cap.block_size;
+        pair.state[s] = &side[s]->state;
+    }
+    d->profile->transfer_verdict(&v->rules, &pair);
+    verdict_keep(transfer, v, v->rules.reason_count ? "refused" : "supported");
+    return KVSHARD_OK;
+}
+
+int kvshard_transfer_judge_unsupported(kvshard_transfer *transfer, kvshard_engine engine,
+                                       const char *version, const char *reason, kvshard_error *err)
+{
+    int rc = kvshard_call__begin(err, transfer && reason, "transfer and reason");
+    if (rc != KVSHARD_OK)
+        return rc;
+    const kvshard__profile *profile = kvshard_profiles__of(engine);
+    kvshard__transfer_verdict *v = NULL;
+    rc = verdict_slot(&v, transfer, profile, err);
+    if (rc != KVSHARD_OK)
+        return rc;
+    snprintf(v->version, sizeof v->version, "%s", version ? version : profile->versions->fallback);
+    kvshard_verdicts__refuse(&v->rules, "engine_unsupported", "%s", reason);
+    verdict_keep(transfer, v, "unsupported");
+    return KVSHARD_OK;
+}
+
+int kvshard_transfer_judging_engine(kvshard_engine *out, size_t index)
+{
+    int rc = kvshard_call__begin(NULL, out, "out");
+    for (size_t i = 0; rc == KVSHARD_OK && i <= index; i++)
+        if (!kvshard_profiles__judges[i])
+            return KVSHARD_EINVAL;
+    if (rc == KVSHARD_OK)
+        *out = kvshard_profiles__judges[index]->engine;
+    return rc;
+}
+
+size_t kvshard_transfer_verdict_count(const kvshard_transfer *transfer)
+{
+    return transfer ? transfer->verdict_count : 0;
+}
+
+int kvshard_transfer_verdict_at(kvshard_transfer_verdict *out, const kvshard_transfer *transfer,
+                                size_t index)
+{
+    int rc = kvshard_call__begin(NULL, out && transfer && index < transfer->verdict_count,
+                                 "out, transfer and an index below the verdicts");
+    if (rc == KVSHARD_OK)
+        rc = kvshard_call__size(NULL, "kvshard_transfer_verdict", out->size, sizeof *out,
+                                "KVSHARD_TRANSFER_VERDICT_INIT");
+    if (rc != KVSHARD_OK)
+        return rc;
+    const kvshard__transfer_verdict *v = &transfer->verdicts[index];
+    *out = (kvshard_transfer_verdict){
+        sizeof *out,           v->engine, v->version,  v->verdict,
+        v->rules.reason_count, v->codes,  v->messages, v->rules.require_count,
+        v->rules.requires};
     return KVSHARD_OK;
 }

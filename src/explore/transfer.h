@@ -4,6 +4,7 @@
 #define KVSHARD_EXPLORE_TRANSFER_H
 
 #include "kvshard/explore.h"
+#include "profile/profile.h"
 
 /* One side of the pair, as the documents describe it. */
 typedef struct kvshard__transfer_side {
@@ -23,6 +24,20 @@ typedef struct kvshard__transfer_warning {
 
 #define KVSHARD__TRANSFER_WARNINGS 3u
 
+/* An engine's verdict as the transfer keeps it: the profile's rules, and
+ * the pointer arrays the public verdict lends. */
+typedef struct kvshard__transfer_verdict {
+    kvshard_engine engine;
+    char version[KVSHARD_VERSIONS__TEXT_MAX];
+    const char *verdict;
+    kvshard_profile__verdict rules;
+    const char *codes[KVSHARD_PROFILE__VERDICT_REASONS];
+    const char *messages[KVSHARD_PROFILE__VERDICT_REASONS];
+} kvshard__transfer_verdict;
+
+/* One verdict an engine that gives them. */
+#define KVSHARD__TRANSFER_VERDICTS 3u
+
 struct kvshard_transfer {
     kvshard_allocator alloc;
     kvshard_transfer_edge *edges;
@@ -32,6 +47,8 @@ struct kvshard_transfer {
     uint64_t digest;
     kvshard__transfer_warning warnings[KVSHARD__TRANSFER_WARNINGS];
     size_t warning_count;
+    kvshard__transfer_verdict verdicts[KVSHARD__TRANSFER_VERDICTS];
+    size_t verdict_count;
     kvshard__transfer_side prefill, decode;
     /* The model both sides plan. */
     char *model_type;

@@ -141,6 +141,36 @@ static void json_edge(kvshard__out *o, const kvshard_transfer_edge *e)
     put(o, "}");
 }
 
+/* One engine's verdict: {engine, version, verdict, reasons, requires}. */
+static void json_verdict(kvshard__out *o, const kvshard__transfer_verdict *v)
+{
+    put(o, "{");
+    field_word(o, "engine", kvshard_engine_name(v->engine));
+    put(o, ", ");
+    field_word(o, "version", v->version);
+    put(o, ", ");
+    field_word(o, "verdict", v->verdict);
+    put(o, ",\n     ");
+    key(o, "reasons");
+    put(o, "[");
+    for (size_t i = 0; i < v->rules.reason_count; i++) {
+        put(o, i ? ", {" : "{");
+        field_word(o, "code", v->codes[i]);
+        put(o, ", ");
+        field_word(o, "message", v->messages[i]);
+        put(o, "}");
+    }
+    put(o, "],\n     ");
+    key(o, "requires");
+    put(o, "[");
+    for (size_t i = 0; i < v->rules.require_count; i++) {
+        if (i)
+            put(o, ", ");
+        kvshard_writer__out_json_string(o, v->rules.requires[i], strlen(v->rules.requires[i]));
+    }
+    put(o, "]}");
+}
+
 int kvshard_transfer_write_json(const kvshard_transfer *t, kvshard_write_fn write, void *user)
 {
     kvshard__out o;
@@ -210,6 +240,13 @@ int kvshard_transfer_write_json(const kvshard_transfer *t, kvshard_write_fn writ
     put(&o, ",\n            ");
     field_or_null(&o, "time_us", tt->has_time, tt->time_us);
     put(&o, "},\n  ");
+    key(&o, "verdicts");
+    put(&o, "[");
+    for (size_t i = 0; i < t->verdict_count; i++) {
+        put(&o, i ? ",\n    " : "\n    ");
+        json_verdict(&o, &t->verdicts[i]);
+    }
+    put(&o, t->verdict_count ? "\n  ],\n  " : "],\n  ");
     key(&o, "warnings");
     put(&o, "[");
     for (size_t i = 0; i < t->warning_count; i++) {
@@ -341,6 +378,19 @@ int kvshard_transfer_write_text(const kvshard_transfer *t, kvshard_write_fn writ
         put(&o, "\ntime       ");
         kvshard_writer__out_grouped(&o, tt->time_us);
         put(&o, " us, the busiest rank's bytes over its NIC");
+    }
+    for (size_t i = 0; i < t->verdict_count; i++) {
+        const kvshard__transfer_verdict *v = &t->verdicts[i];
+        kvshard_writer__out_printf(&o, "\nverdict    %s %s: %s", kvshard_engine_name(v->engine),
+                                   v->version, v->verdict);
+        for (size_t k = 0; k < v->rules.reason_count; k++) {
+            kvshard_writer__out_printf(&o, "%s%s: ", k ? "; " : " (", v->codes[k]);
+            put(&o, v->messages[k]);
+        }
+        if (v->rules.reason_count)
+            put(&o, ")");
+        for (size_t k = 0; k < v->rules.require_count; k++)
+            kvshard_writer__out_printf(&o, "%s%s", k ? ", " : "; requires ", v->rules.requires[k]);
     }
     kvshard_writer__out_printf(&o, "\nedges      %zu\n", t->edge_count);
     if (t->edge_count)

@@ -458,6 +458,38 @@ typedef struct kvshard_profile__fitting {
     bool underscores;
 } kvshard_profile__fitting;
 
+/* What an engine's transfer verdict reads: the pair as the transfer plans
+ * it (each side's sizes, split and rule; index 0 is P, 1 is D) and each side
+ * planned under the engine at one version as one stage with its split off,
+ * for the engine's own block, version and state. */
+typedef struct kvshard_profile__pair {
+    const kvshard__model_info *model;
+    const char *model_type;          /* "" when the config has none */
+    bool has_state, has_sliding;     /* linear or hybrid layers; sliding-window layers */
+    uint32_t tp[2], pp[2], dp[2], split[2];
+    kvshard_ownership ownership[2];
+    uint32_t spec[2];                /* num_speculative_tokens */
+    uint32_t block[2];               /* the engine's block of each side */
+    const kvshard_profile__state *state[2];
+} kvshard_profile__pair;
+
+/* Most reasons and requirements one verdict gives: one per rule of the
+ * largest engine table. */
+#define KVSHARD_PROFILE__VERDICT_REASONS 10
+#define KVSHARD_PROFILE__VERDICT_REQUIRES 2
+
+/* An engine's verdict on a pair: a refusal's reasons (code and message, in
+ * the order of the engine's rules) and the settings the pair requires. */
+typedef struct kvshard_profile__verdict {
+    struct {
+        const char *code;
+        char message[192];
+    } reasons[KVSHARD_PROFILE__VERDICT_REASONS];
+    size_t reason_count;
+    const char *requires[KVSHARD_PROFILE__VERDICT_REQUIRES];
+    size_t require_count;
+} kvshard_profile__verdict;
+
 typedef struct kvshard__profile {
     const char *name; /* cache.engine, JSON capacity.engine */
     kvshard_engine engine;
@@ -474,6 +506,9 @@ typedef struct kvshard__profile {
     /* The engine's own stage and rank rules; NULL: it has none (kvshard). */
     const kvshard_profile__rules *rules;
     kvshard_profile__fitting fitting;
+    /* The engine's verdict on moving a request's cache between two plans
+     * (kvshard transfer); NULL: the engine runs no such transfer. */
+    void (*transfer_verdict)(kvshard_profile__verdict *out, const kvshard_profile__pair *pair);
 } kvshard__profile;
 
 #endif /* KVSHARD_PROFILE_PROFILE_H */

@@ -11,6 +11,14 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The profiles that judge transfers, in the order verdicts are listed. */
+const kvshard__profile *const kvshard_profiles__judges[] = {
+    &kvshard_profile__vllm,
+    &kvshard_profile__sglang,
+    &kvshard_profile__xllm,
+    NULL,
+};
+
 const kvshard__profile *const kvshard_profiles__all[] = {
     &kvshard_profile__kvshard,
     &kvshard_profile__xllm,

@@ -40,6 +40,10 @@ const kvshard_profile__alias *kvshard_profiles__alias(const kvshard__profile *p,
  * takes. */
 const kvshard__profile *kvshard_profiles__own(void);
 
+/* The profiles whose transfer_verdict judges a transfer, in the order
+ * verdicts are listed (NULL-ended). */
+extern const kvshard__profile *const kvshard_profiles__judges[];
+
 /* Every profile, for lookups across them (NULL-ended). */
 extern const kvshard__profile *const kvshard_profiles__all[];
 

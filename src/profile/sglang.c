@@ -13,6 +13,7 @@
 #include "profile/sglang.h"
 
 #include "profile/capacity.h"
+#include "profile/verdicts.h"
 
 #include "model/states.h"
 
@@ -1189,6 +1190,34 @@ static const kvshard_profile__rules rules = {
     true,
 };
 
+/* Mooncake, P pushing: its rules in the order the documentation lists them.
+ * SGLang's split is kvshard's contiguous rule on DSA models, on prefill
+ * workers only. */
+static void transfer_verdict(kvshard_profile__verdict *v, const kvshard_profile__pair *pair)
+{
+    const uint32_t *T = pair->tp;
+    if (pair->split[1] > 1)
+        kvshard_verdicts__refuse(v, "sglang_d_split",
+                                 "D splits layers (S %u): SGLang splits on prefill workers only",
+                                 pair->split[1]);
+    if (pair->split[0] > 1 &&
+        !(pair->state[0]->sglang.dsa && pair->ownership[0] == KVSHARD_OWNERSHIP_CONTIGUOUS))
+        kvshard_verdicts__refuse(v, "sglang_p_split",
+                                 "P splits layers (S %u): SGLang splits DSA models by the "
+                                 "contiguous rule only",
+                                 pair->split[0]);
+    if (pair->pp[1] != 1 && pair->pp[1] != pair->pp[0])
+        kvshard_verdicts__refuse(v, "sglang_pp",
+                                 "D has %u pipeline stages and P %u: D's must be 1 or P's",
+                                 pair->pp[1], pair->pp[0]);
+    if (pair->block[0] != pair->block[1])
+        kvshard_verdicts__refuse(v, "sglang_page", "the pages differ: %u on P, %u on D",
+                                 pair->block[0], pair->block[1]);
+    if (T[0] % T[1] != 0 && T[1] % T[0] != 0)
+        kvshard_verdicts__refuse(v, "sglang_tp_ratio",
+                                 "TP %u on P and %u on D: neither divides the other", T[0], T[1]);
+}
+
 const kvshard__profile kvshard_profile__sglang = {
     .name = "sglang",
     .engine = KVSHARD_ENGINE_SGLANG,
@@ -1236,4 +1265,5 @@ const kvshard__profile kvshard_profile__sglang = {
     .fitting.limit_counts_replicas = true,
     .fitting.state_slots_input = "max_mamba_cache_size",
     .fitting.repeated = fit_repeated,
+    .transfer_verdict = transfer_verdict,
 };

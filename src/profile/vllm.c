@@ -13,6 +13,7 @@
 #include "profile/vllm.h"
 
 #include "profile/capacity.h"
+#include "profile/verdicts.h"
 
 #include "model/states.h"
 
@@ -1657,6 +1658,73 @@ static int partition(uint32_t *counts, uint32_t layers, uint32_t stages, kvshard
     return KVSHARD_OK;
 }
 
+/* Releases that changed what the NIXL connector moves between two plans. */
+static const kvshard_versions__v V_HETERO_TP = KVSHARD_V(0, 9, 1);     /* PR #18833 */
+static const kvshard_versions__v V_BLOCKS_DIFFER = KVSHARD_V(0, 12, 0); /* PR #26759 */
+static const kvshard_versions__v V_STATE_NIXL = KVSHARD_V(0, 19, 0);   /* PR #36687 */
+static const kvshard_versions__v V_STATE_TP = KVSHARD_V(0, 20, 0);     /* PR #37635 */
+static const kvshard_versions__v V_PP_PREFILL = KVSHARD_V(0, 24, 0);   /* PR #45880 */
+static const kvshard_versions__v V_HYBRID_BLOCKS = KVSHARD_V(0, 27, 0); /* PR #49612 */
+
+/* NixlConnector, D reading from P: its rules in the order the documentation
+ * lists them. */
+static void transfer_verdict(kvshard_profile__verdict *v, const kvshard_profile__pair *pair)
+{
+    const kvshard_vllm__state *st = &pair->state[1]->vllm;
+    const uint32_t *T = pair->tp, *block = pair->block;
+    bool hma = pair->has_sliding || pair->has_state;
+    char text[2][32];
+    for (int s = 0; s < 2; s++)
+        kvshard_format__grouped_text(text[s], sizeof text[s], block[s]);
+    if (pair->split[0] > 1 || pair->split[1] > 1)
+        kvshard_verdicts__refuse(v, "vllm_split",
+                                 "vLLM has no layerwise split: S is %u on P and %u on D",
+                                 pair->split[0], pair->split[1]);
+    if (pair->pp[1] > 1)
+        kvshard_verdicts__refuse(v, "vllm_pp", "D has %u pipeline stages: vLLM reads into one",
+                                 pair->pp[1]);
+    else if (pair->pp[0] > 1 && (hma || !from(st, &V_PP_PREFILL)))
+        kvshard_verdicts__refuse(v, "vllm_pp", "P has %u pipeline stages: %s", pair->pp[0],
+                                 hma ? "staged prefill covers models without sliding or state "
+                                       "layers only"
+                                     : "staged prefill needs 0.24.0");
+    if (T[0] % T[1] != 0 && T[1] % T[0] != 0)
+        kvshard_verdicts__refuse(v, "vllm_tp_ratio",
+                                 "TP %u on P and %u on D: neither divides the other", T[0], T[1]);
+    if (T[0] != T[1] && !from(st, &V_HETERO_TP))
+        kvshard_verdicts__refuse(v, "vllm_tp_version",
+                                 "TP %u on P and %u on D: different TP sizes need 0.9.1", T[0],
+                                 T[1]);
+    if (pair->model->attention != KVSHARD_ATTENTION_MLA && !pair->has_state && T[0] > T[1] &&
+        T[0] > pair->model->full.heads)
+        kvshard_verdicts__refuse(v, "vllm_replicated_kv",
+                                 "P TP %u replicates the %u KV heads and D TP %u is smaller", T[0],
+                                 pair->model->full.heads, T[1]);
+    if (pair->has_state && !from(st, &V_STATE_NIXL))
+        kvshard_verdicts__refuse(v, "vllm_state_version",
+                                 "moving state layers with NIXL needs 0.19.0");
+    if (pair->has_state && T[0] != T[1] && !from(st, &V_STATE_TP))
+        kvshard_verdicts__refuse(v, "vllm_state_tp",
+                                 "state layers between TP %u and TP %u need 0.20.0", T[0], T[1]);
+    if (block[1] % block[0] != 0)
+        kvshard_verdicts__refuse(v, "vllm_block_ratio", "D's block %s is not a multiple of P's %s",
+                                 text[1], text[0]);
+    if (block[0] != block[1] && (!from(st, &V_BLOCKS_DIFFER) ||
+                                 (hma && !from(st, &V_HYBRID_BLOCKS))))
+        kvshard_verdicts__refuse(v, "vllm_block_hma", "the blocks differ (%s on P, %s on D): %s",
+                                 text[0], text[1],
+                                 from(st, &V_BLOCKS_DIFFER)
+                                     ? "with sliding or state layers they must match before 0.27.0"
+                                     : "they must match before 0.12.0");
+    if (pair->spec[0] != pair->spec[1])
+        kvshard_verdicts__refuse(v, "vllm_spec",
+                                 "num_speculative_tokens is %u on P and %u on D: both sides run "
+                                 "the same speculation",
+                                 pair->spec[0], pair->spec[1]);
+    if (pair->has_state && from(st, &V_STATE_TP))
+        v->requires[v->require_count++] = "VLLM_SSM_CONV_STATE_LAYOUT=DS";
+}
+
 /* Global ranks: dp, pp, cp, tp. */
 static const kvshard_profile__rules rules = {
     KVSHARD_PP_RULE_VLLM,
@@ -1709,4 +1777,5 @@ const kvshard__profile kvshard_profile__vllm = {
     .fitting.utilization = fit_utilization,
     .fitting.repeated = fit_repeated,
     .fitting.false_as_no = true,
+    .transfer_verdict = transfer_verdict,
 };

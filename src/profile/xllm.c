@@ -9,6 +9,7 @@
 #include "profile/xllm.h"
 
 #include "profile/capacity.h"
+#include "profile/verdicts.h"
 
 #include "base/checked.h"
 
@@ -432,6 +433,43 @@ static const kvshard_profile__rules rules = {
     false,
 };
 
+/* The model types upstream xLLM splits layers for; the adaptation this
+ * profile follows splits every model it covers, with its own build. */
+static const char *const upstream_split_types[] = {"deepseek_v32", "glm_moe_dsa", NULL};
+
+/* Mooncake push: its rules in the order the documentation lists them. */
+static void transfer_verdict(kvshard_profile__verdict *v, const kvshard_profile__pair *pair)
+{
+    const kvshard_xllm__state *st = &pair->state[1]->xllm;
+    bool before_0_11 = !kvshard_versions__from(&st->version, &V_0_11_0);
+    bool other_topology = pair->dp[0] != pair->dp[1] || pair->tp[0] != pair->tp[1];
+    bool split = pair->split[0] > 1 || pair->split[1] > 1;
+    if (pair->pp[0] > 1 || pair->pp[1] > 1)
+        kvshard_verdicts__refuse(v, "xllm_pp",
+                                 "%u pipeline stages on P and %u on D: xLLM has no pipeline "
+                                 "parallelism",
+                                 pair->pp[0], pair->pp[1]);
+    if (other_topology && pair->model->attention != KVSHARD_ATTENTION_MLA && before_0_11)
+        kvshard_verdicts__refuse(v, "xllm_hetero_mla",
+                                 "dp %u x TP %u on P and dp %u x TP %u on D: a different topology "
+                                 "without MLA needs 0.11.0",
+                                 pair->dp[0], pair->tp[0], pair->dp[1], pair->tp[1]);
+    if (split && before_0_11)
+        kvshard_verdicts__refuse(v, "xllm_split_version",
+                                 "S %u on P and %u on D: the layerwise split needs 0.11.0",
+                                 pair->split[0], pair->split[1]);
+    if (pair->block[0] != pair->block[1])
+        kvshard_verdicts__refuse(v, "xllm_block", "the blocks differ: %u on P, %u on D",
+                                 pair->block[0], pair->block[1]);
+    if (other_topology)
+        v->requires[v->require_count++] = "kv_mode=PUSH";
+    bool upstream = false;
+    for (const char *const *t = upstream_split_types; *t; t++)
+        upstream = upstream || strcmp(pair->model_type, *t) == 0;
+    if (split && !upstream)
+        v->requires[v->require_count++] = "layerwise_split_build";
+}
+
 const kvshard__profile kvshard_profile__xllm = {
     .name = "xllm",
     .engine = KVSHARD_ENGINE_XLLM,
@@ -477,4 +515,5 @@ const kvshard__profile kvshard_profile__xllm = {
     .fitting.limit_sizes_pools = true,
     .fitting.repeated = fit_repeated,
     .fitting.underscores = true,
+    .transfer_verdict = transfer_verdict,
 };

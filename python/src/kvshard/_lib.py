@@ -481,6 +481,20 @@ class CTransferOptions(Structure):
     ]
 
 
+class CTransferVerdict(Structure):
+    _fields_ = [
+        ("size", c_size_t),
+        ("engine", c_int),
+        ("version", c_char_p),
+        ("verdict", c_char_p),
+        ("reason_count", c_size_t),
+        ("reason_codes", POINTER(c_char_p)),
+        ("reason_messages", POINTER(c_char_p)),
+        ("require_count", c_size_t),
+        ("requires", POINTER(c_char_p)),
+    ]
+
+
 class CTransferEdge(Structure):
     # Borrowed from the transfer; no size field.
     _fields_ = [
@@ -721,6 +735,9 @@ _PROTOTYPES = {
     "kvshard_transfer_digest": (c_uint64, [_P]),
     "kvshard_transfer_warning_count": (c_size_t, [_P]),
     "kvshard_transfer_warning": (c_int, [POINTER(c_char_p), POINTER(c_char_p), _P, c_size_t]),
+    "kvshard_transfer_judge": (c_int, [_P, _P, _P, _E]),
+    "kvshard_transfer_verdict_count": (c_size_t, [_P]),
+    "kvshard_transfer_verdict_at": (c_int, [POINTER(CTransferVerdict), _P, c_size_t]),
     "kvshard_transfer_write_json": (c_int, [_P, WRITE_FN, c_void_p]),
     "kvshard_transfer_write_text": (c_int, [_P, WRITE_FN, c_void_p]),
 }

@@ -186,6 +186,42 @@ class Transfer(_Handle):
         wire_exceeds_unique."""
         return self._warnings
 
+    def judge(self, prefill: Plan, decode: Plan) -> None:
+        """Keep the verdict of the engine `prefill` and `decode` are planned
+        under: the transfer's two sides, each as one stage of its TP size
+        with the split off (kvshard_transfer_judge)."""
+        if not isinstance(prefill, Plan) or not isinstance(decode, Plan):
+            raise TypeError("judge takes two kvshard.Plan objects")
+        err = _lib.CError()
+        with self._use(exclusive=True) as h, prefill._use() as p, decode._use() as d:
+            rc = _lib.library().kvshard_transfer_judge(h, p, d, byref(err))
+        if rc != 0:
+            raise_error(rc, err)
+
+    @property
+    def verdicts(self) -> Tuple[Dict[str, Any], ...]:
+        """The verdicts kept, as the JSON document's: engine, version,
+        verdict, reasons ((code, message) pairs) and requires."""
+        lib = _lib.library()
+        out: list = []
+        with self._use() as h:
+            for index in range(lib.kvshard_transfer_verdict_count(h)):
+                v = _lib.sized(_lib.CTransferVerdict)
+                rc = lib.kvshard_transfer_verdict_at(byref(v), h, index)
+                if rc != 0:
+                    raise make_error(rc)
+                out.append({
+                    "engine": lib.kvshard_engine_name(v.engine).decode("ascii"),
+                    "version": v.version.decode("ascii"),
+                    "verdict": v.verdict.decode("ascii"),
+                    "reasons": tuple((v.reason_codes[i].decode("ascii"),
+                                      v.reason_messages[i].decode("utf-8"))
+                                     for i in range(v.reason_count)),
+                    "requires": tuple(v.requires[i].decode("ascii")
+                                      for i in range(v.require_count)),
+                })
+        return tuple(out)
+
     def rank_edges(self, side: str, global_rank: int) -> Tuple[TransferEdge, ...]:
         """The edges global rank `global_rank` of `side` ("prefill" or
         "decode") sends or receives (kvshard_transfer_rank_edges)."""
