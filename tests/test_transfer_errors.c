@@ -23,8 +23,8 @@ typedef struct refusal {
 static const refusal cases[] = {
     /* transfer_usage, 2 */
     {PAIR "'" QWEN "'", 2,
-     "kvshard: transfer: transfer_usage: transfer takes two plans, P_PLAN and D_PLAN; one more: "
-     QWEN},
+     "kvshard: transfer: transfer_usage: transfer takes two plans, P_PLAN and D_PLAN; one "
+     "more: " QWEN},
     {PAIR "--p_replica=x", 2,
      "kvshard: transfer: transfer_usage: --p_replica takes a replica index from 0, not x"},
     {PAIR "--d_replica=-1", 2,

@@ -18,7 +18,7 @@
 
 #define MARGIN 8u
 #define BOX_WIDTH 110u
-#define BAND_RUN 340u   /* horizontal run of a band, box to box */
+#define BAND_RUN 340u    /* horizontal run of a band, box to box */
 #define LABEL_WIDTH 400u /* room for a band's label right of the D boxes */
 #define WIDTH (MARGIN + BOX_WIDTH + BAND_RUN + BOX_WIDTH + MARGIN + LABEL_WIDTH)
 #define LINE 24u
@@ -31,21 +31,20 @@
 #define BOX_PAD 6.0
 #define BOX_MIN 40.0 /* two lines of the box's text */
 #define RANK_GAP 12.0
-#define HIT_WIDTH 8.0 /* a band's pointer area, however thin the band */
+#define HIT_WIDTH 8.0       /* a band's pointer area, however thin the band */
 #define COMPONENT_CODES 14u /* codes run from 1 to 13 */
 
-static const char STYLE[] =
-    "<style>\n"
-    ".kvxfer text{font-family:sans-serif;font-size:12px;fill:#000}\n"
-    ".kvxfer .hd{font-size:15px;font-weight:bold}\n"
-    ".kvxfer .rank{fill:#f2f2f2;stroke:#595959;stroke-width:1}\n"
-    ".kvxfer .rn{font-weight:bold;text-anchor:middle}\n"
-    ".kvxfer .rb{font-size:11px;text-anchor:middle}\n"
-    ".kvxfer .lb{font-size:11px}\n"
-    ".kvxfer .key{stroke:#595959;stroke-width:1}\n"
-    ".kvxfer .band{fill:none;stroke-opacity:0.8}\n"
-    ".kvxfer .hit{fill:none;stroke:#000;stroke-opacity:0}\n"
-    "</style>\n";
+static const char STYLE[] = "<style>\n"
+                            ".kvxfer text{font-family:sans-serif;font-size:12px;fill:#000}\n"
+                            ".kvxfer .hd{font-size:15px;font-weight:bold}\n"
+                            ".kvxfer .rank{fill:#f2f2f2;stroke:#595959;stroke-width:1}\n"
+                            ".kvxfer .rn{font-weight:bold;text-anchor:middle}\n"
+                            ".kvxfer .rb{font-size:11px;text-anchor:middle}\n"
+                            ".kvxfer .lb{font-size:11px}\n"
+                            ".kvxfer .key{stroke:#595959;stroke-width:1}\n"
+                            ".kvxfer .band{fill:none;stroke-opacity:0.8}\n"
+                            ".kvxfer .hit{fill:none;stroke:#000;stroke-opacity:0}\n"
+                            "</style>\n";
 
 /* One rank's box: where it is and what passes through it. */
 typedef struct column {
@@ -106,8 +105,7 @@ static void side_words(kvshard__out *o, const char *name, const kvshard__transfe
 static void write_box(kvshard__out *o, const char *side, const char *verb, uint32_t x,
                       uint32_t rank, const column *c)
 {
-    kvshard_writer__out_printf(o,
-                               "<g><title>%s rank %u", side, rank);
+    kvshard_writer__out_printf(o, "<g><title>%s rank %u", side, rank);
     if (c->edges) {
         kvshard_writer__out_printf(o, " (stage %u, TP %u) %s ", c->stage, c->tp, verb);
         kvshard_writer__out_grouped(o, c->bytes);
@@ -255,8 +253,7 @@ int kvshard_transfer_write_svg(const kvshard_transfer *t, kvshard_write_fn write
     put(&o, "</text>\n");
     kvshard_writer__out_printf(&o, "<text x=\"8\" y=\"%u\">", 2 * LINE + 20);
     if (max_bytes) {
-        kvshard_writer__out_printf(&o,
-                                   "A band's width is to scale with its bytes: %.0f px for ",
+        kvshard_writer__out_printf(&o, "A band's width is to scale with its bytes: %.0f px for ",
                                    KVSHARD_TRANSFER_SVG__BAND_MAX);
         kvshard_writer__out_grouped(&o, max_bytes);
         put(&o, " B; a band's tooltip names its layers and bytes");
