@@ -121,7 +121,7 @@ static const char general_help[] =
     "       kvshard report CONFIG [FLAG ...] [-o FILE]\n"
     "       kvshard transfer P_PLAN D_PLAN [--p.KEY=VALUE ...] [--d.KEY=VALUE ...]\n"
     "           [--context_length=N] [--nic=NAME|RATE] [--p_replica=N] [--d_replica=N]\n"
-    "           [--format=text|json] [-o FILE]\n"
+    "           [--format=text|json|svg] [-o FILE]\n"
     "       kvshard help [COMMAND] [--engine=NAME]\n"
     "       kvshard --help | -V | --version\n"
     "\n"

@@ -1180,6 +1180,7 @@ static const char *const null_checked[] = {
     "kvshard_transfer_verdict_at",
     "kvshard_transfer_write_json",
     "kvshard_transfer_write_text",
+    "kvshard_transfer_write_svg",
     "kvshard_plan_comm",
 };
 
@@ -1512,6 +1513,7 @@ static void test_null_everywhere(void **state)
     assert_int_equal(kvshard_transfer_warning(NULL, NULL, NULL, 0), KVSHARD_EINVAL);
     assert_int_equal(kvshard_transfer_write_json(NULL, discard_writer, NULL), KVSHARD_EINVAL);
     assert_int_equal(kvshard_transfer_write_text(NULL, discard_writer, NULL), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_transfer_write_svg(NULL, discard_writer, NULL), KVSHARD_EINVAL);
     tu_assert_ok(kvshard_transfer_create(&tr, plan, plan, NULL, NULL, &err), &err);
     assert_int_equal(kvshard_transfer_judge(NULL, plan, plan, &err), KVSHARD_EINVAL);
     assert_int_equal(kvshard_transfer_judge(tr, NULL, plan, &err), KVSHARD_EINVAL);

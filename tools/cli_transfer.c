@@ -29,7 +29,7 @@ typedef struct side {
 
 typedef struct request {
     side sides[2];
-    bool json;
+    const char *format; /* "text", "json" or "svg" */
     const char *output;
     uint64_t context_length; /* 0: the sides' */
     const char *nic;
@@ -183,9 +183,11 @@ static int parse(request *r, int argc, char **argv)
             if (side_flag(&r->sides[1], arg, 4))
                 return EXIT_USAGE;
         } else if ((v = value_of("--format", argc, argv, &i, &missing)) || missing) {
-            if (!v || (strcmp(v, "text") != 0 && strcmp(v, "json") != 0))
-                return usage("transfer_usage", "--format takes text or json, not", v ? v : "''");
-            r->json = strcmp(v, "json") == 0;
+            if (!v ||
+                (strcmp(v, "text") != 0 && strcmp(v, "json") != 0 && strcmp(v, "svg") != 0))
+                return usage("transfer_usage", "--format takes text, json or svg, not",
+                             v ? v : "''");
+            r->format = v;
         } else if (strcmp(arg, "-o") == 0 || (v = value_of("--output", argc, argv, &i, &missing)) ||
                    missing) {
             if (strcmp(arg, "-o") == 0)
@@ -379,6 +381,16 @@ static bool refused(const kvshard_transfer *t, const request *r)
     return true;
 }
 
+static int write_document(const kvshard_transfer *t, const char *format,
+                          kvshard_cli__output *out)
+{
+    if (strcmp(format, "json") == 0)
+        return kvshard_transfer_write_json(t, kvshard_cli__output_write, out);
+    if (strcmp(format, "svg") == 0)
+        return kvshard_transfer_write_svg(t, kvshard_cli__output_write, out);
+    return kvshard_transfer_write_text(t, kvshard_cli__output_write, out);
+}
+
 static int run(request *r, kvshard_cli__inputs *inputs)
 {
     int status = 0;
@@ -407,14 +419,20 @@ static int run(request *r, kvshard_cli__inputs *inputs)
         kvshard_transfer_free(t);
         return status;
     }
+    if (strcmp(r->format, "svg") == 0 && !o.tokens) {
+        kvshard_transfer_free(t);
+        return usage("transfer_usage",
+                     "--format=svg draws each edge's bytes for a request and needs its length: "
+                     "--context_length, or a context_length on a side",
+                     NULL);
+    }
     kvshard_cli__output out;
     status = kvshard_cli__output_prepare(&out, r->output, inputs);
     if (status == 0)
         status = kvshard_cli__output_open(&out);
     if (status == 0)
         status = kvshard_cli__output_finish(
-            &out, r->json ? kvshard_transfer_write_json(t, kvshard_cli__output_write, &out)
-                          : kvshard_transfer_write_text(t, kvshard_cli__output_write, &out));
+            &out, write_document(t, r->format, &out));
     kvshard_cli__output_free(&out);
     if (status == 0 && refused(t, r))
         status = EXIT_INVALID;
@@ -428,6 +446,7 @@ int kvshard_cli__transfer(int argc, char **argv, kvshard_cli__inputs *inputs)
     memset(&r, 0, sizeof r);
     r.sides[0].name = "P";
     r.sides[1].name = "D";
+    r.format = "text";
     for (int i = 0; i < 2; i++) {
         r.sides[i].flags = calloc((size_t)argc + 1, sizeof *r.sides[i].flags);
         if (!r.sides[i].flags) {

@@ -88,7 +88,7 @@ static const cli_command commands[] = {
      NULL},
     {"transfer", "P_PLAN D_PLAN [--p.KEY=VALUE ...] [--d.KEY=VALUE ...]\n"
                  "           [--context_length=N] [--nic=NAME|RATE] [--p_replica=N] [--d_replica=N]\n"
-                 "           [--format=text|json] [-o FILE]",
+                 "           [--format=text|json|svg] [-o FILE]",
      "which prefill rank sends which part of a request's cache to which\n"
      "           decode rank, the bytes, and the time at a NIC speed",
      "Which rank of the prefill plan (P) sends which units of which layer's\n"
@@ -96,7 +96,7 @@ static const cli_command commands[] = {
      "one request moves (one copy, on the wire, on the busiest rank), the time\n"
      "at a NIC speed, and a digest both sides can compare. Each side is planned\n"
      "under the kvshard profile; both plan the same model.\n",
-     "text (the default) or json"},
+     "text (the default), json, or svg (the edges drawn to scale; needs a length)"},
     {"help", "[COMMAND] [--engine=NAME]", "the flags of a command, with their defaults and units",
      "The flags of a command, with their defaults and units, under the engine\n"
      "profile --engine names (kvshard when none).\n",

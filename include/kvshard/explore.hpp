@@ -663,6 +663,17 @@ class Transfer
             },
             "kvshard::Transfer::to_text");
     }
+    /** The edge table as an SVG image, as `kvshard transfer --format=svg`
+     *  draws it; throws for a transfer made without a request length. */
+    std::string to_svg() const
+    {
+        const kvshard_transfer *p = h();
+        return detail::TextSink::collect(
+            [p](kvshard_write_fn fn, void *user) {
+                return kvshard_transfer_write_svg(p, fn, user);
+            },
+            "kvshard::Transfer::to_svg");
+    }
 
     const kvshard_transfer *get() const noexcept
     {

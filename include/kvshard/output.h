@@ -102,6 +102,14 @@ KVSHARD_EXPORT int kvshard_transfer_write_json(const kvshard_transfer *transfer,
  *  and the digest line. */
 KVSHARD_EXPORT int kvshard_transfer_write_text(const kvshard_transfer *transfer,
                                                kvshard_write_fn write, void *user);
+/** The transfer's edge table as a standalone SVG image, as `kvshard
+ *  transfer --format=svg` writes it: P ranks as boxes on the left, D ranks
+ *  on the right and one band per edge, its width to scale with the edge's
+ *  bytes for the request, its layers and bytes in its tooltip. Errors as
+ *  kvshard_transfer_write_json(), and KVSHARD_EINVAL for a transfer made
+ *  without a request length (the widths are the request's bytes). */
+KVSHARD_EXPORT int kvshard_transfer_write_svg(const kvshard_transfer *transfer,
+                                              kvshard_write_fn write, void *user);
 
 #ifdef __cplusplus
 }

@@ -19,9 +19,12 @@
 #define LINE 24u      /* height of a header or legend line */
 #define OWNERS_SHOWN 16u
 
+const char *const kvshard_svg__owner_fill[KVSHARD__OWNER_COLOURS] = {
+    "#e69f00", "#56b4e9", "#009e73", "#f0e442", "#cc79a7", "#d55e00", "#a6a6ff", "#7fc97f"};
+
 /* Black text on every fill below has a contrast ratio of at least 5.4:1
  * (the vermillion); the greys are above 11:1. */
-static const char STYLE[] =
+static const char STYLE_HEAD[] =
     "<style>\n"
     ".kvmap text{font-family:sans-serif;font-size:12px;fill:#000}\n"
     ".kvmap .hd{font-size:15px;font-weight:bold}\n"
@@ -32,11 +35,9 @@ static const char STYLE[] =
     ".kvmap .cells .ri,.kvmap .ci{font-size:11px;fill:#404040}\n"
     ".kvmap .cells .ri{text-anchor:end}\n"
     ".kvmap .cells .rc{text-anchor:start;font-size:12px}\n"
-    ".kvmap .m{text-anchor:middle;font-size:11px}\n"
-    ".kvmap .o0{fill:#e69f00}.kvmap .o1{fill:#56b4e9}.kvmap .o2{fill:#009e73}"
-    ".kvmap .o3{fill:#f0e442}\n"
-    ".kvmap .o4{fill:#cc79a7}.kvmap .o5{fill:#d55e00}.kvmap .o6{fill:#a6a6ff}"
-    ".kvmap .o7{fill:#7fc97f}\n"
+    ".kvmap .m{text-anchor:middle;font-size:11px}\n";
+/* The owner colours go between STYLE_HEAD and STYLE_TAIL, four a line. */
+static const char STYLE_TAIL[] =
     ".kvmap .oA{fill:#bdbdbd}.kvmap .kL{fill:#e9e9e9}.kvmap .kW{fill:#d4d4d4}\n"
     ".kvmap .kN{fill:#fff;stroke-dasharray:3 2}.kvmap .kK{fill:#c8c8c8}"
     ".kvmap .kS{fill:#f7f7f7;stroke-dasharray:1 2}\n"
@@ -280,7 +281,11 @@ void kvshard_svg__layer_map(kvshard__out *o, const kvshard__plan_view *p, bool f
         kvshard_writer__out_raw(o, "model");
     kvshard_writer__out_printf(o, ", %u layers, attention TP %u, split %u</title>\n", L, p->tp,
                                p->split);
-    kvshard_writer__out_raw(o, STYLE);
+    kvshard_writer__out_raw(o, STYLE_HEAD);
+    for (uint32_t c = 0; c < KVSHARD__OWNER_COLOURS; c++)
+        kvshard_writer__out_printf(o, ".kvmap .o%u{fill:%s}%s", c, kvshard_svg__owner_fill[c],
+                                   c % 4 == 3 ? "\n" : "");
+    kvshard_writer__out_raw(o, STYLE_TAIL);
     if (p->pp > 1) /* the bars before each stage */
         kvshard_writer__out_raw(o, "<style>\n.kvmap .sb{fill:#000}\n</style>\n");
     kvshard_writer__out_raw(o, "<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n");

@@ -11,6 +11,9 @@
  * mark. */
 #define KVSHARD__OWNER_COLOURS 8
 
+/* Their fills, "#rrggbb"; black text on each has a contrast of 5.4:1 or more. */
+extern const char *const kvshard_svg__owner_fill[KVSHARD__OWNER_COLOURS];
+
 /* The <svg> element of the layer map (no XML declaration): a header, a
  * legend and one <rect class="layer ..."> per decoder layer with a <title>
  * naming its index and owner. Its CSS is scoped under the class "kvmap".

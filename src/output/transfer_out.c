@@ -266,8 +266,7 @@ int kvshard_transfer_write_json(const kvshard_transfer *t, kvshard_write_fn writ
 
 /* ---- text ------------------------------------------------------------------------------ */
 
-/* "3, 11, 19" or "0-2, 4-6": increasing numbers as runs of consecutive ones. */
-static void text_runs(kvshard__out *o, const uint32_t *v, size_t count)
+void kvshard_transfer_out__runs(kvshard__out *o, const uint32_t *v, size_t count)
 {
     for (size_t i = 0; i < count;) {
         size_t k = i;
@@ -299,7 +298,7 @@ static void text_side(kvshard__out *o, const char *label, const kvshard__transfe
         put(o, "no split");
     kvshard_writer__out_printf(o, ", layout %s; replica %u: global ranks ",
                                kvshard_rank_layout_name(s->rank_layout), s->replica);
-    text_runs(o, s->global_ranks, s->rank_count);
+    kvshard_transfer_out__runs(o, s->global_ranks, s->rank_count);
     put(o, "\n");
 }
 
@@ -414,7 +413,7 @@ int kvshard_transfer_write_text(const kvshard_transfer *t, kvshard_write_fn writ
         else
             snprintf(n, sizeof n, "-");
         kvshard_writer__out_printf(&o, "%16s  ", n);
-        text_runs(&o, e->layers, e->layer_count);
+        kvshard_transfer_out__runs(&o, e->layers, e->layer_count);
         put(&o, "\n");
     }
     for (size_t i = 0; i < t->warning_count; i++) {

@@ -831,6 +831,25 @@ void test_device_plan()
 
 } // namespace
 
+// The transfer's picture: the seed (TP 4, split 2) decodes what TP 2
+// prefills, the docs' worked example; without a length there is none.
+static void test_transfer_svg()
+{
+    kvshard::Deployment prefill = kvshard::Deployment::load_file(seed);
+    prefill.apply_args({"--world_size=2", "--enable_layerwise_split=false"});
+    const kvshard::Plan p = prefill.plan();
+    const kvshard::Plan d = kvshard::Deployment::load_file(seed).plan();
+    const kvshard::Transfer t =
+        kvshard::Transfer::create(p, d, kvshard::make_transfer_options(32768));
+    const std::string svg = t.to_svg();
+    CHECK(svg.rfind("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg ", 0) == 0);
+    CHECK(svg.find("735,477,760 B on the wire in 20 edges") != std::string::npos);
+    CHECK(svg.find("96 px for 167,772,160 B") != std::string::npos);
+    const kvshard::Transfer no_length = kvshard::Transfer::create(p, d);
+    CHECK(expect_error([&] { static_cast<void>(no_length.to_svg()); }, "svg without a length")
+              .code() == KVSHARD_EINVAL);
+}
+
 int main()
 {
     const std::pair<const char *, void (*)()> tests[] = {
@@ -847,6 +866,7 @@ int main()
         {"fit_split", test_fit_split},
         {"fit_errors", test_fit_errors},
         {"device_plan", test_device_plan},
+        {"transfer_svg", test_transfer_svg},
     };
     for (const auto &test : tests) {
         const int before = failures;

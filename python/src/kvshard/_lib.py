@@ -736,10 +736,12 @@ _PROTOTYPES = {
     "kvshard_transfer_warning_count": (c_size_t, [_P]),
     "kvshard_transfer_warning": (c_int, [POINTER(c_char_p), POINTER(c_char_p), _P, c_size_t]),
     "kvshard_transfer_judge": (c_int, [_P, _P, _P, _E]),
+    "kvshard_transfer_judge_unsupported": (c_int, [_P, c_int, c_char_p, c_char_p, _E]),
     "kvshard_transfer_verdict_count": (c_size_t, [_P]),
     "kvshard_transfer_verdict_at": (c_int, [POINTER(CTransferVerdict), _P, c_size_t]),
     "kvshard_transfer_write_json": (c_int, [_P, WRITE_FN, c_void_p]),
     "kvshard_transfer_write_text": (c_int, [_P, WRITE_FN, c_void_p]),
+    "kvshard_transfer_write_svg": (c_int, [_P, WRITE_FN, c_void_p]),
 }
 
 

@@ -198,6 +198,24 @@ class Transfer(_Handle):
         if rc != 0:
             raise_error(rc, err)
 
+    def judge_unsupported(self, engine: str, reason: str,
+                          version: Optional[str] = None) -> None:
+        """Keep the verdict "unsupported" for `engine` ("vllm", "sglang",
+        "xllm") at `version` (None: its default), whose profile refused to
+        plan a side of this model: `reason` is that refusal's message
+        (kvshard_transfer_judge_unsupported)."""
+        values = {row.name: row.value for row in _lib.engines()}
+        if not isinstance(engine, str) or engine not in values:
+            raise ValueError(f"engine must be one of {', '.join(values)}, not {engine!r}")
+        reason_c = encode(reason, "reason")
+        version_c = None if version is None else encode(version, "version")
+        err = _lib.CError()
+        with self._use(exclusive=True) as h:
+            rc = _lib.library().kvshard_transfer_judge_unsupported(
+                h, values[engine], version_c, reason_c, byref(err))
+        if rc != 0:
+            raise_error(rc, err)
+
     @property
     def verdicts(self) -> Tuple[Dict[str, Any], ...]:
         """The verdicts kept, as the JSON document's: engine, version,
@@ -248,6 +266,13 @@ class Transfer(_Handle):
         """The text ``kvshard transfer`` prints."""
         with self._use() as h:
             return _write("kvshard_transfer_write_text", h)
+
+    def to_svg(self) -> str:
+        """The edge table as an SVG image, as ``kvshard transfer
+        --format=svg`` draws it: P ranks left, D ranks right, band widths to
+        scale with the edges' bytes. Needs a request length (``tokens``)."""
+        with self._use() as h:
+            return _write("kvshard_transfer_write_svg", h)
 
     def __len__(self) -> int:
         return len(self._edges)
