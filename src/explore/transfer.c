@@ -10,6 +10,7 @@
 #include "base/checked.h"
 #include "base/error.h"
 #include "base/format.h"
+#include "model/states.h"
 #include "plan/memory.h"
 #include "plan/plan.h"
 #include "plan/validate.h"
@@ -60,8 +61,9 @@ typedef struct component_of {
     uint32_t span;
 } component_of;
 
-/* Most components one layer has: a hybrid layer's kv and four state parts. */
-#define MAX_COMPONENTS 6
+/* Most components one layer has: a latent and an index key, or a hybrid
+ * layer's kv and its state's parts. */
+#define MAX_COMPONENTS (2 + KVSHARD__STATE_PARTS)
 
 /* The units a piece carries from one P rank to one D rank for one layer. */
 typedef struct piece {
@@ -224,14 +226,16 @@ static uint64_t index_key_bytes(const kvshard__model_info *m)
     return m->index_head_dim + 4 * kvshard__ceil_div(m->index_head_dim, 128);
 }
 
-static void part(component_of *out, uint32_t *count, enum component comp, uint32_t units,
-                 uint64_t unit_bytes)
+/* The component a state part moves as, or C_COUNT when transfer has none. */
+static enum component component_named(const char *name)
 {
-    out[(*count)++] = (component_of){comp, true, units, unit_bytes, E_STATE, 0};
+    for (uint32_t c = 0; c < C_COUNT; c++)
+        if (strcmp(component_names[c], name) == 0)
+            return (enum component)c;
+    return C_COUNT;
 }
 
-/* The state parts of a layer of `plan`, spread by their own unit counts
- * (a flat slice of one TP size's packed conv buffer is not another's). */
+/* The state parts of a layer of `plan`, from its state kind's row. */
 static int state_components(component_of *out, uint32_t *n, const kvshard_plan *plan,
                             uint32_t layer, kvshard_error *err)
 {
@@ -249,50 +253,36 @@ static int state_components(component_of *out, uint32_t *n, const kvshard_plan *
                                              layer, err);
     if (rc != KVSHARD_OK)
         return rc;
-    uint64_t conv = 0, ssm = 0;
+    kvshard_states__env env = {0};
     for (size_t i = 0; i < count; i++) {
         if (strcmp(t[i].name, "conv") == 0)
-            conv = kvshard_dtype_size(t[i].dtype);
+            env.conv_bytes = kvshard_dtype_size(t[i].dtype);
         else
-            ssm = kvshard_dtype_size(t[i].dtype);
+            env.ssm_bytes = kvshard_dtype_size(t[i].dtype);
     }
     const kvshard__state_dims *s = &plan->model.state;
-    uint64_t k1 = s->conv_kernel ? s->conv_kernel - 1 : 0;
-    uint32_t c = 0;
-    switch (s->kind) {
-    case KVSHARD_STATE_GDN:
-        part(out, &c, C_CONV_Q, s->key_heads, s->head_dim * k1 * conv);
-        part(out, &c, C_CONV_K, s->key_heads, s->head_dim * k1 * conv);
-        part(out, &c, C_CONV_V, s->heads, s->value_dim * k1 * conv);
-        part(out, &c, C_SSM, s->heads, (uint64_t)s->head_dim * s->value_dim * ssm);
-        break;
-    case KVSHARD_STATE_KDA:
-        part(out, &c, C_CONV_Q, s->heads, s->head_dim * k1 * conv);
-        part(out, &c, C_CONV_K, s->heads, s->head_dim * k1 * conv);
-        part(out, &c, C_CONV_V, s->heads, s->head_dim * k1 * conv);
-        part(out, &c, C_SSM, s->heads, (uint64_t)s->head_dim * s->head_dim * ssm);
-        break;
-    case KVSHARD_STATE_LIGHTNING:
-        part(out, &c, C_SSM, s->heads, (uint64_t)s->head_dim * s->head_dim * ssm);
-        break;
-    case KVSHARD_STATE_MAMBA2:
-        part(out, &c, C_CONV_X, s->heads, s->head_dim * k1 * conv);
-        part(out, &c, C_CONV_B, s->groups, s->state_size * k1 * conv);
-        part(out, &c, C_CONV_C, s->groups, s->state_size * k1 * conv);
-        part(out, &c, C_SSM, s->heads, (uint64_t)s->head_dim * s->state_size * ssm);
-        break;
-    case KVSHARD_STATE_MAMBA1:
-        part(out, &c, C_CONV_X, s->channels, k1 * conv);
-        part(out, &c, C_SSM, s->channels, s->state_size * ssm);
-        break;
-    case KVSHARD_STATE_SHORT_CONV: part(out, &c, C_CONV_X, s->channels, k1 * conv); break;
-    default:
+    const kvshard_states__row *row = kvshard_states__of(s->kind);
+    if (!row)
         return fail(err, KVSHARD_EUNMODELED,
                     "transfer_state_kind: layer %u keeps a state of kind "
                     "%s, whose parts transfer does not know",
                     layer, kvshard_state_kind_name(s->kind));
+    kvshard__calc c = {false, false, false};
+    uint32_t k = 0;
+    for (const kvshard_states__part *p = row->parts; p->name; p++) {
+        enum component comp = component_named(p->name);
+        if (comp == C_COUNT)
+            return fail(err, KVSHARD_EUNMODELED,
+                        "transfer_state_kind: layer %u keeps a %s state, whose part %s transfer "
+                        "does not know",
+                        layer, row->name, p->name);
+        out[k++] = (component_of){comp,    true, kvshard_states__part_units(p, s),
+                                  kvshard_states__part_unit_bytes(&c, p, s, &env),
+                                  E_STATE, 0};
     }
-    *n = c;
+    if (c.overflow)
+        return fail(err, KVSHARD_EOVERFLOW, "the transfer's bytes pass 2^64 - 1");
+    *n = k;
     return KVSHARD_OK;
 }
 
