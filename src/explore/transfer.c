@@ -10,6 +10,7 @@
 #include "base/checked.h"
 #include "base/error.h"
 #include "base/format.h"
+#include "model/kinds.h"
 #include "model/states.h"
 #include "plan/memory.h"
 #include "plan/plan.h"
@@ -302,8 +303,8 @@ static int layer_components(component_of *out, uint32_t *n, const kvshard_plan *
     uint32_t L = m->num_layers;
     const kvshard__class *cls =
         layer < L ? &m->classes[plan->class_of[layer]] : &m->classes[plan->draft_class[layer - L]];
-    kvshard_layer_kind kind = (kvshard_layer_kind)cls->kind;
-    if (kind == KVSHARD_LAYER_COMPRESSED)
+    const kvshard_kinds__row *row = kvshard_kinds__of(cls->kind);
+    if (row->shape == KVSHARD__SHAPE_COMPRESSED)
         return fail(err, KVSHARD_EUNMODELED,
                     "transfer_compressed: layer %u is a compressed layer: moving its window, "
                     "streams and compressor state is not modelled yet",
@@ -313,15 +314,14 @@ static int layer_components(component_of *out, uint32_t *n, const kvshard_plan *
                     "transfer_sparse_index: layer %u keeps a GQA sparse index key: moving it is "
                     "not modelled yet",
                     layer);
-    bool has_kv = kind == KVSHARD_LAYER_FULL_ATTENTION || kind == KVSHARD_LAYER_HYBRID ||
-                  kind == KVSHARD_LAYER_SLIDING_ATTENTION ||
-                  kind == KVSHARD_LAYER_CHUNKED_ATTENTION;
-    if (has_kv) {
-        enum entry e = kind == KVSHARD_LAYER_SLIDING_ATTENTION   ? E_WINDOW
-                       : kind == KVSHARD_LAYER_CHUNKED_ATTENTION ? E_CHUNK
-                                                                 : E_TOKEN;
-        uint32_t span = e == E_WINDOW ? m->sliding_window : e == E_CHUNK ? m->chunk_size : 0;
-        uint64_t eb = kvshard_dtype_size(kvshard_plan_kv_cache_dtype(plan));
+    /* How the KV of each shape grows: per token, per window, per chunk. */
+    static const enum entry entry_of_shape[] = {
+        [KVSHARD__SHAPE_NONE] = E_COUNT, [KVSHARD__SHAPE_KV] = E_TOKEN,
+        [KVSHARD__SHAPE_WINDOW] = E_WINDOW, [KVSHARD__SHAPE_CHUNK] = E_CHUNK,
+        [KVSHARD__SHAPE_COMPRESSED] = E_COUNT};
+    enum entry e = entry_of_shape[row->shape];
+    if (e != E_COUNT) {
+        uint32_t span = row->window_tokens ? row->window_tokens(m) : 0;
         if (m->attention == KVSHARD_ATTENTION_MLA) {
             /* The latent's bytes are the plan's, less the indexer key beside it. */
             kvshard_layer_storage owner = KVSHARD_LAYER_STORAGE_INIT;
@@ -343,6 +343,7 @@ static int layer_components(component_of *out, uint32_t *n, const kvshard_plan *
                         layer);
         } else if (m->attention == KVSHARD_ATTENTION_GQA) {
             const kvshard__geometry *g = e == E_WINDOW ? &m->sliding : &m->full;
+            uint64_t eb = kvshard_dtype_size(kvshard_plan_kv_cache_dtype(plan));
             /* K and V of a head travel together, with their fp32 scales at fp8. */
             uint64_t head = ((uint64_t)g->k_dim + g->v_dim) * eb + (eb == 1 ? 8 : 0);
             out[(*n)++] = (component_of){C_KV, false, g->heads, head, e, span};
@@ -353,7 +354,7 @@ static int layer_components(component_of *out, uint32_t *n, const kvshard_plan *
                         layer, kvshard_attention_name(m->attention));
         }
     }
-    if (kind == KVSHARD_LAYER_LINEAR_ATTENTION || kind == KVSHARD_LAYER_HYBRID) {
+    if (row->state) {
         uint32_t k = 0;
         rc = state_components(out + *n, &k, plan, layer, err);
         if (rc != KVSHARD_OK)
@@ -988,10 +989,11 @@ static void verdict_keep(kvshard_transfer *t, kvshard__transfer_verdict *v, cons
     t->verdict_count++;
 }
 
-static bool has_kind(const kvshard_plan *plan, kvshard_layer_kind a, kvshard_layer_kind b)
+/* Whether a layer of `plan` is of a kind in `kinds` (bit k for kind k). */
+static bool has_kind(const kvshard_plan *plan, uint32_t kinds)
 {
     for (uint32_t l = 0; l < plan->model.num_layers; l++)
-        if (plan->kinds[l] == a || plan->kinds[l] == b)
+        if (kinds >> plan->kinds[l] & 1u)
             return true;
     return false;
 }
@@ -1029,9 +1031,8 @@ int kvshard_transfer_judge(kvshard_transfer *transfer, const kvshard_plan *p, co
     kvshard_profile__pair pair = {
         .model = &d->model,
         .model_type = d->model_type ? d->model_type : "",
-        .has_state = has_kind(d, KVSHARD_LAYER_LINEAR_ATTENTION, KVSHARD_LAYER_HYBRID),
-        .has_sliding =
-            has_kind(d, KVSHARD_LAYER_SLIDING_ATTENTION, KVSHARD_LAYER_SLIDING_ATTENTION),
+        .has_state = has_kind(d, kvshard_kinds__state_mask()),
+        .has_sliding = has_kind(d, kvshard_kinds__shape_mask(KVSHARD__SHAPE_WINDOW)),
     };
     for (int s = 0; s < 2; s++) {
         kvshard_capacity cap = KVSHARD_CAPACITY_INIT;
