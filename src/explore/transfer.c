@@ -221,12 +221,6 @@ static bool counts_drafts(const kvshard_plan *plan)
     return plan->model.num_draft_layers > 0 && plan->options.num_speculative_tokens > 0;
 }
 
-/* One indexer key per token: fp8 with an fp32 scale per 128 elements. */
-static uint64_t index_key_bytes(const kvshard__model_info *m)
-{
-    return m->index_head_dim + 4 * kvshard__ceil_div(m->index_head_dim, 128);
-}
-
 /* The component a state part moves as, or C_COUNT when transfer has none. */
 static enum component component_named(const char *name)
 {
@@ -331,7 +325,8 @@ static int layer_components(component_of *out, uint32_t *n, const kvshard_plan *
             if (rc != KVSHARD_OK)
                 return fail(err, rc, "layer %u has no owner on its stage", layer);
             bool index = (cls->flags & KVSHARD__LAYER_INDEX_KEY) != 0;
-            uint64_t x = index ? index_key_bytes(m) : 0;
+            kvshard__memory_inputs in = kvshard_plan__memory_inputs(plan);
+            uint64_t x = index ? kvshard_memory__index_key_bytes(&in) : 0;
             out[(*n)++] = (component_of){C_LATENT, false, 1, owner.kv_bytes_per_token - x, e, span};
             if (index)
                 out[(*n)++] = (component_of){C_INDEX, false, 1, x, e, span};
@@ -342,11 +337,15 @@ static int layer_components(component_of *out, uint32_t *n, const kvshard_plan *
                         "it is not modelled yet",
                         layer);
         } else if (m->attention == KVSHARD_ATTENTION_GQA) {
-            const kvshard__geometry *g = e == E_WINDOW ? &m->sliding : &m->full;
-            uint64_t eb = kvshard_dtype_size(kvshard_plan_kv_cache_dtype(plan));
-            /* K and V of a head travel together, with their fp32 scales at fp8. */
-            uint64_t head = ((uint64_t)g->k_dim + g->v_dim) * eb + (eb == 1 ? 8 : 0);
-            out[(*n)++] = (component_of){C_KV, false, g->heads, head, e, span};
+            kvshard_layer_kv_geometry g = KVSHARD_LAYER_KV_GEOMETRY_INIT;
+            rc = kvshard_plan_layer_kv_geometry(&g, plan, stage * plan->tp, layer, err);
+            if (rc != KVSHARD_OK)
+                return rc;
+            /* K and V of a head travel together, with the head's share of
+             * the rank's scales. */
+            uint64_t head = ((uint64_t)g.k_head_dim + g.v_head_dim) * g.element_bytes +
+                            (g.kv_heads ? g.scale_bytes_per_token / g.kv_heads : 0);
+            out[(*n)++] = (component_of){C_KV, false, g.total_kv_heads, head, e, span};
         } else {
             return fail(err, KVSHARD_EUNMODELED,
                         "transfer_attention: layer %u has %s attention, which transfer does not "
