@@ -271,8 +271,8 @@ static int state_components(component_of *out, uint32_t *n, const kvshard_plan *
                         "transfer_state_kind: layer %u keeps a %s state, whose part %s transfer "
                         "does not know",
                         layer, row->name, p->name);
-        out[k++] = (component_of){comp,    true, kvshard_states__part_units(p, s),
-                                  kvshard_states__part_unit_bytes(&c, p, s, &env),
+        uint64_t unit_bytes = kvshard_states__part_unit_bytes(&c, p, s, &env);
+        out[k++] = (component_of){comp, true, kvshard_states__part_units(p, s), unit_bytes,
                                   E_STATE, 0};
     }
     if (c.overflow)
