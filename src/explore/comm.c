@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "kvshard/explore.h"
 #include "model/dtype.h"
+#include "model/kinds.h"
 #include "model/weights.h"
 #include "plan/memory.h"
 #include "plan/plan.h"
@@ -56,11 +57,30 @@ typedef struct layer_bytes {
     uint64_t q_width, o_width; /* query and output elements per head */
 } layer_bytes;
 
+/* The kinds the estimate prices, for a message: "full-attention, linear
+ * and no-cache". */
+static void priced_kinds(char *buf, size_t cap)
+{
+    uint32_t total = 0, i = 0;
+    for (uint8_t k = 0; k < KVSHARD__KIND_COUNT; k++)
+        total += kvshard_kinds__of(k)->comm_priced;
+    size_t used = 0;
+    buf[0] = '\0';
+    for (uint8_t k = 0; k < KVSHARD__KIND_COUNT && used < cap; k++) {
+        const kvshard_kinds__row *row = kvshard_kinds__of(k);
+        if (!row->comm_priced)
+            continue;
+        const char *sep = i == 0 ? "" : i + 1 == total ? " and " : ", ";
+        int n = snprintf(buf + used, cap - used, "%s%s", sep, row->adjective);
+        if (n < 0)
+            return;
+        used += (size_t)n;
+        i++;
+    }
+}
+
 static int layer_bytes_of(layer_bytes *lb, const kvshard_plan *p, kvshard_error *err)
 {
-    static const char *const kind_words[] = {"full-attention", "linear",    "sliding-window",
-                                             "hybrid",         "no-cache",  "compressed",
-                                             "shared-KV",      "chunked"};
     const kvshard__model_info *m = &p->model;
     if (m->attention == KVSHARD_ATTENTION_COMPRESSED || m->sparse_index_dim)
         return kvshard_error__fail(err, KVSHARD_EUNMODELED, "", kvshard_error__no_mark,
@@ -69,14 +89,16 @@ static int layer_bytes_of(layer_bytes *lb, const kvshard_plan *p, kvshard_error 
                                    "priced yet");
     int kv_class = -1;
     for (uint32_t i = 0; i < m->num_layers; i++) {
-        uint8_t k = p->kinds[i];
-        if (k != KVSHARD_LAYER_FULL_ATTENTION && k != KVSHARD_LAYER_LINEAR_ATTENTION &&
-            k != KVSHARD_LAYER_NO_CACHE)
+        const kvshard_kinds__row *row = kvshard_kinds__of(p->kinds[i]);
+        if (!row->comm_priced) {
+            char priced[160];
+            priced_kinds(priced, sizeof priced);
             return kvshard_error__fail(err, KVSHARD_EUNMODELED, "", kvshard_error__no_mark,
-                                       "comm: layer %u is a %s layer; the estimate prices "
-                                       "full-attention, linear and no-cache layers so far",
-                                       i, k < 8 ? kind_words[k] : "other");
-        if (k != KVSHARD_LAYER_FULL_ATTENTION)
+                                       "comm: layer %u is a %s layer; the estimate prices %s "
+                                       "layers so far",
+                                       i, row->adjective, priced);
+        }
+        if (!row->paged_kv)
             continue;
         if (kv_class >= 0 && p->class_of[i] != kv_class)
             return kvshard_error__fail(err, KVSHARD_EUNMODELED, "", kvshard_error__no_mark,
@@ -211,13 +233,14 @@ static uint64_t reads_per_sequence(const kvshard_plan *p, const kvshard__comm *c
     uint64_t n = c->context_length, total = 0;
     bool owner_reads = c->split > 1 && c->decode_mechanism == KVSHARD__COMM_OWNER_ATTENTION;
     for (uint32_t i = p->stages[s].first; i < p->stages[s].first + p->stages[s].count; i++) {
-        if (p->kinds[i] == KVSHARD_LAYER_FULL_ATTENTION) {
+        const kvshard_kinds__row *row = kvshard_kinds__of(p->kinds[i]);
+        if (row->paged_kv) {
             /* A DSA layer reads the latent of the index_topk rows its
              * indexer selects, and every row's index key to select them. */
             uint64_t rows = lb->index && p->model.index_topk < n ? p->model.index_topk : n;
             total += rows * (owner_reads ? lb->row_kv : lb->row_own_kv) + n * lb->index;
         }
-        else if (p->kinds[i] == KVSHARD_LAYER_LINEAR_ATTENTION)
+        if (row->state)
             total += 2 * lb->state; /* read and written */
     }
     return total;
@@ -362,7 +385,7 @@ static int estimate(kvshard__comm *c, kvshard__comm_stage *stages, const kvshard
         uint64_t unused_decode = 0, unused_prefill = 0;
         for (uint32_t i = p->stages[s].first;
              c->split > 1 && i < p->stages[s].first + p->stages[s].count; i++) {
-            if (p->kinds[i] != KVSHARD_LAYER_FULL_ATTENTION || p->owner[i] < 0)
+            if (!kvshard_kinds__paged(p->kinds[i]) || p->owner[i] < 0)
                 continue;
             decode_layer(&st->decode, &unused_decode, 0, c, p, &lb, (uint32_t)p->owner[i]);
             prefill_layer(&st->prefill, &unused_prefill, 0, c, p, &lb, (uint32_t)p->owner[i]);
@@ -489,7 +512,7 @@ void kvshard_comm__rank_received(bool *has_decode, uint64_t *decode, bool *has_p
     const kvshard__rank_place *place = &p->place[rank];
     kvshard__comm_traffic unused;
     for (uint32_t i = place->first; i < place->first + place->count; i++) {
-        if (p->kinds[i] != KVSHARD_LAYER_FULL_ATTENTION || p->owner[i] < 0)
+        if (!kvshard_kinds__paged(p->kinds[i]) || p->owner[i] < 0)
             continue;
         memset(&unused, 0, sizeof unused);
         decode_layer(&unused, decode, place->split_rank, c, p, &lb, (uint32_t)p->owner[i]);

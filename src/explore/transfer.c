@@ -10,6 +10,8 @@
 #include "base/checked.h"
 #include "base/error.h"
 #include "base/format.h"
+#include "model/kinds.h"
+#include "model/states.h"
 #include "plan/memory.h"
 #include "plan/plan.h"
 #include "plan/validate.h"
@@ -60,8 +62,9 @@ typedef struct component_of {
     uint32_t span;
 } component_of;
 
-/* Most components one layer has: a hybrid layer's kv and four state parts. */
-#define MAX_COMPONENTS 6
+/* Most components one layer has: a latent and an index key, or a hybrid
+ * layer's kv and its state's parts. */
+#define MAX_COMPONENTS (2 + KVSHARD__STATE_PARTS)
 
 /* The units a piece carries from one P rank to one D rank for one layer. */
 typedef struct piece {
@@ -218,20 +221,16 @@ static bool counts_drafts(const kvshard_plan *plan)
     return plan->model.num_draft_layers > 0 && plan->options.num_speculative_tokens > 0;
 }
 
-/* One indexer key per token: fp8 with an fp32 scale per 128 elements. */
-static uint64_t index_key_bytes(const kvshard__model_info *m)
+/* The component a state part moves as, or C_COUNT when transfer has none. */
+static enum component component_named(const char *name)
 {
-    return m->index_head_dim + 4 * kvshard__ceil_div(m->index_head_dim, 128);
+    for (uint32_t c = 0; c < C_COUNT; c++)
+        if (strcmp(component_names[c], name) == 0)
+            return (enum component)c;
+    return C_COUNT;
 }
 
-static void part(component_of *out, uint32_t *count, enum component comp, uint32_t units,
-                 uint64_t unit_bytes)
-{
-    out[(*count)++] = (component_of){comp, true, units, unit_bytes, E_STATE, 0};
-}
-
-/* The state parts of a layer of `plan`, spread by their own unit counts
- * (a flat slice of one TP size's packed conv buffer is not another's). */
+/* The state parts of a layer of `plan`, from its state kind's row. */
 static int state_components(component_of *out, uint32_t *n, const kvshard_plan *plan,
                             uint32_t layer, kvshard_error *err)
 {
@@ -249,50 +248,36 @@ static int state_components(component_of *out, uint32_t *n, const kvshard_plan *
                                              layer, err);
     if (rc != KVSHARD_OK)
         return rc;
-    uint64_t conv = 0, ssm = 0;
+    kvshard_states__env env = {0};
     for (size_t i = 0; i < count; i++) {
         if (strcmp(t[i].name, "conv") == 0)
-            conv = kvshard_dtype_size(t[i].dtype);
+            env.conv_bytes = kvshard_dtype_size(t[i].dtype);
         else
-            ssm = kvshard_dtype_size(t[i].dtype);
+            env.ssm_bytes = kvshard_dtype_size(t[i].dtype);
     }
     const kvshard__state_dims *s = &plan->model.state;
-    uint64_t k1 = s->conv_kernel ? s->conv_kernel - 1 : 0;
-    uint32_t c = 0;
-    switch (s->kind) {
-    case KVSHARD_STATE_GDN:
-        part(out, &c, C_CONV_Q, s->key_heads, s->head_dim * k1 * conv);
-        part(out, &c, C_CONV_K, s->key_heads, s->head_dim * k1 * conv);
-        part(out, &c, C_CONV_V, s->heads, s->value_dim * k1 * conv);
-        part(out, &c, C_SSM, s->heads, (uint64_t)s->head_dim * s->value_dim * ssm);
-        break;
-    case KVSHARD_STATE_KDA:
-        part(out, &c, C_CONV_Q, s->heads, s->head_dim * k1 * conv);
-        part(out, &c, C_CONV_K, s->heads, s->head_dim * k1 * conv);
-        part(out, &c, C_CONV_V, s->heads, s->head_dim * k1 * conv);
-        part(out, &c, C_SSM, s->heads, (uint64_t)s->head_dim * s->head_dim * ssm);
-        break;
-    case KVSHARD_STATE_LIGHTNING:
-        part(out, &c, C_SSM, s->heads, (uint64_t)s->head_dim * s->head_dim * ssm);
-        break;
-    case KVSHARD_STATE_MAMBA2:
-        part(out, &c, C_CONV_X, s->heads, s->head_dim * k1 * conv);
-        part(out, &c, C_CONV_B, s->groups, s->state_size * k1 * conv);
-        part(out, &c, C_CONV_C, s->groups, s->state_size * k1 * conv);
-        part(out, &c, C_SSM, s->heads, (uint64_t)s->head_dim * s->state_size * ssm);
-        break;
-    case KVSHARD_STATE_MAMBA1:
-        part(out, &c, C_CONV_X, s->channels, k1 * conv);
-        part(out, &c, C_SSM, s->channels, s->state_size * ssm);
-        break;
-    case KVSHARD_STATE_SHORT_CONV: part(out, &c, C_CONV_X, s->channels, k1 * conv); break;
-    default:
+    const kvshard_states__row *row = kvshard_states__of(s->kind);
+    if (!row)
         return fail(err, KVSHARD_EUNMODELED,
                     "transfer_state_kind: layer %u keeps a state of kind "
                     "%s, whose parts transfer does not know",
                     layer, kvshard_state_kind_name(s->kind));
+    kvshard__calc c = {false, false, false};
+    uint32_t k = 0;
+    for (const kvshard_states__part *p = row->parts; p->name; p++) {
+        enum component comp = component_named(p->name);
+        if (comp == C_COUNT)
+            return fail(err, KVSHARD_EUNMODELED,
+                        "transfer_state_kind: layer %u keeps a %s state, whose part %s transfer "
+                        "does not know",
+                        layer, row->name, p->name);
+        uint64_t unit_bytes = kvshard_states__part_unit_bytes(&c, p, s, &env);
+        out[k++] = (component_of){comp, true, kvshard_states__part_units(p, s), unit_bytes,
+                                  E_STATE, 0};
     }
-    *n = c;
+    if (c.overflow)
+        return fail(err, KVSHARD_EOVERFLOW, "the transfer's bytes pass 2^64 - 1");
+    *n = k;
     return KVSHARD_OK;
 }
 
@@ -312,8 +297,8 @@ static int layer_components(component_of *out, uint32_t *n, const kvshard_plan *
     uint32_t L = m->num_layers;
     const kvshard__class *cls =
         layer < L ? &m->classes[plan->class_of[layer]] : &m->classes[plan->draft_class[layer - L]];
-    kvshard_layer_kind kind = (kvshard_layer_kind)cls->kind;
-    if (kind == KVSHARD_LAYER_COMPRESSED)
+    const kvshard_kinds__row *row = kvshard_kinds__of(cls->kind);
+    if (row->shape == KVSHARD__SHAPE_COMPRESSED)
         return fail(err, KVSHARD_EUNMODELED,
                     "transfer_compressed: layer %u is a compressed layer: moving its window, "
                     "streams and compressor state is not modelled yet",
@@ -323,15 +308,14 @@ static int layer_components(component_of *out, uint32_t *n, const kvshard_plan *
                     "transfer_sparse_index: layer %u keeps a GQA sparse index key: moving it is "
                     "not modelled yet",
                     layer);
-    bool has_kv = kind == KVSHARD_LAYER_FULL_ATTENTION || kind == KVSHARD_LAYER_HYBRID ||
-                  kind == KVSHARD_LAYER_SLIDING_ATTENTION ||
-                  kind == KVSHARD_LAYER_CHUNKED_ATTENTION;
-    if (has_kv) {
-        enum entry e = kind == KVSHARD_LAYER_SLIDING_ATTENTION   ? E_WINDOW
-                       : kind == KVSHARD_LAYER_CHUNKED_ATTENTION ? E_CHUNK
-                                                                 : E_TOKEN;
-        uint32_t span = e == E_WINDOW ? m->sliding_window : e == E_CHUNK ? m->chunk_size : 0;
-        uint64_t eb = kvshard_dtype_size(kvshard_plan_kv_cache_dtype(plan));
+    /* How the KV of each shape grows: per token, per window, per chunk. */
+    static const enum entry entry_of_shape[] = {
+        [KVSHARD__SHAPE_NONE] = E_COUNT, [KVSHARD__SHAPE_KV] = E_TOKEN,
+        [KVSHARD__SHAPE_WINDOW] = E_WINDOW, [KVSHARD__SHAPE_CHUNK] = E_CHUNK,
+        [KVSHARD__SHAPE_COMPRESSED] = E_COUNT};
+    enum entry e = entry_of_shape[row->shape];
+    if (e != E_COUNT) {
+        uint32_t span = row->window_tokens ? row->window_tokens(m) : 0;
         if (m->attention == KVSHARD_ATTENTION_MLA) {
             /* The latent's bytes are the plan's, less the indexer key beside it. */
             kvshard_layer_storage owner = KVSHARD_LAYER_STORAGE_INIT;
@@ -341,7 +325,8 @@ static int layer_components(component_of *out, uint32_t *n, const kvshard_plan *
             if (rc != KVSHARD_OK)
                 return fail(err, rc, "layer %u has no owner on its stage", layer);
             bool index = (cls->flags & KVSHARD__LAYER_INDEX_KEY) != 0;
-            uint64_t x = index ? index_key_bytes(m) : 0;
+            kvshard__memory_inputs in = kvshard_plan__memory_inputs(plan);
+            uint64_t x = index ? kvshard_memory__index_key_bytes(&in) : 0;
             out[(*n)++] = (component_of){C_LATENT, false, 1, owner.kv_bytes_per_token - x, e, span};
             if (index)
                 out[(*n)++] = (component_of){C_INDEX, false, 1, x, e, span};
@@ -352,10 +337,15 @@ static int layer_components(component_of *out, uint32_t *n, const kvshard_plan *
                         "it is not modelled yet",
                         layer);
         } else if (m->attention == KVSHARD_ATTENTION_GQA) {
-            const kvshard__geometry *g = e == E_WINDOW ? &m->sliding : &m->full;
-            /* K and V of a head travel together, with their fp32 scales at fp8. */
-            uint64_t head = ((uint64_t)g->k_dim + g->v_dim) * eb + (eb == 1 ? 8 : 0);
-            out[(*n)++] = (component_of){C_KV, false, g->heads, head, e, span};
+            kvshard_layer_kv_geometry g = KVSHARD_LAYER_KV_GEOMETRY_INIT;
+            rc = kvshard_plan_layer_kv_geometry(&g, plan, stage * plan->tp, layer, err);
+            if (rc != KVSHARD_OK)
+                return rc;
+            /* K and V of a head travel together, with the head's share of
+             * the rank's scales. */
+            uint64_t head = ((uint64_t)g.k_head_dim + g.v_head_dim) * g.element_bytes +
+                            (g.kv_heads ? g.scale_bytes_per_token / g.kv_heads : 0);
+            out[(*n)++] = (component_of){C_KV, false, g.total_kv_heads, head, e, span};
         } else {
             return fail(err, KVSHARD_EUNMODELED,
                         "transfer_attention: layer %u has %s attention, which transfer does not "
@@ -363,7 +353,7 @@ static int layer_components(component_of *out, uint32_t *n, const kvshard_plan *
                         layer, kvshard_attention_name(m->attention));
         }
     }
-    if (kind == KVSHARD_LAYER_LINEAR_ATTENTION || kind == KVSHARD_LAYER_HYBRID) {
+    if (row->state) {
         uint32_t k = 0;
         rc = state_components(out + *n, &k, plan, layer, err);
         if (rc != KVSHARD_OK)
@@ -998,10 +988,11 @@ static void verdict_keep(kvshard_transfer *t, kvshard__transfer_verdict *v, cons
     t->verdict_count++;
 }
 
-static bool has_kind(const kvshard_plan *plan, kvshard_layer_kind a, kvshard_layer_kind b)
+/* Whether a layer of `plan` is of a kind in `kinds` (bit k for kind k). */
+static bool has_kind(const kvshard_plan *plan, uint32_t kinds)
 {
     for (uint32_t l = 0; l < plan->model.num_layers; l++)
-        if (plan->kinds[l] == a || plan->kinds[l] == b)
+        if (kinds >> plan->kinds[l] & 1u)
             return true;
     return false;
 }
@@ -1039,9 +1030,8 @@ int kvshard_transfer_judge(kvshard_transfer *transfer, const kvshard_plan *p, co
     kvshard_profile__pair pair = {
         .model = &d->model,
         .model_type = d->model_type ? d->model_type : "",
-        .has_state = has_kind(d, KVSHARD_LAYER_LINEAR_ATTENTION, KVSHARD_LAYER_HYBRID),
-        .has_sliding =
-            has_kind(d, KVSHARD_LAYER_SLIDING_ATTENTION, KVSHARD_LAYER_SLIDING_ATTENTION),
+        .has_state = has_kind(d, kvshard_kinds__state_mask()),
+        .has_sliding = has_kind(d, kvshard_kinds__shape_mask(KVSHARD__SHAPE_WINDOW)),
     };
     for (int s = 0; s < 2; s++) {
         kvshard_capacity cap = KVSHARD_CAPACITY_INIT;

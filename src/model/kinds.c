@@ -41,8 +41,10 @@ const kvshard_kinds__row kvshard_kinds__rows[KVSHARD__KIND_COUNT] = {
             .words = full_words,
             .shape = KVSHARD__SHAPE_KV,
             .paged_kv = true,
+            .comm_priced = true,
             .json_count = "num_full_attention_layers",
             .count_label = "full attention",
+            .adjective = "full-attention",
             .count_always = true,
             .letter = 'F',
             .map_legend = "full-attention",
@@ -59,8 +61,10 @@ const kvshard_kinds__row kvshard_kinds__rows[KVSHARD__KIND_COUNT] = {
             .shape = KVSHARD__SHAPE_NONE,
             .seq_cache = KVSHARD__SEQ_STATE,
             .state = true,
+            .comm_priced = true,
             .json_count = "num_linear_attention_layers",
             .count_label = "linear attention",
+            .adjective = "linear",
             .count_always = true,
             .letter = 'L',
             .map_legend = "linear attention",
@@ -77,8 +81,10 @@ const kvshard_kinds__row kvshard_kinds__rows[KVSHARD__KIND_COUNT] = {
             .shape = KVSHARD__SHAPE_WINDOW,
             .seq_cache = KVSHARD__SEQ_WINDOW,
             .window = true,
+            .window_tokens = sliding_window_of,
             .json_count = "num_sliding_attention_layers",
             .count_label = "sliding window",
+            .adjective = "sliding-window",
             .count_always = true,
             .letter = 'W',
             .map_legend = "sliding window",
@@ -87,7 +93,6 @@ const kvshard_kinds__row kvshard_kinds__rows[KVSHARD__KIND_COUNT] = {
             .title = "sliding window, on every rank",
             .legend_split = "sliding window of %u tokens, on every rank",
             .legend_unsplit = "sliding window of %u tokens, on every rank",
-            .legend_figure = sliding_window_of,
         },
     [KVSHARD_LAYER_HYBRID] =
         {
@@ -99,6 +104,7 @@ const kvshard_kinds__row kvshard_kinds__rows[KVSHARD__KIND_COUNT] = {
             .state = true,
             .json_count = "num_hybrid_layers",
             .count_label = "hybrid",
+            .adjective = "hybrid",
             .letter = 'H',
             .map_legend = "hybrid",
             .css = "kH",
@@ -112,8 +118,10 @@ const kvshard_kinds__row kvshard_kinds__rows[KVSHARD__KIND_COUNT] = {
             .name = "no_cache",
             .words = no_cache_words,
             .shape = KVSHARD__SHAPE_NONE,
+            .comm_priced = true,
             .json_count = "num_no_cache_layers",
             .count_label = "without cache",
+            .adjective = "no-cache",
             .letter = '.',
             .map_legend = "no cache",
             .css = "kN",
@@ -130,6 +138,7 @@ const kvshard_kinds__row kvshard_kinds__rows[KVSHARD__KIND_COUNT] = {
             .seq_cache = KVSHARD__SEQ_WINDOW,
             .paged_kv = true,
             .count_label = "compressed",
+            .adjective = "compressed",
             .letter = 'C',
             .map_legend = "compressed",
             .css = "kC",
@@ -146,6 +155,7 @@ const kvshard_kinds__row kvshard_kinds__rows[KVSHARD__KIND_COUNT] = {
             .shape = KVSHARD__SHAPE_NONE,
             .reads_source = true,
             .count_label = "sharing KV",
+            .adjective = "shared-KV",
             .letter = 'S',
             .map_legend = "shared KV",
             .css = "kS",
@@ -161,7 +171,9 @@ const kvshard_kinds__row kvshard_kinds__rows[KVSHARD__KIND_COUNT] = {
             .shape = KVSHARD__SHAPE_CHUNK,
             .seq_cache = KVSHARD__SEQ_WINDOW,
             .window = true,
+            .window_tokens = chunk_size_of,
             .count_label = "chunked attention",
+            .adjective = "chunked",
             .letter = 'K',
             .map_legend = "chunked attention",
             .css = "kK",
@@ -169,7 +181,6 @@ const kvshard_kinds__row kvshard_kinds__rows[KVSHARD__KIND_COUNT] = {
             .title = "chunked attention, on every rank",
             .legend_split = "chunked attention of %u tokens, on every rank",
             .legend_unsplit = "chunked attention of %u tokens, on every rank",
-            .legend_figure = chunk_size_of,
         },
 };
 
@@ -192,6 +203,14 @@ uint32_t kvshard_kinds__state_mask(void)
     uint32_t mask = 0;
     for (uint32_t k = 0; k < KVSHARD__KIND_COUNT; k++)
         mask |= (uint32_t)kvshard_kinds__rows[k].state << k;
+    return mask;
+}
+
+uint32_t kvshard_kinds__shape_mask(kvshard_kinds__shape shape)
+{
+    uint32_t mask = 0;
+    for (uint32_t k = 0; k < KVSHARD__KIND_COUNT; k++)
+        mask |= (uint32_t)(kvshard_kinds__rows[k].shape == shape) << k;
     return mask;
 }
 

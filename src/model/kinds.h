@@ -52,10 +52,18 @@ typedef struct kvshard_kinds__row {
     bool window;   /* the KV of a window of recent tokens, on every rank */
     bool reads_source; /* keeps nothing: it reads an earlier layer's cache */
     kvshard_kinds__seq_cache seq_cache; /* what it keeps a sequence, in words */
+    /* The tokens one window entry spans (sliding_window, chunk_size); NULL
+     * for a kind without a window. */
+    uint32_t (*window_tokens)(const struct kvshard__model_info *model);
+
+    /* The communication estimate prices its layers: what they keep is
+     * paged KV of the full geometry, a state, or nothing. */
+    bool comm_priced;
 
     /* How the layer is counted. */
     const char *json_count;  /* the JSON model object's count field; NULL: none */
     const char *count_label; /* "10 full attention" in the plan's model line */
+    const char *adjective;   /* "a sliding-window layer" in messages */
     bool count_always;       /* in the text model line even when none */
 
     /* How it is drawn. */
@@ -64,10 +72,9 @@ typedef struct kvshard_kinds__row {
     const char *css;        /* SVG cell class; "" for none beyond the owner colour */
     const char *mark;       /* SVG cell text of a kind without an owner */
     const char *title;      /* SVG cell tooltip, before any owner phrase */
-    /* SVG legend entries, with a split and without; "%u" takes legend_figure. */
+    /* SVG legend entries, with a split and without; "%u" takes window_tokens. */
     const char *legend_split;
     const char *legend_unsplit;
-    uint32_t (*legend_figure)(const struct kvshard__model_info *model);
 } kvshard_kinds__row;
 
 extern const kvshard_kinds__row kvshard_kinds__rows[KVSHARD__KIND_COUNT];
@@ -82,6 +89,8 @@ static inline const kvshard_kinds__row *kvshard_kinds__of(uint8_t kind)
  * over many layers. */
 uint32_t kvshard_kinds__paged_mask(void);
 uint32_t kvshard_kinds__state_mask(void);
+/* Bit k set when kind k caches in `shape`. */
+uint32_t kvshard_kinds__shape_mask(kvshard_kinds__shape shape);
 
 /* The kinds in the order a legend lists them (KV layers first). */
 extern const uint8_t kvshard_kinds__legend_order[KVSHARD__KIND_COUNT];

@@ -451,6 +451,10 @@ static uint32_t short_conv_shapes(kvshard__calc *c, kvshard_states__tensor *out,
 
 #define NEED(dim, fallback, site) {KVSHARD__DIM_##dim, fallback, site}
 #define LAST {KVSHARD__DIM_COUNT, 0, -1}
+#define ONE COUNT
+#define DIM(d) KVSHARD__DIM_##d
+#define CONV(name, units, d) {name, false, DIM(units), {DIM(d), DIM(COUNT)}}
+#define TEMPORAL(name, units, a, b) {name, true, DIM(units), {DIM(a), DIM(b)}}
 
 static const kvshard_states__row rows[KVSHARD__STATE_KIND_COUNT] = {
     [KVSHARD_STATE_GDN] = {"gdn",
@@ -461,7 +465,10 @@ static const kvshard_states__row rows[KVSHARD__STATE_KIND_COUNT] = {
                            true,
                            true,
                            read_gdn,
-                           gdn_shapes},
+                           gdn_shapes,
+                           {CONV("conv_q", KEY_HEADS, HEAD_DIM),
+                            CONV("conv_k", KEY_HEADS, HEAD_DIM), CONV("conv_v", HEADS, VALUE_DIM),
+                            TEMPORAL("ssm", HEADS, HEAD_DIM, VALUE_DIM)}},
     [KVSHARD_STATE_KDA] = {"kda",
                            {NEED(HEADS, 0, KVSHARD__SITE_STATE_B), NEED(HEAD_DIM, 0, -1),
                             NEED(CONV_KERNEL, 0, -1), LAST},
@@ -469,7 +476,10 @@ static const kvshard_states__row rows[KVSHARD__STATE_KIND_COUNT] = {
                            true,
                            true,
                            read_kda,
-                           kda_shapes},
+                           kda_shapes,
+                           {CONV("conv_q", HEADS, HEAD_DIM), CONV("conv_k", HEADS, HEAD_DIM),
+                            CONV("conv_v", HEADS, HEAD_DIM),
+                            TEMPORAL("ssm", HEADS, HEAD_DIM, HEAD_DIM)}},
     [KVSHARD_STATE_LIGHTNING] = {"lightning",
                                  {NEED(HEADS, 0, KVSHARD__SITE_STATE_B), NEED(HEAD_DIM, 0, -1),
                                   LAST},
@@ -477,7 +487,8 @@ static const kvshard_states__row rows[KVSHARD__STATE_KIND_COUNT] = {
                                  true,
                                  true,
                                  read_lightning,
-                                 lightning_shapes},
+                                 lightning_shapes,
+                                 {TEMPORAL("ssm", HEADS, HEAD_DIM, HEAD_DIM)}},
     [KVSHARD_STATE_MAMBA1] = {"mamba1",
                               {NEED(CHANNELS, 0, KVSHARD__SITE_STATE_B), NEED(STATE_SIZE, 0, -1),
                                NEED(CONV_KERNEL, 4, -1), LAST},
@@ -485,7 +496,9 @@ static const kvshard_states__row rows[KVSHARD__STATE_KIND_COUNT] = {
                               true,
                               false,
                               read_mamba1,
-                              mamba1_shapes},
+                              mamba1_shapes,
+                              {CONV("conv_x", CHANNELS, ONE),
+                               TEMPORAL("ssm", CHANNELS, STATE_SIZE, ONE)}},
     [KVSHARD_STATE_MAMBA2] = {"mamba2",
                               {NEED(HEADS, 0, KVSHARD__SITE_STATE_B), NEED(HEAD_DIM, 0, -1),
                                NEED(STATE_SIZE, 0, -1), NEED(GROUPS, 1, KVSHARD__SITE_STATE_GROUPS),
@@ -494,7 +507,10 @@ static const kvshard_states__row rows[KVSHARD__STATE_KIND_COUNT] = {
                               true,
                               false,
                               read_mamba2,
-                              mamba2_shapes},
+                              mamba2_shapes,
+                              {CONV("conv_x", HEADS, HEAD_DIM), CONV("conv_b", GROUPS, STATE_SIZE),
+                               CONV("conv_c", GROUPS, STATE_SIZE),
+                               TEMPORAL("ssm", HEADS, HEAD_DIM, STATE_SIZE)}},
     [KVSHARD_STATE_SHORT_CONV] = {"short_conv",
                                   {NEED(CHANNELS, 0, KVSHARD__SITE_STATE_B),
                                    NEED(CONV_KERNEL, 0, -1), LAST},
@@ -502,11 +518,16 @@ static const kvshard_states__row rows[KVSHARD__STATE_KIND_COUNT] = {
                                   false,
                                   false,
                                   read_short_conv,
-                                  short_conv_shapes},
+                                  short_conv_shapes,
+                                  {CONV("conv_x", CHANNELS, ONE)}},
 };
 
 #undef NEED
 #undef LAST
+#undef ONE
+#undef DIM
+#undef CONV
+#undef TEMPORAL
 
 const kvshard_states__row *kvshard_states__of(kvshard_state_kind kind)
 {
@@ -570,6 +591,31 @@ uint64_t kvshard_states__bytes(kvshard__calc *c, const kvshard__state_dims *s,
     for (uint32_t i = 0; i < n; i++)
         total = kvshard__calc_add(c, total, kvshard_states__tensor_bytes(c, &t[i], env));
     return total;
+}
+
+/* Dimension `dim` of `s`, read through the one field map. */
+static uint32_t dim_value(const kvshard__state_dims *s, kvshard_states__dim dim)
+{
+    kvshard__state_dims copy = *s;
+    return *kvshard_states__field(&copy, dim);
+}
+
+uint32_t kvshard_states__part_units(const kvshard_states__part *p, const kvshard__state_dims *s)
+{
+    return dim_value(s, p->units);
+}
+
+uint64_t kvshard_states__part_unit_bytes(kvshard__calc *c, const kvshard_states__part *p,
+                                         const kvshard__state_dims *s,
+                                         const kvshard_states__env *env)
+{
+    uint64_t b = p->temporal ? env->ssm_bytes : env->conv_bytes;
+    for (uint32_t i = 0; i < 2; i++)
+        if (p->per_unit[i] != KVSHARD__DIM_COUNT)
+            b = kvshard__calc_mul(c, b, dim_value(s, p->per_unit[i]));
+    if (!p->temporal)
+        b = kvshard__calc_mul(c, b, s->conv_kernel ? s->conv_kernel - 1 : 0);
+    return b;
 }
 
 const char *kvshard_state_kind_name(kvshard_state_kind kind)

@@ -53,6 +53,22 @@ typedef struct kvshard_states__tensor {
     uint64_t dims[4];
 } kvshard_states__tensor;
 
+/* Most parts one layer's state moves as (GDN's q, k and v convolutions and
+ * its temporal state). */
+#define KVSHARD__STATE_PARTS 4u
+
+/* One part of a layer's state that moves on its own between TP layouts:
+ * `units` of it (heads, groups or channels), each of the per_unit dims
+ * multiplied (KVSHARD__DIM_COUNT counts 1). A conv part's unit is that many
+ * channels of K - 1 columns in the model dtype; a temporal part's, that
+ * many elements in the state dtype. */
+typedef struct kvshard_states__part {
+    const char *name; /* "conv_q", "conv_x", "ssm", ... */
+    bool temporal;
+    kvshard_states__dim units;
+    kvshard_states__dim per_unit[2];
+} kvshard_states__part;
+
 struct kvshard__reader;
 
 typedef struct kvshard_states__row {
@@ -71,6 +87,10 @@ typedef struct kvshard_states__row {
      * `out` (KVSHARD__STATE_TENSORS entries); returns how many. */
     uint32_t (*shapes)(kvshard__calc *c, kvshard_states__tensor *out,
                        const kvshard__state_dims *s, const kvshard_states__env *env);
+    /* Its parts, each spread over ranks by its own unit count (a flat slice
+     * of one TP size's packed conv buffer is not another's); ended by a
+     * NULL name. */
+    kvshard_states__part parts[KVSHARD__STATE_PARTS + 1];
 } kvshard_states__row;
 
 /* The row of a kind; NULL for KVSHARD_STATE_NONE and unknown values. */
@@ -93,6 +113,14 @@ uint32_t kvshard_states__shapes(kvshard_states__tensor *out, kvshard__calc *c,
 /* The bytes of one tensor: its dims times its dtype's bytes. */
 uint64_t kvshard_states__tensor_bytes(kvshard__calc *c, const kvshard_states__tensor *t,
                                       const kvshard_states__env *env);
+
+/* The units of part `p` of state `s`: the whole model's, across TP. */
+uint32_t kvshard_states__part_units(const kvshard_states__part *p, const kvshard__state_dims *s);
+
+/* The bytes of one unit of part `p`, in env's conv and ssm dtype bytes. */
+uint64_t kvshard_states__part_unit_bytes(kvshard__calc *c, const kvshard_states__part *p,
+                                         const kvshard__state_dims *s,
+                                         const kvshard_states__env *env);
 
 /* One layer's state bytes for one sequence on one rank (0 without state):
  * the sum of its tensors. */

@@ -116,8 +116,8 @@ static void write_legend(kvshard__out *o, const kvshard__plan_view *p, uint32_t 
             snprintf(mark, sizeof mark, "%s", row->mark);
         entry_begin(&lg, row->paged_kv ? (split ? "o0" : "oA") : row->css, mark);
         const char *text = split ? row->legend_split : row->legend_unsplit;
-        if (row->legend_figure)
-            kvshard_writer__out_printf(o, text, row->legend_figure(m));
+        if (row->window_tokens)
+            kvshard_writer__out_printf(o, text, row->window_tokens(m));
         else
             kvshard_writer__out_raw(o, text);
         entry_end(&lg);
