@@ -1435,13 +1435,13 @@ static void unreachable(char *buf, size_t cap, const kvshard_profile__view *v)
     const kvshard_options *o = v->options;
     snprintf(buf, cap,
              "at %u tokens %llu %s at once, below max_num_seqs %u: %llu usable GPU "
-             "blocks, %llu a request of that length (KV and state share the pool); balanced "
+             "blocks, %llu a request of that length (KV and %s share the pool); balanced "
              "max_seqs is %llu",
              o->context_length, (unsigned long long)c->concurrency,
              c->concurrency == 1 ? "sequence runs" : "sequences run", o->max_seqs,
              (unsigned long long)c->usable_blocks,
              (unsigned long long)blocks_per_request(st, o->context_length),
-             (unsigned long long)c->balanced_max_seqs);
+             v->seq_noun ? v->seq_noun : "state", (unsigned long long)c->balanced_max_seqs);
 }
 
 /* B / 2^30 as the engine logs it: two decimals, a trailing zero dropped. */
