@@ -22,6 +22,13 @@
 #define DSA "models/deepseek_v3_2.json"
 #define LAYOUT "--world_size=2", "--memory_per_rank=20GiB", "--context_length=8192"
 
+static kvshard_rank_memory rank0(const kvshard_plan *p)
+{
+    kvshard_rank_memory r = KVSHARD_RANK_MEMORY_INIT;
+    assert_int_equal(kvshard_plan_rank_memory(&r, p, 0), KVSHARD_OK);
+    return r;
+}
+
 static void test_dtype_tables(void **state)
 {
     (void)state;
@@ -33,6 +40,40 @@ static void test_dtype_tables(void **state)
     assert_string_equal(kvshard_dtype_name(KVSHARD_DTYPE_FP8), "fp8");
 }
 
+/* A described e5m2 checkpoint is an fp8 model: its auto KV cache is e5m2,
+ * sized as fp8's: 4 layers of 8 KV heads of 128 at T = 1: 4 x 8 x (256 +
+ * 8) = 8,448 B a token. A value past the table is refused by number. */
+static void test_described_model(void **state)
+{
+    (void)state;
+    kvshard_model_desc d = KVSHARD_MODEL_DESC_INIT;
+    d.num_layers = 4;
+    d.num_attention_heads = 32;
+    d.num_kv_heads = 8;
+    d.head_dim = 128;
+    static const kvshard_dtype formats[] = {KVSHARD_DTYPE_FP8, KVSHARD_DTYPE_FP8_E5M2};
+    for (size_t i = 0; i < 2; i++) {
+        d.dtype = formats[i];
+        kvshard_model *m = NULL;
+        kvshard_error err;
+        tu_assert_ok(kvshard_model_create(&m, &d, NULL, &err), &err);
+        kvshard_options o = KVSHARD_OPTIONS_INIT;
+        o.world_size = 1;
+        kvshard_plan *p = tu_plan(m, &o);
+        assert_int_equal(kvshard_plan_kv_cache_dtype(p), formats[i]);
+        assert_int_equal(rank0(p).kv_bytes_per_token, 8448);
+        kvshard_plan_free(p);
+        kvshard_model_free(m);
+    }
+    d.dtype = (kvshard_dtype)(KVSHARD_DTYPE_FP8_E5M2 + 1);
+    kvshard_model *m = NULL;
+    kvshard_error err;
+    assert_int_equal(kvshard_model_create(&m, &d, NULL, &err), KVSHARD_ERANGE);
+    tu_assert_contains(err.message, "dtype 7 is not a model dtype (bf16, fp16, fp32, fp8 or "
+                                    "fp8_e5m2)");
+    assert_null(m);
+}
+
 /* The plan of `engine` at kv_cache_dtype `word`. */
 static kvshard_plan *plan_at(const char *engine, const char *word)
 {
@@ -42,13 +83,6 @@ static kvshard_plan *plan_at(const char *engine, const char *word)
     kvshard_plan *p = NULL;
     TU_PLAN(&p, LLAMA, engine_flag, dtype_flag, LAYOUT);
     return p;
-}
-
-static kvshard_rank_memory rank0(const kvshard_plan *p)
-{
-    kvshard_rank_memory r = KVSHARD_RANK_MEMORY_INIT;
-    assert_int_equal(kvshard_plan_rank_memory(&r, p, 0), KVSHARD_OK);
-    return r;
 }
 
 /* kvshard's and xllm's fp8 scales count for e5m2 alike; the plan's JSON
@@ -184,7 +218,8 @@ static void test_windows_are_windows(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_dtype_tables), cmocka_unit_test(test_scaled_profiles),
+        cmocka_unit_test(test_dtype_tables), cmocka_unit_test(test_described_model),
+        cmocka_unit_test(test_scaled_profiles),
         cmocka_unit_test(test_vllm),         cmocka_unit_test(test_sglang),
         cmocka_unit_test(test_trtllm_refuses), cmocka_unit_test(test_fit_lines),
         cmocka_unit_test(test_windows_are_windows),
