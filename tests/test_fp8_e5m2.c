@@ -218,11 +218,10 @@ static void test_windows_are_windows(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_dtype_tables), cmocka_unit_test(test_described_model),
-        cmocka_unit_test(test_scaled_profiles),
-        cmocka_unit_test(test_vllm),         cmocka_unit_test(test_sglang),
-        cmocka_unit_test(test_trtllm_refuses), cmocka_unit_test(test_fit_lines),
-        cmocka_unit_test(test_windows_are_windows),
+        cmocka_unit_test(test_dtype_tables),    cmocka_unit_test(test_described_model),
+        cmocka_unit_test(test_scaled_profiles), cmocka_unit_test(test_vllm),
+        cmocka_unit_test(test_sglang),          cmocka_unit_test(test_trtllm_refuses),
+        cmocka_unit_test(test_fit_lines),       cmocka_unit_test(test_windows_are_windows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
