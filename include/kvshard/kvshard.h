@@ -327,7 +327,8 @@ typedef enum kvshard_dtype {
     KVSHARD_DTYPE_FP16 = 2,
     KVSHARD_DTYPE_FP8 = 3,  /**< 1 byte; a KV cache adds fp32 scales */
     KVSHARD_DTYPE_FP32 = 4,
-    KVSHARD_DTYPE_INT8 = 5  /**< 1 byte with scales, as fp8 (KV cache only) */
+    KVSHARD_DTYPE_INT8 = 5, /**< 1 byte with scales, as fp8 (KV cache only) */
+    KVSHARD_DTYPE_FP8_E5M2 = 6 /**< fp8 with 5 exponent bits: 1 byte, sized as fp8 */
 } kvshard_dtype;
 
 /** How a split group's ranks share the KV layers. */
@@ -527,7 +528,7 @@ typedef struct kvshard_options {
     /** The plan is for a draft model: layerwise split never applies. */
     bool is_draft;
     kvshard_engine engine;        /**< capacity model; default kvshard */
-    kvshard_dtype kv_cache_dtype; /**< AUTO (the model's), BF16, FP16, FP8, INT8 */
+    kvshard_dtype kv_cache_dtype; /**< AUTO (the model's), BF16, FP16, FP8, FP8_E5M2, INT8 */
     kvshard_dtype state_dtype;    /**< AUTO, BF16, FP16, FP32 */
     uint32_t block_size;          /**< tokens; 0: the profile's (16, xllm 128, sglang 1) */
     /** Bytes for the KV cache and state per rank; 0: no capacity. */
@@ -1171,7 +1172,7 @@ KVSHARD_EXPORT int kvshard_plan_blocks_for(kvshard_blocks *out, const kvshard_pl
 /* ------------------------------------------------------------------------ */
 
 /** Bytes of one element of `dtype`: 4 for float32, 2 for bfloat16 and
- *  float16, 1 for fp8 and int8 (their scales are counted in the bytes per
+ *  float16, 1 for fp8, fp8_e5m2 and int8 (their scales are counted in the bytes per
  *  token, not here); 0 for KVSHARD_DTYPE_AUTO, which is no type, and for
  *  unknown values. */
 KVSHARD_EXPORT uint32_t kvshard_dtype_size(kvshard_dtype dtype);
@@ -1593,7 +1594,7 @@ KVSHARD_EXPORT const char *kvshard_attention_name(kvshard_attention attention);
 /** "gdn", "kda", "lightning", "mamba1", "mamba2", "short_conv"; "none" for
  *  KVSHARD_STATE_NONE; "unknown" for other values. */
 KVSHARD_EXPORT const char *kvshard_state_kind_name(kvshard_state_kind kind);
-/** "auto", "bfloat16", "float16", "fp8", "float32", "int8"; "unknown" for
+/** "auto", "bfloat16", "float16", "fp8", "float32", "int8", "fp8_e5m2"; "unknown" for
  *  other values. */
 KVSHARD_EXPORT const char *kvshard_dtype_name(kvshard_dtype dtype);
 /** "default", "ordinal", "global", "contiguous"; "unknown" for other values. */

@@ -17,12 +17,13 @@ static const kvshard_value__word ownership_words[] = {
     {NULL, 0},
 };
 
-/* Engines name one-byte caches int8, fp8_e4m3 and fp8_e5m2: fp8 with its scales. */
+/* Engines name one-byte caches int8, fp8_e4m3 and fp8_e5m2, each with the
+ * scales of fp8; fp8 is fp8_e4m3. */
 static const kvshard_value__word kv_dtype_words[] = {
     {"auto", KVSHARD_DTYPE_AUTO},     {"bf16", KVSHARD_DTYPE_BF16},
     {"bfloat16", KVSHARD_DTYPE_BF16}, {"fp16", KVSHARD_DTYPE_FP16},
     {"float16", KVSHARD_DTYPE_FP16},  {"fp8", KVSHARD_DTYPE_FP8},
-    {"fp8_e4m3", KVSHARD_DTYPE_FP8},  {"fp8_e5m2", KVSHARD_DTYPE_FP8},
+    {"fp8_e4m3", KVSHARD_DTYPE_FP8},  {"fp8_e5m2", KVSHARD_DTYPE_FP8_E5M2},
     {"int8", KVSHARD_DTYPE_INT8},     {NULL, 0},
 };
 

@@ -154,7 +154,9 @@ static int fill_row(kvshard_comparison_row *row, work *w, const kvshard__plannin
         .tp = w->tp,
         .draft_layers = kvshard__counted_drafts(m, &pl->options, pl->profile),
         .device = &w->device_figures,
-        .max_position_embeddings = m->max_position_embeddings};
+        .max_position_embeddings = m->max_position_embeddings,
+        .seq_noun =
+            kvshard_kinds__seq_noun(kvshard_kinds__seq_caches(w->model->kinds, m->num_layers))};
     kvshard_warnings__collect_warnings(&wi, mark_warning, &row->warnings);
     return KVSHARD_OK;
 }

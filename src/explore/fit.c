@@ -1030,7 +1030,7 @@ static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvsha
         kvshard_device__figures_of(&f->device, &s.device);
         if (f->device.summary.first_unknown)
             f->device.summary.first_unknown = f->device.first_unknown; /* the fit's copy */
-        f->fp8_kv = kvshard_memory__kv_cache_dtype(&model->info, &f->options) == KVSHARD_DTYPE_FP8;
+        f->kv_cache_dtype = kvshard_memory__kv_cache_dtype(&model->info, &f->options);
         f->drafts = kvshard__counted_drafts(&model->info, &f->options, f->profile) > 0;
         rc = enumerate(f, &s, fo, diag);
     }
@@ -1225,7 +1225,7 @@ kvshard_profile__layout kvshard_fit__layout(const kvshard_fit *fit, const kvshar
         .pp_partition = row->pp_partition,
         .expert_parallel = fit->options.expert_parallel,
         .utilization = utilization,
-        .fp8_kv = fit->fp8_kv,
+        .kv_cache_dtype = fit->kv_cache_dtype,
         .drafts = fit->drafts,
         .context_length = row->has_seqs ? fit->options.context_length : 0,
         .seqs_per_replica = row->seqs_per_replica,

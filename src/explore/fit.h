@@ -54,7 +54,7 @@ struct kvshard_fit {
     kvshard__refused *refused;
     size_t refused_count;
     char *model_source; /* the model's file, for the command line the text gives */
-    bool fp8_kv;  /* the KV cache is fp8 (the engines' flag) */
+    kvshard_dtype kv_cache_dtype; /* the engines' flag names an fp8 one */
     bool drafts;  /* draft layers are counted (some engines run no stages with them) */
     /* Ranked by an engine profile's own figures (fit --engine): the memory
      * fraction that engine uses and the version planned, which its launch

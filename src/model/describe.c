@@ -199,9 +199,12 @@ static int describe(kvshard_model *m, const kvshard_model_desc *d, kvshard_error
     }
     kvshard_model__count_kinds(m);
     kvshard_dtype dt = d->dtype == KVSHARD_DTYPE_AUTO ? KVSHARD_DTYPE_BF16 : d->dtype;
-    if (dt == KVSHARD_DTYPE_INT8 || (int)dt < 0 || (int)dt > KVSHARD_DTYPE_INT8)
+    /* Either fp8 format is a checkpoint's dtype, as a config's float8_e4m3fn
+     * and float8_e5m2 are. */
+    if (dt == KVSHARD_DTYPE_INT8 || (int)dt < 0 || (int)dt > KVSHARD_DTYPE_FP8_E5M2)
         return kvshard_error__fail(err, KVSHARD_ERANGE, SOURCE, kvshard_error__no_mark,
-                             "dtype %d is not a model dtype (bf16, fp16, fp32 or fp8)", (int)dt);
+                             "dtype %d is not a model dtype (bf16, fp16, fp32, fp8 or fp8_e5m2)",
+                             (int)dt);
     in->dtype = dt;
     int rc;
     if (d->num_draft_layers > KVSHARD__MAX_DRAFT_LAYERS)

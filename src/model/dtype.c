@@ -8,6 +8,7 @@ unsigned kvshard_dtype__bytes(kvshard_dtype dtype)
     switch (dtype) {
     case KVSHARD_DTYPE_FP32: return 4;
     case KVSHARD_DTYPE_FP8:
+    case KVSHARD_DTYPE_FP8_E5M2:
     case KVSHARD_DTYPE_INT8: return 1;
     case KVSHARD_DTYPE_AUTO:
     case KVSHARD_DTYPE_BF16:
@@ -27,6 +28,11 @@ static const struct {
     {"fp8", KVSHARD_DTYPE_FP8},         {"float8_e4m3fn", KVSHARD_DTYPE_FP8},
     {"float8_e5m2", KVSHARD_DTYPE_FP8},
 };
+
+bool kvshard_dtype__is_fp8(kvshard_dtype dtype)
+{
+    return dtype == KVSHARD_DTYPE_FP8 || dtype == KVSHARD_DTYPE_FP8_E5M2;
+}
 
 bool kvshard_dtype__from_name(kvshard_dtype *out, const char *name, size_t len)
 {
@@ -52,6 +58,7 @@ const char *kvshard_dtype_name(kvshard_dtype dtype)
     case KVSHARD_DTYPE_FP8: return "fp8";
     case KVSHARD_DTYPE_FP32: return "float32";
     case KVSHARD_DTYPE_INT8: return "int8";
+    case KVSHARD_DTYPE_FP8_E5M2: return "fp8_e5m2";
     default: return "unknown";
     }
 }

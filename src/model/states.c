@@ -563,7 +563,7 @@ kvshard_dtype kvshard_states__default_dtype(kvshard_state_kind kind, kvshard_dty
         return KVSHARD_DTYPE_AUTO;
     if (row->default_fp32)
         return KVSHARD_DTYPE_FP32;
-    return model_dtype == KVSHARD_DTYPE_FP8 ? KVSHARD_DTYPE_BF16 : model_dtype;
+    return kvshard_dtype__is_fp8(model_dtype) ? KVSHARD_DTYPE_BF16 : model_dtype;
 }
 
 uint32_t kvshard_states__shapes(kvshard_states__tensor *out, kvshard__calc *c,

@@ -508,7 +508,9 @@ static void keep_input_texts(kvshard_plan *p)
     }
 }
 
-static void collect_warnings(kvshard_plan *p, const kvshard__planning *pl)
+/* `model` gives the layer kinds, which fit's figures do not copy. */
+static void collect_warnings(kvshard_plan *p, const kvshard_model *model,
+                             const kvshard__planning *pl)
 {
     kvshard__warning_inputs in = {
         .planning = pl,
@@ -526,7 +528,9 @@ static void collect_warnings(kvshard_plan *p, const kvshard__planning *pl)
         .tp = p->figure_stride ? p->figure_stride : p->tp,
         .draft_layers = kvshard__counted_drafts(&p->model, &pl->options, pl->profile),
         .device = &p->device,
-        .max_position_embeddings = p->model.max_position_embeddings};
+        .max_position_embeddings = p->model.max_position_embeddings,
+        .seq_noun =
+            kvshard_kinds__seq_noun(kvshard_kinds__seq_caches(model->kinds, p->model.num_layers))};
     kvshard_warnings__collect_warnings(&in, keep_warning, p);
 }
 
@@ -630,7 +634,7 @@ static int create(kvshard_plan **out, const kvshard_model *model, const kvshard_
         kvshard_plan_free(p);
         return rc;
     }
-    collect_warnings(p, &pl);
+    collect_warnings(p, model, &pl);
     if (!figures)
         kvshard_digest__compute_digests(p);
     *out = p;

@@ -19,7 +19,7 @@ uint32_t kvshard_dtype_size(kvshard_dtype dtype)
 {
     /* kvshard_dtype__bytes counts AUTO as bfloat16 for sizing; a caller
      * asking of a type gets 0 for what is no type. */
-    if (dtype <= KVSHARD_DTYPE_AUTO || dtype > KVSHARD_DTYPE_INT8)
+    if (dtype <= KVSHARD_DTYPE_AUTO || dtype > KVSHARD_DTYPE_FP8_E5M2)
         return 0;
     return kvshard_dtype__bytes(dtype);
 }

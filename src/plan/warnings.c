@@ -122,7 +122,7 @@ static void warn_unreachable(const kvshard__warning_inputs *in, kvshard__warning
                                    0,
                                    in->planning->fill_stage_count ? in->planning->fill_stages
                                                                   : NULL,
-                                   NULL};
+                                   in->seq_noun};
         char message[KVSHARD__WARNING_MESSAGE_MAX];
         in->planning->profile->voice.unreachable(message, sizeof message, &v);
         sink(ctx, KVSHARD_WARN_MAX_SEQS_UNREACHABLE, message);
@@ -145,9 +145,10 @@ static void warn_unreachable(const kvshard__warning_inputs *in, kvshard__warning
              o->context_length, (unsigned long long)c->concurrency, runs, o->max_seqs, balanced);
     else
         warn(sink, ctx, KVSHARD_WARN_MAX_SEQS_UNREACHABLE,
-             "at %u tokens %llu %s at once, below max_seqs %u: the state slots of %llu "
+             "at %u tokens %llu %s at once, below max_seqs %u: the %s of %llu "
              "sequence%s (%llu bytes = %s per rank) cannot be used%s",
              o->context_length, (unsigned long long)c->concurrency, runs, o->max_seqs,
+             in->seq_noun && strcmp(in->seq_noun, "state") != 0 ? in->seq_noun : "state slots",
              (unsigned long long)idle, idle == 1 ? "" : "s", (unsigned long long)held, human,
              balanced);
 }

@@ -26,6 +26,7 @@ typedef struct kvshard__warning_inputs {
     uint32_t draft_layers; /* draft layers speculation counts, on the last stage */
     const kvshard__device_figures *device; /* what the device inputs gave */
     uint32_t max_position_embeddings;      /* the model's; 0 when its config gives none */
+    const char *seq_noun; /* what state_bytes_per_seq keeps: kvshard_kinds__seq_noun */
 } kvshard__warning_inputs;
 
 typedef kvshard_profile__warn_fn kvshard__warning_sink;

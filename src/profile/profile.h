@@ -203,7 +203,7 @@ typedef struct kvshard_profile__layout {
     const uint32_t *pp_partition;  /* pp counts */
     bool expert_parallel;
     const char *utilization;       /* the share of device memory, shortest: "1" */
-    bool fp8_kv;
+    kvshard_dtype kv_cache_dtype;  /* an fp8 one is named in the engine's word */
     bool drafts;                   /* draft layers are counted */
     uint32_t context_length;       /* 0: none */
     uint64_t seqs_per_replica;     /* with a context length */

@@ -84,7 +84,7 @@ static const kvshard_value__word strategy_words[] = {{"auto", S_AUTO},
 static const kvshard_value__word kv_dtype_words[] = {
     {"auto", KVSHARD_DTYPE_AUTO},     {"bf16", KVSHARD_DTYPE_BF16},
     {"bfloat16", KVSHARD_DTYPE_BF16}, {"fp8_e4m3", KVSHARD_DTYPE_FP8},
-    {"fp8_e5m2", KVSHARD_DTYPE_FP8},  {NULL, 0},
+    {"fp8_e5m2", KVSHARD_DTYPE_FP8_E5M2},  {NULL, 0},
 };
 static const kvshard_value__word ssm_dtype_words[] = {
     {"float32", KVSHARD_DTYPE_FP32},
@@ -483,9 +483,15 @@ static int kv_dtype_of(kvshard_dtype *out, const kvshard_profile__settling *s,
                         "--device_compute_capability (9.0 for H100, 10.0 for B200)");
         }
         kv = floor(capability) >= BLACKWELL_MAJOR ? KVSHARD_DTYPE_FP8 : KVSHARD_DTYPE_BF16;
+    } else if (st->dsa && kv != KVSHARD_DTYPE_BF16 && kv != KVSHARD_DTYPE_FP8) {
+        /* The engine's DSA kernels read bfloat16 or fp8_e4m3 pages only. */
+        diag->option = "kv_cache_dtype";
+        return fail(diag, kvshard_profile__about_engine, KVSHARD_EPROFILE, "engine_unsupported",
+                    "a DSA model's kv_cache_dtype %s is not covered (bfloat16 or fp8_e4m3)",
+                    kvshard_dtype_name(kv));
     } else if (kv == KVSHARD_DTYPE_AUTO) {
-        kv = m->dtype == KVSHARD_DTYPE_FP32 || m->dtype == KVSHARD_DTYPE_FP8 ? KVSHARD_DTYPE_BF16
-                                                                             : m->dtype;
+        kv = m->dtype == KVSHARD_DTYPE_FP32 || kvshard_dtype__is_fp8(m->dtype) ? KVSHARD_DTYPE_BF16
+                                                                                : m->dtype;
     }
     *out = kv;
     return KVSHARD_OK;
@@ -1155,8 +1161,9 @@ static int recommend(char *buf, size_t cap, const kvshard_profile__layout *l, bo
         kvshard_profile__arg(buf, cap, &used, "--mem-fraction-static=%s", l->engine_fraction);
     if (l->expert_parallel)
         kvshard_profile__arg(buf, cap, &used, "--ep-size=%u", l->dp * l->tp);
-    if (l->fp8_kv)
-        kvshard_profile__arg(buf, cap, &used, "--kv-cache-dtype=fp8_e4m3");
+    if (kvshard_dtype__is_fp8(l->kv_cache_dtype))
+        kvshard_profile__arg(buf, cap, &used, "--kv-cache-dtype=%s",
+                             kv_dtype_name(l->kv_cache_dtype));
     if (l->context_length) {
         kvshard_profile__arg(buf, cap, &used, "--context-length=%u", l->context_length);
         kvshard_profile__arg(buf, cap, &used, "--max-running-requests=%llu",

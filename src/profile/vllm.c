@@ -111,7 +111,7 @@ static const kvshard_value__word kv_dtype_words[] = {
     {"half", KVSHARD_DTYPE_FP16},
     {"fp8", KVSHARD_DTYPE_FP8},
     {"fp8_e4m3", KVSHARD_DTYPE_FP8},
-    {"fp8_e5m2", KVSHARD_DTYPE_FP8},
+    {"fp8_e5m2", KVSHARD_DTYPE_FP8_E5M2},
     {"fp8_ds_mla", KVSHARD_DTYPE_FP8},
     {NULL, 0},
 };
@@ -442,7 +442,7 @@ static int served_dtype(kvshard_dtype *out, const kvshard_profile__settling *s,
         return KVSHARD_OK;
     }
     d = s->model->dtype;
-    if (d == KVSHARD_DTYPE_FP8) {
+    if (kvshard_dtype__is_fp8(d)) {
         diag->option = "dtype";
         return fail(diag, kvshard_profile__about_engine, KVSHARD_EMISSING, "engine_input_missing",
                     "the config's dtype is fp8: give --dtype (the dtype the engine computes in)");
@@ -1435,13 +1435,13 @@ static void unreachable(char *buf, size_t cap, const kvshard_profile__view *v)
     const kvshard_options *o = v->options;
     snprintf(buf, cap,
              "at %u tokens %llu %s at once, below max_num_seqs %u: %llu usable GPU "
-             "blocks, %llu a request of that length (KV and state share the pool); balanced "
+             "blocks, %llu a request of that length (KV and %s share the pool); balanced "
              "max_seqs is %llu",
              o->context_length, (unsigned long long)c->concurrency,
              c->concurrency == 1 ? "sequence runs" : "sequences run", o->max_seqs,
              (unsigned long long)c->usable_blocks,
              (unsigned long long)blocks_per_request(st, o->context_length),
-             (unsigned long long)c->balanced_max_seqs);
+             v->seq_noun ? v->seq_noun : "state", (unsigned long long)c->balanced_max_seqs);
 }
 
 /* B / 2^30 as the engine logs it: two decimals, a trailing zero dropped. */
@@ -1617,8 +1617,8 @@ static int recommend(char *buf, size_t cap, const kvshard_profile__layout *l, bo
     if (l->expert_parallel)
         kvshard_profile__arg(buf, cap, &used, "--enable-expert-parallel");
     kvshard_profile__arg(buf, cap, &used, "--gpu-memory-utilization=%s", l->utilization);
-    if (l->fp8_kv)
-        kvshard_profile__arg(buf, cap, &used, "--kv-cache-dtype=fp8");
+    if (kvshard_dtype__is_fp8(l->kv_cache_dtype))
+        kvshard_profile__arg(buf, cap, &used, "--kv-cache-dtype=%s", dtype_word(l->kv_cache_dtype));
     if (l->context_length) {
         kvshard_profile__arg(buf, cap, &used, "--max-model-len=%u", l->context_length);
         kvshard_profile__arg(buf, cap, &used, "--max-num-seqs=%llu",

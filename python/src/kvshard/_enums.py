@@ -196,10 +196,12 @@ class Dtype(enum.IntEnum):
     FP8 = 3
     FP32 = 4
     INT8 = 5
+    #: fp8 with five exponent bits: sized as fp8, named apart for the engines.
+    FP8_E5M2 = 6
 
     @property
     def label(self) -> str:
-        """"auto", "bfloat16", "float16", "fp8", "float32", "int8"."""
+        """"auto", "bfloat16", "float16", "fp8", "float32", "int8", "fp8_e5m2"."""
         return _name_of("kvshard_dtype_name", int(self))
 
 
