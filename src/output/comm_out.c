@@ -7,6 +7,7 @@
 #include "plan/queries.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 /* ---- JSON --------------------------------------------------------------------------- */
@@ -278,6 +279,16 @@ static void tokens_per_s(kvshard__out *o, double v)
 {
     kvshard_writer__out_grouped(o, (uint64_t)llround(v));
     kvshard_writer__out_raw(o, " tokens/s");
+}
+
+void kvshard_comm_out__row_cells(kvshard__out *o, const kvshard_comm_estimate *e, bool notes)
+{
+    char tput[32] = "-", comm[32] = "-";
+    if (e->given && e->has_step)
+        kvshard_format__grouped_text(tput, sizeof tput, (uint64_t)llround(e->throughput_total));
+    if (e->given && e->has_decode_time)
+        snprintf(comm, sizeof comm, "%.2f ms", e->decode_comm_us / 1000.0);
+    kvshard_writer__out_printf(o, notes ? "%-9s %-10s " : "%-9s %s", tput, comm);
 }
 
 static void text_inputs(kvshard__out *o, const kvshard_plan *plan, const kvshard__comm *c)

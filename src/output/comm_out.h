@@ -28,4 +28,9 @@ void kvshard_comm_out__inputs_json(kvshard__out *o, const kvshard__comm *c);
  * when it was not priced. */
 void kvshard_comm_out__row_json(kvshard__out *o, const kvshard_comm_estimate *e);
 
+/* A fit row's text cells when ranked by throughput: its tokens/s in all and
+ * its decode communication a step ("-" where unknown), padded when `notes`
+ * follow. */
+void kvshard_comm_out__row_cells(kvshard__out *o, const kvshard_comm_estimate *e, bool notes);
+
 #endif /* KVSHARD_OUTPUT_COMM_OUT_H */
