@@ -268,6 +268,87 @@ static void rank_throughput_refused(void **state)
     kvshard_fit_free(f);
 }
 
+/* The seed model on four 32 GiB cards with --comm_accelerator=bi_v100
+ * (1.2 TB/s, pcie4x16: 24 GB/s, alpha(2) = 15 us): by throughput T = 2,
+ * D = 2 leads, then T = 1, D = 4, then T = 4, S = 2. A sequence of 32,768
+ * tokens reads its rank's KV and twice its GDN state, 30 x 536,576 x
+ * (4 / T) bytes. */
+static void seed_fit(void **state)
+{
+    (void)state;
+    char *path = tu_example_path("models/qwen3_5_35b_a3b.json");
+    kvshard_deployment *dep = NULL;
+    kvshard_error err;
+    tu_assert_ok(kvshard_deployment_load_file(&dep, path, NULL, &err), &err);
+    free(path);
+    const char *args[] = {"--device_memory=32GiB", "--context_length=32768",
+                          "--weights_total=69321223296", "--weights_experts=64424509440",
+                          "--comm_accelerator=bi_v100"};
+    tu_assert_ok(kvshard_deployment_apply_args(dep, 5, args, 0, &err), &err);
+    kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
+    fo.gpus = 4;
+    kvshard_fit *f = NULL;
+    tu_assert_ok(kvshard_deployment_fit(&f, dep, &fo, &err), &err);
+    kvshard_deployment_free(dep);
+    assert_int_equal(kvshard_fit_rank_by(f), KVSHARD_RANK_THROUGHPUT);
+    /* T = 2, D = 2: 28 a replica, each reading 32,768 x 10,240 +
+     * 2 x 32,194,560 = 399,933,440 B; with 18,554,484,288 B of weights
+     * (18,554,484,288 + 28 x 399,933,440) / 1.2e12 s = 24,793.85 us:
+     * 1,129.31 tokens/s a replica, 2,258.62 in all. */
+    const kvshard_fit_row *r = kvshard_fit_row_at(f, 0);
+    assert_true(r->tp_size == 2 && r->dp_size == 2 && r->layerwise_split_size == 1);
+    assert_int_equal(r->seqs_total, 56);
+    assert_near(r->comm.step_us, (18554484288.0 + 28.0 * 399933440.0) / 1.2e6, 1e-6);
+    assert_near(r->comm.throughput_total, 2258.62, 0.005);
+    /* T = 1, D = 4: 11 a replica, 671,088,640 + 128,778,240 = 799,866,880
+     * B each, 21,002,841,216 B of weights: 24,834.48 us, 1,771.73 in all. */
+    r = kvshard_fit_row_at(f, 1);
+    assert_true(r->tp_size == 1 && r->dp_size == 4);
+    assert_int_equal(r->seqs_total, 44);
+    assert_near(r->comm.step_us, (21002841216.0 + 11.0 * 799866880.0) / 1.2e6, 1e-6);
+    assert_near(r->comm.throughput_total, 1771.73, 0.005);
+    /* T = 4, S = 2 ordinal, then contiguous: 54 sequences of 367,738,880 B
+     * (the owner reads its one head), base (17,330,305,824 + 54 x
+     * 367,738,880) / 1.2e12 s = 30,990.17 us; all-gather 54 x 4 x 256 x 2
+     * = 110,592 B and broadcast 221,184 B a layer, 20 x 15 + 3,317,760 /
+     * 24e9 s = 438.24 us; step 31,428.41 us, 1,718.19 tokens/s. Its
+     * unsplit row (33 sequences): 24,554.74 us, 1,343.94: 1.28x. */
+    r = kvshard_fit_row_at(f, 2);
+    assert_true(r->tp_size == 4 && r->layerwise_split_size == 2);
+    assert_int_equal(r->ownership, KVSHARD_OWNERSHIP_ORDINAL);
+    assert_int_equal(kvshard_fit_row_at(f, 3)->ownership, KVSHARD_OWNERSHIP_CONTIGUOUS);
+    assert_int_equal(r->comm.decode_link_bytes, 3317760u);
+    assert_near(r->comm.decode_comm_us, 438.24, 1e-9);
+    assert_near(r->comm.throughput, 1718.19, 0.005);
+    assert_near(r->comm.unsplit_throughput, 1343.94, 0.005);
+    assert_near(r->comm.throughput_gain, 1.28, 0.005);
+    /* T = 2, D = 2, S = 2 (R = 1 at T = 2: the owner reads both heads)
+     * decodes slower than its unsplit row. */
+    r = kvshard_fit_row_at(f, 4);
+    assert_true(r->tp_size == 2 && r->layerwise_split_size == 2);
+    assert_true(r->comm.throughput < r->comm.unsplit_throughput);
+    assert_true(r->warnings & (1u << KVSHARD_WARN_SPLIT_LOSES_THROUGHPUT));
+    assert_true(r->comm.warnings & (1u << KVSHARD_WARN_SPLIT_LOSES_THROUGHPUT));
+    /* The defaulted mechanisms of a GQA model are assumed, as under plan. */
+    assert_true(r->warnings & (1u << KVSHARD_WARN_COMM_MECHANISM_ASSUMED));
+    kvshard_fit_free(f);
+}
+
+/* fit checks the comm inputs as plan does. */
+static void fit_comm_refusals(void **state)
+{
+    (void)state;
+    kvshard_fit *f = NULL;
+    kvshard_error err;
+    const char *custom[] = {DSV32_FIT, "--comm_link=custom"};
+    assert_int_equal(fit_of(&f, &err, KVSHARD_RANK_AUTO, 6, custom), KVSHARD_EMISSING);
+    assert_non_null(strstr(err.message, "comm_input_missing: a custom link needs both"));
+    const char *hit[] = {DSV32_FIT, "--comm_prefix_hit=32768"};
+    assert_int_equal(fit_of(&f, &err, KVSHARD_RANK_AUTO, 6, hit), KVSHARD_ECOMM);
+    assert_non_null(strstr(err.message, "comm_prefix_hit: 32768 cached tokens"));
+    assert_null(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -275,6 +356,8 @@ int main(void)
         cmocka_unit_test(dsv32_by_capacity),
         cmocka_unit_test(dsv32_text),
         cmocka_unit_test(rank_throughput_refused),
+        cmocka_unit_test(seed_fit),
+        cmocka_unit_test(fit_comm_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

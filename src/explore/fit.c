@@ -7,6 +7,7 @@
 #include "base/call.h"
 #include "deploy/options.h"
 #include "explore/comm.h"
+#include "plan/deployment.h"
 #include "plan/device.h"
 #include "profile/capacity.h"
 #include "profile/profiles.h"
@@ -229,11 +230,16 @@ static int price_row(kvshard_fit_row *row, const search *s, const kvshard_plan *
     priced.comm.batch = 0;
     priced.comm_unsplit = NULL;
     priced.query_heads = s->model->sites[KVSHARD__SITE_Q_HEADS].value;
+    /* The inputs' refusals and warnings are the plan's, as under plan. */
+    int rc = kvshard_deployment__check_comm(&priced, diag);
     kvshard__comm c;
-    int rc = kvshard_comm__of(&c, NULL, &priced, diag->err);
+    if (rc == KVSHARD_OK)
+        rc = kvshard_comm__of(&c, NULL, &priced, diag->err);
     if (rc)
         return rc;
     kvshard_comm__public(&row->comm, &c);
+    for (size_t i = 0; i < priced.warning_count; i++)
+        row->warnings |= 1u << priced.warnings[i].code;
     row->warnings |= row->comm.warnings;
     if (s->settled && !s->settled->split)
         *s->settled = c;
