@@ -393,6 +393,8 @@ void bench_case_fit_engine(bench_report *r, bench_inputs *in);
 /* A plan with its communication estimate against the plan without it. */
 #define BENCH_COMM_TARGET "plan + comm estimate / plan, seed on BI-V100"
 #define BENCH_COMM_LIMIT 1.1
+/* And fit --rank=throughput of DeepSeek-V3.2 on 64 GPUs against fit's budget. */
+#define BENCH_COMM_FIT_TARGET "fit --rank=throughput 64 GPUs / 50 ms"
 void bench_case_comm(bench_report *r, bench_inputs *in);
 #define BENCH_FIT_ST_TARGET "fit 64 GPUs, weights of a 100,000-tensor index / 250 ms"
 #define BENCH_FIT_ST_BUDGET_MS 250.0

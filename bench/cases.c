@@ -1587,10 +1587,11 @@ void bench_case_safetensors(bench_report *r, bench_inputs *in)
 
 /* ---- the communication estimate ------------------------------------------------ */
 
-/* A deployment of the seed model under the command line's arguments. */
-static kvshard_deployment *seed_deployment(const bench_inputs *in, const char *const *args)
+/* A deployment of `model` under the command line's arguments. */
+static kvshard_deployment *deployment_of(const bench_inputs *in, const char *model,
+                                         const char *const *args)
 {
-    const bench_text *t = model_named(in, "qwen3_5_35b_a3b.json");
+    const bench_text *t = model_named(in, model);
     size_t count = 0;
     while (args[count])
         count++;
@@ -1601,7 +1602,7 @@ static kvshard_deployment *seed_deployment(const bench_inputs *in, const char *c
     if (rc == KVSHARD_OK)
         rc = kvshard_deployment_apply_args(d, count, args, 0, &err);
     if (rc)
-        bench_die_kvshard("the seed deployment", rc, &err);
+        bench_die_kvshard(model, rc, &err);
     return d;
 }
 
@@ -1628,6 +1629,58 @@ static void op_deployment_plan(void *p)
     kvshard_plan_free(plan);
 }
 
+typedef struct comm_fit_ctx {
+    const kvshard_deployment *deployment;
+    size_t rows;
+} comm_fit_ctx;
+
+static void op_comm_fit(void *p)
+{
+    comm_fit_ctx *c = p;
+    kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
+    fo.gpus = FIT_GPUS;
+    fo.rank_by = KVSHARD_RANK_THROUGHPUT;
+    kvshard_fit *f = NULL;
+    kvshard_error err;
+    int rc = kvshard_deployment_fit(&f, c->deployment, &fo, &err);
+    if (rc)
+        bench_die_kvshard("kvshard_deployment_fit --rank=throughput", rc, &err);
+    c->rows = kvshard_fit_row_count(f);
+    sink += c->rows + (uint64_t)kvshard_fit_row_at(f, 0)->comm.throughput_total;
+    kvshard_fit_free(f);
+}
+
+/* fit --rank=throughput: every row of DeepSeek-V3.2 on 64 H100 priced and
+ * ranked by its throughput, against fit's budget. */
+static void comm_fit(bench_report *r, bench_inputs *in)
+{
+    const bench_settings *s = r->settings;
+    const char *const args[] = {"--device_memory=80GiB",
+                                "--context_length=32768",
+                                "--kv_cache_dtype=fp8",
+                                "--weights_total=674030337216",
+                                "--weights_experts=654068416512",
+                                "--comm_accelerator=h100",
+                                NULL};
+    comm_fit_ctx c = {deployment_of(in, fit_model, args), 0};
+    bench_progress("comm: fit --rank=throughput of %s on %u GPUs", fit_model, FIT_GPUS);
+    bench_stats t = bench_time(s, s->pairs, op_comm_fit, &c);
+    kvshard_deployment_free((kvshard_deployment *)c.deployment);
+    bench_section *sec = bench_section_add(
+        r, "kvshard fit --rank=throughput: DeepSeek-V3.2 on 64 H100",
+        "kvshard_deployment_fit (and the free) of %s with bench_case_fit's inputs and "
+        "--comm_accelerator=h100, rank_by throughput: every row that fits is priced (a whole "
+        "plan each) and ranked by its throughput. The target is the median time over %zu "
+        "batches / %.0f ms, one core.",
+        fit_model, s->pairs, BENCH_FIT_BUDGET_MS);
+    bench_row *row = bench_row_add(sec, "fit --rank=throughput");
+    bench_fig_stats(row, "time", BENCH_UNIT_NS, &t);
+    bench_fig(row, "layouts", BENCH_UNIT_COUNT, (double)c.rows);
+    bench_target_add(r, BENCH_COMM_FIT_TARGET, t.median / (BENCH_FIT_BUDGET_MS * 1e6), 1.0, false,
+                     "median %.2f ms of %zu batches (p90 %.2f ms), %s / %.0f ms", t.median / 1e6,
+                     t.n, t.p90 / 1e6, bench_clock_name(), BENCH_FIT_BUDGET_MS);
+}
+
 void bench_case_comm(bench_report *r, bench_inputs *in)
 {
     const bench_settings *s = r->settings;
@@ -1650,8 +1703,8 @@ void bench_case_comm(bench_report *r, bench_inputs *in)
                                      "--weights_experts=64424509440",
                                      "--comm_accelerator=bi_v100",
                                      NULL};
-    kvshard_deployment *plain = seed_deployment(in, plain_args);
-    kvshard_deployment *priced = seed_deployment(in, comm_args);
+    kvshard_deployment *plain = deployment_of(in, "qwen3_5_35b_a3b.json", plain_args);
+    kvshard_deployment *priced = deployment_of(in, "qwen3_5_35b_a3b.json", comm_args);
     comm_ctx a = {plain, false}, b = {priced, true};
     bench_progress("comm: the seed planned without and with its estimate");
     bench_stats ta, tb;
@@ -1673,4 +1726,5 @@ void bench_case_comm(bench_report *r, bench_inputs *in)
     bench_target_add(r, BENCH_COMM_TARGET, ratio.median, BENCH_COMM_LIMIT, false,
                      "median of %zu per-pair ratios (p10 %.3f, p90 %.3f)", ratio.n, ratio.p10,
                      ratio.p90);
+    comm_fit(r, in);
 }

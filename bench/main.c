@@ -170,7 +170,11 @@ static const struct {
      {BENCH_NAMES_TENSOR_TARGET, BENCH_NAMES_SHARD_TARGET, BENCH_NAMES_FLAG_TARGET},
      {BENCH_NAMES_LIMIT, BENCH_NAMES_LIMIT, BENCH_NAMES_LIMIT},
      false},
-    {BENCH_CASE_COMM, bench_case_comm, {BENCH_COMM_TARGET, NULL}, {BENCH_COMM_LIMIT, 0}, false},
+    {BENCH_CASE_COMM,
+     bench_case_comm,
+     {BENCH_COMM_TARGET, BENCH_COMM_FIT_TARGET},
+     {BENCH_COMM_LIMIT, 1.0},
+     false},
 };
 
 int main(int argc, char **argv)

@@ -1161,6 +1161,7 @@ static const char *const null_checked[] = {
     "kvshard_fit_not_admitted_count",
     "kvshard_fit_not_admitted",
     "kvshard_fit_limited_layouts",
+    "kvshard_fit_rank_by",
     "kvshard_fit_flags",
     "kvshard_fit_write_json",
     "kvshard_fit_write_text",
@@ -1486,6 +1487,7 @@ static void test_null_everywhere(void **state)
     assert_int_equal(kvshard_fit_not_admitted_count(NULL), 0);
     assert_int_equal(kvshard_fit_not_admitted(NULL, NULL, NULL, NULL, NULL, 0), KVSHARD_EINVAL);
     assert_int_equal(kvshard_fit_limited_layouts(NULL), 0);
+    assert_int_equal(kvshard_fit_rank_by(NULL), KVSHARD_RANK_CAPACITY);
     assert_int_equal(kvshard_fit_flags(buf, sizeof buf, NULL, "kvshard", false), KVSHARD_EINVAL);
     tu_assert_ok(kvshard_fit_create(&fit, model, &fopt, &fo, NULL, &err), &err);
     assert_true(kvshard_fit_flags(buf, sizeof buf, fit, "kvshard", false) > 0);

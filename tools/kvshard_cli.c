@@ -37,6 +37,9 @@ typedef struct cli {
     /* fit's own flags: 0 when not given. */
     uint32_t gpus, max_tp_size, max_pp_size, top;
     bool fit_flag_given;
+    /* --rank, for compare and fit. */
+    kvshard_rank_by rank_by;
+    bool rank_given;
     /* The whole command line, which the report shows under its title. */
     int argc;
     const char *const *argv;
@@ -116,7 +119,7 @@ static const cli_command *command_named(const char *name)
 
 /* The CLI's own flags, offered when a flag is unknown and near one. */
 static const char *const cli_flags[] = {"format", "output", "help", "version", "gpus",
-                                        "max_tp_size", "max_pp_size", "top", NULL};
+                                        "max_tp_size", "max_pp_size", "top", "rank", NULL};
 
 /* fit's own flags, each a positive whole number: --gpus=N or --gpus N. */
 static const struct {
@@ -464,6 +467,9 @@ static void help_command(text_buf *b, const cli_command *cmd, kvshard_engine eng
         help_row(b, "--max_tp_size=A", "the largest TP group; default --gpus_per_node (8)");
         help_row(b, "--max_pp_size=B", "the most stages; default the nodes, ceil(N / gpus_per_node)");
         help_row(b, "--top=K", "the rows printed; default 10 (--format=json lists all)");
+        help_row(b, "--rank=HOW", "auto (the default: throughput when an accelerator, a link and "
+                                  "--context_length are given, else capacity), capacity or "
+                                  "throughput");
     }
     help_flags(b, engine, fit);
     putf(b, "\n'kvshard help %s --engine=NAME' lists the flags of another profile:\n", cmd->name);
@@ -635,7 +641,20 @@ static int parse_args(cli *c, int argc, char **argv, int *done)
             return status;
         if (is_fit_flag)
             continue;
-        if (strncmp(arg, "--format=", 9) == 0 || strcmp(arg, "--format") == 0) {
+        if (strncmp(arg, "--rank=", 7) == 0) {
+            static const char *const words[] = {"auto", "capacity", "throughput"};
+            c->rank_given = true;
+            size_t k = 0;
+            while (k < 3 && strcmp(arg + 7, words[k]) != 0)
+                k++;
+            if (k == 3) {
+                snprintf(message, sizeof message,
+                         "comm_value: --rank takes auto, capacity or throughput, not '%s'",
+                         show(arg + 7).text);
+                return usage_error(message);
+            }
+            c->rank_by = (kvshard_rank_by)k;
+        } else if (strncmp(arg, "--format=", 9) == 0 || strcmp(arg, "--format") == 0) {
             if (arg[8] == '\0' && i + 1 == argc)
                 return usage_error("--format needs a value: text, json, svg or html");
             format_given = true;
@@ -686,6 +705,8 @@ static int parse_args(cli *c, int argc, char **argv, int *done)
         return usage_error("--gpus, --max_tp_size, --max_pp_size and --top are flags of fit");
     if (fit && !c->gpus)
         return usage_error("fit needs --gpus=N, the GPUs to lay the model out on");
+    if (c->rank_given && !fit)
+        return usage_error("--rank is a flag of fit");
     if (fit && c->fmt != FORMAT_TEXT && c->fmt != FORMAT_JSON)
         return usage_error("fit writes text or json");
     if (strcmp(c->command, "report") == 0) {
@@ -753,6 +774,7 @@ static int make_document(document *d, const kvshard_deployment *dep,
         fo.gpus = d->c->gpus;
         fo.max_tp_size = d->c->max_tp_size;
         fo.max_pp_size = d->c->max_pp_size;
+        fo.rank_by = d->c->rank_by;
         if (kvshard_deployment_fit(&d->fit, dep, &fo, &err) != KVSHARD_OK)
             return failed(&err, inputs, command);
         return 0;

@@ -107,112 +107,6 @@ kvshard_comparison_row_at(const kvshard_comparison *comparison, size_t index);
 KVSHARD_EXPORT size_t kvshard_comparison_recommended(const kvshard_comparison *comparison);
 
 /* ------------------------------------------------------------------------ */
-/** ## Fit: the layout that serves the most sequences on N GPUs */
-/* ------------------------------------------------------------------------ */
-
-/** The short name of a status ("ok", "weights", "does_not_fit", "no_block",
- *  "kv_heads", ...), as fit's reasons and JSON documents name errors;
- *  "unknown" for other values. */
-KVSHARD_EXPORT const char *kvshard_status_name(int code);
-
-/** A search over layouts. Start from KVSHARD_FIT_OPTIONS_INIT. */
-typedef struct kvshard_fit_options {
-    size_t size;
-    uint32_t gpus;        /**< N, at least 1 */
-    uint32_t max_tp_size; /**< 0: gpus_per_node */
-    uint32_t max_pp_size; /**< 0: the nodes, ceil(N / gpus_per_node) */
-    uint32_t pp_size;     /**< 0: every P; else only this one */
-    uint32_t dp_size;     /**< 0: every D; else only this one */
-    bool unsplit;         /**< true: layerwise split size 1 only */
-    /** GPUs of one node, 1 to KVSHARD_MAX_RANKS; 0: 8 (for
-     *  kvshard_deployment_fit(), its `gpus_per_node` key, else 8). */
-    uint32_t gpus_per_node;
-} kvshard_fit_options;
-
-#define KVSHARD_FIT_OPTIONS_INIT { sizeof(kvshard_fit_options), 0u, 0u, 0u, 0u, 0u, false, 0u }
-
-/** One layout of a fit. Borrowed from the fit; later versions add fields at
- *  the end only. */
-typedef struct kvshard_fit_row {
-    size_t size;
-    uint32_t rank; /**< 1 for the recommendation, then by the ranking */
-    uint32_t tp_size;
-    uint32_t pp_size;
-    uint32_t dp_size;
-    uint32_t layerwise_split_size;
-    kvshard_ownership ownership; /**< KVSHARD_OWNERSHIP_DEFAULT when unsplit */
-    bool fits;
-    /** Why it does not fit: KVSHARD_EDOESNOTFIT, KVSHARD_ENOBLOCK, or
-     *  KVSHARD_ENOBLOCK with no_sequence (no sequence at the context
-     *  length); KVSHARD_OK when it fits. */
-    int reason;
-    bool no_sequence;
-    uint64_t weights_per_rank; /**< the largest over its stages */
-    uint64_t budget;           /**< the smallest over its ranks */
-    uint32_t binding_stage;
-    uint64_t num_blocks;
-    uint32_t max_seqs; /**< what its plan reserves state for */
-    bool has_seqs;     /**< a context length was given */
-    uint64_t seqs_per_replica;
-    uint64_t seqs_total;
-    uint64_t tokens_per_replica;
-    uint64_t tokens_total;
-    const uint32_t *pp_partition; /**< pp_size layer counts */
-    uint32_t warnings;            /**< bit (1 << code) per warning of its plan */
-} kvshard_fit_row;
-
-typedef struct kvshard_fit kvshard_fit;
-
-/**
- * Every layout of `fit_options->gpus` GPUs within the node limits (T in
- * the node, stages across nodes), planned from the device inputs of
- * `options` (device_memory required; weights_total with weights_experts, or
- * the model directory's safetensors), ranked by the sequences they serve
- * at options->context_length (else by tokens). Errors: KVSHARD_EINVAL
- * (NULL arguments, `options` and `fit_options` included, an unknown size),
- * KVSHARD_EPROFILE (an engine profile: fit_profile), KVSHARD_EWEIGHTS
- * (no weights, or weights_per_rank), KVSHARD_EFITLIMITS, the error of the
- * first layout when none is admitted, KVSHARD_EDOESNOTFIT or
- * KVSHARD_ENOBLOCK when none fits, KVSHARD_EOVERFLOW when a layout's
- * tokens or sequences over its replicas pass 2^64 - 1.
- */
-KVSHARD_EXPORT int kvshard_fit_create(kvshard_fit **out, const kvshard_model *model,
-                                      const kvshard_options *options,
-                                      const kvshard_fit_options *fit_options,
-                                      const kvshard_allocator *allocator, kvshard_error *err);
-/** kvshard_fit_create() with the deployment's model and options
- *  (`fit_options` NULL: KVSHARD_EINVAL); its pp_size and dp_size, when a
- *  flag or call set them, pin those sizes, and enable_layerwise_split set
- *  false so pins the split to 1. Errors point at the option responsible,
- *  as kvshard_deployment_plan()'s. */
-KVSHARD_EXPORT int kvshard_deployment_fit(kvshard_fit **out, const kvshard_deployment *deployment,
-                                          const kvshard_fit_options *fit_options,
-                                          kvshard_error *err);
-KVSHARD_EXPORT void kvshard_fit_free(kvshard_fit *fit);
-/** Rows: those that fit, ranked, then those that do not, in enumeration
- *  order. */
-KVSHARD_EXPORT size_t kvshard_fit_row_count(const kvshard_fit *fit);
-KVSHARD_EXPORT const kvshard_fit_row *kvshard_fit_row_at(const kvshard_fit *fit, size_t index);
-/** Layouts refused for another reason than memory (T, P, D and the
- *  status; each output may be NULL), and how many pairs (T, P) the node
- *  limits left out. */
-KVSHARD_EXPORT size_t kvshard_fit_not_admitted_count(const kvshard_fit *fit);
-KVSHARD_EXPORT int kvshard_fit_not_admitted(uint32_t *tp_size, uint32_t *pp_size,
-                                            uint32_t *dp_size, int *code,
-                                            const kvshard_fit *fit, size_t index);
-KVSHARD_EXPORT uint32_t kvshard_fit_limited_layouts(const kvshard_fit *fit);
-/** The recommendation's flags for `engine` ("kvshard", "xllm", "vllm",
- *  "sglang" or "trtllm"), space-separated, or its environment (`env`:
- *  NAME=value entries). Written like snprintf; returns the length,
- *  KVSHARD_EUNSUPPORTED when that engine has no line for the layout (a
- *  split it does not run, a refusal, no sequence), KVSHARD_EUNKNOWNKEY for
- *  another engine, KVSHARD_EINVAL. */
-KVSHARD_EXPORT int kvshard_fit_flags(char *buf, size_t cap, const kvshard_fit *fit,
-                                     const char *engine, bool env);
-
-/* ------------------------------------------------------------------------ */
-/** ## Transfer: moving a request's cache from one plan to another */
-/* ------------------------------------------------------------------------ */
 
 /** The map that moves one request's cache from a prefill plan (P) to a
  *  decode plan (D) of the same model: which P rank sends which units of
@@ -404,6 +298,134 @@ typedef struct kvshard_comm_estimate {
  *  a NULL argument or an unknown size. */
 KVSHARD_EXPORT int kvshard_plan_comm(kvshard_comm_estimate *out, const kvshard_plan *plan,
                                      kvshard_error *err);
+
+/* ------------------------------------------------------------------------ */
+/** ## Fit: the layout that serves the most sequences on N GPUs */
+/* ------------------------------------------------------------------------ */
+
+/** The short name of a status ("ok", "weights", "does_not_fit", "no_block",
+ *  "kv_heads", ...), as fit's reasons and JSON documents name errors;
+ *  "unknown" for other values. */
+KVSHARD_EXPORT const char *kvshard_status_name(int code);
+
+/** How compare and fit rank their rows. */
+typedef enum kvshard_rank_by {
+    /** By throughput when the comm inputs give one (an accelerator, a link
+     *  and a context length), else by capacity. */
+    KVSHARD_RANK_AUTO = 0,
+    KVSHARD_RANK_CAPACITY = 1,
+    /** By the throughput estimate: KVSHARD_EMISSING without its inputs. */
+    KVSHARD_RANK_THROUGHPUT = 2
+} kvshard_rank_by;
+
+/** A search over layouts. Start from KVSHARD_FIT_OPTIONS_INIT. */
+typedef struct kvshard_fit_options {
+    size_t size;
+    uint32_t gpus;        /**< N, at least 1 */
+    uint32_t max_tp_size; /**< 0: gpus_per_node */
+    uint32_t max_pp_size; /**< 0: the nodes, ceil(N / gpus_per_node) */
+    uint32_t pp_size;     /**< 0: every P; else only this one */
+    uint32_t dp_size;     /**< 0: every D; else only this one */
+    bool unsplit;         /**< true: layerwise split size 1 only */
+    /** GPUs of one node, 1 to KVSHARD_MAX_RANKS; 0: 8 (for
+     *  kvshard_deployment_fit(), its `gpus_per_node` key, else 8). */
+    uint32_t gpus_per_node;
+    /** The ranking: by capacity, or by the throughput estimate (needs a
+     *  deployment's accelerator, link and context length). */
+    kvshard_rank_by rank_by;
+} kvshard_fit_options;
+
+#define KVSHARD_FIT_OPTIONS_INIT                                                                   \
+    { sizeof(kvshard_fit_options), 0u, 0u, 0u, 0u, 0u, false, 0u, KVSHARD_RANK_AUTO }
+
+/** One layout of a fit. Borrowed from the fit; later versions add fields at
+ *  the end only. */
+typedef struct kvshard_fit_row {
+    size_t size;
+    uint32_t rank; /**< 1 for the recommendation, then by the ranking */
+    uint32_t tp_size;
+    uint32_t pp_size;
+    uint32_t dp_size;
+    uint32_t layerwise_split_size;
+    kvshard_ownership ownership; /**< KVSHARD_OWNERSHIP_DEFAULT when unsplit */
+    bool fits;
+    /** Why it does not fit: KVSHARD_EDOESNOTFIT, KVSHARD_ENOBLOCK, or
+     *  KVSHARD_ENOBLOCK with no_sequence (no sequence at the context
+     *  length); KVSHARD_OK when it fits. */
+    int reason;
+    bool no_sequence;
+    uint64_t weights_per_rank; /**< the largest over its stages */
+    uint64_t budget;           /**< the smallest over its ranks */
+    uint32_t binding_stage;
+    uint64_t num_blocks;
+    uint32_t max_seqs; /**< what its plan reserves state for */
+    bool has_seqs;     /**< a context length was given */
+    uint64_t seqs_per_replica;
+    uint64_t seqs_total;
+    uint64_t tokens_per_replica;
+    uint64_t tokens_total;
+    const uint32_t *pp_partition; /**< pp_size layer counts */
+    uint32_t warnings;            /**< bit (1 << code) per warning of its plan */
+    /** Its plan's communication estimate, when the deployment has comm
+     *  inputs and the row fits (else `given` false); its unsplit reference
+     *  is the S = 1 row of the same T, P, D. */
+    kvshard_comm_estimate comm;
+} kvshard_fit_row;
+
+typedef struct kvshard_fit kvshard_fit;
+
+/**
+ * Every layout of `fit_options->gpus` GPUs within the node limits (T in
+ * the node, stages across nodes), planned from the device inputs of
+ * `options` (device_memory required; weights_total with weights_experts, or
+ * the model directory's safetensors), ranked by the sequences they serve
+ * at options->context_length (else by tokens). Errors: KVSHARD_EINVAL
+ * (NULL arguments, `options` and `fit_options` included, an unknown size),
+ * KVSHARD_EPROFILE (an engine profile: fit_profile), KVSHARD_EWEIGHTS
+ * (no weights, or weights_per_rank), KVSHARD_EFITLIMITS, the error of the
+ * first layout when none is admitted, KVSHARD_EDOESNOTFIT or
+ * KVSHARD_ENOBLOCK when none fits, KVSHARD_EOVERFLOW when a layout's
+ * tokens or sequences over its replicas pass 2^64 - 1.
+ */
+KVSHARD_EXPORT int kvshard_fit_create(kvshard_fit **out, const kvshard_model *model,
+                                      const kvshard_options *options,
+                                      const kvshard_fit_options *fit_options,
+                                      const kvshard_allocator *allocator, kvshard_error *err);
+/** kvshard_fit_create() with the deployment's model and options
+ *  (`fit_options` NULL: KVSHARD_EINVAL); its pp_size and dp_size, when a
+ *  flag or call set them, pin those sizes, and enable_layerwise_split set
+ *  false so pins the split to 1. Errors point at the option responsible,
+ *  as kvshard_deployment_plan()'s. */
+KVSHARD_EXPORT int kvshard_deployment_fit(kvshard_fit **out, const kvshard_deployment *deployment,
+                                          const kvshard_fit_options *fit_options,
+                                          kvshard_error *err);
+KVSHARD_EXPORT void kvshard_fit_free(kvshard_fit *fit);
+/** Rows: those that fit, ranked, then those that do not, in enumeration
+ *  order. */
+KVSHARD_EXPORT size_t kvshard_fit_row_count(const kvshard_fit *fit);
+KVSHARD_EXPORT const kvshard_fit_row *kvshard_fit_row_at(const kvshard_fit *fit, size_t index);
+/** Layouts refused for another reason than memory (T, P, D and the
+ *  status; each output may be NULL), and how many pairs (T, P) the node
+ *  limits left out. */
+KVSHARD_EXPORT size_t kvshard_fit_not_admitted_count(const kvshard_fit *fit);
+KVSHARD_EXPORT int kvshard_fit_not_admitted(uint32_t *tp_size, uint32_t *pp_size,
+                                            uint32_t *dp_size, int *code,
+                                            const kvshard_fit *fit, size_t index);
+KVSHARD_EXPORT uint32_t kvshard_fit_limited_layouts(const kvshard_fit *fit);
+/** How the rows were ranked: KVSHARD_RANK_CAPACITY or
+ *  KVSHARD_RANK_THROUGHPUT (auto resolved). */
+KVSHARD_EXPORT kvshard_rank_by kvshard_fit_rank_by(const kvshard_fit *fit);
+/** The recommendation's flags for `engine` ("kvshard", "xllm", "vllm",
+ *  "sglang" or "trtllm"), space-separated, or its environment (`env`:
+ *  NAME=value entries). Written like snprintf; returns the length,
+ *  KVSHARD_EUNSUPPORTED when that engine has no line for the layout (a
+ *  split it does not run, a refusal, no sequence), KVSHARD_EUNKNOWNKEY for
+ *  another engine, KVSHARD_EINVAL. */
+KVSHARD_EXPORT int kvshard_fit_flags(char *buf, size_t cap, const kvshard_fit *fit,
+                                     const char *engine, bool env);
+
+/* ------------------------------------------------------------------------ */
+/** ## Transfer: moving a request's cache from one plan to another */
 
 
 /** One engine's verdict on a transfer, borrowed from it: `verdict` is

@@ -397,6 +397,12 @@ class Fit
     {
         return row(0);
     }
+    /** How the rows were ranked: KVSHARD_RANK_CAPACITY or
+     *  KVSHARD_RANK_THROUGHPUT (kvshard_fit_rank_by). */
+    kvshard_rank_by rank_by() const
+    {
+        return kvshard_fit_rank_by(h());
+    }
     /** A fitting row's layer counts, one a stage (empty for a row that does
      *  not fit, which was never cut into stages). */
     static LayerSpan pp_partition(const kvshard_fit_row &row) noexcept

@@ -520,6 +520,45 @@ void kvshard_comm__rank_received(bool *has_decode, uint64_t *decode, bool *has_p
     }
 }
 
+void kvshard_comm__public(kvshard_comm_estimate *e, const kvshard__comm *c)
+{
+    e->given = true;
+    e->split_size = c->split;
+    e->decode_mechanism = kvshard_options__comm_mechanism_name(c->decode_mechanism);
+    e->prefill_mechanism = kvshard_options__comm_mechanism_name(c->prefill_mechanism);
+    e->has_link = c->has_link;
+    e->link_name = c->has_link ? c->link_name : NULL;
+    e->link_bandwidth = c->link_bandwidth;
+    e->link_latency_us = c->link_latency_us;
+    e->has_accelerator = c->has_accelerator;
+    e->accelerator_name = c->has_accelerator ? c->accelerator_name : NULL;
+    e->hbm_bandwidth = c->hbm_bandwidth;
+    e->has_batch = c->has_batch;
+    e->batch = c->batch;
+    e->decode_collectives = c->decode.collectives;
+    e->has_decode_bytes = c->decode.has_bytes;
+    e->decode_link_bytes = c->decode.link_bytes;
+    e->has_decode_time = c->decode.has_time;
+    e->decode_comm_us = c->decode.comm_us;
+    e->has_step = c->has_step;
+    e->base_us = c->base_us;
+    e->step_us = c->step_us;
+    e->tpot_us = c->tpot_us;
+    e->throughput = c->throughput;
+    e->throughput_total = c->throughput_total;
+    e->has_unsplit = c->has_unsplit;
+    e->unsplit_throughput = c->unsplit_throughput;
+    e->has_gain = c->has_gain;
+    e->throughput_gain = c->throughput_gain;
+    e->prefill_collectives = c->prefill.collectives;
+    e->has_prefill_bytes = c->prefill.has_bytes;
+    e->prefill_link_bytes = c->prefill.link_bytes;
+    e->has_prefill_time = c->prefill.has_time;
+    e->prefill_comm_us = c->prefill.comm_us;
+    for (size_t i = 0; i < c->warning_count; i++)
+        e->warnings |= 1u << c->warnings[i].code;
+}
+
 int kvshard_plan_comm(kvshard_comm_estimate *out, const kvshard_plan *plan, kvshard_error *err)
 {
     kvshard_error__reset(err);
@@ -536,41 +575,7 @@ int kvshard_plan_comm(kvshard_comm_estimate *out, const kvshard_plan *plan, kvsh
     int rc = kvshard_comm__of(&c, NULL, plan, err);
     if (rc)
         return rc;
-    e.given = true;
-    e.split_size = c.split;
-    e.decode_mechanism = kvshard_options__comm_mechanism_name(c.decode_mechanism);
-    e.prefill_mechanism = kvshard_options__comm_mechanism_name(c.prefill_mechanism);
-    e.has_link = c.has_link;
-    e.link_name = c.has_link ? c.link_name : NULL;
-    e.link_bandwidth = c.link_bandwidth;
-    e.link_latency_us = c.link_latency_us;
-    e.has_accelerator = c.has_accelerator;
-    e.accelerator_name = c.has_accelerator ? c.accelerator_name : NULL;
-    e.hbm_bandwidth = c.hbm_bandwidth;
-    e.has_batch = c.has_batch;
-    e.batch = c.batch;
-    e.decode_collectives = c.decode.collectives;
-    e.has_decode_bytes = c.decode.has_bytes;
-    e.decode_link_bytes = c.decode.link_bytes;
-    e.has_decode_time = c.decode.has_time;
-    e.decode_comm_us = c.decode.comm_us;
-    e.has_step = c.has_step;
-    e.base_us = c.base_us;
-    e.step_us = c.step_us;
-    e.tpot_us = c.tpot_us;
-    e.throughput = c.throughput;
-    e.throughput_total = c.throughput_total;
-    e.has_unsplit = c.has_unsplit;
-    e.unsplit_throughput = c.unsplit_throughput;
-    e.has_gain = c.has_gain;
-    e.throughput_gain = c.throughput_gain;
-    e.prefill_collectives = c.prefill.collectives;
-    e.has_prefill_bytes = c.prefill.has_bytes;
-    e.prefill_link_bytes = c.prefill.link_bytes;
-    e.has_prefill_time = c.prefill.has_time;
-    e.prefill_comm_us = c.prefill.comm_us;
-    for (size_t i = 0; i < c.warning_count; i++)
-        e.warnings |= 1u << c.warnings[i].code;
+    kvshard_comm__public(&e, &c);
     *out = e;
     return KVSHARD_OK;
 }

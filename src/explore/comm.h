@@ -5,6 +5,7 @@
 #define KVSHARD_EXPLORE_COMM_H
 
 #include "deploy/options.h"
+#include "kvshard/explore.h"
 #include "plan/plan.h"
 
 /* At most one of each verdict of the estimate. */
@@ -92,5 +93,9 @@ int kvshard_comm__of(kvshard__comm *out, kvshard__comm_stage *stages, const kvsh
 void kvshard_comm__rank_received(bool *has_decode, uint64_t *decode, bool *has_prefill,
                                  uint64_t *prefill, const kvshard_plan *p, const kvshard__comm *c,
                                  uint32_t rank);
+
+/* The public view of estimate `c` into *e, which starts as
+ * KVSHARD_COMM_ESTIMATE_INIT. */
+void kvshard_comm__public(kvshard_comm_estimate *e, const kvshard__comm *c);
 
 #endif /* KVSHARD_EXPLORE_COMM_H */

@@ -65,6 +65,10 @@ int kvshard_deployment_fit(kvshard_fit **out, const kvshard_deployment *deployme
         fo.gpus_per_node = deployment->explore.gpus_per_node;
     kvshard_diag__ctx diag = kvshard_diag__on(err);
     kvshard_options options = kvshard_deploy__deployment_options(deployment);
-    int rc = kvshard_fit__create(out, deployment->model, &options, &fo, &deployment->alloc, &diag);
+    bool comm_given = false;
+    for (int i = KVSHARD__OPT_COMM_DECODE; i < KVSHARD__OPT_COUNT; i++)
+        comm_given |= deployment->sites[i].set;
+    int rc = kvshard_fit__create(out, deployment->model, &options, &fo, &deployment->alloc,
+                                 comm_given ? &deployment->explore.comm : NULL, &diag);
     return kvshard_deployment__locate(deployment, rc, &diag);
 }

@@ -6,10 +6,13 @@
 #include "base/abi.h"
 #include "base/call.h"
 #include "deploy/options.h"
+#include "explore/comm.h"
+#include "plan/deployment.h"
 #include "plan/device.h"
 #include "profile/capacity.h"
 #include "profile/profiles.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +84,10 @@ typedef struct search {
     /* There, where the name of the engine's refusal of that row for memory
      * goes ("no_memory_for_cache_blocks"): its line's reason. */
     char *row_refusal;
+    /* The deployment's comm inputs: each row that fits is priced (NULL:
+     * none given, no row is). */
+    const kvshard__comm_inputs *comm;
+    kvshard__comm *settled; /* the fit's comm_settled */
 } search;
 
 static void refusal_name(char *name, size_t cap, const char *message);
@@ -154,7 +161,10 @@ static int plan_slots(kvshard_plan **out, const search *s, uint32_t T, uint32_t 
     o.max_seqs = max_seqs;
     if (own)
         o.settings = own;
-    int rc = kvshard_plan__figures(out, s->model, &o, &s->alloc, &s->device, diag);
+    /* A priced row reads its layers' owners and kinds, which only a whole
+     * plan has. */
+    int rc = s->comm ? kvshard_plan__create_with(out, s->model, &o, &s->alloc, &s->device, diag)
+                     : kvshard_plan__figures(out, s->model, &o, &s->alloc, &s->device, diag);
     kvshard_settings_free(own);
     return rc;
 }
@@ -203,6 +213,37 @@ static void row_figures(kvshard_fit_row *row, const kvshard_plan *p, uint32_t *p
     row->warnings = 0;
     for (size_t i = 0; i < p->warning_count; i++)
         row->warnings |= 1u << p->warnings[i].code;
+}
+
+/* The row's communication estimate from its plan, which was made without
+ * comm inputs: a view of it with them, its batch the row's sequences (no
+ * unsplit twin: the S = 1 row of the layout is the reference, applied once
+ * every row is priced). */
+static int price_row(kvshard_fit_row *row, const search *s, const kvshard_plan *p,
+                     kvshard_diag__ctx *diag)
+{
+    if (!s->comm)
+        return KVSHARD_OK;
+    kvshard_plan priced = *p;
+    priced.comm_given = true;
+    priced.comm = *s->comm;
+    priced.comm.batch = 0;
+    priced.comm_unsplit = NULL;
+    priced.query_heads = s->model->sites[KVSHARD__SITE_Q_HEADS].value;
+    /* The inputs' refusals and warnings are the plan's, as under plan. */
+    int rc = kvshard_deployment__check_comm(&priced, diag);
+    kvshard__comm c;
+    if (rc == KVSHARD_OK)
+        rc = kvshard_comm__of(&c, NULL, &priced, diag->err);
+    if (rc)
+        return rc;
+    kvshard_comm__public(&row->comm, &c);
+    for (size_t i = 0; i < priced.warning_count; i++)
+        row->warnings |= 1u << priced.warnings[i].code;
+    row->warnings |= row->comm.warnings;
+    if (s->settled && !s->settled->split)
+        *s->settled = c;
+    return KVSHARD_OK;
 }
 
 /* A row of one layout and split: planned once, or at a context length
@@ -401,8 +442,9 @@ static int fill_engine_row(kvshard_fit_row *row, bool *dropped, const search *s,
     row->weights_per_rank = engine_weights(s, p);
     row->max_seqs = seqs > UINT32_MAX ? UINT32_MAX : (uint32_t)seqs;
     row->seqs_per_replica = seqs;
+    rc = price_row(row, s, p, diag);
     kvshard_plan_free(p);
-    return replica_totals(row, diag);
+    return rc ? rc : replica_totals(row, diag);
 }
 
 static int fill_row(kvshard_fit_row *row, bool *dropped, const search *s, uint32_t *partition,
@@ -417,7 +459,8 @@ static int fill_row(kvshard_fit_row *row, bool *dropped, const search *s, uint32
             return KVSHARD_OK;
         }
         row_figures(row, admission, partition);
-        return replica_totals(row, diag);
+        int rc = price_row(row, s, admission, diag);
+        return rc ? rc : replica_totals(row, diag);
     }
     if (s->engine)
         return fill_engine_row(row, dropped, s, partition, diag);
@@ -454,8 +497,9 @@ static int fill_row(kvshard_fit_row *row, bool *dropped, const search *s, uint32
     }
     row_figures(row, p, partition);
     row->seqs_per_replica = row->has_seqs ? seqs : 0;
+    rc = price_row(row, s, p, diag);
     kvshard_plan_free(p);
-    return replica_totals(row, diag);
+    return rc ? rc : replica_totals(row, diag);
 }
 
 /* The ranking of rows that fit: more sequences in all (none last), more
@@ -487,6 +531,87 @@ static int compare_rows(const void *pa, const void *pb)
     if (rule_order(a->ownership) != rule_order(b->ownership))
         return rule_order(a->ownership) < rule_order(b->ownership) ? -1 : 1;
     return a->rank < b->rank ? -1 : a->rank > b->rank; /* enumeration order */
+}
+
+/* By throughput: the rows that fit by the most whole tokens per second in
+ * all (whole, so rows that differ by rounding tie; unpriced last), then as
+ * by capacity. */
+static int compare_throughput(const void *pa, const void *pb)
+{
+    const kvshard_fit_row *a = pa, *b = pb;
+    if (a->fits && b->fits) {
+        bool ha = a->comm.has_step, hb = b->comm.has_step;
+        if (ha != hb)
+            return ha ? -1 : 1;
+        double ta = ha ? floor(a->comm.throughput_total) : 0;
+        double tb = hb ? floor(b->comm.throughput_total) : 0;
+        if (ta != tb)
+            return ta > tb ? -1 : 1;
+    }
+    return compare_rows(pa, pb);
+}
+
+/* Each split row against the S = 1 row of its (T, P, D), the layout
+ * without the split at that row's own sequences: its gain, and the verdict
+ * when it decodes slower. */
+static void price_against_unsplit(kvshard_fit *f)
+{
+    for (size_t i = 0; i < f->count; i++) {
+        kvshard_comm_estimate *e = &f->rows[i].comm;
+        const kvshard_fit_row *row = &f->rows[i];
+        if (!e->given || !e->has_step)
+            continue;
+        if (row->layerwise_split_size == 1) {
+            e->has_gain = true;
+            e->throughput_gain = 1.0;
+            continue;
+        }
+        for (size_t j = 0; j < f->count; j++) {
+            const kvshard_fit_row *ref = &f->rows[j];
+            if (ref->layerwise_split_size != 1 || ref->tp_size != row->tp_size ||
+                ref->pp_size != row->pp_size || ref->dp_size != row->dp_size)
+                continue;
+            if (ref->comm.given && ref->comm.has_step) {
+                e->has_unsplit = true;
+                e->unsplit_throughput = ref->comm.throughput;
+                e->has_gain = true;
+                e->throughput_gain = e->throughput / e->unsplit_throughput;
+                if (e->throughput < e->unsplit_throughput) {
+                    e->warnings |= 1u << KVSHARD_WARN_SPLIT_LOSES_THROUGHPUT;
+                    f->rows[i].warnings |= 1u << KVSHARD_WARN_SPLIT_LOSES_THROUGHPUT;
+                }
+            }
+            break;
+        }
+    }
+}
+
+/* The ranking asked for, auto resolved: throughput when the inputs give
+ * one (an accelerator, a link, a context length); asked for without them,
+ * comm_input_missing naming what is missing. */
+static int settle_rank(kvshard_fit *f, const search *s, kvshard_rank_by asked,
+                       kvshard_diag__ctx *diag)
+{
+    const kvshard_comm_estimate *e = NULL;
+    for (size_t i = 0; i < f->count && !e; i++)
+        e = f->rows[i].comm.given ? &f->rows[i].comm : NULL;
+    bool accelerator = e && e->has_accelerator, link = e && e->has_link;
+    bool context = s->base.options.context_length > 0;
+    bool priced = accelerator && link && context;
+    if (asked == KVSHARD_RANK_THROUGHPUT && !priced) {
+        diag->option = "rank";
+        return kvshard_error__fail(diag->err, KVSHARD_EMISSING, "", kvshard_error__no_mark,
+                                   "comm_input_missing: --rank=throughput needs %s",
+                                   !accelerator ? "an accelerator (comm_accelerator or "
+                                                  "comm_hbm_bandwidth)"
+                                   : !link      ? "a link (comm_link, or an accelerator that "
+                                                  "implies one)"
+                                                : "a context length (context_length)");
+    }
+    f->rank_by = asked == KVSHARD_RANK_CAPACITY ? KVSHARD_RANK_CAPACITY
+                 : priced                       ? KVSHARD_RANK_THROUGHPUT
+                                                : KVSHARD_RANK_CAPACITY;
+    return KVSHARD_OK;
 }
 
 /* The (T, P) the node limits admit: a TP group inside a node (or whole
@@ -808,6 +933,7 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo,
                     kvshard_fit_row *row = &f->rows[f->count];
                     memset(row, 0, sizeof *row); /* padding too: rows compare by bytes */
                     row->size = sizeof *row;
+                    row->comm.size = sizeof row->comm;
                     row->rank = ++order; /* enumeration order until ranked */
                     row->tp_size = T;
                     row->pp_size = P;
@@ -843,7 +969,12 @@ static int enumerate(kvshard_fit *f, search *s, const kvshard_fit_options *fo,
     }
     if (f->fitting == 0 && !s->one_layout)
         return none_fits(f, s, all_short, ct, cp, cd, closest, diag);
-    qsort(f->rows, f->count, sizeof *f->rows, compare_rows);
+    price_against_unsplit(f);
+    int rc = settle_rank(f, s, fo->rank_by, diag);
+    if (rc)
+        return rc;
+    qsort(f->rows, f->count, sizeof *f->rows,
+          f->rank_by == KVSHARD_RANK_THROUGHPUT ? compare_throughput : compare_rows);
     for (size_t i = 0; i < f->count; i++)
         f->rows[i].rank = (uint32_t)(i + 1);
     return KVSHARD_OK;
@@ -942,10 +1073,12 @@ static int engine_lines(kvshard_fit *f, const search *s, const kvshard_allocator
 
 static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvshard_options *options,
                       const kvshard_fit_options *fo, const kvshard_allocator *allocator,
-                      const kvshard_fit_row *one_layout, kvshard_diag__ctx *diag)
+                      const kvshard_fit_row *one_layout, const kvshard__comm_inputs *comm,
+                      kvshard_diag__ctx *diag)
 {
     search s;
     memset(&s, 0, sizeof s);
+    s.comm = comm;
     s.one_layout = one_layout != NULL;
     s.split = one_layout ? one_layout->layerwise_split_size : 0;
     /* A fit needs its GPUs and the device: no NULL stands for defaults. */
@@ -1013,6 +1146,8 @@ static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvsha
     memcpy(f->model_source, model->source, source_len);
     f->options = s.base.options;
     f->options.settings = NULL;
+    f->comm_given = comm != NULL;
+    s.settled = &f->comm_settled;
     f->profile = s.base.profile;
     if (s.engine) {
         f->engine = true;
@@ -1071,7 +1206,7 @@ static int engine_line(kvshard__engine_line *line, const kvshard_fit *f, const s
     kvshard_fit *one = NULL;
     kvshard_error e;
     kvshard_diag__ctx diag = kvshard_diag__on(&e);
-    int rc = fit_create(&one, s->model, &o, &fo, allocator, row, &diag);
+    int rc = fit_create(&one, s->model, &o, &fo, allocator, row, NULL, &diag);
     if (rc == KVSHARD_ENOMEM)
         return rc;
     if (rc) {
@@ -1149,14 +1284,15 @@ int kvshard_fit_create(kvshard_fit **out, const kvshard_model *model,
                        const kvshard_allocator *allocator, kvshard_error *err)
 {
     kvshard_diag__ctx diag = kvshard_diag__on(err);
-    return fit_create(out, model, options, fit_options, allocator, NULL, &diag);
+    return fit_create(out, model, options, fit_options, allocator, NULL, NULL, &diag);
 }
 
 int kvshard_fit__create(kvshard_fit **out, const kvshard_model *model,
                         const kvshard_options *options, const kvshard_fit_options *fit_options,
-                        const kvshard_allocator *allocator, kvshard_diag__ctx *diag)
+                        const kvshard_allocator *allocator, const kvshard__comm_inputs *comm,
+                        kvshard_diag__ctx *diag)
 {
-    return fit_create(out, model, options, fit_options, allocator, NULL, diag);
+    return fit_create(out, model, options, fit_options, allocator, NULL, comm, diag);
 }
 
 void kvshard_fit_free(kvshard_fit *fit)
@@ -1201,6 +1337,11 @@ int kvshard_fit_not_admitted(uint32_t *tp_size, uint32_t *pp_size, uint32_t *dp_
     if (code)
         *code = r->code;
     return KVSHARD_OK;
+}
+
+kvshard_rank_by kvshard_fit_rank_by(const kvshard_fit *fit)
+{
+    return fit ? fit->rank_by : KVSHARD_RANK_CAPACITY;
 }
 
 uint32_t kvshard_fit_limited_layouts(const kvshard_fit *fit)

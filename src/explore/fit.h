@@ -4,6 +4,7 @@
 #define KVSHARD_EXPLORE_FIT_H
 
 #include "kvshard/explore.h"
+#include "explore/comm.h"
 #include "plan/plan.h"
 
 /* The most work one fit may try, counted before it plans anything: for each
@@ -69,16 +70,23 @@ struct kvshard_fit {
      * engine's memory refusal of its row, "" when none. */
     char row_refusal[48];
     size_t engine_line_count;
+    kvshard_rank_by rank_by; /* capacity, or throughput (auto resolved) */
+    /* Whether comm inputs were given, and as the first priced row settled
+     * them (split 0: no row priced), which every row shares. */
+    bool comm_given;
+    kvshard__comm comm_settled;
 };
 
 /* The reason an engine has no line in a fit without --engine; NULL when it
  * has one, or when the fit does not hold a line of that engine. */
 const char *kvshard_fit__engine_reason(const kvshard_fit *fit, const char *engine);
 
-/* kvshard_fit_create, naming in `diag` the option an error is about. */
+/* kvshard_fit_create, naming in `diag` the option an error is about, each
+ * row priced with `comm` (NULL: no comm input given). */
 int kvshard_fit__create(kvshard_fit **out, const kvshard_model *model,
                         const kvshard_options *options, const kvshard_fit_options *fit_options,
-                        const kvshard_allocator *allocator, kvshard_diag__ctx *diag);
+                        const kvshard_allocator *allocator, const kvshard__comm_inputs *comm,
+                        kvshard_diag__ctx *diag);
 
 /* A row as the profiles' recommend() takes it; `utilization` (at least 24
  * bytes) holds the share's text: the device's, or under an engine fit the

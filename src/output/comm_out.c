@@ -7,6 +7,7 @@
 #include "plan/queries.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 /* ---- JSON --------------------------------------------------------------------------- */
@@ -16,9 +17,8 @@ static void key(kvshard__out *o, const char *name, bool first)
     kvshard_writer__out_printf(o, "%s\"%s\": ", first ? "" : ", ", name);
 }
 
-static void number(kvshard__out *o, const char *name, bool has, double v)
+void kvshard_comm_out__number(kvshard__out *o, bool has, double v)
 {
-    key(o, name, false);
     if (!has || !isfinite(v)) {
         kvshard_writer__out_raw(o, "null");
         return;
@@ -26,6 +26,12 @@ static void number(kvshard__out *o, const char *name, bool has, double v)
     char buf[40];
     kvshard_format__shortest_text(buf, sizeof buf, v);
     kvshard_writer__out_raw(o, buf);
+}
+
+static void number(kvshard__out *o, const char *name, bool has, double v)
+{
+    key(o, name, false);
+    kvshard_comm_out__number(o, has, v);
 }
 
 static void count(kvshard__out *o, const char *name, bool has, uint64_t v, bool first)
@@ -145,6 +151,72 @@ static void json_ranks(kvshard__out *o, const kvshard_plan *plan, const kvshard_
     kvshard_writer__out_raw(o, "]");
 }
 
+/* The mechanisms in force. */
+static void mechanisms(kvshard__out *o, const kvshard__comm *c, bool first)
+{
+    word(o, "decode_mechanism", kvshard_options__comm_mechanism_name(c->decode_mechanism), first);
+    word(o, "prefill_mechanism", kvshard_options__comm_mechanism_name(c->prefill_mechanism), false);
+    word(o, "owner_output", c->owner_scatter ? "scatter" : "broadcast", false);
+}
+
+/* The link, the accelerator and the activation bytes, the link first. */
+static void devices(kvshard__out *o, const kvshard__comm *c)
+{
+    key(o, "link", true);
+    if (c->has_link) {
+        kvshard_writer__out_raw(o, "{");
+        word(o, "name", c->link_name, true);
+        count(o, "bandwidth", true, c->link_bandwidth, false);
+        number(o, "latency_us", true, c->link_latency_us);
+        static const char *const rules[] = {"log2", "linear", "flat"};
+        word(o, "alpha_rule", rules[c->alpha_rule], false);
+        kvshard_writer__out_raw(o, "}");
+    } else {
+        kvshard_writer__out_raw(o, "null");
+    }
+    key(o, "accelerator", false);
+    if (c->has_accelerator) {
+        kvshard_writer__out_raw(o, "{");
+        word(o, "name", c->accelerator_name, true);
+        count(o, "hbm_bandwidth", c->hbm_bandwidth != 0, c->hbm_bandwidth, false);
+        kvshard_writer__out_raw(o, "}");
+    } else {
+        kvshard_writer__out_raw(o, "null");
+    }
+    count(o, "activation_bytes", true, c->activation_bytes, false);
+}
+
+void kvshard_comm_out__inputs_json(kvshard__out *o, const kvshard__comm *c)
+{
+    kvshard_writer__out_raw(o, "{");
+    mechanisms(o, c, true);
+    kvshard_writer__out_raw(o, ", ");
+    devices(o, c);
+    kvshard_writer__out_raw(o, "}");
+}
+
+void kvshard_comm_out__row_json(kvshard__out *o, const kvshard_comm_estimate *e)
+{
+    if (!e->given) {
+        kvshard_writer__out_raw(o, "null");
+        return;
+    }
+    kvshard_writer__out_raw(o, "{");
+    count(o, "batch", e->has_batch, e->batch, true);
+    count(o, "collectives", true, e->decode_collectives, false);
+    count(o, "link_bytes", e->has_decode_bytes, e->decode_link_bytes, false);
+    number(o, "comm_us", e->has_decode_time, e->decode_comm_us);
+    number(o, "base_us", e->has_step, e->base_us);
+    number(o, "step_us", e->has_step, e->step_us);
+    number(o, "tpot_us", e->has_step, e->tpot_us);
+    number(o, "throughput", e->has_step, e->throughput);
+    number(o, "throughput_total", e->has_step, e->throughput_total);
+    number(o, "throughput_gain", e->has_gain, e->throughput_gain);
+    count(o, "prefill_link_bytes", e->has_prefill_bytes, e->prefill_link_bytes, false);
+    number(o, "prefill_comm_us", e->has_prefill_time, e->prefill_comm_us);
+    kvshard_writer__out_raw(o, "}");
+}
+
 int kvshard_comm_out__json(kvshard__out *o, const kvshard_plan *plan)
 {
     if (!kvshard_comm__given(plan))
@@ -157,34 +229,11 @@ int kvshard_comm_out__json(kvshard__out *o, const kvshard_plan *plan)
     if (rc == KVSHARD_OK) {
         kvshard_writer__out_raw(o, "  \"comm\": {");
         count(o, "split_size", true, c.split, true);
-        word(o, "decode_mechanism", kvshard_options__comm_mechanism_name(c.decode_mechanism), false);
-        word(o, "prefill_mechanism", kvshard_options__comm_mechanism_name(c.prefill_mechanism), false);
-        word(o, "owner_output", c.owner_scatter ? "scatter" : "broadcast", false);
+        mechanisms(o, &c, false);
         key(o, "mechanism_default", false);
         kvshard_writer__out_raw(o, c.mechanism_default ? "true" : "false");
         kvshard_writer__out_raw(o, ",\n    ");
-        key(o, "link", true);
-        if (c.has_link) {
-            kvshard_writer__out_raw(o, "{");
-            word(o, "name", c.link_name, true);
-            count(o, "bandwidth", true, c.link_bandwidth, false);
-            number(o, "latency_us", true, c.link_latency_us);
-            static const char *const rules[] = {"log2", "linear", "flat"};
-            word(o, "alpha_rule", rules[c.alpha_rule], false);
-            kvshard_writer__out_raw(o, "}");
-        } else {
-            kvshard_writer__out_raw(o, "null");
-        }
-        key(o, "accelerator", false);
-        if (c.has_accelerator) {
-            kvshard_writer__out_raw(o, "{");
-            word(o, "name", c.accelerator_name, true);
-            count(o, "hbm_bandwidth", c.hbm_bandwidth != 0, c.hbm_bandwidth, false);
-            kvshard_writer__out_raw(o, "}");
-        } else {
-            kvshard_writer__out_raw(o, "null");
-        }
-        count(o, "activation_bytes", true, c.activation_bytes, false);
+        devices(o, &c);
         json_decode(o, &c);
         json_prefill(o, &c);
         json_stages(o, stages, v.pp);
@@ -230,6 +279,16 @@ static void tokens_per_s(kvshard__out *o, double v)
 {
     kvshard_writer__out_grouped(o, (uint64_t)llround(v));
     kvshard_writer__out_raw(o, " tokens/s");
+}
+
+void kvshard_comm_out__row_cells(kvshard__out *o, const kvshard_comm_estimate *e, bool notes)
+{
+    char tput[32] = "-", comm[32] = "-";
+    if (e->given && e->has_step)
+        kvshard_format__grouped_text(tput, sizeof tput, (uint64_t)llround(e->throughput_total));
+    if (e->given && e->has_decode_time)
+        snprintf(comm, sizeof comm, "%.2f ms", e->decode_comm_us / 1000.0);
+    kvshard_writer__out_printf(o, notes ? "%-9s %-10s " : "%-9s %s", tput, comm);
 }
 
 static void text_inputs(kvshard__out *o, const kvshard_plan *plan, const kvshard__comm *c)

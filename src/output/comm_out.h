@@ -17,4 +17,20 @@ int kvshard_comm_out__text(kvshard__out *o, const kvshard_plan *plan);
  * a comm input or when the estimate is refused. */
 size_t kvshard_comm_out__warnings(kvshard__warning *out, const kvshard_plan *plan);
 
+/* A time or throughput as the JSON writes it: shortest text, or null. */
+void kvshard_comm_out__number(kvshard__out *o, bool has, double v);
+
+/* A fit's or comparison's `comm_inputs`: the settled inputs of estimate
+ * `c` (mechanisms, link, accelerator, activation bytes). */
+void kvshard_comm_out__inputs_json(kvshard__out *o, const kvshard__comm *c);
+
+/* A row's `comm` object: its estimate's decode and prefill figures, null
+ * when it was not priced. */
+void kvshard_comm_out__row_json(kvshard__out *o, const kvshard_comm_estimate *e);
+
+/* A fit row's text cells when ranked by throughput: its tokens/s in all and
+ * its decode communication a step ("-" where unknown), padded when `notes`
+ * follow. */
+void kvshard_comm_out__row_cells(kvshard__out *o, const kvshard_comm_estimate *e, bool notes);
+
 #endif /* KVSHARD_OUTPUT_COMM_OUT_H */

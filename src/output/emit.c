@@ -590,7 +590,7 @@ int kvshard_comparison_write_json(const kvshard_comparison *comparison, kvshard_
 
 /* ---- fit ------------------------------------------------------------------------------ */
 
-static void emit_fit_row(kvshard__out *o, const kvshard_fit_row *r)
+static void emit_fit_row(kvshard__out *o, const kvshard_fit *fit, const kvshard_fit_row *r)
 {
     kvshard_writer__out_raw(o, "{");
     field_u64(o, "rank", r->rank);
@@ -641,6 +641,10 @@ static void emit_fit_row(kvshard__out *o, const kvshard_fit_row *r)
     }
     kvshard_writer__out_raw(o, ", ");
     field_warnings(o, r->warnings);
+    if (fit->comm_given) {
+        kvshard_writer__out_raw(o, ",\n     \"comm\": ");
+        kvshard_comm_out__row_json(o, &r->comm);
+    }
     kvshard_writer__out_raw(o, "}");
 }
 
@@ -708,10 +712,17 @@ int kvshard_fit_write_json(const kvshard_fit *fit, kvshard_write_fn write, void 
                   fit->options.context_length);
     kvshard_writer__out_raw(&o, ",\n  \"weights\": ");
     emit_weights(&o, d, &fit->options);
+    if (fit->comm_given) {
+        kvshard_writer__out_raw(&o, ",\n  \"rank_by\": ");
+        kvshard_writer__out_raw(&o, fit->rank_by == KVSHARD_RANK_THROUGHPUT ? "\"throughput\""
+                                                                          : "\"capacity\"");
+        kvshard_writer__out_raw(&o, ",\n  \"comm_inputs\": ");
+        kvshard_comm_out__inputs_json(&o, &fit->comm_settled);
+    }
     kvshard_writer__out_raw(&o, ",\n  \"rows\": [");
     for (size_t i = 0; i < fit->count && !o.failed; i++) {
         kvshard_writer__out_raw(&o, i ? ",\n    " : "\n    ");
-        emit_fit_row(&o, &fit->rows[i]);
+        emit_fit_row(&o, fit, &fit->rows[i]);
     }
     kvshard_writer__out_raw(&o, "\n  ],\n  \"not_admitted\": [");
     for (size_t i = 0; i < fit->refused_count && !o.failed; i++) {
@@ -743,6 +754,12 @@ int kvshard_fit_write_json(const kvshard_fit *fit, kvshard_write_fn write, void 
     field_or_null(&o, "seqs_total", rec->has_seqs, rec->seqs_total);
     sep(&o);
     field_u64(&o, "tokens_total", rec->tokens_total);
+    if (fit->comm_given) {
+        kvshard_writer__out_raw(&o, fit->rank_by == KVSHARD_RANK_THROUGHPUT
+                                        ? ", \"rank_by\": \"throughput\", \"throughput_total\": "
+                                        : ", \"rank_by\": \"capacity\", \"throughput_total\": ");
+        kvshard_comm_out__number(&o, rec->comm.has_step, rec->comm.throughput_total);
+    }
     /* Every profile that recommends: flags for each, environment for the
      * engines (kvshard's own takes none). */
     for (int env = 0; env < 2; env++) {

@@ -732,11 +732,17 @@ int kvshard_fit_write_text(const kvshard_fit *fit, size_t top, kvshard_write_fn 
                             "--max_tp_size/--max_pp_size to widen\n",
                             fit->max_tp_size, fit->max_pp_size, fit->max_pp_size == 1 ? "" : "s");
     bool seqs = opt->context_length != 0;
+    bool by_throughput = fit->rank_by == KVSHARD_RANK_THROUGHPUT;
+    if (by_throughput)
+        kvshard_writer__out_raw(&o, "\nranked by throughput (estimate: memory-bandwidth floor "
+                                    "and split communication; docs/comm.md says what it leaves "
+                                    "out)");
     kvshard_writer__out_raw(
         &o, seqs ? "\nrank     T     P     D     S  rule        weights/rank  budget       "
-                   "seqs/replica  seqs      tokens          notes\n"
+                   "seqs/replica  seqs      tokens          "
                  : "\nrank     T     P     D     S  rule        weights/rank  budget       "
-                   "blocks        tokens          notes\n");
+                   "blocks        tokens          ");
+    kvshard_writer__out_raw(&o, by_throughput ? "tok/s     comm/step  notes\n" : "notes\n");
     size_t shown = top ? top : 10;
     for (size_t i = 0; i < fit->count && i < shown && !o.failed; i++) {
         const kvshard_fit_row *r = &fit->rows[i];
@@ -760,7 +766,12 @@ int kvshard_fit_write_text(const kvshard_fit *fit, size_t top, kvshard_write_fn 
             kvshard_writer__out_printf(&o, "%-13s ", a);
         }
         kvshard_format__grouped_text(c, sizeof c, r->tokens_total);
-        kvshard_writer__out_printf(&o, r->warnings ? "%-15s" : "%s", c);
+        if (by_throughput) {
+            kvshard_writer__out_printf(&o, "%-15s ", c);
+            kvshard_comm_out__row_cells(&o, &r->comm, r->warnings != 0);
+        } else {
+            kvshard_writer__out_printf(&o, r->warnings ? "%-15s" : "%s", c);
+        }
         write_warning_names(&o, r->warnings);
         kvshard_writer__out_raw(&o, "\n");
     }

@@ -99,19 +99,8 @@ static void comm_warnings(kvshard_plan *p)
                     "the model's safetensors files");
 }
 
-/* The comm: inputs, when some were given, with the plan's unsplit twin
- * the estimate compares against. Errors here are the inputs' own: a
- * prefix hit that is the whole prompt, a custom link or accelerator
- * without its figures, selected rows of a model without an indexer. */
-static int attach_comm(kvshard_plan *p, const kvshard_deployment *deployment,
-                       const kvshard_options *options, kvshard_diag__ctx *diag)
+int kvshard_deployment__check_comm(kvshard_plan *p, kvshard_diag__ctx *diag)
 {
-    for (int i = KVSHARD__OPT_COMM_DECODE; i < KVSHARD__OPT_COUNT; i++)
-        p->comm_given |= deployment->sites[i].set;
-    if (!p->comm_given)
-        return KVSHARD_OK;
-    p->comm = deployment->explore.comm;
-    p->query_heads = deployment->model->sites[KVSHARD__SITE_Q_HEADS].value;
     const kvshard__comm_inputs *c = &p->comm;
     uint32_t prompt = c->prompt_length ? c->prompt_length : p->options.context_length;
     if (prompt && c->prefix_hit >= prompt) {
@@ -154,6 +143,24 @@ static int attach_comm(kvshard_plan *p, const kvshard_deployment *deployment,
                                    "selects, and this model has no indexer");
     }
     comm_warnings(p);
+    return KVSHARD_OK;
+}
+
+/* The comm: inputs, when some were given, checked
+ * (kvshard_deployment__check_comm), with the plan's unsplit twin the
+ * estimate compares against. */
+static int attach_comm(kvshard_plan *p, const kvshard_deployment *deployment,
+                       const kvshard_options *options, kvshard_diag__ctx *diag)
+{
+    for (int i = KVSHARD__OPT_COMM_DECODE; i < KVSHARD__OPT_COUNT; i++)
+        p->comm_given |= deployment->sites[i].set;
+    if (!p->comm_given)
+        return KVSHARD_OK;
+    p->comm = deployment->explore.comm;
+    p->query_heads = deployment->model->sites[KVSHARD__SITE_Q_HEADS].value;
+    int rc = kvshard_deployment__check_comm(p, diag);
+    if (rc)
+        return rc;
     if (p->split > 1) {
         kvshard_options unsplit = *options;
         unsplit.enable_layerwise_split = false;

@@ -10,4 +10,10 @@
 int kvshard_deployment__locate(const kvshard_deployment *deployment, int rc,
                                const kvshard_diag__ctx *diag);
 
+/* Plan `p`'s comm inputs (p->comm) checked, and the warnings they alone
+ * decide added to it: a prefix hit that is the whole prompt, a custom link
+ * or accelerator without its figures, selected rows of a model without an
+ * indexer are refused, naming the option in `diag`. */
+int kvshard_deployment__check_comm(kvshard_plan *p, kvshard_diag__ctx *diag);
+
 #endif /* KVSHARD_PLAN_DEPLOYMENT_H */

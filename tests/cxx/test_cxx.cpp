@@ -648,6 +648,8 @@ void test_fit()
     CHECK(best.has_seqs && best.seqs_per_replica == 28 && best.seqs_total == 56);
     CHECK(best.tokens_per_replica == 952128 && best.tokens_total == 1904256);
     CHECK(best.warnings == 0);
+    // Without comm inputs: ranked by capacity, no row priced.
+    CHECK(fit.rank_by() == KVSHARD_RANK_CAPACITY && !best.comm.given);
     CHECK(kvshard::Fit::pp_partition(best).to_vector() == std::vector<std::uint32_t>{40});
     // Ranks follow the order.
     for (std::size_t i = 0; i < fit.size(); i++)

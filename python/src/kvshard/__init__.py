@@ -56,7 +56,7 @@ from ._errors import (
     WeightsError,
     WriteError,
 )
-from ._fit import Fit, FitRow, NotAdmitted, fit
+from ._fit import Fit, FitComm, FitRow, NotAdmitted, fit
 from ._lib import (
     LibraryNotFoundError,
     LibraryVersionError,

@@ -11,12 +11,12 @@ from ctypes import byref
 from typing import Any, Optional
 
 from . import _lib
-from ._fitrows import Fit, FitRow, NotAdmitted, deployment_fit, fit_options
+from ._fitrows import Fit, FitComm, FitRow, NotAdmitted, deployment_fit, fit_options
 from ._handles import _new_handle
 from ._objects import Deployment, Model, _check, _options_arg, load
 from ._options import Options
 
-__all__ = ["Fit", "FitRow", "NotAdmitted", "fit"]
+__all__ = ["Fit", "FitComm", "FitRow", "NotAdmitted", "fit"]
 
 
 def fit(
@@ -30,6 +30,7 @@ def fit(
     pp_size: int = 0,
     dp_size: int = 0,
     unsplit: bool = False,
+    rank: str = "auto",
     **fields: Any,
 ) -> Fit:
     """Search the layouts of `gpus` GPUs for a model (kvshard_fit_create)
@@ -46,7 +47,11 @@ def fit(
     the node (default 8). The search's own limits: ``max_tp_size`` (0: the
     node), ``max_pp_size`` (0: one stage a node), and the pins
     ``pp_size``, ``dp_size`` (0: every size) and ``unsplit`` (no
-    layerwise split). The caller owns the returned Fit.
+    layerwise split). ``rank``: "auto" (by throughput when the comm
+    inputs give one: an accelerator, a link and a context length; else by
+    capacity), "capacity" or "throughput" (ConfigError, EMISSING, without
+    those inputs); each row's estimate is ``FitRow.comm``, the choice
+    ``Fit.rank_by``. The caller owns the returned Fit.
 
     Errors: WeightsError (no weights, or weights_per_rank, which a fit
     works out itself), DoesNotFitError (no layout leaves a budget; the
@@ -64,7 +69,7 @@ def fit(
     engine's launch line (every figure its profile's) and the kvshard line
     that replans it, and None for the other engines.
     """
-    fo = fit_options(gpus, max_tp_size, max_pp_size, pp_size, dp_size, unsplit)
+    fo = fit_options(gpus, max_tp_size, max_pp_size, pp_size, dp_size, unsplit, rank)
     if isinstance(model, Deployment):
         if options is not None or fields:
             raise TypeError("a Deployment fits with its own options: use deployment.set()")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from ctypes import byref, c_int, c_uint32, create_string_buffer
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 from . import _lib
@@ -41,6 +41,55 @@ def _status(code: int) -> Union[Status, int]:
 def _short_name(code: Union[Status, int]) -> str:
     raw = _lib.library().kvshard_status_name(int(code))
     return (raw or b"unknown").decode("utf-8", "replace")
+
+
+@dataclass(frozen=True)
+class FitComm:
+    """A fit row's communication estimate (kvshard_comm_estimate, the
+    fields the fit's JSON gives a row): a decode step's collectives, the
+    bytes on the busiest link and their time, the memory-bandwidth base
+    step, the step, TPOT and throughput (per replica and over the D
+    replicas), the gain against the S = 1 row of the same layout, and one
+    prompt's bytes and time. Times in microseconds, throughputs in tokens
+    per second; None where an input they need is missing. An estimate,
+    not a measurement (docs/comm.md)."""
+
+    batch: Optional[int]
+    collectives: int
+    link_bytes: Optional[int]
+    comm_us: Optional[float]
+    base_us: Optional[float]
+    step_us: Optional[float]
+    tpot_us: Optional[float]
+    throughput: Optional[float]
+    throughput_total: Optional[float]
+    throughput_gain: Optional[float]
+    prefill_link_bytes: Optional[int]
+    prefill_comm_us: Optional[float]
+
+    def to_dict(self) -> Dict[str, Any]:
+        """As the fit's JSON writes a row's ``comm``."""
+        return dict(self.__dict__)
+
+
+def _comm(c: _lib.CCommEstimate) -> Optional[FitComm]:
+    if not c.given:
+        return None
+    step = bool(c.has_step)
+    return FitComm(
+        batch=_opt(bool(c.has_batch), c.batch),
+        collectives=int(c.decode_collectives),
+        link_bytes=_opt(bool(c.has_decode_bytes), c.decode_link_bytes),
+        comm_us=float(c.decode_comm_us) if c.has_decode_time else None,
+        base_us=float(c.base_us) if step else None,
+        step_us=float(c.step_us) if step else None,
+        tpot_us=float(c.tpot_us) if step else None,
+        throughput=float(c.throughput) if step else None,
+        throughput_total=float(c.throughput_total) if step else None,
+        throughput_gain=float(c.throughput_gain) if c.has_gain else None,
+        prefill_link_bytes=_opt(bool(c.has_prefill_bytes), c.prefill_link_bytes),
+        prefill_comm_us=float(c.prefill_comm_us) if c.has_prefill_time else None,
+    )
 
 
 @dataclass(frozen=True)
@@ -85,6 +134,12 @@ class FitRow:
     pp_partition: Optional[Tuple[int, ...]]
     #: The warnings its plan carries.
     warnings: Tuple[WarningCode, ...]
+    #: Its communication estimate when the deployment has comm inputs and
+    #: the row fits; else None.
+    comm: Optional[FitComm] = None
+    #: Whether the fit was given comm inputs (then its JSON rows carry
+    #: ``comm``, null for a row that does not fit).
+    priced: bool = False
 
     def to_dict(self) -> Dict[str, Any]:
         """The row as the fit's JSON writes it: the rule and the reason by
@@ -113,6 +168,7 @@ class FitRow:
             "tokens_total": self.tokens_total,
             "pp_partition": None if self.pp_partition is None else list(self.pp_partition),
             "warnings": [w.label for w in self.warnings],
+            **({"comm": self.comm and self.comm.to_dict()} if self.priced else {}),
         }
 
 
@@ -167,6 +223,7 @@ def _row(c: _lib.CFitRow) -> FitRow:
         tokens_total=_opt(ok, c.tokens_total),
         pp_partition=partition,
         warnings=tuple(w for w in WarningCode if c.warnings & (1 << int(w))),
+        comm=_comm(c.comm),
     )
 
 
@@ -199,7 +256,10 @@ class Fit(_Handle):
                     raise make_error(rc)
                 refused.append(NotAdmitted(int(t.value), int(p.value), int(d.value),
                                            _status(code.value)))  # type: ignore[arg-type]
+            if any(r.comm is not None for r in rows):
+                rows = [replace(r, priced=True) for r in rows]
             self._rows: Tuple[FitRow, ...] = tuple(rows)
+            self._rank_by = "throughput" if lib.kvshard_fit_rank_by(ptr) == 2 else "capacity"
             self._refused: Tuple[NotAdmitted, ...] = tuple(refused)
             self._limited = int(lib.kvshard_fit_limited_layouts(ptr))
         except BaseException:
@@ -227,6 +287,12 @@ class Fit(_Handle):
     def not_admitted(self) -> Tuple[NotAdmitted, ...]:
         """Layouts refused for another reason than memory."""
         return self._refused
+
+    @property
+    def rank_by(self) -> str:
+        """How the rows are ranked: "capacity", or "throughput" (by the
+        communication estimate's throughput over all replicas)."""
+        return self._rank_by
 
     @property
     def limited_layouts(self) -> int:
@@ -307,8 +373,17 @@ class Fit(_Handle):
         )
 
 
+_RANKS = ("auto", "capacity", "throughput")
+
+
 def fit_options(
-    gpus: Any, max_tp_size: Any, max_pp_size: Any, pp_size: Any, dp_size: Any, unsplit: Any
+    gpus: Any,
+    max_tp_size: Any,
+    max_pp_size: Any,
+    pp_size: Any,
+    dp_size: Any,
+    unsplit: Any,
+    rank: Any = "auto",
 ) -> _lib.CFitOptions:
     """A kvshard_fit_options, every argument checked in Python first
     (TypeError, ValueError); the library refuses 0 GPUs (PlanError,
@@ -322,6 +397,11 @@ def fit_options(
     if not isinstance(unsplit, bool):
         raise TypeError(f"unsplit must be a bool, not {type(unsplit).__name__}")
     fo.unsplit = unsplit
+    if not isinstance(rank, str):
+        raise TypeError(f"rank must be a str, not {type(rank).__name__}")
+    if rank not in _RANKS:
+        raise ValueError(f"comm_value: rank takes auto, capacity or throughput, not {rank!r}")
+    fo.rank_by = _RANKS.index(rank)
     return fo
 
 

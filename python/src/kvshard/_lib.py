@@ -432,6 +432,7 @@ class CFitOptions(Structure):
         ("dp_size", c_uint32),
         ("unsplit", c_bool),
         ("gpus_per_node", c_uint32),
+        ("rank_by", c_int),  # kvshard_rank_by: 0 auto, 1 capacity, 2 throughput
     ]
 
 
@@ -439,6 +440,47 @@ class CCompareOptions(Structure):
     _fields_ = [
         ("size", c_size_t),
         ("sweep_pp", c_bool),
+    ]
+
+
+class CCommEstimate(Structure):
+    # kvshard_comm_estimate, as a fit row carries it.
+    _fields_ = [
+        ("size", c_size_t),
+        ("given", c_bool),
+        ("split_size", c_uint32),
+        ("decode_mechanism", c_char_p),
+        ("prefill_mechanism", c_char_p),
+        ("has_link", c_bool),
+        ("link_name", c_char_p),
+        ("link_bandwidth", c_uint64),
+        ("link_latency_us", c_double),
+        ("has_accelerator", c_bool),
+        ("accelerator_name", c_char_p),
+        ("hbm_bandwidth", c_uint64),
+        ("has_batch", c_bool),
+        ("batch", c_uint64),
+        ("decode_collectives", c_uint64),
+        ("has_decode_bytes", c_bool),
+        ("decode_link_bytes", c_uint64),
+        ("has_decode_time", c_bool),
+        ("decode_comm_us", c_double),
+        ("has_step", c_bool),
+        ("base_us", c_double),
+        ("step_us", c_double),
+        ("tpot_us", c_double),
+        ("throughput", c_double),
+        ("throughput_total", c_double),
+        ("has_unsplit", c_bool),
+        ("unsplit_throughput", c_double),
+        ("has_gain", c_bool),
+        ("throughput_gain", c_double),
+        ("prefill_collectives", c_uint64),
+        ("has_prefill_bytes", c_bool),
+        ("prefill_link_bytes", c_uint64),
+        ("has_prefill_time", c_bool),
+        ("prefill_comm_us", c_double),
+        ("warnings", c_uint32),
     ]
 
 
@@ -468,6 +510,7 @@ class CFitRow(Structure):
         ("tokens_total", c_uint64),
         ("pp_partition", POINTER(c_uint32)),
         ("warnings", c_uint32),
+        ("comm", CCommEstimate),
     ]
 
 
@@ -716,6 +759,7 @@ _PROTOTYPES = {
         [POINTER(c_uint32), POINTER(c_uint32), POINTER(c_uint32), POINTER(c_int), _P, c_size_t],
     ),
     "kvshard_fit_limited_layouts": (c_uint32, [_P]),
+    "kvshard_fit_rank_by": (c_int, [_P]),
     "kvshard_fit_flags": (c_int, [POINTER(c_char), c_size_t, _P, c_char_p, c_bool]),
     "kvshard_fit_write_json": (c_int, [_P, WRITE_FN, c_void_p]),
     "kvshard_fit_write_text": (c_int, [_P, c_size_t, WRITE_FN, c_void_p]),

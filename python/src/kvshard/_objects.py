@@ -537,6 +537,7 @@ class Deployment(_Handle):
         pp_size: int = 0,
         dp_size: int = 0,
         unsplit: bool = False,
+        rank: str = "auto",
     ) -> "Fit":
         """Search the layouts of `gpus` GPUs for this deployment
         (kvshard_deployment_fit), as :func:`kvshard.fit` does for a model:
@@ -544,9 +545,10 @@ class Deployment(_Handle):
         pp_size and dp_size, when an override (``set``, ``apply_args``)
         gave them, pin those sizes as the arguments of the same names do,
         and enable_layerwise_split overridden to false pins the split to 1;
-        the file's other parallel keys do not apply. Errors point at the
-        option responsible, as ``plan``'s do."""
-        fo = fit_options(gpus, max_tp_size, max_pp_size, pp_size, dp_size, unsplit)
+        the file's other parallel keys do not apply; ``rank`` as
+        :func:`kvshard.fit`'s. Errors point at the option responsible, as
+        ``plan``'s do."""
+        fo = fit_options(gpus, max_tp_size, max_pp_size, pp_size, dp_size, unsplit, rank)
         with self._use() as h:
             return deployment_fit(h, fo)
 
