@@ -13,6 +13,7 @@
 #define PAIR "'" QWEN "' '" QWEN "' "
 #define V4_FLASH KVSHARD_EXAMPLES "/models/deepseek_v4_flash.json"
 #define MINIMAX_M3 KVSHARD_EXAMPLES "/models/minimax_m3.json"
+#define DSV32 KVSHARD_EXAMPLES "/models/deepseek_v3_2.json"
 
 typedef struct refusal {
     const char *args;
@@ -85,10 +86,41 @@ static void test_refusals(void **state)
     }
 }
 
+/* Without --engine, an engine whose profile cannot plan a side for an input
+ * only it needs (SGLang's compute capability for a DSA model's automatic KV
+ * dtype) gives its verdict as unsupported, with the whole reason, and the
+ * map and the other verdicts stand. Named with --engine, the same refusal
+ * is the command's error, 1. */
+static void test_engine_input_missing_is_a_verdict(void **state)
+{
+    (void)state;
+    char command[2048], *out = NULL, *err = NULL;
+    snprintf(command, sizeof command,
+             "'%s' transfer '%s' '%s' --p.world_size=8 --d.world_size=8 --context_length=1024",
+             KVSHARD_CLI, DSV32, DSV32);
+    assert_int_equal(tu_run(command, &out, &err), 0);
+    tu_assert_contains(out, "verdict    sglang 0.5.21: unsupported (engine_unsupported: sglang "
+                            "profile: engine_input_missing: a DSA model's --kv-cache-dtype auto "
+                            "is fp8_e4m3 on GPUs of compute capability 10.0 and above and "
+                            "bfloat16 below: give --device_compute_capability (9.0 for H100, "
+                            "10.0 for B200))\n");
+    tu_assert_contains(out, "verdict    xllm 0.11.0: supported\n");
+    free(out);
+    free(err);
+    snprintf(command, sizeof command,
+             "'%s' transfer '%s' '%s' --p.world_size=8 --d.world_size=8 --engine=sglang",
+             KVSHARD_CLI, DSV32, DSV32);
+    assert_int_equal(tu_run(command, &out, &err), 1);
+    tu_assert_contains(err, "engine_input_missing");
+    free(out);
+    free(err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_engine_input_missing_is_a_verdict),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -329,8 +329,10 @@ static int engine_plan(kvshard_plan **out, kvshard_error *err, side *s, const ch
 }
 
 /* The verdict of each engine asked, kept with the transfer. A profile that
- * does not cover the model gives "unsupported"; a version that is not one
- * is the command's error. */
+ * does not cover the model gives "unsupported", and so, when no --engine
+ * names it, does one that cannot plan a side for another reason (an input
+ * only that engine needs): the map and the other engines' verdicts stand.
+ * A version that is not one is the command's error. */
 static int judge(kvshard_transfer *t, request *r)
 {
     kvshard_engine e;
@@ -346,8 +348,14 @@ static int judge(kvshard_transfer *t, request *r)
         const char *version_error = rc ? strstr(err.message, "engine_version_") : NULL;
         if (rc == KVSHARD_OK)
             rc = kvshard_transfer_judge(t, plans[0], plans[1], &err);
-        else if (rc == KVSHARD_EPROFILE && strstr(err.message, "engine_unsupported"))
-            rc = kvshard_transfer_judge_unsupported(t, e, r->engine_version, err.message, &err);
+        else if (!version_error &&
+                 (!r->engine ||
+                  (rc == KVSHARD_EPROFILE && strstr(err.message, "engine_unsupported")))) {
+            /* The call clears err before it reads the reason: a copy. */
+            char reason[sizeof err.message];
+            snprintf(reason, sizeof reason, "%s", err.message);
+            rc = kvshard_transfer_judge_unsupported(t, e, r->engine_version, reason, &err);
+        }
         kvshard_plan_free(plans[0]);
         kvshard_plan_free(plans[1]);
         if (version_error) {

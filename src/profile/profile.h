@@ -483,7 +483,7 @@ typedef struct kvshard_profile__pair {
 typedef struct kvshard_profile__verdict {
     struct {
         const char *code;
-        char message[192];
+        char message[KVSHARD_ERROR_MESSAGE_MAX]; /* a refusal may quote an error */
     } reasons[KVSHARD_PROFILE__VERDICT_REASONS];
     size_t reason_count;
     const char *requires[KVSHARD_PROFILE__VERDICT_REQUIRES];
