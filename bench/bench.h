@@ -61,7 +61,8 @@ enum {
     BENCH_CASE_NAMES = 1u << 15,
     BENCH_CASE_SPELLINGS = 1u << 16,
     BENCH_CASE_FIT_ENGINE = 1u << 17,
-    BENCH_CASE_COMM = 1u << 18
+    BENCH_CASE_COMM = 1u << 18,
+    BENCH_CASE_TRANSFER = 1u << 19
 };
 
 typedef struct bench_settings {
@@ -396,6 +397,14 @@ void bench_case_fit_engine(bench_report *r, bench_inputs *in);
 /* And fit --rank=throughput of DeepSeek-V3.2 on 64 GPUs against fit's budget. */
 #define BENCH_COMM_FIT_TARGET "fit --rank=throughput 64 GPUs / 50 ms"
 void bench_case_comm(bench_report *r, bench_inputs *in);
+/* The transfer map of DeepSeek-V3.2 from 64 P ranks to 64 D ranks with a
+ * split: the two plans and the map against the two plans, and the map's own
+ * time against a budget. */
+#define BENCH_TRANSFER_TARGET "two plans + transfer map / two plans, DeepSeek-V3.2 64 -> 64"
+#define BENCH_TRANSFER_LIMIT 1.5
+#define BENCH_TRANSFER_MAP_TARGET "transfer map, DeepSeek-V3.2 64 -> 64 / 10 ms"
+#define BENCH_TRANSFER_BUDGET_MS 10.0
+void bench_case_transfer(bench_report *r, bench_inputs *in);
 #define BENCH_FIT_ST_TARGET "fit 64 GPUs, weights of a 100,000-tensor index / 250 ms"
 #define BENCH_FIT_ST_BUDGET_MS 250.0
 void bench_case_fit_safetensors(bench_report *r, bench_inputs *in);

@@ -1708,8 +1708,8 @@ void bench_case_comm(bench_report *r, bench_inputs *in)
     comm_ctx a = {plain, false}, b = {priced, true};
     bench_progress("comm: the seed planned without and with its estimate");
     bench_stats ta, tb;
-    bench_stats ratio = bench_paired(s, s->pairs, op_deployment_plan, &a, op_deployment_plan, &b,
-                                     &ta, &tb);
+    bench_stats ratio =
+        bench_paired(s, s->pairs, op_deployment_plan, &a, op_deployment_plan, &b, &ta, &tb);
     kvshard_deployment_free(plain);
     kvshard_deployment_free(priced);
     bench_section *sec = bench_section_add(
@@ -1727,4 +1727,78 @@ void bench_case_comm(bench_report *r, bench_inputs *in)
                      "median of %zu per-pair ratios (p10 %.3f, p90 %.3f)", ratio.n, ratio.p10,
                      ratio.p90);
     comm_fit(r, in);
+}
+
+/* ---- transfer ------------------------------------------------------------------------ */
+
+typedef struct transfer_ctx {
+    const kvshard_deployment *p, *d;
+    bool mapped; /* the map of a request after the two plans */
+    size_t edges;
+} transfer_ctx;
+
+static void op_transfer(void *arg)
+{
+    transfer_ctx *c = arg;
+    kvshard_plan *p = NULL, *d = NULL;
+    kvshard_error err;
+    int rc = kvshard_deployment_plan(&p, c->p, &err);
+    if (rc == KVSHARD_OK)
+        rc = kvshard_deployment_plan(&d, c->d, &err);
+    if (rc)
+        bench_die_kvshard("kvshard_deployment_plan (transfer)", rc, &err);
+    if (c->mapped) {
+        kvshard_transfer_options o = KVSHARD_TRANSFER_OPTIONS_INIT;
+        o.tokens = 32768;
+        kvshard_transfer *t = NULL;
+        if ((rc = kvshard_transfer_create(&t, p, d, &o, NULL, &err)) != 0)
+            bench_die_kvshard("kvshard_transfer_create", rc, &err);
+        c->edges = kvshard_transfer_edge_count(t);
+        sink += c->edges;
+        kvshard_transfer_free(t);
+    }
+    sink += kvshard_plan_num_ranks(p) + kvshard_plan_num_ranks(d);
+    kvshard_plan_free(p);
+    kvshard_plan_free(d);
+}
+
+/* The map of one request of DeepSeek-V3.2 from 64 prefill ranks to 64
+ * decode ranks with a split of 8: the two plans and the map against the two
+ * plans alone, and the map's own time against its 10 ms budget (the
+ * difference of the two medians). */
+void bench_case_transfer(bench_report *r, bench_inputs *in)
+{
+    const bench_settings *s = r->settings;
+    const char *const p_args[] = {"--world_size=64", "--kv_cache_dtype=fp8", NULL};
+    const char *const d_args[] = {"--world_size=64", "--kv_cache_dtype=fp8",
+                                  "--enable_layerwise_split=true", "--layerwise_split_size=8",
+                                  NULL};
+    kvshard_deployment *p = deployment_of(in, fit_model, p_args);
+    kvshard_deployment *d = deployment_of(in, fit_model, d_args);
+    transfer_ctx plans = {p, d, false, 0}, mapped = {p, d, true, 0};
+    bench_progress("transfer: %s, 64 P ranks to 64 D ranks with a split of 8", fit_model);
+    bench_stats ta, tb;
+    bench_stats ratio =
+        bench_paired(s, s->pairs, op_transfer, &plans, op_transfer, &mapped, &ta, &tb);
+    kvshard_deployment_free(p);
+    kvshard_deployment_free(d);
+    double map_ns = tb.median > ta.median ? tb.median - ta.median : 0.0;
+    bench_section *sec = bench_section_add(
+        r, "kvshard transfer: DeepSeek-V3.2, 64 P ranks to 64 D ranks with a split of 8",
+        "kvshard_deployment_plan of both sides of %s (TP 64, fp8 KV; D with a split of 8), "
+        "against the same followed by kvshard_transfer_create of a 32,768-token request and "
+        "its free. Batches alternate; ratio = median of per-pair ratios; the map's own time "
+        "is the difference of the two medians, against a %.0f ms budget.",
+        fit_model, BENCH_TRANSFER_BUDGET_MS);
+    bench_row *row = bench_row_add(sec, "two plans / two plans + map");
+    bench_fig_stats(row, "plans", BENCH_UNIT_NS, &ta);
+    bench_fig_stats(row, "plans + map", BENCH_UNIT_NS, &tb);
+    bench_fig_stats(row, "ratio", BENCH_UNIT_RATIO, &ratio);
+    bench_fig(row, "edges", BENCH_UNIT_COUNT, (double)mapped.edges);
+    bench_target_add(r, BENCH_TRANSFER_TARGET, ratio.median, BENCH_TRANSFER_LIMIT, false,
+                     "median of %zu per-pair ratios (p10 %.3f, p90 %.3f)", ratio.n, ratio.p10,
+                     ratio.p90);
+    bench_target_add(r, BENCH_TRANSFER_MAP_TARGET, map_ns / (BENCH_TRANSFER_BUDGET_MS * 1e6), 1.0,
+                     false, "the map %.3f ms (median difference), %s / %.0f ms", map_ns / 1e6,
+                     bench_clock_name(), BENCH_TRANSFER_BUDGET_MS);
 }

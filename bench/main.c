@@ -35,7 +35,8 @@ static const char usage_text[] =
     "                 CPU time); processes are always timed on the wall clock\n"
     "  --only CASES   comma-separated: cli, memory, load, keys, json, digest, owns,\n"
     "                 queries, sweep, flags, spellings, engines, fit, fit_engine,\n"
-    "                 fit_safetensors, safetensors, fit_work, names, comm;\n"
+    "                 fit_safetensors, safetensors, fit_work, names, comm,\n"
+    "                 transfer;\n"
     "                 the targets of the others show as SKIP\n"
     "  --cli PATH     the kvshard executable (default: the one built alongside)\n"
     "  --examples DIR the examples directory (default: the source tree's)\n"
@@ -47,15 +48,26 @@ static const struct {
     const char *name;
     unsigned bit;
 } case_names[] = {
-    {"cli", BENCH_CASE_CLI},     {"memory", BENCH_CASE_MEMORY},   {"load", BENCH_CASE_LOAD},
-    {"keys", BENCH_CASE_KEYS},   {"json", BENCH_CASE_JSON},       {"digest", BENCH_CASE_DIGEST},
-    {"owns", BENCH_CASE_OWNS},   {"queries", BENCH_CASE_QUERIES}, {"sweep", BENCH_CASE_SWEEP},
-    {"flags", BENCH_CASE_FLAGS}, {"spellings", BENCH_CASE_SPELLINGS},
+    {"cli", BENCH_CASE_CLI},
+    {"memory", BENCH_CASE_MEMORY},
+    {"load", BENCH_CASE_LOAD},
+    {"keys", BENCH_CASE_KEYS},
+    {"json", BENCH_CASE_JSON},
+    {"digest", BENCH_CASE_DIGEST},
+    {"owns", BENCH_CASE_OWNS},
+    {"queries", BENCH_CASE_QUERIES},
+    {"sweep", BENCH_CASE_SWEEP},
+    {"flags", BENCH_CASE_FLAGS},
+    {"spellings", BENCH_CASE_SPELLINGS},
     {"engines", BENCH_CASE_ENGINES},
-    {"fit", BENCH_CASE_FIT},     {"fit_engine", BENCH_CASE_FIT_ENGINE},
+    {"fit", BENCH_CASE_FIT},
+    {"fit_engine", BENCH_CASE_FIT_ENGINE},
     {"fit_safetensors", BENCH_CASE_FIT_SAFETENSORS},
-    {"safetensors", BENCH_CASE_SAFETENSORS}, {"fit_work", BENCH_CASE_FIT_WORK},
-    {"names", BENCH_CASE_NAMES},  {"comm", BENCH_CASE_COMM},
+    {"safetensors", BENCH_CASE_SAFETENSORS},
+    {"fit_work", BENCH_CASE_FIT_WORK},
+    {"names", BENCH_CASE_NAMES},
+    {"comm", BENCH_CASE_COMM},
+    {"transfer", BENCH_CASE_TRANSFER},
 };
 
 static unsigned parse_cases(const char *list)
@@ -149,7 +161,11 @@ static const struct {
       BENCH_ENGINES_LIMIT},
      false},
     {BENCH_CASE_FIT, bench_case_fit, {BENCH_FIT_TARGET, NULL}, {1.0, 0}, false},
-    {BENCH_CASE_FIT_ENGINE, bench_case_fit_engine, {BENCH_FIT_ENGINE_TARGET, NULL}, {1.0, 0}, false},
+    {BENCH_CASE_FIT_ENGINE,
+     bench_case_fit_engine,
+     {BENCH_FIT_ENGINE_TARGET, NULL},
+     {1.0, 0},
+     false},
     {BENCH_CASE_FIT_SAFETENSORS,
      bench_case_fit_safetensors,
      {BENCH_FIT_ST_TARGET, NULL},
@@ -174,6 +190,11 @@ static const struct {
      bench_case_comm,
      {BENCH_COMM_TARGET, BENCH_COMM_FIT_TARGET},
      {BENCH_COMM_LIMIT, 1.0},
+     false},
+    {BENCH_CASE_TRANSFER,
+     bench_case_transfer,
+     {BENCH_TRANSFER_TARGET, BENCH_TRANSFER_MAP_TARGET},
+     {BENCH_TRANSFER_LIMIT, 1.0},
      false},
 };
 
