@@ -122,6 +122,7 @@ static void test_fit_missing_weights(void **state)
     assert_int_equal(tu_run(command, &out, &err), 1);
     tu_assert_contains(err, "device_memory needs the weights of a rank: give weights_total with "
                             "weights_experts, or safetensors files in ");
+    tu_assert_contains(err, " (their headers, or model.safetensors.index.json alone)");
     assert_null(strstr(err, "weights_per_rank"));
     free(out);
     free(err);

@@ -255,7 +255,8 @@ static int read_weights(kvshard__device *d, const kvshard_options *o, const kvsh
         return kvshard_diag__fail(
             diag, kvshard_device__about_weights, KVSHARD_EWEIGHTS,
             "device_memory needs the weights of a rank: give weights_per_rank, "
-            "weights_total (with weights_experts), or safetensors files in %s",
+            "weights_total (with weights_experts), or safetensors files in %s (their "
+            "headers, or model.safetensors.index.json alone)",
             dir);
     }
     if (set->files == KVSHARD__ST_INDEX_ONLY) {
