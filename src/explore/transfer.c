@@ -14,6 +14,7 @@
 #include "model/states.h"
 #include "plan/memory.h"
 #include "plan/plan.h"
+#include "plan/queries.h"
 #include "plan/validate.h"
 #include "profile/profiles.h"
 #include "profile/verdicts.h"
@@ -363,65 +364,80 @@ static int layer_components(component_of *out, uint32_t *n, const kvshard_plan *
     return KVSHARD_OK;
 }
 
-/* The units plan rank `rank` holds of one component of `layer`, [*lo, *hi);
- * false when it holds none. */
-static bool holding(uint32_t *lo, uint32_t *hi, const kvshard_plan *plan, uint32_t rank,
-                    uint32_t layer, const component_of *c)
+/* ---- the route ------------------------------------------------------------------------ */
+
+/* One side of the route: its plan, its replica of the pair, and where each
+ * rank of the current layer's stage holds it, read once per layer. */
+typedef struct route_side {
+    const kvshard_plan *plan;
+    uint32_t replica, stage;
+    kvshard_layer_storage *at; /* plan->tp entries, one per TP rank */
+} route_side;
+
+/* A rank the plan cannot answer for holds nothing of the layer. */
+static void side_read_layer(route_side *s, uint32_t layer)
 {
-    kvshard_layer_storage st = KVSHARD_LAYER_STORAGE_INIT;
-    if (kvshard_plan_layer_storage(&st, plan, rank, layer) != KVSHARD_OK ||
-        st.holding == KVSHARD_HOLDS_NOT_ON_STAGE)
+    s->stage = 0;
+    (void)kvshard_plan_layer_stage(&s->stage, s->plan, layer);
+    for (uint32_t t = 0; t < s->plan->tp; t++) {
+        if (kvshard_plan__layer_holding(&s->at[t], s->plan, s->stage * s->plan->tp + t, layer) !=
+            KVSHARD_OK)
+            s->at[t].holding = KVSHARD_HOLDS_NOT_ON_STAGE;
+    }
+}
+
+/* The units TP rank t of side s holds of component c of the layer read,
+ * [*lo, *hi); false when it holds none. */
+static bool holding(uint32_t *lo, uint32_t *hi, const route_side *s, uint32_t t, const component_of *c)
+{
+    const kvshard_layer_storage *st = &s->at[t];
+    if (st->holding == KVSHARD_HOLDS_NOT_ON_STAGE)
         return false;
     if (c->state) {
-        if (st.state_slot < 0)
+        if (st->state_slot < 0)
             return false;
-        uint32_t t = rank % plan->tp, count = 0;
-        kvshard_memory__kv_heads(lo, &count, c->units, plan->tp, t, t);
+        uint32_t count = 0;
+        kvshard_memory__kv_heads(lo, &count, c->units, s->plan->tp, t, t);
         *hi = *lo + count;
         return count > 0;
     }
-    if (st.holding != KVSHARD_HOLDS_KV && st.holding != KVSHARD_HOLDS_WINDOW &&
-        st.holding != KVSHARD_HOLDS_DRAFT)
+    if (st->holding != KVSHARD_HOLDS_KV && st->holding != KVSHARD_HOLDS_WINDOW &&
+        st->holding != KVSHARD_HOLDS_DRAFT)
         return false;
     if (c->comp != C_KV) {
         *lo = 0;
         *hi = 1;
         return true;
     }
-    *lo = st.kv_head_first;
-    *hi = st.kv_head_first + st.kv_head_count;
-    return st.kv_head_count > 0;
+    *lo = st->kv_head_first;
+    *hi = st->kv_head_first + st->kv_head_count;
+    return st->kv_head_count > 0;
 }
 
-/* ---- the route ------------------------------------------------------------------------ */
-
 typedef struct route {
-    const kvshard_plan *p, *d;
-    uint32_t p_replica, d_replica;
-    uint32_t lo[KVSHARD_MAX_RANKS], hi[KVSHARD_MAX_RANKS]; /* each P rank's holding */
-    bool holds[KVSHARD_MAX_RANKS];
+    route_side p, d;
+    uint32_t *lo, *hi; /* each P TP rank's holding of the component routed */
+    bool *holds;
 } route;
 
-/* The pieces of one component of one layer: each unit a D rank holds comes
- * from the first P rank holding it in the cyclic order from the D rank's
- * home, floor(t_D x T_P / T_D). */
+/* The pieces of one component of the layer read: each unit a D rank holds
+ * comes from the first P rank holding it in the cyclic order from the D
+ * rank's home, floor(t_D x T_P / T_D). */
 static int route_component(pieces *ps, route *r, uint32_t layer, const component_of *c, bool *moved,
                            kvshard_error *err)
 {
-    uint32_t ps_stage = 0, ds_stage = 0;
-    (void)kvshard_plan_layer_stage(&ps_stage, r->p, layer);
-    (void)kvshard_plan_layer_stage(&ds_stage, r->d, layer);
-    uint32_t tp_p = r->p->tp, tp_d = r->d->tp;
+    uint32_t ps_stage = r->p.stage, ds_stage = r->d.stage;
+    uint32_t tp_p = r->p.plan->tp, tp_d = r->d.plan->tp;
     for (uint32_t t = 0; t < tp_p; t++)
-        r->holds[t] = holding(&r->lo[t], &r->hi[t], r->p, ps_stage * tp_p + t, layer, c);
+        r->holds[t] = holding(&r->lo[t], &r->hi[t], &r->p, t, c);
     for (uint32_t td = 0; td < tp_d; td++) {
         uint32_t lo = 0, hi = 0;
-        if (!holding(&lo, &hi, r->d, ds_stage * tp_d + td, layer, c))
+        if (!holding(&lo, &hi, &r->d, td, c))
             continue;
         *moved = true;
         uint32_t home = (uint32_t)((uint64_t)td * tp_p / tp_d);
         uint32_t dst = 0;
-        (void)kvshard_plan_global_rank(&dst, r->d, r->d_replica, ds_stage, 0, td);
+        (void)kvshard_plan_global_rank(&dst, r->d.plan, r->d.replica, ds_stage, 0, td);
         piece cur;
         bool open = false;
         for (uint32_t u = lo; u < hi; u++) {
@@ -445,7 +461,7 @@ static int route_component(pieces *ps, route *r, uint32_t layer, const component
                     return fail(err, KVSHARD_ENOMEM, "out of memory");
             }
             uint32_t src = 0;
-            (void)kvshard_plan_global_rank(&src, r->p, r->p_replica, ps_stage, 0, src_tp);
+            (void)kvshard_plan_global_rank(&src, r->p.plan, r->p.replica, ps_stage, 0, src_tp);
             cur = (piece){
                 src,     dst, ps_stage, src_tp, ds_stage, td, (uint32_t)c->comp, (uint32_t)c->entry,
                 c->span, u,   u + 1,    0,      layer};
@@ -806,20 +822,29 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
     (void)kvshard_plan_model(&dm, d);
     t->state_dtype = dm.state_dtype;
 
-    route *r = kvshard_alloc__calloc(&t->alloc, 1, sizeof *r);
+    /* Per TP rank of each side, so memory stays linear in the ranks. */
+    route r = {{p, o->p_replica, 0, NULL}, {d, o->d_replica, 0, NULL}, NULL, NULL, NULL};
+    r.p.at = kvshard_alloc__calloc(&t->alloc, p->tp, sizeof *r.p.at);
+    r.d.at = kvshard_alloc__calloc(&t->alloc, d->tp, sizeof *r.d.at);
+    r.lo = kvshard_alloc__calloc(&t->alloc, p->tp, sizeof *r.lo);
+    r.hi = kvshard_alloc__calloc(&t->alloc, p->tp, sizeof *r.hi);
+    r.holds = kvshard_alloc__calloc(&t->alloc, p->tp, sizeof *r.holds);
     pieces ps = {&t->alloc, NULL, 0, 0};
-    if (!r)
-        return fail(err, KVSHARD_ENOMEM, "out of memory");
-    *r = (route){.p = p, .d = d, .p_replica = o->p_replica, .d_replica = o->d_replica};
+    if (!r.p.at || !r.d.at || !r.lo || !r.hi || !r.holds)
+        rc = KVSHARD_ENOMEM;
     kvshard__calc c = {false, false, false};
     kvshard_transfer_totals *tt = &t->totals;
     for (uint32_t layer = 0; rc == KVSHARD_OK && layer < L + t->num_draft_layers; layer++) {
         component_of comps[MAX_COMPONENTS];
         uint32_t count = 0;
         rc = layer_components(comps, &count, d, layer, err);
+        if (rc == KVSHARD_OK) {
+            side_read_layer(&r.p, layer);
+            side_read_layer(&r.d, layer);
+        }
         for (uint32_t i = 0; rc == KVSHARD_OK && i < count; i++) {
             bool moved = false;
-            rc = route_component(&ps, r, layer, &comps[i], &moved, err);
+            rc = route_component(&ps, &r, layer, &comps[i], &moved, err);
             if (!moved)
                 continue;
             /* One copy of what D holds: U units of every component moved. */
@@ -834,7 +859,11 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
                     kvshard__calc_mul(&c, copy, entries(comps[i].entry, comps[i].span, o->tokens)));
         }
     }
-    kvshard_alloc__free(&t->alloc, r);
+    kvshard_alloc__free(&t->alloc, r.p.at);
+    kvshard_alloc__free(&t->alloc, r.d.at);
+    kvshard_alloc__free(&t->alloc, r.lo);
+    kvshard_alloc__free(&t->alloc, r.hi);
+    kvshard_alloc__free(&t->alloc, r.holds);
     if (rc == KVSHARD_OK) {
         qsort(ps.items, ps.count, sizeof *ps.items, piece_order);
         rc = make_edges(t, &ps, o->tokens, &c);

@@ -31,4 +31,11 @@ const kvshard__engine_figures *kvshard_queries__engine_figures(const kvshard_pla
 int kvshard_plan__capacity_at(kvshard__capacity *out, const kvshard_plan *plan, uint32_t rank,
                               uint32_t context_length);
 
+/* kvshard_plan_layer_storage() without the bytes (kv_bytes_per_token and
+ * the window's share of state_bytes_per_seq stay 0), which cost the layer's
+ * memory model: where a rank holds a layer, for callers that read every
+ * rank of every layer. */
+int kvshard_plan__layer_holding(kvshard_layer_storage *out, const kvshard_plan *plan,
+                                uint32_t plan_rank, uint32_t layer);
+
 #endif /* KVSHARD_PLAN_QUERIES_H */
