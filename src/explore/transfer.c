@@ -688,24 +688,37 @@ static int describe_side(kvshard__transfer_side *s, const kvshard_allocator *all
 }
 
 /* The edges of the sorted pieces: runs that differ only in their layer. */
+/* The end of the run of sorted pieces that starts at `i`. */
+static size_t run_end(const pieces *ps, size_t i)
+{
+    const piece *p = &ps->items[i];
+    size_t k = i + 1;
+    for (; k < ps->count; k++) {
+        piece key = ps->items[k];
+        key.layer = p->layer;
+        if (piece_order(&key, p) != 0)
+            break;
+    }
+    return k;
+}
+
 static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, kvshard__calc *c)
 {
+    /* Edges are far fewer than pieces (a run spans the layers): count them
+     * first so the edges take only their own memory. */
+    size_t runs = 0;
+    for (size_t i = 0; i < ps->count; i = run_end(ps, i))
+        runs++;
     t->layers = kvshard_alloc__bytes(&t->alloc, ps->count ? ps->count : 1, sizeof *t->layers);
-    t->edges = kvshard_alloc__calloc(&t->alloc, ps->count ? ps->count : 1, sizeof *t->edges);
+    t->edges = kvshard_alloc__calloc(&t->alloc, runs ? runs : 1, sizeof *t->edges);
     if (!t->layers || !t->edges)
         return KVSHARD_ENOMEM;
     for (size_t i = 0; i < ps->count;) {
         const piece *p = &ps->items[i];
         kvshard_transfer_edge *e = &t->edges[t->edge_count++];
-        e->layers = &t->layers[i];
-        size_t k = i;
-        for (; k < ps->count; k++) {
-            piece key = ps->items[k];
-            key.layer = p->layer;
-            if (piece_order(&key, p) != 0)
-                break;
-            t->layers[k] = ps->items[k].layer;
-        }
+        size_t k = run_end(ps, i);
+        for (size_t j = i; j < k; j++)
+            t->layers[j] = ps->items[j].layer;
         *e = (kvshard_transfer_edge){p->src,
                                      p->dst,
                                      p->src_stage,
