@@ -75,27 +75,118 @@ typedef struct piece {
     uint32_t layer;
 } piece;
 
+/* A run of pieces that differ only in their layer: one edge. */
+typedef struct run {
+    piece first;
+    uint32_t layer_count, head, tail; /* its layers, chained in the order they came */
+} run;
+
+typedef struct layer_link {
+    uint32_t layer, next;
+} layer_link;
+
+/* The pieces grouped into runs as they come, so the map never keeps a piece
+ * per layer: memory linear in the edges and their layers. Layers come in
+ * ascending order, so each run's chain is too. */
 typedef struct pieces {
     const kvshard_allocator *alloc;
-    piece *items;
-    size_t count, cap;
+    run *runs;
+    size_t run_count, run_cap;
+    layer_link *links;
+    size_t link_count, link_cap;
+    uint32_t *slots; /* open addressing over the runs: index + 1, 0 empty */
+    size_t slot_cap;
 } pieces;
+
+/* Doubles *items (of `size` bytes each) when full. */
+static int grow(const kvshard_allocator *alloc, void **items, size_t count, size_t *cap,
+                size_t size)
+{
+    if (count < *cap)
+        return KVSHARD_OK;
+    size_t want = *cap ? *cap * 2 : 64;
+    void *grown = kvshard_alloc__bytes(alloc, want, size);
+    if (!grown)
+        return KVSHARD_ENOMEM;
+    if (count)
+        memcpy(grown, *items, count * size);
+    kvshard_alloc__free(alloc, *items);
+    *items = grown;
+    *cap = want;
+    return KVSHARD_OK;
+}
+
+static uint64_t piece_hash(const piece *p)
+{
+    const uint64_t k[] = {p->src, p->dst, p->comp, p->lo, p->hi, p->entry, p->span, p->entry_bytes};
+    uint64_t h = UINT64_C(0xCBF29CE484222325);
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+        h = (h ^ k[i]) * UINT64_C(0x100000001B3) + (h >> 29);
+    return h;
+}
+
+static bool same_run(const piece *a, const piece *b)
+{
+    return a->src == b->src && a->dst == b->dst && a->comp == b->comp && a->lo == b->lo &&
+           a->hi == b->hi && a->entry == b->entry && a->span == b->span &&
+           a->entry_bytes == b->entry_bytes;
+}
+
+/* The slot of p's run, or of the empty slot where it goes. */
+static size_t slot_of(const pieces *ps, const piece *p)
+{
+    size_t mask = ps->slot_cap - 1, at = (size_t)piece_hash(p) & mask;
+    while (ps->slots[at] && !same_run(&ps->runs[ps->slots[at] - 1].first, p))
+        at = (at + 1) & mask;
+    return at;
+}
+
+/* Keeps the table at most half full. */
+static int rehash(pieces *ps)
+{
+    if (ps->run_count * 2 < ps->slot_cap)
+        return KVSHARD_OK;
+    size_t cap = ps->slot_cap ? ps->slot_cap * 2 : 256;
+    uint32_t *slots = kvshard_alloc__calloc(ps->alloc, cap, sizeof *slots);
+    if (!slots)
+        return KVSHARD_ENOMEM;
+    kvshard_alloc__free(ps->alloc, ps->slots);
+    ps->slots = slots;
+    ps->slot_cap = cap;
+    for (size_t r = 0; r < ps->run_count; r++)
+        ps->slots[slot_of(ps, &ps->runs[r].first)] = (uint32_t)(r + 1);
+    return KVSHARD_OK;
+}
 
 static int pieces_push(pieces *ps, const piece *p)
 {
-    if (ps->count == ps->cap) {
-        size_t cap = ps->cap ? ps->cap * 2 : 64;
-        piece *grown = kvshard_alloc__bytes(ps->alloc, cap, sizeof *grown);
-        if (!grown)
-            return KVSHARD_ENOMEM;
-        if (ps->count)
-            memcpy(grown, ps->items, ps->count * sizeof *grown);
-        kvshard_alloc__free(ps->alloc, ps->items);
-        ps->items = grown;
-        ps->cap = cap;
+    if (rehash(ps) != KVSHARD_OK ||
+        grow(ps->alloc, (void **)&ps->links, ps->link_count, &ps->link_cap, sizeof *ps->links) !=
+            KVSHARD_OK)
+        return KVSHARD_ENOMEM;
+    size_t at = slot_of(ps, p);
+    uint32_t link = (uint32_t)ps->link_count++;
+    ps->links[link] = (layer_link){p->layer, UINT32_MAX};
+    if (ps->slots[at]) {
+        run *r = &ps->runs[ps->slots[at] - 1];
+        ps->links[r->tail].next = link;
+        r->tail = link;
+        r->layer_count++;
+        return KVSHARD_OK;
     }
-    ps->items[ps->count++] = *p;
+    if (grow(ps->alloc, (void **)&ps->runs, ps->run_count, &ps->run_cap, sizeof *ps->runs) !=
+        KVSHARD_OK)
+        return KVSHARD_ENOMEM;
+    ps->runs[ps->run_count] = (run){*p, 1, link, link};
+    ps->slots[at] = (uint32_t)++ps->run_count;
     return KVSHARD_OK;
+}
+
+static void pieces_free(pieces *ps)
+{
+    kvshard_alloc__free(ps->alloc, ps->runs);
+    kvshard_alloc__free(ps->alloc, ps->links);
+    kvshard_alloc__free(ps->alloc, ps->slots);
 }
 
 static int fail(kvshard_error *err, int code, const char *fmt, ...) KVSHARD__PRINTF(3, 4);
@@ -476,21 +567,6 @@ static int route_component(pieces *ps, route *r, uint32_t layer, const component
     return KVSHARD_OK;
 }
 
-/* Pieces that differ only in their layer, then by layer: an edge's run. */
-static int piece_order(const void *a, const void *b)
-{
-    const piece *x = a, *y = b;
-    const uint64_t kx[] = {x->src,   x->dst,  x->comp,        x->lo,   x->hi,
-                           x->entry, x->span, x->entry_bytes, x->layer};
-    const uint64_t ky[] = {y->src,   y->dst,  y->comp,        y->lo,   y->hi,
-                           y->entry, y->span, y->entry_bytes, y->layer};
-    for (size_t i = 0; i < sizeof kx / sizeof kx[0]; i++) {
-        if (kx[i] != ky[i])
-            return kx[i] < ky[i] ? -1 : 1;
-    }
-    return 0;
-}
-
 static int edge_order(const void *a, const void *b)
 {
     const kvshard_transfer_edge *x = a, *y = b;
@@ -687,38 +763,23 @@ static int describe_side(kvshard__transfer_side *s, const kvshard_allocator *all
     return KVSHARD_OK;
 }
 
-/* The edges of the sorted pieces: runs that differ only in their layer. */
-/* The end of the run of sorted pieces that starts at `i`. */
-static size_t run_end(const pieces *ps, size_t i)
-{
-    const piece *p = &ps->items[i];
-    size_t k = i + 1;
-    for (; k < ps->count; k++) {
-        piece key = ps->items[k];
-        key.layer = p->layer;
-        if (piece_order(&key, p) != 0)
-            break;
-    }
-    return k;
-}
-
+/* The edges of the runs, each with its layers in order. */
 static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, kvshard__calc *c)
 {
-    /* Edges are far fewer than pieces (a run spans the layers): count them
-     * first so the edges take only their own memory. */
-    size_t runs = 0;
-    for (size_t i = 0; i < ps->count; i = run_end(ps, i))
-        runs++;
-    t->layers = kvshard_alloc__bytes(&t->alloc, ps->count ? ps->count : 1, sizeof *t->layers);
-    t->edges = kvshard_alloc__calloc(&t->alloc, runs ? runs : 1, sizeof *t->edges);
+    t->layers = kvshard_alloc__bytes(&t->alloc, ps->link_count ? ps->link_count : 1,
+                                     sizeof *t->layers);
+    t->edges = kvshard_alloc__calloc(&t->alloc, ps->run_count ? ps->run_count : 1,
+                                     sizeof *t->edges);
     if (!t->layers || !t->edges)
         return KVSHARD_ENOMEM;
-    for (size_t i = 0; i < ps->count;) {
-        const piece *p = &ps->items[i];
+    size_t placed = 0;
+    for (size_t i = 0; i < ps->run_count; i++) {
+        const run *r = &ps->runs[i];
+        const piece *p = &r->first;
         kvshard_transfer_edge *e = &t->edges[t->edge_count++];
-        size_t k = run_end(ps, i);
-        for (size_t j = i; j < k; j++)
-            t->layers[j] = ps->items[j].layer;
+        uint32_t *layers = &t->layers[placed];
+        for (uint32_t l = r->head; l != UINT32_MAX; l = ps->links[l].next)
+            t->layers[placed++] = ps->links[l].layer;
         *e = (kvshard_transfer_edge){p->src,
                                      p->dst,
                                      p->src_stage,
@@ -727,8 +788,8 @@ static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, kvshard
                                      p->dst_tp,
                                      component_names[p->comp],
                                      p->comp + 1,
-                                     &t->layers[i],
-                                     k - i,
+                                     layers,
+                                     r->layer_count,
                                      p->lo,
                                      p->hi,
                                      entry_names[p->entry],
@@ -739,14 +800,13 @@ static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, kvshard
                                      0,
                                      n > 0,
                                      0};
-        uint64_t run = kvshard__calc_mul(c, e->layer_count, e->entry_bytes);
+        uint64_t run_bytes = kvshard__calc_mul(c, e->layer_count, e->entry_bytes);
         if (p->entry == E_TOKEN)
-            e->bytes_per_token = run;
+            e->bytes_per_token = run_bytes;
         if (p->entry == E_STATE)
-            e->bytes_fixed = run;
+            e->bytes_fixed = run_bytes;
         if (n)
-            e->bytes = kvshard__calc_mul(c, run, entries((enum entry)p->entry, p->span, n));
-        i = k;
+            e->bytes = kvshard__calc_mul(c, run_bytes, entries((enum entry)p->entry, p->span, n));
     }
     qsort(t->edges, t->edge_count, sizeof *t->edges, edge_order);
     return KVSHARD_OK;
@@ -842,7 +902,7 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
     r.lo = kvshard_alloc__calloc(&t->alloc, p->tp, sizeof *r.lo);
     r.hi = kvshard_alloc__calloc(&t->alloc, p->tp, sizeof *r.hi);
     r.holds = kvshard_alloc__calloc(&t->alloc, p->tp, sizeof *r.holds);
-    pieces ps = {&t->alloc, NULL, 0, 0};
+    pieces ps = {&t->alloc, NULL, 0, 0, NULL, 0, 0, NULL, 0};
     if (!r.p.at || !r.d.at || !r.lo || !r.hi || !r.holds)
         rc = KVSHARD_ENOMEM;
     kvshard__calc c = {false, false, false};
@@ -877,11 +937,9 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
     kvshard_alloc__free(&t->alloc, r.lo);
     kvshard_alloc__free(&t->alloc, r.hi);
     kvshard_alloc__free(&t->alloc, r.holds);
-    if (rc == KVSHARD_OK) {
-        qsort(ps.items, ps.count, sizeof *ps.items, piece_order);
+    if (rc == KVSHARD_OK)
         rc = make_edges(t, &ps, o->tokens, &c);
-    }
-    kvshard_alloc__free(&t->alloc, ps.items);
+    pieces_free(&ps);
     if (rc == KVSHARD_OK)
         rc = totals(t, p, d, o, &c);
     if (rc == KVSHARD_ENOMEM)
