@@ -462,47 +462,46 @@ static int layer_components(component_of *out, uint32_t *n, const kvshard_plan *
 typedef struct route_side {
     const kvshard_plan *plan;
     uint32_t replica, stage;
-    kvshard_layer_storage *at; /* plan->tp entries, one per TP rank */
+    kvshard__rank_holding *at; /* plan->tp entries, one per TP rank */
 } route_side;
 
-/* A rank the plan cannot answer for holds nothing of the layer. */
+/* A layer the plan does not count is held by no rank. */
 static void side_read_layer(route_side *s, uint32_t layer)
 {
+    if (kvshard_plan__layer_holdings(s->at, &s->stage, s->plan, layer) == KVSHARD_OK)
+        return;
     s->stage = 0;
-    (void)kvshard_plan_layer_stage(&s->stage, s->plan, layer);
-    for (uint32_t t = 0; t < s->plan->tp; t++) {
-        if (kvshard_plan__layer_holding(&s->at[t], s->plan, s->stage * s->plan->tp + t, layer) !=
-            KVSHARD_OK)
-            s->at[t].holding = KVSHARD_HOLDS_NOT_ON_STAGE;
-    }
+    for (uint32_t t = 0; t < s->plan->tp; t++)
+        s->at[t] = (kvshard__rank_holding){KVSHARD_HOLDS_NOT_ON_STAGE, false, 0, 0};
 }
 
 /* The units TP rank t of side s holds of component c of the layer read,
  * [*lo, *hi); false when it holds none. */
-static bool holding(uint32_t *lo, uint32_t *hi, const route_side *s, uint32_t t, const component_of *c)
+static bool holding(uint32_t *lo, uint32_t *hi, const route_side *s, uint32_t t,
+                    const component_of *c)
 {
-    const kvshard_layer_storage *st = &s->at[t];
-    if (st->holding == KVSHARD_HOLDS_NOT_ON_STAGE)
+    const kvshard__rank_holding *h = &s->at[t];
+    if (h->holding == KVSHARD_HOLDS_NOT_ON_STAGE)
         return false;
     if (c->state) {
-        if (st->state_slot < 0)
+        if (!h->state)
             return false;
         uint32_t count = 0;
         kvshard_memory__kv_heads(lo, &count, c->units, s->plan->tp, t, t);
         *hi = *lo + count;
         return count > 0;
     }
-    if (st->holding != KVSHARD_HOLDS_KV && st->holding != KVSHARD_HOLDS_WINDOW &&
-        st->holding != KVSHARD_HOLDS_DRAFT)
+    if (h->holding != KVSHARD_HOLDS_KV && h->holding != KVSHARD_HOLDS_WINDOW &&
+        h->holding != KVSHARD_HOLDS_DRAFT)
         return false;
     if (c->comp != C_KV) {
         *lo = 0;
         *hi = 1;
         return true;
     }
-    *lo = st->kv_head_first;
-    *hi = st->kv_head_first + st->kv_head_count;
-    return st->kv_head_count > 0;
+    *lo = h->head_first;
+    *hi = h->head_first + h->head_count;
+    return h->head_count > 0;
 }
 
 typedef struct route {

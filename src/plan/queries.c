@@ -264,10 +264,60 @@ int kvshard_plan_layer_storage(kvshard_layer_storage *out, const kvshard_plan *p
     return kvshard__copy_out(out, &st, sizeof *out, sizeof *out) ? KVSHARD_OK : KVSHARD_EINVAL;
 }
 
-int kvshard_plan__layer_holding(kvshard_layer_storage *out, const kvshard_plan *plan,
-                                uint32_t plan_rank, uint32_t layer)
+int kvshard_plan__layer_holdings(kvshard__rank_holding *out, uint32_t *stage,
+                                 const kvshard_plan *plan, uint32_t layer)
 {
-    return storage_checked(out, plan, plan_rank, layer, false);
+    const kvshard__model_info *m = &plan->model;
+    uint32_t L = m->num_layers, T = plan->tp, S = plan->split;
+    if (layer >= L + (plan->draft_class ? m->num_draft_layers : 0))
+        return KVSHARD_ELAYER;
+    if (layer >= L) { /* a few draft layers: the rank-by-rank answer */
+        *stage = plan->pp - 1;
+        for (uint32_t t = 0; t < T; t++) {
+            kvshard_layer_storage st;
+            KVSHARD__INIT_BYTES(st, kvshard_layer_storage, KVSHARD_LAYER_STORAGE_INIT);
+            int rc = layer_storage(&st, plan, *stage * T + t, layer, false);
+            if (rc != KVSHARD_OK)
+                return rc;
+            out[t] = (kvshard__rank_holding){st.holding, st.state_slot >= 0, st.kv_head_first,
+                                             st.kv_head_count};
+        }
+        return KVSHARD_OK;
+    }
+    /* What layer_storage() answers rank by rank, the layer's facts read once. */
+    uint8_t kind = plan->kinds[layer];
+    const kvshard_kinds__row *row = kvshard_kinds__of(kind);
+    bool paged = kvshard_kinds__paged(kind);
+    int32_t owner = plan->owner[layer];
+    bool state = row->state && (int32_t)plan->state_slot[layer] >= 0;
+    bool sliding = kind == KVSHARD_LAYER_SLIDING_ATTENTION;
+    uint32_t heads = m->attention != KVSHARD_ATTENTION_GQA ? 0
+                     : sliding                             ? m->sliding.heads
+                                                           : m->full.heads;
+    *stage = kvshard__plan_stage_of(plan, layer);
+    for (uint32_t t = 0; t < T; t++) {
+        const kvshard__rank_place *place = &plan->place[*stage * T + t];
+        kvshard__rank_holding *h = &out[t];
+        *h = (kvshard__rank_holding){KVSHARD_HOLDS_NOT_ON_STAGE, false, 0, 0};
+        if (layer - place->first >= place->count)
+            continue;
+        bool stores_kv =
+            paged && (owner == KVSHARD_OWNER_ALL || (uint32_t)owner == place->split_rank);
+        h->holding = holding_of(row, stores_kv);
+        h->state = state;
+        if (!stores_kv && !row->window)
+            continue;
+        uint32_t first = t, last = t;
+        if (stores_kv && S > 1) {
+            first = t / S * S;
+            last = first + S - 1;
+        }
+        uint32_t count = 0, head_first = 0;
+        kvshard_memory__kv_heads(&head_first, &count, heads, T, first, last);
+        h->head_first = count ? head_first : 0;
+        h->head_count = count;
+    }
+    return KVSHARD_OK;
 }
 
 int kvshard_plan_rank_memory(kvshard_rank_memory *out, const kvshard_plan *plan, uint32_t plan_rank)
