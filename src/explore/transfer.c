@@ -122,7 +122,7 @@ static uint64_t piece_hash(const piece *p)
     uint64_t h = UINT64_C(0xCBF29CE484222325);
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
         h = (h ^ k[i]) * UINT64_C(0x100000001B3) + (h >> 29);
-    return h;
+    return h ^ h >> 32; /* the table masks the low bits: fold the high ones in */
 }
 
 static bool same_run(const piece *a, const piece *b)
@@ -160,9 +160,8 @@ static int rehash(pieces *ps)
 
 static int pieces_push(pieces *ps, const piece *p)
 {
-    if (rehash(ps) != KVSHARD_OK ||
-        grow(ps->alloc, (void **)&ps->links, ps->link_count, &ps->link_cap, sizeof *ps->links) !=
-            KVSHARD_OK)
+    if (rehash(ps) != KVSHARD_OK || grow(ps->alloc, (void **)&ps->links, ps->link_count,
+                                         &ps->link_cap, sizeof *ps->links) != KVSHARD_OK)
         return KVSHARD_ENOMEM;
     size_t at = slot_of(ps, p);
     uint32_t link = (uint32_t)ps->link_count++;
@@ -463,7 +462,29 @@ typedef struct route_side {
     const kvshard_plan *plan;
     uint32_t replica, stage;
     kvshard__rank_holding *at; /* plan->tp entries, one per TP rank */
+    uint32_t *global;          /* the global rank of each plan rank of the replica */
 } route_side;
+
+static int side_open(route_side *s, const kvshard_allocator *alloc)
+{
+    uint32_t tp = s->plan->tp;
+    s->at = kvshard_alloc__calloc(alloc, tp, sizeof *s->at);
+    s->global = kvshard_alloc__calloc(alloc, (size_t)s->plan->pp * tp, sizeof *s->global);
+    if (!s->at || !s->global)
+        return KVSHARD_ENOMEM;
+    for (uint32_t stage = 0; stage < s->plan->pp; stage++) {
+        for (uint32_t t = 0; t < tp; t++)
+            (void)kvshard_plan_global_rank(&s->global[stage * tp + t], s->plan, s->replica, stage,
+                                           0, t);
+    }
+    return KVSHARD_OK;
+}
+
+static void side_close(route_side *s, const kvshard_allocator *alloc)
+{
+    kvshard_alloc__free(alloc, s->at);
+    kvshard_alloc__free(alloc, s->global);
+}
 
 /* A layer the plan does not count is held by no rank. */
 static void side_read_layer(route_side *s, uint32_t layer)
@@ -526,8 +547,7 @@ static int route_component(pieces *ps, route *r, uint32_t layer, const component
             continue;
         *moved = true;
         uint32_t home = (uint32_t)((uint64_t)td * tp_p / tp_d);
-        uint32_t dst = 0;
-        (void)kvshard_plan_global_rank(&dst, r->d.plan, r->d.replica, ds_stage, 0, td);
+        uint32_t dst = r->d.global[ds_stage * tp_d + td];
         piece cur;
         bool open = false;
         for (uint32_t u = lo; u < hi; u++) {
@@ -550,8 +570,7 @@ static int route_component(pieces *ps, route *r, uint32_t layer, const component
                 if (pieces_push(ps, &cur) != KVSHARD_OK)
                     return fail(err, KVSHARD_ENOMEM, "out of memory");
             }
-            uint32_t src = 0;
-            (void)kvshard_plan_global_rank(&src, r->p.plan, r->p.replica, ps_stage, 0, src_tp);
+            uint32_t src = r->p.global[ps_stage * tp_p + src_tp];
             cur = (piece){
                 src,     dst, ps_stage, src_tp, ds_stage, td, (uint32_t)c->comp, (uint32_t)c->entry,
                 c->span, u,   u + 1,    0,      layer};
@@ -765,10 +784,10 @@ static int describe_side(kvshard__transfer_side *s, const kvshard_allocator *all
 /* The edges of the runs, each with its layers in order. */
 static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, kvshard__calc *c)
 {
-    t->layers = kvshard_alloc__bytes(&t->alloc, ps->link_count ? ps->link_count : 1,
-                                     sizeof *t->layers);
-    t->edges = kvshard_alloc__calloc(&t->alloc, ps->run_count ? ps->run_count : 1,
-                                     sizeof *t->edges);
+    t->layers =
+        kvshard_alloc__bytes(&t->alloc, ps->link_count ? ps->link_count : 1, sizeof *t->layers);
+    t->edges =
+        kvshard_alloc__calloc(&t->alloc, ps->run_count ? ps->run_count : 1, sizeof *t->edges);
     if (!t->layers || !t->edges)
         return KVSHARD_ENOMEM;
     size_t placed = 0;
@@ -895,14 +914,16 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
     t->state_dtype = dm.state_dtype;
 
     /* Per TP rank of each side, so memory stays linear in the ranks. */
-    route r = {{p, o->p_replica, 0, NULL}, {d, o->d_replica, 0, NULL}, NULL, NULL, NULL};
-    r.p.at = kvshard_alloc__calloc(&t->alloc, p->tp, sizeof *r.p.at);
-    r.d.at = kvshard_alloc__calloc(&t->alloc, d->tp, sizeof *r.d.at);
+    route r = {
+        {p, o->p_replica, 0, NULL, NULL}, {d, o->d_replica, 0, NULL, NULL}, NULL, NULL, NULL};
+    rc = side_open(&r.p, &t->alloc);
+    if (rc == KVSHARD_OK)
+        rc = side_open(&r.d, &t->alloc);
     r.lo = kvshard_alloc__calloc(&t->alloc, p->tp, sizeof *r.lo);
     r.hi = kvshard_alloc__calloc(&t->alloc, p->tp, sizeof *r.hi);
     r.holds = kvshard_alloc__calloc(&t->alloc, p->tp, sizeof *r.holds);
     pieces ps = {&t->alloc, NULL, 0, 0, NULL, 0, 0, NULL, 0};
-    if (!r.p.at || !r.d.at || !r.lo || !r.hi || !r.holds)
+    if (!r.lo || !r.hi || !r.holds)
         rc = KVSHARD_ENOMEM;
     kvshard__calc c = {false, false, false};
     kvshard_transfer_totals *tt = &t->totals;
@@ -931,8 +952,8 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
                     kvshard__calc_mul(&c, copy, entries(comps[i].entry, comps[i].span, o->tokens)));
         }
     }
-    kvshard_alloc__free(&t->alloc, r.p.at);
-    kvshard_alloc__free(&t->alloc, r.d.at);
+    side_close(&r.p, &t->alloc);
+    side_close(&r.d, &t->alloc);
     kvshard_alloc__free(&t->alloc, r.lo);
     kvshard_alloc__free(&t->alloc, r.hi);
     kvshard_alloc__free(&t->alloc, r.holds);

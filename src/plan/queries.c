@@ -173,8 +173,8 @@ static kvshard_layer_holding holding_of(const kvshard_kinds__row *row, bool stor
 /* The storage of `layer` (in range) on `plan_rank` (in range) into *st,
  * initialised by the caller; its bytes only `with_bytes`, as they cost the
  * layer's memory model. */
-static int layer_storage(kvshard_layer_storage *st, const kvshard_plan *plan,
-                         uint32_t plan_rank, uint32_t layer, bool with_bytes)
+static int layer_storage(kvshard_layer_storage *st, const kvshard_plan *plan, uint32_t plan_rank,
+                         uint32_t layer, bool with_bytes)
 {
     const kvshard__model_info *m = &plan->model;
     uint32_t L = m->num_layers;
@@ -239,9 +239,8 @@ static int layer_storage(kvshard_layer_storage *st, const kvshard_plan *plan,
     return KVSHARD_OK;
 }
 
-/* The public query and the bulk one check the same ranges. */
-static int storage_checked(kvshard_layer_storage *st, const kvshard_plan *plan,
-                           uint32_t plan_rank, uint32_t layer, bool with_bytes)
+int kvshard_plan_layer_storage(kvshard_layer_storage *out, const kvshard_plan *plan,
+                               uint32_t plan_rank, uint32_t layer)
 {
     if (!plan)
         return KVSHARD_EINVAL;
@@ -250,15 +249,9 @@ static int storage_checked(kvshard_layer_storage *st, const kvshard_plan *plan,
     const kvshard__model_info *m = &plan->model;
     if (layer >= m->num_layers + (plan->draft_class ? m->num_draft_layers : 0))
         return KVSHARD_ELAYER;
-    KVSHARD__INIT_BYTES(*st, kvshard_layer_storage, KVSHARD_LAYER_STORAGE_INIT);
-    return layer_storage(st, plan, plan_rank, layer, with_bytes);
-}
-
-int kvshard_plan_layer_storage(kvshard_layer_storage *out, const kvshard_plan *plan,
-                               uint32_t plan_rank, uint32_t layer)
-{
     kvshard_layer_storage st;
-    int rc = storage_checked(&st, plan, plan_rank, layer, true);
+    KVSHARD__INIT_BYTES(st, kvshard_layer_storage, KVSHARD_LAYER_STORAGE_INIT);
+    int rc = layer_storage(&st, plan, plan_rank, layer, true);
     if (rc != KVSHARD_OK)
         return rc;
     return kvshard__copy_out(out, &st, sizeof *out, sizeof *out) ? KVSHARD_OK : KVSHARD_EINVAL;
