@@ -116,6 +116,8 @@ static int grow(const kvshard_allocator *alloc, void **items, size_t count, size
     return KVSHARD_OK;
 }
 
+/* A word hash, not the keyed one of base/hash.h: the keys are the plans'
+ * ranks and units, which no input text chooses. */
 static uint64_t piece_hash(const piece *p)
 {
     const uint64_t k[] = {p->src, p->dst, p->comp, p->lo, p->hi, p->entry, p->span, p->entry_bytes};
