@@ -14,6 +14,7 @@
 #include "model/states.h"
 #include "plan/memory.h"
 #include "plan/plan.h"
+#include "plan/queries.h"
 #include "plan/validate.h"
 #include "profile/profiles.h"
 #include "profile/verdicts.h"
@@ -74,27 +75,119 @@ typedef struct piece {
     uint32_t layer;
 } piece;
 
+/* A run of pieces that differ only in their layer: one edge. */
+typedef struct run {
+    piece first;
+    uint32_t layer_count, head, tail; /* its layers, chained in the order they came */
+} run;
+
+typedef struct layer_link {
+    uint32_t layer, next;
+} layer_link;
+
+/* The pieces grouped into runs as they come, so the map never keeps a piece
+ * per layer: memory linear in the edges and their layers. Layers come in
+ * ascending order, so each run's chain is too. */
 typedef struct pieces {
     const kvshard_allocator *alloc;
-    piece *items;
-    size_t count, cap;
+    run *runs;
+    size_t run_count, run_cap;
+    layer_link *links;
+    size_t link_count, link_cap;
+    uint32_t *slots; /* open addressing over the runs: index + 1, 0 empty */
+    size_t slot_cap;
 } pieces;
+
+/* Doubles *items (of `size` bytes each) when full. */
+static int grow(const kvshard_allocator *alloc, void **items, size_t count, size_t *cap,
+                size_t size)
+{
+    if (count < *cap)
+        return KVSHARD_OK;
+    size_t want = *cap ? *cap * 2 : 64;
+    void *grown = kvshard_alloc__bytes(alloc, want, size);
+    if (!grown)
+        return KVSHARD_ENOMEM;
+    if (count)
+        memcpy(grown, *items, count * size);
+    kvshard_alloc__free(alloc, *items);
+    *items = grown;
+    *cap = want;
+    return KVSHARD_OK;
+}
+
+/* A word hash, not the keyed one of base/hash.h: the keys are the plans'
+ * ranks and units, which no input text chooses. */
+static uint64_t piece_hash(const piece *p)
+{
+    const uint64_t k[] = {p->src, p->dst, p->comp, p->lo, p->hi, p->entry, p->span, p->entry_bytes};
+    uint64_t h = UINT64_C(0xCBF29CE484222325);
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+        h = (h ^ k[i]) * UINT64_C(0x100000001B3) + (h >> 29);
+    return h ^ h >> 32; /* the table masks the low bits: fold the high ones in */
+}
+
+static bool same_run(const piece *a, const piece *b)
+{
+    return a->src == b->src && a->dst == b->dst && a->comp == b->comp && a->lo == b->lo &&
+           a->hi == b->hi && a->entry == b->entry && a->span == b->span &&
+           a->entry_bytes == b->entry_bytes;
+}
+
+/* The slot of p's run, or of the empty slot where it goes. */
+static size_t slot_of(const pieces *ps, const piece *p)
+{
+    size_t mask = ps->slot_cap - 1, at = (size_t)piece_hash(p) & mask;
+    while (ps->slots[at] && !same_run(&ps->runs[ps->slots[at] - 1].first, p))
+        at = (at + 1) & mask;
+    return at;
+}
+
+/* Keeps the table at most half full. */
+static int rehash(pieces *ps)
+{
+    if (ps->run_count * 2 < ps->slot_cap)
+        return KVSHARD_OK;
+    size_t cap = ps->slot_cap ? ps->slot_cap * 2 : 256;
+    uint32_t *slots = kvshard_alloc__calloc(ps->alloc, cap, sizeof *slots);
+    if (!slots)
+        return KVSHARD_ENOMEM;
+    kvshard_alloc__free(ps->alloc, ps->slots);
+    ps->slots = slots;
+    ps->slot_cap = cap;
+    for (size_t r = 0; r < ps->run_count; r++)
+        ps->slots[slot_of(ps, &ps->runs[r].first)] = (uint32_t)(r + 1);
+    return KVSHARD_OK;
+}
 
 static int pieces_push(pieces *ps, const piece *p)
 {
-    if (ps->count == ps->cap) {
-        size_t cap = ps->cap ? ps->cap * 2 : 64;
-        piece *grown = kvshard_alloc__bytes(ps->alloc, cap, sizeof *grown);
-        if (!grown)
-            return KVSHARD_ENOMEM;
-        if (ps->count)
-            memcpy(grown, ps->items, ps->count * sizeof *grown);
-        kvshard_alloc__free(ps->alloc, ps->items);
-        ps->items = grown;
-        ps->cap = cap;
+    if (rehash(ps) != KVSHARD_OK || grow(ps->alloc, (void **)&ps->links, ps->link_count,
+                                         &ps->link_cap, sizeof *ps->links) != KVSHARD_OK)
+        return KVSHARD_ENOMEM;
+    size_t at = slot_of(ps, p);
+    uint32_t link = (uint32_t)ps->link_count++;
+    ps->links[link] = (layer_link){p->layer, UINT32_MAX};
+    if (ps->slots[at]) {
+        run *r = &ps->runs[ps->slots[at] - 1];
+        ps->links[r->tail].next = link;
+        r->tail = link;
+        r->layer_count++;
+        return KVSHARD_OK;
     }
-    ps->items[ps->count++] = *p;
+    if (grow(ps->alloc, (void **)&ps->runs, ps->run_count, &ps->run_cap, sizeof *ps->runs) !=
+        KVSHARD_OK)
+        return KVSHARD_ENOMEM;
+    ps->runs[ps->run_count] = (run){*p, 1, link, link};
+    ps->slots[at] = (uint32_t)++ps->run_count;
     return KVSHARD_OK;
+}
+
+static void pieces_free(pieces *ps)
+{
+    kvshard_alloc__free(ps->alloc, ps->runs);
+    kvshard_alloc__free(ps->alloc, ps->links);
+    kvshard_alloc__free(ps->alloc, ps->slots);
 }
 
 static int fail(kvshard_error *err, int code, const char *fmt, ...) KVSHARD__PRINTF(3, 4);
@@ -363,65 +456,100 @@ static int layer_components(component_of *out, uint32_t *n, const kvshard_plan *
     return KVSHARD_OK;
 }
 
-/* The units plan rank `rank` holds of one component of `layer`, [*lo, *hi);
- * false when it holds none. */
-static bool holding(uint32_t *lo, uint32_t *hi, const kvshard_plan *plan, uint32_t rank,
-                    uint32_t layer, const component_of *c)
+/* ---- the route ------------------------------------------------------------------------ */
+
+/* One side of the route: its plan, its replica of the pair, and where each
+ * rank of the current layer's stage holds it, read once per layer. */
+typedef struct route_side {
+    const kvshard_plan *plan;
+    uint32_t replica, stage;
+    kvshard__rank_holding *at; /* plan->tp entries, one per TP rank */
+    uint32_t *global;          /* the global rank of each plan rank of the replica */
+} route_side;
+
+static int side_open(route_side *s, const kvshard_allocator *alloc)
 {
-    kvshard_layer_storage st = KVSHARD_LAYER_STORAGE_INIT;
-    if (kvshard_plan_layer_storage(&st, plan, rank, layer) != KVSHARD_OK ||
-        st.holding == KVSHARD_HOLDS_NOT_ON_STAGE)
+    uint32_t tp = s->plan->tp;
+    s->at = kvshard_alloc__calloc(alloc, tp, sizeof *s->at);
+    s->global = kvshard_alloc__calloc(alloc, (size_t)s->plan->pp * tp, sizeof *s->global);
+    if (!s->at || !s->global)
+        return KVSHARD_ENOMEM;
+    for (uint32_t stage = 0; stage < s->plan->pp; stage++) {
+        for (uint32_t t = 0; t < tp; t++)
+            (void)kvshard_plan_global_rank(&s->global[stage * tp + t], s->plan, s->replica, stage,
+                                           0, t);
+    }
+    return KVSHARD_OK;
+}
+
+static void side_close(route_side *s, const kvshard_allocator *alloc)
+{
+    kvshard_alloc__free(alloc, s->at);
+    kvshard_alloc__free(alloc, s->global);
+}
+
+/* A layer the plan does not count is held by no rank. */
+static void side_read_layer(route_side *s, uint32_t layer)
+{
+    if (kvshard_plan__layer_holdings(s->at, &s->stage, s->plan, layer) == KVSHARD_OK)
+        return;
+    s->stage = 0;
+    for (uint32_t t = 0; t < s->plan->tp; t++)
+        s->at[t] = (kvshard__rank_holding){KVSHARD_HOLDS_NOT_ON_STAGE, false, 0, 0};
+}
+
+/* The units TP rank t of side s holds of component c of the layer read,
+ * [*lo, *hi); false when it holds none. */
+static bool holding(uint32_t *lo, uint32_t *hi, const route_side *s, uint32_t t,
+                    const component_of *c)
+{
+    const kvshard__rank_holding *h = &s->at[t];
+    if (h->holding == KVSHARD_HOLDS_NOT_ON_STAGE)
         return false;
     if (c->state) {
-        if (st.state_slot < 0)
+        if (!h->state)
             return false;
-        uint32_t t = rank % plan->tp, count = 0;
-        kvshard_memory__kv_heads(lo, &count, c->units, plan->tp, t, t);
+        uint32_t count = 0;
+        kvshard_memory__kv_heads(lo, &count, c->units, s->plan->tp, t, t);
         *hi = *lo + count;
         return count > 0;
     }
-    if (st.holding != KVSHARD_HOLDS_KV && st.holding != KVSHARD_HOLDS_WINDOW &&
-        st.holding != KVSHARD_HOLDS_DRAFT)
+    if (h->holding != KVSHARD_HOLDS_KV && h->holding != KVSHARD_HOLDS_WINDOW &&
+        h->holding != KVSHARD_HOLDS_DRAFT)
         return false;
     if (c->comp != C_KV) {
         *lo = 0;
         *hi = 1;
         return true;
     }
-    *lo = st.kv_head_first;
-    *hi = st.kv_head_first + st.kv_head_count;
-    return st.kv_head_count > 0;
+    *lo = h->head_first;
+    *hi = h->head_first + h->head_count;
+    return h->head_count > 0;
 }
 
-/* ---- the route ------------------------------------------------------------------------ */
-
 typedef struct route {
-    const kvshard_plan *p, *d;
-    uint32_t p_replica, d_replica;
-    uint32_t lo[KVSHARD_MAX_RANKS], hi[KVSHARD_MAX_RANKS]; /* each P rank's holding */
-    bool holds[KVSHARD_MAX_RANKS];
+    route_side p, d;
+    uint32_t *lo, *hi; /* each P TP rank's holding of the component routed */
+    bool *holds;
 } route;
 
-/* The pieces of one component of one layer: each unit a D rank holds comes
- * from the first P rank holding it in the cyclic order from the D rank's
- * home, floor(t_D x T_P / T_D). */
+/* The pieces of one component of the layer read: each unit a D rank holds
+ * comes from the first P rank holding it in the cyclic order from the D
+ * rank's home, floor(t_D x T_P / T_D). */
 static int route_component(pieces *ps, route *r, uint32_t layer, const component_of *c, bool *moved,
                            kvshard_error *err)
 {
-    uint32_t ps_stage = 0, ds_stage = 0;
-    (void)kvshard_plan_layer_stage(&ps_stage, r->p, layer);
-    (void)kvshard_plan_layer_stage(&ds_stage, r->d, layer);
-    uint32_t tp_p = r->p->tp, tp_d = r->d->tp;
+    uint32_t ps_stage = r->p.stage, ds_stage = r->d.stage;
+    uint32_t tp_p = r->p.plan->tp, tp_d = r->d.plan->tp;
     for (uint32_t t = 0; t < tp_p; t++)
-        r->holds[t] = holding(&r->lo[t], &r->hi[t], r->p, ps_stage * tp_p + t, layer, c);
+        r->holds[t] = holding(&r->lo[t], &r->hi[t], &r->p, t, c);
     for (uint32_t td = 0; td < tp_d; td++) {
         uint32_t lo = 0, hi = 0;
-        if (!holding(&lo, &hi, r->d, ds_stage * tp_d + td, layer, c))
+        if (!holding(&lo, &hi, &r->d, td, c))
             continue;
         *moved = true;
         uint32_t home = (uint32_t)((uint64_t)td * tp_p / tp_d);
-        uint32_t dst = 0;
-        (void)kvshard_plan_global_rank(&dst, r->d, r->d_replica, ds_stage, 0, td);
+        uint32_t dst = r->d.global[ds_stage * tp_d + td];
         piece cur;
         bool open = false;
         for (uint32_t u = lo; u < hi; u++) {
@@ -444,8 +572,7 @@ static int route_component(pieces *ps, route *r, uint32_t layer, const component
                 if (pieces_push(ps, &cur) != KVSHARD_OK)
                     return fail(err, KVSHARD_ENOMEM, "out of memory");
             }
-            uint32_t src = 0;
-            (void)kvshard_plan_global_rank(&src, r->p, r->p_replica, ps_stage, 0, src_tp);
+            uint32_t src = r->p.global[ps_stage * tp_p + src_tp];
             cur = (piece){
                 src,     dst, ps_stage, src_tp, ds_stage, td, (uint32_t)c->comp, (uint32_t)c->entry,
                 c->span, u,   u + 1,    0,      layer};
@@ -458,21 +585,6 @@ static int route_component(pieces *ps, route *r, uint32_t layer, const component
         }
     }
     return KVSHARD_OK;
-}
-
-/* Pieces that differ only in their layer, then by layer: an edge's run. */
-static int piece_order(const void *a, const void *b)
-{
-    const piece *x = a, *y = b;
-    const uint64_t kx[] = {x->src,   x->dst,  x->comp,        x->lo,   x->hi,
-                           x->entry, x->span, x->entry_bytes, x->layer};
-    const uint64_t ky[] = {y->src,   y->dst,  y->comp,        y->lo,   y->hi,
-                           y->entry, y->span, y->entry_bytes, y->layer};
-    for (size_t i = 0; i < sizeof kx / sizeof kx[0]; i++) {
-        if (kx[i] != ky[i])
-            return kx[i] < ky[i] ? -1 : 1;
-    }
-    return 0;
 }
 
 static int edge_order(const void *a, const void *b)
@@ -671,25 +783,23 @@ static int describe_side(kvshard__transfer_side *s, const kvshard_allocator *all
     return KVSHARD_OK;
 }
 
-/* The edges of the sorted pieces: runs that differ only in their layer. */
+/* The edges of the runs, each with its layers in order. */
 static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, kvshard__calc *c)
 {
-    t->layers = kvshard_alloc__bytes(&t->alloc, ps->count ? ps->count : 1, sizeof *t->layers);
-    t->edges = kvshard_alloc__calloc(&t->alloc, ps->count ? ps->count : 1, sizeof *t->edges);
+    t->layers =
+        kvshard_alloc__bytes(&t->alloc, ps->link_count ? ps->link_count : 1, sizeof *t->layers);
+    t->edges =
+        kvshard_alloc__calloc(&t->alloc, ps->run_count ? ps->run_count : 1, sizeof *t->edges);
     if (!t->layers || !t->edges)
         return KVSHARD_ENOMEM;
-    for (size_t i = 0; i < ps->count;) {
-        const piece *p = &ps->items[i];
+    size_t placed = 0;
+    for (size_t i = 0; i < ps->run_count; i++) {
+        const run *r = &ps->runs[i];
+        const piece *p = &r->first;
         kvshard_transfer_edge *e = &t->edges[t->edge_count++];
-        e->layers = &t->layers[i];
-        size_t k = i;
-        for (; k < ps->count; k++) {
-            piece key = ps->items[k];
-            key.layer = p->layer;
-            if (piece_order(&key, p) != 0)
-                break;
-            t->layers[k] = ps->items[k].layer;
-        }
+        uint32_t *layers = &t->layers[placed];
+        for (uint32_t l = r->head; l != UINT32_MAX; l = ps->links[l].next)
+            t->layers[placed++] = ps->links[l].layer;
         *e = (kvshard_transfer_edge){p->src,
                                      p->dst,
                                      p->src_stage,
@@ -698,8 +808,8 @@ static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, kvshard
                                      p->dst_tp,
                                      component_names[p->comp],
                                      p->comp + 1,
-                                     &t->layers[i],
-                                     k - i,
+                                     layers,
+                                     r->layer_count,
                                      p->lo,
                                      p->hi,
                                      entry_names[p->entry],
@@ -710,14 +820,13 @@ static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, kvshard
                                      0,
                                      n > 0,
                                      0};
-        uint64_t run = kvshard__calc_mul(c, e->layer_count, e->entry_bytes);
+        uint64_t run_bytes = kvshard__calc_mul(c, e->layer_count, e->entry_bytes);
         if (p->entry == E_TOKEN)
-            e->bytes_per_token = run;
+            e->bytes_per_token = run_bytes;
         if (p->entry == E_STATE)
-            e->bytes_fixed = run;
+            e->bytes_fixed = run_bytes;
         if (n)
-            e->bytes = kvshard__calc_mul(c, run, entries((enum entry)p->entry, p->span, n));
-        i = k;
+            e->bytes = kvshard__calc_mul(c, run_bytes, entries((enum entry)p->entry, p->span, n));
     }
     qsort(t->edges, t->edge_count, sizeof *t->edges, edge_order);
     return KVSHARD_OK;
@@ -806,20 +915,31 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
     (void)kvshard_plan_model(&dm, d);
     t->state_dtype = dm.state_dtype;
 
-    route *r = kvshard_alloc__calloc(&t->alloc, 1, sizeof *r);
-    pieces ps = {&t->alloc, NULL, 0, 0};
-    if (!r)
-        return fail(err, KVSHARD_ENOMEM, "out of memory");
-    *r = (route){.p = p, .d = d, .p_replica = o->p_replica, .d_replica = o->d_replica};
+    /* Per TP rank of each side, so memory stays linear in the ranks. */
+    route r = {
+        {p, o->p_replica, 0, NULL, NULL}, {d, o->d_replica, 0, NULL, NULL}, NULL, NULL, NULL};
+    rc = side_open(&r.p, &t->alloc);
+    if (rc == KVSHARD_OK)
+        rc = side_open(&r.d, &t->alloc);
+    r.lo = kvshard_alloc__calloc(&t->alloc, p->tp, sizeof *r.lo);
+    r.hi = kvshard_alloc__calloc(&t->alloc, p->tp, sizeof *r.hi);
+    r.holds = kvshard_alloc__calloc(&t->alloc, p->tp, sizeof *r.holds);
+    pieces ps = {&t->alloc, NULL, 0, 0, NULL, 0, 0, NULL, 0};
+    if (!r.lo || !r.hi || !r.holds)
+        rc = KVSHARD_ENOMEM;
     kvshard__calc c = {false, false, false};
     kvshard_transfer_totals *tt = &t->totals;
     for (uint32_t layer = 0; rc == KVSHARD_OK && layer < L + t->num_draft_layers; layer++) {
         component_of comps[MAX_COMPONENTS];
         uint32_t count = 0;
         rc = layer_components(comps, &count, d, layer, err);
+        if (rc == KVSHARD_OK) {
+            side_read_layer(&r.p, layer);
+            side_read_layer(&r.d, layer);
+        }
         for (uint32_t i = 0; rc == KVSHARD_OK && i < count; i++) {
             bool moved = false;
-            rc = route_component(&ps, r, layer, &comps[i], &moved, err);
+            rc = route_component(&ps, &r, layer, &comps[i], &moved, err);
             if (!moved)
                 continue;
             /* One copy of what D holds: U units of every component moved. */
@@ -834,12 +954,14 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
                     kvshard__calc_mul(&c, copy, entries(comps[i].entry, comps[i].span, o->tokens)));
         }
     }
-    kvshard_alloc__free(&t->alloc, r);
-    if (rc == KVSHARD_OK) {
-        qsort(ps.items, ps.count, sizeof *ps.items, piece_order);
+    side_close(&r.p, &t->alloc);
+    side_close(&r.d, &t->alloc);
+    kvshard_alloc__free(&t->alloc, r.lo);
+    kvshard_alloc__free(&t->alloc, r.hi);
+    kvshard_alloc__free(&t->alloc, r.holds);
+    if (rc == KVSHARD_OK)
         rc = make_edges(t, &ps, o->tokens, &c);
-    }
-    kvshard_alloc__free(&t->alloc, ps.items);
+    pieces_free(&ps);
     if (rc == KVSHARD_OK)
         rc = totals(t, p, d, o, &c);
     if (rc == KVSHARD_ENOMEM)

@@ -121,7 +121,7 @@ int kvshard_plan_rank_layers(const uint32_t **out, size_t *out_count, const kvsh
 /* The storage of draft layer `d` on plan rank `r`: on every rank of the
  * last stage with its own heads, when speculation counts it. */
 static int draft_storage(kvshard_layer_storage *st, const kvshard_plan *plan, uint32_t r,
-                         uint32_t d)
+                         uint32_t d, bool with_bytes)
 {
     const kvshard__model_info *m = &plan->model;
     uint8_t cls = plan->draft_class[d];
@@ -145,6 +145,8 @@ static int draft_storage(kvshard_layer_storage *st, const kvshard_plan *plan, ui
     kvshard_memory__kv_heads(&first, &count, heads, plan->tp, t, t);
     st->kv_head_first = count ? first : 0;
     st->kv_head_count = count;
+    if (!with_bytes)
+        return KVSHARD_OK;
     kvshard__memory_inputs in = kvshard_plan__memory_inputs(plan);
     kvshard__cost cost;
     kvshard_diag__ctx quiet = kvshard_diag__on(NULL);
@@ -168,57 +170,47 @@ static kvshard_layer_holding holding_of(const kvshard_kinds__row *row, bool stor
     return row->state ? KVSHARD_HOLDS_STATE : KVSHARD_HOLDS_NOTHING;
 }
 
-int kvshard_plan_layer_storage(kvshard_layer_storage *out, const kvshard_plan *plan,
-                               uint32_t plan_rank, uint32_t layer)
+/* The storage of `layer` (in range) on `plan_rank` (in range) into *st,
+ * initialised by the caller; its bytes only `with_bytes`, as they cost the
+ * layer's memory model. */
+static int layer_storage(kvshard_layer_storage *st, const kvshard_plan *plan, uint32_t plan_rank,
+                         uint32_t layer, bool with_bytes)
 {
-    if (!plan)
-        return KVSHARD_EINVAL;
-    if (plan_rank >= plan->ranks_count)
-        return KVSHARD_ERANK;
     const kvshard__model_info *m = &plan->model;
     uint32_t L = m->num_layers;
-    if (layer >= L + (plan->draft_class ? m->num_draft_layers : 0))
-        return KVSHARD_ELAYER;
-    kvshard_layer_storage st;
-    KVSHARD__INIT_BYTES(st, kvshard_layer_storage, KVSHARD_LAYER_STORAGE_INIT);
-    if (layer >= L) {
-        int rc = draft_storage(&st, plan, plan_rank, layer - L);
-        if (rc)
-            return rc;
-        return kvshard__copy_out(out, &st, sizeof *out, sizeof *out) ? KVSHARD_OK : KVSHARD_EINVAL;
-    }
+    if (layer >= L)
+        return draft_storage(st, plan, plan_rank, layer - L, with_bytes);
     uint8_t kind = plan->kinds[layer], cls = plan->class_of[layer];
     const kvshard__class *k = &m->classes[cls];
     uint32_t S = plan->split, T = plan->tp, t = plan_rank % T;
     const kvshard__rank_place *place = &plan->place[plan_rank];
-    kvshard__memory_inputs in = kvshard_plan__memory_inputs(plan);
-    st.kind = (kvshard_layer_kind)kind;
-    st.kv_source = plan->kv_source ? plan->kv_source[layer] : -1;
-    st.compress_ratio = k->ratio;
-    st.index_key = kvshard__class_has_index(k);
-    st.stage = kvshard__plan_stage_of(plan, layer);
+    st->kind = (kvshard_layer_kind)kind;
+    st->kv_source = plan->kv_source ? plan->kv_source[layer] : -1;
+    st->compress_ratio = k->ratio;
+    st->index_key = kvshard__class_has_index(k);
+    st->stage = kvshard__plan_stage_of(plan, layer);
     if (layer - place->first >= place->count) {
-        st.holding = KVSHARD_HOLDS_NOT_ON_STAGE;
-        return kvshard__copy_out(out, &st, sizeof *out, sizeof *out) ? KVSHARD_OK : KVSHARD_EINVAL;
+        st->holding = KVSHARD_HOLDS_NOT_ON_STAGE;
+        return KVSHARD_OK;
     }
-    st.stores_kv = kvshard_plan_stores_kv(plan, plan_rank, layer);
+    st->stores_kv = kvshard_plan_stores_kv(plan, plan_rank, layer);
     const kvshard_kinds__row *row = kvshard_kinds__of(kind);
-    st.holding = holding_of(row, st.stores_kv);
+    st->holding = holding_of(row, st->stores_kv);
     if (row->state) {
-        st.state_slot = (int32_t)plan->state_slot[layer];
-        st.state_bytes_per_seq = plan->state_per_layer;
+        st->state_slot = (int32_t)plan->state_slot[layer];
+        st->state_bytes_per_seq = plan->state_per_layer;
     }
     if (row->paged_kv) {
         int32_t owner = plan->owner[layer];
         uint32_t group = plan_rank / S * S; /* a split group lies inside one stage */
-        st.owner_plan_rank =
+        st->owner_plan_rank =
             (int32_t)(owner == KVSHARD_OWNER_ALL ? plan_rank : group + (uint32_t)owner);
     }
     uint32_t first = t, last = t;
-    if (!st.stores_kv && !row->window)
-        return kvshard__copy_out(out, &st, sizeof *out, sizeof *out) ? KVSHARD_OK : KVSHARD_EINVAL;
-    if (st.stores_kv) {
-        st.kv_slot = (int32_t)plan->kv_slot[layer];
+    if (!st->stores_kv && !row->window)
+        return KVSHARD_OK;
+    if (st->stores_kv) {
+        st->kv_slot = (int32_t)plan->kv_slot[layer];
         if (S > 1) { /* the owner holds its whole group's heads */
             first = t / S * S;
             last = first + S - 1;
@@ -232,16 +224,93 @@ int kvshard_plan_layer_storage(kvshard_layer_storage *out, const kvshard_plan *p
                                                            : m->full.heads;
     uint32_t count = 0, head_first = 0;
     kvshard_memory__kv_heads(&head_first, &count, heads, T, first, last);
-    st.kv_head_first = count ? head_first : 0;
-    st.kv_head_count = count;
+    st->kv_head_first = count ? head_first : 0;
+    st->kv_head_count = count;
+    if (!with_bytes)
+        return KVSHARD_OK;
+    kvshard__memory_inputs in = kvshard_plan__memory_inputs(plan);
     kvshard__cost cost;
     kvshard_diag__ctx quiet = kvshard_diag__on(NULL);
     if (kvshard_memory__layer_cost(&cost, &in, cls, sliding ? 0 : count, sliding ? count : 0,
                                    &quiet) != KVSHARD_OK)
         return KVSHARD_EOVERFLOW; /* not reached: the plan's figures fit */
-    st.kv_bytes_per_token = row->window ? cost.entry : cost.per_token;
-    st.state_bytes_per_seq += cost.per_seq;
+    st->kv_bytes_per_token = row->window ? cost.entry : cost.per_token;
+    st->state_bytes_per_seq += cost.per_seq;
+    return KVSHARD_OK;
+}
+
+int kvshard_plan_layer_storage(kvshard_layer_storage *out, const kvshard_plan *plan,
+                               uint32_t plan_rank, uint32_t layer)
+{
+    if (!plan)
+        return KVSHARD_EINVAL;
+    if (plan_rank >= plan->ranks_count)
+        return KVSHARD_ERANK;
+    const kvshard__model_info *m = &plan->model;
+    if (layer >= m->num_layers + (plan->draft_class ? m->num_draft_layers : 0))
+        return KVSHARD_ELAYER;
+    kvshard_layer_storage st;
+    KVSHARD__INIT_BYTES(st, kvshard_layer_storage, KVSHARD_LAYER_STORAGE_INIT);
+    int rc = layer_storage(&st, plan, plan_rank, layer, true);
+    if (rc != KVSHARD_OK)
+        return rc;
     return kvshard__copy_out(out, &st, sizeof *out, sizeof *out) ? KVSHARD_OK : KVSHARD_EINVAL;
+}
+
+int kvshard_plan__layer_holdings(kvshard__rank_holding *out, uint32_t *stage,
+                                 const kvshard_plan *plan, uint32_t layer)
+{
+    const kvshard__model_info *m = &plan->model;
+    uint32_t L = m->num_layers, T = plan->tp, S = plan->split;
+    if (layer >= L + (plan->draft_class ? m->num_draft_layers : 0))
+        return KVSHARD_ELAYER;
+    if (layer >= L) { /* a few draft layers: the rank-by-rank answer */
+        *stage = plan->pp - 1;
+        for (uint32_t t = 0; t < T; t++) {
+            kvshard_layer_storage st;
+            KVSHARD__INIT_BYTES(st, kvshard_layer_storage, KVSHARD_LAYER_STORAGE_INIT);
+            int rc = layer_storage(&st, plan, *stage * T + t, layer, false);
+            if (rc != KVSHARD_OK)
+                return rc;
+            out[t] = (kvshard__rank_holding){st.holding, st.state_slot >= 0, st.kv_head_first,
+                                             st.kv_head_count};
+        }
+        return KVSHARD_OK;
+    }
+    /* What layer_storage() answers rank by rank, the layer's facts read once. */
+    uint8_t kind = plan->kinds[layer];
+    const kvshard_kinds__row *row = kvshard_kinds__of(kind);
+    bool paged = kvshard_kinds__paged(kind);
+    int32_t owner = plan->owner[layer];
+    bool state = row->state && (int32_t)plan->state_slot[layer] >= 0;
+    bool sliding = kind == KVSHARD_LAYER_SLIDING_ATTENTION;
+    uint32_t heads = m->attention != KVSHARD_ATTENTION_GQA ? 0
+                     : sliding                             ? m->sliding.heads
+                                                           : m->full.heads;
+    *stage = kvshard__plan_stage_of(plan, layer);
+    for (uint32_t t = 0; t < T; t++) {
+        const kvshard__rank_place *place = &plan->place[*stage * T + t];
+        kvshard__rank_holding *h = &out[t];
+        *h = (kvshard__rank_holding){KVSHARD_HOLDS_NOT_ON_STAGE, false, 0, 0};
+        if (layer - place->first >= place->count)
+            continue;
+        bool stores_kv =
+            paged && (owner == KVSHARD_OWNER_ALL || (uint32_t)owner == place->split_rank);
+        h->holding = holding_of(row, stores_kv);
+        h->state = state;
+        if (!stores_kv && !row->window)
+            continue;
+        uint32_t first = t, last = t;
+        if (stores_kv && S > 1) {
+            first = t / S * S;
+            last = first + S - 1;
+        }
+        uint32_t count = 0, head_first = 0;
+        kvshard_memory__kv_heads(&head_first, &count, heads, T, first, last);
+        h->head_first = count ? head_first : 0;
+        h->head_count = count;
+    }
+    return KVSHARD_OK;
 }
 
 int kvshard_plan_rank_memory(kvshard_rank_memory *out, const kvshard_plan *plan, uint32_t plan_rank)

@@ -31,4 +31,19 @@ const kvshard__engine_figures *kvshard_queries__engine_figures(const kvshard_pla
 int kvshard_plan__capacity_at(kvshard__capacity *out, const kvshard_plan *plan, uint32_t rank,
                               uint32_t context_length);
 
+/* Where a TP rank holds a layer: kvshard_plan_layer_storage()'s holding,
+ * whether it keeps the layer's state (state_slot >= 0) and its KV heads. */
+typedef struct kvshard__rank_holding {
+    kvshard_layer_holding holding;
+    bool state;
+    uint32_t head_first, head_count;
+} kvshard__rank_holding;
+
+/* Where every TP rank of `layer`'s stage holds it, into out[0, plan->tp),
+ * and that stage into *stage, the layer's facts read once rather than per
+ * rank: for callers that read every rank of every layer. KVSHARD_ELAYER
+ * for a layer out of range. */
+int kvshard_plan__layer_holdings(kvshard__rank_holding *out, uint32_t *stage,
+                                 const kvshard_plan *plan, uint32_t layer);
+
 #endif /* KVSHARD_PLAN_QUERIES_H */
