@@ -15,36 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void key(kvshard__out *o, const char *name)
-{
-    kvshard_writer__out_put(o, "\"", 1);
-    kvshard_writer__out_raw(o, name);
-    kvshard_writer__out_put(o, "\": ", 3);
-}
-
-static void field_u64(kvshard__out *o, const char *name, uint64_t v)
-{
-    key(o, name);
-    kvshard_writer__out_u64(o, v);
-}
-
-static void field_or_null(kvshard__out *o, const char *name, bool has, uint64_t v)
-{
-    key(o, name);
-    if (has)
-        kvshard_writer__out_u64(o, v);
-    else
-        kvshard_writer__out_raw(o, "null");
-}
-
-static void field_word(kvshard__out *o, const char *name, const char *word)
-{
-    key(o, name);
-    if (word)
-        kvshard_writer__out_json_string(o, word, strlen(word));
-    else
-        kvshard_writer__out_raw(o, "null");
-}
+/* The JSON field writers every document shares (writer.c). */
+#define key kvshard_writer__json_key
+#define field_u64 kvshard_writer__json_u64
+#define field_or_null kvshard_writer__json_u64_or_null
+#define field_word kvshard_writer__json_word
 
 static void field_bool(kvshard__out *o, const char *name, bool v)
 {

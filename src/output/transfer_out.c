@@ -9,37 +9,11 @@
 #include <string.h>
 
 #define put kvshard_writer__out_raw
-
-static void key(kvshard__out *o, const char *name)
-{
-    kvshard_writer__out_put(o, "\"", 1);
-    put(o, name);
-    kvshard_writer__out_put(o, "\": ", 3);
-}
-
-static void field_u64(kvshard__out *o, const char *name, uint64_t v)
-{
-    key(o, name);
-    kvshard_writer__out_u64(o, v);
-}
-
-static void field_or_null(kvshard__out *o, const char *name, bool has, uint64_t v)
-{
-    key(o, name);
-    if (has)
-        kvshard_writer__out_u64(o, v);
-    else
-        put(o, "null");
-}
-
-static void field_word(kvshard__out *o, const char *name, const char *word)
-{
-    key(o, name);
-    if (word)
-        kvshard_writer__out_json_string(o, word, strlen(word));
-    else
-        put(o, "null");
-}
+/* The JSON field writers every document shares (writer.c). */
+#define key kvshard_writer__json_key
+#define field_u64 kvshard_writer__json_u64
+#define field_or_null kvshard_writer__json_u64_or_null
+#define field_word kvshard_writer__json_word
 
 /* A replication to its 4 decimals, trailing zeros dropped but one: 1.0,
  * 1.9125. */

@@ -302,3 +302,34 @@ void kvshard_writer__out_kind_counts(kvshard__out *o, const kvshard__model_info 
         }
     }
 }
+
+void kvshard_writer__json_key(kvshard__out *o, const char *name)
+{
+    kvshard_writer__out_put(o, "\"", 1);
+    kvshard_writer__out_raw(o, name);
+    kvshard_writer__out_put(o, "\": ", 3);
+}
+
+void kvshard_writer__json_u64(kvshard__out *o, const char *name, uint64_t v)
+{
+    kvshard_writer__json_key(o, name);
+    kvshard_writer__out_u64(o, v);
+}
+
+void kvshard_writer__json_u64_or_null(kvshard__out *o, const char *name, bool has, uint64_t v)
+{
+    kvshard_writer__json_key(o, name);
+    if (has)
+        kvshard_writer__out_u64(o, v);
+    else
+        kvshard_writer__out_raw(o, "null");
+}
+
+void kvshard_writer__json_word(kvshard__out *o, const char *name, const char *word)
+{
+    kvshard_writer__json_key(o, name);
+    if (word)
+        kvshard_writer__out_json_string(o, word, strlen(word));
+    else
+        kvshard_writer__out_raw(o, "null");
+}

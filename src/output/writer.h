@@ -42,6 +42,13 @@ void kvshard_writer__out_printf(kvshard__out *o, const char *fmt, ...) KVSHARD__
 /* A quoted JSON string: control characters as \u00XX, and bytes that are
  * not valid UTF-8 as U+FFFD, so the document is always valid UTF-8. */
 void kvshard_writer__out_json_string(kvshard__out *o, const char *s, size_t len);
+
+/* A JSON document's field: `"name": ` and its value (a number; a number or
+ * null; a string or null). */
+void kvshard_writer__json_key(kvshard__out *o, const char *name);
+void kvshard_writer__json_u64(kvshard__out *o, const char *name, uint64_t v);
+void kvshard_writer__json_u64_or_null(kvshard__out *o, const char *name, bool has, uint64_t v);
+void kvshard_writer__json_word(kvshard__out *o, const char *name, const char *word);
 /* Text for a terminal: control characters and invalid bytes as \xNN. */
 void kvshard_writer__out_safe(kvshard__out *o, const char *s, size_t len);
 /* Text for HTML and XML: & < > " ' as entities, after kvshard_writer__out_safe's
