@@ -12,11 +12,6 @@
 
 /* ---- JSON --------------------------------------------------------------------------- */
 
-static void key(kvshard__out *o, const char *name, bool first)
-{
-    kvshard_writer__out_printf(o, "%s\"%s\": ", first ? "" : ", ", name);
-}
-
 void kvshard_comm_out__number(kvshard__out *o, bool has, double v)
 {
     if (!has || !isfinite(v)) {
@@ -28,70 +23,72 @@ void kvshard_comm_out__number(kvshard__out *o, bool has, double v)
     kvshard_writer__out_raw(o, buf);
 }
 
-static void number(kvshard__out *o, const char *name, bool has, double v)
+/* A field after an object's first: its separator, then the shared writer
+ * (writer.c); an object's first field calls the shared writer itself. */
+static void next_key(kvshard__out *o, const char *name)
 {
-    key(o, name, false);
+    kvshard_writer__out_raw(o, ", ");
+    kvshard_writer__json_key(o, name);
+}
+
+static void next_number(kvshard__out *o, const char *name, bool has, double v)
+{
+    next_key(o, name);
     kvshard_comm_out__number(o, has, v);
 }
 
-static void count(kvshard__out *o, const char *name, bool has, uint64_t v, bool first)
+static void next_count(kvshard__out *o, const char *name, bool has, uint64_t v)
 {
-    key(o, name, first);
-    if (has)
-        kvshard_writer__out_u64(o, v);
-    else
-        kvshard_writer__out_raw(o, "null");
+    kvshard_writer__out_raw(o, ", ");
+    kvshard_writer__json_u64_or_null(o, name, has, v);
 }
 
-static void word(kvshard__out *o, const char *name, const char *w, bool first)
+static void next_word(kvshard__out *o, const char *name, const char *w)
 {
-    key(o, name, first);
-    if (w)
-        kvshard_writer__out_json_string(o, w, strlen(w));
-    else
-        kvshard_writer__out_raw(o, "null");
+    kvshard_writer__out_raw(o, ", ");
+    kvshard_writer__json_word(o, name, w);
 }
 
-static void traffic(kvshard__out *o, const kvshard__comm_traffic *t, bool first)
+static void traffic(kvshard__out *o, const kvshard__comm_traffic *t)
 {
-    count(o, "collectives", true, t->collectives, first);
-    count(o, "link_bytes", t->has_bytes, t->link_bytes, false);
-    count(o, "wire_bytes", t->has_bytes, t->wire_bytes, false);
-    number(o, "comm_us", t->has_time, t->comm_us);
+    kvshard_writer__json_u64(o, "collectives", t->collectives);
+    next_count(o, "link_bytes", t->has_bytes, t->link_bytes);
+    next_count(o, "wire_bytes", t->has_bytes, t->wire_bytes);
+    next_number(o, "comm_us", t->has_time, t->comm_us);
 }
 
 static void json_decode(kvshard__out *o, const kvshard__comm *c)
 {
     kvshard_writer__out_raw(o, ",\n    \"decode\": {");
-    count(o, "batch", c->has_batch, c->batch, true);
-    word(o, "batch_source", !c->has_batch ? NULL : c->batch_given ? "given" : "concurrency",
-         false);
-    count(o, "context_length", c->context_length != 0, c->context_length, false);
-    count(o, "microbatch", c->has_batch, c->microbatch, false);
-    count(o, "tokens_per_step", c->has_batch, c->tokens_per_step, false);
-    traffic(o, &c->decode, false);
-    count(o, "binding_stage", c->has_step, c->binding_stage, false);
-    count(o, "weights_bytes", c->has_step, c->weights_bytes, false);
-    count(o, "kv_read_bytes", c->has_step, c->kv_read_bytes, false);
-    number(o, "base_us", c->has_step, c->base_us);
-    key(o, "overlap", false);
+    kvshard_writer__json_u64_or_null(o, "batch", c->has_batch, c->batch);
+    next_word(o, "batch_source", !c->has_batch ? NULL : c->batch_given ? "given" : "concurrency");
+    next_count(o, "context_length", c->context_length != 0, c->context_length);
+    next_count(o, "microbatch", c->has_batch, c->microbatch);
+    next_count(o, "tokens_per_step", c->has_batch, c->tokens_per_step);
+    kvshard_writer__out_raw(o, ", ");
+    traffic(o, &c->decode);
+    next_count(o, "binding_stage", c->has_step, c->binding_stage);
+    next_count(o, "weights_bytes", c->has_step, c->weights_bytes);
+    next_count(o, "kv_read_bytes", c->has_step, c->kv_read_bytes);
+    next_number(o, "base_us", c->has_step, c->base_us);
+    next_key(o, "overlap");
     kvshard_writer__out_raw(o, c->overlap ? "true" : "false");
-    number(o, "step_us", c->has_step, c->step_us);
-    number(o, "tpot_us", c->has_step, c->tpot_us);
-    number(o, "throughput", c->has_step, c->throughput);
-    number(o, "throughput_total", c->has_step, c->throughput_total);
-    key(o, "unsplit", false);
+    next_number(o, "step_us", c->has_step, c->step_us);
+    next_number(o, "tpot_us", c->has_step, c->tpot_us);
+    next_number(o, "throughput", c->has_step, c->throughput);
+    next_number(o, "throughput_total", c->has_step, c->throughput_total);
+    next_key(o, "unsplit");
     if (c->has_unsplit) {
         kvshard_writer__out_raw(o, "{");
-        count(o, "batch", true, c->unsplit_batch, true);
-        number(o, "base_us", true, c->unsplit_base_us);
-        number(o, "step_us", true, c->unsplit_step_us);
-        number(o, "throughput", true, c->unsplit_throughput);
+        kvshard_writer__json_u64(o, "batch", c->unsplit_batch);
+        next_number(o, "base_us", true, c->unsplit_base_us);
+        next_number(o, "step_us", true, c->unsplit_step_us);
+        next_number(o, "throughput", true, c->unsplit_throughput);
         kvshard_writer__out_raw(o, "}");
     } else {
         kvshard_writer__out_raw(o, "null");
     }
-    number(o, "throughput_gain", c->has_gain, c->throughput_gain);
+    next_number(o, "throughput_gain", c->has_gain, c->throughput_gain);
     kvshard_writer__out_raw(o, "}");
 }
 
@@ -99,16 +96,16 @@ static void json_prefill(kvshard__out *o, const kvshard__comm *c)
 {
     kvshard_writer__out_raw(o, ",\n    \"prefill\": {");
     bool n = c->prompt_length != 0;
-    count(o, "prompt_length", n, c->prompt_length, true);
-    count(o, "chunk", true, c->chunk, false);
-    count(o, "prefix_hit", true, c->prefix_hit, false);
-    count(o, "chunks", n, c->chunks, false);
-    count(o, "history_rows", n, c->history_rows, false);
-    traffic(o, &c->prefill, false);
-    key(o, "overlap", false);
-    kvshard_writer__out_raw(o, c->split > 1 && c->prefill_mechanism == KVSHARD__COMM_FULL_LAYER
-                                   ? "true"
-                                   : "false");
+    kvshard_writer__json_u64_or_null(o, "prompt_length", n, c->prompt_length);
+    next_count(o, "chunk", true, c->chunk);
+    next_count(o, "prefix_hit", true, c->prefix_hit);
+    next_count(o, "chunks", n, c->chunks);
+    next_count(o, "history_rows", n, c->history_rows);
+    kvshard_writer__out_raw(o, ", ");
+    traffic(o, &c->prefill);
+    next_key(o, "overlap");
+    kvshard_writer__out_raw(
+        o, c->split > 1 && c->prefill_mechanism == KVSHARD__COMM_FULL_LAYER ? "true" : "false");
     kvshard_writer__out_raw(o, "}");
 }
 
@@ -118,15 +115,15 @@ static void json_stages(kvshard__out *o, const kvshard__comm_stage *stages, uint
     for (uint32_t s = 0; s < pp; s++) {
         const kvshard__comm_stage *st = &stages[s];
         kvshard_writer__out_raw(o, s ? ",\n               {" : "{");
-        count(o, "stage", true, s, true);
+        kvshard_writer__json_u64(o, "stage", s);
         kvshard_writer__out_raw(o, ", \"decode\": {");
-        traffic(o, &st->decode, true);
-        count(o, "weights_bytes", st->has_base, st->weights_bytes, false);
-        count(o, "kv_read_bytes", st->has_base, st->kv_read_bytes, false);
-        number(o, "base_us", st->has_base, st->base_us);
-        number(o, "step_us", st->has_step && st->has_base, st->step_us);
+        traffic(o, &st->decode);
+        next_count(o, "weights_bytes", st->has_base, st->weights_bytes);
+        next_count(o, "kv_read_bytes", st->has_base, st->kv_read_bytes);
+        next_number(o, "base_us", st->has_base, st->base_us);
+        next_number(o, "step_us", st->has_step && st->has_base, st->step_us);
         kvshard_writer__out_raw(o, "}, \"prefill\": {");
-        traffic(o, &st->prefill, true);
+        traffic(o, &st->prefill);
         kvshard_writer__out_raw(o, "}}");
     }
     kvshard_writer__out_raw(o, "]");
@@ -141,55 +138,56 @@ static void json_ranks(kvshard__out *o, const kvshard_plan *plan, const kvshard_
         uint64_t d, p;
         kvshard_comm__rank_received(&has_d, &d, &has_p, &p, plan, c, r);
         kvshard_writer__out_raw(o, r ? ",\n              {" : "{");
-        count(o, "stage", true, r / v->tp, true);
-        count(o, "tp_rank", true, r % v->tp, false);
-        count(o, "split_rank", true, v->place[r].split_rank, false);
-        count(o, "decode_bytes_received", has_d, d, false);
-        count(o, "prefill_bytes_received", has_p, p, false);
+        kvshard_writer__json_u64(o, "stage", r / v->tp);
+        next_count(o, "tp_rank", true, r % v->tp);
+        next_count(o, "split_rank", true, v->place[r].split_rank);
+        next_count(o, "decode_bytes_received", has_d, d);
+        next_count(o, "prefill_bytes_received", has_p, p);
         kvshard_writer__out_raw(o, "}");
     }
     kvshard_writer__out_raw(o, "]");
 }
 
 /* The mechanisms in force. */
-static void mechanisms(kvshard__out *o, const kvshard__comm *c, bool first)
+static void mechanisms(kvshard__out *o, const kvshard__comm *c)
 {
-    word(o, "decode_mechanism", kvshard_options__comm_mechanism_name(c->decode_mechanism), first);
-    word(o, "prefill_mechanism", kvshard_options__comm_mechanism_name(c->prefill_mechanism), false);
-    word(o, "owner_output", c->owner_scatter ? "scatter" : "broadcast", false);
+    kvshard_writer__json_word(o, "decode_mechanism",
+                              kvshard_options__comm_mechanism_name(c->decode_mechanism));
+    next_word(o, "prefill_mechanism", kvshard_options__comm_mechanism_name(c->prefill_mechanism));
+    next_word(o, "owner_output", c->owner_scatter ? "scatter" : "broadcast");
 }
 
 /* The link, the accelerator and the activation bytes, the link first. */
 static void devices(kvshard__out *o, const kvshard__comm *c)
 {
-    key(o, "link", true);
+    kvshard_writer__json_key(o, "link");
     if (c->has_link) {
         kvshard_writer__out_raw(o, "{");
-        word(o, "name", c->link_name, true);
-        count(o, "bandwidth", true, c->link_bandwidth, false);
-        number(o, "latency_us", true, c->link_latency_us);
+        kvshard_writer__json_word(o, "name", c->link_name);
+        next_count(o, "bandwidth", true, c->link_bandwidth);
+        next_number(o, "latency_us", true, c->link_latency_us);
         static const char *const rules[] = {"log2", "linear", "flat"};
-        word(o, "alpha_rule", rules[c->alpha_rule], false);
+        next_word(o, "alpha_rule", rules[c->alpha_rule]);
         kvshard_writer__out_raw(o, "}");
     } else {
         kvshard_writer__out_raw(o, "null");
     }
-    key(o, "accelerator", false);
+    next_key(o, "accelerator");
     if (c->has_accelerator) {
         kvshard_writer__out_raw(o, "{");
-        word(o, "name", c->accelerator_name, true);
-        count(o, "hbm_bandwidth", c->hbm_bandwidth != 0, c->hbm_bandwidth, false);
+        kvshard_writer__json_word(o, "name", c->accelerator_name);
+        next_count(o, "hbm_bandwidth", c->hbm_bandwidth != 0, c->hbm_bandwidth);
         kvshard_writer__out_raw(o, "}");
     } else {
         kvshard_writer__out_raw(o, "null");
     }
-    count(o, "activation_bytes", true, c->activation_bytes, false);
+    next_count(o, "activation_bytes", true, c->activation_bytes);
 }
 
 void kvshard_comm_out__inputs_json(kvshard__out *o, const kvshard__comm *c)
 {
     kvshard_writer__out_raw(o, "{");
-    mechanisms(o, c, true);
+    mechanisms(o, c);
     kvshard_writer__out_raw(o, ", ");
     devices(o, c);
     kvshard_writer__out_raw(o, "}");
@@ -202,18 +200,18 @@ void kvshard_comm_out__row_json(kvshard__out *o, const kvshard_comm_estimate *e)
         return;
     }
     kvshard_writer__out_raw(o, "{");
-    count(o, "batch", e->has_batch, e->batch, true);
-    count(o, "collectives", true, e->decode_collectives, false);
-    count(o, "link_bytes", e->has_decode_bytes, e->decode_link_bytes, false);
-    number(o, "comm_us", e->has_decode_time, e->decode_comm_us);
-    number(o, "base_us", e->has_step, e->base_us);
-    number(o, "step_us", e->has_step, e->step_us);
-    number(o, "tpot_us", e->has_step, e->tpot_us);
-    number(o, "throughput", e->has_step, e->throughput);
-    number(o, "throughput_total", e->has_step, e->throughput_total);
-    number(o, "throughput_gain", e->has_gain, e->throughput_gain);
-    count(o, "prefill_link_bytes", e->has_prefill_bytes, e->prefill_link_bytes, false);
-    number(o, "prefill_comm_us", e->has_prefill_time, e->prefill_comm_us);
+    kvshard_writer__json_u64_or_null(o, "batch", e->has_batch, e->batch);
+    next_count(o, "collectives", true, e->decode_collectives);
+    next_count(o, "link_bytes", e->has_decode_bytes, e->decode_link_bytes);
+    next_number(o, "comm_us", e->has_decode_time, e->decode_comm_us);
+    next_number(o, "base_us", e->has_step, e->base_us);
+    next_number(o, "step_us", e->has_step, e->step_us);
+    next_number(o, "tpot_us", e->has_step, e->tpot_us);
+    next_number(o, "throughput", e->has_step, e->throughput);
+    next_number(o, "throughput_total", e->has_step, e->throughput_total);
+    next_number(o, "throughput_gain", e->has_gain, e->throughput_gain);
+    next_count(o, "prefill_link_bytes", e->has_prefill_bytes, e->prefill_link_bytes);
+    next_number(o, "prefill_comm_us", e->has_prefill_time, e->prefill_comm_us);
     kvshard_writer__out_raw(o, "}");
 }
 
@@ -228,9 +226,10 @@ int kvshard_comm_out__json(kvshard__out *o, const kvshard_plan *plan)
     int rc = stages ? kvshard_comm__of(&c, stages, plan, NULL) : KVSHARD_ENOMEM;
     if (rc == KVSHARD_OK) {
         kvshard_writer__out_raw(o, "  \"comm\": {");
-        count(o, "split_size", true, c.split, true);
-        mechanisms(o, &c, false);
-        key(o, "mechanism_default", false);
+        kvshard_writer__json_u64(o, "split_size", c.split);
+        kvshard_writer__out_raw(o, ", ");
+        mechanisms(o, &c);
+        next_key(o, "mechanism_default");
         kvshard_writer__out_raw(o, c.mechanism_default ? "true" : "false");
         kvshard_writer__out_raw(o, ",\n    ");
         devices(o, &c);
@@ -309,8 +308,8 @@ static void text_inputs(kvshard__out *o, const kvshard_plan *plan, const kvshard
         kvshard_writer__out_printf(o, "link %s: ", c->link_name);
         rate(o, c->link_bandwidth);
         static const char *const rules[] = {"log2", "linear", "flat"};
-        kvshard_writer__out_printf(o, " a direction, \xce\xb1 %g \xc2\xb5s (%s)", c->link_latency_us,
-                                   rules[c->alpha_rule]);
+        kvshard_writer__out_printf(o, " a direction, \xce\xb1 %g \xc2\xb5s (%s)",
+                                   c->link_latency_us, rules[c->alpha_rule]);
     } else {
         kvshard_writer__out_raw(o, "no link: give --comm_link or --comm_accelerator for times");
     }
@@ -360,10 +359,10 @@ static void text_decode(kvshard__out *o, const kvshard__comm *c)
         ms(o, c->unsplit_step_us);
         kvshard_writer__out_raw(o, " a step, ");
         tokens_per_s(o, c->unsplit_throughput);
-        kvshard_writer__out_printf(o, "; the split gives %.2fx the throughput for %.2fx the "
-                                      "sequences\n",
-                                   c->throughput_gain,
-                                   (double)c->batch / (double)c->unsplit_batch);
+        kvshard_writer__out_printf(o,
+                                   "; the split gives %.2fx the throughput for %.2fx the "
+                                   "sequences\n",
+                                   c->throughput_gain, (double)c->batch / (double)c->unsplit_batch);
     }
 }
 
