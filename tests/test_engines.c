@@ -1447,9 +1447,9 @@ static void test_flag_forms(void **state)
             "--tp 2 and --tensor-parallel-size 4 give tensor_parallel_size two "
             "values",
             LLAMA, "--engine=vllm", "-tp", "2", "--tensor-parallel-size", "4");
-    TU_REFUSED(KVSHARD_EDUPKEY,
-            "vllm profile: world_size 8 and --tensor-parallel-size 2 x "
-            "--pipeline-parallel-size 1 x --data-parallel-size 1 = 2 differ",
+    TU_REFUSED(KVSHARD_EPARALLEL,
+            "vllm profile: world: world_size 8 is not the engine's 2 ranks "
+            "(--tensor-parallel-size 2 x --pipeline-parallel-size 1 x --data-parallel-size 1)",
             LLAMA, "--engine=vllm", "--world_size=8", "--tensor-parallel-size", "2");
     /* Another engine's flags, and kvshard's profile. */
     TU_REFUSED(KVSHARD_EUNKNOWNKEY,

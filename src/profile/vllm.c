@@ -338,8 +338,9 @@ static int check_coverage(const kvshard_profile__settling *s, const kvshard_vllm
 }
 
 /* The engine's world is T x P x D: --tensor-parallel-size, the stages and
- * --data-parallel-size, or kvshard's world_size and dp_size. The two
- * spellings must agree; without either T is 1, as the engine's default. */
+ * --data-parallel-size, or kvshard's world_size and dp_size. A world_size
+ * given beside T must be that product (`world`: the layout, not a second
+ * spelling of one value); without either T is 1, as the engine's default. */
 static int settle_world(kvshard_profile__settling *s, kvshard_diag__ctx *diag)
 {
     kvshard_options *o = s->options;
@@ -360,12 +361,12 @@ static int settle_world(kvshard_profile__settling *s, kvshard_diag__ctx *diag)
     uint64_t world = (tp ? tp : 1) * P * D;
     diag->option = tp ? "tensor_parallel_size" : P > 1 ? "pp_size" : "data_parallel_size";
     if (tp && g->world_size != 1 && g->world_size != world)
-        return kvshard_error__fail(diag->err, KVSHARD_EDUPKEY, "", kvshard_error__no_mark,
-                             "vllm profile: world_size %u and --tensor-parallel-size %llu x "
-                             "--pipeline-parallel-size %llu x --data-parallel-size %llu = %llu "
-                             "differ; give one of them",
-                             g->world_size, (unsigned long long)tp, (unsigned long long)P,
-                             (unsigned long long)D, (unsigned long long)world);
+        return kvshard_error__fail(diag->err, KVSHARD_EPARALLEL, "", kvshard_error__no_mark,
+                                   "vllm profile: world: world_size %u is not the engine's %llu "
+                                   "ranks (--tensor-parallel-size %llu x --pipeline-parallel-size "
+                                   "%llu x --data-parallel-size %llu)",
+                                   g->world_size, (unsigned long long)world, (unsigned long long)tp,
+                                   (unsigned long long)P, (unsigned long long)D);
     if (world > KVSHARD_MAX_RANKS)
         return kvshard_error__fail(diag->err, KVSHARD_EPARALLEL, "", kvshard_error__no_mark,
                              "vllm profile: --tensor-parallel-size %llu x --pipeline-parallel-size "
