@@ -11,6 +11,11 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Room for a YAML list joined as its flag takes it: longer than any text a
+ * setting keeps (a list of sizes, one a stage, the longest), so that the
+ * check refuses a list cut to it rather than keep it cut. */
+#define JOINED_LIST_MAX (KVSHARD__SIZES_TEXT_MAX + 1)
+
 typedef struct loader {
     const kvshard__doc *doc;
     const char *base_dir; /* NULL: relative paths as given */
@@ -221,7 +226,7 @@ static int options_entry(const kvshard__deployment_values *into, const kvshard__
     if (set_by_flag(into, key))
         return KVSHARD_OK; /* the flag wins over the file */
     /* A list is the text its flag takes: the items joined by commas. */
-    char joined[4 * KVSHARD__VALUE_TEXT_MAX];
+    char joined[JOINED_LIST_MAX];
     const char *text = v->text;
     size_t len = v->count;
     kvshard__value_style style = v->style;
@@ -394,8 +399,7 @@ static int read_list(loader *l, kvshard__option_id id, const kvshard__node *list
 static int read_text_list(loader *l, kvshard__deploy_key key, const kvshard__node *list)
 {
     const kvshard__doc *doc = l->doc;
-    /* Longer than any text a setting keeps, so that the check refuses it. */
-    char joined[4 * KVSHARD__VALUE_TEXT_MAX];
+    char joined[JOINED_LIST_MAX];
     size_t used = 0;
     kvshard__iter it = kvshard_tape__iter_begin(doc, list);
     kvshard__node item = {0};

@@ -9,6 +9,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A copy of `len` bytes of `text`, NUL-terminated, from `alloc`; NULL when
+ * out of memory. */
+static char *kept_text(const kvshard_allocator *alloc, const char *text, size_t len)
+{
+    char *kept = kvshard_alloc__bytes(alloc, 1, len + 1);
+    if (kept) {
+        memcpy(kept, text, len);
+        kept[len] = '\0';
+    }
+    return kept;
+}
+
 int kvshard_settings__assign(kvshard_settings *s, const kvshard_profile__input *input,
                              const char *value, size_t len, kvshard__value_style style,
                              const char *source, kvshard__mark mark, bool override,
@@ -18,14 +30,20 @@ int kvshard_settings__assign(kvshard_settings *s, const kvshard_profile__input *
     int rc = kvshard_value__parse(&v, &input->def, value, len, style, source, mark, err);
     if (rc)
         return rc;
+    /* The text whole, as the parser bounded it: never cut to a fixed room. */
+    char *text = v.text ? kept_text(&s->alloc, v.text, v.text_len) : NULL;
+    if (v.text && !text)
+        return kvshard_error__fail(err, KVSHARD_ENOMEM, source, mark, "out of memory");
     kvshard_settings__entry *e = (kvshard_settings__entry *)kvshard_settings__find(
         s, input->def.name);
     if (!e) {
         if (s->count == s->cap) {
             size_t cap = s->cap ? 2 * s->cap : 8;
             kvshard_settings__entry *grown = kvshard_alloc__bytes(&s->alloc, cap, sizeof *grown);
-            if (!grown)
+            if (!grown) {
+                kvshard_alloc__free(&s->alloc, text);
                 return kvshard_error__fail(err, KVSHARD_ENOMEM, source, mark, "out of memory");
+            }
             if (s->count)
                 memcpy(grown, s->entries, s->count * sizeof *grown);
             kvshard_alloc__free(&s->alloc, s->entries);
@@ -34,17 +52,12 @@ int kvshard_settings__assign(kvshard_settings *s, const kvshard_profile__input *
         }
         e = &s->entries[s->count++];
         e->input = input;
+        e->text = NULL;
     }
+    kvshard_alloc__free(&s->alloc, e->text);
+    e->text = text;
     e->value = v;
-    e->value.text = NULL;
-    if (v.text) {
-        /* The parser bounds every text value to the entry's room. */
-        size_t n = v.text_len < sizeof e->text ? v.text_len : sizeof e->text - 1;
-        memcpy(e->text, v.text, n);
-        e->text[n] = '\0';
-        e->value.text_len = n;
-        e->value.text = e->text; /* marks that there is a text; repointed by __value */
-    }
+    e->value.text = text;
     e->override = override;
     e->mark = mark;
     kvshard_error__shorten(e->source, sizeof e->source, source);
@@ -63,10 +76,7 @@ const kvshard_settings__entry *kvshard_settings__find(const kvshard_settings *s,
 
 kvshard_value kvshard_settings__value(const kvshard_settings__entry *e)
 {
-    kvshard_value v = e->value;
-    if (v.text)
-        v.text = e->text;
-    return v;
+    return e->value;
 }
 
 uint64_t kvshard_settings__resolve(kvshard_value *out, const kvshard_settings *s,
@@ -101,6 +111,18 @@ kvshard_settings *kvshard_settings__copy(const kvshard_settings *s, const kvshar
         }
         memcpy(c->entries, s->entries, s->count * sizeof *c->entries);
         c->count = c->cap = s->count;
+        for (size_t i = 0; i < c->count; i++) {
+            kvshard_settings__entry *e = &c->entries[i];
+            if (!e->text)
+                continue;
+            e->text = kept_text(alloc, e->text, e->value.text_len);
+            e->value.text = e->text;
+            if (!e->text) {
+                c->count = i; /* the texts copied so far are the copy's to free */
+                kvshard_settings_free(c);
+                return NULL;
+            }
+        }
     }
     return c;
 }
@@ -175,6 +197,8 @@ void kvshard_settings_free(kvshard_settings *settings)
     if (!settings)
         return;
     kvshard_allocator a = settings->alloc;
+    for (size_t i = 0; i < settings->count; i++)
+        kvshard_alloc__free(&a, settings->entries[i].text);
     kvshard_alloc__free(&a, settings->entries);
     kvshard_alloc__free(&a, settings);
 }

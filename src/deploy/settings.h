@@ -9,11 +9,11 @@
 
 typedef struct kvshard_settings__entry {
     const kvshard_profile__input *input;
-    kvshard_value value; /* its text, if any, is `text` (see kvshard_settings__value) */
+    kvshard_value value; /* its text, if any, is `text` */
     bool override;       /* set by a flag or an API call, after the file */
     kvshard__mark mark;
     char source[KVSHARD_ERROR_SOURCE_MAX]; /* shortened as an error's source is */
-    char text[KVSHARD__VALUE_TEXT_MAX]; /* a text value's bytes, kept with the entry */
+    char *text; /* a text value's bytes, whole (a list of sizes may be long); NULL without */
 } kvshard_settings__entry;
 
 struct kvshard_settings {
@@ -33,7 +33,7 @@ int kvshard_settings__assign(kvshard_settings *s, const kvshard_profile__input *
 /* The entry of setting `name`, or NULL when it is not set. */
 const kvshard_settings__entry *kvshard_settings__find(const kvshard_settings *s, const char *name);
 
-/* An entry's value, its text pointing into the entry. */
+/* An entry's value, its text the entry's own. */
 kvshard_value kvshard_settings__value(const kvshard_settings__entry *e);
 
 /* Profile `p`'s inputs, in its table's order, into `out`: the set value or

@@ -283,7 +283,8 @@ static bool holders_differ(const kvshard__model_info *m, uint32_t split)
  * zeroed except its warning texts, which are written before they are read;
  * the ranks are zeroed; the strings are copied in. */
 static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model *model, uint32_t T,
-                                uint32_t S, uint32_t P, bool figures, uint32_t groups)
+                                uint32_t S, uint32_t P, bool figures, uint32_t groups,
+                                size_t texts_len)
 {
     /* fit's figures keep no per-layer arrays and at most S ranks a stage of
      * each of `groups` group unions. */
@@ -297,7 +298,7 @@ static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model 
     size_t end = sizeof(kvshard_plan), ranks, owner, held_by, kv_slot, state_slot, place, stages,
            owned_offsets, owned_layers, owned_counts, owned_by_class, kv_source, kinds, class_of,
            draft_class, model_type, source, keys, hold_key, stage_counts, stage_weights,
-           stage_budgets, fill_stages, figure_ranks;
+           stage_budgets, fill_stages, figure_ranks, input_texts;
     size_t staged_keys = P > 1 ? L : 0;
     size_t drafts = model->draft_class ? model->info.num_draft_layers : 0;
     if (!carve(&ranks, &end, N, sizeof(kvshard_rank_memory), sizeof(uint64_t)) ||
@@ -321,7 +322,7 @@ static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model 
         !carve(&kv_source, &end, sources, sizeof(int32_t), sizeof(int32_t)) ||
         !carve(&kinds, &end, L, 1, 1) || !carve(&class_of, &end, L, 1, 1) ||
         !carve(&draft_class, &end, drafts, 1, 1) || !carve(&model_type, &end, type_len, 1, 1) ||
-        !carve(&source, &end, source_len, 1, 1))
+        !carve(&source, &end, source_len, 1, 1) || !carve(&input_texts, &end, texts_len, 1, 1))
         return NULL;
     char *block = kvshard_alloc__bytes(a, 1, end);
     if (!block)
@@ -366,6 +367,7 @@ static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model 
     memcpy(p->model_type, model->model_type, type_len);
     p->source = block + source;
     memcpy(p->source, model->source, source_len);
+    p->input_texts = block + input_texts;
     return p;
 }
 
@@ -487,24 +489,31 @@ static void keep_warning(void *ctx, kvshard_warning_code code, const char *messa
 
 /* The plan keeps the text of its text inputs: the caller's settings need
  * not outlive the call. */
+/* The bytes the profile's text inputs take, each with its NUL: the room
+ * the plan keeps them in. */
+static size_t input_texts_len(const kvshard__profile *profile, const kvshard_value *inputs)
+{
+    size_t len = 0, i = 0;
+    for (const kvshard_profile__input *in = profile->dialect.inputs; in && in->def.name; in++, i++)
+        len += inputs[i].text ? inputs[i].text_len + 1 : 0;
+    return len;
+}
+
+/* The plan's own copy of every text input, whole (a list of sizes may be
+ * long), in the room input_texts_len() made. */
 static void keep_input_texts(kvshard_plan *p)
 {
-    size_t n = 0, i = 0;
+    char *at = p->input_texts;
+    size_t i = 0;
     for (const kvshard_profile__input *in = p->profile->dialect.inputs; in && in->def.name;
          in++, i++) {
         kvshard_value *v = &p->inputs[i];
         if (!v->text)
             continue;
-        if (n == KVSHARD__PLAN_TEXTS) { /* a profile table that declares more: test_engines */
-            v->text = NULL;
-            continue;
-        }
-        size_t len = v->text_len < KVSHARD__VALUE_TEXT_MAX ? v->text_len
-                                                          : KVSHARD__VALUE_TEXT_MAX - 1;
-        memcpy(p->input_text[n], v->text, len);
-        p->input_text[n][len] = '\0';
-        v->text = p->input_text[n++];
-        v->text_len = len;
+        memcpy(at, v->text, v->text_len);
+        at[v->text_len] = '\0';
+        v->text = at;
+        at += v->text_len + 1;
     }
 }
 
@@ -579,7 +588,8 @@ static int create(kvshard_plan **out, const kvshard_model *model, const kvshard_
     }
     bool figures = want_figures && rc == KVSHARD_OK && kvshard_memory__ranks_alike(&model->info, T);
     uint32_t other = figures ? kvshard_memory__other_group(&model->info, T, S) : 0;
-    if (rc == KVSHARD_OK && (p = plan_block(&a, model, T, S, P, figures, other ? 2 : 1)) == NULL)
+    if (rc == KVSHARD_OK && (p = plan_block(&a, model, T, S, P, figures, other ? 2 : 1,
+                                              input_texts_len(pl.profile, pl.inputs))) == NULL)
         rc = kvshard_error__fail(diag->err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
                            "out of memory creating the plan");
     if (rc == KVSHARD_OK) {

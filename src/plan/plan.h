@@ -19,8 +19,6 @@
 #define KVSHARD__MAX_WARNINGS 24
 /* Most figures an engine profile gives (the JSON "engine" object's fields). */
 #define KVSHARD__MAX_ENGINE_FIGURES 40
-/* Most text inputs one profile reads (an engine version, a JSON object). */
-#define KVSHARD__PLAN_TEXTS 4
 #define KVSHARD__WARNING_MESSAGE_MAX 240
 
 /* Where a plan rank (stage x T + TP rank) stands: its split rank and its
@@ -152,7 +150,7 @@ struct kvshard_plan {
      * read (kvshard_queries__engine_figures), so that a plan no one asks pays
      * nothing for them; NULL until then. */
     _Atomic(struct kvshard__engine_figures *) engine_figures;
-    char input_text[KVSHARD__PLAN_TEXTS][KVSHARD__VALUE_TEXT_MAX]; /* text inputs' bytes */
+    char *input_texts; /* the text inputs' bytes, each whole and NUL-ended, in the plan's block */
     /* The communication estimate's inputs, given beside a deployment: the
      * estimate is made only when some were (comm_given), from this plan and
      * its unsplit twin (NULL at S_eff 1, or when the twin does not plan). */

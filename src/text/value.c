@@ -216,17 +216,17 @@ int kvshard_value__bool_text(const char *text, size_t len, kvshard__value_style 
 }
 
 /* Text values are shown back in messages and written into documents: no
- * control characters, and short enough to keep beside a plan. */
-static int printable(const kvshard_value__def *d, const char *text, size_t len,
+ * control characters, and shorter than `room` (its NUL included). */
+static int printable(const kvshard_value__def *d, const char *text, size_t len, size_t room,
                      const char *source, kvshard__mark mark, kvshard_error *err)
 {
     if (len == 0)
         return kvshard_error__fail(err, KVSHARD_ERANGE, source, mark,
                                    "%s: expected a value, found none", d->name);
-    if (len >= KVSHARD__VALUE_TEXT_MAX)
+    if (len >= room)
         return kvshard_error__fail(err, KVSHARD_ERANGE, source, mark,
-                             "%s: \"%.*s...\" is longer than the %d characters it may have",
-                             d->name, SHOWN(len), text, KVSHARD__VALUE_TEXT_MAX - 1);
+                             "%s: \"%.*s...\" is longer than the %zu characters it may have",
+                             d->name, SHOWN(len), text, room - 1);
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)text[i];
         if (c < 0x20 || c == 0x7f)
@@ -278,7 +278,7 @@ static int parse_object(kvshard_value *v, const kvshard_value__def *d, const cha
                                "escapes in \"%.*s\"",
                                d->name, f->text, KVSHARD__VALUE_TEXT_MAX - 1, SHOWN(len), text);
         else
-            rc = printable(d, node.text, node.count, source, mark, err);
+            rc = printable(d, node.text, node.count, KVSHARD__VALUE_TEXT_MAX, source, mark, err);
         if (rc == KVSHARD_OK) {
             v->text = node.text;
             v->text_len = node.count;
@@ -320,8 +320,8 @@ static void next_item(size_t *start, size_t *end, const char *text, size_t len, 
 }
 
 /* One size, or a comma list of them, each a byte count of the def's range.
- * A list keeps its text (bounded as every text value is) and its largest
- * size. */
+ * A list keeps its text (one size a stage, up to a plan's most stages) and
+ * its largest size. */
 static int parse_sizes(kvshard_value *v, const kvshard_value__def *d, const char *text, size_t len,
                        kvshard__value_style style, const char *source, kvshard__mark mark,
                        kvshard_error *err)
@@ -330,12 +330,18 @@ static int parse_sizes(kvshard_value *v, const kvshard_value__def *d, const char
     one.type = KVSHARD__VT_BYTES;
     if (!memchr(text, ',', len))
         return kvshard_value__parse(v, &one, text, len, style, source, mark, err);
-    int rc = printable(d, text, len, source, mark, err);
+    int rc = printable(d, text, len, KVSHARD__SIZES_TEXT_MAX, source, mark, err);
     if (rc)
         return rc;
     uint64_t largest = 0;
     uint32_t n = 0;
     for (size_t at = 0; at <= len; n++) {
+        if (n == KVSHARD_MAX_PP_PARTITION)
+            return kvshard_error__fail(err, KVSHARD_ERANGE, source, mark,
+                                       "%s: \"%.*s...\" has more than %u sizes, one a stage of "
+                                       "the %u stages a plan may have",
+                                       d->name, SHOWN(len), text, KVSHARD_MAX_PP_PARTITION,
+                                       KVSHARD_MAX_PP_PARTITION);
         size_t b, e;
         next_item(&b, &e, text, len, &at);
         if (b == e)
@@ -466,7 +472,7 @@ int kvshard_value__parse(kvshard_value *out, const kvshard_value__def *d, const 
                                  text);
         break;
     case KVSHARD__VT_TEXT: {
-        int rc = printable(d, text, len, source, mark, err);
+        int rc = printable(d, text, len, KVSHARD__VALUE_TEXT_MAX, source, mark, err);
         if (rc == KVSHARD_OK && d->more && d->more->check)
             rc = d->more->check(d, text, len, source, mark, err);
         if (rc)

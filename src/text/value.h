@@ -17,12 +17,16 @@ typedef enum kvshard_value__type {
     KVSHARD__VT_OBJECT,   /* a JSON object of which `fields` are read */
     /* A byte count, or one a pipeline stage: "40GiB,38GiB" (a file may
      * also write a YAML list, with `more->file_list`). `u` is the largest;
-     * `text` the list as written when it has more than one size. */
+     * `text` the list as written when it has more than one size (at most
+     * KVSHARD_MAX_PP_PARTITION sizes in KVSHARD__SIZES_TEXT_MAX - 1 bytes). */
     KVSHARD__VT_SIZES
 } kvshard_value__type;
 
 /* Longest text value, its NUL included. */
 #define KVSHARD__VALUE_TEXT_MAX 64
+/* Longest list of sizes, its NUL included: one a stage for as many stages
+ * as a plan may have, at 32 characters a size with its comma. */
+#define KVSHARD__SIZES_TEXT_MAX (KVSHARD_MAX_PP_PARTITION * 32)
 
 /* The public kvshard_word: the option table hands its words out as they are. */
 typedef kvshard_word kvshard_value__word;

@@ -40,9 +40,9 @@ from ._optiontable import (
 __all__ = ["SettingInfo", "settings", "setting_info"]
 
 #: Room for any value's text from kvshard_settings_get: 20 digits of a
-#: 64-bit count, 17 significant digits of a fraction with its exponent, or
-#: a word.
-_VALUE_TEXT_MAX = 256
+#: 64-bit count, 17 significant digits of a fraction with its exponent, a
+#: word, or a list of sizes, one a stage (at most 8,191 characters).
+_VALUE_TEXT_MAX = 8192
 
 
 class SettingInfo(NamedTuple):
