@@ -21,28 +21,13 @@
         "--weights_experts=64424509440"
 #define SEED SEED_PLAN, "--comm_accelerator=bi_v100"
 
-static kvshard_comm_estimate estimate_of(const kvshard_plan *p)
-{
-    kvshard_comm_estimate e = KVSHARD_COMM_ESTIMATE_INIT;
-    kvshard_error err;
-    tu_assert_ok(kvshard_plan_comm(&e, p, &err), &err);
-    return e;
-}
-
-static void assert_near(double got, double want, double tolerance)
-{
-    if (fabs(got - want) > tolerance)
-        print_error("got %.6f, want %.6f\n", got, want);
-    assert_true(fabs(got - want) <= tolerance);
-}
-
 /* Decode under owner_attention, the kvshard profile's default. */
 static void seed_owner_attention(void **state)
 {
     (void)state;
     kvshard_plan *p = NULL;
     TU_PLAN(&p, SEED);
-    kvshard_comm_estimate e = estimate_of(p);
+    kvshard_comm_estimate e = tu_comm_estimate(p);
     assert_true(e.given);
     assert_int_equal(e.split_size, 2);
     assert_string_equal(e.decode_mechanism, "owner_attention");
@@ -59,28 +44,28 @@ static void seed_owner_attention(void **state)
     assert_int_equal(e.batch, 96);
     assert_int_equal(e.decode_collectives, 20);
     assert_int_equal(e.decode_link_bytes, 5898240u);
-    assert_near(e.decode_comm_us, 545.76, 1e-9);
+    tu_assert_near(e.decode_comm_us, 545.76, 1e-9);
     /* W = ceil(4,896,713,856 / 4) + ceil(64,424,509,440 / 4) =
      * 17,330,305,824; a sequence reads 10 x 32,768 x 1,024 + 30 x 2 x
      * 536,576 = 367,738,880 B, 96 of them 35,302,932,480; (W + that) /
      * 1.2e12 s = 43,861.03192 us; step 43,861.03192 + 545.76 =
      * 44,406.79192 us; 96 / that = 2,161.83 tokens/s. */
-    assert_near(e.base_us, 43861.03192, 1e-6);
-    assert_near(e.step_us, 44406.79192, 1e-6);
-    assert_near(e.throughput, 96.0 / 44406.79192e-6, 1e-6);
-    assert_near(e.throughput, 2161.8315, 1e-4);
+    tu_assert_near(e.base_us, 43861.03192, 1e-6);
+    tu_assert_near(e.step_us, 44406.79192, 1e-6);
+    tu_assert_near(e.throughput, 96.0 / 44406.79192e-6, 1e-6);
+    tu_assert_near(e.throughput, 2161.8315, 1e-4);
     /* Unsplit: 57 x 367,738,880 = 20,961,116,160 B; (W + that) / 1.2e12 s =
      * 31,909.51832 us: 1,786.3009 tokens/s; the gain 2,161.83 / 1,786.30 =
      * 1.2102. */
     assert_true(e.has_unsplit);
-    assert_near(e.unsplit_throughput, 57.0 / 31909.51832e-6, 1e-6);
-    assert_near(e.throughput_gain, 1.2102, 1e-4);
+    tu_assert_near(e.unsplit_throughput, 57.0 / 31909.51832e-6, 1e-6);
+    tu_assert_near(e.throughput_gain, 1.2102, 1e-4);
     /* A 32,768-token prompt: 4 chunks of 8,192, history 0, 8,192, 16,384,
      * 24,576: three broadcasts a layer, 30 in all, of 49,152 x 1,024 B a
      * layer: 503,316,480 B; 30 x 15 + 20,971.52 = 21,421.52 us. */
     assert_int_equal(e.prefill_collectives, 30);
     assert_int_equal(e.prefill_link_bytes, 503316480u);
-    assert_near(e.prefill_comm_us, 21421.52, 1e-9);
+    tu_assert_near(e.prefill_comm_us, 21421.52, 1e-9);
     assert_true(kvshard_plan_has_warning(p, KVSHARD_WARN_COMM_MECHANISM_ASSUMED));
     assert_false(kvshard_plan_has_warning(p, KVSHARD_WARN_FULL_LAYER_DECODE));
     kvshard_plan_free(p);
@@ -137,12 +122,12 @@ static void seed_scatter(void **state)
     (void)state;
     kvshard_plan *p = NULL;
     TU_PLAN(&p, SEED, "--comm_owner_output=scatter");
-    kvshard_comm_estimate e = estimate_of(p);
+    kvshard_comm_estimate e = tu_comm_estimate(p);
     assert_int_equal(e.decode_collectives, 20);
     assert_int_equal(e.decode_link_bytes, 3932160u);
-    assert_near(e.decode_comm_us, 463.84, 1e-9);
-    assert_near(e.step_us, 43861.03192 + 463.84, 1e-6);
-    assert_near(e.throughput, 2165.8, 0.05);
+    tu_assert_near(e.decode_comm_us, 463.84, 1e-9);
+    tu_assert_near(e.step_us, 43861.03192 + 463.84, 1e-6);
+    tu_assert_near(e.throughput, 2165.8, 0.05);
     kvshard_plan_free(p);
 }
 
@@ -156,16 +141,16 @@ static void seed_full_layer(void **state)
     (void)state;
     kvshard_plan *p = NULL;
     TU_PLAN(&p, SEED, "--comm_decode=full_layer", "--comm_prefill=full_layer");
-    kvshard_comm_estimate e = estimate_of(p);
+    kvshard_comm_estimate e = tu_comm_estimate(p);
     assert_int_equal(e.decode_collectives, 10);
     assert_int_equal(e.decode_link_bytes, 32357253120u);
-    assert_near(e.decode_comm_us, 1348368.88, 1e-6);
-    assert_near(e.step_us, 1348368.88, 1e-6);
-    assert_near(e.throughput, 71.2, 0.05);
-    assert_near(e.throughput_gain, 71.197 / 1786.3009, 1e-3);
+    tu_assert_near(e.decode_comm_us, 1348368.88, 1e-6);
+    tu_assert_near(e.step_us, 1348368.88, 1e-6);
+    tu_assert_near(e.throughput, 71.2, 0.05);
+    tu_assert_near(e.throughput_gain, 71.197 / 1786.3009, 1e-3);
     assert_int_equal(e.prefill_collectives, 30);
     assert_int_equal(e.prefill_link_bytes, 97071759360u);
-    assert_near(e.prefill_comm_us, 4045106.64, 1e-6);
+    tu_assert_near(e.prefill_comm_us, 4045106.64, 1e-6);
     assert_true(kvshard_plan_has_warning(p, KVSHARD_WARN_FULL_LAYER_DECODE));
     tu_assert_contains(tu_warning_message(p, KVSHARD_WARN_FULL_LAYER_DECODE),
                        "32357253120 bytes broadcast a step");
@@ -176,9 +161,9 @@ static void seed_full_layer(void **state)
      * tokens/s, still below the unsplit 1,786.3. */
     TU_PLAN(&p, SEED, "--comm_decode=full_layer", "--comm_prefill=full_layer",
             "--comm_link=nvlink4");
-    e = estimate_of(p);
-    assert_near(e.step_us, 71955.0069, 1e-3);
-    assert_near(e.throughput, 1334.2, 0.05);
+    e = tu_comm_estimate(p);
+    tu_assert_near(e.step_us, 71955.0069, 1e-3);
+    tu_assert_near(e.throughput, 1334.2, 0.05);
     kvshard_plan_free(p);
 }
 
@@ -190,7 +175,7 @@ static void no_input_no_comm(void **state)
     kvshard_plan *plain = NULL, *priced = NULL;
     TU_PLAN(&plain, SEED_PLAN);
     TU_PLAN(&priced, SEED);
-    kvshard_comm_estimate e = estimate_of(plain);
+    kvshard_comm_estimate e = tu_comm_estimate(plain);
     assert_false(e.given);
     char *json = tu_plan_json(plain);
     assert_null(strstr(json, "\"comm\""));
@@ -214,9 +199,9 @@ static void link_without_accelerator(void **state)
             "--layerwise_split_size=2", "--memory_per_rank=20GiB", "--max_seqs=128",
             "--context_length=32768", "--comm_link=custom", "--comm_link_bandwidth=24GB",
             "--comm_link_latency=15");
-    kvshard_comm_estimate e = estimate_of(p);
+    kvshard_comm_estimate e = tu_comm_estimate(p);
     assert_string_equal(e.link_name, "custom");
-    assert_near(e.decode_comm_us, 545.76, 1e-9);
+    tu_assert_near(e.decode_comm_us, 545.76, 1e-9);
     assert_false(e.has_accelerator);
     assert_false(e.has_step);
     char *text = tu_plan_text(p);
@@ -251,7 +236,7 @@ static void no_weights(void **state)
     TU_PLAN(&p, "models/qwen3_5_35b_a3b.json", "--world_size=4", "--enable_layerwise_split=true",
             "--layerwise_split_size=2", "--memory_per_rank=20GiB", "--context_length=32768",
             "--comm_accelerator=bi_v100");
-    kvshard_comm_estimate e = estimate_of(p);
+    kvshard_comm_estimate e = tu_comm_estimate(p);
     assert_false(e.has_step);
     assert_true(e.has_decode_time);
     assert_true(kvshard_plan_has_warning(p, KVSHARD_WARN_COMM_NO_WEIGHTS));
@@ -289,17 +274,17 @@ static void glm5_split_sizes(void **state)
                 rows[i].split, "--comm_batch=64", "--comm_link=custom",
                 "--comm_link_bandwidth=450GB", "--comm_link_latency=10",
                 "--comm_alpha_rule=flat", "--comm_owner_output=scatter");
-        kvshard_comm_estimate e = estimate_of(p);
+        kvshard_comm_estimate e = tu_comm_estimate(p);
         assert_int_equal(e.decode_collectives, 156);
         assert_int_equal(e.decode_link_bytes, rows[i].scatter);
-        assert_near(e.decode_comm_us, rows[i].flat_us, 1e-6);
-        assert_near(round(e.decode_comm_us / 10.0) / 100.0, printed_ms[i], 1e-9);
+        tu_assert_near(e.decode_comm_us, rows[i].flat_us, 1e-6);
+        tu_assert_near(round(e.decode_comm_us / 10.0) / 100.0, printed_ms[i], 1e-9);
         kvshard_plan_free(p);
         TU_PLAN(&p, "models/glm_5.json", "--world_size=8", "--enable_layerwise_split=true",
                 rows[i].split, "--comm_batch=64", "--comm_link=custom",
                 "--comm_link_bandwidth=450GB", "--comm_link_latency=10",
                 "--comm_alpha_rule=flat");
-        e = estimate_of(p);
+        e = tu_comm_estimate(p);
         assert_int_equal(e.decode_link_bytes, rows[i].broadcast);
         kvshard_plan_free(p);
     }
@@ -317,17 +302,17 @@ static void glm5_measured_counts(void **state)
     TU_PLAN(&p, "models/glm_5.json", "--world_size=16", "--dp_size=2",
             "--enable_layerwise_split=true", "--layerwise_split_size=2", "--comm_batch=1",
             "--comm_link=hccs");
-    kvshard_comm_estimate e = estimate_of(p);
+    kvshard_comm_estimate e = tu_comm_estimate(p);
     assert_int_equal(e.decode_collectives, 156);
     assert_int_equal(e.decode_link_bytes, 78u * (4608u * 2u + 8192u * 2u));
-    assert_near(e.decode_comm_us, 156.0 * 7.0 + 1996800.0 / 67e3, 1e-6);
-    assert_near(round(e.decode_comm_us / 10.0) / 100.0, 1.12, 1e-9);
+    tu_assert_near(e.decode_comm_us, 156.0 * 7.0 + 1996800.0 / 67e3, 1e-6);
+    tu_assert_near(round(e.decode_comm_us / 10.0) / 100.0, 1.12, 1e-9);
     kvshard_plan_free(p);
     /* Its base step reads the rows index_topk selects (test_comm_rank
      * works one through); without weights there is none. */
     TU_PLAN(&p, "models/glm_5.json", "--world_size=8", "--enable_layerwise_split=true",
             "--layerwise_split_size=2", "--comm_accelerator=ascend_910c");
-    e = estimate_of(p);
+    e = tu_comm_estimate(p);
     assert_false(e.has_step);
     kvshard_plan_free(p);
 }
@@ -341,15 +326,15 @@ static void deployment_section(void **state)
     (void)state;
     kvshard_plan *p = NULL;
     TU_PLAN(&p, "deploy/comm_seed.yaml");
-    kvshard_comm_estimate e = estimate_of(p);
+    kvshard_comm_estimate e = tu_comm_estimate(p);
     assert_string_equal(e.link_name, "pcie4x16");
-    assert_near(e.link_latency_us, 15.5, 0.0);
+    tu_assert_near(e.link_latency_us, 15.5, 0.0);
     assert_int_equal(e.decode_link_bytes, 3932160u);
-    assert_near(e.decode_comm_us, 473.84, 1e-9);
+    tu_assert_near(e.decode_comm_us, 473.84, 1e-9);
     kvshard_plan_free(p);
     /* The flag's output broadcast over the file's scatter: 5,898,240 B. */
     TU_PLAN(&p, "deploy/comm_seed.yaml", "--comm_owner_output=broadcast");
-    e = estimate_of(p);
+    e = tu_comm_estimate(p);
     assert_int_equal(e.decode_link_bytes, 5898240u);
     kvshard_plan_free(p);
 }

@@ -34,13 +34,6 @@ static int fit_of(kvshard_fit **out, kvshard_error *err, kvshard_rank_by rank_by
     return rc;
 }
 
-static void assert_near(double got, double want, double tolerance)
-{
-    if (fabs(got - want) > tolerance)
-        print_error("got %.6f, want %.6f\n", got, want);
-    assert_true(fabs(got - want) <= tolerance);
-}
-
 static const kvshard_fit_row *row_of(const kvshard_fit *f, uint32_t T, uint32_t P, uint32_t S,
                                      kvshard_ownership rule)
 {
@@ -84,32 +77,32 @@ static void dsv32_priced(void **state)
     assert_int_equal(r->comm.batch, 127);
     assert_int_equal(r->comm.decode_collectives, 122);
     assert_int_equal(r->comm.decode_link_bytes, 2014963712u);
-    assert_near(r->comm.decode_comm_us, 1830.0 + 2014963712.0 / 450e3, 1e-6);
-    assert_near(r->comm.decode_comm_us, 6307.70, 0.005);
-    assert_near(r->comm.base_us, (43374516120.0 + 127.0 * 345800704.0) / 3.35e6, 1e-6);
-    assert_near(r->comm.base_us, 26057.08, 0.005);
-    assert_near(r->comm.step_us, 32364.77, 0.005);
-    assert_near(r->comm.throughput, 3924.02, 0.005);
-    assert_near(r->comm.throughput_total, 7848.04, 0.005);
+    tu_assert_near(r->comm.decode_comm_us, 1830.0 + 2014963712.0 / 450e3, 1e-6);
+    tu_assert_near(r->comm.decode_comm_us, 6307.70, 0.005);
+    tu_assert_near(r->comm.base_us, (43374516120.0 + 127.0 * 345800704.0) / 3.35e6, 1e-6);
+    tu_assert_near(r->comm.base_us, 26057.08, 0.005);
+    tu_assert_near(r->comm.step_us, 32364.77, 0.005);
+    tu_assert_near(r->comm.throughput, 3924.02, 0.005);
+    tu_assert_near(r->comm.throughput_total, 7848.04, 0.005);
     /* Its unsplit row: T = 8, D = 2, S = 1, 18 sequences a replica, each
      * reading the same 345,800,704 B: (43,374,516,120 + 18 x 345,800,704)
      * / 3.35e12 s = 14,805.65 us, 18 / 14,805.65 us = 1,215.75 tokens/s;
      * the split is worth 3,924.02 / 1,215.75 = 3.23x. */
     const kvshard_fit_row *u = row_of(f, 8, 1, 1, KVSHARD_OWNERSHIP_DEFAULT);
     assert_int_equal(u->seqs_per_replica, 18);
-    assert_near(u->comm.step_us, (43374516120.0 + 18.0 * 345800704.0) / 3.35e6, 1e-6);
-    assert_near(u->comm.step_us, 14805.65, 0.005);
-    assert_near(u->comm.throughput, 1215.75, 0.005);
-    assert_near(u->comm.throughput_gain, 1.0, 0.0);
+    tu_assert_near(u->comm.step_us, (43374516120.0 + 18.0 * 345800704.0) / 3.35e6, 1e-6);
+    tu_assert_near(u->comm.step_us, 14805.65, 0.005);
+    tu_assert_near(u->comm.throughput, 1215.75, 0.005);
+    tu_assert_near(u->comm.throughput_gain, 1.0, 0.0);
     assert_true(r->comm.has_unsplit);
-    assert_near(r->comm.unsplit_throughput, u->comm.throughput, 0.0);
-    assert_near(r->comm.throughput_gain, 3.23, 0.005);
+    tu_assert_near(r->comm.unsplit_throughput, u->comm.throughput, 0.0);
+    tu_assert_near(r->comm.throughput_gain, 3.23, 0.005);
     /* A 32 K prompt under history_rows: 4 chunks, 49,152 rows a layer of
      * 656 + 132 B, 61 x 49,152 x 788 = 2,362,638,336 B in 61 x 3 x 2 = 366
      * collectives: 366 x 15 + 2,362,638,336 / 450e9 s = 10,740.31 us. */
     assert_int_equal(r->comm.prefill_collectives, 366);
     assert_int_equal(r->comm.prefill_link_bytes, 2362638336u);
-    assert_near(r->comm.prefill_comm_us, 10740.31, 0.005);
+    tu_assert_near(r->comm.prefill_comm_us, 10740.31, 0.005);
 
     /* Row 1: T = 2, D = 8, S = 2 ordinal, 26 sequences a replica. H_l =
      * 64, tau = 26: all-gather m = 26 x 64 x 576 x 2 = 1,916,928 (busiest
@@ -126,15 +119,15 @@ static void dsv32_priced(void **state)
     assert_int_equal(r->dp_size, 8);
     assert_int_equal(r->seqs_per_replica, 26);
     assert_int_equal(r->comm.decode_link_bytes, 324812800u);
-    assert_near(r->comm.decode_comm_us, 1331.81, 0.005);
-    assert_near(r->comm.base_us, 59851054688.0 / 3.35e6, 1e-6);
-    assert_near(r->comm.step_us, 19197.79, 0.005);
-    assert_near(r->comm.throughput_total, 10834.58, 0.005);
+    tu_assert_near(r->comm.decode_comm_us, 1331.81, 0.005);
+    tu_assert_near(r->comm.base_us, 59851054688.0 / 3.35e6, 1e-6);
+    tu_assert_near(r->comm.step_us, 19197.79, 0.005);
+    tu_assert_near(r->comm.throughput_total, 10834.58, 0.005);
     u = row_of(f, 2, 1, 1, KVSHARD_OWNERSHIP_DEFAULT);
     assert_int_equal(u->seqs_per_replica, 14);
-    assert_near(u->comm.step_us, 16627.30, 0.005);
-    assert_near(u->comm.throughput, 14.0 / (50860236384.0 + 14.0 * 345800704.0) * 3.35e12, 1e-6);
-    assert_near(r->comm.throughput_gain, 1.61, 0.005);
+    tu_assert_near(u->comm.step_us, 16627.30, 0.005);
+    tu_assert_near(u->comm.throughput, 14.0 / (50860236384.0 + 14.0 * 345800704.0) * 3.35e12, 1e-6);
+    tu_assert_near(r->comm.throughput_gain, 1.61, 0.005);
 
     /* Rank 4: T = 4, D = 4, S = 4 ordinal, 61 a replica. H_l = 32: m = 61
      * x 32 x 576 x 2 = 2,248,704 (busiest 3m = 6,746,112), broadcast 4 x
@@ -146,11 +139,11 @@ static void dsv32_priced(void **state)
     r = row_of(f, 4, 1, 4, KVSHARD_OWNERSHIP_ORDINAL);
     assert_int_equal(r->rank, 4);
     assert_int_equal(r->comm.decode_link_bytes, 899231744u);
-    assert_near(r->comm.decode_comm_us, 3218.29, 0.005);
-    assert_near(r->comm.base_us, (45869756208.0 + 21093842944.0) / 3.35e6, 1e-6);
-    assert_near(r->comm.step_us, 23207.43, 0.005);
-    assert_near(r->comm.throughput_total, 10513.88, 0.005);
-    assert_near(r->comm.throughput_gain, 2.39, 0.005);
+    tu_assert_near(r->comm.decode_comm_us, 3218.29, 0.005);
+    tu_assert_near(r->comm.base_us, (45869756208.0 + 21093842944.0) / 3.35e6, 1e-6);
+    tu_assert_near(r->comm.step_us, 23207.43, 0.005);
+    tu_assert_near(r->comm.throughput_total, 10513.88, 0.005);
+    tu_assert_near(r->comm.throughput_gain, 2.39, 0.005);
 
     /* Rank 10: T = 2, P = 2, D = 4, S = 2 ordinal, 60 a replica, stages of
      * 31 and 30 layers; b = 30 a stage. The first stage binds: H_l = 64,
@@ -163,12 +156,12 @@ static void dsv32_priced(void **state)
      * 7,396.48 tokens/s. */
     r = row_of(f, 2, 2, 2, KVSHARD_OWNERSHIP_ORDINAL);
     assert_int_equal(r->rank, 10);
-    assert_near(r->comm.decode_comm_us, 1442.85, 0.005);
-    assert_near(r->comm.base_us, (46621719426.0 + 5272043520.0) / 3.35e6, 1e-6);
-    assert_near(r->comm.step_us, 16223.93, 0.005);
-    assert_near(r->comm.tpot_us, 32447.86, 0.005);
-    assert_near(r->comm.throughput_total, 7396.48, 0.005);
-    assert_near(r->comm.throughput_gain, 1.71, 0.005);
+    tu_assert_near(r->comm.decode_comm_us, 1442.85, 0.005);
+    tu_assert_near(r->comm.base_us, (46621719426.0 + 5272043520.0) / 3.35e6, 1e-6);
+    tu_assert_near(r->comm.step_us, 16223.93, 0.005);
+    tu_assert_near(r->comm.tpot_us, 32447.86, 0.005);
+    tu_assert_near(r->comm.throughput_total, 7396.48, 0.005);
+    tu_assert_near(r->comm.throughput_gain, 1.71, 0.005);
     /* global and contiguous price the same and keep their order. */
     assert_int_equal(row_of(f, 2, 1, 2, KVSHARD_OWNERSHIP_GLOBAL)->rank, 2);
     assert_int_equal(row_of(f, 2, 1, 2, KVSHARD_OWNERSHIP_CONTIGUOUS)->rank, 3);
@@ -193,7 +186,7 @@ static void dsv32_by_capacity(void **state)
     const kvshard_fit_row *first = kvshard_fit_row_at(f, 0);
     assert_int_equal(first->tp_size, 8);
     assert_int_equal(first->layerwise_split_size, 8);
-    assert_near(first->comm.throughput_total, 7848.04, 0.005);
+    tu_assert_near(first->comm.throughput_total, 7848.04, 0.005);
     for (size_t i = 0; i < kvshard_fit_row_count(f); i++) {
         const kvshard_fit_row *a = kvshard_fit_row_at(f, i), *b = kvshard_fit_row_at(g, i);
         assert_int_equal(a->tp_size, b->tp_size);
@@ -298,15 +291,15 @@ static void seed_fit(void **state)
     const kvshard_fit_row *r = kvshard_fit_row_at(f, 0);
     assert_true(r->tp_size == 2 && r->dp_size == 2 && r->layerwise_split_size == 1);
     assert_int_equal(r->seqs_total, 56);
-    assert_near(r->comm.step_us, (18554484288.0 + 28.0 * 399933440.0) / 1.2e6, 1e-6);
-    assert_near(r->comm.throughput_total, 2258.62, 0.005);
+    tu_assert_near(r->comm.step_us, (18554484288.0 + 28.0 * 399933440.0) / 1.2e6, 1e-6);
+    tu_assert_near(r->comm.throughput_total, 2258.62, 0.005);
     /* T = 1, D = 4: 11 a replica, 671,088,640 + 128,778,240 = 799,866,880
      * B each, 21,002,841,216 B of weights: 24,834.48 us, 1,771.73 in all. */
     r = kvshard_fit_row_at(f, 1);
     assert_true(r->tp_size == 1 && r->dp_size == 4);
     assert_int_equal(r->seqs_total, 44);
-    assert_near(r->comm.step_us, (21002841216.0 + 11.0 * 799866880.0) / 1.2e6, 1e-6);
-    assert_near(r->comm.throughput_total, 1771.73, 0.005);
+    tu_assert_near(r->comm.step_us, (21002841216.0 + 11.0 * 799866880.0) / 1.2e6, 1e-6);
+    tu_assert_near(r->comm.throughput_total, 1771.73, 0.005);
     /* T = 4, S = 2 ordinal, then contiguous: 54 sequences of 367,738,880 B
      * (the owner reads its one head), base (17,330,305,824 + 54 x
      * 367,738,880) / 1.2e12 s = 30,990.17 us; all-gather 54 x 4 x 256 x 2
@@ -318,10 +311,10 @@ static void seed_fit(void **state)
     assert_int_equal(r->ownership, KVSHARD_OWNERSHIP_ORDINAL);
     assert_int_equal(kvshard_fit_row_at(f, 3)->ownership, KVSHARD_OWNERSHIP_CONTIGUOUS);
     assert_int_equal(r->comm.decode_link_bytes, 3317760u);
-    assert_near(r->comm.decode_comm_us, 438.24, 1e-9);
-    assert_near(r->comm.throughput, 1718.19, 0.005);
-    assert_near(r->comm.unsplit_throughput, 1343.94, 0.005);
-    assert_near(r->comm.throughput_gain, 1.28, 0.005);
+    tu_assert_near(r->comm.decode_comm_us, 438.24, 1e-9);
+    tu_assert_near(r->comm.throughput, 1718.19, 0.005);
+    tu_assert_near(r->comm.unsplit_throughput, 1343.94, 0.005);
+    tu_assert_near(r->comm.throughput_gain, 1.28, 0.005);
     /* T = 2, D = 2, S = 2 (R = 1 at T = 2: the owner reads both heads)
      * decodes slower than its unsplit row. */
     r = kvshard_fit_row_at(f, 4);

@@ -18,14 +18,6 @@
 
 #define BIT(code) (1u << (code))
 
-static kvshard_comm_estimate estimate_of(const kvshard_plan *p)
-{
-    kvshard_comm_estimate e = KVSHARD_COMM_ESTIMATE_INIT;
-    kvshard_error err;
-    tu_assert_ok(kvshard_plan_comm(&e, p, &err), &err);
-    return e;
-}
-
 /* Owner attention on PCIe 4: 545.76 us of communication against a base
  * step of 43,861.03 us, and 2,161.8 tokens/s against the unsplit 1,786.3:
  * neither verdict. */
@@ -34,7 +26,7 @@ static void owner_attention_pays(void **state)
     (void)state;
     kvshard_plan *p = NULL;
     TU_PLAN(&p, SEED);
-    assert_int_equal(estimate_of(p).warnings, 0);
+    assert_int_equal(tu_comm_estimate(p).warnings, 0);
     char *json = tu_plan_json(p);
     assert_null(strstr(json, "split_comm_dominates"));
     assert_null(strstr(json, "split_loses_throughput"));
@@ -51,7 +43,7 @@ static void full_layer_loses(void **state)
     (void)state;
     kvshard_plan *p = NULL;
     TU_PLAN(&p, SEED, "--comm_decode=full_layer", "--comm_prefill=full_layer");
-    kvshard_comm_estimate e = estimate_of(p);
+    kvshard_comm_estimate e = tu_comm_estimate(p);
     assert_int_equal(e.warnings, BIT(KVSHARD_WARN_SPLIT_COMM_DOMINATES) |
                                      BIT(KVSHARD_WARN_SPLIT_LOSES_THROUGHPUT));
     /* The plan's own list does not hold the estimate's verdicts. */
@@ -103,18 +95,11 @@ static void no_verdict_without_a_base(void **state)
     TU_PLAN(&p, "models/qwen3_5_35b_a3b.json", "--world_size=4", "--enable_layerwise_split=true",
             "--layerwise_split_size=2", "--memory_per_rank=20GiB", "--context_length=32768",
             "--comm_decode=full_layer", "--comm_link=pcie4x16");
-    assert_int_equal(estimate_of(p).warnings, 0);
+    assert_int_equal(tu_comm_estimate(p).warnings, 0);
     kvshard_plan_free(p);
 }
 
 #include <math.h>
-
-static void assert_near(double got, double want, double tolerance)
-{
-    if (fabs(got - want) > tolerance)
-        print_error("got %.6f, want %.6f\n", got, want);
-    assert_true(fabs(got - want) <= tolerance);
-}
 
 /* DeepSeek-V3.2 on 16 x 80 GiB H100, fit's capacity winner T = 8, D = 2,
  * S = 8 ordinal, priced on H100 (3.35 TB/s, nvlink4: 450 GB/s, alpha(8) =
@@ -130,7 +115,7 @@ static void deepseek_v3_2_on_h100(void **state)
     (void)state;
     kvshard_plan *p = NULL;
     TU_PLAN(&p, DSV32_PLAN, "--comm_accelerator=h100");
-    kvshard_comm_estimate e = estimate_of(p);
+    kvshard_comm_estimate e = tu_comm_estimate(p);
     assert_string_equal(e.link_name, "nvlink4");
     /* 127 sequences a replica; 61 DSA layers, H_l = 128 / 8 = 16, fp8
      * latent 656 B and index key 132 B. tau = 127: all-gather m = 127 x 16 x
@@ -141,30 +126,30 @@ static void deepseek_v3_2_on_h100(void **state)
     assert_int_equal(e.batch, 127);
     assert_int_equal(e.decode_collectives, 122);
     assert_int_equal(e.decode_link_bytes, 2014963712u);
-    assert_near(e.decode_comm_us, 1830.0 + 2014963712.0 / 450e3, 1e-6);
-    assert_near(round(e.decode_comm_us * 100.0) / 100.0, 6307.70, 1e-9);
+    tu_assert_near(e.decode_comm_us, 1830.0 + 2014963712.0 / 450e3, 1e-6);
+    tu_assert_near(round(e.decode_comm_us * 100.0) / 100.0, 6307.70, 1e-9);
     /* A sequence reads 61 x (2,048 x 656 + 32,768 x 132) = 345,800,704 B
      * (the 2,048 latent rows the indexer selects and every index key); 127
      * of them 43,916,689,408; with 43,374,516,120 B of weights t_base =
      * 87,291,205,528 / 3.35e12 s = 26,057.08 us; step 32,364.77 us:
      * 127 / that = 3,924.0 tokens/s a replica, 7,848.0 in all. */
-    assert_near(e.base_us, (43374516120.0 + 127.0 * 345800704.0) / 3.35e6, 1e-6);
-    assert_near(round(e.base_us * 100.0) / 100.0, 26057.08, 1e-9);
-    assert_near(round(e.step_us * 100.0) / 100.0, 32364.77, 1e-9);
-    assert_near(round(e.throughput * 10.0) / 10.0, 3924.0, 1e-9);
-    assert_near(round(e.throughput_total * 10.0) / 10.0, 7848.0, 1e-9);
+    tu_assert_near(e.base_us, (43374516120.0 + 127.0 * 345800704.0) / 3.35e6, 1e-6);
+    tu_assert_near(round(e.base_us * 100.0) / 100.0, 26057.08, 1e-9);
+    tu_assert_near(round(e.step_us * 100.0) / 100.0, 32364.77, 1e-9);
+    tu_assert_near(round(e.throughput * 10.0) / 10.0, 3924.0, 1e-9);
+    tu_assert_near(round(e.throughput_total * 10.0) / 10.0, 7848.0, 1e-9);
     /* Unsplit: 18 sequences, (43,374,516,120 + 18 x 345,800,704) / 3.35e12 s
      * = 14,805.65 us, 1,215.8 tokens/s a replica: the split is worth 3.23x. */
     assert_true(e.has_unsplit);
-    assert_near(round(e.unsplit_throughput * 10.0) / 10.0, 1215.8, 1e-9);
-    assert_near(round(e.throughput_gain * 100.0) / 100.0, 3.23, 1e-9);
+    tu_assert_near(round(e.unsplit_throughput * 10.0) / 10.0, 1215.8, 1e-9);
+    tu_assert_near(round(e.throughput_gain * 100.0) / 100.0, 3.23, 1e-9);
     /* A 32 K prompt under history_rows: 49,152 rows a layer of 656 + 132 B,
      * latent and keys apart, 3 chunks x 2 x 61 = 366 collectives,
      * 61 x 49,152 x 788 = 2,362,638,336 B; 366 x 15 + that / 450e9 s =
      * 10,740.31 us. */
     assert_int_equal(e.prefill_collectives, 366);
     assert_int_equal(e.prefill_link_bytes, 2362638336u);
-    assert_near(round(e.prefill_comm_us / 10.0) / 100.0, 10.74, 1e-9);
+    tu_assert_near(round(e.prefill_comm_us / 10.0) / 100.0, 10.74, 1e-9);
     assert_int_equal(e.warnings, 0);
     char *json = tu_plan_json(p);
     tu_assert_contains(json, "\"unsplit\": {\"batch\": 18, ");
@@ -191,7 +176,7 @@ static void dsa_without_index_topk(void **state)
     TU_PLAN(&p, "comm/dsa_without_index_topk.json", "--world_size=8",
             "--enable_layerwise_split=true", "--layerwise_split_size=8", "--comm_link=nvlink4",
             "--comm_batch=1");
-    e = estimate_of(p);
+    e = tu_comm_estimate(p);
     assert_true(e.has_decode_time);
     kvshard_plan_free(p);
 }

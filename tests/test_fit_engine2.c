@@ -60,14 +60,6 @@ static void assert_rows(const kvshard_fit *f, const expected_row *rows, size_t c
     }
 }
 
-static char *run_ok(const char *command)
-{
-    char *out = NULL, *err = NULL;
-    assert_int_equal(tu_run(command, &out, &err), 0);
-    free(err);
-    return out;
-}
-
 /* ---- xllm ------------------------------------------------------------------------------ */
 
 static kvshard_options qwen_xllm(void)
@@ -152,7 +144,7 @@ static void test_xllm_line_replans(void **state)
     char command[4096];
     snprintf(command, sizeof command, "'%s' fit '%s' --engine=xllm --gpus=4 " QWEN_DEVICE,
              KVSHARD_CLI, QWEN);
-    char *out = run_ok(command);
+    char *out = tu_run_ok(command);
     tu_assert_contains(out, "fit under xllm 0.11.0: 4 GPUs of 34,359,738,368 B (32.00 GiB) x "
                             "0.8; activation_reserve 0 B\n");
     tu_assert_contains(out, "\nrecommended: xllm --max_seqs_per_batch=14 "
@@ -163,7 +155,7 @@ static void test_xllm_line_replans(void **state)
              "--max_seqs_per_batch=14 --max_memory_utilization=0.8 --dp_size=2 " QWEN_DEVICE
              " --format=json",
              KVSHARD_CLI, QWEN);
-    out = run_ok(command);
+    out = tu_run_ok(command);
     tu_assert_contains(out, "\"max_seqs\": 14, \"num_blocks\": 3597, \"max_tokens\": 460416");
     tu_assert_contains(out, "\"concurrency\": 14");
     tu_assert_contains(out, "\"budget\": 8933306407, \"state_slots\": 131");
@@ -321,7 +313,7 @@ static void test_trtllm_line_replans(void **state)
     char command[4096];
     snprintf(command, sizeof command, "'%s' fit '%s' --engine=trtllm --gpus=2 " LLAMA_DEVICE,
              KVSHARD_CLI, LLAMA);
-    char *out = run_ok(command);
+    char *out = tu_run_ok(command);
     tu_assert_contains(out, "\nrecommended: trtllm --tp_size=2 --max_seq_len=32768 "
                             "--max_batch_size=6 --kv_cache_free_gpu_memory_fraction=0.9\n");
     free(out);
@@ -330,20 +322,20 @@ static void test_trtllm_line_replans(void **state)
              "--max_seq_len=32768 --max_batch_size=6 --kv_cache_free_gpu_memory_fraction=0.9 "
              LLAMA_DEVICE " --format=json",
              KVSHARD_CLI, LLAMA);
-    out = run_ok(command);
+    out = tu_run_ok(command);
     tu_assert_contains(out, "\"max_seqs\": 6, \"num_blocks\": 7060, \"max_tokens\": 225920");
     tu_assert_contains(out, "\"concurrency\": 6, \"balanced_max_seqs\": 6");
     free(out);
     snprintf(command, sizeof command,
              "'%s' fit '%s' --engine=trtllm --gpus=2 --max_num_tokens=4096 " LLAMA_DEVICE,
              KVSHARD_CLI, LLAMA);
-    out = run_ok(command);
+    out = tu_run_ok(command);
     tu_assert_contains(out, " --kv_cache_free_gpu_memory_fraction=0.9 --max_num_tokens=4096\n");
     free(out);
     snprintf(command, sizeof command,
              "'%s' fit '%s' --engine=trtllm --gpus=2 --tp_size=1 " LLAMA_DEVICE, KVSHARD_CLI,
              LLAMA);
-    out = run_ok(command);
+    out = tu_run_ok(command);
     tu_assert_contains(out, "\nrecommended: trtllm --tp_size=2 --max_seq_len=32768 "
                             "--max_batch_size=6 --kv_cache_free_gpu_memory_fraction=0.9\n");
     free(out);
@@ -401,14 +393,14 @@ static void test_lines_without_engine(void **state)
     (void)state;
     char command[4096];
     snprintf(command, sizeof command, "'%s' fit '%s' --gpus=4 " QWEN_DEVICE, KVSHARD_CLI, QWEN);
-    char *out = run_ok(command);
+    char *out = tu_run_ok(command);
     tu_assert_contains(out, "\nxllm         --max_seqs_per_batch=14 --max_memory_utilization=0.8 "
                             "--dp_size=2\n");
     tu_assert_contains(out, "\ntrtllm       no line: engine_unsupported\n");
     free(out);
     snprintf(command, sizeof command, "'%s' fit '%s' --gpus=4 --format=json " QWEN_DEVICE,
              KVSHARD_CLI, QWEN);
-    out = run_ok(command);
+    out = tu_run_ok(command);
     tu_assert_contains(out, "\"xllm\": [\"--max_seqs_per_batch=14\", "
                             "\"--max_memory_utilization=0.8\", \"--dp_size=2\"],");
     tu_assert_contains(out, "\"engine_reasons\": {\"xllm\": null, \"vllm\": null, "
@@ -418,7 +410,7 @@ static void test_lines_without_engine(void **state)
      * above. */
     snprintf(command, sizeof command, "'%s' fit '%s' --gpus=2 " LLAMA_DEVICE, KVSHARD_CLI,
              LLAMA);
-    out = run_ok(command);
+    out = tu_run_ok(command);
     tu_assert_contains(out, "\ntrtllm       --tp_size=2 --max_seq_len=32768 --max_batch_size=6 "
                             "--kv_cache_free_gpu_memory_fraction=0.9\n");
     free(out);

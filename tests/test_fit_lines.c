@@ -19,30 +19,21 @@
 /* The fit's text, and the flags on the line that starts with `engine`. */
 static void engine_line(char *flags, size_t cap, const char *engine)
 {
-    char command[2048], *out = NULL, *err = NULL, marker[32];
+    char command[2048], marker[32];
     snprintf(command, sizeof command, "'%s' fit '%s' " DEVICE_FLAGS " --context_length=32768",
              KVSHARD_CLI, MODEL);
-    assert_int_equal(tu_run(command, &out, &err), 0);
+    char *out = tu_run_ok(command);
     snprintf(marker, sizeof marker, "\n%-12s ", engine);
-    char *line = strstr(out, marker);
-    assert_non_null(line);
-    line += strlen(marker);
-    char *end = strchr(line, '\n');
-    assert_non_null(end);
-    *end = '\0';
-    snprintf(flags, cap, "%s", line);
+    tu_line_after(flags, cap, out, marker);
     free(out);
-    free(err);
 }
 
 static char *plan_json(const char *engine, const char *flags)
 {
-    char command[4096], *out = NULL, *err = NULL;
+    char command[4096];
     snprintf(command, sizeof command, "'%s' plan '%s' --engine=%s %s " PLAN_DEVICE, KVSHARD_CLI,
              MODEL, engine, flags);
-    assert_int_equal(tu_run(command, &out, &err), 0);
-    free(err);
-    return out;
+    return tu_run_ok(command);
 }
 
 /* Row 1 is kvshard's T = 2, D = 2 (28 a replica). Under vLLM 0.28.0 at
@@ -89,12 +80,10 @@ static void test_sglang_line_replans(void **state)
 
 static char *fit_output(const char *extra)
 {
-    char command[2048], *out = NULL, *err = NULL;
+    char command[2048];
     snprintf(command, sizeof command, "'%s' fit '%s' " DEVICE_FLAGS " %s", KVSHARD_CLI, MODEL,
              extra);
-    assert_int_equal(tu_run(command, &out, &err), 0);
-    free(err);
-    return out;
+    return tu_run_ok(command);
 }
 
 /* An engine with no line for row 1 says why, in the text and in

@@ -17,31 +17,22 @@
 /* Row 1's launch line for `engine`, copied into flags. */
 static void launch_line(char *flags, size_t cap, const char *engine)
 {
-    char command[2048], *out = NULL, *err = NULL;
+    char command[2048];
     snprintf(command, sizeof command, "'%s' fit '%s' --engine=%s --gpus=8 " DEVICE, KVSHARD_CLI,
              MODEL, engine);
-    assert_int_equal(tu_run(command, &out, &err), 0);
+    char *out = tu_run_ok(command);
     char marker[64];
     snprintf(marker, sizeof marker, "\nrecommended: %s ", engine);
-    char *line = strstr(out, marker);
-    assert_non_null(line);
-    line += strlen(marker);
-    char *end = strchr(line, '\n');
-    assert_non_null(end);
-    *end = '\0';
-    snprintf(flags, cap, "%s", line);
+    tu_line_after(flags, cap, out, marker);
     free(out);
-    free(err);
 }
 
 static char *plan_json(const char *engine, const char *flags)
 {
-    char command[4096], *out = NULL, *err = NULL;
+    char command[4096];
     snprintf(command, sizeof command, "'%s' plan '%s' --engine=%s %s " DEVICE " --format=json",
              KVSHARD_CLI, MODEL, engine, flags);
-    assert_int_equal(tu_run(command, &out, &err), 0);
-    free(err);
-    return out;
+    return tu_run_ok(command);
 }
 
 /* vLLM 0.28.0 by hand, T = 2 and D = 4 on GPUs of 85,520,809,984 bytes:

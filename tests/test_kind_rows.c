@@ -8,37 +8,6 @@
 
 #include <string.h>
 
-static kvshard_plan *plan_tp(const kvshard_model *m, uint32_t world)
-{
-    kvshard_options o = KVSHARD_OPTIONS_INIT;
-    o.world_size = world;
-    return tu_plan(m, &o);
-}
-
-static kvshard_transfer *transfer(const kvshard_plan *p, const kvshard_plan *d)
-{
-    kvshard_transfer_options o = KVSHARD_TRANSFER_OPTIONS_INIT;
-    kvshard_transfer *t = NULL;
-    kvshard_error err;
-    tu_assert_ok(kvshard_transfer_create(&t, p, d, &o, NULL, &err), &err);
-    return t;
-}
-
-/* The edge from global rank src to dst of `component` whose units start at
- * lo; the test fails when there is none. */
-static const kvshard_transfer_edge *edge(const kvshard_transfer *t, uint32_t src, uint32_t dst,
-                                         const char *component, uint32_t lo)
-{
-    for (size_t i = 0; i < kvshard_transfer_edge_count(t); i++) {
-        const kvshard_transfer_edge *e = kvshard_transfer_edge_at(t, i);
-        if (e->src == src && e->dst == dst && strcmp(e->component, component) == 0 &&
-            e->unit_lo == lo)
-            return e;
-    }
-    fail_msg("no edge %u -> %u %s [%u, ...)", src, dst, component, lo);
-    return NULL;
-}
-
 /* Nemotron-H 8B, Mamba2 state (H = 128 heads of P = 64, N = 128, G = 8
  * groups, K = 4, bf16 conv and state), P TP 1 -> D TP 2. A unit of conv_x
  * is a head's 64 channels x 3 columns x 2 = 384 B; of conv_b and conv_c a
@@ -50,13 +19,13 @@ static void mamba2_parts(void **state)
 {
     (void)state;
     kvshard_model *m = tu_load_example_model("nemotron_h_8b.json");
-    kvshard_plan *p = plan_tp(m, 1), *d = plan_tp(m, 2);
-    kvshard_transfer *t = transfer(p, d);
+    kvshard_plan *p = tu_plan_tp(m, 1, 1), *d = tu_plan_tp(m, 2, 1);
+    kvshard_transfer *t = tu_transfer(p, d, 0);
     for (uint32_t td = 0; td < 2; td++) {
-        const kvshard_transfer_edge *x = edge(t, 0, td, "conv_x", 64 * td);
-        const kvshard_transfer_edge *b = edge(t, 0, td, "conv_b", 4 * td);
-        const kvshard_transfer_edge *c = edge(t, 0, td, "conv_c", 4 * td);
-        const kvshard_transfer_edge *s = edge(t, 0, td, "ssm", 64 * td);
+        const kvshard_transfer_edge *x = tu_transfer_edge(t, 0, td, "conv_x", 64 * td);
+        const kvshard_transfer_edge *b = tu_transfer_edge(t, 0, td, "conv_b", 4 * td);
+        const kvshard_transfer_edge *c = tu_transfer_edge(t, 0, td, "conv_c", 4 * td);
+        const kvshard_transfer_edge *s = tu_transfer_edge(t, 0, td, "ssm", 64 * td);
         assert_int_equal(x->unit_hi, 64 * td + 64);
         assert_int_equal(b->unit_hi, 4 * td + 4);
         assert_int_equal(x->entry_bytes, 64 * 384); /* 24,576 */
@@ -82,10 +51,10 @@ static void short_conv_parts(void **state)
 {
     (void)state;
     kvshard_model *m = tu_load_example_model("lfm2_8b_a1b.json");
-    kvshard_plan *p = plan_tp(m, 1), *d = plan_tp(m, 2);
-    kvshard_transfer *t = transfer(p, d);
+    kvshard_plan *p = tu_plan_tp(m, 1, 1), *d = tu_plan_tp(m, 2, 1);
+    kvshard_transfer *t = tu_transfer(p, d, 0);
     for (uint32_t td = 0; td < 2; td++) {
-        const kvshard_transfer_edge *x = edge(t, 0, td, "conv_x", 1024 * td);
+        const kvshard_transfer_edge *x = tu_transfer_edge(t, 0, td, "conv_x", 1024 * td);
         assert_int_equal(x->unit_hi, 1024 * td + 1024);
         assert_int_equal(x->entry_bytes, 4096);
         assert_int_equal(x->layer_count, 18);
@@ -105,7 +74,7 @@ static void compressed_refused(void **state)
 {
     (void)state;
     kvshard_model *m = tu_load_example_model("deepseek_v4_flash.json");
-    kvshard_plan *p = plan_tp(m, 1), *d = plan_tp(m, 1);
+    kvshard_plan *p = tu_plan_tp(m, 1, 1), *d = tu_plan_tp(m, 1, 1);
     kvshard_transfer_options o = KVSHARD_TRANSFER_OPTIONS_INIT;
     kvshard_transfer *t = NULL;
     kvshard_error err;

@@ -10,45 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static kvshard_plan *plan_tp(const kvshard_model *m, uint32_t world, uint32_t split)
-{
-    kvshard_options o = KVSHARD_OPTIONS_INIT;
-    o.world_size = world;
-    o.enable_layerwise_split = split > 1;
-    o.layerwise_split_size = split > 1 ? split : 1;
-    return tu_plan(m, &o);
-}
-
-static kvshard_transfer *transfer(const kvshard_plan *p, const kvshard_plan *d, uint64_t tokens)
-{
-    kvshard_transfer_options o = KVSHARD_TRANSFER_OPTIONS_INIT;
-    o.tokens = tokens;
-    kvshard_transfer *t = NULL;
-    kvshard_error err;
-    tu_assert_ok(kvshard_transfer_create(&t, p, d, &o, NULL, &err), &err);
-    return t;
-}
-
 static kvshard_transfer_totals totals_of(const kvshard_transfer *t)
 {
     kvshard_transfer_totals tt = KVSHARD_TRANSFER_TOTALS_INIT;
     assert_int_equal(kvshard_transfer_totals_get(&tt, t), KVSHARD_OK);
     return tt;
-}
-
-/* The edge from global rank src to dst of `component` whose units start at
- * lo; the test fails when there is none. */
-static const kvshard_transfer_edge *edge(const kvshard_transfer *t, uint32_t src, uint32_t dst,
-                                         const char *component, uint32_t lo)
-{
-    for (size_t i = 0; i < kvshard_transfer_edge_count(t); i++) {
-        const kvshard_transfer_edge *e = kvshard_transfer_edge_at(t, i);
-        if (e->src == src && e->dst == dst && strcmp(e->component, component) == 0 &&
-            e->unit_lo == lo)
-            return e;
-    }
-    fail_msg("no edge %u -> %u %s [%u, ...)", src, dst, component, lo);
-    return NULL;
 }
 
 static void assert_layers(const kvshard_transfer_edge *e, const uint32_t *layers, size_t count)
@@ -68,38 +34,40 @@ static void test_qwen3_5_tp2_to_tp4_split2(void **state)
 {
     (void)state;
     kvshard_model *m = tu_load_example_model("qwen3_5_35b_a3b.json");
-    kvshard_plan *p = plan_tp(m, 2, 1), *d = plan_tp(m, 4, 2);
-    kvshard_transfer *t = transfer(p, d, 32768);
+    kvshard_plan *p = tu_plan_tp(m, 2, 1), *d = tu_plan_tp(m, 4, 2);
+    kvshard_transfer *t = tu_transfer(p, d, 32768);
 
     /* 4 (P, D) pairs, each 1 kv edge + 4 state edges. */
     assert_int_equal(kvshard_transfer_edge_count(t), 20);
     /* D rank 0 owns the even KV ordinals (layers 3, 11, 19, 27, 35) of split
      * group {0, 1} (head 0); its home is P rank 0 = floor(0 x 2 / 4). */
     static const uint32_t even[] = {3, 11, 19, 27, 35}, odd[] = {7, 15, 23, 31, 39};
-    const kvshard_transfer_edge *e = edge(t, 0, 0, "kv", 0);
+    const kvshard_transfer_edge *e = tu_transfer_edge(t, 0, 0, "kv", 0);
     assert_layers(e, even, 5);
     assert_int_equal(e->unit_hi, 1);
     assert_int_equal(e->entry_bytes, 1024);
     assert_int_equal(e->bytes_per_token, 5 * 1024);     /* 5,120 */
     assert_int_equal(e->bytes, UINT64_C(5120) * 32768); /* 167,772,160 */
-    assert_layers(edge(t, 0, 1, "kv", 0), odd, 5);
+    assert_layers(tu_transfer_edge(t, 0, 1, "kv", 0), odd, 5);
     /* D ranks 2 and 3: home P rank 1 = floor(2 x 2 / 4), head 1. */
-    assert_layers(edge(t, 1, 2, "kv", 1), even, 5);
-    assert_layers(edge(t, 1, 3, "kv", 1), odd, 5);
+    assert_layers(tu_transfer_edge(t, 1, 2, "kv", 1), even, 5);
+    assert_layers(tu_transfer_edge(t, 1, 3, "kv", 1), odd, 5);
 
     /* Each D rank holds 4 of 16 key heads: D rank t's conv_q is
      * [4t, 4t + 4), from its home, which holds 8 of them. */
     for (uint32_t td = 0; td < 4; td++) {
         uint32_t src = td / 2;
-        const kvshard_transfer_edge *q = edge(t, src, td, "conv_q", 4 * td);
+        const kvshard_transfer_edge *q = tu_transfer_edge(t, src, td, "conv_q", 4 * td);
         assert_int_equal(q->unit_hi, 4 * td + 4);
         assert_int_equal(q->layer_count, 30);
         assert_int_equal(q->entry_bytes, 4 * 768);   /* 3,072 */
         assert_int_equal(q->bytes_fixed, 30 * 3072); /* 92,160 */
-        assert_int_equal(edge(t, src, td, "conv_k", 4 * td)->entry_bytes, 3072);
-        assert_int_equal(edge(t, src, td, "conv_v", 8 * td)->entry_bytes, 8 * 768); /* 6,144 */
-        assert_int_equal(edge(t, src, td, "ssm", 8 * td)->entry_bytes, 8 * 65536);  /* 524,288 */
-        assert_string_equal(edge(t, src, td, "ssm", 8 * td)->entry, "state");
+        assert_int_equal(tu_transfer_edge(t, src, td, "conv_k", 4 * td)->entry_bytes, 3072);
+        assert_int_equal(tu_transfer_edge(t, src, td, "conv_v", 8 * td)->entry_bytes,
+                         8 * 768); /* 6,144 */
+        assert_int_equal(tu_transfer_edge(t, src, td, "ssm", 8 * td)->entry_bytes,
+                         8 * 65536); /* 524,288 */
+        assert_string_equal(tu_transfer_edge(t, src, td, "ssm", 8 * td)->entry, "state");
     }
 
     /* What each rank builds its list from: P rank 1 sends the 10 edges to
@@ -151,8 +119,8 @@ static void test_qwen3_5_tp2_to_tp4_unsplit(void **state)
 {
     (void)state;
     kvshard_model *m = tu_load_example_model("qwen3_5_35b_a3b.json");
-    kvshard_plan *p = plan_tp(m, 2, 1), *d = plan_tp(m, 4, 1);
-    kvshard_transfer *t = transfer(p, d, 32768);
+    kvshard_plan *p = tu_plan_tp(m, 2, 1), *d = tu_plan_tp(m, 4, 1);
+    kvshard_transfer *t = tu_transfer(p, d, 32768);
     kvshard_transfer_totals tt = totals_of(t);
     assert_int_equal(tt.wire_per_token, 40960); /* 4 ranks x 10 layers x 1,024 */
     /* 40,960 x 32,768 + 64,389,120 = 1,342,177,280 + 64,389,120. */
@@ -185,8 +153,8 @@ static void test_minimax_m2_tp16_to_tp8(void **state)
 {
     (void)state;
     kvshard_model *m = tu_load_model_text(minimax_m2);
-    kvshard_plan *p = plan_tp(m, 16, 1), *d = plan_tp(m, 8, 1);
-    kvshard_transfer *t = transfer(p, d, 32768);
+    kvshard_plan *p = tu_plan_tp(m, 16, 1), *d = tu_plan_tp(m, 8, 1);
+    kvshard_transfer *t = tu_transfer(p, d, 32768);
     assert_int_equal(kvshard_transfer_edge_count(t), 8);
     for (uint32_t td = 0; td < 8; td++) {
         const kvshard_transfer_edge *e = kvshard_transfer_edge_at(t, td);
@@ -233,11 +201,11 @@ static void test_deepseek_v3_2_replication_tax(void **state)
 
     /* Unsplit, the latent is on every D rank: D rank t reads all 61 layers
      * from its home P rank t, 16 edges (latent and index per pair). */
-    kvshard_transfer *t = transfer(p, d, 32768);
+    kvshard_transfer *t = tu_transfer(p, d, 32768);
     assert_int_equal(kvshard_transfer_edge_count(t), 16);
-    assert_int_equal(edge(t, 3, 3, "latent", 0)->entry_bytes, 656);
-    assert_int_equal(edge(t, 3, 3, "index", 0)->entry_bytes, 132);
-    assert_int_equal(edge(t, 3, 3, "latent", 0)->layer_count, 61);
+    assert_int_equal(tu_transfer_edge(t, 3, 3, "latent", 0)->entry_bytes, 656);
+    assert_int_equal(tu_transfer_edge(t, 3, 3, "index", 0)->entry_bytes, 132);
+    assert_int_equal(tu_transfer_edge(t, 3, 3, "latent", 0)->layer_count, 61);
     kvshard_transfer_totals tt = totals_of(t);
     assert_int_equal(tt.unique_per_token, 48068);
     assert_int_equal(tt.unique, UINT64_C(1575092224));
@@ -251,10 +219,10 @@ static void test_deepseek_v3_2_replication_tax(void **state)
     /* A split of 8 on D: layer l is owned by D rank l mod 8, whose home is
      * P rank l mod 8; wire = unique, and P ranks 0-4 send 8 layers:
      * 8 x 788 x 32,768 = 206,569,472 B, ceil(/ 50,000) = 4,132 us. */
-    t = transfer(p, split, 32768);
+    t = tu_transfer(p, split, 32768);
     assert_int_equal(kvshard_transfer_edge_count(t), 16);
     static const uint32_t owned_by_5[] = {5, 13, 21, 29, 37, 45, 53};
-    assert_layers(edge(t, 5, 5, "latent", 0), owned_by_5, 7);
+    assert_layers(tu_transfer_edge(t, 5, 5, "latent", 0), owned_by_5, 7);
     tt = totals_of(t);
     assert_int_equal(tt.wire, UINT64_C(1575092224));
     assert_true(tt.replication == 1.0);
@@ -281,13 +249,13 @@ static void test_qwen3_next_stages(void **state)
     kvshard_options o = KVSHARD_OPTIONS_INIT;
     o.world_size = 4;
     o.pp_size = 2;
-    kvshard_plan *p = tu_plan(m, &o), *d = plan_tp(m, 4, 1);
-    kvshard_transfer *t = transfer(p, d, 32768);
+    kvshard_plan *p = tu_plan(m, &o), *d = tu_plan_tp(m, 4, 1);
+    kvshard_transfer *t = tu_transfer(p, d, 32768);
     assert_int_equal(kvshard_transfer_edge_count(t), 40);
     /* Stage 1's TP rank 0 is global rank 2 (layout vllm): it sends D rank 1
      * head 0 of the KV layers 27, ..., 47. */
     static const uint32_t stage1_kv[] = {27, 31, 35, 39, 43, 47};
-    const kvshard_transfer_edge *e = edge(t, 2, 1, "kv", 0);
+    const kvshard_transfer_edge *e = tu_transfer_edge(t, 2, 1, "kv", 0);
     assert_int_equal(e->src_stage, 1);
     assert_int_equal(e->src_tp, 0);
     assert_layers(e, stage1_kv, 6);
@@ -322,7 +290,7 @@ static void test_replica_pair(void **state)
     o.world_size = 8;
     o.pp_size = 2;
     o.dp_size = 2;
-    kvshard_plan *p = tu_plan(m, &o), *d = plan_tp(m, 4, 1);
+    kvshard_plan *p = tu_plan(m, &o), *d = tu_plan_tp(m, 4, 1);
     kvshard_transfer_options to = KVSHARD_TRANSFER_OPTIONS_INIT;
     to.p_replica = 1;
     kvshard_transfer *t = NULL;
@@ -330,13 +298,13 @@ static void test_replica_pair(void **state)
     tu_assert_ok(kvshard_transfer_create(&t, p, d, &to, NULL, &err), &err);
     assert_int_equal(kvshard_transfer_edge_count(t), 40);
     assert_int_equal(kvshard_transfer_edge_at(t, 0)->src, 4);
-    assert_int_equal(edge(t, 6, 1, "kv", 0)->src_stage, 1);
+    assert_int_equal(tu_transfer_edge(t, 6, 1, "kv", 0)->src_stage, 1);
     /* The digest names the global ranks: another replica, another map. */
     kvshard_plan *p1 = NULL;
     o.dp_size = 1;
     o.world_size = 4;
     p1 = tu_plan(m, &o);
-    kvshard_transfer *t0 = transfer(p1, d, 0);
+    kvshard_transfer *t0 = tu_transfer(p1, d, 0);
     assert_int_equal(kvshard_transfer_edge_count(t0), 40);
     assert_int_equal(kvshard_transfer_edge_at(t0, 0)->src, 0);
     assert_true(kvshard_transfer_digest(t0) != kvshard_transfer_digest(t));
@@ -356,11 +324,11 @@ static void test_gemma_3_windows(void **state)
 {
     (void)state;
     kvshard_model *m = tu_load_example_model("gemma_3_27b.json");
-    kvshard_plan *p = plan_tp(m, 2, 1), *d = plan_tp(m, 4, 1);
-    kvshard_transfer *t = transfer(p, d, 32768);
+    kvshard_plan *p = tu_plan_tp(m, 2, 1), *d = tu_plan_tp(m, 4, 1);
+    kvshard_transfer *t = tu_transfer(p, d, 32768);
     /* D rank t holds heads [4t, 4t + 4), all on its home P rank t / 2. */
     assert_int_equal(kvshard_transfer_edge_count(t), 8);
-    const kvshard_transfer_edge *w = edge(t, 1, 3, "kv", 12);
+    const kvshard_transfer_edge *w = tu_transfer_edge(t, 1, 3, "kv", 12);
     assert_string_equal(w->entry, "window");
     assert_int_equal(w->entry_span, 1024);
     assert_int_equal(w->entry_bytes, 4 * 512);
@@ -389,21 +357,21 @@ static void test_drafts(void **state)
     kvshard_options o = KVSHARD_OPTIONS_INIT;
     o.world_size = 8;
     o.num_speculative_tokens = 1;
-    kvshard_plan *spec = tu_plan(m, &o), *plain = plan_tp(m, 8, 1);
-    kvshard_transfer *t = transfer(spec, plain, 0);
+    kvshard_plan *spec = tu_plan(m, &o), *plain = tu_plan_tp(m, 8, 1);
+    kvshard_transfer *t = tu_transfer(spec, plain, 0);
     const char *code = NULL;
     assert_int_equal(kvshard_transfer_warning(&code, NULL, t, 0), KVSHARD_OK);
     assert_string_equal(code, "draft_not_sent");
-    assert_int_equal(edge(t, 0, 0, "latent", 0)->layer_count, 61);
+    assert_int_equal(tu_transfer_edge(t, 0, 0, "latent", 0)->layer_count, 61);
     kvshard_transfer_free(t);
-    t = transfer(plain, spec, 0);
+    t = tu_transfer(plain, spec, 0);
     assert_int_equal(kvshard_transfer_warning(&code, NULL, t, 0), KVSHARD_OK);
     assert_string_equal(code, "draft_not_on_source");
-    assert_int_equal(edge(t, 0, 0, "latent", 0)->layer_count, 61);
+    assert_int_equal(tu_transfer_edge(t, 0, 0, "latent", 0)->layer_count, 61);
     kvshard_transfer_free(t);
     /* Both count it: 62 layers, the draft last. */
-    t = transfer(spec, spec, 0);
-    const kvshard_transfer_edge *e = edge(t, 0, 0, "latent", 0);
+    t = tu_transfer(spec, spec, 0);
+    const kvshard_transfer_edge *e = tu_transfer_edge(t, 0, 0, "latent", 0);
     assert_int_equal(e->layer_count, 62);
     assert_int_equal(e->layers[61], 61);
     kvshard_transfer_free(t);
@@ -418,8 +386,8 @@ static void test_no_length(void **state)
 {
     (void)state;
     kvshard_model *m = tu_load_example_model("qwen3_5_35b_a3b.json");
-    kvshard_plan *p = plan_tp(m, 2, 1), *d = plan_tp(m, 4, 2);
-    kvshard_transfer *t = transfer(p, d, 0);
+    kvshard_plan *p = tu_plan_tp(m, 2, 1), *d = tu_plan_tp(m, 4, 2);
+    kvshard_transfer *t = tu_transfer(p, d, 0);
     kvshard_transfer_totals tt = totals_of(t);
     assert_false(tt.has_bytes);
     assert_false(tt.has_replication);
@@ -452,7 +420,7 @@ static void test_refusals(void **state)
     (void)state;
     kvshard_model *q = tu_load_example_model("qwen3_5_35b_a3b.json");
     kvshard_model *mm = tu_load_model_text(minimax_m2);
-    kvshard_plan *p = plan_tp(q, 2, 1), *other = plan_tp(mm, 2, 1);
+    kvshard_plan *p = tu_plan_tp(q, 2, 1), *other = tu_plan_tp(mm, 2, 1);
     expect_refusal(p, other, NULL, KVSHARD_EINVAL,
                    "transfer_model_mismatch: the two sides plan different models: num_layers is "
                    "40 on P and 62 on D");
@@ -498,59 +466,50 @@ static void test_refusals(void **state)
     "--p.world_size=2 --d.world_size=4 --d.enable_layerwise_split=true "                           \
     "--d.layerwise_split_size=2"
 
-/* Run `kvshard transfer ARGS`; the exit status, standard output and error. */
-static int transfer_cli(const char *args, char **out, char **err)
-{
-    char command[2048];
-    snprintf(command, sizeof command, "\"%s\" transfer %s", KVSHARD_CLI, args);
-    return tu_run(command, out, err);
-}
-
-static void assert_contains(const char *text, const char *part)
-{
-    if (!strstr(text, part))
-        fail_msg("\"%s\" not in:\n%s", part, text);
-}
-
 static void test_command_text_and_json(void **state)
 {
     (void)state;
     char *out = NULL, *err = NULL;
-    assert_int_equal(
-        transfer_cli("'" QWEN "' '" QWEN "' " SPLIT_PAIR " --context_length=32768", &out, &err), 0);
+    assert_int_equal(tu_cli("transfer",
+                            "'" QWEN "' '" QWEN "' " SPLIT_PAIR " --context_length=32768", &out,
+                            &err),
+                     0);
     assert_string_equal(err, "");
-    assert_contains(out, "\nunique     735,477,760 B: 20,480 B/token + 64,389,120 B per request\n");
-    assert_contains(out, "\nwire       735,477,760 B: 20,480 B/token + 64,389,120 B per "
-                         "request; replication 1.0\n");
-    assert_contains(out, "\nbusiest    P rank 0 (stage 0, TP 0) sends 367,738,880 B; D rank 0 "
-                         "(stage 0, TP 0) receives 183,869,440 B\n");
-    assert_contains(out, "\ntime       7,355 us");
-    assert_contains(out, "\nedges      20\n");
-    assert_contains(out, "\n    0    0  kv          [0, 1)    token            1,024      "
-                         "167,772,160  3, 11, 19, 27, 35\n");
-    assert_contains(out, "\ndigest     ee1b03cab8841722\n");
+    tu_assert_contains(out,
+                       "\nunique     735,477,760 B: 20,480 B/token + 64,389,120 B per request\n");
+    tu_assert_contains(out, "\nwire       735,477,760 B: 20,480 B/token + 64,389,120 B per "
+                            "request; replication 1.0\n");
+    tu_assert_contains(out, "\nbusiest    P rank 0 (stage 0, TP 0) sends 367,738,880 B; D rank 0 "
+                            "(stage 0, TP 0) receives 183,869,440 B\n");
+    tu_assert_contains(out, "\ntime       7,355 us");
+    tu_assert_contains(out, "\nedges      20\n");
+    tu_assert_contains(out, "\n    0    0  kv          [0, 1)    token            1,024      "
+                            "167,772,160  3, 11, 19, 27, 35\n");
+    tu_assert_contains(out, "\ndigest     ee1b03cab8841722\n");
     free(out);
     free(err);
-    assert_int_equal(transfer_cli("'" QWEN "' '" QWEN "' " SPLIT_PAIR
-                                  " --context_length=32768 --format=json",
-                                  &out, &err),
+    assert_int_equal(tu_cli("transfer",
+                            "'" QWEN "' '" QWEN "' " SPLIT_PAIR
+                            " --context_length=32768 --format=json",
+                            &out, &err),
                      0);
-    assert_contains(out, "\"unique\": 735477760");
-    assert_contains(out, "\"wire\": 735477760, \"replication\": 1.0");
-    assert_contains(out, "\"time_us\": 7355");
-    assert_contains(out, "\"request\": {\"tokens\": 32768, \"nic\": \"ndr400\", "
-                         "\"nic_bytes_per_second\": 50000000000}");
-    assert_contains(out, "\"digest\": \"ee1b03cab8841722\"\n}\n");
+    tu_assert_contains(out, "\"unique\": 735477760");
+    tu_assert_contains(out, "\"wire\": 735477760, \"replication\": 1.0");
+    tu_assert_contains(out, "\"time_us\": 7355");
+    tu_assert_contains(out, "\"request\": {\"tokens\": 32768, \"nic\": \"ndr400\", "
+                            "\"nic_bytes_per_second\": 50000000000}");
+    tu_assert_contains(out, "\"digest\": \"ee1b03cab8841722\"\n}\n");
     free(out);
     free(err);
     /* A NIC written as a rate: 48GB is 48,000,000,000 B/s, and
      * ceil(367,738,880 x 10^6 / 48 x 10^9) = 7,662 us. */
-    assert_int_equal(transfer_cli("'" QWEN "' '" QWEN "' " SPLIT_PAIR
-                                  " --context_length=32768 --nic=48GB --format=json",
-                                  &out, &err),
+    assert_int_equal(tu_cli("transfer",
+                            "'" QWEN "' '" QWEN "' " SPLIT_PAIR
+                            " --context_length=32768 --nic=48GB --format=json",
+                            &out, &err),
                      0);
-    assert_contains(out, "\"nic\": \"custom\", \"nic_bytes_per_second\": 48000000000");
-    assert_contains(out, "\"time_us\": 7662");
+    tu_assert_contains(out, "\"nic\": \"custom\", \"nic_bytes_per_second\": 48000000000");
+    tu_assert_contains(out, "\"time_us\": 7662");
     free(out);
     free(err);
 }
@@ -597,7 +556,7 @@ static void test_command_errors(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *out = NULL, *err = NULL;
-        int status = transfer_cli(cases[i].args, &out, &err);
+        int status = tu_cli("transfer", cases[i].args, &out, &err);
         if (status != cases[i].status ||
             strncmp(err, cases[i].message, strlen(cases[i].message)) != 0)
             fail_msg("transfer %s: exit %d, stderr:\n%s", cases[i].args, status, err);

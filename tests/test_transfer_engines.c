@@ -17,14 +17,6 @@ static kvshard_plan *plan_tp(const kvshard_model *m, kvshard_engine engine, uint
     return tu_plan(m, &o);
 }
 
-static kvshard_transfer *transfer(const kvshard_plan *p, const kvshard_plan *d)
-{
-    kvshard_transfer *t = NULL;
-    kvshard_error err;
-    tu_assert_ok(kvshard_transfer_create(&t, p, d, NULL, NULL, &err), &err);
-    return t;
-}
-
 /* The edges of a transfer as (src, dst, component, lo, hi), in its order. */
 typedef struct expected_edge {
     uint32_t src, dst;
@@ -51,7 +43,7 @@ static void assert_pair(const kvshard_model *m, uint32_t tp_p, uint32_t tp_d,
 {
     kvshard_plan *p = plan_tp(m, KVSHARD_ENGINE_KVSHARD, tp_p);
     kvshard_plan *d = plan_tp(m, KVSHARD_ENGINE_KVSHARD, tp_d);
-    kvshard_transfer *t = transfer(p, d);
+    kvshard_transfer *t = tu_transfer(p, d, 0);
     assert_edges(t, want, count);
     kvshard_transfer_free(t);
     kvshard_plan_free(d);
@@ -225,7 +217,7 @@ static void assert_verdict(const kvshard_model *m, const side_of *p, const side_
     kvshard_plan *td = side_plan(m, d, KVSHARD_ENGINE_KVSHARD, NULL);
     kvshard_plan *ep = side_plan(m, p, engine, version);
     kvshard_plan *ed = side_plan(m, d, engine, version);
-    kvshard_transfer *t = transfer(tp, td);
+    kvshard_transfer *t = tu_transfer(tp, td, 0);
     kvshard_error err;
     tu_assert_ok(kvshard_transfer_judge(t, ep, ed, &err), &err);
     assert_int_equal(kvshard_transfer_verdict_count(t), 1);
@@ -357,7 +349,7 @@ static void test_verdict_unsupported(void **state)
     (void)state;
     kvshard_model *m = tu_load_example_model("llama3_1_8b.json");
     kvshard_plan *p = plan_tp(m, KVSHARD_ENGINE_KVSHARD, 2);
-    kvshard_transfer *t = transfer(p, p);
+    kvshard_transfer *t = tu_transfer(p, p, 0);
     kvshard_error err;
     tu_assert_ok(kvshard_transfer_judge_unsupported(t, KVSHARD_ENGINE_SGLANG, NULL,
                                                     "the model's kind", &err),
@@ -383,13 +375,6 @@ static void test_verdict_unsupported(void **state)
 #define QWEN KVSHARD_EXAMPLES "/models/qwen3_5_35b_a3b.json"
 #define QWEN_PAIR "'" QWEN "' '" QWEN "' --p.world_size=2 --d.world_size=4 "
 
-static int transfer_cli(const char *args, char **out, char **err)
-{
-    char command[2048];
-    snprintf(command, sizeof command, "\"%s\" transfer %s", KVSHARD_CLI, args);
-    return tu_run(command, out, err);
-}
-
 /* Qwen3.5-35B-A3B P TP 2 -> D TP 4 without a split: vLLM refuses (528 is no
  * multiple of 1,056; at 0.26.0 a hybrid's blocks must also match), exit 1
  * with the document written; SGLang supports it, exit 0; without --engine
@@ -398,7 +383,7 @@ static void test_command_engine(void **state)
 {
     (void)state;
     char *out = NULL, *err = NULL;
-    assert_int_equal(transfer_cli(QWEN_PAIR "--engine=vllm --format=json", &out, &err), 1);
+    assert_int_equal(tu_cli("transfer", QWEN_PAIR "--engine=vllm --format=json", &out, &err), 1);
     tu_assert_contains(out, "\"verdicts\": [\n    {\"engine\": \"vllm\", \"version\": \"0.28.0\", "
                             "\"verdict\": \"refused\",\n     \"reasons\": [{\"code\": "
                             "\"vllm_block_ratio\", \"message\": \"D's block 528 is not a multiple "
@@ -408,20 +393,20 @@ static void test_command_engine(void **state)
                              "(vllm_block_ratio)\n");
     free(out);
     free(err);
-    assert_int_equal(transfer_cli(QWEN_PAIR "--engine=vllm --engine_version=0.26.0", &out, &err),
-                     1);
+    assert_int_equal(
+        tu_cli("transfer", QWEN_PAIR "--engine=vllm --engine_version=0.26.0", &out, &err), 1);
     tu_assert_contains(out, "verdict    vllm 0.26.0: refused (vllm_block_ratio: D's block 528 is "
                             "not a multiple of P's 1,056; vllm_block_hma: the blocks differ (1,056 "
                             "on P, 528 on D): with sliding or state layers they must match before "
                             "0.27.0); requires VLLM_SSM_CONV_STATE_LAYOUT=DS\nedges");
     free(out);
     free(err);
-    assert_int_equal(transfer_cli(QWEN_PAIR "--engine=sglang", &out, &err), 0);
+    assert_int_equal(tu_cli("transfer", QWEN_PAIR "--engine=sglang", &out, &err), 0);
     tu_assert_contains(out, "\nverdict    sglang 0.5.21: supported\nedges");
     assert_string_equal(err, "");
     free(out);
     free(err);
-    assert_int_equal(transfer_cli(QWEN_PAIR, &out, &err), 0);
+    assert_int_equal(tu_cli("transfer", QWEN_PAIR, &out, &err), 0);
     tu_assert_contains(out, "\nverdict    vllm 0.28.0: refused");
     tu_assert_contains(out, "\nverdict    sglang 0.5.21: supported\n"
                             "verdict    xllm 0.11.0: supported; requires kv_mode=PUSH\n");
@@ -449,7 +434,7 @@ static void test_command_engine_errors(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *out = NULL, *err = NULL;
-        int status = transfer_cli(cases[i].args, &out, &err);
+        int status = tu_cli("transfer", cases[i].args, &out, &err);
         if (status != cases[i].status ||
             strncmp(err, cases[i].message, strlen(cases[i].message)) != 0)
             fail_msg("transfer %s: exit %d, stderr:\n%s", cases[i].args, status, err);

@@ -68,9 +68,8 @@ static void test_refusals(void **state)
 {
     (void)state;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char command[4096], *out = NULL, *err = NULL;
-        snprintf(command, sizeof command, "\"%s\" transfer %s", KVSHARD_CLI, cases[i].args);
-        int status = tu_run(command, &out, &err);
+        char *out = NULL, *err = NULL;
+        int status = tu_cli("transfer", cases[i].args, &out, &err);
         const char *newline = strchr(err, '\n');
         size_t len = newline ? (size_t)(newline - err) : strlen(err);
         if (status != cases[i].status || len != strlen(cases[i].first_line) ||

@@ -21,25 +21,6 @@
 /* The widest band is 96 px: the scale the picture says it draws at. */
 #define BAND_MAX 96.0
 
-static kvshard_plan *plan_tp(const kvshard_model *m, uint32_t world, uint32_t split)
-{
-    kvshard_options o = KVSHARD_OPTIONS_INIT;
-    o.world_size = world;
-    o.enable_layerwise_split = split > 1;
-    o.layerwise_split_size = split > 1 ? split : 1;
-    return tu_plan(m, &o);
-}
-
-static kvshard_transfer *transfer(const kvshard_plan *p, const kvshard_plan *d, uint64_t tokens)
-{
-    kvshard_transfer_options o = KVSHARD_TRANSFER_OPTIONS_INIT;
-    o.tokens = tokens;
-    kvshard_transfer *t = NULL;
-    kvshard_error err;
-    tu_assert_ok(kvshard_transfer_create(&t, p, d, &o, NULL, &err), &err);
-    return t;
-}
-
 static char *svg_of(const kvshard_transfer *t)
 {
     char *text = NULL;
@@ -181,8 +162,8 @@ static void test_band_widths_to_scale(void **state)
 {
     (void)state;
     kvshard_model *m = tu_load_example_model("qwen3_5_35b_a3b.json");
-    kvshard_plan *p = plan_tp(m, 2, 1), *d = plan_tp(m, 4, 2);
-    kvshard_transfer *t = transfer(p, d, 32768);
+    kvshard_plan *p = tu_plan_tp(m, 2, 1), *d = tu_plan_tp(m, 4, 2);
+    kvshard_transfer *t = tu_transfer(p, d, 32768);
     char *svg = svg_of(t);
     assert_well_formed(svg);
 
@@ -232,8 +213,8 @@ static void test_band_widths_to_scale(void **state)
     /* Without the split each D rank takes its head of all ten layers:
      * 10 x 1,024 x 32,768 = 335,544,320 B a kv edge, now the widest, and
      * the ssm edges half as wide as before against it: 4.5 px. */
-    d = plan_tp(m, 4, 1);
-    t = transfer(p, d, 32768);
+    d = tu_plan_tp(m, 4, 1);
+    t = tu_transfer(p, d, 32768);
     svg = svg_of(t);
     n = band_widths(widths, 64, svg);
     assert_int_equal(n, 20);
@@ -262,8 +243,8 @@ static void test_stages(void **state)
     kvshard_options o = KVSHARD_OPTIONS_INIT;
     o.world_size = 4;
     o.pp_size = 2;
-    kvshard_plan *p = tu_plan(m, &o), *d = plan_tp(m, 4, 1);
-    kvshard_transfer *t = transfer(p, d, 32768);
+    kvshard_plan *p = tu_plan(m, &o), *d = tu_plan_tp(m, 4, 1);
+    kvshard_transfer *t = tu_transfer(p, d, 32768);
     char *svg = svg_of(t);
     assert_well_formed(svg);
     assert_int_equal(occurrences(svg, "<path class=\"band "), kvshard_transfer_edge_count(t));
@@ -291,14 +272,14 @@ static void test_refusals(void **state)
 {
     (void)state;
     kvshard_model *m = tu_load_example_model("qwen3_5_35b_a3b.json");
-    kvshard_plan *p = plan_tp(m, 2, 1), *d = plan_tp(m, 4, 2);
-    kvshard_transfer *t = transfer(p, d, 0);
+    kvshard_plan *p = tu_plan_tp(m, 2, 1), *d = tu_plan_tp(m, 4, 2);
+    kvshard_transfer *t = tu_transfer(p, d, 0);
     char *text = NULL;
     assert_int_equal(kvshard_transfer_write_svg(t, tu_append, &text), KVSHARD_EINVAL);
     assert_null(text);
     assert_int_equal(kvshard_transfer_write_svg(NULL, tu_append, &text), KVSHARD_EINVAL);
     kvshard_transfer_free(t);
-    t = transfer(p, d, 32768);
+    t = tu_transfer(p, d, 32768);
     assert_int_equal(kvshard_transfer_write_svg(t, NULL, NULL), KVSHARD_EINVAL);
     assert_int_equal(kvshard_transfer_write_svg(t, failing_writer, NULL), KVSHARD_EWRITE);
     kvshard_transfer_free(t);

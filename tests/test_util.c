@@ -4,6 +4,7 @@
 
 #include "kvshard/output.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,6 +157,29 @@ int tu_run(const char *command, char **out_stdout, char **out_stderr)
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+char *tu_run_ok(const char *command)
+{
+    char *out = NULL, *err = NULL;
+    int status = tu_run(command, &out, &err);
+    if (status != 0)
+        print_error("%s\nexited %d:\n%s\n", command, status, err ? err : "");
+    assert_int_equal(status, 0);
+    free(err);
+    return out;
+}
+
+void tu_line_after(char *out, size_t cap, const char *text, const char *marker)
+{
+    const char *line = strstr(text, marker);
+    if (!line)
+        print_error("no \"%s\" in:\n%s\n", marker, text);
+    assert_non_null(line);
+    line += strlen(marker);
+    const char *end = strchr(line, '\n');
+    assert_non_null(end);
+    snprintf(out, cap, "%.*s", (int)(end - line), line);
+}
+
 void tu_assert_rank_layers(const kvshard_plan *plan, uint32_t plan_rank, const uint32_t *expected,
                            size_t count)
 {
@@ -286,6 +310,13 @@ double tu_efig_double(const kvshard_plan *p, const char *name)
     kvshard_figure f = tu_engine_figure(p, name);
     assert_int_equal(f.type, KVSHARD_FIGURE_DOUBLE);
     return f.double_value;
+}
+
+void tu_assert_near(double got, double want, double tolerance)
+{
+    if (fabs(got - want) > tolerance)
+        print_error("got %.6f, want %.6f\n", got, want);
+    assert_true(fabs(got - want) <= tolerance);
 }
 
 void tu_assert_contains(const char *haystack, const char *needle)

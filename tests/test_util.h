@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "kvshard/kvshard.h"
+#include "kvshard/explore.h"
 
 /* Path of a file under examples/ or tests/data/ (static buffer per call site
  * is not needed: the result is malloc'd; free it). */
@@ -43,6 +44,13 @@ char *tu_plan_text(const kvshard_plan *plan);
 /* Run a shell command line; capture stdout and stderr (malloc'd, may be NULL
  * to ignore). Returns the exit status, or -1 when it did not exit. */
 int tu_run(const char *command, char **out_stdout, char **out_stderr);
+
+/* Run a shell command line that must exit 0; its standard output
+ * (malloc'd), standard error printed when it does not. */
+char *tu_run_ok(const char *command);
+/* The rest of the line after `marker` in `text` into `out` (cut at `cap`);
+ * the test fails without one. */
+void tu_line_after(char *out, size_t cap, const char *text, const char *marker);
 
 /* kvshard_plan_blocks_for() over every rank with `memory` bytes and nothing
  * else: the common block count into *out. */
@@ -103,9 +111,28 @@ bool tu_efig_bool(const kvshard_plan *p, const char *name);
 const char *tu_efig_text(const kvshard_plan *p, const char *name);
 double tu_efig_double(const kvshard_plan *p, const char *name);
 
+/* `got` is within `tolerance` of `want`, else both are printed. */
+void tu_assert_near(double got, double want, double tolerance);
 /* `needle` is in `haystack`, else both are printed. */
 void tu_assert_contains(const char *haystack, const char *needle);
 /* The message of the plan's first warning `code`; NULL without one. */
 const char *tu_warning_message(const kvshard_plan *p, kvshard_warning_code code);
+
+/* ---- explore: the CLI, transfers and comm estimates (test_util_output.c) ---- */
+
+/* Run `kvshard COMMAND ARGS` (the built CLI); the exit status, standard
+ * output and error as tu_run gives them. */
+int tu_cli(const char *command, const char *args, char **out_stdout, char **out_stderr);
+/* The plan of `m` on `world` TP ranks, with a layerwise split of `split`
+ * above 1; the test fails if it cannot be made. */
+kvshard_plan *tu_plan_tp(const kvshard_model *m, uint32_t world, uint32_t split);
+/* The transfer of `tokens` tokens from plan p to plan d, which must be made. */
+kvshard_transfer *tu_transfer(const kvshard_plan *p, const kvshard_plan *d, uint64_t tokens);
+/* The edge from global rank src to dst of `component` whose units start at
+ * lo; the test fails when there is none. */
+const kvshard_transfer_edge *tu_transfer_edge(const kvshard_transfer *t, uint32_t src, uint32_t dst,
+                                              const char *component, uint32_t lo);
+/* The plan's communication estimate, which must be made. */
+kvshard_comm_estimate tu_comm_estimate(const kvshard_plan *p);
 
 #endif /* KVSHARD_TEST_UTIL_H */
