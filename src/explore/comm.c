@@ -464,6 +464,40 @@ static void verdicts(kvshard__comm *c, const kvshard__comm_stage *stages, uint32
                     (unsigned long long)c->unsplit_batch);
 }
 
+/* The same estimate at S = 1 into out's unsplit figures: plan `p` viewed
+ * with the split off, its ranks' figures and capacity counted unsplit
+ * (kvshard_plan__unsplit_capacity), its batch that capacity's. None when
+ * the unsplit plan has no memory for a block or no step. */
+static void unsplit_reference(kvshard__comm *out, const kvshard_plan *p)
+{
+    kvshard_allocator a = p->alloc;
+    kvshard_plan view = *p;
+    view.split = 1;
+    view.comm_reference = false;
+    view.ranks = kvshard_alloc__bytes(&a, p->ranks_count, sizeof *view.ranks);
+    kvshard__comm_stage *stages = kvshard_alloc__bytes(&a, p->pp, sizeof *stages);
+    uint32_t *owned = kvshard_alloc__bytes(&a, p->pp, sizeof *owned);
+    kvshard_diag__ctx quiet = kvshard_diag__on(NULL);
+    kvshard__comm ref;
+    if (view.ranks && stages && owned &&
+        kvshard_plan__unsplit_capacity(&view.cap, view.ranks, p, &quiet) == KVSHARD_OK) {
+        /* One split rank a stage owns every KV layer of it. */
+        for (uint32_t s = 0; s < p->pp; s++)
+            owned[s] = p->stages[s].num_kv;
+        view.owned_counts = owned;
+        if (estimate(&ref, stages, &view, NULL) == KVSHARD_OK && ref.has_step) {
+            out->has_unsplit = true;
+            out->unsplit_batch = ref.batch;
+            out->unsplit_base_us = ref.base_us;
+            out->unsplit_step_us = ref.step_us;
+            out->unsplit_throughput = ref.throughput;
+        }
+    }
+    kvshard_alloc__free(&a, owned);
+    kvshard_alloc__free(&a, stages);
+    kvshard_alloc__free(&a, view.ranks);
+}
+
 int kvshard_comm__of(kvshard__comm *out, kvshard__comm_stage *stages, const kvshard_plan *p,
                      kvshard_error *err)
 {
@@ -473,20 +507,8 @@ int kvshard_comm__of(kvshard__comm *out, kvshard__comm_stage *stages, const kvsh
         return kvshard_error__fail(err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
                                    "out of memory");
     int rc = estimate(out, own, p, err);
-    if (rc == KVSHARD_OK && p->comm_unsplit && out->split > 1) {
-        kvshard__comm ref;
-        kvshard__comm_stage *ref_stages = kvshard_alloc__bytes(&a, p->comm_unsplit->pp,
-                                                               sizeof *ref_stages);
-        if (ref_stages && estimate(&ref, ref_stages, p->comm_unsplit, NULL) == KVSHARD_OK &&
-            ref.has_step) {
-            out->has_unsplit = true;
-            out->unsplit_batch = ref.batch;
-            out->unsplit_base_us = ref.base_us;
-            out->unsplit_step_us = ref.step_us;
-            out->unsplit_throughput = ref.throughput;
-        }
-        kvshard_alloc__free(&a, ref_stages);
-    }
+    if (rc == KVSHARD_OK && p->comm_reference && out->split > 1)
+        unsplit_reference(out, p);
     if (out->has_step && (out->split == 1 || out->has_unsplit)) {
         out->has_gain = true;
         out->throughput_gain =

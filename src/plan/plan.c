@@ -83,7 +83,6 @@ void kvshard_plan_free(kvshard_plan *plan)
         return;
     kvshard_allocator a = plan->alloc;
     kvshard_alloc__free(&a, atomic_load(&plan->engine_figures));
-    kvshard_plan_free(plan->comm_unsplit);
     if (plan->figure_ranks && plan->ranks)
         kvshard_alloc__free(&a, plan->ranks); /* fit's figures: sized once the stride is known */
     kvshard_alloc__free(&a, plan);
@@ -174,11 +173,12 @@ static void find_binding(kvshard_plan *p)
     }
 }
 
-/* Each rank's budget and, with the device, its weights and reserve. */
-static void rank_budgets(kvshard_plan *p)
+/* Each of plan `p`'s ranks' budget and, with the device, its weights and
+ * reserve, into `ranks` (the plan's, or its figures at S_eff = 1). */
+static void rank_budgets(kvshard_rank_memory *ranks, const kvshard_plan *p)
 {
     for (uint32_t r = 0; r < p->ranks_count; r++) {
-        kvshard_rank_memory *m = &p->ranks[r];
+        kvshard_rank_memory *m = &ranks[r];
         uint32_t s = r / (p->figure_stride ? p->figure_stride : p->tp);
         m->has_budget = p->has_memory;
         m->budget = p->budgets.stage ? p->stage_budgets[s] : p->has_memory ? p->memory : 0;
@@ -186,6 +186,79 @@ static void rank_budgets(kvshard_plan *p)
         m->weights_bytes = p->device.used ? p->stage_weights[s] : 0;
         m->activation_reserve = p->device.used ? p->device.reserve : 0;
     }
+}
+
+/* The capacity of plan `p`'s ranks with figures `ranks` at S_eff `split`,
+ * through its engine profile; each rank's blocks and the engine's bytes
+ * per block into `ranks`. `pl` is the plan's settled planning. */
+static int count_capacity(kvshard__capacity *out, kvshard_rank_memory *ranks, uint32_t split,
+                          const kvshard_plan *p, const kvshard__planning *pl,
+                          kvshard_diag__ctx *diag)
+{
+    memset(out, 0, sizeof *out);
+    if (!p->has_memory && !p->profile->counting.sizes_without_budget)
+        return KVSHARD_OK;
+    uint32_t n = p->ranks_count;
+    uint64_t local[2 * SCRATCH_RANKS]; /* each rank's blocks, then its bytes per block */
+    uint64_t *blocks =
+        n <= SCRATCH_RANKS ? local : kvshard_alloc__bytes(&p->alloc, 2 * (size_t)n, sizeof *blocks);
+    if (!blocks)
+        return kvshard_error__fail(diag->err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
+                                   "out of memory");
+    kvshard__capacity_inputs ci = kvshard_plan__capacity_inputs_of(
+        pl, ranks, n, split, p->unsplit_bytes_per_block, &p->budgets);
+    if (p->figure_stride)
+        ci.stage_ranks = p->figure_stride;
+    ci.stages = p->stages;
+    ci.num_stages = p->pp;
+    uint64_t *bytes = blocks + n;
+    ci.rank_bytes_per_block = bytes;
+    for (uint32_t r = 0; r < n; r++) {
+        blocks[r] = UINT64_MAX; /* a rank the profile does not size has no count */
+        bytes[r] = 0;
+    }
+    int rc = p->profile->hooks.capacity(out, blocks, &ci, diag);
+    for (uint32_t r = 0; rc == KVSHARD_OK && r < n; r++) {
+        bool counted = blocks[r] != UINT64_MAX;
+        ranks[r].has_num_blocks = counted;
+        ranks[r].num_blocks = counted ? blocks[r] : 0;
+        /* The engine's own bytes per block, where it lays blocks out its
+         * way: the rank's, else the one of every rank. */
+        if (bytes[r] || out->has_bytes_per_block)
+            ranks[r].bytes_per_block = bytes[r] ? bytes[r] : out->bytes_per_block;
+    }
+    if (blocks != local)
+        kvshard_alloc__free(&p->alloc, blocks);
+    return rc;
+}
+
+/* The planning a finished plan was settled into, as its capacity reads it. */
+static void planning_of(kvshard__planning *pl, const kvshard_plan *p)
+{
+    memset(pl, 0, sizeof *pl);
+    pl->options = p->options;
+    pl->profile = p->profile;
+    memcpy(pl->inputs, p->inputs, sizeof pl->inputs);
+    pl->state = p->state;
+    if (p->fill_stages) {
+        pl->fill_stage_count = p->pp;
+        memcpy(pl->fill_stages, p->fill_stages, (size_t)p->pp * sizeof *pl->fill_stages);
+    }
+}
+
+int kvshard_plan__unsplit_capacity(kvshard__capacity *out, kvshard_rank_memory *ranks,
+                                   const kvshard_plan *p, kvshard_diag__ctx *diag)
+{
+    if (p->figure_stride)
+        return kvshard_error__fail(diag->err, KVSHARD_EINVAL, "", kvshard_error__no_mark,
+                                   "fit's figures keep no per-rank figures to count unsplit");
+    int rc = stage_memory(ranks, p, true, diag);
+    if (rc)
+        return rc;
+    rank_budgets(ranks, p);
+    kvshard__planning pl;
+    planning_of(&pl, p);
+    return count_capacity(out, ranks, 1, p, &pl, diag);
 }
 
 static int compute_memory(kvshard_plan *p, const kvshard__planning *pl, const kvshard_model *model,
@@ -208,45 +281,11 @@ static int compute_memory(kvshard_plan *p, const kvshard__planning *pl, const kv
         return rc;
     p->memory = p->budgets.least;
     p->has_memory = p->budgets.has;
-    rank_budgets(p);
-    uint32_t n = p->ranks_count;
+    rank_budgets(p->ranks, p);
     kvshard__capacity c;
-    memset(&c, 0, sizeof c);
-    if (p->has_memory || p->profile->counting.sizes_without_budget) {
-        uint64_t local[2 * SCRATCH_RANKS]; /* each rank's blocks, then its bytes per block */
-        uint64_t *blocks = n <= SCRATCH_RANKS
-                               ? local
-                               : kvshard_alloc__bytes(&p->alloc, 2 * (size_t)n, sizeof *blocks);
-        if (!blocks)
-            return kvshard_error__fail(diag->err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
-                                       "out of memory");
-        kvshard__capacity_inputs ci = kvshard_plan__capacity_inputs_of(
-            pl, p->ranks, n, p->split, p->unsplit_bytes_per_block, &p->budgets);
-        if (p->figure_stride)
-            ci.stage_ranks = p->figure_stride;
-        ci.stages = p->stages;
-        ci.num_stages = p->pp;
-        uint64_t *bytes = blocks + n;
-        ci.rank_bytes_per_block = bytes;
-        for (uint32_t r = 0; r < n; r++) {
-            blocks[r] = UINT64_MAX; /* a rank the profile does not size has no count */
-            bytes[r] = 0;
-        }
-        rc = p->profile->hooks.capacity(&c, blocks, &ci, diag);
-        for (uint32_t r = 0; rc == KVSHARD_OK && r < n; r++) {
-            bool counted = blocks[r] != UINT64_MAX;
-            p->ranks[r].has_num_blocks = counted;
-            p->ranks[r].num_blocks = counted ? blocks[r] : 0;
-            /* The engine's own bytes per block, where it lays blocks out its
-             * way: the rank's, else the one of every rank. */
-            if (bytes[r] || c.has_bytes_per_block)
-                p->ranks[r].bytes_per_block = bytes[r] ? bytes[r] : c.bytes_per_block;
-        }
-        if (blocks != local)
-            kvshard_alloc__free(&p->alloc, blocks);
-        if (rc)
-            return rc;
-    }
+    rc = count_capacity(&c, p->ranks, p->split, p, pl, diag);
+    if (rc)
+        return rc;
     p->cap = c;
     find_binding(p);
     return p->figure_stride ? KVSHARD_OK : compute_uniform(p, pl, diag);

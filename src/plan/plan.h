@@ -154,12 +154,13 @@ struct kvshard_plan {
     _Atomic(struct kvshard__engine_figures *) engine_figures;
     char input_text[KVSHARD__PLAN_TEXTS][KVSHARD__VALUE_TEXT_MAX]; /* text inputs' bytes */
     /* The communication estimate's inputs, given beside a deployment: the
-     * estimate is made only when some were (comm_given), from this plan and
-     * its unsplit twin (NULL at S_eff 1, or when the twin does not plan). */
+     * estimate is made only when some were (comm_given), from this plan and,
+     * with comm_reference, the same plan at S_eff = 1 it compares against
+     * (kvshard_plan__unsplit_capacity; fit compares rows instead). */
     bool comm_given;
+    bool comm_reference;
     kvshard__comm_inputs comm;
     uint32_t query_heads;
-    struct kvshard_plan *comm_unsplit;
     kvshard__warning warnings[KVSHARD__MAX_WARNINGS];
     size_t warning_count;
     uint64_t digest;
@@ -220,6 +221,14 @@ int kvshard_plan__create_with(kvshard_plan **out, const kvshard_model *model,
 int kvshard_plan__figures(kvshard_plan **out, const kvshard_model *model,
                           const kvshard_options *options, const kvshard_allocator *allocator,
                           const struct kvshard__device *device, kvshard_diag__ctx *diag);
+
+/* The capacity of plan `p` with the split off and every other input
+ * unchanged: each of its P x T ranks' figures with one split rank owning
+ * every KV layer of its stage, into `ranks`, counted under the plan's
+ * budgets through its profile, as that plan would count them. Not for
+ * fit's figures (EINVAL). */
+int kvshard_plan__unsplit_capacity(kvshard__capacity *out, kvshard_rank_memory *ranks,
+                                   const kvshard_plan *p, kvshard_diag__ctx *diag);
 
 /* The inputs of the memory functions for this plan. */
 kvshard__memory_inputs kvshard_plan__memory_inputs(const kvshard_plan *plan);
