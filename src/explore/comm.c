@@ -57,6 +57,22 @@ typedef struct layer_bytes {
     uint64_t q_width, o_width; /* query and output elements per head */
 } layer_bytes;
 
+/* The layout an estimate prices: the plan's own, or the plan at S = 1 that
+ * its split is compared against (counted by kvshard_plan__unsplit_capacity,
+ * so that no second plan is made). */
+typedef struct layout {
+    uint32_t split;
+    const kvshard__capacity *cap;
+    const kvshard_rank_memory *ranks; /* stage 0's TP ranks first */
+    const uint32_t *owned_counts;     /* stage 0's split ranks' KV layers first */
+} layout;
+
+static layout own_layout(const kvshard_plan *p)
+{
+    layout l = {p->split, &p->cap, p->ranks, p->owned_counts};
+    return l;
+}
+
 /* The kinds the estimate prices, for a message: "full-attention, linear
  * and no-cache". */
 static void priced_kinds(char *buf, size_t cap)
@@ -79,7 +95,8 @@ static void priced_kinds(char *buf, size_t cap)
     }
 }
 
-static int layer_bytes_of(layer_bytes *lb, const kvshard_plan *p, kvshard_error *err)
+static int layer_bytes_of(layer_bytes *lb, const kvshard_plan *p, const layout *lay,
+                          kvshard_error *err)
 {
     const kvshard__model_info *m = &p->model;
     if (m->attention == KVSHARD_ATTENTION_COMPRESSED || m->sparse_index_dim)
@@ -122,16 +139,17 @@ static int layer_bytes_of(layer_bytes *lb, const kvshard_plan *p, kvshard_error 
     }
     uint64_t row = 0;
     /* Every KV layer is of one class: a rank's bytes over its layers. */
-    for (uint32_t r = 0; r < p->split; r++) {
-        uint32_t owned = p->owned_counts[r];
+    for (uint32_t r = 0; r < lay->split; r++) {
+        uint32_t owned = lay->owned_counts[r];
         if (owned) {
-            row = p->ranks[r].kv_bytes_per_token / owned;
+            row = lay->ranks[r].kv_bytes_per_token / owned;
             break;
         }
     }
     lb->row_kv = row > lb->index ? row - lb->index : 0;
     /* Past R, a GQA owner stores the heads of S/R ranks (docs/planning.md). */
-    uint32_t widen = p->split > p->replication && p->replication ? p->split / p->replication : 1;
+    uint32_t widen =
+        lay->split > p->replication && p->replication ? lay->split / p->replication : 1;
     lb->row_own_kv = lb->row_kv / (widen ? widen : 1);
     /* MLA is attended in absorbed form: the query in the latent and its
      * RoPE part, the output in the latent. */
@@ -270,11 +288,11 @@ static bool stage_weights(uint64_t *out, const kvshard_plan *p, uint32_t s)
 
 /* The inputs in force: the given ones, the profile's mechanisms, the
  * presets' figures. */
-static void settle_inputs(kvshard__comm *c, const kvshard_plan *p)
+static void settle_inputs(kvshard__comm *c, const kvshard_plan *p, uint32_t split)
 {
     const kvshard__comm_inputs *in = &p->comm;
     memset(c, 0, sizeof *c);
-    c->split = p->split;
+    c->split = split;
     c->decode_mechanism = in->decode ? in->decode : p->profile->comm.decode;
     c->prefill_mechanism = in->prefill ? in->prefill : p->profile->comm.prefill;
     c->mechanism_default = (!in->decode && c->decode_mechanism) ||
@@ -343,20 +361,21 @@ static void price_steps(kvshard__comm *c, kvshard__comm_stage *stages, const kvs
 }
 
 static int estimate(kvshard__comm *c, kvshard__comm_stage *stages, const kvshard_plan *p,
-                    kvshard_error *err)
+                    const layout *lay, kvshard_error *err)
 {
-    settle_inputs(c, p);
+    settle_inputs(c, p, lay->split);
     layer_bytes lb;
-    int rc = layer_bytes_of(&lb, p, err);
+    int rc = layer_bytes_of(&lb, p, lay, err);
     if (rc)
         return rc;
     const kvshard__comm_inputs *in = &p->comm;
     /* The batch: the plan's concurrency, a given one no more than it. */
-    c->has_batch = in->batch || p->cap.has_concurrency;
+    const kvshard__capacity *cap = lay->cap;
+    c->has_batch = in->batch || cap->has_concurrency;
     c->batch_given = in->batch != 0;
-    c->batch = in->batch ? in->batch : p->cap.concurrency;
-    if (in->batch && p->cap.has_concurrency && p->cap.concurrency < c->batch)
-        c->batch = p->cap.concurrency;
+    c->batch = in->batch ? in->batch : cap->concurrency;
+    if (in->batch && cap->has_concurrency && cap->concurrency < c->batch)
+        c->batch = cap->concurrency;
     c->context_length = p->options.context_length;
     c->microbatch = ceil_div(c->batch, p->pp);
     c->tokens_per_step = c->microbatch * (1 + (uint64_t)p->options.num_speculative_tokens);
@@ -371,12 +390,12 @@ static int estimate(kvshard__comm *c, kvshard__comm_stage *stages, const kvshard
         c->chunks = ceil_div(c->prompt_length - c->prefix_hit, c->chunk);
         c->history_rows = c->chunks * c->prefix_hit + c->chunk * c->chunks * (c->chunks - 1) / 2;
     }
-    bool decode_bytes = c->decode_mechanism == KVSHARD__COMM_FULL_LAYER ? p->cap.has_num_blocks
+    bool decode_bytes = c->decode_mechanism == KVSHARD__COMM_FULL_LAYER ? cap->has_num_blocks
                         : c->decode_mechanism == KVSHARD__COMM_HISTORY_ROWS
                             ? c->has_batch && c->context_length
                             : c->has_batch;
     bool prefill_bytes = c->prompt_length && (c->prefill_mechanism != KVSHARD__COMM_FULL_LAYER ||
-                                              p->cap.has_num_blocks);
+                                              cap->has_num_blocks);
     for (uint32_t s = 0; s < p->pp; s++) {
         kvshard__comm_stage *st = &stages[s];
         memset(st, 0, sizeof *st);
@@ -464,28 +483,36 @@ static void verdicts(kvshard__comm *c, const kvshard__comm_stage *stages, uint32
                     (unsigned long long)c->unsplit_batch);
 }
 
-/* The same estimate at S = 1 into out's unsplit figures: plan `p` viewed
- * with the split off, its ranks' figures and capacity counted unsplit
- * (kvshard_plan__unsplit_capacity), its batch that capacity's. None when
- * the unsplit plan has no memory for a block or no step. */
+/* Stages and ranks of up to these counts sit on the stack. */
+#define SCRATCH_STAGES 8u
+#define SCRATCH_RANKS 16u
+
+/* The same estimate at S = 1 into out's unsplit figures: plan `p` with the
+ * split off, its ranks' figures and capacity counted unsplit, its batch
+ * that capacity's. None when the unsplit plan has no memory for a block or
+ * no step. */
 static void unsplit_reference(kvshard__comm *out, const kvshard_plan *p)
 {
     kvshard_allocator a = p->alloc;
-    kvshard_plan view = *p;
-    view.split = 1;
-    view.comm_reference = false;
-    view.ranks = kvshard_alloc__bytes(&a, p->ranks_count, sizeof *view.ranks);
-    kvshard__comm_stage *stages = kvshard_alloc__bytes(&a, p->pp, sizeof *stages);
-    uint32_t *owned = kvshard_alloc__bytes(&a, p->pp, sizeof *owned);
+    uint32_t n = p->ranks_count, P = p->pp;
+    kvshard_rank_memory local_ranks[SCRATCH_RANKS];
+    kvshard__comm_stage local_stages[SCRATCH_STAGES];
+    uint32_t local_owned[SCRATCH_STAGES];
+    kvshard_rank_memory *ranks =
+        n <= SCRATCH_RANKS ? local_ranks : kvshard_alloc__bytes(&a, n, sizeof *ranks);
+    kvshard__comm_stage *stages =
+        P <= SCRATCH_STAGES ? local_stages : kvshard_alloc__bytes(&a, P, sizeof *stages);
+    uint32_t *owned = P <= SCRATCH_STAGES ? local_owned : kvshard_alloc__bytes(&a, P, sizeof *owned);
     kvshard_diag__ctx quiet = kvshard_diag__on(NULL);
+    kvshard__capacity cap;
     kvshard__comm ref;
-    if (view.ranks && stages && owned &&
-        kvshard_plan__unsplit_capacity(&view.cap, view.ranks, p, &quiet) == KVSHARD_OK) {
+    if (ranks && stages && owned &&
+        kvshard_plan__unsplit_capacity(&cap, ranks, p, &quiet) == KVSHARD_OK) {
         /* One split rank a stage owns every KV layer of it. */
-        for (uint32_t s = 0; s < p->pp; s++)
+        for (uint32_t s = 0; s < P; s++)
             owned[s] = p->stages[s].num_kv;
-        view.owned_counts = owned;
-        if (estimate(&ref, stages, &view, NULL) == KVSHARD_OK && ref.has_step) {
+        layout unsplit = {1, &cap, ranks, owned};
+        if (estimate(&ref, stages, p, &unsplit, NULL) == KVSHARD_OK && ref.has_step) {
             out->has_unsplit = true;
             out->unsplit_batch = ref.batch;
             out->unsplit_base_us = ref.base_us;
@@ -493,20 +520,27 @@ static void unsplit_reference(kvshard__comm *out, const kvshard_plan *p)
             out->unsplit_throughput = ref.throughput;
         }
     }
-    kvshard_alloc__free(&a, owned);
-    kvshard_alloc__free(&a, stages);
-    kvshard_alloc__free(&a, view.ranks);
+    if (owned != local_owned)
+        kvshard_alloc__free(&a, owned);
+    if (stages != local_stages)
+        kvshard_alloc__free(&a, stages);
+    if (ranks != local_ranks)
+        kvshard_alloc__free(&a, ranks);
 }
 
 int kvshard_comm__of(kvshard__comm *out, kvshard__comm_stage *stages, const kvshard_plan *p,
                      kvshard_error *err)
 {
     kvshard_allocator a = p->alloc;
-    kvshard__comm_stage *own = stages ? stages : kvshard_alloc__bytes(&a, p->pp, sizeof *own);
+    kvshard__comm_stage local[SCRATCH_STAGES];
+    kvshard__comm_stage *own = stages                    ? stages
+                               : p->pp <= SCRATCH_STAGES ? local
+                                                         : kvshard_alloc__bytes(&a, p->pp, sizeof *own);
     if (!own)
         return kvshard_error__fail(err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
                                    "out of memory");
-    int rc = estimate(out, own, p, err);
+    layout lay = own_layout(p);
+    int rc = estimate(out, own, p, &lay, err);
     if (rc == KVSHARD_OK && p->comm_reference && out->split > 1)
         unsplit_reference(out, p);
     if (out->has_step && (out->split == 1 || out->has_unsplit)) {
@@ -516,7 +550,7 @@ int kvshard_comm__of(kvshard__comm *out, kvshard__comm_stage *stages, const kvsh
     }
     if (rc == KVSHARD_OK)
         verdicts(out, own, p->pp);
-    if (!stages)
+    if (own != stages && own != local)
         kvshard_alloc__free(&a, own);
     return rc;
 }
@@ -529,7 +563,8 @@ void kvshard_comm__rank_received(bool *has_decode, uint64_t *decode, bool *has_p
     *has_decode = c->decode.has_bytes;
     *has_prefill = c->prefill.has_bytes;
     layer_bytes lb;
-    if (c->split < 2 || layer_bytes_of(&lb, p, NULL) != KVSHARD_OK)
+    layout lay = own_layout(p);
+    if (c->split < 2 || layer_bytes_of(&lb, p, &lay, NULL) != KVSHARD_OK)
         return;
     const kvshard__rank_place *place = &p->place[rank];
     kvshard__comm_traffic unused;

@@ -29,13 +29,18 @@ kvshard_blocks kvshard_plan__blocks_of(const kvshard__capacity *c)
     return b;
 }
 
-kvshard__capacity_inputs kvshard_plan__capacity_inputs_of(const kvshard__planning *pl,
-                                                     const kvshard_rank_memory *ranks, uint32_t tp,
-                                                     uint32_t split, uint64_t unsplit,
-                                                     const kvshard__budgets *b)
+/* The capacity inputs of `tp` ranks under settled options, profile inputs
+ * and state: a planning's, or a finished plan's own copies of them. */
+static kvshard__capacity_inputs capacity_inputs(const kvshard_options *options,
+                                                const kvshard_value *inputs,
+                                                const kvshard_profile__state *state,
+                                                const uint64_t *fill_stages,
+                                                const kvshard_rank_memory *ranks, uint32_t tp,
+                                                uint32_t split, uint64_t unsplit,
+                                                const kvshard__budgets *b)
 {
-    kvshard__capacity_inputs ci = {.options = &pl->options,
-                                   .inputs = pl->inputs,
+    kvshard__capacity_inputs ci = {.options = options,
+                                   .inputs = inputs,
                                    .ranks = ranks,
                                    .num_ranks = tp,
                                    .stage_ranks = b->stage_ranks ? b->stage_ranks : tp,
@@ -44,13 +49,23 @@ kvshard__capacity_inputs kvshard_plan__capacity_inputs_of(const kvshard__plannin
                                    .memory = b->least,
                                    .stage_memory = b->stage,
                                    .extra_per_block = 0,
-                                   .context_length = pl->options.context_length,
+                                   .context_length = options->context_length,
                                    .rank = KVSHARD_ALL_RANKS,
-                                   .state = &pl->state,
+                                   .state = state,
                                    .has_memory = b->has,
                                    .own_budget = b->has,
-                                   .fill_stages = pl->fill_stage_count ? pl->fill_stages : NULL};
+                                   .fill_stages = fill_stages};
     return ci;
+}
+
+kvshard__capacity_inputs kvshard_plan__capacity_inputs_of(const kvshard__planning *pl,
+                                                     const kvshard_rank_memory *ranks, uint32_t tp,
+                                                     uint32_t split, uint64_t unsplit,
+                                                     const kvshard__budgets *b)
+{
+    return capacity_inputs(&pl->options, pl->inputs, &pl->state,
+                           pl->fill_stage_count ? pl->fill_stages : NULL, ranks, tp, split,
+                           unsplit, b);
 }
 
 kvshard_uniform kvshard_plan__uniform_of(const kvshard_rank_memory *ranks, uint32_t tp,
@@ -188,11 +203,11 @@ static void rank_budgets(kvshard_rank_memory *ranks, const kvshard_plan *p)
     }
 }
 
-/* The capacity of plan `p`'s ranks with figures `ranks` at S_eff `split`,
- * through its engine profile; each rank's blocks and the engine's bytes
- * per block into `ranks`. `pl` is the plan's settled planning. */
-static int count_capacity(kvshard__capacity *out, kvshard_rank_memory *ranks, uint32_t split,
-                          const kvshard_plan *p, const kvshard__planning *pl,
+/* The capacity of plan `p`'s ranks counted from `ci` (their figures and
+ * S_eff), through its engine profile; each rank's blocks and the engine's
+ * bytes per block into `ranks`, the figures ci reads. */
+static int count_capacity(kvshard__capacity *out, kvshard_rank_memory *ranks,
+                          kvshard__capacity_inputs ci, const kvshard_plan *p,
                           kvshard_diag__ctx *diag)
 {
     memset(out, 0, sizeof *out);
@@ -205,8 +220,6 @@ static int count_capacity(kvshard__capacity *out, kvshard_rank_memory *ranks, ui
     if (!blocks)
         return kvshard_error__fail(diag->err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
                                    "out of memory");
-    kvshard__capacity_inputs ci = kvshard_plan__capacity_inputs_of(
-        pl, ranks, n, split, p->unsplit_bytes_per_block, &p->budgets);
     if (p->figure_stride)
         ci.stage_ranks = p->figure_stride;
     ci.stages = p->stages;
@@ -232,20 +245,6 @@ static int count_capacity(kvshard__capacity *out, kvshard_rank_memory *ranks, ui
     return rc;
 }
 
-/* The planning a finished plan was settled into, as its capacity reads it. */
-static void planning_of(kvshard__planning *pl, const kvshard_plan *p)
-{
-    memset(pl, 0, sizeof *pl);
-    pl->options = p->options;
-    pl->profile = p->profile;
-    memcpy(pl->inputs, p->inputs, sizeof pl->inputs);
-    pl->state = p->state;
-    if (p->fill_stages) {
-        pl->fill_stage_count = p->pp;
-        memcpy(pl->fill_stages, p->fill_stages, (size_t)p->pp * sizeof *pl->fill_stages);
-    }
-}
-
 int kvshard_plan__unsplit_capacity(kvshard__capacity *out, kvshard_rank_memory *ranks,
                                    const kvshard_plan *p, kvshard_diag__ctx *diag)
 {
@@ -256,9 +255,11 @@ int kvshard_plan__unsplit_capacity(kvshard__capacity *out, kvshard_rank_memory *
     if (rc)
         return rc;
     rank_budgets(ranks, p);
-    kvshard__planning pl;
-    planning_of(&pl, p);
-    return count_capacity(out, ranks, 1, p, &pl, diag);
+    /* The plan's own copies of its settled inputs, as its planning had them. */
+    kvshard__capacity_inputs ci =
+        capacity_inputs(&p->options, p->inputs, &p->state, p->fill_stages, ranks,
+                        p->ranks_count, 1, p->unsplit_bytes_per_block, &p->budgets);
+    return count_capacity(out, ranks, ci, p, diag);
 }
 
 static int compute_memory(kvshard_plan *p, const kvshard__planning *pl, const kvshard_model *model,
@@ -283,7 +284,10 @@ static int compute_memory(kvshard_plan *p, const kvshard__planning *pl, const kv
     p->has_memory = p->budgets.has;
     rank_budgets(p->ranks, p);
     kvshard__capacity c;
-    rc = count_capacity(&c, p->ranks, p->split, p, pl, diag);
+    rc = count_capacity(&c, p->ranks,
+                        kvshard_plan__capacity_inputs_of(pl, p->ranks, p->ranks_count, p->split,
+                                                         p->unsplit_bytes_per_block, &p->budgets),
+                        p, diag);
     if (rc)
         return rc;
     p->cap = c;
