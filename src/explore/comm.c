@@ -95,6 +95,25 @@ static void priced_kinds(char *buf, size_t cap)
     }
 }
 
+/* Whether plan `p`'s layers are all of kinds the estimate prices with one
+ * KV class at most (into *kv_class; -1 for none), from its layers' census. */
+static bool priced_census(int *kv_class, const kvshard_plan *p)
+{
+    const kvshard__range *all = &p->layers;
+    *kv_class = -1;
+    for (uint8_t k = 0; k < KVSHARD__KIND_COUNT; k++)
+        if (all->census[k] && !kvshard_kinds__of(k)->comm_priced)
+            return false;
+    for (uint32_t c = 0; c < p->model.num_classes; c++) {
+        if (!all->class_census[c] || !kvshard_kinds__paged(p->model.classes[c].kind))
+            continue;
+        if (*kv_class >= 0)
+            return false;
+        *kv_class = (int)c;
+    }
+    return true;
+}
+
 static int layer_bytes_of(layer_bytes *lb, const kvshard_plan *p, const layout *lay,
                           kvshard_error *err)
 {
@@ -105,7 +124,11 @@ static int layer_bytes_of(layer_bytes *lb, const kvshard_plan *p, const layout *
                                    "compressed attention and GQA sparse-index keys are not "
                                    "priced yet");
     int kv_class = -1;
-    for (uint32_t i = 0; i < m->num_layers; i++) {
+    bool census_priced = priced_census(&kv_class, p);
+    if (!census_priced)
+        kv_class = -1;
+    /* The layers are visited only to name what is refused. */
+    for (uint32_t i = 0; !census_priced && i < m->num_layers; i++) {
         const kvshard_kinds__row *row = kvshard_kinds__of(p->kinds[i]);
         if (!row->comm_priced) {
             char priced[160];
@@ -180,6 +203,14 @@ static void price(kvshard__comm_traffic *t, const kvshard__comm *c)
                      (double)t->link_bytes * 1e6 / (double)c->link_bandwidth;
 }
 
+/* `n` times one layer's collectives `one`, into *t. */
+static void times(kvshard__comm_traffic *t, const kvshard__comm_traffic *one, uint64_t n)
+{
+    t->collectives = n * one->collectives;
+    t->link_bytes = n * one->link_bytes;
+    t->wire_bytes = n * one->wire_bytes;
+}
+
 /* The owner broadcasts `rows` rows of a layer: its KV part, then its
  * index part when it has one. */
 static void broadcast_rows(kvshard__comm_traffic *t, uint64_t *received, uint32_t rank,
@@ -248,19 +279,17 @@ static void prefill_layer(kvshard__comm_traffic *t, uint64_t *received, uint32_t
 static uint64_t reads_per_sequence(const kvshard_plan *p, const kvshard__comm *c,
                                    const layer_bytes *lb, uint32_t s)
 {
-    uint64_t n = c->context_length, total = 0;
+    uint64_t n = c->context_length;
     bool owner_reads = c->split > 1 && c->decode_mechanism == KVSHARD__COMM_OWNER_ATTENTION;
-    for (uint32_t i = p->stages[s].first; i < p->stages[s].first + p->stages[s].count; i++) {
-        const kvshard_kinds__row *row = kvshard_kinds__of(p->kinds[i]);
-        if (row->paged_kv) {
-            /* A DSA layer reads the latent of the index_topk rows its
-             * indexer selects, and every row's index key to select them. */
-            uint64_t rows = lb->index && p->model.index_topk < n ? p->model.index_topk : n;
-            total += rows * (owner_reads ? lb->row_kv : lb->row_own_kv) + n * lb->index;
-        }
-        if (row->state)
-            total += 2 * lb->state; /* read and written */
-    }
+    /* Every KV layer is of one class (layer_bytes_of): the stage's census
+     * counts them, and its state layers, each read alike. A DSA layer reads
+     * the latent of the index_topk rows its indexer selects, and every
+     * row's index key to select them. */
+    const kvshard__range *stage = &p->stages[s];
+    uint64_t rows = lb->index && p->model.index_topk < n ? p->model.index_topk : n;
+    uint64_t kv_layer = rows * (owner_reads ? lb->row_kv : lb->row_own_kv) + n * lb->index;
+    uint64_t total = stage->num_kv * kv_layer;
+    total += stage->num_state * 2 * lb->state; /* read and written */
     return total;
 }
 
@@ -400,14 +429,18 @@ static int estimate(kvshard__comm *c, kvshard__comm_stage *stages, const kvshard
         kvshard__comm_stage *st = &stages[s];
         memset(st, 0, sizeof *st);
         /* The group's totals; what each rank receives is
-         * kvshard_comm__rank_received's. */
-        uint64_t unused_decode = 0, unused_prefill = 0;
-        for (uint32_t i = p->stages[s].first;
-             c->split > 1 && i < p->stages[s].first + p->stages[s].count; i++) {
-            if (!kvshard_kinds__paged(p->kinds[i]) || p->owner[i] < 0)
-                continue;
-            decode_layer(&st->decode, &unused_decode, 0, c, p, &lb, (uint32_t)p->owner[i]);
-            prefill_layer(&st->prefill, &unused_prefill, 0, c, p, &lb, (uint32_t)p->owner[i]);
+         * kvshard_comm__rank_received's. Every split layer is of one class
+         * and moves alike whoever owns it: one layer's collectives, times
+         * the KV layers the stage's split ranks own. */
+        uint64_t split_layers = 0, unused = 0;
+        for (uint32_t k = 0; c->split > 1 && k < c->split; k++)
+            split_layers += p->owned_counts[(size_t)s * c->split + k];
+        if (split_layers) {
+            kvshard__comm_traffic decode = {0}, prefill = {0};
+            decode_layer(&decode, &unused, 0, c, p, &lb, 0);
+            prefill_layer(&prefill, &unused, 0, c, p, &lb, 0);
+            times(&st->decode, &decode, split_layers);
+            times(&st->prefill, &prefill, split_layers);
         }
         price(&st->decode, c);
         price(&st->prefill, c);
