@@ -13,6 +13,7 @@
 #include "plan/plan.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -320,7 +321,8 @@ static bool stage_weights(uint64_t *out, const kvshard_plan *p, uint32_t s)
 static void settle_inputs(kvshard__comm *c, const kvshard_plan *p, uint32_t split)
 {
     const kvshard__comm_inputs *in = &p->comm;
-    memset(c, 0, sizeof *c);
+    /* The verdicts' texts are written before they are read. */
+    memset(c, 0, offsetof(kvshard__comm, warnings));
     c->split = split;
     c->decode_mechanism = in->decode ? in->decode : p->profile->comm.decode;
     c->prefill_mechanism = in->prefill ? in->prefill : p->profile->comm.prefill;

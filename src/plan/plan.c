@@ -156,18 +156,11 @@ static int compute_uniform(kvshard_plan *p, const kvshard__planning *pl, kvshard
         p->uniform.num_blocks = p->cap.num_blocks;
         return KVSHARD_OK;
     }
-    kvshard_rank_memory local[SCRATCH_RANKS];
-    kvshard_rank_memory *ranks =
-        n <= SCRATCH_RANKS ? local : kvshard_alloc__bytes(&p->alloc, n, sizeof *ranks);
-    if (!ranks)
-        return kvshard_error__fail(diag->err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
-                                   "out of memory");
-    int rc = stage_memory(ranks, p, true, diag);
+    /* Kept: the unsplit reference of the communication estimate counts them. */
+    int rc = stage_memory(p->unsplit_ranks, p, true, diag);
     if (rc == KVSHARD_OK)
-        p->uniform =
-            kvshard_plan__uniform_of(ranks, n, pl, p->unsplit_bytes_per_block, &p->budgets);
-    if (ranks != local)
-        kvshard_alloc__free(&p->alloc, ranks);
+        p->uniform = kvshard_plan__uniform_of(p->unsplit_ranks, n, pl, p->unsplit_bytes_per_block,
+                                              &p->budgets);
     return rc;
 }
 
@@ -248,12 +241,10 @@ static int count_capacity(kvshard__capacity *out, kvshard_rank_memory *ranks,
 int kvshard_plan__unsplit_capacity(kvshard__capacity *out, kvshard_rank_memory *ranks,
                                    const kvshard_plan *p, kvshard_diag__ctx *diag)
 {
-    if (p->figure_stride)
+    if (!p->unsplit_ranks)
         return kvshard_error__fail(diag->err, KVSHARD_EINVAL, "", kvshard_error__no_mark,
-                                   "fit's figures keep no per-rank figures to count unsplit");
-    int rc = stage_memory(ranks, p, true, diag);
-    if (rc)
-        return rc;
+                                   "the plan keeps no unsplit figures: it is unsplit, or fit's");
+    memcpy(ranks, p->unsplit_ranks, p->ranks_count * sizeof *ranks);
     rank_budgets(ranks, p);
     /* The plan's own copies of its settled inputs, as its planning had them. */
     kvshard__capacity_inputs ci =
@@ -337,13 +328,15 @@ static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model 
     size_t sources = model->kv_source ? L : 0, C = model->info.num_classes;
     size_t N = figures ? 0 : (size_t)P * T, PS = (size_t)P * S;
     size_t per_rank = N, split_of = figures ? PS * groups : 0;
-    size_t end = sizeof(kvshard_plan), ranks, owner, held_by, kv_slot, state_slot, place, stages,
+    size_t unsplit = S > 1 ? N : 0;
+    size_t end = sizeof(kvshard_plan), ranks, unsplit_ranks, owner, held_by, kv_slot, state_slot, place, stages,
            owned_offsets, owned_layers, owned_counts, owned_by_class, kv_source, kinds, class_of,
            draft_class, model_type, source, keys, hold_key, stage_counts, stage_weights,
            stage_budgets, fill_stages, figure_ranks;
     size_t staged_keys = P > 1 ? L : 0;
     size_t drafts = model->draft_class ? model->info.num_draft_layers : 0;
     if (!carve(&ranks, &end, N, sizeof(kvshard_rank_memory), sizeof(uint64_t)) ||
+        !carve(&unsplit_ranks, &end, unsplit, sizeof(kvshard_rank_memory), sizeof(uint64_t)) ||
         !carve(&keys, &end, per_rank, sizeof(kvshard__rank_key), sizeof(uint32_t)) ||
         !carve(&figure_ranks, &end, split_of, sizeof(uint32_t), sizeof(uint32_t)) ||
         !carve(&hold_key, &end, staged_keys, sizeof(uint32_t), sizeof(uint32_t)) ||
@@ -379,6 +372,9 @@ static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model 
     p->ranks = figures ? NULL : (kvshard_rank_memory *)(void *)(block + ranks);
     if (!figures)
         memset(p->ranks, 0, N * sizeof *p->ranks);
+    p->unsplit_ranks = unsplit ? (kvshard_rank_memory *)(void *)(block + unsplit_ranks) : NULL;
+    if (unsplit)
+        memset(p->unsplit_ranks, 0, unsplit * sizeof *p->unsplit_ranks);
     p->figure_ranks = figures ? (uint32_t *)(void *)(block + figure_ranks) : NULL;
     p->owner = figures ? NULL : (int32_t *)(void *)(block + owner);
     p->held_by = held ? (int32_t *)(void *)(block + held_by) : p->owner;

@@ -136,6 +136,8 @@ struct kvshard_plan {
     uint32_t *owned_counts;           /* P x S_eff: KV layers each split rank of a stage owns */
     uint32_t *owned_by_class;         /* P x S_eff rows of model.num_classes: the same by class */
     kvshard_rank_memory *ranks;       /* per plan rank */
+    kvshard_rank_memory *unsplit_ranks; /* per plan rank with one split rank owning every KV
+                                           layer; NULL at S_eff 1 and in fit's figures */
     uint64_t state_per_layer;         /* one linear or hybrid layer's state per sequence */
     uint64_t unsplit_bytes_per_block; /* all KV layers stored unsplit, no draft */
     bool has_memory;
@@ -223,10 +225,10 @@ int kvshard_plan__figures(kvshard_plan **out, const kvshard_model *model,
                           const struct kvshard__device *device, kvshard_diag__ctx *diag);
 
 /* The capacity of plan `p` with the split off and every other input
- * unchanged: each of its P x T ranks' figures with one split rank owning
- * every KV layer of its stage, into `ranks`, counted under the plan's
- * budgets through its profile, as that plan would count them. Not for
- * fit's figures (EINVAL). */
+ * unchanged: its P x T ranks' unsplit figures (`unsplit_ranks`) copied into
+ * `ranks` and counted under the plan's budgets through its profile, as
+ * that plan would count them. EINVAL without them (S_eff 1, fit's
+ * figures). */
 int kvshard_plan__unsplit_capacity(kvshard__capacity *out, kvshard_rank_memory *ranks,
                                    const kvshard_plan *p, kvshard_diag__ctx *diag);
 
