@@ -537,7 +537,8 @@ static void unsplit_reference(kvshard__comm *out, const kvshard_plan *p)
         n <= SCRATCH_RANKS ? local_ranks : kvshard_alloc__bytes(&a, n, sizeof *ranks);
     kvshard__comm_stage *stages =
         P <= SCRATCH_STAGES ? local_stages : kvshard_alloc__bytes(&a, P, sizeof *stages);
-    uint32_t *owned = P <= SCRATCH_STAGES ? local_owned : kvshard_alloc__bytes(&a, P, sizeof *owned);
+    uint32_t *owned =
+        P <= SCRATCH_STAGES ? local_owned : kvshard_alloc__bytes(&a, P, sizeof *owned);
     kvshard_diag__ctx quiet = kvshard_diag__on(NULL);
     kvshard__capacity cap;
     kvshard__comm ref;
@@ -568,9 +569,10 @@ int kvshard_comm__of(kvshard__comm *out, kvshard__comm_stage *stages, const kvsh
 {
     kvshard_allocator a = p->alloc;
     kvshard__comm_stage local[SCRATCH_STAGES];
-    kvshard__comm_stage *own = stages                    ? stages
-                               : p->pp <= SCRATCH_STAGES ? local
-                                                         : kvshard_alloc__bytes(&a, p->pp, sizeof *own);
+    kvshard__comm_stage *own = stages ? stages
+                               : p->pp <= SCRATCH_STAGES
+                                   ? local
+                                   : kvshard_alloc__bytes(&a, p->pp, sizeof *own);
     if (!own)
         return kvshard_error__fail(err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
                                    "out of memory");

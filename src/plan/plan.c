@@ -329,8 +329,8 @@ static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model 
     size_t N = figures ? 0 : (size_t)P * T, PS = (size_t)P * S;
     size_t per_rank = N, split_of = figures ? PS * groups : 0;
     size_t unsplit = S > 1 ? N : 0;
-    size_t end = sizeof(kvshard_plan), ranks, unsplit_ranks, owner, held_by, kv_slot, state_slot, place, stages,
-           owned_offsets, owned_layers, owned_counts, owned_by_class, kv_source, kinds, class_of,
+    size_t end = sizeof(kvshard_plan), ranks, unsplit_ranks, owner, held_by, kv_slot, state_slot,
+           place, stages, owned_offsets, owned_layers, owned_counts, owned_by_class, kv_source, kinds, class_of,
            draft_class, model_type, source, keys, hold_key, stage_counts, stage_weights,
            stage_budgets, fill_stages, figure_ranks;
     size_t staged_keys = P > 1 ? L : 0;
