@@ -330,9 +330,9 @@ static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model 
     size_t per_rank = N, split_of = figures ? PS * groups : 0;
     size_t unsplit = S > 1 ? N : 0;
     size_t end = sizeof(kvshard_plan), ranks, unsplit_ranks, owner, held_by, kv_slot, state_slot,
-           place, stages, owned_offsets, owned_layers, owned_counts, owned_by_class, kv_source, kinds, class_of,
-           draft_class, model_type, source, keys, hold_key, stage_counts, stage_weights,
-           stage_budgets, fill_stages, figure_ranks;
+           place, stages, owned_offsets, owned_layers, owned_counts, owned_by_class, kv_source,
+           kinds, class_of, draft_class, model_type, source, keys, hold_key, stage_counts,
+           stage_weights, stage_budgets, fill_stages, figure_ranks;
     size_t staged_keys = P > 1 ? L : 0;
     size_t drafts = model->draft_class ? model->info.num_draft_layers : 0;
     if (!carve(&ranks, &end, N, sizeof(kvshard_rank_memory), sizeof(uint64_t)) ||
