@@ -13,6 +13,7 @@
 #include "plan/plan.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -57,6 +58,22 @@ typedef struct layer_bytes {
     uint64_t q_width, o_width; /* query and output elements per head */
 } layer_bytes;
 
+/* The layout an estimate prices: the plan's own, or the plan at S = 1 that
+ * its split is compared against (counted by kvshard_plan__unsplit_capacity,
+ * so that no second plan is made). */
+typedef struct layout {
+    uint32_t split;
+    const kvshard__capacity *cap;
+    const kvshard_rank_memory *ranks; /* stage 0's TP ranks first */
+    const uint32_t *owned_counts;     /* stage 0's split ranks' KV layers first */
+} layout;
+
+static layout own_layout(const kvshard_plan *p)
+{
+    layout l = {p->split, &p->cap, p->ranks, p->owned_counts};
+    return l;
+}
+
 /* The kinds the estimate prices, for a message: "full-attention, linear
  * and no-cache". */
 static void priced_kinds(char *buf, size_t cap)
@@ -79,7 +96,27 @@ static void priced_kinds(char *buf, size_t cap)
     }
 }
 
-static int layer_bytes_of(layer_bytes *lb, const kvshard_plan *p, kvshard_error *err)
+/* Whether plan `p`'s layers are all of kinds the estimate prices with one
+ * KV class at most (into *kv_class; -1 for none), from its layers' census. */
+static bool priced_census(int *kv_class, const kvshard_plan *p)
+{
+    const kvshard__range *all = &p->layers;
+    *kv_class = -1;
+    for (uint8_t k = 0; k < KVSHARD__KIND_COUNT; k++)
+        if (all->census[k] && !kvshard_kinds__of(k)->comm_priced)
+            return false;
+    for (uint32_t c = 0; c < p->model.num_classes; c++) {
+        if (!all->class_census[c] || !kvshard_kinds__paged(p->model.classes[c].kind))
+            continue;
+        if (*kv_class >= 0)
+            return false;
+        *kv_class = (int)c;
+    }
+    return true;
+}
+
+static int layer_bytes_of(layer_bytes *lb, const kvshard_plan *p, const layout *lay,
+                          kvshard_error *err)
 {
     const kvshard__model_info *m = &p->model;
     if (m->attention == KVSHARD_ATTENTION_COMPRESSED || m->sparse_index_dim)
@@ -88,7 +125,11 @@ static int layer_bytes_of(layer_bytes *lb, const kvshard_plan *p, kvshard_error 
                                    "compressed attention and GQA sparse-index keys are not "
                                    "priced yet");
     int kv_class = -1;
-    for (uint32_t i = 0; i < m->num_layers; i++) {
+    bool census_priced = priced_census(&kv_class, p);
+    if (!census_priced)
+        kv_class = -1;
+    /* The layers are visited only to name what is refused. */
+    for (uint32_t i = 0; !census_priced && i < m->num_layers; i++) {
         const kvshard_kinds__row *row = kvshard_kinds__of(p->kinds[i]);
         if (!row->comm_priced) {
             char priced[160];
@@ -122,16 +163,17 @@ static int layer_bytes_of(layer_bytes *lb, const kvshard_plan *p, kvshard_error 
     }
     uint64_t row = 0;
     /* Every KV layer is of one class: a rank's bytes over its layers. */
-    for (uint32_t r = 0; r < p->split; r++) {
-        uint32_t owned = p->owned_counts[r];
+    for (uint32_t r = 0; r < lay->split; r++) {
+        uint32_t owned = lay->owned_counts[r];
         if (owned) {
-            row = p->ranks[r].kv_bytes_per_token / owned;
+            row = lay->ranks[r].kv_bytes_per_token / owned;
             break;
         }
     }
     lb->row_kv = row > lb->index ? row - lb->index : 0;
     /* Past R, a GQA owner stores the heads of S/R ranks (docs/planning.md). */
-    uint32_t widen = p->split > p->replication && p->replication ? p->split / p->replication : 1;
+    uint32_t widen =
+        lay->split > p->replication && p->replication ? lay->split / p->replication : 1;
     lb->row_own_kv = lb->row_kv / (widen ? widen : 1);
     /* MLA is attended in absorbed form: the query in the latent and its
      * RoPE part, the output in the latent. */
@@ -160,6 +202,14 @@ static void price(kvshard__comm_traffic *t, const kvshard__comm *c)
     if (c->has_link)
         t->comm_us = (double)t->collectives * alpha_of(c, c->split) +
                      (double)t->link_bytes * 1e6 / (double)c->link_bandwidth;
+}
+
+/* `n` times one layer's collectives `one`, into *t. */
+static void times(kvshard__comm_traffic *t, const kvshard__comm_traffic *one, uint64_t n)
+{
+    t->collectives = n * one->collectives;
+    t->link_bytes = n * one->link_bytes;
+    t->wire_bytes = n * one->wire_bytes;
 }
 
 /* The owner broadcasts `rows` rows of a layer: its KV part, then its
@@ -230,19 +280,17 @@ static void prefill_layer(kvshard__comm_traffic *t, uint64_t *received, uint32_t
 static uint64_t reads_per_sequence(const kvshard_plan *p, const kvshard__comm *c,
                                    const layer_bytes *lb, uint32_t s)
 {
-    uint64_t n = c->context_length, total = 0;
+    uint64_t n = c->context_length;
     bool owner_reads = c->split > 1 && c->decode_mechanism == KVSHARD__COMM_OWNER_ATTENTION;
-    for (uint32_t i = p->stages[s].first; i < p->stages[s].first + p->stages[s].count; i++) {
-        const kvshard_kinds__row *row = kvshard_kinds__of(p->kinds[i]);
-        if (row->paged_kv) {
-            /* A DSA layer reads the latent of the index_topk rows its
-             * indexer selects, and every row's index key to select them. */
-            uint64_t rows = lb->index && p->model.index_topk < n ? p->model.index_topk : n;
-            total += rows * (owner_reads ? lb->row_kv : lb->row_own_kv) + n * lb->index;
-        }
-        if (row->state)
-            total += 2 * lb->state; /* read and written */
-    }
+    /* Every KV layer is of one class (layer_bytes_of): the stage's census
+     * counts them, and its state layers, each read alike. A DSA layer reads
+     * the latent of the index_topk rows its indexer selects, and every
+     * row's index key to select them. */
+    const kvshard__range *stage = &p->stages[s];
+    uint64_t rows = lb->index && p->model.index_topk < n ? p->model.index_topk : n;
+    uint64_t kv_layer = rows * (owner_reads ? lb->row_kv : lb->row_own_kv) + n * lb->index;
+    uint64_t total = stage->num_kv * kv_layer;
+    total += stage->num_state * 2 * lb->state; /* read and written */
     return total;
 }
 
@@ -270,11 +318,12 @@ static bool stage_weights(uint64_t *out, const kvshard_plan *p, uint32_t s)
 
 /* The inputs in force: the given ones, the profile's mechanisms, the
  * presets' figures. */
-static void settle_inputs(kvshard__comm *c, const kvshard_plan *p)
+static void settle_inputs(kvshard__comm *c, const kvshard_plan *p, uint32_t split)
 {
     const kvshard__comm_inputs *in = &p->comm;
-    memset(c, 0, sizeof *c);
-    c->split = p->split;
+    /* The verdicts' texts are written before they are read. */
+    memset(c, 0, offsetof(kvshard__comm, warnings));
+    c->split = split;
     c->decode_mechanism = in->decode ? in->decode : p->profile->comm.decode;
     c->prefill_mechanism = in->prefill ? in->prefill : p->profile->comm.prefill;
     c->mechanism_default = (!in->decode && c->decode_mechanism) ||
@@ -343,20 +392,21 @@ static void price_steps(kvshard__comm *c, kvshard__comm_stage *stages, const kvs
 }
 
 static int estimate(kvshard__comm *c, kvshard__comm_stage *stages, const kvshard_plan *p,
-                    kvshard_error *err)
+                    const layout *lay, kvshard_error *err)
 {
-    settle_inputs(c, p);
+    settle_inputs(c, p, lay->split);
     layer_bytes lb;
-    int rc = layer_bytes_of(&lb, p, err);
+    int rc = layer_bytes_of(&lb, p, lay, err);
     if (rc)
         return rc;
     const kvshard__comm_inputs *in = &p->comm;
     /* The batch: the plan's concurrency, a given one no more than it. */
-    c->has_batch = in->batch || p->cap.has_concurrency;
+    const kvshard__capacity *cap = lay->cap;
+    c->has_batch = in->batch || cap->has_concurrency;
     c->batch_given = in->batch != 0;
-    c->batch = in->batch ? in->batch : p->cap.concurrency;
-    if (in->batch && p->cap.has_concurrency && p->cap.concurrency < c->batch)
-        c->batch = p->cap.concurrency;
+    c->batch = in->batch ? in->batch : cap->concurrency;
+    if (in->batch && cap->has_concurrency && cap->concurrency < c->batch)
+        c->batch = cap->concurrency;
     c->context_length = p->options.context_length;
     c->microbatch = ceil_div(c->batch, p->pp);
     c->tokens_per_step = c->microbatch * (1 + (uint64_t)p->options.num_speculative_tokens);
@@ -371,24 +421,28 @@ static int estimate(kvshard__comm *c, kvshard__comm_stage *stages, const kvshard
         c->chunks = ceil_div(c->prompt_length - c->prefix_hit, c->chunk);
         c->history_rows = c->chunks * c->prefix_hit + c->chunk * c->chunks * (c->chunks - 1) / 2;
     }
-    bool decode_bytes = c->decode_mechanism == KVSHARD__COMM_FULL_LAYER ? p->cap.has_num_blocks
+    bool decode_bytes = c->decode_mechanism == KVSHARD__COMM_FULL_LAYER ? cap->has_num_blocks
                         : c->decode_mechanism == KVSHARD__COMM_HISTORY_ROWS
                             ? c->has_batch && c->context_length
                             : c->has_batch;
     bool prefill_bytes = c->prompt_length && (c->prefill_mechanism != KVSHARD__COMM_FULL_LAYER ||
-                                              p->cap.has_num_blocks);
+                                              cap->has_num_blocks);
     for (uint32_t s = 0; s < p->pp; s++) {
         kvshard__comm_stage *st = &stages[s];
         memset(st, 0, sizeof *st);
         /* The group's totals; what each rank receives is
-         * kvshard_comm__rank_received's. */
-        uint64_t unused_decode = 0, unused_prefill = 0;
-        for (uint32_t i = p->stages[s].first;
-             c->split > 1 && i < p->stages[s].first + p->stages[s].count; i++) {
-            if (!kvshard_kinds__paged(p->kinds[i]) || p->owner[i] < 0)
-                continue;
-            decode_layer(&st->decode, &unused_decode, 0, c, p, &lb, (uint32_t)p->owner[i]);
-            prefill_layer(&st->prefill, &unused_prefill, 0, c, p, &lb, (uint32_t)p->owner[i]);
+         * kvshard_comm__rank_received's. Every split layer is of one class
+         * and moves alike whoever owns it: one layer's collectives, times
+         * the KV layers the stage's split ranks own. */
+        uint64_t split_layers = 0, unused = 0;
+        for (uint32_t k = 0; c->split > 1 && k < c->split; k++)
+            split_layers += p->owned_counts[(size_t)s * c->split + k];
+        if (split_layers) {
+            kvshard__comm_traffic decode = {0}, prefill = {0};
+            decode_layer(&decode, &unused, 0, c, p, &lb, 0);
+            prefill_layer(&prefill, &unused, 0, c, p, &lb, 0);
+            times(&st->decode, &decode, split_layers);
+            times(&st->prefill, &prefill, split_layers);
         }
         price(&st->decode, c);
         price(&st->prefill, c);
@@ -464,29 +518,68 @@ static void verdicts(kvshard__comm *c, const kvshard__comm_stage *stages, uint32
                     (unsigned long long)c->unsplit_batch);
 }
 
-int kvshard_comm__of(kvshard__comm *out, kvshard__comm_stage *stages, const kvshard_plan *p,
-                     kvshard_error *err)
+/* Stages and ranks of up to these counts sit on the stack. */
+#define SCRATCH_STAGES 8u
+#define SCRATCH_RANKS 16u
+
+/* The same estimate at S = 1 into out's unsplit figures: plan `p` with the
+ * split off, its ranks' figures and capacity counted unsplit, its batch
+ * that capacity's. None when the unsplit plan has no memory for a block or
+ * no step. */
+static void unsplit_reference(kvshard__comm *out, const kvshard_plan *p)
 {
     kvshard_allocator a = p->alloc;
-    kvshard__comm_stage *own = stages ? stages : kvshard_alloc__bytes(&a, p->pp, sizeof *own);
-    if (!own)
-        return kvshard_error__fail(err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
-                                   "out of memory");
-    int rc = estimate(out, own, p, err);
-    if (rc == KVSHARD_OK && p->comm_unsplit && out->split > 1) {
-        kvshard__comm ref;
-        kvshard__comm_stage *ref_stages = kvshard_alloc__bytes(&a, p->comm_unsplit->pp,
-                                                               sizeof *ref_stages);
-        if (ref_stages && estimate(&ref, ref_stages, p->comm_unsplit, NULL) == KVSHARD_OK &&
-            ref.has_step) {
+    uint32_t n = p->ranks_count, P = p->pp;
+    kvshard_rank_memory local_ranks[SCRATCH_RANKS];
+    kvshard__comm_stage local_stages[SCRATCH_STAGES];
+    uint32_t local_owned[SCRATCH_STAGES];
+    kvshard_rank_memory *ranks =
+        n <= SCRATCH_RANKS ? local_ranks : kvshard_alloc__bytes(&a, n, sizeof *ranks);
+    kvshard__comm_stage *stages =
+        P <= SCRATCH_STAGES ? local_stages : kvshard_alloc__bytes(&a, P, sizeof *stages);
+    uint32_t *owned =
+        P <= SCRATCH_STAGES ? local_owned : kvshard_alloc__bytes(&a, P, sizeof *owned);
+    kvshard_diag__ctx quiet = kvshard_diag__on(NULL);
+    kvshard__capacity cap;
+    kvshard__comm ref;
+    if (ranks && stages && owned &&
+        kvshard_plan__unsplit_capacity(&cap, ranks, p, &quiet) == KVSHARD_OK) {
+        /* One split rank a stage owns every KV layer of it. */
+        for (uint32_t s = 0; s < P; s++)
+            owned[s] = p->stages[s].num_kv;
+        layout unsplit = {1, &cap, ranks, owned};
+        if (estimate(&ref, stages, p, &unsplit, NULL) == KVSHARD_OK && ref.has_step) {
             out->has_unsplit = true;
             out->unsplit_batch = ref.batch;
             out->unsplit_base_us = ref.base_us;
             out->unsplit_step_us = ref.step_us;
             out->unsplit_throughput = ref.throughput;
         }
-        kvshard_alloc__free(&a, ref_stages);
     }
+    if (owned != local_owned)
+        kvshard_alloc__free(&a, owned);
+    if (stages != local_stages)
+        kvshard_alloc__free(&a, stages);
+    if (ranks != local_ranks)
+        kvshard_alloc__free(&a, ranks);
+}
+
+int kvshard_comm__of(kvshard__comm *out, kvshard__comm_stage *stages, const kvshard_plan *p,
+                     kvshard_error *err)
+{
+    kvshard_allocator a = p->alloc;
+    kvshard__comm_stage local[SCRATCH_STAGES];
+    kvshard__comm_stage *own = stages ? stages
+                               : p->pp <= SCRATCH_STAGES
+                                   ? local
+                                   : kvshard_alloc__bytes(&a, p->pp, sizeof *own);
+    if (!own)
+        return kvshard_error__fail(err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
+                                   "out of memory");
+    layout lay = own_layout(p);
+    int rc = estimate(out, own, p, &lay, err);
+    if (rc == KVSHARD_OK && p->comm_reference && out->split > 1)
+        unsplit_reference(out, p);
     if (out->has_step && (out->split == 1 || out->has_unsplit)) {
         out->has_gain = true;
         out->throughput_gain =
@@ -494,7 +587,7 @@ int kvshard_comm__of(kvshard__comm *out, kvshard__comm_stage *stages, const kvsh
     }
     if (rc == KVSHARD_OK)
         verdicts(out, own, p->pp);
-    if (!stages)
+    if (own != stages && own != local)
         kvshard_alloc__free(&a, own);
     return rc;
 }
@@ -507,7 +600,8 @@ void kvshard_comm__rank_received(bool *has_decode, uint64_t *decode, bool *has_p
     *has_decode = c->decode.has_bytes;
     *has_prefill = c->prefill.has_bytes;
     layer_bytes lb;
-    if (c->split < 2 || layer_bytes_of(&lb, p, NULL) != KVSHARD_OK)
+    layout lay = own_layout(p);
+    if (c->split < 2 || layer_bytes_of(&lb, p, &lay, NULL) != KVSHARD_OK)
         return;
     const kvshard__rank_place *place = &p->place[rank];
     kvshard__comm_traffic unused;

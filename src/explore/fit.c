@@ -217,8 +217,8 @@ static void row_figures(kvshard_fit_row *row, const kvshard_plan *p, uint32_t *p
 
 /* The row's communication estimate from its plan, which was made without
  * comm inputs: a view of it with them, its batch the row's sequences (no
- * unsplit twin: the S = 1 row of the layout is the reference, applied once
- * every row is priced). */
+ * unsplit reference of its own: the S = 1 row of the layout is the
+ * reference, applied once every row is priced). */
 static int price_row(kvshard_fit_row *row, const search *s, const kvshard_plan *p,
                      kvshard_diag__ctx *diag)
 {
@@ -228,7 +228,7 @@ static int price_row(kvshard_fit_row *row, const search *s, const kvshard_plan *
     priced.comm_given = true;
     priced.comm = *s->comm;
     priced.comm.batch = 0;
-    priced.comm_unsplit = NULL;
+    priced.comm_reference = false;
     priced.query_heads = s->model->sites[KVSHARD__SITE_Q_HEADS].value;
     /* The inputs' refusals and warnings are the plan's, as under plan. */
     int rc = kvshard_deployment__check_comm(&priced, diag);

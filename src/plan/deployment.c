@@ -147,10 +147,10 @@ int kvshard_deployment__check_comm(kvshard_plan *p, kvshard_diag__ctx *diag)
 }
 
 /* The comm: inputs, when some were given, checked
- * (kvshard_deployment__check_comm), with the plan's unsplit twin the
- * estimate compares against. */
+ * (kvshard_deployment__check_comm); a split plan's estimate compares
+ * against the same plan unsplit. */
 static int attach_comm(kvshard_plan *p, const kvshard_deployment *deployment,
-                       const kvshard_options *options, kvshard_diag__ctx *diag)
+                       kvshard_diag__ctx *diag)
 {
     for (int i = KVSHARD__OPT_COMM_DECODE; i < KVSHARD__OPT_COUNT; i++)
         p->comm_given |= deployment->sites[i].set;
@@ -161,19 +161,7 @@ static int attach_comm(kvshard_plan *p, const kvshard_deployment *deployment,
     int rc = kvshard_deployment__check_comm(p, diag);
     if (rc)
         return rc;
-    if (p->split > 1) {
-        kvshard_options unsplit = *options;
-        unsplit.enable_layerwise_split = false;
-        kvshard_diag__ctx quiet = kvshard_diag__on(NULL);
-        if (kvshard_plan__create(&p->comm_unsplit, deployment->model, &unsplit,
-                                 &deployment->alloc, &quiet) != KVSHARD_OK)
-            p->comm_unsplit = NULL;
-        if (p->comm_unsplit) {
-            p->comm_unsplit->comm_given = true;
-            p->comm_unsplit->comm = p->comm;
-            p->comm_unsplit->query_heads = p->query_heads;
-        }
-    }
+    p->comm_reference = p->split > 1;
     return KVSHARD_OK;
 }
 
@@ -195,7 +183,7 @@ int kvshard_deployment_plan(kvshard_plan **out, const kvshard_deployment *deploy
                                   &deployment->alloc, &diag);
     if ((rc = kvshard_deployment__locate(deployment, rc, &diag)) != 0)
         return rc;
-    if (p && (rc = attach_comm(p, deployment, &options, &diag)) != 0) {
+    if (p && (rc = attach_comm(p, deployment, &diag)) != 0) {
         kvshard_plan_free(p);
         return kvshard_deployment__locate(deployment, rc, &diag);
     }

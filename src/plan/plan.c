@@ -29,13 +29,18 @@ kvshard_blocks kvshard_plan__blocks_of(const kvshard__capacity *c)
     return b;
 }
 
-kvshard__capacity_inputs kvshard_plan__capacity_inputs_of(const kvshard__planning *pl,
-                                                     const kvshard_rank_memory *ranks, uint32_t tp,
-                                                     uint32_t split, uint64_t unsplit,
-                                                     const kvshard__budgets *b)
+/* The capacity inputs of `tp` ranks under settled options, profile inputs
+ * and state: a planning's, or a finished plan's own copies of them. */
+static kvshard__capacity_inputs capacity_inputs(const kvshard_options *options,
+                                                const kvshard_value *inputs,
+                                                const kvshard_profile__state *state,
+                                                const uint64_t *fill_stages,
+                                                const kvshard_rank_memory *ranks, uint32_t tp,
+                                                uint32_t split, uint64_t unsplit,
+                                                const kvshard__budgets *b)
 {
-    kvshard__capacity_inputs ci = {.options = &pl->options,
-                                   .inputs = pl->inputs,
+    kvshard__capacity_inputs ci = {.options = options,
+                                   .inputs = inputs,
                                    .ranks = ranks,
                                    .num_ranks = tp,
                                    .stage_ranks = b->stage_ranks ? b->stage_ranks : tp,
@@ -44,13 +49,23 @@ kvshard__capacity_inputs kvshard_plan__capacity_inputs_of(const kvshard__plannin
                                    .memory = b->least,
                                    .stage_memory = b->stage,
                                    .extra_per_block = 0,
-                                   .context_length = pl->options.context_length,
+                                   .context_length = options->context_length,
                                    .rank = KVSHARD_ALL_RANKS,
-                                   .state = &pl->state,
+                                   .state = state,
                                    .has_memory = b->has,
                                    .own_budget = b->has,
-                                   .fill_stages = pl->fill_stage_count ? pl->fill_stages : NULL};
+                                   .fill_stages = fill_stages};
     return ci;
+}
+
+kvshard__capacity_inputs kvshard_plan__capacity_inputs_of(const kvshard__planning *pl,
+                                                     const kvshard_rank_memory *ranks, uint32_t tp,
+                                                     uint32_t split, uint64_t unsplit,
+                                                     const kvshard__budgets *b)
+{
+    return capacity_inputs(&pl->options, pl->inputs, &pl->state,
+                           pl->fill_stage_count ? pl->fill_stages : NULL, ranks, tp, split,
+                           unsplit, b);
 }
 
 kvshard_uniform kvshard_plan__uniform_of(const kvshard_rank_memory *ranks, uint32_t tp,
@@ -83,7 +98,6 @@ void kvshard_plan_free(kvshard_plan *plan)
         return;
     kvshard_allocator a = plan->alloc;
     kvshard_alloc__free(&a, atomic_load(&plan->engine_figures));
-    kvshard_plan_free(plan->comm_unsplit);
     if (plan->figure_ranks && plan->ranks)
         kvshard_alloc__free(&a, plan->ranks); /* fit's figures: sized once the stride is known */
     kvshard_alloc__free(&a, plan);
@@ -142,18 +156,11 @@ static int compute_uniform(kvshard_plan *p, const kvshard__planning *pl, kvshard
         p->uniform.num_blocks = p->cap.num_blocks;
         return KVSHARD_OK;
     }
-    kvshard_rank_memory local[SCRATCH_RANKS];
-    kvshard_rank_memory *ranks =
-        n <= SCRATCH_RANKS ? local : kvshard_alloc__bytes(&p->alloc, n, sizeof *ranks);
-    if (!ranks)
-        return kvshard_error__fail(diag->err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
-                                   "out of memory");
-    int rc = stage_memory(ranks, p, true, diag);
+    /* Kept: the unsplit reference of the communication estimate counts them. */
+    int rc = stage_memory(p->unsplit_ranks, p, true, diag);
     if (rc == KVSHARD_OK)
-        p->uniform =
-            kvshard_plan__uniform_of(ranks, n, pl, p->unsplit_bytes_per_block, &p->budgets);
-    if (ranks != local)
-        kvshard_alloc__free(&p->alloc, ranks);
+        p->uniform = kvshard_plan__uniform_of(p->unsplit_ranks, n, pl, p->unsplit_bytes_per_block,
+                                              &p->budgets);
     return rc;
 }
 
@@ -174,11 +181,12 @@ static void find_binding(kvshard_plan *p)
     }
 }
 
-/* Each rank's budget and, with the device, its weights and reserve. */
-static void rank_budgets(kvshard_plan *p)
+/* Each of plan `p`'s ranks' budget and, with the device, its weights and
+ * reserve, into `ranks` (the plan's, or its figures at S_eff = 1). */
+static void rank_budgets(kvshard_rank_memory *ranks, const kvshard_plan *p)
 {
     for (uint32_t r = 0; r < p->ranks_count; r++) {
-        kvshard_rank_memory *m = &p->ranks[r];
+        kvshard_rank_memory *m = &ranks[r];
         uint32_t s = r / (p->figure_stride ? p->figure_stride : p->tp);
         m->has_budget = p->has_memory;
         m->budget = p->budgets.stage ? p->stage_budgets[s] : p->has_memory ? p->memory : 0;
@@ -186,6 +194,63 @@ static void rank_budgets(kvshard_plan *p)
         m->weights_bytes = p->device.used ? p->stage_weights[s] : 0;
         m->activation_reserve = p->device.used ? p->device.reserve : 0;
     }
+}
+
+/* The capacity of plan `p`'s ranks counted from `ci` (their figures and
+ * S_eff), through its engine profile; each rank's blocks and the engine's
+ * bytes per block into `ranks`, the figures ci reads. */
+static int count_capacity(kvshard__capacity *out, kvshard_rank_memory *ranks,
+                          kvshard__capacity_inputs ci, const kvshard_plan *p,
+                          kvshard_diag__ctx *diag)
+{
+    memset(out, 0, sizeof *out);
+    if (!p->has_memory && !p->profile->counting.sizes_without_budget)
+        return KVSHARD_OK;
+    uint32_t n = p->ranks_count;
+    uint64_t local[2 * SCRATCH_RANKS]; /* each rank's blocks, then its bytes per block */
+    uint64_t *blocks =
+        n <= SCRATCH_RANKS ? local : kvshard_alloc__bytes(&p->alloc, 2 * (size_t)n, sizeof *blocks);
+    if (!blocks)
+        return kvshard_error__fail(diag->err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
+                                   "out of memory");
+    if (p->figure_stride)
+        ci.stage_ranks = p->figure_stride;
+    ci.stages = p->stages;
+    ci.num_stages = p->pp;
+    uint64_t *bytes = blocks + n;
+    ci.rank_bytes_per_block = bytes;
+    for (uint32_t r = 0; r < n; r++) {
+        blocks[r] = UINT64_MAX; /* a rank the profile does not size has no count */
+        bytes[r] = 0;
+    }
+    int rc = p->profile->hooks.capacity(out, blocks, &ci, diag);
+    for (uint32_t r = 0; rc == KVSHARD_OK && r < n; r++) {
+        bool counted = blocks[r] != UINT64_MAX;
+        ranks[r].has_num_blocks = counted;
+        ranks[r].num_blocks = counted ? blocks[r] : 0;
+        /* The engine's own bytes per block, where it lays blocks out its
+         * way: the rank's, else the one of every rank. */
+        if (bytes[r] || out->has_bytes_per_block)
+            ranks[r].bytes_per_block = bytes[r] ? bytes[r] : out->bytes_per_block;
+    }
+    if (blocks != local)
+        kvshard_alloc__free(&p->alloc, blocks);
+    return rc;
+}
+
+int kvshard_plan__unsplit_capacity(kvshard__capacity *out, kvshard_rank_memory *ranks,
+                                   const kvshard_plan *p, kvshard_diag__ctx *diag)
+{
+    if (!p->unsplit_ranks)
+        return kvshard_error__fail(diag->err, KVSHARD_EINVAL, "", kvshard_error__no_mark,
+                                   "the plan keeps no unsplit figures: it is unsplit, or fit's");
+    memcpy(ranks, p->unsplit_ranks, p->ranks_count * sizeof *ranks);
+    rank_budgets(ranks, p);
+    /* The plan's own copies of its settled inputs, as its planning had them. */
+    kvshard__capacity_inputs ci =
+        capacity_inputs(&p->options, p->inputs, &p->state, p->fill_stages, ranks,
+                        p->ranks_count, 1, p->unsplit_bytes_per_block, &p->budgets);
+    return count_capacity(out, ranks, ci, p, diag);
 }
 
 static int compute_memory(kvshard_plan *p, const kvshard__planning *pl, const kvshard_model *model,
@@ -208,45 +273,14 @@ static int compute_memory(kvshard_plan *p, const kvshard__planning *pl, const kv
         return rc;
     p->memory = p->budgets.least;
     p->has_memory = p->budgets.has;
-    rank_budgets(p);
-    uint32_t n = p->ranks_count;
+    rank_budgets(p->ranks, p);
     kvshard__capacity c;
-    memset(&c, 0, sizeof c);
-    if (p->has_memory || p->profile->counting.sizes_without_budget) {
-        uint64_t local[2 * SCRATCH_RANKS]; /* each rank's blocks, then its bytes per block */
-        uint64_t *blocks = n <= SCRATCH_RANKS
-                               ? local
-                               : kvshard_alloc__bytes(&p->alloc, 2 * (size_t)n, sizeof *blocks);
-        if (!blocks)
-            return kvshard_error__fail(diag->err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
-                                       "out of memory");
-        kvshard__capacity_inputs ci = kvshard_plan__capacity_inputs_of(
-            pl, p->ranks, n, p->split, p->unsplit_bytes_per_block, &p->budgets);
-        if (p->figure_stride)
-            ci.stage_ranks = p->figure_stride;
-        ci.stages = p->stages;
-        ci.num_stages = p->pp;
-        uint64_t *bytes = blocks + n;
-        ci.rank_bytes_per_block = bytes;
-        for (uint32_t r = 0; r < n; r++) {
-            blocks[r] = UINT64_MAX; /* a rank the profile does not size has no count */
-            bytes[r] = 0;
-        }
-        rc = p->profile->hooks.capacity(&c, blocks, &ci, diag);
-        for (uint32_t r = 0; rc == KVSHARD_OK && r < n; r++) {
-            bool counted = blocks[r] != UINT64_MAX;
-            p->ranks[r].has_num_blocks = counted;
-            p->ranks[r].num_blocks = counted ? blocks[r] : 0;
-            /* The engine's own bytes per block, where it lays blocks out its
-             * way: the rank's, else the one of every rank. */
-            if (bytes[r] || c.has_bytes_per_block)
-                p->ranks[r].bytes_per_block = bytes[r] ? bytes[r] : c.bytes_per_block;
-        }
-        if (blocks != local)
-            kvshard_alloc__free(&p->alloc, blocks);
-        if (rc)
-            return rc;
-    }
+    rc = count_capacity(&c, p->ranks,
+                        kvshard_plan__capacity_inputs_of(pl, p->ranks, p->ranks_count, p->split,
+                                                         p->unsplit_bytes_per_block, &p->budgets),
+                        p, diag);
+    if (rc)
+        return rc;
     p->cap = c;
     find_binding(p);
     return p->figure_stride ? KVSHARD_OK : compute_uniform(p, pl, diag);
@@ -295,13 +329,15 @@ static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model 
     size_t sources = model->kv_source ? L : 0, C = model->info.num_classes;
     size_t N = figures ? 0 : (size_t)P * T, PS = (size_t)P * S;
     size_t per_rank = N, split_of = figures ? PS * groups : 0;
-    size_t end = sizeof(kvshard_plan), ranks, owner, held_by, kv_slot, state_slot, place, stages,
-           owned_offsets, owned_layers, owned_counts, owned_by_class, kv_source, kinds, class_of,
-           draft_class, model_type, source, keys, hold_key, stage_counts, stage_weights,
-           stage_budgets, fill_stages, figure_ranks, input_texts;
+    size_t unsplit = S > 1 ? N : 0;
+    size_t end = sizeof(kvshard_plan), ranks, unsplit_ranks, owner, held_by, kv_slot, state_slot,
+           place, stages, owned_offsets, owned_layers, owned_counts, owned_by_class, kv_source,
+           kinds, class_of, draft_class, model_type, source, keys, hold_key, stage_counts,
+           stage_weights, stage_budgets, fill_stages, figure_ranks, input_texts;
     size_t staged_keys = P > 1 ? L : 0;
     size_t drafts = model->draft_class ? model->info.num_draft_layers : 0;
     if (!carve(&ranks, &end, N, sizeof(kvshard_rank_memory), sizeof(uint64_t)) ||
+        !carve(&unsplit_ranks, &end, unsplit, sizeof(kvshard_rank_memory), sizeof(uint64_t)) ||
         !carve(&keys, &end, per_rank, sizeof(kvshard__rank_key), sizeof(uint32_t)) ||
         !carve(&figure_ranks, &end, split_of, sizeof(uint32_t), sizeof(uint32_t)) ||
         !carve(&hold_key, &end, staged_keys, sizeof(uint32_t), sizeof(uint32_t)) ||
@@ -337,6 +373,9 @@ static kvshard_plan *plan_block(const kvshard_allocator *a, const kvshard_model 
     p->ranks = figures ? NULL : (kvshard_rank_memory *)(void *)(block + ranks);
     if (!figures)
         memset(p->ranks, 0, N * sizeof *p->ranks);
+    p->unsplit_ranks = unsplit ? (kvshard_rank_memory *)(void *)(block + unsplit_ranks) : NULL;
+    if (unsplit)
+        memset(p->unsplit_ranks, 0, unsplit * sizeof *p->unsplit_ranks);
     p->figure_ranks = figures ? (uint32_t *)(void *)(block + figure_ranks) : NULL;
     p->owner = figures ? NULL : (int32_t *)(void *)(block + owner);
     p->held_by = held ? (int32_t *)(void *)(block + held_by) : p->owner;
