@@ -473,10 +473,11 @@ static void help_command(text_buf *b, const cli_command *cmd, kvshard_engine eng
     }
     if (strcmp(cmd->name, "compare") == 0) {
         put_text(b, "\nranking:\n");
-        help_row(b, "--rank=HOW", "auto (the default: throughput when an accelerator, a link, "
-                                  "--context_length and a decode batch, a budget or "
-                                  "--comm_batch, are given, else capacity), capacity or "
-                                  "throughput");
+        help_row(b, "--rank=HOW",
+                 "auto (the default: throughput when an accelerator, a link, "
+                 "--context_length and a decode batch, a budget or "
+                 "--comm_batch, are given, else capacity), capacity or "
+                 "throughput");
     }
     help_flags(b, engine, fit);
     putf(b, "\n'kvshard help %s --engine=NAME' lists the flags of another profile:\n", cmd->name);

@@ -23,7 +23,6 @@ extern "C" {
 /** ## Comparing split sizes */
 /* ------------------------------------------------------------------------ */
 
-
 /** How compare and fit rank their rows. */
 typedef enum kvshard_rank_by {
     /** By throughput when the comm inputs give one (an accelerator, a link

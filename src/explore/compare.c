@@ -37,7 +37,7 @@ static const kvshard_ownership rules[] = {KVSHARD_OWNERSHIP_ORDINAL, KVSHARD_OWN
 
 typedef struct work {
     const kvshard_model *model;
-    const kvshard_options *given; /* the caller's: a priced row is planned from them */
+    const kvshard_options *given;     /* the caller's: a priced row is planned from them */
     const kvshard__comm_inputs *comm; /* NULL: no row is priced */
     kvshard__planning base; /* settled, split off */
     kvshard__range layers;  /* every layer */
@@ -280,8 +280,8 @@ static bool runnable(const kvshard_comparison *c, const kvshard_comparison_row *
  * priced with an accelerator, a link, a context length and a decode batch
  * (a budget or comm_batch); asked for without them, comm_input_missing
  * naming the first missing. */
-static int settle_rank(kvshard_comparison *c, kvshard_rank_by asked, const kvshard__comm_inputs *comm,
-                       kvshard_diag__ctx *diag)
+static int settle_rank(kvshard_comparison *c, kvshard_rank_by asked,
+                       const kvshard__comm_inputs *comm, kvshard_diag__ctx *diag)
 {
     const kvshard_comm_estimate *e = NULL;
     for (size_t i = 0; i < c->count && !e; i++)
@@ -302,8 +302,8 @@ static int settle_rank(kvshard_comparison *c, kvshard_rank_by asked, const kvsha
                                                 : "a decode batch (a memory budget, or "
                                                   "comm_batch)");
     }
-    c->rank_by = asked != KVSHARD_RANK_CAPACITY && priced ? KVSHARD_RANK_THROUGHPUT
-                                                          : KVSHARD_RANK_CAPACITY;
+    c->rank_by =
+        asked != KVSHARD_RANK_CAPACITY && priced ? KVSHARD_RANK_THROUGHPUT : KVSHARD_RANK_CAPACITY;
     if (c->rank_by == KVSHARD_RANK_THROUGHPUT) {
         const kvshard_comparison_row *best = NULL;
         for (size_t i = 0; i < c->count; i++) {
@@ -413,8 +413,8 @@ int kvshard_comparison_create(kvshard_comparison **out, const kvshard_model *mod
                               const kvshard_allocator *allocator, kvshard_error *err)
 {
     kvshard_diag__ctx diag = kvshard_diag__on(err);
-    return kvshard_compare__comparison_create(out, model, options, compare_options, allocator,
-                                              NULL, &diag);
+    return kvshard_compare__comparison_create(out, model, options, compare_options, allocator, NULL,
+                                              &diag);
 }
 
 /* The rows of one P: every split size dividing its T under each rule. */
@@ -493,10 +493,10 @@ static int pp_valid(work *w, uint32_t P, kvshard_diag__ctx *diag)
 }
 
 int kvshard_compare__comparison_create(kvshard_comparison **out, const kvshard_model *model,
-                               const kvshard_options *options,
-                               const kvshard_compare_options *compare_options,
-                               const kvshard_allocator *allocator,
-                               const kvshard__comm_inputs *comm, kvshard_diag__ctx *diag)
+                                       const kvshard_options *options,
+                                       const kvshard_compare_options *compare_options,
+                                       const kvshard_allocator *allocator,
+                                       const kvshard__comm_inputs *comm, kvshard_diag__ctx *diag)
 {
     work w;
     memset(&w, 0, sizeof w);

@@ -33,9 +33,9 @@ int kvshard_compare__comparison_flags(char *buf, size_t cap, const kvshard_compa
  * kvshard_plan__create does; with a deployment's comm inputs (NULL: none
  * given) each row is priced. */
 int kvshard_compare__comparison_create(kvshard_comparison **out, const kvshard_model *model,
-                               const kvshard_options *options,
-                               const kvshard_compare_options *compare_options,
-                               const kvshard_allocator *allocator,
-                               const kvshard__comm_inputs *comm, kvshard_diag__ctx *diag);
+                                       const kvshard_options *options,
+                                       const kvshard_compare_options *compare_options,
+                                       const kvshard_allocator *allocator,
+                                       const kvshard__comm_inputs *comm, kvshard_diag__ctx *diag);
 
 #endif /* KVSHARD_EXPLORE_COMPARE_H */

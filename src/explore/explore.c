@@ -22,8 +22,7 @@ static bool comm_given(const kvshard_deployment *deployment)
     return given;
 }
 
-int kvshard_deployment_compare_with(kvshard_comparison **out,
-                                    const kvshard_deployment *deployment,
+int kvshard_deployment_compare_with(kvshard_comparison **out, const kvshard_deployment *deployment,
                                     const kvshard_compare_options *compare_options,
                                     kvshard_error *err)
 {

@@ -613,8 +613,7 @@ int kvshard_comparison_write_text(const kvshard_comparison *comparison, kvshard_
     kvshard_writer__out_raw(
         &o, context ? "max KV/token  blocks        max tokens      running  balanced  "
                     : "max KV/token  blocks        max tokens      ");
-    kvshard_writer__out_raw(&o, timed ? "comm/step  step       tok/s    x tput  gain\n"
-                                      : "gain\n");
+    kvshard_writer__out_raw(&o, timed ? "comm/step  step       tok/s    x tput  gain\n" : "gain\n");
     for (size_t i = 0; i < comparison->count && !o.failed; i++) {
         const kvshard_comparison_row *r = &comparison->rows[i];
         kvshard_writer__out_raw(&o, i == comparison->recommended ? ">" : " ");
