@@ -284,6 +284,50 @@ static void unpriced_unchanged(void **state)
     kvshard_comparison_free(c);
 }
 
+/* A latency of 0 is a link without one (alpha = 0): given as a flag or in a
+ * file it replaces the preset's 15 us, and with a bandwidth it makes a
+ * custom link; a negative one is refused. */
+static void zero_latency(void **state)
+{
+    (void)state;
+    const char *args[] = {SEED_COMPARE, "--comm_accelerator=bi_v100", "--comm_link_latency=0"};
+    kvshard_comparison *c = NULL;
+    kvshard_error err;
+    tu_assert_ok(compare_of(&c, &err, KVSHARD_RANK_AUTO, 8, args), &err);
+    /* S = 2 ordinal: the 5,898,240 bytes alone, 5,898,240 / 24e9 s =
+     * 245.76 us; the step 43,861.03 + 245.76 = 44,106.79 us. */
+    const kvshard_comparison_row *r = row_of(c, 2, KVSHARD_OWNERSHIP_ORDINAL, NULL);
+    assert_true(r->comm->has_link);
+    assert_near(r->comm->link_latency_us, 0.0, 0.0);
+    assert_near(r->comm->decode_comm_us, 245.76, 1e-9);
+    assert_near(r->comm->step_us, 44106.79, 0.005);
+    kvshard_comparison_free(c);
+
+    char *model = tu_example_path("models/qwen3_5_35b_a3b.json");
+    char yaml[1024];
+    snprintf(yaml, sizeof yaml,
+             "model: %s\nparallel:\n  world_size: 4\n  enable_layerwise_split: true\n"
+             "  layerwise_split_size: 2\ncomm:\n  link_bandwidth: 24GB\n  link_latency: 0\n",
+             model);
+    free(model);
+    kvshard_deployment *dep = NULL;
+    tu_assert_ok(
+        kvshard_deployment_load_string(&dep, yaml, strlen(yaml), "zero.yaml", NULL, NULL, &err),
+        &err);
+    kvshard_plan *p = NULL;
+    tu_assert_ok(kvshard_deployment_plan(&p, dep, &err), &err);
+    kvshard_comm_estimate e = KVSHARD_COMM_ESTIMATE_INIT;
+    tu_assert_ok(kvshard_plan_comm(&e, p, &err), &err);
+    assert_string_equal(e.link_name, "custom");
+    assert_int_equal(e.link_bandwidth, 24000000000u);
+    assert_near(e.link_latency_us, 0.0, 0.0);
+    kvshard_plan_free(p);
+    const char *negative[] = {"--comm_link_latency=-1"};
+    assert_int_not_equal(kvshard_deployment_apply_args(dep, 1, negative, 0, &err), KVSHARD_OK);
+    assert_non_null(strstr(err.message, "comm_link_latency"));
+    kvshard_deployment_free(dep);
+}
+
 typedef struct run_result {
     int status;
     char *out;
@@ -336,6 +380,7 @@ int main(void)
         cmocka_unit_test(seed_priced),        cmocka_unit_test(seed_documents),
         cmocka_unit_test(full_layer_orders),  cmocka_unit_test(rank_refused),
         cmocka_unit_test(unpriced_unchanged), cmocka_unit_test(cli_rank),
+        cmocka_unit_test(zero_latency),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

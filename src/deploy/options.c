@@ -1043,7 +1043,9 @@ static void value_doc(char *out, size_t cap, const kvshard_value__def *def,
         snprintf(out, cap, "%s", list);
         break;
     case KVSHARD__VT_FRACTION: snprintf(out, cap, "a fraction above 0, at most 1"); break;
-    case KVSHARD__VT_DECIMAL: snprintf(out, cap, "a decimal above 0, at most %s", hi); break;
+    case KVSHARD__VT_DECIMAL:
+        snprintf(out, cap, "a decimal %s 0, at most %s", def->unset_ok ? "from" : "above", hi);
+        break;
     case KVSHARD__VT_TEXT:
         if (reader && reader->versions && strcmp(def->name, "engine_version") == 0) {
             char oldest[KVSHARD_VERSIONS__TEXT_MAX], newest[KVSHARD_VERSIONS__TEXT_MAX];

@@ -13,15 +13,6 @@ int kvshard_deployment_compare(kvshard_comparison **out, const kvshard_deploymen
     return kvshard_deployment_compare_with(out, deployment, NULL, err);
 }
 
-/* Whether the deployment was given any comm input, in its file or as a flag. */
-static bool comm_given(const kvshard_deployment *deployment)
-{
-    bool given = false;
-    for (int i = KVSHARD__OPT_COMM_DECODE; i < KVSHARD__OPT_COUNT; i++)
-        given |= deployment->sites[i].set;
-    return given;
-}
-
 int kvshard_deployment_compare_with(kvshard_comparison **out, const kvshard_deployment *deployment,
                                     const kvshard_compare_options *compare_options,
                                     kvshard_error *err)
@@ -45,9 +36,10 @@ int kvshard_deployment_compare_with(kvshard_comparison **out, const kvshard_depl
     co.sweep_pp = co.sweep_pp || deployment->explore.sweep_pp;
     kvshard_diag__ctx diag = kvshard_diag__on(err);
     kvshard_options options = kvshard_deploy__deployment_options(deployment);
+    kvshard__comm_inputs comm = kvshard_deployment__comm_inputs(deployment);
     int rc = kvshard_compare__comparison_create(
         out ? &c : NULL, deployment->model, &options, &co, &deployment->alloc,
-        comm_given(deployment) ? &deployment->explore.comm : NULL, &diag);
+        kvshard_deployment__comm_given(deployment) ? &comm : NULL, &diag);
     rc = kvshard_deployment__locate(deployment, rc, &diag);
     if (rc)
         return rc;
@@ -91,7 +83,9 @@ int kvshard_deployment_fit(kvshard_fit **out, const kvshard_deployment *deployme
         fo.gpus_per_node = deployment->explore.gpus_per_node;
     kvshard_diag__ctx diag = kvshard_diag__on(err);
     kvshard_options options = kvshard_deploy__deployment_options(deployment);
+    kvshard__comm_inputs comm = kvshard_deployment__comm_inputs(deployment);
     int rc = kvshard_fit__create(out, deployment->model, &options, &fo, &deployment->alloc,
-                                 comm_given(deployment) ? &deployment->explore.comm : NULL, &diag);
+                                 kvshard_deployment__comm_given(deployment) ? &comm : NULL,
+                                 &diag);
     return kvshard_deployment__locate(deployment, rc, &diag);
 }
