@@ -374,13 +374,37 @@ static void cli_rank(void **state)
     free(r.err);
 }
 
+/* help shows the defaults of the decode batch and the prompt length, which
+ * the plan gives, and compare's --rank. */
+static void help_defaults(void **state)
+{
+    (void)state;
+    static const char *const commands[] = {"plan", "compare", "fit"};
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        char command[1024];
+        snprintf(command, sizeof command, "'%s' help %s", KVSHARD_CLI, commands[i]);
+        run_result r;
+        r.status = tu_run(command, &r.out, &r.err);
+        assert_int_equal(r.status, 0);
+        assert_non_null(strstr(r.out, "--comm_batch                sequences, 1 to 16,777,216; "
+                                      "default the plan's\n                              "
+                                      "concurrency\n"));
+        assert_non_null(strstr(r.out, "--comm_prompt_length        tokens, 1 to 1,073,741,824;\n"
+                                      "                              default context_length\n"));
+        assert_non_null(strstr(r.out, "--comm_link_latency         a decimal from 0"));
+        assert_true((strstr(r.out, "--rank=HOW") != NULL) == (i > 0));
+        free(r.out);
+        free(r.err);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(seed_priced),        cmocka_unit_test(seed_documents),
         cmocka_unit_test(full_layer_orders),  cmocka_unit_test(rank_refused),
         cmocka_unit_test(unpriced_unchanged), cmocka_unit_test(cli_rank),
-        cmocka_unit_test(zero_latency),
+        cmocka_unit_test(zero_latency),       cmocka_unit_test(help_defaults),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
