@@ -184,7 +184,8 @@ static int price_row(kvshard_comm_estimate *e, kvshard_comparison_row *row, cons
     o.layerwise_split_size = row->layerwise_split_size;
     o.ownership = row->ownership;
     kvshard_plan *p = NULL;
-    int rc = kvshard_plan__create(&p, w->model, &o, a, diag);
+    /* The device inputs read once for every row, as the rows' own figures. */
+    int rc = kvshard_plan__create_with(&p, w->model, &o, a, &w->device, diag);
     if (rc == KVSHARD_OK) {
         p->comm_given = true;
         p->comm = *w->comm;
