@@ -158,6 +158,10 @@ static void seed_documents(void **state)
     assert_non_null(strstr(text, ">    2  ordinal     5-5 "));
     assert_non_null(strstr(text, "0.55 ms    44.41 ms   2,162    1.21x   1.67x"));
     assert_non_null(strstr(text, "0.00 ms    31.91 ms   1,786    1.00x   1.00x"));
+    /* The times say they are an estimate, on which link and memory. */
+    assert_non_null(strstr(text, "\n\nestimate, not a measurement: link pcie4x16, 24 GB/s a "
+                                 "direction, \xce\xb1 15 \xc2\xb5s; bi_v100, 1.2 TB/s memory "
+                                 "(docs/comm.md: "));
     free(text);
     kvshard_comparison_free(c);
 }

@@ -550,14 +550,16 @@ static void write_warning_names(kvshard__out *o, uint32_t mask)
 
 /* ---- comparison -------------------------------------------------------------------------- */
 
-/* Whether the rows' estimates have a link and an accelerator: only then
- * are their times and throughputs shown. */
-static bool comparison_timed(const kvshard_comparison *c)
+/* The first priced row's estimate when it has a link and an accelerator:
+ * only then are the rows' times and throughputs shown; else NULL. */
+static const kvshard_comm_estimate *comparison_timed(const kvshard_comparison *c)
 {
-    for (size_t i = 0; c->comm_given && i < c->count; i++)
-        if (c->rows[i].comm->given)
-            return c->rows[i].comm->has_link && c->rows[i].comm->has_accelerator;
-    return false;
+    for (size_t i = 0; c->comm_given && i < c->count; i++) {
+        const kvshard_comm_estimate *e = c->rows[i].comm;
+        if (e->given)
+            return e->has_link && e->has_accelerator ? e : NULL;
+    }
+    return NULL;
 }
 
 /* A row's estimate cells: decode communication and step in ms, tokens/s
@@ -605,7 +607,7 @@ int kvshard_comparison_write_text(const kvshard_comparison *comparison, kvshard_
     } else {
         kvshard_writer__out_raw(&o, " -- no memory_per_rank: gain compares bytes per block\n");
     }
-    bool timed = comparison_timed(comparison);
+    const kvshard_comm_estimate *timed = comparison_timed(comparison);
     if (comparison->rank_by == KVSHARD_RANK_THROUGHPUT)
         kvshard_writer__out_raw(&o, "\nranked by throughput (estimate)");
     kvshard_writer__out_raw(&o, stages ? "\n     P     T    S  rule        owned  "
@@ -657,6 +659,10 @@ int kvshard_comparison_write_text(const kvshard_comparison *comparison, kvshard_
             kvshard_writer__out_put(&o, "#", 1);
         write_warning_names(&o, r->warnings);
         kvshard_writer__out_raw(&o, "\n");
+    }
+    if (timed) {
+        kvshard_writer__out_raw(&o, "\n");
+        kvshard_comm_out__sources(&o, timed);
     }
     char flags[256];
     kvshard_compare__comparison_flags(flags, sizeof flags, comparison);
