@@ -1149,6 +1149,8 @@ static const char *const null_checked[] = {
     "kvshard_comparison_row_count",
     "kvshard_comparison_row_at",
     "kvshard_comparison_recommended",
+    "kvshard_deployment_compare_with",
+    "kvshard_comparison_rank_by",
     "kvshard_comparison_write_json",
     "kvshard_comparison_write_text",
     "kvshard_report_write_html",
@@ -1544,7 +1546,10 @@ static void test_null_everywhere(void **state)
     assert_int_equal(kvshard_comparison_create(&c, NULL, NULL, NULL, NULL, &err), KVSHARD_EINVAL);
     assert_int_equal(kvshard_deployment_compare(NULL, dep, &err), KVSHARD_EINVAL);
     assert_int_equal(kvshard_deployment_compare(&c, NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_deployment_compare_with(NULL, dep, NULL, &err), KVSHARD_EINVAL);
+    assert_int_equal(kvshard_deployment_compare_with(&c, NULL, NULL, &err), KVSHARD_EINVAL);
     assert_null(c);
+    assert_int_equal(kvshard_comparison_rank_by(NULL), KVSHARD_RANK_CAPACITY);
     kvshard_comparison_free(NULL);
     assert_int_equal(kvshard_comparison_row_count(NULL), 0);
     assert_null(kvshard_comparison_row_at(NULL, 0));
@@ -1593,6 +1598,7 @@ static const struct {
     {"kvshard_plan_create", "options"},       /* NULL: KVSHARD_OPTIONS_INIT */
     {"kvshard_comparison_create", "options"}, /* as kvshard_plan_create() */
     {"kvshard_comparison_create", "compare_options"}, /* NULL: KVSHARD_COMPARE_OPTIONS_INIT */
+    {"kvshard_deployment_compare_with", "compare_options"}, /* NULL: the deployment's */
     {"kvshard_deployment_create", "options"},
     {"kvshard_plan_split_position", "out_split_rank"}, /* either output may be NULL */
     {"kvshard_plan_split_position", "out_split_group"},

@@ -471,6 +471,14 @@ static void help_command(text_buf *b, const cli_command *cmd, kvshard_engine eng
                                   "--context_length are given, else capacity), capacity or "
                                   "throughput");
     }
+    if (strcmp(cmd->name, "compare") == 0) {
+        put_text(b, "\nranking:\n");
+        help_row(b, "--rank=HOW",
+                 "auto (the default: throughput when an accelerator, a link, "
+                 "--context_length and a decode batch, a budget or "
+                 "--comm_batch, are given, else capacity), capacity or "
+                 "throughput");
+    }
     help_flags(b, engine, fit);
     putf(b, "\n'kvshard help %s --engine=NAME' lists the flags of another profile:\n", cmd->name);
     put_engines(b);
@@ -705,8 +713,8 @@ static int parse_args(cli *c, int argc, char **argv, int *done)
         return usage_error("--gpus, --max_tp_size, --max_pp_size and --top are flags of fit");
     if (fit && !c->gpus)
         return usage_error("fit needs --gpus=N, the GPUs to lay the model out on");
-    if (c->rank_given && !fit)
-        return usage_error("--rank is a flag of fit");
+    if (c->rank_given && !fit && strcmp(c->command, "compare") != 0)
+        return usage_error("--rank is a flag of compare and fit");
     if (fit && c->fmt != FORMAT_TEXT && c->fmt != FORMAT_JSON)
         return usage_error("fit writes text or json");
     if (strcmp(c->command, "report") == 0) {
@@ -788,7 +796,9 @@ static int make_document(document *d, const kvshard_deployment *dep,
             return failed(&err, inputs, command);
     }
     if (strcmp(command, "compare") == 0) {
-        if (kvshard_deployment_compare(&d->cmp, dep, &err) != KVSHARD_OK)
+        kvshard_compare_options co = KVSHARD_COMPARE_OPTIONS_INIT;
+        co.rank_by = d->c->rank_by;
+        if (kvshard_deployment_compare_with(&d->cmp, dep, &co, &err) != KVSHARD_OK)
             return failed(&err, inputs, command);
     } else if (html) {
         /* A comparison that cannot be made leaves its chart out, not the page. */

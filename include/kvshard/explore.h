@@ -23,6 +23,16 @@ extern "C" {
 /** ## Comparing split sizes */
 /* ------------------------------------------------------------------------ */
 
+/** How compare and fit rank their rows. */
+typedef enum kvshard_rank_by {
+    /** By throughput when the comm inputs give one (an accelerator, a link
+     *  and a context length, and for compare a decode batch: a budget or
+     *  comm_batch), else by capacity. */
+    KVSHARD_RANK_AUTO = 0,
+    KVSHARD_RANK_CAPACITY = 1,
+    /** By the throughput estimate: KVSHARD_EMISSING without its inputs. */
+    KVSHARD_RANK_THROUGHPUT = 2
+} kvshard_rank_by;
 
 /** Plans for every split size dividing T, under each ownership rule. */
 typedef struct kvshard_comparison kvshard_comparison;
@@ -58,6 +68,11 @@ typedef struct kvshard_comparison_row {
      *  with sweep_pp). */
     uint32_t pp_size;
     uint32_t attn_tp_size;
+    /** The row's plan's communication estimate (kvshard_plan_comm()), when
+     *  the deployment has comm inputs and the row is not an error (else
+     *  `given` false); its unsplit reference is the S = 1 row of the same
+     *  pp_size. Never NULL. */
+    const struct kvshard_comm_estimate *comm;
 } kvshard_comparison_row;
 
 /** What a comparison covers besides the plan's options. Start from
@@ -67,9 +82,13 @@ typedef struct kvshard_compare_options {
     /** Also sweep pp_size over the divisors of world_size / (dp x cp) that
      *  can cut the layers; default false. */
     bool sweep_pp;
+    /** The ranking that picks the recommended row: by capacity, or by the
+     *  throughput estimate (needs a deployment's accelerator, link, context
+     *  length and decode batch). */
+    kvshard_rank_by rank_by;
 } kvshard_compare_options;
 
-#define KVSHARD_COMPARE_OPTIONS_INIT { sizeof(kvshard_compare_options), false }
+#define KVSHARD_COMPARE_OPTIONS_INIT { sizeof(kvshard_compare_options), false, KVSHARD_RANK_AUTO }
 
 /** Build the comparison from a model and options (the split fields of
  *  `options` are ignored; NULL means KVSHARD_OPTIONS_INIT): every split
@@ -91,6 +110,19 @@ KVSHARD_EXPORT int kvshard_comparison_create(kvshard_comparison **out, const kvs
 KVSHARD_EXPORT int kvshard_deployment_compare(kvshard_comparison **out,
                                               const kvshard_deployment *deployment,
                                               kvshard_error *err);
+/** kvshard_deployment_compare() with compare options (NULL: as
+ *  kvshard_deployment_compare()): pp_size is swept when
+ *  `compare_options->sweep_pp` or the deployment's sweep_pp key says so,
+ *  and the rows are ranked by `compare_options->rank_by`
+ *  (KVSHARD_RANK_THROUGHPUT without an accelerator, a link, a context
+ *  length or a decode batch: KVSHARD_EMISSING, comm_input_missing). */
+KVSHARD_EXPORT int kvshard_deployment_compare_with(kvshard_comparison **out,
+                                                   const kvshard_deployment *deployment,
+                                                   const kvshard_compare_options *compare_options,
+                                                   kvshard_error *err);
+/** How the recommended row was chosen: KVSHARD_RANK_CAPACITY or
+ *  KVSHARD_RANK_THROUGHPUT (auto resolved). */
+KVSHARD_EXPORT kvshard_rank_by kvshard_comparison_rank_by(const kvshard_comparison *comparison);
 /** Release a comparison. NULL is a no-op. */
 KVSHARD_EXPORT void kvshard_comparison_free(kvshard_comparison *comparison);
 /** Number of rows: three (ordinal, global, contiguous) per split size
@@ -103,7 +135,8 @@ kvshard_comparison_row_at(const kvshard_comparison *comparison, size_t index);
 /** Index of the recommended row. With a context length and memory: the most
  *  balanced_max_seqs, then the most blocks; otherwise the most blocks (or,
  *  without memory, the fewest bytes per block). Ties go to the smaller S,
- *  then ordinal, global, contiguous. */
+ *  then ordinal, global, contiguous. Ranked by throughput: the most whole
+ *  tokens per second first (rows without one last), then as above. */
 KVSHARD_EXPORT size_t kvshard_comparison_recommended(const kvshard_comparison *comparison);
 
 /* ------------------------------------------------------------------------ */
@@ -307,16 +340,6 @@ KVSHARD_EXPORT int kvshard_plan_comm(kvshard_comm_estimate *out, const kvshard_p
  *  "kv_heads", ...), as fit's reasons and JSON documents name errors;
  *  "unknown" for other values. */
 KVSHARD_EXPORT const char *kvshard_status_name(int code);
-
-/** How compare and fit rank their rows. */
-typedef enum kvshard_rank_by {
-    /** By throughput when the comm inputs give one (an accelerator, a link
-     *  and a context length), else by capacity. */
-    KVSHARD_RANK_AUTO = 0,
-    KVSHARD_RANK_CAPACITY = 1,
-    /** By the throughput estimate: KVSHARD_EMISSING without its inputs. */
-    KVSHARD_RANK_THROUGHPUT = 2
-} kvshard_rank_by;
 
 /** A search over layouts. Start from KVSHARD_FIT_OPTIONS_INIT. */
 typedef struct kvshard_fit_options {

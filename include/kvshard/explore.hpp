@@ -73,10 +73,12 @@ struct FitFree {
 } // namespace detail
 
 /** kvshard_compare_options (KVSHARD_COMPARE_OPTIONS_INIT otherwise). */
-inline kvshard_compare_options make_compare_options(bool sweep_pp = false) noexcept
+inline kvshard_compare_options
+make_compare_options(bool sweep_pp = false, kvshard_rank_by rank_by = KVSHARD_RANK_AUTO) noexcept
 {
     kvshard_compare_options co = KVSHARD_COMPARE_OPTIONS_INIT;
     co.sweep_pp = sweep_pp;
+    co.rank_by = rank_by;
     return co;
 }
 
@@ -122,6 +124,20 @@ class Comparison
         detail::check(kvshard_deployment_compare(&out, deployment.get(), &err), err);
         return Comparison(out);
     }
+    /** The same with compare options (kvshard_deployment_compare_with):
+     *  `compare_options.rank_by` ranks the rows, by the throughput estimate
+     *  when the deployment's comm inputs give one. */
+    [[nodiscard]] static Comparison create(const Deployment &deployment,
+                                           const kvshard_compare_options &compare_options)
+    {
+        if (!deployment)
+            detail::throw_empty("Deployment");
+        kvshard_comparison *out = nullptr;
+        kvshard_error err{};
+        detail::check(
+            kvshard_deployment_compare_with(&out, deployment.get(), &compare_options, &err), err);
+        return Comparison(out);
+    }
 
     Comparison(Comparison &&) noexcept = default;
     Comparison &operator=(Comparison &&) noexcept = default;
@@ -164,6 +180,12 @@ class Comparison
     const kvshard_comparison_row &recommended_row() const
     {
         return row(recommended());
+    }
+    /** How the recommended row was chosen: KVSHARD_RANK_CAPACITY or
+     *  KVSHARD_RANK_THROUGHPUT (kvshard_comparison_rank_by). */
+    kvshard_rank_by rank_by() const
+    {
+        return kvshard_comparison_rank_by(h());
     }
 
     std::string to_json() const

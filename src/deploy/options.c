@@ -701,6 +701,16 @@ static void default_text(char *buf, size_t cap, const kvshard_value__def *def, k
 void kvshard_options__flag_default(char *buf, size_t cap, const kvshard_options__flag *f,
                                    const kvshard__profile *p)
 {
+    /* Defaults the plan itself gives: the sequences it decodes at once,
+     * the length it is planned for. */
+    if (f->key.option == KVSHARD__OPT_COMM_BATCH) {
+        snprintf(buf, cap, "the plan's concurrency");
+        return;
+    }
+    if (f->key.option == KVSHARD__OPT_COMM_PROMPT_LENGTH) {
+        snprintf(buf, cap, "context_length");
+        return;
+    }
     if (f->key.option != KVSHARD__OPT_COUNT) {
         /* The profile's defaults fill what KVSHARD_OPTIONS_INIT leaves
          * unset; the engine itself is kvshard's unless a flag names one. */
@@ -1043,7 +1053,9 @@ static void value_doc(char *out, size_t cap, const kvshard_value__def *def,
         snprintf(out, cap, "%s", list);
         break;
     case KVSHARD__VT_FRACTION: snprintf(out, cap, "a fraction above 0, at most 1"); break;
-    case KVSHARD__VT_DECIMAL: snprintf(out, cap, "a decimal above 0, at most %s", hi); break;
+    case KVSHARD__VT_DECIMAL:
+        snprintf(out, cap, "a decimal %s 0, at most %s", def->unset_ok ? "from" : "above", hi);
+        break;
     case KVSHARD__VT_TEXT:
         if (reader && reader->versions && strcmp(def->name, "engine_version") == 0) {
             char oldest[KVSHARD_VERSIONS__TEXT_MAX], newest[KVSHARD_VERSIONS__TEXT_MAX];

@@ -94,6 +94,7 @@ typedef struct kvshard__comm_inputs {
     kvshard__comm_link link;
     uint64_t link_bandwidth; /* bytes/s a direction */
     double link_latency_us;
+    bool has_link_latency; /* given (0 is a latency: alpha = 0) */
     kvshard__alpha_rule alpha_rule;
     kvshard__comm_accelerator accelerator;
     uint64_t hbm_bandwidth; /* bytes/s */

@@ -339,7 +339,7 @@ static void settle_inputs(kvshard__comm *c, const kvshard_plan *p, uint32_t spli
     const kvshard_options__link_preset *lp = kvshard_options__link_preset_of(link);
     c->link_name = lp->name;
     c->link_bandwidth = in->link_bandwidth ? in->link_bandwidth : lp->bandwidth;
-    c->link_latency_us = in->link_latency_us > 0 ? in->link_latency_us : lp->latency_us;
+    c->link_latency_us = in->has_link_latency ? in->link_latency_us : lp->latency_us;
     c->has_link = c->link_bandwidth > 0 && (link != KVSHARD__LINK_NONE || in->link_bandwidth);
     kvshard_dtype a = in->activation_dtype;
     if (a == KVSHARD_DTYPE_AUTO)

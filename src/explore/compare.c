@@ -4,6 +4,8 @@
  * row whose plan would pass KVSHARD_MAX_LAYER_ENTRIES is refused before any
  * work. */
 #include "explore/compare.h"
+#include "explore/comm.h"
+#include "plan/deployment.h"
 #include "plan/device.h"
 #include "base/abi.h"
 #include "base/call.h"
@@ -25,6 +27,7 @@ void kvshard_comparison_free(kvshard_comparison *comparison)
     kvshard_allocator a = comparison->alloc;
     kvshard_alloc__free(&a, comparison->rows);
     kvshard_alloc__free(&a, comparison->messages);
+    kvshard_alloc__free(&a, comparison->comms);
     kvshard_alloc__free(&a, comparison);
 }
 
@@ -34,6 +37,8 @@ static const kvshard_ownership rules[] = {KVSHARD_OWNERSHIP_ORDINAL, KVSHARD_OWN
 
 typedef struct work {
     const kvshard_model *model;
+    const kvshard_options *given;     /* the caller's: a priced row is planned from them */
+    const kvshard__comm_inputs *comm; /* NULL: no row is priced */
     kvshard__planning base; /* settled, split off */
     kvshard__range layers;  /* every layer */
     uint32_t ranks_count;   /* world_size / (dp x cp): P x T for every P */
@@ -161,6 +166,74 @@ static int fill_row(kvshard_comparison_row *row, work *w, const kvshard__plannin
     return KVSHARD_OK;
 }
 
+/* The comm codes a priced plan's inputs add to its warnings. */
+static const uint32_t comm_input_warnings = (1u << KVSHARD_WARN_COMM_MECHANISM_ASSUMED) |
+                                            (1u << KVSHARD_WARN_FULL_LAYER_DECODE) |
+                                            (1u << KVSHARD_WARN_COMM_NO_WEIGHTS);
+
+/* A row's estimate: the estimate of the plan the row stands for, which only
+ * a whole plan gives (its layers' owners), made as plan makes it but with
+ * no unsplit twin: the S = 1 row of its P is that reference, applied once
+ * every row is priced (against_unsplit). */
+static int price_row(kvshard_comm_estimate *e, kvshard_comparison_row *row, const work *w,
+                     const kvshard_allocator *a, kvshard_diag__ctx *diag)
+{
+    kvshard_options o = *w->given;
+    o.pp_size = row->pp_size;
+    o.enable_layerwise_split = row->layerwise_split_size > 1;
+    o.layerwise_split_size = row->layerwise_split_size;
+    o.ownership = row->ownership;
+    kvshard_plan *p = NULL;
+    /* The device inputs read once for every row, as the rows' own figures. */
+    int rc = kvshard_plan__create_with(&p, w->model, &o, a, &w->device, diag);
+    if (rc == KVSHARD_OK) {
+        p->comm_given = true;
+        p->comm = *w->comm;
+        p->query_heads = w->model->sites[KVSHARD__SITE_Q_HEADS].value;
+        rc = kvshard_deployment__check_comm(p, diag);
+    }
+    kvshard__comm c;
+    if (rc == KVSHARD_OK)
+        rc = kvshard_comm__of(&c, NULL, p, diag->err);
+    if (rc == KVSHARD_OK) {
+        kvshard_comm__public(e, &c);
+        for (size_t i = 0; i < p->warning_count; i++)
+            row->warnings |= (1u << p->warnings[i].code) & comm_input_warnings;
+        row->warnings |= e->warnings;
+    }
+    kvshard_plan_free(p);
+    return rc;
+}
+
+/* Each priced split row against the S = 1 row of its P (the first, ordinal,
+ * as every rule gives it the same figures): its gain, and the verdict when
+ * it decodes slower. */
+static void against_unsplit(kvshard_comparison *c)
+{
+    for (size_t i = 0; i < c->count; i++) {
+        kvshard_comparison_row *row = &c->rows[i];
+        kvshard_comm_estimate *e = &c->comms[i];
+        if (!e->given || !e->has_step || row->layerwise_split_size == 1)
+            continue;
+        for (size_t j = 0; j < c->count; j++) {
+            const kvshard_comm_estimate *ref = &c->comms[j];
+            if (c->rows[j].layerwise_split_size != 1 || c->rows[j].pp_size != row->pp_size)
+                continue;
+            if (ref->given && ref->has_step) {
+                e->has_unsplit = true;
+                e->unsplit_throughput = ref->throughput;
+                e->has_gain = true;
+                e->throughput_gain = e->throughput / ref->throughput;
+                if (e->throughput < ref->throughput) {
+                    e->warnings |= 1u << KVSHARD_WARN_SPLIT_LOSES_THROUGHPUT;
+                    row->warnings |= 1u << KVSHARD_WARN_SPLIT_LOSES_THROUGHPUT;
+                }
+            }
+            break;
+        }
+    }
+}
+
 /* Whether row `a` beats the best so far. Rows come by P, then S, then
  * ordinal, global, contiguous, so a tie keeps the earlier row. */
 static bool better(const kvshard_comparison_row *a, const kvshard_comparison_row *best,
@@ -176,6 +249,72 @@ static bool better(const kvshard_comparison_row *a, const kvshard_comparison_row
     if (a->has_num_blocks && best->has_num_blocks)
         return a->num_blocks > best->num_blocks;
     return a->max_bytes_per_block < best->max_bytes_per_block;
+}
+
+/* Ranked by throughput: the most whole tokens per second (whole, so rows
+ * that differ by rounding tie; rows without one last), then as by
+ * capacity. Rows come by P, S and rule, so a tie keeps the earlier. */
+static bool faster(const kvshard_comparison_row *a, const kvshard_comparison_row *best,
+                   bool by_balanced)
+{
+    if (a->error)
+        return false;
+    if (!best || best->error)
+        return true;
+    bool ha = a->comm->has_step, hb = best->comm->has_step;
+    if (ha != hb)
+        return ha;
+    double ta = ha ? floor(a->comm->throughput) : 0, tb = hb ? floor(best->comm->throughput) : 0;
+    if (ta != tb)
+        return ta > tb;
+    return better(a, best, by_balanced);
+}
+
+/* A row the engine can run: its own rule, where it runs one. */
+static bool runnable(const kvshard_comparison *c, const kvshard_comparison_row *row)
+{
+    return !c->profile->defaults.runs_its_ownership_only ||
+           row->ownership == c->profile->defaults.ownership;
+}
+
+/* The ranking asked for, auto resolved: throughput when the rows were
+ * priced with an accelerator, a link, a context length and a decode batch
+ * (a budget or comm_batch); asked for without them, comm_input_missing
+ * naming the first missing. */
+static int settle_rank(kvshard_comparison *c, kvshard_rank_by asked,
+                       const kvshard__comm_inputs *comm, kvshard_diag__ctx *diag)
+{
+    const kvshard_comm_estimate *e = NULL;
+    for (size_t i = 0; i < c->count && !e; i++)
+        e = c->comms[i].given ? &c->comms[i] : NULL;
+    bool accelerator = e && e->has_accelerator, link = e && e->has_link;
+    bool context = c->options.context_length > 0;
+    bool batch = c->has_memory || (comm && comm->batch);
+    bool priced = accelerator && link && context && batch;
+    if (asked == KVSHARD_RANK_THROUGHPUT && !priced) {
+        diag->option = "rank";
+        return kvshard_error__fail(diag->err, KVSHARD_EMISSING, "", kvshard_error__no_mark,
+                                   "comm_input_missing: --rank=throughput needs %s",
+                                   !accelerator ? "an accelerator (comm_accelerator or "
+                                                  "comm_hbm_bandwidth)"
+                                   : !link      ? "a link (comm_link, or an accelerator that "
+                                                  "implies one)"
+                                   : !context   ? "a context length (context_length)"
+                                                : "a decode batch (a memory budget, or "
+                                                  "comm_batch)");
+    }
+    c->rank_by =
+        asked != KVSHARD_RANK_CAPACITY && priced ? KVSHARD_RANK_THROUGHPUT : KVSHARD_RANK_CAPACITY;
+    if (c->rank_by == KVSHARD_RANK_THROUGHPUT) {
+        const kvshard_comparison_row *best = NULL;
+        for (size_t i = 0; i < c->count; i++) {
+            if (runnable(c, &c->rows[i]) && faster(&c->rows[i], best, c->by_balanced)) {
+                best = &c->rows[i];
+                c->recommended = i;
+            }
+        }
+    }
+    return KVSHARD_OK;
 }
 
 static void free_work(const kvshard_allocator *a, work *w)
@@ -275,13 +414,13 @@ int kvshard_comparison_create(kvshard_comparison **out, const kvshard_model *mod
                               const kvshard_allocator *allocator, kvshard_error *err)
 {
     kvshard_diag__ctx diag = kvshard_diag__on(err);
-    return kvshard_compare__comparison_create(out, model, options, compare_options, allocator,
+    return kvshard_compare__comparison_create(out, model, options, compare_options, allocator, NULL,
                                               &diag);
 }
 
 /* The rows of one P: every split size dividing its T under each rule. */
 static int pp_rows(kvshard_comparison *c, work *w, const kvshard_comparison_row **best,
-                   int *first_error, kvshard_diag__ctx *first_diag, kvshard_error *err)
+                   int *first_error, kvshard_diag__ctx *first_diag, kvshard_diag__ctx *diag)
 {
     uint32_t T = w->tp;
     for (uint32_t s = 1; s <= T; s++) {
@@ -300,6 +439,7 @@ static int pp_rows(kvshard_comparison *c, work *w, const kvshard_comparison_row 
             row->pp_size = w->pp;
             row->attn_tp_size = T;
             row->error_message = c->messages[c->count];
+            row->comm = &c->comms[c->count];
             kvshard_error row_err;
             kvshard_error__reset(&row_err);
             uint32_t row_tp, row_split;
@@ -309,7 +449,7 @@ static int pp_rows(kvshard_comparison *c, work *w, const kvshard_comparison_row 
             if (rc == KVSHARD_OK)
                 rc = fill_row(row, w, &pl, row_split, &row_diag);
             if (rc == KVSHARD_ENOMEM)
-                return kvshard_error__fail(err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
+                return kvshard_error__fail(diag->err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
                                            "out of memory");
             if (rc) {
                 memset(row, 0, sizeof *row);
@@ -318,6 +458,7 @@ static int pp_rows(kvshard_comparison *c, work *w, const kvshard_comparison_row 
                 row->pp_size = w->pp;
                 row->attn_tp_size = T;
                 row->error_message = c->messages[c->count];
+                row->comm = &c->comms[c->count];
                 row->error = rc;
                 memcpy(c->messages[c->count], row_err.message, sizeof row_err.message);
                 if (!*first_error) {
@@ -326,10 +467,12 @@ static int pp_rows(kvshard_comparison *c, work *w, const kvshard_comparison_row 
                     first_diag->among = row_diag.among;
                 }
             }
-            /* A row the engine can run: its own rule, where it runs one. */
-            bool runnable = !c->profile->defaults.runs_its_ownership_only ||
-                            row->ownership == c->profile->defaults.ownership;
-            if (runnable && better(row, *best, c->by_balanced)) {
+            if (!row->error && w->comm) {
+                rc = price_row(&c->comms[c->count], row, w, &c->alloc, diag);
+                if (rc)
+                    return rc; /* an estimate refused is the command's refusal, as under plan */
+            }
+            if (runnable(c, row) && better(row, *best, c->by_balanced)) {
                 *best = row;
                 c->recommended = c->count;
             }
@@ -351,13 +494,16 @@ static int pp_valid(work *w, uint32_t P, kvshard_diag__ctx *diag)
 }
 
 int kvshard_compare__comparison_create(kvshard_comparison **out, const kvshard_model *model,
-                               const kvshard_options *options,
-                               const kvshard_compare_options *compare_options,
-                               const kvshard_allocator *allocator, kvshard_diag__ctx *diag)
+                                       const kvshard_options *options,
+                                       const kvshard_compare_options *compare_options,
+                                       const kvshard_allocator *allocator,
+                                       const kvshard__comm_inputs *comm, kvshard_diag__ctx *diag)
 {
     work w;
     memset(&w, 0, sizeof w);
     w.model = model;
+    w.given = options;
+    w.comm = options ? comm : NULL;
     int rc = kvshard_validate__begin_planning(&w.base, out && model, options, allocator, diag);
     if (rc)
         return rc;
@@ -368,6 +514,13 @@ int kvshard_compare__comparison_create(kvshard_comparison **out, const kvshard_m
         return rc;
     if (compare_options)
         co = *compare_options;
+    if ((unsigned)co.rank_by > KVSHARD_RANK_THROUGHPUT) {
+        diag->option = "rank";
+        return kvshard_error__fail(diag->err, KVSHARD_ERANGE, "", kvshard_error__no_mark,
+                                   "comm_value: rank_by is %d; it takes KVSHARD_RANK_AUTO, "
+                                   "KVSHARD_RANK_CAPACITY or KVSHARD_RANK_THROUGHPUT",
+                                   (int)co.rank_by);
+    }
     /* The rows set the split; the profile settles the rest once. */
     w.base.options.enable_layerwise_split = false;
     w.base.options.layerwise_split_size = 1;
@@ -461,13 +614,19 @@ int kvshard_compare__comparison_create(kvshard_comparison **out, const kvshard_m
         c->alloc = a;
         c->rows = kvshard_alloc__calloc(&a, rows, sizeof *c->rows);
         c->messages = kvshard_alloc__calloc(&a, rows, sizeof *c->messages);
+        c->comms = kvshard_alloc__bytes(&a, rows, sizeof *c->comms);
     }
-    if (!c || !c->rows || !c->messages) {
+    if (!c || !c->rows || !c->messages || !c->comms) {
         kvshard_comparison_free(c);
         free_work(&a, &w);
         return kvshard_error__fail(diag->err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
                                    "out of memory");
     }
+    for (size_t i = 0; i < rows; i++) {
+        kvshard_comm_estimate none = KVSHARD_COMM_ESTIMATE_INIT;
+        c->comms[i] = none;
+    }
+    c->comm_given = w.comm != NULL;
     c->options = w.base.options;
     c->sweep_pp = sweep;
     c->profile = w.base.profile;
@@ -497,7 +656,7 @@ int kvshard_compare__comparison_create(kvshard_comparison **out, const kvshard_m
             c->uniform_blocks = w.uniform.num_blocks;
         }
         c->by_balanced = c->by_balanced && w.has_memory;
-        rc = pp_rows(c, &w, &best, &first_error, &first_diag, diag->err);
+        rc = pp_rows(c, &w, &best, &first_error, &first_diag, diag);
     }
     free_work(&a, &w);
     if (rc) {
@@ -510,6 +669,11 @@ int kvshard_compare__comparison_create(kvshard_comparison **out, const kvshard_m
             *diag->err = first_err;
         diag->among = first_diag.among;
         return first_error;
+    }
+    against_unsplit(c);
+    if ((rc = settle_rank(c, co.rank_by, w.comm, diag)) != 0) {
+        kvshard_comparison_free(c);
+        return rc;
     }
     *out = c;
     return KVSHARD_OK;
@@ -529,6 +693,11 @@ const kvshard_comparison_row *kvshard_comparison_row_at(const kvshard_comparison
 size_t kvshard_comparison_recommended(const kvshard_comparison *comparison)
 {
     return comparison ? comparison->recommended : 0;
+}
+
+kvshard_rank_by kvshard_comparison_rank_by(const kvshard_comparison *comparison)
+{
+    return comparison ? comparison->rank_by : KVSHARD_RANK_CAPACITY;
 }
 
 int kvshard_compare__comparison_flags(char *buf, size_t cap, const kvshard_comparison *c)

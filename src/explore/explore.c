@@ -10,6 +10,13 @@
 int kvshard_deployment_compare(kvshard_comparison **out, const kvshard_deployment *deployment,
                                kvshard_error *err)
 {
+    return kvshard_deployment_compare_with(out, deployment, NULL, err);
+}
+
+int kvshard_deployment_compare_with(kvshard_comparison **out, const kvshard_deployment *deployment,
+                                    const kvshard_compare_options *compare_options,
+                                    kvshard_error *err)
+{
     if (!deployment) {
         kvshard_error__reset(err);
         return kvshard_error__fail(err, KVSHARD_EINVAL, "", kvshard_error__no_mark,
@@ -17,11 +24,22 @@ int kvshard_deployment_compare(kvshard_comparison **out, const kvshard_deploymen
     }
     kvshard_comparison *c = NULL;
     kvshard_compare_options co = KVSHARD_COMPARE_OPTIONS_INIT;
-    co.sweep_pp = deployment->explore.sweep_pp;
+    if (compare_options && compare_options->size != sizeof co) {
+        kvshard_error__reset(err);
+        return kvshard_error__fail(err, KVSHARD_EINVAL, "", kvshard_error__no_mark,
+                                   "kvshard_compare_options.size is %zu; this library's is %zu: "
+                                   "start from KVSHARD_COMPARE_OPTIONS_INIT",
+                                   compare_options->size, sizeof co);
+    }
+    if (compare_options)
+        co = *compare_options;
+    co.sweep_pp = co.sweep_pp || deployment->explore.sweep_pp;
     kvshard_diag__ctx diag = kvshard_diag__on(err);
     kvshard_options options = kvshard_deploy__deployment_options(deployment);
-    int rc = kvshard_compare__comparison_create(out ? &c : NULL, deployment->model, &options, &co,
-                                        &deployment->alloc, &diag);
+    kvshard__comm_inputs comm = kvshard_deployment__comm_inputs(deployment);
+    int rc = kvshard_compare__comparison_create(
+        out ? &c : NULL, deployment->model, &options, &co, &deployment->alloc,
+        kvshard_deployment__comm_given(deployment) ? &comm : NULL, &diag);
     rc = kvshard_deployment__locate(deployment, rc, &diag);
     if (rc)
         return rc;
@@ -65,10 +83,9 @@ int kvshard_deployment_fit(kvshard_fit **out, const kvshard_deployment *deployme
         fo.gpus_per_node = deployment->explore.gpus_per_node;
     kvshard_diag__ctx diag = kvshard_diag__on(err);
     kvshard_options options = kvshard_deploy__deployment_options(deployment);
-    bool comm_given = false;
-    for (int i = KVSHARD__OPT_COMM_DECODE; i < KVSHARD__OPT_COUNT; i++)
-        comm_given |= deployment->sites[i].set;
+    kvshard__comm_inputs comm = kvshard_deployment__comm_inputs(deployment);
     int rc = kvshard_fit__create(out, deployment->model, &options, &fo, &deployment->alloc,
-                                 comm_given ? &deployment->explore.comm : NULL, &diag);
+                                 kvshard_deployment__comm_given(deployment) ? &comm : NULL,
+                                 &diag);
     return kvshard_deployment__locate(deployment, rc, &diag);
 }

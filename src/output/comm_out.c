@@ -269,6 +269,17 @@ static void rate(kvshard__out *o, uint64_t bytes_per_s)
     kvshard_writer__out_printf(o, "%g %s/s", v, units[u]);
 }
 
+void kvshard_comm_out__sources(kvshard__out *o, const kvshard_comm_estimate *e)
+{
+    kvshard_writer__out_printf(o, "estimate, not a measurement: link %s, ", e->link_name);
+    rate(o, e->link_bandwidth);
+    kvshard_writer__out_printf(o, " a direction, \xce\xb1 %g \xc2\xb5s; %s, ", e->link_latency_us,
+                               e->accelerator_name);
+    rate(o, e->hbm_bandwidth);
+    kvshard_writer__out_raw(o, " memory (docs/comm.md: their sources, and what the estimate "
+                               "leaves out)\n");
+}
+
 static void ms(kvshard__out *o, double us)
 {
     kvshard_writer__out_printf(o, "%.2f ms", us / 1000.0);

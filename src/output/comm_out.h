@@ -28,6 +28,10 @@ void kvshard_comm_out__inputs_json(kvshard__out *o, const kvshard__comm *c);
  * when it was not priced. */
 void kvshard_comm_out__row_json(kvshard__out *o, const kvshard_comm_estimate *e);
 
+/* The line under a priced table with times: an estimate, on which link
+ * and memory (`e` has both). */
+void kvshard_comm_out__sources(kvshard__out *o, const kvshard_comm_estimate *e);
+
 /* A fit row's text cells when ranked by throughput: its tokens/s in all and
  * its decode communication a step ("-" where unknown), padded when `notes`
  * follow. */

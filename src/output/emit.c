@@ -474,7 +474,7 @@ int kvshard_plan_write_json(const kvshard_plan *plan, kvshard_write_fn write, vo
 
 /* ---- comparison -------------------------------------------------------------------- */
 
-static void emit_row(kvshard__out *o, const kvshard_comparison_row *r)
+static void emit_row(kvshard__out *o, const kvshard_comparison *c, const kvshard_comparison_row *r)
 {
     kvshard_writer__out_raw(o, "{");
     field_u64(o, "pp_size", r->pp_size);
@@ -512,7 +512,17 @@ static void emit_row(kvshard__out *o, const kvshard_comparison_row *r)
         kvshard_writer__out_raw(o, "null");
     else
         kvshard_writer__out_json_string(o, r->error_message, strlen(r->error_message));
+    if (c->comm_given) {
+        kvshard_writer__out_raw(o, ", \"comm\": ");
+        kvshard_comm_out__row_json(o, r->comm);
+    }
     kvshard_writer__out_put(o, "}", 1);
+}
+
+/* How the rows were ranked, as fit and compare write it. */
+static const char *rank_by_word(kvshard_rank_by rank_by)
+{
+    return rank_by == KVSHARD_RANK_THROUGHPUT ? "\"throughput\"" : "\"capacity\"";
 }
 
 int kvshard_comparison_write_json(const kvshard_comparison *comparison, kvshard_write_fn write,
@@ -526,10 +536,14 @@ int kvshard_comparison_write_json(const kvshard_comparison *comparison, kvshard_
     field_word(&o, "engine", comparison->profile->name);
     kvshard_writer__out_raw(&o, ",\n  ");
     field_or_null(&o, "context_length", opt->context_length != 0, opt->context_length);
+    if (comparison->comm_given) {
+        kvshard_writer__out_raw(&o, ",\n  \"rank_by\": ");
+        kvshard_writer__out_raw(&o, rank_by_word(comparison->rank_by));
+    }
     kvshard_writer__out_raw(&o, ",\n  \"rows\": [");
     for (size_t i = 0; i < comparison->count && !o.failed; i++) {
         kvshard_writer__out_raw(&o, i ? ",\n    " : "\n    ");
-        emit_row(&o, &comparison->rows[i]);
+        emit_row(&o, comparison, &comparison->rows[i]);
     }
     const kvshard_comparison_row *rec = &comparison->rows[comparison->recommended];
     /* Everything a script needs to deploy the recommended row without
@@ -559,6 +573,12 @@ int kvshard_comparison_write_json(const kvshard_comparison *comparison, kvshard_
     field_u64(&o, "max_kv_bytes_per_token", rec->max_kv_bytes_per_token);
     kvshard_writer__out_raw(&o, ",\n                     ");
     field_word(&o, "flags", flags);
+    if (comparison->comm_given) {
+        kvshard_writer__out_raw(&o, ", \"rank_by\": ");
+        kvshard_writer__out_raw(&o, rank_by_word(comparison->rank_by));
+        kvshard_writer__out_raw(&o, ", \"throughput\": ");
+        kvshard_comm_out__number(&o, rec->comm->has_step, rec->comm->throughput);
+    }
     kvshard_writer__out_raw(&o, "}\n}\n");
     return kvshard_writer__out_finish(&o);
 }
@@ -689,8 +709,7 @@ int kvshard_fit_write_json(const kvshard_fit *fit, kvshard_write_fn write, void 
     emit_weights(&o, d, &fit->options);
     if (fit->comm_given) {
         kvshard_writer__out_raw(&o, ",\n  \"rank_by\": ");
-        kvshard_writer__out_raw(&o, fit->rank_by == KVSHARD_RANK_THROUGHPUT ? "\"throughput\""
-                                                                          : "\"capacity\"");
+        kvshard_writer__out_raw(&o, rank_by_word(fit->rank_by));
         kvshard_writer__out_raw(&o, ",\n  \"comm_inputs\": ");
         kvshard_comm_out__inputs_json(&o, &fit->comm_settled);
     }

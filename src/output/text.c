@@ -550,6 +550,34 @@ static void write_warning_names(kvshard__out *o, uint32_t mask)
 
 /* ---- comparison -------------------------------------------------------------------------- */
 
+/* The first priced row's estimate when it has a link and an accelerator:
+ * only then are the rows' times and throughputs shown; else NULL. */
+static const kvshard_comm_estimate *comparison_timed(const kvshard_comparison *c)
+{
+    for (size_t i = 0; c->comm_given && i < c->count; i++) {
+        const kvshard_comm_estimate *e = c->rows[i].comm;
+        if (e->given)
+            return e->has_link && e->has_accelerator ? e : NULL;
+    }
+    return NULL;
+}
+
+/* A row's estimate cells: decode communication and step in ms, tokens/s
+ * and the gain over the unsplit row ("-" where unknown). */
+static void comparison_comm_cells(kvshard__out *o, const kvshard_comm_estimate *e)
+{
+    char comm[32] = "-", step[32] = "-", tput[32] = "-", gain[32] = "-";
+    if (e->given && e->has_decode_time)
+        snprintf(comm, sizeof comm, "%.2f ms", e->decode_comm_us / 1000.0);
+    if (e->given && e->has_step) {
+        snprintf(step, sizeof step, "%.2f ms", e->step_us / 1000.0);
+        kvshard_format__grouped_text(tput, sizeof tput, (uint64_t)llround(e->throughput));
+    }
+    if (e->given && e->has_gain)
+        snprintf(gain, sizeof gain, "%.2fx", e->throughput_gain);
+    kvshard_writer__out_printf(o, "%-10s %-10s %-8s %-7s", comm, step, tput, gain);
+}
+
 int kvshard_comparison_write_text(const kvshard_comparison *comparison, kvshard_write_fn write,
                                   void *user)
 {
@@ -579,12 +607,15 @@ int kvshard_comparison_write_text(const kvshard_comparison *comparison, kvshard_
     } else {
         kvshard_writer__out_raw(&o, " -- no memory_per_rank: gain compares bytes per block\n");
     }
+    const kvshard_comm_estimate *timed = comparison_timed(comparison);
+    if (comparison->rank_by == KVSHARD_RANK_THROUGHPUT)
+        kvshard_writer__out_raw(&o, "\nranked by throughput (estimate)");
     kvshard_writer__out_raw(&o, stages ? "\n     P     T    S  rule        owned  "
                                 : "\n     S  rule        owned  ");
     kvshard_writer__out_raw(
         &o, context ? "max KV/token  blocks        max tokens      running  balanced  "
-                      "gain\n"
-                    : "max KV/token  blocks        max tokens      gain\n");
+                    : "max KV/token  blocks        max tokens      ");
+    kvshard_writer__out_raw(&o, timed ? "comm/step  step       tok/s    x tput  gain\n" : "gain\n");
     for (size_t i = 0; i < comparison->count && !o.failed; i++) {
         const kvshard_comparison_row *r = &comparison->rows[i];
         kvshard_writer__out_raw(&o, i == comparison->recommended ? ">" : " ");
@@ -617,6 +648,8 @@ int kvshard_comparison_write_text(const kvshard_comparison *comparison, kvshard_
                 kvshard_format__grouped_text(balanced, sizeof balanced, r->balanced_max_seqs);
             kvshard_writer__out_printf(&o, "%-8s %-9s ", running, balanced);
         }
+        if (timed)
+            comparison_comm_cells(&o, r->comm);
         if (isinf(r->gain)) /* the unsplit plan fits no block */
             kvshard_writer__out_raw(&o, "  new ");
         else
@@ -626,6 +659,10 @@ int kvshard_comparison_write_text(const kvshard_comparison *comparison, kvshard_
             kvshard_writer__out_put(&o, "#", 1);
         write_warning_names(&o, r->warnings);
         kvshard_writer__out_raw(&o, "\n");
+    }
+    if (timed) {
+        kvshard_writer__out_raw(&o, "\n");
+        kvshard_comm_out__sources(&o, timed);
     }
     char flags[256];
     kvshard_compare__comparison_flags(flags, sizeof flags, comparison);

@@ -119,11 +119,11 @@ int kvshard_deployment__check_comm(kvshard_plan *p, kvshard_diag__ctx *diag)
         kvshard_options__accelerator_preset_of(c->accelerator)->link != KVSHARD__LINK_NONE;
     bool custom_link = c->link == KVSHARD__LINK_CUSTOM ||
                        (!preset_link && !implied_link &&
-                        (c->link_bandwidth || c->link_latency_us > 0));
-    if (custom_link && (!c->link_bandwidth || !(c->link_latency_us > 0))) {
-        diag->option = c->link_bandwidth ? "comm_link_bandwidth"
-                       : c->link_latency_us > 0 ? "comm_link_latency"
-                                                : "comm_link";
+                        (c->link_bandwidth || c->has_link_latency));
+    if (custom_link && (!c->link_bandwidth || !c->has_link_latency)) {
+        diag->option = c->link_bandwidth   ? "comm_link_bandwidth"
+                       : c->has_link_latency ? "comm_link_latency"
+                                             : "comm_link";
         return kvshard_error__fail(diag->err, KVSHARD_EMISSING, "", kvshard_error__no_mark,
                                    "comm_input_missing: a custom link needs both "
                                    "comm_link_bandwidth and comm_link_latency (%s is missing)",
@@ -146,17 +146,31 @@ int kvshard_deployment__check_comm(kvshard_plan *p, kvshard_diag__ctx *diag)
     return KVSHARD_OK;
 }
 
+bool kvshard_deployment__comm_given(const kvshard_deployment *deployment)
+{
+    bool given = false;
+    for (int i = KVSHARD__OPT_COMM_DECODE; i < KVSHARD__OPT_COUNT; i++)
+        given |= deployment->sites[i].set;
+    return given;
+}
+
+kvshard__comm_inputs kvshard_deployment__comm_inputs(const kvshard_deployment *deployment)
+{
+    kvshard__comm_inputs in = deployment->explore.comm;
+    in.has_link_latency = deployment->sites[KVSHARD__OPT_COMM_LINK_LATENCY].set;
+    return in;
+}
+
 /* The comm: inputs, when some were given, checked
  * (kvshard_deployment__check_comm); a split plan's estimate compares
  * against the same plan unsplit. */
 static int attach_comm(kvshard_plan *p, const kvshard_deployment *deployment,
                        kvshard_diag__ctx *diag)
 {
-    for (int i = KVSHARD__OPT_COMM_DECODE; i < KVSHARD__OPT_COUNT; i++)
-        p->comm_given |= deployment->sites[i].set;
+    p->comm_given = kvshard_deployment__comm_given(deployment);
     if (!p->comm_given)
         return KVSHARD_OK;
-    p->comm = deployment->explore.comm;
+    p->comm = kvshard_deployment__comm_inputs(deployment);
     p->query_heads = deployment->model->sites[KVSHARD__SITE_Q_HEADS].value;
     int rc = kvshard_deployment__check_comm(p, diag);
     if (rc)

@@ -16,4 +16,12 @@ int kvshard_deployment__locate(const kvshard_deployment *deployment, int rc,
  * indexer are refused, naming the option in `diag`. */
 int kvshard_deployment__check_comm(kvshard_plan *p, kvshard_diag__ctx *diag);
 
+/* Whether the deployment was given any comm input, in its file or as a
+ * flag: only then are its plans, comparisons and fits priced. */
+bool kvshard_deployment__comm_given(const kvshard_deployment *deployment);
+
+/* Its comm inputs as the estimate reads them, with whether a link latency
+ * was given (0 is one). */
+kvshard__comm_inputs kvshard_deployment__comm_inputs(const kvshard_deployment *deployment);
+
 #endif /* KVSHARD_PLAN_DEPLOYMENT_H */

@@ -54,9 +54,11 @@ static bool fraction_ok(double value)
 }
 
 /* A decimal's range: above 0 and at most the def's bound. */
+/* Above 0; a decimal that may be left unset may also be 0 (a link's
+ * latency: its site says whether it was given). */
 static bool decimal_ok(const kvshard_value__def *d, double value)
 {
-    return value > 0.0 && value <= (double)d->max;
+    return (d->unset_ok ? value >= 0.0 : value > 0.0) && value <= (double)d->max;
 }
 
 bool kvshard_value__is_word(const kvshard_value__def *def, kvshard_value v)
@@ -132,9 +134,10 @@ static int check(const kvshard_value__def *d, kvshard_value v, const char *text,
             char shown[48];
             shown_number(shown, sizeof shown, text, len, v.d);
             return kvshard_error__fail(err, KVSHARD_ERANGE, source, mark,
-                                 "%s: %s is out of range; expected a decimal above 0 and at "
+                                 "%s: %s is out of range; expected a decimal %s 0 and at "
                                  "most %llu",
-                                 d->name, shown, (unsigned long long)d->max);
+                                 d->name, shown, d->unset_ok ? "from" : "above",
+                                 (unsigned long long)d->max);
         }
         return KVSHARD_OK;
     case KVSHARD__VT_BOOL:

@@ -222,6 +222,16 @@ void test_seed_figures()
     CHECK(row.code() == KVSHARD_EINVAL);
     CHECK(comparison.to_json().find('{') == 0);
     CHECK(!comparison.to_text().empty());
+    // Without comm inputs: ranked by capacity, no row priced; asked to rank
+    // by throughput, refused.
+    CHECK(comparison.rank_by() == KVSHARD_RANK_CAPACITY && !comparison[3].comm->given);
+    const kvshard::Error by_throughput = expect_error(
+        [&] {
+            (void)kvshard::Comparison::create(
+                deployment, kvshard::make_compare_options(false, KVSHARD_RANK_THROUGHPUT));
+        },
+        "create(rank throughput)");
+    CHECK(by_throughput.code() == KVSHARD_EMISSING);
 
     // The deployment's model, borrowed.
     const kvshard::ModelView model = deployment.model();

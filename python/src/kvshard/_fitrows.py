@@ -45,8 +45,9 @@ def _short_name(code: Union[Status, int]) -> str:
 
 @dataclass(frozen=True)
 class FitComm:
-    """A fit row's communication estimate (kvshard_comm_estimate, the
-    fields the fit's JSON gives a row): a decode step's collectives, the
+    """A fit or comparison row's communication estimate
+    (kvshard_comm_estimate, the fields their JSON gives a row): a decode
+    step's collectives, the
     bytes on the busiest link and their time, the memory-bandwidth base
     step, the step, TPOT and throughput (per replica and over the D
     replicas), the gain against the S = 1 row of the same layout, and one
@@ -72,7 +73,8 @@ class FitComm:
         return dict(self.__dict__)
 
 
-def _comm(c: _lib.CCommEstimate) -> Optional[FitComm]:
+def comm_of(c: _lib.CCommEstimate) -> Optional[FitComm]:
+    """A row's estimate, None when it was not priced."""
     if not c.given:
         return None
     step = bool(c.has_step)
@@ -223,7 +225,7 @@ def _row(c: _lib.CFitRow) -> FitRow:
         tokens_total=_opt(ok, c.tokens_total),
         pp_partition=partition,
         warnings=tuple(w for w in WarningCode if c.warnings & (1 << int(w))),
-        comm=_comm(c.comm),
+        comm=comm_of(c.comm),
     )
 
 
@@ -397,12 +399,18 @@ def fit_options(
     if not isinstance(unsplit, bool):
         raise TypeError(f"unsplit must be a bool, not {type(unsplit).__name__}")
     fo.unsplit = unsplit
+    fo.rank_by = rank_code(rank)
+    return fo
+
+
+def rank_code(rank: Any) -> int:
+    """The kvshard_rank_by of a ``rank`` argument of fit or compare: "auto",
+    "capacity" or "throughput" (TypeError, ValueError otherwise)."""
     if not isinstance(rank, str):
         raise TypeError(f"rank must be a str, not {type(rank).__name__}")
     if rank not in _RANKS:
         raise ValueError(f"comm_value: rank takes auto, capacity or throughput, not {rank!r}")
-    fo.rank_by = _RANKS.index(rank)
-    return fo
+    return _RANKS.index(rank)
 
 
 def deployment_fit(h: int, fo: _lib.CFitOptions) -> Fit:

@@ -419,6 +419,9 @@ class CComparisonRow(Structure):
         ("balanced_max_seqs", c_uint64),
         ("pp_size", c_uint32),
         ("attn_tp_size", c_uint32),
+        # A kvshard_comm_estimate *, never NULL (CCommEstimate is defined
+        # below: read through ctypes.cast).
+        ("comm", c_void_p),
     ]
 
 
@@ -440,6 +443,7 @@ class CCompareOptions(Structure):
     _fields_ = [
         ("size", c_size_t),
         ("sweep_pp", c_bool),
+        ("rank_by", c_int),
     ]
 
 
@@ -736,6 +740,8 @@ _PROTOTYPES = {
         [_PP, _P, POINTER(COptions), POINTER(CCompareOptions), c_void_p, _E],
     ),
     "kvshard_deployment_compare": (c_int, [_PP, _P, _E]),
+    "kvshard_deployment_compare_with": (c_int, [_PP, _P, POINTER(CCompareOptions), _E]),
+    "kvshard_comparison_rank_by": (c_int, [_P]),
     "kvshard_comparison_free": (None, [_P]),
     "kvshard_comparison_row_count": (c_size_t, [_P]),
     "kvshard_comparison_row_at": (POINTER(CComparisonRow), [_P, c_size_t]),

@@ -28,7 +28,7 @@ import math
 import os
 import warnings
 from ctypes import POINTER, byref, c_char_p, c_int, c_int32, c_size_t, c_uint32, c_void_p
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import (
     Any,
     Callable,
@@ -57,7 +57,7 @@ from ._enums import (
     WarningCode,
 )
 from ._errors import KvshardError, make_error
-from ._fitrows import Fit, deployment_fit, fit_options
+from ._fitrows import Fit, FitComm, comm_of, deployment_fit, fit_options, rank_code
 from ._handles import _Handle, _new_handle, _write, copy_rows, encode, raise_error
 from ._options import DEFAULT_ORIGIN, OptionValue, Options, check_uint, parse_bytes
 from ._optiontable import U64_MAX, byte_size
@@ -520,11 +520,17 @@ class Deployment(_Handle):
                 out, now.settings if rc == 0 else None, rc, _weights_of(now) if rc == 0 else None
             )
 
-    def compare(self) -> "Comparison":
+    def compare(self, *, rank: str = "auto") -> "Comparison":
         """Plans for every split size dividing T under each ownership rule
-        (kvshard_deployment_compare)."""
+        (kvshard_deployment_compare_with). ``rank``: "auto" (by throughput
+        when the comm inputs give an accelerator, a link, a context length
+        and a decode batch, else by capacity), "capacity" or "throughput"
+        (PlanError, EMISSING, comm_input_missing without those inputs)."""
+        co = _lib.sized(_lib.CCompareOptions)
+        co.rank_by = rank_code(rank)
         with self._use() as h:
-            rc, out, err = _new_handle(_lib.library().kvshard_deployment_compare, h)
+            rc, out, err = _new_handle(
+                _lib.library().kvshard_deployment_compare_with, h, byref(co))
             _check(rc, err)
             return Comparison(out)
 
@@ -1840,6 +1846,13 @@ class ComparisonRow:
     #: each when the options sweep pp_size).
     pp_size: int
     attn_tp_size: int
+    #: Its plan's communication estimate when the deployment has comm
+    #: inputs and the row is not an error; its gain is against the S = 1
+    #: row of its pp_size.
+    comm: Optional[FitComm] = None
+    #: Whether the comparison was given comm inputs (then its JSON rows
+    #: carry ``comm``, null for an error row).
+    priced: bool = False
 
     @property
     def ok(self) -> bool:
@@ -1853,10 +1866,13 @@ class ComparisonRow:
         d["error"] = None if self.ok else self.error.name
         d["warnings"] = [w.label for w in self.warnings]
         d["gain"] = self.gain if math.isfinite(self.gain) else None
+        del d["priced"]
+        if not self.priced:
+            del d["comm"]
         return d
 
 
-def _row(c: _lib.CComparisonRow) -> ComparisonRow:
+def _row(c: _lib.CComparisonRow, priced: bool = False) -> ComparisonRow:
     try:
         error = Status(c.error)
     except ValueError:
@@ -1878,6 +1894,8 @@ def _row(c: _lib.CComparisonRow) -> ComparisonRow:
         balanced_max_seqs=_opt(c.has_balanced_max_seqs, c.balanced_max_seqs),
         pp_size=int(c.pp_size),
         attn_tp_size=int(c.attn_tp_size),
+        comm=comm_of(ctypes.cast(c.comm, POINTER(_lib.CCommEstimate)).contents),
+        priced=priced,
     )
 
 
@@ -1898,10 +1916,16 @@ class Comparison(_Handle):
         super().__init__(ptr)
         try:
             lib = _lib.library()
-            self._rows: Tuple[ComparisonRow, ...] = copy_rows(
+            rows: Tuple[ComparisonRow, ...] = copy_rows(
                 ptr, lib.kvshard_comparison_row_count, lib.kvshard_comparison_row_at, _row,
                 "comparison")
+            # A priced comparison's error rows have no estimate, like
+            # every row of an unpriced one: any priced row says which.
+            priced = any(r.comm is not None for r in rows)
+            self._rows = tuple(replace(r, priced=priced) for r in rows) if priced else rows
             self._recommended = int(lib.kvshard_comparison_recommended(ptr))
+            self._rank_by = (
+                "throughput" if lib.kvshard_comparison_rank_by(ptr) == 2 else "capacity")
         except BaseException:
             self.close()
             raise
@@ -1911,6 +1935,13 @@ class Comparison(_Handle):
         """Rows by split size, then ordinal, global, contiguous (by
         pp_size first when the options sweep it)."""
         return self._rows
+
+    @property
+    def rank_by(self) -> str:
+        """How the recommended row was chosen: "capacity", or "throughput"
+        (the communication estimate's, when the deployment's comm inputs
+        give one)."""
+        return self._rank_by
 
     @property
     def recommended_index(self) -> int:
@@ -1962,24 +1993,32 @@ class Comparison(_Handle):
 
 
 def compare(
-    model: Union[Model, Deployment], options: Optional[Options] = None, /, **fields: Any
+    model: Union[Model, Deployment],
+    options: Optional[Options] = None,
+    /,
+    *,
+    rank: str = "auto",
+    **fields: Any,
 ) -> Comparison:
     """Compare every split size dividing T under each ownership rule
     (kvshard_comparison_create; the split fields of the options are
     ignored), at the options' pp_size, or with ``sweep_pp=True`` at every
     pp_size that divides world_size / (dp_size x cp_size) and can cut the
     layers (PlanError, EPARTITION, with a pp_partition, which fixes
-    pp_size). A Deployment compares with its own options. The caller owns
-    the returned Comparison."""
+    pp_size). A Deployment compares with its own options, ``rank`` as
+    :meth:`Deployment.compare`'s; a Model has no comm inputs, so it ranks
+    by capacity ("throughput" is refused). The caller owns the returned
+    Comparison."""
     if isinstance(model, Deployment):
         if options is not None or fields:
             raise TypeError("a Deployment compares with its own options: use deployment.set()")
-        return model.compare()
+        return model.compare(rank=rank)
     if not isinstance(model, Model):
         raise TypeError(f"model must be a kvshard.Model or Deployment, not {type(model).__name__}")
     opts = _options_arg(options, **fields)
     co = _lib.sized(_lib.CCompareOptions)
     co.sweep_pp = opts.sweep_pp
+    co.rank_by = rank_code(rank)
     with model._use() as h, opts._passed() as c:
         rc, out, err = _new_handle(
             _lib.library().kvshard_comparison_create, h, byref(c), byref(co), None
