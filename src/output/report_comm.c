@@ -106,7 +106,7 @@ static bool has_figure(const priced *r, quantity q)
 
 static double figure(const priced *r, quantity q)
 {
-    return q == DECODE_COMM ? r->c.decode.comm_us
+    return q == DECODE_COMM  ? r->c.decode.comm_us
            : q == THROUGHPUT ? r->c.throughput
                              : r->c.prefill.comm_us;
 }
@@ -254,8 +254,10 @@ static const char *const TITLES[] = {
     [PROMPT_COMM] = "Added to a prompt: communication",
 };
 
-static const char *const IDS[] = {
-    [SEQUENCES] = "seqs", [DECODE_COMM] = "decode", [THROUGHPUT] = "tput", [PROMPT_COMM] = "prompt"};
+static const char *const IDS[] = {[SEQUENCES] = "seqs",
+                                  [DECODE_COMM] = "decode",
+                                  [THROUGHPUT] = "tput",
+                                  [PROMPT_COMM] = "prompt"};
 
 /* A panel at `top`: its title, a bar per figure on one axis whose end is
  * the largest figure, and the scale in words; returns its height. */
@@ -265,8 +267,9 @@ static uint32_t panel(kvshard__out *o, quantity q, const char *title, const bar 
     double max = 0.0;
     for (size_t i = 0; i < n; i++)
         max = bars[i].v > max ? bars[i].v : max;
-    kvshard_writer__out_printf(o, "<g class=\"panel\" id=\"comm-%s\"><text class=\"hd\" x=\"8\" "
-                                  "y=\"%u\">",
+    kvshard_writer__out_printf(o,
+                               "<g class=\"panel\" id=\"comm-%s\"><text class=\"hd\" x=\"8\" "
+                               "y=\"%u\">",
                                IDS[q], top + 16);
     kvshard_writer__out_xml(o, title, strlen(title));
     kvshard_writer__out_raw(o, "</text>\n");
@@ -274,8 +277,9 @@ static uint32_t panel(kvshard__out *o, quantity q, const char *title, const bar 
     for (size_t i = 0; i < n && !o->failed; i++, y += ROW_H) {
         const bar *b = &bars[i];
         double w = max > 0.0 ? b->v / max * BAR_W : 0.0;
-        kvshard_writer__out_printf(o, "<text x=\"8\" y=\"%u\">%s</text><text class=\"sm\" x=\"8\" "
-                                      "y=\"%u\">",
+        kvshard_writer__out_printf(o,
+                                   "<text x=\"8\" y=\"%u\">%s</text><text class=\"sm\" x=\"8\" "
+                                   "y=\"%u\">",
                                    y + 12, b->label, y + 27);
         value(o, q, b->v);
         kvshard_writer__out_printf(o, "%s</text>", b->note);
@@ -303,8 +307,8 @@ static uint32_t panel(kvshard__out *o, quantity q, const char *title, const bar 
                                BAR_X + BAR_W, axis, BAR_X + BAR_W, axis + 5, BAR_X, axis + 17,
                                BAR_X + BAR_W, axis + 17);
     value(o, q, max);
-    kvshard_writer__out_printf(o, "</text><text class=\"sm\" x=\"8\" y=\"%u\">scale: %u px = ",
-                               axis + 17, BAR_W);
+    kvshard_writer__out_printf(
+        o, "</text><text class=\"sm\" x=\"8\" y=\"%u\">scale: %u px = ", axis + 17, BAR_W);
     value(o, q, max);
     kvshard_writer__out_raw(o, "</text></g>\n");
     return TITLE_H + (uint32_t)n * ROW_H + AXIS_H;
@@ -316,8 +320,7 @@ static size_t bars_of(bar *out, quantity q, const priced *rows, const kvshard__c
 {
     size_t n = 0;
     if (q == THROUGHPUT && in_force->has_unsplit) {
-        out[n] = (bar){"S = 1 (unsplit)", "", "unsplit", in_force->unsplit_throughput, false,
-                       true};
+        out[n] = (bar){"S = 1 (unsplit)", "", "unsplit", in_force->unsplit_throughput, false, true};
         n++;
     }
     for (int i = 0; i < MECHANISMS; i++) {
@@ -330,16 +333,15 @@ static size_t bars_of(bar *out, quantity q, const priced *rows, const kvshard__c
         b->note = "";
         snprintf(b->id, sizeof b->id, "%s", b->label);
         b->v = figure(r, q);
-        kvshard__comm_mechanism used = q == PROMPT_COMM ? in_force->prefill_mechanism
-                                                        : in_force->decode_mechanism;
+        kvshard__comm_mechanism used =
+            q == PROMPT_COMM ? in_force->prefill_mechanism : in_force->decode_mechanism;
         b->marked = used == r->mechanism;
     }
     return n;
 }
 
 static void chart(kvshard__out *o, const priced *rows, const kvshard__comm *in_force,
-                  bool has_capacity, uint64_t split, uint64_t unsplit,
-                  bool sequences)
+                  bool has_capacity, uint64_t split, uint64_t unsplit, bool sequences)
 {
     bar bars[4][MECHANISMS + 1];
     size_t counts[4] = {0, 0, 0, 0};
@@ -348,8 +350,7 @@ static void chart(kvshard__out *o, const priced *rows, const kvshard__comm *in_f
         if (unsplit)
             snprintf(gain, sizeof gain, " (%.2f\xC3\x97)", (double)split / (double)unsplit);
         snprintf(split_label, sizeof split_label, "S = %u", in_force->split);
-        bars[SEQUENCES][0] = (bar){"S = 1 (unsplit)", "", "unsplit", (double)unsplit, false,
-                                   true};
+        bars[SEQUENCES][0] = (bar){"S = 1 (unsplit)", "", "unsplit", (double)unsplit, false, true};
         bars[SEQUENCES][1] = (bar){split_label, gain, "split", (double)split, true, false};
         counts[SEQUENCES] = 2;
     }
@@ -384,8 +385,8 @@ static void chart(kvshard__out *o, const priced *rows, const kvshard__comm *in_f
             continue;
         const char *t = TITLES[q];
         if (q == SEQUENCES) {
-            snprintf(title, sizeof title, "Capacity: %s", sequences ? "sequences held at once"
-                                                                    : "blocks a rank allocates");
+            snprintf(title, sizeof title, "Capacity: %s",
+                     sequences ? "sequences held at once" : "blocks a rank allocates");
             t = title;
         } else if (q == PROMPT_COMM) {
             char length[32];
@@ -411,7 +412,8 @@ static void sources(kvshard__out *o, const kvshard__comm *c, const kvshard_plan 
     if (c->has_link) {
         kvshard_writer__out_printf(o, " Link <code>%s</code>: ", c->link_name);
         kvshard_comm_out__link_bytes(o, c->link_bandwidth);
-        kvshard_writer__out_printf(o, "/s a direction, \xce\xb1 %g \xc2\xb5s (", c->link_latency_us);
+        kvshard_writer__out_printf(o, "/s a direction, \xce\xb1 %g \xc2\xb5s (",
+                                   c->link_latency_us);
         const char *basis = in->link_bandwidth || in->link_latency_us > 0 ? "given" : link->basis;
         kvshard_writer__out_xml(o, basis, strlen(basis));
         kvshard_writer__out_raw(o, ").");
@@ -469,8 +471,8 @@ void kvshard_report_comm__write(kvshard__out *o, const kvshard_plan *plan)
                                              : " blocks a rank where S = 1 allocates ");
         kvshard_writer__out_grouped(o, unsplit);
         if (unsplit)
-            kvshard_writer__out_printf(o, ": %.2f\xC3\x97 the capacity", (double)split /
-                                                                             (double)unsplit);
+            kvshard_writer__out_printf(o, ": %.2f\xC3\x97 the capacity",
+                                       (double)split / (double)unsplit);
     } else {
         kvshard_writer__out_raw(o, ": give a budget for the capacity it gains");
     }
@@ -502,10 +504,11 @@ void kvshard_report_comm__write(kvshard__out *o, const kvshard_plan *plan)
         price_under(&rows[i], plan, (kvshard__comm_mechanism)(KVSHARD__COMM_OWNER_ATTENTION + i));
     table(o, rows, &in_force, plan);
     chart(o, rows, &in_force, has_capacity, split, unsplit, sequences);
-    kvshard_writer__out_printf(o, "<p class=\"sub\">Bars to scale: each quantity has its own "
-                                  "axis, whose end, %u px, is its largest figure; a bar far "
-                                  "below it may be thinner than a pixel. full_layer overlaps "
-                                  "the compute: its step is the longer of the two, and in a "
-                                  "prompt its time is what compute must hide.</p>\n</section>\n",
+    kvshard_writer__out_printf(o,
+                               "<p class=\"sub\">Bars to scale: each quantity has its own "
+                               "axis, whose end, %u px, is its largest figure; a bar far "
+                               "below it may be thinner than a pixel. full_layer overlaps "
+                               "the compute: its step is the longer of the two, and in a "
+                               "prompt its time is what compute must hide.</p>\n</section>\n",
                                BAR_W);
 }
