@@ -272,6 +272,10 @@ static uint32_t panel(kvshard__out *o, quantity q, const char *title, const bar 
                                "y=\"%u\">",
                                IDS[q], top + 16);
     kvshard_writer__out_xml(o, title, strlen(title));
+    /* The scale on the title's line, right-aligned over the axis's end. */
+    kvshard_writer__out_printf(o, "</text><text class=\"sm end\" x=\"%u\" y=\"%u\">scale: %u px = ",
+                               BAR_X + BAR_W, top + 16, BAR_W);
+    value(o, q, max);
     kvshard_writer__out_raw(o, "</text>\n");
     uint32_t y = top + TITLE_H;
     for (size_t i = 0; i < n && !o->failed; i++, y += ROW_H) {
@@ -306,9 +310,6 @@ static uint32_t panel(kvshard__out *o, quantity q, const char *title, const bar 
                                BAR_X, axis, BAR_X + BAR_W, axis, BAR_X, axis, BAR_X, axis + 5,
                                BAR_X + BAR_W, axis, BAR_X + BAR_W, axis + 5, BAR_X, axis + 17,
                                BAR_X + BAR_W, axis + 17);
-    value(o, q, max);
-    kvshard_writer__out_printf(
-        o, "</text><text class=\"sm\" x=\"8\" y=\"%u\">scale: %u px = ", axis + 17, BAR_W);
     value(o, q, max);
     kvshard_writer__out_raw(o, "</text></g>\n");
     return TITLE_H + (uint32_t)n * ROW_H + AXIS_H;
@@ -373,7 +374,7 @@ static void chart(kvshard__out *o, const priced *rows, const kvshard__comm *in_f
                                ".kvcomm .hd{font-weight:bold}\n"
                                ".kvcomm .sm{font-size:11px;fill:#404040}\n"
                                ".kvcomm .tk{font-size:11px;fill:#404040;text-anchor:middle}\n"
-                               ".kvcomm .tk.end{text-anchor:end}\n"
+                               ".kvcomm .end{text-anchor:end}\n"
                                ".kvcomm .axis{stroke:#404040;stroke-width:1}\n"
                                ".kvcomm .cb{fill:#4477aa}.kvcomm .mk{fill:#e69f00}"
                                ".kvcomm .ref{fill:#9e9e9e}\n"
