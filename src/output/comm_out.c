@@ -441,3 +441,8 @@ int kvshard_comm_out__text(kvshard__out *o, const kvshard_plan *plan)
                                "the peak; sparse reads (counted whole)\n");
     return KVSHARD_OK;
 }
+
+void kvshard_comm_out__link_bytes(kvshard__out *o, uint64_t bytes)
+{
+    decimal_bytes(o, (double)bytes, "");
+}

@@ -20,6 +20,9 @@ size_t kvshard_comm_out__warnings(kvshard__warning *out, const kvshard_plan *pla
 /* A time or throughput as the JSON writes it: shortest text, or null. */
 void kvshard_comm_out__number(kvshard__out *o, bool has, double v);
 
+/* Bytes on a link as the text writes them, in decimal units: "5.90 MB". */
+void kvshard_comm_out__link_bytes(kvshard__out *o, uint64_t bytes);
+
 /* A fit's or comparison's `comm_inputs`: the settled inputs of estimate
  * `c` (mechanisms, link, accelerator, activation bytes). */
 void kvshard_comm_out__inputs_json(kvshard__out *o, const kvshard__comm *c);

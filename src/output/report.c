@@ -4,6 +4,7 @@
  * string from the input goes out through kvshard_writer__out_xml(). */
 #include "output/report.h"
 #include "output/report_chart.h"
+#include "output/report_comm.h"
 #include "output/runs.h"
 #include "output/svg.h"
 #include "output/text.h"
@@ -834,6 +835,7 @@ int kvshard_report_write_html(const kvshard_plan *plan, const kvshard_comparison
     write_map(&o, p);
     kvshard_report__write_memory(&o, p);
     write_capacity(&o, p);
+    kvshard_report_comm__write(&o, plan);
     if (comparison)
         write_comparison(&o, comparison, p);
     write_warnings(&o, p);
