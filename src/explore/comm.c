@@ -544,6 +544,10 @@ static void unsplit_reference(kvshard__comm *out, const kvshard_plan *p)
     kvshard__comm ref;
     if (ranks && stages && owned &&
         kvshard_plan__unsplit_capacity(&cap, ranks, p, &quiet) == KVSHARD_OK) {
+        out->has_unsplit_capacity = cap.has_num_blocks;
+        out->unsplit_has_concurrency = cap.has_concurrency;
+        out->unsplit_concurrency = cap.concurrency;
+        out->unsplit_blocks = cap.num_blocks;
         /* One split rank a stage owns every KV layer of it. */
         for (uint32_t s = 0; s < P; s++)
             owned[s] = p->stages[s].num_kv;
@@ -589,6 +593,23 @@ int kvshard_comm__of(kvshard__comm *out, kvshard__comm_stage *stages, const kvsh
         verdicts(out, own, p->pp);
     if (own != stages && own != local)
         kvshard_alloc__free(&a, own);
+    return rc;
+}
+
+int kvshard_comm__of_under(kvshard__comm *out, const kvshard_plan *p,
+                           kvshard__comm_mechanism decode, kvshard__comm_mechanism prefill,
+                           kvshard_error *err)
+{
+    kvshard_allocator a = p->alloc;
+    kvshard_plan *under = kvshard_alloc__bytes(&a, 1, sizeof *under);
+    if (!under)
+        return kvshard_error__fail(err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
+                                   "out of memory");
+    *under = *p;
+    under->comm.decode = decode;
+    under->comm.prefill = prefill;
+    int rc = kvshard_comm__of(out, NULL, under, err);
+    kvshard_alloc__free(&a, under);
     return rc;
 }
 

@@ -60,6 +60,10 @@ typedef struct kvshard__comm {
     double step_us, tpot_us, throughput, throughput_total;
     bool has_unsplit;
     uint64_t unsplit_batch;
+    /* The unsplit plan's capacity, beside the split plan's own: sequences
+     * at once where it counts them, else blocks. */
+    bool has_unsplit_capacity, unsplit_has_concurrency;
+    uint64_t unsplit_concurrency, unsplit_blocks;
     double unsplit_base_us, unsplit_step_us, unsplit_throughput;
     bool has_gain;
     double throughput_gain;
@@ -87,6 +91,13 @@ bool kvshard_comm__published_for(const kvshard_plan *p);
  * what is not modelled yet. */
 int kvshard_comm__of(kvshard__comm *out, kvshard__comm_stage *stages, const kvshard_plan *p,
                      kvshard_error *err);
+
+/* The estimate of plan `p` as kvshard_comm__of() gives it, with `decode`
+ * and `prefill` in force instead of the plan's mechanisms (the report sets
+ * the mechanisms side by side). */
+int kvshard_comm__of_under(kvshard__comm *out, const kvshard_plan *p,
+                           kvshard__comm_mechanism decode, kvshard__comm_mechanism prefill,
+                           kvshard_error *err);
 
 /* The bytes plan rank `rank` receives in one decode step and over one
  * prompt; false where the bytes are unknown. */

@@ -7,7 +7,6 @@
  * plan's text and JSON would give with --comm_decode (and --comm_prefill). */
 #include "output/report_comm.h"
 
-#include "base/alloc.h"
 #include "explore/comm.h"
 #include "output/comm_out.h"
 
@@ -56,42 +55,31 @@ static void price_under(priced *out, const kvshard_plan *plan, kvshard__comm_mec
                        "model has no indexer (comm_mechanism_model)");
         return;
     }
-    kvshard_allocator a = kvshard_alloc__allocator_or_default(NULL);
-    kvshard_plan *copy = kvshard_alloc__bytes(&a, 1, sizeof *copy);
-    if (!copy) {
-        snprintf(out->refusal, sizeof out->refusal, "not priced: out of memory");
-        return;
-    }
-    *copy = *plan;
-    copy->comm.decode = m;
-    if (out->prefills)
-        copy->comm.prefill = m;
     kvshard_error err;
     memset(&err, 0, sizeof err);
-    out->ok = kvshard_comm__of(&out->c, NULL, copy, &err) == KVSHARD_OK;
+    out->ok = kvshard_comm__of_under(&out->c, plan, m,
+                                     out->prefills ? m : plan->comm.prefill, &err) == KVSHARD_OK;
     if (!out->ok)
         snprintf(out->refusal, sizeof out->refusal, "not priced: %s", err.message);
-    kvshard_alloc__free(&a, copy);
 }
 
-/* Capacity at the plan's split and at S = 1: sequences at once with a
- * context length, else the blocks a rank allocates; false without the
- * unsplit plan's figures. */
+/* Capacity at the plan's split and at S = 1 (the estimate's unsplit
+ * reference): sequences at once with a context length, else the blocks a
+ * rank allocates; false without the reference's capacity. */
 static bool capacity_of(uint64_t *split, uint64_t *unsplit, bool *sequences,
-                        const kvshard_plan *plan)
+                        const kvshard_plan *plan, const kvshard__comm *c)
 {
-    const kvshard_plan *u = plan->comm_unsplit;
-    if (!u)
+    if (!c->has_unsplit_capacity)
         return false;
-    *sequences = plan->cap.has_concurrency && u->cap.has_concurrency;
+    *sequences = plan->cap.has_concurrency && c->unsplit_has_concurrency;
     if (*sequences) {
         *split = plan->cap.concurrency;
-        *unsplit = u->cap.concurrency;
+        *unsplit = c->unsplit_concurrency;
         return true;
     }
     *split = plan->cap.num_blocks;
-    *unsplit = u->cap.num_blocks;
-    return plan->cap.has_num_blocks && u->cap.has_num_blocks;
+    *unsplit = c->unsplit_blocks;
+    return plan->cap.has_num_blocks;
 }
 
 static bool has_figure(const priced *r, quantity q)
@@ -463,7 +451,7 @@ void kvshard_report_comm__write(kvshard__out *o, const kvshard_plan *plan)
     }
     uint64_t split = 0, unsplit = 0;
     bool sequences = false;
-    bool has_capacity = capacity_of(&split, &unsplit, &sequences, plan);
+    bool has_capacity = capacity_of(&split, &unsplit, &sequences, plan, &in_force);
     kvshard_writer__out_printf(o, "<p class=\"lead\">S = %u", in_force.split);
     if (has_capacity) {
         kvshard_writer__out_raw(o, sequences ? " holds " : " allocates ");
