@@ -67,33 +67,50 @@ typedef struct component_of {
  * layer's kv and its state's parts. */
 #define MAX_COMPONENTS (2 + KVSHARD__STATE_PARTS)
 
-/* The units a piece carries from one P rank to one D rank for one layer. */
+/* The units a piece carries from one P rank to one D rank for every layer
+ * of one class. */
 typedef struct piece {
     uint32_t src, dst, src_stage, src_tp, dst_stage, dst_tp;
     uint32_t comp, entry, span, lo, hi;
     uint64_t entry_bytes;
-    uint32_t layer;
 } piece;
 
-/* A run of pieces that differ only in their layer: one edge. */
+/* Layers held alike on both sides, with the same components: their route
+ * is computed once, on the first of them. */
+typedef struct layer_class {
+    kvshard__holding_key p_key, d_key;
+    uint32_t d_class;                 /* D's layer class; UINT32_MAX for a draft layer */
+    uint32_t layer_count, head, tail; /* its layers, chained in ascending order */
+    /* What one layer of it adds to one copy of what D holds. */
+    uint64_t unique_per_token, unique_fixed, unique;
+} layer_class;
+
+/* A run of pieces that differ only in their layers: one edge, made of the
+ * layers of the classes that routed it. */
 typedef struct run {
     piece first;
-    uint32_t layer_count, head, tail; /* its layers, chained in the order they came */
+    uint32_t layer_count, class_count, head, tail; /* its classes, chained */
 } run;
 
-typedef struct layer_link {
-    uint32_t layer, next;
-} layer_link;
+/* A link of a chain: a layer of a class, or a class of a run. */
+typedef struct link {
+    uint32_t item, next;
+} link;
 
-/* The pieces grouped into runs as they come, so the map never keeps a piece
- * per layer: memory linear in the edges and their layers. Layers come in
- * ascending order, so each run's chain is too. */
+typedef struct links {
+    link *at;
+    size_t count, cap;
+} links;
+
+/* The pieces grouped into runs as they come, so the map keeps a piece per
+ * edge and a link per class and per layer: memory linear in the edges. */
 typedef struct pieces {
     const kvshard_allocator *alloc;
     run *runs;
     size_t run_count, run_cap;
-    layer_link *links;
-    size_t link_count, link_cap;
+    layer_class *classes;
+    size_t class_count, class_cap;
+    links run_classes, class_layers;
     uint32_t *slots; /* open addressing over the runs: index + 1, 0 empty */
     size_t slot_cap;
 } pieces;
@@ -113,6 +130,22 @@ static int grow(const kvshard_allocator *alloc, void **items, size_t count, size
     kvshard_alloc__free(alloc, *items);
     *items = grown;
     *cap = want;
+    return KVSHARD_OK;
+}
+
+/* Appends `item` to the chain [*head, *tail] (empty when *count is 0). */
+static int chain_add(const kvshard_allocator *alloc, links *ls, uint32_t *head, uint32_t *tail,
+                     uint32_t count, uint32_t item)
+{
+    if (grow(alloc, (void **)&ls->at, ls->count, &ls->cap, sizeof *ls->at) != KVSHARD_OK)
+        return KVSHARD_ENOMEM;
+    uint32_t at = (uint32_t)ls->count++;
+    ls->at[at] = (link){item, UINT32_MAX};
+    if (count)
+        ls->at[*tail].next = at;
+    else
+        *head = at;
+    *tail = at;
     return KVSHARD_OK;
 }
 
@@ -160,33 +193,33 @@ static int rehash(pieces *ps)
     return KVSHARD_OK;
 }
 
-static int pieces_push(pieces *ps, const piece *p)
+/* Adds the piece p of class `cls` to its run. */
+static int pieces_push(pieces *ps, const piece *p, uint32_t cls)
 {
-    if (rehash(ps) != KVSHARD_OK || grow(ps->alloc, (void **)&ps->links, ps->link_count,
-                                         &ps->link_cap, sizeof *ps->links) != KVSHARD_OK)
+    if (rehash(ps) != KVSHARD_OK)
         return KVSHARD_ENOMEM;
     size_t at = slot_of(ps, p);
-    uint32_t link = (uint32_t)ps->link_count++;
-    ps->links[link] = (layer_link){p->layer, UINT32_MAX};
-    if (ps->slots[at]) {
-        run *r = &ps->runs[ps->slots[at] - 1];
-        ps->links[r->tail].next = link;
-        r->tail = link;
-        r->layer_count++;
-        return KVSHARD_OK;
+    if (!ps->slots[at]) {
+        if (grow(ps->alloc, (void **)&ps->runs, ps->run_count, &ps->run_cap, sizeof *ps->runs) !=
+            KVSHARD_OK)
+            return KVSHARD_ENOMEM;
+        ps->runs[ps->run_count] = (run){*p, 0, 0, 0, 0};
+        ps->slots[at] = (uint32_t)++ps->run_count;
     }
-    if (grow(ps->alloc, (void **)&ps->runs, ps->run_count, &ps->run_cap, sizeof *ps->runs) !=
+    run *r = &ps->runs[ps->slots[at] - 1];
+    if (chain_add(ps->alloc, &ps->run_classes, &r->head, &r->tail, r->class_count, cls) !=
         KVSHARD_OK)
         return KVSHARD_ENOMEM;
-    ps->runs[ps->run_count] = (run){*p, 1, link, link};
-    ps->slots[at] = (uint32_t)++ps->run_count;
+    r->class_count++;
     return KVSHARD_OK;
 }
 
 static void pieces_free(pieces *ps)
 {
     kvshard_alloc__free(ps->alloc, ps->runs);
-    kvshard_alloc__free(ps->alloc, ps->links);
+    kvshard_alloc__free(ps->alloc, ps->classes);
+    kvshard_alloc__free(ps->alloc, ps->run_classes.at);
+    kvshard_alloc__free(ps->alloc, ps->class_layers.at);
     kvshard_alloc__free(ps->alloc, ps->slots);
 }
 
@@ -533,11 +566,11 @@ typedef struct route {
     bool *holds;
 } route;
 
-/* The pieces of one component of the layer read: each unit a D rank holds
- * comes from the first P rank holding it in the cyclic order from the D
- * rank's home, floor(t_D x T_P / T_D). */
-static int route_component(pieces *ps, route *r, uint32_t layer, const component_of *c, bool *moved,
-                           kvshard_error *err)
+/* The pieces of one component of the layers of class `cls`, read on its
+ * first layer: each unit a D rank holds comes from the first P rank holding
+ * it in the cyclic order from the D rank's home, floor(t_D x T_P / T_D). */
+static int route_component(pieces *ps, route *r, uint32_t cls, uint32_t layer,
+                           const component_of *c, bool *moved, kvshard_error *err)
 {
     uint32_t ps_stage = r->p.stage, ds_stage = r->d.stage;
     uint32_t tp_p = r->p.plan->tp, tp_d = r->d.plan->tp;
@@ -569,18 +602,18 @@ static int route_component(pieces *ps, route *r, uint32_t layer, const component
             }
             if (open) {
                 cur.entry_bytes = (uint64_t)(cur.hi - cur.lo) * c->unit_bytes;
-                if (pieces_push(ps, &cur) != KVSHARD_OK)
+                if (pieces_push(ps, &cur, cls) != KVSHARD_OK)
                     return fail(err, KVSHARD_ENOMEM, "out of memory");
             }
             uint32_t src = r->p.global[ps_stage * tp_p + src_tp];
             cur = (piece){
                 src,     dst, ps_stage, src_tp, ds_stage, td, (uint32_t)c->comp, (uint32_t)c->entry,
-                c->span, u,   u + 1,    0,      layer};
+                c->span, u,   u + 1,    0};
             open = true;
         }
         if (open) {
             cur.entry_bytes = (uint64_t)(cur.hi - cur.lo) * c->unit_bytes;
-            if (pieces_push(ps, &cur) != KVSHARD_OK)
+            if (pieces_push(ps, &cur, cls) != KVSHARD_OK)
                 return fail(err, KVSHARD_ENOMEM, "out of memory");
         }
     }
@@ -786,8 +819,14 @@ static int describe_side(kvshard__transfer_side *s, const kvshard_allocator *all
 /* The edges of the runs, each with its layers in order. */
 static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, kvshard__calc *c)
 {
-    t->layers =
-        kvshard_alloc__bytes(&t->alloc, ps->link_count ? ps->link_count : 1, sizeof *t->layers);
+    size_t layer_total = 0;
+    for (size_t i = 0; i < ps->run_count; i++) {
+        run *r = &ps->runs[i];
+        for (uint32_t k = r->head; k != UINT32_MAX; k = ps->run_classes.at[k].next)
+            r->layer_count += ps->classes[ps->run_classes.at[k].item].layer_count;
+        layer_total += r->layer_count;
+    }
+    t->layers = kvshard_alloc__bytes(&t->alloc, layer_total ? layer_total : 1, sizeof *t->layers);
     t->edges =
         kvshard_alloc__calloc(&t->alloc, ps->run_count ? ps->run_count : 1, sizeof *t->edges);
     if (!t->layers || !t->edges)
@@ -798,8 +837,13 @@ static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, kvshard
         const piece *p = &r->first;
         kvshard_transfer_edge *e = &t->edges[t->edge_count++];
         uint32_t *layers = &t->layers[placed];
-        for (uint32_t l = r->head; l != UINT32_MAX; l = ps->links[l].next)
-            t->layers[placed++] = ps->links[l].layer;
+        for (uint32_t k = r->head; k != UINT32_MAX; k = ps->run_classes.at[k].next) {
+            const layer_class *cls = &ps->classes[ps->run_classes.at[k].item];
+            for (uint32_t l = cls->head; l != UINT32_MAX; l = ps->class_layers.at[l].next)
+                t->layers[placed++] = ps->class_layers.at[l].item;
+        }
+        if (r->class_count > 1) /* each class's layers ascend; together they interleave */
+            qsort(layers, r->layer_count, sizeof *layers, compare_u32);
         *e = (kvshard_transfer_edge){p->src,
                                      p->dst,
                                      p->src_stage,
@@ -886,6 +930,46 @@ static int totals(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan
     return KVSHARD_OK;
 }
 
+/* A new class of the layers like `layer`, the first of them: its
+ * components and their route, read on it. */
+static int open_class(pieces *ps, route *r, const layer_class *key, uint32_t layer,
+                      uint64_t tokens, kvshard__calc *c, kvshard_error *err)
+{
+    component_of comps[MAX_COMPONENTS];
+    uint32_t count = 0;
+    int rc = layer_components(comps, &count, r->d.plan, layer, err);
+    if (rc != KVSHARD_OK)
+        return rc;
+    if (grow(ps->alloc, (void **)&ps->classes, ps->class_count, &ps->class_cap,
+             sizeof *ps->classes) != KVSHARD_OK)
+        return fail(err, KVSHARD_ENOMEM, "out of memory");
+    uint32_t k = (uint32_t)ps->class_count++;
+    layer_class *cls = &ps->classes[k];
+    *cls = *key;
+    side_read_layer(&r->p, layer);
+    side_read_layer(&r->d, layer);
+    for (uint32_t i = 0; i < count; i++) {
+        bool moved = false;
+        rc = route_component(ps, r, k, layer, &comps[i], &moved, err);
+        if (rc != KVSHARD_OK)
+            return rc;
+        cls = &ps->classes[k];
+        if (!moved)
+            continue;
+        /* One copy of what D holds: U units of every component moved. */
+        uint64_t copy = kvshard__calc_mul(c, comps[i].units, comps[i].unit_bytes);
+        if (comps[i].entry == E_TOKEN)
+            cls->unique_per_token = kvshard__calc_add(c, cls->unique_per_token, copy);
+        if (comps[i].entry == E_STATE)
+            cls->unique_fixed = kvshard__calc_add(c, cls->unique_fixed, copy);
+        if (tokens)
+            cls->unique = kvshard__calc_add(
+                c, cls->unique,
+                kvshard__calc_mul(c, copy, entries(comps[i].entry, comps[i].span, tokens)));
+    }
+    return KVSHARD_OK;
+}
+
 static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan *d,
                  const kvshard_transfer_options *o, kvshard_error *err)
 {
@@ -924,35 +1008,42 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
     r.lo = kvshard_alloc__calloc(&t->alloc, p->tp, sizeof *r.lo);
     r.hi = kvshard_alloc__calloc(&t->alloc, p->tp, sizeof *r.hi);
     r.holds = kvshard_alloc__calloc(&t->alloc, p->tp, sizeof *r.holds);
-    pieces ps = {&t->alloc, NULL, 0, 0, NULL, 0, 0, NULL, 0};
+    pieces ps = {.alloc = &t->alloc};
     if (!r.lo || !r.hi || !r.holds)
         rc = KVSHARD_ENOMEM;
     kvshard__calc c = {false, false, false};
-    kvshard_transfer_totals *tt = &t->totals;
+    uint32_t first_of_stages = 0; /* the classes of the layers' stages on both sides */
     for (uint32_t layer = 0; rc == KVSHARD_OK && layer < L + t->num_draft_layers; layer++) {
-        component_of comps[MAX_COMPONENTS];
-        uint32_t count = 0;
-        rc = layer_components(comps, &count, d, layer, err);
-        if (rc == KVSHARD_OK) {
-            side_read_layer(&r.p, layer);
-            side_read_layer(&r.d, layer);
-        }
-        for (uint32_t i = 0; rc == KVSHARD_OK && i < count; i++) {
-            bool moved = false;
-            rc = route_component(&ps, &r, layer, &comps[i], &moved, err);
-            if (!moved)
-                continue;
-            /* One copy of what D holds: U units of every component moved. */
-            uint64_t copy = kvshard__calc_mul(&c, comps[i].units, comps[i].unit_bytes);
-            if (comps[i].entry == E_TOKEN)
-                tt->unique_per_token = kvshard__calc_add(&c, tt->unique_per_token, copy);
-            if (comps[i].entry == E_STATE)
-                tt->unique_fixed = kvshard__calc_add(&c, tt->unique_fixed, copy);
-            if (o->tokens)
-                tt->unique = kvshard__calc_add(
-                    &c, tt->unique,
-                    kvshard__calc_mul(&c, copy, entries(comps[i].entry, comps[i].span, o->tokens)));
-        }
+        layer_class key = {.d_class = layer < L ? d->class_of[layer] : UINT32_MAX};
+        kvshard_plan__layer_holding_key(&key.p_key, p, layer);
+        kvshard_plan__layer_holding_key(&key.d_key, d, layer);
+        uint32_t k = first_of_stages;
+        if (ps.class_count && (ps.classes[k].p_key.stage != key.p_key.stage ||
+                               ps.classes[k].d_key.stage != key.d_key.stage))
+            k = first_of_stages = (uint32_t)ps.class_count;
+        while (k < ps.class_count && !(ps.classes[k].d_class == key.d_class &&
+                                       kvshard__holding_key_same(&ps.classes[k].p_key,
+                                                                 &key.p_key) &&
+                                       kvshard__holding_key_same(&ps.classes[k].d_key, &key.d_key)))
+            k++;
+        if (k == ps.class_count)
+            rc = open_class(&ps, &r, &key, layer, o->tokens, &c, err);
+        if (rc != KVSHARD_OK)
+            break;
+        layer_class *cls = &ps.classes[k];
+        rc = chain_add(&t->alloc, &ps.class_layers, &cls->head, &cls->tail, cls->layer_count,
+                       layer);
+        cls->layer_count++;
+    }
+    kvshard_transfer_totals *tt = &t->totals;
+    for (size_t k = 0; rc == KVSHARD_OK && k < ps.class_count; k++) {
+        const layer_class *cls = &ps.classes[k];
+        uint64_t n = cls->layer_count;
+        tt->unique_per_token = kvshard__calc_add(&c, tt->unique_per_token,
+                                                 kvshard__calc_mul(&c, n, cls->unique_per_token));
+        tt->unique_fixed =
+            kvshard__calc_add(&c, tt->unique_fixed, kvshard__calc_mul(&c, n, cls->unique_fixed));
+        tt->unique = kvshard__calc_add(&c, tt->unique, kvshard__calc_mul(&c, n, cls->unique));
     }
     side_close(&r.p, &t->alloc);
     side_close(&r.d, &t->alloc);

@@ -313,6 +313,22 @@ int kvshard_plan__layer_holdings(kvshard__rank_holding *out, uint32_t *stage,
     return KVSHARD_OK;
 }
 
+void kvshard_plan__layer_holding_key(kvshard__holding_key *out, const kvshard_plan *plan,
+                                     uint32_t layer)
+{
+    uint32_t L = plan->model.num_layers;
+    if (layer >= L) {
+        *out = (kvshard__holding_key){plan->pp - 1, 0, layer - L + 1, 0, false};
+        return;
+    }
+    /* The facts kvshard_plan__layer_holdings() reads of the layer; every
+     * TP rank of a stage has the stage's layers. */
+    uint8_t kind = plan->kinds[layer];
+    *out = (kvshard__holding_key){
+        kvshard__plan_stage_of(plan, layer), kind, 0, plan->owner[layer],
+        kvshard_kinds__of(kind)->state && (int32_t)plan->state_slot[layer] >= 0};
+}
+
 int kvshard_plan_rank_memory(kvshard_rank_memory *out, const kvshard_plan *plan, uint32_t plan_rank)
 {
     if (!plan)

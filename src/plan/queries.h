@@ -46,4 +46,26 @@ typedef struct kvshard__rank_holding {
 int kvshard_plan__layer_holdings(kvshard__rank_holding *out, uint32_t *stage,
                                  const kvshard_plan *plan, uint32_t layer);
 
+/* What decides where the TP ranks hold a layer: two layers with equal keys
+ * get the same answer from kvshard_plan__layer_holdings(), so a caller can
+ * read the holdings once per key rather than once per layer. Each draft
+ * layer is a key of its own (`draft` is 1 + its index, 0 for a decoder
+ * layer). */
+typedef struct kvshard__holding_key {
+    uint32_t stage, kind, draft;
+    int32_t owner;
+    bool state;
+} kvshard__holding_key;
+
+/* The key of `layer` (in range, drafts included) into *out. */
+void kvshard_plan__layer_holding_key(kvshard__holding_key *out, const kvshard_plan *plan,
+                                     uint32_t layer);
+
+static inline bool kvshard__holding_key_same(const kvshard__holding_key *a,
+                                             const kvshard__holding_key *b)
+{
+    return a->stage == b->stage && a->kind == b->kind && a->draft == b->draft &&
+           a->owner == b->owner && a->state == b->state;
+}
+
 #endif /* KVSHARD_PLAN_QUERIES_H */
