@@ -13,6 +13,7 @@
 #include "model/kinds.h"
 #include "model/states.h"
 #include "plan/memory.h"
+#include "plan/partition.h"
 #include "plan/plan.h"
 #include "plan/queries.h"
 #include "plan/validate.h"
@@ -253,18 +254,25 @@ static const char *model_difference(uint64_t *pv, uint64_t *dv, const kvshard_pl
     SAME("num_layers", a->num_layers, b->num_layers);
     SAME("dtype", a->dtype, b->dtype);
     SAME("attention", a->attention, b->attention);
+    /* A layer's figure is named only when it differs: the check reads
+     * every layer of both sides. */
+    static char what[64];
+#define SAME_LAYER(fmt, l, x, y)                                                                   \
+    do {                                                                                           \
+        if ((uint64_t)(x) != (uint64_t)(y)) {                                                      \
+            snprintf(what, sizeof what, fmt, l);                                                   \
+            SAME(what, x, y);                                                                      \
+        }                                                                                          \
+    } while (0)
     for (uint32_t l = 0; l < a->num_layers; l++) {
         const kvshard__class *ca = &a->classes[p->class_of[l]], *cb = &b->classes[d->class_of[l]];
-        static char what[4][64];
-        snprintf(what[0], sizeof what[0], "the kind of layer %u", l);
-        SAME(what[0], p->kinds[l], d->kinds[l]);
-        snprintf(what[1], sizeof what[1], "the compression ratio of layer %u", l);
-        SAME(what[1], ca->ratio, cb->ratio);
-        snprintf(what[2], sizeof what[2], "the cache flags of layer %u", l);
-        SAME(what[2], ca->flags, cb->flags);
-        snprintf(what[3], sizeof what[3], "the KV source of layer %u", l);
-        SAME(what[3], p->kv_source ? p->kv_source[l] : -1, d->kv_source ? d->kv_source[l] : -1);
+        SAME_LAYER("the kind of layer %u", l, p->kinds[l], d->kinds[l]);
+        SAME_LAYER("the compression ratio of layer %u", l, ca->ratio, cb->ratio);
+        SAME_LAYER("the cache flags of layer %u", l, ca->flags, cb->flags);
+        SAME_LAYER("the KV source of layer %u", l, p->kv_source ? p->kv_source[l] : -1,
+                   d->kv_source ? d->kv_source[l] : -1);
     }
+#undef SAME_LAYER
     SAME("num_key_value_heads", a->full.heads, b->full.heads);
     SAME("the K head dim", a->full.k_dim, b->full.k_dim);
     SAME("the V head dim", a->full.v_dim, b->full.v_dim);
@@ -500,18 +508,25 @@ typedef struct route_side {
     uint32_t *global;          /* the global rank of each plan rank of the replica */
 } route_side;
 
+/* The global rank of each plan rank of `replica` of `plan` (stage by stage,
+ * TP rank by TP rank): kvshard_plan_global_rank()'s, its strides read once. */
+static void plan_global_ranks(uint32_t *out, const kvshard_plan *plan, uint32_t replica)
+{
+    kvshard__strides st = kvshard_partition__rank_strides(&plan->options, plan->tp);
+    for (uint32_t stage = 0; stage < plan->pp; stage++) {
+        for (uint32_t t = 0; t < plan->tp; t++)
+            *out++ = (uint32_t)(replica * st.dp + stage * st.pp + t * st.tp);
+    }
+}
+
 static int side_open(route_side *s, const kvshard_allocator *alloc)
 {
     uint32_t tp = s->plan->tp;
     s->at = kvshard_alloc__calloc(alloc, tp, sizeof *s->at);
-    s->global = kvshard_alloc__calloc(alloc, (size_t)s->plan->pp * tp, sizeof *s->global);
+    s->global = kvshard_alloc__bytes(alloc, (size_t)s->plan->pp * tp, sizeof *s->global);
     if (!s->at || !s->global)
         return KVSHARD_ENOMEM;
-    for (uint32_t stage = 0; stage < s->plan->pp; stage++) {
-        for (uint32_t t = 0; t < tp; t++)
-            (void)kvshard_plan_global_rank(&s->global[stage * tp + t], s->plan, s->replica, stage,
-                                           0, t);
-    }
+    plan_global_ranks(s->global, s->plan, s->replica);
     return KVSHARD_OK;
 }
 
@@ -807,12 +822,14 @@ static int describe_side(kvshard__transfer_side *s, const kvshard_allocator *all
     s->global_ranks = kvshard_alloc__bytes(alloc, count, sizeof *s->global_ranks);
     if (!s->global_ranks)
         return KVSHARD_ENOMEM;
-    for (uint32_t stage = 0; stage < plan->pp; stage++) {
-        for (uint32_t t = 0; t < plan->tp; t++)
-            (void)kvshard_plan_global_rank(&s->global_ranks[s->rank_count++], plan, replica, stage,
-                                           0, t);
+    plan_global_ranks(s->global_ranks, plan, replica);
+    s->rank_count = count;
+    for (size_t i = 1; i < count; i++) {
+        if (s->global_ranks[i - 1] > s->global_ranks[i]) { /* a layout with TP outermost */
+            qsort(s->global_ranks, count, sizeof *s->global_ranks, compare_u32);
+            break;
+        }
     }
-    qsort(s->global_ranks, s->rank_count, sizeof *s->global_ranks, compare_u32);
     return KVSHARD_OK;
 }
 
@@ -828,7 +845,7 @@ static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, kvshard
     }
     t->layers = kvshard_alloc__bytes(&t->alloc, layer_total ? layer_total : 1, sizeof *t->layers);
     t->edges =
-        kvshard_alloc__calloc(&t->alloc, ps->run_count ? ps->run_count : 1, sizeof *t->edges);
+        kvshard_alloc__bytes(&t->alloc, ps->run_count ? ps->run_count : 1, sizeof *t->edges);
     if (!t->layers || !t->edges)
         return KVSHARD_ENOMEM;
     size_t placed = 0;
