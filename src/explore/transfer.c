@@ -76,11 +76,14 @@ typedef struct piece {
     uint64_t entry_bytes;
 } piece;
 
+/* Marks a draft layer's class apart from the decoder layers' classes. */
+#define DRAFT_CLASS UINT32_C(0x80000000)
+
 /* Layers held alike on both sides, with the same components: their route
  * is computed once, on the first of them. */
 typedef struct layer_class {
-    kvshard__holding_key p_key, d_key;
-    uint32_t d_class;                 /* D's layer class; UINT32_MAX for a draft layer */
+    kvshard__stage_holding p, d;
+    uint32_t d_class;                 /* D's layer class, with DRAFT_CLASS for a draft's */
     uint32_t layer_count, head, tail; /* its layers, chained in ascending order */
     /* What one layer of it adds to one copy of what D holds. */
     uint64_t unique_per_token, unique_fixed, unique;
@@ -499,13 +502,13 @@ static int layer_components(component_of *out, uint32_t *n, const kvshard_plan *
 
 /* ---- the route ------------------------------------------------------------------------ */
 
-/* One side of the route: its plan, its replica of the pair, and where each
- * rank of the current layer's stage holds it, read once per layer. */
+/* One side of the route: its plan, its replica of the pair, and how the
+ * ranks of the current class's stage hold it. */
 typedef struct route_side {
     const kvshard_plan *plan;
-    uint32_t replica, stage;
-    kvshard__rank_holding *at; /* plan->tp entries, one per TP rank */
-    uint32_t *global;          /* the global rank of each plan rank of the replica */
+    uint32_t replica;
+    kvshard__stage_holding h;
+    uint32_t *global; /* the global rank of each plan rank of the replica */
 } route_side;
 
 /* The global rank of each plan rank of `replica` of `plan` (stage by stage,
@@ -521,77 +524,76 @@ static void plan_global_ranks(uint32_t *out, const kvshard_plan *plan, uint32_t 
 
 static int side_open(route_side *s, const kvshard_allocator *alloc)
 {
-    uint32_t tp = s->plan->tp;
-    s->at = kvshard_alloc__calloc(alloc, tp, sizeof *s->at);
-    s->global = kvshard_alloc__bytes(alloc, (size_t)s->plan->pp * tp, sizeof *s->global);
-    if (!s->at || !s->global)
+    s->global = kvshard_alloc__bytes(alloc, (size_t)s->plan->pp * s->plan->tp, sizeof *s->global);
+    if (!s->global)
         return KVSHARD_ENOMEM;
     plan_global_ranks(s->global, s->plan, s->replica);
     return KVSHARD_OK;
 }
 
-static void side_close(route_side *s, const kvshard_allocator *alloc)
+/* How `plan` holds `layer`; a layer the plan does not count is held by no
+ * rank. */
+static kvshard__stage_holding holding_of_layer(const kvshard_plan *plan, uint32_t layer)
 {
-    kvshard_alloc__free(alloc, s->at);
-    kvshard_alloc__free(alloc, s->global);
+    kvshard__stage_holding h;
+    if (kvshard_plan__stage_holding(&h, plan, layer) != KVSHARD_OK)
+        h = (kvshard__stage_holding){0, false, false, KVSHARD_OWNER_ALL, 1, 1, 0};
+    return h;
 }
 
-/* A layer the plan does not count is held by no rank. */
-static void side_read_layer(route_side *s, uint32_t layer)
-{
-    if (kvshard_plan__layer_holdings(s->at, &s->stage, s->plan, layer) == KVSHARD_OK)
-        return;
-    s->stage = 0;
-    for (uint32_t t = 0; t < s->plan->tp; t++)
-        s->at[t] = (kvshard__rank_holding){KVSHARD_HOLDS_NOT_ON_STAGE, false, 0, 0};
-}
-
-/* The units TP rank t of side s holds of component c of the layer read,
+/* The units TP rank t of side s holds of component c of the class routed,
  * [*lo, *hi); false when it holds none. */
 static bool holding(uint32_t *lo, uint32_t *hi, const route_side *s, uint32_t t,
                     const component_of *c)
 {
-    const kvshard__rank_holding *h = &s->at[t];
-    if (h->holding == KVSHARD_HOLDS_NOT_ON_STAGE)
-        return false;
+    const kvshard__stage_holding *h = &s->h;
+    uint32_t T = s->plan->tp, count = 0;
     if (c->state) {
         if (!h->state)
             return false;
-        uint32_t count = 0;
-        kvshard_memory__kv_heads(lo, &count, c->units, s->plan->tp, t, t);
-        *hi = *lo + count;
-        return count > 0;
+        kvshard_memory__kv_heads(lo, &count, c->units, T, t, t);
+    } else {
+        if (!kvshard__stage_holding_has(h, t))
+            return false;
+        if (c->comp != C_KV) {
+            *lo = 0;
+            *hi = 1;
+            return true;
+        }
+        uint32_t first = t / h->head_ranks * h->head_ranks;
+        kvshard_memory__kv_heads(lo, &count, h->heads, T, first, first + h->head_ranks - 1);
     }
-    if (h->holding != KVSHARD_HOLDS_KV && h->holding != KVSHARD_HOLDS_WINDOW &&
-        h->holding != KVSHARD_HOLDS_DRAFT)
-        return false;
-    if (c->comp != C_KV) {
-        *lo = 0;
-        *hi = 1;
-        return true;
-    }
-    *lo = h->head_first;
-    *hi = h->head_first + h->head_count;
-    return h->head_count > 0;
+    *hi = *lo + count;
+    return count > 0;
 }
 
 typedef struct route {
     route_side p, d;
-    uint32_t *lo, *hi; /* each P TP rank's holding of the component routed */
-    bool *holds;
 } route;
+
+/* The next D rank from `td` that may hold component c: the holders of its
+ * cache, or every rank for its state. */
+static uint32_t next_holder(const route_side *s, uint32_t td, const component_of *c)
+{
+    const kvshard__stage_holding *h = &s->h;
+    if (c->state || h->owner == KVSHARD_OWNER_ALL)
+        return td;
+    uint32_t S = h->split, o = (uint32_t)h->owner;
+    return td % S <= o ? td - td % S + o : td - td % S + S + o;
+}
 
 /* The pieces of one component of the layers of class `cls`, read on its
  * first layer: each unit a D rank holds comes from the first P rank holding
- * it in the cyclic order from the D rank's home, floor(t_D x T_P / T_D). */
+ * it in the cyclic order from the D rank's home, floor(t_D x T_P / T_D).
+ * Only the D ranks that hold the component are visited. */
 static int route_component(pieces *ps, route *r, uint32_t cls, uint32_t layer,
                            const component_of *c, bool *moved, kvshard_error *err)
 {
-    uint32_t ps_stage = r->p.stage, ds_stage = r->d.stage;
+    uint32_t ps_stage = r->p.h.stage, ds_stage = r->d.h.stage;
     uint32_t tp_p = r->p.plan->tp, tp_d = r->d.plan->tp;
-    for (uint32_t t = 0; t < tp_p; t++)
-        r->holds[t] = holding(&r->lo[t], &r->hi[t], &r->p, t, c);
-    for (uint32_t td = 0; td < tp_d; td++) {
+    if (!c->state && !r->d.h.cache)
+        return KVSHARD_OK;
+    for (uint32_t td = next_holder(&r->d, 0, c); td < tp_d; td = next_holder(&r->d, td + 1, c)) {
         uint32_t lo = 0, hi = 0;
         if (!holding(&lo, &hi, &r->d, td, c))
             continue;
@@ -603,8 +605,8 @@ static int route_component(pieces *ps, route *r, uint32_t cls, uint32_t layer,
         for (uint32_t u = lo; u < hi; u++) {
             uint32_t src_tp = tp_p;
             for (uint32_t k = 0; k < tp_p && src_tp == tp_p; k++) {
-                uint32_t t = (home + k) % tp_p;
-                if (r->holds[t] && r->lo[t] <= u && u < r->hi[t])
+                uint32_t t = (home + k) % tp_p, plo = 0, phi = 0;
+                if (holding(&plo, &phi, &r->p, t, c) && plo <= u && u < phi)
                     src_tp = t;
             }
             if (src_tp == tp_p)
@@ -963,8 +965,8 @@ static int open_class(pieces *ps, route *r, const layer_class *key, uint32_t lay
     uint32_t k = (uint32_t)ps->class_count++;
     layer_class *cls = &ps->classes[k];
     *cls = *key;
-    side_read_layer(&r->p, layer);
-    side_read_layer(&r->d, layer);
+    r->p.h = key->p;
+    r->d.h = key->d;
     for (uint32_t i = 0; i < count; i++) {
         bool moved = false;
         rc = route_component(ps, r, k, layer, &comps[i], &moved, err);
@@ -1017,31 +1019,25 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
     t->state_dtype = dm.state_dtype;
 
     /* Per TP rank of each side, so memory stays linear in the ranks. */
-    route r = {
-        {p, o->p_replica, 0, NULL, NULL}, {d, o->d_replica, 0, NULL, NULL}, NULL, NULL, NULL};
+    route r = {{.plan = p, .replica = o->p_replica}, {.plan = d, .replica = o->d_replica}};
     rc = side_open(&r.p, &t->alloc);
     if (rc == KVSHARD_OK)
         rc = side_open(&r.d, &t->alloc);
-    r.lo = kvshard_alloc__calloc(&t->alloc, p->tp, sizeof *r.lo);
-    r.hi = kvshard_alloc__calloc(&t->alloc, p->tp, sizeof *r.hi);
-    r.holds = kvshard_alloc__calloc(&t->alloc, p->tp, sizeof *r.holds);
     pieces ps = {.alloc = &t->alloc};
-    if (!r.lo || !r.hi || !r.holds)
-        rc = KVSHARD_ENOMEM;
     kvshard__calc c = {false, false, false};
     uint32_t first_of_stages = 0; /* the classes of the layers' stages on both sides */
     for (uint32_t layer = 0; rc == KVSHARD_OK && layer < L + t->num_draft_layers; layer++) {
-        layer_class key = {.d_class = layer < L ? d->class_of[layer] : UINT32_MAX};
-        kvshard_plan__layer_holding_key(&key.p_key, p, layer);
-        kvshard_plan__layer_holding_key(&key.d_key, d, layer);
+        layer_class key = {.d_class = layer < L ? d->class_of[layer]
+                                                : DRAFT_CLASS | d->draft_class[layer - L]};
+        key.p = holding_of_layer(p, layer);
+        key.d = holding_of_layer(d, layer);
         uint32_t k = first_of_stages;
-        if (ps.class_count && (ps.classes[k].p_key.stage != key.p_key.stage ||
-                               ps.classes[k].d_key.stage != key.d_key.stage))
+        if (ps.class_count &&
+            (ps.classes[k].p.stage != key.p.stage || ps.classes[k].d.stage != key.d.stage))
             k = first_of_stages = (uint32_t)ps.class_count;
         while (k < ps.class_count && !(ps.classes[k].d_class == key.d_class &&
-                                       kvshard__holding_key_same(&ps.classes[k].p_key,
-                                                                 &key.p_key) &&
-                                       kvshard__holding_key_same(&ps.classes[k].d_key, &key.d_key)))
+                                       kvshard__stage_holding_same(&ps.classes[k].p, &key.p) &&
+                                       kvshard__stage_holding_same(&ps.classes[k].d, &key.d)))
             k++;
         if (k == ps.class_count)
             rc = open_class(&ps, &r, &key, layer, o->tokens, &c, err);
@@ -1062,11 +1058,8 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
             kvshard__calc_add(&c, tt->unique_fixed, kvshard__calc_mul(&c, n, cls->unique_fixed));
         tt->unique = kvshard__calc_add(&c, tt->unique, kvshard__calc_mul(&c, n, cls->unique));
     }
-    side_close(&r.p, &t->alloc);
-    side_close(&r.d, &t->alloc);
-    kvshard_alloc__free(&t->alloc, r.lo);
-    kvshard_alloc__free(&t->alloc, r.hi);
-    kvshard_alloc__free(&t->alloc, r.holds);
+    kvshard_alloc__free(&t->alloc, r.p.global);
+    kvshard_alloc__free(&t->alloc, r.d.global);
     if (rc == KVSHARD_OK)
         rc = make_edges(t, &ps, o->tokens, &c);
     pieces_free(&ps);
