@@ -835,8 +835,52 @@ static int describe_side(kvshard__transfer_side *s, const kvshard_allocator *all
     return KVSHARD_OK;
 }
 
-/* The edges of the runs, each with its layers in order. */
-static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, kvshard__calc *c)
+/* Sorts a source's few edges in place: a source sends to few D ranks. */
+static void sort_source(kvshard_transfer_edge *edges, size_t count)
+{
+    if (count > 16) {
+        qsort(edges, count, sizeof *edges, edge_order);
+        return;
+    }
+    for (size_t i = 1; i < count; i++) {
+        kvshard_transfer_edge e = edges[i];
+        size_t j = i;
+        for (; j > 0 && edge_order(&edges[j - 1], &e) > 0; j--)
+            edges[j] = edges[j - 1];
+        edges[j] = e;
+    }
+}
+
+/* The edges in edge_order: counted by source (a global rank below
+ * `sources`), then each source's edges sorted. */
+static int sort_edges(kvshard_transfer *t, size_t sources)
+{
+    size_t *end = kvshard_alloc__calloc(&t->alloc, sources + 1, sizeof *end);
+    kvshard_transfer_edge *sorted =
+        kvshard_alloc__bytes(&t->alloc, t->edge_count ? t->edge_count : 1, sizeof *sorted);
+    if (!end || !sorted) {
+        kvshard_alloc__free(&t->alloc, end);
+        kvshard_alloc__free(&t->alloc, sorted);
+        return KVSHARD_ENOMEM;
+    }
+    for (size_t i = 0; i < t->edge_count; i++)
+        end[t->edges[i].src + 1]++;
+    for (size_t g = 0; g < sources; g++)
+        end[g + 1] += end[g];
+    for (size_t i = 0; i < t->edge_count; i++) /* end[g] moves from g's start to its end */
+        sorted[end[t->edges[i].src]++] = t->edges[i];
+    for (size_t g = 0, from = 0; g < sources; from = end[g++])
+        sort_source(&sorted[from], end[g] - from);
+    kvshard_alloc__free(&t->alloc, end);
+    kvshard_alloc__free(&t->alloc, t->edges);
+    t->edges = sorted;
+    return KVSHARD_OK;
+}
+
+/* The edges of the runs, each with its layers in order, sorted; every
+ * source a global rank below `sources`. */
+static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, size_t sources,
+                      kvshard__calc *c)
 {
     size_t layer_total = 0;
     for (size_t i = 0; i < ps->run_count; i++) {
@@ -891,8 +935,7 @@ static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, kvshard
         if (n)
             e->bytes = kvshard__calc_mul(c, run_bytes, entries((enum entry)p->entry, p->span, n));
     }
-    qsort(t->edges, t->edge_count, sizeof *t->edges, edge_order);
-    return KVSHARD_OK;
+    return sort_edges(t, sources);
 }
 
 static int totals(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan *d,
@@ -1061,7 +1104,7 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
     kvshard_alloc__free(&t->alloc, r.p.global);
     kvshard_alloc__free(&t->alloc, r.d.global);
     if (rc == KVSHARD_OK)
-        rc = make_edges(t, &ps, o->tokens, &c);
+        rc = make_edges(t, &ps, o->tokens, p->options.world_size, &c);
     pieces_free(&ps);
     if (rc == KVSHARD_OK)
         rc = totals(t, p, d, o, &c);
@@ -1115,6 +1158,7 @@ void kvshard_transfer_free(kvshard_transfer *transfer)
     kvshard_alloc__free(&a, transfer->edges);
     kvshard_alloc__free(&a, transfer->layers);
     kvshard_alloc__free(&a, transfer->model_type);
+    kvshard_alloc__free(&a, transfer->verdicts);
     kvshard_alloc__free(&a, transfer->prefill.global_ranks);
     kvshard_alloc__free(&a, transfer->decode.global_ranks);
     kvshard_alloc__free(&a, transfer);
@@ -1195,6 +1239,11 @@ static int verdict_slot(kvshard__transfer_verdict **out, kvshard_transfer *t,
     if (t->verdict_count == KVSHARD__TRANSFER_VERDICTS)
         return fail(err, KVSHARD_EINVAL, "a transfer keeps %u verdicts",
                     KVSHARD__TRANSFER_VERDICTS);
+    if (!t->verdicts)
+        t->verdicts =
+            kvshard_alloc__calloc(&t->alloc, KVSHARD__TRANSFER_VERDICTS, sizeof *t->verdicts);
+    if (!t->verdicts)
+        return fail(err, KVSHARD_ENOMEM, "out of memory");
     *out = &t->verdicts[t->verdict_count];
     memset(*out, 0, sizeof **out);
     (*out)->engine = profile->engine;
