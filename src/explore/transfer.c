@@ -84,7 +84,7 @@ typedef struct piece {
 typedef struct layer_class {
     kvshard__stage_holding p, d;
     uint32_t d_class;                 /* D's layer class, with DRAFT_CLASS for a draft's */
-    uint32_t layer_count, head, tail; /* its layers, chained in ascending order */
+    uint32_t layer_count, first; /* its layers: class_layers[first, first + layer_count) */
     /* What one layer of it adds to one copy of what D holds. */
     uint64_t unique_per_token, unique_fixed, unique;
 } layer_class;
@@ -96,7 +96,7 @@ typedef struct run {
     uint32_t layer_count, class_count, head, tail; /* its classes, chained */
 } run;
 
-/* A link of a chain: a layer of a class, or a class of a run. */
+/* A link of a chain: a class of a run. */
 typedef struct link {
     uint32_t item, next;
 } link;
@@ -107,14 +107,17 @@ typedef struct links {
 } links;
 
 /* The pieces grouped into runs as they come, so the map keeps a piece per
- * edge and a link per class and per layer: memory linear in the edges. */
+ * edge, a link per class of an edge and two words per layer: memory linear
+ * in the edges. */
 typedef struct pieces {
     const kvshard_allocator *alloc;
     run *runs;
     size_t run_count, run_cap;
     layer_class *classes;
     size_t class_count, class_cap;
-    links run_classes, class_layers;
+    links run_classes;
+    uint32_t *class_of; /* per layer moved, its class */
+    uint32_t *class_layers; /* each class's layers, ascending, class after class */
     uint32_t *slots; /* open addressing over the runs: index + 1, 0 empty */
     size_t slot_cap;
 } pieces;
@@ -157,11 +160,14 @@ static int chain_add(const kvshard_allocator *alloc, links *ls, uint32_t *head, 
  * ranks and units, which no input text chooses. */
 static uint64_t piece_hash(const piece *p)
 {
-    const uint64_t k[] = {p->src, p->dst, p->comp, p->lo, p->hi, p->entry, p->span, p->entry_bytes};
-    uint64_t h = UINT64_C(0xCBF29CE484222325);
-    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
-        h = (h ^ k[i]) * UINT64_C(0x100000001B3) + (h >> 29);
-    return h ^ h >> 32; /* the table masks the low bits: fold the high ones in */
+    /* Products of independent words, so they overlap: a piece is pushed per
+     * edge of each class. */
+    uint64_t h = ((uint64_t)p->src << 32 | p->dst) * UINT64_C(0x9E3779B97F4A7C15) ^
+                 ((uint64_t)p->lo << 32 | p->hi) * UINT64_C(0xC2B2AE3D27D4EB4F) ^
+                 ((uint64_t)p->comp << 40 ^ (uint64_t)p->entry << 32 ^ p->span) *
+                     UINT64_C(0x165667B19E3779F9) ^
+                 p->entry_bytes * UINT64_C(0x27D4EB2F165667C5);
+    return h ^ h >> 29 ^ h >> 47; /* the table masks the low bits: fold the high ones in */
 }
 
 static bool same_run(const piece *a, const piece *b)
@@ -223,7 +229,8 @@ static void pieces_free(pieces *ps)
     kvshard_alloc__free(ps->alloc, ps->runs);
     kvshard_alloc__free(ps->alloc, ps->classes);
     kvshard_alloc__free(ps->alloc, ps->run_classes.at);
-    kvshard_alloc__free(ps->alloc, ps->class_layers.at);
+    kvshard_alloc__free(ps->alloc, ps->class_of);
+    kvshard_alloc__free(ps->alloc, ps->class_layers);
     kvshard_alloc__free(ps->alloc, ps->slots);
 }
 
@@ -571,15 +578,16 @@ typedef struct route {
     route_side p, d;
 } route;
 
-/* The next D rank from `td` that may hold component c: the holders of its
- * cache, or every rank for its state. */
-static uint32_t next_holder(const route_side *s, uint32_t td, const component_of *c)
+/* The first D rank that may hold component c, and the step to the next:
+ * the holders of its cache, or every rank for its state. */
+static uint32_t first_holder(uint32_t *step, const route_side *s, const component_of *c)
 {
     const kvshard__stage_holding *h = &s->h;
+    *step = 1;
     if (c->state || h->owner == KVSHARD_OWNER_ALL)
-        return td;
-    uint32_t S = h->split, o = (uint32_t)h->owner;
-    return td % S <= o ? td - td % S + o : td - td % S + S + o;
+        return 0;
+    *step = h->split;
+    return (uint32_t)h->owner;
 }
 
 /* The pieces of one component of the layers of class `cls`, read on its
@@ -593,7 +601,8 @@ static int route_component(pieces *ps, route *r, uint32_t cls, uint32_t layer,
     uint32_t tp_p = r->p.plan->tp, tp_d = r->d.plan->tp;
     if (!c->state && !r->d.h.cache)
         return KVSHARD_OK;
-    for (uint32_t td = next_holder(&r->d, 0, c); td < tp_d; td = next_holder(&r->d, td + 1, c)) {
+    uint32_t step = 1;
+    for (uint32_t td = first_holder(&step, &r->d, c); td < tp_d; td += step) {
         uint32_t lo = 0, hi = 0;
         if (!holding(&lo, &hi, &r->d, td, c))
             continue;
@@ -604,10 +613,11 @@ static int route_component(pieces *ps, route *r, uint32_t cls, uint32_t layer,
         bool open = false;
         for (uint32_t u = lo; u < hi; u++) {
             uint32_t src_tp = tp_p;
-            for (uint32_t k = 0; k < tp_p && src_tp == tp_p; k++) {
-                uint32_t t = (home + k) % tp_p, plo = 0, phi = 0;
+            for (uint32_t k = 0, t = home; k < tp_p && src_tp == tp_p; k++) {
+                uint32_t plo = 0, phi = 0;
                 if (holding(&plo, &phi, &r->p, t, c) && plo <= u && u < phi)
                     src_tp = t;
+                t = t + 1 == tp_p ? 0 : t + 1;
             }
             if (src_tp == tp_p)
                 return fail(err, KVSHARD_EUNMODELED,
@@ -902,8 +912,9 @@ static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, size_t 
         uint32_t *layers = &t->layers[placed];
         for (uint32_t k = r->head; k != UINT32_MAX; k = ps->run_classes.at[k].next) {
             const layer_class *cls = &ps->classes[ps->run_classes.at[k].item];
-            for (uint32_t l = cls->head; l != UINT32_MAX; l = ps->class_layers.at[l].next)
-                t->layers[placed++] = ps->class_layers.at[l].item;
+            memcpy(&t->layers[placed], &ps->class_layers[cls->first],
+                   cls->layer_count * sizeof *t->layers);
+            placed += cls->layer_count;
         }
         if (r->class_count > 1) /* each class's layers ascend; together they interleave */
             qsort(layers, r->layer_count, sizeof *layers, compare_u32);
@@ -992,6 +1003,21 @@ static int totals(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan
     return KVSHARD_OK;
 }
 
+/* Each class's layers in ascending order, class after class. */
+static void group_layers(pieces *ps, uint32_t layer_count)
+{
+    uint32_t at = 0;
+    for (size_t k = 0; k < ps->class_count; k++) {
+        ps->classes[k].first = at;
+        at += ps->classes[k].layer_count;
+        ps->classes[k].layer_count = 0;
+    }
+    for (uint32_t l = 0; l < layer_count; l++) {
+        layer_class *cls = &ps->classes[ps->class_of[l]];
+        ps->class_layers[cls->first + cls->layer_count++] = l;
+    }
+}
+
 /* A new class of the layers like `layer`, the first of them: its
  * components and their route, read on it. */
 static int open_class(pieces *ps, route *r, const layer_class *key, uint32_t layer,
@@ -1067,6 +1093,11 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
     if (rc == KVSHARD_OK)
         rc = side_open(&r.d, &t->alloc);
     pieces ps = {.alloc = &t->alloc};
+    size_t moved = (size_t)L + t->num_draft_layers;
+    ps.class_of = kvshard_alloc__bytes(&t->alloc, moved ? moved : 1, sizeof *ps.class_of);
+    ps.class_layers = kvshard_alloc__bytes(&t->alloc, moved ? moved : 1, sizeof *ps.class_layers);
+    if (!ps.class_of || !ps.class_layers)
+        rc = KVSHARD_ENOMEM;
     kvshard__calc c = {false, false, false};
     uint32_t first_of_stages = 0; /* the classes of the layers' stages on both sides */
     for (uint32_t layer = 0; rc == KVSHARD_OK && layer < L + t->num_draft_layers; layer++) {
@@ -1086,11 +1117,11 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
             rc = open_class(&ps, &r, &key, layer, o->tokens, &c, err);
         if (rc != KVSHARD_OK)
             break;
-        layer_class *cls = &ps.classes[k];
-        rc = chain_add(&t->alloc, &ps.class_layers, &cls->head, &cls->tail, cls->layer_count,
-                       layer);
-        cls->layer_count++;
+        ps.class_of[layer] = k;
+        ps.classes[k].layer_count++;
     }
+    if (rc == KVSHARD_OK)
+        group_layers(&ps, L + t->num_draft_layers);
     kvshard_transfer_totals *tt = &t->totals;
     for (size_t k = 0; rc == KVSHARD_OK && k < ps.class_count; k++) {
         const layer_class *cls = &ps.classes[k];
