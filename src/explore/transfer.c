@@ -538,14 +538,13 @@ static int side_open(route_side *s, const kvshard_allocator *alloc)
     return KVSHARD_OK;
 }
 
-/* How `plan` holds `layer`; a layer the plan does not count is held by no
+/* How `plan` holds `layer` into *h (written in place: a copy read back
+ * field by field stalls); a layer the plan does not count is held by no
  * rank. */
-static kvshard__stage_holding holding_of_layer(const kvshard_plan *plan, uint32_t layer)
+static void holding_of_layer(kvshard__stage_holding *h, const kvshard_plan *plan, uint32_t layer)
 {
-    kvshard__stage_holding h;
-    if (kvshard_plan__stage_holding(&h, plan, layer) != KVSHARD_OK)
-        h = (kvshard__stage_holding){0, false, false, KVSHARD_OWNER_ALL, 1, 1, 0};
-    return h;
+    if (kvshard_plan__stage_holding(h, plan, layer) != KVSHARD_OK)
+        *h = (kvshard__stage_holding){0, false, false, KVSHARD_OWNER_ALL, 1, 1, 0};
 }
 
 /* The units TP rank t of side s holds of component c of the class routed,
@@ -1103,8 +1102,8 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
     for (uint32_t layer = 0; rc == KVSHARD_OK && layer < L + t->num_draft_layers; layer++) {
         layer_class key = {.d_class = layer < L ? d->class_of[layer]
                                                 : DRAFT_CLASS | d->draft_class[layer - L]};
-        key.p = holding_of_layer(p, layer);
-        key.d = holding_of_layer(d, layer);
+        holding_of_layer(&key.p, p, layer);
+        holding_of_layer(&key.d, d, layer);
         uint32_t k = first_of_stages;
         if (ps.class_count &&
             (ps.classes[k].p.stage != key.p.stage || ps.classes[k].d.stage != key.d.stage))
