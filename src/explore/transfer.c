@@ -1099,9 +1099,9 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
         rc = KVSHARD_ENOMEM;
     kvshard__calc c = {false, false, false};
     uint32_t first_of_stages = 0; /* the classes of the layers' stages on both sides */
+    layer_class key = {0}; /* only its holdings and D's class are compared */
     for (uint32_t layer = 0; rc == KVSHARD_OK && layer < L + t->num_draft_layers; layer++) {
-        layer_class key = {.d_class = layer < L ? d->class_of[layer]
-                                                : DRAFT_CLASS | d->draft_class[layer - L]};
+        key.d_class = layer < L ? d->class_of[layer] : DRAFT_CLASS | d->draft_class[layer - L];
         holding_of_layer(&key.p, p, layer);
         holding_of_layer(&key.d, d, layer);
         uint32_t k = first_of_stages;

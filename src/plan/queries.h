@@ -62,8 +62,9 @@ static inline bool kvshard__stage_holding_has(const kvshard__stage_holding *h, u
 static inline bool kvshard__stage_holding_same(const kvshard__stage_holding *a,
                                                const kvshard__stage_holding *b)
 {
-    return a->stage == b->stage && a->cache == b->cache && a->state == b->state &&
-           a->owner == b->owner && a->split == b->split && a->head_ranks == b->head_ranks &&
+    /* The owner first: layers of one stage differ most often by it. */
+    return a->owner == b->owner && a->stage == b->stage && a->cache == b->cache &&
+           a->state == b->state && a->split == b->split && a->head_ranks == b->head_ranks &&
            a->heads == b->heads;
 }
 
