@@ -1002,6 +1002,24 @@ static int totals(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan
     return KVSHARD_OK;
 }
 
+static bool same_class(const layer_class *a, const layer_class *b)
+{
+    return a->d_class == b->d_class && kvshard__stage_holding_same(&a->p, &b->p) &&
+           kvshard__stage_holding_same(&a->d, &b->d);
+}
+
+/* The classes of the current stages last found, by the facts that tell a
+ * stage's classes apart (the owners, the kind): a layer's class is then
+ * found at once, where a scan would compare it with each class of the
+ * stages. */
+#define RECENT_CLASSES 64u
+
+static uint32_t recent_slot(const layer_class *key)
+{
+    return ((uint32_t)key->p.owner * 7u + (uint32_t)key->d.owner * 31u + key->d_class * 131u) &
+           (RECENT_CLASSES - 1);
+}
+
 /* Each class's layers in ascending order, class after class. */
 static void group_layers(pieces *ps, uint32_t layer_count)
 {
@@ -1099,19 +1117,24 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
         rc = KVSHARD_ENOMEM;
     kvshard__calc c = {false, false, false};
     uint32_t first_of_stages = 0; /* the classes of the layers' stages on both sides */
+    uint32_t recent[RECENT_CLASSES];   /* of those, the last found in each slot */
+    memset(recent, 0xFF, sizeof recent);
     layer_class key = {0}; /* only its holdings and D's class are compared */
     for (uint32_t layer = 0; rc == KVSHARD_OK && layer < L + t->num_draft_layers; layer++) {
         key.d_class = layer < L ? d->class_of[layer] : DRAFT_CLASS | d->draft_class[layer - L];
         holding_of_layer(&key.p, p, layer);
         holding_of_layer(&key.d, d, layer);
-        uint32_t k = first_of_stages;
-        if (ps.class_count &&
-            (ps.classes[k].p.stage != key.p.stage || ps.classes[k].d.stage != key.d.stage))
-            k = first_of_stages = (uint32_t)ps.class_count;
-        while (k < ps.class_count && !(ps.classes[k].d_class == key.d_class &&
-                                       kvshard__stage_holding_same(&ps.classes[k].p, &key.p) &&
-                                       kvshard__stage_holding_same(&ps.classes[k].d, &key.d)))
+        if (ps.class_count && (ps.classes[first_of_stages].p.stage != key.p.stage ||
+                               ps.classes[first_of_stages].d.stage != key.d.stage)) {
+            first_of_stages = (uint32_t)ps.class_count;
+            memset(recent, 0xFF, sizeof recent);
+        }
+        uint32_t *slot = &recent[recent_slot(&key)];
+        uint32_t k = *slot != UINT32_MAX && same_class(&ps.classes[*slot], &key) ? *slot
+                                                                                 : first_of_stages;
+        while (k < ps.class_count && !same_class(&ps.classes[k], &key))
             k++;
+        *slot = k;
         if (k == ps.class_count)
             rc = open_class(&ps, &r, &key, layer, o->tokens, &c, err);
         if (rc != KVSHARD_OK)
