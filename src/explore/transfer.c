@@ -860,32 +860,6 @@ static void sort_source(kvshard_transfer_edge *edges, size_t count)
     }
 }
 
-/* The edges in edge_order: counted by source (a global rank below
- * `sources`), then each source's edges sorted. */
-static int sort_edges(kvshard_transfer *t, size_t sources)
-{
-    size_t *end = kvshard_alloc__calloc(&t->alloc, sources + 1, sizeof *end);
-    kvshard_transfer_edge *sorted =
-        kvshard_alloc__bytes(&t->alloc, t->edge_count ? t->edge_count : 1, sizeof *sorted);
-    if (!end || !sorted) {
-        kvshard_alloc__free(&t->alloc, end);
-        kvshard_alloc__free(&t->alloc, sorted);
-        return KVSHARD_ENOMEM;
-    }
-    for (size_t i = 0; i < t->edge_count; i++)
-        end[t->edges[i].src + 1]++;
-    for (size_t g = 0; g < sources; g++)
-        end[g + 1] += end[g];
-    for (size_t i = 0; i < t->edge_count; i++) /* end[g] moves from g's start to its end */
-        sorted[end[t->edges[i].src]++] = t->edges[i];
-    for (size_t g = 0, from = 0; g < sources; from = end[g++])
-        sort_source(&sorted[from], end[g] - from);
-    kvshard_alloc__free(&t->alloc, end);
-    kvshard_alloc__free(&t->alloc, t->edges);
-    t->edges = sorted;
-    return KVSHARD_OK;
-}
-
 /* The edges of the runs, each with its layers in order, sorted; every
  * source a global rank below `sources`. */
 static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, size_t sources,
@@ -901,13 +875,23 @@ static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, size_t 
     t->layers = kvshard_alloc__bytes(&t->alloc, layer_total ? layer_total : 1, sizeof *t->layers);
     t->edges =
         kvshard_alloc__bytes(&t->alloc, ps->run_count ? ps->run_count : 1, sizeof *t->edges);
-    if (!t->layers || !t->edges)
+    /* Each edge made in its source's place (counted by source), then each
+     * source's few edges sorted: edge_order without sorting them all. */
+    size_t *end = kvshard_alloc__calloc(&t->alloc, sources + 1, sizeof *end);
+    if (!t->layers || !t->edges || !end) {
+        kvshard_alloc__free(&t->alloc, end);
         return KVSHARD_ENOMEM;
+    }
+    for (size_t i = 0; i < ps->run_count; i++)
+        end[ps->runs[i].first.src + 1]++;
+    for (size_t g = 0; g < sources; g++)
+        end[g + 1] += end[g];
     size_t placed = 0;
+    t->edge_count = ps->run_count;
     for (size_t i = 0; i < ps->run_count; i++) {
         const run *r = &ps->runs[i];
         const piece *p = &r->first;
-        kvshard_transfer_edge *e = &t->edges[t->edge_count++];
+        kvshard_transfer_edge *e = &t->edges[end[p->src]++]; /* end[g]: g's start, then its end */
         uint32_t *layers = &t->layers[placed];
         for (uint32_t k = r->head; k != UINT32_MAX; k = ps->run_classes.at[k].next) {
             const layer_class *cls = &ps->classes[ps->run_classes.at[k].item];
@@ -945,7 +929,10 @@ static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, size_t 
         if (n)
             e->bytes = kvshard__calc_mul(c, run_bytes, entries((enum entry)p->entry, p->span, n));
     }
-    return sort_edges(t, sources);
+    for (size_t g = 0, from = 0; g < sources; from = end[g++])
+        sort_source(&t->edges[from], end[g] - from);
+    kvshard_alloc__free(&t->alloc, end);
+    return KVSHARD_OK;
 }
 
 static int totals(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan *d,
