@@ -89,37 +89,24 @@ typedef struct layer_class {
     uint64_t unique_per_token, unique_fixed, unique;
 } layer_class;
 
-/* A run of pieces that differ only in their layers: one edge, made of the
- * layers of the classes that routed it. */
-typedef struct run {
-    piece first;
-    uint32_t layer_count, class_count, head, tail; /* its classes, chained */
-} run;
+/* A piece of one class, with the class's first layer: the pieces of
+ * every class that differ only in their layers make one edge. */
+typedef struct class_piece {
+    piece p;
+    uint32_t cls, first_layer;
+} class_piece;
 
-/* A link of a chain: a class of a run. */
-typedef struct link {
-    uint32_t item, next;
-} link;
-
-typedef struct links {
-    link *at;
-    size_t count, cap;
-} links;
-
-/* The pieces grouped into runs as they come, so the map keeps a piece per
- * edge, a link per class of an edge and two words per layer: memory linear
+/* The pieces of every class as they come, merged into edges once: the map
+ * keeps a piece per class and edge and two words per layer, memory linear
  * in the edges. */
 typedef struct pieces {
     const kvshard_allocator *alloc;
-    run *runs;
-    size_t run_count, run_cap;
+    class_piece *at;
+    size_t count, cap;
     layer_class *classes;
     size_t class_count, class_cap;
-    links run_classes;
-    uint32_t *class_of; /* per layer moved, its class */
+    uint32_t *class_of;     /* per layer moved, its class */
     uint32_t *class_layers; /* each class's layers, ascending, class after class */
-    uint32_t *slots; /* open addressing over the runs: index + 1, 0 empty */
-    size_t slot_cap;
 } pieces;
 
 /* Doubles *items (of `size` bytes each) when full. */
@@ -140,98 +127,44 @@ static int grow(const kvshard_allocator *alloc, void **items, size_t count, size
     return KVSHARD_OK;
 }
 
-/* Appends `item` to the chain [*head, *tail] (empty when *count is 0). */
-static int chain_add(const kvshard_allocator *alloc, links *ls, uint32_t *head, uint32_t *tail,
-                     uint32_t count, uint32_t item)
+/* Orders the pieces of one source by all they carry, then by their
+ * class's first layer: the pieces of one edge side by side, in layer order. */
+static int piece_order(const void *a, const void *b)
 {
-    if (grow(alloc, (void **)&ls->at, ls->count, &ls->cap, sizeof *ls->at) != KVSHARD_OK)
-        return KVSHARD_ENOMEM;
-    uint32_t at = (uint32_t)ls->count++;
-    ls->at[at] = (link){item, UINT32_MAX};
-    if (count)
-        ls->at[*tail].next = at;
-    else
-        *head = at;
-    *tail = at;
-    return KVSHARD_OK;
+    const class_piece *x = a, *y = b;
+    const uint64_t kx[] = {x->p.dst, x->p.comp,  x->p.lo,          x->p.hi,
+                           x->p.entry, x->p.span, x->p.entry_bytes, x->first_layer};
+    const uint64_t ky[] = {y->p.dst, y->p.comp,  y->p.lo,          y->p.hi,
+                           y->p.entry, y->p.span, y->p.entry_bytes, y->first_layer};
+    for (size_t i = 0; i < sizeof kx / sizeof kx[0]; i++) {
+        if (kx[i] != ky[i])
+            return kx[i] < ky[i] ? -1 : 1;
+    }
+    return 0;
 }
 
-/* A word hash, not the keyed one of base/hash.h: the keys are the plans'
- * ranks and units, which no input text chooses. */
-static uint64_t piece_hash(const piece *p)
-{
-    /* Products of independent words, so they overlap: a piece is pushed per
-     * edge of each class. */
-    uint64_t h = ((uint64_t)p->src << 32 | p->dst) * UINT64_C(0x9E3779B97F4A7C15) ^
-                 ((uint64_t)p->lo << 32 | p->hi) * UINT64_C(0xC2B2AE3D27D4EB4F) ^
-                 ((uint64_t)p->comp << 40 ^ (uint64_t)p->entry << 32 ^ p->span) *
-                     UINT64_C(0x165667B19E3779F9) ^
-                 p->entry_bytes * UINT64_C(0x27D4EB2F165667C5);
-    return h ^ h >> 29 ^ h >> 47; /* the table masks the low bits: fold the high ones in */
-}
-
-static bool same_run(const piece *a, const piece *b)
+static bool same_edge(const piece *a, const piece *b)
 {
     return a->src == b->src && a->dst == b->dst && a->comp == b->comp && a->lo == b->lo &&
            a->hi == b->hi && a->entry == b->entry && a->span == b->span &&
            a->entry_bytes == b->entry_bytes;
 }
 
-/* The slot of p's run, or of the empty slot where it goes. */
-static size_t slot_of(const pieces *ps, const piece *p)
+/* Adds the piece p of class `cls`, first routed on `first_layer`. */
+static int pieces_push(pieces *ps, const piece *p, uint32_t cls, uint32_t first_layer)
 {
-    size_t mask = ps->slot_cap - 1, at = (size_t)piece_hash(p) & mask;
-    while (ps->slots[at] && !same_run(&ps->runs[ps->slots[at] - 1].first, p))
-        at = (at + 1) & mask;
-    return at;
-}
-
-/* Keeps the table at most half full. */
-static int rehash(pieces *ps)
-{
-    if (ps->run_count * 2 < ps->slot_cap)
-        return KVSHARD_OK;
-    size_t cap = ps->slot_cap ? ps->slot_cap * 2 : 256;
-    uint32_t *slots = kvshard_alloc__calloc(ps->alloc, cap, sizeof *slots);
-    if (!slots)
+    if (grow(ps->alloc, (void **)&ps->at, ps->count, &ps->cap, sizeof *ps->at) != KVSHARD_OK)
         return KVSHARD_ENOMEM;
-    kvshard_alloc__free(ps->alloc, ps->slots);
-    ps->slots = slots;
-    ps->slot_cap = cap;
-    for (size_t r = 0; r < ps->run_count; r++)
-        ps->slots[slot_of(ps, &ps->runs[r].first)] = (uint32_t)(r + 1);
-    return KVSHARD_OK;
-}
-
-/* Adds the piece p of class `cls` to its run. */
-static int pieces_push(pieces *ps, const piece *p, uint32_t cls)
-{
-    if (rehash(ps) != KVSHARD_OK)
-        return KVSHARD_ENOMEM;
-    size_t at = slot_of(ps, p);
-    if (!ps->slots[at]) {
-        if (grow(ps->alloc, (void **)&ps->runs, ps->run_count, &ps->run_cap, sizeof *ps->runs) !=
-            KVSHARD_OK)
-            return KVSHARD_ENOMEM;
-        ps->runs[ps->run_count] = (run){*p, 0, 0, 0, 0};
-        ps->slots[at] = (uint32_t)++ps->run_count;
-    }
-    run *r = &ps->runs[ps->slots[at] - 1];
-    if (chain_add(ps->alloc, &ps->run_classes, &r->head, &r->tail, r->class_count, cls) !=
-        KVSHARD_OK)
-        return KVSHARD_ENOMEM;
-    r->class_count++;
+    ps->at[ps->count++] = (class_piece){*p, cls, first_layer};
     return KVSHARD_OK;
 }
 
 static void pieces_free(pieces *ps)
 {
-    kvshard_alloc__free(ps->alloc, ps->runs);
+    kvshard_alloc__free(ps->alloc, ps->at);
     kvshard_alloc__free(ps->alloc, ps->classes);
-    kvshard_alloc__free(ps->alloc, ps->run_classes.at);
     kvshard_alloc__free(ps->alloc, ps->class_of);
     kvshard_alloc__free(ps->alloc, ps->class_layers);
-    kvshard_alloc__free(ps->alloc, ps->slots);
 }
 
 static int fail(kvshard_error *err, int code, const char *fmt, ...) KVSHARD__PRINTF(3, 4);
@@ -628,7 +561,7 @@ static int route_component(pieces *ps, route *r, uint32_t cls, uint32_t layer,
             }
             if (open) {
                 cur.entry_bytes = (uint64_t)(cur.hi - cur.lo) * c->unit_bytes;
-                if (pieces_push(ps, &cur, cls) != KVSHARD_OK)
+                if (pieces_push(ps, &cur, cls, layer) != KVSHARD_OK)
                     return fail(err, KVSHARD_ENOMEM, "out of memory");
             }
             uint32_t src = r->p.global[ps_stage * tp_p + src_tp];
@@ -639,7 +572,7 @@ static int route_component(pieces *ps, route *r, uint32_t cls, uint32_t layer,
         }
         if (open) {
             cur.entry_bytes = (uint64_t)(cur.hi - cur.lo) * c->unit_bytes;
-            if (pieces_push(ps, &cur, cls) != KVSHARD_OK)
+            if (pieces_push(ps, &cur, cls, layer) != KVSHARD_OK)
                 return fail(err, KVSHARD_ENOMEM, "out of memory");
         }
     }
@@ -844,95 +777,110 @@ static int describe_side(kvshard__transfer_side *s, const kvshard_allocator *all
     return KVSHARD_OK;
 }
 
-/* Sorts a source's few edges in place: a source sends to few D ranks. */
-static void sort_source(kvshard_transfer_edge *edges, size_t count)
+/* Sorts a source's few items in place (by insertion; qsort past 16): a
+ * source sends to few D ranks. Items are at most an edge's size. */
+static void sort_few(void *items, size_t count, size_t size,
+                     int (*order)(const void *, const void *))
 {
     if (count > 16) {
-        qsort(edges, count, sizeof *edges, edge_order);
+        qsort(items, count, size, order);
         return;
     }
+    unsigned char *at = items, held[sizeof(kvshard_transfer_edge)];
     for (size_t i = 1; i < count; i++) {
-        kvshard_transfer_edge e = edges[i];
+        memcpy(held, at + i * size, size);
         size_t j = i;
-        for (; j > 0 && edge_order(&edges[j - 1], &e) > 0; j--)
-            edges[j] = edges[j - 1];
-        edges[j] = e;
+        for (; j > 0 && order(at + (j - 1) * size, held) > 0; j--)
+            memcpy(at + j * size, at + (j - 1) * size, size);
+        memcpy(at + j * size, held, size);
     }
 }
 
-/* The edges of the runs, each with its layers in order, sorted; every
- * source a global rank below `sources`. */
+_Static_assert(sizeof(class_piece) <= sizeof(kvshard_transfer_edge),
+               "sort_few holds a piece in an edge's room");
+
+/* The edge of the pieces [from, to) of ps, which differ only in their
+ * classes, into *e with its layers at t->layers[*placed]. */
+static void make_edge(kvshard_transfer_edge *e, kvshard_transfer *t, const pieces *ps,
+                      const class_piece *from, const class_piece *to, size_t *placed, uint64_t n,
+                      kvshard__calc *c)
+{
+    uint32_t *layers = &t->layers[*placed];
+    size_t count = 0;
+    for (const class_piece *k = from; k < to; k++) {
+        const layer_class *cls = &ps->classes[k->cls];
+        memcpy(&layers[count], &ps->class_layers[cls->first], cls->layer_count * sizeof *layers);
+        count += cls->layer_count;
+    }
+    if (to - from > 1) /* each class's layers ascend; together they interleave */
+        qsort(layers, count, sizeof *layers, compare_u32);
+    *placed += count;
+    const piece *p = &from->p;
+    *e = (kvshard_transfer_edge){p->src,
+                                 p->dst,
+                                 p->src_stage,
+                                 p->src_tp,
+                                 p->dst_stage,
+                                 p->dst_tp,
+                                 component_names[p->comp],
+                                 p->comp + 1,
+                                 layers,
+                                 count,
+                                 p->lo,
+                                 p->hi,
+                                 entry_names[p->entry],
+                                 p->entry + 1,
+                                 p->span,
+                                 p->entry_bytes,
+                                 0,
+                                 0,
+                                 n > 0,
+                                 0};
+    uint64_t run_bytes = kvshard__calc_mul(c, e->layer_count, e->entry_bytes);
+    if (p->entry == E_TOKEN)
+        e->bytes_per_token = run_bytes;
+    if (p->entry == E_STATE)
+        e->bytes_fixed = run_bytes;
+    if (n)
+        e->bytes = kvshard__calc_mul(c, run_bytes, entries((enum entry)p->entry, p->span, n));
+}
+
+/* The edges of the pieces in edge_order, each with its layers in order:
+ * the pieces counted by source (a global rank below `sources`), each
+ * source's sorted so that an edge's pieces lie side by side, then its
+ * edges sorted. */
 static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, size_t sources,
                       kvshard__calc *c)
 {
-    size_t layer_total = 0;
-    for (size_t i = 0; i < ps->run_count; i++) {
-        run *r = &ps->runs[i];
-        for (uint32_t k = r->head; k != UINT32_MAX; k = ps->run_classes.at[k].next)
-            r->layer_count += ps->classes[ps->run_classes.at[k].item].layer_count;
-        layer_total += r->layer_count;
-    }
-    t->layers = kvshard_alloc__bytes(&t->alloc, layer_total ? layer_total : 1, sizeof *t->layers);
-    t->edges =
-        kvshard_alloc__bytes(&t->alloc, ps->run_count ? ps->run_count : 1, sizeof *t->edges);
-    /* Each edge made in its source's place (counted by source), then each
-     * source's few edges sorted: edge_order without sorting them all. */
+    size_t count = ps->count, layer_total = 0;
+    for (size_t i = 0; i < count; i++)
+        layer_total += ps->classes[ps->at[i].cls].layer_count;
     size_t *end = kvshard_alloc__calloc(&t->alloc, sources + 1, sizeof *end);
-    if (!t->layers || !t->edges || !end) {
-        kvshard_alloc__free(&t->alloc, end);
-        return KVSHARD_ENOMEM;
-    }
-    for (size_t i = 0; i < ps->run_count; i++)
-        end[ps->runs[i].first.src + 1]++;
-    for (size_t g = 0; g < sources; g++)
+    class_piece *sorted = kvshard_alloc__bytes(&t->alloc, count ? count : 1, sizeof *sorted);
+    t->layers = kvshard_alloc__bytes(&t->alloc, layer_total ? layer_total : 1, sizeof *t->layers);
+    t->edges = kvshard_alloc__bytes(&t->alloc, count ? count : 1, sizeof *t->edges);
+    int rc = end && sorted && t->layers && t->edges ? KVSHARD_OK : KVSHARD_ENOMEM;
+    for (size_t i = 0; rc == KVSHARD_OK && i < count; i++)
+        end[ps->at[i].p.src + 1]++;
+    for (size_t g = 0; rc == KVSHARD_OK && g < sources; g++)
         end[g + 1] += end[g];
+    for (size_t i = 0; rc == KVSHARD_OK && i < count; i++) /* end[g]: g's start, then its end */
+        sorted[end[ps->at[i].p.src]++] = ps->at[i];
     size_t placed = 0;
-    t->edge_count = ps->run_count;
-    for (size_t i = 0; i < ps->run_count; i++) {
-        const run *r = &ps->runs[i];
-        const piece *p = &r->first;
-        kvshard_transfer_edge *e = &t->edges[end[p->src]++]; /* end[g]: g's start, then its end */
-        uint32_t *layers = &t->layers[placed];
-        for (uint32_t k = r->head; k != UINT32_MAX; k = ps->run_classes.at[k].next) {
-            const layer_class *cls = &ps->classes[ps->run_classes.at[k].item];
-            memcpy(&t->layers[placed], &ps->class_layers[cls->first],
-                   cls->layer_count * sizeof *t->layers);
-            placed += cls->layer_count;
+    for (size_t g = 0, from = 0; rc == KVSHARD_OK && g < sources; from = end[g++]) {
+        sort_few(&sorted[from], end[g] - from, sizeof *sorted, piece_order);
+        size_t first_edge = t->edge_count;
+        for (size_t i = from, j; i < end[g]; i = j) {
+            for (j = i + 1; j < end[g] && same_edge(&sorted[j].p, &sorted[i].p); j++)
+                ;
+            make_edge(&t->edges[t->edge_count++], t, ps, &sorted[i], &sorted[j], &placed, n, c);
         }
-        if (r->class_count > 1) /* each class's layers ascend; together they interleave */
-            qsort(layers, r->layer_count, sizeof *layers, compare_u32);
-        *e = (kvshard_transfer_edge){p->src,
-                                     p->dst,
-                                     p->src_stage,
-                                     p->src_tp,
-                                     p->dst_stage,
-                                     p->dst_tp,
-                                     component_names[p->comp],
-                                     p->comp + 1,
-                                     layers,
-                                     r->layer_count,
-                                     p->lo,
-                                     p->hi,
-                                     entry_names[p->entry],
-                                     p->entry + 1,
-                                     p->span,
-                                     p->entry_bytes,
-                                     0,
-                                     0,
-                                     n > 0,
-                                     0};
-        uint64_t run_bytes = kvshard__calc_mul(c, e->layer_count, e->entry_bytes);
-        if (p->entry == E_TOKEN)
-            e->bytes_per_token = run_bytes;
-        if (p->entry == E_STATE)
-            e->bytes_fixed = run_bytes;
-        if (n)
-            e->bytes = kvshard__calc_mul(c, run_bytes, entries((enum entry)p->entry, p->span, n));
+        sort_few(&t->edges[first_edge], t->edge_count - first_edge, sizeof *t->edges,
+                 edge_order);
     }
-    for (size_t g = 0, from = 0; g < sources; from = end[g++])
-        sort_source(&t->edges[from], end[g] - from);
     kvshard_alloc__free(&t->alloc, end);
-    return KVSHARD_OK;
+    kvshard_alloc__free(&t->alloc, sorted);
+    return rc;
 }
 
 static int totals(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan *d,
