@@ -13,6 +13,7 @@
 #include "model/kinds.h"
 #include "model/states.h"
 #include "plan/memory.h"
+#include "plan/partition.h"
 #include "plan/plan.h"
 #include "plan/queries.h"
 #include "plan/validate.h"
@@ -67,35 +68,45 @@ typedef struct component_of {
  * layer's kv and its state's parts. */
 #define MAX_COMPONENTS (2 + KVSHARD__STATE_PARTS)
 
-/* The units a piece carries from one P rank to one D rank for one layer. */
+/* The units a piece carries from one P rank to one D rank for every layer
+ * of one class. */
 typedef struct piece {
     uint32_t src, dst, src_stage, src_tp, dst_stage, dst_tp;
     uint32_t comp, entry, span, lo, hi;
     uint64_t entry_bytes;
-    uint32_t layer;
 } piece;
 
-/* A run of pieces that differ only in their layer: one edge. */
-typedef struct run {
-    piece first;
-    uint32_t layer_count, head, tail; /* its layers, chained in the order they came */
-} run;
+/* Marks a draft layer's class apart from the decoder layers' classes. */
+#define DRAFT_CLASS UINT32_C(0x80000000)
 
-typedef struct layer_link {
-    uint32_t layer, next;
-} layer_link;
+/* Layers held alike on both sides, with the same components: their route
+ * is computed once, on the first of them. */
+typedef struct layer_class {
+    kvshard__stage_holding p, d;
+    uint32_t d_class;                 /* D's layer class, with DRAFT_CLASS for a draft's */
+    uint32_t layer_count, first; /* its layers: class_layers[first, first + layer_count) */
+    /* What one layer of it adds to one copy of what D holds. */
+    uint64_t unique_per_token, unique_fixed, unique;
+} layer_class;
 
-/* The pieces grouped into runs as they come, so the map never keeps a piece
- * per layer: memory linear in the edges and their layers. Layers come in
- * ascending order, so each run's chain is too. */
+/* A piece of one class, with the class's first layer: the pieces of
+ * every class that differ only in their layers make one edge. */
+typedef struct class_piece {
+    piece p;
+    uint32_t cls, first_layer;
+} class_piece;
+
+/* The pieces of every class as they come, merged into edges once: the map
+ * keeps a piece per class and edge and two words per layer, memory linear
+ * in the edges. */
 typedef struct pieces {
     const kvshard_allocator *alloc;
-    run *runs;
-    size_t run_count, run_cap;
-    layer_link *links;
-    size_t link_count, link_cap;
-    uint32_t *slots; /* open addressing over the runs: index + 1, 0 empty */
-    size_t slot_cap;
+    class_piece *at;
+    size_t count, cap;
+    layer_class *classes;
+    size_t class_count, class_cap;
+    uint32_t *class_of;     /* per layer moved, its class */
+    uint32_t *class_layers; /* each class's layers, ascending, class after class */
 } pieces;
 
 /* Doubles *items (of `size` bytes each) when full. */
@@ -116,78 +127,44 @@ static int grow(const kvshard_allocator *alloc, void **items, size_t count, size
     return KVSHARD_OK;
 }
 
-/* A word hash, not the keyed one of base/hash.h: the keys are the plans'
- * ranks and units, which no input text chooses. */
-static uint64_t piece_hash(const piece *p)
+/* Orders the pieces of one source by all they carry, then by their
+ * class's first layer: the pieces of one edge side by side, in layer order. */
+static int piece_order(const void *a, const void *b)
 {
-    const uint64_t k[] = {p->src, p->dst, p->comp, p->lo, p->hi, p->entry, p->span, p->entry_bytes};
-    uint64_t h = UINT64_C(0xCBF29CE484222325);
-    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
-        h = (h ^ k[i]) * UINT64_C(0x100000001B3) + (h >> 29);
-    return h ^ h >> 32; /* the table masks the low bits: fold the high ones in */
+    const class_piece *x = a, *y = b;
+    const uint64_t kx[] = {x->p.dst, x->p.comp,  x->p.lo,          x->p.hi,
+                           x->p.entry, x->p.span, x->p.entry_bytes, x->first_layer};
+    const uint64_t ky[] = {y->p.dst, y->p.comp,  y->p.lo,          y->p.hi,
+                           y->p.entry, y->p.span, y->p.entry_bytes, y->first_layer};
+    for (size_t i = 0; i < sizeof kx / sizeof kx[0]; i++) {
+        if (kx[i] != ky[i])
+            return kx[i] < ky[i] ? -1 : 1;
+    }
+    return 0;
 }
 
-static bool same_run(const piece *a, const piece *b)
+static bool same_edge(const piece *a, const piece *b)
 {
     return a->src == b->src && a->dst == b->dst && a->comp == b->comp && a->lo == b->lo &&
            a->hi == b->hi && a->entry == b->entry && a->span == b->span &&
            a->entry_bytes == b->entry_bytes;
 }
 
-/* The slot of p's run, or of the empty slot where it goes. */
-static size_t slot_of(const pieces *ps, const piece *p)
+/* Adds the piece p of class `cls`, first routed on `first_layer`. */
+static int pieces_push(pieces *ps, const piece *p, uint32_t cls, uint32_t first_layer)
 {
-    size_t mask = ps->slot_cap - 1, at = (size_t)piece_hash(p) & mask;
-    while (ps->slots[at] && !same_run(&ps->runs[ps->slots[at] - 1].first, p))
-        at = (at + 1) & mask;
-    return at;
-}
-
-/* Keeps the table at most half full. */
-static int rehash(pieces *ps)
-{
-    if (ps->run_count * 2 < ps->slot_cap)
-        return KVSHARD_OK;
-    size_t cap = ps->slot_cap ? ps->slot_cap * 2 : 256;
-    uint32_t *slots = kvshard_alloc__calloc(ps->alloc, cap, sizeof *slots);
-    if (!slots)
+    if (grow(ps->alloc, (void **)&ps->at, ps->count, &ps->cap, sizeof *ps->at) != KVSHARD_OK)
         return KVSHARD_ENOMEM;
-    kvshard_alloc__free(ps->alloc, ps->slots);
-    ps->slots = slots;
-    ps->slot_cap = cap;
-    for (size_t r = 0; r < ps->run_count; r++)
-        ps->slots[slot_of(ps, &ps->runs[r].first)] = (uint32_t)(r + 1);
-    return KVSHARD_OK;
-}
-
-static int pieces_push(pieces *ps, const piece *p)
-{
-    if (rehash(ps) != KVSHARD_OK || grow(ps->alloc, (void **)&ps->links, ps->link_count,
-                                         &ps->link_cap, sizeof *ps->links) != KVSHARD_OK)
-        return KVSHARD_ENOMEM;
-    size_t at = slot_of(ps, p);
-    uint32_t link = (uint32_t)ps->link_count++;
-    ps->links[link] = (layer_link){p->layer, UINT32_MAX};
-    if (ps->slots[at]) {
-        run *r = &ps->runs[ps->slots[at] - 1];
-        ps->links[r->tail].next = link;
-        r->tail = link;
-        r->layer_count++;
-        return KVSHARD_OK;
-    }
-    if (grow(ps->alloc, (void **)&ps->runs, ps->run_count, &ps->run_cap, sizeof *ps->runs) !=
-        KVSHARD_OK)
-        return KVSHARD_ENOMEM;
-    ps->runs[ps->run_count] = (run){*p, 1, link, link};
-    ps->slots[at] = (uint32_t)++ps->run_count;
+    ps->at[ps->count++] = (class_piece){*p, cls, first_layer};
     return KVSHARD_OK;
 }
 
 static void pieces_free(pieces *ps)
 {
-    kvshard_alloc__free(ps->alloc, ps->runs);
-    kvshard_alloc__free(ps->alloc, ps->links);
-    kvshard_alloc__free(ps->alloc, ps->slots);
+    kvshard_alloc__free(ps->alloc, ps->at);
+    kvshard_alloc__free(ps->alloc, ps->classes);
+    kvshard_alloc__free(ps->alloc, ps->class_of);
+    kvshard_alloc__free(ps->alloc, ps->class_layers);
 }
 
 static int fail(kvshard_error *err, int code, const char *fmt, ...) KVSHARD__PRINTF(3, 4);
@@ -220,18 +197,25 @@ static const char *model_difference(uint64_t *pv, uint64_t *dv, const kvshard_pl
     SAME("num_layers", a->num_layers, b->num_layers);
     SAME("dtype", a->dtype, b->dtype);
     SAME("attention", a->attention, b->attention);
+    /* A layer's figure is named only when it differs: the check reads
+     * every layer of both sides. */
+    static char what[64];
+#define SAME_LAYER(fmt, l, x, y)                                                                   \
+    do {                                                                                           \
+        if ((uint64_t)(x) != (uint64_t)(y)) {                                                      \
+            snprintf(what, sizeof what, fmt, l);                                                   \
+            SAME(what, x, y);                                                                      \
+        }                                                                                          \
+    } while (0)
     for (uint32_t l = 0; l < a->num_layers; l++) {
         const kvshard__class *ca = &a->classes[p->class_of[l]], *cb = &b->classes[d->class_of[l]];
-        static char what[4][64];
-        snprintf(what[0], sizeof what[0], "the kind of layer %u", l);
-        SAME(what[0], p->kinds[l], d->kinds[l]);
-        snprintf(what[1], sizeof what[1], "the compression ratio of layer %u", l);
-        SAME(what[1], ca->ratio, cb->ratio);
-        snprintf(what[2], sizeof what[2], "the cache flags of layer %u", l);
-        SAME(what[2], ca->flags, cb->flags);
-        snprintf(what[3], sizeof what[3], "the KV source of layer %u", l);
-        SAME(what[3], p->kv_source ? p->kv_source[l] : -1, d->kv_source ? d->kv_source[l] : -1);
+        SAME_LAYER("the kind of layer %u", l, p->kinds[l], d->kinds[l]);
+        SAME_LAYER("the compression ratio of layer %u", l, ca->ratio, cb->ratio);
+        SAME_LAYER("the cache flags of layer %u", l, ca->flags, cb->flags);
+        SAME_LAYER("the KV source of layer %u", l, p->kv_source ? p->kv_source[l] : -1,
+                   d->kv_source ? d->kv_source[l] : -1);
     }
+#undef SAME_LAYER
     SAME("num_key_value_heads", a->full.heads, b->full.heads);
     SAME("the K head dim", a->full.k_dim, b->full.k_dim);
     SAME("the V head dim", a->full.v_dim, b->full.v_dim);
@@ -458,92 +442,99 @@ static int layer_components(component_of *out, uint32_t *n, const kvshard_plan *
 
 /* ---- the route ------------------------------------------------------------------------ */
 
-/* One side of the route: its plan, its replica of the pair, and where each
- * rank of the current layer's stage holds it, read once per layer. */
+/* One side of the route: its plan, its replica of the pair, and how the
+ * ranks of the current class's stage hold it. */
 typedef struct route_side {
     const kvshard_plan *plan;
-    uint32_t replica, stage;
-    kvshard__rank_holding *at; /* plan->tp entries, one per TP rank */
-    uint32_t *global;          /* the global rank of each plan rank of the replica */
+    uint32_t replica;
+    kvshard__stage_holding h;
+    uint32_t *global; /* the global rank of each plan rank of the replica */
 } route_side;
+
+/* The global rank of each plan rank of `replica` of `plan` (stage by stage,
+ * TP rank by TP rank): kvshard_plan_global_rank()'s, its strides read once. */
+static void plan_global_ranks(uint32_t *out, const kvshard_plan *plan, uint32_t replica)
+{
+    kvshard__strides st = kvshard_partition__rank_strides(&plan->options, plan->tp);
+    for (uint32_t stage = 0; stage < plan->pp; stage++) {
+        for (uint32_t t = 0; t < plan->tp; t++)
+            *out++ = (uint32_t)(replica * st.dp + stage * st.pp + t * st.tp);
+    }
+}
 
 static int side_open(route_side *s, const kvshard_allocator *alloc)
 {
-    uint32_t tp = s->plan->tp;
-    s->at = kvshard_alloc__calloc(alloc, tp, sizeof *s->at);
-    s->global = kvshard_alloc__calloc(alloc, (size_t)s->plan->pp * tp, sizeof *s->global);
-    if (!s->at || !s->global)
+    s->global = kvshard_alloc__bytes(alloc, (size_t)s->plan->pp * s->plan->tp, sizeof *s->global);
+    if (!s->global)
         return KVSHARD_ENOMEM;
-    for (uint32_t stage = 0; stage < s->plan->pp; stage++) {
-        for (uint32_t t = 0; t < tp; t++)
-            (void)kvshard_plan_global_rank(&s->global[stage * tp + t], s->plan, s->replica, stage,
-                                           0, t);
-    }
+    plan_global_ranks(s->global, s->plan, s->replica);
     return KVSHARD_OK;
 }
 
-static void side_close(route_side *s, const kvshard_allocator *alloc)
+/* How `plan` holds `layer` into *h (written in place: a copy read back
+ * field by field stalls); a layer the plan does not count is held by no
+ * rank. */
+static void holding_of_layer(kvshard__stage_holding *h, const kvshard_plan *plan, uint32_t layer)
 {
-    kvshard_alloc__free(alloc, s->at);
-    kvshard_alloc__free(alloc, s->global);
+    if (kvshard_plan__stage_holding(h, plan, layer) != KVSHARD_OK)
+        *h = (kvshard__stage_holding){0, false, false, KVSHARD_OWNER_ALL, 1, 1, 0};
 }
 
-/* A layer the plan does not count is held by no rank. */
-static void side_read_layer(route_side *s, uint32_t layer)
-{
-    if (kvshard_plan__layer_holdings(s->at, &s->stage, s->plan, layer) == KVSHARD_OK)
-        return;
-    s->stage = 0;
-    for (uint32_t t = 0; t < s->plan->tp; t++)
-        s->at[t] = (kvshard__rank_holding){KVSHARD_HOLDS_NOT_ON_STAGE, false, 0, 0};
-}
-
-/* The units TP rank t of side s holds of component c of the layer read,
+/* The units TP rank t of side s holds of component c of the class routed,
  * [*lo, *hi); false when it holds none. */
 static bool holding(uint32_t *lo, uint32_t *hi, const route_side *s, uint32_t t,
                     const component_of *c)
 {
-    const kvshard__rank_holding *h = &s->at[t];
-    if (h->holding == KVSHARD_HOLDS_NOT_ON_STAGE)
-        return false;
+    const kvshard__stage_holding *h = &s->h;
+    uint32_t T = s->plan->tp, count = 0;
     if (c->state) {
         if (!h->state)
             return false;
-        uint32_t count = 0;
-        kvshard_memory__kv_heads(lo, &count, c->units, s->plan->tp, t, t);
-        *hi = *lo + count;
-        return count > 0;
+        kvshard_memory__kv_heads(lo, &count, c->units, T, t, t);
+    } else {
+        if (!kvshard__stage_holding_has(h, t))
+            return false;
+        if (c->comp != C_KV) {
+            *lo = 0;
+            *hi = 1;
+            return true;
+        }
+        uint32_t first = t / h->head_ranks * h->head_ranks;
+        kvshard_memory__kv_heads(lo, &count, h->heads, T, first, first + h->head_ranks - 1);
     }
-    if (h->holding != KVSHARD_HOLDS_KV && h->holding != KVSHARD_HOLDS_WINDOW &&
-        h->holding != KVSHARD_HOLDS_DRAFT)
-        return false;
-    if (c->comp != C_KV) {
-        *lo = 0;
-        *hi = 1;
-        return true;
-    }
-    *lo = h->head_first;
-    *hi = h->head_first + h->head_count;
-    return h->head_count > 0;
+    *hi = *lo + count;
+    return count > 0;
 }
 
 typedef struct route {
     route_side p, d;
-    uint32_t *lo, *hi; /* each P TP rank's holding of the component routed */
-    bool *holds;
 } route;
 
-/* The pieces of one component of the layer read: each unit a D rank holds
- * comes from the first P rank holding it in the cyclic order from the D
- * rank's home, floor(t_D x T_P / T_D). */
-static int route_component(pieces *ps, route *r, uint32_t layer, const component_of *c, bool *moved,
-                           kvshard_error *err)
+/* The first D rank that may hold component c, and the step to the next:
+ * the holders of its cache, or every rank for its state. */
+static uint32_t first_holder(uint32_t *step, const route_side *s, const component_of *c)
 {
-    uint32_t ps_stage = r->p.stage, ds_stage = r->d.stage;
+    const kvshard__stage_holding *h = &s->h;
+    *step = 1;
+    if (c->state || h->owner == KVSHARD_OWNER_ALL)
+        return 0;
+    *step = h->split;
+    return (uint32_t)h->owner;
+}
+
+/* The pieces of one component of the layers of class `cls`, read on its
+ * first layer: each unit a D rank holds comes from the first P rank holding
+ * it in the cyclic order from the D rank's home, floor(t_D x T_P / T_D).
+ * Only the D ranks that hold the component are visited. */
+static int route_component(pieces *ps, route *r, uint32_t cls, uint32_t layer,
+                           const component_of *c, bool *moved, kvshard_error *err)
+{
+    uint32_t ps_stage = r->p.h.stage, ds_stage = r->d.h.stage;
     uint32_t tp_p = r->p.plan->tp, tp_d = r->d.plan->tp;
-    for (uint32_t t = 0; t < tp_p; t++)
-        r->holds[t] = holding(&r->lo[t], &r->hi[t], &r->p, t, c);
-    for (uint32_t td = 0; td < tp_d; td++) {
+    if (!c->state && !r->d.h.cache)
+        return KVSHARD_OK;
+    uint32_t step = 1;
+    for (uint32_t td = first_holder(&step, &r->d, c); td < tp_d; td += step) {
         uint32_t lo = 0, hi = 0;
         if (!holding(&lo, &hi, &r->d, td, c))
             continue;
@@ -554,10 +545,11 @@ static int route_component(pieces *ps, route *r, uint32_t layer, const component
         bool open = false;
         for (uint32_t u = lo; u < hi; u++) {
             uint32_t src_tp = tp_p;
-            for (uint32_t k = 0; k < tp_p && src_tp == tp_p; k++) {
-                uint32_t t = (home + k) % tp_p;
-                if (r->holds[t] && r->lo[t] <= u && u < r->hi[t])
+            for (uint32_t k = 0, t = home; k < tp_p && src_tp == tp_p; k++) {
+                uint32_t plo = 0, phi = 0;
+                if (holding(&plo, &phi, &r->p, t, c) && plo <= u && u < phi)
                     src_tp = t;
+                t = t + 1 == tp_p ? 0 : t + 1;
             }
             if (src_tp == tp_p)
                 return fail(err, KVSHARD_EUNMODELED,
@@ -569,18 +561,18 @@ static int route_component(pieces *ps, route *r, uint32_t layer, const component
             }
             if (open) {
                 cur.entry_bytes = (uint64_t)(cur.hi - cur.lo) * c->unit_bytes;
-                if (pieces_push(ps, &cur) != KVSHARD_OK)
+                if (pieces_push(ps, &cur, cls, layer) != KVSHARD_OK)
                     return fail(err, KVSHARD_ENOMEM, "out of memory");
             }
             uint32_t src = r->p.global[ps_stage * tp_p + src_tp];
             cur = (piece){
                 src,     dst, ps_stage, src_tp, ds_stage, td, (uint32_t)c->comp, (uint32_t)c->entry,
-                c->span, u,   u + 1,    0,      layer};
+                c->span, u,   u + 1,    0};
             open = true;
         }
         if (open) {
             cur.entry_bytes = (uint64_t)(cur.hi - cur.lo) * c->unit_bytes;
-            if (pieces_push(ps, &cur) != KVSHARD_OK)
+            if (pieces_push(ps, &cur, cls, layer) != KVSHARD_OK)
                 return fail(err, KVSHARD_ENOMEM, "out of memory");
         }
     }
@@ -774,62 +766,121 @@ static int describe_side(kvshard__transfer_side *s, const kvshard_allocator *all
     s->global_ranks = kvshard_alloc__bytes(alloc, count, sizeof *s->global_ranks);
     if (!s->global_ranks)
         return KVSHARD_ENOMEM;
-    for (uint32_t stage = 0; stage < plan->pp; stage++) {
-        for (uint32_t t = 0; t < plan->tp; t++)
-            (void)kvshard_plan_global_rank(&s->global_ranks[s->rank_count++], plan, replica, stage,
-                                           0, t);
+    plan_global_ranks(s->global_ranks, plan, replica);
+    s->rank_count = count;
+    for (size_t i = 1; i < count; i++) {
+        if (s->global_ranks[i - 1] > s->global_ranks[i]) { /* a layout with TP outermost */
+            qsort(s->global_ranks, count, sizeof *s->global_ranks, compare_u32);
+            break;
+        }
     }
-    qsort(s->global_ranks, s->rank_count, sizeof *s->global_ranks, compare_u32);
     return KVSHARD_OK;
 }
 
-/* The edges of the runs, each with its layers in order. */
-static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, kvshard__calc *c)
+/* Sorts a source's few items in place (by insertion; qsort past 16): a
+ * source sends to few D ranks. Items are at most an edge's size. */
+static void sort_few(void *items, size_t count, size_t size,
+                     int (*order)(const void *, const void *))
 {
-    t->layers =
-        kvshard_alloc__bytes(&t->alloc, ps->link_count ? ps->link_count : 1, sizeof *t->layers);
-    t->edges =
-        kvshard_alloc__calloc(&t->alloc, ps->run_count ? ps->run_count : 1, sizeof *t->edges);
-    if (!t->layers || !t->edges)
-        return KVSHARD_ENOMEM;
-    size_t placed = 0;
-    for (size_t i = 0; i < ps->run_count; i++) {
-        const run *r = &ps->runs[i];
-        const piece *p = &r->first;
-        kvshard_transfer_edge *e = &t->edges[t->edge_count++];
-        uint32_t *layers = &t->layers[placed];
-        for (uint32_t l = r->head; l != UINT32_MAX; l = ps->links[l].next)
-            t->layers[placed++] = ps->links[l].layer;
-        *e = (kvshard_transfer_edge){p->src,
-                                     p->dst,
-                                     p->src_stage,
-                                     p->src_tp,
-                                     p->dst_stage,
-                                     p->dst_tp,
-                                     component_names[p->comp],
-                                     p->comp + 1,
-                                     layers,
-                                     r->layer_count,
-                                     p->lo,
-                                     p->hi,
-                                     entry_names[p->entry],
-                                     p->entry + 1,
-                                     p->span,
-                                     p->entry_bytes,
-                                     0,
-                                     0,
-                                     n > 0,
-                                     0};
-        uint64_t run_bytes = kvshard__calc_mul(c, e->layer_count, e->entry_bytes);
-        if (p->entry == E_TOKEN)
-            e->bytes_per_token = run_bytes;
-        if (p->entry == E_STATE)
-            e->bytes_fixed = run_bytes;
-        if (n)
-            e->bytes = kvshard__calc_mul(c, run_bytes, entries((enum entry)p->entry, p->span, n));
+    if (count > 16) {
+        qsort(items, count, size, order);
+        return;
     }
-    qsort(t->edges, t->edge_count, sizeof *t->edges, edge_order);
-    return KVSHARD_OK;
+    unsigned char *at = items, held[sizeof(kvshard_transfer_edge)];
+    for (size_t i = 1; i < count; i++) {
+        memcpy(held, at + i * size, size);
+        size_t j = i;
+        for (; j > 0 && order(at + (j - 1) * size, held) > 0; j--)
+            memcpy(at + j * size, at + (j - 1) * size, size);
+        memcpy(at + j * size, held, size);
+    }
+}
+
+_Static_assert(sizeof(class_piece) <= sizeof(kvshard_transfer_edge),
+               "sort_few holds a piece in an edge's room");
+
+/* The edge of the pieces [from, to) of ps, which differ only in their
+ * classes, into *e with its layers at t->layers[*placed]. */
+static void make_edge(kvshard_transfer_edge *e, kvshard_transfer *t, const pieces *ps,
+                      const class_piece *from, const class_piece *to, size_t *placed, uint64_t n,
+                      kvshard__calc *c)
+{
+    uint32_t *layers = &t->layers[*placed];
+    size_t count = 0;
+    for (const class_piece *k = from; k < to; k++) {
+        const layer_class *cls = &ps->classes[k->cls];
+        memcpy(&layers[count], &ps->class_layers[cls->first], cls->layer_count * sizeof *layers);
+        count += cls->layer_count;
+    }
+    if (to - from > 1) /* each class's layers ascend; together they interleave */
+        qsort(layers, count, sizeof *layers, compare_u32);
+    *placed += count;
+    const piece *p = &from->p;
+    *e = (kvshard_transfer_edge){p->src,
+                                 p->dst,
+                                 p->src_stage,
+                                 p->src_tp,
+                                 p->dst_stage,
+                                 p->dst_tp,
+                                 component_names[p->comp],
+                                 p->comp + 1,
+                                 layers,
+                                 count,
+                                 p->lo,
+                                 p->hi,
+                                 entry_names[p->entry],
+                                 p->entry + 1,
+                                 p->span,
+                                 p->entry_bytes,
+                                 0,
+                                 0,
+                                 n > 0,
+                                 0};
+    uint64_t run_bytes = kvshard__calc_mul(c, e->layer_count, e->entry_bytes);
+    if (p->entry == E_TOKEN)
+        e->bytes_per_token = run_bytes;
+    if (p->entry == E_STATE)
+        e->bytes_fixed = run_bytes;
+    if (n)
+        e->bytes = kvshard__calc_mul(c, run_bytes, entries((enum entry)p->entry, p->span, n));
+}
+
+/* The edges of the pieces in edge_order, each with its layers in order:
+ * the pieces counted by source (a global rank below `sources`), each
+ * source's sorted so that an edge's pieces lie side by side, then its
+ * edges sorted. */
+static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, size_t sources,
+                      kvshard__calc *c)
+{
+    size_t count = ps->count, layer_total = 0;
+    for (size_t i = 0; i < count; i++)
+        layer_total += ps->classes[ps->at[i].cls].layer_count;
+    size_t *end = kvshard_alloc__calloc(&t->alloc, sources + 1, sizeof *end);
+    class_piece *sorted = kvshard_alloc__bytes(&t->alloc, count ? count : 1, sizeof *sorted);
+    t->layers = kvshard_alloc__bytes(&t->alloc, layer_total ? layer_total : 1, sizeof *t->layers);
+    t->edges = kvshard_alloc__bytes(&t->alloc, count ? count : 1, sizeof *t->edges);
+    int rc = end && sorted && t->layers && t->edges ? KVSHARD_OK : KVSHARD_ENOMEM;
+    for (size_t i = 0; rc == KVSHARD_OK && i < count; i++)
+        end[ps->at[i].p.src + 1]++;
+    for (size_t g = 0; rc == KVSHARD_OK && g < sources; g++)
+        end[g + 1] += end[g];
+    for (size_t i = 0; rc == KVSHARD_OK && i < count; i++) /* end[g]: g's start, then its end */
+        sorted[end[ps->at[i].p.src]++] = ps->at[i];
+    size_t placed = 0;
+    for (size_t g = 0, from = 0; rc == KVSHARD_OK && g < sources; from = end[g++]) {
+        sort_few(&sorted[from], end[g] - from, sizeof *sorted, piece_order);
+        size_t first_edge = t->edge_count;
+        for (size_t i = from, j; i < end[g]; i = j) {
+            for (j = i + 1; j < end[g] && same_edge(&sorted[j].p, &sorted[i].p); j++)
+                ;
+            make_edge(&t->edges[t->edge_count++], t, ps, &sorted[i], &sorted[j], &placed, n, c);
+        }
+        sort_few(&t->edges[first_edge], t->edge_count - first_edge, sizeof *t->edges,
+                 edge_order);
+    }
+    kvshard_alloc__free(&t->alloc, end);
+    kvshard_alloc__free(&t->alloc, sorted);
+    return rc;
 }
 
 static int totals(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan *d,
@@ -886,6 +937,79 @@ static int totals(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan
     return KVSHARD_OK;
 }
 
+static bool same_class(const layer_class *a, const layer_class *b)
+{
+    return a->d_class == b->d_class && kvshard__stage_holding_same(&a->p, &b->p) &&
+           kvshard__stage_holding_same(&a->d, &b->d);
+}
+
+/* The classes of the current stages last found, by the facts that tell a
+ * stage's classes apart (the owners, the kind): a layer's class is then
+ * found at once, where a scan would compare it with each class of the
+ * stages. */
+#define RECENT_CLASSES 64u
+
+static uint32_t recent_slot(const layer_class *key)
+{
+    return ((uint32_t)key->p.owner * 7u + (uint32_t)key->d.owner * 31u + key->d_class * 131u) &
+           (RECENT_CLASSES - 1);
+}
+
+/* Each class's layers in ascending order, class after class. */
+static void group_layers(pieces *ps, uint32_t layer_count)
+{
+    uint32_t at = 0;
+    for (size_t k = 0; k < ps->class_count; k++) {
+        ps->classes[k].first = at;
+        at += ps->classes[k].layer_count;
+        ps->classes[k].layer_count = 0;
+    }
+    for (uint32_t l = 0; l < layer_count; l++) {
+        layer_class *cls = &ps->classes[ps->class_of[l]];
+        ps->class_layers[cls->first + cls->layer_count++] = l;
+    }
+}
+
+/* A new class of the layers like `layer`, the first of them: its
+ * components and their route, read on it. */
+static int open_class(pieces *ps, route *r, const layer_class *key, uint32_t layer,
+                      uint64_t tokens, kvshard__calc *c, kvshard_error *err)
+{
+    component_of comps[MAX_COMPONENTS];
+    uint32_t count = 0;
+    int rc = layer_components(comps, &count, r->d.plan, layer, err);
+    if (rc != KVSHARD_OK)
+        return rc;
+    if (grow(ps->alloc, (void **)&ps->classes, ps->class_count, &ps->class_cap,
+             sizeof *ps->classes) != KVSHARD_OK)
+        return fail(err, KVSHARD_ENOMEM, "out of memory");
+    uint32_t k = (uint32_t)ps->class_count++;
+    layer_class *cls = &ps->classes[k];
+    *cls = *key;
+    r->p.h = key->p;
+    r->d.h = key->d;
+    for (uint32_t i = 0; i < count; i++) {
+        bool moved = false;
+        rc = route_component(ps, r, k, layer, &comps[i], &moved, err);
+        if (rc != KVSHARD_OK)
+            return rc;
+        cls = &ps->classes[k];
+        if (!moved)
+            continue;
+        /* One copy of what D holds: U units of every component moved. */
+        uint64_t copy = kvshard__calc_mul(c, comps[i].units, comps[i].unit_bytes);
+        if (comps[i].entry == E_TOKEN)
+            cls->unique_per_token = kvshard__calc_add(c, cls->unique_per_token, copy);
+        if (comps[i].entry == E_STATE)
+            cls->unique_fixed = kvshard__calc_add(c, cls->unique_fixed, copy);
+        if (tokens)
+            cls->unique = kvshard__calc_add(
+                c, cls->unique,
+                kvshard__calc_mul(c, copy, entries(comps[i].entry, comps[i].span, tokens)));
+    }
+    return KVSHARD_OK;
+}
+
 static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan *d,
                  const kvshard_transfer_options *o, kvshard_error *err)
 {
@@ -916,51 +1040,59 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
     t->state_dtype = dm.state_dtype;
 
     /* Per TP rank of each side, so memory stays linear in the ranks. */
-    route r = {
-        {p, o->p_replica, 0, NULL, NULL}, {d, o->d_replica, 0, NULL, NULL}, NULL, NULL, NULL};
+    route r = {{.plan = p, .replica = o->p_replica}, {.plan = d, .replica = o->d_replica}};
     rc = side_open(&r.p, &t->alloc);
     if (rc == KVSHARD_OK)
         rc = side_open(&r.d, &t->alloc);
-    r.lo = kvshard_alloc__calloc(&t->alloc, p->tp, sizeof *r.lo);
-    r.hi = kvshard_alloc__calloc(&t->alloc, p->tp, sizeof *r.hi);
-    r.holds = kvshard_alloc__calloc(&t->alloc, p->tp, sizeof *r.holds);
-    pieces ps = {&t->alloc, NULL, 0, 0, NULL, 0, 0, NULL, 0};
-    if (!r.lo || !r.hi || !r.holds)
+    pieces ps = {.alloc = &t->alloc};
+    size_t moved = (size_t)L + t->num_draft_layers;
+    ps.class_of = kvshard_alloc__bytes(&t->alloc, moved ? moved : 1, sizeof *ps.class_of);
+    ps.class_layers = kvshard_alloc__bytes(&t->alloc, moved ? moved : 1, sizeof *ps.class_layers);
+    if (!ps.class_of || !ps.class_layers)
         rc = KVSHARD_ENOMEM;
     kvshard__calc c = {false, false, false};
-    kvshard_transfer_totals *tt = &t->totals;
+    uint32_t first_of_stages = 0; /* the classes of the layers' stages on both sides */
+    uint32_t recent[RECENT_CLASSES];   /* of those, the last found in each slot */
+    memset(recent, 0xFF, sizeof recent);
+    layer_class key = {0}; /* only its holdings and D's class are compared */
     for (uint32_t layer = 0; rc == KVSHARD_OK && layer < L + t->num_draft_layers; layer++) {
-        component_of comps[MAX_COMPONENTS];
-        uint32_t count = 0;
-        rc = layer_components(comps, &count, d, layer, err);
-        if (rc == KVSHARD_OK) {
-            side_read_layer(&r.p, layer);
-            side_read_layer(&r.d, layer);
+        key.d_class = layer < L ? d->class_of[layer] : DRAFT_CLASS | d->draft_class[layer - L];
+        holding_of_layer(&key.p, p, layer);
+        holding_of_layer(&key.d, d, layer);
+        if (ps.class_count && (ps.classes[first_of_stages].p.stage != key.p.stage ||
+                               ps.classes[first_of_stages].d.stage != key.d.stage)) {
+            first_of_stages = (uint32_t)ps.class_count;
+            memset(recent, 0xFF, sizeof recent);
         }
-        for (uint32_t i = 0; rc == KVSHARD_OK && i < count; i++) {
-            bool moved = false;
-            rc = route_component(&ps, &r, layer, &comps[i], &moved, err);
-            if (!moved)
-                continue;
-            /* One copy of what D holds: U units of every component moved. */
-            uint64_t copy = kvshard__calc_mul(&c, comps[i].units, comps[i].unit_bytes);
-            if (comps[i].entry == E_TOKEN)
-                tt->unique_per_token = kvshard__calc_add(&c, tt->unique_per_token, copy);
-            if (comps[i].entry == E_STATE)
-                tt->unique_fixed = kvshard__calc_add(&c, tt->unique_fixed, copy);
-            if (o->tokens)
-                tt->unique = kvshard__calc_add(
-                    &c, tt->unique,
-                    kvshard__calc_mul(&c, copy, entries(comps[i].entry, comps[i].span, o->tokens)));
-        }
+        uint32_t *slot = &recent[recent_slot(&key)];
+        uint32_t k = *slot != UINT32_MAX && same_class(&ps.classes[*slot], &key) ? *slot
+                                                                                 : first_of_stages;
+        while (k < ps.class_count && !same_class(&ps.classes[k], &key))
+            k++;
+        *slot = k;
+        if (k == ps.class_count)
+            rc = open_class(&ps, &r, &key, layer, o->tokens, &c, err);
+        if (rc != KVSHARD_OK)
+            break;
+        ps.class_of[layer] = k;
+        ps.classes[k].layer_count++;
     }
-    side_close(&r.p, &t->alloc);
-    side_close(&r.d, &t->alloc);
-    kvshard_alloc__free(&t->alloc, r.lo);
-    kvshard_alloc__free(&t->alloc, r.hi);
-    kvshard_alloc__free(&t->alloc, r.holds);
     if (rc == KVSHARD_OK)
-        rc = make_edges(t, &ps, o->tokens, &c);
+        group_layers(&ps, L + t->num_draft_layers);
+    kvshard_transfer_totals *tt = &t->totals;
+    for (size_t k = 0; rc == KVSHARD_OK && k < ps.class_count; k++) {
+        const layer_class *cls = &ps.classes[k];
+        uint64_t n = cls->layer_count;
+        tt->unique_per_token = kvshard__calc_add(&c, tt->unique_per_token,
+                                                 kvshard__calc_mul(&c, n, cls->unique_per_token));
+        tt->unique_fixed =
+            kvshard__calc_add(&c, tt->unique_fixed, kvshard__calc_mul(&c, n, cls->unique_fixed));
+        tt->unique = kvshard__calc_add(&c, tt->unique, kvshard__calc_mul(&c, n, cls->unique));
+    }
+    kvshard_alloc__free(&t->alloc, r.p.global);
+    kvshard_alloc__free(&t->alloc, r.d.global);
+    if (rc == KVSHARD_OK)
+        rc = make_edges(t, &ps, o->tokens, p->options.world_size, &c);
     pieces_free(&ps);
     if (rc == KVSHARD_OK)
         rc = totals(t, p, d, o, &c);
@@ -1014,6 +1146,7 @@ void kvshard_transfer_free(kvshard_transfer *transfer)
     kvshard_alloc__free(&a, transfer->edges);
     kvshard_alloc__free(&a, transfer->layers);
     kvshard_alloc__free(&a, transfer->model_type);
+    kvshard_alloc__free(&a, transfer->verdicts);
     kvshard_alloc__free(&a, transfer->prefill.global_ranks);
     kvshard_alloc__free(&a, transfer->decode.global_ranks);
     kvshard_alloc__free(&a, transfer);
@@ -1094,6 +1227,11 @@ static int verdict_slot(kvshard__transfer_verdict **out, kvshard_transfer *t,
     if (t->verdict_count == KVSHARD__TRANSFER_VERDICTS)
         return fail(err, KVSHARD_EINVAL, "a transfer keeps %u verdicts",
                     KVSHARD__TRANSFER_VERDICTS);
+    if (!t->verdicts)
+        t->verdicts =
+            kvshard_alloc__calloc(&t->alloc, KVSHARD__TRANSFER_VERDICTS, sizeof *t->verdicts);
+    if (!t->verdicts)
+        return fail(err, KVSHARD_ENOMEM, "out of memory");
     *out = &t->verdicts[t->verdict_count];
     memset(*out, 0, sizeof **out);
     (*out)->engine = profile->engine;

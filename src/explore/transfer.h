@@ -47,7 +47,7 @@ struct kvshard_transfer {
     uint64_t digest;
     kvshard__transfer_warning warnings[KVSHARD__TRANSFER_WARNINGS];
     size_t warning_count;
-    kvshard__transfer_verdict verdicts[KVSHARD__TRANSFER_VERDICTS];
+    kvshard__transfer_verdict *verdicts; /* KVSHARD__TRANSFER_VERDICTS, made by the first judge */
     size_t verdict_count;
     kvshard__transfer_side prefill, decode;
     /* The model both sides plan. */

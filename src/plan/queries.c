@@ -257,58 +257,39 @@ int kvshard_plan_layer_storage(kvshard_layer_storage *out, const kvshard_plan *p
     return kvshard__copy_out(out, &st, sizeof *out, sizeof *out) ? KVSHARD_OK : KVSHARD_EINVAL;
 }
 
-int kvshard_plan__layer_holdings(kvshard__rank_holding *out, uint32_t *stage,
-                                 const kvshard_plan *plan, uint32_t layer)
+int kvshard_plan__stage_holding(kvshard__stage_holding *out, const kvshard_plan *plan,
+                                uint32_t layer)
 {
     const kvshard__model_info *m = &plan->model;
-    uint32_t L = m->num_layers, T = plan->tp, S = plan->split;
+    uint32_t L = m->num_layers;
     if (layer >= L + (plan->draft_class ? m->num_draft_layers : 0))
         return KVSHARD_ELAYER;
-    if (layer >= L) { /* a few draft layers: the rank-by-rank answer */
-        *stage = plan->pp - 1;
-        for (uint32_t t = 0; t < T; t++) {
-            kvshard_layer_storage st;
-            KVSHARD__INIT_BYTES(st, kvshard_layer_storage, KVSHARD_LAYER_STORAGE_INIT);
-            int rc = layer_storage(&st, plan, *stage * T + t, layer, false);
-            if (rc != KVSHARD_OK)
-                return rc;
-            out[t] = (kvshard__rank_holding){st.holding, st.state_slot >= 0, st.kv_head_first,
-                                             st.kv_head_count};
-        }
-        return KVSHARD_OK;
-    }
-    /* What layer_storage() answers rank by rank, the layer's facts read once. */
-    uint8_t kind = plan->kinds[layer];
-    const kvshard_kinds__row *row = kvshard_kinds__of(kind);
-    bool paged = kvshard_kinds__paged(kind);
-    int32_t owner = plan->owner[layer];
-    bool state = row->state && (int32_t)plan->state_slot[layer] >= 0;
+    /* What layer_storage() and draft_storage() answer rank by rank; the
+     * figures a layer does not use are 0, so that layers held alike compare
+     * equal. */
+    *out = (kvshard__stage_holding){plan->pp - 1, false, false, KVSHARD_OWNER_ALL, 1, 1, 0};
+    uint8_t kind = layer < L ? plan->kinds[layer] : m->classes[plan->draft_class[layer - L]].kind;
     bool sliding = kind == KVSHARD_LAYER_SLIDING_ATTENTION;
     uint32_t heads = m->attention != KVSHARD_ATTENTION_GQA ? 0
                      : sliding                             ? m->sliding.heads
                                                            : m->full.heads;
-    *stage = kvshard__plan_stage_of(plan, layer);
-    for (uint32_t t = 0; t < T; t++) {
-        const kvshard__rank_place *place = &plan->place[*stage * T + t];
-        kvshard__rank_holding *h = &out[t];
-        *h = (kvshard__rank_holding){KVSHARD_HOLDS_NOT_ON_STAGE, false, 0, 0};
-        if (layer - place->first >= place->count)
-            continue;
-        bool stores_kv =
-            paged && (owner == KVSHARD_OWNER_ALL || (uint32_t)owner == place->split_rank);
-        h->holding = holding_of(row, stores_kv);
-        h->state = state;
-        if (!stores_kv && !row->window)
-            continue;
-        uint32_t first = t, last = t;
-        if (stores_kv && S > 1) {
-            first = t / S * S;
-            last = first + S - 1;
-        }
-        uint32_t count = 0, head_first = 0;
-        kvshard_memory__kv_heads(&head_first, &count, heads, T, first, last);
-        h->head_first = count ? head_first : 0;
-        h->head_count = count;
+    if (layer >= L) {
+        out->cache = plan->options.num_speculative_tokens > 0 &&
+                     plan->profile->counting.counts_draft_layers;
+        out->heads = out->cache ? heads : 0;
+        return KVSHARD_OK;
+    }
+    const kvshard_kinds__row *row = kvshard_kinds__of(kind);
+    int32_t owner = plan->owner[layer];
+    out->stage = kvshard__plan_stage_of(plan, layer);
+    out->state = row->state && (int32_t)plan->state_slot[layer] >= 0;
+    if (row->paged_kv && owner != KVSHARD_OWNER_NONE) {
+        /* An owner holds its whole split group's heads. */
+        *out = (kvshard__stage_holding){out->stage, true,        out->state, owner,
+                                        plan->split, plan->split, heads};
+    } else if (!row->paged_kv && !row->reads_source && row->window) {
+        out->cache = true;
+        out->heads = heads;
     }
     return KVSHARD_OK;
 }

@@ -31,19 +31,41 @@ const kvshard__engine_figures *kvshard_queries__engine_figures(const kvshard_pla
 int kvshard_plan__capacity_at(kvshard__capacity *out, const kvshard_plan *plan, uint32_t rank,
                               uint32_t context_length);
 
-/* Where a TP rank holds a layer: kvshard_plan_layer_storage()'s holding,
- * whether it keeps the layer's state (state_slot >= 0) and its KV heads. */
-typedef struct kvshard__rank_holding {
-    kvshard_layer_holding holding;
-    bool state;
-    uint32_t head_first, head_count;
-} kvshard__rank_holding;
+/* Where the TP ranks of a stage hold a layer, by group rather than rank by
+ * rank: what kvshard_plan_layer_storage() answers for each rank, in a few
+ * figures. Two layers with equal holdings are held alike by every rank, so
+ * a caller reads the ranks once per holding rather than once per layer.
+ * TP rank t of `stage` keeps the layer's cache (its paged KV, window or
+ * draft KV) when `cache` and t is a holder: every rank when owner is
+ * KVSHARD_OWNER_ALL, else the ranks with t % split == owner. A holder keeps
+ * the KV heads (of `heads`, 0 for MLA) of the `head_ranks` ranks from
+ * t / head_ranks x head_ranks. Every rank of the stage keeps the layer's
+ * state when `state`. */
+typedef struct kvshard__stage_holding {
+    uint32_t stage;
+    bool cache, state;
+    int32_t owner;
+    uint32_t split, head_ranks, heads;
+} kvshard__stage_holding;
 
-/* Where every TP rank of `layer`'s stage holds it, into out[0, plan->tp),
- * and that stage into *stage, the layer's facts read once rather than per
- * rank: for callers that read every rank of every layer. KVSHARD_ELAYER
- * for a layer out of range. */
-int kvshard_plan__layer_holdings(kvshard__rank_holding *out, uint32_t *stage,
-                                 const kvshard_plan *plan, uint32_t layer);
+/* The holding of `layer` (drafts included) into *out; KVSHARD_ELAYER for a
+ * layer out of range. */
+int kvshard_plan__stage_holding(kvshard__stage_holding *out, const kvshard_plan *plan,
+                                uint32_t layer);
+
+/* Whether TP rank t holds the cache of a layer held as `h`. */
+static inline bool kvshard__stage_holding_has(const kvshard__stage_holding *h, uint32_t t)
+{
+    return h->cache && (h->owner == KVSHARD_OWNER_ALL || t % h->split == (uint32_t)h->owner);
+}
+
+static inline bool kvshard__stage_holding_same(const kvshard__stage_holding *a,
+                                               const kvshard__stage_holding *b)
+{
+    /* The owner first: layers of one stage differ most often by it. */
+    return a->owner == b->owner && a->stage == b->stage && a->cache == b->cache &&
+           a->state == b->state && a->split == b->split && a->head_ranks == b->head_ranks &&
+           a->heads == b->heads;
+}
 
 #endif /* KVSHARD_PLAN_QUERIES_H */
