@@ -34,13 +34,6 @@ static int compare_of(kvshard_comparison **out, kvshard_error *err, kvshard_rank
     return rc;
 }
 
-static void assert_near(double got, double want, double tolerance)
-{
-    if (fabs(got - want) > tolerance)
-        print_error("got %.6f, want %.6f\n", got, want);
-    assert_true(fabs(got - want) <= tolerance);
-}
-
 static const kvshard_comparison_row *row_of(const kvshard_comparison *c, uint32_t S,
                                             kvshard_ownership rule, size_t *index)
 {
@@ -89,19 +82,19 @@ static void seed_priced(void **state)
     assert_int_equal(e->batch, 96);
     assert_int_equal(e->decode_collectives, 20);
     assert_int_equal(e->decode_link_bytes, 5898240u);
-    assert_near(e->decode_comm_us, 300.0 + 5898240.0 / 24e3, 1e-9);
-    assert_near(e->base_us, (17330305824.0 + 96.0 * 367738880.0) / 1.2e6, 1e-6);
-    assert_near(e->base_us, 43861.03, 0.005);
-    assert_near(e->step_us, 44406.79, 0.005);
-    assert_near(e->tpot_us, e->step_us, 0.0);
-    assert_near(e->throughput, 2161.83, 0.005);
-    assert_near(e->throughput_total, e->throughput, 0.0);
+    tu_assert_near(e->decode_comm_us, 300.0 + 5898240.0 / 24e3, 1e-9);
+    tu_assert_near(e->base_us, (17330305824.0 + 96.0 * 367738880.0) / 1.2e6, 1e-6);
+    tu_assert_near(e->base_us, 43861.03, 0.005);
+    tu_assert_near(e->step_us, 44406.79, 0.005);
+    tu_assert_near(e->tpot_us, e->step_us, 0.0);
+    tu_assert_near(e->throughput, 2161.83, 0.005);
+    tu_assert_near(e->throughput_total, e->throughput, 0.0);
     /* A 32,768-token prompt under history_rows: 4 chunks of 8,192, history
      * 8,192 + 16,384 + 24,576 = 49,152 rows a layer, 30 broadcasts, 10 x
      * 49,152 x 1,024 = 503,316,480 B: 30 x 15 + 20,971.52 = 21,421.52 us. */
     assert_int_equal(e->prefill_collectives, 30);
     assert_int_equal(e->prefill_link_bytes, 503316480u);
-    assert_near(e->prefill_comm_us, 21421.52, 1e-6);
+    tu_assert_near(e->prefill_comm_us, 21421.52, 1e-6);
     assert_true(r->warnings & (1u << KVSHARD_WARN_COMM_MECHANISM_ASSUMED));
     assert_false(r->warnings & (1u << KVSHARD_WARN_SPLIT_LOSES_THROUGHPUT));
 
@@ -111,23 +104,54 @@ static void seed_priced(void **state)
     const kvshard_comparison_row *u = row_of(c, 1, KVSHARD_OWNERSHIP_ORDINAL, NULL);
     assert_int_equal(u->comm->batch, 57);
     assert_int_equal(u->comm->decode_collectives, 0);
-    assert_near(u->comm->step_us, (17330305824.0 + 57.0 * 367738880.0) / 1.2e6, 1e-6);
-    assert_near(u->comm->step_us, 31909.52, 0.005);
-    assert_near(u->comm->throughput, 1786.30, 0.005);
-    assert_near(u->comm->throughput_gain, 1.0, 0.0);
-    assert_near(e->unsplit_throughput, u->comm->throughput, 0.0);
-    assert_near(e->throughput_gain, 1.21, 0.005);
+    tu_assert_near(u->comm->step_us, (17330305824.0 + 57.0 * 367738880.0) / 1.2e6, 1e-6);
+    tu_assert_near(u->comm->step_us, 31909.52, 0.005);
+    tu_assert_near(u->comm->throughput, 1786.30, 0.005);
+    tu_assert_near(u->comm->throughput_gain, 1.0, 0.0);
+    tu_assert_near(e->unsplit_throughput, u->comm->throughput, 0.0);
+    tu_assert_near(e->throughput_gain, 1.21, 0.005);
 
     /* S = 2 global (52 sequences, 1,687.7) and S = 4 ordinal (72, where
      * the owner stores and reads two heads: 1,248.5) lose to S = 1. */
     const kvshard_comparison_row *g = row_of(c, 2, KVSHARD_OWNERSHIP_GLOBAL, NULL);
     assert_int_equal(g->comm->batch, 52);
-    assert_near(g->comm->throughput, 1687.7, 0.05);
+    tu_assert_near(g->comm->throughput, 1687.7, 0.05);
     assert_true(g->warnings & (1u << KVSHARD_WARN_SPLIT_LOSES_THROUGHPUT));
     const kvshard_comparison_row *four = row_of(c, 4, KVSHARD_OWNERSHIP_ORDINAL, NULL);
     assert_int_equal(four->comm->batch, 72);
-    assert_near(four->comm->throughput, 1248.5, 0.05);
+    tu_assert_near(four->comm->throughput, 1248.5, 0.05);
     assert_true(four->warnings & (1u << KVSHARD_WARN_SPLIT_LOSES_THROUGHPUT));
+    kvshard_comparison_free(c);
+}
+
+/* A given batch above the unsplit plan's concurrency: the S = 2 row decodes
+ * 80 sequences and its reference is the plan with the split off at its own
+ * 57 (the given batch capped), as under plan, and the S = 1 row, which
+ * holds no more than 57 either, decodes those 57 and gives the same. Reference: (17,330,305,824
+ * + 57 x 367,738,880) / 1.2e12 s = 31,909.52 us, 1,786.30 tokens/s. The split
+ * row: 80 x 367,738,880 = 29,419,110,400 B of KV, base (17,330,305,824 +
+ * 29,419,110,400) / 1.2e12 s = 38,957.85 us; its 20 collectives move 80 x 4
+ * x 256 x 2 = 163,840 B gathered and 327,680 B broadcast a layer, 4,915,200
+ * B: 300 + 204.80 = 504.80 us; step 39,462.65 us, 80 / that = 2,027.23
+ * tokens/s, 1.135x the reference. */
+static void capped_batch_reference(void **state)
+{
+    (void)state;
+    const char *args[] = {SEED_COMPARE, "--comm_accelerator=bi_v100", "--comm_batch=80"};
+    kvshard_comparison *c = NULL;
+    kvshard_error err;
+    tu_assert_ok(compare_of(&c, &err, KVSHARD_RANK_AUTO, 8, args), &err);
+    const kvshard_comm_estimate *e = row_of(c, 2, KVSHARD_OWNERSHIP_ORDINAL, NULL)->comm;
+    assert_int_equal(e->batch, 80);
+    assert_int_equal(e->decode_link_bytes, 4915200u);
+    tu_assert_near(e->step_us, (17330305824.0 + 80.0 * 367738880.0) / 1.2e6 + 504.8, 1e-6);
+    tu_assert_near(e->throughput, 2027.23, 0.005);
+    assert_true(e->has_unsplit);
+    tu_assert_near(e->unsplit_throughput, 1786.30, 0.005);
+    tu_assert_near(e->throughput_gain, 2027.23 / 1786.30, 0.0001);
+    const kvshard_comm_estimate *u = row_of(c, 1, KVSHARD_OWNERSHIP_ORDINAL, NULL)->comm;
+    assert_int_equal(u->batch, 57);
+    tu_assert_near(u->throughput, e->unsplit_throughput, 1e-9);
     kvshard_comparison_free(c);
 }
 
@@ -186,8 +210,8 @@ static void full_layer_orders(void **state)
     assert_int_equal(kvshard_comparison_recommended(c), unsplit);
     assert_int_equal(r->comm->decode_collectives, 10);
     assert_int_equal(r->comm->decode_link_bytes, 32357253120u);
-    assert_near(r->comm->step_us, 150.0 + 32357253120.0 / 24e3, 1e-6);
-    assert_near(r->comm->throughput, 71.2, 0.05);
+    tu_assert_near(r->comm->step_us, 150.0 + 32357253120.0 / 24e3, 1e-6);
+    tu_assert_near(r->comm->throughput, 71.2, 0.05);
     assert_true(r->warnings & (1u << KVSHARD_WARN_FULL_LAYER_DECODE));
     assert_true(r->warnings & (1u << KVSHARD_WARN_SPLIT_COMM_DOMINATES));
     assert_true(r->warnings & (1u << KVSHARD_WARN_SPLIT_LOSES_THROUGHPUT));
@@ -302,9 +326,9 @@ static void zero_latency(void **state)
      * 245.76 us; the step 43,861.03 + 245.76 = 44,106.79 us. */
     const kvshard_comparison_row *r = row_of(c, 2, KVSHARD_OWNERSHIP_ORDINAL, NULL);
     assert_true(r->comm->has_link);
-    assert_near(r->comm->link_latency_us, 0.0, 0.0);
-    assert_near(r->comm->decode_comm_us, 245.76, 1e-9);
-    assert_near(r->comm->step_us, 44106.79, 0.005);
+    tu_assert_near(r->comm->link_latency_us, 0.0, 0.0);
+    tu_assert_near(r->comm->decode_comm_us, 245.76, 1e-9);
+    tu_assert_near(r->comm->step_us, 44106.79, 0.005);
     kvshard_comparison_free(c);
 
     char *model = tu_example_path("models/qwen3_5_35b_a3b.json");
@@ -324,7 +348,7 @@ static void zero_latency(void **state)
     tu_assert_ok(kvshard_plan_comm(&e, p, &err), &err);
     assert_string_equal(e.link_name, "custom");
     assert_int_equal(e.link_bandwidth, 24000000000u);
-    assert_near(e.link_latency_us, 0.0, 0.0);
+    tu_assert_near(e.link_latency_us, 0.0, 0.0);
     kvshard_plan_free(p);
     const char *negative[] = {"--comm_link_latency=-1"};
     assert_int_not_equal(kvshard_deployment_apply_args(dep, 1, negative, 0, &err), KVSHARD_OK);
@@ -409,6 +433,7 @@ int main(void)
         cmocka_unit_test(full_layer_orders),  cmocka_unit_test(rank_refused),
         cmocka_unit_test(unpriced_unchanged), cmocka_unit_test(cli_rank),
         cmocka_unit_test(zero_latency),       cmocka_unit_test(help_defaults),
+        cmocka_unit_test(capped_batch_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -172,9 +172,8 @@ static const uint32_t comm_input_warnings = (1u << KVSHARD_WARN_COMM_MECHANISM_A
                                             (1u << KVSHARD_WARN_COMM_NO_WEIGHTS);
 
 /* A row's estimate: the estimate of the plan the row stands for, which only
- * a whole plan gives (its layers' owners), made as plan makes it but with
- * no unsplit twin: the S = 1 row of its P is that reference, applied once
- * every row is priced (against_unsplit). */
+ * a whole plan gives (its layers' owners), made as plan makes it, its
+ * unsplit reference included, so a row and `plan` of the same layout agree. */
 static int price_row(kvshard_comm_estimate *e, kvshard_comparison_row *row, const work *w,
                      const kvshard_allocator *a, kvshard_diag__ctx *diag)
 {
@@ -186,12 +185,8 @@ static int price_row(kvshard_comm_estimate *e, kvshard_comparison_row *row, cons
     kvshard_plan *p = NULL;
     /* The device inputs read once for every row, as the rows' own figures. */
     int rc = kvshard_plan__create_with(&p, w->model, &o, a, &w->device, diag);
-    if (rc == KVSHARD_OK) {
-        p->comm_given = true;
-        p->comm = *w->comm;
-        p->query_heads = w->model->sites[KVSHARD__SITE_Q_HEADS].value;
-        rc = kvshard_deployment__check_comm(p, diag);
-    }
+    if (rc == KVSHARD_OK)
+        rc = kvshard_deployment__attach_comm(p, w->comm, w->model, diag);
     kvshard__comm c;
     if (rc == KVSHARD_OK)
         rc = kvshard_comm__of(&c, NULL, p, diag->err);
@@ -203,35 +198,6 @@ static int price_row(kvshard_comm_estimate *e, kvshard_comparison_row *row, cons
     }
     kvshard_plan_free(p);
     return rc;
-}
-
-/* Each priced split row against the S = 1 row of its P (the first, ordinal,
- * as every rule gives it the same figures): its gain, and the verdict when
- * it decodes slower. */
-static void against_unsplit(kvshard_comparison *c)
-{
-    for (size_t i = 0; i < c->count; i++) {
-        kvshard_comparison_row *row = &c->rows[i];
-        kvshard_comm_estimate *e = &c->comms[i];
-        if (!e->given || !e->has_step || row->layerwise_split_size == 1)
-            continue;
-        for (size_t j = 0; j < c->count; j++) {
-            const kvshard_comm_estimate *ref = &c->comms[j];
-            if (c->rows[j].layerwise_split_size != 1 || c->rows[j].pp_size != row->pp_size)
-                continue;
-            if (ref->given && ref->has_step) {
-                e->has_unsplit = true;
-                e->unsplit_throughput = ref->throughput;
-                e->has_gain = true;
-                e->throughput_gain = e->throughput / ref->throughput;
-                if (e->throughput < ref->throughput) {
-                    e->warnings |= 1u << KVSHARD_WARN_SPLIT_LOSES_THROUGHPUT;
-                    row->warnings |= 1u << KVSHARD_WARN_SPLIT_LOSES_THROUGHPUT;
-                }
-            }
-            break;
-        }
-    }
 }
 
 /* Whether row `a` beats the best so far. Rows come by P, then S, then
@@ -670,7 +636,6 @@ int kvshard_compare__comparison_create(kvshard_comparison **out, const kvshard_m
         diag->among = first_diag.among;
         return first_error;
     }
-    against_unsplit(c);
     if ((rc = settle_rank(c, co.rank_by, w.comm, diag)) != 0) {
         kvshard_comparison_free(c);
         return rc;

@@ -161,22 +161,27 @@ kvshard__comm_inputs kvshard_deployment__comm_inputs(const kvshard_deployment *d
     return in;
 }
 
-/* The comm: inputs, when some were given, checked
- * (kvshard_deployment__check_comm); a split plan's estimate compares
- * against the same plan unsplit. */
-static int attach_comm(kvshard_plan *p, const kvshard_deployment *deployment,
-                       kvshard_diag__ctx *diag)
+int kvshard_deployment__attach_comm(kvshard_plan *p, const kvshard__comm_inputs *comm,
+                                    const kvshard_model *model, kvshard_diag__ctx *diag)
 {
-    p->comm_given = kvshard_deployment__comm_given(deployment);
-    if (!p->comm_given)
-        return KVSHARD_OK;
-    p->comm = kvshard_deployment__comm_inputs(deployment);
-    p->query_heads = deployment->model->sites[KVSHARD__SITE_Q_HEADS].value;
+    p->comm_given = true;
+    p->comm = *comm;
+    p->query_heads = model->sites[KVSHARD__SITE_Q_HEADS].value;
     int rc = kvshard_deployment__check_comm(p, diag);
     if (rc)
         return rc;
     p->comm_reference = p->split > 1;
     return KVSHARD_OK;
+}
+
+/* The comm: inputs, when some were given. */
+static int attach_comm(kvshard_plan *p, const kvshard_deployment *deployment,
+                       kvshard_diag__ctx *diag)
+{
+    if (!kvshard_deployment__comm_given(deployment))
+        return KVSHARD_OK;
+    kvshard__comm_inputs comm = kvshard_deployment__comm_inputs(deployment);
+    return kvshard_deployment__attach_comm(p, &comm, deployment->model, diag);
 }
 
 /* Flags skipped under --ignore_unknown_flags change what the engine runs

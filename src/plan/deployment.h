@@ -16,6 +16,12 @@ int kvshard_deployment__locate(const kvshard_deployment *deployment, int rc,
  * indexer are refused, naming the option in `diag`. */
 int kvshard_deployment__check_comm(kvshard_plan *p, kvshard_diag__ctx *diag);
 
+/* Comm inputs `comm` given to plan `p` of `model`, checked
+ * (kvshard_deployment__check_comm): a split plan's estimate compares
+ * against the same plan unsplit (comm_reference). */
+int kvshard_deployment__attach_comm(kvshard_plan *p, const kvshard__comm_inputs *comm,
+                                    const kvshard_model *model, kvshard_diag__ctx *diag);
+
 /* Whether the deployment was given any comm input, in its file or as a
  * flag: only then are its plans, comparisons and fits priced. */
 bool kvshard_deployment__comm_given(const kvshard_deployment *deployment);
