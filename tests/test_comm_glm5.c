@@ -7,6 +7,7 @@
 #include "test_util.h"
 
 #include <kvshard/explore.h>
+#include <kvshard/output.h>
 
 #include <math.h>
 #include <stdlib.h>
@@ -63,8 +64,8 @@ static void custom_link_columns(void **state)
     static const double slowest[] = {8245.0368, 16935.1104, 34315.2576};
     static const double slowest_ms[] = {8.25, 16.94, 34.32};
     for (size_t i = 0; i < 3; i++) {
-        double us = custom_flat_us(SPLITS[i], "--comm_link_bandwidth=60GB",
-                                   "--comm_link_latency=8");
+        double us =
+            custom_flat_us(SPLITS[i], "--comm_link_bandwidth=60GB", "--comm_link_latency=8");
         tu_assert_near(us, 156.0 * 8.0 + SCATTER_BYTES[i] / 60e3, 1e-6);
         tu_assert_near(us, slow[i], 1e-6);
         tu_assert_near(printed_ms(us), slow_ms[i], 1e-9);
@@ -270,13 +271,55 @@ static void selected_kv_needs_a_batch(void **state)
     kvshard_plan_free(p);
 }
 
+/* A DSA model whose config has no index_topk: selected_kv cannot say how
+ * many rows it sends, and names the key. */
+static void selected_kv_needs_index_topk(void **state)
+{
+    (void)state;
+    kvshard_plan *p = NULL;
+    TU_PLAN(&p, "comm/dsa_without_index_topk.json", "--world_size=8",
+            "--enable_layerwise_split=true", "--layerwise_split_size=8", "--comm_link=nvlink4",
+            "--comm_batch=1", "--comm_decode=selected_kv");
+    kvshard_comm_estimate e = KVSHARD_COMM_ESTIMATE_INIT;
+    kvshard_error err;
+    assert_int_equal(kvshard_plan_comm(&e, p, &err), KVSHARD_EMISSING);
+    tu_assert_contains(err.message, "comm_input_missing: selected_kv");
+    tu_assert_contains(err.message, "no index_topk");
+    kvshard_plan_free(p);
+}
+
+/* The report prices selected_kv's row on a DSA model, as the plan does:
+ * the measured run's 156 collectives, 184.66 MB and 3.85 ms; no
+ * accelerator, so no step; a decode mechanism, so no prompt. */
+static void report_row(void **state)
+{
+    (void)state;
+    kvshard_plan *p = NULL;
+    TU_PLAN(&p, MEASURED, "--comm_decode=selected_kv", "--context_length=2504");
+    char *page = NULL;
+    assert_int_equal(kvshard_report_write_html(p, NULL, NULL, tu_append, &page), KVSHARD_OK);
+    tu_assert_contains(page, "<tr class=\"rec\"><td><code>selected_kv</code></td><td>decode</td>"
+                             "<td class=\"n\">156</td><td class=\"n\">184.66 MB</td>"
+                             "<td class=\"n\">3.85 ms</td><td class=\"n\">-</td>"
+                             "<td class=\"n\">-</td><td class=\"n\">-</td>"
+                             "<td colspan=\"3\">decode only</td></tr>");
+    tu_assert_contains(page, "id=\"comm-decode-selected_kv\"");
+    free(page);
+    kvshard_plan_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(custom_link_columns), cmocka_unit_test(preset_columns),
-        cmocka_unit_test(capacity_column),     cmocka_unit_test(draft_tokens),
-        cmocka_unit_test(fitted_latency),      cmocka_unit_test(selected_kv),
+        cmocka_unit_test(custom_link_columns),
+        cmocka_unit_test(preset_columns),
+        cmocka_unit_test(capacity_column),
+        cmocka_unit_test(draft_tokens),
+        cmocka_unit_test(fitted_latency),
+        cmocka_unit_test(selected_kv),
         cmocka_unit_test(selected_kv_needs_a_batch),
+        cmocka_unit_test(selected_kv_needs_index_topk),
+        cmocka_unit_test(report_row),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
