@@ -255,7 +255,23 @@ static void decode_layer(kvshard__comm_traffic *t, uint64_t *received, uint32_t 
         broadcast_rows(t, received, rank, c, lb, owner, rows);
         break;
     }
-    default: break; /* selected_kv is refused for a model without an indexer */
+    case KVSHARD__COMM_SELECTED_KV: {
+        /* The owner's indexer picks index_topk rows for every query token:
+         * their indices (int32), then their KV rows, so every rank attends
+         * its own heads over them. A model without an indexer is refused
+         * before any estimate. */
+        uint64_t picked = tau * p->model.index_topk;
+        uint64_t sent = 0;
+        if (lb->index) {
+            add(t, c, BROADCAST, picked * 4);
+            sent += picked * 4;
+        }
+        add(t, c, BROADCAST, picked * lb->row_kv);
+        sent += picked * lb->row_kv;
+        *received += rank == owner ? 0 : sent;
+        break;
+    }
+    default: break;
     }
 }
 
@@ -399,6 +415,11 @@ static int estimate(kvshard__comm *c, kvshard__comm_stage *stages, const kvshard
     int rc = layer_bytes_of(&lb, p, lay, err);
     if (rc)
         return rc;
+    if (c->decode_mechanism == KVSHARD__COMM_SELECTED_KV && !p->model.index_topk)
+        return kvshard_error__fail(err, KVSHARD_EMISSING, "", kvshard_error__no_mark,
+                                   "comm_input_missing: selected_kv broadcasts the index_topk "
+                                   "rows the indexer selects for every query token, and the "
+                                   "model config has no index_topk");
     const kvshard__comm_inputs *in = &p->comm;
     /* The batch: the plan's concurrency, a given one no more than it. */
     const kvshard__capacity *cap = lay->cap;

@@ -46,13 +46,11 @@ static void price_under(priced *out, const kvshard_plan *plan, kvshard__comm_mec
     memset(out, 0, sizeof *out);
     out->mechanism = m;
     out->prefills = m == KVSHARD__COMM_HISTORY_ROWS || m == KVSHARD__COMM_FULL_LAYER;
-    if (m == KVSHARD__COMM_SELECTED_KV) {
-        /* The estimate has no price for it: refused by name, never drawn as 0. */
+    if (m == KVSHARD__COMM_SELECTED_KV && !plan->model.has_indexer) {
+        /* No rows to select: refused by name, never drawn as 0. */
         snprintf(out->refusal, sizeof out->refusal, "%s",
-                 plan->model.has_indexer
-                     ? "not priced: the estimate does not price selected_kv yet"
-                     : "not priced: selected_kv sends the rows a DSA indexer selects, and this "
-                       "model has no indexer (comm_mechanism_model)");
+                 "not priced: selected_kv sends the rows a DSA indexer selects, and this "
+                 "model has no indexer (comm_mechanism_model)");
         return;
     }
     kvshard_error err;
