@@ -51,10 +51,10 @@ static double alpha_of(const kvshard__comm *c, uint32_t s)
  * full attention with linear and no-cache layers beside it, all KV layers
  * of one class, are modelled; the rest is refused by name. */
 typedef struct layer_bytes {
-    uint64_t row_kv;     /* r_kv: per token, as the owner stores it */
-    uint64_t index;      /* x: its indexer key per token; 0 without one */
-    uint64_t row_own_kv; /* per token for one rank's own heads */
-    uint64_t state;      /* one linear layer's state per sequence */
+    uint64_t row_kv;           /* r_kv: per token, as the owner stores it */
+    uint64_t index;            /* x: its indexer key per token; 0 without one */
+    uint64_t row_own_kv;       /* per token for one rank's own heads */
+    uint64_t state;            /* one linear layer's state per sequence */
     uint64_t q_width, o_width; /* query and output elements per head */
 } layer_bytes;
 
@@ -240,8 +240,8 @@ static void decode_layer(kvshard__comm_traffic *t, uint64_t *received, uint32_t 
     case KVSHARD__COMM_OWNER_ATTENTION: {
         uint64_t q = tau * heads * width * a;
         add(t, c, ALL_GATHER, q);
-        uint64_t o = c->owner_scatter ? tau * heads * out_width * a
-                                      : s * tau * heads * out_width * a;
+        uint64_t o =
+            c->owner_scatter ? tau * heads * out_width * a : s * tau * heads * out_width * a;
         add(t, c, c->owner_scatter ? SCATTER : BROADCAST, o);
         *received += (s - 1) * q + (rank == owner ? 0 : o);
         break;
@@ -342,8 +342,8 @@ static void settle_inputs(kvshard__comm *c, const kvshard_plan *p, uint32_t spli
     c->split = split;
     c->decode_mechanism = in->decode ? in->decode : p->profile->comm.decode;
     c->prefill_mechanism = in->prefill ? in->prefill : p->profile->comm.prefill;
-    c->mechanism_default = (!in->decode && c->decode_mechanism) ||
-                           (!in->prefill && c->prefill_mechanism);
+    c->mechanism_default =
+        (!in->decode && c->decode_mechanism) || (!in->prefill && c->prefill_mechanism);
     c->owner_scatter = in->owner_output == 1;
     c->alpha_rule = in->alpha_rule;
     const kvshard_options__accelerator_preset *acc =
@@ -433,10 +433,9 @@ static int estimate(kvshard__comm *c, kvshard__comm_stage *stages, const kvshard
     c->tokens_per_step = c->microbatch * (1 + (uint64_t)p->options.num_speculative_tokens);
     c->overlap = c->split > 1 && c->decode_mechanism == KVSHARD__COMM_FULL_LAYER;
     c->prompt_length = in->prompt_length ? in->prompt_length : p->options.context_length;
-    c->chunk = in->chunk ? in->chunk
-                         : (uint32_t)kvshard_options__option_value(&p->options,
-                                                                   KVSHARD__OPT_COMM_CHUNK)
-                               .u;
+    c->chunk =
+        in->chunk ? in->chunk
+                  : (uint32_t)kvshard_options__option_value(&p->options, KVSHARD__OPT_COMM_CHUNK).u;
     c->prefix_hit = in->prefix_hit;
     if (c->prompt_length) {
         c->chunks = ceil_div(c->prompt_length - c->prefix_hit, c->chunk);
@@ -446,8 +445,8 @@ static int estimate(kvshard__comm *c, kvshard__comm_stage *stages, const kvshard
                         : c->decode_mechanism == KVSHARD__COMM_HISTORY_ROWS
                             ? c->has_batch && c->context_length
                             : c->has_batch;
-    bool prefill_bytes = c->prompt_length && (c->prefill_mechanism != KVSHARD__COMM_FULL_LAYER ||
-                                              cap->has_num_blocks);
+    bool prefill_bytes = c->prompt_length &&
+                         (c->prefill_mechanism != KVSHARD__COMM_FULL_LAYER || cap->has_num_blocks);
     for (uint32_t s = 0; s < p->pp; s++) {
         kvshard__comm_stage *st = &stages[s];
         memset(st, 0, sizeof *st);
@@ -483,10 +482,10 @@ static int estimate(kvshard__comm *c, kvshard__comm_stage *stages, const kvshard
             sums[k]->link_bytes += parts[k]->link_bytes;
             sums[k]->wire_bytes += parts[k]->wire_bytes;
             sums[k]->comm_us += parts[k]->comm_us;
-            sums[k]->has_bytes = s == 0 ? parts[k]->has_bytes
-                                        : sums[k]->has_bytes && parts[k]->has_bytes;
-            sums[k]->has_time = s == 0 ? parts[k]->has_time
-                                       : sums[k]->has_time && parts[k]->has_time;
+            sums[k]->has_bytes =
+                s == 0 ? parts[k]->has_bytes : sums[k]->has_bytes && parts[k]->has_bytes;
+            sums[k]->has_time =
+                s == 0 ? parts[k]->has_time : sums[k]->has_time && parts[k]->has_time;
         }
     }
     if (c->has_accelerator && lb.index && !p->model.index_topk)
@@ -607,8 +606,7 @@ int kvshard_comm__of(kvshard__comm *out, kvshard__comm_stage *stages, const kvsh
         unsplit_reference(out, p);
     if (out->has_step && (out->split == 1 || out->has_unsplit)) {
         out->has_gain = true;
-        out->throughput_gain =
-            out->split == 1 ? 1.0 : out->throughput / out->unsplit_throughput;
+        out->throughput_gain = out->split == 1 ? 1.0 : out->throughput / out->unsplit_throughput;
     }
     if (rc == KVSHARD_OK)
         verdicts(out, own, p->pp);
@@ -713,5 +711,25 @@ int kvshard_plan_comm(kvshard_comm_estimate *out, const kvshard_plan *plan, kvsh
         return rc;
     kvshard_comm__public(&e, &c);
     *out = e;
+    return KVSHARD_OK;
+}
+
+int kvshard_comm__rank_by(kvshard_rank_by *out, kvshard_rank_by asked,
+                          const kvshard__rank_needs *has, kvshard_diag__ctx *diag)
+{
+    const char *missing = !has->accelerator ? "an accelerator (comm_accelerator or "
+                                              "comm_hbm_bandwidth)"
+                          : !has->link      ? "a link (comm_link, or an accelerator that "
+                                              "implies one)"
+                          : !has->context   ? "a context length (context_length)"
+                          : !has->batch     ? "a decode batch (a memory budget, or comm_batch)"
+                                            : NULL;
+    if (asked == KVSHARD_RANK_THROUGHPUT && missing) {
+        diag->option = "rank";
+        return kvshard_error__fail(diag->err, KVSHARD_EMISSING, "", kvshard_error__no_mark,
+                                   "comm_input_missing: --rank=throughput needs %s", missing);
+    }
+    *out = asked != KVSHARD_RANK_CAPACITY && !missing ? KVSHARD_RANK_THROUGHPUT
+                                                      : KVSHARD_RANK_CAPACITY;
     return KVSHARD_OK;
 }

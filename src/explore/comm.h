@@ -14,7 +14,7 @@
 /* One stage's figures, or a whole replica's (stages summed). */
 typedef struct kvshard__comm_traffic {
     uint64_t collectives;
-    bool has_bytes; /* the bytes need a batch (and a context, or blocks) */
+    bool has_bytes;      /* the bytes need a batch (and a context, or blocks) */
     uint64_t link_bytes; /* Σ of the busiest port's bytes */
     uint64_t wire_bytes; /* Σ of what the group receives */
     bool has_time;       /* bytes and a link */
@@ -104,6 +104,17 @@ int kvshard_comm__of_under(kvshard__comm *out, const kvshard_plan *p,
 void kvshard_comm__rank_received(bool *has_decode, uint64_t *decode, bool *has_prefill,
                                  uint64_t *prefill, const kvshard_plan *p, const kvshard__comm *c,
                                  uint32_t rank);
+
+/* What ranking by throughput needs, as a command has it. */
+typedef struct kvshard__rank_needs {
+    bool accelerator, link, context, batch;
+} kvshard__rank_needs;
+
+/* The ranking `asked` for resolved into *out: throughput when every need is
+ * met and capacity was not asked; --rank=throughput without them is
+ * comm_input_missing naming the first missing. */
+int kvshard_comm__rank_by(kvshard_rank_by *out, kvshard_rank_by asked,
+                          const kvshard__rank_needs *has, kvshard_diag__ctx *diag);
 
 /* The public view of estimate `c` into *e, which starts as
  * KVSHARD_COMM_ESTIMATE_INIT. */

@@ -253,24 +253,11 @@ static int settle_rank(kvshard_comparison *c, kvshard_rank_by asked,
     const kvshard_comm_estimate *e = NULL;
     for (size_t i = 0; i < c->count && !e; i++)
         e = c->comms[i].given ? &c->comms[i] : NULL;
-    bool accelerator = e && e->has_accelerator, link = e && e->has_link;
-    bool context = c->options.context_length > 0;
-    bool batch = c->has_memory || (comm && comm->batch);
-    bool priced = accelerator && link && context && batch;
-    if (asked == KVSHARD_RANK_THROUGHPUT && !priced) {
-        diag->option = "rank";
-        return kvshard_error__fail(diag->err, KVSHARD_EMISSING, "", kvshard_error__no_mark,
-                                   "comm_input_missing: --rank=throughput needs %s",
-                                   !accelerator ? "an accelerator (comm_accelerator or "
-                                                  "comm_hbm_bandwidth)"
-                                   : !link      ? "a link (comm_link, or an accelerator that "
-                                                  "implies one)"
-                                   : !context   ? "a context length (context_length)"
-                                                : "a decode batch (a memory budget, or "
-                                                  "comm_batch)");
-    }
-    c->rank_by =
-        asked != KVSHARD_RANK_CAPACITY && priced ? KVSHARD_RANK_THROUGHPUT : KVSHARD_RANK_CAPACITY;
+    kvshard__rank_needs has = {e && e->has_accelerator, e && e->has_link,
+                              c->options.context_length > 0, c->has_memory || (comm && comm->batch)};
+    int rc = kvshard_comm__rank_by(&c->rank_by, asked, &has, diag);
+    if (rc)
+        return rc;
     if (c->rank_by == KVSHARD_RANK_THROUGHPUT) {
         const kvshard_comparison_row *best = NULL;
         for (size_t i = 0; i < c->count; i++) {

@@ -595,23 +595,10 @@ static int settle_rank(kvshard_fit *f, const search *s, kvshard_rank_by asked,
     const kvshard_comm_estimate *e = NULL;
     for (size_t i = 0; i < f->count && !e; i++)
         e = f->rows[i].comm.given ? &f->rows[i].comm : NULL;
-    bool accelerator = e && e->has_accelerator, link = e && e->has_link;
-    bool context = s->base.options.context_length > 0;
-    bool priced = accelerator && link && context;
-    if (asked == KVSHARD_RANK_THROUGHPUT && !priced) {
-        diag->option = "rank";
-        return kvshard_error__fail(diag->err, KVSHARD_EMISSING, "", kvshard_error__no_mark,
-                                   "comm_input_missing: --rank=throughput needs %s",
-                                   !accelerator ? "an accelerator (comm_accelerator or "
-                                                  "comm_hbm_bandwidth)"
-                                   : !link      ? "a link (comm_link, or an accelerator that "
-                                                  "implies one)"
-                                                : "a context length (context_length)");
-    }
-    f->rank_by = asked == KVSHARD_RANK_CAPACITY ? KVSHARD_RANK_CAPACITY
-                 : priced                       ? KVSHARD_RANK_THROUGHPUT
-                                                : KVSHARD_RANK_CAPACITY;
-    return KVSHARD_OK;
+    /* A fit row's batch is its own sequences: no batch to give. */
+    kvshard__rank_needs has = {e && e->has_accelerator, e && e->has_link,
+                              s->base.options.context_length > 0, true};
+    return kvshard_comm__rank_by(&f->rank_by, asked, &has, diag);
 }
 
 /* The (T, P) the node limits admit: a TP group inside a node (or whole
