@@ -89,11 +89,39 @@ static void test_sglang_line_replans(void **state)
     free(out);
 }
 
+/* kvshard's own line repeats the inputs that decide the row's sequences,
+ * the KV dtype included: DeepSeek-V3.2 on 16 x 80 GiB with an fp8 cache fits 127
+ * sequences a replica at T = 8, D = 2, S = 8 (a 656 + 132 B token a layer);
+ * the same line planned without --kv_cache_dtype=fp8 would count bf16's
+ * 1,152 + 132 B and hold fewer. */
+static void test_kvshard_line_keeps_dtype(void **state)
+{
+    (void)state;
+    char command[2048];
+    const char *inputs = "--device_memory=80GiB --context_length=32768 "
+                         "--weights_total=674030337216 --weights_experts=654068416512";
+    snprintf(command, sizeof command,
+             "'%s' fit '%s/models/deepseek_v3_2.json' --gpus=16 --kv_cache_dtype=fp8 %s",
+             KVSHARD_CLI, KVSHARD_EXAMPLES, inputs);
+    char *out = tu_run_ok(command);
+    char line[1024];
+    tu_line_after(line, sizeof line, out, "\nrecommended: kvshard plan ");
+    free(out);
+    tu_assert_contains(line, "--layerwise_split_size=8 --ownership=ordinal --max_seqs=127 ");
+    tu_assert_contains(line, " --context_length=32768 --kv_cache_dtype=fp8");
+    snprintf(command, sizeof command, "'%s' plan %s --format=json", KVSHARD_CLI, line);
+    out = tu_run_ok(command);
+    tu_assert_contains(out, "\"kv_cache_dtype\": \"fp8\"");
+    tu_assert_contains(out, "\"concurrency\": 127");
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vllm_line_replans),
         cmocka_unit_test(test_sglang_line_replans),
+        cmocka_unit_test(test_kvshard_line_keeps_dtype),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

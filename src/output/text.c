@@ -849,6 +849,11 @@ int kvshard_fit_write_text(const kvshard_fit *fit, size_t top, kvshard_write_fn 
                             (unsigned long long)opt->weights_experts);
     if (opt->context_length)
         kvshard_writer__out_printf(&o, " --context_length=%u", opt->context_length);
+    /* The cache's dtype decides the row's sequences: a line without it
+     * would plan another row. */
+    if (opt->kv_cache_dtype != KVSHARD_DTYPE_AUTO)
+        kvshard_writer__out_printf(&o, " --kv_cache_dtype=%s",
+                                   kvshard_dtype_name(opt->kv_cache_dtype));
     kvshard_writer__out_raw(&o, "\n");
     /* Then each engine's line: its environment and flags. Only kvshard
      * splits layers; an engine that refuses stages with draft layers says
