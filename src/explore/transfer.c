@@ -1102,7 +1102,6 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
         return rc;
     if (c.overflow)
         return fail(err, KVSHARD_EOVERFLOW, "the transfer's bytes pass 2^64 - 1");
-    t->digest = edges_digest(t->edges, t->edge_count);
     return KVSHARD_OK;
 }
 
@@ -1129,6 +1128,8 @@ int kvshard_transfer_create(kvshard_transfer **out, const kvshard_plan *p, const
         return fail(err, KVSHARD_ENOMEM, "out of memory");
     t->alloc = a;
     t->totals.size = sizeof t->totals;
+    atomic_init(&t->digest, 0);
+    atomic_init(&t->digest_known, false);
     rc = build(t, p, d, o, err);
     if (rc != KVSHARD_OK) {
         kvshard_transfer_free(t);
@@ -1191,7 +1192,17 @@ int kvshard_transfer_totals_get(kvshard_transfer_totals *out, const kvshard_tran
 
 uint64_t kvshard_transfer_digest(const kvshard_transfer *transfer)
 {
-    return transfer ? transfer->digest : 0;
+    if (!transfer)
+        return 0;
+    /* The one field a query writes: the transfer itself was made writable. */
+    kvshard_transfer *t = (kvshard_transfer *)(uintptr_t)transfer;
+    if (atomic_load_explicit(&t->digest_known, memory_order_acquire))
+        return atomic_load_explicit(&t->digest, memory_order_relaxed);
+    /* Two threads may both work it out: the same value, stored twice. */
+    uint64_t digest = edges_digest(t->edges, t->edge_count);
+    atomic_store_explicit(&t->digest, digest, memory_order_relaxed);
+    atomic_store_explicit(&t->digest_known, true, memory_order_release);
+    return digest;
 }
 
 size_t kvshard_transfer_warning_count(const kvshard_transfer *transfer)
