@@ -161,7 +161,8 @@ static bool same_edge(const piece *a, const piece *b)
 /* Adds the piece p of class `cls`, first routed on `first_layer`. */
 static int pieces_push(pieces *ps, const piece *p, uint32_t cls, uint32_t first_layer)
 {
-    if (grow(ps->alloc, (void **)&ps->at, ps->count, &ps->cap, sizeof *ps->at) != KVSHARD_OK)
+    if (ps->count == ps->cap &&
+        grow(ps->alloc, (void **)&ps->at, ps->count, &ps->cap, sizeof *ps->at) != KVSHARD_OK)
         return KVSHARD_ENOMEM;
     ps->at[ps->count++] = (class_piece){*p, cls, first_layer};
     return KVSHARD_OK;
@@ -456,7 +457,7 @@ typedef struct route_side {
     const kvshard_plan *plan;
     uint32_t replica;
     kvshard__stage_holding h;
-    uint32_t *global; /* the global rank of each plan rank of the replica */
+    kvshard__strides strides; /* of the plan's rank layout, read once */
 } route_side;
 
 /* The global rank of each plan rank of `replica` of `plan` (stage by stage,
@@ -470,13 +471,17 @@ static void plan_global_ranks(uint32_t *out, const kvshard_plan *plan, uint32_t 
     }
 }
 
-static int side_open(route_side *s, const kvshard_allocator *alloc)
+static void side_open(route_side *s)
 {
-    s->global = kvshard_alloc__bytes(alloc, (size_t)s->plan->pp * s->plan->tp, sizeof *s->global);
-    if (!s->global)
-        return KVSHARD_ENOMEM;
-    plan_global_ranks(s->global, s->plan, s->replica);
-    return KVSHARD_OK;
+    s->strides = kvshard_partition__rank_strides(&s->plan->options, s->plan->tp);
+}
+
+/* The global rank of TP rank t of `stage` of side s: plan_global_ranks()'s
+ * figure, worked out where it is needed instead of kept for every rank. */
+static uint32_t side_global_rank(const route_side *s, uint32_t stage, uint32_t t)
+{
+    const kvshard__strides *st = &s->strides;
+    return (uint32_t)(s->replica * st->dp + stage * st->pp + t * st->tp);
 }
 
 /* How `plan` holds `layer` into *h (written in place: a copy read back
@@ -548,7 +553,7 @@ static int route_component(pieces *ps, route *r, uint32_t cls, uint32_t layer,
             continue;
         *moved = true;
         uint32_t home = (uint32_t)((uint64_t)td * tp_p / tp_d);
-        uint32_t dst = r->d.global[ds_stage * tp_d + td];
+        uint32_t dst = side_global_rank(&r->d, ds_stage, td);
         piece cur;
         bool open = false;
         for (uint32_t u = lo; u < hi; u++) {
@@ -572,7 +577,7 @@ static int route_component(pieces *ps, route *r, uint32_t cls, uint32_t layer,
                 if (pieces_push(ps, &cur, cls, layer) != KVSHARD_OK)
                     return fail(err, KVSHARD_ENOMEM, "out of memory");
             }
-            uint32_t src = r->p.global[ps_stage * tp_p + src_tp];
+            uint32_t src = side_global_rank(&r->p, ps_stage, src_tp);
             cur = (piece){
                 src,     dst, ps_stage, src_tp, ds_stage, td, (uint32_t)c->comp, (uint32_t)c->entry,
                 c->span, u,   u + 1,    0};
@@ -1079,9 +1084,8 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
 
     /* Per TP rank of each side, so memory stays linear in the ranks. */
     route r = {{.plan = p, .replica = o->p_replica}, {.plan = d, .replica = o->d_replica}};
-    rc = side_open(&r.p, &t->alloc);
-    if (rc == KVSHARD_OK)
-        rc = side_open(&r.d, &t->alloc);
+    side_open(&r.p);
+    side_open(&r.d);
     pieces ps = {.alloc = &t->alloc};
     size_t moved = (size_t)L + t->num_draft_layers;
     ps.class_of = kvshard_alloc__bytes(&t->alloc, moved ? moved : 1, sizeof *ps.class_of);
@@ -1127,8 +1131,6 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
             kvshard__calc_add(&c, tt->unique_fixed, kvshard__calc_mul(&c, n, cls->unique_fixed));
         tt->unique = kvshard__calc_add(&c, tt->unique, kvshard__calc_mul(&c, n, cls->unique));
     }
-    kvshard_alloc__free(&t->alloc, r.p.global);
-    kvshard_alloc__free(&t->alloc, r.d.global);
     if (rc == KVSHARD_OK)
         rc = make_edges(t, &ps, o->tokens, p->options.world_size, &c);
     pieces_free(&ps);
