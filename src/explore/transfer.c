@@ -127,19 +127,27 @@ static int grow(const kvshard_allocator *alloc, void **items, size_t count, size
     return KVSHARD_OK;
 }
 
+/* Returns from an order function at the first key that differs: keys
+ * compared in place, not gathered into arrays first. */
+#define ORDER_BY(x, y)                                                                             \
+    do {                                                                                           \
+        if ((x) != (y))                                                                            \
+            return (x) < (y) ? -1 : 1;                                                             \
+    } while (0)
+
 /* Orders the pieces of one source by all they carry, then by their
  * class's first layer: the pieces of one edge side by side, in layer order. */
 static int piece_order(const void *a, const void *b)
 {
     const class_piece *x = a, *y = b;
-    const uint64_t kx[] = {x->p.dst, x->p.comp,  x->p.lo,          x->p.hi,
-                           x->p.entry, x->p.span, x->p.entry_bytes, x->first_layer};
-    const uint64_t ky[] = {y->p.dst, y->p.comp,  y->p.lo,          y->p.hi,
-                           y->p.entry, y->p.span, y->p.entry_bytes, y->first_layer};
-    for (size_t i = 0; i < sizeof kx / sizeof kx[0]; i++) {
-        if (kx[i] != ky[i])
-            return kx[i] < ky[i] ? -1 : 1;
-    }
+    ORDER_BY(x->p.dst, y->p.dst);
+    ORDER_BY(x->p.comp, y->p.comp);
+    ORDER_BY(x->p.lo, y->p.lo);
+    ORDER_BY(x->p.hi, y->p.hi);
+    ORDER_BY(x->p.entry, y->p.entry);
+    ORDER_BY(x->p.span, y->p.span);
+    ORDER_BY(x->p.entry_bytes, y->p.entry_bytes);
+    ORDER_BY(x->first_layer, y->first_layer);
     return 0;
 }
 
@@ -153,7 +161,8 @@ static bool same_edge(const piece *a, const piece *b)
 /* Adds the piece p of class `cls`, first routed on `first_layer`. */
 static int pieces_push(pieces *ps, const piece *p, uint32_t cls, uint32_t first_layer)
 {
-    if (grow(ps->alloc, (void **)&ps->at, ps->count, &ps->cap, sizeof *ps->at) != KVSHARD_OK)
+    if (ps->count == ps->cap &&
+        grow(ps->alloc, (void **)&ps->at, ps->count, &ps->cap, sizeof *ps->at) != KVSHARD_OK)
         return KVSHARD_ENOMEM;
     ps->at[ps->count++] = (class_piece){*p, cls, first_layer};
     return KVSHARD_OK;
@@ -448,7 +457,7 @@ typedef struct route_side {
     const kvshard_plan *plan;
     uint32_t replica;
     kvshard__stage_holding h;
-    uint32_t *global; /* the global rank of each plan rank of the replica */
+    kvshard__strides strides; /* of the plan's rank layout, read once */
 } route_side;
 
 /* The global rank of each plan rank of `replica` of `plan` (stage by stage,
@@ -462,13 +471,17 @@ static void plan_global_ranks(uint32_t *out, const kvshard_plan *plan, uint32_t 
     }
 }
 
-static int side_open(route_side *s, const kvshard_allocator *alloc)
+static void side_open(route_side *s)
 {
-    s->global = kvshard_alloc__bytes(alloc, (size_t)s->plan->pp * s->plan->tp, sizeof *s->global);
-    if (!s->global)
-        return KVSHARD_ENOMEM;
-    plan_global_ranks(s->global, s->plan, s->replica);
-    return KVSHARD_OK;
+    s->strides = kvshard_partition__rank_strides(&s->plan->options, s->plan->tp);
+}
+
+/* The global rank of TP rank t of `stage` of side s: plan_global_ranks()'s
+ * figure, worked out where it is needed instead of kept for every rank. */
+static uint32_t side_global_rank(const route_side *s, uint32_t stage, uint32_t t)
+{
+    const kvshard__strides *st = &s->strides;
+    return (uint32_t)(s->replica * st->dp + stage * st->pp + t * st->tp);
 }
 
 /* How `plan` holds `layer` into *h (written in place: a copy read back
@@ -540,7 +553,7 @@ static int route_component(pieces *ps, route *r, uint32_t cls, uint32_t layer,
             continue;
         *moved = true;
         uint32_t home = (uint32_t)((uint64_t)td * tp_p / tp_d);
-        uint32_t dst = r->d.global[ds_stage * tp_d + td];
+        uint32_t dst = side_global_rank(&r->d, ds_stage, td);
         piece cur;
         bool open = false;
         for (uint32_t u = lo; u < hi; u++) {
@@ -564,7 +577,7 @@ static int route_component(pieces *ps, route *r, uint32_t cls, uint32_t layer,
                 if (pieces_push(ps, &cur, cls, layer) != KVSHARD_OK)
                     return fail(err, KVSHARD_ENOMEM, "out of memory");
             }
-            uint32_t src = r->p.global[ps_stage * tp_p + src_tp];
+            uint32_t src = side_global_rank(&r->p, ps_stage, src_tp);
             cur = (piece){
                 src,     dst, ps_stage, src_tp, ds_stage, td, (uint32_t)c->comp, (uint32_t)c->entry,
                 c->span, u,   u + 1,    0};
@@ -582,12 +595,11 @@ static int route_component(pieces *ps, route *r, uint32_t cls, uint32_t layer,
 static int edge_order(const void *a, const void *b)
 {
     const kvshard_transfer_edge *x = a, *y = b;
-    const uint64_t kx[] = {x->src, x->dst, x->component_code, x->layers[0], x->unit_lo};
-    const uint64_t ky[] = {y->src, y->dst, y->component_code, y->layers[0], y->unit_lo};
-    for (size_t i = 0; i < sizeof kx / sizeof kx[0]; i++) {
-        if (kx[i] != ky[i])
-            return kx[i] < ky[i] ? -1 : 1;
-    }
+    ORDER_BY(x->src, y->src);
+    ORDER_BY(x->dst, y->dst);
+    ORDER_BY(x->component_code, y->component_code);
+    ORDER_BY(x->layers[0], y->layers[0]);
+    ORDER_BY(x->unit_lo, y->unit_lo);
     return 0;
 }
 
@@ -625,27 +637,36 @@ static void rank_add(rank_sum *r, uint32_t stage, uint32_t tp, const kvshard_tra
     r->bytes = kvshard__calc_add(c, r->bytes, e->bytes);
 }
 
-/* The busiest of `count` ranks: the most bytes at n, without n the most per
- * token then fixed; ties go to the lowest global rank. */
+/* Whether r sends or receives more than b: the most bytes at n, without n
+ * the most per token then fixed. */
+static bool busier(const rank_sum *r, const rank_sum *b, bool has_n)
+{
+    return has_n ? r->bytes > b->bytes
+                 : r->per_token > b->per_token ||
+                       (r->per_token == b->per_token && r->fixed > b->fixed);
+}
+
+/* The busiest rank `global`, summed in r; none when r is NULL. */
+static kvshard_transfer_rank rank_of(const rank_sum *r, uint32_t global, bool has_n)
+{
+    if (!r)
+        return (kvshard_transfer_rank){false, 0, 0, 0, 0, 0, false, 0};
+    return (kvshard_transfer_rank){true,         global,   r->stage, r->tp,
+                                   r->per_token, r->fixed, has_n,    has_n ? r->bytes : 0};
+}
+
+/* The busiest of `count` ranks; ties go to the lowest global rank. */
 static kvshard_transfer_rank busiest(const rank_sum *sums, size_t count, bool has_n)
 {
-    kvshard_transfer_rank best = {false, 0, 0, 0, 0, 0, false, 0};
     const rank_sum *b = NULL;
+    size_t at = 0;
     for (size_t g = 0; g < count; g++) {
-        const rank_sum *r = &sums[g];
-        if (!r->present)
-            continue;
-        bool more = !b || (has_n ? r->bytes > b->bytes
-                                 : r->per_token > b->per_token ||
-                                       (r->per_token == b->per_token && r->fixed > b->fixed));
-        if (more) {
-            b = r;
-            best =
-                (kvshard_transfer_rank){true,         (uint32_t)g, r->stage, r->tp,
-                                        r->per_token, r->fixed,    has_n,    has_n ? r->bytes : 0};
+        if (sums[g].present && (!b || busier(&sums[g], b, has_n))) {
+            b = &sums[g];
+            at = g;
         }
     }
-    return best;
+    return rank_of(b, (uint32_t)at, has_n);
 }
 
 /* ceil(bytes x 10^6 / rate) without the product's overflow. */
@@ -788,6 +809,9 @@ static void sort_few(void *items, size_t count, size_t size,
     }
     unsigned char *at = items, held[sizeof(kvshard_transfer_edge)];
     for (size_t i = 1; i < count; i++) {
+        /* Items mostly come in order: one compared in place is not copied. */
+        if (order(at + (i - 1) * size, at + i * size) <= 0)
+            continue;
         memcpy(held, at + i * size, size);
         size_t j = i;
         for (; j > 0 && order(at + (j - 1) * size, held) > 0; j--)
@@ -883,26 +907,45 @@ static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, size_t 
     return rc;
 }
 
-static int totals(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan *d,
-                  const kvshard_transfer_options *o, kvshard__calc *c)
+static int totals(kvshard_transfer *t, const kvshard_plan *d, const kvshard_transfer_options *o,
+                  kvshard__calc *c)
 {
     kvshard_transfer_totals *tt = &t->totals;
     uint64_t n = o->tokens;
-    size_t np = p->options.world_size, nd = d->options.world_size;
-    rank_sum *sums = kvshard_alloc__calloc(&t->alloc, np + nd, sizeof *sums);
-    if (!sums)
+    size_t nd = d->options.world_size;
+    rank_sum *received = kvshard_alloc__calloc(&t->alloc, nd, sizeof *received);
+    if (!received)
         return KVSHARD_ENOMEM;
-    for (size_t i = 0; i < t->edge_count; i++) {
-        const kvshard_transfer_edge *e = &t->edges[i];
-        tt->wire_per_token = kvshard__calc_add(c, tt->wire_per_token, e->bytes_per_token);
-        tt->wire_fixed = kvshard__calc_add(c, tt->wire_fixed, e->bytes_fixed);
-        tt->wire = kvshard__calc_add(c, tt->wire, e->bytes);
-        rank_add(&sums[e->src], e->src_stage, e->src_tp, e, c);
-        rank_add(&sums[np + e->dst], e->dst_stage, e->dst_tp, e, c);
+    /* A source's edges lie together, the sources ascending (make_edges):
+     * each is summed in turn and kept only while it is the busiest, with no
+     * sum per P rank; ties still go to the lowest. */
+    rank_sum sent = {0}, most_sent = {0};
+    uint32_t sender = 0, most_sender = 0;
+    uint64_t on_wire_per_token = 0, on_wire_fixed = 0, on_wire = 0;
+    for (size_t i = 0; i <= t->edge_count; i++) {
+        const kvshard_transfer_edge *e = i < t->edge_count ? &t->edges[i] : NULL;
+        if (sent.present && (!e || e->src != sender)) {
+            if (!most_sent.present || busier(&sent, &most_sent, n > 0)) {
+                most_sent = sent;
+                most_sender = sender;
+            }
+            sent = (rank_sum){0};
+        }
+        if (!e)
+            break;
+        on_wire_per_token = kvshard__calc_add(c, on_wire_per_token, e->bytes_per_token);
+        on_wire_fixed = kvshard__calc_add(c, on_wire_fixed, e->bytes_fixed);
+        on_wire = kvshard__calc_add(c, on_wire, e->bytes);
+        sender = e->src;
+        rank_add(&sent, e->src_stage, e->src_tp, e, c);
+        rank_add(&received[e->dst], e->dst_stage, e->dst_tp, e, c);
     }
-    tt->busiest_source = busiest(sums, np, n > 0);
-    tt->busiest_destination = busiest(sums + np, nd, n > 0);
-    kvshard_alloc__free(&t->alloc, sums);
+    tt->wire_per_token = on_wire_per_token;
+    tt->wire_fixed = on_wire_fixed;
+    tt->wire = on_wire;
+    tt->busiest_source = rank_of(most_sent.present ? &most_sent : NULL, most_sender, n > 0);
+    tt->busiest_destination = busiest(received, nd, n > 0);
+    kvshard_alloc__free(&t->alloc, received);
     tt->has_bytes = n > 0;
     tt->tokens = n;
     if (n) {
@@ -1041,9 +1084,8 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
 
     /* Per TP rank of each side, so memory stays linear in the ranks. */
     route r = {{.plan = p, .replica = o->p_replica}, {.plan = d, .replica = o->d_replica}};
-    rc = side_open(&r.p, &t->alloc);
-    if (rc == KVSHARD_OK)
-        rc = side_open(&r.d, &t->alloc);
+    side_open(&r.p);
+    side_open(&r.d);
     pieces ps = {.alloc = &t->alloc};
     size_t moved = (size_t)L + t->num_draft_layers;
     ps.class_of = kvshard_alloc__bytes(&t->alloc, moved ? moved : 1, sizeof *ps.class_of);
@@ -1089,20 +1131,17 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
             kvshard__calc_add(&c, tt->unique_fixed, kvshard__calc_mul(&c, n, cls->unique_fixed));
         tt->unique = kvshard__calc_add(&c, tt->unique, kvshard__calc_mul(&c, n, cls->unique));
     }
-    kvshard_alloc__free(&t->alloc, r.p.global);
-    kvshard_alloc__free(&t->alloc, r.d.global);
     if (rc == KVSHARD_OK)
         rc = make_edges(t, &ps, o->tokens, p->options.world_size, &c);
     pieces_free(&ps);
     if (rc == KVSHARD_OK)
-        rc = totals(t, p, d, o, &c);
+        rc = totals(t, d, o, &c);
     if (rc == KVSHARD_ENOMEM)
         return fail(err, KVSHARD_ENOMEM, "out of memory");
     if (rc != KVSHARD_OK)
         return rc;
     if (c.overflow)
         return fail(err, KVSHARD_EOVERFLOW, "the transfer's bytes pass 2^64 - 1");
-    t->digest = edges_digest(t->edges, t->edge_count);
     return KVSHARD_OK;
 }
 
@@ -1129,6 +1168,8 @@ int kvshard_transfer_create(kvshard_transfer **out, const kvshard_plan *p, const
         return fail(err, KVSHARD_ENOMEM, "out of memory");
     t->alloc = a;
     t->totals.size = sizeof t->totals;
+    atomic_init(&t->digest, 0);
+    atomic_init(&t->digest_known, false);
     rc = build(t, p, d, o, err);
     if (rc != KVSHARD_OK) {
         kvshard_transfer_free(t);
@@ -1191,7 +1232,17 @@ int kvshard_transfer_totals_get(kvshard_transfer_totals *out, const kvshard_tran
 
 uint64_t kvshard_transfer_digest(const kvshard_transfer *transfer)
 {
-    return transfer ? transfer->digest : 0;
+    if (!transfer)
+        return 0;
+    /* The one field a query writes: the transfer itself was made writable. */
+    kvshard_transfer *t = (kvshard_transfer *)(uintptr_t)transfer;
+    if (atomic_load_explicit(&t->digest_known, memory_order_acquire))
+        return atomic_load_explicit(&t->digest, memory_order_relaxed);
+    /* Two threads may both work it out: the same value, stored twice. */
+    uint64_t digest = edges_digest(t->edges, t->edge_count);
+    atomic_store_explicit(&t->digest, digest, memory_order_relaxed);
+    atomic_store_explicit(&t->digest_known, true, memory_order_release);
+    return digest;
 }
 
 size_t kvshard_transfer_warning_count(const kvshard_transfer *transfer)

@@ -3,6 +3,8 @@
 #ifndef KVSHARD_EXPLORE_TRANSFER_H
 #define KVSHARD_EXPLORE_TRANSFER_H
 
+#include <stdatomic.h>
+
 #include "kvshard/explore.h"
 #include "profile/profile.h"
 
@@ -44,7 +46,11 @@ struct kvshard_transfer {
     size_t edge_count;
     uint32_t *layers; /* every edge's layers, one block */
     kvshard_transfer_totals totals;
-    uint64_t digest;
+    /* The digest of the edges, worked out the first time it is asked
+     * (kvshard_transfer_digest), so that a map no one compares pays nothing
+     * for it; digest_known is set once digest holds it. */
+    _Atomic uint64_t digest;
+    atomic_bool digest_known;
     kvshard__transfer_warning warnings[KVSHARD__TRANSFER_WARNINGS];
     size_t warning_count;
     kvshard__transfer_verdict *verdicts; /* KVSHARD__TRANSFER_VERDICTS, made by the first judge */

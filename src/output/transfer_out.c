@@ -233,7 +233,7 @@ int kvshard_transfer_write_json(const kvshard_transfer *t, kvshard_write_fn writ
     put(&o, "],\n  ");
     key(&o, "digest");
     put(&o, "\"");
-    kvshard_writer__out_hex64(&o, t->digest);
+    kvshard_writer__out_hex64(&o, kvshard_transfer_digest(t));
     put(&o, "\"\n}\n");
     return kvshard_writer__out_finish(&o);
 }
@@ -396,7 +396,7 @@ int kvshard_transfer_write_text(const kvshard_transfer *t, kvshard_write_fn writ
         put(&o, "\n");
     }
     put(&o, "digest     ");
-    kvshard_writer__out_hex64(&o, t->digest);
+    kvshard_writer__out_hex64(&o, kvshard_transfer_digest(t));
     put(&o, "\n");
     return kvshard_writer__out_finish(&o);
 }

@@ -249,7 +249,7 @@ int kvshard_transfer_write_svg(const kvshard_transfer *t, kvshard_write_fn write
         kvshard_writer__out_printf(&o, " \xC2\xB5s over NIC %s", tt->nic);
     }
     put(&o, "; digest ");
-    kvshard_writer__out_hex64(&o, t->digest);
+    kvshard_writer__out_hex64(&o, kvshard_transfer_digest(t));
     put(&o, "</text>\n");
     kvshard_writer__out_printf(&o, "<text x=\"8\" y=\"%u\">", 2 * LINE + 20);
     if (max_bytes) {
