@@ -1,0 +1,250 @@
+/* Figures of the worked examples of docs/comm.md and docs/transfer.md that
+ * the other tests do not assert: what a rank receives under full_layer,
+ * DeepSeek-V3.2's per-layer collectives, vLLM's blocks for
+ * Qwen3.5-397B-A17B, and Qwen3-Next's staged transfer. Every expected value
+ * is worked out by hand in the comment above it. */
+#include "test_util.h"
+
+#include "kvshard/explore.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The seed: Qwen3.5-35B-A3B, TP 4, S = 2, 20 GiB a rank, 32 K tokens, on
+ * BI-V100 (pcie4x16). */
+#define SEED                                                                                       \
+    "models/qwen3_5_35b_a3b.json", "--world_size=4", "--enable_layerwise_split=true",              \
+        "--layerwise_split_size=2", "--memory_per_rank=20GiB", "--max_seqs=128",                   \
+        "--context_length=32768", "--weights_total=69321223296",                                   \
+        "--weights_experts=64424509440", "--comm_accelerator=bi_v100"
+
+/* full_layer: a layer's pool is 197,493 blocks x 16 x 1,024 =
+ * 3,235,725,312 B. A rank owns 5 of the 10 KV layers and receives the
+ * pools of the other 5 each step: 5 x 3,235,725,312 = 16,178,626,560 B.
+ * A 32 K prompt broadcasts the pools for each of its 3 chunks with
+ * history: 3 x 16,178,626,560 = 48,535,879,680 B a rank. Every rank, owner
+ * of split rank 0 or 1, receives the same. */
+static void seed_full_layer_received(void **state)
+{
+    (void)state;
+    kvshard_plan *p = NULL;
+    TU_PLAN(&p, SEED, "--comm_decode=full_layer", "--comm_prefill=full_layer");
+    char *json = tu_plan_json(p);
+    for (unsigned rank = 0; rank < 4; rank++) {
+        char want[256];
+        snprintf(want, sizeof want,
+                 "{\"stage\": 0, \"tp_rank\": %u, \"split_rank\": %u, "
+                 "\"decode_bytes_received\": 16178626560, "
+                 "\"prefill_bytes_received\": 48535879680}",
+                 rank, rank % 2);
+        tu_assert_contains(json, want);
+    }
+    free(json);
+    kvshard_plan_free(p);
+}
+
+/* DeepSeek-V3.2 on 16 x 80 GiB H100, T = 8, D = 2, S = 8 ordinal: 127
+ * sequences a replica, 61 DSA layers, H_l = 16. Per layer: all-gather m =
+ * 127 x 16 x 576 x 2 = 2,340,864, busiest port 7 x m = 16,386,048; output
+ * broadcast 8 x 127 x 16 x 512 x 2 = 16,646,144; link bytes 16,386,048 +
+ * 16,646,144 = 33,032,192 a layer. The estimate gives no per-layer figure,
+ * but the stage's totals and each rank's receipts pin all four:
+ *   link bytes: 61 x 33,032,192 = 2,014,963,712;
+ *   wire bytes: 61 x (8 x 7 x 2,340,864 + 7 x 16,646,144) = 61 x
+ *     (131,088,384 + 116,523,008) = 61 x 247,611,392 = 15,104,294,912;
+ *   a rank receives 7m of every layer's all-gather and the broadcast of
+ *   each layer it does not own. Split ranks 0-4 own 8 of the 61 layers
+ *   (l mod 8), ranks 5-7 own 7: 61 x 16,386,048 + 53 x 16,646,144 =
+ *   999,548,928 + 882,245,632 = 1,881,794,560, and 999,548,928 + 54 x
+ *   16,646,144 = 1,898,440,704; the two differ by one broadcast. */
+static void deepseek_v3_2_per_layer(void **state)
+{
+    (void)state;
+    const uint64_t m = UINT64_C(127) * 16 * 576 * 2;
+    const uint64_t busiest = 7 * m, broadcast = UINT64_C(8) * 127 * 16 * 512 * 2;
+    assert_int_equal(m, 2340864);
+    assert_int_equal(busiest, 16386048);
+    assert_int_equal(broadcast, 16646144);
+    assert_int_equal(busiest + broadcast, 33032192);
+
+    kvshard_plan *p = NULL;
+    TU_PLAN(&p, "models/deepseek_v3_2.json", "--world_size=16", "--dp_size=2",
+            "--enable_layerwise_split=true", "--layerwise_split_size=8", "--device_memory=80GiB",
+            "--context_length=32768", "--weights_total=674030337216",
+            "--weights_experts=654068416512", "--kv_cache_dtype=fp8", "--comm_accelerator=h100");
+    kvshard_comm_estimate e = tu_comm_estimate(p);
+    assert_int_equal(e.batch, 127);
+    assert_int_equal(e.decode_link_bytes, UINT64_C(61) * 33032192);
+    assert_int_equal(e.decode_link_bytes, UINT64_C(2014963712));
+    char *json = tu_plan_json(p);
+    tu_assert_contains(json, "\"collectives\": 122, \"link_bytes\": 2014963712, "
+                             "\"wire_bytes\": 15104294912, ");
+    for (unsigned rank = 0; rank < 8; rank++) {
+        char want[256];
+        snprintf(want, sizeof want,
+                 "{\"stage\": 0, \"tp_rank\": %u, \"split_rank\": %u, "
+                 "\"decode_bytes_received\": %s, ",
+                 rank, rank, rank < 5 ? "1881794560" : "1898440704");
+        tu_assert_contains(json, want);
+    }
+    free(json);
+    kvshard_plan_free(p);
+}
+
+/* Qwen3.5-397B-A17B (60 layers, full attention every 4th, 2 KV heads x
+ * 256, 32 query heads; GDN 16 key and 64 value heads of 128, kernel 4,
+ * temporal state float32), under vLLM with an fp8 KV cache (1 B):
+ *   a1 = 2 x max(1, 2 / T) x 256 x 1 = 1,024 at TP 1 and 512 at TP 8;
+ *   state page = 2 x (2 x 128 x 16 + 128 x 64) x 3 / T + 4 x (64 / T) x
+ *   128 x 128 = 73,728 / T + 4,194,304 / T: 4,268,032 at TP 1, 533,504 at
+ *   TP 8;
+ *   block = 16 x ceil(page / (16 x a1)):
+ *     TP 1: 16 x ceil(4,268,032 / 16,384) = 16 x 261 = 4,176
+ *     TP 8: 16 x ceil(533,504 / 8,192)    = 16 x 66  = 1,056
+ *   an attention page is block x a1: 4,276,224 and 540,672 B. */
+static void vllm_blocks_qwen3_5_397b(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_model_text(
+        "{\"model_type\": \"qwen3_5_moe\", \"text_config\": {\"model_type\": "
+        "\"qwen3_5_moe_text\", \"dtype\": \"bfloat16\", \"hidden_size\": 4096, "
+        "\"num_hidden_layers\": 60, \"num_attention_heads\": 32, \"num_key_value_heads\": 2, "
+        "\"head_dim\": 256, \"full_attention_interval\": 4, \"linear_num_key_heads\": 16, "
+        "\"linear_num_value_heads\": 64, \"linear_key_head_dim\": 128, "
+        "\"linear_value_head_dim\": 128, \"linear_conv_kernel_dim\": 4, "
+        "\"mamba_ssm_dtype\": \"float32\", \"max_position_embeddings\": 262144}}");
+    static const uint32_t tp[] = {1, 8};
+    static const uint64_t a1[] = {1024, 512};
+    static const uint64_t state_page[] = {4268032, 533504};
+    static const uint32_t block[] = {4176, 1056};
+    for (size_t i = 0; i < 2; i++) {
+        assert_int_equal(state_page[i], (UINT64_C(73728) + 4194304) / tp[i]);
+        assert_int_equal(block[i], 16 * ((state_page[i] + 16 * a1[i] - 1) / (16 * a1[i])));
+        kvshard_options o = KVSHARD_OPTIONS_INIT;
+        o.engine = KVSHARD_ENGINE_VLLM;
+        o.kv_cache_dtype = KVSHARD_DTYPE_FP8;
+        o.world_size = tp[i];
+        kvshard_plan *plan = tu_plan(m, &o);
+        kvshard_capacity c = KVSHARD_CAPACITY_INIT;
+        assert_int_equal(kvshard_plan_capacity(&c, plan), KVSHARD_OK);
+        assert_int_equal(c.engine, KVSHARD_ENGINE_VLLM);
+        if (c.block_size != block[i])
+            fail_msg("TP %u: vLLM's block %u, expected %u", tp[i], c.block_size, block[i]);
+        assert_int_equal(tu_efig(plan, "attention_block_size"), block[i]);
+        assert_int_equal(tu_efig(plan, "mamba_page_bytes"), state_page[i]);
+        assert_int_equal(tu_efig(plan, "page_bytes"), block[i] * a1[i]);
+        kvshard_plan_free(plan);
+    }
+    kvshard_model_free(m);
+}
+
+/* The bytes global rank `rank` of P sends: the sum over its edges. */
+static uint64_t source_bytes(const kvshard_transfer *t, uint32_t rank)
+{
+    size_t index[64];
+    size_t count = kvshard_transfer_rank_edges(index, 64, t, false, rank);
+    assert_true(count <= 64);
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < count; i++)
+        bytes += kvshard_transfer_edge_at(t, index[i])->bytes;
+    return bytes;
+}
+
+/* Qwen3-Next-80B-A3B, P 2 stages x TP 2 -> D TP 4, 32 K tokens. Global
+ * rank 0 (stage 0, TP 0) sends head 0 of the 6 KV layers 3, ..., 23 to D
+ * ranks 0 and 1 and their state units of the 18 GDN layers 0-22: 6 x 2 x
+ * 1,024 x 32,768 + 2 x 18 x 536,576 = 402,653,184 + 19,316,736 =
+ * 421,969,920 B. Global rank 2 (stage 1, TP 0) sends the same of layers
+ * 24-47: a tie, and the lower rank is the busiest source; ranks 1 and 3
+ * send the same to D ranks 2 and 3. */
+static void qwen3_next_stages_sources(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_example_model("qwen3_next_80b_a3b.json");
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.world_size = 4;
+    o.pp_size = 2;
+    kvshard_plan *p = tu_plan(m, &o), *d = tu_plan_tp(m, 4, 1);
+    kvshard_transfer *t = tu_transfer(p, d, 32768);
+    for (uint32_t rank = 0; rank < 4; rank++)
+        assert_int_equal(source_bytes(t, rank), UINT64_C(421969920));
+    kvshard_transfer_totals tt = KVSHARD_TRANSFER_TOTALS_INIT;
+    assert_int_equal(kvshard_transfer_totals_get(&tt, t), KVSHARD_OK);
+    assert_int_equal(tt.busiest_source.global_rank, 0);
+    assert_int_equal(tt.busiest_source.bytes_per_token, 6 * 2 * 1024);
+    assert_int_equal(tt.busiest_source.bytes_fixed, 2 * 18 * 536576);
+    assert_int_equal(tt.busiest_source.bytes, UINT64_C(421969920));
+    kvshard_transfer_free(t);
+    kvshard_plan_free(d);
+    kvshard_plan_free(p);
+    kvshard_model_free(m);
+}
+
+/* vLLM's verdict on that pair: its blocks are those of each side's TP
+ * size with the GDN temporal state in bf16 (its rule without
+ * mamba_ssm_dtype): a1 = 2 x 256 x 2 = 1,024 at TP 2 and TP 4; a GDN
+ * layer's page 2 x (2 x 128 x 16 + 128 x 32) x 3 / T + 2 x (32 / T) x 128
+ * x 128 = 49,152 / T + 1,048,576 / T:
+ *   TP 2: 548,864 B, 16 x ceil(548,864 / 16,384) = 16 x 34 = 544
+ *   TP 4: 274,432 B, 16 x ceil(274,432 / 16,384) = 16 x 17 = 272
+ * and 272 is no multiple of 544. The message names both. */
+static void qwen3_next_block_ratio_message(void **state)
+{
+    (void)state;
+    assert_int_equal(16 * ((UINT64_C(548864) + 16383) / 16384), 544);
+    assert_int_equal(16 * ((UINT64_C(274432) + 16383) / 16384), 272);
+    assert_int_equal((UINT64_C(49152) + 1048576) / 2, 548864);
+    kvshard_model *m = tu_load_example_model("qwen3_next_80b_a3b.json");
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.world_size = 4;
+    o.pp_size = 2;
+    kvshard_plan *p = tu_plan(m, &o), *d = tu_plan_tp(m, 4, 1);
+    kvshard_options v = KVSHARD_OPTIONS_INIT;
+    v.engine = KVSHARD_ENGINE_VLLM;
+    v.world_size = 2;
+    kvshard_plan *vp = tu_plan(m, &v);
+    v.world_size = 4;
+    kvshard_plan *vd = tu_plan(m, &v);
+    kvshard_transfer *t = tu_transfer(p, d, 32768);
+    kvshard_error err;
+    tu_assert_ok(kvshard_transfer_judge(t, vp, vd, &err), &err);
+    kvshard_transfer_verdict verdict = KVSHARD_TRANSFER_VERDICT_INIT;
+    assert_int_equal(kvshard_transfer_verdict_at(&verdict, t, 0), KVSHARD_OK);
+    assert_string_equal(verdict.verdict, "refused");
+    assert_int_equal(verdict.reason_count, 2);
+    assert_string_equal(verdict.reason_codes[0], "vllm_pp");
+    assert_string_equal(verdict.reason_codes[1], "vllm_block_ratio");
+    assert_string_equal(verdict.reason_messages[1], "D's block 272 is not a multiple of P's 544");
+    kvshard_transfer_free(t);
+    kvshard_plan_free(vd);
+    kvshard_plan_free(vp);
+    kvshard_plan_free(d);
+    kvshard_plan_free(p);
+    /* The CLI prints the same figures and refuses the pair (exit 1). */
+    char *path = tu_example_path("models/qwen3_next_80b_a3b.json");
+    char args[1024];
+    snprintf(args, sizeof args,
+             "\"%s\" \"%s\" --p.world_size=4 --p.pp_size=2 --d.world_size=4 "
+             "--context_length=32768 --engine=vllm",
+             path, path);
+    char *out = NULL;
+    assert_int_equal(tu_cli("transfer", args, &out, NULL), 1);
+    tu_assert_contains(out, "vllm_block_ratio: D's block 272 is not a multiple of P's 544)");
+    tu_assert_contains(out, "busiest    P rank 0 (stage 0, TP 0) sends 421,969,920 B");
+    free(out);
+    free(path);
+    kvshard_model_free(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(seed_full_layer_received),
+        cmocka_unit_test(deepseek_v3_2_per_layer),
+        cmocka_unit_test(vllm_blocks_qwen3_5_397b),
+        cmocka_unit_test(qwen3_next_stages_sources),
+        cmocka_unit_test(qwen3_next_block_ratio_message),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
