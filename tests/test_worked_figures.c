@@ -237,6 +237,85 @@ static void qwen3_next_block_ratio_message(void **state)
     kvshard_model_free(m);
 }
 
+/* DeepSeek-V3.2, fp8 KV (656 + 132 = 788 B a layer and token), P TP 8 ->
+ * D TP 8, 32 K tokens. Unsplit, every P rank t sends all 61 layers to D
+ * rank t: 61 x 788 x 32,768 = 1,575,092,224 B each. With a split of 8 on
+ * D, P rank t sends the layers l = t mod 8: 8 of them for t = 0-4 (t + 56
+ * <= 60), 7 for t = 5-7, so 8 x 788 x 32,768 = 206,569,472 B and 7 x 788 x
+ * 32,768 = 180,748,288 B. */
+static void deepseek_v3_2_every_source(void **state)
+{
+    (void)state;
+    kvshard_model *m = tu_load_example_model("deepseek_v3_2.json");
+    kvshard_options o = KVSHARD_OPTIONS_INIT;
+    o.world_size = 8;
+    o.kv_cache_dtype = KVSHARD_DTYPE_FP8;
+    kvshard_plan *p = tu_plan(m, &o);
+    o.enable_layerwise_split = true;
+    o.layerwise_split_size = 8;
+    kvshard_plan *split = tu_plan(m, &o);
+    kvshard_transfer *t = tu_transfer(p, p, 32768);
+    for (uint32_t rank = 0; rank < 8; rank++)
+        assert_int_equal(source_bytes(t, rank), UINT64_C(1575092224));
+    kvshard_transfer_free(t);
+    t = tu_transfer(p, split, 32768);
+    for (uint32_t rank = 0; rank < 8; rank++) {
+        size_t layers = rank < 5 ? 8 : 7;
+        assert_int_equal(tu_transfer_edge(t, rank, rank, "latent", 0)->layer_count, layers);
+        assert_int_equal(tu_transfer_edge(t, rank, rank, "index", 0)->layer_count, layers);
+        assert_int_equal(source_bytes(t, rank), layers * 788 * 32768);
+    }
+    assert_int_equal(UINT64_C(7) * 788 * 32768, 180748288);
+    kvshard_transfer_free(t);
+    kvshard_plan_free(split);
+    kvshard_plan_free(p);
+    kvshard_model_free(m);
+}
+
+/* fit of DeepSeek-V3.2 on 16 x 80 GiB H100, ranked by throughput: the
+ * first row of each layout of its table. Sequences are a replica's times
+ * D: 26 x 8 = 208, 61 x 4 = 244, 127 x 2 = 254, 60 x 4 = 240. tok/s
+ * rounds 10,834.58, 10,513.88, 7,848.04, 7,396.48; comm/step 1,331.81,
+ * 3,218.29, 6,307.70 and, over two stages of 31 and 30 layers, 733.25 +
+ * 709.60 = 1,442.85 us. */
+static void deepseek_v3_2_fit_table(void **state)
+{
+    (void)state;
+    char *path = tu_example_path("models/deepseek_v3_2.json");
+    char args[1024];
+    snprintf(args, sizeof args,
+             "\"%s\" --gpus=16 --device_memory=80GiB --context_length=32768 "
+             "--weights_total=674030337216 --weights_experts=654068416512 "
+             "--kv_cache_dtype=fp8 --comm_accelerator=h100",
+             path);
+    char *out = NULL;
+    assert_int_equal(tu_cli("fit", args, &out, NULL), 0);
+    static const struct {
+        const char *row, *seqs, *figures;
+    } rows[] = {
+        {"   1     2     1     8     2  ordinal ", "  26  208 ", "  10,835    1.33 ms\n"},
+        {"   4     4     1     4     4  ordinal ", "  61  244 ", "  10,514    3.22 ms\n"},
+        {"   7     8     1     2     8  ordinal ", " 127  254 ", "  7,848     6.31 ms\n"},
+        {"  10     2     2     4     2  ordinal ", "  60  240 ", "  7,396     1.44 ms\n"},
+    };
+    for (size_t i = 0; i < 4; i++) {
+        const char *at = strstr(out, rows[i].row);
+        if (!at)
+            fail_msg("no row \"%s\" in:\n%s", rows[i].row, out);
+        const char *end = strchr(at, '\n');
+        assert_non_null(end);
+        char line[256];
+        size_t len = (size_t)(end - at) + 1;
+        assert_true(len < sizeof line);
+        memcpy(line, at, len);
+        line[len] = '\0';
+        tu_assert_contains(line, rows[i].seqs);
+        tu_assert_contains(line, rows[i].figures);
+    }
+    free(out);
+    free(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -245,6 +324,8 @@ int main(void)
         cmocka_unit_test(vllm_blocks_qwen3_5_397b),
         cmocka_unit_test(qwen3_next_stages_sources),
         cmocka_unit_test(qwen3_next_block_ratio_message),
+        cmocka_unit_test(deepseek_v3_2_every_source),
+        cmocka_unit_test(deepseek_v3_2_fit_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
