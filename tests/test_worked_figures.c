@@ -41,6 +41,18 @@ static void seed_full_layer_received(void **state)
         tu_assert_contains(json, want);
     }
     free(json);
+    /* The text: 10 pools, 32,357,253,120 B (32.36 GB), 150 + 1,348,218.88
+     * = 1,348,368.88 us (1348.37 ms), which hides the 43.86 ms base: 96 /
+     * 1.34836888 s = 71.2 tokens/s, 71.197 / 1,786.30 = 0.04x; the prompt's
+     * 30 broadcasts of 97,071,759,360 B (97.07 GB), 450 + 4,044,656.64 =
+     * 4,045,106.64 us (4045.11 ms), which only its compute could hide. */
+    char *text = tu_plan_text(p);
+    tu_assert_contains(text, "decode     96 sequences: 10 collectives, 32.36 GB on the busiest "
+                             "link, 1348.37 ms; base 43.86 ms (17.33 GB of weights, 35.30 GB of "
+                             "KV and state); step 1348.37 ms: 71 tokens/s\n");
+    tu_assert_contains(text, "the split gives 0.04x the throughput for 1.68x the sequences\n");
+    tu_assert_contains(text, "30 collectives, 97.07 GB, 4045.11 ms for compute to hide\n");
+    free(text);
     kvshard_plan_free(p);
 }
 
