@@ -114,7 +114,9 @@ static void deepseek_v3_2_per_layer(void **state)
  *   block = 16 x ceil(page / (16 x a1)):
  *     TP 1: 16 x ceil(4,268,032 / 16,384) = 16 x 261 = 4,176
  *     TP 8: 16 x ceil(533,504 / 8,192)    = 16 x 66  = 1,056
- *   an attention page is block x a1: 4,276,224 and 540,672 B. */
+ *   an attention page is block x a1: 4,276,224 and 540,672 B, so the
+ *   state page is padded by 8,192 / 4,268,032 = 0.19 % and 7,168 / 533,504
+ *   = 1.34 %, which the capacity line prints beside the block. */
 static void vllm_blocks_qwen3_5_397b(void **state)
 {
     (void)state;
@@ -130,6 +132,9 @@ static void vllm_blocks_qwen3_5_397b(void **state)
     static const uint64_t a1[] = {1024, 512};
     static const uint64_t state_page[] = {4268032, 533504};
     static const uint32_t block[] = {4176, 1056};
+    static const char *const line[] = {
+        "attention block 4,176 tokens (raised from 16), Padding mamba page size by 0.19%\n",
+        "attention block 1,056 tokens (raised from 16), Padding mamba page size by 1.34%\n"};
     for (size_t i = 0; i < 2; i++) {
         assert_int_equal(state_page[i], (UINT64_C(73728) + 4194304) / tp[i]);
         assert_int_equal(block[i], 16 * ((state_page[i] + 16 * a1[i] - 1) / (16 * a1[i])));
@@ -137,6 +142,7 @@ static void vllm_blocks_qwen3_5_397b(void **state)
         o.engine = KVSHARD_ENGINE_VLLM;
         o.kv_cache_dtype = KVSHARD_DTYPE_FP8;
         o.world_size = tp[i];
+        o.memory_per_rank = UINT64_C(40) << 30;
         kvshard_plan *plan = tu_plan(m, &o);
         kvshard_capacity c = KVSHARD_CAPACITY_INIT;
         assert_int_equal(kvshard_plan_capacity(&c, plan), KVSHARD_OK);
@@ -146,6 +152,13 @@ static void vllm_blocks_qwen3_5_397b(void **state)
         assert_int_equal(tu_efig(plan, "attention_block_size"), block[i]);
         assert_int_equal(tu_efig(plan, "mamba_page_bytes"), state_page[i]);
         assert_int_equal(tu_efig(plan, "page_bytes"), block[i] * a1[i]);
+        uint64_t padding = block[i] * a1[i] - state_page[i];
+        assert_int_equal(padding, i == 0 ? 8192 : 7168);
+        assert_true(tu_efig_double(plan, "mamba_padding_percent") ==
+                    100.0 * (double)padding / (double)state_page[i]);
+        char *text = tu_plan_text(plan);
+        tu_assert_contains(text, line[i]);
+        free(text);
         kvshard_plan_free(plan);
     }
     kvshard_model_free(m);
