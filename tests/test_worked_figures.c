@@ -16,8 +16,8 @@
 #define SEED                                                                                       \
     "models/qwen3_5_35b_a3b.json", "--world_size=4", "--enable_layerwise_split=true",              \
         "--layerwise_split_size=2", "--memory_per_rank=20GiB", "--max_seqs=128",                   \
-        "--context_length=32768", "--weights_total=69321223296",                                   \
-        "--weights_experts=64424509440", "--comm_accelerator=bi_v100"
+        "--context_length=32768", "--weights_total=69321223296", "--weights_experts=64424509440",  \
+        "--comm_accelerator=bi_v100"
 
 /* full_layer: a layer's pool is 197,493 blocks x 16 x 1,024 =
  * 3,235,725,312 B. A rank owns 5 of the 10 KV layers and receives the
