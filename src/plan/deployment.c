@@ -1,5 +1,6 @@
 /* Planning a deployment: the plan of its model under its options, with an
  * error about an option pointed at the line that set it. */
+#define _XOPEN_SOURCE 700 /* memccpy */
 #include "plan/deployment.h"
 
 #include "deploy/deploy.h"
@@ -65,15 +66,14 @@ static void add_joined_warning(kvshard_plan *p, kvshard_warning_code code,
         return;
     kvshard__warning *w = &p->warnings[p->warning_count++];
     w->code = code;
-    size_t used = 0, room = sizeof w->message - 1;
-    for (size_t i = 0; i < count && used < room; i++) {
-        size_t n = strlen(parts[i]);
-        if (n > room - used)
-            n = room - used;
-        memcpy(w->message + used, parts[i], n);
-        used += n;
+    char *at = w->message, *end = w->message + sizeof w->message - 1;
+    /* memccpy stops at a part's end or at the cut, whichever comes first,
+     * in one pass over the part. */
+    for (size_t i = 0; i < count && at < end; i++) {
+        char *past = memccpy(at, parts[i], '\0', (size_t)(end - at));
+        at = past ? past - 1 : end;
     }
-    w->message[used] = '\0';
+    *at = '\0';
 }
 
 /* The warnings of the comm: inputs that the plan alone decides. */
