@@ -558,8 +558,7 @@ static void unsplit_reference(kvshard__comm *out, const kvshard_plan *p, const l
         P <= SCRATCH_STAGES ? local_stages : kvshard_alloc__bytes(&a, P, sizeof *stages);
     kvshard_diag__ctx quiet = kvshard_diag__on(NULL);
     kvshard__capacity cap;
-    if (ranks && stages &&
-        kvshard_plan__unsplit_capacity(&cap, ranks, p, &quiet) == KVSHARD_OK) {
+    if (ranks && stages && kvshard_plan__unsplit_capacity(&cap, ranks, p, &quiet) == KVSHARD_OK) {
         out->has_unsplit_capacity = cap.has_num_blocks;
         out->unsplit_has_concurrency = cap.has_concurrency;
         out->unsplit_concurrency = cap.concurrency;

@@ -59,8 +59,8 @@ static void add_warning(kvshard_plan *p, kvshard_warning_code code, const char *
 /* A warning whose message is `parts` one after the other, cut to the
  * message's size as add_warning cuts it: a priced plan carries one on
  * every plan, and joining its few names costs a fraction of formatting. */
-static void add_joined_warning(kvshard_plan *p, kvshard_warning_code code,
-                               const char *const *parts, size_t count)
+static void add_joined_warning(kvshard_plan *p, kvshard_warning_code code, const char *const *parts,
+                               size_t count)
 {
     if (p->warning_count >= KVSHARD__MAX_WARNINGS)
         return;
