@@ -115,6 +115,26 @@ static bool priced_census(int *kv_class, const kvshard_plan *p)
     return true;
 }
 
+/* The per-token rows of `lb` that depend on the layout: what an owner
+ * stores, and what it stores for one rank's own heads. */
+static void layout_rows(layer_bytes *lb, const kvshard_plan *p, const layout *lay)
+{
+    uint64_t row = 0;
+    /* Every KV layer is of one class: a rank's bytes over its layers. */
+    for (uint32_t r = 0; r < lay->split; r++) {
+        uint32_t owned = lay->owned_counts[r];
+        if (owned) {
+            row = lay->ranks[r].kv_bytes_per_token / owned;
+            break;
+        }
+    }
+    lb->row_kv = row > lb->index ? row - lb->index : 0;
+    /* Past R, a GQA owner stores the heads of S/R ranks (docs/planning.md). */
+    uint32_t widen =
+        lay->split > p->replication && p->replication ? lay->split / p->replication : 1;
+    lb->row_own_kv = lb->row_kv / (widen ? widen : 1);
+}
+
 static int layer_bytes_of(layer_bytes *lb, const kvshard_plan *p, const layout *lay,
                           kvshard_error *err)
 {
@@ -161,20 +181,7 @@ static int layer_bytes_of(layer_bytes *lb, const kvshard_plan *p, const layout *
         kvshard__memory_inputs in = kvshard_plan__memory_inputs(p);
         lb->index = kvshard_memory__index_key_bytes(&in);
     }
-    uint64_t row = 0;
-    /* Every KV layer is of one class: a rank's bytes over its layers. */
-    for (uint32_t r = 0; r < lay->split; r++) {
-        uint32_t owned = lay->owned_counts[r];
-        if (owned) {
-            row = lay->ranks[r].kv_bytes_per_token / owned;
-            break;
-        }
-    }
-    lb->row_kv = row > lb->index ? row - lb->index : 0;
-    /* Past R, a GQA owner stores the heads of S/R ranks (docs/planning.md). */
-    uint32_t widen =
-        lay->split > p->replication && p->replication ? lay->split / p->replication : 1;
-    lb->row_own_kv = lb->row_kv / (widen ? widen : 1);
+    layout_rows(lb, p, lay);
     /* MLA is attended in absorbed form: the query in the latent and its
      * RoPE part, the output in the latent. */
     lb->q_width = mla ? (uint64_t)m->kv_lora_rank + m->qk_rope_head_dim : m->full.k_dim;
@@ -407,12 +414,27 @@ static void price_steps(kvshard__comm *c, kvshard__comm_stage *stages, const kvs
     c->throughput_total = c->throughput * p->options.dp_size;
 }
 
-static int estimate(kvshard__comm *c, kvshard__comm_stage *stages, const kvshard_plan *p,
-                    const layout *lay, kvshard_error *err)
+/* The batch a step of capacity `cap` decodes: its concurrency, a given one
+ * no more than it; and each stage's microbatch of it. */
+static void settle_batch(kvshard__comm *c, const kvshard_plan *p, const kvshard__capacity *cap)
 {
-    settle_inputs(c, p, lay->split);
-    layer_bytes lb;
-    int rc = layer_bytes_of(&lb, p, lay, err);
+    const kvshard__comm_inputs *in = &p->comm;
+    c->has_batch = in->batch || cap->has_concurrency;
+    c->batch_given = in->batch != 0;
+    c->batch = in->batch ? in->batch : cap->concurrency;
+    if (in->batch && cap->has_concurrency && cap->concurrency < c->batch)
+        c->batch = cap->concurrency;
+    c->microbatch = ceil_div(c->batch, p->pp);
+}
+
+/* The estimate of plan `p` in its own layout into *c, each stage's figures
+ * into `stages`, and the bytes its layers move into *lb. */
+static int estimate(kvshard__comm *c, kvshard__comm_stage *stages, layer_bytes *out_lb,
+                    const kvshard_plan *p, kvshard_error *err)
+{
+    layout lay = own_layout(p);
+    settle_inputs(c, p, lay.split);
+    int rc = layer_bytes_of(out_lb, p, &lay, err);
     if (rc)
         return rc;
     if (c->decode_mechanism == KVSHARD__COMM_SELECTED_KV && !p->model.index_topk)
@@ -420,16 +442,11 @@ static int estimate(kvshard__comm *c, kvshard__comm_stage *stages, const kvshard
                                    "comm_input_missing: selected_kv broadcasts the index_topk "
                                    "rows the indexer selects for every query token, and the "
                                    "model config has no index_topk");
+    const layer_bytes lb = *out_lb;
     const kvshard__comm_inputs *in = &p->comm;
-    /* The batch: the plan's concurrency, a given one no more than it. */
-    const kvshard__capacity *cap = lay->cap;
-    c->has_batch = in->batch || cap->has_concurrency;
-    c->batch_given = in->batch != 0;
-    c->batch = in->batch ? in->batch : cap->concurrency;
-    if (in->batch && cap->has_concurrency && cap->concurrency < c->batch)
-        c->batch = cap->concurrency;
+    const kvshard__capacity *cap = lay.cap;
     c->context_length = p->options.context_length;
-    c->microbatch = ceil_div(c->batch, p->pp);
+    settle_batch(c, p, cap);
     c->tokens_per_step = c->microbatch * (1 + (uint64_t)p->options.num_speculative_tokens);
     c->overlap = c->split > 1 && c->decode_mechanism == KVSHARD__COMM_FULL_LAYER;
     c->prompt_length = in->prompt_length ? in->prompt_length : p->options.context_length;
@@ -544,35 +561,40 @@ static void verdicts(kvshard__comm *c, const kvshard__comm_stage *stages, uint32
 
 /* The same estimate at S = 1 into out's unsplit figures: plan `p` with the
  * split off, its ranks' figures and capacity counted unsplit, its batch
- * that capacity's. None when the unsplit plan has no memory for a block or
- * no step. */
-static void unsplit_reference(kvshard__comm *out, const kvshard_plan *p)
+ * that capacity's. Only the step is priced: nothing moves at S = 1, and
+ * the settled inputs and the layers' bytes (`lb`, the split's) are the
+ * split estimate's but for the rows an owner stores. None when the unsplit
+ * plan has no memory for a block or no step. */
+static void unsplit_reference(kvshard__comm *out, const kvshard_plan *p, const layer_bytes *lb)
 {
     kvshard_allocator a = p->alloc;
     uint32_t n = p->ranks_count, P = p->pp;
     kvshard_rank_memory local_ranks[SCRATCH_RANKS];
     kvshard__comm_stage local_stages[SCRATCH_STAGES];
-    uint32_t local_owned[SCRATCH_STAGES];
     kvshard_rank_memory *ranks =
         n <= SCRATCH_RANKS ? local_ranks : kvshard_alloc__bytes(&a, n, sizeof *ranks);
+    /* At S = 1 price_steps reads back only what it writes: no zeroing. */
     kvshard__comm_stage *stages =
         P <= SCRATCH_STAGES ? local_stages : kvshard_alloc__bytes(&a, P, sizeof *stages);
-    uint32_t *owned =
-        P <= SCRATCH_STAGES ? local_owned : kvshard_alloc__bytes(&a, P, sizeof *owned);
     kvshard_diag__ctx quiet = kvshard_diag__on(NULL);
     kvshard__capacity cap;
-    kvshard__comm ref;
-    if (ranks && stages && owned &&
-        kvshard_plan__unsplit_capacity(&cap, ranks, p, &quiet) == KVSHARD_OK) {
+    if (ranks && stages && kvshard_plan__unsplit_capacity(&cap, ranks, p, &quiet) == KVSHARD_OK) {
         out->has_unsplit_capacity = cap.has_num_blocks;
         out->unsplit_has_concurrency = cap.has_concurrency;
         out->unsplit_concurrency = cap.concurrency;
         out->unsplit_blocks = cap.num_blocks;
-        /* One split rank a stage owns every KV layer of it. */
-        for (uint32_t s = 0; s < P; s++)
-            owned[s] = p->stages[s].num_kv;
-        layout unsplit = {1, &cap, ranks, owned};
-        if (estimate(&ref, stages, p, &unsplit, NULL) == KVSHARD_OK && ref.has_step) {
+        /* One split rank of stage 0 owns every KV layer of it. */
+        uint32_t owned = p->stages[0].num_kv;
+        layout unsplit = {1, &cap, ranks, &owned};
+        kvshard__comm ref;
+        memcpy(&ref, out, offsetof(kvshard__comm, warnings));
+        ref.split = 1;
+        ref.overlap = false;
+        settle_batch(&ref, p, &cap);
+        layer_bytes ulb = *lb;
+        layout_rows(&ulb, p, &unsplit);
+        price_steps(&ref, stages, p, &ulb);
+        if (ref.has_step) {
             out->has_unsplit = true;
             out->unsplit_batch = ref.batch;
             out->unsplit_base_us = ref.base_us;
@@ -580,8 +602,6 @@ static void unsplit_reference(kvshard__comm *out, const kvshard_plan *p)
             out->unsplit_throughput = ref.throughput;
         }
     }
-    if (owned != local_owned)
-        kvshard_alloc__free(&a, owned);
     if (stages != local_stages)
         kvshard_alloc__free(&a, stages);
     if (ranks != local_ranks)
@@ -600,10 +620,10 @@ int kvshard_comm__of(kvshard__comm *out, kvshard__comm_stage *stages, const kvsh
     if (!own)
         return kvshard_error__fail(err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
                                    "out of memory");
-    layout lay = own_layout(p);
-    int rc = estimate(out, own, p, &lay, err);
+    layer_bytes lb;
+    int rc = estimate(out, own, &lb, p, err);
     if (rc == KVSHARD_OK && p->comm_reference && out->split > 1)
-        unsplit_reference(out, p);
+        unsplit_reference(out, p, &lb);
     if (out->has_step && (out->split == 1 || out->has_unsplit)) {
         out->has_gain = true;
         out->throughput_gain = out->split == 1 ? 1.0 : out->throughput / out->unsplit_throughput;
@@ -700,17 +720,13 @@ int kvshard_plan_comm(kvshard_comm_estimate *out, const kvshard_plan *plan, kvsh
         return kvshard_error__fail(err, KVSHARD_EINVAL, "", kvshard_error__no_mark,
                                    "out and plan must not be NULL, and out->size must be "
                                    "sizeof(kvshard_comm_estimate) (KVSHARD_COMM_ESTIMATE_INIT)");
-    kvshard_comm_estimate e = KVSHARD_COMM_ESTIMATE_INIT;
-    if (!plan->comm_given) {
-        *out = e;
-        return KVSHARD_OK;
-    }
     kvshard__comm c;
-    int rc = kvshard_comm__of(&c, NULL, plan, err);
+    int rc = plan->comm_given ? kvshard_comm__of(&c, NULL, plan, err) : KVSHARD_OK;
     if (rc)
         return rc;
-    kvshard_comm__public(&e, &c);
-    *out = e;
+    *out = (kvshard_comm_estimate)KVSHARD_COMM_ESTIMATE_INIT;
+    if (plan->comm_given)
+        kvshard_comm__public(out, &c);
     return KVSHARD_OK;
 }
 

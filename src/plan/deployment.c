@@ -1,5 +1,6 @@
 /* Planning a deployment: the plan of its model under its options, with an
  * error about an option pointed at the line that set it. */
+#define _XOPEN_SOURCE 700 /* memccpy */
 #include "plan/deployment.h"
 
 #include "deploy/deploy.h"
@@ -8,6 +9,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 /* Point a planning error at where the option it is about was set: the
  * option the failing check named, else one of the options it may be about,
@@ -54,6 +56,26 @@ static void add_warning(kvshard_plan *p, kvshard_warning_code code, const char *
     va_end(ap);
 }
 
+/* A warning whose message is `parts` one after the other, cut to the
+ * message's size as add_warning cuts it: a priced plan carries one on
+ * every plan, and joining its few names costs a fraction of formatting. */
+static void add_joined_warning(kvshard_plan *p, kvshard_warning_code code, const char *const *parts,
+                               size_t count)
+{
+    if (p->warning_count >= KVSHARD__MAX_WARNINGS)
+        return;
+    kvshard__warning *w = &p->warnings[p->warning_count++];
+    w->code = code;
+    char *at = w->message, *end = w->message + sizeof w->message - 1;
+    /* memccpy stops at a part's end or at the cut, whichever comes first,
+     * in one pass over the part. */
+    for (size_t i = 0; i < count && at < end; i++) {
+        char *past = memccpy(at, parts[i], '\0', (size_t)(end - at));
+        at = past ? past - 1 : end;
+    }
+    *at = '\0';
+}
+
 /* The warnings of the comm: inputs that the plan alone decides. */
 static void comm_warnings(kvshard_plan *p)
 {
@@ -64,14 +86,21 @@ static void comm_warnings(kvshard_plan *p)
     bool dsa = p->model.attention == KVSHARD_ATTENTION_MLA && p->model.has_indexer;
     /* Only the profiles that run the seed engine's split default to its
      * mechanisms without a word from the engine about other models. */
-    if (p->split > 1 && defaulted && prof->comm.decode == KVSHARD__COMM_OWNER_ATTENTION && !dsa)
-        add_warning(p, KVSHARD_WARN_COMM_MECHANISM_ASSUMED,
-                    "the split's mechanisms are the %s profile's (decode %s, prefill %s); the "
-                    "engine has published them for DSA models only, so for this model they are "
-                    "assumed: give comm_decode and comm_prefill if the engine does otherwise",
-                    prof->name, kvshard_options__comm_mechanism_name(decode),
-                    kvshard_options__comm_mechanism_name(c->prefill ? c->prefill
-                                                                    : prof->comm.prefill));
+    if (p->split > 1 && defaulted && prof->comm.decode == KVSHARD__COMM_OWNER_ATTENTION && !dsa) {
+        /* Both mechanisms are named: the profile's decode, and a prefill
+         * that is the profile's or a given one. */
+        const char *const parts[] = {
+            "the split's mechanisms are the ",
+            prof->name,
+            " profile's (decode ",
+            kvshard_options__comm_mechanism_name(decode),
+            ", prefill ",
+            kvshard_options__comm_mechanism_name(c->prefill ? c->prefill : prof->comm.prefill),
+            "); the engine has published them for DSA models only, so for this model they are "
+            "assumed: give comm_decode and comm_prefill if the engine does otherwise"};
+        add_joined_warning(p, KVSHARD_WARN_COMM_MECHANISM_ASSUMED, parts,
+                           sizeof parts / sizeof *parts);
+    }
     if (p->split > 1 && decode == KVSHARD__COMM_FULL_LAYER) {
         /* Each split layer's pool: its blocks times what its owner keeps
          * a token; the first split group's ranks hold every layer once. */
