@@ -66,9 +66,9 @@ static void comm_warnings(kvshard_plan *p)
      * mechanisms without a word from the engine about other models. */
     if (p->split > 1 && defaulted && prof->comm.decode == KVSHARD__COMM_OWNER_ATTENTION && !dsa)
         add_warning(p, KVSHARD_WARN_COMM_MECHANISM_ASSUMED,
-                    "the split's mechanisms are the %s profile's (decode %s, prefill %s); the "
-                    "engine has published them for DSA models only, so for this model they are "
-                    "assumed: give comm_decode and comm_prefill if the engine does otherwise",
+                    "the split's mechanisms are the %s profile's (decode %s, prefill %s), "
+                    "published by the engine for DSA models only and so assumed for this "
+                    "model: give comm_decode and comm_prefill if it does otherwise",
                     prof->name, kvshard_options__comm_mechanism_name(decode),
                     kvshard_options__comm_mechanism_name(c->prefill ? c->prefill
                                                                     : prof->comm.prefill));
