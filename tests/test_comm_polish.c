@@ -13,57 +13,97 @@
 
 /* The seed deployment: Qwen3.5-35B-A3B, TP 4, S = 2, 20 GiB a rank, 32 K
  * tokens, 96 sequences (57 unsplit); docs/comm.md works its figures out. */
-#define SEED_PLAN                                                                                  \
-    "models/qwen3_5_35b_a3b.json", "--world_size=4", "--enable_layerwise_split=true",              \
-        "--layerwise_split_size=2", "--memory_per_rank=20GiB", "--max_seqs=128",                   \
-        "--context_length=32768", "--weights_total=69321223296", "--weights_experts=64424509440"
+#define SEED_PLAN                                                              \
+  "models/qwen3_5_35b_a3b.json", "--world_size=4",                             \
+      "--enable_layerwise_split=true", "--layerwise_split_size=2",             \
+      "--memory_per_rank=20GiB", "--max_seqs=128", "--context_length=32768",   \
+      "--weights_total=69321223296", "--weights_experts=64424509440"
 #define SEED SEED_PLAN, "--comm_accelerator=bi_v100"
 #define CUSTOM_LINK "--comm_link=custom", "--comm_link_bandwidth=24GB"
 
+/* `kvshard COMMAND` of the seed's model with `args`: the exit status. */
+static int cli_qwen(const char *command, const char *args, char **out,
+                    char **errs) {
+  char *model = tu_example_path("models/qwen3_5_35b_a3b.json");
+  char line[1024];
+  snprintf(line, sizeof line, "%s %s", model, args);
+  free(model);
+  return tu_cli(command, line, out, errs);
+}
 
 /* A warning message kvshard cut at its buffer would be 239 bytes long
  * (the plan keeps 240 with the NUL): every one must be shorter. */
-static void assert_messages_whole(const kvshard_plan *p)
-{
-    for (size_t i = 0; i < kvshard_plan_warning_count(p); i++) {
-        const char *m = NULL;
-        assert_int_equal(kvshard_plan_warning(NULL, &m, p, i), KVSHARD_OK);
-        if (strlen(m) >= 239)
-            fail_msg("warning %zu may be cut: %s", i, m);
-    }
+static void assert_messages_whole(const kvshard_plan *p) {
+  for (size_t i = 0; i < kvshard_plan_warning_count(p); i++) {
+    const char *m = NULL;
+    assert_int_equal(kvshard_plan_warning(NULL, &m, p, i), KVSHARD_OK);
+    if (strlen(m) >= 239)
+      fail_msg("warning %zu may be cut: %s", i, m);
+  }
 }
 
 /* The assumed mechanisms' warning, whole: which mechanisms, from which
  * profile, and how to give them. */
-static void assumed_message_whole(void **state)
-{
-    (void)state;
-    kvshard_plan *p = NULL;
-    TU_PLAN(&p, SEED);
-    assert_string_equal(tu_warning_message(p, KVSHARD_WARN_COMM_MECHANISM_ASSUMED),
-                        "the split's mechanisms are the kvshard profile's (decode "
-                        "owner_attention, prefill history_rows), published by the engine for "
-                        "DSA models only and so assumed for this model: give comm_decode and "
-                        "comm_prefill if it does otherwise");
-    assert_messages_whole(p);
-    kvshard_plan_free(p);
-    /* The longest of the others: full_layer with its bytes and the split
-     * losing throughput; no weights beside an accelerator. */
-    TU_PLAN(&p, SEED, "--comm_decode=full_layer");
-    assert_true(kvshard_plan_has_warning(p, KVSHARD_WARN_FULL_LAYER_DECODE));
-    assert_messages_whole(p);
-    kvshard_plan_free(p);
-    TU_PLAN(&p, "models/qwen3_5_35b_a3b.json", "--world_size=4", "--enable_layerwise_split=true",
-            "--layerwise_split_size=2", "--memory_per_rank=20GiB", "--context_length=32768",
-            "--comm_accelerator=bi_v100", "--comm_decode=full_layer");
-    assert_true(kvshard_plan_has_warning(p, KVSHARD_WARN_COMM_NO_WEIGHTS));
-    assert_messages_whole(p);
-    kvshard_plan_free(p);
+static void assumed_message_whole(void **state) {
+  (void)state;
+  kvshard_plan *p = NULL;
+  TU_PLAN(&p, SEED);
+  assert_string_equal(
+      tu_warning_message(p, KVSHARD_WARN_COMM_MECHANISM_ASSUMED),
+      "the split's mechanisms are the kvshard profile's (decode "
+      "owner_attention, prefill history_rows), published by the engine for "
+      "DSA models only and so assumed for this model: give comm_decode and "
+      "comm_prefill if it does otherwise");
+  assert_messages_whole(p);
+  kvshard_plan_free(p);
+  /* The longest of the others: full_layer with its bytes and the split
+   * losing throughput; no weights beside an accelerator. */
+  TU_PLAN(&p, SEED, "--comm_decode=full_layer");
+  assert_true(kvshard_plan_has_warning(p, KVSHARD_WARN_FULL_LAYER_DECODE));
+  assert_messages_whole(p);
+  kvshard_plan_free(p);
+  TU_PLAN(&p, "models/qwen3_5_35b_a3b.json", "--world_size=4",
+          "--enable_layerwise_split=true", "--layerwise_split_size=2",
+          "--memory_per_rank=20GiB", "--context_length=32768",
+          "--comm_accelerator=bi_v100", "--comm_decode=full_layer");
+  assert_true(kvshard_plan_has_warning(p, KVSHARD_WARN_COMM_NO_WEIGHTS));
+  assert_messages_whole(p);
+  kvshard_plan_free(p);
+}
+
+/* A latency has 1 to 9 decimals and is not negative; each refusal says
+ * which, and the command line's is bad usage. */
+static void latency_form(void **state) {
+  (void)state;
+  TU_REFUSED(KVSHARD_ERANGE,
+             "comm_link_latency: 0.0000000001 has more than 9 decimals",
+             SEED_PLAN, CUSTOM_LINK, "--comm_link_latency=0.0000000001");
+  TU_REFUSED(KVSHARD_ERANGE, "comm_link_latency: -1 is negative", SEED_PLAN,
+             CUSTOM_LINK, "--comm_link_latency=-1");
+  TU_REFUSED(KVSHARD_ERANGE, "comm_link_latency: -0.5 is negative", SEED_PLAN,
+             CUSTOM_LINK, "--comm_link_latency=-0.5");
+  TU_REFUSED(KVSHARD_ETYPE, "expected a decimal", SEED_PLAN, CUSTOM_LINK,
+             "--comm_link_latency=-x");
+  /* Nine decimals are read. */
+  kvshard_plan *p = NULL;
+  TU_PLAN(&p, SEED_PLAN, CUSTOM_LINK, "--comm_link_latency=0.000000001");
+  kvshard_plan_free(p);
+  char *out = NULL, *errs = NULL;
+  int status = cli_qwen("plan",
+                        "--world_size=4 "
+                        "--comm_link=custom --comm_link_bandwidth=24GB "
+                        "--comm_link_latency=0.0000000001",
+                        &out, &errs);
+  assert_int_equal(status, 2);
+  tu_assert_contains(errs, "has more than 9 decimals");
+  free(out);
+  free(errs);
 }
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(assumed_message_whole),
+        cmocka_unit_test(latency_form),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
