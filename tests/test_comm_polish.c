@@ -99,11 +99,56 @@ static void latency_form(void **state) {
   free(out);
   free(errs);
 }
+
+/* fit decodes each row's own sequences: a batch is refused by name, exit 2
+ * from the command line and 1 from a file. */
+static void fit_refuses_batch(void **state) {
+  (void)state;
+  char *path = tu_example_path("models/qwen3_5_35b_a3b.json");
+  kvshard_deployment *dep = NULL;
+  kvshard_error err;
+  tu_assert_ok(kvshard_deployment_load_file(&dep, path, NULL, &err), &err);
+  free(path);
+  const char *args[] = {"--device_memory=32GiB", "--context_length=32768",
+                        "--comm_accelerator=bi_v100", "--comm_batch=64"};
+  tu_assert_ok(kvshard_deployment_apply_args(dep, 4, args, 0, &err), &err);
+  kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
+  fo.gpus = 4;
+  kvshard_fit *f = NULL;
+  assert_int_equal(kvshard_deployment_fit(&f, dep, &fo, &err), KVSHARD_ERANGE);
+  assert_null(f);
+  tu_assert_contains(err.message,
+                     "comm_batch: 64 is not a fit input: each fit row decodes "
+                     "its own sequences a replica");
+  kvshard_deployment_free(dep);
+
+  char *out = NULL, *errs = NULL;
+  int status = cli_qwen(
+      "fit",
+      "--gpus=4 --device_memory=32GiB "
+      "--context_length=32768 --comm_accelerator=bi_v100 --comm_batch=64",
+      &out, &errs);
+  assert_int_equal(status, 2);
+  tu_assert_contains(errs, "comm_batch: 64 is not a fit input");
+  free(out);
+  free(errs);
+  char *file = tu_data_path("deploy/comm_fit_batch.yaml");
+  char command[1024];
+  snprintf(command, sizeof command, "%s --gpus=4 --device_memory=32GiB", file);
+  free(file);
+  status = tu_cli("fit", command, &out, &errs);
+  assert_int_equal(status, 1);
+  tu_assert_contains(errs, "comm_fit_batch.yaml:10:10: ");
+  tu_assert_contains(errs, "comm_batch: 64 is not a fit input");
+  free(out);
+  free(errs);
+}
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(assumed_message_whole),
         cmocka_unit_test(latency_form),
+        cmocka_unit_test(fit_refuses_batch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
