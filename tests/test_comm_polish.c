@@ -143,12 +143,36 @@ static void fit_refuses_batch(void **state) {
   free(out);
   free(errs);
 }
+
+/* fit's priced table ends with the line compare writes under its own: the
+ * link and memory it assumes and where their figures come from. */
+static void fit_estimate_line(void **state) {
+  (void)state;
+  char *out = NULL, *errs = NULL;
+  int status =
+      cli_qwen("fit",
+               "--gpus=4 --device_memory=32GiB "
+               "--context_length=32768 --weights_total=69321223296 "
+               "--weights_experts=64424509440 --comm_accelerator=bi_v100",
+               &out, &errs);
+  assert_int_equal(status, 0);
+  tu_assert_contains(out, "\nranked by throughput (estimate: ");
+  /* bi_v100 implies pcie4x16: 24 GB/s, 15 us; its memory 1.2 TB/s. */
+  tu_assert_contains(
+      out, "\n\nestimate, not a measurement: link pcie4x16, 24 GB/s a "
+           "direction, \xce\xb1 15 \xc2\xb5s; bi_v100, 1.2 TB/s memory "
+           "(docs/comm.md: their sources, and what the estimate leaves "
+           "out)\n");
+  free(out);
+  free(errs);
+}
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(assumed_message_whole),
         cmocka_unit_test(latency_form),
         cmocka_unit_test(fit_refuses_batch),
+        cmocka_unit_test(fit_estimate_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
