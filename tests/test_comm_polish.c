@@ -166,6 +166,75 @@ static void fit_estimate_line(void **state) {
   free(out);
   free(errs);
 }
+
+/* full_layer on the seed: a step broadcasts ten pools of 197,493 x 16 x
+ * 1,024 B, 32,357,253,120 B, in 10 x 15 + 1,348,218.88 = 1,348,368.88 us,
+ * which overlaps the 43.86 ms base and binds the step: 96 / 1.34836888 s =
+ * 71.2 tokens/s. A prompt: 30 broadcasts, 97,071,759,360 B, 450 +
+ * 4,044,656.64 = 4,045,106.64 us. Milliseconds of four digits are grouped. */
+static void grouped_times(void **state) {
+  (void)state;
+  kvshard_plan *p = NULL;
+  TU_PLAN(&p, SEED, "--comm_decode=full_layer", "--comm_prefill=full_layer");
+  char *text = tu_plan_text(p);
+  tu_assert_contains(
+      text, "decode     96 sequences: 10 collectives, 32.36 GB on the busiest "
+            "link, 1,348.37 ms; base 43.86 ms (17.33 GB of weights, 35.30 GB "
+            "of KV and state); step 1,348.37 ms: 71 tokens/s\n");
+  tu_assert_contains(
+      text, "30 collectives, 97.07 GB, 4,045.11 ms for compute to hide\n");
+  free(text);
+  kvshard_plan_free(p);
+}
+
+/* A latency is shown as a decimal, never with an exponent. */
+static void latency_as_given(void **state) {
+  (void)state;
+  kvshard_plan *p = NULL;
+  TU_PLAN(&p, SEED_PLAN, CUSTOM_LINK, "--comm_link_latency=1234567");
+  char *text = tu_plan_text(p);
+  tu_assert_contains(text, "\xce\xb1 1234567 \xc2\xb5s (log2)");
+  free(text);
+  kvshard_plan_free(p);
+  TU_PLAN(&p, SEED_PLAN, CUSTOM_LINK, "--comm_link_latency=0.123456789");
+  text = tu_plan_text(p);
+  tu_assert_contains(text, "\xce\xb1 0.123456789 \xc2\xb5s (log2)");
+  free(text);
+  kvshard_plan_free(p);
+  /* Nine decimals are read, and shown as given. */
+  TU_PLAN(&p, SEED_PLAN, CUSTOM_LINK, "--comm_link_latency=0.000000001");
+  text = tu_plan_text(p);
+  tu_assert_contains(
+      text, "link custom: 24 GB/s a direction, \xce\xb1 0.000000001 \xc2\xb5s "
+            "(log2)\n");
+  free(text);
+  kvshard_plan_free(p);
+}
+
+/* One sequence: the all-gather 1 x 4 x 256 x 2 = 2,048 B and the broadcast
+ * of twice that, over 10 layers 61,440 B. Unsplit, nothing crosses a link:
+ * 0 B. */
+static void singular_and_zero(void **state) {
+  (void)state;
+  kvshard_plan *p = NULL;
+  TU_PLAN(&p, SEED, "--comm_batch=1");
+  char *text = tu_plan_text(p);
+  tu_assert_contains(
+      text, "decode     1 sequence: 20 collectives, 61.44 kB on the busiest "
+            "link, 0.30 ms;");
+  free(text);
+  kvshard_plan_free(p);
+  TU_PLAN(&p, "models/qwen3_5_35b_a3b.json", "--world_size=4",
+          "--memory_per_rank=20GiB", "--max_seqs=128", "--context_length=32768",
+          "--weights_total=69321223296", "--weights_experts=64424509440",
+          "--comm_accelerator=bi_v100");
+  text = tu_plan_text(p);
+  tu_assert_contains(
+      text, "decode     57 sequences: 0 collectives, 0 B on the busiest link, "
+            "0.00 ms;");
+  free(text);
+  kvshard_plan_free(p);
+}
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -173,6 +242,9 @@ int main(void)
         cmocka_unit_test(latency_form),
         cmocka_unit_test(fit_refuses_batch),
         cmocka_unit_test(fit_estimate_line),
+        cmocka_unit_test(grouped_times),
+        cmocka_unit_test(latency_as_given),
+        cmocka_unit_test(singular_and_zero),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
