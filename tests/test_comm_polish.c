@@ -235,6 +235,36 @@ static void singular_and_zero(void **state) {
   free(text);
   kvshard_plan_free(p);
 }
+
+/* Without a base step the hint names only what is missing. */
+static void hint_names_missing(void **state) {
+  (void)state;
+  kvshard_plan *p = NULL;
+  TU_PLAN(&p, SEED_PLAN, CUSTOM_LINK, "--comm_link_latency=15");
+  char *text = tu_plan_text(p);
+  tu_assert_contains(text,
+                     "0.55 ms; give --comm_accelerator for the base step\n");
+  free(text);
+  kvshard_plan_free(p);
+  TU_PLAN(&p, "models/qwen3_5_35b_a3b.json", "--world_size=4",
+          "--enable_layerwise_split=true", "--layerwise_split_size=2",
+          "--memory_per_rank=20GiB", "--max_seqs=128", "--context_length=32768",
+          "--comm_accelerator=bi_v100");
+  text = tu_plan_text(p);
+  tu_assert_contains(text, "0.55 ms; give the weights for the base step\n");
+  free(text);
+  kvshard_plan_free(p);
+  TU_PLAN(&p, "models/qwen3_5_35b_a3b.json", "--world_size=4",
+          "--enable_layerwise_split=true", "--layerwise_split_size=2",
+          "--memory_per_rank=20GiB", "--max_seqs=128", "--context_length=32768",
+          CUSTOM_LINK, "--comm_link_latency=15");
+  text = tu_plan_text(p);
+  tu_assert_contains(
+      text, "0.55 ms; give --comm_accelerator and the weights for the base "
+            "step\n");
+  free(text);
+  kvshard_plan_free(p);
+}
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -245,6 +275,7 @@ int main(void)
         cmocka_unit_test(grouped_times),
         cmocka_unit_test(latency_as_given),
         cmocka_unit_test(singular_and_zero),
+        cmocka_unit_test(hint_names_missing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,6 +4,7 @@
 
 #include "base/alloc.h"
 #include "explore/comm.h"
+#include "plan/deployment.h"
 #include "plan/queries.h"
 
 #include <locale.h>
@@ -380,7 +381,32 @@ static void text_inputs(kvshard__out *o, const kvshard_plan *plan, const kvshard
     kvshard_writer__out_raw(o, "\n");
 }
 
-static void text_decode(kvshard__out *o, const kvshard__comm *c)
+/* What the base step still needs, named: the inputs a plan without a step
+ * lacks, or the weights of some stage when every input is there. */
+static void step_hint(kvshard__out *o, const kvshard_plan *plan, const kvshard__comm *c)
+{
+    const char *missing[5];
+    size_t n = 0;
+    if (!c->has_accelerator || !c->hbm_bandwidth)
+        missing[n++] = "--comm_accelerator";
+    if (c->no_weights || (!c->has_accelerator && !kvshard_deployment__weights_given(plan)))
+        missing[n++] = "the weights";
+    if (!c->context_length)
+        missing[n++] = "a context length";
+    if (!c->has_batch)
+        missing[n++] = "--comm_batch";
+    if (c->split > 1 && !c->has_link)
+        missing[n++] = "a link";
+    if (!n)
+        missing[n++] = "the weights of every stage";
+    kvshard_writer__out_raw(o, "; give ");
+    for (size_t i = 0; i < n; i++)
+        kvshard_writer__out_printf(o, "%s%s", i == 0 ? "" : i + 1 == n ? " and " : ", ",
+                                   missing[i]);
+    kvshard_writer__out_raw(o, " for the base step\n");
+}
+
+static void text_decode(kvshard__out *o, const kvshard_plan *plan, const kvshard__comm *c)
 {
     kvshard_writer__out_raw(o, "decode     ");
     if (c->has_batch) {
@@ -398,8 +424,7 @@ static void text_decode(kvshard__out *o, const kvshard__comm *c)
         ms(o, c->decode.comm_us);
     }
     if (!c->has_step) {
-        kvshard_writer__out_raw(o, "; give --comm_accelerator, the weights and a context length "
-                                   "for the base step\n");
+        step_hint(o, plan, c);
         return;
     }
     kvshard_writer__out_raw(o, "; base ");
@@ -480,7 +505,7 @@ int kvshard_comm_out__text(kvshard__out *o, const kvshard_plan *plan)
     if (rc)
         return rc;
     text_inputs(o, plan, &c);
-    text_decode(o, &c);
+    text_decode(o, plan, &c);
     text_prefill(o, &c);
     /* What the floor leaves out, so that no one reads it as a measurement. */
     kvshard_writer__out_raw(o, "           leaves out: attention and MoE compute; tensor-parallel, "

@@ -54,6 +54,12 @@ static void add_warning(kvshard_plan *p, kvshard_warning_code code, const char *
     va_end(ap);
 }
 
+bool kvshard_deployment__weights_given(const kvshard_plan *p)
+{
+    return p->options.weights_total || p->options.weights_per_rank_count ||
+           p->device.source == KVSHARD__WEIGHTS_SAFETENSORS;
+}
+
 /* The warnings of the comm: inputs that the plan alone decides. */
 static void comm_warnings(kvshard_plan *p)
 {
@@ -90,9 +96,7 @@ static void comm_warnings(kvshard_plan *p)
                         "decode full_layer: a decode step moves the whole pool of every split "
                         "layer, however few sequences run");
     }
-    bool weights = p->options.weights_total || p->options.weights_per_rank_count ||
-                   p->device.source == KVSHARD__WEIGHTS_SAFETENSORS;
-    if ((c->accelerator || c->hbm_bandwidth) && !weights)
+    if ((c->accelerator || c->hbm_bandwidth) && !kvshard_deployment__weights_given(p))
         add_warning(p, KVSHARD_WARN_COMM_NO_WEIGHTS,
                     "an accelerator is given but no weights: the decode base step and the "
                     "throughput need weights_per_rank, weights_total (with weights_experts) or "
