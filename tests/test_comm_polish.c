@@ -265,17 +265,42 @@ static void hint_names_missing(void **state) {
   free(text);
   kvshard_plan_free(p);
 }
-int main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(assumed_message_whole),
-        cmocka_unit_test(latency_form),
-        cmocka_unit_test(fit_refuses_batch),
-        cmocka_unit_test(fit_estimate_line),
-        cmocka_unit_test(grouped_times),
-        cmocka_unit_test(latency_as_given),
-        cmocka_unit_test(singular_and_zero),
-        cmocka_unit_test(hint_names_missing),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+
+/* A batch above the plan's 96 sequences runs as 96; the JSON keeps its
+ * source, given, and the text says it was capped. */
+static void capped_batch(void **state) {
+  (void)state;
+  kvshard_plan *p = NULL;
+  TU_PLAN(&p, SEED, "--comm_batch=1000");
+  char *text = tu_plan_text(p);
+  tu_assert_contains(
+      text, "decode     96 sequences (1,000 given, capped at the 96 the plan "
+            "holds): 20 collectives, 5.90 MB on the busiest link, 0.55 ms;");
+  free(text);
+  char *json = tu_plan_json(p);
+  tu_assert_contains(json,
+                     "\"decode\": {\"batch\": 96, \"batch_source\": \"given\"");
+  free(json);
+  kvshard_plan_free(p);
+  /* A batch within the plan's is not remarked on. */
+  TU_PLAN(&p, SEED, "--comm_batch=96");
+  text = tu_plan_text(p);
+  tu_assert_contains(text, "decode     96 sequences: 20 collectives");
+  free(text);
+  kvshard_plan_free(p);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(assumed_message_whole),
+      cmocka_unit_test(latency_form),
+      cmocka_unit_test(fit_refuses_batch),
+      cmocka_unit_test(fit_estimate_line),
+      cmocka_unit_test(grouped_times),
+      cmocka_unit_test(latency_as_given),
+      cmocka_unit_test(singular_and_zero),
+      cmocka_unit_test(hint_names_missing),
+      cmocka_unit_test(capped_batch),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
 }

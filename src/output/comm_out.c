@@ -411,7 +411,16 @@ static void text_decode(kvshard__out *o, const kvshard_plan *plan, const kvshard
     kvshard_writer__out_raw(o, "decode     ");
     if (c->has_batch) {
         kvshard_writer__out_grouped(o, c->batch);
-        kvshard_writer__out_raw(o, c->batch == 1 ? " sequence: " : " sequences: ");
+        kvshard_writer__out_raw(o, c->batch == 1 ? " sequence" : " sequences");
+        /* A given batch above what the plan holds runs as the plan's. */
+        if (c->batch_given && plan->comm.batch > c->batch) {
+            kvshard_writer__out_raw(o, " (");
+            kvshard_writer__out_grouped(o, plan->comm.batch);
+            kvshard_writer__out_raw(o, " given, capped at the ");
+            kvshard_writer__out_grouped(o, c->batch);
+            kvshard_writer__out_raw(o, " the plan holds)");
+        }
+        kvshard_writer__out_raw(o, ": ");
     }
     kvshard_writer__out_grouped(o, c->decode.collectives);
     kvshard_writer__out_raw(o, " collectives");
