@@ -1085,6 +1085,15 @@ static int fit_create(kvshard_fit **out, const kvshard_model *model, const kvsha
         diag->option = "gpus_per_node";
         return rc;
     }
+    /* Each fit row decodes its own sequences a replica, so a batch given
+     * would be silently ignored: it is refused by name instead. */
+    if (rc == KVSHARD_OK && !one_layout && comm && comm->batch) {
+        diag->option = "comm_batch";
+        return kvshard_error__fail(diag->err, KVSHARD_ERANGE, "", kvshard_error__no_mark,
+                                   "comm_batch: %u is not a fit input: each fit row decodes its "
+                                   "own sequences a replica (give the batch to plan or compare)",
+                                   comm->batch);
+    }
     /* Before the profile settles anything: a profile that does not say how
      * its engine is fitted is refused, whatever its inputs. */
     s.engine = rc == KVSHARD_OK && !s.base.profile->device.utilization_ppb;

@@ -4,10 +4,13 @@
 
 #include "base/alloc.h"
 #include "explore/comm.h"
+#include "plan/deployment.h"
 #include "plan/queries.h"
 
+#include <locale.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- JSON --------------------------------------------------------------------------- */
@@ -245,7 +248,8 @@ int kvshard_comm_out__json(kvshard__out *o, const kvshard_plan *plan)
 
 /* ---- text --------------------------------------------------------------------------- */
 
-/* Bytes on links and rates in decimal units, as vendors state them. */
+/* Bytes on links and rates in decimal units, as vendors state them; below
+ * a kilobyte whole bytes ("0 B"), as every size kvshard writes. */
 static void decimal_bytes(kvshard__out *o, double v, const char *suffix)
 {
     static const char *const units[] = {"B", "kB", "MB", "GB", "TB", "PB"};
@@ -254,7 +258,46 @@ static void decimal_bytes(kvshard__out *o, double v, const char *suffix)
         v /= 1000.0;
         u++;
     }
-    kvshard_writer__out_printf(o, "%.2f %s%s", v, units[u], suffix);
+    kvshard_writer__out_printf(o, u ? "%.2f %s%s" : "%.0f %s%s", v, units[u], suffix);
+}
+
+/* `text` as printf wrote a fixed-point number, its whole part grouped by
+ * thousands and its point '.' whatever the locale: 1348.37 -> "1,348.37". */
+static void grouped_fixed(char *buf, size_t cap, const char *text)
+{
+    const char *digits = text[0] == '-' ? text + 1 : text;
+    size_t whole = strspn(digits, "0123456789");
+    char grouped[32];
+    kvshard_format__grouped_text(grouped, sizeof grouped, strtoull(digits, NULL, 10));
+    snprintf(buf, cap, "%s%s%s%s", digits == text ? "" : "-", grouped,
+             digits[whole] ? "." : "", digits[whole] ? digits + whole + 1 : "");
+}
+
+/* Microseconds as milliseconds with two decimals, grouped: "1,348.37 ms". */
+static void ms_text(char *buf, size_t cap, double us)
+{
+    char text[48];
+    snprintf(text, sizeof text, "%.2f", us / 1000.0);
+    grouped_fixed(buf, cap, text);
+    size_t n = strlen(buf);
+    snprintf(buf + n, cap - n, " ms");
+}
+
+/* A link's latency as it was given: the fewest decimals (at most the 9 a
+ * latency may have) that read back as the same double, never an exponent. */
+static void latency_text(char *buf, size_t cap, double us)
+{
+    char text[48] = "";
+    for (int decimals = 0; decimals <= 9; decimals++) {
+        snprintf(text, sizeof text, "%.*f", decimals, us);
+        if (strtod(text, NULL) == us)
+            break;
+    }
+    const char *point = localeconv()->decimal_point;
+    char *at = point && point[0] && point[0] != '.' ? strchr(text, point[0]) : NULL;
+    if (at)
+        *at = '.';
+    snprintf(buf, cap, "%s", text);
 }
 
 static void rate(kvshard__out *o, uint64_t bytes_per_s)
@@ -273,7 +316,9 @@ void kvshard_comm_out__sources(kvshard__out *o, const kvshard_comm_estimate *e)
 {
     kvshard_writer__out_printf(o, "estimate, not a measurement: link %s, ", e->link_name);
     rate(o, e->link_bandwidth);
-    kvshard_writer__out_printf(o, " a direction, \xce\xb1 %g \xc2\xb5s; %s, ", e->link_latency_us,
+    char alpha[48];
+    latency_text(alpha, sizeof alpha, e->link_latency_us);
+    kvshard_writer__out_printf(o, " a direction, \xce\xb1 %s \xc2\xb5s; %s, ", alpha,
                                e->accelerator_name);
     rate(o, e->hbm_bandwidth);
     kvshard_writer__out_raw(o, " memory (docs/comm.md: their sources, and what the estimate "
@@ -282,7 +327,9 @@ void kvshard_comm_out__sources(kvshard__out *o, const kvshard_comm_estimate *e)
 
 static void ms(kvshard__out *o, double us)
 {
-    kvshard_writer__out_printf(o, "%.2f ms", us / 1000.0);
+    char text[64];
+    ms_text(text, sizeof text, us);
+    kvshard_writer__out_raw(o, text);
 }
 
 static void tokens_per_s(kvshard__out *o, double v)
@@ -297,7 +344,7 @@ void kvshard_comm_out__row_cells(kvshard__out *o, const kvshard_comm_estimate *e
     if (e->given && e->has_step)
         kvshard_format__grouped_text(tput, sizeof tput, (uint64_t)llround(e->throughput_total));
     if (e->given && e->has_decode_time)
-        snprintf(comm, sizeof comm, "%.2f ms", e->decode_comm_us / 1000.0);
+        ms_text(comm, sizeof comm, e->decode_comm_us);
     kvshard_writer__out_printf(o, notes ? "%-9s %-10s " : "%-9s %s", tput, comm);
 }
 
@@ -319,8 +366,10 @@ static void text_inputs(kvshard__out *o, const kvshard_plan *plan, const kvshard
         kvshard_writer__out_printf(o, "link %s: ", c->link_name);
         rate(o, c->link_bandwidth);
         static const char *const rules[] = {"log2", "linear", "flat"};
-        kvshard_writer__out_printf(o, " a direction, \xce\xb1 %g \xc2\xb5s (%s)",
-                                   c->link_latency_us, rules[c->alpha_rule]);
+        char alpha[48];
+        latency_text(alpha, sizeof alpha, c->link_latency_us);
+        kvshard_writer__out_printf(o, " a direction, \xce\xb1 %s \xc2\xb5s (%s)", alpha,
+                                   rules[c->alpha_rule]);
     } else {
         kvshard_writer__out_raw(o, "no link: give --comm_link or --comm_accelerator for times");
     }
@@ -332,12 +381,46 @@ static void text_inputs(kvshard__out *o, const kvshard_plan *plan, const kvshard
     kvshard_writer__out_raw(o, "\n");
 }
 
-static void text_decode(kvshard__out *o, const kvshard__comm *c)
+/* What the base step still needs, named: the inputs a plan without a step
+ * lacks, or the weights of some stage when every input is there. */
+static void step_hint(kvshard__out *o, const kvshard_plan *plan, const kvshard__comm *c)
+{
+    const char *missing[5];
+    size_t n = 0;
+    if (!c->has_accelerator || !c->hbm_bandwidth)
+        missing[n++] = "--comm_accelerator";
+    if (c->no_weights || (!c->has_accelerator && !kvshard_deployment__weights_given(plan)))
+        missing[n++] = "the weights";
+    if (!c->context_length)
+        missing[n++] = "a context length";
+    if (!c->has_batch)
+        missing[n++] = "--comm_batch";
+    if (c->split > 1 && !c->has_link)
+        missing[n++] = "a link";
+    if (!n)
+        missing[n++] = "the weights of every stage";
+    kvshard_writer__out_raw(o, "; give ");
+    for (size_t i = 0; i < n; i++)
+        kvshard_writer__out_printf(o, "%s%s", i == 0 ? "" : i + 1 == n ? " and " : ", ",
+                                   missing[i]);
+    kvshard_writer__out_raw(o, " for the base step\n");
+}
+
+static void text_decode(kvshard__out *o, const kvshard_plan *plan, const kvshard__comm *c)
 {
     kvshard_writer__out_raw(o, "decode     ");
     if (c->has_batch) {
         kvshard_writer__out_grouped(o, c->batch);
-        kvshard_writer__out_raw(o, " sequences: ");
+        kvshard_writer__out_raw(o, c->batch == 1 ? " sequence" : " sequences");
+        /* A given batch above what the plan holds runs as the plan's. */
+        if (c->batch_given && plan->comm.batch > c->batch) {
+            kvshard_writer__out_raw(o, " (");
+            kvshard_writer__out_grouped(o, plan->comm.batch);
+            kvshard_writer__out_raw(o, " given, capped at the ");
+            kvshard_writer__out_grouped(o, c->batch);
+            kvshard_writer__out_raw(o, " the plan holds)");
+        }
+        kvshard_writer__out_raw(o, ": ");
     }
     kvshard_writer__out_grouped(o, c->decode.collectives);
     kvshard_writer__out_raw(o, " collectives");
@@ -350,8 +433,7 @@ static void text_decode(kvshard__out *o, const kvshard__comm *c)
         ms(o, c->decode.comm_us);
     }
     if (!c->has_step) {
-        kvshard_writer__out_raw(o, "; give --comm_accelerator, the weights and a context length "
-                                   "for the base step\n");
+        step_hint(o, plan, c);
         return;
     }
     kvshard_writer__out_raw(o, "; base ");
@@ -366,7 +448,7 @@ static void text_decode(kvshard__out *o, const kvshard__comm *c)
     if (c->has_unsplit) {
         kvshard_writer__out_raw(o, "           unsplit: ");
         kvshard_writer__out_grouped(o, c->unsplit_batch);
-        kvshard_writer__out_raw(o, " sequences, ");
+        kvshard_writer__out_raw(o, c->unsplit_batch == 1 ? " sequence, " : " sequences, ");
         ms(o, c->unsplit_step_us);
         kvshard_writer__out_raw(o, " a step, ");
         tokens_per_s(o, c->unsplit_throughput);
@@ -432,7 +514,7 @@ int kvshard_comm_out__text(kvshard__out *o, const kvshard_plan *plan)
     if (rc)
         return rc;
     text_inputs(o, plan, &c);
-    text_decode(o, &c);
+    text_decode(o, plan, &c);
     text_prefill(o, &c);
     /* What the floor leaves out, so that no one reads it as a measurement. */
     kvshard_writer__out_raw(o, "           leaves out: attention and MoE compute; tensor-parallel, "

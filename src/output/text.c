@@ -815,6 +815,15 @@ int kvshard_fit_write_text(const kvshard_fit *fit, size_t top, kvshard_write_fn 
     if (fit->fitting > shown)
         kvshard_writer__out_printf(&o, "... %zu more layouts fit (all rows: --format=json)\n",
                             fit->fitting - shown);
+    /* The priced table says what link and memory it assumes, as compare's. */
+    for (size_t i = 0; by_throughput && i < fit->fitting; i++) {
+        const kvshard_comm_estimate *e = &fit->rows[i].comm;
+        if (e->given && e->has_link && e->has_accelerator) {
+            kvshard_writer__out_raw(&o, "\n");
+            kvshard_comm_out__sources(&o, e);
+            break;
+        }
+    }
     size_t weights = 0, state = 0;
     for (size_t i = fit->fitting; i < fit->count; i++)
         fit->rows[i].reason == KVSHARD_EDOESNOTFIT ? weights++ : state++;

@@ -76,6 +76,12 @@ static void add_joined_warning(kvshard_plan *p, kvshard_warning_code code, const
     *at = '\0';
 }
 
+bool kvshard_deployment__weights_given(const kvshard_plan *p)
+{
+    return p->options.weights_total || p->options.weights_per_rank_count ||
+           p->device.source == KVSHARD__WEIGHTS_SAFETENSORS;
+}
+
 /* The warnings of the comm: inputs that the plan alone decides. */
 static void comm_warnings(kvshard_plan *p)
 {
@@ -96,8 +102,8 @@ static void comm_warnings(kvshard_plan *p)
             kvshard_options__comm_mechanism_name(decode),
             ", prefill ",
             kvshard_options__comm_mechanism_name(c->prefill ? c->prefill : prof->comm.prefill),
-            "); the engine has published them for DSA models only, so for this model they are "
-            "assumed: give comm_decode and comm_prefill if the engine does otherwise"};
+            "), published by the engine for DSA models only and so assumed for this model: "
+            "give comm_decode and comm_prefill if it does otherwise"};
         add_joined_warning(p, KVSHARD_WARN_COMM_MECHANISM_ASSUMED, parts,
                            sizeof parts / sizeof *parts);
     }
@@ -119,9 +125,7 @@ static void comm_warnings(kvshard_plan *p)
                         "decode full_layer: a decode step moves the whole pool of every split "
                         "layer, however few sequences run");
     }
-    bool weights = p->options.weights_total || p->options.weights_per_rank_count ||
-                   p->device.source == KVSHARD__WEIGHTS_SAFETENSORS;
-    if ((c->accelerator || c->hbm_bandwidth) && !weights)
+    if ((c->accelerator || c->hbm_bandwidth) && !kvshard_deployment__weights_given(p))
         add_warning(p, KVSHARD_WARN_COMM_NO_WEIGHTS,
                     "an accelerator is given but no weights: the decode base step and the "
                     "throughput need weights_per_rank, weights_total (with weights_experts) or "

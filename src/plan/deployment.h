@@ -22,6 +22,11 @@ int kvshard_deployment__check_comm(kvshard_plan *p, kvshard_diag__ctx *diag);
 int kvshard_deployment__attach_comm(kvshard_plan *p, const kvshard__comm_inputs *comm,
                                     const kvshard_model *model, kvshard_diag__ctx *diag);
 
+/* Whether plan `p` has a source of its weights (weights_total,
+ * weights_per_rank or the model's safetensors files): the decode base step
+ * reads them. */
+bool kvshard_deployment__weights_given(const kvshard_plan *p);
+
 /* Whether the deployment was given any comm input, in its file or as a
  * flag: only then are its plans, comparisons and fits priced. */
 bool kvshard_deployment__comm_given(const kvshard_deployment *deployment);

@@ -188,6 +188,34 @@ int kvshard_value__check(const kvshard_value__def *def, kvshard_value v, kvshard
     return check(def, v, NULL, 0, "", kvshard_error__no_mark, err);
 }
 
+/* Most decimals a link latency may have: it is read to the nanosecond, so a
+ * longer one would be rounded rather than taken as given. */
+#define LATENCY_DECIMALS_MAX 9
+
+/* What a decimal's text says before it is read: a sign makes it negative,
+ * which is out of range rather than a wrong type. A decimal that may be 0
+ * is a link's latency (decimal_ok), whose decimals are at most
+ * LATENCY_DECIMALS_MAX; an engine's decimals keep the engine's reading. */
+static int decimal_form(const kvshard_value__def *d, const char *text, size_t len,
+                        const char *source, kvshard__mark mark, kvshard_error *err)
+{
+    double unused;
+    if (len > 1 && text[0] == '-' && kvshard_scalar__scan_decimal(&unused, text + 1, len - 1))
+        return kvshard_error__fail(err, KVSHARD_ERANGE, source, mark,
+                                   "%s: %.*s is negative; expected a decimal %s 0 and at most "
+                                   "%llu",
+                                   d->name, SHOWN(len), text, d->unset_ok ? "from" : "above",
+                                   (unsigned long long)d->max);
+    const char *point = memchr(text, '.', len);
+    if (d->unset_ok && point && (size_t)(text + len - point - 1) > LATENCY_DECIMALS_MAX)
+        return kvshard_error__fail(err, KVSHARD_ERANGE, source, mark,
+                                   "%s: %.*s has more than %d decimals; expected a decimal from "
+                                   "0 and at most %llu with at most %d",
+                                   d->name, SHOWN(len), text, LATENCY_DECIMALS_MAX,
+                                   (unsigned long long)d->max, LATENCY_DECIMALS_MAX);
+    return KVSHARD_OK;
+}
+
 static bool equal_nocase(const char *text, size_t len, const char *expected)
 {
     if (strlen(expected) != len)
@@ -466,6 +494,11 @@ int kvshard_value__parse(kvshard_value *out, const kvshard_value__def *d, const 
     }
     case KVSHARD__VT_FRACTION:
     case KVSHARD__VT_DECIMAL:
+        if (d->type == KVSHARD__VT_DECIMAL && style != KVSHARD__VALUE_QUOTED) {
+            int rc = decimal_form(d, text, len, source, mark, err);
+            if (rc)
+                return rc;
+        }
         if (style == KVSHARD__VALUE_QUOTED || !kvshard_scalar__scan_decimal(&v.d, text, len))
             return kvshard_error__fail(err, KVSHARD_ETYPE, source, mark,
                                  "%s: expected %s, found %s\"%.*s\"", d->name,

@@ -12,7 +12,7 @@ typedef enum kvshard_value__type {
     KVSHARD__VT_BOOL,     /* true or false (flags: 1/0, yes/no, t/f, y/n too) */
     KVSHARD__VT_WORD,     /* one of `words` */
     KVSHARD__VT_FRACTION, /* a decimal above 0 and at most 1 */
-    KVSHARD__VT_DECIMAL,  /* a decimal above 0 and at most `max` */
+    KVSHARD__VT_DECIMAL,  /* a decimal above 0 and at most `max` (a latency: from 0, 9 decimals) */
     KVSHARD__VT_TEXT,     /* printable text of at most KVSHARD__VALUE_TEXT_MAX - 1 bytes */
     KVSHARD__VT_OBJECT,   /* a JSON object of which `fields` are read */
     /* A byte count, or one a pipeline stage: "40GiB,38GiB" (a file may
