@@ -72,7 +72,8 @@ static void assert_assumed(const char *engine_flag, const char *prefill_flag, co
     const char *got = tu_warning_message(p, KVSHARD_WARN_COMM_MECHANISM_ASSUMED);
     assert_non_null(got);
     assert_string_equal(got, want);
-    assert_int_equal(strlen(got), 239);
+    /* Whole: shorter than the message room, nothing cut. */
+    assert_true(strlen(got) < 239);
     kvshard_plan_free(p);
 }
 
@@ -81,20 +82,23 @@ static void mechanism_assumed_text(void **state)
     (void)state;
     assert_assumed("--engine=kvshard", NULL,
                    "the split's mechanisms are the kvshard profile's (decode owner_attention, "
-                   "prefill history_rows); the engine has published them for DSA models only, "
-                   "so for this model they are assumed: give comm_decode and comm_prefill if "
-                   "the engine does ot");
+                   "prefill history_rows),"
+                   " published by the engine for DSA models only and so assumed for this "
+                   "model: give "
+                   "comm_decode and comm_prefill if it does otherwise");
     assert_assumed("--engine=xllm", NULL,
                    "the split's mechanisms are the xllm profile's (decode owner_attention, "
-                   "prefill history_rows); the engine has published them for DSA models only, "
-                   "so for this model they are assumed: give comm_decode and comm_prefill if "
-                   "the engine does other");
+                   "prefill history_rows),"
+                   " published by the engine for DSA models only and so assumed for this "
+                   "model: give "
+                   "comm_decode and comm_prefill if it does otherwise");
     /* A given prefill is named beside the profile's decode. */
     assert_assumed("--engine=kvshard", "--comm_prefill=full_layer",
                    "the split's mechanisms are the kvshard profile's (decode owner_attention, "
-                   "prefill full_layer); the engine has published them for DSA models only, so "
-                   "for this model they are assumed: give comm_decode and comm_prefill if the "
-                   "engine does othe");
+                   "prefill full_layer),"
+                   " published by the engine for DSA models only and so assumed for this "
+                   "model: give "
+                   "comm_decode and comm_prefill if it does otherwise");
 }
 
 int main(void)

@@ -48,10 +48,10 @@ static void seed_full_layer_received(void **state)
      * 4,045,106.64 us (4045.11 ms), which only its compute could hide. */
     char *text = tu_plan_text(p);
     tu_assert_contains(text, "decode     96 sequences: 10 collectives, 32.36 GB on the busiest "
-                             "link, 1348.37 ms; base 43.86 ms (17.33 GB of weights, 35.30 GB of "
-                             "KV and state); step 1348.37 ms: 71 tokens/s\n");
+                             "link, 1,348.37 ms; base 43.86 ms (17.33 GB of weights, 35.30 GB of "
+                             "KV and state); step 1,348.37 ms: 71 tokens/s\n");
     tu_assert_contains(text, "the split gives 0.04x the throughput for 1.68x the sequences\n");
-    tu_assert_contains(text, "30 collectives, 97.07 GB, 4045.11 ms for compute to hide\n");
+    tu_assert_contains(text, "30 collectives, 97.07 GB, 4,045.11 ms for compute to hide\n");
     free(text);
     kvshard_plan_free(p);
 }
