@@ -197,11 +197,15 @@ static int parse(request *r, int argc, char **argv)
                              NULL);
             r->output = v;
         } else if ((v = value_of("--context_length", argc, argv, &i, &missing)) || missing) {
-            if (!count(&r->context_length, v, 1, UINT32_MAX))
-                return usage("transfer_usage",
-                             "--context_length takes a count of tokens from 1, "
-                             "not",
-                             v ? v : "''");
+            /* The plan's range, so that every length a side plans is one
+             * a request may have. */
+            if (!count(&r->context_length, v, 1, KVSHARD_MAX_CONTEXT_LENGTH)) {
+                char message[96];
+                snprintf(message, sizeof message,
+                         "--context_length takes a count of tokens from 1 to %u, not",
+                         KVSHARD_MAX_CONTEXT_LENGTH);
+                return usage("transfer_usage", message, v ? v : "''");
+            }
         } else if ((v = value_of("--nic", argc, argv, &i, &missing)) || missing) {
             if (!v)
                 return usage("transfer_nic", "--nic needs a preset or a rate", NULL);

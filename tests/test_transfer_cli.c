@@ -1,0 +1,56 @@
+/* kvshard transfer's command line: each bad value is refused with the
+ * whole of its range and the right error name and exit status (2 for a
+ * value that does not parse, 1 for a refused plan). */
+#include "test_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define QWEN KVSHARD_EXAMPLES "/models/qwen3_5_35b_a3b.json"
+#define PAIR "'" QWEN "' '" QWEN "' --p.world_size=2 --d.world_size=4 "
+
+/* The command's exit status and the first line of its standard error; no
+ * document is written. */
+static void assert_refused(const char *command, const char *args, int status,
+                           const char *first_line)
+{
+    char *out = NULL, *err = NULL;
+    int got = tu_cli(command, args, &out, &err);
+    const char *newline = strchr(err, '\n');
+    size_t len = newline ? (size_t)(newline - err) : strlen(err);
+    if (got != status || len != strlen(first_line) || strncmp(err, first_line, len) != 0)
+        fail_msg("%s %s: exit %d (expected %d), stderr:\n%s", command, args, got, status, err);
+    assert_string_equal(out, "");
+    free(out);
+    free(err);
+}
+
+/* The request length has the plan's range, 1 to 2^30 tokens, and says it. */
+static void test_context_length_range(void **state)
+{
+    (void)state;
+    assert_refused("transfer", PAIR "--context_length=99999999999", 2,
+                   "kvshard: transfer: transfer_usage: --context_length takes a count of tokens "
+                   "from 1 to 1073741824, not 99999999999");
+    assert_refused("transfer", PAIR "--context_length=1073741825", 2,
+                   "kvshard: transfer: transfer_usage: --context_length takes a count of tokens "
+                   "from 1 to 1073741824, not 1073741825");
+    assert_refused("transfer", PAIR "--context_length=0", 2,
+                   "kvshard: transfer: transfer_usage: --context_length takes a count of tokens "
+                   "from 1 to 1073741824, not 0");
+    /* The top of the range plans: 20,480 B/token unique over 2^30 tokens. */
+    char *out = NULL, *err = NULL;
+    assert_int_equal(tu_cli("transfer", PAIR "--context_length=1073741824", &out, &err), 0);
+    tu_assert_contains(out, "request    1,073,741,824 tokens");
+    free(out);
+    free(err);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_context_length_range),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
