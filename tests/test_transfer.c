@@ -533,8 +533,8 @@ static void test_command_errors(void **state)
          "kvshard: transfer: transfer_usage: a side's flag is --p.KEY=VALUE or --d.KEY=VALUE, "
          "not --p.world_size\n"},
         {"'" QWEN "' '" QWEN "' --context_length=0", 2,
-         "kvshard: transfer: transfer_usage: --context_length takes a count of tokens from 1, "
-         "not 0\n"},
+         "kvshard: transfer: transfer_usage: --context_length takes a count of tokens from 1 to "
+         "1073741824, not 0\n"},
         {"'" QWEN "' '" QWEN "' --nic=fast", 2,
          "kvshard: transfer: transfer_nic: --nic is "
          "neither a preset (ndr400, xdr800, hdr200, "
