@@ -47,10 +47,25 @@ static void test_context_length_range(void **state)
     free(err);
 }
 
+/* A NIC so slow that the busiest rank's time passes 64 bits of microseconds
+ * is a range error naming the time, the bytes and the rate; exit 1, the
+ * value parses. Busiest: P rank 0 sends 20,480 B/token x 2^30 tokens +
+ * 2 x 16,097,280 B of state = 21,990,264,750,080 B; over 1 B/s that is
+ * 2.2e19 us, past 2^64 - 1 = 1.8e19. */
+static void test_time_past_64_bits(void **state)
+{
+    (void)state;
+    assert_refused("transfer", PAIR "--context_length=1073741824 --nic=1", 1,
+                   "kvshard: transfer: the transfer's time is out of range: the busiest rank's "
+                   "21,990,264,750,080 B over --nic 1 (1 B/s) take more than 2^64 - 1 \xc2\xb5s; "
+                   "a faster --nic or a shorter --context_length");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_context_length_range),
+        cmocka_unit_test(test_time_past_64_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
