@@ -61,11 +61,29 @@ static void test_time_past_64_bits(void **state)
                    "a faster --nic or a shorter --context_length");
 }
 
+/* A key a side's plan does not know is bad usage of transfer: named
+ * transfer_usage, with the flag as given, side and all. */
+static void test_unknown_side_key(void **state)
+{
+    (void)state;
+    assert_refused("transfer", PAIR "--p.frob=1", 2,
+                   "kvshard: transfer: transfer_usage: P: command line --p.frob: unknown flag "
+                   "--p.frob: the kvshard profile has no such flag");
+    assert_refused("transfer", PAIR "--d.world_sise=2", 2,
+                   "kvshard: transfer: transfer_usage: D: command line --d.world_sise: unknown "
+                   "flag --d.world_sise: did you mean --d.world_size?");
+    /* A value that does not parse stays the side's plan error, 2. */
+    assert_refused("transfer", PAIR "--d.world_size=x", 2,
+                   "kvshard: transfer: D: command line --d.world_size: world_size: expected an "
+                   "integer, found \"x\"");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_context_length_range),
         cmocka_unit_test(test_time_past_64_bits),
+        cmocka_unit_test(test_unknown_side_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
