@@ -78,12 +78,51 @@ static void test_unknown_side_key(void **state)
                    "integer, found \"x\"");
 }
 
+/* The whole of standard error, the exit status and no document. */
+static void assert_said(const char *command, const char *args, int status, const char *said)
+{
+    char *out = NULL, *err = NULL;
+    int got = tu_cli(command, args, &out, &err);
+    if (got != status || strcmp(err, said) != 0)
+        fail_msg("%s %s: exit %d (expected %d), stderr:\n%s", command, args, got, status, err);
+    assert_string_equal(out, "");
+    free(out);
+    free(err);
+}
+
+/* --rank of compare and fit: a flag without its value says which values it
+ * takes, a bad value points at the command's help (2), and what
+ * --rank=throughput lacks is located at the flag, a refusal (1). */
+static void test_rank_flag(void **state)
+{
+    (void)state;
+    assert_said("compare", "'" QWEN "' --world_size=2 --rank", 2,
+                "kvshard: --rank needs a value: --rank=auto, --rank=capacity or "
+                "--rank=throughput\nTry 'kvshard help compare'.\n");
+    assert_said("compare", "'" QWEN "' --world_size=2 --rank=bogus", 2,
+                "kvshard: comm_value: --rank takes auto, capacity or throughput, not 'bogus'\n"
+                "Try 'kvshard help compare'.\n");
+    assert_said("fit", "'" QWEN "' --gpus=4 --device_memory=80GB --rank=bogus", 2,
+                "kvshard: comm_value: --rank takes auto, capacity or throughput, not 'bogus'\n"
+                "Try 'kvshard help fit'.\n");
+    assert_said("compare", "'" QWEN "' --world_size=2 --rank=throughput", 1,
+                "command line --rank: comm_input_missing: --rank=throughput needs an "
+                "accelerator (comm_accelerator or comm_hbm_bandwidth)\n");
+    assert_said("fit",
+                "'" QWEN "' --gpus=4 --device_memory=80GB --weights_total=1GB "
+                "--rank=throughput",
+                1,
+                "command line --rank: comm_input_missing: --rank=throughput needs an "
+                "accelerator (comm_accelerator or comm_hbm_bandwidth)\n");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_context_length_range),
         cmocka_unit_test(test_time_past_64_bits),
         cmocka_unit_test(test_unknown_side_key),
+        cmocka_unit_test(test_rank_flag),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
