@@ -481,7 +481,7 @@ static void test_command_text_and_json(void **state)
                             "request; replication 1.0\n");
     tu_assert_contains(out, "\nbusiest    P rank 0 (stage 0, TP 0) sends 367,738,880 B; D rank 0 "
                             "(stage 0, TP 0) receives 183,869,440 B\n");
-    tu_assert_contains(out, "\ntime       7,355 us");
+    tu_assert_contains(out, "\ntime       7,355 \xc2\xb5s");
     tu_assert_contains(out, "\nedges      20\n");
     tu_assert_contains(out, "\n    0    0  kv          [0, 1)    token            1,024      "
                             "167,772,160  3, 11, 19, 27, 35\n");

@@ -116,6 +116,26 @@ static void test_rank_flag(void **state)
                 "accelerator (comm_accelerator or comm_hbm_bandwidth)\n");
 }
 
+/* The time is written in microseconds as the rest of kvshard's text writes
+ * them, µs. Qwen3.5-35B-A3B P TP 2 -> D TP 4 with a split of 2, 32,768
+ * tokens: P rank 0 sends 10,240 x 32,768 + 2 x 16,097,280 = 367,738,880 B,
+ * ceil(367,738,880 / 50,000) = 7,355 us at ndr400's 50 GB/s. */
+static void test_time_in_microseconds(void **state)
+{
+    (void)state;
+    char *out = NULL, *err = NULL;
+    assert_int_equal(tu_cli("transfer",
+                            "'" QWEN "' '" QWEN "' --p.world_size=2 --d.world_size=4 "
+                            "--d.enable_layerwise_split=true --d.layerwise_split_size=2 "
+                            "--context_length=32768",
+                            &out, &err),
+                     0);
+    tu_assert_contains(out, "\ntime       7,355 \xc2\xb5s, the busiest rank's bytes over its "
+                            "NIC\n");
+    free(out);
+    free(err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -123,6 +143,7 @@ int main(void)
         cmocka_unit_test(test_time_past_64_bits),
         cmocka_unit_test(test_unknown_side_key),
         cmocka_unit_test(test_rank_flag),
+        cmocka_unit_test(test_time_in_microseconds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
