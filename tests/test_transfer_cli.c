@@ -136,6 +136,19 @@ static void test_time_in_microseconds(void **state)
     free(err);
 }
 
+/* selected_kv as the decode mechanism of a model with no DSA indexer is
+ * refused by its name, comm_mechanism_model, as the report names it: 1. */
+static void test_selected_kv_without_indexer(void **state)
+{
+    (void)state;
+    assert_said("plan",
+                "'" KVSHARD_TEST_DATA "/invalid/models/dense.yaml' --world_size=2 "
+                "--comm_decode=selected_kv",
+                1,
+                "command line --comm_decode: comm_mechanism_model: comm_decode selected_kv "
+                "sends the rows a DSA indexer selects, and this model has no indexer\n");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -144,6 +157,7 @@ int main(void)
         cmocka_unit_test(test_unknown_side_key),
         cmocka_unit_test(test_rank_flag),
         cmocka_unit_test(test_time_in_microseconds),
+        cmocka_unit_test(test_selected_kv_without_indexer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
