@@ -39,8 +39,8 @@ static const refusal cases[] = {
     /* A side's key that is no deployment key or flag: that side's plan
      * refuses it as bad usage, 2, naming the side. */
     {PAIR "--p.frobnicate=1", 2,
-     "kvshard: transfer: P: command line --p.frobnicate: unknown flag --frobnicate: the kvshard "
-     "profile has no such flag"},
+     "kvshard: transfer: transfer_usage: P: command line --p.frobnicate: unknown flag "
+     "--p.frobnicate: the kvshard profile has no such flag"},
     /* A side's plan error that is not a flag value, 1. */
     {PAIR "--d.world_size=3", 1,
      "kvshard: transfer: D: " QWEN ":14:28: num_key_value_heads 2 and the attention TP size 3 "

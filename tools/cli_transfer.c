@@ -197,11 +197,15 @@ static int parse(request *r, int argc, char **argv)
                              NULL);
             r->output = v;
         } else if ((v = value_of("--context_length", argc, argv, &i, &missing)) || missing) {
-            if (!count(&r->context_length, v, 1, UINT32_MAX))
-                return usage("transfer_usage",
-                             "--context_length takes a count of tokens from 1, "
-                             "not",
-                             v ? v : "''");
+            /* The plan's range, so that every length a side plans is one
+             * a request may have. */
+            if (!count(&r->context_length, v, 1, KVSHARD_MAX_CONTEXT_LENGTH)) {
+                char message[96];
+                snprintf(message, sizeof message,
+                         "--context_length takes a count of tokens from 1 to %u, not",
+                         KVSHARD_MAX_CONTEXT_LENGTH);
+                return usage("transfer_usage", message, v ? v : "''");
+            }
         } else if ((v = value_of("--nic", argc, argv, &i, &missing)) || missing) {
             if (!v)
                 return usage("transfer_nic", "--nic needs a preset or a rate", NULL);
@@ -240,15 +244,38 @@ static int parse(request *r, int argc, char **argv)
     return 0;
 }
 
-/* Print a library error about one side: "kvshard: transfer: D: ...". */
+/* `message` with each flag it names ("--KEY" after a space) written as
+ * given on this side ("--d.KEY"). */
+static const char *with_side_flags(char *buf, size_t cap, const char *message, char prefix)
+{
+    size_t n = 0;
+    for (const char *m = message; *m && n + 3 < cap; m++) {
+        bool flag = m[0] == '-' && m[1] == '-' && (m == message || m[-1] == ' ');
+        buf[n++] = *m;
+        if (flag) {
+            buf[n++] = *++m;
+            buf[n++] = prefix;
+            buf[n++] = '.';
+        }
+    }
+    buf[n < cap ? n : cap - 1] = '\0';
+    return buf;
+}
+
+/* Print a library error about one side: "kvshard: transfer: D: ...". A key
+ * the side's plan does not know is bad usage of transfer, named so. */
 static void say_side(const side *s, const kvshard_error *err)
 {
     /* A flag is named as it was given, with its side. */
     static const char flag_source[] = "command line --";
     size_t n = sizeof flag_source - 1;
+    char prefix = s->name[0] == 'P' ? 'p' : 'd';
+    char message[sizeof err->message + 64];
     if (strncmp(err->source, flag_source, n) == 0)
-        kvshard_cli__say("kvshard: transfer: %s: command line --%c.%s: %s", s->name,
-                         s->name[0] == 'P' ? 'p' : 'd', err->source + n, err->message);
+        kvshard_cli__say("kvshard: transfer: %s%s: command line --%c.%s: %s",
+                         err->code == KVSHARD_EUNKNOWNKEY ? "transfer_usage: " : "", s->name,
+                         prefix, err->source + n,
+                         with_side_flags(message, sizeof message, err->message, prefix));
     else if (err->line > 0)
         kvshard_cli__say("kvshard: transfer: %s: %s:%d:%d: %s", s->name, err->source, err->line,
                          err->column, err->message);

@@ -151,6 +151,16 @@ static int usage_error(const char *message)
     return EXIT_USAGE;
 }
 
+/* Bad usage of a flag that only `command` reads: its help says more. */
+static int command_usage_error(const char *command, const char *message)
+{
+    if (!command || !command_named(command))
+        return usage_error(message);
+    kvshard_cli__say("kvshard: %s", message);
+    kvshard_cli__say("Try 'kvshard help %s'.", command);
+    return EXIT_USAGE;
+}
+
 /* The error's fields are escaped by the library; kvshard_cli__say keeps
  * them as they are. */
 static void print_error(const char *prefix, const kvshard_error *err)
@@ -649,6 +659,10 @@ static int parse_args(cli *c, int argc, char **argv, int *done)
             return status;
         if (is_fit_flag)
             continue;
+        if (strcmp(arg, "--rank") == 0)
+            return command_usage_error(first_word(argc, argv),
+                                       "--rank needs a value: --rank=auto, --rank=capacity or "
+                                       "--rank=throughput");
         if (strncmp(arg, "--rank=", 7) == 0) {
             static const char *const words[] = {"auto", "capacity", "throughput"};
             c->rank_given = true;
@@ -659,7 +673,7 @@ static int parse_args(cli *c, int argc, char **argv, int *done)
                 snprintf(message, sizeof message,
                          "comm_value: --rank takes auto, capacity or throughput, not '%s'",
                          show(arg + 7).text);
-                return usage_error(message);
+                return command_usage_error(first_word(argc, argv), message);
             }
             c->rank_by = (kvshard_rank_by)k;
         } else if (strncmp(arg, "--format=", 9) == 0 || strcmp(arg, "--format") == 0) {
@@ -756,7 +770,17 @@ static int status_of(const kvshard_error *err, const kvshard_cli__inputs *inputs
 static int failed(const kvshard_error *err, const kvshard_cli__inputs *inputs, const char *command)
 {
     int status = status_of(err, inputs);
-    print_error(status == EXIT_USAGE ? "kvshard: " : "", err);
+    /* What --rank asks for and the plan lacks ("comm_input_missing:
+     * --rank=throughput needs ...") is located at that flag, as the errors
+     * of the deployment's flags are, not in the file. */
+    const char *colon = strchr(err->message, ':');
+    kvshard_error at_flag = *err;
+    if (colon && strncmp(colon, ": --rank=", 9) == 0 &&
+        !memchr(err->message, ' ', (size_t)(colon - err->message))) {
+        snprintf(at_flag.source, sizeof at_flag.source, "command line --rank");
+        at_flag.line = 0;
+    }
+    print_error(status == EXIT_USAGE ? "kvshard: " : "", &at_flag);
     if (status == EXIT_USAGE)
         kvshard_cli__say("Try 'kvshard help %s'.", command);
     return status;

@@ -953,7 +953,12 @@ static int totals(kvshard_transfer *t, const kvshard_plan *d, const kvshard_tran
                             ? tt->busiest_source.bytes
                             : tt->busiest_destination.bytes;
         tt->has_time = true;
-        tt->time_us = micros(c, most, tt->nic_bytes_per_second);
+        /* Apart from the bytes: a time past 64 bits is a NIC too slow for
+         * the request, which the caller names as such. */
+        kvshard__calc time = {false, false, false};
+        tt->time_us = micros(&time, most, tt->nic_bytes_per_second);
+        if (time.overflow && !c->overflow)
+            return KVSHARD_ERANGE;
         if (tt->unique) {
             /* Rounded half up to 4 decimals in whole numbers, exact. */
             uint64_t q = tt->wire / tt->unique, r = tt->wire % tt->unique;
@@ -1134,10 +1139,27 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
     if (rc == KVSHARD_OK)
         rc = make_edges(t, &ps, o->tokens, p->options.world_size, &c);
     pieces_free(&ps);
-    if (rc == KVSHARD_OK)
+    bool slow_nic = false;
+    if (rc == KVSHARD_OK) {
         rc = totals(t, d, o, &c);
+        slow_nic = rc == KVSHARD_ERANGE;
+    }
     if (rc == KVSHARD_ENOMEM)
         return fail(err, KVSHARD_ENOMEM, "out of memory");
+    if (slow_nic) {
+        const kvshard_transfer_rank *most =
+            t->totals.busiest_source.bytes > t->totals.busiest_destination.bytes
+                ? &t->totals.busiest_source
+                : &t->totals.busiest_destination;
+        char bytes[32], rate[32];
+        kvshard_format__grouped_text(bytes, sizeof bytes, most->bytes);
+        kvshard_format__grouped_text(rate, sizeof rate, t->totals.nic_bytes_per_second);
+        return fail(err, KVSHARD_ERANGE,
+                    "the transfer's time is out of range: the busiest rank's %s B over --nic %s "
+                    "(%s B/s) take more than 2^64 - 1 µs; a faster --nic or a shorter "
+                    "--context_length",
+                    bytes, o->nic ? o->nic : "ndr400", rate);
+    }
     if (rc != KVSHARD_OK)
         return rc;
     if (c.overflow)

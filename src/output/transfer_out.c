@@ -350,7 +350,7 @@ int kvshard_transfer_write_text(const kvshard_transfer *t, kvshard_write_fn writ
     if (tt->has_time) {
         put(&o, "\ntime       ");
         kvshard_writer__out_grouped(&o, tt->time_us);
-        put(&o, " us, the busiest rank's bytes over its NIC");
+        put(&o, " \xc2\xb5s, the busiest rank's bytes over its NIC");
     }
     for (size_t i = 0; i < t->verdict_count; i++) {
         const kvshard__transfer_verdict *v = &t->verdicts[i];

@@ -172,8 +172,8 @@ int kvshard_deployment__check_comm(kvshard_plan *p, kvshard_diag__ctx *diag)
     if (c->decode == KVSHARD__COMM_SELECTED_KV && !p->model.has_indexer) {
         diag->option = "comm_decode";
         return kvshard_error__fail(diag->err, KVSHARD_ECOMM, "", kvshard_error__no_mark,
-                                   "comm_decode: selected_kv sends the rows a DSA indexer "
-                                   "selects, and this model has no indexer");
+                                   "comm_mechanism_model: comm_decode selected_kv sends the "
+                                   "rows a DSA indexer selects, and this model has no indexer");
     }
     comm_warnings(p);
     return KVSHARD_OK;
