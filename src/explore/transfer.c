@@ -105,7 +105,7 @@ typedef struct pieces {
     size_t count, cap;
     layer_class *classes;
     size_t class_count, class_cap;
-    uint32_t *class_of;     /* per layer moved, its class */
+    uint32_t *class_of;     /* per layer moved, its class; one block with class_layers */
     uint32_t *class_layers; /* each class's layers, ascending, class after class */
 } pieces;
 
@@ -173,7 +173,6 @@ static void pieces_free(pieces *ps)
     kvshard_alloc__free(ps->alloc, ps->at);
     kvshard_alloc__free(ps->alloc, ps->classes);
     kvshard_alloc__free(ps->alloc, ps->class_of);
-    kvshard_alloc__free(ps->alloc, ps->class_layers);
 }
 
 static int fail(kvshard_error *err, int code, const char *fmt, ...) KVSHARD__PRINTF(3, 4);
@@ -822,6 +821,8 @@ static void sort_few(void *items, size_t count, size_t size,
 
 _Static_assert(sizeof(class_piece) <= sizeof(kvshard_transfer_edge),
                "sort_few holds a piece in an edge's room");
+_Static_assert(sizeof(class_piece) % _Alignof(size_t) == 0,
+               "the sources' ends follow the sorted pieces in one block");
 
 /* The edge of the pieces [from, to) of ps, which differ only in their
  * classes, into *e with its layers at t->layers[*placed]. */
@@ -879,8 +880,13 @@ static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, size_t 
     size_t count = ps->count, layer_total = 0;
     for (size_t i = 0; i < count; i++)
         layer_total += ps->classes[ps->at[i].cls].layer_count;
-    size_t *end = kvshard_alloc__calloc(&t->alloc, sources + 1, sizeof *end);
-    class_piece *sorted = kvshard_alloc__bytes(&t->alloc, count ? count : 1, sizeof *sorted);
+    /* The sorted pieces and each source's end in one block. */
+    class_piece *sorted = kvshard_alloc__bytes(
+        &t->alloc, count + ((sources + 1) * sizeof(size_t) + sizeof *sorted - 1) / sizeof *sorted,
+        sizeof *sorted);
+    size_t *end = sorted ? (size_t *)(void *)(sorted + count) : NULL;
+    if (end)
+        memset(end, 0, (sources + 1) * sizeof *end);
     t->layers = kvshard_alloc__bytes(&t->alloc, layer_total ? layer_total : 1, sizeof *t->layers);
     t->edges = kvshard_alloc__bytes(&t->alloc, count ? count : 1, sizeof *t->edges);
     int rc = end && sorted && t->layers && t->edges ? KVSHARD_OK : KVSHARD_ENOMEM;
@@ -902,7 +908,6 @@ static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, size_t 
         sort_few(&t->edges[first_edge], t->edge_count - first_edge, sizeof *t->edges,
                  edge_order);
     }
-    kvshard_alloc__free(&t->alloc, end);
     kvshard_alloc__free(&t->alloc, sorted);
     return rc;
 }
@@ -1088,9 +1093,13 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
     side_open(&r.d);
     pieces ps = {.alloc = &t->alloc};
     size_t moved = (size_t)L + t->num_draft_layers;
-    ps.class_of = kvshard_alloc__bytes(&t->alloc, moved ? moved : 1, sizeof *ps.class_of);
-    ps.class_layers = kvshard_alloc__bytes(&t->alloc, moved ? moved : 1, sizeof *ps.class_layers);
-    if (!ps.class_of || !ps.class_layers)
+    ps.class_of = kvshard_alloc__bytes(&t->alloc, moved ? 2 * moved : 1, sizeof *ps.class_of);
+    ps.class_layers = ps.class_of ? ps.class_of + moved : NULL;
+    /* Room for a piece per component most moved to each D rank of a stage
+     * pair, so that a map like most is pushed without growing. */
+    ps.cap = (size_t)d->pp * d->tp * 2;
+    ps.at = kvshard_alloc__bytes(&t->alloc, ps.cap, sizeof *ps.at);
+    if (!ps.class_of || !ps.at)
         rc = KVSHARD_ENOMEM;
     kvshard__calc c = {false, false, false};
     uint32_t first_of_stages = 0; /* the classes of the layers' stages on both sides */
