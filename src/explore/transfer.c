@@ -105,7 +105,7 @@ typedef struct pieces {
     size_t count, cap;
     layer_class *classes;
     size_t class_count, class_cap;
-    uint32_t *class_of;     /* per layer moved, its class */
+    uint32_t *class_of;     /* per layer moved, its class; one block with class_layers */
     uint32_t *class_layers; /* each class's layers, ascending, class after class */
 } pieces;
 
@@ -135,11 +135,13 @@ static int grow(const kvshard_allocator *alloc, void **items, size_t count, size
             return (x) < (y) ? -1 : 1;                                                             \
     } while (0)
 
-/* Orders the pieces of one source by all they carry, then by their
- * class's first layer: the pieces of one edge side by side, in layer order. */
+/* Orders pointers to the pieces of one source by all the pieces carry,
+ * then by their class's first layer: the pieces of one edge side by side,
+ * in layer order. Pointers are sorted, not the pieces, which are 8 times
+ * their size. */
 static int piece_order(const void *a, const void *b)
 {
-    const class_piece *x = a, *y = b;
+    const class_piece *x = *(const class_piece *const *)a, *y = *(const class_piece *const *)b;
     ORDER_BY(x->p.dst, y->p.dst);
     ORDER_BY(x->p.comp, y->p.comp);
     ORDER_BY(x->p.lo, y->p.lo);
@@ -173,7 +175,6 @@ static void pieces_free(pieces *ps)
     kvshard_alloc__free(ps->alloc, ps->at);
     kvshard_alloc__free(ps->alloc, ps->classes);
     kvshard_alloc__free(ps->alloc, ps->class_of);
-    kvshard_alloc__free(ps->alloc, ps->class_layers);
 }
 
 static int fail(kvshard_error *err, int code, const char *fmt, ...) KVSHARD__PRINTF(3, 4);
@@ -820,26 +821,24 @@ static void sort_few(void *items, size_t count, size_t size,
     }
 }
 
-_Static_assert(sizeof(class_piece) <= sizeof(kvshard_transfer_edge),
-               "sort_few holds a piece in an edge's room");
 
 /* The edge of the pieces [from, to) of ps, which differ only in their
  * classes, into *e with its layers at t->layers[*placed]. */
 static void make_edge(kvshard_transfer_edge *e, kvshard_transfer *t, const pieces *ps,
-                      const class_piece *from, const class_piece *to, size_t *placed, uint64_t n,
-                      kvshard__calc *c)
+                      const class_piece *const *from, const class_piece *const *to, size_t *placed,
+                      uint64_t n, kvshard__calc *c)
 {
     uint32_t *layers = &t->layers[*placed];
     size_t count = 0;
-    for (const class_piece *k = from; k < to; k++) {
-        const layer_class *cls = &ps->classes[k->cls];
+    for (const class_piece *const *k = from; k < to; k++) {
+        const layer_class *cls = &ps->classes[(*k)->cls];
         memcpy(&layers[count], &ps->class_layers[cls->first], cls->layer_count * sizeof *layers);
         count += cls->layer_count;
     }
     if (to - from > 1) /* each class's layers ascend; together they interleave */
         qsort(layers, count, sizeof *layers, compare_u32);
     *placed += count;
-    const piece *p = &from->p;
+    const piece *p = &(*from)->p;
     *e = (kvshard_transfer_edge){p->src,
                                  p->dst,
                                  p->src_stage,
@@ -869,6 +868,9 @@ static void make_edge(kvshard_transfer_edge *e, kvshard_transfer *t, const piece
         e->bytes = kvshard__calc_mul(c, run_bytes, entries((enum entry)p->entry, p->span, n));
 }
 
+_Static_assert(sizeof(const class_piece *) == sizeof(size_t),
+               "the sorted pieces' pointers and their sources' ends share one block");
+
 /* The edges of the pieces in edge_order, each with its layers in order:
  * the pieces counted by source (a global rank below `sources`), each
  * source's sorted so that an edge's pieces lie side by side, then its
@@ -879,8 +881,12 @@ static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, size_t 
     size_t count = ps->count, layer_total = 0;
     for (size_t i = 0; i < count; i++)
         layer_total += ps->classes[ps->at[i].cls].layer_count;
-    size_t *end = kvshard_alloc__calloc(&t->alloc, sources + 1, sizeof *end);
-    class_piece *sorted = kvshard_alloc__bytes(&t->alloc, count ? count : 1, sizeof *sorted);
+    /* The sorted pieces and each source's end in one block. */
+    const class_piece **sorted =
+        kvshard_alloc__bytes(&t->alloc, count + sources + 1, sizeof(size_t));
+    size_t *end = sorted ? (size_t *)(void *)(sorted + count) : NULL;
+    if (end)
+        memset(end, 0, (sources + 1) * sizeof *end);
     t->layers = kvshard_alloc__bytes(&t->alloc, layer_total ? layer_total : 1, sizeof *t->layers);
     t->edges = kvshard_alloc__bytes(&t->alloc, count ? count : 1, sizeof *t->edges);
     int rc = end && sorted && t->layers && t->edges ? KVSHARD_OK : KVSHARD_ENOMEM;
@@ -889,20 +895,19 @@ static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, size_t 
     for (size_t g = 0; rc == KVSHARD_OK && g < sources; g++)
         end[g + 1] += end[g];
     for (size_t i = 0; rc == KVSHARD_OK && i < count; i++) /* end[g]: g's start, then its end */
-        sorted[end[ps->at[i].p.src]++] = ps->at[i];
+        sorted[end[ps->at[i].p.src]++] = &ps->at[i];
     size_t placed = 0;
     for (size_t g = 0, from = 0; rc == KVSHARD_OK && g < sources; from = end[g++]) {
         sort_few(&sorted[from], end[g] - from, sizeof *sorted, piece_order);
         size_t first_edge = t->edge_count;
         for (size_t i = from, j; i < end[g]; i = j) {
-            for (j = i + 1; j < end[g] && same_edge(&sorted[j].p, &sorted[i].p); j++)
+            for (j = i + 1; j < end[g] && same_edge(&sorted[j]->p, &sorted[i]->p); j++)
                 ;
             make_edge(&t->edges[t->edge_count++], t, ps, &sorted[i], &sorted[j], &placed, n, c);
         }
         sort_few(&t->edges[first_edge], t->edge_count - first_edge, sizeof *t->edges,
                  edge_order);
     }
-    kvshard_alloc__free(&t->alloc, end);
     kvshard_alloc__free(&t->alloc, sorted);
     return rc;
 }
@@ -1093,9 +1098,13 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
     side_open(&r.d);
     pieces ps = {.alloc = &t->alloc};
     size_t moved = (size_t)L + t->num_draft_layers;
-    ps.class_of = kvshard_alloc__bytes(&t->alloc, moved ? moved : 1, sizeof *ps.class_of);
-    ps.class_layers = kvshard_alloc__bytes(&t->alloc, moved ? moved : 1, sizeof *ps.class_layers);
-    if (!ps.class_of || !ps.class_layers)
+    ps.class_of = kvshard_alloc__bytes(&t->alloc, moved ? 2 * moved : 1, sizeof *ps.class_of);
+    ps.class_layers = ps.class_of ? ps.class_of + moved : NULL;
+    /* Room for a piece per component most moved to each D rank of a stage
+     * pair, so that a map like most is pushed without growing. */
+    ps.cap = (size_t)d->pp * d->tp * 2;
+    ps.at = kvshard_alloc__bytes(&t->alloc, ps.cap, sizeof *ps.at);
+    if (!ps.class_of || !ps.at)
         rc = KVSHARD_ENOMEM;
     kvshard__calc c = {false, false, false};
     uint32_t first_of_stages = 0; /* the classes of the layers' stages on both sides */
