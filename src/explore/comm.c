@@ -713,6 +713,7 @@ void kvshard_comm__rank_received(bool *has_decode, uint64_t *decode, bool *has_p
 
 void kvshard_comm__public(kvshard_comm_estimate *e, const kvshard__comm *c)
 {
+    e->size = sizeof *e;
     e->given = true;
     e->split_size = c->split;
     e->decode_mechanism = kvshard_options__comm_mechanism_name(c->decode_mechanism);
@@ -746,8 +747,10 @@ void kvshard_comm__public(kvshard_comm_estimate *e, const kvshard__comm *c)
     e->prefill_link_bytes = c->prefill.link_bytes;
     e->has_prefill_time = c->prefill.has_time;
     e->prefill_comm_us = c->prefill.comm_us;
+    uint32_t warnings = 0;
     for (size_t i = 0; i < c->warning_count; i++)
-        e->warnings |= 1u << c->warnings[i].code;
+        warnings |= 1u << c->warnings[i].code;
+    e->warnings = warnings;
 }
 
 int kvshard_plan_comm(kvshard_comm_estimate *out, const kvshard_plan *plan, kvshard_error *err)
@@ -757,14 +760,15 @@ int kvshard_plan_comm(kvshard_comm_estimate *out, const kvshard_plan *plan, kvsh
         return kvshard_error__fail(err, KVSHARD_EINVAL, "", kvshard_error__no_mark,
                                    "out and plan must not be NULL, and out->size must be "
                                    "sizeof(kvshard_comm_estimate) (KVSHARD_COMM_ESTIMATE_INIT)");
+    if (!plan->comm_given) {
+        *out = (kvshard_comm_estimate)KVSHARD_COMM_ESTIMATE_INIT;
+        return KVSHARD_OK;
+    }
     kvshard__comm c;
-    int rc = plan->comm_given ? kvshard_comm__of(&c, NULL, plan, err) : KVSHARD_OK;
-    if (rc)
-        return rc;
-    *out = (kvshard_comm_estimate)KVSHARD_COMM_ESTIMATE_INIT;
-    if (plan->comm_given)
-        kvshard_comm__public(out, &c);
-    return KVSHARD_OK;
+    int rc = kvshard_comm__of(&c, NULL, plan, err);
+    if (rc == KVSHARD_OK)
+        kvshard_comm__public(out, &c); /* every field: *out is not cleared first */
+    return rc;
 }
 
 int kvshard_comm__rank_by(kvshard_rank_by *out, kvshard_rank_by asked,
