@@ -1718,8 +1718,8 @@ void bench_case_comm(bench_report *r, bench_inputs *in)
         "tokens, weights_total) without a comm input, against the same with "
         "--comm_accelerator=bi_v100 followed by kvshard_plan_comm (collectives, base step, "
         "throughput, and the unsplit reference: a capacity count of the plan's own unsplit "
-        "rank figures and the decode step at its batch). Batches alternate; ratio = median of "
-        "per-pair ratios.");
+        "rank figures and the decode step at its batch, from the split estimate's stage "
+        "weights). Batches alternate; ratio = median of per-pair ratios.");
     bench_row *row = bench_row_add(sec, "seed, plan / plan + comm estimate");
     bench_fig_stats(row, "plan", BENCH_UNIT_NS, &ta);
     bench_fig_stats(row, "plan + comm", BENCH_UNIT_NS, &tb);

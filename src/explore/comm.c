@@ -298,23 +298,28 @@ static void prefill_layer(kvshard__comm_traffic *t, uint64_t *received, uint32_t
     }
 }
 
-/* The bytes one sequence reads in a decode step of stage `s`: the owner
- * reads its group's heads of a split layer under owner attention. */
-static uint64_t reads_per_sequence(const kvshard_plan *p, const kvshard__comm *c,
-                                   const layer_bytes *lb, uint32_t s)
+/* The bytes one sequence of a `context`-token history reads in a decode
+ * step of stage `s`, `row` bytes for each KV row it attends (the owner reads
+ * its group's heads of a split layer under owner attention). */
+static uint64_t reads_per_sequence(const kvshard_plan *p, const layer_bytes *lb, uint64_t row,
+                                   uint64_t context, uint32_t s)
 {
-    uint64_t n = c->context_length;
-    bool owner_reads = c->split > 1 && c->decode_mechanism == KVSHARD__COMM_OWNER_ATTENTION;
     /* Every KV layer is of one class (layer_bytes_of): the stage's census
      * counts them, and its state layers, each read alike. A DSA layer reads
      * the latent of the index_topk rows its indexer selects, and every
      * row's index key to select them. */
     const kvshard__range *stage = &p->stages[s];
-    uint64_t rows = lb->index && p->model.index_topk < n ? p->model.index_topk : n;
-    uint64_t kv_layer = rows * (owner_reads ? lb->row_kv : lb->row_own_kv) + n * lb->index;
+    uint64_t rows = lb->index && p->model.index_topk < context ? p->model.index_topk : context;
+    uint64_t kv_layer = rows * row + context * lb->index;
     uint64_t total = stage->num_kv * kv_layer;
     total += stage->num_state * 2 * lb->state; /* read and written */
     return total;
+}
+
+/* A stage's base step: the bytes it reads over the memory bandwidth. */
+static double base_us_of(uint64_t weights, uint64_t kv_read, uint64_t hbm_bandwidth)
+{
+    return (double)(weights + kv_read) / (double)hbm_bandwidth * 1e6;
 }
 
 /* The weights one rank of stage `s` reads each step, from the plan's
@@ -344,8 +349,13 @@ static bool stage_weights(uint64_t *out, const kvshard_plan *p, uint32_t s)
 static void settle_inputs(kvshard__comm *c, const kvshard_plan *p, uint32_t split)
 {
     const kvshard__comm_inputs *in = &p->comm;
-    /* The verdicts' texts are written before they are read. */
-    memset(c, 0, offsetof(kvshard__comm, warnings));
+    /* Each figure is written where it is worked out; only these may stay
+     * unset, and the verdicts' texts are written before they are read, so
+     * the struct is not cleared whole. */
+    c->warning_count = 0;
+    c->has_unsplit = c->has_unsplit_capacity = c->unsplit_has_concurrency = c->has_gain = false;
+    c->unsplit_batch = c->unsplit_concurrency = c->unsplit_blocks = 0;
+    c->unsplit_base_us = c->unsplit_step_us = c->unsplit_throughput = c->throughput_gain = 0.0;
     c->split = split;
     c->decode_mechanism = in->decode ? in->decode : p->profile->comm.decode;
     c->prefill_mechanism = in->prefill ? in->prefill : p->profile->comm.prefill;
@@ -371,39 +381,50 @@ static void settle_inputs(kvshard__comm *c, const kvshard_plan *p, uint32_t spli
 }
 
 /* The decode base step of every stage, the binding stage's step and the
- * throughput; `stages` gains each stage's base and step. */
+ * throughput; `stages` gains each stage's weights, base and step. */
 static void price_steps(kvshard__comm *c, kvshard__comm_stage *stages, const kvshard_plan *p,
                         const layer_bytes *lb)
 {
     bool weights_known = true;
-    c->has_step = c->has_accelerator && c->hbm_bandwidth && c->has_batch && c->context_length;
+    bool priced = c->has_accelerator && c->hbm_bandwidth && c->has_batch && c->context_length;
+    bool owner_reads = c->split > 1 && c->decode_mechanism == KVSHARD__COMM_OWNER_ATTENTION;
+    uint64_t row = owner_reads ? lb->row_kv : lb->row_own_kv;
     for (uint32_t s = 0; s < p->pp; s++) {
         kvshard__comm_stage *st = &stages[s];
         uint64_t w = 0;
         bool has_w = stage_weights(&w, p, s);
         weights_known &= has_w;
-        st->has_base = c->has_step && has_w;
-        if (!st->has_base)
-            continue;
+        /* Kept even without a base: the unsplit reference reads it. */
         st->weights_bytes = w;
-        st->kv_read_bytes = c->microbatch * reads_per_sequence(p, c, lb, s);
-        st->base_us = (double)(w + st->kv_read_bytes) / (double)c->hbm_bandwidth * 1e6;
-        st->has_step = c->split == 1 || st->decode.has_time;
+        st->has_base = priced && has_w;
+        st->has_step = st->has_base && (c->split == 1 || st->decode.has_time);
+        if (!st->has_base) {
+            st->kv_read_bytes = 0;
+            st->base_us = st->step_us = 0.0;
+            continue;
+        }
+        st->kv_read_bytes = c->microbatch * reads_per_sequence(p, lb, row, c->context_length, s);
+        st->base_us = base_us_of(w, st->kv_read_bytes, c->hbm_bandwidth);
         double comm = c->split > 1 ? st->decode.comm_us : 0.0;
         st->step_us = c->overlap ? (st->base_us > comm ? st->base_us : comm) : st->base_us + comm;
     }
     c->no_weights = c->has_accelerator && !weights_known;
-    c->has_step = c->has_step && weights_known;
+    c->has_step = priced && weights_known;
+    c->binding_stage = 0;
     for (uint32_t s = 0; c->has_step && s < p->pp; s++) {
         if (!stages[s].has_step) {
             c->has_step = false;
             break;
         }
-        if (s == 0 || stages[s].step_us > stages[c->binding_stage].step_us)
+        if (stages[s].step_us > stages[c->binding_stage].step_us)
             c->binding_stage = s;
     }
-    if (!c->has_step)
+    if (!c->has_step) {
+        c->binding_stage = 0;
+        c->weights_bytes = c->kv_read_bytes = 0;
+        c->base_us = c->step_us = c->tpot_us = c->throughput = c->throughput_total = 0.0;
         return;
+    }
     const kvshard__comm_stage *b = &stages[c->binding_stage];
     c->weights_bytes = b->weights_bytes;
     c->kv_read_bytes = b->kv_read_bytes;
@@ -415,16 +436,16 @@ static void price_steps(kvshard__comm *c, kvshard__comm_stage *stages, const kvs
 }
 
 /* The batch a step of capacity `cap` decodes: its concurrency, a given one
- * no more than it; and each stage's microbatch of it. */
-static void settle_batch(kvshard__comm *c, const kvshard_plan *p, const kvshard__capacity *cap)
+ * no more than it (false: neither); and each stage's microbatch of it. */
+static bool settle_batch(uint64_t *batch, uint64_t *microbatch, const kvshard_plan *p,
+                         const kvshard__capacity *cap)
 {
     const kvshard__comm_inputs *in = &p->comm;
-    c->has_batch = in->batch || cap->has_concurrency;
-    c->batch_given = in->batch != 0;
-    c->batch = in->batch ? in->batch : cap->concurrency;
-    if (in->batch && cap->has_concurrency && cap->concurrency < c->batch)
-        c->batch = cap->concurrency;
-    c->microbatch = ceil_div(c->batch, p->pp);
+    *batch = in->batch ? in->batch : cap->concurrency;
+    if (in->batch && cap->has_concurrency && cap->concurrency < *batch)
+        *batch = cap->concurrency;
+    *microbatch = ceil_div(*batch, p->pp);
+    return in->batch || cap->has_concurrency;
 }
 
 /* The estimate of plan `p` in its own layout into *c, each stage's figures
@@ -446,7 +467,8 @@ static int estimate(kvshard__comm *c, kvshard__comm_stage *stages, layer_bytes *
     const kvshard__comm_inputs *in = &p->comm;
     const kvshard__capacity *cap = lay.cap;
     c->context_length = p->options.context_length;
-    settle_batch(c, p, cap);
+    c->has_batch = settle_batch(&c->batch, &c->microbatch, p, cap);
+    c->batch_given = in->batch != 0;
     c->tokens_per_step = c->microbatch * (1 + (uint64_t)p->options.num_speculative_tokens);
     c->overlap = c->split > 1 && c->decode_mechanism == KVSHARD__COMM_FULL_LAYER;
     c->prompt_length = in->prompt_length ? in->prompt_length : p->options.context_length;
@@ -454,6 +476,7 @@ static int estimate(kvshard__comm *c, kvshard__comm_stage *stages, layer_bytes *
         in->chunk ? in->chunk
                   : (uint32_t)kvshard_options__option_value(&p->options, KVSHARD__OPT_COMM_CHUNK).u;
     c->prefix_hit = in->prefix_hit;
+    c->chunks = c->history_rows = 0;
     if (c->prompt_length) {
         c->chunks = ceil_div(c->prompt_length - c->prefix_hit, c->chunk);
         c->history_rows = c->chunks * c->prefix_hit + c->chunk * c->chunks * (c->chunks - 1) / 2;
@@ -464,23 +487,25 @@ static int estimate(kvshard__comm *c, kvshard__comm_stage *stages, layer_bytes *
                             : c->has_batch;
     bool prefill_bytes = c->prompt_length &&
                          (c->prefill_mechanism != KVSHARD__COMM_FULL_LAYER || cap->has_num_blocks);
+    /* The group's totals; what each rank receives is
+     * kvshard_comm__rank_received's. Every split layer is of one class and
+     * moves alike whoever owns it: one layer's collectives, times the KV
+     * layers each stage's split ranks own. */
+    kvshard__comm_traffic decode = {0}, prefill = {0};
+    if (c->split > 1) {
+        uint64_t unused = 0;
+        decode_layer(&decode, &unused, 0, c, p, &lb, 0);
+        prefill_layer(&prefill, &unused, 0, c, p, &lb, 0);
+    }
+    c->decode = c->prefill = (kvshard__comm_traffic){0};
     for (uint32_t s = 0; s < p->pp; s++) {
         kvshard__comm_stage *st = &stages[s];
-        memset(st, 0, sizeof *st);
-        /* The group's totals; what each rank receives is
-         * kvshard_comm__rank_received's. Every split layer is of one class
-         * and moves alike whoever owns it: one layer's collectives, times
-         * the KV layers the stage's split ranks own. */
-        uint64_t split_layers = 0, unused = 0;
+        uint64_t split_layers = 0;
         for (uint32_t k = 0; c->split > 1 && k < c->split; k++)
             split_layers += p->owned_counts[(size_t)s * c->split + k];
-        if (split_layers) {
-            kvshard__comm_traffic decode = {0}, prefill = {0};
-            decode_layer(&decode, &unused, 0, c, p, &lb, 0);
-            prefill_layer(&prefill, &unused, 0, c, p, &lb, 0);
-            times(&st->decode, &decode, split_layers);
-            times(&st->prefill, &prefill, split_layers);
-        }
+        st->decode = st->prefill = (kvshard__comm_traffic){0};
+        times(&st->decode, &decode, split_layers);
+        times(&st->prefill, &prefill, split_layers);
         price(&st->decode, c);
         price(&st->prefill, c);
         st->decode.has_bytes = decode_bytes && c->decode_mechanism != KVSHARD__COMM_NONE;
@@ -559,51 +584,63 @@ static void verdicts(kvshard__comm *c, const kvshard__comm_stage *stages, uint32
 #define SCRATCH_STAGES 8u
 #define SCRATCH_RANKS 16u
 
+/* The decode step of plan `p` at S = 1 into out's unsplit figures, at a
+ * batch of `batch`: nothing moves, so each stage's step is its base, from
+ * the weights the split estimate found for it (`stages`) and the rows `ulb`
+ * an unsplit owner stores. */
+static void unsplit_step(kvshard__comm *out, const kvshard__comm_stage *stages,
+                         const kvshard_plan *p, const layer_bytes *ulb, uint64_t batch,
+                         uint64_t microbatch)
+{
+    double step_us = 0.0;
+    for (uint32_t s = 0; s < p->pp; s++) {
+        uint64_t kv_read =
+            microbatch * reads_per_sequence(p, ulb, ulb->row_own_kv, out->context_length, s);
+        double base_us = base_us_of(stages[s].weights_bytes, kv_read, out->hbm_bandwidth);
+        if (s == 0 || base_us > step_us)
+            step_us = base_us;
+    }
+    out->has_unsplit = true;
+    out->unsplit_batch = batch;
+    out->unsplit_base_us = out->unsplit_step_us = step_us;
+    out->unsplit_throughput = (double)batch / (p->pp * step_us) * 1e6;
+}
+
 /* The same estimate at S = 1 into out's unsplit figures: plan `p` with the
  * split off, its ranks' figures and capacity counted unsplit, its batch
  * that capacity's. Only the step is priced: nothing moves at S = 1, and
- * the settled inputs and the layers' bytes (`lb`, the split's) are the
- * split estimate's but for the rows an owner stores. None when the unsplit
- * plan has no memory for a block or no step. */
-static void unsplit_reference(kvshard__comm *out, const kvshard_plan *p, const layer_bytes *lb)
+ * the settled inputs, the layers' bytes (`lb`) and the stages' weights
+ * (`stages`) are the split estimate's but for the rows an owner stores.
+ * None when the unsplit plan has no memory for a block or no step. */
+static void unsplit_reference(kvshard__comm *out, const kvshard__comm_stage *stages,
+                              const kvshard_plan *p, const layer_bytes *lb)
 {
     kvshard_allocator a = p->alloc;
-    uint32_t n = p->ranks_count, P = p->pp;
+    uint32_t n = p->ranks_count;
     kvshard_rank_memory local_ranks[SCRATCH_RANKS];
-    kvshard__comm_stage local_stages[SCRATCH_STAGES];
     kvshard_rank_memory *ranks =
         n <= SCRATCH_RANKS ? local_ranks : kvshard_alloc__bytes(&a, n, sizeof *ranks);
-    /* At S = 1 price_steps reads back only what it writes: no zeroing. */
-    kvshard__comm_stage *stages =
-        P <= SCRATCH_STAGES ? local_stages : kvshard_alloc__bytes(&a, P, sizeof *stages);
     kvshard_diag__ctx quiet = kvshard_diag__on(NULL);
     kvshard__capacity cap;
-    if (ranks && stages && kvshard_plan__unsplit_capacity(&cap, ranks, p, &quiet) == KVSHARD_OK) {
+    if (ranks && kvshard_plan__unsplit_capacity(&cap, ranks, p, &quiet) == KVSHARD_OK) {
         out->has_unsplit_capacity = cap.has_num_blocks;
         out->unsplit_has_concurrency = cap.has_concurrency;
         out->unsplit_concurrency = cap.concurrency;
         out->unsplit_blocks = cap.num_blocks;
-        /* One split rank of stage 0 owns every KV layer of it. */
-        uint32_t owned = p->stages[0].num_kv;
-        layout unsplit = {1, &cap, ranks, &owned};
-        kvshard__comm ref;
-        memcpy(&ref, out, offsetof(kvshard__comm, warnings));
-        ref.split = 1;
-        ref.overlap = false;
-        settle_batch(&ref, p, &cap);
-        layer_bytes ulb = *lb;
-        layout_rows(&ulb, p, &unsplit);
-        price_steps(&ref, stages, p, &ulb);
-        if (ref.has_step) {
-            out->has_unsplit = true;
-            out->unsplit_batch = ref.batch;
-            out->unsplit_base_us = ref.base_us;
-            out->unsplit_step_us = ref.step_us;
-            out->unsplit_throughput = ref.throughput;
+        uint64_t batch, microbatch;
+        /* The split's step conditions, with the unsplit batch; the weights
+         * are known alike (no_weights). */
+        bool has_step = settle_batch(&batch, &microbatch, p, &cap) && out->has_accelerator &&
+                        out->hbm_bandwidth && out->context_length && !out->no_weights;
+        if (has_step) {
+            /* One split rank of stage 0 owns every KV layer of it. */
+            uint32_t owned = p->stages[0].num_kv;
+            layout unsplit = {1, &cap, ranks, &owned};
+            layer_bytes ulb = *lb;
+            layout_rows(&ulb, p, &unsplit);
+            unsplit_step(out, stages, p, &ulb, batch, microbatch);
         }
     }
-    if (stages != local_stages)
-        kvshard_alloc__free(&a, stages);
     if (ranks != local_ranks)
         kvshard_alloc__free(&a, ranks);
 }
@@ -623,7 +660,7 @@ int kvshard_comm__of(kvshard__comm *out, kvshard__comm_stage *stages, const kvsh
     layer_bytes lb;
     int rc = estimate(out, own, &lb, p, err);
     if (rc == KVSHARD_OK && p->comm_reference && out->split > 1)
-        unsplit_reference(out, p, &lb);
+        unsplit_reference(out, own, p, &lb);
     if (out->has_step && (out->split == 1 || out->has_unsplit)) {
         out->has_gain = true;
         out->throughput_gain = out->split == 1 ? 1.0 : out->throughput / out->unsplit_throughput;
@@ -676,6 +713,7 @@ void kvshard_comm__rank_received(bool *has_decode, uint64_t *decode, bool *has_p
 
 void kvshard_comm__public(kvshard_comm_estimate *e, const kvshard__comm *c)
 {
+    e->size = sizeof *e;
     e->given = true;
     e->split_size = c->split;
     e->decode_mechanism = kvshard_options__comm_mechanism_name(c->decode_mechanism);
@@ -709,8 +747,10 @@ void kvshard_comm__public(kvshard_comm_estimate *e, const kvshard__comm *c)
     e->prefill_link_bytes = c->prefill.link_bytes;
     e->has_prefill_time = c->prefill.has_time;
     e->prefill_comm_us = c->prefill.comm_us;
+    uint32_t warnings = 0;
     for (size_t i = 0; i < c->warning_count; i++)
-        e->warnings |= 1u << c->warnings[i].code;
+        warnings |= 1u << c->warnings[i].code;
+    e->warnings = warnings;
 }
 
 int kvshard_plan_comm(kvshard_comm_estimate *out, const kvshard_plan *plan, kvshard_error *err)
@@ -720,14 +760,15 @@ int kvshard_plan_comm(kvshard_comm_estimate *out, const kvshard_plan *plan, kvsh
         return kvshard_error__fail(err, KVSHARD_EINVAL, "", kvshard_error__no_mark,
                                    "out and plan must not be NULL, and out->size must be "
                                    "sizeof(kvshard_comm_estimate) (KVSHARD_COMM_ESTIMATE_INIT)");
+    if (!plan->comm_given) {
+        *out = (kvshard_comm_estimate)KVSHARD_COMM_ESTIMATE_INIT;
+        return KVSHARD_OK;
+    }
     kvshard__comm c;
-    int rc = plan->comm_given ? kvshard_comm__of(&c, NULL, plan, err) : KVSHARD_OK;
-    if (rc)
-        return rc;
-    *out = (kvshard_comm_estimate)KVSHARD_COMM_ESTIMATE_INIT;
-    if (plan->comm_given)
-        kvshard_comm__public(out, &c);
-    return KVSHARD_OK;
+    int rc = kvshard_comm__of(&c, NULL, plan, err);
+    if (rc == KVSHARD_OK)
+        kvshard_comm__public(out, &c); /* every field: *out is not cleared first */
+    return rc;
 }
 
 int kvshard_comm__rank_by(kvshard_rank_by *out, kvshard_rank_by asked,

@@ -116,8 +116,7 @@ typedef struct kvshard__rank_needs {
 int kvshard_comm__rank_by(kvshard_rank_by *out, kvshard_rank_by asked,
                           const kvshard__rank_needs *has, kvshard_diag__ctx *diag);
 
-/* The public view of estimate `c` into *e, which starts as
- * KVSHARD_COMM_ESTIMATE_INIT. */
+/* The public view of estimate `c` into *e, every field of it. */
 void kvshard_comm__public(kvshard_comm_estimate *e, const kvshard__comm *c);
 
 #endif /* KVSHARD_EXPLORE_COMM_H */
