@@ -85,7 +85,9 @@ static void seed_documents(void **state)
     /* 10 x (2 x 196,608 all-gathered + 393,216 to the one receiver). */
     tu_assert_contains(json, "\"kv_read_bytes\": 35302932480, \"base_us\": 43861.03192");
     tu_assert_contains(json, "\"step_us\": 44406.79192, \"tpot_us\": 44406.79192");
-    tu_assert_contains(json, "\"unsplit\": {\"batch\": 57, ");
+    /* (17,330,305,824 + 57 x 367,738,880) B / 1.2e6 B a us, as written. */
+    tu_assert_contains(json, "\"unsplit\": {\"batch\": 57, \"base_us\": 31909.51832, "
+                             "\"step_us\": 31909.51832, ");
     tu_assert_contains(json, "\"chunks\": 4, \"history_rows\": 49152, \"collectives\": 30, "
                              "\"link_bytes\": 503316480, \"wire_bytes\": 503316480, "
                              "\"comm_us\": 21421.52");
