@@ -31,7 +31,9 @@ void bench_die_kvshard(const char *what, int rc, const kvshard_error *err)
 
 void *bench_xmalloc(size_t size)
 {
-    void *p = malloc(size ? size : 1);
+    /* Zeroed: a buffer of timings is read only after it is filled, which
+     * an optimising compiler cannot always see. */
+    void *p = calloc(1, size ? size : 1);
     if (!p)
         bench_die("out of memory (%zu bytes)", size);
     return p;

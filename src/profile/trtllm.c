@@ -864,6 +864,7 @@ static int capacity(kvshard__capacity *c, uint64_t *rank_blocks, const kvshard__
     if (!in->has_memory)
         return KVSHARD_OK;
     estimate e;
+    memset(&e, 0, sizeof e); /* each branch below sets what it knows */
     uint32_t binding = 0;
     uint64_t least_mem = 0;
     if (in->own_budget) {
