@@ -868,25 +868,27 @@ static void make_edge(kvshard_transfer_edge *e, kvshard_transfer *t, const piece
         e->bytes = kvshard__calc_mul(c, run_bytes, entries((enum entry)p->entry, p->span, n));
 }
 
-_Static_assert(sizeof(const class_piece *) == sizeof(size_t),
-               "the sorted pieces' pointers and their sources' ends share one block");
+_Static_assert(sizeof(const class_piece *) == sizeof(size_t) && sizeof(rank_sum) % sizeof(size_t) == 0,
+               "the sorted pieces' pointers, their sources' ends and the D ranks' receipts share "
+               "one block");
 
-/* The edges of the pieces in edge_order, each with its layers in order:
- * the pieces counted by source (a global rank below `sources`), each
- * source's sorted so that an edge's pieces lie side by side, then its
- * edges sorted. */
+/* The edges of the pieces in edge_order, each with its layers in order, and
+ * what they add up to in t->totals: the wire's bytes and the busiest source
+ * and destination. The pieces are counted by source (a global rank below
+ * `sources`), each source's sorted so that an edge's pieces lie side by
+ * side, then its edges sorted; each edge is summed as it is made. */
 static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, size_t sources,
-                      kvshard__calc *c)
+                      size_t receivers, kvshard__calc *c)
 {
     size_t count = ps->count, layer_total = 0;
     for (size_t i = 0; i < count; i++)
         layer_total += ps->classes[ps->at[i].cls].layer_count;
-    /* The sorted pieces and each source's end in one block. */
-    const class_piece **sorted =
-        kvshard_alloc__bytes(&t->alloc, count + sources + 1, sizeof(size_t));
+    size_t words = count + sources + 1 + receivers * (sizeof(rank_sum) / sizeof(size_t));
+    const class_piece **sorted = kvshard_alloc__bytes(&t->alloc, words, sizeof(size_t));
     size_t *end = sorted ? (size_t *)(void *)(sorted + count) : NULL;
+    rank_sum *received = end ? (rank_sum *)(void *)(end + sources + 1) : NULL;
     if (end)
-        memset(end, 0, (sources + 1) * sizeof *end);
+        memset(end, 0, (words - count) * sizeof *end);
     t->layers = kvshard_alloc__bytes(&t->alloc, layer_total ? layer_total : 1, sizeof *t->layers);
     t->edges = kvshard_alloc__bytes(&t->alloc, count ? count : 1, sizeof *t->edges);
     int rc = end && sorted && t->layers && t->edges ? KVSHARD_OK : KVSHARD_ENOMEM;
@@ -896,61 +898,48 @@ static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, size_t 
         end[g + 1] += end[g];
     for (size_t i = 0; rc == KVSHARD_OK && i < count; i++) /* end[g]: g's start, then its end */
         sorted[end[ps->at[i].p.src]++] = &ps->at[i];
-    size_t placed = 0;
+    kvshard_transfer_totals *tt = &t->totals;
+    /* Only the busiest source is kept, with no sum per P rank; ties go to
+     * the lowest, summed first. */
+    rank_sum most_sent = {0};
+    size_t most_sender = 0, placed = 0;
     for (size_t g = 0, from = 0; rc == KVSHARD_OK && g < sources; from = end[g++]) {
         sort_few(&sorted[from], end[g] - from, sizeof *sorted, piece_order);
         size_t first_edge = t->edge_count;
+        rank_sum sent = {0};
         for (size_t i = from, j; i < end[g]; i = j) {
             for (j = i + 1; j < end[g] && same_edge(&sorted[j]->p, &sorted[i]->p); j++)
                 ;
-            make_edge(&t->edges[t->edge_count++], t, ps, &sorted[i], &sorted[j], &placed, n, c);
+            kvshard_transfer_edge *e = &t->edges[t->edge_count++];
+            make_edge(e, t, ps, &sorted[i], &sorted[j], &placed, n, c);
+            tt->wire_per_token = kvshard__calc_add(c, tt->wire_per_token, e->bytes_per_token);
+            tt->wire_fixed = kvshard__calc_add(c, tt->wire_fixed, e->bytes_fixed);
+            tt->wire = kvshard__calc_add(c, tt->wire, e->bytes);
+            rank_add(&sent, e->src_stage, e->src_tp, e, c);
+            rank_add(&received[e->dst], e->dst_stage, e->dst_tp, e, c);
         }
         sort_few(&t->edges[first_edge], t->edge_count - first_edge, sizeof *t->edges,
                  edge_order);
+        if (sent.present && (!most_sent.present || busier(&sent, &most_sent, n > 0))) {
+            most_sent = sent;
+            most_sender = g;
+        }
+    }
+    if (rc == KVSHARD_OK) {
+        tt->busiest_source =
+            rank_of(most_sent.present ? &most_sent : NULL, (uint32_t)most_sender, n > 0);
+        tt->busiest_destination = busiest(received, receivers, n > 0);
     }
     kvshard_alloc__free(&t->alloc, sorted);
     return rc;
 }
 
-static int totals(kvshard_transfer *t, const kvshard_plan *d, const kvshard_transfer_options *o,
-                  kvshard__calc *c)
+/* The request's figures from the edges' sums: the time at the NIC, the
+ * replication, and the warning when the wire carries more than one copy. */
+static int totals(kvshard_transfer *t, const kvshard_transfer_options *o, kvshard__calc *c)
 {
     kvshard_transfer_totals *tt = &t->totals;
     uint64_t n = o->tokens;
-    size_t nd = d->options.world_size;
-    rank_sum *received = kvshard_alloc__calloc(&t->alloc, nd, sizeof *received);
-    if (!received)
-        return KVSHARD_ENOMEM;
-    /* A source's edges lie together, the sources ascending (make_edges):
-     * each is summed in turn and kept only while it is the busiest, with no
-     * sum per P rank; ties still go to the lowest. */
-    rank_sum sent = {0}, most_sent = {0};
-    uint32_t sender = 0, most_sender = 0;
-    uint64_t on_wire_per_token = 0, on_wire_fixed = 0, on_wire = 0;
-    for (size_t i = 0; i <= t->edge_count; i++) {
-        const kvshard_transfer_edge *e = i < t->edge_count ? &t->edges[i] : NULL;
-        if (sent.present && (!e || e->src != sender)) {
-            if (!most_sent.present || busier(&sent, &most_sent, n > 0)) {
-                most_sent = sent;
-                most_sender = sender;
-            }
-            sent = (rank_sum){0};
-        }
-        if (!e)
-            break;
-        on_wire_per_token = kvshard__calc_add(c, on_wire_per_token, e->bytes_per_token);
-        on_wire_fixed = kvshard__calc_add(c, on_wire_fixed, e->bytes_fixed);
-        on_wire = kvshard__calc_add(c, on_wire, e->bytes);
-        sender = e->src;
-        rank_add(&sent, e->src_stage, e->src_tp, e, c);
-        rank_add(&received[e->dst], e->dst_stage, e->dst_tp, e, c);
-    }
-    tt->wire_per_token = on_wire_per_token;
-    tt->wire_fixed = on_wire_fixed;
-    tt->wire = on_wire;
-    tt->busiest_source = rank_of(most_sent.present ? &most_sent : NULL, most_sender, n > 0);
-    tt->busiest_destination = busiest(received, nd, n > 0);
-    kvshard_alloc__free(&t->alloc, received);
     tt->has_bytes = n > 0;
     tt->tokens = n;
     if (n) {
@@ -1146,11 +1135,11 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
         tt->unique = kvshard__calc_add(&c, tt->unique, kvshard__calc_mul(&c, n, cls->unique));
     }
     if (rc == KVSHARD_OK)
-        rc = make_edges(t, &ps, o->tokens, p->options.world_size, &c);
+        rc = make_edges(t, &ps, o->tokens, p->options.world_size, d->options.world_size, &c);
     pieces_free(&ps);
     bool slow_nic = false;
     if (rc == KVSHARD_OK) {
-        rc = totals(t, d, o, &c);
+        rc = totals(t, o, &c);
         slow_nic = rc == KVSHARD_ERANGE;
     }
     if (rc == KVSHARD_ENOMEM)
