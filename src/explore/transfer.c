@@ -522,6 +522,11 @@ static bool holding(uint32_t *lo, uint32_t *hi, const route_side *s, uint32_t t,
 
 typedef struct route {
     route_side p, d;
+    /* The components of the class last opened: the classes of one D layer
+     * class and stage, which differ only in their owners, share them. */
+    component_of comps[MAX_COMPONENTS];
+    uint32_t comp_count, comps_d_class, comps_d_stage;
+    bool comps_known;
 } route;
 
 /* The first D rank that may hold component c, and the step to the next:
@@ -868,7 +873,8 @@ static void make_edge(kvshard_transfer_edge *e, kvshard_transfer *t, const piece
         e->bytes = kvshard__calc_mul(c, run_bytes, entries((enum entry)p->entry, p->span, n));
 }
 
-_Static_assert(sizeof(const class_piece *) == sizeof(size_t) && sizeof(rank_sum) % sizeof(size_t) == 0,
+_Static_assert(sizeof(const class_piece *) == sizeof(size_t) &&
+                   sizeof(rank_sum) % sizeof(size_t) == 0,
                "the sorted pieces' pointers, their sources' ends and the D ranks' receipts share "
                "one block");
 
@@ -1017,11 +1023,17 @@ static void group_layers(pieces *ps, uint32_t layer_count)
 static int open_class(pieces *ps, route *r, const layer_class *key, uint32_t layer,
                       uint64_t tokens, kvshard__calc *c, kvshard_error *err)
 {
-    component_of comps[MAX_COMPONENTS];
-    uint32_t count = 0;
-    int rc = layer_components(comps, &count, r->d.plan, layer, err);
-    if (rc != KVSHARD_OK)
-        return rc;
+    if (!r->comps_known || r->comps_d_class != key->d_class || r->comps_d_stage != key->d.stage) {
+        int rc = layer_components(r->comps, &r->comp_count, r->d.plan, layer, err);
+        r->comps_known = rc == KVSHARD_OK;
+        if (rc != KVSHARD_OK)
+            return rc;
+        r->comps_d_class = key->d_class;
+        r->comps_d_stage = key->d.stage;
+    }
+    const component_of *comps = r->comps;
+    uint32_t count = r->comp_count;
+    int rc = KVSHARD_OK;
     if (grow(ps->alloc, (void **)&ps->classes, ps->class_count, &ps->class_cap,
              sizeof *ps->classes) != KVSHARD_OK)
         return fail(err, KVSHARD_ENOMEM, "out of memory");
@@ -1082,7 +1094,8 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
     t->state_dtype = dm.state_dtype;
 
     /* Per TP rank of each side, so memory stays linear in the ranks. */
-    route r = {{.plan = p, .replica = o->p_replica}, {.plan = d, .replica = o->d_replica}};
+    route r = {.p = {.plan = p, .replica = o->p_replica},
+               .d = {.plan = d, .replica = o->d_replica}};
     side_open(&r.p);
     side_open(&r.d);
     pieces ps = {.alloc = &t->alloc};
