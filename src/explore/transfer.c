@@ -160,14 +160,13 @@ static bool same_edge(const piece *a, const piece *b)
            a->entry_bytes == b->entry_bytes;
 }
 
-/* Adds the piece p of class `cls`, first routed on `first_layer`. */
-static int pieces_push(pieces *ps, const piece *p, uint32_t cls, uint32_t first_layer)
+/* Room for one more piece, made in place; NULL when out of memory. */
+static class_piece *pieces_add(pieces *ps)
 {
     if (ps->count == ps->cap &&
         grow(ps->alloc, (void **)&ps->at, ps->count, &ps->cap, sizeof *ps->at) != KVSHARD_OK)
-        return KVSHARD_ENOMEM;
-    ps->at[ps->count++] = (class_piece){*p, cls, first_layer};
-    return KVSHARD_OK;
+        return NULL;
+    return &ps->at[ps->count++];
 }
 
 static void pieces_free(pieces *ps)
@@ -560,8 +559,7 @@ static int route_component(pieces *ps, route *r, uint32_t cls, uint32_t layer,
         *moved = true;
         uint32_t home = (uint32_t)((uint64_t)td * tp_p / tp_d);
         uint32_t dst = side_global_rank(&r->d, ds_stage, td);
-        piece cur;
-        bool open = false;
+        piece *cur = NULL; /* the piece open, made in place */
         for (uint32_t u = lo; u < hi; u++) {
             uint32_t src_tp = tp_p;
             for (uint32_t k = 0, t = home; k < tp_p && src_tp == tp_p; k++) {
@@ -574,25 +572,20 @@ static int route_component(pieces *ps, route *r, uint32_t cls, uint32_t layer,
                 return fail(err, KVSHARD_EUNMODELED,
                             "transfer_no_source: no P rank holds unit %u of %s of layer %u", u,
                             component_names[c->comp], layer);
-            if (open && cur.src_tp == src_tp) {
-                cur.hi = u + 1;
+            if (cur && cur->src_tp == src_tp) {
+                cur->hi = u + 1;
+                cur->entry_bytes += c->unit_bytes;
                 continue;
             }
-            if (open) {
-                cur.entry_bytes = (uint64_t)(cur.hi - cur.lo) * c->unit_bytes;
-                if (pieces_push(ps, &cur, cls, layer) != KVSHARD_OK)
-                    return fail(err, KVSHARD_ENOMEM, "out of memory");
-            }
-            uint32_t src = side_global_rank(&r->p, ps_stage, src_tp);
-            cur = (piece){
-                src,     dst, ps_stage, src_tp, ds_stage, td, (uint32_t)c->comp, (uint32_t)c->entry,
-                c->span, u,   u + 1,    0};
-            open = true;
-        }
-        if (open) {
-            cur.entry_bytes = (uint64_t)(cur.hi - cur.lo) * c->unit_bytes;
-            if (pieces_push(ps, &cur, cls, layer) != KVSHARD_OK)
+            class_piece *added = pieces_add(ps);
+            if (!added)
                 return fail(err, KVSHARD_ENOMEM, "out of memory");
+            uint32_t src = side_global_rank(&r->p, ps_stage, src_tp);
+            *added = (class_piece){{src, dst, ps_stage, src_tp, ds_stage, td, (uint32_t)c->comp,
+                                    (uint32_t)c->entry, c->span, u, u + 1, c->unit_bytes},
+                                   cls,
+                                   layer};
+            cur = &added->p;
         }
     }
     return KVSHARD_OK;
