@@ -625,15 +625,16 @@ typedef struct rank_sum {
     uint64_t per_token, fixed, bytes;
 } rank_sum;
 
-static void rank_add(rank_sum *r, uint32_t stage, uint32_t tp, const kvshard_transfer_edge *e,
-                     kvshard__calc *c)
+/* Adds edge e to rank r's sums unchecked: they are parts of the wire's
+ * sums, which are checked, so they cannot pass 2^64 - 1 unless those do. */
+static void rank_add(rank_sum *r, uint32_t stage, uint32_t tp, const kvshard_transfer_edge *e)
 {
     r->present = true;
     r->stage = stage;
     r->tp = tp;
-    r->per_token = kvshard__calc_add(c, r->per_token, e->bytes_per_token);
-    r->fixed = kvshard__calc_add(c, r->fixed, e->bytes_fixed);
-    r->bytes = kvshard__calc_add(c, r->bytes, e->bytes);
+    r->per_token += e->bytes_per_token;
+    r->fixed += e->bytes_fixed;
+    r->bytes += e->bytes;
 }
 
 /* Whether r sends or receives more than b: the most bytes at n, without n
@@ -914,8 +915,8 @@ static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, size_t 
             tt->wire_per_token = kvshard__calc_add(c, tt->wire_per_token, e->bytes_per_token);
             tt->wire_fixed = kvshard__calc_add(c, tt->wire_fixed, e->bytes_fixed);
             tt->wire = kvshard__calc_add(c, tt->wire, e->bytes);
-            rank_add(&sent, e->src_stage, e->src_tp, e, c);
-            rank_add(&received[e->dst], e->dst_stage, e->dst_tp, e, c);
+            rank_add(&sent, e->src_stage, e->src_tp, e);
+            rank_add(&received[e->dst], e->dst_stage, e->dst_tp, e);
         }
         sort_few(&t->edges[first_edge], t->edge_count - first_edge, sizeof *t->edges,
                  edge_order);
