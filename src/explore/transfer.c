@@ -105,7 +105,7 @@ typedef struct pieces {
     size_t count, cap;
     layer_class *classes;
     size_t class_count, class_cap;
-    uint32_t *class_of;     /* per layer moved, its class; one block with class_layers */
+    uint32_t *class_of;     /* per layer moved, its class; one block with class_layers, the map's */
     uint32_t *class_layers; /* each class's layers, ascending, class after class */
 } pieces;
 
@@ -173,7 +173,6 @@ static void pieces_free(pieces *ps)
 {
     kvshard_alloc__free(ps->alloc, ps->at);
     kvshard_alloc__free(ps->alloc, ps->classes);
-    kvshard_alloc__free(ps->alloc, ps->class_of);
 }
 
 static int fail(kvshard_error *err, int code, const char *fmt, ...) KVSHARD__PRINTF(3, 4);
@@ -822,21 +821,29 @@ static void sort_few(void *items, size_t count, size_t size,
 
 
 /* The edge of the pieces [from, to) of ps, which differ only in their
- * classes, into *e with its layers at t->layers[*placed]. */
+ * classes, into *e: an edge of one class points at its class's layers, an
+ * edge of more at theirs merged at t->layers[*placed]. */
 static void make_edge(kvshard_transfer_edge *e, kvshard_transfer *t, const pieces *ps,
                       const class_piece *const *from, const class_piece *const *to, size_t *placed,
                       uint64_t n, kvshard__calc *c)
 {
-    uint32_t *layers = &t->layers[*placed];
-    size_t count = 0;
-    for (const class_piece *const *k = from; k < to; k++) {
-        const layer_class *cls = &ps->classes[(*k)->cls];
-        memcpy(&layers[count], &ps->class_layers[cls->first], cls->layer_count * sizeof *layers);
-        count += cls->layer_count;
+    const layer_class *first = &ps->classes[(*from)->cls];
+    const uint32_t *layers = &ps->class_layers[first->first];
+    size_t count = first->layer_count;
+    if (to - from > 1) {
+        uint32_t *merged = &t->layers[*placed];
+        count = 0;
+        for (const class_piece *const *k = from; k < to; k++) {
+            const layer_class *cls = &ps->classes[(*k)->cls];
+            memcpy(&merged[count], &ps->class_layers[cls->first],
+                   cls->layer_count * sizeof *merged);
+            count += cls->layer_count;
+        }
+        /* Each class's layers ascend; together they interleave. */
+        qsort(merged, count, sizeof *merged, compare_u32);
+        *placed += count;
+        layers = merged;
     }
-    if (to - from > 1) /* each class's layers ascend; together they interleave */
-        qsort(layers, count, sizeof *layers, compare_u32);
-    *placed += count;
     const piece *p = &(*from)->p;
     *e = (kvshard_transfer_edge){p->src,
                                  p->dst,
@@ -880,18 +887,15 @@ _Static_assert(sizeof(const class_piece *) == sizeof(size_t) &&
 static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, size_t sources,
                       size_t receivers, kvshard__calc *c)
 {
-    size_t count = ps->count, layer_total = 0;
-    for (size_t i = 0; i < count; i++)
-        layer_total += ps->classes[ps->at[i].cls].layer_count;
+    size_t count = ps->count;
     size_t words = count + sources + 1 + receivers * (sizeof(rank_sum) / sizeof(size_t));
     const class_piece **sorted = kvshard_alloc__bytes(&t->alloc, words, sizeof(size_t));
     size_t *end = sorted ? (size_t *)(void *)(sorted + count) : NULL;
     rank_sum *received = end ? (rank_sum *)(void *)(end + sources + 1) : NULL;
     if (end)
         memset(end, 0, (words - count) * sizeof *end);
-    t->layers = kvshard_alloc__bytes(&t->alloc, layer_total ? layer_total : 1, sizeof *t->layers);
     t->edges = kvshard_alloc__bytes(&t->alloc, count ? count : 1, sizeof *t->edges);
-    int rc = end && sorted && t->layers && t->edges ? KVSHARD_OK : KVSHARD_ENOMEM;
+    int rc = end && sorted && t->edges ? KVSHARD_OK : KVSHARD_ENOMEM;
     for (size_t i = 0; rc == KVSHARD_OK && i < count; i++)
         end[ps->at[i].p.src + 1]++;
     for (size_t g = 0; rc == KVSHARD_OK && g < sources; g++)
@@ -910,6 +914,16 @@ static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, size_t 
         for (size_t i = from, j; i < end[g]; i = j) {
             for (j = i + 1; j < end[g] && same_edge(&sorted[j]->p, &sorted[i]->p); j++)
                 ;
+            if (j - i > 1 && !t->layers) { /* room for every piece's layers, once merging */
+                size_t layer_total = 0;
+                for (size_t k = 0; k < count; k++)
+                    layer_total += ps->classes[ps->at[k].cls].layer_count;
+                t->layers = kvshard_alloc__bytes(&t->alloc, layer_total, sizeof *t->layers);
+                if (!t->layers) {
+                    rc = KVSHARD_ENOMEM;
+                    break;
+                }
+            }
             kvshard_transfer_edge *e = &t->edges[t->edge_count++];
             make_edge(e, t, ps, &sorted[i], &sorted[j], &placed, n, c);
             tt->wire_per_token = kvshard__calc_add(c, tt->wire_per_token, e->bytes_per_token);
@@ -1094,7 +1108,9 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
     side_open(&r.d);
     pieces ps = {.alloc = &t->alloc};
     size_t moved = (size_t)L + t->num_draft_layers;
-    ps.class_of = kvshard_alloc__bytes(&t->alloc, moved ? 2 * moved : 1, sizeof *ps.class_of);
+    /* The map keeps the classes' layers: an edge of one class points into them. */
+    t->class_layers = ps.class_of =
+        kvshard_alloc__bytes(&t->alloc, moved ? 2 * moved : 1, sizeof *ps.class_of);
     ps.class_layers = ps.class_of ? ps.class_of + moved : NULL;
     /* Room for a piece per component most moved to each D rank of a stage
      * pair, so that a map like most is pushed without growing. */
@@ -1213,6 +1229,7 @@ void kvshard_transfer_free(kvshard_transfer *transfer)
     kvshard_allocator a = transfer->alloc;
     kvshard_alloc__free(&a, transfer->edges);
     kvshard_alloc__free(&a, transfer->layers);
+    kvshard_alloc__free(&a, transfer->class_layers);
     kvshard_alloc__free(&a, transfer->model_type);
     kvshard_alloc__free(&a, transfer->verdicts);
     kvshard_alloc__free(&a, transfer->prefill.global_ranks);
