@@ -105,7 +105,7 @@ typedef struct pieces {
     size_t count, cap;
     layer_class *classes;
     size_t class_count, class_cap;
-    uint32_t *class_of;     /* per layer moved, its class; one block with class_layers */
+    uint32_t *class_of;     /* per layer moved, its class; one block with class_layers, the map's */
     uint32_t *class_layers; /* each class's layers, ascending, class after class */
 } pieces;
 
@@ -160,21 +160,19 @@ static bool same_edge(const piece *a, const piece *b)
            a->entry_bytes == b->entry_bytes;
 }
 
-/* Adds the piece p of class `cls`, first routed on `first_layer`. */
-static int pieces_push(pieces *ps, const piece *p, uint32_t cls, uint32_t first_layer)
+/* Room for one more piece, made in place; NULL when out of memory. */
+static class_piece *pieces_add(pieces *ps)
 {
     if (ps->count == ps->cap &&
         grow(ps->alloc, (void **)&ps->at, ps->count, &ps->cap, sizeof *ps->at) != KVSHARD_OK)
-        return KVSHARD_ENOMEM;
-    ps->at[ps->count++] = (class_piece){*p, cls, first_layer};
-    return KVSHARD_OK;
+        return NULL;
+    return &ps->at[ps->count++];
 }
 
 static void pieces_free(pieces *ps)
 {
     kvshard_alloc__free(ps->alloc, ps->at);
     kvshard_alloc__free(ps->alloc, ps->classes);
-    kvshard_alloc__free(ps->alloc, ps->class_of);
 }
 
 static int fail(kvshard_error *err, int code, const char *fmt, ...) KVSHARD__PRINTF(3, 4);
@@ -522,6 +520,11 @@ static bool holding(uint32_t *lo, uint32_t *hi, const route_side *s, uint32_t t,
 
 typedef struct route {
     route_side p, d;
+    /* The components of the class last opened: the classes of one D layer
+     * class and stage, which differ only in their owners, share them. */
+    component_of comps[MAX_COMPONENTS];
+    uint32_t comp_count, comps_d_class, comps_d_stage;
+    bool comps_known;
 } route;
 
 /* The first D rank that may hold component c, and the step to the next:
@@ -555,8 +558,7 @@ static int route_component(pieces *ps, route *r, uint32_t cls, uint32_t layer,
         *moved = true;
         uint32_t home = (uint32_t)((uint64_t)td * tp_p / tp_d);
         uint32_t dst = side_global_rank(&r->d, ds_stage, td);
-        piece cur;
-        bool open = false;
+        piece *cur = NULL; /* the piece open, made in place */
         for (uint32_t u = lo; u < hi; u++) {
             uint32_t src_tp = tp_p;
             for (uint32_t k = 0, t = home; k < tp_p && src_tp == tp_p; k++) {
@@ -569,25 +571,20 @@ static int route_component(pieces *ps, route *r, uint32_t cls, uint32_t layer,
                 return fail(err, KVSHARD_EUNMODELED,
                             "transfer_no_source: no P rank holds unit %u of %s of layer %u", u,
                             component_names[c->comp], layer);
-            if (open && cur.src_tp == src_tp) {
-                cur.hi = u + 1;
+            if (cur && cur->src_tp == src_tp) {
+                cur->hi = u + 1;
+                cur->entry_bytes += c->unit_bytes;
                 continue;
             }
-            if (open) {
-                cur.entry_bytes = (uint64_t)(cur.hi - cur.lo) * c->unit_bytes;
-                if (pieces_push(ps, &cur, cls, layer) != KVSHARD_OK)
-                    return fail(err, KVSHARD_ENOMEM, "out of memory");
-            }
-            uint32_t src = side_global_rank(&r->p, ps_stage, src_tp);
-            cur = (piece){
-                src,     dst, ps_stage, src_tp, ds_stage, td, (uint32_t)c->comp, (uint32_t)c->entry,
-                c->span, u,   u + 1,    0};
-            open = true;
-        }
-        if (open) {
-            cur.entry_bytes = (uint64_t)(cur.hi - cur.lo) * c->unit_bytes;
-            if (pieces_push(ps, &cur, cls, layer) != KVSHARD_OK)
+            class_piece *added = pieces_add(ps);
+            if (!added)
                 return fail(err, KVSHARD_ENOMEM, "out of memory");
+            uint32_t src = side_global_rank(&r->p, ps_stage, src_tp);
+            *added = (class_piece){{src, dst, ps_stage, src_tp, ds_stage, td, (uint32_t)c->comp,
+                                    (uint32_t)c->entry, c->span, u, u + 1, c->unit_bytes},
+                                   cls,
+                                   layer};
+            cur = &added->p;
         }
     }
     return KVSHARD_OK;
@@ -627,15 +624,16 @@ typedef struct rank_sum {
     uint64_t per_token, fixed, bytes;
 } rank_sum;
 
-static void rank_add(rank_sum *r, uint32_t stage, uint32_t tp, const kvshard_transfer_edge *e,
-                     kvshard__calc *c)
+/* Adds edge e to rank r's sums unchecked: they are parts of the wire's
+ * sums, which are checked, so they cannot pass 2^64 - 1 unless those do. */
+static void rank_add(rank_sum *r, uint32_t stage, uint32_t tp, const kvshard_transfer_edge *e)
 {
     r->present = true;
     r->stage = stage;
     r->tp = tp;
-    r->per_token = kvshard__calc_add(c, r->per_token, e->bytes_per_token);
-    r->fixed = kvshard__calc_add(c, r->fixed, e->bytes_fixed);
-    r->bytes = kvshard__calc_add(c, r->bytes, e->bytes);
+    r->per_token += e->bytes_per_token;
+    r->fixed += e->bytes_fixed;
+    r->bytes += e->bytes;
 }
 
 /* Whether r sends or receives more than b: the most bytes at n, without n
@@ -823,21 +821,29 @@ static void sort_few(void *items, size_t count, size_t size,
 
 
 /* The edge of the pieces [from, to) of ps, which differ only in their
- * classes, into *e with its layers at t->layers[*placed]. */
+ * classes, into *e: an edge of one class points at its class's layers, an
+ * edge of more at theirs merged at t->layers[*placed]. */
 static void make_edge(kvshard_transfer_edge *e, kvshard_transfer *t, const pieces *ps,
                       const class_piece *const *from, const class_piece *const *to, size_t *placed,
                       uint64_t n, kvshard__calc *c)
 {
-    uint32_t *layers = &t->layers[*placed];
-    size_t count = 0;
-    for (const class_piece *const *k = from; k < to; k++) {
-        const layer_class *cls = &ps->classes[(*k)->cls];
-        memcpy(&layers[count], &ps->class_layers[cls->first], cls->layer_count * sizeof *layers);
-        count += cls->layer_count;
+    const layer_class *first = &ps->classes[(*from)->cls];
+    const uint32_t *layers = &ps->class_layers[first->first];
+    size_t count = first->layer_count;
+    if (to - from > 1) {
+        uint32_t *merged = &t->layers[*placed];
+        count = 0;
+        for (const class_piece *const *k = from; k < to; k++) {
+            const layer_class *cls = &ps->classes[(*k)->cls];
+            memcpy(&merged[count], &ps->class_layers[cls->first],
+                   cls->layer_count * sizeof *merged);
+            count += cls->layer_count;
+        }
+        /* Each class's layers ascend; together they interleave. */
+        qsort(merged, count, sizeof *merged, compare_u32);
+        *placed += count;
+        layers = merged;
     }
-    if (to - from > 1) /* each class's layers ascend; together they interleave */
-        qsort(layers, count, sizeof *layers, compare_u32);
-    *placed += count;
     const piece *p = &(*from)->p;
     *e = (kvshard_transfer_edge){p->src,
                                  p->dst,
@@ -868,89 +874,86 @@ static void make_edge(kvshard_transfer_edge *e, kvshard_transfer *t, const piece
         e->bytes = kvshard__calc_mul(c, run_bytes, entries((enum entry)p->entry, p->span, n));
 }
 
-_Static_assert(sizeof(const class_piece *) == sizeof(size_t),
-               "the sorted pieces' pointers and their sources' ends share one block");
+_Static_assert(sizeof(const class_piece *) == sizeof(size_t) &&
+                   sizeof(rank_sum) % sizeof(size_t) == 0,
+               "the sorted pieces' pointers, their sources' ends and the D ranks' receipts share "
+               "one block");
 
-/* The edges of the pieces in edge_order, each with its layers in order:
- * the pieces counted by source (a global rank below `sources`), each
- * source's sorted so that an edge's pieces lie side by side, then its
- * edges sorted. */
+/* The edges of the pieces in edge_order, each with its layers in order, and
+ * what they add up to in t->totals: the wire's bytes and the busiest source
+ * and destination. The pieces are counted by source (a global rank below
+ * `sources`), each source's sorted so that an edge's pieces lie side by
+ * side, then its edges sorted; each edge is summed as it is made. */
 static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, size_t sources,
-                      kvshard__calc *c)
+                      size_t receivers, kvshard__calc *c)
 {
-    size_t count = ps->count, layer_total = 0;
-    for (size_t i = 0; i < count; i++)
-        layer_total += ps->classes[ps->at[i].cls].layer_count;
-    /* The sorted pieces and each source's end in one block. */
-    const class_piece **sorted =
-        kvshard_alloc__bytes(&t->alloc, count + sources + 1, sizeof(size_t));
+    size_t count = ps->count;
+    size_t words = count + sources + 1 + receivers * (sizeof(rank_sum) / sizeof(size_t));
+    const class_piece **sorted = kvshard_alloc__bytes(&t->alloc, words, sizeof(size_t));
     size_t *end = sorted ? (size_t *)(void *)(sorted + count) : NULL;
+    rank_sum *received = end ? (rank_sum *)(void *)(end + sources + 1) : NULL;
     if (end)
-        memset(end, 0, (sources + 1) * sizeof *end);
-    t->layers = kvshard_alloc__bytes(&t->alloc, layer_total ? layer_total : 1, sizeof *t->layers);
+        memset(end, 0, (words - count) * sizeof *end);
     t->edges = kvshard_alloc__bytes(&t->alloc, count ? count : 1, sizeof *t->edges);
-    int rc = end && sorted && t->layers && t->edges ? KVSHARD_OK : KVSHARD_ENOMEM;
+    int rc = end && sorted && t->edges ? KVSHARD_OK : KVSHARD_ENOMEM;
     for (size_t i = 0; rc == KVSHARD_OK && i < count; i++)
         end[ps->at[i].p.src + 1]++;
     for (size_t g = 0; rc == KVSHARD_OK && g < sources; g++)
         end[g + 1] += end[g];
     for (size_t i = 0; rc == KVSHARD_OK && i < count; i++) /* end[g]: g's start, then its end */
         sorted[end[ps->at[i].p.src]++] = &ps->at[i];
-    size_t placed = 0;
+    kvshard_transfer_totals *tt = &t->totals;
+    /* Only the busiest source is kept, with no sum per P rank; ties go to
+     * the lowest, summed first. */
+    rank_sum most_sent = {0};
+    size_t most_sender = 0, placed = 0;
     for (size_t g = 0, from = 0; rc == KVSHARD_OK && g < sources; from = end[g++]) {
         sort_few(&sorted[from], end[g] - from, sizeof *sorted, piece_order);
         size_t first_edge = t->edge_count;
+        rank_sum sent = {0};
         for (size_t i = from, j; i < end[g]; i = j) {
             for (j = i + 1; j < end[g] && same_edge(&sorted[j]->p, &sorted[i]->p); j++)
                 ;
-            make_edge(&t->edges[t->edge_count++], t, ps, &sorted[i], &sorted[j], &placed, n, c);
+            if (j - i > 1 && !t->layers) { /* room for every piece's layers, once merging */
+                size_t layer_total = 0;
+                for (size_t k = 0; k < count; k++)
+                    layer_total += ps->classes[ps->at[k].cls].layer_count;
+                t->layers = kvshard_alloc__bytes(&t->alloc, layer_total, sizeof *t->layers);
+                if (!t->layers) {
+                    rc = KVSHARD_ENOMEM;
+                    break;
+                }
+            }
+            kvshard_transfer_edge *e = &t->edges[t->edge_count++];
+            make_edge(e, t, ps, &sorted[i], &sorted[j], &placed, n, c);
+            tt->wire_per_token = kvshard__calc_add(c, tt->wire_per_token, e->bytes_per_token);
+            tt->wire_fixed = kvshard__calc_add(c, tt->wire_fixed, e->bytes_fixed);
+            tt->wire = kvshard__calc_add(c, tt->wire, e->bytes);
+            rank_add(&sent, e->src_stage, e->src_tp, e);
+            rank_add(&received[e->dst], e->dst_stage, e->dst_tp, e);
         }
         sort_few(&t->edges[first_edge], t->edge_count - first_edge, sizeof *t->edges,
                  edge_order);
+        if (sent.present && (!most_sent.present || busier(&sent, &most_sent, n > 0))) {
+            most_sent = sent;
+            most_sender = g;
+        }
+    }
+    if (rc == KVSHARD_OK) {
+        tt->busiest_source =
+            rank_of(most_sent.present ? &most_sent : NULL, (uint32_t)most_sender, n > 0);
+        tt->busiest_destination = busiest(received, receivers, n > 0);
     }
     kvshard_alloc__free(&t->alloc, sorted);
     return rc;
 }
 
-static int totals(kvshard_transfer *t, const kvshard_plan *d, const kvshard_transfer_options *o,
-                  kvshard__calc *c)
+/* The request's figures from the edges' sums: the time at the NIC, the
+ * replication, and the warning when the wire carries more than one copy. */
+static int totals(kvshard_transfer *t, const kvshard_transfer_options *o, kvshard__calc *c)
 {
     kvshard_transfer_totals *tt = &t->totals;
     uint64_t n = o->tokens;
-    size_t nd = d->options.world_size;
-    rank_sum *received = kvshard_alloc__calloc(&t->alloc, nd, sizeof *received);
-    if (!received)
-        return KVSHARD_ENOMEM;
-    /* A source's edges lie together, the sources ascending (make_edges):
-     * each is summed in turn and kept only while it is the busiest, with no
-     * sum per P rank; ties still go to the lowest. */
-    rank_sum sent = {0}, most_sent = {0};
-    uint32_t sender = 0, most_sender = 0;
-    uint64_t on_wire_per_token = 0, on_wire_fixed = 0, on_wire = 0;
-    for (size_t i = 0; i <= t->edge_count; i++) {
-        const kvshard_transfer_edge *e = i < t->edge_count ? &t->edges[i] : NULL;
-        if (sent.present && (!e || e->src != sender)) {
-            if (!most_sent.present || busier(&sent, &most_sent, n > 0)) {
-                most_sent = sent;
-                most_sender = sender;
-            }
-            sent = (rank_sum){0};
-        }
-        if (!e)
-            break;
-        on_wire_per_token = kvshard__calc_add(c, on_wire_per_token, e->bytes_per_token);
-        on_wire_fixed = kvshard__calc_add(c, on_wire_fixed, e->bytes_fixed);
-        on_wire = kvshard__calc_add(c, on_wire, e->bytes);
-        sender = e->src;
-        rank_add(&sent, e->src_stage, e->src_tp, e, c);
-        rank_add(&received[e->dst], e->dst_stage, e->dst_tp, e, c);
-    }
-    tt->wire_per_token = on_wire_per_token;
-    tt->wire_fixed = on_wire_fixed;
-    tt->wire = on_wire;
-    tt->busiest_source = rank_of(most_sent.present ? &most_sent : NULL, most_sender, n > 0);
-    tt->busiest_destination = busiest(received, nd, n > 0);
-    kvshard_alloc__free(&t->alloc, received);
     tt->has_bytes = n > 0;
     tt->tokens = n;
     if (n) {
@@ -1028,11 +1031,17 @@ static void group_layers(pieces *ps, uint32_t layer_count)
 static int open_class(pieces *ps, route *r, const layer_class *key, uint32_t layer,
                       uint64_t tokens, kvshard__calc *c, kvshard_error *err)
 {
-    component_of comps[MAX_COMPONENTS];
-    uint32_t count = 0;
-    int rc = layer_components(comps, &count, r->d.plan, layer, err);
-    if (rc != KVSHARD_OK)
-        return rc;
+    if (!r->comps_known || r->comps_d_class != key->d_class || r->comps_d_stage != key->d.stage) {
+        int rc = layer_components(r->comps, &r->comp_count, r->d.plan, layer, err);
+        r->comps_known = rc == KVSHARD_OK;
+        if (rc != KVSHARD_OK)
+            return rc;
+        r->comps_d_class = key->d_class;
+        r->comps_d_stage = key->d.stage;
+    }
+    const component_of *comps = r->comps;
+    uint32_t count = r->comp_count;
+    int rc = KVSHARD_OK;
     if (grow(ps->alloc, (void **)&ps->classes, ps->class_count, &ps->class_cap,
              sizeof *ps->classes) != KVSHARD_OK)
         return fail(err, KVSHARD_ENOMEM, "out of memory");
@@ -1093,12 +1102,15 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
     t->state_dtype = dm.state_dtype;
 
     /* Per TP rank of each side, so memory stays linear in the ranks. */
-    route r = {{.plan = p, .replica = o->p_replica}, {.plan = d, .replica = o->d_replica}};
+    route r = {.p = {.plan = p, .replica = o->p_replica},
+               .d = {.plan = d, .replica = o->d_replica}};
     side_open(&r.p);
     side_open(&r.d);
     pieces ps = {.alloc = &t->alloc};
     size_t moved = (size_t)L + t->num_draft_layers;
-    ps.class_of = kvshard_alloc__bytes(&t->alloc, moved ? 2 * moved : 1, sizeof *ps.class_of);
+    /* The map keeps the classes' layers: an edge of one class points into them. */
+    t->class_layers = ps.class_of =
+        kvshard_alloc__bytes(&t->alloc, moved ? 2 * moved : 1, sizeof *ps.class_of);
     ps.class_layers = ps.class_of ? ps.class_of + moved : NULL;
     /* Room for a piece per component most moved to each D rank of a stage
      * pair, so that a map like most is pushed without growing. */
@@ -1146,11 +1158,11 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
         tt->unique = kvshard__calc_add(&c, tt->unique, kvshard__calc_mul(&c, n, cls->unique));
     }
     if (rc == KVSHARD_OK)
-        rc = make_edges(t, &ps, o->tokens, p->options.world_size, &c);
+        rc = make_edges(t, &ps, o->tokens, p->options.world_size, d->options.world_size, &c);
     pieces_free(&ps);
     bool slow_nic = false;
     if (rc == KVSHARD_OK) {
-        rc = totals(t, d, o, &c);
+        rc = totals(t, o, &c);
         slow_nic = rc == KVSHARD_ERANGE;
     }
     if (rc == KVSHARD_ENOMEM)
@@ -1217,6 +1229,7 @@ void kvshard_transfer_free(kvshard_transfer *transfer)
     kvshard_allocator a = transfer->alloc;
     kvshard_alloc__free(&a, transfer->edges);
     kvshard_alloc__free(&a, transfer->layers);
+    kvshard_alloc__free(&a, transfer->class_layers);
     kvshard_alloc__free(&a, transfer->model_type);
     kvshard_alloc__free(&a, transfer->verdicts);
     kvshard_alloc__free(&a, transfer->prefill.global_ranks);

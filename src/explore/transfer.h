@@ -44,7 +44,9 @@ struct kvshard_transfer {
     kvshard_allocator alloc;
     kvshard_transfer_edge *edges;
     size_t edge_count;
-    uint32_t *layers; /* every edge's layers, one block */
+    uint32_t *layers;       /* the layers of the edges of more than one class, one block */
+    uint32_t *class_layers; /* each layer's class, then each class's layers: an edge of one
+                             * class points into them */
     kvshard_transfer_totals totals;
     /* The digest of the edges, worked out the first time it is asked
      * (kvshard_transfer_digest), so that a map no one compares pays nothing
