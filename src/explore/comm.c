@@ -4,6 +4,7 @@
  * it reads over the memory bandwidth; and the throughput both give. */
 #include "explore/comm.h"
 
+#include "base/checked.h"
 #include "base/error.h"
 #include "kvshard/explore.h"
 #include "model/dtype.h"
@@ -192,14 +193,22 @@ static int layer_bytes_of(layer_bytes *lb, const kvshard_plan *p, const layout *
 /* One collective: its count, busiest port, what the group receives. */
 typedef enum { ALL_GATHER, BROADCAST, SCATTER } collective;
 
+static void add_n(kvshard__comm_traffic *t, const kvshard__comm *c, collective kind, uint64_t n,
+                  uint64_t m)
+{
+    /* `n` collectives whose m sum to `m`: each figure is linear in m. */
+    uint64_t s = c->split, busy = 0, wire = 0;
+    bool ok = kvshard__mul(&busy, kind == BROADCAST ? 1 : s - 1, m) &&
+              kvshard__mul(&wire, kind == ALL_GATHER ? s * (s - 1) : s - 1, m) &&
+              kvshard__add(&t->link_bytes, t->link_bytes, busy) &&
+              kvshard__add(&t->wire_bytes, t->wire_bytes, wire);
+    t->overflow |= !ok;
+    t->collectives += n;
+}
+
 static void add(kvshard__comm_traffic *t, const kvshard__comm *c, collective kind, uint64_t m)
 {
-    uint64_t s = c->split;
-    uint64_t busy = kind == BROADCAST ? m : (s - 1) * m;
-    uint64_t wire = kind == ALL_GATHER ? s * (s - 1) * m : (s - 1) * m;
-    t->collectives++;
-    t->link_bytes += busy;
-    t->wire_bytes += wire;
+    add_n(t, c, kind, 1, m);
 }
 
 /* Σ t over the collectives of `t`: each costs α(S) plus its busiest
@@ -215,22 +224,24 @@ static void price(kvshard__comm_traffic *t, const kvshard__comm *c)
 static void times(kvshard__comm_traffic *t, const kvshard__comm_traffic *one, uint64_t n)
 {
     t->collectives = n * one->collectives;
-    t->link_bytes = n * one->link_bytes;
-    t->wire_bytes = n * one->wire_bytes;
+    t->overflow = one->overflow || !kvshard__mul(&t->link_bytes, n, one->link_bytes) ||
+                  !kvshard__mul(&t->wire_bytes, n, one->wire_bytes);
 }
 
-/* The owner broadcasts `rows` rows of a layer: its KV part, then its
- * index part when it has one. */
+/* The owner broadcasts a layer's rows in `n` collectives of each part,
+ * `rows` rows in all: its KV part, then its index part when it has one. */
 static void broadcast_rows(kvshard__comm_traffic *t, uint64_t *received, uint32_t rank,
                            const kvshard__comm *c, const layer_bytes *lb, uint32_t owner,
-                           uint64_t rows)
+                           uint64_t n, uint64_t rows)
 {
-    add(t, c, BROADCAST, rows * lb->row_kv);
-    *received += rank == owner ? 0 : rows * lb->row_kv;
-    if (lb->index) {
-        add(t, c, BROADCAST, rows * lb->index);
-        *received += rank == owner ? 0 : rows * lb->index;
-    }
+    uint64_t kv = 0, index = 0;
+    t->overflow |= !kvshard__mul(&kv, rows, lb->row_kv) || !kvshard__mul(&index, rows, lb->index);
+    add_n(t, c, BROADCAST, n, kv);
+    if (lb->index)
+        add_n(t, c, BROADCAST, n, index);
+    if (rank != owner)
+        t->overflow |=
+            !kvshard__add(received, *received, kv) || !kvshard__add(received, *received, index);
 }
 
 /* Per decode step: what one split layer moves, as collectives into `t`;
@@ -256,10 +267,10 @@ static void decode_layer(kvshard__comm_traffic *t, uint64_t *received, uint32_t 
     case KVSHARD__COMM_HISTORY_ROWS:
     case KVSHARD__COMM_FULL_LAYER: {
         /* Every sequence's history, or the whole pool; the index keys apart. */
-        uint64_t rows = c->decode_mechanism == KVSHARD__COMM_HISTORY_ROWS
-                            ? c->microbatch * c->context_length
-                            : p->cap.num_blocks * p->options.block_size;
-        broadcast_rows(t, received, rank, c, lb, owner, rows);
+        uint64_t rows = p->cap.num_blocks * p->options.block_size;
+        if (c->decode_mechanism == KVSHARD__COMM_HISTORY_ROWS)
+            t->overflow |= !kvshard__mul(&rows, c->microbatch, c->context_length);
+        broadcast_rows(t, received, rank, c, lb, owner, 1, rows);
         break;
     }
     case KVSHARD__COMM_SELECTED_KV: {
@@ -282,20 +293,20 @@ static void decode_layer(kvshard__comm_traffic *t, uint64_t *received, uint32_t 
     }
 }
 
-/* Per prompt: the chunks with history each move the layer's rows. */
+/* Per prompt: every chunk with history moves the layer's rows, its
+ * history (history_rows) or the whole pool (full_layer). Chunk j starts with
+ * H + j x C tokens, so all but a first chunk without a prefix hit move;
+ * summed in closed form, as a prompt may have a billion chunks. */
 static void prefill_layer(kvshard__comm_traffic *t, uint64_t *received, uint32_t rank,
                           const kvshard__comm *c, const kvshard_plan *p, const layer_bytes *lb,
                           uint32_t owner)
 {
-    for (uint64_t j = 0; j < c->chunks; j++) {
-        uint64_t h = c->prefix_hit + j * c->chunk;
-        if (h == 0)
-            continue; /* no history: nothing to send */
-        uint64_t rows = c->prefill_mechanism == KVSHARD__COMM_FULL_LAYER
-                            ? p->cap.num_blocks * p->options.block_size
-                            : h;
-        broadcast_rows(t, received, rank, c, lb, owner, rows);
-    }
+    uint64_t moves = c->chunks - (c->chunks && c->prefix_hit == 0);
+    uint64_t rows = c->history_rows;
+    if (c->prefill_mechanism == KVSHARD__COMM_FULL_LAYER)
+        t->overflow |= !kvshard__mul(&rows, moves, p->cap.num_blocks * p->options.block_size);
+    if (moves)
+        broadcast_rows(t, received, rank, c, lb, owner, moves, rows);
 }
 
 /* The bytes one sequence of a `context`-token history reads in a decode
@@ -524,8 +535,10 @@ static int estimate(kvshard__comm *c, kvshard__comm_stage *stages, layer_bytes *
         const kvshard__comm_traffic *parts[2] = {&st->decode, &st->prefill};
         for (int k = 0; k < 2; k++) {
             sums[k]->collectives += parts[k]->collectives;
-            sums[k]->link_bytes += parts[k]->link_bytes;
-            sums[k]->wire_bytes += parts[k]->wire_bytes;
+            sums[k]->overflow |=
+                parts[k]->overflow ||
+                !kvshard__add(&sums[k]->link_bytes, sums[k]->link_bytes, parts[k]->link_bytes) ||
+                !kvshard__add(&sums[k]->wire_bytes, sums[k]->wire_bytes, parts[k]->wire_bytes);
             sums[k]->comm_us += parts[k]->comm_us;
             sums[k]->has_bytes =
                 s == 0 ? parts[k]->has_bytes : sums[k]->has_bytes && parts[k]->has_bytes;
@@ -533,6 +546,18 @@ static int estimate(kvshard__comm *c, kvshard__comm_stage *stages, layer_bytes *
                 s == 0 ? parts[k]->has_time : sums[k]->has_time && parts[k]->has_time;
         }
     }
+    if (c->prefill.overflow)
+        return kvshard_error__fail(err, KVSHARD_ERANGE, "", kvshard_error__no_mark,
+                                   "comm_value: a prompt of %u tokens in chunks of %u moves more "
+                                   "than 2^64 - 1 bytes over the split's links; give a larger "
+                                   "comm_chunk or a shorter comm_prompt_length",
+                                   c->prompt_length, c->chunk);
+    if (c->decode.overflow)
+        return kvshard_error__fail(err, KVSHARD_ERANGE, "", kvshard_error__no_mark,
+                                   "comm_value: a decode step of %llu sequences moves more than "
+                                   "2^64 - 1 bytes over the split's links; give a smaller "
+                                   "comm_batch",
+                                   (unsigned long long)c->batch);
     if (c->has_accelerator && lb.index && !p->model.index_topk)
         return kvshard_error__fail(err, KVSHARD_EMISSING, "", kvshard_error__no_mark,
                                    "comm_input_missing: the decode base step of a DSA model "

@@ -19,6 +19,7 @@ typedef struct kvshard__comm_traffic {
     uint64_t wire_bytes; /* Σ of what the group receives */
     bool has_time;       /* bytes and a link */
     double comm_us;
+    bool overflow; /* a byte figure passed 2^64 - 1: the estimate refuses it */
 } kvshard__comm_traffic;
 
 typedef struct kvshard__comm_stage {
