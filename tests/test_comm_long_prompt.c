@@ -7,6 +7,7 @@
 
 #include <kvshard/explore.h>
 
+#include <stdlib.h>
 #include <string.h>
 
 #define SEED                                                                                       \
@@ -62,12 +63,40 @@ static void bytes_past_64_bits(void **state)
     kvshard_plan_free(p);
 }
 
+#define SEED_MODEL                                                                                 \
+    "models/qwen3_5_35b_a3b.json", "--world_size=4", "--enable_layerwise_split=true",              \
+        "--layerwise_split_size=2", "--weights_total=69321223296", "--weights_experts=64424509440"
+
+/* The hint where a decode step has no figure names only what is missing: a
+ * context length gives the batch too (the plan's concurrency), and a link
+ * is needed for the step, not for its base. */
+static void hint_names_only_missing(void **state)
+{
+    (void)state;
+    kvshard_plan *p = NULL;
+    TU_PLAN(&p, SEED_MODEL, "--memory_per_rank=20GiB", "--comm_accelerator=bi_v100");
+    char *text = tu_plan_text(p);
+    tu_assert_contains(text, "decode     20 collectives; give a context length for the base "
+                             "step\n");
+    free(text);
+    kvshard_plan_free(p);
+    /* 2 sequences of 100 tokens: an all-gather of 2 x 4 x 256 x 2 = 4,096
+     * B and a broadcast of 8,192 B a layer, 10 layers: 122,880 B. */
+    TU_PLAN(&p, SEED_MODEL, "--comm_hbm_bandwidth=1TB", "--comm_batch=2", "--context_length=100");
+    text = tu_plan_text(p);
+    tu_assert_contains(text, "decode     2 sequences: 20 collectives, 122.88 kB on the busiest "
+                             "link; give a link for the step\n");
+    free(text);
+    kvshard_plan_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_chunk_a_token),
         cmocka_unit_test(a_prefix_hit_moves_first),
         cmocka_unit_test(bytes_past_64_bits),
+        cmocka_unit_test(hint_names_only_missing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

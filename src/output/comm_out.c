@@ -385,25 +385,28 @@ static void text_inputs(kvshard__out *o, const kvshard_plan *plan, const kvshard
  * lacks, or the weights of some stage when every input is there. */
 static void step_hint(kvshard__out *o, const kvshard_plan *plan, const kvshard__comm *c)
 {
-    const char *missing[5];
+    const char *missing[4];
     size_t n = 0;
     if (!c->has_accelerator || !c->hbm_bandwidth)
         missing[n++] = "--comm_accelerator";
     if (c->no_weights || (!c->has_accelerator && !kvshard_deployment__weights_given(plan)))
         missing[n++] = "the weights";
+    /* A context length also gives the batch, the plan's concurrency. */
     if (!c->context_length)
         missing[n++] = "a context length";
-    if (!c->has_batch)
+    else if (!c->has_batch)
         missing[n++] = "--comm_batch";
-    if (c->split > 1 && !c->has_link)
-        missing[n++] = "a link";
-    if (!n)
+    bool link = c->split > 1 && !c->has_link;
+    if (!n && !link)
         missing[n++] = "the weights of every stage";
+    bool base = n > 0;
     kvshard_writer__out_raw(o, "; give ");
     for (size_t i = 0; i < n; i++)
         kvshard_writer__out_printf(o, "%s%s", i == 0 ? "" : i + 1 == n ? " and " : ", ",
                                    missing[i]);
-    kvshard_writer__out_raw(o, " for the base step\n");
+    kvshard_writer__out_printf(o, "%s%s\n", base ? " for the base step" : "",
+                               link ? base ? " and a link for the step" : "a link for the step"
+                                    : "");
 }
 
 static void text_decode(kvshard__out *o, const kvshard_plan *plan, const kvshard__comm *c)
