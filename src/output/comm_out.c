@@ -274,7 +274,7 @@ static void grouped_fixed(char *buf, size_t cap, const char *text)
 }
 
 /* Microseconds as milliseconds with two decimals, grouped: "1,348.37 ms". */
-static void ms_text(char *buf, size_t cap, double us)
+void kvshard_comm_out__ms_text(char *buf, size_t cap, double us)
 {
     char text[48];
     snprintf(text, sizeof text, "%.2f", us / 1000.0);
@@ -283,9 +283,7 @@ static void ms_text(char *buf, size_t cap, double us)
     snprintf(buf + n, cap - n, " ms");
 }
 
-/* A link's latency as it was given: the fewest decimals (at most the 9 a
- * latency may have) that read back as the same double, never an exponent. */
-static void latency_text(char *buf, size_t cap, double us)
+void kvshard_comm_out__latency_text(char *buf, size_t cap, double us)
 {
     char text[48] = "";
     for (int decimals = 0; decimals <= 9; decimals++) {
@@ -317,7 +315,7 @@ void kvshard_comm_out__sources(kvshard__out *o, const kvshard_comm_estimate *e)
     kvshard_writer__out_printf(o, "estimate, not a measurement: link %s, ", e->link_name);
     rate(o, e->link_bandwidth);
     char alpha[48];
-    latency_text(alpha, sizeof alpha, e->link_latency_us);
+    kvshard_comm_out__latency_text(alpha, sizeof alpha, e->link_latency_us);
     kvshard_writer__out_printf(o, " a direction, \xce\xb1 %s \xc2\xb5s; %s, ", alpha,
                                e->accelerator_name);
     rate(o, e->hbm_bandwidth);
@@ -328,7 +326,7 @@ void kvshard_comm_out__sources(kvshard__out *o, const kvshard_comm_estimate *e)
 static void ms(kvshard__out *o, double us)
 {
     char text[64];
-    ms_text(text, sizeof text, us);
+    kvshard_comm_out__ms_text(text, sizeof text, us);
     kvshard_writer__out_raw(o, text);
 }
 
@@ -344,7 +342,7 @@ void kvshard_comm_out__row_cells(kvshard__out *o, const kvshard_comm_estimate *e
     if (e->given && e->has_step)
         kvshard_format__grouped_text(tput, sizeof tput, (uint64_t)llround(e->throughput_total));
     if (e->given && e->has_decode_time)
-        ms_text(comm, sizeof comm, e->decode_comm_us);
+        kvshard_comm_out__ms_text(comm, sizeof comm, e->decode_comm_us);
     kvshard_writer__out_printf(o, notes ? "%-9s %-10s " : "%-9s %s", tput, comm);
 }
 
@@ -367,7 +365,7 @@ static void text_inputs(kvshard__out *o, const kvshard_plan *plan, const kvshard
         rate(o, c->link_bandwidth);
         static const char *const rules[] = {"log2", "linear", "flat"};
         char alpha[48];
-        latency_text(alpha, sizeof alpha, c->link_latency_us);
+        kvshard_comm_out__latency_text(alpha, sizeof alpha, c->link_latency_us);
         kvshard_writer__out_printf(o, " a direction, \xce\xb1 %s \xc2\xb5s (%s)", alpha,
                                    rules[c->alpha_rule]);
     } else {
@@ -477,8 +475,9 @@ static void text_prefill(kvshard__out *o, const kvshard__comm *c)
         kvshard_writer__out_grouped(o, c->prefix_hit);
         kvshard_writer__out_raw(o, " cached");
     }
-    kvshard_writer__out_printf(o, " in %llu chunk%s of ", (unsigned long long)c->chunks,
-                               c->chunks == 1 ? "" : "s");
+    kvshard_writer__out_raw(o, " in ");
+    kvshard_writer__out_grouped(o, c->chunks);
+    kvshard_writer__out_raw(o, c->chunks == 1 ? " chunk of " : " chunks of ");
     kvshard_writer__out_grouped(o, c->chunk);
     kvshard_writer__out_raw(o, ": ");
     kvshard_writer__out_grouped(o, c->history_rows);

@@ -23,6 +23,13 @@ void kvshard_comm_out__number(kvshard__out *o, bool has, double v);
 /* Bytes on a link as the text writes them, in decimal units: "5.90 MB". */
 void kvshard_comm_out__link_bytes(kvshard__out *o, uint64_t bytes);
 
+/* A time in ms with two decimals, grouped by thousands: "1,348.37 ms". */
+void kvshard_comm_out__ms_text(char *buf, size_t cap, double us);
+
+/* A link's latency as it was given: the fewest decimals (at most the 9 a
+ * latency may have) that read back as the same double, never an exponent. */
+void kvshard_comm_out__latency_text(char *buf, size_t cap, double us);
+
 /* A fit's or comparison's `comm_inputs`: the settled inputs of estimate
  * `c` (mechanisms, link, accelerator, activation bytes). */
 void kvshard_comm_out__inputs_json(kvshard__out *o, const kvshard__comm *c);

@@ -399,9 +399,10 @@ static void sources(kvshard__out *o, const kvshard__comm *c, const kvshard_plan 
     if (c->has_link) {
         kvshard_writer__out_printf(o, " Link <code>%s</code>: ", c->link_name);
         kvshard_comm_out__link_bytes(o, c->link_bandwidth);
-        kvshard_writer__out_printf(o, "/s a direction, \xce\xb1 %g \xc2\xb5s (",
-                                   c->link_latency_us);
-        const char *basis = in->link_bandwidth || in->link_latency_us > 0 ? "given" : link->basis;
+        char alpha[48];
+        kvshard_comm_out__latency_text(alpha, sizeof alpha, c->link_latency_us);
+        kvshard_writer__out_printf(o, "/s a direction, \xce\xb1 %s \xc2\xb5s (", alpha);
+        const char *basis = in->link_bandwidth || in->has_link_latency ? "given" : link->basis;
         kvshard_writer__out_xml(o, basis, strlen(basis));
         kvshard_writer__out_raw(o, ").");
     } else {

@@ -568,9 +568,9 @@ static void comparison_comm_cells(kvshard__out *o, const kvshard_comm_estimate *
 {
     char comm[32] = "-", step[32] = "-", tput[32] = "-", gain[32] = "-";
     if (e->given && e->has_decode_time)
-        snprintf(comm, sizeof comm, "%.2f ms", e->decode_comm_us / 1000.0);
+        kvshard_comm_out__ms_text(comm, sizeof comm, e->decode_comm_us);
     if (e->given && e->has_step) {
-        snprintf(step, sizeof step, "%.2f ms", e->step_us / 1000.0);
+        kvshard_comm_out__ms_text(step, sizeof step, e->step_us);
         kvshard_format__grouped_text(tput, sizeof tput, (uint64_t)llround(e->throughput));
     }
     if (e->given && e->has_gain)

@@ -1,11 +1,11 @@
-/* A prompt's communication in closed form: a prompt may have a billion
- * chunks, so the estimate sums the chunks with history rather than
- * visiting them, and a prompt whose bytes pass 2^64 - 1 is refused by name
- * instead of wrapping. The seed deployment on BI-V100 (pcie4x16: 24 GB/s,
- * alpha(2) = 15 us), 10 full-attention layers split, 1,024 B a row. */
+/* The comm estimate at its limits. A prompt's communication in closed form: a prompt may have a
+ * billion chunks, so the estimate sums the chunks with history rather than visiting them, and a
+ * prompt whose bytes pass 2^64 - 1 is refused by name instead of wrapping. The seed deployment on
+ * BI-V100 (pcie4x16: 24 GB/s, alpha(2) = 15 us), 10 full-attention layers split, 1,024 B a row. */
 #include "test_util.h"
 
 #include <kvshard/explore.h>
+#include <kvshard/output.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -90,13 +90,35 @@ static void hint_names_only_missing(void **state)
     kvshard_plan_free(p);
 }
 
+/* The report writes a link's latency as given, never with an exponent,
+ * and calls a given latency of 0 given (alpha = 0), not the preset's. */
+static void report_latency_as_given(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *flag, *alpha;
+    } cases[] = {
+        {"--comm_link_latency=0.000000001", "\xce\xb1 0.000000001 \xc2\xb5s (given)"},
+        {"--comm_link_latency=1000000000", "\xce\xb1 1000000000 \xc2\xb5s (given)"},
+        {"--comm_link_latency=0", "\xce\xb1 0 \xc2\xb5s (given)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        kvshard_plan *p = NULL;
+        TU_PLAN(&p, SEED, cases[i].flag);
+        char *page = NULL;
+        assert_int_equal(kvshard_report_write_html(p, NULL, NULL, tu_append, &page), KVSHARD_OK);
+        tu_assert_contains(page, cases[i].alpha);
+        free(page);
+        kvshard_plan_free(p);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(a_chunk_a_token),
-        cmocka_unit_test(a_prefix_hit_moves_first),
-        cmocka_unit_test(bytes_past_64_bits),
-        cmocka_unit_test(hint_names_only_missing),
+        cmocka_unit_test(a_chunk_a_token),         cmocka_unit_test(a_prefix_hit_moves_first),
+        cmocka_unit_test(bytes_past_64_bits),      cmocka_unit_test(hint_names_only_missing),
+        cmocka_unit_test(report_latency_as_given),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
