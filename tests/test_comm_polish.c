@@ -75,7 +75,9 @@ static void assumed_message_whole(void **state)
 static void latency_form(void **state)
 {
     (void)state;
-    TU_REFUSED(KVSHARD_ERANGE, "comm_link_latency: 0.0000000001 has more than 9 decimals",
+    TU_REFUSED(KVSHARD_ERANGE,
+               "comm_link_latency: 0.0000000001 has more than 9 decimals; expected a decimal "
+               "from 0 and at most 1000000000 with at most 9 decimals",
                SEED_PLAN, CUSTOM_LINK, "--comm_link_latency=0.0000000001");
     TU_REFUSED(KVSHARD_ERANGE, "comm_link_latency: -1 is negative", SEED_PLAN, CUSTOM_LINK,
                "--comm_link_latency=-1");

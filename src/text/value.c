@@ -210,7 +210,7 @@ static int decimal_form(const kvshard_value__def *d, const char *text, size_t le
     if (d->unset_ok && point && (size_t)(text + len - point - 1) > LATENCY_DECIMALS_MAX)
         return kvshard_error__fail(err, KVSHARD_ERANGE, source, mark,
                                    "%s: %.*s has more than %d decimals; expected a decimal from "
-                                   "0 and at most %llu with at most %d",
+                                   "0 and at most %llu with at most %d decimals",
                                    d->name, SHOWN(len), text, LATENCY_DECIMALS_MAX,
                                    (unsigned long long)d->max, LATENCY_DECIMALS_MAX);
     return KVSHARD_OK;
