@@ -689,7 +689,8 @@ int kvshard_comm__of(kvshard__comm *out, kvshard__comm_stage *stages, const kvsh
     int rc = estimate(out, own, &lb, p, err);
     if (rc == KVSHARD_OK && p->comm_reference && out->split > 1)
         unsplit_reference(out, own, p, &lb);
-    if (out->has_step && (out->split == 1 || out->has_unsplit)) {
+    /* A refused estimate stops part-way: only a whole one has a gain. */
+    if (rc == KVSHARD_OK && out->has_step && (out->split == 1 || out->has_unsplit)) {
         out->has_gain = true;
         out->throughput_gain = out->split == 1 ? 1.0 : out->throughput / out->unsplit_throughput;
     }
