@@ -999,16 +999,28 @@ static bool same_class(const layer_class *a, const layer_class *b)
            kvshard__stage_holding_same(&a->d, &b->d);
 }
 
-/* The classes of the current stages last found, by the facts that tell a
- * stage's classes apart (the owners, the kind): a layer's class is then
- * found at once, where a scan would compare it with each class of the
- * stages. */
+/* The classes last found, by what both sides' holdings of a layer are made
+ * of (their keys) and D's layer class: a layer's class is then found at
+ * once, without working out its holdings, which are worked out only for a
+ * key not found here. */
 #define RECENT_CLASSES 64u
 
-static uint32_t recent_slot(const layer_class *key)
+typedef struct recent_class {
+    kvshard__holding_key p, d;
+    uint32_t d_class, k; /* k: the class, UINT32_MAX in a slot unused */
+} recent_class;
+
+static recent_class *recent_slot(recent_class *recent, const recent_class *key)
 {
-    return ((uint32_t)key->p.owner * 7u + (uint32_t)key->d.owner * 31u + key->d_class * 131u) &
-           (RECENT_CLASSES - 1);
+    uint64_t h = key->p.rest * 7u + key->d.rest * 31u + key->d.stage * 61u + key->p.stage * 97u +
+                 key->d_class * 131u;
+    return &recent[(h ^ h >> 32) & (RECENT_CLASSES - 1)];
+}
+
+static bool same_key(const recent_class *a, const recent_class *b)
+{
+    return a->p.rest == b->p.rest && a->d.rest == b->d.rest && a->p.stage == b->p.stage &&
+           a->d.stage == b->d.stage && a->d_class == b->d_class;
 }
 
 /* Each class's layers in ascending order, class after class. */
@@ -1120,28 +1132,37 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
         rc = KVSHARD_ENOMEM;
     kvshard__calc c = {false, false, false};
     uint32_t first_of_stages = 0; /* the classes of the layers' stages on both sides */
-    uint32_t recent[RECENT_CLASSES];   /* of those, the last found in each slot */
-    memset(recent, 0xFF, sizeof recent);
+    recent_class recent[RECENT_CLASSES];
+    for (uint32_t i = 0; i < RECENT_CLASSES; i++)
+        recent[i].k = UINT32_MAX;
     layer_class key = {0}; /* only its holdings and D's class are compared */
     for (uint32_t layer = 0; rc == KVSHARD_OK && layer < L + t->num_draft_layers; layer++) {
-        key.d_class = layer < L ? d->class_of[layer] : DRAFT_CLASS | d->draft_class[layer - L];
-        holding_of_layer(&key.p, p, layer);
-        holding_of_layer(&key.d, d, layer);
-        if (ps.class_count && (ps.classes[first_of_stages].p.stage != key.p.stage ||
-                               ps.classes[first_of_stages].d.stage != key.d.stage)) {
-            first_of_stages = (uint32_t)ps.class_count;
-            memset(recent, 0xFF, sizeof recent);
+        recent_class made_of = {kvshard__plan_holding_key(p, layer),
+                                kvshard__plan_holding_key(d, layer),
+                                layer < L ? d->class_of[layer]
+                                          : DRAFT_CLASS | d->draft_class[layer - L],
+                                0};
+        recent_class *slot = recent_slot(recent, &made_of);
+        uint32_t k = slot->k;
+        if (k == UINT32_MAX || !same_key(slot, &made_of)) {
+            /* Layers of other keys may hold alike: the class is looked for
+             * among those of the layer's stages by its holdings. */
+            key.d_class = made_of.d_class;
+            holding_of_layer(&key.p, p, layer);
+            holding_of_layer(&key.d, d, layer);
+            if (ps.class_count && (ps.classes[first_of_stages].p.stage != key.p.stage ||
+                                   ps.classes[first_of_stages].d.stage != key.d.stage))
+                first_of_stages = (uint32_t)ps.class_count;
+            for (k = first_of_stages; k < ps.class_count && !same_class(&ps.classes[k], &key);
+                 k++)
+                ;
+            if (k == ps.class_count)
+                rc = open_class(&ps, &r, &key, layer, o->tokens, &c, err);
+            if (rc != KVSHARD_OK)
+                break;
+            *slot = made_of;
+            slot->k = k;
         }
-        uint32_t *slot = &recent[recent_slot(&key)];
-        uint32_t k = *slot != UINT32_MAX && same_class(&ps.classes[*slot], &key) ? *slot
-                                                                                 : first_of_stages;
-        while (k < ps.class_count && !same_class(&ps.classes[k], &key))
-            k++;
-        *slot = k;
-        if (k == ps.class_count)
-            rc = open_class(&ps, &r, &key, layer, o->tokens, &c, err);
-        if (rc != KVSHARD_OK)
-            break;
         ps.class_of[layer] = k;
         ps.classes[k].layer_count++;
     }
