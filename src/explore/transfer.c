@@ -457,6 +457,7 @@ typedef struct route_side {
     uint32_t replica;
     kvshard__stage_holding h;
     kvshard__strides strides; /* of the plan's rank layout, read once */
+    uint32_t stage_base;      /* the global rank of TP rank 0 of h's stage */
 } route_side;
 
 /* The global rank of each plan rank of `replica` of `plan` (stage by stage,
@@ -475,12 +476,20 @@ static void side_open(route_side *s)
     s->strides = kvshard_partition__rank_strides(&s->plan->options, s->plan->tp);
 }
 
-/* The global rank of TP rank t of `stage` of side s: plan_global_ranks()'s
- * figure, worked out where it is needed instead of kept for every rank. */
-static uint32_t side_global_rank(const route_side *s, uint32_t stage, uint32_t t)
+/* Side s routes a class held as `h`: its stage's global ranks worked out
+ * once for the class. */
+static void side_route(route_side *s, const kvshard__stage_holding *h)
 {
-    const kvshard__strides *st = &s->strides;
-    return (uint32_t)(s->replica * st->dp + stage * st->pp + t * st->tp);
+    s->h = *h;
+    s->stage_base = (uint32_t)(s->replica * s->strides.dp + h->stage * s->strides.pp);
+}
+
+/* The global rank of TP rank t of the stage side s routes:
+ * plan_global_ranks()'s figure, worked out where it is needed instead of
+ * kept for every rank. */
+static uint32_t side_global_rank(const route_side *s, uint32_t t)
+{
+    return (uint32_t)(s->stage_base + t * s->strides.tp);
 }
 
 /* How `plan` holds `layer` into *h (written in place: a copy read back
@@ -557,7 +566,7 @@ static int route_component(pieces *ps, route *r, uint32_t cls, uint32_t layer,
             continue;
         *moved = true;
         uint32_t home = (uint32_t)((uint64_t)td * tp_p / tp_d);
-        uint32_t dst = side_global_rank(&r->d, ds_stage, td);
+        uint32_t dst = side_global_rank(&r->d, td);
         piece *cur = NULL; /* the piece open, made in place */
         for (uint32_t u = lo; u < hi; u++) {
             uint32_t src_tp = tp_p;
@@ -579,7 +588,7 @@ static int route_component(pieces *ps, route *r, uint32_t cls, uint32_t layer,
             class_piece *added = pieces_add(ps);
             if (!added)
                 return fail(err, KVSHARD_ENOMEM, "out of memory");
-            uint32_t src = side_global_rank(&r->p, ps_stage, src_tp);
+            uint32_t src = side_global_rank(&r->p, src_tp);
             *added = (class_piece){{src, dst, ps_stage, src_tp, ds_stage, td, (uint32_t)c->comp,
                                     (uint32_t)c->entry, c->span, u, u + 1, c->unit_bytes},
                                    cls,
@@ -1060,8 +1069,8 @@ static int open_class(pieces *ps, route *r, const layer_class *key, uint32_t lay
     uint32_t k = (uint32_t)ps->class_count++;
     layer_class *cls = &ps->classes[k];
     *cls = *key;
-    r->p.h = key->p;
-    r->d.h = key->d;
+    side_route(&r->p, &key->p);
+    side_route(&r->d, &key->d);
     for (uint32_t i = 0; i < count; i++) {
         bool moved = false;
         rc = route_component(ps, r, k, layer, &comps[i], &moved, err);
