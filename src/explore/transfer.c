@@ -484,14 +484,22 @@ typedef struct route_side {
 } route_side;
 
 /* The global rank of each plan rank of `replica` of `plan` (stage by stage,
- * TP rank by TP rank): kvshard_plan_global_rank()'s, its strides read once. */
-static void plan_global_ranks(uint32_t *out, const kvshard_plan *plan, uint32_t replica)
+ * TP rank by TP rank): kvshard_plan_global_rank()'s, its strides read once.
+ * Whether they increase in that order (all but a layout with TP
+ * outermost). */
+static bool plan_global_ranks(uint32_t *out, const kvshard_plan *plan, uint32_t replica)
 {
     kvshard__strides st = kvshard_partition__rank_strides(&plan->options, plan->tp);
-    for (uint32_t stage = 0; stage < plan->pp; stage++) {
-        for (uint32_t t = 0; t < plan->tp; t++)
-            *out++ = (uint32_t)(replica * st.dp + stage * st.pp + t * st.tp);
+    uint32_t P = plan->pp, T = plan->tp; /* read once: `out` may alias the plan */
+    bool increasing = true;
+    for (uint32_t stage = 0, at = 0; stage < P; stage++) {
+        for (uint32_t t = 0; t < T; t++, at++) {
+            out[at] = (uint32_t)(replica * st.dp + stage * st.pp + t * st.tp);
+            if (at && out[at - 1] > out[at])
+                increasing = false;
+        }
     }
+    return increasing;
 }
 
 static void side_open(route_side *s)
@@ -818,14 +826,9 @@ static int describe_side(kvshard__transfer_side *s, const kvshard_allocator *all
     s->global_ranks = kvshard_alloc__bytes(alloc, count, sizeof *s->global_ranks);
     if (!s->global_ranks)
         return KVSHARD_ENOMEM;
-    plan_global_ranks(s->global_ranks, plan, replica);
     s->rank_count = count;
-    for (size_t i = 1; i < count; i++) {
-        if (s->global_ranks[i - 1] > s->global_ranks[i]) { /* a layout with TP outermost */
-            qsort(s->global_ranks, count, sizeof *s->global_ranks, compare_u32);
-            break;
-        }
-    }
+    if (!plan_global_ranks(s->global_ranks, plan, replica))
+        qsort(s->global_ranks, count, sizeof *s->global_ranks, compare_u32);
     return KVSHARD_OK;
 }
 
