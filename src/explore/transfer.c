@@ -227,8 +227,8 @@ static const char *model_difference(uint64_t *pv, uint64_t *dv, const kvshard_pl
     SAME("num_layers", a->num_layers, b->num_layers);
     SAME("dtype", a->dtype, b->dtype);
     SAME("attention", a->attention, b->attention);
-    /* A layer's figure is named only when it differs: the check reads
-     * every layer of both sides. */
+    /* A layer's figure is named only when it differs: the layers are read
+     * one by one only when layers_alike() finds them unlike. */
     static char what[64];
 #define SAME_LAYER(fmt, l, x, y)                                                                   \
     do {                                                                                           \
@@ -816,20 +816,17 @@ static int compare_u32(const void *a, const void *b)
 
 /* A side as the documents describe it, with the global ranks of its
  * replica of the pair. */
-static int describe_side(kvshard__transfer_side *s, const kvshard_allocator *alloc,
-                         const kvshard_plan *plan, uint32_t replica)
+/* Side s of `plan`, its global ranks written into `ranks` (room for each
+ * rank of a replica). */
+static void describe_side(kvshard__transfer_side *s, uint32_t *ranks, const kvshard_plan *plan,
+                          uint32_t replica)
 {
+    size_t count = (size_t)plan->pp * plan->tp;
     *s = (kvshard__transfer_side){
         plan->options.world_size, plan->options.dp_size,     plan->pp, plan->tp, plan->split,
-        plan->options.ownership,  plan->options.rank_layout, replica,  NULL,     0};
-    size_t count = (size_t)plan->pp * plan->tp;
-    s->global_ranks = kvshard_alloc__bytes(alloc, count, sizeof *s->global_ranks);
-    if (!s->global_ranks)
-        return KVSHARD_ENOMEM;
-    s->rank_count = count;
-    if (!plan_global_ranks(s->global_ranks, plan, replica))
-        qsort(s->global_ranks, count, sizeof *s->global_ranks, compare_u32);
-    return KVSHARD_OK;
+        plan->options.ownership,  plan->options.rank_layout, replica,  ranks,    count};
+    if (!plan_global_ranks(ranks, plan, replica))
+        qsort(ranks, count, sizeof *ranks, compare_u32);
 }
 
 /* Sorts a source's few items in place (by insertion; qsort past 16): a
@@ -1128,8 +1125,14 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
     if (rc != KVSHARD_OK)
         return rc;
     t->model_type = kvshard_alloc__strdup(&t->alloc, d->model_type ? d->model_type : "");
-    if (!t->model_type || describe_side(&t->prefill, &t->alloc, p, o->p_replica) != KVSHARD_OK ||
-        describe_side(&t->decode, &t->alloc, d, o->d_replica) != KVSHARD_OK)
+    /* Both sides' global ranks in one block, freed with P's. */
+    size_t p_ranks = (size_t)p->pp * p->tp, d_ranks = (size_t)d->pp * d->tp;
+    uint32_t *ranks = kvshard_alloc__bytes(&t->alloc, p_ranks + d_ranks, sizeof *ranks);
+    if (ranks) {
+        describe_side(&t->prefill, ranks, p, o->p_replica);
+        describe_side(&t->decode, ranks + p_ranks, d, o->d_replica);
+    }
+    if (!t->model_type || !ranks)
         return fail(err, KVSHARD_ENOMEM, "out of memory");
     uint32_t L = d->model.num_layers, drafts = d->model.num_draft_layers;
     bool p_drafts = counts_drafts(p), d_drafts = counts_drafts(d);
@@ -1288,8 +1291,7 @@ void kvshard_transfer_free(kvshard_transfer *transfer)
     kvshard_alloc__free(&a, transfer->class_layers);
     kvshard_alloc__free(&a, transfer->model_type);
     kvshard_alloc__free(&a, transfer->verdicts);
-    kvshard_alloc__free(&a, transfer->prefill.global_ranks);
-    kvshard_alloc__free(&a, transfer->decode.global_ranks);
+    kvshard_alloc__free(&a, transfer->prefill.global_ranks); /* D's too */
     kvshard_alloc__free(&a, transfer);
 }
 
