@@ -188,6 +188,28 @@ static int fail(kvshard_error *err, int code, const char *fmt, ...)
 
 /* ---- the two sides agree --------------------------------------------------------- */
 
+/* Whether the two sides' decoder layers (num_layers of each, equal) are
+ * alike in every figure model_difference() compares layer by layer: a few
+ * block compares, the layers read one by one only to name a difference. */
+static bool layers_alike(const kvshard_plan *p, const kvshard_plan *d)
+{
+    const kvshard__model_info *a = &p->model, *b = &d->model;
+    size_t L = a->num_layers;
+    if (!L)
+        return true;
+    if (a->num_classes != b->num_classes || memcmp(p->kinds, d->kinds, L) != 0 ||
+        memcmp(p->class_of, d->class_of, L) != 0)
+        return false;
+    for (uint32_t k = 0; k < a->num_classes; k++) {
+        if (a->classes[k].ratio != b->classes[k].ratio ||
+            a->classes[k].flags != b->classes[k].flags)
+            return false;
+    }
+    if (!p->kv_source || !d->kv_source)
+        return !p->kv_source && !d->kv_source;
+    return memcmp(p->kv_source, d->kv_source, L * sizeof *p->kv_source) == 0;
+}
+
 /* The first model figure that differs between the sides, in the order the
  * documentation gives, or NULL. */
 static const char *model_difference(uint64_t *pv, uint64_t *dv, const kvshard_plan *p,
@@ -205,8 +227,8 @@ static const char *model_difference(uint64_t *pv, uint64_t *dv, const kvshard_pl
     SAME("num_layers", a->num_layers, b->num_layers);
     SAME("dtype", a->dtype, b->dtype);
     SAME("attention", a->attention, b->attention);
-    /* A layer's figure is named only when it differs: the check reads
-     * every layer of both sides. */
+    /* A layer's figure is named only when it differs: the layers are read
+     * one by one only when layers_alike() finds them unlike. */
     static char what[64];
 #define SAME_LAYER(fmt, l, x, y)                                                                   \
     do {                                                                                           \
@@ -215,7 +237,8 @@ static const char *model_difference(uint64_t *pv, uint64_t *dv, const kvshard_pl
             SAME(what, x, y);                                                                      \
         }                                                                                          \
     } while (0)
-    for (uint32_t l = 0; l < a->num_layers; l++) {
+    bool alike = layers_alike(p, d);
+    for (uint32_t l = 0; !alike && l < a->num_layers; l++) {
         const kvshard__class *ca = &a->classes[p->class_of[l]], *cb = &b->classes[d->class_of[l]];
         SAME_LAYER("the kind of layer %u", l, p->kinds[l], d->kinds[l]);
         SAME_LAYER("the compression ratio of layer %u", l, ca->ratio, cb->ratio);
@@ -457,17 +480,26 @@ typedef struct route_side {
     uint32_t replica;
     kvshard__stage_holding h;
     kvshard__strides strides; /* of the plan's rank layout, read once */
+    uint32_t stage_base;      /* the global rank of TP rank 0 of h's stage */
 } route_side;
 
 /* The global rank of each plan rank of `replica` of `plan` (stage by stage,
- * TP rank by TP rank): kvshard_plan_global_rank()'s, its strides read once. */
-static void plan_global_ranks(uint32_t *out, const kvshard_plan *plan, uint32_t replica)
+ * TP rank by TP rank): kvshard_plan_global_rank()'s, its strides read once.
+ * Whether they increase in that order (all but a layout with TP
+ * outermost). */
+static bool plan_global_ranks(uint32_t *out, const kvshard_plan *plan, uint32_t replica)
 {
     kvshard__strides st = kvshard_partition__rank_strides(&plan->options, plan->tp);
-    for (uint32_t stage = 0; stage < plan->pp; stage++) {
-        for (uint32_t t = 0; t < plan->tp; t++)
-            *out++ = (uint32_t)(replica * st.dp + stage * st.pp + t * st.tp);
+    uint32_t P = plan->pp, T = plan->tp; /* read once: `out` may alias the plan */
+    bool increasing = true;
+    for (uint32_t stage = 0, at = 0; stage < P; stage++) {
+        for (uint32_t t = 0; t < T; t++, at++) {
+            out[at] = (uint32_t)(replica * st.dp + stage * st.pp + t * st.tp);
+            if (at && out[at - 1] > out[at])
+                increasing = false;
+        }
     }
+    return increasing;
 }
 
 static void side_open(route_side *s)
@@ -475,12 +507,20 @@ static void side_open(route_side *s)
     s->strides = kvshard_partition__rank_strides(&s->plan->options, s->plan->tp);
 }
 
-/* The global rank of TP rank t of `stage` of side s: plan_global_ranks()'s
- * figure, worked out where it is needed instead of kept for every rank. */
-static uint32_t side_global_rank(const route_side *s, uint32_t stage, uint32_t t)
+/* Side s routes a class held as `h`: its stage's global ranks worked out
+ * once for the class. */
+static void side_route(route_side *s, const kvshard__stage_holding *h)
 {
-    const kvshard__strides *st = &s->strides;
-    return (uint32_t)(s->replica * st->dp + stage * st->pp + t * st->tp);
+    s->h = *h;
+    s->stage_base = (uint32_t)(s->replica * s->strides.dp + h->stage * s->strides.pp);
+}
+
+/* The global rank of TP rank t of the stage side s routes:
+ * plan_global_ranks()'s figure, worked out where it is needed instead of
+ * kept for every rank. */
+static uint32_t side_global_rank(const route_side *s, uint32_t t)
+{
+    return (uint32_t)(s->stage_base + t * s->strides.tp);
 }
 
 /* How `plan` holds `layer` into *h (written in place: a copy read back
@@ -557,7 +597,7 @@ static int route_component(pieces *ps, route *r, uint32_t cls, uint32_t layer,
             continue;
         *moved = true;
         uint32_t home = (uint32_t)((uint64_t)td * tp_p / tp_d);
-        uint32_t dst = side_global_rank(&r->d, ds_stage, td);
+        uint32_t dst = side_global_rank(&r->d, td);
         piece *cur = NULL; /* the piece open, made in place */
         for (uint32_t u = lo; u < hi; u++) {
             uint32_t src_tp = tp_p;
@@ -579,7 +619,7 @@ static int route_component(pieces *ps, route *r, uint32_t cls, uint32_t layer,
             class_piece *added = pieces_add(ps);
             if (!added)
                 return fail(err, KVSHARD_ENOMEM, "out of memory");
-            uint32_t src = side_global_rank(&r->p, ps_stage, src_tp);
+            uint32_t src = side_global_rank(&r->p, src_tp);
             *added = (class_piece){{src, dst, ps_stage, src_tp, ds_stage, td, (uint32_t)c->comp,
                                     (uint32_t)c->entry, c->span, u, u + 1, c->unit_bytes},
                                    cls,
@@ -776,25 +816,17 @@ static int compare_u32(const void *a, const void *b)
 
 /* A side as the documents describe it, with the global ranks of its
  * replica of the pair. */
-static int describe_side(kvshard__transfer_side *s, const kvshard_allocator *alloc,
-                         const kvshard_plan *plan, uint32_t replica)
+/* Side s of `plan`, its global ranks written into `ranks` (room for each
+ * rank of a replica). */
+static void describe_side(kvshard__transfer_side *s, uint32_t *ranks, const kvshard_plan *plan,
+                          uint32_t replica)
 {
+    size_t count = (size_t)plan->pp * plan->tp;
     *s = (kvshard__transfer_side){
         plan->options.world_size, plan->options.dp_size,     plan->pp, plan->tp, plan->split,
-        plan->options.ownership,  plan->options.rank_layout, replica,  NULL,     0};
-    size_t count = (size_t)plan->pp * plan->tp;
-    s->global_ranks = kvshard_alloc__bytes(alloc, count, sizeof *s->global_ranks);
-    if (!s->global_ranks)
-        return KVSHARD_ENOMEM;
-    plan_global_ranks(s->global_ranks, plan, replica);
-    s->rank_count = count;
-    for (size_t i = 1; i < count; i++) {
-        if (s->global_ranks[i - 1] > s->global_ranks[i]) { /* a layout with TP outermost */
-            qsort(s->global_ranks, count, sizeof *s->global_ranks, compare_u32);
-            break;
-        }
-    }
-    return KVSHARD_OK;
+        plan->options.ownership,  plan->options.rank_layout, replica,  ranks,    count};
+    if (!plan_global_ranks(ranks, plan, replica))
+        qsort(ranks, count, sizeof *ranks, compare_u32);
 }
 
 /* Sorts a source's few items in place (by insertion; qsort past 16): a
@@ -999,16 +1031,28 @@ static bool same_class(const layer_class *a, const layer_class *b)
            kvshard__stage_holding_same(&a->d, &b->d);
 }
 
-/* The classes of the current stages last found, by the facts that tell a
- * stage's classes apart (the owners, the kind): a layer's class is then
- * found at once, where a scan would compare it with each class of the
- * stages. */
+/* The classes last found, by what both sides' holdings of a layer are made
+ * of (their keys) and D's layer class: a layer's class is then found at
+ * once, without working out its holdings, which are worked out only for a
+ * key not found here. */
 #define RECENT_CLASSES 64u
 
-static uint32_t recent_slot(const layer_class *key)
+typedef struct recent_class {
+    kvshard__holding_key p, d;
+    uint32_t d_class, k; /* k: the class, UINT32_MAX in a slot unused */
+} recent_class;
+
+static recent_class *recent_slot(recent_class *recent, const recent_class *key)
 {
-    return ((uint32_t)key->p.owner * 7u + (uint32_t)key->d.owner * 31u + key->d_class * 131u) &
-           (RECENT_CLASSES - 1);
+    uint64_t h = key->p.rest * 7u + key->d.rest * 31u + key->d.stage * 61u + key->p.stage * 97u +
+                 key->d_class * 131u;
+    return &recent[(h ^ h >> 32) & (RECENT_CLASSES - 1)];
+}
+
+static bool same_key(const recent_class *a, const recent_class *b)
+{
+    return a->p.rest == b->p.rest && a->d.rest == b->d.rest && a->p.stage == b->p.stage &&
+           a->d.stage == b->d.stage && a->d_class == b->d_class;
 }
 
 /* Each class's layers in ascending order, class after class. */
@@ -1048,8 +1092,8 @@ static int open_class(pieces *ps, route *r, const layer_class *key, uint32_t lay
     uint32_t k = (uint32_t)ps->class_count++;
     layer_class *cls = &ps->classes[k];
     *cls = *key;
-    r->p.h = key->p;
-    r->d.h = key->d;
+    side_route(&r->p, &key->p);
+    side_route(&r->d, &key->d);
     for (uint32_t i = 0; i < count; i++) {
         bool moved = false;
         rc = route_component(ps, r, k, layer, &comps[i], &moved, err);
@@ -1081,8 +1125,14 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
     if (rc != KVSHARD_OK)
         return rc;
     t->model_type = kvshard_alloc__strdup(&t->alloc, d->model_type ? d->model_type : "");
-    if (!t->model_type || describe_side(&t->prefill, &t->alloc, p, o->p_replica) != KVSHARD_OK ||
-        describe_side(&t->decode, &t->alloc, d, o->d_replica) != KVSHARD_OK)
+    /* Both sides' global ranks in one block, freed with P's. */
+    size_t p_ranks = (size_t)p->pp * p->tp, d_ranks = (size_t)d->pp * d->tp;
+    uint32_t *ranks = kvshard_alloc__bytes(&t->alloc, p_ranks + d_ranks, sizeof *ranks);
+    if (ranks) {
+        describe_side(&t->prefill, ranks, p, o->p_replica);
+        describe_side(&t->decode, ranks + p_ranks, d, o->d_replica);
+    }
+    if (!t->model_type || !ranks)
         return fail(err, KVSHARD_ENOMEM, "out of memory");
     uint32_t L = d->model.num_layers, drafts = d->model.num_draft_layers;
     bool p_drafts = counts_drafts(p), d_drafts = counts_drafts(d);
@@ -1120,28 +1170,37 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
         rc = KVSHARD_ENOMEM;
     kvshard__calc c = {false, false, false};
     uint32_t first_of_stages = 0; /* the classes of the layers' stages on both sides */
-    uint32_t recent[RECENT_CLASSES];   /* of those, the last found in each slot */
-    memset(recent, 0xFF, sizeof recent);
+    recent_class recent[RECENT_CLASSES];
+    for (uint32_t i = 0; i < RECENT_CLASSES; i++)
+        recent[i].k = UINT32_MAX;
     layer_class key = {0}; /* only its holdings and D's class are compared */
     for (uint32_t layer = 0; rc == KVSHARD_OK && layer < L + t->num_draft_layers; layer++) {
-        key.d_class = layer < L ? d->class_of[layer] : DRAFT_CLASS | d->draft_class[layer - L];
-        holding_of_layer(&key.p, p, layer);
-        holding_of_layer(&key.d, d, layer);
-        if (ps.class_count && (ps.classes[first_of_stages].p.stage != key.p.stage ||
-                               ps.classes[first_of_stages].d.stage != key.d.stage)) {
-            first_of_stages = (uint32_t)ps.class_count;
-            memset(recent, 0xFF, sizeof recent);
+        recent_class made_of = {kvshard__plan_holding_key(p, layer),
+                                kvshard__plan_holding_key(d, layer),
+                                layer < L ? d->class_of[layer]
+                                          : DRAFT_CLASS | d->draft_class[layer - L],
+                                0};
+        recent_class *slot = recent_slot(recent, &made_of);
+        uint32_t k = slot->k;
+        if (k == UINT32_MAX || !same_key(slot, &made_of)) {
+            /* Layers of other keys may hold alike: the class is looked for
+             * among those of the layer's stages by its holdings. */
+            key.d_class = made_of.d_class;
+            holding_of_layer(&key.p, p, layer);
+            holding_of_layer(&key.d, d, layer);
+            if (ps.class_count && (ps.classes[first_of_stages].p.stage != key.p.stage ||
+                                   ps.classes[first_of_stages].d.stage != key.d.stage))
+                first_of_stages = (uint32_t)ps.class_count;
+            for (k = first_of_stages; k < ps.class_count && !same_class(&ps.classes[k], &key);
+                 k++)
+                ;
+            if (k == ps.class_count)
+                rc = open_class(&ps, &r, &key, layer, o->tokens, &c, err);
+            if (rc != KVSHARD_OK)
+                break;
+            *slot = made_of;
+            slot->k = k;
         }
-        uint32_t *slot = &recent[recent_slot(&key)];
-        uint32_t k = *slot != UINT32_MAX && same_class(&ps.classes[*slot], &key) ? *slot
-                                                                                 : first_of_stages;
-        while (k < ps.class_count && !same_class(&ps.classes[k], &key))
-            k++;
-        *slot = k;
-        if (k == ps.class_count)
-            rc = open_class(&ps, &r, &key, layer, o->tokens, &c, err);
-        if (rc != KVSHARD_OK)
-            break;
         ps.class_of[layer] = k;
         ps.classes[k].layer_count++;
     }
@@ -1232,8 +1291,7 @@ void kvshard_transfer_free(kvshard_transfer *transfer)
     kvshard_alloc__free(&a, transfer->class_layers);
     kvshard_alloc__free(&a, transfer->model_type);
     kvshard_alloc__free(&a, transfer->verdicts);
-    kvshard_alloc__free(&a, transfer->prefill.global_ranks);
-    kvshard_alloc__free(&a, transfer->decode.global_ranks);
+    kvshard_alloc__free(&a, transfer->prefill.global_ranks); /* D's too */
     kvshard_alloc__free(&a, transfer);
 }
 
