@@ -212,8 +212,8 @@ static bool layers_alike(const kvshard_plan *p, const kvshard_plan *d)
 
 /* The first model figure that differs between the sides, in the order the
  * documentation gives, or NULL. */
-static const char *model_difference(uint64_t *pv, uint64_t *dv, const kvshard_plan *p,
-                                    const kvshard_plan *d)
+static const char *model_difference(uint64_t *pv, uint64_t *dv, char *what, size_t cap,
+                                    const kvshard_plan *p, const kvshard_plan *d)
 {
     const kvshard__model_info *a = &p->model, *b = &d->model;
 #define SAME(name, x, y)                                                                           \
@@ -227,13 +227,13 @@ static const char *model_difference(uint64_t *pv, uint64_t *dv, const kvshard_pl
     SAME("num_layers", a->num_layers, b->num_layers);
     SAME("dtype", a->dtype, b->dtype);
     SAME("attention", a->attention, b->attention);
-    /* A layer's figure is named only when it differs: the layers are read
-     * one by one only when layers_alike() finds them unlike. */
-    static char what[64];
+    /* A layer's figure is named only when it differs, in the caller's room
+     * (maps are made on many threads at once): the layers are read one by
+     * one only when layers_alike() finds them unlike. */
 #define SAME_LAYER(fmt, l, x, y)                                                                   \
     do {                                                                                           \
         if ((uint64_t)(x) != (uint64_t)(y)) {                                                      \
-            snprintf(what, sizeof what, fmt, l);                                                   \
+            snprintf(what, cap, fmt, l);                                                   \
             SAME(what, x, y);                                                                      \
         }                                                                                          \
     } while (0)
@@ -298,7 +298,8 @@ static int check_sides(const kvshard_plan *p, const kvshard_plan *d,
                         side[s]->options.dp_size == 1 ? "replica" : "replicas");
     }
     uint64_t pv = 0, dv = 0;
-    const char *what = model_difference(&pv, &dv, p, d);
+    char layer_figure[64];
+    const char *what = model_difference(&pv, &dv, layer_figure, sizeof layer_figure, p, d);
     if (what)
         return fail(err, KVSHARD_EINVAL,
                     "transfer_model_mismatch: the two sides plan different models: %s is %llu on "
