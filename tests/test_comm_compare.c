@@ -22,11 +22,8 @@
 static int compare_of(kvshard_comparison **out, kvshard_error *err, kvshard_rank_by rank_by,
                       size_t count, const char *const *args)
 {
-    char *path = tu_example_path("models/qwen3_5_35b_a3b.json");
     kvshard_deployment *dep = NULL;
-    tu_assert_ok(kvshard_deployment_load_file(&dep, path, NULL, err), err);
-    free(path);
-    tu_assert_ok(kvshard_deployment_apply_args(dep, count, args, 0, err), err);
+    tu_assert_ok(tu_deployment_args(&dep, err, "models/qwen3_5_35b_a3b.json", count, args), err);
     kvshard_compare_options co = KVSHARD_COMPARE_OPTIONS_INIT;
     co.rank_by = rank_by;
     int rc = kvshard_deployment_compare_with(out, dep, &co, err);

@@ -21,11 +21,8 @@
 static int fit_of(kvshard_fit **out, kvshard_error *err, kvshard_rank_by rank_by, size_t count,
                   const char *const *args)
 {
-    char *path = tu_example_path("models/deepseek_v3_2.json");
     kvshard_deployment *dep = NULL;
-    tu_assert_ok(kvshard_deployment_load_file(&dep, path, NULL, err), err);
-    free(path);
-    tu_assert_ok(kvshard_deployment_apply_args(dep, count, args, 0, err), err);
+    tu_assert_ok(tu_deployment_args(&dep, err, "models/deepseek_v3_2.json", count, args), err);
     kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
     fo.gpus = 16;
     fo.rank_by = rank_by;
@@ -269,15 +266,12 @@ static void rank_throughput_refused(void **state)
 static void seed_fit(void **state)
 {
     (void)state;
-    char *path = tu_example_path("models/qwen3_5_35b_a3b.json");
-    kvshard_deployment *dep = NULL;
-    kvshard_error err;
-    tu_assert_ok(kvshard_deployment_load_file(&dep, path, NULL, &err), &err);
-    free(path);
     const char *args[] = {"--device_memory=32GiB", "--context_length=32768",
                           "--weights_total=69321223296", "--weights_experts=64424509440",
                           "--comm_accelerator=bi_v100"};
-    tu_assert_ok(kvshard_deployment_apply_args(dep, 5, args, 0, &err), &err);
+    kvshard_deployment *dep = NULL;
+    kvshard_error err;
+    tu_assert_ok(tu_deployment_args(&dep, &err, "models/qwen3_5_35b_a3b.json", 5, args), &err);
     kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
     fo.gpus = 4;
     kvshard_fit *f = NULL;

@@ -106,14 +106,11 @@ static void latency_form(void **state)
 static void fit_refuses_batch(void **state)
 {
     (void)state;
-    char *path = tu_example_path("models/qwen3_5_35b_a3b.json");
-    kvshard_deployment *dep = NULL;
-    kvshard_error err;
-    tu_assert_ok(kvshard_deployment_load_file(&dep, path, NULL, &err), &err);
-    free(path);
     const char *args[] = {"--device_memory=32GiB", "--context_length=32768",
                           "--comm_accelerator=bi_v100", "--comm_batch=64"};
-    tu_assert_ok(kvshard_deployment_apply_args(dep, 4, args, 0, &err), &err);
+    kvshard_deployment *dep = NULL;
+    kvshard_error err;
+    tu_assert_ok(tu_deployment_args(&dep, &err, "models/qwen3_5_35b_a3b.json", 4, args), &err);
     kvshard_fit_options fo = KVSHARD_FIT_OPTIONS_INIT;
     fo.gpus = 4;
     kvshard_fit *f = NULL;

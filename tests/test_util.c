@@ -245,6 +245,20 @@ bool tu_has_figure(const kvshard_plan *plan, const char *name)
     return f.type != KVSHARD_FIGURE_NULL;
 }
 
+int tu_deployment_args(kvshard_deployment **out, kvshard_error *err, const char *model,
+                       size_t count, const char *const *args)
+{
+    char *path = strncmp(model, "models/", 7) == 0 ? tu_example_path(model) : tu_data_path(model);
+    *out = NULL;
+    int rc = kvshard_deployment_load_file(out, path, NULL, err);
+    free(path);
+    if (rc == KVSHARD_OK && (rc = kvshard_deployment_apply_args(*out, count, args, 0, err)) != 0) {
+        kvshard_deployment_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
 int tu_plan_flags(kvshard_plan **out, kvshard_error *err, const char *model, ...)
 {
     const char *args[40];
@@ -254,12 +268,8 @@ int tu_plan_flags(kvshard_plan **out, kvshard_error *err, const char *model, ...
     for (const char *a = va_arg(ap, const char *); a && n < 40; a = va_arg(ap, const char *))
         args[n++] = a;
     va_end(ap);
-    char *path = strncmp(model, "models/", 7) == 0 ? tu_example_path(model) : tu_data_path(model);
     kvshard_deployment *dep = NULL;
-    int rc = kvshard_deployment_load_file(&dep, path, NULL, err);
-    free(path);
-    if (rc == KVSHARD_OK)
-        rc = kvshard_deployment_apply_args(dep, n, args, 0, err);
+    int rc = tu_deployment_args(&dep, err, model, n, args);
     *out = NULL;
     if (rc == KVSHARD_OK)
         rc = kvshard_deployment_plan(out, dep, err);

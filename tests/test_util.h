@@ -75,6 +75,12 @@ void tu_assert_rank_layers(const kvshard_plan *plan, uint32_t plan_rank, const u
 
 /* ---- engine profiles: a deployment planned with an engine's flags ---------- */
 
+/* examples/MODEL ("models/...") or tests/data/MODEL loaded as a deployment
+ * with `count` flags `args` applied: the status, the deployment into *out
+ * (NULL on a failure). */
+int tu_deployment_args(kvshard_deployment **out, kvshard_error *err, const char *model,
+                       size_t count, const char *const *args);
+
 /* examples/MODEL ("models/...") or tests/data/MODEL loaded as a deployment,
  * the flags given (NULL-ended, at most 40) applied, and planned: the
  * status, and the plan into *out when it is made. */
