@@ -60,8 +60,8 @@ typedef struct layer_bytes {
 } layer_bytes;
 
 /* The layout an estimate prices: the plan's own, or the plan at S = 1 that
- * its split is compared against (counted by kvshard_plan__unsplit_capacity,
- * so that no second plan is made). */
+ * its split is compared against (the plan's own count of its unsplit
+ * ranks, so that no second plan is made). */
 typedef struct layout {
     uint32_t split;
     const kvshard__capacity *cap;
@@ -635,42 +635,35 @@ static void unsplit_step(kvshard__comm *out, const kvshard__comm_stage *stages,
 }
 
 /* The same estimate at S = 1 into out's unsplit figures: plan `p` with the
- * split off, its ranks' figures and capacity counted unsplit, its batch
- * that capacity's. Only the step is priced: nothing moves at S = 1, and
- * the settled inputs, the layers' bytes (`lb`) and the stages' weights
- * (`stages`) are the split estimate's but for the rows an owner stores.
- * None when the unsplit plan has no memory for a block or no step. */
+ * split off, its ranks' figures and capacity as the plan counted them
+ * unsplit, its batch that capacity's. Only the step is priced: nothing
+ * moves at S = 1, and the settled inputs, the layers' bytes (`lb`) and the
+ * stages' weights (`stages`) are the split estimate's but for the rows an
+ * owner stores. None when the unsplit plan has no memory for a block or no
+ * step. */
 static void unsplit_reference(kvshard__comm *out, const kvshard__comm_stage *stages,
                               const kvshard_plan *p, const layer_bytes *lb)
 {
-    kvshard_allocator a = p->alloc;
-    uint32_t n = p->ranks_count;
-    kvshard_rank_memory local_ranks[SCRATCH_RANKS];
-    kvshard_rank_memory *ranks =
-        n <= SCRATCH_RANKS ? local_ranks : kvshard_alloc__bytes(&a, n, sizeof *ranks);
-    kvshard_diag__ctx quiet = kvshard_diag__on(NULL);
-    kvshard__capacity cap;
-    if (ranks && kvshard_plan__unsplit_capacity(&cap, ranks, p, &quiet) == KVSHARD_OK) {
-        out->has_unsplit_capacity = cap.has_num_blocks;
-        out->unsplit_has_concurrency = cap.has_concurrency;
-        out->unsplit_concurrency = cap.concurrency;
-        out->unsplit_blocks = cap.num_blocks;
-        uint64_t batch, microbatch;
-        /* The split's step conditions, with the unsplit batch; the weights
-         * are known alike (no_weights). */
-        bool has_step = settle_batch(&batch, &microbatch, p, &cap) && out->has_accelerator &&
-                        out->hbm_bandwidth && out->context_length && !out->no_weights;
-        if (has_step) {
-            /* One split rank of stage 0 owns every KV layer of it. */
-            uint32_t owned = p->stages[0].num_kv;
-            layout unsplit = {1, &cap, ranks, &owned};
-            layer_bytes ulb = *lb;
-            layout_rows(&ulb, p, &unsplit);
-            unsplit_step(out, stages, p, &ulb, batch, microbatch);
-        }
+    if (!p->unsplit_ranks || !p->unsplit_counted)
+        return;
+    const kvshard__capacity *cap = &p->unsplit_cap;
+    out->has_unsplit_capacity = cap->has_num_blocks;
+    out->unsplit_has_concurrency = cap->has_concurrency;
+    out->unsplit_concurrency = cap->concurrency;
+    out->unsplit_blocks = cap->num_blocks;
+    uint64_t batch, microbatch;
+    /* The split's step conditions, with the unsplit batch; the weights are
+     * known alike (no_weights). */
+    bool has_step = settle_batch(&batch, &microbatch, p, cap) && out->has_accelerator &&
+                    out->hbm_bandwidth && out->context_length && !out->no_weights;
+    if (has_step) {
+        /* One split rank of stage 0 owns every KV layer of it. */
+        uint32_t owned = p->stages[0].num_kv;
+        layout unsplit = {1, cap, p->unsplit_ranks, &owned};
+        layer_bytes ulb = *lb;
+        layout_rows(&ulb, p, &unsplit);
+        unsplit_step(out, stages, p, &ulb, batch, microbatch);
     }
-    if (ranks != local_ranks)
-        kvshard_alloc__free(&a, ranks);
 }
 
 int kvshard_comm__of(kvshard__comm *out, kvshard__comm_stage *stages, const kvshard_plan *p,

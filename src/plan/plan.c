@@ -143,27 +143,6 @@ static int stage_memory(kvshard_rank_memory *ranks, const kvshard_plan *p, bool 
                                        unsplit ? NULL : p->owned_by_class, diag);
 }
 
-/* The same plan at S_eff = 1: the largest figures, the fewest blocks (0
- * when the unsplit plan fits none). `pl` is the plan's settled planning. */
-static int compute_uniform(kvshard_plan *p, const kvshard__planning *pl, kvshard_diag__ctx *diag)
-{
-    uint32_t n = p->ranks_count;
-    if (p->split == 1) {
-        /* The plan is its own unsplit plan: its blocks are the plan's. */
-        kvshard__budgets none = {false, 0, NULL, p->tp};
-        p->uniform = kvshard_plan__uniform_of(p->ranks, n, pl, p->unsplit_bytes_per_block, &none);
-        p->uniform.has_num_blocks = p->cap.has_num_blocks;
-        p->uniform.num_blocks = p->cap.num_blocks;
-        return KVSHARD_OK;
-    }
-    /* Kept: the unsplit reference of the communication estimate counts them. */
-    int rc = stage_memory(p->unsplit_ranks, p, true, diag);
-    if (rc == KVSHARD_OK)
-        p->uniform = kvshard_plan__uniform_of(p->unsplit_ranks, n, pl, p->unsplit_bytes_per_block,
-                                              &p->budgets);
-    return rc;
-}
-
 /* The first plan rank whose blocks are the common count: the one that
  * binds. */
 static void find_binding(kvshard_plan *p)
@@ -238,19 +217,44 @@ static int count_capacity(kvshard__capacity *out, kvshard_rank_memory *ranks,
     return rc;
 }
 
-int kvshard_plan__unsplit_capacity(kvshard__capacity *out, kvshard_rank_memory *ranks,
-                                   const kvshard_plan *p, kvshard_diag__ctx *diag)
+/* The same plan at S_eff = 1: the largest figures, the fewest blocks (0
+ * when the unsplit plan fits none). `pl` is the plan's settled planning.
+ * With a split, the unsplit ranks are counted in full, as the plan counts
+ * its own, and the count is kept: the communication estimate's unsplit
+ * reference reads it instead of counting again. */
+static int compute_uniform(kvshard_plan *p, const kvshard__planning *pl, kvshard_diag__ctx *diag)
 {
-    if (!p->unsplit_ranks)
-        return kvshard_error__fail(diag->err, KVSHARD_EINVAL, "", kvshard_error__no_mark,
-                                   "the plan keeps no unsplit figures: it is unsplit, or fit's");
-    memcpy(ranks, p->unsplit_ranks, p->ranks_count * sizeof *ranks);
-    rank_budgets(ranks, p);
-    /* The plan's own copies of its settled inputs, as its planning had them. */
-    kvshard__capacity_inputs ci =
-        capacity_inputs(&p->options, p->inputs, &p->state, p->fill_stages, ranks,
-                        p->ranks_count, 1, p->unsplit_bytes_per_block, &p->budgets);
-    return count_capacity(out, ranks, ci, p, diag);
+    uint32_t n = p->ranks_count;
+    kvshard__budgets none = {false, 0, NULL, p->tp};
+    if (p->split == 1) {
+        /* The plan is its own unsplit plan: its blocks are the plan's. */
+        p->uniform = kvshard_plan__uniform_of(p->ranks, n, pl, p->unsplit_bytes_per_block, &none);
+        p->uniform.has_num_blocks = p->cap.has_num_blocks;
+        p->uniform.num_blocks = p->cap.num_blocks;
+        return KVSHARD_OK;
+    }
+    int rc = stage_memory(p->unsplit_ranks, p, true, diag);
+    if (rc != KVSHARD_OK)
+        return rc;
+    /* The largest figures first: the count writes the engine's bytes per
+     * block into the ranks. */
+    p->uniform = kvshard_plan__uniform_of(p->unsplit_ranks, n, pl, p->unsplit_bytes_per_block, &none);
+    rank_budgets(p->unsplit_ranks, p);
+    kvshard_diag__ctx quiet = kvshard_diag__on(NULL);
+    rc = count_capacity(&p->unsplit_cap, p->unsplit_ranks,
+                        kvshard_plan__capacity_inputs_of(pl, p->unsplit_ranks, n, 1,
+                                                         p->unsplit_bytes_per_block, &p->budgets),
+                        p, &quiet);
+    if (rc == KVSHARD_ENOMEM)
+        return kvshard_error__fail(diag->err, rc, "", kvshard_error__no_mark, "out of memory");
+    /* A count the unsplit plan refuses (no memory for a block) is no count. */
+    p->unsplit_counted = rc == KVSHARD_OK;
+    p->uniform.has_num_blocks = p->budgets.has && p->uniform.bytes_per_block > 0;
+    p->uniform.num_blocks = p->uniform.has_num_blocks && p->unsplit_counted &&
+                                    p->unsplit_cap.has_num_blocks
+                                ? p->unsplit_cap.num_blocks
+                                : 0;
+    return KVSHARD_OK;
 }
 
 static int compute_memory(kvshard_plan *p, const kvshard__planning *pl, const kvshard_model *model,

@@ -135,7 +135,10 @@ struct kvshard_plan {
     uint32_t *owned_by_class;         /* P x S_eff rows of model.num_classes: the same by class */
     kvshard_rank_memory *ranks;       /* per plan rank */
     kvshard_rank_memory *unsplit_ranks; /* per plan rank with one split rank owning every KV
-                                           layer; NULL at S_eff 1 and in fit's figures */
+                                           layer, counted into unsplit_cap; NULL at S_eff 1
+                                           and in fit's figures */
+    kvshard__capacity unsplit_cap; /* the same plan at S_eff = 1 counted, when unsplit_counted */
+    bool unsplit_counted;
     uint64_t state_per_layer;         /* one linear or hybrid layer's state per sequence */
     uint64_t unsplit_bytes_per_block; /* all KV layers stored unsplit, no draft */
     bool has_memory;
@@ -156,7 +159,7 @@ struct kvshard_plan {
     /* The communication estimate's inputs, given beside a deployment: the
      * estimate is made only when some were (comm_given), from this plan and,
      * with comm_reference, the same plan at S_eff = 1 it compares against
-     * (kvshard_plan__unsplit_capacity; fit compares rows instead). */
+     * (unsplit_cap; fit compares rows instead). */
     bool comm_given;
     bool comm_reference;
     kvshard__comm_inputs comm;
@@ -221,14 +224,6 @@ int kvshard_plan__create_with(kvshard_plan **out, const kvshard_model *model,
 int kvshard_plan__figures(kvshard_plan **out, const kvshard_model *model,
                           const kvshard_options *options, const kvshard_allocator *allocator,
                           const struct kvshard__device *device, kvshard_diag__ctx *diag);
-
-/* The capacity of plan `p` with the split off and every other input
- * unchanged: its P x T ranks' unsplit figures (`unsplit_ranks`) copied into
- * `ranks` and counted under the plan's budgets through its profile, as
- * that plan would count them. EINVAL without them (S_eff 1, fit's
- * figures). */
-int kvshard_plan__unsplit_capacity(kvshard__capacity *out, kvshard_rank_memory *ranks,
-                                   const kvshard_plan *p, kvshard_diag__ctx *diag);
 
 /* The inputs of the memory functions for this plan. */
 kvshard__memory_inputs kvshard_plan__memory_inputs(const kvshard_plan *plan);
