@@ -1,6 +1,5 @@
 /* Planning a deployment: the plan of its model under its options, with an
  * error about an option pointed at the line that set it. */
-#define _XOPEN_SOURCE 700 /* memccpy */
 #include "plan/deployment.h"
 
 #include "deploy/deploy.h"
@@ -56,24 +55,38 @@ static void add_warning(kvshard_plan *p, kvshard_warning_code code, const char *
     va_end(ap);
 }
 
+/* A part of a joined warning and its length: a literal's is known when
+ * compiled (JOIN_TEXT), a name's is counted. */
+typedef struct join_part {
+    const char *text;
+    size_t length;
+} join_part;
+
+#define JOIN_TEXT(literal) ((join_part){"" literal, sizeof(literal) - 1})
+
+static join_part join_name(const char *name)
+{
+    return name ? (join_part){name, strlen(name)} : (join_part){"", 0};
+}
+
 /* A warning whose message is `parts` one after the other, cut to the
  * message's size as add_warning cuts it: a priced plan carries one on
- * every plan, and joining its few names costs a fraction of formatting. */
-static void add_joined_warning(kvshard_plan *p, kvshard_warning_code code, const char *const *parts,
+ * every plan, and copying its parts by their lengths costs a fraction of
+ * formatting them. */
+static void add_joined_warning(kvshard_plan *p, kvshard_warning_code code, const join_part *parts,
                                size_t count)
 {
     if (p->warning_count >= KVSHARD__MAX_WARNINGS)
         return;
     kvshard__warning *w = &p->warnings[p->warning_count++];
     w->code = code;
-    char *at = w->message, *end = w->message + sizeof w->message - 1;
-    /* memccpy stops at a part's end or at the cut, whichever comes first,
-     * in one pass over the part. */
-    for (size_t i = 0; i < count && at < end; i++) {
-        char *past = memccpy(at, parts[i], '\0', (size_t)(end - at));
-        at = past ? past - 1 : end;
+    size_t used = 0, room = sizeof w->message - 1;
+    for (size_t i = 0; i < count && used < room; i++) {
+        size_t n = parts[i].length < room - used ? parts[i].length : room - used;
+        memcpy(w->message + used, parts[i].text, n);
+        used += n;
     }
-    *at = '\0';
+    w->message[used] = '\0';
 }
 
 bool kvshard_deployment__weights_given(const kvshard_plan *p)
@@ -95,15 +108,16 @@ static void comm_warnings(kvshard_plan *p)
     if (p->split > 1 && defaulted && prof->comm.decode == KVSHARD__COMM_OWNER_ATTENTION && !dsa) {
         /* Both mechanisms are named: the profile's decode, and a prefill
          * that is the profile's or a given one. */
-        const char *const parts[] = {
-            "the split's mechanisms are the ",
-            prof->name,
-            " profile's (decode ",
-            kvshard_options__comm_mechanism_name(decode),
-            ", prefill ",
-            kvshard_options__comm_mechanism_name(c->prefill ? c->prefill : prof->comm.prefill),
-            "), published by the engine for DSA models only and so assumed for this model: "
-            "give comm_decode and comm_prefill if it does otherwise"};
+        const join_part parts[] = {
+            JOIN_TEXT("the split's mechanisms are the "),
+            join_name(prof->name),
+            JOIN_TEXT(" profile's (decode "),
+            join_name(kvshard_options__comm_mechanism_name(decode)),
+            JOIN_TEXT(", prefill "),
+            join_name(kvshard_options__comm_mechanism_name(c->prefill ? c->prefill
+                                                                      : prof->comm.prefill)),
+            JOIN_TEXT("), published by the engine for DSA models only and so assumed for this "
+                      "model: give comm_decode and comm_prefill if it does otherwise")};
         add_joined_warning(p, KVSHARD_WARN_COMM_MECHANISM_ASSUMED, parts,
                            sizeof parts / sizeof *parts);
     }
