@@ -7,6 +7,7 @@
 
 #include "base/alloc.h"
 #include "base/error.h"
+#include "base/format.h"
 #include "text/yaml_doc.h"
 
 #include <stdio.h>
@@ -829,7 +830,6 @@ static void test_mapping_keys_past_limit(void **state)
     check_keys((KVSHARD_MAX_NODES - 1) / 2 + 1);
 }
 
-
 /* The duplicate-key index of kvshard 0.2: a fixed multiply-xorshift hash of
  * the text in words, whose low bits picked a slot, probed linearly. Keys
  * whose slots fall in the first sixteenth of the table pile up there, and
@@ -1119,6 +1119,28 @@ static void test_many_aliases_of_many_anchors(void **state)
 
 /* A core tag on the wrong kind of node is a type error, as a scalar tag
  * that does not fit the text is; other tags are not read. */
+/* A joined message is cut where snprintf would cut the same text: at every
+ * room from none to more than the whole, the same bytes and length. */
+static void test_join_cuts_as_snprintf(void **state)
+{
+    (void)state;
+    const kvshard_format__part parts[] = {
+        KVSHARD_FORMAT_LITERAL("the wire carries "), kvshard_format__part_of("1,234"),
+        KVSHARD_FORMAT_LITERAL(" B"), kvshard_format__part_of(NULL),
+        KVSHARD_FORMAT_LITERAL(" per token")};
+    const char whole[] = "the wire carries 1,234 B per token";
+    for (size_t cap = 0; cap <= sizeof whole + 2; cap++) {
+        char joined[64], printed[64];
+        memset(joined, 'x', sizeof joined);
+        memset(printed, 'x', sizeof printed);
+        size_t n = kvshard_format__join(joined, cap, parts, sizeof parts / sizeof *parts);
+        int m = snprintf(printed, cap, "%s", whole);
+        size_t expect = cap == 0 ? 0 : (size_t)m < cap ? (size_t)m : cap - 1;
+        assert_int_equal(n, expect);
+        assert_memory_equal(joined, printed, cap ? expect + 1 : 1);
+    }
+}
+
 static void test_collection_tags(void **state)
 {
     (void)state;
@@ -1228,6 +1250,7 @@ int main(void)
         cmocka_unit_test(test_alias_keys_of_long_texts),
         cmocka_unit_test(test_many_aliases_of_many_anchors),
         cmocka_unit_test(test_collection_tags),
+        cmocka_unit_test(test_join_cuts_as_snprintf),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

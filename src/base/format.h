@@ -17,6 +17,24 @@ size_t kvshard_format__human_text(char *buf, size_t cap, uint64_t bytes);
  * differently; "%g" would print both of those as 0.9. Returns its length. */
 size_t kvshard_format__shortest_text(char *buf, size_t cap, double v);
 
+/* A part of a joined text and its length: a literal's is known when
+ * compiled (KVSHARD_FORMAT_LITERAL), a name's is counted
+ * (kvshard_format__part_of). */
+typedef struct kvshard_format__part {
+    const char *text;
+    size_t length;
+} kvshard_format__part;
+
+#define KVSHARD_FORMAT_LITERAL(literal) ((kvshard_format__part){"" literal, sizeof(literal) - 1})
+
+/* A NUL-ended text as a part; NULL is an empty one. */
+kvshard_format__part kvshard_format__part_of(const char *text);
+
+/* `count` parts one after the other into buf, cut to cap - 1 bytes as
+ * snprintf cuts; returns the length written. Messages made on every plan
+ * or map are joined so, at a fraction of formatting's cost. */
+size_t kvshard_format__join(char *buf, size_t cap, const kvshard_format__part *parts, size_t count);
+
 /* Where wording goes. `put` takes text to show as it is (the sink escapes
  * it); `code` marks a flag or key (HTML writes it as code). `row`, which a
  * sink without rows leaves NULL, starts a labelled row of a table, or ends

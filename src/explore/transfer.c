@@ -83,7 +83,7 @@ typedef struct piece {
  * is computed once, on the first of them. */
 typedef struct layer_class {
     kvshard__stage_holding p, d;
-    uint32_t d_class;                 /* D's layer class, with DRAFT_CLASS for a draft's */
+    uint32_t d_class;            /* D's layer class, with DRAFT_CLASS for a draft's */
     uint32_t layer_count, first; /* its layers: class_layers[first, first + layer_count) */
     /* What one layer of it adds to one copy of what D holds. */
     uint64_t unique_per_token, unique_fixed, unique;
@@ -233,7 +233,7 @@ static const char *model_difference(uint64_t *pv, uint64_t *dv, char *what, size
 #define SAME_LAYER(fmt, l, x, y)                                                                   \
     do {                                                                                           \
         if ((uint64_t)(x) != (uint64_t)(y)) {                                                      \
-            snprintf(what, cap, fmt, l);                                                   \
+            snprintf(what, cap, fmt, l);                                                           \
             SAME(what, x, y);                                                                      \
         }                                                                                          \
     } while (0)
@@ -381,8 +381,8 @@ static int state_components(component_of *out, uint32_t *n, const kvshard_plan *
                         "does not know",
                         layer, row->name, p->name);
         uint64_t unit_bytes = kvshard_states__part_unit_bytes(&c, p, s, &env);
-        out[k++] = (component_of){comp, true, kvshard_states__part_units(p, s), unit_bytes,
-                                  E_STATE, 0};
+        out[k++] =
+            (component_of){comp, true, kvshard_states__part_units(p, s), unit_bytes, E_STATE, 0};
     }
     if (c.overflow)
         return fail(err, KVSHARD_EOVERFLOW, "the transfer's bytes pass 2^64 - 1");
@@ -418,10 +418,11 @@ static int layer_components(component_of *out, uint32_t *n, const kvshard_plan *
                     "not modelled yet",
                     layer);
     /* How the KV of each shape grows: per token, per window, per chunk. */
-    static const enum entry entry_of_shape[] = {
-        [KVSHARD__SHAPE_NONE] = E_COUNT, [KVSHARD__SHAPE_KV] = E_TOKEN,
-        [KVSHARD__SHAPE_WINDOW] = E_WINDOW, [KVSHARD__SHAPE_CHUNK] = E_CHUNK,
-        [KVSHARD__SHAPE_COMPRESSED] = E_COUNT};
+    static const enum entry entry_of_shape[] = {[KVSHARD__SHAPE_NONE] = E_COUNT,
+                                                [KVSHARD__SHAPE_KV] = E_TOKEN,
+                                                [KVSHARD__SHAPE_WINDOW] = E_WINDOW,
+                                                [KVSHARD__SHAPE_CHUNK] = E_CHUNK,
+                                                [KVSHARD__SHAPE_COMPRESSED] = E_COUNT};
     enum entry e = entry_of_shape[row->shape];
     if (e != E_COUNT) {
         uint32_t span = row->window_tokens ? row->window_tokens(m) : 0;
@@ -809,6 +810,16 @@ static void warn(kvshard_transfer *t, const char *code, const char *fmt, ...)
     va_end(ap);
 }
 
+static void joined_warning(kvshard_transfer *t, const char *code, const kvshard_format__part *parts,
+                           size_t count)
+{
+    if (t->warning_count == KVSHARD__TRANSFER_WARNINGS)
+        return;
+    kvshard__transfer_warning *w = &t->warnings[t->warning_count++];
+    w->code = code;
+    kvshard_format__join(w->message, sizeof w->message, parts, count);
+}
+
 static int compare_u32(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -851,7 +862,6 @@ static void sort_few(void *items, size_t count, size_t size,
         memcpy(at + j * size, held, size);
     }
 }
-
 
 /* The edge of the pieces [from, to) of ps, which differ only in their
  * classes, into *e: an edge of one class points at its class's layers, an
@@ -965,8 +975,7 @@ static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, size_t 
             rank_add(&sent, e->src_stage, e->src_tp, e);
             rank_add(&received[e->dst], e->dst_stage, e->dst_tp, e);
         }
-        sort_few(&t->edges[first_edge], t->edge_count - first_edge, sizeof *t->edges,
-                 edge_order);
+        sort_few(&t->edges[first_edge], t->edge_count - first_edge, sizeof *t->edges, edge_order);
         if (sent.present && (!most_sent.present || busier(&sent, &most_sent, n > 0))) {
             most_sent = sent;
             most_sender = g;
@@ -1014,14 +1023,19 @@ static int totals(kvshard_transfer *t, const kvshard_transfer_options *o, kvshar
     if (tt->wire_per_token > tt->unique_per_token || tt->wire_fixed > tt->unique_fixed) {
         char wire[32], unique[32];
         bool per_token = tt->wire_per_token > tt->unique_per_token;
-        kvshard_format__grouped_text(wire, sizeof wire,
-                                     per_token ? tt->wire_per_token : tt->wire_fixed);
-        kvshard_format__grouped_text(unique, sizeof unique,
-                                     per_token ? tt->unique_per_token : tt->unique_fixed);
-        warn(t, "wire_exceeds_unique",
-             "the wire carries %s B %s against %s B of one copy: D keeps replicas (a split on D, "
-             "or a smaller D TP size, moves less)",
-             wire, per_token ? "per token" : "per request", unique);
+        size_t wire_length = kvshard_format__grouped_text(
+            wire, sizeof wire, per_token ? tt->wire_per_token : tt->wire_fixed);
+        size_t unique_length = kvshard_format__grouped_text(
+            unique, sizeof unique, per_token ? tt->unique_per_token : tt->unique_fixed);
+        /* Joined, not formatted: most maps of a replicating D carry it. */
+        const kvshard_format__part parts[] = {
+            KVSHARD_FORMAT_LITERAL("the wire carries "), (kvshard_format__part){wire, wire_length},
+            per_token ? KVSHARD_FORMAT_LITERAL(" B per token against ")
+                      : KVSHARD_FORMAT_LITERAL(" B per request against "),
+            (kvshard_format__part){unique, unique_length},
+            KVSHARD_FORMAT_LITERAL(" B of one copy: D keeps replicas (a split on D, or a smaller "
+                                   "D TP size, moves less)")};
+        joined_warning(t, "wire_exceeds_unique", parts, sizeof parts / sizeof *parts);
     }
     return KVSHARD_OK;
 }
@@ -1073,8 +1087,8 @@ static void group_layers(pieces *ps, uint32_t layer_count)
 
 /* A new class of the layers like `layer`, the first of them: its
  * components and their route, read on it. */
-static int open_class(pieces *ps, route *r, const layer_class *key, uint32_t layer,
-                      uint64_t tokens, kvshard__calc *c, kvshard_error *err)
+static int open_class(pieces *ps, route *r, const layer_class *key, uint32_t layer, uint64_t tokens,
+                      kvshard__calc *c, kvshard_error *err)
 {
     if (!r->comps_known || r->comps_d_class != key->d_class || r->comps_d_stage != key->d.stage) {
         int rc = layer_components(r->comps, &r->comp_count, r->d.plan, layer, err);
@@ -1176,11 +1190,9 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
         recent[i].k = UINT32_MAX;
     layer_class key = {0}; /* only its holdings and D's class are compared */
     for (uint32_t layer = 0; rc == KVSHARD_OK && layer < L + t->num_draft_layers; layer++) {
-        recent_class made_of = {kvshard__plan_holding_key(p, layer),
-                                kvshard__plan_holding_key(d, layer),
-                                layer < L ? d->class_of[layer]
-                                          : DRAFT_CLASS | d->draft_class[layer - L],
-                                0};
+        recent_class made_of = {
+            kvshard__plan_holding_key(p, layer), kvshard__plan_holding_key(d, layer),
+            layer < L ? d->class_of[layer] : DRAFT_CLASS | d->draft_class[layer - L], 0};
         recent_class *slot = recent_slot(recent, &made_of);
         uint32_t k = slot->k;
         if (k == UINT32_MAX || !same_key(slot, &made_of)) {
@@ -1192,8 +1204,7 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
             if (ps.class_count && (ps.classes[first_of_stages].p.stage != key.p.stage ||
                                    ps.classes[first_of_stages].d.stage != key.d.stage))
                 first_of_stages = (uint32_t)ps.class_count;
-            for (k = first_of_stages; k < ps.class_count && !same_class(&ps.classes[k], &key);
-                 k++)
+            for (k = first_of_stages; k < ps.class_count && !same_class(&ps.classes[k], &key); k++)
                 ;
             if (k == ps.class_count)
                 rc = open_class(&ps, &r, &key, layer, o->tokens, &c, err);

@@ -2,6 +2,7 @@
  * error about an option pointed at the line that set it. */
 #include "plan/deployment.h"
 
+#include "base/format.h"
 #include "deploy/deploy.h"
 #include "deploy/flags.h"
 #include "plan/plan.h"
@@ -55,38 +56,17 @@ static void add_warning(kvshard_plan *p, kvshard_warning_code code, const char *
     va_end(ap);
 }
 
-/* A part of a joined warning and its length: a literal's is known when
- * compiled (JOIN_TEXT), a name's is counted. */
-typedef struct join_part {
-    const char *text;
-    size_t length;
-} join_part;
-
-#define JOIN_TEXT(literal) ((join_part){"" literal, sizeof(literal) - 1})
-
-static join_part join_name(const char *name)
-{
-    return name ? (join_part){name, strlen(name)} : (join_part){"", 0};
-}
-
 /* A warning whose message is `parts` one after the other, cut to the
  * message's size as add_warning cuts it: a priced plan carries one on
- * every plan, and copying its parts by their lengths costs a fraction of
- * formatting them. */
-static void add_joined_warning(kvshard_plan *p, kvshard_warning_code code, const join_part *parts,
-                               size_t count)
+ * every plan. */
+static void add_joined_warning(kvshard_plan *p, kvshard_warning_code code,
+                               const kvshard_format__part *parts, size_t count)
 {
     if (p->warning_count >= KVSHARD__MAX_WARNINGS)
         return;
     kvshard__warning *w = &p->warnings[p->warning_count++];
     w->code = code;
-    size_t used = 0, room = sizeof w->message - 1;
-    for (size_t i = 0; i < count && used < room; i++) {
-        size_t n = parts[i].length < room - used ? parts[i].length : room - used;
-        memcpy(w->message + used, parts[i].text, n);
-        used += n;
-    }
-    w->message[used] = '\0';
+    kvshard_format__join(w->message, sizeof w->message, parts, count);
 }
 
 bool kvshard_deployment__weights_given(const kvshard_plan *p)
@@ -108,16 +88,17 @@ static void comm_warnings(kvshard_plan *p)
     if (p->split > 1 && defaulted && prof->comm.decode == KVSHARD__COMM_OWNER_ATTENTION && !dsa) {
         /* Both mechanisms are named: the profile's decode, and a prefill
          * that is the profile's or a given one. */
-        const join_part parts[] = {
-            JOIN_TEXT("the split's mechanisms are the "),
-            join_name(prof->name),
-            JOIN_TEXT(" profile's (decode "),
-            join_name(kvshard_options__comm_mechanism_name(decode)),
-            JOIN_TEXT(", prefill "),
-            join_name(kvshard_options__comm_mechanism_name(c->prefill ? c->prefill
-                                                                      : prof->comm.prefill)),
-            JOIN_TEXT("), published by the engine for DSA models only and so assumed for this "
-                      "model: give comm_decode and comm_prefill if it does otherwise")};
+        const kvshard_format__part parts[] = {
+            KVSHARD_FORMAT_LITERAL("the split's mechanisms are the "),
+            kvshard_format__part_of(prof->name),
+            KVSHARD_FORMAT_LITERAL(" profile's (decode "),
+            kvshard_format__part_of(kvshard_options__comm_mechanism_name(decode)),
+            KVSHARD_FORMAT_LITERAL(", prefill "),
+            kvshard_format__part_of(
+                kvshard_options__comm_mechanism_name(c->prefill ? c->prefill : prof->comm.prefill)),
+            KVSHARD_FORMAT_LITERAL(
+                "), published by the engine for DSA models only and so assumed for this "
+                "model: give comm_decode and comm_prefill if it does otherwise")};
         add_joined_warning(p, KVSHARD_WARN_COMM_MECHANISM_ASSUMED, parts,
                            sizeof parts / sizeof *parts);
     }
@@ -129,11 +110,11 @@ static void comm_warnings(kvshard_plan *p)
             for (uint32_t k = 0; k < p->split; k++)
                 per_token += p->ranks[(size_t)s * p->tp + k].kv_bytes_per_token;
         if (p->cap.has_num_blocks)
-            add_warning(p, KVSHARD_WARN_FULL_LAYER_DECODE,
-                        "decode full_layer: a decode step moves the whole pool of every split "
-                        "layer, %llu bytes broadcast a step, however few sequences run",
-                        (unsigned long long)(per_token * p->options.block_size *
-                                             p->cap.num_blocks));
+            add_warning(
+                p, KVSHARD_WARN_FULL_LAYER_DECODE,
+                "decode full_layer: a decode step moves the whole pool of every split "
+                "layer, %llu bytes broadcast a step, however few sequences run",
+                (unsigned long long)(per_token * p->options.block_size * p->cap.num_blocks));
         else
             add_warning(p, KVSHARD_WARN_FULL_LAYER_DECODE,
                         "decode full_layer: a decode step moves the whole pool of every split "
@@ -164,18 +145,17 @@ int kvshard_deployment__check_comm(kvshard_plan *p, kvshard_diag__ctx *diag)
     bool implied_link =
         c->link == KVSHARD__LINK_NONE &&
         kvshard_options__accelerator_preset_of(c->accelerator)->link != KVSHARD__LINK_NONE;
-    bool custom_link = c->link == KVSHARD__LINK_CUSTOM ||
-                       (!preset_link && !implied_link &&
-                        (c->link_bandwidth || c->has_link_latency));
+    bool custom_link =
+        c->link == KVSHARD__LINK_CUSTOM ||
+        (!preset_link && !implied_link && (c->link_bandwidth || c->has_link_latency));
     if (custom_link && (!c->link_bandwidth || !c->has_link_latency)) {
-        diag->option = c->link_bandwidth   ? "comm_link_bandwidth"
+        diag->option = c->link_bandwidth     ? "comm_link_bandwidth"
                        : c->has_link_latency ? "comm_link_latency"
                                              : "comm_link";
         return kvshard_error__fail(diag->err, KVSHARD_EMISSING, "", kvshard_error__no_mark,
                                    "comm_input_missing: a custom link needs both "
                                    "comm_link_bandwidth and comm_link_latency (%s is missing)",
-                                   c->link_bandwidth ? "comm_link_latency"
-                                                     : "comm_link_bandwidth");
+                                   c->link_bandwidth ? "comm_link_latency" : "comm_link_bandwidth");
     }
     if (c->accelerator == KVSHARD__ACCEL_CUSTOM && !c->hbm_bandwidth) {
         diag->option = "comm_accelerator";
@@ -245,8 +225,8 @@ int kvshard_deployment_plan(kvshard_plan **out, const kvshard_deployment *deploy
     kvshard_plan *p = NULL;
     kvshard_diag__ctx diag = kvshard_diag__on(err);
     kvshard_options options = kvshard_deploy__deployment_options(deployment);
-    int rc = kvshard_plan__create(out ? &p : NULL, deployment->model, &options,
-                                  &deployment->alloc, &diag);
+    int rc = kvshard_plan__create(out ? &p : NULL, deployment->model, &options, &deployment->alloc,
+                                  &diag);
     if ((rc = kvshard_deployment__locate(deployment, rc, &diag)) != 0)
         return rc;
     if (p && (rc = attach_comm(p, deployment, &diag)) != 0) {
