@@ -30,10 +30,24 @@ static const refusal cases[] = {
      "kvshard: transfer: transfer_usage: --p_replica takes a replica index from 0, not x"},
     {PAIR "--d_replica=-1", 2,
      "kvshard: transfer: transfer_usage: --d_replica takes a replica index from 0, not -1"},
-    {PAIR "--engine", 2,
+    /* A flag without its value says what it needs; a value given empty
+     * is named as ''. */
+    {PAIR "--engine", 2, "kvshard: transfer: transfer_usage: --engine needs vllm, sglang or xllm"},
+    {PAIR "--engine=", 2,
      "kvshard: transfer: transfer_usage: --engine takes vllm, sglang or xllm, not ''"},
-    {PAIR "--format", 2,
+    {PAIR "--format", 2, "kvshard: transfer: transfer_usage: --format needs text, json or svg"},
+    {PAIR "--format=", 2,
      "kvshard: transfer: transfer_usage: --format takes text, json or svg, not ''"},
+    {PAIR "--context_length", 2,
+     "kvshard: transfer: transfer_usage: --context_length needs a count of tokens from 1 to "
+     "1073741824"},
+    {PAIR "--context_length=", 2,
+     "kvshard: transfer: transfer_usage: --context_length takes a count of tokens from 1 to "
+     "1073741824, not ''"},
+    {PAIR "--p_replica", 2,
+     "kvshard: transfer: transfer_usage: --p_replica needs a replica index from 0"},
+    {PAIR "--d_replica=", 2,
+     "kvshard: transfer: transfer_usage: --d_replica takes a replica index from 0, not ''"},
     /* transfer_nic, 2: a flag without its value */
     {PAIR "--nic", 2, "kvshard: transfer: transfer_nic: --nic needs a preset or a rate"},
     /* A side's key that is no deployment key or flag: that side's plan

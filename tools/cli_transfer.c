@@ -147,13 +147,25 @@ static int side_flag(side *s, const char *arg, size_t prefix)
     return 0;
 }
 
+/* A valued flag given without its value (the last argument): "FLAG
+ * needs WHAT", as --nic says; a value given empty is named ('') where it
+ * is refused. */
+static int needs_value(const char *flag, const char *what)
+{
+    char message[160];
+    snprintf(message, sizeof message, "%s needs %s", flag, what);
+    return usage("transfer_usage", message, NULL);
+}
+
 static int replica(uint32_t *out, const char *flag, const char *v)
 {
     uint64_t n = 0;
+    if (!v)
+        return needs_value(flag, "a replica index from 0");
     if (!count(&n, v, 0, KVSHARD_MAX_RANKS)) {
         char message[96];
         snprintf(message, sizeof message, "%s takes a replica index from 0, not", flag);
-        return usage("transfer_usage", message, v ? v : "''");
+        return usage("transfer_usage", message, v[0] ? v : "''");
     }
     *out = (uint32_t)n;
     return 0;
@@ -183,10 +195,11 @@ static int parse(request *r, int argc, char **argv)
             if (side_flag(&r->sides[1], arg, 4))
                 return EXIT_USAGE;
         } else if ((v = value_of("--format", argc, argv, &i, &missing)) || missing) {
-            if (!v ||
-                (strcmp(v, "text") != 0 && strcmp(v, "json") != 0 && strcmp(v, "svg") != 0))
+            if (!v)
+                return needs_value("--format", "text, json or svg");
+            if (strcmp(v, "text") != 0 && strcmp(v, "json") != 0 && strcmp(v, "svg") != 0)
                 return usage("transfer_usage", "--format takes text, json or svg, not",
-                             v ? v : "''");
+                             v[0] ? v : "''");
             r->format = v;
         } else if (strcmp(arg, "-o") == 0 || (v = value_of("--output", argc, argv, &i, &missing)) ||
                    missing) {
@@ -199,12 +212,15 @@ static int parse(request *r, int argc, char **argv)
         } else if ((v = value_of("--context_length", argc, argv, &i, &missing)) || missing) {
             /* The plan's range, so that every length a side plans is one
              * a request may have. */
+            char what[64];
+            snprintf(what, sizeof what, "a count of tokens from 1 to %u",
+                     KVSHARD_MAX_CONTEXT_LENGTH);
+            if (!v)
+                return needs_value("--context_length", what);
             if (!count(&r->context_length, v, 1, KVSHARD_MAX_CONTEXT_LENGTH)) {
                 char message[96];
-                snprintf(message, sizeof message,
-                         "--context_length takes a count of tokens from 1 to %u, not",
-                         KVSHARD_MAX_CONTEXT_LENGTH);
-                return usage("transfer_usage", message, v ? v : "''");
+                snprintf(message, sizeof message, "--context_length takes %s, not", what);
+                return usage("transfer_usage", message, v[0] ? v : "''");
             }
         } else if ((v = value_of("--nic", argc, argv, &i, &missing)) || missing) {
             if (!v)
@@ -221,10 +237,12 @@ static int parse(request *r, int argc, char **argv)
                 return usage("transfer_usage", "--engine_version needs a version", NULL);
             r->engine_version = v;
         } else if ((v = value_of("--engine", argc, argv, &i, &missing)) || missing) {
+            if (!v)
+                return needs_value("--engine", judging_names());
             if (!judging_engine(v)) {
                 char message[160];
                 snprintf(message, sizeof message, "--engine takes %s, not", judging_names());
-                return usage("transfer_usage", message, v ? v : "''");
+                return usage("transfer_usage", message, v[0] ? v : "''");
             }
             r->engine = v;
         } else if (deployment_key(arg)) {
@@ -375,9 +393,8 @@ static int judge(kvshard_transfer *t, request *r)
         const char *version_error = rc ? strstr(err.message, "engine_version_") : NULL;
         if (rc == KVSHARD_OK)
             rc = kvshard_transfer_judge(t, plans[0], plans[1], &err);
-        else if (!version_error &&
-                 (!r->engine ||
-                  (rc == KVSHARD_EPROFILE && strstr(err.message, "engine_unsupported")))) {
+        else if (!version_error && (!r->engine || (rc == KVSHARD_EPROFILE &&
+                                                   strstr(err.message, "engine_unsupported")))) {
             /* The call clears err before it reads the reason: a copy. */
             char reason[sizeof err.message];
             snprintf(reason, sizeof reason, "%s", err.message);
@@ -416,8 +433,7 @@ static bool refused(const kvshard_transfer *t, const request *r)
     return true;
 }
 
-static int write_document(const kvshard_transfer *t, const char *format,
-                          kvshard_cli__output *out)
+static int write_document(const kvshard_transfer *t, const char *format, kvshard_cli__output *out)
 {
     if (strcmp(format, "json") == 0)
         return kvshard_transfer_write_json(t, kvshard_cli__output_write, out);
@@ -466,8 +482,7 @@ static int run(request *r, kvshard_cli__inputs *inputs)
     if (status == 0)
         status = kvshard_cli__output_open(&out);
     if (status == 0)
-        status = kvshard_cli__output_finish(
-            &out, write_document(t, r->format, &out));
+        status = kvshard_cli__output_finish(&out, write_document(t, r->format, &out));
     kvshard_cli__output_free(&out);
     if (status == 0 && refused(t, r))
         status = EXIT_INVALID;
