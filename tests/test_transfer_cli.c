@@ -105,15 +105,19 @@ static void test_rank_flag(void **state)
     assert_said("fit", "'" QWEN "' --gpus=4 --device_memory=80GB --rank=bogus", 2,
                 "kvshard: comm_value: --rank takes auto, capacity or throughput, not 'bogus'\n"
                 "Try 'kvshard help fit'.\n");
+    /* Every input missing is named: without a budget, a decode batch too. */
     assert_said("compare", "'" QWEN "' --world_size=2 --rank=throughput", 1,
                 "command line --rank: comm_input_missing: --rank=throughput needs an "
-                "accelerator (comm_accelerator or comm_hbm_bandwidth)\n");
+                "accelerator (comm_accelerator or comm_hbm_bandwidth), a link (comm_link, or an "
+                "accelerator that implies one), a context length (context_length) and a decode "
+                "batch (a memory budget, or comm_batch)\n");
     assert_said("fit",
                 "'" QWEN "' --gpus=4 --device_memory=80GB --weights_total=1GB "
                 "--rank=throughput",
                 1,
                 "command line --rank: comm_input_missing: --rank=throughput needs an "
-                "accelerator (comm_accelerator or comm_hbm_bandwidth)\n");
+                "accelerator (comm_accelerator or comm_hbm_bandwidth), a link (comm_link, or an "
+                "accelerator that implies one) and a context length (context_length)\n");
 }
 
 /* The time is written in microseconds as the rest of kvshard's text writes

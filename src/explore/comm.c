@@ -796,17 +796,34 @@ int kvshard_plan_comm(kvshard_comm_estimate *out, const kvshard_plan *plan, kvsh
 int kvshard_comm__rank_by(kvshard_rank_by *out, kvshard_rank_by asked,
                           const kvshard__rank_needs *has, kvshard_diag__ctx *diag)
 {
-    const char *missing = !has->accelerator ? "an accelerator (comm_accelerator or "
-                                              "comm_hbm_bandwidth)"
-                          : !has->link      ? "a link (comm_link, or an accelerator that "
-                                              "implies one)"
-                          : !has->context   ? "a context length (context_length)"
-                          : !has->batch     ? "a decode batch (a memory budget, or comm_batch)"
-                                            : NULL;
+    const struct {
+        bool met;
+        const char *what;
+    } needs[] = {
+        {has->accelerator, "an accelerator (comm_accelerator or comm_hbm_bandwidth)"},
+        {has->link, "a link (comm_link, or an accelerator that implies one)"},
+        {has->context, "a context length (context_length)"},
+        {has->batch, "a decode batch (a memory budget, or comm_batch)"},
+    };
+    size_t count = sizeof needs / sizeof needs[0], missing = 0;
+    for (size_t i = 0; i < count; i++)
+        missing += !needs[i].met;
     if (asked == KVSHARD_RANK_THROUGHPUT && missing) {
+        /* Every input missing is named, so that one try gives them all. */
+        char list[320];
+        size_t used = 0, named = 0;
+        list[0] = '\0';
+        for (size_t i = 0; i < count && used < sizeof list; i++) {
+            if (needs[i].met)
+                continue;
+            const char *sep = named == 0 ? "" : named + 1 == missing ? " and " : ", ";
+            int n = snprintf(list + used, sizeof list - used, "%s%s", sep, needs[i].what);
+            used += n > 0 ? (size_t)n : 0;
+            named++;
+        }
         diag->option = "rank";
         return kvshard_error__fail(diag->err, KVSHARD_EMISSING, "", kvshard_error__no_mark,
-                                   "comm_input_missing: --rank=throughput needs %s", missing);
+                                   "comm_input_missing: --rank=throughput needs %s", list);
     }
     *out = asked != KVSHARD_RANK_CAPACITY && !missing ? KVSHARD_RANK_THROUGHPUT
                                                       : KVSHARD_RANK_CAPACITY;

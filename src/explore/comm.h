@@ -113,7 +113,7 @@ typedef struct kvshard__rank_needs {
 
 /* The ranking `asked` for resolved into *out: throughput when every need is
  * met and capacity was not asked; --rank=throughput without them is
- * comm_input_missing naming the first missing. */
+ * comm_input_missing naming every one missing. */
 int kvshard_comm__rank_by(kvshard_rank_by *out, kvshard_rank_by asked,
                           const kvshard__rank_needs *has, kvshard_diag__ctx *diag);
 
