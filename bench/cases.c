@@ -1717,9 +1717,9 @@ void bench_case_comm(bench_report *r, bench_inputs *in)
         "kvshard_deployment_plan of the seed (Qwen3.5-35B-A3B, TP 4, S = 2, 20 GiB, 32 K "
         "tokens, weights_total) without a comm input, against the same with "
         "--comm_accelerator=bi_v100 followed by kvshard_plan_comm (collectives, base step, "
-        "throughput, and the unsplit reference: a capacity count of the plan's own unsplit "
-        "rank figures and the decode step at its batch, from the split estimate's stage "
-        "weights). Batches alternate; ratio = median of per-pair ratios.");
+        "throughput, and the unsplit reference: the decode step at the batch of the plan's own "
+        "count at S = 1, which every split plan makes for its uniform figures, from the split "
+        "estimate's stage weights). Batches alternate; ratio = median of per-pair ratios.");
     bench_row *row = bench_row_add(sec, "seed, plan / plan + comm estimate");
     bench_fig_stats(row, "plan", BENCH_UNIT_NS, &ta);
     bench_fig_stats(row, "plan + comm", BENCH_UNIT_NS, &tb);
