@@ -564,18 +564,50 @@ static const kvshard_comm_estimate *comparison_timed(const kvshard_comparison *c
 
 /* A row's estimate cells: decode communication and step in ms, tokens/s
  * and the gain over the unsplit row ("-" where unknown). */
-static void comparison_comm_cells(kvshard__out *o, const kvshard_comm_estimate *e)
+typedef struct comm_cells {
+    char comm[32], step[32], tput[32], gain[32];
+} comm_cells;
+
+static comm_cells comparison_comm_cells(const kvshard_comm_estimate *e)
 {
-    char comm[32] = "-", step[32] = "-", tput[32] = "-", gain[32] = "-";
+    comm_cells c = {"-", "-", "-", "-"};
     if (e->given && e->has_decode_time)
-        kvshard_comm_out__ms_text(comm, sizeof comm, e->decode_comm_us);
+        kvshard_comm_out__ms_text(c.comm, sizeof c.comm, e->decode_comm_us);
     if (e->given && e->has_step) {
-        kvshard_comm_out__ms_text(step, sizeof step, e->step_us);
-        kvshard_format__grouped_text(tput, sizeof tput, (uint64_t)llround(e->throughput));
+        kvshard_comm_out__ms_text(c.step, sizeof c.step, e->step_us);
+        kvshard_format__grouped_text(c.tput, sizeof c.tput, (uint64_t)llround(e->throughput));
     }
     if (e->given && e->has_gain)
-        snprintf(gain, sizeof gain, "%.2fx", e->throughput_gain);
-    kvshard_writer__out_printf(o, "%-10s %-10s %-8s %-7s", comm, step, tput, gain);
+        snprintf(c.gain, sizeof c.gain, "%.2fx", e->throughput_gain);
+    return c;
+}
+
+/* The widths of the estimate's columns: their usual ones, wider where a
+ * row's cell is (a step of 10 s and more, a million tokens/s), so that
+ * every row stays under its heading. */
+typedef struct comm_widths {
+    int comm, step, tput;
+} comm_widths;
+
+static int widest(int width, const char *cell)
+{
+    int n = (int)strlen(cell);
+    return n > width ? n : width;
+}
+
+static comm_widths comparison_comm_widths(const kvshard_comparison *comparison)
+{
+    comm_widths w = {10, 10, 8};
+    for (size_t i = 0; i < comparison->count; i++) {
+        const kvshard_comparison_row *r = &comparison->rows[i];
+        if (r->error)
+            continue;
+        comm_cells c = comparison_comm_cells(r->comm);
+        w.comm = widest(w.comm, c.comm);
+        w.step = widest(w.step, c.step);
+        w.tput = widest(w.tput, c.tput);
+    }
+    return w;
 }
 
 int kvshard_comparison_write_text(const kvshard_comparison *comparison, kvshard_write_fn write,
@@ -615,7 +647,13 @@ int kvshard_comparison_write_text(const kvshard_comparison *comparison, kvshard_
     kvshard_writer__out_raw(
         &o, context ? "max KV/token  blocks        max tokens      running  balanced  "
                     : "max KV/token  blocks        max tokens      ");
-    kvshard_writer__out_raw(&o, timed ? "comm/step  step       tok/s    x tput  gain\n" : "gain\n");
+    comm_widths widths = {10, 10, 8};
+    if (timed) {
+        widths = comparison_comm_widths(comparison);
+        kvshard_writer__out_printf(&o, "%-*s %-*s %-*s x tput  ", widths.comm, "comm/step",
+                                   widths.step, "step", widths.tput, "tok/s");
+    }
+    kvshard_writer__out_raw(&o, "gain\n");
     for (size_t i = 0; i < comparison->count && !o.failed; i++) {
         const kvshard_comparison_row *r = &comparison->rows[i];
         kvshard_writer__out_raw(&o, i == comparison->recommended ? ">" : " ");
@@ -648,8 +686,11 @@ int kvshard_comparison_write_text(const kvshard_comparison *comparison, kvshard_
                 kvshard_format__grouped_text(balanced, sizeof balanced, r->balanced_max_seqs);
             kvshard_writer__out_printf(&o, "%-8s %-9s ", running, balanced);
         }
-        if (timed)
-            comparison_comm_cells(&o, r->comm);
+        if (timed) {
+            comm_cells c = comparison_comm_cells(r->comm);
+            kvshard_writer__out_printf(&o, "%-*s %-*s %-*s %-7s", widths.comm, c.comm, widths.step,
+                                       c.step, widths.tput, c.tput, c.gain);
+        }
         if (isinf(r->gain)) /* the unsplit plan fits no block */
             kvshard_writer__out_raw(&o, "  new ");
         else
