@@ -1115,10 +1115,8 @@ static void test_many_aliases_of_many_anchors(void **state)
     free(t);
 }
 
-/* ---- tags on collections ------------------------------------------------------------------- */
+/* ---- joined messages -------------------------------------------------------------------- */
 
-/* A core tag on the wrong kind of node is a type error, as a scalar tag
- * that does not fit the text is; other tags are not read. */
 /* A joined message is cut where snprintf would cut the same text: at every
  * room from none to more than the whole, the same bytes and length. */
 static void test_join_cuts_as_snprintf(void **state)
@@ -1141,6 +1139,10 @@ static void test_join_cuts_as_snprintf(void **state)
     }
 }
 
+/* ---- tags on collections ------------------------------------------------------------------- */
+
+/* A core tag on the wrong kind of node is a type error, as a scalar tag
+ * that does not fit the text is; other tags are not read. */
 static void test_collection_tags(void **state)
 {
     (void)state;

@@ -46,6 +46,10 @@ static const refusal cases[] = {
      "1073741824, not ''"},
     {PAIR "--p_replica", 2,
      "kvshard: transfer: transfer_usage: --p_replica needs a replica index from 0"},
+    {PAIR "--output", 2,
+     "kvshard: transfer: transfer_usage: --output needs a file name (or - for standard output)"},
+    {PAIR "-o", 2,
+     "kvshard: transfer: transfer_usage: -o needs a file name (or - for standard output)"},
     {PAIR "--d_replica=", 2,
      "kvshard: transfer: transfer_usage: --d_replica takes a replica index from 0, not ''"},
     /* transfer_nic, 2: a flag without its value */

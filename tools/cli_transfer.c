@@ -203,11 +203,12 @@ static int parse(request *r, int argc, char **argv)
             r->format = v;
         } else if (strcmp(arg, "-o") == 0 || (v = value_of("--output", argc, argv, &i, &missing)) ||
                    missing) {
-            if (strcmp(arg, "-o") == 0)
+            bool short_flag = strcmp(arg, "-o") == 0;
+            if (short_flag)
                 v = i + 1 < argc ? argv[++i] : NULL;
             if (!v || !v[0])
-                return usage("transfer_usage", "-o needs a file name (or - for standard output)",
-                             NULL);
+                return needs_value(short_flag ? "-o" : "--output",
+                                   "a file name (or - for standard output)");
             r->output = v;
         } else if ((v = value_of("--context_length", argc, argv, &i, &missing)) || missing) {
             /* The plan's range, so that every length a side plans is one
