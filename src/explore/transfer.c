@@ -488,20 +488,18 @@ typedef struct route_side {
 /* The global rank of each plan rank of `replica` of `plan` (stage by stage,
  * TP rank by TP rank): kvshard_plan_global_rank()'s, its strides read once.
  * Whether they increase in that order (all but a layout with TP
- * outermost). */
+ * outermost): within a stage they climb by the TP stride, so only a stage's
+ * step past its last TP rank can fall back. */
 static bool plan_global_ranks(uint32_t *out, const kvshard_plan *plan, uint32_t replica)
 {
     kvshard__strides st = kvshard_partition__rank_strides(&plan->options, plan->tp);
     uint32_t P = plan->pp, T = plan->tp; /* read once: `out` may alias the plan */
-    bool increasing = true;
     for (uint32_t stage = 0, at = 0; stage < P; stage++) {
-        for (uint32_t t = 0; t < T; t++, at++) {
-            out[at] = (uint32_t)(replica * st.dp + stage * st.pp + t * st.tp);
-            if (at && out[at - 1] > out[at])
-                increasing = false;
-        }
+        uint32_t base = (uint32_t)(replica * st.dp + stage * st.pp);
+        for (uint32_t t = 0; t < T; t++, at++)
+            out[at] = (uint32_t)(base + t * st.tp);
     }
-    return increasing;
+    return P < 2 || T < 2 || st.pp >= (T - 1) * st.tp;
 }
 
 static void side_open(route_side *s)
@@ -536,8 +534,8 @@ static void holding_of_layer(kvshard__stage_holding *h, const kvshard_plan *plan
 
 /* The units TP rank t of side s holds of component c of the class routed,
  * [*lo, *hi); false when it holds none. */
-static bool holding(uint32_t *lo, uint32_t *hi, const route_side *s, uint32_t t,
-                    const component_of *c)
+static inline bool holding(uint32_t *lo, uint32_t *hi, const route_side *s, uint32_t t,
+                           const component_of *c)
 {
     const kvshard__stage_holding *h = &s->h;
     uint32_t T = s->plan->tp, count = 0;
@@ -581,6 +579,23 @@ static uint32_t first_holder(uint32_t *step, const route_side *s, const componen
     return (uint32_t)h->owner;
 }
 
+/* A piece of units [lo, hi) of component c of class `cls`, from TP rank
+ * src_tp of P to TP rank dst_tp of D (global rank dst); NULL when out of
+ * memory. */
+static class_piece *add_piece(pieces *ps, const route *r, const component_of *c, uint32_t cls,
+                              uint32_t layer, uint32_t src_tp, uint32_t dst_tp, uint32_t dst,
+                              uint32_t lo, uint32_t hi)
+{
+    class_piece *added = pieces_add(ps);
+    if (added)
+        *added = (class_piece){{side_global_rank(&r->p, src_tp), dst, r->p.h.stage, src_tp,
+                                r->d.h.stage, dst_tp, (uint32_t)c->comp, (uint32_t)c->entry,
+                                c->span, lo, hi, (uint64_t)(hi - lo) * c->unit_bytes},
+                               cls,
+                               layer};
+    return added;
+}
+
 /* The pieces of one component of the layers of class `cls`, read on its
  * first layer: each unit a D rank holds comes from the first P rank holding
  * it in the cyclic order from the D rank's home, floor(t_D x T_P / T_D).
@@ -588,7 +603,6 @@ static uint32_t first_holder(uint32_t *step, const route_side *s, const componen
 static int route_component(pieces *ps, route *r, uint32_t cls, uint32_t layer,
                            const component_of *c, bool *moved, kvshard_error *err)
 {
-    uint32_t ps_stage = r->p.h.stage, ds_stage = r->d.h.stage;
     uint32_t tp_p = r->p.plan->tp, tp_d = r->d.plan->tp;
     if (!c->state && !r->d.h.cache)
         return KVSHARD_OK;
@@ -600,6 +614,14 @@ static int route_component(pieces *ps, route *r, uint32_t cls, uint32_t layer,
         *moved = true;
         uint32_t home = (uint32_t)((uint64_t)td * tp_p / tp_d);
         uint32_t dst = side_global_rank(&r->d, td);
+        uint32_t home_lo = 0, home_hi = 0;
+        if (holding(&home_lo, &home_hi, &r->p, home, c) && home_lo <= lo && hi <= home_hi) {
+            /* The home rank holds them all, as it mostly does: one piece,
+             * no rank searched unit by unit. */
+            if (!add_piece(ps, r, c, cls, layer, home, td, dst, lo, hi))
+                return fail(err, KVSHARD_ENOMEM, "out of memory");
+            continue;
+        }
         piece *cur = NULL; /* the piece open, made in place */
         for (uint32_t u = lo; u < hi; u++) {
             uint32_t src_tp = tp_p;
@@ -618,14 +640,9 @@ static int route_component(pieces *ps, route *r, uint32_t cls, uint32_t layer,
                 cur->entry_bytes += c->unit_bytes;
                 continue;
             }
-            class_piece *added = pieces_add(ps);
+            class_piece *added = add_piece(ps, r, c, cls, layer, src_tp, td, dst, u, u + 1);
             if (!added)
                 return fail(err, KVSHARD_ENOMEM, "out of memory");
-            uint32_t src = side_global_rank(&r->p, src_tp);
-            *added = (class_piece){{src, dst, ps_stage, src_tp, ds_stage, td, (uint32_t)c->comp,
-                                    (uint32_t)c->entry, c->span, u, u + 1, c->unit_bytes},
-                                   cls,
-                                   layer};
             cur = &added->p;
         }
     }
