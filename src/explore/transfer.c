@@ -967,11 +967,14 @@ static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, size_t 
      * the lowest, summed first. */
     rank_sum most_sent = {0};
     size_t most_sender = 0, placed = 0;
+    kvshard_transfer_edge *e = t->edges; /* the next edge, kept apart from t's count */
     for (size_t g = 0, from = 0; rc == KVSHARD_OK && g < sources; from = end[g++]) {
+        if (from == end[g])
+            continue; /* sends nothing */
         sort_few(&sorted[from], end[g] - from, sizeof *sorted, piece_order);
-        size_t first_edge = t->edge_count;
+        kvshard_transfer_edge *first_edge = e;
         rank_sum sent = {0};
-        for (size_t i = from, j; i < end[g]; i = j) {
+        for (size_t i = from, j; i < end[g]; i = j, e++) {
             for (j = i + 1; j < end[g] && same_edge(&sorted[j]->p, &sorted[i]->p); j++)
                 ;
             if (j - i > 1 && !t->layers) { /* room for every piece's layers, once merging */
@@ -984,7 +987,6 @@ static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, size_t 
                     break;
                 }
             }
-            kvshard_transfer_edge *e = &t->edges[t->edge_count++];
             make_edge(e, t, ps, &sorted[i], &sorted[j], &placed, n, c);
             tt->wire_per_token = kvshard__calc_add(c, tt->wire_per_token, e->bytes_per_token);
             tt->wire_fixed = kvshard__calc_add(c, tt->wire_fixed, e->bytes_fixed);
@@ -992,12 +994,13 @@ static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, size_t 
             rank_add(&sent, e->src_stage, e->src_tp, e);
             rank_add(&received[e->dst], e->dst_stage, e->dst_tp, e);
         }
-        sort_few(&t->edges[first_edge], t->edge_count - first_edge, sizeof *t->edges, edge_order);
+        sort_few(first_edge, (size_t)(e - first_edge), sizeof *e, edge_order);
         if (sent.present && (!most_sent.present || busier(&sent, &most_sent, n > 0))) {
             most_sent = sent;
             most_sender = g;
         }
     }
+    t->edge_count = (size_t)(e - t->edges);
     if (rc == KVSHARD_OK) {
         tt->busiest_source =
             rank_of(most_sent.present ? &most_sent : NULL, (uint32_t)most_sender, n > 0);
