@@ -974,6 +974,9 @@ static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, size_t 
         sort_few(&sorted[from], end[g] - from, sizeof *sorted, piece_order);
         kvshard_transfer_edge *first_edge = e;
         rank_sum sent = {0};
+        /* The edges come ordered by receiver and component; only edges that
+         * share both may be out of edge_order. */
+        bool shared = false;
         for (size_t i = from, j; i < end[g]; i = j, e++) {
             for (j = i + 1; j < end[g] && same_edge(&sorted[j]->p, &sorted[i]->p); j++)
                 ;
@@ -988,13 +991,16 @@ static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, size_t 
                 }
             }
             make_edge(e, t, ps, &sorted[i], &sorted[j], &placed, n, c);
+            if (e > first_edge && e[-1].dst == e->dst && e[-1].component_code == e->component_code)
+                shared = true;
             tt->wire_per_token = kvshard__calc_add(c, tt->wire_per_token, e->bytes_per_token);
             tt->wire_fixed = kvshard__calc_add(c, tt->wire_fixed, e->bytes_fixed);
             tt->wire = kvshard__calc_add(c, tt->wire, e->bytes);
             rank_add(&sent, e->src_stage, e->src_tp, e);
             rank_add(&received[e->dst], e->dst_stage, e->dst_tp, e);
         }
-        sort_few(first_edge, (size_t)(e - first_edge), sizeof *e, edge_order);
+        if (shared)
+            sort_few(first_edge, (size_t)(e - first_edge), sizeof *e, edge_order);
         if (sent.present && (!most_sent.present || busier(&sent, &most_sent, n > 0))) {
             most_sent = sent;
             most_sender = g;
