@@ -533,29 +533,40 @@ static void holding_of_layer(kvshard__stage_holding *h, const kvshard_plan *plan
 }
 
 /* The units TP rank t of side s holds of component c of the class routed,
- * [*lo, *hi); false when it holds none. */
-static inline bool holding(uint32_t *lo, uint32_t *hi, const route_side *s, uint32_t t,
-                           const component_of *c)
+ * [*lo, *hi), when t is one of its holders; false when it holds none. */
+static inline bool holder_units(uint32_t *lo, uint32_t *hi, const route_side *s, uint32_t t,
+                                const component_of *c)
 {
     const kvshard__stage_holding *h = &s->h;
     uint32_t T = s->plan->tp, count = 0;
     if (c->state) {
-        if (!h->state)
-            return false;
         kvshard_memory__kv_heads(lo, &count, c->units, T, t, t);
+    } else if (c->comp != C_KV) {
+        *lo = 0;
+        *hi = 1;
+        return true;
     } else {
-        if (!kvshard__stage_holding_has(h, t))
-            return false;
-        if (c->comp != C_KV) {
-            *lo = 0;
-            *hi = 1;
-            return true;
-        }
         uint32_t first = t / h->head_ranks * h->head_ranks;
         kvshard_memory__kv_heads(lo, &count, h->heads, T, first, first + h->head_ranks - 1);
     }
     *hi = *lo + count;
     return count > 0;
+}
+
+/* Whether side s holds component c of the class routed on some rank. */
+static bool holds_any(const route_side *s, const component_of *c)
+{
+    return c->state ? s->h.state : s->h.cache;
+}
+
+/* The units TP rank t of side s holds of component c of the class routed,
+ * [*lo, *hi); false when it holds none. */
+static inline bool holding(uint32_t *lo, uint32_t *hi, const route_side *s, uint32_t t,
+                           const component_of *c)
+{
+    if (!holds_any(s, c) || (!c->state && !kvshard__stage_holding_has(&s->h, t)))
+        return false;
+    return holder_units(lo, hi, s, t, c);
 }
 
 typedef struct route {
@@ -604,12 +615,13 @@ static int route_component(pieces *ps, route *r, uint32_t cls, uint32_t layer,
                            const component_of *c, bool *moved, kvshard_error *err)
 {
     uint32_t tp_p = r->p.plan->tp, tp_d = r->d.plan->tp;
-    if (!c->state && !r->d.h.cache)
+    if (!holds_any(&r->d, c))
         return KVSHARD_OK;
     uint32_t step = 1;
+    /* Only holders are visited: an owner is below the split it steps by. */
     for (uint32_t td = first_holder(&step, &r->d, c); td < tp_d; td += step) {
         uint32_t lo = 0, hi = 0;
-        if (!holding(&lo, &hi, &r->d, td, c))
+        if (!holder_units(&lo, &hi, &r->d, td, c))
             continue;
         *moved = true;
         uint32_t home = (uint32_t)((uint64_t)td * tp_p / tp_d);
