@@ -96,6 +96,13 @@ typedef struct class_piece {
     uint32_t cls, first_layer;
 } class_piece;
 
+/* What one rank sends or receives, summed over its edges. */
+typedef struct rank_sum {
+    bool present;
+    uint32_t stage, tp;
+    uint64_t per_token, fixed, bytes;
+} rank_sum;
+
 /* The pieces of every class as they come, merged into edges once: the map
  * keeps a piece per class and edge and two words per layer, memory linear
  * in the edges. */
@@ -103,8 +110,12 @@ typedef struct pieces {
     const kvshard_allocator *alloc;
     class_piece *at;
     size_t count, cap;
+    /* Room for a class per layer moved (each has a layer at least), in one
+     * block with the next two. */
     layer_class *classes;
-    size_t class_count, class_cap;
+    size_t class_count;
+    size_t *per_source;     /* per P global rank g, at [g + 1]: its pieces, counted as they come */
+    rank_sum *received;     /* per D global rank */
     uint32_t *class_of;     /* per layer moved, its class; one block with class_layers, the map's */
     uint32_t *class_layers; /* each class's layers, ascending, class after class */
 } pieces;
@@ -593,17 +604,20 @@ static uint32_t first_holder(uint32_t *step, const route_side *s, const componen
 /* A piece of units [lo, hi) of component c of class `cls`, from TP rank
  * src_tp of P to TP rank dst_tp of D (global rank dst); NULL when out of
  * memory. */
-static class_piece *add_piece(pieces *ps, const route *r, const component_of *c, uint32_t cls,
-                              uint32_t layer, uint32_t src_tp, uint32_t dst_tp, uint32_t dst,
-                              uint32_t lo, uint32_t hi)
+static inline class_piece *add_piece(pieces *ps, const route *r, const component_of *c,
+                                     uint32_t cls, uint32_t layer, uint32_t src_tp, uint32_t dst_tp,
+                                     uint32_t dst, uint32_t lo, uint32_t hi)
 {
     class_piece *added = pieces_add(ps);
-    if (added)
-        *added = (class_piece){{side_global_rank(&r->p, src_tp), dst, r->p.h.stage, src_tp,
-                                r->d.h.stage, dst_tp, (uint32_t)c->comp, (uint32_t)c->entry,
-                                c->span, lo, hi, (uint64_t)(hi - lo) * c->unit_bytes},
-                               cls,
-                               layer};
+    uint32_t src = side_global_rank(&r->p, src_tp);
+    if (!added)
+        return NULL;
+    ps->per_source[src + 1]++;
+    *added =
+        (class_piece){{src, dst, r->p.h.stage, src_tp, r->d.h.stage, dst_tp, (uint32_t)c->comp,
+                       (uint32_t)c->entry, c->span, lo, hi, (uint64_t)(hi - lo) * c->unit_bytes},
+                      cls,
+                      layer};
     return added;
 }
 
@@ -687,13 +701,6 @@ static uint64_t entries(enum entry e, uint32_t span, uint64_t n)
     }
     return 1;
 }
-
-/* What one rank sends or receives, summed over its edges. */
-typedef struct rank_sum {
-    bool present;
-    uint32_t stage, tp;
-    uint64_t per_token, fixed, bytes;
-} rank_sum;
 
 /* Adds edge e to rank r's sums unchecked: they are parts of the wire's
  * sums, which are checked, so they cannot pass 2^64 - 1 unless those do. */
@@ -946,30 +953,41 @@ static void make_edge(kvshard_transfer_edge *e, kvshard_transfer *t, const piece
         e->bytes = kvshard__calc_mul(c, run_bytes, entries((enum entry)p->entry, p->span, n));
 }
 
-_Static_assert(sizeof(const class_piece *) == sizeof(size_t) &&
-                   sizeof(rank_sum) % sizeof(size_t) == 0,
-               "the sorted pieces' pointers, their sources' ends and the D ranks' receipts share "
-               "one block");
+/* The pieces' scratch, in one block: room for `classes` classes, a count
+ * per source and one more, and a receipt per D rank, the counts and the
+ * receipts zeroed; false when out of memory. */
+static bool scratch_block(pieces *ps, size_t classes, size_t sources, size_t receivers)
+{
+    _Static_assert(sizeof(layer_class) % sizeof(size_t) == 0 &&
+                       sizeof(rank_sum) % sizeof(size_t) == 0,
+                   "the classes, the sources' counts and the D ranks' receipts share one block");
+    size_t class_words = classes * (sizeof(layer_class) / sizeof(size_t));
+    size_t counted = sources + 1 + receivers * (sizeof(rank_sum) / sizeof(size_t));
+    size_t *block = kvshard_alloc__bytes(ps->alloc, class_words + counted, sizeof *block);
+    if (!block)
+        return false;
+    ps->classes = (layer_class *)(void *)block;
+    ps->per_source = block + class_words;
+    ps->received = (rank_sum *)(void *)(ps->per_source + sources + 1);
+    memset(ps->per_source, 0, counted * sizeof *block);
+    return true;
+}
 
 /* The edges of the pieces in edge_order, each with its layers in order, and
  * what they add up to in t->totals: the wire's bytes and the busiest source
- * and destination. The pieces are counted by source (a global rank below
- * `sources`), each source's sorted so that an edge's pieces lie side by
- * side, then its edges sorted; each edge is summed as it is made. */
-static int make_edges(kvshard_transfer *t, const pieces *ps, uint64_t n, size_t sources,
-                      size_t receivers, kvshard__calc *c)
+ * and destination. The pieces, counted by source (a global rank below
+ * `sources`) as they came, are put in sources' order, each source's sorted
+ * so that an edge's pieces lie side by side, then its edges sorted; each
+ * edge is summed as it is made. */
+static int make_edges(kvshard_transfer *t, pieces *ps, uint64_t n, size_t sources, size_t receivers,
+                      kvshard__calc *c)
 {
     size_t count = ps->count;
-    size_t words = count + sources + 1 + receivers * (sizeof(rank_sum) / sizeof(size_t));
-    const class_piece **sorted = kvshard_alloc__bytes(&t->alloc, words, sizeof(size_t));
-    size_t *end = sorted ? (size_t *)(void *)(sorted + count) : NULL;
-    rank_sum *received = end ? (rank_sum *)(void *)(end + sources + 1) : NULL;
-    if (end)
-        memset(end, 0, (words - count) * sizeof *end);
+    const class_piece **sorted = kvshard_alloc__bytes(&t->alloc, count ? count : 1, sizeof *sorted);
+    size_t *end = ps->per_source;
+    rank_sum *received = ps->received;
     t->edges = kvshard_alloc__bytes(&t->alloc, count ? count : 1, sizeof *t->edges);
-    int rc = end && sorted && t->edges ? KVSHARD_OK : KVSHARD_ENOMEM;
-    for (size_t i = 0; rc == KVSHARD_OK && i < count; i++)
-        end[ps->at[i].p.src + 1]++;
+    int rc = sorted && t->edges ? KVSHARD_OK : KVSHARD_ENOMEM;
     for (size_t g = 0; rc == KVSHARD_OK && g < sources; g++)
         end[g + 1] += end[g];
     for (size_t i = 0; rc == KVSHARD_OK && i < count; i++) /* end[g]: g's start, then its end */
@@ -1139,9 +1157,6 @@ static int open_class(pieces *ps, route *r, const layer_class *key, uint32_t lay
     const component_of *comps = r->comps;
     uint32_t count = r->comp_count;
     int rc = KVSHARD_OK;
-    if (grow(ps->alloc, (void **)&ps->classes, ps->class_count, &ps->class_cap,
-             sizeof *ps->classes) != KVSHARD_OK)
-        return fail(err, KVSHARD_ENOMEM, "out of memory");
     uint32_t k = (uint32_t)ps->class_count++;
     layer_class *cls = &ps->classes[k];
     *cls = *key;
@@ -1219,7 +1234,8 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
      * pair, so that a map like most is pushed without growing. */
     ps.cap = (size_t)d->pp * d->tp * 2;
     ps.at = kvshard_alloc__bytes(&t->alloc, ps.cap, sizeof *ps.at);
-    if (!ps.class_of || !ps.at)
+    if (!ps.class_of || !ps.at ||
+        !scratch_block(&ps, moved, p->options.world_size, d->options.world_size))
         rc = KVSHARD_ENOMEM;
     kvshard__calc c = {false, false, false};
     uint32_t first_of_stages = 0; /* the classes of the layers' stages on both sides */
