@@ -505,10 +505,12 @@ static bool plan_global_ranks(uint32_t *out, const kvshard_plan *plan, uint32_t 
 {
     kvshard__strides st = kvshard_partition__rank_strides(&plan->options, plan->tp);
     uint32_t P = plan->pp, T = plan->tp; /* read once: `out` may alias the plan */
-    for (uint32_t stage = 0, at = 0; stage < P; stage++) {
-        uint32_t base = (uint32_t)(replica * st.dp + stage * st.pp);
-        for (uint32_t t = 0; t < T; t++, at++)
-            out[at] = (uint32_t)(base + t * st.tp);
+    /* In 32 bits, as the ranks are: the stage's loop then runs lane by lane. */
+    uint32_t step = (uint32_t)st.tp;
+    for (uint32_t stage = 0; stage < P; stage++) {
+        uint32_t base = (uint32_t)(replica * st.dp + stage * st.pp), *stage_out = out + stage * T;
+        for (uint32_t t = 0; t < T; t++)
+            stage_out[t] = base + t * step;
     }
     return P < 2 || T < 2 || st.pp >= (T - 1) * st.tp;
 }
