@@ -640,7 +640,8 @@ static int route_component(pieces *ps, route *r, uint32_t cls, uint32_t layer,
         if (!holder_units(&lo, &hi, &r->d, td, c))
             continue;
         *moved = true;
-        uint32_t home = (uint32_t)((uint64_t)td * tp_p / tp_d);
+        /* Sides of one TP size, the usual pairing, are homed without a division. */
+        uint32_t home = tp_p == tp_d ? td : (uint32_t)((uint64_t)td * tp_p / tp_d);
         uint32_t dst = side_global_rank(&r->d, td);
         uint32_t home_lo = 0, home_hi = 0;
         if (holding(&home_lo, &home_hi, &r->p, home, c) && home_lo <= lo && hi <= home_hi) {
