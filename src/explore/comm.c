@@ -486,9 +486,7 @@ static int estimate(kvshard__comm *c, kvshard__comm_stage *stages, layer_bytes *
     c->tokens_per_step = c->microbatch * (1 + (uint64_t)p->options.num_speculative_tokens);
     c->overlap = c->split > 1 && c->decode_mechanism == KVSHARD__COMM_FULL_LAYER;
     c->prompt_length = in->prompt_length ? in->prompt_length : p->options.context_length;
-    c->chunk =
-        in->chunk ? in->chunk
-                  : (uint32_t)kvshard_options__option_value(&p->options, KVSHARD__OPT_COMM_CHUNK).u;
+    c->chunk = in->chunk ? in->chunk : KVSHARD__COMM_DEFAULT_CHUNK;
     c->prefix_hit = in->prefix_hit;
     c->chunks = c->history_rows = 0;
     if (c->prompt_length) {
