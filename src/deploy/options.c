@@ -746,8 +746,8 @@ void kvshard_options__flag_default(char *buf, size_t cap, const kvshard_options_
 /* ---- fields by offset ----------------------------------------------------- */
 
 /* The explore keys of options that carry none: their defaults. */
-static const kvshard__explore_keys no_explore_keys = {false, 0,
-                                                     {.chunk = KVSHARD__COMM_DEFAULT_CHUNK}};
+static const kvshard__explore_keys no_explore_keys = {
+    false, 0, {.chunk = KVSHARD__COMM_DEFAULT_CHUNK}};
 
 /* Where option `d` lives in `o`; an explore key, which options do not
  * carry, reads as its default. */
