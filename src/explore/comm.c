@@ -670,12 +670,11 @@ static void unsplit_reference(kvshard__comm *out, const kvshard__comm_stage *sta
 int kvshard_comm__of(kvshard__comm *out, kvshard__comm_stage *stages, const kvshard_plan *p,
                      kvshard_error *err)
 {
-    kvshard_allocator a = p->alloc;
     kvshard__comm_stage local[SCRATCH_STAGES];
     kvshard__comm_stage *own = stages ? stages
                                : p->pp <= SCRATCH_STAGES
                                    ? local
-                                   : kvshard_alloc__bytes(&a, p->pp, sizeof *own);
+                                   : kvshard_alloc__bytes(&p->alloc, p->pp, sizeof *own);
     if (!own)
         return kvshard_error__fail(err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
                                    "out of memory");
@@ -691,7 +690,7 @@ int kvshard_comm__of(kvshard__comm *out, kvshard__comm_stage *stages, const kvsh
     if (rc == KVSHARD_OK)
         verdicts(out, own, p->pp);
     if (own != stages && own != local)
-        kvshard_alloc__free(&a, own);
+        kvshard_alloc__free(&p->alloc, own);
     return rc;
 }
 
