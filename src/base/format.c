@@ -46,25 +46,6 @@ size_t kvshard_format__grouped_text(char *buf, size_t cap, uint64_t v)
     return len;
 }
 
-kvshard_format__part kvshard_format__part_of(const char *text)
-{
-    return text ? (kvshard_format__part){text, strlen(text)} : (kvshard_format__part){"", 0};
-}
-
-size_t kvshard_format__join(char *buf, size_t cap, const kvshard_format__part *parts, size_t count)
-{
-    if (!cap)
-        return 0;
-    size_t used = 0, room = cap - 1;
-    for (size_t i = 0; i < count && used < room; i++) {
-        size_t n = parts[i].length < room - used ? parts[i].length : room - used;
-        memcpy(buf + used, parts[i].text, n);
-        used += n;
-    }
-    buf[used] = '\0';
-    return used;
-}
-
 size_t kvshard_format__human_text(char *buf, size_t cap, uint64_t bytes)
 {
     static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};

@@ -6,6 +6,8 @@
 
 #include "base/error.h"
 
+#include <string.h>
+
 /* 3159888 -> "3,159,888" into buf (at least 27 bytes); returns its length. */
 size_t kvshard_format__grouped_text(char *buf, size_t cap, uint64_t v);
 
@@ -27,13 +29,35 @@ typedef struct kvshard_format__part {
 
 #define KVSHARD_FORMAT_LITERAL(literal) ((kvshard_format__part){"" literal, sizeof(literal) - 1})
 
-/* A NUL-ended text as a part; NULL is an empty one. */
-kvshard_format__part kvshard_format__part_of(const char *text);
+/* A NUL-ended text as a part; NULL is an empty one. Inline: a priced
+ * plan's every message counts its names so. */
+static inline kvshard_format__part kvshard_format__part_of(const char *text)
+{
+    return text ? (kvshard_format__part){text, strlen(text)} : (kvshard_format__part){"", 0};
+}
 
 /* `count` parts one after the other into buf, cut to cap - 1 bytes as
  * snprintf cuts; returns the length written. Messages made on every plan
- * or map are joined so, at a fraction of formatting's cost. */
-size_t kvshard_format__join(char *buf, size_t cap, const kvshard_format__part *parts, size_t count);
+ * or map are joined so, at a fraction of formatting's cost, and inline:
+ * a call costs a part's copy. */
+static inline size_t kvshard_format__join(char *buf, size_t cap, const kvshard_format__part *parts,
+                                          size_t count)
+{
+    if (!cap)
+        return 0;
+    size_t used = 0, room = cap - 1;
+    for (size_t i = 0; i < count; i++) {
+        if (parts[i].length <= room - used) {
+            memcpy(buf + used, parts[i].text, parts[i].length);
+            used += parts[i].length;
+        } else {
+            memcpy(buf + used, parts[i].text, room - used);
+            used = room;
+        }
+    }
+    buf[used] = '\0';
+    return used;
+}
 
 /* Where wording goes. `put` takes text to show as it is (the sink escapes
  * it); `code` marks a flag or key (HTML writes it as code). `row`, which a

@@ -142,10 +142,12 @@ kvshard_options__accelerator_preset_of(kvshard__comm_accelerator accelerator)
                                                                       : KVSHARD__ACCEL_CUSTOM];
 }
 
+/* decode_words lists every mechanism at its own index: a priced plan and
+ * its estimate read these names each time, so they are not searched. */
 const char *kvshard_options__comm_mechanism_name(kvshard__comm_mechanism m)
 {
-    const kvshard_value__word *w = kvshard_value__word_of(decode_words, (int)m);
-    return m != KVSHARD__COMM_NONE && w ? w->text : NULL;
+    size_t count = sizeof decode_words / sizeof *decode_words - 1;
+    return m != KVSHARD__COMM_NONE && (size_t)m < count ? decode_words[m].text : NULL;
 }
 
 typedef struct option_def {
@@ -744,9 +746,8 @@ void kvshard_options__flag_default(char *buf, size_t cap, const kvshard_options_
 /* ---- fields by offset ----------------------------------------------------- */
 
 /* The explore keys of options that carry none: their defaults. */
-/* A prompt is prefilled 8,192 tokens a forward: the chunk the mainstream
- * engines' servers take on 80 GB devices (docs/comm.md). */
-static const kvshard__explore_keys no_explore_keys = {false, 0, {.chunk = 8192}};
+static const kvshard__explore_keys no_explore_keys = {
+    false, 0, {.chunk = KVSHARD__COMM_DEFAULT_CHUNK}};
 
 /* Where option `d` lives in `o`; an explore key, which options do not
  * carry, reads as its default. */

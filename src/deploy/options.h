@@ -132,6 +132,10 @@ kvshard_options__accelerator_preset_of(kvshard__comm_accelerator accelerator);
 /* A mechanism's word ("owner_attention"); NULL for none. */
 const char *kvshard_options__comm_mechanism_name(kvshard__comm_mechanism m);
 
+/* A prompt is prefilled 8,192 tokens a forward: the chunk the mainstream
+ * engines' servers take on 80 GB devices (docs/comm.md). */
+#define KVSHARD__COMM_DEFAULT_CHUNK 8192u
+
 /* The deployment keys that only compare and fit read: no fields of
  * kvshard_options, so a deployment keeps them beside it, and
  * kvshard_compare_options and kvshard_fit_options carry them into a call. */

@@ -211,13 +211,31 @@ static void add(kvshard__comm_traffic *t, const kvshard__comm *c, collective kin
     add_n(t, c, kind, 1, m);
 }
 
-/* Σ t over the collectives of `t`: each costs α(S) plus its busiest
- * port's bytes over β, summed as one product and one quotient. */
-static void price(kvshard__comm_traffic *t, const kvshard__comm *c)
+/* Σ t over the collectives of `t`: each costs α(S) (`alpha_us`, worked
+ * out once for every stage) plus its busiest port's bytes over β, summed
+ * as one product and one quotient. */
+static void price(kvshard__comm_traffic *t, const kvshard__comm *c, double alpha_us)
 {
     if (c->has_link)
-        t->comm_us = (double)t->collectives * alpha_of(c, c->split) +
+        t->comm_us = (double)t->collectives * alpha_us +
                      (double)t->link_bytes / ((double)c->link_bandwidth / 1e6);
+}
+
+/* Stage traffic `part` into the group's `sum`; the first stage's is the
+ * sum so far, copied whole. */
+static void add_stage(kvshard__comm_traffic *sum, const kvshard__comm_traffic *part, bool first)
+{
+    if (first) {
+        *sum = *part;
+        return;
+    }
+    sum->collectives += part->collectives;
+    sum->overflow |= part->overflow ||
+                     !kvshard__add(&sum->link_bytes, sum->link_bytes, part->link_bytes) ||
+                     !kvshard__add(&sum->wire_bytes, sum->wire_bytes, part->wire_bytes);
+    sum->comm_us += part->comm_us;
+    sum->has_bytes = sum->has_bytes && part->has_bytes;
+    sum->has_time = sum->has_time && part->has_time;
 }
 
 /* `n` times one layer's collectives `one`, into *t. */
@@ -403,6 +421,8 @@ static void price_steps(kvshard__comm *c, kvshard__comm_stage *stages, const kvs
     bool priced = c->has_accelerator && c->hbm_bandwidth && c->has_batch && c->context_length;
     bool owner_reads = c->split > 1 && c->decode_mechanism == KVSHARD__COMM_OWNER_ATTENTION;
     uint64_t row = owner_reads ? lb->row_kv : lb->row_own_kv;
+    bool every_step = true;
+    c->binding_stage = 0;
     for (uint32_t s = 0; s < p->pp; s++) {
         kvshard__comm_stage *st = &stages[s];
         uint64_t w = 0;
@@ -412,6 +432,7 @@ static void price_steps(kvshard__comm *c, kvshard__comm_stage *stages, const kvs
         st->weights_bytes = w;
         st->has_base = priced && has_w;
         st->has_step = st->has_base && (c->split == 1 || st->decode.has_time);
+        every_step &= st->has_step;
         if (!st->has_base) {
             st->kv_read_bytes = 0;
             st->base_us = st->step_us = 0.0;
@@ -421,18 +442,12 @@ static void price_steps(kvshard__comm *c, kvshard__comm_stage *stages, const kvs
         st->base_us = base_us_of(w, st->kv_read_bytes, c->hbm_bandwidth);
         double comm = c->split > 1 ? st->decode.comm_us : 0.0;
         st->step_us = c->overlap ? (st->base_us > comm ? st->base_us : comm) : st->base_us + comm;
-    }
-    c->no_weights = c->has_accelerator && !weights_known;
-    c->has_step = priced && weights_known;
-    c->binding_stage = 0;
-    for (uint32_t s = 0; c->has_step && s < p->pp; s++) {
-        if (!stages[s].has_step) {
-            c->has_step = false;
-            break;
-        }
-        if (stages[s].step_us > stages[c->binding_stage].step_us)
+        /* The first of the slowest stages binds; read only when all step. */
+        if (st->step_us > stages[c->binding_stage].step_us)
             c->binding_stage = s;
     }
+    c->no_weights = c->has_accelerator && !weights_known;
+    c->has_step = priced && weights_known && every_step;
     if (!c->has_step) {
         c->binding_stage = 0;
         c->weights_bytes = c->kv_read_bytes = 0;
@@ -486,9 +501,7 @@ static int estimate(kvshard__comm *c, kvshard__comm_stage *stages, layer_bytes *
     c->tokens_per_step = c->microbatch * (1 + (uint64_t)p->options.num_speculative_tokens);
     c->overlap = c->split > 1 && c->decode_mechanism == KVSHARD__COMM_FULL_LAYER;
     c->prompt_length = in->prompt_length ? in->prompt_length : p->options.context_length;
-    c->chunk =
-        in->chunk ? in->chunk
-                  : (uint32_t)kvshard_options__option_value(&p->options, KVSHARD__OPT_COMM_CHUNK).u;
+    c->chunk = in->chunk ? in->chunk : KVSHARD__COMM_DEFAULT_CHUNK;
     c->prefix_hit = in->prefix_hit;
     c->chunks = c->history_rows = 0;
     if (c->prompt_length) {
@@ -511,7 +524,7 @@ static int estimate(kvshard__comm *c, kvshard__comm_stage *stages, layer_bytes *
         decode_layer(&decode, &unused, 0, c, p, &lb, 0);
         prefill_layer(&prefill, &unused, 0, c, p, &lb, 0);
     }
-    c->decode = c->prefill = (kvshard__comm_traffic){0};
+    double alpha_us = alpha_of(c, c->split);
     for (uint32_t s = 0; s < p->pp; s++) {
         kvshard__comm_stage *st = &stages[s];
         uint64_t split_layers = 0;
@@ -520,8 +533,8 @@ static int estimate(kvshard__comm *c, kvshard__comm_stage *stages, layer_bytes *
         st->decode = st->prefill = (kvshard__comm_traffic){0};
         times(&st->decode, &decode, split_layers);
         times(&st->prefill, &prefill, split_layers);
-        price(&st->decode, c);
-        price(&st->prefill, c);
+        price(&st->decode, c, alpha_us);
+        price(&st->prefill, c, alpha_us);
         st->decode.has_bytes = decode_bytes && c->decode_mechanism != KVSHARD__COMM_NONE;
         st->decode.has_time = st->decode.has_bytes && c->has_link;
         st->prefill.has_bytes = prefill_bytes && c->prefill_mechanism != KVSHARD__COMM_NONE;
@@ -531,20 +544,8 @@ static int estimate(kvshard__comm *c, kvshard__comm_stage *stages, layer_bytes *
             st->decode.has_bytes = st->decode.has_time = true;
             st->prefill.has_bytes = st->prefill.has_time = c->prompt_length != 0;
         }
-        kvshard__comm_traffic *sums[2] = {&c->decode, &c->prefill};
-        const kvshard__comm_traffic *parts[2] = {&st->decode, &st->prefill};
-        for (int k = 0; k < 2; k++) {
-            sums[k]->collectives += parts[k]->collectives;
-            sums[k]->overflow |=
-                parts[k]->overflow ||
-                !kvshard__add(&sums[k]->link_bytes, sums[k]->link_bytes, parts[k]->link_bytes) ||
-                !kvshard__add(&sums[k]->wire_bytes, sums[k]->wire_bytes, parts[k]->wire_bytes);
-            sums[k]->comm_us += parts[k]->comm_us;
-            sums[k]->has_bytes =
-                s == 0 ? parts[k]->has_bytes : sums[k]->has_bytes && parts[k]->has_bytes;
-            sums[k]->has_time =
-                s == 0 ? parts[k]->has_time : sums[k]->has_time && parts[k]->has_time;
-        }
+        add_stage(&c->decode, &st->decode, s == 0);
+        add_stage(&c->prefill, &st->prefill, s == 0);
     }
     if (c->prefill.overflow)
         return kvshard_error__fail(err, KVSHARD_ERANGE, "", kvshard_error__no_mark,
@@ -669,12 +670,11 @@ static void unsplit_reference(kvshard__comm *out, const kvshard__comm_stage *sta
 int kvshard_comm__of(kvshard__comm *out, kvshard__comm_stage *stages, const kvshard_plan *p,
                      kvshard_error *err)
 {
-    kvshard_allocator a = p->alloc;
     kvshard__comm_stage local[SCRATCH_STAGES];
     kvshard__comm_stage *own = stages ? stages
                                : p->pp <= SCRATCH_STAGES
                                    ? local
-                                   : kvshard_alloc__bytes(&a, p->pp, sizeof *own);
+                                   : kvshard_alloc__bytes(&p->alloc, p->pp, sizeof *own);
     if (!own)
         return kvshard_error__fail(err, KVSHARD_ENOMEM, "", kvshard_error__no_mark,
                                    "out of memory");
@@ -690,7 +690,7 @@ int kvshard_comm__of(kvshard__comm *out, kvshard__comm_stage *stages, const kvsh
     if (rc == KVSHARD_OK)
         verdicts(out, own, p->pp);
     if (own != stages && own != local)
-        kvshard_alloc__free(&a, own);
+        kvshard_alloc__free(&p->alloc, own);
     return rc;
 }
 
