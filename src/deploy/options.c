@@ -46,14 +46,15 @@ static const kvshard_value__word rank_layout_words[] = {
     {NULL, 0},
 };
 
-/* The comm: section's words. */
+/* The comm: section's words, each mechanism's at its own index (a name is
+ * read there, not searched for), the list's end after the last. */
 static const kvshard_value__word decode_words[] = {
-    {"auto", KVSHARD__COMM_NONE},
-    {"owner_attention", KVSHARD__COMM_OWNER_ATTENTION},
-    {"selected_kv", KVSHARD__COMM_SELECTED_KV},
-    {"history_rows", KVSHARD__COMM_HISTORY_ROWS},
-    {"full_layer", KVSHARD__COMM_FULL_LAYER},
-    {NULL, 0},
+    [KVSHARD__COMM_NONE] = {"auto", KVSHARD__COMM_NONE},
+    [KVSHARD__COMM_OWNER_ATTENTION] = {"owner_attention", KVSHARD__COMM_OWNER_ATTENTION},
+    [KVSHARD__COMM_SELECTED_KV] = {"selected_kv", KVSHARD__COMM_SELECTED_KV},
+    [KVSHARD__COMM_HISTORY_ROWS] = {"history_rows", KVSHARD__COMM_HISTORY_ROWS},
+    [KVSHARD__COMM_FULL_LAYER] = {"full_layer", KVSHARD__COMM_FULL_LAYER},
+    [KVSHARD__COMM_FULL_LAYER + 1] = {NULL, 0},
 };
 
 /* Owner attention and selected rows answer a decode step's queries: no
@@ -142,7 +143,7 @@ kvshard_options__accelerator_preset_of(kvshard__comm_accelerator accelerator)
                                                                       : KVSHARD__ACCEL_CUSTOM];
 }
 
-/* decode_words lists every mechanism at its own index: a priced plan and
+/* decode_words holds every mechanism at its own index: a priced plan and
  * its estimate read these names each time, so they are not searched. */
 const char *kvshard_options__comm_mechanism_name(kvshard__comm_mechanism m)
 {
