@@ -633,6 +633,10 @@ static int route_component(pieces *ps, route *r, uint32_t cls, uint32_t layer,
     uint32_t tp_p = r->p.plan->tp, tp_d = r->d.plan->tp;
     if (!holds_any(&r->d, c))
         return KVSHARD_OK;
+    /* Every P rank holds all of a latent or an index key when P's layer has
+     * no owner: any home then holds what its D rank takes, unchecked. */
+    bool every_p_rank_holds_all = !c->state && c->comp != C_KV && r->p.h.cache &&
+                                  r->p.h.owner == KVSHARD_OWNER_ALL;
     uint32_t step = 1;
     /* Only holders are visited: an owner is below the split it steps by. */
     for (uint32_t td = first_holder(&step, &r->d, c); td < tp_d; td += step) {
@@ -644,7 +648,8 @@ static int route_component(pieces *ps, route *r, uint32_t cls, uint32_t layer,
         uint32_t home = tp_p == tp_d ? td : (uint32_t)((uint64_t)td * tp_p / tp_d);
         uint32_t dst = side_global_rank(&r->d, td);
         uint32_t home_lo = 0, home_hi = 0;
-        if (holding(&home_lo, &home_hi, &r->p, home, c) && home_lo <= lo && hi <= home_hi) {
+        if (every_p_rank_holds_all ||
+            (holding(&home_lo, &home_hi, &r->p, home, c) && home_lo <= lo && hi <= home_hi)) {
             /* The home rank holds them all, as it mostly does: one piece,
              * no rank searched unit by unit. */
             if (!add_piece(ps, r, c, cls, layer, home, td, dst, lo, hi))
