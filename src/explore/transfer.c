@@ -496,15 +496,16 @@ typedef struct route_side {
     uint32_t stage_base;      /* the global rank of TP rank 0 of h's stage */
 } route_side;
 
-/* The global rank of each plan rank of `replica` of `plan` (stage by stage,
- * TP rank by TP rank): kvshard_plan_global_rank()'s, its strides read once.
+/* The global rank of each plan rank of side s's replica (stage by stage,
+ * TP rank by TP rank): kvshard_plan_global_rank()'s, from the side's strides.
  * Whether they increase in that order (all but a layout with TP
  * outermost): within a stage they climb by the TP stride, so only a stage's
  * step past its last TP rank can fall back. */
-static bool plan_global_ranks(uint32_t *out, const kvshard_plan *plan, uint32_t replica)
+static bool plan_global_ranks(uint32_t *out, const route_side *s)
 {
-    kvshard__strides st = kvshard_partition__rank_strides(&plan->options, plan->tp);
-    uint32_t P = plan->pp, T = plan->tp; /* read once: `out` may alias the plan */
+    kvshard__strides st = s->strides;
+    /* Read once: `out` may alias the plan. */
+    uint32_t P = s->plan->pp, T = s->plan->tp, replica = s->replica;
     /* In 32 bits, as the ranks are: the stage's loop then runs lane by lane. */
     uint32_t step = (uint32_t)st.tp;
     for (uint32_t stage = 0; stage < P; stage++) {
@@ -515,6 +516,7 @@ static bool plan_global_ranks(uint32_t *out, const kvshard_plan *plan, uint32_t 
     return P < 2 || T < 2 || st.pp >= (T - 1) * st.tp;
 }
 
+/* Side s's strides, read once for its global ranks and its route. */
 static void side_open(route_side *s)
 {
     s->strides = kvshard_partition__rank_strides(&s->plan->options, s->plan->tp);
@@ -635,8 +637,8 @@ static int route_component(pieces *ps, route *r, uint32_t cls, uint32_t layer,
         return KVSHARD_OK;
     /* Every P rank holds all of a latent or an index key when P's layer has
      * no owner: any home then holds what its D rank takes, unchecked. */
-    bool every_p_rank_holds_all = !c->state && c->comp != C_KV && r->p.h.cache &&
-                                  r->p.h.owner == KVSHARD_OWNER_ALL;
+    bool every_p_rank_holds_all =
+        !c->state && c->comp != C_KV && r->p.h.cache && r->p.h.owner == KVSHARD_OWNER_ALL;
     uint32_t step = 1;
     /* Only holders are visited: an owner is below the split it steps by. */
     for (uint32_t td = first_holder(&step, &r->d, c); td < tp_d; td += step) {
@@ -872,16 +874,17 @@ static int compare_u32(const void *a, const void *b)
 
 /* A side as the documents describe it, with the global ranks of its
  * replica of the pair. */
-/* Side s of `plan`, its global ranks written into `ranks` (room for each
- * rank of a replica). */
-static void describe_side(kvshard__transfer_side *s, uint32_t *ranks, const kvshard_plan *plan,
-                          uint32_t replica)
+/* Side s of the route side `side` (opened), its global ranks written into
+ * `ranks` (room for each rank of a replica). */
+static void describe_side(kvshard__transfer_side *s, uint32_t *ranks, const route_side *side)
 {
+    const kvshard_plan *plan = side->plan;
+    uint32_t replica = side->replica;
     size_t count = (size_t)plan->pp * plan->tp;
     *s = (kvshard__transfer_side){
         plan->options.world_size, plan->options.dp_size,     plan->pp, plan->tp, plan->split,
         plan->options.ownership,  plan->options.rank_layout, replica,  ranks,    count};
-    if (!plan_global_ranks(ranks, plan, replica))
+    if (!plan_global_ranks(ranks, side))
         qsort(ranks, count, sizeof *ranks, compare_u32);
 }
 
@@ -1201,12 +1204,17 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
     if (rc != KVSHARD_OK)
         return rc;
     t->model_type = kvshard_alloc__strdup(&t->alloc, d->model_type ? d->model_type : "");
+    /* Per TP rank of each side, so memory stays linear in the ranks. */
+    route r = {.p = {.plan = p, .replica = o->p_replica},
+               .d = {.plan = d, .replica = o->d_replica}};
+    side_open(&r.p);
+    side_open(&r.d);
     /* Both sides' global ranks in one block, freed with P's. */
     size_t p_ranks = (size_t)p->pp * p->tp, d_ranks = (size_t)d->pp * d->tp;
     uint32_t *ranks = kvshard_alloc__bytes(&t->alloc, p_ranks + d_ranks, sizeof *ranks);
     if (ranks) {
-        describe_side(&t->prefill, ranks, p, o->p_replica);
-        describe_side(&t->decode, ranks + p_ranks, d, o->d_replica);
+        describe_side(&t->prefill, ranks, &r.p);
+        describe_side(&t->decode, ranks + p_ranks, &r.d);
     }
     if (!t->model_type || !ranks)
         return fail(err, KVSHARD_ENOMEM, "out of memory");
@@ -1227,11 +1235,6 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
     (void)kvshard_plan_model(&dm, d);
     t->state_dtype = dm.state_dtype;
 
-    /* Per TP rank of each side, so memory stays linear in the ranks. */
-    route r = {.p = {.plan = p, .replica = o->p_replica},
-               .d = {.plan = d, .replica = o->d_replica}};
-    side_open(&r.p);
-    side_open(&r.d);
     pieces ps = {.alloc = &t->alloc};
     size_t moved = (size_t)L + t->num_draft_layers;
     /* The map keeps the classes' layers: an edge of one class points into them. */
