@@ -1126,8 +1126,10 @@ typedef struct recent_class {
 
 static recent_class *recent_slot(recent_class *recent, const recent_class *key)
 {
-    uint64_t h = key->p.rest * 7u + key->d.rest * 31u + key->d.stage * 61u + key->p.stage * 97u +
-                 key->d_class * 131u;
+    /* The owners, in the keys' low words, and the stages tell most layers
+     * apart; the kinds, in the high words, are folded in by the shift. */
+    uint64_t h = (key->p.rest ^ key->d.rest * 5u ^ key->d_class * 3u) + key->p.stage * 7u +
+                 key->d.stage * 11u;
     return &recent[(h ^ h >> 32) & (RECENT_CLASSES - 1)];
 }
 
