@@ -72,7 +72,7 @@ static inline kvshard__holding_key kvshard__plan_holding_key(const kvshard_plan 
         return (kvshard__holding_key){0, (uint64_t)kind << 32 | (counted ? 2ull : 4ull) << 40};
     }
     uint8_t kind = plan->kinds[layer];
-    bool state = kvshard_kinds__of(kind)->state && (int32_t)plan->state_slot[layer] >= 0;
+    bool state = (int32_t)plan->state_slot[layer] >= 0 && kvshard_kinds__of(kind)->state;
     return (kvshard__holding_key){kvshard__plan_stage_of(plan, layer),
                                   (uint64_t)(uint32_t)plan->owner[layer] |
                                       (uint64_t)kind << 32 | (uint64_t)state << 40};
