@@ -1211,15 +1211,6 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
                .d = {.plan = d, .replica = o->d_replica}};
     side_open(&r.p);
     side_open(&r.d);
-    /* Both sides' global ranks in one block, freed with P's. */
-    size_t p_ranks = (size_t)p->pp * p->tp, d_ranks = (size_t)d->pp * d->tp;
-    uint32_t *ranks = kvshard_alloc__bytes(&t->alloc, p_ranks + d_ranks, sizeof *ranks);
-    if (ranks) {
-        describe_side(&t->prefill, ranks, &r.p);
-        describe_side(&t->decode, ranks + p_ranks, &r.d);
-    }
-    if (!t->model_type || !ranks)
-        return fail(err, KVSHARD_ENOMEM, "out of memory");
     uint32_t L = d->model.num_layers, drafts = d->model.num_draft_layers;
     bool p_drafts = counts_drafts(p), d_drafts = counts_drafts(d);
     if (p_drafts && !d_drafts)
@@ -1239,16 +1230,22 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
 
     pieces ps = {.alloc = &t->alloc};
     size_t moved = (size_t)L + t->num_draft_layers;
-    /* The map keeps the classes' layers: an edge of one class points into them. */
-    t->class_layers = ps.class_of =
-        kvshard_alloc__bytes(&t->alloc, moved ? 2 * moved : 1, sizeof *ps.class_of);
-    ps.class_layers = ps.class_of ? ps.class_of + moved : NULL;
+    /* Both sides' global ranks and the classes' layers, which the map keeps
+     * (an edge of one class points into them), in one block freed with P's
+     * ranks: one allocation fewer per map. */
+    size_t p_ranks = (size_t)p->pp * p->tp, d_ranks = (size_t)d->pp * d->tp;
+    uint32_t *ranks = kvshard_alloc__bytes(&t->alloc, p_ranks + d_ranks + 2 * moved, sizeof *ranks);
+    if (!t->model_type || !ranks)
+        return fail(err, KVSHARD_ENOMEM, "out of memory");
+    describe_side(&t->prefill, ranks, &r.p);
+    describe_side(&t->decode, ranks + p_ranks, &r.d);
+    t->class_layers = ps.class_of = ranks + p_ranks + d_ranks;
+    ps.class_layers = ps.class_of + moved;
     /* Room for a piece per component most moved to each D rank of a stage
      * pair, so that a map like most is pushed without growing. */
     ps.cap = (size_t)d->pp * d->tp * 2;
     ps.at = kvshard_alloc__bytes(&t->alloc, ps.cap, sizeof *ps.at);
-    if (!ps.class_of || !ps.at ||
-        !scratch_block(&ps, moved, p->options.world_size, d->options.world_size))
+    if (!ps.at || !scratch_block(&ps, moved, p->options.world_size, d->options.world_size))
         rc = KVSHARD_ENOMEM;
     kvshard__calc c = {false, false, false};
     uint32_t first_of_stages = 0; /* the classes of the layers' stages on both sides */
@@ -1367,10 +1364,9 @@ void kvshard_transfer_free(kvshard_transfer *transfer)
     kvshard_allocator a = transfer->alloc;
     kvshard_alloc__free(&a, transfer->edges);
     kvshard_alloc__free(&a, transfer->layers);
-    kvshard_alloc__free(&a, transfer->class_layers);
     kvshard_alloc__free(&a, transfer->model_type);
     kvshard_alloc__free(&a, transfer->verdicts);
-    kvshard_alloc__free(&a, transfer->prefill.global_ranks); /* D's too */
+    kvshard_alloc__free(&a, transfer->prefill.global_ranks); /* D's and the classes' layers too */
     kvshard_alloc__free(&a, transfer);
 }
 
