@@ -1121,16 +1121,20 @@ static bool same_class(const layer_class *a, const layer_class *b)
 
 typedef struct recent_class {
     kvshard__holding_key p, d;
-    uint32_t d_class, k; /* k: the class, UINT32_MAX in a slot unused */
+    uint32_t d_class, k; /* k: the class */
 } recent_class;
 
-static recent_class *recent_slot(recent_class *recent, const recent_class *key)
+/* The slots in use, a bit each: one word cleared, not a mark per slot. */
+typedef uint64_t recent_used;
+_Static_assert(RECENT_CLASSES == 8 * sizeof(recent_used), "a bit per recent class");
+
+static uint32_t recent_slot(const recent_class *key)
 {
     /* The owners, in the keys' low words, and the stages tell most layers
      * apart; the kinds, in the high words, are folded in by the shift. */
     uint64_t h = (key->p.rest ^ key->d.rest * 5u ^ key->d_class * 3u) + key->p.stage * 7u +
                  key->d.stage * 11u;
-    return &recent[(h ^ h >> 32) & (RECENT_CLASSES - 1)];
+    return (uint32_t)(h ^ h >> 32) & (RECENT_CLASSES - 1);
 }
 
 static bool same_key(const recent_class *a, const recent_class *b)
@@ -1250,16 +1254,17 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
     kvshard__calc c = {false, false, false};
     uint32_t first_of_stages = 0; /* the classes of the layers' stages on both sides */
     recent_class recent[RECENT_CLASSES];
-    for (uint32_t i = 0; i < RECENT_CLASSES; i++)
-        recent[i].k = UINT32_MAX;
+    recent_used used = 0;
     layer_class key = {0}; /* only its holdings and D's class are compared */
     for (uint32_t layer = 0; rc == KVSHARD_OK && layer < L + t->num_draft_layers; layer++) {
         recent_class made_of = {
             kvshard__plan_holding_key(p, layer), kvshard__plan_holding_key(d, layer),
             layer < L ? d->class_of[layer] : DRAFT_CLASS | d->draft_class[layer - L], 0};
-        recent_class *slot = recent_slot(recent, &made_of);
-        uint32_t k = slot->k;
-        if (k == UINT32_MAX || !same_key(slot, &made_of)) {
+        uint32_t at = recent_slot(&made_of);
+        recent_class *slot = &recent[at];
+        bool known = (used >> at & 1) && same_key(slot, &made_of);
+        uint32_t k = known ? slot->k : 0;
+        if (!known) {
             /* Layers of other keys may hold alike: the class is looked for
              * among those of the layer's stages by its holdings. */
             key.d_class = made_of.d_class;
@@ -1276,6 +1281,7 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
                 break;
             *slot = made_of;
             slot->k = k;
+            used |= (recent_used)1 << at;
         }
         ps.class_of[layer] = k;
         ps.classes[k].layer_count++;
