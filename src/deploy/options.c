@@ -117,7 +117,7 @@ static const kvshard_value__word activation_dtype_words[] = {
 
 /* Peak figures from the vendors' data sheets; α is assumed where no
  * measurement of a small collective was published (docs/comm.md). */
-static const kvshard_options__link_preset link_presets[] = {
+const kvshard_options__link_preset kvshard_options__link_presets[KVSHARD__LINK_CUSTOM + 1] = {
     [KVSHARD__LINK_NONE] = {"custom", 0, 0.0, "given"},
     [KVSHARD__LINK_NVLINK4] = {"nvlink4", 450000000000u, 5.0,
                                "NVLink 4 of H100/H200 SXM, 900 GB/s both directions; alpha assumed"},
@@ -132,7 +132,8 @@ static const kvshard_options__link_preset link_presets[] = {
     [KVSHARD__LINK_CUSTOM] = {"custom", 0, 0.0, "given"},
 };
 
-static const kvshard_options__accelerator_preset accelerator_presets[] = {
+const kvshard_options__accelerator_preset
+    kvshard_options__accelerator_presets[KVSHARD__ACCEL_CUSTOM + 1] = {
     [KVSHARD__ACCEL_NONE] = {"custom", 0, KVSHARD__LINK_NONE, "given"},
     [KVSHARD__ACCEL_H100] = {"h100", 3350000000000u, KVSHARD__LINK_NVLINK4, "H100 SXM data sheet"},
     [KVSHARD__ACCEL_H200] = {"h200", 4800000000000u, KVSHARD__LINK_NVLINK4, "H200 SXM data sheet"},
@@ -147,18 +148,6 @@ static const kvshard_options__accelerator_preset accelerator_presets[] = {
                                 "TechPowerUp, 2021"},
     [KVSHARD__ACCEL_CUSTOM] = {"custom", 0, KVSHARD__LINK_NONE, "given"},
 };
-
-const kvshard_options__link_preset *kvshard_options__link_preset_of(kvshard__comm_link link)
-{
-    return &link_presets[link <= KVSHARD__LINK_CUSTOM ? link : KVSHARD__LINK_CUSTOM];
-}
-
-const kvshard_options__accelerator_preset *
-kvshard_options__accelerator_preset_of(kvshard__comm_accelerator accelerator)
-{
-    return &accelerator_presets[accelerator <= KVSHARD__ACCEL_CUSTOM ? accelerator
-                                                                      : KVSHARD__ACCEL_CUSTOM];
-}
 
 const char *kvshard_options__comm_mechanism_name(kvshard__comm_mechanism m)
 {

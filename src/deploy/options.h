@@ -124,11 +124,27 @@ typedef struct kvshard_options__accelerator_preset {
     const char *basis;
 } kvshard_options__accelerator_preset;
 
+extern const kvshard_options__link_preset kvshard_options__link_presets[KVSHARD__LINK_CUSTOM + 1];
+extern const kvshard_options__accelerator_preset
+    kvshard_options__accelerator_presets[KVSHARD__ACCEL_CUSTOM + 1];
+
 /* The presets of `link` and `accelerator`; custom and none have name
- * "custom" and no figures. */
-const kvshard_options__link_preset *kvshard_options__link_preset_of(kvshard__comm_link link);
-const kvshard_options__accelerator_preset *
-kvshard_options__accelerator_preset_of(kvshard__comm_accelerator accelerator);
+ * "custom" and no figures. Inline: a priced plan and its estimate read
+ * them each time. */
+static inline const kvshard_options__link_preset *
+kvshard_options__link_preset_of(kvshard__comm_link link)
+{
+    return &kvshard_options__link_presets[link <= KVSHARD__LINK_CUSTOM ? link
+                                                                       : KVSHARD__LINK_CUSTOM];
+}
+
+static inline const kvshard_options__accelerator_preset *
+kvshard_options__accelerator_preset_of(kvshard__comm_accelerator accelerator)
+{
+    return &kvshard_options__accelerator_presets[accelerator <= KVSHARD__ACCEL_CUSTOM
+                                                     ? accelerator
+                                                     : KVSHARD__ACCEL_CUSTOM];
+}
 
 /* Each mechanism's word and its length at the mechanism's index; none's is
  * empty. A priced plan and its estimate read them each time: they are not
