@@ -46,14 +46,21 @@ static const kvshard_value__word rank_layout_words[] = {
     {NULL, 0},
 };
 
+/* Each mechanism's name once, read by the words a user gives and by the
+ * names a plan and its estimate write. */
+#define OWNER_ATTENTION_NAME "owner_attention"
+#define SELECTED_KV_NAME "selected_kv"
+#define HISTORY_ROWS_NAME "history_rows"
+#define FULL_LAYER_NAME "full_layer"
+
 /* The comm: section's words, each mechanism's at its own index (a name is
  * read there, not searched for), the list's end after the last. */
 static const kvshard_value__word decode_words[] = {
     [KVSHARD__COMM_NONE] = {"auto", KVSHARD__COMM_NONE},
-    [KVSHARD__COMM_OWNER_ATTENTION] = {"owner_attention", KVSHARD__COMM_OWNER_ATTENTION},
-    [KVSHARD__COMM_SELECTED_KV] = {"selected_kv", KVSHARD__COMM_SELECTED_KV},
-    [KVSHARD__COMM_HISTORY_ROWS] = {"history_rows", KVSHARD__COMM_HISTORY_ROWS},
-    [KVSHARD__COMM_FULL_LAYER] = {"full_layer", KVSHARD__COMM_FULL_LAYER},
+    [KVSHARD__COMM_OWNER_ATTENTION] = {OWNER_ATTENTION_NAME, KVSHARD__COMM_OWNER_ATTENTION},
+    [KVSHARD__COMM_SELECTED_KV] = {SELECTED_KV_NAME, KVSHARD__COMM_SELECTED_KV},
+    [KVSHARD__COMM_HISTORY_ROWS] = {HISTORY_ROWS_NAME, KVSHARD__COMM_HISTORY_ROWS},
+    [KVSHARD__COMM_FULL_LAYER] = {FULL_LAYER_NAME, KVSHARD__COMM_FULL_LAYER},
     [KVSHARD__COMM_FULL_LAYER + 1] = {NULL, 0},
 };
 
@@ -61,9 +68,19 @@ static const kvshard_value__word decode_words[] = {
  * prefill runs them. */
 static const kvshard_value__word prefill_words[] = {
     {"auto", KVSHARD__COMM_NONE},
-    {"history_rows", KVSHARD__COMM_HISTORY_ROWS},
-    {"full_layer", KVSHARD__COMM_FULL_LAYER},
+    {HISTORY_ROWS_NAME, KVSHARD__COMM_HISTORY_ROWS},
+    {FULL_LAYER_NAME, KVSHARD__COMM_FULL_LAYER},
     {NULL, 0},
+};
+
+#define NAME_PART(name) {"" name, sizeof(name) - 1}
+
+const kvshard_format__part kvshard_options__comm_mechanism_parts[KVSHARD__COMM_MECHANISMS] = {
+    [KVSHARD__COMM_NONE] = {"", 0},
+    [KVSHARD__COMM_OWNER_ATTENTION] = NAME_PART(OWNER_ATTENTION_NAME),
+    [KVSHARD__COMM_SELECTED_KV] = NAME_PART(SELECTED_KV_NAME),
+    [KVSHARD__COMM_HISTORY_ROWS] = NAME_PART(HISTORY_ROWS_NAME),
+    [KVSHARD__COMM_FULL_LAYER] = NAME_PART(FULL_LAYER_NAME),
 };
 
 static const kvshard_value__word owner_output_words[] = {
@@ -100,7 +117,7 @@ static const kvshard_value__word activation_dtype_words[] = {
 
 /* Peak figures from the vendors' data sheets; α is assumed where no
  * measurement of a small collective was published (docs/comm.md). */
-static const kvshard_options__link_preset link_presets[] = {
+const kvshard_options__link_preset kvshard_options__link_presets[KVSHARD__LINK_CUSTOM + 1] = {
     [KVSHARD__LINK_NONE] = {"custom", 0, 0.0, "given"},
     [KVSHARD__LINK_NVLINK4] = {"nvlink4", 450000000000u, 5.0,
                                "NVLink 4 of H100/H200 SXM, 900 GB/s both directions; alpha assumed"},
@@ -115,7 +132,8 @@ static const kvshard_options__link_preset link_presets[] = {
     [KVSHARD__LINK_CUSTOM] = {"custom", 0, 0.0, "given"},
 };
 
-static const kvshard_options__accelerator_preset accelerator_presets[] = {
+const kvshard_options__accelerator_preset
+    kvshard_options__accelerator_presets[KVSHARD__ACCEL_CUSTOM + 1] = {
     [KVSHARD__ACCEL_NONE] = {"custom", 0, KVSHARD__LINK_NONE, "given"},
     [KVSHARD__ACCEL_H100] = {"h100", 3350000000000u, KVSHARD__LINK_NVLINK4, "H100 SXM data sheet"},
     [KVSHARD__ACCEL_H200] = {"h200", 4800000000000u, KVSHARD__LINK_NVLINK4, "H200 SXM data sheet"},
@@ -131,24 +149,11 @@ static const kvshard_options__accelerator_preset accelerator_presets[] = {
     [KVSHARD__ACCEL_CUSTOM] = {"custom", 0, KVSHARD__LINK_NONE, "given"},
 };
 
-const kvshard_options__link_preset *kvshard_options__link_preset_of(kvshard__comm_link link)
-{
-    return &link_presets[link <= KVSHARD__LINK_CUSTOM ? link : KVSHARD__LINK_CUSTOM];
-}
-
-const kvshard_options__accelerator_preset *
-kvshard_options__accelerator_preset_of(kvshard__comm_accelerator accelerator)
-{
-    return &accelerator_presets[accelerator <= KVSHARD__ACCEL_CUSTOM ? accelerator
-                                                                      : KVSHARD__ACCEL_CUSTOM];
-}
-
-/* decode_words holds every mechanism at its own index: a priced plan and
- * its estimate read these names each time, so they are not searched. */
 const char *kvshard_options__comm_mechanism_name(kvshard__comm_mechanism m)
 {
-    size_t count = sizeof decode_words / sizeof *decode_words - 1;
-    return m != KVSHARD__COMM_NONE && (size_t)m < count ? decode_words[m].text : NULL;
+    return m != KVSHARD__COMM_NONE && (size_t)m < KVSHARD__COMM_MECHANISMS
+               ? kvshard_options__comm_mechanism_parts[m].text
+               : NULL;
 }
 
 typedef struct option_def {

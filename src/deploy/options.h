@@ -4,6 +4,7 @@
 #ifndef KVSHARD_DEPLOY_OPTIONS_H
 #define KVSHARD_DEPLOY_OPTIONS_H
 
+#include "base/format.h"
 #include "deploy/settings.h"
 
 typedef enum kvshard__option_id {
@@ -123,11 +124,40 @@ typedef struct kvshard_options__accelerator_preset {
     const char *basis;
 } kvshard_options__accelerator_preset;
 
+extern const kvshard_options__link_preset kvshard_options__link_presets[KVSHARD__LINK_CUSTOM + 1];
+extern const kvshard_options__accelerator_preset
+    kvshard_options__accelerator_presets[KVSHARD__ACCEL_CUSTOM + 1];
+
 /* The presets of `link` and `accelerator`; custom and none have name
- * "custom" and no figures. */
-const kvshard_options__link_preset *kvshard_options__link_preset_of(kvshard__comm_link link);
-const kvshard_options__accelerator_preset *
-kvshard_options__accelerator_preset_of(kvshard__comm_accelerator accelerator);
+ * "custom" and no figures. Inline: a priced plan and its estimate read
+ * them each time. */
+static inline const kvshard_options__link_preset *
+kvshard_options__link_preset_of(kvshard__comm_link link)
+{
+    return &kvshard_options__link_presets[link <= KVSHARD__LINK_CUSTOM ? link
+                                                                       : KVSHARD__LINK_CUSTOM];
+}
+
+static inline const kvshard_options__accelerator_preset *
+kvshard_options__accelerator_preset_of(kvshard__comm_accelerator accelerator)
+{
+    return &kvshard_options__accelerator_presets[accelerator <= KVSHARD__ACCEL_CUSTOM
+                                                     ? accelerator
+                                                     : KVSHARD__ACCEL_CUSTOM];
+}
+
+/* Each mechanism's word and its length at the mechanism's index; none's is
+ * empty. A priced plan and its estimate read them each time: they are not
+ * searched for, nor their lengths counted. */
+#define KVSHARD__COMM_MECHANISMS (KVSHARD__COMM_FULL_LAYER + 1)
+extern const kvshard_format__part kvshard_options__comm_mechanism_parts[KVSHARD__COMM_MECHANISMS];
+
+static inline kvshard_format__part kvshard_options__comm_mechanism_part(kvshard__comm_mechanism m)
+{
+    return kvshard_options__comm_mechanism_parts[(size_t)m < KVSHARD__COMM_MECHANISMS
+                                                     ? m
+                                                     : KVSHARD__COMM_NONE];
+}
 
 /* A mechanism's word ("owner_attention"); NULL for none. */
 const char *kvshard_options__comm_mechanism_name(kvshard__comm_mechanism m);

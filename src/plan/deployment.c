@@ -92,10 +92,9 @@ static void comm_warnings(kvshard_plan *p)
             KVSHARD_FORMAT_LITERAL("the split's mechanisms are the "),
             kvshard_format__part_of(prof->name),
             KVSHARD_FORMAT_LITERAL(" profile's (decode "),
-            kvshard_format__part_of(kvshard_options__comm_mechanism_name(decode)),
+            kvshard_options__comm_mechanism_part(decode),
             KVSHARD_FORMAT_LITERAL(", prefill "),
-            kvshard_format__part_of(
-                kvshard_options__comm_mechanism_name(c->prefill ? c->prefill : prof->comm.prefill)),
+            kvshard_options__comm_mechanism_part(c->prefill ? c->prefill : prof->comm.prefill),
             KVSHARD_FORMAT_LITERAL(
                 "), published by the engine for DSA models only and so assumed for this "
                 "model: give comm_decode and comm_prefill if it does otherwise")};
