@@ -75,25 +75,30 @@ static layout own_layout(const kvshard_plan *p)
     return l;
 }
 
+/* Item `i` of a list of `total`, "a, b and c", appended at buf[*used]; a
+ * list cut at `cap` takes nothing more. */
+static void list_item(char *buf, size_t cap, size_t *used, size_t i, size_t total,
+                      const char *item)
+{
+    if (*used >= cap)
+        return;
+    const char *sep = i == 0 ? "" : i + 1 == total ? " and " : ", ";
+    int n = snprintf(buf + *used, cap - *used, "%s%s", sep, item);
+    *used = n < 0 ? cap : *used + (size_t)n;
+}
+
 /* The kinds the estimate prices, for a message: "full-attention, linear
  * and no-cache". */
 static void priced_kinds(char *buf, size_t cap)
 {
-    uint32_t total = 0, i = 0;
+    size_t total = 0, i = 0, used = 0;
     for (uint8_t k = 0; k < KVSHARD__KIND_COUNT; k++)
         total += kvshard_kinds__of(k)->comm_priced;
-    size_t used = 0;
     buf[0] = '\0';
-    for (uint8_t k = 0; k < KVSHARD__KIND_COUNT && used < cap; k++) {
+    for (uint8_t k = 0; k < KVSHARD__KIND_COUNT; k++) {
         const kvshard_kinds__row *row = kvshard_kinds__of(k);
-        if (!row->comm_priced)
-            continue;
-        const char *sep = i == 0 ? "" : i + 1 == total ? " and " : ", ";
-        int n = snprintf(buf + used, cap - used, "%s%s", sep, row->adjective);
-        if (n < 0)
-            return;
-        used += (size_t)n;
-        i++;
+        if (row->comm_priced)
+            list_item(buf, cap, &used, i++, total, row->adjective);
     }
 }
 
@@ -813,14 +818,9 @@ int kvshard_comm__rank_by(kvshard_rank_by *out, kvshard_rank_by asked,
         char list[320];
         size_t used = 0, named = 0;
         list[0] = '\0';
-        for (size_t i = 0; i < count && used < sizeof list; i++) {
-            if (needs[i].met)
-                continue;
-            const char *sep = named == 0 ? "" : named + 1 == missing ? " and " : ", ";
-            int n = snprintf(list + used, sizeof list - used, "%s%s", sep, needs[i].what);
-            used += n > 0 ? (size_t)n : 0;
-            named++;
-        }
+        for (size_t i = 0; i < count; i++)
+            if (!needs[i].met)
+                list_item(list, sizeof list, &used, named++, missing, needs[i].what);
         diag->option = "rank";
         return kvshard_error__fail(diag->err, KVSHARD_EMISSING, "", kvshard_error__no_mark,
                                    "comm_input_missing: --rank=throughput needs %s", list);
