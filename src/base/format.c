@@ -6,6 +6,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+void kvshard_format__c_point(char *text)
+{
+    const char *point = localeconv()->decimal_point;
+    if (point && point[0] && point[0] != '.' && point[1] == '\0') {
+        char *at = strchr(text, point[0]);
+        if (at)
+            *at = '.';
+    }
+}
+
 size_t kvshard_format__shortest_text(char *buf, size_t cap, double v)
 {
     char text[40] = "";
@@ -16,12 +26,7 @@ size_t kvshard_format__shortest_text(char *buf, size_t cap, double v)
         if (strtod(text, NULL) == v)
             break;
     }
-    const char *point = localeconv()->decimal_point;
-    if (point && point[0] && point[0] != '.' && point[1] == '\0') {
-        char *at = strchr(text, point[0]);
-        if (at)
-            *at = '.';
-    }
+    kvshard_format__c_point(text);
     int n = snprintf(buf, cap, "%s", text);
     return n < 0 ? 0 : (size_t)n;
 }

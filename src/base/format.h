@@ -14,6 +14,10 @@ size_t kvshard_format__grouped_text(char *buf, size_t cap, uint64_t v);
 /* 16097280 -> "15.35 MiB"; below 1 KiB, "512 B". Returns its length. */
 size_t kvshard_format__human_text(char *buf, size_t cap, uint64_t bytes);
 
+/* A number printf wrote in the locale's decimal point, its point written
+ * as '.' (the documents kvshard writes are read in any locale). */
+void kvshard_format__c_point(char *text);
+
 /* A double as the shortest decimal that reads back as the same double
  * ("0.9000000001", "0.9", "1"), so that two values that differ show
  * differently; "%g" would print both of those as 0.9. Returns its length. */

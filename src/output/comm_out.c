@@ -7,7 +7,6 @@
 #include "plan/deployment.h"
 #include "plan/queries.h"
 
-#include <locale.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -291,10 +290,7 @@ void kvshard_comm_out__latency_text(char *buf, size_t cap, double us)
         if (strtod(text, NULL) == us)
             break;
     }
-    const char *point = localeconv()->decimal_point;
-    char *at = point && point[0] && point[0] != '.' ? strchr(text, point[0]) : NULL;
-    if (at)
-        *at = '.';
+    kvshard_format__c_point(text);
     snprintf(buf, cap, "%s", text);
 }
 
