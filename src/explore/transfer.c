@@ -304,7 +304,9 @@ static const char *side_name(bool decode)
     return decode ? "D" : "P";
 }
 
-static int check_sides(const kvshard_plan *p, const kvshard_plan *d,
+/* Whether the two sides may be paired: no context parallelism, replicas in
+ * range, one model, one KV and one state dtype, which *t keeps. */
+static int check_sides(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan *d,
                        const kvshard_transfer_options *o, kvshard_error *err)
 {
     const kvshard_plan *side[2] = {p, d};
@@ -342,6 +344,8 @@ static int check_sides(const kvshard_plan *p, const kvshard_plan *d,
                     "transfer_state_dtype: the state is %s on P and %s on D: bytes are copied, "
                     "never converted",
                     kvshard_dtype_name(pm.state_dtype), kvshard_dtype_name(dm.state_dtype));
+    t->kv_cache_dtype = dk;
+    t->state_dtype = dm.state_dtype;
     return KVSHARD_OK;
 }
 
@@ -1219,7 +1223,7 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
 {
     int rc = resolve_nic(&t->totals, o->nic, err);
     if (rc == KVSHARD_OK)
-        rc = check_sides(p, d, o, err);
+        rc = check_sides(t, p, d, o, err);
     if (rc != KVSHARD_OK)
         return rc;
     t->model_type = kvshard_alloc__strdup(&t->alloc, d->model_type ? d->model_type : "");
@@ -1240,10 +1244,6 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
     t->num_draft_layers = p_drafts && d_drafts ? drafts : 0;
     t->attention = d->model.attention;
     t->state_kind = d->model.state.kind;
-    t->kv_cache_dtype = kvshard_plan_kv_cache_dtype(d);
-    kvshard_plan_model_info dm = KVSHARD_PLAN_MODEL_INFO_INIT;
-    (void)kvshard_plan_model(&dm, d);
-    t->state_dtype = dm.state_dtype;
 
     pieces ps = {.alloc = &t->alloc};
     size_t moved = (size_t)L + t->num_draft_layers;
