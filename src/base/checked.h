@@ -8,9 +8,17 @@
 /* a * b and a + b; false on 64-bit overflow (the result is then unset). */
 static inline bool kvshard__mul(uint64_t *out, uint64_t a, uint64_t b)
 {
+#if defined(__GNUC__) || defined(__clang__)
+    /* The processor's overflow flag: no 64-bit division on the way. */
+    uint64_t product;
+    if (__builtin_mul_overflow(a, b, &product))
+        return false;
+    *out = product;
+#else
     if (a != 0 && b > UINT64_MAX / a)
         return false;
     *out = a * b;
+#endif
     return true;
 }
 
