@@ -69,10 +69,13 @@ typedef struct component_of {
 #define MAX_COMPONENTS (2 + KVSHARD__STATE_PARTS)
 
 /* The units a piece carries from one P rank to one D rank for every layer
- * of one class. */
+ * of one class, `cls`: the pieces of every class that differ only in their
+ * layers make one edge. Classes are numbered as they are opened, on their
+ * first layers, layer after layer: their numbers order their first
+ * layers. */
 typedef struct piece {
     uint32_t src, dst, src_stage, src_tp, dst_stage, dst_tp;
-    uint32_t comp, entry, span, lo, hi;
+    uint32_t comp, entry, span, lo, hi, cls;
     uint64_t entry_bytes;
 } piece;
 
@@ -89,13 +92,6 @@ typedef struct layer_class {
     uint64_t unique_per_token, unique_fixed, unique;
 } layer_class;
 
-/* A piece of one class, with the class's first layer: the pieces of
- * every class that differ only in their layers make one edge. */
-typedef struct class_piece {
-    piece p;
-    uint32_t cls, first_layer;
-} class_piece;
-
 /* What one rank sends or receives, summed over its edges. */
 typedef struct rank_sum {
     bool present;
@@ -108,7 +104,7 @@ typedef struct rank_sum {
  * in the edges. */
 typedef struct pieces {
     const kvshard_allocator *alloc;
-    class_piece *at;
+    piece *at;
     size_t count, cap;
     /* Room for a class per layer moved (each has a layer at least), in one
      * block with the next two. */
@@ -146,31 +142,35 @@ static int grow(const kvshard_allocator *alloc, void **items, size_t count, size
             return (x) < (y) ? -1 : 1;                                                             \
     } while (0)
 
-/* Orders pointers to the pieces of one source by all the pieces carry,
- * then by their class's first layer: the pieces of one edge side by side,
- * in layer order. Pointers are sorted, not the pieces, which are 8 times
- * their size. */
+/* Orders the pieces of one source by all they carry, then by their class's
+ * first layer: the pieces of one edge side by side, in layer order. */
+static inline int piece_order_of(const piece *x, const piece *y)
+{
+    ORDER_BY(x->dst, y->dst);
+    ORDER_BY(x->comp, y->comp);
+    ORDER_BY(x->lo, y->lo);
+    ORDER_BY(x->hi, y->hi);
+    ORDER_BY(x->entry, y->entry);
+    ORDER_BY(x->span, y->span);
+    ORDER_BY(x->entry_bytes, y->entry_bytes);
+    ORDER_BY(x->cls, y->cls);
+    return 0;
+}
+
+/* piece_order_of() for pointers to pieces: pointers are sorted, not the
+ * pieces, seven times their size. */
 static int piece_order(const void *a, const void *b)
 {
-    const class_piece *x = *(const class_piece *const *)a, *y = *(const class_piece *const *)b;
-    ORDER_BY(x->p.dst, y->p.dst);
-    ORDER_BY(x->p.comp, y->p.comp);
-    ORDER_BY(x->p.lo, y->p.lo);
-    ORDER_BY(x->p.hi, y->p.hi);
-    ORDER_BY(x->p.entry, y->p.entry);
-    ORDER_BY(x->p.span, y->p.span);
-    ORDER_BY(x->p.entry_bytes, y->p.entry_bytes);
-    ORDER_BY(x->first_layer, y->first_layer);
-    return 0;
+    return piece_order_of(*(const piece *const *)a, *(const piece *const *)b);
 }
 
 /* Whether pieces [from, to) lie in piece_order already, as a source's
  * mostly come: compared in place, without sort_few()'s call through a
  * pointer. */
-static bool pieces_in_order(const class_piece **from, const class_piece **to)
+static bool pieces_in_order(const piece **from, const piece **to)
 {
-    for (const class_piece **k = from; k + 1 < to; k++) {
-        if (piece_order(k, k + 1) > 0)
+    for (const piece **k = from; k + 1 < to; k++) {
+        if (piece_order_of(k[0], k[1]) > 0)
             return false;
     }
     return true;
@@ -184,7 +184,7 @@ static bool same_edge(const piece *a, const piece *b)
 }
 
 /* Room for one more piece, made in place; NULL when out of memory. */
-static class_piece *pieces_add(pieces *ps)
+static piece *pieces_add(pieces *ps)
 {
     if (ps->count == ps->cap &&
         grow(ps->alloc, (void **)&ps->at, ps->count, &ps->cap, sizeof *ps->at) != KVSHARD_OK)
@@ -624,20 +624,28 @@ static uint32_t first_holder(uint32_t *step, const route_side *s, const componen
 /* A piece of units [lo, hi) of component c of class `cls`, from TP rank
  * src_tp of P to TP rank dst_tp of D (global rank dst); NULL when out of
  * memory. */
-static inline class_piece *add_piece(pieces *ps, const route *r, const component_of *c,
-                                     uint32_t cls, uint32_t layer, uint32_t src_tp, uint32_t dst_tp,
-                                     uint32_t dst, uint32_t lo, uint32_t hi)
+static inline piece *add_piece(pieces *ps, const route *r, const component_of *c, uint32_t cls,
+                               uint32_t src_tp, uint32_t dst_tp, uint32_t dst, uint32_t lo,
+                               uint32_t hi)
 {
-    class_piece *added = pieces_add(ps);
+    piece *added = pieces_add(ps);
     uint32_t src = side_global_rank(&r->p, src_tp);
     if (!added)
         return NULL;
     ps->per_source[src + 1]++;
-    *added =
-        (class_piece){{src, dst, r->p.h.stage, src_tp, r->d.h.stage, dst_tp, (uint32_t)c->comp,
-                       (uint32_t)c->entry, c->span, lo, hi, (uint64_t)(hi - lo) * c->unit_bytes},
-                      cls,
-                      layer};
+    *added = (piece){src,
+                     dst,
+                     r->p.h.stage,
+                     src_tp,
+                     r->d.h.stage,
+                     dst_tp,
+                     (uint32_t)c->comp,
+                     (uint32_t)c->entry,
+                     c->span,
+                     lo,
+                     hi,
+                     cls,
+                     (uint64_t)(hi - lo) * c->unit_bytes};
     return added;
 }
 
@@ -670,7 +678,7 @@ static int route_component(pieces *ps, route *r, uint32_t cls, uint32_t layer,
             (holding(&home_lo, &home_hi, &r->p, home, c) && home_lo <= lo && hi <= home_hi)) {
             /* The home rank holds them all, as it mostly does: one piece,
              * no rank searched unit by unit. */
-            if (!add_piece(ps, r, c, cls, layer, home, td, dst, lo, hi))
+            if (!add_piece(ps, r, c, cls, home, td, dst, lo, hi))
                 return fail(err, KVSHARD_ENOMEM, "out of memory");
             continue;
         }
@@ -692,10 +700,10 @@ static int route_component(pieces *ps, route *r, uint32_t cls, uint32_t layer,
                 cur->entry_bytes += c->unit_bytes;
                 continue;
             }
-            class_piece *added = add_piece(ps, r, c, cls, layer, src_tp, td, dst, u, u + 1);
+            piece *added = add_piece(ps, r, c, cls, src_tp, td, dst, u, u + 1);
             if (!added)
                 return fail(err, KVSHARD_ENOMEM, "out of memory");
-            cur = &added->p;
+            cur = added;
         }
     }
     return KVSHARD_OK;
@@ -930,8 +938,8 @@ static void sort_few(void *items, size_t count, size_t size,
  * classes, into *e: an edge of one class points at its class's layers, an
  * edge of more at theirs merged at t->layers[*placed]. */
 static void make_edge(kvshard_transfer_edge *e, kvshard_transfer *t, const pieces *ps,
-                      const class_piece *const *from, const class_piece *const *to, size_t *placed,
-                      uint64_t n, kvshard__calc *c)
+                      const piece *const *from, const piece *const *to, size_t *placed, uint64_t n,
+                      kvshard__calc *c)
 {
     const layer_class *first = &ps->classes[(*from)->cls];
     const uint32_t *layers = &ps->class_layers[first->first];
@@ -939,7 +947,7 @@ static void make_edge(kvshard_transfer_edge *e, kvshard_transfer *t, const piece
     if (to - from > 1) {
         uint32_t *merged = &t->layers[*placed];
         count = 0;
-        for (const class_piece *const *k = from; k < to; k++) {
+        for (const piece *const *k = from; k < to; k++) {
             const layer_class *cls = &ps->classes[(*k)->cls];
             memcpy(&merged[count], &ps->class_layers[cls->first],
                    cls->layer_count * sizeof *merged);
@@ -950,7 +958,7 @@ static void make_edge(kvshard_transfer_edge *e, kvshard_transfer *t, const piece
         *placed += count;
         layers = merged;
     }
-    const piece *p = &(*from)->p;
+    const piece *p = *from;
     *e = (kvshard_transfer_edge){p->src,
                                  p->dst,
                                  p->src_stage,
@@ -1010,7 +1018,7 @@ static int make_edges(kvshard_transfer *t, pieces *ps, uint64_t n, size_t source
                       kvshard__calc *c)
 {
     size_t count = ps->count;
-    const class_piece **sorted = kvshard_alloc__bytes(&t->alloc, count ? count : 1, sizeof *sorted);
+    const piece **sorted = kvshard_alloc__bytes(&t->alloc, count ? count : 1, sizeof *sorted);
     size_t *end = ps->per_source;
     rank_sum *received = ps->received;
     t->edges = kvshard_alloc__bytes(&t->alloc, count ? count : 1, sizeof *t->edges);
@@ -1018,8 +1026,11 @@ static int make_edges(kvshard_transfer *t, pieces *ps, uint64_t n, size_t source
     for (size_t g = 0; rc == KVSHARD_OK && g < sources; g++)
         end[g + 1] += end[g];
     for (size_t i = 0; rc == KVSHARD_OK && i < count; i++) /* end[g]: g's start, then its end */
-        sorted[end[ps->at[i].p.src]++] = &ps->at[i];
+        sorted[end[ps->at[i].src]++] = &ps->at[i];
     kvshard_transfer_totals *tt = &t->totals;
+    /* The wire's sums, kept in locals as the edges are summed: summed in
+     * place, each would be read back after every edge's stores. */
+    uint64_t wire_per_token = 0, wire_fixed = 0, wire = 0;
     /* Only the busiest source is kept, with no sum per P rank; ties go to
      * the lowest, summed first. */
     rank_sum most_sent = {0};
@@ -1031,12 +1042,14 @@ static int make_edges(kvshard_transfer *t, pieces *ps, uint64_t n, size_t source
         if (!pieces_in_order(&sorted[from], &sorted[end[g]]))
             sort_few(&sorted[from], end[g] - from, sizeof *sorted, piece_order);
         kvshard_transfer_edge *first_edge = e;
-        rank_sum sent = {0};
+        /* What g sends, summed in words of their own: its edges all come
+         * from one rank. */
+        uint64_t sent_per_token = 0, sent_fixed = 0, sent_bytes = 0;
         /* The edges come ordered by receiver and component; only edges that
          * share both may be out of edge_order. */
         bool shared = false;
         for (size_t i = from, j; i < end[g]; i = j, e++) {
-            for (j = i + 1; j < end[g] && same_edge(&sorted[j]->p, &sorted[i]->p); j++)
+            for (j = i + 1; j < end[g] && same_edge(sorted[j], sorted[i]); j++)
                 ;
             if (j - i > 1 && !t->layers) { /* room for every piece's layers, once merging */
                 size_t layer_total = 0;
@@ -1051,20 +1064,28 @@ static int make_edges(kvshard_transfer *t, pieces *ps, uint64_t n, size_t source
             make_edge(e, t, ps, &sorted[i], &sorted[j], &placed, n, c);
             if (e > first_edge && e[-1].dst == e->dst && e[-1].component_code == e->component_code)
                 shared = true;
-            tt->wire_per_token = kvshard__calc_add(c, tt->wire_per_token, e->bytes_per_token);
-            tt->wire_fixed = kvshard__calc_add(c, tt->wire_fixed, e->bytes_fixed);
-            tt->wire = kvshard__calc_add(c, tt->wire, e->bytes);
-            rank_add(&sent, e->src_stage, e->src_tp, e);
+            wire_per_token = kvshard__calc_add(c, wire_per_token, e->bytes_per_token);
+            wire_fixed = kvshard__calc_add(c, wire_fixed, e->bytes_fixed);
+            wire = kvshard__calc_add(c, wire, e->bytes);
+            sent_per_token += e->bytes_per_token;
+            sent_fixed += e->bytes_fixed;
+            sent_bytes += e->bytes;
             rank_add(&received[e->dst], e->dst_stage, e->dst_tp, e);
         }
         if (shared)
             sort_few(first_edge, (size_t)(e - first_edge), sizeof *e, edge_order);
-        if (sent.present && (!most_sent.present || busier(&sent, &most_sent, n > 0))) {
+        const rank_sum sent = {
+            true,      first_edge->src_stage, first_edge->src_tp, sent_per_token, sent_fixed,
+            sent_bytes};
+        if (rc == KVSHARD_OK && (!most_sent.present || busier(&sent, &most_sent, n > 0))) {
             most_sent = sent;
             most_sender = g;
         }
     }
     t->edge_count = (size_t)(e - t->edges);
+    tt->wire_per_token = wire_per_token;
+    tt->wire_fixed = wire_fixed;
+    tt->wire = wire;
     if (rc == KVSHARD_OK) {
         tt->busiest_source =
             rank_of(most_sent.present ? &most_sent : NULL, (uint32_t)most_sender, n > 0);
