@@ -116,13 +116,16 @@ typedef struct pieces {
     uint32_t *class_layers; /* each class's layers, ascending, class after class */
 } pieces;
 
-/* Doubles *items (of `size` bytes each) when full. */
-static int grow(const kvshard_allocator *alloc, void **items, size_t count, size_t *cap,
-                size_t size)
+/* Room in *items (of `size` bytes each, `count` of them used) for `more`:
+ * doubled until there is. */
+static int grow(const kvshard_allocator *alloc, void **items, size_t count, size_t more,
+                size_t *cap, size_t size)
 {
-    if (count < *cap)
+    if (more <= *cap - count)
         return KVSHARD_OK;
-    size_t want = *cap ? *cap * 2 : 64;
+    size_t want = *cap ? *cap : 32;
+    while (want - count < more)
+        want *= 2;
     void *grown = kvshard_alloc__bytes(alloc, want, size);
     if (!grown)
         return KVSHARD_ENOMEM;
@@ -187,7 +190,7 @@ static bool same_edge(const piece *a, const piece *b)
 static piece *pieces_add(pieces *ps)
 {
     if (ps->count == ps->cap &&
-        grow(ps->alloc, (void **)&ps->at, ps->count, &ps->cap, sizeof *ps->at) != KVSHARD_OK)
+        grow(ps->alloc, (void **)&ps->at, ps->count, 1, &ps->cap, sizeof *ps->at) != KVSHARD_OK)
         return NULL;
     return &ps->at[ps->count++];
 }
@@ -649,6 +652,39 @@ static inline piece *add_piece(pieces *ps, const route *r, const component_of *c
     return added;
 }
 
+/* The pieces of a latent or an index key that every P rank holds whole,
+ * the D ranks that hold it from `first` by `step`: each takes its one unit
+ * from its home rank, one piece each, made from one model piece (what the
+ * pieces share, written once). False when out of memory. */
+static bool route_whole(pieces *ps, const route *r, const component_of *c, uint32_t cls,
+                        uint32_t first, uint32_t step, bool *moved)
+{
+    uint32_t tp_p = r->p.plan->tp, tp_d = r->d.plan->tp;
+    if (first >= tp_d)
+        return true;
+    size_t holders = (tp_d - first - 1) / step + 1;
+    if (grow(ps->alloc, (void **)&ps->at, ps->count, holders, &ps->cap, sizeof *ps->at) !=
+        KVSHARD_OK)
+        return false;
+    *moved = true;
+    const piece model = {
+        0, 0,   r->p.h.stage, 0, r->d.h.stage, 0, (uint32_t)c->comp, (uint32_t)c->entry, c->span, 0,
+        1, cls, c->unit_bytes};
+    piece *out = &ps->at[ps->count];
+    ps->count += holders;
+    for (uint32_t td = first; td < tp_d; td += step, out++) {
+        /* Sides of one TP size, the usual pairing, are homed without a division. */
+        uint32_t home = tp_p == tp_d ? td : (uint32_t)((uint64_t)td * tp_p / tp_d);
+        *out = model;
+        out->src = side_global_rank(&r->p, home);
+        out->src_tp = home;
+        out->dst = side_global_rank(&r->d, td);
+        out->dst_tp = td;
+        ps->per_source[out->src + 1]++;
+    }
+    return true;
+}
+
 /* The pieces of one component of the layers of class `cls`, read on its
  * first layer: each unit a D rank holds comes from the first P rank holding
  * it in the cyclic order from the D rank's home, floor(t_D x T_P / T_D).
@@ -659,13 +695,15 @@ static int route_component(pieces *ps, route *r, uint32_t cls, uint32_t layer,
     uint32_t tp_p = r->p.plan->tp, tp_d = r->d.plan->tp;
     if (!holds_any(&r->d, c))
         return KVSHARD_OK;
+    uint32_t step = 1, first = first_holder(&step, &r->d, c);
     /* Every P rank holds all of a latent or an index key when P's layer has
      * no owner: any home then holds what its D rank takes, unchecked. */
-    bool every_p_rank_holds_all =
-        !c->state && c->comp != C_KV && r->p.h.cache && r->p.h.owner == KVSHARD_OWNER_ALL;
-    uint32_t step = 1;
+    if (!c->state && c->comp != C_KV && r->p.h.cache && r->p.h.owner == KVSHARD_OWNER_ALL)
+        return route_whole(ps, r, c, cls, first, step, moved)
+                   ? KVSHARD_OK
+                   : fail(err, KVSHARD_ENOMEM, "out of memory");
     /* Only holders are visited: an owner is below the split it steps by. */
-    for (uint32_t td = first_holder(&step, &r->d, c); td < tp_d; td += step) {
+    for (uint32_t td = first; td < tp_d; td += step) {
         uint32_t lo = 0, hi = 0;
         if (!holder_units(&lo, &hi, &r->d, td, c))
             continue;
@@ -674,8 +712,7 @@ static int route_component(pieces *ps, route *r, uint32_t cls, uint32_t layer,
         uint32_t home = tp_p == tp_d ? td : (uint32_t)((uint64_t)td * tp_p / tp_d);
         uint32_t dst = side_global_rank(&r->d, td);
         uint32_t home_lo = 0, home_hi = 0;
-        if (every_p_rank_holds_all ||
-            (holding(&home_lo, &home_hi, &r->p, home, c) && home_lo <= lo && hi <= home_hi)) {
+        if (holding(&home_lo, &home_hi, &r->p, home, c) && home_lo <= lo && hi <= home_hi) {
             /* The home rank holds them all, as it mostly does: one piece,
              * no rank searched unit by unit. */
             if (!add_piece(ps, r, c, cls, home, td, dst, lo, hi))
