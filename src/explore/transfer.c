@@ -1188,34 +1188,49 @@ static bool same_class(const layer_class *a, const layer_class *b)
            kvshard__stage_holding_same(&a->d, &b->d);
 }
 
-/* The classes last found, by what both sides' holdings of a layer are made
- * of (their keys) and D's layer class: a layer's class is then found at
- * once, without working out its holdings, which are worked out only for a
- * key not found here. */
+/* The classes last found, by what a decoder layer's holdings on both sides
+ * are made of (its key) and D's layer class: a layer's class is then found
+ * at once, without working out its holdings, which are worked out only for
+ * a key not found here (and for draft layers, which are few). */
 #define RECENT_CLASSES 64u
 
+/* A layer's key, in three words: both sides' owners; D's layer class, the
+ * kind (the sides share it: layers_alike()) and whether each side keeps the
+ * layer's state; both sides' stages. A plan works out a layer's holding
+ * from its kind, owner, stage and state alone, so layers of equal keys hold
+ * alike on both sides. */
 typedef struct recent_class {
-    kvshard__holding_key p, d;
-    uint32_t d_class, k; /* k: the class */
+    uint64_t owners, made, stages;
+    uint32_t k; /* the class */
 } recent_class;
 
 /* The slots in use, a bit each: one word cleared, not a mark per slot. */
 typedef uint64_t recent_used;
 _Static_assert(RECENT_CLASSES == 8 * sizeof(recent_used), "a bit per recent class");
 
+static recent_class layer_key(const kvshard_plan *p, const kvshard_plan *d, uint32_t layer,
+                              uint32_t p_stage, uint32_t d_stage)
+{
+    uint8_t kind = d->kinds[layer];
+    bool stateful = kvshard_kinds__of(kind)->state;
+    uint64_t p_state = stateful && (int32_t)p->state_slot[layer] >= 0;
+    uint64_t d_state = stateful && (int32_t)d->state_slot[layer] >= 0;
+    return (recent_class){(uint32_t)p->owner[layer] | (uint64_t)(uint32_t)d->owner[layer] << 32,
+                          d->class_of[layer] | (uint64_t)kind << 8 | p_state << 16 | d_state << 17,
+                          p_stage | (uint64_t)d_stage << 32, 0};
+}
+
 static uint32_t recent_slot(const recent_class *key)
 {
-    /* The owners, in the keys' low words, and the stages tell most layers
-     * apart; the kinds, in the high words, are folded in by the shift. */
-    uint64_t h = (key->p.rest ^ key->d.rest * 5u ^ key->d_class * 3u) + key->p.stage * 7u +
-                 key->d.stage * 11u;
-    return (uint32_t)(h ^ h >> 32) & (RECENT_CLASSES - 1);
+    /* The owners tell most layers apart: D's, in the high word, are folded
+     * onto P's. */
+    uint64_t h = key->owners ^ key->owners >> 29 ^ key->made * 5u ^ key->stages * 7u;
+    return (uint32_t)(h ^ h >> 12) & (RECENT_CLASSES - 1);
 }
 
 static bool same_key(const recent_class *a, const recent_class *b)
 {
-    return a->p.rest == b->p.rest && a->d.rest == b->d.rest && a->p.stage == b->p.stage &&
-           a->d.stage == b->d.stage && a->d_class == b->d_class;
+    return a->owners == b->owners && a->made == b->made && a->stages == b->stages;
 }
 
 /* Each class's layers in ascending order, class after class. */
@@ -1327,18 +1342,24 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
     recent_class recent[RECENT_CLASSES];
     recent_used used = 0;
     layer_class key = {0}; /* only its holdings and D's class are compared */
+    kvshard__stage_walk p_stages = kvshard__stage_walk_begin(p),
+                        d_stages = kvshard__stage_walk_begin(d);
     for (uint32_t layer = 0; rc == KVSHARD_OK && layer < L + t->num_draft_layers; layer++) {
-        recent_class made_of = {
-            kvshard__plan_holding_key(p, layer), kvshard__plan_holding_key(d, layer),
-            layer < L ? d->class_of[layer] : DRAFT_CLASS | d->draft_class[layer - L], 0};
-        uint32_t at = recent_slot(&made_of);
-        recent_class *slot = &recent[at];
-        bool known = (used >> at & 1) && same_key(slot, &made_of);
-        uint32_t k = known ? slot->k : 0;
-        if (!known) {
+        bool draft = layer >= L;
+        recent_class made_of = {0, 0, 0, 0}, *slot = NULL;
+        uint32_t at = 0, k = 0;
+        if (!draft) {
+            made_of = layer_key(p, d, layer, kvshard__stage_walk_to(&p_stages, layer),
+                                kvshard__stage_walk_to(&d_stages, layer));
+            at = recent_slot(&made_of);
+            slot = &recent[at];
+        }
+        if (slot && (used >> at & 1) && same_key(slot, &made_of)) {
+            k = slot->k;
+        } else {
             /* Layers of other keys may hold alike: the class is looked for
              * among those of the layer's stages by its holdings. */
-            key.d_class = made_of.d_class;
+            key.d_class = draft ? DRAFT_CLASS | d->draft_class[layer - L] : d->class_of[layer];
             holding_of_layer(&key.p, p, layer);
             holding_of_layer(&key.d, d, layer);
             if (ps.class_count && (ps.classes[first_of_stages].p.stage != key.p.stage ||
@@ -1350,9 +1371,11 @@ static int build(kvshard_transfer *t, const kvshard_plan *p, const kvshard_plan 
                 rc = open_class(&ps, &r, &key, layer, o->tokens, &c, err);
             if (rc != KVSHARD_OK)
                 break;
-            *slot = made_of;
-            slot->k = k;
-            used |= (recent_used)1 << at;
+            if (slot) {
+                *slot = made_of;
+                slot->k = k;
+                used |= (recent_used)1 << at;
+            }
         }
         ps.class_of[layer] = k;
         ps.classes[k].layer_count++;

@@ -50,33 +50,11 @@ typedef struct kvshard__stage_holding {
 } kvshard__stage_holding;
 
 /* The holding of `layer` (drafts included) into *out; KVSHARD_ELAYER for a
- * layer out of range. */
+ * layer out of range. Of a decoder layer it reads its kind, its owner, its
+ * stage and whether the plan keeps its state, nothing else: the transfer
+ * map keys layers by those to ask once per key. */
 int kvshard_plan__stage_holding(kvshard__stage_holding *out, const kvshard_plan *plan,
                                 uint32_t layer);
-
-/* What kvshard_plan__stage_holding() reads of `layer`, in two words: two
- * layers of one plan with equal keys have equal holdings (layers of unequal
- * keys may too), so a caller asks the holding once per key. */
-typedef struct kvshard__holding_key {
-    uint64_t stage, rest; /* the stage; the owner, the kind and whether it is a draft or a state */
-} kvshard__holding_key;
-
-static inline kvshard__holding_key kvshard__plan_holding_key(const kvshard_plan *plan,
-                                                             uint32_t layer)
-{
-    const kvshard__model_info *m = &plan->model;
-    uint32_t L = m->num_layers;
-    if (layer >= L) {
-        bool counted = plan->draft_class && layer - L < m->num_draft_layers;
-        uint8_t kind = counted ? m->classes[plan->draft_class[layer - L]].kind : 0;
-        return (kvshard__holding_key){0, (uint64_t)kind << 32 | (counted ? 2ull : 4ull) << 40};
-    }
-    uint8_t kind = plan->kinds[layer];
-    bool state = (int32_t)plan->state_slot[layer] >= 0 && kvshard_kinds__of(kind)->state;
-    return (kvshard__holding_key){kvshard__plan_stage_of(plan, layer),
-                                  (uint64_t)(uint32_t)plan->owner[layer] |
-                                      (uint64_t)kind << 32 | (uint64_t)state << 40};
-}
 
 /* Whether TP rank t holds the cache of a layer held as `h`. */
 static inline bool kvshard__stage_holding_has(const kvshard__stage_holding *h, uint32_t t)
