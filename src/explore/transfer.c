@@ -667,9 +667,15 @@ static bool route_whole(pieces *ps, const route *r, const component_of *c, uint3
         KVSHARD_OK)
         return false;
     *moved = true;
-    const piece model = {
-        0, 0,   r->p.h.stage, 0, r->d.h.stage, 0, (uint32_t)c->comp, (uint32_t)c->entry, c->span, 0,
-        1, cls, c->unit_bytes};
+    const piece model = {.src_stage = r->p.h.stage,
+                         .dst_stage = r->d.h.stage,
+                         .comp = (uint32_t)c->comp,
+                         .entry = (uint32_t)c->entry,
+                         .span = c->span,
+                         .lo = 0,
+                         .hi = 1,
+                         .cls = cls,
+                         .entry_bytes = c->unit_bytes};
     piece *out = &ps->at[ps->count];
     ps->count += holders;
     for (uint32_t td = first; td < tp_d; td += step, out++) {
