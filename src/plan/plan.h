@@ -56,8 +56,8 @@ typedef struct kvshard__budgets {
 /* Where a plan's weights come from, first that applies. */
 typedef enum kvshard__weights_source {
     KVSHARD__WEIGHTS_NONE,
-    KVSHARD__WEIGHTS_PER_RANK,    /* weights_per_rank: given per stage */
-    KVSHARD__WEIGHTS_TOTAL,       /* weights_total and weights_experts: shared by layers */
+    KVSHARD__WEIGHTS_PER_RANK,   /* weights_per_rank: given per stage */
+    KVSHARD__WEIGHTS_TOTAL,      /* weights_total and weights_experts: shared by layers */
     KVSHARD__WEIGHTS_SAFETENSORS, /* the model directory's headers */
     KVSHARD__WEIGHTS_INDEX /* the index alone: its total_size, the experts given or estimated */
 } kvshard__weights_source;
@@ -67,8 +67,8 @@ typedef enum kvshard__weights_source {
 
 /* What the device inputs gave a plan, for its outputs. */
 typedef struct kvshard__device_figures {
-    bool used;              /* the budgets came from the device */
-    bool ignored;           /* device_memory was given beside memory_per_rank */
+    bool used;    /* the budgets came from the device */
+    bool ignored; /* device_memory was given beside memory_per_rank */
     const char *fill_given; /* the engine's own figure the weights would fill (static) */
     uint64_t device_memory;
     uint32_t utilization_ppb;
@@ -92,13 +92,13 @@ struct kvshard_plan {
      * docs/performance.md). */
     uint32_t *hold_key;         /* per layer (held_by's own words with one stage) */
     kvshard__rank_key *keys;    /* per plan rank */
-    int32_t *held_by;           /* per layer: as owner, but KVSHARD_OWNER_ALL for a layer whose
-                                   state every rank holds; `owner` itself when the same */
+    int32_t *held_by;        /* per layer: as owner, but KVSHARD_OWNER_ALL for a layer whose
+                                state every rank holds; `owner` itself when the same */
     kvshard__rank_place *place; /* per plan rank */
-    uint32_t tp;                /* T */
-    uint32_t split;             /* S_eff */
-    uint32_t pp;                /* P */
-    uint32_t ranks_count;       /* P x T plan ranks; P x figure_stride in fit's figures */
+    uint32_t tp;             /* T */
+    uint32_t split;          /* S_eff */
+    uint32_t pp;             /* P */
+    uint32_t ranks_count;    /* P x T plan ranks; P x figure_stride in fit's figures */
     /* fit's figures (kvshard_plan__figures): ranks[] holds per stage only
      * the TP ranks whose figures can differ, figure_stride a stage (the
      * last repeated to fill it), figure_ranks[i] the TP rank in its stage of
@@ -106,12 +106,12 @@ struct kvshard_plan {
     uint32_t figure_stride;
     uint32_t *figure_ranks;
     kvshard__model_info model;
-    int32_t *owner;       /* split rank, KVSHARD_OWNER_ALL or KVSHARD_OWNER_NONE per layer */
-    uint8_t *kinds;       /* kvshard_layer_kind per decoder layer */
-    uint8_t *class_of;    /* per decoder layer: its cache class in model.classes */
+    int32_t *owner; /* split rank, KVSHARD_OWNER_ALL or KVSHARD_OWNER_NONE per layer */
+    uint8_t *kinds;    /* kvshard_layer_kind per decoder layer */
+    uint8_t *class_of; /* per decoder layer: its cache class in model.classes */
     uint8_t *draft_class; /* per draft layer: its class; NULL without draft layers */
-    int32_t *kv_source;   /* per decoder layer: the layer whose cache it reads, or -1; NULL
-                             when no layer reads another's */
+    int32_t *kv_source; /* per decoder layer: the layer whose cache it reads, or -1; NULL
+                           when no layer reads another's */
     kvshard_allocator alloc;
     char *model_type;
     char *source;            /* the model's source */
@@ -120,20 +120,20 @@ struct kvshard_plan {
     kvshard_options options; /* settled; its settings are resolved into `inputs` */
     const kvshard__profile *profile;
     kvshard_value inputs[KVSHARD__MAX_PROFILE_INPUTS]; /* the profile's inputs */
-    uint32_t replication;                              /* R */
+    uint32_t replication;    /* R */
     kvshard_dtype state_dtype;
-    kvshard__range layers;  /* every layer of the model */
-    kvshard__range *stages; /* P ranges: the layers of each stage */
-    uint32_t *stage_counts; /* P: their layer counts, which an explicit
-                               options.pp_partition points at */
+    kvshard__range layers;            /* every layer of the model */
+    kvshard__range *stages;           /* P ranges: the layers of each stage */
+    uint32_t *stage_counts;           /* P: their layer counts, which an explicit
+                                         options.pp_partition points at */
     /* Per stage, per split rank (stage x (S_eff + 1) + split rank): offsets
      * into owned_layers, which holds each stage's KV layers grouped by owning
      * split rank. */
     uint32_t *owned_offsets;
     uint32_t *owned_layers;
-    uint32_t *owned_counts;             /* P x S_eff: KV layers each split rank of a stage owns */
-    uint32_t *owned_by_class;           /* P x S_eff rows of model.num_classes: the same by class */
-    kvshard_rank_memory *ranks;         /* per plan rank */
+    uint32_t *owned_counts;           /* P x S_eff: KV layers each split rank of a stage owns */
+    uint32_t *owned_by_class;         /* P x S_eff rows of model.num_classes: the same by class */
+    kvshard_rank_memory *ranks;       /* per plan rank */
     kvshard_rank_memory *unsplit_ranks; /* per plan rank with one split rank owning every KV
                                            layer, counted into unsplit_cap; NULL at S_eff 1
                                            and in fit's figures */
@@ -142,7 +142,7 @@ struct kvshard_plan {
     uint64_t state_per_layer;         /* one linear or hybrid layer's state per sequence */
     uint64_t unsplit_bytes_per_block; /* all KV layers stored unsplit, no draft */
     bool has_memory;
-    uint64_t memory;          /* the budget capacity is counted in (the smallest) */
+    uint64_t memory; /* the budget capacity is counted in (the smallest) */
     kvshard__budgets budgets; /* the same, and each stage's from the device */
     uint64_t *stage_weights;  /* P: a stage's weights per rank, with the device */
     uint64_t *stage_budgets;  /* P: its budget, with the device */
@@ -261,18 +261,16 @@ kvshard_blocks kvshard_plan__blocks_of(const kvshard__capacity *c);
 /* The capacity inputs of a planning call over `tp` plan ranks at budgets
  * `b`. */
 kvshard__capacity_inputs kvshard_plan__capacity_inputs_of(const kvshard__planning *pl,
-                                                          const kvshard_rank_memory *ranks,
-                                                          uint32_t tp, uint32_t split,
-                                                          uint64_t unsplit,
-                                                          const kvshard__budgets *b);
+                                                     const kvshard_rank_memory *ranks, uint32_t tp,
+                                                     uint32_t split, uint64_t unsplit,
+                                                     const kvshard__budgets *b);
 
 /* The figures of a plan at S_eff = 1 from its T ranks' figures (worked out
  * with every KV layer owned): the largest bytes per token and per block and,
  * with a memory figure, the blocks every rank fits, 0 when the unsplit plan
  * fits none where a split one may. */
 kvshard_uniform kvshard_plan__uniform_of(const kvshard_rank_memory *ranks, uint32_t tp,
-                                         const kvshard__planning *pl,
-                                         uint64_t unsplit_bytes_per_block,
-                                         const kvshard__budgets *b);
+                                    const kvshard__planning *pl, uint64_t unsplit_bytes_per_block,
+                                    const kvshard__budgets *b);
 
 #endif /* KVSHARD_PLAN_PLAN_H */
