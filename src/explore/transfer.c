@@ -1115,12 +1115,14 @@ static int make_edges(kvshard_transfer *t, pieces *ps, uint64_t n, size_t source
             sent_bytes += e->bytes;
             rank_add(&received[e->dst], e->dst_stage, e->dst_tp, e);
         }
+        if (rc != KVSHARD_OK)
+            break; /* first_edge may not be made */
         if (shared)
             sort_few(first_edge, (size_t)(e - first_edge), sizeof *e, edge_order);
         const rank_sum sent = {
             true,      first_edge->src_stage, first_edge->src_tp, sent_per_token, sent_fixed,
             sent_bytes};
-        if (rc == KVSHARD_OK && (!most_sent.present || busier(&sent, &most_sent, n > 0))) {
+        if (!most_sent.present || busier(&sent, &most_sent, n > 0)) {
             most_sent = sent;
             most_sender = g;
         }
